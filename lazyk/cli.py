@@ -1,0 +1,41 @@
+"""The `lazyk` console command. Each subcommand is a small function that calls one stage."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from lazyk.errors import TypeParseError
+    from lazyk.typeparse import describe
+
+    status = 0
+    for text in args.types:
+        try:
+            print(describe(text))
+        except TypeParseError as err:
+            print(f"error: {err}", file=sys.stderr)
+            status = 1
+        print()
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lazyk", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("parse", help="parse type strings; print canonical form, tree, size")
+    p.add_argument("types", nargs="+", metavar="TYPE")
+    p.set_defaults(func=_cmd_parse)
+
+    # Other stages register their subcommands here (explain, bench, cache).
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
