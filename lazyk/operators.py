@@ -1,0 +1,146 @@
+"""Mixin that gives lazy values Python operators, NumPy ufunc protocol and reduction methods.
+
+Every method only builds a lazy node through `lazyk.expr`; nothing is computed here.
+`lazyk.expr` is imported inside the methods because it imports the array stage, which
+inherits this mixin (an import at module level would be a cycle).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _binary(name: str, reflected: bool = False):
+    """Make a binary dunder that calls `lazyk.expr.<name>`, or returns NotImplemented."""
+
+    def method(self, other):
+        from lazyk import expr
+
+        if not expr.is_operand(other):
+            return NotImplemented
+        fn = getattr(expr, name)
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    return method
+
+
+def _unary(name: str):
+    """Make a unary dunder that calls `lazyk.expr.<name>`."""
+
+    def method(self):
+        from lazyk import expr
+
+        return getattr(expr, name)(self)
+
+    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    return method
+
+
+def _reduction(name: str):
+    """Make a reduction method (`x.sum(axis=..., keepdims=..., skipna=...)`)."""
+
+    def method(self, axis=None, dtype=None, out=None, keepdims: bool = False,
+               skipna: bool = False, **kwargs):
+        from lazyk import expr
+
+        # NOTE: np.sum(x) on a non-ndarray calls x.sum(axis=, out=, ...); accept NumPy's
+        # spellings so `np.sum(lazy)` stays lazy (or writes into `out`).
+        if kwargs.pop("initial", None) is not None or kwargs.pop("where", True) is not True:
+            raise TypeError(f"{name}: 'initial' and 'where' are not supported")
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
+                                     dtype=dtype)
+        if out is not None:
+            return expr.evaluate(result, out=out)
+        return result
+
+    method.__name__ = name
+    method.__doc__ = f"Lazy reduction `{name}` over `axis` (int, tuple, None, negative)."
+    return method
+
+
+class Operators:
+    """Python operators and NumPy protocols that build lazy expressions (`lazyk.expr.Expr`)."""
+
+    __slots__ = ()
+    # NumPy defers to us in `ndarray + lazy` when this is higher than ndarray's (0.0).
+    __array_priority__ = 100.0
+
+    __add__ = _binary("add")
+    __radd__ = _binary("add", True)
+    __sub__ = _binary("subtract")
+    __rsub__ = _binary("subtract", True)
+    __mul__ = _binary("multiply")
+    __rmul__ = _binary("multiply", True)
+    __truediv__ = _binary("true_divide")
+    __rtruediv__ = _binary("true_divide", True)
+    __floordiv__ = _binary("floor_divide")
+    __rfloordiv__ = _binary("floor_divide", True)
+    __mod__ = _binary("remainder")
+    __rmod__ = _binary("remainder", True)
+    __pow__ = _binary("power")
+    __rpow__ = _binary("power", True)
+    __and__ = _binary("bitwise_and")
+    __rand__ = _binary("bitwise_and", True)
+    __or__ = _binary("bitwise_or")
+    __ror__ = _binary("bitwise_or", True)
+    __xor__ = _binary("bitwise_xor")
+    __rxor__ = _binary("bitwise_xor", True)
+    __lshift__ = _binary("left_shift")
+    __rlshift__ = _binary("left_shift", True)
+    __rshift__ = _binary("right_shift")
+    __rrshift__ = _binary("right_shift", True)
+    __lt__ = _binary("less")
+    __le__ = _binary("less_equal")
+    __gt__ = _binary("greater")
+    __ge__ = _binary("greater_equal")
+    __eq__ = _binary("equal")  # type: ignore[assignment]
+    __ne__ = _binary("not_equal")  # type: ignore[assignment]
+    __neg__ = _unary("negative")
+    __pos__ = _unary("positive")
+    __abs__ = _unary("absolute")
+    __invert__ = _unary("invert")
+    # Defining __eq__ makes instances unhashable, as NumPy arrays are.
+    __hash__ = None  # type: ignore[assignment]
+
+    sum = _reduction("sum")
+    prod = _reduction("prod")
+    min = _reduction("min")
+    max = _reduction("max")
+    mean = _reduction("mean")
+    any = _reduction("any")
+    all = _reduction("all")
+
+    def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True):
+        """Lazy conversion to `dtype` (a NumPy dtype, type string or lazyk type)."""
+        from lazyk import expr
+
+        return expr.astype(self, dtype, casting=casting)
+
+    @property
+    def real(self):
+        """Lazy real part."""
+        from lazyk import expr
+
+        return expr.real(self)
+
+    @property
+    def imag(self):
+        """Lazy imaginary part."""
+        from lazyk import expr
+
+        return expr.imag(self)
+
+    def conj(self):
+        """Lazy complex conjugate."""
+        from lazyk import expr
+
+        return expr.conj(self)
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
+        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph."""
+        from lazyk import expr
+
+        return expr.apply_ufunc(ufunc, method, inputs, kwargs)
