@@ -1,0 +1,91 @@
+"""Vector math: rename LLVM's vector math intrinsics to glibc libmvec functions after O3.
+
+The loop vectorizer turns `llvm.sin.f64` into `llvm.sin.v4f64`, which codegen would scalarize
+into four libm calls (~7 ns per element here). glibc's libmvec exports the same functions with
+the same vector signatures under x86 vector-ABI names (`_ZGVdN4v_sin` = AVX2, 4 x double), so
+renaming the call in the IR text is enough. `--vector-library=LIBMVEC` has no effect through
+llvmlite's pass builder (FACTS.md), hence the text rewrite.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import re
+from collections.abc import Iterable
+
+# LLVM intrinsic base name -> (libm name, number of vector arguments).
+FUNCTIONS: dict[str, tuple[str, int]] = {
+    "sin": ("sin", 1), "cos": ("cos", 1), "tan": ("tan", 1),
+    "asin": ("asin", 1), "acos": ("acos", 1), "atan": ("atan", 1),
+    "sinh": ("sinh", 1), "cosh": ("cosh", 1), "tanh": ("tanh", 1),
+    "exp": ("exp", 1), "exp2": ("exp2", 1), "exp10": ("exp10", 1),
+    "log": ("log", 1), "log2": ("log2", 1), "log10": ("log10", 1),
+    "pow": ("pow", 2), "atan2": ("atan2", 2),
+}
+
+# (element type, lanes) -> (ISA letter, CPU feature the ISA needs); libmvec's x86 vector ABI:
+# b = SSE4 (128-bit), d = AVX2 (256-bit), e = AVX-512 (512-bit).
+_VARIANTS: dict[tuple[str, int], tuple[str, str]] = {
+    ("f64", 2): ("b", "sse4.1"), ("f64", 4): ("d", "avx2"), ("f64", 8): ("e", "avx512f"),
+    ("f32", 4): ("b", "sse4.1"), ("f32", 8): ("d", "avx2"), ("f32", 16): ("e", "avx512f"),
+}
+
+_INTRINSIC = re.compile(r"@llvm\.(" + "|".join(FUNCTIONS) + r")\.v(\d+)(f64|f32)\b")
+
+_loaded: bool | None = None
+
+
+def load() -> bool:
+    """Load libmvec into the process once so the JIT can resolve `_ZGV*` symbols; False if absent."""
+    global _loaded
+    if _loaded is None:
+        import llvmlite.binding as llvm
+
+        _loaded = False
+        for name in ("libmvec.so.1", ctypes.util.find_library("mvec")):
+            if not name:
+                continue
+            try:
+                llvm.load_library_permanently(name)
+                _loaded = True
+                break
+            except RuntimeError:
+                continue
+    return _loaded
+
+
+def parse_features(cpu_features: str | Iterable[str]) -> frozenset[str]:
+    """Enabled feature names from LLVM's '+avx2,-avx512f,...' string or an iterable of names."""
+    if isinstance(cpu_features, str):
+        items = cpu_features.split(",")
+    else:
+        items = list(cpu_features)
+    return frozenset(f.strip().lstrip("+") for f in items if f.strip() and not f.strip().startswith("-"))
+
+
+def symbol(func: str, lanes: int, elem: str) -> str:
+    """libmvec's name for `func` over `lanes` elements of `elem` ('f64' or 'f32')."""
+    libm, nargs = FUNCTIONS[func]
+    isa, _ = _VARIANTS[(elem, lanes)]
+    return f"_ZGV{isa}N{lanes}{'v' * nargs}_{libm}{'f' if elem == 'f32' else ''}"
+
+
+def rewrite(ir_text: str, cpu_features: str | Iterable[str], *, available: bool | None = None) -> str:
+    """Rename vector math intrinsics in optimized IR to libmvec symbols the CPU can run.
+
+    Intrinsics without a libmvec variant for this CPU are left alone (LLVM scalarizes them into
+    libm calls), and so is everything when libmvec is not available.
+    """
+    if available is None:
+        available = load()
+    if not available:
+        return ir_text
+    features = parse_features(cpu_features)
+
+    def rename(m: re.Match[str]) -> str:
+        func, lanes, elem = m.group(1), int(m.group(2)), m.group(3)
+        variant = _VARIANTS.get((elem, lanes))
+        if variant is None or variant[1] not in features:
+            return m.group(0)
+        return "@" + symbol(func, lanes, elem)
+
+    return _INTRINSIC.sub(rename, ir_text)
