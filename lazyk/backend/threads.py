@@ -1,0 +1,403 @@
+"""A persistent native thread pool that runs kernels over chunks of the outer dimension.
+
+Python-level dispatch (events, queues) costs tens of microseconds per call, more than the whole
+kernel at n = 1e5. So the pool is native code generated with llvmlite at first use: worker
+threads are Python threads parked inside one foreign call (the GIL released for good), waiting on
+a shared generation counter (spin, then futex); `run` publishes a job, runs part 0 on the calling
+thread and waits for the others. No C compiler is needed at install time.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+
+# Below this many elements per extra thread, waking a worker costs more than it saves
+# (measured: ~3-5 us dispatch vs ~0.3 ns/element for a streaming add).
+MIN_CHUNK = 1 << 15
+
+# futex(2) through libc's syscall(): no C helper library needed.
+_SYS_FUTEX = 202  # x86-64
+_FUTEX_WAIT_PRIVATE = 128
+_FUTEX_WAKE_PRIVATE = 129
+_SPIN = 20000  # pause iterations (~40 ns each) before sleeping: keeps back-to-back calls cheap
+
+# Pool state, one 64-byte cache line per field group so workers and caller do not false-share:
+#   0: i32 generation (futex word)    8: i32 sleepers    16: i32 shutdown
+#  64: i32 pending (futex word)      72: i32 caller_waiting
+# 128: ptr fn   136: ptr arg   144: i64 nthreads
+_STATE_BYTES = 192
+
+_IR = r"""
+declare i64 @syscall(i64, ...)
+
+define private void @futex_wait(ptr %p, i32 %v) {
+  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %p, i64 FUTEX_WAIT, i32 %v, ptr null)
+  ret void
+}
+
+define private void @futex_wake(ptr %p) {
+  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %p, i64 FUTEX_WAKE, i32 2147483647)
+  ret void
+}
+
+; Spin, then sleep, until *p != v; returns the new value.
+define private i32 @await_change(ptr %p, i32 %v, ptr %sleepers) {
+entry:
+  br label %spin
+spin:
+  %i = phi i32 [0, %entry], [%i1, %spin_next], [0, %sleep]
+  %g = load atomic i32, ptr %p seq_cst, align 4
+  %changed = icmp ne i32 %g, %v
+  br i1 %changed, label %done, label %spin_next
+spin_next:
+  call void @llvm.x86.sse2.pause()
+  %i1 = add i32 %i, 1
+  %more = icmp slt i32 %i1, SPIN
+  br i1 %more, label %spin, label %sleep
+sleep:
+  %s0 = atomicrmw add ptr %sleepers, i32 1 seq_cst
+  call void @futex_wait(ptr %p, i32 %v)
+  %s1 = atomicrmw sub ptr %sleepers, i32 1 seq_cst
+  br label %spin
+done:
+  ret i32 %g
+}
+
+declare void @llvm.x86.sse2.pause()
+
+; Worker `tid` (>= 1): run each published job's part tid until shutdown.
+define void @lazyk_pool_worker(ptr %st, i64 %tid) {
+entry:
+  %gen = getelementptr i8, ptr %st, i64 0
+  %sleepers = getelementptr i8, ptr %st, i64 8
+  %shutdown = getelementptr i8, ptr %st, i64 16
+  %pending = getelementptr i8, ptr %st, i64 64
+  %waiting = getelementptr i8, ptr %st, i64 72
+  %fnp = getelementptr i8, ptr %st, i64 128
+  %argp = getelementptr i8, ptr %st, i64 136
+  %np = getelementptr i8, ptr %st, i64 144
+  %g0 = load atomic i32, ptr %gen seq_cst, align 4
+  br label %wait
+wait:
+  %seen = phi i32 [%g0, %entry], [%g, %next]
+  %g = call i32 @await_change(ptr %gen, i32 %seen, ptr %sleepers)
+  %stop = load atomic i32, ptr %shutdown seq_cst, align 4
+  %isstop = icmp ne i32 %stop, 0
+  br i1 %isstop, label %exit, label %job
+job:
+  %n = load i64, ptr %np, align 8
+  %mine = icmp slt i64 %tid, %n
+  br i1 %mine, label %work, label %next
+work:
+  %fn = load ptr, ptr %fnp, align 8
+  %arg = load ptr, ptr %argp, align 8
+  call void %fn(ptr %arg, i64 %tid)
+  %left = atomicrmw sub ptr %pending, i32 1 seq_cst
+  %last = icmp eq i32 %left, 1
+  br i1 %last, label %wake, label %next
+wake:
+  %w = load atomic i32, ptr %waiting seq_cst, align 4
+  %ws = icmp ne i32 %w, 0
+  br i1 %ws, label %dowake, label %next
+dowake:
+  call void @futex_wake(ptr %pending)
+  br label %next
+next:
+  br label %wait
+exit:
+  ret void
+}
+
+; Run fn(arg, tid) for tid in [0, n): parts 1.. on workers, part 0 here; return when all are done.
+define void @lazyk_pool_run(ptr %st, ptr %fn, ptr %arg, i64 %n) {
+entry:
+  %gen = getelementptr i8, ptr %st, i64 0
+  %sleepers = getelementptr i8, ptr %st, i64 8
+  %pending = getelementptr i8, ptr %st, i64 64
+  %waiting = getelementptr i8, ptr %st, i64 72
+  %fnp = getelementptr i8, ptr %st, i64 128
+  %argp = getelementptr i8, ptr %st, i64 136
+  %np = getelementptr i8, ptr %st, i64 144
+  store ptr %fn, ptr %fnp, align 8
+  store ptr %arg, ptr %argp, align 8
+  store i64 %n, ptr %np, align 8
+  %n32 = trunc i64 %n to i32
+  %others = sub i32 %n32, 1
+  store atomic i32 %others, ptr %pending seq_cst, align 4
+  %old = atomicrmw add ptr %gen, i32 1 seq_cst
+  %sl = load atomic i32, ptr %sleepers seq_cst, align 4
+  %anysleep = icmp ne i32 %sl, 0
+  br i1 %anysleep, label %wake, label %mine
+wake:
+  call void @futex_wake(ptr %gen)
+  br label %mine
+mine:
+  call void %fn(ptr %arg, i64 0)
+  br label %spin
+spin:
+  %i = phi i32 [0, %mine], [%i1, %spin_next], [0, %sleep]
+  %p = load atomic i32, ptr %pending seq_cst, align 4
+  %done = icmp eq i32 %p, 0
+  br i1 %done, label %exit, label %spin_next
+spin_next:
+  call void @llvm.x86.sse2.pause()
+  %i1 = add i32 %i, 1
+  %more = icmp slt i32 %i1, SPIN
+  br i1 %more, label %spin, label %sleep
+sleep:
+  store atomic i32 1, ptr %waiting seq_cst, align 4
+  call void @futex_wait(ptr %pending, i32 %p)
+  store atomic i32 0, ptr %waiting seq_cst, align 4
+  br label %spin
+exit:
+  ret void
+}
+
+; Part tid of a 1-D strided ckernel call: task = {fn, dst, dst_stride, src, src_stride, nsrc,
+; count, self, nparts}; splits count into nparts contiguous chunks.
+define void @lazyk_strided_part(ptr %task, i64 %tid) {
+entry:
+  %f_fn = getelementptr i64, ptr %task, i64 0
+  %f_dst = getelementptr i64, ptr %task, i64 1
+  %f_dsts = getelementptr i64, ptr %task, i64 2
+  %f_src = getelementptr i64, ptr %task, i64 3
+  %f_srcs = getelementptr i64, ptr %task, i64 4
+  %f_nsrc = getelementptr i64, ptr %task, i64 5
+  %f_count = getelementptr i64, ptr %task, i64 6
+  %f_self = getelementptr i64, ptr %task, i64 7
+  %f_parts = getelementptr i64, ptr %task, i64 8
+  %fn = load ptr, ptr %f_fn
+  %dst = load ptr, ptr %f_dst
+  %dsts = load i64, ptr %f_dsts
+  %src = load ptr, ptr %f_src
+  %srcs = load ptr, ptr %f_srcs
+  %nsrc = load i64, ptr %f_nsrc
+  %count = load i64, ptr %f_count
+  %self = load ptr, ptr %f_self
+  %parts = load i64, ptr %f_parts
+  ; chunk = ceil(count / parts), rounded up to 64 elements so chunks start on cache lines
+  %c1 = add i64 %count, %parts
+  %c2 = sub i64 %c1, 1
+  %c3 = udiv i64 %c2, %parts
+  %c4 = add i64 %c3, 63
+  %chunk = and i64 %c4, -64
+  %start0 = mul i64 %chunk, %tid
+  %start = call i64 @llvm.umin.i64(i64 %start0, i64 %count)
+  %stop0 = add i64 %start, %chunk
+  %stop = call i64 @llvm.umin.i64(i64 %stop0, i64 %count)
+  %len = sub i64 %stop, %start
+  %empty = icmp eq i64 %len, 0
+  br i1 %empty, label %exit, label %go
+go:
+  %mysrc = alloca ptr, i64 %nsrc, align 8
+  br label %loop
+loop:
+  %k = phi i64 [0, %go], [%k1, %body]
+  %kdone = icmp eq i64 %k, %nsrc
+  br i1 %kdone, label %call, label %body
+body:
+  %sp = getelementptr ptr, ptr %src, i64 %k
+  %s = load ptr, ptr %sp
+  %stp = getelementptr i64, ptr %srcs, i64 %k
+  %st = load i64, ptr %stp
+  %off = mul i64 %st, %start
+  %s2 = getelementptr i8, ptr %s, i64 %off
+  %dp = getelementptr ptr, ptr %mysrc, i64 %k
+  store ptr %s2, ptr %dp
+  %k1 = add i64 %k, 1
+  br label %loop
+call:
+  %doff = mul i64 %dsts, %start
+  %d2 = getelementptr i8, ptr %dst, i64 %doff
+  call void %fn(ptr %d2, i64 %dsts, ptr %mysrc, ptr %srcs, i64 %len, ptr %self)
+  br label %exit
+exit:
+  ret void
+}
+
+declare i64 @llvm.umin.i64(i64, i64)
+"""
+
+
+class _Native:
+    """The JIT-compiled pool functions; built once per process."""
+
+    def __init__(self) -> None:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        text = (_IR.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
+                .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("SPIN", str(_SPIN)))
+        target = llvm.Target.from_default_triple()
+        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                          features=llvm.get_host_cpu_features().flatten(), opt=2)
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        self.engine = llvm.create_mcjit_compiler(mod, tm)
+        self.engine.finalize_object()
+        addr = self.engine.get_function_address
+        self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr("lazyk_pool_worker"))
+        self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int64)(addr("lazyk_pool_run"))
+        self.strided_part = addr("lazyk_strided_part")
+
+
+class Pool:
+    """Persistent workers parked in native code; `run(fn, arg, n)` calls fn(arg, tid) for tid < n."""
+
+    def __init__(self, nthreads: int) -> None:
+        global _native
+        if _native is None:
+            _native = _Native()
+        self.native = _native
+        self.nthreads = max(1, int(nthreads))
+        self._state = (ctypes.c_char * (_STATE_BYTES + 64))()
+        # 64-byte align the state inside the buffer so each field group owns its cache line.
+        base = ctypes.addressof(self._state)
+        self.state = (base + 63) & ~63
+        self._lock = threading.Lock()  # one job at a time: the state holds a single job
+        self._threads = []
+        for tid in range(1, self.nthreads):
+            t = threading.Thread(target=self.native.worker, args=(self.state, tid), daemon=True,
+                                 name=f"lazyk-worker-{tid}")
+            t.start()
+            self._threads.append(t)
+
+    def run(self, fn_address: int, arg_address: int, nparts: int) -> None:
+        """Run native `void fn(void *arg, int64 tid)` for tid in [0, nparts) with the GIL released."""
+        nparts = max(1, min(int(nparts), self.nthreads))
+        if nparts == 1 or not self._lock.acquire(blocking=False):
+            # Single part, or a nested/concurrent call from another Python thread: run it here.
+            _call_part(fn_address, arg_address, nparts)
+            return
+        try:
+            self.native.run(self.state, fn_address, arg_address, nparts)
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Stop and join the workers."""
+        if not self._threads:
+            return
+        with self._lock:
+            ctypes.c_int32.from_address(self.state + 16).value = 1
+            gen = ctypes.c_int32.from_address(self.state)
+            gen.value += 1
+            _wake(self.state)
+        for t in self._threads:
+            t.join(timeout=1.0)
+        self._threads = []
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wake(address: int) -> None:
+    """futex-wake all waiters on the int at `address`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(ctypes.c_long(_SYS_FUTEX), ctypes.c_void_p(address), ctypes.c_long(_FUTEX_WAKE_PRIVATE),
+                 ctypes.c_int(2147483647))
+
+
+_part_protos: dict[int, ctypes._CFuncPtr] = {}
+
+
+def _call_part(fn_address: int, arg_address: int, nparts: int) -> None:
+    """Run every part on the calling thread (GIL released by ctypes)."""
+    f = _part_protos.get(fn_address)
+    if f is None:
+        f = _part_protos[fn_address] = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(fn_address)
+    for tid in range(nparts):
+        f(arg_address, tid)
+
+
+_native: _Native | None = None
+_pool: Pool | None = None
+_num_threads = os.cpu_count() or 1
+_pool_lock = threading.Lock()
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads kernels may use (default: all cores)."""
+    global _num_threads, _pool
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"number of threads must be >= 1, got {n}")
+    with _pool_lock:
+        _num_threads = n
+        if _pool is not None and _pool.nthreads != n:
+            _pool.close()
+            _pool = None
+
+
+def get_num_threads() -> int:
+    """How many threads kernels may use."""
+    return _num_threads
+
+
+def pool() -> Pool:
+    """The process-wide pool, created at first use with `get_num_threads()` threads."""
+    global _pool
+    p = _pool
+    if p is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = Pool(_num_threads)
+            p = _pool
+    return p
+
+
+def nparts_for(count: int, min_chunk: int = MIN_CHUNK) -> int:
+    """How many parts to split `count` outer elements into: 1 below the size threshold."""
+    if _num_threads == 1 or count < 2 * min_chunk:
+        return 1
+    return min(_num_threads, count // min_chunk)
+
+
+def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
+    """Run native `void fn(void *arg, int64 tid)` for tid in [0, nparts) on the pool."""
+    if nparts <= 1:
+        _call_part(fn_address, arg_address, 1)
+    else:
+        pool().run(fn_address, arg_address, nparts)
+
+
+class StridedTask:
+    """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation."""
+
+    FIELDS = 9
+
+    def __init__(self, nsrc: int) -> None:
+        self.buf = (ctypes.c_int64 * self.FIELDS)()
+        self.address = ctypes.addressof(self.buf)
+        self.buf[5] = nsrc
+
+    def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
+                 count: int, self_ptr: int, min_chunk: int = MIN_CHUNK) -> None:
+        """Execute fn over `count` elements; src/src_stride are addresses of native arrays."""
+        b = self.buf
+        parts = nparts_for(count, min_chunk)
+        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (fn, dst, dst_stride, src_array,
+                                                          src_stride_array, count, self_ptr, parts)
+        parallel_for(strided_part_address(), self.address, parts)
+
+
+def strided_part_address() -> int:
+    """Address of the native `lazyk_strided_part(task, tid)` trampoline."""
+    global _native
+    if _native is None:
+        _native = _Native()
+    return _native.strided_part
+
+
+@atexit.register
+def _shutdown() -> None:
+    # Workers sit in foreign code; stop them before the interpreter tears down.
+    if _pool is not None:
+        _pool.close()

@@ -1,0 +1,134 @@
+"""The native pool: parts run on distinct threads, chunks cover the range exactly, reentrancy."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+llvm = pytest.importorskip("llvmlite.binding")
+
+from lazyk.backend import threads  # noqa: E402
+
+_IR = r"""
+declare i64 @pthread_self()
+define void @record(ptr %arg, i64 %tid) {
+  %s = call i64 @pthread_self()
+  %p = getelementptr i64, ptr %arg, i64 %tid
+  store i64 %s, ptr %p
+  ret void
+}
+; ckernel strided ABI: out[i] = 2*a[i] + 3*b[i] over byte strides
+define void @axpby(ptr %dst, i64 %ds, ptr %src, ptr %ss, i64 %n, ptr %self) {
+entry:
+  %pa0 = load ptr, ptr %src
+  %q = getelementptr ptr, ptr %src, i64 1
+  %pb0 = load ptr, ptr %q
+  %sa = load i64, ptr %ss
+  %r = getelementptr i64, ptr %ss, i64 1
+  %sb = load i64, ptr %r
+  %c = icmp sgt i64 %n, 0
+  br i1 %c, label %loop, label %done
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %oa = mul i64 %i, %sa
+  %ob = mul i64 %i, %sb
+  %od = mul i64 %i, %ds
+  %xa = getelementptr i8, ptr %pa0, i64 %oa
+  %xb = getelementptr i8, ptr %pb0, i64 %ob
+  %va = load double, ptr %xa
+  %vb = load double, ptr %xb
+  %two = fmul double %va, 2.0
+  %three = fmul double %vb, 3.0
+  %s = fadd double %two, %three
+  %xo = getelementptr i8, ptr %dst, i64 %od
+  store double %s, ptr %xo
+  %i1 = add i64 %i, 1
+  %c2 = icmp slt i64 %i1, %n
+  br i1 %c2, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def native():
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_IR), tm)
+    engine.finalize_object()
+    yield engine
+    threads.set_num_threads(threads.get_num_threads())
+
+
+def _axpby(engine, task, a, b, out, min_chunk):
+    srcs = (ctypes.c_void_p * 2)(a.ctypes.data, b.ctypes.data)
+    strides = (ctypes.c_int64 * 2)(a.strides[0], b.strides[0])
+    task(engine.get_function_address("axpby"), out.ctypes.data, out.strides[0],
+         ctypes.addressof(srcs), ctypes.addressof(strides), out.shape[0], 0, min_chunk)
+
+
+def test_num_threads_default_and_set() -> None:
+    before = threads.get_num_threads()
+    try:
+        threads.set_num_threads(3)
+        assert threads.get_num_threads() == 3
+        with pytest.raises(ValueError):
+            threads.set_num_threads(0)
+    finally:
+        threads.set_num_threads(before)
+
+
+def test_parts_run_on_distinct_threads(native) -> None:
+    threads.set_num_threads(4)
+    ids = (ctypes.c_int64 * 4)()
+    threads.parallel_for(native.get_function_address("record"), ctypes.addressof(ids), 4)
+    assert len(set(ids)) == 4
+    assert threading.get_native_id() != 0  # main thread ran part 0 itself
+    threads.set_num_threads(2)
+    assert threads.pool().nthreads == 2
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099, 100_003])
+@pytest.mark.parametrize("nthreads", [1, 2, 3])
+def test_chunks_cover_range(native, n: int, nthreads: int) -> None:
+    threads.set_num_threads(nthreads)
+    rng = np.random.default_rng(n)
+    a, b = rng.random(n), rng.random(2 * n)[::2]  # a strided operand
+    out = np.full(n + 1, -1.0)
+    _axpby(native, threads.StridedTask(2), a, b, out[:n], min_chunk=16)
+    np.testing.assert_array_equal(out[:n], 2 * a + 3 * b)
+    assert out[n] == -1.0  # nothing past the end
+
+
+def test_below_threshold_runs_one_part() -> None:
+    threads.set_num_threads(2)
+    assert threads.nparts_for(threads.MIN_CHUNK) == 1
+    assert threads.nparts_for(4 * threads.MIN_CHUNK) == 2
+    threads.set_num_threads(1)
+    assert threads.nparts_for(10**9) == 1
+
+
+def test_concurrent_callers(native) -> None:
+    threads.set_num_threads(2)
+    errors = []
+
+    def work(seed: int) -> None:
+        task = threads.StridedTask(2)
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a, b = rng.random(50_000), rng.random(50_000)
+            out = np.empty(50_000)
+            _axpby(native, task, a, b, out, min_chunk=1000)
+            if not np.array_equal(out, 2 * a + 3 * b):
+                errors.append(seed)
+
+    ts = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
