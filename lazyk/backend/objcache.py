@@ -1,0 +1,183 @@
+"""On-disk cache of compiled object code, shared by processes, safe against torn writes.
+
+Entries are keyed by lazyk's and LLVM's versions, the CPU name and features and the hash of the
+IR handed to the backend *before* optimization, so a hit skips O3 and codegen altogether. Each
+entry is `MAGIC | sha256(payload) | len(payload) | payload`, written to a temporary file and
+renamed into place (os.replace is atomic), so a reader sees a whole entry or none; a corrupt or
+truncated entry fails the checksum, is deleted and recompiled, never executed.
+
+Two ways in: `attach(engine)` wires llvmlite's MCJIT object cache (module name = key), or
+`load(key)` / `store(key, obj)` for a backend that adds object files itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+MAGIC = b"LZKOBJ1\n"
+_HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of payload, payload length
+SUFFIX = ".o"
+
+
+def default_dir() -> Path:
+    """`$LAZYK_CACHE_DIR`, else `$XDG_CACHE_HOME/lazyk`, else `~/.cache/lazyk`."""
+    env = os.environ.get("LAZYK_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg or Path.home() / ".cache") / "lazyk"
+
+
+_versions_text: str | None = None
+
+
+def _versions() -> str:
+    global _versions_text
+    if _versions_text is None:
+        _versions_text = _version_string()
+    return _versions_text
+
+
+def _version_string() -> str:
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    import lazyk
+
+    return f"lazyk={lazyk.__version__};llvmlite={llvmlite.__version__};llvm={llvm.llvm_version_info}"
+
+
+_host: tuple[str, str] | None = None
+
+
+def host_target() -> tuple[str, str]:
+    """(CPU name, feature string) of this machine, as LLVM sees them; cached per process."""
+    global _host
+    if _host is None:
+        import llvmlite.binding as llvm
+
+        _host = (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+    return _host
+
+
+def make_key(ir_text: str, *, cpu: str | None = None, features: str | None = None,
+             options: str = "") -> str:
+    """Cache key: sha256 over versions, CPU, features, backend options and the IR text."""
+    if cpu is None or features is None:
+        host_cpu, host_features = host_target()
+        cpu = host_cpu if cpu is None else cpu
+        features = host_features if features is None else features
+    h = hashlib.sha256()
+    for part in (_versions(), cpu, features, options):
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(ir_text.encode())
+    return h.hexdigest()
+
+
+class ObjectCache:
+    """A directory of verified object files; `hits`/`misses`/`corrupt` count lookups."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_dir()
+        self.hits = 0
+        self.misses = 0
+        self.corrupt = 0
+        self._pending: dict[str, bytes] = {}
+
+    def path(self, key: str) -> Path:
+        """Where the entry for `key` lives."""
+        return self.directory / (key + SUFFIX)
+
+    def load(self, key: str) -> bytes | None:
+        """The verified object code for `key`, or None (missing, or corrupt and now deleted)."""
+        p = self.path(key)
+        try:
+            with open(p, "rb") as f:
+                blob = f.read()
+        except OSError:
+            self.misses += 1
+            return None
+        if len(blob) >= _HEADER.size:
+            magic, digest, size = _HEADER.unpack_from(blob)
+            payload = blob[_HEADER.size:]
+            if magic == MAGIC and size == len(payload) and hashlib.sha256(payload).digest() == digest:
+                self.hits += 1
+                return payload
+        # Torn, truncated or tampered: never hand it to the loader; recompile instead.
+        self.corrupt += 1
+        self.misses += 1
+        try:
+            p.unlink()
+        except OSError:
+            pass
+        return None
+
+    def store(self, key: str, obj: bytes) -> None:
+        """Write an entry atomically; failures (read-only disk, full disk) only lose the cache."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(_HEADER.pack(MAGIC, hashlib.sha256(obj).digest(), len(obj)))
+                    f.write(obj)
+                os.replace(tmp, self.path(key))
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass
+
+    def attach(self, engine) -> None:
+        """Use this cache as `engine`'s MCJIT object cache; modules must be named by their key."""
+        engine.set_object_cache(self._notify, self._getbuffer)
+
+    def lookup(self, key: str) -> bool:
+        """Load and verify `key` ahead of `finalize_object`; True means O3 can be skipped."""
+        obj = self.load(key)
+        if obj is None:
+            return False
+        self._pending[key] = obj
+        return True
+
+    def _getbuffer(self, module) -> bytes | None:
+        # NOTE: runs inside an LLVM callback: must not raise.
+        try:
+            obj = self._pending.pop(module.name, None)
+            return obj if obj is not None else self.load(module.name)
+        except Exception:
+            return None
+
+    def _notify(self, module, obj: bytes) -> None:
+        try:
+            if len(module.name) == 64:
+                self.store(module.name, obj)
+        except Exception:
+            pass
+
+    def info(self) -> dict[str, object]:
+        """Directory, number of entries and their total size in bytes."""
+        entries = list(self.directory.glob("*" + SUFFIX)) if self.directory.is_dir() else []
+        entries = [e for e in entries if not e.name.startswith(".tmp-")]
+        return {"directory": str(self.directory), "entries": len(entries),
+                "bytes": sum(e.stat().st_size for e in entries)}
+
+    def clear(self) -> int:
+        """Delete every entry (and leftover temporary files); returns how many were removed."""
+        if not self.directory.is_dir():
+            return 0
+        n = 0
+        for e in self.directory.glob("*" + SUFFIX):
+            try:
+                e.unlink()
+                n += 1
+            except OSError:
+                pass
+        return n

@@ -1,0 +1,153 @@
+"""Disk object cache: hits skip codegen, corrupt or truncated entries recompile, new processes load."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+llvm = pytest.importorskip("llvmlite.binding")
+
+from lazyk.backend import objcache  # noqa: E402
+
+IR = r"""
+define void @triad(ptr noalias %o, ptr noalias %a, ptr noalias %b, i64 %n) {
+entry:
+  %c = icmp sgt i64 %n, 0
+  br i1 %c, label %loop, label %done
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %pa = getelementptr double, ptr %a, i64 %i
+  %pb = getelementptr double, ptr %b, i64 %i
+  %va = load double, ptr %pa
+  %vb = load double, ptr %pb
+  %t = fmul double %vb, 3.0
+  %r = fadd double %va, %t
+  %po = getelementptr double, ptr %o, i64 %i
+  store double %r, ptr %po
+  %i1 = add i64 %i, 1
+  %c2 = icmp slt i64 %i1, %n
+  br i1 %c2, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+# The same flow a backend runs: key from unoptimized IR; on a miss optimize, on a hit skip it.
+COMPILE = textwrap.dedent('''
+    import ctypes, time
+    t0 = time.perf_counter()
+    import llvmlite.binding as llvm
+    from lazyk.backend import objcache
+
+    def compile_triad(cache, ir):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        tm = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+        key = objcache.make_key(ir, options="O3")
+        hit = cache.lookup(key)
+        mod = llvm.parse_assembly(ir)
+        mod.name = key
+        if not hit:
+            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        cache.attach(engine)
+        engine.finalize_object()
+        fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, ctypes.c_int64)(
+            engine.get_function_address("triad"))
+        return engine, fn, hit
+''')
+
+exec(COMPILE)  # defines compile_triad in this module for the in-process tests
+
+
+def _check(fn) -> None:
+    a, b, out = np.arange(100.0), np.ones(100), np.empty(100)
+    fn(out.ctypes.data, a.ctypes.data, b.ctypes.data, 100)
+    np.testing.assert_array_equal(out, a + 3 * b)
+
+
+def test_default_dir_env(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("LAZYK_CACHE_DIR", str(tmp_path / "x"))
+    assert objcache.default_dir() == tmp_path / "x"
+    monkeypatch.delenv("LAZYK_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert objcache.default_dir() == tmp_path / "lazyk"
+
+
+def test_key_covers_ir_cpu_and_options() -> None:
+    k = objcache.make_key(IR)
+    assert k == objcache.make_key(IR) and len(k) == 64
+    assert k != objcache.make_key(IR + " ")
+    assert k != objcache.make_key(IR, cpu="generic")
+    assert k != objcache.make_key(IR, options="O2")
+
+
+def test_miss_then_hit(tmp_path) -> None:
+    cache = objcache.ObjectCache(tmp_path)
+    engine, fn, hit = compile_triad(cache, IR)  # noqa: F821
+    assert not hit and cache.info()["entries"] == 1
+    _check(fn)
+    cache2 = objcache.ObjectCache(tmp_path)
+    engine2, fn2, hit2 = compile_triad(cache2, IR)  # noqa: F821
+    assert hit2 and cache2.hits == 1
+    _check(fn2)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage"])
+def test_corrupt_entry_recompiles(tmp_path, damage: str) -> None:
+    cache = objcache.ObjectCache(tmp_path)
+    compile_triad(cache, IR)  # noqa: F821
+    (entry,) = tmp_path.glob("*.o")
+    blob = bytearray(entry.read_bytes())
+    if damage == "flip":
+        blob[len(blob) // 2] ^= 0xFF
+    elif damage == "truncate":
+        blob = blob[: len(blob) - 17]
+    elif damage == "empty":
+        blob = bytearray()
+    else:
+        blob = bytearray(b"\x90" * 300)
+    entry.write_bytes(bytes(blob))
+    cache2 = objcache.ObjectCache(tmp_path)
+    engine, fn, hit = compile_triad(cache2, IR)  # noqa: F821
+    assert not hit and cache2.corrupt == 1
+    _check(fn)
+    assert objcache.ObjectCache(tmp_path).load(entry.stem) is not None  # rewritten whole
+
+
+def test_store_is_atomic_and_clear(tmp_path) -> None:
+    cache = objcache.ObjectCache(tmp_path)
+    cache.store("k" * 64, b"payload")
+    assert cache.load("k" * 64) == b"payload"
+    (tmp_path / ".tmp-dead.o").write_bytes(b"half")  # a writer killed before its rename
+    assert cache.info()["entries"] == 1
+    assert cache.clear() >= 1
+    assert cache.info()["entries"] == 0
+
+
+def test_new_process_loads_from_cache(tmp_path) -> None:
+    script = COMPILE + textwrap.dedent(f'''
+        import json
+        ir = open({str(tmp_path / "k.ll")!r}).read()
+        cache = objcache.ObjectCache({str(tmp_path / "cache")!r})
+        t1 = time.perf_counter()
+        engine, fn, hit = compile_triad(cache, ir)
+        t2 = time.perf_counter()
+        print(json.dumps({{"hit": hit, "compile_ms": (t2 - t1) * 1e3}}))
+    ''')
+    (tmp_path / "k.ll").write_text(IR)
+    env = dict(os.environ)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                      env=env, check=True).stdout) for _ in range(2)]
+    assert [r["hit"] for r in runs] == [False, True]
+    print(f"cold {runs[0]['compile_ms']:.2f} ms, disk-cache load {runs[1]['compile_ms']:.2f} ms")
+    ctypes.sizeof(ctypes.c_int)  # keep ctypes import used for the exec'd code
