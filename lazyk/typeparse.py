@@ -1,0 +1,519 @@
+"""Type strings -> type objects: the lark Transformer, `dshape()` with its parse cache, `describe()`."""
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any
+
+import lark
+import numpy as np
+from lark import Token
+
+from lazyk.errors import TypeParseError
+from lazyk.types import (
+    MAX_DEPTH,
+    SCALAR_NAMES,
+    Datetime,
+    Dim,
+    EllipsisDim,
+    FixedBytes,
+    FixedDim,
+    FixedString,
+    Function,
+    Option,
+    Pointer,
+    Record,
+    Scalar,
+    SymbolicDim,
+    Timedelta,
+    Tuple,
+    Type,
+    TypeVar,
+    VarDim,
+    from_numpy,
+)
+
+_ALIASES = {"int": "int32", "real": "float64", "complex": "complex128"}
+_INT64_MAX = 2**63 - 1
+
+
+class _Fail(Exception):
+    """Raised inside the Transformer; dshape() turns it into a positioned TypeParseError."""
+
+    def __init__(self, message: str, token: Any):
+        super().__init__(message)
+        self.message = message
+        self.token = token
+
+
+def _int(tok: Token) -> int:
+    """An INT token as an int: no leading zeros, fits int64."""
+    if len(tok) > 1 and tok[0] == "0":
+        raise _Fail(f"leading zeros are not allowed in {tok!s}", tok)
+    value = int(tok)
+    if value > _INT64_MAX:
+        raise _Fail(f"{tok!s} overflows int64", tok)
+    return value
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)")
+
+
+def _string(tok: Token) -> str:
+    """A quoted STRING token as text, with backslash escapes applied."""
+    body = tok[1:-1]
+    if "\\" not in body:
+        return body
+
+    def repl(m: re.Match) -> str:
+        esc = m.group(1)
+        if esc in _ESCAPES:
+            return _ESCAPES[esc]
+        if len(esc) > 1:
+            code = int(esc[1:], 16)
+            if code <= 0x10FFFF:
+                return chr(code)
+        raise _Fail(f"bad escape \\{esc} in string", tok)
+
+    return _ESCAPE.sub(repl, body)
+
+
+# Every scalar name and alias -> its plain-str canonical name (tokens are str subclasses).
+_CANONICAL = {**{n: n for n in SCALAR_NAMES}, **_ALIASES}
+
+
+def _scalar_name(tok: Token) -> str | None:
+    return _CANONICAL.get(tok)
+
+
+class _Build(lark.Transformer):
+    """One method per grammar rule; each builds a type object (or a list of parts)."""
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)
+        # Remembers the token of each ellipsis so a second one in a list is reported there.
+        self.ellipsis_tokens: dict[Type, Token] = {}
+
+    # --- dimensions ---
+    def fixed_dim(self, c: list) -> Type:
+        return FixedDim(_int(c[0]), c[2])
+
+    def named_dim(self, c: list) -> Type:
+        tok = c[0]
+        if tok == "var":
+            return VarDim(c[2])
+        if tok[0].isupper():
+            return SymbolicDim(str(tok), c[2])
+        raise _Fail(f"{tok!s} is not a dimension: use a size, 'var' or a capitalised name", tok)
+
+    def _ellipsis(self, name: str | None, tok: Token, elem: Type) -> Type:
+        d = elem
+        while isinstance(d, (Dim, Option)):
+            if isinstance(d, EllipsisDim):
+                raise _Fail("two ellipses in one dimension list",
+                            self.ellipsis_tokens.get(d, tok))
+            d = d.elem
+        t = EllipsisDim(name, elem)
+        self.ellipsis_tokens[t] = tok
+        return t
+
+    def ellipsis_dim(self, c: list) -> Type:
+        return self._ellipsis(None, c[0], c[2])
+
+    def named_ellipsis_dim(self, c: list) -> Type:
+        tok = c[0]
+        if not tok[0].isupper():
+            raise _Fail(f"ellipsis name {tok!s} must be capitalised", tok)
+        return self._ellipsis(str(tok), c[1], c[3])
+
+    def option(self, c: list) -> Type:
+        if isinstance(c[1], EllipsisDim):
+            raise _Fail("an ellipsis cannot be optional", c[0])
+        return Option(c[1])
+
+    # --- element types ---
+    def name(self, c: list) -> Type:
+        tok = c[0]
+        name = _scalar_name(tok)
+        if name is not None:
+            return Scalar(name)
+        if tok[0].isupper():
+            return TypeVar(str(tok))
+        if tok == "timedelta":
+            return Timedelta()
+        if tok == "categorical":
+            raise _Fail("categorical is not supported yet", tok)
+        if tok in _CONSTRUCTORS:
+            raise _Fail(f"{tok!s} needs arguments in [...]", tok)
+        if tok == "var":
+            raise _Fail("var is a dimension: write 'var * T'", tok)
+        raise _Fail(f"unknown type name {tok!s}", tok)
+
+    def ordered_name(self, c: list) -> Type:
+        order, tok = c
+        name = _scalar_name(tok)
+        if name is None:
+            raise _Fail(f"byte order {order!s} applies to scalar types, not {tok!s}", tok)
+        return Scalar(name, str(order))
+
+    def constructor(self, c: list) -> Type:
+        tok, args = c
+        build = _CONSTRUCTORS.get(str(tok))
+        if build is None:
+            if tok == "categorical":
+                raise _Fail("categorical is not supported yet", tok)
+            if _scalar_name(tok) or tok[0].isupper():
+                raise _Fail(f"{tok!s} takes no arguments", tok)
+            raise _Fail(f"unknown type constructor {tok!s}", tok)
+        return build(tok, args)
+
+    def record(self, c: list) -> Type:
+        fields = c[1] or []
+        seen = set()
+        for name, _, tok in fields:
+            if name in seen:
+                raise _Fail(f"duplicate field name {name!r}", tok)
+            seen.add(name)
+        return Record(tuple((n, t) for n, t, _ in fields))
+
+    def fields(self, c: list) -> list:
+        return c
+
+    def field(self, c: list) -> tuple:
+        tok = c[0]
+        return (_string(tok) if tok.type == "STRING" else str(tok), c[1], tok)
+
+    # --- tuples and functions ---
+    def paren(self, c: list) -> list:
+        return c[1] or []
+
+    def items(self, c: list) -> list:
+        return c
+
+    def keyword(self, c: list) -> tuple:
+        return (c[0], c[-1])  # (NAME token, value); `EQ` sits between in constructor args
+
+    def tuple(self, c: list) -> Type:
+        for item in c[0]:
+            if isinstance(item, tuple):
+                raise _Fail("keyword fields belong in function signatures, not tuples", item[0])
+        return Tuple(tuple(c[0]))
+
+    def function(self, c: list) -> Type:
+        args, kwargs = [], []
+        for item in c[0]:
+            if isinstance(item, tuple):
+                if any(str(item[0]) == n for n, _ in kwargs):
+                    raise _Fail(f"duplicate keyword argument {item[0]!s}", item[0])
+                kwargs.append((str(item[0]), item[1]))
+            elif kwargs:
+                raise _Fail("positional argument after a keyword argument", c[1])
+            else:
+                args.append(item)
+        return Function(tuple(args), tuple(kwargs), c[2])
+
+    def args(self, c: list) -> list:
+        return c
+
+
+# ---------------------------------------------------------------- constructors
+def _bind(tok: Token, args: list, names: tuple[str, ...], required: int) -> list:
+    """Match constructor arguments to parameter `names`; returns values in that order."""
+    values: list = [None] * len(names)
+    seen_kw = False
+    for i, a in enumerate(args):
+        if isinstance(a, tuple):
+            seen_kw = True
+            key = str(a[0])
+            if key not in names:
+                raise _Fail(f"{tok!s} has no argument {key!r}", a[0])
+            j = names.index(key)
+            if values[j] is not None:
+                raise _Fail(f"argument {key!r} given twice", a[0])
+            values[j] = a[1]
+        elif seen_kw:
+            raise _Fail("positional argument after a keyword argument", tok)
+        elif i >= len(names):
+            raise _Fail(f"{tok!s} takes at most {len(names)} argument(s)", tok)
+        else:
+            values[i] = a
+    for j in range(required):
+        if values[j] is None:
+            raise _Fail(f"{tok!s} needs argument {names[j]!r}", tok)
+    return values
+
+
+def _as_int(tok: Token, v: Any, what: str) -> int:
+    if not (isinstance(v, Token) and v.type == "INT"):
+        raise _Fail(f"{what} must be an integer", v if isinstance(v, Token) else tok)
+    return _int(v)
+
+
+def _as_str(tok: Token, v: Any, what: str) -> str:
+    if not (isinstance(v, Token) and v.type == "STRING"):
+        raise _Fail(f"{what} must be a quoted string", v if isinstance(v, Token) else tok)
+    return _string(v)
+
+
+def _as_type(tok: Token, v: Any, what: str) -> Type:
+    if not isinstance(v, Type):
+        raise _Fail(f"{what} must be a type", v if isinstance(v, Token) else tok)
+    return v
+
+
+def _checked(tok: Token, where: Any, build: Any, *args: Any) -> Type:
+    try:
+        return build(*args)
+    except ValueError as err:
+        raise _Fail(str(err), where if isinstance(where, Token) else tok) from None
+
+
+def _fixed_string(tok: Token, args: list) -> Type:
+    size, enc = _bind(tok, args, ("size", "encoding"), 1)
+    n = _as_int(tok, size, "fixed_string size")
+    if n == 0:
+        raise _Fail("fixed_string size must be at least 1", size)
+    e = "utf8" if enc is None else _as_str(tok, enc, "encoding")
+    e = {"utf-8": "utf8", "utf-16": "utf16", "utf-32": "utf32", "A": "ascii", "U8": "utf8",
+         "U16": "utf16", "U32": "utf32"}.get(e, e)
+    return _checked(tok, enc, FixedString, n, e)
+
+
+def _fixed_bytes(tok: Token, args: list) -> Type:
+    size, align = _bind(tok, args, ("size", "align"), 1)
+    n = _as_int(tok, size, "fixed_bytes size")
+    if n == 0:
+        raise _Fail("fixed_bytes size must be at least 1", size)
+    a = 1 if align is None else _as_int(tok, align, "align")
+    return _checked(tok, align, FixedBytes, n, a)
+
+
+def _temporal(cls: Any) -> Any:
+    def build(tok: Token, args: list) -> Type:
+        (unit,) = _bind(tok, args, ("unit",), 0)
+        u = "us" if unit is None else _as_str(tok, unit, "unit")
+        return _checked(tok, unit, cls, u)
+    return build
+
+
+def _complex(tok: Token, args: list) -> Type:
+    (base,) = _bind(tok, args, ("base",), 1)
+    t = _as_type(tok, base, "complex base")
+    if t is Scalar("float32"):
+        return Scalar("complex64")
+    if t is Scalar("float64"):
+        return Scalar("complex128")
+    raise _Fail("complex[...] takes float32 or float64", tok)
+
+
+def _pointer(tok: Token, args: list) -> Type:
+    (target,) = _bind(tok, args, ("target",), 1)
+    return Pointer(_as_type(tok, target, "pointer target"))
+
+
+def _option(tok: Token, args: list) -> Type:
+    (elem,) = _bind(tok, args, ("type",), 1)
+    t = _as_type(tok, elem, "option type")
+    if isinstance(t, EllipsisDim):
+        raise _Fail("an ellipsis cannot be optional", tok)
+    return Option(t)
+
+
+_CONSTRUCTORS = {
+    "fixed_string": _fixed_string, "fixed_bytes": _fixed_bytes,
+    "timedelta": _temporal(Timedelta), "datetime": _temporal(Datetime),
+    "complex": _complex, "pointer": _pointer, "option": _option,
+}
+
+# ---------------------------------------------------------------- the parser
+_BUILD = _Build()
+_GRAMMAR = resources.files("lazyk.grammar").joinpath("types.lark").read_text()
+# The transformer runs inside the LALR parser, so no parse tree is ever built.
+_PARSER = lark.Lark(_GRAMMAR, parser="lalr", lexer="contextual", transformer=_BUILD)
+
+_TERMINALS = {
+    "NAME": "a name", "INT": "an integer", "STRING": "a quoted string", "STAR": "'*'",
+    "QMARK": "'?'", "ELLIPSIS": "'...'", "ARROW": "'->'", "ORDER": "a byte order",
+    "EQ": "'='", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "COLON": "':'", "$END": "end of input",
+}
+
+_NESTING = re.compile(r"#[^\n]*|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|->|[()\[\]{}?*,]")
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _check_depth(text: str) -> None:
+    """Reject nesting past MAX_DEPTH before parsing, pointing at the token that crosses it."""
+    levels = [0]  # dims/options/arrows open at each bracket level
+    for m in _NESTING.finditer(text):
+        tok = m.group()
+        if tok in "([{":
+            levels.append(0)
+        elif tok in ")]}":
+            if len(levels) > 1:
+                levels.pop()
+        elif tok == ",":
+            levels[-1] = 0
+        elif tok in ("*", "?", "->"):
+            levels[-1] += 1
+        else:
+            continue
+        if len(levels) + sum(levels) > MAX_DEPTH + 1:
+            line, col = _position(text, m.start())
+            raise TypeParseError(f"type nested deeper than {MAX_DEPTH} levels", text, line, col)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    """Where 'end of input' is: just after the last non-blank, non-comment character."""
+    stripped = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text).rstrip()
+    return _position(text, len(stripped))
+
+
+_TYPE_START = {"NAME", "LPAR", "LBRACE", "QMARK"}
+
+
+def _describe_expected(expected: Any) -> str:
+    if _TYPE_START <= set(expected):
+        return "a type"
+    names = sorted({_TERMINALS.get(e, e) for e in expected})
+    return ", ".join(names)
+
+
+def parse(text: str) -> Type:
+    """Parse one type string (no cache). Raises TypeParseError with line/column."""
+    if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
+        raise TypeParseError("empty type", text, 1, 1)
+    if len(text) > MAX_DEPTH:
+        _check_depth(text)
+    _BUILD.ellipsis_tokens.clear()
+    try:
+        return _PARSER.parse(text)
+    except _Fail as err:
+        raise _error(text, err.message, err.token) from None
+    except lark.exceptions.VisitError as err:
+        orig = err.orig_exc
+        if isinstance(orig, _Fail):
+            raise _error(text, orig.message, orig.token) from None
+        raise _error(text, str(orig), None) from None
+    except lark.exceptions.UnexpectedToken as err:
+        tok = err.token
+        stack = getattr(err.state, "value_stack", None) or [None]
+        last = stack[-1]
+        if isinstance(last, Token) and last.type == "INT" and set(err.expected) == {"STAR"}:
+            raise TypeParseError(f"dimension {last!s} has no dtype after it: dimensions come "
+                                 "before the dtype, as in '3 * int32'",
+                                 text, last.line, last.column) from None
+        if tok.type == "$END":
+            line, col = _end_position(text)
+            raise TypeParseError("unexpected end of input; expected "
+                                 + _describe_expected(err.expected), text, line, col) from None
+        if tok.type == "STAR":
+            msg = "dimension after the dtype: dimensions come first, as in '3 * int32'"
+        else:
+            msg = f"unexpected {str(tok)!r}; expected {_describe_expected(err.expected)}"
+        raise TypeParseError(msg, text, tok.line, tok.column) from None
+    except lark.exceptions.UnexpectedCharacters as err:
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+        raise TypeParseError(f"unexpected character {ch!r}", text,
+                             err.line, err.column) from None
+    except ValueError as err:  # a constructor's own check with no token at hand
+        raise TypeParseError(str(err), text, 1, 1) from None
+    finally:
+        _BUILD.ellipsis_tokens.clear()
+
+
+def _error(text: str, message: str, tok: Any) -> TypeParseError:
+    if isinstance(tok, Token) and tok.line is not None:
+        return TypeParseError(message, text, tok.line, tok.column)
+    return TypeParseError(message, text, 1, 1)
+
+
+_CACHE: dict[Any, Type] = {}
+_CACHE_LIMIT = 10_000
+
+
+def dshape(text: Any) -> Type:
+    """A type from its string (cached), a NumPy dtype, or a type (returned as is).
+
+    Raises:
+        TypeParseError: for a malformed string, with line, column and a caret.
+
+    Example: `dshape('3 * var * {x: int32, y: ?float64}')`.
+    """
+    try:
+        t = _CACHE.get(text)
+    except TypeError:  # unhashable (e.g. a list): let NumPy say what it is
+        return from_numpy(np.dtype(text))
+    if t is not None:
+        return t
+    if isinstance(text, str):
+        t = parse(text)
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        _CACHE[text] = t
+        return t
+    if isinstance(text, Type):
+        return text
+    return from_numpy(np.dtype(text))
+
+
+def clear_cache() -> None:
+    """Forget every cached parse (benchmarks measure cold parses with this)."""
+    _CACHE.clear()
+
+
+# ---------------------------------------------------------------- describe
+def _tree(t: Type, indent: str, label: str, out: list[str]) -> None:
+    kids: list[tuple[str, Type]] = []
+    if isinstance(t, FixedDim):
+        head = f"fixed dimension, size {t.size}"
+        kids = [("", t.elem)]
+    elif isinstance(t, VarDim):
+        head, kids = "var dimension", [("", t.elem)]
+    elif isinstance(t, SymbolicDim):
+        head, kids = f"symbolic dimension {t.name}", [("", t.elem)]
+    elif isinstance(t, EllipsisDim):
+        head, kids = f"ellipsis {t.name or ''}".rstrip(), [("", t.elem)]
+    elif isinstance(t, Option):
+        head, kids = "option", [("", t.elem)]
+    elif isinstance(t, Record):
+        head, kids = f"record, {len(t.fields)} field(s)", [(f"{n}: ", x) for n, x in t.fields]
+    elif isinstance(t, Tuple):
+        head, kids = f"tuple, {len(t.types)} field(s)", [(f"{i}: ", x)
+                                                         for i, x in enumerate(t.types)]
+    elif isinstance(t, Function):
+        head = "function"
+        kids = ([(f"arg {i}: ", x) for i, x in enumerate(t.args)]
+                + [(f"{n}= ", x) for n, x in t.kwargs] + [("returns: ", t.ret)])
+    elif isinstance(t, Pointer):
+        head, kids = "pointer", [("", t.target)]
+    elif isinstance(t, TypeVar):
+        head = f"type variable {t.name}"
+    elif isinstance(t, Scalar):
+        order = {"=": "native", "|": "", "<": "little-endian", ">": "big-endian"}[t.byteorder]
+        head = f"scalar {t.name}" + (f" ({order})" if order else "")
+    else:
+        head = str(t)
+    out.append(f"{indent}{label}{head}")
+    for lab, kid in kids:
+        _tree(kid, indent + "  ", lab, out)
+
+
+def describe(text: str) -> str:
+    """Canonical form, an indented tree and (for concrete types) size facts, for `lazyk parse`."""
+    t = dshape(text)
+    out = [str(t)]
+    _tree(t, "  ", "", out)
+    if not t.is_symbolic and not isinstance(t, Function):
+        try:
+            out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
+        except (TypeError, NotImplementedError):
+            out.append(f"ndim: {t.ndim}")
+    else:
+        out.append("symbolic: no itemsize")
+    return "\n".join(out)
