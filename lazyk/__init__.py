@@ -20,6 +20,8 @@ from lazyk.errors import (  # noqa: F401
 )
 
 # --- types (issue 2) ---
+from lazyk import types  # noqa: E402,F401
+from lazyk.typeparse import dshape  # noqa: E402,F401
 # --- arrays (issue 3) ---
 # --- expressions and kernels (issue 4) ---
 # --- speed: threads, caches (issue 5) ---
