@@ -24,5 +24,16 @@ from lazyk import types  # noqa: E402,F401
 from lazyk.typeparse import dshape  # noqa: E402,F401
 # --- arrays (issue 3) ---
 # --- expressions and kernels (issue 4) ---
+from lazyk.expr import (  # noqa: F401,E402
+    Expr, abs, absolute, add, all, any, arccos, arcsin, arctan, arctan2, astype,
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clip, conj, conjugate, cos,
+    cosh, divide, equal, exp, expm1, floor, floor_divide, fmax, fmin, greater,
+    greater_equal, hypot, imag, invert, isfinite, isinf, isnan, left_shift, less,
+    less_equal, log, log1p, log2, log10, logical_and, logical_not, logical_or, logical_xor,
+    max, maximum, mean, min, minimum, mod, multiply, negative, not_equal, placeholder,
+    positive, power, prod, real, remainder, right_shift, rint, sign, sin, sinh, sqrt,
+    subtract, sum, tan, tanh, true_divide, trunc, where,
+)
+from lazyk.pipeline import CompiledExpr, compile, evaluate  # noqa: F401,E402
 # --- speed: threads, caches (issue 5) ---
 # --- gpu (issue 6) ---

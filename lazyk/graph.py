@@ -1,0 +1,166 @@
+"""Immutable, hash-consed expression nodes: `Node(op, dtype, shape, srcs, arg)` and `dump()`.
+
+Equal nodes are one object (`Node(...) is Node(...)`), so CSE is identity and a graph's
+structure can be a cache key. `shape` holds ints and symbolic dim names (str).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+# Ops that are not rows of lazyk.ops.OPS but graph structure.
+LEAF_OPS = ("input", "scalar", "const")
+REDUCE_OP = "reduce"
+
+_table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_lock = threading.Lock()
+
+
+def _arg_key(arg):
+    """Hash key for `arg` that keeps 1, True and 1.0 (and NaNs) apart."""
+    if isinstance(arg, tuple):
+        return tuple(_arg_key(a) for a in arg)
+    if isinstance(arg, (bool, int, float, complex, np.generic)):
+        return (type(arg).__name__, repr(arg))
+    if isinstance(arg, np.dtype):
+        return ("dtype", arg.str, arg.name)
+    return arg
+
+
+class Node:
+    """One graph node; construct with `Node(op, dtype, shape, srcs, arg)` (interned).
+
+    Leaves: `input` (arg = parameter name), `scalar` (a weak Python scalar, NEP 50;
+    arg = value), `const` (a strong NumPy scalar; arg = value). `reduce` has
+    arg = (op, axes, keepdims). Every other op names a row of `lazyk.ops.OPS`.
+    """
+
+    __slots__ = ("op", "dtype", "shape", "srcs", "arg", "_key", "__weakref__")
+
+    def __new__(cls, op: str, dtype: np.dtype, shape: tuple = (), srcs: tuple = (),
+                arg=None) -> Node:
+        dtype = np.dtype(dtype)
+        shape = tuple(shape)
+        srcs = tuple(srcs)
+        # dtype.str alone merges e.g. int64 and longlong-style aliases; keep byte order.
+        key = (op, dtype.str, dtype.name, shape, tuple(id(s) for s in srcs), _arg_key(arg))
+        with _lock:
+            node = _table.get(key)
+            if node is None:
+                node = object.__new__(cls)
+                object.__setattr__(node, "op", op)
+                object.__setattr__(node, "dtype", dtype)
+                object.__setattr__(node, "shape", shape)
+                object.__setattr__(node, "srcs", srcs)
+                object.__setattr__(node, "arg", arg)
+                object.__setattr__(node, "_key", key)
+                _table[key] = node
+        return node
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Node is immutable")
+
+    def __reduce__(self):
+        return (Node, (self.op, self.dtype, self.shape, self.srcs, self.arg))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for input, scalar and const nodes."""
+        return self.op in LEAF_OPS
+
+    @property
+    def weak(self) -> bool:
+        """True for a Python scalar whose dtype yields to the other operand (NEP 50)."""
+        return self.op == "scalar"
+
+    def replace(self, **changes) -> Node:
+        """A node like this one with some fields changed (interned)."""
+        fields = dict(op=self.op, dtype=self.dtype, shape=self.shape, srcs=self.srcs,
+                      arg=self.arg)
+        fields.update(changes)
+        return Node(**fields)
+
+    def type_text(self) -> str:
+        """Datashape text of this node's type, e.g. `N * 3 * float64`."""
+        return type_text(self.shape, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"Node({self.op}, {self.type_text()})"
+
+
+def type_text(shape: tuple, dtype: np.dtype) -> str:
+    """Datashape text for a shape (ints and symbol names) and a NumPy dtype."""
+    name = np.dtype(dtype).name
+    order = np.dtype(dtype).byteorder
+    if order in "<>" and order != ("<" if np.little_endian else ">"):
+        name = order + name
+    return " * ".join([str(d) for d in shape] + [name])
+
+
+def toposort(roots) -> list[Node]:
+    """All nodes reachable from `roots`, sources before users (iterative, no recursion limit)."""
+    if isinstance(roots, Node):
+        roots = (roots,)
+    seen: set[int] = set()
+    order: list[Node] = []
+    stack = [(r, False) for r in reversed(tuple(roots))]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for s in reversed(node.srcs):
+            if id(s) not in seen:
+                stack.append((s, False))
+    return order
+
+
+def rewrite(root: Node, fn) -> Node:
+    """Bottom-up rebuild: `fn(node, new_srcs) -> Node` is called once per node."""
+    new: dict[int, Node] = {}
+    for node in toposort(root):
+        srcs = tuple(new[id(s)] for s in node.srcs)
+        new[id(node)] = fn(node, srcs)
+    return new[id(root)]
+
+
+def _arg_text(node: Node) -> str:
+    if node.op == "input":
+        return f" {node.arg}"
+    if node.op in ("scalar", "const"):
+        return f" {node.arg!r}"
+    if node.op == REDUCE_OP:
+        op, axes, keep = node.arg
+        return f" {op} axes={list(axes)}" + (" keepdims" if keep else "")
+    if node.arg is not None:
+        return f" {node.arg}"
+    return ""
+
+
+def dump(root: Node) -> str:
+    """Text form, one SSA line per node: `%3 = add(%1, %2) : N * float64`."""
+    names: dict[int, str] = {}
+    lines = []
+    for i, node in enumerate(toposort(root)):
+        names[id(node)] = f"%{i}"
+        args = ", ".join(names[id(s)] for s in node.srcs)
+        call = f"{node.op}({args})" if node.srcs or not node.is_leaf else node.op
+        lines.append(f"%{i} = {call}{_arg_text(node)} : {node.type_text()}")
+    return "\n".join(lines)

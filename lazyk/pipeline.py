@@ -1,0 +1,411 @@
+"""PASSES in order, then running the fused program: `evaluate`, `compile`, `CompiledExpr`.
+
+`plan(node)` runs the graph passes once per graph (cached); a call then only binds
+(shapes, strides, the dims pass) and launches one kernel per step.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+
+from lazyk.errors import BindError, CastingError, ShapeError
+from lazyk.expr import Expr, Placeholder, as_expr, cast, leaf_data
+from lazyk.graph import Node, dump, type_text
+from lazyk.passes.cse import eliminate_common_subexpressions
+from lazyk.passes.dims import simplify_dims
+from lazyk.passes.fold import fold_constants
+from lazyk.passes.fuse import Program, Step, fuse_elementwise
+
+# Graph -> graph passes, in order; fusion (graph -> Program) always comes last.
+PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (
+    ("fold_constants", fold_constants),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+)
+FUSE = ("fuse_elementwise", fuse_elementwise)
+
+_plans: OrderedDict = OrderedDict()
+_plans_lock = threading.Lock()
+_PLAN_CACHE_SIZE = 512
+
+
+def run_passes(root: Node, check: bool = False, trace: list | None = None) -> Node:
+    """Apply PASSES in order; `check` runs lazyk.check after each, `trace` collects dumps."""
+    if trace is not None:
+        trace.append(("input", dump(root)))
+    for name, fn in PASSES:
+        root = fn(root)
+        if check:
+            from lazyk.check import check_graph
+
+            check_graph(root, after=name)
+        if trace is not None:
+            trace.append((name, dump(root)))
+    return root
+
+
+def plan(root: Node) -> Program:
+    """Passes + fusion for `root`, cached per (interned) graph."""
+    with _plans_lock:
+        prog = _plans.get(root)
+        if prog is not None:
+            _plans.move_to_end(root)
+            return prog
+    prog = fuse_elementwise(run_passes(root))
+    with _plans_lock:
+        _plans[root] = prog
+        if len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return prog
+
+
+# --- executing one step -----------------------------------------------------------------------
+
+def _identity(op: str, dtype: np.dtype):
+    if op in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+    return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
+
+
+def _iteration_view(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> np.ndarray:
+    """`out` seen over the iteration shape: stride 0 along reduced (or broadcast) axes."""
+    if axes is None:
+        return out
+    strides, k = [], 0
+    for d in range(len(shape)):
+        if d in axes:
+            strides.append(0)
+            k += 1 if keepdims else 0
+        else:
+            strides.append(out.strides[k])
+            k += 1
+    return np.lib.stride_tricks.as_strided(out, shape, strides)
+
+
+def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
+    """Interpret a KernelSpec with the op table's NumPy rules (tests and fallback)."""
+    from lazyk import ops
+
+    vals: list = []
+    for ins in spec.body:
+        if ins.op == "load":
+            v = arrays[ins.attr]
+        elif ins.op == "const":
+            v = np.asarray(ins.attr, dtype=ins.dtype)
+        elif ins.op == "astype":
+            v = np.asarray(vals[ins.args[0]]).astype(ins.dtype)
+        else:
+            with np.errstate(all="ignore"):
+                v = np.asarray(ops.get(ins.op).reference(*(vals[a] for a in ins.args)))
+            v = v.astype(ins.dtype, copy=False)
+        vals.append(v)
+    idx, dt = spec.outputs[0]
+    v = vals[idx]
+    if spec.reduce is None:
+        np.copyto(out_it, v, casting="unsafe")
+        return
+    red = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "any": np.any,
+           "all": np.all}[spec.reduce]
+    v = np.broadcast_to(np.asarray(v, dtype=dt), out_it.shape)
+    res = red(v, axis=tuple(axes), keepdims=True)
+    np.copyto(out_it[tuple(slice(0, 1) if d in axes else slice(None)
+                           for d in range(out_it.ndim))], res, casting="unsafe")
+
+
+def _execute(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
+    """Run one kernel over arrays already broadcast to the iteration shape."""
+    backend = _backend()
+    if backend is None:
+        _execute_reference(spec, arrays, out_it, axes)
+        return
+    reduced = tuple(d in (axes or ()) for d in range(out_it.ndim))
+    layout = simplify_dims(out_it.shape, (out_it.strides,) + tuple(a.strides for a in arrays),
+                           reduced)
+    backend(spec, layout, out_it, arrays)
+
+
+_backend_fn: list = []
+
+
+def _backend():
+    """The kernel stage's runner `(spec, layout, out, arrays)`, or None when absent."""
+    if not _backend_fn:
+        try:
+            from lazyk.kernel import run_layout  # type: ignore[attr-defined]
+        except ImportError:
+            run_layout = None
+        _backend_fn.append(run_layout)
+    return _backend_fn[0]
+
+
+def _specialize(spec, arrays: list[np.ndarray]):
+    """Spec with the actual byte order / alignment of the inputs (codegen swaps, align 1)."""
+    dts = tuple(a.dtype for a in arrays)
+    aligned = tuple(bool(a.flags.aligned) for a in arrays)
+    if dts == spec.inputs and all(aligned):
+        return spec
+    return replace(spec, inputs=dts, aligned=aligned)
+
+
+def _broadcast(step: Step, arrays: list[np.ndarray]) -> tuple:
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = " and ".join(str(a.shape) for a in arrays)
+        raise ShapeError(f"operands with shapes {shapes} do not broadcast") from None
+
+
+def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
+    """Bind and launch one step; returns the array written (`out` or a new one)."""
+    shape = _broadcast(step, arrays) if arrays else ()
+    spec = _specialize(step.spec, arrays)
+    if step.axes is None:
+        if out is None:
+            out = np.empty(shape, step.dtype)
+            target = out
+        else:
+            target = out
+            shape = out.shape
+        views = [np.broadcast_to(a, shape) for a in arrays]
+        if target.size:
+            _execute(spec, views, target, None)
+        return out
+    axes = step.axes
+    rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
+                   if step.keepdims or d not in axes)
+    if out is None:
+        out = np.empty(rshape, step.dtype)
+    if out.size == 0:
+        return out
+    if any(shape[d] == 0 for d in range(len(shape))):
+        out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
+        return out
+    views = [np.broadcast_to(a, shape) for a in arrays]
+    out_it = _iteration_view(out, shape, axes, step.keepdims)
+    out[...] = _identity(step.spec.reduce, step.dtype)
+    _execute(spec, views, out_it, axes)
+    if step.mean:
+        count = int(np.prod([shape[d] for d in axes]))
+        np.true_divide(out, count, out=out, casting="unsafe")
+    return out
+
+
+# --- programs and outputs ---------------------------------------------------------------------
+
+def _as_out(out: Any) -> np.ndarray:
+    if isinstance(out, np.ndarray):
+        return out
+    to_numpy = getattr(out, "to_numpy", None)
+    if to_numpy is None:
+        raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
+    return to_numpy()
+
+
+def _needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:
+    """Overlap other than exact aliasing (same start, strides, shape) needs a temporary."""
+    for a in inputs:
+        if not np.may_share_memory(out, a):
+            continue
+        exact = (not reduce and a.ctypes.data == out.ctypes.data and a.shape == out.shape
+                 and a.strides == out.strides and a.dtype.itemsize == out.dtype.itemsize)
+        if not exact and np.shares_memory(out, a):
+            return True
+    return False
+
+
+def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
+                casting: str = "same_kind") -> np.ndarray:
+    """Run all steps; the last writes into `out` (checked: writable, casting, broadcast)."""
+    if out is not None:
+        _check_out(prog, out, casting)
+    if not prog.steps:
+        value = np.asarray(prog.value, dtype=prog.dtype)
+        if out is None:
+            return value.reshape(prog.shape).copy()
+        np.copyto(out, value, casting="unsafe")
+        return out
+    temps: list[np.ndarray] = []
+    last = len(prog.steps) - 1
+    for k, step in enumerate(prog.steps):
+        arrays = [data[r] if isinstance(r, str) else temps[r] for r in step.inputs]
+        target = None
+        if k == last and out is not None:
+            direct = (out.dtype == step.dtype and out.flags.aligned
+                      and out.dtype.isnative
+                      and not _needs_temporary(out, arrays, step.axes is not None)
+                      and (step.axes is None or out.shape == _reduced_shape(step, arrays)))
+            target = out if direct else None
+        temps.append(run_step(step, arrays, target))
+    result = temps[-1]
+    if out is not None and result is not out:
+        np.copyto(out, result, casting="unsafe")
+        return out
+    return result
+
+
+def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
+    shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    return tuple((1 if d in step.axes else n) for d, n in enumerate(shape)
+                 if step.keepdims or d not in step.axes)
+
+
+def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
+    if not out.flags.writeable:
+        raise ValueError("output array is read-only")
+    if not np.can_cast(prog.dtype, out.dtype, casting):
+        raise CastingError(f"cannot cast result {prog.dtype} to output {out.dtype} under "
+                           f"casting={casting!r}")
+
+
+def _check_result_shape(shape: tuple, out: np.ndarray) -> None:
+    try:
+        ok = np.broadcast_shapes(shape, out.shape) == out.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"could not broadcast result of shape {shape} into output of shape "
+                         f"{out.shape}")
+
+
+def _env_arrays(expr: Expr) -> dict:
+    data = {}
+    for name, value in expr.env.items():
+        v = leaf_data(value)
+        if isinstance(v, Placeholder):
+            raise BindError(f"placeholder {name!r} has no data: compile the expression and "
+                            "call it with arrays")
+        data[name] = v
+    return data
+
+
+def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
+             global_dict: dict | None = None, order: str = "K",
+             casting: str = "same_kind", _depth: int = 1):
+    """Compute `expr` (an Expr, operand or numexpr-style string); into `out` when given.
+
+    Returns a new NumPy array (or `out`). Raises ValueError for a read-only `out`,
+    CastingError when `casting` forbids storing the result, ShapeError on broadcasting.
+    Example: `lazyk.evaluate(2 * a + b, out=c)`.
+    """
+    if isinstance(expr, str):
+        from lazyk.exprparse import evaluate_string
+
+        return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
+                               order=order, casting=casting, _depth=_depth + 1)
+    e = as_expr(expr)
+    if out is None:
+        return run_program(plan(e.node), _env_arrays(e))
+    target = _as_out(out)
+    _check_result_shape(e.shape, target)
+    node = e.node
+    if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \
+            and target.dtype.newbyteorder("=") != node.dtype and node.op != "reduce":
+        # Convert inside the kernel so the store is the only pass over `out`.
+        node = cast(node, target.dtype.newbyteorder("="))
+        run_program(plan(node), _env_arrays(e), target, casting="unsafe")
+    else:
+        run_program(plan(node), _env_arrays(e), target, casting=casting)
+    return out
+
+
+def signature_text(params: list[tuple[str, str]], result: str) -> str:
+    """Datashape function type text: `(a: N * float64, b: N * float64) -> N * float64`."""
+    return "(" + ", ".join(f"{n}: {t}" for n, t in params) + ") -> " + result
+
+
+class CompiledExpr:
+    """A planned expression callable on new inputs: `k(a, b, out=None)`.
+
+    Planning (passes, fusion, kernel specs) happens once here; a call checks the
+    inputs against the parameter types, binds shapes/strides and launches the kernels.
+    """
+
+    def __init__(self, expr: Expr):
+        self.expr = expr
+        self.program = plan(expr.node)
+        # Parameters in order of first appearance in the graph the user wrote.
+        self.params = tuple(dict.fromkeys(_leaf_order(expr.node)))
+        self._types = []
+        self._symbols: list[tuple[int, int, str]] = []
+        shown = []
+        k = 0
+        for i, name in enumerate(self.params):
+            v = leaf_data(expr.env[name])
+            shape, dtype = (v.shape, v.dtype)
+            if not isinstance(v, Placeholder):
+                dtype = dtype.newbyteorder("=")
+                label = f"_{k}"
+                k += 1
+            else:
+                label = name
+            self._types.append((shape, dtype))
+            for ax, d in enumerate(shape):
+                if isinstance(d, str):
+                    self._symbols.append((i, ax, d))
+            shown.append((label, type_text(shape, dtype)))
+        self.labels = tuple(label for label, _ in shown)
+        self.signature = signature_text(shown, expr.node.type_text())
+
+    def __repr__(self) -> str:
+        return f"<lazyk.CompiledExpr {self.signature}>"
+
+    def _bind_inputs(self, inputs: tuple) -> dict:
+        if len(inputs) != len(self.params):
+            raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
+                            f"{len(inputs)}")
+        data = {}
+        sizes: dict[str, tuple[str, int]] = {}
+        for i, (name, x) in enumerate(zip(self.params, inputs)):
+            a = x if isinstance(x, np.ndarray) else _as_input(x)
+            shape, dtype = self._types[i]
+            if a.dtype.newbyteorder("=") != dtype or a.ndim != len(shape):
+                from lazyk.errors import TypeMatchError
+
+                raise TypeMatchError(f"input {self.labels[i]!r}: expected "
+                                     f"{type_text(shape, dtype)}, got "
+                                     f"{type_text(a.shape, a.dtype)}")
+            data[name] = a
+        for i, ax, sym in self._symbols:
+            n = data[self.params[i]].shape[ax]
+            seen = sizes.setdefault(sym, (self.labels[i], n))
+            if seen[1] != n:
+                raise ShapeError(f"dimension {sym} is {seen[1]} in {seen[0]!r} but {n} in "
+                                 f"{self.labels[i]!r} (axis {ax})")
+        return data
+
+    def __call__(self, *inputs, out: Any = None, casting: str = "same_kind"):
+        """Bind the inputs and run the kernels; returns a new NumPy array or `out`."""
+        data = self._bind_inputs(inputs)
+        if out is None:
+            return run_program(self.program, data)
+        target = _as_out(out)
+        run_program(self.program, data, target, casting=casting)
+        return out
+
+    def explain(self) -> str:
+        """The explain text of the underlying expression."""
+        return self.expr.explain()
+
+
+def _as_input(x: Any) -> np.ndarray:
+    if isinstance(x, (int, float, complex, np.generic)):
+        return np.asarray(x)
+    return _as_out(x)
+
+
+def _leaf_order(root: Node) -> list[str]:
+    from lazyk.graph import toposort
+
+    return [n.arg for n in toposort(root) if n.op == "input"]
+
+
+def compile(expr: Any) -> CompiledExpr:
+    """Plan `expr` once; the result is called on arrays of the parameter types.
+
+    Example: `k = lazyk.compile(a + b)` with `k.signature ==
+    '(a: N * float64, b: N * float64) -> N * float64'`, then `k(x, y, out=z)`.
+    """
+    return CompiledExpr(as_expr(expr))

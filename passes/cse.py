@@ -1,0 +1,34 @@
+"""Common-subexpression elimination: canonical operand order for commutative ops.
+
+Hash-consing already makes structurally equal nodes one object; this pass makes
+`a + b` and `b + a` equal too, by sorting the operands of commutative ops.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from lazyk.graph import Node, rewrite
+
+# NOTE: IEEE add/multiply are commutative (not associative), so only operands swap.
+COMMUTATIVE = frozenset({
+    "add", "multiply", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "hypot"})
+
+
+def eliminate_common_subexpressions(root: Node) -> Node:
+    """Rebuild the graph with commutative operands in a canonical order (merges a+b, b+a)."""
+    keys: dict[int, str] = {}
+
+    def visit(node: Node, srcs: tuple[Node, ...]) -> Node:
+        if node.op in COMMUTATIVE and len(srcs) == 2:
+            srcs = tuple(sorted(srcs, key=lambda s: keys[id(s)]))
+        new = node.replace(srcs=srcs) if srcs != node.srcs else node
+        # Structural digest: equal subgraphs get equal keys, whatever their history; a
+        # fixed-size digest keeps shared DAGs (x = x + x, repeated) linear.
+        text = f"{new.op}:{new.dtype.str}:{new.shape}:{new.arg!r}(" + \
+            ",".join(keys[id(s)] for s in srcs) + ")"
+        keys[id(new)] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        return new
+
+    return rewrite(root, visit)

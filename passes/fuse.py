@@ -1,0 +1,129 @@
+"""Elementwise fusion: cut the graph at reductions, one `KernelSpec` per piece (Contract 3).
+
+Each step is the whole elementwise DAG under one reduction (or under the root), so a
+node used twice is one SSA value; a reduction feeding more elementwise work ends one
+kernel and its result is an input of the next.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lazyk.graph import REDUCE_OP, Node, toposort
+from lazyk.kernel import Instr, KernelSpec
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel launch: its spec, where its inputs come from, and how its output is shaped.
+
+    `inputs` holds leaf names (str) or earlier step numbers (int). For a reduction,
+    `axes` are the reduced axes of the iteration shape and `mean` asks for a division
+    by the number of reduced elements after the kernel.
+    """
+
+    spec: KernelSpec
+    inputs: tuple
+    shape: tuple
+    dtype: np.dtype
+    axes: tuple[int, ...] | None = None
+    keepdims: bool = False
+    mean: bool = False
+
+
+@dataclass(frozen=True)
+class Program:
+    """Steps in order; the last one (or the constant `value` when there are none) is the result."""
+
+    steps: tuple[Step, ...]
+    params: tuple[str, ...]
+    shape: tuple
+    dtype: np.dtype
+    value: object = None
+
+
+def _spec(body, inputs, out_index, out_dtype, reduce) -> KernelSpec:
+    dtypes = tuple(body[i].dtype for i in _load_positions(body, len(inputs)))
+    return KernelSpec(inputs=dtypes, aligned=(True,) * len(inputs), body=body,
+                      outputs=((out_index, np.dtype(out_dtype)),), reduce=reduce)
+
+
+def _load_positions(body, n) -> list[int]:
+    pos = [0] * n
+    for i, ins in enumerate(body):
+        if ins.op == "load":
+            pos[ins.attr] = i
+    return pos
+
+
+def fuse_elementwise(root: Node) -> Program:
+    """Cut `root`'s graph into kernel steps: one per reduction, one for trailing elementwise work."""
+    steps: list[Step] = []
+    steps_of: dict[int, int] = {}
+    params: list[str] = []
+    for node in toposort(root):
+        if node.op == "input" and node.arg not in params:
+            params.append(node.arg)
+    if root.op in ("const", "scalar"):
+        return Program((), (), root.shape, root.dtype, root.arg)
+    for node in toposort(root):
+        if node.op != REDUCE_OP:
+            continue
+        op, axes, keep = node.arg
+        src = node.srcs[0]
+        body, inputs, out = _body_under(src, steps_of)
+        reduce = "sum" if op == "mean" else op
+        spec = _spec(body, inputs, out, node.dtype, reduce)
+        steps_of[id(node)] = len(steps)
+        steps.append(Step(spec, inputs, node.shape, node.dtype, axes, keep, op == "mean"))
+    if root.op != REDUCE_OP:
+        body, inputs, out = _body_under(root, steps_of)
+        steps.append(Step(_spec(body, inputs, out, root.dtype, None), inputs, root.shape,
+                          root.dtype))
+    return Program(tuple(steps), tuple(params), root.shape, root.dtype)
+
+
+def _body_under(node: Node, steps_of: dict[int, int]):
+    """Body of the elementwise DAG rooted at `node` (stopping at reductions and leaves)."""
+    index: dict[int, int] = {}
+    body: list[Instr] = []
+    inputs: list = []
+    where: dict = {}
+    for n in _elementwise_order(node):
+        if n.op == "input" or n.op == REDUCE_OP:
+            key = n.arg if n.op == "input" else steps_of[id(n)]
+            if key not in where:
+                where[key] = len(inputs)
+                inputs.append(key)
+            instr = Instr("load", n.dtype, (), where[key])
+        elif n.op in ("const", "scalar"):
+            instr = Instr("const", n.dtype, (), n.arg)
+        elif n.op == "astype":
+            instr = Instr("astype", n.dtype, (index[id(n.srcs[0])],), n.dtype)
+        else:
+            instr = Instr(n.op, n.dtype, tuple(index[id(s)] for s in n.srcs), n.arg)
+        index[id(n)] = len(body)
+        body.append(instr)
+    return tuple(body), tuple(inputs), index[id(node)]
+
+
+def _elementwise_order(root: Node) -> list[Node]:
+    """Topological order of the DAG under `root`, not descending below reductions."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            order.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        if n.op != REDUCE_OP:
+            for s in reversed(n.srcs):
+                if id(s) not in seen:
+                    stack.append((s, False))
+    return order
