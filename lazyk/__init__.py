@@ -23,6 +23,7 @@ from lazyk.errors import (  # noqa: F401
 from lazyk import types  # noqa: E402,F401
 from lazyk.typeparse import dshape  # noqa: E402,F401
 # --- arrays (issue 3) ---
+from lazyk.array import Array, array, empty, full, zeros  # noqa: F401,E402
 # --- expressions and kernels (issue 4) ---
 from lazyk.expr import (  # noqa: F401,E402
     Expr, abs, absolute, add, all, any, arccos, arcsin, arctan, arctan2, astype,
@@ -36,4 +37,5 @@ from lazyk.expr import (  # noqa: F401,E402
 )
 from lazyk.pipeline import CompiledExpr, compile, evaluate  # noqa: F401,E402
 # --- speed: threads, caches (issue 5) ---
+from lazyk.backend.threads import get_num_threads, set_num_threads  # noqa: F401,E402
 # --- gpu (issue 6) ---

@@ -1,0 +1,604 @@
+"""Concrete typed arrays: a type, arrmeta and a data pointer into memory an owner keeps alive.
+
+Arrays NumPy can hold (fixed dims over numbers, records, fixed strings) keep a NumPy view as
+their source of truth, so `lazyk.array(ndarray)` and `to_numpy()` cost a few microseconds and
+share memory. Arrays with var dims, options or strings live in `MemoryBlock`s and are read
+through their arrmeta (docs/layout.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk import arrmeta as M
+from lazyk import memory
+from lazyk import types as T
+from lazyk.errors import ArrayConstructionError, NotSupportedError, TypeParseError
+from lazyk.infer import infer_type, pack
+from lazyk.operators import Operators
+
+_ELEM_CACHE: dict[np.dtype, T.Type] = {}
+
+
+def _elem_type(dt: np.dtype) -> T.Type:
+    t = _ELEM_CACHE.get(dt)
+    if t is None:
+        t = _ELEM_CACHE[dt] = M.type_from_numpy(dt)
+    return t
+
+
+class Array(Operators):
+    """A concrete lazyk array: `type`, `arrmeta`, a data pointer and an owner of the memory."""
+
+    __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "__weakref__")
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def _wrap(cls, arr: np.ndarray, readonly: bool | None = None) -> Array:
+        """Zero-copy view of a NumPy array (kept alive by the result)."""
+        self = object.__new__(cls)
+        self._np = arr
+        self._type = None
+        self._meta = None
+        self._ptr = None
+        self._owner = arr
+        self._readonly = (not arr.flags.writeable) if readonly is None else readonly
+        return self
+
+    @classmethod
+    def _from_parts(cls, t: T.Type, meta: tuple, ptr: int, owner: Any,
+                    readonly: bool = False) -> Array:
+        """An array over memory `owner` keeps alive (a MemoryBlock for var/option/string)."""
+        if M.is_plain(t):
+            shape, strides = _fixed_shape(t, meta)
+            inner = t
+            while isinstance(inner, T.FixedDim):
+                inner = inner.elem
+            dt = _meta_dtype(inner, meta[2 * len(shape):])
+            arr = memory.view(ptr, shape, strides, dt, owner, readonly)
+            self = cls._wrap(arr, readonly)
+            self._type, self._owner = t, owner
+            return self
+        self = object.__new__(cls)
+        self._np = None
+        self._type, self._meta, self._ptr = t, tuple(meta), ptr
+        self._owner, self._readonly = owner, readonly
+        return self
+
+    # ------------------------------------------------------------ properties
+    @property
+    def type(self) -> T.Type:
+        """The lazyk type, e.g. `2 * var * int32`."""
+        if self._type is None:
+            t = _elem_type(self._np.dtype.base if self._np.dtype.subdtype else self._np.dtype)
+            for n in reversed(self._np.shape + (self._np.dtype.shape or ())):
+                t = T.FixedDim(n, t)
+            self._type = t
+        return self._type
+
+    @property
+    def meta(self) -> tuple[int, ...]:
+        """Arrmeta as a tuple of ints (see docs/layout.md)."""
+        if self._meta is None:
+            a = self._np
+            self._meta = M.meta_from_numpy(a.dtype, a.shape, a.strides)
+        return self._meta
+
+    @property
+    def arrmeta(self) -> np.ndarray:
+        """Raw arrmeta as a read-only structured 0-d array; `bytes(a.arrmeta)` gives the bytes."""
+        raw = np.frombuffer(M.encode(self.meta), dtype=M.meta_dtype(self.type))
+        return raw.reshape(())
+
+    @property
+    def ptr(self) -> int:
+        """Address of the first element (a var dim's {begin, size}, a scalar, ...)."""
+        if self._ptr is None:
+            self._ptr = self._np.__array_interface__["data"][0]
+        return self._ptr
+
+    @property
+    def owner(self) -> Any:
+        """The object that keeps this array's memory alive."""
+        return self._owner
+
+    @property
+    def shape(self) -> tuple:
+        """Sizes of the dimensions; `None` for a var dim."""
+        if self._np is not None:
+            return self._np.shape + (self._np.dtype.shape or ())
+        return self.type.shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self.type.ndim
+
+    @property
+    def dtype(self) -> T.Type:
+        """Element type under all dimensions."""
+        return self.type.dtype
+
+    @property
+    def readonly(self) -> bool:
+        """True for arrays over read-only memory (writing raises ValueError)."""
+        return self._readonly
+
+    @property
+    def aligned(self) -> bool:
+        """False when the data pointer or a stride breaks the element's natural alignment."""
+        if self._np is not None:
+            return bool(self._np.flags.aligned)
+        return True  # lazyk lays out its own blocks aligned
+
+    # ------------------------------------------------------------ conversion
+    def to_numpy(self) -> np.ndarray:
+        """Zero-copy NumPy view (fixed dims only).
+
+        Raises:
+            NotSupportedError: for var dims, options or strings (pad, or use `to_list`).
+        """
+        if self._np is None:
+            raise NotSupportedError(
+                f"an array of type '{self.type}' has no NumPy equivalent (var dims, options and "
+                "strings do not map to an ndarray); pad it to a fixed type or use to_list()")
+        return self._np
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack capsule for fixed-dim numeric arrays (native byte order)."""
+        return self.to_numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
+    def to_list(self) -> Any:
+        """Nested Python lists, dicts for records, None for missing values."""
+        if self._np is not None:
+            a = self._np
+            if a.dtype.fields is None and a.dtype.kind in "biufc":
+                return a.tolist()
+        buf, offs = _region(self)
+        return M.read(self.type, self.meta, 0, buf, offs)[0]
+
+    def __repr__(self) -> str:
+        return f"array({_format(self)}, type='{self.type}')"
+
+    def __len__(self) -> int:
+        t = self.type
+        if isinstance(t, T.FixedDim):
+            return t.size
+        if isinstance(t, T.VarDim):
+            return int(M.read_pairs(*_region(self))[1][0])
+        raise TypeError("len() of a 0-d lazyk array")
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        return int(self._scalar())
+
+    def _scalar(self) -> Any:
+        if self.ndim:
+            raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
+        return self.to_list()
+
+    def close(self) -> None:
+        """Drop this array's reference to its memory (other views keep it alive)."""
+        self._np = self._owner = None
+
+    def __enter__(self) -> Array:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ indexing
+    def __getitem__(self, index: Any) -> Array:
+        """A view for ints, slices, `...`, `None` and field names (a copy where no view exists).
+
+        An int or a partial slice on a var dim under a kept (sliced) dim has no strided view;
+        that result is a copy, and an int past a row's end raises IndexError naming the row.
+        """
+        items = index if isinstance(index, tuple) else (index,)
+        view = _view(self, items)
+        return view if view is not None else _copy_index(self, items)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""
+        if self._readonly:
+            raise ValueError("assignment destination is read-only")
+        items = index if isinstance(index, tuple) else (index,)
+        dst = _view(self, items)
+        if dst is None:
+            raise NotSupportedError(f"assignment to {index!r} of type '{self.type}': this index "
+                                    "has no view (an int or slice on a var dim under a slice)")
+        if hasattr(value, "eval") and not isinstance(value, Array):
+            from lazyk.pipeline import evaluate  # noqa: PLC0415  (a later stage)
+            evaluate(value, out=dst)
+            return
+        src = value if isinstance(value, Array) else array(value)
+        if dst._np is not None and src._np is not None:
+            np.copyto(dst._np, src._np, casting="unsafe")
+            return
+        dbuf, doffs = _region(dst, writable=True)
+        sbuf, soffs = _region(src)
+        M.assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
+
+    def __getattr__(self, name: str) -> Array:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        t = self.type.dtype if self.type.ndim else self.type
+        while isinstance(t, T.Option):
+            t = t.elem
+        if isinstance(t, T.Record) and name in t.names:
+            return self[name]
+        raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
+
+
+def _fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    shape, strides, i = [], [], 0
+    while isinstance(t, T.FixedDim):
+        shape.append(meta[i])
+        strides.append(meta[i + 1])
+        t, i = t.elem, i + 2
+    return tuple(shape), tuple(strides)
+
+
+def _meta_dtype(t: T.Type, meta: tuple) -> np.dtype:
+    """NumPy dtype of a plain element type whose record offsets come from arrmeta."""
+    if isinstance(t, (T.Record, T.Tuple)):
+        fields = M.fields_of(t)
+        pos = M.field_meta_positions(t, 0)
+        names = [str(k) if isinstance(t, T.Record) else f"f{k}" for k, _ in fields]
+        formats = [_meta_dtype(f, meta[p:]) for (_, f), p in zip(fields, pos)]
+        offsets = list(meta[:len(fields)])
+        size = max([o + f.itemsize for o, f in zip(offsets, formats)] + [0])
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                         "itemsize": size})
+    if isinstance(t, T.FixedDim):
+        # A fixed dim inside a record: NumPy subarrays are C-contiguous.
+        if meta[1] != M._plain_size(t.elem):
+            raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
+        return np.dtype((_meta_dtype(t.elem, meta[2:]), (t.size,)))
+    return M.np_dtype(t)
+
+
+def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 buffer, [offset of the array's first element]) for the arrmeta readers."""
+    owner = a._owner
+    if isinstance(owner, memory.MemoryBlock):
+        return owner.buffer, np.array([a.ptr - owner.address], np.int64)
+    arr = a._np
+    lo, hi = memory.extent(arr.shape, arr.strides, arr.dtype.itemsize)
+    buf = memory.view(a.ptr + lo, (hi - lo,), (1,), np.uint8, arr, readonly=not writable)
+    return buf, np.array([-lo], np.int64)
+
+
+# ---------------------------------------------------------------- indexing
+_DIM_ITEMS = (int, np.integer, slice)
+
+
+def _normalize(t: T.Type, items: tuple) -> tuple[list, list[str]]:
+    """Dim items with `...` expanded, and the field names (applied after the dims)."""
+    names = [i for i in items if isinstance(i, str)]
+    dims = [i for i in items if not isinstance(i, str)]
+    for i in dims:
+        if not (i is None or i is Ellipsis or isinstance(i, _DIM_ITEMS)):
+            raise IndexError(f"lazyk arrays take ints, slices, ..., None and field names as "
+                             f"indices, not {builtins_type(i).__name__}")
+    if sum(i is Ellipsis for i in dims) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(isinstance(i, _DIM_ITEMS) for i in dims)
+    if used > t.ndim:
+        raise IndexError(f"too many indices: {used} for type '{t}' with {t.ndim} dimensions")
+    if Ellipsis in [i for i in dims if i is Ellipsis]:
+        k = next(n for n, i in enumerate(dims) if i is Ellipsis)
+        dims[k:k + 1] = [slice(None)] * (t.ndim - used)
+    elif names:
+        dims += [slice(None)] * (t.ndim - used)  # a field applies under all dims
+    return [int(i) if isinstance(i, np.integer) else i for i in dims], names
+
+
+def _view(a: Array, items: tuple) -> Array | None:
+    """The view `a[items]` over the same memory, or None when no strided view exists."""
+    t = a.type
+    dims, names = _normalize(t, items)
+    if a._np is not None and builtins_type(t.dtype) is not T.Tuple:
+        res = a._np[tuple(dims) + (Ellipsis,)]
+        for n in names:
+            if res.dtype.names is None or n not in res.dtype.names:
+                raise KeyError(f"type '{t}' has no field {n!r}")
+            res = res[n]
+        out = Array._wrap(res, a._readonly)
+        return out
+    meta, at = a.meta, 0
+    buf, offs = _region(a)
+    cur_buf, cur = buf, int(offs[0])  # current element: byte offset `cur` into `cur_buf`
+    base = a.ptr - cur
+    owner = a._owner
+    wrap: list = []      # type constructors of kept dims, outermost first
+    out_meta: list = []  # their arrmeta
+    adjust = None        # out_meta index of the innermost kept var's offset; None: the pointer
+    single = True        # no kept dims so far: we address one element
+
+    def shift(delta: int) -> None:
+        nonlocal cur
+        if adjust is None:
+            cur += delta
+        else:
+            out_meta[adjust] += delta
+
+    for item in dims:
+        if item is None:
+            wrap.append(lambda e: T.FixedDim(1, e))
+            out_meta += [1, 0]
+            continue
+        while isinstance(t, T.Option):
+            if single:
+                if not cur_buf[cur + meta[at]]:
+                    raise IndexError(f"cannot index into a missing value (type '{t}')")
+            else:
+                wrap.append(T.Option)
+                out_meta.append(meta[at])
+            t, at = t.elem, at + 1
+        if isinstance(t, T.FixedDim):
+            n, stride = meta[at], meta[at + 1]
+            if isinstance(item, int):
+                i = item + n if item < 0 else item
+                if not 0 <= i < n:
+                    raise IndexError(f"index {item} is out of bounds for a dim of size {n}")
+                shift(i * stride)
+            else:
+                start, _, step = item.indices(n)
+                m = len(range(*item.indices(n)))
+                shift(start * stride if m else 0)
+                wrap.append(lambda e, m=m: T.FixedDim(m, e))
+                out_meta += [m, stride * step]
+                single = False
+            t, at = t.elem, at + 2
+            continue
+        ref, stride, offset = meta[at:at + 3]
+        if single:
+            begins, sizes = M.read_pairs(cur_buf, np.array([cur], np.int64))
+            begin, size = int(begins[0]), int(sizes[0])
+            block = memory.lookup(ref)
+            if isinstance(item, int):
+                i = item + size if item < 0 else item
+                if not 0 <= i < size:
+                    raise IndexError(f"index {item} is out of bounds for a row of {size} "
+                                     "elements")
+                cur_buf, cur = block.buffer, begin + offset + i * stride - block.address
+                base = block.address
+                t, at = t.elem, at + 3
+                continue
+            start, _, step = item.indices(size)
+            m = len(range(*item.indices(size)))
+            # A new {begin, size} element; the rows stay where they are.
+            head = memory.MemoryBlock(16 * (1 + M.n_shadows(t)), keep=[owner])
+            pair = np.array([(begin + (start * stride if m else 0), m)], M.POINTER_SIZE_DTYPE)
+            head.buffer[:16] = pair.view(np.uint8)
+            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
+            wrap.append(T.VarDim)
+            out_meta += [ref, stride * step, offset]
+        elif isinstance(item, slice) and item == slice(None):
+            wrap.append(T.VarDim)
+            out_meta += [ref, stride, offset]
+        else:
+            return None
+        adjust = len(out_meta) - 1
+        single = False
+        t, at = t.elem, at + 3
+    for n in names:
+        while isinstance(t, T.Option) and single:
+            t, at = t.elem, at + 1
+        if not isinstance(t, T.Record) or n not in t.names:
+            raise KeyError(f"type '{t}' has no field {n!r}")
+        k = t.names.index(n)
+        shift(meta[at + k])
+        at = M.field_meta_positions(t, at)[k]
+        t = t.fields[k][1]
+    out_meta += meta[at:at + M.meta_len(t)]
+    for w in reversed(wrap):
+        t = w(t)
+    return Array._from_parts(t, tuple(out_meta), base + cur, owner, a._readonly)
+
+
+def _index_type(t: T.Type, dims: list) -> T.Type:
+    """Type of `dims` applied to `t` by the copying path (a consumed `?var` gives options)."""
+    if not dims:
+        return t
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return T.FixedDim(1, _index_type(t, rest))
+    opt = isinstance(t, T.Option)
+    t = t.elem if opt else t
+    elem = _index_type(t.elem, rest)
+    if isinstance(item, int):
+        return T.Option(elem) if opt and not isinstance(elem, T.Option) else elem
+    if isinstance(t, T.FixedDim):
+        out: T.Type = T.FixedDim(len(range(*item.indices(t.size))), elem)
+    else:
+        out = T.VarDim(elem)
+    return T.Option(out) if opt else out
+
+
+def _index_values(v: Any, t: T.Type, dims: list, path: list) -> Any:
+    if not dims:
+        return v
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return [_index_values(v, t, rest, path)]
+    if isinstance(t, T.Option):
+        if v is None:
+            return None
+        t = t.elem
+    if isinstance(item, int):
+        i = item + len(v) if item < 0 else item
+        if not 0 <= i < len(v):
+            where = "row " + ", ".join(map(str, path)) if path else "the array"
+            raise IndexError(f"index {item} is out of bounds: {where} has {len(v)} elements")
+        return _index_values(v[i], t.elem, rest, path + [i])
+    return [_index_values(v[i], t.elem, rest, path + [i]) for i in range(*item.indices(len(v)))]
+
+
+def _copy_index(a: Array, items: tuple) -> Array:
+    """`a[items]` as a new array, for indices that no strided view can express."""
+    dims, names = _normalize(a.type, items)
+    t = _index_type(a.type, dims)
+    values = _index_values(a.to_list(), a.type, dims, [])
+    out = array(values, t)
+    for n in names:
+        out = out[n]
+    return out
+
+
+def _format(a: Array) -> str:
+    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
+    if a._np is not None and a._np.size > 1000:
+        return _abbrev_np(a._np, a.type)
+    values = a.to_list()
+    return _abbrev(values, _count(values) > 1000)
+
+
+def _count(v: Any) -> int:
+    return sum(_count(x) for x in v) if isinstance(v, list) else 1
+
+
+def _abbrev(v: Any, short: bool) -> str:
+    if isinstance(v, list):
+        parts = [_abbrev(x, short) for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
+        if short and len(v) > 6:
+            parts[3:3] = ["..."]
+        return "[" + ", ".join(parts) + "]"
+    return repr(v)
+
+
+def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
+    if arr.ndim == 0:
+        return repr(arr.tolist()) if arr.dtype.names is None else \
+            repr(dict(zip(arr.dtype.names, arr.tolist())))
+    idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
+        else list(range(len(arr)))
+    parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]
+    return "[" + ", ".join(parts) + "]"
+
+
+# ---------------------------------------------------------------- constructors
+builtins_type = type
+
+
+def _as_type(type: Any) -> T.Type:
+    if isinstance(type, T.Type):
+        return type
+    if isinstance(type, str):
+        return T.dshape(type)
+    try:
+        return M.type_from_numpy(np.dtype(type))
+    except TypeError:
+        raise TypeError(f"type must be a type string, lazyk type or NumPy dtype, "
+                        f"got {type!r}") from None
+
+
+def array(obj: Any, type: Any = None) -> Array:
+    """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
+
+    Args:
+        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar or
+            nested lists/tuples/dicts.
+        type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
+
+    Raises:
+        ArrayConstructionError: data that does not fit the type (names the index path).
+        TypeParseError: a `type` that does not parse.
+    """
+    if builtins_type(obj) is np.ndarray and type is None:
+        dt = obj.dtype
+        if dt not in _ELEM_CACHE:
+            _elem_type(dt.base if dt.subdtype else dt)  # validates (object dtype -> error)
+        return Array._wrap(obj)
+    if isinstance(obj, Array):
+        if type is None or _as_type(type) == obj.type:
+            return obj
+        return array(obj.to_list(), type)
+    if type is None and not isinstance(obj, (list, tuple, dict, str, bytes)) and \
+            hasattr(obj, "__buffer__") or (type is None and isinstance(obj, (memoryview,
+                                                                               bytearray))):
+        return array(np.asarray(obj))
+    t = _as_type(type) if type is not None else infer_type(obj)
+    if isinstance(obj, np.ndarray):
+        if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:
+            return Array._wrap(obj)
+        obj = obj.tolist()
+    if t.is_symbolic:
+        raise ArrayConstructionError(f"type '{t}' is symbolic; give concrete sizes")
+    block, meta = pack(t, obj)
+    return Array._from_parts(t, meta, block.address, block)
+
+
+def _template(t: T.Type, value: Any, lengths: list[list[int]], level: int) -> Any:
+    """Python data of type `t` filled with `value`; var rows take sizes from `lengths`."""
+    if isinstance(t, T.FixedDim):
+        return [_template(t.elem, value, lengths, level) for _ in range(t.size)]
+    if isinstance(t, T.VarDim):
+        if level >= len(lengths) or not lengths[level]:
+            raise ArrayConstructionError(f"type '{t}' needs row lengths for its var dim "
+                                         f"number {level} (pass lengths=[...])")
+        n = lengths[level].pop(0)
+        return [_template(t.elem, value, lengths, level + 1) for _ in range(n)]
+    if isinstance(t, T.Option):
+        return value if value is not None else None
+    if isinstance(t, T.Record):
+        return {k: _template(f, value, lengths, level) for k, f in t.fields}
+    if isinstance(t, T.Tuple):
+        return tuple(_template(f, value, lengths, level) for f in t.types)
+    if M.is_varlen(t) and not isinstance(value, (str, bytes)):
+        return "" if t.name == "string" else b""
+    return value
+
+
+def full(type: Any, value: Any, lengths: list | None = None) -> Array:
+    """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
+
+    `lengths` is a list of row sizes for a type with one var dim, or one flat list per var
+    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`.
+    """
+    t = _as_type(type)
+    if M.is_plain(t):
+        dt = M.np_dtype(t.dtype) if t.ndim else M.np_dtype(t)
+        return Array._wrap(np.full(t.shape, value, dtype=dt))
+    levels = [list(lengths)] if lengths and not isinstance(lengths[0], (list, tuple)) else \
+        [list(x) for x in (lengths or [])]
+    return array(_template(t, value, levels, 0), t)
+
+
+def zeros(type: Any, lengths: list | None = None) -> Array:
+    """An array of `type` filled with zeros ("" for strings); options are present."""
+    t = _as_type(type)
+    return full(t, False if t.dtype == T.Scalar("bool") else 0, lengths)
+
+
+def empty(type: Any, lengths: list | None = None) -> Array:
+    """An array of `type` with zeroed memory: options missing, numbers 0, strings empty."""
+    t = _as_type(type)
+    if M.is_plain(t):
+        return zeros(t, lengths)
+    return full(t, None, lengths)
+
+
+__all__ = ["Array", "array", "empty", "zeros", "full", "TypeParseError"]

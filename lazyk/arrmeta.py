@@ -1,0 +1,399 @@
+"""Arrmeta: the flat int64 records that describe where each element of a typed array lives.
+
+See docs/layout.md for the byte layout with diagrams. In Python an arrmeta is a tuple of
+ints; `encode` gives the raw bytes a C caller reads, `meta_dtype` names every field.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from lazyk import types as T
+
+# One var-dim or string element in the data: {char *begin; int64 size}.
+POINTER_SIZE_DTYPE = np.dtype([("begin", np.uint64), ("size", np.int64)])
+
+VARLEN_SCALARS = frozenset({"string", "bytes"})
+
+
+def is_varlen(t: T.Type) -> bool:
+    """True for `string`/`bytes`: 16-byte {begin, size} elements into another block."""
+    return isinstance(t, T.Scalar) and t.name in VARLEN_SCALARS
+
+
+def fields_of(t: T.Type) -> tuple[tuple[str | int, T.Type], ...]:
+    """(key, type) for each field of a record (names) or tuple (positions)."""
+    if isinstance(t, T.Record):
+        return t.fields
+    return tuple(enumerate(t.types))
+
+
+@lru_cache(maxsize=None)
+def meta_len(t: T.Type) -> int:
+    """Number of int64 fields in the arrmeta of `t`."""
+    if isinstance(t, T.FixedDim):
+        return 2 + meta_len(t.elem)
+    if isinstance(t, T.VarDim):
+        return 3 + meta_len(t.elem)
+    if isinstance(t, T.Option):
+        return 1 + meta_len(t.elem)
+    if isinstance(t, (T.Record, T.Tuple)):
+        return sum(1 + meta_len(f) for _, f in fields_of(t))
+    if is_varlen(t):
+        return 1
+    if isinstance(t, (T.SymbolicDim, T.EllipsisDim, T.TypeVar)):
+        raise T.NotSupportedError(f"symbolic type {t} has no concrete layout")
+    return 0
+
+
+def field_meta_positions(t: T.Type, at: int) -> list[int]:
+    """Arrmeta index of each field's own arrmeta, for a record/tuple whose arrmeta starts at `at`."""
+    k = len(fields_of(t))
+    pos, out = at + k, []
+    for _, f in fields_of(t):
+        out.append(pos)
+        pos += meta_len(f)
+    return out
+
+
+@lru_cache(maxsize=None)
+def is_plain(t: T.Type) -> bool:
+    """True when NumPy can hold `t` as is: no var dims, options or variable-size strings."""
+    if isinstance(t, T.FixedDim):
+        return is_plain(t.elem)
+    if isinstance(t, (T.VarDim, T.Option)):
+        return False
+    if isinstance(t, (T.Record, T.Tuple)):
+        return all(is_plain(f) for _, f in fields_of(t))
+    return not is_varlen(t)
+
+
+@lru_cache(maxsize=None)
+def n_shadows(t: T.Type) -> int:
+    """Option positions stored inline in one element of `t` (each needs its own mask shadow)."""
+    if isinstance(t, T.FixedDim):
+        return n_shadows(t.elem)
+    if isinstance(t, T.Option):
+        return 1 + n_shadows(t.elem)
+    if isinstance(t, (T.Record, T.Tuple)):
+        return sum(n_shadows(f) for _, f in fields_of(t))
+    return 0  # a var dim's rows, and a string's bytes, live in blocks of their own
+
+
+def encode(meta: tuple[int, ...]) -> bytes:
+    """Raw arrmeta bytes (native int64, outermost first) as a C caller reads them."""
+    return np.asarray(meta, dtype=np.int64).tobytes()
+
+
+def meta_names(t: T.Type, prefix: str = "") -> list[str]:
+    """One descriptive name per arrmeta field, e.g. `dim0.size`, `x.offset`, `dim1.blockref`."""
+    names: list[str] = []
+    _names(t, prefix, 0, names)
+    return names
+
+
+def _names(t: T.Type, prefix: str, dim: int, out: list[str]) -> None:
+    if isinstance(t, T.FixedDim):
+        out += [f"{prefix}dim{dim}.size", f"{prefix}dim{dim}.stride"]
+        _names(t.elem, prefix, dim + 1, out)
+    elif isinstance(t, T.VarDim):
+        out += [f"{prefix}dim{dim}.blockref", f"{prefix}dim{dim}.stride",
+                f"{prefix}dim{dim}.offset"]
+        _names(t.elem, prefix, dim + 1, out)
+    elif isinstance(t, T.Option):
+        out.append(f"{prefix}option{dim}.mask_offset")
+        _names(t.elem, prefix, dim, out)
+    elif isinstance(t, (T.Record, T.Tuple)):
+        keys = [str(k) for k, _ in fields_of(t)]
+        out += [f"{prefix}{k}.offset" for k in keys]
+        for k, (_, f) in zip(keys, fields_of(t)):
+            _names(f, f"{prefix}{k}.", 0, out)
+    elif is_varlen(t):
+        out.append(f"{prefix}{t}.blockref")
+
+
+def meta_dtype(t: T.Type) -> np.dtype:
+    """Structured dtype that names each int64 arrmeta field (for `Array.arrmeta`)."""
+    names = meta_names(t)
+    return np.dtype({"names": names, "formats": [np.int64] * len(names)})
+
+
+def contiguous_meta(t: T.Type, stride: int | None = None) -> tuple[int, ...]:
+    """C-order arrmeta for a plain (NumPy-representable) type laid out by `np_dtype`."""
+    out: list[int] = []
+    while isinstance(t, T.FixedDim):
+        out.append(t.size)
+        out.append(_plain_size(t.elem))
+        t = t.elem
+    if isinstance(t, (T.Record, T.Tuple)):
+        dt = np_dtype(t)
+        out += [dt.fields[n][1] for n in dt.names]
+        for _, f in fields_of(t):
+            out += contiguous_meta(f)
+    return tuple(out)
+
+
+def _plain_size(t: T.Type) -> int:
+    return np_dtype(t).itemsize if not isinstance(t, T.FixedDim) else t.size * _plain_size(t.elem)
+
+
+@lru_cache(maxsize=None)
+def np_dtype(t: T.Type) -> np.dtype:
+    """NumPy dtype of a plain element type (records C-aligned, as lazyk allocates them)."""
+    if isinstance(t, T.FixedDim):
+        return np.dtype((np_dtype(t.elem), (t.size,)))
+    if isinstance(t, T.Record):
+        return np.dtype({"names": list(t.names), "formats": [np_dtype(f) for f in t.types],
+                         "offsets": list(t.offsets), "itemsize": t.itemsize})
+    if isinstance(t, T.Tuple):
+        return np.dtype({"names": [f"f{i}" for i in range(len(t.types))],
+                         "formats": [np_dtype(f) for f in t.types],
+                         "offsets": list(t.offsets), "itemsize": t.itemsize})
+    return t.to_numpy()
+
+
+def meta_from_numpy(dt: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple:
+    """Arrmeta of a NumPy array: {size, stride} per dim, then record offsets (any packing)."""
+    out: list[int] = []
+    for n, s in zip(shape, strides):
+        out += (n, s)
+    _dtype_meta(dt, out)
+    return tuple(out)
+
+
+def _dtype_meta(dt: np.dtype, out: list[int]) -> None:
+    if dt.subdtype is not None:
+        base, sub = dt.subdtype
+        strides = []
+        step = base.itemsize
+        for n in reversed(sub):
+            strides.append(step)
+            step *= n
+        for n, s in zip(sub, reversed(strides)):
+            out += (n, s)
+        _dtype_meta(base, out)
+    elif dt.fields is not None:
+        out += [dt.fields[n][1] for n in dt.names]
+        for n in dt.names:
+            _dtype_meta(dt.fields[n][0], out)
+
+
+@lru_cache(maxsize=1024)
+def type_from_numpy(dt: np.dtype) -> T.Type:
+    """lazyk element type of a NumPy dtype; records of any packing (offsets go in arrmeta)."""
+    if dt.subdtype is not None:
+        base, sub = dt.subdtype
+        t = type_from_numpy(base)
+        for n in reversed(sub):
+            t = T.FixedDim(n, t)
+        return t
+    if dt.fields is not None:
+        return T.Record(tuple((n, type_from_numpy(dt.fields[n][0])) for n in dt.names))
+    if dt.kind == "O":
+        raise T.NotSupportedError("NumPy object arrays have no lazyk type; pass a list instead")
+    return T.from_numpy(dt)
+
+
+# ---------------------------------------------------------------- reading data through arrmeta
+def gather(buf: np.ndarray, offs: np.ndarray, k: int) -> np.ndarray:
+    """Bytes [offs[i], offs[i] + k) of `buf` as a (len(offs), k) uint8 array (bounds-checked)."""
+    n = len(offs)
+    if n == 0 or k == 0:
+        return np.zeros((n, k), np.uint8)
+    lo, hi = int(offs.min()), int(offs.max()) + k
+    if lo < 0 or hi > len(buf):
+        raise ValueError(f"arrmeta points outside its memory block ({lo}..{hi} of {len(buf)})")
+    step = int(offs[1] - offs[0]) if n > 1 else k
+    if step >= k and int(offs[0]) + step * (n - 1) == int(offs[-1]) and \
+            (n < 3 or bool(np.all(np.diff(offs) == step))):
+        # Evenly spaced (the common case): one strided copy instead of a fancy index.
+        start = int(offs[0])
+        return np.lib.stride_tricks.as_strided(buf[start:], (n, k), (step, 1)).copy()
+    return buf[offs[:, None] + np.arange(k)]
+
+
+def scatter(buf: np.ndarray, offs: np.ndarray, raw: np.ndarray) -> None:
+    """Write row i of the uint8 array `raw` at byte offset offs[i] of `buf` (bounds-checked)."""
+    n, k = raw.shape
+    if n == 0 or k == 0:
+        return
+    lo, hi = int(offs.min()), int(offs.max()) + k
+    if lo < 0 or hi > len(buf):
+        raise ValueError(f"arrmeta points outside its memory block ({lo}..{hi} of {len(buf)})")
+    buf[offs[:, None] + np.arange(k)] = raw
+
+
+def read_pairs(buf: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The {begin, size} elements at `offs`, as two int64 arrays."""
+    raw = gather(buf, offs, 16).view(POINTER_SIZE_DTYPE).reshape(len(offs))
+    return raw["begin"].astype(np.int64), raw["size"].astype(np.int64)
+
+
+def row_offsets(starts: np.ndarray, sizes: np.ndarray, stride: int) -> np.ndarray:
+    """Flat byte offsets of every element of rows that start at `starts` with `sizes` elements."""
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    first = np.cumsum(sizes) - sizes
+    local = np.arange(total, dtype=np.int64) - np.repeat(first, sizes)
+    return np.repeat(starts, sizes) + local * stride
+
+
+def split(values: list, sizes) -> list[list]:
+    """Cut a flat list into consecutive rows of the given sizes."""
+    out, pos = [], 0
+    for n in sizes:
+        out.append(values[pos:pos + n])
+        pos += n
+    return out
+
+
+def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> list:
+    """Python values of the elements of type `t` at byte offsets `offs` of `buf`.
+
+    `meta[at:]` is t's arrmeta; var rows and strings are found through their blockref.
+    """
+    from lazyk.memory import lookup
+
+    n = len(offs)
+    if isinstance(t, T.FixedDim):
+        size, stride = meta[at], meta[at + 1]
+        child = (offs[:, None] + np.arange(size, dtype=np.int64) * stride).reshape(-1)
+        flat = read(t.elem, meta, at + 2, buf, child)
+        return [flat[i * size:(i + 1) * size] for i in range(n)]
+    if isinstance(t, T.VarDim):
+        ref, stride, offset = meta[at:at + 3]
+        begins, sizes = read_pairs(buf, offs)
+        block = lookup(ref)
+        child = row_offsets(begins - block.address + offset, sizes, stride)
+        flat = read(t.elem, meta, at + 3, block.buffer, child)
+        return split(flat, sizes.tolist())
+    if isinstance(t, T.Option):
+        mask = gather(buf, offs + meta[at], 1).reshape(n).astype(bool)
+        present = read(t.elem, meta, at + 1, buf, offs[mask])
+        out: list = [None] * n
+        for i, v in zip(np.flatnonzero(mask).tolist(), present):
+            out[i] = v
+        return out
+    if isinstance(t, (T.Record, T.Tuple)):
+        keys = [k for k, _ in fields_of(t)]
+        cols = [read(f, meta, pos, buf, offs + meta[at + i])
+                for i, ((_, f), pos) in enumerate(zip(fields_of(t), field_meta_positions(t, at)))]
+        if isinstance(t, T.Tuple):
+            return [tuple(row) for row in zip(*cols)] if cols else [()] * n
+        return [dict(zip(keys, row)) for row in zip(*cols)] if cols else [{}] * n
+    if is_varlen(t):
+        begins, sizes = read_pairs(buf, offs)
+        block = lookup(meta[at])
+        starts = begins - block.address
+        if n and (int(starts.min()) < 0 or int((starts + sizes).max()) > block.size):
+            raise ValueError("string data points outside its memory block")
+        data = block.buffer.tobytes() if n else b""
+        pieces = [data[s:s + k] for s, k in zip(starts.tolist(), sizes.tolist())]
+        if t.name == "string":
+            return [p.decode("utf-8") for p in pieces]
+        return pieces
+    dt = np_dtype(t)
+    vals = gather(buf, offs, dt.itemsize).view(dt).reshape(n)
+    return vals.tolist()
+
+
+# ---------------------------------------------------------------- assignment with broadcasting
+def _sizes(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
+    """(sizes per item, child offsets function) of the dim `t` at `offs`."""
+    from lazyk.memory import lookup
+
+    if isinstance(t, T.FixedDim):
+        size, stride = meta[at], meta[at + 1]
+        return np.full(len(offs), size, np.int64), offs, stride, buf, at + 2
+    ref, stride, offset = meta[at:at + 3]
+    begins, sizes = read_pairs(buf, offs)
+    block = lookup(ref)
+    return sizes, begins - block.address + offset, stride, block.buffer, at + 3
+
+
+def _dims(t: T.Type) -> int:
+    n = 0
+    while True:
+        if isinstance(t, T.Option):
+            t = t.elem
+        elif isinstance(t, (T.FixedDim, T.VarDim)):
+            n, t = n + 1, t.elem
+        else:
+            return n
+
+
+def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarray,
+           st: T.Type, smeta: tuple, sat: int, sbuf: np.ndarray, soffs: np.ndarray,
+           where=None) -> None:
+    """Copy the elements at `soffs` (type st) into those at `doffs` (type dt), broadcasting.
+
+    Raises:
+        ShapeError: a source row that is neither the destination's length nor 1 (named).
+    """
+    from lazyk.errors import ShapeError
+    from lazyk.infer import Where
+
+    where = where if where is not None else Where()
+    if isinstance(st, T.Option):
+        mask = gather(sbuf, soffs + smeta[sat], 1).reshape(-1).astype(bool)
+        if not isinstance(dt, T.Option) and not mask.all():
+            k = int(np.flatnonzero(~mask)[0])
+            raise ValueError(f"missing value at {where.name(k)} cannot be stored in '{dt}'")
+        if isinstance(dt, T.Option):
+            scatter(dbuf, doffs + dmeta[dat], mask.astype(np.uint8).reshape(-1, 1))
+            dt, dat = dt.elem, dat + 1
+        return assign(dt, dmeta, dat, dbuf, doffs[mask], st.elem, smeta, sat + 1, sbuf,
+                      soffs[mask], _subset(where, mask))
+    if isinstance(dt, T.Option):
+        scatter(dbuf, doffs + dmeta[dat], np.ones((len(doffs), 1), np.uint8))
+        return assign(dt.elem, dmeta, dat + 1, dbuf, doffs, st, smeta, sat, sbuf, soffs, where)
+    dn, sn = _dims(dt), _dims(st)
+    if dn > sn:  # the source broadcasts over this destination dim
+        sizes, starts, stride, buf, at = _sizes(dt, dmeta, dat, dbuf, doffs)
+        child = row_offsets(starts, sizes, stride)
+        return assign(dt.elem, dmeta, at, buf, child, st, smeta, sat, sbuf,
+                      np.repeat(soffs, sizes), where.rows(np.cumsum(sizes) - sizes))
+    if sn > dn:
+        raise ShapeError(f"cannot assign a value of type '{st}' to '{dt}': more dimensions")
+    if dn:
+        dsz, dstart, dstride, dbuf2, dat2 = _sizes(dt, dmeta, dat, dbuf, doffs)
+        ssz, sstart, sstride, sbuf2, sat2 = _sizes(st, smeta, sat, sbuf, soffs)
+        bad = np.flatnonzero((ssz != dsz) & (ssz != 1))
+        if len(bad):
+            k = int(bad[0])
+            row = where.name(k).strip("[]") or "0"
+            raise ShapeError(f"row {row} has {int(ssz[k])} elements, the destination has "
+                             f"{int(dsz[k])} (only equal lengths or 1 broadcast)")
+        dchild = row_offsets(dstart, dsz, dstride)
+        first = np.cumsum(dsz) - dsz
+        local = np.arange(len(dchild), dtype=np.int64) - np.repeat(first, dsz)
+        sstep = np.where(ssz == dsz, sstride, 0)
+        schild = np.repeat(sstart, dsz) + local * np.repeat(sstep, dsz)
+        return assign(dt.elem, dmeta, dat2, dbuf2, dchild, st.elem, smeta, sat2, sbuf2, schild,
+                      where.rows(first))
+    if isinstance(dt, (T.Record, T.Tuple)):
+        if not isinstance(st, (T.Record, T.Tuple)) or len(fields_of(st)) != len(fields_of(dt)):
+            raise ValueError(f"cannot assign '{st}' to record '{dt}'")
+        spos = field_meta_positions(st, sat)
+        for i, ((k, f), p) in enumerate(zip(fields_of(dt), field_meta_positions(dt, dat))):
+            j = st.names.index(k) if isinstance(st, T.Record) and isinstance(k, str) and \
+                k in st.names else i
+            assign(f, dmeta, p, dbuf, doffs + dmeta[dat + i], fields_of(st)[j][1], smeta,
+                   spos[j], sbuf, soffs + smeta[sat + j], where.field(k))
+        return None
+    if is_varlen(dt) or is_varlen(st):
+        raise T.NotSupportedError("assigning into string/bytes elements (they would need a new "
+                                  "string block); build a new array instead")
+    sd, dd = np_dtype(st), np_dtype(dt)
+    vals = gather(sbuf, soffs, sd.itemsize).view(sd).reshape(-1)
+    out = vals.astype(dd, casting="unsafe")
+    scatter(dbuf, doffs, np.ascontiguousarray(out).view(np.uint8).reshape(len(doffs),
+                                                                          dd.itemsize))
+    return None
+
+
+def _subset(where, mask: np.ndarray):
+    from lazyk.infer import _Subset
+    return _Subset(where, np.flatnonzero(mask))

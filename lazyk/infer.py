@@ -1,0 +1,377 @@
+"""Python data -> lazyk type (inference) and -> memory (packing), level by level.
+
+Both walk nested lists one nesting level at a time over a flat list of items, so a
+1,000,000-element ragged list costs a few C-speed passes, not a Python call per element.
+"""
+from __future__ import annotations
+
+from itertools import chain
+from numbers import Number
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrmeta import POINTER_SIZE_DTYPE, fields_of, is_varlen, np_dtype, scatter
+from lazyk.errors import ArrayConstructionError
+from lazyk.memory import MemoryBlock
+
+SEQUENCES = (list, tuple, np.ndarray)
+_NONE = type(None)
+_PY_SCALARS = {bool: T.Scalar("bool"), int: T.Scalar("int64"), float: T.Scalar("float64"),
+               complex: T.Scalar("complex128"), str: T.Scalar("string"),
+               bytes: T.Scalar("bytes")}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class Where:
+    """Maps a flat item number at the current nesting level back to its index path."""
+
+    __slots__ = ("levels",)
+
+    def __init__(self, levels: tuple = ()):
+        self.levels = levels
+
+    def rows(self, starts: np.ndarray) -> Where:
+        """One level deeper: item k of the new level lies in the row whose start is <= k."""
+        return Where(self.levels + (("rows", starts),))
+
+    def field(self, key: str | int) -> Where:
+        """Into a record field: same items, the path gains the field name."""
+        return Where(self.levels + (("field", key),))
+
+    def path(self, k: int) -> list:
+        """Index path (ints and field names) of item k."""
+        out: list = []
+        for kind, data in reversed(self.levels):
+            if kind == "field":
+                out.append(data)
+            else:
+                row = int(np.searchsorted(data, k, side="right")) - 1
+                out.append(k - int(data[row]))
+                k = row
+        return out[::-1]
+
+    def name(self, k: int) -> str:
+        """Readable location of item k: `[1, 'x', 2]`, or `the top level`."""
+        p = self.path(k)
+        return "[" + ", ".join(map(repr, p)) + "]" if p else "the top level"
+
+
+def _starts(lens: list[int]) -> np.ndarray:
+    s = np.zeros(len(lens), np.int64)
+    if len(lens) > 1:
+        np.cumsum(lens[:-1], out=s[1:])
+    return s
+
+
+def _first(items: list, bad) -> int:
+    return next(i for i, x in enumerate(items) if bad(x))
+
+
+def _bad_kinds(items: list, good) -> list[int]:
+    """[index of the first item whose class fails `good`], or []; classes checked once each."""
+    bad = {k for k in set(map(type, items)) if not good(k)}
+    return [_first(items, lambda x: type(x) in bad)] if bad else []
+
+
+def _describe(x: Any) -> str:
+    return type(x).__name__
+
+
+# ---------------------------------------------------------------- inference
+def infer_type(obj: Any) -> T.Type:
+    """The lazyk type of nested Python data (ragged -> var, None -> option, str -> string).
+
+    Raises:
+        ArrayConstructionError: mixed incompatible items or non-rectangular nesting.
+    """
+    return _infer([obj], Where())
+
+
+def _infer(items: list, where: Where) -> T.Type:
+    kinds = set(map(type, items))
+    optional = _NONE in kinds
+    if optional:
+        kinds.discard(_NONE)
+        keep = np.fromiter((x is not None for x in items), bool, len(items))
+        keep = np.flatnonzero(keep)
+        present = [items[i] for i in keep.tolist()]
+        where = _Subset(where, keep)
+        items = present
+    else:
+        present = items
+    seq = {k for k in kinds if issubclass(k, SEQUENCES)}
+    if not kinds:
+        t: T.Type = T.Scalar("float64")  # NumPy's choice for data with no values
+    elif seq and seq == kinds:
+        lens = list(map(len, present))
+        child = list(chain.from_iterable(present))
+        elem = _infer(child, where.rows(_starts(lens)))
+        if not optional and len(set(lens)) == 1:
+            t = T.FixedDim(lens[0], elem)
+        else:
+            t = T.VarDim(elem)
+    elif seq:
+        i = _first(items, lambda x: x is not None and isinstance(x, SEQUENCES))
+        j = _first(items, lambda x: x is not None and not isinstance(x, SEQUENCES))
+        raise ArrayConstructionError(
+            f"non-rectangular data: item {where.name(i)} is a {_describe(items[i])} but item "
+            f"{where.name(j)} is a {_describe(items[j])} ({items[j]!r})")
+    elif all(issubclass(k, dict) for k in kinds):
+        t = _infer_record(present, where)
+    else:
+        t = _infer_scalar(items, kinds, where)
+    return T.Option(t) if optional else t
+
+
+def _infer_record(present: list[dict], where: Where) -> T.Type:
+    keys = tuple(present[0])
+    for i, d in enumerate(present):
+        if tuple(d) != keys and set(d) != set(keys):
+            raise ArrayConstructionError(
+                f"records with different fields: {sorted(keys)} and {sorted(d)} "
+                f"(item {i} of this level, {where.name(i)})")
+    return T.Record(tuple((k, _infer([d[k] for d in present], where.field(k))) for k in keys))
+
+
+def _scalar_of(kind: type) -> T.Type:
+    if kind in _PY_SCALARS:
+        return _PY_SCALARS[kind]
+    if issubclass(kind, np.generic):
+        return T.from_numpy(np.dtype(kind))
+    for base, t in _PY_SCALARS.items():
+        if issubclass(kind, base):
+            return t
+    raise ArrayConstructionError(f"cannot store a {kind.__name__} in a lazyk array")
+
+
+def _infer_scalar(items: list, kinds: set, where: Where) -> T.Type:
+    ts = {k: _scalar_of(k) for k in kinds}
+    text = {k for k, t in ts.items() if is_varlen(t)}
+    if text and len(kinds) > 1:
+        a = next(iter(text))
+        b = next(k for k in kinds if k is not a)
+        i = _first(items, lambda x: type(x) is a)
+        j = _first(items, lambda x: type(x) is b)
+        raise ArrayConstructionError(
+            f"mixed incompatible types: {a.__name__} at {where.name(i)} and {b.__name__} "
+            f"at {where.name(j)}")
+    result = None
+    for k, t in ts.items():
+        if k is int:
+            t = _int_type(items, where)
+        result = t if result is None else T.promote(result, t)
+    return result
+
+
+def _int_type(items: list, where: Where) -> T.Type:
+    ints = [x for x in items if type(x) is int]
+    lo, hi = min(ints), max(ints)
+    if _INT64[0] <= lo and hi <= _INT64[1]:
+        return T.Scalar("int64")
+    if lo >= 0 and hi < 2**64:
+        return T.Scalar("uint64")
+    i = _first(items, lambda x: type(x) is int and not (_INT64[0] <= x < 2**64))
+    raise ArrayConstructionError(f"integer {items[i]} at {where.name(i)} does not fit in "
+                                 "int64 or uint64")
+
+
+# ---------------------------------------------------------------- packing
+def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
+    """Lay out Python data `obj` as type `t` in fresh memory; returns (block, arrmeta).
+
+    The data pointer of the result is `block.address`.
+
+    Raises:
+        ArrayConstructionError: naming the first item that does not fit `t` and its index path.
+    """
+    block = MemoryBlock(t.itemsize * (1 + _shadows(t)), keep=[])
+    meta = _pack(t, [obj], block, np.zeros(1, np.int64), t.itemsize, [0], Where())
+    return block, tuple(meta)
+
+
+def _shadows(t: T.Type) -> int:
+    from lazyk.arrmeta import n_shadows
+    return n_shadows(t)
+
+
+def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,
+          counter: list[int], where: Where) -> list[int]:
+    if isinstance(t, T.Option):
+        counter[0] += 1
+        mask_offset = counter[0] * region
+        present = np.fromiter((x is not None for x in items), bool, len(items))
+        scatter(block.buffer, offs[present] + mask_offset,
+                np.ones((int(present.sum()), 1), np.uint8))
+        keep = np.flatnonzero(present)
+        sub = [items[i] for i in keep.tolist()]
+        return [mask_offset] + _pack(t.elem, sub, block, offs[present], region, counter,
+                                     _Subset(where, keep))
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        bad = _bad_kinds(items, lambda k: issubclass(k, SEQUENCES))
+        if bad:
+            x = items[bad[0]]
+            raise ArrayConstructionError(
+                f"item {where.name(bad[0])} is a {_describe(x)} ({x!r:.40}), the type says "
+                f"{'a row' if isinstance(t, T.VarDim) else f'{t.size} elements'} ({t})")
+        lens = list(map(len, items))
+        child = list(chain.from_iterable(items))
+        sub = where.rows(_starts(lens))
+        esize = t.elem.itemsize
+        if isinstance(t, T.FixedDim):
+            if any(n != t.size for n in lens):
+                i = _first(lens, lambda n: n != t.size)
+                raise ArrayConstructionError(
+                    f"row {where.name(i).strip('[]') or '(top level)'} has {lens[i]} elements, "
+                    f"the type says {t.size} ({t})")
+            coffs = (offs[:, None] + np.arange(t.size, dtype=np.int64) * esize).reshape(-1)
+            return [t.size, esize] + _pack(t.elem, child, block, coffs, region, counter, sub)
+        total = len(child)
+        rows = MemoryBlock(esize * total * (1 + _shadows(t.elem)), keep=[])
+        block.keep.append(rows)
+        pairs = np.empty(len(items), POINTER_SIZE_DTYPE)
+        starts = _starts(lens)
+        pairs["begin"] = rows.address + starts * esize
+        pairs["size"] = lens
+        scatter(block.buffer, offs, pairs.view(np.uint8).reshape(len(items), 16))
+        coffs = np.arange(total, dtype=np.int64) * esize
+        return [rows.ref, esize, 0] + _pack(t.elem, child, rows, coffs, esize * total, [0], sub)
+    if isinstance(t, (T.Record, T.Tuple)):
+        return _pack_fields(t, items, block, offs, region, counter, where)
+    if is_varlen(t):
+        return _pack_strings(t, items, block, offs, where)
+    _pack_scalars(t, items, block, offs, where)
+    return []
+
+
+class _Subset(Where):
+    """Where for the present items of an option level: item k is items[keep[k]] above."""
+
+    __slots__ = ("inner", "keep")
+
+    def __init__(self, inner: Where, keep: np.ndarray):
+        super().__init__()
+        self.inner, self.keep = inner, keep
+
+    def rows(self, starts: np.ndarray) -> Where:
+        return _Chain(self, starts)
+
+    def field(self, key: str | int) -> Where:
+        return _Chain(self, None, key)
+
+    def path(self, k: int) -> list:
+        return self.inner.path(int(self.keep[k]))
+
+
+class _Chain(Where):
+    """A level below a `_Subset`."""
+
+    __slots__ = ("parent", "starts", "key")
+
+    def __init__(self, parent: Where, starts: np.ndarray | None, key: Any = None):
+        super().__init__()
+        self.parent, self.starts, self.key = parent, starts, key
+
+    def rows(self, starts: np.ndarray) -> Where:
+        return _Chain(self, starts)
+
+    def field(self, key: str | int) -> Where:
+        return _Chain(self, None, key)
+
+    def path(self, k: int) -> list:
+        if self.starts is None:
+            return self.parent.path(k) + [self.key]
+        row = int(np.searchsorted(self.starts, k, side="right")) - 1
+        return self.parent.path(row) + [k - int(self.starts[row])]
+
+
+def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,
+                 counter: list[int], where: Where) -> list[int]:
+    fields = fields_of(t)
+    names = [k for k, _ in fields]
+    cols: list[list] = [[] for _ in fields]
+    for i, x in enumerate(items):
+        if isinstance(x, dict) and isinstance(t, T.Record):
+            if len(x) != len(names) or any(k not in x for k in names):
+                raise ArrayConstructionError(
+                    f"item {where.name(i)} has fields {sorted(map(str, x))}, the type says "
+                    f"{list(names)} ({t})")
+            for c, k in zip(cols, names):
+                c.append(x[k])
+        elif isinstance(x, (tuple, list)) and len(x) == len(names):
+            for c, v in zip(cols, x):
+                c.append(v)
+        else:
+            raise ArrayConstructionError(
+                f"item {where.name(i)} is {x!r:.40}, the type says a record {t}")
+    meta = list(t.offsets)
+    for (k, f), off, c in zip(fields, t.offsets, cols):
+        meta += _pack(f, c, block, offs + off, region, counter, where.field(k))
+    return meta
+
+
+def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
+                  where: Where) -> list[int]:
+    want = str if t.name == "string" else bytes
+    if _bad_kinds(items, lambda k: k is want):
+        i = _first(items, lambda x: type(x) is not want)
+        raise ArrayConstructionError(
+            f"item {where.name(i)} is a {_describe(items[i])} ({items[i]!r:.40}), the type says "
+            f"{t}")
+    data = [x.encode("utf-8") for x in items] if want is str else list(items)
+    lens = list(map(len, data))
+    chars = MemoryBlock(sum(lens), keep=None)
+    block.keep.append(chars)
+    if lens:
+        chars.buffer[:] = np.frombuffer(b"".join(data), np.uint8)
+    pairs = np.empty(len(items), POINTER_SIZE_DTYPE)
+    pairs["begin"] = chars.address + _starts(lens)
+    pairs["size"] = lens
+    scatter(block.buffer, offs, pairs.view(np.uint8).reshape(len(items), 16))
+    return [chars.ref]
+
+
+# Python/NumPy classes each scalar kind accepts without losing information.
+_ACCEPT = {
+    "b": (bool, np.bool_),
+    "i": (int, np.integer),
+    "u": (int, np.integer),
+    "f": (int, float, np.integer, np.floating),
+    "c": (int, float, complex, np.integer, np.floating, np.complexfloating),
+}
+
+
+def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
+                  where: Where) -> None:
+    dt = np_dtype(t)
+    ok = _ACCEPT.get(dt.kind)
+    if ok is not None:
+        flag = dt.kind != "b"
+        ok_bad = _bad_kinds(items, lambda k: issubclass(k, ok) and
+                            not (flag and issubclass(k, (bool, np.bool_))))
+        if ok_bad:
+            x = items[ok_bad[0]]
+            raise ArrayConstructionError(
+                f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
+    try:
+        vals = np.array(items, dtype=dt) if items else np.zeros(0, dt)
+    except (OverflowError, ValueError, TypeError) as e:
+        i = _first_unfit(items, dt)
+        raise ArrayConstructionError(
+            f"item {where.name(i)} ({items[i]!r:.40}) does not fit {t}: {e}") from None
+    if dt.kind in "iu" and items and any(isinstance(x, np.integer) for x in items):
+        i = next((i for i, x in enumerate(items) if isinstance(x, Number) and
+                  int(x) != int(vals[i])), None)
+        if i is not None:
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]}) does not fit {t}")
+    scatter(block.buffer, offs, vals.reshape(-1).view(np.uint8).reshape(len(items), dt.itemsize))
+
+
+def _first_unfit(items: list, dt: np.dtype) -> int:
+    for i, x in enumerate(items):
+        try:
+            np.array([x], dtype=dt)
+        except (OverflowError, ValueError, TypeError):
+            return i
+    return 0

@@ -1,0 +1,103 @@
+"""Owned memory blocks and zero-copy NumPy views over raw pointers."""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any
+
+import numpy as np
+
+# 64 bytes: a cache line and the widest AVX-512 vector, so kernels may use aligned loads.
+BLOCK_ALIGNMENT = 64
+
+_next_ref = itertools.count(1)
+# blockref (the opaque id in var/string arrmeta) -> block; weak so a dropped array frees it.
+_registry: weakref.WeakValueDictionary[int, MemoryBlock] = weakref.WeakValueDictionary()
+
+
+class MemoryBlock:
+    """A zero-initialised, 64-byte aligned byte block that lazyk arrays point into.
+
+    `ref` is the integer written as `blockref` in arrmeta; `lookup(ref)` finds the block.
+    """
+
+    __slots__ = ("buffer", "address", "size", "ref", "keep", "__weakref__")
+
+    def __init__(self, size: int, keep: Any = None):
+        size = max(int(size), 0)
+        raw = np.zeros(size + BLOCK_ALIGNMENT, dtype=np.uint8)
+        start = (-raw.ctypes.data) % BLOCK_ALIGNMENT
+        self.buffer: np.ndarray | None = raw[start:start + size]
+        self.address: int = raw.ctypes.data + start
+        self.size: int = size
+        self.ref: int = next(_next_ref)
+        # Blocks this one holds pointers into (e.g. a rows block pointing at a string block).
+        self.keep = keep
+        _registry[self.ref] = self
+
+    def close(self) -> None:
+        """Drop this block's reference to its memory (views made earlier stay valid)."""
+        self.buffer = None
+        self.keep = None
+        _registry.pop(self.ref, None)
+
+    def __enter__(self) -> MemoryBlock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryBlock(ref={self.ref}, size={self.size}, address={self.address:#x})"
+
+
+def lookup(ref: int) -> MemoryBlock:
+    """Return the live block for a `blockref` id."""
+    try:
+        return _registry[ref]
+    except KeyError:
+        raise ValueError(f"blockref {ref} does not name a live memory block") from None
+
+
+class _Holder:
+    """Carries `__array_interface__` and keeps the memory's owner alive as the view's base."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, interface: dict, owner: Any):
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def view(address: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype,
+         owner: Any, readonly: bool = False) -> np.ndarray:
+    """A NumPy array over raw memory; `owner` stays alive as long as the view does.
+
+    The caller guarantees that every addressed byte lies inside memory `owner` keeps alive.
+    """
+    dtype = np.dtype(dtype)
+    interface = {
+        "version": 3,
+        "shape": tuple(shape),
+        "strides": tuple(strides),
+        "data": (address, readonly),
+    }
+    if dtype.fields is not None or dtype.subdtype is not None:
+        interface["descr"] = dtype.descr
+        interface["typestr"] = f"|V{dtype.itemsize}"
+    else:
+        interface["typestr"] = dtype.str
+    arr = np.asarray(_Holder(interface, owner))
+    if arr.dtype != dtype:
+        # descr round trips lose alignment flags/padding names; view restores the exact dtype.
+        arr = arr.view(dtype)
+    return arr
+
+
+def extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """Lowest and one-past-highest byte offsets a strided array touches (relative to its pointer)."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return low, high + itemsize
