@@ -137,3 +137,196 @@ def test_cuda_home_override(monkeypatch, tmp_path):
     monkeypatch.setattr(nvvmc, "_toolchain", None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     assert nvvmc.find_toolchain().libnvvm == tmp_path / "lib" / "libnvvm.so"
+
+
+# ---- codegen: KernelSpec -> NVVM IR -> PTX -> ptxas, for every op class and layout --------
+np = pytest.importorskip("numpy")
+from lazyk import ops  # noqa: E402
+from lazyk.errors import DTypeError, NotSupportedError  # noqa: E402
+from lazyk.kernel import Instr, KernelSpec  # noqa: E402
+
+nvvm = pytest.importorskip("lazyk.codegen.nvvm")
+F8 = np.dtype("f8")
+ELEMENT_DTYPES = ["float64", "float32", "float16", "int64", "int32", "int8", "uint64", "uint8",
+                  "bool", "complex128", "complex64"]
+
+
+def all_ops_spec(dtype) -> tuple[KernelSpec, list[str]]:
+    """One kernel applying every op row that supports `dtype`, summed as float64.
+
+    One libNVVM compile per dtype instead of one per op keeps the suite fast.
+    """
+    dt = np.dtype(dtype)
+    body = [Instr("load", dt, (), k) for k in range(3)]
+    acc, names = None, []
+    for name in ops.ELEMENTWISE:
+        row = ops.OPS[name]
+        attr = F8 if name == "astype" else None
+        operands = [dt] * row.arity if name != "where" else [np.dtype(bool), dt, dt]
+        try:
+            loop = row.resolve(*operands, attr=attr)
+        except DTypeError:
+            continue
+        if any(d.kind not in "biufc" for d in loop):
+            continue  # NOTE: where(bool, f8, f8) resolves to object in ops.py today
+        if not row.supported(loop) or (dt.kind == "c" and name in (
+                "less", "less_equal", "greater", "greater_equal")):
+            continue
+        args = (0, 1, 2)[:row.arity] if name != "where" else (len(body) - 1, 1, 2)
+        if name == "where":
+            body.append(Instr("not_equal", np.dtype(bool), (0, 1)))
+            args = (len(body) - 1, 1, 2)
+        body.append(Instr(name, loop[-1], args, attr))
+        body.append(Instr("astype", F8 if loop[-1].kind != "c" else np.dtype("c16"),
+                          (len(body) - 1,), F8 if loop[-1].kind != "c" else np.dtype("c16")))
+        if loop[-1].kind == "c":
+            body.append(Instr("real", F8, (len(body) - 1,)))
+        val = len(body) - 1
+        if acc is not None:
+            body.append(Instr("add", F8, (acc, val)))
+            val = len(body) - 1
+        acc = val
+        names.append(name)
+    spec = KernelSpec(inputs=(dt,) * 3, aligned=(True,) * 3, body=tuple(body),
+                      outputs=((acc, F8),))
+    return spec, names
+
+
+def flat(ndim=1, inner=(True, True, True, True), reduced=None):
+    return nvvm.LayoutClass(ndim, reduced or (False,) * ndim, inner)
+
+
+def compile_and_assemble(spec, lc) -> str:
+    ptx = nvvmc.compile_ptx(nvvm.lower(spec, lc))
+    nvvmc.assemble(ptx)
+    return ptx
+
+
+@pytest.mark.parametrize("dtype", ELEMENT_DTYPES)
+def test_every_op_compiles_for_dtype(dtype):
+    spec, names = all_ops_spec(dtype)
+    assert len(names) >= 10, names
+    ptx = compile_and_assemble(spec, flat())
+    assert ".visible .entry lazyk_kernel(" in ptx
+    if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize == 8:
+        assert "sin" in names and "__nv_sin" not in ptx  # libdevice inlined, nothing external
+
+
+def binary_spec(dt_a, dt_b, op="add", out=None, reduce=None, aligned=(True, True)):
+    a, b = np.dtype(dt_a), np.dtype(dt_b)
+    loop = ops.OPS[op].resolve(a, b)
+    out = np.dtype(out or loop[-1])
+    body = (Instr("load", a, (), 0), Instr("load", b, (), 1), Instr(op, loop[-1], (0, 1)))
+    return KernelSpec(inputs=(a, b), aligned=aligned, body=body, outputs=((2, out),),
+                      reduce=reduce)
+
+
+@pytest.mark.parametrize("lc", [
+    flat(0, (True,) * 3),
+    flat(1, (True,) * 3),
+    flat(1, (False, True, False)),               # strided output, broadcast input
+    flat(2, (True, True, False)),                # transposed operand
+    flat(3, (False, False, False)),
+], ids=["0d", "contiguous", "strided", "2d", "3d"])
+def test_layouts_compile(lc):
+    spec = binary_spec("f8", "f4", "multiply")
+    ptx = compile_and_assemble(spec, lc)
+    assert ptx.count(".entry") == 1
+    if lc.ndim >= 2:
+        assert "rem.u64" in ptx or "div.u64" in ptx  # index unravelled over the shape
+
+
+def test_byteswapped_and_unaligned_inputs():
+    spec = binary_spec(">f8", "<i4", "add", out="f8", aligned=(False, True))
+    ir_text = nvvm.lower(spec, flat(1, (True,) * 3))
+    assert "llvm.bswap.i64" in ir_text and "align 1" in ir_text
+    compile_and_assemble(spec, flat(1, (True,) * 3))
+
+
+def test_float16_goes_through_float32():
+    spec = binary_spec("f2", "f2", "true_divide")
+    ptx = compile_and_assemble(spec, flat(1, (True,) * 3))
+    assert "cvt.f32.f16" in ptx and "div.rn.f32" in ptx and "cvt.rn.f16.f32" in ptx
+
+
+def test_fma_off_keeps_cpu_rounding():
+    a = np.dtype("f8")
+    body = (Instr("load", a, (), 0), Instr("load", a, (), 1), Instr("load", a, (), 2),
+            Instr("multiply", a, (0, 1)), Instr("add", a, (3, 2)))
+    spec = KernelSpec((a,) * 3, (True,) * 3, body, ((4, a),))
+    text = nvvm.lower(spec, flat(1, (True,) * 4))
+    assert "fma" not in nvvmc.compile_ptx(text)
+    assert "fma.rn.f64" in nvvmc.compile_ptx(text, fma=True)
+
+
+def test_output_stores_are_aligned():
+    ptx = compile_and_assemble(binary_spec("f8", "f8"), flat(1, (True,) * 3))
+    assert "st.global.f64" in ptx or "st.f64" in ptx
+    assert "st.u8" not in ptx and "st.global.u8" not in ptx
+
+
+@pytest.mark.parametrize("reduce,dtype,out", [
+    ("sum", "f8", "f8"), ("sum", "i4", "i8"), ("prod", "u8", "u8"), ("min", "f4", "f4"),
+    ("max", "i1", "i1"), ("any", "?", "?"), ("all", "?", "?"), ("max", "f2", "f2"),
+])
+def test_full_reduction_two_passes(reduce, dtype, out):
+    spec = binary_spec(dtype, dtype, "multiply" if dtype != "?" else "logical_and",
+                       out=out, reduce=reduce)
+    ptx = compile_and_assemble(spec, flat(1, (False, True, True), (True,)))
+    assert ".visible .entry lazyk_kernel(" in ptx and ".visible .entry lazyk_finish(" in ptx
+    assert "bar.sync" in ptx and ".shared" in ptx
+
+
+@pytest.mark.parametrize("reduced", [(False, True), (True, False), (True, False, True)])
+def test_partial_reduction(reduced):
+    spec = binary_spec("f8", "f8", "subtract", reduce="sum")
+    lc = nvvm.LayoutClass(len(reduced), reduced, (False, True, True))
+    ptx = compile_and_assemble(spec, lc)
+    assert ptx.count(".entry") == 1 and "bar.sync" not in ptx
+
+
+def test_not_supported_on_gpu_yet():
+    spec = binary_spec("c16", "c16", reduce="sum")
+    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
+        nvvm.lower(spec, flat(1, (False, True, True), (True,)))
+    two = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0),), ((0, F8), (0, F8)))
+    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
+        nvvm.lower(two, flat(1, (True,) * 3))
+
+
+def test_nan_propagating_minimum_and_fneg_legalized():
+    spec = binary_spec("f8", "f8", "minimum")
+    text = nvvm.lower(spec, flat(1, (True,) * 3))
+    assert "__nv_fmin" in text and "fcmp uno" in text
+    neg = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0), Instr("negative", F8, (0,))),
+                     ((1, F8),))
+    text = nvvm.lower(neg, flat(1, (True,) * 2))
+    assert "fneg" not in text and "fsub double -0.0" in text
+    assert "neg.f64" in nvvmc.compile_ptx(text)
+
+
+def test_kernel_data_layout_matches_struct():
+    from llvmlite import binding as llvm
+    td = llvm.create_target_data(nvvm.DATA_LAYOUT)
+    for nin, ndim in ((1, 1), (3, 2), (2, 0)):
+        kd = nvvm.KernelData(nin, ndim)
+
+        class L:
+            shape = (5,) * ndim
+            strides = ((8,) * ndim,) * (nin + 1)
+            size = 5 ** ndim
+        assert len(kd.pack(1, (2,) * nin, 3, L)) == kd.struct_type().get_abi_size(td)
+
+
+def test_layout_class_from_bound_layout():
+    from lazyk.passes.dims import simplify_dims
+    spec = binary_spec("f8", "f8")
+    lay = simplify_dims((4, 5), ((40, 8), (40, 8), (0, 8)))
+    lc = nvvm.LayoutClass.of(lay, spec)
+    assert lc.ndim == lay.ndim and lc.inner_contiguous[0]
+
+
+def test_explain_shows_nvvm_ir_and_ptx():
+    text = nvvm.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
+    assert "--- NVVM IR" in text and "nvptx64-nvidia-cuda" in text
+    assert "--- PTX" in text and ".entry lazyk_kernel" in text

@@ -249,7 +249,7 @@ def compile_ptx(ir: str, *, fma: bool = False, opt: int = 3, arch: str = ARCH,
     """
     options = [f"-arch={arch}", f"-opt={opt}", f"-fma={int(fma)}"]
     reply = (worker or _worker).request(
-        {"kind": "compile", "ir": ir, "options": options, "libdevice": "@__nv_" in ir})
+        {"kind": "compile", "ir": ir, "options": options, "libdevice": "__nv_" in ir})
     if "error" in reply:
         raise CompileError(f"libNVVM rejected the module: {reply['error']}\n{reply['log']}"
                            f"\n--- NVVM IR ---\n{ir}")

@@ -1,0 +1,309 @@
+"""CUDA driver runtime through cuda-bindings: contexts, device memory, PTX modules, launches.
+
+NOTE: written without a GPU (none was lent while issue 6 was worked); everything here up to
+the first driver call is tested, the driver calls themselves are not. Every failure to reach
+a driver becomes `DeviceError` with the reason.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lazyk.errors import DeviceError
+
+_HINT = "install the GPU extra: pip install 'lazyk[cuda]'"
+# Blocks per SM for grid-stride kernels: enough warps in flight to hide memory latency
+# without launching more blocks than a grid-stride loop needs.
+BLOCKS_PER_SM = 8
+BLOCK = 256
+
+
+def driver():
+    """The cuda-bindings driver module; DeviceError when the extra is not installed."""
+    try:
+        from cuda.bindings import driver as drv
+    except ImportError as err:
+        raise DeviceError(f"cuda-bindings is not installed ({err}): {_HINT}") from None
+    return drv
+
+
+def check(result):
+    """Unpack a cuda-bindings (CUresult, *values) tuple; raise DeviceError on failure."""
+    drv = driver()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, text = drv.cuGetErrorString(err)
+        raise DeviceError(f"CUDA driver error {name.decode() if name else err}: "
+                          f"{text.decode() if text else ''}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+_init_lock = threading.Lock()
+_initialised = False
+
+
+def init() -> None:
+    """cuInit once; a machine without a driver gets DeviceError saying so."""
+    global _initialised
+    with _init_lock:
+        if _initialised:
+            return
+        drv = driver()
+        try:
+            check(drv.cuInit(0))
+        except DeviceError:
+            raise
+        except Exception as err:  # cuda-pathfinder raises its own error without libcuda
+            raise DeviceError(f"no CUDA driver on this machine ({type(err).__name__}: {err})"
+                              ) from None
+        _initialised = True
+
+
+def driver_version() -> int:
+    """cuDriverGetVersion, e.g. 13000 for CUDA 13.0."""
+    init()
+    return check(driver().cuDriverGetVersion())
+
+
+def available() -> bool:
+    """Whether a CUDA driver and at least one device can be used."""
+    try:
+        return device_count() > 0
+    except DeviceError:
+        return False
+
+
+def device_count() -> int:
+    """Number of CUDA devices the driver sees."""
+    init()
+    return check(driver().cuDeviceGetCount())
+
+
+@dataclass
+class Device:
+    """One GPU with its primary context made current on use."""
+
+    ordinal: int
+    handle: object
+    context: object
+    sm_count: int
+    max_threads: int
+    capability: tuple[int, int]
+    name: str
+
+    def activate(self) -> None:
+        """Make this device's primary context current on the calling thread."""
+        check(driver().cuCtxSetCurrent(self.context))
+
+    def launch_config(self, n: int, block: int = BLOCK) -> tuple[int, int]:
+        """(grid, block) for a grid-stride loop over n items: at most BLOCKS_PER_SM per SM."""
+        block = min(block, self.max_threads)
+        grid = max(1, min((n + block - 1) // block, self.sm_count * BLOCKS_PER_SM))
+        return grid, block
+
+
+@lru_cache(maxsize=None)
+def get_device(ordinal: int = 0) -> Device:
+    """The Device for an ordinal, its primary context retained once per process."""
+    init()
+    drv = driver()
+    count = device_count()
+    if not 0 <= ordinal < count:
+        raise DeviceError(f"no CUDA device {ordinal} (the driver sees {count})")
+    dev = check(drv.cuDeviceGet(ordinal))
+    ctx = check(drv.cuDevicePrimaryCtxRetain(dev))
+    attr = drv.CUdevice_attribute
+
+    def get(a):
+        return check(drv.cuDeviceGetAttribute(a, dev))
+
+    name = check(drv.cuDeviceGetName(64, dev)).split(b"\0")[0].decode()
+    cap = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+           get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    if cap < (9, 0):
+        # The PTX is generated for compute_90; older GPUs cannot load it.
+        raise DeviceError(f"{name} has compute capability {cap[0]}.{cap[1]}; lazyk needs 9.0+")
+    d = Device(ordinal, dev, ctx, get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+               get(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), cap, name)
+    d.activate()
+    return d
+
+
+class Buffer:
+    """Device memory owned by lazyk: cuMemAlloc'd, freed by close()."""
+
+    def __init__(self, nbytes: int, device: Device):
+        device.activate()
+        self.device, self.nbytes = device, nbytes
+        # cuMemAlloc(0) fails; keep a 1-byte allocation so empty arrays have a valid pointer.
+        self.ptr = int(check(driver().cuMemAlloc(max(nbytes, 1))))
+
+    def close(self) -> None:
+        """Free the allocation (idempotent)."""
+        if self.ptr:
+            self.device.activate()
+            check(driver().cuMemFree(self.ptr))
+            self.ptr = 0
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn down the driver
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def copy_to_device(dst: int, host: np.ndarray, stream=0) -> None:
+    """Copy a C-contiguous host array to device address dst."""
+    host = np.ascontiguousarray(host)
+    if host.nbytes:
+        check(driver().cuMemcpyHtoDAsync(dst, host.ctypes.data, host.nbytes, stream))
+        synchronize(stream)
+
+
+def copy_to_host(host: np.ndarray, src: int, stream=0) -> None:
+    """Copy device address src into a C-contiguous host array."""
+    if host.nbytes:
+        check(driver().cuMemcpyDtoHAsync(host.ctypes.data, src, host.nbytes, stream))
+        synchronize(stream)
+
+
+def copy_device(dst: int, src: int, nbytes: int, stream=0) -> None:
+    """Device-to-device copy of nbytes."""
+    if nbytes:
+        check(driver().cuMemcpyDtoDAsync(dst, src, nbytes, stream))
+
+
+def synchronize(stream=0) -> None:
+    """Wait for all work on a stream (0: the legacy default stream)."""
+    check(driver().cuStreamSynchronize(stream))
+
+
+class Stream:
+    """A CUDA stream; close() destroys it."""
+
+    def __init__(self, device: Device):
+        device.activate()
+        self.handle = check(driver().cuStreamCreate(0))
+
+    def synchronize(self) -> None:
+        synchronize(self.handle)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            check(driver().cuStreamDestroy(self.handle))
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Module:
+    """A PTX module loaded on one device; functions looked up by name."""
+
+    def __init__(self, ptx: str, device: Device):
+        device.activate()
+        self.device = device
+        self.handle = check(driver().cuModuleLoadData(ptx.encode() + b"\0"))
+        self._functions: dict[str, object] = {}
+
+    def function(self, name: str):
+        """The CUfunction called `name`."""
+        fn = self._functions.get(name)
+        if fn is None:
+            fn = self._functions[name] = check(driver().cuModuleGetFunction(self.handle, name.encode()))
+        return fn
+
+    def close(self) -> None:
+        if self.handle is not None:
+            check(driver().cuModuleUnload(self.handle))
+            self.handle = None
+
+
+def launch(fn, grid: int, block: int, params: list[bytes], stream=0) -> None:
+    """cuLaunchKernel with each parameter given as its raw bytes (the kernel-data struct)."""
+    bufs = [ctypes.create_string_buffer(p, len(p)) for p in params]
+    ptrs = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b in bufs])
+    # The driver copies parameter values at launch, so the buffers may die afterwards.
+    check(driver().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream,
+                                  ctypes.addressof(ptrs), 0))
+
+
+# ---- compiled kernels: compile once per (device, spec, layout class), bind per call -------
+
+class CompiledKernel:
+    """One spec compiled for one layout class on one device: the NVVM module, loaded."""
+
+    def __init__(self, spec, lc, device: Device):
+        from lazyk.backend import nvvmc
+        from lazyk.codegen import nvvm
+        self.spec, self.lc, self.device = spec, lc, device
+        self.ir = nvvm.lower(spec, lc)
+        self.ptx = nvvmc.compile_ptx(self.ir, max_ptx=nvvmc.max_ptx_for_driver(driver_version()))
+        self.module = Module(self.ptx, device)
+        self.kd = nvvm.KernelData(len(spec.inputs), lc.ndim)
+
+    def __call__(self, out: int, srcs: tuple[int, ...], layout, stream=0) -> None:
+        """Bind (pack kernel data from the layout) and launch; pointers are device addresses."""
+        from lazyk.codegen import nvvm
+        if layout.size == 0 and self.spec.reduce is None:
+            return
+        out += layout.offsets[0]
+        srcs = tuple(p + off for p, off in zip(srcs, layout.offsets[1:]))
+        self.device.activate()
+        if self.spec.reduce is not None and self.lc.full_reduction:
+            grid, _ = self.device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
+            acc = np.dtype(self.spec.outputs[0][1])
+            with Buffer(grid * acc.itemsize, self.device) as scratch:
+                data = self.kd.pack(out, srcs, scratch.ptr, layout)
+                launch(self.module.function(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
+                launch(self.module.function(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,
+                       [data, np.int64(grid).tobytes()], stream)
+                synchronize(stream)  # scratch is freed on exit
+            return
+        kept = layout.size
+        if self.spec.reduce is not None:
+            kept = int(np.prod([n for n, r in zip(layout.shape, layout.reduced) if not r]))
+        grid, block = self.device.launch_config(kept)
+        launch(self.module.function(nvvm.ENTRY), grid, block,
+               [self.kd.pack(out, srcs, 0, layout)], stream)
+
+
+_cache: dict[tuple, CompiledKernel] = {}
+_cache_lock = threading.Lock()
+
+
+def kernel(spec, layout, device: Device | None = None) -> CompiledKernel:
+    """The compiled kernel for spec on a layout's class, cached per device."""
+    from lazyk.codegen import nvvm
+    device = device or get_device(0)
+    lc = nvvm.LayoutClass.of(layout, spec)
+    key = (device.ordinal, spec, lc)
+    with _cache_lock:
+        k = _cache.get(key)
+    if k is None:
+        k = CompiledKernel(spec, lc, device)
+        with _cache_lock:
+            k = _cache.setdefault(key, k)
+    return k
+
+
+def execute(spec, layout, out: int, srcs: tuple[int, ...], device: Device | None = None,
+            stream=0) -> None:
+    """Run spec over a bound layout on device pointers (out first), compiling on first use."""
+    kernel(spec, layout, device)(out, srcs, layout, stream)

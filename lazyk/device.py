@@ -1,0 +1,173 @@
+"""Device placement: device names, GPU arrays, `__cuda_array_interface__`, mixed-device checks.
+
+NOTE: the CUDA parts are unverified on a GPU (none was lent while issue 6 was worked);
+device names, interface parsing and the mixed-device error are tested without one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk.errors import DeviceError
+
+
+def parse_device(device) -> str:
+    """Canonical device name: 'cpu' or 'cuda:N' ('cuda' means 'cuda:0')."""
+    if device is None:
+        return "cpu"
+    text = str(device).strip().lower()
+    if text == "cpu":
+        return "cpu"
+    if text == "cuda":
+        return "cuda:0"
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return f"cuda:{int(text[5:])}"
+    raise DeviceError(f"unknown device {device!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+
+
+def device_of(obj) -> str:
+    """Where an operand's data lives: GPU arrays of any library report 'cuda:N', all else 'cpu'."""
+    if isinstance(obj, DeviceArray):
+        return obj.device
+    dev = getattr(obj, "device", None)
+    if isinstance(dev, str) and dev.startswith(("cpu", "cuda")):
+        return parse_device(dev)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return "cuda:0"  # TODO(#6): ask the driver (cuPointerGetAttribute) for the ordinal
+    return "cpu"
+
+
+def common_device(named: dict[str, object]) -> str:
+    """The one device all named operands live on; DeviceError naming them when they differ."""
+    where: dict[str, list[str]] = {}
+    for name, obj in named.items():
+        where.setdefault(device_of(obj), []).append(name)
+    if len(where) > 1:
+        parts = "; ".join(f"{', '.join(names)} on {dev}" for dev, names in sorted(where.items()))
+        raise DeviceError(f"operands live on different devices ({parts}); "
+                          "move them with .to('cuda') or .to('cpu') first")
+    return next(iter(where), "cpu")
+
+
+class DeviceArray:
+    """A strided array in GPU memory: shape, dtype, byte strides, a device pointer and its owner."""
+
+    def __init__(self, shape, dtype, ptr: int, strides=None, device: str = "cuda:0", owner=None,
+                 readonly: bool = False):
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        self.strides = tuple(strides) if strides is not None else _c_strides(self.shape, self.dtype)
+        self.ptr, self.device, self.owner, self.readonly = int(ptr), parse_device(device), owner, readonly
+
+    # ---- construction -----------------------------------------------------------------------
+    @classmethod
+    def empty(cls, shape, dtype, device: str = "cuda") -> DeviceArray:
+        """Uninitialised C-contiguous device memory."""
+        from lazyk.backend import cuda
+        device = parse_device(device)
+        dt = np.dtype(dtype)
+        buf = cuda.Buffer(int(np.prod(shape, dtype=np.int64)) * dt.itemsize,
+                          cuda.get_device(_ordinal(device)))
+        return cls(shape, dt, buf.ptr, device=device, owner=buf)
+
+    @classmethod
+    def from_numpy(cls, arr, device: str = "cuda") -> DeviceArray:
+        """Copy a host array to the GPU (C order)."""
+        from lazyk.backend import cuda
+        arr = np.ascontiguousarray(arr)
+        out = cls.empty(arr.shape, arr.dtype.newbyteorder("=") if not arr.dtype.isnative
+                        else arr.dtype, device)
+        cuda.copy_to_device(out.ptr, arr.astype(out.dtype, copy=False))
+        return out
+
+    @classmethod
+    def from_cuda_array_interface(cls, obj) -> DeviceArray:
+        """Zero-copy view of CuPy / PyTorch / Numba / pycuda memory (keeps obj alive)."""
+        cai = obj.__cuda_array_interface__
+        shape, dtype = tuple(cai["shape"]), np.dtype(cai["typestr"])
+        if cai.get("mask") is not None:
+            raise DeviceError("masked __cuda_array_interface__ arrays are not supported")
+        ptr, readonly = cai["data"]
+        return cls(shape, dtype, ptr or 0, cai.get("strides"), device=device_of(obj), owner=obj,
+                   readonly=bool(readonly))
+
+    # ---- exchange ---------------------------------------------------------------------------
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self.ptr, self.readonly), "strides": self.strides, "descr": [("", self.dtype.str)],
+                "stream": None}
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def is_c_contiguous(self) -> bool:
+        return self.strides == _c_strides(self.shape, self.dtype) or self.size <= 1
+
+    def to(self, device) -> DeviceArray | np.ndarray:
+        """Copy to 'cpu' (a NumPy array) or another device; same device returns self."""
+        device = parse_device(device)
+        if device == self.device:
+            return self
+        if device == "cpu":
+            return self.to_numpy()
+        return DeviceArray.from_numpy(self.to_numpy(), device)
+
+    def to_numpy(self) -> np.ndarray:
+        """Copy to a new host array (strided device views go through a contiguous copy)."""
+        from lazyk.backend import cuda
+        if not self.is_c_contiguous():
+            # TODO(#6): a device-side gather kernel; until then, copy the whole span.
+            raise DeviceError("copying a non-contiguous device view to the host is not "
+                              "supported on the GPU yet; evaluate it into a new array first")
+        host = np.empty(self.shape, self.dtype)
+        cuda.copy_to_host(host, self.ptr)
+        return host
+
+    def close(self) -> None:
+        """Free owned device memory now (views only drop their reference)."""
+        if hasattr(self.owner, "close"):
+            self.owner.close()
+        self.owner, self.ptr = None, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device!r})"
+
+
+def _c_strides(shape, dtype) -> tuple[int, ...]:
+    strides, step = [], np.dtype(dtype).itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _ordinal(device: str) -> int:
+    return int(device.split(":")[1])
+
+
+def array(data, dtype=None, device: str = "cuda") -> DeviceArray | np.ndarray:
+    """`lazyk.array(..., device=...)` for numeric data: NumPy on 'cpu', DeviceArray on 'cuda'."""
+    host = np.asarray(data, dtype=dtype)
+    device = parse_device(device)
+    return host if device == "cpu" else DeviceArray.from_numpy(host, device)
+
+
+def to_device(obj, device) -> DeviceArray | np.ndarray:
+    """`x.to(device)` for NumPy arrays, DeviceArrays and `__cuda_array_interface__` objects."""
+    device = parse_device(device)
+    if isinstance(obj, DeviceArray):
+        return obj.to(device)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return DeviceArray.from_cuda_array_interface(obj).to(device)
+    return array(obj, device=device)
