@@ -20,6 +20,24 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from lazyk.bench import command
+
+    return command(args)
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from lazyk.backend.objcache import ObjectCache
+
+    cache = ObjectCache()
+    if args.action == "clear":
+        print(f"removed {cache.clear()} entries from {cache.directory}")
+    else:
+        info = cache.info()
+        print(f"directory: {info['directory']}\nentries:   {info['entries']}\nbytes:     {info['bytes']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lazyk", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -29,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_parse)
 
     # Other stages register their subcommands here (explain, bench, cache).
+    from lazyk.bench import add_arguments as bench_arguments
+
+    p = sub.add_parser("bench", help="time E1-E10 against NumPy, numexpr, Numba; JSON/Markdown/PNG")
+    bench_arguments(p)
+    p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("cache", help="the on-disk kernel cache: `info` or `clear`")
+    p.add_argument("action", choices=("info", "clear"))
+    p.set_defaults(func=_cmd_cache)
+
     return parser
 
 

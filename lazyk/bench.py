@@ -1,0 +1,579 @@
+"""`lazyk bench`: time the E1-E10 suite with lazyk, NumPy, numexpr and Numba in one run.
+
+Every row is the median of several timed batches after a warm-up call, on the same data for every
+tool; GB/s counts the bytes each call must move through memory, compared with a STREAM-style
+copy/triad/read measured in the same run by the fastest tool available. Results go to
+`--out` as JSON and Markdown (and a PNG chart when matplotlib is installed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
+QUICK_SIZES = (1_000, 100_000, 1_000_000)
+PEERS = ("numpy", "numexpr", "numba")
+BANDWIDTH_N = 10_000_000
+
+
+# --- the suite and the tools -----------------------------------------------------------------
+
+def load_suite(path: str | None = None):
+    """Import benchmarks/bench_expr.py (next to the lazyk package in a source checkout)."""
+    candidates = [Path(path)] if path else [Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py",
+                                            Path.cwd() / "benchmarks" / "bench_expr.py"]
+    for p in candidates:
+        if p.is_file():
+            spec = importlib.util.spec_from_file_location("lazyk_bench_expr", p)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod  # dataclasses look their module up by name
+            spec.loader.exec_module(mod)
+            return mod
+    raise FileNotFoundError("benchmarks/bench_expr.py not found; run from a lazyk source checkout "
+                            "or pass --suite PATH")
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _lazyk_ready() -> str | None:
+    """None when `lazyk.compile` works on a tiny expression, else why not."""
+    try:
+        import lazyk
+
+        a = lazyk.placeholder("a", "N * float64")
+        f = lazyk.compile(a + a)
+        x = np.arange(3.0)
+        if not np.array_equal(np.asarray(f(x)), x + x):
+            return "lazyk.compile gave a wrong result on a + a"
+    except Exception as err:  # the front end may not be there yet: report, never fake
+        return f"lazyk.compile unavailable ({type(err).__name__}: {err})"
+    return None
+
+
+class Tool:
+    """One row kind: a tool, its thread count and its output mode."""
+
+    def __init__(self, name: str, family: str, threads: int, mode: str) -> None:
+        self.name, self.family, self.threads, self.mode = name, family, threads, mode
+
+    def set_threads(self) -> None:
+        """Apply this row's thread count to its library."""
+        if self.family == "numexpr":
+            import numexpr
+
+            numexpr.set_num_threads(self.threads)
+        elif self.family == "numba" and self.threads > 1:
+            import numba
+
+            numba.set_num_threads(self.threads)
+        elif self.family == "lazyk":
+            import lazyk
+
+            lazyk.set_num_threads(self.threads)
+
+
+def make_tools(ncores: int) -> tuple[list[Tool], list[str]]:
+    """The rows to run, and notes for the peers that are missing."""
+    tools, notes = [Tool("numpy", "numpy", 1, "fresh")], []
+    if _has("numexpr"):
+        tools += [Tool("numexpr 1t", "numexpr", 1, "fresh"), Tool(f"numexpr {ncores}t", "numexpr", ncores, "fresh"),
+                  Tool(f"numexpr {ncores}t out=", "numexpr", ncores, "out")]
+    else:
+        notes.append("numexpr not installed: its rows are skipped")
+    if _has("numba"):
+        tools += [Tool("numba", "numba", 1, "fresh"), Tool("numba par", "numba", ncores, "fresh"),
+                  Tool("numba par out=", "numba", ncores, "out")]
+    else:
+        notes.append("numba not installed: its rows are skipped")
+    why = _lazyk_ready()
+    if why is None:
+        tools += [Tool("lazyk 1t", "lazyk", 1, "fresh"), Tool("lazyk 1t out=", "lazyk", 1, "out"),
+                  Tool(f"lazyk {ncores}t", "lazyk", ncores, "fresh"),
+                  Tool(f"lazyk {ncores}t out=", "lazyk", ncores, "out")]
+    else:
+        notes.append(why + ": lazyk rows are skipped")
+    return tools, notes
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+def time_call(fn: Callable[[], Any], target_s: float, samples: int) -> float:
+    """Median seconds per call over `samples` batches of about `target_s` each, after a warm-up."""
+    t0 = time.perf_counter()
+    fn()
+    first = max(time.perf_counter() - t0, 1e-7)
+    reps = max(1, min(100_000, int(target_s / first)))
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        times.append((time.perf_counter() - t0) / reps)
+    return statistics.median(times)
+
+
+def _callable(suite, case, tool: Tool, data: dict, compiled: dict) -> Callable[[], Any] | None:
+    """A zero-argument call running `case` with `tool` (None where the mode does not apply)."""
+    args = [data[k] for k in case.names]
+    out = suite.out_for(case, data) if tool.mode == "out" else None
+    if tool.mode == "out" and out is None:
+        return None  # reductions have no output array
+    if tool.family == "numpy":
+        return lambda: case.numpy(*args)
+    if tool.family == "numexpr":
+        return suite.numexpr_fn(case, data, out)
+    if tool.family == "numba":
+        key = ("numba", case.id, tool.threads > 1, out is None)
+        if key not in compiled:
+            f = suite.numba_fn(case, parallel=tool.threads > 1, fresh=out is None)
+            t0 = time.perf_counter()
+            f(*args) if out is None else f(*args, out)
+            compiled[key] = f
+            compiled[("compile_s",) + key] = time.perf_counter() - t0
+        f = compiled[key]
+        return (lambda: f(*args)) if out is None else (lambda: f(*args, out))
+    if tool.family == "lazyk":
+        key = ("lazyk", case.id)
+        if key not in compiled:
+            compiled[key] = suite.lazyk_compiled(case, data)
+        f = compiled[key]
+        return (lambda: f(*args)) if out is None else (lambda: f(*args, out=out))
+    raise ValueError(tool.family)
+
+
+def _check(value: Any, ref: np.ndarray, out: np.ndarray | None) -> bool:
+    """Does a tool's result equal NumPy's (to rounding)?"""
+    got = np.asarray(value if value is not None else out)
+    return got.shape == np.shape(ref) and bool(np.allclose(got, ref, rtol=1e-9, atol=0))
+
+
+# --- reference bandwidth ------------------------------------------------------------------------
+
+def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWIDTH_N) -> dict[str, dict]:
+    """STREAM-style copy (16 B/elem), triad (24 B/elem) and read (8 B/elem); fastest tool wins."""
+    rng = np.random.default_rng(1)
+    a, b, c, o = rng.random(n), rng.random(n), rng.random(n), np.empty(n)
+    cand: dict[str, list[tuple[str, Callable[[], Any]]]] = {
+        "copy": [("numpy", lambda: np.copyto(o, a))],
+        "triad": [("numpy", lambda: np.add(b, np.multiply(c, 3.0, out=o), out=o))],
+        "read": [("numpy", lambda: a.sum())],
+    }
+    families = {t.family for t in tools}
+    ncores = os.cpu_count() or 1
+    if "numexpr" in families:
+        import numexpr as ne
+
+        ne.set_num_threads(ncores)
+        cand["copy"].append(("numexpr", lambda: ne.evaluate("a", local_dict={"a": a}, out=o)))
+        cand["triad"].append(("numexpr", lambda: ne.evaluate("b + 3.0*c", local_dict={"b": b, "c": c}, out=o)))
+    if "numba" in families:
+        import numba
+
+        @numba.njit(parallel=True)
+        def nb_copy(a, o):
+            for i in numba.prange(a.shape[0]):
+                o[i] = a[i]
+
+        @numba.njit(parallel=True)
+        def nb_triad(b, c, o):
+            for i in numba.prange(b.shape[0]):
+                o[i] = b[i] + 3.0 * c[i]
+
+        @numba.njit(parallel=True)
+        def nb_read(a):
+            s = 0.0
+            for i in numba.prange(a.shape[0]):
+                s += a[i]
+            return s
+
+        cand["copy"].append(("numba par", lambda: nb_copy(a, o)))
+        cand["triad"].append(("numba par", lambda: nb_triad(b, c, o)))
+        cand["read"].append(("numba par", lambda: nb_read(a)))
+    if "lazyk" in families:
+        try:
+            import lazyk
+
+            lazyk.set_num_threads(ncores)
+            pa, pb, pc = (lazyk.placeholder(k, "N * float64") for k in "abc")
+            f_copy, f_triad, f_read = lazyk.compile(pa + 0.0), lazyk.compile(pb + 3.0 * pc), lazyk.compile(lazyk.sum(pa))
+            cand["copy"].append(("lazyk", lambda: f_copy(a, out=o)))
+            cand["triad"].append(("lazyk", lambda: f_triad(b, c, out=o)))
+            cand["read"].append(("lazyk", lambda: f_read(a)))
+        except Exception:
+            pass
+    nbytes = {"copy": 16 * n, "triad": 24 * n, "read": 8 * n}
+    result = {}
+    for kind, options in cand.items():
+        best = None
+        for name, fn in options:
+            try:
+                t = time_call(fn, target_s, samples)
+            except Exception:
+                continue
+            if best is None or t < best[1]:
+                best = (name, t)
+        result[kind] = {"tool": best[0], "seconds": best[1], "gbps": nbytes[kind] / best[1] / 1e9}
+        print(f"  bandwidth {kind:5s}: {result[kind]['gbps']:6.1f} GB/s ({best[0]})", flush=True)
+    return result
+
+
+# --- one-off costs -------------------------------------------------------------------------------
+
+_COMPILE_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import lazyk
+t_import = time.perf_counter() - t0
+sys.path.insert(0, {suite_dir!r})
+import importlib.util
+spec = importlib.util.spec_from_file_location("lazyk_bench_expr", {suite_path!r})
+suite = importlib.util.module_from_spec(spec); sys.modules[spec.name] = suite; spec.loader.exec_module(suite)
+data = suite.make_data(1000)
+times = {{}}
+for case in suite.CASES:
+    try:
+        t0 = time.perf_counter()
+        f = suite.lazyk_compiled(case, data)
+        f(*[data[k] for k in case.names])
+        times[case.id] = (time.perf_counter() - t0) * 1e3
+    except Exception as err:
+        times[case.id] = None
+print(json.dumps({{"import_ms": t_import * 1e3, "compile_ms": times}}))
+"""
+
+
+def one_off_costs(suite, suite_path: str, lazyk_ok: bool) -> dict[str, Any]:
+    """`import lazyk` time, cold compile per kernel, and load from the disk cache in a new process."""
+    res: dict[str, Any] = {}
+    code = "import time; t = time.perf_counter(); import lazyk; print((time.perf_counter() - t) * 1e3)"
+    imports = []
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if p.returncode == 0:
+            imports.append(float(p.stdout.strip().splitlines()[-1]))
+    res["import_ms"] = statistics.median(imports) if imports else None
+    if not lazyk_ok:
+        return res
+    script = _COMPILE_SCRIPT.format(suite_dir=str(Path(suite_path).parent), suite_path=suite_path)
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, LAZYK_CACHE_DIR=cache)
+        runs = []
+        for _ in range(2):  # first: empty cache (cold); second: a new process that loads from disk
+            p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+            runs.append(json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None)
+    if runs[0]:
+        res["cold_compile_ms"] = runs[0]["compile_ms"]
+    if runs[1]:
+        res["disk_cache_load_ms"] = runs[1]["compile_ms"]
+    return res
+
+
+def call_overhead(samples: int) -> dict[str, float]:
+    """Microseconds per call of `a + b` at n = 1, per tool and path."""
+    a, b, o = np.ones(1), np.ones(1), np.empty(1)
+    rows: dict[str, Callable[[], Any]] = {"numpy a+b": lambda: a + b}
+    if _has("numexpr"):
+        import numexpr as ne
+
+        rows["numexpr evaluate"] = lambda: ne.evaluate("a + b", local_dict={"a": a, "b": b})
+    if _has("numba"):
+        import numba
+
+        add = numba.njit(lambda a, b: a + b)
+        add(a, b)
+        rows["numba njit"] = lambda: add(a, b)
+    if _lazyk_ready() is None:
+        import lazyk
+        from lazyk.expr import as_expr
+
+        pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
+        f = lazyk.compile(pa + pb)
+        rows["lazyk compiled f(a, b)"] = lambda: f(a, b)
+        rows["lazyk compiled f(a, b, out=)"] = lambda: f(a, b, out=o)
+        rows["lazyk graph built on the spot"] = lambda: lazyk.evaluate(as_expr(a) + as_expr(b))
+    res = {}
+    for name, fn in rows.items():
+        try:
+            res[name] = time_call(fn, 0.01, samples) * 1e6
+        except Exception as err:
+            print(f"  overhead {name}: failed ({type(err).__name__}: {err})", flush=True)
+    return res
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the suite as `args` says; returns everything that is written out."""
+    suite_path = str(Path(args.suite).resolve()) if args.suite else None
+    suite = load_suite(suite_path)
+    suite_path = suite_path or suite.__file__
+    sizes = tuple(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
+    samples = 3 if args.quick else 5
+    target = 0.003 if args.quick else 0.01
+    ncores = os.cpu_count() or 1
+    tools, notes = make_tools(ncores)
+    cases = [c for c in suite.CASES if not args.cases or c.id in args.cases]
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    meta = {"machine": platform.machine(), "processor": _cpu_name(), "cores": ncores,
+            "python": platform.python_version(), "numpy": np.__version__,
+            "versions": _versions(), "sizes": list(sizes), "quick": bool(args.quick),
+            "samples": samples, "notes": notes, "bandwidth_n": args.bandwidth_n, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    print(f"reference bandwidth (n = {args.bandwidth_n:.0e}):", flush=True)
+    bw = bandwidth(tools, samples, target, args.bandwidth_n)
+    rows: list[dict[str, Any]] = []
+    compiled: dict = {}
+    total = len(sizes) * len(cases) * len(tools)
+    k = 0
+    for n in sizes:
+        data = suite.make_data(n)
+        for case in cases:
+            ref = case.numpy(*[data[key] for key in case.names])
+            for tool in tools:
+                k += 1
+                row = {"n": n, "case": case.id, "expr": case.text, "tool": tool.name, "family": tool.family,
+                       "threads": tool.threads, "mode": tool.mode}
+                try:
+                    tool.set_threads()
+                    fn = _callable(suite, case, tool, data, compiled)
+                    if fn is None:
+                        continue
+                    value = fn()
+                    row["correct"] = _check(value, ref, _out_of(fn))
+                    row["seconds"] = time_call(fn, target, samples)
+                except Exception as err:
+                    row["error"] = f"{type(err).__name__}: {err}"[:200]
+                rows.append(row)
+                _progress(k, total, row, case, bw)
+        del data
+    _annotate(rows, cases, bw)
+    numba_compile = {f"{k[2]}{' par' if k[3] else ''}{'' if k[4] else ' out'}": v * 1e3
+                     for k, v in compiled.items() if k[0] == "compile_s"}
+    print("one-off costs:", flush=True)
+    once = one_off_costs(suite, suite_path, any(t.family == "lazyk" for t in tools))
+    once["numba_compile_ms"] = numba_compile
+    once["call_overhead_us"] = call_overhead(samples)
+    for key, value in once.items():
+        print(f"  {key}: {_short(value)}", flush=True)
+    return {"meta": meta, "bandwidth": bw, "rows": rows, "once": once}
+
+
+def _out_of(fn: Callable[[], Any]) -> np.ndarray | None:
+    """The `out` array a lambda closes over, if any (to check out= rows)."""
+    names = fn.__code__.co_freevars
+    if "out" in names:
+        return fn.__closure__[names.index("out")].cell_contents
+    return None
+
+
+def _progress(k: int, total: int, row: dict, case, bw: dict) -> None:
+    if "seconds" in row:
+        gbps = case.traffic(row["n"]) / row["seconds"] / 1e9
+        mark = "" if row.get("correct", True) else "  WRONG RESULT"
+        msg = f"{_fmt_time(row['seconds']):>10s} {gbps:6.1f} GB/s{mark}"
+    else:
+        msg = "error: " + row.get("error", "?")
+    print(f"[{k:4d}/{total}] n={row['n']:<9,d} {row['case']:4s} {row['tool']:18s} {msg}", flush=True)
+
+
+def _annotate(rows: list[dict], cases, bw: dict) -> None:
+    """Add GB/s, fraction of the machine limit, and ratios to NumPy and to the best peer."""
+    traffic = {c.id: c.traffic for c in cases}
+    reduce = {c.id: c.reduce for c in cases}
+    by = {}
+    for r in rows:
+        by.setdefault((r["n"], r["case"]), []).append(r)
+    for (n, cid), group in by.items():
+        ok = [r for r in group if "seconds" in r and r.get("correct", True)]
+        numpy_t = next((r["seconds"] for r in ok if r["family"] == "numpy"), None)
+        peers = [r for r in ok if r["family"] in PEERS]
+        for r in group:
+            if "seconds" not in r:
+                continue
+            limit = bw["read" if reduce[cid] else "triad"]["gbps"]
+            r["gbps"] = traffic[cid](n) / r["seconds"] / 1e9
+            r["frac_limit"] = r["gbps"] / limit
+            r["vs_numpy"] = numpy_t / r["seconds"] if numpy_t else None
+            # Fresh rows compare with fresh peers; out= rows with every peer row.
+            pool = [p for p in peers if r["mode"] == "out" or p["mode"] == "fresh"]
+            best = min(pool, key=lambda p: p["seconds"]) if pool else None
+            r["best_peer"] = best["tool"] if best else None
+            r["vs_best_peer"] = best["seconds"] / r["seconds"] if best else None
+
+
+# --- output ------------------------------------------------------------------------------------------
+
+def _fmt_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.3f} s"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_short(x)}" for k, x in v.items())
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for mod in ("lazyk", "llvmlite", "numexpr", "numba"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:
+            out[mod] = "not installed"
+    return out
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The whole result as Markdown: bandwidth, a table per size, one-off costs."""
+    m, bw = res["meta"], res["bandwidth"]
+    lines = [f"# lazyk bench ({m['date']})", "",
+             f"{m['processor']}, {m['cores']} cores; Python {m['python']}, NumPy {m['numpy']}, "
+             + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+             + f". Median of {m['samples']} batches after a warm-up.", ""]
+    for note in m["notes"]:
+        lines.append(f"- note: {note}")
+    lines += ["", f"Reference bandwidth, n = {m.get('bandwidth_n', BANDWIDTH_N):.0e} (bytes read + written, "
+              "STREAM convention):", "",
+              "| kernel | GB/s | tool |", "|---|---:|---|"]
+    for kind, v in bw.items():
+        lines.append(f"| {kind} | {v['gbps']:.1f} | {v['tool']} |")
+    lines += ["", "GB/s counts the bytes each call must move (whole cache lines for E9); `% lim` is the "
+              "fraction of the triad bandwidth (read bandwidth for E10); `x np` = NumPy time / row time; "
+              "`x peer` = best peer time / row time (fresh rows against fresh peers, out= rows against all).", ""]
+    for n in m["sizes"]:
+        lines += [f"## n = {n:,d}", "", "| case | tool | time | GB/s | % lim | x np | x peer | best peer |",
+                  "|---|---|---:|---:|---:|---:|---:|---|"]
+        for r in res["rows"]:
+            if r["n"] != n:
+                continue
+            if "seconds" not in r:
+                lines.append(f"| {r['case']} | {r['tool']} | error: {r.get('error', '')[:60]} | | | | | |")
+                continue
+            wrong = "" if r.get("correct", True) else " (WRONG)"
+            lines.append(f"| {r['case']} | {r['tool']}{wrong} | {_fmt_time(r['seconds'])} | {r['gbps']:.1f} | "
+                         f"{100 * r['frac_limit']:.0f}% | {_ratio(r['vs_numpy'])} | {_ratio(r['vs_best_peer'])} | "
+                         f"{r['best_peer'] or ''} |")
+        lines.append("")
+    once = res["once"]
+    lines += ["## One-off costs", ""]
+    lines.append(f"- `import lazyk`: {_num(once.get('import_ms'))} ms (median of 3 new processes)")
+    for key, label in (("cold_compile_ms", "cold compile + first call, per kernel (ms)"),
+                       ("disk_cache_load_ms", "same in a new process, from the disk cache (ms)"),
+                       ("numba_compile_ms", "Numba compile + first call, per kernel (ms)")):
+        v = once.get(key)
+        if v:
+            vals = [x for x in v.values() if x is not None]
+            med = statistics.median(vals) if vals else math.nan
+            lines.append(f"- {label}: median {med:.1f}; " + ", ".join(f"{k} {_num(x)}" for k, x in v.items()))
+    lines.append("- call overhead at n = 1 (us): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in once.get("call_overhead_us", {}).items()))
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _num(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def chart(res: dict[str, Any], path: Path) -> bool:
+    """One panel per size: speed-up over NumPy per case and tool (log scale); False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sizes = res["meta"]["sizes"]
+    tools = list(dict.fromkeys(r["tool"] for r in res["rows"]))
+    cases = list(dict.fromkeys(r["case"] for r in res["rows"]))
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(14, 3.2 * len(sizes)), squeeze=False)
+    width = 0.8 / max(1, len(tools))
+    for ax, n in zip(axes[:, 0], sizes):
+        for j, tool in enumerate(tools):
+            ys = []
+            for c in cases:
+                r = next((r for r in res["rows"] if r["n"] == n and r["case"] == c and r["tool"] == tool
+                          and r.get("vs_numpy")), None)
+                ys.append(r["vs_numpy"] if r else 0)
+            ax.bar([i + j * width for i in range(len(cases))], ys, width, label=tool)
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="k", lw=0.5)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases)
+        ax.set_title(f"n = {n:,d}: speed-up over NumPy (higher is better)")
+    axes[0, 0].legend(ncol=6, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The `lazyk bench` options."""
+    p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (under a minute)")
+    p.add_argument("--sizes", type=lambda s: int(float(s)), nargs="+", metavar="N", help="element counts")
+    p.add_argument("--cases", nargs="+", metavar="E", help="only these cases (E1 ... E10)")
+    p.add_argument("--out", default="bench-results", help="directory for JSON, Markdown and PNG")
+    p.add_argument("--suite", default=None, help="path to bench_expr.py")
+    p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
+                   help="elements for the copy/triad/read reference (default 1e7: main memory)")
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run, then write results.json, results.md and results.png under --out."""
+    t0 = time.perf_counter()
+    res = run(args)
+    res["meta"]["wall_seconds"] = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / "results.md").write_text(markdown(res))
+    drew = chart(res, out / "results.png")
+    print(f"wrote {out / 'results.json'}, {out / 'results.md'}" + (f", {out / 'results.png'}" if drew else
+          " (no chart: matplotlib missing)") + f" in {res['meta']['wall_seconds']:.0f} s", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `python -m lazyk.bench` and benchmarks/bench_expr.py."""
+    p = argparse.ArgumentParser(prog="lazyk bench", description=__doc__)
+    add_arguments(p)
+    return command(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

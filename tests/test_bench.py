@@ -1,0 +1,39 @@
+"""A tiny run of the benchmark harness: every peer row present and checked, files written."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lazyk import bench
+from lazyk.cli import build_parser
+
+
+def test_bench_smoke(tmp_path, capsys) -> None:
+    args = build_parser().parse_args(["bench", "--sizes", "1000", "--cases", "E1", "E9", "E10",
+                                      "--bandwidth-n", "200000", "--out", str(tmp_path)])
+    assert args.func(args) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    md = (tmp_path / "results.md").read_text()
+    rows = res["rows"]
+    assert {r["case"] for r in rows} == {"E1", "E9", "E10"}
+    numpy_rows = [r for r in rows if r["family"] == "numpy"]
+    assert len(numpy_rows) == 3 and all(r["vs_numpy"] == pytest.approx(1.0) for r in numpy_rows)
+    for r in rows:  # a row either ran and matched NumPy, or says why not; never silently faked
+        assert ("seconds" in r and r["correct"]) or "error" in r
+        if "seconds" in r:
+            assert r["gbps"] > 0 and r["seconds"] > 0
+    assert not any(r["mode"] == "out" and r["case"] == "E10" for r in rows)  # no out= for reductions
+    assert set(res["bandwidth"]) == {"copy", "triad", "read"}
+    assert "## n = 1,000" in md and "| E9 |" in md
+    assert res["once"]["import_ms"] > 0
+    assert "[" in capsys.readouterr().out  # per-line progress
+
+
+def test_suite_cases_match_numpy() -> None:
+    suite = bench.load_suite()
+    assert [c.id for c in suite.CASES] == [f"E{i}" for i in range(1, 11)]
+    data = suite.make_data(2000)
+    assert data["a2"].shape == (2, 1000) and data["k"].shape == (2, 1) and data["xs"].strides == (16,)
+    for case in suite.CASES:
+        assert case.traffic(10**6) > 0
