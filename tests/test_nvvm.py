@@ -330,3 +330,55 @@ def test_explain_shows_nvvm_ir_and_ptx():
     text = nvvm.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
     assert "--- NVVM IR" in text and "nvptx64-nvidia-cuda" in text
     assert "--- PTX" in text and ".entry lazyk_kernel" in text
+
+
+# ---- runtime without a GPU: clean DeviceErrors, device names, interface parsing -----------
+def test_no_driver_is_device_error():
+    from lazyk.backend import cuda
+    if cuda.available():
+        pytest.skip("a CUDA driver is present")
+    with pytest.raises(DeviceError, match="no CUDA driver"):
+        cuda.init()
+    from lazyk.device import DeviceArray
+    with pytest.raises(DeviceError, match="no CUDA driver"):
+        DeviceArray.from_numpy(np.zeros(3))
+
+
+def test_parse_device_names():
+    from lazyk.device import parse_device
+    assert parse_device("cuda") == "cuda:0" and parse_device("CUDA:1") == "cuda:1"
+    assert parse_device(None) == "cpu"
+    with pytest.raises(DeviceError, match="unknown device 'tpu'"):
+        parse_device("tpu")
+
+
+class FakeGPUArray:
+    """Stands in for a CuPy/PyTorch tensor: only the interface, no memory behind it."""
+
+    def __init__(self, shape, typestr="<f8"):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "version": 3,
+                                         "data": (0xDEAD0000, False), "strides": None}
+
+
+def test_mixing_devices_names_operands_and_devices():
+    from lazyk.device import common_device
+    gpu = FakeGPUArray((3,))
+    assert common_device({"a": gpu, "b": gpu}) == "cuda:0"
+    assert common_device({"a": np.zeros(3)}) == "cpu"
+    with pytest.raises(DeviceError, match=r"a, c on cpu; b on cuda:0"):
+        common_device({"a": np.zeros(3), "b": gpu, "c": np.ones(3)})
+
+
+def test_cuda_array_interface_import_and_export():
+    from lazyk.device import DeviceArray
+    view = DeviceArray.from_cuda_array_interface(FakeGPUArray((2, 3), "<f4"))
+    assert view.ptr == 0xDEAD0000 and view.strides == (12, 4) and view.dtype == np.float32
+    cai = view.__cuda_array_interface__
+    assert cai["shape"] == (2, 3) and cai["typestr"] == "<f4" and cai["data"][0] == 0xDEAD0000
+
+
+def test_missing_cuda_bindings_is_device_error(monkeypatch):
+    from lazyk.backend import cuda
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    with pytest.raises(DeviceError, match=r"pip install 'lazyk\[cuda\]'"):
+        cuda.driver()

@@ -265,11 +265,12 @@ class CompiledKernel:
             return
         out += layout.offsets[0]
         srcs = tuple(p + off for p, off in zip(srcs, layout.offsets[1:]))
+        check_aligned(self.spec, out, layout)
         self.device.activate()
         if self.spec.reduce is not None and self.lc.full_reduction:
             grid, _ = self.device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
-            acc = np.dtype(self.spec.outputs[0][1])
-            with Buffer(grid * acc.itemsize, self.device) as scratch:
+            # Partials are compute values (float16 accumulates as float): 8 bytes covers all.
+            with Buffer(grid * 8, self.device) as scratch:
                 data = self.kd.pack(out, srcs, scratch.ptr, layout)
                 launch(self.module.function(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
                 launch(self.module.function(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,
@@ -282,6 +283,16 @@ class CompiledKernel:
         grid, block = self.device.launch_config(kept)
         launch(self.module.function(nvvm.ENTRY), grid, block,
                [self.kd.pack(out, srcs, 0, layout)], stream)
+
+
+def check_aligned(spec, out: int, layout) -> None:
+    """The kernel stores naturally aligned (see codegen.nvvm); refuse outputs that are not."""
+    from lazyk.errors import BindError
+    dt = np.dtype(spec.outputs[0][1])
+    align = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
+    if out % align or any(st % align for st in layout.strides[0]):
+        raise BindError(f"GPU output of {dt} is not {align}-byte aligned (address {out:#x}, "
+                        f"strides {layout.strides[0]})")
 
 
 _cache: dict[tuple, CompiledKernel] = {}

@@ -1,0 +1,134 @@
+"""Execution on an NVIDIA GPU: every op class against NumPy. Skips without a GPU and driver.
+
+NOTE: written while no GPU was lent (issue 6); these tests have not been run on a GPU yet.
+"""
+import numpy as np
+import pytest
+
+cuda = pytest.importorskip("lazyk.backend.cuda")
+if not cuda.available():
+    pytest.skip("no CUDA driver or GPU on this machine", allow_module_level=True)
+
+from lazyk import ops  # noqa: E402
+from lazyk.codegen import nvvm  # noqa: E402
+from lazyk.device import DeviceArray  # noqa: E402
+from lazyk.kernel import Instr, KernelSpec  # noqa: E402
+from lazyk.passes.dims import simplify_dims  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+RNG = np.random.default_rng(6)
+
+
+def run(spec, out_shape, arrays, reduced=None):
+    """Run spec on the GPU over host arrays broadcast to out_shape; returns the host result."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays), out_shape)
+    views = [np.broadcast_to(a, shape) for a in arrays]
+    dev = [DeviceArray.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    dstrides = [tuple(0 if v.strides[d] == 0 else d_.strides[d - (len(shape) - d_.ndim)]
+                      for d in range(len(shape))) for v, d_ in zip(views, dev)]
+    reduced = reduced or (False,) * len(shape)
+    out_dt = np.dtype(spec.outputs[0][1])
+    rshape = tuple(1 if r else n for n, r in zip(shape, reduced))
+    out = DeviceArray.empty(rshape, out_dt)
+    ostr = tuple(0 if r else s for r, s in zip(reduced, out.strides))
+    layout = simplify_dims(shape, (ostr, *dstrides), reduced)
+    cuda.execute(spec, layout, out.ptr, tuple(d.ptr for d in dev))
+    cuda.synchronize()
+    return out.to_numpy()
+
+
+def unary(name, dt):
+    dt = np.dtype(dt)
+    loop = ops.OPS[name].resolve(dt)
+    return KernelSpec((dt,), (True,), (Instr("load", dt, (), 0), Instr(name, loop[-1], (0,))),
+                      ((1, loop[-1]),))
+
+
+def binary(name, dt, reduce=None, out=None):
+    dt = np.dtype(dt)
+    loop = ops.OPS[name].resolve(dt, dt)
+    return KernelSpec((dt, dt), (True, True), (Instr("load", dt, (), 0), Instr("load", dt, (), 1),
+                                               Instr(name, loop[-1], (0, 1))),
+                      ((2, np.dtype(out or loop[-1])),), reduce)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "true_divide", "floor_divide",
+                                  "remainder", "power", "minimum", "maximum", "arctan2", "hypot"])
+@pytest.mark.parametrize("dt", ["float64", "float32", "int32", "uint8"])
+def test_binary_ops_match_numpy(name, dt):
+    row = ops.OPS[name]
+    try:
+        spec = binary(name, dt)
+    except Exception:
+        pytest.skip(f"{name} on {dt} not a NumPy loop")
+    a = (RNG.standard_normal(1000) * 50).astype(dt)
+    b = (RNG.standard_normal(1000) * 50).astype(dt)
+    if np.dtype(dt).kind in "iu":
+        b[b == 0] = 1
+    with np.errstate(all="ignore"):
+        want = row.numpy(a, b)
+    got = run(spec, a.shape, [a, b])
+    np.testing.assert_allclose(got, want, rtol=2e-15 if dt == "float64" else 1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "expm1",
+                                  "log1p", "arcsin", "floor", "rint", "absolute", "negative"])
+@pytest.mark.parametrize("dt", ["float64", "float32", "float16"])
+def test_unary_math_within_ulps(name, dt):
+    a = RNG.uniform(-0.99, 0.99, 1000).astype(dt)
+    a[:3] = [np.nan, np.inf, -np.inf]
+    with np.errstate(all="ignore"):
+        want = ops.OPS[name].numpy(a)
+    got = run(unary(name, dt), a.shape, [a])
+    # libdevice is within 2 ULP of the correctly rounded result; NumPy's libm within ~1.
+    np.testing.assert_array_max_ulp(got, want.astype(got.dtype), maxulp=4)
+
+
+def test_fma_disabled_gives_cpu_rounding():
+    a, b, c = (RNG.standard_normal(4096) for _ in range(3))
+    f8 = np.dtype("f8")
+    body = (Instr("load", f8, (), 0), Instr("load", f8, (), 1), Instr("load", f8, (), 2),
+            Instr("multiply", f8, (0, 1)), Instr("add", f8, (3, 2)))
+    got = run(KernelSpec((f8,) * 3, (True,) * 3, body, ((4, f8),)), a.shape, [a, b, c])
+    assert np.array_equal(got, a * b + c)
+
+
+def test_broadcast_and_strided():
+    a = RNG.standard_normal((64, 1))
+    b = RNG.standard_normal((1, 48))
+    got = run(binary("subtract", "f8"), (64, 48), [a, b])
+    assert np.array_equal(got, a - b)
+
+
+@pytest.mark.parametrize("reduce,dt,out", [("sum", "f8", "f8"), ("sum", "i4", "i8"),
+                                           ("min", "f4", "f4"), ("max", "u1", "u1"),
+                                           ("prod", "f8", "f8")])
+def test_full_reduction(reduce, dt, out):
+    a = RNG.uniform(0.5, 1.5, 100_003).astype(dt)
+    b = np.ones_like(a)
+    got = run(binary("multiply", dt, reduce=reduce, out=out), (), [a, b], reduced=(True,))
+    want = getattr(np, reduce)((a * b).astype(out))
+    np.testing.assert_allclose(got.reshape(()), want, rtol=1e-9 if dt == "f8" else 1e-4)
+
+
+def test_partial_reduction_rows():
+    a = RNG.standard_normal((300, 70))
+    got = run(binary("add", "f8", reduce="sum"), (300, 70), [a, a], reduced=(False, True))
+    np.testing.assert_allclose(got[:, 0], (a + a).sum(axis=1), rtol=1e-12)
+
+
+def test_device_array_round_trip_and_interface():
+    x = np.arange(12.0).reshape(3, 4)
+    d = DeviceArray.from_numpy(x)
+    assert d.device == "cuda:0" and d.__cuda_array_interface__["shape"] == (3, 4)
+    assert np.array_equal(d.to("cpu"), x)
+    view = DeviceArray.from_cuda_array_interface(d)
+    assert view.ptr == d.ptr and np.array_equal(view.to_numpy(), x)
+
+
+def test_kernel_cache_per_device():
+    spec = binary("add", "f8")
+    layout = simplify_dims((10,), ((8,), (8,), (8,)))
+    k1 = cuda.kernel(spec, layout)
+    k2 = cuda.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
+    assert k1 is k2 and ".entry " + nvvm.ENTRY in k1.ptx
