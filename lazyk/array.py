@@ -384,7 +384,8 @@ def _view(a: Array, items: tuple) -> Array | None:
                     raise IndexError(f"index {item} is out of bounds for a row of {size} "
                                      "elements")
                 cur_buf, cur = block.buffer, begin + offset + i * stride - block.address
-                base = block.address
+                # The row's block holds everything the view reaches (its children via keep).
+                base, owner = block.address, block
                 t, at = t.elem, at + 3
                 continue
             start, _, step = item.indices(size)

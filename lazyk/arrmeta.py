@@ -221,6 +221,12 @@ def scatter(buf: np.ndarray, offs: np.ndarray, raw: np.ndarray) -> None:
     lo, hi = int(offs.min()), int(offs.max()) + k
     if lo < 0 or hi > len(buf):
         raise ValueError(f"arrmeta points outside its memory block ({lo}..{hi} of {len(buf)})")
+    step = int(offs[1] - offs[0]) if n > 1 else k
+    if step >= k and int(offs[0]) + step * (n - 1) == int(offs[-1]) and \
+            (n < 3 or bool(np.all(np.diff(offs) == step))):
+        start = int(offs[0])
+        np.lib.stride_tricks.as_strided(buf[start:], (n, k), (step, 1))[...] = raw
+        return
     buf[offs[:, None] + np.arange(k)] = raw
 
 

@@ -166,7 +166,7 @@ def _infer_scalar(items: list, kinds: set, where: Where) -> T.Type:
 
 
 def _int_type(items: list, where: Where) -> T.Type:
-    ints = [x for x in items if type(x) is int]
+    ints = items if len(set(map(type, items))) == 1 else [x for x in items if type(x) is int]
     lo, hi = min(ints), max(ints)
     if _INT64[0] <= lo and hi <= _INT64[1]:
         return T.Scalar("int64")
@@ -334,7 +334,7 @@ def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
 
 # Python/NumPy classes each scalar kind accepts without losing information.
 _ACCEPT = {
-    "b": (bool, np.bool_),
+    "b": (bool,),
     "i": (int, np.integer),
     "u": (int, np.integer),
     "f": (int, float, np.integer, np.floating),
@@ -347,11 +347,13 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
     dt = np_dtype(t)
     ok = _ACCEPT.get(dt.kind)
     if ok is not None:
-        flag = dt.kind != "b"
-        ok_bad = _bad_kinds(items, lambda k: issubclass(k, ok) and
-                            not (flag and issubclass(k, (bool, np.bool_))))
+        # bool is an int in Python and NumPy, so numbers accept it; bool accepts only bools.
+        ok_bad = _bad_kinds(items, lambda k: issubclass(k, ok + (np.bool_,)))
         if ok_bad:
             x = items[ok_bad[0]]
+            if x is None:
+                raise ArrayConstructionError(f"item {where.name(ok_bad[0])} is missing (None) "
+                                             f"but the type '{t}' is not an option ('?{t}')")
             raise ArrayConstructionError(
                 f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
     try:
@@ -360,7 +362,8 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
         i = _first_unfit(items, dt)
         raise ArrayConstructionError(
             f"item {where.name(i)} ({items[i]!r:.40}) does not fit {t}: {e}") from None
-    if dt.kind in "iu" and items and any(isinstance(x, np.integer) for x in items):
+    if dt.kind in "iu" and any(issubclass(k, np.integer) for k in set(map(type, items))):
+        # NumPy wraps NumPy integers silently on a narrowing cast; Python ints raise above.
         i = next((i for i, x in enumerate(items) if isinstance(x, Number) and
                   int(x) != int(vals[i])), None)
         if i is not None:

@@ -1,0 +1,209 @@
+"""lazyk.array over NumPy data: zero-copy views for every layout, arrmeta, conversions."""
+import ctypes
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk import types as T
+
+BASE = np.arange(24, dtype=np.int32).reshape(4, 6)
+
+
+def _unaligned() -> np.ndarray:
+    raw = np.zeros(4 * 5 + 1, np.uint8)[1:].view("<i4")
+    raw[:] = [1, -2, 3, -4, 5]
+    return raw
+
+
+LAYOUTS = {
+    "contiguous": lambda: BASE.copy(),
+    "negative strides": lambda: BASE[::-1, ::-2],
+    "zero strides": lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
+    "non-contiguous": lambda: BASE[1:, ::3],
+    "fortran": lambda: np.asfortranarray(BASE),
+    "byte-swapped": lambda: BASE.astype(">i4"),
+    "unaligned": _unaligned,
+    "structured": lambda: np.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i1"), ("b", "<f8")]),
+    "packed swapped record": lambda: np.array([(1, 2.5)], dtype=np.dtype(
+        [("a", "i1"), ("b", ">f8")], align=False)),
+    "subarray field": lambda: np.arange(12, dtype=np.int32).view([("m", "i4", (2, 3))]),
+    "0-d": lambda: np.array(7.5),
+    "complex": lambda: np.array([1 + 2j, -3j], dtype=np.complex64),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_numpy_layouts_are_zero_copy_views(name):
+    src = LAYOUTS[name]()
+    a = lazyk.array(src)
+    out = a.to_numpy()
+    assert out is src or np.shares_memory(out, src)
+    assert out.shape == src.shape and out.strides == src.strides and out.dtype == src.dtype
+    assert a.shape == src.shape and a.ndim == src.ndim
+    assert a.ptr == src.__array_interface__["data"][0]
+    if src.dtype.names is None:
+        assert a.to_list() == src.tolist()
+    else:
+        expect = [{n: np.asarray(row[n]).tolist() for n in src.dtype.names} for row in src]
+        assert a.to_list() == expect
+
+
+def test_write_through_numpy_is_seen_and_back():
+    src = np.zeros((3, 4), order="F")
+    a = lazyk.array(src[:, ::-1])
+    src[0, 3] = 5.0
+    assert a.to_list()[0][0] == 5.0
+    a[2, 0] = 9.0
+    assert src[2, 3] == 9.0
+
+
+def test_byte_swapped_type_and_values():
+    src = np.array([1, 256, -2], dtype=">i4")
+    a = lazyk.array(src)
+    assert a.type == T.FixedDim(3, T.Scalar("int32", ">"))
+    assert str(a.type) in ("3 * >int32", "3 * int32")  # '>' is native on big-endian machines
+    assert a.to_list() == [1, 256, -2]
+    assert a.to_numpy().dtype == np.dtype(">i4")
+
+
+def test_unaligned_reads_back_and_is_flagged():
+    a = lazyk.array(_unaligned())
+    assert a.aligned is False
+    assert a.ptr % 4 != 0
+    assert a.to_list() == [1, -2, 3, -4, 5]
+    assert a[3].to_list() == -4
+
+
+def test_arrmeta_of_numpy_layouts():
+    a = lazyk.array(BASE[::-1, ::2])
+    assert a.meta == (4, -24, 3, 8)
+    raw = bytes(a.arrmeta)
+    assert np.frombuffer(raw, np.int64).tolist() == [4, -24, 3, 8]
+    assert a.arrmeta["dim0.stride"] == -24 and a.arrmeta["dim1.size"] == 3
+    rec = lazyk.array(LAYOUTS["packed swapped record"]())
+    assert rec.meta == (1, 9, 0, 1)  # {size, stride} then the record's field offsets
+    assert str(rec.type) == "1 * {a: int8, b: >float64}"
+
+
+def test_structured_field_views_share_memory():
+    src = LAYOUTS["structured"]()
+    a = lazyk.array(src)
+    b = a.b
+    assert b.type == T.dshape("2 * float64")
+    assert np.shares_memory(b.to_numpy(), src)
+    a["a"][1] = 100
+    assert src["a"][1] == 100
+    assert a[0].to_list() == {"a": 1, "b": 2.5}
+
+
+def test_buffer_protocol_objects():
+    buf = bytearray(b"\x01\x02\x03")
+    a = lazyk.array(buf)
+    assert str(a.type) == "3 * uint8" and a.to_list() == [1, 2, 3]
+    a[0] = 9
+    assert buf[0] == 9
+    assert lazyk.array(memoryview(b"ab")).readonly
+
+
+def test_readonly_numpy_gives_readonly_array():
+    src = np.arange(4.0)
+    src.flags.writeable = False
+    a = lazyk.array(src)
+    assert a.readonly
+    with pytest.raises(ValueError, match="read-only"):
+        a[0] = 1.0
+    with pytest.raises(ValueError):
+        a[1:][0] = 1.0
+    assert src.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_numpy_array_stays_alive():
+    src = np.arange(1000.0)
+    ref = weakref.ref(src)
+    a = lazyk.array(src)
+    v = a[10:20]
+    del src, a
+    gc.collect()
+    assert ref() is not None
+    assert v.to_list() == list(map(float, range(10, 20)))
+
+
+def test_to_numpy_dlpack_and_array_protocol():
+    a = lazyk.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert a.__dlpack_device__() == (1, 0)
+    back = np.from_dlpack(a)
+    assert np.shares_memory(back, a.to_numpy()) and back.tolist() == a.to_list()
+    c = np.asarray(a)
+    assert c is a.to_numpy()
+    assert np.asarray(a, dtype=np.float64).dtype == np.float64
+
+
+def test_to_numpy_refuses_var_with_a_hint():
+    a = lazyk.array([[1, 2], [3]])
+    with pytest.raises(lazyk.NotSupportedError, match="pad it .* to_list"):
+        a.to_numpy()
+
+
+def test_object_arrays_refused():
+    with pytest.raises(lazyk.NotSupportedError):
+        lazyk.array(np.array([1, None], dtype=object))
+
+
+def test_array_from_numpy_with_matching_type_is_a_view_else_a_copy():
+    src = np.arange(3, dtype=np.int32)
+    assert np.shares_memory(lazyk.array(src, type="3 * int32").to_numpy(), src)
+    b = lazyk.array(src, type="3 * float64")
+    assert b.to_list() == [0.0, 1.0, 2.0] and not np.shares_memory(b.to_numpy(), src)
+
+
+def _peek(address: int, ctype):
+    return ctype.from_address(address).value
+
+
+def test_var_layout_is_what_docs_layout_says():
+    """Walk a `2 * var * ?int32` array with raw pointers exactly as a kernel would."""
+    a = lazyk.array([[1, None, 3], [4]], type="2 * var * ?int32")
+    size0, stride0, _blockref, vstride, voffset, mask_offset = a.meta
+    assert (size0, stride0, vstride, voffset) == (2, 16, 4, 0)
+    rows = []
+    for i in range(size0):
+        elem = a.ptr + i * stride0
+        begin = _peek(elem, ctypes.c_uint64)
+        n = _peek(elem + 8, ctypes.c_int64)
+        row = []
+        for j in range(n):
+            p = begin + voffset + j * vstride
+            row.append(_peek(p, ctypes.c_int32) if _peek(p + mask_offset, ctypes.c_uint8) else None)
+        rows.append(row)
+    assert rows == [[1, None, 3], [4]]
+
+
+def test_string_layout_is_begin_and_size():
+    a = lazyk.array(["hé", "", "xyz"])
+    size, stride, _ref = a.meta
+    got = []
+    for i in range(size):
+        begin = _peek(a.ptr + i * stride, ctypes.c_uint64)
+        n = _peek(a.ptr + i * stride + 8, ctypes.c_int64)
+        got.append(ctypes.string_at(begin, n).decode("utf-8"))
+    assert got == ["hé", "", "xyz"]
+
+
+def test_record_arrmeta_offsets_and_field_names():
+    a = lazyk.array([{"x": 1, "s": "a"}], type="1 * {x: int8, s: string}")
+    assert a.meta[:4] == (1, 24, 0, 8)
+    assert list(a.arrmeta.dtype.names) == ["dim0.size", "dim0.stride", "x.offset", "s.offset",
+                                           "s.string.blockref"]
+
+
+def test_properties():
+    a = lazyk.array([[1.0, 2.0], [3.0]])
+    assert a.shape == (2, None) and a.ndim == 2
+    assert a.dtype == T.Scalar("float64")
+    assert len(a) == 2 and len(a[0]) == 2
+    assert not a.readonly
+    s = lazyk.array(3)
+    assert s.shape == () and int(s) == 3 and float(s) == 3.0
