@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazyk.errors import DeviceError
+from lazyk.errors import DeviceError, NotSupportedError
+from lazyk.operators import Operators
 
 
 def parse_device(device) -> str:
@@ -40,7 +41,9 @@ def common_device(named: dict[str, object]) -> str:
     """The one device all named operands live on; DeviceError naming them when they differ."""
     where: dict[str, list[str]] = {}
     for name, obj in named.items():
-        where.setdefault(device_of(obj), []).append(name)
+        shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
+        label = name if shape is None else f"{name} {tuple(shape)} {dtype}"
+        where.setdefault(device_of(obj), []).append(label)
     if len(where) > 1:
         parts = "; ".join(f"{', '.join(names)} on {dev}" for dev, names in sorted(where.items()))
         raise DeviceError(f"operands live on different devices ({parts}); "
@@ -48,8 +51,12 @@ def common_device(named: dict[str, object]) -> str:
     return next(iter(where), "cpu")
 
 
-class DeviceArray:
-    """A strided array in GPU memory: shape, dtype, byte strides, a device pointer and its owner."""
+class DeviceArray(Operators):
+    """A strided array in GPU memory: shape, dtype, byte strides, a device pointer and its owner.
+
+    Operators build lazy expressions (as for NumPy operands); evaluating one whose leaves are
+    all on the GPU runs there (`run_program`).
+    """
 
     def __init__(self, shape, dtype, ptr: int, strides=None, device: str = "cuda:0", owner=None,
                  readonly: bool = False):
@@ -171,3 +178,86 @@ def to_device(obj, device) -> DeviceArray | np.ndarray:
     if hasattr(obj, "__cuda_array_interface__"):
         return DeviceArray.from_cuda_array_interface(obj).to(device)
     return array(obj, device=device)
+
+
+# ---- running planned programs on the GPU ------------------------------------------------
+
+def as_device_array(obj) -> DeviceArray:
+    """A DeviceArray view of any `__cuda_array_interface__` object (itself if already one)."""
+    return obj if isinstance(obj, DeviceArray) else DeviceArray.from_cuda_array_interface(obj)
+
+
+def on_gpu(data: dict) -> bool:
+    """Whether evaluation of these leaves belongs on the GPU (DeviceError when mixed)."""
+    return bool(data) and common_device(data) != "cpu"
+
+
+def _broadcast_strides(arr: DeviceArray, shape: tuple) -> tuple[int, ...]:
+    lead = len(shape) - arr.ndim
+    return tuple(0 if d < lead or arr.shape[d - lead] == 1 else arr.strides[d - lead]
+                 for d in range(len(shape)))
+
+
+def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
+    """Bind and launch one fused step on the GPU into a new DeviceArray."""
+    from dataclasses import replace
+
+    from lazyk.backend import cuda
+    from lazyk.passes.dims import simplify_dims
+
+    device = arrays[0].device if arrays else "cuda:0"
+    shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    dts = tuple(a.dtype for a in arrays)
+    aligned = tuple(a.ptr % a.dtype.itemsize == 0 and all(st % a.dtype.itemsize == 0
+                                                         for st in a.strides) for a in arrays)
+    spec = replace(step.spec, inputs=dts, aligned=aligned)
+    axes = step.axes or ()
+    reduced = tuple(d in axes for d in range(len(shape)))
+    if step.axes is None:
+        out = DeviceArray.empty(shape, step.dtype, device)
+        ostr = out.strides
+    else:
+        if any(shape[d] == 0 for d in axes):
+            raise NotSupportedError("reductions over empty axes not supported on the GPU yet")
+        rshape = tuple(1 if r else n for n, r in zip(shape, reduced))
+        full = DeviceArray.empty(rshape, step.dtype, device)
+        ostr = tuple(0 if r else s for r, s in zip(reduced, full.strides))
+        keep = rshape if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
+        out = DeviceArray(keep, full.dtype, full.ptr, device=device, owner=full.owner)
+    if 0 in shape and step.axes is None:
+        return out
+    layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
+                           reduced)
+    dev = cuda.get_device(_ordinal(device))
+    cuda.execute(spec, layout, out.ptr, tuple(a.ptr for a in arrays), dev)
+    if step.mean:
+        _divide_in_place(out, int(np.prod([shape[d] for d in axes])), dev)
+    return out
+
+
+def _divide_in_place(out: DeviceArray, count: int, dev) -> None:
+    """out /= count on the GPU (the `mean` step's division), through the true_divide row."""
+    from lazyk.backend import cuda
+    from lazyk.kernel import Instr, KernelSpec
+    from lazyk.passes.dims import simplify_dims
+
+    dt = out.dtype
+    body = (Instr("load", dt, (), 0), Instr("const", np.dtype("i8"), (), count),
+            Instr("true_divide", dt, (0, 1)))
+    spec = KernelSpec((dt,), (True,), body, ((2, dt),))
+    layout = simplify_dims(out.shape, (out.strides, out.strides))
+    cuda.execute(spec, layout, out.ptr, (out.ptr,), dev)
+
+
+def run_program(prog, data: dict) -> DeviceArray:
+    """Run a planned program (lazyk.pipeline.plan) whose leaves are DeviceArrays."""
+    from lazyk.backend import cuda
+
+    if not prog.steps:
+        raise NotSupportedError("constant expressions not supported on the GPU yet")
+    temps: list[DeviceArray] = []
+    for step in prog.steps:
+        temps.append(run_step(step, [as_device_array(data[r]) if isinstance(r, str) else temps[r]
+                                     for r in step.inputs]))
+    cuda.synchronize()
+    return temps[-1]

@@ -141,7 +141,7 @@ def is_operand(x: Any) -> bool:
     """Whether `x` can take part in an expression (for NotImplemented in operators)."""
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
-    return _is_lazyk_array(x)
+    return _is_lazyk_array(x) or hasattr(x, "__cuda_array_interface__")
 
 
 def _is_lazyk_array(x: Any) -> bool:
@@ -193,6 +193,10 @@ def as_expr(x: Any) -> Expr:
             raise NotSupportedError(
                 f"expressions over {x.type} are not supported yet: {err}") from None
         return _wrap_array(view, x)
+    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays (issue 6): lazyk.device runs them
+        from lazyk.device import as_device_array
+
+        return _wrap_array(as_device_array(x))
     raise TypeError(f"cannot use {type(x).__name__} in a lazyk expression")
 
 

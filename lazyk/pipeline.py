@@ -296,8 +296,18 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1)
     e = as_expr(expr)
+    data = _env_arrays(e)
+    from lazyk.device import on_gpu  # issue 6: GPU leaves run there; mixed raise DeviceError
+
+    if on_gpu(data):
+        from lazyk.device import run_program as run_on_device
+        from lazyk.errors import NotSupportedError
+
+        if out is not None:
+            raise NotSupportedError("out= for GPU expressions is not supported on the GPU yet")
+        return run_on_device(plan(e.node), data)
     if out is None:
-        return run_program(plan(e.node), _env_arrays(e))
+        return run_program(plan(e.node), data)
     target = _as_out(out)
     _check_result_shape(e.shape, target)
     node = e.node

@@ -355,6 +355,8 @@ def test_parse_device_names():
 class FakeGPUArray:
     """Stands in for a CuPy/PyTorch tensor: only the interface, no memory behind it."""
 
+    shape = None
+
     def __init__(self, shape, typestr="<f8"):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "version": 3,
                                          "data": (0xDEAD0000, False), "strides": None}
@@ -365,7 +367,7 @@ def test_mixing_devices_names_operands_and_devices():
     gpu = FakeGPUArray((3,))
     assert common_device({"a": gpu, "b": gpu}) == "cuda:0"
     assert common_device({"a": np.zeros(3)}) == "cpu"
-    with pytest.raises(DeviceError, match=r"a, c on cpu; b on cuda:0"):
+    with pytest.raises(DeviceError, match=r"a \(3,\) float64, c \(3,\) float64 on cpu; b on cuda:0"):
         common_device({"a": np.zeros(3), "b": gpu, "c": np.ones(3)})
 
 
@@ -382,3 +384,17 @@ def test_missing_cuda_bindings_is_device_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "cuda.bindings", None)
     with pytest.raises(DeviceError, match=r"pip install 'lazyk\[cuda\]'"):
         cuda.driver()
+
+
+def test_gpu_operands_build_lazy_expressions_and_fail_cleanly_without_driver():
+    import lazyk.expr as lx
+    from lazyk.backend import cuda
+    from lazyk.device import DeviceArray
+    g = DeviceArray.from_cuda_array_interface(FakeGPUArray((3,)))
+    e = lx.sin(g) * 2.0 + g
+    assert e.shape == (3,) and e.dtype == np.float64
+    with pytest.raises(DeviceError, match=r"different devices .* on cpu; .* on cuda:0"):
+        (g + np.ones(3)).eval()
+    if not cuda.available():
+        with pytest.raises(DeviceError, match="no CUDA driver"):
+            e.eval()
