@@ -87,6 +87,10 @@ def _scalar_name(tok: Token) -> str | None:
     return _CANONICAL.get(tok)
 
 
+# Plain names that always mean the same type: one dict look-up in the parse loop.
+_NAMED: dict[str, Type] = {n: Scalar(c) for n, c in _CANONICAL.items()}
+
+
 class _Build(lark.Transformer):
     """One method per grammar rule; each builds a type object (or a list of parts)."""
 
@@ -135,6 +139,9 @@ class _Build(lark.Transformer):
     # --- element types ---
     def name(self, c: list) -> Type:
         tok = c[0]
+        t = _NAMED.get(tok)
+        if t is not None:
+            return t
         name = _scalar_name(tok)
         if name is not None:
             return Scalar(name)
@@ -158,7 +165,7 @@ class _Build(lark.Transformer):
         return Scalar(name, str(order))
 
     def constructor(self, c: list) -> Type:
-        tok, args = c
+        tok, args = c[0], c[2]
         build = _CONSTRUCTORS.get(str(tok))
         if build is None:
             if tok == "categorical":
@@ -169,7 +176,7 @@ class _Build(lark.Transformer):
         return build(tok, args)
 
     def record(self, c: list) -> Type:
-        fields = c[1] or []
+        fields = c[1] if len(c) > 2 else []
         seen = set()
         for name, _, tok in fields:
             if name in seen:
@@ -177,22 +184,24 @@ class _Build(lark.Transformer):
             seen.add(name)
         return Record(tuple((n, t) for n, t, _ in fields))
 
-    def fields(self, c: list) -> list:
-        return c
-
     def field(self, c: list) -> tuple:
         tok = c[0]
-        return (_string(tok) if tok.type == "STRING" else str(tok), c[1], tok)
+        return (_string(tok) if tok[0] in "'\"" else str(tok), c[2], tok)
+
+    # --- lists (items, fields, args) ---
+    def list_first(self, c: list) -> list:
+        return c
+
+    def list_more(self, c: list) -> list:
+        c[0].append(c[2])
+        return c[0]
 
     # --- tuples and functions ---
     def paren(self, c: list) -> list:
-        return c[1] or []
-
-    def items(self, c: list) -> list:
-        return c
+        return c[1] if len(c) > 2 else []
 
     def keyword(self, c: list) -> tuple:
-        return (c[0], c[-1])  # (NAME token, value); `EQ` sits between in constructor args
+        return (c[0], c[2])  # (NAME token, value); ':' or '=' between
 
     def tuple(self, c: list) -> Type:
         for item in c[0]:
@@ -212,9 +221,6 @@ class _Build(lark.Transformer):
             else:
                 args.append(item)
         return Function(tuple(args), tuple(kwargs), c[2])
-
-    def args(self, c: list) -> list:
-        return c
 
 
 # ---------------------------------------------------------------- constructors
@@ -244,15 +250,17 @@ def _bind(tok: Token, args: list, names: tuple[str, ...], required: int) -> list
     return values
 
 
+# Tokens reach the Transformer as lark Tokens (slow path) or plain str (fast path), so
+# their kind is read from the text: INT starts with a digit, STRING with a quote.
 def _as_int(tok: Token, v: Any, what: str) -> int:
-    if not (isinstance(v, Token) and v.type == "INT"):
-        raise _Fail(f"{what} must be an integer", v if isinstance(v, Token) else tok)
+    if not (isinstance(v, str) and v[0].isdigit()):
+        raise _Fail(f"{what} must be an integer", v if isinstance(v, str) else tok)
     return _int(v)
 
 
 def _as_str(tok: Token, v: Any, what: str) -> str:
-    if not (isinstance(v, Token) and v.type == "STRING"):
-        raise _Fail(f"{what} must be a quoted string", v if isinstance(v, Token) else tok)
+    if not (isinstance(v, str) and v[0] in "'\""):
+        raise _Fail(f"{what} must be a quoted string", v if isinstance(v, str) else tok)
     return _string(v)
 
 
@@ -384,8 +392,142 @@ def _describe_expected(expected: Any) -> str:
     return ", ".join(names)
 
 
+# ---------------------------------------------------------------- fast path
+# NOTE: lark's own lexer and parser loop cost ~190 us for a 100-character type (token
+# objects, contextual lexer states). The fast path runs the same LALR table and the same
+# rule callbacks with one regex scanner and plain-str tokens (~25 us). Any failure falls
+# back to lark's full machinery, which then reports the error with line and column.
+_TABLE = _PARSER.parser.parser.parser
+_SHIFT = lark.parsers.lalr_analysis.Shift
+
+
+def _rule_callback(rule: Any) -> Any:
+    """The Transformer method for one grammar rule; None for a `?rule` passing its child on."""
+    exp = rule.expansion
+    if any(getattr(sym, "filter_out", False) for sym in exp) or any(rule.options.empty_indices):
+        raise RuntimeError(f"rule {rule}: name every terminal and avoid [..] in types.lark")
+    if not exp:
+        raise RuntimeError(f"rule {rule}: empty rules are not supported by the fast parser")
+    if rule.options.expand1 and not rule.alias and len(exp) == 1:
+        return None
+    return getattr(_BUILD, str(rule.alias or rule.origin.name))
+
+
+def _lean_tables() -> tuple[dict, dict]:
+    """lark's LALR table with plain-str keys: actions[state][terminal] is a new state (int,
+    shift) or (size, rule name, callback or None) (reduce); gotos[state][rule] is a state."""
+    actions: dict = {}
+    gotos: dict = {}
+    callbacks: dict = {}
+    for state, row in _TABLE.parse_table.states.items():
+        acts, gos = actions.setdefault(state, {}), gotos.setdefault(state, {})
+        for sym, (action, arg) in row.items():
+            sym = str(sym)
+            if not sym.isupper() and sym != "$END":
+                gos[sym] = arg
+            elif action is _SHIFT:
+                acts[sym] = arg
+            else:
+                if arg not in callbacks:
+                    callbacks[arg] = _rule_callback(arg)
+                acts[sym] = (len(arg.expansion), str(arg.origin.name), callbacks[arg])
+    return actions, gotos
+
+
+_ACTIONS, _GOTOS = _lean_tables()
+_START = _TABLE.parse_table.start_states["start"]
+_END = _TABLE.parse_table.end_states["start"]
+_IGNORED = frozenset(_PARSER.ignore_tokens)
+_TERMS = sorted(_PARSER.terminals,
+                key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
+# NOTE: findall splits the whole text in C (~3 us per 100 chars); a regex of named groups
+# matched token by token costs ~0.5 us a token. The last `.` catches any other character,
+# so tokens cover the text with no gaps and a stray character reaches _kind as an error;
+# only trailing blanks go unmatched.
+# Blanks and comments (the grammar's %ignore terminals) are skipped inside the regex.
+# The terminals' first characters are disjoint, so alternatives may go in any order:
+# names first, then one class for all one-character literals, then the rest.
+_ONE_CHAR = [t for t in _TERMS if t.pattern.type == "str" and len(t.pattern.value) == 1]
+_OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED),
+                 key=lambda t: (t.name != "NAME", t.name != "INT"))
+_SPLIT_RE = re.compile(
+    "(?:" + "|".join(t.pattern.to_regexp() for t in _TERMS if t.name in _IGNORED) + ")*("
+    + "|".join([_OTHERS[0].pattern.to_regexp(),
+                "[" + "".join(re.escape(t.pattern.value) for t in _ONE_CHAR) + "]"]
+               + [t.pattern.to_regexp() for t in _OTHERS[1:]]
+               + [t.pattern.to_regexp() for t in _TERMS if t.name in _IGNORED])
+    + "|.)", re.DOTALL)
+_FULL = [(t.name, re.compile(t.pattern.to_regexp())) for t in _TERMS]
+_KINDS: dict[str, str] = {}
+
+
+def _kind(tok: str) -> str:
+    """The terminal name of one token text ('' for blanks and comments), cached."""
+    for name, pattern in _FULL:
+        if pattern.fullmatch(tok):
+            kind = "" if name in _IGNORED else name
+            break
+    else:
+        raise ValueError(f"no token {tok!r}")
+    if len(_KINDS) < 4096:
+        _KINDS[tok] = kind
+    return kind
+
+
+def _fast_parse(text: str) -> Type:
+    """Parse with lark's LALR table and rule callbacks in a lean loop; raises on any problem."""
+    rows, gotos, kinds = _ACTIONS, _GOTOS, _KINDS
+    state = _START
+    states = [state]
+    values: list = []
+    push_state, push_value = states.append, values.append
+    for value in _SPLIT_RE.findall(text):
+        kind = kinds.get(value)
+        if kind is None:
+            kind = _kind(value)
+        if not kind:  # a blank
+            continue
+        act = rows[state][kind]
+        while act.__class__ is not int:  # reduce until the token can be shifted
+            size, name, callback = act
+            if callback is None:  # a `?rule` passing its one child through
+                state = states[-1] = gotos[states[-2]][name]
+            else:
+                children = values[-size:]
+                del states[-size:]
+                del values[-size:]
+                state = gotos[states[-1]][name]
+                push_state(state)
+                push_value(callback(children))
+            act = rows[state][kind]
+        state = act
+        push_state(state)
+        push_value(value)
+    while state != _END:
+        size, name, callback = rows[state]["$END"]
+        if callback is None:
+            state = states[-1] = gotos[states[-2]][name]
+        else:
+            children = values[-size:]
+            del states[-size:]
+            del values[-size:]
+            state = gotos[states[-1]][name]
+            push_state(state)
+            push_value(callback(children))
+    return values[-1]
+
+
 def parse(text: str) -> Type:
     """Parse one type string (no cache). Raises TypeParseError with line/column."""
+    try:
+        return _fast_parse(text)
+    except Exception:  # noqa: BLE001 - the slow path below re-parses and reports properly
+        _BUILD.ellipsis_tokens.clear()
+    return _slow_parse(text)
+
+
+def _slow_parse(text: str) -> Type:
+    """lark's own parse: slower, but every error carries a token with its position."""
     if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
         raise TypeParseError("empty type", text, 1, 1)
     if len(text) > MAX_DEPTH:
