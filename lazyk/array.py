@@ -563,14 +563,19 @@ def _template(t: T.Type, value: Any, lengths: list[list[int]], level: int) -> An
         n = lengths[level].pop(0)
         return [_template(t.elem, value, lengths, level + 1) for _ in range(n)]
     if isinstance(t, T.Option):
-        return value if value is not None else None
+        return None if value is None else _template(t.elem, value, lengths, level)
     if isinstance(t, T.Record):
         return {k: _template(f, value, lengths, level) for k, f in t.fields}
     if isinstance(t, T.Tuple):
         return tuple(_template(f, value, lengths, level) for f in t.types)
-    if M.is_varlen(t) and not isinstance(value, (str, bytes)):
-        return "" if t.name == "string" else b""
+    if value is None or value is _ZERO:
+        if M.is_varlen(t):
+            return "" if t.name == "string" else b""
+        return False if t == T.Scalar("bool") else 0
     return value
+
+
+_ZERO = object()
 
 
 def full(type: Any, value: Any, lengths: list | None = None) -> Array:
@@ -591,7 +596,9 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
 def zeros(type: Any, lengths: list | None = None) -> Array:
     """An array of `type` filled with zeros ("" for strings); options are present."""
     t = _as_type(type)
-    return full(t, False if t.dtype == T.Scalar("bool") else 0, lengths)
+    if M.is_plain(t):
+        return full(t, 0, lengths)
+    return full(t, _ZERO, lengths)
 
 
 def empty(type: Any, lengths: list | None = None) -> Array:

@@ -122,8 +122,15 @@ class Expr(Operators):
     def __int__(self) -> int:
         return int(self.to_numpy())
 
-    def explain(self) -> str:
-        """Graph before and after each pass, KernelSpecs, LLVM IR, assembly and layouts."""
+    def explain(self, target: str = "cpu") -> str:
+        """Graph before and after each pass, KernelSpecs, LLVM IR, assembly and layouts.
+
+        `target='cuda'` shows each kernel's NVVM IR and PTX instead (issue 6).
+        """
+        if target == "cuda":
+            from lazyk.codegen.nvvm import explain_expr
+
+            return explain_expr(self)
         from lazyk.explain import explain
 
         return explain(self)
