@@ -398,3 +398,13 @@ def test_gpu_operands_build_lazy_expressions_and_fail_cleanly_without_driver():
     if not cuda.available():
         with pytest.raises(DeviceError, match="no CUDA driver"):
             e.eval()
+
+
+def test_expr_explain_target_cuda():
+    import lazyk.expr as lx
+    a = lx.as_expr(np.ones((4, 5)))
+    text = (lx.sin(a) * np.ones(5)).sum(axis=1).explain(target="cuda")
+    assert "=== CUDA kernel 0 (reduce=sum) ===" in text
+    assert "nvptx64-nvidia-cuda" in text and ".visible .entry lazyk_kernel(" in text
+    text = (lx.placeholder("x", "N * float32") * 3 + 1).explain(target="cuda")
+    assert "st.global.f32" in text
