@@ -1,0 +1,190 @@
+"""Indexing views, field access, broadcasting assignment, repr and memory ownership."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk import ShapeError
+from lazyk import types as T
+
+
+def test_seed_example_var_to_fixed_assignment():
+    a = lazyk.zeros("2 * 3 * int32")
+    a[...] = [[1, 2, 3], [4]]
+    assert a.to_list() == [[1, 2, 3], [4, 4, 4]]
+    assert a.to_numpy().dtype == np.int32
+    src = lazyk.array([[1, 2, 3], [4]], type="2 * var * int32")
+    b = lazyk.array(np.full((2, 3), 9, np.int32))
+    b[...] = src
+    assert b.to_list() == [[1, 2, 3], [4, 4, 4]]
+
+
+def test_assignment_error_names_the_row():
+    a = lazyk.zeros("3 * 3 * int32")
+    with pytest.raises(ShapeError, match="row 1 has 2 elements, the destination has 3"):
+        a[...] = [[1, 2, 3], [4, 5], [6]]
+    v = lazyk.zeros("2 * var * float64", [2, 3])
+    with pytest.raises(ShapeError, match="row 0 has 3 elements, the destination has 2"):
+        v[...] = [[1, 2, 3], [4, 5, 6]]
+
+
+def test_assignment_into_var_rows():
+    v = lazyk.zeros("3 * var * float64", [2, 1, 3])
+    v[...] = [[1, 2], [3], [4]]
+    assert v.to_list() == [[1.0, 2.0], [3.0], [4.0, 4.0, 4.0]]
+    v[...] = 0.5
+    assert v.to_list() == [[0.5, 0.5], [0.5], [0.5, 0.5, 0.5]]
+    v[2] = [7, 8, 9]
+    assert v.to_list()[2] == [7.0, 8.0, 9.0]
+    v[1, 0] = -1
+    assert v.to_list()[1] == [-1.0]
+
+
+def test_assignment_with_options():
+    a = lazyk.array([[1, None], [3]], type="2 * var * ?int32")
+    a[...] = [[None, 2], [None]]
+    assert a.to_list() == [[None, 2], [None]]
+    b = lazyk.zeros("2 * int32")
+    with pytest.raises(ValueError, match="missing value"):
+        b[...] = lazyk.array([1, None])
+
+
+def test_assignment_through_record_field_view():
+    r = lazyk.array([{"x": 1, "y": [1, 2]}, {"x": 2, "y": [3]}])
+    r.x[...] = [10, 20]
+    r.y[...] = [[5], [6]]
+    assert r.to_list() == [{"x": 10, "y": [5, 5]}, {"x": 20, "y": [6]}]
+
+
+def test_var_row_indexing_is_a_view():
+    a = lazyk.array([[1, 2, 3], [4], []])
+    row = a[0]
+    assert row.type == T.dshape("var * int64") and row.to_list() == [1, 2, 3]
+    row[1] = 20
+    assert a.to_list()[0] == [1, 20, 3]
+    assert a[0, -1].to_list() == 3
+    assert a[0, ::-1].to_list() == [3, 20, 1]
+    tail = a[0, 1:]
+    tail[...] = [8, 9]
+    assert a.to_list() == [[1, 8, 9], [4], []]
+    assert a[2].to_list() == []
+    with pytest.raises(IndexError, match="out of bounds for a row of 1 elements"):
+        a[1, 1]
+
+
+def test_int_over_var_dim_under_a_slice():
+    a = lazyk.array([[1, 2, 3], [4, 5]])
+    assert a[:, 0].to_list() == [1, 4] and str(a[:, 0].type) == "2 * int64"
+    assert a[:, -1].to_list() == [3, 5]
+    assert a[:, ::-1].to_list() == [[3, 2, 1], [5, 4]]
+    with pytest.raises(IndexError, match="row 1 has 2 elements"):
+        a[:, 2]
+    m = lazyk.array([[1, 2], None, [3]])
+    assert m[:, 0].to_list() == [1, None, 3]
+
+
+def test_fixed_indexing_matches_numpy_and_shares_memory():
+    src = np.arange(60).reshape(3, 4, 5)
+    a = lazyk.array(src)
+    for idx in [(1,), (slice(None), 2), (Ellipsis, -1), (None, 1, slice(None, None, -2)),
+                (slice(1, None), Ellipsis, None), (-1, -1, -1)]:
+        got = a[idx]
+        assert got.to_list() == src[idx].tolist()
+        assert np.shares_memory(got.to_numpy(), src)
+    with pytest.raises(IndexError):
+        a[3]
+    with pytest.raises(IndexError, match="too many indices"):
+        a[0, 0, 0, 0]
+
+
+@given(st.lists(st.tuples(st.integers(-6, 6), st.integers(-6, 6),
+                          st.integers(-3, 3).filter(bool)), min_size=1, max_size=3))
+def test_random_slices_match_numpy(slices):
+    src = np.arange(5 * 4 * 3, dtype=np.int16).reshape(5, 4, 3)[:, ::-1]
+    idx = tuple(slice(a, b, c) for a, b, c in slices)
+    assert lazyk.array(src)[idx].to_list() == src[idx].tolist()
+
+
+@given(st.lists(st.lists(st.integers(0, 9), max_size=5), min_size=1, max_size=5),
+       st.integers(-6, 6), st.integers(-6, 6), st.integers(-3, 3).filter(bool))
+def test_var_slices_match_python(rows, start, stop, step):
+    a = lazyk.array(rows, type="var * var * int32")
+    assert a[start:stop:step].to_list() == rows[start:stop:step]
+    for i, row in enumerate(rows):
+        assert a[i, start:stop:step].to_list() == row[start:stop:step]
+
+
+def test_option_and_string_indexing():
+    a = lazyk.array([[1, None, 3], None])
+    assert a[0, 1].to_list() is None and a[0, 2].to_list() == 3
+    with pytest.raises(IndexError, match="missing"):
+        a[1, 0]
+    s = lazyk.array([["ab", "c"], ["déf"]])
+    assert s[1, 0].to_list() == "déf" and s[0].to_list() == ["ab", "c"]
+
+
+def test_field_access():
+    r = lazyk.array([{"x": 1, "s": "a"}, {"x": 2, "s": "b"}])
+    assert r.x.to_list() == [1, 2] and r["s"].to_list() == ["a", "b"]
+    assert r[1].s.to_list() == "b" and r[1, "x"].to_list() == 2
+    with pytest.raises(AttributeError):
+        r.nope
+    with pytest.raises(KeyError):
+        r["nope"]
+    nested = lazyk.array([[{"x": 1}], [{"x": 2}, {"x": 3}]])
+    assert nested.x.to_list() == [[1], [2, 3]] and str(nested.x.type) == "2 * var * int64"
+
+
+def test_repr():
+    assert repr(lazyk.array([[1, 2, 3], [4]], type="2 * var * int32")) == \
+        "array([[1, 2, 3], [4]], type='2 * var * int32')"
+    assert repr(lazyk.array([1.5, None])) == "array([1.5, None], type='2 * ?float64')"
+    big = repr(lazyk.array(np.arange(5000)))
+    assert big == "array([0, 1, 2, ..., 4997, 4998, 4999], type='5000 * int64')"
+    ragged = repr(lazyk.array([[i] for i in range(2000)]))
+    assert ragged.startswith("array([[0], [1], [2], ..., [1997]") and "var" not in ragged[:40]
+
+
+def test_views_keep_owners_alive():
+    a = lazyk.array([[1, 2, 3], [4]])
+    row = a[0]
+    tail = a[0, 1:]
+    block = weakref.ref(a.owner)
+    del a
+    gc.collect()
+    assert block() is not None
+    assert row.to_list() == [1, 2, 3] and tail.to_list() == [2, 3]
+    r = lazyk.array([{"x": 1.5, "s": "z"}])
+    x = r.x.to_numpy()
+    del r
+    gc.collect()
+    assert x.tolist() == [1.5]
+
+
+def test_closed_blocks_fail_cleanly():
+    a = lazyk.array([[1, 2], [3]])
+    with a[0] as row:
+        assert row.to_list() == [1, 2]
+    with pytest.raises((ValueError, TypeError, AttributeError)):
+        row.to_list()
+    assert a.to_list() == [[1, 2], [3]]
+
+
+def test_setitem_with_lazy_value():
+    a = lazyk.array(np.arange(4.0))
+    out = lazyk.zeros("4 * float64")
+    out[...] = a * 2 + 1
+    assert out.to_list() == [1.0, 3.0, 5.0, 7.0]
+
+
+def test_readonly_views_stay_readonly():
+    src = np.arange(3)
+    src.flags.writeable = False
+    a = lazyk.array(src)
+    assert a[1:].readonly
+    with pytest.raises(ValueError):
+        a[1:][0] = 5
