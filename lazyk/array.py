@@ -133,6 +133,12 @@ class Array(Operators):
         return True  # lazyk lays out its own blocks aligned
 
     # ------------------------------------------------------------ conversion
+    def to(self, device: Any):
+        """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self (issue 6)."""
+        from lazyk.device import parse_device, to_device
+
+        return self if parse_device(device) == "cpu" else to_device(self.to_numpy(), device)
+
     def to_numpy(self) -> np.ndarray:
         """Zero-copy NumPy view (fixed dims only).
 
@@ -516,18 +522,21 @@ def _as_type(type: Any) -> T.Type:
                         f"got {type!r}") from None
 
 
-def array(obj: Any, type: Any = None) -> Array:
+def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
 
     Args:
         obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar or
             nested lists/tuples/dicts.
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
+        device: `'cuda'` copies the (fixed-dim numeric) result to the GPU (issue 6).
 
     Raises:
         ArrayConstructionError: data that does not fit the type (names the index path).
         TypeParseError: a `type` that does not parse.
     """
+    if device is not None and str(device) != "cpu":
+        return array(obj, type).to(device)
     if builtins_type(obj) is np.ndarray and type is None:
         dt = obj.dtype
         if dt not in _ELEM_CACHE:

@@ -408,3 +408,15 @@ def test_expr_explain_target_cuda():
     assert "nvptx64-nvidia-cuda" in text and ".visible .entry lazyk_kernel(" in text
     text = (lx.placeholder("x", "N * float32") * 3 + 1).explain(target="cuda")
     assert "st.global.f32" in text
+
+
+def test_array_device_argument_and_to():
+    import lazyk
+    from lazyk.backend import cuda
+    a = lazyk.array([1.0, 2.0])
+    assert a.to("cpu") is a
+    with pytest.raises(DeviceError, match="unknown device"):
+        a.to("tpu")
+    if not cuda.available():
+        with pytest.raises(DeviceError, match="no CUDA driver"):
+            lazyk.array([1.0, 2.0], device="cuda")
