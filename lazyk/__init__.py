@@ -39,3 +39,4 @@ from lazyk.pipeline import CompiledExpr, compile, evaluate  # noqa: F401,E402
 # --- speed: threads, caches (issue 5) ---
 from lazyk.backend.threads import get_num_threads, set_num_threads  # noqa: F401,E402
 # --- gpu (issue 6) ---
+from lazyk.device import DeviceArray  # noqa: F401,E402  (CUDA itself loads lazily)
