@@ -551,10 +551,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default=None, help="path to bench_expr.py")
     p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
                    help="elements for the copy/triad/read reference (default 1e7: main memory)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py, issue 6)")
 
 
 def command(args: argparse.Namespace) -> int:
     """Run, then write results.json, results.md and results.png under --out."""
+    if getattr(args, "device", "cpu") == "cuda":
+        return _command_cuda(args)
     t0 = time.perf_counter()
     res = run(args)
     res["meta"]["wall_seconds"] = time.perf_counter() - t0
@@ -565,6 +569,27 @@ def command(args: argparse.Namespace) -> int:
     drew = chart(res, out / "results.png")
     print(f"wrote {out / 'results.json'}, {out / 'results.md'}" + (f", {out / 'results.png'}" if drew else
           " (no chart: matplotlib missing)") + f" in {res['meta']['wall_seconds']:.0f} s", flush=True)
+    return 0
+
+
+def _command_cuda(args: argparse.Namespace) -> int:
+    """`--device cuda`: benchmarks/bench_cuda.py's rows, as Markdown and JSON under --out."""
+    from lazyk.errors import DeviceError
+
+    suite = Path(args.suite) if args.suite else Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py"
+    spec = importlib.util.spec_from_file_location("lazyk_bench_cuda", suite.with_name("bench_cuda.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        rows = mod.run(args.sizes, args.quick)
+    except DeviceError as err:
+        print(f"lazyk bench --device cuda: {err}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results-cuda.json").write_text(json.dumps(rows, indent=1, default=str))
+    (out / "results-cuda.md").write_text(mod.markdown(rows))
+    print(mod.markdown(rows))
     return 0
 
 

@@ -420,3 +420,12 @@ def test_array_device_argument_and_to():
     if not cuda.available():
         with pytest.raises(DeviceError, match="no CUDA driver"):
             lazyk.array([1.0, 2.0], device="cuda")
+
+
+def test_bench_device_cuda_without_gpu_fails_cleanly(capsys):
+    from lazyk.backend import cuda
+    from lazyk.cli import main
+    if cuda.available():
+        pytest.skip("a GPU is present: the benchmark would run")
+    assert main(["bench", "--device", "cuda", "--quick"]) == 1
+    assert "no CUDA driver" in capsys.readouterr().err
