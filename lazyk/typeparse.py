@@ -160,8 +160,8 @@ class _Build(lark.Transformer):
     def ordered_name(self, c: list) -> Type:
         order, tok = c
         name = _scalar_name(tok)
-        if name is None:
-            raise _Fail(f"byte order {order!s} applies to scalar types, not {tok!s}", tok)
+        if name is None or Scalar(name).kind in "TSV":
+            raise _Fail(f"byte order {order!s} applies to fixed-size scalars, not {tok!s}", tok)
         return Scalar(name, str(order))
 
     def constructor(self, c: list) -> Type:
@@ -444,14 +444,18 @@ _TERMS = sorted(_PARSER.terminals,
 # matched token by token costs ~0.5 us a token. The last `.` catches any other character,
 # so tokens cover the text with no gaps and a stray character reaches _kind as an error;
 # only trailing blanks go unmatched.
-# Blanks and comments (the grammar's %ignore terminals) are skipped inside the regex.
 # The terminals' first characters are disjoint, so alternatives may go in any order:
 # names first, then one class for all one-character literals, then the rest.
 _ONE_CHAR = [t for t in _TERMS if t.pattern.type == "str" and len(t.pattern.value) == 1]
 _OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED),
                  key=lambda t: (t.name != "NAME", t.name != "INT"))
+# NOTE: only blanks go in the skipping prefix: a comment there could give characters back
+# on backtracking (`# done` at the end would leave `e` as a token); in the group it is a
+# token whose kind is '' and the loop skips it.
+_BLANKS = [t.pattern.to_regexp() for t in _TERMS
+           if t.name in _IGNORED and re.fullmatch(t.pattern.to_regexp(), " ")]
 _SPLIT_RE = re.compile(
-    "(?:" + "|".join(t.pattern.to_regexp() for t in _TERMS if t.name in _IGNORED) + ")*("
+    "(?:" + "|".join(_BLANKS) + ")?("
     + "|".join([_OTHERS[0].pattern.to_regexp(),
                 "[" + "".join(re.escape(t.pattern.value) for t in _ONE_CHAR) + "]"]
                + [t.pattern.to_regexp() for t in _OTHERS[1:]]
@@ -519,6 +523,8 @@ def _fast_parse(text: str) -> Type:
 
 def parse(text: str) -> Type:
     """Parse one type string (no cache). Raises TypeParseError with line/column."""
+    if len(text) > MAX_DEPTH:  # only a long text can nest too deep
+        _check_depth(text)
     try:
         return _fast_parse(text)
     except Exception:  # noqa: BLE001 - the slow path below re-parses and reports properly
@@ -530,8 +536,6 @@ def _slow_parse(text: str) -> Type:
     """lark's own parse: slower, but every error carries a token with its position."""
     if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
         raise TypeParseError("empty type", text, 1, 1)
-    if len(text) > MAX_DEPTH:
-        _check_depth(text)
     _BUILD.ellipsis_tokens.clear()
     try:
         return _PARSER.parse(text)
@@ -637,7 +641,7 @@ def _tree(t: Type, indent: str, label: str, out: list[str]) -> None:
     elif isinstance(t, TypeVar):
         head = f"type variable {t.name}"
     elif isinstance(t, Scalar):
-        order = {"=": "native", "|": "", "<": "little-endian", ">": "big-endian"}[t.byteorder]
+        order = {"=": "", "|": "", "<": "little-endian", ">": "big-endian"}[t.byteorder]
         head = f"scalar {t.name}" + (f" ({order})" if order else "")
     else:
         head = str(t)

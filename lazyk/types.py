@@ -15,7 +15,7 @@ from lazyk.errors import NotSupportedError
 
 # NOTE: deeper types would make str()/itemsize recurse past Python's stack; the parser
 # reports the same limit with a position.
-MAX_DEPTH = 256
+MAX_DEPTH = 128
 
 NATIVE = "<" if sys.byteorder == "little" else ">"
 
@@ -108,8 +108,17 @@ class Type:
     def __str__(self) -> str:
         s = self._str
         if s is None:
-            s = self._format()
-            object.__setattr__(self, "_str", s)
+            # Format the parts deepest first so _format never recurses more than one level.
+            pending, order = [self], []
+            while pending:
+                t = pending.pop()
+                if t._str is None:
+                    order.append(t)
+                    pending.extend(t._children())
+            for t in reversed(order):
+                if t._str is None:
+                    object.__setattr__(t, "_str", t._format())
+            s = self._str
         return s
 
     def __repr__(self) -> str:
@@ -766,6 +775,9 @@ class Function(Type):
             if not isinstance(x, Type):
                 raise TypeError(f"argument type must be a lazyk type, got {x!r}")
         names = [n for n, _ in kwargs]
+        for n in names:
+            if not isinstance(n, str) or not _IDENT.match(n):
+                raise ValueError(f"keyword argument name must be an identifier, got {n!r}")
         if len(set(names)) != len(names):
             raise ValueError("duplicate keyword argument name")
         return _intern(cls, (cls, args, kwargs, ret), args=args, kwargs=kwargs, ret=ret)

@@ -1,0 +1,280 @@
+"""Type strings: valid and invalid tables (line, column, caret), round trips, the cache."""
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk import TypeParseError, dshape
+from lazyk import typeparse
+from lazyk.types import (
+    Datetime, EllipsisDim, FixedBytes, FixedDim, FixedString, Function, Option, Pointer,
+    Record, Scalar, SymbolicDim, Timedelta, Tuple, TypeVar, VarDim,
+)
+
+i32, f64 = Scalar("int32"), Scalar("float64")
+OTHER = ">" if sys.byteorder == "little" else "<"
+
+VALID = [
+    ("int32", i32, "int32"),
+    ("  int32  ", i32, "int32"),
+    ("int", i32, "int32"),
+    ("real", f64, "float64"),
+    ("complex", Scalar("complex128"), "complex128"),
+    ("complex[float32]", Scalar("complex64"), "complex64"),
+    ("complex[float64]", Scalar("complex128"), "complex128"),
+    ("3 * int32", FixedDim(3, i32), "3 * int32"),
+    ("0 * int32", FixedDim(0, i32), "0 * int32"),
+    ("3 * var * N * int32", FixedDim(3, VarDim(SymbolicDim("N", i32))), "3 * var * N * int32"),
+    ("... * int32", EllipsisDim(None, i32), "... * int32"),
+    ("Dims... * T", EllipsisDim("Dims", TypeVar("T")), "Dims... * T"),
+    ("3 * Dims... * 2 * T", FixedDim(3, EllipsisDim("Dims", FixedDim(2, TypeVar("T")))),
+     "3 * Dims... * 2 * T"),
+    ("?int32", Option(i32), "?int32"),
+    ("option[int32]", Option(i32), "?int32"),
+    ("??int32", Option(i32), "?int32"),
+    ("?var * int32", Option(VarDim(i32)), "?var * int32"),
+    ("3 * ?int32", FixedDim(3, Option(i32)), "3 * ?int32"),
+    ("?{x: int32}", Option(Record((("x", i32),))), "?{x: int32}"),
+    ("{x: int32, 'a name': float64,}", Record((("x", i32), ("a name", f64))),
+     "{x: int32, 'a name': float64}"),
+    ("{}", Record(()), "{}"),
+    ("{'it\\'s': int8}", Record((("it's", Scalar("int8")),)), "{'it\\'s': int8}"),
+    ("{\"q\\n\": int8}", Record((("q\n", Scalar("int8")),)), "{'q\\n': int8}"),
+    ("{var: int8}", Record((("var", Scalar("int8")),)), "{var: int8}"),
+    ("(int32, float64)", Tuple((i32, f64)), "(int32, float64)"),
+    ("(int32,)", Tuple((i32,)), "(int32,)"),
+    ("()", Tuple(()), "()"),
+    ("(N * float64, N * float64) -> N * float64",
+     Function((SymbolicDim("N", f64),) * 2, (), SymbolicDim("N", f64)),
+     "(N * float64, N * float64) -> N * float64"),
+    ("(N * float64, scale: float64) -> N * float64",
+     Function((SymbolicDim("N", f64),), (("scale", f64),), SymbolicDim("N", f64)),
+     "(N * float64, scale: float64) -> N * float64"),
+    ("() -> int32", Function((), (), i32), "() -> int32"),
+    ("fixed_string[10]", FixedString(10, "utf8"), "fixed_string[10]"),
+    ("fixed_string[10, 'ascii']", FixedString(10, "ascii"), "fixed_string[10, 'ascii']"),
+    ("fixed_string[10, 'utf8']", FixedString(10, "utf8"), "fixed_string[10]"),
+    ("fixed_string[size=2, encoding='utf32']", FixedString(2, "utf32"),
+     "fixed_string[2, 'utf32']"),
+    ("fixed_bytes[8]", FixedBytes(8, 1), "fixed_bytes[8]"),
+    ("fixed_bytes[8, align=4]", FixedBytes(8, 4), "fixed_bytes[8, align=4]"),
+    ("timedelta", Timedelta("us"), "timedelta[unit='us']"),
+    ("timedelta[unit='ns']", Timedelta("ns"), "timedelta[unit='ns']"),
+    ("timedelta['s']", Timedelta("s"), "timedelta[unit='s']"),
+    ("datetime", Scalar("datetime"), "datetime"),
+    ("datetime[unit='ns']", Datetime("ns"), "datetime[unit='ns']"),
+    ("datetime[unit='us']", Scalar("datetime"), "datetime"),
+    ("pointer[3 * int32]", Pointer(FixedDim(3, i32)), "pointer[3 * int32]"),
+    ("<int32" if OTHER == "<" else ">int32", Scalar("int32", OTHER), OTHER + "int32"),
+    ("=int32", i32, "int32"),
+    ("|int32", i32, "int32"),
+    ("|int8", Scalar("int8"), "int8"),
+    (("<" if sys.byteorder == "little" else ">") + "float64", f64, "float64"),
+    ("3 * # three rows\n  var * # ragged\n  int32 # done", FixedDim(3, VarDim(i32)),
+     "3 * var * int32"),
+    ("9223372036854775807 * int8", FixedDim(2**63 - 1, Scalar("int8")),
+     "9223372036854775807 * int8"),
+    ("string", Scalar("string"), "string"),
+    ("bytes", Scalar("bytes"), "bytes"),
+    ("void", Scalar("void"), "void"),
+]
+
+
+@pytest.mark.parametrize("text, expected, canonical", VALID)
+def test_valid(text, expected, canonical):
+    t = dshape(text)
+    assert t is expected
+    assert str(t) == canonical
+    assert dshape(canonical) is t
+    assert repr(t) == f"dshape({canonical!r})"
+
+
+@pytest.mark.parametrize("text, expected, canonical", VALID)
+def test_fast_and_lark_paths_agree(text, expected, canonical):
+    assert typeparse._fast_parse(text) is expected
+    assert typeparse._slow_parse(text) is expected
+
+
+# (text, line, column, words in the message)
+INVALID = [
+    ("int33", 1, 1, "unknown type name int33"),
+    ("int32 * 3", 1, 9, "dimension 3 has no dtype"),
+    ("3 *", 1, 4, "end of input"),
+    ("3 * ", 1, 4, "end of input"),
+    ("(int32", 1, 7, "end of input"),
+    ("int32)", 1, 6, "unexpected ')'"),
+    ("{x: int32", 1, 10, "end of input"),
+    ("3 * {x: int32]", 1, 14, "unexpected ']'"),
+    ("fixed_string[0]", 1, 14, "at least 1"),
+    ("fixed_bytes[0]", 1, 13, "at least 1"),
+    ("fixed_bytes[6, align=4]", 1, 22, "multiple of alignment"),
+    ("fixed_bytes[8, align=3]", 1, 22, "power of two"),
+    ("fixed_string[4, 'utf7']", 1, 17, "encoding"),
+    ("{a: int32, a: int8}", 1, 12, "duplicate field name 'a'"),
+    ("... * ... * int32", 1, 7, "two ellipses"),
+    ("Dims... * 3 * ... * int32", 1, 15, "two ellipses"),
+    ("int32 x", 1, 7, "unexpected 'x'"),
+    ("", 1, 1, "empty type"),
+    ("   \n  ", 1, 1, "empty type"),
+    ("# just a comment", 1, 1, "empty type"),
+    ("007 * int32", 1, 1, "leading zeros"),
+    ("fixed_string[01]", 1, 14, "leading zeros"),
+    ("9223372036854775808 * int32", 1, 1, "overflows int64"),
+    ("categorical[1, 2]", 1, 1, "not supported yet"),
+    ("categorical", 1, 1, "not supported yet"),
+    ("3 * int32 $", 1, 11, "unexpected character '$'"),
+    ("3 *\n  int32 *\n 4", 3, 2, "dimension 4 has no dtype"),
+    ("{x: int32,\n y: flot64}", 2, 5, "unknown type name flot64"),
+    ("(a: int32)", 1, 2, "keyword fields belong in function signatures"),
+    ("int32 -> int32", 1, 7, "unexpected '->'"),
+    ("var", 1, 1, "var is a dimension"),
+    ("x * int32", 1, 1, "not a dimension"),
+    ("dims... * int32", 1, 1, "capitalised"),
+    ("<{x: int32}", 1, 2, "unexpected '{'"),
+    ("<string", 1, 2, "byte order"),
+    ("int32[3]", 1, 1, "takes no arguments"),
+    ("foo[3]", 1, 1, "unknown type constructor foo"),
+    ("pointer[3]", 1, 9, "must be a type"),
+    ("complex[int32]", 1, 1, "float32 or float64"),
+    ("fixed_string[3, size=4]", 1, 17, "given twice"),
+    ("fixed_string[3, bogus=4]", 1, 17, "no argument 'bogus'"),
+    ("?... * int32", 1, 1, "ellipsis cannot be optional"),
+    ("{'a\\q': int8}", 1, 2, "bad escape"),
+    ("timedelta[unit='years']", 1, 16, "unit must be one of"),
+    ("(,)", 1, 2, "unexpected ','"),
+    ("{,}", 1, 2, "unexpected ','"),
+    ("fixed_string", 1, 1, "needs arguments"),
+    ("(x: int32, int32) -> int32", 1, 19, "positional argument after a keyword"),
+]
+
+
+@pytest.mark.parametrize("text, line, column, words", INVALID)
+def test_invalid(text, line, column, words):
+    typeparse.clear_cache()
+    with pytest.raises(TypeParseError) as info:
+        dshape(text)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert (err.line, err.column) == (line, column), str(err)
+    assert words in str(err)
+    # The message shows the offending line and a caret under the column.
+    lines = str(err).splitlines()
+    src = (text.splitlines() or [""])[line - 1]
+    assert lines[1] == "  " + src
+    assert lines[2] == "  " + " " * (column - 1) + "^"
+
+
+@pytest.mark.parametrize("opener", ["(", "[", "{a: ", "?", "3 * ", "pointer[", "() -> "])
+def test_deep_nesting_is_a_clean_error(opener):
+    text = opener * 10_000 + "int32"
+    with pytest.raises(TypeParseError) as info:
+        dshape(text)
+    assert "nested deeper than" in str(info.value)
+    assert info.value.line == 1
+
+
+def test_nesting_just_under_the_limit_parses():
+    n = lazyk.types.MAX_DEPTH - 1
+    t = dshape("3 * " * n + "int32")
+    assert t.ndim == n and t.shape == (3,) * n
+    assert dshape(str(t)) is t
+
+
+def test_parse_cache_and_numpy_and_type_inputs():
+    import numpy as np
+
+    typeparse.clear_cache()
+    a = dshape("3 * int32")
+    assert dshape("3 * int32") is a
+    assert dshape(a) is a
+    assert dshape(np.dtype("float64")) is f64
+    assert dshape(np.float32) is Scalar("float32")
+    assert lazyk.dshape is dshape
+
+
+def test_describe():
+    out = typeparse.describe("3 * var * {x: int32, y: ?float64}")
+    lines = out.splitlines()
+    assert lines[0] == "3 * var * {x: int32, y: ?float64}"
+    assert lines[1] == "  fixed dimension, size 3"
+    assert lines[2] == "    var dimension"
+    assert "itemsize: 48  alignment: 8  ndim: 2" in lines[-1]
+    assert "symbolic" in typeparse.describe("N * T").splitlines()[-1]
+    with pytest.raises(TypeParseError):
+        typeparse.describe("int33")
+
+
+def test_cli_parse(capsys):
+    from lazyk.cli import main
+
+    assert main(["parse", "2 * int16"]) == 0
+    assert "itemsize: 4  alignment: 2  ndim: 1" in capsys.readouterr().out
+    assert main(["parse", "int32 * 3"]) == 1
+    err = capsys.readouterr().err
+    assert "line 1, column 9" in err and "^" in err
+
+
+# ---------------------------------------------------------------- round trips
+_NAMES = st.sampled_from(["x", "y", "a name", "it's", "tab\there", "var", "int32", "é", "_1"])
+_UPPER = st.sampled_from(["N", "M", "T", "Dims", "X1"])
+_SCALARS = st.builds(Scalar, st.sampled_from(lazyk.types.SCALAR_NAMES),
+                     st.sampled_from(["=", "<", ">", "|"]))
+_LEAVES = st.one_of(
+    _SCALARS,
+    st.builds(TypeVar, _UPPER),
+    st.builds(FixedString, st.integers(1, 100), st.sampled_from(["utf8", "ascii", "utf16",
+                                                                  "utf32"])),
+    st.builds(lambda n, a: FixedBytes(n * a, a), st.integers(1, 9),
+              st.sampled_from([1, 2, 4, 8, 16])),
+    st.builds(Timedelta, st.sampled_from(["s", "ms", "us", "ns"])),
+    st.builds(Datetime, st.sampled_from(["s", "us", "ns"])),
+)
+
+
+def _ellipsis(name, elem):
+    try:
+        return EllipsisDim(name, elem)
+    except ValueError:  # a second ellipsis in one list
+        return elem
+
+
+def _option(elem):
+    return elem if isinstance(elem, EllipsisDim) else Option(elem)
+
+
+def _record(fields):
+    seen = {}
+    for n, t in fields:
+        seen.setdefault(n, t)
+    return Record(tuple(seen.items()))
+
+
+def _extend(children):
+    return st.one_of(
+        st.builds(FixedDim, st.integers(0, 2**63 - 1), children),
+        st.builds(VarDim, children),
+        st.builds(SymbolicDim, _UPPER, children),
+        st.builds(_ellipsis, st.one_of(st.none(), _UPPER), children),
+        st.builds(_option, children),
+        st.builds(Pointer, children),
+        st.builds(_record, st.lists(st.tuples(_NAMES, children), max_size=4)),
+        st.builds(lambda ts: Tuple(tuple(ts)), st.lists(children, max_size=4)),
+    )
+
+
+TYPES = st.recursive(_LEAVES, _extend, max_leaves=8)
+SIGNATURES = st.builds(
+    lambda args, kw, ret: Function(tuple(args), tuple({n: t for n, t in kw}.items()), ret),
+    st.lists(TYPES, max_size=3), st.lists(st.tuples(st.sampled_from(["x", "scale", "_k"]), TYPES),
+                                          max_size=2), TYPES)
+
+
+@given(st.one_of(TYPES, SIGNATURES))
+def test_round_trip(t):
+    text = str(t)
+    assert typeparse.parse(text) is t
+    assert typeparse._slow_parse(text) is t
+    assert dshape(text) is t
+    assert eval(repr(t), {"dshape": dshape}) is t
