@@ -508,6 +508,8 @@ def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
 
 # ---------------------------------------------------------------- constructors
 builtins_type = type
+_PYTHON_DATA = (list, tuple, dict, str, bytes, bool, int, float, complex, builtins_type(None),
+                np.generic)
 
 
 def _as_type(type: Any) -> T.Type:
@@ -546,10 +548,17 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         if type is None or _as_type(type) == obj.type:
             return obj
         return array(obj.to_list(), type)
-    if type is None and not isinstance(obj, (list, tuple, dict, str, bytes)) and \
-            hasattr(obj, "__buffer__") or (type is None and isinstance(obj, (memoryview,
-                                                                               bytearray))):
-        return array(np.asarray(obj))
+    if isinstance(obj, np.ma.MaskedArray):
+        obj = obj.tolist()  # masked entries become None, so they land in an option mask
+    elif type is None and isinstance(obj, np.ndarray):
+        return array(obj.view(np.ndarray))
+    elif type is None and not isinstance(obj, _PYTHON_DATA):
+        try:
+            memoryview(obj)
+        except TypeError:
+            pass
+        else:  # any buffer-protocol object: a zero-copy view that keeps `obj` alive
+            return array(np.asarray(obj))
     t = _as_type(type) if type is not None else infer_type(obj)
     if isinstance(obj, np.ndarray):
         if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:

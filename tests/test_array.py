@@ -207,3 +207,16 @@ def test_properties():
     assert not a.readonly
     s = lazyk.array(3)
     assert s.shape == () and int(s) == 3 and float(s) == 3.0
+
+
+def test_other_buffer_objects_and_masked_arrays():
+    import array as pyarray
+
+    buf = pyarray.array("i", [1, 2, 3])
+    a = lazyk.array(buf)
+    assert str(a.type) == "3 * int32"
+    a[0] = 7
+    assert buf[0] == 7  # zero-copy through the buffer protocol
+    m = np.ma.masked_array([1.5, 2.5, 3.5], mask=[0, 1, 0])
+    b = lazyk.array(m)
+    assert str(b.type) == "3 * ?float64" and b.to_list() == [1.5, None, 3.5]
