@@ -658,6 +658,8 @@ class Tuple(Type):
     __slots__ = ("types",)
 
     def __new__(cls, types: tuple[Type, ...]) -> Tuple:
+        if type(types) is not tuple:
+            types = tuple(types)
         t = _INTERN.get((cls, types))
         if t is not None:
             return t
@@ -702,6 +704,8 @@ class Record(Type):
     __slots__ = ("fields", "_index")
 
     def __new__(cls, fields: tuple[tuple[str, Type], ...]) -> Record:
+        if type(fields) is not tuple or any(type(f) is not tuple for f in fields):
+            fields = tuple((n, x) for n, x in fields)
         t = _INTERN.get((cls, fields))
         if t is not None:
             return t
@@ -765,10 +769,10 @@ class Function(Type):
 
     def __new__(cls, args: tuple[Type, ...], kwargs: tuple[tuple[str, Type], ...] = (),
                 ret: Type | None = None) -> Function:
+        args, kwargs = tuple(args), tuple((n, x) for n, x in kwargs)
         t = _INTERN.get((cls, args, kwargs, ret))
         if t is not None:
             return t
-        args, kwargs = tuple(args), tuple((n, x) for n, x in kwargs)
         if not isinstance(ret, Type):
             raise TypeError(f"return type must be a lazyk type, got {ret!r}")
         for x in args + tuple(x for _, x in kwargs):
