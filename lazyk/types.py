@@ -198,9 +198,10 @@ class FixedDim(Dim):
     __slots__ = ("size", "elem")
 
     def __new__(cls, size: int, elem: Type) -> FixedDim:
-        t = _INTERN.get((cls, size, elem))
-        if t is not None:
-            return t
+        if size.__class__ is int:  # (True == 1 would otherwise find FixedDim(1, ...))
+            t = _INTERN.get((cls, size, elem))
+            if t is not None:
+                return t
         size = _check_size(size, "dimension size")
         _check_type(elem, "element")
         return _intern(cls, (cls, size, elem), size=size, elem=elem)
