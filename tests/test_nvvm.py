@@ -455,6 +455,7 @@ class FakeDriver:
         self.arena = np.zeros(1 << 22, np.uint8)
         self.base = self.arena.ctypes.data
         self.top, self.live, self.launches, self.partials = 256, set(), [], {}
+        self.unloaded = []
 
     def ok(self, *values):
         return (0, *values)
@@ -511,6 +512,10 @@ class FakeDriver:
     def cuModuleLoadData(self, image):
         assert image.endswith(b"\0") and b".entry" in image
         return self.ok(("module", len(self.launches), id(image)))
+
+    def cuModuleUnload(self, module):
+        self.unloaded.append(module)
+        return self.ok()
 
     def cuModuleGetFunction(self, module, name):
         return self.ok((module, name.decode()))
@@ -669,3 +674,14 @@ def test_emulated_reduction_dtypes(fake_driver, dtype, op):
         got = getattr(lx, op)(d, axis=axis).eval().to("cpu")
         want = getattr(np, op)(a, axis=axis)
         assert got.dtype == want.dtype and np.array_equal(got, want), (axis, got, want)
+
+
+def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
+    import lazyk.expr as lx
+    from lazyk.backend import cuda
+    from lazyk.device import DeviceArray
+    monkeypatch.setattr(cuda, "CACHE_SIZE", 1)
+    d = lx.as_expr(DeviceArray.from_numpy(np.ones(10)))
+    (d + 1.0).eval()
+    (d * 3.0).eval()
+    assert len(cuda._cache) == 1 and len(fake_driver.unloaded) == 1

@@ -295,6 +295,9 @@ def check_aligned(spec, out: int, layout) -> None:
                         f"strides {layout.strides[0]})")
 
 
+# Bounded like the CPU cache; an evicted module is unloaded (its kernels are not in flight:
+# every launch path synchronizes or is followed by a synchronize before results are read).
+CACHE_SIZE = 256
 _cache: dict[tuple, CompiledKernel] = {}
 _cache_lock = threading.Lock()
 
@@ -306,11 +309,17 @@ def kernel(spec, layout, device: Device | None = None) -> CompiledKernel:
     lc = nvvm.LayoutClass.of(layout, spec)
     key = (device.ordinal, spec, lc)
     with _cache_lock:
-        k = _cache.get(key)
-    if k is None:
-        k = CompiledKernel(spec, lc, device)
-        with _cache_lock:
-            k = _cache.setdefault(key, k)
+        k = _cache.pop(key, None)
+        if k is not None:
+            _cache[key] = k  # most recently used last
+            return k
+    k = CompiledKernel(spec, lc, device)
+    with _cache_lock:
+        k = _cache.setdefault(key, k)
+        while len(_cache) > CACHE_SIZE:
+            old = _cache.pop(next(iter(_cache)))
+            synchronize()
+            old.module.close()
     return k
 
 
