@@ -420,14 +420,12 @@ def imag(x: Any) -> Expr:
     """Lazy imaginary part (zeros for real dtypes)."""
     e = as_expr(x)
     if e.dtype.kind != "c":
-        return multiply(e, _zero(e.dtype))
+        # where(True, 0, x): zeros in x's dtype and shape (x * 0 would keep NaN and -0.0)
+        zero = Node("const", e.dtype, (), (), np.zeros((), e.dtype).item())
+        true = Node("const", np.dtype(bool), (), (), True)
+        return Expr(Node("where", e.dtype, e.shape, (true, zero, e.node)), e.env)
     dt = np.dtype(np.float32 if e.dtype == np.complex64 else np.float64)
     return Expr(Node("imag", dt, e.shape, (e.node,)), e.env)
-
-
-def _zero(dtype: np.dtype) -> np.generic:
-    """A strong zero scalar of `dtype` (keeps imag(x) in x's dtype)."""
-    return np.zeros((), dtype)[()]
 
 
 # --- reductions -----------------------------------------------------------------------------

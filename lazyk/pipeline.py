@@ -185,7 +185,9 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         return out
     views = [np.broadcast_to(a, shape) for a in arrays]
     out_it = _iteration_view(out, shape, axes, step.keepdims)
-    out[...] = _identity(step.spec.reduce, step.dtype)
+    from lazyk import ops
+
+    out[...] = ops.get(step.spec.reduce).identity(step.dtype)
     _execute(spec, views, out_it, axes)
     if step.mean:
         count = int(np.prod([shape[d] for d in axes]))
@@ -305,6 +307,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
 
         if out is not None:
             raise NotSupportedError("out= for GPU expressions is not supported on the GPU yet")
+
         return run_on_device(plan(e.node), data)
     if out is None:
         return run_program(plan(e.node), data)
