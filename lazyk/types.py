@@ -705,12 +705,16 @@ class Record(Type):
     __slots__ = ("fields", "_index")
 
     def __new__(cls, fields: tuple[tuple[str, Type], ...]) -> Record:
-        if type(fields) is not tuple or any(type(f) is not tuple for f in fields):
-            fields = tuple((n, x) for n, x in fields)
-        t = _INTERN.get((cls, fields))
+        try:
+            t = _INTERN.get((cls, fields))
+        except TypeError:  # lists inside: normalise below
+            t = None
         if t is not None:
             return t
         fields = tuple((n, x) for n, x in fields)
+        t = _INTERN.get((cls, fields))
+        if t is not None:
+            return t
         for n, x in fields:
             if not isinstance(n, str):
                 raise TypeError(f"field name must be a str, got {n!r}")
