@@ -261,3 +261,135 @@ def run_program(prog, data: dict) -> DeviceArray:
                                      for r in step.inputs]))
     cuda.synchronize()
     return temps[-1]
+
+
+# ---- DLPack (zero-copy exchange with PyTorch, CuPy, JAX) ---------------------------------
+# Legacy unversioned DLManagedTensor in a "dltensor" capsule: what every consumer accepts.
+import ctypes  # noqa: E402
+
+_KDL_CUDA = 2
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+_DL_KINDS = {v: k for k, v in _DL_CODES.items()}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", _DELETER)]
+# NOTE: the destructor gets the dying capsule as a raw pointer; wrapping it in a py_object
+# would resurrect it mid-deallocation (a segfault), so it is read through raw-pointer calls.
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_NAME, _USED = b"dltensor", b"used_dltensor"
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+# Exported tensors by address: keeps struct, shape/strides and the array alive until the
+# consumer (or the capsule, if never consumed) calls the deleter.
+_exported: dict[int, tuple] = {}
+
+
+@_DELETER
+def _dl_deleter(managed):
+    _exported.pop(ctypes.addressof(managed.contents), None)
+
+
+@_CAPSULE_DESTRUCTOR
+def _capsule_destructor(capsule):
+    # NOTE: a consumed capsule was renamed "used_dltensor" and its consumer owns the deleter.
+    if _raw_is_valid(capsule, _NAME):
+        _exported.pop(_raw_get_pointer(capsule, _NAME), None)
+
+
+def to_dlpack(arr: DeviceArray):
+    """A DLPack capsule viewing arr's device memory (strides in elements, as DLPack wants)."""
+    dt = arr.dtype
+    if not dt.isnative or dt.kind not in _DL_CODES:
+        raise DeviceError(f"{dt} has no DLPack type")
+    if any(st % dt.itemsize for st in arr.strides):
+        raise DeviceError("strides that are not a multiple of the itemsize have no DLPack form")
+    shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    strides = (ctypes.c_int64 * max(arr.ndim, 1))(*(st // dt.itemsize for st in arr.strides))
+    managed = _DLManagedTensor()
+    t = managed.dl_tensor
+    t.data, t.ndim, t.byte_offset = arr.ptr, arr.ndim, 0
+    t.device = _DLDevice(_KDL_CUDA, _ordinal(arr.device))
+    t.dtype = _DLDataType(_DL_CODES[dt.kind], 8 * dt.itemsize, 1)
+    t.shape, t.strides = shape, strides
+    managed.deleter = _dl_deleter
+    addr = ctypes.addressof(managed)
+    _exported[addr] = (managed, shape, strides, arr)
+    return _api.PyCapsule_New(addr, _NAME, _capsule_destructor)
+
+
+class _DLOwner:
+    """Keeps an imported DLPack tensor alive; calls its producer's deleter on close()."""
+
+    def __init__(self, managed, capsule):
+        self.managed, self.capsule = managed, capsule
+
+    def close(self) -> None:
+        if self.managed is not None:
+            if self.managed.contents.deleter:
+                self.managed.contents.deleter(self.managed)
+            self.managed = self.capsule = None
+
+    def __del__(self):
+        self.close()
+
+
+def from_dlpack(obj) -> DeviceArray:
+    """Zero-copy DeviceArray of a CUDA DLPack producer (object with __dlpack__, or a capsule)."""
+    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    if not _api.PyCapsule_IsValid(capsule, _NAME):
+        raise DeviceError("not an unconsumed 'dltensor' DLPack capsule")
+    managed = ctypes.cast(_api.PyCapsule_GetPointer(capsule, _NAME),
+                          ctypes.POINTER(_DLManagedTensor))
+    t = managed.contents.dl_tensor
+    if t.device.device_type != _KDL_CUDA:
+        raise DeviceError(f"DLPack tensor on device type {t.device.device_type}, not CUDA (2)")
+    if t.dtype.lanes != 1 or t.dtype.code not in _DL_KINDS:
+        raise DeviceError(f"DLPack dtype code {t.dtype.code} x{t.dtype.lanes} not supported")
+    kind = _DL_KINDS[t.dtype.code]
+    dt = np.dtype("?" if kind == "b" else f"{kind}{t.dtype.bits // 8}")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = (tuple(t.strides[i] * dt.itemsize for i in range(t.ndim)) if t.strides
+               else None)
+    _api.PyCapsule_SetName(capsule, _USED)
+    return DeviceArray(shape, dt, (t.data or 0) + t.byte_offset, strides,
+                       device=f"cuda:{t.device.device_id}", owner=_DLOwner(managed, capsule))
+
+
+def _dlpack(self, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export; the data is ready once lazyk's launches returned (they synchronize)."""
+    return to_dlpack(self)
+
+
+DeviceArray.__dlpack__ = _dlpack
+DeviceArray.__dlpack_device__ = lambda self: (_KDL_CUDA, _ordinal(self.device))
+DeviceArray.from_dlpack = staticmethod(from_dlpack)

@@ -685,3 +685,24 @@ def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
     (d + 1.0).eval()
     (d * 3.0).eval()
     assert len(cuda._cache) == 1 and len(fake_driver.unloaded) == 1
+
+
+def test_dlpack_export_import_round_trip():
+    from lazyk import device
+    src = device.DeviceArray((2, 3), np.float32, 0xDEAD0000, (4, 8), device="cuda:1")
+    assert src.__dlpack_device__() == (2, 1)
+    capsule = src.__dlpack__()
+    assert len(device._exported) >= 1
+    view = device.from_dlpack(capsule)
+    assert (view.ptr, view.shape, view.strides, view.dtype, view.device) == \
+        (0xDEAD0000, (2, 3), (4, 8), np.float32, "cuda:1")
+    with pytest.raises(DeviceError, match="unconsumed"):
+        device.from_dlpack(capsule)
+    before = len(device._exported)
+    view.close()  # the consumer calls the producer's deleter exactly once
+    assert len(device._exported) == before - 1
+    del capsule
+    unconsumed = src.__dlpack__()
+    n = len(device._exported)
+    del unconsumed  # never consumed: the capsule destructor releases it
+    assert len(device._exported) == n - 1
