@@ -38,6 +38,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from lazyk.explain import command
+
+    return command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lazyk", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="time E1-E10 against NumPy, numexpr, Numba; JSON/Markdown/PNG")
     bench_arguments(p)
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("explain", help="graph after each pass, kernel spec, layout, LLVM IR, asm")
+    p.add_argument("expr", metavar="EXPR")
+    p.add_argument("--type", action="append", default=[], metavar="NAME=TYPE",
+                   help="a placeholder's type, e.g. a='N * float64' (repeatable)")
+    p.add_argument("--no-ir", action="store_true", help="leave out the LLVM IR")
+    p.add_argument("--no-asm", action="store_true", help="leave out the assembly")
+    p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("cache", help="the on-disk kernel cache: `info` or `clear`")
     p.add_argument("action", choices=("info", "clear"))

@@ -124,7 +124,13 @@ def _execute(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
     reduced = tuple(d in (axes or ()) for d in range(out_it.ndim))
     layout = simplify_dims(out_it.shape, (out_it.strides,) + tuple(a.strides for a in arrays),
                            reduced)
+    if _recorders:
+        _recorders[-1].append((spec, layout))
     backend(spec, layout, out_it, arrays)
+
+
+# explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
+_recorders: list[list] = []
 
 
 _backend_fn: list = []

@@ -1,0 +1,151 @@
+"""`expr.explain()`: graph before/after each pass, kernel specs, layouts, kernel data, IR, asm."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk.graph import type_text
+
+SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
+
+
+def format_spec(spec) -> str:
+    """A KernelSpec as SSA text: `%2 = add(%0, %1) : float64`."""
+    lines = [f"inputs:  {', '.join(np.dtype(d).str for d in spec.inputs) or '-'}",
+             f"aligned: {', '.join(str(a) for a in spec.aligned) or '-'}"]
+    for i, ins in enumerate(spec.body):
+        if ins.op == "load":
+            text = f"load in{ins.attr}"
+        elif ins.op == "const":
+            text = f"const {ins.attr!r}"
+        else:
+            text = f"{ins.op}({', '.join(f'%{a}' for a in ins.args)})"
+        lines.append(f"  %{i} = {text} : {np.dtype(ins.dtype).name}")
+    outs = ", ".join(f"%{i} -> {np.dtype(d).str}" for i, d in spec.outputs)
+    lines.append(f"outputs: {outs}" + (f"   reduce: {spec.reduce}" if spec.reduce else ""))
+    return "\n".join(lines)
+
+
+def format_layout(layout) -> str:
+    """The simplified loop nest: shape, per-operand strides (output first), offsets."""
+    names = ["out"] + [f"in{k}" for k in range(len(layout.strides) - 1)]
+    lines = [f"shape {layout.shape} (ndim {layout.ndim}), reduced {layout.reduced}"]
+    for name, st, off in zip(names, layout.strides, layout.offsets):
+        lines.append(f"  {name:>4}: strides {st}, offset {off}")
+    return "\n".join(lines)
+
+
+def format_kernel_data(layout) -> str:
+    """Kernel data bytes (Contract 4 plus the codegen's int64 fields) for this layout."""
+    nd = layout.ndim
+    rows = [(0, "function", "void *"), (8, "destructor", "void (*)(ckernel_prefix *)"),
+            (16, "ndim", f"int64 = {nd}")]
+    for d in range(nd):
+        rows.append((24 + 8 * d, f"shape[{d}]", f"int64 = {layout.shape[d]}"))
+    off = 24 + 8 * nd
+    names = ["out"] + [f"in{k}" for k in range(len(layout.strides) - 1)]
+    for name, st in zip(names, layout.strides):
+        for d in range(nd):
+            rows.append((off, f"{name}_stride[{d}]", f"int64 = {st[d]}"))
+            off += 8
+    return "\n".join(f"  {o:4d}  {n:<16} {t}" for o, n, t in rows) + f"\n  ({off} bytes)"
+
+
+def _sample_data(expr) -> dict:
+    from lazyk.expr import Placeholder, leaf_data
+
+    data = {}
+    for name, value in expr.env.items():
+        v = leaf_data(value)
+        if isinstance(v, Placeholder):
+            shape = tuple(SYMBOL_SIZE if isinstance(d, str) else d for d in v.shape)
+            v = np.ones(shape, v.dtype)
+        data[name] = v
+    return data
+
+
+def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
+    """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
+    from lazyk import pipeline
+    from lazyk.expr import as_expr
+    from lazyk.passes.fuse import fuse_elementwise
+
+    e = as_expr(expr)
+    out = [f"== expression: {type_text(e.shape, e.dtype)}"]
+    trace: list = []
+    root = pipeline.run_passes(e.node, check=True, trace=trace)
+    for name, text in trace:
+        out.append(f"== graph {'as built' if name == 'input' else 'after ' + name}\n{text}")
+    prog = fuse_elementwise(root)
+    out.append(f"== {pipeline.FUSE[0]}: {len(prog.steps)} kernel(s)")
+    record: list = []
+    pipeline._recorders.append(record)
+    try:
+        with np.errstate(all="ignore"):
+            pipeline.run_program(prog, _sample_data(e))
+    finally:
+        pipeline._recorders.pop()
+    for k, step in enumerate(prog.steps):
+        src = ", ".join(f"in{j} = {r}" if isinstance(r, str) else f"in{j} = kernel {r + 1}"
+                        for j, r in enumerate(step.inputs))
+        out.append(f"== kernel {k + 1}: {src or 'no inputs'}"
+                   + (f"; reduces axes {list(step.axes)}" if step.axes is not None else ""))
+        out.append(format_spec(step.spec))
+    for k, (spec, layout) in enumerate(record):
+        out.append(f"== launch {k + 1}: layout after passes.dims\n{format_layout(layout)}")
+        out.append(f"== launch {k + 1}: kernel data\n{format_kernel_data(layout)}")
+        out.extend(_codegen(spec, layout, ir, asm))
+    return "\n".join(out)
+
+
+def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
+    try:
+        from lazyk import kernel
+        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+    except (ImportError, AttributeError) as err:
+        return [f"== (no kernel backend: {err})"]
+    text = [f"== layout class {kernel.layout_class(spec, layout)}"]
+    if ir:
+        text.append(f"== LLVM IR (optimized)\n{compiled.llvm_ir}")
+    if asm:
+        text.append(f"== assembly\n{compiled.asm}")
+    return text
+
+
+def build_from_text(text: str, types: dict[str, str]):
+    """An Expr from expression text over typed placeholders (the string front end if present)."""
+    import lazyk
+    from lazyk.expr import placeholder
+
+    names = {n: placeholder(n, t) for n, t in types.items()}
+    try:
+        from lazyk.exprparse import parse_expression  # type: ignore[attr-defined]
+    except ImportError:
+        parse_expression = None
+    if parse_expression is not None:
+        return parse_expression(text, names)
+    # NOTE: fallback for a developer tool: Python syntax, no builtins, lazyk names only.
+    scope = {k: getattr(lazyk, k) for k in dir(lazyk) if not k.startswith("_")}
+    scope.update(names)
+    return eval(compile(text, "<explain>", "eval"), {"__builtins__": {}}, scope)  # noqa: S307
+
+
+def command(args: Any) -> int:
+    """`lazyk explain "EXPR" --type a='N * float64'`: print explain() of the expression."""
+    import sys
+
+    types = {}
+    for item in args.type:
+        name, sep, t = item.partition("=")
+        if not sep:
+            print(f"error: --type wants NAME=TYPE, got {item!r}", file=sys.stderr)
+            return 2
+        types[name.strip()] = t.strip().strip("'\"")
+    try:
+        e = build_from_text(args.expr, types)
+        print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
+    except (TypeError, ValueError, NameError, SyntaxError) as err:
+        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
