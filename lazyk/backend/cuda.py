@@ -281,6 +281,10 @@ class CompiledKernel:
         if self.spec.reduce is not None:
             kept = int(np.prod([n for n, r in zip(layout.shape, layout.reduced) if not r]))
         grid, block = self.device.launch_config(kept)
+        if self.lc.block_per_output:
+            # One block of REDUCE_BLOCK threads per output (the tree assumes that size).
+            grid = max(1, min(kept, self.device.sm_count * BLOCKS_PER_SM))
+            block = nvvm.REDUCE_BLOCK
         launch(self.module.function(nvvm.ENTRY), grid, block,
                [self.kd.pack(out, srcs, 0, layout)], stream)
 

@@ -105,6 +105,14 @@ class LayoutClass:
         """Some dims reduced, some kept: one thread per output walks its reduced dims."""
         return any(self.reduced) and not all(self.reduced)
 
+    @property
+    def block_per_output(self) -> bool:
+        """Partial reduction over the innermost dim: a block per output keeps loads coalesced.
+
+        With a kept innermost dim, neighbouring threads own neighbouring outputs instead.
+        """
+        return self.partial_reduction and self.reduced[-1]
+
 
 @dataclass(frozen=True)
 class KernelData:
@@ -231,10 +239,17 @@ class _Emitter:
         self.kernels.append(fn)
         return fn
 
-    def grid_stride(self, b, fn, total: ir.Value, body) -> None:
-        """for (i = blockIdx*blockDim + tid; i < total; i += gridDim*blockDim) body(b, i)."""
-        start = b.add(b.mul(self.sreg(b, "ctaid.x"), self.sreg(b, "ntid.x")), self.sreg(b, "tid.x"))
-        step = b.mul(self.sreg(b, "nctaid.x"), self.sreg(b, "ntid.x"))
+    def grid_stride(self, b, fn, total: ir.Value, body, per_block: bool = False) -> None:
+        """for (i = blockIdx*blockDim + tid; i < total; i += gridDim*blockDim) body(b, i).
+
+        `per_block`: i = blockIdx, step gridDim (uniform in a block, so barriers are legal).
+        """
+        if per_block:
+            start, step = self.sreg(b, "ctaid.x"), self.sreg(b, "nctaid.x")
+        else:
+            start = b.add(b.mul(self.sreg(b, "ctaid.x"), self.sreg(b, "ntid.x")),
+                          self.sreg(b, "tid.x"))
+            step = b.mul(self.sreg(b, "nctaid.x"), self.sreg(b, "ntid.x"))
         head, loop, done = (fn.append_basic_block(n) for n in ("head", "loop", "done"))
         entry = b.block
         b.branch(head)
@@ -391,7 +406,21 @@ class _Emitter:
                                   lambda b, acc, j: self.accumulate(b, kd, acc, j, red, base))
             self.store(b, kd, base[0], acc)
 
-        self.grid_stride(b, fn, nkept, per_output)
+        if not self.lc.block_per_output:
+            self.grid_stride(b, fn, nkept, per_output)
+            b.ret_void()
+            return
+
+        def per_block(b, o):
+            base = self.offsets(b, kd, o, kept)
+            acc = self.local_loop(b, fn, self.sreg(b, "tid.x"), nred, self.sreg(b, "ntid.x"),
+                                  ident,
+                                  lambda b, acc, j: self.accumulate(b, kd, acc, j, red, base))
+            tid, total = self.block_tree(b, fn, acc)
+            self.if_thread0(b, fn, tid, lambda b: self.store(b, kd, base[0], total))
+            self.barrier(b)  # slot 0 is read before the next output reuses shared memory
+
+        self.grid_stride(b, fn, nkept, per_block, per_block=True)
         b.ret_void()
 
     def build(self) -> ir.Module:

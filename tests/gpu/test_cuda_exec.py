@@ -117,6 +117,12 @@ def test_partial_reduction_rows():
     np.testing.assert_allclose(got[:, 0], (a + a).sum(axis=1), rtol=1e-12)
 
 
+def test_partial_reduction_columns():
+    a = RNG.standard_normal((300, 70))
+    got = run(binary("add", "f8", reduce="max"), (300, 70), [a, a], reduced=(True, False))
+    np.testing.assert_array_equal(got[0], (a + a).max(axis=0))
+
+
 def test_device_array_round_trip_and_interface():
     x = np.arange(12.0).reshape(3, 4)
     d = DeviceArray.from_numpy(x)
