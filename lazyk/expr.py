@@ -104,10 +104,11 @@ class Expr(Operators):
         return evaluate(self)
 
     def to_numpy(self) -> np.ndarray:
-        """Compute into a new NumPy array."""
+        """Compute into a new NumPy array (GPU results are copied to the host, issue 6)."""
         from lazyk.pipeline import evaluate
 
-        return evaluate(self)
+        out = evaluate(self)
+        return out if isinstance(out, np.ndarray) else out.to("cpu")
 
     def __array__(self, dtype=None, copy=None):
         out = self.to_numpy()

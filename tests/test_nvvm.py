@@ -709,3 +709,13 @@ def test_dlpack_export_import_round_trip():
     n = len(device._exported)
     del unconsumed  # never consumed: the capsule destructor releases it
     assert len(device._exported) == n - 1
+
+
+def test_emulated_to_numpy_and_array_protocol(fake_driver):
+    import lazyk.expr as lx
+    from lazyk.device import DeviceArray
+    x = np.arange(6.0)
+    e = lx.as_expr(DeviceArray.from_numpy(x)) * 2.0
+    assert isinstance(e.eval(), DeviceArray)
+    np.testing.assert_array_equal(e.to_numpy(), x * 2.0)
+    np.testing.assert_array_equal(np.asarray(e), x * 2.0)
