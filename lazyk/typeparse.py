@@ -494,7 +494,9 @@ def _fast_parse(text: str) -> Type:
         act = rows[state][kind]
         while act.__class__ is not int:  # reduce until the token can be shifted
             size, name, callback = act
-            if callback is None:  # a `?rule` passing its one child through
+            if size == 1:  # replace the top in place (a `?rule` passes its child on)
+                if callback is not None:
+                    values[-1] = callback([values[-1]])
                 state = states[-1] = gotos[states[-2]][name]
             else:
                 children = values[-size:]
@@ -509,7 +511,9 @@ def _fast_parse(text: str) -> Type:
         push_value(value)
     while state != _END:
         size, name, callback = rows[state]["$END"]
-        if callback is None:
+        if size == 1:
+            if callback is not None:
+                values[-1] = callback([values[-1]])
             state = states[-1] = gotos[states[-2]][name]
         else:
             children = values[-size:]
@@ -655,11 +659,10 @@ def describe(text: str) -> str:
     t = dshape(text)
     out = [str(t)]
     _tree(t, "  ", "", out)
-    if not t.is_symbolic and not isinstance(t, Function):
-        try:
-            out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
-        except (TypeError, NotImplementedError):
-            out.append(f"ndim: {t.ndim}")
+    if isinstance(t, Function):
+        out.append("function: no itemsize")
+    elif t.is_symbolic:
+        out.append(f"symbolic: no itemsize  ndim: {t.ndim}")
     else:
-        out.append("symbolic: no itemsize")
+        out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
     return "\n".join(out)

@@ -36,7 +36,8 @@ def _intern(cls: type, key: tuple, **attrs: Any) -> Any:
             raise ValueError(f"type nested deeper than {MAX_DEPTH} levels")
         object.__setattr__(t, "_depth", depth)
         object.__setattr__(t, "_str", None)
-        _INTERN[key] = t
+        # setdefault: if another thread interned the same type meanwhile, both get its copy.
+        t = _INTERN.setdefault(key, t)
     return t
 
 
@@ -425,8 +426,7 @@ class Scalar(Type):
         else:
             order = byteorder
         t = _intern(cls, (cls, name, order), name=name, byteorder=order)
-        _INTERN[(cls, name, byteorder)] = t
-        return t
+        return _INTERN.setdefault((cls, name, byteorder), t)
 
     def _args(self) -> tuple:
         return (self.name, self.byteorder)

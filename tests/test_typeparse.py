@@ -201,7 +201,8 @@ def test_describe():
     assert lines[1] == "  fixed dimension, size 3"
     assert lines[2] == "    var dimension"
     assert "itemsize: 48  alignment: 8  ndim: 2" in lines[-1]
-    assert "symbolic" in typeparse.describe("N * T").splitlines()[-1]
+    assert typeparse.describe("N * T").splitlines()[-1] == "symbolic: no itemsize  ndim: 1"
+    assert typeparse.describe("(int8) -> int8").splitlines()[-1] == "function: no itemsize"
     with pytest.raises(TypeParseError):
         typeparse.describe("int33")
 
