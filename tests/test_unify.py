@@ -90,3 +90,25 @@ def test_broadcast_promotes_dtypes():
     assert broadcast("2 * var * int32", "2 * 5 * float32") is dshape("2 * 5 * float64")
     with pytest.raises(TypeMatchError):
         broadcast("N * int8", "3 * int8")
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SHAPES = st.lists(st.sampled_from([0, 1, 2, 3]), max_size=4).map(tuple)
+
+
+@given(_SHAPES, _SHAPES)
+def test_broadcast_agrees_with_numpy_on_random_shapes(a, b):
+    ta = dshape(" * ".join([*map(str, a), "int8"]))
+    tb = dshape(" * ".join([*map(str, b), "int8"]))
+    try:
+        expected = np.broadcast_shapes(a, b)
+    except ValueError:
+        with pytest.raises(TypeMatchError):
+            broadcast(ta, tb)
+        with pytest.raises(TypeMatchError):
+            match(BINARY, ta, tb)
+        return
+    assert broadcast(ta, tb).shape == expected
+    assert match(BINARY, ta, tb).shape == expected
