@@ -1,4 +1,4 @@
-"""Type strings -> type objects: the lark Transformer, `dshape()` with its parse cache, `describe()`."""
+"""Type strings -> type objects: the Transformer, `dshape()` and its parse cache, `describe()`."""
 from __future__ import annotations
 
 import re

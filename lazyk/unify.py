@@ -109,7 +109,8 @@ def _match(p: Type, c: Type, env: _Bindings, top: tuple[Type, Type]) -> None:
             raise TypeMatchError(f"{c} has {len(cdims)} dimension(s); pattern {p} needs at "
                                  f"least {len(pdims) - 1}")
         middle = cdims[k:len(cdims) - tail]
-        pairs = list(zip(pdims[:k], cdims[:k])) + list(zip(pdims[k + 1:], cdims[len(cdims) - tail:]))
+        pairs = (list(zip(pdims[:k], cdims[:k]))
+                 + list(zip(pdims[k + 1:], cdims[len(cdims) - tail:])))
         name = pdims[k].pattern.name
         if name in env.ellipses:
             prev, origin = env.ellipses[name]
