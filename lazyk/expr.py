@@ -161,7 +161,9 @@ def _wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     if arr.dtype.kind not in "biufc":
         raise DTypeError(f"unsupported operand dtype {arr.dtype} (numeric dtypes only)")
     name = f"_{next(_counter)}"
-    node = Node("input", arr.dtype, arr.shape, (), name)
+    # Byte order and alignment belong to the data, not the type: the leaf is typed native
+    # and the kernel spec is specialised to the actual array at bind time.
+    node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
     return Expr(node, {name: arr if owner is None else _Owned(arr, owner)})
 
 
@@ -183,15 +185,17 @@ def as_expr(x: Any) -> Expr:
     """Wrap an operand: Expr as is, arrays zero-copy, Python scalars weak (NEP 50)."""
     if isinstance(x, Expr):
         return x
-    if isinstance(x, bool):  # NEP 50: Python bool is not weak, it is np.bool_
-        return Expr(Node("const", np.dtype(bool), (), (), bool(x)), {})
-    if isinstance(x, (int, float, complex)):
-        default = {int: np.int64, float: np.float64, complex: np.complex128}[type(x)]
-        return Expr(Node("scalar", np.dtype(default), (), (), x), {})
+    # NOTE: before the Python checks: np.float64 subclasses float but is strong.
     if isinstance(x, np.generic):
         if x.dtype.kind not in "biufc":
             raise DTypeError(f"unsupported scalar of dtype {x.dtype}")
         return Expr(Node("const", x.dtype.newbyteorder("="), (), (), x.item()), {})
+    if isinstance(x, bool):  # NEP 50: Python bool is not weak, it is np.bool_
+        return Expr(Node("const", np.dtype(bool), (), (), bool(x)), {})
+    if isinstance(x, (int, float, complex)):
+        kind = int if isinstance(x, int) else float if isinstance(x, float) else complex
+        default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
+        return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
     if isinstance(x, np.ndarray):
         return _wrap_array(x)
     if _is_lazyk_array(x):
@@ -302,12 +306,15 @@ def resolve(name: str, srcs: tuple[Node, ...]) -> tuple[tuple[np.dtype, ...], np
     return tuple(sig[:len(srcs)]), sig[len(srcs)]
 
 
-def cast(node: Node, dtype: np.dtype) -> Node:
-    """`node` converted to `dtype` (weak scalars become typed constants; NEP 50 range check)."""
+def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
+    """`node` converted to `dtype` (weak scalars become typed constants; NEP 50 range check).
+
+    `wrap=True` converts an out-of-range weak scalar C-style, as `np.where` does.
+    """
     dtype = np.dtype(dtype)
     if node.weak or node.op == "const":
         try:
-            value = np.asarray(node.arg, dtype=dtype) if node.weak else \
+            value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
                 np.asarray(node.arg, dtype=node.dtype).astype(dtype)
         except OverflowError as err:
             raise OverflowError(f"{err}") from None
@@ -399,7 +406,7 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
     if result.kind not in "biufc":
         raise DTypeError(f"where: unsupported types {_describe(a)} and {_describe(b)}")
     shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
-    srcs = (cast(c, np.dtype(bool)), cast(a, result), cast(b, result))
+    srcs = (cast(c, np.dtype(bool)), cast(a, result, wrap=True), cast(b, result, wrap=True))
     return Expr(Node("where", result, shape, srcs), _merge_env(exprs))
 
 

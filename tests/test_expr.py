@@ -217,3 +217,11 @@ def test_empty_reductions():
     assert_same(lazyk.sum(z, axis=1).eval(), z.sum(axis=1))
     with pytest.raises(ValueError):
         lazyk.max(z, axis=0).eval()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64", "complex128", "float32"])
+def test_where_on_default_width_dtypes(dtype):
+    # Regression: a type rule testing weakness with `dt in (int, float, complex)` misreads
+    # float64/int64/complex128 (np.dtype('f8') == float is True).
+    x = sample(dtype)
+    assert_same(lazyk.where(np.isfinite(x), x, 0).eval(), np.where(np.isfinite(x), x, 0))
