@@ -1,10 +1,29 @@
-"""KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute."""
+"""KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute.
+
+`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in a bounded LRU under
+`(spec, layout_class, target)` (never sizes or strides). `bind(spec, out, *inputs)` (or
+`CompiledKernel.bind`) builds the kernel data from shapes and byte strides with no LLVM and
+checks that every access stays inside the operands; `ck()` runs it through the prefix.
+"""
 from __future__ import annotations
 
+import ctypes
+import struct
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from lazyk import abi
+from lazyk.codegen.llvm import LayoutClass, generate, kernel_data_size
+from lazyk.errors import BindError, ShapeError
+
+try:  # speed helper's thread pool (issue 5)
+    from lazyk.backend import threads as _threads
+except ImportError:  # pragma: no cover
+    _threads = None
 
 
 @dataclass(frozen=True)
@@ -30,3 +49,364 @@ class KernelSpec:
     body: tuple[Instr, ...]
     outputs: tuple[tuple[int, np.dtype], ...]
     reduce: str | None = None
+
+
+# ---------------------------------------------------------------- fast data pointers
+def _probe_data_offset() -> int | None:
+    # PyArrayObject is {PyObject_HEAD; char *data; ...}: reading the field directly costs
+    # ~0.2 us against ~1.7 us for `a.ctypes.data`. Verified here, else we use the slow way.
+    a = np.arange(3.0)[1:]
+    try:
+        if ctypes.c_void_p.from_address(id(a) + 16).value == a.ctypes.data:
+            return 16
+    except Exception:  # pragma: no cover
+        pass
+    return None  # pragma: no cover
+
+
+_DATA_OFFSET = _probe_data_offset()
+_from_address = ctypes.c_void_p.from_address
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """Address of element 0 of a NumPy array."""
+    if _DATA_OFFSET is not None and type(a) is np.ndarray:
+        return _from_address(id(a) + _DATA_OFFSET).value or 0
+    return a.ctypes.data
+
+
+# ---------------------------------------------------------------- compile + cache
+CACHE_SIZE = 256
+_cache: OrderedDict = OrderedDict()
+_cache_lock = threading.Lock()
+stats = {"compiles": 0, "hits": 0, "evictions": 0}
+_NAME = "lazyk_k"
+
+
+class CompiledKernel:
+    """An unbound kernel: JIT code for one (spec, layout class); `bind` gives a runnable ckernel."""
+
+    def __init__(self, spec: KernelSpec, layout: LayoutClass, target: str = "cpu",
+                 ir_text: str | None = None):
+        from lazyk.backend.cpu import JITModule
+
+        self.spec, self.layout, self.target = spec, layout, target
+        self.ir = ir_text if ir_text is not None else str(generate(spec, layout, _NAME))
+        self.jit = JITModule(self.ir, (f"{_NAME}_single", f"{_NAME}_strided", f"{_NAME}_destroy"))
+        a = self.jit.addresses
+        self.single_address = a[f"{_NAME}_single"]
+        self.strided_address = a[f"{_NAME}_strided"]
+        self.destroy_address = a[f"{_NAME}_destroy"]
+        self.single = abi.SingleFn(self.single_address)
+        self.strided = abi.StridedFn(self.strided_address)
+        self.nin, self.nout = len(spec.inputs), len(spec.outputs)
+        self.kd_size = kernel_data_size(layout, self.nout, self.nin)
+        self._live = 0  # bound kernels still using the code
+        self._evicted = False
+        self._lock = threading.Lock()
+
+    @property
+    def llvm_ir(self) -> str:
+        """Optimized LLVM IR (the unoptimized source when loaded from the disk cache)."""
+        return self.jit.llvm_ir or self.ir
+
+    @property
+    def asm(self) -> str:
+        """Host assembly."""
+        return self.jit.asm
+
+    def bind(self, out: Any, *inputs: Any) -> BoundKernel:
+        """Bind to arrays whose simplified layout has this kernel's layout class."""
+        layout = plan(self.spec, out, inputs)
+        if layout_class(self.spec, layout) != self.layout:
+            raise BindError(f"arrays have layout class {layout_class(self.spec, layout)}, "
+                            f"this kernel was compiled for {self.layout}")
+        return BoundKernel(self, layout, out, inputs)
+
+    def _release(self) -> None:
+        with self._lock:
+            self._live -= 1
+            done = self._evicted and self._live == 0
+        if done:
+            self.close()
+
+    def _evict(self) -> None:
+        with self._lock:
+            self._evicted = True
+            done = self._live == 0
+        if done:
+            self.close()
+
+    def close(self) -> None:
+        """Free the machine code; only safe when no bound kernel is left (eviction checks)."""
+        jit, self.jit = getattr(self, "jit", None), None
+        if jit is not None:
+            jit.close()
+
+    def __reduce__(self):
+        # Cheap pickling for Dask: IR text + signature; the receiver compiles once per process.
+        return (_unpickle, (self.ir, self.spec, self.layout, self.target))
+
+
+def _unpickle(ir_text: str, spec: KernelSpec, layout: LayoutClass, target: str) -> CompiledKernel:
+    return compile(spec, layout, target, _ir_text=ir_text)
+
+
+def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
+            _ir_text: str | None = None) -> CompiledKernel:
+    """The compiled kernel for (spec, layout class, target), from the in-memory LRU if present."""
+    key = (spec, layout, target)
+    with _cache_lock:
+        k = _cache.get(key)
+        if k is not None:
+            _cache.move_to_end(key)
+            stats["hits"] += 1
+            return k
+    k = CompiledKernel(spec, layout, target, _ir_text)  # outside the lock: compiles take ms
+    evicted = []
+    with _cache_lock:
+        other = _cache.get(key)
+        if other is not None:  # another thread won the race; use its kernel
+            evicted.append(k)
+            k = other
+        else:
+            _cache[key] = k
+            stats["compiles"] += 1
+            while len(_cache) > CACHE_SIZE:
+                evicted.append(_cache.popitem(last=False)[1])
+                stats["evictions"] += 1
+    for e in evicted:
+        e._evict()
+    return k
+
+
+def clear_cache() -> None:
+    """Evict every compiled kernel (code is freed once no bound kernel uses it)."""
+    with _cache_lock:
+        items = list(_cache.values())
+        _cache.clear()
+        _prepared.clear()
+    for k in items:
+        k._evict()
+
+
+def cache_info() -> dict:
+    """Entries, capacity and hit/compile/eviction counters."""
+    return {"entries": len(_cache), "capacity": CACHE_SIZE, **stats}
+
+
+# ---------------------------------------------------------------- layout (bind, no LLVM)
+def _as_array(x: Any, what: str) -> np.ndarray:
+    if type(x) is np.ndarray:
+        return x
+    if hasattr(x, "to_numpy") and not isinstance(x, np.generic):
+        x = x.to_numpy()
+    if not isinstance(x, np.ndarray):
+        raise BindError(f"{what} must be an array, got {type(x).__name__}")
+    return x
+
+
+def _strides_over(a: np.ndarray, shape: tuple, name: str) -> tuple[int, ...]:
+    """Byte strides of `a` broadcast (right-aligned) to `shape`; 0 along broadcast dims."""
+    lead = len(shape) - a.ndim
+    if lead < 0:
+        raise ShapeError(f"{name} has {a.ndim} dims, more than the iteration space {shape}")
+    st = [0] * lead
+    for d, (n, s) in enumerate(zip(a.shape, a.strides)):
+        full = shape[lead + d]
+        if n == full:
+            st.append(s if n != 1 else 0)
+        elif n == 1:
+            st.append(0)
+        else:
+            raise ShapeError(f"{name} with shape {a.shape} does not broadcast to {shape}: "
+                             f"axis {lead + d} has size {n}, needs {full} or 1")
+    return tuple(st)
+
+
+def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
+    """Check dtypes, sizes, strides and alignment; return the simplified dims Layout."""
+    from lazyk.passes.dims import simplify_dims
+
+    if len(inputs) != len(spec.inputs):
+        raise BindError(f"kernel takes {len(spec.inputs)} inputs, got {len(inputs)}")
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(spec.outputs):
+        raise BindError(f"kernel writes {len(spec.outputs)} outputs, got {len(outs)}")
+    outs = [_as_array(o, f"output {j}") for j, o in enumerate(outs)]
+    ins = [_as_array(a, f"input {j}") for j, a in enumerate(inputs)]
+    for j, (o, (_, dt)) in enumerate(zip(outs, spec.outputs)):
+        if o.dtype != np.dtype(dt) or not o.dtype.isnative:
+            raise BindError(f"output {j} has dtype {o.dtype}, the kernel stores native {dt}")
+        if not o.flags.writeable:
+            raise BindError(f"output {j} is read-only")
+    for j, (a, dt, al) in enumerate(zip(ins, spec.inputs, spec.aligned)):
+        if a.dtype != np.dtype(dt):
+            raise BindError(f"input {j} has dtype {a.dtype.str}, the kernel loads {np.dtype(dt).str}")
+        if al:
+            need = a.dtype.alignment
+            if data_pointer(a) % need or any(s % need for s in a.strides):
+                raise BindError(f"input {j} is not {need}-byte aligned; compile with aligned=False")
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in ins + outs))
+    except ValueError:
+        shapes = ", ".join(f"input {j} {a.shape}" for j, a in enumerate(ins))
+        raise ShapeError(f"operands do not broadcast: {shapes}, output {outs[0].shape}") from None
+    if spec.reduce is None:
+        for j, o in enumerate(outs):
+            if o.shape != shape:
+                raise ShapeError(f"output {j} has shape {o.shape}; the inputs broadcast to {shape}")
+    out_st = [_strides_over(o, shape, f"output {j}") for j, o in enumerate(outs)]
+    in_st = [_strides_over(a, shape, f"input {j}") for j, a in enumerate(ins)]
+    reduced = tuple(spec.reduce is not None and out_st[0][d] == 0 and n > 1
+                    for d, n in enumerate(shape))
+    if spec.reduce is None:
+        for j, st in enumerate(out_st):
+            if any(s == 0 and n > 1 for s, n in zip(st, shape)):
+                raise BindError(f"output {j} has a zero stride: writes would collide")
+    return simplify_dims(shape, tuple(out_st) + tuple(in_st), reduced)
+
+
+def layout_class(spec: KernelSpec, layout: Any) -> LayoutClass:
+    """The compile-time key of a simplified layout: ndim and per-operand inner-stride kinds."""
+    if layout.ndim == 0:
+        return LayoutClass(0, "")
+    sizes = [np.dtype(d).itemsize for _, d in spec.outputs] + [np.dtype(d).itemsize
+                                                               for d in spec.inputs]
+    kinds = "".join("0" if st[-1] == 0 else "c" if st[-1] == sz else "s"
+                    for st, sz in zip(layout.strides, sizes))
+    return LayoutClass(layout.ndim, kinds)
+
+
+# ---------------------------------------------------------------- bound kernels
+class BoundKernel:
+    """A ckernel: kernel data (prefix, shape, strides) plus the operands' data pointers.
+
+    `ck()` executes; `ck.address` is the `ckernel_prefix *`; `ck.dst` / `ck.src_address`
+    are the pointers the single request takes. Thread-safe: the kernel data is only read.
+    """
+
+    def __init__(self, compiled: CompiledKernel, layout: Any, out: Any, inputs: tuple):
+        with compiled._lock:
+            if compiled.jit is None:
+                raise BindError("compiled kernel was closed")
+            compiled._live += 1
+        self.compiled = compiled
+        self.layout = layout
+        self.builder = abi.CKernelBuilder(compiled.kd_size)
+        self._fill(compiled, layout)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        self._keep = (tuple(outs), tuple(inputs))
+        offs = layout.offsets
+        nout = compiled.nout
+        ptrs = [data_pointer(_as_array(o, "out")) + offs[j] for j, o in enumerate(outs)]
+        self._src = (ctypes.c_void_p * max(compiled.nin, 1))(
+            *[data_pointer(_as_array(a, "in")) + offs[nout + j] for j, a in enumerate(inputs)])
+        if nout == 1:
+            self.dst = ptrs[0]
+        else:
+            self._dst_arr = (ctypes.c_void_p * nout)(*ptrs)
+            self.dst = ctypes.addressof(self._dst_arr)
+        self.src_address = ctypes.addressof(self._src)
+        self.address = self.builder.address
+        self.size = layout.size
+        self._empty = any(n == 0 for n in layout.shape)
+        self._task = self._thread_plan(compiled, layout)
+
+    def _fill(self, compiled: CompiledKernel, layout: Any) -> None:
+        nd = layout.ndim
+        vals = [compiled.single_address, compiled.destroy_address, nd, *layout.shape]
+        for st in layout.strides:
+            vals.extend(st)
+        struct.pack_into(f"={len(vals)}q", self.builder.buffer(), 0,
+                         *[v - (1 << 64) if v >= 1 << 63 else v for v in vals])
+
+    def _thread_plan(self, compiled: CompiledKernel, layout: Any):
+        """Split the outer dim over the pool when large enough; None = run single."""
+        if _threads is None or compiled.nout != 1 or layout.ndim == 0 or self._empty:
+            return None
+        if compiled.spec.reduce is not None and layout.strides[0][0] == 0:
+            return None  # TODO(#5): per-thread partials for a reduced outer dim
+        inner = max(1, layout.size // layout.shape[0])
+        min_chunk = max(1, _threads.MIN_CHUNK // inner)
+        if layout.shape[0] < 2 * min_chunk:
+            return None
+        self._ss = (ctypes.c_int64 * max(compiled.nin, 1))(
+            *[st[0] for st in layout.strides[compiled.nout:]])
+        task = _threads.StridedTask(compiled.nin)
+        args = (compiled.strided_address, self.dst, layout.strides[0][0], self.src_address,
+                ctypes.addressof(self._ss), layout.shape[0], self.address, min_chunk)
+        return lambda: task(*args)
+
+    def __call__(self) -> None:
+        """Execute through the function pointer in the prefix (GIL released by ctypes)."""
+        if self._task is not None:
+            self._task()
+        elif not self._empty:
+            self.compiled.single(self.dst, self.src_address, self.address)
+
+    def close(self) -> None:
+        """Destroy the kernel data (once) and release the compiled code."""
+        b = getattr(self, "builder", None)
+        if b is not None and not b.closed:
+            b.close()
+            self.compiled._release()
+
+    def __enter__(self) -> BoundKernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover
+            pass
+
+
+def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu") -> BoundKernel:
+    """Plan the layout, compile (cached) for its layout class and bind: `bind(spec, out, a, b)()`."""
+    layout = plan(spec, out, inputs)
+    return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs)
+
+
+def execute(spec: KernelSpec, out: Any, *inputs: Any) -> Any:
+    """Bind and run once; returns `out`."""
+    with bind(spec, out, *inputs) as ck:
+        ck()
+    return out
+
+
+# ---------------------------------------------------------------- the pipeline's runner
+_prepared: OrderedDict = OrderedDict()
+_PREPARED_SIZE = 1024
+
+
+def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list) -> None:
+    """Run `spec` on views already broadcast to the iteration space, with `layout` from dims.
+
+    The kernel data depends only on (spec, layout), so it is built once and reused.
+    """
+    key = (spec, layout)
+    ck = _prepared.get(key)
+    if ck is None:
+        ck = BoundKernel(compile(spec, layout_class(spec, layout)), layout, out, tuple(arrays))
+        with _cache_lock:
+            _prepared[key] = ck
+            while len(_prepared) > _PREPARED_SIZE:
+                _prepared.popitem(last=False)
+        ck()
+        return
+    # same kernel data, new data pointers: a private pointer array keeps this thread-safe
+    offs = layout.offsets
+    nout = ck.compiled.nout
+    src = (ctypes.c_void_p * max(len(arrays), 1))(
+        *[data_pointer(a) + offs[nout + j] for j, a in enumerate(arrays)])
+    if ck._empty:
+        return
+    dst = data_pointer(out) + offs[0]
+    if ck._task is not None:
+        BoundKernel(ck.compiled, layout, out, tuple(arrays))()
+        return
+    ck.compiled.single(dst, ctypes.addressof(src), ck.address)

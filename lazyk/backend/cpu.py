@@ -1,0 +1,140 @@
+"""llvmlite.binding for the host CPU: target machine, O3 (new pass manager), MCJIT, symbols."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import llvmlite.binding as llvm
+
+from lazyk.errors import CompileError
+
+try:  # speed helper's hooks (issue 5); each is optional
+    from lazyk.backend import vecmath as _vecmath
+except ImportError:  # pragma: no cover
+    _vecmath = None
+try:
+    from lazyk.backend import objcache as _objcache
+except ImportError:  # pragma: no cover
+    _objcache = None
+
+_lock = threading.Lock()  # LLVM's context and our target machine are not thread-safe
+_host: Host | None = None
+
+
+class Host:
+    """The host target: triple, CPU name and features, a target machine and its data layout."""
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        target = llvm.Target.from_triple(self.triple)
+        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                               codemodel="jitdefault", jit=True)
+        self.data_layout = str(self.tm.target_data)
+        self.avx512 = "+avx512f" in self.features.split(",")
+
+    def optimize(self, mod: Any) -> None:
+        """O3 with loop and SLP vectorization through the new pass manager."""
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(self.tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+
+
+def host() -> Host:
+    """The process-wide host target (created once)."""
+    global _host
+    if _host is None:
+        with _lock:
+            if _host is None:
+                _host = Host()
+    return _host
+
+
+class JITModule:
+    """One compiled module in its own MCJIT engine; `close()` frees the machine code."""
+
+    def __init__(self, ir_text: str, names: tuple[str, ...]):
+        h = host()
+        self.source_ir = ir_text
+        self._asm: str | None = None
+        with _lock:
+            cache, key = _disk_cache(ir_text)
+            obj = cache.load(key) if cache is not None else None
+            self.llvm_ir = None
+            if obj is None:
+                mod = _parse(ir_text, h)
+                h.optimize(mod)
+                text = str(mod)
+                if _has(_vecmath, "rewrite"):
+                    new = _vecmath.rewrite(text, h.features)
+                    if new != text:
+                        text = new
+                        mod = _parse(text, h)
+                self.llvm_ir = text
+                obj = h.tm.emit_object(mod)
+                if cache is not None:
+                    cache.store(key, obj)
+            if _has(_vecmath, "load"):
+                _vecmath.load()  # a cached object may call libmvec: resolve it before linking
+            empty = llvm.parse_assembly(f'target triple = "{h.triple}"\n')
+            self.engine = llvm.create_mcjit_compiler(empty, h.tm)
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.engine.finalize_object()
+            self.addresses = {n: self.engine.get_function_address(n) for n in names}
+        if not all(self.addresses.values()):
+            raise CompileError(f"symbols missing after JIT: {self.addresses}\n{ir_text}")
+
+    @property
+    def asm(self) -> str:
+        """Host assembly for the optimized module (generated on first use)."""
+        if self._asm is None:
+            h = host()
+            text = self.llvm_ir or self.source_ir
+            with _lock:
+                mod = _parse(text, h)
+                if self.llvm_ir is None:
+                    h.optimize(mod)
+                self._asm = h.tm.emit_assembly(mod)
+        return self._asm
+
+    def close(self) -> None:
+        """Free the engine and its machine code (every address becomes invalid)."""
+        eng, self.engine = getattr(self, "engine", None), None
+        if eng is not None:
+            with _lock:
+                eng.close()
+            self.addresses = {}
+
+
+_disk: list = []
+
+
+def _disk_cache(ir_text: str) -> tuple[Any, str]:
+    """The speed helper's on-disk object cache and this IR's key, or (None, "")."""
+    if not _disk:
+        ok = _has(_objcache, "ObjectCache") and _has(_objcache, "make_key")
+        _disk.append(_objcache.ObjectCache() if ok else None)
+    if _disk[0] is None:
+        return None, ""
+    h = host()
+    return _disk[0], _objcache.make_key(ir_text, cpu=h.cpu, features=h.features)
+
+
+def _has(mod: Any, attr: str) -> bool:
+    return mod is not None and hasattr(mod, attr)
+
+
+def _parse(text: str, h: Host) -> Any:
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.triple = h.triple
+        mod.data_layout = h.data_layout
+        mod.verify()
+    except RuntimeError as e:
+        raise CompileError(f"LLVM rejected generated IR: {e}\n{text}") from None
+    return mod
