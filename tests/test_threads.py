@@ -132,3 +132,21 @@ def test_concurrent_callers(native) -> None:
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_job_posted_before_worker_starts_is_not_lost() -> None:
+    # A worker that started after the first job was published used to miss it and deadlock.
+    import subprocess
+    import sys
+
+    code = ("import ctypes\nfrom lazyk.backend import threads\n"
+            "import llvmlite.binding as llvm\n"
+            "for i in range(30):\n"
+            "    p = threads.Pool(2)\n"
+            "    task = threads.StridedTask(0)\n"
+            "    task.buf[8] = 2  # two parts of an empty range: nothing to call\n"
+            "    p.run(threads.strided_part_address(), task.address, 2)\n"
+            "    p.close()\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "ok", r.stderr

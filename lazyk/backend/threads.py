@@ -78,10 +78,11 @@ entry:
   %fnp = getelementptr i8, ptr %st, i64 128
   %argp = getelementptr i8, ptr %st, i64 136
   %np = getelementptr i8, ptr %st, i64 144
-  %g0 = load atomic i32, ptr %gen seq_cst, align 4
+  ; A fresh pool's generation is 0; starting from 0 (not from a load) means a job published
+  ; before this thread got here is still seen as new.
   br label %wait
 wait:
-  %seen = phi i32 [%g0, %entry], [%g, %next]
+  %seen = phi i32 [0, %entry], [%g, %next]
   %g = call i32 @await_change(ptr %gen, i32 %seen, ptr %sleepers)
   %stop = load atomic i32, ptr %shutdown seq_cst, align 4
   %isstop = icmp ne i32 %stop, 0
