@@ -33,7 +33,8 @@ NUMERIC = tuple(np.dtype(c) for c in (
 
 def as_dtype(x: Any) -> Any:
     """Normalise an operand type: Python weak classes stay classes, all else becomes np.dtype."""
-    if x in WEAK:
+    # NOTE: identity, not `in`: np.dtype('f8') == float is True in NumPy
+    if any(x is w for w in WEAK):
         return x
     if x is bool:
         return np.dtype(bool)
@@ -94,12 +95,19 @@ def _ufunc_resolve(uf: np.ufunc) -> Callable:
 
 def _weak_value(d: Any) -> Any:
     # np.result_type treats Python scalar *values* as weak (NEP 50)
-    return {int: 0, float: 0.0, complex: 0j}.get(d, d)
+    for cls, v in ((int, 0), (float, 0.0), (complex, 0j)):
+        if d is cls:
+            return v
+    return d
+
+
+def _is_weak(d: Any) -> bool:
+    return any(d is w for w in WEAK)
 
 
 def _where_resolve(dts: tuple, attr: Any) -> tuple:
     t = np.result_type(_weak_value(dts[1]), _weak_value(dts[2]))
-    if dts[1] in WEAK and dts[2] in WEAK:
+    if _is_weak(dts[1]) and _is_weak(dts[2]):
         t = np.result_type(*(np.asarray(_weak_value(d)).dtype for d in dts[1:]))
     return (np.dtype(bool), t, t, t)
 
