@@ -186,3 +186,22 @@ def test_missing_lazyk_function_is_not_supported_with_position():
     with pytest.raises(NotSupportedError) as info:
         exprparse.evaluate_string("contains(a, b)", local_dict={"a": 1, "b": 2})
     assert "contains" in str(info.value) and "line 1, column 1" in str(info.value)
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SOUP = st.lists(st.sampled_from(
+    ["a", "b", "1", "2.5", "010", "1e", "j", "+", "-", "*", "**", "/", "//", "%", "<", "<=",
+     "==", "&", "|", "^", "~", "<<", "(", ")", ",", "=", "axis", "sum", "sin", "where",
+     "foo", "and", "'s'", "$", " ", "\n", "True"]), max_size=20)
+
+
+@given(st.one_of(_SOUP.map("".join), _SOUP.map(" ".join), st.text(max_size=20)))
+def test_any_text_parses_or_raises_expr_parse_error(text):
+    try:
+        tree = parse(text)
+    except ExprParseError as err:
+        assert err.line >= 1 and err.column >= 1
+        return
+    assert str(tree)

@@ -279,3 +279,21 @@ def test_round_trip(t):
     assert typeparse._slow_parse(text) is t
     assert dshape(text) is t
     assert eval(repr(t), {"dshape": dshape}) is t
+
+
+_SOUP = st.lists(st.sampled_from(
+    ["3", "0", "007", "var", "N", "Dims", "...", "*", "?", "int32", "float64", "T", "{", "}",
+     "(", ")", "[", "]", ",", ":", "->", "<", ">", "=", "|", "'a b'", "x", "fixed_string",
+     "fixed_bytes", "align", "pointer", "option", "complex", "timedelta", "unit", "'us'",
+     "categorical", "#c\n", " ", "\n", "$", "99999999999999999999", "\\"]), max_size=25)
+
+
+@given(st.one_of(_SOUP.map("".join), _SOUP.map(" ".join), st.text(max_size=30)))
+def test_any_text_parses_or_raises_type_parse_error(text):
+    typeparse.clear_cache()
+    try:
+        t = dshape(text)
+    except TypeParseError as err:
+        assert err.line >= 1 and err.column >= 1
+        return
+    assert dshape(str(t)) is t
