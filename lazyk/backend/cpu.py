@@ -31,10 +31,15 @@ class Host:
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
         target = llvm.Target.from_triple(self.triple)
-        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                               codemodel="jitdefault", jit=True)
+        self._target = target
+        self.tm = self.new_target_machine()
         self.data_layout = str(self.tm.target_data)
         self.avx512 = "+avx512f" in self.features.split(",")
+
+    def new_target_machine(self) -> Any:
+        """A fresh target machine; NOTE: an MCJIT engine takes ownership of (and frees) its own."""
+        return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                                  codemodel="jitdefault", jit=True)
 
     def optimize(self, mod: Any) -> None:
         """O3 with loop and SLP vectorization through the new pass manager."""
@@ -82,7 +87,7 @@ class JITModule:
             if _has(_vecmath, "load"):
                 _vecmath.load()  # a cached object may call libmvec: resolve it before linking
             empty = llvm.parse_assembly(f'target triple = "{h.triple}"\n')
-            self.engine = llvm.create_mcjit_compiler(empty, h.tm)
+            self.engine = llvm.create_mcjit_compiler(empty, h.new_target_machine())
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
             self.addresses = {n: self.engine.get_function_address(n) for n in names}
