@@ -325,18 +325,40 @@ class BoundKernel:
         """Split the outer dim over the pool when large enough; None = run single."""
         if _threads is None or compiled.nout != 1 or layout.ndim == 0 or self._empty:
             return None
-        if compiled.spec.reduce is not None and layout.strides[0][0] == 0:
-            return None  # TODO(#5): per-thread partials for a reduced outer dim
         inner = max(1, layout.size // layout.shape[0])
         min_chunk = max(1, _threads.MIN_CHUNK // inner)
         if layout.shape[0] < 2 * min_chunk:
             return None
+        if compiled.spec.reduce is not None and layout.strides[0][0] == 0:
+            return self._reduce_plan(compiled, layout, min_chunk)
         self._ss = (ctypes.c_int64 * max(compiled.nin, 1))(
             *[st[0] for st in layout.strides[compiled.nout:]])
         task = _threads.StridedTask(compiled.nin)
         args = (compiled.strided_address, self.dst, layout.strides[0][0], self.src_address,
                 ctypes.addressof(self._ss), layout.shape[0], self.address, min_chunk)
         return lambda: task(*args)
+
+    def _reduce_plan(self, compiled: CompiledKernel, layout: Any, min_chunk: int):
+        """A full reduction over threads: part t folds its chunk into partial t; combine here."""
+        from lazyk import ops
+
+        if any(layout.strides[0]):
+            return None  # several results (partial reduction): one thread keeps it simple
+        dt = np.dtype(compiled.spec.outputs[0][1])
+        combine = getattr(np, ops.get(compiled.spec.reduce).combine)
+        partials = np.empty(_threads.get_num_threads(), dt)
+        result = np.frombuffer((ctypes.c_char * dt.itemsize).from_address(self.dst), dt)
+        self._ss = (ctypes.c_int64 * max(compiled.nin, 1))(
+            *[st[0] for st in layout.strides[compiled.nout:]])
+        task = _threads.StridedTask(compiled.nin)
+        count = layout.shape[0]
+        args = (compiled.strided_address, data_pointer(partials), 0, self.src_address,
+                ctypes.addressof(self._ss), count, self.address, min_chunk)
+
+        def run() -> None:
+            parts = task(*args, dst_part_stride=dt.itemsize, max_parts=partials.size)
+            result[0] = combine.reduce(partials[:_threads.parts_used(count, parts)])
+        return run
 
     def __call__(self) -> None:
         """Execute through the function pointer in the prefix (GIL released by ctypes)."""

@@ -150,3 +150,64 @@ def test_job_posted_before_worker_starts_is_not_lost() -> None:
             "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+_SUM_IR = r"""
+; reduction ckernel, strided ABI: *dst = sum(src0[i]) (initialised here, as lazyk kernels do)
+define void @sum(ptr %dst, i64 %ds, ptr %src, ptr %ss, i64 %n, ptr %self) {
+entry:
+  %pa = load ptr, ptr %src
+  %sa = load i64, ptr %ss
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %body]
+  %acc = phi double [0.0, %entry], [%acc1, %body]
+  %c = icmp slt i64 %i, %n
+  br i1 %c, label %body, label %done
+body:
+  %o = mul i64 %i, %sa
+  %x = getelementptr i8, ptr %pa, i64 %o
+  %v = load double, ptr %x
+  %acc1 = fadd double %acc, %v
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  store double %acc, ptr %dst
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 100, 5000, 100_001])
+def test_reduction_partials(n: int) -> None:
+    tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_SUM_IR), tm)
+    engine.finalize_object()
+    threads.set_num_threads(2)
+    a = np.arange(n, dtype=np.float64)
+    partials = np.full(4, np.nan)
+    srcs = (ctypes.c_void_p * 1)(a.ctypes.data)
+    strides = (ctypes.c_int64 * 1)(8)
+    parts = threads.StridedTask(1)(engine.get_function_address("sum"), partials.ctypes.data, 0,
+                                   ctypes.addressof(srcs), ctypes.addressof(strides), n, 0,
+                                   min_chunk=16, dst_part_stride=8)
+    used = threads.parts_used(n, parts)
+    assert np.isnan(partials[used:]).all() and not np.isnan(partials[:used]).any()
+    assert partials[:used].sum() == a.sum()
+
+
+@pytest.mark.parametrize("red", ["sum", "min", "max", "prod", "mean"])
+def test_lazyk_reductions_split_over_threads(red: str) -> None:
+    lazyk = pytest.importorskip("lazyk")
+    if not hasattr(lazyk, "compile"):
+        pytest.skip("front end not available")
+    threads.set_num_threads(2)
+    n = 4 * threads.MIN_CHUNK + 7
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.999, 1.001, n)
+    pa = lazyk.placeholder("a", "N * float64")
+    f = lazyk.compile(getattr(lazyk, red)(pa * 1.0))
+    np.testing.assert_allclose(f(a), getattr(np, red)(a), rtol=1e-12)
+    if red in ("min", "max"):
+        a[n - 3] = np.nan  # lands in the last thread's chunk; must still propagate
+        assert np.isnan(f(a))

@@ -157,7 +157,8 @@ exit:
 }
 
 ; Part tid of a 1-D strided ckernel call: task = {fn, dst, dst_stride, src, src_stride, nsrc,
-; count, self, nparts}; splits count into nparts contiguous chunks.
+; count, self, nparts, dst_part_stride}; splits count into nparts contiguous chunks. A reduction
+; (dst_stride 0) gives each part its own partial result at dst + tid * dst_part_stride.
 define void @lazyk_strided_part(ptr %task, i64 %tid) {
 entry:
   %f_fn = getelementptr i64, ptr %task, i64 0
@@ -178,6 +179,8 @@ entry:
   %count = load i64, ptr %f_count
   %self = load ptr, ptr %f_self
   %parts = load i64, ptr %f_parts
+  %f_pstride = getelementptr i64, ptr %task, i64 9
+  %pstride = load i64, ptr %f_pstride
   ; chunk = ceil(count / parts), rounded up to 64 elements so chunks start on cache lines
   %c1 = add i64 %count, %parts
   %c2 = sub i64 %c1, 1
@@ -210,7 +213,9 @@ body:
   %k1 = add i64 %k, 1
   br label %loop
 call:
-  %doff = mul i64 %dsts, %start
+  %doff0 = mul i64 %dsts, %start
+  %poff = mul i64 %pstride, %tid
+  %doff = add i64 %doff0, %poff
   %d2 = getelementptr i8, ptr %dst, i64 %doff
   call void %fn(ptr %d2, i64 %dsts, ptr %mysrc, ptr %srcs, i64 %len, ptr %self)
   br label %exit
@@ -369,10 +374,24 @@ def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
         pool().run(fn_address, arg_address, nparts)
 
 
-class StridedTask:
-    """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation."""
+def chunk_size(count: int, nparts: int) -> int:
+    """Elements per part, as the native trampoline splits them (rounded up to 64)."""
+    return (-(-count // nparts) + 63) & ~63
 
-    FIELDS = 9
+
+def parts_used(count: int, nparts: int) -> int:
+    """How many of `nparts` parts get a non-empty chunk (the rest never call the kernel)."""
+    return -(-count // chunk_size(count, nparts)) if count else 0
+
+
+class StridedTask:
+    """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation.
+
+    For a reduction pass `dst_stride=0` and `dst_part_stride=itemsize`: part t writes its
+    partial at `dst + t * itemsize`; combine the first `parts_used(count, parts)` of them.
+    """
+
+    FIELDS = 10
 
     def __init__(self, nsrc: int) -> None:
         self.buf = (ctypes.c_int64 * self.FIELDS)()
@@ -380,13 +399,20 @@ class StridedTask:
         self.buf[5] = nsrc
 
     def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
-                 count: int, self_ptr: int, min_chunk: int = MIN_CHUNK) -> None:
-        """Execute fn over `count` elements; src/src_stride are addresses of native arrays."""
+                 count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_part_stride: int = 0,
+                 max_parts: int | None = None) -> int:
+        """Execute fn over `count` elements; src/src_stride are addresses of native arrays.
+
+        Returns the number of parts the range was split into.
+        """
         b = self.buf
         parts = nparts_for(count, min_chunk)
-        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (fn, dst, dst_stride, src_array,
-                                                          src_stride_array, count, self_ptr, parts)
+        if max_parts is not None:
+            parts = max(1, min(parts, max_parts))
+        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8], b[9] = (
+            fn, dst, dst_stride, src_array, src_stride_array, count, self_ptr, parts, dst_part_stride)
         parallel_for(strided_part_address(), self.address, parts)
+        return parts
 
 
 def strided_part_address() -> int:
