@@ -177,12 +177,15 @@ class _Build(lark.Transformer):
 
     def record(self, c: list) -> Type:
         fields = c[1] if len(c) > 2 else []
-        seen = set()
-        for name, _, tok in fields:
-            if name in seen:
-                raise _Fail(f"duplicate field name {name!r}", tok)
-            seen.add(name)
-        return Record(tuple((n, t) for n, t, _ in fields))
+        try:
+            return Record(tuple([(f[0], f[1]) for f in fields]))
+        except ValueError:  # a duplicate name: find it for the error position
+            seen = set()
+            for name, _, tok in fields:
+                if name in seen:
+                    raise _Fail(f"duplicate field name {name!r}", tok) from None
+                seen.add(name)
+            raise
 
     def field(self, c: list) -> tuple:
         tok = c[0]
@@ -278,6 +281,8 @@ def _checked(tok: Token, where: Any, build: Any, *args: Any) -> Type:
 
 
 def _fixed_string(tok: Token, args: list) -> Type:
+    if len(args) == 1 and isinstance(args[0], str) and args[0][0] in "123456789":
+        return FixedString(_int(args[0]))  # the common `fixed_string[N]`
     size, enc = _bind(tok, args, ("size", "encoding"), 1)
     n = _as_int(tok, size, "fixed_string size")
     if n == 0:
