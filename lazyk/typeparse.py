@@ -503,13 +503,10 @@ def _fast_parse(text: str) -> Type:
                 if callback is not None:
                     values[-1] = callback([values[-1]])
                 state = states[-1] = gotos[states[-2]][name]
-            else:
-                children = values[-size:]
-                del states[-size:]
-                del values[-size:]
-                state = gotos[states[-1]][name]
-                push_state(state)
-                push_value(callback(children))
+            else:  # pop `size`, push one: slice assignments do both at once
+                state = gotos[states[-1 - size]][name]
+                states[-size:] = (state,)
+                values[-size:] = (callback(values[-size:]),)
             act = rows[state][kind]
         state = act
         push_state(state)
