@@ -838,7 +838,10 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
     if dt.kind == "V":
         return FixedBytes(dt.itemsize) if dt.itemsize else Scalar("void")
     if dt.kind in "mM":
-        unit = np.datetime_data(dt)[0]
+        unit, count = np.datetime_data(dt)
+        if unit not in _UNITS or count != 1:
+            raise NotSupportedError(f"NumPy dtype {dt} (unit {count} {unit}) has no lazyk "
+                                    "equivalent")
         if dt.kind == "m":
             return Timedelta(unit)
         return Scalar("date") if unit == "D" else Datetime(unit)

@@ -118,7 +118,7 @@ def test_numpy_shapes_and_records():
     assert dshape("intptr").to_numpy() == np.dtype(np.intp)
 
 
-@pytest.mark.parametrize("bad", ["O", np.dtype([("a", "i1"), ("b", "f8")])])
+@pytest.mark.parametrize("bad", ["O", np.dtype([("a", "i1"), ("b", "f8")]), "M8", "m8[5s]"])
 def test_from_numpy_unsupported(bad):
     with pytest.raises(NotSupportedError):
         from_numpy(bad)
