@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -15,6 +16,7 @@ import numpy as np
 from lazyk.errors import BindError, CastingError, ShapeError
 from lazyk.expr import Expr, Placeholder, as_expr, cast, leaf_data
 from lazyk.graph import Node, dump, type_text
+from lazyk.kernel import data_pointer
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
@@ -70,21 +72,6 @@ def _identity(op: str, dtype: np.dtype):
     return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
 
 
-def _iteration_view(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> np.ndarray:
-    """`out` seen over the iteration shape: stride 0 along reduced (or broadcast) axes."""
-    if axes is None:
-        return out
-    strides, k = [], 0
-    for d in range(len(shape)):
-        if d in axes:
-            strides.append(0)
-            k += 1 if keepdims else 0
-        else:
-            strides.append(out.strides[k])
-            k += 1
-    return np.lib.stride_tricks.as_strided(out, shape, strides)
-
-
 def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
     """Interpret a KernelSpec with the op table's NumPy rules (tests and fallback)."""
     from lazyk import ops
@@ -115,22 +102,78 @@ def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes)
                            for d in range(out_it.ndim))], res, casting="unsafe")
 
 
-def _execute(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
-    """Run one kernel over arrays already broadcast to the iteration shape."""
-    backend = _backend()
-    if backend is None:
-        _execute_reference(spec, arrays, out_it, axes)
-        return
-    reduced = tuple(d in (axes or ()) for d in range(out_it.ndim))
-    layout = simplify_dims(out_it.shape, (out_it.strides,) + tuple(a.strides for a in arrays),
-                           reduced)
-    if _recorders:
-        _recorders[-1].append((spec, layout))
-    backend(spec, layout, out_it, arrays)
+def _over(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
+    """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
+    lead = len(shape) - len(ashape)
+    return (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(ashape, astrides))
+
+
+def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
+    """`out`'s strides over the iteration shape: 0 along reduced axes."""
+    if axes is None:
+        return _over(shape, out.shape, out.strides)
+    strides, k = [], 0
+    for d in range(len(shape)):
+        if d in axes:
+            strides.append(0)
+            k += 1 if keepdims else 0
+        else:
+            strides.append(out.strides[k] if out.shape[k] != 1 else 0)
+            k += 1
+    return tuple(strides)
 
 
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
 _recorders: list[list] = []
+# (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
+# the value keeps its id from being reused while the entry lives.
+_launches: OrderedDict = OrderedDict()
+_LAUNCH_CACHE_SIZE = 4096
+# Below this many elements one thread runs the kernel straight from here (no pool).
+_THREAD_MIN = 1 << 16
+
+
+def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple):
+    """Layout (dims pass), compiled kernel and kernel data for one geometry; cached."""
+    from lazyk import kernel
+
+    layout = simplify_dims(shape, strides, reduced)
+    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+    # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64).
+    vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
+    for st in layout.strides:
+        vals.extend(st)
+    kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
+    return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
+
+
+def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
+            axes) -> None:
+    """Bind (cached per geometry) and run one kernel; no LLVM once the geometry was seen."""
+    if _backend() is None:
+        views = [np.broadcast_to(a, shape) for a in arrays]
+        out_it = np.lib.stride_tricks.as_strided(out, shape, out_strides)
+        _execute_reference(spec, views, out_it, axes)
+        return
+    in_strides = tuple(_over(shape, a.shape, a.strides) for a in arrays)
+    key = (id(spec), shape, out_strides, in_strides)
+    entry = _launches.get(key)
+    if entry is None:
+        reduced = tuple(d in (axes or ()) for d in range(len(shape)))
+        entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced)
+        with _plans_lock:
+            _launches[key] = entry
+            if len(_launches) > _LAUNCH_CACHE_SIZE:
+                _launches.popitem(last=False)
+    _, layout, compiled, kd, kd_address, size, offs = entry
+    if _recorders:
+        _recorders[-1].append((spec, layout))
+    if size >= _THREAD_MIN:
+        _backend()(spec, layout, out, arrays)  # the kernel stage splits work over threads
+        return
+    src = (ctypes.c_void_p * max(len(arrays), 1))(
+        *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+    compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
 
 
 _backend_fn: list = []
@@ -147,13 +190,22 @@ def _backend():
     return _backend_fn[0]
 
 
+_specs: dict = {}
+
+
 def _specialize(spec, arrays: list[np.ndarray]):
     """Spec with the actual byte order / alignment of the inputs (codegen swaps, align 1)."""
     dts = tuple(a.dtype for a in arrays)
-    aligned = tuple(bool(a.flags.aligned) for a in arrays)
+    aligned = tuple(a.flags.aligned for a in arrays)
     if dts == spec.inputs and all(aligned):
         return spec
-    return replace(spec, inputs=dts, aligned=aligned)
+    key = (id(spec), dts, aligned)
+    hit = _specs.get(key)
+    if hit is None:
+        if len(_specs) > 1024:
+            _specs.clear()
+        hit = _specs[key] = (spec, replace(spec, inputs=dts, aligned=aligned))
+    return hit[1]
 
 
 def _broadcast(step: Step, arrays: list[np.ndarray]) -> tuple:
@@ -175,9 +227,9 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         else:
             target = out
             shape = out.shape
-        views = [np.broadcast_to(a, shape) for a in arrays]
         if target.size:
-            _execute(spec, views, target, None)
+            _launch(spec, shape, target, _over(shape, target.shape, target.strides), arrays,
+                    None)
         return out
     axes = step.axes
     rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
@@ -189,12 +241,11 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
     if any(shape[d] == 0 for d in range(len(shape))):
         out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
         return out
-    views = [np.broadcast_to(a, shape) for a in arrays]
-    out_it = _iteration_view(out, shape, axes, step.keepdims)
-    from lazyk import ops
+    if _backend() is None:  # the reference executor folds into an initialised output
+        from lazyk import ops
 
-    out[...] = ops.get(step.spec.reduce).identity(step.dtype)
-    _execute(spec, views, out_it, axes)
+        out[...] = ops.get(step.spec.reduce).identity(step.dtype)
+    _launch(spec, shape, out, _out_strides(out, shape, axes, step.keepdims), arrays, axes)
     if step.mean:
         count = int(np.prod([shape[d] for d in axes]))
         np.true_divide(out, count, out=out, casting="unsafe")
@@ -367,6 +418,7 @@ class CompiledExpr:
             shown.append((label, type_text(shape, dtype)))
         self.labels = tuple(label for label, _ in shown)
         self.signature = signature_text(shown, expr.node.type_text())
+        self._setup_fast()
 
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
@@ -395,8 +447,61 @@ class CompiledExpr:
                                  f"{self.labels[i]!r} (axis {ax})")
         return data
 
+    def _setup_fast(self) -> None:
+        """Precompute the one-kernel elementwise fast path (the common `k(a, b, out=c)`)."""
+        self._fast = None
+        steps = self.program.steps
+        if len(steps) != 1 or steps[0].axes is not None or _backend() is None:
+            return
+        step = steps[0]
+        if not all(isinstance(r, str) for r in step.inputs):
+            return
+        where = {name: k for k, name in enumerate(self.params)}
+        self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
+                      tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
+        self._geom: dict = {}
+
+    def _call_fast(self, inputs: tuple, out: Any):
+        """One kernel, same-shape native aligned inputs: dict lookups and one C call."""
+        order, spec, dtype, dtypes, ndims = self._fast
+        shape = None
+        for a, dt, nd in zip(inputs, dtypes, ndims):
+            if type(a) is not np.ndarray or a.dtype != dt or a.ndim != nd \
+                    or not a.flags.aligned or (shape is not None and a.shape != shape):
+                return None
+            shape = a.shape
+        if out is None:
+            out = np.empty(shape, dtype)
+        elif (type(out) is not np.ndarray or out.dtype != dtype or out.shape != shape
+              or not out.flags.writeable or not out.flags.aligned
+              or _needs_temporary(out, list(inputs), False)):
+            return None
+        arrays = [inputs[k] for k in order]
+        key = (shape, out.strides, tuple(a.strides for a in arrays))
+        entry = self._geom.get(key)
+        if entry is None:
+            if len(self._geom) > 256:
+                self._geom.clear()
+            st = (_over(shape, out.shape, out.strides),) + tuple(
+                _over(shape, a.shape, a.strides) for a in arrays)
+            entry = self._geom[key] = _prepare(spec, shape, st, (False,) * len(shape))
+        _, layout, compiled, kd, kd_address, size, offs = entry
+        if size == 0:
+            return out
+        if size >= _THREAD_MIN:
+            _backend()(spec, layout, out, arrays)
+            return out
+        src = (ctypes.c_void_p * max(len(arrays), 1))(
+            *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+        compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
+        return out
+
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind"):
         """Bind the inputs and run the kernels; returns a new NumPy array or `out`."""
+        if self._fast is not None and len(inputs) == len(self.params):
+            done = self._call_fast(inputs, out)
+            if done is not None:
+                return done
         data = self._bind_inputs(inputs)
         if out is None:
             return run_program(self.program, data)
