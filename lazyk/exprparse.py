@@ -180,7 +180,7 @@ class _Build(lark.Transformer):
             raise _Fail(f"unknown function {name}", tok)
         target, arity = FUNCTIONS[name]
         if kwargs:
-            raise _Fail(f"{name}() takes no keyword arguments", kwargs[0][1] and tok)
+            raise _Fail(f"{name}() takes no keyword arguments", tok)
         if len(args) != arity:
             raise _Fail(f"{name}() takes {arity} argument(s), {len(args)} given", tok)
         return _call(target, args, (), tok)
