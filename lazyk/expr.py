@@ -98,10 +98,20 @@ class Expr(Operators):
 
     # --- forcing ---
     def eval(self):
-        """Compute into a new array (a NumPy ndarray; see `lazyk.pipeline.evaluate`)."""
+        """Compute into a new `lazyk.Array` (a zero-copy wrapper of the fresh result).
+
+        `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead.
+        """
         from lazyk.pipeline import evaluate
 
-        return evaluate(self)
+        out = evaluate(self)
+        if type(out) is not np.ndarray:
+            return out  # e.g. a device array (issue 6)
+        try:
+            from lazyk.array import array
+        except ImportError:  # arrays stage absent: NumPy is the array type
+            return out
+        return array(out)
 
     def to_numpy(self) -> np.ndarray:
         """Compute into a new NumPy array (GPU results are copied to the host, issue 6)."""

@@ -6,10 +6,15 @@ import lazyk
 from lazyk import expr as E
 
 
-def test_eval_returns_new_numpy_array():
+def test_eval_returns_new_lazyk_array_evaluate_returns_numpy():
     a = np.arange(6.0).reshape(2, 3)
-    got = (E.as_expr(a) * 2 + 1).eval()
+    e = E.as_expr(a) * 2 + 1
+    arr = e.eval()
+    assert isinstance(arr, lazyk.Array) and str(arr.type) == "2 * 3 * float64"
+    np.testing.assert_array_equal(arr.to_numpy(), a * 2 + 1)
+    got = lazyk.evaluate(e)
     assert isinstance(got, np.ndarray) and got.dtype == np.float64
+    assert isinstance(e.to_numpy(), np.ndarray)
     np.testing.assert_array_equal(got, a * 2 + 1)
     assert not np.shares_memory(got, a)
 
