@@ -22,6 +22,11 @@ from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import Program, Step, fuse_elementwise
 
+try:  # speed (issue 5): large fresh outputs reuse idle blocks instead of faulting in new pages
+    from lazyk.backend.threads import empty as _empty_out
+except ImportError:  # pragma: no cover
+    _empty_out = np.empty
+
 # Graph -> graph passes, in order; fusion (graph -> Program) always comes last.
 PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (
     ("fold_constants", fold_constants),
@@ -222,7 +227,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
     spec = _specialize(step.spec, arrays)
     if step.axes is None:
         if out is None:
-            out = np.empty(shape, step.dtype)
+            out = _empty_out(shape, step.dtype)
             target = out
         else:
             target = out
@@ -471,7 +476,7 @@ class CompiledExpr:
                 return None
             shape = a.shape
         if out is None:
-            out = np.empty(shape, dtype)
+            out = _empty_out(shape, dtype)
         elif (type(out) is not np.ndarray or out.dtype != dtype or out.shape != shape
               or not out.flags.writeable or not out.flags.aligned
               or _needs_temporary(out, list(inputs), False)):
