@@ -83,15 +83,13 @@ def view(address: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: 
         "data": (address, readonly),
     }
     if dtype.fields is not None or dtype.subdtype is not None:
-        interface["descr"] = dtype.descr
+        # Opaque bytes, then a view: a `descr` round trip renames padding and can collide.
         interface["typestr"] = f"|V{dtype.itemsize}"
-    else:
-        interface["typestr"] = dtype.str
-    arr = np.asarray(_Holder(interface, owner))
-    if arr.dtype != dtype:
-        # descr round trips lose alignment flags/padding names; view restores the exact dtype.
-        arr = arr.view(dtype)
-    return arr
+        arr = np.asarray(_Holder(interface, owner))
+        return arr.view(dtype) if dtype.subdtype is None else arr.view(dtype.base).reshape(
+            arr.shape + dtype.shape)
+    interface["typestr"] = dtype.str
+    return np.asarray(_Holder(interface, owner))
 
 
 def extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:

@@ -188,3 +188,23 @@ def test_readonly_views_stay_readonly():
     assert a[1:].readonly
     with pytest.raises(ValueError):
         a[1:][0] = 5
+
+
+def test_tuple_arrays_keep_their_type():
+    a = lazyk.array([(1, 2.5), (3, 4.5)], type="2 * (int8, float32)")
+    assert str(a.type) == "2 * (int8, float32)" and a.meta == (2, 8, 0, 4)
+    assert a[1].to_list() == (3, 4.5) and str(a[1].type) == "(int8, float32)"
+    assert a.to_numpy()["f1"].tolist() == [2.5, 4.5]
+
+
+def test_edge_indices():
+    a = lazyk.array([[1, 2], [3]])
+    assert a[None, 1].to_list() == [[3]] and str(a[None, 1].type) == "1 * var * int64"
+    assert a[np.int64(1)].to_list() == [3]
+    for bad in (1.5, [0, 1]):
+        with pytest.raises(IndexError, match="take ints, slices"):
+            a[bad]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        a[..., ...]
+    assert lazyk.array([1, None])[1].to_list() is None
+    assert lazyk.array(np.zeros((2, 0)))[:, ::-1].to_list() == [[], []]
