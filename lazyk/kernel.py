@@ -224,6 +224,23 @@ def _strides_over(a: np.ndarray, shape: tuple, name: str) -> tuple[int, ...]:
     return tuple(st)
 
 
+def broadcast_shape(named: list) -> tuple:
+    """NumPy broadcasting of `[(name, shape), ...]`; errors name operands, axis and sizes."""
+    nd = max((len(sh) for _, sh in named), default=0)
+    out, who = [1] * nd, [None] * nd
+    for name, sh in named:
+        for k, n in enumerate(sh):
+            d = nd - len(sh) + k
+            if n == out[d] or n == 1:
+                continue
+            if out[d] == 1:
+                out[d], who[d] = n, name
+                continue
+            raise ShapeError(f"{name} with shape {tuple(sh)} does not broadcast with {who[d]}: "
+                             f"axis {d} has size {n}, {who[d]} has {out[d]}")
+    return tuple(out)
+
+
 def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
     """Check dtypes, sizes, strides and alignment; return the simplified dims Layout."""
     from lazyk.passes.dims import simplify_dims
@@ -247,11 +264,9 @@ def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
             need = a.dtype.alignment
             if data_pointer(a) % need or any(s % need for s in a.strides):
                 raise BindError(f"input {j} is not {need}-byte aligned; compile with aligned=False")
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in ins + outs))
-    except ValueError:
-        shapes = ", ".join(f"input {j} {a.shape}" for j, a in enumerate(ins))
-        raise ShapeError(f"operands do not broadcast: {shapes}, output {outs[0].shape}") from None
+    named = [(f"input {j}", a.shape) for j, a in enumerate(ins)]
+    named += [(f"output {j}", o.shape) for j, o in enumerate(outs)]
+    shape = broadcast_shape(named)
     if spec.reduce is None:
         for j, o in enumerate(outs):
             if o.shape != shape:
@@ -260,7 +275,7 @@ def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
     in_st = [_strides_over(a, shape, f"input {j}") for j, a in enumerate(ins)]
     reduced = tuple(spec.reduce is not None and out_st[0][d] == 0 and n > 1
                     for d, n in enumerate(shape))
-    if spec.reduce is None:
+    if spec.reduce is None and 0 not in shape:  # NOTE: NumPy gives empty arrays 0 strides
         for j, st in enumerate(out_st):
             if any(s == 0 and n > 1 for s, n in zip(st, shape)):
                 raise BindError(f"output {j} has a zero stride: writes would collide")

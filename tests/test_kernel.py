@@ -1,0 +1,229 @@
+"""compile (cached) -> bind (checked, no LLVM) -> execute: layouts, cache, threads, pickling."""
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+from lazyk import kernel
+from lazyk.codegen.llvm import LayoutClass
+from lazyk.errors import BindError, ShapeError
+from lazyk.kernel import Instr, KernelSpec, bind, compile, execute, layout_class, plan
+
+F8 = np.dtype("f8")
+
+
+def axpy(dt=F8, aligned=(True, True), b_dt=None) -> KernelSpec:
+    """2*a + b (b may have another dtype / byte order)."""
+    b_dt = b_dt or dt
+    body = (Instr("load", dt, (), 0), Instr("const", dt, (), 2), Instr("multiply", dt, (0, 1)),
+            Instr("load", b_dt, (), 1), Instr("add", dt, (2, 3)))
+    return KernelSpec((dt, b_dt), aligned, body, ((4, dt),))
+
+
+def test_same_spec_new_shape_hits_cache():
+    spec = axpy()
+    before = dict(kernel.stats)
+    for n in (10, 1000, 7, 123457):
+        a, b = np.random.rand(n), np.random.rand(n)
+        out = np.empty(n)
+        execute(spec, out, a, b)
+        assert np.array_equal(out, 2 * a + b)
+    assert kernel.stats["compiles"] - before["compiles"] <= 1
+    assert kernel.stats["hits"] - before["hits"] >= 3
+
+
+def test_layout_class_never_holds_sizes():
+    spec = axpy()
+    a = np.ones((5, 6))
+    lc = layout_class(spec, plan(spec, np.empty((5, 6)), (a, a)))
+    assert lc == LayoutClass(1, "ccc")  # C-contiguous coalesces into one flat loop
+    lc2 = layout_class(spec, plan(spec, np.empty((50, 60)), (np.ones((50, 60)),) * 2))
+    assert lc2 == lc
+
+
+LAYOUTS = {
+    "c": lambda x: x,
+    "fortran": lambda x: np.asfortranarray(x),
+    "transposed": lambda x: np.ascontiguousarray(x.T).T,
+    "reversed": lambda x: x[::-1, ::-1].copy()[::-1, ::-1],
+    "negative": lambda x: np.ascontiguousarray(x[::-1])[::-1],
+    "strided": lambda x: np.repeat(x, 3, axis=1)[:, ::3],
+}
+
+
+@pytest.mark.parametrize("la", LAYOUTS)
+@pytest.mark.parametrize("lb", ["c", "fortran", "strided", "negative"])
+def test_layouts(la, lb):
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal((7, 9)), rng.standard_normal((7, 9))
+    a, b = LAYOUTS[la](a0), LAYOUTS[lb](b0)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    out = np.empty((7, 9))
+    execute(axpy(), out, a, b)
+    assert np.array_equal(out, 2 * a0 + b0)
+    outf = np.empty((9, 7)).T  # Fortran-order output
+    execute(axpy(), outf, a, b)
+    assert np.array_equal(outf, 2 * a0 + b0)
+
+
+@pytest.mark.parametrize("shapes", [((3, 1, 5), (4, 1)), ((1,), (6, 5)), ((), (2, 3)),
+                                    ((0, 3), (3,)), ((2, 1, 1), (1, 1, 4)), ((1, 1), (1, 1))])
+def test_broadcast_and_empty(shapes):
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    want = 2 * a + b
+    out = np.empty(want.shape)
+    execute(axpy(), out, a, b)
+    assert out.shape == want.shape and np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("dt", ["<f8", ">f8", ">i4", ">c16", ">f2", "<u2"])
+def test_byteswapped_and_unaligned(dt):
+    dt = np.dtype(dt)
+    native = dt.newbyteorder("=")
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal(37) * 50).astype(dt)
+    # unaligned: a view at byte offset 1 of a raw buffer
+    raw = np.zeros(37 * dt.itemsize + 1, np.uint8)
+    b = raw[1:].view(dt)
+    b[...] = a[::-1]
+    assert not b.flags.aligned or dt.itemsize == 1
+    spec = axpy(native, (True, False), b_dt=dt)
+    if a.dtype != native:
+        spec = KernelSpec((dt, dt), (True, False), tuple(
+            Instr(i.op, dt if i.op == "load" else native, i.args, i.attr) for i in spec.body),
+            spec.outputs)
+    out = np.empty(37, native)
+    execute(spec, out, a, b)
+    want = (2 * a.astype(native) + b.astype(native)).astype(native)
+    assert np.array_equal(out, want)
+
+
+def test_bind_checks():
+    spec = axpy()
+    a = np.ones(10)
+    with pytest.raises(ShapeError, match="input 1 .*axis 0 has size 3, input 0 has 10"):
+        bind(spec, np.empty(10), a, np.ones(3))
+    with pytest.raises(ShapeError):
+        bind(spec, np.empty(9), a, a)
+    with pytest.raises(BindError, match="dtype"):
+        bind(spec, np.empty(10), a.astype("f4"), a)
+    with pytest.raises(BindError, match="dtype"):
+        bind(spec, np.empty(10, "f4"), a, a)
+    ro = np.empty(10)
+    ro.flags.writeable = False
+    with pytest.raises(BindError, match="read-only"):
+        bind(spec, ro, a, a)
+    with pytest.raises(BindError, match="inputs"):
+        bind(spec, np.empty(10), a)
+    with pytest.raises(BindError, match="zero stride"):
+        bind(spec, np.lib.stride_tricks.as_strided(np.empty(1), (10,), (0,)), a, a)
+    raw = np.zeros(81, np.uint8)[1:].view(F8)
+    with pytest.raises(BindError, match="aligned"):
+        bind(spec, np.empty(10), raw, a)
+    lc_mismatch = compile(spec, LayoutClass(2, "ccc"))
+    with pytest.raises(BindError, match="layout class"):
+        lc_mismatch.bind(np.empty(10), a, a)
+
+
+def test_bound_kernel_is_reusable_and_closes_once():
+    spec = axpy()
+    a, b, out = np.arange(5.0), np.ones(5), np.empty(5)
+    with bind(spec, out, a, b) as ck:
+        assert ck.address == ck.builder.address
+        ck()
+        ck()
+        assert np.array_equal(out, 2 * a + 1)
+    assert ck.builder.closed
+    ck.close()  # idempotent: the destructor already ran exactly once
+
+
+def test_eight_threads_one_kernel():
+    spec = axpy()
+    ck0 = bind(spec, np.empty(3), np.ones(3), np.ones(3))
+    compiled = ck0.compiled
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        try:
+            barrier.wait()
+            for i in range(30):
+                n = 1000 + 97 * t + i
+                a, b = rng.standard_normal(n), rng.standard_normal(n)
+                out = np.empty(n)
+                with compiled.bind(out, a, b) as ck:
+                    ck()
+                if not np.array_equal(out, 2 * a + b):
+                    errors.append((t, i))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    ck0.close()
+
+
+@pytest.mark.parametrize("axes", [None, (0,), (1,), (2,), (0, 2)])
+def test_reduction_axes_fused(axes):
+    """sum((a*b)) over axes, as the front end lays it out: out keeps size-1 reduced dims."""
+    body = (Instr("load", F8, (), 0), Instr("load", F8, (), 1), Instr("multiply", F8, (0, 1)))
+    spec = KernelSpec((F8, F8), (True, True), body, ((2, F8),), "sum")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 6))
+    b = np.asfortranarray(rng.standard_normal((4, 5, 6)))
+    want = np.sum(a * b, axis=axes, keepdims=True)
+    out = np.full(want.shape, 99.0)
+    execute(spec, out, a, b)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+
+
+def test_large_threaded_and_reduction():
+    spec = axpy()
+    n = 1 << 20
+    a, b = np.random.rand(n), np.random.rand(n)
+    out = np.empty(n)
+    execute(spec, out, a, b)
+    assert np.array_equal(out, 2 * a + b)
+    a2 = np.random.rand(512, 2048)
+    out2 = np.empty((512, 2048))
+    execute(spec, out2, a2, a2[0])
+    assert np.array_equal(out2, 2 * a2 + a2[0])
+    red = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0),), ((0, F8),), "sum")
+    o = np.empty((512, 1))
+    execute(red, o, a2)
+    np.testing.assert_allclose(o, a2.sum(axis=1, keepdims=True), rtol=1e-12)
+
+
+def test_pickle_recompiles_once():
+    spec = axpy()
+    ck = bind(spec, np.empty(4), np.ones(4), np.ones(4))
+    blob = pickle.dumps(ck.compiled)
+    assert len(blob) < 100_000
+    again = pickle.loads(blob)
+    assert again is ck.compiled  # same process: the cache answers
+    ck.close()
+
+
+def test_eviction_calls_destructors(monkeypatch):
+    monkeypatch.setattr(kernel, "CACHE_SIZE", 2)
+    kernel.clear_cache()
+    ks = []
+    for c in (1.0, 2.0, 3.0):
+        body = (Instr("load", F8, (), 0), Instr("const", F8, (), c), Instr("add", F8, (0, 1)))
+        spec = KernelSpec((F8,), (True,), body, ((2, F8),))
+        ck = bind(spec, np.empty(3), np.ones(3))
+        ks.append(ck)
+    first = ks[0].compiled
+    assert first.jit is not None  # evicted but still bound: code stays alive
+    ks[0]()
+    ks[0].close()
+    assert first.jit is None  # last user gone: freed
+    for ck in ks[1:]:
+        ck.close()
+    kernel.clear_cache()
