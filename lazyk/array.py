@@ -406,6 +406,13 @@ def _view(a: Array, items: tuple) -> Array | None:
         elif isinstance(item, slice) and item == slice(None):
             wrap.append(T.VarDim)
             out_meta += [ref, stride, offset]
+        elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
+            # Only fixed dims kept above: re-point every row in a new {begin, size} block.
+            head = _resliced_rows(cur_buf, cur, out_meta, item, stride, owner,
+                                  M.n_shadows(t))
+            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
+            wrap.append(T.VarDim)
+            out_meta += [ref, stride * (item.step or 1), offset]
         else:
             return None
         adjust = len(out_meta) - 1
@@ -424,6 +431,46 @@ def _view(a: Array, items: tuple) -> Array | None:
     for w in reversed(wrap):
         t = w(t)
     return Array._from_parts(t, tuple(out_meta), base + cur, owner, a._readonly)
+
+
+def _slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
+    step = 1 if item.step is None else int(item.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
+
+    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
+        if v is None:
+            return np.broadcast_to(default, sizes.shape).astype(np.int64)
+        v = int(v)
+        return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
+
+    start = clamp(item.start, 0 if step > 0 else sizes - 1)
+    stop = clamp(item.stop, sizes if step > 0 else -1)
+    span = stop - start if step > 0 else start - stop
+    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
+    return start, count
+
+
+def _resliced_rows(buf: np.ndarray, cur: int, kept: list, item: slice, stride: int,
+                   owner: Any, shadows: int) -> memory.MemoryBlock:
+    """A block of {begin, size} elements, C order over the kept fixed dims, for `item` rows."""
+    offs = np.array([cur], np.int64)
+    for k in range(0, len(kept), 2):
+        offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
+    begins, sizes = M.read_pairs(buf, offs)
+    start, count = _slice_rows(sizes, item)
+    pairs = np.empty(len(offs), M.POINTER_SIZE_DTYPE)
+    pairs["begin"] = np.where(count > 0, begins + start * stride, begins)
+    pairs["size"] = count
+    head = memory.MemoryBlock(16 * max(len(offs), 1) * (1 + shadows), keep=[owner])
+    head.buffer[:16 * len(offs)] = pairs.view(np.uint8)
+    step = 16
+    for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
+        kept[k + 1] = step
+        step *= kept[k]
+    return head
 
 
 def _index_type(t: T.Type, dims: list) -> T.Type:

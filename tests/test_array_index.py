@@ -116,6 +116,12 @@ def test_var_slices_match_python(rows, start, stop, step):
     assert a[start:stop:step].to_list() == rows[start:stop:step]
     for i, row in enumerate(rows):
         assert a[i, start:stop:step].to_list() == row[start:stop:step]
+    b = lazyk.array(rows, type=f"{len(rows)} * var * int32")
+    view = b[:, start:stop:step]
+    assert view.to_list() == [r[start:stop:step] for r in rows]
+    view[...] = -1  # a view: writes land in b
+    assert b.to_list() == [[-1 if j in range(len(r))[start:stop:step] else x
+                            for j, x in enumerate(r)] for r in rows]
 
 
 def test_option_and_string_indexing():
