@@ -297,3 +297,21 @@ def test_any_text_parses_or_raises_type_parse_error(text):
         assert err.line >= 1 and err.column >= 1
         return
     assert dshape(str(t)) is t
+
+
+def test_plans_are_shared_by_token_pattern_only():
+    typeparse.clear_cache()
+    assert dshape("3 * int32") is FixedDim(3, i32)
+    # Same kinds (INT STAR NAME), different texts: the replayed plan builds the new values.
+    assert dshape("4 * float64") is FixedDim(4, f64)
+    assert dshape("N * T") is SymbolicDim("N", TypeVar("T"))
+    assert dshape("{a: int8, b: int16}") is Record((("a", Scalar("int8")),
+                                                    ("b", Scalar("int16"))))
+    with pytest.raises(TypeParseError) as info:  # same pattern, now a duplicate name
+        dshape("{a: int8, a: int16}")
+    assert (info.value.line, info.value.column) == (1, 11)
+    with pytest.raises(TypeParseError) as info:  # same pattern, now an unknown name
+        dshape("5 * int33")
+    assert (info.value.line, info.value.column) == (1, 5)
+    typeparse.clear_cache(plans=False)
+    assert dshape("7 * int8") is FixedDim(7, Scalar("int8"))
