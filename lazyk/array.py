@@ -408,7 +408,7 @@ def _view(a: Array, items: tuple) -> Array | None:
             out_meta += [ref, stride, offset]
         elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
             # Only fixed dims kept above: re-point every row in a new {begin, size} block.
-            head = _resliced_rows(cur_buf, cur, out_meta, item, stride, owner,
+            head = M.reslice_rows(cur_buf, cur, out_meta, item, stride, owner,
                                   M.n_shadows(t))
             owner, cur_buf, cur, base = head, head.buffer, 0, head.address
             wrap.append(T.VarDim)
@@ -433,89 +433,11 @@ def _view(a: Array, items: tuple) -> Array | None:
     return Array._from_parts(t, tuple(out_meta), base + cur, owner, a._readonly)
 
 
-def _slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
-    step = 1 if item.step is None else int(item.step)
-    if step == 0:
-        raise ValueError("slice step cannot be zero")
-    lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
-
-    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
-        if v is None:
-            return np.broadcast_to(default, sizes.shape).astype(np.int64)
-        v = int(v)
-        return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
-
-    start = clamp(item.start, 0 if step > 0 else sizes - 1)
-    stop = clamp(item.stop, sizes if step > 0 else -1)
-    span = stop - start if step > 0 else start - stop
-    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
-    return start, count
-
-
-def _resliced_rows(buf: np.ndarray, cur: int, kept: list, item: slice, stride: int,
-                   owner: Any, shadows: int) -> memory.MemoryBlock:
-    """A block of {begin, size} elements, C order over the kept fixed dims, for `item` rows."""
-    offs = np.array([cur], np.int64)
-    for k in range(0, len(kept), 2):
-        offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
-    begins, sizes = M.read_pairs(buf, offs)
-    start, count = _slice_rows(sizes, item)
-    pairs = np.empty(len(offs), M.POINTER_SIZE_DTYPE)
-    pairs["begin"] = np.where(count > 0, begins + start * stride, begins)
-    pairs["size"] = count
-    head = memory.MemoryBlock(16 * max(len(offs), 1) * (1 + shadows), keep=[owner])
-    head.buffer[:16 * len(offs)] = pairs.view(np.uint8)
-    step = 16
-    for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
-        kept[k + 1] = step
-        step *= kept[k]
-    return head
-
-
-def _index_type(t: T.Type, dims: list) -> T.Type:
-    """Type of `dims` applied to `t` by the copying path (a consumed `?var` gives options)."""
-    if not dims:
-        return t
-    item, rest = dims[0], dims[1:]
-    if item is None:
-        return T.FixedDim(1, _index_type(t, rest))
-    opt = isinstance(t, T.Option)
-    t = t.elem if opt else t
-    elem = _index_type(t.elem, rest)
-    if isinstance(item, int):
-        return T.Option(elem) if opt and not isinstance(elem, T.Option) else elem
-    if isinstance(t, T.FixedDim):
-        out: T.Type = T.FixedDim(len(range(*item.indices(t.size))), elem)
-    else:
-        out = T.VarDim(elem)
-    return T.Option(out) if opt else out
-
-
-def _index_values(v: Any, t: T.Type, dims: list, path: list) -> Any:
-    if not dims:
-        return v
-    item, rest = dims[0], dims[1:]
-    if item is None:
-        return [_index_values(v, t, rest, path)]
-    if isinstance(t, T.Option):
-        if v is None:
-            return None
-        t = t.elem
-    if isinstance(item, int):
-        i = item + len(v) if item < 0 else item
-        if not 0 <= i < len(v):
-            where = "row " + ", ".join(map(str, path)) if path else "the array"
-            raise IndexError(f"index {item} is out of bounds: {where} has {len(v)} elements")
-        return _index_values(v[i], t.elem, rest, path + [i])
-    return [_index_values(v[i], t.elem, rest, path + [i]) for i in range(*item.indices(len(v)))]
-
-
 def _copy_index(a: Array, items: tuple) -> Array:
     """`a[items]` as a new array, for indices that no strided view can express."""
     dims, names = _normalize(a.type, items)
-    t = _index_type(a.type, dims)
-    values = _index_values(a.to_list(), a.type, dims, [])
+    t = M.index_type(a.type, dims)
+    values = M.index_values(a.to_list(), a.type, dims, [])
     out = array(values, t)
     for n in names:
         out = out[n]

@@ -305,6 +305,91 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     return vals.tolist()
 
 
+# ---------------------------------------------------------------- re-slicing rows
+def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
+    step = 1 if item.step is None else int(item.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
+
+    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
+        if v is None:
+            return np.broadcast_to(default, sizes.shape).astype(np.int64)
+        v = int(v)
+        return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
+
+    start = clamp(item.start, 0 if step > 0 else sizes - 1)
+    stop = clamp(item.stop, sizes if step > 0 else -1)
+    span = stop - start if step > 0 else start - stop
+    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
+    return start, count
+
+
+def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, stride: int,
+                 owner: object, shadows: int):
+    """A block of {begin, size} elements, C order over the kept fixed dims, for `item` rows.
+
+    `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
+    """
+    from lazyk.memory import MemoryBlock
+
+    offs = np.array([cur], np.int64)
+    for k in range(0, len(kept), 2):
+        offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
+    begins, sizes = read_pairs(buf, offs)
+    start, count = slice_rows(sizes, item)
+    pairs = np.empty(len(offs), POINTER_SIZE_DTYPE)
+    pairs["begin"] = np.where(count > 0, begins + start * stride, begins)
+    pairs["size"] = count
+    head = MemoryBlock(16 * max(len(offs), 1) * (1 + shadows), keep=[owner])
+    head.buffer[:16 * len(offs)] = pairs.view(np.uint8)
+    step = 16
+    for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
+        kept[k + 1] = step
+        step *= kept[k]
+    return head
+
+
+def index_type(t: T.Type, dims: list) -> T.Type:
+    """Type of `dims` applied to `t` by the copying path (a consumed `?var` gives options)."""
+    if not dims:
+        return t
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return T.FixedDim(1, index_type(t, rest))
+    opt = isinstance(t, T.Option)
+    t = t.elem if opt else t
+    elem = index_type(t.elem, rest)
+    if isinstance(item, int):
+        return T.Option(elem) if opt and not isinstance(elem, T.Option) else elem
+    if isinstance(t, T.FixedDim):
+        out: T.Type = T.FixedDim(len(range(*item.indices(t.size))), elem)
+    else:
+        out = T.VarDim(elem)
+    return T.Option(out) if opt else out
+
+
+def index_values(v: object, t: T.Type, dims: list, path: list) -> object:
+    """Python-level `dims` applied to nested lists `v` (rows too short raise IndexError)."""
+    if not dims:
+        return v
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return [index_values(v, t, rest, path)]
+    if isinstance(t, T.Option):
+        if v is None:
+            return None
+        t = t.elem
+    if isinstance(item, int):
+        i = item + len(v) if item < 0 else item
+        if not 0 <= i < len(v):
+            where = "row " + ", ".join(map(str, path)) if path else "the array"
+            raise IndexError(f"index {item} is out of bounds: {where} has {len(v)} elements")
+        return index_values(v[i], t.elem, rest, path + [i])
+    return [index_values(v[i], t.elem, rest, path + [i]) for i in range(*item.indices(len(v)))]
+
+
 # ---------------------------------------------------------------- assignment with broadcasting
 def _sizes(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
     """(sizes per item, child offsets function) of the dim `t` at `offs`."""
