@@ -91,8 +91,12 @@ class CompiledKernel:
         from lazyk.backend.cpu import JITModule
 
         self.spec, self.layout, self.target = spec, layout, target
-        self.ir = ir_text if ir_text is not None else str(generate(spec, layout, _NAME))
-        self.jit = JITModule(self.ir, (f"{_NAME}_single", f"{_NAME}_strided", f"{_NAME}_destroy"))
+        names = (f"{_NAME}_single", f"{_NAME}_strided", f"{_NAME}_destroy")
+        if ir_text is not None:
+            self.jit = JITModule(ir_text, names)
+        else:  # disk-cache key from the spec: a hit skips IR generation (issue 5)
+            self.jit = JITModule(lambda: str(generate(spec, layout, _NAME)), names,
+                                 key_text=_structural_key(spec, layout))
         a = self.jit.addresses
         self.single_address = a[f"{_NAME}_single"]
         self.strided_address = a[f"{_NAME}_strided"]
@@ -104,6 +108,12 @@ class CompiledKernel:
         self._live = 0  # bound kernels still using the code
         self._evicted = False
         self._lock = threading.Lock()
+
+    @property
+    def ir(self) -> str:
+        """The unoptimized LLVM IR (generated on demand after a disk-cache hit)."""
+        jit = self.jit
+        return jit.source_ir if jit is not None else str(generate(self.spec, self.layout, _NAME))
 
     @property
     def llvm_ir(self) -> str:
@@ -146,6 +156,14 @@ class CompiledKernel:
     def __reduce__(self):
         # Cheap pickling for Dask: IR text + signature; the receiver compiles once per process.
         return (_unpickle, (self.ir, self.spec, self.layout, self.target))
+
+
+def _structural_key(spec: KernelSpec, layout: LayoutClass) -> str:
+    """Disk-cache key text from the spec, the layout class and the code generator's sources."""
+    from lazyk.backend.objcache import source_digest
+
+    code = source_digest("lazyk.codegen.llvm", "lazyk.ops", "lazyk.kernel", "lazyk.abi")
+    return f"spec:{_NAME}|{spec!r}|{layout!r}|{code}"
 
 
 def _unpickle(ir_text: str, spec: KernelSpec, layout: LayoutClass, target: str) -> CompiledKernel:

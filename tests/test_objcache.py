@@ -151,3 +151,9 @@ def test_new_process_loads_from_cache(tmp_path) -> None:
     assert [r["hit"] for r in runs] == [False, True]
     print(f"cold {runs[0]['compile_ms']:.2f} ms, disk-cache load {runs[1]['compile_ms']:.2f} ms")
     ctypes.sizeof(ctypes.c_int)  # keep ctypes import used for the exec'd code
+
+
+def test_source_digest_tracks_code() -> None:
+    d = objcache.source_digest("lazyk.backend.objcache")
+    assert d == objcache.source_digest("lazyk.backend.objcache") and len(d) == 64
+    assert d != objcache.source_digest("lazyk.backend.vecmath")

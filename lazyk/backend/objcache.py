@@ -78,6 +78,28 @@ def make_key(ir_text: str, *, cpu: str | None = None, features: str | None = Non
     return h.hexdigest()
 
 
+_digests: dict[tuple[str, ...], str] = {}
+
+
+def source_digest(*modules: str) -> str:
+    """sha256 over the source files of `modules` (once per process): a key part that changes
+    whenever the code generator changes, so a key made from a spec instead of IR stays sound."""
+    digest = _digests.get(modules)
+    if digest is None:
+        import importlib.util
+
+        h = hashlib.sha256()
+        for name in modules:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+            h.update(name.encode() + b"\0")
+            if origin and os.path.isfile(origin):
+                with open(origin, "rb") as f:
+                    h.update(f.read())
+        digest = _digests[modules] = h.hexdigest()
+    return digest
+
+
 class ObjectCache:
     """A directory of verified object files; `hits`/`misses`/`corrupt` count lookups."""
 
