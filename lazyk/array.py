@@ -574,7 +574,10 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     t = _as_type(type)
     if M.is_plain(t):
         dt = M.np_dtype(t.dtype) if t.ndim else M.np_dtype(t)
-        return Array._wrap(np.full(t.shape, value, dtype=dt))
+        try:
+            return Array._wrap(np.full(t.shape, value, dtype=dt))
+        except (OverflowError, ValueError, TypeError) as e:
+            raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
     levels = [list(lengths)] if lengths and not isinstance(lengths[0], (list, tuple)) else \
         [list(x) for x in (lengths or [])]
     return array(_template(t, value, levels, 0), t)

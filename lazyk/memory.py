@@ -76,6 +76,9 @@ def view(address: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: 
     The caller guarantees that every addressed byte lies inside memory `owner` keeps alive.
     """
     dtype = np.dtype(dtype)
+    if isinstance(owner, MemoryBlock):
+        # Hold the bytes themselves too, so `owner.close()` cannot free memory under a view.
+        owner = (owner, owner.buffer)
     interface = {
         "version": 3,
         "shape": tuple(shape),

@@ -214,3 +214,14 @@ def test_edge_indices():
         a[..., ...]
     assert lazyk.array([1, None])[1].to_list() is None
     assert lazyk.array(np.zeros((2, 0)))[:, ::-1].to_list() == [[], []]
+
+
+def test_closing_a_block_never_frees_memory_under_a_numpy_view():
+    r = lazyk.array([{"x": 1.5, "s": "z"}, {"x": 2.5, "s": "w"}])
+    x = r.x.to_numpy()
+    r.owner.close()
+    gc.collect()
+    junk = [np.ones(64) for _ in range(100)]  # reuse freed memory if it had been freed
+    assert x.tolist() == [1.5, 2.5] and len(junk) == 100
+    with pytest.raises((TypeError, ValueError, AttributeError)):
+        r.to_list()
