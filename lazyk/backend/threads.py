@@ -12,6 +12,11 @@ import atexit
 import ctypes
 import os
 import threading
+from math import prod as _prod
+
+import numpy as _np
+
+_np_empty = _np.empty
 
 # Below this many elements per extra thread, waking a worker costs more than it saves
 # (measured: ~3-5 us dispatch vs ~0.3 ns/element for a streaming add).
@@ -430,6 +435,7 @@ def strided_part_address() -> int:
 REUSE_MIN_BYTES = 1 << 22  # below 4 MiB malloc's own free lists already reuse memory
 REUSE_MAX_IDLE = 1 << 30  # keep at most 1 GiB of idle blocks; beyond that give memory back
 _BLOCK_ROUND = 1 << 21
+_np_dtype = _np.dtype
 _idle: dict[int, list[int]] = {}
 _idle_bytes = 0
 _idle_lock = threading.Lock()
@@ -472,16 +478,19 @@ class _Block:
 def empty(shape, dtype):
     """Like `np.empty`, but large arrays reuse idle blocks of earlier outputs (no page faults)."""
     global _idle_bytes
-    import numpy as np
-
-    dtype = np.dtype(dtype)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    count = 1
-    for n in shape:
-        count *= n
+    # NOTE: on every fresh-output call: small arrays must cost no more than np.empty (~0.1 us).
+    if type(shape) is tuple and isinstance(dtype, _np_dtype):
+        count = _prod(shape)
+        if count * dtype.itemsize < REUSE_MIN_BYTES:
+            return _np_empty(shape, dtype)
+    else:
+        dtype = _np.dtype(dtype)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        count = _prod(shape)
     nbytes = count * dtype.itemsize
     if nbytes < REUSE_MIN_BYTES or dtype.hasobject:
-        return np.empty(shape, dtype)
+        return _np_empty(shape, dtype)
+    np = _np
     size = -(-nbytes // _BLOCK_ROUND) * _BLOCK_ROUND
     with _idle_lock:
         free = _idle.get(size)
