@@ -71,10 +71,7 @@ class Array(Operators):
     def type(self) -> T.Type:
         """The lazyk type, e.g. `2 * var * int32`."""
         if self._type is None:
-            t = _elem_type(self._np.dtype.base if self._np.dtype.subdtype else self._np.dtype)
-            for n in reversed(self._np.shape + (self._np.dtype.shape or ())):
-                t = T.FixedDim(n, t)
-            self._type = t
+            self._type = _np_type(self._np)
         return self._type
 
     @property
@@ -174,7 +171,7 @@ class Array(Operators):
         return M.read(self.type, self.meta, 0, buf, offs)[0]
 
     def __repr__(self) -> str:
-        return f"array({_format(self)}, type='{self.type}')"
+        return f"array({_format(self)}, type={str(self.type)!r})"
 
     def __len__(self) -> int:
         t = self.type
@@ -257,6 +254,14 @@ class Array(Operators):
         raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
 
 
+def _np_type(arr: np.ndarray) -> T.Type:
+    """The lazyk type NumPy's dtype and shape spell (utf8 strings and tuples need arrmeta)."""
+    t = _elem_type(arr.dtype.base if arr.dtype.subdtype else arr.dtype)
+    for n in reversed(arr.shape + (arr.dtype.shape or ())):
+        t = T.FixedDim(n, t)
+    return t
+
+
 def _fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
     shape, strides, i = [], [], 0
     while isinstance(t, T.FixedDim):
@@ -325,7 +330,7 @@ def _view(a: Array, items: tuple) -> Array | None:
     """The view `a[items]` over the same memory, or None when no strided view exists."""
     t = a.type
     dims, names = _normalize(t, items)
-    if a._np is not None and builtins_type(t.dtype) is not T.Tuple:
+    if a._np is not None and (a._type is None or _np_type(a._np) == t):
         res = a._np[tuple(dims) + (Ellipsis,)]
         for n in names:
             if res.dtype.names is None or n not in res.dtype.names:

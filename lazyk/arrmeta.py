@@ -150,6 +150,8 @@ def np_dtype(t: T.Type) -> np.dtype:
         return np.dtype({"names": [f"f{i}" for i in range(len(t.types))],
                          "formats": [np_dtype(f) for f in t.types],
                          "offsets": list(t.offsets), "itemsize": t.itemsize})
+    if isinstance(t, T.FixedString) and t.encoding == "utf8":
+        return np.dtype(f"S{t.size}")  # UTF-8 bytes, NUL-padded
     return t.to_numpy()
 
 
@@ -302,6 +304,8 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         return pieces
     dt = np_dtype(t)
     vals = gather(buf, offs, dt.itemsize).view(dt).reshape(n)
+    if isinstance(t, T.FixedString) and dt.kind == "S":
+        return [b.decode(t.encoding.replace("utf8", "utf-8")) for b in vals.tolist()]
     return vals.tolist()
 
 

@@ -345,6 +345,8 @@ _ACCEPT = {
 def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                   where: Where) -> None:
     dt = np_dtype(t)
+    if isinstance(t, T.FixedString):
+        items = _fixed_strings(t, items, where)
     ok = _ACCEPT.get(dt.kind)
     if ok is not None:
         # bool is an int in Python and NumPy, so numbers accept it; bool accepts only bools.
@@ -369,6 +371,30 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
         if i is not None:
             raise ArrayConstructionError(f"item {where.name(i)} ({items[i]}) does not fit {t}")
     scatter(block.buffer, offs, vals.reshape(-1).view(np.uint8).reshape(len(items), dt.itemsize))
+
+
+def _fixed_strings(t: T.Type, items: list, where: Where) -> list:
+    """Encode strs for an inline fixed_string, refusing any that would be truncated."""
+    bad = _bad_kinds(items, lambda k: issubclass(k, str))
+    if bad:
+        raise ArrayConstructionError(f"item {where.name(bad[0])} is a {_describe(items[bad[0]])}, "
+                                     f"the type says {t}")
+    if t.encoding == "utf32":
+        data, lens = items, list(map(len, items))
+    else:
+        codec = "utf-8" if t.encoding == "utf8" else "ascii"
+        try:
+            data = [x.encode(codec) for x in items]
+        except UnicodeEncodeError:
+            i = _first(items, lambda x: not x.isascii())
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) is not "
+                                         f"{codec}, the type says {t}") from None
+        lens = list(map(len, data))
+    if lens and max(lens) > t.size:
+        i = _first(lens, lambda n: n > t.size)
+        raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) has {lens[i]} "
+                                     f"units, the type {t} holds {t.size}")
+    return data
 
 
 def _first_unfit(items: list, dt: np.dtype) -> int:

@@ -178,3 +178,19 @@ def test_large_ragged_build():
     a = lazyk.array(rows)
     assert str(a.type) == "30000 * var * int64"
     assert a.to_list() == rows
+
+
+def test_fixed_strings_inline():
+    a = lazyk.array(["ab", "é"], type="2 * fixed_string[4]")
+    assert a.to_list() == ["ab", "é"] and a[1].to_list() == "é"
+    assert a.to_numpy().dtype == np.dtype("S4")  # inline, NUL-padded UTF-8
+    assert a.to_numpy().tolist() == [b"ab", "é".encode()]
+    u = lazyk.array(["ab", "c"], type="2 * fixed_string[2, 'utf32']")
+    assert u.to_numpy().dtype == np.dtype("<U2") and u.to_list() == ["ab", "c"]
+    assert repr(u) == "array(['ab', 'c'], type=\"2 * fixed_string[2, 'utf32']\")"
+    with pytest.raises(ArrayConstructionError, match="has 5 units, the type fixed_string"):
+        lazyk.array(["abcde"], type="1 * fixed_string[4]")
+    with pytest.raises(ArrayConstructionError, match="is not ascii"):
+        lazyk.array(["é"], type="1 * fixed_string[4, 'ascii']")
+    r = lazyk.array([{"n": "é", "v": 1}], type="1 * {n: fixed_string[3], v: int8}")
+    assert r.n.to_list() == ["é"] and r[0].to_list() == {"n": "é", "v": 1}
