@@ -45,7 +45,7 @@ def check_node(node: Node) -> str | None:
     if not node.srcs:
         return "op without sources"
     if node.op == REDUCE_OP:
-        op, axes, keep = node.arg
+        op, axes, keep = node.arg[:3]
         src = node.srcs[0]
         if op not in ops.REDUCTIONS or any(not 0 <= a < src.ndim for a in axes):
             return f"bad reduction {op} axes={axes} of a {src.ndim}-d operand"

@@ -82,6 +82,9 @@ class Expr(Operators):
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         text = self.node.type_text()
+        if has_options(self) and not _skips_missing(self.node):
+            head, _, tail = text.rpartition(" * ")
+            text = f"{head} * ?{tail}" if head else f"?{tail}"
         try:
             from lazyk.types import dshape
         except ImportError:  # types stage not present: the text is the type
@@ -177,6 +180,19 @@ def _wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     return Expr(node, {name: arr if owner is None else _Owned(arr, owner)})
 
 
+def _wrap_ragged(arr: Any) -> Expr:
+    from lazyk.ragged import RaggedLeaf, describe
+
+    shape, dtype, option = describe(arr)
+    name = f"_{next(_counter)}"
+    return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
+
+
+def has_options(e: Expr) -> bool:
+    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
+    return builtins.any(getattr(v, "option", False) for v in e.env.values())
+
+
 class _Owned:
     """A NumPy view plus the lazyk Array that owns its memory (kept alive together)."""
 
@@ -211,9 +227,8 @@ def as_expr(x: Any) -> Expr:
     if _is_lazyk_array(x):
         try:
             view = x.to_numpy()
-        except Exception as err:  # var / option / string layouts
-            raise NotSupportedError(
-                f"expressions over {x.type} are not supported yet: {err}") from None
+        except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+            return _wrap_ragged(x)
         return _wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays (issue 6): lazyk.device runs them
         from lazyk.device import as_device_array
@@ -446,6 +461,12 @@ def imag(x: Any) -> Expr:
     return Expr(Node("imag", dt, e.shape, (e.node,)), e.env)
 
 
+def _skips_missing(node: Node) -> bool:
+    """A skipna sum/prod/any/all has a value for every row, so its result is not optional."""
+    return node.op == REDUCE_OP and len(node.arg) > 3 and node.arg[0] in (
+        "sum", "prod", "any", "all")
+
+
 # --- reductions -----------------------------------------------------------------------------
 
 def normalize_axes(axis: Any, ndim: int, op: str = "reduce") -> tuple[int, ...]:
@@ -477,10 +498,8 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
            dtype: Any = None) -> Expr:
     """Lazy reduction node; its elementwise inputs fuse into the same kernel."""
     e = as_expr(x)
-    if skipna and e.dtype.kind != "f" and e.dtype.kind != "c":
-        skipna = False  # only float NaN or ?T missing can be skipped; nothing to skip here
-    if skipna:
-        raise NotSupportedError(f"{op}(skipna=True) needs option types (not implemented)")
+    if skipna and not has_options(e):
+        skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
     axes = normalize_axes(axis, e.ndim, op)
     node = e.node
     if op in ("any", "all"):
@@ -495,7 +514,8 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
-    red = Node(REDUCE_OP, acc, shape, (cast(node, acc),), (op, axes, bool(keepdims)))
+    arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
+    red = Node(REDUCE_OP, acc, shape, (cast(node, acc),), arg)
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)

@@ -147,7 +147,7 @@ def _arg_text(node: Node) -> str:
     if node.op in ("scalar", "const"):
         return f" {node.arg!r}"
     if node.op == REDUCE_OP:
-        op, axes, keep = node.arg
+        op, axes, keep = node.arg[:3]
         return f" {op} axes={list(axes)}" + (" keepdims" if keep else "")
     if node.arg is not None:
         return f" {node.arg}"

@@ -360,6 +360,12 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1)
     e = as_expr(expr)
+    from lazyk.ragged import is_ragged
+
+    if any(is_ragged(leaf_data(v)) for v in e.env.values()):
+        from lazyk.ragged import evaluate as evaluate_ragged
+
+        return evaluate_ragged(e, out)
     data = _env_arrays(e)
     from lazyk.device import on_gpu  # issue 6: GPU leaves run there; mixed raise DeviceError
 

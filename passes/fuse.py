@@ -70,7 +70,7 @@ def fuse_elementwise(root: Node) -> Program:
     for node in toposort(root):
         if node.op != REDUCE_OP:
             continue
-        op, axes, keep = node.arg
+        op, axes, keep = node.arg[:3]
         src = node.srcs[0]
         body, inputs, out = _body_under(src, steps_of)
         reduce = "sum" if op == "mean" else op

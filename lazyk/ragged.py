@@ -1,0 +1,266 @@
+"""Expressions over ragged (`var`) and missing-value (`?T`) arrays.
+
+A shape step first lines every operand up with the result: it broadcasts rows (a
+length-1 row broadcasts, equal lengths pair up, anything else is a ShapeError naming
+the row and both lengths) and gives, per operand, the flat index of the value each
+result element reads. The fused elementwise kernel then runs on flat 1-D values; the
+missing mask of the result is the AND of the operands' masks (never a sentinel). A
+final reduction over the last axis runs per row on the kernel's output.
+
+Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
+`?T` numeric; NumPy arrays and scalars broadcast against them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.graph import REDUCE_OP, toposort
+
+
+@dataclass
+class Operand:
+    """One leaf flattened: fixed outer dims, per-row lengths (var) and values + mask."""
+
+    outer: tuple            # fixed dims before the last dim (all dims but the last)
+    lengths: np.ndarray     # length of the last dim per outer row (flat over `outer`)
+    starts: np.ndarray      # flat index of each row's first value
+    values: np.ndarray      # all values, row after row (missing ones are 0)
+    mask: np.ndarray | None  # True = present; None when the operand has no options
+    var: bool               # whether the last dim is var
+    last: int | None        # the fixed size of the last dim (None for var or 0-d)
+
+
+def describe(array) -> tuple[tuple, np.dtype, bool]:
+    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
+    t = array.type
+    dims = []
+    while type(t).__name__ in ("FixedDim", "VarDim"):
+        dims.append(t.size if type(t).__name__ == "FixedDim" else "var")
+        t = t.elem
+    option = type(t).__name__ == "Option"
+    if option:
+        t = t.elem
+    if type(t).__name__ != "Scalar" or "var" in dims[:-1]:
+        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
+                                "one trailing var dim over numeric T or ?T")
+    dt = t.to_numpy()
+    if dt.kind not in "biufc":
+        raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
+    return tuple(dims), dt.newbyteorder("="), option
+
+
+def _flatten(items, depth: int):
+    if depth == 0:
+        return [items]
+    out = []
+    for x in items:
+        out.extend(_flatten(x, depth - 1))
+    return out
+
+
+def from_array(array, dtype: np.dtype) -> Operand:
+    """Flatten a lazyk Array (var / option) into an Operand (reads it through to_list)."""
+    # TODO(#4): gather through the arrmeta (docs/layout.md) instead of Python lists.
+    shape, _, option = describe(array)
+    data = array.to_list()
+    if not shape:
+        data, shape = [data], (1,)
+    outer = shape[:-1]
+    rows = _flatten(data, len(outer)) if outer else [data]
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    flat = [v for r in rows for v in r]
+    mask = np.array([v is not None for v in flat], dtype=bool) if option else None
+    values = np.array([0 if v is None else v for v in flat], dtype=dtype)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    var = shape[-1] == "var"
+    return Operand(tuple(outer), lengths, starts, values, mask, var,
+                   None if var else shape[-1])
+
+
+def from_numpy(a: np.ndarray) -> Operand:
+    """A fixed NumPy operand: its last dim lines up with the result's var dim."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return Operand((), np.ones(1, np.int64), np.zeros(1, np.int64), a.reshape(1), None,
+                       False, 1)
+    outer = a.shape[:-1]
+    rows = int(np.prod(outer, dtype=np.int64))
+    lengths = np.full(rows, a.shape[-1], np.int64)
+    starts = np.arange(rows, dtype=np.int64) * a.shape[-1]
+    return Operand(outer, lengths, starts, np.ascontiguousarray(a).reshape(-1), None, False,
+                   a.shape[-1])
+
+
+@dataclass
+class Structure:
+    """The result's rows: outer dims, per-row lengths and whether the last dim is var."""
+
+    outer: tuple
+    lengths: np.ndarray
+    var: bool
+    last: int | None
+
+
+def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.ndarray]]:
+    """The shape step: result rows and, per operand, the flat index each result element reads."""
+    try:
+        outer = np.broadcast_shapes(*(op.outer for op in ops))
+    except ValueError:
+        raise ShapeError("outer dims do not broadcast: " + ", ".join(
+            f"{n} {op.outer}" for n, op in zip(names, ops))) from None
+    nrows = int(np.prod(outer, dtype=np.int64))
+    row_of = [np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
+              if op.outer else np.zeros(nrows, np.int64) for op in ops]
+    lens = [op.lengths[r] for op, r in zip(ops, row_of)]
+    result = np.ones(nrows, np.int64)
+    for n, ln in zip(names, lens):
+        bad = (ln != 1) & (result != 1) & (ln != result)
+        if bad.any():
+            i = int(np.argmax(bad))
+            first = next(m for m, other in zip(names, lens) if other[i] == result[i])
+            raise ShapeError(f"row {i}: {first} has length {result[i]} and {n} has length "
+                             f"{ln[i]}; they do not broadcast")
+        result = np.where(ln != 1, ln, result)
+    fixed = [op.last for op in ops if not op.var and op.last not in (None, 1)]
+    var = any(op.var for op in ops) and not fixed
+    last = None if var else (fixed[0] if fixed else 1)
+    # Flat (row, position) of every result element.
+    total = int(result.sum())
+    row = np.repeat(np.arange(nrows), result)
+    starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
+    pos = np.arange(total) - np.repeat(starts, result)
+    index = []
+    for op, r, ln in zip(ops, row_of, lens):
+        src_row = r[row]
+        index.append(op.starts[src_row] + np.where(ln[row] == 1, 0, pos))
+    return Structure(tuple(outer), result, var, last), index
+
+
+def is_ragged(value) -> bool:
+    """Whether an env entry is a lazyk Array with var dims or options (this module's input)."""
+    return isinstance(value, RaggedLeaf)
+
+
+class RaggedLeaf:
+    """Env entry for a var / option lazyk Array leaf."""
+
+    __slots__ = ("array", "option")
+
+    def __init__(self, array, option: bool):
+        self.array, self.option = array, option
+
+
+def _reduce_rows(op: str, values: np.ndarray, mask, lengths: np.ndarray, skipna: bool,
+                 dtype: np.dtype):
+    """Per-row reduction of flat values (NumPy reduceat; empty rows get the identity)."""
+    from lazyk import ops
+
+    present = mask if mask is not None else np.ones(len(values), bool)
+    red = "sum" if op == "mean" else op
+    ident = ops.get(red).identity(values.dtype) if red not in ("min", "max") else 0
+    filled = np.where(present, values, ops.get(red).identity(values.dtype)) if skipna and \
+        mask is not None else values
+    ufunc = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+             "any": np.logical_or, "all": np.logical_and}[red]
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    nonempty = lengths > 0
+    out = np.full(len(lengths), ident, dtype=dtype)
+    if nonempty.any():
+        with np.errstate(all="ignore"):
+            part = ufunc.reduceat(filled.astype(dtype), starts[nonempty])
+        out[nonempty] = part
+    count_present = np.add.reduceat(present.astype(np.int64), starts[nonempty]) \
+        if nonempty.any() else np.zeros(0, np.int64)
+    npresent = np.zeros(len(lengths), np.int64)
+    npresent[nonempty] = count_present
+    if op == "mean":
+        with np.errstate(all="ignore"):
+            out = out / (npresent if skipna else lengths)
+    if mask is None:
+        rmask = nonempty if red in ("min", "max") else None
+    elif skipna:
+        rmask = npresent > 0 if red in ("min", "max") or op == "mean" else None
+    else:
+        rmask = npresent == lengths
+        if red in ("min", "max"):
+            rmask = rmask & nonempty
+    if red in ("min", "max") and mask is None and not nonempty.all():
+        raise ValueError(f"zero-size row {int(np.argmin(nonempty))} in reduction {op}, "
+                         "which has no identity")
+    return out.astype(dtype), rmask
+
+
+def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
+    rows, k = [], 0
+    for n in lengths:
+        rows.append(values[k:k + n])
+        k += n
+    if not has_last:
+        rows = [r[0] if r else None for r in rows]
+    if not outer:
+        return rows[0]
+    for d in reversed(outer[1:]):
+        rows = [rows[i:i + d] for i in range(0, len(rows), d)]
+    return rows
+
+
+def evaluate(expr, out=None):
+    """Compute an expression with var / option leaves; returns a new lazyk Array."""
+    from lazyk.array import array
+    from lazyk.expr import leaf_data
+    from lazyk.pipeline import plan, run_program
+
+    if out is not None:
+        raise NotSupportedError("out= with var or option operands")
+    root = expr.node
+    reduce_arg = None
+    if root.op == REDUCE_OP:
+        reduce_arg, root = root.arg, root.srcs[0]
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        raise NotSupportedError("a reduction feeding more work over var / option operands")
+    names, ops_ = [], []
+    for name, value in expr.env.items():
+        v = leaf_data(value)
+        names.append(name)
+        if is_ragged(v):
+            ops_.append(from_array(v.array, _leaf_dtype(root, name)))
+        else:
+            ops_.append(from_numpy(v))
+    struct, index = line_up([f"operand {k}" for k in range(len(names))], ops_)
+    data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
+    masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
+    mask = np.logical_and.reduce(masks) if masks else None
+    with np.errstate(all="ignore"):
+        values = run_program(plan(root), data) if data else None
+    values = np.broadcast_to(values, (int(struct.lengths.sum()),))
+    option = mask is not None
+    lengths, outer, has_last = struct.lengths, struct.outer, True
+    if reduce_arg is not None:
+        op, axes, keep = reduce_arg[:3]
+        skipna = len(reduce_arg) > 3 and reduce_arg[3]
+        ndim = len(outer) + 1
+        if axes != (ndim - 1,):
+            raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option "
+                                    "expression (only the last axis)")
+        values, mask = _reduce_rows(op, values, mask, lengths, skipna, expr.dtype)
+        option = mask is not None
+        lengths = np.ones(len(lengths), np.int64)
+        has_last = keep
+    flat = [None if (mask is not None and not m) else v
+            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
+    nested = _nest(flat, outer, lengths, has_last)
+    dims = [str(d) for d in outer]
+    if has_last:
+        dims.append("1" if reduce_arg is not None else ("var" if struct.var else str(struct.last)))
+    text = " * ".join(dims + [("?" if option else "") + np.dtype(expr.dtype).name])
+    return array(nested, type=text)
+
+
+def _leaf_dtype(root, name: str) -> np.dtype:
+    for n in toposort(root):
+        if n.op == "input" and n.arg == name:
+            return n.dtype
+    return np.dtype(np.float64)
