@@ -173,6 +173,11 @@ class Array(Operators):
     def __repr__(self) -> str:
         return f"array({_format(self)}, type={str(self.type)!r})"
 
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d lazyk array")
+        return (self[i] for i in range(len(self)))
+
     def __len__(self) -> int:
         t = self.type
         if isinstance(t, T.FixedDim):
@@ -235,7 +240,7 @@ class Array(Operators):
             from lazyk.pipeline import evaluate  # noqa: PLC0415  (a later stage)
             evaluate(value, out=dst)
             return
-        src = value if isinstance(value, Array) else array(value)
+        src = value if isinstance(value, Array) else _source(value, dst.type)
         if dst._np is not None and src._np is not None:
             np.copyto(dst._np, src._np, casting="unsafe")
             return
@@ -260,6 +265,29 @@ def _np_type(arr: np.ndarray) -> T.Type:
     for n in reversed(arr.shape + (arr.dtype.shape or ())):
         t = T.FixedDim(n, t)
     return t
+
+
+def _with_dtype(t: T.Type, leaf: T.Type) -> T.Type:
+    """`t` with its element type replaced by `leaf` (dims and missing rows kept)."""
+    if isinstance(t, T.FixedDim):
+        return T.FixedDim(t.size, _with_dtype(t.elem, leaf))
+    if isinstance(t, T.VarDim):
+        return T.VarDim(_with_dtype(t.elem, leaf))
+    if isinstance(t, T.Option):
+        inner = _with_dtype(t.elem, leaf)
+        return inner if isinstance(inner, T.Option) else T.Option(inner)
+    return leaf
+
+
+def _source(value: Any, dst: T.Type) -> Array:
+    """The right-hand side of an assignment as an array of the destination's element type.
+
+    Python data is packed straight into that type, so ints that overflow it are refused
+    (as in construction); NumPy arrays are viewed and cast while copying, as NumPy does.
+    """
+    if isinstance(value, np.ndarray) or not isinstance(value, _PYTHON_DATA):
+        return array(value)
+    return array(value, _with_dtype(infer_type(value), dst.dtype))
 
 
 def _fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -225,3 +225,15 @@ def test_closing_a_block_never_frees_memory_under_a_numpy_view():
     assert x.tolist() == [1.5, 2.5] and len(junk) == 100
     with pytest.raises((TypeError, ValueError, AttributeError)):
         r.to_list()
+
+
+def test_assignment_refuses_values_that_do_not_fit():
+    a = lazyk.zeros("2 * var * int8", [2, 1])
+    with pytest.raises(lazyk.ArrayConstructionError, match="does not fit int8"):
+        a[...] = [[1, 300], [2]]
+    with pytest.raises(lazyk.ArrayConstructionError, match="does not fit int8"):
+        a[0, 0] = 1000
+    b = lazyk.zeros("3 * uint8")
+    b[...] = np.array([1, 2, 300])  # NumPy data casts like NumPy (wraps)
+    assert b.to_list() == [1, 2, 44]
+    assert [r.to_list() for r in lazyk.array([[1], [2, 3]])] == [[1], [2, 3]]
