@@ -112,19 +112,27 @@ def make_tools(ncores: int) -> tuple[list[Tool], list[str]]:
 
 # --- timing --------------------------------------------------------------------------------------
 
-def time_call(fn: Callable[[], Any], target_s: float, samples: int) -> float:
-    """Median seconds per call over `samples` batches of about `target_s` each, after a warm-up."""
+def calibrate(fn: Callable[[], Any], target_s: float) -> int:
+    """Calls per batch so a batch lasts about `target_s` (after a warm-up call)."""
+    fn()
     t0 = time.perf_counter()
     fn()
     first = max(time.perf_counter() - t0, 1e-7)
-    reps = max(1, min(100_000, int(target_s / first)))
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        times.append((time.perf_counter() - t0) / reps)
-    return statistics.median(times)
+    return max(1, min(100_000, int(target_s / first)))
+
+
+def time_batch(fn: Callable[[], Any], reps: int) -> float:
+    """Seconds per call over one batch of `reps` calls."""
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def time_call(fn: Callable[[], Any], target_s: float, samples: int) -> float:
+    """Median seconds per call over `samples` batches of about `target_s` each, after a warm-up."""
+    reps = calibrate(fn, target_s)
+    return statistics.median(time_batch(fn, reps) for _ in range(samples))
 
 
 def _callable(suite, case, tool: Tool, data: dict, compiled: dict) -> Callable[[], Any] | None:
@@ -344,8 +352,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         data = suite.make_data(n)
         for case in cases:
             ref = case.numpy(*[data[key] for key in case.names])
-            for tool in tools:
-                k += 1
+            ready = []
+            for tool in tools:  # build, warm up and check every tool first
                 row = {"n": n, "case": case.id, "expr": case.text, "tool": tool.name, "family": tool.family,
                        "threads": tool.threads, "mode": tool.mode}
                 try:
@@ -353,12 +361,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     fn = _callable(suite, case, tool, data, compiled)
                     if fn is None:
                         continue
-                    value = fn()
-                    row["correct"] = _check(value, ref, _out_of(fn))
-                    row["seconds"] = time_call(fn, target, samples)
+                    row["correct"] = _check(fn(), ref, _out_of(fn))
+                    ready.append((row, tool, fn, calibrate(fn, target)))
                 except Exception as err:
                     row["error"] = f"{type(err).__name__}: {err}"[:200]
                 rows.append(row)
+            # Round robin: sample s of every tool before sample s + 1 of any, so drifting load
+            # on a shared machine hits every row alike and the ratios stay fair.
+            times: dict[int, list[float]] = {id(r): [] for r, _, _, _ in ready}
+            for _ in range(samples):
+                for row, tool, fn, reps in ready:
+                    try:
+                        tool.set_threads()
+                        times[id(row)].append(time_batch(fn, reps))
+                    except Exception as err:
+                        row["error"] = f"{type(err).__name__}: {err}"[:200]
+            for row in rows[len(rows) - len(tools):]:
+                if row["n"] != n or row["case"] != case.id:
+                    continue
+                k += 1
+                if times.get(id(row)) and "error" not in row:
+                    row["seconds"] = statistics.median(times[id(row)])
                 _progress(k, total, row, case, bw)
         del data
     _annotate(rows, cases, bw)

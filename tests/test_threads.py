@@ -88,8 +88,9 @@ def test_parts_run_on_distinct_threads(native) -> None:
     threads.parallel_for(native.get_function_address("record"), ctypes.addressof(ids), 4)
     assert len(set(ids)) == 4
     assert threading.get_native_id() != 0  # main thread ran part 0 itself
-    threads.set_num_threads(2)
-    assert threads.pool().nthreads == 2
+    pool = threads.pool()
+    threads.set_num_threads(2)  # fewer threads: same pool, fewer parts
+    assert threads.pool() is pool and threads.nparts_for(10**9) == 2
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099, 100_003])

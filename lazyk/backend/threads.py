@@ -342,7 +342,9 @@ def set_num_threads(n: int) -> None:
         raise ValueError(f"number of threads must be >= 1, got {n}")
     with _pool_lock:
         _num_threads = n
-        if _pool is not None and _pool.nthreads != n:
+        # Fewer threads: keep the pool and use fewer parts (switching costs nothing, which
+        # benchmarks alternating 1 and all threads rely on); more: start a bigger pool.
+        if _pool is not None and _pool.nthreads < n:
             _pool.close()
             _pool = None
 
