@@ -123,3 +123,87 @@ class CKernelBuilder:
             self.close()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
+
+
+# ---------------------------------------------------------------- Python-object front door
+# NumPy's PyArrayObject_fields (stable since NumPy 1.7, verified at runtime by kernel.py):
+# ob_type @8, data @16, nd (int) @24, dimensions @32, strides @40, descr @56, flags (int) @64.
+NPY_ALIGNED, NPY_WRITEABLE = 0x100, 0x400
+GUARD_MAXND = 8
+GUARD_REC = 5 + 2 * GUARD_MAXND  # type, descr, flag mask, nd, byte offset, dims, strides
+GUARD_HEAD = 2  # single-request function, kernel-data address
+
+
+def guard_size(nops: int) -> int:
+    """int64 fields in a guard for `nops` operands (output first)."""
+    return GUARD_HEAD + GUARD_REC * nops
+
+
+def guard_ir(nops: int) -> str:
+    """IR for `i64 lazyk_guard{nops}(i64 *guard, PyArrayObject *out, PyArrayObject *in...)`.
+
+    Checks each array's type, dtype object, flags, ndim, shape and strides against the
+    guard (the geometry the kernel data was bound for); on a match it calls the single
+    request with the arrays' data pointers and returns 0, else returns 1 and runs nothing.
+    This makes a repeated call one foreign call instead of a Python-level bind.
+    """
+    from llvmlite import ir
+
+    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+    p8, p64 = i8.as_pointer(), i64.as_pointer()
+    m = ir.Module(name=f"lazyk_guard{nops}")
+    fn = ir.Function(m, ir.FunctionType(i64, [p64] + [p8] * nops), f"lazyk_guard{nops}")
+    g, objs = fn.args[0], fn.args[1:]
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fail = fn.append_basic_block("fail")
+    c = lambda v: ir.Constant(i64, v)  # noqa: E731
+
+    def gf(i):
+        return b.load(b.gep(g, [c(i)]))
+
+    def field(obj, off, ty):
+        return b.load(b.bitcast(b.gep(obj, [c(off)]), ty.as_pointer()))
+
+    src = b.alloca(p8, c(max(nops - 1, 1)))
+    dst = None
+    for j, obj in enumerate(objs):
+        r = GUARD_HEAD + GUARD_REC * j
+        ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r))
+        ok = b.and_(ok, b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1)))
+        mask = gf(r + 2)
+        flags = b.zext(field(obj, 64, i32), i64)
+        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))
+        nd = b.sext(field(obj, 24, i32), i64)
+        ok = b.and_(ok, b.icmp_unsigned("==", nd, gf(r + 3)))
+        head = fn.append_basic_block(f"dims{j}")
+        b.cbranch(ok, head, fail)
+        b.position_at_end(head)
+        dims, strides = field(obj, 32, p64), field(obj, 40, p64)
+        pre = b.block
+        loop = fn.append_basic_block(f"dim{j}")
+        body = fn.append_basic_block(f"dim{j}.check")
+        done = fn.append_basic_block(f"dim{j}.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        d = b.phi(i64)
+        d.add_incoming(c(0), pre)
+        b.cbranch(b.icmp_signed("<", d, nd), body, done)
+        b.position_at_end(body)
+        same = b.and_(
+            b.icmp_signed("==", b.load(b.gep(dims, [d])), b.load(b.gep(g, [b.add(d, c(r + 5))]))),
+            b.icmp_signed("==", b.load(b.gep(strides, [d])),
+                          b.load(b.gep(g, [b.add(d, c(r + 5 + GUARD_MAXND))]))))
+        d.add_incoming(b.add(d, c(1)), body)
+        b.cbranch(same, loop, fail)
+        b.position_at_end(done)
+        data = b.gep(field(obj, 16, p8), [gf(r + 4)])
+        if j == 0:
+            dst = data
+        else:
+            b.store(data, b.gep(src, [c(j - 1)]))
+    single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
+    b.call(b.inttoptr(gf(0), single_t), [dst, src, b.inttoptr(gf(1), p8)])
+    b.ret(c(0))
+    b.position_at_end(fail)
+    b.ret(c(1))
+    return str(m)

@@ -227,3 +227,50 @@ def test_eviction_calls_destructors(monkeypatch):
     for ck in ks[1:]:
         ck.close()
     kernel.clear_cache()
+
+
+def test_dispatcher_guard_rebinds_on_any_change():
+    from lazyk.kernel import Dispatcher
+    d = Dispatcher(axpy())
+    rng = np.random.default_rng(7)
+    cases = [(np.empty(5), rng.random(5), rng.random(5)),
+             (np.empty(5), rng.random(5), rng.random(5)),            # same geometry: native
+             (np.empty(6), rng.random(6), rng.random(6)),            # new size
+             (np.empty((2, 3)), rng.random((2, 3)), rng.random(3)),  # new ndim, broadcast
+             (np.empty((2, 3)), rng.random((3, 2)).T, rng.random(3)),  # new strides
+             (np.empty(5), rng.random(10)[::2], rng.random(5))]
+    for out, a, b in cases:
+        d(out, a, b)
+        assert np.array_equal(out, 2 * a + b)
+    out, a, b = cases[0]
+    d(out, a, b)
+    ro = np.empty(5)
+    ro.flags.writeable = False
+    with pytest.raises(BindError, match="read-only"):
+        d(ro, a, b)  # the guard checks flags: no silent write
+    with pytest.raises(BindError, match="dtype"):
+        d(out, a.astype("f4"), b)
+    raw = np.zeros(41, np.uint8)[1:].view(F8)
+    with pytest.raises(BindError, match="aligned"):
+        d(out, raw, b)
+
+
+def test_dispatcher_from_eight_threads():
+    from lazyk.kernel import Dispatcher
+    d = Dispatcher(axpy())
+    errors = []
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        for i in range(200):
+            n = 1 + (t + i) % 5  # geometry changes between threads: guards get replaced
+            a, b, out = rng.random(n), rng.random(n), np.empty(n)
+            d(out, a, b)
+            if not np.array_equal(out, 2 * a + b):
+                errors.append((t, i))
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
