@@ -364,10 +364,20 @@ def _comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
     return srcs
 
 
+def operands(name: str, args: tuple) -> list[Expr]:
+    """`as_expr` on each argument; a non-numeric operand raises DTypeError naming the op."""
+    try:
+        return [as_expr(a) for a in args]
+    except (DTypeError, NotSupportedError) as err:
+        types = ", ".join(str(getattr(a, "type", getattr(a, "dtype", type(a).__name__)))
+                          for a in args)
+        raise DTypeError(f"{name}: unsupported operand type(s) {types} ({err})") from None
+
+
 def apply(name: str, *args: Any) -> Expr:
     """Build the node for ufunc `name` on `args` (typed now; errors name op and types)."""
     name = ALIASES.get(name, name)
-    exprs = [as_expr(a) for a in args]
+    exprs = operands(name, args)
     srcs = tuple(e.node for e in exprs)
     if name in COMPARISONS:
         srcs = _comparison_key(name, srcs)
@@ -418,7 +428,7 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
 
 def where(condition: Any, x: Any, y: Any) -> Expr:
     """Lazy `np.where(condition, x, y)` with NumPy's result type (weak scalars yield)."""
-    exprs = [as_expr(a) for a in (condition, x, y)]
+    exprs = operands("where", (condition, x, y))
     c, a, b = (e.node for e in exprs)
     # NOTE: typed here, not by ops.where's resolve: `np.dtype('f8') in (int, float)` is
     # True, so a table rule that tests weakness with `in` misreads float64 operands.
@@ -497,7 +507,7 @@ def reduce_dtype(op: str, dtype: np.dtype) -> np.dtype:
 def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
            dtype: Any = None) -> Expr:
     """Lazy reduction node; its elementwise inputs fuse into the same kernel."""
-    e = as_expr(x)
+    e = operands(op, (x,))[0]
     if skipna and not has_options(e):
         skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
     axes = normalize_axes(axis, e.ndim, op)

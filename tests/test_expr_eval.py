@@ -153,3 +153,51 @@ def test_input_layouts(layout):
     e = E.as_expr(x) * 2 + np.arange(6.0)
     np.testing.assert_array_equal(e.eval(), np.asarray(x) * 2 + np.arange(6.0))
     np.testing.assert_allclose(lazyk.sum(x, axis=0).eval(), np.asarray(x).sum(axis=0))
+
+
+def test_lazyk_array_setitem_with_expression():
+    if not hasattr(lazyk, "array"):
+        pytest.skip("lazyk.array not exported yet")
+    dst = lazyk.array(np.zeros(5))
+    x = np.arange(5.0)
+    dst[1:] = E.as_expr(x[:-1]) * 2
+    np.testing.assert_array_equal(dst.to_numpy(), [0, 0, 2, 4, 6])
+
+
+def test_explain_shows_every_stage():
+    a = lazyk.placeholder("a", "N * float64")
+    text = (2 * a + np.float64(1) * np.float64(3)).sum().explain()
+    for part in ("== graph as built", "== graph after fold_constants",
+                 "== graph after eliminate_common_subexpressions", "reduce: sum",
+                 "== launch 1: layout after passes.dims", "kernel data", "== LLVM IR",
+                 "== assembly"):
+        assert part in text, part
+
+
+def test_cli_explain(capsys):
+    from lazyk.cli import main
+
+    assert main(["explain", "sin(a) * b", "--type", "a=N * float32", "--type",
+                 "b=N * float32", "--no-asm"]) == 0
+    out = capsys.readouterr().out
+    assert "sin(%" in out and "== LLVM IR" in out and "== assembly" not in out
+    assert main(["explain", "a & 1.5", "--type", "a=N * float32"]) == 1
+    assert "bitwise_and" in capsys.readouterr().err
+
+
+def test_compiled_kernel_from_many_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = lazyk.placeholder("a", "N * float64")
+    k = lazyk.compile(lazyk.sin(a) * 2 + a)
+    inputs = [np.random.default_rng(i).normal(size=100 + i) for i in range(64)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(k, inputs))
+    for x, got in zip(inputs, results):
+        np.testing.assert_allclose(got, np.sin(x) * 2 + x, rtol=1e-12)
+
+
+def test_string_expressions_dispatch():
+    a, b = np.arange(4.0), np.ones(4)
+    got = lazyk.evaluate("2*a + 3*b - where(a > 1, a, 0)")
+    np.testing.assert_array_equal(got, 2 * a + 3 * b - np.where(a > 1, a, 0))
