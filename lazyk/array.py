@@ -15,7 +15,7 @@ from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
 from lazyk.errors import ArrayConstructionError, NotSupportedError, TypeParseError
-from lazyk.infer import infer_type, pack
+from lazyk.infer import ZERO, infer_type, pack, template, with_dtype
 from lazyk.operators import Operators
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
@@ -267,18 +267,6 @@ def _np_type(arr: np.ndarray) -> T.Type:
     return t
 
 
-def _with_dtype(t: T.Type, leaf: T.Type) -> T.Type:
-    """`t` with its element type replaced by `leaf` (dims and missing rows kept)."""
-    if isinstance(t, T.FixedDim):
-        return T.FixedDim(t.size, _with_dtype(t.elem, leaf))
-    if isinstance(t, T.VarDim):
-        return T.VarDim(_with_dtype(t.elem, leaf))
-    if isinstance(t, T.Option):
-        inner = _with_dtype(t.elem, leaf)
-        return inner if isinstance(inner, T.Option) else T.Option(inner)
-    return leaf
-
-
 def _source(value: Any, dst: T.Type) -> Array:
     """The right-hand side of an assignment as an array of the destination's element type.
 
@@ -287,7 +275,7 @@ def _source(value: Any, dst: T.Type) -> Array:
     """
     if isinstance(value, np.ndarray) or not isinstance(value, _PYTHON_DATA):
         return array(value)
-    return array(value, _with_dtype(infer_type(value), dst.dtype))
+    return array(value, with_dtype(infer_type(value), dst.dtype))
 
 
 def _fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -572,32 +560,6 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     return Array._from_parts(t, meta, block.address, block)
 
 
-def _template(t: T.Type, value: Any, lengths: list[list[int]], level: int) -> Any:
-    """Python data of type `t` filled with `value`; var rows take sizes from `lengths`."""
-    if isinstance(t, T.FixedDim):
-        return [_template(t.elem, value, lengths, level) for _ in range(t.size)]
-    if isinstance(t, T.VarDim):
-        if level >= len(lengths) or not lengths[level]:
-            raise ArrayConstructionError(f"type '{t}' needs row lengths for its var dim "
-                                         f"number {level} (pass lengths=[...])")
-        n = lengths[level].pop(0)
-        return [_template(t.elem, value, lengths, level + 1) for _ in range(n)]
-    if isinstance(t, T.Option):
-        return None if value is None else _template(t.elem, value, lengths, level)
-    if isinstance(t, T.Record):
-        return {k: _template(f, value, lengths, level) for k, f in t.fields}
-    if isinstance(t, T.Tuple):
-        return tuple(_template(f, value, lengths, level) for f in t.types)
-    if value is None or value is _ZERO:
-        if M.is_varlen(t):
-            return "" if t.name == "string" else b""
-        return False if t == T.Scalar("bool") else 0
-    return value
-
-
-_ZERO = object()
-
-
 def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
 
@@ -611,9 +573,9 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
             return Array._wrap(np.full(t.shape, value, dtype=dt))
         except (OverflowError, ValueError, TypeError) as e:
             raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
-    levels = [list(lengths)] if lengths and not isinstance(lengths[0], (list, tuple)) else \
-        [list(x) for x in (lengths or [])]
-    return array(_template(t, value, levels, 0), t)
+    levels = [iter(lengths)] if lengths and not isinstance(lengths[0], (list, tuple)) else \
+        [iter(x) for x in (lengths or [])]
+    return array(template(t, value, levels, 0), t)
 
 
 def zeros(type: Any, lengths: list | None = None) -> Array:
@@ -621,7 +583,7 @@ def zeros(type: Any, lengths: list | None = None) -> Array:
     t = _as_type(type)
     if M.is_plain(t):
         return full(t, 0, lengths)
-    return full(t, _ZERO, lengths)
+    return full(t, ZERO, lengths)
 
 
 def empty(type: Any, lengths: list | None = None) -> Array:

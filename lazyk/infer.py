@@ -5,7 +5,8 @@ Both walk nested lists one nesting level at a time over a flat list of items, so
 """
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, repeat
+from operator import is_not
 from numbers import Number
 from typing import Any
 
@@ -177,6 +178,56 @@ def _int_type(items: list, where: Where) -> T.Type:
                                  "int64 or uint64")
 
 
+# ---------------------------------------------------------------- typed templates
+ZERO = object()  # fill marker: the zero of each leaf type (0, False, "", b"")
+
+
+def with_dtype(t: T.Type, leaf: T.Type) -> T.Type:
+    """`t` with its element type replaced by `leaf` (dims and missing rows kept)."""
+    if isinstance(t, T.FixedDim):
+        return T.FixedDim(t.size, with_dtype(t.elem, leaf))
+    if isinstance(t, T.VarDim):
+        return T.VarDim(with_dtype(t.elem, leaf))
+    if isinstance(t, T.Option):
+        inner = with_dtype(t.elem, leaf)
+        return inner if isinstance(inner, T.Option) else T.Option(inner)
+    return leaf
+
+
+def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
+    """Python data of type `t` filled with `value`; var rows take sizes from `lengths`.
+
+    `lengths[k]` is an iterator over the row sizes of the k-th var dim, in order.
+    """
+    leaf = t.elem if isinstance(t, T.Dim) else t
+    while isinstance(leaf, T.Option):
+        leaf = leaf.elem
+    flat = not isinstance(leaf, (T.Dim, T.Record, T.Tuple))
+    if isinstance(t, T.FixedDim):
+        if flat:  # immutable leaves: one value, repeated at C speed
+            return [template(t.elem, value, lengths, level)] * t.size
+        return [template(t.elem, value, lengths, level) for _ in range(t.size)]
+    if isinstance(t, T.VarDim):
+        n = next(lengths[level], None) if level < len(lengths) else None
+        if n is None:
+            raise ArrayConstructionError(f"type '{t}' needs (more) row lengths for its var dim "
+                                         f"number {level} (pass lengths=[...])")
+        if flat:
+            return [template(t.elem, value, lengths, level + 1)] * n
+        return [template(t.elem, value, lengths, level + 1) for _ in range(n)]
+    if isinstance(t, T.Option):
+        return None if value is None else template(t.elem, value, lengths, level)
+    if isinstance(t, T.Record):
+        return {k: template(f, value, lengths, level) for k, f in t.fields}
+    if isinstance(t, T.Tuple):
+        return tuple(template(f, value, lengths, level) for f in t.types)
+    if value is None or value is ZERO:
+        if is_varlen(t):
+            return "" if t.name == "string" else b""
+        return False if t == T.Scalar("bool") else 0
+    return value
+
+
 # ---------------------------------------------------------------- packing
 def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
     """Lay out Python data `obj` as type `t` in fresh memory; returns (block, arrmeta).
@@ -201,9 +252,11 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
     if isinstance(t, T.Option):
         counter[0] += 1
         mask_offset = counter[0] * region
-        present = np.fromiter((x is not None for x in items), bool, len(items))
+        present = np.array(list(map(is_not, items, repeat(None))), dtype=bool)
         scatter(block.buffer, offs[present] + mask_offset,
                 np.ones((int(present.sum()), 1), np.uint8))
+        if present.all():
+            return [mask_offset] + _pack(t.elem, items, block, offs, region, counter, where)
         keep = np.flatnonzero(present)
         sub = [items[i] for i in keep.tolist()]
         return [mask_offset] + _pack(t.elem, sub, block, offs[present], region, counter,
