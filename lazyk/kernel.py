@@ -372,25 +372,24 @@ class BoundKernel:
         return lambda: task(*args)
 
     def _reduce_plan(self, compiled: CompiledKernel, layout: Any, min_chunk: int):
-        """A full reduction over threads: part t folds its chunk into partial t; combine here."""
+        """A full reduction over threads: chunk i folds into partial i; combine them here."""
         from lazyk import ops
 
         if any(layout.strides[0]):
             return None  # several results (partial reduction): one thread keeps it simple
         dt = np.dtype(compiled.spec.outputs[0][1])
         combine = getattr(np, ops.get(compiled.spec.reduce).combine)
-        partials = np.empty(_threads.get_num_threads(), dt)
+        task = _threads.StridedTask(compiled.nin)
+        partials = np.empty(_threads.max_chunks(task.max_parts), dt)
         result = np.frombuffer((ctypes.c_char * dt.itemsize).from_address(self.dst), dt)
         self._ss = (ctypes.c_int64 * max(compiled.nin, 1))(
             *[st[0] for st in layout.strides[compiled.nout:]])
-        task = _threads.StridedTask(compiled.nin)
-        count = layout.shape[0]
         args = (compiled.strided_address, data_pointer(partials), 0, self.src_address,
-                ctypes.addressof(self._ss), count, self.address, min_chunk)
+                ctypes.addressof(self._ss), layout.shape[0], self.address, min_chunk)
 
         def run() -> None:
-            parts = task(*args, dst_part_stride=dt.itemsize, max_parts=partials.size)
-            result[0] = combine.reduce(partials[:_threads.parts_used(count, parts)])
+            chunks = task(*args, dst_chunk_stride=dt.itemsize)
+            result[0] = combine.reduce(partials[:chunks])
         return run
 
     def __call__(self) -> None:

@@ -186,13 +186,13 @@ def test_reduction_partials(n: int) -> None:
     engine.finalize_object()
     threads.set_num_threads(2)
     a = np.arange(n, dtype=np.float64)
-    partials = np.full(4, np.nan)
+    task = threads.StridedTask(1)
+    partials = np.full(threads.max_chunks(task.max_parts) + 1, np.nan)
     srcs = (ctypes.c_void_p * 1)(a.ctypes.data)
     strides = (ctypes.c_int64 * 1)(8)
-    parts = threads.StridedTask(1)(engine.get_function_address("sum"), partials.ctypes.data, 0,
-                                   ctypes.addressof(srcs), ctypes.addressof(strides), n, 0,
-                                   min_chunk=16, dst_part_stride=8)
-    used = threads.parts_used(n, parts)
+    used = task(engine.get_function_address("sum"), partials.ctypes.data, 0,
+                ctypes.addressof(srcs), ctypes.addressof(strides), n, 0,
+                min_chunk=16, dst_chunk_stride=8)
     assert np.isnan(partials[used:]).all() and not np.isnan(partials[:used]).any()
     assert partials[:used].sum() == a.sum()
 

@@ -161,52 +161,73 @@ exit:
   ret void
 }
 
-; Part tid of a 1-D strided ckernel call: task = {fn, dst, dst_stride, src, src_stride, nsrc,
-; count, self, nparts, dst_part_stride}; splits count into nparts contiguous chunks. A reduction
-; (dst_stride 0) gives each part its own partial result at dst + tid * dst_part_stride.
+; Part tid of a 1-D strided ckernel call. task (int64 fields): 0 fn, 1 dst, 2 dst_stride, 3 src,
+; 4 src_stride, 5 nsrc, 6 count, 7 self, 8 nparts, 9 dst_chunk_stride, 10 chunk, 11 nchunks,
+; 12 per_part; claim counters at fields 16 + 8 * part (one cache line each).
+; Part t owns chunks [t * per_part, (t + 1) * per_part) and claims them in order (the same
+; thread touches the same data every call: it stays in that core's cache); when its own run
+; out it steals from the other parts, so a descheduled thread does not stall the call.
+; A reduction (dst_stride 0) writes chunk i's partial at dst + i * dst_chunk_stride.
 define void @lazyk_strided_part(ptr %task, i64 %tid) {
 entry:
-  %f_fn = getelementptr i64, ptr %task, i64 0
+  %fn = load ptr, ptr %task
   %f_dst = getelementptr i64, ptr %task, i64 1
-  %f_dsts = getelementptr i64, ptr %task, i64 2
-  %f_src = getelementptr i64, ptr %task, i64 3
-  %f_srcs = getelementptr i64, ptr %task, i64 4
-  %f_nsrc = getelementptr i64, ptr %task, i64 5
-  %f_count = getelementptr i64, ptr %task, i64 6
-  %f_self = getelementptr i64, ptr %task, i64 7
-  %f_parts = getelementptr i64, ptr %task, i64 8
-  %fn = load ptr, ptr %f_fn
   %dst = load ptr, ptr %f_dst
+  %f_dsts = getelementptr i64, ptr %task, i64 2
   %dsts = load i64, ptr %f_dsts
+  %f_src = getelementptr i64, ptr %task, i64 3
   %src = load ptr, ptr %f_src
+  %f_srcs = getelementptr i64, ptr %task, i64 4
   %srcs = load ptr, ptr %f_srcs
+  %f_nsrc = getelementptr i64, ptr %task, i64 5
   %nsrc = load i64, ptr %f_nsrc
+  %f_count = getelementptr i64, ptr %task, i64 6
   %count = load i64, ptr %f_count
+  %f_self = getelementptr i64, ptr %task, i64 7
   %self = load ptr, ptr %f_self
+  %f_parts = getelementptr i64, ptr %task, i64 8
   %parts = load i64, ptr %f_parts
-  %f_pstride = getelementptr i64, ptr %task, i64 9
-  %pstride = load i64, ptr %f_pstride
-  ; chunk = ceil(count / parts), rounded up to 64 elements so chunks start on cache lines
-  %c1 = add i64 %count, %parts
-  %c2 = sub i64 %c1, 1
-  %c3 = udiv i64 %c2, %parts
-  %c4 = add i64 %c3, 63
-  %chunk = and i64 %c4, -64
-  %start0 = mul i64 %chunk, %tid
-  %start = call i64 @llvm.umin.i64(i64 %start0, i64 %count)
+  %f_cstride = getelementptr i64, ptr %task, i64 9
+  %cstride = load i64, ptr %f_cstride
+  %f_chunk = getelementptr i64, ptr %task, i64 10
+  %chunk = load i64, ptr %f_chunk
+  %f_nchunks = getelementptr i64, ptr %task, i64 11
+  %nchunks = load i64, ptr %f_nchunks
+  %f_per = getelementptr i64, ptr %task, i64 12
+  %per = load i64, ptr %f_per
+  %mysrc = alloca ptr, i64 %nsrc, align 8
+  br label %victims
+victims:
+  %v = phi i64 [0, %entry], [%v1, %next_victim]
+  %vdone = icmp uge i64 %v, %parts
+  br i1 %vdone, label %exit, label %victim
+victim:
+  %vt0 = add i64 %tid, %v
+  %vt = urem i64 %vt0, %parts
+  %ci0 = mul i64 %vt, 8
+  %ci = add i64 %ci0, 16
+  %ctr = getelementptr i64, ptr %task, i64 %ci
+  %first = mul i64 %vt, %per
+  br label %claim
+claim:
+  %c = atomicrmw add ptr %ctr, i64 1 monotonic
+  %cin = icmp ult i64 %c, %per
+  br i1 %cin, label %check, label %next_victim
+check:
+  %idx = add i64 %first, %c
+  %iin = icmp ult i64 %idx, %nchunks
+  br i1 %iin, label %run, label %next_victim
+run:
+  %start = mul i64 %idx, %chunk
   %stop0 = add i64 %start, %chunk
   %stop = call i64 @llvm.umin.i64(i64 %stop0, i64 %count)
   %len = sub i64 %stop, %start
-  %empty = icmp eq i64 %len, 0
-  br i1 %empty, label %exit, label %go
-go:
-  %mysrc = alloca ptr, i64 %nsrc, align 8
-  br label %loop
-loop:
-  %k = phi i64 [0, %go], [%k1, %body]
+  br label %ptrs
+ptrs:
+  %k = phi i64 [0, %run], [%k1, %ptr]
   %kdone = icmp eq i64 %k, %nsrc
-  br i1 %kdone, label %call, label %body
-body:
+  br i1 %kdone, label %call, label %ptr
+ptr:
   %sp = getelementptr ptr, ptr %src, i64 %k
   %s = load ptr, ptr %sp
   %stp = getelementptr i64, ptr %srcs, i64 %k
@@ -216,14 +237,17 @@ body:
   %dp = getelementptr ptr, ptr %mysrc, i64 %k
   store ptr %s2, ptr %dp
   %k1 = add i64 %k, 1
-  br label %loop
+  br label %ptrs
 call:
   %doff0 = mul i64 %dsts, %start
-  %poff = mul i64 %pstride, %tid
+  %poff = mul i64 %cstride, %idx
   %doff = add i64 %doff0, %poff
   %d2 = getelementptr i8, ptr %dst, i64 %doff
   call void %fn(ptr %d2, i64 %dsts, ptr %mysrc, ptr %srcs, i64 %len, ptr %self)
-  br label %exit
+  br label %claim
+next_victim:
+  %v1 = add i64 %v, 1
+  br label %victims
 exit:
   ret void
 }
@@ -381,45 +405,52 @@ def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
         pool().run(fn_address, arg_address, nparts)
 
 
-def chunk_size(count: int, nparts: int) -> int:
-    """Elements per part, as the native trampoline splits them (rounded up to 64)."""
-    return (-(-count // nparts) + 63) & ~63
+CHUNKS_PER_PART = 4  # stealing granularity: a stalled thread leaves at most 1/4 of its share
 
 
-def parts_used(count: int, nparts: int) -> int:
-    """How many of `nparts` parts get a non-empty chunk (the rest never call the kernel)."""
-    return -(-count // chunk_size(count, nparts)) if count else 0
+def max_chunks(nparts: int | None = None) -> int:
+    """Most chunks (and reduction partials) one call can produce with `nparts` parts."""
+    return CHUNKS_PER_PART * max(nparts or 0, get_num_threads(), os.cpu_count() or 1)
 
 
 class StridedTask:
     """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation.
 
-    For a reduction pass `dst_stride=0` and `dst_part_stride=itemsize`: part t writes its
-    partial at `dst + t * itemsize`; combine the first `parts_used(count, parts)` of them.
+    For a reduction pass `dst_stride=0` and `dst_chunk_stride=itemsize`: chunk i writes its
+    partial at `dst + i * itemsize`; the call returns how many chunks (partials) there were.
     """
 
-    FIELDS = 10
-
-    def __init__(self, nsrc: int) -> None:
-        self.buf = (ctypes.c_int64 * self.FIELDS)()
+    def __init__(self, nsrc: int, max_parts: int | None = None) -> None:
+        self.max_parts = max(max_parts or 0, get_num_threads(), os.cpu_count() or 1)
+        self.buf = (ctypes.c_int64 * (16 + 8 * self.max_parts))()
         self.address = ctypes.addressof(self.buf)
         self.buf[5] = nsrc
 
     def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
-                 count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_part_stride: int = 0,
+                 count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_chunk_stride: int = 0,
                  max_parts: int | None = None) -> int:
         """Execute fn over `count` elements; src/src_stride are addresses of native arrays.
 
-        Returns the number of parts the range was split into.
+        Returns the number of chunks the range was cut into (each got one kernel call).
         """
         b = self.buf
-        parts = nparts_for(count, min_chunk)
+        parts = min(nparts_for(count, min_chunk), self.max_parts)
         if max_parts is not None:
             parts = max(1, min(parts, max_parts))
-        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8], b[9] = (
-            fn, dst, dst_stride, src_array, src_stride_array, count, self_ptr, parts, dst_part_stride)
+        if parts == 1:
+            chunk, nchunks, per = max(count, 1), (1 if count else 0), 1
+        else:
+            # rounded to 64 elements so chunks start on cache lines
+            chunk = (-(-count // (parts * CHUNKS_PER_PART)) + 63) & ~63
+            nchunks = -(-count // chunk)
+            per = -(-nchunks // parts)
+        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (
+            fn, dst, dst_stride, src_array, src_stride_array, count, self_ptr, parts)
+        b[9], b[10], b[11], b[12] = dst_chunk_stride, chunk, nchunks, per
+        for t in range(parts):
+            b[16 + 8 * t] = 0
         parallel_for(strided_part_address(), self.address, parts)
-        return parts
+        return nchunks
 
 
 def strided_part_address() -> int:
