@@ -51,11 +51,11 @@ class Array(Operators):
                     readonly: bool = False) -> Array:
         """An array over memory `owner` keeps alive (a MemoryBlock for var/option/string)."""
         if M.is_plain(t):
-            shape, strides = _fixed_shape(t, meta)
+            shape, strides = M.fixed_shape(t, meta)
             inner = t
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
-            dt = _meta_dtype(inner, meta[2 * len(shape):])
+            dt = M.meta_np_dtype(inner, meta[2 * len(shape):])
             arr = memory.view(ptr, shape, strides, dt, owner, readonly)
             self = cls._wrap(arr, readonly)
             self._type, self._owner = t, owner
@@ -65,6 +65,35 @@ class Array(Operators):
         self._type, self._meta, self._ptr = t, tuple(meta), ptr
         self._owner, self._readonly = owner, readonly
         return self
+
+    @classmethod
+    def from_parts(cls, type: Any, arrmeta: Any, ptr: int, owner: Any,
+                   readonly: bool = False) -> Array:
+        """An array over existing memory, e.g. a kernel's output (inverse of type/arrmeta/ptr).
+
+        Args:
+            type: the array's type (string or lazyk type).
+            arrmeta: raw arrmeta bytes (native int64) or a tuple of ints.
+            ptr: address of the first element; `owner` must keep that memory alive.
+            owner: a `lazyk.memory.MemoryBlock` (bounds-checked) or any object.
+
+        Raises:
+            ValueError: arrmeta of the wrong length, or data outside a MemoryBlock owner.
+        """
+        t = _as_type(type)
+        meta = tuple(np.frombuffer(bytes(arrmeta), np.int64).tolist()) if isinstance(
+            arrmeta, (bytes, bytearray, memoryview, np.ndarray)) else tuple(map(int, arrmeta))
+        if len(meta) != M.meta_len(t):
+            raise ValueError(f"type '{t}' needs {M.meta_len(t)} arrmeta fields, got {len(meta)}")
+        if isinstance(owner, memory.MemoryBlock):
+            shape, strides = M.fixed_shape(t, meta)
+            inner = t
+            while isinstance(inner, T.FixedDim):
+                inner = inner.elem
+            lo, hi = memory.extent(shape, strides, inner.itemsize)
+            if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
+                raise ValueError("the data lies outside the owner's memory block")
+        return cls._from_parts(t, meta, int(ptr), owner, readonly)
 
     # ------------------------------------------------------------ properties
     @property
@@ -276,34 +305,6 @@ def _source(value: Any, dst: T.Type) -> Array:
     if isinstance(value, np.ndarray) or not isinstance(value, _PYTHON_DATA):
         return array(value)
     return array(value, with_dtype(infer_type(value), dst.dtype))
-
-
-def _fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    shape, strides, i = [], [], 0
-    while isinstance(t, T.FixedDim):
-        shape.append(meta[i])
-        strides.append(meta[i + 1])
-        t, i = t.elem, i + 2
-    return tuple(shape), tuple(strides)
-
-
-def _meta_dtype(t: T.Type, meta: tuple) -> np.dtype:
-    """NumPy dtype of a plain element type whose record offsets come from arrmeta."""
-    if isinstance(t, (T.Record, T.Tuple)):
-        fields = M.fields_of(t)
-        pos = M.field_meta_positions(t, 0)
-        names = [str(k) if isinstance(t, T.Record) else f"f{k}" for k, _ in fields]
-        formats = [_meta_dtype(f, meta[p:]) for (_, f), p in zip(fields, pos)]
-        offsets = list(meta[:len(fields)])
-        size = max([o + f.itemsize for o, f in zip(offsets, formats)] + [0])
-        return np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                         "itemsize": size})
-    if isinstance(t, T.FixedDim):
-        # A fixed dim inside a record: NumPy subarrays are C-contiguous.
-        if meta[1] != M._plain_size(t.elem):
-            raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
-        return np.dtype((_meta_dtype(t.elem, meta[2:]), (t.size,)))
-    return M.np_dtype(t)
 
 
 def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from lazyk import types as T
+from lazyk.errors import NotSupportedError
 
 # One var-dim or string element in the data: {char *begin; int64 size}.
 POINTER_SIZE_DTYPE = np.dtype([("begin", np.uint64), ("size", np.int64)])
@@ -43,7 +44,7 @@ def meta_len(t: T.Type) -> int:
     if is_varlen(t):
         return 1
     if isinstance(t, (T.SymbolicDim, T.EllipsisDim, T.TypeVar)):
-        raise T.NotSupportedError(f"symbolic type {t} has no concrete layout")
+        raise NotSupportedError(f"symbolic type {t} has no concrete layout")
     return 0
 
 
@@ -181,6 +182,35 @@ def _dtype_meta(dt: np.dtype, out: list[int]) -> None:
             _dtype_meta(dt.fields[n][0], out)
 
 
+def fixed_shape(t: T.Type, meta: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Sizes and strides of the leading fixed dims of `t`."""
+    shape, strides, i = [], [], 0
+    while isinstance(t, T.FixedDim):
+        shape.append(meta[i])
+        strides.append(meta[i + 1])
+        t, i = t.elem, i + 2
+    return tuple(shape), tuple(strides)
+
+
+def meta_np_dtype(t: T.Type, meta: tuple) -> np.dtype:
+    """NumPy dtype of a plain element type whose record offsets come from arrmeta."""
+    if isinstance(t, (T.Record, T.Tuple)):
+        fields = fields_of(t)
+        pos = field_meta_positions(t, 0)
+        names = [str(k) if isinstance(t, T.Record) else f"f{k}" for k, _ in fields]
+        formats = [meta_np_dtype(f, meta[p:]) for (_, f), p in zip(fields, pos)]
+        offsets = list(meta[:len(fields)])
+        size = max([o + f.itemsize for o, f in zip(offsets, formats)] + [0])
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                         "itemsize": size})
+    if isinstance(t, T.FixedDim):
+        # A fixed dim inside a record: NumPy subarrays are C-contiguous.
+        if meta[1] != _plain_size(t.elem):
+            raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
+        return np.dtype((meta_np_dtype(t.elem, meta[2:]), (t.size,)))
+    return np_dtype(t)
+
+
 @lru_cache(maxsize=1024)
 def type_from_numpy(dt: np.dtype) -> T.Type:
     """lazyk element type of a NumPy dtype; records of any packing (offsets go in arrmeta)."""
@@ -193,7 +223,7 @@ def type_from_numpy(dt: np.dtype) -> T.Type:
     if dt.fields is not None:
         return T.Record(tuple((n, type_from_numpy(dt.fields[n][0])) for n in dt.names))
     if dt.kind == "O":
-        raise T.NotSupportedError("NumPy object arrays have no lazyk type; pass a list instead")
+        raise NotSupportedError("NumPy object arrays have no lazyk type; pass a list instead")
     return T.from_numpy(dt)
 
 
@@ -479,7 +509,7 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
                    spos[j], sbuf, soffs + smeta[sat + j], where.field(k))
         return None
     if is_varlen(dt) or is_varlen(st):
-        raise T.NotSupportedError("assigning into string/bytes elements (they would need a new "
+        raise NotSupportedError("assigning into string/bytes elements (they would need a new "
                                   "string block); build a new array instead")
     sd, dd = np_dtype(st), np_dtype(dt)
     vals = gather(sbuf, soffs, sd.itemsize).view(sd).reshape(-1)

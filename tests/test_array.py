@@ -220,3 +220,17 @@ def test_other_buffer_objects_and_masked_arrays():
     m = np.ma.masked_array([1.5, 2.5, 3.5], mask=[0, 1, 0])
     b = lazyk.array(m)
     assert str(b.type) == "3 * ?float64" and b.to_list() == [1.5, None, 3.5]
+
+
+def test_from_parts_rebuilds_an_array_from_type_arrmeta_and_pointer():
+    a = lazyk.array([[1, None], [3]], type="2 * var * ?int16")
+    b = lazyk.Array.from_parts(str(a.type), bytes(a.arrmeta), a.ptr, a.owner)
+    assert b.to_list() == [[1, None], [3]] and b.meta == a.meta
+    block = lazyk.memory.MemoryBlock(24)
+    c = lazyk.Array.from_parts("3 * int64", (3, -8), block.address + 16, block)
+    c[...] = [1, 2, 3]
+    assert np.frombuffer(block.buffer, np.int64).tolist() == [3, 2, 1]
+    with pytest.raises(ValueError, match="outside"):
+        lazyk.Array.from_parts("4 * int64", (4, 8), block.address, block)
+    with pytest.raises(ValueError, match="needs 2 arrmeta fields"):
+        lazyk.Array.from_parts("3 * int64", (3,), block.address, block)
