@@ -7,10 +7,9 @@ once per (spec, layout class) and bound per call without touching LLVM.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
-
-import re
 
 import numpy as np
 from llvmlite import ir
@@ -24,8 +23,8 @@ DATA_LAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:12
                "f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64")
 ENTRY = "lazyk_kernel"
 FINISH = "lazyk_finish"
-# Reductions use a static shared-memory tree sized for the largest block CUDA allows.
-MAX_BLOCK = 1024
+# Reduction kernels run blocks of exactly this many threads: the shared-memory tree is
+# unrolled for it (a power of two; 256 keeps 8 blocks per SM resident on sm_90).
 REDUCE_BLOCK = 256
 
 I8P = ir.PointerType(ir.IntType(8))
@@ -439,7 +438,6 @@ class _Emitter:
 
 
 def _reduction_row(reduce: str):
-    from lazyk import ops
     row = ops.OPS.get(reduce)
     if row is None or row.kind != "reduction" or row.combine is None:
         raise NotSupportedError(f"reduction {reduce!r} not supported on the GPU yet")
