@@ -65,6 +65,8 @@ def test_binary_ops_match_numpy(name, dt):
     b = (RNG.standard_normal(1000) * 50).astype(dt)
     if np.dtype(dt).kind in "iu":
         b[b == 0] = 1
+        if name == "power":
+            b = np.abs(b) % 8  # NumPy refuses negative integer exponents
     with np.errstate(all="ignore"):
         want = row.numpy(a, b)
     got = run(spec, a.shape, [a, b])
