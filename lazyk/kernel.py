@@ -50,6 +50,22 @@ class KernelSpec:
     outputs: tuple[tuple[int, np.dtype], ...]
     reduce: str | None = None
 
+    def __hash__(self) -> int:
+        # Cached: the spec is a cache key on every call, and hashing the body is not free.
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.inputs, self.aligned, self.body, self.outputs, self.reduce))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # string hashes differ between processes: never ship the cached hash
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
 
 # ---------------------------------------------------------------- fast data pointers
 def _probe_data_offset() -> int | None:
@@ -446,11 +462,12 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list) -> 
     ck = _prepared.get(key)
     if ck is None:
         ck = BoundKernel(compile(spec, layout_class(spec, layout)), layout, out, tuple(arrays))
+        ck()
+        ck._keep = None  # cached kernel data must not keep this call's arrays alive
         with _cache_lock:
             _prepared[key] = ck
             while len(_prepared) > _PREPARED_SIZE:
                 _prepared.popitem(last=False)
-        ck()
         return
     # same kernel data, new data pointers: a private pointer array keeps this thread-safe
     offs = layout.offsets
