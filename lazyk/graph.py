@@ -20,6 +20,8 @@ _lock = threading.Lock()
 
 def _arg_key(arg):
     """Hash key for `arg` that keeps 1, True and 1.0 (and NaNs) apart."""
+    if arg is None or type(arg) is str:
+        return arg
     if isinstance(arg, tuple):
         return tuple(_arg_key(a) for a in arg)
     if isinstance(arg, (bool, int, float, complex, np.generic)):
@@ -41,11 +43,14 @@ class Node:
 
     def __new__(cls, op: str, dtype: np.dtype, shape: tuple = (), srcs: tuple = (),
                 arg=None) -> Node:
-        dtype = np.dtype(dtype)
-        shape = tuple(shape)
-        srcs = tuple(srcs)
-        # dtype.str alone merges e.g. int64 and longlong-style aliases; keep byte order.
-        key = (op, dtype.str, dtype.name, shape, tuple(id(s) for s in srcs), _arg_key(arg))
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        if type(srcs) is not tuple:
+            srcs = tuple(srcs)
+        # dtype.str keeps byte order and merges equal aliases (int64 / longlong on Linux).
+        key = (op, dtype.str, shape, tuple(map(id, srcs)), _arg_key(arg))
         with _lock:
             node = _table.get(key)
             if node is None:

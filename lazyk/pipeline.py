@@ -371,25 +371,41 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
 
     if on_gpu(data):
         from lazyk.device import run_program as run_on_device
-        from lazyk.errors import NotSupportedError
 
-        if out is not None:
-            raise NotSupportedError("out= for GPU expressions is not supported on the GPU yet")
-
-        return run_on_device(plan(e.node), data)
+        return run_on_device(plan(e.node), data, out)
+    node, data = canonical(e.node, data)
     if out is None:
-        return run_program(plan(e.node), data)
+        return run_program(plan(node), data)
     target = _as_out(out)
     _check_result_shape(e.shape, target)
-    node = e.node
     if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \
             and target.dtype.newbyteorder("=") != node.dtype and node.op != "reduce":
         # Convert inside the kernel so the store is the only pass over `out`.
         node = cast(node, target.dtype.newbyteorder("="))
-        run_program(plan(node), _env_arrays(e), target, casting="unsafe")
+        run_program(plan(node), data, target, casting="unsafe")
     else:
-        run_program(plan(node), _env_arrays(e), target, casting=casting)
+        run_program(plan(node), data, target, casting=casting)
     return out
+
+
+def canonical(root: Node, data: dict) -> tuple[Node, dict]:
+    """Rename leaves `$0, $1, ...` in order of appearance, so re-built graphs hit the plan cache.
+
+    Each `lazyk.evaluate("a + b")` builds fresh leaves; with canonical names the same
+    structure, dtypes and shapes give the very same (interned) graph, Program and specs.
+    """
+    names: dict[str, str] = {}
+
+    def rename(node: Node, srcs: tuple) -> Node:
+        if node.op == "input":
+            new = names.setdefault(node.arg, f"${len(names)}")
+            return node.replace(arg=new)
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+
+    from lazyk.graph import rewrite
+
+    new_root = rewrite(root, rename)
+    return new_root, {names[k]: v for k, v in data.items() if k in names}
 
 
 def signature_text(params: list[tuple[str, str]], result: str) -> str:
