@@ -365,12 +365,19 @@ def _view(a: Array, items: tuple) -> Array | None:
     adjust = None        # out_meta index of the innermost kept var's offset; None: the pointer
     single = True        # no kept dims so far: we address one element
 
+    kept_options: list[tuple[int, int | None]] = []  # (out_meta index, address target)
+
     def shift(delta: int) -> None:
         nonlocal cur
         if adjust is None:
             cur += delta
         else:
             out_meta[adjust] += delta
+        # A mask sits at a fixed distance from its element's *start*: when a view moves that
+        # start (field, int or slice inside the option), the distance shrinks by as much.
+        for k, target in kept_options:
+            if target == adjust:
+                out_meta[k] -= delta
 
     for item in dims:
         if item is None:
@@ -383,6 +390,7 @@ def _view(a: Array, items: tuple) -> Array | None:
                     raise IndexError(f"cannot index into a missing value (type '{t}')")
             else:
                 wrap.append(T.Option)
+                kept_options.append((len(out_meta), adjust))
                 out_meta.append(meta[at])
             t, at = t.elem, at + 1
         if isinstance(t, T.FixedDim):
@@ -441,11 +449,18 @@ def _view(a: Array, items: tuple) -> Array | None:
         single = False
         t, at = t.elem, at + 3
     for n in names:
-        while isinstance(t, T.Option) and single:
+        optional = isinstance(t, T.Option)
+        if optional:  # a field of a maybe-missing record is maybe missing: `?{x: T}`.x is `?T`
+            wrap.append(T.Option)
+            kept_options.append((len(out_meta), adjust))
+            out_meta.append(meta[at])
             t, at = t.elem, at + 1
         if not isinstance(t, T.Record) or n not in t.names:
             raise KeyError(f"type '{t}' has no field {n!r}")
         k = t.names.index(n)
+        if optional and isinstance(t.fields[k][1], T.Option):
+            raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "
+                                    "two masks; read it with to_list()")
         shift(meta[at + k])
         at = M.field_meta_positions(t, at)[k]
         t = t.fields[k][1]

@@ -237,3 +237,18 @@ def test_assignment_refuses_values_that_do_not_fit():
     b[...] = np.array([1, 2, 300])  # NumPy data casts like NumPy (wraps)
     assert b.to_list() == [1, 2, 44]
     assert [r.to_list() for r in lazyk.array([[1], [2, 3]])] == [[1], [2, 3]]
+
+
+def test_views_inside_options_keep_the_mask():
+    a = lazyk.array([[1, 2], None, [3, 4]], type="3 * ?2 * int8")
+    assert a[:, 1].to_list() == [2, None, 4]
+    assert a[:, 1:].to_list() == [[2], None, [4]]
+    assert a[:, ::-1].to_list() == [[2, 1], None, [4, 3]]
+    with pytest.raises(IndexError, match="missing"):
+        a[1, 0]
+    r = lazyk.array([{"x": 1, "y": 2.5}, None, {"x": 3, "y": 4.5}],
+                    type="3 * ?{x: int8, y: float64}")
+    assert r.y.to_list() == [2.5, None, 4.5] and str(r.y.type) == "3 * ?float64"
+    assert r[::-1].x.to_list() == [3, None, 1] and r[1].y.to_list() is None
+    v = lazyk.array([[{"x": 1, "y": 2}, None], []], type="2 * var * ?{x: int8, y: int16}")
+    assert v.y.to_list() == [[2, None], []] and v[:, ::-1].y.to_list() == [[None, 2], []]
