@@ -249,18 +249,36 @@ def _divide_in_place(out: DeviceArray, count: int, dev) -> None:
     cuda.execute(spec, layout, out.ptr, (out.ptr,), dev)
 
 
-def run_program(prog, data: dict) -> DeviceArray:
-    """Run a planned program (lazyk.pipeline.plan) whose leaves are DeviceArrays."""
+def run_program(prog, data: dict, out=None):
+    """Run a planned program (lazyk.pipeline.plan) whose leaves are DeviceArrays.
+
+    Returns a new DeviceArray, or `out` (a GPU array of the result's shape and dtype).
+    """
     from lazyk.backend import cuda
 
+    if out is not None:
+        common_device({"out": out, **data})
     if not prog.steps:
         raise NotSupportedError("constant expressions not supported on the GPU yet")
     temps: list[DeviceArray] = []
     for step in prog.steps:
         temps.append(run_step(step, [as_device_array(data[r]) if isinstance(r, str) else temps[r]
                                      for r in step.inputs]))
+    result = temps[-1]
+    if out is not None:
+        target = as_device_array(out)
+        if target.readonly:
+            raise ValueError("output array is read-only")
+        if (target.shape, target.dtype) != (result.shape, result.dtype) or \
+                not target.is_c_contiguous():
+            # TODO(#6): write the last step straight into strided or converting outputs.
+            raise NotSupportedError(
+                f"out= on the GPU needs a C-contiguous {result.dtype} array of shape "
+                f"{result.shape}, got {target.dtype} {target.shape}; not supported on the GPU yet")
+        cuda.copy_device(target.ptr, result.ptr, result.size * result.dtype.itemsize)
+        result = out
     cuda.synchronize()
-    return temps[-1]
+    return result
 
 
 # ---- DLPack (zero-copy exchange with PyTorch, CuPy, JAX) ---------------------------------

@@ -719,3 +719,18 @@ def test_emulated_to_numpy_and_array_protocol(fake_driver):
     assert isinstance(e.eval(), DeviceArray)
     np.testing.assert_array_equal(e.to_numpy(), x * 2.0)
     np.testing.assert_array_equal(np.asarray(e), x * 2.0)
+
+
+def test_emulated_evaluate_into_out(fake_driver):
+    import lazyk
+    import lazyk.expr as lx
+    from lazyk.device import DeviceArray
+    x = np.arange(5.0)
+    d = DeviceArray.from_numpy(x)
+    out = DeviceArray.empty((5,), np.float64)
+    assert lazyk.evaluate(lx.as_expr(d) + 1.0, out=out) is out
+    np.testing.assert_array_equal(out.to("cpu"), x + 1.0)
+    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
+        lazyk.evaluate(lx.as_expr(d) + 1.0, out=DeviceArray.empty((5,), np.float32))
+    with pytest.raises(DeviceError, match="different devices"):
+        lazyk.evaluate(lx.as_expr(d) + 1.0, out=np.empty(5))
