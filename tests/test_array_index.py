@@ -252,3 +252,37 @@ def test_views_inside_options_keep_the_mask():
     assert r[::-1].x.to_list() == [3, None, 1] and r[1].y.to_list() is None
     v = lazyk.array([[{"x": 1, "y": 2}, None], []], type="2 * var * ?{x: int8, y: int16}")
     assert v.y.to_list() == [[2, None], []] and v[:, ::-1].y.to_list() == [[None, 2], []]
+
+
+def _reference(v, items):
+    """NumPy-style indexing of nested lists (ragged rows index independently)."""
+    if not items:
+        return v
+    i, rest = items[0], items[1:]
+    if i is None:
+        return [_reference(v, rest)]
+    if isinstance(i, int):
+        return _reference(v[i], rest)
+    return [_reference(x, rest) for x in v[i]]
+
+
+_INDEX_ITEM = st.one_of(st.integers(-4, 4), st.none(),
+                        st.builds(slice, st.one_of(st.none(), st.integers(-4, 4)),
+                                  st.one_of(st.none(), st.integers(-4, 4)),
+                                  st.one_of(st.none(), st.integers(-2, 2).filter(bool))))
+
+
+@given(st.lists(st.lists(st.one_of(st.none(), st.integers(-9, 9)), max_size=4), max_size=4),
+       st.lists(_INDEX_ITEM, max_size=3), st.booleans())
+def test_random_indices_match_list_semantics(rows, items, fixed_outer):
+    text = (f"{len(rows)}" if fixed_outer else "var") + " * var * ?int32"
+    a = lazyk.array(rows, type=text)
+    if sum(not (i is None) for i in items) > 2:
+        items = items[:1]
+    try:
+        want = _reference(rows, items)
+    except IndexError:
+        with pytest.raises(IndexError):
+            a[tuple(items)]
+        return
+    assert a[tuple(items)].to_list() == want
