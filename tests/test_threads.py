@@ -231,3 +231,18 @@ def test_empty_reuses_blocks_of_dead_outputs() -> None:
     assert threads.idle_bytes() <= threads.REUSE_MAX_IDLE
     small = threads.empty(10, np.int32)
     assert small.dtype == np.int32 and small.flags.owndata  # plain np.empty below the threshold
+
+
+def test_lazyk_repeated_threaded_calls_use_new_arrays() -> None:
+    lazyk = pytest.importorskip("lazyk")
+    threads.set_num_threads(2)
+    n = 4 * threads.MIN_CHUNK + 7
+    pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
+    f, g = lazyk.compile(2 * pa + pb), lazyk.compile(lazyk.sum(pa * pb))
+    rng = np.random.default_rng(3)
+    for _ in range(3):  # same geometry, new arrays: the cached bound kernel is re-pointed
+        a, b, out = rng.random(n), rng.random(n), np.empty(n)
+        np.testing.assert_array_equal(f(a, b), 2 * a + b)
+        assert f(a, b, out=out) is out
+        np.testing.assert_array_equal(out, 2 * a + b)
+        np.testing.assert_allclose(g(a, b), np.sum(a * b), rtol=1e-12)
