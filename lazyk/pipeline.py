@@ -530,6 +530,12 @@ class CompiledExpr:
             if done is not None:
                 return done
         data = self._bind_inputs(inputs)
+        from lazyk.device import on_gpu  # issue 6: GPU inputs run there
+
+        if on_gpu(data):
+            from lazyk.device import run_program as run_on_device
+
+            return run_on_device(self.program, data, out)
         if out is None:
             return run_program(self.program, data)
         target = _as_out(out)
@@ -544,6 +550,10 @@ class CompiledExpr:
 def _as_input(x: Any) -> np.ndarray:
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
+    if hasattr(x, "__cuda_array_interface__"):  # issue 6: stays on the GPU, no host copy
+        from lazyk.device import as_device_array
+
+        return as_device_array(x)
     return _as_out(x)
 
 

@@ -734,3 +734,16 @@ def test_emulated_evaluate_into_out(fake_driver):
         lazyk.evaluate(lx.as_expr(d) + 1.0, out=DeviceArray.empty((5,), np.float32))
     with pytest.raises(DeviceError, match="different devices"):
         lazyk.evaluate(lx.as_expr(d) + 1.0, out=np.empty(5))
+
+
+def test_emulated_compiled_expression_on_gpu_inputs(fake_driver):
+    import lazyk
+    from lazyk.device import DeviceArray
+    a = lazyk.placeholder("a", "N * float64")
+    b = lazyk.placeholder("b", "N * float64")
+    k = lazyk.compile(2 * a + lazyk.sin(b))
+    x, y = np.arange(4.0), np.linspace(0, 1, 4)
+    got = k(DeviceArray.from_numpy(x), DeviceArray.from_numpy(y))
+    assert isinstance(got, DeviceArray)
+    np.testing.assert_allclose(got.to("cpu"), 2 * x + np.sin(y))
+    np.testing.assert_allclose(k(x, y), 2 * x + np.sin(y))  # host inputs still run on the CPU
