@@ -95,8 +95,7 @@ def _infer(items: list, where: Where) -> T.Type:
     optional = _NONE in kinds
     if optional:
         kinds.discard(_NONE)
-        keep = np.fromiter((x is not None for x in items), bool, len(items))
-        keep = np.flatnonzero(keep)
+        keep = np.flatnonzero(np.array(list(map(is_not, items, repeat(None))), dtype=bool))
         present = [items[i] for i in keep.tolist()]
         where = _Subset(where, keep)
         items = present
