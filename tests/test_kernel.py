@@ -274,3 +274,25 @@ def test_dispatcher_from_eight_threads():
     for t in ts:
         t.join()
     assert errors == []
+
+
+def test_pickle_into_a_new_process(tmp_path):
+    """Dask-style: the pickle carries IR text + signature; the receiver compiles and runs it."""
+    import subprocess
+    import sys
+
+    ck = bind(axpy(), np.empty(4), np.ones(4), np.ones(4))
+    path = tmp_path / "k.pkl"
+    path.write_bytes(pickle.dumps(ck.compiled))
+    ck.close()
+    code = (
+        "import pickle, numpy as np, lazyk.kernel as K\n"
+        f"k = pickle.load(open({str(path)!r}, 'rb'))\n"
+        "k2 = pickle.load(open(" + repr(str(path)) + ", 'rb'))\n"
+        "a, b, out = np.arange(6.0), np.ones(6), np.empty(6)\n"
+        "with k.bind(out, a, b) as ck: ck()\n"
+        "assert k2 is k and K.stats['compiles'] == 1, K.stats\n"
+        "print(out.tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str((2 * np.arange(6.0) + 1).tolist())
