@@ -588,6 +588,7 @@ def fake_driver(monkeypatch):
     monkeypatch.setattr(cuda, "driver", lambda: fake)
     monkeypatch.setattr(cuda, "_initialised", False)
     monkeypatch.setattr(cuda, "_cache", {})
+    monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
     cuda.get_device.cache_clear()
     yield fake
     cuda.get_device.cache_clear()
@@ -629,17 +630,26 @@ def test_emulated_reductions_and_cache(fake_driver):
     assert len(cuda._cache) == n  # new size, same layout class: no recompilation
 
 
-def test_emulated_launch_config_and_scratch_freed(fake_driver):
+def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
     import lazyk.expr as lx
+    from lazyk.backend import cuda
     from lazyk.device import DeviceArray
     d = DeviceArray.from_numpy(np.ones(100_000))
-    live = len(fake_driver.live)
     result = lx.sum(lx.as_expr(d)).eval()
     name, grid, block = fake_driver.launches[0]
     assert block == 256 and grid == 2 * 8  # 2 SMs x 8 blocks per SM caps the grid
-    assert len(fake_driver.live) == live + 1  # the result stays; the scratch was freed
-    del result
-    assert len(fake_driver.live) == live
+    pooled = dict(cuda._pool.free)
+    assert sum(map(len, pooled.values())) == 1  # the scratch went back to the pool
+    allocs = len(fake_driver.live)
+    for _ in range(5):
+        result = lx.sum(lx.as_expr(d)).eval()
+    # Steady state: outputs and scratch come from the pool (one more: old and new result
+    # overlap during the assignment).
+    assert len(fake_driver.live) <= allocs + 1
+    monkeypatch.setattr(cuda, "POOL_BYTES", 0)
+    before = len(fake_driver.live)
+    del result  # a full pool frees for real
+    assert len(fake_driver.live) == before - 1
 
 
 def test_emulated_bench_suite_e1_to_e10(fake_driver):

@@ -136,21 +136,82 @@ def get_device(ordinal: int = 0) -> Device:
     return d
 
 
+class _Pool:
+    """Freed allocations kept per (device, size class) for reuse: cuMemAlloc/cuMemFree
+    synchronize the device and cost far more than a small kernel, so a call that allocates
+    its output must not pay them every time. Bounded by POOL_BYTES per device.
+
+    NOTE: reuse is safe in stream order because lazyk launches on the legacy default stream
+    (or synchronizes its own streams before results are freed).
+    """
+
+    def __init__(self):
+        self.free: dict[tuple[int, int], list[int]] = {}
+        self.bytes: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        # 512-byte steps up to 1 MiB, then 1/8 of the next power of two: <= 12.5% waste.
+        if nbytes <= 1 << 20:
+            return max(512, (nbytes + 511) // 512 * 512)
+        step = 1 << (nbytes.bit_length() - 3)
+        return (nbytes + step - 1) // step * step
+
+    def take(self, device: int, size: int) -> int:
+        with self.lock:
+            ptrs = self.free.get((device, size))
+            if ptrs:
+                self.bytes[device] -= size
+                return ptrs.pop()
+        return 0
+
+    def give(self, device: int, size: int, ptr: int) -> bool:
+        with self.lock:
+            if self.bytes.get(device, 0) + size > POOL_BYTES:
+                return False
+            self.free.setdefault((device, size), []).append(ptr)
+            self.bytes[device] = self.bytes.get(device, 0) + size
+            return True
+
+    def release(self, device: Device) -> None:
+        """Really free every cached block of a device (e.g. before a large allocation)."""
+        with self.lock:
+            keys = [k for k in self.free if k[0] == device.ordinal]
+            ptrs = [p for k in keys for p in self.free.pop(k)]
+            self.bytes[device.ordinal] = 0
+        device.activate()
+        for p in ptrs:
+            check(driver().cuMemFree(p))
+
+
+POOL_BYTES = 1 << 30
+_pool = _Pool()
+
+
 class Buffer:
-    """Device memory owned by lazyk: cuMemAlloc'd, freed by close()."""
+    """Device memory owned by lazyk, from the pool or cuMemAlloc; close() returns it."""
 
     def __init__(self, nbytes: int, device: Device):
-        device.activate()
         self.device, self.nbytes = device, nbytes
-        # cuMemAlloc(0) fails; keep a 1-byte allocation so empty arrays have a valid pointer.
-        self.ptr = int(check(driver().cuMemAlloc(max(nbytes, 1))))
+        # Size classes also keep empty arrays on a valid (512-byte) allocation.
+        self.size = _Pool.size_class(nbytes)
+        self.ptr = _pool.take(device.ordinal, self.size)
+        if not self.ptr:
+            device.activate()
+            try:
+                self.ptr = int(check(driver().cuMemAlloc(self.size)))
+            except DeviceError:
+                _pool.release(device)  # out of memory with blocks cached: free them, retry
+                self.ptr = int(check(driver().cuMemAlloc(self.size)))
 
     def close(self) -> None:
-        """Free the allocation (idempotent)."""
+        """Return the allocation to the pool, or free it when the pool is full (idempotent)."""
         if self.ptr:
-            self.device.activate()
-            check(driver().cuMemFree(self.ptr))
-            self.ptr = 0
+            ptr, self.ptr = self.ptr, 0
+            if not _pool.give(self.device.ordinal, self.size, ptr):
+                self.device.activate()
+                check(driver().cuMemFree(ptr))
 
     def __del__(self):
         try:
