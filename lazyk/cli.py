@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a placeholder's type, e.g. a='N * float64' (repeatable)")
     p.add_argument("--no-ir", action="store_true", help="leave out the LLVM IR")
     p.add_argument("--no-asm", action="store_true", help="leave out the assembly")
+    p.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: each kernel's NVVM IR and PTX (libNVVM, no GPU needed)")
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("cache", help="the on-disk kernel cache: `info` or `clear`")

@@ -144,6 +144,15 @@ def command(args: Any) -> int:
         types[name.strip()] = t.strip().strip("'\"")
     try:
         e = build_from_text(args.expr, types)
+        if getattr(args, "target", "cpu") == "cuda":  # issue 6: NVVM IR and PTX
+            from lazyk.errors import DeviceError
+
+            try:
+                print(e.explain(target="cuda"))
+            except DeviceError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+            return 0
         print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
     except (TypeError, ValueError, NameError, SyntaxError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)

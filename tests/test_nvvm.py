@@ -757,3 +757,11 @@ def test_emulated_compiled_expression_on_gpu_inputs(fake_driver):
     assert isinstance(got, DeviceArray)
     np.testing.assert_allclose(got.to("cpu"), 2 * x + np.sin(y))
     np.testing.assert_allclose(k(x, y), 2 * x + np.sin(y))  # host inputs still run on the CPU
+
+
+def test_cli_explain_target_cuda(capsys):
+    from lazyk.cli import main
+    assert main(["explain", "sin(a) * b", "--type", "a=N * float64", "--type",
+                 "b=N * float32", "--target", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert "--- NVVM IR" in out and ".visible .entry lazyk_kernel(" in out
