@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
-from lazyk.errors import ArrayConstructionError, NotSupportedError, TypeParseError
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 from lazyk.infer import ZERO, infer_type, pack, template, with_dtype
 from lazyk.operators import Operators
 
@@ -263,8 +263,8 @@ class Array(Operators):
         items = index if isinstance(index, tuple) else (index,)
         dst = _view(self, items)
         if dst is None:
-            raise NotSupportedError(f"assignment to {index!r} of type '{self.type}': this index "
-                                    "has no view (an int or slice on a var dim under a slice)")
+            _assign_per_row(self, items, value)
+            return
         if hasattr(value, "eval") and not isinstance(value, Array):
             from lazyk.pipeline import evaluate  # noqa: PLC0415  (a later stage)
             evaluate(value, out=dst)
@@ -468,6 +468,30 @@ def _view(a: Array, items: tuple) -> Array | None:
     for w in reversed(wrap):
         t = w(t)
     return Array._from_parts(t, tuple(out_meta), base + cur, owner, a._readonly)
+
+
+def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
+    """`a[items] = value` where no view exists: one assignment per row of the first slice."""
+    dims, names = _normalize(a.type, items)
+    p = next(k for k, i in enumerate(dims) if isinstance(i, slice))
+    if any(i is None for i in dims):
+        raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
+    head = a[tuple(dims[:p])]
+    rows = range(*dims[p].indices(len(head)))
+    want = M.index_type(a.type, dims)
+    src = value if isinstance(value, Array) else _source(value, want)
+    if src.ndim == want.ndim and isinstance(want, T.Dim):
+        if len(src) not in (len(rows), 1):
+            raise ShapeError(f"cannot assign {len(src)} rows to {len(rows)} rows")
+        parts = [src[j if len(src) > 1 else 0] for j in range(len(rows))]
+    else:
+        parts = [src] * len(rows)
+    rest = tuple(dims[p + 1:]) + tuple(names)
+    for r, part in zip(rows, parts):
+        try:
+            head[(r,) + rest] = part
+        except IndexError as e:  # NOTE: earlier rows are already written, as in a loop
+            raise IndexError(f"row {r}: {e}") from None
 
 
 def _copy_index(a: Array, items: tuple) -> Array:

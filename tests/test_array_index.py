@@ -286,3 +286,16 @@ def test_random_indices_match_list_semantics(rows, items, fixed_outer):
             a[tuple(items)]
         return
     assert a[tuple(items)].to_list() == want
+
+
+def test_assignment_through_an_index_with_no_view_goes_row_by_row():
+    a = lazyk.array([[1, 2, 3], [4, 5]], type="2 * var * int32")
+    a[:, 0] = 9
+    a[:, -1] = [7, 8]
+    assert a.to_list() == [[9, 2, 7], [9, 8]]
+    with pytest.raises(IndexError, match="row 1: index 2 is out of bounds"):
+        a[:, 2] = 0
+    b = lazyk.array([[[1, 2], [3]], [[4, 5, 6]]], type="var * var * var * int8")
+    b[:, :, 0] = [[10, 30], [40]]
+    b[:, 0, 1:] = 0
+    assert b.to_list() == [[[10, 0], [30]], [[40, 0, 0]]]
