@@ -568,17 +568,13 @@ def _parse(kinds: tuple[str, ...], values: list) -> Type:
 
 def _fast_parse(text: str) -> Type:
     """Parse by replaying the plan for the text's token kinds, if one is recorded."""
-    known = _KINDS
-    kinds: list = []
-    values: list = []
-    for value in _SPLIT_RE.findall(text):
-        kind = known.get(value)
-        if kind is None:
-            kind = _kind(value)
-        if kind:  # not a comment or trailing blank
-            kinds.append(kind)
-            values.append(value)
-    key = tuple(kinds)
+    values = _SPLIT_RE.findall(text)
+    key = tuple(map(_KINDS.get, values))  # in C; None marks a token not classified yet
+    if None in key:
+        key = tuple([_KINDS.get(v) if v in _KINDS else _kind(v) for v in values])
+    if "" in key:  # drop comments and trailing blanks
+        values = [v for k, v in zip(key, values) if k]
+        key = tuple([k for k in key if k])
     plan = _PLANS.get(key)
     if plan is None:
         # Record on the second sighting, so one-off strings pay no recording cost.
