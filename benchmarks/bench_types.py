@@ -21,7 +21,8 @@ STRINGS = {
     "medium": "3 * var * {x: int32, y: ?float64, name: fixed_string[16], tags: var * string, "
               "pos: (float32, float32)}",
     "long": "(N * {id: int64, price: ?float64, when: datetime, name: fixed_string[24, 'ascii'], "
-            "tags: var * string}, window: int32, weights: N * 3 * float32) -> N * ?float64",
+            "tags: var * string, flag: bool}, window: int32, weights: N * 3 * float32) "
+            "-> N * ?float64",
 }
 
 
