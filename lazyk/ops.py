@@ -309,7 +309,7 @@ def _compare(pred: str):
             if pred == "!=":
                 return b.or_(b.fcmp_unordered("!=", x[0], y[0]),
                              b.fcmp_unordered("!=", x[1], y[1]))
-            raise NotSupportedError(f"ordering comparison {pred} of complex")
+            return _complex_order(em, pred, x, y)
         if k0 == "f":
             return (b.fcmp_unordered if pred == "!=" else b.fcmp_ordered)(pred, x, y)
         if k0 == k1 or k0 == "b":
@@ -321,6 +321,29 @@ def _compare(pred: str):
         when_neg = ir.Constant(ir.IntType(1), p in ("<", "<=", "!="))
         return b.select(neg, when_neg, rest)
     return lower
+
+
+def _complex_order(em, pred: str, x, y):
+    """NumPy's lexicographic complex order (CLT/CLE/...): a NaN imaginary part blocks `re <`."""
+    b = em.b
+    (xr, xi), (yr, yi) = x, y
+    strict = "<" if pred in ("<", "<=") else ">"
+    no_nan = b.and_(b.fcmp_ordered("ord", xi, xi), b.fcmp_ordered("ord", yi, yi))
+    first = b.and_(b.fcmp_ordered(strict, xr, yr), no_nan)
+    return b.or_(first, b.and_(b.fcmp_ordered("==", xr, yr), b.fcmp_ordered(pred, xi, yi)))
+
+
+def _complex_minmax(em, x, y, is_min: bool, nan_prop: bool):
+    """NumPy's complex maximum/minimum (NaN in x wins) and fmax/fmin (NaN in y loses)."""
+    b = em.b
+    keep_x = _complex_order(em, "<=" if is_min else ">=", x, y)
+    if nan_prop:
+        keep_x = b.or_(keep_x, b.or_(b.fcmp_unordered("uno", x[0], x[0]),
+                                     b.fcmp_unordered("uno", x[1], x[1])))
+    else:
+        keep_x = b.or_(keep_x, b.or_(b.fcmp_unordered("uno", y[0], y[0]),
+                                     b.fcmp_unordered("uno", y[1], y[1])))
+    return (b.select(keep_x, x[0], y[0]), b.select(keep_x, x[1], y[1]))
 
 
 def _logical(opname: str):
@@ -360,6 +383,8 @@ def _shift(left: bool):
 
 def _unary_math(name: str, int_identity: bool = False):
     def lower(em, args, loop, attr):
+        if _k(loop[0]) == "c" and name == "rint":
+            return tuple(em.math("rint", v) for v in args[0])
         if _k(loop[0]) != "f":
             if int_identity:
                 return args[0]
@@ -387,6 +412,8 @@ def _minmax(is_min: bool, nan_prop: bool):
     def lower(em, args, loop, attr):
         b, (x, y) = em.b, args
         k = _k(loop[0])
+        if k == "c":
+            return _complex_minmax(em, x, y, is_min, nan_prop)
         if k == "f":
             name = ("minimum" if is_min else "maximum") if nan_prop else (
                 "minnum" if is_min else "maxnum")
@@ -475,7 +502,7 @@ _ufunc_row("negative", _negative, True)
 _ufunc_row("absolute", _absolute, True)
 for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
                ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
-    _ufunc_row(_n, _compare(_p), _p in ("==", "!="))
+    _ufunc_row(_n, _compare(_p), True)
 for _n in ("and", "or", "xor", "not"):
     _ufunc_row(f"logical_{_n}", _logical(_n), True)
 for _n in ("and", "or", "xor"):
@@ -489,14 +516,14 @@ for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "lo
                ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh")):
     _ufunc_row(_n, _unary_math(_m))
 for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
-    _ufunc_row(_n, _unary_math(_m, int_identity=True))
+    _ufunc_row(_n, _unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
 _ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
 _ufunc_row("sign", _sign)
-_ufunc_row("minimum", _minmax(True, True))
-_ufunc_row("maximum", _minmax(False, True))
-_ufunc_row("fmin", _minmax(True, False))
-_ufunc_row("fmax", _minmax(False, False))
+_ufunc_row("minimum", _minmax(True, True), True)
+_ufunc_row("maximum", _minmax(False, True), True)
+_ufunc_row("fmin", _minmax(True, False), True)
+_ufunc_row("fmax", _minmax(False, False), True)
 _ufunc_row("isnan", _isclass("isnan"), True)
 _ufunc_row("isinf", _isclass("isinf"), True)
 _ufunc_row("isfinite", _isclass("isfinite"), True)
