@@ -56,6 +56,11 @@ class Array(Operators):
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
             dt = M.meta_np_dtype(inner, meta[2 * len(shape):])
+            if isinstance(owner, memory.MemoryBlock):
+                # NumPy will not bounds-check a raw pointer; a forged arrmeta must not segfault.
+                lo, hi = memory.extent(shape, strides, dt.itemsize)
+                if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
+                    raise ValueError("the data lies outside the owner's memory block")
             arr = memory.view(ptr, shape, strides, dt, owner, readonly)
             self = cls._wrap(arr, readonly)
             self._type, self._owner = t, owner
@@ -85,7 +90,7 @@ class Array(Operators):
             arrmeta, (bytes, bytearray, memoryview, np.ndarray)) else tuple(map(int, arrmeta))
         if len(meta) != M.meta_len(t):
             raise ValueError(f"type '{t}' needs {M.meta_len(t)} arrmeta fields, got {len(meta)}")
-        if isinstance(owner, memory.MemoryBlock):
+        if isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
             shape, strides = M.fixed_shape(t, meta)
             inner = t
             while isinstance(inner, T.FixedDim):

@@ -234,3 +234,17 @@ def test_from_parts_rebuilds_an_array_from_type_arrmeta_and_pointer():
         lazyk.Array.from_parts("4 * int64", (4, 8), block.address, block)
     with pytest.raises(ValueError, match="needs 2 arrmeta fields"):
         lazyk.Array.from_parts("3 * int64", (3,), block.address, block)
+
+
+def test_forged_arrmeta_raises_instead_of_crashing():
+    a = lazyk.array([[1, 2], [3]], type="2 * var * int32")
+    size, stride, ref, vstride, voffset = a.meta
+    forged = lazyk.Array.from_parts(a.type, (size, stride, ref, vstride, 10**9), a.ptr, a.owner)
+    with pytest.raises(ValueError, match="outside"):
+        forged.to_list()
+    with pytest.raises(ValueError, match="outside"):
+        forged[0, 0]
+    wrong_block = lazyk.Array.from_parts(a.type, (size, stride, ref + 10**6, vstride, 0),
+                                         a.ptr, a.owner)
+    with pytest.raises(ValueError, match="blockref"):
+        wrong_block.to_list()
