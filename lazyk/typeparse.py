@@ -575,6 +575,8 @@ def _fast_parse(text: str) -> Type:
     if "" in key:  # drop comments and trailing blanks
         values = [v for k, v in zip(key, values) if k]
         key = tuple([k for k in key if k])
+    if len(key) > MAX_DEPTH:  # enough tokens to nest too deep (`??...?T` would collapse)
+        _check_depth(text)
     plan = _PLANS.get(key)
     if plan is None:
         # Record on the second sighting, so one-off strings pay no recording cost.
@@ -601,8 +603,6 @@ def _fast_parse(text: str) -> Type:
 
 def parse(text: str) -> Type:
     """Parse one type string (no cache). Raises TypeParseError with line/column."""
-    if len(text) > MAX_DEPTH:  # only a long text can nest too deep
-        _check_depth(text)
     try:
         return _fast_parse(text)
     except Exception:  # noqa: BLE001 - the slow path below re-parses and reports properly
@@ -614,6 +614,7 @@ def _slow_parse(text: str) -> Type:
     """lark's own parse: slower, but every error carries a token with its position."""
     if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
         raise TypeParseError("empty type", text, 1, 1)
+    _check_depth(text)
     _BUILD.ellipsis_tokens.clear()
     try:
         return _PARSER.parse(text)
