@@ -100,7 +100,7 @@ _NAME = "lazyk_k"
 
 
 class CompiledKernel:
-    """An unbound kernel: JIT code for one (spec, layout class); `bind` gives a runnable ckernel."""
+    """An unbound kernel: JIT code for one (spec, layout class); `bind` makes a ckernel."""
 
     def __init__(self, spec: KernelSpec, layout: LayoutClass, target: str = "cpu",
                  ir_text: str | None = None):
@@ -293,18 +293,21 @@ def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
             raise BindError(f"output {j} is read-only")
     for j, (a, dt, al) in enumerate(zip(ins, spec.inputs, spec.aligned)):
         if a.dtype != np.dtype(dt):
-            raise BindError(f"input {j} has dtype {a.dtype.str}, the kernel loads {np.dtype(dt).str}")
+            raise BindError(f"input {j} has dtype {a.dtype.str}, "
+                            f"the kernel loads {np.dtype(dt).str}")
         if al:
             need = a.dtype.alignment
             if data_pointer(a) % need or any(s % need for s in a.strides):
-                raise BindError(f"input {j} is not {need}-byte aligned; compile with aligned=False")
+                raise BindError(f"input {j} is not {need}-byte aligned; "
+                                "compile with aligned=False")
     named = [(f"input {j}", a.shape) for j, a in enumerate(ins)]
     named += [(f"output {j}", o.shape) for j, o in enumerate(outs)]
     shape = broadcast_shape(named)
     if spec.reduce is None:
         for j, o in enumerate(outs):
             if o.shape != shape:
-                raise ShapeError(f"output {j} has shape {o.shape}; the inputs broadcast to {shape}")
+                raise ShapeError(f"output {j} has shape {o.shape}; "
+                                 f"the inputs broadcast to {shape}")
     out_st = [_strides_over(o, shape, f"output {j}") for j, o in enumerate(outs)]
     in_st = [_strides_over(a, shape, f"input {j}") for j, a in enumerate(ins)]
     reduced = tuple(spec.reduce is not None and out_st[0][d] == 0 and n > 1
@@ -384,7 +387,8 @@ class BoundKernel:
         self._ss = (ctypes.c_int64 * max(compiled.nin, 1))(
             *[st[0] for st in layout.strides[compiled.nout:]])
         task = _threads.StridedTask(compiled.nin)
-        fn, dstride, ss = compiled.strided_address, layout.strides[0][0], ctypes.addressof(self._ss)
+        fn, dstride = compiled.strided_address, layout.strides[0][0]
+        ss = ctypes.addressof(self._ss)
         count, address, src = layout.shape[0], self.address, self.src_address
         # self.dst is read at call time: run_layout re-points a cached bound kernel (issue 5)
         return lambda: task(fn, self.dst, dstride, src, ss, count, address, min_chunk)
@@ -438,7 +442,7 @@ class BoundKernel:
 
 
 def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu") -> BoundKernel:
-    """Plan the layout, compile (cached) for its layout class and bind: `bind(spec, out, a, b)()`."""
+    """Plan the layout, compile (cached) for its layout class, bind: `bind(spec, out, a, b)()`."""
     layout = plan(spec, out, inputs)
     return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs)
 

@@ -434,7 +434,8 @@ class _Gen:
                                            self.spec.aligned[j]))
             res = emit_body(b, self.spec, vals, self.target)
             if acc_slot is not None:
-                self._acc_store(b, acc_slot, self._combine(em, self._acc_load(b, acc_slot), res[0]))
+                acc = self._combine(em, self._acc_load(b, acc_slot), res[0])
+                self._acc_store(b, acc_slot, acc)
                 return
             for j, v in enumerate(res):
                 p = ptrs[j] if kinds[j] == "0" else at(j)
