@@ -133,7 +133,7 @@ _recorders: list[list] = []
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
 # the value keeps its id from being reused while the entry lives.
 _launches: OrderedDict = OrderedDict()
-_LAUNCH_CACHE_SIZE = 4096
+_LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).
 _THREAD_MIN = 1 << 16
 
@@ -143,13 +143,26 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple):
     from lazyk import kernel
 
     layout = simplify_dims(shape, strides, reduced)
-    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+    while True:
+        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+        # NOTE: hold the code like a bound kernel does, so the kernel cache's eviction
+        # cannot free it under our cached entry; `_release` when the entry goes.
+        with compiled._lock:
+            if compiled.jit is not None:
+                compiled._live += 1
+                break
     # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64).
     vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
     for st in layout.strides:
         vals.extend(st)
     kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
     return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
+
+
+def _release(entries) -> None:
+    """Let the kernel cache free code that only these dropped entries still held."""
+    for entry in entries:
+        entry[2]._release()
 
 
 def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
@@ -166,10 +179,16 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
     if entry is None:
         reduced = tuple(d in (axes or ()) for d in range(len(shape)))
         entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced)
+        dropped = []
         with _plans_lock:
-            _launches[key] = entry
-            if len(_launches) > _LAUNCH_CACHE_SIZE:
-                _launches.popitem(last=False)
+            if key in _launches:
+                dropped.append(entry)
+                entry = _launches[key]
+            else:
+                _launches[key] = entry
+            while len(_launches) > _LAUNCH_CACHE_SIZE:
+                dropped.append(_launches.popitem(last=False)[1])
+        _release(dropped)
     _, layout, compiled, kd, kd_address, size, offs = entry
     if _recorders:
         _recorders[-1].append((spec, layout))
@@ -507,11 +526,16 @@ class CompiledExpr:
         key = (shape, out.strides, tuple(a.strides for a in arrays))
         entry = self._geom.get(key)
         if entry is None:
-            if len(self._geom) > 256:
+            if len(self._geom) > 64:
+                _release(list(self._geom.values()))
                 self._geom.clear()
             st = (_over(shape, out.shape, out.strides),) + tuple(
                 _over(shape, a.shape, a.strides) for a in arrays)
-            entry = self._geom[key] = _prepare(spec, shape, st, (False,) * len(shape))
+            entry = _prepare(spec, shape, st, (False,) * len(shape))
+            old = self._geom.setdefault(key, entry)
+            if old is not entry:
+                _release([entry])
+                entry = old
         _, layout, compiled, kd, kd_address, size, offs = entry
         if size == 0:
             return out
@@ -522,6 +546,15 @@ class CompiledExpr:
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
         compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
         return out
+
+    def __del__(self) -> None:
+        geom = getattr(self, "_geom", None)
+        if geom:
+            try:
+                _release(list(geom.values()))
+            except Exception:  # pragma: no cover  (interpreter shutdown)
+                pass
+            geom.clear()
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind"):
         """Bind the inputs and run the kernels; returns a new NumPy array or `out`."""
