@@ -85,11 +85,11 @@ _BINARY_NAMES = ("arctan2", "fmod", "hypot", "maximum", "minimum", "fmax", "fmin
 FUNCTIONS: dict[str, tuple[str, int]] = {
     **{n: (n, 1) for n in _UNARY_NAMES},
     **{n: (n, 2) for n in _BINARY_NAMES},
-    "abs": ("absolute", 1), "where": ("where", 3), "complex": ("complex", 2),
+    "abs": ("absolute", 1), "where": ("where", 3), "clip": ("clip", 3), "complex": ("complex", 2),
     "contains": ("contains", 2),
 }
 # Reductions take the operand and an optional axis (positional or `axis=`).
-REDUCTIONS = ("sum", "prod", "min", "max")
+REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 
 
 _KEYWORDS = frozenset(("and", "or", "not", "None", "lambda", "if", "else", "in", "is"))

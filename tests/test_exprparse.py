@@ -165,6 +165,15 @@ def test_functions_match_numpy(text, reference):
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
+def test_issue_example_string():
+    _need("add", "multiply", "subtract", "where", "greater")
+    a, b = np.arange(6.0), np.linspace(-1, 1, 6)
+    c = np.array([-2.0, 0.0, 1.0, 3.0, -0.5, 2.0])
+    got = exprparse.evaluate_string("2*a + 3*b - where(c > 0, c, 0)")
+    np.testing.assert_allclose(got, 2 * a + 3 * b - np.where(c > 0, c, 0), rtol=1e-15)
+    assert got.dtype == np.float64
+
+
 def test_reduction_with_axis():
     _need("sum", "multiply")
     m = np.arange(12.0).reshape(3, 4)
