@@ -168,8 +168,12 @@ def guard_ir(nops: int) -> str:
     dst = None
     for j, obj in enumerate(objs):
         r = GUARD_HEAD + GUARD_REC * j
-        ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r))
-        ok = b.and_(ok, b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1)))
+        # NOTE: check the type first, on its own branch: any Python object may arrive here,
+        # and only an ndarray is known to be large enough for the field reads below.
+        is_array = fn.append_basic_block(f"array{j}")
+        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)), is_array, fail)
+        b.position_at_end(is_array)
+        ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1))
         mask = gf(r + 2)
         flags = b.zext(field(obj, 64, i32), i64)
         ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))

@@ -296,3 +296,15 @@ def test_pickle_into_a_new_process(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str((2 * np.arange(6.0) + 1).tolist())
+
+
+def test_dispatcher_rejects_non_arrays_safely():
+    from lazyk.kernel import Dispatcher
+    d = Dispatcher(axpy())
+    a, b, out = np.ones(3), np.ones(3), np.empty(3)
+    d(out, a, b)  # installs the guard
+    for bad in (1, 2.5, "x", None, [1.0, 2.0, 3.0]):
+        with pytest.raises(BindError):
+            d(out, bad, b)
+    d(out, a, b)
+    assert np.array_equal(out, 2 * a + b)
