@@ -323,12 +323,22 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         return [dict(zip(keys, row)) for row in zip(*cols)] if cols else [{}] * n
     if is_varlen(t):
         begins, sizes = read_pairs(buf, offs)
-        block = lookup(meta[at])
-        starts = begins - block.address
-        if n and (int(starts.min()) < 0 or int((starts + sizes).max()) > block.size):
-            raise ValueError("string data points outside its memory block")
-        data = block.buffer.tobytes() if n else b""
-        pieces = [data[s:s + k] for s, k in zip(starts.tolist(), sizes.tolist())]
+        pieces: list = [None] * n
+        todo = np.ones(n, bool)
+        # The blockref'd block, then the blocks later assignments appended to its `keep`.
+        for block in _string_blocks(lookup(meta[at])):
+            if not todo.any():
+                break
+            starts = begins - block.address
+            inside = todo & (starts >= 0) & (starts + sizes <= block.size)
+            if inside.any():
+                data = block.buffer.tobytes()
+                for i, s0, k in zip(np.flatnonzero(inside).tolist(), starts[inside].tolist(),
+                                    sizes[inside].tolist()):
+                    pieces[i] = data[s0:s0 + k]
+            todo &= ~inside
+        if todo.any():
+            raise ValueError("string data points outside its memory blocks")
         if t.name == "string":
             return [p.decode("utf-8") for p in pieces]
         return pieces
@@ -337,6 +347,29 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     if isinstance(t, T.FixedString) and dt.kind == "S":
         return [b.decode(t.encoding.replace("utf8", "utf-8")) for b in vals.tolist()]
     return vals.tolist()
+
+
+def _string_blocks(block) -> list:
+    """A string block and the blocks holding strings assigned later (its `keep`)."""
+    return [block] + list(block.keep or [])
+
+
+def _assign_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray,
+                    values: list) -> None:
+    """Point the string elements at `offs` to a new block holding `values`."""
+    from lazyk.memory import MemoryBlock, lookup
+
+    data = [v.encode("utf-8") for v in values] if t.name == "string" else list(values)
+    lens = np.array(list(map(len, data)), np.int64)
+    chars = MemoryBlock(int(lens.sum()))
+    if len(data):
+        chars.buffer[:] = np.frombuffer(b"".join(data), np.uint8)
+    home = lookup(meta[at])  # readers look here, then in its keep list
+    home.keep = (home.keep or []) + [chars]
+    pairs = np.empty(len(offs), POINTER_SIZE_DTYPE)
+    pairs["begin"] = chars.address + (np.cumsum(lens) - lens)
+    pairs["size"] = lens
+    scatter(buf, offs, pairs.view(np.uint8).reshape(len(offs), 16))
 
 
 # ---------------------------------------------------------------- re-slicing rows
@@ -509,8 +542,11 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
                    spos[j], sbuf, soffs + smeta[sat + j], where.field(k))
         return None
     if is_varlen(dt) or is_varlen(st):
-        raise NotSupportedError("assigning into string/bytes elements (they would need a new "
-                                  "string block); build a new array instead")
+        if not (is_varlen(dt) and is_varlen(st) and dt.name == st.name):
+            raise ValueError(f"cannot assign '{st}' to '{dt}'")
+        # NOTE: the old characters stay allocated until the array goes away.
+        _assign_strings(dt, dmeta, dat, dbuf, doffs, read(st, smeta, sat, sbuf, soffs))
+        return None
     sd, dd = np_dtype(st), np_dtype(dt)
     vals = gather(sbuf, soffs, sd.itemsize).view(sd).reshape(-1)
     out = vals.astype(dd, casting="unsafe")

@@ -54,9 +54,9 @@ class Where:
         return out[::-1]
 
     def name(self, k: int) -> str:
-        """Readable location of item k: `[1, 'x', 2]`, or `the top level`."""
+        """Readable location of item k: `[1, 'x', 2]`, or `(top level)`."""
         p = self.path(k)
-        return "[" + ", ".join(map(repr, p)) + "]" if p else "the top level"
+        return "[" + ", ".join(map(repr, p)) + "]" if p else "(top level)"
 
 
 def _starts(lens: list[int]) -> np.ndarray:
@@ -275,7 +275,7 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
             if any(n != t.size for n in lens):
                 i = _first(lens, lambda n: n != t.size)
                 raise ArrayConstructionError(
-                    f"row {where.name(i).strip('[]') or '(top level)'} has {lens[i]} elements, "
+                    f"row {where.name(i).strip('[]')} has {lens[i]} elements, "
                     f"the type says {t.size} ({t})")
             coffs = (offs[:, None] + np.arange(t.size, dtype=np.int64) * esize).reshape(-1)
             return [t.size, esize] + _pack(t.elem, child, block, coffs, region, counter, sub)

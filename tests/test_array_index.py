@@ -299,3 +299,20 @@ def test_assignment_through_an_index_with_no_view_goes_row_by_row():
     b[:, :, 0] = [[10, 30], [40]]
     b[:, 0, 1:] = 0
     assert b.to_list() == [[[10, 0], [30]], [[40, 0, 0]]]
+
+
+def test_string_assignment():
+    a = lazyk.array([["a", "bb"], ["ccc"]])
+    a[0, 1] = "héllo"
+    assert a.to_list() == [["a", "héllo"], ["ccc"]]
+    a[...] = [["x", "y"], ["z"]]
+    a[1] = "w"
+    assert a.to_list() == [["x", "y"], ["w"]]
+    r = lazyk.array([{"n": "a", "v": 1}])
+    r.n[...] = ["zz"]
+    assert r.to_list() == [{"n": "zz", "v": 1}]
+    o = lazyk.array(["a", None])
+    o[...] = [None, "b"]
+    assert o.to_list() == [None, "b"]
+    with pytest.raises(lazyk.ArrayConstructionError, match="is a int"):
+        a[0, 0] = 5
