@@ -851,11 +851,11 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
 # Re-exports so `lazyk.types` is the one place to look (defined in later stages).
 from lazyk.promote import promote  # noqa: E402
 from lazyk.typeparse import dshape  # noqa: E402
-from lazyk.unify import broadcast, match  # noqa: E402
+from lazyk.unify import broadcast, match, solve  # noqa: E402
 
 __all__ = [
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",
-    "Record", "Function", "from_numpy", "promote", "dshape", "match", "broadcast",
+    "Record", "Function", "from_numpy", "promote", "dshape", "match", "solve", "broadcast",
     "MAX_DEPTH", "SCALAR_NAMES",
 ]

@@ -214,6 +214,41 @@ def _substitute(t: Type, env: _Bindings) -> Type:
     return t
 
 
+def _solve(pattern: Any, concrete: tuple) -> tuple[Type, _Bindings]:
+    """Match and return (the pattern as a type, the bindings)."""
+    from lazyk.typeparse import dshape
+
+    p = dshape(pattern)
+    cs = [dshape(c) for c in concrete]
+    env = _Bindings()
+    if isinstance(p, Function):
+        params = p.args + tuple(x for _, x in p.kwargs)
+        if len(cs) != len(params):
+            raise TypeMatchError(f"signature {p} takes {len(params)} argument(s), "
+                                 f"got {len(cs)}")
+        for x, c in zip(params, cs):
+            _match(x, c, env, (x, c))
+    else:
+        for c in cs:
+            _match(p, c, env, (p, c))
+    return p, env
+
+
+def solve(pattern: Any, *concrete: Any) -> dict[str, Any]:
+    """The bindings `match` finds: type variables to types, symbolic dims to a size (or
+    'var'), ellipses to a tuple of sizes (`'...'` for the anonymous one).
+
+    Example: `solve('(N * T, M * T) -> T', '3 * int8', '4 * int8')` is
+    `{'T': dshape('int8'), 'N': 3, 'M': 4}`.
+    """
+    _, env = _solve(pattern, concrete)
+    out: dict[str, Any] = dict(env.types)
+    out.update(env.dims)
+    for name, (dims, _) in env.ellipses.items():
+        out["..." if name is None else name] = tuple(d.size for d in dims)
+    return out
+
+
 def match(pattern: Any, *concrete: Any) -> Type:
     """Bind `pattern`'s variables to `concrete` types and return the resolved type.
 
@@ -227,22 +262,8 @@ def match(pattern: Any, *concrete: Any) -> Type:
     Example: `match('(Dims... * T, Dims... * T) -> Dims... * T', '5 * 1 * int32',
     '3 * int32')` is `dshape('5 * 3 * int32')`.
     """
-    from lazyk.typeparse import dshape
-
-    p = dshape(pattern)
-    cs = [dshape(c) for c in concrete]
-    env = _Bindings()
-    if isinstance(p, Function):
-        params = p.args + tuple(x for _, x in p.kwargs)
-        if len(cs) != len(params):
-            raise TypeMatchError(f"signature {p} takes {len(params)} argument(s), "
-                                 f"got {len(cs)}")
-        for x, c in zip(params, cs):
-            _match(x, c, env, (x, c))
-        return _substitute(p.ret, env)
-    for c in cs:
-        _match(p, c, env, (p, c))
-    return _substitute(p, env)
+    p, env = _solve(pattern, concrete)
+    return _substitute(p.ret if isinstance(p, Function) else p, env)
 
 
 def broadcast(*types: Any) -> Type:

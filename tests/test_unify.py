@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from lazyk import TypeMatchError, dshape
-from lazyk.types import broadcast, match
+from lazyk.types import broadcast, match, solve
 
 BINARY = "(Dims... * T, Dims... * T) -> Dims... * T"
 
@@ -112,3 +112,12 @@ def test_broadcast_agrees_with_numpy_on_random_shapes(a, b):
         return
     assert broadcast(ta, tb).shape == expected
     assert match(BINARY, ta, tb).shape == expected
+
+
+def test_solve_returns_bindings():
+    assert solve("(N * T, M * T) -> T", "3 * int8", "4 * int8") == {
+        "T": dshape("int8"), "N": 3, "M": 4}
+    assert solve(BINARY, "5 * 1 * int32", "3 * int32") == {"T": dshape("int32"),
+                                                           "Dims": (5, 3)}
+    assert solve("... * var * T", "2 * var * float32") == {"...": (2,), "T": dshape("float32")}
+    assert solve("N * T", "var * int8") == {"N": "var", "T": dshape("int8")}
