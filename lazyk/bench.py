@@ -27,6 +27,7 @@ SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 100_000, 1_000_000)
 PEERS = ("numpy", "numexpr", "numba")
 BANDWIDTH_N = 10_000_000
+SETTLE_S = 0.003  # idle time between tools in the round robin
 
 
 # --- the suite and the tools -----------------------------------------------------------------
@@ -373,6 +374,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for row, tool, fn, reps in ready:
                     try:
                         tool.set_threads()
+                        # Let the previous tool's spinning workers (OpenMP's, lazyk's) go to
+                        # sleep first, or they steal this tool's cores on a 2-core machine.
+                        time.sleep(SETTLE_S)
+                        fn()
                         times[id(row)].append(time_batch(fn, reps))
                     except Exception as err:
                         row["error"] = f"{type(err).__name__}: {err}"[:200]
@@ -494,6 +499,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += ["", "GB/s counts the bytes each call must move (whole cache lines for E9); `% lim` is the "
               "fraction of the triad bandwidth (read bandwidth for E10); `x np` = NumPy time / row time; "
               "`x peer` = best peer time / row time (fresh rows against fresh peers, out= rows against all).", ""]
+    lines += summary(res)
     for n in m["sizes"]:
         lines += [f"## n = {n:,d}", "", "| case | tool | time | GB/s | % lim | x np | x peer | best peer |",
                   "|---|---|---:|---:|---:|---:|---:|---|"]
@@ -522,6 +528,37 @@ def markdown(res: dict[str, Any]) -> str:
     lines.append("- call overhead at n = 1 (us): " + ", ".join(
         f"{k} {v:.2f}" for k, v in once.get("call_overhead_us", {}).items()))
     return "\n".join(lines) + "\n"
+
+
+def _best(rows: list[dict]) -> dict | None:
+    return min(rows, key=lambda r: r["seconds"]) if rows else None
+
+
+def _cell(r: dict | None) -> str:
+    return f"{r['tool']} {_fmt_time(r['seconds'])}" if r else ""
+
+
+def summary(res: dict[str, Any]) -> list[str]:
+    """Markdown lines: per size and case, NumPy, the best peer and lazyk's best rows."""
+    lines = ["## Summary", "", "Per case: NumPy; the fastest peer row with a fresh output and the fastest "
+             "peer row of any kind; lazyk's fastest fresh-output row and fastest `out=` row, each with its "
+             "ratio to the best peer (`x peer`), and `% lim` of the out= row.", "",
+             "| n | case | numpy | best peer (fresh) | best peer (any) | lazyk fresh | x peer | lazyk out= | % lim "
+             "| x peer |", "|---|---|---:|---|---|---|---:|---|---:|---:|"]
+    ok = [r for r in res["rows"] if "seconds" in r and r.get("correct", True)]
+    for n in res["meta"]["sizes"]:
+        for cid in dict.fromkeys(r["case"] for r in ok if r["n"] == n):
+            g = [r for r in ok if r["n"] == n and r["case"] == cid]
+            np_row = _best([r for r in g if r["family"] == "numpy"])
+            pf = _best([r for r in g if r["family"] in PEERS and r["mode"] == "fresh"])
+            pa = _best([r for r in g if r["family"] in PEERS])
+            lf = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "fresh"])
+            lo = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "out"])
+            lim = f"{100 * lo['frac_limit']:.0f}%" if lo else ""
+            lines.append(f"| {n:.0e} | {cid} | {_fmt_time(np_row['seconds']) if np_row else ''} | {_cell(pf)} | "
+                         f"{_cell(pa)} | {_cell(lf)} | {_ratio(lf['vs_best_peer'] if lf else None)} | "
+                         f"{_cell(lo)} | {lim} | {_ratio(lo['vs_best_peer'] if lo else None)} |")
+    return lines + [""]
 
 
 def _ratio(v: float | None) -> str:
