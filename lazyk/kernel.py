@@ -188,7 +188,17 @@ def _unpickle(ir_text: str, spec: KernelSpec, layout: LayoutClass, target: str) 
 
 def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
             _ir_text: str | None = None) -> CompiledKernel:
-    """The compiled kernel for (spec, layout class, target), from the in-memory LRU if present."""
+    """The compiled kernel for (spec, layout class, target), from the in-memory LRU if present.
+
+    Args:
+        spec: the fused kernel (Contract 3).
+        layout: `LayoutClass(ndim, inner)`, e.g. `LayoutClass(1, "ccc")` for a flat
+            `N * float64` expression with contiguous output and two inputs.
+        target: "cpu" (the only CPU target; the GPU path lives in codegen/nvvm.py).
+    Raises:
+        CompileError: LLVM rejected the generated IR (a lazyk bug; the IR is attached).
+        NotSupportedError: an op/dtype pair the op table does not lower (e.g. complex sin).
+    """
     key = (spec, layout, target)
     with _cache_lock:
         k = _cache.get(key)
@@ -442,7 +452,16 @@ class BoundKernel:
 
 
 def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu") -> BoundKernel:
-    """Plan the layout, compile (cached) for its layout class, bind: `bind(spec, out, a, b)()`."""
+    """Plan the layout, compile (cached) for its layout class, bind: `bind(spec, out, a, b)()`.
+
+    Args:
+        spec: the fused kernel; `out` and `inputs` are NumPy arrays (or objects with
+            `to_numpy()`), inputs broadcasting to the iteration space, e.g. `N * float64`.
+    Raises:
+        ShapeError: shapes do not broadcast (names operands, axis and sizes).
+        BindError: wrong dtype or count, read-only or overlapping-write output, misaligned
+            input for an aligned spec.
+    """
     layout = plan(spec, out, inputs)
     return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs)
 
