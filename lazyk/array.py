@@ -240,6 +240,11 @@ class Array(Operators):
             raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
         return self.to_list()
 
+    def __reduce__(self) -> tuple:
+        # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
+        data = self._np if self._np is not None else self.to_list()
+        return (array, (data, self.type))
+
     def close(self) -> None:
         """Drop this array's reference to its memory (other views keep it alive)."""
         self._np = self._owner = None

@@ -5,6 +5,8 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import lazyk
 from lazyk import types as T
@@ -248,3 +250,25 @@ def test_forged_arrmeta_raises_instead_of_crashing():
                                          a.ptr, a.owner)
     with pytest.raises(ValueError, match="blockref"):
         wrong_block.to_list()
+
+
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+       steps=st.lists(st.integers(-3, 3).filter(bool), min_size=3, max_size=3),
+       order=st.sampled_from("CF"), dtype=st.sampled_from(["<i2", ">i4", "<f8", ">c16", "?"]))
+def test_random_numpy_views_are_zero_copy(shape, steps, order, dtype):
+    base = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape).astype(dtype, order=order)
+    view = base[tuple(slice(None, None, s) for s in steps[:len(shape)])]
+    a = lazyk.array(view)
+    assert a.to_numpy() is view and a.to_list() == view.tolist()
+    assert a.meta == tuple(x for pair in zip(view.shape, view.strides) for x in pair)
+    assert a.type == T.from_numpy(view.dtype, view.shape)
+
+
+def test_pickle_round_trip():
+    import pickle
+
+    for a in (lazyk.array([[1, None], [3]], type="2 * var * ?int16"),
+              lazyk.array(np.arange(6.0).reshape(2, 3)[:, ::-1]),
+              lazyk.array([{"s": "é", "v": [1.5]}])):
+        b = pickle.loads(pickle.dumps(a))
+        assert b.type == a.type and b.to_list() == a.to_list() and b.ptr != a.ptr
