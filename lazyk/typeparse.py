@@ -381,6 +381,20 @@ def _check_depth(text: str) -> None:
             raise TypeParseError(f"type nested deeper than {MAX_DEPTH} levels", text, line, col)
 
 
+def _unclosed(text: str) -> str:
+    """' (unclosed '(' at line L, column C)' for the innermost open bracket, else ''."""
+    opened: list[int] = []
+    for m in _NESTING.finditer(text):
+        if m.group() in ("(", "[", "{"):
+            opened.append(m.start())
+        elif m.group() in (")", "]", "}") and opened:
+            opened.pop()
+    if not opened:
+        return ""
+    line, col = _position(text, opened[-1])
+    return f" (unclosed {text[opened[-1]]!r} at line {line}, column {col})"
+
+
 def _end_position(text: str) -> tuple[int, int]:
     """Where 'end of input' is: just after the last non-blank, non-comment character."""
     stripped = re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text).rstrip()
@@ -637,7 +651,8 @@ def _slow_parse(text: str) -> Type:
         if tok.type == "$END":
             line, col = _end_position(text)
             raise TypeParseError("unexpected end of input; expected "
-                                 + _describe_expected(err.expected), text, line, col) from None
+                                 + _describe_expected(err.expected) + _unclosed(text),
+                                 text, line, col) from None
         if tok.type == "STAR":
             msg = "dimension after the dtype: dimensions come first, as in '3 * int32'"
         else:
