@@ -157,3 +157,21 @@ def test_source_digest_tracks_code() -> None:
     d = objcache.source_digest("lazyk.backend.objcache")
     assert d == objcache.source_digest("lazyk.backend.objcache") and len(d) == 64
     assert d != objcache.source_digest("lazyk.backend.vecmath")
+
+
+def test_concurrent_writers_leave_a_whole_entry(tmp_path) -> None:
+    code = textwrap.dedent(f'''
+        import sys
+        from lazyk.backend import objcache
+        c = objcache.ObjectCache({str(tmp_path)!r})
+        payload = bytes([int(sys.argv[1])]) * 200_000
+        for _ in range(30):
+            c.store("e" * 64, payload)
+            got = c.load("e" * 64)
+            assert got is not None and len(got) == 200_000 and len(set(got)) == 1, "torn read"
+    ''')
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], stderr=subprocess.PIPE)
+             for i in range(1, 5)]
+    errors = [p.communicate()[1] for p in procs if p.wait() != 0]
+    assert not errors, errors
+    assert objcache.ObjectCache(tmp_path).load("e" * 64) is not None
