@@ -185,6 +185,8 @@ class Array(Operators):
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         arr = self.to_numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting '{self.type}' to {np.dtype(dtype)} needs a copy")
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 

@@ -272,3 +272,16 @@ def test_pickle_round_trip():
               lazyk.array([{"s": "é", "v": [1.5]}])):
         b = pickle.loads(pickle.dumps(a))
         assert b.type == a.type and b.to_list() == a.to_list() and b.ptr != a.ptr
+
+
+def test_each_option_position_has_its_own_shadow():
+    a = lazyk.array([{"a": 1, "b": None}, {"a": None, "b": 2.5}],
+                    type="2 * {a: ?int8, b: ?float64}")
+    size, stride, off_a, off_b, mask_a, mask_b = a.meta
+    region = size * stride  # the values; shadow k starts k regions later
+    assert (stride, off_a, off_b) == (16, 0, 8) and (mask_a, mask_b) == (region, 2 * region)
+    masks = [[_peek(a.ptr + i * stride + off + m, ctypes.c_uint8) for off, m in
+              ((off_a, mask_a), (off_b, mask_b))] for i in range(size)]
+    assert masks == [[1, 0], [0, 1]]
+    rows = lazyk.array([[1], None], type="2 * ?var * int8")
+    assert _peek(rows.ptr + 16 + 8, ctypes.c_int64) == 0  # a missing row has size 0
