@@ -393,10 +393,33 @@ def _unary_math(name: str, int_identity: bool = False):
     return lower
 
 
+def _complex_sign(em, x):
+    """NumPy 2's complex sign z/|z|: an infinite part wins over NaN; inf + inf j is NaN."""
+    b = em.b
+    (re, im), t = x, x[0].type
+    one, mone, zero, nan = (ir.Constant(t, v) for v in (1.0, -1.0, 0.0, float("nan")))
+    inf = ir.Constant(t, float("inf"))
+    rinf = b.fcmp_ordered("==", em.math("fabs", re), inf)
+    iinf = b.fcmp_ordered("==", em.math("fabs", im), inf)
+    anynan = b.or_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
+    both0 = b.and_(b.fcmp_ordered("==", re, zero), b.fcmp_ordered("==", im, zero))
+    a = em.math("hypot", re, im)
+    r, i = b.fdiv(re, a), b.fdiv(im, a)
+    r, i = b.select(both0, zero, r), b.select(both0, zero, i)
+    r, i = b.select(anynan, nan, r), b.select(anynan, nan, i)
+    unit = lambda v: b.select(b.fcmp_ordered(">", v, zero), one, mone)  # noqa: E731
+    r, i = b.select(iinf, zero, r), b.select(iinf, unit(im), i)
+    r, i = b.select(rinf, unit(re), r), b.select(rinf, zero, i)
+    both = b.and_(rinf, iinf)
+    return (b.select(both, nan, r), b.select(both, nan, i))
+
+
 def _sign(em, args, loop, attr):
     b, (x,) = em.b, args
-    t = x.type
     k = _k(loop[0])
+    if k == "c":
+        return _complex_sign(em, x)
+    t = x.type
     if k == "f":
         one, mone, zero = (ir.Constant(t, v) for v in (1.0, -1.0, 0.0))
         r = b.select(b.fcmp_ordered("==", x, zero), zero, x)  # keeps NaN
@@ -519,7 +542,7 @@ for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint"
     _ufunc_row(_n, _unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
 _ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
-_ufunc_row("sign", _sign)
+_ufunc_row("sign", _sign, True)
 _ufunc_row("minimum", _minmax(True, True), True)
 _ufunc_row("maximum", _minmax(False, True), True)
 _ufunc_row("fmin", _minmax(True, False), True)
