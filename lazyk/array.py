@@ -601,6 +601,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
             pass
         else:  # any buffer-protocol object: a zero-copy view that keeps `obj` alive
             return array(np.asarray(obj))
+    if not isinstance(obj, (_PYTHON_DATA, np.ndarray)) and hasattr(obj, "__iter__"):
+        obj = list(obj)  # range, generators, ...: read once, as NumPy does
     t = _as_type(type) if type is not None else infer_type(obj)
     if isinstance(obj, np.ndarray):
         if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:

@@ -194,3 +194,12 @@ def test_fixed_strings_inline():
         lazyk.array(["é"], type="1 * fixed_string[4, 'ascii']")
     r = lazyk.array([{"n": "é", "v": 1}], type="1 * {n: fixed_string[3], v: int8}")
     assert r.n.to_list() == ["é"] and r[0].to_list() == {"n": "é", "v": 1}
+
+
+def test_iterables_and_scalar_types():
+    assert lazyk.array(range(4)).to_list() == [0, 1, 2, 3]
+    assert lazyk.array((x * x for x in range(3)), type="3 * int8").to_list() == [0, 1, 4]
+    s = lazyk.array(5, type="int8")
+    assert str(s.type) == "int8" and s.to_list() == 5 and s.shape == ()
+    assert str(lazyk.array(2.5, type=np.float32).type) == "float32"
+    assert lazyk.array([1, 2], type=T.dshape("2 * uint8")).to_numpy().dtype == np.uint8
