@@ -19,7 +19,8 @@ _WEAK_ORDER = (bool, int, float, complex)
 
 def _operand(x: Any) -> Any:
     """A Type or np.dtype for a strong operand, or the Python class for a weak one."""
-    if x in _WEAK:
+    # NOTE: `np.dtype('f8') == float` is True, so test for the classes by identity.
+    if x is bool or x is int or x is float or x is complex:
         return x
     if isinstance(x, Type):
         return x
