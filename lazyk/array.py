@@ -578,6 +578,7 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     Raises:
         ArrayConstructionError: data that does not fit the type (names the index path).
         TypeParseError: a `type` that does not parse.
+        NotSupportedError: NumPy object arrays and other data with no lazyk type.
     """
     if device is not None and str(device) != "cpu":
         return array(obj, type).to(device)

@@ -203,3 +203,17 @@ def test_iterables_and_scalar_types():
     assert str(s.type) == "int8" and s.to_list() == 5 and s.shape == ()
     assert str(lazyk.array(2.5, type=np.float32).type) == "float32"
     assert lazyk.array([1, 2], type=T.dshape("2 * uint8")).to_numpy().dtype == np.uint8
+
+
+@given(st.lists(st.one_of(st.none(), st.lists(st.one_of(st.none(), st.text(max_size=2)),
+                                              max_size=3)), max_size=5))
+def test_round_trip_missing_rows(value):
+    a = lazyk.array(value, type="var * ?var * ?string")
+    assert a.to_list() == value
+    if value and all(r is not None for r in value):
+        assert a[:, ::-1].to_list() == [r[::-1] for r in value]
+
+
+def test_top_level_record_and_docstring_errors():
+    r = lazyk.array({"x": 1, "y": "a"})
+    assert str(r.type) == "{x: int64, y: string}" and r.y.to_list() == "a"
