@@ -543,8 +543,8 @@ def summary(res: dict[str, Any]) -> list[str]:
     lines = ["## Summary", "", "Per case: NumPy; the fastest peer row with a fresh output and the fastest "
              "peer row of any kind; lazyk's fastest fresh-output row and fastest `out=` row, each with its "
              "ratio to the best peer (`x peer`), and `% lim` of the out= row.", "",
-             "| n | case | numpy | best peer (fresh) | best peer (any) | lazyk fresh | x peer | lazyk out= | % lim "
-             "| x peer |", "|---|---|---:|---|---|---|---:|---|---:|---:|"]
+             "| n | case | numpy | best peer (fresh) | best peer (any) | lazyk fresh | % lim | x peer | lazyk out= "
+             "| % lim | x peer |", "|---|---|---:|---|---|---|---:|---:|---|---:|---:|"]
     ok = [r for r in res["rows"] if "seconds" in r and r.get("correct", True)]
     for n in res["meta"]["sizes"]:
         for cid in dict.fromkeys(r["case"] for r in ok if r["n"] == n):
@@ -554,10 +554,10 @@ def summary(res: dict[str, Any]) -> list[str]:
             pa = _best([r for r in g if r["family"] in PEERS])
             lf = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "fresh"])
             lo = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "out"])
-            lim = f"{100 * lo['frac_limit']:.0f}%" if lo else ""
+            lim = lambda r: f"{100 * r['frac_limit']:.0f}%" if r else ""  # noqa: E731
             lines.append(f"| {n:.0e} | {cid} | {_fmt_time(np_row['seconds']) if np_row else ''} | {_cell(pf)} | "
-                         f"{_cell(pa)} | {_cell(lf)} | {_ratio(lf['vs_best_peer'] if lf else None)} | "
-                         f"{_cell(lo)} | {lim} | {_ratio(lo['vs_best_peer'] if lo else None)} |")
+                         f"{_cell(pa)} | {_cell(lf)} | {lim(lf)} | {_ratio(lf['vs_best_peer'] if lf else None)} | "
+                         f"{_cell(lo)} | {lim(lo)} | {_ratio(lo['vs_best_peer'] if lo else None)} |")
     return lines + [""]
 
 
