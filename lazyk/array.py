@@ -105,6 +105,8 @@ class Array(Operators):
     def type(self) -> T.Type:
         """The lazyk type, e.g. `2 * var * int32`."""
         if self._type is None:
+            if self._np is None:
+                raise ValueError("this lazyk array was closed")
             self._type = _np_type(self._np)
         return self._type
 
@@ -290,7 +292,7 @@ class Array(Operators):
         M.assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
 
     def __getattr__(self, name: str) -> Array:
-        if name.startswith("_"):
+        if name.startswith("_") or name in _OWN_ATTRIBUTES:  # no recursion through properties
             raise AttributeError(name)
         t = self.type.dtype if self.type.ndim else self.type
         while isinstance(t, T.Option):
@@ -319,9 +321,14 @@ def _source(value: Any, dst: T.Type) -> Array:
     return array(value, with_dtype(infer_type(value), dst.dtype))
 
 
+_OWN_ATTRIBUTES = frozenset(n for n in dir(Array) if not n.startswith("_"))
+
+
 def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 buffer, [offset of the array's first element]) for the arrmeta readers."""
     owner = a._owner
+    if owner is None:
+        raise ValueError("this lazyk array was closed")
     if isinstance(owner, memory.MemoryBlock):
         return owner.buffer, np.array([a.ptr - owner.address], np.int64)
     arr = a._np

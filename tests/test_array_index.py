@@ -316,3 +316,16 @@ def test_string_assignment():
     assert o.to_list() == [None, "b"]
     with pytest.raises(lazyk.ArrayConstructionError, match="is a int"):
         a[0, 0] = 5
+
+
+def test_closed_arrays_raise_cleanly():
+    a = lazyk.array(np.arange(3))
+    a.close()
+    with pytest.raises(ValueError, match="closed"):
+        a.to_list()
+    with pytest.raises(ValueError, match="closed"):
+        repr(a)
+    b = lazyk.array([[1], [2, 3]])
+    b.close()
+    with pytest.raises(ValueError, match="closed"):
+        b[0]
