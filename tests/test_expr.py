@@ -189,7 +189,7 @@ def test_shape_errors_name_operands_axis_sizes():
 @pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "mean", "any", "all"])
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float32",
                                    "float64", "complex128"])
-@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (1,)])
+@pytest.mark.parametrize("axis", [None, -1, (0, 2)])
 def test_reductions_match_numpy(op, dtype, axis):
     x = sample(dtype, (3, 4, 2))
     if np.dtype(dtype).kind in "fc":
