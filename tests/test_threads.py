@@ -246,3 +246,25 @@ def test_lazyk_repeated_threaded_calls_use_new_arrays() -> None:
         assert f(a, b, out=out) is out
         np.testing.assert_array_equal(out, 2 * a + b)
         np.testing.assert_allclose(g(a, b), np.sum(a * b), rtol=1e-12)
+
+
+def test_one_task_called_from_many_threads(native) -> None:
+    threads.set_num_threads(2)
+    task = threads.StridedTask(2)  # shared on purpose: callers must not share claim counters
+    n = 40_000
+    errors = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(10):
+            a, b, out = rng.random(n), rng.random(n), np.empty(n)
+            _axpby(native, task, a, b, out, min_chunk=500)
+            if not np.array_equal(out, 2 * a + 3 * b):
+                errors.append(seed)
+
+    ts = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors

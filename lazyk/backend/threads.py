@@ -425,6 +425,7 @@ class StridedTask:
         self.buf = (ctypes.c_int64 * (16 + 8 * self.max_parts))()
         self.address = ctypes.addressof(self.buf)
         self.buf[5] = nsrc
+        self._lock = threading.Lock()  # the buffer holds one call's claim counters
 
     def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
                  count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_chunk_stride: int = 0,
@@ -433,6 +434,20 @@ class StridedTask:
 
         Returns the number of chunks the range was cut into (each got one kernel call).
         """
+        if not self._lock.acquire(blocking=False):
+            # Another Python thread is running this task right now: use a private buffer.
+            return StridedTask(self.buf[5], self.max_parts)(
+                fn, dst, dst_stride, src_array, src_stride_array, count, self_ptr, min_chunk,
+                dst_chunk_stride, max_parts)
+        try:
+            return self._run(fn, dst, dst_stride, src_array, src_stride_array, count, self_ptr,
+                             min_chunk, dst_chunk_stride, max_parts)
+        finally:
+            self._lock.release()
+
+    def _run(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
+             count: int, self_ptr: int, min_chunk: int, dst_chunk_stride: int,
+             max_parts: int | None) -> int:
         b = self.buf
         parts = min(nparts_for(count, min_chunk), self.max_parts)
         if max_parts is not None:
