@@ -31,6 +31,7 @@ from lazyk.types import (
     TypeVar,
     VarDim,
     from_numpy,
+    quote_name,
 )
 
 _ALIASES = {"int": "int32", "real": "float64", "complex": "complex128"}
@@ -738,14 +739,15 @@ def _tree(t: Type, indent: str, label: str, out: list[str]) -> None:
     elif isinstance(t, Option):
         head, kids = "option", [("", t.elem)]
     elif isinstance(t, Record):
-        head, kids = f"record, {len(t.fields)} field(s)", [(f"{n}: ", x) for n, x in t.fields]
+        head = f"record, {len(t.fields)} field(s)"
+        kids = [(f"{quote_name(n)}: ", x) for n, x in t.fields]
     elif isinstance(t, Tuple):
         head, kids = f"tuple, {len(t.types)} field(s)", [(f"{i}: ", x)
                                                          for i, x in enumerate(t.types)]
     elif isinstance(t, Function):
         head = "function"
         kids = ([(f"arg {i}: ", x) for i, x in enumerate(t.args)]
-                + [(f"{n}= ", x) for n, x in t.kwargs] + [("returns: ", t.ret)])
+                + [(f"keyword {n}: ", x) for n, x in t.kwargs] + [("returns: ", t.ret)])
     elif isinstance(t, Pointer):
         head, kids = "pointer", [("", t.target)]
     elif isinstance(t, TypeVar):
