@@ -707,6 +707,8 @@ def dshape(text: Any) -> Type:
         return t
     if isinstance(text, Type):
         return text
+    if text is None:  # np.dtype(None) would quietly mean float64
+        raise TypeError("dshape() needs a type string, a NumPy dtype or a lazyk type, not None")
     return from_numpy(np.dtype(text))
 
 

@@ -198,6 +198,8 @@ def test_parse_cache_and_numpy_and_type_inputs():
     assert dshape(np.dtype("float64")) is f64
     assert dshape(np.float32) is Scalar("float32")
     assert lazyk.dshape is dshape
+    with pytest.raises(TypeError):
+        dshape(None)
 
 
 def test_describe():
