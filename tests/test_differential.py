@@ -186,3 +186,24 @@ def test_random_expressions_into_out(data):
     with np.errstate(all="ignore"):
         lazyk.evaluate(e, out=out)
     check_equal(out, np.broadcast_to(want, out.shape), leaves=arrays)
+
+
+@given(data=st.data())
+def test_random_expressions_compiled_calls(data):
+    arrays = data.draw(leaves())
+    tree = data.draw(trees(len(arrays)))
+    with np.errstate(all="ignore"):
+        try:
+            want = np.asarray(build(tree, arrays, lazy=False))
+            want = want.astype(want.dtype.newbyteorder("="))
+            e = E.as_expr(build(tree, arrays, lazy=True))
+        except (TypeError, ValueError, OverflowError, lazyk.NotSupportedError):
+            return
+    k = lazyk.compile(e)
+    args = [E.leaf_data(e.env[name]) for name in k.params]
+    with np.errstate(all="ignore"):
+        check_equal(np.asarray(k(*args)), want, leaves=arrays)
+        out = np.empty(want.shape, want.dtype)
+        assert k(*args, out=out) is out
+        check_equal(out, want, leaves=arrays)
+        check_equal(np.asarray(k(*args)), want, leaves=arrays)  # warm: cached geometry
