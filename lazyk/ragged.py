@@ -220,9 +220,13 @@ def evaluate(expr, out=None):
     if root.op == REDUCE_OP:
         reduce_arg, root = root.arg, root.srcs[0]
     if any(n.op == REDUCE_OP for n in toposort(root)):
-        raise NotSupportedError("a reduction feeding more work over var / option operands")
+        # A reduction feeding more work: compute it first, then it is just another leaf.
+        root, expr = _inline_reductions(root, expr)
     names, ops_ = [], []
+    used = {n.arg for n in toposort(root) if n.op == "input"}
     for name, value in expr.env.items():
+        if name not in used:
+            continue  # only read under an inlined reduction
         v = leaf_data(value)
         names.append(name)
         if is_ragged(v):
@@ -257,6 +261,27 @@ def evaluate(expr, out=None):
         dims.append("1" if reduce_arg is not None else ("var" if struct.var else str(struct.last)))
     text = " * ".join(dims + [("?" if option else "") + np.dtype(expr.dtype).name])
     return array(nested, type=text)
+
+
+def _inline_reductions(root, expr):
+    """Evaluate inner reductions (innermost first) and replace each by an input leaf."""
+    from lazyk.expr import Expr, _wrap_array, as_expr
+    from lazyk.graph import rewrite
+    from lazyk.pipeline import evaluate as evaluate_any
+
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op != REDUCE_OP:
+            return node
+        value = evaluate_any(Expr(node, env))
+        leaf = _wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+        env.update(leaf.env)
+        return leaf.node
+
+    new_root = rewrite(root, visit)
+    return new_root, Expr(new_root, env)
 
 
 def _leaf_dtype(root, name: str) -> np.dtype:

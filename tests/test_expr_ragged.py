@@ -85,9 +85,16 @@ def test_reductions_with_missing_and_skipna():
     assert o.sum(skipna=True).eval().to_list() == 4
 
 
+def test_reduction_feeding_more_work():
+    a = A([[1.0, 2.0, 6.0], [4.0]])
+    assert (a - a.mean(axis=-1, keepdims=True)).eval().to_list() == [[-2.0, -1.0, 3.0], [0.0]]
+    o = A([[1.0, None, 3.0], [4.0, 6.0]], "2 * var * ?float64")
+    share = (o / o.sum(axis=-1, keepdims=True, skipna=True)).eval()
+    assert share.to_list() == [[0.25, None, 0.75], [0.4, 0.6]]
+    assert (a.sum(axis=-1) * 2).eval().to_list() == [18.0, 8.0]
+
+
 def test_unsupported_forms_say_so():
     a = A([[1.0, 2.0], [3.0]])
-    with pytest.raises(lazyk.NotSupportedError):
-        (a - a.mean(axis=-1, keepdims=True)).eval()
     with pytest.raises(lazyk.NotSupportedError):
         lazyk.evaluate(a + 1, out=np.zeros(3))
