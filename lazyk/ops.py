@@ -65,9 +65,15 @@ class Op:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
         return self.resolve(*dtypes, attr=attr)[-1]
 
-    def supported(self, loop: tuple) -> bool:
-        """Whether lazyk lowers this resolved loop (complex only where implemented)."""
-        return self.complex_ok or not any(np.dtype(d).kind == "c" for d in loop)
+    def supported(self, loop: tuple, target: str | None = None) -> bool:
+        """Whether lazyk lowers this resolved loop on `target` (None: on every target).
+
+        Complex is lowered only where implemented; rows that call C99 complex functions
+        (csqrt, cexp, ...) need a target with them (the CPU; libdevice has none).
+        """
+        if not any(np.dtype(d).kind == "c" for d in loop):
+            return True
+        return self.complex_ok and (not self.extra.get("cmath") or target == "cpu")
 
     def reference(self, *arrays: Any, attr: Any = None) -> Any:
         """Run the NumPy reference (astype takes `attr` as the target dtype)."""
@@ -381,10 +387,38 @@ def _shift(left: bool):
     return lower
 
 
+# NumPy's complex loops call the C99 functions of the same name (csqrt, cexp, ...) from libm
+_C99 = {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "tanh"}
+
+
+def _complex_logexp(em, name: str, z):
+    """NumPy's own complex log2/log10/expm1/log1p formulas (funcs.inc.src)."""
+    b, (re, im) = em.b, z
+    t = re.type
+    if name in ("log2", "log10"):
+        k = ir.Constant(t, 1.4426950408889634 if name == "log2" else 0.4342944819032518)
+        r, i = em.cmath("log", z)
+        return (b.fmul(r, k), b.fmul(i, k))
+    one, two = ir.Constant(t, 1.0), ir.Constant(t, 2.0)
+    if name == "log1p":
+        re1 = b.fadd(re, one)
+        return (em.math("log", em.math("hypot", re1, im)), em.math("atan2", im, re1))
+    if name == "expm1":
+        a = em.math("sin", b.fdiv(im, two))
+        r = b.fsub(b.fmul(em.math("expm1", re), em.math("cos", im)), b.fmul(b.fmul(two, a), a))
+        return (r, b.fmul(em.math("exp", re), em.math("sin", im)))
+    raise NotSupportedError(f"complex {name}")
+
+
 def _unary_math(name: str, int_identity: bool = False):
     def lower(em, args, loop, attr):
-        if _k(loop[0]) == "c" and name == "rint":
-            return tuple(em.math("rint", v) for v in args[0])
+        if _k(loop[0]) == "c":
+            if name == "rint":
+                return tuple(em.math("rint", v) for v in args[0])
+            if name in _C99:
+                return em.cmath(name, args[0])
+            return _complex_logexp(em, name, args[0])
         if _k(loop[0]) != "f":
             if int_identity:
                 return args[0]
@@ -509,9 +543,9 @@ def _row(name, arity, resolve, numpy, llvm, complex_ok=False, **kw) -> None:
                    complex_ok=complex_ok, **kw)
 
 
-def _ufunc_row(name, llvm, complex_ok=False, uf=None):
+def _ufunc_row(name, llvm, complex_ok=False, uf=None, **kw):
     uf = uf or getattr(np, name)
-    _row(name, uf.nin, _ufunc_resolve(uf), uf, llvm, complex_ok)
+    _row(name, uf.nin, _ufunc_resolve(uf), uf, llvm, complex_ok, **kw)
 
 
 _ufunc_row("add", _binary("fadd", "add", "or_"), True)
@@ -537,7 +571,8 @@ for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "lo
                ("log1p", "log1p"), ("log2", "log2"), ("log10", "log10"), ("sin", "sin"),
                ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"), ("arccos", "acos"),
                ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh")):
-    _ufunc_row(_n, _unary_math(_m))
+    _ufunc_row(_n, _unary_math(_m), True,
+               extra={"cmath": _m not in ("expm1", "log1p")})
 for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
     _ufunc_row(_n, _unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))

@@ -88,7 +88,7 @@ def run(ops_: list, arrays: list, attrs=None) -> None:
         row = ops.get(op)
         args = dts[:row.arity]
         loop = row.resolve(*args, attr=attr)
-        if not row.supported(loop):
+        if not row.supported(loop, "cpu"):
             continue  # complex lowering not implemented for this row: a visible gap
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -220,7 +220,7 @@ def test_reductions(red, dt):
         acc = row.infer(dt)
     except DTypeError:
         return
-    if not row.supported((dt, acc)):
+    if not row.supported((dt, acc), "cpu"):
         pytest.skip("complex min/max not lowered")
     x = sample(dt, n=60, seed=5).reshape(6, 10)
     if dt.kind == "f":

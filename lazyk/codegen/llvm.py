@@ -59,6 +59,20 @@ class CPUTarget:
             fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), fname)
         return fn
 
+    def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+        """C99 complex function `name` (csqrt, cexp, ...) with the x86-64 SysV lowering clang
+        uses: `{double, double} f(double, double)` and `<2 x float> f(<2 x float>)`."""
+        fname = "c" + name + ("f" if ty == F32 else "")
+        fn = module.globals.get(fname)
+        if fn is None:
+            if ty == F32:
+                v2 = ir.VectorType(F32, 2)
+                fnty = ir.FunctionType(v2, [v2])
+            else:
+                fnty = ir.FunctionType(ir.LiteralStructType([F64, F64]), [F64, F64])
+            fn = ir.Function(module, fnty, fname)
+        return fn
+
 
 # ---------------------------------------------------------------- scalar emitter
 def lltype(dt: np.dtype) -> ir.Type:
@@ -97,6 +111,23 @@ class Emitter:
     def math(self, name: str, *xs: ir.Value) -> ir.Value:
         """Call math function `name` through the target's naming."""
         return self.b.call(self.target.math(self.module, name, xs[0].type), list(xs))
+
+    def cmath(self, name: str, z: tuple) -> tuple:
+        """Call the target's C99 complex function `name` on `(re, im)`; NumPy calls the same."""
+        cm = getattr(self.target, "cmath", None)
+        if cm is None:
+            raise ops.NotSupportedError(f"complex {name} on target {self.target.name}")
+        b, t = self.b, z[0].type
+        fn = cm(self.module, name, t)
+        if t == F32:
+            v = b.insert_element(ir.Constant(ir.VectorType(F32, 2), None), z[0],
+                                 ir.Constant(ir.IntType(32), 0))
+            v = b.insert_element(v, z[1], ir.Constant(ir.IntType(32), 1))
+            r = b.call(fn, [v])
+            return (b.extract_element(r, ir.Constant(ir.IntType(32), 0)),
+                    b.extract_element(r, ir.Constant(ir.IntType(32), 1)))
+        r = b.call(fn, [z[0], z[1]])
+        return (b.extract_value(r, 0), b.extract_value(r, 1))
 
     def const(self, dt: np.dtype, value: Any) -> Any:
         """A constant of dtype `dt` in compute representation."""
@@ -174,7 +205,7 @@ class Emitter:
         """Lower one op row: cast args to the resolved loop, run the row, round, cast to out."""
         row = ops.get(op)
         loop = row.resolve(*dtypes, attr=attr)
-        if not row.supported(loop):
+        if not row.supported(loop, getattr(self.target, "name", None)):
             raise ops.NotSupportedError(f"{op} on {', '.join(map(str, loop[:-1]))}")
         xs = [self.cast(a, d, ld) for a, d, ld in zip(args, dtypes, loop)]
         v = row.llvm(self, xs, loop, attr)
