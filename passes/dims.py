@@ -113,7 +113,7 @@ def coalesce_dims(shape, strides, reduced):
 
 def simplify_dims(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...],
                   reduced: tuple[bool, ...] | None = None) -> Layout:
-    """Drop, reorder, flip and coalesce dims; `offsets` are byte offsets to add to each base pointer.
+    """Drop, reorder, flip and coalesce dims; `offsets` are bytes to add to each base pointer.
 
     Example: shape (3, 4), strides ((32, 8), (8, 24)) -> Fortran operand wins where the
     output has no opinion; a C-contiguous pair collapses to shape (12,).

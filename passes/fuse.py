@@ -58,7 +58,7 @@ def _load_positions(body, n) -> list[int]:
 
 
 def fuse_elementwise(root: Node) -> Program:
-    """Cut `root`'s graph into kernel steps: one per reduction, one for trailing elementwise work."""
+    """Cut the graph into kernel steps: one per reduction, one for trailing elementwise work."""
     steps: list[Step] = []
     steps_of: dict[int, int] = {}
     params: list[str] = []
