@@ -54,6 +54,11 @@ class CudaTarget:
             return f"__nv_{base}f"
         raise NotSupportedError(f"{name} on {ty} not supported on the GPU yet")
 
+    def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+        """C99 complex math (csqrt, cexp, ...): libdevice has none."""
+        # TODO(#6): lower complex functions from real libdevice calls.
+        raise NotSupportedError(f"complex {name} not supported on the GPU yet")
+
     def math(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
         """The function emit_body calls for math op `name` on scalar type `ty`."""
         sym = self.symbol(name, ty)
