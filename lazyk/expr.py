@@ -151,7 +151,7 @@ class Expr(Operators):
 
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
-        from lazyk.pipeline import compile
+        from lazyk.compiled import compile
 
         return compile(self)
 
