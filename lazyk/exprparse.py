@@ -155,27 +155,18 @@ class _Build(lark.Transformer):
         return (c[0], c[2])
 
     def call(self, c: list) -> Call:
-        tok = c[0]
+        tok, name = c[0], str(c[0])
         items = c[2] if len(c) > 3 else []
+        seen_keyword = False
+        for a in items:
+            if isinstance(a, tuple):
+                seen_keyword = True
+            elif seen_keyword:
+                raise _Fail("positional argument after a keyword argument", tok)
         args = tuple(a for a in items if not isinstance(a, tuple))
         kwargs = tuple((str(k), v) for k, v in (a for a in items if isinstance(a, tuple)))
-        for i, a in enumerate(items):
-            if isinstance(a, tuple) and i + 1 < len(items) and not isinstance(items[i + 1],
-                                                                               tuple):
-                raise _Fail("positional argument after a keyword argument", a[0])
-        name = str(tok)
         if name in REDUCTIONS:
-            if any(k != "axis" for k, _ in kwargs) or len(args) + len(kwargs) not in (1, 2) \
-                    or not args:
-                raise _Fail(f"{name}() takes an expression and an optional axis", tok)
-            for _, v in kwargs:
-                if not isinstance(v, Const):
-                    raise _Fail(f"{name}(): axis must be an integer constant", tok)
-            if len(args) == 2:
-                if not isinstance(args[1], Const):
-                    raise _Fail(f"{name}(): axis must be an integer constant", tok)
-                args, kwargs = args[:1], (("axis", args[1]),)
-            return _call(name, args, kwargs, tok)
+            return _reduction(name, args, kwargs, tok)
         if name not in FUNCTIONS:
             raise _Fail(f"unknown function {name}", tok)
         target, arity = FUNCTIONS[name]
@@ -184,6 +175,19 @@ class _Build(lark.Transformer):
         if len(args) != arity:
             raise _Fail(f"{name}() takes {arity} argument(s), {len(args)} given", tok)
         return _call(target, args, (), tok)
+
+
+def _reduction(name: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
+    """`sum(x)`, `sum(x, 1)` or `sum(x, axis=1)` with an integer constant axis."""
+    if not args or len(args) + len(kwargs) > 2 or any(k != "axis" for k, _ in kwargs):
+        raise _Fail(f"{name}() takes an expression and an optional axis", tok)
+    if len(args) == 2:
+        args, kwargs = args[:1], (("axis", args[1]),)
+    for _, v in kwargs:
+        if not (isinstance(v, Const) and isinstance(v.value, int)
+                and not isinstance(v.value, bool)):
+            raise _Fail(f"{name}(): axis must be an integer constant", tok)
+    return _call(name, args, kwargs, tok)
 
 
 _PARSER = lark.Lark(resources.files("lazyk.grammar").joinpath("expr.lark").read_text(),
