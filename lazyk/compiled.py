@@ -195,5 +195,13 @@ def compile(expr: Any) -> CompiledExpr:
 
     Example: `k = lazyk.compile(a + b)` with `k.signature ==
     '(a: N * float64, b: N * float64) -> N * float64'`, then `k(x, y, out=z)`.
+
+    Args:
+        expr: a lazy expression; placeholders are parameters by name, concrete leaf
+            arrays are parameters `_0, _1, ...` in order of first appearance.
+
+    Raises:
+        TypeMatchError: (on call) an input's dtype or ndim differs from its parameter.
+        ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
     """
     return CompiledExpr(as_expr(expr))

@@ -241,6 +241,14 @@ def placeholder(name: str, type: Any) -> Expr:
     """A named typed parameter; `N` in `'N * float64'` unifies across operands.
 
     Example: `a = lazyk.placeholder('a', 'N * float64')`.
+
+    Args:
+        name: the parameter name in `lazyk.compile(...).signature`.
+        type: fixed and symbolic dims over a numeric dtype, e.g. `'N * 3 * float32'`.
+
+    Raises:
+        NotSupportedError: var / option / ellipsis dims.
+        DTypeError: an unknown element type.
     """
     shape, dtype = parse_fixed_type(type)
     node = Node("input", dtype, shape, (), name)

@@ -369,9 +369,22 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
              casting: str = "same_kind", _depth: int = 1):
     """Compute `expr` (an Expr, operand or numexpr-style string); into `out` when given.
 
-    Returns a new NumPy array (or `out`). Raises ValueError for a read-only `out`,
-    CastingError when `casting` forbids storing the result, ShapeError on broadcasting.
-    Example: `lazyk.evaluate(2 * a + b, out=c)`.
+    Example: `lazyk.evaluate(2 * a + b, out=c)` or `lazyk.evaluate("2*a + b")`.
+
+    Args:
+        expr: a lazy expression, an array/scalar, or a string (names from the dicts or
+            the caller's frame).
+        out: NumPy or lazyk array; the result broadcasts into it as assignment does.
+            Overlap with an input (other than exact aliasing) goes through a temporary.
+        casting: NumPy casting rule for storing into `out`.
+
+    Returns:
+        A new NumPy array (a lazyk Array for var / option results), or `out`.
+
+    Raises:
+        ValueError: `out` is read-only.
+        CastingError: `casting` forbids storing the result dtype into `out`.
+        ShapeError: operands, or the result and `out`, do not broadcast.
     """
     if isinstance(expr, str):
         from lazyk.exprparse import evaluate_string
