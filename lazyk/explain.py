@@ -120,11 +120,11 @@ def build_from_text(text: str, types: dict[str, str]):
 
     names = {n: placeholder(n, t) for n, t in types.items()}
     try:
-        from lazyk.exprparse import parse_expression  # type: ignore[attr-defined]
+        from lazyk.exprparse import build
     except ImportError:
-        parse_expression = None
-    if parse_expression is not None:
-        return parse_expression(text, names)
+        build = None
+    if build is not None:  # the numexpr-compatible grammar (errors point at the text)
+        return build(text, local_dict=names)
     # NOTE: fallback for a developer tool: Python syntax, no builtins, lazyk names only.
     scope = {k: getattr(lazyk, k) for k in dir(lazyk) if not k.startswith("_")}
     scope.update(names)
@@ -154,7 +154,7 @@ def command(args: Any) -> int:
                 return 1
             return 0
         print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
-    except (TypeError, ValueError, NameError, SyntaxError) as err:
+    except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
     return 0
