@@ -595,7 +595,8 @@ def chart(res: dict[str, Any], path: Path) -> bool:
                 r = next((r for r in res["rows"] if r["n"] == n and r["case"] == c and r["tool"] == tool
                           and r.get("vs_numpy")), None)
                 ys.append(r["vs_numpy"] if r else 0)
-            ax.bar([i + j * width for i in range(len(cases))], ys, width, label=tool)
+            ax.bar([i + j * width for i in range(len(cases))], ys, width, label=tool,
+                   color=plt.cm.tab20(j % 20))  # 11 rows: more than the default 10 colours
         ax.set_yscale("log")
         ax.axhline(1.0, color="k", lw=0.5)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases)
