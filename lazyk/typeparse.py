@@ -712,16 +712,19 @@ def dshape(text: Any) -> Type:
     return from_numpy(np.dtype(text))
 
 
-def clear_cache(plans: bool = True) -> None:
-    """Forget every cached parse; with `plans`, also the token kinds and parse plans.
+def clear_cache(plans: bool = True, tokens: bool = True) -> None:
+    """Forget cached parses; with `plans` the recorded parse plans, with `tokens` the kinds
+    of words seen so far (the language's own words stay known).
 
-    Benchmarks measure a string never seen in any form with `clear_cache()` and one whose
-    token pattern was seen before with `clear_cache(plans=False)`.
+    Benchmarks use `clear_cache()` (nothing seen), `clear_cache(tokens=False)` (a new
+    text and token pattern made of known words) and `clear_cache(plans=False,
+    tokens=False)` (a new text whose token pattern was seen before).
     """
     _CACHE.clear()
     if plans:
         _PLANS.clear()
         _SEEN_ONCE.clear()
+    if tokens:
         _KINDS.clear()
         _KINDS.update(_SEED_KINDS)
 
