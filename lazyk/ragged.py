@@ -66,7 +66,8 @@ def from_array(array, dtype: np.dtype) -> Operand:
     # TODO(#4): gather through the arrmeta (docs/layout.md) instead of Python lists.
     shape, _, option = describe(array)
     data = array.to_list()
-    if not shape:
+    scalar = not shape
+    if scalar:
         data, shape = [data], (1,)
     outer = shape[:-1]
     rows = _flatten(data, len(outer)) if outer else [data]
@@ -77,7 +78,7 @@ def from_array(array, dtype: np.dtype) -> Operand:
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     var = shape[-1] == "var"
     return Operand(tuple(outer), lengths, starts, values, mask, var,
-                   None if var else shape[-1])
+                   None if var or scalar else shape[-1])
 
 
 def from_numpy(a: np.ndarray) -> Operand:
@@ -85,7 +86,7 @@ def from_numpy(a: np.ndarray) -> Operand:
     a = np.asarray(a)
     if a.ndim == 0:
         return Operand((), np.ones(1, np.int64), np.zeros(1, np.int64), a.reshape(1), None,
-                       False, 1)
+                       False, None)
     outer = a.shape[:-1]
     rows = int(np.prod(outer, dtype=np.int64))
     lengths = np.full(rows, a.shape[-1], np.int64)
@@ -126,7 +127,9 @@ def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.nd
         result = np.where(ln != 1, ln, result)
     fixed = [op.last for op in ops if not op.var and op.last not in (None, 1)]
     var = any(op.var for op in ops) and not fixed
-    last = None if var else (fixed[0] if fixed else 1)
+    # `last` None with `var` False: every operand is 0-d, so the result is too.
+    has_last = any(op.var or op.last is not None for op in ops)
+    last = None if var or not has_last else (fixed[0] if fixed else 1)
     # Flat (row, position) of every result element.
     total = int(result.sum())
     row = np.repeat(np.arange(nrows), result)
@@ -241,7 +244,8 @@ def evaluate(expr, out=None):
         values = run_program(plan(root), data) if data else None
     values = np.broadcast_to(values, (int(struct.lengths.sum()),))
     option = mask is not None
-    lengths, outer, has_last = struct.lengths, struct.outer, True
+    lengths, outer = struct.lengths, struct.outer
+    has_last = struct.var or struct.last is not None
     if reduce_arg is not None:
         op, axes, keep = reduce_arg[:3]
         skipna = len(reduce_arg) > 3 and reduce_arg[3]
@@ -258,7 +262,7 @@ def evaluate(expr, out=None):
     nested = _nest(flat, outer, lengths, has_last)
     dims = [str(d) for d in outer]
     if has_last:
-        dims.append("1" if reduce_arg is not None else ("var" if struct.var else str(struct.last)))
+        dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
     text = " * ".join(dims + [("?" if option else "") + np.dtype(expr.dtype).name])
     return array(nested, type=text)
 

@@ -98,3 +98,23 @@ def test_unsupported_forms_say_so():
     a = A([[1.0, 2.0], [3.0]])
     with pytest.raises(lazyk.NotSupportedError):
         lazyk.evaluate(a + 1, out=np.zeros(3))
+
+
+def test_more_forms_outer_dims_top_level_var_and_scalars():
+    a = A([[[1, 2], [3]], [[4], [5, 6, 7]]])
+    assert str(a.type) == "2 * 2 * var * int64"
+    assert (a * 2).eval().to_list() == [[[2, 4], [6]], [[8], [10, 12, 14]]]
+    assert a.sum(axis=-1).eval().to_list() == [[3, 3], [4, 18]]
+    v = A([1, 2, 3], "var * int32")
+    r = (v + 1).eval()
+    assert str(r.type) == "var * int32" and r.to_list() == [2, 3, 4]
+    assert v.sum().eval().to_list() == 6
+    o = A(None, "?int32")
+    assert str((o + 1).type) == "?int32" and (o + 1).eval().to_list() is None
+    five = A(5, "?int32")
+    assert (A([1, None, 3], "3 * ?int32") + five).eval().to_list() == [6, None, 8]
+    b = A([[1], [2, 3, 4]])
+    got = (b + np.array([10, 20, 30])).eval()
+    assert str(got.type) == "2 * 3 * int64" and got.to_list() == [[11, 21, 31], [12, 23, 34]]
+    p = A([[1, None]], "1 * var * ?int64")
+    assert lazyk.where(p > 0, p, 0).eval().to_list() == [[1, None]]
