@@ -5,6 +5,7 @@ and hashing is identity-cheap. Dimension types nest DyND-style through `.elem`.
 """
 from __future__ import annotations
 
+import operator
 import re
 import sys
 from typing import Any
@@ -51,7 +52,7 @@ def _check_type(value: Any, what: str) -> None:
 def _check_size(value: Any, what: str, minimum: int = 0) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{what} must be an int, got {value!r}")
-    value = int(value.__index__())
+    value = operator.index(value)  # TypeError for floats and strings
     if not minimum <= value < 2**63:
         raise ValueError(f"{what} must be in [{minimum}, 2**63), got {value}")
     return value

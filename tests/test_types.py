@@ -139,6 +139,8 @@ def test_constructor_checks():
     with pytest.raises(TypeError):
         FixedDim(True, i32)
     with pytest.raises(TypeError):
+        FixedDim(3.0, i32)
+    with pytest.raises(TypeError):
         VarDim("int32")
     with pytest.raises(ValueError):
         Scalar("int33")
