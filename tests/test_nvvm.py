@@ -244,8 +244,9 @@ def binary_spec(dt_a, dt_b, op="add", out=None, reduce=None, aligned=(True, True
 def test_layouts_compile(lc):
     spec = binary_spec("f8", "f4", "multiply")
     ptx = compile_and_assemble(spec, lc)
-    assert ptx.count(".entry") == 1
+    assert ptx.count(".entry") == (2 if lc.ndim >= 2 else 1)  # 2+ dims add lazyk_rows
     if lc.ndim >= 2:
+        assert ".visible .entry lazyk_rows(" in ptx
         assert "rem.u64" in ptx or "div.u64" in ptx  # index unravelled over the shape
 
 
@@ -586,7 +587,8 @@ class HostKernels:
         text = re.sub(r"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.x", r"emu_\1", text)
         text = text.replace("llvm.nvvm.barrier0", "emu_barrier").replace(" addrspace(3)", "")
         text = re.sub(r"__nv_(\w+)", r"\1", text)
-        for name, extra, call in (("lazyk_kernel", "", ""), ("lazyk_finish", ", i64 %n", ", i64 %n")):
+        for name, extra, call in (("lazyk_kernel", "", ""), ("lazyk_rows", "", ""),
+                                  ("lazyk_finish", ", i64 %n", ", i64 %n")):
             if f'@"{name}"' in text:
                 text += (f"define void @emu_{name}(i8* %p{extra}) {{\n"
                          f"  %s = bitcast i8* %p to {kd}*\n  %v = load {kd}, {kd}* %s\n"
@@ -613,7 +615,9 @@ class HostKernels:
         else:
             ee = ee[0]
         argtypes = [ctypes.c_void_p] + ([ctypes.c_int64] if count is not None else [])
-        fn = ctypes.CFUNCTYPE(None, *argtypes)(ee.get_function_address(f"emu_{name}"))
+        address = ee.get_function_address(f"emu_{name}")
+        assert address, f"no kernel {name} in the module"
+        fn = ctypes.CFUNCTYPE(None, *argtypes)(address)
         args = (kd_ptr,) + ((count,) if count is not None else ())
         tls, barriers = cls._tls, "emu_barrier" in kernel.ir or "barrier0" in kernel.ir
         for b in range(grid):
@@ -659,6 +663,12 @@ def test_emulated_round_trip_and_elementwise(fake_driver):
     # transposed operand: strides walk the device memory as on the host
     t = lazyk.DeviceArray(x.T.shape, x.dtype, dx.ptr, x.T.strides, owner=dx)
     np.testing.assert_array_equal((t - 1.0).eval().to("cpu"), x.T - 1.0)
+    # long rows of a 2-d layout (a broadcast row vector): a block per row, no per-element
+    # index division
+    w, r = np.arange(3 * 200.0).reshape(3, 200), np.linspace(0, 1, 200)
+    got = (lx.as_expr(lazyk.DeviceArray.from_numpy(w)) * lazyk.DeviceArray.from_numpy(r)).eval()
+    assert fake_driver.launches[-1] == ("lazyk_rows", 3, 224)
+    np.testing.assert_array_equal(got.to("cpu"), w * r)
 
 
 def test_emulated_reductions_and_cache(fake_driver):

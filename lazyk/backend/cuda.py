@@ -20,6 +20,8 @@ _HINT = "install the GPU extra: pip install 'lazyk[cuda]'"
 # without launching more blocks than a grid-stride loop needs.
 BLOCKS_PER_SM = 8
 BLOCK = 256
+# Elementwise layouts of 2+ dims switch to a block per row from this row length on.
+ROWS_MIN = 64
 
 
 def driver():
@@ -342,11 +344,18 @@ class CompiledKernel:
         if self.spec.reduce is not None:
             kept = int(np.prod([n for n, r in zip(layout.shape, layout.reduced) if not r]))
         grid, block = self.device.launch_config(kept)
+        entry = nvvm.ENTRY
+        inner = layout.shape[-1] if layout.shape else 0
+        if self.spec.reduce is None and self.lc.ndim >= 2 and inner >= ROWS_MIN:
+            # Rows long enough for a block: no per-element index division (nvvm.rows).
+            entry, block = nvvm.ROWS, min(BLOCK, (inner + 31) // 32 * 32)
+            rows = layout.size // inner
+            grid = max(1, min(rows, self.device.sm_count * BLOCKS_PER_SM * (BLOCK // block)))
         if self.lc.block_per_output:
             # One block of REDUCE_BLOCK threads per output (the tree assumes that size).
             grid = max(1, min(kept, self.device.sm_count * BLOCKS_PER_SM))
             block = nvvm.REDUCE_BLOCK
-        launch(self.module.function(nvvm.ENTRY), grid, block,
+        launch(self.module.function(entry), grid, block,
                [self.kd.pack(out, srcs, 0, layout)], stream)
 
 

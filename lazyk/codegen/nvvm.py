@@ -23,6 +23,7 @@ DATA_LAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:12
                "f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64")
 ENTRY = "lazyk_kernel"
 FINISH = "lazyk_finish"
+ROWS = "lazyk_rows"
 # Reduction kernels run blocks of exactly this many threads: the shared-memory tree is
 # unrolled for it (a power of two; 256 keeps 8 blocks per SM resident on sm_90).
 REDUCE_BLOCK = 256
@@ -243,13 +244,17 @@ class _Emitter:
         self.kernels.append(fn)
         return fn
 
-    def grid_stride(self, b, fn, total: ir.Value, body, per_block: bool = False) -> None:
+    def grid_stride(self, b, fn, total: ir.Value, body, per_block: bool = False,
+                    per_thread: bool = False) -> None:
         """for (i = blockIdx*blockDim + tid; i < total; i += gridDim*blockDim) body(b, i).
 
         `per_block`: i = blockIdx, step gridDim (uniform in a block, so barriers are legal).
+        `per_thread`: i = tid, step blockDim (the threads of one block share the range).
         """
         if per_block:
             start, step = self.sreg(b, "ctaid.x"), self.sreg(b, "nctaid.x")
+        elif per_thread:
+            start, step = self.sreg(b, "tid.x"), self.sreg(b, "ntid.x")
         else:
             start = b.add(b.mul(self.sreg(b, "ctaid.x"), self.sreg(b, "ntid.x")),
                           self.sreg(b, "tid.x"))
@@ -279,6 +284,36 @@ class _Emitter:
             self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs)))
 
         self.grid_stride(b, fn, self.field(b, kd, 3), body)
+        b.ret_void()
+        if self.lc.ndim >= 2:
+            self.rows()
+
+    def rows(self) -> None:
+        """ROWS: a block per row of the innermost dim, its threads along the row.
+
+        Unravelling a flat index costs 64-bit divisions per element (far more than the
+        memory traffic of a simple expression); here they happen once per row. The
+        launcher picks this kernel when rows are long enough to fill a block.
+        """
+        fn = self.new_kernel(ROWS, [self.kd.struct_type()])
+        kd = fn.args[0]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        outer, inner = list(range(self.lc.ndim - 1)), self.lc.ndim - 1
+        nrows = ir.Constant(I64, 1)
+        for d in outer:
+            nrows = b.mul(nrows, self.field(b, kd, 4, d))
+        nops = 1 + len(self.spec.inputs)
+        steps = [self.stride(b, kd, k, inner) for k in range(nops)]
+
+        def row(b, r):
+            base = self.offsets(b, kd, r, outer)
+
+            def element(b, j):
+                offs = [b.add(o, b.mul(j, st)) for o, st in zip(base, steps)]
+                self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs)))
+            self.grid_stride(b, fn, self.field(b, kd, 4, inner), element, per_thread=True)
+
+        self.grid_stride(b, fn, nrows, row, per_block=True)
         b.ret_void()
 
     # ---- reductions ------------------------------------------------------------------------
