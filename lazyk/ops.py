@@ -263,9 +263,44 @@ def _remainder(em, args, loop, attr):
     return b.select(bad, z, r)
 
 
+def _complex_power(em, x, y):
+    """NumPy's nc_pow, branchless: 0 and small integer exponents by repeated multiplication
+    (as NumPy, for exactness), everything else through C99 cpow."""
+    b, t = em.b, x[0].type
+    zero, one, nan = (ir.Constant(t, v) for v in (0.0, 1.0, float("nan")))
+    (xr, xi), (yr, yi) = x, y
+    sel = lambda c, u, v: (b.select(c, u[0], v[0]), b.select(c, u[1], v[1]))  # noqa: E731
+    mul = lambda u, v: _multiply(em, [u, v], (np.dtype("c16"),), None)  # noqa: E731
+    res = em.cmath("pow", x, y)
+    small = b.and_(b.fcmp_ordered("<", em.math("fabs", yr), ir.Constant(t, 100.0)),
+                   b.fcmp_ordered("==", yi, zero))
+    n = b.fptosi(b.select(small, yr, zero), ir.IntType(64))
+    small = b.and_(small, b.fcmp_ordered("==", b.sitofp(n, t), yr))
+    m = b.select(b.icmp_signed("<", n, ir.Constant(n.type, 0)), b.neg(n), n)
+    acc, p = (one, zero), x
+    for bit in range(7):  # |n| < 100 < 2**7
+        on = b.trunc(b.lshr(m, ir.Constant(n.type, bit)), ir.IntType(1))
+        acc = sel(on, mul(acc, p), acc)
+        p = mul(p, p)
+    inv = _true_divide(em, [(one, zero), acc], (np.dtype("c16"),), None)
+    acc = sel(b.fcmp_ordered("<", yr, zero), inv, acc)
+    sq = mul(x, x)
+    acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 3)), mul(x, sq), acc)
+    acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 2)), sq, acc)
+    acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 1)), x, acc)
+    res = sel(small, acc, res)
+    x0 = b.and_(b.fcmp_ordered("==", xr, zero), b.fcmp_ordered("==", xi, zero))
+    pos = b.and_(b.fcmp_ordered(">", yr, zero), b.fcmp_ordered("==", yi, zero))
+    res = sel(x0, sel(pos, (zero, zero), (nan, nan)), res)
+    y0 = b.and_(b.fcmp_ordered("==", yr, zero), b.fcmp_ordered("==", yi, zero))
+    return sel(y0, (one, zero), res)
+
+
 def _power(em, args, loop, attr):
     b, (x, y) = em.b, args
     k = _k(loop[0])
+    if k == "c":
+        return _complex_power(em, x, y)
     if k == "f":
         return em.math("pow", x, y)
     if k == "b":  # pragma: no cover - NumPy resolves bool**bool to int8
@@ -554,7 +589,7 @@ _ufunc_row("multiply", _multiply, True)
 _ufunc_row("true_divide", _true_divide, True, uf=np.divide)
 _ufunc_row("floor_divide", _floor_divide)
 _ufunc_row("remainder", _remainder)
-_ufunc_row("power", _power)
+_ufunc_row("power", _power, True, extra={"cmath": True})
 _ufunc_row("negative", _negative, True)
 _ufunc_row("absolute", _absolute, True)
 for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),

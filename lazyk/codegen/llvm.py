@@ -65,11 +65,12 @@ class CPUTarget:
         fname = "c" + name + ("f" if ty == F32 else "")
         fn = module.globals.get(fname)
         if fn is None:
+            nargs = 2 if name == "pow" else 1
             if ty == F32:
                 v2 = ir.VectorType(F32, 2)
-                fnty = ir.FunctionType(v2, [v2])
+                fnty = ir.FunctionType(v2, [v2] * nargs)
             else:
-                fnty = ir.FunctionType(ir.LiteralStructType([F64, F64]), [F64, F64])
+                fnty = ir.FunctionType(ir.LiteralStructType([F64, F64]), [F64, F64] * nargs)
             fn = ir.Function(module, fnty, fname)
         return fn
 
@@ -112,21 +113,22 @@ class Emitter:
         """Call math function `name` through the target's naming."""
         return self.b.call(self.target.math(self.module, name, xs[0].type), list(xs))
 
-    def cmath(self, name: str, z: tuple) -> tuple:
-        """Call the target's C99 complex function `name` on `(re, im)`; NumPy calls the same."""
+    def cmath(self, name: str, *zs: tuple) -> tuple:
+        """Call the target's C99 complex function `name` on `(re, im)` values (NumPy's too)."""
         cm = getattr(self.target, "cmath", None)
         if cm is None:
             raise ops.NotSupportedError(f"complex {name} on target {self.target.name}")
-        b, t = self.b, z[0].type
+        b, t = self.b, zs[0][0].type
         fn = cm(self.module, name, t)
+        i0, i1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
         if t == F32:
-            v = b.insert_element(ir.Constant(ir.VectorType(F32, 2), None), z[0],
-                                 ir.Constant(ir.IntType(32), 0))
-            v = b.insert_element(v, z[1], ir.Constant(ir.IntType(32), 1))
-            r = b.call(fn, [v])
-            return (b.extract_element(r, ir.Constant(ir.IntType(32), 0)),
-                    b.extract_element(r, ir.Constant(ir.IntType(32), 1)))
-        r = b.call(fn, [z[0], z[1]])
+            vs = []
+            for z in zs:
+                v = b.insert_element(ir.Constant(ir.VectorType(F32, 2), None), z[0], i0)
+                vs.append(b.insert_element(v, z[1], i1))
+            r = b.call(fn, vs)
+            return (b.extract_element(r, i0), b.extract_element(r, i1))
+        r = b.call(fn, [x for z in zs for x in z])
         return (b.extract_value(r, 0), b.extract_value(r, 1))
 
     def const(self, dt: np.dtype, value: Any) -> Any:
