@@ -1,7 +1,7 @@
-"""Device placement: device names, GPU arrays, `__cuda_array_interface__`, mixed-device checks.
+"""Device placement: device names, GPU arrays, `__cuda_array_interface__`, DLPack, mixed devices.
 
-NOTE: the CUDA parts are unverified on a GPU (none was lent while issue 6 was worked);
-device names, interface parsing and the mixed-device error are tested without one.
+NOTE: never run on a GPU (none was lent while issue 6 was worked). Tests drive it through an
+emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """CUDA driver runtime through cuda-bindings: contexts, device memory, PTX modules, launches.
 
-NOTE: written without a GPU (none was lent while issue 6 was worked); everything here up to
-the first driver call is tested, the driver calls themselves are not. Every failure to reach
-a driver becomes `DeviceError` with the reason.
+NOTE: written without a GPU (none was lent while issue 6 was worked). Tests run this module
+against an emulated driver (host memory, the generated kernels JIT-compiled for the CPU), so
+the logic around each driver call is exercised; the real driver calls are not. Every failure
+to reach a driver becomes `DeviceError` with the reason.
 """
 from __future__ import annotations
 
