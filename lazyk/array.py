@@ -170,7 +170,12 @@ class Array(Operators):
         """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self (issue 6)."""
         from lazyk.device import parse_device, to_device
 
-        return self if parse_device(device) == "cpu" else to_device(self.to_numpy(), device)
+        if parse_device(device) == "cpu":
+            return self
+        if not M.is_plain(self.type):
+            raise NotSupportedError(f"{self.type}: var dimensions, missing values and strings "
+                                    "are not supported on the GPU yet")
+        return to_device(self.to_numpy(), device)
 
     def to_numpy(self) -> np.ndarray:
         """Zero-copy NumPy view (fixed dims only).

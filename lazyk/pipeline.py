@@ -395,7 +395,10 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     from lazyk.ragged import is_ragged
 
     if any(is_ragged(leaf_data(v)) for v in e.env.values()):
+        from lazyk.device import common_device  # issue 6: ragged data never goes to the GPU
         from lazyk.ragged import evaluate as evaluate_ragged
+
+        common_device({n: leaf_data(v) for n, v in e.env.items()})
 
         return evaluate_ragged(e, out)
     data = _env_arrays(e)

@@ -832,3 +832,16 @@ def test_cli_explain_target_cuda(capsys):
                  "b=N * float32", "--target", "cuda"]) == 0
     out = capsys.readouterr().out
     assert "--- NVVM IR" in out and ".visible .entry lazyk_kernel(" in out
+
+
+def test_ragged_and_missing_stay_on_the_cpu():
+    import lazyk
+    from lazyk.device import DeviceArray
+    ragged = lazyk.array([[1.0, 2.0], [3.0]])
+    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
+        lazyk.array([1.0, None], device="cuda")
+    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
+        ragged.to("cuda")
+    gpu = DeviceArray.from_cuda_array_interface(FakeGPUArray((2,)))
+    with pytest.raises(DeviceError, match=r"on cpu; .* on cuda:0"):
+        (ragged * gpu).eval()
