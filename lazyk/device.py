@@ -217,14 +217,14 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
         out = DeviceArray.empty(shape, step.dtype, device)
         ostr = out.strides
     else:
-        if any(shape[d] == 0 for d in axes):
-            raise NotSupportedError("reductions over empty axes not supported on the GPU yet")
         rshape = tuple(1 if r else n for n, r in zip(shape, reduced))
         full = DeviceArray.empty(rshape, step.dtype, device)
         ostr = tuple(0 if r else s for r, s in zip(reduced, full.strides))
         keep = rshape if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
         out = DeviceArray(keep, full.dtype, full.ptr, device=device, owner=full.owner)
-    if 0 in shape and step.axes is None:
+    if 0 in shape:
+        if step.axes is not None and out.size:
+            _fill_identity(out, step)
         return out
     layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
                            reduced)
@@ -233,6 +233,18 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
     if step.mean:
         _divide_in_place(out, int(np.prod([shape[d] for d in axes])), dev)
     return out
+
+
+def _fill_identity(out: DeviceArray, step) -> None:
+    """A reduction over an empty axis: the op's identity (NaN for mean), as NumPy gives."""
+    from lazyk import ops
+    from lazyk.backend import cuda
+
+    op = step.spec.reduce
+    if op in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+    value = np.nan if step.mean else ops.get(op).identity(out.dtype)
+    cuda.copy_to_device(out.ptr, np.full(out.shape, value, out.dtype))
 
 
 def _divide_in_place(out: DeviceArray, count: int, dev) -> None:

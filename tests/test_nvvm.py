@@ -845,3 +845,15 @@ def test_ragged_and_missing_stay_on_the_cpu():
     gpu = DeviceArray.from_cuda_array_interface(FakeGPUArray((2,)))
     with pytest.raises(DeviceError, match=r"on cpu; .* on cuda:0"):
         (ragged * gpu).eval()
+
+
+def test_emulated_empty_reductions(fake_driver):
+    import lazyk.expr as lx
+    from lazyk.device import DeviceArray
+    d = lx.as_expr(DeviceArray.from_numpy(np.ones((3, 0))))
+    np.testing.assert_array_equal(lx.sum(d, axis=1).eval().to("cpu"), np.zeros(3))
+    np.testing.assert_array_equal(lx.prod(d, axis=1).eval().to("cpu"), np.ones(3))
+    assert lx.sum(d).eval().to("cpu") == 0.0
+    assert lx.sum(d, axis=0).eval().shape == (0,)
+    with pytest.raises(ValueError, match="no identity"):
+        lx.max(d, axis=1).eval()
