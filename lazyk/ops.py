@@ -519,6 +519,18 @@ def _minmax(is_min: bool, nan_prop: bool):
 
 def _clip(em, args, loop, attr):
     x, lo, hi = args
+    if _k(loop[0]) == "c":
+        # NumPy's clip.cpp: plain lexicographic order (no NaN rule) and a NaN operand wins
+        b = em.b
+
+        def pick(u, v, pred):
+            re_eq = b.fcmp_ordered("==", u[0], v[0])
+            lt = b.select(re_eq, b.fcmp_ordered(pred, u[1], v[1]),
+                          b.fcmp_ordered(pred, u[0], v[0]))
+            keep = b.or_(lt, b.or_(b.fcmp_unordered("uno", u[0], u[0]),
+                                   b.fcmp_unordered("uno", u[1], u[1])))
+            return (b.select(keep, u[0], v[0]), b.select(keep, u[1], v[1]))
+        return pick(pick(x, lo, ">"), hi, "<")
     mx = _minmax(False, True)(em, [x, lo], loop, attr)
     return _minmax(True, True)(em, [mx, hi], loop, attr)
 
@@ -621,7 +633,7 @@ _ufunc_row("isnan", _isclass("isnan"), True)
 _ufunc_row("isinf", _isclass("isinf"), True)
 _ufunc_row("isfinite", _isclass("isfinite"), True)
 _ufunc_row("conj", _conj, True, uf=np.conjugate)
-_row("clip", 3, _clip_resolve, np.clip, _clip)
+_row("clip", 3, _clip_resolve, np.clip, _clip, complex_ok=True)
 _row("where", 3, _where_resolve, np.where, _where, complex_ok=True)
 _row("real", 1, _realimag_resolve, np.real, _real, complex_ok=True)
 _row("imag", 1, _realimag_resolve, np.imag, _imag, complex_ok=True)
@@ -651,6 +663,8 @@ def _limit(dt: np.dtype, low: bool) -> Any:
     dt = np.dtype(dt)
     if dt.kind == "f":
         return -np.inf if low else np.inf
+    if dt.kind == "c":  # lexicographic order: (inf, inf) is above every non-NaN value
+        return complex(-np.inf, -np.inf) if low else complex(np.inf, np.inf)
     if dt.kind == "b":
         return not low
     info = np.iinfo(dt)
@@ -660,8 +674,8 @@ def _limit(dt: np.dtype, low: bool) -> Any:
 _REDUCTIONS = {
     "sum": ("add", lambda dt: 0, True),
     "prod": ("multiply", lambda dt: 1, True),
-    "min": ("minimum", lambda dt: _limit(dt, False), False),
-    "max": ("maximum", lambda dt: _limit(dt, True), False),
+    "min": ("minimum", lambda dt: _limit(dt, False), True),
+    "max": ("maximum", lambda dt: _limit(dt, True), True),
     "mean": ("add", lambda dt: 0, True),  # the front end divides the sum by the count
     "any": ("logical_or", lambda dt: False, True),
     "all": ("logical_and", lambda dt: True, True),
