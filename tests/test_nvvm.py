@@ -301,10 +301,17 @@ def test_partial_reduction(reduced):
     assert ptx.count(".entry") == 1 and ("bar.sync" in ptx) == reduced[-1]
 
 
+@pytest.mark.parametrize("reduced", [(True,), (False, True), (True, False)])
+def test_complex_reductions_compile(reduced):
+    spec = binary_spec("c16", "c8", "multiply", reduce="sum")
+    compile_and_assemble(spec, nvvm.LayoutClass(len(reduced), reduced, (False, True, True)))
+
+
 def test_not_supported_on_gpu_yet():
-    spec = binary_spec("c16", "c16", reduce="sum")
-    with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
-        nvvm.lower(spec, flat(1, (False, True, True), (True,)))
+    spec = KernelSpec((np.dtype("c16"),), (True,), (Instr("load", np.dtype("c16"), (), 0),
+                      Instr("sqrt", np.dtype("c16"), (0,))), ((1, np.dtype("c16")),))
+    with pytest.raises(NotSupportedError, match="sqrt on complex128: not supported on the GPU yet"):
+        nvvm.lower(spec, flat(1, (True,) * 2))
     two = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0),), ((0, F8), (0, F8)))
     with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
         nvvm.lower(two, flat(1, (True,) * 3))
@@ -744,7 +751,8 @@ def test_emulated_bench_suite_e1_to_e10(fake_driver):
 
 
 @pytest.mark.parametrize("dtype,op", [("int32", "sum"), ("bool", "any"), ("float16", "max"),
-                                      ("uint8", "prod")])
+                                      ("uint8", "prod"), ("complex128", "sum"),
+                                      ("complex64", "prod")])
 def test_emulated_reduction_dtypes(fake_driver, dtype, op):
     import lazyk.expr as lx
     from lazyk.device import DeviceArray

@@ -333,8 +333,9 @@ class CompiledKernel:
         self.device.activate()
         if self.spec.reduce is not None and self.lc.full_reduction:
             grid, _ = self.device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
-            # Partials are compute values (float16 accumulates as float): 8 bytes covers all.
-            with Buffer(grid * 8, self.device) as scratch:
+            # Partials are compute values (float16 accumulates as float, complex as two
+            # parts): 16 bytes covers all.
+            with Buffer(grid * 16, self.device) as scratch:
                 data = self.kd.pack(out, srcs, scratch.ptr, layout)
                 launch(self.module.function(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
                 launch(self.module.function(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,

@@ -159,9 +159,6 @@ def check_supported(spec, lc: LayoutClass) -> None:
     if len(spec.outputs) != 1:
         raise NotSupportedError("kernels with several outputs not supported on the GPU yet")
     if spec.reduce is not None:
-        if np.dtype(spec.outputs[0][1]).kind == "c":
-            raise NotSupportedError(f"{spec.reduce} of complex values not supported on the "
-                                    "GPU yet")
         _reduction_row(spec.reduce)
 
 
@@ -334,58 +331,84 @@ class _Emitter:
             offs = [b.add(x, y) for x, y in zip(offs, base_offs)]
         return self.combine(b, acc, self.value(b, self.load_inputs(b, kd, offs)))
 
-    def smem(self) -> ir.GlobalVariable:
-        gv = self.module.globals.get("lazyk_smem")
+    # Accumulators are scalars, or (re, im) pairs for complex: handled as lists of parts.
+    @property
+    def nparts(self) -> int:
+        return 2 if self.acc_dtype.kind == "c" else 1
+
+    def parts(self, v) -> list:
+        return list(v) if isinstance(v, tuple) else [v]
+
+    def join(self, parts: list):
+        return tuple(parts) if self.nparts == 2 else parts[0]
+
+    def smem(self, part: int) -> ir.GlobalVariable:
+        name = f"lazyk_smem{part}"
+        gv = self.module.globals.get(name)
         if gv is None:
             ty = ir.ArrayType(cg.lltype(self.acc_dtype), REDUCE_BLOCK)
-            gv = ir.GlobalVariable(self.module, ty, "lazyk_smem", addrspace=3)
+            gv = ir.GlobalVariable(self.module, ty, name, addrspace=3)
             gv.linkage = "internal"
             gv.initializer = ir.Constant(ty, ir.Undefined)
             gv.align = 16
         return gv
 
-    def block_tree(self, b, fn, acc: ir.Value) -> tuple[ir.Value, ir.Value]:
+    def block_tree(self, b, fn, acc) -> tuple[ir.Value, object]:
         """Reduce `acc` across the block in shared memory; returns (thread index, total in thread 0).
 
         NOTE: the unrolled tree assumes blockDim.x == REDUCE_BLOCK (the launcher guarantees it).
         """
         tid = self.sreg(b, "tid.x")
-        smem = self.smem()
         zero = ir.Constant(I64, 0)
-        slot = b.gep(smem, [zero, tid], inbounds=True)
-        b.store(acc, slot)
+        smem = [self.smem(k) for k in range(self.nparts)]
+
+        def at(index):
+            return [b.gep(m, [zero, index], inbounds=True) for m in smem]
+        slot = at(tid)
+        for p, v in zip(slot, self.parts(acc)):
+            b.store(v, p)
         self.barrier(b)
         s = REDUCE_BLOCK // 2
         while s >= 1:
             active, nxt = fn.append_basic_block(f"tree{s}"), fn.append_basic_block(f"tree{s}_done")
             b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I64, s)), active, nxt)
             b.position_at_end(active)
-            other = b.load(b.gep(smem, [zero, b.add(tid, ir.Constant(I64, s))], inbounds=True))
-            b.store(self.combine(b, b.load(slot), other), slot)
+            other = self.join([b.load(p) for p in at(b.add(tid, ir.Constant(I64, s)))])
+            mine = self.join([b.load(p) for p in slot])
+            for p, v in zip(slot, self.parts(self.combine(b, mine, other))):
+                b.store(v, p)
             b.branch(nxt)
             b.position_at_end(nxt)
             self.barrier(b)
             s //= 2
-        return tid, b.load(b.gep(smem, [zero, zero], inbounds=True))
+        return tid, self.join([b.load(p) for p in at(zero)])
 
-    def local_loop(self, b, fn, start, stop, step, init, body) -> ir.Value:
+    def local_loop(self, b, fn, start, stop, step, init, body):
         """acc = init; for (j = start; j < stop; j += step) acc = body(b, acc, j); returns acc."""
         head, loop, done = (fn.append_basic_block(n) for n in ("rhead", "rloop", "rdone"))
         entry = b.block
         b.branch(head)
         b.position_at_end(head)
         j = b.phi(I64, name="j")
-        acc = b.phi(init.type, name="acc")
+        accs = [b.phi(v.type, name="acc") for v in self.parts(init)]
         j.add_incoming(start, entry)
-        acc.add_incoming(init, entry)
+        for phi, v in zip(accs, self.parts(init)):
+            phi.add_incoming(v, entry)
         b.cbranch(b.icmp_unsigned("<", j, stop), loop, done)
         b.position_at_end(loop)
-        new = body(b, acc, j)
+        new = self.parts(body(b, self.join(accs), j))
         j.add_incoming(b.add(j, step), b.block)
-        acc.add_incoming(new, b.block)
+        for phi, v in zip(accs, new):
+            phi.add_incoming(v, b.block)
         b.branch(head)
         b.position_at_end(done)
-        return acc
+        return self.join(accs)
+
+    def scratch(self, b, kd, index: ir.Value) -> list[ir.Value]:
+        """Pointers to partial number `index` in the scratch buffer (one per part)."""
+        base = b.bitcast(self.field(b, kd, 2), ir.PointerType(cg.lltype(self.acc_dtype)))
+        first = b.mul(index, ir.Constant(I64, self.nparts))
+        return [b.gep(base, [b.add(first, ir.Constant(I64, k))]) for k in range(self.nparts)]
 
     def if_thread0(self, b, fn, tid, then) -> None:
         yes, end = fn.append_basic_block("first"), fn.append_basic_block("end")
@@ -398,7 +421,6 @@ class _Emitter:
     def full_reduction(self) -> None:
         """Pass 1: each block reduces its grid-stride share into scratch[blockIdx].
         Pass 2 (FINISH, one block): reduces the partials and stores the result."""
-        acc_ty = cg.lltype(self.acc_dtype)
         dims = list(range(self.lc.ndim))
 
         fn = self.new_kernel(ENTRY, [self.kd.struct_type()])
@@ -410,17 +432,21 @@ class _Emitter:
         acc = self.local_loop(b, fn, start, self.field(b, kd, 3), step, ident,
                               lambda b, acc, i: self.accumulate(b, kd, acc, i, dims))
         tid, total = self.block_tree(b, fn, acc)
-        scratch = b.bitcast(self.field(b, kd, 2), ir.PointerType(acc_ty))
         block = self.sreg(b, "ctaid.x")
-        self.if_thread0(b, fn, tid, lambda b: b.store(total, b.gep(scratch, [block])))
+
+        def keep(b):
+            for p, v in zip(self.scratch(b, kd, block), self.parts(total)):
+                b.store(v, p)
+        self.if_thread0(b, fn, tid, keep)
         b.ret_void()
 
         fn = self.new_kernel(FINISH, [self.kd.struct_type(), I64])
         kd, nparts = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        scratch = b.bitcast(self.field(b, kd, 2), ir.PointerType(acc_ty))
-        acc = self.local_loop(b, fn, self.sreg(b, "tid.x"), nparts, self.sreg(b, "ntid.x"), ident,
-                              lambda b, acc, j: self.combine(b, acc, b.load(b.gep(scratch, [j]))))
+        acc = self.local_loop(
+            b, fn, self.sreg(b, "tid.x"), nparts, self.sreg(b, "ntid.x"), ident,
+            lambda b, acc, j: self.combine(
+                b, acc, self.join([b.load(p) for p in self.scratch(b, kd, j)])))
         tid, total = self.block_tree(b, fn, acc)
         self.if_thread0(b, fn, tid, lambda b: self.store(b, kd, ir.Constant(I64, 0), total))
         b.ret_void()
@@ -501,7 +527,12 @@ def legalize(text: str) -> str:
 @lru_cache(maxsize=256)
 def lower(spec, lc: LayoutClass) -> str:
     """NVVM IR text (typed pointers, LLVM-7 style) for `spec` over layouts of class `lc`."""
-    return legalize(str(_Emitter(spec, lc, _body_emitter()).build()))
+    try:
+        return legalize(str(_Emitter(spec, lc, _body_emitter()).build()))
+    except NotSupportedError as err:
+        if "on the GPU" in str(err):
+            raise
+        raise NotSupportedError(f"{err}: not supported on the GPU yet") from None
 
 
 def lower_with(spec, lc: LayoutClass, emit_body) -> str:
