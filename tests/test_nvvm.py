@@ -181,8 +181,6 @@ def all_ops_spec(dtype) -> tuple[KernelSpec, list[str]]:
             loop = row.resolve(*operands, attr=attr)
         except DTypeError:
             continue
-        if any(d.kind not in "biufc" for d in loop):
-            continue  # NOTE: where(bool, f8, f8) resolves to object in ops.py today
         if not row.supported(loop) or not gpu_lowers(name, loop, attr):
             continue
         args = (0, 1, 2)[:row.arity] if name != "where" else (len(body) - 1, 1, 2)
@@ -740,11 +738,7 @@ def test_emulated_bench_suite_e1_to_e10(fake_driver):
     data = suite.make_data(3000)
     dev = bench._device_inputs(data)
     assert dev["xs"].strides == (16,)  # E9 stays a strided device view
-    f8, b1 = np.dtype("f8"), np.dtype(bool)
-    where_ok = all(d.kind != "O" for d in ops.OPS["where"].resolve(b1, f8, f8))
     for case in suite.CASES:
-        if case.id == "E7" and not where_ok:
-            continue  # NOTE: ops.py resolves where(bool, f8, f8) to object today
         got = case.lazyk(lazyk, *(as_expr(dev[k]) for k in case.names)).eval().to("cpu")
         np.testing.assert_allclose(got, case.numpy(*(data[k] for k in case.names)),
                                    rtol=1e-12, err_msg=case.id)
