@@ -336,6 +336,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     target = 0.003 if args.quick else 0.01
     ncores = os.cpu_count() or 1
     tools, notes = make_tools(ncores)
+    if args.tools:
+        tools = [t for t in tools if t.family in args.tools]
     cases = [c for c in suite.CASES if not args.cases or c.id in args.cases]
     for note in notes:
         print(f"note: {note}", flush=True)
@@ -615,6 +617,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", nargs="+", metavar="E", help="only these cases (E1 ... E10)")
     p.add_argument("--out", default="bench-results", help="directory for JSON, Markdown and PNG")
     p.add_argument("--suite", default=None, help="path to bench_expr.py")
+    p.add_argument("--tools", nargs="+", metavar="T", choices=("numpy", "numexpr", "numba", "lazyk"),
+                   help="only these tools (default: every one installed)")
     p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
                    help="elements for the copy/triad/read reference (default 1e7: main memory)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from lazyk import bench
@@ -10,7 +12,9 @@ from lazyk.cli import build_parser
 
 
 def test_bench_smoke(tmp_path, capsys) -> None:
+    # Numba is left out here (its compiles dominate the run); test_numba_kernels covers it.
     args = build_parser().parse_args(["bench", "--sizes", "1000", "--cases", "E1", "E9", "E10",
+                                      "--tools", "numpy", "numexpr", "lazyk",
                                       "--bandwidth-n", "200000", "--out", str(tmp_path)])
     assert args.func(args) == 0
     res = json.loads((tmp_path / "results.json").read_text())
@@ -37,3 +41,16 @@ def test_suite_cases_match_numpy() -> None:
     assert data["a2"].shape == (2, 1000) and data["k"].shape == (2, 1) and data["xs"].strides == (16,)
     for case in suite.CASES:
         assert case.traffic(10**6) > 0
+
+
+def test_numba_kernels_match_numpy() -> None:
+    pytest.importorskip("numba")
+    suite = bench.load_suite()
+    data = suite.make_data(2000)
+    for cid, parallel, fresh in (("E8", True, False), ("E9", False, True), ("E10", True, True)):
+        case = next(c for c in suite.CASES if c.id == cid)
+        args = [data[k] for k in case.names]
+        f = suite.numba_fn(case, parallel=parallel, fresh=fresh)
+        out = suite.out_for(case, data)
+        got = f(*args) if fresh else (f(*args, out), out)[1]
+        np.testing.assert_allclose(got, case.numpy(*args), rtol=1e-12)
