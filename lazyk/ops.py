@@ -6,8 +6,14 @@ scalars given as the classes `int`/`float`/`complex`), so lazyk matches NumPy ex
 A lowering is `llvm(em, args, loop, attr) -> value`: `args` are already cast to the loop's
 input dtypes, `loop` is the resolved dtype tuple `(in..., out)`, and `em` is the codegen
 emitter (`lazyk.codegen.llvm.Emitter`: `.b` builder, `.math(name, *xs)`, `.const(dt, v)`,
-`.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`). Values are LLVM scalars in the
-compute type (bool -> i1, float16 -> float), complex values are `(re, im)` tuples.
+`.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`, `.cmath(name, *zs)` for the C99
+complex functions). Values are LLVM scalars in the compute type (bool -> i1, float16 ->
+float), complex values are `(re, im)` tuples.
+
+Known differences from NumPy: integer `power` with a negative exponent (NumPy raises; a
+kernel cannot, so it gives base**(e mod 2**w)); float -> int casts of NaN/out-of-range
+values (undefined in C, LLVM poison); float sums/products reassociate (NumPy's pairwise
+order is not reproduced bit for bit).
 """
 from __future__ import annotations
 
