@@ -650,9 +650,14 @@ def fake_driver(monkeypatch):
     monkeypatch.setattr(cuda, "_initialised", False)
     monkeypatch.setattr(cuda, "_cache", {})
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
+    # Trees of 32 threads: the same code as 256 (which the ptxas tests compile) at an eighth
+    # of the emulation's thread and barrier traffic.
+    monkeypatch.setattr(nvvm, "REDUCE_BLOCK", 32)
+    nvvm.lower.cache_clear()
     cuda.get_device.cache_clear()
     yield fake
     cuda.get_device.cache_clear()
+    nvvm.lower.cache_clear()
 
 
 def test_emulated_round_trip_and_elementwise(fake_driver):
@@ -687,7 +692,7 @@ def test_emulated_reductions_and_cache(fake_driver):
     assert [n for n, *_ in fake_driver.launches[-2:]] == ["lazyk_kernel", "lazyk_finish"]
     rows = lx.as_expr(da).sum(axis=1).eval()
     np.testing.assert_allclose(rows.to("cpu"), a.sum(axis=1))
-    assert fake_driver.launches[-1][1:] == (5, 256)  # a block per row
+    assert fake_driver.launches[-1][1:] == (5, nvvm.REDUCE_BLOCK)  # a block per row
     cols = lx.as_expr(da).max(axis=0, keepdims=True).eval()
     np.testing.assert_array_equal(cols.to("cpu"), a.max(axis=0, keepdims=True))
     mean = lx.as_expr(da).mean(axis=1).eval()
@@ -707,7 +712,7 @@ def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
     big = DeviceArray.from_numpy(np.ones(10_000))
     assert lx.sum(lx.as_expr(big) + 0.5).eval().to("cpu") == 15_000
     name, grid, block = fake_driver.launches[0]
-    assert block == 256 and grid == 8  # 1 SM x 8 blocks per SM caps the grid
+    assert block == nvvm.REDUCE_BLOCK and grid == 8  # 1 SM x 8 blocks per SM caps the grid
     # The scratch and the result (dropped with its statement) went back to the pool.
     assert sum(map(len, cuda._pool.free.values())) == 2
     d = lx.as_expr(DeviceArray.from_numpy(np.ones(100)))
