@@ -11,6 +11,15 @@ try:
 except DeviceError as err:  # pragma: no cover - the cuda extra is a test dependency here
     pytest.skip(f"no CUDA toolchain: {err}", allow_module_level=True)
 
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_ptx_cache(tmp_path_factory):
+    """A new on-disk PTX cache per run: libNVVM really runs, ~/.cache stays untouched."""
+    from lazyk.backend.objcache import ObjectCache
+    saved, nvvmc._disk = nvvmc._disk, ObjectCache(tmp_path_factory.mktemp("ptx-cache"))
+    yield
+    nvvmc._disk = saved
+
+
 # A grid-stride kernel out = sin(a), written by hand in NVVM's typed-pointer dialect.
 HAND_IR = """\
 target triple = "nvptx64-nvidia-cuda"
@@ -102,6 +111,22 @@ def test_libnvvm_crash_leaves_process_alive():
     with pytest.raises(CompileError, match="worker died"):
         nvvmc.compile_ptx(HAND_IR.replace(KERNEL_MD, "!0 = !{}"))
     assert ".entry" in nvvmc.compile_ptx(HAND_IR)  # a fresh worker takes over
+
+
+def test_ptx_disk_cache_skips_libnvvm(monkeypatch):
+    ir = HAND_IR.replace("%y = call double @__nv_sin(double %x)", "%y = fadd double %x, 1.5")
+    first = nvvmc.compile_ptx(ir)
+    hits = nvvmc._disk.hits
+
+    class NoWorker:
+        def request(self, req):
+            raise AssertionError("libNVVM was asked again")
+    assert nvvmc.compile_ptx(ir, worker=NoWorker()) == first
+    assert nvvmc._disk.hits == hits + 1
+    assert nvvmc.ptx_key(ir, ["-fma=1"]) != nvvmc.ptx_key(ir, ["-fma=0"])
+    path = nvvmc._disk.path(nvvmc.ptx_key(ir, ["-arch=compute_90", "-opt=3", "-fma=0"]))
+    path.write_bytes(b"torn")  # a corrupt entry is dropped and compiled again
+    assert nvvmc.compile_ptx(ir) == first
 
 
 def test_unresolved_extern_detected():

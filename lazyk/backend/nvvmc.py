@@ -244,21 +244,52 @@ def nvvm_version() -> tuple[int, int]:
     return tuple(_worker.request({"kind": "version"})["version"])
 
 
+_disk = None  # lazyk.backend.objcache.ObjectCache, made on first use; False disables it
+
+
+def _disk_cache():
+    global _disk
+    if _disk is None:
+        from lazyk.backend.objcache import ObjectCache
+        _disk = ObjectCache()
+    return _disk or None
+
+
+def ptx_key(ir: str, options: list[str]) -> str:
+    """Disk-cache key: the IR, the options and the exact libNVVM and libdevice files."""
+    import hashlib
+    tc = find_toolchain()
+    h = hashlib.sha256(ir.encode())
+    for part in (*options, *(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+                             for p in (tc.libnvvm, tc.libdevice))):
+        h.update(b"\0" + part.encode())
+    return "ptx-" + h.hexdigest()[:48]
+
+
 def compile_ptx(ir: str, *, fma: bool = False, opt: int = 3, arch: str = ARCH,
                 max_ptx: tuple[int, int] | None = None, worker: Worker | None = None) -> str:
     """Compile NVVM IR text to PTX out of process; raise CompileError with IR and log.
 
     `fma=False` passes `-fma=0` so a*b+c rounds twice, bit-equal to the CPU kernels.
     `max_ptx` clamps the PTX `.version` for an older driver (see clamp_ptx_version).
+    PTX is kept in lazyk's on-disk cache, so a new process skips libNVVM (and its worker).
     """
     options = [f"-arch={arch}", f"-opt={opt}", f"-fma={int(fma)}"]
-    reply = (worker or _worker).request(
-        {"kind": "compile", "ir": ir, "options": options, "libdevice": "__nv_" in ir})
-    if "error" in reply:
-        raise CompileError(f"libNVVM rejected the module: {reply['error']}\n{reply['log']}"
-                           f"\n--- NVVM IR ---\n{ir}")
-    ptx = reply["ptx"]
+    disk = _disk_cache()
+    key = ptx_key(ir, options) if disk is not None else None
+    cached = disk.load(key) if disk is not None else None
+    if cached is not None:
+        ptx = cached.decode()
+    else:
+        reply = (worker or _worker).request(
+            {"kind": "compile", "ir": ir, "options": options, "libdevice": "__nv_" in ir})
+        if "error" in reply:
+            raise CompileError(f"libNVVM rejected the module: {reply['error']}\n{reply['log']}"
+                               f"\n--- NVVM IR ---\n{ir}")
+        ptx = reply["ptx"]
     check_ptx(ptx)
+    if cached is None and disk is not None:
+        disk.store(key, ptx.encode())
     if max_ptx is not None:
         ptx = clamp_ptx_version(ptx, max_ptx)
     return ptx
