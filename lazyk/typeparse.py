@@ -434,28 +434,33 @@ def _rule_callback(rule: Any) -> Any:
     return getattr(_BUILD, str(rule.alias or rule.origin.name))
 
 
-def _lean_tables() -> tuple[dict, dict]:
+def _lean_tables() -> dict:
     """lark's LALR table with plain-str keys: actions[state][terminal] is a new state (int,
-    shift) or (size, rule name, callback or None) (reduce); gotos[state][rule] is a state."""
+    shift) or (size, goto, callback or None) (reduce), where goto[state below] is the state
+    after the reduction (the goto table's column for the rule's name)."""
+    gotos: dict[str, dict] = {}
+    for state, row in _TABLE.parse_table.states.items():
+        for sym, (_, arg) in row.items():
+            if not str(sym).isupper() and str(sym) != "$END":
+                gotos.setdefault(str(sym), {})[state] = arg
     actions: dict = {}
-    gotos: dict = {}
     callbacks: dict = {}
     for state, row in _TABLE.parse_table.states.items():
-        acts, gos = actions.setdefault(state, {}), gotos.setdefault(state, {})
+        acts = actions.setdefault(state, {})
         for sym, (action, arg) in row.items():
             sym = str(sym)
             if not sym.isupper() and sym != "$END":
-                gos[sym] = arg
-            elif action is _SHIFT:
+                continue
+            if action is _SHIFT:
                 acts[sym] = arg
             else:
                 if arg not in callbacks:
                     callbacks[arg] = _rule_callback(arg)
-                acts[sym] = (len(arg.expansion), str(arg.origin.name), callbacks[arg])
-    return actions, gotos
+                acts[sym] = (len(arg.expansion), gotos[str(arg.origin.name)], callbacks[arg])
+    return actions
 
 
-_ACTIONS, _GOTOS = _lean_tables()
+_ACTIONS = _lean_tables()
 _START = _TABLE.parse_table.start_states["start"]
 _END = _TABLE.parse_table.end_states["start"]
 _IGNORED = frozenset(_PARSER.ignore_tokens)
@@ -512,7 +517,7 @@ _PLANS_LIMIT = 4096
 
 def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
     """Run the LALR table over the tokens, calling the rule callbacks, and store the plan."""
-    rows, gotos = _ACTIONS, _GOTOS
+    rows = _ACTIONS
     state = _START
     states = [state]
     stack: list = []
@@ -521,7 +526,7 @@ def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
     for kind, value in zip(kinds + ("$END",), values + [None]):
         act = rows[state][kind]
         while act.__class__ is not int:  # reduce until the token can be shifted
-            size, name, callback = act
+            size, goto, callback = act
             if callback is not None:
                 if shifts:
                     plan.append(shifts)
@@ -531,7 +536,7 @@ def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
                     stack[-1] = callback([stack[-1]])
                 else:
                     stack[-size:] = (callback(stack[-size:]),)
-            state = gotos[states[-1 - size]][name]
+            state = goto[states[-1 - size]]
             states[-size:] = (state,)
             if value is None and state == _END:
                 if len(_PLANS) >= _PLANS_LIMIT:
@@ -548,7 +553,7 @@ def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
 
 def _parse(kinds: tuple[str, ...], values: list) -> Type:
     """Run the LALR table over the tokens, calling the rule callbacks (records nothing)."""
-    rows, gotos = _ACTIONS, _GOTOS
+    rows = _ACTIONS
     state = _START
     states = [state]
     stack: list = []
@@ -556,13 +561,13 @@ def _parse(kinds: tuple[str, ...], values: list) -> Type:
     for kind, value in zip(kinds, values):
         act = rows[state][kind]
         while act.__class__ is not int:  # reduce until the token can be shifted
-            size, name, callback = act
+            size, goto, callback = act
             if size == 1:  # replace the top in place (a `?rule` passes its child on)
                 if callback is not None:
                     stack[-1] = callback([stack[-1]])
-                state = states[-1] = gotos[states[-2]][name]
+                state = states[-1] = goto[states[-2]]
             else:
-                state = gotos[states[-1 - size]][name]
+                state = goto[states[-1 - size]]
                 states[-size:] = (state,)
                 stack[-size:] = (callback(stack[-size:]),)
             act = rows[state][kind]
@@ -570,13 +575,13 @@ def _parse(kinds: tuple[str, ...], values: list) -> Type:
         push_state(state)
         push_value(value)
     while state != _END:
-        size, name, callback = rows[state]["$END"]
+        size, goto, callback = rows[state]["$END"]
         if size == 1:
             if callback is not None:
                 stack[-1] = callback([stack[-1]])
-            state = states[-1] = gotos[states[-2]][name]
+            state = states[-1] = goto[states[-2]]
         else:
-            state = gotos[states[-1 - size]][name]
+            state = goto[states[-1 - size]]
             states[-size:] = (state,)
             stack[-size:] = (callback(stack[-size:]),)
     return stack[-1]
