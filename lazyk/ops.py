@@ -71,7 +71,7 @@ class Op:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
         return self.resolve(*dtypes, attr=attr)[-1]
 
-    def supported(self, loop: tuple, target: str | None = None) -> bool:
+    def supported(self, loop: tuple, target: str | None = "cpu") -> bool:
         """Whether lazyk lowers this resolved loop on `target` (None: on every target).
 
         Complex is lowered only where implemented; rows that call C99 complex functions
