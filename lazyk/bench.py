@@ -27,7 +27,10 @@ SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 100_000, 1_000_000)
 PEERS = ("numpy", "numexpr", "numba")
 BANDWIDTH_N = 10_000_000
-SETTLE_S = 0.003  # idle time between tools in the round robin
+# Idle time between tools in the round robin: OpenMP (Numba's layer here) and lazyk's pool spin
+# for a while after a call; measured without it, a row after Numba's ran up to 20x slow.
+SETTLE_S = 0.01
+QUICK_SETTLE_S = 0.004
 
 
 # --- the suite and the tools -----------------------------------------------------------------
@@ -378,7 +381,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         tool.set_threads()
                         # Let the previous tool's spinning workers (OpenMP's, lazyk's) go to
                         # sleep first, or they steal this tool's cores on a 2-core machine.
-                        time.sleep(SETTLE_S)
+                        time.sleep(QUICK_SETTLE_S if args.quick else SETTLE_S)
                         fn()
                         times[id(row)].append(time_batch(fn, reps))
                     except Exception as err:
