@@ -27,10 +27,11 @@ SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 100_000, 1_000_000)
 PEERS = ("numpy", "numexpr", "numba")
 BANDWIDTH_N = 10_000_000
-# Idle time between tools in the round robin: OpenMP (Numba's layer here) and lazyk's pool spin
-# for a while after a call; measured without it, a row after Numba's ran up to 20x slow.
-SETTLE_S = 0.01
-QUICK_SETTLE_S = 0.004
+# Idle time before each row of the round robin. OpenMP's workers (Numba's threading layer here)
+# spin 10-20 ms after a parallel region (measured: lazyk 2 threads at n = 1e5 ran 3x slower
+# 10 ms after a Numba call, not after 20 ms); lazyk's pool spins ~0.25 ms.
+SETTLE_S = {"after_openmp": 0.05, "other": 0.003}
+QUICK_SETTLE_S = {"after_openmp": 0.03, "other": 0.002}
 
 
 # --- the suite and the tools -----------------------------------------------------------------
@@ -375,13 +376,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # Round robin: sample s of every tool before sample s + 1 of any, so drifting load
             # on a shared machine hits every row alike and the ratios stay fair.
             times: dict[int, list[float]] = {id(r): [] for r, _, _, _ in ready}
+            settle = QUICK_SETTLE_S if args.quick else SETTLE_S
+            prev = None
             for _ in range(samples):
                 for row, tool, fn, reps in ready:
                     try:
                         tool.set_threads()
-                        # Let the previous tool's spinning workers (OpenMP's, lazyk's) go to
-                        # sleep first, or they steal this tool's cores on a 2-core machine.
-                        time.sleep(QUICK_SETTLE_S if args.quick else SETTLE_S)
+                        # Let the previous tool's spinning workers go to sleep first, or they
+                        # steal this tool's cores on a 2-core machine.
+                        openmp = prev is not None and prev.family == "numba" and prev.threads > 1
+                        time.sleep(settle["after_openmp" if openmp else "other"])
+                        prev = tool
                         fn()
                         times[id(row)].append(time_batch(fn, reps))
                     except Exception as err:
