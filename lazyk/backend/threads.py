@@ -26,7 +26,10 @@ MIN_CHUNK = 1 << 15
 _SYS_FUTEX = 202  # x86-64
 _FUTEX_WAIT_PRIVATE = 128
 _FUTEX_WAKE_PRIVATE = 129
-_SPIN = 5000  # pause iterations (~50 ns each, ~0.25 ms) before sleeping: back-to-back calls stay cheap
+_SPIN = 5000  # worker: pause iterations (~50 ns each, ~0.25 ms) before sleeping; back-to-back
+# calls find it awake. The caller, done with its chunks, sleeps sooner (~50 us): when a worker was
+# preempted its core goes idle and the scheduler can pull the worker over instead of waiting.
+_CALLER_SPIN = 1000
 
 # Pool state, one 64-byte cache line per field group so workers and caller do not false-share:
 #   0: i32 generation (futex word)    8: i32 sleepers    16: i32 shutdown
@@ -150,7 +153,7 @@ spin:
 spin_next:
   call void @llvm.x86.sse2.pause()
   %i1 = add i32 %i, 1
-  %more = icmp slt i32 %i1, SPIN
+  %more = icmp slt i32 %i1, CALLER_SPIN
   br i1 %more, label %spin, label %sleep
 sleep:
   store atomic i32 1, ptr %waiting seq_cst, align 4
@@ -265,7 +268,7 @@ class _Native:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         text = (_IR.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
-                .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("SPIN", str(_SPIN)))
+                .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("CALLER_SPIN", str(_CALLER_SPIN)).replace("SPIN", str(_SPIN)))
         target = llvm.Target.from_default_triple()
         tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                           features=llvm.get_host_cpu_features().flatten(), opt=2)
