@@ -151,7 +151,7 @@ def _body_emitter():
     return cg.emit_body
 
 
-def check_supported(spec, lc: LayoutClass) -> None:
+def check_supported(spec) -> None:
     """Raise NotSupportedError naming what the GPU path does not do yet."""
     for dt in (*spec.inputs, *(d for _, d in spec.outputs)):
         if np.dtype(dt).kind not in "biufc":
@@ -166,7 +166,7 @@ class _Emitter:
     """Builds one NVVM module for one (spec, layout class)."""
 
     def __init__(self, spec, lc: LayoutClass, emit_body):
-        check_supported(spec, lc)
+        check_supported(spec)
         self.spec, self.lc, self.emit_body = spec, lc, emit_body
         self.kd = KernelData(len(spec.inputs), lc.ndim)
         self.module = ir.Module(name="lazyk")
