@@ -185,6 +185,8 @@ def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWID
         "copy": [("numpy", lambda: np.copyto(o, a))],
         "triad": [("numpy", lambda: np.add(b, np.multiply(c, 3.0, out=o), out=o))],
         "read": [("numpy", lambda: a.sum())],
+        # two streams, as E10 reads: for information (the goal compares E10 with `read`)
+        "read2": [("numpy", lambda: np.dot(a, b))],
     }
     families = {t.family for t in tools}
     ncores = os.cpu_count() or 1
@@ -217,6 +219,15 @@ def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWID
         cand["copy"].append(("numba par", lambda: nb_copy(a, o)))
         cand["triad"].append(("numba par", lambda: nb_triad(b, c, o)))
         cand["read"].append(("numba par", lambda: nb_read(a)))
+
+        @numba.njit(parallel=True)
+        def nb_read2(a, b):
+            s = 0.0
+            for i in numba.prange(a.shape[0]):
+                s += a[i] + b[i]
+            return s
+
+        cand["read2"].append(("numba par", lambda: nb_read2(a, b)))
     if "lazyk" in families:
         try:
             import lazyk
@@ -224,12 +235,14 @@ def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWID
             lazyk.set_num_threads(ncores)
             pa, pb, pc = (lazyk.placeholder(k, "N * float64") for k in "abc")
             f_copy, f_triad, f_read = lazyk.compile(pa + 0.0), lazyk.compile(pb + 3.0 * pc), lazyk.compile(lazyk.sum(pa))
+            f_read2 = lazyk.compile(lazyk.sum(pa + pb))
             cand["copy"].append(("lazyk", lambda: f_copy(a, out=o)))
             cand["triad"].append(("lazyk", lambda: f_triad(b, c, out=o)))
             cand["read"].append(("lazyk", lambda: f_read(a)))
+            cand["read2"].append(("lazyk", lambda: f_read2(a, b)))
         except Exception:
             pass
-    nbytes = {"copy": 16 * n, "triad": 24 * n, "read": 8 * n}
+    nbytes = {"copy": 16 * n, "triad": 24 * n, "read": 8 * n, "read2": 16 * n}
     result = {}
     for kind, options in cand.items():
         best = None
@@ -511,7 +524,8 @@ def markdown(res: dict[str, Any]) -> str:
               "| kernel | GB/s | tool |", "|---|---:|---|"]
     for kind, v in bw.items():
         lines.append(f"| {kind} | {v['gbps']:.1f} | {v['tool']} |")
-    lines += ["", "GB/s counts the bytes each call must move (whole cache lines for E9); `% lim` is the "
+    lines += ["", "`read2` reads two arrays in one pass, as E10 does (for information; goals use `read`).",
+              "", "GB/s counts the bytes each call must move (whole cache lines for E9); `% lim` is the "
               "fraction of the triad bandwidth (read bandwidth for E10); `x np` = NumPy time / row time; "
               "`x peer` = best peer time / row time (fresh rows against fresh peers, out= rows against all).", ""]
     lines += summary(res)

@@ -27,7 +27,7 @@ def test_bench_smoke(tmp_path, capsys) -> None:
         if "seconds" in r:
             assert r["gbps"] > 0 and r["seconds"] > 0
     assert not any(r["mode"] == "out" and r["case"] == "E10" for r in rows)  # no out= for reductions
-    assert set(res["bandwidth"]) == {"copy", "triad", "read"}
+    assert set(res["bandwidth"]) == {"copy", "triad", "read", "read2"}
     assert "## n = 1,000" in md and "| E9 |" in md
     assert res["once"]["import_ms"] > 0
     assert "[" in capsys.readouterr().out  # per-line progress
