@@ -33,7 +33,9 @@ def device_of(obj) -> str:
     if isinstance(dev, str) and dev.startswith(("cpu", "cuda")):
         return parse_device(dev)
     if hasattr(obj, "__cuda_array_interface__"):
-        return "cuda:0"  # TODO(#6): ask the driver (cuPointerGetAttribute) for the ordinal
+        from lazyk.backend.cuda import pointer_ordinal
+        ordinal = pointer_ordinal(obj.__cuda_array_interface__["data"][0])
+        return f"cuda:{ordinal or 0}"
     return "cpu"
 
 

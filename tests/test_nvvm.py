@@ -501,7 +501,7 @@ class FakeDriver:
         self.arena = np.zeros(1 << 22, np.uint8)
         self.base = self.arena.ctypes.data
         self.top, self.live, self.launches, self.partials = 256, set(), [], {}
-        self.unloaded = []
+        self.unloaded, self.streams = [], []
 
     def ok(self, *values):
         return (0, *values)
@@ -558,6 +558,20 @@ class FakeDriver:
     def cuModuleLoadData(self, image):
         assert image.endswith(b"\0") and b".entry" in image
         return self.ok(("module", len(self.launches), id(image)))
+
+    def cuPointerGetAttribute(self, attr, ptr):
+        assert attr == "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL"
+        return self.ok(1 if ptr == 0xC0DA0000 else 0)
+
+    CUpointer_attribute = _Enum()
+
+    def cuStreamCreate(self, flags):
+        self.streams.append("stream")
+        return self.ok(len(self.streams))
+
+    def cuStreamDestroy(self, stream):
+        self.streams.remove("stream")
+        return self.ok()
 
     def cuModuleUnload(self, module):
         self.unloaded.append(module)
@@ -889,3 +903,21 @@ def test_emulated_empty_reductions(fake_driver):
     assert lx.sum(d, axis=0).eval().shape == (0,)
     with pytest.raises(ValueError, match="no identity"):
         lx.max(d, axis=1).eval()
+
+
+def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
+    from lazyk.backend import cuda
+    from lazyk.device import DeviceArray, device_of
+    from lazyk.passes.dims import simplify_dims
+    dev = cuda.get_device(0)
+    x = DeviceArray.from_numpy(np.arange(8.0))
+    out = DeviceArray.empty((8,), np.float64)
+    with cuda.Stream(dev) as stream:
+        cuda.execute(binary_spec("f8", "f8"), simplify_dims((8,), ((8,),) * 3), out.ptr,
+                     (x.ptr, x.ptr), dev, stream.handle)
+        stream.synchronize()
+    assert fake_driver.streams == []
+    np.testing.assert_array_equal(out.to("cpu"), np.arange(8.0) * 2)
+    gpu1 = FakeGPUArray((3,))
+    gpu1.__cuda_array_interface__["data"] = (0xC0DA0000, False)
+    assert device_of(gpu1) == "cuda:1" and device_of(FakeGPUArray((3,))) == "cuda:0"

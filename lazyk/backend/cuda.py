@@ -89,6 +89,22 @@ def device_count() -> int:
     return check(driver().cuDeviceGetCount())
 
 
+def pointer_ordinal(ptr: int) -> int | None:
+    """The device a pointer from another library (CuPy, PyTorch, ...) belongs to, if known.
+
+    Asks only an already initialised driver: deciding where an operand lives must not be
+    what first loads CUDA.
+    """
+    if not _initialised or not ptr:
+        return None
+    drv = driver()
+    try:
+        return int(check(drv.cuPointerGetAttribute(
+            drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)))
+    except DeviceError:
+        return None
+
+
 @dataclass
 class Device:
     """One GPU with its primary context made current on use."""
