@@ -175,3 +175,16 @@ def test_concurrent_writers_leave_a_whole_entry(tmp_path) -> None:
     errors = [p.communicate()[1] for p in procs if p.wait() != 0]
     assert not errors, errors
     assert objcache.ObjectCache(tmp_path).load("e" * 64) is not None
+
+
+def test_prune_keeps_recent_entries_under_the_limit(tmp_path) -> None:
+    cache = objcache.ObjectCache(tmp_path, max_bytes=10_000)
+    for i in range(20):
+        cache.store(f"{i:064d}", bytes(1000))
+        os.utime(cache.path(f"{i:064d}"), (1000 + i, 1000 + i))  # entry i is i seconds newer
+    cache.load(f"{0:064d}")  # a hit makes the oldest entry the most recently used
+    cache.prune()
+    info = cache.info()
+    assert info["bytes"] <= 8_000
+    assert cache.load(f"{0:064d}") is not None and cache.load(f"{19:064d}") is not None
+    assert cache.load(f"{1:064d}") is None

@@ -15,9 +15,14 @@ import hashlib
 import os
 import struct
 import tempfile
+import threading
 from pathlib import Path
 
 MAGIC = b"LZKOBJ1\n"
+# Entries are small (2-3 KB per kernel) but test suites make tens of thousands: past this size
+# the least recently used entries go (hits refresh an entry's mtime).
+MAX_BYTES = 256 << 20
+_PRUNE_EVERY = 256  # stores per process between size checks (a check scans the directory)
 _HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of payload, payload length
 SUFFIX = ".o"
 
@@ -103,11 +108,14 @@ def source_digest(*modules: str) -> str:
 class ObjectCache:
     """A directory of verified object files; `hits`/`misses`/`corrupt` count lookups."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None = None,
+                 max_bytes: int = MAX_BYTES) -> None:
         self.directory = Path(directory) if directory is not None else default_dir()
+        self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
         self.corrupt = 0
+        self._stores = 0
         self._pending: dict[str, bytes] = {}
 
     def path(self, key: str) -> Path:
@@ -128,6 +136,10 @@ class ObjectCache:
             payload = blob[_HEADER.size:]
             if magic == MAGIC and size == len(payload) and hashlib.sha256(payload).digest() == digest:
                 self.hits += 1
+                try:
+                    os.utime(p)  # recently used: pruning removes the oldest first
+                except OSError:
+                    pass
                 return payload
         # Torn, truncated or tampered: never hand it to the loader; recompile instead.
         self.corrupt += 1
@@ -148,6 +160,10 @@ class ObjectCache:
                     f.write(_HEADER.pack(MAGIC, hashlib.sha256(obj).digest(), len(obj)))
                     f.write(obj)
                 os.replace(tmp, self.path(key))
+                self._stores += 1
+                if self._stores % _PRUNE_EVERY == 1:
+                    # Off the compile path: scanning a big directory takes tens of ms.
+                    threading.Thread(target=self.prune, daemon=True).start()
             except BaseException:
                 try:
                     os.unlink(tmp)
@@ -190,6 +206,33 @@ class ObjectCache:
         entries = [e for e in entries if not e.name.startswith(".tmp-")]
         return {"directory": str(self.directory), "entries": len(entries),
                 "bytes": sum(e.stat().st_size for e in entries)}
+
+    def prune(self, max_bytes: int | None = None) -> int:
+        """Delete least recently used entries until at most 80% of `max_bytes` remain."""
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        try:
+            entries = []
+            with os.scandir(self.directory) as it:
+                for e in it:
+                    if e.name.endswith(SUFFIX):
+                        st = e.stat()
+                        entries.append((st.st_mtime, st.st_size, e.path))
+        except OSError:
+            return 0
+        total = sum(size for _, size, _ in entries)
+        if total <= limit:
+            return 0
+        removed = 0
+        for _, size, path in sorted(entries):
+            if total <= 0.8 * limit:
+                break
+            try:
+                os.unlink(path)
+                total -= size
+                removed += 1
+            except OSError:
+                pass
+        return removed
 
     def clear(self) -> int:
         """Delete every entry (and leftover temporary files); returns how many were removed."""
