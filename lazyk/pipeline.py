@@ -260,10 +260,11 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
                    if step.keepdims or d not in axes)
     if out is None:
         out = np.empty(rshape, step.dtype)
-    if out.size == 0:
-        return out
-    if any(shape[d] == 0 for d in range(len(shape))):
+    if any(shape[d] == 0 for d in axes):
+        # NumPy raises for min/max over an empty axis even when the result is empty too.
         out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
+        return out
+    if out.size == 0:
         return out
     if _backend() is None:  # the reference executor folds into an initialised output
         from lazyk import ops
