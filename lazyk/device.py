@@ -5,6 +5,8 @@ emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lazyk.errors import DeviceError, NotSupportedError
@@ -41,11 +43,14 @@ def device_of(obj) -> str:
 
 def common_device(named: dict[str, object]) -> str:
     """The one device all named operands live on; DeviceError naming them when they differ."""
+    devices = {name: device_of(obj) for name, obj in named.items()}
+    if len(set(devices.values())) <= 1:
+        return next(iter(devices.values()), "cpu")
     where: dict[str, list[str]] = {}
     for name, obj in named.items():
         shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
         label = name if shape is None else f"{name} {tuple(shape)} {dtype}"
-        where.setdefault(device_of(obj), []).append(label)
+        where.setdefault(devices[name], []).append(label)
     if len(where) > 1:
         parts = "; ".join(f"{', '.join(names)} on {dev}" for dev, names in sorted(where.items()))
         raise DeviceError(f"operands live on different devices ({parts}); "
@@ -74,8 +79,7 @@ class DeviceArray(Operators):
         from lazyk.backend import cuda
         device = parse_device(device)
         dt = np.dtype(dtype)
-        buf = cuda.Buffer(int(np.prod(shape, dtype=np.int64)) * dt.itemsize,
-                          cuda.get_device(_ordinal(device)))
+        buf = cuda.Buffer(math.prod(shape) * dt.itemsize, cuda.get_device(_ordinal(device)))
         return cls(shape, dt, buf.ptr, device=device, owner=buf)
 
     @classmethod
@@ -200,40 +204,64 @@ def _broadcast_strides(arr: DeviceArray, shape: tuple) -> tuple[int, ...]:
                  for d in range(len(shape)))
 
 
-def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
-    """Bind and launch one fused step on the GPU into a new DeviceArray."""
+# Per (step, operand geometry): everything a call needs besides the pointers, so a repeated
+# call skips the dims pass, spec specialisation and the kernel-cache lookup. Values hold the
+# step, so the id() in the key stays unique while the entry lives.
+_GEOMETRY: dict[tuple, tuple] = {}
+
+
+def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
     from dataclasses import replace
 
     from lazyk.backend import cuda
     from lazyk.passes.dims import simplify_dims
 
-    device = arrays[0].device if arrays else "cuda:0"
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
     dts = tuple(a.dtype for a in arrays)
     aligned = tuple(a.ptr % a.dtype.itemsize == 0 and all(st % a.dtype.itemsize == 0
                                                          for st in a.strides) for a in arrays)
-    spec = replace(step.spec, inputs=dts, aligned=aligned)
+    spec = step.spec
+    if dts != spec.inputs or aligned != spec.aligned:
+        spec = replace(spec, inputs=dts, aligned=aligned)
     axes = step.axes or ()
     reduced = tuple(d in axes for d in range(len(shape)))
+    alloc = tuple(1 if r else n for n, r in zip(shape, reduced))
+    ostr = _c_strides(alloc, step.dtype)
     if step.axes is None:
-        out = DeviceArray.empty(shape, step.dtype, device)
-        ostr = out.strides
+        result = shape
     else:
-        rshape = tuple(1 if r else n for n, r in zip(shape, reduced))
-        full = DeviceArray.empty(rshape, step.dtype, device)
-        ostr = tuple(0 if r else s for r, s in zip(reduced, full.strides))
-        keep = rshape if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
-        out = DeviceArray(keep, full.dtype, full.ptr, device=device, owner=full.owner)
-    if 0 in shape:
+        ostr = tuple(0 if r else st for r, st in zip(reduced, ostr))
+        result = alloc if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
+    kernel = layout = None
+    if 0 not in shape:
+        layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
+                               reduced)
+        kernel = cuda.kernel(spec, layout, cuda.get_device(_ordinal(device)))
+    count = math.prod(shape[d] for d in axes)
+    return step, shape, alloc, result, layout, kernel, count
+
+
+def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
+    """Bind and launch one fused step on the GPU into a new DeviceArray."""
+    device = arrays[0].device if arrays else "cuda:0"
+    key = (id(step), device, *((a.shape, a.strides, a.dtype, a.ptr % 16) for a in arrays))
+    plan = _GEOMETRY.get(key)
+    if plan is None or (plan[5] is not None and plan[5].module.handle is None):
+        # new geometry, or its kernel was evicted (and unloaded) from the kernel cache
+        if len(_GEOMETRY) > 256:
+            _GEOMETRY.clear()
+        plan = _GEOMETRY[key] = _plan_step(step, arrays, device)
+    _, shape, alloc, result, layout, kernel, count = plan
+    full = DeviceArray.empty(alloc, step.dtype, device)
+    out = full if result == alloc else DeviceArray(result, full.dtype, full.ptr, device=device,
+                                                   owner=full.owner)
+    if kernel is None:  # an empty dim
         if step.axes is not None and out.size:
             _fill_identity(out, step)
         return out
-    layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
-                           reduced)
-    dev = cuda.get_device(_ordinal(device))
-    cuda.execute(spec, layout, out.ptr, tuple(a.ptr for a in arrays), dev)
+    kernel(out.ptr, tuple(a.ptr for a in arrays), layout)
     if step.mean:
-        _divide_in_place(out, int(np.prod([shape[d] for d in axes])), dev)
+        _divide_in_place(out, count, kernel.device)
     return out
 
 

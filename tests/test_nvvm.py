@@ -689,6 +689,8 @@ def fake_driver(monkeypatch):
     monkeypatch.setattr(cuda, "_initialised", False)
     monkeypatch.setattr(cuda, "_cache", {})
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
+    from lazyk import device
+    monkeypatch.setattr(device, "_GEOMETRY", {})
     # Trees of 32 threads: the same code as 256 (which the ptxas tests compile) at an eighth
     # of the emulation's thread and barrier traffic.
     monkeypatch.setattr(nvvm, "REDUCE_BLOCK", 32)
@@ -811,6 +813,8 @@ def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
     (d + 1.0).eval()
     (d * 3.0).eval()
     assert len(cuda._cache) == 1 and len(fake_driver.unloaded) == 1
+    # the first kernel's module is gone: its cached geometry recompiles instead of launching it
+    np.testing.assert_array_equal((d + 1.0).eval().to("cpu"), np.full(10, 2.0))
 
 
 def test_dlpack_export_import_round_trip():
