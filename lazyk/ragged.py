@@ -12,6 +12,7 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 """
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,9 +62,60 @@ def _flatten(items, depth: int):
     return out
 
 
+def _bytes_at(addr: np.ndarray, width: int) -> np.ndarray:
+    """`width` bytes at each address (uint8 rows), read through one NumPy view of the span."""
+    if not len(addr):
+        return np.zeros((0, width), np.uint8)
+    lo = int(addr.min())
+    span = int(addr.max()) - lo + width
+    # Only the indexed bytes are touched; the span view itself reads nothing.
+    buf = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(lo))
+    return buf[(addr - lo)[:, None] + np.arange(width)]
+
+
+def gather(array, dtype: np.dtype) -> Operand:
+    """Flatten a lazyk Array by its arrmeta (docs/layout.md): vectorised, no Python lists."""
+    shape, _, option = describe(array)
+    t = array.type
+    while type(t).__name__ in ("FixedDim", "VarDim"):
+        t = t.elem
+    elem = (t.elem if option else t).to_numpy()
+    meta, k = array.meta, 0
+    outer = shape[:-1] if shape else ()
+    rows = np.array([array.ptr], np.int64)
+    for n in outer:
+        size, stride = meta[k], meta[k + 1]
+        k += 2
+        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * stride).reshape(-1)
+    if not shape:
+        lengths, addr = np.ones(1, np.int64), rows
+    elif shape[-1] == "var":
+        vstride, voff = meta[k + 1], meta[k + 2]
+        k += 3
+        rec = _bytes_at(rows, 16)
+        begin = rec[:, :8].copy().view(np.int64).reshape(-1)
+        lengths = rec[:, 8:].copy().view(np.int64).reshape(-1)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
+        addr = np.repeat(begin + voff, lengths) + pos * vstride
+    else:
+        n, stride = meta[k], meta[k + 1]
+        k += 2
+        lengths = np.full(len(rows), n, np.int64)
+        addr = (rows[:, None] + np.arange(n, dtype=np.int64) * stride).reshape(-1)
+    values = _bytes_at(addr, elem.itemsize).copy().view(elem).reshape(-1).astype(dtype)
+    mask = None
+    if option:
+        mask = _bytes_at(addr + meta[k], 1).reshape(-1) != 0
+        values = np.where(mask, values, np.zeros((), dtype))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    var = bool(shape) and shape[-1] == "var"
+    return Operand(tuple(outer), lengths, starts, values, mask, var,
+                   None if var or not shape else shape[-1])
+
+
 def from_array(array, dtype: np.dtype) -> Operand:
-    """Flatten a lazyk Array (var / option) into an Operand (reads it through to_list)."""
-    # TODO(#4): gather through the arrmeta (docs/layout.md) instead of Python lists.
+    """Flatten a lazyk Array through to_list (the reference `gather` is tested against)."""
     shape, _, option = describe(array)
     data = array.to_list()
     scalar = not shape
@@ -233,7 +285,7 @@ def evaluate(expr, out=None):
         v = leaf_data(value)
         names.append(name)
         if is_ragged(v):
-            ops_.append(from_array(v.array, _leaf_dtype(root, name)))
+            ops_.append(gather(v.array, _leaf_dtype(root, name)))
         else:
             ops_.append(from_numpy(v))
     struct, index = line_up([f"operand {k}" for k in range(len(names))], ops_)
@@ -257,6 +309,11 @@ def evaluate(expr, out=None):
         option = mask is not None
         lengths = np.ones(len(lengths), np.int64)
         has_last = keep
+    fixed_result = not option and not (has_last and reduce_arg is None and struct.var)
+    if fixed_result:  # a plain fixed result: hand the values over without Python lists
+        shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
+                                if has_last else ())
+        return array(np.ascontiguousarray(values, dtype=expr.dtype).reshape(shape))
     flat = [None if (mask is not None and not m) else v
             for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
     nested = _nest(flat, outer, lengths, has_last)

@@ -118,3 +118,22 @@ def test_more_forms_outer_dims_top_level_var_and_scalars():
     assert str(got.type) == "2 * 3 * int64" and got.to_list() == [[11, 21, 31], [12, 23, 34]]
     p = A([[1, None]], "1 * var * ?int64")
     assert lazyk.where(p > 0, p, 0).eval().to_list() == [[1, None]]
+
+
+def test_arrmeta_gather_equals_list_reading():
+    from lazyk.ragged import from_array, gather
+
+    a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
+    cases = [A([[1.0, None, 3.0], [4.0]], "2 * var * ?float64"),
+             A([[1, 2, 3], [4], []], "3 * var * int32"), A([[[1, 2], [3]], [[4], [5, 6, 7]]]),
+             A([1, None, 3], "3 * ?int16"), A([1, 2, 3], "var * int32"), A(None, "?int32"),
+             a[::-1], a[:, ::-1], a[1:]]
+    for c in cases:
+        g, f = gather(c, np.dtype("f8")), from_array(c, np.dtype("f8"))
+        assert (g.outer, g.var, g.last) == (f.outer, f.var, f.last), c.type
+        np.testing.assert_array_equal(g.lengths, f.lengths)
+        np.testing.assert_array_equal(g.values, f.values)
+        assert (g.mask is None) == (f.mask is None)
+        if g.mask is not None:
+            np.testing.assert_array_equal(g.mask, f.mask)
+    assert (a[:, ::-1] * 10).eval().to_list() == [[30, 20, 10], [50, 40], [60]]
