@@ -271,6 +271,7 @@ def evaluate(expr, out=None):
     if out is not None:
         raise NotSupportedError("out= with var or option operands")
     root = expr.node
+    red_node = root
     reduce_arg = None
     if root.op == REDUCE_OP:
         reduce_arg, root = root.arg, root.srcs[0]
@@ -289,23 +290,48 @@ def evaluate(expr, out=None):
         else:
             ops_.append(from_numpy(v))
     struct, index = line_up([f"operand {k}" for k in range(len(names))], ops_)
-    data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
-    masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
-    mask = np.logical_and.reduce(masks) if masks else None
-    with np.errstate(all="ignore"):
-        values = run_program(plan(root), data) if data else None
-    values = np.broadcast_to(values, (int(struct.lengths.sum()),))
-    option = mask is not None
     lengths, outer = struct.lengths, struct.outer
     has_last = struct.var or struct.last is not None
-    if reduce_arg is not None:
+    fused = None
+    if reduce_arg is not None and reduce_arg[1] == (len(outer),):
+        from lazyk.expr import Expr
+
+        fused = _fused_row_reduction(Expr(red_node.replace(srcs=(root,)), expr.env), names,
+                                     ops_, struct, index, reduce_arg)
+    if fused is not None:
+        # One kernel did the elementwise work and the per-row reduction (no reduceat).
+        values, valid, any_mask, skipna, _ = fused
+        op, keep = reduce_arg[0], reduce_arg[2]
+        extremum = op in ("min", "max")
+        if not any_mask:
+            if extremum and not valid.all():
+                raise ValueError(f"zero-size row {int(np.argmin(valid))} in reduction {op}, "
+                                 "which has no identity")
+            mask = None
+        elif skipna:
+            mask = valid if extremum or op == "mean" else None
+        else:
+            mask = valid
+        values = values.astype(red_node.dtype, copy=False)
+        option = mask is not None
+        lengths = np.ones(len(lengths), np.int64)
+        has_last = keep
+    if fused is None:
+        data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
+        masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
+        mask = np.logical_and.reduce(masks) if masks else None
+        with np.errstate(all="ignore"):
+            values = run_program(plan(root), data) if data else None
+        values = np.broadcast_to(values, (int(struct.lengths.sum()),))
+        option = mask is not None
+    if reduce_arg is not None and fused is None:
         op, axes, keep = reduce_arg[:3]
         skipna = len(reduce_arg) > 3 and reduce_arg[3]
         ndim = len(outer) + 1
         if axes != (ndim - 1,):
             raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option "
                                     "expression (only the last axis)")
-        values, mask = _reduce_rows(op, values, mask, lengths, skipna, expr.dtype)
+        values, mask = _reduce_rows(op, values, mask, lengths, skipna, red_node.dtype)
         option = mask is not None
         lengths = np.ones(len(lengths), np.int64)
         has_last = keep
@@ -313,14 +339,14 @@ def evaluate(expr, out=None):
     if fixed_result:  # a plain fixed result: hand the values over without Python lists
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
                                 if has_last else ())
-        return array(np.ascontiguousarray(values, dtype=expr.dtype).reshape(shape))
+        return array(np.ascontiguousarray(values, dtype=red_node.dtype).reshape(shape))
     flat = [None if (mask is not None and not m) else v
             for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
     nested = _nest(flat, outer, lengths, has_last)
     dims = [str(d) for d in outer]
     if has_last:
         dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
-    text = " * ".join(dims + [("?" if option else "") + np.dtype(expr.dtype).name])
+    text = " * ".join(dims + [("?" if option else "") + np.dtype(red_node.dtype).name])
     return array(nested, type=text)
 
 
@@ -350,3 +376,119 @@ def _leaf_dtype(root, name: str) -> np.dtype:
         if n.op == "input" and n.arg == name:
             return n.dtype
     return np.dtype(np.float64)
+
+
+# ---------------------------------------------------------------- fused segmented reductions
+_seg_cache: dict = {}
+_seg_lock = __import__("threading").Lock()
+seg_stats = {"compiles": 0, "hits": 0, "runs": 0}
+_SEG_NAME = "lazyk_seg"
+
+
+class SegmentedKernel:
+    """JIT code of one fused elementwise + per-row reduction (codegen.llvm._SegGen)."""
+
+    def __init__(self, spec, masked: tuple, skipna: bool, mean: bool):
+        from lazyk.backend.cpu import JITModule
+        from lazyk.codegen.llvm import generate_segmented
+
+        self.spec, self.masked, self.skipna, self.mean = spec, masked, skipna, mean
+        names = (f"{_SEG_NAME}_single", f"{_SEG_NAME}_destroy")
+        self.jit = JITModule(lambda: str(generate_segmented(spec, masked, skipna, mean,
+                                                             _SEG_NAME)), names)
+        self.single_address = self.jit.addresses[names[0]]
+        self.destroy_address = self.jit.addresses[names[1]]
+        self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_void_p)(self.single_address)
+
+    @property
+    def ir(self) -> str:
+        return self.jit.source_ir
+
+    def __call__(self, offsets: np.ndarray, inputs: list, masks: list, out: np.ndarray,
+                 valid: np.ndarray) -> None:
+        """Bind (checks every size, so no access leaves the arrays) and run once."""
+        nrows = len(offsets) - 1
+        total = int(offsets[-1]) if nrows >= 0 else 0
+        if (offsets.dtype != np.int64 or not offsets.flags.c_contiguous or nrows < 0
+                or offsets[0] != 0 or (nrows and np.any(np.diff(offsets) < 0))):
+            raise ValueError("offsets must be non-decreasing int64 starting at 0")
+        if out.shape != (nrows,) or valid.shape != (nrows,) or valid.dtype != np.uint8 \
+                or out.dtype != np.dtype(self.spec.outputs[0][1]) or \
+                not (out.flags.c_contiguous and valid.flags.c_contiguous):
+            raise ValueError("segmented outputs must be contiguous, one per row")
+        for a, dt in zip(inputs, self.spec.inputs):
+            if a.dtype != dt or a.shape != (total,) or not a.flags.c_contiguous:
+                raise ValueError(f"segmented input {a.dtype}{a.shape} does not match "
+                                 f"{np.dtype(dt)} ({total},)")
+        for m in masks:
+            if m.dtype != np.uint8 or m.shape != (total,) or not m.flags.c_contiguous:
+                raise ValueError("segmented masks must be contiguous uint8, one per element")
+        if len(masks) != sum(self.masked) or len(inputs) != len(self.spec.inputs):
+            raise ValueError("wrong number of segmented operands")
+        if nrows == 0:
+            return
+        kd = (ctypes.c_int64 * 4)(self.single_address, self.destroy_address, 0, nrows)
+        arrays = [offsets, *inputs, *masks]
+        src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
+        # kd/src/dst are this call's own: concurrent calls share only the code
+        self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
+        seg_stats["runs"] += 1
+
+
+def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool) -> SegmentedKernel:
+    """The compiled segmented kernel for these keys (cached; never keyed on sizes)."""
+    key = (spec, tuple(masked), bool(skipna), bool(mean))
+    with _seg_lock:
+        k = _seg_cache.get(key)
+        if k is not None:
+            seg_stats["hits"] += 1
+            return k
+    k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean))
+    with _seg_lock:
+        other = _seg_cache.get(key)
+        if other is not None:  # another thread compiled it first
+            return other
+        _seg_cache[key] = k
+        seg_stats["compiles"] += 1
+        if len(_seg_cache) > 128:  # a running call holds its own reference to the code
+            _seg_cache.pop(next(iter(_seg_cache)))
+    return k
+
+
+def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
+    """Values and valid flags per row from ONE fused kernel, or None when not expressible."""
+    from dataclasses import replace
+
+    from lazyk.pipeline import plan
+
+    prog = plan(expr.node)
+    if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
+        return None
+    step = prog.steps[0]
+    by_name = dict(zip(names, zip(ops_, index)))
+    if any(n not in by_name for n in step.inputs):
+        return None
+    spec = step.spec
+    native = tuple(np.dtype(d).newbyteorder("=") for d in spec.inputs)
+    spec = replace(spec, inputs=native, aligned=(True,) * len(native))
+    acc = np.dtype(spec.outputs[0][1])
+    if step.mean and acc.kind not in "fc":
+        return None
+    inputs, masks, masked = [], [], []
+    for n, dt in zip(step.inputs, native):
+        op, ix = by_name[n]
+        inputs.append(np.ascontiguousarray(op.values[ix], dtype=dt))
+        masked.append(op.mask is not None)
+        if op.mask is not None:
+            masks.append(np.ascontiguousarray(op.mask[ix], dtype=np.uint8))
+    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
+    kernel = segmented_kernel(spec, tuple(masked), skipna, step.mean)
+    lengths = struct.lengths
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out = np.empty(len(lengths), acc)
+    valid = np.empty(len(lengths), np.uint8)
+    kernel(offsets, inputs, masks, out, valid)
+    return out, valid.view(bool), any(masked), skipna, step.mean

@@ -614,3 +614,109 @@ def generate(spec: Any, layout: LayoutClass, name: str = "lazyk_k", target: Any 
 def kernel_data_size(layout: LayoutClass, nout: int, nin: int) -> int:
     """Bytes of kernel data for this layout (prefix, ndim, shape, strides)."""
     return PREFIX_BYTES + 8 * layout.ndim * (1 + nout + nin)
+
+
+# ---------------------------------------------------------------- segmented (var-row) reductions
+class _SegGen(_Gen):
+    """Fused elementwise body + per-row reduction over a segmented layout (issue 4, ragged).
+
+    Entry `{name}_single(char *dst, char *const *src, ckernel_prefix *self)`:
+    - `dst` is a `char *const *` of two outputs: the per-row result (accumulator dtype,
+      contiguous) and a per-row `uint8` valid flag (1 = a value, 0 = missing / no value).
+    - `src[0]` is an `int64` offsets array of `nrows + 1` entries (row r is elements
+      `offsets[r] .. offsets[r+1]`), `src[1 + j]` input j's values (contiguous, one per
+      element), then one contiguous `uint8` mask (1 = present) per input in `masked`.
+    - kernel data: {function, destructor, 0, nrows} (int64).
+    Per row: the identity is the start value; an element whose masks are all present runs
+    the body and folds; a missing one is skipped (`skipna`) or marks the row missing.
+    Valid flag: 0 when a missing element was seen without `skipna`, or when no element was
+    folded for min/max (no identity) and for a `skipna` mean. `mean` divides by the number
+    of folded elements. The loop keeps its accumulators on the stack: no allocation.
+    """
+
+    def __init__(self, spec: Any, masked: tuple, skipna: bool, mean: bool, name: str,
+                 target: Any):
+        super().__init__(spec, LayoutClass(1, ""), name, target)
+        self.masked, self.skipna, self.mean = tuple(masked), skipna, mean
+
+    def build(self) -> ir.Module:
+        ft = ir.FunctionType(ir.VoidType(), [P8, P8.as_pointer(), P8])
+        fn = ir.Function(self.module, ft, f"{self.name}_single")
+        dst, src, kd = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        dsts = b.bitcast(dst, P8.as_pointer())
+        outv = b.load(b.gep(dsts, [ir.Constant(I64, 0)]))
+        outm = b.load(b.gep(dsts, [ir.Constant(I64, 1)]))
+        offs = b.bitcast(b.load(b.gep(src, [ir.Constant(I64, 0)])), I64.as_pointer())
+        ins = [b.load(b.gep(src, [ir.Constant(I64, 1 + j)])) for j in range(self.nin)]
+        mj = [j for j in range(self.nin) if self.masked[j]]
+        masks = [b.load(b.gep(src, [ir.Constant(I64, 1 + self.nin + k)])) for k in range(len(mj))]
+        nrows = self._field(b, kd, 3)
+        dt = self.out_dts[0]
+        em = Emitter(b, self.target)
+        acc = self._acc_alloca(b)
+        with b.goto_entry_block():
+            cnt = b.alloca(I64)
+            bad = b.alloca(I1)
+        one, zero = ir.Constant(I64, 1), ir.Constant(I64, 0)
+        isz = [np.dtype(d).itemsize for d in self.spec.inputs]
+
+        def row(r):
+            lo = b.load(b.gep(offs, [r]), align=8)
+            hi = b.load(b.gep(offs, [b.add(r, one)]), align=8)
+            n = b.sub(hi, lo)
+            self._acc_store(b, acc, em.const(dt, self.red.identity(dt)))
+            b.store(zero, cnt)
+            b.store(ir.Constant(I1, 0), bad)
+
+            def fold():
+                e = b.add(lo, i_cell[0])
+                vals = [load_value(b, b.gep(p, [b.mul(e, ir.Constant(I64, sz))]), d, al)
+                        for p, sz, d, al in zip(ins, isz, self.spec.inputs, self.spec.aligned)]
+                res = emit_body(b, self.spec, vals, self.target)
+                self._acc_store(b, acc, self._combine(em, self._acc_load(b, acc), res[0]))
+                b.store(b.add(b.load(cnt), one), cnt)
+
+            i_cell = [None]
+
+            def elem(i):
+                i_cell[0] = i
+                if not masks:
+                    fold()
+                    return
+                e = b.add(lo, i)
+                ok = ir.Constant(I1, 1)
+                for m in masks:
+                    ok = b.and_(ok, b.icmp_unsigned("!=", b.load(b.gep(m, [e]), align=1),
+                                                    ir.Constant(I8, 0)))
+                with b.if_else(ok) as (then, otherwise):
+                    with then:
+                        fold()
+                    with otherwise:
+                        b.store(ir.Constant(I1, 1), bad)
+            _for(b, n, elem, name="e")
+            c = b.load(cnt)
+            v = self._acc_load(b, acc)
+            valid = b.not_(b.load(bad)) if (masks and not self.skipna) else ir.Constant(I1, 1)
+            if self.red.combine in ("minimum", "maximum") or (self.mean and self.skipna):
+                valid = b.and_(valid, b.icmp_signed(">", c, zero))
+            if self.mean:
+                t = lltype(dt)
+                cf = b.sitofp(c, t)
+                v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
+            store_value(b, v, b.gep(outv, [b.mul(r, ir.Constant(I64, dt.itemsize))]), dt)
+            b.store(b.zext(valid, I8), b.gep(outm, [r]), align=1)
+        _for(b, nrows, row, name="r")
+        b.ret_void()
+        self._emit_destroy()
+        return self.module
+
+
+def generate_segmented(spec: Any, masked: tuple, skipna: bool, mean: bool,
+                       name: str = "lazyk_seg", target: Any = None) -> ir.Module:
+    """The module of a segmented (var-row) reduction kernel; see `_SegGen`."""
+    if spec.reduce is None:
+        raise ops.NotSupportedError("a segmented kernel needs a reduction")
+    if mean and np.dtype(spec.outputs[0][1]).kind not in "fc":
+        raise ops.NotSupportedError("a segmented mean needs a float accumulator")
+    return _SegGen(spec, masked, skipna, mean, name, target or CPUTarget()).build()
