@@ -457,17 +457,34 @@ def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool) -> Segmented
     return k
 
 
+def _rows_graph(root):
+    """The graph over the segmented iteration space `R * L` (symbols, never sizes): every
+    operand is lined up element by element, so the spec (and the kernel cache key) does not
+    depend on the row count or the outer dims."""
+    from lazyk.graph import rewrite
+
+    def visit(node, srcs):
+        if node.op == REDUCE_OP:
+            arg = (node.arg[0], (1,), node.arg[2]) + tuple(node.arg[3:])
+            return node.replace(srcs=srcs, shape=("R", 1) if node.arg[2] else ("R",), arg=arg)
+        if node.shape == ():
+            return node.replace(srcs=srcs) if srcs != node.srcs else node
+        return node.replace(srcs=srcs, shape=("R", "L"))
+    return rewrite(root, visit)
+
+
 def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     """Values and valid flags per row from ONE fused kernel, or None when not expressible."""
     from dataclasses import replace
 
-    from lazyk.pipeline import plan
+    from lazyk.pipeline import canonical, plan
 
-    prog = plan(expr.node)
+    # canonical leaf names: the same structure gives the same spec (one compile)
+    node, by_name = canonical(expr.node, dict(zip(names, zip(ops_, index))))
+    prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
         return None
     step = prog.steps[0]
-    by_name = dict(zip(names, zip(ops_, index)))
     if any(n not in by_name for n in step.inputs):
         return None
     spec = step.spec

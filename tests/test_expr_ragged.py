@@ -137,3 +137,175 @@ def test_arrmeta_gather_equals_list_reading():
         if g.mask is not None:
             np.testing.assert_array_equal(g.mask, f.mask)
     assert (a[:, ::-1] * 10).eval().to_list() == [[30, 20, 10], [50, 40], [60]]
+
+
+# ---------------------------------------------------------------- fused var-row reductions
+def _one_fused_kernel(monkeypatch):
+    """Fail if the ragged path falls back to a separate elementwise kernel or to reduceat."""
+    from lazyk import ragged
+
+    def boom(*a, **k):
+        raise AssertionError("reduction ran outside the fused segmented kernel")
+    monkeypatch.setattr(ragged, "_reduce_rows", boom)
+    monkeypatch.setattr("lazyk.pipeline.run_program", boom)
+
+
+def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
+    from lazyk import kernel, ragged
+
+    _one_fused_kernel(monkeypatch)
+    ragged._seg_cache.clear()
+    x = A([[1.0, 2.0, 3.0], [4.0], [], [5.0, 6.0]], "4 * var * float64")
+    y = A([[1.0], [2.0, 3.0], [], [7.0]], "4 * var * float64")
+    e = (x * 2 + y).sum(axis=-1)
+    assert str(e.type) == "4 * float64"
+    before_seg, before_k = dict(ragged.seg_stats), dict(kernel.stats)
+    r = e.eval()
+    assert str(r.type) == "4 * float64"
+    # row 0: y's length-1 row broadcasts; row 1: x's does; row 2 is empty
+    assert r.to_list() == [3 + 5 + 7, 10 + 11, 0.0, 17 + 19]
+    assert ragged.seg_stats["compiles"] == before_seg["compiles"] + 1
+    assert ragged.seg_stats["runs"] == before_seg["runs"] + 1
+    assert kernel.stats["compiles"] == before_k["compiles"]  # no separate elementwise kernel
+    assert kernel.stats["hits"] == before_k["hits"]
+    # new sizes, same kernel: no compile
+    x2 = A([[1.0, 1.0], [2.0, 2.0, 2.0]], "2 * var * float64")
+    y2 = A([[0.5], [1.0, 1.0, 1.0]], "2 * var * float64")
+    assert (x2 * 2 + y2).sum(axis=-1).eval().to_list() == [5.0, 15.0]
+    assert ragged.seg_stats["compiles"] == before_seg["compiles"] + 1
+    (k,) = ragged._seg_cache.values()
+    ir = k.ir
+    assert "r.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
+    assert "fmul" in ir and "fadd" in ir       # the elementwise body is in the same function
+
+
+def test_fused_every_reduction_with_empty_and_length_one_rows(monkeypatch):
+    _one_fused_kernel(monkeypatch)
+    a = A([[1, 2, 3], [4], [], [-5, 6]], "4 * var * int32")
+    b = A([[10], [1, 2, 3], [], [2, 2]], "4 * var * int32")
+    e = a * b  # rows: [10, 20, 30], [4, 8, 12], [], [-10, 12]
+    cases = {
+        "sum": ("4 * int64", [60, 24, 0, 2]),
+        "prod": ("4 * int64", [6000, 384, 1, -120]),
+        "mean": ("4 * float64", [20.0, 8.0, None, 1.0]),
+        "any": ("4 * bool", [True, True, False, True]),
+        "all": ("4 * bool", [True, True, True, True]),
+    }
+    for name, (typ, want) in cases.items():
+        r = getattr(e, name)(axis=-1)
+        assert str(r.type) == typ, name
+        got = r.eval()
+        assert str(got.type) == typ, name
+        vals = got.to_list()
+        if name == "mean":  # NumPy: mean of an empty row is nan
+            assert np.isnan(vals[2])
+            vals[2] = None
+        assert vals == want, name
+    assert (e - 11).all(axis=1).eval().to_list() == [True, True, True, True]
+    assert (e == 12).any(axis=1).eval().to_list() == [False, True, False, True]
+    ne = A([[1, 2, 3], [4], [-5, 6]], "3 * var * int32")
+    assert (ne * -1).min(axis=-1).eval().to_list() == [-3, -4, -6]
+    assert str((ne * -1).min(axis=-1).eval().type) == "3 * int32"
+    assert (ne * 2).max(axis=-1, keepdims=True).eval().to_list() == [[6], [8], [12]]
+
+
+def test_fused_min_max_of_empty_row_raises_like_numpy():
+    a = A([[1.0, 2.0], []], "2 * var * float64")
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction max"):
+        (a + 1).max(axis=-1).eval()
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction min"):
+        a.min(axis=-1).eval()
+
+
+def test_fused_missing_values_skipna_and_all_missing_rows(monkeypatch):
+    _one_fused_kernel(monkeypatch)
+    a = A([[1.0, None, 3.0], [None, None], [], [2.0]], "4 * var * ?float64")
+    b = A([[1.0, 1.0, 2.0], [5.0], [], [None]], "4 * var * ?float64")
+    e = a * 2 + b  # [3, None, 8], [None, None], [], [None]
+    assert str(e.sum(axis=-1).type) == "4 * ?float64"
+    assert e.sum(axis=-1).eval().to_list() == [None, None, 0.0, None]
+    assert str(e.sum(axis=-1).eval().type) == "4 * ?float64"
+    r = e.sum(axis=-1, skipna=True).eval()
+    assert str(r.type) == "4 * float64" and r.to_list() == [11.0, 0.0, 0.0, 0.0]
+    assert e.prod(axis=-1, skipna=True).eval().to_list() == [24.0, 1.0, 1.0, 1.0]
+    # min / max / mean with nothing to fold: missing (documented choice for option inputs)
+    m = e.max(axis=-1, skipna=True).eval()
+    assert str(m.type) == "4 * ?float64" and m.to_list() == [8.0, None, None, None]
+    assert e.min(axis=-1, skipna=True).eval().to_list() == [3.0, None, None, None]
+    assert e.min(axis=-1).eval().to_list() == [None, None, None, None]
+    assert e.mean(axis=-1, skipna=True).eval().to_list() == [5.5, None, None, None]
+    # mean counts only present values under skipna
+    c = A([[2.0, None, 4.0, None, 9.0]], "1 * var * ?float64")
+    assert c.mean(axis=-1, skipna=True).eval().to_list() == [5.0]
+    assert c.mean(axis=-1).eval().to_list() == [None]
+    full = A([[2.0, 4.0], [1.0]], "2 * var * ?float64")
+    assert full.mean(axis=-1).eval().to_list() == [3.0, 1.0]
+    o = A([[1, None, 3], [None]], "2 * var * ?int32")
+    s = (o > 1).any(axis=-1, skipna=True).eval()
+    assert str(s.type) == "2 * bool" and s.to_list() == [True, False]
+    assert (o > 1).all(axis=-1).eval().to_list() == [None, None]
+    t = (o + 1).sum(axis=-1, skipna=True).eval()
+    assert str(t.type) == "2 * int64" and t.to_list() == [6, 0]
+
+
+def test_fused_reduction_of_negative_stride_views(monkeypatch):
+    _one_fused_kernel(monkeypatch)
+    a = A([[1.0, 2.0, 3.0], [4.0, 5.0], [6.0]], "3 * var * float64")
+    w = A([[1.0, 10.0, 100.0], [1.0, 10.0], [1.0]], "3 * var * float64")
+    # rows reversed inside: [3, 2, 1] . [1, 10, 100] = 123; [5, 4] . [1, 10] = 45
+    assert (a[:, ::-1] * w).sum(axis=-1).eval().to_list() == [123.0, 45.0, 6.0]
+    # outer dim reversed: rows [6], [4, 5], [1, 2, 3]
+    assert (a[::-1] * 2).sum(axis=-1).eval().to_list() == [12.0, 18.0, 12.0]
+    assert (a[::-1, ::-1] - w[::-1]).max(axis=-1).eval().to_list() == [5.0, 4.0, 2.0]
+    o = A([[1.0, None, 3.0], [4.0]], "2 * var * ?float64")
+    assert o[::-1, ::-1].sum(axis=-1, skipna=True).eval().to_list() == [4.0, 4.0]
+
+
+def test_fused_reduction_with_numpy_and_outer_fixed_dims(monkeypatch):
+    _one_fused_kernel(monkeypatch)
+    a = A([[[1, 2], [3]], [[4], [5, 6, 7]]], "2 * 2 * var * int64")
+    r = (a * np.array([[1], [10]])).sum(axis=-1).eval()
+    assert str(r.type) == "2 * 2 * int64" and r.to_list() == [[3, 30], [4, 180]]
+    v = A([[1.0], [2.0, 3.0]], "2 * var * float64")
+    got = (v + np.array([10.0, 20.0])).sum(axis=-1).eval()  # rows fit a fixed 2: 2 * 2
+    assert got.to_list() == [32.0, 35.0]
+    assert (v * 0.5 + 1).sum(axis=-1, keepdims=True).eval().to_list() == [[1.5], [4.5]]
+
+
+def test_segmented_kernel_is_thread_safe():
+    import threading
+
+    from lazyk import ragged
+    from lazyk.pipeline import plan
+
+    x = A([[1.0, 2.0], [3.0]], "2 * var * float64")
+    step = plan(((x * 2) + 1).sum(axis=-1).node).steps[0]
+    k = ragged.segmented_kernel(step.spec, (False,), False, False)
+    rng = np.random.default_rng(0)
+    jobs = []
+    for t in range(8):
+        lengths = rng.integers(0, 50, size=200 + t)
+        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        vals = rng.standard_normal(int(offsets[-1]))
+        jobs.append((offsets, vals, np.empty(len(lengths)), np.empty(len(lengths), np.uint8)))
+    errors = []
+
+    def work(job):
+        offsets, vals, out, valid = job
+        try:
+            for _ in range(50):
+                k(offsets, [vals], [], out, valid)
+        except Exception as exc:  # pragma: no cover
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(j,)) for j in jobs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for offsets, vals, out, valid in jobs:
+        want = np.array([np.sum(vals[lo:hi] * 2 + 1) for lo, hi in zip(offsets, offsets[1:])])
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+        assert valid.all()
+    with pytest.raises(ValueError):  # bind checks sizes: the kernel cannot read past the end
+        k(np.array([0, 5], np.int64), [np.zeros(3)], [], np.empty(1), np.empty(1, np.uint8))
