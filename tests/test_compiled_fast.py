@@ -1,0 +1,130 @@
+"""Compiled expressions called again (issue 5, Dispatch): the native-guard fast path.
+
+Structural, not timing: a repeated call must not re-enter the passes, fusion, the kernel
+compiler or LLVM, and every check of the slow path (dtype, shape, read-only, overlap) must
+still hold when the geometry matches a previous call.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk import compiled, kernel, pipeline
+from lazyk.errors import TypeMatchError
+
+
+def _f(text="x + y"):
+    x = lazyk.placeholder("x", "N * float64")
+    y = lazyk.placeholder("y", "N * float64")
+    return lazyk.compile(eval(text, {"x": x, "y": y}))
+
+
+def _forbid(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("repeated call re-entered planning or LLVM")
+
+    monkeypatch.setattr(pipeline, "run_passes", boom)
+    monkeypatch.setattr(pipeline, "plan", boom)
+    monkeypatch.setattr(compiled, "plan", boom)
+    monkeypatch.setattr(kernel, "compile", boom)
+    monkeypatch.setattr(kernel, "CompiledKernel", boom)
+    from lazyk.backend import cpu
+
+    monkeypatch.setattr(cpu, "JITModule", boom)
+    monkeypatch.setattr(pipeline, "_prepare", boom)
+    monkeypatch.setattr(compiled, "_prepare", boom)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_repeated_call_no_passes_no_llvm(monkeypatch, n):
+    f = _f("x * 2.0 + y")
+    a, b, o = np.arange(n, dtype=float), np.ones(n), np.empty(n)
+    f(a, b, out=o)
+    f(a, b)
+    _forbid(monkeypatch)
+    a2, b2, o2 = np.arange(n, dtype=float) + 1, np.full(n, 3.0), np.empty(n)
+    assert f(a2, b2, out=o2) is o2
+    np.testing.assert_array_equal(o2, a2 * 2 + b2)
+    np.testing.assert_array_equal(f(a2, b2), a2 * 2 + b2)
+
+
+def test_guard_installed_and_used():
+    f = _f("x - y")  # non-commutative: the kernel's input order matters
+    a, b, o = np.array([5.0]), np.array([2.0]), np.empty(1)
+    f(a, b, out=o)
+    if f._gfn is None:
+        pytest.skip("no native guard on this NumPy layout")
+    assert f._g_out is not None
+    for k in range(5):
+        a[0], b[0] = k, 10 * k
+        assert f(a, b, out=o) is o and o[0] == k - 10 * k
+        assert f(b, a)[0] == 10 * k - k
+
+
+def test_fast_path_keeps_checks():
+    f = _f()
+    a, b, o = np.ones(3), np.ones(3), np.empty(3)
+    f(a, b, out=o)
+    f(a, b)
+    with pytest.raises(TypeMatchError):
+        f(a.astype(np.float32), b, out=o)
+    with pytest.raises(TypeMatchError):
+        f(a, b.astype(np.int64))
+    ro = np.empty(3)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError):
+        f(a, b, out=ro)
+    with pytest.raises(Exception):
+        f(a, np.ones(4), out=o)
+    with pytest.raises(TypeError):
+        f(a, out=o)
+    # other array types still go through the slow path
+    np.testing.assert_array_equal(f(lazyk.array(a), b), a + b)
+    # the same geometry again after the errors
+    a[:] = [1, 2, 3]
+    np.testing.assert_array_equal(f(a, b, out=o), [2, 3, 4])
+
+
+def test_fast_path_overlap():
+    f = _f("x + 2.0 * y")
+    buf = np.arange(10.0)
+    a, b, o = np.arange(4.0), np.arange(4.0) * 10, np.empty(4)
+    f(a, b, out=o)  # guard for (4,) contiguous float64
+    # exact aliasing is allowed (elementwise in place)
+    x = np.arange(4.0)
+    f(x, b, out=x)
+    np.testing.assert_array_equal(x, np.arange(4.0) + 2 * b)
+    # partial overlap with the same geometry must equal NumPy (through a temporary)
+    for shift in (1, -1, 2):
+        buf = np.arange(10.0)
+        src = buf[3:7]
+        dst = buf[3 + shift:7 + shift]
+        want = src + 2.0 * b
+        assert f(src, b, out=dst) is dst
+        np.testing.assert_array_equal(dst, want)
+    # output aliasing the second input, exactly
+    y = np.arange(4.0)
+    want = a + 2.0 * y
+    f(a, y, out=y)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_fast_path_geometry_changes():
+    f = _f()
+    for n in (1, 5, 1, 5):
+        a, b = np.arange(n, dtype=float), np.ones(n)
+        np.testing.assert_array_equal(f(a, b), a + 1)
+    a = np.arange(12.0).reshape(3, 4)
+    g = lazyk.compile(lazyk.placeholder("x", "M * N * float64")
+                      + lazyk.placeholder("y", "M * N * float64"))
+    for arr in (a, a.T, a[:, ::2], a, a[::-1]):
+        np.testing.assert_array_equal(g(arr, arr), arr + arr)
+        o = np.empty_like(arr)
+        np.testing.assert_array_equal(g(arr, arr, out=o), arr + arr)
+    # byte-swapped and unaligned inputs take the slow path
+    sw = a.astype(">f8")
+    np.testing.assert_array_equal(g(sw, a), a + a)
+    raw = np.zeros(12 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(3, 4)
+    raw[...] = a
+    np.testing.assert_array_equal(g(raw, a), a + a)
