@@ -726,3 +726,45 @@ def test_concurrent_building_and_compiling_from_8_threads():
     for t in threads:
         t.join()
     assert bad == []
+
+
+def test_string_api_nep50_and_refusals():
+    u = np.arange(3, dtype=np.uint8)
+    r = lazyk.evaluate("u - 1")
+    assert r.dtype == np.uint8 and r.tolist() == [255, 0, 1]
+    with pytest.raises(OverflowError, match="-1 out of bounds for uint8"):
+        lazyk.evaluate("u + -1")
+    s = np.int64(-1)
+    r = lazyk.evaluate("u + s")
+    assert r.dtype == np.int64 and r.tolist() == [-1, 0, 1]
+    r = lazyk.evaluate("1 + 2")
+    assert r.shape == () and r.dtype == np.int64 and int(r) == 3
+    for text, words, col in [("u < u < 3", "chained comparisons", 7),
+                             ("u and u", "and is not supported", 3),
+                             ("u.real", "unexpected character '.'", 2)]:
+        with pytest.raises(ValueError) as info:
+            lazyk.evaluate(text)
+        assert words in str(info.value) and info.value.column == col, text
+    with pytest.raises(ValueError, match="string constants are not supported") as info:
+        lazyk.evaluate('contains(u, "a")')
+    assert info.value.column == 13
+    with pytest.raises(ValueError, match="casting must be one of"):
+        lazyk.evaluate("u * 2", out=np.zeros(3, np.int64), casting="bogus")
+    with pytest.raises(lazyk.CastingError, match="casting='no'"):
+        lazyk.evaluate("u * 2.0", out=np.zeros(3, np.float32), casting="no")
+
+
+def test_large_fresh_outputs_stay_valid_after_reuse():
+    n = 1_000_000
+    k = lazyk.compile(lazyk.placeholder("p", "N * float64") * 2)
+    x = np.arange(float(n))
+    r1 = k(x)
+    v = r1[10:13]
+    del r1
+    k(x + 1)
+    k(x + 2)
+    s = (lazyk.array(x) * 3).eval()
+    t = s.to_numpy()[:3]
+    del s
+    (lazyk.array(x) * 5).eval()
+    assert v.tolist() == [20.0, 22.0, 24.0] and t.tolist() == [0.0, 3.0, 6.0]
