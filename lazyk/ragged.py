@@ -114,6 +114,66 @@ def gather(array, dtype: np.dtype) -> Operand:
                    None if var or not shape else shape[-1])
 
 
+@dataclass
+class RowView:
+    """One leaf read in place: per row its element-0 address, its length and the byte
+    stride inside rows (arrmeta only: no value is read or copied)."""
+
+    outer: tuple
+    lengths: np.ndarray
+    rowptr: np.ndarray      # int64 address of each row's element 0
+    stride: int             # byte stride inside a row (0 for a 0-d operand)
+    dtype: np.dtype         # stored element dtype (byte order kept)
+    mask_offset: int | None  # shadow-mask distance for ?T, else None
+    var: bool
+    last: int | None
+
+
+def row_view(array) -> RowView:
+    """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md)."""
+    shape, _, option = describe(array)
+    t = array.type
+    while type(t).__name__ in ("FixedDim", "VarDim"):
+        t = t.elem
+    elem = (t.elem if option else t).to_numpy()
+    meta, k = array.meta, 0
+    outer = shape[:-1] if shape else ()
+    rows = np.array([array.ptr], np.int64)
+    for n in outer:
+        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * meta[k + 1]).reshape(-1)
+        k += 2
+    if not shape:
+        lengths, stride = np.ones(1, np.int64), 0
+    elif shape[-1] == "var":
+        stride, voff = meta[k + 1], meta[k + 2]
+        k += 3
+        rec = _bytes_at(rows, 16)
+        begin = rec[:, :8].copy().view(np.int64).reshape(-1)
+        lengths = rec[:, 8:].copy().view(np.int64).reshape(-1)
+        rows = begin + voff
+    else:
+        lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]
+        k += 2
+    var = bool(shape) and shape[-1] == "var"
+    return RowView(tuple(outer), lengths, rows, int(stride), elem,
+                   int(meta[k]) if option else None, var,
+                   None if var or not shape else shape[-1])
+
+
+def row_view_numpy(a: np.ndarray) -> RowView:
+    """A NumPy operand's rows in place: its last dim lines up with the result's last dim."""
+    a = np.asarray(a)
+    ptr = a.__array_interface__["data"][0]
+    if a.ndim == 0:
+        return RowView((), np.ones(1, np.int64), np.array([ptr], np.int64), 0, a.dtype, None,
+                       False, None)
+    rows = np.array([ptr], np.int64)
+    for n, st in zip(a.shape[:-1], a.strides[:-1]):
+        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+    return RowView(a.shape[:-1], np.full(len(rows), a.shape[-1], np.int64), rows,
+                   a.strides[-1], a.dtype, None, False, a.shape[-1])
+
+
 def from_array(array, dtype: np.dtype) -> Operand:
     """Flatten a lazyk Array through to_list (the reference `gather` is tested against)."""
     shape, _, option = describe(array)
@@ -159,6 +219,23 @@ class Structure:
 
 def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.ndarray]]:
     """The shape step: result rows and, per operand, the flat index each result element reads."""
+    struct, row_of, lens = line_up_rows(names, ops)
+    result, nrows = struct.lengths, len(struct.lengths)
+    # Flat (row, position) of every result element.
+    total = int(result.sum())
+    row = np.repeat(np.arange(nrows), result)
+    starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
+    pos = np.arange(total) - np.repeat(starts, result)
+    index = []
+    for op, r, ln in zip(ops, row_of, lens):
+        src_row = r[row]
+        index.append(op.starts[src_row] + np.where(ln[row] == 1, 0, pos))
+    return struct, index
+
+
+def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
+    """The shape step per row (O(rows), no element is touched): result rows and, per
+    operand, the source row of each result row and that row's length (1 = broadcasts)."""
     try:
         outer = np.broadcast_shapes(*(op.outer for op in ops))
     except ValueError:
@@ -182,16 +259,7 @@ def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.nd
     # `last` None with `var` False: every operand is 0-d, so the result is too.
     has_last = any(op.var or op.last is not None for op in ops)
     last = None if var or not has_last else (fixed[0] if fixed else 1)
-    # Flat (row, position) of every result element.
-    total = int(result.sum())
-    row = np.repeat(np.arange(nrows), result)
-    starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
-    pos = np.arange(total) - np.repeat(starts, result)
-    index = []
-    for op, r, ln in zip(ops, row_of, lens):
-        src_row = r[row]
-        index.append(op.starts[src_row] + np.where(ln[row] == 1, 0, pos))
-    return Structure(tuple(outer), result, var, last), index
+    return Structure(tuple(outer), result, var, last), row_of, lens
 
 
 def is_ragged(value) -> bool:
@@ -278,22 +346,29 @@ def evaluate(expr, out=None):
     if any(n.op == REDUCE_OP for n in toposort(root)):
         # A reduction feeding more work: compute it first, then it is just another leaf.
         root, expr = _inline_reductions(root, expr)
-    names, ops_ = [], []
+    names, leaves = [], []
     used = {n.arg for n in toposort(root) if n.op == "input"}
     for name, value in expr.env.items():
         if name not in used:
             continue  # only read under an inlined reduction
-        v = leaf_data(value)
         names.append(name)
-        if is_ragged(v):
-            ops_.append(gather(v.array, _leaf_dtype(root, name)))
-        else:
-            ops_.append(from_numpy(v))
-    struct, index = line_up([f"operand {k}" for k in range(len(names))], ops_)
+        leaves.append(leaf_data(value))
+    fused = None
+    if reduce_arg is not None:
+        from lazyk.expr import Expr
+
+        # In place: rows from the arrmeta, one fused kernel, no value gathered or copied.
+        got = _fused_rows(Expr(red_node.replace(srcs=(root,)), expr.env), names, leaves,
+                          reduce_arg)
+        if got is not None:
+            struct, fused = got
+    if fused is None:
+        ops_ = [gather(v.array, _leaf_dtype(root, n)) if is_ragged(v) else from_numpy(v)
+                for n, v in zip(names, leaves)]
+        struct, index = line_up([f"operand {k}" for k in range(len(names))], ops_)
     lengths, outer = struct.lengths, struct.outer
     has_last = struct.var or struct.last is not None
-    fused = None
-    if reduce_arg is not None and reduce_arg[1] == (len(outer),):
+    if fused is None and reduce_arg is not None and reduce_arg[1] == (len(outer),):
         from lazyk.expr import Expr
 
         fused = _fused_row_reduction(Expr(red_node.replace(srcs=(root,)), expr.env), names,
@@ -388,14 +463,15 @@ _SEG_NAME = "lazyk_seg"
 class SegmentedKernel:
     """JIT code of one fused elementwise + per-row reduction (codegen.llvm._SegGen)."""
 
-    def __init__(self, spec, masked: tuple, skipna: bool, mean: bool):
+    def __init__(self, spec, masked: tuple, skipna: bool, mean: bool, rows: bool = False):
         from lazyk.backend.cpu import JITModule
         from lazyk.codegen.llvm import generate_segmented
 
         self.spec, self.masked, self.skipna, self.mean = spec, masked, skipna, mean
+        self.rows = rows
         names = (f"{_SEG_NAME}_single", f"{_SEG_NAME}_destroy")
         self.jit = JITModule(lambda: str(generate_segmented(spec, masked, skipna, mean,
-                                                             _SEG_NAME)), names)
+                                                             _SEG_NAME, rows=rows)), names)
         self.single_address = self.jit.addresses[names[0]]
         self.destroy_address = self.jit.addresses[names[1]]
         self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p,
@@ -405,9 +481,39 @@ class SegmentedKernel:
     def ir(self) -> str:
         return self.jit.source_ir
 
+    def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
+                 mask_offsets: list, out: np.ndarray, valid: np.ndarray, keep=()) -> None:
+        """Run the in-place row layout (`rows=True`): per input, each result row's element-0
+        address and byte stride (from the arrays' arrmeta via the shape step)."""
+        nrows = len(lengths)
+        if not self.rows:
+            raise ValueError("this segmented kernel reads lined-up flat operands")
+        arrays = [lengths]
+        for a, st in zip(rowptrs, rowstrides):
+            arrays += [a, st]
+        if any(a.dtype != np.int64 or a.shape != (nrows,) or not a.flags.c_contiguous
+               for a in arrays) or len(rowptrs) != len(self.spec.inputs) or \
+                len(rowstrides) != len(rowptrs) or len(mask_offsets) != len(rowptrs):
+            raise ValueError("row layout: one contiguous int64 entry per row and input")
+        if out.shape != (nrows,) or valid.shape != (nrows,) or valid.dtype != np.uint8 \
+                or out.dtype != np.dtype(self.spec.outputs[0][1]) or \
+                not (out.flags.c_contiguous and valid.flags.c_contiguous):
+            raise ValueError("segmented outputs must be contiguous, one per row")
+        if nrows == 0:
+            return
+        kd = (ctypes.c_int64 * (4 + len(rowptrs)))(
+            self.single_address, self.destroy_address, 0, nrows,
+            *[m or 0 for m in mask_offsets])
+        src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
+        self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
+        seg_stats["runs"] += 1
+
     def __call__(self, offsets: np.ndarray, inputs: list, masks: list, out: np.ndarray,
                  valid: np.ndarray) -> None:
         """Bind (checks every size, so no access leaves the arrays) and run once."""
+        if self.rows:
+            raise ValueError("this segmented kernel reads rows in place: use run_rows")
         nrows = len(offsets) - 1
         total = int(offsets[-1]) if nrows >= 0 else 0
         if (offsets.dtype != np.int64 or not offsets.flags.c_contiguous or nrows < 0
@@ -437,15 +543,16 @@ class SegmentedKernel:
         seg_stats["runs"] += 1
 
 
-def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool) -> SegmentedKernel:
+def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool,
+                     rows: bool = False) -> SegmentedKernel:
     """The compiled segmented kernel for these keys (cached; never keyed on sizes)."""
-    key = (spec, tuple(masked), bool(skipna), bool(mean))
+    key = (spec, tuple(masked), bool(skipna), bool(mean), bool(rows))
     with _seg_lock:
         k = _seg_cache.get(key)
         if k is not None:
             seg_stats["hits"] += 1
             return k
-    k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean))
+    k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean), bool(rows))
     with _seg_lock:
         other = _seg_cache.get(key)
         if other is not None:  # another thread compiled it first
@@ -509,3 +616,51 @@ def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     valid = np.empty(len(lengths), np.uint8)
     kernel(offsets, inputs, masks, out, valid)
     return out, valid.view(bool), any(masked), skipna, step.mean
+
+
+def _fused_rows(expr, names, leaves, reduce_arg):
+    """Per-row reduction read in place: the shape step works on rows only (addresses,
+    lengths and strides from the arrmeta), then ONE fused kernel walks every row and its
+    elements. Returns None when the form is not expressible (the caller falls back)."""
+    from dataclasses import replace
+
+    from lazyk.pipeline import canonical, plan
+
+    views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
+    struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
+    if reduce_arg[1] != (len(struct.outer),):
+        return None  # not the last axis
+    node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
+    prog = plan(_rows_graph(node))
+    if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
+        return None
+    step = prog.steps[0]
+    if any(n not in by_name for n in step.inputs):
+        return None
+    spec = step.spec
+    acc = np.dtype(spec.outputs[0][1])
+    if step.mean and acc.kind not in "fc":
+        return None
+    stored, aligned, rowptrs, rowstrides, moffs = [], [], [], [], []
+    for n, want in zip(step.inputs, spec.inputs):
+        k = by_name[n]
+        v = views[k]
+        if np.dtype(v.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
+            return None  # a leaf stored in another dtype: the gathered path casts it
+        step_r = np.where(lens[k] == 1, 0, v.stride).astype(np.int64)
+        ptr = np.ascontiguousarray(v.rowptr[row_of[k]], dtype=np.int64)
+        al = v.dtype.alignment
+        stored.append(v.dtype)
+        aligned.append(bool(not (ptr % al).any() and v.stride % al == 0))
+        rowptrs.append(ptr)
+        rowstrides.append(step_r)
+        moffs.append(v.mask_offset)
+    spec = replace(spec, inputs=tuple(stored), aligned=tuple(aligned))
+    masked = tuple(m is not None for m in moffs)
+    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
+    kernel = segmented_kernel(spec, masked, skipna, step.mean, rows=True)
+    lengths = np.ascontiguousarray(struct.lengths, dtype=np.int64)
+    out = np.empty(len(lengths), acc)
+    valid = np.empty(len(lengths), np.uint8)
+    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid)
+    return struct, (out, valid.view(bool), any(masked), skipna, step.mean)

@@ -147,6 +147,7 @@ def _one_fused_kernel(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("reduction ran outside the fused segmented kernel")
     monkeypatch.setattr(ragged, "_reduce_rows", boom)
+    monkeypatch.setattr(ragged, "gather", boom)  # rows are read in place, values not copied
     monkeypatch.setattr("lazyk.pipeline.run_program", boom)
 
 
@@ -309,3 +310,50 @@ def test_segmented_kernel_is_thread_safe():
         assert valid.all()
     with pytest.raises(ValueError):  # bind checks sizes: the kernel cannot read past the end
         k(np.array([0, 5], np.int64), [np.zeros(3)], [], np.empty(1), np.empty(1, np.uint8))
+
+
+def test_fused_rows_in_place_from_8_threads():
+    import threading
+
+    from lazyk import ragged
+
+    rng = np.random.default_rng(1)
+    jobs = []
+    for t in range(8):
+        rows = [list(rng.standard_normal(int(n))) for n in rng.integers(0, 30, size=100 + t)]
+        ones = [[float(t)] for _ in rows]
+        jobs.append((A(rows, f"{len(rows)} * var * float64"),
+                     A(ones, f"{len(rows)} * var * float64"), rows, t))
+    (jobs[0][0] * 3 - jobs[0][1]).sum(axis=-1).eval()  # compile once
+    before = ragged.seg_stats["compiles"]
+    results, errors = {}, []
+
+    def work(job):
+        x, y, rows, t = job
+        try:
+            for _ in range(20):
+                results[t] = (x * 3 - y).sum(axis=-1).eval().to_list()
+        except Exception as exc:  # pragma: no cover
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(j,)) for j in jobs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert ragged.seg_stats["compiles"] == before  # one kernel for every size
+    for x, y, rows, t in jobs:
+        want = [sum(v * 3 - t for v in r) for r in rows]
+        np.testing.assert_allclose(results[t], want, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_rows_byte_swapped_unaligned_and_strided_numpy(monkeypatch):
+    _one_fused_kernel(monkeypatch)
+    a = A([[1, 2, 3], [4]], "2 * var * >int32")
+    assert (a * 2).sum(axis=-1).eval().to_list() == [12, 8]
+    n = np.arange(6, dtype=">f8").reshape(2, 3)[:, ::-1]  # [[2, 1, 0], [5, 4, 3]]
+    v = A([[1.0], [2.0, 3.0, 4.0]])
+    assert (v * n).sum(axis=-1).eval().to_list() == [3.0, 34.0]
+    raw = np.zeros(3 * 8 + 1, np.uint8)
+    u = np.frombuffer(raw.data, dtype="f8", count=3, offset=1)  # unaligned view
+    assert (v + 1 + u).sum(axis=-1).eval().to_list() == [6.0, 12.0]

@@ -620,37 +620,56 @@ def kernel_data_size(layout: LayoutClass, nout: int, nin: int) -> int:
 class _SegGen(_Gen):
     """Fused elementwise body + per-row reduction over a segmented layout (issue 4, ragged).
 
-    Entry `{name}_single(char *dst, char *const *src, ckernel_prefix *self)`:
-    - `dst` is a `char *const *` of two outputs: the per-row result (accumulator dtype,
-      contiguous) and a per-row `uint8` valid flag (1 = a value, 0 = missing / no value).
-    - `src[0]` is an `int64` offsets array of `nrows + 1` entries (row r is elements
-      `offsets[r] .. offsets[r+1]`), `src[1 + j]` input j's values (contiguous, one per
-      element), then one contiguous `uint8` mask (1 = present) per input in `masked`.
-    - kernel data: {function, destructor, 0, nrows} (int64).
+    Entry `{name}_single(char *dst, char *const *src, ckernel_prefix *self)`; `dst` is a
+    `char *const *` of two outputs: the per-row result (accumulator dtype, contiguous) and
+    a per-row `uint8` valid flag (1 = a value, 0 = missing / no value).
+
+    Row layout (`rows=True`, read in place through the arrays' own arrmeta):
+    - `src[0]`: `int64 lengths[nrows]`, the result row lengths (from the shape step);
+    - `src[1 + 2j]`, `src[2 + 2j]`: input j's `int64 rowptr[nrows]` (address of the row's
+      element 0: a var row's `begin + offset`, a fixed row's address) and
+      `int64 rowstride[nrows]` (byte stride inside the row; 0 for a broadcast length-1
+      row or a 0-d operand); element i of row r is at `rowptr[r] + i * rowstride[r]`;
+    - kernel data {function, destructor, 0, nrows, mask_offset[nin]}: a `?T` input's
+      mask byte is at its value's address + mask_offset (docs/layout.md shadow masks).
+    Flat layout (`rows=False`, operands already lined up element by element):
+    - `src[0]`: `int64 offsets[nrows + 1]`; `src[1 + j]` input j's contiguous values;
+      then one contiguous `uint8` mask (1 = present) per input in `masked`;
+    - kernel data {function, destructor, 0, nrows}.
     Per row: the identity is the start value; an element whose masks are all present runs
     the body and folds; a missing one is skipped (`skipna`) or marks the row missing.
     Valid flag: 0 when a missing element was seen without `skipna`, or when no element was
     folded for min/max (no identity) and for a `skipna` mean. `mean` divides by the number
-    of folded elements. The loop keeps its accumulators on the stack: no allocation.
+    of folded elements. Accumulators live on the stack: no allocation, thread-safe.
     """
 
     def __init__(self, spec: Any, masked: tuple, skipna: bool, mean: bool, name: str,
-                 target: Any):
+                 target: Any, rows: bool = False):
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.masked, self.skipna, self.mean = tuple(masked), skipna, mean
+        self.rows = rows
 
     def build(self) -> ir.Module:
         ft = ir.FunctionType(ir.VoidType(), [P8, P8.as_pointer(), P8])
         fn = ir.Function(self.module, ft, f"{self.name}_single")
         dst, src, kd = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
+        P64 = I64.as_pointer()
         dsts = b.bitcast(dst, P8.as_pointer())
-        outv = b.load(b.gep(dsts, [ir.Constant(I64, 0)]))
-        outm = b.load(b.gep(dsts, [ir.Constant(I64, 1)]))
-        offs = b.bitcast(b.load(b.gep(src, [ir.Constant(I64, 0)])), I64.as_pointer())
-        ins = [b.load(b.gep(src, [ir.Constant(I64, 1 + j)])) for j in range(self.nin)]
+        outv = b.load(b.gep(dsts, [c64(0)]))
+        outm = b.load(b.gep(dsts, [c64(1)]))
+        head = b.bitcast(b.load(b.gep(src, [c64(0)])), P64)
         mj = [j for j in range(self.nin) if self.masked[j]]
-        masks = [b.load(b.gep(src, [ir.Constant(I64, 1 + self.nin + k)])) for k in range(len(mj))]
+        if self.rows:
+            rowptr = [b.bitcast(b.load(b.gep(src, [c64(1 + 2 * j)])), P64)
+                      for j in range(self.nin)]
+            rowst = [b.bitcast(b.load(b.gep(src, [c64(2 + 2 * j)])), P64)
+                     for j in range(self.nin)]
+            moff = {j: self._field(b, kd, 4 + j) for j in mj}
+        else:
+            ins = [b.load(b.gep(src, [c64(1 + j)])) for j in range(self.nin)]
+            fmask = {j: b.load(b.gep(src, [c64(1 + self.nin + k)])) for k, j in enumerate(mj)}
         nrows = self._field(b, kd, 3)
         dt = self.out_dts[0]
         em = Emitter(b, self.target)
@@ -658,37 +677,43 @@ class _SegGen(_Gen):
         with b.goto_entry_block():
             cnt = b.alloca(I64)
             bad = b.alloca(I1)
-        one, zero = ir.Constant(I64, 1), ir.Constant(I64, 0)
+        one, zero = c64(1), c64(0)
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
 
         def row(r):
-            lo = b.load(b.gep(offs, [r]), align=8)
-            hi = b.load(b.gep(offs, [b.add(r, one)]), align=8)
-            n = b.sub(hi, lo)
+            if self.rows:
+                n = b.load(b.gep(head, [r]), align=8)
+                base = [b.inttoptr(b.load(b.gep(p, [r]), align=8), P8) for p in rowptr]
+                step = [b.load(b.gep(p, [r]), align=8) for p in rowst]
+                lo = None
+            else:
+                lo = b.load(b.gep(head, [r]), align=8)
+                n = b.sub(b.load(b.gep(head, [b.add(r, one)]), align=8), lo)
             self._acc_store(b, acc, em.const(dt, self.red.identity(dt)))
             b.store(zero, cnt)
             b.store(ir.Constant(I1, 0), bad)
 
-            def fold():
-                e = b.add(lo, i_cell[0])
-                vals = [load_value(b, b.gep(p, [b.mul(e, ir.Constant(I64, sz))]), d, al)
-                        for p, sz, d, al in zip(ins, isz, self.spec.inputs, self.spec.aligned)]
-                res = emit_body(b, self.spec, vals, self.target)
-                self._acc_store(b, acc, self._combine(em, self._acc_load(b, acc), res[0]))
-                b.store(b.add(b.load(cnt), one), cnt)
-
-            i_cell = [None]
-
             def elem(i):
-                i_cell[0] = i
-                if not masks:
+                if self.rows:
+                    addr = [b.gep(p, [b.mul(i, st)]) for p, st in zip(base, step)]
+                    mptr = [b.gep(addr[j], [moff[j]]) for j in mj]
+                else:
+                    e = b.add(lo, i)
+                    addr = [b.gep(p, [b.mul(e, c64(sz))]) for p, sz in zip(ins, isz)]
+                    mptr = [b.gep(fmask[j], [e]) for j in mj]
+
+                def fold():
+                    vals = [load_value(b, a, d, al) for a, d, al
+                            in zip(addr, self.spec.inputs, self.spec.aligned)]
+                    res = emit_body(b, self.spec, vals, self.target)
+                    self._acc_store(b, acc, self._combine(em, self._acc_load(b, acc), res[0]))
+                    b.store(b.add(b.load(cnt), one), cnt)
+                if not mptr:
                     fold()
                     return
-                e = b.add(lo, i)
                 ok = ir.Constant(I1, 1)
-                for m in masks:
-                    ok = b.and_(ok, b.icmp_unsigned("!=", b.load(b.gep(m, [e]), align=1),
-                                                    ir.Constant(I8, 0)))
+                for m in mptr:
+                    ok = b.and_(ok, b.icmp_unsigned("!=", b.load(m, align=1), ir.Constant(I8, 0)))
                 with b.if_else(ok) as (then, otherwise):
                     with then:
                         fold()
@@ -697,14 +722,13 @@ class _SegGen(_Gen):
             _for(b, n, elem, name="e")
             c = b.load(cnt)
             v = self._acc_load(b, acc)
-            valid = b.not_(b.load(bad)) if (masks and not self.skipna) else ir.Constant(I1, 1)
+            valid = b.not_(b.load(bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
             if self.red.combine in ("minimum", "maximum") or (self.mean and self.skipna):
                 valid = b.and_(valid, b.icmp_signed(">", c, zero))
             if self.mean:
-                t = lltype(dt)
-                cf = b.sitofp(c, t)
+                cf = b.sitofp(c, lltype(dt))
                 v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
-            store_value(b, v, b.gep(outv, [b.mul(r, ir.Constant(I64, dt.itemsize))]), dt)
+            store_value(b, v, b.gep(outv, [b.mul(r, c64(dt.itemsize))]), dt)
             b.store(b.zext(valid, I8), b.gep(outm, [r]), align=1)
         _for(b, nrows, row, name="r")
         b.ret_void()
@@ -713,10 +737,11 @@ class _SegGen(_Gen):
 
 
 def generate_segmented(spec: Any, masked: tuple, skipna: bool, mean: bool,
-                       name: str = "lazyk_seg", target: Any = None) -> ir.Module:
+                       name: str = "lazyk_seg", target: Any = None, rows: bool = False
+                       ) -> ir.Module:
     """The module of a segmented (var-row) reduction kernel; see `_SegGen`."""
     if spec.reduce is None:
         raise ops.NotSupportedError("a segmented kernel needs a reduction")
     if mean and np.dtype(spec.outputs[0][1]).kind not in "fc":
         raise ops.NotSupportedError("a segmented mean needs a float accumulator")
-    return _SegGen(spec, masked, skipna, mean, name, target or CPUTarget()).build()
+    return _SegGen(spec, masked, skipna, mean, name, target or CPUTarget(), rows).build()
