@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from lazyk.graph import Node, rewrite
+from lazyk.graph import Node, rewrite, toposort
 
 # NOTE: IEEE add/multiply are commutative (not associative), so only operands swap.
 COMMUTATIVE = frozenset({
@@ -17,8 +17,17 @@ COMMUTATIVE = frozenset({
 
 
 def eliminate_common_subexpressions(root: Node) -> Node:
-    """Rebuild the graph with commutative operands in a canonical order (merges a+b, b+a)."""
+    """Rebuild the graph with commutative operands in a canonical order (merges a+b, b+a).
+
+    The order never depends on leaf names: an input is keyed by the rank of its first
+    appearance in the graph as built, so rebuilding the same expression over fresh leaves
+    (`_17` then `_23`) gives the same graph shape and the same kernel specs (cache hits).
+    """
     keys: dict[int, str] = {}
+    rank: dict[str, int] = {}
+    for n in toposort(root):
+        if n.op == "input":
+            rank.setdefault(n.arg, len(rank))
 
     def visit(node: Node, srcs: tuple[Node, ...]) -> Node:
         if node.op in COMMUTATIVE and len(srcs) == 2:
@@ -26,7 +35,8 @@ def eliminate_common_subexpressions(root: Node) -> Node:
         new = node.replace(srcs=srcs) if srcs != node.srcs else node
         # Structural digest: equal subgraphs get equal keys, whatever their history; a
         # fixed-size digest keeps shared DAGs (x = x + x, repeated) linear.
-        text = f"{new.op}:{new.dtype.str}:{new.shape}:{new.arg!r}(" + \
+        arg = f"#{rank[new.arg]}" if new.op == "input" else repr(new.arg)
+        text = f"{new.op}:{new.dtype.str}:{new.shape}:{arg}(" + \
             ",".join(keys[id(s)] for s in srcs) + ")"
         keys[id(new)] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
         return new

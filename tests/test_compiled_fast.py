@@ -128,3 +128,47 @@ def test_fast_path_geometry_changes():
     raw = np.zeros(12 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(3, 4)
     raw[...] = a
     np.testing.assert_array_equal(g(raw, a), a + a)
+
+
+# ---------------------------------------------------------------- deterministic specs (#5)
+def _fresh_state():
+    """Forget plans and per-geometry launches (as a new process would), keep the kernels."""
+    with pipeline._plans_lock:
+        pipeline._plans.clear()
+
+
+@pytest.mark.parametrize("build", [
+    lambda a, b: a * 2.0,
+    lambda a, b: 2.0 * a + b * a,
+    lambda a, b: lazyk.sin(a) * b + (a + b) * (b + a),
+    lambda a, b: (a * b).sum(),
+    lambda a, b: lazyk.where(a > b, a - b, b * 3.0),
+])
+def test_same_expression_same_spec_and_cache_hit(build):
+    from lazyk.expr import as_expr
+
+    x, y = np.arange(1.0, 6.0), np.linspace(-1, 1, 5)
+    specs = []
+    for k in range(6):  # fresh leaves each time: `_17`, `_23`, ... (names must not matter)
+        _fresh_state()
+        before = dict(kernel.cache_info())
+        f = lazyk.compile(build(as_expr(x), as_expr(y)))
+        specs.append(tuple(s.spec for s in f.program.steps))
+        np.testing.assert_allclose(f(*(x, y)[:len(f.params)]), np.asarray(build(x, y)),
+                                   rtol=1e-12)
+        after = kernel.cache_info()
+        if k:
+            assert after["compiles"] == before["compiles"], "rebuilt expression recompiled"
+            assert after["hits"] > before["hits"]
+    assert all(s == specs[0] for s in specs)
+    assert len({repr(s) for s in specs}) == 1  # the disk-cache key text too
+
+
+def test_spec_independent_of_leaf_names():
+    def spec(names):
+        a = lazyk.placeholder(names[0], "N * float64")
+        b = lazyk.placeholder(names[1], "N * float64")
+        return lazyk.compile(a * 2.0 + b * a + 1.0).program.steps[0].spec
+
+    got = {spec(n) for n in [("a", "b"), ("zz", "aa"), ("_9", "_10"), ("m", "n")]}
+    assert len(got) == 1
