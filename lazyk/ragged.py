@@ -375,12 +375,15 @@ def evaluate(expr, out=None):
                                      ops_, struct, index, reduce_arg)
     if fused is not None:
         # One kernel did the elementwise work and the per-row reduction (no reduceat).
-        values, valid, any_mask, skipna, _ = fused
+        values, valid, any_mask, skipna = fused[:4]
+        order = fused[5] if len(fused) > 5 else "row"
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
         if not any_mask:
             if extremum and not valid.all():
-                raise ValueError(f"zero-size row {int(np.argmin(valid))} in reduction {op}, "
+                where = f"row {int(np.argmin(valid))}" if order == "row" else \
+                    f"column {int(np.argmin(valid))}" if order == "col" else "array"
+                raise ValueError(f"zero-size {where} in reduction {op}, "
                                  "which has no identity")
             mask = None
         elif skipna:
@@ -389,6 +392,8 @@ def evaluate(expr, out=None):
             mask = valid
         values = values.astype(red_node.dtype, copy=False)
         option = mask is not None
+        if order != "row":
+            return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
         lengths = np.ones(len(lengths), np.int64)
         has_last = keep
     if fused is None:
@@ -463,15 +468,16 @@ _SEG_NAME = "lazyk_seg"
 class SegmentedKernel:
     """JIT code of one fused elementwise + per-row reduction (codegen.llvm._SegGen)."""
 
-    def __init__(self, spec, masked: tuple, skipna: bool, mean: bool, rows: bool = False):
+    def __init__(self, spec, masked: tuple, skipna: bool, mean: bool, rows: bool = False,
+                 order: str = "row"):
         from lazyk.backend.cpu import JITModule
         from lazyk.codegen.llvm import generate_segmented
 
         self.spec, self.masked, self.skipna, self.mean = spec, masked, skipna, mean
-        self.rows = rows
+        self.rows, self.order = rows, order
         names = (f"{_SEG_NAME}_single", f"{_SEG_NAME}_destroy")
-        self.jit = JITModule(lambda: str(generate_segmented(spec, masked, skipna, mean,
-                                                             _SEG_NAME, rows=rows)), names)
+        self.jit = JITModule(lambda: str(generate_segmented(
+            spec, masked, skipna, mean, _SEG_NAME, rows=rows, order=order)), names)
         self.single_address = self.jit.addresses[names[0]]
         self.destroy_address = self.jit.addresses[names[1]]
         self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p,
@@ -482,10 +488,15 @@ class SegmentedKernel:
         return self.jit.source_ir
 
     def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
-                 mask_offsets: list, out: np.ndarray, valid: np.ndarray, keep=()) -> None:
+                 mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0
+                 ) -> None:
         """Run the in-place row layout (`rows=True`): per input, each result row's element-0
-        address and byte stride (from the arrays' arrmeta via the shape step)."""
+        address and byte stride (from the arrays' arrmeta via the shape step). Order "col"
+        reads `ncols` elements of every row (the caller checked every row has them)."""
         nrows = len(lengths)
+        nres = {"row": nrows, "col": ncols, "all": 1}[self.order]
+        if self.order == "col" and np.any((lengths != ncols) & (lengths != 1)):
+            raise ValueError(f"every row must have {ncols} elements or 1")
         if not self.rows:
             raise ValueError("this segmented kernel reads lined-up flat operands")
         arrays = [lengths]
@@ -495,14 +506,14 @@ class SegmentedKernel:
                for a in arrays) or len(rowptrs) != len(self.spec.inputs) or \
                 len(rowstrides) != len(rowptrs) or len(mask_offsets) != len(rowptrs):
             raise ValueError("row layout: one contiguous int64 entry per row and input")
-        if out.shape != (nrows,) or valid.shape != (nrows,) or valid.dtype != np.uint8 \
+        if out.shape != (nres,) or valid.shape != (nres,) or valid.dtype != np.uint8 \
                 or out.dtype != np.dtype(self.spec.outputs[0][1]) or \
                 not (out.flags.c_contiguous and valid.flags.c_contiguous):
-            raise ValueError("segmented outputs must be contiguous, one per row")
-        if nrows == 0:
+            raise ValueError("segmented outputs must be contiguous, one per result")
+        if nres == 0:
             return
-        kd = (ctypes.c_int64 * (4 + len(rowptrs)))(
-            self.single_address, self.destroy_address, 0, nrows,
+        kd = (ctypes.c_int64 * (5 + len(rowptrs)))(
+            self.single_address, self.destroy_address, 0, nrows, ncols,
             *[m or 0 for m in mask_offsets])
         src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
@@ -544,15 +555,15 @@ class SegmentedKernel:
 
 
 def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool,
-                     rows: bool = False) -> SegmentedKernel:
+                     rows: bool = False, order: str = "row") -> SegmentedKernel:
     """The compiled segmented kernel for these keys (cached; never keyed on sizes)."""
-    key = (spec, tuple(masked), bool(skipna), bool(mean), bool(rows))
+    key = (spec, tuple(masked), bool(skipna), bool(mean), bool(rows), order)
     with _seg_lock:
         k = _seg_cache.get(key)
         if k is not None:
             seg_stats["hits"] += 1
             return k
-    k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean), bool(rows))
+    k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean), bool(rows), order)
     with _seg_lock:
         other = _seg_cache.get(key)
         if other is not None:  # another thread compiled it first
@@ -628,8 +639,27 @@ def _fused_rows(expr, names, leaves, reduce_arg):
 
     views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
     struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
-    if reduce_arg[1] != (len(struct.outer),):
-        return None  # not the last axis
+    nout = len(struct.outer)
+    axes = tuple(reduce_arg[1])
+    if axes == (nout,):
+        order = "row"
+    elif nout and axes == tuple(range(nout)):
+        order = "col"  # every outer axis: element i of every row folds into result i
+    elif axes == tuple(range(nout + 1)):
+        order = "all"
+    else:
+        return None
+    ncols = 0
+    if order == "col":
+        ln = struct.lengths
+        ncols = int(ln.max()) if len(ln) else (struct.last or 0)
+        if struct.last is not None and len(ln):
+            ncols = struct.last
+        bad = (ln != ncols) & (ln != 1)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ShapeError(f"{reduce_arg[0]} over the outer axes needs rows of one length: "
+                             f"row {i} has length {ln[i]}, another has {ncols}")
     node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
@@ -658,9 +688,32 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     spec = replace(spec, inputs=tuple(stored), aligned=tuple(aligned))
     masked = tuple(m is not None for m in moffs)
     skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
-    kernel = segmented_kernel(spec, masked, skipna, step.mean, rows=True)
+    kernel = segmented_kernel(spec, masked, skipna, step.mean, rows=True, order=order)
     lengths = np.ascontiguousarray(struct.lengths, dtype=np.int64)
-    out = np.empty(len(lengths), acc)
-    valid = np.empty(len(lengths), np.uint8)
-    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid)
-    return struct, (out, valid.view(bool), any(masked), skipna, step.mean)
+    nres = {"row": len(lengths), "col": ncols, "all": 1}[order]
+    out = np.empty(nres, acc)
+    valid = np.empty(nres, np.uint8)
+    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols)
+    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
+
+
+def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
+    """The lazyk Array of a reduction over every outer axis ("col": one row left, `var`
+    when the operands' last dim is var) or over all axes ("all": a scalar)."""
+    lead = (1,) * len(struct.outer) if keep else ()
+    if order == "all":
+        lead += (1,) if keep else ()
+        last = None
+    else:
+        last = "var" if struct.var else str(len(values))
+    if mask is None and last != "var":
+        shape = lead + ((len(values),) if last is not None else ())
+        return array(np.ascontiguousarray(values, dtype=dtype).reshape(shape))
+    flat = [None if (mask is not None and not m) else v
+            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
+    nested = flat if last is not None else flat[0]
+    for _ in lead:
+        nested = [nested]
+    dims = [str(d) for d in lead] + ([last] if last is not None else [])
+    text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
+    return array(nested, type=text)

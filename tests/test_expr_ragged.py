@@ -357,3 +357,49 @@ def test_fused_rows_byte_swapped_unaligned_and_strided_numpy(monkeypatch):
     raw = np.zeros(3 * 8 + 1, np.uint8)
     u = np.frombuffer(raw.data, dtype="f8", count=3, offset=1)  # unaligned view
     assert (v + 1 + u).sum(axis=-1).eval().to_list() == [6.0, 12.0]
+
+
+def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
+    from lazyk import ragged
+
+    _one_fused_kernel(monkeypatch)
+    x = A([[1.0, 2.0], [3.0, 4.0], [5.0]], "3 * var * float64")  # row 2 broadcasts
+    s = x.sum(axis=0)
+    assert str(s.type) == "var * float64"
+    before = ragged.seg_stats["runs"]
+    r = s.eval()
+    assert ragged.seg_stats["runs"] == before + 1  # one kernel
+    assert str(r.type) == "var * float64" and r.to_list() == [9.0, 11.0]
+    k = x.sum(axis=0, keepdims=True).eval()
+    assert str(k.type) == "1 * var * float64" and k.to_list() == [[9.0, 11.0]]
+    assert x.mean(axis=0).eval().to_list() == [3.0, 11.0 / 3.0]
+    assert (x * 2).max(axis=0).eval().to_list() == [10.0, 10.0]
+    assert (x + np.array([1.0, 2.0])).sum(axis=0).eval().to_list() == [12.0, 17.0]
+    # every axis: one value
+    t = (x * 2).sum()
+    assert str(t.type) == "float64" and t.eval().to_list() == 30.0
+    assert x.max().eval().to_list() == 5.0
+    assert str(x.sum(keepdims=True).eval().type) == "1 * 1 * float64"
+    # missing values
+    y = A([[1.0, None], [3.0, 4.0], [None]], "3 * var * ?float64")
+    p = x * y  # [1, None], [9, 16], [None] (broadcast)
+    assert p.sum(axis=0).eval().to_list() == [None, None]
+    got = p.sum(axis=0, skipna=True).eval()
+    assert str(got.type) == "var * float64" and got.to_list() == [10.0, 16.0]
+    assert p.min(axis=0, skipna=True).eval().to_list() == [1.0, 16.0]
+    assert p.sum(skipna=True).eval().to_list() == 26.0
+    assert y.prod().eval().to_list() is None
+    assert y.mean(skipna=True).eval().to_list() == 8.0 / 3.0
+    # fixed option rows: a fixed result
+    f = A([[1, None, 3], [4, 5, None]], "2 * 3 * ?int32")
+    fs = f.sum(axis=0, skipna=True).eval()
+    assert str(fs.type) == "3 * int64" and fs.to_list() == [5, 5, 3]
+    assert f.max(axis=0).eval().to_list() == [4, None, None]
+    # rows that neither agree nor broadcast name the row and both lengths
+    w = A([[1.0, 2.0], [3.0, 4.0, 5.0]], "2 * var * float64")
+    with pytest.raises(lazyk.ShapeError, match="row 0 has length 2, another has 3"):
+        w.sum(axis=0).eval()
+    e = A([[], []], "2 * var * float64")
+    assert e.sum(axis=0).eval().to_list() == []
+    with pytest.raises(ValueError, match="zero-size array in reduction max"):
+        e.max().eval()
