@@ -246,9 +246,15 @@ def placeholder(name: str, type: Any) -> Expr:
         name: the parameter name in `lazyk.compile(...).signature`.
         type: fixed and symbolic dims over a numeric dtype, e.g. `'N * 3 * float32'`.
 
+    The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
+    `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).
+    Byte order describes data, not the parameter: the node and the compiled signature
+    are native and a call accepts either byte order of the same dtype.
+
     Raises:
-        NotSupportedError: var / option / ellipsis dims.
-        DTypeError: an unknown element type.
+        TypeParseError: malformed type text (with line, column and a caret).
+        NotSupportedError: what a placeholder cannot hold yet: var / ellipsis dims,
+            options, records / tuples, strings and other non-numeric element types.
     """
     shape, dtype = parse_fixed_type(type)
     node = Node("input", dtype, shape, (), name)
@@ -256,25 +262,29 @@ def placeholder(name: str, type: Any) -> Expr:
 
 
 def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
-    """Split a type (text, np.dtype or lazyk type) into (dims, dtype); dims are ints or names."""
-    if isinstance(type, np.dtype):
-        return (), type
-    text = str(type).strip()
-    parts = [p.strip() for p in text.split("*")]
-    dims = []
-    for p in parts[:-1]:
-        if p.isdigit():
-            dims.append(int(p))
-        elif p.isidentifier() and p[0].isupper():
-            dims.append(p)
-        else:
-            raise NotSupportedError(f"placeholder dimension {p!r} in {text!r} (fixed or "
-                                    "symbolic dims only)")
-    try:
-        dtype = np.dtype(parts[-1].replace("complex64", "c8").replace("complex128", "c16"))
-    except TypeError:
-        raise DTypeError(f"unknown element type {parts[-1]!r} in {text!r}") from None
-    return tuple(dims), dtype
+    """Split a type (text, np.dtype or lazyk type) into (dims, native dtype) via `dshape`.
+
+    Dims are ints (fixed) or names (symbolic). TypeParseError for malformed text;
+    NotSupportedError, naming the type, for var / ellipsis dims, options and
+    non-numeric element types.
+    """
+    from lazyk.typeparse import dshape
+    from lazyk.types import FixedDim, Scalar, SymbolicDim
+
+    t = dshape(type)
+    dims: list = []
+    node = t
+    while isinstance(node, (FixedDim, SymbolicDim)):
+        dims.append(node.size if isinstance(node, FixedDim) else node.name)
+        node = node.elem
+    if not isinstance(node, Scalar) or node.kind not in "biufc":
+        what = f"element type {node}" if not hasattr(node, "elem") or \
+            isinstance(node, Scalar) else f"{node}"
+        raise NotSupportedError(f"placeholder type {t}: {what} is not supported yet "
+                                "(fixed and symbolic dims over a bool / integer / float / "
+                                "complex element type only)")
+    dtype = node.to_numpy()
+    return tuple(dims), dtype.newbyteorder("=")
 
 
 def _merge_env(exprs) -> dict:
@@ -420,6 +430,12 @@ for _name in UNARY + BINARY:
     globals()[_name] = _make_ufunc(_name)
 for _alias, _target in ALIASES.items():
     globals()[_alias] = globals()[_target]
+# numexpr's functions beyond issue 4's list (rows of lazyk.ops.OPS like the others).
+arcsinh = _make_ufunc("arcsinh")
+arccosh = _make_ufunc("arccosh")
+arctanh = _make_ufunc("arctanh")
+fmod = _make_ufunc("fmod")
+copysign = _make_ufunc("copysign")
 
 
 def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:

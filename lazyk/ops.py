@@ -630,6 +630,40 @@ for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint"
     _ufunc_row(_n, _unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
 _ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
+
+
+def _inverse_hyperbolic(name: str):
+    """arcsinh/arccosh/arctanh: libm asinh/acosh/atanh; complex through C99 casinh/... (the
+    functions NumPy's complex loops call)."""
+    def lower(em, args, loop, attr):
+        k = _k(loop[0])
+        if k == "c":
+            return em.cmath(name, args[0])
+        if k != "f":  # pragma: no cover - NumPy resolves integer inputs to float loops
+            raise NotSupportedError(f"{name} on {loop[0]}")
+        return em.math(name, *args)
+    return lower
+
+
+def _fmod(em, args, loop, attr):
+    """C fmod: the remainder takes the dividend's sign; integer x % 0 is 0 (as NumPy)."""
+    b, (x, y) = em.b, args
+    k = _k(loop[0])
+    if k == "f":
+        return b.frem(x, y)  # LLVM's frem is C fmod (NaN for y == 0 or x infinite)
+    t = x.type
+    z = ir.Constant(t, 0)
+    ys = _int_safe(em, x, y, k == "i")
+    if k != "i":
+        return b.select(b.icmp_unsigned("==", y, z), z, b.urem(x, ys))
+    bad = b.or_(b.icmp_signed("==", y, z), b.icmp_signed("==", y, ir.Constant(t, -1)))
+    return b.select(bad, z, b.srem(x, ys))
+
+
+for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+    _ufunc_row(_n, _inverse_hyperbolic(_m), True, extra={"cmath": True})
+_ufunc_row("fmod", _fmod)
+_ufunc_row("copysign", lambda em, a, loop, attr: em.math("copysign", *a))
 _ufunc_row("sign", _sign, True)
 _ufunc_row("minimum", _minmax(True, True), True)
 _ufunc_row("maximum", _minmax(False, True), True)

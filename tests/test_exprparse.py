@@ -219,3 +219,19 @@ def test_any_text_parses_or_raises_expr_parse_error(text):
         assert err.line >= 1 and err.column >= 1
         return
     assert str(tree)
+
+
+def test_numexpr_extra_functions_evaluate():
+    """arcsinh, arccosh, arctanh, fmod and copysign: numexpr names reach lazyk's rows."""
+    import numpy as np
+
+    import lazyk
+
+    a = np.array([-2.0, -0.5, 0.0, 0.5, 2.0])
+    b = np.array([3.0, 1.5, 1.0, 2.0, 5.0])
+    with np.errstate(all="ignore"):
+        for text, want in [("arcsinh(a)", np.arcsinh(a)), ("arccosh(b)", np.arccosh(b)),
+                           ("arctanh(a / 3)", np.arctanh(a / 3)), ("fmod(b, a)", np.fmod(b, a)),
+                           ("copysign(b, a)", np.copysign(b, a))]:
+            got = lazyk.evaluate(text, local_dict={"a": a, "b": b})
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=0, equal_nan=True)

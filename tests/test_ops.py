@@ -273,3 +273,84 @@ def test_op_through_front_end(op):
             want = np.asarray(row.reference(*arrays))
             got = np.asarray(lazyk.evaluate(fn(*arrays)))
         close(got, want, ULPS if op in TRANSCENDENTAL else 0)
+
+
+# ---------------------------------------------------------------- numexpr's extra functions
+# arcsinh/arccosh/arctanh call libm asinh/acosh/atanh; NumPy has its own SIMD versions.
+TRANSCENDENTAL |= {"arcsinh", "arccosh", "arctanh"}
+NUMEXPR_EXTRA = ["arcsinh", "arccosh", "arctanh", "fmod", "copysign"]
+SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -7.25, 1e300, -1e-300, np.nan,
+                    np.inf, -np.inf])
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
+@pytest.mark.parametrize("op", NUMEXPR_EXTRA)
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64", "int8", "uint16", "int64",
+                                "bool", "complex64", "complex128"])
+def test_numexpr_extra_rows(op, dt):
+    """Values (NaN, inf, signed zeros), result dtype and shape against NumPy."""
+    dt = np.dtype(dt)
+    row = ops.get(op)
+    if row.arity == 1:
+        arrays = [sample(dt, seed=5)]
+        if dt.kind == "f":
+            arrays = [np.concatenate([SPECIAL.astype(dt), arrays[0]])]
+    else:
+        x, y = sample(dt, seed=6), sample(dt, seed=7)
+        if dt.kind == "f":
+            x = np.concatenate([np.repeat(SPECIAL, len(SPECIAL)), x]).astype(dt)
+            y = np.concatenate([np.tile(SPECIAL, len(SPECIAL)), y]).astype(dt)
+        arrays = [x, y]
+    try:
+        loop = row.resolve(*(a.dtype for a in arrays))
+    except DTypeError:
+        assert dt.kind in "c", f"{op} refuses {dt}"  # NumPy has no complex fmod/copysign
+        with pytest.raises(TypeError):
+            row.reference(*arrays)
+        return
+    if dt.kind == "c":
+        assert row.supported(loop, "cpu") and not row.supported(loop, "cuda")
+    run([op], arrays)
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+def test_fmod_integer_edges(dt):
+    """Sign of the dividend, x % 0 == 0 and MIN % -1 == 0 (no trap), as NumPy."""
+    info = np.iinfo(dt)
+    xs = np.array([7, 0, 1, info.max, info.min, info.min + 1, info.max - 1], dt)
+    ys = np.array([2, 3, 0, 1, 2, 7, info.max], dt)
+    if info.min < 0:
+        xs = np.concatenate([xs, np.array([-7, -7, 7, info.min, info.min, -1], dt)])
+        ys = np.concatenate([ys, np.array([2, -2, -2, -1, 0, info.min], dt)])
+    x, y = np.repeat(xs, len(ys)), np.tile(ys, len(xs))
+    run(["fmod"], [x, y])
+
+
+def test_numexpr_extra_front_end():
+    """lazyk.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
+    import lazyk
+    from lazyk import expr
+
+    a = np.linspace(-3, 3, 13)
+    b = np.linspace(0.5, 4, 13)[::-1].copy()
+    with np.errstate(all="ignore"):
+        cases = {"arcsinh(a)": np.arcsinh(a), "arccosh(b + 1)": np.arccosh(b + 1),
+                 "arctanh(a / 4)": np.arctanh(a / 4), "fmod(a, b)": np.fmod(a, b),
+                 "copysign(b, a)": np.copysign(b, a),
+                 "fmod(a, 0.75) + copysign(1, a)": np.fmod(a, 0.75) + np.copysign(1, a)}
+        for text, want in cases.items():
+            got = lazyk.evaluate(text, local_dict={"a": a, "b": b})
+            close(np.asarray(got), want, ULPS)
+        close(np.asarray(expr.arcsinh(a).eval()), np.arcsinh(a), ULPS)
+        close(np.asarray(expr.arctanh(a / 4).eval()), np.arctanh(a / 4), ULPS)
+        close(np.asarray(expr.arccosh(b + 1).eval()), np.arccosh(b + 1), ULPS)
+        close(np.asarray(expr.fmod(a, b).eval()), np.fmod(a, b), 0)
+        close(np.asarray(expr.copysign(b, a).eval()), np.copysign(b, a), 0)
+        i = np.arange(-6, 7, dtype=np.int32)
+        close(np.asarray(expr.fmod(i, 4).eval()), np.fmod(i, 4), 0)
+    assert expr.fmod(i, 4).dtype == np.fmod(i, 4).dtype
+    assert expr.copysign(i, 1.0).dtype == np.copysign(i, 1.0).dtype
+    with pytest.raises(TypeError):
+        expr.fmod(a)
+    with pytest.raises(DTypeError):
+        expr.fmod(a.astype(complex), a)
