@@ -2,10 +2,22 @@
 
 A shape step first lines every operand up with the result: it broadcasts rows (a
 length-1 row broadcasts, equal lengths pair up, anything else is a ShapeError naming
-the row and both lengths) and gives, per operand, the flat index of the value each
-result element reads. The fused elementwise kernel then runs on flat 1-D values; the
-missing mask of the result is the AND of the operands' masks (never a sentinel). A
-final reduction over the last axis runs per row on the kernel's output.
+the row and both lengths).
+
+Reductions (sum, prod, min, max, any, all, mean; `skipna=`) over the last axis, over all
+outer axes, or over every axis run in ONE fused kernel (`codegen.llvm._SegGen`): the
+shape step works per row only (`line_up_rows`: each result row's length and, per operand,
+its element-0 address and byte stride from the arrmeta, 0 for a broadcast row) and the
+kernel walks rows and their elements in place, evaluating the elementwise body and
+folding it, reading `?T` masks at `value + mask_offset`. Semantics: missing in, missing
+out unless `skipna`; an empty or all-missing row gives sum 0, prod 1, any False, all True;
+mean = sum / count (count excludes skipped missing values; an empty row gives NaN
+without options, missing with options under `skipna`); min/max of a row with nothing to
+fold raises ValueError like NumPy for plain `T` and gives missing for `?T` operands.
+
+Elementwise results (no reduction) still gather values (`gather`) and run the fused
+elementwise kernel on flat 1-D values; the missing mask of the result is the AND of the
+operands' masks (never a sentinel).
 
 Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
 `?T` numeric; NumPy arrays and scalars broadcast against them.
@@ -276,46 +288,6 @@ class RaggedLeaf:
         self.array, self.option = array, option
 
 
-def _reduce_rows(op: str, values: np.ndarray, mask, lengths: np.ndarray, skipna: bool,
-                 dtype: np.dtype):
-    """Per-row reduction of flat values (NumPy reduceat; empty rows get the identity)."""
-    from lazyk import ops
-
-    present = mask if mask is not None else np.ones(len(values), bool)
-    red = "sum" if op == "mean" else op
-    ident = ops.get(red).identity(values.dtype) if red not in ("min", "max") else 0
-    filled = np.where(present, values, ops.get(red).identity(values.dtype)) if skipna and \
-        mask is not None else values
-    ufunc = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
-             "any": np.logical_or, "all": np.logical_and}[red]
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    nonempty = lengths > 0
-    out = np.full(len(lengths), ident, dtype=dtype)
-    if nonempty.any():
-        with np.errstate(all="ignore"):
-            part = ufunc.reduceat(filled.astype(dtype), starts[nonempty])
-        out[nonempty] = part
-    count_present = np.add.reduceat(present.astype(np.int64), starts[nonempty]) \
-        if nonempty.any() else np.zeros(0, np.int64)
-    npresent = np.zeros(len(lengths), np.int64)
-    npresent[nonempty] = count_present
-    if op == "mean":
-        with np.errstate(all="ignore"):
-            out = out / (npresent if skipna else lengths)
-    if mask is None:
-        rmask = nonempty if red in ("min", "max") else None
-    elif skipna:
-        rmask = npresent > 0 if red in ("min", "max") or op == "mean" else None
-    else:
-        rmask = npresent == lengths
-        if red in ("min", "max"):
-            rmask = rmask & nonempty
-    if red in ("min", "max") and mask is None and not nonempty.all():
-        raise ValueError(f"zero-size row {int(np.argmin(nonempty))} in reduction {op}, "
-                         "which has no identity")
-    return out.astype(dtype), rmask
-
-
 def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
     rows, k = [], 0
     for n in lengths:
@@ -396,7 +368,7 @@ def evaluate(expr, out=None):
             return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
         lengths = np.ones(len(lengths), np.int64)
         has_last = keep
-    if fused is None:
+    if fused is None and reduce_arg is None:
         data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
         masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
         mask = np.logical_and.reduce(masks) if masks else None
@@ -405,16 +377,10 @@ def evaluate(expr, out=None):
         values = np.broadcast_to(values, (int(struct.lengths.sum()),))
         option = mask is not None
     if reduce_arg is not None and fused is None:
-        op, axes, keep = reduce_arg[:3]
-        skipna = len(reduce_arg) > 3 and reduce_arg[3]
-        ndim = len(outer) + 1
-        if axes != (ndim - 1,):
-            raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option "
-                                    "expression (only the last axis)")
-        values, mask = _reduce_rows(op, values, mask, lengths, skipna, red_node.dtype)
-        option = mask is not None
-        lengths = np.ones(len(lengths), np.int64)
-        has_last = keep
+        # Reductions run only inside a fused segmented kernel, never on a kernel's output.
+        op, axes = reduce_arg[:2]
+        raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option expression "
+                                "(the last axis, all outer axes or all axes)")
     fixed_result = not option and not (has_last and reduce_arg is None and struct.var)
     if fixed_result:  # a plain fixed result: hand the values over without Python lists
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)

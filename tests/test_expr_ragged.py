@@ -141,12 +141,12 @@ def test_arrmeta_gather_equals_list_reading():
 
 # ---------------------------------------------------------------- fused var-row reductions
 def _one_fused_kernel(monkeypatch):
-    """Fail if the ragged path falls back to a separate elementwise kernel or to reduceat."""
+    """Fail if the ragged path gathers values or runs a separate elementwise kernel."""
     from lazyk import ragged
 
     def boom(*a, **k):
         raise AssertionError("reduction ran outside the fused segmented kernel")
-    monkeypatch.setattr(ragged, "_reduce_rows", boom)
+    monkeypatch.setattr(ragged, "_fused_row_reduction", boom)  # the gathered fallback
     monkeypatch.setattr(ragged, "gather", boom)  # rows are read in place, values not copied
     monkeypatch.setattr("lazyk.pipeline.run_program", boom)
 
