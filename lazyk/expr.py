@@ -278,11 +278,14 @@ def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
         dims.append(node.size if isinstance(node, FixedDim) else node.name)
         node = node.elem
     if not isinstance(node, Scalar) or node.kind not in "biufc":
-        what = f"element type {node}" if not hasattr(node, "elem") or \
-            isinstance(node, Scalar) else f"{node}"
-        raise NotSupportedError(f"placeholder type {t}: {what} is not supported yet "
-                                "(fixed and symbolic dims over a bool / integer / float / "
-                                "complex element type only)")
+        from lazyk.types import EllipsisDim, Option, VarDim
+
+        what = "var dimensions" if isinstance(node, VarDim) else \
+            "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
+            "option types (?T)" if isinstance(node, Option) else f"element type {node}"
+        raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
+                                "yet (fixed and symbolic dims over a bool / integer / "
+                                "float / complex element type only)")
     dtype = node.to_numpy()
     return tuple(dims), dtype.newbyteorder("=")
 
@@ -441,7 +444,10 @@ copysign = _make_ufunc("copysign")
 def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     """Lazy conversion; CastingError when `casting` forbids it (e.g. 'safe' float -> int)."""
     e = as_expr(x)
-    target = parse_fixed_type(dtype)[1] if isinstance(dtype, str) else np.dtype(dtype)
+    try:  # NumPy's dtype spellings first ('f8', 'int' = int64), as ndarray.astype
+        target = np.dtype(dtype)
+    except TypeError:  # then the lazyk type language ('complex[float32]', 'real')
+        target = parse_fixed_type(dtype)[1]
     if not np.can_cast(e.dtype, target, casting):
         raise CastingError(f"astype: cannot cast {e.dtype} to {target} under casting="
                            f"{casting!r}")

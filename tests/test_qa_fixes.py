@@ -1,0 +1,69 @@
+"""Regression tests for defects found by QA (one section per defect)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import NotSupportedError, TypeParseError
+
+
+# --- 1. placeholder types are read by lazyk.dshape -------------------------------------------
+
+@pytest.mark.parametrize("text", ["N * int", "N * real", "N * complex[float32]",
+                                  "N * >float64", "N * int32 # c", "3 * N * float32"])
+def test_placeholder_type_matches_dshape(text):
+    t = lazyk.dshape(text)
+    p = lazyk.placeholder("a", text)
+    assert p.ndim == t.ndim
+    assert all(d == s for d, s in zip(p.shape, t.shape) if s is not None)
+    assert p.dtype == t.dtype.to_numpy().newbyteorder("=")
+    assert p.env["a"].dtype == p.dtype
+
+
+def test_placeholder_int_is_int32_like_dshape():
+    assert lazyk.placeholder("a", "N * int").dtype == np.int32
+    assert lazyk.placeholder("a", "N * real").dtype == np.float64
+    assert lazyk.placeholder("a", "N * complex[float32]").dtype == np.complex64
+    assert lazyk.placeholder("a", "3 * N * float32").shape == (3, "N")
+
+
+def test_placeholder_big_endian_accepts_both_byte_orders():
+    k = lazyk.compile(lazyk.placeholder("a", "N * >float64") * 2)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(k(x), x * 2)
+    np.testing.assert_array_equal(k(x.astype(">f8")), x * 2)
+
+
+@pytest.mark.parametrize("text", ["N * f8", "N * long", "N * 03 * float64", "N * flot64"])
+def test_placeholder_malformed_type_has_caret(text):
+    with pytest.raises(TypeParseError) as info:
+        lazyk.placeholder("a", text)
+    msg = str(info.value)
+    assert "line 1, column 5" in msg and "^" in msg
+
+
+@pytest.mark.parametrize("text, what", [("N * var * int32", "var"), ("N * ?int32", "option"),
+                                        ("N * {x: int32}", "{x: int32}"),
+                                        ("N * string", "string"), ("... * int32", "ellipsis")])
+def test_placeholder_refuses_unsupported_types_clearly(text, what):
+    with pytest.raises(NotSupportedError, match="placeholder type") as info:
+        lazyk.placeholder("a", text)
+    assert what in str(info.value)
+
+
+def test_explain_cli_shows_type_caret():
+    r = subprocess.run([sys.executable, "-m", "lazyk.cli", "explain", "--type",
+                        "a=N * flot64", "a+1"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "TypeParseError" in r.stderr and "column 5" in r.stderr and "^" in r.stderr
+
+
+def test_astype_keeps_numpy_dtype_spellings():
+    x = np.arange(3)
+    assert lazyk.astype(x, "f8").dtype == np.float64
+    assert lazyk.astype(x, "int").dtype == np.dtype(int)
+    assert lazyk.astype(x, "complex[float32]").dtype == np.complex64
