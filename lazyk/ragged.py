@@ -302,14 +302,57 @@ def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
     return rows
 
 
-def evaluate(expr, out=None):
+def evaluate(expr, out=None, casting: str = "same_kind"):
+    """Compute an expression with var / option leaves; returns a new lazyk Array, or `out`.
+
+    `out` (NumPy or fixed lazyk array) takes results without var dims or missing values:
+    the kernel's per-row results are stored into it as assignment does (broadcasting,
+    `casting`); a var or option result with `out` raises NotSupportedError.
+    """
+    if out is None:
+        return _evaluate(expr)
+    from lazyk.pipeline import _as_out
+
+    try:
+        target = _as_out(out)
+    except Exception:
+        raise NotSupportedError(f"out= of type {getattr(out, 'type', type(out).__name__)} "
+                                "for a var / option expression") from None
+    if not target.flags.writeable:
+        raise ValueError("output array is read-only")
+    result = _evaluate(expr)
+    try:
+        value = result.to_numpy()
+    except Exception:
+        value = None
+    if value is None and "?" not in str(result.type):
+        try:  # var dims whose rows happen to fit (e.g. the one row of x.sum(axis=0))
+            _, dt, _ = describe(result)
+            value = np.array(result.to_list(), dtype=dt)
+        except Exception:
+            value = None
+    if value is None:
+        raise NotSupportedError(f"out= with a {result.type} result (ragged rows or "
+                                "missing values)")
+    if not np.can_cast(value.dtype, target.dtype, casting):
+        from lazyk.errors import CastingError
+
+        raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
+                           f"{target.dtype} under casting={casting!r}")
+    try:
+        np.copyto(target, value, casting="unsafe")
+    except ValueError as err:
+        raise ShapeError(f"result {result.type} does not broadcast into out with shape "
+                         f"{target.shape}: {err}") from None
+    return out
+
+
+def _evaluate(expr):
     """Compute an expression with var / option leaves; returns a new lazyk Array."""
     from lazyk.array import array
     from lazyk.expr import leaf_data
     from lazyk.pipeline import plan, run_program
 
-    if out is not None:
-        raise NotSupportedError("out= with var or option operands")
     root = expr.node
     red_node = root
     reduce_arg = None

@@ -403,3 +403,33 @@ def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
     assert e.sum(axis=0).eval().to_list() == []
     with pytest.raises(ValueError, match="zero-size array in reduction max"):
         e.max().eval()
+
+
+def test_out_for_fixed_results_of_ragged_reductions():
+    x = A([[1.0, 2.0], [3.0, 4.0], [5.0]], "3 * var * float64")
+    o = np.zeros(3)
+    assert lazyk.evaluate((x * 2).sum(axis=-1), out=o) is o
+    assert o.tolist() == [6.0, 14.0, 10.0]
+    o2 = np.zeros((2, 3))
+    lazyk.evaluate(x.max(axis=-1), out=o2)  # broadcasts as assignment does
+    assert o2.tolist() == [[2.0, 4.0, 5.0]] * 2
+    v = np.zeros(2)
+    lazyk.evaluate(x.sum(axis=0), out=v)
+    assert v.tolist() == [9.0, 11.0]
+    la = A(np.zeros(3))
+    la[...] = x.mean(axis=-1)
+    assert la.to_list() == [1.5, 3.5, 5.0]
+    with pytest.raises(lazyk.CastingError):
+        lazyk.evaluate(x.sum(axis=-1), out=np.zeros(3, np.int32))
+    with pytest.raises(lazyk.ShapeError):
+        lazyk.evaluate(x.sum(axis=-1), out=np.zeros(4))
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError):
+        lazyk.evaluate(x.sum(axis=-1), out=ro)
+    m = A([[1.0, None]], "1 * var * ?float64")
+    with pytest.raises(lazyk.NotSupportedError):
+        lazyk.evaluate(m.sum(axis=-1), out=np.zeros(1))  # a missing value has no slot
+    ok = np.zeros(1)
+    lazyk.evaluate(m.sum(axis=-1, skipna=True), out=ok)
+    assert ok.tolist() == [1.0]
