@@ -175,7 +175,7 @@ class CompiledExpr:
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
         compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-        if self._gfn is not None:
+        if self._gfn is not None and size <= _GUARD_MAX:
             self._install_guard(key, entry, out, inputs, fresh)
         return out
 
@@ -232,6 +232,9 @@ class CompiledExpr:
 # and GUARD_MAXND strides (all int64). Inputs come in parameter order.
 _REC = 9 + 2 * abi.GUARD_MAXND
 _HEAD = 2  # single-request function, kernel-data address
+# The guard runs the kernel with the GIL held: only sizes where the call overhead matters
+# take it, so other Python threads keep running next to larger kernels (GIL released).
+_GUARD_MAX = 1 << 13
 _guards: dict = {}
 
 

@@ -172,3 +172,13 @@ def test_spec_independent_of_leaf_names():
 
     got = {spec(n) for n in [("a", "b"), ("zz", "aa"), ("_9", "_10"), ("m", "n")]}
     assert len(got) == 1
+
+
+def test_guard_only_for_small_sizes():
+    """Mid-size kernels keep releasing the GIL (no native guard, which holds it)."""
+    f = _f()
+    n = compiled._GUARD_MAX + 1
+    a, b, o = np.ones(n), np.ones(n), np.empty(n)
+    f(a, b, out=o)
+    assert f._g_out is None
+    np.testing.assert_array_equal(f(a, b, out=o), a + b)
