@@ -403,9 +403,26 @@ def apply(name: str, *args: Any) -> Expr:
     if name in COMPARISONS:
         srcs = _comparison_key(name, srcs)
     loop, result = resolve(name, srcs)
+    if name == "power" and result.kind in "biu":
+        _check_int_exponent(srcs[1])
     shape = broadcast_shapes(name, [s.shape for s in srcs])
     typed = tuple(cast(s, d) for s, d in zip(srcs, loop))
     return Expr(Node(name, result, shape, typed), _merge_env(exprs))
+
+
+NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
+
+
+def _check_int_exponent(exponent: Node) -> None:
+    """NumPy's ValueError for an integer power with a negative constant exponent.
+
+    An exponent that is an array leaf is checked on its data when evaluated
+    (`lazyk.pipeline.check_int_powers`).
+    """
+    # NOTE: an exponent computed by a sub-expression (`a ** (b - 5)`) is not checked:
+    # its values exist only inside the kernel, which gives 0 / 1 / -1 style garbage there.
+    if exponent.op in ("scalar", "const") and exponent.arg < 0:
+        raise ValueError(NEGATIVE_INT_POWER)
 
 
 def _make_ufunc(name: str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable
@@ -365,6 +366,53 @@ def _env_arrays(expr: Expr) -> dict:
     return data
 
 
+_int_power_leaves: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _exponent_leaves(root: Node) -> tuple:
+    """Names of the input leaves that are exponents of an integer `power` (cached per graph).
+
+    Integer-to-integer casts (the loop's widening) are looked through; they keep the sign.
+    """
+    found = _int_power_leaves.get(root)
+    if found is not None:
+        return found
+    names = []
+    seen: set = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op == "power" and node.dtype.kind in "biu":
+            x = node.srcs[1]
+            while x.op == "astype" and x.srcs[0].dtype.kind in "biu":
+                x = x.srcs[0]
+            if x.op == "input" and x.dtype.kind == "i":
+                names.append(x.arg)
+        stack.extend(node.srcs)
+    found = tuple(dict.fromkeys(names))
+    _int_power_leaves[root] = found
+    return found
+
+
+def check_int_powers(root: Node, data: dict) -> None:
+    """NumPy's ValueError when an integer array exponent holds a negative value.
+
+    A constant exponent is refused when the node is built (`lazyk.expr.apply`).
+    """
+    # NOTE: only exponents that are (integer-widened) input arrays are checked, and only
+    # here in `evaluate`: an exponent computed by a sub-expression (`a ** (b - 5)`), ragged
+    # or GPU data, and `lazyk.compile(...)` calls are not checked (garbage, not an error).
+    from lazyk.expr import NEGATIVE_INT_POWER
+
+    for name in _exponent_leaves(root):
+        x = data.get(name)
+        if isinstance(x, np.ndarray) and x.size and (x < 0).any():
+            raise ValueError(NEGATIVE_INT_POWER)
+
+
 def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
              global_dict: dict | None = None, order: str = "K",
              casting: str = "same_kind", _depth: int = 1):
@@ -403,6 +451,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
 
         return evaluate_ragged(e, out)
     data = _env_arrays(e)
+    check_int_powers(e.node, data)
     from lazyk.device import on_gpu  # issue 6: GPU leaves run there; mixed raise DeviceError
 
     if on_gpu(data):

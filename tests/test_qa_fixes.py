@@ -67,3 +67,40 @@ def test_astype_keeps_numpy_dtype_spellings():
     assert lazyk.astype(x, "f8").dtype == np.float64
     assert lazyk.astype(x, "int").dtype == np.dtype(int)
     assert lazyk.astype(x, "complex[float32]").dtype == np.complex64
+
+
+# --- 2. integers to negative integer powers raise as in NumPy --------------------------------
+
+NEG_POW = "Integers to negative integer powers are not allowed"
+
+
+@pytest.mark.parametrize("exponent", [-1, np.int32(-2), np.int64(-1)])
+def test_int_power_negative_constant_raises(exponent):
+    x = np.arange(5, dtype=np.int32)
+    with pytest.raises(ValueError, match=NEG_POW):
+        np.power(x, exponent)
+    with pytest.raises(ValueError, match=NEG_POW):
+        (lazyk.array(x) ** exponent).eval()
+    with pytest.raises(ValueError, match=NEG_POW):
+        lazyk.power(x, exponent)
+    with pytest.raises(ValueError, match=NEG_POW):
+        lazyk.placeholder("a", "N * int32") ** exponent
+
+
+def test_int_power_negative_array_exponent_raises():
+    base = np.arange(3, dtype=np.int8)
+    exp = np.array([1, 2, -1], dtype=np.int64)
+    with pytest.raises(ValueError, match=NEG_POW):
+        (lazyk.array(base) ** exp).eval()
+    with pytest.raises(ValueError, match=NEG_POW):
+        (2 ** lazyk.array(np.array([1, -1], dtype=np.int32))).eval()
+    with pytest.raises(ValueError, match=NEG_POW):
+        lazyk.evaluate("a ** b", local_dict={"a": np.arange(3), "b": np.array([1, -2, 3])})
+
+
+def test_int_power_non_negative_and_float_still_work():
+    x = np.arange(5, dtype=np.int32)
+    np.testing.assert_array_equal(lazyk.evaluate(lazyk.array(x) ** 2), x ** 2)
+    np.testing.assert_array_equal(lazyk.evaluate(lazyk.array(x + 1) ** -1.0), (x + 1) ** -1.0)
+    e = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    np.testing.assert_array_equal(lazyk.evaluate(lazyk.array(x) ** e), x ** e)
