@@ -141,6 +141,22 @@ class RowView:
     last: int | None
 
 
+def _records(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray) -> np.ndarray:
+    """The `{begin, size}` records (int64 pairs) at `rows`: one strided NumPy view over the
+    outer dims (no per-row fancy indexing) when the records are 8-aligned."""
+    n = len(rows)
+    if n == 0:
+        return np.zeros((0, 2), np.int64)
+    if ptr % 8 == 0 and all(s % 8 == 0 for s in strides):
+        from numpy.lib.stride_tricks import as_strided
+
+        base = np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(ptr))
+        view = as_strided(base, shape=tuple(outer) + (2,), strides=tuple(strides) + (8,),
+                          writeable=False)
+        return view.reshape(n, 2)
+    return _bytes_at(rows, 16).copy().view(np.int64).reshape(n, 2)
+
+
 def row_view(array) -> RowView:
     """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md)."""
     shape, _, option = describe(array)
@@ -158,10 +174,9 @@ def row_view(array) -> RowView:
         lengths, stride = np.ones(1, np.int64), 0
     elif shape[-1] == "var":
         stride, voff = meta[k + 1], meta[k + 2]
+        rec = _records(array.ptr, outer, meta[1:2 * len(outer):2], rows)
         k += 3
-        rec = _bytes_at(rows, 16)
-        begin = rec[:, :8].copy().view(np.int64).reshape(-1)
-        lengths = rec[:, 8:].copy().view(np.int64).reshape(-1)
+        begin, lengths = rec[:, 0].copy(), rec[:, 1].copy()
         rows = begin + voff
     else:
         lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]

@@ -433,3 +433,24 @@ def test_out_for_fixed_results_of_ragged_reductions():
     ok = np.zeros(1)
     lazyk.evaluate(m.sum(axis=-1, skipna=True), out=ok)
     assert ok.tolist() == [1.0]
+
+
+def test_row_view_reads_the_same_rows_as_gather():
+    import ctypes
+
+    from lazyk.ragged import gather, row_view
+
+    a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
+    cases = [a, a[::-1], a[:, ::-1], a[1:], a[::2], A([[[1, 2], [3]], [[4], [5, 6, 7]]]),
+             A([1, 2, 3], "var * int64"), A([[1, None], [3]], "2 * var * ?int64")]
+    for c in cases:
+        g, v = gather(c, np.dtype("i8")), row_view(c)
+        np.testing.assert_array_equal(g.lengths, v.lengths)
+        vals = [ctypes.c_int64.from_address(int(p) + i * v.stride).value
+                for p, n in zip(v.rowptr, v.lengths) for i in range(n)]
+        if v.mask_offset is not None:
+            present = [ctypes.c_uint8.from_address(int(p) + i * v.stride + v.mask_offset).value
+                       for p, n in zip(v.rowptr, v.lengths) for i in range(n)]
+            np.testing.assert_array_equal(np.array(present, bool), g.mask)
+            vals = [x if m else 0 for x, m in zip(vals, present)]
+        np.testing.assert_array_equal(vals, g.values)
