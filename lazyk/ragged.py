@@ -718,6 +718,8 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     out = np.empty(nres, acc)
     valid = np.empty(nres, np.uint8)
     kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols)
+    for rec in _recorders:
+        rec.append((kernel, len(lengths), ncols, moffs))
     return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
 
 
@@ -741,3 +743,37 @@ def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
     dims = [str(d) for d in lead] + ([last] if last is not None else [])
     text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
     return array(nested, type=text)
+
+
+_recorders: list = []
+
+
+def explain(expr) -> str:
+    """How a var / option expression runs: the shape step, then each fused segmented kernel
+    (spec, order, kernel data, LLVM IR). Runs the expression once on its data."""
+    from lazyk.explain import format_spec
+    from lazyk.expr import as_expr
+
+    e = as_expr(expr)
+    record: list = []
+    _recorders.append(record)
+    try:
+        result = evaluate(e)
+    finally:
+        _recorders.remove(record)
+    out = [f"== ragged expression: {e.type} -> {result.type}",
+           f"== segmented kernels: {len(record)} (elementwise body and reduction fused)"]
+    for k, (kern, nrows, ncols, moffs) in enumerate(record):
+        out.append(f"== kernel {k + 1}: order {kern.order!r} (row: one result per row; col: "
+                   "per position over the outer axes; all: one), skipna "
+                   f"{kern.skipna}, mean {kern.mean}, masked {list(kern.masked)}")
+        out.append(format_spec(kern.spec))
+        fields = [("function", "void *"), ("destructor", "void (*)(ckernel_prefix *)"),
+                  ("ndim", "int64 = 0"), ("nrows", f"int64 = {nrows}"),
+                  ("ncols", f"int64 = {ncols}")]
+        fields += [(f"mask_offset[{j}]", f"int64 = {m or 0}") for j, m in enumerate(moffs)]
+        out.append("== kernel data\n" + "\n".join(
+            f"  {8 * i:4d}  {n:<16} {t}" for i, (n, t) in enumerate(fields)))
+        out.append("== src: lengths[nrows], then per input rowptr[nrows], rowstride[nrows]")
+        out.append(f"== LLVM IR\n{kern.ir}")
+    return "\n".join(out)

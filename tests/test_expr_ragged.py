@@ -454,3 +454,18 @@ def test_row_view_reads_the_same_rows_as_gather():
             np.testing.assert_array_equal(np.array(present, bool), g.mask)
             vals = [x if m else 0 for x, m in zip(vals, present)]
         np.testing.assert_array_equal(vals, g.values)
+
+
+def test_explain_shows_one_fused_segmented_kernel():
+    from lazyk import ragged
+
+    x = A([[1.0, 2.0, 3.0], [4.0]], "2 * var * ?float64")
+    y = A([[1.0], [2.0]], "2 * var * float64")
+    text = ragged.explain((x * 2 + y).sum(axis=-1, skipna=True))
+    assert "segmented kernels: 1 (elementwise body and reduction fused)" in text
+    assert "multiply" in text and "add" in text and "reduce: sum" in text
+    assert "order 'row'" in text
+    assert "masked [True, False]" in text or "masked [False, True]" in text  # x has options
+    assert "nrows            int64 = 2" in text
+    assert "== kernel 2" not in text
+    assert "segmented kernels: 1" in ragged.explain(x.mean(axis=0, skipna=True))
