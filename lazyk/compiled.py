@@ -71,7 +71,6 @@ class CompiledExpr:
             raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
                             f"{len(inputs)}")
         data = {}
-        sizes: dict[str, tuple[str, int]] = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             a = x if isinstance(x, np.ndarray) else _as_input(x)
             shape, dtype = self._types[i]
@@ -82,13 +81,25 @@ class CompiledExpr:
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
             data[name] = a
-        for i, ax, sym in self._symbols:
-            n = data[self.params[i]].shape[ax]
-            seen = sizes.setdefault(sym, (self.labels[i], n))
-            if seen[1] != n:
-                raise ShapeError(f"dimension {sym} is {seen[1]} in {seen[0]!r} but {n} in "
-                                 f"{self.labels[i]!r} (axis {ax})")
+        self._check_shapes([data[name].shape for name in self.params])
         return data
+
+    def _check_shapes(self, shapes: list) -> None:
+        """Every input's shape against its parameter: fixed sizes equal, symbols agree."""
+        sizes: dict[str, tuple[str, int, int]] = {}
+        for i, shape in enumerate(shapes):
+            for ax, (want, n) in enumerate(zip(self._types[i][0], shape)):
+                if isinstance(want, str):
+                    seen = sizes.setdefault(want, (self.labels[i], ax, n))
+                    if seen[2] != n:
+                        raise ShapeError(
+                            f"dimension {want} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
+                            f"but {n} in {self.labels[i]!r} (axis {ax}); signature "
+                            f"{self.signature}")
+                elif want != n:
+                    raise ShapeError(
+                        f"input {self.labels[i]!r}: axis {ax} has size {n}, the signature "
+                        f"says {want}: {self.signature}")
 
     def _setup_fast(self) -> None:
         """Precompute the one-kernel elementwise fast path (the common `k(a, b, out=c)`)."""
@@ -108,6 +119,7 @@ class CompiledExpr:
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
         self._geom: dict = {}
+        self._valid_shapes: set = set()  # common input shapes already checked against types
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
         if (_kernel._GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
                 and len(step.spec.outputs) == 1):
@@ -139,6 +151,9 @@ class CompiledExpr:
                     or not a.flags.aligned or (shape is not None and a.shape != shape):
                 return None
             shape = a.shape
+        if shape not in self._valid_shapes:
+            self._check_shapes([shape] * len(inputs))
+            self._valid_shapes.add(shape)
         fresh = out is None
         if not fresh and (type(out) is not np.ndarray or out.dtype != dtype
                           or out.shape != shape or not out.flags.writeable
@@ -220,6 +235,22 @@ class CompiledExpr:
         target = _as_out(out)
         run_program(self.program, data, target, casting=casting)
         return out
+
+    def bind(self, out: Any, *inputs: Any) -> Any:
+        """Step 2 of the three-step flow: kernel data for these arrays, no LLVM.
+
+        Returns a `lazyk.kernel.BoundKernel`: `ck()` executes, `ck.address` is the
+        `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
+        """
+        if self._fast is None:
+            from lazyk.errors import NotSupportedError
+
+            raise NotSupportedError(
+                f"bind() needs a one-kernel elementwise expression; {self.signature} "
+                f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
+        data = self._bind_inputs(inputs)
+        arrays = [data[self.params[k]] for k in self._fast[0]]
+        return _kernel.bind(self._fast[1], _as_out(out), *arrays)
 
     def explain(self) -> str:
         """The explain text of the underlying expression."""
@@ -375,7 +406,12 @@ def _as_input(x: Any) -> np.ndarray:
         from lazyk.device import as_device_array
 
         return as_device_array(x)
-    return _as_out(x)
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x)
+    if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
+        return _as_out(x)
+    raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
+                    f"not {type(x).__name__}")
 
 
 def _leaf_order(root: Node) -> list[str]:

@@ -1,0 +1,60 @@
+"""Compiled expressions check inputs against their signature on every path (QA defects 2, 5, 6)."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import lazyk
+
+
+def test_symbol_used_twice_in_one_parameter_is_checked_on_every_path():
+    k = lazyk.compile(lazyk.placeholder("p", "N * N * float64") * 2)
+    assert k(np.ones((2, 2))).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    for x in (np.ones((2, 3)), np.ones((2, 3), ">f8")):  # fast path and slow path alike
+        with pytest.raises(lazyk.ShapeError, match=r"dimension N is 2 .* but 3"):
+            k(x)
+
+
+def test_fixed_sizes_are_checked():
+    k = lazyk.compile(lazyk.placeholder("m", "N * 3 * float32") * 2)
+    assert k(np.ones((2, 3), "f4")).shape == (2, 3)
+    with pytest.raises(lazyk.ShapeError, match=r"'m': axis 1 has size 4, the signature says 3"):
+        k(np.ones((2, 4), "f4"))
+    c = lazyk.compile(lazyk.array(np.ones(3)) * 2)
+    assert c.signature == "(_0: 3 * float64) -> 3 * float64"
+    with pytest.raises(lazyk.ShapeError, match="axis 0 has size 5"):
+        c(np.ones(5))
+
+
+def test_repeated_calls_still_check_after_a_valid_call():
+    k = lazyk.compile(lazyk.placeholder("a", "N * float64") + lazyk.placeholder("b", "N * float64"))
+    x = np.arange(4.0)
+    for _ in range(3):
+        np.testing.assert_array_equal(k(x, x), 2 * x)
+    with pytest.raises(lazyk.ShapeError):
+        k(x, np.arange(5.0))
+
+
+def test_list_inputs_are_arrays_and_bad_inputs_name_inputs():
+    k = lazyk.compile(lazyk.placeholder("a", "N * float64") + 1)
+    np.testing.assert_array_equal(k([1.0, 2.0]), [2.0, 3.0])
+    with pytest.raises(TypeError, match="inputs must be"):
+        k(object())
+
+
+def test_bind_then_execute_through_the_prefix():
+    k = lazyk.compile(2 * lazyk.placeholder("a", "N * float64") + lazyk.placeholder("b", "N * float64"))
+    a, b, out = np.arange(6.0), np.ones(6), np.zeros(6)
+    with k.bind(out, a, b) as ck:
+        assert isinstance(ck.address, int) and ck.address != 0
+        # the prefix's first field is the single-request function pointer
+        assert ctypes.c_void_p.from_address(ck.address).value
+        ck()
+    np.testing.assert_array_equal(out, 2 * a + b)
+
+
+def test_bind_refuses_multi_kernel_expressions():
+    x = lazyk.placeholder("a", "N * float64")
+    k = lazyk.compile(x - x.sum())
+    with pytest.raises(lazyk.NotSupportedError, match="one-kernel"):
+        k.bind(np.zeros(3), np.ones(3))
