@@ -26,7 +26,8 @@ from lazyk.typeparse import dshape  # noqa: E402,F401
 from lazyk.array import Array, array, empty, full, zeros  # noqa: F401,E402
 # --- expressions and kernels (issue 4) ---
 from lazyk.expr import (  # noqa: F401,E402
-    Expr, abs, absolute, add, all, any, arccos, arcsin, arctan, arctan2, astype,
+    Expr, abs, absolute, add, all, any, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+    arctanh, astype, copysign, fmod,
     bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clip, conj, conjugate, cos,
     cosh, divide, equal, exp, expm1, floor, floor_divide, fmax, fmin, greater,
     greater_equal, hypot, imag, invert, isfinite, isinf, isnan, left_shift, less,

@@ -22,13 +22,13 @@ from lazyk.operators import Operators
 # Names are rows of lazyk.ops.OPS (NumPy's names; `conj` is NumPy's `conjugate`).
 UNARY = ("negative", "absolute", "invert", "logical_not", "sqrt", "exp", "expm1", "log",
          "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-         "cosh", "tanh", "floor", "ceil", "trunc", "rint", "sign", "isnan", "isinf",
+         "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "sign", "isnan", "isinf",
          "isfinite", "conj")
 BINARY = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
           "power", "arctan2", "hypot", "minimum", "maximum", "fmin", "fmax", "bitwise_and",
           "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "less", "less_equal",
           "greater", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
-          "logical_xor")
+          "logical_xor", "fmod", "copysign")
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 ALIASES = {"divide": "true_divide", "mod": "remainder", "abs": "absolute",
            "conjugate": "conj", "bitwise_not": "invert", "pow": "power"}
