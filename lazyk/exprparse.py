@@ -352,7 +352,12 @@ def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict
         out, order, casting: as `lazyk.evaluate`.
     Raises:
         ExprParseError: syntax errors, unknown names and functions (line, column, caret).
+        ValueError / TypeError: an unknown `order` or `casting`; a dict that is not a
+            mapping (as numexpr; checked before any name is looked up).
     """
+    from lazyk.pipeline import check_options
+
+    check_options(order, casting, local_dict, global_dict)
     if local_dict is None or global_dict is None:
         frame = sys._getframe(_depth)
         if local_dict is None:

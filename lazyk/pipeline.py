@@ -9,6 +9,7 @@ import ctypes
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -413,6 +414,33 @@ def check_int_powers(root: Node, data: dict) -> None:
             raise ValueError(NEGATIVE_INT_POWER)
 
 
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+ORDERS = ("C", "F", "A", "K")
+
+
+def check_options(order: Any, casting: Any, local_dict: Any = None,
+                  global_dict: Any = None) -> None:
+    """numexpr's checks of `evaluate`'s options (on every call, `out` or not)."""
+    if casting not in CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
+                         f"{casting!r}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of 'C', 'F', 'A', 'K'; got {order!r}")
+    for what, d in (("local_dict", local_dict), ("global_dict", global_dict)):
+        if d is not None and not isinstance(d, (dict, Mapping)):
+            raise TypeError(f"{what} must be a mapping (dict) or None, not "
+                            f"{type(d).__name__}")
+
+
+def _fortran_result(order: str, data: dict) -> bool:
+    """Whether a fresh result is Fortran-ordered: 'F', or 'A'/'K' over Fortran inputs."""
+    if order == "F":
+        return True
+    arrays = [a for a in data.values() if isinstance(a, np.ndarray) and a.ndim >= 2]
+    return bool(arrays) and all(a.flags.f_contiguous for a in arrays) \
+        and not all(a.flags.c_contiguous for a in arrays)
+
+
 def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
              global_dict: dict | None = None, order: str = "K",
              casting: str = "same_kind", _depth: int = 1):
@@ -425,16 +453,24 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
             the caller's frame).
         out: NumPy or lazyk array; the result broadcasts into it as assignment does.
             Overlap with an input (other than exact aliasing) goes through a temporary.
-        casting: NumPy casting rule for storing into `out`.
+        order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
+            a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
+            Fortran-contiguous (and not C-contiguous); otherwise C order. Ignored when
+            `out` is given and for ragged / option and GPU results (always C order).
+        casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
+            'same_kind', 'unsafe'; checked on every call).
+        local_dict, global_dict: mappings (or None) for a string's names.
 
     Returns:
         A new NumPy array (a lazyk Array for var / option results), or `out`.
 
     Raises:
-        ValueError: `out` is read-only.
+        ValueError: `out` is read-only; an unknown `casting` or `order`.
+        TypeError: `local_dict` / `global_dict` is not a mapping.
         CastingError: `casting` forbids storing the result dtype into `out`.
         ShapeError: operands, or the result and `out`, do not broadcast.
     """
+    check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
         from lazyk.exprparse import evaluate_string
 
@@ -460,7 +496,9 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return run_on_device(plan(e.node), data, out)
     node, data = canonical(e.node, data)
     if out is None:
-        return run_program(plan(node), data)
+        if order == "C" or len(e.shape) < 2 or not _fortran_result(order, data):
+            return run_program(plan(node), data)
+        out = np.empty(e.shape, e.dtype, order="F")  # written in place below
     target = _as_out(out)
     _check_result_shape(e.shape, target)
     if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \

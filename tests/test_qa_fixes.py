@@ -104,3 +104,53 @@ def test_int_power_non_negative_and_float_still_work():
     np.testing.assert_array_equal(lazyk.evaluate(lazyk.array(x + 1) ** -1.0), (x + 1) ** -1.0)
     e = np.array([0, 1, 2, 3, 4], dtype=np.int64)
     np.testing.assert_array_equal(lazyk.evaluate(lazyk.array(x) ** e), x ** e)
+
+
+# --- 3. evaluate's options are checked on every call ----------------------------------------
+
+@pytest.mark.parametrize("as_string", [True, False])
+@pytest.mark.parametrize("kw, err", [(dict(casting="bogus"), ValueError),
+                                     (dict(order="Z"), ValueError),
+                                     (dict(local_dict=[1]), TypeError),
+                                     (dict(global_dict=3), TypeError)])
+def test_evaluate_bad_options_raise(kw, err, as_string):
+    b = np.arange(6.0).reshape(2, 3)
+    expr = "b * 2" if as_string else lazyk.array(b) * 2
+    with pytest.raises(err):
+        lazyk.evaluate(expr, **kw)
+
+
+def test_evaluate_string_direct_bad_options_raise():
+    from lazyk.exprparse import evaluate_string
+
+    with pytest.raises(TypeError, match="local_dict"):
+        evaluate_string("b * 2", local_dict=[1])
+    with pytest.raises(ValueError, match="casting"):
+        evaluate_string("b * 2", local_dict={"b": np.ones(2)}, casting="bogus")
+
+
+def test_evaluate_local_dict_mapping_accepted():
+    from types import MappingProxyType
+
+    r = lazyk.evaluate("b * 2", local_dict=MappingProxyType({"b": np.ones(3)}))
+    np.testing.assert_array_equal(r, np.full(3, 2.0))
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("fortran_input", [True, False])
+def test_evaluate_order_of_fresh_result_like_numpy(order, fortran_input):
+    x = np.arange(12.0).reshape(3, 4)
+    if fortran_input:
+        x = np.asfortranarray(x)
+    r = lazyk.evaluate("x * 2 + 1", local_dict={"x": x}, order=order)
+    n = np.add(np.multiply(x, 2), 1, order=order)
+    np.testing.assert_array_equal(r, n)
+    assert r.flags.f_contiguous == n.flags.f_contiguous
+    assert r.flags.c_contiguous == n.flags.c_contiguous
+
+
+def test_evaluate_order_f_reduction():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    r = lazyk.evaluate(lazyk.array(x).sum(axis=2), order="F")
+    np.testing.assert_array_equal(r, x.sum(axis=2))
+    assert r.flags.f_contiguous
