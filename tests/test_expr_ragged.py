@@ -469,3 +469,109 @@ def test_explain_shows_one_fused_segmented_kernel():
     assert "nrows            int64 = 2" in text
     assert "== kernel 2" not in text
     assert "segmented kernels: 1" in ragged.explain(x.mean(axis=0, skipna=True))
+
+
+def _ref_fold(op, vals, options, skipna):
+    """Python reference of one reduction over `vals` (None = missing)."""
+    import math
+
+    present = [v for v in vals if v is not None]
+    if options and not skipna and len(present) < len(vals):
+        return None
+    if op == "sum":
+        return sum(present)
+    if op == "prod":
+        return math.prod(present)
+    if op == "any":
+        return any(present)
+    if op == "all":
+        return all(present)
+    if not present:
+        if op == "mean" and not (options and skipna):
+            return float("nan")
+        return None if options else "raise"
+    if op == "mean":
+        return sum(present) / len(present)
+    return min(present) if op == "min" else max(present)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fused_reductions_against_a_python_reference(seed):
+    rng = np.random.default_rng(seed)
+    for case in range(25):
+        nrows = int(rng.integers(0, 6))
+        options = bool(rng.integers(0, 2))
+        lengths = rng.integers(0, 5, size=nrows)
+
+        def rows(lens, p_missing):
+            return [[None if options and rng.random() < p_missing else float(rng.integers(-4, 5))
+                     for _ in range(int(n))] for n in lens]
+        xr = rows(lengths, 0.3)
+        yl = [n if rng.random() < 0.6 else 1 for n in lengths]
+        yr = rows(yl, 0.2)
+        t = f"{nrows} * var * {'?' if options else ''}float64"
+        x, y = A(xr, t), A(yr, t)
+        e = x * 2 - y
+        er = [[None if a is None or b is None else a * 2 - b
+               for a, b in zip(r1 if len(r1) >= len(r2) else r1 * len(r2),
+                               r2 if len(r2) >= len(r1) else r2 * len(r1))]
+              for r1, r2 in zip(xr, yr)]
+        op = ["sum", "prod", "min", "max", "mean", "any", "all"][int(rng.integers(0, 7))]
+        skipna = bool(rng.integers(0, 2))
+        got_expr = getattr(e, op)(axis=-1, skipna=skipna) if op not in ("any", "all") else \
+            getattr(e != 0, op)(axis=-1, skipna=skipna)
+        rows_ref = er if op not in ("any", "all") else \
+            [[None if v is None else v != 0 for v in r] for r in er]
+        want = [_ref_fold(op, r, options, skipna) for r in rows_ref]
+        ctx = (seed, case, op, skipna, xr, yr)
+        if "raise" in want:
+            with pytest.raises(ValueError):
+                got_expr.eval()
+            continue
+        got = got_expr.eval().to_list()
+        assert len(got) == len(want), ctx
+        for g, w in zip(got, want):
+            if w is None:
+                assert g is None, ctx
+            elif isinstance(w, float) and np.isnan(w):
+                assert np.isnan(g), ctx
+            else:
+                assert g == pytest.approx(w), ctx
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fused_outer_and_total_reductions_against_a_python_reference(seed):
+    rng = np.random.default_rng(100 + seed)
+    for case in range(25):
+        nrows = int(rng.integers(1, 6))
+        options = bool(rng.integers(0, 2))
+        L = int(rng.integers(0, 4))
+        lens = [L if rng.random() < 0.7 or L == 0 else 1 for _ in range(nrows)]
+        L = max(lens)  # every row has L elements or broadcasts from 1
+        xr = [[None if options and rng.random() < 0.25 else float(rng.integers(-4, 5))
+               for _ in range(n)] for n in lens]
+        x = A(xr, f"{nrows} * var * {'?' if options else ''}float64")
+        op = ["sum", "prod", "min", "max", "mean"][int(rng.integers(0, 5))]
+        skipna = bool(rng.integers(0, 2))
+        plus = [[None if v is None else v + 1 for v in (r * L if len(r) == 1 else r)]
+                for r in xr]  # x + 1 with length-1 rows broadcast
+        cols = [_ref_fold(op, [r[i] for r in plus], options, skipna) for i in range(L)]
+        total = _ref_fold(op, [None if v is None else v + 1 for r in xr for v in r],
+                          options, skipna)
+        ctx = (seed, case, op, skipna, xr)
+        for expr_, ref in ((getattr(x + 1, op)(axis=0, skipna=skipna), cols),
+                           (getattr(x + 1, op)(skipna=skipna), [total])):
+            if "raise" in ref:
+                with pytest.raises(ValueError):
+                    expr_.eval()
+                continue
+            got = expr_.eval().to_list()
+            got = got if isinstance(got, list) else [got]
+            assert len(got) == len(ref), ctx
+            for g, w in zip(got, ref):
+                if w is None:
+                    assert g is None, ctx
+                elif isinstance(w, float) and np.isnan(w):
+                    assert np.isnan(g), ctx
+                else:
+                    assert g == pytest.approx(w), ctx
