@@ -634,15 +634,70 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`.
     """
     t = _as_type(type)
+    if t.is_symbolic:
+        raise ArrayConstructionError(f"type '{t}' is symbolic: zeros / empty / full need a "
+                                     "concrete type (fixed sizes; var dims with lengths=)")
+    levels, nested = _check_lengths(lengths)
     if M.is_plain(t):
+        if levels:
+            raise ArrayConstructionError(f"type '{t}' has no var dims; leave out lengths "
+                                         f"(got {lengths!r})")
         dt = M.np_dtype(t.dtype) if t.ndim else M.np_dtype(t)
+        nbytes = int(np.prod(t.shape, dtype=object)) * dt.itemsize
+        if nbytes > np.iinfo(np.intp).max:
+            raise ArrayConstructionError(f"type '{t}' needs {nbytes} bytes, more than any "
+                                         f"array can hold ({np.iinfo(np.intp).max} bytes)")
         try:
-            return Array._wrap(np.full(t.shape, value, dtype=dt))
+            data = np.full(t.shape, value, dtype=dt)
+        except MemoryError:
+            raise MemoryError(f"cannot allocate {nbytes} bytes for type '{t}'") from None
         except (OverflowError, ValueError, TypeError) as e:
             raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
-    levels = [iter(lengths)] if lengths and not isinstance(lengths[0], (list, tuple)) else \
-        [iter(x) for x in (lengths or [])]
-    return array(template(t, value, levels, 0), t)
+        return Array._wrap(data)
+    iters = [iter(x) for x in levels]
+    result = template(t, value, iters, 0)
+    for k, (it, given) in enumerate(zip(iters, levels)):
+        left = sum(1 for _ in it)
+        if left:
+            i = len(given) - left
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            rows = f"has {i} rows" if i else "has no rows (or no such var dim)"
+            raise ArrayConstructionError(
+                f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
+                f"{len(given)} lengths given)")
+    return array(result, t)
+
+
+def _check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
+    """`lengths` as one list of row sizes per var dim (and whether it was nested).
+
+    ArrayConstructionError names the position of a size that is not a non-negative int.
+    """
+    if lengths is None:
+        return [], False
+    if isinstance(lengths, np.ndarray):
+        lengths = lengths.tolist()
+    if not isinstance(lengths, (list, tuple)):
+        raise ArrayConstructionError(f"lengths must be a list of row sizes (or one list per "
+                                     f"var dim), not {builtins_type(lengths).__name__}")
+    nested = bool(lengths) and isinstance(lengths[0], (list, tuple, np.ndarray))
+    levels = list(lengths) if nested else [lengths] if lengths else []
+    for k, level in enumerate(levels):
+        if isinstance(level, np.ndarray):
+            level = level.tolist()
+        if not isinstance(level, (list, tuple)):
+            raise ArrayConstructionError(f"lengths[{k}] = {level!r}: with one list per "
+                                         "var dim, every entry must be a list of row sizes")
+        for i, n in enumerate(level):
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
+                                             "non-negative integer")
+            if n < 0:
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
+                                             "non-negative")
+        levels[k] = [int(n) for n in level]
+    return levels, nested
 
 
 def zeros(type: Any, lengths: list | None = None) -> Array:

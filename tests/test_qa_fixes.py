@@ -154,3 +154,43 @@ def test_evaluate_order_f_reduction():
     r = lazyk.evaluate(lazyk.array(x).sum(axis=2), order="F")
     np.testing.assert_array_equal(r, x.sum(axis=2))
     assert r.flags.f_contiguous
+
+
+# --- 4. zeros / empty / full check lengths and types ----------------------------------------
+
+@pytest.mark.parametrize("make", [lazyk.zeros, lazyk.empty,
+                                  lambda t, lengths=None: lazyk.full(t, 7, lengths)])
+@pytest.mark.parametrize("lengths, where", [([2, -1], "lengths[1]"), ([-5, 1], "lengths[0]"),
+                                            ([2, 3, 4], "lengths[2]"),
+                                            ([2.5, 1], "lengths[0]"),
+                                            ([True, 1], "lengths[0]"),
+                                            ([[2, 1], [3]], "lengths[1][0]")])
+def test_var_lengths_validated(make, lengths, where):
+    with pytest.raises(lazyk.ArrayConstructionError) as info:
+        make("2 * var * int32", lengths)
+    assert where in str(info.value)
+
+
+def test_var_lengths_nested_and_arrays_still_work():
+    assert lazyk.zeros("2 * var * int32", np.array([1, 2])).to_list() == [[0], [0, 0]]
+    assert lazyk.zeros("2 * var * var * int8", [[1, 2], [1, 2, 3]]).to_list() == \
+        [[[0]], [[0, 0], [0, 0, 0]]]
+    with pytest.raises(ValueError, match=r"lengths\[1\]\[3\]"):
+        lazyk.zeros("2 * var * var * int8", [[1, 2], [1, 2, 3, 4]])
+    with pytest.raises(ValueError, match="no var dims"):
+        lazyk.zeros("3 * int32", [1])
+
+
+@pytest.mark.parametrize("make", [lazyk.zeros, lazyk.empty])
+def test_symbolic_type_refused_clearly(make):
+    with pytest.raises(ValueError, match="symbolic.*concrete") as info:
+        make("N * int32")
+    assert "fill value" not in str(info.value)
+
+
+@pytest.mark.parametrize("make", [lazyk.zeros, lazyk.empty])
+def test_too_large_type_names_byte_size(make):
+    with pytest.raises((ValueError, MemoryError)) as info:
+        make("4611686018427387904 * int64")
+    msg = str(info.value)
+    assert "fill value" not in msg and "36893488147419103232 bytes" in msg
