@@ -194,3 +194,25 @@ def test_too_large_type_names_byte_size(make):
         make("4611686018427387904 * int64")
     msg = str(info.value)
     assert "fill value" not in msg and "36893488147419103232 bytes" in msg
+
+
+# --- 5. set_num_threads wants an int --------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [1.5, "2", 2.0, None, True])
+def test_set_num_threads_requires_int(bad):
+    before = lazyk.get_num_threads()
+    with pytest.raises(TypeError):
+        lazyk.set_num_threads(bad)
+    assert lazyk.get_num_threads() == before
+
+
+def test_set_num_threads_accepts_integers():
+    before = lazyk.get_num_threads()
+    try:
+        lazyk.set_num_threads(np.int64(1))
+        assert lazyk.get_num_threads() == 1
+        with pytest.raises(ValueError):
+            lazyk.set_num_threads(0)
+    finally:
+        lazyk.set_num_threads(before)
+    assert lazyk.get_num_threads() == before

@@ -364,7 +364,14 @@ _pool_lock = threading.Lock()
 def set_num_threads(n: int) -> None:
     """Set how many threads kernels may use (default: all cores)."""
     global _num_threads, _pool
-    n = int(n)
+    import operator
+
+    if isinstance(n, bool):
+        raise TypeError("number of threads must be an int, not bool")
+    try:
+        n = operator.index(n)  # 1.5 or "2" are mistakes, not 1 or 2 threads
+    except TypeError:
+        raise TypeError(f"number of threads must be an int, not {type(n).__name__}") from None
     if n < 1:
         raise ValueError(f"number of threads must be >= 1, got {n}")
     with _pool_lock:
