@@ -216,3 +216,19 @@ def test_set_num_threads_accepts_integers():
     finally:
         lazyk.set_num_threads(before)
     assert lazyk.get_num_threads() == before
+
+
+# --- 6. docs/types.md says what string constants raise ------------------------------------
+
+def test_string_constant_error_matches_docs():
+    from pathlib import Path
+
+    from lazyk.exprparse import ExprParseError
+
+    a = np.arange(3)
+    with pytest.raises(ExprParseError, match="string constants") as info:
+        lazyk.evaluate('a == "x"', local_dict={"a": a})
+    assert "^" in str(info.value)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "types.md").read_text()
+    assert "(`contains`, string constants) raises `NotSupportedError`" not in doc
+    assert "String constants" in doc and "raise `ExprParseError`" in doc
