@@ -406,11 +406,11 @@ def check_int_powers(root: Node, data: dict) -> None:
     # NOTE: only exponents that are (integer-widened) input arrays are checked, and only
     # here in `evaluate`: an exponent computed by a sub-expression (`a ** (b - 5)`), ragged
     # or GPU data, and `lazyk.compile(...)` calls are not checked (garbage, not an error).
-    from lazyk.expr import NEGATIVE_INT_POWER
-
     for name in _exponent_leaves(root):
         x = data.get(name)
         if isinstance(x, np.ndarray) and x.size and (x < 0).any():
+            from lazyk.expr import NEGATIVE_INT_POWER
+
             raise ValueError(NEGATIVE_INT_POWER)
 
 
