@@ -232,3 +232,28 @@ def test_string_constant_error_matches_docs():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "types.md").read_text()
     assert "(`contains`, string constants) raises `NotSupportedError`" not in doc
     assert "String constants" in doc and "raise `ExprParseError`" in doc
+
+
+# --- found while testing: JIT lock self-deadlock --------------------------------------------
+
+_CLOSE_DURING_COMPILE = '''
+from lazyk.backend import cpu
+IR = "define i64 @{name}(i64 %x) {{\\n  ret i64 %x\\n}}\\n"
+victim = cpu.JITModule(IR.format(name="qa_victim_fn"), ("qa_victim_fn",))
+def gen():
+    victim.close()  # what a GC-run Kernel.__del__ does in the middle of a compile
+    return IR.format(name="qa_other_fn")
+m = cpu.JITModule(gen, ("qa_other_fn",))
+print("ok", bool(m.addresses["qa_other_fn"]), victim.engine is None)
+'''
+
+
+def test_jit_close_during_compile_does_not_deadlock():
+    # A subprocess: on the old (plain Lock) code this hung forever holding the JIT lock.
+    try:
+        r = subprocess.run([sys.executable, "-c", _CLOSE_DURING_COMPILE], capture_output=True,
+                           text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("JITModule.close() inside a compile deadlocked on the JIT lock")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok", "True", "True"]

@@ -17,7 +17,10 @@ try:
 except ImportError:  # pragma: no cover
     _objcache = None
 
-_lock = threading.Lock()  # LLVM's context and our target machine are not thread-safe
+# LLVM's context and our target machine are not thread-safe.
+# NOTE: re-entrant: IR generation runs under the lock, and a garbage collection there may
+# run a Kernel.__del__ -> JITModule.close() in the same thread (a plain Lock deadlocked).
+_lock = threading.RLock()
 _host: Host | None = None
 
 
