@@ -32,6 +32,9 @@ _FUTEX_WAKE_PRIVATE = 129
 # 2-thread call at n = 1e5 took ~200 us against 33 us with both threads kept awake.
 _SPIN = 2_000_000
 _CALLER_SPIN = 2_000_000
+# The first ~90 us spin on `pause` only (most waits end there); after that each round also calls
+# sched_yield, so a thread that shares our CPU with other load gets to run.
+_PURE_SPIN = 200_000
 
 # Pool state, one 64-byte cache line per field group so workers and caller do not false-share:
 #   0: i32 generation (futex word)    8: i32 sleepers    16: i32 shutdown
@@ -65,11 +68,16 @@ spin:
   br i1 %changed, label %done, label %spin_next
 spin_next:
   call void @llvm.x86.sse2.pause()
-  %y = call i32 @sched_yield()
   %t = call i64 @llvm.readcyclecounter()
   %el = sub i64 %t, %t0
   %more = icmp ult i64 %el, SPIN
-  br i1 %more, label %spin, label %sleep
+  br i1 %more, label %maybe_yield, label %sleep
+maybe_yield:
+  %fast = icmp ult i64 %el, PURE_SPIN
+  br i1 %fast, label %spin, label %yield
+yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   %s0 = atomicrmw add ptr %sleepers, i32 1 seq_cst
   call void @futex_wait(ptr %p, i32 %v)
@@ -164,11 +172,16 @@ spin:
   br i1 %done, label %exit, label %spin_next
 spin_next:
   call void @llvm.x86.sse2.pause()
-  %y = call i32 @sched_yield()
   %t = call i64 @llvm.readcyclecounter()
   %el = sub i64 %t, %t0
   %more = icmp ult i64 %el, CALLER_SPIN
-  br i1 %more, label %spin, label %sleep
+  br i1 %more, label %maybe_yield, label %sleep
+maybe_yield:
+  %fast = icmp ult i64 %el, PURE_SPIN
+  br i1 %fast, label %spin, label %yield
+yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   store atomic i32 1, ptr %waiting seq_cst, align 4
   call void @futex_wait(ptr %pending, i32 %p)
@@ -282,7 +295,7 @@ class _Native:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         text = (_IR.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
-                .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("CALLER_SPIN", str(_CALLER_SPIN)).replace("SPIN", str(_SPIN)))
+                .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("CALLER_SPIN", str(_CALLER_SPIN)).replace("PURE_SPIN", str(_PURE_SPIN)).replace("SPIN", str(_SPIN)))
         target = llvm.Target.from_default_triple()
         tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                           features=llvm.get_host_cpu_features().flatten(), opt=2)
