@@ -37,6 +37,14 @@ class CompiledExpr:
     """
 
     def __init__(self, expr: Expr):
+        from lazyk import ragged
+
+        if any(ragged.is_ragged(v) for v in expr.env.values()):
+            from lazyk.errors import NotSupportedError
+
+            raise NotSupportedError(
+                f"lazyk.compile of an expression over var / option arrays ({expr.type}) is "
+                "not supported yet; call .eval() on it (one fused kernel per step)")
         self.expr = expr
         self.program = plan(expr.node)
         # Parameters in order of first appearance in the graph the user wrote.

@@ -72,6 +72,10 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     from lazyk.passes.fuse import fuse_elementwise
 
     e = as_expr(expr)
+    from lazyk import ragged
+
+    if any(ragged.is_ragged(v) for v in e.env.values()):
+        return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = pipeline.run_passes(e.node, check=True, trace=trace)
