@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+import numpy as np
+
 ALIGN = 16
 
 
@@ -130,7 +132,10 @@ class CKernelBuilder:
 # ob_type @8, data @16, nd (int) @24, dimensions @32, strides @40, descr @56, flags (int) @64.
 NPY_ALIGNED, NPY_WRITEABLE = 0x100, 0x400
 GUARD_MAXND = 8
-GUARD_REC = 5 + 2 * GUARD_MAXND  # type, descr, flag mask, nd, byte offset, dims, strides
+# Per operand (output first): type, descr, flag mask, ndim, byte offset, extent lo, extent hi,
+# may-alias-out flag, source slot (position among the kernel's inputs), then GUARD_MAXND dims
+# and GUARD_MAXND strides (all int64).
+GUARD_REC = 9 + 2 * GUARD_MAXND
 GUARD_HEAD = 2  # single-request function, kernel-data address
 
 
@@ -143,9 +148,10 @@ def guard_ir(nops: int) -> str:
     """IR for `i64 lazyk_guard{nops}(i64 *guard, PyArrayObject *out, PyArrayObject *in...)`.
 
     Checks each array's type, dtype object, flags, ndim, shape and strides against the
-    guard (the geometry the kernel data was bound for); on a match it calls the single
-    request with the arrays' data pointers and returns 0, else returns 1 and runs nothing.
-    This makes a repeated call one foreign call instead of a Python-level bind.
+    guard (the geometry the kernel data was bound for), and that each input's byte extent
+    is disjoint from the output's unless it is the exact alias the guard allows. On a match
+    it calls the single request with the arrays' data pointers and returns 0, else returns 1
+    and runs nothing. This makes a repeated call one foreign call instead of a Python bind.
     """
     from llvmlite import ir
 
@@ -157,6 +163,7 @@ def guard_ir(nops: int) -> str:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     fail = fn.append_basic_block("fail")
     c = lambda v: ir.Constant(i64, v)  # noqa: E731
+    mx = GUARD_MAXND
 
     def gf(i):
         return b.load(b.gep(g, [c(i)]))
@@ -165,13 +172,14 @@ def guard_ir(nops: int) -> str:
         return b.load(b.bitcast(b.gep(obj, [c(off)]), ty.as_pointer()))
 
     src = b.alloca(p8, c(max(nops - 1, 1)))
-    dst = None
+    dst = out_raw = None
     for j, obj in enumerate(objs):
         r = GUARD_HEAD + GUARD_REC * j
         # NOTE: check the type first, on its own branch: any Python object may arrive here,
         # and only an ndarray is known to be large enough for the field reads below.
         is_array = fn.append_basic_block(f"array{j}")
-        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)), is_array, fail)
+        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)),
+                  is_array, fail)
         b.position_at_end(is_array)
         ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1))
         mask = gf(r + 2)
@@ -179,6 +187,14 @@ def guard_ir(nops: int) -> str:
         ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))
         nd = b.sext(field(obj, 24, i32), i64)
         ok = b.and_(ok, b.icmp_unsigned("==", nd, gf(r + 3)))
+        raw = b.ptrtoint(field(obj, 16, p8), i64)
+        if j > 0:  # overlap with the output: disjoint extents, or the allowed exact alias
+            o_lo, o_hi = b.add(out_raw, gf(GUARD_HEAD + 5)), b.add(out_raw, gf(GUARD_HEAD + 6))
+            i_lo, i_hi = b.add(raw, gf(r + 5)), b.add(raw, gf(r + 6))
+            disjoint = b.or_(b.icmp_signed(">=", i_lo, o_hi), b.icmp_signed(">=", o_lo, i_hi))
+            alias = b.and_(b.icmp_unsigned("!=", gf(r + 7), c(0)),
+                           b.icmp_unsigned("==", raw, out_raw))
+            ok = b.and_(ok, b.or_(disjoint, alias))
         head = fn.append_basic_block(f"dims{j}")
         b.cbranch(ok, head, fail)
         b.position_at_end(head)
@@ -194,20 +210,54 @@ def guard_ir(nops: int) -> str:
         b.cbranch(b.icmp_signed("<", d, nd), body, done)
         b.position_at_end(body)
         same = b.and_(
-            b.icmp_signed("==", b.load(b.gep(dims, [d])), b.load(b.gep(g, [b.add(d, c(r + 5))]))),
+            b.icmp_signed("==", b.load(b.gep(dims, [d])), b.load(b.gep(g, [b.add(d, c(r + 9))]))),
             b.icmp_signed("==", b.load(b.gep(strides, [d])),
-                          b.load(b.gep(g, [b.add(d, c(r + 5 + GUARD_MAXND))]))))
+                          b.load(b.gep(g, [b.add(d, c(r + 9 + mx))]))))
         d.add_incoming(b.add(d, c(1)), body)
         b.cbranch(same, loop, fail)
         b.position_at_end(done)
-        data = b.gep(field(obj, 16, p8), [gf(r + 4)])
+        data = b.inttoptr(b.add(raw, gf(r + 4)), p8)
         if j == 0:
-            dst = data
+            dst, out_raw = data, raw
         else:
-            b.store(data, b.gep(src, [c(j - 1)]))
+            b.store(data, b.gep(src, [gf(r + 8)]))
     single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
     b.call(b.inttoptr(gf(0), single_t), [dst, src, b.inttoptr(gf(1), p8)])
     b.ret(c(0))
     b.position_at_end(fail)
     b.ret(c(1))
     return str(m)
+
+
+def extent(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
+    """Byte range [lo, hi) touched by an array, relative to its element-0 address."""
+    lo = hi = 0
+    for n, s in zip(shape, strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + itemsize
+
+
+def make_guard(single_address: int, kd_address: int, offsets: tuple, arrays: tuple,
+               aligned: tuple, order: tuple) -> ctypes.Array:
+    """A guard buffer for `arrays` (output, then inputs in the caller's order) bound to kernel
+    data at `kd_address`; `order[k]` is the caller's input that is kernel input k and
+    `offsets` the byte offsets bind added (output first, then kernel inputs)."""
+    slot = {p: k for k, p in enumerate(order)}
+    out = arrays[0]
+    buf = (ctypes.c_int64 * guard_size(len(arrays)))()
+    buf[0], buf[1] = single_address, kd_address
+    for j, a in enumerate(arrays):
+        r = GUARD_HEAD + GUARD_REC * j
+        k = 0 if j == 0 else slot[j - 1]  # kernel input k
+        mask = NPY_WRITEABLE | NPY_ALIGNED if j == 0 else (NPY_ALIGNED if aligned[k] else 0)
+        lo, hi = extent(a.shape, a.strides, a.dtype.itemsize)
+        alias = int(j > 0 and a.shape == out.shape and a.strides == out.strides
+                    and a.dtype.itemsize == out.dtype.itemsize)
+        off = offsets[0] if j == 0 else offsets[k + 1]
+        buf[r:r + 9] = [id(np.ndarray), id(a.dtype), mask, a.ndim, off, lo, hi, alias, k]
+        buf[r + 9:r + 9 + a.ndim] = list(a.shape)
+        buf[r + 9 + GUARD_MAXND:r + 9 + GUARD_MAXND + a.ndim] = list(a.strides)
+    return buf

@@ -131,7 +131,7 @@ class CompiledExpr:
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
         if (_kernel._GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
                 and len(step.spec.outputs) == 1):
-            self._gfn = _guard_fn(1 + len(self.params))
+            self._gfn = _kernel._guard_fn(1 + len(self.params))
 
     def _install_guard(self, key: tuple, entry: tuple, out: np.ndarray, inputs: tuple,
                        fresh: bool) -> None:
@@ -142,7 +142,9 @@ class CompiledExpr:
         ops = (out, *inputs)
         if any(a.ndim > abi.GUARD_MAXND for a in ops):
             return
-        buf = _make_guard(entry, ops, self._fast[1].aligned, self._fast[0])
+        _, _, compiled, _, kd_address, _, offs = entry
+        buf = abi.make_guard(compiled.single_address, kd_address, offs, ops,
+                             self._fast[1].aligned, self._fast[0])
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
         g = (ctypes.addressof(buf), self._gfn, (buf, entry, tuple(a.dtype for a in ops)), key)
         if fresh:
@@ -266,145 +268,9 @@ class CompiledExpr:
 
 
 # ---------------------------------------------------------------- repeated calls: native guard
-# Per operand (output first): type, descr, flag mask, ndim, byte offset, extent lo, extent hi,
-# may-alias-out flag, source slot (position among the kernel's inputs), then GUARD_MAXND dims
-# and GUARD_MAXND strides (all int64). Inputs come in parameter order.
-_REC = 9 + 2 * abi.GUARD_MAXND
-_HEAD = 2  # single-request function, kernel-data address
 # The guard runs the kernel with the GIL held: only sizes where the call overhead matters
 # take it, so other Python threads keep running next to larger kernels (GIL released).
 _GUARD_MAX = 1 << 13
-_guards: dict = {}
-
-
-def _guard_ir(nops: int) -> str:
-    """IR for `i64 lazyk_cguard{nops}(i64 *guard, PyArrayObject *out, PyArrayObject *in...)`.
-
-    Like `abi.guard_ir`, plus an overlap check: each input's byte extent must be disjoint
-    from the output's unless it is the exact alias (same start and geometry) the guard
-    allows. On a match it runs the single request and returns 0; else 1, running nothing.
-    """
-    from llvmlite import ir
-
-    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
-    p8, p64 = i8.as_pointer(), i64.as_pointer()
-    m = ir.Module(name=f"lazyk_cguard{nops}")
-    fn = ir.Function(m, ir.FunctionType(i64, [p64] + [p8] * nops), f"lazyk_cguard{nops}")
-    g, objs = fn.args[0], fn.args[1:]
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    fail = fn.append_basic_block("fail")
-    c = lambda v: ir.Constant(i64, v)  # noqa: E731
-    mx = abi.GUARD_MAXND
-
-    def gf(i):
-        return b.load(b.gep(g, [c(i)]))
-
-    def field(obj, off, ty):
-        return b.load(b.bitcast(b.gep(obj, [c(off)]), ty.as_pointer()))
-
-    src = b.alloca(p8, c(max(nops - 1, 1)))
-    dst = out_raw = None
-    for j, obj in enumerate(objs):
-        r = _HEAD + _REC * j
-        # NOTE: the type first, on its own branch: only an ndarray is large enough to read.
-        is_array = fn.append_basic_block(f"array{j}")
-        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)),
-                  is_array, fail)
-        b.position_at_end(is_array)
-        ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1))
-        mask = gf(r + 2)
-        flags = b.zext(field(obj, 64, i32), i64)
-        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))
-        nd = b.sext(field(obj, 24, i32), i64)
-        ok = b.and_(ok, b.icmp_unsigned("==", nd, gf(r + 3)))
-        raw = b.ptrtoint(field(obj, 16, p8), i64)
-        if j > 0:  # overlap with the output: disjoint extents, or the allowed exact alias
-            o_lo, o_hi = b.add(out_raw, gf(_HEAD + 5)), b.add(out_raw, gf(_HEAD + 6))
-            i_lo, i_hi = b.add(raw, gf(r + 5)), b.add(raw, gf(r + 6))
-            disjoint = b.or_(b.icmp_signed(">=", i_lo, o_hi), b.icmp_signed(">=", o_lo, i_hi))
-            alias = b.and_(b.icmp_unsigned("!=", gf(r + 7), c(0)),
-                           b.icmp_unsigned("==", raw, out_raw))
-            ok = b.and_(ok, b.or_(disjoint, alias))
-        head = fn.append_basic_block(f"dims{j}")
-        b.cbranch(ok, head, fail)
-        b.position_at_end(head)
-        dims, strides = field(obj, 32, p64), field(obj, 40, p64)
-        pre = b.block
-        loop = fn.append_basic_block(f"dim{j}")
-        body = fn.append_basic_block(f"dim{j}.check")
-        done = fn.append_basic_block(f"dim{j}.done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        d = b.phi(i64)
-        d.add_incoming(c(0), pre)
-        b.cbranch(b.icmp_signed("<", d, nd), body, done)
-        b.position_at_end(body)
-        same = b.and_(
-            b.icmp_signed("==", b.load(b.gep(dims, [d])), b.load(b.gep(g, [b.add(d, c(r + 9))]))),
-            b.icmp_signed("==", b.load(b.gep(strides, [d])),
-                          b.load(b.gep(g, [b.add(d, c(r + 9 + mx))]))))
-        d.add_incoming(b.add(d, c(1)), body)
-        b.cbranch(same, loop, fail)
-        b.position_at_end(done)
-        data = b.inttoptr(b.add(raw, gf(r + 4)), p8)
-        if j == 0:
-            dst, out_raw = data, raw
-        else:
-            b.store(data, b.gep(src, [gf(r + 8)]))
-    single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
-    b.call(b.inttoptr(gf(0), single_t), [dst, src, b.inttoptr(gf(1), p8)])
-    b.ret(c(0))
-    b.position_at_end(fail)
-    b.ret(c(1))
-    return str(m)
-
-
-def _guard_fn(nops: int) -> Any:
-    """The native guard for `nops` arrays (compiled once per process), or None."""
-    f = _guards.get(nops)
-    if f is None:
-        from lazyk.backend.cpu import JITModule
-
-        jit = JITModule(_guard_ir(nops), (f"lazyk_cguard{nops}",))
-        # NOTE: PYFUNCTYPE keeps the GIL (~1 us a call against ~2 us with CFUNCTYPE); only
-        # single-threaded sizes take this path, and the guard buffer is then never raced.
-        proto = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
-        f = _guards[nops] = (proto(jit.addresses[f"lazyk_cguard{nops}"]), jit)
-    return f[0]
-
-
-def _extent(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
-    """Byte range [lo, hi) touched by an array, relative to its element-0 address."""
-    lo = hi = 0
-    for n, s in zip(shape, strides):
-        if s < 0:
-            lo += (n - 1) * s
-        else:
-            hi += (n - 1) * s
-    return lo, hi + itemsize
-
-
-def _make_guard(entry: tuple, arrays: tuple, aligned: tuple, order: tuple) -> Any:
-    """A guard buffer for `arrays` (output, then inputs in parameter order) bound to the
-    kernel data of `entry`; `order[k]` is the parameter that is kernel input k."""
-    _, _, compiled, _, kd_address, _, offs = entry
-    slot = {p: k for k, p in enumerate(order)}
-    out = arrays[0]
-    buf = (ctypes.c_int64 * (_HEAD + _REC * len(arrays)))()
-    buf[0], buf[1] = compiled.single_address, kd_address
-    for j, a in enumerate(arrays):
-        r = _HEAD + _REC * j
-        k = 0 if j == 0 else slot[j - 1]  # kernel input k
-        mask = abi.NPY_WRITEABLE | abi.NPY_ALIGNED if j == 0 else (
-            abi.NPY_ALIGNED if aligned[k] else 0)
-        lo, hi = _extent(a.shape, a.strides, a.dtype.itemsize)
-        alias = int(j > 0 and a.shape == out.shape and a.strides == out.strides
-                    and a.dtype.itemsize == out.dtype.itemsize)
-        off = offs[0] if j == 0 else offs[k + 1]
-        buf[r:r + 9] = [id(np.ndarray), id(a.dtype), mask, a.ndim, off, lo, hi, alias, k]
-        buf[r + 9:r + 9 + a.ndim] = list(a.shape)
-        buf[r + 9 + abi.GUARD_MAXND:r + 9 + abi.GUARD_MAXND + a.ndim] = list(a.strides)
-    return buf
 
 
 def _as_input(x: Any) -> np.ndarray:

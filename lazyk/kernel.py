@@ -301,6 +301,16 @@ def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
             raise BindError(f"output {j} has dtype {o.dtype}, the kernel stores native {dt}")
         if not o.flags.writeable:
             raise BindError(f"output {j} is read-only")
+        for k, a in enumerate(ins):
+            # The kernel streams through memory once: an input it has already overwritten
+            # would be read back. Only the exact alias (same elements in the same order) of
+            # an elementwise kernel is safe; callers go through a temporary otherwise.
+            exact = (spec.reduce is None and data_pointer(a) == data_pointer(o)
+                     and a.shape == o.shape and a.strides == o.strides
+                     and a.dtype.itemsize == o.dtype.itemsize)
+            if not exact and np.may_share_memory(o, a) and np.shares_memory(o, a):
+                raise BindError(f"output {j} overlaps input {k} other than as an exact alias; "
+                                "write into a temporary (lazyk.evaluate does this) and copy")
     for j, (a, dt, al) in enumerate(zip(ins, spec.inputs, spec.aligned)):
         if a.dtype != np.dtype(dt):
             raise BindError(f"input {j} has dtype {a.dtype.str}, "
@@ -553,7 +563,7 @@ def _guard_fn(nops: int) -> Any:
 
 class Dispatcher:
     """`d(out, *inputs)` runs `spec`: one native call when the arrays' geometry matches the last
-    bind (checked natively: type, dtype, flags, shape, strides), else a full Python bind.
+    bind (checked natively: type, dtype, flags, shape, strides, overlap), else a full bind.
 
     This is the repeated-call path for compiled expressions; large inputs (threaded) always
     take the bind path, whose cost is negligible next to the work.
@@ -579,16 +589,8 @@ class Dispatcher:
         if (self._fn is None or ck._task is not None or ck._empty
                 or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
             return out
-        buf = (ctypes.c_int64 * abi.guard_size(len(arrays)))()
-        buf[0], buf[1] = ck.compiled.single_address, ck.address
-        offs = ck.layout.offsets
-        for j, a in enumerate(arrays):
-            r = abi.GUARD_HEAD + abi.GUARD_REC * j
-            mask = abi.NPY_WRITEABLE if j == 0 else (
-                abi.NPY_ALIGNED if self.spec.aligned[j - 1] else 0)
-            buf[r:r + 5] = [id(np.ndarray), id(a.dtype), mask, a.ndim, offs[j]]
-            buf[r + 5:r + 5 + a.ndim] = list(a.shape)
-            buf[r + 5 + abi.GUARD_MAXND:r + 5 + abi.GUARD_MAXND + a.ndim] = list(a.strides)
+        buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
+                             self.spec.aligned, tuple(range(len(inputs))))
         ck._keep = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
         self._g = (buf, ck, tuple(a.dtype for a in arrays))
