@@ -127,7 +127,7 @@ class CompiledExpr:
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
         self._geom: dict = {}
-        self._valid_shapes: set = set()  # common input shapes already checked against types
+        self._valid_shapes: dict = {}  # input shapes checked against types -> broadcast shape
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
         if (_kernel._GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
                 and len(step.spec.outputs) == 1):
@@ -153,17 +153,25 @@ class CompiledExpr:
             self._g_out = g
 
     def _call_fast(self, inputs: tuple, out: Any):
-        """One kernel, same-shape native aligned inputs: dict lookups and one C call."""
+        """One kernel, native aligned inputs (broadcasting allowed): dict lookups and one C call."""
         order, spec, dtype, dtypes, ndims = self._fast
-        shape = None
         for a, dt, nd in zip(inputs, dtypes, ndims):
             if type(a) is not np.ndarray or a.dtype != dt or a.ndim != nd \
-                    or not a.flags.aligned or (shape is not None and a.shape != shape):
+                    or not a.flags.aligned:
                 return None
-            shape = a.shape
-        if shape not in self._valid_shapes:
-            self._check_shapes([shape] * len(inputs))
-            self._valid_shapes.add(shape)
+        shapes = tuple(a.shape for a in inputs)
+        shape = self._valid_shapes.get(shapes)
+        if shape is None:
+            # New input shapes: checked against the signature and broadcast once, then a
+            # dict lookup (broadcasting operands such as `a2*r + k` stay on this path).
+            self._check_shapes(list(shapes))
+            try:
+                shape = np.broadcast_shapes(*shapes)
+            except ValueError:
+                return None  # the general path raises the ShapeError naming the operands
+            if len(self._valid_shapes) > 64:
+                self._valid_shapes.clear()
+            self._valid_shapes[shapes] = shape
         fresh = out is None
         if not fresh and (type(out) is not np.ndarray or out.dtype != dtype
                           or out.shape != shape or not out.flags.writeable
@@ -172,7 +180,7 @@ class CompiledExpr:
             return None
         arrays = [inputs[k] for k in order]
         # A fresh output is C-contiguous, so its strides need not be part of the key.
-        key = (shape, None if fresh else out.strides, tuple(a.strides for a in arrays))
+        key = (shapes, None if fresh else out.strides, tuple(a.strides for a in arrays))
         entry = self._geom.get(key)
         if entry is None:
             if fresh:

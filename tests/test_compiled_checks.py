@@ -67,3 +67,22 @@ def test_ragged_expressions_explain_and_refuse_compile_clearly():
     assert "ragged expression" in (lazyk.array([1.0, None]) + 1).explain()
     with pytest.raises(lazyk.NotSupportedError, match="var / option"):
         lazyk.compile(x * 2)
+
+
+def test_broadcasting_inputs_take_the_fast_path_and_stay_correct(monkeypatch):
+    from lazyk import compiled
+
+    x = lazyk.placeholder("a2", "M * N * float64")
+    f = lazyk.compile(x * lazyk.placeholder("r", "N * float64")
+                      + lazyk.placeholder("k", "M * 1 * float64"))
+    a2, r, k = np.random.rand(3, 5), np.random.rand(5), np.random.rand(3, 1)
+    np.testing.assert_array_equal(f(a2, r, k), a2 * r + k)
+    monkeypatch.setattr(compiled, "run_program", lambda *a, **kw: 1 / 0)  # no general path now
+    for _ in range(3):
+        np.testing.assert_array_equal(f(a2, r, k), a2 * r + k)
+        out = np.empty((3, 5))
+        f(a2, r, k, out=out)
+        np.testing.assert_array_equal(out, a2 * r + k)
+    monkeypatch.undo()
+    with pytest.raises(lazyk.ShapeError, match="dimension N"):
+        f(a2, np.ones(4), k)
