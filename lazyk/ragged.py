@@ -86,44 +86,19 @@ def _bytes_at(addr: np.ndarray, width: int) -> np.ndarray:
 
 
 def gather(array, dtype: np.dtype) -> Operand:
-    """Flatten a lazyk Array by its arrmeta (docs/layout.md): vectorised, no Python lists."""
-    shape, _, option = describe(array)
-    t = array.type
-    while type(t).__name__ in ("FixedDim", "VarDim"):
-        t = t.elem
-    elem = (t.elem if option else t).to_numpy()
-    meta, k = array.meta, 0
-    outer = shape[:-1] if shape else ()
-    rows = np.array([array.ptr], np.int64)
-    for n in outer:
-        size, stride = meta[k], meta[k + 1]
-        k += 2
-        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * stride).reshape(-1)
-    if not shape:
-        lengths, addr = np.ones(1, np.int64), rows
-    elif shape[-1] == "var":
-        vstride, voff = meta[k + 1], meta[k + 2]
-        k += 3
-        rec = _bytes_at(rows, 16)
-        begin = rec[:, :8].copy().view(np.int64).reshape(-1)
-        lengths = rec[:, 8:].copy().view(np.int64).reshape(-1)
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-        pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
-        addr = np.repeat(begin + voff, lengths) + pos * vstride
-    else:
-        n, stride = meta[k], meta[k + 1]
-        k += 2
-        lengths = np.full(len(rows), n, np.int64)
-        addr = (rows[:, None] + np.arange(n, dtype=np.int64) * stride).reshape(-1)
-    values = _bytes_at(addr, elem.itemsize).copy().view(elem).reshape(-1).astype(dtype)
-    mask = None
-    if option:
-        mask = _bytes_at(addr + meta[k], 1).reshape(-1) != 0
-        values = np.where(mask, values, np.zeros((), dtype))
+    """Flatten a lazyk Array by its arrmeta (docs/layout.md): its rows (`row_view`), then
+    one vectorised read of every element (no Python lists)."""
+    v = row_view(array)
+    lengths = v.lengths
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    var = bool(shape) and shape[-1] == "var"
-    return Operand(tuple(outer), lengths, starts, values, mask, var,
-                   None if var or not shape else shape[-1])
+    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
+    addr = np.repeat(v.rowptr, lengths) + pos * v.stride
+    values = _bytes_at(addr, v.dtype.itemsize).copy().view(v.dtype).reshape(-1).astype(dtype)
+    mask = None
+    if v.mask_offset is not None:
+        mask = _bytes_at(addr + v.mask_offset, 1).reshape(-1) != 0
+        values = np.where(mask, values, np.zeros((), dtype))
+    return Operand(v.outer, lengths, starts, values, mask, v.var, v.last)
 
 
 @dataclass
