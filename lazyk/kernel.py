@@ -358,7 +358,20 @@ class BoundKernel:
     are the pointers the single request takes. Thread-safe: the kernel data is only read.
     """
 
+    # NOTE: `dst` lives in a one-element list that the thread plans' closures share, so they
+    # need not capture `self`: a closure over self made every threaded bound kernel a reference
+    # cycle, freed by the cyclic GC together with its (evicted) compiled kernel in any order;
+    # the JIT could go first and the kernel-data destructor then jumped into freed code.
+    @property
+    def dst(self) -> int:
+        return self._dstc[0]
+
+    @dst.setter
+    def dst(self, value: int) -> None:
+        self._dstc[0] = value
+
     def __init__(self, compiled: CompiledKernel, layout: Any, out: Any, inputs: tuple):
+        self._dstc = [0]
         with compiled._lock:
             if compiled.jit is None:
                 raise BindError("compiled kernel was closed")
@@ -410,8 +423,9 @@ class BoundKernel:
         fn, dstride = compiled.strided_address, layout.strides[0][0]
         ss = ctypes.addressof(self._ss)
         count, address, src = layout.shape[0], self.address, self.src_address
-        # self.dst is read at call time: run_layout re-points a cached bound kernel (issue 5)
-        return lambda: task(fn, self.dst, dstride, src, ss, count, address, min_chunk)
+        # dst is read at call time: run_layout re-points a cached bound kernel (issue 5)
+        dstc = self._dstc
+        return lambda: task(fn, dstc[0], dstride, src, ss, count, address, min_chunk)
 
     def _reduce_plan(self, compiled: CompiledKernel, layout: Any, min_chunk: int):
         """A full reduction over threads: chunk i folds into partial i; combine them here."""
@@ -427,11 +441,12 @@ class BoundKernel:
             *[st[0] for st in layout.strides[compiled.nout:]])
         args = (compiled.strided_address, data_pointer(partials), 0, self.src_address,
                 ctypes.addressof(self._ss), layout.shape[0], self.address, min_chunk)
+        dstc = self._dstc
 
         def run() -> None:
             chunks = task(*args, dst_chunk_stride=dt.itemsize)
             value = np.asarray(combine.reduce(partials[:chunks]), dt)
-            ctypes.memmove(self.dst, value.ctypes.data, dt.itemsize)  # dst read at call time
+            ctypes.memmove(dstc[0], value.ctypes.data, dt.itemsize)  # dst read at call time
         return run
 
     def __call__(self) -> None:
