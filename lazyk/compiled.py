@@ -127,6 +127,7 @@ class CompiledExpr:
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
         self._geom: dict = {}
+        self._threaded: dict = {}  # geometry key -> kernel.ThreadedRun
         self._valid_shapes: dict = {}  # input shapes checked against types -> broadcast shape
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
         if (_kernel._GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
@@ -189,6 +190,7 @@ class CompiledExpr:
                 self._g_out = self._g_new = None  # guards point into these entries
                 _release(list(self._geom.values()))
                 self._geom.clear()
+                self._threaded.clear()
             st = (_over(shape, out.shape, out.strides),) + tuple(
                 _over(shape, a.shape, a.strides) for a in arrays)
             entry = _prepare(spec, shape, st, (False,) * len(shape))
@@ -203,7 +205,18 @@ class CompiledExpr:
         if size == 0:
             return out
         if size >= _THREAD_MIN:
+            # Repeated threaded call (issue 5): a record per geometry with everything but the
+            # data pointers filled in; one foreign call into the pool.
+            tr = self._threaded.get(key)
+            if tr is not None and tr(out, arrays):
+                return out
             _backend()(spec, layout, out, arrays)
+            if tr is None or tr.stale():
+                tr = _kernel.threaded_run(spec, layout)
+                if tr is not None:
+                    if len(self._threaded) > 64:
+                        self._threaded.clear()
+                    self._threaded[key] = tr
             return out
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])

@@ -610,3 +610,76 @@ class Dispatcher:
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
         self._g = (buf, ck, tuple(a.dtype for a in arrays))
         return out
+
+
+# ---------------------------------------------------------------- repeated threaded calls
+class ThreadedRun:
+    """A threaded elementwise run of one (spec, layout), fixed except for the data pointers.
+
+    Built once per geometry from the cached bound kernel: the strided-task record (function,
+    kernel data, strides, count, chunk table, parts) and the source-pointer array are filled
+    here, so a repeated call writes the data pointers, zeroes the claim counters and makes one
+    foreign call into the pool (GIL released). Callers check the arrays' geometry first.
+    """
+
+    def __init__(self, ck: BoundKernel, nthreads: int, pool: Any):
+        layout, compiled = ck.layout, ck.compiled
+        self._ck = ck  # keeps the kernel data and the code alive
+        self.offs = layout.offsets
+        nin = compiled.nin
+        count = layout.shape[0]
+        inner = max(1, layout.size // count)
+        min_chunk = max(1, _threads.MIN_CHUNK // inner)
+        self.nthreads = nthreads
+        self.pool = pool
+        self.parts = parts = 1 if pool is None else min(
+            _threads.nparts_for(count, min_chunk), pool.nthreads)
+        if parts < 2:
+            return  # single part: run_layout's path; nothing to prepare
+        task = _threads.StridedTask(nin, parts)
+        chunk = (-(-count // (parts * _threads.CHUNKS_PER_PART)) + 63) & ~63
+        nchunks = -(-count // chunk)
+        per = -(-nchunks // parts)
+        self.src = (ctypes.c_void_p * max(nin, 1))()
+        self._ss = (ctypes.c_int64 * max(nin, 1))(*[st[0] for st in layout.strides[1:]])
+        b = self.buf = task.buf
+        self._task = task
+        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (
+            compiled.strided_address, 0, layout.strides[0][0], ctypes.addressof(self.src),
+            ctypes.addressof(self._ss), count, ck.address, parts)
+        b[9], b[10], b[11], b[12] = 0, chunk, nchunks, per
+        self.ctrs = tuple(16 + 8 * t for t in range(parts))
+        self.address = task.address
+        self.fn = _threads.strided_part_address()
+        self.lock = threading.Lock()
+
+    def stale(self) -> bool:
+        """True when the thread count or the pool changed since this record was planned."""
+        return self.pool is not _threads._pool or self.nthreads != _threads._num_threads
+
+    def __call__(self, out: np.ndarray, arrays: list) -> bool:
+        """Run into `out` from `arrays`; False (nothing done) when the record is busy or stale."""
+        if self.parts < 2 or self.stale():
+            return False  # one part (run_layout runs it), or set_num_threads since
+        if not self.lock.acquire(False):
+            return False  # another Python thread runs this record now
+        try:
+            offs, s, b = self.offs, self.src, self.buf
+            for k, a in enumerate(arrays):
+                s[k] = data_pointer(a) + offs[k + 1]
+            b[1] = data_pointer(out) + offs[0]
+            for i in self.ctrs:
+                b[i] = 0
+            self.pool.run(self.fn, self.address, self.parts)
+        finally:
+            self.lock.release()
+        return True
+
+
+def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
+    """The reusable threaded record for a (spec, layout) that run_layout has run, or None."""
+    ck = _prepared.get((spec, layout))
+    if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
+            or spec.reduce is not None or ck._empty or layout.ndim == 0):
+        return None
+    return ThreadedRun(ck, _threads._num_threads, _threads._pool)
