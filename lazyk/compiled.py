@@ -115,6 +115,7 @@ class CompiledExpr:
         # Native guards (issue 5): (guard address, guard fn, keep-alive, geometry key), one
         # for calls with `out=` and one for fresh outputs (+ shape, dtype to allocate).
         self._g_out = self._g_new = None
+        self._t_out = self._t_new = None  # the same for threaded sizes (+ the pool record)
         self._gfn = None
         self._nin = len(self.params)
         steps = self.program.steps
@@ -153,6 +154,27 @@ class CompiledExpr:
         else:
             self._g_out = g
 
+    def _install_tguard(self, key: tuple, tr: Any, out: np.ndarray, inputs: tuple,
+                        fresh: bool) -> None:
+        """A native guard for threaded sizes: it checks the geometry (as for small sizes) and
+        re-points the cached pool record `tr` instead of running the kernel; `tr.go()` runs it."""
+        old = self._t_new if fresh else self._t_out
+        if old is not None and old[3] == key and old[4] is tr:
+            return
+        ops = (out, *inputs)
+        if any(a.ndim > abi.GUARD_MAXND for a in ops):
+            return
+        from lazyk.backend.threads import task_set_address
+
+        buf = abi.make_guard(task_set_address(), tr.address, tr.offs, ops,
+                             self._fast[1].aligned, self._fast[0])
+        # NOTE: dtype objects are compared by identity; the guard keeps them alive.
+        g = (ctypes.addressof(buf), self._gfn, (buf, tuple(a.dtype for a in ops)), key, tr)
+        if fresh:
+            self._t_new = g + (out.shape, out.dtype)
+        else:
+            self._t_out = g
+
     def _call_fast(self, inputs: tuple, out: Any):
         """One kernel, native aligned inputs (broadcasting allowed): dict lookups and one C call."""
         order, spec, dtype, dtypes, ndims = self._fast
@@ -188,6 +210,7 @@ class CompiledExpr:
                 out = np.empty(shape, dtype)
             if len(self._geom) > 64:
                 self._g_out = self._g_new = None  # guards point into these entries
+                self._t_out = self._t_new = None
                 _release(list(self._geom.values()))
                 self._geom.clear()
                 self._threaded.clear()
@@ -209,6 +232,8 @@ class CompiledExpr:
             # data pointers filled in; one foreign call into the pool.
             tr = self._threaded.get(key)
             if tr is not None and tr(out, arrays):
+                if self._gfn is not None:
+                    self._install_tguard(key, tr, out, inputs, fresh)
                 return out
             _backend()(spec, layout, out, arrays)
             if tr is None or tr.stale():
@@ -226,7 +251,7 @@ class CompiledExpr:
         return out
 
     def __del__(self) -> None:
-        self._g_out = self._g_new = None
+        self._g_out = self._g_new = self._t_out = self._t_new = None
         geom = getattr(self, "_geom", None)
         if geom:
             try:
@@ -246,9 +271,17 @@ class CompiledExpr:
                     o = np.empty(g[4], g[5])
                     if g[1](g[0], o, *inputs) == 0:
                         return o
+                g = self._t_new
+                if g is not None:
+                    o = _empty_out(g[5], g[6])
+                    if self._tguard(g, o, inputs):
+                        return o
             else:
                 g = self._g_out
                 if g is not None and g[1](g[0], out, *inputs) == 0:
+                    return out
+                g = self._t_out
+                if g is not None and self._tguard(g, out, inputs):
                     return out
         if self._fast is not None and len(inputs) == len(self.params):
             done = self._call_fast(inputs, out)
@@ -266,6 +299,21 @@ class CompiledExpr:
         target = _as_out(out)
         run_program(self.program, data, target, casting=casting)
         return out
+
+    @staticmethod
+    def _tguard(g: tuple, out: Any, inputs: tuple) -> bool:
+        """Threaded sizes, same geometry as a recent call: the native guard checks the arrays
+        and re-points the pool record, then one foreign call runs it on the pool."""
+        tr = g[4]
+        if tr.stale() or not tr.lock.acquire(False):
+            return False
+        try:
+            if g[1](g[0], out, *inputs) != 0:
+                return False
+            tr.go()
+        finally:
+            tr.lock.release()
+        return True
 
     def bind(self, out: Any, *inputs: Any) -> Any:
         """Step 2 of the three-step flow: kernel data for these arrays, no LLVM.

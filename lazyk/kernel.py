@@ -675,6 +675,10 @@ class ThreadedRun:
             self.lock.release()
         return True
 
+    def go(self) -> None:
+        """Run the record as it stands (a native guard has just re-pointed it; lock held)."""
+        self.pool.run(self.fn, self.address, self.parts)
+
 
 def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
     """The reusable threaded record for a (spec, layout) that run_layout has run, or None."""

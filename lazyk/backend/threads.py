@@ -283,6 +283,46 @@ exit:
 }
 
 declare i64 @llvm.umin.i64(i64, i64)
+
+; Re-point a strided-task record at new data: dst -> field 1, the nsrc source pointers into
+; the array at field 3, claim counters zeroed. It has the single request's signature
+; (dst, src *, self), so a native guard that checked the arrays' geometry can call it.
+define void @lazyk_task_set(ptr %dst, ptr %src, ptr %task) {
+entry:
+  %f_dst = getelementptr i64, ptr %task, i64 1
+  store ptr %dst, ptr %f_dst
+  %f_src = getelementptr i64, ptr %task, i64 3
+  %srcarr = load ptr, ptr %f_src
+  %f_nsrc = getelementptr i64, ptr %task, i64 5
+  %nsrc = load i64, ptr %f_nsrc
+  %f_parts = getelementptr i64, ptr %task, i64 8
+  %parts = load i64, ptr %f_parts
+  br label %ptrs
+ptrs:
+  %k = phi i64 [0, %entry], [%k1, %ptr]
+  %kdone = icmp eq i64 %k, %nsrc
+  br i1 %kdone, label %ctrs, label %ptr
+ptr:
+  %sp = getelementptr ptr, ptr %src, i64 %k
+  %s = load ptr, ptr %sp
+  %dp = getelementptr ptr, ptr %srcarr, i64 %k
+  store ptr %s, ptr %dp
+  %k1 = add i64 %k, 1
+  br label %ptrs
+ctrs:
+  %t = phi i64 [0, %ptrs], [%t1, %ctr]
+  %tdone = icmp eq i64 %t, %parts
+  br i1 %tdone, label %exit, label %ctr
+ctr:
+  %ci0 = mul i64 %t, 8
+  %ci = add i64 %ci0, 16
+  %cp = getelementptr i64, ptr %task, i64 %ci
+  store i64 0, ptr %cp
+  %t1 = add i64 %t, 1
+  br label %ctrs
+exit:
+  ret void
+}
 """
 
 
@@ -308,6 +348,7 @@ class _Native:
         self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_int64)(addr("lazyk_pool_run"))
         self.strided_part = addr("lazyk_strided_part")
+        self.task_set = addr("lazyk_task_set")
 
 
 class Pool:
@@ -503,6 +544,14 @@ class StridedTask:
             b[16 + 8 * t] = 0
         parallel_for(strided_part_address(), self.address, parts)
         return nchunks
+
+
+def task_set_address() -> int:
+    """Address of the native `lazyk_task_set(dst, src *, task)` (re-points a task record)."""
+    global _native
+    if _native is None:
+        _native = _Native()
+    return _native.task_set
 
 
 def strided_part_address() -> int:
