@@ -677,7 +677,14 @@ class ThreadedRun:
 
     def go(self) -> None:
         """Run the record as it stands (a native guard has just re-pointed it; lock held)."""
-        self.pool.run(self.fn, self.address, self.parts)
+        p = self.pool
+        if p._lock.acquire(False):
+            try:
+                p.native.run(p.state, self.fn, self.address, self.parts)
+            finally:
+                p._lock.release()
+        else:  # the pool is busy (another Python thread): run every part here
+            _threads._call_part(self.fn, self.address, self.parts)
 
 
 def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
