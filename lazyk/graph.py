@@ -115,8 +115,11 @@ def type_text(shape: tuple, dtype: np.dtype) -> str:
     return " * ".join([str(d) for d in shape] + [name])
 
 
-def toposort(roots) -> list[Node]:
-    """All nodes reachable from `roots`, sources before users (iterative, no recursion limit)."""
+def toposort(roots, descend=None) -> list[Node]:
+    """All nodes reachable from `roots`, sources before users (iterative, no recursion limit).
+
+    `descend(node)` False keeps `node` but does not visit its sources (e.g. stop at reductions).
+    """
     if isinstance(roots, Node):
         roots = (roots,)
     seen: set[int] = set()
@@ -131,6 +134,8 @@ def toposort(roots) -> list[Node]:
             continue
         seen.add(id(node))
         stack.append((node, True))
+        if descend is not None and not descend(node):
+            continue
         for s in reversed(node.srcs):
             if id(s) not in seen:
                 stack.append((s, False))

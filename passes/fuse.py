@@ -110,20 +110,4 @@ def _body_under(node: Node, steps_of: dict[int, int]):
 
 def _elementwise_order(root: Node) -> list[Node]:
     """Topological order of the DAG under `root`, not descending below reductions."""
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack = [(root, False)]
-    while stack:
-        n, done = stack.pop()
-        if done:
-            order.append(n)
-            continue
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.append((n, True))
-        if n.op != REDUCE_OP:
-            for s in reversed(n.srcs):
-                if id(s) not in seen:
-                    stack.append((s, False))
-    return order
+    return toposort(root, descend=lambda n: n.op != REDUCE_OP)
