@@ -22,7 +22,7 @@ MAGIC = b"LZKOBJ1\n"
 # Entries are small (2-3 KB per kernel) but test suites make tens of thousands: past this size
 # the least recently used entries go (hits refresh an entry's mtime).
 MAX_BYTES = 256 << 20
-_PRUNE_EVERY = 256  # stores per process between size checks (a check scans the directory)
+_PRUNE_EVERY = 256  # stores per process between size checks (scans the directory); 0: never
 _HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of payload, payload length
 SUFFIX = ".o"
 
@@ -161,7 +161,7 @@ class ObjectCache:
                     f.write(obj)
                 os.replace(tmp, self.path(key))
                 self._stores += 1
-                if self._stores % _PRUNE_EVERY == 1:
+                if _PRUNE_EVERY and self._stores % _PRUNE_EVERY == 1:
                     # Off the compile path: scanning a big directory takes tens of ms.
                     threading.Thread(target=self.prune, daemon=True).start()
             except BaseException:
