@@ -19,8 +19,8 @@ from lazyk.expr import Expr, Placeholder, as_expr, leaf_data
 from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
-    _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _over, _prepare, _release,
-    plan, run_program,
+    _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _out_strides, _over, _prepare,
+    _release, plan, run_program,
 )
 
 
@@ -111,7 +111,7 @@ class CompiledExpr:
 
     def _setup_fast(self) -> None:
         """Precompute the one-kernel elementwise fast path (the common `k(a, b, out=c)`)."""
-        self._fast = None
+        self._fast = self._red = None
         # Native guards (issue 5): (guard address, guard fn, keep-alive, geometry key), one
         # for calls with `out=` and one for fresh outputs (+ shape, dtype to allocate).
         self._g_out = self._g_new = None
@@ -119,9 +119,12 @@ class CompiledExpr:
         self._gfn = None
         self._nin = len(self.params)
         steps = self.program.steps
-        if len(steps) != 1 or steps[0].axes is not None or _backend() is None:
+        if len(steps) != 1 or steps[0].mean or _backend() is None:
             return
         step = steps[0]
+        # A reduction (e.g. `sum(a*b)`) takes this path too: its output has stride 0 along the
+        # reduced axes and the kernel folds into it (a mean's division stays on the general path).
+        self._red = None if step.axes is None else (step.axes, step.keepdims)
         if not all(isinstance(r, str) for r in step.inputs):
             return
         where = {name: k for k, name in enumerate(self.params)}
@@ -144,11 +147,13 @@ class CompiledExpr:
         ops = (out, *inputs)
         if any(a.ndim > abi.GUARD_MAXND for a in ops):
             return
-        _, _, compiled, _, kd_address, _, offs = entry
+        _, _, compiled, _, kd_address, size, offs = entry
         buf = abi.make_guard(compiled.single_address, kd_address, offs, ops,
                              self._fast[1].aligned, self._fast[0])
+        # Mid-size kernels release the GIL while they run (a slower foreign call, ~2 us).
+        fn = self._gfn if size <= _GUARD_MAX else _kernel._guard_fn(len(ops), nogil=True)
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
-        g = (ctypes.addressof(buf), self._gfn, (buf, entry, tuple(a.dtype for a in ops)), key)
+        g = (ctypes.addressof(buf), fn, (buf, entry, tuple(a.dtype for a in ops)), key)
         if fresh:
             self._g_new = g + (out.shape, out.dtype)
         else:
@@ -196,10 +201,18 @@ class CompiledExpr:
                 self._valid_shapes.clear()
             self._valid_shapes[shapes] = shape
         fresh = out is None
+        red = self._red
+        oshape = shape
+        if red is not None:
+            axes, keepdims = red
+            if any(shape[d] == 0 for d in axes):
+                return None  # the general path writes the identity or raises as NumPy does
+            oshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
+                           if keepdims or d not in axes)
         if not fresh and (type(out) is not np.ndarray or out.dtype != dtype
-                          or out.shape != shape or not out.flags.writeable
+                          or out.shape != oshape or not out.flags.writeable
                           or not out.flags.aligned
-                          or _needs_temporary(out, list(inputs), False)):
+                          or _needs_temporary(out, list(inputs), red is not None)):
             return None
         arrays = [inputs[k] for k in order]
         # A fresh output is C-contiguous, so its strides need not be part of the key.
@@ -207,16 +220,20 @@ class CompiledExpr:
         entry = self._geom.get(key)
         if entry is None:
             if fresh:
-                out = np.empty(shape, dtype)
+                out = np.empty(oshape, dtype)
             if len(self._geom) > 64:
                 self._g_out = self._g_new = None  # guards point into these entries
                 self._t_out = self._t_new = None
                 _release(list(self._geom.values()))
                 self._geom.clear()
                 self._threaded.clear()
-            st = (_over(shape, out.shape, out.strides),) + tuple(
-                _over(shape, a.shape, a.strides) for a in arrays)
-            entry = _prepare(spec, shape, st, (False,) * len(shape))
+            if red is None:
+                ost, reduced = _over(shape, out.shape, out.strides), (False,) * len(shape)
+            else:
+                ost = _out_strides(out, shape, *red)
+                reduced = tuple(d in red[0] for d in range(len(shape)))
+            st = (ost,) + tuple(_over(shape, a.shape, a.strides) for a in arrays)
+            entry = _prepare(spec, shape, st, reduced)
             old = self._geom.setdefault(key, entry)
             if old is not entry:
                 _release([entry])
@@ -224,9 +241,12 @@ class CompiledExpr:
         _, layout, compiled, kd, kd_address, size, offs = entry
         if out is None:
             # Small outputs: plain np.empty (0.4 us); large ones reuse pre-faulted blocks.
-            out = np.empty(shape, dtype) if size < _THREAD_MIN else _empty_out(shape, dtype)
+            out = (np.empty(oshape, dtype) if size < _THREAD_MIN or red is not None
+                   else _empty_out(shape, dtype))
         if size == 0:
             return out
+        if red is not None:
+            return self._run_reduce(key, entry, out, arrays, inputs, fresh)
         if size >= _THREAD_MIN:
             # Repeated threaded call (issue 5): a record per geometry with everything but the
             # data pointers filled in; one foreign call into the pool.
@@ -246,7 +266,24 @@ class CompiledExpr:
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
         compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-        if self._gfn is not None and size <= _GUARD_MAX:
+        if self._gfn is not None:
+            self._install_guard(key, entry, out, inputs, fresh)
+        return out
+
+    def _run_reduce(self, key: tuple, entry: tuple, out: np.ndarray, arrays: list,
+                    inputs: tuple, fresh: bool) -> np.ndarray:
+        """A reduction on the fast path: threaded sizes go to the kernel stage (per-thread
+        partials, combined there); small ones run here and get a native guard."""
+        spec, layout, compiled, _, kd_address, size, offs = entry
+        if size >= _THREAD_MIN:
+            _backend()(spec, layout, out, arrays)
+            return out
+        src = self._src_type(
+            *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+        compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
+        # The guard lets an input that aliases the output exactly through (fine elementwise);
+        # a reduction initialises its output first, so only install it where none can.
+        if self._gfn is not None and not any(a.shape == out.shape for a in inputs):
             self._install_guard(key, entry, out, inputs, fresh)
         return out
 
@@ -321,7 +358,7 @@ class CompiledExpr:
         Returns a `lazyk.kernel.BoundKernel`: `ck()` executes, `ck.address` is the
         `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
         """
-        if self._fast is None:
+        if self._fast is None or self._red is not None:
             from lazyk.errors import NotSupportedError
 
             raise NotSupportedError(
@@ -337,8 +374,8 @@ class CompiledExpr:
 
 
 # ---------------------------------------------------------------- repeated calls: native guard
-# The guard runs the kernel with the GIL held: only sizes where the call overhead matters
-# take it, so other Python threads keep running next to larger kernels (GIL released).
+# Up to this size the guard runs the kernel with the GIL held (the cheapest foreign call);
+# larger single-threaded kernels take the guard entry that releases it.
 _GUARD_MAX = 1 << 13
 
 

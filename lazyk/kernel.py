@@ -562,18 +562,23 @@ _GUARD_OK = _layout_ok()
 _guards: dict = {}
 
 
-def _guard_fn(nops: int) -> Any:
-    """The native guard entry for `nops` arrays (compiled once per process)."""
+def _guard_fn(nops: int, nogil: bool = False) -> Any:
+    """The native guard entry for `nops` arrays (compiled once per process).
+
+    NOTE: the PYFUNCTYPE entry keeps the GIL: 1.0 us against 2.2 us per call for the CFUNCTYPE
+    one (`nogil`), which mid-size kernels use so other Python threads run meanwhile. The
+    caller's references keep the arrays (and their buffers) alive while the GIL is released.
+    """
     f = _guards.get(nops)
     if f is None:
         from lazyk.backend.cpu import JITModule
 
         jit = JITModule(abi.guard_ir(nops), (f"lazyk_guard{nops}",))
-        # NOTE: PYFUNCTYPE keeps the GIL: 1.0 us against 2.2 us per call with CFUNCTYPE here.
-        # Only single-threaded sizes take this path; threaded runs release the GIL in the pool.
-        proto = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
-        f = _guards[nops] = (proto(jit.addresses[f"lazyk_guard{nops}"]), jit)
-    return f[0]
+        address = jit.addresses[f"lazyk_guard{nops}"]
+        args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
+        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address),
+                             ctypes.CFUNCTYPE(*args)(address), jit)
+    return f[1] if nogil else f[0]
 
 
 class Dispatcher:
@@ -637,7 +642,7 @@ class ThreadedRun:
         if parts < 2:
             return  # single part: run_layout's path; nothing to prepare
         task = _threads.StridedTask(nin, parts)
-        chunk = (-(-count // (parts * _threads.CHUNKS_PER_PART)) + 63) & ~63
+        chunk = _threads.chunk_size(count, parts)
         nchunks = -(-count // chunk)
         per = -(-nchunks // parts)
         self.src = (ctypes.c_void_p * max(nin, 1))()

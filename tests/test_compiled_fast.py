@@ -174,11 +174,18 @@ def test_spec_independent_of_leaf_names():
     assert len(got) == 1
 
 
-def test_guard_only_for_small_sizes():
-    """Mid-size kernels keep releasing the GIL (no native guard, which holds it)."""
+def test_mid_size_guard_releases_the_gil():
+    """Mid-size kernels take the guard entry that releases the GIL; small ones the one that
+    keeps it (cheaper); threaded sizes none (the pool releases it)."""
+    import ctypes
+
     f = _f()
-    n = compiled._GUARD_MAX + 1
-    a, b, o = np.ones(n), np.ones(n), np.empty(n)
-    f(a, b, out=o)
-    assert f._g_out is None
-    np.testing.assert_array_equal(f(a, b, out=o), a + b)
+    for n in (compiled._GUARD_MAX, compiled._GUARD_MAX + 1):
+        a, b, o = np.ones(n), np.arange(n, dtype=np.float64), np.empty(n)
+        f(a, b, out=o)
+        g = f._g_out
+        assert g is not None
+        nogil = not (g[1]._flags_ & ctypes._FUNCFLAG_PYTHONAPI)
+        assert nogil == (n > compiled._GUARD_MAX)
+        o[:] = 0
+        np.testing.assert_array_equal(f(a, b, out=o), a + b)

@@ -486,6 +486,14 @@ def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
 CHUNKS_PER_PART = 4  # stealing granularity: a stalled thread leaves at most 1/4 of its share
 
 
+def chunk_size(count: int, parts: int) -> int:
+    """Outer elements per claimable chunk: CHUNKS_PER_PART per part, rounded up to 64 so
+    chunks of a long 1-D loop start on cache lines. A short outer dim (rows of a 2-D layout)
+    is not rounded: 100 rows in chunks of 64 left one thread 64 rows and the other 36."""
+    chunk = -(-count // (parts * CHUNKS_PER_PART))
+    return (chunk + 63) & ~63 if chunk > 64 else chunk
+
+
 def max_chunks(nparts: int | None = None) -> int:
     """Most chunks (and reduction partials) one call can produce with `nparts` parts."""
     return CHUNKS_PER_PART * max(nparts or 0, get_num_threads(), os.cpu_count() or 1)
@@ -533,8 +541,7 @@ class StridedTask:
         if parts == 1:
             chunk, nchunks, per = max(count, 1), (1 if count else 0), 1
         else:
-            # rounded to 64 elements so chunks start on cache lines
-            chunk = (-(-count // (parts * CHUNKS_PER_PART)) + 63) & ~63
+            chunk = chunk_size(count, parts)
             nchunks = -(-count // chunk)
             per = -(-nchunks // parts)
         b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (
@@ -566,7 +573,9 @@ def strided_part_address() -> int:
 # A new 80 MB output costs more page faults than arithmetic (first touch: ~2-4 ms per 10 MB here,
 # huge pages measured no better on this VM). So large outputs come from blocks that earlier
 # outputs gave back when they died: already faulted in, no zeroing, like a caching allocator.
-REUSE_MIN_BYTES = 1 << 22  # below 4 MiB malloc's own free lists already reuse memory
+# Below 32 MiB (glibc's largest dynamic mmap threshold) malloc itself reuses a freed block,
+# already faulted in, after the first free: np.empty costs 0.7 us there against ~5 us here.
+REUSE_MIN_BYTES = 1 << 25
 REUSE_MAX_IDLE = 1 << 30  # keep at most 1 GiB of idle blocks; beyond that give memory back
 _BLOCK_ROUND = 1 << 21
 _np_dtype = _np.dtype
