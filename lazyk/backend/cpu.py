@@ -1,6 +1,7 @@
 """llvmlite.binding for the host CPU: target machine, O3 (new pass manager), MCJIT, symbols."""
 from __future__ import annotations
 
+import struct
 import threading
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ class Host:
         self.tm = self.new_target_machine()
         self.data_layout = str(self.tm.target_data)
         self.avx512 = "+avx512f" in self.features.split(",")
+        load_runtime_libraries()
 
     def new_target_machine(self) -> Any:
         """A fresh target machine; NOTE: an MCJIT engine takes ownership of (and frees) its own."""
@@ -94,6 +96,10 @@ class JITModule:
             if _has(_vecmath, "load"):
                 _vecmath.load()  # a cached object may call libmvec: resolve it before linking
             empty = llvm.parse_assembly(f'target triple = "{h.triple}"\n')
+            missing = unresolved_symbols(obj)
+            if missing:  # MCJIT would link them as address 0: a segfault at the first call
+                raise CompileError(f"kernel calls symbols this process cannot resolve: "
+                                   f"{', '.join(missing)}\n{self.source_ir}")
             self.engine = llvm.create_mcjit_compiler(empty, h.new_target_machine())
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
@@ -128,6 +134,46 @@ class JITModule:
             with _lock:
                 eng.close()
             self.addresses = {}
+
+
+# Libraries whose symbols LLVM's code generator calls on its own (not named in our IR):
+# libgcc_s has the float16 conversions (__truncdfhf2, __extendhfsf2), __powidf2, 128-bit
+# integer division. NOTE: a Python process usually has libgcc_s mapped, but RTLD_LOCAL, so
+# MCJIT cannot see it until it is loaded permanently.
+RUNTIME_LIBRARIES = ("libgcc_s.so.1", "libm.so.6")
+
+
+def load_runtime_libraries() -> None:
+    """Make the code generator's runtime helpers visible to MCJIT's symbol lookup."""
+    for name in RUNTIME_LIBRARIES:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            pass  # absent: unresolved_symbols() refuses kernels that need it
+
+
+def unresolved_symbols(obj: bytes) -> list[str]:
+    """Undefined symbols of an ELF64 object that the process cannot resolve (none: [])."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2:
+        return []  # not ELF64 (another host format): leave it to the linker
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                for i in range(shnum)]
+    missing = []
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        _, _, _, _, off, size, link, _, _, entsize = sh
+        strtab = sections[link][4]
+        for at in range(off + entsize, off + size, entsize):  # entry 0 is the null symbol
+            name_at, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", obj, at)
+            if shndx != 0 or not name_at:  # defined here, or unnamed
+                continue
+            name = obj[strtab + name_at:obj.index(b"\0", strtab + name_at)].decode()
+            if (info >> 4) != 2 and not llvm.address_of_symbol(name):  # weak may stay 0
+                missing.append(name)
+    return missing
 
 
 _disk: list = []

@@ -1,0 +1,50 @@
+"""The CPU backend's linking: every symbol a kernel calls resolves, or the compile is refused."""
+import numpy as np
+import pytest
+
+from lazyk.backend import cpu
+from lazyk.errors import CompileError
+
+CALLS = """
+declare double @{callee}(double)
+define double @{name}(double %x) {{
+  %r = call double @{callee}(double %x)
+  ret double %r
+}}
+"""
+
+
+def test_unresolvable_call_is_refused_naming_the_symbol():
+    # MCJIT links an unknown symbol as address 0: the first call would segfault.
+    ir = CALLS.format(name="lazyk_test_calls_nothing", callee="lazyk_no_such_function")
+    with pytest.raises(CompileError, match="lazyk_no_such_function"):
+        cpu.JITModule(ir, ("lazyk_test_calls_nothing",))
+
+
+def test_libm_call_resolves():
+    m = cpu.JITModule(CALLS.format(name="lazyk_test_calls_sin", callee="sin"),
+                      ("lazyk_test_calls_sin",))
+    assert m.addresses["lazyk_test_calls_sin"]
+    m.close()
+
+
+def test_codegen_libcalls_resolve():
+    # double -> half has no instruction without AVX512-FP16: LLVM calls __truncdfhf2 from
+    # libgcc_s, which a Python process maps RTLD_LOCAL (it crashed on an AMD znver4 host).
+    import lazyk
+
+    x = np.array([0.1, -2.5, 65504.0, 1e6, np.nan, 3.14159], dtype=np.float64)
+    got = lazyk.array(x).astype("float16").eval().to_numpy()
+    assert got.dtype == np.float16
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, x.astype(np.float16))
+
+
+def test_object_symbol_scan():
+    h = cpu.host()
+    import llvmlite.binding as llvm
+
+    mod = llvm.parse_assembly(CALLS.format(name="f", callee="lazyk_missing_callee"))
+    mod.triple = h.triple
+    assert cpu.unresolved_symbols(h.tm.emit_object(mod)) == ["lazyk_missing_callee"]
+    assert cpu.unresolved_symbols(b"not an object") == []
