@@ -147,3 +147,33 @@ def test_concurrent_callers():
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_one_thread_repeat_call_does_not_plan(monkeypatch):
+    # After set_num_threads(1) a large repeated call is still one guard call + one foreign
+    # call (it went through run_layout's Python path: ~10 us at n = 1e5).
+    rng = np.random.default_rng(6)
+    f = lazyk.compile(_ph("a") + _ph("b"))
+    a, b = rng.random(N), rng.random(N)
+    o = np.empty(N)
+    for _ in range(2):
+        f(a, b, out=o)
+        f(a, b)
+    assert f._t_new is not None  # 2-thread records and native guards exist now
+    lazyk.set_num_threads(1)
+    for _ in range(3):
+        f(a, b, out=o)
+        f(a, b)
+    allocations = []
+    real_empty = _compiled._empty_out
+    monkeypatch.setattr(_compiled, "_empty_out",
+                        lambda *s: allocations.append(s) or real_empty(*s))
+    monkeypatch.setattr(_compiled, "_backend", _boom)
+    for name in ("run_layout", "threaded_run", "bind", "plan"):
+        monkeypatch.setattr(_kernel, name, _boom)
+    a2, b2 = rng.random(N), rng.random(N)
+    assert f(a2, b2, out=o) is o
+    np.testing.assert_array_equal(o, a2 + b2)
+    np.testing.assert_array_equal(f(a2, b2), a2 + b2)
+    # One output per fresh call: a dropped second one made glibc fault new pages every call.
+    assert len(allocations) == 1, allocations
