@@ -144,88 +144,133 @@ def guard_size(nops: int) -> int:
     return GUARD_HEAD + GUARD_REC * nops
 
 
-def guard_ir(nops: int) -> str:
-    """IR for `i64 lazyk_guard{nops}(i64 *guard, PyArrayObject *out, PyArrayObject *in...)`.
+GUARD_MAXOPS = 12  # operands (output included) a guard entry point takes; more: no guard
+
+
+def guard_name(nops: int) -> str:
+    """Symbol of the guard entry point for `nops` operands."""
+    return f"lazyk_guard{nops}"
+
+
+def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
+    """IR for `i64 lazyk_guard{n}(i64 *guard, PyArrayObject *out, PyArrayObject *in...)`,
+    n = 1 .. max_ops: thin entry points over one loop over the operands.
 
     Checks each array's type, dtype object, flags, ndim, shape and strides against the
     guard (the geometry the kernel data was bound for), and that each input's byte extent
     is disjoint from the output's unless it is the exact alias the guard allows. On a match
     it calls the single request with the arrays' data pointers and returns 0, else returns 1
     and runs nothing. This makes a repeated call one foreign call instead of a Python bind.
+    NOTE: one module for every operand count, compiled once per process (and cached on
+    disk): a module per count cost 40-76 ms each, more than the kernels it guards.
     """
     from llvmlite import ir
 
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8, p64 = i8.as_pointer(), i64.as_pointer()
-    m = ir.Module(name=f"lazyk_guard{nops}")
-    fn = ir.Function(m, ir.FunctionType(i64, [p64] + [p8] * nops), f"lazyk_guard{nops}")
-    g, objs = fn.args[0], fn.args[1:]
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    fail = fn.append_basic_block("fail")
+    m = ir.Module(name="lazyk_guards")
+    body = ir.Function(m, ir.FunctionType(i64, [p64, p8.as_pointer(), i64]), "lazyk_guard_body")
+    body.linkage = "private"
+    body.attributes.add("noinline")  # one copy, not one per entry point
+    g, objs, nops = body.args
+    b = ir.IRBuilder(body.append_basic_block("entry"))
+    fail = body.append_basic_block("fail")
     c = lambda v: ir.Constant(i64, v)  # noqa: E731
     mx = GUARD_MAXND
 
     def gf(i):
-        return b.load(b.gep(g, [c(i)]))
+        return b.load(b.gep(g, [i if isinstance(i, ir.Value) else c(i)]))
 
     def field(obj, off, ty):
         return b.load(b.bitcast(b.gep(obj, [c(off)]), ty.as_pointer()))
 
-    src = b.alloca(p8, c(max(nops - 1, 1)))
-    dst = out_raw = None
-    for j, obj in enumerate(objs):
-        r = GUARD_HEAD + GUARD_REC * j
-        # NOTE: check the type first, on its own branch: any Python object may arrive here,
-        # and only an ndarray is known to be large enough for the field reads below.
-        is_array = fn.append_basic_block(f"array{j}")
-        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)),
-                  is_array, fail)
-        b.position_at_end(is_array)
-        ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(r + 1))
-        mask = gf(r + 2)
-        flags = b.zext(field(obj, 64, i32), i64)
-        ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))
-        nd = b.sext(field(obj, 24, i32), i64)
-        ok = b.and_(ok, b.icmp_unsigned("==", nd, gf(r + 3)))
-        raw = b.ptrtoint(field(obj, 16, p8), i64)
-        if j > 0:  # overlap with the output: disjoint extents, or the allowed exact alias
-            o_lo, o_hi = b.add(out_raw, gf(GUARD_HEAD + 5)), b.add(out_raw, gf(GUARD_HEAD + 6))
-            i_lo, i_hi = b.add(raw, gf(r + 5)), b.add(raw, gf(r + 6))
-            disjoint = b.or_(b.icmp_signed(">=", i_lo, o_hi), b.icmp_signed(">=", o_lo, i_hi))
-            alias = b.and_(b.icmp_unsigned("!=", gf(r + 7), c(0)),
-                           b.icmp_unsigned("==", raw, out_raw))
-            ok = b.and_(ok, b.or_(disjoint, alias))
-        head = fn.append_basic_block(f"dims{j}")
-        b.cbranch(ok, head, fail)
-        b.position_at_end(head)
-        dims, strides = field(obj, 32, p64), field(obj, 40, p64)
-        pre = b.block
-        loop = fn.append_basic_block(f"dim{j}")
-        body = fn.append_basic_block(f"dim{j}.check")
-        done = fn.append_basic_block(f"dim{j}.done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        d = b.phi(i64)
-        d.add_incoming(c(0), pre)
-        b.cbranch(b.icmp_signed("<", d, nd), body, done)
-        b.position_at_end(body)
-        same = b.and_(
-            b.icmp_signed("==", b.load(b.gep(dims, [d])), b.load(b.gep(g, [b.add(d, c(r + 9))]))),
-            b.icmp_signed("==", b.load(b.gep(strides, [d])),
-                          b.load(b.gep(g, [b.add(d, c(r + 9 + mx))]))))
-        d.add_incoming(b.add(d, c(1)), body)
-        b.cbranch(same, loop, fail)
-        b.position_at_end(done)
-        data = b.inttoptr(b.add(raw, gf(r + 4)), p8)
-        if j == 0:
-            dst, out_raw = data, raw
-        else:
-            b.store(data, b.gep(src, [gf(r + 8)]))
+    src = b.alloca(p8, c(max_ops))
+    dst_slot, out_slot = b.alloca(p8), b.alloca(i64)
+    entry = b.block
+    head = body.append_basic_block("operand")
+    done = body.append_basic_block("run")
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.phi(i64)
+    j.add_incoming(c(0), entry)
+    check = body.append_basic_block("operand.type")
+    b.cbranch(b.icmp_signed("<", j, nops), check, done)
+
+    b.position_at_end(check)
+    r = b.add(c(GUARD_HEAD), b.mul(j, c(GUARD_REC)))
+    at = lambda k: b.add(r, c(k))  # noqa: E731
+    obj = b.load(b.gep(objs, [j]))
+    # NOTE: check the type first, on its own branch: any Python object may arrive here,
+    # and only an ndarray is known to be large enough for the field reads below.
+    is_array = body.append_basic_block("operand.fields")
+    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(field(obj, 8, p8), i64), gf(r)), is_array, fail)
+    b.position_at_end(is_array)
+    ok = b.icmp_unsigned("==", b.ptrtoint(field(obj, 56, p8), i64), gf(at(1)))
+    mask = gf(at(2))
+    flags = b.zext(field(obj, 64, i32), i64)
+    ok = b.and_(ok, b.icmp_unsigned("==", b.and_(flags, mask), mask))
+    nd = b.sext(field(obj, 24, i32), i64)
+    ok = b.and_(ok, b.icmp_unsigned("==", nd, gf(at(3))))
+    raw = b.ptrtoint(field(obj, 16, p8), i64)
+    # Overlap with the output (operand 0 is the output itself: its own extents, never
+    # disjoint, but the exact alias): disjoint extents, or the allowed exact alias.
+    first = b.icmp_unsigned("==", j, c(0))
+    out_raw = b.select(first, raw, b.load(out_slot))
+    o_lo, o_hi = b.add(out_raw, gf(GUARD_HEAD + 5)), b.add(out_raw, gf(GUARD_HEAD + 6))
+    i_lo, i_hi = b.add(raw, gf(at(5))), b.add(raw, gf(at(6)))
+    disjoint = b.or_(b.icmp_signed(">=", i_lo, o_hi), b.icmp_signed(">=", o_lo, i_hi))
+    alias = b.and_(b.icmp_unsigned("!=", gf(at(7)), c(0)), b.icmp_unsigned("==", raw, out_raw))
+    ok = b.and_(ok, b.or_(first, b.or_(disjoint, alias)))
+    dims_head = body.append_basic_block("operand.dims")
+    b.cbranch(ok, dims_head, fail)
+    b.position_at_end(dims_head)
+    dims, strides = field(obj, 32, p64), field(obj, 40, p64)
+    pre = b.block
+    loop = body.append_basic_block("dim")
+    dim_check = body.append_basic_block("dim.check")
+    dims_done = body.append_basic_block("dim.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    d = b.phi(i64)
+    d.add_incoming(c(0), pre)
+    b.cbranch(b.icmp_signed("<", d, nd), dim_check, dims_done)
+    b.position_at_end(dim_check)
+    same = b.and_(
+        b.icmp_signed("==", b.load(b.gep(dims, [d])), gf(b.add(d, at(9)))),
+        b.icmp_signed("==", b.load(b.gep(strides, [d])), gf(b.add(d, at(9 + mx)))))
+    d.add_incoming(b.add(d, c(1)), dim_check)
+    b.cbranch(same, loop, fail)
+    b.position_at_end(dims_done)
+    data = b.inttoptr(b.add(raw, gf(at(4))), p8)
+    is_out = body.append_basic_block("operand.out")
+    is_in = body.append_basic_block("operand.in")
+    nxt = body.append_basic_block("operand.next")
+    b.cbranch(first, is_out, is_in)
+    b.position_at_end(is_out)
+    b.store(data, dst_slot)
+    b.store(raw, out_slot)
+    b.branch(nxt)
+    b.position_at_end(is_in)
+    b.store(data, b.gep(src, [gf(at(8))]))
+    b.branch(nxt)
+    b.position_at_end(nxt)
+    j.add_incoming(b.add(j, c(1)), nxt)
+    b.branch(head)
+
+    b.position_at_end(done)
     single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
-    b.call(b.inttoptr(gf(0), single_t), [dst, src, b.inttoptr(gf(1), p8)])
+    b.call(b.inttoptr(gf(0), single_t), [b.load(dst_slot), src, b.inttoptr(gf(1), p8)])
     b.ret(c(0))
     b.position_at_end(fail)
     b.ret(c(1))
+
+    for n in range(1, max_ops + 1):
+        fn = ir.Function(m, ir.FunctionType(i64, [p64] + [p8] * n), guard_name(n))
+        e = ir.IRBuilder(fn.append_basic_block("entry"))
+        arr = e.alloca(p8, c(n))
+        for k, a in enumerate(fn.args[1:]):
+            e.store(a, e.gep(arr, [c(k)]))
+        e.ret(e.call(body, [fn.args[0], arr, c(n)]))
     return str(m)
 
 

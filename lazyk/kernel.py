@@ -563,7 +563,7 @@ _guards: dict = {}
 
 
 def _guard_fn(nops: int, nogil: bool = False) -> Any:
-    """The native guard entry for `nops` arrays (compiled once per process).
+    """The native guard entry for `nops` arrays; None above `abi.GUARD_MAXOPS`.
 
     NOTE: the PYFUNCTYPE entry keeps the GIL: 1.0 us against 2.2 us per call for the CFUNCTYPE
     one (`nogil`), which mid-size kernels use so other Python threads run meanwhile. The
@@ -571,13 +571,17 @@ def _guard_fn(nops: int, nogil: bool = False) -> Any:
     """
     f = _guards.get(nops)
     if f is None:
-        from lazyk.backend.cpu import JITModule
+        if not 1 <= nops <= abi.GUARD_MAXOPS:
+            return None
+        jit = _guards.get("jit")
+        if jit is None:
+            from lazyk.backend.cpu import JITModule
 
-        jit = JITModule(abi.guard_ir(nops), (f"lazyk_guard{nops}",))
-        address = jit.addresses[f"lazyk_guard{nops}"]
+            names = tuple(abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1))
+            jit = _guards.setdefault("jit", JITModule(abi.guard_ir(), names))
+        address = jit.addresses[abi.guard_name(nops)]
         args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
-        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address),
-                             ctypes.CFUNCTYPE(*args)(address), jit)
+        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address), ctypes.CFUNCTYPE(*args)(address))
     return f[1] if nogil else f[0]
 
 

@@ -189,3 +189,37 @@ def test_mid_size_guard_releases_the_gil():
         assert nogil == (n > compiled._GUARD_MAX)
         o[:] = 0
         np.testing.assert_array_equal(f(a, b, out=o), a + b)
+
+
+def test_one_guard_module_for_every_operand_count():
+    # Every operand count's guard entry lives in one module compiled once per process (a
+    # module per count cost 40-76 ms each, more than the kernel it guarded).
+    from lazyk import abi
+
+    fns = [kernel._guard_fn(n) for n in (2, 3, 5, abi.GUARD_MAXOPS)]
+    assert all(f is not None for f in fns)
+    jits = [v for k, v in kernel._guards.items() if k == "jit"]
+    assert len(jits) == 1 and set(jits[0].addresses) == {
+        abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1)}
+    assert kernel._guard_fn(abi.GUARD_MAXOPS + 1) is None
+
+
+@pytest.mark.parametrize("nin", [1, 4, 11, 12])
+def test_guarded_calls_any_operand_count(nin):
+    # 11 inputs + out = the most a guard takes; 12 inputs run without one, still correct.
+    rng = np.random.default_rng(nin)
+    ps = [lazyk.placeholder(f"x{k}", "N * float64") for k in range(nin)]
+    e = 1.5 * ps[0]
+    for k, p in enumerate(ps[1:]):
+        e = e + (k + 2) * p
+    f = lazyk.compile(e)
+    xs = [rng.random(100) for _ in range(nin)]
+    want = 1.5 * xs[0] + sum((k + 2) * x for k, x in enumerate(xs[1:]))
+    o = np.empty(100)
+    for _ in range(3):  # the second call installs the guard, the third runs through it
+        np.testing.assert_allclose(f(*xs, out=o), want, rtol=1e-13)
+        np.testing.assert_allclose(f(*xs), want, rtol=1e-13)
+    assert (f._g_out is not None) == (nin + 1 <= 12)
+    # the guard still refuses a wrong geometry: falls back to the checked path
+    with pytest.raises(Exception):
+        f(*xs[:-1], rng.random(99), out=o)
