@@ -112,6 +112,11 @@ def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes)
 def _over(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
     """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
     lead = len(shape) - len(ashape)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(ashape, shape[lead:])):
+        # NOTE: the last guard before kernel data is built from these strides: a size that
+        # neither matches nor broadcasts would make the kernel read or write out of bounds.
+        raise ShapeError(f"operand of shape {ashape} does not broadcast to the iteration "
+                         f"shape {shape}")
     return (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(ashape, astrides))
 
 
@@ -252,6 +257,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
             target = out
         else:
             target = out
+            _check_result_shape(shape, out)  # inputs broadcast to out, never the reverse
             shape = out.shape
         if target.size:
             _launch(spec, shape, target, _over(shape, target.shape, target.strides), arrays,

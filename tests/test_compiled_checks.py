@@ -86,3 +86,35 @@ def test_broadcasting_inputs_take_the_fast_path_and_stay_correct(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(lazyk.ShapeError, match="dimension N"):
         f(a2, np.ones(4), k)
+
+
+@pytest.mark.parametrize("n", [5, 300_000])  # guard-sized and threaded sizes
+def test_out_larger_than_the_inputs_is_refused(n):
+    # Inputs broadcast to `out`, never the reverse: an (n-1,) input into an (n,) output read
+    # one element past the input's end (a silent wrong answer) before this was checked.
+    import lazyk
+    from lazyk.errors import ShapeError
+
+    x, y = lazyk.placeholder("x", "N * float64"), lazyk.placeholder("y", "N * float64")
+    one, two = lazyk.compile(1.5 * x), lazyk.compile(x + y)
+    rows = lazyk.compile(lazyk.placeholder("m", "M * N * float64") + y)
+    out = np.zeros(n)
+    for call in (lambda: one(np.ones(n - 1), out=out),
+                 lambda: two(np.ones(n - 1), np.ones(n - 1), out=out),
+                 lambda: rows(np.ones((2, n - 1)), np.ones(n - 1), out=np.zeros((2, n)))):
+        with pytest.raises(ShapeError, match=r"\(.*\).*\(.*\)"):
+            call()
+    assert not out.any()
+    # size-1 inputs do broadcast into a larger out, as in NumPy
+    np.testing.assert_array_equal(two(np.ones(1), np.full(1, 2.0), out=out), np.full(n, 3.0))
+
+
+def test_operand_strides_check_the_iteration_shape():
+    from lazyk.errors import ShapeError
+    from lazyk.pipeline import _over
+
+    assert _over((4, 3), (3,), (8,)) == (0, 8)
+    assert _over((4, 3), (4, 1), (8, 8)) == (8, 0)
+    for shape, ashape in (((4, 3), (2,)), ((3,), (4, 3)), ((4, 3), (4, 2))):
+        with pytest.raises(ShapeError, match="does not broadcast"):
+            _over(shape, ashape, (8,) * len(ashape))
