@@ -330,20 +330,14 @@ class _Native:
     """The JIT-compiled pool functions; built once per process."""
 
     def __init__(self) -> None:
-        import llvmlite.binding as llvm
+        from lazyk.backend.cpu import JITModule
 
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
         text = (_IR.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
                 .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("CALLER_SPIN", str(_CALLER_SPIN)).replace("PURE_SPIN", str(_PURE_SPIN)).replace("SPIN", str(_SPIN)))
-        target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                          features=llvm.get_host_cpu_features().flatten(), opt=2)
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        self.engine = llvm.create_mcjit_compiler(mod, tm)
-        self.engine.finalize_object()
-        addr = self.engine.get_function_address
+        # A JITModule: on-disk object cache (the pool cost ~25 ms to compile in every process).
+        names = ("lazyk_pool_worker", "lazyk_pool_run", "lazyk_strided_part", "lazyk_task_set")
+        self.engine = JITModule(text, names)
+        addr = self.engine.addresses.__getitem__
         self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr("lazyk_pool_worker"))
         self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_int64)(addr("lazyk_pool_run"))
