@@ -286,10 +286,13 @@ def extent(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
 
 
 def make_guard(single_address: int, kd_address: int, offsets: tuple, arrays: tuple,
-               aligned: tuple, order: tuple) -> ctypes.Array:
+               aligned: tuple, order: tuple, may_alias: bool = True) -> ctypes.Array:
     """A guard buffer for `arrays` (output, then inputs in the caller's order) bound to kernel
     data at `kd_address`; `order[k]` is the caller's input that is kernel input k and
-    `offsets` the byte offsets bind added (output first, then kernel inputs)."""
+    `offsets` the byte offsets bind added (output first, then kernel inputs).
+
+    `may_alias`: an input may be the output itself (elementwise kernels); a reduction sets
+    its output before reading its inputs, so it must refuse every overlap."""
     slot = {p: k for k, p in enumerate(order)}
     out = arrays[0]
     buf = (ctypes.c_int64 * guard_size(len(arrays)))()
@@ -299,7 +302,7 @@ def make_guard(single_address: int, kd_address: int, offsets: tuple, arrays: tup
         k = 0 if j == 0 else slot[j - 1]  # kernel input k
         mask = NPY_WRITEABLE | NPY_ALIGNED if j == 0 else (NPY_ALIGNED if aligned[k] else 0)
         lo, hi = extent(a.shape, a.strides, a.dtype.itemsize)
-        alias = int(j > 0 and a.shape == out.shape and a.strides == out.strides
+        alias = int(may_alias and j > 0 and a.shape == out.shape and a.strides == out.strides
                     and a.dtype.itemsize == out.dtype.itemsize)
         off = offsets[0] if j == 0 else offsets[k + 1]
         buf[r:r + 9] = [id(np.ndarray), id(a.dtype), mask, a.ndim, off, lo, hi, alias, k]

@@ -149,7 +149,7 @@ class CompiledExpr:
             return
         _, _, compiled, _, kd_address, size, offs = entry
         buf = abi.make_guard(compiled.single_address, kd_address, offs, ops,
-                             self._fast[1].aligned, self._fast[0])
+                             self._fast[1].aligned, self._fast[0], may_alias=self._red is None)
         # Mid-size kernels release the GIL while they run (a slower foreign call, ~2 us).
         fn = self._gfn if size <= _GUARD_MAX else _kernel._guard_fn(len(ops), nogil=True)
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
@@ -281,9 +281,7 @@ class CompiledExpr:
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
         compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-        # The guard lets an input that aliases the output exactly through (fine elementwise);
-        # a reduction initialises its output first, so only install it where none can.
-        if self._gfn is not None and not any(a.shape == out.shape for a in inputs):
+        if self._gfn is not None:  # a reduction's guard refuses any overlap with out
             self._install_guard(key, entry, out, inputs, fresh)
         return out
 

@@ -451,10 +451,28 @@ class BoundKernel:
 
     def __call__(self) -> None:
         """Execute through the function pointer in the prefix (GIL released by ctypes)."""
+        if self.builder.closed:
+            # its kernel data is destroyed and its code may be freed: running it would crash
+            raise BindError("bound kernel is closed; bind again")
         if self._task is not None:
             self._task()
         elif not self._empty:
             self.compiled.single(self.dst, self.src_address, self.address)
+        elif self.compiled.spec.reduce is not None and self._keep is not None:
+            self._fold_nothing()
+
+    def _fold_nothing(self) -> None:
+        """A reduction over an empty iteration space: outputs hold the identity (NumPy's rule;
+        min/max have none and raise). The kernel itself never runs on empty layouts."""
+        op = self.compiled.spec.reduce
+        if op in ("min", "max"):
+            raise ValueError(f"zero-size array to reduction operation {op} which has no "
+                             "identity")
+        from lazyk import ops
+
+        for o in self._keep[0]:
+            o = _as_array(o, "out")
+            o[...] = ops.get(op).identity(o.dtype)
 
     def close(self) -> None:
         """Destroy the kernel data (once) and release the compiled code."""
@@ -599,13 +617,14 @@ class Dispatcher:
     def __init__(self, spec: KernelSpec):
         self.spec = spec
         self._g = None
+        self._nin = len(spec.inputs)  # the guard entry takes exactly this many
         self._fn = _guard_fn(1 + len(spec.inputs)) if (
             _GUARD_OK and len(spec.outputs) == 1) else None
 
     def __call__(self, out: Any, *inputs: Any) -> Any:
         """Execute into `out`; returns `out`."""
         g = self._g
-        if g is not None and self._fn(g[0], out, *inputs) == 0:
+        if g is not None and len(inputs) == self._nin and self._fn(g[0], out, *inputs) == 0:
             return out
         return self._miss(out, inputs)
 
@@ -617,7 +636,8 @@ class Dispatcher:
                 or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
             return out
         buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
-                             self.spec.aligned, tuple(range(len(inputs))))
+                             self.spec.aligned, tuple(range(len(inputs))),
+                             may_alias=self.spec.reduce is None)
         ck._keep = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
         self._g = (buf, ck, tuple(a.dtype for a in arrays))

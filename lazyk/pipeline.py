@@ -333,6 +333,7 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
         temps.append(run_step(step, arrays, target))
     result = temps[-1]
     if out is not None and result is not out:
+        _check_result_shape(result.shape, out)  # np.copyto would drop leading 1-dims
         np.copyto(out, result, casting="unsafe")
         return out
     return result
