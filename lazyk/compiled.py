@@ -19,8 +19,8 @@ from lazyk.expr import Expr, Placeholder, as_expr, leaf_data
 from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
-    _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _out_strides, _over, _prepare,
-    _release, plan, run_program,
+    CASTINGS, _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _out_strides, _over,
+    _prepare, _release, plan, run_program,
 )
 
 
@@ -297,6 +297,9 @@ class CompiledExpr:
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind"):
         """Bind the inputs and run the kernels; returns a new NumPy array or `out`."""
+        if casting != "same_kind" and casting not in CASTINGS:
+            raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
+                             f"{casting!r}")
         if len(inputs) == self._nin:
             # Same geometry as a recent call: the native guard checks type, dtype, flags,
             # shape, strides and overlap, and runs the kernel (no graph, no LLVM, no bind).

@@ -530,10 +530,13 @@ def normalize_axes(axis: Any, ndim: int, op: str = "reduce") -> tuple[int, ...]:
     """Axis (int, tuple, None, negative) to a sorted tuple of non-negative ints; AxisError."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = []
     for a in axes:
-        a = int(a)
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            # NumPy's rule: True is not axis 1, 1.0 is not axis 1
+            raise TypeError(f"{op}: axis must be an int, a tuple of ints or None, not "
+                            f"{type(a).__name__}")
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(a, ndim, f"{op}")
         out.append(a % ndim)

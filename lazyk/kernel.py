@@ -58,6 +58,25 @@ class KernelSpec:
             object.__setattr__(self, "_hash", h)
         return h
 
+    def check(self) -> None:
+        """Raise ValueError if the body is not well formed: the code generator trusts it
+        (a load of input -1 or an argument defined later would read arbitrary memory)."""
+        n = len(self.inputs)
+        if len(self.aligned) != n:
+            raise ValueError(f"malformed KernelSpec: {len(self.aligned)} aligned flags for "
+                             f"{n} inputs")
+        for i, ins in enumerate(self.body):
+            if ins.op == "load" and not (type(ins.attr) is int and 0 <= ins.attr < n):
+                raise ValueError(f"malformed KernelSpec: instruction {i} loads input "
+                                 f"{ins.attr!r} of {n}")
+            if any(not (type(a) is int and 0 <= a < i) for a in ins.args):
+                raise ValueError(f"malformed KernelSpec: instruction {i} ({ins.op}) uses "
+                                 f"{ins.args}; arguments must be earlier instructions")
+        if not self.outputs or any(not (type(k) is int and 0 <= k < len(self.body))
+                                   for k, _ in self.outputs):
+            raise ValueError(f"malformed KernelSpec: outputs {self.outputs} must name "
+                             f"instructions 0..{len(self.body) - 1}")
+
     def __getstate__(self) -> dict:
         # string hashes differ between processes: never ship the cached hash
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
@@ -206,6 +225,7 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
             _cache.move_to_end(key)
             stats["hits"] += 1
             return k
+    spec.check()
     k = CompiledKernel(spec, layout, target, _ir_text)  # outside the lock: compiles take ms
     evicted = []
     with _cache_lock:

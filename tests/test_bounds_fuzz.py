@@ -499,3 +499,40 @@ def test_compiled_reduction_out_with_fewer_dims_is_refused(repeat):
     for _ in range(repeat):
         with pytest.raises((E.ShapeError, ValueError)):
             f(X, out=np.zeros(4))
+
+
+# ------------------------------------------------------------------- smaller deviations, fixed
+@pytest.mark.parametrize("axis", [True, 1.0, (0, True), "0"])
+def test_axis_must_be_ints(axis):
+    x = lazyk.placeholder("x", "M * N * float64")
+    with pytest.raises(TypeError, match="axis must be an int"):
+        lazyk.sum(x, axis=axis)
+
+
+def test_compiled_call_checks_casting_on_the_fast_path():
+    f = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    x, o = np.ones(4), np.zeros(4)
+    f(x, out=o)
+    f(x, out=o)  # guard installed
+    with pytest.raises(ValueError, match="casting must be one of"):
+        f(x, out=o, casting="bogus")
+    np.testing.assert_array_equal(f(x, out=o, casting="unsafe"), np.full(4, 2.0))
+
+
+@pytest.mark.parametrize("body, outputs, what", [
+    ([("load", -1)], [0], "loads input -1"),
+    ([("load", 2)], [0], "loads input 2"),
+    ([("load", 0), ("add", (0, 1))], [1], "arguments must be earlier"),
+    ([("load", 0)], [3], "must name instructions"),
+])
+def test_malformed_kernel_spec_is_refused(body, outputs, what):
+    from lazyk.kernel import Instr, KernelSpec
+    from lazyk.kernel import compile as kcompile
+    from lazyk.codegen.llvm import LayoutClass
+
+    f8 = np.dtype("f8")
+    instrs = tuple(Instr("load", f8, (), b[1]) if b[0] == "load" else Instr(b[0], f8, b[1])
+                   for b in body)
+    spec = KernelSpec((f8,), (True,), instrs, tuple((k, f8) for k in outputs))
+    with pytest.raises(ValueError, match=what):
+        kcompile(spec, LayoutClass(1, "cc"))
