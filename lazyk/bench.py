@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     suite = load_suite(suite_path)
     suite_path = suite_path or suite.__file__
     sizes = tuple(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
-    samples = 3 if args.quick else 5
+    samples = 3 if args.quick else 7
     target = 0.003 if args.quick else 0.01
     ncores = os.cpu_count() or 1
     tools, notes = make_tools(ncores)
@@ -399,8 +399,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             times: dict[int, list[float]] = {id(r): [] for r, _, _, _ in ready}
             settle = QUICK_SETTLE_S if args.quick else SETTLE_S
             prev = None
-            for _ in range(samples):
-                for row, tool, fn, reps in ready:
+            for sample in range(samples):
+                # Rotate the order each sample: no tool always runs right after another's
+                # spinning workers (OpenMP's spin 10-20 ms; they slowed the next tool 2x).
+                turn = sample % max(len(ready), 1)
+                for row, tool, fn, reps in ready[turn:] + ready[:turn]:
                     try:
                         tool.set_threads()
                         # Let the previous tool's spinning workers go to sleep first, or they
