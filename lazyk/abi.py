@@ -136,7 +136,9 @@ GUARD_MAXND = 8
 # may-alias-out flag, source slot (position among the kernel's inputs), then GUARD_MAXND dims
 # and GUARD_MAXND strides (all int64).
 GUARD_REC = 9 + 2 * GUARD_MAXND
-GUARD_HEAD = 2  # single-request function, kernel-data address
+GUARD_HEAD = 3  # function, its last argument (kernel data or record), mode
+GUARD_SINGLE, GUARD_RECORD = 0, 1  # modes: call `void single(dst, src, kd)` and return 0, or
+# `i64 lazyk_record_go(dst, src, record)` (threads.py) and return its result
 
 
 def guard_size(nops: int) -> int:
@@ -258,9 +260,16 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
     b.branch(head)
 
     b.position_at_end(done)
-    single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
-    b.call(b.inttoptr(gf(0), single_t), [b.load(dst_slot), src, b.inttoptr(gf(1), p8)])
-    b.ret(c(0))
+    args = [b.load(dst_slot), src, b.inttoptr(gf(1), p8)]
+    with b.if_else(b.icmp_unsigned("==", gf(2), c(GUARD_SINGLE))) as (single, record):
+        with single:
+            single_t = ir.FunctionType(ir.VoidType(), [p8, p8.as_pointer(), p8]).as_pointer()
+            b.call(b.inttoptr(gf(0), single_t), args)
+            b.ret(c(0))
+        with record:
+            go_t = ir.FunctionType(i64, [p8, p8.as_pointer(), p8]).as_pointer()
+            b.ret(b.call(b.inttoptr(gf(0), go_t), args))
+    b.unreachable()
     b.position_at_end(fail)
     b.ret(c(1))
 
@@ -286,7 +295,8 @@ def extent(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
 
 
 def make_guard(single_address: int, kd_address: int, offsets: tuple, arrays: tuple,
-               aligned: tuple, order: tuple, may_alias: bool = True) -> ctypes.Array:
+               aligned: tuple, order: tuple, may_alias: bool = True,
+               mode: int = GUARD_SINGLE) -> ctypes.Array:
     """A guard buffer for `arrays` (output, then inputs in the caller's order) bound to kernel
     data at `kd_address`; `order[k]` is the caller's input that is kernel input k and
     `offsets` the byte offsets bind added (output first, then kernel inputs).
@@ -296,7 +306,7 @@ def make_guard(single_address: int, kd_address: int, offsets: tuple, arrays: tup
     slot = {p: k for k, p in enumerate(order)}
     out = arrays[0]
     buf = (ctypes.c_int64 * guard_size(len(arrays)))()
-    buf[0], buf[1] = single_address, kd_address
+    buf[0], buf[1], buf[2] = single_address, kd_address, mode
     for j, a in enumerate(arrays):
         r = GUARD_HEAD + GUARD_REC * j
         k = 0 if j == 0 else slot[j - 1]  # kernel input k

@@ -162,17 +162,15 @@ class CompiledExpr:
     def _install_tguard(self, key: tuple, tr: Any, out: np.ndarray, inputs: tuple,
                         fresh: bool) -> None:
         """A native guard for threaded sizes: it checks the geometry (as for small sizes) and
-        re-points the cached pool record `tr` instead of running the kernel; `tr.go()` runs it."""
+        runs the cached pool record `tr` on the new data, all in one foreign call."""
         old = self._t_new if fresh else self._t_out
         if old is not None and old[3] == key and old[4] is tr:
             return
         ops = (out, *inputs)
         if any(a.ndim > abi.GUARD_MAXND for a in ops):
             return
-        from lazyk.backend.threads import task_set_address
-
-        buf = abi.make_guard(task_set_address(), tr.address, tr.offs, ops,
-                             self._fast[1].aligned, self._fast[0])
+        buf = abi.make_guard(tr._native.record_go_address, tr.address, tr.offs, ops,
+                             self._fast[1].aligned, self._fast[0], mode=abi.GUARD_RECORD)
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
         g = (ctypes.addressof(buf), self._gfn, (buf, tuple(a.dtype for a in ops)), key, tr)
         if fresh:
@@ -314,14 +312,14 @@ class CompiledExpr:
                 # (one dropped) made glibc fault fresh pages every call (1e5: 43 -> 480 us).
                 if g is not None and not g[4].stale():
                     o = _empty_out(g[5], g[6])
-                    if self._tguard(g, o, inputs):
+                    if g[1](g[0], o, *inputs) == 0:
                         return o
             else:
                 g = self._g_out
                 if g is not None and g[1](g[0], out, *inputs) == 0:
                     return out
                 g = self._t_out
-                if g is not None and self._tguard(g, out, inputs):
+                if g is not None and g[1](g[0], out, *inputs) == 0:
                     return out
         if self._fast is not None and len(inputs) == len(self.params):
             done = self._call_fast(inputs, out)
@@ -339,21 +337,6 @@ class CompiledExpr:
         target = _as_out(out)
         run_program(self.program, data, target, casting=casting)
         return out
-
-    @staticmethod
-    def _tguard(g: tuple, out: Any, inputs: tuple) -> bool:
-        """Threaded sizes, same geometry as a recent call: the native guard checks the arrays
-        and re-points the pool record, then one foreign call runs it on the pool."""
-        tr = g[4]
-        if tr.stale() or not tr.lock.acquire(False):
-            return False
-        try:
-            if g[1](g[0], out, *inputs) != 0:
-                return False
-            tr.go()
-        finally:
-            tr.lock.release()
-        return True
 
     def bind(self, out: Any, *inputs: Any) -> Any:
         """Step 2 of the three-step flow: kernel data for these arrays, no LLVM.

@@ -669,9 +669,10 @@ class ThreadedRun:
     """A threaded elementwise run of one (spec, layout), fixed except for the data pointers.
 
     Built once per geometry from the cached bound kernel: the strided-task record (function,
-    kernel data, strides, count, chunk table, parts) and the source-pointer array are filled
-    here, so a repeated call writes the data pointers, zeroes the claim counters and makes one
-    foreign call into the pool (GIL released). Callers check the arrays' geometry first.
+    kernel data, strides, count, chunk table, parts, pool and its epoch) and the
+    source-pointer array are filled here. `record_go_address` runs it on new data pointers
+    in one native call (re-point, run on the pool with the GIL released); a native guard
+    that checked the arrays' geometry calls it directly.
     """
 
     def __init__(self, ck: BoundKernel, nthreads: int, pool: Any):
@@ -684,11 +685,9 @@ class ThreadedRun:
         min_chunk = max(1, _threads.MIN_CHUNK // inner)
         self.nthreads = nthreads
         self.pool = pool
-        # One part (one thread set, or no pool yet) keeps a record too: the caller's native
-        # guard then re-points it and one foreign call runs it, instead of run_layout's
-        # Python path (~10 us at n = 1e5 on one thread).
-        self.parts = parts = 1 if pool is None else min(
-            _threads.nparts_for(count, min_chunk), pool.nthreads)
+        # One part (one thread set) keeps a record too: the caller's native guard runs it in
+        # one foreign call instead of run_layout's Python path (~10 us at n = 1e5).
+        self.parts = parts = min(_threads.nparts_for(count, min_chunk), pool.nthreads)
         task = _threads.StridedTask(nin, parts)
         chunk = _threads.chunk_size(count, parts)
         nchunks = -(-count // chunk)
@@ -701,45 +700,21 @@ class ThreadedRun:
             compiled.strided_address, 0, layout.strides[0][0], ctypes.addressof(self.src),
             ctypes.addressof(self._ss), count, ck.address, parts)
         b[9], b[10], b[11], b[12] = 0, chunk, nchunks, per
-        self.ctrs = tuple(16 + 8 * t for t in range(parts))
+        b[13], b[14], b[15] = pool.state, 0, pool.epoch
         self.address = task.address
-        self.fn = _threads.strided_part_address()
-        self.lock = threading.Lock()
+        self._native = pool.native
+        self._src_type = ctypes.c_void_p * max(nin, 1)
 
     def stale(self) -> bool:
         """True when the thread count or the pool changed since this record was planned."""
-        return self.pool is not _threads._pool or self.nthreads != _threads._num_threads
+        return self.buf[15] != self.pool.epoch
 
     def __call__(self, out: np.ndarray, arrays: list) -> bool:
         """Run into `out` from `arrays`; False (nothing done) when the record is busy or stale."""
-        if self.stale():
-            return False  # set_num_threads since: the caller plans again
-        if not self.lock.acquire(False):
-            return False  # another Python thread runs this record now
-        try:
-            offs, s, b = self.offs, self.src, self.buf
-            for k, a in enumerate(arrays):
-                s[k] = data_pointer(a) + offs[k + 1]
-            b[1] = data_pointer(out) + offs[0]
-            for i in self.ctrs:
-                b[i] = 0
-            self.go()
-        finally:
-            self.lock.release()
-        return True
-
-    def go(self) -> None:
-        """Run the record as it stands (a native guard has just re-pointed it; lock held)."""
-        p = self.pool
-        if self.parts == 1:
-            _threads._call_part(self.fn, self.address, 1)
-        elif p._lock.acquire(False):
-            try:
-                p.native.run(p.state, self.fn, self.address, self.parts)
-            finally:
-                p._lock.release()
-        else:  # the pool is busy (another Python thread): run every part here
-            _threads._call_part(self.fn, self.address, self.parts)
+        offs = self.offs
+        src = self._src_type(*[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+        return self._native.record_go(data_pointer(out) + offs[0], ctypes.addressof(src),
+                                      self.address) == 0
 
 
 def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
@@ -748,4 +723,4 @@ def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
     if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
             or spec.reduce is not None or ck._empty or layout.ndim == 0):
         return None
-    return ThreadedRun(ck, _threads._num_threads, _threads._pool)
+    return ThreadedRun(ck, _threads._num_threads, _threads.pool())

@@ -40,7 +40,8 @@ _PURE_SPIN = 200_000
 #   0: i32 generation (futex word)    8: i32 sleepers    16: i32 shutdown
 #  64: i32 pending (futex word)      72: i32 caller_waiting
 #  80: i64 claim word: (parts << 32) | next part to hand out
-# 128: ptr fn   136: ptr arg
+# 128: ptr fn   136: ptr arg   152: i64 epoch (bumped by set_num_threads; -1 once closed)
+# 160: i32 busy (one job at a time; a concurrent caller runs its parts itself)
 # NOTE: parts are claimed, not assigned to threads: whoever is running takes the next part,
 # the caller included. A worker that is asleep or descheduled (a busy neighbour on a 2-core VM)
 # then costs nothing: the caller runs its parts. With fixed assignment the caller waited for it:
@@ -172,6 +173,26 @@ entry:
   %word = getelementptr i8, ptr %st, i64 80
   %fnp = getelementptr i8, ptr %st, i64 128
   %argp = getelementptr i8, ptr %st, i64 136
+  %busy = getelementptr i8, ptr %st, i64 160
+  %one = icmp ule i64 %n, 1
+  br i1 %one, label %alone, label %lock
+lock:
+  %cas = cmpxchg ptr %busy, i32 0, i32 1 seq_cst seq_cst
+  %got = extractvalue { i32, i1 } %cas, 1
+  br i1 %got, label %publish, label %alone
+alone:
+  ; one part, or another thread's job holds the pool (nested or concurrent caller): run
+  ; every part here, in order
+  %k = phi i64 [0, %entry], [0, %lock], [%k1, %alone_part]
+  %kdone = icmp uge i64 %k, %n
+  br i1 %kdone, label %alone_exit, label %alone_part
+alone_part:
+  call void %fn(ptr %arg, i64 %k)
+  %k1 = add i64 %k, 1
+  br label %alone
+alone_exit:
+  ret void
+publish:
   store atomic ptr %fn, ptr %fnp monotonic, align 8
   store atomic ptr %arg, ptr %argp monotonic, align 8
   %n32 = trunc i64 %n to i32
@@ -216,7 +237,43 @@ sleep:
   store atomic i32 0, ptr %waiting seq_cst, align 4
   br label %wstart
 exit:
+  store atomic i32 0, ptr %busy seq_cst, align 4
   ret void
+}
+
+; Run a planned strided-task record on new data: the single request's argument order plus an
+; i64 result, so the native guard can call it (0: done; 1: the record is stale since
+; set_num_threads; 2: another thread is running this record: nothing was run).
+; Record fields (int64) 13: pool state, 14: busy, 15: the pool epoch it was planned for.
+; NOTE: called with the GIL held (from the guard or a PYFUNCTYPE); releases it while it runs.
+define i64 @lazyk_record_go(ptr %dst, ptr %src, ptr %rec) {
+entry:
+  %f_state = getelementptr i64, ptr %rec, i64 13
+  %st = load ptr, ptr %f_state
+  %epp = getelementptr i8, ptr %st, i64 152
+  %ep = load atomic i64, ptr %epp seq_cst, align 8
+  %f_want = getelementptr i64, ptr %rec, i64 15
+  %want = load i64, ptr %f_want
+  %fresh = icmp eq i64 %ep, %want
+  br i1 %fresh, label %lock, label %stale
+lock:
+  %busy = getelementptr i64, ptr %rec, i64 14
+  %cas = cmpxchg ptr %busy, i64 0, i64 1 seq_cst seq_cst
+  %got = extractvalue { i64, i1 } %cas, 1
+  br i1 %got, label %run, label %taken
+run:
+  call void @lazyk_task_set(ptr %dst, ptr %src, ptr %rec)
+  %f_parts = getelementptr i64, ptr %rec, i64 8
+  %parts = load i64, ptr %f_parts
+  GIL_SAVE
+  call void @lazyk_pool_run(ptr %st, ptr @lazyk_strided_part, ptr %rec, i64 %parts)
+  GIL_RESTORE
+  store atomic i64 0, ptr %busy seq_cst, align 8
+  ret i64 0
+stale:
+  ret i64 1
+taken:
+  ret i64 2
 }
 
 ; Part tid of a 1-D strided ckernel call. task (int64 fields): 0 fn, 1 dst, 2 dst_stride, 3 src,
@@ -362,8 +419,20 @@ class _Native:
 
         text = (_IR.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
                 .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("CALLER_SPIN", str(_CALLER_SPIN)).replace("PURE_SPIN", str(_PURE_SPIN)).replace("SPIN", str(_SPIN)))
+        import llvmlite.binding as llvm
+
+        # The record runner releases the GIL itself where CPython's API is visible to the JIT
+        # (it is in a normal python executable); otherwise it keeps it.
+        if llvm.address_of_symbol("PyEval_SaveThread") and llvm.address_of_symbol(
+                "PyEval_RestoreThread"):
+            text = (text.replace("GIL_SAVE", "%save = call ptr @PyEval_SaveThread()")
+                    .replace("GIL_RESTORE", "call void @PyEval_RestoreThread(ptr %save)")
+                    + "declare ptr @PyEval_SaveThread()\ndeclare void @PyEval_RestoreThread(ptr)\n")
+        else:  # pragma: no cover
+            text = text.replace("GIL_SAVE", "").replace("GIL_RESTORE", "")
         # A JITModule: on-disk object cache (the pool cost ~25 ms to compile in every process).
-        names = ("lazyk_pool_worker", "lazyk_pool_run", "lazyk_strided_part", "lazyk_task_set")
+        names = ("lazyk_pool_worker", "lazyk_pool_run", "lazyk_strided_part", "lazyk_task_set",
+                 "lazyk_record_go")
         self.engine = JITModule(text, names)
         addr = self.engine.addresses.__getitem__
         self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr("lazyk_pool_worker"))
@@ -371,6 +440,9 @@ class _Native:
                                     ctypes.c_int64)(addr("lazyk_pool_run"))
         self.strided_part = addr("lazyk_strided_part")
         self.task_set = addr("lazyk_task_set")
+        self.record_go_address = addr("lazyk_record_go")
+        self.record_go = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_void_p)(self.record_go_address)
 
 
 class Pool:
@@ -386,7 +458,7 @@ class Pool:
         # 64-byte align the state inside the buffer so each field group owns its cache line.
         base = ctypes.addressof(self._state)
         self.state = (base + 63) & ~63
-        self._lock = threading.Lock()  # one job at a time: the state holds a single job
+        self._epoch = ctypes.c_int64.from_address(self.state + 152)
         self._threads = []
         for tid in range(1, self.nthreads):
             t = threading.Thread(target=self.native.worker, args=(self.state, tid), daemon=True,
@@ -396,25 +468,28 @@ class Pool:
 
     def run(self, fn_address: int, arg_address: int, nparts: int) -> None:
         """Run native `void fn(void *arg, int64 tid)` for tid in [0, nparts) with the GIL released."""
-        nparts = max(1, min(int(nparts), self.nthreads))
-        if nparts == 1 or not self._lock.acquire(blocking=False):
-            # Single part, or a nested/concurrent call from another Python thread: run it here.
-            _call_part(fn_address, arg_address, nparts)
-            return
-        try:
-            self.native.run(self.state, fn_address, arg_address, nparts)
-        finally:
-            self._lock.release()
+        # A nested or concurrent call finds the pool busy and runs its parts itself (natively).
+        self.native.run(self.state, fn_address, arg_address, max(1, min(int(nparts), self.nthreads)))
+
+    @property
+    def epoch(self) -> int:
+        """Bumped when the thread setting changes: records planned before are stale."""
+        return self._epoch.value
+
+    def bump_epoch(self) -> None:
+        self._epoch.value += 1
 
     def close(self) -> None:
-        """Stop and join the workers."""
+        """Stop and join the workers; records planned for this pool become stale."""
+        self._epoch.value = -1
         if not self._threads:
             return
-        with self._lock:
-            ctypes.c_int32.from_address(self.state + 16).value = 1
-            gen = ctypes.c_int32.from_address(self.state)
-            gen.value += 1
-            _wake(self.state)
+        # A job in flight is safe: workers finish the parts they claimed, the caller claims
+        # the rest.
+        ctypes.c_int32.from_address(self.state + 16).value = 1
+        gen = ctypes.c_int32.from_address(self.state)
+        gen.value += 1
+        _wake(self.state)
         for t in self._threads:
             t.join(timeout=1.0)
         self._threads = []
@@ -471,6 +546,8 @@ def set_num_threads(n: int) -> None:
         if _pool is not None and _pool.nthreads < n:
             _pool.close()
             _pool = None
+        elif _pool is not None:
+            _pool.bump_epoch()
 
 
 def get_num_threads() -> int:
@@ -573,14 +650,6 @@ class StridedTask:
             b[16 + 8 * t] = 0
         parallel_for(strided_part_address(), self.address, parts)
         return nchunks
-
-
-def task_set_address() -> int:
-    """Address of the native `lazyk_task_set(dst, src *, task)` (re-points a task record)."""
-    global _native
-    if _native is None:
-        _native = _Native()
-    return _native.task_set
 
 
 def strided_part_address() -> int:
