@@ -411,7 +411,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         openmp = prev is not None and prev.family == "numba" and prev.threads > 1
                         time.sleep(settle["after_openmp" if openmp else "other"])
                         prev = tool
-                        fn()
+                        # Warm up for a quarter batch, not one call: after the settle sleep
+                        # this VM's idle vCPU takes ~5 calls of 1e6 elements (a few ms) to
+                        # reach full speed again (first calls 2-3x slower), for every tool.
+                        time_batch(fn, max(1, reps // 4))
                         times[id(row)].append(time_batch(fn, reps))
                     except Exception as err:
                         row["error"] = f"{type(err).__name__}: {err}"[:200]
