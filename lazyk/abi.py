@@ -186,19 +186,24 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
     def field(obj, off, ty):
         return b.load(b.bitcast(b.gep(obj, [c(off)]), ty.as_pointer()))
 
+    def loop(name, n, exit_block):
+        """Open `for i in [0, n)`: returns (i, head); the builder is left in the body, and
+        the caller adds i + 1 as the head's incoming value when it branches back."""
+        pre = b.block
+        head = body.append_basic_block(name)
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(i64)
+        i.add_incoming(c(0), pre)
+        inside = body.append_basic_block(f"{name}.body")
+        b.cbranch(b.icmp_signed("<", i, n), inside, exit_block)
+        b.position_at_end(inside)
+        return i, head
+
     src = b.alloca(p8, c(max_ops))
     dst_slot, out_slot = b.alloca(p8), b.alloca(i64)
-    entry = b.block
-    head = body.append_basic_block("operand")
     done = body.append_basic_block("run")
-    b.branch(head)
-    b.position_at_end(head)
-    j = b.phi(i64)
-    j.add_incoming(c(0), entry)
-    check = body.append_basic_block("operand.type")
-    b.cbranch(b.icmp_signed("<", j, nops), check, done)
-
-    b.position_at_end(check)
+    j, operand = loop("operand", nops, done)
     r = b.add(c(GUARD_HEAD), b.mul(j, c(GUARD_REC)))
     at = lambda k: b.add(r, c(k))  # noqa: E731
     obj = b.load(b.gep(objs, [j]))
@@ -227,21 +232,13 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
     b.cbranch(ok, dims_head, fail)
     b.position_at_end(dims_head)
     dims, strides = field(obj, 32, p64), field(obj, 40, p64)
-    pre = b.block
-    loop = body.append_basic_block("dim")
-    dim_check = body.append_basic_block("dim.check")
     dims_done = body.append_basic_block("dim.done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    d = b.phi(i64)
-    d.add_incoming(c(0), pre)
-    b.cbranch(b.icmp_signed("<", d, nd), dim_check, dims_done)
-    b.position_at_end(dim_check)
+    d, dim = loop("dim", nd, dims_done)
     same = b.and_(
         b.icmp_signed("==", b.load(b.gep(dims, [d])), gf(b.add(d, at(9)))),
         b.icmp_signed("==", b.load(b.gep(strides, [d])), gf(b.add(d, at(9 + mx)))))
-    d.add_incoming(b.add(d, c(1)), dim_check)
-    b.cbranch(same, loop, fail)
+    d.add_incoming(b.add(d, c(1)), b.block)
+    b.cbranch(same, dim, fail)
     b.position_at_end(dims_done)
     data = b.inttoptr(b.add(raw, gf(at(4))), p8)
     is_out = body.append_basic_block("operand.out")
@@ -257,7 +254,7 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
     b.branch(nxt)
     b.position_at_end(nxt)
     j.add_incoming(b.add(j, c(1)), nxt)
-    b.branch(head)
+    b.branch(operand)
 
     b.position_at_end(done)
     args = [b.load(dst_slot), src, b.inttoptr(gf(1), p8)]

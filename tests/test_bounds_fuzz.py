@@ -240,6 +240,25 @@ ELEMENTWISE = {
 }
 
 
+def _call_sequence(draw, shapes, dtypes, npf, ncalls, salt, fallback_shape):
+    """`ncalls` calls with one geometry (the second and later go through native guards), then
+    one with a perturbed geometry. Yields (fresh_out, placed, arrays, expect, out): `out` is
+    drawn on the first and the last call and kept in between; `expect` is None where NumPy
+    raises."""
+    out = None
+    for call in range(ncalls + 1):
+        if call == ncalls:
+            shapes = [_perturb(s, draw) for s in shapes]
+        _, placed = _place_inputs(draw, shapes, dtypes, salt * call)
+        arrays = [p.view for p in placed]
+        expect = _numpy(npf, [np.array(a) for a in arrays])
+        fresh_out = call in (0, ncalls)
+        if fresh_out:
+            out, _ = _make_out(draw, expect.shape if expect is not None else fallback_shape,
+                               expect.dtype if expect is not None else "f8", placed[0])
+        yield fresh_out, placed, arrays, expect, out
+
+
 @given(st.data())
 def test_compiled_elementwise_matches_numpy_or_raises(data):
     draw = data.draw
@@ -250,18 +269,9 @@ def test_compiled_elementwise_matches_numpy_or_raises(data):
     dtypes = [draw(st.sampled_from(["f8", "f8", "f4", "i8"])) for _ in shapes]
     f = _compiled_for(name, build, shapes, dtypes)
     ncalls = draw(st.integers(1, 3))
-    out = None
-    for call in range(ncalls + 1):
-        if call == ncalls:  # a different geometry after the repeated ones
-            shapes = [_perturb(s, draw) for s in shapes]
-        kinds, placed = _place_inputs(draw, shapes, dtypes, 10 * call)
-        arrays = [p.view for p in placed]
-        expect = _numpy(npf, [np.array(a) for a in arrays])
-        if call == 0 or call == ncalls:
-            res_shape = expect.shape if expect is not None else xs
-            out, how = _make_out(draw, res_shape, expect.dtype if expect is not None else "f8",
-                                 placed[0])
-        elif out is not None and out.view.flags.writeable:
+    for fresh_out, placed, arrays, expect, out in _call_sequence(
+            draw, shapes, dtypes, npf, ncalls, 10, xs):
+        if not fresh_out and out is not None and out.view.flags.writeable:
             out.view[...] = 0
         o = out.view if out is not None else None
         if o is not None and np.shares_memory(o, arrays[0]):
@@ -323,15 +333,8 @@ def test_reductions_match_numpy_or_raise(data):
     shapes = [xs, ys]
     f = _compiled_for(f"{op}{axis}{keep}", build, shapes, dtypes) if mode == "compile" else None
     ncalls = draw(st.integers(1, 3))
-    for call in range(ncalls + 1):
-        if call == ncalls:
-            shapes = [_perturb(s, draw) for s in shapes]
-        kinds, placed = _place_inputs(draw, shapes, dtypes, 7 * call)
-        arrays = [p.view for p in placed]
-        expect = _numpy(npf, [np.array(a) for a in arrays])
-        if call in (0, ncalls):
-            out, how = _make_out(draw, expect.shape if expect is not None else (),
-                                 expect.dtype if expect is not None else "f8", placed[0])
+    for _, placed, arrays, expect, out in _call_sequence(
+            draw, shapes, dtypes, npf, ncalls, 7, ()):
         o = out.view if out is not None else None
 
         def run():
@@ -356,17 +359,10 @@ def test_bind_and_dispatcher_match_numpy_or_raise(data):
     d = Dispatcher(step.spec)
     mode = draw(st.sampled_from(["fbind", "kbind", "dispatch", "dispatch"]))
     ncalls = draw(st.integers(1, 3))
-    for call in range(ncalls + 1):
-        if call == ncalls:
-            shapes = [_perturb(s, draw) for s in shapes]
-        kinds, placed = _place_inputs(draw, shapes, dtypes, 3 * call)
-        arrays = [p.view for p in placed]
-        expect = _numpy(npf, [np.array(a) for a in arrays])
-        if call in (0, ncalls):
-            out, how = _make_out(draw, expect.shape if expect is not None else xs,
-                                 expect.dtype if expect is not None else "f8", placed[0])
-            if out is None:
-                out = Placed(np.zeros(expect.shape if expect is not None else xs), "C")
+    for _, placed, arrays, expect, out in _call_sequence(
+            draw, shapes, dtypes, npf, ncalls, 3, xs):
+        if out is None:  # bind needs an output
+            out = Placed(np.zeros(expect.shape if expect is not None else xs), "C")
         o = out.view
         if np.shares_memory(o, arrays[0]):
             expect = _numpy(npf, [np.array(a) for a in arrays])
