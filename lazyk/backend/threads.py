@@ -488,10 +488,17 @@ class Pool:
         # the rest.
         ctypes.c_int32.from_address(self.state + 16).value = 1
         gen = ctypes.c_int32.from_address(self.state)
-        gen.value += 1
-        _wake(self.state)
-        for t in self._threads:
-            t.join(timeout=1.0)
+        for _ in range(5):
+            # NOTE: this Python increment can race a job being published from another thread
+            # and be lost; bump and wake again until every worker has seen the shutdown.
+            gen.value += 1
+            _wake(self.state)
+            for t in self._threads:
+                t.join(timeout=0.2)
+            if not any(t.is_alive() for t in self._threads):
+                break
+        else:  # pragma: no cover - a worker never woke: never free the memory it waits on
+            _parked_states.append(self._state)
         self._threads = []
 
     def __enter__(self) -> Pool:
@@ -499,6 +506,9 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_parked_states: list = []  # pool states a worker may still read (see Pool.close)
 
 
 def _wake(address: int) -> None:
