@@ -675,7 +675,7 @@ class ThreadedRun:
     that checked the arrays' geometry calls it directly.
     """
 
-    def __init__(self, ck: BoundKernel, nthreads: int, pool: Any):
+    def __init__(self, ck: BoundKernel, pool: Any):
         layout, compiled = ck.layout, ck.compiled
         self._ck = ck  # keeps the kernel data and the code alive
         self.offs = layout.offsets
@@ -683,7 +683,6 @@ class ThreadedRun:
         count = layout.shape[0]
         inner = max(1, layout.size // count)
         min_chunk = max(1, _threads.MIN_CHUNK // inner)
-        self.nthreads = nthreads
         self.pool = pool
         # One part (one thread set) keeps a record too: the caller's native guard runs it in
         # one foreign call instead of run_layout's Python path (~10 us at n = 1e5).
@@ -723,4 +722,4 @@ def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
     if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
             or spec.reduce is not None or ck._empty or layout.ndim == 0):
         return None
-    return ThreadedRun(ck, _threads._num_threads, _threads.pool())
+    return ThreadedRun(ck, _threads.pool())

@@ -240,6 +240,15 @@ ELEMENTWISE = {
 }
 
 
+def _draw_elementwise(draw, dtype_choices):
+    """An elementwise case of ELEMENTWISE with its operand shapes and dtypes."""
+    name = draw(st.sampled_from(sorted(ELEMENTWISE)))
+    nin, build, npf = ELEMENTWISE[name]
+    shapes = list(draw(shape_pair()))[:nin]
+    dtypes = [draw(st.sampled_from(dtype_choices)) for _ in shapes]
+    return name, build, npf, shapes, dtypes
+
+
 def _call_sequence(draw, shapes, dtypes, npf, ncalls, salt, fallback_shape):
     """`ncalls` calls with one geometry (the second and later go through native guards), then
     one with a perturbed geometry. Yields (fresh_out, placed, arrays, expect, out): `out` is
@@ -262,11 +271,8 @@ def _call_sequence(draw, shapes, dtypes, npf, ncalls, salt, fallback_shape):
 @given(st.data())
 def test_compiled_elementwise_matches_numpy_or_raises(data):
     draw = data.draw
-    name = draw(st.sampled_from(sorted(ELEMENTWISE)))
-    nin, build, npf = ELEMENTWISE[name]
-    xs, ys = draw(shape_pair())
-    shapes = [xs, ys][:nin]
-    dtypes = [draw(st.sampled_from(["f8", "f8", "f4", "i8"])) for _ in shapes]
+    name, build, npf, shapes, dtypes = _draw_elementwise(draw, ["f8", "f8", "f4", "i8"])
+    xs = shapes[0]
     f = _compiled_for(name, build, shapes, dtypes)
     ncalls = draw(st.integers(1, 3))
     for fresh_out, placed, arrays, expect, out in _call_sequence(
@@ -282,11 +288,8 @@ def test_compiled_elementwise_matches_numpy_or_raises(data):
 @given(st.data())
 def test_evaluate_expr_and_string_match_numpy_or_raise(data):
     draw = data.draw
-    name = draw(st.sampled_from(sorted(ELEMENTWISE)))
-    nin, build, npf = ELEMENTWISE[name]
-    xs, ys = draw(shape_pair())
-    shapes = [xs, ys][:nin]
-    dtypes = [draw(st.sampled_from(["f8", "f4", "i8"])) for _ in shapes]
+    name, build, npf, shapes, dtypes = _draw_elementwise(draw, ["f8", "f4", "i8"])
+    xs = shapes[0]
     kinds, placed = _place_inputs(draw, shapes, dtypes, 1)
     arrays = [p.view for p in placed]
     expect = _numpy(npf, [np.array(a) for a in arrays])

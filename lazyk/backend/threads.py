@@ -370,9 +370,8 @@ exit:
 declare i64 @llvm.umin.i64(i64, i64)
 
 ; Re-point a strided-task record at new data: dst -> field 1, the nsrc source pointers into
-; the array at field 3, claim counters zeroed. It has the single request's signature
-; (dst, src *, self), so a native guard that checked the arrays' geometry can call it.
-define void @lazyk_task_set(ptr %dst, ptr %src, ptr %task) {
+; the array at field 3, claim counters zeroed (lazyk_record_go's first step).
+define private void @lazyk_task_set(ptr %dst, ptr %src, ptr %task) {
 entry:
   %f_dst = getelementptr i64, ptr %task, i64 1
   store ptr %dst, ptr %f_dst
@@ -431,15 +430,13 @@ class _Native:
         else:  # pragma: no cover
             text = text.replace("GIL_SAVE", "").replace("GIL_RESTORE", "")
         # A JITModule: on-disk object cache (the pool cost ~25 ms to compile in every process).
-        names = ("lazyk_pool_worker", "lazyk_pool_run", "lazyk_strided_part", "lazyk_task_set",
-                 "lazyk_record_go")
+        names = ("lazyk_pool_worker", "lazyk_pool_run", "lazyk_strided_part", "lazyk_record_go")
         self.engine = JITModule(text, names)
         addr = self.engine.addresses.__getitem__
         self.worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr("lazyk_pool_worker"))
         self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_int64)(addr("lazyk_pool_run"))
         self.strided_part = addr("lazyk_strided_part")
-        self.task_set = addr("lazyk_task_set")
         self.record_go_address = addr("lazyk_record_go")
         self.record_go = ctypes.PYFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
                                            ctypes.c_void_p)(self.record_go_address)
