@@ -1,12 +1,42 @@
-"""lazyk: lazy, typed array expressions compiled by LLVM into fused ckernels.
+"""Typed, lazy array expressions compiled by LLVM into one fused kernel.
 
-Each block below is owned by one stage; a stage adds its public names to its own block.
+Build expressions from typed arrays (NumPy arrays, nested lists, ragged `var` dimensions,
+missing values `?T`) with ordinary Python operators and the functions below. Nothing runs
+until you ask: then the whole expression is optimised (constant folding, common
+subexpressions, fusion), compiled for this CPU by LLVM and run as one native kernel.
+
+    >>> import numpy as np, lazyk
+    >>> a = lazyk.array(np.array([0.0, 1.0, 4.0, 9.0]))
+    >>> e = lazyk.sqrt(a) * 2 + 1                # lazy: nothing has run yet
+    >>> e.type
+    dshape('4 * float64')
+    >>> e.eval()                                 # one fused kernel
+    array([1.0, 3.0, 5.0, 7.0], type='4 * float64')
+    >>> lazyk.evaluate("2*x + 1", local_dict={"x": np.ones(3)})    # numexpr-style strings
+    array([3., 3., 3.])
+    >>> x = lazyk.placeholder("x", "N * float64")
+    >>> f = lazyk.compile(x * x + 1.0)           # compile once, call on any length
+    >>> f(np.arange(3.0))
+    array([1., 2., 5.])
+    >>> lazyk.array([[1, None, 3], [4]]).sum(axis=-1, skipna=True).eval()   # ragged, missing
+    array([4, 4], type='2 * int64')
+
+Compiled kernels are cached in memory and on disk (`$LAZYK_CACHE_DIR`, else
+`$XDG_CACHE_HOME/lazyk` or `~/.cache/lazyk`; see `lazyk cache info`). The command line tool `lazyk` parses types
+(`lazyk parse`), shows every compilation step (`lazyk explain`) and runs the benchmarks
+(`lazyk bench`). Documentation: README.md, docs/api.md (every public name with an example),
+docs/types.md (the type syntax), docs/design.md and docs/layout.md (internals, memory layout).
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from lazyk.errors import (  # noqa: F401
+from lazyk import types
+from lazyk.array import Array, array, empty, full, zeros
+from lazyk.backend.threads import get_num_threads, set_num_threads
+from lazyk.compiled import CompiledExpr, compile
+from lazyk.device import DeviceArray  # CUDA itself loads only when a GPU array is used
+from lazyk.errors import (
     ArrayConstructionError,
     BindError,
     CastingError,
@@ -18,28 +48,201 @@ from lazyk.errors import (  # noqa: F401
     TypeMatchError,
     TypeParseError,
 )
-
-# --- types (issue 2) ---
-from lazyk import types  # noqa: E402,F401
-from lazyk.typeparse import dshape  # noqa: E402,F401
-# --- arrays (issue 3) ---
-from lazyk.array import Array, array, empty, full, zeros  # noqa: F401,E402
-# --- expressions and kernels (issue 4) ---
-from lazyk.expr import (  # noqa: F401,E402
-    Expr, abs, absolute, add, all, any, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
-    arctanh, astype, copysign, fmod,
-    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clip, conj, conjugate, cos,
-    cosh, divide, equal, exp, expm1, floor, floor_divide, fmax, fmin, greater,
-    greater_equal, hypot, imag, invert, isfinite, isinf, isnan, left_shift, less,
-    less_equal, log, log1p, log2, log10, logical_and, logical_not, logical_or, logical_xor,
-    max, maximum, mean, min, minimum, mod, multiply, negative, not_equal, placeholder,
-    positive, power, prod, real, remainder, right_shift, rint, sign, sin, sinh, sqrt,
-    subtract, sum, tan, tanh, true_divide, trunc, where,
+from lazyk.expr import (
+    Expr,
+    abs,
+    absolute,
+    add,
+    all,
+    any,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    astype,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    clip,
+    conj,
+    conjugate,
+    copysign,
+    cos,
+    cosh,
+    divide,
+    equal,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    fmax,
+    fmin,
+    fmod,
+    greater,
+    greater_equal,
+    hypot,
+    imag,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    left_shift,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mod,
+    multiply,
+    negative,
+    not_equal,
+    placeholder,
+    positive,
+    power,
+    prod,
+    real,
+    remainder,
+    right_shift,
+    rint,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    subtract,
+    sum,
+    tan,
+    tanh,
+    true_divide,
+    trunc,
+    where,
 )
-from lazyk.compiled import CompiledExpr, compile  # noqa: F401,E402
-from lazyk.pipeline import evaluate  # noqa: F401,E402
-from lazyk.kernel import Instr, KernelSpec  # noqa: F401,E402
-# --- speed: threads, caches (issue 5) ---
-from lazyk.backend.threads import get_num_threads, set_num_threads  # noqa: F401,E402
-# --- gpu (issue 6) ---
-from lazyk.device import DeviceArray  # noqa: F401,E402  (CUDA itself loads lazily)
+from lazyk.kernel import Instr, KernelSpec
+from lazyk.pipeline import evaluate
+from lazyk.typeparse import dshape
+
+# The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
+# shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.
+__all__ = [
+    "Array",
+    "ArrayConstructionError",
+    "BindError",
+    "CastingError",
+    "CompileError",
+    "CompiledExpr",
+    "DTypeError",
+    "DeviceArray",
+    "DeviceError",
+    "Expr",
+    "Instr",
+    "KernelSpec",
+    "NotSupportedError",
+    "ShapeError",
+    "TypeMatchError",
+    "TypeParseError",
+    "__version__",
+    "abs",
+    "absolute",
+    "add",
+    "all",
+    "any",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "array",
+    "astype",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "compile",
+    "conj",
+    "conjugate",
+    "copysign",
+    "cos",
+    "cosh",
+    "divide",
+    "dshape",
+    "empty",
+    "equal",
+    "evaluate",
+    "exp",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "fmax",
+    "fmin",
+    "fmod",
+    "full",
+    "get_num_threads",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "invert",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mod",
+    "multiply",
+    "negative",
+    "not_equal",
+    "placeholder",
+    "positive",
+    "power",
+    "prod",
+    "real",
+    "remainder",
+    "right_shift",
+    "rint",
+    "set_num_threads",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "subtract",
+    "sum",
+    "tan",
+    "tanh",
+    "true_divide",
+    "trunc",
+    "types",
+    "where",
+    "zeros",
+]
