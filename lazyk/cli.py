@@ -1,4 +1,8 @@
-"""The `lazyk` console command. Each subcommand is a small function that calls one stage."""
+"""lazyk: typed, lazy array expressions compiled by LLVM into one fused kernel.
+
+Parse type strings, show how an expression compiles, run the benchmarks and manage the
+on-disk kernel cache.
+"""
 from __future__ import annotations
 
 import argparse
@@ -34,7 +38,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(f"removed {cache.clear()} entries from {cache.directory}")
     else:
         info = cache.info()
-        print(f"directory: {info['directory']}\nentries:   {info['entries']}\nbytes:     {info['bytes']}")
+        print(f"directory: {info['directory']}\nentries:   {info['entries']}\n"
+              f"bytes:     {info['bytes']}\nlimit:     {cache.max_bytes} bytes (least recently used "
+              "entries go first; LAZYK_CACHE_DIR sets the directory)")
     return 0
 
 
@@ -44,15 +50,27 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return command(args)
 
 
+_EXAMPLES = """examples:
+  lazyk parse "3 * var * {x: float64, y: ?int32}"
+  lazyk explain "sin(a) * b + 1" --type a="N * float64" --type b="N * float64"
+  lazyk bench --quick
+  lazyk cache info
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lazyk", description=__doc__)
+    from lazyk import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="lazyk", description=__doc__, epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lazyk {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("parse", help="parse type strings; print canonical form, tree, size")
     p.add_argument("types", nargs="+", metavar="TYPE")
     p.set_defaults(func=_cmd_parse)
 
-    # Other stages register their subcommands here (explain, bench, cache).
     from lazyk.bench import add_arguments as bench_arguments
 
     p = sub.add_parser("bench", help="time E1-E10 against NumPy, numexpr, Numba; JSON/Markdown/PNG")
@@ -69,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cuda: each kernel's NVVM IR and PTX (libNVVM, no GPU needed)")
     p.set_defaults(func=_cmd_explain)
 
-    p = sub.add_parser("cache", help="the on-disk kernel cache: `info` or `clear`")
+    p = sub.add_parser("cache", help="the on-disk kernel cache: `info` (where, how big) or `clear`")
     p.add_argument("action", choices=("info", "clear"))
     p.set_defaults(func=_cmd_cache)
 
