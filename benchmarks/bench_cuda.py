@@ -2,7 +2,7 @@
 
 `run(sizes, quick)` returns one row per (case, n, tool); `python benchmarks/bench_cuda.py
 --quick` prints them as Markdown. Without a GPU it raises lazyk.DeviceError saying why.
-NOTE: written while no GPU was lent (issue 6): never run on a GPU yet.
+NOTE: not yet run on a real GPU.
 """
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ class Array(Operators):
 
     # ------------------------------------------------------------ conversion
     def to(self, device: Any):
-        """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self (issue 6)."""
+        """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self."""
         from lazyk.device import parse_device, to_device
 
         if parse_device(device) == "cpu":
@@ -585,7 +585,7 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar or
             nested lists/tuples/dicts.
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
-        device: `'cuda'` copies the (fixed-dim numeric) result to the GPU (issue 6).
+        device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
 
     Raises:
         ArrayConstructionError: data that does not fit the type (names the index path).

@@ -112,7 +112,7 @@ class CompiledExpr:
     def _setup_fast(self) -> None:
         """Precompute the one-kernel elementwise fast path (the common `k(a, b, out=c)`)."""
         self._fast = self._red = None
-        # Native guards (issue 5): (guard address, guard fn, keep-alive, geometry key), one
+        # Native guards: (guard address, guard fn, keep-alive, geometry key), one
         # for calls with `out=` and one for fresh outputs (+ shape, dtype to allocate).
         self._g_out = self._g_new = None
         self._t_out = self._t_new = None  # the same for threaded sizes (+ the pool record)
@@ -246,7 +246,7 @@ class CompiledExpr:
         if red is not None:
             return self._run_reduce(key, entry, out, arrays, inputs, fresh)
         if size >= _THREAD_MIN:
-            # Repeated threaded call (issue 5): a record per geometry with everything but the
+            # Repeated threaded call: a record per geometry with everything but the
             # data pointers filled in; one foreign call into the pool.
             tr = self._threaded.get(key)
             if tr is not None and tr(out, arrays):
@@ -326,7 +326,7 @@ class CompiledExpr:
             if done is not None:
                 return done
         data = self._bind_inputs(inputs)
-        from lazyk.device import on_gpu  # issue 6: GPU inputs run there
+        from lazyk.device import on_gpu  # GPU inputs run there
 
         if on_gpu(data):
             from lazyk.device import run_program as run_on_device
@@ -368,7 +368,7 @@ _GUARD_MAX = 1 << 13
 def _as_input(x: Any) -> np.ndarray:
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
-    if hasattr(x, "__cuda_array_interface__"):  # issue 6: stays on the GPU, no host copy
+    if hasattr(x, "__cuda_array_interface__"):  # stays on the GPU, no host copy
         from lazyk.device import as_device_array
 
         return as_device_array(x)

@@ -1,6 +1,6 @@
 """Device placement: device names, GPU arrays, `__cuda_array_interface__`, DLPack, mixed devices.
 
-NOTE: never run on a GPU (none was lent while issue 6 was worked). Tests drive it through an
+NOTE: not yet run on a real GPU. Tests drive it through an
 emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
 """
 from __future__ import annotations

@@ -148,7 +148,7 @@ def command(args: Any) -> int:
         types[name.strip()] = t.strip().strip("'\"")
     try:
         e = build_from_text(args.expr, types)
-        if getattr(args, "target", "cpu") == "cuda":  # issue 6: NVVM IR and PTX
+        if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
             from lazyk.errors import DeviceError
 
             try:

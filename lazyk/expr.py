@@ -109,7 +109,7 @@ class Expr(Operators):
 
         out = evaluate(self)
         if type(out) is not np.ndarray:
-            return out  # e.g. a device array (issue 6)
+            return out  # e.g. a device array
         try:
             from lazyk.array import array
         except ImportError:  # arrays stage absent: NumPy is the array type
@@ -117,7 +117,7 @@ class Expr(Operators):
         return array(out)
 
     def to_numpy(self) -> np.ndarray:
-        """Compute into a new NumPy array (GPU results are copied to the host, issue 6)."""
+        """Compute into a new NumPy array (GPU results are copied to the host)."""
         from lazyk.pipeline import evaluate
 
         out = evaluate(self)
@@ -139,7 +139,7 @@ class Expr(Operators):
     def explain(self, target: str = "cpu") -> str:
         """Graph before and after each pass, KernelSpecs, LLVM IR, assembly and layouts.
 
-        `target='cuda'` shows each kernel's NVVM IR and PTX instead (issue 6).
+        `target='cuda'` shows each kernel's NVVM IR and PTX instead.
         """
         if target == "cuda":
             from lazyk.codegen.nvvm import explain_expr
@@ -230,7 +230,7 @@ def as_expr(x: Any) -> Expr:
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
             return _wrap_ragged(x)
         return _wrap_array(view, x)
-    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays (issue 6): lazyk.device runs them
+    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
         from lazyk.device import as_device_array
 
         return _wrap_array(as_device_array(x))
@@ -450,7 +450,7 @@ for _name in UNARY + BINARY:
     globals()[_name] = _make_ufunc(_name)
 for _alias, _target in ALIASES.items():
     globals()[_alias] = globals()[_target]
-# numexpr's functions beyond issue 4's list (rows of lazyk.ops.OPS like the others).
+# numexpr's functions beyond NumPy's basic set (rows of lazyk.ops.OPS like the others).
 arcsinh = _make_ufunc("arcsinh")
 arccosh = _make_ufunc("arccosh")
 arctanh = _make_ufunc("arctanh")

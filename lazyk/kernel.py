@@ -20,7 +20,7 @@ from lazyk import abi
 from lazyk.codegen.llvm import LayoutClass, generate, kernel_data_size
 from lazyk.errors import BindError, ShapeError
 
-try:  # speed helper's thread pool (issue 5)
+try:  # the native thread pool
     from lazyk.backend import threads as _threads
 except ImportError:  # pragma: no cover
     _threads = None
@@ -129,7 +129,7 @@ class CompiledKernel:
         names = (f"{_NAME}_single", f"{_NAME}_strided", f"{_NAME}_destroy")
         if ir_text is not None:
             self.jit = JITModule(ir_text, names)
-        else:  # disk-cache key from the spec: a hit skips IR generation (issue 5)
+        else:  # disk-cache key from the spec: a hit skips IR generation
             self.jit = JITModule(lambda: str(generate(spec, layout, _NAME)), names,
                                  key_text=_structural_key(spec, layout))
         a = self.jit.addresses
@@ -443,7 +443,7 @@ class BoundKernel:
         fn, dstride = compiled.strided_address, layout.strides[0][0]
         ss = ctypes.addressof(self._ss)
         count, address, src = layout.shape[0], self.address, self.src_address
-        # dst is read at call time: run_layout re-points a cached bound kernel (issue 5)
+        # dst is read at call time: run_layout re-points a cached bound kernel
         dstc = self._dstc
         return lambda: task(fn, dstc[0], dstride, src, ss, count, address, min_chunk)
 

@@ -24,7 +24,7 @@ from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import Program, Step, fuse_elementwise
 
-try:  # speed (issue 5): large fresh outputs reuse idle blocks instead of faulting in new pages
+try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
     from lazyk.backend.threads import empty as _empty_out
 except ImportError:  # pragma: no cover
     _empty_out = np.empty
@@ -487,7 +487,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     from lazyk.ragged import is_ragged
 
     if any(is_ragged(leaf_data(v)) for v in e.env.values()):
-        from lazyk.device import common_device  # issue 6: ragged data never goes to the GPU
+        from lazyk.device import common_device  # ragged data never goes to the GPU
         from lazyk.ragged import evaluate as evaluate_ragged
 
         common_device({n: leaf_data(v) for n, v in e.env.items()})
@@ -495,7 +495,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return evaluate_ragged(e, out)
     data = _env_arrays(e)
     check_int_powers(e.node, data)
-    from lazyk.device import on_gpu  # issue 6: GPU leaves run there; mixed raise DeviceError
+    from lazyk.device import on_gpu  # GPU leaves run there; mixed raise DeviceError
 
     if on_gpu(data):
         from lazyk.device import run_program as run_on_device

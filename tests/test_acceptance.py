@@ -1,5 +1,5 @@
-"""End-to-end acceptance tests of issues 2-5 through the public API only (`import lazyk`,
-the `lazyk` console command through a subprocess).
+"""End-to-end acceptance tests of types, arrays, expressions and kernels through the public
+API only (`import lazyk`, the `lazyk` console command through a subprocess).
 
 Each test checks a concrete user-visible promise: values against NumPy, dtypes, shapes,
 error types and the words in their messages. Cases that could crash the interpreter run
@@ -35,7 +35,7 @@ def npv(x) -> np.ndarray:
     return np.asarray(x)
 
 
-# --- issue 2: type strings -------------------------------------------------------------------
+# --- type strings ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, line, column, words", [
     ("int33", 1, 1, "int33"),
@@ -119,7 +119,7 @@ def test_cli_parse():
     assert "end of input" in r.stderr and "^" in r.stderr
 
 
-# --- issue 3: arrays -------------------------------------------------------------------------
+# --- arrays ---------------------------------------------------------------------------------
 
 def test_seed_example_and_inference():
     a = lazyk.empty("2 * 3 * int32")
@@ -198,7 +198,7 @@ def test_indexing_views_and_errors():
         lazyk.array([[1, 2], [3]]).to_numpy()
 
 
-# --- issue 4: lazy expressions ---------------------------------------------------------------
+# --- lazy expressions -----------------------------------------------------------------------
 
 def test_numpy_functions_stay_lazy_and_types_known_without_running():
     x = np.linspace(0, 1, 5)

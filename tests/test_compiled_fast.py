@@ -1,4 +1,4 @@
-"""Compiled expressions called again (issue 5, Dispatch): the native-guard fast path.
+"""Compiled expressions called again: the native-guard fast path.
 
 Structural, not timing: a repeated call must not re-enter the passes, fusion, the kernel
 compiler or LLVM, and every check of the slow path (dtype, shape, read-only, overlap) must

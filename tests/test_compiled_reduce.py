@@ -1,4 +1,4 @@
-"""Compiled reductions on the fast path (issue 5): `f = lazyk.compile(lazyk.sum(a * b))`.
+"""Compiled reductions on the fast path: `f = lazyk.compile(lazyk.sum(a * b))`.
 
 A repeated small call is one native guard call; threaded sizes combine per-thread partials;
 every case agrees with NumPy in value, dtype and shape, and bad outputs are refused as before.

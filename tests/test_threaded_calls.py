@@ -1,4 +1,4 @@
-"""Repeated threaded calls of a compiled expression (issue 5): one record per geometry.
+"""Repeated threaded calls of a compiled expression: one record per geometry.
 
 A repeat call with the geometry of an earlier one must not plan again (no layout, no bind,
 no run_layout) and must still give NumPy's answer for every layout; the overlap and

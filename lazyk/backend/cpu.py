@@ -9,7 +9,7 @@ import llvmlite.binding as llvm
 
 from lazyk.errors import CompileError
 
-try:  # speed helper's hooks (issue 5); each is optional
+try:  # optional speed-ups: vector math, disk cache; each may be absent
     from lazyk.backend import vecmath as _vecmath
 except ImportError:  # pragma: no cover
     _vecmath = None
@@ -76,7 +76,7 @@ class JITModule:
 
     def __init__(self, ir_text: str | Callable[[], str], names: tuple[str, ...],
                  key_text: str | None = None):
-        # ir_text may be a callable and key_text a structural key (issue 5): a disk-cache hit
+        # ir_text may be a callable and key_text a structural key: a disk-cache hit
         # then skips IR generation too (~3 ms of the ~4 ms a cached kernel took to load).
         h = host()
         self._source = ir_text
@@ -186,7 +186,7 @@ _disk: list = []
 
 
 def _disk_cache(ir_text: str) -> tuple[Any, str]:
-    """The speed helper's on-disk object cache and this IR's key, or (None, "")."""
+    """The on-disk object cache and this IR's key, or (None, "")."""
     if not _disk:
         ok = _has(_objcache, "ObjectCache") and _has(_objcache, "make_key")
         _disk.append(_objcache.ObjectCache() if ok else None)

@@ -1,6 +1,6 @@
 """CUDA driver runtime through cuda-bindings: contexts, device memory, PTX modules, launches.
 
-NOTE: written without a GPU (none was lent while issue 6 was worked). Tests run this module
+NOTE: not yet run on a real GPU. Tests run this module
 against an emulated driver (host memory, the generated kernels JIT-compiled for the CPU), so
 the logic around each driver call is exercised; the real driver calls are not. Every failure
 to reach a driver becomes `DeviceError` with the reason.

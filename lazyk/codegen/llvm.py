@@ -618,7 +618,7 @@ def kernel_data_size(layout: LayoutClass, nout: int, nin: int) -> int:
 
 # ---------------------------------------------------------------- segmented (var-row) reductions
 class _SegGen(_Gen):
-    """Fused elementwise body + reduction over a segmented layout (issue 4, ragged).
+    """Fused elementwise body + reduction over a segmented (ragged) layout.
 
     Entry `{name}_single(char *dst, char *const *src, ckernel_prefix *self)`; `dst` is a
     `char *const *` of two outputs: the results (accumulator dtype, contiguous) and a

@@ -1,6 +1,6 @@
 """Execution on an NVIDIA GPU: every op class against NumPy. Skips without a GPU and driver.
 
-NOTE: written while no GPU was lent (issue 6); these tests have not been run on a GPU yet.
+NOTE: these tests have not been run on a real GPU yet.
 """
 import numpy as np
 import pytest
