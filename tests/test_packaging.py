@@ -1,5 +1,6 @@
 """The wheel installs only `lazyk` (grammar and passes inside it) and works from a fresh venv."""
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -33,6 +34,13 @@ def test_wheel_adds_only_lazyk(wheel):
 @pytest.mark.slow
 def test_fresh_venv_parses_a_type(wheel, tmp_path):
     env_dir = tmp_path / "venv"
+    try:
+        _check_fresh_venv(wheel, env_dir, tmp_path)
+    finally:
+        shutil.rmtree(env_dir, ignore_errors=True)  # ~270 MB with NumPy and llvmlite
+
+
+def _check_fresh_venv(wheel: Path, env_dir: Path, tmp_path: Path) -> None:
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
@@ -48,3 +56,6 @@ def test_fresh_venv_parses_a_type(wheel, tmp_path):
     cli = subprocess.run([str(env_dir / "bin" / "lazyk"), "parse", "int33"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert cli.returncode != 0 and "^" in cli.stderr
+    ver = subprocess.run([str(env_dir / "bin" / "lazyk"), "--version"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert ver.returncode == 0 and ver.stdout.strip() == "lazyk 0.1.0"
