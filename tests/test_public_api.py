@@ -39,7 +39,8 @@ def test_all_lists_every_public_name():
     assert all(hasattr(lazyk.types, n) for n in lazyk.types.__all__)
 
 
-@pytest.mark.parametrize("qual, name, obj", make_api.public_names(), ids=lambda x: str(x)[:40])
+@pytest.mark.parametrize("qual, name, obj", make_api.public_names(),
+                         ids=[q for q, _, _ in make_api.public_names()])
 def test_every_public_name_has_docs_and_an_example(qual, name, obj):
     assert make_api.summary(obj, name), f"{qual} has no docstring"
     assert make_api.example(name, obj), f"{qual} has no example in docs/make_api.py"
