@@ -39,8 +39,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     else:
         info = cache.info()
         print(f"directory: {info['directory']}\nentries:   {info['entries']}\n"
-              f"bytes:     {info['bytes']}\nlimit:     {cache.max_bytes} bytes (least recently used "
-              "entries go first; LAZYK_CACHE_DIR sets the directory)")
+              f"bytes:     {info['bytes']}\n"
+              f"limit:     {cache.max_bytes} bytes (least recently used entries go first; "
+              "LAZYK_CACHE_DIR sets the directory)")
     return 0
 
 
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from lazyk.bench import add_arguments as bench_arguments
 
-    p = sub.add_parser("bench", help="time E1-E10 against NumPy, numexpr, Numba; JSON/Markdown/PNG")
+    p = sub.add_parser("bench", help="time the expressions E1-E10 (benchmarks/bench_expr.py) "
+                       "against NumPy, numexpr and Numba; write JSON, Markdown and a chart")
     bench_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
