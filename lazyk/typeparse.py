@@ -35,6 +35,7 @@ from lazyk.types import (
 )
 
 _ALIASES = {"int": "int32", "real": "float64", "complex": "complex128"}
+_VOID = Scalar("void")
 _INT64_MAX = 2**63 - 1
 
 
@@ -89,7 +90,11 @@ def _scalar_name(tok: Token) -> str | None:
 
 
 # Plain names that always mean the same type: one dict look-up in the parse loop.
-_NAMED: dict[str, Type] = {n: Scalar(c) for n, c in _CANONICAL.items()}
+# `void` is left out: it is only a function's return type (the VOID keyword after `->`).
+_NAMED: dict[str, Type] = {n: Scalar(c) for n, c in _CANONICAL.items() if c != "void"}
+# datashape names lazyk does not implement yet: refused by name, with or without [...].
+_NOT_YET = frozenset(["categorical", "decimal", "map", "json", "object", "null", "units"])
+_VOID_ONLY_RETURNED = "void is only allowed as a function's return type, as in '() -> void'"
 
 
 class _Build(lark.Transformer):
@@ -97,12 +102,16 @@ class _Build(lark.Transformer):
 
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
-        # Remembers the token of each ellipsis so a second one in a list is reported there.
-        self.ellipsis_tokens: dict[Type, Token] = {}
+        # The token of each ellipsis and function type built, so an error about one (a
+        # second ellipsis in a list, a function as a tuple field) is reported there.
+        self.tokens: dict[Type, Token] = {}
 
     # --- dimensions ---
     def fixed_dim(self, c: list) -> Type:
-        return FixedDim(_int(c[0]), c[2])
+        try:
+            return FixedDim(_int(c[0]), c[2])
+        except ValueError as err:  # the sizes multiply past int64
+            raise _Fail(str(err), c[0]) from None
 
     def named_dim(self, c: list) -> Type:
         tok = c[0]
@@ -116,11 +125,10 @@ class _Build(lark.Transformer):
         d = elem
         while isinstance(d, (Dim, Option)):
             if isinstance(d, EllipsisDim):
-                raise _Fail("two ellipses in one dimension list",
-                            self.ellipsis_tokens.get(d, tok))
+                raise _Fail("two ellipses in one dimension list", self.tokens.get(d, tok))
             d = d.elem
         t = EllipsisDim(name, elem)
-        self.ellipsis_tokens[t] = tok
+        self.tokens[t] = tok
         return t
 
     def ellipsis_dim(self, c: list) -> Type:
@@ -135,6 +143,8 @@ class _Build(lark.Transformer):
     def option(self, c: list) -> Type:
         if isinstance(c[1], EllipsisDim):
             raise _Fail("an ellipsis cannot be optional", c[0])
+        if isinstance(c[1], Option):
+            raise _Fail(f"double option: {c[1]} is already optional", c[0])
         return Option(c[1])
 
     # --- element types ---
@@ -143,6 +153,8 @@ class _Build(lark.Transformer):
         t = _NAMED.get(tok)
         if t is not None:
             return t
+        if tok == "void":
+            raise _Fail(_VOID_ONLY_RETURNED, tok)
         name = _scalar_name(tok)
         if name is not None:
             return Scalar(name)
@@ -150,8 +162,8 @@ class _Build(lark.Transformer):
             return TypeVar(str(tok))
         if tok == "timedelta":
             return Timedelta()
-        if tok == "categorical":
-            raise _Fail("categorical is not supported yet", tok)
+        if tok in _NOT_YET:
+            raise _Fail(f"{tok!s} is not supported yet", tok)
         if tok in _CONSTRUCTORS:
             raise _Fail(f"{tok!s} needs arguments in [...]", tok)
         if tok == "var":
@@ -169,8 +181,10 @@ class _Build(lark.Transformer):
         tok, args = c[0], c[2]
         build = _CONSTRUCTORS.get(str(tok))
         if build is None:
-            if tok == "categorical":
-                raise _Fail("categorical is not supported yet", tok)
+            if tok in _NOT_YET:
+                raise _Fail(f"{tok!s} is not supported yet", tok)
+            if tok == "bytes":
+                raise _Fail("bytes takes no arguments: N raw bytes are fixed_bytes[N]", tok)
             if _scalar_name(tok) or tok[0].isupper():
                 raise _Fail(f"{tok!s} takes no arguments", tok)
             raise _Fail(f"unknown type constructor {tok!s}", tok)
@@ -180,13 +194,16 @@ class _Build(lark.Transformer):
         fields = c[1] if len(c) > 2 else []
         try:
             return Record(tuple([(f[0], f[1]) for f in fields]))
-        except ValueError:  # a duplicate name: find it for the error position
+        except (ValueError, TypeError) as err:  # find the field at fault for the position
             seen = set()
-            for name, _, tok in fields:
+            for name, t, tok in fields:
                 if name in seen:
                     raise _Fail(f"duplicate field name {name!r}", tok) from None
+                if isinstance(t, Function):
+                    raise _Fail(f"field {name!r} is a function type; record fields hold "
+                                "data", tok) from None
                 seen.add(name)
-            raise
+            raise _Fail(str(err), c[0]) from None  # too large to address
 
     def field(self, c: list) -> tuple:
         tok = c[0]
@@ -201,21 +218,29 @@ class _Build(lark.Transformer):
         return c[0]
 
     # --- tuples and functions ---
-    def paren(self, c: list) -> list:
-        return c[1] if len(c) > 2 else []
+    def paren(self, c: list) -> tuple:
+        return (c[1] if len(c) > 2 else [], c[0])  # (items, the '(' token)
 
     def keyword(self, c: list) -> tuple:
         return (c[0], c[2])  # (NAME token, value); ':' or '=' between
 
     def tuple(self, c: list) -> Type:
-        for item in c[0]:
+        items, lpar = c[0]
+        for item in items:
             if isinstance(item, tuple):
                 raise _Fail("keyword fields belong in function signatures, not tuples", item[0])
-        return Tuple(tuple(c[0]))
+        try:
+            return Tuple(tuple(items))
+        except (ValueError, TypeError) as err:
+            for item in items:
+                if isinstance(item, Function):
+                    raise _Fail("a tuple field cannot be a function type",
+                                self.tokens.get(item, lpar)) from None
+            raise _Fail(str(err), lpar) from None  # too large to address
 
     def function(self, c: list) -> Type:
         args, kwargs = [], []
-        for item in c[0]:
+        for item in c[0][0]:
             if isinstance(item, tuple):
                 if any(str(item[0]) == n for n, _ in kwargs):
                     raise _Fail(f"duplicate keyword argument {item[0]!s}", item[0])
@@ -224,7 +249,10 @@ class _Build(lark.Transformer):
                 raise _Fail("positional argument after a keyword argument", c[1])
             else:
                 args.append(item)
-        return Function(tuple(args), tuple(kwargs), c[2])
+        ret = c[2] if isinstance(c[2], Type) else _VOID  # the VOID keyword
+        t = Function(tuple(args), tuple(kwargs), ret)
+        self.tokens[t] = c[1]
+        return t
 
 
 # ---------------------------------------------------------------- constructors
@@ -277,8 +305,14 @@ def _as_type(tok: Token, v: Any, what: str) -> Type:
 def _checked(tok: Token, where: Any, build: Any, *args: Any) -> Type:
     try:
         return build(*args)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:
+        if isinstance(where, Type):  # a function type: point at its arrow
+            where = _BUILD.tokens.get(where)
         raise _Fail(str(err), where if isinstance(where, Token) else tok) from None
+
+
+_ENCODING_ALIASES = {"utf-8": "utf8", "utf-16": "utf16", "utf-32": "utf32", "A": "ascii",
+                     "U8": "utf8", "U16": "utf16", "U32": "utf32"}
 
 
 def _fixed_string(tok: Token, args: list) -> Type:
@@ -289,8 +323,7 @@ def _fixed_string(tok: Token, args: list) -> Type:
     if n == 0:
         raise _Fail("fixed_string size must be at least 1", size)
     e = "utf8" if enc is None else _as_str(tok, enc, "encoding")
-    e = {"utf-8": "utf8", "utf-16": "utf16", "utf-32": "utf32", "A": "ascii", "U8": "utf8",
-         "U16": "utf16", "U32": "utf32"}.get(e, e)
+    e = _ENCODING_ALIASES.get(e, e)
     return _checked(tok, enc, FixedString, n, e)
 
 
@@ -323,7 +356,7 @@ def _complex(tok: Token, args: list) -> Type:
 
 def _pointer(tok: Token, args: list) -> Type:
     (target,) = _bind(tok, args, ("target",), 1)
-    return Pointer(_as_type(tok, target, "pointer target"))
+    return _checked(tok, target, Pointer, _as_type(tok, target, "pointer target"))
 
 
 def _option(tok: Token, args: list) -> Type:
@@ -331,11 +364,24 @@ def _option(tok: Token, args: list) -> Type:
     t = _as_type(tok, elem, "option type")
     if isinstance(t, EllipsisDim):
         raise _Fail("an ellipsis cannot be optional", tok)
-    return Option(t)
+    if isinstance(t, Option):
+        raise _Fail(f"double option: {t} is already optional", tok)
+    return _checked(tok, elem, Option, t)
+
+
+def _string_constructor(tok: Token, args: list) -> Type:
+    """datashape's `string[N]`, `string[N, 'enc']` (fixed_string) and `string['utf8']`."""
+    if args and isinstance(args[0], str) and args[0][0] in "'\"":
+        (enc,) = _bind(tok, args, ("encoding",), 1)
+        if _ENCODING_ALIASES.get(_string(enc), _string(enc)) != "utf8":
+            raise _Fail(f"string[{enc!s}] is not supported yet: variable-size strings are "
+                        "utf8 (fixed_string[N, encoding] takes other encodings)", enc)
+        return Scalar("string")
+    return _fixed_string(tok, args)
 
 
 _CONSTRUCTORS = {
-    "fixed_string": _fixed_string, "fixed_bytes": _fixed_bytes,
+    "fixed_string": _fixed_string, "fixed_bytes": _fixed_bytes, "string": _string_constructor,
     "timedelta": _temporal(Timedelta), "datetime": _temporal(Datetime),
     "complex": _complex, "pointer": _pointer, "option": _option,
 }
@@ -434,6 +480,12 @@ def _rule_callback(rule: Any) -> Any:
     return getattr(_BUILD, str(rule.alias or rule.origin.name))
 
 
+# Keywords (`void`) are words that NAME matches too: the contextual lexer takes them as
+# NAME wherever the grammar does not take the keyword, and so does the fast path.
+_KEYWORDS = {t.name for t in _PARSER.terminals if t.pattern.type == "str" and re.fullmatch(
+    _PARSER.get_terminal("NAME").pattern.to_regexp(), t.pattern.value)}
+
+
 def _lean_tables() -> dict:
     """lark's LALR table with plain-str keys: actions[state][terminal] is a new state (int,
     shift) or (size, goto, callback or None) (reduce), where goto[state below] is the state
@@ -457,6 +509,11 @@ def _lean_tables() -> dict:
                 if arg not in callbacks:
                     callbacks[arg] = _rule_callback(arg)
                 acts[sym] = (len(arg.expansion), gotos[str(arg.origin.name)], callbacks[arg])
+    # As the contextual lexer: a keyword where the grammar does not take it is a NAME.
+    for acts in actions.values():
+        for keyword in _KEYWORDS:
+            if keyword not in acts and "NAME" in acts:
+                acts[keyword] = acts["NAME"]
     return actions
 
 
@@ -473,7 +530,8 @@ _TERMS = sorted(_PARSER.terminals,
 # The terminals' first characters are disjoint, so alternatives may go in any order:
 # names first, then one class for all one-character literals, then the rest.
 _ONE_CHAR = [t for t in _TERMS if t.pattern.type == "str" and len(t.pattern.value) == 1]
-_OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED),
+_OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED
+                  and t.pattern.value != "void"),  # a NAME as far as splitting goes
                  key=lambda t: (t.name != "NAME", t.name != "INT"))
 # NOTE: only blanks go in the skipping prefix: a comment there could give characters back
 # on backtracking (`# done` at the end would leave `e` as a token); in the group it is a
@@ -488,7 +546,8 @@ _SPLIT_RE = re.compile(
                + [t.pattern.to_regexp() for t in _TERMS if t.name in _IGNORED])
     + "|.)", re.DOTALL)
 _FULL = [(t.name, re.compile(t.pattern.to_regexp()))
-         for t in sorted(_TERMS, key=lambda t: (t.name != "NAME", t.name != "INT"))]
+         for t in sorted(_TERMS, key=lambda t: (t.name not in _KEYWORDS, t.name != "NAME",
+                                                t.name != "INT"))]
 _KINDS: dict[str, str] = {}
 
 
@@ -627,7 +686,7 @@ def parse(text: str) -> Type:
     try:
         return _fast_parse(text)
     except Exception:  # noqa: BLE001 - the slow path below re-parses and reports properly
-        _BUILD.ellipsis_tokens.clear()
+        _BUILD.tokens.clear()
     return _slow_parse(text)
 
 
@@ -636,7 +695,7 @@ def _slow_parse(text: str) -> Type:
     if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
         raise TypeParseError("empty type", text, 1, 1)
     _check_depth(text)
-    _BUILD.ellipsis_tokens.clear()
+    _BUILD.tokens.clear()
     try:
         return _PARSER.parse(text)
     except _Fail as err:
@@ -671,7 +730,7 @@ def _slow_parse(text: str) -> Type:
     except ValueError as err:  # a constructor's own check with no token at hand
         raise TypeParseError(str(err), text, 1, 1) from None
     finally:
-        _BUILD.ellipsis_tokens.clear()
+        _BUILD.tokens.clear()
 
 
 def _error(text: str, message: str, tok: Any) -> TypeParseError:
@@ -686,7 +745,8 @@ _SEED_KINDS = {w: _kind(w) for w in [
     *(t.pattern.value for t in _TERMS if t.pattern.type == "str"),
     *_CANONICAL, *_CONSTRUCTORS, "var", "timedelta"]}
 
-_CACHE: dict[Any, Type] = {}
+_CACHE: dict[str, Type] = {}
+_PY_SCALARS = (bool, int, float, complex)
 _CACHE_LIMIT = 10_000
 
 
@@ -698,10 +758,7 @@ def dshape(text: Any) -> Type:
 
     Example: `dshape('3 * var * {x: int32, y: ?float64}')`.
     """
-    try:
-        t = _CACHE.get(text)
-    except TypeError:  # unhashable (e.g. a list): let NumPy say what it is
-        return from_numpy(np.dtype(text))
+    t = _CACHE.get(text) if text.__class__ is str else None
     if t is not None:
         return t
     if isinstance(text, str):
@@ -712,9 +769,14 @@ def dshape(text: Any) -> Type:
         return t
     if isinstance(text, Type):
         return text
-    if text is None:  # np.dtype(None) would quietly mean float64
-        raise TypeError("dshape() needs a type string, a NumPy dtype or a lazyk type, not None")
-    return from_numpy(np.dtype(text))
+    if isinstance(text, np.dtype) or (isinstance(text, type) and (
+            text in _PY_SCALARS or issubclass(text, np.generic))):
+        return from_numpy(text)
+    # NOTE: np.dtype() would take much more (None as float64, 123 or a list with its own
+    # puzzling message); anything else is refused here, by its type.
+    raise TypeError(f"dshape() takes a type string, a lazyk type, a NumPy dtype or scalar "
+                    f"type (np.float64, int, float, bool, complex), not {type(text).__name__}"
+                    f" {text!r:.60}")
 
 
 def clear_cache(plans: bool = True, tokens: bool = True) -> None:
