@@ -1,6 +1,7 @@
 """Type strings: valid and invalid tables (line, column, caret), round trips, the cache."""
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -249,8 +250,6 @@ def test_nesting_just_under_the_limit_parses():
 
 
 def test_parse_cache_and_numpy_and_type_inputs():
-    import numpy as np
-
     typeparse.clear_cache()
     a = dshape("3 * int32")
     assert dshape("3 * int32") is a
@@ -258,8 +257,17 @@ def test_parse_cache_and_numpy_and_type_inputs():
     assert dshape(np.dtype("float64")) is f64
     assert dshape(np.float32) is Scalar("float32")
     assert lazyk.dshape is dshape
-    with pytest.raises(TypeError):
-        dshape(None)
+    assert dshape(int) is Scalar("int64") and dshape(np.bool_) is Scalar("bool")
+
+
+@pytest.mark.parametrize("bad", [123, 1.5, None, b"int32", [("a", "i1")], ("f8", 3), object(),
+                                 str, object, np.zeros(3)])
+def test_foreign_objects_are_refused_by_type(bad):
+    with pytest.raises(TypeError) as info:
+        dshape(bad)
+    msg = str(info.value)
+    assert type(bad).__name__ in msg and "type string" in msg and "NumPy dtype" in msg
+    assert "Cannot interpret" not in msg
 
 
 def test_describe():

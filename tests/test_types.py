@@ -170,3 +170,42 @@ def test_too_deep_construction():
     with pytest.raises(ValueError):
         for _ in range(1000):
             t = FixedDim(1, t)
+
+
+def test_void_is_only_a_return_type():
+    void = Scalar("void")
+    assert Function((i32,), (), void).ret is void
+    for build in [lambda: FixedDim(3, void), lambda: VarDim(void), lambda: Option(void),
+                  lambda: Pointer(void), lambda: Tuple((void,)),
+                  lambda: Record((("a", void),)), lambda: Function((void,), (), i32),
+                  lambda: Function((), (("k", void),), i32)]:
+        with pytest.raises(TypeError, match="void"):
+            build()
+
+
+def test_unaddressable_sizes_are_refused():
+    u8, big = Scalar("uint8"), 3074457345618258603
+    assert FixedDim(2**63 - 1, u8).itemsize == 2**63 - 1
+    with pytest.raises(ValueError, match="elements"):
+        FixedDim(3, FixedDim(big, u8))
+    with pytest.raises(ValueError, match="elements"):
+        FixedDim(3, FixedDim(big, TypeVar("T")))  # counted even without an itemsize
+    with pytest.raises(ValueError, match="bytes"):
+        FixedDim(2**62, Scalar("int16"))
+    half = FixedDim(2**62, u8)
+    with pytest.raises(ValueError, match="bytes"):
+        Record((("a", half), ("b", half)))
+    with pytest.raises(ValueError, match="bytes"):
+        Tuple((half, half))
+    with pytest.raises(ValueError, match="bytes"):
+        FixedString(2**62, "utf16")
+    # a refused type is not interned: the same call is refused again
+    with pytest.raises(ValueError):
+        FixedDim(2**62, Scalar("int16"))
+    assert FixedDim(3, VarDim(FixedDim(2**62, u8))).itemsize == 48  # var rows: 16 bytes each
+
+
+@pytest.mark.parametrize("np_dtype", ["V0", "U0", "S0", np.void, np.str_])
+def test_from_numpy_sizeless(np_dtype):
+    with pytest.raises(NotSupportedError, match="no size"):
+        from_numpy(np_dtype)
