@@ -20,7 +20,9 @@ from lazyk.errors import (  # noqa: F401
 )
 
 # --- types (issue 2) ---
-from lazyk import types  # noqa: E402,F401
+# types <- typeparse <- promote <- unify: importing unify loads the chain (and completes
+# `lazyk.types`, whose promote/dshape/match/solve/broadcast the later modules set).
+from lazyk import types, unify  # noqa: E402,F401
 from lazyk.typeparse import dshape  # noqa: E402,F401
 # --- arrays (issue 3) ---
 from lazyk.array import Array, array, empty, full, zeros  # noqa: F401,E402

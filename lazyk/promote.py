@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from lazyk import types as _types
 from lazyk.errors import DTypeError
+from lazyk.typeparse import dshape
 from lazyk.types import Option, Scalar, Timedelta, Type, from_numpy
 
 # Python scalar classes are "weak" (NEP 50): they take the other operand's precision
@@ -25,7 +27,6 @@ def _operand(x: Any) -> Any:
     if isinstance(x, Type):
         return x
     if isinstance(x, str):
-        from lazyk.typeparse import dshape
         return dshape(x)
     return from_numpy(np.dtype(x))
 
@@ -75,3 +76,6 @@ def _promote(a: Any, b: Any) -> Type:
     if a is b:
         return a
     raise DTypeError(f"no common type for {a} and {b}")
+
+
+_types.promote = promote  # also `lazyk.types.promote` (types.py imports nothing from here)

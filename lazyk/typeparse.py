@@ -9,6 +9,7 @@ import lark
 import numpy as np
 from lark import Token
 
+from lazyk import types as _types
 from lazyk.errors import TypeParseError
 from lazyk.types import (
     MAX_DEPTH,
@@ -846,3 +847,6 @@ def describe(text: str) -> str:
     else:
         out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
     return "\n".join(out)
+
+
+_types.dshape = dshape  # also `lazyk.types.dshape` (types.py imports nothing from here)

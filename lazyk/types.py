@@ -884,11 +884,10 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
     raise NotSupportedError(f"NumPy dtype {dt} has no lazyk equivalent")
 
 
-# Re-exports so `lazyk.types` is the one place to look (defined in later stages).
-from lazyk.promote import promote  # noqa: E402
-from lazyk.typeparse import dshape  # noqa: E402
-from lazyk.unify import broadcast, match, solve  # noqa: E402
-
+# NOTE: `promote`, `dshape`, `match`, `solve` and `broadcast` are also names of this module,
+# so `lazyk.types` is the one place to look; they live in the later modules of the stage
+# (types <- typeparse <- promote <- unify: no module imports a later one), which set them
+# here when imported. `import lazyk` imports them all.
 __all__ = [
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",

@@ -209,3 +209,46 @@ def test_unaddressable_sizes_are_refused():
 def test_from_numpy_sizeless(np_dtype):
     with pytest.raises(NotSupportedError, match="no size"):
         from_numpy(np_dtype)
+
+
+STAGE = ["types", "typeparse", "promote", "unify"]  # each imports only modules before it
+
+
+def _stage_imports(name):
+    """(modules of the stage imported at module level, imports found inside functions)."""
+    import ast
+    from pathlib import Path
+
+    import lazyk
+
+    tree = ast.parse(Path(lazyk.__file__).with_name(f"{name}.py").read_text())
+    top, nested = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nested += [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "lazyk":
+            top |= {a.name for a in node.names if a.name in STAGE}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top |= {m for m in STAGE if node.module == f"lazyk.{m}"}
+        elif isinstance(node, ast.Import):
+            top |= {m for a in node.names for m in STAGE if a.name == f"lazyk.{m}"}
+    return top, nested
+
+
+@pytest.mark.parametrize("name", STAGE)
+def test_types_stage_is_an_import_chain(name):
+    top, nested = _stage_imports(name)
+    assert not nested, f"imports inside functions of lazyk/{name}.py"
+    later = set(STAGE[STAGE.index(name):])
+    assert not top & later, f"lazyk/{name}.py imports {top & later} (a cycle)"
+
+
+def test_types_module_still_names_the_whole_stage():
+    import lazyk
+    from lazyk import promote, typeparse, unify
+
+    t = lazyk.types
+    assert t.dshape is typeparse.dshape is lazyk.dshape and t.promote is promote.promote
+    assert (t.match, t.solve, t.broadcast) == (unify.match, unify.solve, unify.broadcast)
+    assert all(hasattr(t, n) for n in t.__all__)
