@@ -461,66 +461,11 @@ def _describe_expected(expected: Any) -> str:
 
 # ---------------------------------------------------------------- fast path
 # NOTE: lark's own lexer and parser loop cost ~190 us for a 100-character type (token
-# objects, contextual lexer states). The fast path runs the same LALR table and the same
-# rule callbacks over one regex split with plain-str tokens (~30 us; ~22 us replaying a
-# plan, below). Any failure falls back to lark's full machinery, which then reports the
-# error with line and column.
-_TABLE = _PARSER.parser.parser.parser
-_SHIFT = lark.parsers.lalr_analysis.Shift
-
-
-def _rule_callback(rule: Any) -> Any:
-    """The Transformer method for one grammar rule; None for a `?rule` passing its child on."""
-    exp = rule.expansion
-    if any(getattr(sym, "filter_out", False) for sym in exp) or any(rule.options.empty_indices):
-        raise RuntimeError(f"rule {rule}: name every terminal and avoid [..] in types.lark")
-    if not exp:
-        raise RuntimeError(f"rule {rule}: empty rules are not supported by the fast parser")
-    if rule.options.expand1 and not rule.alias and len(exp) == 1:
-        return None
-    return getattr(_BUILD, str(rule.alias or rule.origin.name))
-
-
-# Keywords (`void`) are words that NAME matches too: the contextual lexer takes them as
-# NAME wherever the grammar does not take the keyword, and so does the fast path.
-_KEYWORDS = {t.name for t in _PARSER.terminals if t.pattern.type == "str" and re.fullmatch(
-    _PARSER.get_terminal("NAME").pattern.to_regexp(), t.pattern.value)}
-
-
-def _lean_tables() -> dict:
-    """lark's LALR table with plain-str keys: actions[state][terminal] is a new state (int,
-    shift) or (size, goto, callback or None) (reduce), where goto[state below] is the state
-    after the reduction (the goto table's column for the rule's name)."""
-    gotos: dict[str, dict] = {}
-    for state, row in _TABLE.parse_table.states.items():
-        for sym, (_, arg) in row.items():
-            if not str(sym).isupper() and str(sym) != "$END":
-                gotos.setdefault(str(sym), {})[state] = arg
-    actions: dict = {}
-    callbacks: dict = {}
-    for state, row in _TABLE.parse_table.states.items():
-        acts = actions.setdefault(state, {})
-        for sym, (action, arg) in row.items():
-            sym = str(sym)
-            if not sym.isupper() and sym != "$END":
-                continue
-            if action is _SHIFT:
-                acts[sym] = arg
-            else:
-                if arg not in callbacks:
-                    callbacks[arg] = _rule_callback(arg)
-                acts[sym] = (len(arg.expansion), gotos[str(arg.origin.name)], callbacks[arg])
-    # As the contextual lexer: a keyword where the grammar does not take it is a NAME.
-    for acts in actions.values():
-        for keyword in _KEYWORDS:
-            if keyword not in acts and "NAME" in acts:
-                acts[keyword] = acts["NAME"]
-    return actions
-
-
-_ACTIONS = _lean_tables()
-_START = _TABLE.parse_table.start_states["start"]
-_END = _TABLE.parse_table.end_states["start"]
+# objects, contextual lexer states). The fast path splits the text with one regex and
+# parses the plain-str tokens by recursive descent, building the same objects through the
+# same constructors and Transformer methods. It handles only input that parses: on
+# anything else it gives up (_Bail, or any other exception) and lark's full machinery
+# parses again and reports the error with line and column, so the messages are lark's.
 _IGNORED = frozenset(_PARSER.ignore_tokens)
 _TERMS = sorted(_PARSER.terminals,
                 key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
@@ -529,10 +474,10 @@ _TERMS = sorted(_PARSER.terminals,
 # so tokens cover the text with no gaps and a stray character reaches _kind as an error;
 # only trailing blanks go unmatched.
 # The terminals' first characters are disjoint, so alternatives may go in any order:
-# names first, then one class for all one-character literals, then the rest.
+# names first, then one class for all one-character literals, then the rest. The keyword
+# `void` splits and classifies as a NAME (NAME comes first); the parser checks the text.
 _ONE_CHAR = [t for t in _TERMS if t.pattern.type == "str" and len(t.pattern.value) == 1]
-_OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED
-                  and t.pattern.value != "void"),  # a NAME as far as splitting goes
+_OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED),
                  key=lambda t: (t.name != "NAME", t.name != "INT"))
 # NOTE: only blanks go in the skipping prefix: a comment there could give characters back
 # on backtracking (`# done` at the end would leave `e` as a token); in the group it is a
@@ -547,8 +492,7 @@ _SPLIT_RE = re.compile(
                + [t.pattern.to_regexp() for t in _TERMS if t.name in _IGNORED])
     + "|.)", re.DOTALL)
 _FULL = [(t.name, re.compile(t.pattern.to_regexp()))
-         for t in sorted(_TERMS, key=lambda t: (t.name not in _KEYWORDS, t.name != "NAME",
-                                                t.name != "INT"))]
+         for t in sorted(_TERMS, key=lambda t: (t.name != "NAME", t.name != "INT"))]
 _KINDS: dict[str, str] = {}
 
 
@@ -565,90 +509,167 @@ def _kind(tok: str) -> str:
     return kind
 
 
-# NOTE: an LALR parser's actions depend only on the sequence of terminal kinds, never on
-# the token texts, so `3 * int32` and `5 * float64` take the same steps. When a kind
-# sequence is seen a second time its steps are recorded (shift runs, and reductions with
-# their callbacks); later parses replay them with one value stack and no state stack or
-# table look-ups: about a third less work for, e.g., every `N * float64` with a new N.
-_PLANS: dict[tuple[str, ...], tuple] = {}
-_SEEN_ONCE: set[tuple[str, ...]] = set()
-_PLANS_LIMIT = 4096
+class _Bail(Exception):
+    """The fast path does not build this text: lark parses it (or reports the error)."""
 
 
-def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
-    """Run the LALR table over the tokens, calling the rule callbacks, and store the plan."""
-    rows = _ACTIONS
-    state = _START
-    states = [state]
-    stack: list = []
-    plan: list = []
-    shifts = 0
-    for kind, value in zip(kinds + ("$END",), values + [None]):
-        act = rows[state][kind]
-        while act.__class__ is not int:  # reduce until the token can be shifted
-            size, goto, callback = act
-            if callback is not None:
-                if shifts:
-                    plan.append(shifts)
-                    shifts = 0
-                plan.append((size, callback))
-                if size == 1:
-                    stack[-1] = callback([stack[-1]])
-                else:
-                    stack[-size:] = (callback(stack[-size:]),)
-            state = goto[states[-1 - size]]
-            states[-size:] = (state,)
-            if value is None and state == _END:
-                if len(_PLANS) >= _PLANS_LIMIT:
-                    _PLANS.clear()
-                _PLANS[kinds] = tuple(plan)
-                return stack[-1]
-            act = rows[state][kind]
-        shifts += 1
-        state = act
-        states.append(state)
-        stack.append(value)
-    raise ValueError("input ended early")
+# The fast parser: one function per grammar rule of grammar/types.lark. Each takes the
+# token texts `v`, their kinds `k` (padded with "$END" so lookahead never runs off) and the
+# index of its first token; it returns (value, index after its last token). Rare forms
+# (ellipses, constructors, byte orders, functions) call the Transformer's own methods with
+# the children lark would pass them; common ones build directly, giving up wherever the
+# Transformer would raise an error.
+def _fast_type(v: list, k: tuple, i: int) -> tuple:
+    """type: datashape | paren ARROW (type | VOID)."""
+    if k[i] == "LPAR":
+        items, j = _fast_paren(v, k, i)
+        if k[j] == "ARROW":
+            if v[j + 1] == "void":
+                return _BUILD.function([(items, v[i]), v[j], v[j + 1]]), j + 2
+            ret, n = _fast_type(v, k, j + 1)
+            return _BUILD.function([(items, v[i]), v[j], ret]), n
+        return _fast_tuple(items), j
+    return _fast_datashape(v, k, i)
 
 
-def _parse(kinds: tuple[str, ...], values: list) -> Type:
-    """Run the LALR table over the tokens, calling the rule callbacks (records nothing)."""
-    rows = _ACTIONS
-    state = _START
-    states = [state]
-    stack: list = []
-    push_state, push_value = states.append, stack.append
-    for kind, value in zip(kinds, values):
-        act = rows[state][kind]
-        while act.__class__ is not int:  # reduce until the token can be shifted
-            size, goto, callback = act
-            if size == 1:  # replace the top in place (a `?rule` passes its child on)
-                if callback is not None:
-                    stack[-1] = callback([stack[-1]])
-                state = states[-1] = goto[states[-2]]
+def _fast_datashape(v: list, k: tuple, i: int) -> tuple:
+    kind = k[i]
+    if kind == "NAME":
+        after = k[i + 1]
+        if after == "STAR":  # named_dim
+            elem, j = _fast_datashape(v, k, i + 2)
+            name = v[i]
+            if name == "var":
+                return VarDim(elem), j
+            if name[0].isupper():
+                return SymbolicDim(name, elem), j
+            raise _Bail
+        if after == "LSQB":
+            args, j = _fast_args(v, k, i + 2)
+            return _BUILD.constructor([v[i], v[i + 1], args]), j
+        if after == "ELLIPSIS":
+            if k[i + 2] != "STAR":
+                raise _Bail
+            elem, j = _fast_datashape(v, k, i + 3)
+            return _BUILD.named_ellipsis_dim([v[i], v[i + 1], v[i + 2], elem]), j
+        t = _NAMED.get(v[i])
+        return (_BUILD.name([v[i]]) if t is None else t), i + 1
+    if kind == "INT":  # fixed_dim
+        if k[i + 1] != "STAR":
+            raise _Bail
+        elem, j = _fast_datashape(v, k, i + 2)
+        size = v[i]
+        if size[0] == "0" and len(size) > 1:  # leading zeros
+            raise _Bail
+        return FixedDim(int(size), elem), j
+    if kind == "QMARK":  # option
+        elem, j = _fast_datashape(v, k, i + 1)
+        if elem.__class__ is Option or elem.__class__ is EllipsisDim:
+            raise _Bail
+        return Option(elem), j
+    if kind == "LBRACE":
+        return _fast_record(v, k, i)
+    if kind == "LPAR":
+        items, j = _fast_paren(v, k, i)
+        return _fast_tuple(items), j
+    if kind == "ELLIPSIS":
+        if k[i + 1] != "STAR":
+            raise _Bail
+        elem, j = _fast_datashape(v, k, i + 2)
+        return _BUILD.ellipsis_dim([v[i], v[i + 1], elem]), j
+    if (kind == "ORDER" or kind == "EQ") and k[i + 1] == "NAME":
+        return _BUILD.ordered_name([v[i], v[i + 1]]), i + 2
+    raise _Bail
+
+
+def _fast_record(v: list, k: tuple, i: int) -> tuple:
+    """LBRACE [field (COMMA field)* [COMMA]] RBRACE, field: (NAME | STRING) COLON type."""
+    fields = []
+    j = i + 1
+    if k[j] != "RBRACE":
+        while True:
+            if k[j + 1] != "COLON":
+                raise _Bail
+            kind = k[j]
+            if kind == "NAME":
+                name = v[j]
+            elif kind == "STRING":
+                name = _string(v[j])
             else:
-                state = goto[states[-1 - size]]
-                states[-size:] = (state,)
-                stack[-size:] = (callback(stack[-size:]),)
-            act = rows[state][kind]
-        state = act
-        push_state(state)
-        push_value(value)
-    while state != _END:
-        size, goto, callback = rows[state]["$END"]
-        if size == 1:
-            if callback is not None:
-                stack[-1] = callback([stack[-1]])
-            state = states[-1] = goto[states[-2]]
+                raise _Bail
+            t, j = _fast_type(v, k, j + 2)
+            fields.append((name, t))
+            kind = k[j]
+            if kind == "COMMA":
+                j += 1
+                if k[j] == "RBRACE":
+                    break
+            elif kind == "RBRACE":
+                break
+            else:
+                raise _Bail
+    return Record(tuple(fields)), j + 1
+
+
+def _fast_paren(v: list, k: tuple, i: int) -> tuple:
+    """LPAR [item (COMMA item)* [COMMA]] RPAR, item: type | NAME COLON type; the items."""
+    items: list = []
+    j = i + 1
+    if k[j] == "RPAR":
+        return items, j + 1
+    while True:
+        if k[j] == "NAME" and k[j + 1] == "COLON":
+            t, j2 = _fast_type(v, k, j + 2)
+            items.append((v[j], t))  # a keyword, as the Transformer's keyword()
         else:
-            state = goto[states[-1 - size]]
-            states[-size:] = (state,)
-            stack[-size:] = (callback(stack[-size:]),)
-    return stack[-1]
+            t, j2 = _fast_type(v, k, j)
+            items.append(t)
+        j = j2 + 1
+        kind = k[j2]
+        if kind == "RPAR" or (kind == "COMMA" and k[j] == "RPAR"):
+            return items, j + (kind == "COMMA")
+        if kind != "COMMA":
+            raise _Bail
+
+
+def _fast_tuple(items: list) -> Type:
+    for item in items:
+        if item.__class__ is tuple:  # a keyword field
+            raise _Bail
+    return Tuple(tuple(items))
+
+
+def _fast_args(v: list, k: tuple, j: int) -> tuple:
+    """arg (COMMA arg)* [COMMA] RSQB, arg: value | NAME EQ value; the argument list."""
+    args: list = []
+    while True:
+        if k[j] == "NAME" and k[j + 1] == "EQ":
+            value, j2 = _fast_value(v, k, j + 2)
+            args.append((v[j], value))  # a keyword, as the Transformer's keyword()
+        else:
+            value, j2 = _fast_value(v, k, j)
+            args.append(value)
+        j = j2 + 1
+        kind = k[j2]
+        if kind == "RSQB" or (kind == "COMMA" and k[j] == "RSQB"):
+            return args, j + (kind == "COMMA")
+        if kind != "COMMA":
+            raise _Bail
+
+
+def _fast_value(v: list, k: tuple, i: int) -> tuple:
+    """value: type | INT | STRING (tokens stay text, as lark passes them)."""
+    kind = k[i]
+    if kind == "STRING" or (kind == "INT" and k[i + 1] != "STAR"):
+        return v[i], i + 1
+    return _fast_type(v, k, i)
+
+
+_PAD = ("$END",) * 4
 
 
 def _fast_parse(text: str) -> Type:
-    """Parse by replaying the plan for the text's token kinds, if one is recorded."""
+    """Split `text` and parse it by recursive descent; raises on anything unusual."""
     values = _SPLIT_RE.findall(text)
     key = tuple(map(_KINDS.get, values))  # in C; None marks a token not classified yet
     if None in key:
@@ -656,30 +677,12 @@ def _fast_parse(text: str) -> Type:
     if "" in key:  # drop comments and trailing blanks
         values = [v for k, v in zip(key, values) if k]
         key = tuple([k for k in key if k])
-    if len(key) > MAX_DEPTH:  # enough tokens to nest too deep (`??...?T` would collapse)
+    if len(key) > MAX_DEPTH:  # enough tokens to nest too deep (and to recurse too far)
         _check_depth(text)
-    plan = _PLANS.get(key)
-    if plan is None:
-        # Record on the second sighting, so one-off strings pay no recording cost.
-        if key in _SEEN_ONCE:
-            return _parse_and_plan(key, values)
-        if len(_SEEN_ONCE) >= _PLANS_LIMIT:
-            _SEEN_ONCE.clear()
-        _SEEN_ONCE.add(key)
-        return _parse(key, values)
-    stack: list = []
-    i = 0
-    for step in plan:
-        if step.__class__ is int:  # shift this many tokens
-            stack += values[i:i + step]
-            i += step
-        else:
-            size, callback = step
-            if size == 1:
-                stack[-1] = callback([stack[-1]])
-            else:
-                stack[-size:] = (callback(stack[-size:]),)
-    return stack[-1]
+    t, i = _fast_type(values, key + _PAD, 0)
+    if i != len(key):
+        raise _Bail
+    return t
 
 
 def parse(text: str) -> Type:
@@ -780,18 +783,14 @@ def dshape(text: Any) -> Type:
                     f" {text!r:.60}")
 
 
-def clear_cache(plans: bool = True, tokens: bool = True) -> None:
-    """Forget cached parses; with `plans` the recorded parse plans, with `tokens` the kinds
-    of words seen so far (the language's own words stay known).
+def clear_cache(tokens: bool = True) -> None:
+    """Forget cached parses; with `tokens` also the kinds of words seen so far (the
+    language's own words stay known).
 
-    Benchmarks use `clear_cache()` (nothing seen), `clear_cache(tokens=False)` (a new
-    text and token pattern made of known words) and `clear_cache(plans=False,
-    tokens=False)` (a new text whose token pattern was seen before).
+    Benchmarks use `clear_cache(tokens=False)` (a new text made of known words) and
+    `clear_cache()` (nothing seen).
     """
     _CACHE.clear()
-    if plans:
-        _PLANS.clear()
-        _SEEN_ONCE.clear()
     if tokens:
         _KINDS.clear()
         _KINDS.update(_SEED_KINDS)
