@@ -888,7 +888,7 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
 # so `lazyk.types` is the one place to look; they live in the later modules of the stage
 # (types <- typeparse <- promote <- unify: no module imports a later one), which set them
 # here when imported. `import lazyk` imports them all.
-__all__ = [
+__all__ = [  # noqa: F822 - promote, dshape, match, solve, broadcast: set by later modules
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",
     "Record", "Function", "from_numpy", "promote", "dshape", "match", "solve", "broadcast",
