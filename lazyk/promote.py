@@ -24,11 +24,7 @@ def _operand(x: Any) -> Any:
     # NOTE: `np.dtype('f8') == float` is True, so test for the classes by identity.
     if x is bool or x is int or x is float or x is complex:
         return x
-    if isinstance(x, Type):
-        return x
-    if isinstance(x, str):
-        return dshape(x)
-    return from_numpy(np.dtype(x))
+    return dshape(x)  # a type, a type string or a NumPy dtype; anything else is refused
 
 
 def promote(a: Any, b: Any) -> Type:
