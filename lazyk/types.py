@@ -523,7 +523,8 @@ class Timedelta(Type):
 
 
 class Datetime(Type):
-    """`datetime[unit='ns']`: int64 ticks since the epoch; unit 'us' is plain `datetime`."""
+    """`datetime[unit='ns']`: int64 ticks since the epoch; unit 'us' is plain `datetime` and
+    unit 'D' is `date` (NumPy's M8[us] and M8[D]: one type each)."""
 
     __slots__ = ("unit",)
 
@@ -533,6 +534,8 @@ class Datetime(Type):
             return t
         if unit == "us":
             return Scalar("datetime")
+        if unit == "D":
+            return Scalar("date")
         return _intern(cls, (cls, _check_unit(unit)), unit=unit)
 
     def _args(self) -> tuple:

@@ -67,6 +67,7 @@ VALID = [
     ("datetime", Scalar("datetime"), "datetime"),
     ("datetime[unit='ns']", Datetime("ns"), "datetime[unit='ns']"),
     ("datetime[unit='us']", Scalar("datetime"), "datetime"),
+    ("datetime[unit='D']", Scalar("date"), "date"),  # NumPy's M8[D], as from_numpy
     ("pointer[3 * int32]", Pointer(FixedDim(3, i32)), "pointer[3 * int32]"),
     ("<int32" if OTHER == "<" else ">int32", Scalar("int32", OTHER), OTHER + "int32"),
     ("=int32", i32, "int32"),
