@@ -32,7 +32,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from lazyk import types
+from lazyk import types, unify  # noqa: F401  (unify completes lazyk.types: promote, match, broadcast)
 from lazyk.array import Array, array, empty, full, zeros
 from lazyk.backend.threads import get_num_threads, set_num_threads
 from lazyk.compiled import CompiledExpr, compile

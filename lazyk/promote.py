@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from lazyk import types as _types
 from lazyk.errors import DTypeError
+from lazyk.typeparse import dshape
 from lazyk.types import Option, Scalar, Timedelta, Type, from_numpy
 
 # Python scalar classes are "weak" (NEP 50): they take the other operand's precision
@@ -22,12 +24,7 @@ def _operand(x: Any) -> Any:
     # NOTE: `np.dtype('f8') == float` is True, so test for the classes by identity.
     if x is bool or x is int or x is float or x is complex:
         return x
-    if isinstance(x, Type):
-        return x
-    if isinstance(x, str):
-        from lazyk.typeparse import dshape
-        return dshape(x)
-    return from_numpy(np.dtype(x))
+    return dshape(x)  # a type, a type string or a NumPy dtype; anything else is refused
 
 
 def promote(a: Any, b: Any) -> Type:
@@ -75,3 +72,6 @@ def _promote(a: Any, b: Any) -> Type:
     if a is b:
         return a
     raise DTypeError(f"no common type for {a} and {b}")
+
+
+_types.promote = promote  # also `lazyk.types.promote` (types.py imports nothing from here)

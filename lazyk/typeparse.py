@@ -9,6 +9,7 @@ import lark
 import numpy as np
 from lark import Token
 
+from lazyk import types as _types
 from lazyk.errors import TypeParseError
 from lazyk.types import (
     MAX_DEPTH,
@@ -35,6 +36,7 @@ from lazyk.types import (
 )
 
 _ALIASES = {"int": "int32", "real": "float64", "complex": "complex128"}
+_VOID = Scalar("void")
 _INT64_MAX = 2**63 - 1
 
 
@@ -89,7 +91,11 @@ def _scalar_name(tok: Token) -> str | None:
 
 
 # Plain names that always mean the same type: one dict look-up in the parse loop.
-_NAMED: dict[str, Type] = {n: Scalar(c) for n, c in _CANONICAL.items()}
+# `void` is left out: it is only a function's return type (the VOID keyword after `->`).
+_NAMED: dict[str, Type] = {n: Scalar(c) for n, c in _CANONICAL.items() if c != "void"}
+# datashape names lazyk does not implement yet: refused by name, with or without [...].
+_NOT_YET = frozenset(["categorical", "decimal", "map", "json", "object", "null", "units"])
+_VOID_ONLY_RETURNED = "void is only allowed as a function's return type, as in '() -> void'"
 
 
 class _Build(lark.Transformer):
@@ -97,12 +103,16 @@ class _Build(lark.Transformer):
 
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
-        # Remembers the token of each ellipsis so a second one in a list is reported there.
-        self.ellipsis_tokens: dict[Type, Token] = {}
+        # The token of each ellipsis and function type built, so an error about one (a
+        # second ellipsis in a list, a function as a tuple field) is reported there.
+        self.tokens: dict[Type, Token] = {}
 
     # --- dimensions ---
     def fixed_dim(self, c: list) -> Type:
-        return FixedDim(_int(c[0]), c[2])
+        try:
+            return FixedDim(_int(c[0]), c[2])
+        except ValueError as err:  # the sizes multiply past int64
+            raise _Fail(str(err), c[0]) from None
 
     def named_dim(self, c: list) -> Type:
         tok = c[0]
@@ -116,11 +126,10 @@ class _Build(lark.Transformer):
         d = elem
         while isinstance(d, (Dim, Option)):
             if isinstance(d, EllipsisDim):
-                raise _Fail("two ellipses in one dimension list",
-                            self.ellipsis_tokens.get(d, tok))
+                raise _Fail("two ellipses in one dimension list", self.tokens.get(d, tok))
             d = d.elem
         t = EllipsisDim(name, elem)
-        self.ellipsis_tokens[t] = tok
+        self.tokens[t] = tok
         return t
 
     def ellipsis_dim(self, c: list) -> Type:
@@ -135,6 +144,8 @@ class _Build(lark.Transformer):
     def option(self, c: list) -> Type:
         if isinstance(c[1], EllipsisDim):
             raise _Fail("an ellipsis cannot be optional", c[0])
+        if isinstance(c[1], Option):
+            raise _Fail(f"double option: {c[1]} is already optional", c[0])
         return Option(c[1])
 
     # --- element types ---
@@ -143,6 +154,8 @@ class _Build(lark.Transformer):
         t = _NAMED.get(tok)
         if t is not None:
             return t
+        if tok == "void":
+            raise _Fail(_VOID_ONLY_RETURNED, tok)
         name = _scalar_name(tok)
         if name is not None:
             return Scalar(name)
@@ -150,8 +163,8 @@ class _Build(lark.Transformer):
             return TypeVar(str(tok))
         if tok == "timedelta":
             return Timedelta()
-        if tok == "categorical":
-            raise _Fail("categorical is not supported yet", tok)
+        if tok in _NOT_YET:
+            raise _Fail(f"{tok!s} is not supported yet", tok)
         if tok in _CONSTRUCTORS:
             raise _Fail(f"{tok!s} needs arguments in [...]", tok)
         if tok == "var":
@@ -169,8 +182,10 @@ class _Build(lark.Transformer):
         tok, args = c[0], c[2]
         build = _CONSTRUCTORS.get(str(tok))
         if build is None:
-            if tok == "categorical":
-                raise _Fail("categorical is not supported yet", tok)
+            if tok in _NOT_YET:
+                raise _Fail(f"{tok!s} is not supported yet", tok)
+            if tok == "bytes":
+                raise _Fail("bytes takes no arguments: N raw bytes are fixed_bytes[N]", tok)
             if _scalar_name(tok) or tok[0].isupper():
                 raise _Fail(f"{tok!s} takes no arguments", tok)
             raise _Fail(f"unknown type constructor {tok!s}", tok)
@@ -180,13 +195,16 @@ class _Build(lark.Transformer):
         fields = c[1] if len(c) > 2 else []
         try:
             return Record(tuple([(f[0], f[1]) for f in fields]))
-        except ValueError:  # a duplicate name: find it for the error position
+        except (ValueError, TypeError) as err:  # find the field at fault for the position
             seen = set()
-            for name, _, tok in fields:
+            for name, t, tok in fields:
                 if name in seen:
                     raise _Fail(f"duplicate field name {name!r}", tok) from None
+                if isinstance(t, Function):
+                    raise _Fail(f"field {name!r} is a function type; record fields hold "
+                                "data", tok) from None
                 seen.add(name)
-            raise
+            raise _Fail(str(err), c[0]) from None  # too large to address
 
     def field(self, c: list) -> tuple:
         tok = c[0]
@@ -201,21 +219,29 @@ class _Build(lark.Transformer):
         return c[0]
 
     # --- tuples and functions ---
-    def paren(self, c: list) -> list:
-        return c[1] if len(c) > 2 else []
+    def paren(self, c: list) -> tuple:
+        return (c[1] if len(c) > 2 else [], c[0])  # (items, the '(' token)
 
     def keyword(self, c: list) -> tuple:
         return (c[0], c[2])  # (NAME token, value); ':' or '=' between
 
     def tuple(self, c: list) -> Type:
-        for item in c[0]:
+        items, lpar = c[0]
+        for item in items:
             if isinstance(item, tuple):
                 raise _Fail("keyword fields belong in function signatures, not tuples", item[0])
-        return Tuple(tuple(c[0]))
+        try:
+            return Tuple(tuple(items))
+        except (ValueError, TypeError) as err:
+            for item in items:
+                if isinstance(item, Function):
+                    raise _Fail("a tuple field cannot be a function type",
+                                self.tokens.get(item, lpar)) from None
+            raise _Fail(str(err), lpar) from None  # too large to address
 
     def function(self, c: list) -> Type:
         args, kwargs = [], []
-        for item in c[0]:
+        for item in c[0][0]:
             if isinstance(item, tuple):
                 if any(str(item[0]) == n for n, _ in kwargs):
                     raise _Fail(f"duplicate keyword argument {item[0]!s}", item[0])
@@ -224,7 +250,10 @@ class _Build(lark.Transformer):
                 raise _Fail("positional argument after a keyword argument", c[1])
             else:
                 args.append(item)
-        return Function(tuple(args), tuple(kwargs), c[2])
+        ret = c[2] if isinstance(c[2], Type) else _VOID  # the VOID keyword
+        t = Function(tuple(args), tuple(kwargs), ret)
+        self.tokens[t] = c[1]
+        return t
 
 
 # ---------------------------------------------------------------- constructors
@@ -277,8 +306,14 @@ def _as_type(tok: Token, v: Any, what: str) -> Type:
 def _checked(tok: Token, where: Any, build: Any, *args: Any) -> Type:
     try:
         return build(*args)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:
+        if isinstance(where, Type):  # a function type: point at its arrow
+            where = _BUILD.tokens.get(where)
         raise _Fail(str(err), where if isinstance(where, Token) else tok) from None
+
+
+_ENCODING_ALIASES = {"utf-8": "utf8", "utf-16": "utf16", "utf-32": "utf32", "A": "ascii",
+                     "U8": "utf8", "U16": "utf16", "U32": "utf32"}
 
 
 def _fixed_string(tok: Token, args: list) -> Type:
@@ -289,8 +324,7 @@ def _fixed_string(tok: Token, args: list) -> Type:
     if n == 0:
         raise _Fail("fixed_string size must be at least 1", size)
     e = "utf8" if enc is None else _as_str(tok, enc, "encoding")
-    e = {"utf-8": "utf8", "utf-16": "utf16", "utf-32": "utf32", "A": "ascii", "U8": "utf8",
-         "U16": "utf16", "U32": "utf32"}.get(e, e)
+    e = _ENCODING_ALIASES.get(e, e)
     return _checked(tok, enc, FixedString, n, e)
 
 
@@ -323,7 +357,7 @@ def _complex(tok: Token, args: list) -> Type:
 
 def _pointer(tok: Token, args: list) -> Type:
     (target,) = _bind(tok, args, ("target",), 1)
-    return Pointer(_as_type(tok, target, "pointer target"))
+    return _checked(tok, target, Pointer, _as_type(tok, target, "pointer target"))
 
 
 def _option(tok: Token, args: list) -> Type:
@@ -331,11 +365,24 @@ def _option(tok: Token, args: list) -> Type:
     t = _as_type(tok, elem, "option type")
     if isinstance(t, EllipsisDim):
         raise _Fail("an ellipsis cannot be optional", tok)
-    return Option(t)
+    if isinstance(t, Option):
+        raise _Fail(f"double option: {t} is already optional", tok)
+    return _checked(tok, elem, Option, t)
+
+
+def _string_constructor(tok: Token, args: list) -> Type:
+    """datashape's `string[N]`, `string[N, 'enc']` (fixed_string) and `string['utf8']`."""
+    if args and isinstance(args[0], str) and args[0][0] in "'\"":
+        (enc,) = _bind(tok, args, ("encoding",), 1)
+        if _ENCODING_ALIASES.get(_string(enc), _string(enc)) != "utf8":
+            raise _Fail(f"string[{enc!s}] is not supported yet: variable-size strings are "
+                        "utf8 (fixed_string[N, encoding] takes other encodings)", enc)
+        return Scalar("string")
+    return _fixed_string(tok, args)
 
 
 _CONSTRUCTORS = {
-    "fixed_string": _fixed_string, "fixed_bytes": _fixed_bytes,
+    "fixed_string": _fixed_string, "fixed_bytes": _fixed_bytes, "string": _string_constructor,
     "timedelta": _temporal(Timedelta), "datetime": _temporal(Datetime),
     "complex": _complex, "pointer": _pointer, "option": _option,
 }
@@ -414,55 +461,11 @@ def _describe_expected(expected: Any) -> str:
 
 # ---------------------------------------------------------------- fast path
 # NOTE: lark's own lexer and parser loop cost ~190 us for a 100-character type (token
-# objects, contextual lexer states). The fast path runs the same LALR table and the same
-# rule callbacks over one regex split with plain-str tokens (~30 us; ~22 us replaying a
-# plan, below). Any failure falls back to lark's full machinery, which then reports the
-# error with line and column.
-_TABLE = _PARSER.parser.parser.parser
-_SHIFT = lark.parsers.lalr_analysis.Shift
-
-
-def _rule_callback(rule: Any) -> Any:
-    """The Transformer method for one grammar rule; None for a `?rule` passing its child on."""
-    exp = rule.expansion
-    if any(getattr(sym, "filter_out", False) for sym in exp) or any(rule.options.empty_indices):
-        raise RuntimeError(f"rule {rule}: name every terminal and avoid [..] in types.lark")
-    if not exp:
-        raise RuntimeError(f"rule {rule}: empty rules are not supported by the fast parser")
-    if rule.options.expand1 and not rule.alias and len(exp) == 1:
-        return None
-    return getattr(_BUILD, str(rule.alias or rule.origin.name))
-
-
-def _lean_tables() -> dict:
-    """lark's LALR table with plain-str keys: actions[state][terminal] is a new state (int,
-    shift) or (size, goto, callback or None) (reduce), where goto[state below] is the state
-    after the reduction (the goto table's column for the rule's name)."""
-    gotos: dict[str, dict] = {}
-    for state, row in _TABLE.parse_table.states.items():
-        for sym, (_, arg) in row.items():
-            if not str(sym).isupper() and str(sym) != "$END":
-                gotos.setdefault(str(sym), {})[state] = arg
-    actions: dict = {}
-    callbacks: dict = {}
-    for state, row in _TABLE.parse_table.states.items():
-        acts = actions.setdefault(state, {})
-        for sym, (action, arg) in row.items():
-            sym = str(sym)
-            if not sym.isupper() and sym != "$END":
-                continue
-            if action is _SHIFT:
-                acts[sym] = arg
-            else:
-                if arg not in callbacks:
-                    callbacks[arg] = _rule_callback(arg)
-                acts[sym] = (len(arg.expansion), gotos[str(arg.origin.name)], callbacks[arg])
-    return actions
-
-
-_ACTIONS = _lean_tables()
-_START = _TABLE.parse_table.start_states["start"]
-_END = _TABLE.parse_table.end_states["start"]
+# objects, contextual lexer states). The fast path splits the text with one regex and
+# parses the plain-str tokens by recursive descent, building the same objects through the
+# same constructors and Transformer methods. It handles only input that parses: on
+# anything else it gives up (_Bail, or any other exception) and lark's full machinery
+# parses again and reports the error with line and column, so the messages are lark's.
 _IGNORED = frozenset(_PARSER.ignore_tokens)
 _TERMS = sorted(_PARSER.terminals,
                 key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
@@ -471,7 +474,8 @@ _TERMS = sorted(_PARSER.terminals,
 # so tokens cover the text with no gaps and a stray character reaches _kind as an error;
 # only trailing blanks go unmatched.
 # The terminals' first characters are disjoint, so alternatives may go in any order:
-# names first, then one class for all one-character literals, then the rest.
+# names first, then one class for all one-character literals, then the rest. The keyword
+# `void` splits and classifies as a NAME (NAME comes first); the parser checks the text.
 _ONE_CHAR = [t for t in _TERMS if t.pattern.type == "str" and len(t.pattern.value) == 1]
 _OTHERS = sorted((t for t in _TERMS if t not in _ONE_CHAR and t.name not in _IGNORED),
                  key=lambda t: (t.name != "NAME", t.name != "INT"))
@@ -505,90 +509,167 @@ def _kind(tok: str) -> str:
     return kind
 
 
-# NOTE: an LALR parser's actions depend only on the sequence of terminal kinds, never on
-# the token texts, so `3 * int32` and `5 * float64` take the same steps. When a kind
-# sequence is seen a second time its steps are recorded (shift runs, and reductions with
-# their callbacks); later parses replay them with one value stack and no state stack or
-# table look-ups: about a third less work for, e.g., every `N * float64` with a new N.
-_PLANS: dict[tuple[str, ...], tuple] = {}
-_SEEN_ONCE: set[tuple[str, ...]] = set()
-_PLANS_LIMIT = 4096
+class _Bail(Exception):
+    """The fast path does not build this text: lark parses it (or reports the error)."""
 
 
-def _parse_and_plan(kinds: tuple[str, ...], values: list) -> Type:
-    """Run the LALR table over the tokens, calling the rule callbacks, and store the plan."""
-    rows = _ACTIONS
-    state = _START
-    states = [state]
-    stack: list = []
-    plan: list = []
-    shifts = 0
-    for kind, value in zip(kinds + ("$END",), values + [None]):
-        act = rows[state][kind]
-        while act.__class__ is not int:  # reduce until the token can be shifted
-            size, goto, callback = act
-            if callback is not None:
-                if shifts:
-                    plan.append(shifts)
-                    shifts = 0
-                plan.append((size, callback))
-                if size == 1:
-                    stack[-1] = callback([stack[-1]])
-                else:
-                    stack[-size:] = (callback(stack[-size:]),)
-            state = goto[states[-1 - size]]
-            states[-size:] = (state,)
-            if value is None and state == _END:
-                if len(_PLANS) >= _PLANS_LIMIT:
-                    _PLANS.clear()
-                _PLANS[kinds] = tuple(plan)
-                return stack[-1]
-            act = rows[state][kind]
-        shifts += 1
-        state = act
-        states.append(state)
-        stack.append(value)
-    raise ValueError("input ended early")
+# The fast parser: one function per grammar rule of grammar/types.lark. Each takes the
+# token texts `v`, their kinds `k` (padded with "$END" so lookahead never runs off) and the
+# index of its first token; it returns (value, index after its last token). Rare forms
+# (ellipses, constructors, byte orders, functions) call the Transformer's own methods with
+# the children lark would pass them; common ones build directly, giving up wherever the
+# Transformer would raise an error.
+def _fast_type(v: list, k: tuple, i: int) -> tuple:
+    """type: datashape | paren ARROW (type | VOID)."""
+    if k[i] == "LPAR":
+        items, j = _fast_paren(v, k, i)
+        if k[j] == "ARROW":
+            if v[j + 1] == "void":
+                return _BUILD.function([(items, v[i]), v[j], v[j + 1]]), j + 2
+            ret, n = _fast_type(v, k, j + 1)
+            return _BUILD.function([(items, v[i]), v[j], ret]), n
+        return _fast_tuple(items), j
+    return _fast_datashape(v, k, i)
 
 
-def _parse(kinds: tuple[str, ...], values: list) -> Type:
-    """Run the LALR table over the tokens, calling the rule callbacks (records nothing)."""
-    rows = _ACTIONS
-    state = _START
-    states = [state]
-    stack: list = []
-    push_state, push_value = states.append, stack.append
-    for kind, value in zip(kinds, values):
-        act = rows[state][kind]
-        while act.__class__ is not int:  # reduce until the token can be shifted
-            size, goto, callback = act
-            if size == 1:  # replace the top in place (a `?rule` passes its child on)
-                if callback is not None:
-                    stack[-1] = callback([stack[-1]])
-                state = states[-1] = goto[states[-2]]
+def _fast_datashape(v: list, k: tuple, i: int) -> tuple:
+    kind = k[i]
+    if kind == "NAME":
+        after = k[i + 1]
+        if after == "STAR":  # named_dim
+            elem, j = _fast_datashape(v, k, i + 2)
+            name = v[i]
+            if name == "var":
+                return VarDim(elem), j
+            if name[0].isupper():
+                return SymbolicDim(name, elem), j
+            raise _Bail
+        if after == "LSQB":
+            args, j = _fast_args(v, k, i + 2)
+            return _BUILD.constructor([v[i], v[i + 1], args]), j
+        if after == "ELLIPSIS":
+            if k[i + 2] != "STAR":
+                raise _Bail
+            elem, j = _fast_datashape(v, k, i + 3)
+            return _BUILD.named_ellipsis_dim([v[i], v[i + 1], v[i + 2], elem]), j
+        t = _NAMED.get(v[i])
+        return (_BUILD.name([v[i]]) if t is None else t), i + 1
+    if kind == "INT":  # fixed_dim
+        if k[i + 1] != "STAR":
+            raise _Bail
+        elem, j = _fast_datashape(v, k, i + 2)
+        size = v[i]
+        if size[0] == "0" and len(size) > 1:  # leading zeros
+            raise _Bail
+        return FixedDim(int(size), elem), j
+    if kind == "QMARK":  # option
+        elem, j = _fast_datashape(v, k, i + 1)
+        if elem.__class__ is Option or elem.__class__ is EllipsisDim:
+            raise _Bail
+        return Option(elem), j
+    if kind == "LBRACE":
+        return _fast_record(v, k, i)
+    if kind == "LPAR":
+        items, j = _fast_paren(v, k, i)
+        return _fast_tuple(items), j
+    if kind == "ELLIPSIS":
+        if k[i + 1] != "STAR":
+            raise _Bail
+        elem, j = _fast_datashape(v, k, i + 2)
+        return _BUILD.ellipsis_dim([v[i], v[i + 1], elem]), j
+    if (kind == "ORDER" or kind == "EQ") and k[i + 1] == "NAME":
+        return _BUILD.ordered_name([v[i], v[i + 1]]), i + 2
+    raise _Bail
+
+
+def _fast_record(v: list, k: tuple, i: int) -> tuple:
+    """LBRACE [field (COMMA field)* [COMMA]] RBRACE, field: (NAME | STRING) COLON type."""
+    fields = []
+    j = i + 1
+    if k[j] != "RBRACE":
+        while True:
+            if k[j + 1] != "COLON":
+                raise _Bail
+            kind = k[j]
+            if kind == "NAME":
+                name = v[j]
+            elif kind == "STRING":
+                name = _string(v[j])
             else:
-                state = goto[states[-1 - size]]
-                states[-size:] = (state,)
-                stack[-size:] = (callback(stack[-size:]),)
-            act = rows[state][kind]
-        state = act
-        push_state(state)
-        push_value(value)
-    while state != _END:
-        size, goto, callback = rows[state]["$END"]
-        if size == 1:
-            if callback is not None:
-                stack[-1] = callback([stack[-1]])
-            state = states[-1] = goto[states[-2]]
+                raise _Bail
+            t, j = _fast_type(v, k, j + 2)
+            fields.append((name, t))
+            kind = k[j]
+            if kind == "COMMA":
+                j += 1
+                if k[j] == "RBRACE":
+                    break
+            elif kind == "RBRACE":
+                break
+            else:
+                raise _Bail
+    return Record(tuple(fields)), j + 1
+
+
+def _fast_paren(v: list, k: tuple, i: int) -> tuple:
+    """LPAR [item (COMMA item)* [COMMA]] RPAR, item: type | NAME COLON type; the items."""
+    items: list = []
+    j = i + 1
+    if k[j] == "RPAR":
+        return items, j + 1
+    while True:
+        if k[j] == "NAME" and k[j + 1] == "COLON":
+            t, j2 = _fast_type(v, k, j + 2)
+            items.append((v[j], t))  # a keyword, as the Transformer's keyword()
         else:
-            state = goto[states[-1 - size]]
-            states[-size:] = (state,)
-            stack[-size:] = (callback(stack[-size:]),)
-    return stack[-1]
+            t, j2 = _fast_type(v, k, j)
+            items.append(t)
+        j = j2 + 1
+        kind = k[j2]
+        if kind == "RPAR" or (kind == "COMMA" and k[j] == "RPAR"):
+            return items, j + (kind == "COMMA")
+        if kind != "COMMA":
+            raise _Bail
+
+
+def _fast_tuple(items: list) -> Type:
+    for item in items:
+        if item.__class__ is tuple:  # a keyword field
+            raise _Bail
+    return Tuple(tuple(items))
+
+
+def _fast_args(v: list, k: tuple, j: int) -> tuple:
+    """arg (COMMA arg)* [COMMA] RSQB, arg: value | NAME EQ value; the argument list."""
+    args: list = []
+    while True:
+        if k[j] == "NAME" and k[j + 1] == "EQ":
+            value, j2 = _fast_value(v, k, j + 2)
+            args.append((v[j], value))  # a keyword, as the Transformer's keyword()
+        else:
+            value, j2 = _fast_value(v, k, j)
+            args.append(value)
+        j = j2 + 1
+        kind = k[j2]
+        if kind == "RSQB" or (kind == "COMMA" and k[j] == "RSQB"):
+            return args, j + (kind == "COMMA")
+        if kind != "COMMA":
+            raise _Bail
+
+
+def _fast_value(v: list, k: tuple, i: int) -> tuple:
+    """value: type | INT | STRING (tokens stay text, as lark passes them)."""
+    kind = k[i]
+    if kind == "STRING" or (kind == "INT" and k[i + 1] != "STAR"):
+        return v[i], i + 1
+    return _fast_type(v, k, i)
+
+
+_PAD = ("$END",) * 4
 
 
 def _fast_parse(text: str) -> Type:
-    """Parse by replaying the plan for the text's token kinds, if one is recorded."""
+    """Split `text` and parse it by recursive descent; raises on anything unusual."""
     values = _SPLIT_RE.findall(text)
     key = tuple(map(_KINDS.get, values))  # in C; None marks a token not classified yet
     if None in key:
@@ -596,30 +677,12 @@ def _fast_parse(text: str) -> Type:
     if "" in key:  # drop comments and trailing blanks
         values = [v for k, v in zip(key, values) if k]
         key = tuple([k for k in key if k])
-    if len(key) > MAX_DEPTH:  # enough tokens to nest too deep (`??...?T` would collapse)
+    if len(key) > MAX_DEPTH:  # enough tokens to nest too deep (and to recurse too far)
         _check_depth(text)
-    plan = _PLANS.get(key)
-    if plan is None:
-        # Record on the second sighting, so one-off strings pay no recording cost.
-        if key in _SEEN_ONCE:
-            return _parse_and_plan(key, values)
-        if len(_SEEN_ONCE) >= _PLANS_LIMIT:
-            _SEEN_ONCE.clear()
-        _SEEN_ONCE.add(key)
-        return _parse(key, values)
-    stack: list = []
-    i = 0
-    for step in plan:
-        if step.__class__ is int:  # shift this many tokens
-            stack += values[i:i + step]
-            i += step
-        else:
-            size, callback = step
-            if size == 1:
-                stack[-1] = callback([stack[-1]])
-            else:
-                stack[-size:] = (callback(stack[-size:]),)
-    return stack[-1]
+    t, i = _fast_type(values, key + _PAD, 0)
+    if i != len(key):
+        raise _Bail
+    return t
 
 
 def parse(text: str) -> Type:
@@ -627,7 +690,7 @@ def parse(text: str) -> Type:
     try:
         return _fast_parse(text)
     except Exception:  # noqa: BLE001 - the slow path below re-parses and reports properly
-        _BUILD.ellipsis_tokens.clear()
+        _BUILD.tokens.clear()
     return _slow_parse(text)
 
 
@@ -636,7 +699,7 @@ def _slow_parse(text: str) -> Type:
     if not text.strip() or not re.sub(r"#[^\n]*", "", text).strip():
         raise TypeParseError("empty type", text, 1, 1)
     _check_depth(text)
-    _BUILD.ellipsis_tokens.clear()
+    _BUILD.tokens.clear()
     try:
         return _PARSER.parse(text)
     except _Fail as err:
@@ -671,7 +734,7 @@ def _slow_parse(text: str) -> Type:
     except ValueError as err:  # a constructor's own check with no token at hand
         raise TypeParseError(str(err), text, 1, 1) from None
     finally:
-        _BUILD.ellipsis_tokens.clear()
+        _BUILD.tokens.clear()
 
 
 def _error(text: str, message: str, tok: Any) -> TypeParseError:
@@ -686,7 +749,8 @@ _SEED_KINDS = {w: _kind(w) for w in [
     *(t.pattern.value for t in _TERMS if t.pattern.type == "str"),
     *_CANONICAL, *_CONSTRUCTORS, "var", "timedelta"]}
 
-_CACHE: dict[Any, Type] = {}
+_CACHE: dict[str, Type] = {}
+_PY_SCALARS = (bool, int, float, complex)
 _CACHE_LIMIT = 10_000
 
 
@@ -698,10 +762,7 @@ def dshape(text: Any) -> Type:
 
     Example: `dshape('3 * var * {x: int32, y: ?float64}')`.
     """
-    try:
-        t = _CACHE.get(text)
-    except TypeError:  # unhashable (e.g. a list): let NumPy say what it is
-        return from_numpy(np.dtype(text))
+    t = _CACHE.get(text) if text.__class__ is str else None
     if t is not None:
         return t
     if isinstance(text, str):
@@ -712,23 +773,24 @@ def dshape(text: Any) -> Type:
         return t
     if isinstance(text, Type):
         return text
-    if text is None:  # np.dtype(None) would quietly mean float64
-        raise TypeError("dshape() needs a type string, a NumPy dtype or a lazyk type, not None")
-    return from_numpy(np.dtype(text))
+    if isinstance(text, np.dtype) or (isinstance(text, type) and (
+            text in _PY_SCALARS or issubclass(text, np.generic))):
+        return from_numpy(text)
+    # NOTE: np.dtype() would take much more (None as float64, 123 or a list with its own
+    # puzzling message); anything else is refused here, by its type.
+    raise TypeError(f"dshape() takes a type string, a lazyk type, a NumPy dtype or scalar "
+                    f"type (np.float64, int, float, bool, complex), not {type(text).__name__}"
+                    f" {text!r:.60}")
 
 
-def clear_cache(plans: bool = True, tokens: bool = True) -> None:
-    """Forget cached parses; with `plans` the recorded parse plans, with `tokens` the kinds
-    of words seen so far (the language's own words stay known).
+def clear_cache(tokens: bool = True) -> None:
+    """Forget cached parses; with `tokens` also the kinds of words seen so far (the
+    language's own words stay known).
 
-    Benchmarks use `clear_cache()` (nothing seen), `clear_cache(tokens=False)` (a new
-    text and token pattern made of known words) and `clear_cache(plans=False,
-    tokens=False)` (a new text whose token pattern was seen before).
+    Benchmarks use `clear_cache(tokens=False)` (a new text made of known words) and
+    `clear_cache()` (nothing seen).
     """
     _CACHE.clear()
-    if plans:
-        _PLANS.clear()
-        _SEEN_ONCE.clear()
     if tokens:
         _KINDS.clear()
         _KINDS.update(_SEED_KINDS)
@@ -784,3 +846,6 @@ def describe(text: str) -> str:
     else:
         out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
     return "\n".join(out)
+
+
+_types.dshape = dshape  # also `lazyk.types.dshape` (types.py imports nothing from here)

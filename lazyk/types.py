@@ -17,6 +17,8 @@ from lazyk.errors import NotSupportedError
 # NOTE: deeper types would make str()/itemsize recurse past Python's stack; the parser
 # reports the same limit with a position.
 MAX_DEPTH = 128
+# The largest byte size (and element count) of an addressable array: int64 strides.
+MAX_SIZE = 2**63 - 1
 
 NATIVE = "<" if sys.byteorder == "little" else ">"
 
@@ -47,6 +49,24 @@ def _check_type(value: Any, what: str) -> None:
         raise TypeError(f"{what} must be a lazyk type, got {value!r}")
     if isinstance(value, Function):
         raise TypeError(f"{what} cannot be a function type")
+    _check_not_void(value, what)
+
+
+def _check_not_void(value: Type, what: str) -> None:
+    if value.__class__ is Scalar and value.name == "void":
+        raise TypeError(f"{what} cannot be void: void is only a function's return type")
+
+
+def _check_bytes(nbytes: Any) -> None:
+    """Refuse a type of more than MAX_SIZE bytes (`nbytes` is a callable: symbolic types
+    have no size and pass)."""
+    try:
+        n = nbytes()
+    except TypeError:  # symbolic: sized when bound
+        return
+    if n > MAX_SIZE:
+        raise ValueError(f"the type takes {n} bytes, more than 2**63-1: it would not be "
+                         "addressable")
 
 
 def _check_size(value: Any, what: str, minimum: int = 0) -> int:
@@ -206,6 +226,14 @@ class FixedDim(Dim):
                 return t
         size = _check_size(size, "dimension size")
         _check_type(elem, "element")
+        count, inner = size, elem
+        while isinstance(inner, FixedDim):
+            count *= inner.size
+            inner = inner.elem
+        if count > MAX_SIZE:
+            raise ValueError(f"the dimensions multiply to {count} elements, more than "
+                             "2**63-1: the array would not be addressable")
+        _check_bytes(lambda: size * elem.itemsize)
         return _intern(cls, (cls, size, elem), size=size, elem=elem)
 
     def _args(self) -> tuple:
@@ -343,7 +371,7 @@ class Option(Type):
         t = _INTERN.get((cls, elem))
         if t is not None:
             return t
-        if isinstance(elem, Option):  # ??T means the same as ?T
+        if isinstance(elem, Option):  # built ??T collapses to ?T (the parser refuses it)
             return elem
         _check_type(elem, "option element")
         if isinstance(elem, EllipsisDim):
@@ -495,7 +523,8 @@ class Timedelta(Type):
 
 
 class Datetime(Type):
-    """`datetime[unit='ns']`: int64 ticks since the epoch; unit 'us' is plain `datetime`."""
+    """`datetime[unit='ns']`: int64 ticks since the epoch; unit 'us' is plain `datetime` and
+    unit 'D' is `date` (NumPy's M8[us] and M8[D]: one type each)."""
 
     __slots__ = ("unit",)
 
@@ -505,6 +534,8 @@ class Datetime(Type):
             return t
         if unit == "us":
             return Scalar("datetime")
+        if unit == "D":
+            return Scalar("date")
         return _intern(cls, (cls, _check_unit(unit)), unit=unit)
 
     def _args(self) -> tuple:
@@ -535,6 +566,7 @@ class FixedString(Type):
         size = _check_size(size, "fixed_string size", 1)
         if encoding not in _ENCODINGS:
             raise ValueError(f"encoding must be one of {', '.join(map(repr, _ENCODINGS))}")
+        _check_bytes(lambda: size * _ENCODINGS[encoding])
         return _intern(cls, (cls, size, encoding), size=size, encoding=encoding)
 
     def _args(self) -> tuple:
@@ -668,6 +700,7 @@ class Tuple(Type):
         types = tuple(types)
         for x in types:
             _check_type(x, "tuple field")
+        _check_bytes(lambda: _layout(types)[1])
         return _intern(cls, (cls, types), types=types)
 
     def _args(self) -> tuple:
@@ -724,6 +757,7 @@ class Record(Type):
         if len(index) != len(fields):
             dup = next(n for i, (n, _) in enumerate(fields) if index[n] != i)
             raise ValueError(f"duplicate field name {dup!r}")
+        _check_bytes(lambda: _layout(tuple(x for _, x in fields))[1])
         return _intern(cls, (cls, fields), fields=fields, _index=index)
 
     def _args(self) -> tuple:
@@ -784,6 +818,7 @@ class Function(Type):
         for x in args + tuple(x for _, x in kwargs):
             if not isinstance(x, Type):
                 raise TypeError(f"argument type must be a lazyk type, got {x!r}")
+            _check_not_void(x, "an argument")
         names = [n for n, _ in kwargs]
         for n in names:
             if not isinstance(n, str) or not _IDENT.match(n):
@@ -832,12 +867,15 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
     if dt.kind in "biufc":
         code = "?" if dt.kind == "b" else f"{dt.kind}{dt.itemsize}"
         return Scalar(_FROM_CODE[code], order)
+    if dt.kind in "USV" and not dt.itemsize:
+        raise NotSupportedError(f"NumPy dtype {dt} has no size (lazyk has no empty strings, "
+                                "bytes or void elements)")
     if dt.kind == "U":
         return FixedString(dt.itemsize // 4, "utf32")
     if dt.kind == "S":
         return FixedString(dt.itemsize, "ascii")
     if dt.kind == "V":
-        return FixedBytes(dt.itemsize) if dt.itemsize else Scalar("void")
+        return FixedBytes(dt.itemsize)
     if dt.kind in "mM":
         unit, count = np.datetime_data(dt)
         if unit not in _UNITS or count != 1:
@@ -849,12 +887,11 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
     raise NotSupportedError(f"NumPy dtype {dt} has no lazyk equivalent")
 
 
-# Re-exports so `lazyk.types` is the one place to look (defined in later stages).
-from lazyk.promote import promote  # noqa: E402
-from lazyk.typeparse import dshape  # noqa: E402
-from lazyk.unify import broadcast, match, solve  # noqa: E402
-
-__all__ = [
+# NOTE: `promote`, `dshape`, `match`, `solve` and `broadcast` are also names of this module,
+# so `lazyk.types` is the one place to look; they live in the later modules of the stage
+# (types <- typeparse <- promote <- unify: no module imports a later one), which set them
+# here when imported. `import lazyk` imports them all.
+__all__ = [  # noqa: F822 - promote, dshape, match, solve, broadcast: set by later modules
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",
     "Record", "Function", "from_numpy", "promote", "dshape", "match", "solve", "broadcast",

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lazyk import types as _types
 from lazyk.errors import TypeMatchError
+from lazyk.promote import promote
+from lazyk.typeparse import dshape
 from lazyk.types import (
     Dim,
     EllipsisDim,
@@ -216,8 +219,6 @@ def _substitute(t: Type, env: _Bindings) -> Type:
 
 def _solve(pattern: Any, concrete: tuple) -> tuple[Type, _Bindings]:
     """Match and return (the pattern as a type, the bindings)."""
-    from lazyk.typeparse import dshape
-
     p = dshape(pattern)
     cs = [dshape(c) for c in concrete]
     env = _Bindings()
@@ -272,9 +273,6 @@ def broadcast(*types: Any) -> Type:
     Raises:
         TypeMatchError: when two dimensions are incompatible (names types and axis).
     """
-    from lazyk.promote import promote
-    from lazyk.typeparse import dshape
-
     ts = [dshape(t) for t in types]
     if not ts:
         raise TypeError("broadcast() needs at least one type")
@@ -287,3 +285,7 @@ def broadcast(*types: Any) -> Type:
         dims = broadcast_dims(dims, d, (ts[0], t))
         dtype = dtype if e is dtype else promote(dtype, e)
     return _join(dims, dtype)
+
+
+# Also `lazyk.types.match` and so on (types.py imports nothing from here).
+_types.match, _types.solve, _types.broadcast = match, solve, broadcast

@@ -89,3 +89,10 @@ def test_no_common_type(a, b):
     with pytest.raises(DTypeError) as info:
         promote(a, b)
     assert "no common type" in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [123, 1.5, None, [("a", "i1")], str])
+def test_foreign_operands_are_refused_by_type(bad):
+    with pytest.raises(TypeError) as info:
+        promote(bad, "int8")
+    assert "dshape() takes a type string" in str(info.value)

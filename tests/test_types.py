@@ -170,3 +170,85 @@ def test_too_deep_construction():
     with pytest.raises(ValueError):
         for _ in range(1000):
             t = FixedDim(1, t)
+
+
+def test_void_is_only_a_return_type():
+    void = Scalar("void")
+    assert Function((i32,), (), void).ret is void
+    for build in [lambda: FixedDim(3, void), lambda: VarDim(void), lambda: Option(void),
+                  lambda: Pointer(void), lambda: Tuple((void,)),
+                  lambda: Record((("a", void),)), lambda: Function((void,), (), i32),
+                  lambda: Function((), (("k", void),), i32)]:
+        with pytest.raises(TypeError, match="void"):
+            build()
+
+
+def test_unaddressable_sizes_are_refused():
+    u8, big = Scalar("uint8"), 3074457345618258603
+    assert FixedDim(2**63 - 1, u8).itemsize == 2**63 - 1
+    with pytest.raises(ValueError, match="elements"):
+        FixedDim(3, FixedDim(big, u8))
+    with pytest.raises(ValueError, match="elements"):
+        FixedDim(3, FixedDim(big, TypeVar("T")))  # counted even without an itemsize
+    with pytest.raises(ValueError, match="bytes"):
+        FixedDim(2**62, Scalar("int16"))
+    half = FixedDim(2**62, u8)
+    with pytest.raises(ValueError, match="bytes"):
+        Record((("a", half), ("b", half)))
+    with pytest.raises(ValueError, match="bytes"):
+        Tuple((half, half))
+    with pytest.raises(ValueError, match="bytes"):
+        FixedString(2**62, "utf16")
+    # a refused type is not interned: the same call is refused again
+    with pytest.raises(ValueError):
+        FixedDim(2**62, Scalar("int16"))
+    assert FixedDim(3, VarDim(FixedDim(2**62, u8))).itemsize == 48  # var rows: 16 bytes each
+
+
+@pytest.mark.parametrize("np_dtype", ["V0", "U0", "S0", np.void, np.str_])
+def test_from_numpy_sizeless(np_dtype):
+    with pytest.raises(NotSupportedError, match="no size"):
+        from_numpy(np_dtype)
+
+
+STAGE = ["types", "typeparse", "promote", "unify"]  # each imports only modules before it
+
+
+def _stage_imports(name):
+    """(modules of the stage imported at module level, imports found inside functions)."""
+    import ast
+    from pathlib import Path
+
+    import lazyk
+
+    tree = ast.parse(Path(lazyk.__file__).with_name(f"{name}.py").read_text())
+    top, nested = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nested += [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "lazyk":
+            top |= {a.name for a in node.names if a.name in STAGE}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top |= {m for m in STAGE if node.module == f"lazyk.{m}"}
+        elif isinstance(node, ast.Import):
+            top |= {m for a in node.names for m in STAGE if a.name == f"lazyk.{m}"}
+    return top, nested
+
+
+@pytest.mark.parametrize("name", STAGE)
+def test_types_stage_is_an_import_chain(name):
+    top, nested = _stage_imports(name)
+    assert not nested, f"imports inside functions of lazyk/{name}.py"
+    later = set(STAGE[STAGE.index(name):])
+    assert not top & later, f"lazyk/{name}.py imports {top & later} (a cycle)"
+
+
+def test_types_module_still_names_the_whole_stage():
+    import lazyk
+    from lazyk import promote, typeparse, unify
+
+    t = lazyk.types
+    assert t.dshape is typeparse.dshape is lazyk.dshape and t.promote is promote.promote
+    assert (t.match, t.solve, t.broadcast) == (unify.match, unify.solve, unify.broadcast)
+    assert all(hasattr(t, n) for n in t.__all__)
