@@ -411,7 +411,8 @@ exit:
 
 
 class _Native:
-    """The JIT-compiled pool functions; built once per process."""
+    """The JIT-compiled pool functions; built once per process (see `native()`), never freed:
+    worker threads and planned records run its code for the life of the process."""
 
     def __init__(self) -> None:
         from lazyk.backend.cpu import JITModule
@@ -446,10 +447,7 @@ class Pool:
     """Persistent workers parked in native code; `run(fn, arg, n)` calls fn(arg, tid) for tid < n."""
 
     def __init__(self, nthreads: int) -> None:
-        global _native
-        if _native is None:
-            _native = _Native()
-        self.native = _native
+        self.native = native()
         self.nthreads = max(1, int(nthreads))
         self._state = (ctypes.c_char * (_STATE_BYTES + 64))()
         # 64-byte align the state inside the buffer so each field group owns its cache line.
@@ -528,9 +526,24 @@ def _call_part(fn_address: int, arg_address: int, nparts: int) -> None:
 
 
 _native: _Native | None = None
+_native_lock = threading.Lock()
 _pool: Pool | None = None
 _num_threads = os.cpu_count() or 1
 _pool_lock = threading.Lock()
+
+
+def native() -> _Native:
+    """The process's pool code, built exactly once.
+
+    NOTE: built under a lock: threads making their first large call together each built a
+    copy, and a losing copy was freed (its machine code with it) while another thread ran it.
+    """
+    global _native
+    if _native is None:
+        with _native_lock:
+            if _native is None:
+                _native = _Native()
+    return _native
 
 
 def set_num_threads(n: int) -> None:
@@ -661,10 +674,7 @@ class StridedTask:
 
 def strided_part_address() -> int:
     """Address of the native `lazyk_strided_part(task, tid)` trampoline."""
-    global _native
-    if _native is None:
-        _native = _Native()
-    return _native.strided_part
+    return native().strided_part
 
 
 # --- fresh outputs ---------------------------------------------------------------------------
