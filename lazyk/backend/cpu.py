@@ -1,6 +1,7 @@
 """llvmlite.binding for the host CPU: target machine, O3 (new pass manager), MCJIT, symbols."""
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from typing import Any, Callable
@@ -23,6 +24,28 @@ except ImportError:  # pragma: no cover
 # run a Kernel.__del__ -> JITModule.close() in the same thread (a plain Lock deadlocked).
 _lock = threading.RLock()
 _host: Host | None = None
+_fork_held = []  # whether _before_fork got the lock (it gives up after _FORK_WAIT seconds)
+_FORK_WAIT = 10.0
+
+
+def _before_fork() -> None:
+    # Fork between two compiles, never in the middle of one: a child must not inherit LLVM
+    # half way through a change, nor the lock held by a thread that does not exist there.
+    _fork_held.append(_lock.acquire(timeout=_FORK_WAIT))
+
+
+def _after_fork_parent() -> None:
+    if _fork_held.pop():
+        _lock.release()
+
+
+def _after_fork_child() -> None:
+    _fork_held.clear()
+    _lock._at_fork_reinit()  # released and owned by nobody: the child compiles as usual
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                    after_in_child=_after_fork_child)
 
 
 class Host:

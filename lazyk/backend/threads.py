@@ -763,6 +763,22 @@ def idle_bytes() -> int:
     return _idle_bytes
 
 
+def _after_fork_child() -> None:
+    """A forked child has only the thread that forked: drop the parent's pool (its workers do
+    not exist here; the child starts its own on first use) and free every lock."""
+    global _pool
+    for lock in (_pool_lock, _native_lock, _idle_lock):
+        lock._at_fork_reinit()
+    old, _pool = _pool, None
+    if old is not None:
+        old._epoch.value = -1  # records planned for the parent's pool are stale: replanned
+        old._threads = []
+        _parked_states.append(old._state)  # never freed: a stale record may still point at it
+
+
+os.register_at_fork(after_in_child=_after_fork_child)
+
+
 @atexit.register
 def _shutdown() -> None:
     # Workers sit in foreign code; stop them before the interpreter tears down.
