@@ -118,8 +118,10 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
         cpu._FORK_WAIT = 0.2
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
+        task = threads.StridedTask(1)
         locks = [cpu._lock, kernel._cache_lock, pipeline._plans_lock, graph._lock,
-                 ragged._seg_lock, threads._pool_lock, threads._native_lock, threads._idle_lock]
+                 ragged._seg_lock, threads._pool_lock, threads._native_lock, threads._idle_lock,
+                 task._lock]
         held, release = threading.Event(), threading.Event()
         def holder():
             for lock in locks:
@@ -135,6 +137,7 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
             r = lazyk.evaluate("x * 3 - 2")
             f = lazyk.compile(lazyk.placeholder('a', 'N * float64') * 7.0)
             ok = np.array_equal(r, x * 3 - 2) and np.array_equal(f(x), x * 7.0)
+            ok &= not any(lock.locked() for lock in locks[1:])
             os._exit(0 if ok else 3)
         got = wait_child(pid)
         release.set()

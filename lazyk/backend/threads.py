@@ -12,6 +12,7 @@ import atexit
 import ctypes
 import os
 import threading
+import weakref
 from math import prod as _prod
 
 import numpy as _np
@@ -618,6 +619,9 @@ def max_chunks(nparts: int | None = None) -> int:
     return CHUNKS_PER_PART * max(nparts or 0, get_num_threads(), os.cpu_count() or 1)
 
 
+_tasks: weakref.WeakSet = weakref.WeakSet()  # live tasks: their locks are freed in a forked child
+
+
 class StridedTask:
     """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation.
 
@@ -631,6 +635,7 @@ class StridedTask:
         self.address = ctypes.addressof(self.buf)
         self.buf[5] = nsrc
         self._lock = threading.Lock()  # the buffer holds one call's claim counters
+        _tasks.add(self)
 
     def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
                  count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_chunk_stride: int = 0,
@@ -767,7 +772,7 @@ def _after_fork_child() -> None:
     """A forked child has only the thread that forked: drop the parent's pool (its workers do
     not exist here; the child starts its own on first use) and free every lock."""
     global _pool
-    for lock in (_pool_lock, _native_lock, _idle_lock):
+    for lock in (_pool_lock, _native_lock, _idle_lock, *(t._lock for t in list(_tasks))):
         lock._at_fork_reinit()
     old, _pool = _pool, None
     if old is not None:
