@@ -5,6 +5,7 @@ structure can be a cache key. `shape` holds ints and symbolic dim names (str).
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -16,6 +17,7 @@ REDUCE_OP = "reduce"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = threading.Lock()
+os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # never held by a parent's thread
 
 
 def _arg_key(arg):

@@ -8,6 +8,7 @@ checks that every access stays inside the operands; `ck()` runs it through the p
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import threading
 from collections import OrderedDict
@@ -114,6 +115,7 @@ def data_pointer(a: np.ndarray) -> int:
 CACHE_SIZE = 256
 _cache: OrderedDict = OrderedDict()
 _cache_lock = threading.Lock()
+os.register_at_fork(after_in_child=_cache_lock._at_fork_reinit)  # never held by a parent's thread
 stats = {"compiles": 0, "hits": 0, "evictions": 0}
 _NAME = "lazyk_k"
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -38,6 +39,7 @@ FUSE = ("fuse_elementwise", fuse_elementwise)
 
 _plans: OrderedDict = OrderedDict()
 _plans_lock = threading.Lock()
+os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # never held by a parent's thread
 _PLAN_CACHE_SIZE = 512
 
 

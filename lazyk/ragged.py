@@ -460,6 +460,7 @@ def _leaf_dtype(root, name: str) -> np.dtype:
 # ---------------------------------------------------------------- fused segmented reductions
 _seg_cache: dict = {}
 _seg_lock = __import__("threading").Lock()
+__import__("os").register_at_fork(after_in_child=_seg_lock._at_fork_reinit)  # see graph.py
 seg_stats = {"compiles": 0, "hits": 0, "runs": 0}
 _SEG_NAME = "lazyk_seg"
 

@@ -191,3 +191,142 @@ def test_prune_keeps_recent_entries_under_the_limit(tmp_path, monkeypatch) -> No
     assert info["bytes"] <= 8_000
     assert cache.load(f"{0:064d}") is not None and cache.load(f"{19:064d}") is not None
     assert cache.load(f"{1:064d}") is None
+
+
+def _old_format(key: str, obj: bytes) -> bytes:
+    """An entry as the previous format wrote it: checksum over the payload only."""
+    import hashlib
+    import struct
+
+    return struct.pack("<8s32sQ", b"LZKOBJ1\n", hashlib.sha256(obj).digest(), len(obj)) + obj
+
+
+@pytest.mark.parametrize("damage", ["other_key", "truncated", "flip_payload", "flip_header",
+                                    "zeroed", "foreign", "old_format", "empty"])
+def test_tampered_entry_is_a_miss_and_replaced(tmp_path, damage: str) -> None:
+    cache = objcache.ObjectCache(tmp_path)
+    ka, kb = "a" * 64, "b" * 64
+    pa, pb = b"\x7fELF object of kernel a" * 50, b"\x7fELF object of kernel b" * 50
+    cache.store(ka, pa)
+    cache.store(kb, pb)
+    entry = cache.path(ka)
+    blob = bytearray(entry.read_bytes())
+    if damage == "other_key":  # a whole, valid entry, but another kernel's
+        blob = bytearray(cache.path(kb).read_bytes())
+    elif damage == "truncated":
+        blob = blob[:-1]
+    elif damage == "flip_payload":
+        blob[-7] ^= 0x04
+    elif damage == "flip_header":
+        blob[20] ^= 0x01
+    elif damage == "zeroed":
+        blob = bytearray(len(blob))
+    elif damage == "foreign":  # bare object code (or anything else) dropped in its place
+        blob = bytearray(pb)
+    elif damage == "old_format":
+        blob = bytearray(_old_format(ka, pa))
+    else:
+        blob = bytearray()
+    entry.write_bytes(bytes(blob))
+    fresh = objcache.ObjectCache(tmp_path)
+    assert fresh.load(ka) is None
+    assert (fresh.misses, fresh.corrupt, fresh.hits) == (1, 1, 0)
+    assert not entry.exists()  # deleted, so the next compile replaces it
+    fresh.store(ka, pa)
+    assert fresh.load(ka) == pa and fresh.load(kb) == pb
+
+
+def test_checksum_covers_identity(tmp_path, monkeypatch) -> None:
+    cache = objcache.ObjectCache(tmp_path)
+    cache.store("c" * 64, b"code")
+    monkeypatch.setattr(objcache, "_versions_text", "lazyk=other")
+    assert cache.load("c" * 64) is None and cache.corrupt == 1
+
+
+def test_verified_entry_that_does_not_link_is_recompiled(tmp_path, monkeypatch) -> None:
+    from lazyk.backend import cpu
+
+    monkeypatch.setattr(cpu, "_disk", [objcache.ObjectCache(tmp_path)])
+    first = cpu.JITModule(IR, ("triad",))
+    other = IR.replace("@triad", "@other")
+    (path,) = tmp_path.glob("*.o")
+    second = cpu.JITModule(other, ("other",))
+    # A checksummed entry whose code lacks the symbol: it must never fail forever.
+    cache = cpu._disk[0]
+    cache.store(path.stem, cache.load(next(p for p in tmp_path.glob("*.o") if p != path).stem))
+    again = cpu.JITModule(IR, ("triad",))
+    assert cache.corrupt == 1
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, ctypes.c_int64)(again.addresses["triad"])
+    _check(fn)
+    assert objcache.ObjectCache(tmp_path).load(path.stem) is not None  # replaced by good code
+    for m in (first, second, again):
+        m.close()
+
+
+# Runs lazyk kernels by name; prints which cache entries each one stored.
+_KERNEL = textwrap.dedent('''
+    import json, sys, numpy as np, lazyk
+    from lazyk.backend import objcache
+    stored, store = [], objcache.ObjectCache.store
+    objcache.ObjectCache.store = lambda self, key, obj: (stored.append(key), store(self, key, obj))
+    a, b, c = (lazyk.placeholder(n, 'N * float64') for n in 'abc')
+    exprs = {"A": (a * 2.0 + b, 2), "B": (a * 3.0 + b, 2), "C": (a * 3.0 + b + c, 3),
+             "W": (a - b, 2)}
+    refs = {"A": lambda x, y, z: x * 2.0 + y, "B": lambda x, y, z: x * 3.0 + y,
+            "C": lambda x, y, z: x * 3.0 + y + z, "W": lambda x, y, z: x - y}
+    x, y, z = np.arange(100.0), np.linspace(0, 1, 100), np.full(100, 7.0)
+    keys = {}
+    for name in sys.argv[1:]:
+        n = len(stored)
+        e, nin = exprs[name]
+        r = np.asarray(lazyk.compile(e)(*(x, y, z)[:nin]))
+        assert r.dtype == np.float64 and r.shape == (100,), (r.dtype, r.shape)
+        np.testing.assert_array_equal(r, refs[name](x, y, z), err_msg=name)
+        keys[name] = stored[n:]
+    print(json.dumps(keys))
+''')
+
+
+def test_lazyk_entry_copied_under_another_kernels_name(tmp_path) -> None:
+    env = dict(os.environ, LAZYK_CACHE_DIR=str(tmp_path))
+
+    def run(*names: str) -> dict:
+        r = subprocess.run([sys.executable, "-c", _KERNEL, *names], capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+        return json.loads(r.stdout)
+
+    keys = run("W", "A", "B", "C")  # W first: the pool, guards and the rest every run shares
+    cache = objcache.ObjectCache(tmp_path)
+    (ka,), (kb,), (kc,) = keys["A"], keys["B"], keys["C"]
+    b_code = cache.path(kb).read_bytes()
+    cache.path(ka).write_bytes(b_code)  # A would compute a*3+b
+    cache.path(kb).write_bytes(cache.path(kc).read_bytes())  # B would run 3-input code
+    assert run("A", "B", "C") == {"A": [ka], "B": [kb], "C": []}  # two misses, replaced
+    assert run("A", "B", "C") == {"A": [], "B": [], "C": []}  # the replacements are hits
+    assert cache.load(ka) not in (None, b_code[48:])
+
+
+def test_sigkill_during_writes_leaves_no_bad_entry(tmp_path) -> None:
+    import signal
+    import time
+
+    code = textwrap.dedent(f'''
+        from lazyk.backend import objcache
+        c = objcache.ObjectCache({str(tmp_path)!r})
+        print("ready", flush=True)
+        i = 0
+        while True:
+            i += 1
+            c.store("d" * 64, bytes([i % 251]) * 4_000_000)
+    ''')
+    for delay in (0.05, 0.13, 0.21):
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        assert p.stdout.readline().strip() == b"ready"
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        got = objcache.ObjectCache(tmp_path).load("d" * 64)
+        # a whole entry from one store, or none: never a torn one
+        assert got is None or (len(got) == 4_000_000 and len(set(got)) == 1)
+    assert objcache.ObjectCache(tmp_path).info()["entries"] <= 1  # half-written temps are no entries

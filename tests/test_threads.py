@@ -270,3 +270,11 @@ def test_one_task_called_from_many_threads(native) -> None:
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_native_code_is_built_once_and_shared() -> None:
+    # Racing first calls used to build (and free) several copies; see
+    # tests/test_native_reliability.py for the threaded scenario in a fresh process.
+    n = threads.native()
+    assert threads.native() is n and threads.pool().native is n
+    assert threads.strided_part_address() == n.strided_part != 0

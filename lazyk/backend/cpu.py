@@ -1,6 +1,7 @@
 """llvmlite.binding for the host CPU: target machine, O3 (new pass manager), MCJIT, symbols."""
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from typing import Any, Callable
@@ -23,6 +24,28 @@ except ImportError:  # pragma: no cover
 # run a Kernel.__del__ -> JITModule.close() in the same thread (a plain Lock deadlocked).
 _lock = threading.RLock()
 _host: Host | None = None
+_fork_held = []  # whether _before_fork got the lock (it gives up after _FORK_WAIT seconds)
+_FORK_WAIT = 10.0
+
+
+def _before_fork() -> None:
+    # Fork between two compiles, never in the middle of one: a child must not inherit LLVM
+    # half way through a change, nor the lock held by a thread that does not exist there.
+    _fork_held.append(_lock.acquire(timeout=_FORK_WAIT))
+
+
+def _after_fork_parent() -> None:
+    if _fork_held.pop():
+        _lock.release()
+
+
+def _after_fork_child() -> None:
+    _fork_held.clear()
+    _lock._at_fork_reinit()  # released and owned by nobody: the child compiles as usual
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                    after_in_child=_after_fork_child)
 
 
 class Host:
@@ -85,33 +108,48 @@ class JITModule:
             cache, key = _disk_cache(key_text if key_text is not None else self.source_ir)
             obj = cache.load(key) if cache is not None else None
             self.llvm_ir = None
-            if obj is None:
-                ir_text = self.source_ir
-                mod = _parse(ir_text, h)
-                h.optimize(mod)
-                text = str(mod)
-                if _has(_vecmath, "rewrite"):
-                    new = _vecmath.rewrite(text, h.features)
-                    if new != text:
-                        text = new
-                        mod = _parse(text, h)
-                self.llvm_ir = text
-                obj = h.tm.emit_object(mod)
-                if cache is not None:
-                    cache.store(key, obj)
-            if _has(_vecmath, "load"):
-                _vecmath.load()  # a cached object may call libmvec: resolve it before linking
-            empty = llvm.parse_assembly(f'target triple = "{h.triple}"\n')
-            missing = unresolved_symbols(obj)
-            if missing:  # MCJIT would link them as address 0: a segfault at the first call
-                raise CompileError(f"kernel calls symbols this process cannot resolve: "
-                                   f"{', '.join(missing)}\n{self.source_ir}")
-            self.engine = llvm.create_mcjit_compiler(empty, h.new_target_machine())
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self.engine.finalize_object()
-            self.addresses = {n: self.engine.get_function_address(n) for n in names}
-        if not all(self.addresses.values()):
-            raise CompileError(f"symbols missing after JIT: {self.addresses}\n{self.source_ir}")
+            try:
+                self._link(obj if obj is not None else self._compile(h, cache, key), names, h)
+            except CompileError:
+                if obj is None:
+                    raise
+                # A cached entry that does not link here is a miss: never fail on it again.
+                cache.discard(key)
+                self._link(self._compile(h, cache, key), names, h)
+
+    def _compile(self, h: Host, cache: Any, key: str) -> bytes:
+        """Optimise and emit an object file for the source IR; store it in the disk cache."""
+        mod = _parse(self.source_ir, h)
+        h.optimize(mod)
+        text = str(mod)
+        if _has(_vecmath, "rewrite"):
+            new = _vecmath.rewrite(text, h.features)
+            if new != text:
+                text = new
+                mod = _parse(text, h)
+        self.llvm_ir = text
+        obj = h.tm.emit_object(mod)
+        if cache is not None:
+            cache.store(key, obj)
+        return obj
+
+    def _link(self, obj: bytes, names: tuple[str, ...], h: Host) -> None:
+        """Load `obj` into a fresh MCJIT engine and look up `names` (all must exist)."""
+        if _has(_vecmath, "load"):
+            _vecmath.load()  # a cached object may call libmvec: resolve it before linking
+        empty = llvm.parse_assembly(f'target triple = "{h.triple}"\n')
+        missing = unresolved_symbols(obj)
+        if missing:  # MCJIT would link them as address 0: a segfault at the first call
+            raise CompileError(f"kernel calls symbols this process cannot resolve: "
+                               f"{', '.join(missing)}\n{self.source_ir}")
+        engine = llvm.create_mcjit_compiler(empty, h.new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        addresses = {n: engine.get_function_address(n) for n in names}
+        if not all(addresses.values()):
+            engine.close()
+            raise CompileError(f"symbols missing after JIT: {addresses}\n{self.source_ir}")
+        self.engine, self.addresses = engine, addresses
 
     @property
     def source_ir(self) -> str:

@@ -2,9 +2,11 @@
 
 Entries are keyed by lazyk's and LLVM's versions, the CPU name and features and the hash of the
 IR handed to the backend *before* optimization, so a hit skips O3 and codegen altogether. Each
-entry is `MAGIC | sha256(payload) | len(payload) | payload`, written to a temporary file and
-renamed into place (os.replace is atomic), so a reader sees a whole entry or none; a corrupt or
-truncated entry fails the checksum, is deleted and recompiled, never executed.
+entry is `MAGIC | sha256(identity, key, payload) | len(payload) | payload`, written to a
+temporary file and renamed into place (os.replace is atomic), so a reader sees a whole entry or
+none. The checksum binds the payload to its own key and to this lazyk / LLVM / CPU (`identity`):
+an entry that is torn, truncated, bit-flipped, of an older format, or a valid entry copied under
+another key's name fails it, is deleted and recompiled (then replaced), never executed.
 
 Two ways in: `attach(engine)` wires llvmlite's MCJIT object cache (module name = key), or
 `load(key)` / `store(key, obj)` for a backend that adds object files itself.
@@ -18,12 +20,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-MAGIC = b"LZKOBJ1\n"
+MAGIC = b"LZKOBJ2\n"  # LZKOBJ1 entries (checksum over the payload only) are misses
 # Entries are small (2-3 KB per kernel) but test suites make tens of thousands: past this size
 # the least recently used entries go (hits refresh an entry's mtime).
 MAX_BYTES = 256 << 20
 _PRUNE_EVERY = 256  # stores per process between size checks (scans the directory); 0: never
-_HEADER = struct.Struct("<8s32sQ")  # magic, sha256 of payload, payload length
+_HEADER = struct.Struct("<8s32sQ")  # magic, checksum (see _digest), payload length
 SUFFIX = ".o"
 
 
@@ -83,6 +85,21 @@ def make_key(ir_text: str, *, cpu: str | None = None, features: str | None = Non
     return h.hexdigest()
 
 
+def identity() -> str:
+    """What an entry's object code was built by and for: lazyk, llvmlite, LLVM, CPU, features."""
+    cpu, features = host_target()
+    return f"{_versions()};cpu={cpu};features={features}"
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    # NOTE: over the key too: a valid entry copied under another key's name must not verify
+    # (it ran another kernel's code, or a 3-input kernel as a 2-input one).
+    h = hashlib.sha256(MAGIC)
+    h.update(identity().encode() + b"\0" + key.encode() + b"\0")
+    h.update(payload)
+    return h.digest()
+
+
 _digests: dict[tuple[str, ...], str] = {}
 
 
@@ -123,7 +140,8 @@ class ObjectCache:
         return self.directory / (key + SUFFIX)
 
     def load(self, key: str) -> bytes | None:
-        """The verified object code for `key`, or None (missing, or corrupt and now deleted)."""
+        """The verified object code for `key`, or None (missing, or failed verification and
+        now deleted)."""
         p = self.path(key)
         try:
             with open(p, "rb") as f:
@@ -134,14 +152,15 @@ class ObjectCache:
         if len(blob) >= _HEADER.size:
             magic, digest, size = _HEADER.unpack_from(blob)
             payload = blob[_HEADER.size:]
-            if magic == MAGIC and size == len(payload) and hashlib.sha256(payload).digest() == digest:
+            if magic == MAGIC and size == len(payload) and _digest(key, payload) == digest:
                 self.hits += 1
                 try:
                     os.utime(p)  # recently used: pruning removes the oldest first
                 except OSError:
                     pass
                 return payload
-        # Torn, truncated or tampered: never hand it to the loader; recompile instead.
+        # Torn, truncated, tampered, another key's or an older format: never hand it to the
+        # loader; the caller recompiles and stores a good entry in its place.
         self.corrupt += 1
         self.misses += 1
         try:
@@ -150,6 +169,14 @@ class ObjectCache:
             pass
         return None
 
+    def discard(self, key: str) -> None:
+        """Delete `key`'s entry: it verified but did not link in this process."""
+        self.corrupt += 1
+        try:
+            self.path(key).unlink()
+        except OSError:
+            pass
+
     def store(self, key: str, obj: bytes) -> None:
         """Write an entry atomically; failures (read-only disk, full disk) only lose the cache."""
         try:
@@ -157,7 +184,7 @@ class ObjectCache:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(_HEADER.pack(MAGIC, hashlib.sha256(obj).digest(), len(obj)))
+                    f.write(_HEADER.pack(MAGIC, _digest(key, obj), len(obj)))
                     f.write(obj)
                 os.replace(tmp, self.path(key))
                 self._stores += 1

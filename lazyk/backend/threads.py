@@ -12,6 +12,7 @@ import atexit
 import ctypes
 import os
 import threading
+import weakref
 from math import prod as _prod
 
 import numpy as _np
@@ -411,7 +412,8 @@ exit:
 
 
 class _Native:
-    """The JIT-compiled pool functions; built once per process."""
+    """The JIT-compiled pool functions; built once per process (see `native()`), never freed:
+    worker threads and planned records run its code for the life of the process."""
 
     def __init__(self) -> None:
         from lazyk.backend.cpu import JITModule
@@ -446,10 +448,7 @@ class Pool:
     """Persistent workers parked in native code; `run(fn, arg, n)` calls fn(arg, tid) for tid < n."""
 
     def __init__(self, nthreads: int) -> None:
-        global _native
-        if _native is None:
-            _native = _Native()
-        self.native = _native
+        self.native = native()
         self.nthreads = max(1, int(nthreads))
         self._state = (ctypes.c_char * (_STATE_BYTES + 64))()
         # 64-byte align the state inside the buffer so each field group owns its cache line.
@@ -528,9 +527,24 @@ def _call_part(fn_address: int, arg_address: int, nparts: int) -> None:
 
 
 _native: _Native | None = None
+_native_lock = threading.Lock()
 _pool: Pool | None = None
 _num_threads = os.cpu_count() or 1
 _pool_lock = threading.Lock()
+
+
+def native() -> _Native:
+    """The process's pool code, built exactly once.
+
+    NOTE: built under a lock: threads making their first large call together each built a
+    copy, and a losing copy was freed (its machine code with it) while another thread ran it.
+    """
+    global _native
+    if _native is None:
+        with _native_lock:
+            if _native is None:
+                _native = _Native()
+    return _native
 
 
 def set_num_threads(n: int) -> None:
@@ -605,6 +619,9 @@ def max_chunks(nparts: int | None = None) -> int:
     return CHUNKS_PER_PART * max(nparts or 0, get_num_threads(), os.cpu_count() or 1)
 
 
+_tasks: weakref.WeakSet = weakref.WeakSet()  # live tasks: their locks are freed in a forked child
+
+
 class StridedTask:
     """A reusable 1-D strided ckernel call split over threads; fields set per call, no allocation.
 
@@ -618,6 +635,7 @@ class StridedTask:
         self.address = ctypes.addressof(self.buf)
         self.buf[5] = nsrc
         self._lock = threading.Lock()  # the buffer holds one call's claim counters
+        _tasks.add(self)
 
     def __call__(self, fn: int, dst: int, dst_stride: int, src_array: int, src_stride_array: int,
                  count: int, self_ptr: int, min_chunk: int = MIN_CHUNK, dst_chunk_stride: int = 0,
@@ -661,10 +679,7 @@ class StridedTask:
 
 def strided_part_address() -> int:
     """Address of the native `lazyk_strided_part(task, tid)` trampoline."""
-    global _native
-    if _native is None:
-        _native = _Native()
-    return _native.strided_part
+    return native().strided_part
 
 
 # --- fresh outputs ---------------------------------------------------------------------------
@@ -751,6 +766,22 @@ def empty(shape, dtype):
 def idle_bytes() -> int:
     """Bytes held in idle output blocks."""
     return _idle_bytes
+
+
+def _after_fork_child() -> None:
+    """A forked child has only the thread that forked: drop the parent's pool (its workers do
+    not exist here; the child starts its own on first use) and free every lock."""
+    global _pool
+    for lock in (_pool_lock, _native_lock, _idle_lock, *(t._lock for t in list(_tasks))):
+        lock._at_fork_reinit()
+    old, _pool = _pool, None
+    if old is not None:
+        old._epoch.value = -1  # records planned for the parent's pool are stale: replanned
+        old._threads = []
+        _parked_states.append(old._state)  # never freed: a stale record may still point at it
+
+
+os.register_at_fork(after_in_child=_after_fork_child)
 
 
 @atexit.register
