@@ -615,5 +615,7 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
         from lazyk.pipeline import evaluate
 
         target = out[0] if isinstance(out, tuple) else out
-        return evaluate(result, out=target)
+        # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
+        return evaluate(result, out=target,
+                        casting="unsafe" if method == "reduce" else "same_kind")
     return result

@@ -53,7 +53,10 @@ def _reduction(name: str):
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
                                      dtype=dtype)
         if out is not None:
-            return expr.evaluate(result, out=out)
+            from lazyk.pipeline import evaluate
+
+            # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
+            return evaluate(result, out=out, casting="unsafe")
         return result
 
     method.__name__ = name
