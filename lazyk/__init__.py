@@ -17,6 +17,7 @@ from lazyk.errors import (  # noqa: F401
     ShapeError,
     TypeMatchError,
     TypeParseError,
+    UnsupportedOperandError,
 )
 
 # --- types (issue 2) ---

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from lazyk import ops
-from lazyk.errors import CastingError, DTypeError, NotSupportedError, ShapeError
+from lazyk.errors import (
+    CastingError, DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError,
+)
 from lazyk.graph import REDUCE_OP, Node, dump, type_text
 from lazyk.operators import Operators
 
@@ -385,14 +387,57 @@ def _comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
     return srcs
 
 
+# Python operator spellings, so errors say `==` where the user wrote `==`.
+SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
+           "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
+           "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+           "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+           "equal": "==", "not_equal": "!="}
+
+
+def _operand_text(a: Any) -> str:
+    if isinstance(a, (str, bytes)):
+        return f"Python {type(a).__name__} {a!r:.40}"
+    return str(getattr(a, "type", getattr(a, "dtype", type(a).__name__)))
+
+
+def _op_text(name: str) -> str:
+    return f"{name} ({SYMBOLS[name]})" if name in SYMBOLS else name
+
+
 def operands(name: str, args: tuple) -> list[Expr]:
-    """`as_expr` on each argument; a non-numeric operand raises DTypeError naming the op."""
+    """`as_expr` on each argument; a non-numeric operand raises UnsupportedOperandError
+    (a DTypeError and a NotSupportedError) naming the op and the types."""
     try:
         return [as_expr(a) for a in args]
     except (DTypeError, NotSupportedError) as err:
-        types = ", ".join(str(getattr(a, "type", getattr(a, "dtype", type(a).__name__)))
-                          for a in args)
-        raise DTypeError(f"{name}: unsupported operand type(s) {types} ({err})") from None
+        types = ", ".join(_operand_text(a) for a in args)
+        raise UnsupportedOperandError(
+            f"{_op_text(name)}: unsupported operand type(s) {types} ({err})") from None
+
+
+def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) -> Expr:
+    """Operator `name` between a lazy value `x` and a Python str / bytes.
+
+    A numeric `x` compares as NumPy does (`==` all False, `!=` all True); everything else
+    (arithmetic, ordering, and any operator on string / bytes / record / datetime arrays,
+    whose comparisons are not implemented yet) raises UnsupportedOperandError.
+    """
+    try:
+        e = as_expr(x)
+    except (DTypeError, NotSupportedError):
+        e = None
+    if e is not None and name in ("equal", "not_equal"):
+        answer = Node("const", np.dtype(bool), (), (), name == "not_equal")
+        true = Node("const", np.dtype(bool), (), (), True)
+        node = Node("where", np.dtype(bool), e.shape, (true, answer, cast(e.node, bool)))
+        return Expr(node, e.env)
+    pair = (text, x) if reflected else (x, text)
+    what = "string comparisons and arithmetic are not implemented yet" if e is None else \
+        "a number and a string have no common type"
+    raise UnsupportedOperandError(
+        f"{_op_text(name)}: unsupported operand type(s) {_operand_text(pair[0])} and "
+        f"{_operand_text(pair[1])} ({what})")
 
 
 def apply(name: str, *args: Any) -> Expr:

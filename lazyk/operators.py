@@ -16,6 +16,9 @@ def _binary(name: str, reflected: bool = False):
         from lazyk import expr
 
         if not expr.is_operand(other):
+            if isinstance(other, (str, bytes)):
+                # Never NotImplemented here: Python would answer `arr == "x"` with False.
+                return expr.text_operand(name, self, other, reflected)
             return NotImplemented
         fn = getattr(expr, name)
         return fn(other, self) if reflected else fn(self, other)

@@ -2,6 +2,8 @@
 arguments, conversions to NumPy, very deep expressions and evaluate() input safety."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,56 @@ def test_reduction_into_lazyk_array_out():
     o = lazyk.zeros("2 * float64")
     assert lazyk.array(BASE).sum(axis=1, out=o) is o
     np.testing.assert_array_equal(o.to_numpy(), BASE.sum(axis=1))
+
+
+# --- operators on strings, bytes, records, datetimes and Python str ------------------------------
+
+def _non_numeric():
+    return [
+        ("2 * string", lazyk.array(["apple", "kiwi"])),
+        ("2 * bytes", lazyk.array([b"ab", b"c"])),
+        ("1 * {x: int64, y: float64}", lazyk.array([{"x": 1, "y": 2.0}])),
+        ("1 * date", lazyk.array(np.array(["2020-01-01"], "datetime64[D]"))),
+        ("2 * {f0: int32, f1: float64}", lazyk.array(np.zeros(2, "i4,f8"))),
+    ]
+
+
+_OPS = [("==", lambda a, b: a == b), ("!=", lambda a, b: a != b), ("<", lambda a, b: a < b),
+        (">=", lambda a, b: a >= b), ("+", lambda a, b: a + b), ("*", lambda a, b: a * b)]
+
+
+@pytest.mark.parametrize("sym, op", _OPS, ids=[s for s, _ in _OPS])
+@pytest.mark.parametrize("other", ["kiwi", b"kiwi", 1, 2.5])
+def test_operators_on_non_numeric_arrays_raise(sym, op, other):
+    for text, arr in _non_numeric():
+        # `"x" < arr` is Python's `arr > "x"`: the error names the operator that ran.
+        mirror = {"<": ">", ">=": "<="}.get(sym, sym)
+        for left, right, s in ((arr, other, sym), (other, arr, mirror)):
+            with pytest.raises(NotSupportedError) as info:
+                op(left, right)
+            msg = str(info.value)
+            assert text in msg and f"({s})" in msg, msg
+            assert isinstance(info.value, DTypeError)  # also a TypeError, as NumPy's
+
+
+def test_string_equality_never_returns_a_bool():
+    arr = lazyk.array(["apple", "kiwi"])
+    for thunk in (lambda: arr == "kiwi", lambda: "kiwi" == arr, lambda: arr != "x",
+                  lambda: arr < "x", lambda: arr + "x", lambda: np.equal(arr, arr)):
+        with pytest.raises(NotSupportedError, match="2 \\* string"):
+            thunk()
+
+
+def test_numeric_array_against_str_follows_numpy():
+    n = np.array([1.0, 2.0, 3.0])
+    for a in (lazyk.array(n), lazyk.array(n) + 0):
+        for got, want in ((a == "x", n == "x"), ("x" == a, "x" == n), (a != "x", n != "x")):
+            assert isinstance(got, lazyk.Expr)
+            r = got.to_numpy()
+            assert r.dtype == want.dtype == np.bool_ and r.shape == want.shape
+            np.testing.assert_array_equal(r, want)
+        for sym, op in _OPS[2:]:
+            with pytest.raises(TypeError, match=f"\\({re.escape(sym)}\\).*3 \\* float64.*str"):
+                op(a, "x")
+            with pytest.raises(TypeError):
+                op("x", a)
