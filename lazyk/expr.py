@@ -16,7 +16,11 @@ import numpy as np
 
 from lazyk import ops
 from lazyk.errors import (
-    CastingError, DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError,
+    CastingError,
+    DTypeError,
+    NotSupportedError,
+    ShapeError,
+    UnsupportedOperandError,
 )
 from lazyk.graph import REDUCE_OP, Node, dump, type_text
 from lazyk.operators import Operators
