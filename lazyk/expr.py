@@ -176,9 +176,26 @@ def _is_lazyk_array(x: Any) -> bool:
     return cls.__name__ == "Array" and cls.__module__.startswith("lazyk")
 
 
+def check_dtype(dtype: np.dtype, what: str = "operand") -> None:
+    """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
+    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order)."""
+    if dtype.newbyteorder("=") not in ops.NUMERIC or dtype.fields is not None \
+            or dtype.subdtype is not None:
+        raise UnsupportedOperandError(
+            f"unsupported {what} dtype {dtype} ({_dtype_name(dtype)}); lazyk computes with "
+            "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64 and "
+            "complex128 only")
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    if dtype.kind in "fc" and dtype.itemsize > 8 * (2 if dtype.kind == "c" else 1):
+        return "long double" if dtype.kind == "f" else "complex long double"
+    return {"O": "Python objects", "M": "datetime64", "m": "timedelta64", "U": "str",
+            "S": "bytes", "V": "void / structured"}.get(dtype.kind, dtype.name)
+
+
 def _wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
-    if arr.dtype.kind not in "biufc":
-        raise DTypeError(f"unsupported operand dtype {arr.dtype} (numeric dtypes only)")
+    check_dtype(arr.dtype)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
@@ -219,8 +236,7 @@ def as_expr(x: Any) -> Expr:
         return x
     # NOTE: before the Python checks: np.float64 subclasses float but is strong.
     if isinstance(x, np.generic):
-        if x.dtype.kind not in "biufc":
-            raise DTypeError(f"unsupported scalar of dtype {x.dtype}")
+        check_dtype(x.dtype, "scalar")
         return Expr(Node("const", x.dtype.newbyteorder("="), (), (), x.item()), {})
     if isinstance(x, bool):  # NEP 50: Python bool is not weak, it is np.bool_
         return Expr(Node("const", np.dtype(bool), (), (), bool(x)), {})
@@ -402,7 +418,12 @@ SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
 def _operand_text(a: Any) -> str:
     if isinstance(a, (str, bytes)):
         return f"Python {type(a).__name__} {a!r:.40}"
-    return str(getattr(a, "type", getattr(a, "dtype", type(a).__name__)))
+    for attr in ("type", "dtype"):
+        try:
+            return str(getattr(a, attr))
+        except Exception:  # e.g. an array of a dtype with no lazyk type (long double)
+            continue
+    return type(a).__name__
 
 
 def _op_text(name: str) -> str:
@@ -517,8 +538,10 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     if not np.can_cast(e.dtype, target, casting):
         raise CastingError(f"astype: cannot cast {e.dtype} to {target} under casting="
                            f"{casting!r}")
-    if target.kind not in "biufc":
-        raise DTypeError(f"astype: unsupported target dtype {target}")
+    try:
+        check_dtype(target, "target")
+    except UnsupportedOperandError as err:
+        raise UnsupportedOperandError(f"astype: {err}") from None
     return Expr(cast(e.node, target.newbyteorder("=")), e.env)
 
 

@@ -346,6 +346,9 @@ def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
 
 
 def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
+    from lazyk.expr import check_dtype
+
+    check_dtype(out.dtype, "output")  # long double, object, str, ... : never written wrong
     if not out.flags.writeable:
         raise ValueError("output array is read-only")
     if not np.can_cast(prog.dtype, out.dtype, casting):

@@ -117,3 +117,119 @@ def test_numeric_array_against_str_follows_numpy():
                 op(a, "x")
             with pytest.raises(TypeError):
                 op("x", a)
+
+
+# --- compiled calls: casting inputs, parameters by name ------------------------------------------
+
+def _compiled():
+    a = lazyk.placeholder("a", "N * float64")
+    b = lazyk.placeholder("b", "N * float64")
+    return lazyk.compile(a * 2 - b)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int64, np.int8, np.uint16, np.bool_, np.float16])
+def test_compiled_call_casts_inputs_same_kind(dt):
+    f = _compiled()
+    x, y = np.arange(5).astype(dt), np.ones(5)
+    want = x.astype(np.float64) * 2 - y
+    got = f(x, y)
+    assert got.dtype == np.float64 and got.shape == (5,)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(f(y, x), y * 2 - x.astype(np.float64))
+    o = np.empty(5)
+    assert f(x, y, out=o) is o
+    np.testing.assert_array_equal(o, want)
+
+
+def test_compiled_call_refuses_unsafe_casts_by_name():
+    a = lazyk.placeholder("a", "N * int32")
+    f = lazyk.compile(a + 1)
+    with pytest.raises(CastingError, match=r"'a'.*float64.*int32.*same_kind"):
+        f(np.arange(3.0))
+    with pytest.raises(CastingError, match=r"'a'.*casting='safe'"):
+        f(np.arange(3, dtype=np.int64), casting="safe")
+    got = f(np.array([1.7, -2.2]), casting="unsafe")
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.array([1.7, -2.2]).astype(np.int32) + 1)
+    with pytest.raises(DTypeError, match="'a'.*long double"):
+        f(np.arange(3, dtype=np.longdouble), casting="unsafe")
+    with pytest.raises(DTypeError, match="'a'.*str"):
+        f(["x", "y"], casting="unsafe")
+
+
+def test_compiled_call_by_parameter_name():
+    f = _compiled()
+    x, y = np.arange(4.0), np.full(4, 0.5)
+    want = x * 2 - y
+    for got in (f(a=x, b=y), f(b=y, a=x), f(x, b=y), f(x, y)):
+        np.testing.assert_array_equal(got, want)
+    o = np.empty(4)
+    assert f(b=y, a=x, out=o) is o
+    np.testing.assert_array_equal(o, want)
+    with pytest.raises(TypeError, match="unexpected keyword argument.*'c'"):
+        f(a=x, b=y, c=y)
+    with pytest.raises(TypeError, match="multiple values.*'a'"):
+        f(x, a=x, b=y)
+    with pytest.raises(TypeError, match="missing input.*'b'"):
+        f(a=x)
+    with pytest.raises(TypeError, match="expected 2 inputs"):
+        f()
+
+
+# --- dtypes lazyk does not compute with are refused at every way in -------------------------------
+
+_BAD = [np.longdouble, np.clongdouble, object, "datetime64[s]", "timedelta64[s]", "U3",
+        "i4,f8", "V8"]
+
+
+def _bad_array(dt):
+    return (np.arange(5) % 3).astype(dt) if dt not in ("i4,f8", "V8") else np.zeros(5, dt)
+
+
+@pytest.mark.parametrize("dt", _BAD, ids=str)
+def test_unsupported_dtypes_refused_everywhere(dt):
+    bad = _bad_array(dt)
+    x = np.arange(5.0)
+    name = str(np.dtype(dt))
+    ways = [
+        lambda: lazyk.evaluate("a + 1", local_dict={"a": bad}),
+        lambda: lazyk.evaluate("sum(a)", local_dict={"a": bad}),
+        lambda: lazyk.evaluate("max(a)", local_dict={"a": bad}),
+        lambda: lazyk.add(bad, 1),
+        lambda: lazyk.array(x) + bad,
+        lambda: lazyk.evaluate("a + 1", local_dict={"a": x}, out=np.zeros(5, dt)),
+        lambda: lazyk.evaluate(lazyk.array(x) * 2, out=np.zeros(5, dt)),
+        lambda: np.add(lazyk.array(x), 1, out=np.zeros(5, dt)),
+        lambda: lazyk.array(x).sum(out=np.zeros((), dt)),
+        lambda: lazyk.array(x).astype(dt),
+        lambda: lazyk.compile(lazyk.placeholder("a", "N * float64") + 1)(bad),
+        lambda: lazyk.compile(lazyk.placeholder("a", "N * float64") + 1)(x, out=np.zeros(5, dt)),
+    ]
+    if dt is not object:  # lazyk.array(object array) is refused when built
+        ways.append(lambda: (lazyk.array(bad) * 3).eval())
+    for k, way in enumerate(ways):
+        with pytest.raises(DTypeError) as info:
+            way()
+        assert name in str(info.value) or "long double" in str(info.value), (k, info.value)
+        assert isinstance(info.value, NotSupportedError), k
+
+
+def test_longdouble_refused_not_garbage():
+    a = np.arange(5, dtype=np.longdouble) / 3
+    with pytest.raises(NotSupportedError, match="long double"):
+        lazyk.evaluate("a + 1")
+    with pytest.raises(NotSupportedError, match="long double"):
+        lazyk.array(a)
+    o = np.full(5, 7, np.longdouble)
+    with pytest.raises(NotSupportedError, match="long double"):
+        lazyk.evaluate("b + 1", local_dict={"b": np.arange(5.0)}, out=o)
+    assert (o == 7).all()  # untouched
+
+
+def test_supported_dtypes_still_run():
+    for dt in ("bool", "int8", "uint64", "float16", "float32", ">f8", "complex64"):
+        x = (np.arange(5) % 2).astype(dt)
+        got = lazyk.evaluate("x + x")
+        want = x + x
+        assert got.dtype == want.dtype.newbyteorder("=")
+        np.testing.assert_array_equal(got, want)
