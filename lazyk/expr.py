@@ -418,12 +418,10 @@ SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
 def _operand_text(a: Any) -> str:
     if isinstance(a, (str, bytes)):
         return f"Python {type(a).__name__} {a!r:.40}"
-    for attr in ("type", "dtype"):
-        try:
-            return str(getattr(a, attr))
-        except Exception:  # e.g. an array of a dtype with no lazyk type (long double)
-            continue
-    return type(a).__name__
+    try:
+        return str(getattr(a, "type", None) or getattr(a, "dtype", None) or type(a).__name__)
+    except (KeyError, ValueError, TypeError, NotImplementedError):  # a type with no text
+        return type(a).__name__
 
 
 def _op_text(name: str) -> str:
