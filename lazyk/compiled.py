@@ -442,8 +442,15 @@ def compile(expr: Any) -> CompiledExpr:
         expr: a lazy expression; placeholders are parameters by name, concrete leaf
             arrays are parameters `_0, _1, ...` in order of first appearance.
 
+    Calls take inputs positionally or by parameter name (`k(a=x, b=y)`); an input of another
+    numeric dtype is converted under the call's `casting=` ('same_kind' by default).
+
     Raises:
-        TypeMatchError: (on call) an input's dtype or ndim differs from its parameter.
+        NotSupportedError: one fused kernel would hold more than
+            `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations.
+        TypeMatchError: (on call) an input's ndim differs from its parameter.
+        CastingError: (on call) `casting` forbids converting an input to its parameter's
+            dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
     """
     return CompiledExpr(as_expr(expr))

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from lazyk.graph import type_text
+from lazyk.graph import check_size, type_text
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
 
@@ -76,6 +76,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
 
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
+    check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = pipeline.run_passes(e.node, check=True, trace=trace)

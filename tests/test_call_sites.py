@@ -233,3 +233,72 @@ def test_supported_dtypes_still_run():
         want = x + x
         assert got.dtype == want.dtype.newbyteorder("=")
         np.testing.assert_array_equal(got, want)
+
+
+# --- very deep expressions ------------------------------------------------------------------------
+
+_DEEP = """
+import sys, time
+import numpy as np, lazyk
+n = int(sys.argv[1])
+a = lazyk.array(np.arange(7.0))
+e = a
+for i in range(n):
+    e = e + 1.0
+t = time.perf_counter()
+try:
+    r = e.eval().to_numpy()
+except lazyk.NotSupportedError as err:
+    print("refused", round(time.perf_counter() - t, 2), err)
+else:
+    assert r.dtype == np.float64 and r.shape == (7,)
+    np.testing.assert_array_equal(r, np.arange(7.0) + n)
+    print("ok", round(time.perf_counter() - t, 2))
+"""
+
+
+def _deep(n, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, LAZYK_CACHE_DIR=str(tmp_path))  # a cold compile, every run
+    return subprocess.run([sys.executable, "-c", _DEEP, str(n)], capture_output=True,
+                          text=True, timeout=240, env=env, check=False)
+
+
+def test_deep_expression_evaluates(tmp_path):
+    r = _deep(5_000, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("ok"), r.stdout
+
+
+def test_expression_over_the_kernel_limit_is_refused_before_llvm(tmp_path):
+    from lazyk.graph import MAX_KERNEL_OPS
+
+    r = _deep(MAX_KERNEL_OPS + 500, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("refused"), r.stdout
+    assert f"{MAX_KERNEL_OPS + 500:,} operations in one kernel" in r.stdout
+    assert f"the limit is {MAX_KERNEL_OPS:,}" in r.stdout
+
+
+def test_kernel_ops_counts_per_kernel():
+    from lazyk import graph
+
+    a = lazyk.array(np.arange(4.0))
+    e = a
+    for _ in range(30):
+        e = e * 1.5
+    s = e.sum()
+    f = s + a  # the reduction ends one kernel; the next one has the add only
+    assert graph.kernel_ops(e.node) == 30
+    old = graph.MAX_KERNEL_OPS
+    try:
+        graph.MAX_KERNEL_OPS = 20  # the per-kernel count is then taken
+        assert graph.kernel_ops(f.node) == 30
+        with pytest.raises(NotSupportedError, match="30 operations in one kernel"):
+            graph.check_size(f.node)
+    finally:
+        graph.MAX_KERNEL_OPS = old
+    np.testing.assert_allclose(f.to_numpy(), (np.arange(4.0) * 1.5 ** 30).sum() + np.arange(4.0))
