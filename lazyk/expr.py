@@ -123,11 +123,32 @@ class Expr(Operators):
         return array(out)
 
     def to_numpy(self) -> np.ndarray:
-        """Compute into a new NumPy array (GPU results are copied to the host, issue 6)."""
+        """Compute into a new NumPy ndarray (GPU results are copied to the host).
+
+        A ragged expression whose result is fixed (`sum(axis=-1)` of `N * var * float64`)
+        converts too. Raises NotSupportedError for a result with var dims or missing values
+        (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
+        """
         from lazyk.pipeline import evaluate
 
         out = evaluate(self)
-        return out if isinstance(out, np.ndarray) else out.to("cpu")
+        if isinstance(out, np.ndarray):
+            return out
+        if _is_lazyk_array(out):
+            try:
+                return out.to_numpy()
+            except NotSupportedError:
+                raise NotSupportedError(
+                    f"the result has type {out.type}: var dimensions and missing values "
+                    "have no NumPy ndarray form; use .eval() for a lazyk array or "
+                    ".to_list() / .tolist() for Python lists") from None
+        return np.asarray(out.to("cpu"))
+
+    def to_list(self):
+        """Compute and return nested Python lists (None for missing values)."""
+        out = self.eval()
+        to_list = getattr(out, "to_list", None)
+        return to_list() if to_list is not None else self.to_numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
         out = self.to_numpy()
@@ -147,13 +168,15 @@ class Expr(Operators):
 
         `target='cuda'` shows each kernel's NVVM IR and PTX instead (issue 6).
         """
+        from lazyk.explain import Explanation
+
         if target == "cuda":
             from lazyk.codegen.nvvm import explain_expr
 
-            return explain_expr(self)
+            return Explanation(explain_expr(self))
         from lazyk.explain import explain
 
-        return explain(self)
+        return Explanation(explain(self))
 
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""

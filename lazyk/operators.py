@@ -119,6 +119,10 @@ class Operators:
     any = _reduction("any")
     all = _reduction("all")
 
+    def tolist(self):
+        """Nested Python lists, NumPy's spelling of `to_list()` (computes an expression)."""
+        return self.to_list()
+
     def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True):
         """Lazy conversion to `dtype` (a NumPy dtype, type string or lazyk type)."""
         from lazyk import expr

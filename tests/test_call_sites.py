@@ -302,3 +302,74 @@ def test_kernel_ops_counts_per_kernel():
     finally:
         graph.MAX_KERNEL_OPS = old
     np.testing.assert_allclose(f.to_numpy(), (np.arange(4.0) * 1.5 ** 30).sum() + np.arange(4.0))
+
+
+# --- conversions: np.asarray, to_numpy, tolist, explain -------------------------------------------
+
+def test_asarray_of_ragged_expression_with_fixed_result():
+    r = lazyk.array([[1.0, 2.0], [3.0]])
+    for got in (np.asarray(r.sum(axis=-1)), r.sum(axis=-1).to_numpy()):
+        assert type(got) is np.ndarray and got.dtype == np.float64 and got.shape == (2,)
+        np.testing.assert_array_equal(got, [3.0, 3.0])
+    m = lazyk.array([[1, None, 3], [4]])
+    got = m.sum(axis=-1, skipna=True).to_numpy()
+    assert type(got) is np.ndarray and got.dtype == np.int64
+    np.testing.assert_array_equal(got, [4, 4])
+
+
+def test_to_numpy_is_an_ndarray_or_says_why_not():
+    e = lazyk.array(np.arange(3.0)) * 2
+    got = e.to_numpy()
+    assert type(got) is np.ndarray and got.dtype == np.float64
+    np.testing.assert_array_equal(got, [0.0, 2.0, 4.0])
+    for bad, text in ((lazyk.array([[1.0, 2.0], [3.0]]) * 2, "2 * var * float64"),
+                      (lazyk.array([[1, None, 3], [4]]).sum(axis=-1), "2 * ?int64")):
+        for conv in (type(bad).to_numpy, np.asarray):
+            with pytest.raises(NotSupportedError, match=r"\.eval\(\).*\.to_list\(\)") as info:
+                conv(bad)
+            assert text in str(info.value)
+
+
+def test_tolist_on_arrays_and_expressions():
+    a = lazyk.array(np.arange(3.0))
+    assert a.tolist() == a.to_list() == [0.0, 1.0, 2.0]
+    e = a * 2
+    assert e.tolist() == e.to_list() == [0.0, 2.0, 4.0]
+    assert isinstance(e.tolist()[0], float)
+    assert (lazyk.array([[1.0, 2.0], [3.0]]) * 2).tolist() == [[2.0, 4.0], [6.0]]
+    assert lazyk.array([[1, None, 3], [4]]).sum(axis=-1).tolist() == [None, 4]
+    assert lazyk.array([[1, None], [4]]).tolist() == [[1, None], [4]]
+
+
+def test_explain_prints_as_text():
+    e = lazyk.array(np.arange(3.0)) * 2
+    x = e.explain()
+    assert isinstance(x, str) and str(x) == x
+    assert repr(x) == str(x) and "\n" in repr(x) and "\\n" not in repr(x)
+    assert "== LLVM IR (optimized)" in x
+    f = lazyk.compile(lazyk.placeholder("a", "N * float64") + 1)
+    assert repr(f.explain()) == str(f.explain())
+
+
+_EXPLAIN = """
+import numpy as np, lazyk
+e = lazyk.array(np.arange(64.0)) * 3.0 + 1.0
+text = str(e.explain())
+ir = text.split("== LLVM IR (optimized)")[1].split("== assembly")[0]
+print("@@" + ir)
+"""
+
+
+def test_explain_after_disk_cache_hit_shows_the_optimized_ir(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, LAZYK_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", _EXPLAIN], capture_output=True, text=True,
+                           timeout=120, env=env, check=False) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    cold, warm = (r.stdout.split("@@", 1)[1] for r in runs)
+    assert any(os.scandir(tmp_path))  # the second process loaded the object from disk
+    assert warm == cold and "define" in warm

@@ -130,6 +130,21 @@ class JITModule:
             self._source = self._source()
         return self._source
 
+    def optimized_ir(self) -> str:
+        """The optimized IR: kept from the compile, or made again (same passes) after the
+        object code came from the disk cache, which stores no IR."""
+        if self.llvm_ir is None:
+            h = host()
+            src = self.source_ir
+            with _lock:
+                mod = _parse(src, h)
+                h.optimize(mod, src.count("\n"))
+                text = str(mod)
+            if _has(_vecmath, "rewrite"):
+                text = _vecmath.rewrite(text, h.features)
+            self.llvm_ir = text
+        return self.llvm_ir
+
     @property
     def asm(self) -> str:
         """Host assembly for the optimized module (generated on first use)."""
