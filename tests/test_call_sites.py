@@ -373,3 +373,36 @@ def test_explain_after_disk_cache_hit_shows_the_optimized_ir(tmp_path):
     cold, warm = (r.stdout.split("@@", 1)[1] for r in runs)
     assert any(os.scandir(tmp_path))  # the second process loaded the object from disk
     assert warm == cold and "define" in warm
+
+
+# --- evaluate(string) refuses code-injection attempts ---------------------------------------------
+
+INJECTIONS = [
+    "__import__('os')", "__import__('os').system('echo pwned')", "os.system('ls')",
+    "a.__class__", "a.__class__.__bases__[0].__subclasses__()", "().__class__.__mro__",
+    "__builtins__", "__loader__", "__dict__", "a.real", "lambda x: x", "(lambda: 1)()",
+    "[x for x in a]", "{x for x in a}", "(x for x in a)", "{'a': 1}", "a; __import__('os')",
+    "a + 1; a", "import os", "exec('1')", "eval('a')", "open('/etc/passwd')",
+    "getattr(a, 'sum')", "globals()", "locals()", "vars()", "print(a)", "breakpoint()",
+    "compile('1', '', 'eval')", "a[0]", "a if a else a", "a := 1", "f'{a}'", "a.sum()",
+    "sum(a).__class__", "a\n__import__('os')", "a # comment", "@a", "*a", "a = 1", "del a",
+    "\x00", "a\\\n+1", "sneaky",
+]
+
+
+@pytest.mark.parametrize("text", INJECTIONS)
+def test_evaluate_refuses_code_injection(text):
+    calls = []
+
+    class Trap:
+        def __getattr__(self, name):
+            calls.append(name)
+            return lambda *args: calls.append(args)
+
+    import builtins
+
+    names = {"a": np.arange(3.0), "os": Trap(), "__builtins__": builtins, "print": Trap(),
+             "open": Trap(), "sneaky": "__import__('os')", "__loader__": Trap()}
+    with pytest.raises(lazyk.TypeParseError):
+        lazyk.evaluate(text, local_dict=names, global_dict={})
+    assert calls == []
