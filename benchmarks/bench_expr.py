@@ -141,6 +141,26 @@ def lazyk_compiled(case: Case, data: dict[str, np.ndarray]) -> Callable[..., Any
     return lazyk.compile(case.lazyk(lazyk, *leaves))
 
 
+def lazyk_evaluate_fn(case: Case, data: dict[str, np.ndarray],
+                      out: np.ndarray | None) -> Callable[[], Any]:
+    """`lazyk.evaluate` of the case's numexpr string, exactly as `numexpr_fn` calls numexpr."""
+    import lazyk
+
+    local = {k: data[k] for k in case.names}
+    text = case.text.replace("x[::2]", "xs").replace("y[::2]", "ys")
+    if out is None:
+        return lambda: lazyk.evaluate(text, local_dict=local)
+    return lambda: lazyk.evaluate(text, local_dict=local, out=out)
+
+
+def lazyk_eval_fn(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
+    """The expression built from lazyk arrays and `.eval()`-ed on every call (a lazyk Array)."""
+    import lazyk
+
+    leaves = [lazyk.array(data[k]) for k in case.names]
+    return lambda: case.lazyk(lazyk, *leaves).eval()
+
+
 def lazyk_on_the_spot(case: Case, data: dict[str, np.ndarray]) -> Any:
     """Build the graph from the arrays and evaluate it at once (the uncompiled path)."""
     import lazyk

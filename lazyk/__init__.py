@@ -48,6 +48,7 @@ from lazyk.errors import (
     ShapeError,
     TypeMatchError,
     TypeParseError,
+    UnsupportedOperandError,
 )
 from lazyk.expr import (
     Expr,

@@ -71,10 +71,14 @@ def _lazyk_ready() -> str | None:
 
 
 class Tool:
-    """One row kind: a tool, its thread count and its output mode."""
+    """One row kind: a tool, its thread count, its output mode and, for lazyk, the spelling
+    timed: `compiled` (`lazyk.compile(...)(a, b)`), `evaluate` (`lazyk.evaluate("a + b")`,
+    numexpr's spelling) or `eval` (the expression built from lazyk arrays, then `.eval()`)."""
 
-    def __init__(self, name: str, family: str, threads: int, mode: str) -> None:
+    def __init__(self, name: str, family: str, threads: int, mode: str,
+                 spelling: str = "compiled") -> None:
         self.name, self.family, self.threads, self.mode = name, family, threads, mode
+        self.spelling = spelling
 
     def set_threads(self) -> None:
         """Apply this row's thread count to its library."""
@@ -109,7 +113,11 @@ def make_tools(ncores: int) -> tuple[list[Tool], list[str]]:
     if why is None:
         tools += [Tool("lazyk 1t", "lazyk", 1, "fresh"), Tool("lazyk 1t out=", "lazyk", 1, "out"),
                   Tool(f"lazyk {ncores}t", "lazyk", ncores, "fresh"),
-                  Tool(f"lazyk {ncores}t out=", "lazyk", ncores, "out")]
+                  Tool(f"lazyk {ncores}t out=", "lazyk", ncores, "out"),
+                  # The other spellings, so their cost over a compiled call is visible.
+                  Tool(f"lazyk evaluate {ncores}t", "lazyk", ncores, "fresh", "evaluate"),
+                  Tool(f"lazyk evaluate {ncores}t out=", "lazyk", ncores, "out", "evaluate"),
+                  Tool(f"lazyk .eval() {ncores}t", "lazyk", ncores, "fresh", "eval")]
     else:
         notes.append(why + ": lazyk rows are skipped")
     return tools, notes
@@ -160,6 +168,10 @@ def _callable(suite, case, tool: Tool, data: dict, compiled: dict) -> Callable[[
             compiled[("compile_s",) + key] = time.perf_counter() - t0
         f = compiled[key]
         return (lambda: f(*args)) if out is None else (lambda: f(*args, out))
+    if tool.family == "lazyk" and tool.spelling == "evaluate":
+        return suite.lazyk_evaluate_fn(case, data, out)
+    if tool.family == "lazyk" and tool.spelling == "eval":
+        return None if out is not None else suite.lazyk_eval_fn(case, data)
     if tool.family == "lazyk":
         key = ("lazyk", case.id)
         if key not in compiled:
@@ -339,6 +351,10 @@ def call_overhead(samples: int) -> dict[str, float]:
         rows["lazyk compiled f(a, b)"] = lambda: f(a, b)
         rows["lazyk compiled f(a, b, out=)"] = lambda: f(a, b, out=o)
         rows["lazyk graph built on the spot"] = lambda: lazyk.evaluate(as_expr(a) + as_expr(b))
+        la, lb = lazyk.array(a), lazyk.array(b)
+        local = {"a": a, "b": b}
+        rows["lazyk evaluate('a + b')"] = lambda: lazyk.evaluate("a + b", local_dict=local)
+        rows["lazyk (a + b).eval()"] = lambda: (la + lb).eval()
     res = {}
     for name, fn in rows.items():
         try:
@@ -383,7 +399,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ready = []
             for tool in tools:  # build, warm up and check every tool first
                 row = {"n": n, "case": case.id, "expr": case.text, "tool": tool.name, "family": tool.family,
-                       "threads": tool.threads, "mode": tool.mode}
+                       "threads": tool.threads, "mode": tool.mode, "spelling": tool.spelling}
                 try:
                     tool.set_threads()
                     fn = _callable(suite, case, tool, data, compiled)
@@ -559,6 +575,7 @@ def markdown(res: dict[str, Any]) -> str:
               "fraction of the triad bandwidth (read bandwidth for E10); `x np` = NumPy time / row time; "
               "`x peer` = best peer time / row time (fresh rows against fresh peers, out= rows against all).", ""]
     lines += summary(res)
+    lines += spellings(res)
     for n in m["sizes"]:
         lines += [f"## n = {n:,d}", "", "| case | tool | time | GB/s | % lim | x np | x peer | best peer |",
                   "|---|---|---:|---:|---:|---:|---:|---|"]
@@ -611,12 +628,54 @@ def summary(res: dict[str, Any]) -> list[str]:
             np_row = _best([r for r in g if r["family"] == "numpy"])
             pf = _best([r for r in g if r["family"] in PEERS and r["mode"] == "fresh"])
             pa = _best([r for r in g if r["family"] in PEERS])
-            lf = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "fresh"])
-            lo = _best([r for r in g if r["family"] == "lazyk" and r["mode"] == "out"])
+            lf = _best([r for r in g if _compiled_row(r) and r["mode"] == "fresh"])
+            lo = _best([r for r in g if _compiled_row(r) and r["mode"] == "out"])
             lim = lambda r: f"{100 * r['frac_limit']:.0f}%" if r else ""  # noqa: E731
             lines.append(f"| {n:.0e} | {cid} | {_fmt_time(np_row['seconds']) if np_row else ''} | {_cell(pf)} | "
                          f"{_cell(pa)} | {_cell(lf)} | {lim(lf)} | {_ratio(lf['vs_best_peer'] if lf else None)} | "
                          f"{_cell(lo)} | {lim(lo)} | {_ratio(lo['vs_best_peer'] if lo else None)} |")
+    return lines + [""]
+
+
+def _compiled_row(r: dict) -> bool:
+    return r["family"] == "lazyk" and r.get("spelling", "compiled") == "compiled"
+
+
+def spellings(res: dict[str, Any]) -> list[str]:
+    """Markdown lines: each lazyk spelling next to the compiled call, and numexpr's `evaluate`
+    against lazyk's `evaluate` (same string, same threads, fresh and out=)."""
+    ok = [r for r in res["rows"] if "seconds" in r and r.get("correct", True)]
+    if not any(r["family"] == "lazyk" and r.get("spelling") == "evaluate" for r in ok):
+        return []
+    intro = ("Same threads for every column. `compiled` is `f = lazyk.compile(...)` then "
+             "`f(a, b)`; `evaluate` is `lazyk.evaluate(\"a + b\")` (parse, plan and kernel "
+             "caches hit after the first call); `.eval()` builds the expression from lazyk "
+             "arrays and calls `.eval()` each time. `x ne` = numexpr time / lazyk evaluate time "
+             "(above 1: lazyk is faster).")
+    head = ("| n | case | compiled | evaluate | .eval() | numexpr | x ne | compiled out= "
+            "| evaluate out= | numexpr out= | x ne out= |")
+    lines = ["## lazyk spellings, and numexpr.evaluate against lazyk.evaluate", "", intro, "",
+             head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    threads = max((r["threads"] for r in ok if r.get("spelling") == "evaluate"), default=1)
+
+    def pick(g, family, spelling, mode):
+        return _best([r for r in g if r["family"] == family and r["threads"] == threads
+                      and r["mode"] == mode and r.get("spelling", "compiled") == spelling])
+
+    def t(r):
+        return _fmt_time(r["seconds"]) if r else ""
+
+    def x(peer, r):
+        return _ratio(peer["seconds"] / r["seconds"]) if peer and r else ""
+
+    for n in res["meta"]["sizes"]:
+        for cid in dict.fromkeys(r["case"] for r in ok if r["n"] == n):
+            g = [r for r in ok if r["n"] == n and r["case"] == cid]
+            cf, ef, vf = (pick(g, "lazyk", s, "fresh") for s in ("compiled", "evaluate", "eval"))
+            co, eo = (pick(g, "lazyk", s, "out") for s in ("compiled", "evaluate"))
+            nf, no = pick(g, "numexpr", "compiled", "fresh"), pick(g, "numexpr", "compiled", "out")
+            lines.append(f"| {n:.0e} | {cid} | {t(cf)} | {t(ef)} | {t(vf)} | {t(nf)} | {x(nf, ef)} "
+                         f"| {t(co)} | {t(eo)} | {t(no)} | {x(no, eo)} |")
     return lines + [""]
 
 

@@ -74,7 +74,7 @@ class CompiledExpr:
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
 
-    def _bind_inputs(self, inputs: tuple) -> dict:
+    def _bind_inputs(self, inputs: tuple, casting: str = "same_kind") -> dict:
         if len(inputs) != len(self.params):
             raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
                             f"{len(inputs)}")
@@ -82,15 +82,53 @@ class CompiledExpr:
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             a = x if isinstance(x, np.ndarray) else _as_input(x)
             shape, dtype = self._types[i]
-            if a.dtype.newbyteorder("=") != dtype or a.ndim != len(shape):
+            if a.ndim != len(shape):
                 from lazyk.errors import TypeMatchError
 
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
+            if a.dtype.newbyteorder("=") != dtype:  # either byte order runs as it is
+                a = self._cast_input(i, a, dtype, casting)
             data[name] = a
         self._check_shapes([data[name].shape for name in self.params])
         return data
+
+    def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str) -> np.ndarray:
+        """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
+        from lazyk.errors import CastingError, UnsupportedOperandError
+        from lazyk.expr import check_dtype
+
+        try:
+            check_dtype(a.dtype, "input")
+        except UnsupportedOperandError as err:
+            raise UnsupportedOperandError(f"input {self.labels[i]!r}: {err}") from None
+        if not np.can_cast(a.dtype, dtype, casting):
+            raise CastingError(f"input {self.labels[i]!r}: cannot cast {a.dtype} to the "
+                               f"parameter's {dtype} under casting={casting!r} (pass "
+                               f"casting='unsafe' to convert anyway): {self.signature}")
+        return a.astype(dtype)
+
+    def _by_name(self, inputs: tuple, named: dict) -> tuple:
+        """Positional and keyword arguments to one tuple in parameter order, as Python
+        binds a call: TypeError naming unknown, repeated or missing parameters."""
+        labels = self.labels
+        if len(inputs) > len(labels):
+            raise TypeError(f"expected at most {len(labels)} inputs {self.signature}, got "
+                            f"{len(inputs)}")
+        unknown = [k for k in named if k not in labels]
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                            f"the parameters are {self.signature}")
+        twice = [k for k in labels[:len(inputs)] if k in named]
+        if twice:
+            raise TypeError(f"got multiple values for parameter(s) "
+                            f"{', '.join(map(repr, twice))} (positional and by name)")
+        missing = [k for k in labels[len(inputs):] if k not in named]
+        if missing:
+            raise TypeError(f"missing input(s) {', '.join(map(repr, missing))}: "
+                            f"{self.signature}")
+        return tuple(inputs) + tuple(named[k] for k in labels[len(inputs):])
 
     def _check_shapes(self, shapes: list) -> None:
         """Every input's shape against its parameter: fixed sizes equal, symbols agree."""
@@ -293,11 +331,19 @@ class CompiledExpr:
                 pass
             geom.clear()
 
-    def __call__(self, *inputs, out: Any = None, casting: str = "same_kind"):
-        """Bind the inputs and run the kernels; returns a new NumPy array or `out`."""
+    def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):
+        """Bind the inputs and run the kernels; returns a new NumPy array or `out`.
+
+        Inputs are positional, by parameter name (`k(a=x, b=y)`), or both as in a Python
+        call. An input of another numeric dtype is converted to its parameter's dtype when
+        `casting` allows it (default 'same_kind': int64 or float32 into float64 yes,
+        float64 into int32 no, CastingError); `casting` also governs storing into `out`.
+        """
         if casting != "same_kind" and casting not in CASTINGS:
             raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
                              f"{casting!r}")
+        if named:
+            inputs = self._by_name(inputs, named)
         if len(inputs) == self._nin:
             # Same geometry as a recent call: the native guard checks type, dtype, flags,
             # shape, strides and overlap, and runs the kernel (no graph, no LLVM, no bind).
@@ -325,7 +371,7 @@ class CompiledExpr:
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
-        data = self._bind_inputs(inputs)
+        data = self._bind_inputs(inputs, casting)
         from lazyk.device import on_gpu  # GPU inputs run there
 
         if on_gpu(data):
@@ -350,7 +396,7 @@ class CompiledExpr:
             raise NotSupportedError(
                 f"bind() needs a one-kernel elementwise expression; {self.signature} "
                 f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
-        data = self._bind_inputs(inputs)
+        data = self._bind_inputs(inputs, "no")  # the bound kernel reads these very arrays
         arrays = [data[self.params[k]] for k in self._fast[0]]
         return _kernel.bind(self._fast[1], _as_out(out), *arrays)
 
@@ -396,8 +442,15 @@ def compile(expr: Any) -> CompiledExpr:
         expr: a lazy expression; placeholders are parameters by name, concrete leaf
             arrays are parameters `_0, _1, ...` in order of first appearance.
 
+    Calls take inputs positionally or by parameter name (`k(a=x, b=y)`); an input of another
+    numeric dtype is converted under the call's `casting=` ('same_kind' by default).
+
     Raises:
-        TypeMatchError: (on call) an input's dtype or ndim differs from its parameter.
+        NotSupportedError: one fused kernel would hold more than
+            `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations.
+        TypeMatchError: (on call) an input's ndim differs from its parameter.
+        CastingError: (on call) `casting` forbids converting an input to its parameter's
+            dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
     """
     return CompiledExpr(as_expr(expr))

@@ -57,3 +57,9 @@ class NotSupportedError(NotImplementedError):
 
 class DeviceError(RuntimeError):
     """No usable GPU, driver or CUDA toolchain; or operands on different devices."""
+
+
+class UnsupportedOperandError(NotSupportedError, DTypeError):
+    """An operator or function applied to a type lazyk cannot compute with (strings, bytes,
+    records, datetimes, long double, ...); names the operation and the types. It is both a
+    NotSupportedError and a DTypeError (a TypeError, as NumPy raises for missing loops)."""

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from lazyk.graph import type_text
+from lazyk.graph import check_size, type_text
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
 
@@ -65,6 +65,16 @@ def _sample_data(expr) -> dict:
     return data
 
 
+class Explanation(str):
+    """The text of `explain()`: a str whose repr is the text itself, so the REPL prints it
+    with its line breaks (`str(x)` and every str method work as before)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
     from lazyk import pipeline
@@ -76,6 +86,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
 
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
+    check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = pipeline.run_passes(e.node, check=True, trace=trace)
@@ -111,7 +122,12 @@ def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
         return [f"== (no kernel backend: {err})"]
     text = [f"== layout class {kernel.layout_class(spec, layout)}"]
     if ir:
-        text.append(f"== LLVM IR (optimized)\n{compiled.llvm_ir}")
+        jit = compiled.jit
+        optimized = getattr(jit, "optimized_ir", None)
+        if optimized is not None:  # re-optimized on demand after a disk-cache hit
+            text.append(f"== LLVM IR (optimized)\n{optimized()}")
+        else:
+            text.append(f"== LLVM IR (unoptimized source)\n{compiled.ir}")
     if asm:
         text.append(f"== assembly\n{compiled.asm}")
     return text

@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from lazyk import ops
-from lazyk.errors import CastingError, DTypeError, NotSupportedError, ShapeError
+from lazyk.errors import (
+    CastingError,
+    DTypeError,
+    NotSupportedError,
+    ShapeError,
+    UnsupportedOperandError,
+)
 from lazyk.graph import REDUCE_OP, Node, dump, type_text
 from lazyk.operators import Operators
 
@@ -117,11 +123,32 @@ class Expr(Operators):
         return array(out)
 
     def to_numpy(self) -> np.ndarray:
-        """Compute into a new NumPy array (GPU results are copied to the host)."""
+        """Compute into a new NumPy ndarray (GPU results are copied to the host).
+
+        A ragged expression whose result is fixed (`sum(axis=-1)` of `N * var * float64`)
+        converts too. Raises NotSupportedError for a result with var dims or missing values
+        (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
+        """
         from lazyk.pipeline import evaluate
 
         out = evaluate(self)
-        return out if isinstance(out, np.ndarray) else out.to("cpu")
+        if isinstance(out, np.ndarray):
+            return out
+        if _is_lazyk_array(out):
+            try:
+                return out.to_numpy()
+            except NotSupportedError:
+                raise NotSupportedError(
+                    f"the result has type {out.type}: var dimensions and missing values "
+                    "have no NumPy ndarray form; use .eval() for a lazyk array or "
+                    ".to_list() / .tolist() for Python lists") from None
+        return np.asarray(out.to("cpu"))
+
+    def to_list(self):
+        """Compute and return nested Python lists (None for missing values)."""
+        out = self.eval()
+        to_list = getattr(out, "to_list", None)
+        return to_list() if to_list is not None else self.to_numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
         out = self.to_numpy()
@@ -141,13 +168,15 @@ class Expr(Operators):
 
         `target='cuda'` shows each kernel's NVVM IR and PTX instead.
         """
+        from lazyk.explain import Explanation
+
         if target == "cuda":
             from lazyk.codegen.nvvm import explain_expr
 
-            return explain_expr(self)
+            return Explanation(explain_expr(self))
         from lazyk.explain import explain
 
-        return explain(self)
+        return Explanation(explain(self))
 
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
@@ -170,9 +199,26 @@ def _is_lazyk_array(x: Any) -> bool:
     return cls.__name__ == "Array" and cls.__module__.startswith("lazyk")
 
 
+def check_dtype(dtype: np.dtype, what: str = "operand") -> None:
+    """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
+    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order)."""
+    if dtype.newbyteorder("=") not in ops.NUMERIC or dtype.fields is not None \
+            or dtype.subdtype is not None:
+        raise UnsupportedOperandError(
+            f"unsupported {what} dtype {dtype} ({_dtype_name(dtype)}); lazyk computes with "
+            "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64 and "
+            "complex128 only")
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    if dtype.kind in "fc" and dtype.itemsize > 8 * (2 if dtype.kind == "c" else 1):
+        return "long double" if dtype.kind == "f" else "complex long double"
+    return {"O": "Python objects", "M": "datetime64", "m": "timedelta64", "U": "str",
+            "S": "bytes", "V": "void / structured"}.get(dtype.kind, dtype.name)
+
+
 def _wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
-    if arr.dtype.kind not in "biufc":
-        raise DTypeError(f"unsupported operand dtype {arr.dtype} (numeric dtypes only)")
+    check_dtype(arr.dtype)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
@@ -213,8 +259,7 @@ def as_expr(x: Any) -> Expr:
         return x
     # NOTE: before the Python checks: np.float64 subclasses float but is strong.
     if isinstance(x, np.generic):
-        if x.dtype.kind not in "biufc":
-            raise DTypeError(f"unsupported scalar of dtype {x.dtype}")
+        check_dtype(x.dtype, "scalar")
         return Expr(Node("const", x.dtype.newbyteorder("="), (), (), x.item()), {})
     if isinstance(x, bool):  # NEP 50: Python bool is not weak, it is np.bool_
         return Expr(Node("const", np.dtype(bool), (), (), bool(x)), {})
@@ -385,14 +430,60 @@ def _comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
     return srcs
 
 
+# Python operator spellings, so errors say `==` where the user wrote `==`.
+SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
+           "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
+           "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+           "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+           "equal": "==", "not_equal": "!="}
+
+
+def _operand_text(a: Any) -> str:
+    if isinstance(a, (str, bytes)):
+        return f"Python {type(a).__name__} {a!r:.40}"
+    try:
+        return str(getattr(a, "type", None) or getattr(a, "dtype", None) or type(a).__name__)
+    except (KeyError, ValueError, TypeError, NotImplementedError):  # a type with no text
+        return type(a).__name__
+
+
+def _op_text(name: str) -> str:
+    return f"{name} ({SYMBOLS[name]})" if name in SYMBOLS else name
+
+
 def operands(name: str, args: tuple) -> list[Expr]:
-    """`as_expr` on each argument; a non-numeric operand raises DTypeError naming the op."""
+    """`as_expr` on each argument; a non-numeric operand raises UnsupportedOperandError
+    (a DTypeError and a NotSupportedError) naming the op and the types."""
     try:
         return [as_expr(a) for a in args]
     except (DTypeError, NotSupportedError) as err:
-        types = ", ".join(str(getattr(a, "type", getattr(a, "dtype", type(a).__name__)))
-                          for a in args)
-        raise DTypeError(f"{name}: unsupported operand type(s) {types} ({err})") from None
+        types = ", ".join(_operand_text(a) for a in args)
+        raise UnsupportedOperandError(
+            f"{_op_text(name)}: unsupported operand type(s) {types} ({err})") from None
+
+
+def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) -> Expr:
+    """Operator `name` between a lazy value `x` and a Python str / bytes.
+
+    A numeric `x` compares as NumPy does (`==` all False, `!=` all True); everything else
+    (arithmetic, ordering, and any operator on string / bytes / record / datetime arrays,
+    whose comparisons are not implemented yet) raises UnsupportedOperandError.
+    """
+    try:
+        e = as_expr(x)
+    except (DTypeError, NotSupportedError):
+        e = None
+    if e is not None and name in ("equal", "not_equal"):
+        answer = Node("const", np.dtype(bool), (), (), name == "not_equal")
+        true = Node("const", np.dtype(bool), (), (), True)
+        node = Node("where", np.dtype(bool), e.shape, (true, answer, cast(e.node, bool)))
+        return Expr(node, e.env)
+    pair = (text, x) if reflected else (x, text)
+    what = "string comparisons and arithmetic are not implemented yet" if e is None else \
+        "a number and a string have no common type"
+    raise UnsupportedOperandError(
+        f"{_op_text(name)}: unsupported operand type(s) {_operand_text(pair[0])} and "
+        f"{_operand_text(pair[1])} ({what})")
 
 
 def apply(name: str, *args: Any) -> Expr:
@@ -468,8 +559,10 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     if not np.can_cast(e.dtype, target, casting):
         raise CastingError(f"astype: cannot cast {e.dtype} to {target} under casting="
                            f"{casting!r}")
-    if target.kind not in "biufc":
-        raise DTypeError(f"astype: unsupported target dtype {target}")
+    try:
+        check_dtype(target, "target")
+    except UnsupportedOperandError as err:
+        raise UnsupportedOperandError(f"astype: {err}") from None
     return Expr(cast(e.node, target.newbyteorder("=")), e.env)
 
 
@@ -615,5 +708,7 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
         from lazyk.pipeline import evaluate
 
         target = out[0] if isinstance(out, tuple) else out
-        return evaluate(result, out=target)
+        # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
+        return evaluate(result, out=target,
+                        casting="unsafe" if method == "reduce" else "same_kind")
     return result

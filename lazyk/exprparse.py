@@ -314,13 +314,20 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
         if isinstance(node, Const):
             values.append(node.value)
         elif isinstance(node, Name):
+            if "__" in node.name:  # as numexpr: no dunder names (__builtins__, __loader__, ...)
+                raise ExprParseError(f"name {node.name!r}: names containing '__' are not "
+                                     "allowed", text, node.line, node.column)
             if node.name in local_dict:
-                values.append(local_dict[node.name])
+                value = local_dict[node.name]
             elif node.name in global_dict:
-                values.append(global_dict[node.name])
+                value = global_dict[node.name]
             else:
                 raise ExprParseError(f"name {node.name!r} is not defined", text, node.line,
                                      node.column)
+            if isinstance(value, (str, bytes)):  # never parsed as a further expression
+                raise ExprParseError(f"name {node.name!r} is a {type(value).__name__}, not an "
+                                     "array or number", text, node.line, node.column)
+            values.append(value)
         else:
             n = len(node.args) + len(node.kwargs)
             operands = values[len(values) - n:]

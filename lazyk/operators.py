@@ -16,6 +16,9 @@ def _binary(name: str, reflected: bool = False):
         from lazyk import expr
 
         if not expr.is_operand(other):
+            if isinstance(other, (str, bytes)):
+                # Never NotImplemented here: Python would answer `arr == "x"` with False.
+                return expr.text_operand(name, self, other, reflected)
             return NotImplemented
         fn = getattr(expr, name)
         return fn(other, self) if reflected else fn(self, other)
@@ -53,7 +56,10 @@ def _reduction(name: str):
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
                                      dtype=dtype)
         if out is not None:
-            return expr.evaluate(result, out=out)
+            from lazyk.pipeline import evaluate
+
+            # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
+            return evaluate(result, out=out, casting="unsafe")
         return result
 
     method.__name__ = name
@@ -112,6 +118,10 @@ class Operators:
     mean = _reduction("mean")
     any = _reduction("any")
     all = _reduction("all")
+
+    def tolist(self):
+        """Nested Python lists, NumPy's spelling of `to_list()` (computes an expression)."""
+        return self.to_list()
 
     def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True):
         """Lazy conversion to `dtype` (a NumPy dtype, type string or lazyk type)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from lazyk.errors import BindError, CastingError, ShapeError
 from lazyk.expr import Expr, Placeholder, as_expr, cast, leaf_data
-from lazyk.graph import Node, dump
+from lazyk.graph import Node, check_size, dump
 from lazyk.kernel import data_pointer
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
@@ -65,6 +65,7 @@ def plan(root: Node) -> Program:
         if prog is not None:
             _plans.move_to_end(root)
             return prog
+    check_size(root)  # before the passes and LLVM: a huge kernel is refused, quickly
     prog = fuse_elementwise(run_passes(root))
     with _plans_lock:
         _plans[root] = prog
@@ -348,6 +349,9 @@ def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
 
 
 def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
+    from lazyk.expr import check_dtype
+
+    check_dtype(out.dtype, "output")  # long double, object, str, ... : never written wrong
     if not out.flags.writeable:
         raise ValueError("output array is read-only")
     if not np.can_cast(prog.dtype, out.dtype, casting):
@@ -478,6 +482,10 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         TypeError: `local_dict` / `global_dict` is not a mapping.
         CastingError: `casting` forbids storing the result dtype into `out`.
         ShapeError: operands, or the result and `out`, do not broadcast.
+        DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
+            double, object, str, datetime, structured).
+        NotSupportedError: one fused kernel would hold more than
+            `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):

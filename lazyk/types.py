@@ -866,6 +866,12 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
         return t
     if dt.kind in "biufc":
         code = "?" if dt.kind == "b" else f"{dt.kind}{dt.itemsize}"
+        if code not in _FROM_CODE:  # long double and complex long double
+            from lazyk.errors import UnsupportedOperandError
+
+            what = "complex long double" if dt.kind == "c" else "long double"
+            raise UnsupportedOperandError(f"NumPy dtype {dt} ({what}) has no lazyk type; "
+                                          "convert it to float64 / complex128 first")
         return Scalar(_FROM_CODE[code], order)
     if dt.kind in "USV" and not dt.itemsize:
         raise NotSupportedError(f"NumPy dtype {dt} has no size (lazyk has no empty strings, "

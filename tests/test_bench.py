@@ -31,6 +31,17 @@ def test_bench_smoke(tmp_path, capsys) -> None:
     assert "## n = 1,000" in md and "| E9 |" in md
     assert res["once"]["import_ms"] > 0
     assert "[" in capsys.readouterr().out  # per-line progress
+    # Each lazyk spelling is its own row, checked against NumPy like every other row.
+    for spelling, modes in (("compiled", {"fresh", "out"}), ("evaluate", {"fresh", "out"}),
+                            ("eval", {"fresh"})):
+        got = [r for r in rows if r["family"] == "lazyk" and r["spelling"] == spelling]
+        assert {r["mode"] for r in got} == modes, spelling
+        assert {r["case"] for r in got} == {"E1", "E9", "E10"}
+        assert all(r["correct"] and r["seconds"] > 0 for r in got), got
+    assert "## lazyk spellings, and numexpr.evaluate against lazyk.evaluate" in md
+    assert "| 1e+03 | E9 |" in md.split("## lazyk spellings")[1]
+    overhead = res["once"]["call_overhead_us"]
+    assert overhead["lazyk evaluate('a + b')"] > 0 and overhead["lazyk (a + b).eval()"] > 0
 
 
 def test_suite_cases_match_numpy() -> None:
@@ -53,3 +64,19 @@ def test_numba_kernels_match_numpy() -> None:
         out = suite.out_for(case, data)
         got = f(*args) if fresh else (f(*args, out), out)[1]
         np.testing.assert_allclose(got, case.numpy(*args), rtol=1e-12)
+
+
+def test_lazyk_spellings_match_numpy() -> None:
+    suite = bench.load_suite()
+    data = suite.make_data(3000)
+    for case in suite.CASES:
+        args = [data[k] for k in case.names]
+        ref = case.numpy(*args)
+        got = suite.lazyk_evaluate_fn(case, data, None)()
+        assert type(got) is np.ndarray and got.shape == np.shape(ref)
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+        np.testing.assert_allclose(suite.lazyk_eval_fn(case, data)().to_numpy(), ref, rtol=1e-12)
+        out = suite.out_for(case, data)
+        if out is not None:
+            assert suite.lazyk_evaluate_fn(case, data, out)() is out
+            np.testing.assert_allclose(out, ref, rtol=1e-12)

@@ -11,7 +11,7 @@ import pytest
 
 import lazyk
 from lazyk import compiled, kernel, pipeline
-from lazyk.errors import TypeMatchError
+from lazyk.errors import CastingError, TypeMatchError
 
 
 def _f(text="x + y"):
@@ -67,10 +67,14 @@ def test_fast_path_keeps_checks():
     a, b, o = np.ones(3), np.ones(3), np.empty(3)
     f(a, b, out=o)
     f(a, b)
+    # Other numeric dtypes are cast under casting= ('same_kind'): float32 / int64 in, not complex.
+    want = f(a, b)
+    np.testing.assert_array_equal(f(a.astype(np.float32), b, out=o), want)
+    np.testing.assert_array_equal(f(a, b.astype(np.int64)), want)
+    with pytest.raises(CastingError, match="complex128.*float64"):
+        f(a, b.astype(np.complex128))
     with pytest.raises(TypeMatchError):
-        f(a.astype(np.float32), b, out=o)
-    with pytest.raises(TypeMatchError):
-        f(a, b.astype(np.int64))
+        f(a, b[None])
     ro = np.empty(3)
     ro.flags.writeable = False
     with pytest.raises(ValueError):

@@ -116,8 +116,11 @@ def test_compile_placeholders_signature_and_calls():
     np.testing.assert_array_equal(out, 4.0)
     with pytest.raises(lazyk.ShapeError, match="dimension N"):
         k(np.ones(3), np.ones(4), np.ones(3))
+    np.testing.assert_array_equal(k(np.ones(3, np.float32), np.ones(3), np.ones(3)), 4.0)
+    with pytest.raises(lazyk.CastingError):
+        k(np.ones(3, np.complex64), np.ones(3), np.ones(3))
     with pytest.raises(lazyk.TypeMatchError):
-        k(np.ones(3, np.float32), np.ones(3), np.ones(3))
+        k(np.ones((3, 1)), np.ones(3), np.ones(3))
     with pytest.raises(TypeError):
         k(np.ones(3))
 
