@@ -17,6 +17,8 @@ def format_spec(spec) -> str:
     for i, ins in enumerate(spec.body):
         if ins.op == "load":
             text = f"load in{ins.attr}"
+        elif ins.op == "param":
+            text = f"param p{ins.attr}"
         elif ins.op == "const":
             text = f"const {ins.attr!r}"
         else:
