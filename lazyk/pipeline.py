@@ -497,7 +497,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         from lazyk.exprparse import evaluate_string
 
         return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
-                               order=order, casting=casting, _depth=_depth + 1)
+                               order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
     from lazyk.ragged import is_ragged
 
