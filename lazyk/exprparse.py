@@ -507,8 +507,11 @@ def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order
             dt = v.dtype
             if dt.kind not in _NUMERIC or not dt.isnative:
                 return _MISS
-            sig.append((dt, v.ndim, v.ndim >= 2 and v.flags.f_contiguous
-                        and not v.flags.c_contiguous))
+            if v.ndim < 2:
+                sig.append((dt, v.ndim))
+            else:  # the layout class decides the order of a fresh result ('K', 'A')
+                fl = v.flags
+                sig.append((dt, v.ndim, fl.c_contiguous, fl.f_contiguous))
         elif t is float or t is int or t is complex or t is bool or (
                 isinstance(v, np.generic) and v.dtype.kind in _NUMERIC):
             sig.append(_scalar_class(v))
@@ -550,7 +553,10 @@ class _FastEntry:
         self.dispatch = None
         self.order: tuple = ()
         step = prog.steps[0]
-        if (len(prog.steps) == 1 and step.axes is None and not recipe
+        # A full reduction (every axis, no mean) folds into a 0-d output: one kernel too.
+        self.reduce = step.axes is not None
+        self.keepdims = step.keepdims
+        if (len(prog.steps) == 1 and not recipe and not step.mean
                 and pipeline._backend() is not None
                 and all(isinstance(r, str) for r in step.inputs)):
             from lazyk.kernel import Dispatcher
@@ -581,9 +587,13 @@ class _FastEntry:
                 size = 1
                 for n in shape:
                     size *= n
-                if size < self._thread_min:
-                    return d(np.empty(shape, self.dtype), *arrays)
-            elif out.dtype == self.dtype and out.size < self._thread_min:
+                if not self.reduce:
+                    if size < self._thread_min:
+                        return d(np.empty(shape, self.dtype), *arrays)
+                elif 0 < size < self._thread_min and len(prog.steps[0].axes) == len(shape):
+                    return d(np.empty((1,) * len(shape) if self.keepdims else (), self.dtype),
+                             *arrays)
+            elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
                 return d(out, *arrays)
         data = {name: values[k] for name, k in self.inputs.items()}
         if self.recipe:

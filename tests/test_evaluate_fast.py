@@ -34,6 +34,8 @@ CASES = [
     ("sum(a * b)", lambda a, b, c: np.sum(a * b)),
     ("sum(a * b, axis=0) + 1", lambda a, b, c: np.sum(a * b, axis=0) + 1),
     ("a**2 + b**0.5", lambda a, b, c: a ** 2 + np.abs(b) ** 0.5),
+    ("max(a - b)", lambda a, b, c: np.max(a - b)),
+    ("mean(a) + prod(b > -9)", lambda a, b, c: np.mean(a) + np.prod(b > -9)),
 ]
 
 
@@ -61,6 +63,15 @@ def test_new_sizes_dtypes_and_layouts_stay_correct(builds):
         b = _rng(2).standard_normal(shape[-1:])
         for _ in range(2):
             np.testing.assert_array_equal(lazyk.evaluate("a * b - 1"), a * b - 1)
+    for n in (0, 3, 0, 5):
+        e = np.arange(float(n))
+        for _ in range(2):
+            np.testing.assert_array_equal(lazyk.evaluate("sum(e * 2)"), np.sum(e * 2))
+            if n == 0:
+                with pytest.raises(ValueError):
+                    lazyk.evaluate("max(e)")
+            else:
+                np.testing.assert_array_equal(lazyk.evaluate("max(e)"), np.max(e))
     for dt in ["f4", "i4", "u1", "c16", "f2"]:
         a = (np.arange(12) % 5).astype(dt)
         b = (np.arange(12) % 3 + 1).astype(dt)
