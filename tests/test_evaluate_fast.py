@@ -90,6 +90,16 @@ def test_new_sizes_dtypes_and_layouts_stay_correct(builds):
                     assert got.flags.f_contiguous
 
 
+def test_result_order_follows_each_calls_layouts():
+    # (4, 1) is both C- and F-contiguous: with an F-only operand the result is F ordered,
+    # with a C-only one in its place it is C ordered (same dtypes and ndims).
+    f = np.asfortranarray(np.arange(24.0).reshape(4, 6))
+    for first in [np.ones((4, 1)), np.ones((4, 6)), np.ones((4, 1)), np.ones((4, 6))]:
+        got = lazyk.evaluate("first + f")
+        np.testing.assert_array_equal(got, first + f)
+        assert got.flags.f_contiguous == (first.flags.f_contiguous and f.flags.f_contiguous)
+
+
 def test_scalar_names_are_parameters_bound_per_call(builds):
     a = np.linspace(-2, 2, 101)
     f32 = a.astype(np.float32)
