@@ -438,10 +438,10 @@ def _scalar_class(v: Any) -> Any:
     if isinstance(v, np.generic):
         item = v.item()
         if _special(item):
-            return (v.dtype, "=", item)
+            return (v.dtype, "=", repr(item))  # repr keeps 0.0 and -0.0 apart
         return (v.dtype, v.dtype.kind in "iu" and item < 0)
     if _special(v):
-        return (type(v), "=", v)
+        return (type(v), "=", repr(v))
     if type(v) is int:
         return (int, v < 0, (v if v >= 0 else -v - 1).bit_length())
     return (type(v),)
@@ -537,7 +537,7 @@ def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order
         return _MISS
     try:
         return entry(values, out, casting)
-    except (ShapeError, BindError):
+    except (ShapeError, BindError, OverflowError):
         return _MISS  # the general path gives these errors their usual form
 
 
@@ -674,7 +674,11 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
             ca, cb = x.consts[16 * slot:16 * slot + 16], y.consts[16 * slot:16 * slot + 16]
             if ca == cb:
                 continue  # a literal (or a special value, which is part of the key)
-            src = [j for j in sa if _as_param(sa[j], dt) == ca and _as_param(sb[j], dt) == cb]
+            try:
+                src = [j for j in sa
+                       if _as_param(sa[j], dt) == ca and _as_param(sb[j], dt) == cb]
+            except (OverflowError, ValueError, TypeError):
+                return None
             if len(src) != 1:
                 return None  # a value computed from a scalar (folded): no recipe for it
             slots.append((slot, src[0], dt))

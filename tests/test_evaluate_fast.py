@@ -212,3 +212,15 @@ def test_re_evaluate_without_a_previous_string_raises():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=60)
     assert r.stdout.startswith("ok"), r.stdout + r.stderr
+
+
+def test_signed_zeros_and_wrapped_scalars_stay_exact():
+    a = np.array([-2.0, 3.0])
+    for s in (0.0, -0.0, 0.0, -0.0, 2.0, -2.0):
+        got = lazyk.evaluate("a * s")
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(a * s))
+    c = np.array([True, False, True])
+    i8 = np.array([1, 2, 3], np.int8)
+    for s in (5, 300, 5, 300, -1000):
+        np.testing.assert_array_equal(lazyk.evaluate("where(c, i8, s)"),
+                                      np.where(c, i8, s))
