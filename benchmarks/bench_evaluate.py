@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_expr import CASES, make_data  # noqa: E402
+from bench_expr import CASES, make_data
 
 DEFAULT = ("2*a + 3*b - c", "sin(a) * exp(-b)")
 

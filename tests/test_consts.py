@@ -112,7 +112,7 @@ def test_nep50_weak_and_strong_scalars_unchanged():
     i8 = np.arange(8, dtype=np.int8)
     with pytest.raises(OverflowError):
         lazyk.evaluate("i8 + 300")
-    big = 300
+    big = 300  # noqa: F841 - read by name from this frame
     with pytest.raises(OverflowError):
         lazyk.evaluate("i8 + big")
     r = lazyk.evaluate("i8 + big", local_dict={"i8": i8, "big": np.int64(300)})
