@@ -556,7 +556,7 @@ class _FastEntry:
         # A full reduction (every axis, no mean) folds into a 0-d output: one kernel too.
         self.reduce = step.axes is not None
         self.keepdims = step.keepdims
-        if (len(prog.steps) == 1 and not recipe and not step.mean
+        if (len(prog.steps) == 1 and not step.mean
                 and pipeline._backend() is not None
                 and all(isinstance(r, str) for r in step.inputs)):
             from lazyk.kernel import Dispatcher
@@ -575,9 +575,18 @@ class _FastEntry:
                     from lazyk.expr import NEGATIVE_INT_POWER
 
                     raise ValueError(NEGATIVE_INT_POWER)
+        consts = None
+        if self.recipe:  # the scalar operands' values, written per call
+            consts = []
+            for k, slots in self.recipe:
+                blob = bytearray(prog.steps[k].consts)
+                for slot, j, dt in slots:
+                    blob[16 * slot:16 * slot + 16] = _as_param(values[j], dt)
+                consts.append((k, bytes(blob)))
         d = self.dispatch
         if d is not None:
             arrays = [values[k] for k in self.order]
+            o = None
             if out is None:
                 shape = arrays[0].shape
                 for a in arrays:
@@ -589,22 +598,20 @@ class _FastEntry:
                     size *= n
                 if not self.reduce:
                     if size < self._thread_min:
-                        return d(np.empty(shape, self.dtype), *arrays)
+                        o = np.empty(shape, self.dtype)
                 elif 0 < size < self._thread_min and len(prog.steps[0].axes) == len(shape):
-                    return d(np.empty((1,) * len(shape) if self.keepdims else (), self.dtype),
-                             *arrays)
+                    o = np.empty((1,) * len(shape) if self.keepdims else (), self.dtype)
             elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
-                return d(out, *arrays)
+                o = out
+            if o is not None:
+                return d(o, *arrays) if consts is None else d.call_with(consts[0][1], o, *arrays)
         data = {name: values[k] for name, k in self.inputs.items()}
-        if self.recipe:
+        if consts is not None:
             from dataclasses import replace
 
             steps = list(prog.steps)
-            for k, slots in self.recipe:
-                blob = bytearray(steps[k].consts)
-                for slot, j, dt in slots:
-                    blob[16 * slot:16 * slot + 16] = _as_param(values[j], dt)
-                steps[k] = replace(steps[k], consts=bytes(blob))
+            for k, blob in consts:
+                steps[k] = replace(steps[k], consts=blob)
             prog = replace(prog, steps=tuple(steps))
         if out is None:
             return self._run(prog, data)

@@ -708,8 +708,26 @@ class Dispatcher:
             return out
         return self._miss(out, inputs)
 
-    def _miss(self, out: Any, inputs: tuple) -> Any:
-        ck = bind(self.spec, out, *inputs, params=self.params)
+    def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
+        """Execute with other parameter values (`pack_params` bytes); returns `out`.
+
+        The guard and kernel data of the last bind are copied with `params` written in:
+        the shared ones are never written, so concurrent calls stay safe.
+        """
+        g = self._g
+        if g is not None and len(inputs) == self._nin:
+            buf, ck = g[0], g[1]
+            off = ck.compiled.params_offset
+            kd = ctypes.create_string_buffer(
+                ctypes.string_at(ck.address, off) + _check_params(self.spec, params))
+            gb = type(buf).from_buffer_copy(buf)
+            gb[1] = ctypes.addressof(kd)
+            if self._fn(gb, out, *inputs) == 0:
+                return out
+        return self._miss(out, inputs, params)
+
+    def _miss(self, out: Any, inputs: tuple, params: bytes | None = None) -> Any:
+        ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
         ck()
         arrays = (out,) + inputs
         if (self._fn is None or ck._task is not None or ck._empty

@@ -142,9 +142,10 @@ def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
 
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
 _recorders: list[list] = []
-# (id(spec), shape, strides..., consts) -> (spec, layout, compiled kernel, kernel data); the
-# spec in the value keeps its id from being reused while the entry lives. Entries are per
-# parameter values too: kernel data is never written once built (other threads may run it).
+# (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
+# the value keeps its id from being reused while the entry lives. The kernel data holds the
+# parameter values of the entry's first launch; a launch with other values runs a private
+# copy (kernel data is never written once built: other threads may be running it).
 _launches: OrderedDict = OrderedDict()
 _LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).
@@ -194,7 +195,7 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
         _execute_reference(spec, views, out_it, axes, consts)
         return
     in_strides = tuple(_over(shape, a.shape, a.strides) for a in arrays)
-    key = (id(spec), shape, out_strides, in_strides, consts)
+    key = (id(spec), shape, out_strides, in_strides)
     entry = _launches.get(key)
     if entry is None:
         reduced = tuple(d in (axes or ()) for d in range(len(shape)))
@@ -216,6 +217,11 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
         # the kernel stage splits work over threads
         _backend()(spec, layout, out, arrays, consts)
         return
+    if consts:
+        head = len(kd) - len(consts) // 8
+        if kd[head:].tobytes() != consts:
+            kd = np.concatenate((kd[:head], np.frombuffer(consts, np.int64)))
+            kd_address = data_pointer(kd)
     src = (ctypes.c_void_p * max(len(arrays), 1))(
         *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
     compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)

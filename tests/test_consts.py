@@ -175,6 +175,10 @@ def test_bind_and_dispatcher_take_parameter_bytes():
     d = Dispatcher(spec, pack_params(spec.params, (0.5,)))
     for _ in range(3):
         np.testing.assert_array_equal(d(np.empty(6), a), a * 0.5)
+    for v in (2.0, -7.5, 2.0):  # other values: private copies of guard and kernel data
+        np.testing.assert_array_equal(
+            d.call_with(pack_params(spec.params, (v,)), np.empty(6), a), a * v)
+    np.testing.assert_array_equal(d(np.empty(6), a), a * 0.5)  # its own values unchanged
     with pytest.raises(lazyk.BindError, match="parameters"):
         bind(spec, out, a)  # the spec reads one parameter: its bytes are required
     with pytest.raises(lazyk.BindError, match="parameters"):

@@ -225,3 +225,26 @@ def test_signed_zeros_and_wrapped_scalars_stay_exact():
     for s in (5, 300, 5, 300, -1000):
         np.testing.assert_array_equal(lazyk.evaluate("where(c, i8, s)"),
                                       np.where(c, i8, s))
+
+
+def test_scalar_parameters_from_several_threads():
+    import threading
+
+    a = np.linspace(0, 1, 513)
+    errors = []
+
+    def work(seed):
+        try:
+            for v in np.random.default_rng(seed).standard_normal(300):
+                loc = {"a": a, "s": float(v)}
+                got = lazyk.evaluate("a * s + 1", local_dict=loc)
+                if not np.array_equal(got, a * float(v) + 1):
+                    errors.append((seed, v))
+        except Exception as exc:  # pragma: no cover
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
