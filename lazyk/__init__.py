@@ -50,6 +50,7 @@ from lazyk.errors import (
     TypeParseError,
     UnsupportedOperandError,
 )
+from lazyk.exprparse import re_evaluate
 from lazyk.expr import (
     Expr,
     abs,
@@ -229,6 +230,7 @@ __all__ = [
     "positive",
     "power",
     "prod",
+    "re_evaluate",
     "real",
     "remainder",
     "right_shift",

@@ -166,6 +166,7 @@ class CompiledExpr:
         if not all(isinstance(r, str) for r in step.inputs):
             return
         where = {name: k for k, name in enumerate(self.params)}
+        self._consts = step.consts  # the constants' values, written into kernel data
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
         self._geom: dict = {}
@@ -269,7 +270,7 @@ class CompiledExpr:
                 ost = _out_strides(out, shape, *red)
                 reduced = tuple(d in red[0] for d in range(len(shape)))
             st = (ost,) + tuple(_over(shape, a.shape, a.strides) for a in arrays)
-            entry = _prepare(spec, shape, st, reduced)
+            entry = _prepare(spec, shape, st, reduced, self._consts)
             old = self._geom.setdefault(key, entry)
             if old is not entry:
                 _release([entry])
@@ -291,9 +292,9 @@ class CompiledExpr:
                 if self._gfn is not None:
                     self._install_tguard(key, tr, out, inputs, fresh)
                 return out
-            _backend()(spec, layout, out, arrays)
+            _backend()(spec, layout, out, arrays, self._consts)
             if tr is None or tr.stale():
-                tr = _kernel.threaded_run(spec, layout)
+                tr = _kernel.threaded_run(spec, layout, self._consts)
                 if tr is not None:
                     if len(self._threaded) > 64:
                         self._threaded.clear()
@@ -312,7 +313,7 @@ class CompiledExpr:
         partials, combined there); small ones run here and get a native guard."""
         spec, layout, compiled, _, kd_address, size, offs = entry
         if size >= _THREAD_MIN:
-            _backend()(spec, layout, out, arrays)
+            _backend()(spec, layout, out, arrays, self._consts)
             return out
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
@@ -398,7 +399,7 @@ class CompiledExpr:
                 f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
         data = self._bind_inputs(inputs, "no")  # the bound kernel reads these very arrays
         arrays = [data[self.params[k]] for k in self._fast[0]]
-        return _kernel.bind(self._fast[1], _as_out(out), *arrays)
+        return _kernel.bind(self._fast[1], _as_out(out), *arrays, params=self._consts)
 
     def explain(self) -> str:
         """The explain text of the underlying expression."""

@@ -259,7 +259,7 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
         if step.axes is not None and out.size:
             _fill_identity(out, step)
         return out
-    kernel(out.ptr, tuple(a.ptr for a in arrays), layout)
+    kernel(out.ptr, tuple(a.ptr for a in arrays), layout, params=step.consts)
     if step.mean:
         _divide_in_place(out, count, kernel.device)
     return out

@@ -17,6 +17,8 @@ def format_spec(spec) -> str:
     for i, ins in enumerate(spec.body):
         if ins.op == "load":
             text = f"load in{ins.attr}"
+        elif ins.op == "param":
+            text = f"param p{ins.attr}"
         elif ins.op == "const":
             text = f"const {ins.attr!r}"
         else:
@@ -107,6 +109,12 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         out.append(f"== kernel {k + 1}: {src or 'no inputs'}"
                    + (f"; reduces axes {list(step.axes)}" if step.axes is not None else ""))
         out.append(format_spec(step.spec))
+        if step.spec.params:
+            from lazyk.kernel import param_values
+
+            vals = param_values(step.spec.params, step.consts)
+            out.append("params (kernel data after the strides, 16 bytes each): " + ", ".join(
+                f"p{j} = {v.item()!r}" for j, v in enumerate(vals)))
     for k, (spec, layout) in enumerate(record):
         out.append(f"== launch {k + 1}: layout after passes.dims\n{format_layout(layout)}")
         out.append(f"== launch {k + 1}: kernel data\n{format_kernel_data(layout)}")

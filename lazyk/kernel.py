@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Instr:
-    """One SSA instruction: `load` (attr = input index), `const` (attr = value) or an op name."""
+    """One SSA instruction: `load` (attr = input index), `param` (attr = parameter slot: a
+    scalar read from kernel data), `const` (attr = value, baked into the code) or an op name."""
 
     op: str
     dtype: np.dtype
@@ -59,10 +60,24 @@ class KernelSpec:
             object.__setattr__(self, "_hash", h)
         return h
 
+    @property
+    def params(self) -> tuple[np.dtype, ...]:
+        """The dtype of each parameter slot (`param` instructions), in slot order."""
+        p = self.__dict__.get("_params")
+        if p is None:
+            slots = {ins.attr: np.dtype(ins.dtype) for ins in self.body if ins.op == "param"}
+            p = tuple(slots.get(k) for k in range(len(slots)))
+            object.__setattr__(self, "_params", p)
+        return p
+
     def check(self) -> None:
         """Raise ValueError if the body is not well formed: the code generator trusts it
         (a load of input -1 or an argument defined later would read arbitrary memory)."""
         n = len(self.inputs)
+        slots: dict = {}
+        for ins in self.body:
+            if ins.op == "param":
+                slots.setdefault(ins.attr, ins.dtype)
         if len(self.aligned) != n:
             raise ValueError(f"malformed KernelSpec: {len(self.aligned)} aligned flags for "
                              f"{n} inputs")
@@ -70,6 +85,10 @@ class KernelSpec:
             if ins.op == "load" and not (type(ins.attr) is int and 0 <= ins.attr < n):
                 raise ValueError(f"malformed KernelSpec: instruction {i} loads input "
                                  f"{ins.attr!r} of {n}")
+            if ins.op == "param" and not (type(ins.attr) is int and 0 <= ins.attr < len(slots)
+                                          and slots[ins.attr] == ins.dtype):
+                raise ValueError(f"malformed KernelSpec: instruction {i} reads parameter "
+                                 f"{ins.attr!r}; slots must be 0..n-1, one dtype each")
             if any(not (type(a) is int and 0 <= a < i) for a in ins.args):
                 raise ValueError(f"malformed KernelSpec: instruction {i} ({ins.op}) uses "
                                  f"{ins.args}; arguments must be earlier instructions")
@@ -80,11 +99,37 @@ class KernelSpec:
 
     def __getstate__(self) -> dict:
         # string hashes differ between processes: never ship the cached hash
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_params")}
 
     def __setstate__(self, state: dict) -> None:
         for k, v in state.items():
             object.__setattr__(self, k, v)
+
+
+PARAM_SLOT = 16  # bytes per parameter slot in kernel data (a complex128 fits)
+
+
+def pack_params(dtypes: tuple, values: tuple) -> bytes:
+    """Kernel-data bytes of parameter values: slot k holds `values[k]` as `dtypes[k]`."""
+    if len(values) != len(dtypes):
+        raise BindError(f"kernel takes {len(dtypes)} parameters, got {len(values)}")
+    out = bytearray(PARAM_SLOT * len(dtypes))
+    for k, (dt, v) in enumerate(zip(dtypes, values)):
+        raw = np.asarray(v, dtype=dt).tobytes()
+        out[PARAM_SLOT * k:PARAM_SLOT * k + len(raw)] = raw
+    return bytes(out)
+
+
+def param_values(dtypes: tuple, blob: bytes) -> list:
+    """The values packed by `pack_params` (0-d arrays of each slot's dtype)."""
+    return [np.frombuffer(blob, dt, 1, PARAM_SLOT * k).reshape(()) for k, dt in enumerate(dtypes)]
+
+
+def _check_params(spec: KernelSpec, params: bytes) -> bytes:
+    if len(params) != PARAM_SLOT * len(spec.params):
+        raise BindError(f"kernel takes {len(spec.params)} parameters ({PARAM_SLOT} bytes "
+                        f"each, see pack_params), got {len(params)} bytes")
+    return params
 
 
 # ---------------------------------------------------------------- fast data pointers
@@ -141,7 +186,8 @@ class CompiledKernel:
         self.single = abi.SingleFn(self.single_address)
         self.strided = abi.StridedFn(self.strided_address)
         self.nin, self.nout = len(spec.inputs), len(spec.outputs)
-        self.kd_size = kernel_data_size(layout, self.nout, self.nin)
+        self.kd_size = kernel_data_size(layout, self.nout, self.nin, len(spec.params))
+        self.params_offset = kernel_data_size(layout, self.nout, self.nin)
         self._live = 0  # bound kernels still using the code
         self._evicted = False
         self._lock = threading.Lock()
@@ -162,13 +208,14 @@ class CompiledKernel:
         """Host assembly."""
         return self.jit.asm
 
-    def bind(self, out: Any, *inputs: Any) -> BoundKernel:
-        """Bind to arrays whose simplified layout has this kernel's layout class."""
+    def bind(self, out: Any, *inputs: Any, params: bytes = b"") -> BoundKernel:
+        """Bind to arrays whose simplified layout has this kernel's layout class; `params`
+        are the parameter values (`pack_params(spec.params, values)`)."""
         layout = plan(self.spec, out, inputs)
         if layout_class(self.spec, layout) != self.layout:
             raise BindError(f"arrays have layout class {layout_class(self.spec, layout)}, "
                             f"this kernel was compiled for {self.layout}")
-        return BoundKernel(self, layout, out, inputs)
+        return BoundKernel(self, layout, out, inputs, params)
 
     def _release(self) -> None:
         with self._lock:
@@ -392,7 +439,9 @@ class BoundKernel:
     def dst(self, value: int) -> None:
         self._dstc[0] = value
 
-    def __init__(self, compiled: CompiledKernel, layout: Any, out: Any, inputs: tuple):
+    def __init__(self, compiled: CompiledKernel, layout: Any, out: Any, inputs: tuple,
+                 params: bytes = b""):
+        _check_params(compiled.spec, params)
         self._dstc = [0]
         with compiled._lock:
             if compiled.jit is None:
@@ -401,7 +450,7 @@ class BoundKernel:
         self.compiled = compiled
         self.layout = layout
         self.builder = abi.CKernelBuilder(compiled.kd_size)
-        self._fill(compiled, layout)
+        self._fill(compiled, layout, params)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         self._keep = (tuple(outs), tuple(inputs))
         offs = layout.offsets
@@ -421,13 +470,16 @@ class BoundKernel:
         self._run_lock = threading.Lock()
         self._task = self._thread_plan(compiled, layout)
 
-    def _fill(self, compiled: CompiledKernel, layout: Any) -> None:
+    def _fill(self, compiled: CompiledKernel, layout: Any, params: bytes) -> None:
         nd = layout.ndim
         vals = [compiled.single_address, compiled.destroy_address, nd, *layout.shape]
         for st in layout.strides:
             vals.extend(st)
-        struct.pack_into(f"={len(vals)}q", self.builder.buffer(), 0,
+        buf = self.builder.buffer()
+        struct.pack_into(f"={len(vals)}q", buf, 0,
                          *[v - (1 << 64) if v >= 1 << 63 else v for v in vals])
+        if params:
+            buf[compiled.params_offset:compiled.params_offset + len(params)] = params
 
     def _thread_plan(self, compiled: CompiledKernel, layout: Any):
         """Split the outer dim over the pool when large enough; None = run single."""
@@ -516,24 +568,29 @@ class BoundKernel:
             pass
 
 
-def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu") -> BoundKernel:
+def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu",
+         params: bytes = b"") -> BoundKernel:
     """Plan the layout, compile (cached) for its layout class, bind: `bind(spec, out, a, b)()`.
 
     Args:
         spec: the fused kernel; `out` and `inputs` are NumPy arrays (or objects with
             `to_numpy()`), inputs broadcasting to the iteration space, e.g. `N * float64`.
+        params: the values of the spec's parameter slots, `pack_params(spec.params, values)`
+            (a fused step carries them as `Step.consts`).
     Raises:
         ShapeError: shapes do not broadcast (names operands, axis and sizes).
         BindError: wrong dtype or count, read-only or overlapping-write output, misaligned
-            input for an aligned spec.
+            input for an aligned spec, parameter bytes that do not match the spec.
     """
+    _check_params(spec, params)
     layout = plan(spec, out, inputs)
-    return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs)
+    return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs,
+                       params)
 
 
-def execute(spec: KernelSpec, out: Any, *inputs: Any) -> Any:
+def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> Any:
     """Bind and run once; returns `out`."""
-    with bind(spec, out, *inputs) as ck:
+    with bind(spec, out, *inputs, params=params) as ck:
         ck()
     return out
 
@@ -543,15 +600,17 @@ _prepared: OrderedDict = OrderedDict()
 _PREPARED_SIZE = 1024
 
 
-def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list) -> None:
+def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
+               params: bytes = b"") -> None:
     """Run `spec` on views already broadcast to the iteration space, with `layout` from dims.
 
-    The kernel data depends only on (spec, layout), so it is built once and reused.
+    The kernel data depends only on (spec, layout, params), so it is built once and reused.
     """
-    key = (spec, layout)
+    key = (spec, layout, params)
     ck = _prepared.get(key)
     if ck is None:
-        ck = BoundKernel(compile(spec, layout_class(spec, layout)), layout, out, tuple(arrays))
+        ck = BoundKernel(compile(spec, layout_class(spec, layout)), layout, out, tuple(arrays),
+                         params)
         ck()
         ck._keep = None  # cached kernel data must not keep this call's arrays alive
         with _cache_lock:
@@ -572,7 +631,7 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list) -> 
         # as much as the whole 2-thread kernel at n = 1e5); concurrent callers build their own.
         lock = ck._run_lock
         if not lock.acquire(blocking=False):
-            BoundKernel(ck.compiled, layout, out, tuple(arrays))()
+            BoundKernel(ck.compiled, layout, out, tuple(arrays), params)()
             return
         try:
             ck._src[:len(arrays)] = src[:len(arrays)]
@@ -636,8 +695,9 @@ class Dispatcher:
     take the bind path, whose cost is negligible next to the work.
     """
 
-    def __init__(self, spec: KernelSpec):
+    def __init__(self, spec: KernelSpec, params: bytes = b""):
         self.spec = spec
+        self.params = _check_params(spec, params)
         self._g = None
         self._nin = len(spec.inputs)  # the guard entry takes exactly this many
         self._fn = _guard_fn(1 + len(spec.inputs)) if (
@@ -650,8 +710,26 @@ class Dispatcher:
             return out
         return self._miss(out, inputs)
 
-    def _miss(self, out: Any, inputs: tuple) -> Any:
-        ck = bind(self.spec, out, *inputs)
+    def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
+        """Execute with other parameter values (`pack_params` bytes); returns `out`.
+
+        The guard and kernel data of the last bind are copied with `params` written in:
+        the shared ones are never written, so concurrent calls stay safe.
+        """
+        g = self._g
+        if g is not None and len(inputs) == self._nin:
+            buf, ck = g[0], g[1]
+            off = ck.compiled.params_offset
+            kd = ctypes.create_string_buffer(
+                ctypes.string_at(ck.address, off) + _check_params(self.spec, params))
+            gb = type(buf).from_buffer_copy(buf)
+            gb[1] = ctypes.addressof(kd)
+            if self._fn(gb, out, *inputs) == 0:
+                return out
+        return self._miss(out, inputs, params)
+
+    def _miss(self, out: Any, inputs: tuple, params: bytes | None = None) -> Any:
+        ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
         ck()
         arrays = (out,) + inputs
         if (self._fn is None or ck._task is not None or ck._empty
@@ -718,9 +796,9 @@ class ThreadedRun:
                                       self.address) == 0
 
 
-def threaded_run(spec: KernelSpec, layout: Any) -> ThreadedRun | None:
-    """The reusable threaded record for a (spec, layout) that run_layout has run, or None."""
-    ck = _prepared.get((spec, layout))
+def threaded_run(spec: KernelSpec, layout: Any, params: bytes = b"") -> ThreadedRun | None:
+    """The reusable threaded record for a (spec, layout, params) run_layout has run, or None."""
+    ck = _prepared.get((spec, layout, params))
     if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
             or spec.reduce is not None or ck._empty or layout.ndim == 0):
         return None

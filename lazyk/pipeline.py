@@ -82,14 +82,19 @@ def _identity(op: str, dtype: np.dtype):
     return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
 
 
-def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes) -> None:
+def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes,
+                       consts: bytes = b"") -> None:
     """Interpret a KernelSpec with the op table's NumPy rules (tests and fallback)."""
     from lazyk import ops
+    from lazyk.kernel import param_values
 
+    params = param_values(spec.params, consts)
     vals: list = []
     for ins in spec.body:
         if ins.op == "load":
             v = arrays[ins.attr]
+        elif ins.op == "param":
+            v = params[ins.attr]
         elif ins.op == "const":
             v = np.asarray(ins.attr, dtype=ins.dtype)
         elif ins.op == "astype":
@@ -141,15 +146,18 @@ def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
 _recorders: list[list] = []
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
-# the value keeps its id from being reused while the entry lives.
+# the value keeps its id from being reused while the entry lives. The kernel data holds the
+# parameter values of the entry's first launch; a launch with other values runs a private
+# copy (kernel data is never written once built: other threads may be running it).
 _launches: OrderedDict = OrderedDict()
 _LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).
 _THREAD_MIN = 1 << 16
 
 
-def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple):
-    """Layout (dims pass), compiled kernel and kernel data for one geometry; cached."""
+def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes = b""):
+    """Layout (dims pass), compiled kernel and kernel data for one geometry and parameter
+    values (`consts`, kernel-data bytes); the callers cache it."""
     from lazyk import kernel
 
     layout = simplify_dims(shape, strides, reduced)
@@ -161,11 +169,16 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple):
             if compiled.jit is not None:
                 compiled._live += 1
                 break
-    # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64).
+    # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64),
+    # then the parameter slots.
     vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
     for st in layout.strides:
         vals.extend(st)
     kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
+    if consts or spec.params:
+        from lazyk.kernel import _check_params
+
+        kd = np.concatenate([kd, np.frombuffer(_check_params(spec, consts), np.int64)])
     return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
 
 
@@ -176,19 +189,20 @@ def _release(entries) -> None:
 
 
 def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
-            axes) -> None:
-    """Bind (cached per geometry) and run one kernel; no LLVM once the geometry was seen."""
+            axes, consts: bytes = b"") -> None:
+    """Bind (cached per geometry and parameter values) and run one kernel; no LLVM once the
+    geometry was seen."""
     if _backend() is None:
         views = [np.broadcast_to(a, shape) for a in arrays]
         out_it = np.lib.stride_tricks.as_strided(out, shape, out_strides)
-        _execute_reference(spec, views, out_it, axes)
+        _execute_reference(spec, views, out_it, axes, consts)
         return
     in_strides = tuple(_over(shape, a.shape, a.strides) for a in arrays)
     key = (id(spec), shape, out_strides, in_strides)
     entry = _launches.get(key)
     if entry is None:
         reduced = tuple(d in (axes or ()) for d in range(len(shape)))
-        entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced)
+        entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
         dropped = []
         with _plans_lock:
             if key in _launches:
@@ -203,8 +217,14 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
     if _recorders:
         _recorders[-1].append((spec, layout))
     if size >= _THREAD_MIN:
-        _backend()(spec, layout, out, arrays)  # the kernel stage splits work over threads
+        # the kernel stage splits work over threads
+        _backend()(spec, layout, out, arrays, consts)
         return
+    if consts:
+        head = len(kd) - len(consts) // 8
+        if kd[head:].tobytes() != consts:
+            kd = np.concatenate((kd[:head], np.frombuffer(consts, np.int64)))
+            kd_address = data_pointer(kd)
     src = (ctypes.c_void_p * max(len(arrays), 1))(
         *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
     compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
@@ -264,7 +284,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
             shape = out.shape
         if target.size:
             _launch(spec, shape, target, _over(shape, target.shape, target.strides), arrays,
-                    None)
+                    None, step.consts)
         return out
     axes = step.axes
     rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
@@ -281,7 +301,8 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         from lazyk import ops
 
         out[...] = ops.get(step.spec.reduce).identity(step.dtype)
-    _launch(spec, shape, out, _out_strides(out, shape, axes, step.keepdims), arrays, axes)
+    _launch(spec, shape, out, _out_strides(out, shape, axes, step.keepdims), arrays, axes,
+            step.consts)
     if step.mean:
         count = int(np.prod([shape[d] for d in axes]))
         np.true_divide(out, count, out=out, casting="unsafe")
@@ -492,7 +513,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         from lazyk.exprparse import evaluate_string
 
         return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
-                               order=order, casting=casting, _depth=_depth + 1)
+                               order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
     from lazyk.ragged import is_ragged
 

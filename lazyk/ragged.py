@@ -487,9 +487,21 @@ class SegmentedKernel:
     def ir(self) -> str:
         return self.jit.source_ir
 
+    def _kd(self, head: list, params: bytes) -> ctypes.Array:
+        """This call's kernel data: `head` words, then the parameter slots (codegen.llvm
+        `seg_params_offset`)."""
+        from lazyk.codegen.llvm import seg_params_offset
+        from lazyk.kernel import _check_params
+
+        _check_params(self.spec, params)
+        nwords = seg_params_offset(len(self.spec.inputs)) // 8
+        kd = (ctypes.c_int64 * (nwords + len(params) // 8))(*head)
+        ctypes.memmove(ctypes.addressof(kd) + 8 * nwords, params, len(params))
+        return kd
+
     def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
-                 mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0
-                 ) -> None:
+                 mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0,
+                 params: bytes = b"") -> None:
         """Run the in-place row layout (`rows=True`): per input, each result row's element-0
         address and byte stride (from the arrays' arrmeta via the shape step). Order "col"
         reads `ncols` elements of every row (the caller checked every row has them)."""
@@ -512,16 +524,15 @@ class SegmentedKernel:
             raise ValueError("segmented outputs must be contiguous, one per result")
         if nres == 0:
             return
-        kd = (ctypes.c_int64 * (5 + len(rowptrs)))(
-            self.single_address, self.destroy_address, 0, nrows, ncols,
-            *[m or 0 for m in mask_offsets])
+        kd = self._kd([self.single_address, self.destroy_address, 0, nrows, ncols,
+                       *[m or 0 for m in mask_offsets]], params)
         src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
         self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
         seg_stats["runs"] += 1
 
     def __call__(self, offsets: np.ndarray, inputs: list, masks: list, out: np.ndarray,
-                 valid: np.ndarray) -> None:
+                 valid: np.ndarray, params: bytes = b"") -> None:
         """Bind (checks every size, so no access leaves the arrays) and run once."""
         if self.rows:
             raise ValueError("this segmented kernel reads rows in place: use run_rows")
@@ -545,7 +556,7 @@ class SegmentedKernel:
             raise ValueError("wrong number of segmented operands")
         if nrows == 0:
             return
-        kd = (ctypes.c_int64 * 4)(self.single_address, self.destroy_address, 0, nrows)
+        kd = self._kd([self.single_address, self.destroy_address, 0, nrows], params)
         arrays = [offsets, *inputs, *masks]
         src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
@@ -625,7 +636,7 @@ def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     np.cumsum(lengths, out=offsets[1:])
     out = np.empty(len(lengths), acc)
     valid = np.empty(len(lengths), np.uint8)
-    kernel(offsets, inputs, masks, out, valid)
+    kernel(offsets, inputs, masks, out, valid, step.consts)
     return out, valid.view(bool), any(masked), skipna, step.mean
 
 
@@ -693,7 +704,7 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     nres = {"row": len(lengths), "col": ncols, "all": 1}[order]
     out = np.empty(nres, acc)
     valid = np.empty(nres, np.uint8)
-    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols)
+    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols, step.consts)
     for rec in _recorders:
         rec.append((kernel, len(lengths), ncols, moffs))
     return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)

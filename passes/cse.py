@@ -35,7 +35,10 @@ def eliminate_common_subexpressions(root: Node) -> Node:
         new = node.replace(srcs=srcs) if srcs != node.srcs else node
         # Structural digest: equal subgraphs get equal keys, whatever their history; a
         # fixed-size digest keeps shared DAGs (x = x + x, repeated) linear.
-        arg = f"#{rank[new.arg]}" if new.op == "input" else repr(new.arg)
+        # A constant's value is a kernel parameter: keying on it would make `a * 2.0` and
+        # `a * 3.0` order their operands differently (two specs, two compiles).
+        arg = f"#{rank[new.arg]}" if new.op == "input" else \
+            "" if new.op in ("const", "scalar") else repr(new.arg)
         text = f"{new.op}:{new.dtype.str}:{new.shape}:{arg}(" + \
             ",".join(keys[id(s)] for s in srcs) + ")"
         keys[id(new)] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

@@ -3,6 +3,11 @@
 Each step is the whole elementwise DAG under one reduction (or under the root), so a
 node used twice is one SSA value; a reduction feeding more elementwise work ends one
 kernel and its result is an input of the next.
+
+Constants become kernel parameters (`param` instructions; their values travel in
+`Step.consts` and are written into kernel data at bind), so a new value is a new bind,
+never a new compile. Only a small integer exponent of `**` is baked into the code
+(`x**2` becomes `x*x`): see "What is baked into a kernel" in docs/design.md.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lazyk.graph import REDUCE_OP, Node, toposort
-from lazyk.kernel import Instr, KernelSpec
+from lazyk.kernel import Instr, KernelSpec, pack_params
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,8 @@ class Step:
 
     `inputs` holds leaf names (str) or earlier step numbers (int). For a reduction,
     `axes` are the reduced axes of the iteration shape and `mean` asks for a division
-    by the number of reduced elements after the kernel.
+    by the number of reduced elements after the kernel. `consts` are the values of the
+    spec's parameter slots as kernel-data bytes (`lazyk.kernel.pack_params`).
     """
 
     spec: KernelSpec
@@ -30,6 +36,7 @@ class Step:
     axes: tuple[int, ...] | None = None
     keepdims: bool = False
     mean: bool = False
+    consts: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -43,10 +50,32 @@ class Program:
     value: object = None
 
 
+# One object per distinct spec: the launch caches key on id(spec), and the specs of
+# `a * 2.0` and `a * 3.0` are equal (the values are parameters).
+_interned: dict = {}
+
+
 def _spec(body, inputs, out_index, out_dtype, reduce) -> KernelSpec:
     dtypes = tuple(body[i].dtype for i in _load_positions(body, len(inputs)))
-    return KernelSpec(inputs=dtypes, aligned=(True,) * len(inputs), body=body,
+    spec = KernelSpec(inputs=dtypes, aligned=(True,) * len(inputs), body=body,
                       outputs=((out_index, np.dtype(out_dtype)),), reduce=reduce)
+    hit = _interned.get(spec)
+    if hit is None:
+        if len(_interned) > 4096:
+            _interned.clear()
+        hit = _interned.setdefault(spec, spec)
+    return hit
+
+
+def _baked(node: Node) -> bool:
+    """A constant exponent of `**` worth baking: a small integer (or 0.5) lets LLVM turn the
+    power into a few multiplications (or a square root)."""
+    v = node.arg
+    if isinstance(v, complex):
+        if v.imag:
+            return False
+        v = v.real
+    return v == 0.5 or (float(v).is_integer() and abs(v) <= 16)
 
 
 def _load_positions(body, n) -> list[int]:
@@ -72,40 +101,50 @@ def fuse_elementwise(root: Node) -> Program:
             continue
         op, axes, keep = node.arg[:3]
         src = node.srcs[0]
-        body, inputs, out = _body_under(src, steps_of)
+        body, inputs, out, consts = _body_under(src, steps_of)
         reduce = "sum" if op == "mean" else op
         spec = _spec(body, inputs, out, node.dtype, reduce)
         steps_of[id(node)] = len(steps)
-        steps.append(Step(spec, inputs, node.shape, node.dtype, axes, keep, op == "mean"))
+        steps.append(Step(spec, inputs, node.shape, node.dtype, axes, keep, op == "mean",
+                          pack_params(spec.params, consts)))
     if root.op != REDUCE_OP:
-        body, inputs, out = _body_under(root, steps_of)
-        steps.append(Step(_spec(body, inputs, out, root.dtype, None), inputs, root.shape,
-                          root.dtype))
+        body, inputs, out, consts = _body_under(root, steps_of)
+        spec = _spec(body, inputs, out, root.dtype, None)
+        steps.append(Step(spec, inputs, root.shape, root.dtype,
+                          consts=pack_params(spec.params, consts)))
     return Program(tuple(steps), tuple(params), root.shape, root.dtype)
 
 
 def _body_under(node: Node, steps_of: dict[int, int]):
-    """Body of the elementwise DAG rooted at `node` (stopping at reductions and leaves)."""
+    """Body of the elementwise DAG rooted at `node` (stopping at reductions and leaves), its
+    inputs, output index and parameter values (one slot per distinct constant node)."""
     index: dict[int, int] = {}
     body: list[Instr] = []
     inputs: list = []
     where: dict = {}
-    for n in _elementwise_order(node):
+    consts: list = []
+    order = _elementwise_order(node)
+    baked = {id(n.srcs[1]) for n in order if n.op == "power"
+             and n.srcs[1].op in ("const", "scalar") and _baked(n.srcs[1])}
+    for n in order:
         if n.op == "input" or n.op == REDUCE_OP:
             key = n.arg if n.op == "input" else steps_of[id(n)]
             if key not in where:
                 where[key] = len(inputs)
                 inputs.append(key)
             instr = Instr("load", n.dtype, (), where[key])
-        elif n.op in ("const", "scalar"):
+        elif n.op in ("const", "scalar") and id(n) in baked:
             instr = Instr("const", n.dtype, (), n.arg)
+        elif n.op in ("const", "scalar"):
+            instr = Instr("param", n.dtype, (), len(consts))
+            consts.append(n.arg)
         elif n.op == "astype":
             instr = Instr("astype", n.dtype, (index[id(n.srcs[0])],), n.dtype)
         else:
             instr = Instr(n.op, n.dtype, tuple(index[id(s)] for s in n.srcs), n.arg)
         index[id(n)] = len(body)
         body.append(instr)
-    return tuple(body), tuple(inputs), index[id(node)]
+    return tuple(body), tuple(inputs), index[id(node)], tuple(consts)
 
 
 def _elementwise_order(root: Node) -> list[Node]:

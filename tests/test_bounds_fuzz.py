@@ -359,7 +359,7 @@ def test_bind_and_dispatcher_match_numpy_or_raise(data):
     f = _compiled_for(name, build, shapes, dtypes)
     step = f.program.steps[0]
     order = [f.params.index(r) for r in step.inputs]
-    d = Dispatcher(step.spec)
+    d = Dispatcher(step.spec, step.consts)
     mode = draw(st.sampled_from(["fbind", "kbind", "dispatch", "dispatch"]))
     ncalls = draw(st.integers(1, 3))
     for _, placed, arrays, expect, out in _call_sequence(
@@ -377,7 +377,7 @@ def test_bind_and_dispatcher_match_numpy_or_raise(data):
                     ck()
                 return o
             if mode == "kbind":
-                with kbind(step.spec, o, *ins) as ck:
+                with kbind(step.spec, o, *ins, params=step.consts) as ck:
                     ck()
                 return o
             return d(o, *ins)
@@ -432,7 +432,8 @@ def test_dispatcher_reduction_with_output_aliasing_an_input():
 def test_dispatcher_extra_inputs_raise_a_clear_error(extra):
     x = lazyk.placeholder("x", "N * float64")
     y = lazyk.placeholder("y", "N * float64")
-    d = Dispatcher(lazyk.compile(x * 2 + y).program.steps[0].spec)
+    step = lazyk.compile(x * 2 + y).program.steps[0]
+    d = Dispatcher(step.spec, step.consts)
     X, Y, o = np.arange(5.0), np.ones(5), np.zeros(5)
     with pytest.raises(E.BindError):
         d(o, X, Y, extra)  # before the guard: BindError 'kernel takes 2 inputs, got 3'

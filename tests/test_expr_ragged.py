@@ -295,7 +295,7 @@ def test_segmented_kernel_is_thread_safe():
         offsets, vals, out, valid = job
         try:
             for _ in range(50):
-                k(offsets, [vals], [], out, valid)
+                k(offsets, [vals], [], out, valid, step.consts)
         except Exception as exc:  # pragma: no cover
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(j,)) for j in jobs]

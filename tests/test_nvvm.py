@@ -925,3 +925,44 @@ def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
     gpu1 = FakeGPUArray((3,))
     gpu1.__cuda_array_interface__["data"] = (0xC0DA0000, False)
     assert device_of(gpu1) == "cuda:1" and device_of(FakeGPUArray((3,))) == "cuda:0"
+
+
+def test_parameters_in_kernel_data_struct_and_ptx():
+    from llvmlite import binding as llvm
+
+    from lazyk.kernel import pack_params
+    td = llvm.create_target_data(nvvm.DATA_LAYOUT)
+    kd = nvvm.KernelData(2, 1, 3)
+
+    class L:
+        shape = (5,)
+        strides = ((8,),) * 3
+        size = 5
+    params = pack_params((np.dtype("f8"), np.dtype("c8"), np.dtype("i1")), (1.5, 2 - 1j, -3))
+    assert len(kd.pack(1, (2, 2), 3, L, params)) == kd.struct_type().get_abi_size(td)
+    body = (Instr("load", np.dtype("f8"), (), 0), Instr("param", np.dtype("f8"), (), 0),
+            Instr("multiply", np.dtype("f8"), (0, 1)), Instr("param", np.dtype("f4"), (), 1),
+            Instr("astype", np.dtype("f8"), (3,), np.dtype("f8")),
+            Instr("add", np.dtype("f8"), (2, 4)))
+    spec = KernelSpec((np.dtype("f8"),), (True,), body, ((5, np.dtype("f8")),))
+    ir_text = nvvm.lower(spec, flat(inner=(True, True)))
+    assert "[4 x i64]" in ir_text  # two 16-byte slots in the by-value kernel data
+    compile_and_assemble(spec, flat(inner=(True, True)))
+
+
+def test_emulated_parameters_of_several_dtypes(fake_driver):
+    import lazyk
+    import lazyk.expr as lx
+    x32 = np.linspace(-2, 2, 37).astype(np.float32)
+    i16 = np.arange(-18, 19, dtype=np.int16)
+    dx, di = lazyk.DeviceArray.from_numpy(x32), lazyk.DeviceArray.from_numpy(i16)
+    for s in (0.5, -1.25):
+        got = (lx.as_expr(dx) * s + np.float32(3)).eval().to("cpu")
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, x32 * s + np.float32(3))
+    for k in (7, -300):
+        np.testing.assert_array_equal((lx.as_expr(di) * k).eval().to("cpu"), i16 * k)
+    np.testing.assert_array_equal(lx.where(lx.as_expr(di) > 0, np.float64(2.5), True)
+                                  .eval().to("cpu"), np.where(i16 > 0, 2.5, True))
+    total = lx.sum(lx.as_expr(dx) * 2.0).eval().to("cpu")
+    np.testing.assert_allclose(total, (x32 * 2.0).sum(dtype=np.float32), atol=1e-5)

@@ -336,10 +336,12 @@ class CompiledKernel:
         self.ir = nvvm.lower(spec, lc)
         self.ptx = nvvmc.compile_ptx(self.ir, max_ptx=nvvmc.max_ptx_for_driver(driver_version()))
         self.module = Module(self.ptx, device)
-        self.kd = nvvm.KernelData(len(spec.inputs), lc.ndim)
+        self.kd = nvvm.KernelData(len(spec.inputs), lc.ndim, len(spec.params))
 
-    def __call__(self, out: int, srcs: tuple[int, ...], layout, stream=0) -> None:
-        """Bind (pack kernel data from the layout) and launch; pointers are device addresses."""
+    def __call__(self, out: int, srcs: tuple[int, ...], layout, stream=0,
+                 params: bytes = b"") -> None:
+        """Bind (pack kernel data from the layout and the parameter values `params`, as
+        `lazyk.kernel.pack_params` writes them) and launch; pointers are device addresses."""
         from lazyk.codegen import nvvm
         if layout.size == 0 and self.spec.reduce is None:
             return
@@ -352,7 +354,7 @@ class CompiledKernel:
             # Partials are compute values (float16 accumulates as float, complex as two
             # parts): 16 bytes covers all.
             with Buffer(grid * 16, self.device) as scratch:
-                data = self.kd.pack(out, srcs, scratch.ptr, layout)
+                data = self.kd.pack(out, srcs, scratch.ptr, layout, params)
                 launch(self.module.function(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
                 launch(self.module.function(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,
                        [data, np.int64(grid).tobytes()], stream)
@@ -374,7 +376,7 @@ class CompiledKernel:
             grid = max(1, min(kept, self.device.sm_count * BLOCKS_PER_SM))
             block = nvvm.REDUCE_BLOCK
         launch(self.module.function(entry), grid, block,
-               [self.kd.pack(out, srcs, 0, layout)], stream)
+               [self.kd.pack(out, srcs, 0, layout, params)], stream)
 
 
 def check_aligned(spec, out: int, layout) -> None:
@@ -416,6 +418,6 @@ def kernel(spec, layout, device: Device | None = None) -> CompiledKernel:
 
 
 def execute(spec, layout, out: int, srcs: tuple[int, ...], device: Device | None = None,
-            stream=0) -> None:
+            stream=0, params: bytes = b"") -> None:
     """Run spec over a bound layout on device pointers (out first), compiling on first use."""
-    kernel(spec, layout, device)(out, srcs, layout, stream)
+    kernel(spec, layout, device)(out, srcs, layout, stream, params)

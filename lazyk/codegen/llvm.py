@@ -7,6 +7,8 @@ Kernel data (Contract 4), all fields int64, for a layout of `ndim` dims, `nout` 
     16  ndim        24  shape[ndim]
     24 + 8*ndim              out_strides[nout][ndim]   (bytes; 0 along reduced dims)
     24 + 8*ndim*(1 + nout)   in_strides[nin][ndim]     (bytes; 0 along broadcast dims)
+    24 + 8*ndim*(1 + nout + nin)   params[nparams]: 16-byte slots, each holding the value of
+                             a `param` instruction as its native dtype (constants' values)
 
 Entries (exported names derive from `name`):
 - `{name}_single(char *dst, char *const *src, ckernel_prefix *self)` runs the whole nest.
@@ -216,8 +218,8 @@ class Emitter:
         return self.cast(v, loop[-1], out)
 
 
-def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], target: Any
-              ) -> list[Any]:
+def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], target: Any,
+              params: Sequence[Any] = ()) -> list[Any]:
     """Emit the per-element SSA body of `spec`; return output values in their stored dtypes.
 
     Args:
@@ -225,6 +227,8 @@ def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], ta
         spec: a `lazyk.kernel.KernelSpec`.
         loaded_values: per input index, the loaded value in compute representation
             (see `load_value`); complex values are `(re, im)` tuples.
+        params: per parameter slot, its value in compute representation (`load_params`
+            once at function entry, outside the loops).
         target: names math calls (`target.math(module, name, ir_type) -> ir.Function`);
             `CPUTarget` uses LLVM intrinsics/libm, the CUDA target libdevice `__nv_*`.
     """
@@ -233,12 +237,21 @@ def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], ta
     for ins in spec.body:
         if ins.op == "load":
             vals.append(loaded_values[ins.attr])
+        elif ins.op == "param":
+            vals.append(params[ins.attr])
         elif ins.op == "const":
             vals.append(em.const(ins.dtype, ins.attr))
         else:
             vals.append(em.apply(ins.op, [vals[a] for a in ins.args],
                                  [spec.body[a].dtype for a in ins.args], ins.dtype, ins.attr))
     return [em.cast(vals[i], spec.body[i].dtype, dt) for i, dt in spec.outputs]
+
+
+def load_params(b: ir.IRBuilder, kd: ir.Value, offset: int, dtypes: Sequence[np.dtype]
+                ) -> list[Any]:
+    """Load each parameter slot (16 bytes apart from byte `offset` of i8* `kd`)."""
+    return [load_value(b, b.gep(kd, [ir.Constant(I64, offset + 16 * k)]), dt)
+            for k, dt in enumerate(dtypes)]
 
 
 # ---------------------------------------------------------------- memory access
@@ -343,6 +356,16 @@ class _Gen:
             raise ops.NotSupportedError("a reduction kernel has exactly one output")
         self.module = ir.Module(name=name)
         self.module.triple = ""  # the backend sets the host triple
+        self.params = spec.params
+        self.poff = kernel_data_size(lc, self.nout, self.nin)
+        self._pv: list = []  # parameter values loaded in the function being emitted
+        self._kd = None  # ... and its kernel-data pointer
+
+    def _load_params(self, b, kd) -> list:
+        # NOTE: at function entry, never in a loop: the output stores may alias kernel data
+        # as far as LLVM knows, so loads inside the loop would stay there (no vectorization).
+        self._pv = load_params(b, kd, self.poff, self.params)
+        return self._pv
 
     # kernel-data field addresses
     def _field(self, b, kd, idx: int) -> ir.Value:
@@ -375,6 +398,8 @@ class _Gen:
         fn.attributes.add("noinline")  # shared by both entries: one copy of the loop code
         outs, ostride, ins, istrides, count, kd = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self._kd = kd
+        self._load_params(b, kd)
         nops = self.nout + self.nin
         bases = [b.load(b.gep(outs, [ir.Constant(I64, j)])) for j in range(self.nout)]
         bases += [b.load(b.gep(ins, [ir.Constant(I64, j)])) for j in range(self.nin)]
@@ -465,7 +490,7 @@ class _Gen:
                 else:
                     vals.append(load_value(b, at(no + j), self.spec.inputs[j],
                                            self.spec.aligned[j]))
-            res = emit_body(b, self.spec, vals, self.target)
+            res = emit_body(b, self.spec, vals, self.target, self._pv)
             if acc_slot is not None:
                 acc = self._combine(em, self._acc_load(b, acc_slot), res[0])
                 self._acc_store(b, acc_slot, acc)
@@ -484,7 +509,7 @@ class _Gen:
         fn = self.module.globals.get(f"{self.name}_fallback")
         if fn is None:
             nops = len(ptrs)
-            ft = ir.FunctionType(ir.VoidType(), [P8] * nops + [I64] * nops + [I64])
+            ft = ir.FunctionType(ir.VoidType(), [P8] * nops + [I64] * nops + [I64, P8])
             fn = ir.Function(self.module, ft, f"{self.name}_fallback")
             fn.linkage = "internal"
             # NOTE: minsize keeps the vectorizer off this loop: gathers/scatters for odd
@@ -493,9 +518,12 @@ class _Gen:
                 fn.attributes.add(a)
             fb = ir.IRBuilder(fn.append_basic_block("entry"))
             args = list(fn.args)
-            self._emit_strided_loop(fb, args[:nops], args[-1], args[nops:2 * nops])
+            outer = self._pv
+            self._load_params(fb, args[-1])
+            self._emit_strided_loop(fb, args[:nops], args[-2], args[nops:2 * nops])
+            self._pv = outer
             fb.ret_void()
-        b.call(fn, list(ptrs) + list(strides) + [n])
+        b.call(fn, list(ptrs) + list(strides) + [n, self._kd])
 
     def _emit_strided_loop(self, b, ptrs, n, strides):
         no = self.nout
@@ -504,7 +532,7 @@ class _Gen:
         def body(i):
             ps = [_offset(b, p, i, s) for p, s in zip(ptrs, strides)]
             vals = self._loads(b, ps[no:])
-            res = emit_body(b, self.spec, vals, self.target)
+            res = emit_body(b, self.spec, vals, self.target, self._pv)
             for j, v in enumerate(res):
                 if self.red is not None:
                     v = self._combine(em, load_value(b, ps[j], self.out_dts[0]), v)
@@ -602,6 +630,8 @@ class _Gen:
         dims = [(n0, st0)]
         for d in range(1, self.lc.ndim):
             dims.append((self._shape(b, kd, d), [self._stride(b, kd, j, d) for j in range(nops)]))
+        self._kd = kd
+        self._load_params(b, kd)
         self._emit_nest(b, bases, dims)
 
 
@@ -611,9 +641,14 @@ def generate(spec: Any, layout: LayoutClass, name: str = "lazyk_k", target: Any 
     return _Gen(spec, layout, name, target or CPUTarget()).build()
 
 
-def kernel_data_size(layout: LayoutClass, nout: int, nin: int) -> int:
-    """Bytes of kernel data for this layout (prefix, ndim, shape, strides)."""
-    return PREFIX_BYTES + 8 * layout.ndim * (1 + nout + nin)
+def kernel_data_size(layout: LayoutClass, nout: int, nin: int, nparams: int = 0) -> int:
+    """Bytes of kernel data for this layout (prefix, ndim, shape, strides, parameters)."""
+    return PREFIX_BYTES + 8 * layout.ndim * (1 + nout + nin) + 16 * nparams
+
+
+def seg_params_offset(nin: int) -> int:
+    """Byte offset of the parameter slots in a segmented kernel's kernel data."""
+    return 8 * (5 + nin)
 
 
 # ---------------------------------------------------------------- segmented (var-row) reductions
@@ -639,6 +674,7 @@ class _SegGen(_Gen):
     - `src[0]`: `int64 offsets[nrows + 1]`; `src[1 + j]` input j's contiguous values;
       then one contiguous `uint8` mask (1 = present) per input in `masked`;
     - kernel data {function, destructor, 0, nrows}.
+    Both layouts: the parameter slots start at byte `seg_params_offset(nin)` = 8 * (5 + nin).
     Per result: the identity is the start value; an element whose masks are all present
     runs the body and folds; a missing one is skipped (`skipna`) or marks the result missing.
     Valid flag: 0 when a missing element was seen without `skipna`, or when no element was
@@ -649,6 +685,7 @@ class _SegGen(_Gen):
     def __init__(self, spec: Any, masked: tuple, skipna: bool, mean: bool, name: str,
                  target: Any, rows: bool = False, order: str = "row"):
         super().__init__(spec, LayoutClass(1, ""), name, target)
+        self.poff = seg_params_offset(self.nin)
         self.masked, self.skipna, self.mean = tuple(masked), skipna, mean
         self.rows, self.order = rows, order
         if order != "row" and not rows:
@@ -659,6 +696,7 @@ class _SegGen(_Gen):
         fn = ir.Function(self.module, ft, f"{self.name}_single")
         dst, src, kd = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self._load_params(b, kd)
         c64 = lambda v: ir.Constant(I64, v)  # noqa: E731
         P64 = I64.as_pointer()
         dsts = b.bitcast(dst, P8.as_pointer())
@@ -695,7 +733,7 @@ class _SegGen(_Gen):
             def fold():
                 vals = [load_value(b, a, d, al) for a, d, al
                         in zip(addr, self.spec.inputs, self.spec.aligned)]
-                res = emit_body(b, self.spec, vals, self.target)
+                res = emit_body(b, self.spec, vals, self.target, self._pv)
                 self._acc_store(b, acc, self._combine(em, self._acc_load(b, acc), res[0]))
                 b.store(b.add(b.load(cnt), one), cnt)
             if not mptr:

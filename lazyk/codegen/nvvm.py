@@ -124,27 +124,39 @@ class KernelData:
     """Field order of the by-value kernel parameter; `pack` on the host mirrors `struct_type`.
 
     {i8* out, i8* src[nin], i8* scratch, i64 total, i64 shape[nd],
-     i64 out_stride[nd], i64 src_stride[nin][nd]}; all 8-byte fields, so no padding.
+     i64 out_stride[nd], i64 src_stride[nin][nd]}, then with parameters
+     i64 params[2 * nparams] (16-byte slots as `lazyk.kernel.pack_params` writes them);
+    all 8-byte fields, so no padding.
     """
 
     nin: int
     ndim: int
+    nparams: int = 0
 
     def struct_type(self) -> ir.LiteralStructType:
         nd = max(self.ndim, 1)
-        return ir.LiteralStructType([
+        fields = [
             I8P, ir.ArrayType(I8P, max(self.nin, 1)), I8P, I64, ir.ArrayType(I64, nd),
-            ir.ArrayType(I64, nd), ir.ArrayType(ir.ArrayType(I64, nd), max(self.nin, 1))])
+            ir.ArrayType(I64, nd), ir.ArrayType(ir.ArrayType(I64, nd), max(self.nin, 1))]
+        if self.nparams:
+            fields.append(ir.ArrayType(I64, 2 * self.nparams))
+        return ir.LiteralStructType(fields)
 
-    def pack(self, out: int, srcs: tuple[int, ...], scratch: int, layout) -> bytes:
-        """Kernel data bytes for device pointers `out`/`srcs` (offsets already added)."""
+    def pack(self, out: int, srcs: tuple[int, ...], scratch: int, layout,
+             params: bytes = b"") -> bytes:
+        """Kernel data bytes for device pointers `out`/`srcs` (offsets already added) and
+        the parameter slots `params`."""
+        if len(params) != 16 * self.nparams:
+            from lazyk.errors import BindError
+
+            raise BindError(f"kernel takes {self.nparams} parameters, got {len(params)} bytes")
         nd = max(self.ndim, 1)
         shape = list(layout.shape) or [1]
         ost, *ists = [list(s) or [0] for s in layout.strides]
         words = [out, *(list(srcs) or [0]), scratch, layout.size, *shape, *ost]
         for k in range(max(self.nin, 1)):
             words += ists[k] if k < len(ists) else [0] * nd
-        return np.array(words, dtype=np.int64).tobytes()
+        return np.array(words, dtype=np.int64).tobytes() + bytes(params)
 
 
 def _body_emitter():
@@ -168,7 +180,7 @@ class _Emitter:
     def __init__(self, spec, lc: LayoutClass, emit_body):
         check_supported(spec)
         self.spec, self.lc, self.emit_body = spec, lc, emit_body
-        self.kd = KernelData(len(spec.inputs), lc.ndim)
+        self.kd = KernelData(len(spec.inputs), lc.ndim, len(spec.params))
         self.module = ir.Module(name="lazyk")
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
@@ -220,9 +232,34 @@ class _Emitter:
         return [cg.load_value(b, b.gep(self.field(b, kd, 1, k), [offs[k + 1]]), dt, al)
                 for k, (dt, al) in enumerate(zip(self.spec.inputs, self.spec.aligned))]
 
-    def value(self, b, loaded: list):
+    def params(self, b, kd) -> list:
+        """Each parameter slot's value in compute form, from the by-value kernel data."""
+        out = []
+        for k, dt in enumerate(self.spec.params):
+            w = self.field(b, kd, 7, 2 * k)
+            n = dt.itemsize
+            if dt.kind == "c" and n == 16:
+                out.append((b.bitcast(w, cg.F64),
+                            b.bitcast(self.field(b, kd, 7, 2 * k + 1), cg.F64)))
+            elif dt.kind == "c":  # complex64: re in the low 32 bits, im in the high ones
+                out.append((b.bitcast(b.trunc(w, I32), cg.F32),
+                            b.bitcast(b.trunc(b.lshr(w, ir.Constant(I64, 32)), I32), cg.F32)))
+            elif dt.kind == "b":
+                out.append(b.icmp_unsigned("!=", b.trunc(w, ir.IntType(8)),
+                                           ir.Constant(ir.IntType(8), 0)))
+            elif dt.kind == "f":
+                raw = w if n == 8 else b.trunc(w, ir.IntType(8 * n))
+                v = b.bitcast(raw, {8: cg.F64, 4: cg.F32, 2: cg.F16}[n])
+                out.append(b.fpext(v, cg.F32) if n == 2 else v)
+            else:
+                out.append(w if n == 8 else b.trunc(w, ir.IntType(8 * n)))
+        return out
+
+    def value(self, b, loaded: list, kd=None):
         """The output's value, already in its stored dtype, from the shared body emitter."""
-        return self.emit_body(b, self.spec, loaded, CUDA)[0]
+        if not self.spec.params:
+            return self.emit_body(b, self.spec, loaded, CUDA)[0]
+        return self.emit_body(b, self.spec, loaded, CUDA, self.params(b, kd))[0]
 
     def store(self, b, kd, off: ir.Value, val) -> None:
         """Store a compute value as the output dtype, naturally aligned."""
@@ -278,7 +315,7 @@ class _Emitter:
 
         def body(b, i):
             offs = self.offsets(b, kd, i, dims)
-            self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs)))
+            self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs), kd))
 
         self.grid_stride(b, fn, self.field(b, kd, 3), body)
         b.ret_void()
@@ -307,7 +344,7 @@ class _Emitter:
 
             def element(b, j):
                 offs = [b.add(o, b.mul(j, st)) for o, st in zip(base, steps)]
-                self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs)))
+                self.store(b, kd, offs[0], self.value(b, self.load_inputs(b, kd, offs), kd))
             self.grid_stride(b, fn, self.field(b, kd, 4, inner), element, per_thread=True)
 
         self.grid_stride(b, fn, nrows, row, per_block=True)
@@ -329,7 +366,7 @@ class _Emitter:
         offs = self.offsets(b, kd, i, dims)
         if base_offs is not None:
             offs = [b.add(x, y) for x, y in zip(offs, base_offs)]
-        return self.combine(b, acc, self.value(b, self.load_inputs(b, kd, offs)))
+        return self.combine(b, acc, self.value(b, self.load_inputs(b, kd, offs), kd))
 
     # Accumulators are scalars, or (re, im) pairs for complex: handled as lists of parts.
     @property
