@@ -40,6 +40,7 @@ EXAMPLES = {
     "Expr": "e = lazyk.array(np.arange(3.0)) * 2 + 1\n(e.type, e.eval())",
     "placeholder": "x = lazyk.placeholder('x', 'N * float64')\n(x + 1).type",
     "evaluate": "a, b = np.arange(3.0), np.ones(3)\nlazyk.evaluate('2*a + where(b > 0, b, 0)')",
+    "re_evaluate": "a = np.arange(3.0)\nlazyk.evaluate('2*a + 1')\na = np.ones(3)\nlazyk.re_evaluate({'a': a})",
     "compile": "x = lazyk.placeholder('x', 'N * float64')\nf = lazyk.compile(x * x + 1.0)\n"
                "f(np.arange(4.0))",
     "CompiledExpr": "x = lazyk.placeholder('x', 'N * int64')\n"
@@ -69,6 +70,7 @@ EXAMPLES = {
     "DTypeError": "lazyk.bitwise_and(lazyk.array([1.5]), 1)",
     "NotSupportedError": "lazyk.placeholder('x', 'N * var * float64')",
     "ShapeError": "(lazyk.array(np.ones(3)) + lazyk.array(np.ones(4))).eval()",
+    "UnsupportedOperandError": "lazyk.array(['apple', 'kiwi']) == 'kiwi'",
     "TypeMatchError": "lazyk.types.match(lazyk.dshape('N * float64'), lazyk.dshape('3 * int8'))",
     "TypeParseError": "lazyk.dshape('3 * int33')",
     # lazyk.types

@@ -157,6 +157,7 @@ __all__ = [
     "ShapeError",
     "TypeMatchError",
     "TypeParseError",
+    "UnsupportedOperandError",
     "__version__",
     "abs",
     "absolute",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lazyk.errors import NotSupportedError
+from lazyk.errors import NotSupportedError, UnsupportedOperandError
 
 # NOTE: deeper types would make str()/itemsize recurse past Python's stack; the parser
 # reports the same limit with a position.
@@ -867,8 +867,6 @@ def _elem_from_numpy(dt: np.dtype) -> Type:
     if dt.kind in "biufc":
         code = "?" if dt.kind == "b" else f"{dt.kind}{dt.itemsize}"
         if code not in _FROM_CODE:  # long double and complex long double
-            from lazyk.errors import UnsupportedOperandError
-
             what = "complex long double" if dt.kind == "c" else "long double"
             raise UnsupportedOperandError(f"NumPy dtype {dt} ({what}) has no lazyk type; "
                                           "convert it to float64 / complex128 first")

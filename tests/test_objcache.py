@@ -270,10 +270,10 @@ _KERNEL = textwrap.dedent('''
     stored, store = [], objcache.ObjectCache.store
     objcache.ObjectCache.store = lambda self, key, obj: (stored.append(key), store(self, key, obj))
     a, b, c = (lazyk.placeholder(n, 'N * float64') for n in 'abc')
-    exprs = {"A": (a * 2.0 + b, 2), "B": (a * 3.0 + b, 2), "C": (a * 3.0 + b + c, 3),
+    exprs = {"A": (a * 2.0 + b, 2), "B": ((a + b) * 3.0, 2), "C": ((a + b) * 3.0 + c, 3),
              "W": (a - b, 2)}
-    refs = {"A": lambda x, y, z: x * 2.0 + y, "B": lambda x, y, z: x * 3.0 + y,
-            "C": lambda x, y, z: x * 3.0 + y + z, "W": lambda x, y, z: x - y}
+    refs = {"A": lambda x, y, z: x * 2.0 + y, "B": lambda x, y, z: (x + y) * 3.0,
+            "C": lambda x, y, z: (x + y) * 3.0 + z, "W": lambda x, y, z: x - y}
     x, y, z = np.arange(100.0), np.linspace(0, 1, 100), np.full(100, 7.0)
     keys = {}
     for name in sys.argv[1:]:
@@ -300,7 +300,7 @@ def test_lazyk_entry_copied_under_another_kernels_name(tmp_path) -> None:
     cache = objcache.ObjectCache(tmp_path)
     (ka,), (kb,), (kc,) = keys["A"], keys["B"], keys["C"]
     b_code = cache.path(kb).read_bytes()
-    cache.path(ka).write_bytes(b_code)  # A would compute a*3+b
+    cache.path(ka).write_bytes(b_code)  # A would compute (a+b)*3
     cache.path(kb).write_bytes(cache.path(kc).read_bytes())  # B would run 3-input code
     assert run("A", "B", "C") == {"A": [ka], "B": [kb], "C": []}  # two misses, replaced
     assert run("A", "B", "C") == {"A": [], "B": [], "C": []}  # the replacements are hits
