@@ -39,7 +39,8 @@ from lazyk.expr import (  # noqa: F401,E402
 from lazyk.compiled import CompiledExpr, compile  # noqa: F401,E402
 from lazyk.pipeline import evaluate  # noqa: F401,E402
 from lazyk.kernel import Instr, KernelSpec  # noqa: F401,E402
+from lazyk.kernel import public_stats as stats  # noqa: F401,E402
 # --- speed: threads, caches (issue 5) ---
-from lazyk.backend.threads import get_num_threads, set_num_threads  # noqa: F401,E402
+from lazyk.backend.threads import get_num_threads, set_num_threads, threads  # noqa: F401,E402
 # --- gpu (issue 6) ---
 from lazyk.device import DeviceArray  # noqa: F401,E402  (CUDA itself loads lazily)
