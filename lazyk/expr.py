@@ -178,7 +178,7 @@ class DaskLeaf(Placeholder):
 
     def __init__(self, name: str, array: Any):
         shape = tuple(array.shape)
-        if any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
+        if builtins.any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
             raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
                                     "a lazyk expression; call .compute_chunk_sizes() first")
         dtype = np.dtype(array.dtype)
