@@ -150,8 +150,13 @@ class Array(Operators):
         return self.type.ndim
 
     @property
-    def dtype(self) -> T.Type:
-        """Element type under all dimensions."""
+    def dtype(self) -> np.dtype | T.Type:
+        """The NumPy dtype, so array consumers (`np.asarray`, `dask.array.from_array`, ...)
+        work: for fixed dims over numbers, records and fixed-size strings. Arrays with no
+        NumPy equivalent (var dims, options, variable-length strings) give the lazyk
+        element type, which `a.type.dtype` gives for every array."""
+        if self._np is not None:
+            return self._np.dtype
         return self.type.dtype
 
     @property

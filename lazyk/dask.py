@@ -36,7 +36,7 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
 
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
-from lazyk.graph import REDUCE_OP, Node, _arg_key, rewrite, toposort
+from lazyk.graph import REDUCE_OP, Node, _arg_key, rewrite, toposort, type_text
 
 __all__ = ["evaluate"]
 
@@ -99,8 +99,8 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
         if np.dtype(x.dtype).newbyteorder("=") != dtype or x.ndim != len(shape):
-            raise TypeMatchError(f"input {k.labels[i]!r}: expected {k.signature.split(')')[0]}"
-                                 f"), got {x.ndim}-d {x.dtype}")
+            raise TypeMatchError(f"input {k.labels[i]!r}: expected {type_text(shape, dtype)}, "
+                                 f"got {type_text(x.shape, np.dtype(x.dtype))}")
         arrays[name] = x
     k._check_shapes([arrays[name].shape for name in k.params])
     # The same graph with the actual sizes: each input becomes a leaf holding its array.
@@ -269,7 +269,7 @@ class _Block:
 class _Fold:
     """Combine / aggregate step: `op` over `axis` of the partial results, a lazyk kernel."""
 
-    __slots__ = ("op", "dtype")
+    __slots__ = ("dtype", "op")
 
     def __init__(self, op: str, dtype: str):
         self.op, self.dtype = op, dtype

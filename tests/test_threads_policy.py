@@ -76,13 +76,11 @@ def test_threads_context_restores_and_results_match():
         one = lazyk.evaluate("sin(a) * 2")
     assert lazyk.get_num_threads() == before
     np.testing.assert_allclose(one, np.sin(a) * 2, rtol=1e-15)
-    with pytest.raises(RuntimeError):
-        with lazyk.threads(1):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), lazyk.threads(1):
+        raise RuntimeError("boom")
     assert lazyk.get_num_threads() == before
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError):
-            with lazyk.threads(0):
-                pass
+        with pytest.raises(ValueError), lazyk.threads(0):
+            pass
     assert lazyk.get_num_threads() == before
