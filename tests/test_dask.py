@@ -200,6 +200,13 @@ def test_dtype_for_array_consumers():
     d = da.from_array(a, chunks=100)
     np.testing.assert_array_equal(d.compute(), X)
     assert str(a.type.dtype) == "float64"
+    rec = np.zeros(3, dtype=[("x", "i4"), ("y", "f8")])
+    assert lazyk.array(rec).dtype == rec.dtype
+    assert str(lazyk.array(rec).type.dtype) == "{x: int32, y: float64}"
+    assert lazyk.array(np.array(["ab", "c"])).dtype == np.dtype("U2")
+    assert lazyk.array(np.arange(3, dtype=">i4")).dtype == np.dtype(">i4")
+    ragged = lazyk.array([[1, 2], [3]])  # no NumPy equivalent: the lazyk element type
+    assert ragged.dtype == ragged.type.dtype and str(ragged.dtype) == "int64"
 
 
 # ---------------------------------------------------------------- a 2-process cluster
