@@ -8,6 +8,7 @@ foreign call into a native guard that checks all that and runs the kernel (~1 us
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -425,7 +426,7 @@ def _as_input(x: Any) -> np.ndarray:
 
 
 _restored: dict = {}
-_restored_lock = __import__("threading").Lock()
+_restored_lock = threading.Lock()
 
 
 def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:

@@ -253,17 +253,58 @@ class _Block:
         self.k = k
 
     def __call__(self, *blocks: Any) -> np.ndarray:
-        # NOTE: alignment is part of a kernel's key; copying the (rare) unaligned block
-        # keeps one kernel per expression and worker.
-        blocks = tuple(b if getattr(b, "flags", None) is None or b.flags.aligned
-                       else np.array(b) for b in blocks)
-        return self.k(*blocks)
+        k = self.k
+        steps = k.program.steps
+        if len(steps) != 1 or steps[0].mean or type(blocks[0]) is not np.ndarray or \
+                len(blocks) != len(k.params):
+            return k(*blocks)
+        # NOTE: alignment is part of a kernel's key, and blocks that come from other workers
+        # often are not 8-byte aligned: every block runs the unaligned variant of the
+        # kernel (one compile per worker; as fast on x86-64), with no copy.
+        step = steps[0]
+        where = {name: i for i, name in enumerate(k.params)}
+        arrays = [np.asarray(blocks[where[r]]) for r in step.inputs]
+        k._check_shapes([b.shape for b in blocks])
+        return _run_unaligned(step, arrays)
 
     def __reduce__(self):
         return (_Block, (self.k,))
 
     def __dask_tokenize__(self):
         return ("lazyk.block",) + self.k.__dask_tokenize__()
+
+
+_unaligned_specs: dict = {}
+
+
+def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
+    """One planned step on `arrays` through the kernel compiled for unaligned inputs."""
+    from dataclasses import replace
+
+    from lazyk import pipeline as P
+
+    dts = tuple(a.dtype for a in arrays)
+    key = (step.spec, dts)
+    spec = _unaligned_specs.get(key)
+    if spec is None:
+        if len(_unaligned_specs) > 256:
+            _unaligned_specs.clear()
+        spec = _unaligned_specs[key] = replace(step.spec, inputs=dts,
+                                               aligned=(False,) * len(dts))
+    shape = P._broadcast(step, arrays)
+    if step.axes is None:
+        out = P._empty_out(shape, step.dtype)
+        if out.size:
+            P._launch(spec, shape, out, P._over(shape, out.shape, out.strides), arrays, None)
+        return out
+    axes = step.axes
+    rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
+                   if step.keepdims or d not in axes)
+    if any(shape[d] == 0 for d in axes) or 0 in rshape or P._backend() is None:
+        return P.run_step(step, arrays, None)  # identities and empty results: the usual path
+    out = np.empty(rshape, step.dtype)
+    P._launch(spec, shape, out, P._out_strides(out, shape, axes, step.keepdims), arrays, axes)
+    return out
 
 
 class _Fold:
