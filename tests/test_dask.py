@@ -127,8 +127,9 @@ x = lazyk.placeholder('x', 'N * float64')
 k2 = lazyk.compile(lazyk.sin(x) * 2.5 + x)
 a = da.from_array(np.arange(100.0), chunks=10)
 r = k(np.arange(4.0))
-print(tokenize(k), tokenize(k2), tokenize(lazyk.sin(a) * 2), lazyk.dask.evaluate(lazyk.sin(a) * 2).name,
-      ' '.join(map(repr, r.tolist())), lazyk.stats()['compiles'] + lazyk.stats()['disk_loads'])
+made = lazyk.stats()['compiles'] + lazyk.stats()['disk_loads']
+print(tokenize(k), tokenize(k2), tokenize(lazyk.sin(a) * 2),
+      lazyk.dask.evaluate(lazyk.sin(a) * 2).name, ' '.join(map(repr, r.tolist())), made)
 """
 
 
