@@ -11,8 +11,9 @@ lazyk arrays may join in) into a Dask array:
 
 Kernels pickle as expression graph plus signature and are planned once per process; their
 machine code comes from the in-memory or on-disk kernel cache, so a worker compiles each
-expression once (`lazyk.stats()` shows it). Blocks that arrive unaligned are copied rather
-than compiled for. Ragged (`var`) and missing-value (`?T`) data are not supported on Dask.
+expression once (`lazyk.stats()` shows it): every block runs the kernel's variant for
+unaligned inputs, so blocks received from other workers neither recompile nor get copied.
+Ragged (`var`) and missing-value (`?T`) data are not supported on Dask.
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 `lazyk.Array`, so graphs built twice from the same inputs get the same keys.
