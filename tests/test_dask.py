@@ -96,6 +96,20 @@ def test_reduction_inside_an_expression():
     np.testing.assert_allclose(r.compute(), M - M.mean(axis=0), rtol=1e-12, atol=1e-15)
 
 
+def test_aligned_and_unaligned_blocks_share_one_kernel():
+    raw = np.zeros(8 * X.size + 1, np.uint8)[1:].view(np.float64)  # not 8-byte aligned
+    raw[:] = X
+    assert not raw.flags.aligned
+    mixed = da.concatenate([_da(X, 250), da.from_array(raw, chunks=250)])
+    before = lazyk.stats()
+    r = ldask.evaluate("a * 1.8125 + 0.5", local_dict={"a": mixed})
+    want = np.concatenate([X, X]) * 1.8125 + 0.5
+    np.testing.assert_array_equal(r.compute(scheduler="sync"), want)
+    after = lazyk.stats()
+    made = after["compiles"] + after["disk_loads"] - before["compiles"] - before["disk_loads"]
+    assert made == 1
+
+
 def test_compiled_kernel_on_dask_arrays():
     p = lazyk.placeholder("p", "N * K * float64")
     q = lazyk.placeholder("q", "K * float64")
