@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 
 from lazyk import types, unify  # noqa: F401  (unify completes lazyk.types: promote, match, broadcast)
 from lazyk.array import Array, array, empty, full, zeros
-from lazyk.backend.threads import get_num_threads, set_num_threads
+from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.compiled import CompiledExpr, compile
 from lazyk.device import DeviceArray  # CUDA itself loads only when a GPU array is used
 from lazyk.errors import (
@@ -135,6 +135,7 @@ from lazyk.expr import (
     where,
 )
 from lazyk.kernel import Instr, KernelSpec
+from lazyk.kernel import public_stats as stats
 from lazyk.pipeline import evaluate
 from lazyk.typeparse import dshape
 
@@ -241,10 +242,12 @@ __all__ = [
     "sin",
     "sinh",
     "sqrt",
+    "stats",
     "subtract",
     "sum",
     "tan",
     "tanh",
+    "threads",
     "true_divide",
     "trunc",
     "types",

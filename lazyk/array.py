@@ -7,6 +7,7 @@ through their arrmeta (docs/layout.md).
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -149,8 +150,13 @@ class Array(Operators):
         return self.type.ndim
 
     @property
-    def dtype(self) -> T.Type:
-        """Element type under all dimensions."""
+    def dtype(self) -> np.dtype | T.Type:
+        """The NumPy dtype, so array consumers (`np.asarray`, `dask.array.from_array`, ...)
+        work: for fixed dims over numbers, records and fixed-size strings. Arrays with no
+        NumPy equivalent (var dims, options, variable-length strings) give the lazyk
+        element type, which `a.type.dtype` gives for every array."""
+        if self._np is not None:
+            return self._np.dtype
         return self.type.dtype
 
     @property
@@ -603,6 +609,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         if type is None or _as_type(type) == obj.type:
             return obj
         return array(obj.to_list(), type)
+    if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
+        obj = _foreign(obj)
     if isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -625,6 +633,32 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         raise ArrayConstructionError(f"type '{t}' is symbolic; give concrete sizes")
     block, meta = pack(t, obj)
     return Array._from_parts(t, meta, block.address, block)
+
+
+def _foreign(obj: Any) -> Any:
+    """A foreign object as something `array` reads, or a TypeError naming its type.
+
+    Never iterates a large array-like element by element: lazy collections (Dask) are
+    refused at once, objects with `__array__` (pandas, xarray, ...) convert through NumPy.
+    """
+    if _is_scalar(obj):
+        return obj
+    cls = builtins_type(obj)
+    what = f"{cls.__module__}.{cls.__qualname__}"
+    if hasattr(obj, "__dask_graph__"):
+        raise TypeError(f"lazyk.array() got a {what}: a lazy Dask collection is not read "
+                        "into memory implicitly; use it in a lazyk expression and call "
+                        "lazyk.dask.evaluate(expr), or call .compute() on it first")
+    if hasattr(obj, "__array__") and not isinstance(obj, np.ma.MaskedArray):
+        return np.asarray(obj)
+    if not (hasattr(obj, "__iter__") or hasattr(obj, "__len__")):
+        raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
+                        "a scalar or nested lists")
+    return obj
+
+
+def _is_scalar(obj: Any) -> bool:
+    return isinstance(obj, (np.generic, numbers.Number, str, bytes)) or obj is None
 
 
 def full(type: Any, value: Any, lengths: list | None = None) -> Array:

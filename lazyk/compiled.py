@@ -8,6 +8,7 @@ foreign call into a native guard that checks all that and runs the kernel (~1 us
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from lazyk import abi
 from lazyk import kernel as _kernel
 from lazyk.errors import ShapeError
-from lazyk.expr import Expr, Placeholder, as_expr, leaf_data
+from lazyk.expr import Expr, Placeholder, _is_dask_array, as_expr, leaf_data
 from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
@@ -73,6 +74,46 @@ class CompiledExpr:
 
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
+
+    # --- pickling and Dask tokens: the graph and parameter types, no machine code ---
+    def _state(self) -> tuple:
+        """(nodes, leaves): the graph in topological order with data leaves renamed `$k`
+        and every parameter's (name, shape, dtype, is_placeholder). Small and picklable."""
+        state = self.__dict__.get("_state_cache")
+        if state is None:
+            from lazyk.graph import toposort
+
+            kept = {name for name in self.params
+                    if isinstance(leaf_data(self.expr.env[name]), Placeholder)}
+            rename = {name: (name if name in kept else f"${k}")
+                      for k, name in enumerate(self.params)}
+            order = toposort(self.expr.node)
+            index = {id(n): k for k, n in enumerate(order)}
+            nodes = tuple((n.op, n.dtype.str, n.shape, tuple(index[id(x)] for x in n.srcs),
+                           rename[n.arg] if n.op == "input" else n.arg) for n in order)
+            leaves = tuple((rename[name], shape, dtype.str, name in kept)
+                           for name, (shape, dtype) in zip(self.params, self._types))
+            state = self._state_cache = (nodes, leaves)
+        return state
+
+    def __reduce__(self):
+        # Pickles as graph + signature (no ctypes); the receiver plans once per process and
+        # its kernels come from the in-memory or on-disk cache.
+        return (_restore, self._state())
+
+    def __dask_tokenize__(self) -> tuple:
+        """A deterministic token: equal for equal expressions, in every process."""
+        token = self.__dict__.get("_token")
+        if token is None:
+            import hashlib
+
+            from lazyk.graph import _arg_key
+
+            nodes, leaves = self._state()
+            text = repr(([(op, dt, shape, srcs, _arg_key(arg))
+                          for op, dt, shape, srcs, arg in nodes], leaves, self.signature))
+            token = self._token = hashlib.sha256(text.encode()).hexdigest()
+        return ("lazyk.CompiledExpr", token)
 
     def _bind_inputs(self, inputs: tuple, casting: str = "same_kind") -> dict:
         if len(inputs) != len(self.params):
@@ -372,6 +413,10 @@ class CompiledExpr:
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
+        if any(_is_dask_array(x) for x in inputs):
+            from lazyk.dask import call_compiled  # a lazy Dask array, one blockwise layer
+
+            return call_compiled(self, inputs, out)
         data = self._bind_inputs(inputs, casting)
         from lazyk.device import on_gpu  # GPU inputs run there
 
@@ -425,6 +470,35 @@ def _as_input(x: Any) -> np.ndarray:
         return _as_out(x)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
+
+
+_restored: dict = {}
+_restored_lock = threading.Lock()
+
+
+def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
+    """Unpickle: rebuild the graph and plan it, once per process for each expression."""
+    from lazyk.graph import _arg_key
+
+    key = repr(([(op, dt, shape, srcs, _arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
+                leaves))
+    hit = _restored.get(key)
+    if hit is not None:
+        return hit
+    built: list[Node] = []
+    for op, dt, shape, srcs, arg in nodes:
+        built.append(Node(op, np.dtype(dt), shape, tuple(built[k] for k in srcs), arg))
+    env: dict = {}
+    for name, shape, dt, is_placeholder in leaves:
+        dtype = np.dtype(dt)
+        # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
+        env[name] = (Placeholder(name, shape, dtype) if is_placeholder
+                     else np.broadcast_to(np.zeros((), dtype), shape))
+    k = CompiledExpr(Expr(built[-1], env))
+    with _restored_lock:
+        if len(_restored) > 256:
+            _restored.clear()
+        return _restored.setdefault(key, k)
 
 
 def _leaf_order(root: Node) -> list[str]:

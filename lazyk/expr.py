@@ -191,7 +191,36 @@ def is_operand(x: Any) -> bool:
     """Whether `x` can take part in an expression (for NotImplemented in operators)."""
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
-    return _is_lazyk_array(x) or hasattr(x, "__cuda_array_interface__")
+    return _is_lazyk_array(x) or hasattr(x, "__cuda_array_interface__") or _is_dask_array(x)
+
+
+def _is_dask_array(x: Any) -> bool:
+    """A `dask.array.Array`, recognised without importing Dask."""
+    cls = type(x)
+    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
+
+
+class DaskLeaf(Placeholder):
+    """A Dask array in an expression: typed like a placeholder, run by `lazyk.dask.evaluate`."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, name: str, array: Any):
+        shape = tuple(array.shape)
+        if builtins.any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
+            raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
+                                    "a lazyk expression; call .compute_chunk_sizes() first")
+        dtype = np.dtype(array.dtype)
+        if dtype.kind not in "biufc":
+            raise DTypeError(f"unsupported operand dtype {dtype} (numeric dtypes only)")
+        super().__init__(name, shape, dtype.newbyteorder("="))
+        self.array = array
+
+
+def _wrap_dask(x: Any) -> Expr:
+    name = f"_{next(_counter)}"
+    leaf = DaskLeaf(name, x)
+    return Expr(Node("input", leaf.dtype, leaf.shape, (), name), {name: leaf})
 
 
 def _is_lazyk_array(x: Any) -> bool:
@@ -279,7 +308,14 @@ def as_expr(x: Any) -> Expr:
         from lazyk.device import as_device_array
 
         return _wrap_array(as_device_array(x))
-    raise TypeError(f"cannot use {type(x).__name__} in a lazyk expression")
+    if _is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
+        return _wrap_dask(x)
+    cls = type(x)
+    what = f"{cls.__module__}.{cls.__qualname__}"
+    hint = ("convert it with numpy.asarray(x) or lazyk.array(x) first"
+            if hasattr(x, "__array__") else
+            "use a NumPy array, a lazyk array, a Dask array or a Python scalar")
+    raise TypeError(f"cannot use a {what} in a lazyk expression: {hint}")
 
 
 def placeholder(name: str, type: Any) -> Expr:

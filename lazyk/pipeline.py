@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lazyk.errors import BindError, CastingError, ShapeError
+from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, Placeholder, as_expr, cast, leaf_data
 from lazyk.graph import Node, check_size, dump
 from lazyk.kernel import data_pointer
@@ -395,6 +395,10 @@ def _env_arrays(expr: Expr) -> dict:
     for name, value in expr.env.items():
         v = leaf_data(value)
         if isinstance(v, Placeholder):
+            if hasattr(v, "array"):  # a Dask array leaf (lazyk.expr.DaskLeaf)
+                raise NotSupportedError(
+                    "this expression has Dask array leaves: lazyk.dask.evaluate(expr) gives "
+                    "a Dask array (then .compute() it), or compute the Dask arrays first")
             raise BindError(f"placeholder {name!r} has no data: compile the expression and "
                             "call it with arrays")
         data[name] = v

@@ -117,6 +117,7 @@ class JITModule:
         with _lock:
             cache, key = _disk_cache(key_text if key_text is not None else self.source_ir)
             obj = cache.load(key) if cache is not None else None
+            self.from_disk = obj is not None  # lazyk.stats() counts disk loads apart
             self.llvm_ir = None
             try:
                 self._link(obj if obj is not None else self._compile(h, cache, key), names, h)

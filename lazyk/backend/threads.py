@@ -9,6 +9,7 @@ thread and waits for the others. No C compiler is needed at install time.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import threading
@@ -529,8 +530,9 @@ def _call_part(fn_address: int, arg_address: int, nparts: int) -> None:
 _native: _Native | None = None
 _native_lock = threading.Lock()
 _pool: Pool | None = None
-_num_threads = os.cpu_count() or 1
 _pool_lock = threading.Lock()
+# More threads than this many per core only add switching; set_num_threads caps there.
+MAX_THREADS_PER_CORE = 4
 
 
 def native() -> _Native:
@@ -547,10 +549,44 @@ def native() -> _Native:
     return _native
 
 
-def set_num_threads(n: int) -> None:
-    """Set how many threads kernels may use (default: all cores)."""
-    global _num_threads, _pool
+def _max_threads() -> int:
+    return MAX_THREADS_PER_CORE * (os.cpu_count() or 1)
+
+
+def default_num_threads(environ=None) -> int:
+    """The thread count the environment asks for: `LAZYK_NUM_THREADS`, else `OMP_NUM_THREADS`
+    (Dask's `distributed` workers set it to 1), else the number of cores.
+
+    A value that is not a positive integer is ignored with a warning; values above
+    `MAX_THREADS_PER_CORE` times the core count are capped.
+    """
+    import warnings
+
+    env = os.environ if environ is None else environ
+    for var in ("LAZYK_NUM_THREADS", "OMP_NUM_THREADS"):
+        text = env.get(var, "").strip()
+        if not text:
+            continue
+        # OMP_NUM_THREADS may be a nesting list ("4,2"); its first entry is the outer level.
+        first = text.split(",")[0].strip() if var == "OMP_NUM_THREADS" else text
+        try:
+            n = int(first)
+        except ValueError:
+            n = 0
+        if n < 1:
+            warnings.warn(f"lazyk: ignoring {var}={text!r} (expected a positive integer)",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        return min(n, _max_threads())
+    return os.cpu_count() or 1
+
+
+_num_threads = default_num_threads()
+
+
+def _checked_count(n: int) -> int:
     import operator
+    import warnings
 
     if isinstance(n, bool):
         raise TypeError("number of threads must be an int, not bool")
@@ -560,6 +596,25 @@ def set_num_threads(n: int) -> None:
         raise TypeError(f"number of threads must be an int, not {type(n).__name__}") from None
     if n < 1:
         raise ValueError(f"number of threads must be >= 1, got {n}")
+    if n > _max_threads():
+        warnings.warn(f"lazyk.set_num_threads({n}): capped at {_max_threads()} "
+                      f"({MAX_THREADS_PER_CORE} per core on this {os.cpu_count() or 1}-core "
+                      "machine)", RuntimeWarning, stacklevel=3)
+        n = _max_threads()
+    return n
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads kernels may use.
+
+    The default comes from `LAZYK_NUM_THREADS`, else `OMP_NUM_THREADS`, else the core
+    count (read at import). Values below 1 raise ValueError; values above 4 threads per core
+    are capped with a RuntimeWarning. The setting is process-wide (`lazyk.threads(n)`
+    changes it for a `with` block).
+    """
+    global _num_threads, _pool
+
+    n = _checked_count(n)
     with _pool_lock:
         _num_threads = n
         # Fewer threads: keep the pool and use fewer parts (switching costs nothing, which
@@ -574,6 +629,18 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """How many threads kernels may use."""
     return _num_threads
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """`with lazyk.threads(1): ...` runs kernels on `n` threads inside the block, then
+    restores the previous count (process-wide, like `set_num_threads`)."""
+    before = get_num_threads()
+    set_num_threads(n)
+    try:
+        yield
+    finally:
+        set_num_threads(before)
 
 
 def pool() -> Pool:

@@ -1,0 +1,265 @@
+"""lazyk on Dask: values against NumPy on three schedulers, graph structure, pickling and
+tokens, compile counters and thread count in workers, and the refusal of foreign arrays."""
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+import lazyk  # noqa: E402,I001
+import lazyk.dask as ldask  # noqa: E402
+
+RNG = np.random.default_rng(7)
+X, Y = RNG.random(1000), RNG.random(1000)
+M, V = RNG.random((30, 20)), RNG.random(20)
+
+
+def _da(x, chunks):
+    return da.from_array(x, chunks=chunks)
+
+
+# ---------------------------------------------------------------- building expressions
+def test_expressions_take_dask_leaves():
+    a, b = _da(X, 100), _da(Y, 100)
+    for e in (lazyk.sin(a) * b, a * lazyk.array(Y), lazyk.array(Y) + a, np.add(a, lazyk.sin(b)),
+              np.exp(lazyk.array(X) - b), lazyk.add(2 * a, 1)):
+        assert isinstance(e, lazyk.Expr)
+        assert e.shape == (1000,) and e.dtype == np.float64
+    with pytest.raises(lazyk.NotSupportedError, match="lazyk.dask.evaluate"):
+        (lazyk.sin(a) * b).eval()
+
+
+def test_one_blockwise_layer_and_values_threaded():
+    a, b = _da(X, 128), _da(Y, 128)
+    # NOTE: `-b` on a plain Dask array would be Dask's own layer: lazyk.negative keeps it lazyk
+    r = ldask.evaluate(lazyk.sin(a) * lazyk.exp(lazyk.negative(b)) + lazyk.multiply(2, a))
+    assert isinstance(r, da.Array) and r.dtype == np.float64 and r.chunks == a.chunks
+    assert len(r.dask.layers) == 3  # the two inputs and one fused layer
+    out = r.compute(scheduler="threads")
+    np.testing.assert_allclose(out, np.sin(X) * np.exp(-Y) + 2 * X, rtol=1e-14)
+    # same inputs, same expression: same keys, also from the string form
+    again = ldask.evaluate("sin(a) * exp(-b) + 2*a")
+    assert again.name == r.name and len(again.dask.layers) == 3
+
+
+def test_string_mixed_chunks_broadcast_and_dtypes():
+    a, b = _da(X, 300), _da(Y, 250)
+    c = np.arange(1000, dtype=np.int32)
+    r = ldask.evaluate("where(a > b, a * c, b - 1)", local_dict={"a": a, "b": b, "c": c})
+    np.testing.assert_allclose(r.compute(), np.where(X > Y, X * c, Y - 1))
+    m = _da(M, (7, 6))
+    r = ldask.evaluate(m * V + _da(V[None, :], (1, 5)))
+    assert r.shape == (30, 20)
+    np.testing.assert_allclose(r.compute(), M * V + V)
+    i = _da(np.arange(10, dtype=np.int8), 4)
+    r = ldask.evaluate(i * 3)
+    assert r.dtype == np.int8 and r.compute().dtype == np.int8
+    np.testing.assert_array_equal(r.compute(), np.arange(10, dtype=np.int8) * 3)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "any", "all", "mean"])
+def test_reductions_every_axis(op):
+    m = _da(M, (7, 6))
+    ref = getattr(np, op)
+    for axis in (None, 0, 1, -1, (0, 1)):
+        for keepdims in (False, True):
+            e = getattr(lazyk, op)(m * V - 0.3, axis=axis, keepdims=keepdims)
+            got = ldask.evaluate(e, split_every=2).compute()
+            want = ref(M * V - 0.3, axis=axis, keepdims=keepdims)
+            assert got.shape == want.shape and got.dtype == want.dtype, (axis, keepdims)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    a = _da(X, 64)
+    got = ldask.evaluate(getattr(lazyk, op)(a * 2)).compute()
+    np.testing.assert_allclose(got, ref(X * 2), rtol=1e-12)
+
+
+def test_sum_of_product_never_materialises_the_product():
+    r = ldask.evaluate("sum(a*b)", local_dict={"a": _da(X, 100), "b": _da(Y, 100)})
+    np.testing.assert_allclose(r.compute(), np.sum(X * Y), rtol=1e-13)
+    # every layer is an input or a lazyk step; the fused chunk step makes one value per block
+    assert all(name.startswith(("lazyk", "array")) for name in r.dask.layers)
+    partial = [v for k, v in r.dask.layers.items() if k.startswith("lazyk-partial-")]
+    assert len(partial) == 1 and len(partial[0]) == 10
+    ints = ldask.evaluate(lazyk.sum(_da(np.arange(100, dtype=np.int8), 30)))
+    assert ints.dtype == np.int64 and ints.compute() == 4950
+
+
+def test_reduction_inside_an_expression():
+    m = _da(M, (7, 6))
+    r = ldask.evaluate(m - lazyk.mean(m, axis=0))
+    np.testing.assert_allclose(r.compute(), M - M.mean(axis=0), rtol=1e-12, atol=1e-15)
+
+
+def test_aligned_and_unaligned_blocks_share_one_kernel():
+    raw = np.zeros(8 * X.size + 1, np.uint8)[1:].view(np.float64)  # not 8-byte aligned
+    raw[:] = X
+    assert not raw.flags.aligned
+    mixed = da.concatenate([_da(X, 250), da.from_array(raw, chunks=250)])
+    before = lazyk.stats()
+    r = ldask.evaluate("a * 1.8125 + 0.5", local_dict={"a": mixed})
+    want = np.concatenate([X, X]) * 1.8125 + 0.5
+    np.testing.assert_array_equal(r.compute(scheduler="sync"), want)
+    after = lazyk.stats()
+    made = after["compiles"] + after["disk_loads"] - before["compiles"] - before["disk_loads"]
+    assert made == 1
+
+
+def test_compiled_kernel_on_dask_arrays():
+    p = lazyk.placeholder("p", "N * K * float64")
+    q = lazyk.placeholder("q", "K * float64")
+    k = lazyk.compile(p * 2 + q)
+    r = k(_da(M, (7, 6)), _da(V, 5))
+    assert isinstance(r, da.Array)
+    np.testing.assert_allclose(r.compute(), M * 2 + V)
+    k2 = lazyk.compile(lazyk.sum(p * q, axis=1))
+    np.testing.assert_allclose(k2(_da(M, 8), V).compute(), (M * V).sum(axis=1))
+    with pytest.raises(lazyk.TypeMatchError):
+        k(_da(M.astype(np.float32), 8), V)
+
+
+def test_processes_scheduler():
+    a, b = _da(X, 250), _da(Y, 250)
+    r = ldask.evaluate(lazyk.sin(a) * b)
+    np.testing.assert_allclose(r.compute(scheduler="processes", num_workers=2),
+                               np.sin(X) * Y, rtol=1e-14)
+
+
+# ---------------------------------------------------------------- pickling and tokens
+_TOKEN_SCRIPT = """
+import pickle, sys
+import numpy as np, dask.array as da
+from dask.base import tokenize
+import lazyk, lazyk.dask
+k = pickle.loads(sys.stdin.buffer.read())
+x = lazyk.placeholder('x', 'N * float64')
+k2 = lazyk.compile(lazyk.sin(x) * 2.5 + x)
+a = da.from_array(np.arange(100.0), chunks=10)
+r = k(np.arange(4.0))
+made = lazyk.stats()['compiles'] + lazyk.stats()['disk_loads']
+print(tokenize(k), tokenize(k2), tokenize(lazyk.sin(a) * 2),
+      lazyk.dask.evaluate(lazyk.sin(a) * 2).name, ' '.join(map(repr, r.tolist())), made)
+"""
+
+
+def test_pickle_round_trip_and_tokens_equal_across_processes():
+    from dask.base import tokenize
+
+    x = lazyk.placeholder("x", "N * float64")
+    k = lazyk.compile(lazyk.sin(x) * 2.5 + x)
+    blob = pickle.dumps(k)
+    assert len(blob) < 2000 and b"ctypes" not in blob
+    k_back = pickle.loads(blob)
+    assert k_back.signature == k.signature
+    np.testing.assert_array_equal(k_back(X), k(X))
+    assert tokenize(k) == tokenize(k_back) == tokenize(lazyk.compile(lazyk.sin(x) * 2.5 + x))
+    a = _da(np.arange(100.0), 10)
+    here = (tokenize(k), tokenize(lazyk.sin(a) * 2), ldask.evaluate(lazyk.sin(a) * 2).name)
+    out = subprocess.run([sys.executable, "-c", _TOKEN_SCRIPT], input=blob, capture_output=True,
+                         timeout=120, env={**os.environ, "LAZYK_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr.decode()
+    t1, t2, t3, name, *values, made = out.stdout.decode().split()
+    assert (t1, t3, name) == here and t2 == t1
+    want = np.sin(np.arange(4.0)) * 2.5 + np.arange(4.0)
+    np.testing.assert_array_equal([float(v) for v in values], want)
+    assert int(made) == 1  # the pickled and the rebuilt kernel share one compiled kernel
+
+
+def test_tokens_of_arrays_and_expressions():
+    from dask.base import tokenize
+
+    assert tokenize(lazyk.array(X)) == tokenize(lazyk.array(X.copy()))
+    assert tokenize(lazyk.array(X)) != tokenize(lazyk.array(Y))
+    assert tokenize(lazyk.array(X) * 2) == tokenize(lazyk.array(X) * 2)
+    assert tokenize(lazyk.array(X) * 2) != tokenize(lazyk.array(X) * 3)
+
+
+# ---------------------------------------------------------------- refusing foreign arrays
+def test_refusing_a_large_dask_array_is_fast_and_clear():
+    big = da.zeros(10**7, chunks=10**6)
+    t = time.perf_counter()
+    with pytest.raises(TypeError, match=r"dask\.array\.core\.Array.*lazyk\.dask\.evaluate"):
+        lazyk.array(big)
+    assert time.perf_counter() - t < 1.0
+
+
+def test_foreign_objects():
+    class WithArray:  # e.g. a pandas Series: converts through NumPy
+        def __array__(self, dtype=None, copy=None):
+            return np.arange(3.0)
+
+    np.testing.assert_array_equal(lazyk.array(WithArray()).to_numpy(), np.arange(3.0))
+
+    class Opaque:
+        pass
+
+    with pytest.raises(TypeError, match="Opaque"):
+        lazyk.array(Opaque())
+    with pytest.raises(TypeError, match=r"WithArray.*numpy\.asarray"):
+        lazyk.sin(WithArray())
+    with pytest.raises(TypeError, match="Opaque"):
+        lazyk.sin(Opaque())
+    unknown = da.from_array(X, chunks=100)[da.from_array(X, chunks=100) > 0.5]
+    with pytest.raises((lazyk.NotSupportedError, lazyk.DTypeError), match="compute_chunk_sizes"):
+        lazyk.sin(unknown)
+
+
+def test_dtype_for_array_consumers():
+    a = lazyk.array(X)
+    assert a.dtype == np.float64
+    d = da.from_array(a, chunks=100)
+    np.testing.assert_array_equal(d.compute(), X)
+    assert str(a.type.dtype) == "float64"
+    rec = np.zeros(3, dtype=[("x", "i4"), ("y", "f8")])
+    assert lazyk.array(rec).dtype == rec.dtype
+    assert str(lazyk.array(rec).type.dtype) == "{x: int32, y: float64}"
+    assert lazyk.array(np.array(["ab", "c"])).dtype == np.dtype("U2")
+    assert lazyk.array(np.arange(3, dtype=">i4")).dtype == np.dtype(">i4")
+    ragged = lazyk.array([[1, 2], [3]])  # no NumPy equivalent: the lazyk element type
+    assert ragged.dtype == ragged.type.dtype and str(ragged.dtype) == "int64"
+
+
+# ---------------------------------------------------------------- a 2-process cluster
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0")
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def _blocks(aligned: bool, data: np.ndarray):
+    # Made on the worker from bytes: offset 1 gives a float64 block that is not 8-aligned.
+    raw = (b"" if aligned else b"\0") + data.tobytes()
+    block = dask.delayed(np.frombuffer)(raw, dtype=np.float64, offset=0 if aligned else 1)
+    return da.from_delayed(block, shape=data.shape, dtype=np.float64)
+
+
+def test_cluster_values_threads_and_one_compile_per_worker(client):
+    assert set(client.run(lazyk.get_num_threads).values()) == {1}
+    before = client.run(lazyk.stats)
+    parts = [RNG.random(5000) for _ in range(8)]
+    a = da.concatenate([_blocks(i % 2 == 0, p) for i, p in enumerate(parts)])
+    r = ldask.evaluate("a * 3.0625 - 1")
+    got = client.compute(r).result(timeout=60)
+    np.testing.assert_allclose(got, np.concatenate(parts) * 3.0625 - 1)
+    after = client.run(lazyk.stats)
+    made = {w: (after[w]["compiles"] + after[w]["disk_loads"])
+            - (before[w]["compiles"] + before[w]["disk_loads"]) for w in after}
+    assert all(n <= 1 for n in made.values()), made  # aligned or not: one kernel per worker
+    assert sum(made.values()) >= 1
+    s = client.compute(ldask.evaluate("sum(a*a)", local_dict={"a": a})).result(timeout=60)
+    np.testing.assert_allclose(s, np.sum(np.concatenate(parts) ** 2), rtol=1e-12)
+    k = lazyk.compile(lazyk.sin(lazyk.placeholder("x", "N * float64")))
+    futures = client.map(k, [X, Y])  # compiled kernels pickle for distributed
+    np.testing.assert_allclose(client.gather(futures)[1], np.sin(Y))
