@@ -296,7 +296,8 @@ def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
     if step.axes is None:
         out = P._empty_out(shape, step.dtype)
         if out.size:
-            P._launch(spec, shape, out, P._over(shape, out.shape, out.strides), arrays, None)
+            P._launch(spec, shape, out, P._over(shape, out.shape, out.strides), arrays, None,
+                      step.consts)
         return out
     axes = step.axes
     rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
@@ -304,7 +305,8 @@ def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
     if any(shape[d] == 0 for d in axes) or 0 in rshape or P._backend() is None:
         return P.run_step(step, arrays, None)  # identities and empty results: the usual path
     out = np.empty(rshape, step.dtype)
-    P._launch(spec, shape, out, P._out_strides(out, shape, axes, step.keepdims), arrays, axes)
+    P._launch(spec, shape, out, P._out_strides(out, shape, axes, step.keepdims), arrays, axes,
+              step.consts)
     return out
 
 
