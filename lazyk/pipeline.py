@@ -150,26 +150,15 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple):
     from lazyk import kernel
 
     layout = simplify_dims(shape, strides, reduced)
-    while True:
-        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
-        # NOTE: hold the code like a bound kernel does, so the kernel cache's eviction
-        # cannot free it under our cached entry; `_release` when the entry goes.
-        with compiled._lock:
-            if compiled.jit is not None:
-                compiled._live += 1
-                break
+    # NOTE: the entry's reference keeps the code alive (the kernel cache may drop it); a caller
+    # runs it only through an entry it holds, so eviction never frees code under a call.
+    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
     # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64).
     vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
     for st in layout.strides:
         vals.extend(st)
     kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
     return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
-
-
-def _release(entries) -> None:
-    """Let the kernel cache free code that only these dropped entries still held."""
-    for entry in entries:
-        entry[2]._release()
 
 
 def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
@@ -188,14 +177,15 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
         entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced)
         dropped = []
         with _plans_lock:
-            if key in _launches:
-                dropped.append(entry)
-                entry = _launches[key]
-            else:
-                _launches[key] = entry
+            entry = _launches.setdefault(key, entry)
             while len(_launches) > _LAUNCH_CACHE_SIZE:
-                dropped.append(_launches.popitem(last=False)[1])
-        _release(dropped)
+                dropped.append(_launches.popitem(last=False))
+        del dropped  # outside the lock: the last reference to a kernel frees its code
+    elif len(_launches) > _LAUNCH_CACHE_SIZE // 2:
+        try:  # least recently used goes first (only worth it once the cache is filling)
+            _launches.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile; we hold the entry
+            pass
     _, layout, compiled, kd, kd_address, size, offs = entry
     if _recorders:
         _recorders[-1].append((spec, layout))

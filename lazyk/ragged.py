@@ -486,6 +486,12 @@ class SegmentedKernel:
     def ir(self) -> str:
         return self.jit.source_ir
 
+    def __del__(self) -> None:
+        # Nothing runs this code without a reference to this object: free it with the last one.
+        jit = getattr(self, "jit", None)
+        if jit is not None:
+            jit.close()
+
     def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
                  mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0
                  ) -> None:

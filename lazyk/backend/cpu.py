@@ -107,10 +107,12 @@ class JITModule:
                 raise CompileError(f"kernel calls symbols this process cannot resolve: "
                                    f"{', '.join(missing)}\n{self.source_ir}")
             self.engine = llvm.create_mcjit_compiler(empty, h.new_target_machine())
+            _engines[id(self)] = self.engine
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
             self.addresses = {n: self.engine.get_function_address(n) for n in names}
         if not all(self.addresses.values()):
+            self.close()
             raise CompileError(f"symbols missing after JIT: {self.addresses}\n{self.source_ir}")
 
     @property
@@ -134,12 +136,22 @@ class JITModule:
         return self._asm
 
     def close(self) -> None:
-        """Free the engine and its machine code (every address becomes invalid)."""
+        """Free the engine and its machine code (every address becomes invalid).
+
+        Only `close()` frees it: owners decide when no code of theirs can run any more.
+        """
         eng, self.engine = getattr(self, "engine", None), None
         if eng is not None:
             with _lock:
+                _engines.pop(id(self), None)
                 eng.close()
             self.addresses = {}
+
+
+# NOTE: every open engine is reachable from here, so the garbage collector never frees one
+# on its own: in a reference cycle it could run an engine's finalizer before the finalizer
+# of a bound kernel whose destructor is code in that engine.
+_engines: dict[int, Any] = {}
 
 
 # Libraries whose symbols LLVM's code generator calls on its own (not named in our IR):
