@@ -174,7 +174,7 @@ class CompiledKernel:
     def _acquire(self) -> None:
         """Count one more bound kernel whose data points into the code."""
         with self._lock:
-            if self.jit is None:
+            if self.jit is None or self._unused:
                 raise BindError("compiled kernel was closed")
             self._live += 1
 
@@ -238,7 +238,7 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
     key = (spec, layout, target)
     with _cache_lock:
         k = _cache.get(key)
-        if k is not None:
+        if k is not None and not k._unused:  # (a closed kernel is compiled again)
             _cache.move_to_end(key)
             stats["hits"] += 1
             return k
@@ -247,7 +247,7 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
     evicted = []
     with _cache_lock:
         other = _cache.get(key)
-        if other is not None:  # another thread won the race; use its kernel
+        if other is not None and not other._unused:  # another thread won the race
             evicted.append(k)
             k = other
         else:
