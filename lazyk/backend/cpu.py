@@ -78,7 +78,8 @@ class Host:
                 OPTIMIZE_IN_PROCESS is None or self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
             helper = self._helper
             if helper is not None and (helper.pid != os.getpid() or helper.runs >= HELPER_MODULES):
-                self._helper = helper = helper.close()
+                helper.close()
+                self._helper = helper = None
             if helper is None:
                 try:
                     self._helper = helper = _Helper(self)
@@ -154,7 +155,8 @@ class _Helper:
 def _close_helper() -> None:
     h = _host
     if h is not None and h._helper is not None:
-        h._helper = h._helper.close()
+        h._helper.close()
+        h._helper = None
 
 
 atexit.register(_close_helper)
