@@ -1,9 +1,11 @@
 """KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute.
 
-`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in a bounded LRU under
-`(spec, layout_class, target)` (never sizes or strides). `bind(spec, out, *inputs)` (or
-`CompiledKernel.bind`) builds the kernel data from shapes and byte strides with no LLVM and
-checks that every access stays inside the operands; `ck()` runs it through the prefix.
+`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU of CACHE_SIZE
+(256) kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
+kernel's code is freed once no cache entry, bound kernel or running call holds it.
+`bind(spec, out, *inputs)` (or `CompiledKernel.bind`) builds the kernel data from shapes and
+byte strides with no LLVM and checks that every access stays inside the operands; `ck()` runs
+it through the prefix.
 """
 from __future__ import annotations
 
@@ -272,7 +274,7 @@ def clear_cache() -> None:
 
 
 def cache_info() -> dict:
-    """Entries, capacity and hit/compile/eviction counters."""
+    """Entries, capacity and hit/compile/eviction counters of the in-memory kernel LRU."""
     return {"entries": len(_cache), "capacity": CACHE_SIZE, **stats}
 
 
@@ -551,8 +553,9 @@ def execute(spec: KernelSpec, out: Any, *inputs: Any) -> Any:
 
 
 # ---------------------------------------------------------------- the pipeline's runner
+# Bound kernels for threaded sizes per (spec, layout): an LRU; each entry holds its kernel.
 _prepared: OrderedDict = OrderedDict()
-_PREPARED_SIZE = 1024
+_PREPARED_SIZE = 256
 
 
 def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list) -> None:

@@ -138,7 +138,8 @@ def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
 _recorders: list[list] = []
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
-# the value keeps its id from being reused while the entry lives.
+# the value keeps its id from being reused while the entry lives. An LRU: each entry is < 1 KB
+# but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it.
 _launches: OrderedDict = OrderedDict()
 _LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).

@@ -79,6 +79,38 @@ def test_helper_rejects_bad_ir_and_survives(tmp_path):
     assert out.split() == ["ok", "1", "True"]
 
 
+def test_helper_that_dies_is_replaced_or_bypassed(tmp_path):
+    # A helper killed between modules: that module raises CompileError, the next one gets a
+    # new helper. A helper that cannot work at all (dies on its first module): optimize here.
+    out = _run("""
+        import ctypes
+        from lazyk.backend import cpu, optworker
+        from lazyk.errors import CompileError
+        IR = "define i64 @{n}(i64 %x) {{\\n  %y = add i64 %x, 3\\n  ret i64 %y\\n}}\\n"
+        proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+        def one(n):
+            m = cpu.JITModule(IR.format(n=n), (n,))
+            assert proto(m.addresses[n])(4) == 7
+        one("k0")
+        h = cpu.host()
+        h._helper.proc.kill()
+        h._helper.proc.wait()
+        try:
+            one("k1")
+            raise AssertionError("a module the helper died on must raise")
+        except CompileError as e:
+            assert "optimizer process died" in str(e)
+        one("k2")
+        assert h.optimized["helpers_started"] == 2 and h.optimized["in_process"] == 0
+        h._helper.close()
+        h._helper = None
+        optworker.__file__ = "/nonexistent/optworker.py"  # python exits at once
+        one("k3")
+        print("ok", h._helper_broken, h.optimized["in_process"], h.optimized["helper"])
+    """, tmp_path, {"LAZYK_OPTIMIZE_IN_PROCESS": "0"})
+    assert out.split() == ["ok", "True", "1", "2"]
+
+
 def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
     # 2,400 evaluate calls on distinct expression strings and distinct shapes (launch entries,
     # prepared binds, plans, specialised specs, parse caches) plus 40 distinct kernel

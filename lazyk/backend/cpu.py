@@ -92,12 +92,15 @@ class Host:
                 except (OSError, EOFError, ValueError):
                     code = helper.close(kill=True)
                     self._helper = None
-                    raise CompileError(f"the LLVM optimizer process died on this kernel "
-                                       f"({code})\n{text}") from None
-                if not ok:
-                    raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
-                self.optimized["helper"] += 1
-                return out, obj
+                    if helper.runs > 1:
+                        raise CompileError(f"the LLVM optimizer process died on this kernel "
+                                           f"(exit status {code})\n{text}") from None
+                    self._helper_broken = True  # it never worked here: optimize in process
+                else:
+                    if not ok:
+                        raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
+                    self.optimized["helper"] += 1
+                    return out, obj
         rewrite = (lambda t: _vecmath.rewrite(t, self.features, available=True)) if mvec else None
         try:
             out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rewrite)
@@ -137,8 +140,13 @@ class _Helper:
 
     def close(self, kill: bool = False) -> Any:
         """End the process (stdin closed: it exits); returns its exit status or None."""
-        if self.pid != os.getpid():
-            return None  # the parent's helper: leave it to the parent
+        if self.pid != os.getpid():  # a forked child: the helper is the parent's
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            return None
         try:
             if kill:
                 self.proc.kill()
@@ -146,10 +154,12 @@ class _Helper:
         except OSError:
             pass
         try:
-            return self.proc.wait(timeout=5)
+            code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover
             self.proc.kill()
-            return self.proc.wait()
+            code = self.proc.wait()
+        self.proc.stdout.close()
+        return code
 
 
 def _close_helper() -> None:
