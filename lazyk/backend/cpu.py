@@ -32,9 +32,9 @@ _host: Host | None = None
 
 # llvmlite leaks ~100 KB per optimized module (lazyk/backend/optworker.py): the first
 # OPTIMIZE_IN_PROCESS modules are optimized here (no start-up cost for small programs), later
-# ones in a helper process that is replaced after HELPER_MODULES modules. 0 / None: never
-# in process / never in a helper. The environment variable sets the first one at import.
-OPTIMIZE_IN_PROCESS: int | None = int(os.environ.get("LAZYK_OPTIMIZE_IN_PROCESS", "64"))
+# ones in a helper process that is replaced after HELPER_MODULES modules (0: no helper, all in
+# process). The environment variable sets OPTIMIZE_IN_PROCESS at import.
+OPTIMIZE_IN_PROCESS = int(os.environ.get("LAZYK_OPTIMIZE_IN_PROCESS", "64"))
 HELPER_MODULES = 512
 
 
@@ -74,8 +74,8 @@ class Host:
             CompileError: LLVM rejected the IR, or the helper process died on it.
         """
         mvec = _has(_vecmath, "rewrite") and _vecmath.load()
-        if HELPER_MODULES and not self._helper_broken and (
-                OPTIMIZE_IN_PROCESS is None or self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
+        if (HELPER_MODULES and not self._helper_broken
+                and self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
             helper = self._helper
             if helper is not None and (helper.pid != os.getpid() or helper.runs >= HELPER_MODULES):
                 helper.close()
