@@ -458,7 +458,9 @@ def _leaf_dtype(root, name: str) -> np.dtype:
 
 
 # ---------------------------------------------------------------- fused segmented reductions
+# Compiled segmented kernels, oldest dropped first; code is freed with its last user.
 _seg_cache: dict = {}
+_SEG_CACHE_SIZE = 128
 _seg_lock = __import__("threading").Lock()
 seg_stats = {"compiles": 0, "hits": 0, "runs": 0}
 _SEG_NAME = "lazyk_seg"
@@ -569,14 +571,16 @@ def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool,
             seg_stats["hits"] += 1
             return k
     k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean), bool(rows), order)
+    dropped = []
     with _seg_lock:
         other = _seg_cache.get(key)
         if other is not None:  # another thread compiled it first
             return other
         _seg_cache[key] = k
         seg_stats["compiles"] += 1
-        if len(_seg_cache) > 128:  # a running call holds its own reference to the code
-            _seg_cache.pop(next(iter(_seg_cache)))
+        while len(_seg_cache) > _SEG_CACHE_SIZE:  # a running call holds its own reference
+            dropped.append(_seg_cache.pop(next(iter(_seg_cache))))
+    del dropped  # outside the lock: the last reference to a kernel frees its code
     return k
 
 

@@ -34,16 +34,20 @@ def _const_spec(c: float) -> KernelSpec:
 
 def test_clear_cache_and_evictions_while_threads_call():
     # Callers run compiled expressions (native guards, threaded records, fresh and out=),
-    # lazyk.evaluate (pipeline launch entries, prepared binds) and explicit binds while
-    # another thread clears every cache and compiles distinct kernels into a 3-entry cache.
+    # lazyk.evaluate (pipeline launch entries, prepared binds), explicit binds and ragged sums
+    # (segmented kernels) while another thread clears every cache and compiles distinct
+    # kernels into 3-entry (flat) and 1-entry (segmented) caches.
     out = _run("""
         import threading, time
         import numpy as np, lazyk
         from lazyk import kernel, pipeline
 
+        from lazyk import ragged
+
         kernel.CACHE_SIZE = 3
         pipeline._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
+        ragged._SEG_CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
         stop = time.time() + 3.0
         errors, calls = [], [0]
@@ -67,6 +71,8 @@ def test_clear_cache_and_evictions_while_threads_call():
                     with kernel.bind(f._fast[1], o, a, b) as k:
                         k()
                     assert np.allclose(o, want)
+                    r = (lazyk.array([[1.0, 2.0, 3.0], [4.0], []]) * 2.0).sum(axis=-1).eval()
+                    assert r.to_numpy().tolist() == [12.0, 8.0, 0.0]
                     calls[0] += 1
                 except Exception as ex:
                     errors.append(repr(ex))
@@ -79,6 +85,9 @@ def test_clear_cache_and_evictions_while_threads_call():
                 a = np.ones(6)
                 r = lazyk.evaluate(f"a * {i % 40}.5 + {i % 7}", local_dict={"a": a})
                 assert np.allclose(r, a * (i % 40 + 0.5) + i % 7)
+                m = lazyk.array([[1.0, 2.0], [3.0]])
+                s = (m + float(i % 30)).sum(axis=-1).eval().to_numpy().tolist()
+                assert s == [3.0 + 2 * (i % 30), 3.0 + i % 30]
                 i += 1
 
         ts = [threading.Thread(target=caller, args=(s,)) for s in range(3)]
@@ -87,11 +96,12 @@ def test_clear_cache_and_evictions_while_threads_call():
             t.start()
         for t in ts:
             t.join()
-        print(len(errors), calls[0], kernel.stats["evictions"], errors[:2])
+        print(len(errors), calls[0], kernel.stats["evictions"], ragged.seg_stats["compiles"],
+              errors[:2])
     """)
-    nerr, ncalls, nevict = out.split()[:3]
+    nerr, ncalls, nevict, nseg = out.split()[:4]
     assert nerr == "0", out
-    assert int(ncalls) > 0 and int(nevict) > 0, out
+    assert int(ncalls) > 0 and int(nevict) > 0 and int(nseg) > 1, out
 
 
 def test_dropped_launch_entry_and_guard_stay_runnable():
