@@ -491,8 +491,11 @@ class SegmentedKernel:
     def __del__(self) -> None:
         # Nothing runs this code without a reference to this object: free it with the last one.
         jit = getattr(self, "jit", None)
-        if jit is not None:
-            jit.close()
+        try:
+            if jit is not None:
+                jit.close()
+        except Exception:  # pragma: no cover  (interpreter shutdown)
+            pass
 
     def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
                  mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0
