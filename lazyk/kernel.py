@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -202,9 +203,11 @@ class CompiledKernel:
             jit.close()
 
     def __del__(self) -> None:
+        if sys.is_finalizing():  # the process frees the code; the JIT may be torn down
+            return
         try:
             self.close()
-        except Exception:  # pragma: no cover  (interpreter shutdown)
+        except Exception:  # pragma: no cover
             pass
 
     def __reduce__(self):

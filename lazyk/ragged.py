@@ -25,6 +25,7 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -492,7 +493,7 @@ class SegmentedKernel:
         # Nothing runs this code without a reference to this object: free it with the last one.
         jit = getattr(self, "jit", None)
         try:
-            if jit is not None:
+            if jit is not None and not sys.is_finalizing():  # (the process frees it anyway)
                 jit.close()
         except Exception:  # pragma: no cover  (interpreter shutdown)
             pass
