@@ -151,7 +151,7 @@ def test_bound_kernel_in_a_garbage_cycle_is_destroyed_before_its_code():
 
         F8 = np.dtype(np.float64)
         gc.disable()
-        for k in range(40):
+        for k in range(16):
             body = (Instr("load", F8, (), 0), Instr("const", F8, (), k + 0.5),
                     Instr("add", F8, (0, 1)))
             spec = KernelSpec((F8,), (True,), body, ((2, F8),))
@@ -168,7 +168,7 @@ def test_bound_kernel_in_a_garbage_cycle_is_destroyed_before_its_code():
         print("ok", before - len(cpu._engines))
     """)
     word, freed = out.split()
-    assert word == "ok" and int(freed) >= 40
+    assert word == "ok" and int(freed) >= 16
 
 
 def test_code_is_freed_with_the_last_user():
