@@ -21,7 +21,7 @@ from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
     CASTINGS, _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _out_strides, _over,
-    _prepare, _release, plan, run_program,
+    _prepare, plan, run_program,
 )
 
 
@@ -302,7 +302,6 @@ class CompiledExpr:
             if len(self._geom) > 64:
                 self._g_out = self._g_new = None  # guards point into these entries
                 self._t_out = self._t_new = None
-                _release(list(self._geom.values()))
                 self._geom.clear()
                 self._threaded.clear()
             if red is None:
@@ -312,10 +311,7 @@ class CompiledExpr:
                 reduced = tuple(d in red[0] for d in range(len(shape)))
             st = (ost,) + tuple(_over(shape, a.shape, a.strides) for a in arrays)
             entry = _prepare(spec, shape, st, reduced, self._consts)
-            old = self._geom.setdefault(key, entry)
-            if old is not entry:
-                _release([entry])
-                entry = old
+            entry = self._geom.setdefault(key, entry)
         _, layout, compiled, kd, kd_address, size, offs = entry
         if out is None:
             # Small outputs: plain np.empty (0.4 us); large ones reuse pre-faulted blocks.
@@ -362,16 +358,6 @@ class CompiledExpr:
         if self._gfn is not None:  # a reduction's guard refuses any overlap with out
             self._install_guard(key, entry, out, inputs, fresh)
         return out
-
-    def __del__(self) -> None:
-        self._g_out = self._g_new = self._t_out = self._t_new = None
-        geom = getattr(self, "_geom", None)
-        if geom:
-            try:
-                _release(list(geom.values()))
-            except Exception:  # pragma: no cover  (interpreter shutdown)
-                pass
-            geom.clear()
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):
         """Bind the inputs and run the kernels; returns a new NumPy array or `out`.

@@ -1,15 +1,18 @@
 """KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute.
 
-`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in a bounded LRU under
-`(spec, layout_class, target)` (never sizes or strides). `bind(spec, out, *inputs)` (or
-`CompiledKernel.bind`) builds the kernel data from shapes and byte strides with no LLVM and
-checks that every access stays inside the operands; `ck()` runs it through the prefix.
+`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU of CACHE_SIZE
+(256) kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
+kernel's code is freed once no cache entry, bound kernel or running call holds it.
+`bind(spec, out, *inputs)` (or `CompiledKernel.bind`) builds the kernel data from shapes and
+byte strides with no LLVM and checks that every access stays inside the operands; `ck()` runs
+it through the prefix.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import struct
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -174,6 +177,12 @@ class CompiledKernel:
                  ir_text: str | None = None):
         from lazyk.backend.cpu import JITModule
 
+        # NOTE: the code is freed only when nothing can run it any more: no Python reference
+        # is left (every caller that runs it holds one) and no bound kernel's data points
+        # into it (`_live`; their destructors run the code even from a garbage cycle).
+        self._live = 0
+        self._unused = False
+        self._lock = threading.Lock()
         self.spec, self.layout, self.target = spec, layout, target
         names = (f"{_NAME}_single", f"{_NAME}_strided", f"{_NAME}_destroy")
         if ir_text is not None:
@@ -190,9 +199,6 @@ class CompiledKernel:
         self.nin, self.nout = len(spec.inputs), len(spec.outputs)
         self.kd_size = kernel_data_size(layout, self.nout, self.nin, len(spec.params))
         self.params_offset = kernel_data_size(layout, self.nout, self.nin)
-        self._live = 0  # bound kernels still using the code
-        self._evicted = False
-        self._lock = threading.Lock()
 
     @property
     def ir(self) -> str:
@@ -219,25 +225,41 @@ class CompiledKernel:
                             f"this kernel was compiled for {self.layout}")
         return BoundKernel(self, layout, out, inputs, params)
 
+    def _acquire(self) -> None:
+        """Count one more bound kernel whose data points into the code."""
+        with self._lock:
+            if self.jit is None or self._unused:
+                raise BindError("compiled kernel was closed")
+            self._live += 1
+
     def _release(self) -> None:
         with self._lock:
             self._live -= 1
-            done = self._evicted and self._live == 0
-        if done:
-            self.close()
-
-    def _evict(self) -> None:
-        with self._lock:
-            self._evicted = True
-            done = self._live == 0
-        if done:
-            self.close()
-
-    def close(self) -> None:
-        """Free the machine code; only safe when no bound kernel is left (eviction checks)."""
-        jit, self.jit = getattr(self, "jit", None), None
+            jit = self._detach() if self._unused and self._live == 0 else None
         if jit is not None:
             jit.close()
+
+    def _detach(self) -> Any:
+        # Called under self._lock: once jit is None nobody can bind it again.
+        jit, self.jit = getattr(self, "jit", None), None
+        return jit
+
+    def close(self) -> None:
+        """Free the machine code as soon as no bound kernel uses it (also done automatically
+        when the last reference goes). The caller must not run it again: `bind` raises."""
+        with self._lock:
+            self._unused = True
+            jit = self._detach() if self._live == 0 else None
+        if jit is not None:
+            jit.close()
+
+    def __del__(self) -> None:
+        if sys.is_finalizing():  # the process frees the code; the JIT may be torn down
+            return
+        try:
+            self.close()
+        except Exception:  # pragma: no cover
+            pass
 
     def __reduce__(self):
         # Cheap pickling for Dask: IR text + signature; the receiver compiles once per process.
@@ -272,7 +294,7 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
     key = (spec, layout, target)
     with _cache_lock:
         k = _cache.get(key)
-        if k is not None:
+        if k is not None and not k._unused:  # (a closed kernel is compiled again)
             _cache.move_to_end(key)
             stats["hits"] += 1
             return k
@@ -281,7 +303,7 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
     evicted = []
     with _cache_lock:
         other = _cache.get(key)
-        if other is not None:  # another thread won the race; use its kernel
+        if other is not None and not other._unused:  # another thread won the race
             evicted.append(k)
             k = other
         else:
@@ -291,23 +313,23 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
             while len(_cache) > CACHE_SIZE:
                 evicted.append(_cache.popitem(last=False)[1])
                 stats["evictions"] += 1
-    for e in evicted:
-        e._evict()
+    del evicted  # outside the lock: the last reference to an evicted kernel frees its code
     return k
 
 
 def clear_cache() -> None:
-    """Evict every compiled kernel (code is freed once no bound kernel uses it)."""
+    """Drop every compiled kernel and prepared bind from memory. Code is freed when nothing
+    uses it any more: a kernel running in another thread, or held by a bound kernel or a
+    compiled expression, stays valid until that lets go of it."""
     with _cache_lock:
-        items = list(_cache.values())
+        items = list(_cache.values()), list(_prepared.values())
         _cache.clear()
         _prepared.clear()
-    for k in items:
-        k._evict()
+    del items  # outside the lock: destructors may free code
 
 
 def cache_info() -> dict:
-    """Entries, capacity and hit/compile/eviction counters."""
+    """Entries, capacity and hit/compile/eviction counters of the in-memory kernel LRU."""
     return {"entries": len(_cache), "capacity": CACHE_SIZE, **stats}
 
 
@@ -446,10 +468,7 @@ class BoundKernel:
                  params: bytes = b""):
         _check_params(compiled.spec, params)
         self._dstc = [0]
-        with compiled._lock:
-            if compiled.jit is None:
-                raise BindError("compiled kernel was closed")
-            compiled._live += 1
+        compiled._acquire()
         self.compiled = compiled
         self.layout = layout
         self.builder = abi.CKernelBuilder(compiled.kd_size)
@@ -599,8 +618,9 @@ def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> An
 
 
 # ---------------------------------------------------------------- the pipeline's runner
+# Bound kernels for threaded sizes per (spec, layout): an LRU; each entry holds its kernel.
 _prepared: OrderedDict = OrderedDict()
-_PREPARED_SIZE = 1024
+_PREPARED_SIZE = 256
 
 
 def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
@@ -616,11 +636,18 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
                          params)
         ck()
         ck._keep = None  # cached kernel data must not keep this call's arrays alive
+        dropped = []
         with _cache_lock:
             _prepared[key] = ck
             while len(_prepared) > _PREPARED_SIZE:
-                _prepared.popitem(last=False)
+                dropped.append(_prepared.popitem(last=False))
+        del dropped  # outside the lock: destructors run kernel code and may free it
         return
+    if len(_prepared) > _PREPARED_SIZE // 2:
+        try:  # least recently used goes first (only worth it once the cache is filling)
+            _prepared.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile; we hold the bound kernel
+            pass
     # same kernel data, new data pointers: a private pointer array keeps this thread-safe
     offs = layout.offsets
     nout = ck.compiled.nout

@@ -146,9 +146,10 @@ def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
 _recorders: list[list] = []
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
-# the value keeps its id from being reused while the entry lives. The kernel data holds the
-# parameter values of the entry's first launch; a launch with other values runs a private
-# copy (kernel data is never written once built: other threads may be running it).
+# the value keeps its id from being reused while the entry lives. An LRU: each entry is < 1 KB
+# but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it. The kernel
+# data holds the parameter values of the entry's first launch; a launch with other values runs
+# a private copy (kernel data is never written once built: other threads may be running it).
 _launches: OrderedDict = OrderedDict()
 _LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).
@@ -161,14 +162,9 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes =
     from lazyk import kernel
 
     layout = simplify_dims(shape, strides, reduced)
-    while True:
-        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
-        # NOTE: hold the code like a bound kernel does, so the kernel cache's eviction
-        # cannot free it under our cached entry; `_release` when the entry goes.
-        with compiled._lock:
-            if compiled.jit is not None:
-                compiled._live += 1
-                break
+    # NOTE: the entry's reference keeps the code alive (the kernel cache may drop it); a caller
+    # runs it only through an entry it holds, so eviction never frees code under a call.
+    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
     # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64),
     # then the parameter slots.
     vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
@@ -180,12 +176,6 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes =
 
         kd = np.concatenate([kd, np.frombuffer(_check_params(spec, consts), np.int64)])
     return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
-
-
-def _release(entries) -> None:
-    """Let the kernel cache free code that only these dropped entries still held."""
-    for entry in entries:
-        entry[2]._release()
 
 
 def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
@@ -205,14 +195,15 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
         entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
         dropped = []
         with _plans_lock:
-            if key in _launches:
-                dropped.append(entry)
-                entry = _launches[key]
-            else:
-                _launches[key] = entry
+            entry = _launches.setdefault(key, entry)
             while len(_launches) > _LAUNCH_CACHE_SIZE:
-                dropped.append(_launches.popitem(last=False)[1])
-        _release(dropped)
+                dropped.append(_launches.popitem(last=False))
+        del dropped  # outside the lock: the last reference to a kernel frees its code
+    elif len(_launches) > _LAUNCH_CACHE_SIZE // 2:
+        try:  # least recently used goes first (only worth it once the cache is filling)
+            _launches.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile; we hold the entry
+            pass
     _, layout, compiled, kd, kd_address, size, offs = entry
     if _recorders:
         _recorders[-1].append((spec, layout))

@@ -25,6 +25,7 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -458,7 +459,9 @@ def _leaf_dtype(root, name: str) -> np.dtype:
 
 
 # ---------------------------------------------------------------- fused segmented reductions
+# Compiled segmented kernels, oldest dropped first; code is freed with its last user.
 _seg_cache: dict = {}
+_SEG_CACHE_SIZE = 128
 _seg_lock = __import__("threading").Lock()
 __import__("os").register_at_fork(after_in_child=_seg_lock._at_fork_reinit)  # see graph.py
 seg_stats = {"compiles": 0, "hits": 0, "runs": 0}
@@ -498,6 +501,15 @@ class SegmentedKernel:
         kd = (ctypes.c_int64 * (nwords + len(params) // 8))(*head)
         ctypes.memmove(ctypes.addressof(kd) + 8 * nwords, params, len(params))
         return kd
+
+    def __del__(self) -> None:
+        # Nothing runs this code without a reference to this object: free it with the last one.
+        jit = getattr(self, "jit", None)
+        try:
+            if jit is not None and not sys.is_finalizing():  # (the process frees it anyway)
+                jit.close()
+        except Exception:  # pragma: no cover  (interpreter shutdown)
+            pass
 
     def run_rows(self, lengths: np.ndarray, rowptrs: list, rowstrides: list,
                  mask_offsets: list, out: np.ndarray, valid: np.ndarray, ncols: int = 0,
@@ -575,14 +587,16 @@ def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool,
             seg_stats["hits"] += 1
             return k
     k = SegmentedKernel(spec, tuple(masked), bool(skipna), bool(mean), bool(rows), order)
+    dropped = []
     with _seg_lock:
         other = _seg_cache.get(key)
         if other is not None:  # another thread compiled it first
             return other
         _seg_cache[key] = k
         seg_stats["compiles"] += 1
-        if len(_seg_cache) > 128:  # a running call holds its own reference to the code
-            _seg_cache.pop(next(iter(_seg_cache)))
+        while len(_seg_cache) > _SEG_CACHE_SIZE:  # a running call holds its own reference
+            dropped.append(_seg_cache.pop(next(iter(_seg_cache))))
+    del dropped  # outside the lock: the last reference to a kernel frees its code
     return k
 
 

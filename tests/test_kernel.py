@@ -1,4 +1,5 @@
 """compile (cached) -> bind (checked, no LLVM) -> execute: layouts, cache, threads, pickling."""
+import gc
 import pickle
 import threading
 
@@ -219,11 +220,14 @@ def test_eviction_calls_destructors(monkeypatch):
         spec = KernelSpec((F8,), (True,), body, ((2, F8),))
         ck = bind(spec, np.empty(3), np.ones(3))
         ks.append(ck)
-    first = ks[0].compiled
-    assert first.jit is not None  # evicted but still bound: code stays alive
+    jit = ks[0].compiled.jit
+    assert jit.engine is not None  # evicted but still bound: code stays alive
     ks[0]()
     ks[0].close()
-    assert first.jit is None  # last user gone: freed
+    assert jit.engine is not None  # the bound kernel still references it
+    del ks[0]
+    gc.collect()
+    assert jit.engine is None  # last user gone: freed
     for ck in ks[1:]:
         ck.close()
     kernel.clear_cache()

@@ -1,13 +1,17 @@
 """llvmlite.binding for the host CPU: target machine, O3 (new pass manager), MCJIT, symbols."""
 from __future__ import annotations
 
+import atexit
 import os
 import struct
+import subprocess
+import sys
 import threading
 from typing import Any, Callable
 
 import llvmlite.binding as llvm
 
+from lazyk.backend import optworker
 from lazyk.errors import CompileError
 
 try:  # optional speed-ups: vector math, disk cache; each may be absent
@@ -48,6 +52,14 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
                     after_in_child=_after_fork_child)
 
 
+# llvmlite leaks ~100 KB per optimized module (lazyk/backend/optworker.py): the first
+# OPTIMIZE_IN_PROCESS modules are optimized here (no start-up cost for small programs), later
+# ones in a helper process that is replaced after HELPER_MODULES modules (0: no helper, all in
+# process). The environment variable sets OPTIMIZE_IN_PROCESS at import.
+OPTIMIZE_IN_PROCESS = int(os.environ.get("LAZYK_OPTIMIZE_IN_PROCESS", "64"))
+HELPER_MODULES = 512
+
+
 class Host:
     """The host target: triple, CPU name and features, a target machine and its data layout."""
 
@@ -62,36 +74,132 @@ class Host:
         self.tm = self.new_target_machine()
         self.data_layout = str(self.tm.target_data)
         self.avx512 = "+avx512f" in self.features.split(",")
+        self.optimized = {"in_process": 0, "helper": 0, "helpers_started": 0}
+        self._helper: _Helper | None = None
+        self._helper_broken = False
         load_runtime_libraries()
 
     def new_target_machine(self) -> Any:
         """A fresh target machine; NOTE: an MCJIT engine takes ownership of (and frees) its own."""
-        return self._target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                                  codemodel="jitdefault", jit=True)
+        return optworker.target_machine(self.triple, self.cpu, self.features)
 
     def optimize(self, mod: Any, ir_lines: int = 0) -> None:
-        """O3 with loop and SLP vectorization through the new pass manager.
+        """O3 with loop and SLP vectorization, in place, in this process (leaks ~100 KB).
 
-        Modules over VECTORIZE_MAX_LINES lines of IR (kernels of about 1,500 operations
-        and more) get O3 without the vectorizers: their cost grows with the square of the
-        loop body (a 2,000-op kernel took 2.6 s, 4,000 ops 9 s, 8,000 ops 33 s), while
-        without them O3 stays linear (10,000 ops in 0.6 s).
-
-        NOTE: no runtime loop unrolling: it only unrolls the scalar remainder loops (the
-        vectorizer interleaves the vector body itself) and cost ~4 ms of the ~28 ms a
-        kernel took to compile (O3 + instruction selection grow with the code).
+        Modules over VECTORIZE_MAX_LINES lines of IR get O3 without the vectorizers (see
+        lazyk.backend.optworker).
         """
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        vectorize = ir_lines <= VECTORIZE_MAX_LINES
-        pto.loop_vectorization = vectorize
-        pto.slp_vectorization = vectorize
-        pto.loop_unrolling = False
-        pb = llvm.create_pass_builder(self.tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        optworker.optimize(self.tm, mod, ir_lines <= VECTORIZE_MAX_LINES)
+
+    def compile_ir(self, text: str) -> tuple[str, bytes]:
+        """Verify, optimize (libmvec names for vector math), emit: (optimized IR text, object
+        code), in this process or in the helper process (see OPTIMIZE_IN_PROCESS). Call with
+        `_lock` held.
+
+        Raises:
+            CompileError: LLVM rejected the IR, or the helper process died on it.
+        """
+        mvec = _has(_vecmath, "rewrite") and _vecmath.load()
+        if (HELPER_MODULES and not self._helper_broken
+                and self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
+            helper = self._helper
+            if helper is not None and (helper.pid != os.getpid() or helper.runs >= HELPER_MODULES):
+                helper.close()
+                self._helper = helper = None
+            if helper is None:
+                try:
+                    self._helper = helper = _Helper(self)
+                    self.optimized["helpers_started"] += 1
+                except OSError:  # no helper process here: optimize in process
+                    self._helper_broken = True
+            if helper is not None:
+                try:
+                    ok, out, obj = helper.compile(text, mvec)
+                except (OSError, EOFError, ValueError):
+                    code = helper.close(kill=True)
+                    self._helper = None
+                    if helper.runs > 1:
+                        raise CompileError(f"the LLVM optimizer process died on this kernel "
+                                           f"(exit status {code})\n{text}") from None
+                    self._helper_broken = True  # it never worked here: optimize in process
+                else:
+                    if not ok:
+                        raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
+                    self.optimized["helper"] += 1
+                    return out, obj
+        rewrite = (lambda t: _vecmath.rewrite(t, self.features, available=True)) if mvec else None
+        try:
+            out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rewrite)
+        except RuntimeError as e:
+            raise CompileError(f"LLVM rejected generated IR: {e}\n{text}") from None
+        finally:
+            self.optimized["in_process"] += 1
+        return out
+
+
+class _Helper:
+    """One optimizer process (lazyk/backend/optworker.py) talking over its stdin/stdout."""
+
+    def __init__(self, h: Host):
+        self.pid = os.getpid()  # a forked child starts its own
+        self.runs = 0
+        self.proc = subprocess.Popen(
+            [sys.executable, optworker.__file__], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+        self.proc.stdin.write(f"{h.triple}\t{h.cpu}\t{h.features}\n".encode())
+
+    def compile(self, text: str, mvec: bool) -> tuple[bool, str, bytes]:
+        data = text.encode()
+        self.runs += 1
+        self.proc.stdin.write(struct.pack("<BQ", bool(mvec), len(data)) + data)
+        self.proc.stdin.flush()
+        status, n = struct.unpack("<BQ", self._read(9))
+        out = self._read(n).decode()
+        (m,) = struct.unpack("<Q", self._read(8))
+        return status == 0, out, self._read(m)
+
+    def _read(self, n: int) -> bytes:
+        data = self.proc.stdout.read(n)
+        if len(data) != n:
+            raise EOFError
+        return data
+
+    def close(self, kill: bool = False) -> Any:
+        """End the process (stdin closed: it exits); returns its exit status or None."""
+        if self.pid != os.getpid():  # a forked child: the helper is the parent's
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            return None
+        try:
+            if kill:
+                self.proc.kill()
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self.proc.kill()
+            code = self.proc.wait()
+        self.proc.stdout.close()
+        return code
+
+
+def _close_helper() -> None:
+    h = _host
+    if h is not None and h._helper is not None:
+        h._helper.close()
+        h._helper = None
+
+
+atexit.register(_close_helper)
 
 
 # Kernels above this many lines of LLVM IR are optimized without the loop / SLP vectorizers.
-VECTORIZE_MAX_LINES = 3000
+VECTORIZE_MAX_LINES = optworker.VECTORIZE_MAX_LINES
 
 
 def host() -> Host:
@@ -126,21 +234,12 @@ class JITModule:
                     raise
                 # A cached entry that does not link here is a miss: never fail on it again.
                 cache.discard(key)
+                self.from_disk = False
                 self._link(self._compile(h, cache, key), names, h)
 
     def _compile(self, h: Host, cache: Any, key: str) -> bytes:
         """Optimise and emit an object file for the source IR; store it in the disk cache."""
-        ir_text = self.source_ir
-        mod = _parse(ir_text, h)
-        h.optimize(mod, ir_text.count("\n"))
-        text = str(mod)
-        if _has(_vecmath, "rewrite"):
-            new = _vecmath.rewrite(text, h.features)
-            if new != text:
-                text = new
-                mod = _parse(text, h)
-        self.llvm_ir = text
-        obj = h.tm.emit_object(mod)
+        self.llvm_ir, obj = h.compile_ir(self.source_ir)
         if cache is not None:
             cache.store(key, obj)
         return obj
@@ -162,6 +261,7 @@ class JITModule:
             engine.close()
             raise CompileError(f"symbols missing after JIT: {addresses}\n{self.source_ir}")
         self.engine, self.addresses = engine, addresses
+        _engines[id(self)] = engine
 
     @property
     def source_ir(self) -> str:
@@ -177,12 +277,7 @@ class JITModule:
             h = host()
             src = self.source_ir
             with _lock:
-                mod = _parse(src, h)
-                h.optimize(mod, src.count("\n"))
-                text = str(mod)
-            if _has(_vecmath, "rewrite"):
-                text = _vecmath.rewrite(text, h.features)
-            self.llvm_ir = text
+                self.llvm_ir = h.compile_ir(src)[0]
         return self.llvm_ir
 
     @property
@@ -192,19 +287,28 @@ class JITModule:
             h = host()
             text = self.llvm_ir or self.source_ir
             with _lock:
-                mod = _parse(text, h)
-                if self.llvm_ir is None:
-                    h.optimize(mod, text.count("\n"))
-                self._asm = h.tm.emit_assembly(mod)
+                if self.llvm_ir is None:  # loaded from the disk cache: optimize again
+                    text = h.compile_ir(text)[0]
+                self._asm = h.tm.emit_assembly(_parse(text, h))
         return self._asm
 
     def close(self) -> None:
-        """Free the engine and its machine code (every address becomes invalid)."""
+        """Free the engine and its machine code (every address becomes invalid).
+
+        Only `close()` frees it: owners decide when no code of theirs can run any more.
+        """
         eng, self.engine = getattr(self, "engine", None), None
         if eng is not None:
             with _lock:
+                _engines.pop(id(self), None)
                 eng.close()
             self.addresses = {}
+
+
+# NOTE: every open engine is reachable from here, so the garbage collector never frees one
+# on its own: in a reference cycle it could run an engine's finalizer before the finalizer
+# of a bound kernel whose destructor is code in that engine.
+_engines: dict[int, Any] = {}
 
 
 # Libraries whose symbols LLVM's code generator calls on its own (not named in our IR):

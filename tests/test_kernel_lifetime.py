@@ -1,0 +1,222 @@
+"""Compiled code lives as long as anything can run it: eviction, clear_cache and dropped cache
+entries never free code under a running call, a bound kernel or a garbage cycle.
+
+The risky parts run in a subprocess with a timeout: a regression crashes one test, not the suite.
+"""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import weakref
+
+import numpy as np
+
+from lazyk import kernel
+from lazyk.backend import cpu
+from lazyk.kernel import Instr, KernelSpec, bind
+
+F8 = np.dtype(np.float64)
+
+
+def _run(code: str, timeout: float = 120) -> str:
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    return r.stdout
+
+
+def _const_spec(c: float) -> KernelSpec:
+    body = (Instr("load", F8, (), 0), Instr("const", F8, (), c), Instr("add", F8, (0, 1)))
+    return KernelSpec((F8,), (True,), body, ((2, F8),))
+
+
+def test_clear_cache_and_evictions_while_threads_call():
+    # Callers run compiled expressions (native guards, threaded records, fresh and out=),
+    # lazyk.evaluate (pipeline launch entries, prepared binds), explicit binds and ragged sums
+    # (segmented kernels) while another thread clears every cache and compiles distinct
+    # kernels into 3-entry (flat) and 1-entry (segmented) caches.
+    out = _run("""
+        import threading, time
+        import numpy as np, lazyk
+        from lazyk import kernel, pipeline
+
+        from lazyk import ragged
+
+        kernel.CACHE_SIZE = 3
+        pipeline._LAUNCH_CACHE_SIZE = 4
+        kernel._PREPARED_SIZE = 2
+        ragged._SEG_CACHE_SIZE = 1
+        x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
+        stop = time.time() + 3.0
+        errors, calls = [], [0]
+
+        def caller(seed):
+            rng = np.random.default_rng(seed)
+            f = lazyk.compile((x - y) * 2.0 + y)
+            g = lazyk.compile(lazyk.sum(x * y))
+            while time.time() < stop:
+                try:
+                    n = int(rng.choice([5, 700, 140_000]))
+                    a, b = rng.random(n), rng.random(n)
+                    want = (a - b) * 2.0 + b
+                    assert np.allclose(f(a, b), want)
+                    o = np.empty(n)
+                    f(a, b, out=o)
+                    assert np.allclose(o, want)
+                    assert np.isclose(g(a, b), (a * b).sum())
+                    e = lazyk.evaluate("a * 3.0 - b", local_dict={"a": a, "b": b})
+                    assert np.allclose(e, a * 3.0 - b)
+                    with kernel.bind(f._fast[1], o, a, b) as k:
+                        k()
+                    assert np.allclose(o, want)
+                    r = (lazyk.array([[1.0, 2.0, 3.0], [4.0], []]) * 2.0).sum(axis=-1).eval()
+                    assert r.to_numpy().tolist() == [12.0, 8.0, 0.0]
+                    calls[0] += 1
+                except Exception as ex:
+                    errors.append(repr(ex))
+
+        def churn():
+            i = 0
+            while time.time() < stop:
+                if i % 2:
+                    kernel.clear_cache()
+                a = np.ones(6)
+                r = lazyk.evaluate(f"a * {i % 40}.5 + {i % 7}", local_dict={"a": a})
+                assert np.allclose(r, a * (i % 40 + 0.5) + i % 7)
+                m = lazyk.array([[1.0, 2.0], [3.0]])
+                s = (m + float(i % 30)).sum(axis=-1).eval().to_numpy().tolist()
+                assert s == [3.0 + 2 * (i % 30), 3.0 + i % 30]
+                i += 1
+
+        ts = [threading.Thread(target=caller, args=(s,)) for s in range(3)]
+        ts.append(threading.Thread(target=churn))
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print(len(errors), calls[0], kernel.stats["evictions"], ragged.seg_stats["compiles"],
+              errors[:2])
+    """)
+    nerr, ncalls, nevict, nseg = out.split()[:4]
+    assert nerr == "0", out
+    assert int(ncalls) > 0 and int(nevict) > 0 and int(nseg) > 1, out
+
+
+def test_dropped_launch_entry_and_guard_stay_runnable():
+    # A launch entry or a compiled expression's guard that a caller holds keeps its code
+    # alive after the kernel cache and the launch cache have both dropped it.
+    out = _run("""
+        import gc
+        import numpy as np, lazyk
+        from lazyk import kernel, pipeline
+
+        kernel.CACHE_SIZE = 1
+        pipeline._LAUNCH_CACHE_SIZE = 1
+        a = np.arange(8.0)
+        lazyk.evaluate("a * 5.0 + 1.0", local_dict={"a": a})
+        entry = next(iter(pipeline._launches.values()))
+        x = lazyk.placeholder('x', 'N * float64')
+        f = lazyk.compile(x * 7.0)
+        f(a)
+        f(a)  # now a native guard
+        kernel.clear_cache()
+        for c in range(4):  # push everything out of both caches
+            lazyk.evaluate(f"a - {c}.25", local_dict={"a": a})
+        gc.collect()
+        assert all(e is not entry for e in pipeline._launches.values())
+        spec, layout, compiled, kd, kd_address, size, offs = entry
+        import ctypes
+        out = np.empty(8)
+        src = (ctypes.c_void_p * 1)(a.ctypes.data)
+        compiled.single(out.ctypes.data, ctypes.addressof(src), kd_address)
+        assert np.allclose(out, a * 5.0 + 1.0)
+        assert np.allclose(f(a), a * 7.0)
+        print("ok")
+    """)
+    assert out.split() == ["ok"]
+
+
+def test_bound_kernel_in_a_garbage_cycle_is_destroyed_before_its_code():
+    # Bound kernels, their compiled kernel and its engine all in one cycle: the collector
+    # finalizes them in any order; the kernel-data destructor (JIT code) must still run
+    # before the code is freed.
+    out = _run("""
+        import gc
+        import numpy as np
+        from lazyk import kernel
+        from lazyk.backend import cpu
+        from lazyk.kernel import Instr, KernelSpec, bind
+
+        F8 = np.dtype(np.float64)
+        gc.disable()
+        for k in range(16):
+            body = (Instr("load", F8, (), 0), Instr("const", F8, (), k + 0.5),
+                    Instr("add", F8, (0, 1)))
+            spec = KernelSpec((F8,), (True,), body, ((2, F8),))
+            cks = [bind(spec, np.empty(3), np.ones(3)) for _ in range(3)]
+            for ck in cks:
+                ck()
+                ck.cycle = (cks, ck.compiled)
+            ck.compiled.cycle = cks
+            ck.compiled.jit.cycle = ck.compiled
+            kernel.clear_cache()
+            del cks, ck
+        before = len(cpu._engines)
+        gc.collect()
+        print("ok", before - len(cpu._engines))
+    """)
+    word, freed = out.split()
+    assert word == "ok" and int(freed) >= 16
+
+
+def test_code_is_freed_with_the_last_user():
+    kernel.clear_cache()
+    spec = _const_spec(123.25)
+    ck = bind(spec, np.empty(4), np.ones(4))
+    jit = ck.compiled.jit
+    ref = weakref.ref(ck.compiled)
+    kernel.clear_cache()  # no longer cached, still bound
+    assert jit.engine is not None and ref() is not None
+    out = np.empty(4)
+    with bind(spec, out, np.ones(4)) as ck2:  # a recompile: a new kernel
+        ck2()
+    assert np.array_equal(out, np.full(4, 124.25))
+    ck()
+    del ck, ck2
+    kernel.clear_cache()
+    gc.collect()
+    assert ref() is None and jit.engine is None
+    assert id(jit) not in cpu._engines
+
+
+def test_closed_compiled_kernel_refuses_to_bind_but_bound_ones_still_run():
+    out = _run("""
+        import numpy as np
+        from lazyk import kernel
+        from lazyk.errors import BindError
+        from lazyk.kernel import Instr, KernelSpec, bind
+
+        F8 = np.dtype(np.float64)
+        body = (Instr("load", F8, (), 0), Instr("const", F8, (), 7.5), Instr("add", F8, (0, 1)))
+        spec = KernelSpec((F8,), (True,), body, ((2, F8),))
+        out = np.empty(3)
+        ck = bind(spec, out, np.zeros(3))
+        compiled = ck.compiled
+        compiled.close()  # a bound kernel still uses it: the code stays until that closes
+        ck()
+        assert np.array_equal(out, np.full(3, 7.5))
+        try:
+            compiled.bind(np.empty(3), np.zeros(3))
+            raise AssertionError("binding a closed kernel must raise")
+        except BindError as e:
+            assert "closed" in str(e)
+        jit = compiled.jit
+        ck.close()
+        assert compiled.jit is None and jit.engine is None
+        again = kernel.compile(spec, compiled.layout)  # the cache compiles it again
+        assert again is not compiled and again.jit is not None
+        print("ok")
+    """)
+    assert out.split() == ["ok"]
