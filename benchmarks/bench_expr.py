@@ -164,7 +164,6 @@ def lazyk_eval_fn(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
 def lazyk_on_the_spot(case: Case, data: dict[str, np.ndarray]) -> Any:
     """Build the graph from the arrays and evaluate it at once (the uncompiled path)."""
     import lazyk
-
     from lazyk.expr import as_expr
 
     leaves = [as_expr(data[k]) for k in case.names]

@@ -50,7 +50,6 @@ from lazyk.errors import (
     TypeParseError,
     UnsupportedOperandError,
 )
-from lazyk.exprparse import re_evaluate
 from lazyk.expr import (
     Expr,
     abs,
@@ -134,6 +133,7 @@ from lazyk.expr import (
     trunc,
     where,
 )
+from lazyk.exprparse import re_evaluate
 from lazyk.kernel import Instr, KernelSpec
 from lazyk.kernel import public_stats as stats
 from lazyk.pipeline import evaluate

@@ -20,8 +20,17 @@ from lazyk.expr import Expr, Placeholder, _is_dask_array, as_expr, leaf_data
 from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
-    CASTINGS, _THREAD_MIN, _as_out, _backend, _empty_out, _needs_temporary, _out_strides, _over,
-    _prepare, plan, run_program,
+    _THREAD_MIN,
+    CASTINGS,
+    _as_out,
+    _backend,
+    _empty_out,
+    _needs_temporary,
+    _out_strides,
+    _over,
+    _prepare,
+    plan,
+    run_program,
 )
 
 

@@ -6,8 +6,8 @@ Both walk nested lists one nesting level at a time over a flat list of items, so
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import is_not
 from numbers import Number
+from operator import is_not
 from typing import Any
 
 import numpy as np

@@ -359,10 +359,10 @@ def test_string_api_values_and_errors():
 
 
 def test_casting_safe():
-    ai = np.arange(5, dtype=np.int32)
+    ai = np.arange(5, dtype=np.int32)  # noqa: F841  (read by lazyk.evaluate)
     r = lazyk.evaluate("ai + 1", casting="safe")
     assert r.dtype == np.int32 and r.tolist() == [1, 2, 3, 4, 5]
-    a = np.arange(5.0)
+    a = np.arange(5.0)  # noqa: F841  (read by lazyk.evaluate)
     with pytest.raises(lazyk.CastingError, match="float64.*float32.*'safe'"):
         lazyk.evaluate("a * 2", out=np.zeros(5, np.float32), casting="safe")
     with pytest.raises(lazyk.CastingError, match="int32.*int16"):
@@ -730,12 +730,12 @@ def test_concurrent_building_and_compiling_from_8_threads():
 
 
 def test_string_api_nep50_and_refusals():
-    u = np.arange(3, dtype=np.uint8)
+    u = np.arange(3, dtype=np.uint8)  # noqa: F841  (read by lazyk.evaluate)
     r = lazyk.evaluate("u - 1")
     assert r.dtype == np.uint8 and r.tolist() == [255, 0, 1]
     with pytest.raises(OverflowError, match="-1 out of bounds for uint8"):
         lazyk.evaluate("u + -1")
-    s = np.int64(-1)
+    s = np.int64(-1)  # noqa: F841  (read by lazyk.evaluate)
     r = lazyk.evaluate("u + s")
     assert r.dtype == np.int64 and r.tolist() == [-1, 0, 1]
     r = lazyk.evaluate("1 + 2")

@@ -526,9 +526,9 @@ def test_compiled_call_checks_casting_on_the_fast_path():
     ([("load", 0)], [3], "must name instructions"),
 ])
 def test_malformed_kernel_spec_is_refused(body, outputs, what):
+    from lazyk.codegen.llvm import LayoutClass
     from lazyk.kernel import Instr, KernelSpec
     from lazyk.kernel import compile as kcompile
-    from lazyk.codegen.llvm import LayoutClass
 
     f8 = np.dtype("f8")
     instrs = tuple(Instr("load", f8, (), b[1]) if b[0] == "load" else Instr(b[0], f8, b[1])

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from lazyk import NotSupportedError, TypeParseError
-from lazyk import exprparse
+from lazyk import NotSupportedError, TypeParseError, exprparse
 from lazyk.exprparse import ExprParseError, parse
 
 TREES = [

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 
-
 _RSS = """
 import ctypes, gc
 _libc = ctypes.CDLL("libc.so.6")

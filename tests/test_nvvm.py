@@ -582,6 +582,7 @@ class FakeDriver:
 
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         import ctypes
+
         from lazyk.backend import cuda
         (module, name) = fn
         kernel = next(k for k in cuda._cache.values() if k.module.handle == module)

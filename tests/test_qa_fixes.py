@@ -10,7 +10,6 @@ import pytest
 import lazyk
 from lazyk.errors import NotSupportedError, TypeParseError
 
-
 # --- 1. placeholder types are read by lazyk.dshape -------------------------------------------
 
 @pytest.mark.parametrize("text", ["N * int", "N * real", "N * complex[float32]",

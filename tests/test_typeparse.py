@@ -7,11 +7,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import TypeParseError, dshape
-from lazyk import typeparse
+from lazyk import TypeParseError, dshape, typeparse
 from lazyk.types import (
-    Datetime, EllipsisDim, FixedBytes, FixedDim, FixedString, Function, Option, Pointer,
-    Record, Scalar, SymbolicDim, Timedelta, Tuple, TypeVar, VarDim,
+    Datetime,
+    EllipsisDim,
+    FixedBytes,
+    FixedDim,
+    FixedString,
+    Function,
+    Option,
+    Pointer,
+    Record,
+    Scalar,
+    SymbolicDim,
+    Timedelta,
+    Tuple,
+    TypeVar,
+    VarDim,
 )
 
 i32, f64 = Scalar("int32"), Scalar("float64")

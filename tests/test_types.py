@@ -8,8 +8,21 @@ import pytest
 
 from lazyk import NotSupportedError, dshape
 from lazyk.types import (
-    EllipsisDim, FixedBytes, FixedDim, FixedString, Function, Option, Pointer, Record,
-    Scalar, SymbolicDim, Timedelta, Tuple, TypeVar, VarDim, from_numpy,
+    EllipsisDim,
+    FixedBytes,
+    FixedDim,
+    FixedString,
+    Function,
+    Option,
+    Pointer,
+    Record,
+    Scalar,
+    SymbolicDim,
+    Timedelta,
+    Tuple,
+    TypeVar,
+    VarDim,
+    from_numpy,
 )
 
 i32 = Scalar("int32")
