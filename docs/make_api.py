@@ -40,6 +40,8 @@ EXAMPLES = {
     "Expr": "e = lazyk.array(np.arange(3.0)) * 2 + 1\n(e.type, e.eval())",
     "placeholder": "x = lazyk.placeholder('x', 'N * float64')\n(x + 1).type",
     "evaluate": "a, b = np.arange(3.0), np.ones(3)\nlazyk.evaluate('2*a + where(b > 0, b, 0)')",
+    "stats": "sorted(lazyk.stats())  # counts of compiles, in-memory hits, disk-cache loads",
+    "threads": "with lazyk.threads(1):\n    n = lazyk.get_num_threads()\nn",
     "re_evaluate": "a = np.arange(3.0)\nlazyk.evaluate('2*a + 1')\na = np.ones(3)\nlazyk.re_evaluate({'a': a})",
     "compile": "x = lazyk.placeholder('x', 'N * float64')\nf = lazyk.compile(x * x + 1.0)\n"
                "f(np.arange(4.0))",

@@ -68,7 +68,7 @@ def test_clear_cache_and_evictions_while_threads_call():
                     assert np.isclose(g(a, b), (a * b).sum())
                     e = lazyk.evaluate("a * 3.0 - b", local_dict={"a": a, "b": b})
                     assert np.allclose(e, a * 3.0 - b)
-                    with kernel.bind(f._fast[1], o, a, b) as k:
+                    with kernel.bind(f._fast[1], o, a, b, params=f._consts) as k:
                         k()
                     assert np.allclose(o, want)
                     r = (lazyk.array([[1.0, 2.0, 3.0], [4.0], []]) * 2.0).sum(axis=-1).eval()
