@@ -263,3 +263,18 @@ def test_cluster_values_threads_and_one_compile_per_worker(client):
     k = lazyk.compile(lazyk.sin(lazyk.placeholder("x", "N * float64")))
     futures = client.map(k, [X, Y])  # compiled kernels pickle for distributed
     np.testing.assert_allclose(client.gather(futures)[1], np.sin(Y))
+
+
+def test_compiled_kernel_runs_in_a_process_pool():
+    """`ProcessPoolExecutor.submit(k, ...)` pickles the compiled expression (no ctypes)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    x, y = lazyk.placeholder("x", "N * float64"), lazyk.placeholder("y", "N * float64")
+    k = lazyk.compile(2.0 * x + 3.0 * y - 1.0)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(k, X[i:], Y[i:]) for i in range(3)]
+        got = [f.result(timeout=120) for f in futures]
+    for i, r in enumerate(got):
+        assert r.dtype == np.float64 and r.shape == X[i:].shape
+        np.testing.assert_array_equal(r, 2.0 * X[i:] + 3.0 * Y[i:] - 1.0)
