@@ -211,8 +211,7 @@ class DaskLeaf(Placeholder):
             raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
                                     "a lazyk expression; call .compute_chunk_sizes() first")
         dtype = np.dtype(array.dtype)
-        if dtype.kind not in "biufc":
-            raise DTypeError(f"unsupported operand dtype {dtype} (numeric dtypes only)")
+        check_dtype(dtype, "Dask array")  # long double & co. would be garbage in a kernel
         super().__init__(name, shape, dtype.newbyteorder("="))
         self.array = array
 

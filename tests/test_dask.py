@@ -278,3 +278,12 @@ def test_compiled_kernel_runs_in_a_process_pool():
     for i, r in enumerate(got):
         assert r.dtype == np.float64 and r.shape == X[i:].shape
         np.testing.assert_array_equal(r, 2.0 * X[i:] + 3.0 * Y[i:] - 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.longdouble, np.clongdouble, "M8[s]", object])
+def test_dask_leaves_of_unsupported_dtypes_are_refused(dtype):
+    a = da.from_array(np.zeros(4, dtype=dtype), chunks=2)
+    with pytest.raises(lazyk.UnsupportedOperandError, match="Dask array dtype"):
+        ldask.evaluate(lazyk.sin(a))
+    with pytest.raises(lazyk.UnsupportedOperandError):
+        ldask.evaluate("a + 1")
