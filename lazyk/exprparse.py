@@ -399,20 +399,9 @@ def re_evaluate(local_dict: dict | None = None, global_dict: dict | None = None,
         raise RuntimeError("re_evaluate() needs a previous evaluate() of a string in this "
                            "thread")
     text, out, order, casting = args
-    if local_dict is None or global_dict is None:
-        frame = sys._getframe(_depth)
-        if local_dict is None:
-            local_dict = frame.f_locals
-        if global_dict is None:
-            global_dict = frame.f_globals
-        del frame
-    done = _fast_evaluate(text, local_dict, global_dict, out, order, casting)
-    if done is not _MISS:
-        return done
-    from lazyk.pipeline import evaluate
-
-    return evaluate(build(text, local_dict, global_dict), out=out, order=order,
-                    casting=casting)
+    # The options were checked when the string first ran.
+    return evaluate_string(text, local_dict, global_dict, out, order, casting,
+                           _depth=_depth + 1, _checked=True)
 
 
 # ---------------------------------------------------------------- repeated evaluate(string)
