@@ -1,13 +1,15 @@
 """Read lazyk's import graph from the source (ast) and report how it fits the stage order.
 
     python docs/import_graph.py          # circles, upward imports, imports inside functions,
+                                         # module-private names used across modules,
                                          # the largest modules
 
 The stage order of docs/design.md, written once here: a module may import modules of its own
 stage or of earlier stages. Imports inside functions are allowed only for the optional heavy
 dependencies (OPTIONAL) and for modules listed as measured import-time savings.
 `tests/test_import_graph.py` fails when a change adds a circle, an upward import or an import
-inside a function that is not already listed in KNOWN (the debts the restructuring removes).
+inside a function that is not already listed in KNOWN (the debts the restructuring removes),
+or a module-private name (`_x`) of one lazyk module imported or read by another one.
 """
 from __future__ import annotations
 
@@ -103,6 +105,68 @@ def edges() -> list[tuple[str, str, bool, int]]:
     return out
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for a chain of attribute reads on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses() -> list[tuple[str, str, str, int]]:
+    """(importer, module, name, line) for each module-private name `_x` of a lazyk module
+    that another module imports (`from lazyk.m import _x`) or reads (`m._x`, where `m` names
+    the imported module)."""
+    mods = modules()
+    known = set(mods)
+    out = []
+    for module, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        bound: dict[str, str] = {}  # local name -> the lazyk module it names
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in known:
+                        bound[a.asname] = a.name
+                    elif not a.asname and a.name.split(".")[0] == "lazyk":
+                        bound["lazyk"] = "lazyk"
+            elif isinstance(node, ast.ImportFrom):
+                base_name = node.module or ""
+                if node.level:  # the package a relative import names
+                    pkg = module.split(".") if is_package else module.split(".")[:-1]
+                    pkg = pkg[:len(pkg) - node.level + 1]
+                    base_name = ".".join(pkg + ([node.module] if node.module else []))
+                if base_name not in known:
+                    continue
+                for a in node.names:
+                    full = f"{base_name}.{a.name}"
+                    if full in known:
+                        bound[a.asname or a.name] = full
+                    elif _is_private(a.name) and base_name != module:
+                        out.append((module, base_name, a.name, node.lineno))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+                continue
+            chain = _dotted(node.value)
+            if chain is None:
+                continue
+            head, _, rest = chain.partition(".")
+            if head not in bound:
+                continue
+            target = ".".join(p for p in (bound[head], rest) if p)
+            if target in known and target != module:
+                out.append((module, target, node.attr, node.lineno))
+    return sorted(set(out))
+
+
 def circles(pairs: list[tuple[str, str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
     graph: dict[str, set[str]] = {}
@@ -150,14 +214,16 @@ def circles(pairs: list[tuple[str, str]]) -> list[list[str]]:
 
 
 def report() -> dict:
-    """Circles, upward imports, imports inside functions and module sizes."""
+    """Circles, upward imports, imports inside functions, private names used across modules
+    and module sizes."""
     es = edges()
     upward = sorted({(a, b) for a, b, _, _ in es if stage_of(b) > stage_of(a)})
     inside = sorted({(a, b) for a, b, inner, _ in es if inner})
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in modules().items()),
                    reverse=True)
+    private = sorted({(a, m, n) for a, m, n, _ in private_uses()})
     return {"circles": circles([(a, b) for a, b, _, _ in es]), "upward": upward,
-            "inside": inside, "sizes": sizes}
+            "inside": inside, "private": private, "sizes": sizes}
 
 
 def main() -> int:
@@ -169,6 +235,9 @@ def main() -> int:
     for a, b in r["upward"]:
         print(f"  {a} ({STAGES[stage_of(a)][0]}) -> {b} ({STAGES[stage_of(b)][0]})")
     print(f"imports of lazyk modules inside functions: {len(r['inside'])}")
+    print(f"module-private names imported from another module: {len(r['private'])}")
+    for a, m, n in r["private"]:
+        print(f"  {a} -> {m}.{n}")
     print("largest modules (lines): " + ", ".join(f"{m} {n}" for n, m in r["sizes"][:10]))
     return 0
 
