@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import types as _types
+from lazyk.elemtypes import Timedelta, from_numpy
 from lazyk.errors import DTypeError
+from lazyk.typebase import Option, Scalar, Type
 from lazyk.typeparse import dshape
-from lazyk.types import Option, Scalar, Timedelta, Type, from_numpy
 
 # Python scalar classes are "weak" (NEP 50): they take the other operand's precision
 # within their kind. A zero of each stands in for them in np.result_type.
@@ -72,6 +72,3 @@ def _promote(a: Any, b: Any) -> Type:
     if a is b:
         return a
     raise DTypeError(f"no common type for {a} and {b}")
-
-
-_types.promote = promote  # also `lazyk.types.promote` (types.py imports nothing from here)

@@ -9,29 +9,30 @@ import lark
 import numpy as np
 from lark import Token
 
-from lazyk import types as _types
-from lazyk.errors import TypeParseError
-from lazyk.types import (
-    MAX_DEPTH,
-    SCALAR_NAMES,
+from lazyk.elemtypes import (
     Datetime,
-    Dim,
-    EllipsisDim,
     FixedBytes,
-    FixedDim,
     FixedString,
-    Function,
-    Option,
     Pointer,
     Record,
-    Scalar,
-    SymbolicDim,
     Timedelta,
     Tuple,
-    Type,
     TypeVar,
-    VarDim,
     from_numpy,
+)
+from lazyk.errors import TypeParseError
+from lazyk.typebase import (
+    MAX_DEPTH,
+    SCALAR_NAMES,
+    Dim,
+    EllipsisDim,
+    FixedDim,
+    Function,
+    Option,
+    Scalar,
+    SymbolicDim,
+    Type,
+    VarDim,
     quote_name,
 )
 
@@ -846,6 +847,3 @@ def describe(text: str) -> str:
     else:
         out.append(f"itemsize: {t.itemsize}  alignment: {t.alignment}  ndim: {t.ndim}")
     return "\n".join(out)
-
-
-_types.dshape = dshape  # also `lazyk.types.dshape` (types.py imports nothing from here)

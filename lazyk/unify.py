@@ -9,25 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lazyk import types as _types
+from lazyk.elemtypes import (
+    Pointer,
+    Record,
+    Tuple,
+    TypeVar,
+)
 from lazyk.errors import TypeMatchError
 from lazyk.promote import promote
-from lazyk.typeparse import dshape
-from lazyk.types import (
+from lazyk.typebase import (
     Dim,
     EllipsisDim,
     FixedDim,
     Function,
     Option,
-    Pointer,
-    Record,
     Scalar,
     SymbolicDim,
-    Tuple,
     Type,
-    TypeVar,
     VarDim,
 )
+from lazyk.typeparse import dshape
 
 VAR = "var"  # the size of a ragged dimension in dim lists
 
@@ -285,7 +286,3 @@ def broadcast(*types: Any) -> Type:
         dims = broadcast_dims(dims, d, (ts[0], t))
         dtype = dtype if e is dtype else promote(dtype, e)
     return _join(dims, dtype)
-
-
-# Also `lazyk.types.match` and so on (types.py imports nothing from here).
-_types.match, _types.solve, _types.broadcast = match, solve, broadcast
