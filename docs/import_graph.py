@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Stage order, earliest first; every lazyk module belongs to exactly one stage.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("lazyk.errors",)),
-    ("types", ("lazyk.typebase", "lazyk.elemtypes", "lazyk.typeparse", "lazyk.promote",
+    ("types", ("lazyk.typebase", "lazyk.elemtypes", "lazyk.typebuild",
+               "lazyk.typefast", "lazyk.typeparse", "lazyk.promote",
                "lazyk.unify", "lazyk.types", "lazyk.grammar")),
     ("array", ("lazyk.memory", "lazyk.arrmeta", "lazyk.infer", "lazyk.array")),
     ("front end", ("lazyk.ops", "lazyk.graph", "lazyk.operators", "lazyk.expr",

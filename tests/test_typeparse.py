@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import TypeParseError, dshape, typeparse
+from lazyk import TypeParseError, dshape, typefast, typeparse
 from lazyk.types import (
     Datetime,
     EllipsisDim,
@@ -122,8 +122,8 @@ def test_valid(text, expected, canonical):
 @pytest.mark.parametrize("text, expected, canonical", VALID)
 def test_fast_and_lark_paths_agree(text, expected, canonical):
     typeparse.clear_cache()
-    assert typeparse._fast_parse(text) is expected  # first sight: words classified anew
-    assert typeparse._fast_parse(text) is expected
+    assert typefast.fast_parse(text) is expected  # first sight: words classified anew
+    assert typefast.fast_parse(text) is expected
     assert typeparse._slow_parse(text) is expected
 
 
@@ -381,7 +381,7 @@ SIGNATURES = st.builds(
 @given(st.one_of(TYPES, SIGNATURES))
 def test_round_trip(t):
     text = str(t)
-    assert typeparse._fast_parse(text) is t
+    assert typefast.fast_parse(text) is t
     assert typeparse._slow_parse(text) is t
     assert dshape(text) is t
     assert eval(repr(t), {"dshape": dshape}) is t
@@ -416,7 +416,7 @@ def _parses_or_refuses(text):
     """`text` parses, or raises a positioned TypeParseError; the fast path (which gives up
     on errors, leaving them to lark) builds exactly what lark builds, whenever lark does."""
     try:
-        fast = typeparse._fast_parse(text)
+        fast = typefast.fast_parse(text)
     except Exception:  # noqa: BLE001 - any failure means "lark decides"
         fast = None
     try:

@@ -224,8 +224,9 @@ def test_from_numpy_sizeless(np_dtype):
         from_numpy(np_dtype)
 
 
-STAGE = ["typebase", "elemtypes", "typeparse", "promote", "unify", "types"]  # each imports only
-# modules before it; `types` gathers them all
+# Each imports only modules before it; `types` gathers them all.
+STAGE = ["typebase", "elemtypes", "typebuild", "typefast", "typeparse", "promote", "unify",
+         "types"]
 
 
 def _stage_imports(name):
