@@ -9,7 +9,7 @@ import pytest
 
 llvm = pytest.importorskip("llvmlite.binding")
 
-from lazyk.backend import threads  # noqa: E402
+from lazyk.backend import outputs, threads  # noqa: E402
 
 _IR = r"""
 declare i64 @pthread_self()
@@ -217,21 +217,21 @@ def test_lazyk_reductions_split_over_threads(red: str) -> None:
 
 
 def test_empty_reuses_blocks_of_dead_outputs() -> None:
-    n = threads.REUSE_MIN_BYTES // 8 + 1000
-    a = threads.empty(n, np.float64)
+    n = outputs.REUSE_MIN_BYTES // 8 + 1000
+    a = outputs.empty(n, np.float64)
     assert a.shape == (n,) and a.flags.writeable and a.flags.aligned
     a[:] = 1.0
     addr = a.ctypes.data
     view = a[10:]
     del a
-    b = threads.empty((n,), np.float64)
+    b = outputs.empty((n,), np.float64)
     assert b.ctypes.data != addr  # the view still holds the first block
     del view
-    c = threads.empty((n // 2, 2), "f8")  # same size class: the idle block comes back
+    c = outputs.empty((n // 2, 2), "f8")  # same size class: the idle block comes back
     assert c.ctypes.data == addr and c.shape == (n // 2, 2)
     del b, c
-    assert threads.idle_bytes() <= threads.REUSE_MAX_IDLE
-    small = threads.empty(10, np.int32)
+    assert outputs.idle_bytes() <= outputs.REUSE_MAX_IDLE
+    small = outputs.empty(10, np.int32)
     assert small.dtype == np.int32 and small.flags.owndata  # plain np.empty below the threshold
 
 
