@@ -5,7 +5,7 @@ scalars given as the classes `int`/`float`/`complex`), so lazyk matches NumPy ex
 
 A lowering is `llvm(em, args, loop, attr) -> value`: `args` are already cast to the loop's
 input dtypes, `loop` is the resolved dtype tuple `(in..., out)`, and `em` is the codegen
-emitter (`lazyk.codegen.llvm.Emitter`: `.b` builder, `.math(name, *xs)`, `.const(dt, v)`,
+emitter (`lazyk.codegen.emit.Emitter`: `.b` builder, `.math(name, *xs)`, `.const(dt, v)`,
 `.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`, `.cmath(name, *zs)` for the C99
 complex functions). Values are LLVM scalars in the compute type (bool -> i1, float16 ->
 float), complex values are `(re, im)` tuples.

@@ -5,7 +5,7 @@ length-1 row broadcasts, equal lengths pair up, anything else is a ShapeError na
 the row and both lengths).
 
 Reductions (sum, prod, min, max, any, all, mean; `skipna=`) over the last axis, over all
-outer axes, or over every axis run in ONE fused kernel (`codegen.llvm._SegGen`): the
+outer axes, or over every axis run in ONE fused kernel (`codegen.segmented`): the
 shape step works per row only (`line_up_rows`: each result row's length and, per operand,
 its element-0 address and byte stride from the arrmeta, 0 for a broadcast row) and the
 kernel walks rows and their elements in place, evaluating the elementwise body and
@@ -469,12 +469,12 @@ _SEG_NAME = "lazyk_seg"
 
 
 class SegmentedKernel:
-    """JIT code of one fused elementwise + per-row reduction (codegen.llvm._SegGen)."""
+    """JIT code of one fused elementwise + per-row reduction (codegen.segmented)."""
 
     def __init__(self, spec, masked: tuple, skipna: bool, mean: bool, rows: bool = False,
                  order: str = "row"):
         from lazyk.backend.cpu import JITModule
-        from lazyk.codegen.llvm import generate_segmented
+        from lazyk.codegen.segmented import generate_segmented
 
         self.spec, self.masked, self.skipna, self.mean = spec, masked, skipna, mean
         self.rows, self.order = rows, order
@@ -491,9 +491,9 @@ class SegmentedKernel:
         return self.jit.source_ir
 
     def _kd(self, head: list, params: bytes) -> ctypes.Array:
-        """This call's kernel data: `head` words, then the parameter slots (codegen.llvm
+        """This call's kernel data: `head` words, then the parameter slots (codegen.segmented
         `seg_params_offset`)."""
-        from lazyk.codegen.llvm import seg_params_offset
+        from lazyk.codegen.segmented import seg_params_offset
         from lazyk.kernel import _check_params
 
         _check_params(self.spec, params)

@@ -4,7 +4,8 @@ import re
 import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.llvm import CPUTarget, LayoutClass, emit_body, generate
+from lazyk.codegen.emit import CPUTarget, emit_body
+from lazyk.codegen.llvm import LayoutClass, generate
 from lazyk.kernel import Instr, KernelSpec, compile
 
 F8, F4 = np.dtype("f8"), np.dtype("f4")

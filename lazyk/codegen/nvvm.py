@@ -1,7 +1,7 @@
 """KernelSpec -> NVVM IR: the CPU generator's per-element body inside a grid-stride kernel.
 
 Codegen owns loops, indexing and kernel data; the per-element math comes from
-`lazyk.codegen.llvm.emit_body` with `CUDA` as the target, so every op is lowered once.
+`lazyk.codegen.emit.emit_body` with `CUDA` as the target, so every op is lowered once.
 Kernel data is one by-value struct parameter (see `KernelData`), so a kernel is compiled
 once per (spec, layout class) and bound per call without touching LLVM.
 """
@@ -15,7 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from lazyk import ops
-from lazyk.codegen import llvm as cg
+from lazyk.codegen import emit as cg
 from lazyk.errors import NotSupportedError
 
 TRIPLE = "nvptx64-nvidia-cuda"

@@ -1,0 +1,288 @@
+"""The per-element code of a kernel, shared by every target: math naming (`CPUTarget`; the
+CUDA target is in `lazyk.codegen.nvvm`), the scalar `Emitter` the op rows of `lazyk.ops`
+lower through, `emit_body` for a KernelSpec's instructions, and loads and stores of one
+element (byte-swapped, unaligned, float16, complex).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from lazyk import ops
+
+I1, I8, I16, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(64)
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+P8 = I8.as_pointer()
+
+
+# ---------------------------------------------------------------- math naming per target
+# Intrinsics the loop vectorizer can widen (and lazyk.backend.vecmath can map to libmvec).
+_INTRINSICS = {"sqrt", "fabs", "floor", "ceil", "trunc", "rint", "sin", "cos", "tan", "asin",
+               "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "exp2", "log", "log2",
+               "log10", "pow", "copysign", "minimum", "maximum", "minnum", "maxnum"}
+_ARITY2 = {"atan2", "pow", "copysign", "minimum", "maximum", "minnum", "maxnum", "hypot"}
+
+
+class CPUTarget:
+    """Math calls as LLVM intrinsics where they exist, else libm (`expm1`, `log1p`, `hypot`)."""
+
+    name = "cpu"
+
+    def math(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+        """The function to call for math op `name` on scalar type `ty` (float or double)."""
+        sfx = {F32: "f32", F64: "f64"}[ty]
+        if name in _INTRINSICS:
+            fname = f"llvm.{name}.{sfx}"
+        else:
+            fname = name + ("f" if ty == F32 else "")
+        fn = module.globals.get(fname)
+        if fn is None:
+            nargs = 2 if name in _ARITY2 else 1
+            fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), fname)
+        return fn
+
+    def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
+        """C99 complex function `name` (csqrt, cexp, ...) with the x86-64 SysV lowering clang
+        uses: `{double, double} f(double, double)` and `<2 x float> f(<2 x float>)`."""
+        fname = "c" + name + ("f" if ty == F32 else "")
+        fn = module.globals.get(fname)
+        if fn is None:
+            nargs = 2 if name == "pow" else 1
+            if ty == F32:
+                v2 = ir.VectorType(F32, 2)
+                fnty = ir.FunctionType(v2, [v2] * nargs)
+            else:
+                fnty = ir.FunctionType(ir.LiteralStructType([F64, F64]), [F64, F64] * nargs)
+            fn = ir.Function(module, fnty, fname)
+        return fn
+
+
+# ---------------------------------------------------------------- scalar emitter
+def lltype(dt: np.dtype) -> ir.Type:
+    """Register (compute) type: bool -> i1, float16 -> float, complex -> its component type."""
+    dt = np.dtype(dt)
+    k, n = dt.kind, dt.itemsize
+    if k == "b":
+        return I1
+    if k in "iu":
+        return ir.IntType(8 * n)
+    if k == "f":
+        return F64 if n == 8 else F32
+    if k == "c":
+        return F64 if n == 16 else F32
+    raise ops.NotSupportedError(f"no LLVM type for {dt}")
+
+
+def _component(dt: np.dtype) -> np.dtype:
+    return np.dtype("f8") if np.dtype(dt).itemsize == 16 else np.dtype("f4")
+
+
+def _same(a: np.dtype, b: np.dtype) -> bool:
+    return np.dtype(a).newbyteorder("=") == np.dtype(b).newbyteorder("=")
+
+
+class Emitter:
+    """The scalar helpers op rows lower through (see the lazyk.ops docstring)."""
+
+    def __init__(self, builder: ir.IRBuilder, target: Any):
+        self.b = builder
+        self.module = builder.module
+        self.target = target
+
+    lltype = staticmethod(lltype)
+
+    def math(self, name: str, *xs: ir.Value) -> ir.Value:
+        """Call math function `name` through the target's naming."""
+        return self.b.call(self.target.math(self.module, name, xs[0].type), list(xs))
+
+    def cmath(self, name: str, *zs: tuple) -> tuple:
+        """Call the target's C99 complex function `name` on `(re, im)` values (NumPy's too)."""
+        cm = getattr(self.target, "cmath", None)
+        if cm is None:
+            raise ops.NotSupportedError(f"complex {name} on target {self.target.name}")
+        b, t = self.b, zs[0][0].type
+        fn = cm(self.module, name, t)
+        i0, i1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
+        if t == F32:
+            vs = []
+            for z in zs:
+                v = b.insert_element(ir.Constant(ir.VectorType(F32, 2), None), z[0], i0)
+                vs.append(b.insert_element(v, z[1], i1))
+            r = b.call(fn, vs)
+            return (b.extract_element(r, i0), b.extract_element(r, i1))
+        r = b.call(fn, [x for z in zs for x in z])
+        return (b.extract_value(r, 0), b.extract_value(r, 1))
+
+    def const(self, dt: np.dtype, value: Any) -> Any:
+        """A constant of dtype `dt` in compute representation."""
+        dt = np.dtype(dt)
+        if dt.kind == "c":
+            c = complex(value)
+            t = lltype(dt)
+            return (ir.Constant(t, c.real), ir.Constant(t, c.imag))
+        t = lltype(dt)
+        if dt.kind == "b":
+            return ir.Constant(I1, int(bool(value)))
+        if dt.kind in "iu":
+            v = int(value) & ((1 << t.width) - 1)
+            return ir.Constant(t, v - (1 << t.width) if v >> (t.width - 1) else v)
+        if dt.itemsize == 2:
+            value = float(np.float16(value))  # float16 constants are exact halves
+        return ir.Constant(t, float(value))
+
+    def truth(self, v: Any, dt: np.dtype) -> ir.Value:
+        """x != 0 as i1 (NaN is true, as NumPy's bool cast)."""
+        k = np.dtype(dt).kind
+        b = self.b
+        if k == "b":
+            return v
+        if k == "c":
+            z = ir.Constant(v[0].type, 0.0)
+            return b.or_(b.fcmp_unordered("!=", v[0], z), b.fcmp_unordered("!=", v[1], z))
+        if k == "f":
+            return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+
+    def round_half(self, v: ir.Value) -> ir.Value:
+        """Round a float32 value to float16 and back: NumPy computes float16 ops in float32."""
+        return self.b.fpext(self.b.fptrunc(v, F16), F32)
+
+    def cast(self, v: Any, src: np.dtype, dst: np.dtype) -> Any:
+        """Convert a compute value from dtype `src` to `dst` as NumPy's astype (C casts)."""
+        src, dst = np.dtype(src), np.dtype(dst)
+        if _same(src, dst):
+            return v
+        b, ks, kd = self.b, src.kind, dst.kind
+        if kd == "b":
+            return self.truth(v, src)
+        if ks == "c":
+            if kd == "c":
+                return tuple(self.cast(x, _component(src), _component(dst)) for x in v)
+            v, src, ks = v[0], _component(src), "f"
+            if _same(src, dst):
+                return v
+        if kd == "c":
+            comp = _component(dst)
+            return (self.cast(v, src, comp), ir.Constant(lltype(comp), 0.0))
+        t = lltype(dst)
+        half = kd == "f" and dst.itemsize == 2
+        if ks in "biu":
+            if kd in "iu":
+                if v.type.width > t.width:
+                    return b.trunc(v, t)
+                if v.type.width < t.width:
+                    return b.sext(v, t) if ks == "i" else b.zext(v, t)
+                return v
+            conv = b.sitofp if ks == "i" else b.uitofp
+            return b.fpext(conv(v, F16), F32) if half else conv(v, t)
+        # src is a float in its compute type (float16 lives in float)
+        if kd in "iu":
+            return (b.fptosi if kd == "i" else b.fptoui)(v, t)
+        if half:
+            return self.round_half(v) if v.type == F32 else b.fpext(b.fptrunc(v, F16), F32)
+        if v.type == t:
+            return v
+        return b.fpext(v, t) if t == F64 else b.fptrunc(v, t)
+
+    def apply(self, op: str, args: Sequence[Any], dtypes: Sequence[np.dtype], out: np.dtype,
+              attr: Any = None) -> Any:
+        """Lower one op row: cast args to the resolved loop, run the row, round, cast to out."""
+        row = ops.get(op)
+        loop = row.resolve(*dtypes, attr=attr)
+        if not row.supported(loop, getattr(self.target, "name", None)):
+            raise ops.NotSupportedError(f"{op} on {', '.join(map(str, loop[:-1]))}")
+        xs = [self.cast(a, d, ld) for a, d, ld in zip(args, dtypes, loop)]
+        v = row.llvm(self, xs, loop, attr)
+        if loop[-1].kind == "f" and loop[-1].itemsize == 2 and op != "astype":
+            v = self.round_half(v)
+        return self.cast(v, loop[-1], out)
+
+
+def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], target: Any,
+              params: Sequence[Any] = ()) -> list[Any]:
+    """Emit the per-element SSA body of `spec`; return output values in their stored dtypes.
+
+    Args:
+        builder: positioned where the element's code goes (straight-line, no new blocks).
+        spec: a `lazyk.kernel.KernelSpec`.
+        loaded_values: per input index, the loaded value in compute representation
+            (see `load_value`); complex values are `(re, im)` tuples.
+        params: per parameter slot, its value in compute representation (`load_params`
+            once at function entry, outside the loops).
+        target: names math calls (`target.math(module, name, ir_type) -> ir.Function`);
+            `CPUTarget` uses LLVM intrinsics/libm, the CUDA target libdevice `__nv_*`.
+    """
+    em = Emitter(builder, target)
+    vals: list[Any] = []
+    for ins in spec.body:
+        if ins.op == "load":
+            vals.append(loaded_values[ins.attr])
+        elif ins.op == "param":
+            vals.append(params[ins.attr])
+        elif ins.op == "const":
+            vals.append(em.const(ins.dtype, ins.attr))
+        else:
+            vals.append(em.apply(ins.op, [vals[a] for a in ins.args],
+                                 [spec.body[a].dtype for a in ins.args], ins.dtype, ins.attr))
+    return [em.cast(vals[i], spec.body[i].dtype, dt) for i, dt in spec.outputs]
+
+
+def load_params(b: ir.IRBuilder, kd: ir.Value, offset: int, dtypes: Sequence[np.dtype]
+                ) -> list[Any]:
+    """Load each parameter slot (16 bytes apart from byte `offset` of i8* `kd`)."""
+    return [load_value(b, b.gep(kd, [ir.Constant(I64, offset + 16 * k)]), dt)
+            for k, dt in enumerate(dtypes)]
+
+
+# ---------------------------------------------------------------- memory access
+def _load_scalar(b: ir.IRBuilder, p8: ir.Value, t: ir.Type, nbytes: int, swap: bool,
+                 align: int) -> ir.Value:
+    if swap and nbytes > 1:
+        it = ir.IntType(8 * nbytes)
+        raw = b.load(b.bitcast(p8, it.as_pointer()), align=align)
+        sw = b.call(_intrinsic(b.module, f"llvm.bswap.i{8 * nbytes}", it, [it]), [raw])
+        return sw if t == it else b.bitcast(sw, t)
+    return b.load(b.bitcast(p8, t.as_pointer()), align=align)
+
+
+def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def load_value(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool = True) -> Any:
+    """Load one element at i8* `p8` into compute form (byte-swapped via llvm.bswap if needed)."""
+    dt = np.dtype(dt)
+    swap = not dt.isnative
+    k, n = dt.kind, dt.itemsize
+    if k == "c":
+        h = n // 2
+        t = lltype(dt)
+        al = h if aligned else 1
+        re = _load_scalar(b, p8, t, h, swap, al)
+        im = _load_scalar(b, b.gep(p8, [ir.Constant(I64, h)]), t, h, swap, al)
+        return (re, im)
+    al = n if aligned else 1
+    if k == "b":
+        return b.icmp_unsigned("!=", b.load(p8, align=1), ir.Constant(I8, 0))
+    if k == "f" and n == 2:
+        return b.fpext(_load_scalar(b, p8, F16, 2, swap, al), F32)
+    return _load_scalar(b, p8, lltype(dt), n, swap, al)
+
+
+def store_value(b: ir.IRBuilder, v: Any, p8: ir.Value, dt: np.dtype) -> None:
+    """Store compute value `v` as native dtype `dt` at i8* `p8` (align 1: outputs may be any)."""
+    dt = np.dtype(dt)
+    k, n = dt.kind, dt.itemsize
+    if k == "c":
+        t = lltype(dt)
+        b.store(v[0], b.bitcast(p8, t.as_pointer()), align=1)
+        b.store(v[1], b.bitcast(b.gep(p8, [ir.Constant(I64, n // 2)]), t.as_pointer()), align=1)
+    elif k == "b":
+        b.store(b.zext(v, I8), p8, align=1)
+    elif k == "f" and n == 2:
+        b.store(b.fptrunc(v, F16), b.bitcast(p8, F16.as_pointer()), align=1)
+    else:
+        b.store(v, b.bitcast(p8, lltype(dt).as_pointer()), align=1)
