@@ -270,8 +270,8 @@ def _structural_key(spec: KernelSpec, layout: LayoutClass) -> str:
     """Disk-cache key text from the spec, the layout class and the code generator's sources."""
     from lazyk.backend.objcache import source_digest
 
-    code = source_digest("lazyk.codegen.llvm", "lazyk.codegen.emit", "lazyk.ops", "lazyk.kernel",
-                         "lazyk.abi")
+    code = source_digest("lazyk.codegen.llvm", "lazyk.codegen.emit", "lazyk.ops", "lazyk.lowering",
+                         "lazyk.kernel", "lazyk.abi")
     return f"spec:{_NAME}|{spec!r}|{layout!r}|{code}"
 
 
