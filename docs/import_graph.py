@@ -33,7 +33,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backend", ("lazyk.backend",)),
     ("kernel", ("lazyk.abi", "lazyk.kernel")),
     ("runtime", ("lazyk.pipeline", "lazyk.compiled", "lazyk.ragged", "lazyk.device")),
-    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.bench", "lazyk.dask")),
+    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",
+             "lazyk.benchdask", "lazyk.bench")),
 )
 # Optional heavy dependencies: imported inside the functions that need them, and only there.
 OPTIONAL = ("dask", "distributed", "pyarrow", "awkward", "matplotlib", "cuda", "numba",
@@ -44,6 +45,9 @@ DEFERRED = {
     # loads llvmlite.binding: ~30 ms of the ~370 ms of `import lazyk` (python -X importtime,
     # median of 5), paid at the first compile instead.
     "lazyk.backend.cpu",
+    # imports dask.array: ~640 ms on top of `import lazyk` (same measure), only where Dask
+    # collections are used.
+    "lazyk.dask",
 }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import platform
 import statistics
@@ -23,10 +22,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lazyk import benchdask
+from lazyk.benchreport import BANDWIDTH_N, PEERS, chart, fmt_time, markdown, short
+from lazyk.errors import DeviceError
+from lazyk.expr import as_expr
+
 SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 100_000, 1_000_000)
-PEERS = ("numpy", "numexpr", "numba")
-BANDWIDTH_N = 10_000_000
 # Idle time before each row of the round robin. OpenMP's workers (Numba's threading layer here)
 # spin 10-20 ms after a parallel region (measured: lazyk 2 threads at n = 1e5 ran 3x slower
 # 10 ms after a Numba call, not after 20 ms); lazyk's pool spins ~0.25 ms.
@@ -344,7 +346,6 @@ def call_overhead(samples: int) -> dict[str, float]:
         rows["numba njit"] = lambda: add(a, b)
     if _lazyk_ready() is None:
         import lazyk
-        from lazyk.expr import as_expr
 
         pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
         f = lazyk.compile(pa + pb)
@@ -455,7 +456,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     once["numba_compile_ms"] = numba_compile
     once["call_overhead_us"] = call_overhead(samples)
     for key, value in once.items():
-        print(f"  {key}: {_short(value)}", flush=True)
+        print(f"  {key}: {short(value)}", flush=True)
     return {"meta": meta, "bandwidth": bw, "rows": rows, "once": once}
 
 
@@ -471,7 +472,7 @@ def _progress(k: int, total: int, row: dict, case, bw: dict) -> None:
     if "seconds" in row:
         gbps = case.traffic(row["n"]) / row["seconds"] / 1e9
         mark = "" if row.get("correct", True) else "  WRONG RESULT"
-        msg = f"{_fmt_time(row['seconds']):>10s} {gbps:6.1f} GB/s{mark}"
+        msg = f"{fmt_time(row['seconds']):>10s} {gbps:6.1f} GB/s{mark}"
     else:
         msg = "error: " + row.get("error", "?")
     print(f"[{k:4d}/{total}] n={row['n']:<9,d} {row['case']:4s} {row['tool']:18s} {msg}", flush=True)
@@ -502,23 +503,8 @@ def _annotate(rows: list[dict], cases, bw: dict) -> None:
             r["vs_best_peer"] = best["seconds"] / r["seconds"] if best else None
 
 
-# --- output ------------------------------------------------------------------------------------------
 
-def _fmt_time(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if s < 1:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s:.3f} s"
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={_short(x)}" for k, x in v.items())
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
-
+# --- the machine --------------------------------------------------------------------------------
 
 def _versions() -> dict[str, str]:
     out = {}
@@ -553,174 +539,6 @@ def _llc_mb() -> float | None:
     return max(sizes) if sizes else None
 
 
-def markdown(res: dict[str, Any]) -> str:
-    """The whole result as Markdown: bandwidth, a table per size, one-off costs."""
-    m, bw = res["meta"], res["bandwidth"]
-    lines = [f"# lazyk bench ({m['date']})", "",
-             f"{m['processor']}, {m['cores']} cores; Python {m['python']}, NumPy {m['numpy']}, "
-             + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
-             + f". Median of {m['samples']} batches after a warm-up.", ""]
-    for note in m["notes"]:
-        lines.append(f"- note: {note}")
-    lines += ["", f"Reference bandwidth, n = {m.get('bandwidth_n', BANDWIDTH_N):.0e} (bytes read + written, "
-              "STREAM convention):", "",
-              "| kernel | GB/s | tool |", "|---|---:|---|"]
-    for kind, v in bw.items():
-        lines.append(f"| {kind} | {v['gbps']:.1f} | {v['tool']} |")
-    lines += ["", "`read` sums one array of 2n elements, the bytes E10 reads (a one-array read of n "
-              "elements partly hits a last-level cache as large as this machine's"
-              + (f", {m['llc_mb']:.0f} MB" if m.get("llc_mb") else "") + "); `read2` reads two arrays "
-              "in one pass, as E10 does (for information; the goal uses `read`).",
-              "", "GB/s counts the bytes each call must move (whole cache lines for E9); `% lim` is the "
-              "fraction of the triad bandwidth (read bandwidth for E10); `x np` = NumPy time / row time; "
-              "`x peer` = best peer time / row time (fresh rows against fresh peers, out= rows against all).", ""]
-    lines += summary(res)
-    lines += spellings(res)
-    for n in m["sizes"]:
-        lines += [f"## n = {n:,d}", "", "| case | tool | time | GB/s | % lim | x np | x peer | best peer |",
-                  "|---|---|---:|---:|---:|---:|---:|---|"]
-        for r in res["rows"]:
-            if r["n"] != n:
-                continue
-            if "seconds" not in r:
-                lines.append(f"| {r['case']} | {r['tool']} | error: {r.get('error', '')[:60]} | | | | | |")
-                continue
-            wrong = "" if r.get("correct", True) else " (WRONG)"
-            lines.append(f"| {r['case']} | {r['tool']}{wrong} | {_fmt_time(r['seconds'])} | {r['gbps']:.1f} | "
-                         f"{100 * r['frac_limit']:.0f}% | {_ratio(r['vs_numpy'])} | {_ratio(r['vs_best_peer'])} | "
-                         f"{r['best_peer'] or ''} |")
-        lines.append("")
-    once = res["once"]
-    lines += ["## One-off costs", ""]
-    lines.append(f"- `import lazyk`: {_num(once.get('import_ms'))} ms (median of 3 new processes)")
-    for key, label in (("cold_compile_ms", "cold compile + first call, per kernel (ms)"),
-                       ("disk_cache_load_ms", "same in a new process, from the disk cache (ms)"),
-                       ("numba_compile_ms", "Numba compile + first call, per kernel (ms)")):
-        v = once.get(key)
-        if v:
-            vals = [x for x in v.values() if x is not None]
-            med = statistics.median(vals) if vals else math.nan
-            lines.append(f"- {label}: median {med:.1f}; " + ", ".join(f"{k} {_num(x)}" for k, x in v.items()))
-    lines.append("- call overhead at n = 1 (us): " + ", ".join(
-        f"{k} {v:.2f}" for k, v in once.get("call_overhead_us", {}).items()))
-    return "\n".join(lines) + "\n"
-
-
-def _best(rows: list[dict]) -> dict | None:
-    return min(rows, key=lambda r: r["seconds"]) if rows else None
-
-
-def _cell(r: dict | None) -> str:
-    return f"{r['tool']} {_fmt_time(r['seconds'])}" if r else ""
-
-
-def summary(res: dict[str, Any]) -> list[str]:
-    """Markdown lines: per size and case, NumPy, the best peer and lazyk's best rows."""
-    lines = ["## Summary", "", "Per case: NumPy; the fastest peer row with a fresh output and the fastest "
-             "peer row of any kind; lazyk's fastest fresh-output row and fastest `out=` row, each with its "
-             "ratio to the best peer (`x peer`), and `% lim` of the out= row.", "",
-             "| n | case | numpy | best peer (fresh) | best peer (any) | lazyk fresh | % lim | x peer | lazyk out= "
-             "| % lim | x peer |", "|---|---|---:|---|---|---|---:|---:|---|---:|---:|"]
-    ok = [r for r in res["rows"] if "seconds" in r and r.get("correct", True)]
-    for n in res["meta"]["sizes"]:
-        for cid in dict.fromkeys(r["case"] for r in ok if r["n"] == n):
-            g = [r for r in ok if r["n"] == n and r["case"] == cid]
-            np_row = _best([r for r in g if r["family"] == "numpy"])
-            pf = _best([r for r in g if r["family"] in PEERS and r["mode"] == "fresh"])
-            pa = _best([r for r in g if r["family"] in PEERS])
-            lf = _best([r for r in g if _compiled_row(r) and r["mode"] == "fresh"])
-            lo = _best([r for r in g if _compiled_row(r) and r["mode"] == "out"])
-            lim = lambda r: f"{100 * r['frac_limit']:.0f}%" if r else ""  # noqa: E731
-            lines.append(f"| {n:.0e} | {cid} | {_fmt_time(np_row['seconds']) if np_row else ''} | {_cell(pf)} | "
-                         f"{_cell(pa)} | {_cell(lf)} | {lim(lf)} | {_ratio(lf['vs_best_peer'] if lf else None)} | "
-                         f"{_cell(lo)} | {lim(lo)} | {_ratio(lo['vs_best_peer'] if lo else None)} |")
-    return lines + [""]
-
-
-def _compiled_row(r: dict) -> bool:
-    return r["family"] == "lazyk" and r.get("spelling", "compiled") == "compiled"
-
-
-def spellings(res: dict[str, Any]) -> list[str]:
-    """Markdown lines: each lazyk spelling next to the compiled call, and numexpr's `evaluate`
-    against lazyk's `evaluate` (same string, same threads, fresh and out=)."""
-    ok = [r for r in res["rows"] if "seconds" in r and r.get("correct", True)]
-    if not any(r["family"] == "lazyk" and r.get("spelling") == "evaluate" for r in ok):
-        return []
-    intro = ("Same threads for every column. `compiled` is `f = lazyk.compile(...)` then "
-             "`f(a, b)`; `evaluate` is `lazyk.evaluate(\"a + b\")` (parse, plan and kernel "
-             "caches hit after the first call); `.eval()` builds the expression from lazyk "
-             "arrays and calls `.eval()` each time. `x ne` = numexpr time / lazyk evaluate time "
-             "(above 1: lazyk is faster).")
-    head = ("| n | case | compiled | evaluate | .eval() | numexpr | x ne | compiled out= "
-            "| evaluate out= | numexpr out= | x ne out= |")
-    lines = ["## lazyk spellings, and numexpr.evaluate against lazyk.evaluate", "", intro, "",
-             head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    threads = max((r["threads"] for r in ok if r.get("spelling") == "evaluate"), default=1)
-
-    def pick(g, family, spelling, mode):
-        return _best([r for r in g if r["family"] == family and r["threads"] == threads
-                      and r["mode"] == mode and r.get("spelling", "compiled") == spelling])
-
-    def t(r):
-        return _fmt_time(r["seconds"]) if r else ""
-
-    def x(peer, r):
-        return _ratio(peer["seconds"] / r["seconds"]) if peer and r else ""
-
-    for n in res["meta"]["sizes"]:
-        for cid in dict.fromkeys(r["case"] for r in ok if r["n"] == n):
-            g = [r for r in ok if r["n"] == n and r["case"] == cid]
-            cf, ef, vf = (pick(g, "lazyk", s, "fresh") for s in ("compiled", "evaluate", "eval"))
-            co, eo = (pick(g, "lazyk", s, "out") for s in ("compiled", "evaluate"))
-            nf, no = pick(g, "numexpr", "compiled", "fresh"), pick(g, "numexpr", "compiled", "out")
-            lines.append(f"| {n:.0e} | {cid} | {t(cf)} | {t(ef)} | {t(vf)} | {t(nf)} | {x(nf, ef)} "
-                         f"| {t(co)} | {t(eo)} | {t(no)} | {x(no, eo)} |")
-    return lines + [""]
-
-
-def _ratio(v: float | None) -> str:
-    return "" if v is None else f"{v:.2f}"
-
-
-def _num(v: Any) -> str:
-    return "n/a" if v is None else f"{v:.1f}"
-
-
-def chart(res: dict[str, Any], path: Path) -> bool:
-    """One panel per size: speed-up over NumPy per case and tool (log scale); False without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    sizes = res["meta"]["sizes"]
-    tools = list(dict.fromkeys(r["tool"] for r in res["rows"]))
-    cases = list(dict.fromkeys(r["case"] for r in res["rows"]))
-    fig, axes = plt.subplots(len(sizes), 1, figsize=(14, 3.2 * len(sizes)), squeeze=False)
-    width = 0.8 / max(1, len(tools))
-    for ax, n in zip(axes[:, 0], sizes):
-        for j, tool in enumerate(tools):
-            ys = []
-            for c in cases:
-                r = next((r for r in res["rows"] if r["n"] == n and r["case"] == c and r["tool"] == tool
-                          and r.get("vs_numpy")), None)
-                ys.append(r["vs_numpy"] if r else 0)
-            ax.bar([i + j * width for i in range(len(cases))], ys, width, label=tool,
-                   color=plt.cm.tab20(j % 20))  # 11 rows: more than the default 10 colours
-        ax.set_yscale("log")
-        ax.axhline(1.0, color="k", lw=0.5)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))], cases)
-        ax.set_title(f"n = {n:,d}: speed-up over NumPy (higher is better)")
-    axes[0, 0].legend(ncol=6, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `lazyk bench` options."""
     p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (under a minute)")
@@ -749,7 +567,7 @@ def command(args: argparse.Namespace) -> int:
     if getattr(args, "device", "cpu") == "cuda":
         return _command_cuda(args)
     if getattr(args, "dask", False):
-        return _command_dask(args)
+        return benchdask.command(args)
     t0 = time.perf_counter()
     res = run(args)
     res["meta"]["wall_seconds"] = time.perf_counter() - t0
@@ -765,8 +583,6 @@ def command(args: argparse.Namespace) -> int:
 
 def _command_cuda(args: argparse.Namespace) -> int:
     """`--device cuda`: benchmarks/bench_cuda.py's rows, as Markdown and JSON under --out."""
-    from lazyk.errors import DeviceError
-
     suite = Path(args.suite) if args.suite else Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py"
     spec = importlib.util.spec_from_file_location("lazyk_bench_cuda", suite.with_name("bench_cuda.py"))
     mod = importlib.util.module_from_spec(spec)
@@ -783,116 +599,6 @@ def _command_cuda(args: argparse.Namespace) -> int:
     print(mod.markdown(rows))
     return 0
 
-
-DASK_CASES = {"E2": "2*a + 3*b - c", "E6": "sin(a) * exp(-b)", "E10": "sum(a*b)"}
-
-
-def _dask_rows(case: str, text: str, arrays: dict) -> dict[str, Any]:
-    """The four spellings of one case, each a Dask collection over the same persisted inputs."""
-    import dask.array as da
-    import numexpr as ne
-
-    import lazyk
-    import lazyk.dask
-    from lazyk.exprparse import build
-
-    a, b, c = arrays["a"], arrays["b"], arrays["c"]
-    used = [x for x in (a, b, c) if x is not None]
-    names = [n for n in "abc" if arrays[n] is not None]
-    reduce = text.startswith("sum(")
-    inner = text[4:-1] if reduce else text
-    ph = {n: lazyk.placeholder(n, "N * float64") for n in names}
-    k = lazyk.compile(build(text, ph))  # the same kernel, written by hand per block
-    if case == "E2":
-        plain = 2 * a + 3 * b - c
-    elif case == "E6":
-        plain = da.sin(a) * da.exp(-b)
-    else:
-        plain = (a * b).sum()
-
-    def ne_block(*xs):
-        return ne.evaluate(inner, local_dict=dict(zip(names, xs)))
-
-    if reduce:
-        one = ((1,) * a.numblocks[0],)
-        numexpr_rows = da.map_blocks(lambda *xs: np.atleast_1d(ne_block(*xs).sum()), *used,
-                                     chunks=one, dtype=float).sum()
-        hand = da.map_blocks(lambda *xs: np.atleast_1d(k(*xs)), *used, chunks=one,
-                             dtype=float).sum()
-    else:
-        numexpr_rows = da.map_blocks(ne_block, *used, dtype=float)
-        hand = da.map_blocks(k, *used, dtype=float)
-    spelled = lazyk.dask.evaluate(text, local_dict=arrays)
-    return {"dask": plain, "numexpr map_blocks": numexpr_rows, "lazyk compiled map_blocks": hand,
-            "lazyk.dask.evaluate": spelled}
-
-
-def _command_dask(args: argparse.Namespace) -> int:
-    """`--dask`: E2, E6, E10 at --dask-n on LocalCluster(2 processes x 1 thread, loopback)."""
-    try:
-        import dask.array as da
-        import distributed
-        import numexpr  # noqa: F401
-    except ImportError as err:
-        print(f"lazyk bench --dask needs dask, distributed and numexpr ({err})", file=sys.stderr)
-        return 1
-    n, chunk, samples = args.dask_n, args.dask_chunk, max(1, args.dask_samples)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address="127.0.0.1:0")
-    client = distributed.Client(cluster)
-    rows = []
-    try:
-        rng = da.random.default_rng(0)
-        a, b, c = (rng.random(n, chunks=chunk) for _ in range(3))
-        a, b, c = client.persist([a, b, c])
-        distributed.wait([a, b, c])
-        threads = client.run(lambda: __import__("lazyk").get_num_threads())
-        for case, text in DASK_CASES.items():
-            if args.cases and case not in args.cases:
-                continue
-            arrays = {"a": a, "b": b, "c": c if "c" in text else None}
-            tools = _dask_rows(case, text, arrays)
-            times: dict[str, list[float]] = {t: [] for t in tools}
-            # Two warm-up rounds: a reduction's combine step may land on the other worker
-            # only in the second round, and each worker plans its kernels once.
-            for k in range(samples + 2):
-                order = list(tools)
-                order = order[k % len(order):] + order[:k % len(order)]
-                for tool in order:
-                    t0 = time.perf_counter()
-                    if text.startswith("sum("):
-                        value = tools[tool].compute()
-                    else:
-                        value = client.persist(tools[tool])
-                        distributed.wait(value)
-                    dt = time.perf_counter() - t0
-                    del value
-                    if k >= 2:
-                        times[tool].append(dt)
-            med = {t: statistics.median(v) for t, v in times.items()}
-            lz = med["lazyk.dask.evaluate"]
-            for tool, m in med.items():
-                rows.append({"case": case, "expr": text, "tool": tool, "seconds": m,
-                             "lazyk_speedup": m / lz, "samples": times[tool]})
-            print(f"{case} {text}: " + ", ".join(f"{t} {m:.3f} s" for t, m in med.items()),
-                  flush=True)
-    finally:
-        client.close()
-        cluster.close()
-    md = [f"Dask: n = {n:.0e} float64, chunks of {chunk:.0e}, LocalCluster(2 processes x 1 "
-          f"thread, 127.0.0.1), lazyk threads per worker {sorted(set(threads.values()))}; "
-          f"median of {samples} (two warm-up rounds first, order rotated)", "",
-          "| case | tool | median | lazyk.dask.evaluate speedup |", "|---|---|---|---|"]
-    md += [f"| {r['case']} `{r['expr']}` | {r['tool']} | {r['seconds']:.3f} s | "
-           f"{r['lazyk_speedup']:.2f}x |" for r in rows]
-    text = "\n".join(md) + "\n"
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results-dask.json").write_text(json.dumps(
-        {"n": n, "chunk": chunk, "samples": samples, "rows": rows}, indent=1))
-    (out / "results-dask.md").write_text(text)
-    print(text)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

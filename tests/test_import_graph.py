@@ -37,7 +37,7 @@ KNOWN_UPWARD = {
     ('lazyk.passes.fuse', 'lazyk.kernel'),
     ('lazyk.ragged', 'lazyk.explain'),
 }
-KNOWN_INSIDE = 85
+KNOWN_INSIDE = 80
 # (importer, module, name): a module-private name of `module` that `importer` uses.
 KNOWN_PRIVATE = {
     ('lazyk.arrmeta', 'lazyk.infer', '_Subset'),
