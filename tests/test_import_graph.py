@@ -109,3 +109,20 @@ def test_no_new_private_name_used_across_modules():
         "make the name public (no leading underscore) where another module needs it")
     assert not KNOWN_PRIVATE - found, (
         f"fixed, take them out of KNOWN_PRIVATE: {sorted(KNOWN_PRIVATE - found)}")
+
+
+def test_private_names_are_found_in_both_spellings(tmp_path):
+    (tmp_path / "a.py").write_text("_x = _y = 1\n__all__ = []\n")
+    (tmp_path / "b.py").write_text(
+        "from lazyk.a import _x, __all__\n"
+        "from lazyk import a as m\n"
+        "import lazyk.a\n"
+        "def f():\n"
+        "    return m._y + lazyk.a._x + m.__doc__\n")
+    (tmp_path / "c.py").write_text("from .a import _y\n")
+    mods = {"lazyk": tmp_path / "__init__.py", "lazyk.a": tmp_path / "a.py",
+            "lazyk.b": tmp_path / "b.py", "lazyk.c": tmp_path / "c.py"}
+    (tmp_path / "__init__.py").write_text("")
+    found = {(a, m, n) for a, m, n, _ in import_graph.private_uses(mods)}
+    assert found == {("lazyk.b", "lazyk.a", "_x"), ("lazyk.b", "lazyk.a", "_y"),
+                     ("lazyk.c", "lazyk.a", "_y")}
