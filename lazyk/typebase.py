@@ -491,6 +491,7 @@ class Scalar(Type):
 
 
 # ---------------------------------------------------------------- signatures
+# Here, with the base: every constructor refuses a function type as a part (check_type).
 class Function(Type):
     """`(N * float64, scale: float64) -> N * float64`: a signature."""
 

@@ -19,7 +19,6 @@ from lazyk.typebase import (
 )
 from lazyk.typebuild import BUILD, CANONICAL, CONSTRUCTORS, NAMED, PARSER, check_depth, string_value
 
-# ---------------------------------------------------------------- fast path
 # NOTE: lark's own lexer and parser loop cost ~190 us for a 100-character type (token
 # objects, contextual lexer states). The fast path splits the text with one regex and
 # parses the plain-str tokens by recursive descent, building the same objects through the
