@@ -34,18 +34,18 @@ def _const_spec(c: float) -> KernelSpec:
 
 def test_clear_cache_and_evictions_while_threads_call():
     # Callers run compiled expressions (native guards, threaded records, fresh and out=),
-    # lazyk.evaluate (pipeline launch entries, prepared binds), explicit binds and ragged sums
+    # lazyk.evaluate (runtime launch entries, prepared binds), explicit binds and ragged sums
     # (segmented kernels) while another thread clears every cache and compiles distinct
     # kernels into 3-entry (flat) and 1-entry (segmented) caches.
     out = _run("""
         import threading, time
         import numpy as np, lazyk
-        from lazyk import kernel, pipeline
+        from lazyk import kernel, runtime
 
         from lazyk import ragged
 
         kernel.CACHE_SIZE = 3
-        pipeline._LAUNCH_CACHE_SIZE = 4
+        runtime._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
         ragged._SEG_CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
@@ -110,13 +110,13 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
     out = _run("""
         import gc
         import numpy as np, lazyk
-        from lazyk import kernel, pipeline
+        from lazyk import kernel, runtime
 
         kernel.CACHE_SIZE = 1
-        pipeline._LAUNCH_CACHE_SIZE = 1
+        runtime._LAUNCH_CACHE_SIZE = 1
         a = np.arange(8.0)
         lazyk.evaluate("a * 5.0 + 1.0", local_dict={"a": a})
-        entry = next(iter(pipeline._launches.values()))
+        entry = next(iter(runtime._launches.values()))
         x = lazyk.placeholder('x', 'N * float64')
         f = lazyk.compile(x * 7.0)
         f(a)
@@ -125,7 +125,7 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
         for c in range(4):  # push everything out of both caches
             lazyk.evaluate(f"a - {c}.25", local_dict={"a": a})
         gc.collect()
-        assert all(e is not entry for e in pipeline._launches.values())
+        assert all(e is not entry for e in runtime._launches.values())
         spec, layout, compiled, kd, kd_address, size, offs = entry
         import ctypes
         out = np.empty(8)
