@@ -24,12 +24,13 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "lazyk.grammar")),
     ("array", ("lazyk.memory", "lazyk.arrmeta", "lazyk.infer", "lazyk.array")),
     ("front end", ("lazyk.ops", "lazyk.graph", "lazyk.operators", "lazyk.expr",
-                   "lazyk.exprparse", "lazyk.check")),
+                   "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
-    ("kernel", ("lazyk.abi", "lazyk.kernel")),
-    ("runtime", ("lazyk.pipeline", "lazyk.compiled", "lazyk.ragged", "lazyk.device")),
+    ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch")),
+    ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.ragged", "lazyk.device",
+                 "lazyk.stringeval")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.bench", "lazyk.dask")),
 )
 # Optional heavy dependencies: imported inside the functions that need them, and only there.
