@@ -1,4 +1,5 @@
-"""KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute.
+"""The three steps for a KernelSpec (`lazyk.spec`, Contract 3): compile (cached) ->
+bind(arrmeta) -> execute.
 
 `compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU of CACHE_SIZE
 (256) kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
@@ -512,7 +513,7 @@ def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> An
     return out
 
 
-# ---------------------------------------------------------------- the pipeline's runner
+# ---------------------------------------------------------------- the runtime's runner
 # Bound kernels for threaded sizes per (spec, layout): an LRU; each entry holds its kernel.
 _prepared: OrderedDict = OrderedDict()
 _PREPARED_SIZE = 256
