@@ -77,12 +77,22 @@ def test_clear_cache_and_evictions_while_threads_call():
                 except Exception as ex:
                     errors.append(repr(ex))
 
+        from lazyk.spec import Instr, KernelSpec
+        f8 = np.dtype(np.float64)
+
         def churn():
             i = 0
             while time.time() < stop:
                 if i % 2:
                     kernel.clear_cache()
                 a = np.ones(6)
+                # distinct kernels (a constant in the code), more than the 3-entry cache holds:
+                # evictions while the callers run (a string's constants are parameters)
+                for c in range(4):
+                    body = (Instr("load", f8, (), 0), Instr("const", f8, (), 4.0 * i + c),
+                            Instr("add", f8, (0, 1)))
+                    spec = KernelSpec((f8,), (True,), body, ((2, f8),))
+                    assert kernel.execute(spec, np.empty(6), a)[0] == 1.0 + 4 * i + c
                 r = lazyk.evaluate(f"a * {i % 40}.5 + {i % 7}", local_dict={"a": a})
                 assert np.allclose(r, a * (i % 40 + 0.5) + i % 7)
                 m = lazyk.array([[1.0, 2.0], [3.0]])
