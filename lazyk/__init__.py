@@ -133,10 +133,10 @@ from lazyk.expr import (
     trunc,
     where,
 )
-from lazyk.exprparse import re_evaluate
-from lazyk.kernel import Instr, KernelSpec
 from lazyk.kernel import public_stats as stats
-from lazyk.pipeline import evaluate
+from lazyk.runtime import evaluate
+from lazyk.spec import Instr, KernelSpec
+from lazyk.stringeval import re_evaluate
 from lazyk.typeparse import dshape
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that

@@ -291,7 +291,7 @@ class Array(Operators):
             _assign_per_row(self, items, value)
             return
         if hasattr(value, "eval") and not isinstance(value, Array):
-            from lazyk.pipeline import evaluate  # noqa: PLC0415  (a later stage)
+            from lazyk.runtime import evaluate  # noqa: PLC0415  (a later stage)
             evaluate(value, out=dst)
             return
         src = value if isinstance(value, Array) else _source(value, dst.type)

@@ -8,11 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lazyk import __version__
+from lazyk.backend.objcache import ObjectCache
+from lazyk.bench import add_arguments as bench_arguments
+from lazyk.bench import command as bench_command
+from lazyk.errors import TypeParseError
+from lazyk.explain import command as explain_command
+from lazyk.typeparse import describe
+
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    from lazyk.errors import TypeParseError
-    from lazyk.typeparse import describe
-
     status = 0
     for text in args.types:
         try:
@@ -25,14 +30,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from lazyk.bench import command
-
-    return command(args)
+    return bench_command(args)
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from lazyk.backend.objcache import ObjectCache
-
     cache = ObjectCache()
     if args.action == "clear":
         print(f"removed {cache.clear()} entries from {cache.directory}")
@@ -46,9 +47,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from lazyk.explain import command
-
-    return command(args)
+    return explain_command(args)
 
 
 _EXAMPLES = """examples:
@@ -60,8 +59,6 @@ _EXAMPLES = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lazyk import __version__
-
     parser = argparse.ArgumentParser(
         prog="lazyk", description=__doc__, epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,8 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("parse", help="parse type strings; print canonical form, tree, size")
     p.add_argument("types", nargs="+", metavar="TYPE")
     p.set_defaults(func=_cmd_parse)
-
-    from lazyk.bench import add_arguments as bench_arguments
 
     p = sub.add_parser("bench", help="time the expressions E1-E10 (benchmarks/bench_expr.py) "
                        "against NumPy, numexpr and Numba; write JSON, Markdown and a chart")

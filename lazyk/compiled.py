@@ -8,6 +8,7 @@ foreign call into a native guard that checks all that and runs the kernel (~1 us
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import threading
 from typing import Any
 
@@ -15,21 +16,30 @@ import numpy as np
 
 from lazyk import abi
 from lazyk import kernel as _kernel
-from lazyk.errors import ShapeError
-from lazyk.expr import Expr, Placeholder, _is_dask_array, as_expr, leaf_data
-from lazyk.graph import Node, type_text
-from lazyk.kernel import data_pointer
-from lazyk.pipeline import (
-    _THREAD_MIN,
+from lazyk.device import as_device_array, on_gpu
+from lazyk.device import run_program as run_on_device
+from lazyk.dispatch import GUARD_OK, guard_fn, threaded_run
+from lazyk.errors import (
+    CastingError,
+    NotSupportedError,
+    ShapeError,
+    TypeMatchError,
+    UnsupportedOperandError,
+)
+from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
+from lazyk.graph import Node, arg_key, toposort, type_text
+from lazyk.kernel import data_pointer, run_layout
+from lazyk.ragged import is_ragged
+from lazyk.runtime import (
     CASTINGS,
-    _as_out,
-    _backend,
-    _empty_out,
-    _needs_temporary,
-    _out_strides,
-    _over,
-    _prepare,
+    THREAD_MIN,
+    as_out,
+    broadcast_strides,
+    empty_out,
+    needs_temporary,
+    out_strides,
     plan,
+    prepare,
     run_program,
 )
 
@@ -47,11 +57,7 @@ class CompiledExpr:
     """
 
     def __init__(self, expr: Expr):
-        from lazyk import ragged
-
-        if any(ragged.is_ragged(v) for v in expr.env.values()):
-            from lazyk.errors import NotSupportedError
-
+        if any(is_ragged(v) for v in expr.env.values()):
             raise NotSupportedError(
                 f"lazyk.compile of an expression over var / option arrays ({expr.type}) is "
                 "not supported yet; call .eval() on it (one fused kernel per step)")
@@ -90,8 +96,6 @@ class CompiledExpr:
         and every parameter's (name, shape, dtype, is_placeholder). Small and picklable."""
         state = self.__dict__.get("_state_cache")
         if state is None:
-            from lazyk.graph import toposort
-
             kept = {name for name in self.params
                     if isinstance(leaf_data(self.expr.env[name]), Placeholder)}
             rename = {name: (name if name in kept else f"${k}")
@@ -114,12 +118,8 @@ class CompiledExpr:
         """A deterministic token: equal for equal expressions, in every process."""
         token = self.__dict__.get("_token")
         if token is None:
-            import hashlib
-
-            from lazyk.graph import _arg_key
-
             nodes, leaves = self._state()
-            text = repr(([(op, dt, shape, srcs, _arg_key(arg))
+            text = repr(([(op, dt, shape, srcs, arg_key(arg))
                           for op, dt, shape, srcs, arg in nodes], leaves, self.signature))
             token = self._token = hashlib.sha256(text.encode()).hexdigest()
         return ("lazyk.CompiledExpr", token)
@@ -133,8 +133,6 @@ class CompiledExpr:
             a = x if isinstance(x, np.ndarray) else _as_input(x)
             shape, dtype = self._types[i]
             if a.ndim != len(shape):
-                from lazyk.errors import TypeMatchError
-
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
@@ -146,9 +144,6 @@ class CompiledExpr:
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str) -> np.ndarray:
         """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
-        from lazyk.errors import CastingError, UnsupportedOperandError
-        from lazyk.expr import check_dtype
-
         try:
             check_dtype(a.dtype, "input")
         except UnsupportedOperandError as err:
@@ -207,7 +202,7 @@ class CompiledExpr:
         self._gfn = None
         self._nin = len(self.params)
         steps = self.program.steps
-        if len(steps) != 1 or steps[0].mean or _backend() is None:
+        if len(steps) != 1 or steps[0].mean:
             return
         step = steps[0]
         # A reduction (e.g. `sum(a*b)`) takes this path too: its output has stride 0 along the
@@ -220,12 +215,12 @@ class CompiledExpr:
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
         self._geom: dict = {}
-        self._threaded: dict = {}  # geometry key -> kernel.ThreadedRun
+        self._threaded: dict = {}  # geometry key -> dispatch.ThreadedRun
         self._valid_shapes: dict = {}  # input shapes checked against types -> broadcast shape
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
-        if (_kernel._GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
+        if (GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
                 and len(step.spec.outputs) == 1):
-            self._gfn = _kernel._guard_fn(1 + len(self.params))
+            self._gfn = guard_fn(1 + len(self.params))
 
     def _install_guard(self, key: tuple, entry: tuple, out: np.ndarray, inputs: tuple,
                        fresh: bool) -> None:
@@ -240,7 +235,7 @@ class CompiledExpr:
         buf = abi.make_guard(compiled.single_address, kd_address, offs, ops,
                              self._fast[1].aligned, self._fast[0], may_alias=self._red is None)
         # Mid-size kernels release the GIL while they run (a slower foreign call, ~2 us).
-        fn = self._gfn if size <= _GUARD_MAX else _kernel._guard_fn(len(ops), nogil=True)
+        fn = self._gfn if size <= _GUARD_MAX else guard_fn(len(ops), nogil=True)
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
         g = (ctypes.addressof(buf), fn, (buf, entry, tuple(a.dtype for a in ops)), key)
         if fresh:
@@ -299,7 +294,7 @@ class CompiledExpr:
         if not fresh and (type(out) is not np.ndarray or out.dtype != dtype
                           or out.shape != oshape or not out.flags.writeable
                           or not out.flags.aligned
-                          or _needs_temporary(out, list(inputs), red is not None)):
+                          or needs_temporary(out, list(inputs), red is not None)):
             return None
         arrays = [inputs[k] for k in order]
         # A fresh output is C-contiguous, so its strides need not be part of the key.
@@ -314,23 +309,23 @@ class CompiledExpr:
                 self._geom.clear()
                 self._threaded.clear()
             if red is None:
-                ost, reduced = _over(shape, out.shape, out.strides), (False,) * len(shape)
+                ost, reduced = broadcast_strides(shape, out.shape, out.strides), (False,) * len(shape)
             else:
-                ost = _out_strides(out, shape, *red)
+                ost = out_strides(out, shape, *red)
                 reduced = tuple(d in red[0] for d in range(len(shape)))
-            st = (ost,) + tuple(_over(shape, a.shape, a.strides) for a in arrays)
-            entry = _prepare(spec, shape, st, reduced, self._consts)
+            st = (ost,) + tuple(broadcast_strides(shape, a.shape, a.strides) for a in arrays)
+            entry = prepare(spec, shape, st, reduced, self._consts)
             entry = self._geom.setdefault(key, entry)
         _, layout, compiled, kd, kd_address, size, offs = entry
         if out is None:
             # Small outputs: plain np.empty (0.4 us); large ones reuse pre-faulted blocks.
-            out = (np.empty(oshape, dtype) if size < _THREAD_MIN or red is not None
-                   else _empty_out(shape, dtype))
+            out = (np.empty(oshape, dtype) if size < THREAD_MIN or red is not None
+                   else empty_out(shape, dtype))
         if size == 0:
             return out
         if red is not None:
             return self._run_reduce(key, entry, out, arrays, inputs, fresh)
-        if size >= _THREAD_MIN:
+        if size >= THREAD_MIN:
             # Repeated threaded call: a record per geometry with everything but the
             # data pointers filled in; one foreign call into the pool.
             tr = self._threaded.get(key)
@@ -338,9 +333,9 @@ class CompiledExpr:
                 if self._gfn is not None:
                     self._install_tguard(key, tr, out, inputs, fresh)
                 return out
-            _backend()(spec, layout, out, arrays, self._consts)
+            run_layout(spec, layout, out, arrays, self._consts)
             if tr is None or tr.stale():
-                tr = _kernel.threaded_run(spec, layout, self._consts)
+                tr = threaded_run(spec, layout, self._consts)
                 if tr is not None:
                     if len(self._threaded) > 64:
                         self._threaded.clear()
@@ -358,8 +353,8 @@ class CompiledExpr:
         """A reduction on the fast path: threaded sizes go to the kernel stage (per-thread
         partials, combined there); small ones run here and get a native guard."""
         spec, layout, compiled, _, kd_address, size, offs = entry
-        if size >= _THREAD_MIN:
-            _backend()(spec, layout, out, arrays, self._consts)
+        if size >= THREAD_MIN:
+            run_layout(spec, layout, out, arrays, self._consts)
             return out
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
@@ -394,7 +389,7 @@ class CompiledExpr:
                 # NOTE: check staleness before allocating: a second large allocation per call
                 # (one dropped) made glibc fault fresh pages every call (1e5: 43 -> 480 us).
                 if g is not None and not g[4].stale():
-                    o = _empty_out(g[5], g[6])
+                    o = empty_out(g[5], g[6])
                     if g[1](g[0], o, *inputs) == 0:
                         return o
             else:
@@ -408,20 +403,17 @@ class CompiledExpr:
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
-        if any(_is_dask_array(x) for x in inputs):
-            from lazyk.dask import call_compiled  # a lazy Dask array, one blockwise layer
-
-            return call_compiled(self, inputs, out)
+        if any(_is_dask_array(x) for x in inputs):  # a lazy Dask array, one blockwise layer
+            if _dask_call is None:
+                raise NotSupportedError("calling a compiled expression on Dask arrays needs "
+                                        "`import lazyk.dask` (pip install 'lazyk[dask]')")
+            return _dask_call(self, inputs, out)
         data = self._bind_inputs(inputs, casting)
-        from lazyk.device import on_gpu  # GPU inputs run there
-
-        if on_gpu(data):
-            from lazyk.device import run_program as run_on_device
-
+        if on_gpu(data):  # GPU inputs run there
             return run_on_device(self.program, data, out)
         if out is None:
             return run_program(self.program, data)
-        target = _as_out(out)
+        target = as_out(out)
         run_program(self.program, data, target, casting=casting)
         return out
 
@@ -432,14 +424,12 @@ class CompiledExpr:
         `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
         """
         if self._fast is None or self._red is not None:
-            from lazyk.errors import NotSupportedError
-
             raise NotSupportedError(
                 f"bind() needs a one-kernel elementwise expression; {self.signature} "
                 f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
         data = self._bind_inputs(inputs, "no")  # the bound kernel reads these very arrays
         arrays = [data[self.params[k]] for k in self._fast[0]]
-        return _kernel.bind(self._fast[1], _as_out(out), *arrays, params=self._consts)
+        return _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
 
     def explain(self) -> str:
         """The explain text of the underlying expression."""
@@ -452,17 +442,31 @@ class CompiledExpr:
 _GUARD_MAX = 1 << 13
 
 
+# `lazyk.dask` installs its `call_compiled` here when imported (Dask is an optional extra).
+_dask_call: Any = None
+
+
+def install_dask(call: Any) -> None:
+    """Run calls with Dask array inputs through `call(compiled, inputs, out)` (lazyk.dask)."""
+    global _dask_call
+    _dask_call = call
+
+
+def _is_dask_array(x: Any) -> bool:
+    """A `dask.array.Array`, recognised without importing Dask."""
+    cls = type(x)
+    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
+
+
 def _as_input(x: Any) -> np.ndarray:
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
     if hasattr(x, "__cuda_array_interface__"):  # stays on the GPU, no host copy
-        from lazyk.device import as_device_array
-
         return as_device_array(x)
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
-        return _as_out(x)
+        return as_out(x)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
 
@@ -473,9 +477,7 @@ _restored_lock = threading.Lock()
 
 def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     """Unpickle: rebuild the graph and plan it, once per process for each expression."""
-    from lazyk.graph import _arg_key
-
-    key = repr(([(op, dt, shape, srcs, _arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
+    key = repr(([(op, dt, shape, srcs, arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
                 leaves))
     hit = _restored.get(key)
     if hit is not None:
@@ -497,8 +499,6 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
 
 
 def _leaf_order(root: Node) -> list[str]:
-    from lazyk.graph import toposort
-
     return [n.arg for n in toposort(root) if n.op == "input"]
 
 
@@ -522,5 +522,6 @@ def compile(expr: Any) -> CompiledExpr:
         CastingError: (on call) `casting` forbids converting an input to its parameter's
             dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
+        NotSupportedError: (on call) Dask array inputs before `import lazyk.dask`.
     """
     return CompiledExpr(as_expr(expr))

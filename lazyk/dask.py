@@ -25,6 +25,7 @@ import hashlib
 import itertools
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,14 @@ try:
 except ImportError as err:  # pragma: no cover  (dask is an optional extra)
     raise ImportError("lazyk.dask needs Dask: pip install 'lazyk[dask]'") from err
 
+from lazyk import compiled, runtime
+from lazyk import expr as lx
+from lazyk.array import Array
+from lazyk.compiled import CompiledExpr
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
-from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
-from lazyk.graph import REDUCE_OP, Node, _arg_key, rewrite, toposort, type_text
+from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
+from lazyk.exprparse import build
+from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
 __all__ = ["evaluate"]
 
@@ -62,8 +68,6 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         BindError: a placeholder leaf (it has no data; use `lazyk.compile` and call it).
     """
     if isinstance(expr, str):
-        from lazyk.exprparse import build
-
         if local_dict is None or global_dict is None:
             frame = sys._getframe(_depth)
             local_dict = frame.f_locals if local_dict is None else local_dict
@@ -117,8 +121,6 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
             return node.replace(shape=shape, srcs=srcs)
         if not srcs:
             return node
-        from lazyk.expr import broadcast_shapes
-
         return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]),
                             srcs=srcs)
 
@@ -143,9 +145,7 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
     if root.op == "input":
         return arrays[root.arg]
     if not any(n.op == "input" for n in toposort(root)):  # constants only
-        from lazyk.pipeline import evaluate as run
-
-        return da.from_array(np.asarray(run(Expr(root, {}))), chunks=-1)
+        return da.from_array(np.asarray(runtime.evaluate(Expr(root, {}))), chunks=-1)
     k, names = _kernel(root)
     return da.blockwise(*_blockwise_args(k, names, arrays, root.ndim), dtype=root.dtype,
                         align_arrays=True, concatenate=True,
@@ -233,8 +233,6 @@ def _kernel(root: Node) -> tuple[Any, dict]:
     sym_root = rewrite(root, visit)
     k = _kernels.get(sym_root)
     if k is None:
-        from lazyk.compiled import CompiledExpr
-
         env = {n.arg: Placeholder(n.arg, n.shape, n.dtype)
                for n in toposort(sym_root) if n.op == "input"}
         k = CompiledExpr(Expr(sym_root, env))
@@ -280,10 +278,6 @@ _unaligned_specs: dict = {}
 
 def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
     """One planned step on `arrays` through the kernel compiled for unaligned inputs."""
-    from dataclasses import replace
-
-    from lazyk import pipeline as P
-
     dts = tuple(a.dtype for a in arrays)
     key = (step.spec, dts)
     spec = _unaligned_specs.get(key)
@@ -292,21 +286,22 @@ def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
             _unaligned_specs.clear()
         spec = _unaligned_specs[key] = replace(step.spec, inputs=dts,
                                                aligned=(False,) * len(dts))
-    shape = P._broadcast(step, arrays)
+    shape = runtime.step_shape(step, arrays)
     if step.axes is None:
-        out = P._empty_out(shape, step.dtype)
+        out = runtime.empty_out(shape, step.dtype)
         if out.size:
-            P._launch(spec, shape, out, P._over(shape, out.shape, out.strides), arrays, None,
-                      step.consts)
+            runtime.launch(spec, shape, out,
+                           runtime.broadcast_strides(shape, out.shape, out.strides), arrays,
+                           None, step.consts)
         return out
     axes = step.axes
     rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
                    if step.keepdims or d not in axes)
-    if any(shape[d] == 0 for d in axes) or 0 in rshape or P._backend() is None:
-        return P.run_step(step, arrays, None)  # identities and empty results: the usual path
+    if any(shape[d] == 0 for d in axes) or 0 in rshape:
+        return runtime.run_step(step, arrays, None)  # identities, empty results: usual path
     out = np.empty(rshape, step.dtype)
-    P._launch(spec, shape, out, P._out_strides(out, shape, axes, step.keepdims), arrays, axes,
-              step.consts)
+    runtime.launch(spec, shape, out, runtime.out_strides(out, shape, axes, step.keepdims),
+                   arrays, axes, step.consts)
     return out
 
 
@@ -332,9 +327,6 @@ class _Fold:
 
 @functools.lru_cache(maxsize=256)
 def _fold_kernel(op: str, dtype: str, ndim: int, axes: tuple, keepdims: bool) -> Any:
-    from lazyk import expr as lx
-    from lazyk.compiled import CompiledExpr
-
     p = lx.placeholder("p", " * ".join([f"D{i}" for i in range(ndim)] + [np.dtype(dtype).name]))
     dt = None if op in ("any", "all") else np.dtype(dtype)
     return CompiledExpr(lx.reduce(op, p, axis=axes, keepdims=keepdims, dtype=dt))
@@ -353,7 +345,7 @@ def _graph_token(e: Expr) -> tuple:
     index = {id(n): k for k, n in enumerate(order)}
     nodes = []
     for n in order:
-        arg = names.setdefault(n.arg, f"${len(names)}") if n.op == "input" else _arg_key(n.arg)
+        arg = names.setdefault(n.arg, f"${len(names)}") if n.op == "input" else arg_key(n.arg)
         nodes.append((n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg))
     leaves = []
     for name in names:
@@ -377,10 +369,9 @@ def _array_token(a: Any) -> tuple:
 
 
 def _register() -> None:
-    from lazyk.array import Array
-
     normalize_token.register(Expr)(_graph_token)
     normalize_token.register(Array)(_array_token)
 
 
 _register()
+compiled.install_dask(call_compiled)  # `k(dask_array)` for compiled expressions

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from lazyk import runtime
 from lazyk.errors import DeviceError, NotSupportedError
 from lazyk.operators import Operators
 
@@ -292,7 +293,7 @@ def _divide_in_place(out: DeviceArray, count: int, dev) -> None:
 
 
 def run_program(prog, data: dict, out=None):
-    """Run a planned program (lazyk.pipeline.plan) whose leaves are DeviceArrays.
+    """Run a planned program (lazyk.runtime.plan) whose leaves are DeviceArrays.
 
     Returns a new DeviceArray, or `out` (a GPU array of the result's shape and dtype).
     """
@@ -453,3 +454,12 @@ def _dlpack(self, stream=None, max_version=None, dl_device=None, copy=None):
 DeviceArray.__dlpack__ = _dlpack
 DeviceArray.__dlpack_device__ = lambda self: (_KDL_CUDA, _ordinal(self.device))
 DeviceArray.from_dlpack = staticmethod(from_dlpack)
+
+
+def runner_for(data: dict):
+    """`run_program` when these leaves live on a GPU, else None (DeviceError when mixed): the
+    "device" evaluation path of `lazyk.runtime.evaluate`."""
+    return run_program if on_gpu(data) else None
+
+
+runtime.install_path("device", runner_for)

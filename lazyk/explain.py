@@ -6,27 +6,9 @@ from typing import Any
 import numpy as np
 
 from lazyk.graph import check_size, type_text
+from lazyk.spec import format_spec
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
-
-
-def format_spec(spec) -> str:
-    """A KernelSpec as SSA text: `%2 = add(%0, %1) : float64`."""
-    lines = [f"inputs:  {', '.join(np.dtype(d).str for d in spec.inputs) or '-'}",
-             f"aligned: {', '.join(str(a) for a in spec.aligned) or '-'}"]
-    for i, ins in enumerate(spec.body):
-        if ins.op == "load":
-            text = f"load in{ins.attr}"
-        elif ins.op == "param":
-            text = f"param p{ins.attr}"
-        elif ins.op == "const":
-            text = f"const {ins.attr!r}"
-        else:
-            text = f"{ins.op}({', '.join(f'%{a}' for a in ins.args)})"
-        lines.append(f"  %{i} = {text} : {np.dtype(ins.dtype).name}")
-    outs = ", ".join(f"%{i} -> {np.dtype(d).str}" for i, d in spec.outputs)
-    lines.append(f"outputs: {outs}" + (f"   reduce: {spec.reduce}" if spec.reduce else ""))
-    return "\n".join(lines)
 
 
 def format_layout(layout) -> str:
@@ -79,7 +61,7 @@ class Explanation(str):
 
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
-    from lazyk import pipeline
+    from lazyk import runtime
     from lazyk.expr import as_expr
     from lazyk.passes.fuse import fuse_elementwise
 
@@ -91,18 +73,18 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
-    root = pipeline.run_passes(e.node, check=True, trace=trace)
+    root = runtime.run_passes(e.node, check=True, trace=trace)
     for name, text in trace:
         out.append(f"== graph {'as built' if name == 'input' else 'after ' + name}\n{text}")
     prog = fuse_elementwise(root)
-    out.append(f"== {pipeline.FUSE[0]}: {len(prog.steps)} kernel(s)")
+    out.append(f"== {runtime.FUSE[0]}: {len(prog.steps)} kernel(s)")
     record: list = []
-    pipeline._recorders.append(record)
+    runtime.recorders.append(record)
     try:
         with np.errstate(all="ignore"):
-            pipeline.run_program(prog, _sample_data(e))
+            runtime.run_program(prog, _sample_data(e))
     finally:
-        pipeline._recorders.pop()
+        runtime.recorders.pop()
     for k, step in enumerate(prog.steps):
         src = ", ".join(f"in{j} = {r}" if isinstance(r, str) else f"in{j} = kernel {r + 1}"
                         for j, r in enumerate(step.inputs))
@@ -110,7 +92,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
                    + (f"; reduces axes {list(step.axes)}" if step.axes is not None else ""))
         out.append(format_spec(step.spec))
         if step.spec.params:
-            from lazyk.kernel import param_values
+            from lazyk.spec import param_values
 
             vals = param_values(step.spec.params, step.consts)
             out.append("params (kernel data after the strides, 16 bytes each): " + ", ".join(

@@ -3,7 +3,7 @@
 Every builder types its node at once with NumPy's own ufunc resolution (NEP 50 weak
 Python scalars included) and inserts `astype` nodes so each op sees exactly its loop
 dtypes; the kernels then never guess about promotion. Forcing lives in
-`lazyk.pipeline` (eval, evaluate, compile).
+`lazyk.runtime` (eval, evaluate, compile).
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class Expr(Operators):
 
         `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead.
         """
-        from lazyk.pipeline import evaluate
+        from lazyk.runtime import evaluate
 
         out = evaluate(self)
         if type(out) is not np.ndarray:
@@ -129,7 +129,7 @@ class Expr(Operators):
         converts too. Raises NotSupportedError for a result with var dims or missing values
         (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
         """
-        from lazyk.pipeline import evaluate
+        from lazyk.runtime import evaluate
 
         out = evaluate(self)
         if isinstance(out, np.ndarray):
@@ -543,7 +543,7 @@ def _check_int_exponent(exponent: Node) -> None:
     """NumPy's ValueError for an integer power with a negative constant exponent.
 
     An exponent that is an array leaf is checked on its data when evaluated
-    (`lazyk.pipeline.check_int_powers`).
+    (`lazyk.runtime.check_int_powers`).
     """
     # NOTE: an exponent computed by a sub-expression (`a ** (b - 5)`) is not checked:
     # its values exist only inside the kernel, which gives 0 / 1 / -1 style garbage there.
@@ -740,7 +740,7 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     else:
         return NotImplemented
     if out is not None:
-        from lazyk.pipeline import evaluate
+        from lazyk.runtime import evaluate
 
         target = out[0] if isinstance(out, tuple) else out
         # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.

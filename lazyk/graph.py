@@ -33,6 +33,9 @@ def _arg_key(arg):
     return arg
 
 
+arg_key = _arg_key  # public: compiled expressions and Dask tokens key graphs the same way
+
+
 class Node:
     """One graph node; construct with `Node(op, dtype, shape, srcs, arg)` (interned).
 

@@ -1,4 +1,5 @@
-"""KernelSpec (Contract 3) and the three steps: compile (cached) -> bind(arrmeta) -> execute.
+"""The three steps for a KernelSpec (`lazyk.spec`, Contract 3): compile (cached) ->
+bind(arrmeta) -> execute.
 
 `compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU of CACHE_SIZE
 (256) kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
@@ -15,124 +16,29 @@ import struct
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lazyk import abi
+from lazyk import abi, ops
+from lazyk.backend.cpu import JITModule
+from lazyk.backend.objcache import source_digest
 from lazyk.codegen.llvm import LayoutClass, generate, kernel_data_size
 from lazyk.errors import BindError, ShapeError
+from lazyk.passes.dims import simplify_dims
+from lazyk.spec import (  # noqa: F401  (also lazyk.kernel.Instr, .pack_params, ...)
+    PARAM_SLOT,
+    Instr,
+    KernelSpec,
+    check_params,
+    pack_params,
+    param_values,
+)
 
 try:  # the native thread pool
     from lazyk.backend import threads as _threads
 except ImportError:  # pragma: no cover
     _threads = None
-
-
-@dataclass(frozen=True)
-class Instr:
-    """One SSA instruction: `load` (attr = input index), `param` (attr = parameter slot: a
-    scalar read from kernel data), `const` (attr = value, baked into the code) or an op name."""
-
-    op: str
-    dtype: np.dtype
-    args: tuple[int, ...] = ()
-    attr: Any = None
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One fused flat kernel: leaf dtypes, SSA body, outputs and an optional final reduction.
-
-    For a reduction the single output's stored dtype is the accumulator dtype (e.g. `sum`
-    of int32 values stores int64); the body value is cast to it before folding.
-    """
-
-    inputs: tuple[np.dtype, ...]
-    aligned: tuple[bool, ...]
-    body: tuple[Instr, ...]
-    outputs: tuple[tuple[int, np.dtype], ...]
-    reduce: str | None = None
-
-    def __hash__(self) -> int:
-        # Cached: the spec is a cache key on every call, and hashing the body is not free.
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.inputs, self.aligned, self.body, self.outputs, self.reduce))
-            object.__setattr__(self, "_hash", h)
-        return h
-
-    @property
-    def params(self) -> tuple[np.dtype, ...]:
-        """The dtype of each parameter slot (`param` instructions), in slot order."""
-        p = self.__dict__.get("_params")
-        if p is None:
-            slots = {ins.attr: np.dtype(ins.dtype) for ins in self.body if ins.op == "param"}
-            p = tuple(slots.get(k) for k in range(len(slots)))
-            object.__setattr__(self, "_params", p)
-        return p
-
-    def check(self) -> None:
-        """Raise ValueError if the body is not well formed: the code generator trusts it
-        (a load of input -1 or an argument defined later would read arbitrary memory)."""
-        n = len(self.inputs)
-        slots: dict = {}
-        for ins in self.body:
-            if ins.op == "param":
-                slots.setdefault(ins.attr, ins.dtype)
-        if len(self.aligned) != n:
-            raise ValueError(f"malformed KernelSpec: {len(self.aligned)} aligned flags for "
-                             f"{n} inputs")
-        for i, ins in enumerate(self.body):
-            if ins.op == "load" and not (type(ins.attr) is int and 0 <= ins.attr < n):
-                raise ValueError(f"malformed KernelSpec: instruction {i} loads input "
-                                 f"{ins.attr!r} of {n}")
-            if ins.op == "param" and not (type(ins.attr) is int and 0 <= ins.attr < len(slots)
-                                          and slots[ins.attr] == ins.dtype):
-                raise ValueError(f"malformed KernelSpec: instruction {i} reads parameter "
-                                 f"{ins.attr!r}; slots must be 0..n-1, one dtype each")
-            if any(not (type(a) is int and 0 <= a < i) for a in ins.args):
-                raise ValueError(f"malformed KernelSpec: instruction {i} ({ins.op}) uses "
-                                 f"{ins.args}; arguments must be earlier instructions")
-        if not self.outputs or any(not (type(k) is int and 0 <= k < len(self.body))
-                                   for k, _ in self.outputs):
-            raise ValueError(f"malformed KernelSpec: outputs {self.outputs} must name "
-                             f"instructions 0..{len(self.body) - 1}")
-
-    def __getstate__(self) -> dict:
-        # string hashes differ between processes: never ship the cached hash
-        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_params")}
-
-    def __setstate__(self, state: dict) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
-
-
-PARAM_SLOT = 16  # bytes per parameter slot in kernel data (a complex128 fits)
-
-
-def pack_params(dtypes: tuple, values: tuple) -> bytes:
-    """Kernel-data bytes of parameter values: slot k holds `values[k]` as `dtypes[k]`."""
-    if len(values) != len(dtypes):
-        raise BindError(f"kernel takes {len(dtypes)} parameters, got {len(values)}")
-    out = bytearray(PARAM_SLOT * len(dtypes))
-    for k, (dt, v) in enumerate(zip(dtypes, values)):
-        raw = np.asarray(v, dtype=dt).tobytes()
-        out[PARAM_SLOT * k:PARAM_SLOT * k + len(raw)] = raw
-    return bytes(out)
-
-
-def param_values(dtypes: tuple, blob: bytes) -> list:
-    """The values packed by `pack_params` (0-d arrays of each slot's dtype)."""
-    return [np.frombuffer(blob, dt, 1, PARAM_SLOT * k).reshape(()) for k, dt in enumerate(dtypes)]
-
-
-def _check_params(spec: KernelSpec, params: bytes) -> bytes:
-    if len(params) != PARAM_SLOT * len(spec.params):
-        raise BindError(f"kernel takes {len(spec.params)} parameters ({PARAM_SLOT} bytes "
-                        f"each, see pack_params), got {len(params)} bytes")
-    return params
 
 
 # ---------------------------------------------------------------- fast data pointers
@@ -175,8 +81,6 @@ class CompiledKernel:
 
     def __init__(self, spec: KernelSpec, layout: LayoutClass, target: str = "cpu",
                  ir_text: str | None = None):
-        from lazyk.backend.cpu import JITModule
-
         # NOTE: the code is freed only when nothing can run it any more: no Python reference
         # is left (every caller that runs it holds one) and no bound kernel's data points
         # into it (`_live`; their destructors run the code even from a garbage cycle).
@@ -268,8 +172,6 @@ class CompiledKernel:
 
 def _structural_key(spec: KernelSpec, layout: LayoutClass) -> str:
     """Disk-cache key text from the spec, the layout class and the code generator's sources."""
-    from lazyk.backend.objcache import source_digest
-
     code = source_digest("lazyk.codegen.llvm", "lazyk.codegen.emit", "lazyk.ops", "lazyk.lowering",
                          "lazyk.kernel", "lazyk.abi")
     return f"spec:{_NAME}|{spec!r}|{layout!r}|{code}"
@@ -382,8 +284,6 @@ def broadcast_shape(named: list) -> tuple:
 
 def plan(spec: KernelSpec, out: Any, inputs: tuple) -> Any:
     """Check dtypes, sizes, strides and alignment; return the simplified dims Layout."""
-    from lazyk.passes.dims import simplify_dims
-
     if len(inputs) != len(spec.inputs):
         raise BindError(f"kernel takes {len(spec.inputs)} inputs, got {len(inputs)}")
     outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -467,7 +367,7 @@ class BoundKernel:
 
     def __init__(self, compiled: CompiledKernel, layout: Any, out: Any, inputs: tuple,
                  params: bytes = b""):
-        _check_params(compiled.spec, params)
+        check_params(compiled.spec, params)
         self._dstc = [0]
         compiled._acquire()
         self.compiled = compiled
@@ -526,8 +426,6 @@ class BoundKernel:
 
     def _reduce_plan(self, compiled: CompiledKernel, layout: Any, min_chunk: int):
         """A full reduction over threads: chunk i folds into partial i; combine them here."""
-        from lazyk import ops
-
         if any(layout.strides[0]):
             return None  # several results (partial reduction): one thread keeps it simple
         dt = np.dtype(compiled.spec.outputs[0][1])
@@ -565,8 +463,6 @@ class BoundKernel:
         if op in ("min", "max"):
             raise ValueError(f"zero-size array to reduction operation {op} which has no "
                              "identity")
-        from lazyk import ops
-
         for o in self._keep[0]:
             o = _as_array(o, "out")
             o[...] = ops.get(op).identity(o.dtype)
@@ -605,7 +501,7 @@ def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu",
         BindError: wrong dtype or count, read-only or overlapping-write output, misaligned
             input for an aligned spec, parameter bytes that do not match the spec.
     """
-    _check_params(spec, params)
+    check_params(spec, params)
     layout = plan(spec, out, inputs)
     return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs,
                        params)
@@ -618,7 +514,7 @@ def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> An
     return out
 
 
-# ---------------------------------------------------------------- the pipeline's runner
+# ---------------------------------------------------------------- the runtime's runner
 # Bound kernels for threaded sizes per (spec, layout): an LRU; each entry holds its kernel.
 _prepared: OrderedDict = OrderedDict()
 _PREPARED_SIZE = 256
@@ -674,166 +570,9 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
     ck.compiled.single(dst, ctypes.addressof(src), ck.address)
 
 
-# ---------------------------------------------------------------- repeated calls: native guard
-def _layout_ok() -> bool:
-    # The guard reads PyArrayObject fields directly; check the offsets on a probe array.
-    a = np.ones((3, 4))[:, 1:]
-    rd = lambda off, t=ctypes.c_int64: t.from_address(id(a) + off).value  # noqa: E731
-    try:
-        return (_DATA_OFFSET == 16 and rd(8) == id(np.ndarray) and rd(24, ctypes.c_int32) == 2
-                and ctypes.c_int64.from_address(rd(32) + 8).value == 3
-                and ctypes.c_int64.from_address(rd(40)).value == 32 and rd(56) == id(a.dtype)
-                and rd(64, ctypes.c_int32) & abi.NPY_ALIGNED)
-    except Exception:  # pragma: no cover
-        return False
-
-
-_GUARD_OK = _layout_ok()
-_guards: dict = {}
-
-
-def _guard_fn(nops: int, nogil: bool = False) -> Any:
-    """The native guard entry for `nops` arrays; None above `abi.GUARD_MAXOPS`.
-
-    NOTE: the PYFUNCTYPE entry keeps the GIL: 1.0 us against 2.2 us per call for the CFUNCTYPE
-    one (`nogil`), which mid-size kernels use so other Python threads run meanwhile. The
-    caller's references keep the arrays (and their buffers) alive while the GIL is released.
-    """
-    f = _guards.get(nops)
-    if f is None:
-        if not 1 <= nops <= abi.GUARD_MAXOPS:
-            return None
-        jit = _guards.get("jit")
-        if jit is None:
-            from lazyk.backend.cpu import JITModule
-            from lazyk.backend.objcache import source_digest
-
-            names = tuple(abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1))
-            # keyed by abi.py's source: a disk-cache hit skips IR generation (~14 ms)
-            key = f"guards:{abi.GUARD_MAXOPS}|{source_digest('lazyk.abi')}"
-            jit = _guards.setdefault("jit", JITModule(abi.guard_ir, names, key_text=key))
-        address = jit.addresses[abi.guard_name(nops)]
-        args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
-        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address), ctypes.CFUNCTYPE(*args)(address))
-    return f[1] if nogil else f[0]
-
-
-class Dispatcher:
-    """`d(out, *inputs)` runs `spec`: one native call when the arrays' geometry matches the last
-    bind (checked natively: type, dtype, flags, shape, strides, overlap), else a full bind.
-
-    This is the repeated-call path for compiled expressions; large inputs (threaded) always
-    take the bind path, whose cost is negligible next to the work.
-    """
-
-    def __init__(self, spec: KernelSpec, params: bytes = b""):
-        self.spec = spec
-        self.params = _check_params(spec, params)
-        self._g = None
-        self._nin = len(spec.inputs)  # the guard entry takes exactly this many
-        self._fn = _guard_fn(1 + len(spec.inputs)) if (
-            _GUARD_OK and len(spec.outputs) == 1) else None
-
-    def __call__(self, out: Any, *inputs: Any) -> Any:
-        """Execute into `out`; returns `out`."""
-        g = self._g
-        if g is not None and len(inputs) == self._nin and self._fn(g[0], out, *inputs) == 0:
-            return out
-        return self._miss(out, inputs)
-
-    def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
-        """Execute with other parameter values (`pack_params` bytes); returns `out`.
-
-        The guard and kernel data of the last bind are copied with `params` written in:
-        the shared ones are never written, so concurrent calls stay safe.
-        """
-        g = self._g
-        if g is not None and len(inputs) == self._nin:
-            buf, ck = g[0], g[1]
-            off = ck.compiled.params_offset
-            kd = ctypes.create_string_buffer(
-                ctypes.string_at(ck.address, off) + _check_params(self.spec, params))
-            gb = type(buf).from_buffer_copy(buf)
-            gb[1] = ctypes.addressof(kd)
-            if self._fn(gb, out, *inputs) == 0:
-                return out
-        return self._miss(out, inputs, params)
-
-    def _miss(self, out: Any, inputs: tuple, params: bytes | None = None) -> Any:
-        ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
-        ck()
-        arrays = (out,) + inputs
-        if (self._fn is None or ck._task is not None or ck._empty
-                or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
-            return out
-        buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
-                             self.spec.aligned, tuple(range(len(inputs))),
-                             may_alias=self.spec.reduce is None)
-        ck._keep = None  # the guard must not keep this call's arrays alive
-        # NOTE: dtype objects are compared by identity; keep them alive with the guard
-        self._g = (buf, ck, tuple(a.dtype for a in arrays))
-        return out
-
-
-# ---------------------------------------------------------------- repeated threaded calls
-class ThreadedRun:
-    """A threaded elementwise run of one (spec, layout), fixed except for the data pointers.
-
-    Built once per geometry from the cached bound kernel: the strided-task record (function,
-    kernel data, strides, count, chunk table, parts, pool and its epoch) and the
-    source-pointer array are filled here. `record_go_address` runs it on new data pointers
-    in one native call (re-point, run on the pool with the GIL released); a native guard
-    that checked the arrays' geometry calls it directly.
-    """
-
-    def __init__(self, ck: BoundKernel, pool: Any):
-        layout, compiled = ck.layout, ck.compiled
-        self._ck = ck  # keeps the kernel data and the code alive
-        self.offs = layout.offsets
-        nin = compiled.nin
-        count = layout.shape[0]
-        inner = max(1, layout.size // count)
-        min_chunk = max(1, _threads.MIN_CHUNK // inner)
-        self.pool = pool
-        # One part (one thread set) keeps a record too: the caller's native guard runs it in
-        # one foreign call instead of run_layout's Python path (~10 us at n = 1e5).
-        self.parts = parts = min(_threads.nparts_for(count, min_chunk), pool.nthreads)
-        task = _threads.StridedTask(nin, parts)
-        chunk = _threads.chunk_size(count, parts)
-        nchunks = -(-count // chunk)
-        per = -(-nchunks // parts)
-        self.src = (ctypes.c_void_p * max(nin, 1))()
-        self._ss = (ctypes.c_int64 * max(nin, 1))(*[st[0] for st in layout.strides[1:]])
-        b = self.buf = task.buf
-        self._task = task
-        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (
-            compiled.strided_address, 0, layout.strides[0][0], ctypes.addressof(self.src),
-            ctypes.addressof(self._ss), count, ck.address, parts)
-        b[9], b[10], b[11], b[12] = 0, chunk, nchunks, per
-        b[13], b[14], b[15] = pool.state, 0, pool.epoch
-        self.address = task.address
-        self._native = pool.native
-        self._src_type = ctypes.c_void_p * max(nin, 1)
-
-    def stale(self) -> bool:
-        """True when the thread count or the pool changed since this record was planned."""
-        return self.buf[15] != self.pool.epoch
-
-    def __call__(self, out: np.ndarray, arrays: list) -> bool:
-        """Run into `out` from `arrays`; False (nothing done) when the record is busy or stale."""
-        offs = self.offs
-        src = self._src_type(*[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
-        return self._native.record_go(data_pointer(out) + offs[0], ctypes.addressof(src),
-                                      self.address) == 0
-
-
-def threaded_run(spec: KernelSpec, layout: Any, params: bytes = b"") -> ThreadedRun | None:
-    """The reusable threaded record for a (spec, layout, params) run_layout has run, or None."""
-    ck = _prepared.get((spec, layout, params))
-    if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
-            or spec.reduce is not None or ck._empty or layout.ndim == 0):
-        return None
-    return ThreadedRun(ck, _threads.pool())
+def prepared(spec: KernelSpec, layout: Any, params: bytes = b"") -> BoundKernel | None:
+    """The bound kernel `run_layout` keeps for (spec, layout, params), or None."""
+    return _prepared.get((spec, layout, params))
 
 
 def public_stats() -> dict:

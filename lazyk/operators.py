@@ -56,7 +56,7 @@ def _reduction(name: str):
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
                                      dtype=dtype)
         if out is not None:
-            from lazyk.pipeline import evaluate
+            from lazyk.runtime import evaluate
 
             # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
             return evaluate(result, out=out, casting="unsafe")

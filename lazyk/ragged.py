@@ -25,13 +25,23 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.graph import REDUCE_OP, toposort
+from lazyk import runtime
+from lazyk.array import array
+from lazyk.backend.cpu import JITModule
+from lazyk.codegen.segmented import generate_segmented, seg_params_offset
+from lazyk.device import common_device
+from lazyk.errors import CastingError, NotSupportedError, ShapeError
+from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.graph import REDUCE_OP, rewrite, toposort
+from lazyk.runtime import as_out, canonical, plan, run_program
+from lazyk.spec import check_params, format_spec
 
 
 @dataclass
@@ -293,6 +303,15 @@ def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
     return rows
 
 
+def evaluate_if_ragged(expr, out=None):
+    """`evaluate(expr, out)` when a leaf is a var / option array, else NotImplemented (the
+    "ragged" evaluation path of `lazyk.runtime.evaluate`)."""
+    if not any(is_ragged(leaf_data(v)) for v in expr.env.values()):
+        return NotImplemented
+    common_device({n: leaf_data(v) for n, v in expr.env.items()})  # never on the GPU
+    return evaluate(expr, out)
+
+
 def evaluate(expr, out=None, casting: str = "same_kind"):
     """Compute an expression with var / option leaves; returns a new lazyk Array, or `out`.
 
@@ -302,10 +321,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     """
     if out is None:
         return _evaluate(expr)
-    from lazyk.pipeline import _as_out
 
     try:
-        target = _as_out(out)
+        target = as_out(out)
     except Exception:
         raise NotSupportedError(f"out= of type {getattr(out, 'type', type(out).__name__)} "
                                 "for a var / option expression") from None
@@ -326,7 +344,6 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         raise NotSupportedError(f"out= with a {result.type} result (ragged rows or "
                                 "missing values)")
     if not np.can_cast(value.dtype, target.dtype, casting):
-        from lazyk.errors import CastingError
 
         raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
                            f"{target.dtype} under casting={casting!r}")
@@ -340,9 +357,6 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
 
 def _evaluate(expr):
     """Compute an expression with var / option leaves; returns a new lazyk Array."""
-    from lazyk.array import array
-    from lazyk.expr import leaf_data
-    from lazyk.pipeline import plan, run_program
 
     root = expr.node
     red_node = root
@@ -361,7 +375,6 @@ def _evaluate(expr):
         leaves.append(leaf_data(value))
     fused = None
     if reduce_arg is not None:
-        from lazyk.expr import Expr
 
         # In place: rows from the arrmeta, one fused kernel, no value gathered or copied.
         got = _fused_rows(Expr(red_node.replace(srcs=(root,)), expr.env), names, leaves,
@@ -375,7 +388,6 @@ def _evaluate(expr):
     lengths, outer = struct.lengths, struct.outer
     has_last = struct.var or struct.last is not None
     if fused is None and reduce_arg is not None and reduce_arg[1] == (len(outer),):
-        from lazyk.expr import Expr
 
         fused = _fused_row_reduction(Expr(red_node.replace(srcs=(root,)), expr.env), names,
                                      ops_, struct, index, reduce_arg)
@@ -432,9 +444,6 @@ def _evaluate(expr):
 
 def _inline_reductions(root, expr):
     """Evaluate inner reductions (innermost first) and replace each by an input leaf."""
-    from lazyk.expr import Expr, _wrap_array, as_expr
-    from lazyk.graph import rewrite
-    from lazyk.pipeline import evaluate as evaluate_any
 
     env = dict(expr.env)
 
@@ -442,8 +451,7 @@ def _inline_reductions(root, expr):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != REDUCE_OP:
             return node
-        value = evaluate_any(Expr(node, env))
-        leaf = _wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+        leaf = as_expr(runtime.evaluate(Expr(node, env)))
         env.update(leaf.env)
         return leaf.node
 
@@ -462,8 +470,8 @@ def _leaf_dtype(root, name: str) -> np.dtype:
 # Compiled segmented kernels, oldest dropped first; code is freed with its last user.
 _seg_cache: dict = {}
 _SEG_CACHE_SIZE = 128
-_seg_lock = __import__("threading").Lock()
-__import__("os").register_at_fork(after_in_child=_seg_lock._at_fork_reinit)  # see graph.py
+_seg_lock = threading.Lock()
+os.register_at_fork(after_in_child=_seg_lock._at_fork_reinit)  # see graph.py
 seg_stats = {"compiles": 0, "hits": 0, "runs": 0}
 _SEG_NAME = "lazyk_seg"
 
@@ -473,8 +481,6 @@ class SegmentedKernel:
 
     def __init__(self, spec, masked: tuple, skipna: bool, mean: bool, rows: bool = False,
                  order: str = "row"):
-        from lazyk.backend.cpu import JITModule
-        from lazyk.codegen.segmented import generate_segmented
 
         self.spec, self.masked, self.skipna, self.mean = spec, masked, skipna, mean
         self.rows, self.order = rows, order
@@ -493,10 +499,8 @@ class SegmentedKernel:
     def _kd(self, head: list, params: bytes) -> ctypes.Array:
         """This call's kernel data: `head` words, then the parameter slots (codegen.segmented
         `seg_params_offset`)."""
-        from lazyk.codegen.segmented import seg_params_offset
-        from lazyk.kernel import _check_params
 
-        _check_params(self.spec, params)
+        check_params(self.spec, params)
         nwords = seg_params_offset(len(self.spec.inputs)) // 8
         kd = (ctypes.c_int64 * (nwords + len(params) // 8))(*head)
         ctypes.memmove(ctypes.addressof(kd) + 8 * nwords, params, len(params))
@@ -604,7 +608,6 @@ def _rows_graph(root):
     """The graph over the segmented iteration space `R * L` (symbols, never sizes): every
     operand is lined up element by element, so the spec (and the kernel cache key) does not
     depend on the row count or the outer dims."""
-    from lazyk.graph import rewrite
 
     def visit(node, srcs):
         if node.op == REDUCE_OP:
@@ -618,10 +621,6 @@ def _rows_graph(root):
 
 def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     """Values and valid flags per row from ONE fused kernel, or None when not expressible."""
-    from dataclasses import replace
-
-    from lazyk.pipeline import canonical, plan
-
     # canonical leaf names: the same structure gives the same spec (one compile)
     node, by_name = canonical(expr.node, dict(zip(names, zip(ops_, index))))
     prog = plan(_rows_graph(node))
@@ -658,10 +657,6 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     """Per-row reduction read in place: the shape step works on rows only (addresses,
     lengths and strides from the arrmeta), then ONE fused kernel walks every row and its
     elements. Returns None when the form is not expressible (the caller falls back)."""
-    from dataclasses import replace
-
-    from lazyk.pipeline import canonical, plan
-
     views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
     struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
     nout = len(struct.outer)
@@ -752,8 +747,6 @@ _recorders: list = []
 def explain(expr) -> str:
     """How a var / option expression runs: the shape step, then each fused segmented kernel
     (spec, order, kernel data, LLVM IR). Runs the expression once on its data."""
-    from lazyk.explain import format_spec
-    from lazyk.expr import as_expr
 
     e = as_expr(expr)
     record: list = []
@@ -778,3 +771,6 @@ def explain(expr) -> str:
         out.append("== src: lengths[nrows], then per input rowptr[nrows], rowstride[nrows]")
         out.append(f"== LLVM IR\n{kern.ir}")
     return "\n".join(out)
+
+
+runtime.install_path("ragged", evaluate_if_ragged)

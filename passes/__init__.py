@@ -1,1 +1,1 @@
-"""Optimization passes: small pure graph -> graph functions, run in the order pipeline.PASSES lists."""
+"""Optimization passes: small pure graph -> graph functions, run in the order runtime.PASSES lists."""

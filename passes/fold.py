@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazyk import ops
 from lazyk.graph import LEAF_OPS, REDUCE_OP, Node, rewrite
 
 _CONST = ("const", "scalar")
@@ -18,8 +19,6 @@ def fold_node(node: Node, srcs: tuple[Node, ...]) -> Node:
         return node
     if node.op == REDUCE_OP or not srcs or not all(s.op in _CONST for s in srcs):
         return node.replace(srcs=srcs)
-    from lazyk import ops
-
     # Folding uses the same NumPy rule the reference executor uses, so results agree.
     with np.errstate(all="ignore"):
         if node.op == "astype":

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk import errors as E
-from lazyk.kernel import Dispatcher
+from lazyk.dispatch import Dispatcher
 from lazyk.kernel import bind as kbind
 from lazyk.kernel import execute as kexecute
 

@@ -111,10 +111,10 @@ def test_out_larger_than_the_inputs_is_refused(n):
 
 def test_operand_strides_check_the_iteration_shape():
     from lazyk.errors import ShapeError
-    from lazyk.pipeline import _over
+    from lazyk.runtime import broadcast_strides as over
 
-    assert _over((4, 3), (3,), (8,)) == (0, 8)
-    assert _over((4, 3), (4, 1), (8, 8)) == (8, 0)
+    assert over((4, 3), (3,), (8,)) == (0, 8)
+    assert over((4, 3), (4, 1), (8, 8)) == (8, 0)
     for shape, ashape in (((4, 3), (2,)), ((3,), (4, 3)), ((4, 3), (4, 2))):
         with pytest.raises(ShapeError, match="does not broadcast"):
-            _over(shape, ashape, (8,) * len(ashape))
+            over(shape, ashape, (8,) * len(ashape))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import compiled, kernel, pipeline
+from lazyk import compiled, dispatch, kernel, runtime
 from lazyk.errors import CastingError, TypeMatchError
 
 
@@ -24,16 +24,17 @@ def _forbid(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("repeated call re-entered planning or LLVM")
 
-    monkeypatch.setattr(pipeline, "run_passes", boom)
-    monkeypatch.setattr(pipeline, "plan", boom)
+    monkeypatch.setattr(runtime, "run_passes", boom)
+    monkeypatch.setattr(runtime, "plan", boom)
     monkeypatch.setattr(compiled, "plan", boom)
     monkeypatch.setattr(kernel, "compile", boom)
     monkeypatch.setattr(kernel, "CompiledKernel", boom)
     from lazyk.backend import cpu
 
     monkeypatch.setattr(cpu, "JITModule", boom)
-    monkeypatch.setattr(pipeline, "_prepare", boom)
-    monkeypatch.setattr(compiled, "_prepare", boom)
+    monkeypatch.setattr(kernel, "JITModule", boom)
+    monkeypatch.setattr(runtime, "prepare", boom)
+    monkeypatch.setattr(compiled, "prepare", boom)
 
 
 @pytest.mark.parametrize("n", [1, 7, 1000])
@@ -137,8 +138,8 @@ def test_fast_path_geometry_changes():
 # ---------------------------------------------------------------- deterministic specs (#5)
 def _fresh_state():
     """Forget plans and per-geometry launches (as a new process would), keep the kernels."""
-    with pipeline._plans_lock:
-        pipeline._plans.clear()
+    with runtime._plans_lock:
+        runtime._plans.clear()
 
 
 @pytest.mark.parametrize("build", [
@@ -200,12 +201,12 @@ def test_one_guard_module_for_every_operand_count():
     # module per count cost 40-76 ms each, more than the kernel it guarded).
     from lazyk import abi
 
-    fns = [kernel._guard_fn(n) for n in (2, 3, 5, abi.GUARD_MAXOPS)]
+    fns = [dispatch.guard_fn(n) for n in (2, 3, 5, abi.GUARD_MAXOPS)]
     assert all(f is not None for f in fns)
-    jits = [v for k, v in kernel._guards.items() if k == "jit"]
+    jits = [v for k, v in dispatch._guards.items() if k == "jit"]
     assert len(jits) == 1 and set(jits[0].addresses) == {
         abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1)}
-    assert kernel._guard_fn(abi.GUARD_MAXOPS + 1) is None
+    assert dispatch.guard_fn(abi.GUARD_MAXOPS + 1) is None
 
 
 @pytest.mark.parametrize("nin", [1, 4, 11, 12])

@@ -8,7 +8,7 @@ import pytest
 
 import lazyk
 from lazyk import kernel
-from lazyk.pipeline import plan
+from lazyk.runtime import plan
 
 
 def _compiles() -> int:
@@ -164,7 +164,8 @@ def test_ragged_segmented_kernel_takes_parameters():
 
 
 def test_bind_and_dispatcher_take_parameter_bytes():
-    from lazyk.kernel import Dispatcher, bind, pack_params
+    from lazyk.dispatch import Dispatcher
+    from lazyk.kernel import bind, pack_params
 
     step = plan((lazyk.array(np.ones(3)) * 4.0).node).steps[0]
     spec = step.spec

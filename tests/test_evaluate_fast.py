@@ -11,15 +11,15 @@ from lazyk import exprparse, kernel
 @pytest.fixture
 def builds(monkeypatch):
     """Counts the strings run through the general path (graph built and planned)."""
-    from lazyk import pipeline
+    from lazyk import runtime
 
     count = [0]
-    real = pipeline.evaluate
+    real = runtime.evaluate
 
     def counting(expr, *args, **kwargs):
         count[0] += not isinstance(expr, str)
         return real(expr, *args, **kwargs)
-    monkeypatch.setattr(pipeline, "evaluate", counting)
+    monkeypatch.setattr(runtime, "evaluate", counting)
     return count
 
 

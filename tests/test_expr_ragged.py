@@ -148,7 +148,8 @@ def _one_fused_kernel(monkeypatch):
         raise AssertionError("reduction ran outside the fused segmented kernel")
     monkeypatch.setattr(ragged, "_fused_row_reduction", boom)  # the gathered fallback
     monkeypatch.setattr(ragged, "gather", boom)  # rows are read in place, values not copied
-    monkeypatch.setattr("lazyk.pipeline.run_program", boom)
+    monkeypatch.setattr("lazyk.runtime.run_program", boom)
+    monkeypatch.setattr(ragged, "run_program", boom)
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
@@ -277,7 +278,7 @@ def test_segmented_kernel_is_thread_safe():
     import threading
 
     from lazyk import ragged
-    from lazyk.pipeline import plan
+    from lazyk.runtime import plan
 
     x = A([[1.0, 2.0], [3.0]], "2 * var * float64")
     step = plan(((x * 2) + 1).sum(axis=-1).node).steps[0]

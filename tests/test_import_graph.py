@@ -12,30 +12,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
 import import_graph  # noqa: E402
 
 KNOWN_CIRCLES = [
-    {'lazyk.array', 'lazyk.backend.cuda', 'lazyk.codegen.nvvm', 'lazyk.compiled', 'lazyk.dask',
-     'lazyk.device', 'lazyk.explain', 'lazyk.expr', 'lazyk.exprparse', 'lazyk.operators',
-     'lazyk.pipeline', 'lazyk.ragged'},
+    {'lazyk.array', 'lazyk.backend.cuda', 'lazyk.codegen.nvvm', 'lazyk.compiled', 'lazyk.device',
+     'lazyk.explain', 'lazyk.expr', 'lazyk.exprparse', 'lazyk.operators', 'lazyk.ragged',
+     'lazyk.runtime'},
     {'lazyk.arrmeta', 'lazyk.infer'},
 ]
 KNOWN_UPWARD = {
     ('lazyk.array', 'lazyk.device'),
     ('lazyk.array', 'lazyk.operators'),
-    ('lazyk.array', 'lazyk.pipeline'),
+    ('lazyk.array', 'lazyk.runtime'),
     ('lazyk.codegen.nvvm', 'lazyk.backend'),
     ('lazyk.codegen.nvvm', 'lazyk.backend.nvvmc'),
-    ('lazyk.codegen.nvvm', 'lazyk.pipeline'),
-    ('lazyk.compiled', 'lazyk.dask'),
+    ('lazyk.codegen.nvvm', 'lazyk.runtime'),
     ('lazyk.expr', 'lazyk.codegen.nvvm'),
     ('lazyk.expr', 'lazyk.compiled'),
     ('lazyk.expr', 'lazyk.device'),
     ('lazyk.expr', 'lazyk.explain'),
-    ('lazyk.expr', 'lazyk.pipeline'),
     ('lazyk.expr', 'lazyk.ragged'),
-    ('lazyk.exprparse', 'lazyk.kernel'),
-    ('lazyk.exprparse', 'lazyk.pipeline'),
-    ('lazyk.operators', 'lazyk.pipeline'),
-    ('lazyk.passes.fuse', 'lazyk.kernel'),
-    ('lazyk.ragged', 'lazyk.explain'),
+    ('lazyk.expr', 'lazyk.runtime'),
+    ('lazyk.operators', 'lazyk.runtime'),
 }
 KNOWN_INSIDE = 80
 # (importer, module, name): a module-private name of `module` that `importer` uses.

@@ -34,18 +34,18 @@ def _const_spec(c: float) -> KernelSpec:
 
 def test_clear_cache_and_evictions_while_threads_call():
     # Callers run compiled expressions (native guards, threaded records, fresh and out=),
-    # lazyk.evaluate (pipeline launch entries, prepared binds), explicit binds and ragged sums
+    # lazyk.evaluate (runtime launch entries, prepared binds), explicit binds and ragged sums
     # (segmented kernels) while another thread clears every cache and compiles distinct
     # kernels into 3-entry (flat) and 1-entry (segmented) caches.
     out = _run("""
         import threading, time
         import numpy as np, lazyk
-        from lazyk import kernel, pipeline
+        from lazyk import kernel, runtime
 
         from lazyk import ragged
 
         kernel.CACHE_SIZE = 3
-        pipeline._LAUNCH_CACHE_SIZE = 4
+        runtime._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
         ragged._SEG_CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
@@ -77,12 +77,22 @@ def test_clear_cache_and_evictions_while_threads_call():
                 except Exception as ex:
                     errors.append(repr(ex))
 
+        from lazyk.spec import Instr, KernelSpec
+        f8 = np.dtype(np.float64)
+
         def churn():
             i = 0
             while time.time() < stop:
                 if i % 2:
                     kernel.clear_cache()
                 a = np.ones(6)
+                # distinct kernels (a constant in the code), more than the 3-entry cache holds:
+                # evictions while the callers run (a string's constants are parameters)
+                for c in range(4):
+                    body = (Instr("load", f8, (), 0), Instr("const", f8, (), 4.0 * i + c),
+                            Instr("add", f8, (0, 1)))
+                    spec = KernelSpec((f8,), (True,), body, ((2, f8),))
+                    assert kernel.execute(spec, np.empty(6), a)[0] == 1.0 + 4 * i + c
                 r = lazyk.evaluate(f"a * {i % 40}.5 + {i % 7}", local_dict={"a": a})
                 assert np.allclose(r, a * (i % 40 + 0.5) + i % 7)
                 m = lazyk.array([[1.0, 2.0], [3.0]])
@@ -110,13 +120,13 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
     out = _run("""
         import gc
         import numpy as np, lazyk
-        from lazyk import kernel, pipeline
+        from lazyk import kernel, runtime
 
         kernel.CACHE_SIZE = 1
-        pipeline._LAUNCH_CACHE_SIZE = 1
+        runtime._LAUNCH_CACHE_SIZE = 1
         a = np.arange(8.0)
         lazyk.evaluate("a * 5.0 + 1.0", local_dict={"a": a})
-        entry = next(iter(pipeline._launches.values()))
+        entry = next(iter(runtime._launches.values()))
         x = lazyk.placeholder('x', 'N * float64')
         f = lazyk.compile(x * 7.0)
         f(a)
@@ -125,7 +135,7 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
         for c in range(4):  # push everything out of both caches
             lazyk.evaluate(f"a - {c}.25", local_dict={"a": a})
         gc.collect()
-        assert all(e is not entry for e in pipeline._launches.values())
+        assert all(e is not entry for e in runtime._launches.values())
         spec, layout, compiled, kd, kd_address, size, offs = entry
         import ctypes
         out = np.empty(8)

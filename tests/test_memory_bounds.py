@@ -118,15 +118,17 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
     # their code, and RSS stays flat once the caches are full.
     out = _run("""
         import numpy as np, lazyk
-        from lazyk import kernel, pipeline
+        from lazyk import kernel, runtime
         from lazyk.backend import cpu
 
         kernel.CACHE_SIZE = 8
         kernel._PREPARED_SIZE = 16
-        pipeline._LAUNCH_CACHE_SIZE = 16
-        pipeline._PLAN_CACHE_SIZE = 16
+        runtime._LAUNCH_CACHE_SIZE = 16
+        runtime._PLAN_CACHE_SIZE = 16
         from lazyk import exprparse
         exprparse._CACHE_LIMIT = 64  # parsed strings (4096 by default: ~1 KB each)
+        from lazyk import stringeval
+        stringeval._NAMES_LIMIT = 64
 
         def structure(i):
             s = "a"
@@ -153,8 +155,8 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
         for i in range(200, 1000):
             step(i)
         end = rss_mib()
-        sizes = (len(kernel._cache), len(kernel._prepared), len(pipeline._launches),
-                 len(pipeline._plans), len(pipeline._specs))
+        sizes = (len(kernel._cache), len(kernel._prepared), len(runtime._launches),
+                 len(runtime._plans), len(runtime._specs))
         assert sizes[0] <= 8 and sizes[1] <= 16 and sizes[2] <= 16 and sizes[3] <= 16, sizes
         live = len(cpu._engines)
         print(f"{end - mid:.2f}", live, *sizes)

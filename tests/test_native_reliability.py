@@ -113,13 +113,13 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
     # lock past the fork hook's wait): the child gets them all free.
     out = _run('''
         import threading, numpy as np, lazyk
-        from lazyk import graph, kernel, pipeline, ragged
+        from lazyk import graph, kernel, ragged, runtime
         from lazyk.backend import cpu, outputs, threads
         cpu._FORK_WAIT = 0.2
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
         task = threads.StridedTask(1)
-        locks = [cpu._lock, kernel._cache_lock, pipeline._plans_lock, graph._lock,
+        locks = [cpu._lock, kernel._cache_lock, runtime._plans_lock, graph._lock,
                  ragged._seg_lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
                  task._lock]
         held, release = threading.Event(), threading.Event()

@@ -10,9 +10,9 @@ import pytest
 import lazyk
 from lazyk import compiled as _compiled
 from lazyk import kernel as _kernel
-from lazyk.pipeline import _THREAD_MIN
+from lazyk.runtime import THREAD_MIN
 
-N = 4 * _THREAD_MIN  # above the threading threshold
+N = 4 * THREAD_MIN  # above the threading threshold
 
 
 @pytest.fixture(autouse=True)
@@ -43,9 +43,9 @@ def test_repeat_call_does_not_plan(monkeypatch):
     f(a, b, c)
     assert f._t_out is not None and f._t_new is not None
     monkeypatch.setattr(type(f), "_call_fast", _boom)
-    for name in ("_backend", "_prepare", "_over"):
+    for name in ("run_layout", "prepare", "broadcast_strides", "threaded_run"):
         monkeypatch.setattr(_compiled, name, _boom)
-    for name in ("run_layout", "threaded_run", "bind", "plan"):
+    for name in ("run_layout", "bind", "plan"):
         monkeypatch.setattr(_kernel, name, _boom)
     monkeypatch.setattr(_kernel.BoundKernel, "__init__", _boom)
     a2, b2, c2 = (rng.random(N) for _ in range(3))  # new data, same geometry
@@ -165,11 +165,12 @@ def test_one_thread_repeat_call_does_not_plan(monkeypatch):
         f(a, b, out=o)
         f(a, b)
     allocations = []
-    real_empty = _compiled._empty_out
-    monkeypatch.setattr(_compiled, "_empty_out",
+    real_empty = _compiled.empty_out
+    monkeypatch.setattr(_compiled, "empty_out",
                         lambda *s: allocations.append(s) or real_empty(*s))
-    monkeypatch.setattr(_compiled, "_backend", _boom)
-    for name in ("run_layout", "threaded_run", "bind", "plan"):
+    monkeypatch.setattr(_compiled, "run_layout", _boom)
+    monkeypatch.setattr(_compiled, "threaded_run", _boom)
+    for name in ("run_layout", "bind", "plan"):
         monkeypatch.setattr(_kernel, name, _boom)
     a2, b2 = rng.random(N), rng.random(N)
     assert f(a2, b2, out=o) is o

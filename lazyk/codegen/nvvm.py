@@ -601,7 +601,7 @@ def explain_expr(expr) -> str:
     """
     from lazyk.expr import as_expr, leaf_data
     from lazyk.passes.dims import simplify_dims
-    from lazyk.pipeline import plan
+    from lazyk.runtime import plan
 
     e = as_expr(expr)
     prog = plan(e.node)

@@ -6,7 +6,7 @@ import lazyk
 from lazyk import expr as E
 from lazyk.check import GraphError, check_graph
 from lazyk.graph import Node
-from lazyk.pipeline import PASSES, run_passes
+from lazyk.runtime import PASSES, run_passes
 
 
 def test_every_pass_keeps_invariants():

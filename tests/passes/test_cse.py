@@ -6,7 +6,7 @@ from lazyk.check import check_graph
 from lazyk.graph import dump, toposort
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.fuse import fuse_elementwise
-from lazyk.pipeline import run_program
+from lazyk.runtime import run_program
 
 
 def test_hash_consing_already_shares_equal_subtrees():

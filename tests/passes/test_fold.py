@@ -7,7 +7,7 @@ from lazyk.check import check_graph
 from lazyk.graph import dump
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import fuse_elementwise
-from lazyk.pipeline import run_program
+from lazyk.runtime import run_program
 
 
 def _run(node, env):

@@ -1,7 +1,9 @@
-"""PASSES in order, then running the fused program (`evaluate`; `lazyk.compiled` reuses it).
+"""Launching programs: PASSES in order, fusion, then one kernel per step (`evaluate`).
 
 `plan(node)` runs the graph passes once per graph (cached); a call then only binds
-(shapes, strides, the dims pass) and launches one kernel per step.
+(shapes, strides, the dims pass: `prepare`) and launches one kernel per step (`launch`,
+`run_step`, `run_program`). `lazyk.compiled`, `lazyk.ragged`, `lazyk.dask` and the string
+fast path (`lazyk.stringeval`) launch through these same public functions.
 """
 from __future__ import annotations
 
@@ -16,19 +18,29 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lazyk import kernel
+from lazyk.check import check_graph
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
-from lazyk.expr import Expr, Placeholder, as_expr, cast, leaf_data
-from lazyk.graph import Node, check_size, dump
-from lazyk.kernel import data_pointer
+from lazyk.expr import (
+    NEGATIVE_INT_POWER,
+    Expr,
+    Placeholder,
+    as_expr,
+    cast,
+    check_dtype,
+    leaf_data,
+)
+from lazyk.graph import Node, check_size, dump, rewrite
+from lazyk.kernel import data_pointer, run_layout
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import Program, Step, fuse_elementwise
 
 try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
-    from lazyk.backend.threads import empty as _empty_out
+    from lazyk.backend.threads import empty as empty_out
 except ImportError:  # pragma: no cover
-    _empty_out = np.empty
+    empty_out = np.empty
 
 # Graph -> graph passes, in order; fusion (graph -> Program) always comes last.
 PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (
@@ -50,8 +62,6 @@ def run_passes(root: Node, check: bool = False, trace: list | None = None) -> No
     for name, fn in PASSES:
         root = fn(root)
         if check:
-            from lazyk.check import check_graph
-
             check_graph(root, after=name)
         if trace is not None:
             trace.append((name, dump(root)))
@@ -82,42 +92,7 @@ def _identity(op: str, dtype: np.dtype):
     return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
 
 
-def _execute_reference(spec, arrays: list[np.ndarray], out_it: np.ndarray, axes,
-                       consts: bytes = b"") -> None:
-    """Interpret a KernelSpec with the op table's NumPy rules (tests and fallback)."""
-    from lazyk import ops
-    from lazyk.kernel import param_values
-
-    params = param_values(spec.params, consts)
-    vals: list = []
-    for ins in spec.body:
-        if ins.op == "load":
-            v = arrays[ins.attr]
-        elif ins.op == "param":
-            v = params[ins.attr]
-        elif ins.op == "const":
-            v = np.asarray(ins.attr, dtype=ins.dtype)
-        elif ins.op == "astype":
-            v = np.asarray(vals[ins.args[0]]).astype(ins.dtype)
-        else:
-            with np.errstate(all="ignore"):
-                v = np.asarray(ops.get(ins.op).reference(*(vals[a] for a in ins.args)))
-            v = v.astype(ins.dtype, copy=False)
-        vals.append(v)
-    idx, dt = spec.outputs[0]
-    v = vals[idx]
-    if spec.reduce is None:
-        np.copyto(out_it, v, casting="unsafe")
-        return
-    red = {"sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "any": np.any,
-           "all": np.all}[spec.reduce]
-    v = np.broadcast_to(np.asarray(v, dtype=dt), out_it.shape)
-    res = red(v, axis=tuple(axes), keepdims=True)
-    np.copyto(out_it[tuple(slice(0, 1) if d in axes else slice(None)
-                           for d in range(out_it.ndim))], res, casting="unsafe")
-
-
-def _over(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
+def broadcast_strides(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
     """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
     lead = len(shape) - len(ashape)
     if lead < 0 or any(n != 1 and n != m for n, m in zip(ashape, shape[lead:])):
@@ -128,10 +103,10 @@ def _over(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
     return (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(ashape, astrides))
 
 
-def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
+def out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
     """`out`'s strides over the iteration shape: 0 along reduced axes."""
     if axes is None:
-        return _over(shape, out.shape, out.strides)
+        return broadcast_strides(shape, out.shape, out.strides)
     strides, k = [], 0
     for d in range(len(shape)):
         if d in axes:
@@ -144,7 +119,7 @@ def _out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
 
 
 # explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
-_recorders: list[list] = []
+recorders: list[list] = []
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
 # the value keeps its id from being reused while the entry lives. An LRU: each entry is < 1 KB
 # but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it. The kernel
@@ -153,14 +128,15 @@ _recorders: list[list] = []
 _launches: OrderedDict = OrderedDict()
 _LAUNCH_CACHE_SIZE = 512
 # Below this many elements one thread runs the kernel straight from here (no pool).
-_THREAD_MIN = 1 << 16
+THREAD_MIN = 1 << 16
 
 
-def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes = b""):
+def prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes = b""):
     """Layout (dims pass), compiled kernel and kernel data for one geometry and parameter
-    values (`consts`, kernel-data bytes); the callers cache it."""
-    from lazyk import kernel
+    values (`consts`, kernel-data bytes); the callers cache it.
 
+    Returns (spec, layout, compiled kernel, kernel data, its address, size, offsets).
+    """
     layout = simplify_dims(shape, strides, reduced)
     # NOTE: the entry's reference keeps the code alive (the kernel cache may drop it); a caller
     # runs it only through an entry it holds, so eviction never frees code under a call.
@@ -172,27 +148,20 @@ def _prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes =
         vals.extend(st)
     kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
     if consts or spec.params:
-        from lazyk.kernel import _check_params
-
-        kd = np.concatenate([kd, np.frombuffer(_check_params(spec, consts), np.int64)])
+        kd = np.concatenate([kd, np.frombuffer(kernel.check_params(spec, consts), np.int64)])
     return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
 
 
-def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
-            axes, consts: bytes = b"") -> None:
+def launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
+           axes, consts: bytes = b"") -> None:
     """Bind (cached per geometry and parameter values) and run one kernel; no LLVM once the
     geometry was seen."""
-    if _backend() is None:
-        views = [np.broadcast_to(a, shape) for a in arrays]
-        out_it = np.lib.stride_tricks.as_strided(out, shape, out_strides)
-        _execute_reference(spec, views, out_it, axes, consts)
-        return
-    in_strides = tuple(_over(shape, a.shape, a.strides) for a in arrays)
+    in_strides = tuple(broadcast_strides(shape, a.shape, a.strides) for a in arrays)
     key = (id(spec), shape, out_strides, in_strides)
     entry = _launches.get(key)
     if entry is None:
         reduced = tuple(d in (axes or ()) for d in range(len(shape)))
-        entry = _prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
+        entry = prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
         dropped = []
         with _plans_lock:
             entry = _launches.setdefault(key, entry)
@@ -205,11 +174,11 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
         except KeyError:  # dropped by another thread meanwhile; we hold the entry
             pass
     _, layout, compiled, kd, kd_address, size, offs = entry
-    if _recorders:
-        _recorders[-1].append((spec, layout))
-    if size >= _THREAD_MIN:
+    if recorders:
+        recorders[-1].append((spec, layout))
+    if size >= THREAD_MIN:
         # the kernel stage splits work over threads
-        _backend()(spec, layout, out, arrays, consts)
+        run_layout(spec, layout, out, arrays, consts)
         return
     if consts:
         head = len(kd) - len(consts) // 8
@@ -219,20 +188,6 @@ def _launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: lis
     src = (ctypes.c_void_p * max(len(arrays), 1))(
         *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
     compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-
-
-_backend_fn: list = []
-
-
-def _backend():
-    """The kernel stage's runner `(spec, layout, out, arrays)`, or None when absent."""
-    if not _backend_fn:
-        try:
-            from lazyk.kernel import run_layout  # type: ignore[attr-defined]
-        except ImportError:
-            run_layout = None
-        _backend_fn.append(run_layout)
-    return _backend_fn[0]
 
 
 _specs: dict = {}
@@ -253,7 +208,7 @@ def _specialize(spec, arrays: list[np.ndarray]):
     return hit[1]
 
 
-def _broadcast(step: Step, arrays: list[np.ndarray]) -> tuple:
+def step_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
     try:
         return np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
@@ -263,18 +218,18 @@ def _broadcast(step: Step, arrays: list[np.ndarray]) -> tuple:
 
 def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
     """Bind and launch one step; returns the array written (`out` or a new one)."""
-    shape = _broadcast(step, arrays) if arrays else ()
+    shape = step_shape(step, arrays) if arrays else ()
     spec = _specialize(step.spec, arrays)
     if step.axes is None:
         if out is None:
-            out = _empty_out(shape, step.dtype)
+            out = empty_out(shape, step.dtype)
             target = out
         else:
             target = out
             _check_result_shape(shape, out)  # inputs broadcast to out, never the reverse
             shape = out.shape
         if target.size:
-            _launch(spec, shape, target, _over(shape, target.shape, target.strides), arrays,
+            launch(spec, shape, target, broadcast_strides(shape, target.shape, target.strides), arrays,
                     None, step.consts)
         return out
     axes = step.axes
@@ -288,11 +243,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         return out
     if out.size == 0:
         return out
-    if _backend() is None:  # the reference executor folds into an initialised output
-        from lazyk import ops
-
-        out[...] = ops.get(step.spec.reduce).identity(step.dtype)
-    _launch(spec, shape, out, _out_strides(out, shape, axes, step.keepdims), arrays, axes,
+    launch(spec, shape, out, out_strides(out, shape, axes, step.keepdims), arrays, axes,
             step.consts)
     if step.mean:
         count = int(np.prod([shape[d] for d in axes]))
@@ -302,7 +253,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
 
 # --- programs and outputs ---------------------------------------------------------------------
 
-def _as_out(out: Any) -> np.ndarray:
+def as_out(out: Any) -> np.ndarray:
     if isinstance(out, np.ndarray):
         return out
     to_numpy = getattr(out, "to_numpy", None)
@@ -311,7 +262,7 @@ def _as_out(out: Any) -> np.ndarray:
     return to_numpy()
 
 
-def _needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:
+def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:
     """Overlap other than exact aliasing (same start, strides, shape) needs a temporary."""
     for a in inputs:
         if not np.may_share_memory(out, a):
@@ -342,7 +293,7 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
         if k == last and out is not None:
             direct = (out.dtype == step.dtype and out.flags.aligned
                       and out.dtype.isnative
-                      and not _needs_temporary(out, arrays, step.axes is not None)
+                      and not needs_temporary(out, arrays, step.axes is not None)
                       and (step.axes is None or out.shape == _reduced_shape(step, arrays)))
             target = out if direct else None
         temps.append(run_step(step, arrays, target))
@@ -361,8 +312,6 @@ def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
 
 
 def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
-    from lazyk.expr import check_dtype
-
     check_dtype(out.dtype, "output")  # long double, object, str, ... : never written wrong
     if not out.flags.writeable:
         raise ValueError("output array is read-only")
@@ -381,7 +330,7 @@ def _check_result_shape(shape: tuple, out: np.ndarray) -> None:
                          f"{out.shape}")
 
 
-def _env_arrays(expr: Expr) -> dict:
+def env_arrays(expr: Expr) -> dict:
     data = {}
     for name, value in expr.env.items():
         v = leaf_data(value)
@@ -399,7 +348,7 @@ def _env_arrays(expr: Expr) -> dict:
 _int_power_leaves: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
 
 
-def _exponent_leaves(root: Node) -> tuple:
+def exponent_leaves(root: Node) -> tuple:
     """Names of the input leaves that are exponents of an integer `power` (cached per graph).
 
     Integer-to-integer casts (the loop's widening) are looked through; they keep the sign.
@@ -435,12 +384,35 @@ def check_int_powers(root: Node, data: dict) -> None:
     # NOTE: only exponents that are (integer-widened) input arrays are checked, and only
     # here in `evaluate`: an exponent computed by a sub-expression (`a ** (b - 5)`), ragged
     # or GPU data, and `lazyk.compile(...)` calls are not checked (garbage, not an error).
-    for name in _exponent_leaves(root):
+    for name in exponent_leaves(root):
         x = data.get(name)
         if isinstance(x, np.ndarray) and x.size and (x < 0).any():
-            from lazyk.expr import NEGATIVE_INT_POWER
-
             raise ValueError(NEGATIVE_INT_POWER)
+
+
+# Evaluation paths that later modules of this stage install when imported (a module imports
+# only earlier ones; `import lazyk` imports them all):
+#   "string": lazyk.stringeval.evaluate_string (a numexpr-style string),
+#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.ragged),
+#   "device": (data) -> a runner `(program, data, out)` when the leaves live on a GPU, else
+#             None (lazyk.device).
+_paths: dict[str, Callable] = {}
+PATHS = ("string", "ragged", "device")
+
+
+def install_path(name: str, fn: Callable) -> None:
+    """Make `fn` the evaluation path `name` (one of PATHS) that `evaluate` dispatches to."""
+    if name not in PATHS:
+        raise ValueError(f"unknown evaluation path {name!r}; expected one of {PATHS}")
+    _paths[name] = fn
+
+
+def _path(name: str) -> Callable:
+    fn = _paths.get(name)
+    if fn is None:
+        raise RuntimeError(f"lazyk's {name!r} evaluation path is not installed: import lazyk "
+                           "(its __init__ imports every module that installs one)")
+    return fn
 
 
 CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -461,7 +433,7 @@ def check_options(order: Any, casting: Any, local_dict: Any = None,
                             f"{type(d).__name__}")
 
 
-def _fortran_result(order: str, data: dict) -> bool:
+def fortran_result(order: str, data: dict) -> bool:
     """Whether a fresh result is Fortran-ordered: 'F', or 'A'/'K' over Fortran inputs."""
     if order == "F":
         return True
@@ -505,34 +477,23 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     """
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
-        from lazyk.exprparse import evaluate_string
-
-        return evaluate_string(expr, local_dict=local_dict, global_dict=global_dict, out=out,
+        return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
-    from lazyk.ragged import is_ragged
-
-    if any(is_ragged(leaf_data(v)) for v in e.env.values()):
-        from lazyk.device import common_device  # ragged data never goes to the GPU
-        from lazyk.ragged import evaluate as evaluate_ragged
-
-        common_device({n: leaf_data(v) for n, v in e.env.items()})
-
-        return evaluate_ragged(e, out)
-    data = _env_arrays(e)
+    done = _path("ragged")(e, out)  # var / option leaves
+    if done is not NotImplemented:
+        return done
+    data = env_arrays(e)
     check_int_powers(e.node, data)
-    from lazyk.device import on_gpu  # GPU leaves run there; mixed raise DeviceError
-
-    if on_gpu(data):
-        from lazyk.device import run_program as run_on_device
-
+    run_on_device = _path("device")(data)  # GPU leaves run there; mixed raise DeviceError
+    if run_on_device is not None:
         return run_on_device(plan(e.node), data, out)
     node, data = canonical(e.node, data)
     if out is None:
-        if order == "C" or len(e.shape) < 2 or not _fortran_result(order, data):
+        if order == "C" or len(e.shape) < 2 or not fortran_result(order, data):
             return run_program(plan(node), data)
         out = np.empty(e.shape, e.dtype, order="F")  # written in place below
-    target = _as_out(out)
+    target = as_out(out)
     _check_result_shape(e.shape, target)
     if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \
             and target.dtype.newbyteorder("=") != node.dtype and node.op != "reduce":
@@ -557,8 +518,6 @@ def canonical(root: Node, data: dict) -> tuple[Node, dict]:
             new = names.setdefault(node.arg, f"${len(names)}")
             return node.replace(arg=new)
         return node.replace(srcs=srcs) if srcs != node.srcs else node
-
-    from lazyk.graph import rewrite
 
     new_root = rewrite(root, rename)
     return new_root, {names[k]: v for k, v in data.items() if k in names}

@@ -1,0 +1,51 @@
+"""lazyk.runtime.evaluate dispatches strings, var / option data and GPU leaves to the paths
+that lazyk.stringeval, lazyk.ragged and lazyk.device install when imported."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk import ragged, runtime, stringeval
+from lazyk.expr import as_expr
+
+
+def test_every_path_is_installed_by_import_lazyk():
+    assert set(runtime._paths) == set(runtime.PATHS)
+    assert runtime._paths["string"] is stringeval.evaluate_string
+    assert runtime._paths["ragged"] is ragged.evaluate_if_ragged
+
+
+def test_unknown_path_name_is_refused():
+    with pytest.raises(ValueError, match="unknown evaluation path"):
+        runtime.install_path("tpu", lambda *a: None)
+
+
+def test_missing_path_raises_a_clear_error(monkeypatch):
+    monkeypatch.setattr(runtime, "_paths", {})
+    with pytest.raises(RuntimeError, match="'string' evaluation path is not installed"):
+        runtime.evaluate("a + 1", local_dict={"a": np.ones(3)})
+
+
+def test_ragged_path_declines_plain_arrays():
+    assert ragged.evaluate_if_ragged(as_expr(np.arange(3.0))) is NotImplemented
+    x = lazyk.array([[1.0, 2.0], [3.0]], type="2 * var * float64")
+    got = runtime.evaluate(lazyk.sum(x, axis=1))
+    np.testing.assert_array_equal(got.to_numpy(), [3.0, 3.0])
+
+
+def test_compiled_on_dask_without_lazyk_dask_says_what_to_import():
+    pytest.importorskip("dask.array")
+    code = ("import numpy as np, dask.array as da, lazyk\n"
+            "k = lazyk.compile(2 * lazyk.placeholder('a', 'N * float64'))\n"
+            "try:\n"
+            "    k(da.ones(4, chunks=2))\n"
+            "except lazyk.NotSupportedError as err:\n"
+            "    print('refused:', err)\n"
+            "import lazyk.dask\n"
+            "print(k(da.ones(4, chunks=2)).compute().tolist())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "refused:" in p.stdout and "import lazyk.dask" in p.stdout
+    assert "[2.0, 2.0, 2.0, 2.0]" in p.stdout
