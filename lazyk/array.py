@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk import arrmeta as M
-from lazyk import memory
+from lazyk import hooks, memory
 from lazyk import types as T
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 from lazyk.infer import ZERO, infer_type, pack, template, with_dtype
@@ -174,14 +174,12 @@ class Array(Operators):
     # ------------------------------------------------------------ conversion
     def to(self, device: Any):
         """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self."""
-        from lazyk.device import parse_device, to_device
-
-        if parse_device(device) == "cpu":
+        if device is None or str(device).strip().lower() == "cpu":
             return self
         if not M.is_plain(self.type):
             raise NotSupportedError(f"{self.type}: var dimensions, missing values and strings "
                                     "are not supported on the GPU yet")
-        return to_device(self.to_numpy(), device)
+        return hooks.to_device(self.to_numpy(), device)
 
     def to_numpy(self) -> np.ndarray:
         """Zero-copy NumPy view (fixed dims only).
@@ -291,8 +289,7 @@ class Array(Operators):
             _assign_per_row(self, items, value)
             return
         if hasattr(value, "eval") and not isinstance(value, Array):
-            from lazyk.pipeline import evaluate  # noqa: PLC0415  (a later stage)
-            evaluate(value, out=dst)
+            hooks.evaluate(value, out=dst)
             return
         src = value if isinstance(value, Array) else _source(value, dst.type)
         if dst._np is not None and src._np is not None:

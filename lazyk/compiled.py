@@ -16,7 +16,7 @@ import numpy as np
 from lazyk import abi
 from lazyk import kernel as _kernel
 from lazyk.errors import ShapeError
-from lazyk.expr import Expr, Placeholder, _is_dask_array, as_expr, leaf_data
+from lazyk.expr import Expr, Placeholder, as_expr, is_dask_array, leaf_data
 from lazyk.graph import Node, type_text
 from lazyk.kernel import data_pointer
 from lazyk.pipeline import (
@@ -116,10 +116,10 @@ class CompiledExpr:
         if token is None:
             import hashlib
 
-            from lazyk.graph import _arg_key
+            from lazyk.graph import arg_key
 
             nodes, leaves = self._state()
-            text = repr(([(op, dt, shape, srcs, _arg_key(arg))
+            text = repr(([(op, dt, shape, srcs, arg_key(arg))
                           for op, dt, shape, srcs, arg in nodes], leaves, self.signature))
             token = self._token = hashlib.sha256(text.encode()).hexdigest()
         return ("lazyk.CompiledExpr", token)
@@ -408,7 +408,7 @@ class CompiledExpr:
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
-        if any(_is_dask_array(x) for x in inputs):
+        if any(is_dask_array(x) for x in inputs):
             from lazyk.dask import call_compiled  # a lazy Dask array, one blockwise layer
 
             return call_compiled(self, inputs, out)
@@ -473,9 +473,9 @@ _restored_lock = threading.Lock()
 
 def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     """Unpickle: rebuild the graph and plan it, once per process for each expression."""
-    from lazyk.graph import _arg_key
+    from lazyk.graph import arg_key
 
-    key = repr(([(op, dt, shape, srcs, _arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
+    key = repr(([(op, dt, shape, srcs, arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
                 leaves))
     hit = _restored.get(key)
     if hit is not None:

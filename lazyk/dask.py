@@ -37,7 +37,7 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
 
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
-from lazyk.graph import REDUCE_OP, Node, _arg_key, rewrite, toposort, type_text
+from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
 __all__ = ["evaluate"]
 
@@ -353,7 +353,7 @@ def _graph_token(e: Expr) -> tuple:
     index = {id(n): k for k, n in enumerate(order)}
     nodes = []
     for n in order:
-        arg = names.setdefault(n.arg, f"${len(names)}") if n.op == "input" else _arg_key(n.arg)
+        arg = names.setdefault(n.arg, f"${len(names)}") if n.op == "input" else arg_key(n.arg)
         nodes.append((n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg))
     leaves = []
     for name in names:

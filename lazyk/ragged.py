@@ -32,6 +32,8 @@ import numpy as np
 
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.graph import REDUCE_OP, toposort
+from lazyk.leaves import RaggedLeaf, is_ragged  # noqa: F401  (lazyk.ragged.RaggedLeaf)
+from lazyk.leaves import describe_ragged as describe
 
 
 @dataclass
@@ -45,25 +47,6 @@ class Operand:
     mask: np.ndarray | None  # True = present; None when the operand has no options
     var: bool               # whether the last dim is var
     last: int | None        # the fixed size of the last dim (None for var or 0-d)
-
-
-def describe(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
-    t = array.type
-    dims = []
-    while type(t).__name__ in ("FixedDim", "VarDim"):
-        dims.append(t.size if type(t).__name__ == "FixedDim" else "var")
-        t = t.elem
-    option = type(t).__name__ == "Option"
-    if option:
-        t = t.elem
-    if type(t).__name__ != "Scalar" or "var" in dims[:-1]:
-        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
-                                "one trailing var dim over numeric T or ?T")
-    dt = t.to_numpy()
-    if dt.kind not in "biufc":
-        raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
-    return tuple(dims), dt.newbyteorder("="), option
 
 
 def _flatten(items, depth: int):
@@ -265,20 +248,6 @@ def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     return Structure(tuple(outer), result, var, last), row_of, lens
 
 
-def is_ragged(value) -> bool:
-    """Whether an env entry is a lazyk Array with var dims or options (this module's input)."""
-    return isinstance(value, RaggedLeaf)
-
-
-class RaggedLeaf:
-    """Env entry for a var / option lazyk Array leaf."""
-
-    __slots__ = ("array", "option")
-
-    def __init__(self, array, option: bool):
-        self.array, self.option = array, option
-
-
 def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
     rows, k = [], 0
     for n in lengths:
@@ -432,7 +401,7 @@ def _evaluate(expr):
 
 def _inline_reductions(root, expr):
     """Evaluate inner reductions (innermost first) and replace each by an input leaf."""
-    from lazyk.expr import Expr, _wrap_array, as_expr
+    from lazyk.expr import Expr, as_expr, wrap_array
     from lazyk.graph import rewrite
     from lazyk.pipeline import evaluate as evaluate_any
 
@@ -443,7 +412,7 @@ def _inline_reductions(root, expr):
         if node.op != REDUCE_OP:
             return node
         value = evaluate_any(Expr(node, env))
-        leaf = _wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+        leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
         env.update(leaf.env)
         return leaf.node
 
