@@ -202,6 +202,38 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
 
 
 # ---------------------------------------------------------------- packing
+def check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
+    """`lengths` as one list of row sizes per var dim (and whether it was nested).
+
+    ArrayConstructionError names the position of a size that is not a non-negative int.
+    """
+    if lengths is None:
+        return [], False
+    if isinstance(lengths, np.ndarray):
+        lengths = lengths.tolist()
+    if not isinstance(lengths, (list, tuple)):
+        raise ArrayConstructionError(f"lengths must be a list of row sizes (or one list per "
+                                     f"var dim), not {type(lengths).__name__}")
+    nested = bool(lengths) and isinstance(lengths[0], (list, tuple, np.ndarray))
+    levels = list(lengths) if nested else [lengths] if lengths else []
+    for k, level in enumerate(levels):
+        if isinstance(level, np.ndarray):
+            level = level.tolist()
+        if not isinstance(level, (list, tuple)):
+            raise ArrayConstructionError(f"lengths[{k}] = {level!r}: with one list per "
+                                         "var dim, every entry must be a list of row sizes")
+        for i, n in enumerate(level):
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
+                                             "non-negative integer")
+            if n < 0:
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
+                                             "non-negative")
+        levels[k] = [int(n) for n in level]
+    return levels, nested
+
+
 def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
     """Lay out Python data `obj` as type `t` in fresh memory; returns (block, arrmeta).
 
