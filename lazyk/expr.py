@@ -19,7 +19,7 @@ from lazyk.array import Array
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
-from lazyk.leaves import (  # noqa: F401  (lazyk.expr.Placeholder & co. are used by name)
+from lazyk.leaves import (
     DaskLeaf,
     OwnedView,
     Placeholder,
@@ -30,7 +30,7 @@ from lazyk.leaves import (  # noqa: F401  (lazyk.expr.Placeholder & co. are used
     leaf_data,
     parse_fixed_type,
 )
-from lazyk.numpy_rules import (  # noqa: F401  (lazyk.expr.cast & co. are used by name)
+from lazyk.numpy_rules import (
     broadcast_shapes,
     cast,
     comparison_key,

@@ -32,8 +32,8 @@ import numpy as np
 
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.graph import REDUCE_OP, toposort
-from lazyk.leaves import RaggedLeaf, is_ragged  # noqa: F401  (lazyk.ragged.RaggedLeaf)
 from lazyk.leaves import describe_ragged as describe
+from lazyk.leaves import is_ragged
 
 
 @dataclass
