@@ -22,13 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Stage order, earliest first; every lazyk module belongs to exactly one stage.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors", ("lazyk.errors",)),
+    ("errors", ("lazyk.errors", "lazyk.hooks")),
     ("types", ("lazyk.typebase", "lazyk.elemtypes", "lazyk.typebuild",
                "lazyk.typefast", "lazyk.typeparse", "lazyk.promote",
                "lazyk.unify", "lazyk.types", "lazyk.grammar")),
-    ("array", ("lazyk.memory", "lazyk.arrmeta", "lazyk.infer", "lazyk.array")),
-    ("front end", ("lazyk.lowering", "lazyk.ops", "lazyk.graph", "lazyk.operators",
-                   "lazyk.expr", "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
+    ("array", ("lazyk.memory", "lazyk.indexpath", "lazyk.arrmeta", "lazyk.infer",
+               "lazyk.operators", "lazyk.views", "lazyk.array")),
+    ("front end", ("lazyk.lowering", "lazyk.ops", "lazyk.graph", "lazyk.numpy_rules",
+                   "lazyk.leaves", "lazyk.expr", "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),

@@ -32,6 +32,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from lazyk import device as _device
+from lazyk import explain as _explain
+from lazyk import hooks as _hooks
 from lazyk import types, unify  # noqa: F401  (unify completes lazyk.types: promote, match, broadcast)
 from lazyk.array import Array, array, empty, full, zeros
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
@@ -138,6 +141,11 @@ from lazyk.runtime import evaluate
 from lazyk.spec import Instr, KernelSpec
 from lazyk.stringeval import re_evaluate
 from lazyk.typeparse import dshape
+
+# Earlier stages reach the runtime through lazyk.hooks (they cannot import it); every
+# `import lazyk.x` runs this file first, so the services are in place before any use.
+_hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
+               as_device_array=_device.as_device_array, to_device=_device.to_device)
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.

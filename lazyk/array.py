@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from lazyk import arrmeta as M
-from lazyk import memory
+from lazyk import hooks, memory
 from lazyk import types as T
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
-from lazyk.infer import ZERO, infer_type, pack, template, with_dtype
+from lazyk.infer import ZERO, check_lengths, infer_type, pack, template, with_dtype
 from lazyk.operators import Operators
+from lazyk.views import normalize_index, strided_view
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
 
@@ -174,14 +175,12 @@ class Array(Operators):
     # ------------------------------------------------------------ conversion
     def to(self, device: Any):
         """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self."""
-        from lazyk.device import parse_device, to_device
-
-        if parse_device(device) == "cpu":
+        if device is None or str(device).strip().lower() == "cpu":
             return self
         if not M.is_plain(self.type):
             raise NotSupportedError(f"{self.type}: var dimensions, missing values and strings "
                                     "are not supported on the GPU yet")
-        return to_device(self.to_numpy(), device)
+        return hooks.to_device(self.to_numpy(), device)
 
     def to_numpy(self) -> np.ndarray:
         """Zero-copy NumPy view (fixed dims only).
@@ -291,8 +290,7 @@ class Array(Operators):
             _assign_per_row(self, items, value)
             return
         if hasattr(value, "eval") and not isinstance(value, Array):
-            from lazyk.runtime import evaluate  # noqa: PLC0415  (a later stage)
-            evaluate(value, out=dst)
+            hooks.evaluate(value, out=dst)
             return
         src = value if isinstance(value, Array) else _source(value, dst.type)
         if dst._np is not None and src._np is not None:
@@ -349,160 +347,25 @@ def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- indexing
-_DIM_ITEMS = (int, np.integer, slice)
-
-
-def _normalize(t: T.Type, items: tuple) -> tuple[list, list[str]]:
-    """Dim items with `...` expanded, and the field names (applied after the dims)."""
-    names = [i for i in items if isinstance(i, str)]
-    dims = [i for i in items if not isinstance(i, str)]
-    for i in dims:
-        if not (i is None or i is Ellipsis or isinstance(i, _DIM_ITEMS)):
-            raise IndexError(f"lazyk arrays take ints, slices, ..., None and field names as "
-                             f"indices, not {builtins_type(i).__name__}")
-    if sum(i is Ellipsis for i in dims) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(isinstance(i, _DIM_ITEMS) for i in dims)
-    if used > t.ndim:
-        raise IndexError(f"too many indices: {used} for type '{t}' with {t.ndim} dimensions")
-    if Ellipsis in [i for i in dims if i is Ellipsis]:
-        k = next(n for n, i in enumerate(dims) if i is Ellipsis)
-        dims[k:k + 1] = [slice(None)] * (t.ndim - used)
-    elif names:
-        dims += [slice(None)] * (t.ndim - used)  # a field applies under all dims
-    return [int(i) if isinstance(i, np.integer) else i for i in dims], names
-
-
 def _view(a: Array, items: tuple) -> Array | None:
     """The view `a[items]` over the same memory, or None when no strided view exists."""
     t = a.type
-    dims, names = _normalize(t, items)
+    dims, names = normalize_index(t, items)
     if a._np is not None and (a._type is None or _np_type(a._np) == t):
         res = a._np[tuple(dims) + (Ellipsis,)]
         for n in names:
             if res.dtype.names is None or n not in res.dtype.names:
                 raise KeyError(f"type '{t}' has no field {n!r}")
             res = res[n]
-        out = Array._wrap(res, a._readonly)
-        return out
-    meta, at = a.meta, 0
+        return Array._wrap(res, a._readonly)
     buf, offs = _region(a)
-    cur_buf, cur = buf, int(offs[0])  # current element: byte offset `cur` into `cur_buf`
-    base = a.ptr - cur
-    owner = a._owner
-    wrap: list = []      # type constructors of kept dims, outermost first
-    out_meta: list = []  # their arrmeta
-    adjust = None        # out_meta index of the innermost kept var's offset; None: the pointer
-    single = True        # no kept dims so far: we address one element
-
-    kept_options: list[tuple[int, int | None]] = []  # (out_meta index, address target)
-
-    def shift(delta: int) -> None:
-        nonlocal cur
-        if adjust is None:
-            cur += delta
-        else:
-            out_meta[adjust] += delta
-        # A mask sits at a fixed distance from its element's *start*: when a view moves that
-        # start (field, int or slice inside the option), the distance shrinks by as much.
-        for k, target in kept_options:
-            if target == adjust:
-                out_meta[k] -= delta
-
-    for item in dims:
-        if item is None:
-            wrap.append(lambda e: T.FixedDim(1, e))
-            out_meta += [1, 0]
-            continue
-        while isinstance(t, T.Option):
-            if single:
-                if not cur_buf[cur + meta[at]]:
-                    raise IndexError(f"cannot index into a missing value (type '{t}')")
-            else:
-                wrap.append(T.Option)
-                kept_options.append((len(out_meta), adjust))
-                out_meta.append(meta[at])
-            t, at = t.elem, at + 1
-        if isinstance(t, T.FixedDim):
-            n, stride = meta[at], meta[at + 1]
-            if isinstance(item, int):
-                i = item + n if item < 0 else item
-                if not 0 <= i < n:
-                    raise IndexError(f"index {item} is out of bounds for a dim of size {n}")
-                shift(i * stride)
-            else:
-                start, _, step = item.indices(n)
-                m = len(range(*item.indices(n)))
-                shift(start * stride if m else 0)
-                wrap.append(lambda e, m=m: T.FixedDim(m, e))
-                out_meta += [m, stride * step]
-                single = False
-            t, at = t.elem, at + 2
-            continue
-        ref, stride, offset = meta[at:at + 3]
-        if single:
-            begins, sizes = M.read_pairs(cur_buf, np.array([cur], np.int64))
-            begin, size = int(begins[0]), int(sizes[0])
-            block = memory.lookup(ref)
-            if isinstance(item, int):
-                i = item + size if item < 0 else item
-                if not 0 <= i < size:
-                    raise IndexError(f"index {item} is out of bounds for a row of {size} "
-                                     "elements")
-                cur_buf, cur = block.buffer, begin + offset + i * stride - block.address
-                # The row's block holds everything the view reaches (its children via keep).
-                base, owner = block.address, block
-                t, at = t.elem, at + 3
-                continue
-            start, _, step = item.indices(size)
-            m = len(range(*item.indices(size)))
-            # A new {begin, size} element; the rows stay where they are.
-            head = memory.MemoryBlock(16 * (1 + M.n_shadows(t)), keep=[owner])
-            pair = np.array([(begin + (start * stride if m else 0), m)], M.POINTER_SIZE_DTYPE)
-            head.buffer[:16] = pair.view(np.uint8)
-            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
-            wrap.append(T.VarDim)
-            out_meta += [ref, stride * step, offset]
-        elif isinstance(item, slice) and item == slice(None):
-            wrap.append(T.VarDim)
-            out_meta += [ref, stride, offset]
-        elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
-            # Only fixed dims kept above: re-point every row in a new {begin, size} block.
-            head = M.reslice_rows(cur_buf, cur, out_meta, item, stride, owner,
-                                  M.n_shadows(t))
-            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
-            wrap.append(T.VarDim)
-            out_meta += [ref, stride * (item.step or 1), offset]
-        else:
-            return None
-        adjust = len(out_meta) - 1
-        single = False
-        t, at = t.elem, at + 3
-    for n in names:
-        optional = isinstance(t, T.Option)
-        if optional:  # a field of a maybe-missing record is maybe missing: `?{x: T}`.x is `?T`
-            wrap.append(T.Option)
-            kept_options.append((len(out_meta), adjust))
-            out_meta.append(meta[at])
-            t, at = t.elem, at + 1
-        if not isinstance(t, T.Record) or n not in t.names:
-            raise KeyError(f"type '{t}' has no field {n!r}")
-        k = t.names.index(n)
-        if optional and isinstance(t.fields[k][1], T.Option):
-            raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "
-                                    "two masks; read it with to_list()")
-        shift(meta[at + k])
-        at = M.field_meta_positions(t, at)[k]
-        t = t.fields[k][1]
-    out_meta += meta[at:at + M.meta_len(t)]
-    for w in reversed(wrap):
-        t = w(t)
-    return Array._from_parts(t, tuple(out_meta), base + cur, owner, a._readonly)
+    parts = strided_view(t, a.meta, buf, int(offs[0]), a.ptr, a._owner, dims, names)
+    return None if parts is None else Array._from_parts(*parts, a._readonly)
 
 
 def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
     """`a[items] = value` where no view exists: one assignment per row of the first slice."""
-    dims, names = _normalize(a.type, items)
+    dims, names = normalize_index(a.type, items)
     p = next(k for k, i in enumerate(dims) if isinstance(i, slice))
     if any(i is None for i in dims):
         raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
@@ -526,7 +389,7 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
 
 def _copy_index(a: Array, items: tuple) -> Array:
     """`a[items]` as a new array, for indices that no strided view can express."""
-    dims, names = _normalize(a.type, items)
+    dims, names = normalize_index(a.type, items)
     t = M.index_type(a.type, dims)
     values = M.index_values(a.to_list(), a.type, dims, [])
     out = array(values, t)
@@ -671,7 +534,7 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     if t.is_symbolic:
         raise ArrayConstructionError(f"type '{t}' is symbolic: zeros / empty / full need a "
                                      "concrete type (fixed sizes; var dims with lengths=)")
-    levels, nested = _check_lengths(lengths)
+    levels, nested = check_lengths(lengths)
     if M.is_plain(t):
         if levels:
             raise ArrayConstructionError(f"type '{t}' has no var dims; leave out lengths "
@@ -700,38 +563,6 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
                 f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
                 f"{len(given)} lengths given)")
     return array(result, t)
-
-
-def _check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
-    """`lengths` as one list of row sizes per var dim (and whether it was nested).
-
-    ArrayConstructionError names the position of a size that is not a non-negative int.
-    """
-    if lengths is None:
-        return [], False
-    if isinstance(lengths, np.ndarray):
-        lengths = lengths.tolist()
-    if not isinstance(lengths, (list, tuple)):
-        raise ArrayConstructionError(f"lengths must be a list of row sizes (or one list per "
-                                     f"var dim), not {builtins_type(lengths).__name__}")
-    nested = bool(lengths) and isinstance(lengths[0], (list, tuple, np.ndarray))
-    levels = list(lengths) if nested else [lengths] if lengths else []
-    for k, level in enumerate(levels):
-        if isinstance(level, np.ndarray):
-            level = level.tolist()
-        if not isinstance(level, (list, tuple)):
-            raise ArrayConstructionError(f"lengths[{k}] = {level!r}: with one list per "
-                                         "var dim, every entry must be a list of row sizes")
-        for i, n in enumerate(level):
-            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
-            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
-                                             "non-negative integer")
-            if n < 0:
-                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
-                                             "non-negative")
-        levels[k] = [int(n) for n in level]
-    return levels, nested
 
 
 def zeros(type: Any, lengths: list | None = None) -> Array:

@@ -10,7 +10,9 @@ from functools import lru_cache
 import numpy as np
 
 from lazyk import types as T
-from lazyk.errors import NotSupportedError
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.indexpath import Subset, Where
+from lazyk.memory import MemoryBlock, lookup
 
 # One var-dim or string element in the data: {char *begin; int64 size}.
 POINTER_SIZE_DTYPE = np.dtype([("begin", np.uint64), ("size", np.int64)])
@@ -292,8 +294,6 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
 
     `meta[at:]` is t's arrmeta; var rows and strings are found through their blockref.
     """
-    from lazyk.memory import lookup
-
     n = len(offs)
     if isinstance(t, T.FixedDim):
         size, stride = meta[at], meta[at + 1]
@@ -357,8 +357,6 @@ def _string_blocks(block) -> list:
 def _assign_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray,
                     values: list) -> None:
     """Point the string elements at `offs` to a new block holding `values`."""
-    from lazyk.memory import MemoryBlock, lookup
-
     data = [v.encode("utf-8") for v in values] if t.name == "string" else list(values)
     lens = np.array(list(map(len, data)), np.int64)
     chars = MemoryBlock(int(lens.sum()))
@@ -399,8 +397,6 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, stride: int
 
     `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
     """
-    from lazyk.memory import MemoryBlock
-
     offs = np.array([cur], np.int64)
     for k in range(0, len(kept), 2):
         offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
@@ -460,8 +456,6 @@ def index_values(v: object, t: T.Type, dims: list, path: list) -> object:
 # ---------------------------------------------------------------- assignment with broadcasting
 def _sizes(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
     """(sizes per item, child offsets function) of the dim `t` at `offs`."""
-    from lazyk.memory import lookup
-
     if isinstance(t, T.FixedDim):
         size, stride = meta[at], meta[at + 1]
         return np.full(len(offs), size, np.int64), offs, stride, buf, at + 2
@@ -490,9 +484,6 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
     Raises:
         ShapeError: a source row that is neither the destination's length nor 1 (named).
     """
-    from lazyk.errors import ShapeError
-    from lazyk.infer import Where
-
     where = where if where is not None else Where()
     if isinstance(st, T.Option):
         mask = gather(sbuf, soffs + smeta[sat], 1).reshape(-1).astype(bool)
@@ -555,6 +546,5 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
     return None
 
 
-def _subset(where, mask: np.ndarray):
-    from lazyk.infer import _Subset
-    return _Subset(where, np.flatnonzero(mask))
+def _subset(where, mask: np.ndarray) -> Subset:
+    return Subset(where, np.flatnonzero(mask))

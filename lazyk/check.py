@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazyk import ops
 from lazyk.graph import LEAF_OPS, REDUCE_OP, Node, dump, toposort
 
 
@@ -34,8 +35,6 @@ def _broadcast(shapes: list[tuple]) -> tuple | None:
 
 def check_node(node: Node) -> str | None:
     """Why `node` is invalid, or None. Operands must already have their loop dtypes."""
-    from lazyk import ops
-
     if node.op in LEAF_OPS:
         if node.srcs:
             return "leaf with sources"

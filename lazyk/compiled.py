@@ -29,6 +29,7 @@ from lazyk.errors import (
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.kernel import data_pointer, run_layout
+from lazyk.leaves import is_dask_array
 from lazyk.ragged import is_ragged
 from lazyk.runtime import (
     CASTINGS,
@@ -403,7 +404,7 @@ class CompiledExpr:
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
-        if any(_is_dask_array(x) for x in inputs):  # a lazy Dask array, one blockwise layer
+        if any(is_dask_array(x) for x in inputs):  # a lazy Dask array, one blockwise layer
             if _dask_call is None:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
@@ -450,12 +451,6 @@ def install_dask(call: Any) -> None:
     """Run calls with Dask array inputs through `call(compiled, inputs, out)` (lazyk.dask)."""
     global _dask_call
     _dask_call = call
-
-
-def _is_dask_array(x: Any) -> bool:
-    """A `dask.array.Array`, recognised without importing Dask."""
-    cls = type(x)
-    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
 
 
 def _as_input(x: Any) -> np.ndarray:

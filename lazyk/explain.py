@@ -1,12 +1,19 @@
 """`expr.explain()`: graph before/after each pass, kernel specs, layouts, kernel data, IR, asm."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
+from lazyk import kernel, ragged, runtime
+from lazyk.codegen.nvvm import explain_expr as explain_cuda
+from lazyk.errors import DeviceError
+from lazyk.expr import Placeholder, as_expr, leaf_data, placeholder
+from lazyk.exprparse import build
 from lazyk.graph import check_size, type_text
-from lazyk.spec import format_spec
+from lazyk.passes.fuse import fuse_elementwise
+from lazyk.spec import format_spec, param_values
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
 
@@ -37,8 +44,6 @@ def format_kernel_data(layout) -> str:
 
 
 def _sample_data(expr) -> dict:
-    from lazyk.expr import Placeholder, leaf_data
-
     data = {}
     for name, value in expr.env.items():
         v = leaf_data(value)
@@ -61,13 +66,7 @@ class Explanation(str):
 
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
-    from lazyk import runtime
-    from lazyk.expr import as_expr
-    from lazyk.passes.fuse import fuse_elementwise
-
     e = as_expr(expr)
-    from lazyk import ragged
-
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
     check_size(e.node)
@@ -92,8 +91,6 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
                    + (f"; reduces axes {list(step.axes)}" if step.axes is not None else ""))
         out.append(format_spec(step.spec))
         if step.spec.params:
-            from lazyk.spec import param_values
-
             vals = param_values(step.spec.params, step.consts)
             out.append("params (kernel data after the strides, 16 bytes each): " + ", ".join(
                 f"p{j} = {v.item()!r}" for j, v in enumerate(vals)))
@@ -104,9 +101,16 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     return "\n".join(out)
 
 
+def explanation(expr: Any, target: str = "cpu") -> Explanation:
+    """`expr.explain(target=...)` (installed as `lazyk.hooks.explain`): 'cpu' shows passes,
+    kernel specs, layouts, LLVM IR and assembly; 'cuda' each kernel's NVVM IR and PTX."""
+    if target == "cuda":
+        return Explanation(explain_cuda(expr))
+    return Explanation(explain(expr))
+
+
 def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
     try:
-        from lazyk import kernel
         compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
     except (ImportError, AttributeError) as err:
         return [f"== (no kernel backend: {err})"]
@@ -124,27 +128,14 @@ def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
 
 
 def build_from_text(text: str, types: dict[str, str]):
-    """An Expr from expression text over typed placeholders (the string front end if present)."""
-    import lazyk
-    from lazyk.expr import placeholder
-
+    """An Expr from expression text over typed placeholders (numexpr's grammar: errors point
+    at the text)."""
     names = {n: placeholder(n, t) for n, t in types.items()}
-    try:
-        from lazyk.exprparse import build
-    except ImportError:
-        build = None
-    if build is not None:  # the numexpr-compatible grammar (errors point at the text)
-        return build(text, local_dict=names)
-    # NOTE: fallback for a developer tool: Python syntax, no builtins, lazyk names only.
-    scope = {k: getattr(lazyk, k) for k in dir(lazyk) if not k.startswith("_")}
-    scope.update(names)
-    return eval(compile(text, "<explain>", "eval"), {"__builtins__": {}}, scope)  # noqa: S307
+    return build(text, local_dict=names)
 
 
 def command(args: Any) -> int:
     """`lazyk explain "EXPR" --type a='N * float64'`: print explain() of the expression."""
-    import sys
-
     types = {}
     for item in args.type:
         name, sep, t = item.partition("=")
@@ -155,8 +146,6 @@ def command(args: Any) -> int:
     try:
         e = build_from_text(args.expr, types)
         if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
-            from lazyk.errors import DeviceError
-
             try:
                 print(e.explain(target="cuda"))
             except DeviceError as err:

@@ -1,29 +1,46 @@
 """User-facing lazy expressions: `Expr`, leaves, placeholders and NumPy-named builders.
 
 Every builder types its node at once with NumPy's own ufunc resolution (NEP 50 weak
-Python scalars included) and inserts `astype` nodes so each op sees exactly its loop
-dtypes; the kernels then never guess about promotion. Forcing lives in
-`lazyk.runtime` (eval, evaluate, compile).
+Python scalars included, `lazyk.numpy_rules`) and inserts `astype` nodes so each op sees
+exactly its loop dtypes; the kernels then never guess about promotion. Computing
+(`eval`, `to_numpy`, `compile`, `explain`) goes to the runtime through `lazyk.hooks`.
 """
 from __future__ import annotations
 
 import builtins
-import functools
 import itertools
+import sys
 from typing import Any
 
 import numpy as np
 
-from lazyk import ops
-from lazyk.errors import (
-    CastingError,
-    DTypeError,
-    NotSupportedError,
-    ShapeError,
-    UnsupportedOperandError,
+from lazyk import hooks, operators, ops
+from lazyk.array import Array
+from lazyk.array import array as lazyk_array
+from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
+from lazyk.graph import REDUCE_OP, Node, dump
+from lazyk.leaves import (
+    DaskLeaf,
+    OwnedView,
+    Placeholder,
+    RaggedLeaf,
+    check_dtype,
+    describe_ragged,
+    is_dask_array,
+    leaf_data,
+    parse_fixed_type,
 )
-from lazyk.graph import REDUCE_OP, Node, dump, type_text
+from lazyk.numpy_rules import (
+    broadcast_shapes,
+    cast,
+    comparison_key,
+    describe_node,
+    normalize_axes,
+    reduce_dtype,
+    resolve,
+)
 from lazyk.operators import Operators
+from lazyk.typeparse import dshape
 
 # Names are rows of lazyk.ops.OPS (NumPy's names; `conj` is NumPy's `conjugate`).
 UNARY = ("negative", "absolute", "invert", "logical_not", "sqrt", "exp", "expm1", "log",
@@ -42,18 +59,6 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
-
-
-class Placeholder:
-    """Marker for a named parameter of a given type: `placeholder('a', 'N * float64')`."""
-
-    __slots__ = ("name", "shape", "dtype")
-
-    def __init__(self, name: str, shape: tuple, dtype: np.dtype):
-        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
-
-    def __repr__(self) -> str:
-        return f"{self.name}: {type_text(self.shape, self.dtype)}"
 
 
 class Expr(Operators):
@@ -91,10 +96,6 @@ class Expr(Operators):
         if has_options(self) and not _skips_missing(self.node):
             head, _, tail = text.rpartition(" * ")
             text = f"{head} * ?{tail}" if head else f"?{tail}"
-        try:
-            from lazyk.types import dshape
-        except ImportError:  # types stage not present: the text is the type
-            return text
         return dshape(text)
 
     def __repr__(self) -> str:
@@ -111,16 +112,10 @@ class Expr(Operators):
 
         `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead.
         """
-        from lazyk.runtime import evaluate
-
-        out = evaluate(self)
+        out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
             return out  # e.g. a device array
-        try:
-            from lazyk.array import array
-        except ImportError:  # arrays stage absent: NumPy is the array type
-            return out
-        return array(out)
+        return lazyk_array(out)
 
     def to_numpy(self) -> np.ndarray:
         """Compute into a new NumPy ndarray (GPU results are copied to the host).
@@ -129,12 +124,10 @@ class Expr(Operators):
         converts too. Raises NotSupportedError for a result with var dims or missing values
         (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
         """
-        from lazyk.runtime import evaluate
-
-        out = evaluate(self)
+        out = hooks.evaluate(self)
         if isinstance(out, np.ndarray):
             return out
-        if _is_lazyk_array(out):
+        if isinstance(out, Array):
             try:
                 return out.to_numpy()
             except NotSupportedError:
@@ -168,21 +161,11 @@ class Expr(Operators):
 
         `target='cuda'` shows each kernel's NVVM IR and PTX instead.
         """
-        from lazyk.explain import Explanation
-
-        if target == "cuda":
-            from lazyk.codegen.nvvm import explain_expr
-
-            return Explanation(explain_expr(self))
-        from lazyk.explain import explain
-
-        return Explanation(explain(self))
+        return hooks.explain(self, target=target)
 
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
-        from lazyk.compiled import compile
-
-        return compile(self)
+        return hooks.compile(self)
 
 
 # --- leaves ---------------------------------------------------------------------------------
@@ -191,29 +174,7 @@ def is_operand(x: Any) -> bool:
     """Whether `x` can take part in an expression (for NotImplemented in operators)."""
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
-    return _is_lazyk_array(x) or hasattr(x, "__cuda_array_interface__") or _is_dask_array(x)
-
-
-def _is_dask_array(x: Any) -> bool:
-    """A `dask.array.Array`, recognised without importing Dask."""
-    cls = type(x)
-    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
-
-
-class DaskLeaf(Placeholder):
-    """A Dask array in an expression: typed like a placeholder, run by `lazyk.dask.evaluate`."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, name: str, array: Any):
-        shape = tuple(array.shape)
-        if builtins.any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
-            raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
-                                    "a lazyk expression; call .compute_chunk_sizes() first")
-        dtype = np.dtype(array.dtype)
-        check_dtype(dtype, "Dask array")  # long double & co. would be garbage in a kernel
-        super().__init__(name, shape, dtype.newbyteorder("="))
-        self.array = array
+    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or is_dask_array(x)
 
 
 def _wrap_dask(x: Any) -> Expr:
@@ -222,42 +183,18 @@ def _wrap_dask(x: Any) -> Expr:
     return Expr(Node("input", leaf.dtype, leaf.shape, (), name), {name: leaf})
 
 
-def _is_lazyk_array(x: Any) -> bool:
-    cls = type(x)
-    return cls.__name__ == "Array" and cls.__module__.startswith("lazyk")
-
-
-def check_dtype(dtype: np.dtype, what: str = "operand") -> None:
-    """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
-    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order)."""
-    if dtype.newbyteorder("=") not in ops.NUMERIC or dtype.fields is not None \
-            or dtype.subdtype is not None:
-        raise UnsupportedOperandError(
-            f"unsupported {what} dtype {dtype} ({_dtype_name(dtype)}); lazyk computes with "
-            "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64 and "
-            "complex128 only")
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    if dtype.kind in "fc" and dtype.itemsize > 8 * (2 if dtype.kind == "c" else 1):
-        return "long double" if dtype.kind == "f" else "complex long double"
-    return {"O": "Python objects", "M": "datetime64", "m": "timedelta64", "U": "str",
-            "S": "bytes", "V": "void / structured"}.get(dtype.kind, dtype.name)
-
-
-def _wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
+def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
+    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it."""
     check_dtype(arr.dtype)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
     node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
-    return Expr(node, {name: arr if owner is None else _Owned(arr, owner)})
+    return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
 
 
 def _wrap_ragged(arr: Any) -> Expr:
-    from lazyk.ragged import RaggedLeaf, describe
-
-    shape, dtype, option = describe(arr)
+    shape, dtype, option = describe_ragged(arr)
     name = f"_{next(_counter)}"
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
@@ -265,20 +202,6 @@ def _wrap_ragged(arr: Any) -> Expr:
 def has_options(e: Expr) -> bool:
     """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
     return builtins.any(getattr(v, "option", False) for v in e.env.values())
-
-
-class _Owned:
-    """A NumPy view plus the lazyk Array that owns its memory (kept alive together)."""
-
-    __slots__ = ("view", "owner")
-
-    def __init__(self, view: np.ndarray, owner: Any):
-        self.view, self.owner = view, owner
-
-
-def leaf_data(value) -> np.ndarray | Placeholder:
-    """The NumPy view (or Placeholder) behind an env entry."""
-    return value.view if isinstance(value, _Owned) else value
 
 
 def as_expr(x: Any) -> Expr:
@@ -296,18 +219,16 @@ def as_expr(x: Any) -> Expr:
         default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
         return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
     if isinstance(x, np.ndarray):
-        return _wrap_array(x)
-    if _is_lazyk_array(x):
+        return wrap_array(x)
+    if isinstance(x, Array):
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
             return _wrap_ragged(x)
-        return _wrap_array(view, x)
+        return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
-        from lazyk.device import as_device_array
-
-        return _wrap_array(as_device_array(x))
-    if _is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
+        return wrap_array(hooks.as_device_array(x))
+    if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)
     cls = type(x)
     what = f"{cls.__module__}.{cls.__qualname__}"
@@ -341,35 +262,6 @@ def placeholder(name: str, type: Any) -> Expr:
     return Expr(node, {name: Placeholder(name, shape, dtype)})
 
 
-def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
-    """Split a type (text, np.dtype or lazyk type) into (dims, native dtype) via `dshape`.
-
-    Dims are ints (fixed) or names (symbolic). TypeParseError for malformed text;
-    NotSupportedError, naming the type, for var / ellipsis dims, options and
-    non-numeric element types.
-    """
-    from lazyk.typeparse import dshape
-    from lazyk.types import FixedDim, Scalar, SymbolicDim
-
-    t = dshape(type)
-    dims: list = []
-    node = t
-    while isinstance(node, (FixedDim, SymbolicDim)):
-        dims.append(node.size if isinstance(node, FixedDim) else node.name)
-        node = node.elem
-    if not isinstance(node, Scalar) or node.kind not in "biufc":
-        from lazyk.types import EllipsisDim, Option, VarDim
-
-        what = "var dimensions" if isinstance(node, VarDim) else \
-            "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
-            "option types (?T)" if isinstance(node, Option) else f"element type {node}"
-        raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
-                                "yet (fixed and symbolic dims over a bool / integer / "
-                                "float / complex element type only)")
-    dtype = node.to_numpy()
-    return tuple(dims), dtype.newbyteorder("=")
-
-
 def _merge_env(exprs) -> dict:
     env: dict = {}
     for e in exprs:
@@ -382,87 +274,6 @@ def _merge_env(exprs) -> dict:
                     raise TypeError(f"two different inputs are named {k!r}")
             env[k] = v
     return env
-
-
-# --- shapes -------------------------------------------------------------------------------
-
-def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
-    """NumPy broadcasting over ints and symbolic names; ShapeError names operands and sizes."""
-    ndim = builtins.max((len(s) for s in shapes), default=0)
-    out = []
-    for ax in range(ndim):
-        dims = [(k, s[len(s) - ndim + ax]) for k, s in enumerate(shapes)
-                if len(s) - ndim + ax >= 0]
-        sizes = {d for _, d in dims if d != 1}
-        if len(sizes) > 1:
-            ints = {d for d in sizes if isinstance(d, int)}
-            if len(ints) > 1 or len(sizes - ints) > 1:
-                detail = ", ".join(f"operand {k} has {d}" for k, d in dims)
-                raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} "
-                                 f"do not broadcast at axis {ax - ndim} ({detail})")
-            sizes = ints  # a symbol next to a concrete size must equal it (checked at bind)
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
-# --- typing ---------------------------------------------------------------------------------
-
-def _weak_type(node: Node):
-    return type(node.arg) if node.weak else node.dtype
-
-
-def _describe(node: Node) -> str:
-    return f"Python {type(node.arg).__name__}" if node.weak else node.type_text()
-
-
-def resolve(name: str, srcs: tuple[Node, ...]) -> tuple[tuple[np.dtype, ...], np.dtype]:
-    """Loop input dtypes and result dtype of ufunc `name`, NumPy-exact; DTypeError if none."""
-    key = tuple(_weak_type(s) for s in srcs)
-    if builtins.all(s.weak for s in srcs):
-        key = tuple(s.dtype for s in srcs)  # nothing to yield to: Python defaults
-    row = ops.get(name)
-    try:
-        sig = row.resolve(*key)
-    except DTypeError:
-        types = " and ".join(_describe(s) for s in srcs)
-        raise DTypeError(f"{name}: unsupported operand type(s) {types}") from None
-    if not row.supported(sig):
-        types = " and ".join(_describe(s) for s in srcs)
-        raise NotSupportedError(f"{name} on {types} (complex lowering not implemented)")
-    return tuple(sig[:len(srcs)]), sig[len(srcs)]
-
-
-def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
-    """`node` converted to `dtype` (weak scalars become typed constants; NEP 50 range check).
-
-    `wrap=True` converts an out-of-range weak scalar C-style, as `np.where` does.
-    """
-    dtype = np.dtype(dtype)
-    if node.weak or node.op == "const":
-        try:
-            value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
-                np.asarray(node.arg, dtype=node.dtype).astype(dtype)
-        except OverflowError as err:
-            raise OverflowError(f"{err}") from None
-        return Node("const", dtype, (), (), value.item())
-    if node.dtype == dtype:
-        return node
-    return Node("astype", dtype, node.shape, (node,))
-
-
-def _comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
-    """NumPy compares an integer array with an out-of-range Python int exactly; widen to do so."""
-    ints = [s for s in srcs if not s.weak and s.dtype.kind in "iu"]
-    for s in srcs:
-        if s.weak and isinstance(s.arg, int) and ints:
-            info = np.iinfo(ints[0].dtype)
-            if not info.min <= s.arg <= info.max:
-                wide = np.int64 if ints[0].dtype != np.uint64 and -2**63 <= s.arg < 2**63 \
-                    else np.float64
-                return tuple(cast(t, wide) if not t.weak else
-                             Node("const", np.dtype(wide), (), (), wide(t.arg).item())
-                             for t in srcs)
-    return srcs
 
 
 # Python operator spellings, so errors say `==` where the user wrote `==`.
@@ -527,7 +338,7 @@ def apply(name: str, *args: Any) -> Expr:
     exprs = operands(name, args)
     srcs = tuple(e.node for e in exprs)
     if name in COMPARISONS:
-        srcs = _comparison_key(name, srcs)
+        srcs = comparison_key(name, srcs)
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu":
         _check_int_exponent(srcs[1])
@@ -568,7 +379,7 @@ def positive(x: Any) -> Expr:
     """Lazy `+x` (the value itself; bool raises as in NumPy)."""
     e = as_expr(x)
     if e.dtype.kind not in "iufc":
-        raise DTypeError(f"positive: unsupported operand type {_describe(e.node)}")
+        raise DTypeError(f"positive: unsupported operand type {describe_node(e.node)}")
     return e
 
 
@@ -612,9 +423,10 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
     try:
         result = np.result_type(*kinds)
     except TypeError:
-        raise DTypeError(f"where: incompatible types {_describe(a)} and {_describe(b)}") from None
+        raise DTypeError(f"where: incompatible types {describe_node(a)} and "
+                         f"{describe_node(b)}") from None
     if result.kind not in "biufc":
-        raise DTypeError(f"where: unsupported types {_describe(a)} and {_describe(b)}")
+        raise DTypeError(f"where: unsupported types {describe_node(a)} and {describe_node(b)}")
     shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
     srcs = (cast(c, np.dtype(bool)), cast(a, result, wrap=True), cast(b, result, wrap=True))
     return Expr(Node("where", result, shape, srcs), _merge_env(exprs))
@@ -653,34 +465,6 @@ def _skips_missing(node: Node) -> bool:
 
 
 # --- reductions -----------------------------------------------------------------------------
-
-def normalize_axes(axis: Any, ndim: int, op: str = "reduce") -> tuple[int, ...]:
-    """Axis (int, tuple, None, negative) to a sorted tuple of non-negative ints; AxisError."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = []
-    for a in axes:
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            # NumPy's rule: True is not axis 1, 1.0 is not axis 1
-            raise TypeError(f"{op}: axis must be an int, a tuple of ints or None, not "
-                            f"{type(a).__name__}")
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim, f"{op}")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op}: duplicate value in 'axis' {axis!r}")
-    return tuple(sorted(out))
-
-
-@functools.lru_cache(maxsize=256)
-def reduce_dtype(op: str, dtype: np.dtype) -> np.dtype:
-    """NumPy's result dtype for reduction `op` of `dtype` (sum of int8 is int64, ...)."""
-    sample = np.ones(1, dtype)
-    if op == "mean":
-        return np.mean(sample).dtype
-    return getattr(np, op)(sample).dtype
-
 
 def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
            dtype: Any = None) -> Expr:
@@ -740,10 +524,12 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     else:
         return NotImplemented
     if out is not None:
-        from lazyk.runtime import evaluate
-
         target = out[0] if isinstance(out, tuple) else out
         # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
-        return evaluate(result, out=target,
+        return hooks.evaluate(result, out=target,
                         casting="unsafe" if method == "reduce" else "same_kind")
     return result
+
+
+# Arrays and devices build expressions through this module (their operator mixin).
+operators.use_front_end(sys.modules[__name__])

@@ -11,6 +11,8 @@ import weakref
 
 import numpy as np
 
+from lazyk.errors import NotSupportedError
+
 # Ops that are not rows of lazyk.ops.OPS but graph structure.
 LEAF_OPS = ("input", "scalar", "const")
 REDUCE_OP = "reduce"
@@ -20,12 +22,12 @@ _lock = threading.Lock()
 os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # never held by a parent's thread
 
 
-def _arg_key(arg):
+def arg_key(arg):
     """Hash key for `arg` that keeps 1, True and 1.0 (and NaNs) apart."""
     if arg is None or type(arg) is str:
         return arg
     if isinstance(arg, tuple):
-        return tuple(_arg_key(a) for a in arg)
+        return tuple(arg_key(a) for a in arg)
     if isinstance(arg, (bool, int, float, complex, np.generic)):
         return (type(arg).__name__, repr(arg))
     if isinstance(arg, np.dtype):
@@ -33,7 +35,6 @@ def _arg_key(arg):
     return arg
 
 
-arg_key = _arg_key  # public: compiled expressions and Dask tokens key graphs the same way
 
 
 class Node:
@@ -55,7 +56,7 @@ class Node:
         if type(srcs) is not tuple:
             srcs = tuple(srcs)
         # dtype.str keeps byte order and merges equal aliases (int64 / longlong on Linux).
-        key = (op, dtype.str, shape, tuple(map(id, srcs)), _arg_key(arg))
+        key = (op, dtype.str, shape, tuple(map(id, srcs)), arg_key(arg))
         with _lock:
             node = _table.get(key)
             if node is None:
@@ -179,8 +180,6 @@ def check_size(root: Node) -> None:
     (checked before the passes and LLVM see it)."""
     n = kernel_ops(root)
     if n > MAX_KERNEL_OPS:
-        from lazyk.errors import NotSupportedError
-
         raise NotSupportedError(
             f"expression has {n:,} operations in one kernel; the limit is {MAX_KERNEL_OPS:,} "
             "(LLVM's compile time and stack use grow with the kernel): evaluate it in parts, "

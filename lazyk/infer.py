@@ -13,8 +13,16 @@ from typing import Any
 import numpy as np
 
 from lazyk import types as T
-from lazyk.arrmeta import POINTER_SIZE_DTYPE, fields_of, is_varlen, np_dtype, scatter
+from lazyk.arrmeta import (
+    POINTER_SIZE_DTYPE,
+    fields_of,
+    is_varlen,
+    n_shadows,
+    np_dtype,
+    scatter,
+)
 from lazyk.errors import ArrayConstructionError
+from lazyk.indexpath import Subset, Where
 from lazyk.memory import MemoryBlock
 
 SEQUENCES = (list, tuple, np.ndarray)
@@ -23,40 +31,6 @@ _PY_SCALARS = {bool: T.Scalar("bool"), int: T.Scalar("int64"), float: T.Scalar("
                complex: T.Scalar("complex128"), str: T.Scalar("string"),
                bytes: T.Scalar("bytes")}
 _INT64 = (-(2**63), 2**63 - 1)
-
-
-class Where:
-    """Maps a flat item number at the current nesting level back to its index path."""
-
-    __slots__ = ("levels",)
-
-    def __init__(self, levels: tuple = ()):
-        self.levels = levels
-
-    def rows(self, starts: np.ndarray) -> Where:
-        """One level deeper: item k of the new level lies in the row whose start is <= k."""
-        return Where(self.levels + (("rows", starts),))
-
-    def field(self, key: str | int) -> Where:
-        """Into a record field: same items, the path gains the field name."""
-        return Where(self.levels + (("field", key),))
-
-    def path(self, k: int) -> list:
-        """Index path (ints and field names) of item k."""
-        out: list = []
-        for kind, data in reversed(self.levels):
-            if kind == "field":
-                out.append(data)
-            else:
-                row = int(np.searchsorted(data, k, side="right")) - 1
-                out.append(k - int(data[row]))
-                k = row
-        return out[::-1]
-
-    def name(self, k: int) -> str:
-        """Readable location of item k: `[1, 'x', 2]`, or `(top level)`."""
-        p = self.path(k)
-        return "[" + ", ".join(map(repr, p)) + "]" if p else "(top level)"
 
 
 def _starts(lens: list[int]) -> np.ndarray:
@@ -97,7 +71,7 @@ def _infer(items: list, where: Where) -> T.Type:
         kinds.discard(_NONE)
         keep = np.flatnonzero(np.array(list(map(is_not, items, repeat(None))), dtype=bool))
         present = [items[i] for i in keep.tolist()]
-        where = _Subset(where, keep)
+        where = Subset(where, keep)
         items = present
     else:
         present = items
@@ -228,6 +202,38 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
 
 
 # ---------------------------------------------------------------- packing
+def check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
+    """`lengths` as one list of row sizes per var dim (and whether it was nested).
+
+    ArrayConstructionError names the position of a size that is not a non-negative int.
+    """
+    if lengths is None:
+        return [], False
+    if isinstance(lengths, np.ndarray):
+        lengths = lengths.tolist()
+    if not isinstance(lengths, (list, tuple)):
+        raise ArrayConstructionError(f"lengths must be a list of row sizes (or one list per "
+                                     f"var dim), not {type(lengths).__name__}")
+    nested = bool(lengths) and isinstance(lengths[0], (list, tuple, np.ndarray))
+    levels = list(lengths) if nested else [lengths] if lengths else []
+    for k, level in enumerate(levels):
+        if isinstance(level, np.ndarray):
+            level = level.tolist()
+        if not isinstance(level, (list, tuple)):
+            raise ArrayConstructionError(f"lengths[{k}] = {level!r}: with one list per "
+                                         "var dim, every entry must be a list of row sizes")
+        for i, n in enumerate(level):
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
+                                             "non-negative integer")
+            if n < 0:
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
+                                             "non-negative")
+        levels[k] = [int(n) for n in level]
+    return levels, nested
+
+
 def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
     """Lay out Python data `obj` as type `t` in fresh memory; returns (block, arrmeta).
 
@@ -236,14 +242,9 @@ def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
     Raises:
         ArrayConstructionError: naming the first item that does not fit `t` and its index path.
     """
-    block = MemoryBlock(t.itemsize * (1 + _shadows(t)), keep=[])
+    block = MemoryBlock(t.itemsize * (1 + n_shadows(t)), keep=[])
     meta = _pack(t, [obj], block, np.zeros(1, np.int64), t.itemsize, [0], Where())
     return block, tuple(meta)
-
-
-def _shadows(t: T.Type) -> int:
-    from lazyk.arrmeta import n_shadows
-    return n_shadows(t)
 
 
 def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,
@@ -259,7 +260,7 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
         keep = np.flatnonzero(present)
         sub = [items[i] for i in keep.tolist()]
         return [mask_offset] + _pack(t.elem, sub, block, offs[present], region, counter,
-                                     _Subset(where, keep))
+                                     Subset(where, keep))
     if isinstance(t, (T.FixedDim, T.VarDim)):
         bad = _bad_kinds(items, lambda k: issubclass(k, SEQUENCES))
         if bad:
@@ -280,7 +281,7 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
             coffs = (offs[:, None] + np.arange(t.size, dtype=np.int64) * esize).reshape(-1)
             return [t.size, esize] + _pack(t.elem, child, block, coffs, region, counter, sub)
         total = len(child)
-        rows = MemoryBlock(esize * total * (1 + _shadows(t.elem)), keep=[])
+        rows = MemoryBlock(esize * total * (1 + n_shadows(t.elem)), keep=[])
         block.keep.append(rows)
         pairs = np.empty(len(items), POINTER_SIZE_DTYPE)
         starts = _starts(lens)
@@ -295,47 +296,6 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
         return _pack_strings(t, items, block, offs, where)
     _pack_scalars(t, items, block, offs, where)
     return []
-
-
-class _Subset(Where):
-    """Where for the present items of an option level: item k is items[keep[k]] above."""
-
-    __slots__ = ("inner", "keep")
-
-    def __init__(self, inner: Where, keep: np.ndarray):
-        super().__init__()
-        self.inner, self.keep = inner, keep
-
-    def rows(self, starts: np.ndarray) -> Where:
-        return _Chain(self, starts)
-
-    def field(self, key: str | int) -> Where:
-        return _Chain(self, None, key)
-
-    def path(self, k: int) -> list:
-        return self.inner.path(int(self.keep[k]))
-
-
-class _Chain(Where):
-    """A level below a `_Subset`."""
-
-    __slots__ = ("parent", "starts", "key")
-
-    def __init__(self, parent: Where, starts: np.ndarray | None, key: Any = None):
-        super().__init__()
-        self.parent, self.starts, self.key = parent, starts, key
-
-    def rows(self, starts: np.ndarray) -> Where:
-        return _Chain(self, starts)
-
-    def field(self, key: str | int) -> Where:
-        return _Chain(self, None, key)
-
-    def path(self, k: int) -> list:
-        if self.starts is None:
-            return self.parent.path(k) + [self.key]
-        row = int(np.searchsorted(self.starts, k, side="right")) - 1
-        return self.parent.path(row) + [k - int(self.starts[row])]
 
 
 def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,

@@ -1,20 +1,38 @@
 """Mixin that gives lazy values Python operators, NumPy ufunc protocol and reduction methods.
 
-Every method only builds a lazy node through `lazyk.expr`; nothing is computed here.
-`lazyk.expr` is imported inside the methods because it imports the array stage, which
-inherits this mixin (an import at module level would be a cycle).
+Every method only builds a lazy node through the front end (`lazyk.expr`); nothing is
+computed here. Arrays inherit this mixin and come before the front end in the import
+order, so the front end registers itself with `use_front_end` when it is imported, and
+`out=` on a reduction computes through `lazyk.hooks.evaluate`.
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
+
+from lazyk import hooks
+
+_front_end: list[ModuleType] = []
+
+
+def use_front_end(module: ModuleType) -> None:
+    """Build expressions with `module` (`lazyk.expr` calls this once when imported)."""
+    _front_end[:] = [module]
+
+
+def front_end() -> ModuleType:
+    """The registered front end; RuntimeError if none is (`import lazyk` registers it)."""
+    if not _front_end:
+        raise RuntimeError("no lazyk front end is registered: `import lazyk` (lazyk.expr "
+                           "registers itself) before using operators on lazyk values")
+    return _front_end[0]
 
 
 def _binary(name: str, reflected: bool = False):
     """Make a binary dunder that calls `lazyk.expr.<name>`, or returns NotImplemented."""
 
     def method(self, other):
-        from lazyk import expr
-
+        expr = front_end()
         if not expr.is_operand(other):
             if isinstance(other, (str, bytes)):
                 # Never NotImplemented here: Python would answer `arr == "x"` with False.
@@ -32,8 +50,7 @@ def _unary(name: str):
     """Make a unary dunder that calls `lazyk.expr.<name>`."""
 
     def method(self):
-        from lazyk import expr
-
+        expr = front_end()
         return getattr(expr, name)(self)
 
     method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
@@ -45,8 +62,7 @@ def _reduction(name: str):
 
     def method(self, axis=None, dtype=None, out=None, keepdims: bool = False,
                skipna: bool = False, **kwargs):
-        from lazyk import expr
-
+        expr = front_end()
         # NOTE: np.sum(x) on a non-ndarray calls x.sum(axis=, out=, ...); accept NumPy's
         # spellings so `np.sum(lazy)` stays lazy (or writes into `out`).
         if kwargs.pop("initial", None) is not None or kwargs.pop("where", True) is not True:
@@ -56,10 +72,8 @@ def _reduction(name: str):
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
                                      dtype=dtype)
         if out is not None:
-            from lazyk.runtime import evaluate
-
             # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
-            return evaluate(result, out=out, casting="unsafe")
+            return hooks.evaluate(result, out=out, casting="unsafe")
         return result
 
     method.__name__ = name
@@ -125,32 +139,27 @@ class Operators:
 
     def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True):
         """Lazy conversion to `dtype` (a NumPy dtype, type string or lazyk type)."""
-        from lazyk import expr
-
+        expr = front_end()
         return expr.astype(self, dtype, casting=casting)
 
     @property
     def real(self):
         """Lazy real part."""
-        from lazyk import expr
-
+        expr = front_end()
         return expr.real(self)
 
     @property
     def imag(self):
         """Lazy imaginary part."""
-        from lazyk import expr
-
+        expr = front_end()
         return expr.imag(self)
 
     def conj(self):
         """Lazy complex conjugate."""
-        from lazyk import expr
-
+        expr = front_end()
         return expr.conj(self)
 
     def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
         """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph."""
-        from lazyk import expr
-
+        expr = front_end()
         return expr.apply_ufunc(ufunc, method, inputs, kwargs)

@@ -38,8 +38,10 @@ from lazyk.backend.cpu import JITModule
 from lazyk.codegen.segmented import generate_segmented, seg_params_offset
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
-from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
+from lazyk.leaves import describe_ragged as describe
+from lazyk.leaves import is_ragged
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.spec import check_params, format_spec
 
@@ -55,25 +57,6 @@ class Operand:
     mask: np.ndarray | None  # True = present; None when the operand has no options
     var: bool               # whether the last dim is var
     last: int | None        # the fixed size of the last dim (None for var or 0-d)
-
-
-def describe(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
-    t = array.type
-    dims = []
-    while type(t).__name__ in ("FixedDim", "VarDim"):
-        dims.append(t.size if type(t).__name__ == "FixedDim" else "var")
-        t = t.elem
-    option = type(t).__name__ == "Option"
-    if option:
-        t = t.elem
-    if type(t).__name__ != "Scalar" or "var" in dims[:-1]:
-        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
-                                "one trailing var dim over numeric T or ?T")
-    dt = t.to_numpy()
-    if dt.kind not in "biufc":
-        raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
-    return tuple(dims), dt.newbyteorder("="), option
 
 
 def _flatten(items, depth: int):
@@ -275,20 +258,6 @@ def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     return Structure(tuple(outer), result, var, last), row_of, lens
 
 
-def is_ragged(value) -> bool:
-    """Whether an env entry is a lazyk Array with var dims or options (this module's input)."""
-    return isinstance(value, RaggedLeaf)
-
-
-class RaggedLeaf:
-    """Env entry for a var / option lazyk Array leaf."""
-
-    __slots__ = ("array", "option")
-
-    def __init__(self, array, option: bool):
-        self.array, self.option = array, option
-
-
 def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
     rows, k = [], 0
     for n in lengths:
@@ -451,7 +420,8 @@ def _inline_reductions(root, expr):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != REDUCE_OP:
             return node
-        leaf = as_expr(runtime.evaluate(Expr(node, env)))
+        value = runtime.evaluate(Expr(node, env))
+        leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
         env.update(leaf.env)
         return leaf.node
 

@@ -1,0 +1,55 @@
+"""Services an early stage needs from a later one, without importing it.
+
+The import order of lazyk's modules runs one way (docs/import_graph.py): arrays and
+expressions come before the runtime that computes them. Yet `expr.eval()`,
+`array(..., device='cuda')` or `x.sum(out=buf)` must reach that runtime. They call the
+functions here instead, and `lazyk/__init__.py` (which every `import lazyk.x` runs first)
+installs the real services once with `install`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device")
+_services: dict[str, Callable] = {}
+
+
+def install(**services: Callable) -> None:
+    """Install the services named in NAMES (called once by `lazyk/__init__.py`)."""
+    unknown = set(services) - set(NAMES)
+    if unknown:
+        raise TypeError(f"lazyk.hooks has no service(s) {sorted(unknown)}; known: {NAMES}")
+    _services.update(services)
+
+
+def _service(name: str) -> Callable:
+    fn = _services.get(name)
+    if fn is None:
+        raise RuntimeError(f"lazyk.hooks.{name} is not installed: `import lazyk` installs it "
+                           "(a module of lazyk was loaded without the package)")
+    return fn
+
+
+def evaluate(expr: Any, out: Any = None, casting: str = "same_kind") -> Any:
+    """Compute `expr` (the runtime's `lazyk.evaluate`), into `out` when given."""
+    return _service("evaluate")(expr, out=out, casting=casting)
+
+
+def compile(expr: Any) -> Any:
+    """`lazyk.compile(expr)`: a callable compiled once for every input of the same types."""
+    return _service("compile")(expr)
+
+
+def explain(expr: Any, target: str = "cpu") -> str:
+    """The text of `expr.explain(target=...)` ('cpu': passes, specs, IR, asm; 'cuda': NVVM)."""
+    return _service("explain")(expr, target=target)
+
+
+def as_device_array(obj: Any) -> Any:
+    """A `lazyk.DeviceArray` view of a `__cuda_array_interface__` object."""
+    return _service("as_device_array")(obj)
+
+
+def to_device(obj: Any, device: Any) -> Any:
+    """A copy of a NumPy (or GPU) array on `device` ('cuda', 'cuda:N' or 'cpu')."""
+    return _service("to_device")(obj, device)

@@ -1,0 +1,141 @@
+"""The inputs of an expression: what `Expr.env` maps each input leaf's name to.
+
+A NumPy view (an `OwnedView` when a lazyk Array owns its memory), a `Placeholder` (a typed
+parameter), a `DaskLeaf` (a Dask array, run by `lazyk.dask`) or a `RaggedLeaf` (a lazyk
+Array with var dims or missing values, run by `lazyk.ragged`).
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from lazyk import ops
+from lazyk.errors import NotSupportedError, UnsupportedOperandError
+from lazyk.graph import type_text
+from lazyk.typeparse import dshape
+from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim
+
+
+class Placeholder:
+    """Marker for a named parameter of a given type: `placeholder('a', 'N * float64')`."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {type_text(self.shape, self.dtype)}"
+
+
+def is_dask_array(x: Any) -> bool:
+    """A `dask.array.Array`, recognised without importing Dask."""
+    cls = type(x)
+    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
+
+
+class DaskLeaf(Placeholder):
+    """A Dask array in an expression: typed like a placeholder, run by `lazyk.dask.evaluate`."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, name: str, array: Any):
+        shape = tuple(array.shape)
+        if builtins.any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
+            raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
+                                    "a lazyk expression; call .compute_chunk_sizes() first")
+        dtype = np.dtype(array.dtype)
+        check_dtype(dtype, "Dask array")  # long double & co. would be garbage in a kernel
+        super().__init__(name, shape, dtype.newbyteorder("="))
+        self.array = array
+
+
+def check_dtype(dtype: np.dtype, what: str = "operand") -> None:
+    """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
+    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order)."""
+    if dtype.newbyteorder("=") not in ops.NUMERIC or dtype.fields is not None \
+            or dtype.subdtype is not None:
+        raise UnsupportedOperandError(
+            f"unsupported {what} dtype {dtype} ({_dtype_name(dtype)}); lazyk computes with "
+            "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64 and "
+            "complex128 only")
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    if dtype.kind in "fc" and dtype.itemsize > 8 * (2 if dtype.kind == "c" else 1):
+        return "long double" if dtype.kind == "f" else "complex long double"
+    return {"O": "Python objects", "M": "datetime64", "m": "timedelta64", "U": "str",
+            "S": "bytes", "V": "void / structured"}.get(dtype.kind, dtype.name)
+
+
+class OwnedView:
+    """A NumPy view plus the lazyk Array that owns its memory (kept alive together)."""
+
+    __slots__ = ("view", "owner")
+
+    def __init__(self, view: np.ndarray, owner: Any):
+        self.view, self.owner = view, owner
+
+
+def leaf_data(value) -> np.ndarray | Placeholder:
+    """The NumPy view (or Placeholder) behind an env entry."""
+    return value.view if isinstance(value, OwnedView) else value
+
+
+class RaggedLeaf:
+    """Env entry for a var / option lazyk Array leaf."""
+
+    __slots__ = ("array", "option")
+
+    def __init__(self, array, option: bool):
+        self.array, self.option = array, option
+
+
+def is_ragged(value) -> bool:
+    """Whether an env entry is a lazyk Array with var dims or options (`lazyk.ragged` runs it)."""
+    return isinstance(value, RaggedLeaf)
+
+
+def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
+    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
+    t = array.type
+    dims = []
+    while isinstance(t, (FixedDim, VarDim)):
+        dims.append(t.size if isinstance(t, FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, Option)
+    if option:
+        t = t.elem
+    if not isinstance(t, Scalar) or "var" in dims[:-1]:
+        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
+                                "one trailing var dim over numeric T or ?T")
+    dt = t.to_numpy()
+    if dt.kind not in "biufc":
+        raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
+    return tuple(dims), dt.newbyteorder("="), option
+
+
+def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
+    """Split a type (text, np.dtype or lazyk type) into (dims, native dtype) via `dshape`.
+
+    Dims are ints (fixed) or names (symbolic). TypeParseError for malformed text;
+    NotSupportedError, naming the type, for var / ellipsis dims, options and
+    non-numeric element types.
+    """
+    t = dshape(type)
+    dims: list = []
+    node = t
+    while isinstance(node, (FixedDim, SymbolicDim)):
+        dims.append(node.size if isinstance(node, FixedDim) else node.name)
+        node = node.elem
+    if not isinstance(node, Scalar) or node.kind not in "biufc":
+        what = "var dimensions" if isinstance(node, VarDim) else \
+            "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
+            "option types (?T)" if isinstance(node, Option) else f"element type {node}"
+        raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
+                                "yet (fixed and symbolic dims over a bool / integer / "
+                                "float / complex element type only)")
+    dtype = node.to_numpy()
+    return tuple(dims), dtype.newbyteorder("=")
