@@ -28,7 +28,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
-    ("kernel", ("lazyk.abi", "lazyk.kernel")),
+    ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.cudakernel")),
     ("runtime", ("lazyk.pipeline", "lazyk.compiled", "lazyk.ragged", "lazyk.device")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.bench", "lazyk.dask")),
 )

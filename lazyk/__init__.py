@@ -36,7 +36,7 @@ from lazyk import types, unify  # noqa: F401  (unify completes lazyk.types: prom
 from lazyk.array import Array, array, empty, full, zeros
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.compiled import CompiledExpr, compile
-from lazyk.device import DeviceArray  # CUDA itself loads only when a GPU array is used
+from lazyk.device import DeviceArray, use_planner  # CUDA itself loads only when a GPU array is used
 from lazyk.errors import (
     ArrayConstructionError,
     BindError,
@@ -136,8 +136,13 @@ from lazyk.expr import (
 from lazyk.exprparse import re_evaluate
 from lazyk.kernel import Instr, KernelSpec
 from lazyk.kernel import public_stats as stats
-from lazyk.pipeline import evaluate
+from lazyk.pipeline import evaluate, plan
 from lazyk.typeparse import dshape
+
+# lazyk.device explains GPU kernels with the runtime's planner; the runtime imports
+# lazyk.device, so the planner is handed down here instead.
+use_planner(plan)
+del plan, use_planner
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.

@@ -171,9 +171,9 @@ class Expr(Operators):
         from lazyk.explain import Explanation
 
         if target == "cuda":
-            from lazyk.codegen.nvvm import explain_expr
+            from lazyk.device import explain_cuda
 
-            return Explanation(explain_expr(self))
+            return Explanation(explain_cuda(self))
         from lazyk.explain import explain
 
         return Explanation(explain(self))
