@@ -457,6 +457,16 @@ def test_expr_explain_target_cuda():
     assert "st.global.f32" in text
 
 
+def test_device_explain_cuda_is_the_explain_entry_point():
+    import lazyk.expr as lx
+    from lazyk.device import explain_cuda
+    e = lx.placeholder("x", "N * float64") * 2.0
+    text = explain_cuda(e)
+    assert text == e.explain(target="cuda")
+    assert text.count("=== CUDA kernel") == 1 and ".visible .entry lazyk_kernel(" in text
+    assert explain_cuda(lx.as_expr(np.float64(2.0)) + 1.0) == "(constant expression: no kernel)"
+
+
 def test_array_device_argument_and_to():
     import lazyk
     from lazyk.backend import cuda
