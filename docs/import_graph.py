@@ -8,9 +8,8 @@ The stage order of docs/design.md, written once here: a module may import module
 stage or of earlier stages. Imports inside functions are allowed only for the optional heavy
 dependencies (OPTIONAL) and for the lazyk modules listed as measured import-time savings
 (DEFERRED; imports of them inside functions are not counted).
-`tests/test_import_graph.py` fails when a change adds a circle, an upward import or an import
-inside a function that is not already listed in KNOWN (the debts the restructuring removes),
-or a module-private name (`_x`) of one lazyk module imported or read by another one.
+`tests/test_import_graph.py` fails on any circle, upward import, import inside a function, or
+module-private name (`_x`) of one lazyk module imported or read by another one.
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Stage order, earliest first; every lazyk module belongs to exactly one stage.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors", ("lazyk.errors", "lazyk.hooks")),
+    ("errors", ("lazyk.version", "lazyk.errors", "lazyk.hooks")),
     ("types", ("lazyk.typebase", "lazyk.elemtypes", "lazyk.typebuild",
                "lazyk.typefast", "lazyk.typeparse", "lazyk.promote",
                "lazyk.unify", "lazyk.types", "lazyk.grammar")),
@@ -33,7 +32,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
-    ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch")),
+    ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel")),
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",
@@ -45,9 +44,6 @@ OPTIONAL = ("dask", "distributed", "pyarrow", "awkward", "matplotlib", "cuda", "
 # lazyk modules imported where first needed, for a measured import-time saving: each one
 # named here with what it saves.
 DEFERRED = {
-    # loads llvmlite.binding: ~30 ms of the ~370 ms of `import lazyk` (python -X importtime,
-    # median of 5), paid at the first compile instead.
-    "lazyk.backend.cpu",
     # imports dask.array: ~640 ms on top of `import lazyk` (same measure), only where Dask
     # collections are used.
     "lazyk.dask",
@@ -90,7 +86,7 @@ def _resolve(node: ast.AST, module: str, is_package: bool, known: set[str]) -> l
             pkg = module.split(".") if is_package else module.split(".")[:-1]
             pkg = pkg[:len(pkg) - node.level + 1]
             base = ".".join(pkg + ([base] if base else []))
-        names = [base] + [f"{base}.{a.name}" for a in node.names]
+        names = [f"{base}.{a.name}" for a in node.names]  # each resolves to a module
     for name in names:
         while name and name not in known:
             name = name.rpartition(".")[0]
@@ -114,8 +110,10 @@ def edges() -> list[tuple[str, str, bool, int]]:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for target in _resolve(node, module, is_package, known):
-                    if target != module and not (module.startswith(target + ".")
-                                                 and mods[target].name == "__init__.py"):
+                    # `from . import x` names the parent package; `import lazyk` is the api
+                    if target != module and (target == "lazyk" or not (
+                            module.startswith(target + ".")
+                            and mods[target].name == "__init__.py")):
                         out.append((module, target, id(node) in inner, node.lineno))
     return out
 

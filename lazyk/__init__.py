@@ -30,8 +30,6 @@ memory layout).
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from lazyk import device as _device
 from lazyk import explain as _explain
 from lazyk import hooks as _hooks
@@ -141,6 +139,7 @@ from lazyk.runtime import evaluate
 from lazyk.spec import Instr, KernelSpec
 from lazyk.stringeval import re_evaluate
 from lazyk.typeparse import dshape
+from lazyk.version import __version__
 
 # Earlier stages reach the runtime through lazyk.hooks (they cannot import it); every
 # `import lazyk.x` runs this file first, so the services are in place before any use.

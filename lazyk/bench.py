@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import lazyk
 from lazyk import benchdask
 from lazyk.benchreport import BANDWIDTH_N, PEERS, chart, fmt_time, markdown, short
 from lazyk.errors import DeviceError
@@ -60,8 +61,6 @@ def _has(module: str) -> bool:
 def _lazyk_ready() -> str | None:
     """None when `lazyk.compile` works on a tiny expression, else why not."""
     try:
-        import lazyk
-
         a = lazyk.placeholder("a", "N * float64")
         f = lazyk.compile(a + a)
         x = np.arange(3.0)
@@ -93,8 +92,6 @@ class Tool:
 
             numba.set_num_threads(self.threads)
         elif self.family == "lazyk":
-            import lazyk
-
             lazyk.set_num_threads(self.threads)
 
 
@@ -251,8 +248,6 @@ def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWID
         cand["read2"].append(("numba par", lambda: nb_read2(a, b)))
     if "lazyk" in families:
         try:
-            import lazyk
-
             lazyk.set_num_threads(ncores)
             pa, pb, pc = (lazyk.placeholder(k, "N * float64") for k in "abc")
             f_copy, f_triad, f_read = lazyk.compile(pa + 0.0), lazyk.compile(pb + 3.0 * pc), lazyk.compile(lazyk.sum(pa))
@@ -345,8 +340,6 @@ def call_overhead(samples: int) -> dict[str, float]:
         add(a, b)
         rows["numba njit"] = lambda: add(a, b)
     if _lazyk_ready() is None:
-        import lazyk
-
         pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
         f = lazyk.compile(pa + pb)
         rows["lazyk compiled f(a, b)"] = lambda: f(a, b)

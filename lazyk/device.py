@@ -1,4 +1,7 @@
-"""Device placement: device names, GPU arrays, `__cuda_array_interface__`, DLPack, mixed devices.
+"""Device placement: device names, GPU arrays, `__cuda_array_interface__`, DLPack, mixed devices,
+and running planned programs on the GPU (`run_program`, `explain_cuda`).
+
+The CUDA bindings themselves load only when a GPU is first used (`lazyk.backend.cuda.driver`).
 
 NOTE: not yet run on a real GPU. Tests drive it through an
 emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
@@ -6,12 +9,17 @@ emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from lazyk import runtime
+from lazyk import cudakernel, ops, runtime
+from lazyk.backend import cuda
 from lazyk.errors import DeviceError, NotSupportedError
+from lazyk.expr import as_expr, leaf_data
+from lazyk.kernel import Instr, KernelSpec
 from lazyk.operators import Operators
+from lazyk.passes.dims import simplify_dims
 
 
 def parse_device(device) -> str:
@@ -36,8 +44,7 @@ def device_of(obj) -> str:
     if isinstance(dev, str) and dev.startswith(("cpu", "cuda")):
         return parse_device(dev)
     if hasattr(obj, "__cuda_array_interface__"):
-        from lazyk.backend.cuda import pointer_ordinal
-        ordinal = pointer_ordinal(obj.__cuda_array_interface__["data"][0])
+        ordinal = cuda.pointer_ordinal(obj.__cuda_array_interface__["data"][0])
         return f"cuda:{ordinal or 0}"
     return "cpu"
 
@@ -77,7 +84,6 @@ class DeviceArray(Operators):
     @classmethod
     def empty(cls, shape, dtype, device: str = "cuda") -> DeviceArray:
         """Uninitialised C-contiguous device memory."""
-        from lazyk.backend import cuda
         device = parse_device(device)
         dt = np.dtype(dtype)
         buf = cuda.Buffer(math.prod(shape) * dt.itemsize, cuda.get_device(_ordinal(device)))
@@ -86,7 +92,6 @@ class DeviceArray(Operators):
     @classmethod
     def from_numpy(cls, arr, device: str = "cuda") -> DeviceArray:
         """Copy a host array to the GPU (C order)."""
-        from lazyk.backend import cuda
         arr = np.ascontiguousarray(arr)
         out = cls.empty(arr.shape, arr.dtype.newbyteorder("=") if not arr.dtype.isnative
                         else arr.dtype, device)
@@ -133,7 +138,6 @@ class DeviceArray(Operators):
 
     def to_numpy(self) -> np.ndarray:
         """Copy to a new host array (strided device views go through a contiguous copy)."""
-        from lazyk.backend import cuda
         if not self.is_c_contiguous():
             # TODO(#6): a device-side gather kernel; until then, copy the whole span.
             raise DeviceError("copying a non-contiguous device view to the host is not "
@@ -212,11 +216,6 @@ _GEOMETRY: dict[tuple, tuple] = {}
 
 
 def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
-    from dataclasses import replace
-
-    from lazyk.backend import cuda
-    from lazyk.passes.dims import simplify_dims
-
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
     dts = tuple(a.dtype for a in arrays)
     aligned = tuple(a.ptr % a.dtype.itemsize == 0 and all(st % a.dtype.itemsize == 0
@@ -237,7 +236,7 @@ def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
     if 0 not in shape:
         layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
                                reduced)
-        kernel = cuda.kernel(spec, layout, cuda.get_device(_ordinal(device)))
+        kernel = cudakernel.kernel(spec, layout, cuda.get_device(_ordinal(device)))
     count = math.prod(shape[d] for d in axes)
     return step, shape, alloc, result, layout, kernel, count
 
@@ -268,9 +267,6 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
 
 def _fill_identity(out: DeviceArray, step) -> None:
     """A reduction over an empty axis: the op's identity (NaN for mean), as NumPy gives."""
-    from lazyk import ops
-    from lazyk.backend import cuda
-
     op = step.spec.reduce
     if op in ("min", "max"):
         raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
@@ -280,16 +276,12 @@ def _fill_identity(out: DeviceArray, step) -> None:
 
 def _divide_in_place(out: DeviceArray, count: int, dev) -> None:
     """out /= count on the GPU (the `mean` step's division), through the true_divide row."""
-    from lazyk.backend import cuda
-    from lazyk.kernel import Instr, KernelSpec
-    from lazyk.passes.dims import simplify_dims
-
     dt = out.dtype
     body = (Instr("load", dt, (), 0), Instr("const", np.dtype("i8"), (), count),
             Instr("true_divide", dt, (0, 1)))
     spec = KernelSpec((dt,), (True,), body, ((2, dt),))
     layout = simplify_dims(out.shape, (out.strides, out.strides))
-    cuda.execute(spec, layout, out.ptr, (out.ptr,), dev)
+    cudakernel.execute(spec, layout, out.ptr, (out.ptr,), dev)
 
 
 def run_program(prog, data: dict, out=None):
@@ -297,8 +289,6 @@ def run_program(prog, data: dict, out=None):
 
     Returns a new DeviceArray, or `out` (a GPU array of the result's shape and dtype).
     """
-    from lazyk.backend import cuda
-
     if out is not None:
         common_device({"out": out, **data})
     if not prog.steps:
@@ -322,6 +312,48 @@ def run_program(prog, data: dict, out=None):
         result = out
     cuda.synchronize()
     return result
+
+
+# ---- explaining GPU kernels (NVVM IR and PTX, no GPU needed) ------------------------------
+def _sample_shape(shape) -> tuple[int, ...]:
+    # Symbolic sizes (placeholders) become 2: the layout class never depends on sizes,
+    # only on which dims survive (size-1 dims are dropped, so 1 would change it).
+    return tuple(n if isinstance(n, int) else 2 for n in shape)
+
+
+def _contiguous_strides(shape, itemsize: int, ndim: int) -> tuple[int, ...]:
+    """C-order byte strides of `shape` broadcast to `ndim` dims (size-1 and new dims: 0)."""
+    st, acc = [], itemsize
+    for n in reversed(shape):
+        st.append(0 if n == 1 else acc)
+        acc *= n
+    return (0,) * (ndim - len(shape)) + tuple(reversed(st))
+
+
+def explain_cuda(expr) -> str:
+    """`expr.explain(target='cuda')`: NVVM IR and PTX of every fused kernel of an expression.
+
+    Layouts are those of C-contiguous operands of the leaves' shapes (placeholders: size 2).
+    """
+    e = as_expr(expr)
+    prog = runtime.plan(e.node)
+    shapes: list[tuple] = []
+    out = []
+    for k, step in enumerate(prog.steps):
+        ins = [_sample_shape(leaf_data(e.env[r]).shape) if isinstance(r, str) else shapes[r]
+               for r in step.inputs]
+        shape = np.broadcast_shapes(*ins) if ins else ()
+        axes = step.axes or ()
+        reduced = tuple(d in axes for d in range(len(shape)))
+        ost = _contiguous_strides(tuple(1 if r else n for n, r in zip(shape, reduced)),
+                                  np.dtype(step.spec.outputs[0][1]).itemsize, len(shape))
+        layout = simplify_dims(shape, (ost, *(_contiguous_strides(s, np.dtype(d).itemsize,
+                                                                  len(shape))
+                                              for s, d in zip(ins, step.spec.inputs))), reduced)
+        shapes.append(tuple(n for n, r in zip(shape, reduced) if not r or step.keepdims))
+        out.append(f"=== CUDA kernel {k} (reduce={step.spec.reduce}) ===")
+        out.append(cudakernel.explain(step.spec, layout))
+    return "\n".join(out) if out else "(constant expression: no kernel)"
 
 
 # ---- DLPack (zero-copy exchange with PyTorch, CuPy, JAX) ---------------------------------

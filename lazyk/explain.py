@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from lazyk import kernel, ragged, runtime
-from lazyk.codegen.nvvm import explain_expr as explain_cuda
+from lazyk.device import explain_cuda
 from lazyk.errors import DeviceError
 from lazyk.expr import Placeholder, as_expr, leaf_data, placeholder
 from lazyk.exprparse import build

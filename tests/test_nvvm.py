@@ -373,7 +373,8 @@ def test_layout_class_from_bound_layout():
 
 
 def test_explain_shows_nvvm_ir_and_ptx():
-    text = nvvm.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
+    from lazyk import cudakernel
+    text = cudakernel.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
     assert "--- NVVM IR" in text and "nvptx64-nvidia-cuda" in text
     assert "--- PTX" in text and ".entry lazyk_kernel" in text
 
@@ -454,6 +455,16 @@ def test_expr_explain_target_cuda():
     assert "nvptx64-nvidia-cuda" in text and ".visible .entry lazyk_kernel(" in text
     text = (lx.placeholder("x", "N * float32") * 3 + 1).explain(target="cuda")
     assert "st.global.f32" in text
+
+
+def test_device_explain_cuda_is_the_explain_entry_point():
+    import lazyk.expr as lx
+    from lazyk.device import explain_cuda
+    e = lx.placeholder("x", "N * float64") * 2.0
+    text = explain_cuda(e)
+    assert text == e.explain(target="cuda")
+    assert text.count("=== CUDA kernel") == 1 and ".visible .entry lazyk_kernel(" in text
+    assert explain_cuda(lx.as_expr(np.float64(2.0)) + 1.0) == "(constant expression: no kernel)"
 
 
 def test_array_device_argument_and_to():
@@ -583,9 +594,9 @@ class FakeDriver:
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         import ctypes
 
-        from lazyk.backend import cuda
+        from lazyk import cudakernel
         (module, name) = fn
-        kernel = next(k for k in cuda._cache.values() if k.module.handle == module)
+        kernel = next(k for k in cudakernel._cache.values() if k.module.handle == module)
         self.launches.append((name, gx, bx))
         args = (ctypes.c_void_p * 2).from_address(params)
         count = ctypes.c_int64.from_address(args[1]).value if name == "lazyk_finish" else None
@@ -684,11 +695,12 @@ class HostKernels:
 
 @pytest.fixture
 def fake_driver(monkeypatch):
+    from lazyk import cudakernel
     from lazyk.backend import cuda
     fake = FakeDriver()
     monkeypatch.setattr(cuda, "driver", lambda: fake)
     monkeypatch.setattr(cuda, "_initialised", False)
-    monkeypatch.setattr(cuda, "_cache", {})
+    monkeypatch.setattr(cudakernel, "_cache", {})
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
     from lazyk import device
     monkeypatch.setattr(device, "_GEOMETRY", {})
@@ -725,7 +737,7 @@ def test_emulated_round_trip_and_elementwise(fake_driver):
 
 def test_emulated_reductions_and_cache(fake_driver):
     import lazyk.expr as lx
-    from lazyk.backend import cuda
+    from lazyk import cudakernel
     from lazyk.device import DeviceArray
     a = np.arange(1.0, 31.0).reshape(5, 6)
     da = DeviceArray.from_numpy(a)
@@ -742,9 +754,9 @@ def test_emulated_reductions_and_cache(fake_driver):
     # NOTE: the first build of `x * 2.0` may order its SSA body differently from later ones
     # (interning order in the front end), so compare two later builds.
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(77))) * 2.0).eval()
-    n = len(cuda._cache)
+    n = len(cudakernel._cache)
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(99))) * 2.0).eval()
-    assert len(cuda._cache) == n  # new size, same layout class: no recompilation
+    assert len(cudakernel._cache) == n  # new size, same layout class: no recompilation
 
 
 def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
@@ -807,13 +819,13 @@ def test_emulated_reduction_dtypes(fake_driver, dtype, op):
 
 def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
     import lazyk.expr as lx
-    from lazyk.backend import cuda
+    from lazyk import cudakernel
     from lazyk.device import DeviceArray
-    monkeypatch.setattr(cuda, "CACHE_SIZE", 1)
+    monkeypatch.setattr(cudakernel, "CACHE_SIZE", 1)
     d = lx.as_expr(DeviceArray.from_numpy(np.ones(10)))
     (d + 1.0).eval()
     (d * 3.0).eval()
-    assert len(cuda._cache) == 1 and len(fake_driver.unloaded) == 1
+    assert len(cudakernel._cache) == 1 and len(fake_driver.unloaded) == 1
     # the first kernel's module is gone: its cached geometry recompiles instead of launching it
     np.testing.assert_array_equal((d + 1.0).eval().to("cpu"), np.full(10, 2.0))
 
@@ -911,6 +923,7 @@ def test_emulated_empty_reductions(fake_driver):
 
 
 def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
+    from lazyk import cudakernel
     from lazyk.backend import cuda
     from lazyk.device import DeviceArray, device_of
     from lazyk.passes.dims import simplify_dims
@@ -918,7 +931,7 @@ def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
     x = DeviceArray.from_numpy(np.arange(8.0))
     out = DeviceArray.empty((8,), np.float64)
     with cuda.Stream(dev) as stream:
-        cuda.execute(binary_spec("f8", "f8"), simplify_dims((8,), ((8,),) * 3), out.ptr,
+        cudakernel.execute(binary_spec("f8", "f8"), simplify_dims((8,), ((8,),) * 3), out.ptr,
                      (x.ptr, x.ptr), dev, stream.handle)
         stream.synchronize()
     assert fake_driver.streams == []

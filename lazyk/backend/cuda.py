@@ -1,5 +1,8 @@
 """CUDA driver runtime through cuda-bindings: contexts, device memory, PTX modules, launches.
 
+Text in, launches out: NVVM IR or PTX text becomes a loaded module (`load_ir`), whose
+functions `launch` runs with raw parameter bytes; `lazyk.cudakernel` decides what to launch.
+
 NOTE: not yet run on a real GPU. Tests run this module
 against an emulated driver (host memory, the generated kernels JIT-compiled for the CPU), so
 the logic around each driver call is exercised; the real driver calls are not. Every failure
@@ -14,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from lazyk.backend import nvvmc
 from lazyk.errors import DeviceError
 
 _HINT = "install the GPU extra: pip install 'lazyk[cuda]'"
@@ -21,8 +25,6 @@ _HINT = "install the GPU extra: pip install 'lazyk[cuda]'"
 # without launching more blocks than a grid-stride loop needs.
 BLOCKS_PER_SM = 8
 BLOCK = 256
-# Elementwise layouts of 2+ dims switch to a block per row from this row length on.
-ROWS_MIN = 64
 
 
 def driver():
@@ -298,7 +300,7 @@ class Module:
 
     def __init__(self, ptx: str, device: Device):
         device.activate()
-        self.device = device
+        self.device, self.ptx = device, ptx
         self.handle = check(driver().cuModuleLoadData(ptx.encode() + b"\0"))
         self._functions: dict[str, object] = {}
 
@@ -315,6 +317,12 @@ class Module:
             self.handle = None
 
 
+def load_ir(ir: str, device: Device) -> Module:
+    """NVVM IR text -> PTX (libNVVM, at most the PTX version this driver loads) -> a Module."""
+    ptx = nvvmc.compile_ptx(ir, max_ptx=nvvmc.max_ptx_for_driver(driver_version()))
+    return Module(ptx, device)
+
+
 def launch(fn, grid: int, block: int, params: list[bytes], stream=0) -> None:
     """cuLaunchKernel with each parameter given as its raw bytes (the kernel-data struct)."""
     bufs = [ctypes.create_string_buffer(p, len(p)) for p in params]
@@ -322,102 +330,3 @@ def launch(fn, grid: int, block: int, params: list[bytes], stream=0) -> None:
     # The driver copies parameter values at launch, so the buffers may die afterwards.
     check(driver().cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream,
                                   ctypes.addressof(ptrs), 0))
-
-
-# ---- compiled kernels: compile once per (device, spec, layout class), bind per call -------
-
-class CompiledKernel:
-    """One spec compiled for one layout class on one device: the NVVM module, loaded."""
-
-    def __init__(self, spec, lc, device: Device):
-        from lazyk.backend import nvvmc
-        from lazyk.codegen import nvvm
-        self.spec, self.lc, self.device = spec, lc, device
-        self.ir = nvvm.lower(spec, lc)
-        self.ptx = nvvmc.compile_ptx(self.ir, max_ptx=nvvmc.max_ptx_for_driver(driver_version()))
-        self.module = Module(self.ptx, device)
-        self.kd = nvvm.KernelData(len(spec.inputs), lc.ndim, len(spec.params))
-
-    def __call__(self, out: int, srcs: tuple[int, ...], layout, stream=0,
-                 params: bytes = b"") -> None:
-        """Bind (pack kernel data from the layout and the parameter values `params`, as
-        `lazyk.kernel.pack_params` writes them) and launch; pointers are device addresses."""
-        from lazyk.codegen import nvvm
-        if layout.size == 0 and self.spec.reduce is None:
-            return
-        out += layout.offsets[0]
-        srcs = tuple(p + off for p, off in zip(srcs, layout.offsets[1:]))
-        check_aligned(self.spec, out, layout)
-        self.device.activate()
-        if self.spec.reduce is not None and self.lc.full_reduction:
-            grid, _ = self.device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
-            # Partials are compute values (float16 accumulates as float, complex as two
-            # parts): 16 bytes covers all.
-            with Buffer(grid * 16, self.device) as scratch:
-                data = self.kd.pack(out, srcs, scratch.ptr, layout, params)
-                launch(self.module.function(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
-                launch(self.module.function(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,
-                       [data, np.int64(grid).tobytes()], stream)
-                synchronize(stream)  # scratch is freed on exit
-            return
-        kept = layout.size
-        if self.spec.reduce is not None:
-            kept = int(np.prod([n for n, r in zip(layout.shape, layout.reduced) if not r]))
-        grid, block = self.device.launch_config(kept)
-        entry = nvvm.ENTRY
-        inner = layout.shape[-1] if layout.shape else 0
-        if self.spec.reduce is None and self.lc.ndim >= 2 and inner >= ROWS_MIN:
-            # Rows long enough for a block: no per-element index division (nvvm.rows).
-            entry, block = nvvm.ROWS, min(BLOCK, (inner + 31) // 32 * 32)
-            rows = layout.size // inner
-            grid = max(1, min(rows, self.device.sm_count * BLOCKS_PER_SM * (BLOCK // block)))
-        if self.lc.block_per_output:
-            # One block of REDUCE_BLOCK threads per output (the tree assumes that size).
-            grid = max(1, min(kept, self.device.sm_count * BLOCKS_PER_SM))
-            block = nvvm.REDUCE_BLOCK
-        launch(self.module.function(entry), grid, block,
-               [self.kd.pack(out, srcs, 0, layout, params)], stream)
-
-
-def check_aligned(spec, out: int, layout) -> None:
-    """The kernel stores naturally aligned (see codegen.nvvm); refuse outputs that are not."""
-    from lazyk.errors import BindError
-    dt = np.dtype(spec.outputs[0][1])
-    align = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
-    if out % align or any(st % align for st in layout.strides[0]):
-        raise BindError(f"GPU output of {dt} is not {align}-byte aligned (address {out:#x}, "
-                        f"strides {layout.strides[0]})")
-
-
-# Bounded like the CPU cache; an evicted module is unloaded (its kernels are not in flight:
-# every launch path synchronizes or is followed by a synchronize before results are read).
-CACHE_SIZE = 256
-_cache: dict[tuple, CompiledKernel] = {}
-_cache_lock = threading.Lock()
-
-
-def kernel(spec, layout, device: Device | None = None) -> CompiledKernel:
-    """The compiled kernel for spec on a layout's class, cached per device."""
-    from lazyk.codegen import nvvm
-    device = device or get_device(0)
-    lc = nvvm.LayoutClass.of(layout, spec)
-    key = (device.ordinal, spec, lc)
-    with _cache_lock:
-        k = _cache.pop(key, None)
-        if k is not None:
-            _cache[key] = k  # most recently used last
-            return k
-    k = CompiledKernel(spec, lc, device)
-    with _cache_lock:
-        k = _cache.setdefault(key, k)
-        while len(_cache) > CACHE_SIZE:
-            old = _cache.pop(next(iter(_cache)))
-            synchronize()
-            old.module.close()
-    return k
-
-
-def execute(spec, layout, out: int, srcs: tuple[int, ...], device: Device | None = None,
-            stream=0, params: bytes = b"") -> None:
-    """Run spec over a bound layout on device pointers (out first), compiling on first use."""
-    kernel(spec, layout, device)(out, srcs, layout, stream, params)

@@ -23,6 +23,7 @@ if __name__ == "__main__":
     # The worker raises nothing of ours; skipping `import lazyk` saves ~250 ms per start.
     CompileError = DeviceError = RuntimeError
 else:
+    from lazyk.backend.objcache import ObjectCache
     from lazyk.errors import CompileError, DeviceError
 
 ARCH = "compute_90"
@@ -250,7 +251,6 @@ _disk = None  # lazyk.backend.objcache.ObjectCache, made on first use; False dis
 def _disk_cache():
     global _disk
     if _disk is None:
-        from lazyk.backend.objcache import ObjectCache
         _disk = ObjectCache()
     return _disk or None
 

@@ -20,6 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from lazyk.version import __version__
+
 MAGIC = b"LZKOBJ2\n"  # LZKOBJ1 entries (checksum over the payload only) are misses
 # Entries are small (2-3 KB per kernel) but test suites make tens of thousands: past this size
 # the least recently used entries go (hits refresh an entry's mtime).
@@ -52,9 +54,7 @@ def _version_string() -> str:
     import llvmlite
     import llvmlite.binding as llvm
 
-    import lazyk
-
-    return f"lazyk={lazyk.__version__};llvmlite={llvmlite.__version__};llvm={llvm.llvm_version_info}"
+    return f"lazyk={__version__};llvmlite={llvmlite.__version__};llvm={llvm.llvm_version_info}"
 
 
 _host: tuple[str, str] | None = None

@@ -15,6 +15,9 @@ import os
 import threading
 import weakref
 
+import llvmlite.binding as llvm
+
+from lazyk.backend.cpu import JITModule
 from lazyk.backend.outputs import empty  # noqa: F401 - also `threads.empty`, as before
 from lazyk.backend.poolcode import FUTEX_WAKE_PRIVATE, STATE_BYTES, SYS_FUTEX, pool_ir
 
@@ -30,13 +33,6 @@ class _Native:
     worker threads and planned records run its code for the life of the process."""
 
     def __init__(self) -> None:
-        # NOTE: imported here, at the first threaded call: backend.cpu loads LLVM's binding
-        # (~30 ms of the ~370 ms of `import lazyk`), which a process that never runs a
-        # kernel does not pay.
-        import llvmlite.binding as llvm
-
-        from lazyk.backend.cpu import JITModule
-
         # The record runner releases the GIL itself where CPython's API is visible to the JIT
         # (it is in a normal python executable); otherwise it keeps it.
         text = pool_ir(bool(llvm.address_of_symbol("PyEval_SaveThread")

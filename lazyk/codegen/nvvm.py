@@ -1,4 +1,4 @@
-"""KernelSpec -> NVVM IR: the CPU generator's per-element body inside a grid-stride kernel.
+"""KernelSpec -> NVVM IR text: the CPU generator's per-element body inside a grid-stride kernel.
 
 Codegen owns loops, indexing and kernel data; the per-element math comes from
 `lazyk.codegen.emit.emit_body` with `CUDA` as the target, so every op is lowered once.
@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from lazyk import ops
 from lazyk.codegen import emit as cg
-from lazyk.errors import NotSupportedError
+from lazyk.errors import BindError, NotSupportedError
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-"
@@ -147,8 +147,6 @@ class KernelData:
         """Kernel data bytes for device pointers `out`/`srcs` (offsets already added) and
         the parameter slots `params`."""
         if len(params) != 16 * self.nparams:
-            from lazyk.errors import BindError
-
             raise BindError(f"kernel takes {self.nparams} parameters, got {len(params)} bytes")
         nd = max(self.ndim, 1)
         shape = list(layout.shape) or [1]
@@ -575,56 +573,3 @@ def lower(spec, lc: LayoutClass) -> str:
 def lower_with(spec, lc: LayoutClass, emit_body) -> str:
     """Like `lower` with an explicit body emitter (tests, alternative generators)."""
     return legalize(str(_Emitter(spec, lc, emit_body).build()))
-
-
-def explain(spec, layout, *, ptx: bool = True) -> str:
-    """NVVM IR and (when the toolchain is installed) PTX for `spec` bound to `layout`."""
-    lc = layout if isinstance(layout, LayoutClass) else LayoutClass.of(layout, spec)
-    text = lower(spec, lc)
-    out = [f"--- NVVM IR ({lc}) ---", text]
-    if ptx:
-        from lazyk.backend import nvvmc
-        out += ["--- PTX (libNVVM -arch=compute_90 -fma=0) ---", nvvmc.compile_ptx(text)]
-    return "\n".join(out)
-
-
-def _sample_shape(shape) -> tuple[int, ...]:
-    # Symbolic sizes (placeholders) become 2: the layout class never depends on sizes,
-    # only on which dims survive (size-1 dims are dropped, so 1 would change it).
-    return tuple(n if isinstance(n, int) else 2 for n in shape)
-
-
-def explain_expr(expr) -> str:
-    """`expr.explain(target='cuda')`: NVVM IR and PTX of every fused kernel of an expression.
-
-    Layouts are those of C-contiguous operands of the leaves' shapes (placeholders: size 2).
-    """
-    from lazyk.expr import as_expr, leaf_data
-    from lazyk.passes.dims import simplify_dims
-    from lazyk.runtime import plan
-
-    e = as_expr(expr)
-    prog = plan(e.node)
-    shapes: list[tuple] = []
-    out = []
-    for k, step in enumerate(prog.steps):
-        ins = [_sample_shape(leaf_data(e.env[r]).shape) if isinstance(r, str) else shapes[r]
-               for r in step.inputs]
-        shape = np.broadcast_shapes(*ins) if ins else ()
-        axes = step.axes or ()
-        reduced = tuple(d in axes for d in range(len(shape)))
-
-        def strides(sh, itemsize, full=shape):
-            lead, st, acc = len(full) - len(sh), [], itemsize
-            for n in reversed(sh):
-                st.append(0 if n == 1 else acc)
-                acc *= n
-            return (0,) * lead + tuple(reversed(st))
-        ost = strides(tuple(1 if r else n for n, r in zip(shape, reduced)),
-                      np.dtype(step.spec.outputs[0][1]).itemsize)
-        layout = simplify_dims(shape, (ost, *(strides(s, np.dtype(d).itemsize)
-                                              for s, d in zip(ins, step.spec.inputs))), reduced)
-        shapes.append(tuple(n for n, r in zip(shape, reduced) if not r or step.keepdims))
-        out.append(f"=== CUDA kernel {k} (reduce={step.spec.reduce}) ===")
-        out.append(explain(step.spec, layout))
-    return "\n".join(out) if out else "(constant expression: no kernel)"

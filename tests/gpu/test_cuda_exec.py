@@ -9,7 +9,7 @@ cuda = pytest.importorskip("lazyk.backend.cuda")
 if not cuda.available():
     pytest.skip("no CUDA driver or GPU on this machine", allow_module_level=True)
 
-from lazyk import ops  # noqa: E402
+from lazyk import cudakernel, ops  # noqa: E402
 from lazyk.codegen import nvvm  # noqa: E402
 from lazyk.device import DeviceArray  # noqa: E402
 from lazyk.kernel import Instr, KernelSpec  # noqa: E402
@@ -32,7 +32,7 @@ def run(spec, out_shape, arrays, reduced=None):
     out = DeviceArray.empty(rshape, out_dt)
     ostr = tuple(0 if r else s for r, s in zip(reduced, out.strides))
     layout = simplify_dims(shape, (ostr, *dstrides), reduced)
-    cuda.execute(spec, layout, out.ptr, tuple(d.ptr for d in dev))
+    cudakernel.execute(spec, layout, out.ptr, tuple(d.ptr for d in dev))
     cuda.synchronize()
     return out.to_numpy()
 
@@ -138,6 +138,6 @@ def test_device_array_round_trip_and_interface():
 def test_kernel_cache_per_device():
     spec = binary("add", "f8")
     layout = simplify_dims((10,), ((8,), (8,), (8,)))
-    k1 = cuda.kernel(spec, layout)
-    k2 = cuda.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
+    k1 = cudakernel.kernel(spec, layout)
+    k2 = cudakernel.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
     assert k1 is k2 and ".entry " + nvvm.ENTRY in k1.ptx
