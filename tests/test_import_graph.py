@@ -9,6 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
 import import_graph  # noqa: E402
 
+
 def test_every_module_has_a_stage():
     for module in import_graph.modules():
         import_graph.stage_of(module)  # KeyError names a module missing from STAGES
