@@ -7,6 +7,7 @@ the next request starts a fresh one.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import pickle
@@ -238,6 +239,7 @@ class Worker:
 
 
 _worker = Worker()
+atexit.register(_worker.close)  # a worker left running warns at interpreter exit
 
 
 def nvvm_version() -> tuple[int, int]:
