@@ -332,7 +332,7 @@ def _fold2(op, a, b, dtype, skipna, mode, path):
     if len(a) != len(b) and 1 not in (len(a), len(b)):
         raise ShapeError(f"{_where(path)}: rows of length {len(a)} and {len(b)} "
                          "do not fold together")
-    n = max(len(a), len(b))
+    n = len(b) if len(a) == 1 else len(a)  # a length-1 row stretches (to 0 as well)
     return [_fold2(op, a[0 if len(a) == 1 else i], b[0 if len(b) == 1 else i], dtype,
                    skipna, mode, path + (i,)) for i in range(n)]
 
