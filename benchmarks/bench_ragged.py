@@ -272,14 +272,18 @@ def run(args) -> dict:
             setup, call = impls[tool]
             inputs = setup() if setup else None
             call(inputs)  # warm-up: compiles and caches lazyk's kernel
-            t = median_time(lambda: call(inputs), args.repeat)
+            t = median_time(lambda c=call, i=inputs: c(i), args.repeat)
             row["tools"][tool] = {"status": "ok", "seconds": t, "gbps": nbytes / t / 1e9}
-            del inputs
+            inputs = None  # frees the lazyk copies before the next tool
         results.append(row)
     print_table(results, bw)
     return {"rows": args.rows, "repeat": args.repeat, "copy_gbps": bw, "values": len(data["x"]),
             "threads": lazyk.get_num_threads(), "results": results,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.0f} us"
 
 
 def print_table(results, bw):
@@ -291,7 +295,7 @@ def print_table(results, bw):
         cells = [f"{r['key']}  {r['workload']}"]
         for tool in ("numpy", "awkward", "lazyk"):
             v = r["tools"][tool]
-            cells.append(f"{v['seconds'] * 1e3:.1f} ms" if "seconds" in v else v["status"][:8])
+            cells.append(_fmt(v["seconds"]) if "seconds" in v else v["status"].split(":")[0])
             if "seconds" not in v:
                 notes.append(f"{r['key']} {tool}: {v['status']}")
         ak_t = t.get("awkward")

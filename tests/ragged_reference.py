@@ -149,14 +149,13 @@ def array(data, type: str | RType) -> RArray:
 
 def typeof(data, dtype=None) -> RType:
     """The most specific type of a nested list: fixed where every row at a depth has one
-    length, `var` otherwise, `?` where a None sits; the depth comes from the first leaf."""
+    length, `var` otherwise, `?` where a None sits; the deepest list sets the depth, and a
+    None counts as a missing value rather than a missing row where both would fit."""
     def depth(v):
         if isinstance(v, (list, tuple)):
-            ds = [depth(x) for x in v if x is not None]
-            ds = [d for d in ds if d is not None]
-            return 1 + ds[0] if ds else (1 if not v else None)
+            return 1 + max((depth(x) for x in v), default=0)
         return 0
-    nd = depth(data) or 0
+    nd = depth(data)
     dims, leaves, level = [], [], [data]
     for _ in range(nd):
         rows = [r for r in level if r is not None]

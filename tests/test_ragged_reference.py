@@ -86,6 +86,13 @@ def test_typeof():
     assert str(R.typeof([[True], []])) == "2 * var * bool"
 
 
+@given(S.ragged())
+def test_drawn_types_are_lazyk_types(case):
+    t, d = case
+    assert str(lazyk.dshape(t)) == t == str(R.parse_type(t))
+    assert str(R.array(d, t).type) == t
+
+
 def test_ragged_broadcasting_rules():
     x, y = A([[1, 2], [3]], "2 * var * int64"), A([[4], [5, 6, 7]], "2 * var * int64")
     assert R.elementwise("add", x, y).data == [[5, 6], [8, 9, 10]]

@@ -112,8 +112,18 @@ def case_fused(pair, which):
                  lambda: L(t1, d1) - L(t1, d1).mean(axis=-1, keepdims=True))
 
 
+def case_infer(case):
+    """lazyk.array(nested list) infers the reference's type (`typeof`) and keeps the values."""
+    _, d = case
+    a, want = lazyk.array(d), R.typeof(d)
+    assert str(a.type) == str(want), f"{d!r}: lazyk infers {a.type}, the reference {want}"
+    assert same(a.to_list(), R.array(d, want).data)
+    return "match"
+
+
 KINDS = {
-    "construct": (S.ragged(), case_construct),
+    "construct": (st.tuples(S.ragged()), case_construct),
+    "infer": (st.tuples(S.ragged()), case_infer),
     "binary": (st.tuples(S.ragged_pair(), st.sampled_from(BINARY)), case_binary),
     "binary, length-1 rows": (st.tuples(S.ragged_pair(broadcast=True),
                                         st.sampled_from(BINARY)), case_binary),
@@ -137,8 +147,7 @@ KINDS["reduce"] = (reduce_cases(), case_reduce)
 
 
 def _run(kind, args):
-    fn = KINDS[kind][1]
-    return fn(*args) if isinstance(args, tuple) and kind != "construct" else fn(args)
+    return KINDS[kind][1](*args)
 
 
 def known_wrong(kind, args) -> str | None:
