@@ -300,7 +300,7 @@ def print_table(results, bw):
                 notes.append(f"{r['key']} {tool}: {v['status']}")
         ak_t = t.get("awkward")
         for tool in ("numpy", "lazyk"):
-            cells.append(f"{ak_t / t[tool]:.2f}x" if ak_t and t.get(tool) else "-")
+            cells.append(f"{ak_t / t[tool]:.3g}x" if ak_t and t.get(tool) else "-")
         lz = r["tools"]["lazyk"]
         cells.append(f"{lz['gbps']:.1f} ({lz['gbps'] / bw:.0%})" if "gbps" in lz else "-")
         lines.append("| " + " | ".join(cells) + " |")
