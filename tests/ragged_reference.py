@@ -405,9 +405,10 @@ def _finish(op, data, dims, rtype, has_initial, initial, option_input):
 
 def reduce(op: str, x: RArray, axis=None, keepdims=False, skipna=False, initial=None,
            fold="broadcast") -> RArray:
-    """Reduction `op` of REDUCERS over `axis` (None = all, int, or tuple, folded innermost
-    axis first so that every element counts once; negative counts from the end), the elements along each axis folding by the broadcasting rule (`fold=
-    "left"`: Awkward's left-aligned rule). Missing values make the result missing unless
+    """Reduction `op` of REDUCERS over `axis` (None = all, an int, or a tuple folded
+    innermost axis first so that every element counts once; negative counts from the end),
+    the elements along each axis folding by the broadcasting rule (`fold="left"`: Awkward's
+    left-aligned rule). Missing values make the result missing unless
     `skipna` skips them (`count` always skips: it counts present values); a missing list at
     the reduced axis gives a missing result. NaN is a value (it propagates through sum, min,
     max, ...). Empty folds give 0, 1, False, True, 0 for sum, prod, any, all, count; mean
