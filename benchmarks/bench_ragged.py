@@ -1,0 +1,329 @@
+"""Ragged (`var`) and missing-value (`?T`) workloads: lazyk against Awkward Array and NumPy.
+
+Data: ~1e7 float64 values in ~1e6 rows of random lengths 0-20 (`--rows`), and `var * var`
+data of about the same size. Workloads:
+
+  a  (x*2 + y).sum(axis=-1)
+  b  x - x.mean(axis=-1, keepdims=True)
+  c  sqrt(x*x + y*y).max(axis=-1)          rows of length 1-20 (max of nothing has no value)
+  d  x2.sum(axis=-1) on var * var data     ~1e5 outer rows, 0-20 rows of 0-20 values each
+  e  xm.sum(axis=-1, skipna=True)          ?float64, 10 % missing
+  f  building the array from NumPy offsets + content
+
+Peers, on the same data: Awkward Array (ak.* on layouts built over the same NumPy buffers),
+NumPy on flat content + offsets (np.add.reduceat and friends, empty rows patched), and lazyk
+today. lazyk inputs are built the fastest way the public API allows: the content is copied
+once into a `lazyk.memory.MemoryBlock` and the `{begin, size}` row elements are written with
+NumPy, then `lazyk.Array.from_parts` (docs/layout.md); nested lists through `lazyk.array`
+are far slower and not used. Where lazyk refuses a workload the row says `refused: <error>`.
+
+Every tool's answer is checked against NumPy's on a small copy of the data first. Times are
+medians of `--repeat` calls; `x ak` is Awkward's time / the tool's time (> 1: faster than
+Awkward); GB/s counts the bytes each workload must read and write (content, offsets, mask,
+result) against the copy bandwidth measured here with NumPy (read + write).
+
+    python benchmarks/bench_ragged.py --quick
+    python benchmarks/bench_ragged.py --rows 1000000 --repeat 7 --json ragged.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import lazyk
+from lazyk.memory import MemoryBlock
+
+try:
+    import awkward as ak
+except ImportError:  # the Awkward column says "not installed"
+    ak = None
+
+
+# ---------------------------------------------------------------- data
+def make_rows(rng, n_rows: int, lo: int, hi: int):
+    """(offsets int64[n_rows + 1], content float64) with row lengths uniform in lo..hi."""
+    lengths = rng.integers(lo, hi + 1, n_rows)
+    offsets = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets, rng.standard_normal(int(offsets[-1]))
+
+
+def lazyk_var(offsets, content, mask=None):
+    """`N * var * float64` (or `?float64` with `mask`, True = present) over one content copy."""
+    n, total = len(offsets) - 1, len(content)
+    shadow = mask is not None
+    block = MemoryBlock(total * 8 * (2 if shadow else 1))
+    vals = block.buffer[:total * 8].view(np.float64)
+    vals[:] = content
+    if shadow:  # the mask byte of each value sits mask_offset bytes after it (docs/layout.md)
+        block.buffer[total * 8:].reshape(total, 8)[:, 0] = mask
+    rows = MemoryBlock(16 * n, keep=block)
+    elems = rows.buffer.view(np.uint64).reshape(n, 2)
+    elems[:, 0] = block.address + 8 * offsets[:-1].astype(np.uint64)
+    elems[:, 1] = np.diff(offsets)
+    meta = (n, 16, block.ref, 8, 0) + ((total * 8,) if shadow else ())
+    t = f"{n} * var * {'?' if shadow else ''}float64"
+    return lazyk.Array.from_parts(t, meta, rows.address, rows)
+
+
+def lazyk_var_var(outer, inner, content):
+    """`N * var * var * float64`: outer offsets into the inner rows, inner into content."""
+    n, n_inner, total = len(outer) - 1, len(inner) - 1, len(content)
+    block = MemoryBlock(total * 8)
+    block.buffer.view(np.float64)[:] = content
+    mid = MemoryBlock(16 * n_inner, keep=block)
+    e = mid.buffer.view(np.uint64).reshape(n_inner, 2)
+    e[:, 0] = block.address + 8 * inner[:-1].astype(np.uint64)
+    e[:, 1] = np.diff(inner)
+    top = MemoryBlock(16 * n, keep=mid)
+    e = top.buffer.view(np.uint64).reshape(n, 2)
+    e[:, 0] = mid.address + 16 * outer[:-1].astype(np.uint64)
+    e[:, 1] = np.diff(outer)
+    meta = (n, 16, mid.ref, 16, 0, block.ref, 8, 0)
+    return lazyk.Array.from_parts(f"{n} * var * var * float64", meta, top.address, top)
+
+
+def ak_var(offsets, content, mask=None):
+    if ak is None:
+        return None
+    c = ak.contents.NumpyArray(content)
+    if mask is not None:
+        c = ak.contents.ByteMaskedArray(ak.index.Index8(mask.view(np.int8)), c, valid_when=True)
+    return ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), c))
+
+
+def ak_var_var(outer, inner, content):
+    if ak is None:
+        return None
+    c = ak.contents.ListOffsetArray(ak.index.Index64(inner), ak.contents.NumpyArray(content))
+    return ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(outer), c))
+
+
+# ---------------------------------------------------------------- NumPy on offsets + content
+def np_row_reduce(ufunc, values, offsets, empty):
+    """ufunc.reduceat over rows; empty rows (where reduceat returns a neighbour) get `empty`."""
+    n = len(offsets) - 1
+    if not len(values):
+        return np.full(n, empty)
+    starts = np.minimum(offsets[:-1], len(values) - 1)
+    out = ufunc.reduceat(values, starts)
+    out[offsets[1:] == offsets[:-1]] = empty
+    return out
+
+
+def build(rows: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    off, x = make_rows(rng, rows, 0, 20)
+    y = rng.standard_normal(len(x))
+    off1, x1 = make_rows(rng, rows, 1, 20)
+    y1 = rng.standard_normal(len(x1))
+    n_outer = max(rows // 10, 1)
+    outer, _ = make_rows(rng, n_outer, 0, 20)
+    inner, x2 = make_rows(rng, int(outer[-1]), 0, 20)
+    mask = rng.random(len(x)) >= 0.10
+    return dict(off=off, x=x, y=y, off1=off1, x1=x1, y1=y1, outer=outer, inner=inner, x2=x2,
+                mask=mask)
+
+
+def workloads(d: dict) -> list:
+    """(key, title, bytes moved, {tool: (setup, call)}): setup builds inputs once (untimed),
+    call(inputs) runs the workload; results go to check()."""
+    off, x, y, off1, x1, y1 = d["off"], d["x"], d["y"], d["off1"], d["x1"], d["y1"]
+    outer, inner, x2, mask = d["outer"], d["inner"], d["x2"], d["mask"]
+    n, n1, nv = len(off) - 1, len(off1) - 1, len(x)
+    lens = np.diff(off)
+
+    def np_a(_):
+        return np_row_reduce(np.add, x * 2 + y, off, 0.0)
+
+    def np_b(_):
+        with np.errstate(invalid="ignore"):  # empty rows: 0 / 0, repeated zero times
+            m = np_row_reduce(np.add, x, off, 0.0) / lens
+        return x - np.repeat(m, lens)
+
+    def np_c(_):
+        return np_row_reduce(np.maximum, np.sqrt(x1 * x1 + y1 * y1), off1, np.nan)
+
+    def np_d(_):
+        return np_row_reduce(np.add, x2, inner, 0.0)
+
+    def np_e(_):
+        return np_row_reduce(np.add, np.where(mask, x, 0.0), off, 0.0)
+
+    def np_f(_):  # NumPy's "array" is the two buffers: checking the offsets is all there is
+        if off[0] != 0 or off[-1] != nv or np.any(off[1:] < off[:-1]):
+            raise ValueError("bad offsets")
+        return off
+
+    def lz(fn, *make):
+        return (lambda: tuple(m() for m in make), lambda a: fn(*a).eval())
+
+    lx, ly = (lambda: lazyk_var(off, x)), (lambda: lazyk_var(off, y))
+    lx1, ly1 = (lambda: lazyk_var(off1, x1)), (lambda: lazyk_var(off1, y1))
+    W = [
+        ("a", "(x*2 + y).sum(axis=-1)", 8 * (2 * nv + n + 1 + n), {
+            "numpy": (None, np_a),
+            "awkward": (lambda: (ak_var(off, x), ak_var(off, y)),
+                        lambda a: ak.sum(a[0] * 2 + a[1], axis=-1)),
+            "lazyk": lz(lambda p, q: (p * 2 + q).sum(axis=-1), lx, ly)}),
+        ("b", "x - x.mean(axis=-1, keepdims=True)", 8 * (2 * nv + n + 1), {
+            "numpy": (None, np_b),
+            "awkward": (lambda: (ak_var(off, x),),
+                        lambda a: a[0] - ak.mean(a[0], axis=-1, keepdims=True)),
+            "lazyk": lz(lambda p: p - p.mean(axis=-1, keepdims=True), lx)}),
+        ("c", "sqrt(x*x + y*y).max(axis=-1), rows 1-20", 8 * (2 * len(x1) + n1 + 1 + n1), {
+            "numpy": (None, np_c),
+            "awkward": (lambda: (ak_var(off1, x1), ak_var(off1, y1)),
+                        lambda a: ak.max(np.sqrt(a[0] * a[0] + a[1] * a[1]), axis=-1)),
+            "lazyk": lz(lambda p, q: lazyk.sqrt(p * p + q * q).max(axis=-1), lx1, ly1)}),
+        ("d", "var * var: x.sum(axis=-1)", 8 * (len(x2) + len(inner) + len(outer) + len(inner)), {
+            "numpy": (None, np_d),
+            "awkward": (lambda: (ak_var_var(outer, inner, x2),), lambda a: ak.sum(a[0], axis=-1)),
+            "lazyk": lz(lambda p: p.sum(axis=-1), lambda: lazyk_var_var(outer, inner, x2))}),
+        ("e", "?float64 10% missing: sum(skipna)", 9 * nv + 8 * (n + 1 + n), {
+            "numpy": (None, np_e),
+            "awkward": (lambda: (ak_var(off, x, mask),), lambda a: ak.sum(a[0], axis=-1)),
+            "lazyk": lz(lambda p: p.sum(axis=-1, skipna=True), lambda: lazyk_var(off, x, mask))}),
+        ("f", "construct from offsets + content", 8 * (nv + n + 1), {
+            "numpy": (None, np_f),
+            "awkward": (None, lambda _: ak_var(off, x)),
+            "lazyk": (None, lambda _: lazyk_var(off, x))}),
+    ]
+    return W
+
+
+def to_flat(tool, key, r):
+    """A tool's result as one float64 NumPy array (NaN for missing), for checking."""
+    if tool == "awkward":
+        if key == "f":
+            return np.asarray(r.layout.offsets)
+        if key in ("b", "d"):
+            r = ak.flatten(r)
+        return np.asarray(ak.fill_none(r, np.nan), dtype=np.float64)
+    if tool == "lazyk":
+        if key == "f":
+            return np.cumsum([0] + [len(row) for row in r.to_list()])
+        v = r.to_list()
+        v = [z for row in v for z in row] if key in ("b", "d") else v
+        return np.array([np.nan if z is None else z for z in v], dtype=np.float64)
+    return np.asarray(r, dtype=np.float64)
+
+
+def median_time(fn, repeat: int) -> float:
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def copy_bandwidth(nbytes: int, repeat: int) -> float:
+    """GB/s of a NumPy copy (bytes read + written), the yardstick for the GB/s column."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    return 2 * src.nbytes / median_time(lambda: np.copyto(dst, src), repeat) / 1e9
+
+
+def run(args) -> dict:
+    tools = ("numpy", "awkward", "lazyk")
+    # 1. answers on a small copy of the data
+    small = workloads(build(300, seed=1))
+    status = {}
+    for key, _, _, impls in small:
+        ref = None
+        for tool in tools:
+            setup, call = impls[tool]
+            if tool == "awkward" and ak is None:
+                status[key, tool] = "not installed"
+                continue
+            try:
+                r = to_flat(tool, key, call(setup() if setup else None))
+            except lazyk.NotSupportedError as e:
+                status[key, tool] = f"refused: {type(e).__name__}: {str(e)[:90]}"
+                continue
+            except Exception as e:  # noqa: BLE001 - a failure is reported, not hidden
+                status[key, tool] = f"error: {type(e).__name__}: {str(e)[:90]}"
+                continue
+            ref = r if ref is None else ref
+            ok = r.shape == ref.shape and np.allclose(r, ref, equal_nan=True)
+            status[key, tool] = "ok" if ok else "WRONG ANSWER"
+    # 2. timings on the full data
+    data = build(args.rows)
+    bw = copy_bandwidth(len(data["x"]) * 8, args.repeat)
+    print(f"lazyk {getattr(lazyk, '__version__', '?')}, threads {lazyk.get_num_threads()}; "
+          f"awkward {ak.__version__ if ak else 'not installed'}; numpy {np.__version__}")
+    print(f"rows {args.rows:,}, values {len(data['x']):,} (var * var: {len(data['x2']):,}); "
+          f"median of {args.repeat}; NumPy copy bandwidth {bw:.1f} GB/s (read + write)")
+    results = []
+    for key, title, nbytes, impls in workloads(data):
+        row = {"key": key, "workload": title, "bytes": nbytes, "tools": {}}
+        for tool in tools:
+            st = status[key, tool]
+            if st != "ok":
+                row["tools"][tool] = {"status": st}
+                continue
+            setup, call = impls[tool]
+            inputs = setup() if setup else None
+            call(inputs)  # warm-up: compiles and caches lazyk's kernel
+            t = median_time(lambda c=call, i=inputs: c(i), args.repeat)
+            row["tools"][tool] = {"status": "ok", "seconds": t, "gbps": nbytes / t / 1e9}
+            inputs = None  # frees the lazyk copies before the next tool
+        results.append(row)
+    print_table(results, bw)
+    return {"rows": args.rows, "repeat": args.repeat, "copy_gbps": bw, "values": len(data["x"]),
+            "threads": lazyk.get_num_threads(), "results": results,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.0f} us"
+
+
+def print_table(results, bw):
+    head = ["workload", "numpy", "awkward", "lazyk", "np x ak", "lazyk x ak", "lazyk GB/s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
+    for r in results:
+        t = {k: v.get("seconds") for k, v in r["tools"].items()}
+        cells = [f"{r['key']}  {r['workload']}"]
+        for tool in ("numpy", "awkward", "lazyk"):
+            v = r["tools"][tool]
+            cells.append(_fmt(v["seconds"]) if "seconds" in v else v["status"].split(":")[0])
+            if "seconds" not in v:
+                notes.append(f"{r['key']} {tool}: {v['status']}")
+        ak_t = t.get("awkward")
+        for tool in ("numpy", "lazyk"):
+            cells.append(f"{ak_t / t[tool]:.3g}x" if ak_t and t.get(tool) else "-")
+        lz = r["tools"]["lazyk"]
+        cells.append(f"{lz['gbps']:.1f} ({lz['gbps'] / bw:.0%})" if "gbps" in lz else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    for n in notes:
+        print("  " + n)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows of var data (1e6)")
+    p.add_argument("--repeat", type=int, default=7, help="timed calls per tool (median)")
+    p.add_argument("--quick", action="store_true", help="1e5 rows, 3 repeats")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.repeat = 100_000, 3
+    res = run(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
