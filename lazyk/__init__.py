@@ -30,10 +30,11 @@ memory layout).
 """
 from __future__ import annotations
 
+from lazyk import compiled as _compiled
 from lazyk import device as _device
 from lazyk import explain as _explain
 from lazyk import hooks as _hooks
-from lazyk import types, unify  # noqa: F401  (unify completes lazyk.types: promote, match, broadcast)
+from lazyk import types  # noqa: F401
 from lazyk.array import Array, array, empty, full, zeros
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.compiled import CompiledExpr, compile
@@ -145,6 +146,17 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device)
+
+
+def _call_on_dask(k, inputs, out):
+    # `k(dask_array)`: lazyk.dask imports dask.array, so it loads only when a Dask array
+    # reaches a compiled expression (dask itself is loaded by then); it then installs itself.
+    import lazyk.dask
+
+    return lazyk.dask.call_compiled(k, inputs, out)
+
+
+_compiled.install_dask(_call_on_dask)
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.

@@ -175,12 +175,9 @@ class Array(Operators):
     # ------------------------------------------------------------ conversion
     def to(self, device: Any):
         """Copy to `'cuda'` (a `lazyk.device.DeviceArray`); `'cpu'` returns self."""
-        if device is None or str(device).strip().lower() == "cpu":
+        if device is None:
             return self
-        if not M.is_plain(self.type):
-            raise NotSupportedError(f"{self.type}: var dimensions, missing values and strings "
-                                    "are not supported on the GPU yet")
-        return hooks.to_device(self.to_numpy(), device)
+        return hooks.to_device(self, device)
 
     def to_numpy(self) -> np.ndarray:
         """Zero-copy NumPy view (fixed dims only).

@@ -517,6 +517,5 @@ def compile(expr: Any) -> CompiledExpr:
         CastingError: (on call) `casting` forbids converting an input to its parameter's
             dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
-        NotSupportedError: (on call) Dask array inputs before `import lazyk.dask`.
     """
     return CompiledExpr(as_expr(expr))

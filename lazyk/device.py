@@ -14,6 +14,8 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk import cudakernel, ops, runtime
+from lazyk.array import Array
+from lazyk.arrmeta import is_plain
 from lazyk.backend import cuda
 from lazyk.errors import DeviceError, NotSupportedError
 from lazyk.expr import as_expr, leaf_data
@@ -182,8 +184,16 @@ def array(data, dtype=None, device: str = "cuda") -> DeviceArray | np.ndarray:
 
 
 def to_device(obj, device) -> DeviceArray | np.ndarray:
-    """`x.to(device)` for NumPy arrays, DeviceArrays and `__cuda_array_interface__` objects."""
+    """`x.to(device)` for NumPy and lazyk arrays, DeviceArrays and `__cuda_array_interface__`
+    objects (the device name is checked first)."""
     device = parse_device(device)
+    if isinstance(obj, Array):
+        if device == "cpu":
+            return obj
+        if not is_plain(obj.type):
+            raise NotSupportedError(f"{obj.type}: var dimensions, missing values and strings "
+                                    "are not supported on the GPU yet")
+        obj = obj.to_numpy()
     if isinstance(obj, DeviceArray):
         return obj.to(device)
     if hasattr(obj, "__cuda_array_interface__"):
