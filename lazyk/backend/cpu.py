@@ -9,9 +9,8 @@ import sys
 import threading
 from typing import Any, Callable
 
-import llvmlite.binding as llvm
-
 from lazyk.backend import optworker
+from lazyk.backend.optworker import llvm
 from lazyk.errors import CompileError
 
 try:  # optional speed-ups: vector math, disk cache; each may be absent

@@ -22,7 +22,18 @@ import struct
 import sys
 from typing import Any
 
-import llvmlite.binding as llvm
+
+class _Binding:
+    """`llvmlite.binding`, imported at its first use: loading it takes ~60 ms (python -X
+    importtime), which `import lazyk` does not need to pay before anything compiles."""
+
+    def __getattr__(self, name: str) -> Any:
+        import llvmlite.binding
+
+        return getattr(llvmlite.binding, name)
+
+
+llvm = _Binding()  # lazyk.backend.cpu and .threads use this one too
 
 
 def target_machine(triple: str, cpu: str, features: str) -> Any:

@@ -15,9 +15,8 @@ import os
 import threading
 import weakref
 
-import llvmlite.binding as llvm
-
 from lazyk.backend.cpu import JITModule
+from lazyk.backend.optworker import llvm
 from lazyk.backend.outputs import empty  # noqa: F401 - also `threads.empty`, as before
 from lazyk.backend.poolcode import FUTEX_WAKE_PRIVATE, STATE_BYTES, SYS_FUTEX, pool_ir
 
