@@ -186,6 +186,31 @@ class Emitter:
             return v
         return b.fpext(v, t) if t == F64 else b.fptrunc(v, t)
 
+    # --- text: values are (i8* begin, i64 length in code units) pairs, see load_value
+    def text_compare(self, pred: str, x: tuple, y: tuple, unit: int) -> ir.Value:
+        """`x pred y` for strings: code unit order, a proper prefix first (Python's order)."""
+        b = self.b
+        if pred in ("==", "!="):
+            eq = b.call(text_function(self.module, "eq", unit), [*x, *y])
+            return eq if pred == "==" else b.not_(eq)
+        c = b.call(text_function(self.module, "cmp", unit), [*x, *y])
+        return b.icmp_signed(pred, c, ir.Constant(c.type, 0))
+
+    def text_length(self, x: tuple, unit: int) -> ir.Value:
+        """Characters of `x`: UTF-8 lead bytes, or UTF-32 units."""
+        if unit == 4:
+            return x[1]
+        return self.b.call(text_function(self.module, "utf8len", 1), list(x))
+
+    def text_affix(self, x: tuple, y: tuple, unit: int, end: bool) -> ir.Value:
+        """Whether `y` is a prefix (suffix when `end`) of `x`."""
+        b = self.b
+        k = b.select(b.icmp_signed("<", x[1], y[1]), x[1], y[1])  # min(len x, len y)
+        p = x[0]
+        if end:
+            p = b.gep(p, [b.mul(b.sub(x[1], k), ir.Constant(I64, unit))])
+        return b.call(text_function(self.module, "eq", unit), [p, k, *y])
+
     def apply(self, op: str, args: Sequence[Any], dtypes: Sequence[np.dtype], out: np.dtype,
               attr: Any = None) -> Any:
         """Lower one op row: cast args to the resolved loop, run the row, round, cast to out."""
@@ -255,6 +280,8 @@ def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Fun
 def load_value(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool = True) -> Any:
     """Load one element at i8* `p8` into compute form (byte-swapped via llvm.bswap if needed)."""
     dt = np.dtype(dt)
+    if ops.text_unit(dt):
+        return _load_text(b, p8, dt, aligned)
     swap = not dt.isnative
     k, n = dt.kind, dt.itemsize
     if k == "c":
@@ -270,6 +297,114 @@ def load_value(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool = True
     if k == "f" and n == 2:
         return b.fpext(_load_scalar(b, p8, F16, 2, swap, al), F32)
     return _load_scalar(b, p8, lltype(dt), n, swap, al)
+
+
+def _text_unit_load(b, p, i, unit):
+    q = b.gep(p, [b.mul(i, ir.Constant(I64, unit))]) if unit > 1 else b.gep(p, [i])
+    t = ir.IntType(8 * unit)
+    return b.load(b.bitcast(q, t.as_pointer()), align=1)
+
+
+def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
+    """A helper of the kernel's module (internal; LLVM inlines it) working on code units:
+
+    - `cmp(p, n, q, m) -> i32`: -1, 0, 1 as (p, n) sorts before, equal to, after (q, m);
+    - `eq(p, n, q, m) -> i1`: equal lengths and units;
+    - `utf8len(p, n) -> i64`: UTF-8 lead bytes among n bytes;
+    - `fixlen(p, n) -> i64`: n units less the trailing NUL units (NumPy S / U elements).
+    Reads only units below the given lengths; no allocation, no state (thread-safe).
+    """
+    name = f"lazyk_text_{kind}{unit}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    two = kind in ("cmp", "eq")
+    ret = {"cmp": ir.IntType(32), "eq": I1}.get(kind, I64)
+    fn = ir.Function(module, ir.FunctionType(ret, [P8, I64] * (2 if two else 1)), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+    if kind == "fixlen":  # scan back from the end while the unit is NUL
+        p, n = fn.args
+        head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(n, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed(">", i, zero), body, done)
+        b.position_at_end(body)
+        j = b.sub(i, one)
+        u = _text_unit_load(b, p, j, unit)
+        i.add_incoming(j, body)
+        b.cbranch(b.icmp_unsigned("==", u, ir.Constant(u.type, 0)), head, done)
+        b.position_at_end(done)
+        out = b.phi(I64)
+        out.add_incoming(zero, head)
+        out.add_incoming(i, body)
+        b.ret(out)
+        return fn
+    if kind == "utf8len":  # a counted loop the vectorizer widens
+        p, n = fn.args
+        head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i, acc = b.phi(I64), b.phi(I64)
+        i.add_incoming(zero, fn.entry_basic_block)
+        acc.add_incoming(zero, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        c = b.and_(b.load(b.gep(p, [i]), align=1), ir.Constant(I8, 0xC0))
+        lead = b.zext(b.icmp_unsigned("!=", c, ir.Constant(I8, 0x80)), I64)
+        i.add_incoming(b.add(i, one), body)
+        acc.add_incoming(b.add(acc, lead), body)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret(acc)
+        return fn
+    p, n, q, m = fn.args
+    # cmp compares the common prefix; eq only equal lengths (else false at once)
+    loop, body, differ, ends = (fn.append_basic_block(x) for x in ("loop", "body", "differ",
+                                                                    "ends"))
+    if kind == "eq":
+        b.cbranch(b.icmp_signed("==", n, m), loop, differ)
+        k = n
+    else:
+        k = b.select(b.icmp_signed("<", n, m), n, m)
+        b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(zero, fn.entry_basic_block)
+    b.cbranch(b.icmp_signed("<", i, k), body, ends)
+    b.position_at_end(body)
+    u, v = _text_unit_load(b, p, i, unit), _text_unit_load(b, q, i, unit)
+    i.add_incoming(b.add(i, one), body)
+    b.cbranch(b.icmp_unsigned("==", u, v), loop, differ)
+    b.position_at_end(differ)
+    if kind == "eq":
+        b.ret(ir.Constant(I1, 0))
+        b.position_at_end(ends)
+        b.ret(ir.Constant(I1, 1))
+        return fn
+    r = ir.IntType(32)
+    # NOTE: u, v are only defined when coming from body; differ is reached only from there
+    b.ret(b.select(b.icmp_unsigned("<", u, v), ir.Constant(r, -1), ir.Constant(r, 1)))
+    b.position_at_end(ends)
+    less = b.select(b.icmp_signed("<", n, m), ir.Constant(r, -1), ir.Constant(r, 0))
+    b.ret(b.select(b.icmp_signed(">", n, m), ir.Constant(r, 1), less))
+    return fn
+
+
+def _load_text(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool) -> tuple:
+    """A text element as (i8* begin, i64 length in units)."""
+    unit = ops.text_unit(dt)
+    if dt.kind in "SU":  # inline, NUL-padded
+        return (p8, b.call(text_function(b.module, "fixlen", unit),
+                           [p8, ir.Constant(I64, dt.itemsize // unit)]))
+    al = 8 if aligned else 1
+    begin = b.load(b.bitcast(p8, I64.as_pointer()), align=al)
+    size = b.load(b.bitcast(b.gep(p8, [ir.Constant(I64, 8)]), I64.as_pointer()), align=al)
+    return (b.inttoptr(begin, P8), size)
 
 
 def store_value(b: ir.IRBuilder, v: Any, p8: ir.Value, dt: np.dtype) -> None:
