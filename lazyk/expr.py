@@ -342,9 +342,11 @@ def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) 
 
 
 def _text_name(node: Node) -> str:
-    if node.op == "const":
+    if node.op == "const" and is_text(node.dtype):
         return f"Python {type(node.arg).__name__}"
-    return node.type_text()
+    if node.dtype.kind in "SU":  # NumPy's name too: `fixed_string[3, 'utf32']` is `<U3`
+        return f"{node.type_text()} (NumPy {node.dtype.str})"
+    return describe_node(node)
 
 
 def refuse_text(name: str, exprs) -> None:
