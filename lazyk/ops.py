@@ -217,6 +217,22 @@ TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "g
                                                "equal", "not_equal")}
 
 
+_TEXT_NAMES = {"lazyk:string": STRING, "lazyk:string32": STRING32}
+
+
+def dtype_text(dt: np.dtype) -> str:
+    """`dt.str`, or a name for the `{begin, size}` text dtypes (whose `str` is `|V16`)."""
+    for name, t in _TEXT_NAMES.items():
+        if dt == t:
+            return name
+    return dt.str
+
+
+def text_dtype(text: str) -> np.dtype:
+    """The dtype `dtype_text` wrote."""
+    return _TEXT_NAMES.get(text) or np.dtype(text)
+
+
 def _text_resolve(out: np.dtype | None):
     def resolve(dts, attr):
         units = {text_unit(d) if isinstance(d, np.dtype) else 0 for d in dts}

@@ -181,3 +181,20 @@ def test_nul_characters_in_strings():
     for op in OPS:
         np.testing.assert_array_equal(lazyk.evaluate(op(arr, "a")), python(op, xs, ["a"] * 5))
     np.testing.assert_array_equal(lazyk.evaluate(lazyk.str_len(arr)), [len(x) for x in xs])
+
+
+def test_compile_and_pickle():
+    import pickle
+
+    from lazyk.expr import as_expr
+
+    names = as_expr(lazyk.array(["kiwi", "apple", "fig"]))  # one leaf, used twice
+    f = lazyk.compile((names >= "b") & (lazyk.str_len(names) > 3))
+    other = lazyk.array(["zz", "melon", "b\u00e9\u00e9"])
+    np.testing.assert_array_equal(f(other), [False, True, False])
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_array_equal(g(other), [False, True, False])
+    u = lazyk.compile(lazyk.array(np.array(["a", "bc"])) == "bc")
+    np.testing.assert_array_equal(u(np.array(["bc", "x"])), [True, False])
+    with pytest.raises(lazyk.TypeMatchError, match="string"):
+        f(np.array(["a", "b", "c"]))
