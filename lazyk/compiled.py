@@ -31,6 +31,7 @@ from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.leaves import is_dask_array, is_text, text_view
+from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
 from lazyk.ragged import is_ragged
 from lazyk.runtime import (
@@ -134,7 +135,8 @@ class CompiledExpr:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
-            a = x if isinstance(x, np.ndarray) else _as_input(x)
+            a = x if isinstance(x, np.ndarray) and x.dtype != _STRING_ELEMENT \
+                else _as_input(x)
             shape, dtype = self._types[i]
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
@@ -212,6 +214,8 @@ class CompiledExpr:
         steps = self.program.steps
         if len(steps) != 1 or steps[0].mean:
             return
+        if any(t[1] == _STRING_ELEMENT for t in self._types):
+            return  # string inputs: the general path makes their element views (_as_input)
         step = steps[0]
         # A reduction (e.g. `sum(a*b)`) takes this path too: its output has stride 0 along the
         # reduced axes and the kernel folds into it (a mean's division stays on the general path).
@@ -469,6 +473,9 @@ def _as_input(x: Any) -> np.ndarray:
         return np.asarray(x)
     if isinstance(x, Array) and x.type.dtype == _STRING:  # its {begin, size} elements
         return text_view(x)  # the caller holds `x` for the call
+    if isinstance(x, np.ndarray) and x.dtype == _STRING_ELEMENT:  # pointers: never trusted
+        raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
+                                      "NumPy records are not string arrays")
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
         return as_out(x)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "

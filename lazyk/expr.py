@@ -186,8 +186,13 @@ def _wrap_dask(x: Any) -> Expr:
 
 
 def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
-    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it."""
-    check_dtype(arr.dtype, text=True)
+    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it.
+
+    `{begin, size}` string elements (`ops.STRING`) come only from a lazyk string array
+    (`leaves.text_view`): their pointers are read by kernels, so NumPy records are refused.
+    """
+    if not (owner is not None and arr.dtype == ops.STRING):
+        check_dtype(arr.dtype, text=True)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.

@@ -62,8 +62,6 @@ def check_dtype(dtype: np.dtype, what: str = "operand", text: bool = False) -> N
     """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
     (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order), or with
     `text=True` a NumPy `S<n>` / native `U<n>` string dtype."""
-    if text and dtype == ops.STRING:
-        return
     if text and dtype.kind in "SU":
         if dtype.kind == "U" and not dtype.isnative:
             raise UnsupportedOperandError(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.errors import BindError
+from lazyk.graph import type_text
 from lazyk.lowering import STRING32, text_unit
 
 
@@ -158,7 +159,8 @@ def format_spec(spec) -> str:
             text = f"const {ins.attr!r}"
         else:
             text = f"{ins.op}({', '.join(f'%{a}' for a in ins.args)})"
-        lines.append(f"  %{i} = {text} : {np.dtype(ins.dtype).name}")
+        name = np.dtype(ins.dtype).name if not text_unit(ins.dtype) else type_text((), ins.dtype)
+        lines.append(f"  %{i} = {text} : {name}")
     outs = ", ".join(f"%{i} -> {np.dtype(d).str}" for i, d in spec.outputs)
     lines.append(f"outputs: {outs}" + (f"   reduce: {spec.reduce}" if spec.reduce else ""))
     return "\n".join(lines)

@@ -198,3 +198,29 @@ def test_compile_and_pickle():
     np.testing.assert_array_equal(u(np.array(["bc", "x"])), [True, False])
     with pytest.raises(lazyk.TypeMatchError, match="string"):
         f(np.array(["a", "b", "c"]))
+
+
+def test_numpy_records_shaped_like_string_elements_are_refused():
+    fake = np.zeros(3, lazyk.ops.STRING)
+    fake["utf8_begin"] = 16  # an address no kernel may read
+    fake["utf8_size"] = 8
+    with pytest.raises(NotSupportedError):
+        lazyk.array(["a"]) == fake
+    with pytest.raises(NotSupportedError):
+        lazyk.str_len(fake)
+    f = lazyk.compile(lazyk.array(["a", "b", "c"]) == "a")
+    with pytest.raises(NotSupportedError):
+        f(fake)
+    for _ in range(3):  # evaluate(string) plans on the second call of a key
+        with pytest.raises(NotSupportedError):
+            lazyk.evaluate("a == b", local_dict={"a": fake, "b": fake})
+
+
+def test_evaluate_string_with_string_arrays():
+    a, b = lazyk.array(["kiwi", "apple", "fig"]), lazyk.array(["kiwi", "x", "fig"])
+    u = np.array(["kiwi", "apple", "fig"])
+    for _ in range(3):
+        np.testing.assert_array_equal(lazyk.evaluate("a == b", local_dict={"a": a, "b": b}),
+                                      [True, False, True])
+        np.testing.assert_array_equal(lazyk.evaluate("a < b", local_dict={"a": u, "b": u[::-1]}),
+                                      [False, False, True])
