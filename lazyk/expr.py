@@ -61,6 +61,7 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
+_STRING_TYPES = (dshape("string"), dshape("?string"))  # ?string: text_view refuses it
 
 
 class Expr(Operators):
@@ -234,7 +235,7 @@ def as_expr(x: Any) -> Expr:
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
-            if x.type.dtype == dshape("string") or x.type.dtype == dshape("?string"):
+            if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
                 return wrap_array(text_view(x), x)
             return _wrap_ragged(x)
         return wrap_array(view, x)
@@ -393,7 +394,9 @@ def str_len(x: Any) -> Expr:
 
     `x`: a lazyk `string` / `fixed_string[n]` array, a NumPy `S` or `U` array, or a string
     expression. Counts UTF-8 lead bytes, so it equals Python's `len(s)` element by element;
-    NUL padding of fixed-size strings is not counted (as NumPy's `str_len`).
+    NUL padding of fixed-size strings is not counted (as NumPy's `str_len`). NumPy `S`
+    (bytes) data is read as UTF-8 too: for non-ASCII bytes this differs from NumPy, which
+    counts bytes.
     """
     e = operands("str_len", (x,))[0]
     if not is_text(e.dtype):
