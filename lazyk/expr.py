@@ -375,7 +375,8 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
     data = [n.dtype for n in srcs if n.op != "const"]
     units = {ops.text_unit(d) for d in data}
     raw = [n for n in srcs if n.op == "const" and isinstance(n.arg, bytes)]
-    if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data)):
+    mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
+    if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data and mixed)):
         types = " and ".join(_text_name(n) for n in srcs)
         raise UnsupportedOperandError(
             f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "

@@ -224,3 +224,14 @@ def test_evaluate_string_with_string_arrays():
                                       [True, False, True])
         np.testing.assert_array_equal(lazyk.evaluate("a < b", local_dict={"a": u, "b": u[::-1]}),
                                       [False, False, True])
+
+
+def test_constant_operands_fold():
+    assert lazyk.evaluate(lazyk.less("a", "b")) == True  # noqa: E712 (a NumPy bool)
+    assert lazyk.evaluate(lazyk.str_len("h\u00e9llo")) == 5
+    assert lazyk.evaluate(lazyk.equal(b"a", b"a")) == True  # noqa: E712
+    np.testing.assert_array_equal(
+        lazyk.evaluate(lazyk.startswith("abc", lazyk.array(["a", "x", "abcd", ""]))),
+        [True, False, False, True])
+    with pytest.raises(UnsupportedOperandError, match="encodings"):
+        lazyk.equal(b"a", "a")
