@@ -150,7 +150,7 @@ class CompiledExpr:
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str) -> np.ndarray:
         """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
-        if is_text(dtype) or is_text(a.dtype):  # strings are never converted
+        if is_text(dtype):  # a string parameter: never converted
             raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                  f"{type_text(self._types[i][0], dtype)}, got "
                                  f"{type_text(a.shape, a.dtype)}: {self.signature}")
