@@ -491,6 +491,9 @@ def fmod(em, args, loop, attr):
 # UTF-32 constant compared with `U<n>` data (size in 4-byte units).
 STRING = np.dtype([("utf8_begin", np.uint64), ("utf8_size", np.int64)])
 STRING32 = np.dtype([("utf32_begin", np.uint64), ("utf32_size", np.int64)])
+# Zero bytes kept after the text of every string parameter (`lazyk.spec.text_param`): an
+# element of up to this many bytes compares with a parameter in one fixed-size memcmp.
+TEXT_PAD = 64
 
 
 def text_unit(dt) -> int:

@@ -211,7 +211,7 @@ _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
 
 # ---------------------------------------------------------------- text (strings)
-STRING, STRING32, text_unit = lo.STRING, lo.STRING32, lo.text_unit
+STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
 # NumPy's comparison name -> the text row that computes it
 TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",
                                                "equal", "not_equal")}

@@ -17,7 +17,7 @@ import numpy as np
 
 from lazyk.errors import BindError
 from lazyk.graph import type_text
-from lazyk.lowering import STRING32, text_unit
+from lazyk.lowering import STRING32, TEXT_PAD, text_unit
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,12 @@ def text_param(dt: np.dtype, value: str | bytes) -> bytes:
             if np.dtype(dt) == STRING32 else value.encode("utf-8")
     else:
         data = bytes(value)
+    size = len(data) // text_unit(dt)
+    data += bytes(TEXT_PAD)  # NUL padding a kernel may read (lowering.TEXT_PAD)
     with _texts_lock:
         data = _texts.setdefault(data, data)
     begin = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
-    return np.array([begin, len(data) // text_unit(dt)], np.int64).tobytes()
+    return np.array([begin, size], np.int64).tobytes()
 
 
 def pack_params(dtypes: tuple, values: tuple) -> bytes:

@@ -235,3 +235,23 @@ def test_constant_operands_fold():
         [True, False, False, True])
     with pytest.raises(UnsupportedOperandError, match="encodings"):
         lazyk.equal(b"a", "a")
+
+
+@pytest.mark.parametrize("width", [3, 17, 70])  # memcmp against the padded parameter, loop
+def test_fixed_width_equality_with_nul_and_wide_elements(width):
+    xs = ["ab", "a", "", "a\x00b", "ab" * (width // 2)]
+    for dt in (f"U{width}", f"S{4 * width}"):
+        arr = np.array([x.encode() if dt[0] == "S" else x for x in xs], dtype=dt)
+        values = [x.decode() if isinstance(x, bytes) else str(x) for x in arr.tolist()]
+        for c in ("ab", "ab\x00", "a\x00b", "", "\x00", "a", "ab" * (width // 2),
+                  "ab" * (width // 2) + "x"):
+            for op in (operator.eq, operator.ne):
+                np.testing.assert_array_equal(lazyk.evaluate(op(lazyk.array(arr), c)),
+                                              python(op, values, [c] * len(values)),
+                                              err_msg=f"{dt} {c!r}")
+        if dt[0] == "U":
+            continue  # UTF-32 against UTF-8 is refused
+        other = lazyk.array(["ab", "ab\x00", "", "a\x00b", "ab"])  # against a string array
+        np.testing.assert_array_equal(
+            lazyk.evaluate(lazyk.array(arr) == other),
+            [v == o for v, o in zip(values, ["ab", "ab\x00", "", "a\x00b", "ab"])])
