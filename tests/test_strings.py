@@ -47,6 +47,12 @@ def test_compare_with_python_str(strings, c):
             got = lazyk.evaluate(op(c, lazyk.array(arr) if kind in "SU" else arr))
             want = python(op, [c] * len(strings), strings)
             np.testing.assert_array_equal(got, want, err_msg=f"{kind} reflected {op.__name__}")
+            # the str as the first operand of the function form: lazyk.less('kiwi', arr)
+            fn = getattr(lazyk, {"eq": "equal", "ne": "not_equal", "lt": "less",
+                                 "le": "less_equal", "gt": "greater",
+                                 "ge": "greater_equal"}[op.__name__])
+            np.testing.assert_array_equal(lazyk.evaluate(fn(c, arr)), want,
+                                          err_msg=f"{kind} lazyk.{fn.__name__}(str, array)")
 
 
 @given(st.data())
@@ -238,20 +244,21 @@ def test_constant_operands_fold():
 
 
 @pytest.mark.parametrize("width", [3, 17, 70])  # memcmp against the padded parameter, loop
-def test_fixed_width_equality_with_nul_and_wide_elements(width):
+def test_fixed_width_with_nul_and_wide_elements(width):
     xs = ["ab", "a", "", "a\x00b", "ab" * (width // 2)]
     for dt in (f"U{width}", f"S{4 * width}"):
         arr = np.array([x.encode() if dt[0] == "S" else x for x in xs], dtype=dt)
         values = [x.decode() if isinstance(x, bytes) else str(x) for x in arr.tolist()]
         for c in ("ab", "ab\x00", "a\x00b", "", "\x00", "a", "ab" * (width // 2),
                   "ab" * (width // 2) + "x"):
-            for op in (operator.eq, operator.ne):
+            for op in OPS:
                 np.testing.assert_array_equal(lazyk.evaluate(op(lazyk.array(arr), c)),
                                               python(op, values, [c] * len(values)),
                                               err_msg=f"{dt} {c!r}")
         if dt[0] == "U":
             continue  # UTF-32 against UTF-8 is refused
         other = lazyk.array(["ab", "ab\x00", "", "a\x00b", "ab"])  # against a string array
-        np.testing.assert_array_equal(
-            lazyk.evaluate(lazyk.array(arr) == other),
-            [v == o for v, o in zip(values, ["ab", "ab\x00", "", "a\x00b", "ab"])])
+        for op in OPS:
+            np.testing.assert_array_equal(
+                lazyk.evaluate(op(lazyk.array(arr), other)),
+                [op(v, o) for v, o in zip(values, ["ab", "ab\x00", "", "a\x00b", "ab"])])

@@ -223,8 +223,15 @@ class Emitter:
                 eq = b.call(text_function(self.module, "eq", unit),
                             [*self.text(x, unit), *self.text(y, unit)])
             return eq if pred == "==" else b.not_(eq)
-        c = b.call(text_function(self.module, "cmp", unit),
-                   [*self.text(x, unit), *self.text(y, unit)])
+        if isinstance(x, FixedText) != isinstance(y, FixedText):
+            # padded element against a string: no length scan (see text_function "fixcmp")
+            f, o = (x, y) if isinstance(x, FixedText) else (y, x)
+            c = b.call(text_function(self.module, "fixcmp", unit), [*f, *o])
+            if f is y:
+                c = b.neg(c)
+        else:
+            c = b.call(text_function(self.module, "cmp", unit),
+                       [*self.text(x, unit), *self.text(y, unit)])
         return b.icmp_signed(pred, c, ir.Constant(c.type, 0))
 
     def text_length(self, x: tuple, unit: int) -> ir.Value:
@@ -345,6 +352,8 @@ def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
     - `cmp(p, n, q, m) -> i32`: -1, 0, 1 as (p, n) sorts before, equal to, after (q, m);
     - `eq(p, n, q, m) -> i1`: equal lengths and units;
     - `fixeq(p, n, q, m) -> i1`: NUL-padded element (p, n units) equals (q, m);
+    - `fixcmp(p, n, q, m) -> i32`: `cmp` of a NUL-padded element (p, n units) with (q, m) in
+      one pass over its width (the stripped element's `cmp` when q ends in NUL);
     - `utf8len(p, n) -> i64`: UTF-8 lead bytes among n bytes;
     - `fixlen(p, n) -> i64`: n units less the trailing NUL units (NumPy S / U elements).
     Reads only units below the given lengths; no allocation, no state (thread-safe).
@@ -353,9 +362,9 @@ def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    two = kind in ("cmp", "eq", "fixeq")
-    ret = {"cmp": ir.IntType(32), "eq": I1, "fixeq": I1}.get(kind, I64)
-    fn = ir.Function(module, ir.FunctionType(ret, [P8, I64] * (2 if two else 1)), name)
+    npairs = 2 if kind in ("cmp", "eq", "fixeq", "fixcmp") else 1
+    ret = {"cmp": ir.IntType(32), "fixcmp": ir.IntType(32), "eq": I1, "fixeq": I1}.get(kind, I64)
+    fn = ir.Function(module, ir.FunctionType(ret, [P8, I64] * npairs), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     fn.attributes.add("alwaysinline")  # a call per element costs more than the loop
@@ -422,6 +431,38 @@ def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
         b.ret(b.icmp_unsigned("==", acc, ir.Constant(acc.type, 0)))
         b.position_at_end(short)
         b.ret(ir.Constant(I1, 0))
+        return fn
+    if kind == "fixcmp":  # padded element (p, n units) against (q, m)
+        p, n, q, m = fn.args
+        r = ir.IntType(32)
+        last = b.gep(q, [b.mul(b.sub(m, one), ir.Constant(I64, unit))])
+        last = b.select(b.icmp_signed(">", m, zero), last, _zero_ptr(module))
+        lu = b.load(b.bitcast(last, ir.IntType(8 * unit).as_pointer()), align=1)
+        head, body, step, differ, done, slow = (fn.append_basic_block(x) for x in (
+            "head", "body", "step", "differ", "done", "slow"))
+        # (q, m) ending in NUL: the padded order would tie `ab` with `ab\0`; stripped order
+        b.cbranch(b.and_(b.icmp_signed(">", m, zero),
+                         b.icmp_unsigned("==", lu, ir.Constant(lu.type, 0))), slow, head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(zero, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        u = _text_unit_load(b, p, i, unit)
+        qi = b.select(b.icmp_signed("<", i, m), b.gep(q, [b.mul(i, ir.Constant(I64, unit))]),
+                      _zero_ptr(module))
+        v = b.load(b.bitcast(qi, u.type.as_pointer()), align=1)
+        b.cbranch(b.icmp_unsigned("==", u, v), step, differ)
+        b.position_at_end(step)
+        i.add_incoming(b.add(i, one), step)
+        b.branch(head)
+        b.position_at_end(differ)
+        b.ret(b.select(b.icmp_unsigned("<", u, v), ir.Constant(r, -1), ir.Constant(r, 1)))
+        b.position_at_end(done)  # equal over the element's width: (q, m) longer sorts after
+        b.ret(b.select(b.icmp_signed(">", m, n), ir.Constant(r, -1), ir.Constant(r, 0)))
+        b.position_at_end(slow)
+        stripped = b.call(text_function(module, "fixlen", unit), [p, n])
+        b.ret(b.call(text_function(module, "cmp", unit), [p, stripped, q, m]))
         return fn
     p, n, q, m = fn.args
     # cmp compares the common prefix; eq only equal lengths (else false at once)
