@@ -47,6 +47,7 @@ def main(n: int = 1_000_000, threads: int | None = None) -> None:
         "lazyk U == 'kiwi'": lambda: lazyk.evaluate(lu == "kiwi"),
         "numpy U < 'kiwi'": lambda: u < "kiwi",
         "lazyk string < 'kiwi'": lambda: lazyk.evaluate(strings < "kiwi"),
+        "lazyk U < 'kiwi'": lambda: lazyk.evaluate(lu < "kiwi"),
         "numpy strings.str_len(U)": lambda: np.strings.str_len(u),
         "lazyk str_len(string)": lambda: lazyk.evaluate(lazyk.str_len(strings)),
         "numpy strings.startswith(U, 'ki')": lambda: np.strings.startswith(u, "ki"),
