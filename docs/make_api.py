@@ -50,6 +50,10 @@ EXAMPLES = {
     "astype": "lazyk.astype(lazyk.array([1.7, -2.5]), 'int32').eval()",
     "clip": "lazyk.clip(lazyk.array([-1.0, 0.5, 2.0]), 0.0, 1.0).eval()",
     "where": "a = lazyk.array([1.0, -2.0, 3.0])\nlazyk.where(a > 0, a, 0.0).eval()",
+    "str_len": "lazyk.str_len(lazyk.array(['kiwi', 'caf\u00e9', ''])).eval()",
+    "startswith": "names = lazyk.array(['kiwi', 'apple', 'kiwano'])\n"
+                  "lazyk.startswith(names, 'ki').eval()",
+    "endswith": "lazyk.endswith(lazyk.array(['kiwi', 'apple']), 'le').eval()",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "real": "lazyk.real(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
     "imag": "lazyk.imag(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
@@ -72,7 +76,7 @@ EXAMPLES = {
     "DTypeError": "lazyk.bitwise_and(lazyk.array([1.5]), 1)",
     "NotSupportedError": "lazyk.placeholder('x', 'N * var * float64')",
     "ShapeError": "(lazyk.array(np.ones(3)) + lazyk.array(np.ones(4))).eval()",
-    "UnsupportedOperandError": "lazyk.array(['apple', 'kiwi']) == 'kiwi'",
+    "UnsupportedOperandError": "lazyk.array(['apple', 'kiwi']) + 'x'",
     "TypeMatchError": "lazyk.types.match(lazyk.dshape('N * float64'), lazyk.dshape('3 * int8'))",
     "TypeParseError": "lazyk.dshape('3 * int33')",
     # lazyk.types

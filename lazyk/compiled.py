@@ -16,6 +16,7 @@ import numpy as np
 
 from lazyk import abi
 from lazyk import kernel as _kernel
+from lazyk.array import Array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
 from lazyk.dispatch import GUARD_OK, guard_fn, threaded_run
@@ -29,7 +30,9 @@ from lazyk.errors import (
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.kernel import data_pointer, run_layout
-from lazyk.leaves import is_dask_array
+from lazyk.leaves import is_dask_array, is_text, text_view
+from lazyk.ops import STRING as _STRING_ELEMENT
+from lazyk.ops import dtype_text, text_dtype
 from lazyk.ragged import is_ragged
 from lazyk.runtime import (
     CASTINGS,
@@ -43,6 +46,7 @@ from lazyk.runtime import (
     prepare,
     run_program,
 )
+from lazyk.typeparse import dshape
 
 
 def signature_text(params: list[tuple[str, str]], result: str) -> str:
@@ -103,9 +107,9 @@ class CompiledExpr:
                       for k, name in enumerate(self.params)}
             order = toposort(self.expr.node)
             index = {id(n): k for k, n in enumerate(order)}
-            nodes = tuple((n.op, n.dtype.str, n.shape, tuple(index[id(x)] for x in n.srcs),
+            nodes = tuple((n.op, dtype_text(n.dtype), n.shape, tuple(index[id(x)] for x in n.srcs),
                            rename[n.arg] if n.op == "input" else n.arg) for n in order)
-            leaves = tuple((rename[name], shape, dtype.str, name in kept)
+            leaves = tuple((rename[name], shape, dtype_text(dtype), name in kept)
                            for name, (shape, dtype) in zip(self.params, self._types))
             state = self._state_cache = (nodes, leaves)
         return state
@@ -131,7 +135,8 @@ class CompiledExpr:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
-            a = x if isinstance(x, np.ndarray) else _as_input(x)
+            a = x if isinstance(x, np.ndarray) and x.dtype != _STRING_ELEMENT \
+                else _as_input(x)
             shape, dtype = self._types[i]
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
@@ -145,6 +150,10 @@ class CompiledExpr:
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str) -> np.ndarray:
         """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
+        if is_text(dtype):  # a string parameter: never converted
+            raise TypeMatchError(f"input {self.labels[i]!r}: expected "
+                                 f"{type_text(self._types[i][0], dtype)}, got "
+                                 f"{type_text(a.shape, a.dtype)}: {self.signature}")
         try:
             check_dtype(a.dtype, "input")
         except UnsupportedOperandError as err:
@@ -205,6 +214,8 @@ class CompiledExpr:
         steps = self.program.steps
         if len(steps) != 1 or steps[0].mean:
             return
+        if any(t[1] == _STRING_ELEMENT for t in self._types):
+            return  # string inputs: the general path makes their element views (_as_input)
         step = steps[0]
         # A reduction (e.g. `sum(a*b)`) takes this path too: its output has stride 0 along the
         # reduced axes and the kernel folds into it (a mean's division stays on the general path).
@@ -460,12 +471,18 @@ def _as_input(x: Any) -> np.ndarray:
         return as_device_array(x)
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
+    if isinstance(x, Array) and x.type.dtype == _STRING:  # its {begin, size} elements
+        return text_view(x)  # the caller holds `x` for the call
+    if isinstance(x, np.ndarray) and x.dtype == _STRING_ELEMENT:  # pointers: never trusted
+        raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
+                                      "NumPy records are not string arrays")
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
         return as_out(x)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
 
 
+_STRING = dshape("string")
 _restored: dict = {}
 _restored_lock = threading.Lock()
 
@@ -479,10 +496,10 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
         return hit
     built: list[Node] = []
     for op, dt, shape, srcs, arg in nodes:
-        built.append(Node(op, np.dtype(dt), shape, tuple(built[k] for k in srcs), arg))
+        built.append(Node(op, text_dtype(dt), shape, tuple(built[k] for k in srcs), arg))
     env: dict = {}
     for name, shape, dt, is_placeholder in leaves:
-        dtype = np.dtype(dt)
+        dtype = text_dtype(dt)
         # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
         env[name] = (Placeholder(name, shape, dtype) if is_placeholder
                      else np.broadcast_to(np.zeros((), dtype), shape))

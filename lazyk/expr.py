@@ -27,8 +27,10 @@ from lazyk.leaves import (
     check_dtype,
     describe_ragged,
     is_dask_array,
+    is_text,
     leaf_data,
     parse_fixed_type,
+    text_view,
 )
 from lazyk.numpy_rules import (
     broadcast_shapes,
@@ -59,6 +61,7 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
+_STRING_TYPES = (dshape("string"), dshape("?string"))  # ?string: text_view refuses it
 
 
 class Expr(Operators):
@@ -184,8 +187,13 @@ def _wrap_dask(x: Any) -> Expr:
 
 
 def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
-    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it."""
-    check_dtype(arr.dtype)
+    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it.
+
+    `{begin, size}` string elements (`ops.STRING`) come only from a lazyk string array
+    (`leaves.text_view`): their pointers are read by kernels, so NumPy records are refused.
+    """
+    if not (owner is not None and arr.dtype == ops.STRING):
+        check_dtype(arr.dtype, text=True)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
@@ -208,6 +216,9 @@ def as_expr(x: Any) -> Expr:
     """Wrap an operand: Expr as is, arrays zero-copy, Python scalars weak (NEP 50)."""
     if isinstance(x, Expr):
         return x
+    if isinstance(x, (str, bytes)):  # a string constant: a kernel parameter (spec.text_param)
+        value = str(x) if isinstance(x, str) else bytes(x)
+        return Expr(Node("const", ops.STRING, (), (), value), {})
     # NOTE: before the Python checks: np.float64 subclasses float but is strong.
     if isinstance(x, np.generic):
         check_dtype(x.dtype, "scalar")
@@ -224,6 +235,8 @@ def as_expr(x: Any) -> Expr:
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+            if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
+                return wrap_array(text_view(x), x)
             return _wrap_ragged(x)
         return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
@@ -311,31 +324,110 @@ def operands(name: str, args: tuple) -> list[Expr]:
 def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) -> Expr:
     """Operator `name` between a lazy value `x` and a Python str / bytes.
 
-    A numeric `x` compares as NumPy does (`==` all False, `!=` all True); everything else
-    (arithmetic, ordering, and any operator on string / bytes / record / datetime arrays,
-    whose comparisons are not implemented yet) raises UnsupportedOperandError.
+    String arrays compare elementwise (`lazyk.expr.apply`); a numeric `x` compares as NumPy
+    does (`==` all False, `!=` all True); everything else (arithmetic, ordering a number
+    with a string, record / datetime arrays) raises UnsupportedOperandError.
     """
+    why = "strings of this type are not supported in expressions"
     try:
         e = as_expr(x)
-    except (DTypeError, NotSupportedError):
-        e = None
+    except (DTypeError, NotSupportedError) as err:
+        e, why = None, str(err)
+    if e is not None and is_text(e.dtype):
+        return apply(name, text, e) if reflected else apply(name, e, text)
     if e is not None and name in ("equal", "not_equal"):
         answer = Node("const", np.dtype(bool), (), (), name == "not_equal")
         true = Node("const", np.dtype(bool), (), (), True)
         node = Node("where", np.dtype(bool), e.shape, (true, answer, cast(e.node, bool)))
         return Expr(node, e.env)
     pair = (text, x) if reflected else (x, text)
-    what = "string comparisons and arithmetic are not implemented yet" if e is None else \
-        "a number and a string have no common type"
+    what = why if e is None else "a number and a string have no common type"
     raise UnsupportedOperandError(
         f"{_op_text(name)}: unsupported operand type(s) {_operand_text(pair[0])} and "
         f"{_operand_text(pair[1])} ({what})")
+
+
+def _text_name(node: Node) -> str:
+    if node.op == "const" and is_text(node.dtype):
+        return f"Python {type(node.arg).__name__}"
+    if node.dtype.kind in "SU":  # NumPy's name too: `fixed_string[3, 'utf32']` is `<U3`
+        return f"{node.type_text()} (NumPy {node.dtype.str})"
+    return describe_node(node)
+
+
+def refuse_text(name: str, exprs) -> None:
+    """UnsupportedOperandError (a NotSupportedError) if any operand is a string."""
+    if builtins.any(is_text(e.dtype) for e in exprs):
+        types = ", ".join(_text_name(e.node) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{_op_text(name)} is not supported on strings (operand types {types}); strings "
+            "support ==, !=, <, <=, >, >=, lazyk.str_len, lazyk.startswith and "
+            "lazyk.endswith")
+
+
+def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
+    """Node for text row `row` (a comparison, startswith, ...) over string operands."""
+    srcs = [e.node for e in exprs]
+    if not builtins.all(is_text(n.dtype) for n in srcs):
+        types = " and ".join(_text_name(n) for n in srcs)
+        raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
+                                      "number and a string have no common type)")
+    data = [n.dtype for n in srcs if n.op != "const"]
+    units = {ops.text_unit(d) for d in data}
+    raw = [n for n in srcs if n.op == "const" and isinstance(n.arg, bytes)]
+    mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
+    if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data and mixed)):
+        types = " and ".join(_text_name(n) for n in srcs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
+            "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
+            "with numpy.char.encode(u, 'utf-8')")
+    if units == {4}:  # a str constant compared with UTF-32 data is packed as UTF-32
+        srcs = [Node("const", ops.STRING32, (), (), n.arg) if n.op == "const" else n
+                for n in srcs]
+    shape = broadcast_shapes(what, [n.shape for n in srcs])
+    out = ops.get(row).resolve(*(n.dtype for n in srcs))[-1]
+    return Expr(Node(row, out, shape, tuple(srcs)), _merge_env(exprs))
+
+
+def str_len(x: Any) -> Expr:
+    """Lazy number of characters (code points) of each string, as int64.
+
+    `x`: a lazyk `string` / `fixed_string[n]` array, a NumPy `S` or `U` array, or a string
+    expression. Counts UTF-8 lead bytes, so it equals Python's `len(s)` element by element;
+    NUL padding of fixed-size strings is not counted (as NumPy's `str_len`). NumPy `S`
+    (bytes) data is read as UTF-8 too: for non-ASCII bytes this differs from NumPy, which
+    counts bytes.
+    """
+    e = operands("str_len", (x,))[0]
+    if not is_text(e.dtype):
+        raise UnsupportedOperandError(f"str_len: unsupported operand type {_text_name(e.node)} "
+                                      "(strings only)")
+    return Expr(Node("str_len", np.dtype(np.int64), e.shape, (e.node,)), e.env)
+
+
+def startswith(x: Any, prefix: Any) -> Expr:
+    """Lazy `s.startswith(prefix)` of each string `s` of `x`, as bool.
+
+    `prefix`: a Python str (a kernel parameter: a new prefix needs no compile) or another
+    string array (elementwise, broadcasting as numbers do).
+    """
+    return _text_apply("startswith", operands("startswith", (x, prefix)), "startswith")
+
+
+def endswith(x: Any, suffix: Any) -> Expr:
+    """Lazy `s.endswith(suffix)` of each string `s` of `x`, as bool (see `startswith`)."""
+    return _text_apply("endswith", operands("endswith", (x, suffix)), "endswith")
 
 
 def apply(name: str, *args: Any) -> Expr:
     """Build the node for ufunc `name` on `args` (typed now; errors name op and types)."""
     name = ALIASES.get(name, name)
     exprs = operands(name, args)
+    if builtins.any(is_text(e.dtype) for e in exprs):
+        if name not in COMPARISONS:
+            refuse_text(name, exprs)
+        return _text_apply(ops.TEXT_COMPARISONS[name], exprs, _op_text(name))
     srcs = tuple(e.node for e in exprs)
     if name in COMPARISONS:
         srcs = comparison_key(name, srcs)
@@ -378,6 +470,7 @@ def _make_ufunc(name: str):
 def positive(x: Any) -> Expr:
     """Lazy `+x` (the value itself; bool raises as in NumPy)."""
     e = as_expr(x)
+    refuse_text("positive", [e])
     if e.dtype.kind not in "iufc":
         raise DTypeError(f"positive: unsupported operand type {describe_node(e.node)}")
     return e
@@ -398,6 +491,7 @@ copysign = _make_ufunc("copysign")
 def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     """Lazy conversion; CastingError when `casting` forbids it (e.g. 'safe' float -> int)."""
     e = as_expr(x)
+    refuse_text("astype", [e])
     try:  # NumPy's dtype spellings first ('f8', 'int' = int64), as ndarray.astype
         target = np.dtype(dtype)
     except TypeError:  # then the lazyk type language ('complex[float32]', 'real')
@@ -415,6 +509,7 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
 def where(condition: Any, x: Any, y: Any) -> Expr:
     """Lazy `np.where(condition, x, y)` with NumPy's result type (weak scalars yield)."""
     exprs = operands("where", (condition, x, y))
+    refuse_text("where", exprs)
     c, a, b = (e.node for e in exprs)
     # NOTE: typed here, not by ops.where's resolve: `np.dtype('f8') in (int, float)` is
     # True, so a table rule that tests weakness with `in` misreads float64 operands.
@@ -440,6 +535,7 @@ def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
 def real(x: Any) -> Expr:
     """Lazy real part (the value itself for real dtypes)."""
     e = as_expr(x)
+    refuse_text("real", [e])
     if e.dtype.kind != "c":
         return e
     dt = np.dtype(np.float32 if e.dtype == np.complex64 else np.float64)
@@ -449,6 +545,7 @@ def real(x: Any) -> Expr:
 def imag(x: Any) -> Expr:
     """Lazy imaginary part (zeros for real dtypes)."""
     e = as_expr(x)
+    refuse_text("imag", [e])
     if e.dtype.kind != "c":
         # where(True, 0, x): zeros in x's dtype and shape (x * 0 would keep NaN and -0.0)
         zero = Node("const", e.dtype, (), (), np.zeros((), e.dtype).item())
@@ -470,6 +567,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
            dtype: Any = None) -> Expr:
     """Lazy reduction node; its elementwise inputs fuse into the same kernel."""
     e = operands(op, (x,))[0]
+    refuse_text(op, [e])
     if skipna and not has_options(e):
         skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
     axes = normalize_axes(axis, e.ndim, op)

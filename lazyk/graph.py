@@ -56,7 +56,8 @@ class Node:
         if type(srcs) is not tuple:
             srcs = tuple(srcs)
         # dtype.str keeps byte order and merges equal aliases (int64 / longlong on Linux).
-        key = (op, dtype.str, shape, tuple(map(id, srcs)), arg_key(arg))
+        key = (op, dtype.str if dtype.kind != "V" else str(dtype), shape, tuple(map(id, srcs)),
+               arg_key(arg))
         with _lock:
             node = _table.get(key)
             if node is None:
@@ -114,6 +115,12 @@ class Node:
 
 def type_text(shape: tuple, dtype: np.dtype) -> str:
     """Datashape text for a shape (ints and symbol names) and a NumPy dtype."""
+    dt = np.dtype(dtype)
+    if dt.kind in "SUV":  # text dtypes of the op table (lazyk.ops.STRING, NumPy S / U)
+        name = "string" if dt.names and dt.names[0].startswith("utf") else \
+            f"fixed_string[{dt.itemsize}]" if dt.kind == "S" else \
+            f"fixed_string[{dt.itemsize // 4}, 'utf32']" if dt.kind == "U" else dt.name
+        return " * ".join([str(d) for d in shape] + [name])
     name = np.dtype(dtype).name
     order = np.dtype(dtype).byteorder
     if order in "<>" and order != ("<" if np.little_endian else ">"):

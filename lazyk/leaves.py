@@ -7,6 +7,7 @@ Array with var dims or missing values, run by `lazyk.ragged`).
 from __future__ import annotations
 
 import builtins
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -52,9 +53,21 @@ class DaskLeaf(Placeholder):
         self.array = array
 
 
-def check_dtype(dtype: np.dtype, what: str = "operand") -> None:
+def is_text(dtype: np.dtype) -> bool:
+    """Whether `dtype` is a text dtype of the op table (lazyk string, NumPy S / U)."""
+    return bool(ops.text_unit(dtype))
+
+
+def check_dtype(dtype: np.dtype, what: str = "operand", text: bool = False) -> None:
     """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
-    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order)."""
+    (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order), or with
+    `text=True` a NumPy `S<n>` / native `U<n>` string dtype."""
+    if text and dtype.kind in "SU":
+        if dtype.kind == "U" and not dtype.isnative:
+            raise UnsupportedOperandError(
+                f"unsupported {what} dtype {dtype}: non-native UTF-32 strings; convert "
+                "with .astype(dtype.newbyteorder('='))")
+        return
     if dtype.newbyteorder("=") not in ops.NUMERIC or dtype.fields is not None \
             or dtype.subdtype is not None:
         raise UnsupportedOperandError(
@@ -115,6 +128,35 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
     if dt.kind not in "biufc":
         raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
     return tuple(dims), dt.newbyteorder("="), option
+
+
+def text_view(array) -> np.ndarray:
+    """A zero-copy NumPy view of the `{begin, size}` elements of a lazyk `string` array with
+    fixed dims (dtype `ops.STRING`); the caller keeps `array` alive with the view.
+
+    NotSupportedError for var dims, missing strings (`?string`) and `bytes` elements.
+    """
+    t, shape, strides, at = array.type, [], [], 0
+    meta = array.meta
+    while isinstance(t, FixedDim):
+        shape.append(meta[at])
+        strides.append(meta[at + 1])
+        t, at = t.elem, at + 2
+    if not (isinstance(t, Scalar) and t.name == "string"):
+        what = "missing strings (?string)" if isinstance(t, Option) else \
+            "var dimensions" if isinstance(t, VarDim) else f"element type {t}"
+        raise NotSupportedError(f"string operations on {array.type}: {what} are not "
+                                "supported in expressions yet (fixed dims over string or "
+                                "fixed_string[n] only)")
+    if 0 in shape:
+        return np.empty(shape, ops.STRING)
+    ptr = array.ptr
+    lo = ptr + builtins.sum(builtins.min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = ptr + builtins.sum(builtins.max(0, (n - 1) * s) for n, s in zip(shape, strides)) + 16
+    raw = np.frombuffer((ctypes.c_char * (hi - lo)).from_address(lo), np.uint8)
+    view = np.ndarray(shape, ops.STRING, raw, ptr - lo, strides)
+    view.flags.writeable = False
+    return view
 
 
 def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:

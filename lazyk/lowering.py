@@ -481,3 +481,45 @@ def fmod(em, args, loop, attr):
         return b.select(b.icmp_unsigned("==", y, z), z, b.urem(x, ys))
     bad = b.or_(b.icmp_signed("==", y, z), b.icmp_signed("==", y, ir.Constant(t, -1)))
     return b.select(bad, z, b.srem(x, ys))
+
+
+# ---------------------------------------------------------------- text (strings)
+# A string element in a kernel is a (pointer, length) pair. In graphs and KernelSpecs the
+# text dtypes are: STRING, lazyk's `string` element `{char *begin; int64 size}` (UTF-8,
+# size in bytes); NumPy `S<n>` (`fixed_string[n]`: inline UTF-8 / ASCII, NUL-padded);
+# NumPy `U<n>` (inline UTF-32, NUL-padded); and STRING32, the `{begin, size}` form of a
+# UTF-32 constant compared with `U<n>` data (size in 4-byte units).
+STRING = np.dtype([("utf8_begin", np.uint64), ("utf8_size", np.int64)])
+STRING32 = np.dtype([("utf32_begin", np.uint64), ("utf32_size", np.int64)])
+# Zero bytes kept after the text of every string parameter (`lazyk.spec.text_param`): an
+# element of up to this many bytes compares with a parameter in one fixed-size memcmp.
+TEXT_PAD = 64
+
+
+def text_unit(dt) -> int:
+    """Bytes per code unit of a text dtype (1: UTF-8 / bytes, 4: UTF-32); 0 for other dtypes."""
+    dt = np.dtype(dt)
+    if dt == STRING or dt.kind == "S":
+        return 1
+    if dt == STRING32 or dt.kind == "U":
+        return 4
+    return 0
+
+
+def text_compare(pred: str):
+    """Lexicographic order of code units (= code point order for UTF-8 and UTF-32)."""
+    def lower(em, args, loop, attr):
+        return em.text_compare(pred, args[0], args[1], text_unit(loop[0]))
+    return lower
+
+
+def str_len(em, args, loop, attr):
+    """Characters: UTF-8 lead bytes (bytes that are not 0b10xxxxxx), or UTF-32 units."""
+    return em.text_length(args[0], text_unit(loop[0]))
+
+
+def text_affix(end: bool):
+    """startswith / endswith: the prefix (suffix) has at most x's units and they are equal."""
+    def lower(em, args, loop, attr):
+        return em.text_affix(args[0], args[1], text_unit(loop[0]), end)
+    return lower

@@ -57,7 +57,7 @@ class Op:
 
     name: str
     arity: int
-    kind: str  # "elementwise" | "reduction"
+    kind: str  # "elementwise" | "reduction" | "text" (elementwise over strings)
     resolve: Callable[..., tuple]  # (*dtypes, attr=None) -> (loop in..., out)
     numpy: Callable[..., Any]
     llvm: Callable[..., Any] | None
@@ -208,6 +208,60 @@ _row("real", 1, _realimag_resolve, np.real, lo.real, complex_ok=True)
 _row("imag", 1, _realimag_resolve, np.imag, lo.imag, complex_ok=True)
 _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
+
+
+# ---------------------------------------------------------------- text (strings)
+STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
+# NumPy's comparison name -> the text row that computes it
+TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",
+                                               "equal", "not_equal")}
+
+
+_TEXT_NAMES = {"lazyk:string": STRING, "lazyk:string32": STRING32}
+
+
+def dtype_text(dt: np.dtype) -> str:
+    """`dt.str`, or a name for the `{begin, size}` text dtypes (whose `str` is `|V16`)."""
+    for name, t in _TEXT_NAMES.items():
+        if dt == t:
+            return name
+    return dt.str
+
+
+def text_dtype(text: str) -> np.dtype:
+    """The dtype `dtype_text` wrote."""
+    return _TEXT_NAMES.get(text) or np.dtype(text)
+
+
+def _text_resolve(out: np.dtype | None):
+    def resolve(dts, attr):
+        units = {text_unit(d) if isinstance(d, np.dtype) else 0 for d in dts}
+        if 0 in units or len(units) != 1:
+            raise TypeError("operands must be strings of one encoding (UTF-8 or UTF-32)")
+        return dts + (out,)
+    return resolve
+
+
+def _text_numpy(fn):
+    def ref(*xs):  # Python strings (constant folding), NumPy U/S arrays, decoded bytes
+        xs = [np.asarray(x) for x in xs]
+        xs = [np.char.decode(x, "utf-8") if x.dtype.kind == "S" else x.astype(str) for x in xs]
+        return fn(*xs)
+    return ref
+
+
+def _text_row(name, arity, numpy, llvm, out) -> None:
+    OPS[name] = Op(name, arity, "text", _wrap_resolve(name, _text_resolve(out)),
+                   _text_numpy(numpy), llvm)
+
+
+for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
+               ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
+    _text_row(TEXT_COMPARISONS[_n], 2, getattr(np, _n), lo.text_compare(_p), np.dtype(bool))
+_text_row("str_len", 1, np.strings.str_len, lo.str_len, np.dtype(np.int64))
+_text_row("startswith", 2, np.strings.startswith, lo.text_affix(False), np.dtype(bool))
+_text_row("endswith", 2, np.strings.endswith, lo.text_affix(True), np.dtype(bool))
+
 ALIASES = {"divide": "true_divide", "conjugate": "conj", "abs": "absolute", "pow": "power",
            "mod": "remainder", "cast": "astype", "arctangent2": "arctan2"}
 
@@ -254,6 +308,7 @@ for _n, (_comb, _ident, _cok) in _REDUCTIONS.items():
                  None, complex_ok=_cok, identity=_ident, combine=_comb)
 
 ELEMENTWISE = tuple(n for n, o in OPS.items() if o.kind == "elementwise")
+TEXT = tuple(n for n, o in OPS.items() if o.kind == "text")
 REDUCTIONS = tuple(n for n, o in OPS.items() if o.kind == "reduction")
 
 

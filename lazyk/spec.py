@@ -7,12 +7,17 @@ Nothing here compiles or runs anything.
 """
 from __future__ import annotations
 
+import ctypes
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lazyk.errors import BindError
+from lazyk.graph import type_text
+from lazyk.lowering import STRING32, TEXT_PAD, text_unit
 
 
 @dataclass(frozen=True)
@@ -97,13 +102,35 @@ class KernelSpec:
 PARAM_SLOT = 16  # bytes per parameter slot in kernel data (a complex128 fits)
 
 
+# String parameters: a slot holds `{char *begin; int64 size}` pointing into an immutable
+# bytes object kept here for the life of the process, so kernel data built once (cached
+# launch entries, compiled dispatchers) stays valid. One entry per distinct string.
+_texts: dict = {}
+_texts_lock = threading.Lock()
+
+
+def text_param(dt: np.dtype, value: str | bytes) -> bytes:
+    """The 16 slot bytes `{begin, size}` of string constant `value` as text dtype `dt`."""
+    if isinstance(value, str):
+        data = value.encode("utf-32-le" if sys.byteorder == "little" else "utf-32-be") \
+            if np.dtype(dt) == STRING32 else value.encode("utf-8")
+    else:
+        data = bytes(value)
+    size = len(data) // text_unit(dt)
+    data += bytes(TEXT_PAD)  # NUL padding a kernel may read (lowering.TEXT_PAD)
+    with _texts_lock:
+        data = _texts.setdefault(data, data)
+    begin = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
+    return np.array([begin, size], np.int64).tobytes()
+
+
 def pack_params(dtypes: tuple, values: tuple) -> bytes:
     """Kernel-data bytes of parameter values: slot k holds `values[k]` as `dtypes[k]`."""
     if len(values) != len(dtypes):
         raise BindError(f"kernel takes {len(dtypes)} parameters, got {len(values)}")
     out = bytearray(PARAM_SLOT * len(dtypes))
     for k, (dt, v) in enumerate(zip(dtypes, values)):
-        raw = np.asarray(v, dtype=dt).tobytes()
+        raw = text_param(dt, v) if text_unit(dt) else np.asarray(v, dtype=dt).tobytes()
         out[PARAM_SLOT * k:PARAM_SLOT * k + len(raw)] = raw
     return bytes(out)
 
@@ -134,7 +161,8 @@ def format_spec(spec) -> str:
             text = f"const {ins.attr!r}"
         else:
             text = f"{ins.op}({', '.join(f'%{a}' for a in ins.args)})"
-        lines.append(f"  %{i} = {text} : {np.dtype(ins.dtype).name}")
+        name = np.dtype(ins.dtype).name if not text_unit(ins.dtype) else type_text((), ins.dtype)
+        lines.append(f"  %{i} = {text} : {name}")
     outs = ", ".join(f"%{i} -> {np.dtype(d).str}" for i, d in spec.outputs)
     lines.append(f"outputs: {outs}" + (f"   reduce: {spec.reduce}" if spec.reduce else ""))
     return "\n".join(lines)

@@ -10,6 +10,8 @@ _CONST = ("const", "scalar")
 
 
 def _value(node: Node) -> np.ndarray:
+    if ops.text_unit(node.dtype):  # a Python str / bytes constant
+        return np.asarray(node.arg)
     return np.asarray(node.arg, dtype=node.dtype)
 
 

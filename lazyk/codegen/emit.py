@@ -186,6 +186,71 @@ class Emitter:
             return v
         return b.fpext(v, t) if t == F64 else b.fptrunc(v, t)
 
+    # --- text: values are (i8* begin, i64 length in code units) pairs, see load_value
+    def text(self, x: tuple, unit: int) -> tuple:
+        """(begin, length) of a text value; a `FixedText` gets its padding stripped here."""
+        if isinstance(x, FixedText):
+            return (x[0], self.b.call(text_function(self.module, "fixlen", unit), list(x)))
+        return x
+
+    def text_compare(self, pred: str, x: tuple, y: tuple, unit: int) -> ir.Value:
+        """`x pred y` for strings: code unit order, a proper prefix first (Python's order)."""
+        b = self.b
+        if pred in ("==", "!="):
+            f, o = (x, y) if isinstance(x, FixedText) else (y, x)
+            width = f[1].constant * unit if isinstance(f, FixedText) else 0
+            if isinstance(f, FixedText) and not isinstance(o, FixedText):
+                # a padded element never ends in NUL: nor may `o`, else `ab` would equal `ab\0`
+                # (an empty `o` reads a zero instead: its begin may point nowhere)
+                nonempty = b.icmp_signed(">", o[1], ir.Constant(I64, 0))
+                at = b.gep(o[0], [b.mul(b.sub(o[1], ir.Constant(I64, 1)),
+                                        ir.Constant(I64, unit))])
+                at = b.select(nonempty, at, _zero_ptr(self.module))
+                lu = b.load(b.bitcast(at, ir.IntType(8 * unit).as_pointer()), align=1)
+                ends_ok = b.or_(b.not_(nonempty),
+                                b.icmp_unsigned("!=", lu, ir.Constant(lu.type, 0)))
+            if isinstance(o, PaddedText) and 0 < width <= ops.TEXT_PAD:
+                # the parameter is NUL-padded past its end: one fixed-size memcmp (LLVM
+                # expands it into a few loads) of the element with the padded text
+                same = b.call(_memcmp(self.module), [f[0], o[0], ir.Constant(I64, width)])
+                eq = b.and_(b.and_(b.icmp_signed("<=", o[1], f[1]), ends_ok),
+                            b.icmp_signed("==", same, ir.Constant(ir.IntType(32), 0)))
+            elif isinstance(x, FixedText) != isinstance(y, FixedText):
+                # one pass over the element's whole width (a constant trip count)
+                eq = b.and_(b.call(text_function(self.module, "fixeq", unit), [*f, *o]),
+                            ends_ok)
+            else:
+                eq = b.call(text_function(self.module, "eq", unit),
+                            [*self.text(x, unit), *self.text(y, unit)])
+            return eq if pred == "==" else b.not_(eq)
+        if isinstance(x, FixedText) != isinstance(y, FixedText):
+            # padded element against a string: no length scan (see text_function "fixcmp")
+            f, o = (x, y) if isinstance(x, FixedText) else (y, x)
+            c = b.call(text_function(self.module, "fixcmp", unit), [*f, *o])
+            if f is y:
+                c = b.neg(c)
+        else:
+            c = b.call(text_function(self.module, "cmp", unit),
+                       [*self.text(x, unit), *self.text(y, unit)])
+        return b.icmp_signed(pred, c, ir.Constant(c.type, 0))
+
+    def text_length(self, x: tuple, unit: int) -> ir.Value:
+        """Characters of `x`: UTF-8 lead bytes, or UTF-32 units."""
+        x = self.text(x, unit)
+        if unit == 4:
+            return x[1]
+        return self.b.call(text_function(self.module, "utf8len", 1), list(x))
+
+    def text_affix(self, x: tuple, y: tuple, unit: int, end: bool) -> ir.Value:
+        """Whether `y` is a prefix (suffix when `end`) of `x`."""
+        b = self.b
+        x, y = self.text(x, unit), self.text(y, unit)
+        k = b.select(b.icmp_signed("<", x[1], y[1]), x[1], y[1])  # min(len x, len y)
+        p = x[0]
+        if end:
+            p = b.gep(p, [b.mul(b.sub(x[1], k), ir.Constant(I64, unit))])
+        return b.call(text_function(self.module, "eq", unit), [p, k, *y])
+
     def apply(self, op: str, args: Sequence[Any], dtypes: Sequence[np.dtype], out: np.dtype,
               attr: Any = None) -> Any:
         """Lower one op row: cast args to the resolved loop, run the row, round, cast to out."""
@@ -232,8 +297,9 @@ def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], ta
 def load_params(b: ir.IRBuilder, kd: ir.Value, offset: int, dtypes: Sequence[np.dtype]
                 ) -> list[Any]:
     """Load each parameter slot (16 bytes apart from byte `offset` of i8* `kd`)."""
-    return [load_value(b, b.gep(kd, [ir.Constant(I64, offset + 16 * k)]), dt)
+    vals = [load_value(b, b.gep(kd, [ir.Constant(I64, offset + 16 * k)]), dt)
             for k, dt in enumerate(dtypes)]
+    return [PaddedText(v) if ops.text_unit(dt) else v for v, dt in zip(vals, dtypes)]
 
 
 # ---------------------------------------------------------------- memory access
@@ -255,6 +321,8 @@ def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Fun
 def load_value(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool = True) -> Any:
     """Load one element at i8* `p8` into compute form (byte-swapped via llvm.bswap if needed)."""
     dt = np.dtype(dt)
+    if ops.text_unit(dt):
+        return _load_text(b, p8, dt, aligned)
     swap = not dt.isnative
     k, n = dt.kind, dt.itemsize
     if k == "c":
@@ -270,6 +338,206 @@ def load_value(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool = True
     if k == "f" and n == 2:
         return b.fpext(_load_scalar(b, p8, F16, 2, swap, al), F32)
     return _load_scalar(b, p8, lltype(dt), n, swap, al)
+
+
+def _text_unit_load(b, p, i, unit):
+    q = b.gep(p, [b.mul(i, ir.Constant(I64, unit))]) if unit > 1 else b.gep(p, [i])
+    t = ir.IntType(8 * unit)
+    return b.load(b.bitcast(q, t.as_pointer()), align=1)
+
+
+def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
+    """A helper of the kernel's module (internal, always inlined) working on code units:
+
+    - `cmp(p, n, q, m) -> i32`: -1, 0, 1 as (p, n) sorts before, equal to, after (q, m);
+    - `eq(p, n, q, m) -> i1`: equal lengths and units;
+    - `fixeq(p, n, q, m) -> i1`: NUL-padded element (p, n units) equals (q, m);
+    - `fixcmp(p, n, q, m) -> i32`: `cmp` of a NUL-padded element (p, n units) with (q, m) in
+      one pass over its width (the stripped element's `cmp` when q ends in NUL);
+    - `utf8len(p, n) -> i64`: UTF-8 lead bytes among n bytes;
+    - `fixlen(p, n) -> i64`: n units less the trailing NUL units (NumPy S / U elements).
+    Reads only units below the given lengths; no allocation, no state (thread-safe).
+    """
+    name = f"lazyk_text_{kind}{unit}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    npairs = 2 if kind in ("cmp", "eq", "fixeq", "fixcmp") else 1
+    ret = {"cmp": ir.IntType(32), "fixcmp": ir.IntType(32), "eq": I1, "fixeq": I1}.get(kind, I64)
+    fn = ir.Function(module, ir.FunctionType(ret, [P8, I64] * npairs), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("alwaysinline")  # a call per element costs more than the loop
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+    if kind == "fixlen":  # scan back from the end while the unit is NUL
+        p, n = fn.args
+        head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(n, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed(">", i, zero), body, done)
+        b.position_at_end(body)
+        j = b.sub(i, one)
+        u = _text_unit_load(b, p, j, unit)
+        i.add_incoming(j, body)
+        b.cbranch(b.icmp_unsigned("==", u, ir.Constant(u.type, 0)), head, done)
+        b.position_at_end(done)
+        out = b.phi(I64)
+        out.add_incoming(zero, head)
+        out.add_incoming(i, body)
+        b.ret(out)
+        return fn
+    if kind == "utf8len":  # a counted loop the vectorizer widens
+        p, n = fn.args
+        head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i, acc = b.phi(I64), b.phi(I64)
+        i.add_incoming(zero, fn.entry_basic_block)
+        acc.add_incoming(zero, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        c = b.and_(b.load(b.gep(p, [i]), align=1), ir.Constant(I8, 0xC0))
+        lead = b.zext(b.icmp_unsigned("!=", c, ir.Constant(I8, 0x80)), I64)
+        i.add_incoming(b.add(i, one), body)
+        acc.add_incoming(b.add(acc, lead), body)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret(acc)
+        return fn
+    if kind == "fixeq":  # padded element (p, n units) == (q, m): no length needed
+        p, n, q, m = fn.args
+        zero_p = _zero_ptr(module)
+        head, body, done, short = (fn.append_basic_block(x) for x in ("head", "body", "done",
+                                                                       "short"))
+        b.cbranch(b.icmp_signed(">", m, n), short, head)
+        b.position_at_end(head)
+        i, acc = b.phi(I64), b.phi(ir.IntType(8 * unit))
+        i.add_incoming(zero, fn.entry_basic_block)
+        acc.add_incoming(ir.Constant(acc.type, 0), fn.entry_basic_block)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        u = _text_unit_load(b, p, i, unit)
+        # units past m compare with NUL (the padding), read from a zero, never past q's end
+        qi = b.select(b.icmp_signed("<", i, m), b.gep(q, [b.mul(i, ir.Constant(I64, unit))]),
+                      zero_p)
+        v = b.load(b.bitcast(qi, u.type.as_pointer()), align=1)
+        i.add_incoming(b.add(i, one), body)
+        acc.add_incoming(b.or_(acc, b.xor(u, v)), body)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret(b.icmp_unsigned("==", acc, ir.Constant(acc.type, 0)))
+        b.position_at_end(short)
+        b.ret(ir.Constant(I1, 0))
+        return fn
+    if kind == "fixcmp":  # padded element (p, n units) against (q, m)
+        p, n, q, m = fn.args
+        r = ir.IntType(32)
+        last = b.gep(q, [b.mul(b.sub(m, one), ir.Constant(I64, unit))])
+        last = b.select(b.icmp_signed(">", m, zero), last, _zero_ptr(module))
+        lu = b.load(b.bitcast(last, ir.IntType(8 * unit).as_pointer()), align=1)
+        head, body, step, differ, done, slow = (fn.append_basic_block(x) for x in (
+            "head", "body", "step", "differ", "done", "slow"))
+        # (q, m) ending in NUL: the padded order would tie `ab` with `ab\0`; stripped order
+        b.cbranch(b.and_(b.icmp_signed(">", m, zero),
+                         b.icmp_unsigned("==", lu, ir.Constant(lu.type, 0))), slow, head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(zero, fn.entry_basic_block)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        u = _text_unit_load(b, p, i, unit)
+        qi = b.select(b.icmp_signed("<", i, m), b.gep(q, [b.mul(i, ir.Constant(I64, unit))]),
+                      _zero_ptr(module))
+        v = b.load(b.bitcast(qi, u.type.as_pointer()), align=1)
+        b.cbranch(b.icmp_unsigned("==", u, v), step, differ)
+        b.position_at_end(step)
+        i.add_incoming(b.add(i, one), step)
+        b.branch(head)
+        b.position_at_end(differ)
+        b.ret(b.select(b.icmp_unsigned("<", u, v), ir.Constant(r, -1), ir.Constant(r, 1)))
+        b.position_at_end(done)  # equal over the element's width: (q, m) longer sorts after
+        b.ret(b.select(b.icmp_signed(">", m, n), ir.Constant(r, -1), ir.Constant(r, 0)))
+        b.position_at_end(slow)
+        stripped = b.call(text_function(module, "fixlen", unit), [p, n])
+        b.ret(b.call(text_function(module, "cmp", unit), [p, stripped, q, m]))
+        return fn
+    p, n, q, m = fn.args
+    # cmp compares the common prefix; eq only equal lengths (else false at once)
+    loop, body, differ, ends = (fn.append_basic_block(x) for x in ("loop", "body", "differ",
+                                                                    "ends"))
+    if kind == "eq":
+        b.cbranch(b.icmp_signed("==", n, m), loop, differ)
+        k = n
+    else:
+        k = b.select(b.icmp_signed("<", n, m), n, m)
+        b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(zero, fn.entry_basic_block)
+    b.cbranch(b.icmp_signed("<", i, k), body, ends)
+    b.position_at_end(body)
+    u, v = _text_unit_load(b, p, i, unit), _text_unit_load(b, q, i, unit)
+    i.add_incoming(b.add(i, one), body)
+    b.cbranch(b.icmp_unsigned("==", u, v), loop, differ)
+    b.position_at_end(differ)
+    if kind == "eq":
+        b.ret(ir.Constant(I1, 0))
+        b.position_at_end(ends)
+        b.ret(ir.Constant(I1, 1))
+        return fn
+    r = ir.IntType(32)
+    # NOTE: u, v are only defined when coming from body; differ is reached only from there
+    b.ret(b.select(b.icmp_unsigned("<", u, v), ir.Constant(r, -1), ir.Constant(r, 1)))
+    b.position_at_end(ends)
+    less = b.select(b.icmp_signed("<", n, m), ir.Constant(r, -1), ir.Constant(r, 0))
+    b.ret(b.select(b.icmp_signed(">", n, m), ir.Constant(r, 1), less))
+    return fn
+
+
+class PaddedText(tuple):
+    """A string parameter (begin, length): `lowering.TEXT_PAD` zero bytes follow its text."""
+
+    __slots__ = ()
+
+
+def _zero_ptr(module: ir.Module) -> ir.Value:
+    """i8* to a zero code unit (a constant of the module), read in place of missing units."""
+    zero = module.globals.get("lazyk_text_zero")
+    if zero is None:
+        zero = ir.GlobalVariable(module, ir.IntType(32), "lazyk_text_zero")
+        zero.linkage, zero.global_constant = "internal", True
+        zero.initializer = ir.Constant(ir.IntType(32), 0)
+        zero.align = 4
+    return zero.bitcast(P8)
+
+
+def _memcmp(module: ir.Module) -> ir.Function:
+    fn = module.globals.get("memcmp")
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ir.IntType(32), [P8, P8, I64]), "memcmp")
+        fn.attributes.add("nounwind")
+    return fn
+
+
+class FixedText(tuple):
+    """An inline NUL-padded element (NumPy S / U) as (i8* begin, i64 units of the element);
+    `Emitter.text` strips the padding where a length is needed (equality needs none)."""
+
+    __slots__ = ()
+
+
+def _load_text(b: ir.IRBuilder, p8: ir.Value, dt: np.dtype, aligned: bool) -> tuple:
+    """A text element as (i8* begin, i64 length in units), or a `FixedText`."""
+    unit = ops.text_unit(dt)
+    if dt.kind in "SU":  # inline, NUL-padded
+        return FixedText((p8, ir.Constant(I64, dt.itemsize // unit)))
+    al = 8 if aligned else 1
+    begin = b.load(b.bitcast(p8, I64.as_pointer()), align=al)
+    size = b.load(b.bitcast(b.gep(p8, [ir.Constant(I64, 8)]), I64.as_pointer()), align=al)
+    return (b.inttoptr(begin, P8), size)
 
 
 def store_value(b: ir.IRBuilder, v: Any, p8: ir.Value, dt: np.dtype) -> None:

@@ -1,0 +1,264 @@
+"""Strings in fused kernels: comparisons, str_len, startswith / endswith, refusals.
+
+Every result is compared with plain Python on the same strings (Python's `<` on str is
+code point order, which is what byte-wise UTF-8 and unit-wise UTF-32 order give).
+"""
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk import kernel, runtime
+from lazyk.errors import NotSupportedError, UnsupportedOperandError
+
+OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+# Short strings over a small alphabet (equal strings, prefixes, empty strings are common)
+# plus multi-byte characters (2-, 3- and 4-byte UTF-8) and NUL-free text.
+ALPHABET = st.sampled_from("ab\u00e9\u00ff\u0100\u20ac\uffff\U0001f600z")
+TEXT = st.text(ALPHABET, max_size=6)
+TEXTS = st.lists(TEXT, min_size=0, max_size=12)
+
+
+def python(op, xs, ys):
+    return np.array([op(x, y) for x, y in zip(xs, ys)], dtype=bool)
+
+
+def inputs(strings):
+    """The same strings as every supported kind of operand."""
+    yield "string", lazyk.array(strings, type=f"{len(strings)} * string")
+    yield "U", np.array(strings, dtype=f"U{max(map(len, strings), default=0) + 1}")
+    width = max((len(s.encode()) for s in strings), default=0) + 1
+    yield "S", np.array([s.encode() for s in strings], dtype=f"S{width}")
+    yield "fixed_string", lazyk.array(strings, type=f"{len(strings)} * fixed_string[{width}]")
+
+
+@given(TEXTS, TEXT)
+def test_compare_with_python_str(strings, c):
+    for kind, arr in inputs(strings):
+        for op in OPS:
+            want = python(op, strings, [c] * len(strings))
+            got = lazyk.evaluate(op(lazyk.array(arr) if kind in "SU" else arr, c))
+            assert got.dtype == np.bool_ and got.shape == (len(strings),), kind
+            np.testing.assert_array_equal(got, want, err_msg=f"{kind} {op.__name__} {c!r}")
+            # the reflected spelling: 'kiwi' == arr, 'kiwi' < arr (Python swaps to arr > 'kiwi')
+            got = lazyk.evaluate(op(c, lazyk.array(arr) if kind in "SU" else arr))
+            want = python(op, [c] * len(strings), strings)
+            np.testing.assert_array_equal(got, want, err_msg=f"{kind} reflected {op.__name__}")
+            # the str as the first operand of the function form: lazyk.less('kiwi', arr)
+            fn = getattr(lazyk, {"eq": "equal", "ne": "not_equal", "lt": "less",
+                                 "le": "less_equal", "gt": "greater",
+                                 "ge": "greater_equal"}[op.__name__])
+            np.testing.assert_array_equal(lazyk.evaluate(fn(c, arr)), want,
+                                          err_msg=f"{kind} lazyk.{fn.__name__}(str, array)")
+
+
+@given(st.data())
+def test_compare_two_arrays(data):
+    n = data.draw(st.integers(0, 10))
+    xs = data.draw(st.lists(TEXT, min_size=n, max_size=n))
+    ys = data.draw(st.lists(st.one_of(TEXT, st.sampled_from(xs or [""])), min_size=n,
+                            max_size=n))
+    a, b = lazyk.array(xs, type=f"{n} * string"), lazyk.array(ys, type=f"{n} * string")
+    u = lazyk.array(np.array(xs, dtype="U8"))
+    v = lazyk.array(np.array(ys, dtype="U8"))
+    s = np.array([y.encode() for y in ys], dtype="S30")
+    for op in OPS:
+        want = python(op, xs, ys)
+        np.testing.assert_array_equal(lazyk.evaluate(op(a, b)), want)
+        np.testing.assert_array_equal(lazyk.evaluate(op(u, v)), want)
+        np.testing.assert_array_equal(lazyk.evaluate(op(a, lazyk.array(s))), want)
+        np.testing.assert_array_equal(lazyk.evaluate(op(a[::-1], b[::-1])), want[::-1])
+
+
+def test_broadcasting_and_views():
+    py = [["kiwi", "fig"], ["apple", "kiwi"], ["", "fig"]]
+    rows = lazyk.array(py)
+    col = lazyk.array(["fig", "kiwi"])
+    got = lazyk.evaluate(rows == col)
+    np.testing.assert_array_equal(got, [[r == c for r, c in zip(row, ["fig", "kiwi"])]
+                                        for row in py])
+    assert got.shape == (3, 2)
+    np.testing.assert_array_equal(lazyk.evaluate(rows[:, 1] < rows[::-1, 0]),
+                                  [x[1] < y[0] for x, y in zip(py, py[::-1])])
+    np.testing.assert_array_equal(lazyk.evaluate(rows[1:, ::-1] == "kiwi"),
+                                  [[True, False], [False, False]])
+    empty = lazyk.array(np.array([], dtype="U3"))
+    assert lazyk.evaluate(empty == "a").shape == (0,)
+
+
+@given(TEXTS, TEXT)
+def test_str_len_startswith_endswith(strings, affix):
+    for kind, arr in inputs(strings):
+        x = lazyk.array(arr) if kind in "SU" else arr
+        got = lazyk.evaluate(lazyk.str_len(x))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, [len(s) for s in strings], err_msg=kind)
+        np.testing.assert_array_equal(lazyk.evaluate(lazyk.startswith(x, affix)),
+                                      [s.startswith(affix) for s in strings], err_msg=kind)
+        np.testing.assert_array_equal(lazyk.evaluate(lazyk.endswith(x, affix)),
+                                      [s.endswith(affix) for s in strings], err_msg=kind)
+
+
+def test_startswith_elementwise():
+    xs = ["kiwi", "apple", "", "fig", "\u20ac1"]
+    ps = ["ki", "apple!", "", "g", "\u20ac"]
+    got = lazyk.evaluate(lazyk.startswith(lazyk.array(xs), lazyk.array(ps)))
+    np.testing.assert_array_equal(got, [x.startswith(p) for x, p in zip(xs, ps)])
+    got = lazyk.evaluate(lazyk.endswith(lazyk.array(xs), lazyk.array(["wi", "le", "x", "fig",
+                                                                      "1"])))
+    np.testing.assert_array_equal(got, [True, True, False, True, True])
+
+
+def test_fused_with_numeric_work_is_one_kernel():
+    names = lazyk.array(["kiwi", "apple", "kiwi", "fig"])
+    price = lazyk.array(np.array([1.0, 3.0, 3.0, 5.0]))
+    e = (names == "kiwi") & (price > 2)
+    assert len(runtime.plan(e.node).steps) == 1
+    np.testing.assert_array_equal(lazyk.evaluate(e), [False, False, True, False])
+    total = (lazyk.str_len(names) * price).sum()
+    assert len(runtime.plan(total.node).steps) == 1
+    assert lazyk.evaluate(total) == 4 * 1.0 + 5 * 3.0 + 4 * 3.0 + 3 * 5.0
+
+
+def test_many_comparison_strings_compile_once():
+    names = lazyk.array([f"s{k}" for k in range(100)])
+    lazyk.evaluate(names == "warm-up")
+    before = kernel.stats["compiles"]
+    for k in range(50):
+        got = lazyk.evaluate(names == f"s{k}")
+        assert got.sum() == 1 and got[k]
+    assert kernel.stats["compiles"] == before
+
+
+def test_large_threaded():
+    words = np.array(["kiwi", "apple", "fig", "", "kiwis"] * 40_000)
+    arr = lazyk.array(words.tolist())
+    got = lazyk.evaluate((arr == "kiwi") | (arr > "g"))
+    np.testing.assert_array_equal(got, (words == "kiwi") | (words > "g"))
+
+
+def test_comparison_is_never_a_python_bool():
+    arr = lazyk.array(["kiwi", "apple"])
+    assert not isinstance(arr == "kiwi", (bool, np.bool_))
+    assert not isinstance("kiwi" != arr, (bool, np.bool_))
+    np.testing.assert_array_equal(lazyk.evaluate(arr == np.str_("kiwi")), [True, False])
+    np.testing.assert_array_equal(lazyk.evaluate(lazyk.equal(arr, "apple")), [False, True])
+
+
+@pytest.mark.parametrize("build", [
+    lambda a: a + "x", lambda a: "x" + a, lambda a: a * 2, lambda a: a + a, lambda a: -a,
+    lambda a: a.sum(), lambda a: a.max(), lambda a: lazyk.sin(a), lambda a: lazyk.sqrt(a),
+    lambda a: lazyk.where(a == "x", a, a), lambda a: a.astype("int32"), lambda a: a.real,
+    lambda a: np.add(a, a), lambda a: a == 3, lambda a: a < lazyk.array([1, 2]),
+    lambda a: lazyk.str_len(lazyk.array([1, 2])), lambda a: a == b"kiwi",
+    lambda a: np.array(["x", "y"]) == lazyk.array(np.array([b"x", b"y"])) + 0,
+])
+def test_refusals_name_type_and_operation(build):
+    a = lazyk.array(["kiwi", "apple"])
+    with pytest.raises(NotSupportedError) as info:
+        build(a)
+    text = str(info.value)
+    assert "string" in text or "bytes" in text or "fixed_string" in text
+
+
+def test_unsupported_layouts_are_refused():
+    with pytest.raises(NotSupportedError, match=r"\?string"):
+        lazyk.array(["a", None]) == "a"
+    with pytest.raises(NotSupportedError, match="var"):
+        lazyk.array([["a"], ["b", "c"]]) == "a"
+    with pytest.raises(UnsupportedOperandError, match="encodings"):
+        lazyk.array(np.array(["a", "b"])) == lazyk.array(["a", "b"])
+
+
+def test_cuda_refuses_strings():
+    from lazyk.codegen import nvvm
+
+    spec = runtime.plan((lazyk.array(["a"]) == "a").node).steps[0].spec
+    with pytest.raises(NotSupportedError, match="string"):
+        nvvm.check_supported(spec)
+
+
+def test_nul_characters_in_strings():
+    xs = ["a\x00", "a", "\x00", "", "a\x00b"]
+    arr = lazyk.array(xs)
+    for op in OPS:
+        np.testing.assert_array_equal(lazyk.evaluate(op(arr, "a")), python(op, xs, ["a"] * 5))
+    np.testing.assert_array_equal(lazyk.evaluate(lazyk.str_len(arr)), [len(x) for x in xs])
+
+
+def test_compile_and_pickle():
+    import pickle
+
+    from lazyk.expr import as_expr
+
+    names = as_expr(lazyk.array(["kiwi", "apple", "fig"]))  # one leaf, used twice
+    f = lazyk.compile((names >= "b") & (lazyk.str_len(names) > 3))
+    other = lazyk.array(["zz", "melon", "b\u00e9\u00e9"])
+    np.testing.assert_array_equal(f(other), [False, True, False])
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_array_equal(g(other), [False, True, False])
+    u = lazyk.compile(lazyk.array(np.array(["a", "bc"])) == "bc")
+    np.testing.assert_array_equal(u(np.array(["bc", "x"])), [True, False])
+    with pytest.raises(lazyk.TypeMatchError, match="string"):
+        f(np.array(["a", "b", "c"]))
+
+
+def test_numpy_records_shaped_like_string_elements_are_refused():
+    fake = np.zeros(3, lazyk.ops.STRING)
+    fake["utf8_begin"] = 16  # an address no kernel may read
+    fake["utf8_size"] = 8
+    with pytest.raises(NotSupportedError):
+        lazyk.array(["a"]) == fake
+    with pytest.raises(NotSupportedError):
+        lazyk.str_len(fake)
+    f = lazyk.compile(lazyk.array(["a", "b", "c"]) == "a")
+    with pytest.raises(NotSupportedError):
+        f(fake)
+    for _ in range(3):  # evaluate(string) plans on the second call of a key
+        with pytest.raises(NotSupportedError):
+            lazyk.evaluate("a == b", local_dict={"a": fake, "b": fake})
+
+
+def test_evaluate_string_with_string_arrays():
+    a, b = lazyk.array(["kiwi", "apple", "fig"]), lazyk.array(["kiwi", "x", "fig"])
+    u = np.array(["kiwi", "apple", "fig"])
+    for _ in range(3):
+        np.testing.assert_array_equal(lazyk.evaluate("a == b", local_dict={"a": a, "b": b}),
+                                      [True, False, True])
+        np.testing.assert_array_equal(lazyk.evaluate("a < b", local_dict={"a": u, "b": u[::-1]}),
+                                      [False, False, True])
+
+
+def test_constant_operands_fold():
+    assert lazyk.evaluate(lazyk.less("a", "b")) == True  # noqa: E712 (a NumPy bool)
+    assert lazyk.evaluate(lazyk.str_len("h\u00e9llo")) == 5
+    assert lazyk.evaluate(lazyk.equal(b"a", b"a")) == True  # noqa: E712
+    np.testing.assert_array_equal(
+        lazyk.evaluate(lazyk.startswith("abc", lazyk.array(["a", "x", "abcd", ""]))),
+        [True, False, False, True])
+    with pytest.raises(UnsupportedOperandError, match="encodings"):
+        lazyk.equal(b"a", "a")
+
+
+@pytest.mark.parametrize("width", [3, 17, 70])  # memcmp against the padded parameter, loop
+def test_fixed_width_with_nul_and_wide_elements(width):
+    xs = ["ab", "a", "", "a\x00b", "ab" * (width // 2)]
+    for dt in (f"U{width}", f"S{4 * width}"):
+        arr = np.array([x.encode() if dt[0] == "S" else x for x in xs], dtype=dt)
+        values = [x.decode() if isinstance(x, bytes) else str(x) for x in arr.tolist()]
+        for c in ("ab", "ab\x00", "a\x00b", "", "\x00", "a", "ab" * (width // 2),
+                  "ab" * (width // 2) + "x"):
+            for op in OPS:
+                np.testing.assert_array_equal(lazyk.evaluate(op(lazyk.array(arr), c)),
+                                              python(op, values, [c] * len(values)),
+                                              err_msg=f"{dt} {c!r}")
+        if dt[0] == "U":
+            continue  # UTF-32 against UTF-8 is refused
+        other = lazyk.array(["ab", "ab\x00", "", "a\x00b", "ab"])  # against a string array
+        for op in OPS:
+            np.testing.assert_array_equal(
+                lazyk.evaluate(op(lazyk.array(arr), other)),
+                [op(v, o) for v, o in zip(values, ["ab", "ab\x00", "", "a\x00b", "ab"])])
