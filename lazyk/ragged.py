@@ -342,6 +342,16 @@ def _evaluate(expr):
             continue  # only read under an inlined reduction
         names.append(name)
         leaves.append(leaf_data(value))
+    if reduce_arg is None:
+        empty = _empty_result(root, expr, names, leaves)
+        if empty is not None:
+            return empty
+    elif _branch_masks(root, names, leaves):
+        # where() takes the missing state of the branch it selects, which the segmented
+        # kernel (one AND of the input masks per element) cannot: compute the elementwise
+        # part first, then reduce that array.
+        inner = as_expr(_evaluate(Expr(root, expr.env)))
+        return _evaluate(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
     fused = None
     if reduce_arg is not None:
 
@@ -366,6 +376,10 @@ def _evaluate(expr):
         order = fused[5] if len(fused) > 5 else "row"
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
+        seeded = extremum and len(reduce_arg) > 4
+        if seeded:
+            values, valid = _seed(values, valid, reduce_arg, struct, order,
+                                  any_mask and not skipna)
         if not any_mask:
             if extremum and not valid.all():
                 where = f"row {int(np.argmin(valid))}" if order == "row" else \
@@ -374,7 +388,7 @@ def _evaluate(expr):
                                  "which has no identity")
             mask = None
         elif skipna:
-            mask = valid if extremum or op == "mean" else None
+            mask = valid if (extremum and not seeded) or op == "mean" else None
         else:
             mask = valid
         values = values.astype(red_node.dtype, copy=False)
@@ -385,10 +399,10 @@ def _evaluate(expr):
         has_last = keep
     if fused is None and reduce_arg is None:
         data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
-        masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
-        mask = np.logical_and.reduce(masks) if masks else None
+        masks = {n: op.mask[ix] for n, op, ix in zip(names, ops_, index) if op.mask is not None}
         with np.errstate(all="ignore"):
             values = run_program(plan(root), data) if data else None
+        mask = _result_mask(root, data, masks) if masks else None
         values = np.broadcast_to(values, (int(struct.lengths.sum()),))
         option = mask is not None
     if reduce_arg is not None and fused is None:
@@ -409,6 +423,89 @@ def _evaluate(expr):
         dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
     text = " * ".join(dims + [("?" if option else "") + np.dtype(red_node.dtype).name])
     return array(nested, type=text)
+
+
+def _seed(values, valid, reduce_arg, struct, order: str, missing_seen: bool):
+    """min/max with `initial`: fold it into every result; a result with nothing folded is
+    `initial` (not missing, no error). Without skipna over ?T data an invalid result whose
+    fold saw elements saw a missing one and stays missing."""
+    init = np.asarray(reduce_arg[4]).astype(values.dtype)
+    lengths = struct.lengths
+    empty = (lengths == 0 if order == "row" else
+             np.full(len(values), len(lengths) == 0) if order == "col" else
+             np.array([not lengths.any()]))
+    fill = ~valid & empty if missing_seen else ~valid
+    with np.errstate(invalid="ignore"):
+        folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
+    return np.where(fill, init, folded), valid | fill
+
+
+def _branch_masks(root, names, leaves) -> bool:
+    """Whether a `where` in `root` selects between branches that read `?T` leaves."""
+    masked = {n for n, v in zip(names, leaves) if getattr(v, "option", False)}
+    if not masked:
+        return False
+
+    def reads(node):
+        return any(n.op == "input" and n.arg in masked for n in toposort(node))
+    return any(n.op == "where" and (reads(n.srcs[1]) or reads(n.srcs[2]))
+               for n in toposort(root))
+
+
+def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
+    """Present flags of every result value (None: all present): missing in, missing out,
+    except that `where(c, x, y)` is missing where `c` is, else where the branch it selects
+    is (as Awkward and numpy.ma)."""
+    memo: dict = {}
+
+    def both(a, b):
+        return b if a is None else a if b is None else a & b
+
+    def mask(node):
+        if id(node) in memo:
+            return memo[id(node)]
+        if node.op == "input":
+            m = masks.get(node.arg)
+        elif node.op == "where":
+            m, a, b = (mask(s) for s in node.srcs)
+            if a is not None or b is not None:
+                with np.errstate(all="ignore"):
+                    cond = np.asarray(run_program(plan(node.srcs[0]), data), dtype=bool)
+                yes = np.ones(1, bool)
+                m = both(m, np.where(cond, yes if a is None else a, yes if b is None else b))
+        else:
+            m = None
+            for s in node.srcs:
+                m = both(m, mask(s))
+        memo[id(node)] = m
+        return m
+    m = mask(root)
+    if m is None:
+        return None
+    n = len(next(iter(data.values())))
+    return np.broadcast_to(m, (n,))
+
+
+def _empty_result(root, expr, names, leaves):
+    """The result of elementwise work when it has no rows (a zero outer dim): an empty
+    array of the right type, without running anything. None when there are rows."""
+    shapes = [describe(v.array)[0] if is_ragged(v) else np.shape(v) for v in leaves]
+    try:
+        outer = np.broadcast_shapes(*(tuple(s[:-1]) for s in shapes if len(s)))
+    except ValueError:
+        return None  # the shape step names the mismatch
+    if not outer or all(outer):
+        return None
+    views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
+    struct = line_up_rows(list(names), views)[0]
+
+    def nested(dims):
+        return [] if not dims or not dims[0] else [nested(dims[1:]) for _ in range(dims[0])]
+    last = ["var" if struct.var else str(struct.last)] if struct.var or struct.last else []
+    option = any(getattr(v, "option", False) for v in leaves)
+    text = " * ".join([str(d) for d in outer] + last +
+                      [("?" if option else "") + np.dtype(root.dtype).name])
+    return array(nested(list(outer)), type=text)
 
 
 def _inline_reductions(root, expr):
