@@ -23,7 +23,7 @@ from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_reference import same
 
-LAZYK_REDUCERS = ("sum", "prod", "min", "max", "any", "all", "mean")  # no count in lazyk
+LAZYK_REDUCERS = ("sum", "prod", "min", "max", "any", "all", "mean", "count")
 
 
 def check(ref_fn, lazyk_fn) -> str:
@@ -93,11 +93,14 @@ def case_where(pair):
     return check(ref, lz)
 
 
-def case_reduce(case, op, axis, keepdims, skipna):
+def case_reduce(case, op, axis, keepdims, skipna, initial=None):
     t, d = case
-    return check(lambda: R.reduce(op, RA(t, d), axis, keepdims=keepdims, skipna=skipna),
-                 lambda: getattr(lazyk, op)(L(t, d), axis=axis, keepdims=keepdims,
-                                            skipna=skipna))
+    kw = {} if op == "count" else {"skipna": skipna}  # count always skips missing values
+    if initial is not None:
+        kw["initial"] = initial
+    return check(lambda: R.reduce(op, RA(t, d), axis, keepdims=keepdims, skipna=skipna,
+                                  initial=initial),
+                 lambda: getattr(lazyk, op)(L(t, d), axis=axis, keepdims=keepdims, **kw))
 
 
 def case_fused(pair, which):
@@ -143,7 +146,15 @@ def reduce_cases(draw):
     return (t, d), draw(st.sampled_from(LAZYK_REDUCERS)), axis, keepdims, draw(st.booleans())
 
 
+@st.composite
+def initial_cases(draw):
+    (t, d), _, axis, keepdims, skipna = draw(reduce_cases())
+    return ((t, d), draw(st.sampled_from(["min", "max"])), axis, keepdims, skipna,
+            draw(st.integers(-3, 3)))
+
+
 KINDS["reduce"] = (reduce_cases(), case_reduce)
+KINDS["reduce, initial"] = (initial_cases(), case_reduce)
 
 
 def _run(kind, args):
