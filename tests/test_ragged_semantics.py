@@ -31,8 +31,8 @@ def test_where_takes_the_missing_state_of_the_branch_selected(pair):
     assert case_where(pair) == "match"
 
 
-@given(S.ragged_pair(layouts=RUN, option_rows=False), st.sampled_from(["sum", "max", "mean", "count"]),
-       st.booleans())
+@given(S.ragged_pair(layouts=RUN, option_rows=False),
+       st.sampled_from(["sum", "max", "mean", "count"]), st.booleans())
 def test_where_inside_a_reduction(pair, op, skipna):
     """The reduced value of where(c, x, y) is the reference's reduction of its result."""
     t1, d1, t2, d2 = pair
@@ -70,7 +70,8 @@ def test_elementwise_on_an_empty_array(t):
         assert check(lambda: g(RA(t, data)), lambda: f(L(t, data))) == "match"
 
 
-@given(S.ragged(layouts=RUN, dtypes=S.NUMERIC, nan=True, option_rows=False), st.booleans(), st.booleans())
+@given(S.ragged(layouts=RUN, dtypes=S.NUMERIC, nan=True, option_rows=False), st.booleans(),
+       st.booleans())
 def test_mean_matches_the_reference(case, skipna, keepdims):
     """Including rows with nothing to fold: NaN for T, missing for ?T."""
     assert case_reduce(case, "mean", -1, keepdims, skipna) in ("match", "raises")
