@@ -50,6 +50,7 @@ EXAMPLES = {
     "astype": "lazyk.astype(lazyk.array([1.7, -2.5]), 'int32').eval()",
     "clip": "lazyk.clip(lazyk.array([-1.0, 0.5, 2.0]), 0.0, 1.0).eval()",
     "where": "a = lazyk.array([1.0, -2.0, 3.0])\nlazyk.where(a > 0, a, 0.0).eval()",
+    "count": "lazyk.count(lazyk.array([[1.0, None, float('nan')], [4.0]]), axis=-1).eval()",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "real": "lazyk.real(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
     "imag": "lazyk.imag(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
@@ -239,7 +240,7 @@ def _section(name: str, obj, module: str) -> str:
         return "Types: `lazyk.types`"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "Errors"
-    if name in REDUCTIONS:
+    if name in REDUCTIONS or name == "count":
         return "Reductions"
     if _is_ufunc(name, obj):
         return "Elementwise functions"

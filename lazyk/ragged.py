@@ -9,15 +9,18 @@ outer axes, or over every axis run in ONE fused kernel (`codegen.segmented`): th
 shape step works per row only (`line_up_rows`: each result row's length and, per operand,
 its element-0 address and byte stride from the arrmeta, 0 for a broadcast row) and the
 kernel walks rows and their elements in place, evaluating the elementwise body and
-folding it, reading `?T` masks at `value + mask_offset`. Semantics: missing in, missing
-out unless `skipna`; an empty or all-missing row gives sum 0, prod 1, any False, all True;
-mean = sum / count (count excludes skipped missing values; an empty row gives NaN
-without options, missing with options under `skipna`); min/max of a row with nothing to
-fold raises ValueError like NumPy for plain `T` and gives missing for `?T` operands.
+folding it, reading `?T` masks at `value + mask_offset`. Semantics (the rules of
+`tests/ragged_reference.py`): missing in, missing out unless `skipna`; an empty or
+all-missing row gives sum 0, prod 1, any False, all True; mean = sum / count (count
+excludes skipped missing values; a row with nothing to fold gives NaN without options and
+missing with them); min/max of a row with nothing to fold gives `initial` when given, else
+raises ValueError like NumPy for plain `T` and gives missing for `?T` operands.
 
 Elementwise results (no reduction) still gather values (`gather`) and run the fused
-elementwise kernel on flat 1-D values; the missing mask of the result is the AND of the
-operands' masks (never a sentinel).
+elementwise kernel on flat 1-D values; the missing mask of the result (never a sentinel)
+is the AND of the operands' masks, except that `where(c, x, y)` takes the mask of `c` and
+of the branch it selects (`_result_mask`). A reduction over such a `where` reduces its
+computed result.
 
 Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
 `?T` numeric; NumPy arrays and scalars broadcast against them.
