@@ -381,12 +381,13 @@ def _evaluate(expr):
         extremum = op in ("min", "max")
         seeded = extremum and len(reduce_arg) > 4
         if seeded:
-            values, valid = _seed(values, valid, reduce_arg, struct, order,
-                                  any_mask and not skipna)
+            empty = fused[6] if len(fused) > 6 else struct.lengths == 0
+            values, valid = _seed(values, valid, reduce_arg, empty, any_mask and not skipna)
         if not any_mask:
             if extremum and not valid.all():
                 where = f"row {int(np.argmin(valid))}" if order == "row" else \
-                    f"column {int(np.argmin(valid))}" if order == "col" else "array"
+                    f"column {int(np.argmin(valid))}" if order == "col" else \
+                    f"result {int(np.argmin(valid))}" if order != "all" else "array"
                 raise ValueError(f"zero-size {where} in reduction {op}, "
                                  "which has no identity")
             mask = None
@@ -396,6 +397,9 @@ def _evaluate(expr):
             mask = valid
         values = values.astype(red_node.dtype, copy=False)
         option = mask is not None
+        if isinstance(order, tuple):
+            return _group_result(array, values, mask, struct, order, reduce_arg[1], keep,
+                                 red_node.dtype)
         if order != "row":
             return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
         lengths = np.ones(len(lengths), np.int64)
@@ -428,15 +432,12 @@ def _evaluate(expr):
     return array(nested, type=text)
 
 
-def _seed(values, valid, reduce_arg, struct, order: str, missing_seen: bool):
-    """min/max with `initial`: fold it into every result; a result with nothing folded is
-    `initial` (not missing, no error). Without skipna over ?T data an invalid result whose
-    fold saw elements saw a missing one and stays missing."""
+def _seed(values, valid, reduce_arg, empty, missing_seen: bool):
+    """min/max with `initial`: fold it into every result; a result with nothing folded
+    (`empty`: no element along the reduced axes) is `initial`, not missing nor an error.
+    Without skipna over ?T data an invalid result that saw elements saw a missing one
+    and stays missing."""
     init = np.asarray(reduce_arg[4]).astype(values.dtype)
-    lengths = struct.lengths
-    empty = (lengths == 0 if order == "row" else
-             np.full(len(values), len(lengths) == 0) if order == "col" else
-             np.array([not lengths.any()]))
     fill = ~valid & empty if missing_seen else ~valid
     with np.errstate(invalid="ignore"):
         folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
@@ -731,25 +732,25 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
     nout = len(struct.outer)
     axes = tuple(reduce_arg[1])
-    if axes == (nout,):
+    folded = tuple(a for a in axes if a < nout)  # outer axes folded row into row
+    if not folded:
+        if axes != (nout,):
+            return None
         order = "row"
-    elif nout and axes == tuple(range(nout)):
-        order = "col"  # every outer axis: element i of every row folds into result i
-    elif axes == tuple(range(nout + 1)):
-        order = "all"
     else:
-        return None
-    ncols = 0
+        # "col": element i of every folded row into result i; "all": everything folded
+        order = "all" if nout in axes else "col"
+    # groups[g]: the flat indices of the rows folded into result (row) g; one group
+    # unless some outer axes are kept
+    idx = np.arange(len(struct.lengths)).reshape(struct.outer)
+    kept = [d for d in range(nout) if d not in folded]
+    groups = idx.transpose(kept + list(folded)).reshape(
+        int(np.prod([struct.outer[d] for d in kept], dtype=np.int64)),
+        int(np.prod([struct.outer[d] for d in folded], dtype=np.int64)))
+    widths = [0] * len(groups)
     if order == "col":
-        ln = struct.lengths
-        ncols = int(ln.max()) if len(ln) else (struct.last or 0)
-        if struct.last is not None and len(ln):
-            ncols = struct.last
-        bad = (ln != ncols) & (ln != 1)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ShapeError(f"{reduce_arg[0]} over the outer axes needs rows of one length: "
-                             f"row {i} has length {ln[i]}, another has {ncols}")
+        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded)
+                  for g in groups]
     node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
@@ -780,13 +781,79 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
     kernel = segmented_kernel(spec, masked, skipna, step.mean, rows=True, order=order)
     lengths = np.ascontiguousarray(struct.lengths, dtype=np.int64)
-    nres = {"row": len(lengths), "col": ncols, "all": 1}[order]
-    out = np.empty(nres, acc)
-    valid = np.empty(nres, np.uint8)
-    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols, step.consts)
-    for rec in _recorders:
-        rec.append((kernel, len(lengths), ncols, moffs))
-    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
+    if order == "row":
+        out, valid = np.empty(len(lengths), acc), np.empty(len(lengths), np.uint8)
+        kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, 0, step.consts)
+        for rec in _recorders:
+            rec.append((kernel, len(lengths), 0, moffs))
+        return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order,
+                        lengths == 0)
+    # one kernel call per group of folded rows (one call when every outer axis folds)
+    nres = [1 if order == "all" else w for w in widths]
+    out, valid = np.empty(sum(nres), acc), np.empty(sum(nres), np.uint8)
+    at = 0
+    for g, w, n in zip(groups, widths, nres):
+        kernel.run_rows(np.ascontiguousarray(lengths[g]), [p[g] for p in rowptrs],
+                        [st[g] for st in rowstrides], moffs, out[at:at + n],
+                        valid[at:at + n], w, step.consts)
+        at += n
+        for rec in _recorders:
+            rec.append((kernel, len(g), w, moffs))
+    empty = np.repeat([len(g) == 0 if order == "col" else not lengths[g].any()
+                       for g in groups], nres).astype(bool)
+    if len(groups) > 1 or kept:
+        order = ("groups", tuple(struct.outer[d] for d in kept), nres, order == "all")
+    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order, empty)
+
+
+def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
+    """The length of the row that rows of `lengths` fold into, element by element: rows of
+    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise."""
+    if last is not None:
+        n = last
+    else:
+        long = lengths[lengths != 1]
+        n = int(long.max()) if len(long) else int(len(lengths) > 0)
+    bad = (lengths != n) & (lengths != 1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ShapeError(f"{op} over axes {list(axes)} needs rows of one length (or 1): "
+                         f"row {i} has length {lengths[i]}, another has {n}")
+    return n
+
+
+def _group_result(array, values, mask, struct, order: tuple, axes, keep: bool, dtype):
+    """The lazyk Array of a reduction over some outer axes: the kept outer dims, then a
+    row per result (`var` when the operands' last dim is var) unless the last axis folded
+    too; `keep` puts a 1 where each reduced axis was."""
+    _, kept, nres, scalar = order
+    flat = values.tolist()
+    if mask is not None:
+        flat = [v if m else None for v, m in zip(flat, mask)]
+    items, at = [], 0
+    for n in nres:
+        items.append(flat[at] if scalar else flat[at:at + n])
+        at += n
+
+    def shape_up(items, dims):
+        if not dims:
+            return items[0]
+        size = int(np.prod(dims[1:], dtype=np.int64))
+        return [shape_up(items[i * size:(i + 1) * size], dims[1:]) for i in range(dims[0])]
+    data = shape_up(items, list(kept))
+    dims = [str(n) for n in kept] + ([] if scalar else
+                                     ["var" if struct.var else str(struct.last)])
+    if keep:
+        def wrap(x, level):
+            return [x] if level == 0 else [wrap(v, level - 1) for v in x]
+        for a in sorted(axes):
+            data = wrap(data, a)
+            dims.insert(a, "1")
+    if mask is None and not (not scalar and struct.var):
+        shape = tuple(int(d) for d in dims)
+        return array(np.asarray(data, dtype=dtype).reshape(shape))
+    text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
+    return array(data, type=text)
 
 
 def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):

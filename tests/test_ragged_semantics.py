@@ -210,3 +210,30 @@ def test_skipnan_by_hand():
     # integers have no NaN: skipnan changes nothing
     i = lazyk.array(np.arange(6).reshape(2, 3))
     assert i.sum(axis=1, skipnan=True).to_numpy().tolist() == [3, 12]
+
+
+@st.composite
+def outer_reduce_cases(draw):
+    t, d = draw(S.ragged(layouts=("N * 3 * var * T", "3 * N * var * T", "N * var * T"),
+                         nan=True, option_rows=False))
+    axis, keepdims = draw(S.reduce_args(R.parse_type(t).ndim))
+    op = draw(st.sampled_from(R.REDUCERS))
+    return (t, d), op, axis, keepdims, draw(st.booleans())
+
+
+@given(outer_reduce_cases())
+def test_reductions_over_any_axes_of_fixed_dims_then_var(args):
+    """Any axis or tuple of axes of `N * M * var * T`: kept outer dims, folded outer dims
+    (rows fold element by element, length-1 rows stretching), the var axis or not."""
+    assert case_reduce(*args) in ("match", "raises")
+
+
+def test_outer_axis_folds_by_hand():
+    x = L("2 * 3 * var * float64", [[[1.0], [], [2.0, 4.0]], [[2.0, 3.0], [1.0], [5.0, 6.0]]])
+    assert lazyk.sum(x, axis=0).to_list() == [[3.0, 4.0], [], [7.0, 10.0]]  # 1 stretches to 0
+    assert lazyk.sum(x, axis=(0, 2)).to_list() == [6.0, 1.0, 17.0]
+    assert str(lazyk.sum(x, axis=(0, 2), keepdims=True).eval().type) == "1 * 3 * 1 * float64"
+    with pytest.raises(lazyk.ShapeError):  # rows of length 1 and 2 fold; 0 and 2 do not
+        lazyk.sum(x, axis=1).eval()
+    y = L("2 * var * float64", [[5.0], []])  # a length-1 row stretches to length 0
+    assert lazyk.sum(y, axis=0).to_list() == []
