@@ -424,7 +424,8 @@ def _evaluate(expr):
         return array(np.ascontiguousarray(values, dtype=red_node.dtype).reshape(shape))
     flat = [None if (mask is not None and not m) else v
             for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    nested = _nest(flat, outer, lengths, has_last)
+    # (no rows: a zero outer dim, nested here as empty lists)
+    nested = _nest(flat, outer, lengths, has_last) if len(lengths) else _no_rows(list(outer))
     dims = [str(d) for d in outer]
     if has_last:
         dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
@@ -502,14 +503,16 @@ def _empty_result(root, expr, names, leaves):
         return None
     views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
     struct = line_up_rows(list(names), views)[0]
-
-    def nested(dims):
-        return [] if not dims or not dims[0] else [nested(dims[1:]) for _ in range(dims[0])]
     last = ["var" if struct.var else str(struct.last)] if struct.var or struct.last else []
     option = any(getattr(v, "option", False) for v in leaves)
     text = " * ".join([str(d) for d in outer] + last +
                       [("?" if option else "") + np.dtype(root.dtype).name])
-    return array(nested(list(outer)), type=text)
+    return array(_no_rows(list(outer)), type=text)
+
+
+def _no_rows(dims: list) -> list:
+    """Nested empty lists for outer dims with a zero among them."""
+    return [] if not dims or not dims[0] else [_no_rows(dims[1:]) for _ in range(dims[0])]
 
 
 def _inline_reductions(root, expr):
