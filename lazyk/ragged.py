@@ -415,8 +415,11 @@ def _evaluate(expr):
     if reduce_arg is not None and fused is None:
         # Reductions run only inside a fused segmented kernel, never on a kernel's output.
         op, axes = reduce_arg[:2]
-        raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option expression "
-                                "(the last axis, all outer axes or all axes)")
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} {v.dtype}"
+                          for v in leaves)
+        raise NotSupportedError(f"{op} over axes {list(axes)} of an expression over {types}: "
+                                "it does not fuse into one segmented kernel (byte-swapped "
+                                "leaves, or a mean accumulated in an integer dtype)")
     fixed_result = not option and not (has_last and reduce_arg is None and struct.var)
     if fixed_result:  # a plain fixed result: hand the values over without Python lists
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
