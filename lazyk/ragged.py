@@ -456,14 +456,20 @@ def _branch_masks(root, names, leaves) -> bool:
 
     def reads(node):
         return any(n.op == "input" and n.arg in masked for n in toposort(node))
-    return any(n.op == "where" and (reads(n.srcs[1]) or reads(n.srcs[2]))
+    return any(_selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2]))
                for n in toposort(root))
+
+
+def _selects(node) -> bool:
+    """A `where` with a computed condition. `where(True, k, x)` is how `imag` and
+    comparisons with a str spell a value of x's shape: missing where x is (all masks)."""
+    return node.op == "where" and node.srcs[0].op not in ("const", "scalar")
 
 
 def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
     """Present flags of every result value (None: all present): missing in, missing out,
     except that `where(c, x, y)` is missing where `c` is, else where the branch it selects
-    is (as Awkward and numpy.ma)."""
+    is (as Awkward and numpy.ma; a constant `c` takes every mask, see `_selects`)."""
     memo: dict = {}
 
     def both(a, b):
@@ -474,7 +480,7 @@ def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
             return memo[id(node)]
         if node.op == "input":
             m = masks.get(node.arg)
-        elif node.op == "where":
+        elif _selects(node):
             m, a, b = (mask(s) for s in node.srcs)
             if a is not None or b is not None:
                 with np.errstate(all="ignore"):

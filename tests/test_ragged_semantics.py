@@ -57,6 +57,8 @@ def test_where_by_hand():
     r = L("2 * var * ?float64", [[1.0, -2.0], [None]])
     assert lazyk.where(r > 0, r, -r).to_list() == [[1.0, 2.0], [None]]
     assert lazyk.where(r > 0, 5.0, r).sum(axis=-1).to_list() == [3.0, None]
+    # functions of one value spelled with a constant condition stay missing where x is
+    assert lazyk.imag(r).to_list() == [[0.0, 0.0], [None]]
 
 
 @pytest.mark.parametrize("t", ["0 * var * float64", "0 * var * ?float32", "0 * 3 * var * int32",
