@@ -754,12 +754,14 @@ def _fused_rows(expr, names, leaves, reduce_arg):
         order = "all" if nout in axes else "col"
     # groups[g]: the flat indices of the rows folded into result (row) g; one group
     # unless some outer axes are kept
-    idx = np.arange(len(struct.lengths)).reshape(struct.outer)
     kept = [d for d in range(nout) if d not in folded]
-    groups = idx.transpose(kept + list(folded)).reshape(
-        int(np.prod([struct.outer[d] for d in kept], dtype=np.int64)),
-        int(np.prod([struct.outer[d] for d in folded], dtype=np.int64)))
-    widths = [0] * len(groups)
+    groups = widths = None
+    if order != "row":
+        idx = np.arange(len(struct.lengths)).reshape(struct.outer)
+        groups = idx.transpose(kept + list(folded)).reshape(
+            int(np.prod([struct.outer[d] for d in kept], dtype=np.int64)),
+            int(np.prod([struct.outer[d] for d in folded], dtype=np.int64)))
+        widths = [0] * len(groups)
     if order == "col":
         widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded)
                   for g in groups]
@@ -798,8 +800,7 @@ def _fused_rows(expr, names, leaves, reduce_arg):
         kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, 0, step.consts)
         for rec in _recorders:
             rec.append((kernel, len(lengths), 0, moffs))
-        return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order,
-                        lengths == 0)
+        return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
     # one kernel call per group of folded rows (one call when every outer axis folds)
     nres = [1 if order == "all" else w for w in widths]
     out, valid = np.empty(sum(nres), acc), np.empty(sum(nres), np.uint8)
