@@ -346,7 +346,7 @@ def _evaluate(expr):
         names.append(name)
         leaves.append(leaf_data(value))
     if reduce_arg is None:
-        empty = _empty_result(root, expr, names, leaves)
+        empty = _empty_result(root, names, leaves)
         if empty is not None:
             return empty
     elif _branch_masks(root, names, leaves):
@@ -500,7 +500,7 @@ def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
     return np.broadcast_to(m, (n,))
 
 
-def _empty_result(root, expr, names, leaves):
+def _empty_result(root, names, leaves):
     """The result of elementwise work when it has no rows (a zero outer dim): an empty
     array of the right type, without running anything. None when there are rows."""
     shapes = [describe(v.array)[0] if is_ragged(v) else np.shape(v) for v in leaves]
