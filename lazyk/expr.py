@@ -474,7 +474,8 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     `skipna=True` leaves missing values (`?T`) out of the fold; `skipnan=True` leaves NaN
     out (NumPy's `nansum`, `nanprod`, `nanmin`, `nanmax`, `nanmean`); both together skip
     both, as pandas' `skipna` does. `initial` (min and max only) is folded into every
-    result, so a slice with nothing to fold gives `initial`.
+    result, so a slice with nothing to fold gives `initial` (except over a placeholder's
+    symbolic dim that is empty at run time: that still raises ValueError).
     """
     e = operands(op, (x,))[0]
     if skipna and not has_options(e):
