@@ -54,6 +54,7 @@ EXAMPLES = {
     "startswith": "names = lazyk.array(['kiwi', 'apple', 'kiwano'])\n"
                   "lazyk.startswith(names, 'ki').eval()",
     "endswith": "lazyk.endswith(lazyk.array(['kiwi', 'apple']), 'le').eval()",
+    "count": "lazyk.count(lazyk.array([[1.0, None, float('nan')], [4.0]]), axis=-1).eval()",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "real": "lazyk.real(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
     "imag": "lazyk.imag(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
@@ -243,7 +244,7 @@ def _section(name: str, obj, module: str) -> str:
         return "Types: `lazyk.types`"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "Errors"
-    if name in REDUCTIONS:
+    if name in REDUCTIONS or name == "count":
         return "Reductions"
     if _is_ufunc(name, obj):
         return "Elementwise functions"

@@ -556,20 +556,32 @@ def imag(x: Any) -> Expr:
 
 
 def _skips_missing(node: Node) -> bool:
-    """A skipna sum/prod/any/all has a value for every row, so its result is not optional."""
-    return node.op == REDUCE_OP and len(node.arg) > 3 and node.arg[0] in (
-        "sum", "prod", "any", "all")
+    """A skipna sum/prod/any/all (and min/max with `initial`) has a value for every row,
+    so its result is not optional."""
+    return node.op == REDUCE_OP and len(node.arg) > 3 and bool(node.arg[3]) and (
+        node.arg[0] in ("sum", "prod", "any", "all") or len(node.arg) > 4)
 
 
 # --- reductions -----------------------------------------------------------------------------
 
 def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
-           dtype: Any = None) -> Expr:
-    """Lazy reduction node; its elementwise inputs fuse into the same kernel."""
+           dtype: Any = None, initial: Any = None, skipnan: bool = False) -> Expr:
+    """Lazy reduction node; its elementwise inputs fuse into the same kernel.
+
+    `skipna=True` leaves missing values (`?T`) out of the fold; `skipnan=True` leaves NaN
+    out (NumPy's `nansum`, `nanprod`, `nanmin`, `nanmax`, `nanmean`); both together skip
+    both, as pandas' `skipna` does. `initial` (min and max only) is folded into every
+    result, so a slice with nothing to fold gives `initial` (except over a placeholder's
+    symbolic dim that is empty at run time: that still raises ValueError).
+    """
     e = operands(op, (x,))[0]
     refuse_text(op, [e])
     if skipna and not has_options(e):
         skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
+    if initial is not None and op not in ("min", "max"):
+        raise NotSupportedError(f"{op}: initial= is supported for min and max only")
+    if skipnan and e.dtype.kind in "fc":
+        return _skip_nan(op, e, axis, keepdims, skipna, dtype, initial)
     axes = normalize_axes(axis, e.ndim, op)
     node = e.node
     if op in ("any", "all"):
@@ -584,19 +596,92 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
+    if initial is not None:
+        initial = np.asarray(initial).astype(acc).item()  # as NumPy converts it
+        if not builtins.any(isinstance(v, RaggedLeaf) for v in e.env.values()):
+            return _seeded_fixed(op, e, axes, keepdims, acc, initial)
     arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
+    if initial is not None:  # the ragged path folds `initial` into each row's result
+        arg = (op, axes, bool(keepdims), bool(skipna), initial)
     red = Node(REDUCE_OP, acc, shape, (cast(node, acc),), arg)
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)
 
 
+def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,
+                  initial: Any) -> Expr:
+    """min/max with `initial` over fixed dims: minimum(min(x), initial); a reduction over
+    an empty axis (known from the shape) is `initial` itself."""
+    seed = Node("const", acc, (), (), initial)
+    extent = [e.shape[d] for d in axes]
+    if builtins.all(isinstance(n, int) for n in extent) and 0 in extent:
+        # nothing to fold: `initial` in the result's shape (the sum only supplies the shape)
+        shaped = reduce("sum", e, axis=axes, keepdims=keepdims)
+        true = Node("const", np.dtype(bool), (), (), True)
+        return Expr(Node("where", acc, shaped.shape, (true, seed, cast(shaped.node, acc))),
+                    e.env)
+    red = reduce(op, e, axis=axes, keepdims=keepdims)
+    return apply("minimum" if op == "min" else "maximum", red, Expr(seed, {}))
+
+
+def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: Any,
+              initial: Any) -> Expr:
+    """A reduction of float / complex data that leaves NaN out (NumPy's nan-functions):
+    NaN becomes the fold's identity; min/max of a slice of only NaN is NaN, a mean is
+    the sum of the other values over their count."""
+    kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna}
+    nan = apply("isnan", e)
+    if op in ("sum", "prod", "any", "all", "mean"):
+        filler = 1 if op in ("prod", "all") else 0
+        kept = where(nan, filler, e)
+        if op != "mean":
+            return reduce(op, kept, dtype=dtype, **kw)
+        want = reduce("mean", e, dtype=dtype, **kw).dtype
+        total = reduce("sum", kept, dtype=dtype, **kw)
+        value = astype(apply("true_divide", total, count(e, axis, keepdims, skipnan=True)),
+                       want)
+        if not has_options(e):
+            return value  # an empty slice gives 0 / 0 = NaN, as np.nanmean
+        # nothing present: missing, as the mean of nothing over ?T data is
+        return where(apply("equal", count(e, axis, keepdims), 0),
+                     reduce("mean", kept, dtype=dtype, **kw).astype(want), value)
+    if op not in ("min", "max") or e.dtype.kind == "c":
+        raise NotSupportedError(f"{op} with skipnan=True of {e.dtype} data")
+    inf = float("inf") if op == "min" else float("-inf")
+    red = reduce(op, where(nan, inf, e), initial=initial, **kw)
+    if initial is not None:
+        return red
+    # a slice of only NaN gives NaN (np.nanmin); `red + nan` keeps a missing result missing
+    return where(apply("equal", count(e, axis, keepdims, skipnan=True), 0),
+                 apply("add", red, float("nan")), red)
+
+
+def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = False) -> Expr:
+    """Lazy number of present values over `axis` (int64): missing values (`?T`) are never
+    counted; `skipnan=True` leaves NaN out too.
+
+    Example: `lazyk.count(lazyk.array([[1, None, 3], [4]]), axis=-1)` gives `[2, 1]`.
+    """
+    e = operands("count", (x,))[0]
+    if skipnan and e.dtype.kind in "fc":
+        present = apply("logical_not", apply("isnan", e))
+    else:  # true for every value, NaN included; missing wherever x is
+        present = apply("logical_or", apply("equal", e, e), apply("not_equal", e, e))
+    return reduce("sum", present, axis=axis, keepdims=keepdims, skipna=True,
+                  dtype=np.dtype(np.int64))
+
+
 def _make_reduction(op: str):
-    def fn(x, axis=None, keepdims: bool = False, skipna: bool = False, dtype=None):
-        return reduce(op, x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype)
+    def fn(x, axis=None, keepdims: bool = False, skipna: bool = False, dtype=None,
+           initial=None, skipnan: bool = False):
+        return reduce(op, x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype,
+                      initial=initial, skipnan=skipnan)
 
     fn.__name__ = op
-    fn.__doc__ = f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`."
+    fn.__doc__ = (f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`, "
+                  "`skipna=` (leave missing values out), `skipnan=` (leave NaN out)" +
+                  (", `initial=`" if op in ("min", "max") else "") + ".")
     return fn
 
 

@@ -61,16 +61,16 @@ def _reduction(name: str):
     """Make a reduction method (`x.sum(axis=..., keepdims=..., skipna=...)`)."""
 
     def method(self, axis=None, dtype=None, out=None, keepdims: bool = False,
-               skipna: bool = False, **kwargs):
+               skipna: bool = False, skipnan: bool = False, initial=None, **kwargs):
         expr = front_end()
         # NOTE: np.sum(x) on a non-ndarray calls x.sum(axis=, out=, ...); accept NumPy's
         # spellings so `np.sum(lazy)` stays lazy (or writes into `out`).
-        if kwargs.pop("initial", None) is not None or kwargs.pop("where", True) is not True:
-            raise TypeError(f"{name}: 'initial' and 'where' are not supported")
+        if kwargs.pop("where", True) is not True:
+            raise TypeError(f"{name}: 'where' is not supported")
         if kwargs:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
-                                     dtype=dtype)
+                                     dtype=dtype, initial=initial, skipnan=skipnan)
         if out is not None:
             # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
             return hooks.evaluate(result, out=out, casting="unsafe")

@@ -9,15 +9,18 @@ outer axes, or over every axis run in ONE fused kernel (`codegen.segmented`): th
 shape step works per row only (`line_up_rows`: each result row's length and, per operand,
 its element-0 address and byte stride from the arrmeta, 0 for a broadcast row) and the
 kernel walks rows and their elements in place, evaluating the elementwise body and
-folding it, reading `?T` masks at `value + mask_offset`. Semantics: missing in, missing
-out unless `skipna`; an empty or all-missing row gives sum 0, prod 1, any False, all True;
-mean = sum / count (count excludes skipped missing values; an empty row gives NaN
-without options, missing with options under `skipna`); min/max of a row with nothing to
-fold raises ValueError like NumPy for plain `T` and gives missing for `?T` operands.
+folding it, reading `?T` masks at `value + mask_offset`. Semantics (the rules of
+`tests/ragged_reference.py`): missing in, missing out unless `skipna`; an empty or
+all-missing row gives sum 0, prod 1, any False, all True; mean = sum / count (count
+excludes skipped missing values; a row with nothing to fold gives NaN without options and
+missing with them); min/max of a row with nothing to fold gives `initial` when given, else
+raises ValueError like NumPy for plain `T` and gives missing for `?T` operands.
 
 Elementwise results (no reduction) still gather values (`gather`) and run the fused
-elementwise kernel on flat 1-D values; the missing mask of the result is the AND of the
-operands' masks (never a sentinel).
+elementwise kernel on flat 1-D values; the missing mask of the result (never a sentinel)
+is the AND of the operands' masks, except that `where(c, x, y)` takes the mask of `c` and
+of the branch it selects (`_result_mask`). A reduction over such a `where` reduces its
+computed result.
 
 Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
 `?T` numeric; NumPy arrays and scalars broadcast against them.
@@ -342,6 +345,16 @@ def _evaluate(expr):
             continue  # only read under an inlined reduction
         names.append(name)
         leaves.append(leaf_data(value))
+    if reduce_arg is None:
+        empty = _empty_result(root, names, leaves)
+        if empty is not None:
+            return empty
+    elif _branch_masks(root, names, leaves):
+        # where() takes the missing state of the branch it selects, which the segmented
+        # kernel (one AND of the input masks per element) cannot: compute the elementwise
+        # part first, then reduce that array.
+        inner = as_expr(_evaluate(Expr(root, expr.env)))
+        return _evaluate(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
     fused = None
     if reduce_arg is not None:
 
@@ -366,36 +379,47 @@ def _evaluate(expr):
         order = fused[5] if len(fused) > 5 else "row"
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
+        seeded = extremum and len(reduce_arg) > 4
+        if seeded:
+            empty = fused[6] if len(fused) > 6 else struct.lengths == 0
+            values, valid = _seed(values, valid, reduce_arg, empty, any_mask and not skipna)
         if not any_mask:
             if extremum and not valid.all():
                 where = f"row {int(np.argmin(valid))}" if order == "row" else \
-                    f"column {int(np.argmin(valid))}" if order == "col" else "array"
+                    f"column {int(np.argmin(valid))}" if order == "col" else \
+                    f"result {int(np.argmin(valid))}" if order != "all" else "array"
                 raise ValueError(f"zero-size {where} in reduction {op}, "
                                  "which has no identity")
             mask = None
         elif skipna:
-            mask = valid if extremum or op == "mean" else None
+            mask = valid if (extremum and not seeded) or op == "mean" else None
         else:
             mask = valid
         values = values.astype(red_node.dtype, copy=False)
         option = mask is not None
+        if isinstance(order, tuple):
+            return _group_result(array, values, mask, struct, order, reduce_arg[1], keep,
+                                 red_node.dtype)
         if order != "row":
             return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
         lengths = np.ones(len(lengths), np.int64)
         has_last = keep
     if fused is None and reduce_arg is None:
         data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
-        masks = [op.mask[ix] for op, ix in zip(ops_, index) if op.mask is not None]
-        mask = np.logical_and.reduce(masks) if masks else None
+        masks = {n: op.mask[ix] for n, op, ix in zip(names, ops_, index) if op.mask is not None}
         with np.errstate(all="ignore"):
             values = run_program(plan(root), data) if data else None
+        mask = _result_mask(root, data, masks) if masks else None
         values = np.broadcast_to(values, (int(struct.lengths.sum()),))
         option = mask is not None
     if reduce_arg is not None and fused is None:
         # Reductions run only inside a fused segmented kernel, never on a kernel's output.
         op, axes = reduce_arg[:2]
-        raise NotSupportedError(f"{op} over axes {list(axes)} of a var / option expression "
-                                "(the last axis, all outer axes or all axes)")
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} {v.dtype}"
+                          for v in leaves)
+        raise NotSupportedError(f"{op} over axes {list(axes)} of an expression over {types}: "
+                                "it does not fuse into one segmented kernel (byte-swapped "
+                                "leaves, or a mean accumulated in an integer dtype)")
     fixed_result = not option and not (has_last and reduce_arg is None and struct.var)
     if fixed_result:  # a plain fixed result: hand the values over without Python lists
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
@@ -403,12 +427,101 @@ def _evaluate(expr):
         return array(np.ascontiguousarray(values, dtype=red_node.dtype).reshape(shape))
     flat = [None if (mask is not None and not m) else v
             for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    nested = _nest(flat, outer, lengths, has_last)
+    # (no rows: a zero outer dim, nested here as empty lists)
+    nested = _nest(flat, outer, lengths, has_last) if len(lengths) else _no_rows(list(outer))
     dims = [str(d) for d in outer]
     if has_last:
         dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
     text = " * ".join(dims + [("?" if option else "") + np.dtype(red_node.dtype).name])
     return array(nested, type=text)
+
+
+def _seed(values, valid, reduce_arg, empty, missing_seen: bool):
+    """min/max with `initial`: fold it into every result; a result with nothing folded
+    (`empty`: no element along the reduced axes) is `initial`, not missing nor an error.
+    Without skipna over ?T data an invalid result that saw elements saw a missing one
+    and stays missing."""
+    init = np.asarray(reduce_arg[4]).astype(values.dtype)
+    fill = ~valid & empty if missing_seen else ~valid
+    with np.errstate(invalid="ignore"):
+        folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
+    return np.where(fill, init, folded), valid | fill
+
+
+def _branch_masks(root, names, leaves) -> bool:
+    """Whether a `where` in `root` selects between branches that read `?T` leaves."""
+    masked = {n for n, v in zip(names, leaves) if getattr(v, "option", False)}
+    if not masked:
+        return False
+
+    def reads(node):
+        return any(n.op == "input" and n.arg in masked for n in toposort(node))
+    return any(_selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2]))
+               for n in toposort(root))
+
+
+def _selects(node) -> bool:
+    """A `where` with a computed condition. `where(True, k, x)` is how `imag` and
+    comparisons with a str spell a value of x's shape: missing where x is (all masks)."""
+    return node.op == "where" and node.srcs[0].op not in ("const", "scalar")
+
+
+def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
+    """Present flags of every result value (None: all present): missing in, missing out,
+    except that `where(c, x, y)` is missing where `c` is, else where the branch it selects
+    is (as Awkward and numpy.ma; a constant `c` takes every mask, see `_selects`)."""
+    memo: dict = {}
+
+    def both(a, b):
+        return b if a is None else a if b is None else a & b
+
+    def mask(node):
+        if id(node) in memo:
+            return memo[id(node)]
+        if node.op == "input":
+            m = masks.get(node.arg)
+        elif _selects(node):
+            m, a, b = (mask(s) for s in node.srcs)
+            if a is not None or b is not None:
+                with np.errstate(all="ignore"):
+                    cond = np.asarray(run_program(plan(node.srcs[0]), data), dtype=bool)
+                yes = np.ones(1, bool)
+                m = both(m, np.where(cond, yes if a is None else a, yes if b is None else b))
+        else:
+            m = None
+            for s in node.srcs:
+                m = both(m, mask(s))
+        memo[id(node)] = m
+        return m
+    m = mask(root)
+    if m is None:
+        return None
+    n = len(next(iter(data.values())))
+    return np.broadcast_to(m, (n,))
+
+
+def _empty_result(root, names, leaves):
+    """The result of elementwise work when it has no rows (a zero outer dim): an empty
+    array of the right type, without running anything. None when there are rows."""
+    shapes = [describe(v.array)[0] if is_ragged(v) else np.shape(v) for v in leaves]
+    try:
+        outer = np.broadcast_shapes(*(tuple(s[:-1]) for s in shapes if len(s)))
+    except ValueError:
+        return None  # the shape step names the mismatch
+    if not outer or all(outer):
+        return None
+    views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
+    struct = line_up_rows(list(names), views)[0]
+    last = ["var" if struct.var else str(struct.last)] if struct.var or struct.last else []
+    option = any(getattr(v, "option", False) for v in leaves)
+    text = " * ".join([str(d) for d in outer] + last +
+                      [("?" if option else "") + np.dtype(root.dtype).name])
+    return array(_no_rows(list(outer)), type=text)
+
+
+def _no_rows(dims: list) -> list:
+    """Nested empty lists for outer dims with a zero among them."""
+    return [] if not dims or not dims[0] else [_no_rows(dims[1:]) for _ in range(dims[0])]
 
 
 def _inline_reductions(root, expr):
@@ -631,25 +744,27 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
     nout = len(struct.outer)
     axes = tuple(reduce_arg[1])
-    if axes == (nout,):
+    folded = tuple(a for a in axes if a < nout)  # outer axes folded row into row
+    if not folded:
+        if axes != (nout,):
+            return None
         order = "row"
-    elif nout and axes == tuple(range(nout)):
-        order = "col"  # every outer axis: element i of every row folds into result i
-    elif axes == tuple(range(nout + 1)):
-        order = "all"
     else:
-        return None
-    ncols = 0
+        # "col": element i of every folded row into result i; "all": everything folded
+        order = "all" if nout in axes else "col"
+    # groups[g]: the flat indices of the rows folded into result (row) g; one group
+    # unless some outer axes are kept
+    kept = [d for d in range(nout) if d not in folded]
+    groups = widths = None
+    if order != "row":
+        idx = np.arange(len(struct.lengths)).reshape(struct.outer)
+        groups = idx.transpose(kept + list(folded)).reshape(
+            int(np.prod([struct.outer[d] for d in kept], dtype=np.int64)),
+            int(np.prod([struct.outer[d] for d in folded], dtype=np.int64)))
+        widths = [0] * len(groups)
     if order == "col":
-        ln = struct.lengths
-        ncols = int(ln.max()) if len(ln) else (struct.last or 0)
-        if struct.last is not None and len(ln):
-            ncols = struct.last
-        bad = (ln != ncols) & (ln != 1)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ShapeError(f"{reduce_arg[0]} over the outer axes needs rows of one length: "
-                             f"row {i} has length {ln[i]}, another has {ncols}")
+        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded)
+                  for g in groups]
     node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
@@ -680,13 +795,78 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
     kernel = segmented_kernel(spec, masked, skipna, step.mean, rows=True, order=order)
     lengths = np.ascontiguousarray(struct.lengths, dtype=np.int64)
-    nres = {"row": len(lengths), "col": ncols, "all": 1}[order]
-    out = np.empty(nres, acc)
-    valid = np.empty(nres, np.uint8)
-    kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, ncols, step.consts)
-    for rec in _recorders:
-        rec.append((kernel, len(lengths), ncols, moffs))
-    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
+    if order == "row":
+        out, valid = np.empty(len(lengths), acc), np.empty(len(lengths), np.uint8)
+        kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, 0, step.consts)
+        for rec in _recorders:
+            rec.append((kernel, len(lengths), 0, moffs))
+        return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
+    # one kernel call per group of folded rows (one call when every outer axis folds)
+    nres = [1 if order == "all" else w for w in widths]
+    out, valid = np.empty(sum(nres), acc), np.empty(sum(nres), np.uint8)
+    at = 0
+    for g, w, n in zip(groups, widths, nres):
+        kernel.run_rows(np.ascontiguousarray(lengths[g]), [p[g] for p in rowptrs],
+                        [st[g] for st in rowstrides], moffs, out[at:at + n],
+                        valid[at:at + n], w, step.consts)
+        at += n
+        for rec in _recorders:
+            rec.append((kernel, len(g), w, moffs))
+    empty = np.repeat([len(g) == 0 if order == "col" else not lengths[g].any()
+                       for g in groups], nres).astype(bool)
+    if len(groups) > 1 or kept:
+        order = ("groups", tuple(struct.outer[d] for d in kept), nres, order == "all")
+    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order, empty)
+
+
+def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
+    """The length of the row that rows of `lengths` fold into, element by element: rows of
+    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise."""
+    if last is not None:
+        n = last
+    else:
+        long = lengths[lengths != 1]
+        n = int(long.max()) if len(long) else int(len(lengths) > 0)
+    bad = (lengths != n) & (lengths != 1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ShapeError(f"{op} over axes {list(axes)} needs rows of one length (or 1): "
+                         f"row {i} has length {lengths[i]}, another has {n}")
+    return n
+
+
+def _group_result(array, values, mask, struct, order: tuple, axes, keep: bool, dtype):
+    """The lazyk Array of a reduction over some outer axes: the kept outer dims, then a
+    row per result (`var` when the operands' last dim is var) unless the last axis folded
+    too; `keep` puts a 1 where each reduced axis was."""
+    _, kept, nres, scalar = order
+    flat = values.tolist()
+    if mask is not None:
+        flat = [v if m else None for v, m in zip(flat, mask)]
+    items, at = [], 0
+    for n in nres:
+        items.append(flat[at] if scalar else flat[at:at + n])
+        at += n
+
+    def shape_up(items, dims):
+        if not dims:
+            return items[0]
+        size = int(np.prod(dims[1:], dtype=np.int64))
+        return [shape_up(items[i * size:(i + 1) * size], dims[1:]) for i in range(dims[0])]
+    data = shape_up(items, list(kept))
+    dims = [str(n) for n in kept] + ([] if scalar else
+                                     ["var" if struct.var else str(struct.last)])
+    if keep:
+        def wrap(x, level):
+            return [x] if level == 0 else [wrap(v, level - 1) for v in x]
+        for a in sorted(axes):
+            data = wrap(data, a)
+            dims.insert(a, "1")
+    if mask is None and not (not scalar and struct.var):
+        shape = tuple(int(d) for d in dims)
+        return array(np.asarray(data, dtype=dtype).reshape(shape))
+    text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
+    return array(data, type=text)
 
 
 def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):

@@ -488,7 +488,7 @@ def _ref_fold(op, vals, options, skipna):
     if op == "all":
         return all(present)
     if not present:
-        if op == "mean" and not (options and skipna):
+        if op == "mean" and not options:  # a mean of nothing over ?T data is missing
             return float("nan")
         return None if options else "raise"
     if op == "mean":

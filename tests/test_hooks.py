@@ -69,8 +69,11 @@ def test_reduction_out_goes_through_evaluate_with_unsafe_casting():
     assert a.sum(out=out) is out and out == 7  # 7.5 cast unsafely, as NumPy's sum does
     out2 = np.zeros((), np.int64)
     assert np.sum(a, out=out2) is out2 and out2 == 7
-    with pytest.raises(TypeError, match="'initial' and 'where'"):
+    with pytest.raises(lazyk.NotSupportedError, match="initial= is supported for min and max"):
         a.sum(initial=1)
+    with pytest.raises(TypeError, match="'where' is not supported"):
+        a.min(where=np.ones(3, bool))
+    assert a.min(initial=0.5).to_numpy() == 0.5
 
 
 def test_device_moves_go_through_the_hooks(monkeypatch):

@@ -55,7 +55,7 @@ class _SegGen(KernelGen):
     Per result: the identity is the start value; an element whose masks are all present
     runs the body and folds; a missing one is skipped (`skipna`) or marks the result missing.
     Valid flag: 0 when a missing element was seen without `skipna`, or when no element was
-    folded for min/max (no identity) and for a `skipna` mean. `mean` divides by the number
+    folded for min/max (no identity) and for a mean over `?T` inputs. `mean` divides by the number
     of folded elements. Accumulators live on the stack: no allocation, thread-safe.
     """
 
@@ -129,7 +129,8 @@ class _SegGen(KernelGen):
             c = b.load(cnt)
             v = self._acc_load(b, acc)
             valid = b.not_(b.load(bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
-            if self.red.combine in ("minimum", "maximum") or (self.mean and self.skipna):
+            # nothing folded: no identity for min/max; a mean of ?T data is missing
+            if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
                 valid = b.and_(valid, b.icmp_signed(">", c, zero))
             if self.mean:
                 cf = b.sitofp(c, lltype(dt))
