@@ -128,7 +128,7 @@ class Array(Operators):
 
     @property
     def ptr(self) -> int:
-        """Address of the first element (a var dim's {begin, size}, a scalar, ...)."""
+        """Address of the first element (a var dim's start index, a scalar, ...)."""
         if self._ptr is None:
             self._ptr = self._np.__array_interface__["data"][0]
         return self._ptr
@@ -228,7 +228,9 @@ class Array(Operators):
         if isinstance(t, T.FixedDim):
             return t.size
         if isinstance(t, T.VarDim):
-            return int(M.read_pairs(*_region(self))[1][0])
+            buf, offs = _region(self)
+            starts, stops = M.read_rows(buf, offs, *self.meta[1:3])
+            return int(stops[0] - starts[0])
         raise TypeError("len() of a 0-d lazyk array")
 
     def __bool__(self) -> bool:
