@@ -97,7 +97,11 @@ class Array(Operators):
             inner = t
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
-            lo, hi = memory.extent(shape, strides, inner.itemsize)
+            size = inner.itemsize
+            if isinstance(inner, T.VarDim):  # a start index; the stop stop_delta bytes on
+                at = 2 * len(shape)
+                size = max(meta[at + 1], meta[at + 2] + meta[at + 1])
+            lo, hi = memory.extent(shape, strides, size)
             if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
                 raise ValueError("the data lies outside the owner's memory block")
         return cls._from_parts(t, meta, int(ptr), owner, readonly)

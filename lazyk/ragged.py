@@ -32,6 +32,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from numpy.lib.stride_tricks import as_strided
+
+from lazyk import arrmeta as M
 from lazyk import runtime
 from lazyk.array import array
 from lazyk.backend.cpu import JITModule
@@ -110,24 +113,39 @@ class RowView:
     last: int | None
 
 
-def _records(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray) -> np.ndarray:
-    """The `{begin, size}` records (int64 pairs) at `rows`: one strided NumPy view over the
-    outer dims (no per-row fancy indexing) when the records are 8-aligned."""
+def _indices(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray, width: int,
+             stop_delta: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' (start, stop) indices as int64: one strided NumPy view over the outer dims
+    (no per-row fancy indexing) when the indices are aligned; offsets read in place."""
+    dt = M.INDEX_DTYPES.get(width)
+    if dt is None:
+        raise ValueError(f"var arrmeta: index width {width} (4 or 8 bytes)")
     n = len(rows)
     if n == 0:
-        return np.zeros((0, 2), np.int64)
-    if ptr % 8 == 0 and all(s % 8 == 0 for s in strides):
-        from numpy.lib.stride_tricks import as_strided
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if outer and ptr % width == 0 and stop_delta % width == 0 and \
+            all(s % width == 0 for s in strides):
+        lo = min([0] + [(k - 1) * s for k, s in zip(outer, strides) if s < 0])
+        hi = max([0] + [(k - 1) * s for k, s in zip(outer, strides) if s > 0])
+        span = (hi - lo + stop_delta) // width + 1
+        base = np.ctypeslib.as_array((ctypes.c_byte * (span * width)).from_address(ptr + lo))
+        base = base.view(dt)
 
-        base = np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(ptr))
-        view = as_strided(base, shape=tuple(outer) + (2,), strides=tuple(strides) + (8,),
-                          writeable=False)
-        return view.reshape(n, 2)
-    return _bytes_at(rows, 16).copy().view(np.int64).reshape(n, 2)
+        def at(delta: int) -> np.ndarray:
+            return as_strided(base[(delta - lo) // width:], shape=tuple(outer),
+                              strides=tuple(strides), writeable=False).reshape(n)
+        return at(0).astype(np.int64), at(stop_delta).astype(np.int64)
+    starts = _bytes_at(rows, width).copy().view(dt).reshape(n).astype(np.int64)
+    stops = _bytes_at(rows + stop_delta, width).copy().view(dt).reshape(n).astype(np.int64)
+    return starts, stops
 
 
 def row_view(array) -> RowView:
-    """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md)."""
+    """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
+
+    A var dim's per-row element-0 address and length come from its index pairs read as one
+    vectorized view; rows outside the content raise ValueError (never an out-of-bounds read).
+    """
     shape, _, option = describe(array)
     t = array.type
     while type(t).__name__ in ("FixedDim", "VarDim"):
@@ -142,11 +160,14 @@ def row_view(array) -> RowView:
     if not shape:
         lengths, stride = np.ones(1, np.int64), 0
     elif shape[-1] == "var":
-        stride, voff = meta[k + 1], meta[k + 2]
-        rec = _records(array.ptr, outer, meta[1:2 * len(outer):2], rows)
-        k += 3
-        begin, lengths = rec[:, 0].copy(), rec[:, 1].copy()
-        rows = begin + voff
+        var_meta = tuple(meta[k:k + M.VAR_META])
+        _, width, stop_delta, content, istride, stride, _ = var_meta
+        starts, stops = _indices(array.ptr, outer, meta[1:2 * len(outer):2], rows, width,
+                                 stop_delta)
+        M.check_rows(starts, stops, var_meta)
+        k += M.VAR_META
+        lengths = stops - starts
+        rows = content + starts * istride
     else:
         lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]
         k += 2
