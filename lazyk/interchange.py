@@ -144,7 +144,7 @@ def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
 def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
     (the values, then one shadow byte slot per value; docs/layout.md)."""
-    values = np.ascontiguousarray(values)
+    values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
@@ -186,7 +186,7 @@ def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: 
         return offsets_array(offsets, content, outer=tuple(outer), check=False)
     shape = tuple(outer) + (() if last is None else (int(last),))
     if mask is None:
-        return array(np.ascontiguousarray(values).reshape(shape))
+        return array(np.asarray(values, order="C").reshape(shape))
     return masked(np.asarray(values).reshape(shape), np.asarray(mask).reshape(shape))
 
 

@@ -43,6 +43,7 @@ from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
+from lazyk.interchange import build_rows
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.runtime import as_out, canonical, plan, run_program
@@ -279,20 +280,6 @@ def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     return Structure(tuple(outer), result, var, last), row_of, lens
 
 
-def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
-    rows, k = [], 0
-    for n in lengths:
-        rows.append(values[k:k + n])
-        k += n
-    if not has_last:
-        rows = [r[0] if r else None for r in rows]
-    if not outer:
-        return rows[0]
-    for d in reversed(outer[1:]):
-        rows = [rows[i:i + d] for i in range(0, len(rows), d)]
-    return rows
-
-
 def evaluate_if_ragged(expr, out=None):
     """`evaluate(expr, out)` when a leaf is a var / option array, else NotImplemented (the
     "ragged" evaluation path of `lazyk.runtime.evaluate`)."""
@@ -422,14 +409,11 @@ def _evaluate(expr):
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
                                 if has_last else ())
         return array(np.ascontiguousarray(values, dtype=red_node.dtype).reshape(shape))
-    flat = [None if (mask is not None and not m) else v
-            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    nested = _nest(flat, outer, lengths, has_last)
-    dims = [str(d) for d in outer]
-    if has_last:
-        dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
-    text = " * ".join(dims + [("?" if option else "") + np.dtype(red_node.dtype).name])
-    return array(nested, type=text)
+    # Flat values + row offsets -> the result's layout directly (no Python lists).
+    last = None if not has_last else 1 if reduce_arg is not None else \
+        "var" if struct.var else struct.last
+    values = np.ascontiguousarray(values, dtype=red_node.dtype)
+    return build_rows(values, mask if option else None, tuple(outer), last, lengths)
 
 
 def _inline_reductions(root, expr):
@@ -719,17 +703,14 @@ def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
         last = None
     else:
         last = "var" if struct.var else str(len(values))
-    if mask is None and last != "var":
-        shape = lead + ((len(values),) if last is not None else ())
-        return array(np.ascontiguousarray(values, dtype=dtype).reshape(shape))
-    flat = [None if (mask is not None and not m) else v
-            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    nested = flat if last is not None else flat[0]
-    for _ in lead:
-        nested = [nested]
-    dims = [str(d) for d in lead] + ([last] if last is not None else [])
-    text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
-    return array(nested, type=text)
+    values = np.ascontiguousarray(values, dtype=dtype)
+    lengths = np.array([len(values)], np.int64)
+    if last is None:
+        values = values.reshape(())
+        mask = None if mask is None else np.asarray(mask).reshape(())
+    elif last != "var":
+        last = len(values)
+    return build_rows(values, mask, lead, last, lengths)
 
 
 _recorders: list = []
