@@ -298,8 +298,10 @@ def _from_layout(ak, layout) -> Array:
                            c.UnmaskedArray)):
         n = len(layout)
         valid = np.asarray(layout.mask_as_bool(valid_when=True))[:n]
-        inner = layout.to_ByteMaskedArray(True).content[:n] if not isinstance(
-            layout, c.UnmaskedArray) else layout.content[:n]
+        if isinstance(layout, c.IndexedOptionArray):  # gathers the values (a copy)
+            inner = layout.to_ByteMaskedArray(True).content[:n]
+        else:
+            inner = layout.content[:n]
         if isinstance(inner, c.NumpyArray):
             return masked(np.asarray(inner.data), valid)
         if isinstance(inner, (c.ListArray, c.RegularArray)):
