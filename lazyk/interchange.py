@@ -209,8 +209,8 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None) -> Array:
 
     Example:
         >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
-        >>> x.type, x.to_list()
-        (3 * var * float64, [[0.0, 1.0], [], [2.0, 3.0, 4.0]])
+        >>> str(x.type), x.to_list()
+        ('3 * var * float64', [[0.0, 1.0], [], [2.0, 3.0, 4.0]])
         >>> y = lazyk.from_offsets(np.array([0, 1, 3], np.int32), x)
         >>> str(y.type), y.to_list()
         ('2 * var * var * float64', [[[0.0, 1.0]], [[], [2.0, 3.0, 4.0]]])

@@ -31,7 +31,6 @@ import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
-
 from numpy.lib.stride_tricks import as_strided
 
 from lazyk import arrmeta as M
