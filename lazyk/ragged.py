@@ -82,18 +82,41 @@ def _bytes_at(addr: np.ndarray, width: int) -> np.ndarray:
     return buf[(addr - lo)[:, None] + np.arange(width)]
 
 
+def _elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dtype,
+              total: int) -> np.ndarray:
+    """Every row's elements, row after row, as `dtype` values (a copy): one contiguous read
+    when the rows follow each other in memory (offsets over dense content), else one
+    element-wise gather through a view of the span."""
+    if total == 0:
+        return np.zeros(0, dtype)
+    isz = dtype.itemsize
+    keep = lengths > 0
+    ptr, ln = rowptr[keep], lengths[keep]
+    if stride == isz and bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * stride)):
+        raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
+        return raw.view(dtype).copy()
+    starts = np.cumsum(ln) - ln
+    addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
+    lo = int(addr.min())
+    if bool(np.all((addr - lo) % isz == 0)):
+        span = (int(addr.max()) - lo) // isz + 1
+        buf = np.ctypeslib.as_array((ctypes.c_uint8 * (span * isz)).from_address(lo))
+        return buf.view(dtype)[(addr - lo) // isz]
+    return _bytes_at(addr, isz).copy().view(dtype).reshape(-1)
+
+
 def gather(array, dtype: np.dtype) -> Operand:
     """Flatten a lazyk Array by its arrmeta (docs/layout.md): its rows (`row_view`), then
     one vectorised read of every element (no Python lists)."""
     v = row_view(array)
     lengths = v.lengths
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
-    addr = np.repeat(v.rowptr, lengths) + pos * v.stride
-    values = _bytes_at(addr, v.dtype.itemsize).copy().view(v.dtype).reshape(-1).astype(dtype)
+    total = int(lengths.sum())
+    values = _elements(v.rowptr, lengths, v.stride, v.dtype, total).astype(dtype, copy=False)
     mask = None
     if v.mask_offset is not None:
-        mask = _bytes_at(addr + v.mask_offset, 1).reshape(-1) != 0
+        mask = _elements(v.rowptr + v.mask_offset, lengths, v.stride, np.dtype(np.uint8),
+                         total) != 0
         values = np.where(mask, values, np.zeros((), dtype))
     return Operand(v.outer, lengths, starts, values, mask, v.var, v.last)
 
@@ -234,19 +257,26 @@ class Structure:
     last: int | None
 
 
-def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.ndarray]]:
-    """The shape step: result rows and, per operand, the flat index each result element reads."""
+def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
+    """The shape step: result rows and, per operand, the flat index each result element reads
+    (`slice(None)` for an operand whose rows are the result's rows)."""
     struct, row_of, lens = line_up_rows(names, ops)
     result, nrows = struct.lengths, len(struct.lengths)
-    # Flat (row, position) of every result element.
     total = int(result.sum())
-    row = np.repeat(np.arange(nrows), result)
     starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
-    pos = np.arange(total) - np.repeat(starts, result)
+    row = pos = None  # flat (row, position) of every result element, made when needed
     index = []
     for op, r, ln in zip(ops, row_of, lens):
-        src_row = r[row]
-        index.append(op.starts[src_row] + np.where(ln[row] == 1, 0, pos))
+        if len(op.lengths) == nrows and op.outer == struct.outer and \
+                np.array_equal(ln, result) and len(op.values) == total:
+            index.append(slice(None))  # the same rows, in order: read as they are
+        elif bool(np.all(ln == 1)):  # one value per row, repeated along the row
+            index.append(np.repeat(op.starts[r], result))
+        else:
+            if row is None:
+                row = np.repeat(np.arange(nrows), result)
+                pos = np.arange(total) - np.repeat(starts, result)
+            index.append(op.starts[r[row]] + np.where(ln[row] == 1, 0, pos))
     return struct, index
 
 
