@@ -213,3 +213,31 @@ def test_awkward_bit_masked_and_indexed_options():
     assert lazyk.from_awkward(ak.Array(idx)).to_list() == [3.0, None, 1.0]
     with pytest.raises(NotSupportedError, match="Awkward layout"):
         lazyk.from_awkward(ak.Array([{"x": 1}]))
+
+
+def test_hand_made_arrmeta_past_the_content_raises_in_expressions():
+    """A forged var arrmeta (Array.from_parts) is refused by the row step, never read."""
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, lazyk\n"
+        "x = lazyk.from_offsets(np.array([0, 2, 3]), np.arange(3.0))\n"
+        "m = list(x.meta); m[-1] = 2  # content length 2: row 1 reaches past it\n"
+        "y = lazyk.Array.from_parts(x.type, m, x.ptr, x.owner)\n"
+        "try:\n"
+        "    lazyk.evaluate(y.sum(axis=-1))\n"
+        "except ValueError as e:\n"
+        "    print('refused:', e)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "refused: var row 1" in res.stdout
+
+
+def test_from_offsets_result_is_a_leaf_of_nested_ragged_and_lazyk_results():
+    x = lazyk.from_offsets(np.array([0, 2, 3]), np.array([1.0, 2.0, 3.0]))
+    r = lazyk.evaluate(x * 10)
+    assert str(r.type) == "2 * var * float64" and r.to_list() == [[10.0, 20.0], [30.0]]
+    assert r.arrmeta["dim1.width"] == 8 and r.arrmeta["dim1.stop_delta"] == 8
+    back = lazyk.from_offsets(np.array([0, 1, 2]), r)  # a lazyk result nests as content
+    assert back.to_list() == [[[10.0, 20.0]], [[30.0]]]
