@@ -348,16 +348,21 @@ def _columns(a: Array) -> tuple:
     if isinstance(x, T.VarDim):
         var_meta = meta[2:2 + M.VAR_META]
         ref, w, delta, content, istride, vstride, length = var_meta
-        offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
-        starts, stops = M.read_rows(owner.buffer, offs, w, delta)
-        M.check_rows(starts, stops, var_meta)
         if vstride != istride:
             return _columns(_repack(a))
+        offsets = None
+        if stride == w == delta:  # offsets form: the n + 1 indices in place
+            offsets = memory.view(a.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+            starts, stops = offsets[:-1], offsets[1:]
+        else:
+            offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+            starts, stops = M.read_rows(owner.buffer, offs, w, delta)
+        M.check_rows(starts, stops, var_meta)
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
                                  meta[2 + M.VAR_META:], content, memory.lookup(ref),
                                  a.readonly)
-        if stride == w == delta:  # offsets form: the n + 1 indices in place
-            offsets = memory.view(a.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+        if offsets is not None:
+            pass
         elif n == 0 or bool(np.all(stops[:-1] == starts[1:])):
             offsets = np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
         else:
