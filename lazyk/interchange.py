@@ -361,12 +361,11 @@ def _columns(a: Array) -> tuple:
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
                                  meta[2 + M.VAR_META:], content, memory.lookup(ref),
                                  a.readonly)
-        if offsets is not None:
-            pass
-        elif n == 0 or bool(np.all(stops[:-1] == starts[1:])):
+        if offsets is None:
+            if n and not bool(np.all(stops[:-1] == starts[1:])):
+                return _columns(_repack(a))  # rows out of order: one contiguous copy
+            # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
-        else:
-            return _columns(_repack(a))
         return ("list", offsets, _columns(child))
     return _unsupported(t)
 
