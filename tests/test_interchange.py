@@ -241,3 +241,16 @@ def test_from_offsets_result_is_a_leaf_of_nested_ragged_and_lazyk_results():
     assert r.arrmeta["dim1.width"] == 8 and r.arrmeta["dim1.stop_delta"] == 8
     back = lazyk.from_offsets(np.array([0, 1, 2]), r)  # a lazyk result nests as content
     assert back.to_list() == [[[10.0, 20.0]], [[30.0]]]
+
+
+def test_strided_and_reversed_content_and_swapped_offsets():
+    base = np.arange(10.0)
+    for content in (base[::2], base[::-1], base[::-3]):
+        offsets = np.array([0, 1, 1, len(content)], ">i8")  # non-native order: copied
+        x = lazyk.from_offsets(offsets, content)
+        ref = rows_of(offsets.astype(np.int64), content)
+        assert x.to_list() == ref
+        assert content_address(x) == content.__array_interface__["data"][0]
+        sums = lazyk.evaluate(x.sum(axis=-1)).to_numpy()
+        np.testing.assert_allclose(sums, [sum(r) for r in ref])
+        assert lazyk.evaluate(x * 2).to_list() == [[2 * v for v in r] for r in ref]
