@@ -146,7 +146,7 @@ def _indices(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray, width: in
     n = len(rows)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if outer and ptr % width == 0 and stop_delta % width == 0 and \
+    if outer and ptr % width == 0 and stop_delta >= 0 and stop_delta % width == 0 and \
             all(s % width == 0 for s in strides):
         lo = min([0] + [(k - 1) * s for k, s in zip(outer, strides) if s < 0])
         hi = max([0] + [(k - 1) * s for k, s in zip(outer, strides) if s > 0])

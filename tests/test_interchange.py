@@ -254,3 +254,24 @@ def test_strided_and_reversed_content_and_swapped_offsets():
         sums = lazyk.evaluate(x.sum(axis=-1)).to_numpy()
         np.testing.assert_allclose(sums, [sum(r) for r in ref])
         assert lazyk.evaluate(x * 2).to_list() == [[2 * v for v in r] for r in ref]
+
+
+def test_random_views_of_offsets_arrays_match_python_and_evaluate():
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        lengths = rng.integers(0, 5, rng.integers(0, 6))
+        offsets = np.zeros(len(lengths) + 1, rng.choice([np.int32, np.int64]))
+        np.cumsum(lengths, out=offsets[1:])
+        content = rng.integers(-9, 9, int(offsets[-1]) + 2).astype(np.float64)
+        x = lazyk.from_offsets(offsets, content)
+        ref = rows_of(offsets, content)
+        a, b, c = (int(v) if v is not None else None for v in rng.choice(
+            [None, -3, -1, 0, 1, 2, 4], 3))
+        step = int(rng.choice([1, 2, -1, -2, 3]))
+        outer, inner = slice(a, b, step), slice(b, c, int(rng.choice([1, -1, 2])))
+        view = x[outer, inner]
+        want = [r[inner] for r in ref[outer]]
+        assert view.to_list() == want
+        got = lazyk.evaluate(view.sum(axis=-1)).to_list()
+        assert got == [float(sum(r)) for r in want]
+        assert lazyk.evaluate(view + 1).to_list() == [[v + 1 for v in r] for r in want]
