@@ -12,10 +12,9 @@ data of about the same size. Workloads:
 
 Peers, on the same data: Awkward Array (ak.* on layouts built over the same NumPy buffers),
 NumPy on flat content + offsets (np.add.reduceat and friends, empty rows patched), and lazyk
-today. lazyk inputs are built the fastest way the public API allows: the content is copied
-once into a `lazyk.memory.MemoryBlock` and the `{begin, size}` row elements are written with
-NumPy, then `lazyk.Array.from_parts` (docs/layout.md); nested lists through `lazyk.array`
-are far slower and not used. Where lazyk refuses a workload the row says `refused: <error>`.
+today. lazyk inputs are built with `lazyk.from_offsets` over the same NumPy offsets and
+content (no copy; the offsets are checked once, vectorized). Where lazyk refuses a
+workload the row says `refused: <error>`.
 
 Every tool's answer is checked against NumPy's on a small copy of the data first. Times are
 medians of `--repeat` calls; `x ak` is Awkward's time / the tool's time (> 1: faster than
@@ -36,7 +35,6 @@ import time
 import numpy as np
 
 import lazyk
-from lazyk.memory import MemoryBlock
 
 try:
     import awkward as ak
@@ -54,38 +52,16 @@ def make_rows(rng, n_rows: int, lo: int, hi: int):
 
 
 def lazyk_var(offsets, content, mask=None):
-    """`N * var * float64` (or `?float64` with `mask`, True = present) over one content copy."""
-    n, total = len(offsets) - 1, len(content)
-    shadow = mask is not None
-    block = MemoryBlock(total * 8 * (2 if shadow else 1))
-    vals = block.buffer[:total * 8].view(np.float64)
-    vals[:] = content
-    if shadow:  # the mask byte of each value sits mask_offset bytes after it (docs/layout.md)
-        block.buffer[total * 8:].reshape(total, 8)[:, 0] = mask
-    rows = MemoryBlock(16 * n, keep=block)
-    elems = rows.buffer.view(np.uint64).reshape(n, 2)
-    elems[:, 0] = block.address + 8 * offsets[:-1].astype(np.uint64)
-    elems[:, 1] = np.diff(offsets)
-    meta = (n, 16, block.ref, 8, 0) + ((total * 8,) if shadow else ())
-    t = f"{n} * var * {'?' if shadow else ''}float64"
-    return lazyk.Array.from_parts(t, meta, rows.address, rows)
+    """`N * var * float64` (or `?float64` with `mask`, True = present) over the offsets and
+    content in place (`lazyk.from_offsets`); a mask is copied into lazyk's mask form."""
+    if mask is not None:
+        content = lazyk.array(np.ma.masked_array(content, mask=~mask))
+    return lazyk.from_offsets(offsets, content)
 
 
 def lazyk_var_var(outer, inner, content):
     """`N * var * var * float64`: outer offsets into the inner rows, inner into content."""
-    n, n_inner, total = len(outer) - 1, len(inner) - 1, len(content)
-    block = MemoryBlock(total * 8)
-    block.buffer.view(np.float64)[:] = content
-    mid = MemoryBlock(16 * n_inner, keep=block)
-    e = mid.buffer.view(np.uint64).reshape(n_inner, 2)
-    e[:, 0] = block.address + 8 * inner[:-1].astype(np.uint64)
-    e[:, 1] = np.diff(inner)
-    top = MemoryBlock(16 * n, keep=mid)
-    e = top.buffer.view(np.uint64).reshape(n, 2)
-    e[:, 0] = mid.address + 16 * outer[:-1].astype(np.uint64)
-    e[:, 1] = np.diff(outer)
-    meta = (n, 16, mid.ref, 16, 0, block.ref, 8, 0)
-    return lazyk.Array.from_parts(f"{n} * var * var * float64", meta, top.address, top)
+    return lazyk.from_offsets(outer, lazyk.from_offsets(inner, content))
 
 
 def ak_var(offsets, content, mask=None):

@@ -37,6 +37,13 @@ EXAMPLES = {
     "empty": "lazyk.empty('2 * ?int32')",
     "zeros": "lazyk.zeros('2 * 3 * float32').to_numpy()",
     "full": "lazyk.full('2 * var * int32', 7, [3, 1])",
+    "from_offsets": "x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))\n"
+                    "(x.type, x.to_list(), (x - x.mean(axis=-1, keepdims=True)).eval())",
+    "from_arrow": "import pyarrow as pa\n"
+                  "lazyk.from_arrow(pa.array([[1.5, None], [], [3.0]]))",
+    "from_awkward": "import awkward as ak\nlazyk.from_awkward(ak.Array([[1, 2], [], [3]]))",
+    "to_arrow": "lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()",
+    "to_awkward": "lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()",
     "Expr": "e = lazyk.array(np.arange(3.0)) * 2 + 1\n(e.type, e.eval())",
     "placeholder": "x = lazyk.placeholder('x', 'N * float64')\n(x + 1).type",
     "evaluate": "a, b = np.arange(3.0), np.ones(3)\nlazyk.evaluate('2*a + where(b > 0, b, 0)')",

@@ -139,6 +139,7 @@ from lazyk.expr import (
     trunc,
     where,
 )
+from lazyk.interchange import from_arrow, from_awkward, from_offsets, to_arrow, to_awkward
 from lazyk.kernel import public_stats as stats
 from lazyk.runtime import evaluate
 from lazyk.spec import Instr, KernelSpec
@@ -223,6 +224,9 @@ __all__ = [
     "fmax",
     "fmin",
     "fmod",
+    "from_arrow",
+    "from_awkward",
+    "from_offsets",
     "full",
     "get_num_threads",
     "greater",
@@ -275,6 +279,8 @@ __all__ = [
     "tan",
     "tanh",
     "threads",
+    "to_arrow",
+    "to_awkward",
     "true_divide",
     "trunc",
     "types",

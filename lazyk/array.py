@@ -97,7 +97,11 @@ class Array(Operators):
             inner = t
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
-            lo, hi = memory.extent(shape, strides, inner.itemsize)
+            size = inner.itemsize
+            if isinstance(inner, T.VarDim):  # a start index; the stop stop_delta bytes on
+                at = 2 * len(shape)
+                size = max(meta[at + 1], meta[at + 2] + meta[at + 1])
+            lo, hi = memory.extent(shape, strides, size)
             if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
                 raise ValueError("the data lies outside the owner's memory block")
         return cls._from_parts(t, meta, int(ptr), owner, readonly)
@@ -128,7 +132,7 @@ class Array(Operators):
 
     @property
     def ptr(self) -> int:
-        """Address of the first element (a var dim's {begin, size}, a scalar, ...)."""
+        """Address of the first element (a var dim's start index, a scalar, ...)."""
         if self._ptr is None:
             self._ptr = self._np.__array_interface__["data"][0]
         return self._ptr
@@ -228,7 +232,9 @@ class Array(Operators):
         if isinstance(t, T.FixedDim):
             return t.size
         if isinstance(t, T.VarDim):
-            return int(M.read_pairs(*_region(self))[1][0])
+            buf, offs = _region(self)
+            starts, stops = M.read_rows(buf, offs, *self.meta[1:3])
+            return int(stops[0] - starts[0])
         raise TypeError("len() of a 0-d lazyk array")
 
     def __bool__(self) -> bool:

@@ -14,8 +14,16 @@ from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.indexpath import Subset, Where
 from lazyk.memory import MemoryBlock, lookup
 
-# One var-dim or string element in the data: {char *begin; int64 size}.
+# One string element in the data: {char *begin; int64 size}.
 POINTER_SIZE_DTYPE = np.dtype([("begin", np.uint64), ("size", np.int64)])
+
+# A var dim's arrmeta (docs/layout.md):
+#   {blockref, width, stop_delta, content, index_stride, stride, length}
+# Its element in the data is the row's start index (`width` bytes); the stop index sits
+# `stop_delta` bytes after it; row element i is at content + start * index_stride + i * stride
+# (stride == index_stride except in views that step through rows).
+VAR_META = 7
+INDEX_DTYPES = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
 VARLEN_SCALARS = frozenset({"string", "bytes"})
 
@@ -38,7 +46,7 @@ def meta_len(t: T.Type) -> int:
     if isinstance(t, T.FixedDim):
         return 2 + meta_len(t.elem)
     if isinstance(t, T.VarDim):
-        return 3 + meta_len(t.elem)
+        return VAR_META + meta_len(t.elem)
     if isinstance(t, T.Option):
         return 1 + meta_len(t.elem)
     if isinstance(t, (T.Record, T.Tuple)):
@@ -101,8 +109,9 @@ def _names(t: T.Type, prefix: str, dim: int, out: list[str]) -> None:
         out += [f"{prefix}dim{dim}.size", f"{prefix}dim{dim}.stride"]
         _names(t.elem, prefix, dim + 1, out)
     elif isinstance(t, T.VarDim):
-        out += [f"{prefix}dim{dim}.blockref", f"{prefix}dim{dim}.stride",
-                f"{prefix}dim{dim}.offset"]
+        out += [f"{prefix}dim{dim}.{f}" for f in
+                ("blockref", "width", "stop_delta", "content", "index_stride", "stride",
+                 "length")]
         _names(t.elem, prefix, dim + 1, out)
     elif isinstance(t, T.Option):
         out.append(f"{prefix}option{dim}.mask_offset")
@@ -265,9 +274,59 @@ def scatter(buf: np.ndarray, offs: np.ndarray, raw: np.ndarray) -> None:
 
 
 def read_pairs(buf: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The {begin, size} elements at `offs`, as two int64 arrays."""
+    """The {begin, size} string elements at `offs`, as two int64 arrays."""
     raw = gather(buf, offs, 16).view(POINTER_SIZE_DTYPE).reshape(len(offs))
     return raw["begin"].astype(np.int64), raw["size"].astype(np.int64)
+
+
+def read_rows(buf: np.ndarray, offs: np.ndarray, width: int,
+              stop_delta: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, stop) int64 indices of the var rows whose elements sit at `offs` of `buf`."""
+    dt = INDEX_DTYPES.get(width)
+    if dt is None:
+        raise ValueError(f"var arrmeta: index width {width} (4 or 8 bytes)")
+    n = len(offs)
+    starts = gather(buf, offs, width).view(dt).reshape(n).astype(np.int64)
+    stops = gather(buf, offs + stop_delta, width).view(dt).reshape(n).astype(np.int64)
+    return starts, stops
+
+
+def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
+    """ValueError naming the first row that reaches outside the var dim's content (vectorized).
+
+    Rows of arrays lazyk builds or validated at construction always pass; this guards
+    against hand-made arrmeta (`Array.from_parts`) before any address is computed.
+    """
+    if not len(starts):
+        return
+    _, _, _, _, istride, stride, length = var_meta
+    n = stops - starts
+    if stride == istride:
+        # Three reductions (no temporaries) in the common case; the mask only on failure.
+        if starts.min() >= 0 and n.min() >= 0 and stops.max() <= length:
+            return
+        bad = (starts < 0) | (n < 0) | (stops > length)
+    else:
+        # A stepping view: its first and last elements lie inside the content.
+        bad = (starts < 0) | (n < 0)
+        lo, hi = sorted((0, (length - 1) * istride))
+        first = starts * istride
+        last = first + (n - 1) * stride
+        bad |= (n > 0) & ((first < lo) | (first > hi) | (last < lo) | (last > hi))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"var row {i}: indices {int(starts[i])}..{int(stops[i])} are outside "
+                         f"the content (0..{length}); arrmeta points outside its memory block")
+
+
+def var_rows(meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
+    """(content block, byte offset of each row's element 0 in it, row sizes, stride)."""
+    var_meta = tuple(meta[at:at + VAR_META])
+    ref, width, stop_delta, content, istride, stride, _ = var_meta
+    starts, stops = read_rows(buf, offs, width, stop_delta)
+    check_rows(starts, stops, var_meta)
+    block = lookup(ref)
+    return block, content - block.address + starts * istride, stops - starts, stride
 
 
 def row_offsets(starts: np.ndarray, sizes: np.ndarray, stride: int) -> np.ndarray:
@@ -301,11 +360,9 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         flat = read(t.elem, meta, at + 2, buf, child)
         return [flat[i * size:(i + 1) * size] for i in range(n)]
     if isinstance(t, T.VarDim):
-        ref, stride, offset = meta[at:at + 3]
-        begins, sizes = read_pairs(buf, offs)
-        block = lookup(ref)
-        child = row_offsets(begins - block.address + offset, sizes, stride)
-        flat = read(t.elem, meta, at + 3, block.buffer, child)
+        block, first, sizes, stride = var_rows(meta, at, buf, offs)
+        child = row_offsets(first, sizes, stride)
+        flat = read(t.elem, meta, at + VAR_META, block.buffer, child)
         return split(flat, sizes.tolist())
     if isinstance(t, T.Option):
         mask = gather(buf, offs + meta[at], 1).reshape(n).astype(bool)
@@ -391,27 +448,32 @@ def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
     return start, count
 
 
-def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, stride: int,
-                 owner: object, shadows: int):
-    """A block of {begin, size} elements, C order over the kept fixed dims, for `item` rows.
+def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: tuple,
+                 owner: object):
+    """(block of {start, stop} int64 pairs, C order over the kept fixed dims, new var arrmeta)
+    for the rows `item` selects; the content is not touched (a step becomes the stride).
 
     `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
     """
+    step = 1 if item.step is None else int(item.step)
+    ref, width, stop_delta, content, istride, stride, length = var_meta
     offs = np.array([cur], np.int64)
     for k in range(0, len(kept), 2):
         offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
-    begins, sizes = read_pairs(buf, offs)
-    start, count = slice_rows(sizes, item)
-    pairs = np.empty(len(offs), POINTER_SIZE_DTYPE)
-    pairs["begin"] = np.where(count > 0, begins + start * stride, begins)
-    pairs["size"] = count
-    head = MemoryBlock(16 * max(len(offs), 1) * (1 + shadows), keep=[owner])
-    head.buffer[:16 * len(offs)] = pairs.view(np.uint8)
-    step = 16
+    starts, stops = read_rows(buf, offs, width, stop_delta)
+    check_rows(starts, stops, var_meta)
+    if stride != istride:  # already a stepping view: index units are not row positions
+        return None
+    first, count = slice_rows(stops - starts, item)
+    new = np.where(count > 0, starts + first, 0)
+    pairs = np.stack([new, new + count], axis=1).astype(np.int64)
+    head = MemoryBlock(16 * max(len(offs), 1), keep=[owner])
+    head.buffer[:16 * len(offs)] = pairs.reshape(-1).view(np.uint8)
+    step_bytes = 16
     for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
-        kept[k + 1] = step
-        step *= kept[k]
-    return head
+        kept[k + 1] = step_bytes
+        step_bytes *= kept[k]
+    return head, (ref, 8, 8, content, istride, stride * step, length)
 
 
 def index_type(t: T.Type, dims: list) -> T.Type:
@@ -459,10 +521,8 @@ def _sizes(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
     if isinstance(t, T.FixedDim):
         size, stride = meta[at], meta[at + 1]
         return np.full(len(offs), size, np.int64), offs, stride, buf, at + 2
-    ref, stride, offset = meta[at:at + 3]
-    begins, sizes = read_pairs(buf, offs)
-    block = lookup(ref)
-    return sizes, begins - block.address + offset, stride, block.buffer, at + 3
+    block, first, sizes, stride = var_rows(meta, at, buf, offs)
+    return sizes, first, stride, block.buffer, at + VAR_META
 
 
 def _dims(t: T.Type) -> int:

@@ -283,13 +283,13 @@ def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: 
         total = len(child)
         rows = MemoryBlock(esize * total * (1 + n_shadows(t.elem)), keep=[])
         block.keep.append(rows)
-        pairs = np.empty(len(items), POINTER_SIZE_DTYPE)
+        # Each row element is an inline {int64 start; int64 stop} pair (docs/layout.md).
         starts = _starts(lens)
-        pairs["begin"] = rows.address + starts * esize
-        pairs["size"] = lens
+        pairs = np.stack([starts, starts + np.asarray(lens, np.int64)], axis=1)
         scatter(block.buffer, offs, pairs.view(np.uint8).reshape(len(items), 16))
         coffs = np.arange(total, dtype=np.int64) * esize
-        return [rows.ref, esize, 0] + _pack(t.elem, child, rows, coffs, esize * total, [0], sub)
+        return [rows.ref, 8, 8, rows.address, esize, esize, total] + _pack(
+            t.elem, child, rows, coffs, esize * total, [0], sub)
     if isinstance(t, (T.Record, T.Tuple)):
         return _pack_fields(t, items, block, offs, region, counter, where)
     if is_varlen(t):

@@ -102,3 +102,22 @@ def extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> t
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
     return low, high + itemsize
+
+
+def foreign(arr: np.ndarray, keep: Any = None) -> MemoryBlock:
+    """A block over the bytes of an existing NumPy array (no copy; it keeps `arr` alive).
+
+    Var arrmeta names the block that holds a dim's content or indices (`blockref`), so
+    arrays over NumPy, Arrow or Awkward buffers are read through blocks like lazyk's own.
+    Read-only arrays give a read-only buffer.
+    """
+    lo, hi = extent(arr.shape, arr.strides, arr.dtype.itemsize)
+    address = arr.__array_interface__["data"][0] + lo
+    block = MemoryBlock.__new__(MemoryBlock)
+    block.buffer = view(address, (hi - lo,), (1,), np.uint8, arr,
+                        readonly=not arr.flags.writeable)
+    block.address, block.size = address, hi - lo
+    block.ref = next(_next_ref)
+    block.keep = [arr] + list(keep or [])
+    _registry[block.ref] = block
+    return block

@@ -34,7 +34,9 @@ import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
+from lazyk import arrmeta as M
 from lazyk import runtime
 from lazyk.array import array
 from lazyk.backend.cpu import JITModule
@@ -43,6 +45,7 @@ from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
+from lazyk.interchange import build_rows
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.runtime import as_out, canonical, plan, run_program
@@ -82,18 +85,41 @@ def _bytes_at(addr: np.ndarray, width: int) -> np.ndarray:
     return buf[(addr - lo)[:, None] + np.arange(width)]
 
 
+def _elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dtype,
+              total: int) -> np.ndarray:
+    """Every row's elements, row after row, as `dtype` values (a copy): one contiguous read
+    when the rows follow each other in memory (offsets over dense content), else one
+    element-wise gather through a view of the span."""
+    if total == 0:
+        return np.zeros(0, dtype)
+    isz = dtype.itemsize
+    keep = lengths > 0
+    ptr, ln = rowptr[keep], lengths[keep]
+    if stride == isz and bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * stride)):
+        raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
+        return raw.view(dtype).copy()
+    starts = np.cumsum(ln) - ln
+    addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
+    lo = int(addr.min())
+    if bool(np.all((addr - lo) % isz == 0)):
+        span = (int(addr.max()) - lo) // isz + 1
+        buf = np.ctypeslib.as_array((ctypes.c_uint8 * (span * isz)).from_address(lo))
+        return buf.view(dtype)[(addr - lo) // isz]
+    return _bytes_at(addr, isz).copy().view(dtype).reshape(-1)
+
+
 def gather(array, dtype: np.dtype) -> Operand:
     """Flatten a lazyk Array by its arrmeta (docs/layout.md): its rows (`row_view`), then
     one vectorised read of every element (no Python lists)."""
     v = row_view(array)
     lengths = v.lengths
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
-    addr = np.repeat(v.rowptr, lengths) + pos * v.stride
-    values = _bytes_at(addr, v.dtype.itemsize).copy().view(v.dtype).reshape(-1).astype(dtype)
+    total = int(lengths.sum())
+    values = _elements(v.rowptr, lengths, v.stride, v.dtype, total).astype(dtype, copy=False)
     mask = None
     if v.mask_offset is not None:
-        mask = _bytes_at(addr + v.mask_offset, 1).reshape(-1) != 0
+        mask = _elements(v.rowptr + v.mask_offset, lengths, v.stride, np.dtype(np.uint8),
+                         total) != 0
         values = np.where(mask, values, np.zeros((), dtype))
     return Operand(v.outer, lengths, starts, values, mask, v.var, v.last)
 
@@ -113,24 +139,39 @@ class RowView:
     last: int | None
 
 
-def _records(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray) -> np.ndarray:
-    """The `{begin, size}` records (int64 pairs) at `rows`: one strided NumPy view over the
-    outer dims (no per-row fancy indexing) when the records are 8-aligned."""
+def _indices(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray, width: int,
+             stop_delta: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' (start, stop) indices as int64: one strided NumPy view over the outer dims
+    (no per-row fancy indexing) when the indices are aligned; offsets read in place."""
+    dt = M.INDEX_DTYPES.get(width)
+    if dt is None:
+        raise ValueError(f"var arrmeta: index width {width} (4 or 8 bytes)")
     n = len(rows)
     if n == 0:
-        return np.zeros((0, 2), np.int64)
-    if ptr % 8 == 0 and all(s % 8 == 0 for s in strides):
-        from numpy.lib.stride_tricks import as_strided
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if outer and ptr % width == 0 and stop_delta >= 0 and stop_delta % width == 0 and \
+            all(s % width == 0 for s in strides):
+        lo = min([0] + [(k - 1) * s for k, s in zip(outer, strides) if s < 0])
+        hi = max([0] + [(k - 1) * s for k, s in zip(outer, strides) if s > 0])
+        span = (hi - lo + stop_delta) // width + 1
+        base = np.ctypeslib.as_array((ctypes.c_byte * (span * width)).from_address(ptr + lo))
+        base = base.view(dt)
 
-        base = np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(ptr))
-        view = as_strided(base, shape=tuple(outer) + (2,), strides=tuple(strides) + (8,),
-                          writeable=False)
-        return view.reshape(n, 2)
-    return _bytes_at(rows, 16).copy().view(np.int64).reshape(n, 2)
+        def at(delta: int) -> np.ndarray:
+            return as_strided(base[(delta - lo) // width:], shape=tuple(outer),
+                              strides=tuple(strides), writeable=False).reshape(n)
+        return at(0).astype(np.int64), at(stop_delta).astype(np.int64)
+    starts = _bytes_at(rows, width).copy().view(dt).reshape(n).astype(np.int64)
+    stops = _bytes_at(rows + stop_delta, width).copy().view(dt).reshape(n).astype(np.int64)
+    return starts, stops
 
 
 def row_view(array) -> RowView:
-    """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md)."""
+    """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
+
+    A var dim's per-row element-0 address and length come from its index pairs read as one
+    vectorized view; rows outside the content raise ValueError (never an out-of-bounds read).
+    """
     shape, _, option = describe(array)
     t = array.type
     while type(t).__name__ in ("FixedDim", "VarDim"):
@@ -145,11 +186,14 @@ def row_view(array) -> RowView:
     if not shape:
         lengths, stride = np.ones(1, np.int64), 0
     elif shape[-1] == "var":
-        stride, voff = meta[k + 1], meta[k + 2]
-        rec = _records(array.ptr, outer, meta[1:2 * len(outer):2], rows)
-        k += 3
-        begin, lengths = rec[:, 0].copy(), rec[:, 1].copy()
-        rows = begin + voff
+        var_meta = tuple(meta[k:k + M.VAR_META])
+        _, width, stop_delta, content, istride, stride, _ = var_meta
+        starts, stops = _indices(array.ptr, outer, meta[1:2 * len(outer):2], rows, width,
+                                 stop_delta)
+        M.check_rows(starts, stops, var_meta)
+        k += M.VAR_META
+        lengths = stops - starts
+        rows = content + starts * istride
     else:
         lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]
         k += 2
@@ -216,19 +260,26 @@ class Structure:
     last: int | None
 
 
-def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list[np.ndarray]]:
-    """The shape step: result rows and, per operand, the flat index each result element reads."""
+def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
+    """The shape step: result rows and, per operand, the flat index each result element reads
+    (`slice(None)` for an operand whose rows are the result's rows)."""
     struct, row_of, lens = line_up_rows(names, ops)
     result, nrows = struct.lengths, len(struct.lengths)
-    # Flat (row, position) of every result element.
     total = int(result.sum())
-    row = np.repeat(np.arange(nrows), result)
     starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
-    pos = np.arange(total) - np.repeat(starts, result)
+    row = pos = None  # flat (row, position) of every result element, made when needed
     index = []
     for op, r, ln in zip(ops, row_of, lens):
-        src_row = r[row]
-        index.append(op.starts[src_row] + np.where(ln[row] == 1, 0, pos))
+        if len(op.lengths) == nrows and op.outer == struct.outer and \
+                np.array_equal(ln, result) and len(op.values) == total:
+            index.append(slice(None))  # the same rows, in order: read as they are
+        elif bool(np.all(ln == 1)):  # one value per row, repeated along the row
+            index.append(np.repeat(op.starts[r], result))
+        else:
+            if row is None:
+                row = np.repeat(np.arange(nrows), result)
+                pos = np.arange(total) - np.repeat(starts, result)
+            index.append(op.starts[r[row]] + np.where(ln[row] == 1, 0, pos))
     return struct, index
 
 
@@ -259,20 +310,6 @@ def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     has_last = any(op.var or op.last is not None for op in ops)
     last = None if var or not has_last else (fixed[0] if fixed else 1)
     return Structure(tuple(outer), result, var, last), row_of, lens
-
-
-def _nest(values: list, outer: tuple, lengths: np.ndarray, has_last: bool):
-    rows, k = [], 0
-    for n in lengths:
-        rows.append(values[k:k + n])
-        k += n
-    if not has_last:
-        rows = [r[0] if r else None for r in rows]
-    if not outer:
-        return rows[0]
-    for d in reversed(outer[1:]):
-        rows = [rows[i:i + d] for i in range(0, len(rows), d)]
-    return rows
 
 
 def evaluate_if_ragged(expr, out=None):
@@ -425,15 +462,11 @@ def _evaluate(expr):
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
                                 if has_last else ())
         return array(np.ascontiguousarray(values, dtype=red_node.dtype).reshape(shape))
-    flat = [None if (mask is not None and not m) else v
-            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    # (no rows: a zero outer dim, nested here as empty lists)
-    nested = _nest(flat, outer, lengths, has_last) if len(lengths) else _no_rows(list(outer))
-    dims = [str(d) for d in outer]
-    if has_last:
-        dims.append("1" if reduce_arg is not None else "var" if struct.var else str(struct.last))
-    text = " * ".join(dims + [("?" if option else "") + np.dtype(red_node.dtype).name])
-    return array(nested, type=text)
+    # Flat values + row offsets -> the result's layout directly (no Python lists).
+    last = None if not has_last else 1 if reduce_arg is not None else \
+        "var" if struct.var else struct.last
+    values = np.ascontiguousarray(values, dtype=red_node.dtype)
+    return build_rows(values, mask if option else None, tuple(outer), last, lengths)
 
 
 def _seed(values, valid, reduce_arg, empty, missing_seen: bool):
@@ -878,17 +911,14 @@ def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
         last = None
     else:
         last = "var" if struct.var else str(len(values))
-    if mask is None and last != "var":
-        shape = lead + ((len(values),) if last is not None else ())
-        return array(np.ascontiguousarray(values, dtype=dtype).reshape(shape))
-    flat = [None if (mask is not None and not m) else v
-            for v, m in zip(values.tolist(), mask if mask is not None else [True] * len(values))]
-    nested = flat if last is not None else flat[0]
-    for _ in lead:
-        nested = [nested]
-    dims = [str(d) for d in lead] + ([last] if last is not None else [])
-    text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
-    return array(nested, type=text)
+    values = np.ascontiguousarray(values, dtype=dtype)
+    lengths = np.array([len(values)], np.int64)
+    if last is None:
+        values = values.reshape(())
+        mask = None if mask is None else np.asarray(mask).reshape(())
+    elif last != "var":
+        last = len(values)
+    return build_rows(values, mask, lead, last, lengths)
 
 
 _recorders: list = []

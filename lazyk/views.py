@@ -2,7 +2,7 @@
 
 `Array.__getitem__` builds its views here. Ints, slices, `...`, `None` and field names
 become a new type and arrmeta over the same memory; options and var dims are followed
-through their masks and {begin, size} elements (docs/layout.md).
+through their masks and {start, stop} row indices (docs/layout.md).
 """
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
     the array of type `t` whose element lies at byte `cur` of `buf` (address `ptr`), or None
     when no strided view exists (an int or partial slice on a var dim under a kept dim).
 
-    Slicing a var dim may make a new {begin, size} block (then the new owner, which keeps
-    the old one alive); the rows themselves are never copied.
+    Slicing a var dim may make a new block of {start, stop} pairs (then the new owner, which
+    keeps the old one alive); the rows themselves are never copied.
     """
     at = 0
     cur_buf = buf  # current element: byte offset `cur` into `cur_buf`
@@ -100,45 +100,53 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
                 single = False
             t, at = t.elem, at + 2
             continue
-        ref, stride, offset = meta[at:at + 3]
+        var_meta = tuple(meta[at:at + M.VAR_META])
+        ref, _, _, content, istride, stride, length = var_meta
         if single:
-            begins, sizes = M.read_pairs(cur_buf, np.array([cur], np.int64))
-            begin, size = int(begins[0]), int(sizes[0])
+            starts, stops = M.read_rows(cur_buf, np.array([cur], np.int64), *var_meta[1:3])
+            M.check_rows(starts, stops, var_meta)
+            begin, size = int(starts[0]), int(stops[0] - starts[0])
             block = memory.lookup(ref)
             if isinstance(item, int):
                 i = item + size if item < 0 else item
                 if not 0 <= i < size:
                     raise IndexError(f"index {item} is out of bounds for a row of {size} "
                                      "elements")
-                cur_buf, cur = block.buffer, begin + offset + i * stride - block.address
-                # The row's block holds everything the view reaches (its children via keep).
+                cur_buf = block.buffer
+                cur = content + begin * istride + i * stride - block.address
+                # The content's block holds everything the view reaches (children via keep).
                 base, owner = block.address, block
-                t, at = t.elem, at + 3
+                t, at = t.elem, at + M.VAR_META
                 continue
             start, _, step = item.indices(size)
             m = len(range(*item.indices(size)))
-            # A new {begin, size} element; the rows stay where they are.
-            head = memory.MemoryBlock(16 * (1 + M.n_shadows(t)), keep=[owner])
-            pair = np.array([(begin + (start * stride if m else 0), m)], M.POINTER_SIZE_DTYPE)
-            head.buffer[:16] = pair.view(np.uint8)
+            if m and stride != istride:  # a stepping view: move the content to the row
+                content, begin, length = content + begin * istride, 0, size
+                istride = stride
+            # A new {start, stop} row over the same content; the step becomes the stride.
+            head = memory.MemoryBlock(16, keep=[owner])
+            pair = [begin + start, begin + start + m] if m else [0, 0]
+            head.buffer[:16] = np.array(pair, np.int64).view(np.uint8)
             owner, cur_buf, cur, base = head, head.buffer, 0, head.address
             wrap.append(T.VarDim)
-            out_meta += [ref, stride * step, offset]
+            out_meta += [ref, 8, 8, content, istride, stride * step, length]
         elif isinstance(item, slice) and item == slice(None):
             wrap.append(T.VarDim)
-            out_meta += [ref, stride, offset]
+            out_meta += list(var_meta)
         elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
-            # Only fixed dims kept above: re-point every row in a new {begin, size} block.
-            head = M.reslice_rows(cur_buf, cur, out_meta, item, stride, owner,
-                                  M.n_shadows(t))
+            # Only fixed dims kept above: new {start, stop} pairs over the same content.
+            got = M.reslice_rows(cur_buf, cur, out_meta, item, var_meta, owner)
+            if got is None:
+                return None
+            head, new_meta = got
             owner, cur_buf, cur, base = head, head.buffer, 0, head.address
             wrap.append(T.VarDim)
-            out_meta += [ref, stride * (item.step or 1), offset]
+            out_meta += list(new_meta)
         else:
             return None
-        adjust = len(out_meta) - 1
+        adjust = len(out_meta) - 4  # the content address moves with field / index views
         single = False
-        t, at = t.elem, at + 3
+        t, at = t.elem, at + M.VAR_META
     for n in names:
         optional = isinstance(t, T.Option)
         if optional:  # a field of a maybe-missing record is maybe missing: `?{x: T}`.x is `?T`

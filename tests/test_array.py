@@ -168,16 +168,18 @@ def _peek(address: int, ctype):
 def test_var_layout_is_what_docs_layout_says():
     """Walk a `2 * var * ?int32` array with raw pointers exactly as a kernel would."""
     a = lazyk.array([[1, None, 3], [4]], type="2 * var * ?int32")
-    size0, stride0, _blockref, vstride, voffset, mask_offset = a.meta
-    assert (size0, stride0, vstride, voffset) == (2, 16, 4, 0)
+    (size0, stride0, _blockref, width, stop_delta, content, istride, vstride, length,
+     mask_offset) = a.meta
+    assert (size0, stride0, width, stop_delta, istride, vstride, length) == (2, 16, 8, 8, 4, 4, 4)
     rows = []
     for i in range(size0):
         elem = a.ptr + i * stride0
-        begin = _peek(elem, ctypes.c_uint64)
-        n = _peek(elem + 8, ctypes.c_int64)
+        start = _peek(elem, ctypes.c_int64)
+        stop = _peek(elem + stop_delta, ctypes.c_int64)
+        assert 0 <= start <= stop <= length
         row = []
-        for j in range(n):
-            p = begin + voffset + j * vstride
+        for j in range(stop - start):
+            p = content + start * istride + j * vstride
             row.append(_peek(p, ctypes.c_int32) if _peek(p + mask_offset, ctypes.c_uint8) else None)
         rows.append(row)
     assert rows == [[1, None, 3], [4]]
@@ -240,13 +242,19 @@ def test_from_parts_rebuilds_an_array_from_type_arrmeta_and_pointer():
 
 def test_forged_arrmeta_raises_instead_of_crashing():
     a = lazyk.array([[1, 2], [3]], type="2 * var * int32")
-    size, stride, ref, vstride, voffset = a.meta
-    forged = lazyk.Array.from_parts(a.type, (size, stride, ref, vstride, 10**9), a.ptr, a.owner)
+    size, stride, ref, width, delta, content, istride, vstride, length = a.meta
+    forged = lazyk.Array.from_parts(a.type, (size, stride, ref, width, delta, content + 10**9,
+                                             istride, vstride, length), a.ptr, a.owner)
     with pytest.raises(ValueError, match="outside"):
         forged.to_list()
     with pytest.raises(ValueError, match="outside"):
         forged[0, 0]
-    wrong_block = lazyk.Array.from_parts(a.type, (size, stride, ref + 10**6, vstride, 0),
+    too_short = lazyk.Array.from_parts(a.type, (size, stride, ref, width, delta, content,
+                                                istride, vstride, 2), a.ptr, a.owner)
+    with pytest.raises(ValueError, match="var row 1"):
+        too_short.to_list()
+    wrong_block = lazyk.Array.from_parts(a.type, (size, stride, ref + 10**6, width, delta,
+                                                  content, istride, vstride, length),
                                          a.ptr, a.owner)
     with pytest.raises(ValueError, match="blockref"):
         wrong_block.to_list()

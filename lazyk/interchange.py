@@ -1,0 +1,449 @@
+"""Ragged arrays from and to offsets, Arrow and Awkward, over the same buffers.
+
+A var dim's rows are read through index pairs (docs/layout.md), so an offsets array IS a
+var dim: `from_offsets` checks the offsets once (vectorized) and wraps them and the content
+without copying. pyarrow and awkward are optional (`pip install 'lazyk[ragged]'`) and are
+imported only inside the functions that need them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk import arrmeta as M
+from lazyk import memory
+from lazyk import types as T
+from lazyk.array import Array, array
+from lazyk.errors import ArrayConstructionError, NotSupportedError
+
+_EXTRA = "pip install 'lazyk[ragged]'"
+
+
+def _need(name: str):
+    try:
+        return __import__(name)
+    except ImportError:
+        raise ImportError(f"{name} is needed for this conversion: {_EXTRA}") from None
+
+
+# ---------------------------------------------------------------- building blocks
+def _content(content: Any) -> Array:
+    """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
+    c = content if isinstance(content, Array) else array(np.asarray(content))
+    if not isinstance(c.type, T.FixedDim):
+        raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
+                                     f"not '{c.type}'")
+    return c
+
+
+def _content_block(c: Array) -> memory.MemoryBlock:
+    """The block holding the content's elements (NumPy data gets a block over its bytes)."""
+    if isinstance(c.owner, memory.MemoryBlock):
+        return c.owner
+    return memory.foreign(c.to_numpy())
+
+
+def _var_meta(c: Array, block: memory.MemoryBlock, width: int, stop_delta: int) -> tuple:
+    """Arrmeta of a var dim over the content `c` (its leading dim), then c's element arrmeta."""
+    length, stride = c.meta[0], c.meta[1]
+    return (block.ref, width, stop_delta, c.ptr, stride, stride, length) + tuple(c.meta[2:])
+
+
+def check_offsets(offsets: np.ndarray, length: int) -> None:
+    """ValueError naming the first bad entry: negative, decreasing or past the content."""
+    if offsets.ndim != 1 or len(offsets) < 1:
+        raise ArrayConstructionError(f"offsets must be 1-d with n + 1 entries for n rows "
+                                     f"(shape {offsets.shape})")
+    if offsets[0] < 0:
+        raise ArrayConstructionError(f"offsets[0] = {int(offsets[0])} is negative")
+    down = offsets[1:] < offsets[:-1]
+    if down.any():
+        i = int(np.argmax(down)) + 1
+        raise ArrayConstructionError(
+            f"offsets[{i}] = {int(offsets[i])} is less than offsets[{i - 1}] = "
+            f"{int(offsets[i - 1])}: offsets must be non-decreasing")
+    if offsets[-1] > length:
+        i = int(np.argmax(offsets > length))
+        raise ArrayConstructionError(f"offsets[{i}] = {int(offsets[i])} is past the end of the "
+                                     f"content ({length} elements)")
+
+
+def _as_offsets(offsets: Any) -> np.ndarray:
+    o = np.asarray(offsets)
+    if o.dtype.kind not in "iu" or o.dtype.itemsize not in (4, 8) or o.dtype.kind == "u":
+        raise ArrayConstructionError(f"offsets must be int32 or int64, not {o.dtype}")
+    if not o.dtype.isnative:
+        o = o.astype(o.dtype.newbyteorder("="))
+    return np.ascontiguousarray(o)  # a copy only for strided offsets
+
+
+def offsets_array(offsets: np.ndarray, content: Array, validity: Any = None,
+                  outer: tuple | None = None, check: bool = True) -> Array:
+    """`N * var * X` (or `N * ?var * X`) over int32/int64 `offsets` and the content `L * X`.
+
+    `outer` splits the N rows into several fixed dims (C order); `()` gives one `var * X`
+    row. The offsets are used in place unless `validity` needs a mask next to them.
+    """
+    c = _content(content)
+    w = offsets.dtype.itemsize
+    if check:
+        check_offsets(offsets, c.meta[0])
+    n = len(offsets) - 1
+    cblock = _content_block(c)
+    readonly = c.readonly or not offsets.flags.writeable
+    head = _var_meta(c, cblock, w, w)
+    elem: T.Type = T.VarDim(c.type.elem)
+    if validity is None:
+        block = memory.foreign(offsets, keep=[cblock])
+        mask_meta: tuple = ()
+    else:  # the mask byte of row i sits mask_offset bytes after its start index
+        valid = np.asarray(validity, dtype=bool)
+        if valid.shape != (n,):
+            raise ArrayConstructionError(f"validity needs one entry per row ({n}), "
+                                         f"not shape {valid.shape}")
+        mask_offset = -(-(n + 1) * w // 8) * 8
+        block = memory.MemoryBlock(mask_offset + n * w, keep=[cblock])
+        block.buffer[:(n + 1) * w] = offsets.view(np.uint8)
+        block.buffer[mask_offset:mask_offset + n * w].reshape(n, w)[:, 0] = valid
+        mask_meta, elem = (mask_offset,), T.Option(elem)
+    dims = (n,) if outer is None else tuple(outer)
+    lead: list[int] = []
+    step = w
+    for size in reversed(dims):
+        lead[:0] = [size, step]
+        step *= size
+    t = elem
+    for size in reversed(dims):
+        t = T.FixedDim(size, t)
+    meta = tuple(lead) + mask_meta + head
+    return Array.from_parts(t, meta, block.address, block, readonly)
+
+
+def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
+    """`N * var * X` from separate start and stop indices (Awkward's ListArray): the pairs are
+    copied into one {start, stop} block (O(N)), the content is not."""
+    c = _content(content)
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    if starts.shape != stops.shape or starts.ndim != 1:
+        raise ArrayConstructionError("starts and stops must be 1-d and of one length")
+    bad = (starts < 0) | (stops < starts) | (stops > c.meta[0])
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ArrayConstructionError(f"row {i}: starts/stops {int(starts[i])}..{int(stops[i])} "
+                                     f"are outside the content ({c.meta[0]} elements)")
+    cblock = _content_block(c)
+    block = memory.MemoryBlock(16 * len(starts), keep=[cblock])
+    block.buffer.view(np.int64).reshape(-1, 2)[:] = np.stack([starts, stops], axis=1)
+    t = T.FixedDim(len(starts), T.VarDim(c.type.elem))
+    meta = (len(starts), 16) + _var_meta(c, cblock, 8, 8)
+    return Array.from_parts(t, meta, block.address, block, c.readonly)
+
+
+def masked(values: np.ndarray, mask: np.ndarray) -> Array:
+    """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
+    (the values, then one shadow byte slot per value; docs/layout.md)."""
+    values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != values.shape:
+        raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
+                                     f"{values.shape}")
+    if values.dtype.kind not in "biufcmM":
+        raise NotSupportedError(f"missing values over {values.dtype} data")
+    size = values.nbytes
+    block = memory.MemoryBlock(2 * size)
+    block.buffer[:size] = values.reshape(-1).view(np.uint8)
+    isz = values.dtype.itemsize
+    block.buffer[size:].reshape(-1, isz)[:, 0] = mask.reshape(-1)
+    t: T.Type = T.Option(M.type_from_numpy(values.dtype))
+    meta: list[int] = []
+    for n, s in reversed(list(zip(values.shape, values.strides))):
+        t = T.FixedDim(n, t)
+        meta[:0] = [n, s]
+    return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
+
+
+def regular(c: Array, size: int) -> Array:
+    """`M * X` viewed as `M/size * size * X` (no copy; the leading dim must be one stride)."""
+    n, stride = c.meta[0], c.meta[1]
+    if size <= 0 or n % size:
+        raise ArrayConstructionError(f"{n} elements do not split into rows of {size}")
+    t = T.FixedDim(n // size, T.FixedDim(size, c.type.elem))
+    meta = (n // size, size * stride, size, stride) + tuple(c.meta[2:])
+    owner = c.owner if isinstance(c.owner, memory.MemoryBlock) else c.to_numpy()
+    return Array.from_parts(t, meta, c.ptr, owner, c.readonly)
+
+
+def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: Any,
+               lengths: np.ndarray | None = None) -> Array:
+    """A result array from flat values (and a present mask) without Python lists: `outer`
+    fixed dims, then `last` ("var" with per-row `lengths`, a fixed size, or None)."""
+    if last == "var":
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        content = array(values) if mask is None else masked(values, mask)
+        return offsets_array(offsets, content, outer=tuple(outer), check=False)
+    shape = tuple(outer) + (() if last is None else (int(last),))
+    if mask is None:
+        return array(np.asarray(values, order="C").reshape(shape))
+    return masked(np.asarray(values).reshape(shape), np.asarray(mask).reshape(shape))
+
+
+# ---------------------------------------------------------------- public constructors
+def from_offsets(offsets: Any, content: Any, *, validity: Any = None) -> Array:
+    """A ragged array `N * var * T` over NumPy offsets and content, without copying either.
+
+    Row i is `content[offsets[i]:offsets[i + 1]]`. The offsets are checked once,
+    vectorized (non-negative, non-decreasing, inside the content); nothing else touches a
+    row. `content` may itself be a ragged lazyk array (`var * var * T`).
+
+    Args:
+        offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
+        content: a NumPy array or a lazyk array with a leading fixed dimension.
+        validity: optional bool per row (True = present): gives `N * ?var * T` (the
+            offsets are then copied next to a mask).
+
+    Raises:
+        ArrayConstructionError (a ValueError): naming the first bad offset.
+
+    Example:
+        >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
+        >>> str(x.type), x.to_list()
+        ('3 * var * float64', [[0.0, 1.0], [], [2.0, 3.0, 4.0]])
+        >>> y = lazyk.from_offsets(np.array([0, 1, 3], np.int32), x)
+        >>> str(y.type), y.to_list()
+        ('2 * var * var * float64', [[[0.0, 1.0]], [[], [2.0, 3.0, 4.0]]])
+    """
+    return offsets_array(_as_offsets(offsets), _content(content), validity)
+
+
+def from_arrow(x: Any) -> Array:
+    """A lazyk array over a pyarrow array: lists become var dims, nulls become `?T`.
+
+    Handles ListArray and LargeListArray (offsets and values used in place), FixedSizeList
+    (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), any nesting of
+    these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
+    list array give `?var` rows (the offsets are copied next to a byte mask); nulls in
+    values give `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits
+    cannot be addressed per value).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> lazyk.from_arrow(pa.array([[1.5, None], [], [3.0]])).to_list()
+        [[1.5, None], [], [3.0]]
+    """
+    pa = _need("pyarrow")
+    if isinstance(x, pa.ChunkedArray):
+        x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
+    if not isinstance(x, pa.Array):
+        raise TypeError(f"from_arrow takes a pyarrow Array or ChunkedArray, not "
+                        f"{type(x).__name__}")
+    t = x.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets = x.offsets.to_numpy(zero_copy_only=True)
+        content = from_arrow(x.values)
+        valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
+        return offsets_array(_as_offsets(offsets), content, valid)
+    if pa.types.is_fixed_size_list(t):
+        if x.null_count:
+            raise NotSupportedError(f"missing rows in a fixed-size list ({t})")
+        k = t.list_size
+        inner = from_arrow(x.values.slice(x.offset * k, len(x) * k))
+        return regular(inner, k) if k else array(np.zeros((len(x), 0)))
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, numbers and bools)")
+    if x.null_count:
+        values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
+            zero_copy_only=False)
+        return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
+    values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
+    return array(values)
+
+
+def from_awkward(x: Any) -> Array:
+    """A lazyk array over an Awkward Array's buffers.
+
+    ListOffsetArray and NumpyArray are used in place; RegularArray becomes a fixed dim (a
+    view); ListArray's starts and stops are copied into index pairs (the content is not);
+    option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
+    through a byte mask (copied, with the values of option numbers).
+
+    Example:
+        >>> import awkward as ak
+        >>> lazyk.from_awkward(ak.Array([[1, 2], [], [3]])).to_list()
+        [[1, 2], [], [3]]
+    """
+    ak = _need("awkward")
+    layout = ak.to_layout(x)
+    return _from_layout(ak, layout)
+
+
+def _from_layout(ak, layout) -> Array:
+    c = ak.contents
+    if isinstance(layout, c.NumpyArray):
+        return array(np.asarray(layout.data))
+    if isinstance(layout, c.ListOffsetArray):
+        return offsets_array(_as_offsets(np.asarray(layout.offsets.data)),
+                             _from_layout(ak, layout.content))
+    if isinstance(layout, c.ListArray):
+        n = len(layout)
+        return pairs_array(np.asarray(layout.starts.data)[:n], np.asarray(layout.stops.data)[:n],
+                           _from_layout(ak, layout.content))
+    if isinstance(layout, c.RegularArray):
+        inner = _from_layout(ak, layout.content[:len(layout) * layout.size])
+        return regular(inner, layout.size) if layout.size else array(
+            np.zeros((len(layout), 0)))
+    if isinstance(layout, (c.ByteMaskedArray, c.BitMaskedArray, c.IndexedOptionArray,
+                           c.UnmaskedArray)):
+        n = len(layout)
+        valid = np.asarray(layout.mask_as_bool(valid_when=True))[:n]
+        if isinstance(layout, c.IndexedOptionArray):  # gathers the values (a copy)
+            inner = layout.to_ByteMaskedArray(True).content[:n]
+        else:
+            inner = layout.content[:n]
+        if isinstance(inner, c.NumpyArray):
+            return masked(np.asarray(inner.data), valid)
+        if isinstance(inner, (c.ListArray, c.RegularArray)):
+            inner = inner.to_ListOffsetArray64(True)
+        if isinstance(inner, c.ListOffsetArray):
+            return offsets_array(_as_offsets(np.asarray(inner.offsets.data)),
+                                 _from_layout(ak, inner.content), valid)
+        raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
+    if isinstance(layout, c.IndexedArray):
+        return _from_layout(ak, layout.project())
+    raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
+                            "numbers and options of them)")
+
+
+# ---------------------------------------------------------------- to Arrow / Awkward
+def _columns(a: Array) -> tuple:
+    """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
+    ("list", offsets, child) | ("regular", size, child). Offsets-form var dims and lazyk
+    mask blocks give their buffers in place; other layouts are repacked first."""
+    t = a.type
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
+    if M.is_plain(t):
+        arr = a.to_numpy()
+        if arr.ndim == 1:
+            return ("numpy", arr)
+        flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
+        return ("regular", arr.shape[1], _columns(array(flat)))
+    n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
+    if not isinstance(owner, memory.MemoryBlock):
+        return _columns(_repack(a))
+    if isinstance(x, T.FixedDim):
+        if stride != x.size * meta[3]:
+            return _columns(_repack(a))
+        flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
+                                a.ptr, owner, a.readonly)
+        return ("regular", x.size, _columns(flat))
+    if isinstance(x, T.Option):
+        offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+        mask = M.gather(owner.buffer, offs + meta[2], 1).reshape(n) != 0
+        inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
+                                 a.readonly)
+        return ("option", mask, _columns(inner))
+    if isinstance(x, T.VarDim):
+        var_meta = meta[2:2 + M.VAR_META]
+        ref, w, delta, content, istride, vstride, length = var_meta
+        if vstride != istride:
+            return _columns(_repack(a))
+        offsets = None
+        if stride == w == delta:  # offsets form: the n + 1 indices in place
+            offsets = memory.view(a.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+            starts, stops = offsets[:-1], offsets[1:]
+        else:
+            offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+            starts, stops = M.read_rows(owner.buffer, offs, w, delta)
+        M.check_rows(starts, stops, var_meta)
+        child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
+                                 meta[2 + M.VAR_META:], content, memory.lookup(ref),
+                                 a.readonly)
+        if offsets is None:
+            if n and not bool(np.all(stops[:-1] == starts[1:])):
+                return _columns(_repack(a))  # rows out of order: one contiguous copy
+            # Rows back to back (lazyk's own pairs): their indices become offsets.
+            offsets = np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
+        return ("list", offsets, _columns(child))
+    return _unsupported(t)
+
+
+def _unsupported(t: T.Type):
+    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, fixed and var dims, options)")
+
+
+def _repack(a: Array) -> Array:
+    """A copy in lazyk's packed form (contiguous rows), for views the tree cannot express."""
+    return array(a.to_list(), a.type)
+
+
+def to_arrow(x: Array) -> Any:
+    """A pyarrow array over the lazyk array's buffers (`N * var * T` -> ListArray or
+    LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
+    -> FixedSizeListArray). Offsets-form var dims and contiguous values are not copied;
+    lazyk-built rows copy their indices into offsets; stepping views are repacked.
+
+    Example:
+        >>> lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()
+        [[1.0, 2.0], [3.0]]
+    """
+    pa = _need("pyarrow")
+    return _arrow(pa, _columns(x))
+
+
+def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
+    kind = col[0]
+    bits = None
+    if valid is not None:
+        bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    nulls = -1 if valid is None else int(len(valid) - valid.sum())
+    if kind == "option":
+        return _arrow(pa, col[2], col[1])
+    if kind == "numpy":
+        arr = col[1]
+        if arr.dtype == np.bool_ or valid is None and not arr.flags.c_contiguous:
+            return pa.array(arr, mask=None if valid is None else ~valid)
+        arr = np.ascontiguousarray(arr)
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
+                                     [bits, pa.py_buffer(arr)], null_count=nulls)
+    if kind == "list":
+        offsets = col[1]
+        child = _arrow(pa, col[2])
+        lt = pa.list_(child.type) if offsets.dtype.itemsize == 4 else pa.large_list(child.type)
+        return pa.Array.from_buffers(lt, len(offsets) - 1, [bits, pa.py_buffer(offsets)],
+                                     null_count=nulls, children=[child])
+    child = _arrow(pa, col[2])
+    return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None else
+                                             pa.array(~valid))
+
+
+def to_awkward(x: Array) -> Any:
+    """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
+    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray). Offsets-form
+    var dims and values are not copied.
+
+    Example:
+        >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
+        [[1, None], [3]]
+    """
+    ak = _need("awkward")
+    return ak.Array(_awkward(ak, _columns(x)))
+
+
+def _awkward(ak, col: tuple):
+    c, kind = ak.contents, col[0]
+    if kind == "numpy":
+        return c.NumpyArray(col[1])
+    if kind == "option":
+        mask = ak.index.Index8(col[1].astype(np.int8))
+        return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
+    if kind == "list":
+        offsets = col[1]
+        index = ak.index.Index32 if offsets.dtype.itemsize == 4 else ak.index.Index64
+        return c.ListOffsetArray(index(offsets), _awkward(ak, col[2]))
+    inner = _awkward(ak, col[2])
+    return c.RegularArray(inner, col[1], zeros_length=len(inner) // max(col[1], 1))

@@ -1,0 +1,277 @@
+"""Ragged arrays from offsets, Arrow and Awkward: values, zero copy, bad offsets, views."""
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import ArrayConstructionError, NotSupportedError
+
+
+def rows_of(offsets, content):
+    return [content[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
+
+
+def content_address(x):
+    """The var dim's content address from the arrmeta (docs/layout.md)."""
+    name = next(n for n in x.arrmeta.dtype.names if n.endswith(".content"))
+    return int(x.arrmeta[name])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_from_offsets_values_and_zero_copy(dtype):
+    offsets = np.array([0, 2, 2, 5, 6], dtype)
+    content = np.arange(6, dtype=np.float64) * 1.5
+    x = lazyk.from_offsets(offsets, content)
+    assert str(x.type) == "4 * var * float64"
+    assert x.to_list() == rows_of(offsets, content)
+    assert x.ptr == offsets.ctypes.data and content_address(x) == content.ctypes.data
+    assert x.arrmeta["dim1.width"] == offsets.itemsize
+    content[3] = -7.0  # the rows are the content itself
+    assert x.to_list()[2] == [3.0, -7.0, 6.0]
+    x[3, 0] = 42.0
+    assert content[5] == 42.0
+    assert len(x) == 4 and len(x[2]) == 3
+
+
+def test_offsets_need_not_start_at_zero_and_content_may_be_longer():
+    offsets = np.array([3, 4, 4, 6])
+    content = np.arange(10)
+    x = lazyk.from_offsets(offsets, content)
+    assert x.to_list() == [[3], [], [4, 5]]
+
+
+def test_nested_var_var_and_fixed_inner_dims():
+    inner = lazyk.from_offsets(np.array([0, 2, 2, 3]), np.array([1.0, 2.0, 3.0]))
+    x = lazyk.from_offsets(np.array([0, 1, 3], np.int32), inner)
+    assert str(x.type) == "2 * var * var * float64"
+    assert x.to_list() == [[[1.0, 2.0]], [[], [3.0]]]
+    y = lazyk.from_offsets(np.array([0, 1, 3]), np.arange(9).reshape(3, 3))
+    assert str(y.type) == "2 * var * 3 * int64"
+    assert y.to_list() == [[[0, 1, 2]], [[3, 4, 5], [6, 7, 8]]]
+
+
+def test_options_inside_and_over_rows():
+    content = lazyk.array([1.0, None, 3.0])
+    x = lazyk.from_offsets(np.array([0, 2, 3]), content)
+    assert str(x.type) == "2 * var * ?float64" and x.to_list() == [[1.0, None], [3.0]]
+    y = lazyk.from_offsets(np.array([0, 2, 3]), np.arange(3), validity=[True, False])
+    assert str(y.type) == "2 * ?var * int64" and y.to_list() == [[0, 1], None]
+
+
+def test_empty_arrays_and_empty_rows():
+    x = lazyk.from_offsets(np.array([0]), np.zeros(0))
+    assert str(x.type) == "0 * var * float64" and x.to_list() == []
+    y = lazyk.from_offsets(np.array([0, 0, 0]), np.zeros(0))
+    assert y.to_list() == [[], []]
+    assert lazyk.evaluate(y.sum(axis=-1)).to_list() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("offsets, content, match", [
+    (np.array([0, 2, 1, 3]), np.arange(3), r"offsets\[2\] = 1 is less than offsets\[1\] = 2"),
+    (np.array([0, 2, 5]), np.arange(4), r"offsets\[2\] = 5 is past the end of the content"),
+    (np.array([-1, 2]), np.arange(4), r"offsets\[0\] = -1 is negative"),
+    (np.array([0.0, 1.0]), np.arange(4), "int32 or int64, not float64"),
+    (np.array([0, 1], np.uint64), np.arange(4), "int32 or int64, not uint64"),
+    (np.array([], np.int64), np.arange(4), "n \\+ 1 entries"),
+    (np.zeros((2, 2), np.int64), np.arange(4), "1-d"),
+    (np.array([0, 1]), np.float64(3.0), "leading fixed dimension"),
+])
+def test_bad_offsets_raise_naming_the_position(offsets, content, match):
+    with pytest.raises(ArrayConstructionError, match=match):
+        lazyk.from_offsets(offsets, content)
+    assert issubclass(ArrayConstructionError, ValueError)
+
+
+def test_validity_of_the_wrong_length():
+    with pytest.raises(ArrayConstructionError, match="one entry per row"):
+        lazyk.from_offsets(np.array([0, 1]), np.arange(1), validity=[True, True])
+
+
+def test_slicing_stays_a_view():
+    offsets = np.array([0, 3, 3, 5, 9])
+    content = np.arange(9.0)
+    x = lazyk.from_offsets(offsets, content)
+    ref = rows_of(offsets, content)
+    assert x[1:3].to_list() == ref[1:3]
+    assert x[::-1].to_list() == ref[::-1]
+    assert x[:, 1:].to_list() == [r[1:] for r in ref]
+    assert x[:, ::-2].to_list() == [r[::-2] for r in ref]
+    assert x[3, 1::2].to_list() == ref[3][1::2]
+    for view in (x[1:3], x[::-1], x[:, 1:], x[:, ::-2]):
+        assert content_address(view) == content.ctypes.data
+    v = x[:, 1:]
+    v[...] = -1.0  # writes land in the content
+    assert content.tolist() == [0, -1, -1, 3, -1, 5, -1, -1, -1]
+    w = x[:, ::-2]
+    assert w[:, 1:].to_list() == [r[::-2][1:] for r in x.to_list()]
+
+
+def test_expressions_over_offsets_arrays():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 6, 50)
+    offsets = np.zeros(51, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    content = rng.standard_normal(int(offsets[-1]))
+    x = lazyk.from_offsets(offsets, content)
+    ref = rows_of(offsets, content)
+    got = lazyk.evaluate(x - x.mean(axis=-1, keepdims=True))
+    assert str(got.type) == "50 * var * float64"
+    for g, r in zip(got.to_list(), ref):
+        np.testing.assert_allclose(g, np.array(r) - (np.mean(r) if r else 0.0))
+    s = lazyk.evaluate((x * 2 + x).sum(axis=-1)).to_numpy()
+    np.testing.assert_allclose(s, [3 * sum(r) for r in ref])
+
+
+def test_expression_results_over_options_and_outer_dims():
+    x = lazyk.array([[[1.0, None], []], [[3.0], [4.0, 5.0]]], type="2 * 2 * var * ?float64")
+    got = lazyk.evaluate(x * 2)
+    assert str(got.type) == "2 * 2 * var * ?float64"
+    assert got.to_list() == [[[2.0, None], []], [[6.0], [8.0, 10.0]]]
+    m = lazyk.evaluate(x.max(axis=-1))
+    assert str(m.type) == "2 * 2 * ?float64" and m.to_list() == [[None, None], [3.0, 5.0]]
+
+
+# ---------------------------------------------------------------- Arrow
+def test_arrow_round_trips_and_zero_copy():
+    pa = pytest.importorskip("pyarrow")
+    for a in [pa.array([[1.5, 2.5], [], [3.5]]),
+              pa.array([[1, 2], [], [3]], type=pa.large_list(pa.int32())),
+              pa.array([[[1], []], [], [[2, 3]]]),
+              pa.array([[1.0, None], None, [3.0]]),
+              pa.array([[1, 2, 3], [4, 5, 6]], type=pa.list_(pa.int16(), 3)),
+              pa.array([[True, False], [True]]),
+              pa.array([], type=pa.list_(pa.float64())),
+              pa.array([[1.0, 2.0], [3.0], [4.0, 5.0]]).slice(1, 2)]:
+        x = lazyk.from_arrow(a)
+        assert x.to_list() == a.to_pylist()
+        back = lazyk.to_arrow(x)
+        assert back.to_pylist() == a.to_pylist()
+    a = pa.array([[1.5, 2.5], [], [3.5]])
+    x = lazyk.from_arrow(a)
+    assert x.ptr == a.buffers()[1].address  # the offsets in place
+    assert content_address(x) == a.values.buffers()[1].address  # the values in place
+    assert x.readonly
+    back = lazyk.to_arrow(x)
+    assert back.buffers()[1].address == x.ptr
+    assert back.values.buffers()[1].address == content_address(x)
+
+
+def test_arrow_chunked_and_unsupported():
+    pa = pytest.importorskip("pyarrow")
+    one = pa.chunked_array([pa.array([[1.0], [2.0, 3.0]])])
+    assert lazyk.from_arrow(one).to_list() == [[1.0], [2.0, 3.0]]
+    two = pa.chunked_array([pa.array([[1.0]]), pa.array([[2.0, 3.0], []])])
+    assert lazyk.from_arrow(two).to_list() == [[1.0], [2.0, 3.0], []]
+    with pytest.raises(NotSupportedError, match="string"):
+        lazyk.from_arrow(pa.array(["a"]))
+    with pytest.raises(TypeError, match="pyarrow Array"):
+        lazyk.from_arrow([1, 2])
+
+
+def test_to_arrow_of_lazyk_built_and_viewed_arrays():
+    pa = pytest.importorskip("pyarrow")
+    x = lazyk.array([[1, None], [], [3]], type="3 * var * ?int32")
+    assert lazyk.to_arrow(x).to_pylist() == [[1, None], [], [3]]
+    assert lazyk.to_arrow(x).type == pa.large_list(pa.int32())
+    y = lazyk.array([[1.0, 2.0, 3.0], [4.0]])
+    assert lazyk.to_arrow(y[:, ::-1]).to_pylist() == [[3.0, 2.0, 1.0], [4.0]]
+    assert lazyk.to_arrow(y[::-1]).to_pylist() == [[4.0], [1.0, 2.0, 3.0]]
+    with pytest.raises(NotSupportedError, match="leading fixed dimension"):
+        lazyk.to_arrow(lazyk.array(1.0))
+
+
+# ---------------------------------------------------------------- Awkward
+def test_awkward_round_trips_and_zero_copy():
+    ak = pytest.importorskip("awkward")
+    for a in [ak.Array([[1.5, 2.5], [], [3.5]]),
+              ak.Array([[[1], []], [], [[2, 3]]]),
+              ak.Array([[1.0, None], [], [3.0]]),
+              ak.Array([[1, 2], None, [3]]),
+              ak.to_regular(ak.Array([[1, 2], [3, 4]]), axis=1),
+              ak.Array([[1, 2], [], [3]])[::-1],
+              ak.Array(np.zeros((0,)))]:
+        x = lazyk.from_awkward(a)
+        assert x.to_list() == a.tolist()
+        assert lazyk.to_awkward(x).tolist() == a.tolist()
+    offsets = np.array([0, 2, 2, 3])
+    content = np.array([1.0, 2.0, 3.0])
+    a = ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets),
+                                             ak.contents.NumpyArray(content)))
+    x = lazyk.from_awkward(a)
+    assert x.ptr == offsets.ctypes.data and content_address(x) == content.ctypes.data
+    back = lazyk.to_awkward(lazyk.from_offsets(offsets, content))
+    assert np.shares_memory(np.asarray(back.layout.offsets.data), offsets)
+    assert np.shares_memory(np.asarray(back.layout.content.data), content)
+
+
+def test_awkward_bit_masked_and_indexed_options():
+    ak = pytest.importorskip("awkward")
+    a = ak.Array([1.0, None, 3.0])
+    bit = ak.to_layout(a).to_BitMaskedArray(valid_when=True, lsb_order=True)
+    assert lazyk.from_awkward(ak.Array(bit)).to_list() == [1.0, None, 3.0]
+    idx = ak.contents.IndexedOptionArray(ak.index.Index64(np.array([2, -1, 0])),
+                                         ak.contents.NumpyArray(np.array([1.0, 2.0, 3.0])))
+    assert lazyk.from_awkward(ak.Array(idx)).to_list() == [3.0, None, 1.0]
+    with pytest.raises(NotSupportedError, match="Awkward layout"):
+        lazyk.from_awkward(ak.Array([{"x": 1}]))
+
+
+def test_hand_made_arrmeta_past_the_content_raises_in_expressions():
+    """A forged var arrmeta (Array.from_parts) is refused by the row step, never read."""
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, lazyk\n"
+        "x = lazyk.from_offsets(np.array([0, 2, 3]), np.arange(3.0))\n"
+        "m = list(x.meta); m[-1] = 2  # content length 2: row 1 reaches past it\n"
+        "y = lazyk.Array.from_parts(x.type, m, x.ptr, x.owner)\n"
+        "try:\n"
+        "    lazyk.evaluate(y.sum(axis=-1))\n"
+        "except ValueError as e:\n"
+        "    print('refused:', e)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "refused: var row 1" in res.stdout
+
+
+def test_from_offsets_result_is_a_leaf_of_nested_ragged_and_lazyk_results():
+    x = lazyk.from_offsets(np.array([0, 2, 3]), np.array([1.0, 2.0, 3.0]))
+    r = lazyk.evaluate(x * 10)
+    assert str(r.type) == "2 * var * float64" and r.to_list() == [[10.0, 20.0], [30.0]]
+    assert r.arrmeta["dim1.width"] == 8 and r.arrmeta["dim1.stop_delta"] == 8
+    back = lazyk.from_offsets(np.array([0, 1, 2]), r)  # a lazyk result nests as content
+    assert back.to_list() == [[[10.0, 20.0]], [[30.0]]]
+
+
+def test_strided_and_reversed_content_and_swapped_offsets():
+    base = np.arange(10.0)
+    for content in (base[::2], base[::-1], base[::-3]):
+        offsets = np.array([0, 1, 1, len(content)], ">i8")  # non-native order: copied
+        x = lazyk.from_offsets(offsets, content)
+        ref = rows_of(offsets.astype(np.int64), content)
+        assert x.to_list() == ref
+        assert content_address(x) == content.__array_interface__["data"][0]
+        sums = lazyk.evaluate(x.sum(axis=-1)).to_numpy()
+        np.testing.assert_allclose(sums, [sum(r) for r in ref])
+        assert lazyk.evaluate(x * 2).to_list() == [[2 * v for v in r] for r in ref]
+
+
+def test_random_views_of_offsets_arrays_match_python_and_evaluate():
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        lengths = rng.integers(0, 5, rng.integers(0, 6))
+        offsets = np.zeros(len(lengths) + 1, rng.choice([np.int32, np.int64]))
+        np.cumsum(lengths, out=offsets[1:])
+        content = rng.integers(-9, 9, int(offsets[-1]) + 2).astype(np.float64)
+        x = lazyk.from_offsets(offsets, content)
+        ref = rows_of(offsets, content)
+        a, b, c = (int(v) if v is not None else None for v in rng.choice(
+            [None, -3, -1, 0, 1, 2, 4], 3))
+        step = int(rng.choice([1, 2, -1, -2, 3]))
+        outer, inner = slice(a, b, step), slice(b, c, int(rng.choice([1, -1, 2])))
+        view = x[outer, inner]
+        want = [r[inner] for r in ref[outer]]
+        assert view.to_list() == want
+        got = lazyk.evaluate(view.sum(axis=-1)).to_list()
+        assert got == [float(sum(r)) for r in want]
+        assert lazyk.evaluate(view + 1).to_list() == [[v + 1 for v in r] for r in want]
