@@ -137,16 +137,20 @@ class RowView:
     mask_offset: int | None  # shadow-mask distance for ?T, else None
     var: bool
     last: int | None
+    aligned: bool | None = None  # every element address aligned (None: not known)
 
 
-def _indices(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray, width: int,
+def _indices(ptr: int, outer: tuple, strides: tuple, rows, width: int,
              stop_delta: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' (start, stop) indices as int64: one strided NumPy view over the outer dims
-    (no per-row fancy indexing) when the indices are aligned; offsets read in place."""
+    """The rows' (start, stop) indices as int64 arrays of our own (a snapshot: what is
+    checked is what the kernel reads): one strided NumPy view over the outer dims (no
+    per-row fancy indexing) when the indices are aligned; offsets (the stop of a row is
+    the next row's start) are copied once and both arrays are views of that copy.
+    `rows` gives the address of each var element, only for unaligned indices."""
     dt = M.INDEX_DTYPES.get(width)
     if dt is None:
         raise ValueError(f"var arrmeta: index width {width} (4 or 8 bytes)")
-    n = len(rows)
+    n = int(np.prod(outer, dtype=np.int64)) if outer else 1
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if outer and ptr % width == 0 and stop_delta >= 0 and stop_delta % width == 0 and \
@@ -156,21 +160,42 @@ def _indices(ptr: int, outer: tuple, strides: tuple, rows: np.ndarray, width: in
         span = (hi - lo + stop_delta) // width + 1
         base = np.ctypeslib.as_array((ctypes.c_byte * (span * width)).from_address(ptr + lo))
         base = base.view(dt)
+        if len(outer) == 1 and strides[0] == stop_delta == width:
+            snap = base.astype(np.int64)  # offsets: n + 1 indices in one copy
+            return snap[:-1], snap[1:]
 
         def at(delta: int) -> np.ndarray:
             return as_strided(base[(delta - lo) // width:], shape=tuple(outer),
                               strides=tuple(strides), writeable=False).reshape(n)
         return at(0).astype(np.int64), at(stop_delta).astype(np.int64)
+    rows = rows()
     starts = _bytes_at(rows, width).copy().view(dt).reshape(n).astype(np.int64)
     stops = _bytes_at(rows + stop_delta, width).copy().view(dt).reshape(n).astype(np.int64)
     return starts, stops
 
 
-def row_view(array) -> RowView:
+def _checked_lengths(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> np.ndarray:
+    """Each row's length; ValueError when a row reaches outside the content. Offsets
+    (`stops` is `starts` shifted by one in the same buffer) need one min over the lengths
+    and the two ends: non-decreasing indices that start >= 0 and end <= length stay inside."""
+    lengths = stops - starts
+    _, _, _, _, istride, stride, length = var_meta
+    if len(starts) and stride == istride and stops.base is not None and \
+            stops.base is starts.base and \
+            stops.ctypes.data == starts.ctypes.data + 8 and \
+            starts[0] >= 0 and stops[-1] <= length and lengths.min() >= 0:
+        return lengths
+    M.check_rows(starts, stops, var_meta)
+    return lengths
+
+
+def row_view(array, memo: dict | None = None) -> RowView:
     """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
 
     A var dim's per-row element-0 address and length come from its index pairs read as one
     vectorized view; rows outside the content raise ValueError (never an out-of-bounds read).
+    Views made with the same `memo` share the indices (and length array) of operands over
+    the same index buffer and arrmeta, read and checked once.
     """
     shape, _, option = describe(array)
     t = array.type
@@ -179,28 +204,45 @@ def row_view(array) -> RowView:
     elem = (t.elem if option else t).to_numpy()
     meta, k = array.meta, 0
     outer = shape[:-1] if shape else ()
-    rows = np.array([array.ptr], np.int64)
-    for n in outer:
-        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * meta[k + 1]).reshape(-1)
-        k += 2
+
+    def addresses():
+        rows = np.array([array.ptr], np.int64)
+        for j, n in enumerate(outer):
+            rows = (rows[:, None] + np.arange(n, dtype=np.int64) * meta[2 * j + 1]).reshape(-1)
+        return rows
+    k = 2 * len(outer)
+    aligned = None
+    al = np.dtype(elem).alignment
     if not shape:
-        lengths, stride = np.ones(1, np.int64), 0
+        lengths, stride, rows = np.ones(1, np.int64), 0, addresses()
     elif shape[-1] == "var":
         var_meta = tuple(meta[k:k + M.VAR_META])
         _, width, stop_delta, content, istride, stride, _ = var_meta
-        starts, stops = _indices(array.ptr, outer, meta[1:2 * len(outer):2], rows, width,
-                                 stop_delta)
-        M.check_rows(starts, stops, var_meta)
+        strides = tuple(meta[1:2 * len(outer):2])
+        key = (array.ptr, tuple(outer), strides) + var_meta[1:3] + var_meta[4:]
+        got = None if memo is None else memo.get(key)
+        if got is None:
+            starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
+            got = (starts, _checked_lengths(starts, stops, var_meta), {})
+            if memo is not None:
+                memo[key] = got
+        starts, lengths, scaled = got
         k += M.VAR_META
-        lengths = stops - starts
-        rows = content + starts * istride
+        # element-0 addresses: content + start * index_stride (the scaled starts shared)
+        off = scaled.get(istride)
+        if off is None:
+            off = scaled[istride] = starts * istride
+        rows = off + content
+        aligned = True if content % al == 0 and istride % al == 0 and stride % al == 0 \
+            else None
     else:
+        rows = addresses()
         lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]
         k += 2
     var = bool(shape) and shape[-1] == "var"
     return RowView(tuple(outer), lengths, rows, int(stride), elem,
                    int(meta[k]) if option else None, var,
-                   None if var or not shape else shape[-1])
+                   None if var or not shape else shape[-1], aligned)
 
 
 def row_view_numpy(a: np.ndarray) -> RowView:
@@ -283,20 +325,28 @@ def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
     return struct, index
 
 
-def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
+def line_up_rows(names: list[str], ops: list, identity: bool = False
+                 ) -> tuple[Structure, list, list]:
     """The shape step per row (O(rows), no element is touched): result rows and, per
-    operand, the source row of each result row and that row's length (1 = broadcasts)."""
+    operand, the source row of each result row and that row's length (1 = broadcasts).
+    With `identity`, an operand whose rows are the result's rows gets None as its source
+    rows and its own length array (no copy); operands sharing one length array are not
+    compared again."""
     try:
         outer = np.broadcast_shapes(*(op.outer for op in ops))
     except ValueError:
         raise ShapeError("outer dims do not broadcast: " + ", ".join(
             f"{n} {op.outer}" for n, op in zip(names, ops))) from None
     nrows = int(np.prod(outer, dtype=np.int64))
-    row_of = [np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
+    row_of = [None if identity and op.outer == outer else
+              np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
               if op.outer else np.zeros(nrows, np.int64) for op in ops]
-    lens = [op.lengths[r] for op, r in zip(ops, row_of)]
-    result = np.ones(nrows, np.int64)
+    lens = [op.lengths if r is None else op.lengths[r] for op, r in zip(ops, row_of)]
+    # Against all-ones rows the first operand's lengths are the result as they are.
+    result = lens[0] if identity and lens else np.ones(nrows, np.int64)
     for n, ln in zip(names, lens):
+        if ln is result:
+            continue  # the same rows as an operand already lined up
         bad = (ln != 1) & (result != 1) & (ln != result)
         if bad.any():
             i = int(np.argmax(bad))
@@ -773,8 +823,10 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     """Per-row reduction read in place: the shape step works on rows only (addresses,
     lengths and strides from the arrmeta), then ONE fused kernel walks every row and its
     elements. Returns None when the form is not expressible (the caller falls back)."""
-    views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
-    struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views)
+    memo: dict = {}  # operands over one index buffer: its rows read and checked once
+    views = [row_view(v.array, memo) if is_ragged(v) else row_view_numpy(v) for v in leaves]
+    struct, row_of, lens = line_up_rows([f"operand {k}" for k in range(len(names))], views,
+                                        identity=True)
     nout = len(struct.outer)
     axes = tuple(reduce_arg[1])
     folded = tuple(a for a in axes if a < nout)  # outer axes folded row into row
@@ -810,16 +862,27 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     if step.mean and acc.kind not in "fc":
         return None
     stored, aligned, rowptrs, rowstrides, moffs = [], [], [], [], []
+    nrows = len(struct.lengths)
+    same_stride: dict = {}  # one constant stride array per stride value
     for n, want in zip(step.inputs, spec.inputs):
         k = by_name[n]
         v = views[k]
         if np.dtype(v.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
             return None  # a leaf stored in another dtype: the gathered path casts it
-        step_r = np.where(lens[k] == 1, 0, v.stride).astype(np.int64)
-        ptr = np.ascontiguousarray(v.rowptr[row_of[k]], dtype=np.int64)
+        if order == "row" and lens[k] is struct.lengths:
+            # No row of this operand broadcasts: a length-1 row reads element 0 only, so
+            # its stride needs no zeroing.
+            step_r = same_stride.get(v.stride)
+            if step_r is None:
+                step_r = same_stride[v.stride] = np.full(nrows, v.stride, np.int64)
+        else:
+            step_r = np.where(lens[k] == 1, 0, v.stride).astype(np.int64)
+        r = row_of[k]
+        ptr = np.ascontiguousarray(v.rowptr if r is None else v.rowptr[r], dtype=np.int64)
         al = v.dtype.alignment
         stored.append(v.dtype)
-        aligned.append(bool(not (ptr % al).any() and v.stride % al == 0))
+        aligned.append(v.aligned if v.aligned is not None else
+                       bool(not (ptr % al).any() and v.stride % al == 0))
         rowptrs.append(ptr)
         rowstrides.append(step_r)
         moffs.append(v.mask_offset)
