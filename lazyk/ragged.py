@@ -40,6 +40,7 @@ from lazyk import arrmeta as M
 from lazyk import runtime
 from lazyk.array import array
 from lazyk.backend.cpu import JITModule
+from lazyk.backend.threads import get_num_threads
 from lazyk.codegen.segmented import generate_segmented, seg_params_offset
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
@@ -706,12 +707,31 @@ class SegmentedKernel:
             raise ValueError("segmented outputs must be contiguous, one per result")
         if nres == 0:
             return
-        kd = self._kd([self.single_address, self.destroy_address, 0, nrows, ncols,
-                       *[m or 0 for m in mask_offsets]], params)
-        src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-        dst = (ctypes.c_void_p * 2)(out.ctypes.data, valid.ctypes.data)
-        self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
+        bounds = _row_parts(lengths) if self.order == "row" else [0, nrows]
+        calls = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            # Each part has its own kernel data and pointer tables (no shared scratch);
+            # "row" results are per row, so rows lo..hi write out[lo:hi] only.
+            kd = self._kd([self.single_address, self.destroy_address, 0, hi - lo, ncols,
+                           *[m or 0 for m in mask_offsets]], params)
+            src = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data + 8 * lo for a in arrays])
+            at = lo if self.order == "row" else 0
+            dst = (ctypes.c_void_p * 2)(out.ctypes.data + out.itemsize * at,
+                                        valid.ctypes.data + at)
+            calls.append((dst, src, kd, (arrays, out, valid)))
+        # ctypes releases the GIL during each call: parts run on their own cores
+        workers = [threading.Thread(target=self._call, args=c) for c in calls[1:]]
+        for w in workers:
+            w.start()
+        self._call(*calls[0])
+        for w in workers:
+            w.join()
         seg_stats["runs"] += 1
+
+    def _call(self, dst, src, kd, keep) -> None:
+        # `keep`: the arrays a part reads and writes stay alive while it runs (even if the
+        # caller is interrupted while waiting)
+        self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
 
     def __call__(self, offsets: np.ndarray, inputs: list, masks: list, out: np.ndarray,
                  valid: np.ndarray, params: bytes = b"") -> None:
@@ -745,6 +765,24 @@ class SegmentedKernel:
         # kd/src/dst are this call's own: concurrent calls share only the code
         self.fn(ctypes.addressof(dst), ctypes.addressof(src), ctypes.addressof(kd))
         seg_stats["runs"] += 1
+
+
+# Below this many row elements per extra thread, starting a thread costs more than it saves.
+_MIN_PART_VALUES = 1 << 18
+
+
+def _row_parts(lengths: np.ndarray) -> list:
+    """Row bounds splitting the rows into parts of about the same number of elements, one
+    per thread (`lazyk.set_num_threads`). The element counts come from every 16th row's
+    length (cheap; a poor guess only costs balance, never a wrong result)."""
+    nrows = len(lengths)
+    sample = np.cumsum(lengths[::16])
+    total = int(sample[-1]) * 16 if nrows else 0
+    nparts = min(get_num_threads(), total // _MIN_PART_VALUES)
+    if nparts <= 1:
+        return [0, nrows]
+    cuts = np.searchsorted(sample, sample[-1] * np.arange(1, nparts) / nparts) * 16
+    return [0, *sorted({int(c) for c in cuts if 0 < c < nrows}), nrows]
 
 
 def segmented_kernel(spec, masked: tuple, skipna: bool, mean: bool,

@@ -43,3 +43,27 @@ def test_offsets_changed_after_construction_are_checked(bad):
     offsets[2 if bad else 3] = bad  # negative, past the content, or decreasing
     with pytest.raises(ValueError, match="outside the content"):
         (x + x).sum(axis=-1).eval()
+
+
+@pytest.mark.parametrize("skew", [False, True])
+def test_rows_split_over_threads_match_numpy(skew):
+    # enough values for the row kernel to split its rows over threads
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 12, 120_000)
+    if skew:  # nearly every value in the last rows: an uneven split, same results
+        lengths[:-100] = rng.integers(0, 2, len(lengths) - 100)
+        lengths[-100:] = 7000
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    x = rng.standard_normal(int(offsets[-1]))
+    lx = lazyk.from_offsets(offsets, x)
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    want = np.bincount(row, weights=x * x, minlength=len(lengths))
+    for n in (1, 2, 3):
+        with lazyk.threads(n):
+            got = (lx * lx).sum(axis=-1).eval().to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    with lazyk.threads(2):
+        got = lx.max(axis=-1, initial=-np.inf).eval().to_numpy()
+    peak = np.full(len(lengths), -np.inf)
+    np.maximum.at(peak, row, x)
+    np.testing.assert_array_equal(got, peak)
