@@ -227,13 +227,17 @@ def row_view(array, memo: dict | None = None) -> RowView:
             got = (starts, _checked_lengths(starts, stops, var_meta), {})
             if memo is not None:
                 memo[key] = got
-        starts, lengths, scaled = got
+        starts, lengths, done = got
         k += M.VAR_META
-        # element-0 addresses: content + start * index_stride (the scaled starts shared)
-        off = scaled.get(istride)
-        if off is None:
-            off = scaled[istride] = starts * istride
-        rows = off + content
+        # element-0 addresses: content + start * index_stride; an operand with the same
+        # index stride shifts another's addresses by the distance between the contents
+        other = done.get(istride)
+        if other is None:
+            rows = np.multiply(starts, istride)
+            rows += content
+            done[istride] = (rows, content)
+        else:
+            rows = other[0] + (content - other[1])
         aligned = True if content % al == 0 and istride % al == 0 and stride % al == 0 \
             else None
     else:
@@ -490,8 +494,9 @@ def _evaluate(expr):
                                  red_node.dtype)
         if order != "row":
             return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
-        lengths = np.ones(len(lengths), np.int64)
         has_last = keep
+        if option or has_last:
+            lengths = np.ones(len(lengths), np.int64)  # one value per row
     if fused is None and reduce_arg is None:
         data = {n: op.values[ix] for n, op, ix in zip(names, ops_, index)}
         masks = {n: op.mask[ix] for n, op, ix in zip(names, ops_, index) if op.mask is not None}
