@@ -9,7 +9,9 @@ outer axes, or over every axis run in ONE fused kernel (`codegen.segmented`): th
 shape step works per row only (`line_up_rows`: each result row's length and, per operand,
 its element-0 address and byte stride from the arrmeta, 0 for a broadcast row) and the
 kernel walks rows and their elements in place, evaluating the elementwise body and
-folding it, reading `?T` masks at `value + mask_offset`. Semantics (the rules of
+folding it, reading `?T` masks at `value + mask_offset`. Operands over one index buffer
+share its rows (read and checked once); a large per-row reduction splits its rows over
+threads (`lazyk.set_num_threads`). Semantics (the rules of
 `tests/ragged_reference.py`): missing in, missing out unless `skipna`; an empty or
 all-missing row gives sum 0, prod 1, any False, all True; mean = sum / count (count
 excludes skipped missing values; a row with nothing to fold gives NaN without options and
@@ -725,9 +727,14 @@ class SegmentedKernel:
                                         valid.ctypes.data + at)
             calls.append((dst, src, kd, (arrays, out, valid)))
         # ctypes releases the GIL during each call: parts run on their own cores
-        workers = [threading.Thread(target=self._call, args=c) for c in calls[1:]]
-        for w in workers:
-            w.start()
+        workers = []
+        for c in calls[1:]:
+            w = threading.Thread(target=self._call, args=c, daemon=True)
+            try:
+                w.start()
+                workers.append(w)
+            except RuntimeError:  # no thread to be had: run the part here
+                self._call(*c)
         self._call(*calls[0])
         for w in workers:
             w.join()
