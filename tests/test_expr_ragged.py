@@ -121,7 +121,7 @@ def test_more_forms_outer_dims_top_level_var_and_scalars():
 
 
 def test_arrmeta_gather_equals_list_reading():
-    from lazyk.ragged import from_array, gather
+    from lazyk.rows import from_array, gather
 
     a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
     cases = [A([[1.0, None, 3.0], [4.0]], "2 * var * ?float64"),
@@ -153,10 +153,10 @@ def _one_fused_kernel(monkeypatch):
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
-    from lazyk import kernel, ragged
+    from lazyk import kernel, ragged, segkernel
 
     _one_fused_kernel(monkeypatch)
-    ragged._seg_cache.clear()
+    segkernel._seg_cache.clear()
     x = A([[1.0, 2.0, 3.0], [4.0], [], [5.0, 6.0]], "4 * var * float64")
     y = A([[1.0], [2.0, 3.0], [], [7.0]], "4 * var * float64")
     e = (x * 2 + y).sum(axis=-1)
@@ -175,7 +175,7 @@ def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
     y2 = A([[0.5], [1.0, 1.0, 1.0]], "2 * var * float64")
     assert (x2 * 2 + y2).sum(axis=-1).eval().to_list() == [5.0, 15.0]
     assert ragged.seg_stats["compiles"] == before_seg["compiles"] + 1
-    (k,) = ragged._seg_cache.values()
+    (k,) = segkernel._seg_cache.values()
     ir = k.ir
     assert "r.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
     assert "fmul" in ir and "fadd" in ir       # the elementwise body is in the same function
@@ -439,7 +439,7 @@ def test_out_for_fixed_results_of_ragged_reductions():
 def test_row_view_reads_the_same_rows_as_gather():
     import ctypes
 
-    from lazyk.ragged import gather, row_view
+    from lazyk.rows import gather, row_view
 
     a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
     cases = [a, a[::-1], a[:, ::-1], a[1:], a[::2], A([[[1, 2], [3]], [[4], [5, 6, 7]]]),
