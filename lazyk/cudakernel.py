@@ -31,7 +31,7 @@ class CompiledKernel:
     def __call__(self, out: int, srcs: tuple[int, ...], layout, stream=0,
                  params: bytes = b"") -> None:
         """Bind (pack kernel data from the layout and the parameter values `params`, as
-        `lazyk.kernel.pack_params` writes them) and launch; pointers are device addresses."""
+        `lazyk.spec.pack_params` writes them) and launch; pointers are device addresses."""
         if layout.size == 0 and self.spec.reduce is None:
             return
         out += layout.offsets[0]

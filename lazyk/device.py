@@ -19,9 +19,9 @@ from lazyk.arrmeta import is_plain
 from lazyk.backend import cuda
 from lazyk.errors import DeviceError, NotSupportedError
 from lazyk.expr import as_expr, leaf_data
-from lazyk.kernel import Instr, KernelSpec
 from lazyk.operators import Operators
 from lazyk.passes.dims import simplify_dims
+from lazyk.spec import Instr, KernelSpec
 
 
 def parse_device(device) -> str:

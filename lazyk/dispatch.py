@@ -15,7 +15,8 @@ import numpy as np
 from lazyk import abi
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.objcache import source_digest
-from lazyk.kernel import BoundKernel, KernelSpec, bind, check_params, data_pointer, prepared
+from lazyk.kernel import BoundKernel, bind, check_params, data_pointer, prepared
+from lazyk.spec import KernelSpec
 
 try:  # the native thread pool
     from lazyk.backend import threads as _threads

@@ -44,7 +44,7 @@ from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
 from lazyk.runtime import as_out, canonical, plan, run_program
-from lazyk.segkernel import SegmentedKernel, seg_stats, segmented_kernel  # noqa: F401
+from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 
 

@@ -38,7 +38,7 @@ from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import Program, Step, fuse_elementwise
 
 try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
-    from lazyk.backend.threads import empty as empty_out
+    from lazyk.backend.outputs import empty as empty_out
 except ImportError:  # pragma: no cover
     empty_out = np.empty
 

@@ -153,7 +153,7 @@ def _one_fused_kernel(monkeypatch):
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
-    from lazyk import kernel, ragged, segkernel
+    from lazyk import kernel, segkernel
 
     _one_fused_kernel(monkeypatch)
     segkernel._seg_cache.clear()
@@ -161,20 +161,20 @@ def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
     y = A([[1.0], [2.0, 3.0], [], [7.0]], "4 * var * float64")
     e = (x * 2 + y).sum(axis=-1)
     assert str(e.type) == "4 * float64"
-    before_seg, before_k = dict(ragged.seg_stats), dict(kernel.stats)
+    before_seg, before_k = dict(segkernel.seg_stats), dict(kernel.stats)
     r = e.eval()
     assert str(r.type) == "4 * float64"
     # row 0: y's length-1 row broadcasts; row 1: x's does; row 2 is empty
     assert r.to_list() == [3 + 5 + 7, 10 + 11, 0.0, 17 + 19]
-    assert ragged.seg_stats["compiles"] == before_seg["compiles"] + 1
-    assert ragged.seg_stats["runs"] == before_seg["runs"] + 1
+    assert segkernel.seg_stats["compiles"] == before_seg["compiles"] + 1
+    assert segkernel.seg_stats["runs"] == before_seg["runs"] + 1
     assert kernel.stats["compiles"] == before_k["compiles"]  # no separate elementwise kernel
     assert kernel.stats["hits"] == before_k["hits"]
     # new sizes, same kernel: no compile
     x2 = A([[1.0, 1.0], [2.0, 2.0, 2.0]], "2 * var * float64")
     y2 = A([[0.5], [1.0, 1.0, 1.0]], "2 * var * float64")
     assert (x2 * 2 + y2).sum(axis=-1).eval().to_list() == [5.0, 15.0]
-    assert ragged.seg_stats["compiles"] == before_seg["compiles"] + 1
+    assert segkernel.seg_stats["compiles"] == before_seg["compiles"] + 1
     (k,) = segkernel._seg_cache.values()
     ir = k.ir
     assert "r.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
@@ -277,12 +277,12 @@ def test_fused_reduction_with_numpy_and_outer_fixed_dims(monkeypatch):
 def test_segmented_kernel_is_thread_safe():
     import threading
 
-    from lazyk import ragged
+    from lazyk import segkernel
     from lazyk.runtime import plan
 
     x = A([[1.0, 2.0], [3.0]], "2 * var * float64")
     step = plan(((x * 2) + 1).sum(axis=-1).node).steps[0]
-    k = ragged.segmented_kernel(step.spec, (False,), False, False)
+    k = segkernel.segmented_kernel(step.spec, (False,), False, False)
     rng = np.random.default_rng(0)
     jobs = []
     for t in range(8):
@@ -316,7 +316,7 @@ def test_segmented_kernel_is_thread_safe():
 def test_fused_rows_in_place_from_8_threads():
     import threading
 
-    from lazyk import ragged
+    from lazyk import segkernel
 
     rng = np.random.default_rng(1)
     jobs = []
@@ -326,7 +326,7 @@ def test_fused_rows_in_place_from_8_threads():
         jobs.append((A(rows, f"{len(rows)} * var * float64"),
                      A(ones, f"{len(rows)} * var * float64"), rows, t))
     (jobs[0][0] * 3 - jobs[0][1]).sum(axis=-1).eval()  # compile once
-    before = ragged.seg_stats["compiles"]
+    before = segkernel.seg_stats["compiles"]
     results, errors = {}, []
 
     def work(job):
@@ -342,7 +342,7 @@ def test_fused_rows_in_place_from_8_threads():
     for th in threads:
         th.join()
     assert not errors
-    assert ragged.seg_stats["compiles"] == before  # one kernel for every size
+    assert segkernel.seg_stats["compiles"] == before  # one kernel for every size
     for x, y, rows, t in jobs:
         want = [sum(v * 3 - t for v in r) for r in rows]
         np.testing.assert_allclose(results[t], want, rtol=1e-12, atol=1e-12)
@@ -361,15 +361,15 @@ def test_fused_rows_byte_swapped_unaligned_and_strided_numpy(monkeypatch):
 
 
 def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
-    from lazyk import ragged
+    from lazyk import segkernel
 
     _one_fused_kernel(monkeypatch)
     x = A([[1.0, 2.0], [3.0, 4.0], [5.0]], "3 * var * float64")  # row 2 broadcasts
     s = x.sum(axis=0)
     assert str(s.type) == "var * float64"
-    before = ragged.seg_stats["runs"]
+    before = segkernel.seg_stats["runs"]
     r = s.eval()
-    assert ragged.seg_stats["runs"] == before + 1  # one kernel
+    assert segkernel.seg_stats["runs"] == before + 1  # one kernel
     assert str(r.type) == "var * float64" and r.to_list() == [9.0, 11.0]
     k = x.sum(axis=0, keepdims=True).eval()
     assert str(k.type) == "1 * var * float64" and k.to_list() == [[9.0, 11.0]]

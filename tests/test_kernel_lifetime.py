@@ -42,12 +42,12 @@ def test_clear_cache_and_evictions_while_threads_call():
         import numpy as np, lazyk
         from lazyk import kernel, runtime
 
-        from lazyk import ragged
+        from lazyk import segkernel
 
         kernel.CACHE_SIZE = 3
         runtime._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
-        ragged._SEG_CACHE_SIZE = 1
+        segkernel._SEG_CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
         stop = time.time() + 3.0
         errors, calls = [], [0]
@@ -106,7 +106,7 @@ def test_clear_cache_and_evictions_while_threads_call():
             t.start()
         for t in ts:
             t.join()
-        print(len(errors), calls[0], kernel.stats["evictions"], ragged.seg_stats["compiles"],
+        print(len(errors), calls[0], kernel.stats["evictions"], segkernel.seg_stats["compiles"],
               errors[:2])
     """)
     nerr, ncalls, nevict, nseg = out.split()[:4]

@@ -17,7 +17,6 @@ import weakref
 
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.optworker import llvm
-from lazyk.backend.outputs import empty  # noqa: F401 - also `threads.empty`, as before
 from lazyk.backend.poolcode import FUTEX_WAKE_PRIVATE, STATE_BYTES, SYS_FUTEX, pool_ir
 
 # Below this many elements per extra thread, waking a worker costs more than it saves

@@ -271,7 +271,7 @@ def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], ta
 
     Args:
         builder: positioned where the element's code goes (straight-line, no new blocks).
-        spec: a `lazyk.kernel.KernelSpec`.
+        spec: a `lazyk.spec.KernelSpec`.
         loaded_values: per input index, the loaded value in compute representation
             (see `load_value`); complex values are `(re, im)` tuples.
         params: per parameter slot, its value in compute representation (`load_params`

@@ -125,7 +125,7 @@ class KernelData:
 
     {i8* out, i8* src[nin], i8* scratch, i64 total, i64 shape[nd],
      i64 out_stride[nd], i64 src_stride[nin][nd]}, then with parameters
-     i64 params[2 * nparams] (16-byte slots as `lazyk.kernel.pack_params` writes them);
+     i64 params[2 * nparams] (16-byte slots as `lazyk.spec.pack_params` writes them);
     all 8-byte fields, so no padding.
     """
 
