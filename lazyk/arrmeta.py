@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from lazyk import types as T
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.indexpath import Subset, Where
 from lazyk.memory import MemoryBlock, lookup
 
@@ -292,10 +292,12 @@ def read_rows(buf: np.ndarray, offs: np.ndarray, width: int,
 
 
 def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
-    """ValueError naming the first row that reaches outside the var dim's content (vectorized).
+    """ArrayConstructionError (a ValueError) naming the first row that reaches outside the
+    var dim's content (vectorized).
 
-    Rows of arrays lazyk builds or validated at construction always pass; this guards
-    against hand-made arrmeta (`Array.from_parts`) before any address is computed.
+    Every reader of var rows calls this (or `lazyk.rows`' equivalent) on the indices it
+    read, before any address is computed: offsets wrapped in O(1) (`from_offsets`), changed
+    in place later, or hand-made arrmeta (`Array.from_parts`) never give an out-of-bounds read.
     """
     if not len(starts):
         return
@@ -315,8 +317,10 @@ def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
         bad |= (n > 0) & ((first < lo) | (first > hi) | (last < lo) | (last > hi))
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"var row {i}: indices {int(starts[i])}..{int(stops[i])} are outside "
-                         f"the content (0..{length}); arrmeta points outside its memory block")
+        raise ArrayConstructionError(
+            f"var row {i}: start {int(starts[i])}, stop {int(stops[i])} are outside the "
+            f"content (0 <= start <= stop <= {length}): the row's offsets (indices) "
+            "decrease or reach past the content")
 
 
 def var_rows(meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):

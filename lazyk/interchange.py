@@ -50,13 +50,21 @@ def _var_meta(c: Array, block: memory.MemoryBlock, width: int, stop_delta: int) 
     return (block.ref, width, stop_delta, c.ptr, stride, stride, length) + tuple(c.meta[2:])
 
 
-def check_offsets(offsets: np.ndarray, length: int) -> None:
-    """ValueError naming the first bad entry: negative, decreasing or past the content."""
+def check_offsets(offsets: np.ndarray, length: int, full: bool = True) -> None:
+    """ArrayConstructionError naming the first bad entry: negative, decreasing or past the
+    content. `full=False` checks the shape and the two ends only (O(1)): readers check
+    every row they read (`0 <= start <= stop <= length`) before forming an address."""
     if offsets.ndim != 1 or len(offsets) < 1:
         raise ArrayConstructionError(f"offsets must be 1-d with n + 1 entries for n rows "
                                      f"(shape {offsets.shape})")
     if offsets[0] < 0:
         raise ArrayConstructionError(f"offsets[0] = {int(offsets[0])} is negative")
+    if not full:
+        if offsets[-1] > length:
+            raise ArrayConstructionError(
+                f"offsets[{len(offsets) - 1}] = {int(offsets[-1])} is past the end of the "
+                f"content ({length} elements)")
+        return
     down = offsets[1:] < offsets[:-1]
     if down.any():
         i = int(np.argmax(down)) + 1
@@ -79,16 +87,18 @@ def _as_offsets(offsets: Any) -> np.ndarray:
 
 
 def offsets_array(offsets: np.ndarray, content: Array, validity: Any = None,
-                  outer: tuple | None = None, check: bool = True) -> Array:
+                  outer: tuple | None = None, check: bool | None = False) -> Array:
     """`N * var * X` (or `N * ?var * X`) over int32/int64 `offsets` and the content `L * X`.
 
     `outer` splits the N rows into several fixed dims (C order); `()` gives one `var * X`
     row. The offsets are used in place unless `validity` needs a mask next to them.
+    `check`: True checks every offset now; False the shape and both ends (O(1): every
+    reader checks the rows it reads); None nothing (offsets lazyk computed itself).
     """
     c = _content(content)
     w = offsets.dtype.itemsize
-    if check:
-        check_offsets(offsets, c.meta[0])
+    if check is not None:
+        check_offsets(offsets, c.meta[0], full=check)
     n = len(offsets) - 1
     cblock = _content_block(c)
     readonly = c.readonly or not offsets.flags.writeable
@@ -117,7 +127,8 @@ def offsets_array(offsets: np.ndarray, content: Array, validity: Any = None,
     for size in reversed(dims):
         t = T.FixedDim(size, t)
     meta = tuple(lead) + mask_meta + head
-    return Array.from_parts(t, meta, block.address, block, readonly)
+    # The block is exactly the offsets (and mask): no extent check needed.
+    return Array._from_parts(t, meta, block.address, block, readonly)
 
 
 def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
@@ -183,7 +194,7 @@ def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: 
         offsets = np.zeros(len(lengths) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         content = array(values) if mask is None else masked(values, mask)
-        return offsets_array(offsets, content, outer=tuple(outer), check=False)
+        return offsets_array(offsets, content, outer=tuple(outer), check=None)
     shape = tuple(outer) + (() if last is None else (int(last),))
     if mask is None:
         return array(np.asarray(values, order="C").reshape(shape))
@@ -191,21 +202,29 @@ def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: 
 
 
 # ---------------------------------------------------------------- public constructors
-def from_offsets(offsets: Any, content: Any, *, validity: Any = None) -> Array:
+def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
+                 check: bool = False) -> Array:
     """A ragged array `N * var * T` over NumPy offsets and content, without copying either.
 
-    Row i is `content[offsets[i]:offsets[i + 1]]`. The offsets are checked once,
-    vectorized (non-negative, non-decreasing, inside the content); nothing else touches a
-    row. `content` may itself be a ragged lazyk array (`var * var * T`).
+    Row i is `content[offsets[i]:offsets[i + 1]]`. Construction is O(1) in the number of
+    rows: it checks the offsets' dtype and shape, `offsets[0] >= 0` and `offsets[-1] <=
+    len(content)`. Every use that reads rows (an expression, `to_list`, a view, `to_arrow`)
+    checks the rows it reads, vectorized, before touching the content: a decreasing offset
+    raises ArrayConstructionError naming the row there, never an out-of-bounds read (so
+    offsets changed in place after construction are caught too). `check=True` checks every
+    offset now instead (non-decreasing, inside the content), for the error up front.
+    `content` may itself be a ragged lazyk array (`var * var * T`).
 
     Args:
         offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
         content: a NumPy array or a lazyk array with a leading fixed dimension.
         validity: optional bool per row (True = present): gives `N * ?var * T` (the
-            offsets are then copied next to a mask).
+            offsets are then copied next to a mask, and checked in full).
+        check: check every offset at construction (O(n), vectorized).
 
     Raises:
-        ArrayConstructionError (a ValueError): naming the first bad offset.
+        ArrayConstructionError (a ValueError): naming the first bad offset (at
+            construction, or for a decreasing offset when the rows are first read).
 
     Example:
         >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
@@ -215,7 +234,8 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None) -> Array:
         >>> str(y.type), y.to_list()
         ('2 * var * var * float64', [[[0.0, 1.0]], [[], [2.0, 3.0, 4.0]]])
     """
-    return offsets_array(_as_offsets(offsets), _content(content), validity)
+    return offsets_array(_as_offsets(offsets), _content(content), validity,
+                         check=bool(check or validity is not None))
 
 
 def from_arrow(x: Any) -> Array:

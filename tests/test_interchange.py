@@ -77,8 +77,64 @@ def test_empty_arrays_and_empty_rows():
 ])
 def test_bad_offsets_raise_naming_the_position(offsets, content, match):
     with pytest.raises(ArrayConstructionError, match=match):
-        lazyk.from_offsets(offsets, content)
+        lazyk.from_offsets(offsets, content, check=True)
     assert issubclass(ArrayConstructionError, ValueError)
+
+
+@pytest.mark.parametrize("offsets, content, match", [
+    (np.array([0, 2, 5]), np.arange(4), r"offsets\[2\] = 5 is past the end of the content"),
+    (np.array([-1, 2]), np.arange(4), r"offsets\[0\] = -1 is negative"),
+    (np.array([0.0, 1.0]), np.arange(4), "int32 or int64, not float64"),
+    (np.array([], np.int64), np.arange(4), "n \\+ 1 entries"),
+])
+def test_construction_checks_the_ends_in_constant_time(offsets, content, match):
+    with pytest.raises(ArrayConstructionError, match=match):
+        lazyk.from_offsets(offsets, content)
+
+
+_BAD_ROWS = """
+import sys
+import numpy as np, pyarrow as pa, lazyk
+# row 1 decreases; row 0 reaches far past the content
+off = {off}
+x = lazyk.from_offsets(np.array(off), np.arange(4.0))
+readers = [
+    lambda: x.to_list(), lambda: x[1].to_list(), lambda: x[1:].to_list(), lambda: x[:2].to_list(),
+    lambda: x[:, 1:].to_list(), lambda: x[::-1].to_list(), lambda: lazyk.to_arrow(x),
+    lambda: x.sum(axis=-1).eval(), lambda: (x * 2 + 1).eval(), lambda: (x + x).sum().eval(),
+    lambda: x.max(axis=0).eval(), lambda: (x - x.mean(axis=-1, keepdims=True)).eval(),
+    lambda: lazyk.from_offsets(np.array([0, 2]), x).to_list(),
+]
+for k, read in enumerate(readers):
+    try:
+        read()
+    except lazyk.ArrayConstructionError as e:
+        assert "row" in str(e) and "outside the content" in str(e), (k, e)
+    else:
+        sys.exit(f"reader {{k}} did not raise")
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("off", ["[0, 3, 1, 4]", "[0, 10**9, 2, 4]", "[0, 2, -5, 4]"])
+def test_bad_offsets_raise_at_first_use_never_read_out_of_bounds(off):
+    # Construction is O(1): the rows are checked where they are read. In a subprocess, so
+    # a missing check crashes one test, not the suite.
+    pytest.importorskip("pyarrow")
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-c", _BAD_ROWS.format(off=off)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_check_true_finds_the_first_bad_offset_at_construction():
+    off = np.array([0, 1, 2, 3, 2, 4])
+    x = lazyk.from_offsets(off, np.arange(4.0))  # O(1): both ends are fine
+    with pytest.raises(ArrayConstructionError, match=r"var row 3: start 3, stop 2"):
+        x.to_list()
+    with pytest.raises(ArrayConstructionError, match=r"offsets\[4\] = 2 is less than"):
+        lazyk.from_offsets(off, np.arange(4.0), check=True)
 
 
 def test_validity_of_the_wrong_length():
