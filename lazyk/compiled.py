@@ -16,7 +16,10 @@ import numpy as np
 
 from lazyk import abi
 from lazyk import kernel as _kernel
+from lazyk import ragged as _ragged
+from lazyk import types as _T
 from lazyk.array import Array
+from lazyk.array import array as _array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
 from lazyk.dispatch import GUARD_OK, guard_fn, threaded_run
@@ -30,10 +33,9 @@ from lazyk.errors import (
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.kernel import data_pointer, run_layout
-from lazyk.leaves import is_dask_array, is_text, text_view
+from lazyk.leaves import RaggedLeaf, RaggedPlaceholder, is_dask_array, is_text, text_view
 from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
-from lazyk.ragged import is_ragged
 from lazyk.runtime import (
     CASTINGS,
     THREAD_MIN,
@@ -61,11 +63,13 @@ class CompiledExpr:
     inputs against the parameter types, binds shapes/strides and launches the kernels.
     """
 
+    def __new__(cls, expr: Expr):
+        # Var / option parameters (placeholders or arrays): the ragged evaluation path.
+        if cls is CompiledExpr and any(_ragged_param(v) for v in expr.env.values()):
+            cls = RaggedCompiledExpr
+        return object.__new__(cls)
+
     def __init__(self, expr: Expr):
-        if any(is_ragged(v) for v in expr.env.values()):
-            raise NotSupportedError(
-                f"lazyk.compile of an expression over var / option arrays ({expr.type}) is "
-                "not supported yet; call .eval() on it (one fused kernel per step)")
         self.expr = expr
         self.program = plan(expr.node)
         # Parameters in order of first appearance in the graph the user wrote.
@@ -109,8 +113,8 @@ class CompiledExpr:
             index = {id(n): k for k, n in enumerate(order)}
             nodes = tuple((n.op, dtype_text(n.dtype), n.shape, tuple(index[id(x)] for x in n.srcs),
                            rename[n.arg] if n.op == "input" else n.arg) for n in order)
-            leaves = tuple((rename[name], shape, dtype_text(dtype), name in kept)
-                           for name, (shape, dtype) in zip(self.params, self._types))
+            leaves = tuple((rename[name], t[0], dtype_text(t[1]), name in kept)
+                           for name, t in zip(self.params, self._types))
             state = self._state_cache = (nodes, leaves)
         return state
 
@@ -498,8 +502,11 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     for op, dt, shape, srcs, arg in nodes:
         built.append(Node(op, text_dtype(dt), shape, tuple(built[k] for k in srcs), arg))
     env: dict = {}
-    for name, shape, dt, is_placeholder in leaves:
+    for name, shape, dt, is_placeholder, *option in leaves:
         dtype = text_dtype(dt)
+        if option or "var" in shape:  # a var / option parameter (a placeholder or data)
+            env[name] = RaggedPlaceholder(name, shape, dtype, bool(option and option[0]))
+            continue
         # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
         env[name] = (Placeholder(name, shape, dtype) if is_placeholder
                      else np.broadcast_to(np.zeros((), dtype), shape))
@@ -508,6 +515,155 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
         if len(_restored) > 256:
             _restored.clear()
         return _restored.setdefault(key, k)
+
+
+def _ragged_param(v: Any) -> bool:
+    """Whether an env entry is a var / option parameter (placeholder or lazyk array)."""
+    return isinstance(v, (RaggedPlaceholder, RaggedLeaf))
+
+
+def _typed_text(shape: tuple, dtype: np.dtype, option: bool) -> str:
+    text = type_text(shape, dtype)
+    if not option:
+        return text
+    head, _, tail = text.rpartition(" * ")
+    return f"{head} * ?{tail}" if head else f"?{tail}"
+
+
+def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
+    """(dims with "var", dtype, option, env value, type text) of a call's input: a lazyk
+    Array (var / option ones become ragged leaves), a NumPy array, nested lists or a scalar.
+    `option` is None for `?var` rows (no parameter has them)."""
+    if isinstance(x, (list, tuple)):
+        x = _array(x)  # nested lists: lazyk infers var dims
+    if isinstance(x, Array):
+        t, dims = x.type, []
+        while isinstance(t, (_T.FixedDim, _T.VarDim)):
+            dims.append(t.size if isinstance(t, _T.FixedDim) else "var")
+            t = t.elem
+        option = isinstance(t, _T.Option)
+        elem = t.elem if option else t
+        if isinstance(elem, _T.VarDim):
+            return tuple(dims), np.dtype(np.float64), None, None, str(x.type)
+        if not isinstance(elem, _T.Scalar) or elem.kind not in "biufc":
+            return tuple(dims), np.dtype("V8"), option, None, str(x.type)
+        dtype = elem.to_numpy()
+        if option or "var" in dims:
+            return tuple(dims), dtype, option, RaggedLeaf(x, option), str(x.type)
+        x = x.to_numpy()
+    if isinstance(x, (int, float, complex, np.generic)):
+        x = np.asarray(x)
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"inputs must be lazyk arrays, NumPy arrays, lists or scalars, not "
+                        f"{type(x).__name__} (Arrow and Awkward data: lazyk.from_arrow, "
+                        "lazyk.from_awkward)")
+    return x.shape, x.dtype, False, x, type_text(x.shape, x.dtype)
+
+
+class RaggedCompiledExpr(CompiledExpr):
+    """`lazyk.compile` of an expression with var / option parameters (a `CompiledExpr`).
+
+    A call checks every input against its parameter type (dims, var dims, options, dtype
+    under `casting`, symbols across inputs), then evaluates on the ragged path: the
+    segmented and elementwise kernels underneath are compiled once per structure (cached;
+    never keyed on sizes), so new data of the same types compiles nothing.
+    """
+
+    def __init__(self, expr: Expr):
+        self.expr = expr
+        self.program = None
+        self.params = tuple(dict.fromkeys(_leaf_order(expr.node)))
+        self._types = []  # (dims with "var", native dtype, option) per parameter
+        shown, k = [], 0
+        for name in self.params:
+            v = leaf_data(expr.env[name])
+            option = bool(getattr(v, "option", False))
+            if isinstance(v, RaggedLeaf):
+                shape, dtype = _ragged.describe(v.array)[:2]
+            else:
+                shape, dtype = v.shape, v.dtype.newbyteorder("=")
+            if isinstance(v, Placeholder):
+                label = name
+            else:
+                label, k = f"_{k}", k + 1
+            self._types.append((tuple(shape), dtype, option))
+            shown.append((label, _typed_text(shape, dtype, option)))
+        self.labels = tuple(label for label, _ in shown)
+        self.signature = signature_text(shown, str(expr.type))
+        self._fast = self._red = None
+        self._nin = -1  # no native guard: every call goes through __call__'s checks
+
+    def _state(self) -> tuple:
+        nodes, leaves = super()._state()
+        # options travel with the leaves (a fifth field), var dims in their shapes
+        return nodes, tuple(leaf + (t[2],) for leaf, t in zip(leaves, self._types))
+
+    def _bind_ragged(self, inputs: tuple, casting: str) -> dict:
+        if len(inputs) != len(self.params):
+            raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
+                            f"{len(inputs)}")
+        env, sizes = {}, {}
+        for i, (name, x) in enumerate(zip(self.params, inputs)):
+            want, dtype, option = self._types[i]
+            label = self.labels[i]
+            dims, got, got_option, value, text = _input_type(x)
+            expected = _typed_text(want, dtype, option)
+
+            def mismatch(why: str):
+                return TypeMatchError(f"input {label!r}: expected {expected}, got {text} "
+                                      f"({why}): {self.signature}")
+            if got_option is None:
+                raise mismatch("missing rows (?var) are not supported in compiled expressions")
+            if value is None:
+                raise mismatch("numeric elements only")
+            if len(dims) != len(want):
+                raise mismatch(f"{len(dims)} dimensions, not {len(want)}")
+            for ax, (w, n) in enumerate(zip(want, dims)):
+                if (w == "var") != (n == "var"):
+                    raise mismatch(f"axis {ax} is {'a var' if n == 'var' else 'a fixed'} "
+                                   f"dimension, the parameter's is "
+                                   f"{'var' if w == 'var' else 'fixed'}")
+                if w == "var":
+                    continue
+                if isinstance(w, str):
+                    seen = sizes.setdefault(w, (label, ax, n))
+                    if seen[2] != n:
+                        raise ShapeError(
+                            f"dimension {w} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
+                            f"but {n} in {label!r} (axis {ax}); signature {self.signature}")
+                elif w != n:
+                    raise ShapeError(f"input {label!r}: axis {ax} has size {n}, the "
+                                     f"signature says {w}: {self.signature}")
+            if got_option != option:
+                raise mismatch("missing values (?T) in one but not the other: "
+                               "the result's type follows the parameter's")
+            if got.newbyteorder("=") != dtype:
+                if not np.can_cast(got, dtype, casting):
+                    raise CastingError(
+                        f"input {label!r}: expected {expected}, got {text}: cannot cast "
+                        f"{got} to {dtype} under casting={casting!r}: {self.signature}")
+                if isinstance(value, np.ndarray):
+                    value = value.astype(dtype)
+            env[name] = value
+        return env
+
+    def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):
+        """Check the inputs against the parameter types and evaluate; returns a new lazyk
+        Array (or NumPy array for fixed results), or `out` (a NumPy / fixed lazyk array
+        for fixed results, a lazyk array of the result's type and row lengths otherwise)."""
+        if casting != "same_kind" and casting not in CASTINGS:
+            raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
+                             f"{casting!r}")
+        if named:
+            inputs = self._by_name(inputs, named)
+        env = self._bind_ragged(inputs, casting)
+        # a var / option parameter always gets a var / option array: the ragged path
+        return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
+
+    def bind(self, out: Any, *inputs: Any) -> Any:
+        raise NotSupportedError(f"bind() needs a one-kernel expression over fixed dims; "
+                                f"{self.signature} has var / option parameters: call the "
+                                "compiled expression instead")
 
 
 def _leaf_order(root: Node) -> list[str]:

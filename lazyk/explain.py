@@ -7,11 +7,13 @@ from typing import Any
 import numpy as np
 
 from lazyk import kernel, ragged, runtime
+from lazyk.array import array as lazyk_array
 from lazyk.device import explain_cuda
 from lazyk.errors import DeviceError
-from lazyk.expr import Placeholder, as_expr, leaf_data, placeholder
+from lazyk.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.exprparse import build
 from lazyk.graph import check_size, type_text
+from lazyk.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.spec import format_spec, param_values
 
@@ -54,6 +56,29 @@ def _sample_data(expr) -> dict:
     return data
 
 
+def _ragged_sample(value: Any) -> Any:
+    """Sample data for a parameter: SYMBOL_SIZE per symbolic dim, var rows of lengths
+    0, 1, 2, 3, ..., every third value missing for `?T` (other leaves as they are)."""
+    v = leaf_data(value)
+    if not isinstance(v, Placeholder):
+        return value
+    if not isinstance(v, RaggedPlaceholder):
+        return _sample_data(Expr(None, {v.name: v}))[v.name]
+    count = iter(range(1 << 30))
+
+    def fill(dims: tuple, row: int) -> Any:
+        if not dims:
+            k = next(count)
+            return None if v.option and k % 3 == 2 else k % 7
+        d = dims[0]
+        n = SYMBOL_SIZE if isinstance(d, str) and d != "var" else row % 4 if d == "var" else d
+        return [fill(dims[1:], i) for i in range(n)]
+    dims = [str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d) for d in v.shape]
+    data = fill(tuple(v.shape), 1)
+    text = " * ".join(dims + [("?" if v.option else "") + v.dtype.name])
+    return RaggedLeaf(lazyk_array(data, type=text), v.option)
+
+
 class Explanation(str):
     """The text of `explain()`: a str whose repr is the text itself, so the REPL prints it
     with its line breaks (`str(x)` and every str method work as before)."""
@@ -67,6 +92,9 @@ class Explanation(str):
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
     e = as_expr(expr)
+    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
+        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+        return ragged.explain(e)  # var / option parameters: on small sample arrays
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
     check_size(e.node)

@@ -24,12 +24,14 @@ from lazyk.leaves import (
     OwnedView,
     Placeholder,
     RaggedLeaf,
+    RaggedPlaceholder,
     check_dtype,
     describe_ragged,
     is_dask_array,
     is_text,
     leaf_data,
     parse_fixed_type,
+    parse_placeholder_type,
     text_view,
 )
 from lazyk.numpy_rules import (
@@ -258,7 +260,9 @@ def placeholder(name: str, type: Any) -> Expr:
 
     Args:
         name: the parameter name in `lazyk.compile(...).signature`.
-        type: fixed and symbolic dims over a numeric dtype, e.g. `'N * 3 * float32'`.
+        type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
+            `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
+            parameters run through `lazyk.compile`, on lazyk arrays of that type).
 
     The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
     `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).
@@ -267,11 +271,13 @@ def placeholder(name: str, type: Any) -> Expr:
 
     Raises:
         TypeParseError: malformed type text (with line, column and a caret).
-        NotSupportedError: what a placeholder cannot hold yet: var / ellipsis dims,
-            options, records / tuples, strings and other non-numeric element types.
+        NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, `?var`
+            rows, records / tuples, strings and other non-numeric element types.
     """
-    shape, dtype = parse_fixed_type(type)
+    shape, dtype, option = parse_placeholder_type(type)
     node = Node("input", dtype, shape, (), name)
+    if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
+        return Expr(node, {name: RaggedPlaceholder(name, shape, dtype, option)})
     return Expr(node, {name: Placeholder(name, shape, dtype)})
 
 

@@ -31,6 +31,28 @@ class Placeholder:
         return f"{self.name}: {type_text(self.shape, self.dtype)}"
 
 
+class RaggedPlaceholder(Placeholder):
+    """A parameter with var dims or missing values: `placeholder('x', 'N * var * ?float64')`.
+    `shape` holds "var" for a var dim; `option` marks `?T` elements. Only
+    `lazyk.compile` runs it (on lazyk arrays of that type)."""
+
+    __slots__ = ("option",)
+
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, option: bool):
+        super().__init__(name, shape, dtype)
+        self.option = bool(option)
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.type_text()}"
+
+    def type_text(self) -> str:
+        text = type_text(self.shape, self.dtype)
+        if not self.option:
+            return text
+        head, _, tail = text.rpartition(" * ")
+        return f"{head} * ?{tail}" if head else f"?{tail}"
+
+
 def is_dask_array(x: Any) -> bool:
     """A `dask.array.Array`, recognised without importing Dask."""
     cls = type(x)
@@ -157,6 +179,31 @@ def text_view(array) -> np.ndarray:
     view = np.ndarray(shape, ops.STRING, raw, ptr - lo, strides)
     view.flags.writeable = False
     return view
+
+
+def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
+    """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
+    (a var dim is "var" in dims) over a numeric `T` or `?T`. TypeParseError for malformed
+    text; NotSupportedError, naming the type, for ellipsis dims, `?var` rows, records,
+    strings and other non-numeric element types."""
+    t = dshape(type)
+    dims: list = []
+    node = t
+    while isinstance(node, (FixedDim, SymbolicDim, VarDim)):
+        dims.append(node.size if isinstance(node, FixedDim) else
+                    "var" if isinstance(node, VarDim) else node.name)
+        node = node.elem
+    option = isinstance(node, Option)
+    if option:
+        node = node.elem
+    if not isinstance(node, Scalar) or node.kind not in "biufc":
+        what = "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
+            "missing rows (?var)" if isinstance(node, VarDim) else \
+            "nested options" if isinstance(node, Option) else f"element type {node}"
+        raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
+                                "yet (fixed, symbolic and var dims over a bool / integer / "
+                                "float / complex element type T or ?T only)")
+    return tuple(dims), node.to_numpy().newbyteorder("="), option
 
 
 def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:

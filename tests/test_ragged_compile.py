@@ -1,0 +1,172 @@
+"""lazyk.compile over var / option placeholders: values against NumPy / Python, type checks
+of the inputs, the signature, pickling and one compile per structure."""
+import pickle
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import CastingError, NotSupportedError, ShapeError, TypeMatchError
+from lazyk.segkernel import seg_stats
+
+
+def ragged(lengths, rng, dtype=np.float64):
+    off = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=off[1:])
+    content = rng.standard_normal(int(off[-1])).astype(dtype)
+    return lazyk.from_offsets(off, content), off, content
+
+
+def rows(off, content):
+    return [content[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+
+
+def test_signature_and_repr_show_var_and_option_types():
+    x = lazyk.placeholder("x", "N * var * ?float64")
+    w = lazyk.placeholder("w", "N * float64")
+    k = lazyk.compile((x * 2).sum(axis=-1) + w)
+    assert k.signature == "(x: N * var * ?float64, w: N * float64) -> N * ?float64"
+    assert repr(k) == f"<lazyk.CompiledExpr {k.signature}>"
+    assert isinstance(k, lazyk.CompiledExpr)
+    assert str(x.type) == "N * var * ?float64"
+    assert lazyk.compile(x.sum(axis=-1, skipna=True)).signature == \
+        "(x: N * var * ?float64) -> N * float64"
+
+
+def test_row_sums_match_numpy_for_many_sizes_with_one_compile():
+    x = lazyk.placeholder("x", "N * var * float64")
+    y = lazyk.placeholder("y", "N * var * float64")
+    k = lazyk.compile((x * 2 + y).sum(axis=-1))
+    rng = np.random.default_rng(0)
+    before = None
+    for n in (3, 17, 200, 1000):
+        lengths = rng.integers(0, 9, n)
+        a, off, ca = ragged(lengths, rng)
+        b = lazyk.from_offsets(off, rng.standard_normal(len(ca)))
+        cb = b.to_list()
+        got = k(a, b)
+        want = [sum(2 * p + q for p, q in zip(ra, rb)) for ra, rb in zip(rows(off, ca), cb)]
+        assert str(got.type) == f"{n} * float64"
+        np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(k(x=a, y=b).to_numpy(), want, rtol=1e-12, atol=1e-12)
+        if before is None:
+            before = seg_stats["compiles"]  # the first call compiled the kernel
+    assert seg_stats["compiles"] == before  # same structure, new sizes: nothing compiled
+
+
+def test_ragged_results_keepdims_and_elementwise():
+    x = lazyk.placeholder("x", "N * var * float64")
+    center = lazyk.compile(x - x.mean(axis=-1, keepdims=True))
+    double = lazyk.compile(x * 2 + 1)
+    assert center.signature == "(x: N * var * float64) -> N * var * float64"
+    rng = np.random.default_rng(1)
+    for n in (4, 50):
+        a, off, c = ragged(rng.integers(0, 6, n), rng)
+        got = center(a)
+        assert str(got.type) == f"{n} * var * float64"
+        for g, r in zip(got.to_list(), rows(off, c)):
+            np.testing.assert_allclose(g, r - r.mean() if len(r) else [], atol=1e-12)
+        assert double(a).to_list() == [(r * 2 + 1).tolist() for r in rows(off, c)]
+    before = lazyk.stats()["compiles"]
+    a, off, c = ragged(rng.integers(0, 6, 33), rng)
+    double(a)
+    center(a)
+    assert lazyk.stats()["compiles"] == before  # new data of the same types: cached
+
+
+def test_options_skipna_and_lists():
+    z = lazyk.placeholder("z", "N * var * ?float64")
+    k = lazyk.compile(z.sum(axis=-1, skipna=True))
+    k_missing = lazyk.compile(z.sum(axis=-1))
+    data = [[1.5, None, 2.0], [], [None], [4.0]]
+    a = lazyk.array(data)
+    assert k(a).to_list() == [3.5, 0.0, 0.0, 4.0]
+    assert k(data).to_list() == [3.5, 0.0, 0.0, 4.0]  # nested lists are typed by lazyk.array
+    assert k_missing(a).to_list() == [None, 0.0, None, 4.0]
+    m = lazyk.placeholder("m", "N * ?int64")
+    assert lazyk.compile(m * 2)(lazyk.array([1, None, 3])).to_list() == [2, None, 6]
+
+
+def test_mixed_fixed_and_var_parameters_and_data_leaves():
+    x = lazyk.placeholder("x", "N * var * float64")
+    w = lazyk.placeholder("w", "N * float64")
+    k = lazyk.compile(x.sum(axis=-1) * w)
+    a = lazyk.array([[1.0, 2.0], [], [3.0]])
+    np.testing.assert_array_equal(k(a, np.array([1.0, 2.0, 3.0])).to_numpy(), [3.0, 0.0, 9.0])
+    # a concrete ragged array in the expression is a parameter `_0`, as for fixed data
+    d = lazyk.compile(lazyk.array([[1.0], [2.0, 3.0]]) * lazyk.placeholder("s", "float64"))
+    assert d.signature == "(_0: 2 * var * float64, s: float64) -> 2 * var * float64"
+    assert d(lazyk.array([[1.0], [2.0, 5.0]]), 2.0).to_list() == [[2.0], [4.0, 10.0]]
+
+
+def test_input_dtype_converts_under_casting():
+    x = lazyk.placeholder("x", "N * var * float64")
+    k = lazyk.compile(x.sum(axis=-1))
+    ints = lazyk.array([[1, 2], [3]], type="2 * var * int32")
+    got = k(ints)
+    assert got.to_list() == [3.0, 3.0] and got.to_numpy().dtype == np.float64
+    i = lazyk.placeholder("i", "N * var * int32")
+    with pytest.raises(CastingError, match=r"input 'i': expected N \* var \* int32, got "
+                                           r"2 \* var \* float64"):
+        lazyk.compile(i * 2)(lazyk.array([[1.0], [2.0]], type="2 * var * float64"))
+    f = lazyk.array([[1.0], [2.5, 3.0]])
+    assert lazyk.compile(i * 2)(f, casting="unsafe").to_list() == [[2], [4, 6]]
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (np.ones((3, 2)), TypeMatchError,
+     r"input 'x': expected N \* var \* float64, got 3 \* 2 \* float64 \(axis 1 is a fixed "),
+    (lambda: lazyk.array([[1.0, None], [2.0], []]), TypeMatchError, r"missing values \(\?T\)"),
+    (lambda: lazyk.from_offsets(np.array([0, 1, 2, 2]),
+                                lazyk.array([[1.0], [2.0]], type="2 * var * float64")),
+     TypeMatchError, r"got 3 \* var \* var \* float64 \(3 dimensions, not 2\)"),
+    (lambda: lazyk.array([[1.0], [2.0]], type="2 * var * float64"), ShapeError, r"dimension N is 2 in 'x'.* 3 in 'y'"),
+    (lambda: lazyk.from_offsets(np.array([0, 1, 2, 3]), np.array(["a", "b", "c"])),
+     TypeMatchError, "numeric elements only"),
+    ("text", TypeError, "inputs must be lazyk arrays"),
+])
+def test_mismatched_inputs_name_the_parameter_and_both_types(bad, error, match):
+    x = lazyk.placeholder("x", "N * var * float64")
+    y = lazyk.placeholder("y", "N * var * float64")
+    k = lazyk.compile(x + y)
+    bad = bad() if callable(bad) else bad
+    with pytest.raises(error, match=match):
+        k(bad, lazyk.array([[1.0], [2.0, 3.0], []]))
+
+
+def test_wrong_number_and_names_of_inputs():
+    x = lazyk.placeholder("x", "N * var * float64")
+    k = lazyk.compile(x * 2)
+    with pytest.raises(TypeError, match="expected 1 inputs"):
+        k()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        k(y=lazyk.array([[1.0]]))
+    with pytest.raises(NotSupportedError, match="bind"):
+        k.bind(None, lazyk.array([[1.0]]))
+
+
+def test_placeholder_types_still_refused():
+    for text, what in [("N * ?var * float64", r"missing rows \(\?var\)"),
+                       ("N * var * string", "element type string"),
+                       ("... * float64", "ellipsis")]:
+        with pytest.raises(NotSupportedError, match=what):
+            lazyk.placeholder("x", text)
+    x = lazyk.placeholder("x", "N * var * float64")
+    with pytest.raises(lazyk.BindError, match="has no data"):
+        (x * 2).eval()
+
+
+def test_pickle_explain_and_cli_explain(capsys):
+    x = lazyk.placeholder("x", "N * var * ?float64")
+    w = lazyk.placeholder("w", "N * float64")
+    k = lazyk.compile((x * 2).sum(axis=-1) + w)
+    k2 = pickle.loads(pickle.dumps(k))
+    assert k2.signature == k.signature
+    a = lazyk.array([[1.0, None], [], [3.0]])
+    assert k2(a, np.ones(3)).to_list() == k(a, np.ones(3)).to_list() == [None, 1.0, 7.0]
+    text = k.explain()
+    assert "segmented kernels: 1" in text and "masked [True]" in text
+    from lazyk.cli import main
+    assert main(["explain", "x * 2",
+                 "--type", "x=N * var * float64", "--no-asm"]) == 0
+    assert "ragged expression" in capsys.readouterr().out
