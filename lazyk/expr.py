@@ -112,11 +112,16 @@ class Expr(Operators):
         return self.shape[0]
 
     # --- forcing ---
-    def eval(self):
+    def eval(self, out: Any = None, casting: str = "same_kind"):
         """Compute into a new `lazyk.Array` (a zero-copy wrapper of the fresh result).
 
-        `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead.
+        `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead. With
+        `out` (as `lazyk.evaluate`: a NumPy or lazyk array; for var / option results a lazyk
+        array of the result's type and row lengths) the result is written there and `out`
+        is returned.
         """
+        if out is not None:
+            return hooks.evaluate(self, out=out, casting=casting)
         out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
             return out  # e.g. a device array
@@ -138,7 +143,8 @@ class Expr(Operators):
             except NotSupportedError:
                 raise NotSupportedError(
                     f"the result has type {out.type}: var dimensions and missing values "
-                    "have no NumPy ndarray form; use .eval() for a lazyk array or "
+                    "have no NumPy ndarray form; use .eval() for a lazyk array, "
+                    "lazyk.to_arrow / lazyk.to_awkward for Arrow / Awkward arrays, or "
                     ".to_list() / .tolist() for Python lists") from None
         return np.asarray(out.to("cpu"))
 

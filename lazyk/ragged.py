@@ -29,12 +29,15 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 """
 from __future__ import annotations
 
+import ctypes
 from dataclasses import replace
 
 import numpy as np
 
+from lazyk import arrmeta as M
 from lazyk import runtime
-from lazyk.array import array
+from lazyk import types as T
+from lazyk.array import Array, _region, array
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
@@ -42,19 +45,27 @@ from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import build_rows
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
-from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
+from lazyk.rows import (
+    _elements,
+    from_numpy,
+    gather,
+    line_up,
+    line_up_rows,
+    row_view,
+    row_view_numpy,
+)
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 
 
-def evaluate_if_ragged(expr, out=None):
-    """`evaluate(expr, out)` when a leaf is a var / option array, else NotImplemented (the
-    "ragged" evaluation path of `lazyk.runtime.evaluate`)."""
+def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
+    """`evaluate(expr, out, casting)` when a leaf is a var / option array, else
+    NotImplemented (the "ragged" evaluation path of `lazyk.runtime.evaluate`)."""
     if not any(is_ragged(leaf_data(v)) for v in expr.env.values()):
         return NotImplemented
     common_device({n: leaf_data(v) for n, v in expr.env.items()})  # never on the GPU
-    return evaluate(expr, out)
+    return evaluate(expr, out, casting)
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):
@@ -62,10 +73,15 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
 
     `out` (NumPy or fixed lazyk array) takes results without var dims or missing values:
     the kernel's per-row results are stored into it as assignment does (broadcasting,
-    `casting`); a var or option result with `out` raises NotSupportedError.
+    `casting`). A lazyk array `out` with var dims or `?T` elements takes a result of the
+    same structure: the same dims, the same row lengths (ShapeError naming the row and
+    both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
+    result has missing values; its values and validity are written in place.
     """
     if out is None:
         return _evaluate(expr)
+    if isinstance(out, Array) and _ragged_type(out.type):
+        return _into_ragged(expr, out, casting)
 
     try:
         target = as_out(out)
@@ -86,8 +102,10 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         except Exception:
             value = None
     if value is None:
-        raise NotSupportedError(f"out= with a {result.type} result (ragged rows or "
-                                "missing values)")
+        raise NotSupportedError(f"out= of type {target.dtype} array{list(target.shape)} "
+                                f"for a {result.type} result: pass a lazyk array of the "
+                                "result's type and row lengths (e.g. lazyk.full(type, 0, "
+                                "lengths=...) or lazyk.from_offsets(offsets, np.empty(n)))")
     if not np.can_cast(value.dtype, target.dtype, casting):
 
         raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
@@ -563,6 +581,127 @@ def explain(expr) -> str:
         out.append("== src: lengths[nrows], then per input rowptr[nrows], rowstride[nrows]")
         out.append(f"== LLVM IR\n{kern.ir}")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- out= of a ragged type
+def _ragged_type(t) -> bool:
+    """Whether a lazyk type has var dims or options (a ragged `out`)."""
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        if isinstance(t, T.VarDim):
+            return True
+        t = t.elem
+    return isinstance(t, T.Option)
+
+
+def _dims_of(t) -> tuple[list, T.Type, bool]:
+    """(dims: sizes or "var", element type, option) of an array type."""
+    dims = []
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, T.Option)
+    return dims, t.elem if option else t, option
+
+
+def _into_ragged(expr, out: Array, casting: str) -> Array:
+    """The result written into `out`, a lazyk array of its structure (see `evaluate`)."""
+    if out.readonly:
+        raise ValueError("output array is read-only")
+    result = _evaluate(expr)
+    rt, ot = result.type, out.type
+    rdims, relem, ropt = _dims_of(rt)
+    odims, oelem, oopt = _dims_of(ot)
+    if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
+        raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
+                         "dimensions and row lengths")
+    for e in (relem, oelem):
+        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
+            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
+                                    "elements T or ?T)")
+    rdt, odt = relem.to_numpy(), oelem.to_numpy()
+    if not np.can_cast(rdt, odt, casting):
+        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
+                           f"casting={casting!r}")
+    if ropt and not oopt:
+        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
+                           "values need an out of ?T elements")
+    if "var" in rdims[:-1]:  # var dims above the last: checked per level, then assigned
+        _same_rows(result, out)
+        out[...] = result
+        return out
+    rv, ov = row_view(result), row_view(out)  # fixed dims, then at most one var dim
+    bad = rv.lengths != ov.lengths
+    if bad.any():
+        i = int(np.argmax(bad))
+        row = list(np.unravel_index(i, rv.outer)) if rv.outer else []
+        raise ShapeError(f"row {[int(r) for r in row]}: the result has length "
+                         f"{int(rv.lengths[i])}, out has length {int(ov.lengths[i])}")
+    total = int(rv.lengths.sum())
+    values = _elements(rv.rowptr, rv.lengths, rv.stride, rv.dtype, total)
+    mask = None
+    if rv.mask_offset is not None:
+        mask = _elements(rv.rowptr + rv.mask_offset, rv.lengths, rv.stride,
+                         np.dtype(np.uint8), total) != 0
+        values = np.where(mask, values, np.zeros((), values.dtype))  # no stale bytes
+    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype, values.astype(ov.dtype))
+    if ov.mask_offset is not None:
+        valid = np.ones(total, np.uint8) if mask is None else mask.astype(np.uint8)
+        _put_elements(ov.rowptr + ov.mask_offset, ov.lengths, ov.stride, np.dtype(np.uint8),
+                      valid)
+    return out
+
+
+def _same_rows(result: Array, out: Array) -> None:
+    """ShapeError naming the first var row whose length differs between the two arrays
+    (same dims assumed; every var level compared, vectorized)."""
+    rt, rm, ot, om = result.type, result.meta, out.type, out.meta
+    rbuf, roffs = _region(result)
+    obuf, ooffs = _region(out)
+    ra = oa = 0
+    level = 0
+    while isinstance(rt, (T.FixedDim, T.VarDim)):
+        if isinstance(rt, T.FixedDim):
+            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
+            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
+            ra, oa = ra + 2, oa + 2
+        else:
+            rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
+            ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
+            bad = rsz != osz
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ShapeError(f"dimension {level} (var), row {i} (counted over the dims "
+                                 f"above): the result has length {int(rsz[i])}, out has "
+                                 f"length {int(osz[i])}")
+            roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
+            ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
+            ra, oa = ra + M.VAR_META, oa + M.VAR_META
+        level += 1
+        rt, ot = rt.elem, ot.elem
+
+
+def _put_elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dtype,
+                  values: np.ndarray) -> None:
+    """Write `values` (row after row) into the rows' elements in place (the inverse of
+    `rows._elements`; the rows were checked inside their content by `row_view`)."""
+    total = len(values)
+    if total == 0:
+        return
+    isz = dtype.itemsize
+    keep = lengths > 0
+    ptr, ln = rowptr[keep], lengths[keep]
+    raw = np.ascontiguousarray(values, dtype=dtype).view(np.uint8).reshape(total, isz)
+    if stride == isz and bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * stride)):
+        # rows back to back (offsets over dense content): one contiguous copy
+        dst = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
+        dst[:] = raw.reshape(-1)
+        return
+    starts = np.cumsum(ln) - ln
+    addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
+    lo = int(addr.min())
+    span = int(addr.max()) - lo + isz
+    dst = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(lo))
+    dst[(addr - lo)[:, None] + np.arange(isz)] = raw
 
 
 runtime.install_path("ragged", evaluate_if_ragged)

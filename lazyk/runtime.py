@@ -480,7 +480,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
-    done = _path("ragged")(e, out)  # var / option leaves
+    done = _path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done
     data = env_arrays(e)
