@@ -637,13 +637,21 @@ def _into_ragged(expr, out: Array, casting: str) -> Array:
         raise ShapeError(f"row {[int(r) for r in row]}: the result has length "
                          f"{int(rv.lengths[i])}, out has length {int(ov.lengths[i])}")
     total = int(rv.lengths.sum())
+    src, dst = _dense(rv, total), _dense(ov, total)
+    if src is not None and dst is not None:  # both back to back: one strided copy each
+        with np.errstate(invalid="ignore"):  # missing slots hold no value: any bytes do
+            np.copyto(dst[0], src[0], casting="unsafe")
+        if dst[1] is not None:
+            np.copyto(dst[1], 1 if src[1] is None else src[1] != 0)
+        return out
     values = _elements(rv.rowptr, rv.lengths, rv.stride, rv.dtype, total)
     mask = None
     if rv.mask_offset is not None:
         mask = _elements(rv.rowptr + rv.mask_offset, rv.lengths, rv.stride,
                          np.dtype(np.uint8), total) != 0
         values = np.where(mask, values, np.zeros((), values.dtype))  # no stale bytes
-    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype, values.astype(ov.dtype))
+    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype,
+                  values.astype(ov.dtype, copy=False))
     if ov.mask_offset is not None:
         valid = np.ones(total, np.uint8) if mask is None else mask.astype(np.uint8)
         _put_elements(ov.rowptr + ov.mask_offset, ov.lengths, ov.stride, np.dtype(np.uint8),
@@ -678,6 +686,25 @@ def _same_rows(result: Array, out: Array) -> None:
             ra, oa = ra + M.VAR_META, oa + M.VAR_META
         level += 1
         rt, ot = rt.elem, ot.elem
+
+
+def _dense(v, total: int):
+    """(values view, mask-byte view or None) over rows that follow each other in memory
+    with elements `itemsize` apart (offsets over dense content); None otherwise."""
+    isz = v.dtype.itemsize
+    keep = v.lengths > 0
+    ptr, ln = v.rowptr[keep], v.lengths[keep]
+    if total == 0 or v.stride != isz or not bool(np.all(ptr[1:] == ptr[:-1] +
+                                                       ln[:-1] * isz)):
+        return None
+    start = int(ptr[0])
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(start))
+    mask = None
+    if v.mask_offset is not None:
+        shadow = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(
+            start + v.mask_offset))
+        mask = shadow[::isz]  # the first byte of each shadow slot
+    return raw.view(v.dtype), mask
 
 
 def _put_elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dtype,
