@@ -6,7 +6,9 @@ on-disk kernel cache.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
+from pathlib import Path
 
 from lazyk import __version__
 from lazyk.backend.objcache import ObjectCache
@@ -30,7 +32,30 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.ragged:
+        return _bench_ragged(args)
     return bench_command(args)
+
+
+def _bench_ragged(args: argparse.Namespace) -> int:
+    """`lazyk bench --ragged`: benchmarks/bench_ragged.py's workloads (lazyk against Awkward
+    Array and NumPy), its table printed and written as JSON under --out."""
+    here = Path(args.suite).resolve().parent if args.suite else \
+        Path(__file__).resolve().parents[1] / "benchmarks"
+    path = here / "bench_ragged.py"
+    if not path.exists():
+        print(f"lazyk bench --ragged: {path} not found (it ships with the source tree; pass "
+              "--suite PATH/bench_expr.py to point at a checkout)", file=sys.stderr)
+        return 1
+    spec = importlib.util.spec_from_file_location("lazyk_bench_ragged", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["--json", str(out / "results-ragged.json")]
+    argv += ["--quick"] if args.quick else ["--rows", str(args.ragged_rows),
+                                            "--repeat", str(args.ragged_repeat)]
+    return mod.main(argv)
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -54,6 +79,7 @@ _EXAMPLES = """examples:
   lazyk parse "3 * var * {x: float64, y: ?int32}"
   lazyk explain "sin(a) * b + 1" --type a="N * float64" --type b="N * float64"
   lazyk bench --quick
+  lazyk bench --ragged --ragged-rows 1e5
   lazyk cache info
 """
 
@@ -72,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="time the expressions E1-E10 (benchmarks/bench_expr.py) "
                        "against NumPy, numexpr and Numba; write JSON, Markdown and a chart")
     bench_arguments(p)
+    p.add_argument("--ragged", action="store_true",
+                   help="ragged and missing-value workloads (benchmarks/bench_ragged.py): "
+                        "lazyk against Awkward Array and NumPy on ~1e7 values in --ragged-rows "
+                        "rows; prints the table, writes results-ragged.json under --out")
+    p.add_argument("--ragged-rows", type=lambda s: int(float(s)), default=1_000_000,
+                   help="rows for --ragged (default 1e6; --quick: 1e5)")
+    p.add_argument("--ragged-repeat", type=int, default=5,
+                   help="timed calls per tool for --ragged (the median is reported)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("explain", help="graph after each pass, kernel spec, layout, LLVM IR, asm")
