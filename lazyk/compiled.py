@@ -504,8 +504,9 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     env: dict = {}
     for name, shape, dt, is_placeholder, *option in leaves:
         dtype = text_dtype(dt)
+        option = bool(option and option[0])
         if option or "var" in shape:  # a var / option parameter (a placeholder or data)
-            env[name] = RaggedPlaceholder(name, shape, dtype, bool(option and option[0]))
+            env[name] = RaggedPlaceholder(name, shape, dtype, option)
             continue
         # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
         env[name] = (Placeholder(name, shape, dtype) if is_placeholder
@@ -582,9 +583,9 @@ class RaggedCompiledExpr(CompiledExpr):
                 shape, dtype = _ragged.describe(v.array)[:2]
             else:
                 shape, dtype = v.shape, v.dtype.newbyteorder("=")
-            if isinstance(v, Placeholder):
+            if isinstance(v, Placeholder) and not name.startswith("$"):
                 label = name
-            else:
+            else:  # a data leaf (restored from a pickle: `$k`)
                 label, k = f"_{k}", k + 1
             self._types.append((tuple(shape), dtype, option))
             shown.append((label, _typed_text(shape, dtype, option)))

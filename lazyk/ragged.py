@@ -633,9 +633,10 @@ def _into_ragged(expr, out: Array, casting: str) -> Array:
     bad = rv.lengths != ov.lengths
     if bad.any():
         i = int(np.argmax(bad))
-        row = list(np.unravel_index(i, rv.outer)) if rv.outer else []
-        raise ShapeError(f"row {[int(r) for r in row]}: the result has length "
-                         f"{int(rv.lengths[i])}, out has length {int(ov.lengths[i])}")
+        row = f"row {[int(r) for r in np.unravel_index(i, rv.outer)]}" if rv.outer else \
+            "the row"
+        raise ShapeError(f"{row}: the result has length {int(rv.lengths[i])}, out has "
+                         f"length {int(ov.lengths[i])}")
     total = int(rv.lengths.sum())
     src, dst = _dense(rv, total), _dense(ov, total)
     if src is not None and dst is not None:  # both back to back: one strided copy each
