@@ -37,7 +37,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import runtime
 from lazyk import types as T
-from lazyk.array import Array, _region, array
+from lazyk.array import Array, array
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
@@ -46,7 +46,6 @@ from lazyk.interchange import build_rows
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.rows import (
-    _elements,
     from_numpy,
     gather,
     line_up,
@@ -645,14 +644,9 @@ def _into_ragged(expr, out: Array, casting: str) -> Array:
         if dst[1] is not None:
             np.copyto(dst[1], 1 if src[1] is None else src[1] != 0)
         return out
-    values = _elements(rv.rowptr, rv.lengths, rv.stride, rv.dtype, total)
-    mask = None
-    if rv.mask_offset is not None:
-        mask = _elements(rv.rowptr + rv.mask_offset, rv.lengths, rv.stride,
-                         np.dtype(np.uint8), total) != 0
-        values = np.where(mask, values, np.zeros((), values.dtype))  # no stale bytes
-    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype,
-                  values.astype(ov.dtype, copy=False))
+    flat = gather(result, ov.dtype)  # values row after row (missing ones 0), and the mask
+    mask = flat.mask
+    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype, flat.values)
     if ov.mask_offset is not None:
         valid = np.ones(total, np.uint8) if mask is None else mask.astype(np.uint8)
         _put_elements(ov.rowptr + ov.mask_offset, ov.lengths, ov.stride, np.dtype(np.uint8),
@@ -664,8 +658,9 @@ def _same_rows(result: Array, out: Array) -> None:
     """ShapeError naming the first var row whose length differs between the two arrays
     (same dims assumed; every var level compared, vectorized)."""
     rt, rm, ot, om = result.type, result.meta, out.type, out.meta
-    rbuf, roffs = _region(result)
-    obuf, ooffs = _region(out)
+    # arrays with var dims live in MemoryBlocks: (block bytes, offset of element 0)
+    rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
+    obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
     ra = oa = 0
     level = 0
     while isinstance(rt, (T.FixedDim, T.VarDim)):
