@@ -173,3 +173,24 @@ def test_pickle_explain_and_cli_explain(capsys):
     assert main(["explain", "x * 2",
                  "--type", "x=N * var * float64", "--no-asm"]) == 0
     assert "ragged expression" in capsys.readouterr().out
+
+
+def test_compiled_calls_from_several_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = lazyk.placeholder("x", "N * var * ?float64")
+    k = lazyk.compile((x * 2 + 1).sum(axis=-1, skipna=True))
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in range(8):
+        rows_ = [[None if rng.random() < 0.2 else float(v) for v in rng.integers(0, 9, m)]
+                 for m in rng.integers(0, 6, 20 + n)]
+        want = [sum(2 * v + 1 for v in r if v is not None) for r in rows_]
+        cases.append((lazyk.array(rows_, type=f"{len(rows_)} * var * ?float64"), want))
+
+    def run(case):
+        a, want = case
+        return all(k(a).to_list() == want for _ in range(10))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, cases * 2))
