@@ -30,6 +30,7 @@ from lazyk.leaves import (
     is_text,
     leaf_data,
     parse_fixed_type,
+    text_rows,
     text_view,
 )
 from lazyk.numpy_rules import (
@@ -61,7 +62,7 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
-_STRING_TYPES = (dshape("string"), dshape("?string"))  # ?string: text_view refuses it
+_STRING_TYPES = (dshape("string"), dshape("?string"))
 
 
 class Expr(Operators):
@@ -207,6 +208,15 @@ def _wrap_ragged(arr: Any) -> Expr:
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
+def _wrap_text_rows(arr: Any) -> Expr:
+    """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
+    string leaves, so the string builders accept it; `lazyk.textrows` computes the string
+    operations over it before the ragged path sees the expression."""
+    shape, _, option = describe_ragged(text_rows(arr))
+    name = f"_{next(_counter)}"
+    return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
+
+
 def has_options(e: Expr) -> bool:
     """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
     return builtins.any(getattr(v, "option", False) for v in e.env.values())
@@ -236,7 +246,10 @@ def as_expr(x: Any) -> Expr:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
-                return wrap_array(text_view(x), x)
+                try:
+                    return wrap_array(text_view(x), x)
+                except NotSupportedError:  # var dims / ?string: rows (lazyk.textrows)
+                    return _wrap_text_rows(x)
             return _wrap_ragged(x)
         return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them

@@ -46,6 +46,7 @@ from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
+from lazyk.textrows import lower as lower_strings
 
 
 def evaluate_if_ragged(expr, out=None):
@@ -64,6 +65,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     the kernel's per-row results are stored into it as assignment does (broadcasting,
     `casting`); a var or option result with `out` raises NotSupportedError.
     """
+    expr = lower_strings(expr)  # string operations -> numeric leaves (lazyk.textrows)
     if out is None:
         return _evaluate(expr)
 
