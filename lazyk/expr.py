@@ -368,10 +368,17 @@ def _text_name(node: Node) -> str:
     return describe_node(node)
 
 
+def _operand_name(e: Expr) -> str:
+    """`_text_name` of an operand; a `?string` leaf says `?string`."""
+    if e.node.op == "input" and has_options(e):
+        return str(e.type)
+    return _text_name(e.node)
+
+
 def refuse_text(name: str, exprs) -> None:
     """UnsupportedOperandError (a NotSupportedError) if any operand is a string."""
     if builtins.any(is_text(e.dtype) for e in exprs):
-        types = ", ".join(_text_name(e.node) for e in exprs)
+        types = ", ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(
             f"{_op_text(name)} is not supported on strings (operand types {types}); strings "
             "support ==, !=, <, <=, >, >=, lazyk.str_len, lazyk.startswith and "
@@ -382,7 +389,7 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
     """Node for text row `row` (a comparison, startswith, ...) over string operands."""
     srcs = [e.node for e in exprs]
     if not builtins.all(is_text(n.dtype) for n in srcs):
-        types = " and ".join(_text_name(n) for n in srcs)
+        types = " and ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
                                       "number and a string have no common type)")
     data = [n.dtype for n in srcs if n.op != "const"]
@@ -390,7 +397,7 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
     raw = [n for n in srcs if n.op == "const" and isinstance(n.arg, bytes)]
     mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
     if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data and mixed)):
-        types = " and ".join(_text_name(n) for n in srcs)
+        types = " and ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(
             f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
             "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
@@ -414,7 +421,7 @@ def str_len(x: Any) -> Expr:
     """
     e = operands("str_len", (x,))[0]
     if not is_text(e.dtype):
-        raise UnsupportedOperandError(f"str_len: unsupported operand type {_text_name(e.node)} "
+        raise UnsupportedOperandError(f"str_len: unsupported operand type {_operand_name(e)} "
                                       "(strings only)")
     return Expr(Node("str_len", np.dtype(np.int64), e.shape, (e.node,)), e.env)
 
