@@ -46,6 +46,7 @@ from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
+from lazyk.textrows import computed
 from lazyk.textrows import lower as lower_strings
 
 
@@ -65,7 +66,11 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     the kernel's per-row results are stored into it as assignment does (broadcasting,
     `casting`); a var or option result with `out` raises NotSupportedError.
     """
-    expr = lower_strings(expr)  # string operations -> numeric leaves (lazyk.textrows)
+    # String operations become numeric leaves first (lazyk.textrows).
+    expr, before = lower_strings(expr), expr
+    done = computed(before, expr) if out is None else None
+    if done is not None:
+        return done
     if out is None:
         return _evaluate(expr)
 

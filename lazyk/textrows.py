@@ -14,6 +14,8 @@ numeric `T` / `?T` leaf.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from lazyk import ops
@@ -21,7 +23,7 @@ from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import build_rows
 from lazyk.leaves import is_ragged, leaf_data, text_rows
-from lazyk.rows import from_numpy, gather, line_up
+from lazyk.rows import Operand, Structure, from_numpy, gather, line_up, row_view
 from lazyk.runtime import canonical, plan, run_program
 
 _TEXT = frozenset(ops.TEXT)
@@ -49,20 +51,54 @@ def lower(expr: Expr) -> Expr:
     return Expr(root, {k: v for k, v in env.items() if k in used})
 
 
+def computed(expr: Expr, lowered: Expr):
+    """The lazyk Array that `lowered = lower(expr)` is when it is just the leaf computed
+    for a string operation (`x == 'a'` itself), else None."""
+    if lowered is expr or lowered.node.op != "input":
+        return None
+    value = lowered.env[lowered.node.arg]
+    array = getattr(value, "array", None)  # a RaggedLeaf, else an OwnedView
+    return array if array is not None else getattr(value, "owner", None)
+
+
 def _operand(value):
     """One string leaf flattened (`rows.Operand`) with its elements as `ops.STRING`."""
-    if is_ragged(value):
-        op = gather(text_rows(value.array), np.dtype(np.complex128))
-        op.values = op.values.view(ops.STRING)  # missing elements were zeroed: "" (size 0)
-        return op
-    return from_numpy(value)  # fixed strings: lazyk `string`, NumPy S / U
+    if not is_ragged(value):
+        return from_numpy(value)  # fixed strings: lazyk `string`, NumPy S / U
+    proxy = text_rows(value.array)
+    v = row_view(proxy)
+    if v.mask_offset is None:
+        dense = _dense(v)
+        if dense is not None:  # rows back to back (offsets over content): no copy
+            starts = np.cumsum(v.lengths) - v.lengths
+            return Operand(v.outer, v.lengths, starts, dense, None, v.var, v.last)
+    op = gather(proxy, np.dtype(np.complex128))
+    op.values = op.values.view(ops.STRING)  # missing elements were zeroed: "" (size 0)
+    return op
+
+
+def _dense(v) -> np.ndarray | None:
+    """The elements of rows that follow each other in memory, as one read-only view."""
+    keep = v.lengths > 0
+    ptr, ln = v.rowptr[keep], v.lengths[keep]
+    if not len(ptr) or v.stride != 16 or not bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * 16)):
+        return None
+    total = int(ln.sum())
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (16 * total)).from_address(int(ptr[0])))
+    out = raw.view(ops.STRING)
+    out.flags.writeable = False
+    return out
 
 
 def _compute(node: Node, env: dict):
     """The lazyk Array of string operation `node` over its leaves' data."""
     leaves = list(dict.fromkeys(s.arg for s in node.srcs if s.op == "input"))
     operands = [_operand(leaf_data(env[name])) for name in leaves]
-    struct, index = line_up([f"operand {k}" for k in range(len(leaves))], operands)
+    if len(operands) == 1:  # against constants: the operand's own rows
+        op = operands[0]
+        struct, index = Structure(op.outer, op.lengths, op.var, op.last), [slice(None)]
+    else:
+        struct, index = line_up([f"operand {k}" for k in range(len(leaves))], operands)
     total = int(struct.lengths.sum())
     data, mask = {}, None
     for name, op, ix in zip(leaves, operands, index):
