@@ -177,6 +177,25 @@ def test_records_with_string_fields():
           "2 * bool", static=False)
 
 
+def test_string_field_of_records_inside_rows():
+    # the field's elements are 16 of every 24 bytes: gathered element by element
+    r = lazyk.array([[{"n": "kiwi", "k": 1}, {"n": "x", "k": 2}], [], [{"n": None, "k": 3}]],
+                    type="3 * var * {k: int8, n: ?string}")
+    check(r.n == "kiwi", [[True, False], [], [None]], "3 * var * ?bool")
+    check(lazyk.str_len(r.n) + r.k, [[5, 3], [], [None]], "3 * var * ?int64")
+
+
+def test_views_of_string_rows():
+    rows = [["kiwi", "b", "c"], ["kiwi"], [], ["a", None, "kiwi"]]
+    x = ragged(rows)
+    for view, py in ((x[::-1], rows[::-1]), (x[:, 1:], [r[1:] for r in rows]),
+                     (x[:, ::-1], [r[::-1] for r in rows]), (x[1:3], rows[1:3])):
+        check(view == "kiwi", elementwise(lambda s: s == "kiwi", py),
+              f"{len(py)} * var * ?bool")
+    x[0, 0] = None  # a string set missing is never read
+    check(lazyk.str_len(x), [[None, 1, 1], [4], [], [1, None, 4]], "4 * var * ?int64")
+
+
 def test_empty_arrays():
     check(lazyk.array([], type="0 * var * string") == "a", [], "0 * var * bool")
     check(lazyk.array([], type="0 * ?string") == "a", [], "0 * ?bool")
