@@ -106,6 +106,10 @@ def test_reductions_over_rows(rows, c):
     check(lazyk.str_len(x).sum(axis=-1, skipna=True), fold(sum, lens, True), f"{n} * int64")
     check(lazyk.count(x == c, axis=-1), [sum(v is not None for v in r) for r in rows],
           f"{n} * int64")
+    for e, dt in (((x == c).any(axis=-1, skipna=True), np.bool_),
+                  (lazyk.str_len(x).sum(axis=-1, skipna=True), np.int64)):
+        got = e.to_numpy()
+        assert got.dtype == dt and got.shape == (n,)
     flat = [v for r in hit for v in r]
     total = lazyk.sum(x == c, skipna=True).eval()
     assert total.to_numpy().dtype == np.int64 and int(total.to_numpy()) == sum(
