@@ -414,10 +414,11 @@ def str_len(x: Any) -> Expr:
     """Lazy number of characters (code points) of each string, as int64.
 
     `x`: a lazyk `string` / `fixed_string[n]` array, a NumPy `S` or `U` array, or a string
-    expression. Counts UTF-8 lead bytes, so it equals Python's `len(s)` element by element;
-    NUL padding of fixed-size strings is not counted (as NumPy's `str_len`). NumPy `S`
-    (bytes) data is read as UTF-8 too: for non-ASCII bytes this differs from NumPy, which
-    counts bytes.
+    expression; over `?string` the result is `?int64` (missing where the string is), over a
+    trailing `var` dim it keeps the rows. Counts UTF-8 lead bytes, so it equals Python's
+    `len(s)` element by element; NUL padding of fixed-size strings is not counted (as
+    NumPy's `str_len`). NumPy `S` (bytes) data is read as UTF-8 too: for non-ASCII bytes
+    this differs from NumPy, which counts bytes.
     """
     e = operands("str_len", (x,))[0]
     if not is_text(e.dtype):
