@@ -276,3 +276,14 @@ def test_deeper_var_dims_are_refused():
     x = lazyk.array([[["a"]], [["b", "c"]]], type="2 * var * var * string")
     with pytest.raises(NotSupportedError, match="var"):
         x == "a"
+
+
+def test_rows_outside_the_content_are_an_error():
+    from lazyk.array import Array
+
+    x = lazyk.array([["a", "b"], ["kiwi"]], type="2 * var * string")
+    meta = list(x.meta)
+    meta[8] = 1  # the var dim's content length: the rows now reach past it
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError, match="outside the content"):
+        (bad == "a").eval()
