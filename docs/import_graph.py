@@ -35,8 +35,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backend", ("lazyk.backend",)),
     ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
                 "lazyk.segkernel")),
-    ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.textrows", "lazyk.ragged", "lazyk.device",
-                 "lazyk.stringeval")),
+    ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.ragged", "lazyk.device",
+                 "lazyk.stringeval", "lazyk.textrows")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",
              "lazyk.benchdask", "lazyk.bench")),
 )

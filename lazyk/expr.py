@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import hooks, operators, ops
+from lazyk import hooks, leaves, operators, ops
 from lazyk.array import Array
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
@@ -30,7 +30,6 @@ from lazyk.leaves import (
     is_text,
     leaf_data,
     parse_fixed_type,
-    text_rows,
     text_view,
 )
 from lazyk.numpy_rules import (
@@ -212,7 +211,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
     string leaves, so the string builders accept it; `lazyk.textrows` computes the string
     operations over it before the ragged path sees the expression."""
-    shape, _, option = describe_ragged(text_rows(arr))
+    shape, _, option = describe_ragged(leaves.text_rows(arr))
     name = f"_{next(_counter)}"
     return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
 
