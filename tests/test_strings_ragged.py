@@ -287,3 +287,20 @@ def test_rows_outside_the_content_are_an_error():
     bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
     with pytest.raises(ValueError, match="outside the content"):
         (bad == "a").eval()
+
+
+def test_threads_evaluate_string_rows_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [["kiwi", None, "x"] * (k % 4) for k in range(3000)]
+    x = ragged(rows)
+    want = [sum(v == "x" for v in r if v is not None) for r in rows]
+
+    def run(c):
+        got = lazyk.count(x == c, axis=-1).eval()  # the present values, whatever c is
+        hits = (x == c).sum(axis=-1, skipna=True).eval().to_list()
+        return got.to_list(), hits
+    with ThreadPoolExecutor(4) as pool:
+        for counts, hits in pool.map(run, ["x"] * 16):
+            assert counts == [2 * (k % 4) for k in range(3000)]
+            assert hits == want
