@@ -79,10 +79,14 @@ def _operand(value):
 
 def _dense(v) -> np.ndarray | None:
     """The elements of rows that follow each other in memory, as one read-only view."""
-    keep = v.lengths > 0
-    ptr, ln = v.rowptr[keep], v.lengths[keep]
-    if not len(ptr) or v.stride != 16 or not bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * 16)):
+    ptr, ln = v.rowptr, v.lengths
+    if v.stride != 16 or not len(ptr):
         return None
+    if not bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * 16)):  # offsets pass at once
+        keep = ln > 0  # empty rows may start anywhere
+        ptr, ln = ptr[keep], ln[keep]
+        if not len(ptr) or not bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * 16)):
+            return None
     total = int(ln.sum())
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * (16 * total)).from_address(int(ptr[0])))
     out = raw.view(ops.STRING)
