@@ -36,7 +36,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
                 "lazyk.segkernel")),
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.ragged", "lazyk.device",
-                 "lazyk.stringeval")),
+                 "lazyk.stringeval", "lazyk.textrows")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",
              "lazyk.benchdask", "lazyk.bench")),
 )

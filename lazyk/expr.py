@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import hooks, operators, ops
+from lazyk import hooks, leaves, operators, ops
 from lazyk.array import Array
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
@@ -63,7 +63,7 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
-_STRING_TYPES = (dshape("string"), dshape("?string"))  # ?string: text_view refuses it
+_STRING_TYPES = (dshape("string"), dshape("?string"))
 
 
 class Expr(Operators):
@@ -215,6 +215,15 @@ def _wrap_ragged(arr: Any) -> Expr:
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
+def _wrap_text_rows(arr: Any) -> Expr:
+    """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
+    string leaves, so the string builders accept it; `lazyk.textrows` computes the string
+    operations over it before the ragged path sees the expression."""
+    shape, _, option = describe_ragged(leaves.text_rows(arr))
+    name = f"_{next(_counter)}"
+    return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
+
+
 def has_options(e: Expr) -> bool:
     """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
     return builtins.any(getattr(v, "option", False) for v in e.env.values())
@@ -244,7 +253,10 @@ def as_expr(x: Any) -> Expr:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
-                return wrap_array(text_view(x), x)
+                try:
+                    return wrap_array(text_view(x), x)
+                except NotSupportedError:  # var dims / ?string: rows (lazyk.textrows)
+                    return _wrap_text_rows(x)
             return _wrap_ragged(x)
         return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
@@ -367,10 +379,17 @@ def _text_name(node: Node) -> str:
     return describe_node(node)
 
 
+def _operand_name(e: Expr) -> str:
+    """`_text_name` of an operand; a `?string` leaf says `?string`."""
+    if e.node.op == "input" and has_options(e):
+        return str(e.type)
+    return _text_name(e.node)
+
+
 def refuse_text(name: str, exprs) -> None:
     """UnsupportedOperandError (a NotSupportedError) if any operand is a string."""
     if builtins.any(is_text(e.dtype) for e in exprs):
-        types = ", ".join(_text_name(e.node) for e in exprs)
+        types = ", ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(
             f"{_op_text(name)} is not supported on strings (operand types {types}); strings "
             "support ==, !=, <, <=, >, >=, lazyk.str_len, lazyk.startswith and "
@@ -381,7 +400,7 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
     """Node for text row `row` (a comparison, startswith, ...) over string operands."""
     srcs = [e.node for e in exprs]
     if not builtins.all(is_text(n.dtype) for n in srcs):
-        types = " and ".join(_text_name(n) for n in srcs)
+        types = " and ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
                                       "number and a string have no common type)")
     data = [n.dtype for n in srcs if n.op != "const"]
@@ -389,7 +408,7 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
     raw = [n for n in srcs if n.op == "const" and isinstance(n.arg, bytes)]
     mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
     if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data and mixed)):
-        types = " and ".join(_text_name(n) for n in srcs)
+        types = " and ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(
             f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
             "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
@@ -406,14 +425,15 @@ def str_len(x: Any) -> Expr:
     """Lazy number of characters (code points) of each string, as int64.
 
     `x`: a lazyk `string` / `fixed_string[n]` array, a NumPy `S` or `U` array, or a string
-    expression. Counts UTF-8 lead bytes, so it equals Python's `len(s)` element by element;
-    NUL padding of fixed-size strings is not counted (as NumPy's `str_len`). NumPy `S`
-    (bytes) data is read as UTF-8 too: for non-ASCII bytes this differs from NumPy, which
-    counts bytes.
+    expression; over `?string` the result is `?int64` (missing where the string is), over a
+    trailing `var` dim it keeps the rows. Counts UTF-8 lead bytes, so it equals Python's
+    `len(s)` element by element; NUL padding of fixed-size strings is not counted (as
+    NumPy's `str_len`). NumPy `S` (bytes) data is read as UTF-8 too: for non-ASCII bytes
+    this differs from NumPy, which counts bytes.
     """
     e = operands("str_len", (x,))[0]
     if not is_text(e.dtype):
-        raise UnsupportedOperandError(f"str_len: unsupported operand type {_text_name(e.node)} "
+        raise UnsupportedOperandError(f"str_len: unsupported operand type {_operand_name(e)} "
                                       "(strings only)")
     return Expr(Node("str_len", np.dtype(np.int64), e.shape, (e.node,)), e.env)
 

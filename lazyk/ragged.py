@@ -56,6 +56,8 @@ from lazyk.rows import (
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
+from lazyk.textrows import computed
+from lazyk.textrows import lower as lower_strings
 
 
 def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
@@ -77,6 +79,11 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
+    # String operations become numeric leaves first (lazyk.textrows).
+    expr, before = lower_strings(expr), expr
+    done = computed(before, expr) if out is None else None
+    if done is not None:
+        return done
     if out is None:
         return _evaluate(expr)
     if isinstance(out, Array) and _ragged_type(out.type):

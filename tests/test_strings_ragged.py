@@ -1,0 +1,306 @@
+"""Strings in var dimensions, missing strings (`?string`) and string fields of records.
+
+Every result is compared with a plain-Python reference over the same nested lists: an
+elementwise string operation keeps the operands' rows and gives None where an operand is
+missing; a reduction over the last axis folds each row (None in it makes the result None
+unless skipna=True skips it).
+"""
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk import arrmeta
+from lazyk.errors import NotSupportedError, UnsupportedOperandError
+
+OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+ALPHABET = st.sampled_from("ab\u00e9\u20ac\U0001f600z")
+TEXT = st.text(ALPHABET, max_size=5)
+MAYBE = st.one_of(TEXT, st.none())
+ROWS = st.lists(st.lists(MAYBE, max_size=5), max_size=6)
+
+
+def elementwise(fn, *xs):
+    """fn over nested lists of equal structure; None in, None out."""
+    if isinstance(xs[0], list):
+        return [elementwise(fn, *ys) for ys in zip(*xs)]
+    return None if any(x is None for x in xs) else fn(*xs)
+
+
+def fold(fn, rows, skipna=False):
+    """fn over each row's values (None: the row's result is None unless skipped)."""
+    out = []
+    for row in rows:
+        if None in row and not skipna:
+            out.append(None)
+        else:
+            out.append(fn([v for v in row if v is not None]))
+    return out
+
+
+def ragged(rows, missing=None):
+    """`N * var * string`, or `N * var * ?string` when a value is missing (or `missing`)."""
+    if missing is None:
+        missing = any(v is None for r in rows for v in r)
+    return lazyk.array(rows, type=f"{len(rows)} * var * {'?' if missing else ''}string")
+
+
+def check(expr, want, type_text, static=True):
+    got = expr.eval()
+    assert str(got.type) == type_text
+    if static:  # Expr.type, known before running (a skipna reduction under `&` is not)
+        assert str(expr.type) == type_text
+    assert got.to_list() == want
+
+
+@given(ROWS, TEXT)
+def test_compare_rows_with_python_str(rows, c):
+    x = ragged(rows)
+    q = "?" if "?" in str(x.type) else ""
+    n = len(rows)
+    for op in OPS:
+        check(op(x, c), elementwise(lambda s, op=op: op(s, c), rows),
+              f"{n} * var * {q}bool")
+        check(op(c, x), elementwise(lambda s, op=op: op(c, s), rows),
+              f"{n} * var * {q}bool")
+    check(lazyk.str_len(x), elementwise(len, rows), f"{n} * var * {q}int64")
+    check(lazyk.startswith(x, c), elementwise(lambda s: s.startswith(c), rows),
+          f"{n} * var * {q}bool")
+    check(lazyk.endswith(x, c), elementwise(lambda s: s.endswith(c), rows),
+          f"{n} * var * {q}bool")
+
+
+@given(st.data())
+def test_compare_two_ragged_string_arrays(data):
+    rows = data.draw(ROWS)
+    other = [[data.draw(st.one_of(MAYBE, st.sampled_from([v for v in r if v] or [""])))
+              for v in r] for r in rows]
+    x, y = ragged(rows, True), ragged(other)
+    n = len(rows)
+    for op in OPS:
+        check(op(x, y), elementwise(op, rows, other), f"{n} * var * ?bool")
+    check(lazyk.startswith(x, y), elementwise(str.startswith, rows, other),
+          f"{n} * var * ?bool")
+    # length-1 rows broadcast along the other operand's rows
+    first = [[r[0]] if r else [] for r in other]
+    want = [[None if (s is None or r[0] is None) else s == r[0] for s in row] if r else []
+            for row, r in zip(rows, first)]
+    want = [w if r else [] for w, r in zip(want, first)]
+    if all(len(r) == 1 or not r and not row for row, r in zip(rows, first)):
+        check(x == ragged(first, True), want, f"{n} * var * ?bool")
+
+
+@given(ROWS, TEXT)
+def test_reductions_over_rows(rows, c):
+    x = ragged(rows)
+    n = len(rows)
+    hit = elementwise(lambda s: s == c, rows)
+    lens = elementwise(len, rows)
+    q = "?" if "?" in str(x.type) else ""
+    check((x == c).any(axis=-1), fold(any, hit), f"{n} * {q}bool")
+    check((x == c).any(axis=-1, skipna=True), fold(any, hit, True), f"{n} * bool")
+    check(lazyk.str_len(x).sum(axis=-1), fold(sum, lens), f"{n} * {q}int64")
+    check(lazyk.str_len(x).sum(axis=-1, skipna=True), fold(sum, lens, True), f"{n} * int64")
+    check(lazyk.count(x == c, axis=-1), [sum(v is not None for v in r) for r in rows],
+          f"{n} * int64")
+    for e, dt in (((x == c).any(axis=-1, skipna=True), np.bool_),
+                  (lazyk.str_len(x).sum(axis=-1, skipna=True), np.int64)):
+        got = e.to_numpy()
+        assert got.dtype == dt and got.shape == (n,)
+    flat = [v for r in hit for v in r]
+    total = lazyk.sum(x == c, skipna=True).eval()
+    assert total.to_numpy().dtype == np.int64 and int(total.to_numpy()) == sum(
+        v for v in flat if v is not None)
+
+
+@given(ROWS, TEXT)
+def test_mixed_with_numeric_rows(rows, c):
+    x = ragged(rows)
+    price = [[float(k) for k in range(len(r))] for r in rows]
+    p = lazyk.array(price, type=f"{len(rows)} * var * float64")
+    q = "?" if "?" in str(x.type) else ""
+    want = elementwise(lambda s, v: s == c and v > 1, rows, price)
+    check((x == c) & (p > 1), want, f"{len(rows)} * var * {q}bool")
+    want = elementwise(lambda s, v: len(s) * v, rows, price)
+    check(lazyk.str_len(x) * p, want, f"{len(rows)} * var * {q}float64")
+    check((lazyk.str_len(x) * p).sum(axis=-1, skipna=True),
+          fold(sum, want, True), f"{len(rows)} * float64")
+
+
+@given(st.lists(MAYBE, max_size=12), TEXT)
+def test_missing_strings_fixed_dims(values, c):
+    n = len(values)
+    x = lazyk.array(values, type=f"{n} * ?string")
+    price = np.arange(n, dtype=np.float64)
+    for op in OPS:
+        check(op(x, c), elementwise(lambda s, op=op: op(s, c), values), f"{n} * ?bool")
+    check(lazyk.str_len(x), elementwise(len, values), f"{n} * ?int64")
+    want = [None if s is None else s == c and p > 2 for s, p in zip(values, price)]
+    check((x == c) & (lazyk.array(price) > 2), want, f"{n} * ?bool")
+    hits = [s == c for s in values if s is not None]
+    got = (x == c).sum(skipna=True).eval()
+    assert str(got.type) == "int64" and got.to_list() == sum(hits)
+    got = (x == c).sum().eval()
+    assert str(got.type) == "?int64"
+    assert got.to_list() == (None if None in values else sum(hits))
+    # against a plain string array (one side missing)
+    ys = [s if s is not None else "" for s in values][::-1]
+    y = lazyk.array(ys, type=f"{n} * string")
+    check(x < y, elementwise(operator.lt, values, ys), f"{n} * ?bool")
+
+
+def test_nested_outer_dims_and_top_level_var():
+    rows = [[["a", "bb"], []], [["bb"], ["a", None, "ccc"]]]
+    x = lazyk.array(rows, type="2 * 2 * var * ?string")
+    check(lazyk.str_len(x), [[[1, 2], []], [[2], [1, None, 3]]], "2 * 2 * var * ?int64")
+    check((x == "a").any(axis=-1, skipna=True), [[True, False], [False, True]],
+          "2 * 2 * bool")
+    v = lazyk.array(["kiwi", "fig", "kiwi"], type="var * string")
+    check(v == "kiwi", [True, False, True], "var * bool")
+    assert (v == "kiwi").sum().eval().to_list() == 2
+
+
+def test_records_with_string_fields():
+    r = lazyk.array([{"name": "kiwi", "tags": ["x", "y"], "price": 3.0},
+                     {"name": None, "tags": ["x"], "price": 1.0},
+                     {"name": "fig", "tags": [], "price": 5.0},
+                     {"name": "kiwi", "tags": ["z", None], "price": 4.0}],
+                    type="4 * {name: ?string, tags: var * ?string, price: float64}")
+    check(r.name == "kiwi", [True, None, False, True], "4 * ?bool")
+    check(r["name"] == "kiwi", [True, None, False, True], "4 * ?bool")
+    e = (r.tags == "x").any(axis=-1, skipna=True) & (r.price > 2)
+    check(e, [True, False, False, False], "4 * bool", static=False)
+    check(lazyk.str_len(r.tags).sum(axis=-1), [2, 1, 0, None], "4 * ?int64")
+    check((r.name == "kiwi") & (r.price > 3.5), [False, None, False, True], "4 * ?bool")
+    plain = lazyk.array([{"name": "kiwi", "tags": ["a"]}, {"name": "fig", "tags": []}],
+                        type="2 * {name: string, tags: var * string}")
+    check((plain.name == "kiwi") | (plain.tags == "a").any(axis=-1), [True, False],
+          "2 * bool", static=False)
+
+
+def test_string_field_of_records_inside_rows():
+    # the field's elements are 16 of every 24 bytes: gathered element by element
+    r = lazyk.array([[{"n": "kiwi", "k": 1}, {"n": "x", "k": 2}], [], [{"n": None, "k": 3}]],
+                    type="3 * var * {k: int8, n: ?string}")
+    check(r.n == "kiwi", [[True, False], [], [None]], "3 * var * ?bool")
+    check(lazyk.str_len(r.n) + r.k, [[5, 3], [], [None]], "3 * var * ?int64")
+
+
+def test_views_of_string_rows():
+    rows = [["kiwi", "b", "c"], ["kiwi"], [], ["a", None, "kiwi"]]
+    x = ragged(rows)
+    for view, py in ((x[::-1], rows[::-1]), (x[:, 1:], [r[1:] for r in rows]),
+                     (x[:, ::-1], [r[::-1] for r in rows]), (x[1:3], rows[1:3])):
+        check(view == "kiwi", elementwise(lambda s: s == "kiwi", py),
+              f"{len(py)} * var * ?bool")
+    x[0, 0] = None  # a string set missing is never read
+    check(lazyk.str_len(x), [[None, 1, 1], [4], [], [1, None, 4]], "4 * var * ?int64")
+
+
+def test_empty_arrays():
+    check(lazyk.array([], type="0 * var * string") == "a", [], "0 * var * bool")
+    check(lazyk.array([], type="0 * ?string") == "a", [], "0 * ?bool")
+    x = lazyk.array([[], []], type="2 * var * ?string")
+    check(x == "a", [[], []], "2 * var * ?bool")
+    check((x == "a").any(axis=-1), [False, False], "2 * ?bool")
+    check(lazyk.str_len(x).sum(axis=-1), [0, 0], "2 * ?int64")
+    check(lazyk.str_len(x).sum(axis=-1, skipna=True), [0, 0], "2 * int64")
+
+
+def test_long_and_non_ascii_strings():
+    long = "\u20ac" * 5000 + "x"
+    rows = [[long, long[:-1] + "y", ""], [None, "\U0001f600" * 3000], ["x" * 70000]]
+    x = ragged(rows)
+    check(x == long, [[True, False, False], [None, False], [False]], "3 * var * ?bool")
+    check(x < long, elementwise(lambda s: s < long, rows), "3 * var * ?bool")
+    check(lazyk.str_len(x), elementwise(len, rows), "3 * var * ?int64")
+    check(lazyk.endswith(x, "\U0001f600"), elementwise(lambda s: s.endswith("\U0001f600"),
+                                                       rows), "3 * var * ?bool")
+
+
+def test_large_ragged_matches_numpy():
+    rng = np.random.default_rng(1)
+    words = np.array(["x", "kiwi", "", "caf\u00e9", "xx"])
+    lengths = rng.integers(0, 12, 20_000)
+    flat = words[rng.integers(0, len(words), int(lengths.sum()))]
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    content = lazyk.array(flat.tolist(), type=f"{len(flat)} * string")
+    tags = lazyk.from_offsets(offsets, content)
+    assert str(tags.type) == f"{len(lengths)} * var * string"
+    got = (tags == "x").any(axis=-1).to_numpy()
+    want = np.logical_or.reduceat(np.append(flat == "x", False), offsets[:-1]) & (lengths > 0)
+    np.testing.assert_array_equal(got, want)
+    got = lazyk.str_len(tags).sum(axis=-1).to_numpy()
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(
+        got, np.add.reduceat(np.append(np.strings.str_len(flat), 0), offsets[:-1]) *
+        (lengths > 0))
+
+
+def test_no_python_values_on_the_path(monkeypatch):
+    x = lazyk.array([["kiwi", None], ["fig"], []], type="3 * var * ?string")
+    r = lazyk.array([{"t": ["a", "b"]}, {"t": []}], type="2 * {t: var * string}")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("string values read through Python")
+    monkeypatch.setattr(arrmeta, "read", refuse)
+    (x == "kiwi").eval()
+    (lazyk.str_len(x) > 2).any(axis=-1).eval()
+    (r.t == "a").sum(axis=-1).eval()
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: x + "a", lambda x: "a" + x, lambda x: x * 2, lambda x: x.sum(),
+    lambda x: x.sum(axis=-1), lambda x: x.max(), lambda x: x.any(axis=-1), lambda x: -x,
+    lambda x: lazyk.sqrt(x), lambda x: lazyk.where(x == "a", x, x), lambda x: x == 3,
+    lambda x: x < 1.5, lambda x: lazyk.str_len(x) + x, lambda x: x == b"a",
+    lambda x: x == lazyk.array(np.array(["a", "b"])),
+])
+@pytest.mark.parametrize("kind", ["3 * var * string", "3 * ?string", "3 * var * ?string"])
+def test_refusals_name_type_and_operation(build, kind):
+    values = ["a", None, "b"] if kind == "3 * ?string" else [["a", None], [], ["b"]]
+    if "?" not in kind:
+        values = [["a"], [], ["b"]]
+    x = lazyk.array(values, type=kind)
+    with pytest.raises(UnsupportedOperandError) as info:
+        build(x)
+    assert isinstance(info.value, NotSupportedError)
+    text = str(info.value)
+    assert "string" in text and kind.split(" * ", 1)[1] in text or "encodings" in text
+
+
+def test_deeper_var_dims_are_refused():
+    x = lazyk.array([[["a"]], [["b", "c"]]], type="2 * var * var * string")
+    with pytest.raises(NotSupportedError, match="var"):
+        x == "a"
+
+
+def test_rows_outside_the_content_are_an_error():
+    from lazyk.array import Array
+
+    x = lazyk.array([["a", "b"], ["kiwi"]], type="2 * var * string")
+    meta = list(x.meta)
+    meta[8] = 1  # the var dim's content length: the rows now reach past it
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError, match="outside the content"):
+        (bad == "a").eval()
+
+
+def test_threads_evaluate_string_rows_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [["kiwi", None, "x"] * (k % 4) for k in range(3000)]
+    x = ragged(rows)
+    want = [sum(v == "x" for v in r if v is not None) for r in rows]
+
+    def run(c):
+        got = lazyk.count(x == c, axis=-1).eval()  # the present values, whatever c is
+        hits = (x == c).sum(axis=-1, skipna=True).eval().to_list()
+        return got.to_list(), hits
+    with ThreadPoolExecutor(4) as pool:
+        for counts, hits in pool.map(run, ["x"] * 16):
+            assert counts == [2 * (k % 4) for k in range(3000)]
+            assert hits == want
