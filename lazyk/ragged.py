@@ -157,8 +157,10 @@ def _evaluate(expr):
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
         seeded = extremum and len(reduce_arg) > 4
+        empty = fused[6] if len(fused) > 6 else struct.lengths == 0
+        if rowmask is not None and op == "mean" and not fused[2]:
+            valid = valid & ~empty  # the mean of nothing is missing, as over ?T values
         if seeded:
-            empty = fused[6] if len(fused) > 6 else struct.lengths == 0
             values, valid = _seed(values, valid, reduce_arg, empty, any_mask and not skipna)
         if not any_mask:
             if extremum and not valid.all():
@@ -202,7 +204,7 @@ def _evaluate(expr):
         wild = struct.lengths if rowmask is None else struct.wild
         values = np.broadcast_to(values, (int(wild.sum()),))
         if rowmask is not None:
-            rowmask = _result_rows(root, names, ops_, index, data, struct)
+            rowmask = _result_rows(root, names, ops_, index, data, masks, struct)
             keep = np.repeat(rowmask, wild)  # the values of missing rows are dropped
             values = values[keep]
             mask = None if mask is None else np.broadcast_to(mask, keep.shape)[keep]
@@ -300,12 +302,12 @@ def _row_map(rowmask: np.ndarray, outer: tuple, result_outer: tuple) -> np.ndarr
     return np.broadcast_to(rowmask.reshape(outer), result_outer).reshape(-1)
 
 
-def _result_rows(root, names, ops_, index, data, struct) -> np.ndarray:
+def _result_rows(root, names, ops_, index, data, masks, struct) -> np.ndarray:
     """Present flags of the result's rows when ?var operands miss some: a row is missing
     where an operand feeding it misses its row, except that `where(c, x, y)` takes the
     rows of `c` and, element by element, of the branch it selects (as for values: a row
-    whose elements all come from x is present even where y misses its row). A row with no
-    element takes the condition's rows only (nothing is selected)."""
+    whose elements all come from x is present even where y misses its row; a missing
+    value of `c` selects nothing). A row with no element takes the condition's rows only."""
     flags, rows = {}, {}
     for n, op, ix in zip(names, ops_, index):
         if op.rowmask is not None:
@@ -315,10 +317,43 @@ def _result_rows(root, names, ops_, index, data, struct) -> np.ndarray:
     present = _row_rule(root, rows, len(wild))
     full = wild > 0
     if full.any():
-        elem = _result_mask(root, data, flags)
+        elem = _element_rows(root, data, masks, flags, int(wild.sum()))
         starts = np.cumsum(wild) - wild
         present[full] = np.logical_and.reduceat(elem, starts[full])
     return present
+
+
+def _element_rows(root, data: dict, masks: dict, flags: dict, n: int) -> np.ndarray:
+    """Per result element: whether the rows it is computed from are present (`flags`: per
+    operand element, its row present), `where` taking its condition's row and the row of
+    the branch it selects."""
+    memo: dict = {}
+
+    def both(a, b):
+        return b if a is None else a if b is None else a & b
+
+    def rule(node):
+        if id(node) in memo:
+            return memo[id(node)]
+        if node.op == "input":
+            r = flags.get(node.arg)
+        elif _selects(node):
+            r, a, b = (rule(s) for s in node.srcs)
+            if a is not None or b is not None:
+                with np.errstate(all="ignore"):
+                    cond = np.asarray(run_program(plan(node.srcs[0]), data), dtype=bool)
+                yes = np.ones(1, bool)
+                taken = np.where(cond, yes if a is None else a, yes if b is None else b)
+                unknown = _result_mask(node.srcs[0], data, masks)  # missing c: no branch
+                r = both(r, taken if unknown is None else taken | ~unknown)
+        else:
+            r = None
+            for s in node.srcs:
+                r = both(r, rule(s))
+        memo[id(node)] = r
+        return r
+    r = rule(root)
+    return np.ones(n, bool) if r is None else np.broadcast_to(r, (n,))
 
 
 def _row_rule(root, rows: dict, nrows: int) -> np.ndarray:
@@ -356,6 +391,9 @@ def _rows_result(values, mask, rowmask, outer: tuple, last, lengths) -> object:
         content = array(values) if mask is None else masked(values, np.asarray(mask))
         return offsets_array(offsets, content, np.asarray(rowmask, bool), outer=tuple(outer),
                              check=False)
+    if int(last) == 0 and len(rowmask):
+        raise NotSupportedError(f"missing rows against a last dim of size 0 (a "
+                                f"'?0 * {values.dtype}' result)")
     flat = values.tolist()
     if mask is not None:
         flat = [v if m else None for v, m in zip(flat, np.asarray(mask))]
@@ -399,7 +437,7 @@ def _empty_result(root, names, leaves):
     struct = line_up_rows(list(names), views)[0]
     rows, option = _option_kinds(leaves)
     last = [("?" if rows else "") + ("var" if struct.var else str(struct.last))] \
-        if struct.var or struct.last else []
+        if struct.var or struct.last is not None else []
     text = " * ".join([str(d) for d in outer] + last +
                       [("?" if option else "") + np.dtype(root.dtype).name])
     return array(_no_rows(list(outer)), type=text)
