@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import lazyk
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
-from tests.test_ragged_reference import same
 from tests.test_ragged_today import LAZYK_REDUCERS, RA, L, check
 
 Q = S.QVAR_LAYOUTS
