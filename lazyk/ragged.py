@@ -24,8 +24,13 @@ is the AND of the operands' masks, except that `where(c, x, y)` takes the mask o
 of the branch it selects (`_result_mask`). A reduction over such a `where` reduces its
 computed result.
 
-Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
-`?T` numeric; NumPy arrays and scalars broadcast against them.
+Missing rows (`?var` last dims) line up with any row and stay missing; `where` takes the
+rows of its condition and of the branch each element selects (`_result_rows`). A missing
+row reduced along its own axis is a missing result (skipna too, as Awkward's); folded
+into other rows it is skipped under skipna, else its group's result is missing.
+
+Supported forms: fixed dims, then at most one `var` or `?var` dim as the last dim, over
+`T` or `?T` numeric; NumPy arrays and scalars broadcast against them.
 """
 from __future__ import annotations
 
