@@ -164,12 +164,12 @@ def _checked_lengths(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> 
     return lengths
 
 
-def _check_inside(block, addr: np.ndarray, spans) -> None:
-    """ValueError unless bytes [a + lo, a + hi) lie inside `block` for every address `a` of
-    `addr` and every (lo, hi) of `spans` (a block that is not a MemoryBlock is not known)."""
-    if not isinstance(block, memory.MemoryBlock) or not len(addr):
+def _check_inside(block, a0: int, a1: int, spans) -> None:
+    """ValueError unless bytes [a + lo, a + hi) lie inside `block` for every address `a`
+    from a0 to a1 and every (lo, hi) of `spans` (a block that is not a MemoryBlock is not
+    known)."""
+    if not isinstance(block, memory.MemoryBlock):
         return
-    a0, a1 = int(addr.min()), int(addr.max())
     for lo, hi in spans:
         if a0 + lo < block.address or a1 + hi > block.address + block.size:
             raise ValueError("var arrmeta points outside its memory block (index, mask or "
@@ -186,7 +186,7 @@ def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> N
     lo, hi = min(0, span), max(0, span) + itemsize
     spans = [(lo, hi)] if mask_offset is None else \
         [(lo, hi), (lo + mask_offset, hi - itemsize + mask_offset + 1)]
-    _check_inside(memory.lookup(ref), np.array([content], np.int64), spans)
+    _check_inside(memory.lookup(ref), content, content, spans)
 
 
 def row_view(array, memo: dict | None = None) -> RowView:
@@ -231,11 +231,14 @@ def row_view(array, memo: dict | None = None) -> RowView:
         strides = tuple(meta[1:2 * len(outer):2])
         key = (array.ptr, tuple(outer), strides) + var_meta[1:3] + var_meta[4:]
         got = None if memo is None or qvar else memo.get(key)
+        if got is None and all(outer):
+            # the index words (and row masks) of every row inside the owner's block
+            lo, hi = memory.extent(tuple(outer), strides, 1)
+            spans = [(0, width), (stop_delta, stop_delta + width)] + \
+                ([(row_offset, row_offset + 1)] if qvar else [])
+            _check_inside(array.owner, array.ptr + lo, array.ptr + hi - 1, spans)
         if qvar:
-            at = addresses()
-            _check_inside(array.owner, at, [(0, width), (stop_delta, stop_delta + width),
-                                            (row_offset, row_offset + 1)])
-            present = _bytes_at(at + row_offset, 1).reshape(-1) != 0
+            present = _bytes_at(addresses() + row_offset, 1).reshape(-1) != 0
             starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
             starts, stops = np.where(present, starts, 0), np.where(present, stops, 0)
             got = (starts, _checked_lengths(starts, stops, var_meta), {})
