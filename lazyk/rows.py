@@ -180,13 +180,14 @@ def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> N
     """ValueError unless the `length` content elements (and their ?T mask bytes) lie inside
     the block the var dim names: rows checked against `length` then stay inside too."""
     ref, _, _, content, istride, _, length = var_meta
+    block = memory.lookup(ref)  # ValueError for a stale or made-up block ref
     if length <= 0:
         return  # nothing is addressable (negative lengths fail the row check)
     span = (length - 1) * istride
     lo, hi = min(0, span), max(0, span) + itemsize
     spans = [(lo, hi)] if mask_offset is None else \
         [(lo, hi), (lo + mask_offset, hi - itemsize + mask_offset + 1)]
-    _check_inside(memory.lookup(ref), content, content, spans)
+    _check_inside(block, content, content, spans)
 
 
 def row_view(array, memo: dict | None = None) -> RowView:
