@@ -162,7 +162,8 @@ def _evaluate(expr):
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
         seeded = extremum and len(reduce_arg) > 4
-        empty = fused[6] if len(fused) > 6 else struct.lengths == 0
+        if seeded or rowmask is not None:
+            empty = fused[6] if len(fused) > 6 else struct.lengths == 0
         if rowmask is not None and op == "mean" and not fused[2]:
             valid = valid & ~empty  # the mean of nothing is missing, as over ?T values
         if seeded:
