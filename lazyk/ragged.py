@@ -567,8 +567,8 @@ def _fused_rows(expr, names, leaves, reduce_arg):
         gone = np.array([not struct.rowmask[g].all() for g in groups], bool)
         groups = [g[struct.rowmask[g]] for g in groups]
     if order == "col":
-        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded)
-                  for g in groups]
+        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded,
+                              None if gone is None else g) for g in groups]
     node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
@@ -636,9 +636,10 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order, empty, gone)
 
 
-def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
+def _fold_width(lengths: np.ndarray, last, op: str, axes, rows=None) -> int:
     """The length of the row that rows of `lengths` fold into, element by element: rows of
-    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise."""
+    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise (naming
+    the row: `rows[i]` when given, the flat row index of lengths[i])."""
     if last is not None:
         n = last
     else:
@@ -648,7 +649,8 @@ def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
     if bad.any():
         i = int(np.argmax(bad))
         raise ShapeError(f"{op} over axes {list(axes)} needs rows of one length (or 1): "
-                         f"row {i} has length {lengths[i]}, another has {n}")
+                         f"row {i if rows is None else int(rows[i])} has length "
+                         f"{lengths[i]}, another has {n}")
     return n
 
 
