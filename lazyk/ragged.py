@@ -317,7 +317,8 @@ def _result_rows(root, names, ops_, index, data, masks, struct) -> np.ndarray:
     flags, rows = {}, {}
     for n, op, ix in zip(names, ops_, index):
         if op.rowmask is not None:
-            flags[n] = ix != len(op.values) - 1  # not the placeholder of a missing row
+            if not isinstance(ix, slice):  # a slice reads present rows only
+                flags[n] = ix != len(op.values) - 1  # not the placeholder of a missing row
             rows[n] = _row_map(op.rowmask, op.outer, struct.outer)
     wild = struct.wild
     present = _row_rule(root, rows, len(wild))

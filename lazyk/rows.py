@@ -69,6 +69,17 @@ def _elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dt
         raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
         return raw.view(dtype).copy()
     starts = np.cumsum(ln) - ln
+    last = ptr + (ln - 1) * stride
+    lo = int(np.minimum(ptr, last).min())
+    if stride % isz == 0 and not ((ptr - lo) % isz).any():
+        # element indices into one view of the span (rows checked on their ends only)
+        k = stride // isz
+        span = (int(np.maximum(ptr, last).max()) - lo) // isz + 1
+        idx = np.repeat((ptr - lo) // isz - starts * k, ln)
+        idx += np.arange(total, dtype=np.int64) if k == 1 else \
+            np.arange(total, dtype=np.int64) * k
+        buf = np.ctypeslib.as_array((ctypes.c_uint8 * (span * isz)).from_address(lo))
+        return buf.view(dtype)[idx]
     addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
     lo = int(addr.min())
     if bool(np.all((addr - lo) % isz == 0)):
@@ -344,7 +355,10 @@ def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
     row = pos = None  # flat (row, position) of every result element, made when needed
     index = []
     for op, r, ln in zip(ops, row_of, lens):
-        if op.rowmask is not None:
+        if op.rowmask is not None and op.outer == struct.outer and \
+                len(op.values) == total + 1 and np.array_equal(ln, result):
+            index.append(slice(0, total))  # its present rows are the result's rows
+        elif op.rowmask is not None:
             # a missing row reads the placeholder after the last value (never used: the
             # result row is missing, or where() takes the other branch)
             if row is None:
@@ -410,5 +424,7 @@ def line_up_rows(names: list[str], ops: list, identity: bool = False
     if not masked:
         return Structure(tuple(outer), result, var, last), row_of, lens
     rowmask = np.logical_and.reduce([p for p in present if p is not None])
+    if all(p is not None for p in present):
+        result = np.where(np.logical_or.reduce(present), result, 0)  # no operand has a row
     return Structure(tuple(outer), np.where(rowmask, result, 0), var, last, rowmask,
                      result), row_of, lens
