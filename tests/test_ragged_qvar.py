@@ -59,6 +59,11 @@ def test_where_takes_the_rows_of_the_condition_and_the_branch_selected(pair):
         return R.where(R.elementwise("greater", x, 0), y, R.elementwise("negative", x))
     matches(ref, lambda: lazyk.where(L(t1, d1) > 0, L(t2, d2), -L(t1, d1)))
 
+    def ref2():  # the condition and one branch over y's rows, the other over x's
+        x, y = RA(t1, d1), RA(t2, d2)
+        return R.where(R.elementwise("less", y, 1), x, R.elementwise("multiply", y, 3))
+    matches(ref2, lambda: lazyk.where(L(t2, d2) < 1, L(t1, d1), L(t2, d2) * 3))
+
 
 def test_where_by_hand():
     x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
@@ -135,10 +140,15 @@ def test_numpy_operands(case, n, data):
     def ref():
         r = R.array(a.tolist(), " * ".join([str(k) for k in a.shape] + [a.dtype.name]))
         return R.elementwise("add", RA(t, d), r)
-    if a.shape[-1] == 0 and rows:
-        assert check(ref, lambda: L(t, d) + a) in ("refused", "raises")
-    else:
-        matches(ref, lambda: L(t, d) + a)
+    if a.shape[-1] == 0:
+        if rows:
+            assert check(ref, lambda: L(t, d) + a) in ("refused", "raises")
+        return
+    matches(ref, lambda: L(t, d) + a)
+    for axis in (-1, 0, None):  # fused into one segmented kernel
+        skipna = data.draw(st.booleans())
+        matches(lambda: R.reduce("sum", ref(), axis, skipna=skipna),
+                lambda: lazyk.sum(L(t, d) + a, axis=axis, skipna=skipna))
 
 
 def test_by_hand():
