@@ -3,7 +3,8 @@ reference's answer; never a crash, never a read outside the operands.
 
 Arrays `N * var * T`, `N * ?var * T` and `N * var * ?T` are built through `from_offsets`
 (over content placed inside a buffer of 0xFF sentinel bytes: NaN for float64, so a read
-past the content shows up as a NaN the reference does not have) and `from_arrow`. Then
+past the content shows up as a NaN the reference does not have), `from_arrow` and
+`lazyk.array` (`N * ?var * ?T` in index pairs). Then
 their arrmeta is corrupted (`Array.from_parts`: row slices past the end, bad strides and
 pointers, wrong index widths, huge or negative `stop_delta`, content address and length
 past the content, bad index and row strides, stale block refs, far mask offsets) or their
@@ -73,13 +74,15 @@ def base_arrays(rng: np.random.Generator) -> list:
     off = padded(offsets)
     content = padded_masked(values, rng.random(n) < 0.7)
     out.append(("var/?T", lazyk.from_offsets(off, content), off))
+    items = [None if rng.random() < 0.25 else
+             [None if rng.random() < 0.2 else float(v) for v in values[a:b]]
+             for a, b in zip(offsets[:-1], offsets[1:])]
+    # lazyk's own {start, stop} pairs (stride 16, stop_delta 8)
+    out.append(("array", lazyk.array(items, type=f"{rows} * ?var * ?float64"), None))
     try:
         import pyarrow as pa
     except ImportError:
         return out
-    items = [None if rng.random() < 0.25 else
-             [None if rng.random() < 0.2 else float(v) for v in values[a:b]]
-             for a, b in zip(offsets[:-1], offsets[1:])]
     out.append(("arrow", lazyk.from_arrow(pa.array(items, pa.list_(pa.float64()))), None))
     return out
 
