@@ -28,6 +28,28 @@ def matches(ref_fn, lazyk_fn) -> str:
     return got
 
 
+def test_reference_rules_for_missing_rows():
+    """The reference's own rules, by hand (lazyk is held to them below)."""
+    x = RA("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    y = RA("3 * var * float64", [[1.0], [1.0, 2.0, 3.0], [4.0, 5.0]])
+    # a missing row lines up with any row, and stays missing
+    assert R.elementwise("add", x, y).data == [[2.0, 3.0], None, [7.0, 8.0]]
+    with pytest.raises(lazyk.ShapeError):  # present rows must still line up
+        R.elementwise("add", x, RA("3 * var * float64", [[1.0, 2.0, 3.0], [], []]))
+    # where: the condition's rows, and the rows of the branch each element takes
+    z = RA("3 * ?var * float64", [None, [5.0], [-1.0]])
+    assert R.where(R.elementwise("greater", x, 0), x, z).data == [[1.0, 2.0], None, [3.0]]
+    assert R.where(R.elementwise("greater", x, 5), x, z).data == [None, None, [-1.0]]
+    # folds: order does not matter; a missing row skipped (skipna) or the result missing
+    for rows in ([None, [1.0, 2.0], [1.0, 2.0, 3.0]], [[1.0, 2.0], None, [1.0, 2.0, 3.0]]):
+        with pytest.raises(lazyk.ShapeError):
+            R.reduce("sum", RA("3 * ?var * float64", rows), 0)
+    w = RA("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    assert R.reduce("sum", w, 0).data is None
+    assert R.reduce("sum", w, 0, skipna=True).data == [4.0, 5.0]
+    assert R.reduce("sum", w, -1, skipna=True).data == [3.0, None, 3.0]
+
+
 @given(S.ragged_pair(layouts=Q, own_rows=True), st.sampled_from(BINARY), st.booleans())
 def test_binary(pair, op, broadcast):
     t1, d1, t2, d2 = pair
