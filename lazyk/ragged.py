@@ -211,9 +211,10 @@ def _evaluate(expr):
         values = np.broadcast_to(values, (int(wild.sum()),))
         if rowmask is not None:
             rowmask = _result_rows(root, names, ops_, index, data, masks, struct)
-            keep = np.repeat(rowmask, wild)  # the values of missing rows are dropped
-            values = values[keep]
-            mask = None if mask is None else np.broadcast_to(mask, keep.shape)[keep]
+            if not (rowmask | (wild == 0)).all():
+                keep = np.repeat(rowmask, wild)  # the values of missing rows are dropped
+                values = values[keep]
+                mask = None if mask is None else np.broadcast_to(mask, keep.shape)[keep]
             lengths = np.where(rowmask, wild, 0)
         option = mask is not None
     if reduce_arg is not None and fused is None:
@@ -323,7 +324,9 @@ def _result_rows(root, names, ops_, index, data, masks, struct) -> np.ndarray:
     wild = struct.wild
     present = _row_rule(root, rows, len(wild))
     full = wild > 0
-    if full.any():
+    if not flags:  # every operand's present rows are the result's rows
+        present[full] = True
+    elif full.any():
         elem = _element_rows(root, data, masks, flags, int(wild.sum()))
         starts = np.cumsum(wild) - wild
         present[full] = np.logical_and.reduceat(elem, starts[full])
