@@ -233,6 +233,10 @@ def test_arrow_null_rows():
         assert lazyk.sum(x, axis=-1, skipna=True).to_list() == [
             None if row is None else sum(v for v in row if v is not None)
             for row in src.to_pylist()]
+    chunked = pa.chunked_array([pa.array([[1.0], None]), pa.array([None, [2.0, 3.0]])])
+    x = lazyk.from_arrow(chunked)
+    assert str(x.type) == "4 * ?var * float64" and x.to_list() == chunked.to_pylist()
+    assert x.sum(axis=0, skipna=True).to_list() == [3.0, 4.0]
     # a sliced array: offsets, validity and values taken from its offset
     sl = pa.array([[9.0], None, [1.0, 2.0], None, [3.0]]).slice(1, 3)
     x = lazyk.from_arrow(sl)
