@@ -97,12 +97,18 @@ class Array(Operators):
             inner = t
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
-            size = inner.itemsize
+            size, first = inner.itemsize, 0
+            at = 2 * len(shape)
             if isinstance(inner, T.VarDim):  # a start index; the stop stop_delta bytes on
-                at = 2 * len(shape)
+                first = min(0, meta[at + 2])
                 size = max(meta[at + 1], meta[at + 2] + meta[at + 1])
+            elif isinstance(inner, T.Option) and isinstance(inner.elem, T.VarDim):
+                # ?var: {mask_offset} then the var arrmeta: the indices and the mask byte
+                moff, width, delta = meta[at], meta[at + 2], meta[at + 3]
+                first, size = min(0, delta, moff), max(width, delta + width, moff + 1)
             lo, hi = memory.extent(shape, strides, size)
-            if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
+            if hi > lo and (ptr + lo + first < owner.address or
+                            ptr + hi > owner.address + owner.size):
                 raise ValueError("the data lies outside the owner's memory block")
         return cls._from_parts(t, meta, int(ptr), owner, readonly)
 

@@ -134,10 +134,15 @@ def is_ragged(value) -> bool:
 
 
 def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
+    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form; a
+    `?var` last dim (missing rows) is 'var' in the shape and counts as an option."""
     t = array.type
     dims = []
-    while isinstance(t, (FixedDim, VarDim)):
+    rows_missing = False
+    while isinstance(t, (FixedDim, VarDim)) or \
+            isinstance(t, Option) and isinstance(t.elem, VarDim) and not rows_missing:
+        if isinstance(t, Option):
+            rows_missing, t = True, t.elem
         dims.append(t.size if isinstance(t, FixedDim) else "var")
         t = t.elem
     option = isinstance(t, Option)
@@ -145,11 +150,11 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
         t = t.elem
     if not isinstance(t, Scalar) or "var" in dims[:-1]:
         raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
-                                "one trailing var dim over numeric T or ?T")
+                                "one trailing var or ?var dim over numeric T or ?T")
     dt = t.to_numpy()
     if dt.kind not in "biufc":
         raise NotSupportedError(f"expressions over {array.type}: numeric element types only")
-    return tuple(dims), dt.newbyteorder("="), option
+    return tuple(dims), dt.newbyteorder("="), option or rows_missing
 
 
 def text_view(array) -> np.ndarray:

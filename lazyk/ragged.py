@@ -24,8 +24,13 @@ is the AND of the operands' masks, except that `where(c, x, y)` takes the mask o
 of the branch it selects (`_result_mask`). A reduction over such a `where` reduces its
 computed result.
 
-Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T` or
-`?T` numeric; NumPy arrays and scalars broadcast against them.
+Missing rows (`?var` last dims) line up with any row and stay missing; `where` takes the
+rows of its condition and of the branch each element selects (`_result_rows`). A missing
+row reduced along its own axis is a missing result (skipna too, as Awkward's); folded
+into other rows it is skipped under skipna, else its group's result is missing.
+
+Supported forms: fixed dims, then at most one `var` or `?var` dim as the last dim, over
+`T` or `?T` numeric; NumPy arrays and scalars broadcast against them.
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import build_rows
+from lazyk.interchange import build_rows, masked, offsets_array
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.rows import (
@@ -170,15 +175,22 @@ def _evaluate(expr):
 
         fused = _fused_row_reduction(Expr(red_node.replace(srcs=(root,)), expr.env), names,
                                      ops_, struct, index, reduce_arg)
+    rowmask = struct.rowmask  # ?var operands: the rows present in all of them
     if fused is not None:
         # One kernel did the elementwise work and the per-row reduction (no reduceat).
         values, valid, any_mask, skipna = fused[:4]
         order = fused[5] if len(fused) > 5 else "row"
+        gone = fused[7] if len(fused) > 7 else None
+        # missing rows make the result optional, as missing values do
+        any_mask = any_mask or rowmask is not None
         op, keep = reduce_arg[0], reduce_arg[2]
         extremum = op in ("min", "max")
         seeded = extremum and len(reduce_arg) > 4
-        if seeded:
+        if seeded or rowmask is not None:
             empty = fused[6] if len(fused) > 6 else struct.lengths == 0
+        if rowmask is not None and op == "mean" and not fused[2]:
+            valid = valid & ~empty  # the mean of nothing is missing, as over ?T values
+        if seeded:
             values, valid = _seed(values, valid, reduce_arg, empty, any_mask and not skipna)
         if not any_mask:
             if extremum and not valid.all():
@@ -193,12 +205,23 @@ def _evaluate(expr):
         else:
             mask = valid
         values = values.astype(red_node.dtype, copy=False)
+        rows_gone = None  # per result row (last dim kept): missing
+        if rowmask is not None and order == "row":
+            # a missing row's reduction is missing, with skipna too (as Awkward's)
+            mask = rowmask if mask is None else mask & rowmask
+        elif gone is not None and not skipna:
+            scalar = order == "all" or isinstance(order, tuple) and order[3]
+            if scalar:
+                mask = ~gone[1] if mask is None else mask & ~gone[1]
+            else:
+                rows_gone = gone[0]
         option = mask is not None
         if isinstance(order, tuple):
             return _group_result(array, values, mask, struct, order, reduce_arg[1], keep,
-                                 red_node.dtype)
+                                 red_node.dtype, rows_gone)
         if order != "row":
-            return _outer_result(array, values, mask, struct, order, keep, red_node.dtype)
+            return _outer_result(array, values, mask, struct, order, keep, red_node.dtype,
+                                 rows_gone)
         has_last = keep
         if option or has_last:
             lengths = np.ones(len(lengths), np.int64)  # one value per row
@@ -208,7 +231,15 @@ def _evaluate(expr):
         with np.errstate(all="ignore"):
             values = run_program(plan(root), data) if data else None
         mask = _result_mask(root, data, masks) if masks else None
-        values = np.broadcast_to(values, (int(struct.lengths.sum()),))
+        wild = struct.lengths if rowmask is None else struct.wild
+        values = np.broadcast_to(values, (int(wild.sum()),))
+        if rowmask is not None:
+            rowmask = _result_rows(root, names, ops_, index, data, masks, struct)
+            if not (rowmask | (wild == 0)).all():
+                keep = np.repeat(rowmask, wild)  # the values of missing rows are dropped
+                values = values[keep]
+                mask = None if mask is None else np.broadcast_to(mask, keep.shape)[keep]
+            lengths = np.where(rowmask, wild, 0)
         option = mask is not None
     if reduce_arg is not None and fused is None:
         # Reductions run only inside a fused segmented kernel, never on a kernel's output.
@@ -218,6 +249,9 @@ def _evaluate(expr):
         raise NotSupportedError(f"{op} over axes {list(axes)} of an expression over {types}: "
                                 "it does not fuse into one segmented kernel (byte-swapped "
                                 "leaves, or a mean accumulated in an integer dtype)")
+    if rowmask is not None and reduce_arg is None:
+        return _rows_result(values.astype(red_node.dtype, copy=False), mask, rowmask,
+                            tuple(outer), "var" if struct.var else struct.last, lengths)
     fixed_result = not option and not (has_last and reduce_arg is None and struct.var)
     if fixed_result:  # a plain fixed result: hand the values over without Python lists
         shape = tuple(outer) + ((1 if reduce_arg is not None else struct.last,)
@@ -294,6 +328,135 @@ def _result_mask(root, data: dict, masks: dict) -> np.ndarray | None:
     return np.broadcast_to(m, (n,))
 
 
+def _row_map(rowmask: np.ndarray, outer: tuple, result_outer: tuple) -> np.ndarray:
+    """An operand's present rows, per result row (its outer dims broadcast)."""
+    return np.broadcast_to(rowmask.reshape(outer), result_outer).reshape(-1)
+
+
+def _result_rows(root, names, ops_, index, data, masks, struct) -> np.ndarray:
+    """Present flags of the result's rows when ?var operands miss some: a row is missing
+    where an operand feeding it misses its row, except that `where(c, x, y)` takes the
+    rows of `c` and, element by element, of the branch it selects (as for values: a row
+    whose elements all come from x is present even where y misses its row; a missing
+    value of `c` selects nothing). A row with no element takes the condition's rows only."""
+    flags, rows = {}, {}
+    for n, op, ix in zip(names, ops_, index):
+        if op.rowmask is not None:
+            if not isinstance(ix, slice):  # a slice reads present rows only
+                flags[n] = ix != len(op.values) - 1  # not the placeholder of a missing row
+            rows[n] = _row_map(op.rowmask, op.outer, struct.outer)
+    wild = struct.wild
+    present = _row_rule(root, rows, len(wild))
+    full = wild > 0
+    if not flags:  # every operand's present rows are the result's rows
+        present[full] = True
+    elif full.any():
+        elem = _element_rows(root, data, masks, flags, int(wild.sum()))
+        starts = np.cumsum(wild) - wild
+        present[full] = np.logical_and.reduceat(elem, starts[full])
+    return present
+
+
+def _element_rows(root, data: dict, masks: dict, flags: dict, n: int) -> np.ndarray:
+    """Per result element: whether the rows it is computed from are present (`flags`: per
+    operand element, its row present), `where` taking its condition's row and the row of
+    the branch it selects."""
+    memo: dict = {}
+
+    def both(a, b):
+        return b if a is None else a if b is None else a & b
+
+    def rule(node):
+        if id(node) in memo:
+            return memo[id(node)]
+        if node.op == "input":
+            r = flags.get(node.arg)
+        elif _selects(node):
+            r, a, b = (rule(s) for s in node.srcs)
+            if a is not None or b is not None:
+                with np.errstate(all="ignore"):
+                    cond = np.asarray(run_program(plan(node.srcs[0]), data), dtype=bool)
+                yes = np.ones(1, bool)
+                taken = np.where(cond, yes if a is None else a, yes if b is None else b)
+                unknown = _result_mask(node.srcs[0], data, masks)  # missing c: no branch
+                r = both(r, taken if unknown is None else taken | ~unknown)
+        else:
+            r = None
+            for s in node.srcs:
+                r = both(r, rule(s))
+        memo[id(node)] = r
+        return r
+    r = rule(root)
+    return np.ones(n, bool) if r is None else np.broadcast_to(r, (n,))
+
+
+def _row_rule(root, rows: dict, nrows: int) -> np.ndarray:
+    """Present flags of result rows from the operands' rows, for rows with no element:
+    missing in, missing out; `where` takes its condition's rows (it selects nothing)."""
+    memo: dict = {}
+
+    def both(a, b):
+        return b if a is None else a if b is None else a & b
+
+    def rule(node):
+        if id(node) not in memo:
+            if node.op == "input":
+                r = rows.get(node.arg)
+            elif _selects(node):
+                r = rule(node.srcs[0])
+            else:
+                r = None
+                for s in node.srcs:
+                    r = both(r, rule(s))
+            memo[id(node)] = r
+        return memo[id(node)]
+    r = rule(root)
+    return np.ones(nrows, bool) if r is None else np.array(np.broadcast_to(r, (nrows,)))
+
+
+def _rows_result(values, mask, rowmask, outer: tuple, last, lengths) -> object:
+    """The Array of rows with missing ones: `outer * ?var * T` over the flat values of the
+    present rows (offsets next to a row mask, no Python lists); a fixed last dim (`?n`)
+    goes through nested lists."""
+    values = np.ascontiguousarray(values)
+    if last == "var":
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        content = array(values) if mask is None else masked(values, np.asarray(mask))
+        return offsets_array(offsets, content, np.asarray(rowmask, bool), outer=tuple(outer),
+                             check=False)
+    if int(last) == 0 and len(rowmask):
+        raise NotSupportedError(f"missing rows against a last dim of size 0 (a "
+                                f"'?0 * {values.dtype}' result)")
+    flat = values.tolist()
+    if mask is not None:
+        flat = [v if m else None for v, m in zip(flat, np.asarray(mask))]
+    rows, at = [], 0
+    for ok, n in zip(np.asarray(rowmask, bool), lengths):
+        rows.append(flat[at:at + n] if ok else None)
+        at += int(n) if ok else 0
+
+    def shape_up(items, dims):
+        if not dims:
+            return items[0]
+        size = int(np.prod(dims[1:], dtype=np.int64))
+        return [shape_up(items[i * size:(i + 1) * size], dims[1:]) for i in range(dims[0])]
+    text = " * ".join([str(d) for d in outer] + [f"?{int(last)}", ("?" if mask is not None
+                                                                  else "") + values.dtype.name])
+    return array(shape_up(rows, list(outer)), type=text)
+
+
+def _option_kinds(leaves) -> tuple[bool, bool]:
+    """(any leaf with missing rows `?var`, any leaf with missing values `?T`)."""
+    rows = vals = False
+    for v in leaves:
+        if is_ragged(v):
+            text = str(v.array.type)
+            rows = rows or "?var" in text
+            vals = vals or text.rsplit("* ", 1)[-1].startswith("?")
+    return rows, vals
+
+
 def _empty_result(root, names, leaves):
     """The result of elementwise work when it has no rows (a zero outer dim): an empty
     array of the right type, without running anything. None when there are rows."""
@@ -306,8 +469,9 @@ def _empty_result(root, names, leaves):
         return None
     views = [row_view(v.array) if is_ragged(v) else row_view_numpy(v) for v in leaves]
     struct = line_up_rows(list(names), views)[0]
-    last = ["var" if struct.var else str(struct.last)] if struct.var or struct.last else []
-    option = any(getattr(v, "option", False) for v in leaves)
+    rows, option = _option_kinds(leaves)
+    last = [("?" if rows else "") + ("var" if struct.var else str(struct.last))] \
+        if struct.var or struct.last is not None else []
     text = " * ".join([str(d) for d in outer] + last +
                       [("?" if option else "") + np.dtype(root.dtype).name])
     return array(_no_rows(list(outer)), type=text)
@@ -375,8 +539,12 @@ def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     if step.mean and acc.kind not in "fc":
         return None
     inputs, masks, masked = [], [], []
+    # ?var: the index lines up missing rows too; the kernel folds the present rows only
+    keep = None if struct.rowmask is None else np.repeat(struct.rowmask, struct.wild)
     for n, dt in zip(step.inputs, native):
         op, ix = by_name[n]
+        ix = ix if keep is None else np.arange(len(keep))[keep] if isinstance(ix, slice) \
+            else ix[keep]
         inputs.append(np.ascontiguousarray(op.values[ix], dtype=dt))
         masked.append(op.mask is not None)
         if op.mask is not None:
@@ -420,9 +588,15 @@ def _fused_rows(expr, names, leaves, reduce_arg):
             int(np.prod([struct.outer[d] for d in kept], dtype=np.int64)),
             int(np.prod([struct.outer[d] for d in folded], dtype=np.int64)))
         widths = [0] * len(groups)
+    gone = None
+    if order != "row" and struct.rowmask is not None:
+        # missing rows fold nothing (skipped); without skipna they make their group's
+        # result missing (`gone`), once the present rows have lined up
+        gone = np.array([not struct.rowmask[g].all() for g in groups], bool)
+        groups = [g[struct.rowmask[g]] for g in groups]
     if order == "col":
-        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded)
-                  for g in groups]
+        widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded,
+                              None if gone is None else g) for g in groups]
     node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
@@ -483,14 +657,17 @@ def _fused_rows(expr, names, leaves, reduce_arg):
             rec.append((kernel, len(g), w, moffs))
     empty = np.repeat([len(g) == 0 if order == "col" else not lengths[g].any()
                        for g in groups], nres).astype(bool)
+    if gone is not None:
+        gone = (gone, np.repeat(gone, nres).astype(bool))  # per group, per result value
     if len(groups) > 1 or kept:
         order = ("groups", tuple(struct.outer[d] for d in kept), nres, order == "all")
-    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order, empty)
+    return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order, empty, gone)
 
 
-def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
+def _fold_width(lengths: np.ndarray, last, op: str, axes, rows=None) -> int:
     """The length of the row that rows of `lengths` fold into, element by element: rows of
-    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise."""
+    one length n, rows of length 1 stretching (to 0 as well); ShapeError otherwise (naming
+    the row: `rows[i]` when given, the flat row index of lengths[i])."""
     if last is not None:
         n = last
     else:
@@ -500,21 +677,25 @@ def _fold_width(lengths: np.ndarray, last, op: str, axes) -> int:
     if bad.any():
         i = int(np.argmax(bad))
         raise ShapeError(f"{op} over axes {list(axes)} needs rows of one length (or 1): "
-                         f"row {i} has length {lengths[i]}, another has {n}")
+                         f"row {i if rows is None else int(rows[i])} has length "
+                         f"{lengths[i]}, another has {n}")
     return n
 
 
-def _group_result(array, values, mask, struct, order: tuple, axes, keep: bool, dtype):
+def _group_result(array, values, mask, struct, order: tuple, axes, keep: bool, dtype,
+                  rows_gone=None):
     """The lazyk Array of a reduction over some outer axes: the kept outer dims, then a
     row per result (`var` when the operands' last dim is var) unless the last axis folded
-    too; `keep` puts a 1 where each reduced axis was."""
+    too; `keep` puts a 1 where each reduced axis was. `rows_gone` (missing rows folded
+    without skipna): per result row, missing."""
     _, kept, nres, scalar = order
     flat = values.tolist()
     if mask is not None:
         flat = [v if m else None for v, m in zip(flat, mask)]
     items, at = [], 0
-    for n in nres:
-        items.append(flat[at] if scalar else flat[at:at + n])
+    for g, n in enumerate(nres):
+        items.append(flat[at] if scalar else None if rows_gone is not None and rows_gone[g]
+                     else flat[at:at + n])
         at += n
 
     def shape_up(items, dims):
@@ -524,23 +705,26 @@ def _group_result(array, values, mask, struct, order: tuple, axes, keep: bool, d
         return [shape_up(items[i * size:(i + 1) * size], dims[1:]) for i in range(dims[0])]
     data = shape_up(items, list(kept))
     dims = [str(n) for n in kept] + ([] if scalar else
-                                     ["var" if struct.var else str(struct.last)])
+                                     [("" if rows_gone is None else "?") +
+                                      ("var" if struct.var else str(struct.last))])
     if keep:
         def wrap(x, level):
             return [x] if level == 0 else [wrap(v, level - 1) for v in x]
         for a in sorted(axes):
             data = wrap(data, a)
             dims.insert(a, "1")
-    if mask is None and not (not scalar and struct.var):
+    if mask is None and not (not scalar and struct.var) and rows_gone is None:
         shape = tuple(int(d) for d in dims)
         return array(np.asarray(data, dtype=dtype).reshape(shape))
     text = " * ".join(dims + [("?" if mask is not None else "") + np.dtype(dtype).name])
     return array(data, type=text)
 
 
-def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
+def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype,
+                  rows_gone=None):
     """The lazyk Array of a reduction over every outer axis ("col": one row left, `var`
-    when the operands' last dim is var) or over all axes ("all": a scalar)."""
+    when the operands' last dim is var) or over all axes ("all": a scalar); `rows_gone`:
+    the one row is missing (`?var`) where it is True."""
     lead = (1,) * len(struct.outer) if keep else ()
     if order == "all":
         lead += (1,) if keep else ()
@@ -554,6 +738,11 @@ def _outer_result(array, values, mask, struct, order: str, keep: bool, dtype):
         mask = None if mask is None else np.asarray(mask).reshape(())
     elif last != "var":
         last = len(values)
+    if rows_gone is not None and last is not None:
+        if rows_gone[0]:
+            values, lengths = values[:0], np.zeros(1, np.int64)
+            mask = None if mask is None else np.asarray(mask)[:0]
+        return _rows_result(values, mask, ~np.asarray(rows_gone), lead, last, lengths)
     return build_rows(values, mask, lead, last, lengths)
 
 

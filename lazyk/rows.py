@@ -15,8 +15,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from lazyk import arrmeta as M
+from lazyk import memory
 from lazyk.errors import ShapeError
 from lazyk.leaves import describe_ragged as describe
+from lazyk.types import FixedDim, Option, VarDim
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Operand:
     mask: np.ndarray | None  # True = present; None when the operand has no options
     var: bool               # whether the last dim is var
     last: int | None        # the fixed size of the last dim (None for var or 0-d)
+    rowmask: np.ndarray | None = None  # ?var: True = row present (a missing row is empty)
 
 
 def _flatten(items, depth: int):
@@ -66,6 +69,17 @@ def _elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dt
         raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
         return raw.view(dtype).copy()
     starts = np.cumsum(ln) - ln
+    last = ptr + (ln - 1) * stride
+    lo = int(np.minimum(ptr, last).min())
+    if stride % isz == 0 and not ((ptr - lo) % isz).any():
+        # element indices into one view of the span (rows checked on their ends only)
+        k = stride // isz
+        span = (int(np.maximum(ptr, last).max()) - lo) // isz + 1
+        idx = np.repeat((ptr - lo) // isz - starts * k, ln)
+        idx += np.arange(total, dtype=np.int64) if k == 1 else \
+            np.arange(total, dtype=np.int64) * k
+        buf = np.ctypeslib.as_array((ctypes.c_uint8 * (span * isz)).from_address(lo))
+        return buf.view(dtype)[idx]
     addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
     lo = int(addr.min())
     if bool(np.all((addr - lo) % isz == 0)):
@@ -88,7 +102,11 @@ def gather(array, dtype: np.dtype) -> Operand:
         mask = _elements(v.rowptr + v.mask_offset, lengths, v.stride, np.dtype(np.uint8),
                          total) != 0
         values = np.where(mask, values, np.zeros((), dtype))
-    return Operand(v.outer, lengths, starts, values, mask, v.var, v.last)
+    if v.rowmask is not None:
+        # one placeholder value after the last: what a missing row reads (`line_up`)
+        values = np.append(values, np.zeros(1, values.dtype))
+        mask = None if mask is None else np.append(mask, False)
+    return Operand(v.outer, lengths, starts, values, mask, v.var, v.last, v.rowmask)
 
 
 @dataclass
@@ -105,6 +123,7 @@ class RowView:
     var: bool
     last: int | None
     aligned: bool | None = None  # every element address aligned (None: not known)
+    rowmask: np.ndarray | None = None  # ?var: True = row present; a missing row is empty
 
 
 def _indices(ptr: int, outer: tuple, strides: tuple, rows, width: int,
@@ -156,19 +175,50 @@ def _checked_lengths(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> 
     return lengths
 
 
+def _check_inside(block, a0: int, a1: int, spans) -> None:
+    """ValueError unless bytes [a + lo, a + hi) lie inside `block` for every address `a`
+    from a0 to a1 and every (lo, hi) of `spans` (a block that is not a MemoryBlock is not
+    known)."""
+    if not isinstance(block, memory.MemoryBlock):
+        return
+    for lo, hi in spans:
+        if a0 + lo < block.address or a1 + hi > block.address + block.size:
+            raise ValueError("var arrmeta points outside its memory block (index, mask or "
+                             "content bytes past the block's ends)")
+
+
+def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> None:
+    """ValueError unless the `length` content elements (and their ?T mask bytes) lie inside
+    the block the var dim names: rows checked against `length` then stay inside too."""
+    ref, _, _, content, istride, _, length = var_meta
+    block = memory.lookup(ref)  # ValueError for a stale or made-up block ref
+    if length <= 0:
+        return  # nothing is addressable (negative lengths fail the row check)
+    span = (length - 1) * istride
+    lo, hi = min(0, span), max(0, span) + itemsize
+    spans = [(lo, hi)] if mask_offset is None else \
+        [(lo, hi), (lo + mask_offset, hi - itemsize + mask_offset + 1)]
+    _check_inside(block, content, content, spans)
+
+
 def row_view(array, memo: dict | None = None) -> RowView:
     """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
 
     A var dim's per-row element-0 address and length come from its index pairs read as one
     vectorized view; rows outside the content raise ValueError (never an out-of-bounds read).
     Views made with the same `memo` share the indices (and length array) of operands over
-    the same index buffer and arrmeta, read and checked once.
+    the same index buffer and arrmeta, read and checked once. A `?var` dim's missing rows
+    (`rowmask` False) are empty rows: their indices are never used.
     """
-    shape, _, option = describe(array)
-    t = array.type
-    while type(t).__name__ in ("FixedDim", "VarDim"):
-        t = t.elem
+    shape, _, _ = describe(array)
+    t, qvar = array.type, False
+    while isinstance(t, (FixedDim, VarDim)) or isinstance(t, Option) and \
+            isinstance(t.elem, VarDim):
+        qvar = qvar or isinstance(t, Option)
+        t = t.elem.elem if isinstance(t, Option) else t.elem
+    option = isinstance(t, Option)
     elem = (t.elem if option else t).to_numpy()
+    present = None
     meta, k = array.meta, 0
     outer = shape[:-1] if shape else ()
 
@@ -183,12 +233,28 @@ def row_view(array, memo: dict | None = None) -> RowView:
     if not shape:
         lengths, stride, rows = np.ones(1, np.int64), 0, addresses()
     elif shape[-1] == "var":
+        row_offset = None
+        if qvar:  # ?var: {mask_offset}, then the var dim's arrmeta
+            row_offset, k = int(meta[k]), k + 1
         var_meta = tuple(meta[k:k + M.VAR_META])
         _, width, stop_delta, content, istride, stride, _ = var_meta
+        _check_content(var_meta, np.dtype(elem).itemsize,
+                       int(meta[k + M.VAR_META]) if option else None)
         strides = tuple(meta[1:2 * len(outer):2])
         key = (array.ptr, tuple(outer), strides) + var_meta[1:3] + var_meta[4:]
-        got = None if memo is None else memo.get(key)
-        if got is None:
+        got = None if memo is None or qvar else memo.get(key)
+        if got is None and all(outer):
+            # the index words (and row masks) of every row inside the owner's block
+            lo, hi = memory.extent(tuple(outer), strides, 1)
+            spans = [(0, width), (stop_delta, stop_delta + width)] + \
+                ([(row_offset, row_offset + 1)] if qvar else [])
+            _check_inside(array.owner, array.ptr + lo, array.ptr + hi - 1, spans)
+        if qvar:
+            present = _bytes_at(addresses() + row_offset, 1).reshape(-1) != 0
+            starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
+            starts, stops = np.where(present, starts, 0), np.where(present, stops, 0)
+            got = (starts, _checked_lengths(starts, stops, var_meta), {})
+        elif got is None:
             starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
             got = (starts, _checked_lengths(starts, stops, var_meta), {})
             if memo is not None:
@@ -213,7 +279,7 @@ def row_view(array, memo: dict | None = None) -> RowView:
     var = bool(shape) and shape[-1] == "var"
     return RowView(tuple(outer), lengths, rows, int(stride), elem,
                    int(meta[k]) if option else None, var,
-                   None if var or not shape else shape[-1], aligned)
+                   None if var or not shape else shape[-1], aligned, present)
 
 
 def row_view_numpy(a: np.ndarray) -> RowView:
@@ -271,19 +337,37 @@ class Structure:
     lengths: np.ndarray
     var: bool
     last: int | None
+    # ?var operands: rows present in every operand (a missing row is empty in `lengths`),
+    # and `wild` the lengths with each missing row lined up as if it broadcast (where()
+    # may still take a row that one branch misses)
+    rowmask: np.ndarray | None = None
+    wild: np.ndarray | None = None
 
 
 def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
     """The shape step: result rows and, per operand, the flat index each result element reads
     (`slice(None)` for an operand whose rows are the result's rows)."""
     struct, row_of, lens = line_up_rows(names, ops)
-    result, nrows = struct.lengths, len(struct.lengths)
+    result = struct.lengths if struct.wild is None else struct.wild
+    nrows = len(result)
     total = int(result.sum())
     starts = np.concatenate(([0], np.cumsum(result)[:-1])).astype(np.int64)
     row = pos = None  # flat (row, position) of every result element, made when needed
     index = []
     for op, r, ln in zip(ops, row_of, lens):
-        if len(op.lengths) == nrows and op.outer == struct.outer and \
+        if op.rowmask is not None and op.outer == struct.outer and \
+                len(op.values) == total + 1 and np.array_equal(ln, result):
+            index.append(slice(0, total))  # its present rows are the result's rows
+        elif op.rowmask is not None:
+            # a missing row reads the placeholder after the last value (never used: the
+            # result row is missing, or where() takes the other branch)
+            if row is None:
+                row = np.repeat(np.arange(nrows), result)
+                pos = np.arange(total) - np.repeat(starts, result)
+            gone = ~op.rowmask[r][row]
+            index.append(np.where(gone, len(op.values) - 1,
+                                  op.starts[r[row]] + np.where(ln[row] == 1, 0, pos)))
+        elif len(op.lengths) == nrows and op.outer == struct.outer and \
                 np.array_equal(ln, result) and len(op.values) == total:
             index.append(slice(None))  # the same rows, in order: read as they are
         elif bool(np.all(ln == 1)):  # one value per row, repeated along the row
@@ -313,15 +397,22 @@ def line_up_rows(names: list[str], ops: list, identity: bool = False
               np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
               if op.outer else np.zeros(nrows, np.int64) for op in ops]
     lens = [op.lengths if r is None else op.lengths[r] for op, r in zip(ops, row_of)]
+    # ?var operands: a missing row lines up with anything (as a length-1 row would)
+    present = [None if getattr(op, "rowmask", None) is None else
+               op.rowmask if r is None else op.rowmask[r] for op, r in zip(ops, row_of)]
+    masked = any(p is not None for p in present)
     # Against all-ones rows the first operand's lengths are the result as they are.
-    result = lens[0] if identity and lens else np.ones(nrows, np.int64)
-    for n, ln in zip(names, lens):
+    result = lens[0] if identity and lens and not masked else np.ones(nrows, np.int64)
+    for n, ln, p in zip(names, lens, present):
         if ln is result:
             continue  # the same rows as an operand already lined up
+        if p is not None:
+            ln = np.where(p, ln, 1)
         bad = (ln != 1) & (result != 1) & (ln != result)
         if bad.any():
             i = int(np.argmax(bad))
-            first = next(m for m, other in zip(names, lens) if other[i] == result[i])
+            first = next((m for m, other in zip(names, lens) if other[i] == result[i]),
+                         "another operand")
             raise ShapeError(f"row {i}: {first} has length {result[i]} and {n} has length "
                              f"{ln[i]}; they do not broadcast")
         result = np.where(ln != 1, ln, result)
@@ -330,4 +421,10 @@ def line_up_rows(names: list[str], ops: list, identity: bool = False
     # `last` None with `var` False: every operand is 0-d, so the result is too.
     has_last = any(op.var or op.last is not None for op in ops)
     last = None if var or not has_last else (fixed[0] if fixed else 1)
-    return Structure(tuple(outer), result, var, last), row_of, lens
+    if not masked:
+        return Structure(tuple(outer), result, var, last), row_of, lens
+    rowmask = np.logical_and.reduce([p for p in present if p is not None])
+    if all(p is not None for p in present):
+        result = np.where(np.logical_or.reduce(present), result, 0)  # no operand has a row
+    return Structure(tuple(outer), np.where(rowmask, result, 0), var, last, rowmask,
+                     result), row_of, lens

@@ -11,14 +11,20 @@ The rules (each function below restates its own in its docstring):
 - Broadcasting lines dims up from the right (NumPy). A fixed 1 stretches; a `var` row of
   length 1 stretches to any length; a fixed `n` against `var` needs every row of length `n`
   or 1 and gives fixed `n`; anything else raises `lazyk.ShapeError` naming the row's index
-  path and both lengths. A missing row combined with anything gives a missing row.
+  path and both lengths. A missing row (`?var`) lines up with any row (its length is not
+  compared) and, combined with anything, gives a missing row.
 - Elementwise: NumPy's ufunc on each leaf (NumPy 2 promotion, Python scalars weak); a
   missing input gives a missing output.
-- `where(c, x, y)`: missing where `c` is missing, else the missing state of the branch taken.
+- `where(c, x, y)`: missing where `c` is missing, else the missing state of the branch taken;
+  rows alike: a row is missing where `c`'s row is, or where one of its elements selects a
+  branch whose row is missing (a row of `c` with no element selects nothing).
 - Reductions `sum prod min max any all mean count` over any axis or tuple of axes: the
   elements along the axis fold one into the next with the broadcasting rule (so rows of
   different lengths, other than 1, raise ShapeError); `fold="left"` instead lines rows up
-  on the left and folds what is there (Awkward Array's rule). See `reduce`.
+  on the left and folds what is there (Awkward Array's rule). A missing row reduced along
+  its own axis gives a missing result, with `skipna` too (as Awkward's `ak.sum(x, axis=-1)`
+  gives None for a None row); folded into other rows it is skipped under `skipna`, else it
+  makes the result missing (the present rows must still line up). See `reduce`.
 
 Arithmetic on leaves runs through NumPy 0-d arrays, so overflow, rounding and NaN follow
 NumPy exactly; everything else is plain Python.
@@ -195,18 +201,19 @@ def _where(path) -> str:
 
 def _zip(fn, items, ranks, nd, level=0, path=()):
     """Walk operands together (right-aligned ranks) calling `fn(*leaves)` at the leaves;
-    a length-1 row stretches, a missing row (None) gives a missing row."""
+    a length-1 row stretches, a missing row (None) gives a missing row (the present rows
+    beside it must still line up)."""
     if level == nd:
         return fn(*items)
     live = [j for j, r in enumerate(ranks) if level >= nd - r]
-    if any(items[j] is None for j in live):
-        return None
-    lengths = {j: len(items[j]) for j in live}
-    long = [j for j in live if lengths[j] != 1]
+    lengths = {j: len(items[j]) for j in live if items[j] is not None}
+    long = [j for j in lengths if lengths[j] != 1]
     for j in long[1:]:
         if lengths[j] != lengths[long[0]]:
             raise ShapeError(f"{_where(path)}: operand {long[0]} has length {lengths[long[0]]} "
                              f"and operand {j} has length {lengths[j]}")
+    if len(lengths) < len(live):
+        return None
     n = lengths[long[0]] if long else 1
     out = []
     for i in range(n):
@@ -243,18 +250,60 @@ def elementwise(op: str, *operands) -> RArray:
     return RArray(RType(dims, np.dtype(dtype), any(t.option for t in types)), data)
 
 
+@dataclass(frozen=True)
+class _Taken:
+    """where(): an element taken from a branch whose row, at depth `level`, is missing."""
+
+    level: int
+
+
+def _zip_where(leaf, items, ranks, nd, level=0, path=()):
+    """`_zip` for where(c, x, y): c's missing row gives a missing row; a branch's missing
+    row lines up with anything and makes the row missing only where an element of it is
+    taken (so a row of c with no element stays present)."""
+    if level == nd:
+        c, a, b = items
+        v = None if c is None else a if c else b
+        return v if isinstance(v, _Taken) else leaf(v)
+    live = [j for j, r in enumerate(ranks) if level >= nd - r]
+    cond_gone = 0 in live and items[0] is None
+    items = [_Taken(level) if j in live and items[j] is None else items[j]
+             for j in range(len(items))]
+    lengths = {j: len(items[j]) for j in live if not isinstance(items[j], _Taken)}
+    long = [j for j in lengths if lengths[j] != 1]
+    for j in long[1:]:
+        if lengths[j] != lengths[long[0]]:
+            raise ShapeError(f"{_where(path)}: operand {long[0]} has length {lengths[long[0]]} "
+                             f"and operand {j} has length {lengths[j]}")
+    if cond_gone:
+        return None
+    n = lengths[long[0]] if long else 1
+    out = []
+    for i in range(n):
+        sub = [items[j][i if lengths[j] != 1 else 0] if j in lengths else items[j]
+               for j in range(len(items))]
+        out.append(_zip_where(leaf, sub, ranks, nd, level + 1, path + (i,)))
+    taken = [x.level for x in out if isinstance(x, _Taken)]
+    if taken and min(taken) < level:
+        return _Taken(min(taken))  # a row further out is missing anyway
+    return None if taken else out
+
+
 def where(cond, x, y) -> RArray:
     """x where cond is true, else y (NumPy's result dtype); missing where cond is missing,
-    else missing exactly where the branch taken is missing (as Awkward and numpy.ma)."""
+    else missing exactly where the branch taken is missing (as Awkward and numpy.ma). Rows
+    alike: missing where cond's row is, or where an element of the row is taken from a
+    branch whose row is missing."""
     ops = [_operand(v) for v in (cond, x, y)]
     types = [t for _, _, t, _ in ops if t is not None]
     dtype = np.result_type(ops[1][3], ops[2][3])
     dims = broadcast_types(*types)
 
-    def leaf(c, a, b):
-        v = None if c is None else a if c else b
+    def leaf(v):
         return None if v is None else _leaf(v, dtype)
-    data = _zip(leaf, [d for d, *_ in ops], [r for _, r, *_ in ops], len(dims))
+    data = _zip_where(leaf, [d for d, *_ in ops], [r for _, r, *_ in ops], len(dims))
+    if isinstance(data, _Taken):
+        data = None
     return RArray(RType(dims, np.dtype(dtype), any(t.option for t in types)), data)
 
 
@@ -267,6 +316,28 @@ class _Empty:
 
 
 EMPTY = _Empty()
+
+
+@dataclass
+class _Gone:
+    """A missing result that rows still fold into: the rows folded with a missing one must
+    line up all the same (so the outcome does not depend on where the missing row sits)."""
+
+    rows: list
+
+
+def _present(x):
+    """What a missing element leaves to fold: nothing (EMPTY), or the rows under _Gone."""
+    return EMPTY if x is None else x.rows if isinstance(x, _Gone) else x
+
+
+def _ungone(data):
+    """_Gone results become None (missing) once every axis is folded."""
+    if isinstance(data, _Gone):
+        return None
+    if isinstance(data, list):
+        return [_ungone(x) for x in data]
+    return data
 
 
 @dataclass
@@ -320,8 +391,12 @@ def _fold2(op, a, b, dtype, skipna, mode, path):
         return b
     if b is EMPTY:
         return a
-    if a is None or b is None:
-        return None
+    if a is None or b is None or isinstance(a, _Gone) or isinstance(b, _Gone):
+        # missing: a value gives None; rows keep folding (they must line up) under _Gone
+        x, y = _present(a), _present(b)
+        rows = x if y is EMPTY else y if x is EMPTY else _fold2(op, x, y, dtype, skipna,
+                                                                  mode, path)
+        return _Gone(rows) if isinstance(rows, list) else None
     if isinstance(a, _Acc):
         return _combine(op, a, b, dtype)
     if mode == "left":
@@ -362,6 +437,9 @@ def _reduce_axis(op, data, level, axis, dtype, skipna, mode, path=()):
     """Fold the elements along `axis` (depth `level` walks down to it)."""
     if data is None or data is EMPTY:
         return data  # a missing row above or at the axis stays missing
+    if isinstance(data, _Gone):
+        rows = _reduce_axis(op, data.rows, level, axis, dtype, skipna, mode, path)
+        return _Gone(rows) if isinstance(rows, list) else None
     if level < axis:
         return [_reduce_axis(op, x, level + 1, axis, dtype, skipna, mode, path + (i,))
                 for i, x in enumerate(data)]
@@ -435,6 +513,7 @@ def reduce(op: str, x: RArray, axis=None, keepdims=False, skipna=False, initial=
     data = _lift(op, x.data, 0, nd, acc)
     for a in reversed(axes):
         data = _reduce_axis(op, data, 0, a, acc, skipna, fold)
+    data = _ungone(data)
     # types: a missing list at a reduced axis marks the next kept dim (or the leaf)
     marks = set()
     for a in axes:

@@ -6,6 +6,9 @@ concrete size: arrays have concrete types), with `?T` leaves, `?var` rows below 
 outermost dim, empty rows, empty arrays and many length-1 rows. Leaf values are small
 integers (or halves for floats) so sums are exact in any order; `nan=True` mixes in NaN
 and infinities.
+
+`QVAR_LAYOUTS` put a `?var` (missing rows) last, after fixed dims; `ragged_pair(own_rows=True)`
+gives each operand its own missing rows (and `?var` or plain `var` at random).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 
 LAYOUTS = ("var * T", "var * var * T", "N * var * T", "N * var * var * T",
            "3 * var * 4 * T", "var * var * var * T")
+QVAR_LAYOUTS = ("N * ?var * T", "3 * N * ?var * T", "?var * T")
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
 NUMERIC = ("float64", "float32", "int64", "int32")
 # row lengths: empty and length-1 rows are common on purpose
@@ -93,21 +97,36 @@ def _shrink_rows(draw, data, dims, level=0):
     return rows
 
 
+def _drop_rows(draw, data, dims, level=0):
+    """Make some rows at `?var` dims missing (one in four)."""
+    if level == len(dims) or data is None:
+        return data
+    if dims[level].startswith("?") and draw(st.integers(0, 3)) == 0:
+        return None
+    return [_drop_rows(draw, x, dims, level + 1) for x in data]
+
+
 @st.composite
 def ragged_pair(draw, layouts=LAYOUTS, dtypes=NUMERIC, options=True, nan=False,
-                broadcast=False, option_rows=True):
+                broadcast=False, option_rows=True, own_rows=False):
     """Two operands of one layout and one row structure (their own dtypes, values and
-    missing values). `broadcast=True` turns some var rows of either into length-1 rows."""
+    missing values). `broadcast=True` turns some var rows of either into length-1 rows;
+    `own_rows=True` keeps each `?var` dim of each operand or makes it `var`, and misses
+    rows of each operand on its own."""
     dims, _, _ = draw(layout_types(layouts, dtypes, options, option_rows))
-    sk = skeleton(draw, dims)
+    sk = skeleton(draw, [d.lstrip("?") for d in dims] if own_rows else dims)
     out = []
     for _ in range(2):
         dtype = draw(st.sampled_from(dtypes))
         leaf_option = options and draw(st.booleans())
+        mine = [d if not own_rows or not d.startswith("?") or draw(st.booleans()) else d[1:]
+                for d in dims]
         data = fill(draw, sk, dtype, leaf_option, nan, 0, len(dims))
         if broadcast:
             data = _shrink_rows(draw, data, dims)
-        out += [type_string(dims, dtype, leaf_option), data]
+        if own_rows:
+            data = _drop_rows(draw, data, mine)
+        out += [type_string(mine, dtype, leaf_option), data]
     return tuple(out)
 
 
