@@ -112,7 +112,9 @@ def is_ragged(value) -> bool:
 
 
 def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form."""
+    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form: fixed
+    and var dims in any order over numeric `T` or `?T` (the evaluation step says which
+    forms and operations it runs)."""
     t = array.type
     dims = []
     while isinstance(t, (FixedDim, VarDim)):
@@ -121,9 +123,9 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
     option = isinstance(t, Option)
     if option:
         t = t.elem
-    if not isinstance(t, Scalar) or "var" in dims[:-1]:
-        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
-                                "one trailing var dim over numeric T or ?T")
+    if not isinstance(t, Scalar):
+        raise NotSupportedError(f"expressions over {array.type}: only fixed and var dims "
+                                "over numeric T or ?T")
     dt = t.to_numpy()
     if dt.kind not in "biufc":
         raise NotSupportedError(f"expressions over {array.type}: numeric element types only")

@@ -29,6 +29,7 @@ Supported forms: fixed dims, then at most one `var` dim as the last dim, over `T
 """
 from __future__ import annotations
 
+import ctypes
 from dataclasses import replace
 
 import numpy as np
@@ -39,11 +40,14 @@ from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import build_rows
+from lazyk.codegen.nest import nest_layout
+from lazyk.interchange import build_rows, masked, offsets_array, regular
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
 from lazyk.runtime import as_out, canonical, plan, run_program
+from lazyk.nestkernel import nest_kernel
+from lazyk.nestkernel import split as nest_split
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 
@@ -102,7 +106,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
 
 def _evaluate(expr):
     """Compute an expression with var / option leaves; returns a new lazyk Array."""
-
+    got = _nest(expr)
+    if got is not None:
+        return got
     root = expr.node
     red_node = root
     reduce_arg = None
@@ -566,3 +572,334 @@ def explain(expr) -> str:
 
 
 runtime.install_path("ragged", evaluate_if_ragged)
+
+
+# ---------------------------------------------------------------- loop-nest kernels
+# Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
+# read in place from the arrmeta, checked and paired inside the kernel, results written by
+# the kernel (a count pass first gives the lengths of result var rows).
+
+class _NestOperand:
+    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v', width,
+    (stop_delta, content, index_stride, stride, length)); its address, dtype, mask."""
+
+    def __init__(self, dims, ptr, dtype, mask_offset, aligned):
+        self.dims, self.ptr, self.dtype = dims, ptr, dtype
+        self.mask_offset, self.aligned = mask_offset, aligned
+
+
+def _nest_operand(leaf):
+    """A `_NestOperand`, or None for a leaf the nest does not read (records, ?var, ...)."""
+    if isinstance(leaf, np.ndarray):
+        al = leaf.dtype.alignment
+        ptr = leaf.__array_interface__["data"][0]
+        dims = [("f", n, s) for n, s in zip(leaf.shape, leaf.strides)]
+        aligned = ptr % al == 0 and all(s % al == 0 for s in leaf.strides)
+        return _NestOperand(dims, ptr, leaf.dtype, None, aligned)
+    if not is_ragged(leaf):
+        return None
+    arr = leaf.array
+    t, meta, k, dims = arr.type, arr.meta, 0, []
+    addrs = [arr.ptr]
+    while type(t).__name__ in ("FixedDim", "VarDim"):
+        if type(t).__name__ == "FixedDim":
+            dims.append(("f", meta[k], meta[k + 1]))
+            addrs.append(meta[k + 1])
+            k += 2
+        else:
+            _, width, delta, content, istride, stride, length = meta[k:k + 7]
+            if width not in (4, 8):
+                return None
+            dims.append(("v", width, (delta, content, istride, stride, length)))
+            addrs += [content, istride, stride]
+            k += 7
+        t = t.elem
+    moff = None
+    if type(t).__name__ == "Option":
+        moff, t = meta[k], t.elem
+    if type(t).__name__ != "Scalar":
+        return None
+    dt = t.to_numpy()
+    if dt.kind not in "biufc":
+        return None
+    return _NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs))
+
+
+def _old_form(leaves) -> bool:
+    """Whether the row path (fixed dims, at most one trailing var dim) can read the leaves."""
+    for v in leaves:
+        if is_ragged(v):
+            t, dims = v.array.type, []
+            while type(t).__name__ in ("FixedDim", "VarDim"):
+                dims.append(type(t).__name__ == "VarDim")
+                t = t.elem
+            if any(dims[:-1]):
+                return False
+    return True
+
+
+def _nest_plan(ops_):
+    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level."""
+    nlev = max(len(o.dims) for o in ops_)
+    levels, sizes = [], []
+    for k in range(nlev):
+        ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
+        fixed = {d[1] for d in ds if d[0] == "f" and d[1] != 1}
+        if len(fixed) > 1:
+            raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
+        if fixed:
+            levels.append("f")
+            sizes.append(fixed.pop())
+        elif any(d[0] == "v" for d in ds):
+            levels.append("v")
+            sizes.append(0)
+        else:
+            levels.append("f")
+            sizes.append(1)
+    kinds = []
+    for o in ops_:
+        lead = nlev - len(o.dims)
+        kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
+                                               o.dims[k - lead][1] == 1)
+                           else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
+                           for k in range(nlev)))
+    return tuple(levels), sizes, kinds
+
+
+def _positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
+    """X[k]: how many level-k iterations come before level-0 row r0 (k < upto), from the
+    fixed sizes and the result var levels' offsets known so far."""
+    xs = []
+    for k in range(upto):
+        if k == 0:
+            x = r0 if levels[0] == "f" else 0
+        elif levels[k] == "f":
+            x = xs[-1] * sizes[k]
+        else:
+            x = int(offsets[k][xs[-1]])
+        if k == 0 and levels[0] == "v":
+            x = int(offsets[0][1]) if r0 else 0
+        xs.append(x)
+    return xs
+
+
+def _nest(expr):
+    """Evaluate `expr` with one generated loop nest; None when the nest does not take it
+    (the row path runs it), NotSupportedError when neither does."""
+    root, red_node, reduce_arg = expr.node, expr.node, None
+    if root.op == REDUCE_OP:
+        reduce_arg, root = root.arg, root.srcs[0]
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        root, expr = _inline_reductions(root, expr)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    names = [n for n in expr.env if n in used]
+    leaves = [leaf_data(expr.env[n]) for n in names]
+    got = None
+    if leaves and not _branch_masks(root, names, leaves):
+        got = _nest_run(root, red_node, reduce_arg, names, leaves)
+    if got is None and not _old_form(leaves):
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
+                          for v in leaves)
+        what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
+            "this expression"
+        raise NotSupportedError(f"{what} of {types}: var dims above the last one run "
+                                "elementwise work and reductions over the last axis only "
+                                "(where() over missing values is not supported there)")
+    return got
+
+
+def _nest_run(root, red_node, reduce_arg, names, leaves):
+    ops_ = [_nest_operand(v) for v in leaves]
+    if any(o is None for o in ops_) or not any(o.dims for o in ops_):
+        return None
+    levels, sizes, kinds = _nest_plan(ops_)
+    nlev = len(levels)
+    if len(root.shape) != nlev:
+        return None
+    mode = "map" if reduce_arg is None else "reduce"
+    if mode == "reduce" and tuple(reduce_arg[1]) != (nlev - 1,):
+        return None  # other axes: the row path (fixed dims + one var dim) or refused
+    node = root if reduce_arg is None else red_node.replace(srcs=(root,))
+    node, by_name = canonical(node, dict(zip(names, range(len(names)))))
+    prog = plan(_rows_graph(node))
+    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is None) != (mode == "map"):
+        return None
+    step = prog.steps[0]
+    if any(n not in by_name for n in step.inputs):
+        return None
+    spec = step.spec
+    acc = np.dtype(spec.outputs[0][1])
+    if step.mean and acc.kind not in "fc":
+        return None
+    sel = [ops_[by_name[n]] for n in step.inputs]
+    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
+    for o, want in zip(sel, spec.inputs):
+        if np.dtype(o.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
+            return None  # a leaf stored in another dtype: the row path casts it
+    spec = replace(spec, inputs=tuple(o.dtype for o in sel),
+                   aligned=tuple(bool(o.aligned) for o in sel))
+    maskd = tuple(o.mask_offset is not None for o in sel)
+    skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
+    nres = nlev - (mode == "reduce")
+    res_var = [k for k in range(nres) if levels[k] == "v"]
+    if any(sizes[k] == 0 for k in range(nres) if res_var and res_var[0] < k < res_var[-1]):
+        return None
+    # kernel data words (codegen.nest.nest_layout)
+    from_nest = _nest_words(levels, sizes, sel, sel_kinds)
+    words, lay = from_nest
+    n0 = sizes[0] if levels[0] == "f" else 1
+    offsets: dict = {}
+    keep = [leaves]
+    # count passes: result var rows' lengths, one var level at a time (rows of a level are
+    # the iterations of the level above, known once the levels above are counted)
+    for s in res_var:
+        nrows = _positions(n0, levels, sizes, offsets, s)[-1] if s else 1
+        lens = np.empty(nrows, np.int64)
+        w = words.copy()
+        for k in res_var:
+            if k <= s:
+                w[lay["lens"] + 2 * k] = (lens if k == s else offsets[k]).ctypes.data
+        counted = {k: offsets[k] for k in res_var if k < s}
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{s}", skipna,
+                           step.mean)
+        # earlier levels are written again with the same lengths: give them scratch copies
+        scratch = {k: np.empty(len(counted[k]) - 1, np.int64) for k in counted}
+        for k, a in scratch.items():
+            w[lay["lens"] + 2 * k] = a.ctypes.data
+        kern.run(w, step.consts, [(0, n0, 0, {k: 0 for k in res_var if k <= s})],
+                 (keep, lens, scratch))
+        off = np.zeros(nrows + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        offsets[s] = off
+    xs_end = _positions(n0, levels, sizes, offsets, nlev if mode == "map" else nres) \
+        if (nres or mode == "map") else []
+    nvals = xs_end[-1] if xs_end else 1
+    out = np.empty(nvals, acc)
+    option = any(maskd)
+    flags = np.empty(nvals, np.uint8) if option or mode == "reduce" else None
+    words[3] = out.ctypes.data
+    words[4] = 0 if flags is None else flags.ctypes.data
+    lens_arrays = {}
+    for k in res_var:
+        lens_arrays[k] = np.diff(offsets[k])
+        words[lay["lens"] + 2 * k] = lens_arrays[k].ctypes.data
+    kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean)
+    parts = _nest_parts(levels, sizes, offsets, res_var, sel, sel_kinds, mode, nres, n0)
+    kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays))
+    dims = [("v" if levels[k] == "v" else sizes[k]) for k in range(nres)]
+    if reduce_arg is not None:
+        values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
+        if reduce_arg[2]:
+            dims.append(1)
+        return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
+                            xs_end)
+    mask = flags.view(bool) if option else None
+    return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end)
+
+
+def _nest_words(levels, sizes, sel, kinds):
+    """The kernel data words that do not change between parts and passes."""
+    lay = nest_layout(len(levels), len(sel))
+    words = np.zeros(lay["params"] // 8, np.int64)
+    for k, (lv, n) in enumerate(zip(levels, sizes)):
+        words[lay["sizes"] + k] = n if lv == "f" else 0
+    for j, (o, kind) in enumerate(zip(sel, kinds)):
+        at = lay["ops"] + j * lay["per_op"]
+        words[at] = o.ptr
+        words[at + 1] = o.mask_offset or 0
+        lead = len(levels) - len(o.dims)
+        for k in range(len(levels)):
+            if kind[k] == "n":
+                continue
+            d = o.dims[k - lead]
+            base = at + 2 + 5 * k
+            if d[0] == "f":
+                words[base] = d[2]
+            else:
+                words[base:base + 5] = d[2]
+    return words, lay
+
+
+def _nest_parts(levels, sizes, offsets, res_var, sel, kinds, mode, nres, n0):
+    """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
+    content (offsets are content prefix sums: a bisection, no pass over the rows)."""
+    last = len(levels) if mode == "map" else nres
+    if levels[0] != "f" or last == 0 or (mode == "reduce" and len(levels) < 2):
+        return [(0, n0, 0, {k: 0 for k in res_var})]
+    if mode == "reduce" and not res_var and len(levels) == 2:
+        before = _index_weight(sel, kinds, n0)  # one result per row: weigh by content
+    else:
+        def before(r):
+            return _positions(r, levels, sizes, offsets, last)[-1]
+    if before is None:
+        def before(r):
+            return r * 16
+    bounds = nest_split(n0, before(n0), before)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        xs = _positions(lo, levels, sizes, offsets, last)
+        first = {k: (xs[k - 1] if k else 0) for k in res_var}
+        parts.append((lo, hi, xs[-1] if mode == "map" or nres else 0, first))
+    return parts
+
+
+def _index_weight(sel, kinds, n0):
+    """Content before level-0 row r of the first var operand at level 1 (its start index;
+    a bad index only unbalances the split: the kernel checks every row)."""
+    for o, kind in zip(sel, kinds):
+        if kind[0] == "f" and kind[1] in ("4", "8"):
+            width, (delta, *_) = o.dims[1][1], o.dims[1][2]
+            stride = o.dims[0][2]
+            dt = np.dtype(np.int32 if width == 4 else np.int64)
+            addr = o.ptr
+
+            def start(r, a=addr, s=stride, d=delta, dt=dt, w=width):
+                at = a + (r * s if r < n0 else (n0 - 1) * s + d)
+                return int(np.frombuffer((ctypes.c_char * w).from_address(at), dt)[0])
+            if n0 == 0:
+                return None
+            s0 = start(0)
+            return lambda r: start(r) - s0
+    return None
+
+
+def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool):
+    """Values and present flags of a reduction (the rules of the row path)."""
+    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
+    op = reduce_arg[0]
+    extremum = op in ("min", "max")
+    seeded = extremum and len(reduce_arg) > 4
+    values = out
+    if seeded:
+        values, valid = _seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
+    if not any_mask:
+        if extremum and not valid.all():
+            raise ValueError(f"zero-size row {int(np.argmin(valid))} in reduction {op}, "
+                             "which has no identity")
+        return values, None
+    if skipna:
+        return values, (valid if (extremum and not seeded) or op == "mean" else None)
+    return values, valid
+
+
+def _nest_result(values, mask, dims, offsets, xs):
+    """The lazyk Array of a nest's result: fixed dims, var dims over their offsets."""
+    var_at = [k for k, d in enumerate(dims) if d == "v"]
+    if not var_at:
+        shape = tuple(int(d) for d in dims)
+        values = values.reshape(shape)
+        return array(np.ascontiguousarray(values)) if mask is None else \
+            masked(values, mask.reshape(shape))
+    d = var_at[-1]
+    tail = tuple(int(n) for n in dims[d + 1:])
+    shape = (xs[d] if d < len(xs) else len(values),) + tail
+    values = values.reshape(shape)
+    cur = array(np.ascontiguousarray(values)) if mask is None else \
+        masked(values, mask.reshape(shape))
+    for k in range(d, -1, -1):
+        if dims[k] == "v":
+            outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
+            cur = offsets_array(offsets[k], cur, outer=outer, check=False)
+        elif k > var_at[0]:
+            cur = regular(cur, int(dims[k]))
+    return cur
