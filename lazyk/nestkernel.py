@@ -51,7 +51,8 @@ class NestKernel:
         except Exception:  # pragma: no cover  (interpreter shutdown)
             pass
 
-    def run(self, words: np.ndarray, params: bytes, parts: list, keep) -> None:
+    def run(self, words: np.ndarray, params: bytes, parts: list, keep,
+            labels: list | None = None) -> None:
         """Run once per part. `words`: the kernel data words (see `nest_layout`) without the
         status address; `parts`: (lo, hi, first position, {level: first row}) per part.
         `keep` holds every buffer the kernel reads or writes alive while it runs. Raises
@@ -82,25 +83,29 @@ class NestKernel:
         nest_stats["runs"] += 1
         for st in statuses:
             if st[0]:
-                raise _error(st, nlev)
+                raise _error(st, labels or list(range(len(self.kinds))))
 
     def _call(self, kd, status, keep) -> None:
         # ctypes releases the GIL during the call: parts run on their own cores
         self.fn(kd.ctypes.data)
 
 
-def _error(st: np.ndarray, nlev: int) -> Exception:
+def _error(st: np.ndarray, labels: list) -> Exception:
+    """The error a part's status words describe; `labels[j]`: how input j is named."""
     code, level, j = int(st[0]), int(st[1]), int(st[2])
     path = [int(i) for i in st[8:8 + level]]
-    where = f"row {path}" if path else "the outermost row"
+    where = f"row {path[0]}" if len(path) == 1 else f"row {path}" if path else "the top row"
     if code == 1:
-        return ArrayConstructionError(f"{where} of operand {j} (dim {level}) has indices start={st[3]}, "
-                           f"stop={st[4]} outside its content of {st[5]} elements")
+        return ArrayConstructionError(
+            f"var {where} of operand {labels[j]}: indices {st[3]}..{st[4]} are outside the "
+            f"content (0..{st[5]}); its offsets changed or its arrmeta is bad")
     if code == 2:
-        return ShapeError(f"{where} (dim {level}): operand {j} has length {st[3]}, which "
-                          f"does not broadcast against length {st[4]}")
-    return ShapeError(f"{where} (dim {level}) changed length while it was read "
-                      f"({st[3]}, was {st[4]})")
+        if st[5] >= 0:
+            return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
+                              f"operand {labels[j]} has length {st[3]}")
+        return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the result "
+                          f"dim has {st[4]}")
+    return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
 
 
 def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npass: str,

@@ -608,8 +608,8 @@ def _nest_operand(leaf):
             k += 2
         else:
             _, width, delta, content, istride, stride, length = meta[k:k + 7]
-            if width not in (4, 8):
-                return None
+            if width not in (4, 8) or stride != istride:
+                return None  # stepping views: the row path checks their first and last
             dims.append(("v", width, (delta, content, istride, stride, length)))
             addrs += [content, istride, stride]
             k += 7
@@ -659,8 +659,10 @@ def _nest_plan(ops_):
     kinds = []
     for o in ops_:
         lead = nlev - len(o.dims)
+        # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
+        # the operand stays where the result level is var
         kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
-                                               o.dims[k - lead][1] == 1)
+                                               o.dims[k - lead][1] == 1 and levels[k] == "v")
                            else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
                            for k in range(nlev)))
     return tuple(levels), sizes, kinds
@@ -695,6 +697,10 @@ def _nest(expr):
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
+    if reduce_arg is not None and _old_form(leaves):
+        # fixed dims + one trailing var dim: the segmented row kernel reduces these (one
+        # fused kernel, shown by explain())
+        return None
     if leaves and not _branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
     if got is None and not _old_form(leaves):
@@ -733,6 +739,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
         return None
     sel = [ops_[by_name[n]] for n in step.inputs]
     sel_kinds = [kinds[by_name[n]] for n in step.inputs]
+    labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
     for o, want in zip(sel, spec.inputs):
         if np.dtype(o.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
             return None  # a leaf stored in another dtype: the row path casts it
@@ -742,7 +749,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     nres = nlev - (mode == "reduce")
     res_var = [k for k in range(nres) if levels[k] == "v"]
-    if any(sizes[k] == 0 for k in range(nres) if res_var and res_var[0] < k < res_var[-1]):
+    if any(levels[k] == "f" and sizes[k] == 0 for k in range(nres)
+           if res_var and res_var[0] < k < res_var[-1]):
         return None
     # kernel data words (codegen.nest.nest_layout)
     from_nest = _nest_words(levels, sizes, sel, sel_kinds)
@@ -767,7 +775,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
         for k, a in scratch.items():
             w[lay["lens"] + 2 * k] = a.ctypes.data
         kern.run(w, step.consts, [(0, n0, 0, {k: 0 for k in res_var if k <= s})],
-                 (keep, lens, scratch))
+                 (keep, lens, scratch), labels)
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(lens, out=off[1:])
         offsets[s] = off
@@ -785,7 +793,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
         words[lay["lens"] + 2 * k] = lens_arrays[k].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean)
     parts = _nest_parts(levels, sizes, offsets, res_var, sel, sel_kinds, mode, nres, n0)
-    kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays))
+    kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays), labels)
     dims = [("v" if levels[k] == "v" else sizes[k]) for k in range(nres)]
     if reduce_arg is not None:
         values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
@@ -814,7 +822,7 @@ def _nest_words(levels, sizes, sel, kinds):
             d = o.dims[k - lead]
             base = at + 2 + 5 * k
             if d[0] == "f":
-                words[base] = d[2]
+                words[base] = 0 if d[1] == 1 else d[2]
             else:
                 words[base:base + 5] = d[2]
     return words, lay
@@ -887,8 +895,8 @@ def _nest_result(values, mask, dims, offsets, xs):
     var_at = [k for k, d in enumerate(dims) if d == "v"]
     if not var_at:
         shape = tuple(int(d) for d in dims)
-        values = values.reshape(shape)
-        return array(np.ascontiguousarray(values)) if mask is None else \
+        values = np.asarray(values, order="C").reshape(shape)
+        return array(values) if mask is None else \
             masked(values, mask.reshape(shape))
     d = var_at[-1]
     tail = tuple(int(n) for n in dims[d + 1:])

@@ -28,7 +28,8 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
     then the parameter slots (16 bytes each).
 
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
-length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's) or 3 (a
+length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
+the operand that set it or -1 for a fixed level) or 3 (a
 row length differs from the count pass); word 1 the level, word 2 the operand, words
 8 + k the index at each level down to the failing row. Accumulators live on the stack: no
 allocation, no shared state: thread-safe.
@@ -183,14 +184,15 @@ class _NestGen(KernelGen):
             n = self.sizes[k]
             for j, ln in lens.items():
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                self._check(ok, 2, k, path, j, ln, n)
+                self._check(ok, 2, k, path, j, ln, n, c(-1))
         else:
-            n = c(1)
+            n, src = c(1), c(-1)  # src: the operand whose row set n
             for j, ln in lens.items():
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
-                self._check(ok, 2, k, path, j, ln, n)
-                n = b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+                self._check(ok, 2, k, path, j, ln, n, src)
+                one = b.icmp_signed("==", ln, c(1))
+                n, src = b.select(one, n, ln), b.select(one, src, c(j))
         return bases, steps, n
 
     def _level(self, k, ptrs, path):
