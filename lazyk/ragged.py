@@ -36,18 +36,18 @@ import numpy as np
 
 from lazyk import runtime
 from lazyk.array import array
+from lazyk.codegen.nest import nest_layout
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.codegen.nest import nest_layout
 from lazyk.interchange import build_rows, masked, offsets_array, regular
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
-from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
-from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
+from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
+from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 

@@ -42,8 +42,18 @@ import numpy as np
 from llvmlite import ir
 
 from lazyk import ops
-from lazyk.codegen.emit import I1, I8, I64, P8, CPUTarget, Emitter, emit_body, lltype, \
-    load_value, store_value
+from lazyk.codegen.emit import (
+    I1,
+    I8,
+    I64,
+    P8,
+    CPUTarget,
+    Emitter,
+    emit_body,
+    lltype,
+    load_value,
+    store_value,
+)
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 
 HEAD = 6
