@@ -36,6 +36,7 @@ import numpy as np
 
 from lazyk import runtime
 from lazyk.array import array
+from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import nest_layout
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
@@ -450,7 +451,7 @@ def _fused_rows(expr, names, leaves, reduce_arg):
         out, valid = np.empty(len(lengths), acc), np.empty(len(lengths), np.uint8)
         kernel.run_rows(lengths, rowptrs, rowstrides, moffs, out, valid, 0, step.consts)
         for rec in _recorders:
-            rec.append((kernel, len(lengths), 0, moffs))
+            rec.append((kernel, len(lengths), 0, moffs))  # (a nest records ("nest", ...))
         return struct, (out, valid.view(bool), any(masked), skipna, step.mean, order)
     # one kernel call per group of folded rows (one call when every outer axis folds)
     nres = [1 if order == "all" else w for w in widths]
@@ -553,8 +554,14 @@ def explain(expr) -> str:
         result = evaluate(e)
     finally:
         _recorders.remove(record)
-    out = [f"== ragged expression: {e.type} -> {result.type}",
-           f"== segmented kernels: {len(record)} (elementwise body and reduction fused)"]
+    nests = [r[1:] for r in record if r[0] == "nest"]
+    record = [r for r in record if r[0] != "nest"]
+    out = [f"== ragged expression: {e.type} -> {result.type}"]
+    if nests:
+        out.append(_explain_nests(nests))
+    if record or not nests:
+        out.append(f"== segmented kernels: {len(record)} (elementwise body and reduction "
+                   "fused)")
     for k, (kern, nrows, ncols, moffs) in enumerate(record):
         out.append(f"== kernel {k + 1}: order {kern.order!r} (row: one result per row; col: "
                    "per position over the outer axes; all: one), skipna "
@@ -697,10 +704,6 @@ def _nest(expr):
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
-    if reduce_arg is not None and _old_form(leaves):
-        # fixed dims + one trailing var dim: the segmented row kernel reduces these (one
-        # fused kernel, shown by explain())
-        return None
     if leaves and not _branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
     if got is None and not _old_form(leaves):
@@ -776,13 +779,15 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
             w[lay["lens"] + 2 * k] = a.ctypes.data
         kern.run(w, step.consts, [(0, n0, 0, {k: 0 for k in res_var if k <= s})],
                  (keep, lens, scratch), labels)
+        for rec in _recorders:
+            rec.append(("nest", kern, 1))
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(lens, out=off[1:])
         offsets[s] = off
     xs_end = _positions(n0, levels, sizes, offsets, nlev if mode == "map" else nres) \
         if (nres or mode == "map") else []
     nvals = xs_end[-1] if xs_end else 1
-    out = np.empty(nvals, acc)
+    out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode == "reduce" else None
     words[3] = out.ctypes.data
@@ -794,6 +799,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean)
     parts = _nest_parts(levels, sizes, offsets, res_var, sel, sel_kinds, mode, nres, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays), labels)
+    for rec in _recorders:
+        rec.append(("nest", kern, len(parts)))
     dims = [("v" if levels[k] == "v" else sizes[k]) for k in range(nres)]
     if reduce_arg is not None:
         values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
@@ -911,3 +918,21 @@ def _nest_result(values, mask, dims, offsets, xs):
         elif k > var_at[0]:
             cur = regular(cur, int(dims[k]))
     return cur
+
+
+def _explain_nests(nests) -> str:
+    """explain() text of the loop-nest kernels that ran: levels, operands, IR."""
+    out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
+           "elementwise body and reduction fused)"]
+    for k, (kern, nparts) in enumerate(nests):
+        levels = " * ".join("var" if lv == "v" else "fixed" for lv in kern.levels)
+        out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "
+                   f"{nparts} part(s) over threads")
+        for j, kinds in enumerate(kern.kinds):
+            what = {"n": "stays (broadcast)", "f": "strided", "4": "var rows, int32 indices",
+                    "8": "var rows, int64 indices"}
+            out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
+                       ", ".join(what[c] for c in kinds))
+        out.append(format_spec(kern.spec))
+        out.append(f"== LLVM IR\n{kern.ir}")
+    return "\n".join(out)
