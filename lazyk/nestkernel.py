@@ -52,10 +52,11 @@ class NestKernel:
             pass
 
     def run(self, words: np.ndarray, params: bytes, parts: list, keep,
-            labels: list | None = None) -> None:
+            labels: list | None = None) -> list:
         """Run once per part. `words`: the kernel data words (see `nest_layout`) without the
         status address; `parts`: (lo, hi, first position, {level: first row}) per part.
-        `keep` holds every buffer the kernel reads or writes alive while it runs. Raises
+        `keep` holds every buffer the kernel reads or writes alive while it runs. Returns
+        each part's status words (mode "all" leaves its count in word 6). Raises
         ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
         check_params(self.spec, params)
         nlev = len(self.levels)
@@ -84,6 +85,7 @@ class NestKernel:
         for st in statuses:
             if st[0]:
                 raise _error(st, labels or list(range(len(self.kinds))))
+        return statuses
 
     def _call(self, kd, status, keep) -> None:
         # ctypes releases the GIL during the call: parts run on their own cores

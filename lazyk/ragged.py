@@ -726,9 +726,14 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
     if len(root.shape) != nlev:
         return None
     mode = "map" if reduce_arg is None else "reduce"
-    if mode == "reduce" and tuple(reduce_arg[1]) != (nlev - 1,):
+    if mode == "reduce" and tuple(reduce_arg[1]) == tuple(range(nlev)) and nlev > 1:
+        mode = "all"  # every axis: one partial fold per thread
+    elif mode == "reduce" and tuple(reduce_arg[1]) != (nlev - 1,):
         return None  # other axes: the row path (fixed dims + one var dim) or refused
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
+    if mode == "all":  # plan the fold of the last axis: the kernel folds every level
+        node = red_node.replace(srcs=(root,), arg=(reduce_arg[0], (nlev - 1,), False) +
+                                tuple(reduce_arg[3:]), shape=root.shape[:-1])
     node, by_name = canonical(node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is None) != (mode == "map"):
@@ -750,7 +755,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
-    nres = nlev - (mode == "reduce")
+    nres = 0 if mode == "all" else nlev - (mode == "reduce")
+    if mode == "all":
+        return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
+                         leaves, reduce_arg, red_node)
     res_var = [k for k in range(nres) if levels[k] == "v"]
     if any(levels[k] == "f" and sizes[k] == 0 for k in range(nres)
            if res_var and res_var[0] < k < res_var[-1]):
@@ -878,7 +886,7 @@ def _index_weight(sel, kinds, n0):
     return None
 
 
-def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool):
+def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
     """Values and present flags of a reduction (the rules of the row path)."""
     valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     op = reduce_arg[0]
@@ -889,8 +897,8 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool):
         values, valid = _seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
     if not any_mask:
         if extremum and not valid.all():
-            raise ValueError(f"zero-size row {int(np.argmin(valid))} in reduction {op}, "
-                             "which has no identity")
+            where = "array" if whole else f"row {int(np.argmin(valid))}"
+            raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
         return values, None
     if skipna:
         return values, (valid if (extremum and not seeded) or op == "mean" else None)
@@ -936,3 +944,43 @@ def _explain_nests(nests) -> str:
         out.append(format_spec(kern.spec))
         out.append(f"== LLVM IR\n{kern.ir}")
     return "\n".join(out)
+
+
+_FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
+         "max": np.maximum, "any": np.logical_or, "all": np.logical_and}
+
+
+def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
+              reduce_arg, red_node):
+    """A reduction over every axis: each part folds its level-0 rows into one partial
+    result; the partials combine here (the rules of the row path for the total)."""
+    words, _ = _nest_words(levels, sizes, sel, kinds)
+    n0 = sizes[0] if levels[0] == "f" else 1
+    bounds = [0, n0]
+    if levels[0] == "f":
+        before = _index_weight(sel, kinds, n0)
+        if before is not None:
+            bounds = nest_split(n0, before(n0), before)
+    acc = np.dtype(spec.outputs[0][1])
+    out, flags = np.empty(len(bounds) - 1, acc), np.zeros(len(bounds) - 1, np.uint8)
+    words[3], words[4] = out.ctypes.data, flags.ctypes.data
+    kern = nest_kernel(spec, levels, kinds, maskd, "all", "fill", skipna, step.mean)
+    parts = [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
+    for rec in _recorders:
+        rec.append(("nest", kern, len(parts)))
+    op = reduce_arg[0]
+    count = sum(int(st[6]) for st in statuses)
+    bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
+    with np.errstate(all="ignore"):
+        value = _FOLD[op].reduce(out).astype(acc)
+        valid = not bad if any(maskd) and not skipna else True
+        if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
+            valid = valid and count > 0
+        if step.mean:
+            value = (value / count).astype(acc)
+    values, mask = _nest_reduced(np.array([value], acc),
+                                 np.array([int(valid) | (int(seen) << 1)], np.uint8),
+                                 reduce_arg, any(maskd), skipna, whole=True)
+    dims = [1] * len(levels) if reduce_arg[2] else []
+    return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])

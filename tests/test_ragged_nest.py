@@ -84,6 +84,27 @@ def test_reduce_last_axis(arr, op, skipna, keepdims):
     check(got, ref)
 
 
+@settings(max_examples=60, deadline=None)
+@given(ragged(layouts=NEST, dtypes=("float64", "int64", "bool"), option_rows=False),
+       st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean"]),
+       st.booleans(), st.booleans())
+def test_reduce_every_axis(arr, op, skipna, keepdims):
+    t, data = arr
+    a, ra = both(t, data)
+    kw = {"skipna": True} if skipna else {}
+    try:
+        ref = R.reduce(op, ra, axis=None, keepdims=keepdims, skipna=skipna)
+    except ValueError as e:
+        assert "zero-size" in str(e)
+        with pytest.raises(ValueError, match="zero-size"):
+            getattr(a, op)(keepdims=keepdims, **kw).eval()
+        return
+    got = getattr(a, op)(keepdims=keepdims, **kw).eval()
+    if not isinstance(got, lazyk.Array):
+        got = lazyk.array(got)
+    check(got, ref)
+
+
 @settings(max_examples=30, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64",), options=False))
 def test_minmax_initial(arr):

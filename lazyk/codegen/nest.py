@@ -12,7 +12,8 @@ value's address + mask_offset.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
-(identity, skipna, mean and valid flags as `codegen.segmented`). Passes: "count" walks the
+(identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
+into one partial result per part (`_partial`: the caller combines the parts). Passes: "count" walks the
 levels down to the deepest var level of the result and writes each result row's length
 (in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
 those arrays (so no write leaves the result) and writes the values.
@@ -78,7 +79,7 @@ class _NestGen(KernelGen):
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
         # result levels: every level for "map", all but the folded last one for "reduce"
-        self.nres = self.nlev - (mode == "reduce")
+        self.nres = 0 if mode == "all" else self.nlev - (mode == "reduce")
         # "count<s>" counts the rows of result var level s (and of those above it)
         self.counting = npass.startswith("count")
         self.deepest = int(npass[5:]) if self.counting else -1
@@ -125,13 +126,17 @@ class _NestGen(KernelGen):
                            [word(base + i) for i in range(OP_WORDS)])
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
-        if self.mode == "reduce":
+        self.em = Emitter(b, self.target)
+        if self.mode != "map":
             self.acc = self._acc_alloca(b)
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
-        self.em = Emitter(b, self.target)
+        if self.mode == "all":
+            self._reset()
         self._level(0, list(self.ptr), [])
+        if self.mode == "all":
+            self._partial(b.load(self.pos))
         b.ret_void()
         b.position_at_end(self.fail)
         b.ret_void()
@@ -244,7 +249,7 @@ class _NestGen(KernelGen):
 
         def element(i, addr):
             masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
-            if self.mode == "reduce":
+            if self.mode != "map":
                 self._fold(addr, masks)
             else:
                 self._write(addr, masks, b.add(pos0, b.sub(i, lo)))
@@ -275,7 +280,7 @@ class _NestGen(KernelGen):
         if self.mode == "reduce":
             self._finish(pos0, n)
             b.store(b.add(pos0, c(1)), self.pos)
-        else:
+        elif self.mode == "map":
             b.store(b.add(pos0, n), self.pos)
 
     def _present(self, masks):
@@ -329,6 +334,20 @@ class _NestGen(KernelGen):
             with otherwise:
                 b.store(ir.Constant(I1, 1), self.bad)
 
+    def _partial(self, at):
+        """Mode "all": this part's raw fold at `at`, flags (bit 0 a missing value was seen,
+        bit 1 anything was seen) and the count of folded values in status word 6."""
+        b, c = self.b, self.c
+        dt = self.out_dts[0]
+        cnt = b.load(self.count)
+        bad = b.load(self.bad)
+        store_value(b, self._acc_load(b, self.acc), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
+                    dt)
+        seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
+        flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
+        b.store(flags, b.gep(self.outm, [at]), align=1)
+        b.store(cnt, b.gep(self.status, [c(6)]))
+
     def _finish(self, at, n):
         """Store the result and its flags: bit 0 valid, bit 1 the row had elements."""
         b, c = self.b, self.c
@@ -357,7 +376,7 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     kinds: per input, per level 'n' (stays), 'f' (strided) or '4' / '8' (var, index width);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset).
     """
-    if mode == "reduce" and spec.reduce is None:
+    if mode in ("reduce", "all") and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mode == "map" and spec.reduce is not None:
         raise ops.NotSupportedError("an elementwise nest has no reduction")
