@@ -105,8 +105,11 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         if st[5] >= 0:
             return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
                               f"operand {labels[j]} has length {st[3]}")
-        return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the result "
-                          f"dim has {st[4]}")
+        return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
+                          f"has length {st[4]}")
+    if code == 4:
+        return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
+                          f"together (operand {labels[j]})")
     return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
 
 

@@ -1,5 +1,16 @@
 """Expressions over ragged (`var`) and missing-value (`?T`) arrays.
 
+Most expressions run in one generated loop nest that follows the result type
+(`codegen.nest`, `lazyk.nestkernel`): fixed and var dims in any order and at any depth
+(`var * var * T`, `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`, elementwise
+work with the broadcasting rules below, and reductions over the last axis, over one
+other axis (rows below it fold element by element, length-1 rows stretching) or over
+every axis. Rows are read in place from the arrmeta and checked inside the kernel (a bad
+row raises, naming it); ragged results are written by the kernel after a cheap pass that
+counts their row lengths. What the nest does not take (several but not all axes, `where`
+over missing values, stepping views, `?var` rows) runs on the row path described next,
+which handles fixed dims with at most one trailing var dim.
+
 A shape step first lines every operand up with the result: it broadcasts rows (a
 length-1 row broadcasts, equal lengths pair up, anything else is a ShapeError naming
 the row and both lengths).
@@ -726,14 +737,14 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
     if len(root.shape) != nlev:
         return None
     mode = "map" if reduce_arg is None else "reduce"
-    if mode == "reduce" and tuple(reduce_arg[1]) == tuple(range(nlev)) and nlev > 1:
+    axes = () if reduce_arg is None else tuple(reduce_arg[1])
+    if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
         mode = "all"  # every axis: one partial fold per thread
-    elif mode == "reduce" and tuple(reduce_arg[1]) != (nlev - 1,):
-        return None  # other axes: the row path (fixed dims + one var dim) or refused
+    elif mode == "reduce" and len(axes) == 1 and axes[0] < nlev - 1:
+        mode = f"fold{axes[0]}"  # a middle axis: rows below it fold element by element
+    elif mode == "reduce" and axes != (nlev - 1,):
+        return None  # several axes: the row path (fixed dims + one var dim) or refused
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    if mode == "all":  # plan the fold of the last axis: the kernel folds every level
-        node = red_node.replace(srcs=(root,), arg=(reduce_arg[0], (nlev - 1,), False) +
-                                tuple(reduce_arg[3:]), shape=root.shape[:-1])
     node, by_name = canonical(node, dict(zip(names, range(len(names)))))
     prog = plan(_rows_graph(node))
     if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is None) != (mode == "map"):
@@ -755,69 +766,73 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
-    nres = 0 if mode == "all" else nlev - (mode == "reduce")
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node)
-    res_var = [k for k in range(nres) if levels[k] == "v"]
-    if any(levels[k] == "f" and sizes[k] == 0 for k in range(nres)
-           if res_var and res_var[0] < k < res_var[-1]):
+    # the result's levels (their level numbers in the nest), their kinds and sizes
+    res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
+        mode == "reduce" else [k for k in range(nlev) if k != axes[0]]
+    nres = len(res)
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    rvar = [p for p in range(nres) if rl[p] == "v"]
+    if any(rl[p] == "f" and rs[p] == 0 for p in range(nres) if rvar and rvar[0] < p < rvar[-1]):
         return None
-    # kernel data words (codegen.nest.nest_layout)
-    from_nest = _nest_words(levels, sizes, sel, sel_kinds)
-    words, lay = from_nest
+    words, lay = _nest_words(levels, sizes, sel, sel_kinds)
     n0 = sizes[0] if levels[0] == "f" else 1
-    offsets: dict = {}
+    r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
+    offsets: dict = {}  # result level -> offsets of its rows
     keep = [leaves]
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
-    for s in res_var:
-        nrows = _positions(n0, levels, sizes, offsets, s)[-1] if s else 1
+    for p in rvar:
+        nrows = _positions(r_end, rl, rs, offsets, p)[-1] if p else 1
         lens = np.empty(nrows, np.int64)
         w = words.copy()
-        for k in res_var:
-            if k <= s:
-                w[lay["lens"] + 2 * k] = (lens if k == s else offsets[k]).ctypes.data
-        counted = {k: offsets[k] for k in res_var if k < s}
-        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{s}", skipna,
-                           step.mean)
         # earlier levels are written again with the same lengths: give them scratch copies
-        scratch = {k: np.empty(len(counted[k]) - 1, np.int64) for k in counted}
-        for k, a in scratch.items():
-            w[lay["lens"] + 2 * k] = a.ctypes.data
-        kern.run(w, step.consts, [(0, n0, 0, {k: 0 for k in res_var if k <= s})],
+        scratch = {q: np.empty(len(offsets[q]) - 1, np.int64) for q in rvar if q < p}
+        for q in rvar:
+            if q <= p:
+                w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{res[p]}", skipna,
+                           step.mean)
+        kern.run(w, step.consts, [(0, n0, 0, {res[q]: 0 for q in rvar if q <= p})],
                  (keep, lens, scratch), labels)
         for rec in _recorders:
             rec.append(("nest", kern, 1))
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(lens, out=off[1:])
-        offsets[s] = off
-    xs_end = _positions(n0, levels, sizes, offsets, nlev if mode == "map" else nres) \
-        if (nres or mode == "map") else []
+        offsets[p] = off
+    xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
-    flags = np.empty(nvals, np.uint8) if option or mode == "reduce" else None
+    flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
     words[3] = out.ctypes.data
     words[4] = 0 if flags is None else flags.ctypes.data
     lens_arrays = {}
-    for k in res_var:
-        lens_arrays[k] = np.diff(offsets[k])
-        words[lay["lens"] + 2 * k] = lens_arrays[k].ctypes.data
+    for p in rvar:
+        lens_arrays[p] = np.diff(offsets[p])
+        words[lay["lens"] + 2 * res[p]] = lens_arrays[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean)
-    parts = _nest_parts(levels, sizes, offsets, res_var, sel, sel_kinds, mode, nres, n0)
+    if mode.startswith("fold"):
+        parts = [(0, n0, 0, {res[p]: 0 for p in rvar})]
+    else:  # result levels are the nest's first levels here
+        parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, nres, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays), labels)
     for rec in _recorders:
         rec.append(("nest", kern, len(parts)))
-    dims = [("v" if levels[k] == "v" else sizes[k]) for k in range(nres)]
-    if reduce_arg is not None:
-        values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
-        if reduce_arg[2]:
-            dims.append(1)
-        return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
-                            xs_end)
-    mask = flags.view(bool) if option else None
-    return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end)
+    dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    if reduce_arg is None:
+        mask = flags.view(bool) if option else None
+        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end)
+    values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
+    if reduce_arg[2] and mode == "reduce":
+        dims.append(1)
+    got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
+                       xs_end)
+    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
+        got = got[(slice(None),) * axes[0] + (None,)]
+    return got
 
 
 def _nest_words(levels, sizes, sel, kinds):

@@ -13,7 +13,10 @@ value's address + mask_offset.
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
 (identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
-into one partial result per part (`_partial`: the caller combines the parts). Passes: "count" walks the
+into one partial result per part (`_partial`: the caller combines the parts); "fold<a>"
+folds level a (not the last): for every result element below it, the elements at each
+index of level a fold together, rows of length 1 stretching (the result row lengths below
+level a come from the count pass, which pairs the rows of every index of level a). Passes: "count" walks the
 levels down to the deepest var level of the result and writes each result row's length
 (in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
 those arrays (so no write leaves the result) and writes the values.
@@ -30,7 +33,8 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
 
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
 length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
-the operand that set it or -1 for a fixed level) or 3 (a
+the operand that set it or -1 for a fixed level), 4 (rows folded together over a middle
+level differ: words 3, 4 the two lengths) or 3 (a
 row length differs from the count pass); word 1 the level, word 2 the operand, words
 8 + k the index at each level down to the failing row. Accumulators live on the stack: no
 allocation, no shared state: thread-safe.
@@ -79,11 +83,15 @@ class _NestGen(KernelGen):
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
         # result levels: every level for "map", all but the folded last one for "reduce"
-        self.nres = 0 if mode == "all" else self.nlev - (mode == "reduce")
+        # "fold<a>": reduce over level a < nlev - 1 (rows below fold element by element)
+        self.axis = int(mode[4:]) if mode.startswith("fold") else -1
+        self.res = [] if mode == "all" else list(range(self.nlev - 1)) if mode == "reduce" \
+            else [k for k in range(self.nlev) if k != self.axis]
+        self.nres = len(self.res)
         # "count<s>" counts the rows of result var level s (and of those above it)
         self.counting = npass.startswith("count")
         self.deepest = int(npass[5:]) if self.counting else -1
-        if self.counting and (self.deepest >= self.nres or levels[self.deepest] != "v"):
+        if self.counting and (self.deepest not in self.res or levels[self.deepest] != "v"):
             raise ops.NotSupportedError(f"no var result level to count in {npass!r}")
 
     def build(self) -> ir.Module:
@@ -106,7 +114,7 @@ class _NestGen(KernelGen):
         self.lens, self.cnt = {}, {}
         with b.goto_entry_block():
             self.pos = b.alloca(I64, name="pos")
-            for k in range(self.nres):
+            for k in self.res:
                 if self.levels[k] == "v":
                     self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
         b.store(word(5), self.pos)
@@ -132,6 +140,7 @@ class _NestGen(KernelGen):
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
+                self.flen = b.alloca(I64, name="flen")
         if self.mode == "all":
             self._reset()
         self._level(0, list(self.ptr), [])
@@ -213,6 +222,9 @@ class _NestGen(KernelGen):
     def _level(self, k, ptrs, path):
         b, c = self.b, self.c
         bases, steps, n = self._rows(k, ptrs, path)
+        if k == self.axis:
+            self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [])
+            return
         if k in self.cnt:
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
@@ -235,6 +247,102 @@ class _NestGen(KernelGen):
             self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
                         path + [i])
         for_loop(b, count, child, name=f"l{k}")
+
+    # ------------------------------------------------------------ folds over a middle level
+    def _descend(self, j, p, m, qs, ns, path):
+        """Operand j's address at level m + len(qs) from its address p at level m, along
+        result indices qs of result lengths ns (a row of length 1 stretches)."""
+        b, c = self.b, self.c
+        for q, n in zip(qs, ns):
+            kind, f = self.kinds[j][m], self.f[j][m]
+            if kind == "f":
+                p = b.gep(p, [b.mul(q, f[0])])
+            elif kind != "n":
+                ln, base, stride = self._row(j, m, p, path)
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                self._check(ok, 4, m, path, j, ln, n, c(-1))
+                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
+                p = b.gep(base, [b.mul(q, stride)])
+            m += 1
+        return p
+
+    def _row(self, j, m, p, path):
+        """Operand j's var row at level m whose start index is at p: (length, element-0
+        address, stride), its indices checked."""
+        b, c = self.b, self.c
+        delta, content, istride, stride, length = self.f[j][m]
+        w = int(self.kinds[j][m])
+        start = self._index(p, w)
+        stop = self._index(b.gep(p, [delta]), w)
+        ok = b.and_(b.icmp_signed(">=", start, c(0)),
+                    b.and_(b.icmp_signed("<=", start, stop), b.icmp_signed("<=", stop, length)))
+        self._check(ok, 1, m, path, j, start, stop, length)
+        return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
+            stride
+
+    def _fold_len(self, m, top, qs, ns, path):
+        """The result length at level m: the rows there, one per element i of the folded
+        level, pair up (one length, rows of length 1 stretching; nothing folded: 0)."""
+        b, c = self.b, self.c
+        bases, steps, na = top
+        b.store(c(1), self.flen)
+
+        def each(i):
+            n = b.load(self.flen)
+            at = path[:]
+            at[self.axis] = i
+            for j in range(self.nin):
+                if self.kinds[j][m] in ("n", "f"):
+                    continue
+                p = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                  qs, ns, at)
+                ln = self._row(j, m, p, at)[0]
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                           b.icmp_signed("==", ln, n))
+                self._check(ok, 4, m, at, j, ln, n, c(-1))
+                n = b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+            b.store(n, self.flen)
+        for_loop(b, na, each, name=f"fl{m}")
+        return b.select(b.icmp_signed("==", na, c(0)), c(0), b.load(self.flen))
+
+    def _fold_level(self, m, top, path, qs, ns):
+        """Result level m below the folded level (qs, ns: indices and lengths so far)."""
+        b, c = self.b, self.c
+        if m == self.nlev:
+            self._fold_leaf(top, path, qs, ns)
+            return
+        if self.levels[m] == "f":
+            n = self.sizes[m]
+        else:
+            slot = b.load(self.cnt[m])
+            at = b.gep(self.lens[m], [slot])
+            if self.counting:
+                n = self._fold_len(m, top, qs, ns, path)
+                b.store(n, at)
+            else:
+                n = b.load(at)  # our own count: every write stays inside the result
+            b.store(b.add(slot, c(1)), self.cnt[m])
+            if self.counting and m == self.deepest:
+                return
+        for_loop(b, n, lambda q: self._fold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
+                 name=f"f{m}")
+
+    def _fold_leaf(self, top, path, qs, ns):
+        b, c = self.b, self.c
+        bases, steps, na = top
+        self._reset()
+        pos = b.load(self.pos)
+
+        def each(i):
+            at = path[:]
+            at[self.axis] = i
+            addr = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                  qs, ns, at) for j in range(self.nin)]
+            self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
+                              if self.masked[j]])
+        for_loop(b, na, each, name="fi")
+        self._finish(pos, na)
+        b.store(b.add(pos, c(1)), self.pos)
 
     # ------------------------------------------------------------ innermost level
     def _inner(self, k, bases, steps, n, path):
@@ -376,7 +484,7 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     kinds: per input, per level 'n' (stays), 'f' (strided) or '4' / '8' (var, index width);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset).
     """
-    if mode in ("reduce", "all") and spec.reduce is None:
+    if mode != "map" and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mode == "map" and spec.reduce is not None:
         raise ops.NotSupportedError("an elementwise nest has no reduction")
