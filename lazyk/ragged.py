@@ -52,6 +52,7 @@ from lazyk.codegen.nest import nest_layout
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import build_rows, masked, offsets_array, regular
 from lazyk.leaves import describe_ragged as describe
@@ -715,6 +716,9 @@ def _nest(expr):
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
+    if reduce_arg is not None and len(reduce_arg[1]) > 1 and not _old_form(leaves) and \
+            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape):
+        return _nest_axes(Expr(root, expr.env), reduce_arg, red_node.dtype)
     if leaves and not _branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
     if got is None and not _old_form(leaves):
@@ -999,3 +1003,19 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
                                  reduce_arg, any(maskd), skipna, whole=True)
     dims = [1] * len(levels) if reduce_arg[2] else []
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
+
+
+# Reductions whose fold over several axes is the fold over each axis in turn, exactly
+# (an identity for empty folds, no division): innermost axis first, as the rules say.
+_COMPOSE = ("sum", "prod", "any", "all")
+
+
+def _nest_axes(e, reduce_arg, dtype):
+    """A reduction over several (not all) axes of a nest: one axis at a time, the highest
+    first, so the lower axes keep their numbers."""
+    op, axes, keep = reduce_arg[:3]
+    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
+    for a in sorted(axes, reverse=True):
+        e = as_expr(expr_reduce(op, e, axis=a, keepdims=keep, skipna=skipna,
+                                dtype=dtype).eval())
+    return e.eval()
