@@ -889,7 +889,8 @@ def _index_weight(sel, kinds, n0):
     """Content before level-0 row r of the first var operand at level 1 (its start index;
     a bad index only unbalances the split: the kernel checks every row)."""
     for o, kind in zip(sel, kinds):
-        if kind[0] == "f" and kind[1] in ("4", "8"):
+        # (an operand of its own level-0 size: a broadcast one has fewer index entries)
+        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
             width, (delta, *_) = o.dims[1][1], o.dims[1][2]
             stride = o.dims[0][2]
             dt = np.dtype(np.int32 if width == 4 else np.int64)

@@ -262,6 +262,19 @@ def test_thread_split_same_result(monkeypatch):
     assert all(same(a, b) for a, b in zip(out[1], out[2]))
 
 
+def test_thread_split_with_a_broadcast_outer_dim(monkeypatch):
+    monkeypatch.setattr(nestkernel, "MIN_PART", 4)
+    old = lazyk.get_num_threads()
+    lazyk.set_num_threads(2)
+    try:
+        x = lazyk.from_offsets(np.array([0, 3]), np.arange(3.0))       # 1 * var: broadcasts
+        y = lazyk.from_offsets(np.arange(0, 3001, 3), np.ones(3000))   # 1000 * var
+        assert (x + y).sum(axis=-1).eval().to_list() == [6.0] * 1000
+        assert (y * x).eval().to_list() == [[0.0, 1.0, 2.0]] * 1000
+    finally:
+        lazyk.set_num_threads(old)
+
+
 def test_several_axes_refused_clearly():
     a = lazyk.array([[[1., 2.], [3.]], [[4.]]], type="2 * var * var * float64")
     assert a.sum(axis=1).eval().to_list() == [[4.0, 5.0], [4.0]]  # [3] stretches
