@@ -30,13 +30,14 @@ class NestKernel:
     """JIT code of one loop nest (see `codegen.nest`)."""
 
     def __init__(self, key: tuple):
-        spec, levels, kinds, masked, mode, npass, skipna, mean = key
+        spec, levels, kinds, masked, mode, npass, skipna, mean, where_masks = key
         self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
         self.masked, self.mode, self.npass = masked, mode, npass
         self.lay = nest_layout(len(levels), len(kinds))
         names = (f"{_NAME}_run",)
         self.jit = JITModule(lambda: str(generate_nest(
-            spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME)), names)
+            spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
+            where_masks=where_masks)), names)
         self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.jit.addresses[names[0]])
 
     @property
@@ -114,10 +115,11 @@ def _error(st: np.ndarray, labels: list) -> Exception:
 
 
 def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npass: str,
-                skipna: bool = False, mean: bool = False) -> NestKernel:
+                skipna: bool = False, mean: bool = False,
+                where_masks: bool = False) -> NestKernel:
     """The compiled nest kernel for these keys (cached; never keyed on sizes)."""
     key = (spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked), mode, npass,
-           bool(skipna), bool(mean))
+           bool(skipna), bool(mean), bool(where_masks))
     with _lock:
         k = _cache.get(key)
         if k is not None:

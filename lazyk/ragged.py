@@ -7,9 +7,9 @@ work with the broadcasting rules below, and reductions over the last axis, over 
 other axis (rows below it fold element by element, length-1 rows stretching) or over
 every axis. Rows are read in place from the arrmeta and checked inside the kernel (a bad
 row raises, naming it); ragged results are written by the kernel after a cheap pass that
-counts their row lengths. What the nest does not take (several but not all axes, `where`
-over missing values, stepping views, `?var` rows) runs on the row path described next,
-which handles fixed dims with at most one trailing var dim.
+counts their row lengths. What the nest does not take (several but not all axes, except
+sum / prod / any / all over the last few; stepping views; `?var` rows) runs on the row
+path described next, which handles fixed dims with at most one trailing var dim.
 
 A shape step first lines every operand up with the result: it broadcasts rows (a
 length-1 row broadcasts, equal lengths pair up, anything else is a ShapeError naming
@@ -717,22 +717,32 @@ def _nest(expr):
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
     if reduce_arg is not None and len(reduce_arg[1]) > 1 and not _old_form(leaves) and \
-            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape):
+            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape) and \
+            tuple(reduce_arg[1]) == tuple(range(len(root.shape) - len(reduce_arg[1]),
+                                                len(root.shape))):
         return _nest_axes(Expr(root, expr.env), reduce_arg, red_node.dtype)
     if leaves and not _branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
+    elif leaves:
+        # where() takes the missing state of the branch it selects: the elementwise part
+        # runs first (its mask follows the body), then the reduction of its result
+        got = _nest_run(root, root, None, names, leaves, where_masks=True)
+        if got is not None and reduce_arg is not None:
+            inner = as_expr(got)
+            got = _nest(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
     if got is None and not _old_form(leaves):
         types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        raise NotSupportedError(f"{what} of {types}: var dims above the last one run "
-                                "elementwise work and reductions over the last axis only "
-                                "(where() over missing values is not supported there)")
+        raise NotSupportedError(f"{what} of {types}: with var dims above the last one, "
+                                "reductions run over one axis, all axes, or (sum, prod, "
+                                "any, all) the last few axes (and ?var rows are not "
+                                "supported there)")
     return got
 
 
-def _nest_run(root, red_node, reduce_arg, names, leaves):
+def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     ops_ = [_nest_operand(v) for v in leaves]
     if any(o is None for o in ops_) or not any(o.dims for o in ops_):
         return None
@@ -817,7 +827,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves):
     for p in rvar:
         lens_arrays[p] = np.diff(offsets[p])
         words[lay["lens"] + 2 * res[p]] = lens_arrays[p].ctypes.data
-    kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean)
+    kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
+                       where_masks and any(maskd))
     if mode.startswith("fold"):
         parts = [(0, n0, 0, {res[p]: 0 for p in rvar})]
     else:  # result levels are the nest's first levels here
@@ -1006,14 +1017,16 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
 
 
-# Reductions whose fold over several axes is the fold over each axis in turn, exactly
-# (an identity for empty folds, no division): innermost axis first, as the rules say.
+# Reductions whose fold over the last few axes is the fold over each last axis in turn,
+# exactly (an identity for empty folds, no division). Over other axes a middle fold of
+# nothing would become an empty row, which then folds as a row of length 0 instead of as
+# nothing: those stay refused.
 _COMPOSE = ("sum", "prod", "any", "all")
 
 
 def _nest_axes(e, reduce_arg, dtype):
-    """A reduction over several (not all) axes of a nest: one axis at a time, the highest
-    first, so the lower axes keep their numbers."""
+    """A reduction over the last few (not all) axes of a nest: one axis at a time, the
+    highest first, each the last axis of what is left."""
     op, axes, keep = reduce_arg[:3]
     skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
     for a in sorted(axes, reverse=True):

@@ -41,6 +41,7 @@ allocation, no shared state: thread-safe.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -75,10 +76,12 @@ def nest_layout(nlev: int, nin: int) -> dict:
 
 class _NestGen(KernelGen):
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str,
-                 npass: str, skipna: bool, mean: bool, name: str, target: Any):
+                 npass: str, skipna: bool, mean: bool, name: str, target: Any,
+                 where_masks: bool = False):
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
+        self.where_masks = where_masks
         self.nlev = len(levels)
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
@@ -410,6 +413,11 @@ class _NestGen(KernelGen):
         if not masks:
             store_value(b, self._values(addr)[0], dst, dt)
             return
+        if self.where_masks:  # values of every element; the mask follows the body
+            value, ok = self._values_and_present(addr)
+            b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+            store_value(b, value, dst, dt)
+            return
         ok = self._present(masks)
         b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
         with b.if_else(ok) as (then, otherwise):
@@ -417,6 +425,37 @@ class _NestGen(KernelGen):
                 store_value(b, self._values(addr)[0], dst, dt)
             with otherwise:
                 store_value(b, self.em.const(dt, 0), dst, dt)
+
+    def _values_and_present(self, addr):
+        """The output value and whether it is present: missing in, missing out, except
+        that `where(c, x, y)` is missing where c is, else where the branch it takes is
+        (a constant c takes every mask). Missing inputs are computed with as they are
+        (their bytes are numbers; integer division never traps)."""
+        b, spec = self.b, self.spec
+        conds = [ins.args[0] for ins in spec.body if ins.op == "where"]
+        ext = replace(spec, outputs=tuple(spec.outputs) +
+                      tuple((i, np.dtype(bool)) for i in conds))
+        vals = [load_value(b, a, d, al) for a, d, al in zip(addr, spec.inputs, spec.aligned)]
+        got = emit_body(b, ext, vals, self.target, self._pv)
+        cond_value = dict(zip(conds, got[len(spec.outputs):]))
+        yes = ir.Constant(I1, 1)
+        pres: list = []
+        for ins in spec.body:
+            if ins.op == "load":
+                j = ins.attr
+                p = b.icmp_unsigned("!=", b.load(b.gep(addr[j], [self.moff[j]]), align=1),
+                                    ir.Constant(I8, 0)) if self.masked[j] else yes
+            elif ins.op in ("const", "param"):
+                p = yes
+            elif ins.op == "where" and spec.body[ins.args[0]].op not in ("const", "param"):
+                c, x, y = (pres[a] for a in ins.args)
+                p = b.and_(c, b.select(cond_value[ins.args[0]], x, y))
+            else:
+                p = yes
+                for a in ins.args:
+                    p = b.and_(p, pres[a])
+            pres.append(p)
+        return got[0], pres[spec.outputs[0][0]]
 
     def _reset(self):
         b = self.b
@@ -477,12 +516,15 @@ class _NestGen(KernelGen):
 
 def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str = "map",
                   npass: str = "fill", skipna: bool = False, mean: bool = False,
-                  name: str = "lazyk_nest", target: Any = None) -> ir.Module:
+                  name: str = "lazyk_nest", target: Any = None,
+                  where_masks: bool = False) -> ir.Module:
     """The module of one loop-nest kernel (see the module doc).
 
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
     kinds: per input, per level 'n' (stays), 'f' (strided) or '4' / '8' (var, index width);
-    masked: per input, whether it is `?T` (mask byte at value + mask_offset).
+    masked: per input, whether it is `?T` (mask byte at value + mask_offset);
+    where_masks: ("map") a `where` in the body takes the missing state of its condition
+    and of the branch it selects, not of all three.
     """
     if mode != "map" and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
@@ -493,4 +535,4 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
         raise ValueError("one kind per input and level")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
-                    target or CPUTarget()).build()
+                    target or CPUTarget(), where_masks).build()
