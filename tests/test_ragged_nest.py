@@ -332,3 +332,33 @@ def test_bad_offsets_raise_in_the_kernel(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["raised"] * 5, r.stdout
+
+
+FUZZ_OFFSETS = textwrap.dedent("""
+    import numpy as np, lazyk
+    rng = np.random.default_rng(7)
+    outcomes = {"ok": 0, "raised": 0}
+    for it in range(150):
+        outer = np.concatenate([[0], np.cumsum(rng.integers(0, 4, 6))])
+        inner = np.concatenate([[0], np.cumsum(rng.integers(0, 4, outer[-1]))])
+        inner = inner.astype(rng.choice([np.int32, np.int64]))
+        x = lazyk.from_offsets(outer, lazyk.from_offsets(inner, rng.standard_normal(inner[-1])))
+        y = lazyk.from_offsets(outer, lazyk.from_offsets(inner, np.ones(inner[-1])))
+        which = outer if rng.integers(2) else inner
+        which[rng.integers(len(which))] = rng.choice([-5, -1, 10 ** 9, 3, 2 ** 31 - 1])
+        for f in (lambda: x.sum(axis=-1), lambda: x * 2 + y, lambda: x.max(axis=1, initial=0),
+                  lambda: x.sum(), lambda: x.prod(axis=0), lambda: (x - y).mean(axis=-1)):
+            try:
+                f().eval()
+                outcomes["ok"] += 1
+            except ValueError:  # ArrayConstructionError, ShapeError
+                outcomes["raised"] += 1
+    print(outcomes["ok"] > 0 and outcomes["raised"] > 0, outcomes)
+""")
+
+
+def test_corrupted_offsets_raise_never_crash():
+    r = subprocess.run([sys.executable, "-c", FUZZ_OFFSETS], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("True"), r.stdout
