@@ -823,17 +823,15 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
     words[3] = out.ctypes.data
     words[4] = 0 if flags is None else flags.ctypes.data
-    lens_arrays = {}
-    for p in rvar:
-        lens_arrays[p] = np.diff(offsets[p])
-        words[lay["lens"] + 2 * res[p]] = lens_arrays[p].ctypes.data
+    for p in rvar:  # the fill pass checks every result row against these
+        words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
                        where_masks and any(maskd))
     if mode.startswith("fold"):
         parts = [(0, n0, 0, {res[p]: 0 for p in rvar})]
     else:  # result levels are the nest's first levels here
         parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, nres, n0)
-    kern.run(words, step.consts, parts, (keep, out, flags, lens_arrays), labels)
+    kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
     for rec in _recorders:
         rec.append(("nest", kern, len(parts)))
     dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]

@@ -26,7 +26,8 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
     0 status (address of int64[8 + nlev])   1 lo   2 hi  (level-0 range, a fixed level)
     3 out values   4 out valid bytes   5 first output position
     6 + k                  size of fixed result level k
-    6 + nlev + 2k, +1      var result level k: its lengths array, first row number
+    6 + nlev + 2k, +1      var result level k: its lengths array (count pass) or its
+                           offsets (fill pass), first row number
     6 + 3 nlev + j (2 + 5 nlev): operand j: address, mask_offset, then per level 5 words:
                            fixed: stride; var: stop_delta, content, index_stride, stride, length
     then the parameter slots (16 bytes each).
@@ -234,7 +235,7 @@ class _NestGen(KernelGen):
             if self.counting:
                 b.store(n, at)
             else:
-                want = b.load(at)
+                want = self._counted(slot, k)
                 self._check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
             b.store(b.add(slot, c(1)), self.cnt[k])
             if self.counting and k == self.deepest:
@@ -250,6 +251,13 @@ class _NestGen(KernelGen):
             self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
                         path + [i])
         for_loop(b, count, child, name=f"l{k}")
+
+    def _counted(self, slot, k):
+        """Fill pass: result row `slot` of var level k has offsets[slot + 1] - offsets[slot]
+        elements (the count pass's lengths, summed up: no separate lengths array)."""
+        b = self.b
+        lo = b.load(b.gep(self.lens[k], [slot]))
+        return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
     # ------------------------------------------------------------ folds over a middle level
     def _descend(self, j, p, m, qs, ns, path):
@@ -323,7 +331,7 @@ class _NestGen(KernelGen):
                 n = self._fold_len(m, top, qs, ns, path)
                 b.store(n, at)
             else:
-                n = b.load(at)  # our own count: every write stays inside the result
+                n = self._counted(slot, m)  # our own count: every write stays inside
             b.store(b.add(slot, c(1)), self.cnt[m])
             if self.counting and m == self.deepest:
                 return
