@@ -827,10 +827,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
                        where_masks and any(maskd))
-    if mode.startswith("fold"):
-        parts = [(0, n0, 0, {res[p]: 0 for p in rvar})]
-    else:  # result levels are the nest's first levels here
-        parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, nres, n0)
+    parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
     for rec in _recorders:
         rec.append(("nest", kern, len(parts)))
@@ -871,26 +868,25 @@ def _nest_words(levels, sizes, sel, kinds):
     return words, lay
 
 
-def _nest_parts(levels, sizes, offsets, res_var, sel, kinds, mode, nres, n0):
+def _nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
-    content (offsets are content prefix sums: a bisection, no pass over the rows)."""
-    last = len(levels) if mode == "map" else nres
-    if levels[0] != "f" or last == 0 or (mode == "reduce" and len(levels) < 2):
-        return [(0, n0, 0, {k: 0 for k in res_var})]
-    if mode == "reduce" and not res_var and len(levels) == 2:
+    content (offsets are content prefix sums: a bisection, no pass over the rows).
+    `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
+    nres = len(res)
+    if levels[0] != "f" or not nres or res[0] != 0 or (mode == "reduce" and len(levels) < 2):
+        return [(0, n0, 0, {res[p]: 0 for p in rvar})]  # level 0 is not split
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    before = None
+    if mode == "reduce" and not rvar and len(levels) == 2:
         before = _index_weight(sel, kinds, n0)  # one result per row: weigh by content
-    else:
-        def before(r):
-            return _positions(r, levels, sizes, offsets, last)[-1]
     if before is None:
         def before(r):
-            return r * 16
+            return _positions(r, rl, rs, offsets, nres)[-1]
     bounds = nest_split(n0, before(n0), before)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        xs = _positions(lo, levels, sizes, offsets, last)
-        first = {k: (xs[k - 1] if k else 0) for k in res_var}
-        parts.append((lo, hi, xs[-1] if mode == "map" or nres else 0, first))
+        xs = _positions(lo, rl, rs, offsets, nres)
+        parts.append((lo, hi, xs[-1], {res[p]: (xs[p - 1] if p else 0) for p in rvar}))
     return parts
 
 

@@ -267,6 +267,9 @@ def test_thread_split_same_result(monkeypatch):
     y = lazyk.from_offsets(off, rng.standard_normal(off[-1]))
     inner = lazyk.from_offsets(np.concatenate([[0], np.cumsum(rng.integers(0, 4, 300))]),
                                x)
+    outer = np.concatenate([[0], np.cumsum(rng.integers(0, 5, 400))])
+    eq = lazyk.from_offsets(outer, lazyk.from_offsets(np.arange(0, 3 * outer[-1] + 1, 3),
+                                                      rng.standard_normal(3 * outer[-1])))
     monkeypatch.setattr(nestkernel, "MIN_PART", 64)
     old = lazyk.get_num_threads()
     try:
@@ -275,7 +278,8 @@ def test_thread_split_same_result(monkeypatch):
             lazyk.set_num_threads(t)
             out[t] = [(x * 2 + y).sum(axis=-1).eval().to_list(),
                       (x - x.mean(axis=-1, keepdims=True)).eval().to_list(),
-                      (inner * 2).eval().to_list(), inner.max(axis=-1, initial=0).eval().to_list()]
+                      (inner * 2).eval().to_list(), inner.max(axis=-1, initial=0).eval().to_list(),
+                      eq.sum(axis=1).eval().to_list(), inner.sum().eval().to_list()]
     finally:
         lazyk.set_num_threads(old)
     assert all(same(a, b) for a, b in zip(out[1], out[2]))
