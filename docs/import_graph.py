@@ -34,7 +34,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
     ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
-                "lazyk.segkernel")),
+                "lazyk.segkernel", "lazyk.nestkernel")),
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval", "lazyk.textrows")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",

@@ -134,8 +134,10 @@ def is_ragged(value) -> bool:
 
 
 def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form; a
-    `?var` last dim (missing rows) is 'var' in the shape and counts as an option."""
+    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form: fixed
+    and var dims in any order over numeric `T` or `?T` (the evaluation step says which
+    forms and operations it runs); a `?var` last dim (missing rows) is 'var' in the shape
+    and counts as an option."""
     t = array.type
     dims = []
     rows_missing = False
@@ -148,9 +150,12 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
     option = isinstance(t, Option)
     if option:
         t = t.elem
-    if not isinstance(t, Scalar) or "var" in dims[:-1]:
-        raise NotSupportedError(f"expressions over {array.type}: only fixed dims with at most "
-                                "one trailing var or ?var dim over numeric T or ?T")
+    if rows_missing and "var" in dims[:-1]:
+        raise NotSupportedError(f"expressions over {array.type}: missing rows (?var) only as "
+                                "the last dim, under fixed dims")
+    if not isinstance(t, Scalar):
+        raise NotSupportedError(f"expressions over {array.type}: only fixed and var dims "
+                                "over numeric T or ?T")
     dt = t.to_numpy()
     if dt.kind not in "biufc":
         raise NotSupportedError(f"expressions over {array.type}: numeric element types only")

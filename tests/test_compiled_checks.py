@@ -63,7 +63,7 @@ def test_bind_refuses_multi_kernel_expressions():
 def test_ragged_expressions_explain_and_compile():
     x = lazyk.array([[1.0, 2.0], [3.0]])
     text = x.sum(axis=-1).explain()
-    assert "segmented kernels: 1" in text and "LLVM IR" in text
+    assert "loop-nest kernels: 1" in text and "LLVM IR" in text
     assert "ragged expression" in (lazyk.array([1.0, None]) + 1).explain()
     k = lazyk.compile(x * 2)  # the data leaf is a parameter of its type
     assert k.signature == "(_0: 2 * var * float64) -> 2 * var * float64"

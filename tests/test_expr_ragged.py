@@ -153,31 +153,31 @@ def _one_fused_kernel(monkeypatch):
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
-    from lazyk import kernel, segkernel
+    from lazyk import kernel, nestkernel
 
     _one_fused_kernel(monkeypatch)
-    segkernel._seg_cache.clear()
+    nestkernel._cache.clear()
     x = A([[1.0, 2.0, 3.0], [4.0], [], [5.0, 6.0]], "4 * var * float64")
     y = A([[1.0], [2.0, 3.0], [], [7.0]], "4 * var * float64")
     e = (x * 2 + y).sum(axis=-1)
     assert str(e.type) == "4 * float64"
-    before_seg, before_k = dict(segkernel.seg_stats), dict(kernel.stats)
+    before_seg, before_k = dict(nestkernel.nest_stats), dict(kernel.stats)
     r = e.eval()
     assert str(r.type) == "4 * float64"
     # row 0: y's length-1 row broadcasts; row 1: x's does; row 2 is empty
     assert r.to_list() == [3 + 5 + 7, 10 + 11, 0.0, 17 + 19]
-    assert segkernel.seg_stats["compiles"] == before_seg["compiles"] + 1
-    assert segkernel.seg_stats["runs"] == before_seg["runs"] + 1
+    assert nestkernel.nest_stats["compiles"] == before_seg["compiles"] + 1
+    assert nestkernel.nest_stats["runs"] == before_seg["runs"] + 1
     assert kernel.stats["compiles"] == before_k["compiles"]  # no separate elementwise kernel
     assert kernel.stats["hits"] == before_k["hits"]
     # new sizes, same kernel: no compile
     x2 = A([[1.0, 1.0], [2.0, 2.0, 2.0]], "2 * var * float64")
     y2 = A([[0.5], [1.0, 1.0, 1.0]], "2 * var * float64")
     assert (x2 * 2 + y2).sum(axis=-1).eval().to_list() == [5.0, 15.0]
-    assert segkernel.seg_stats["compiles"] == before_seg["compiles"] + 1
-    (k,) = segkernel._seg_cache.values()
+    assert nestkernel.nest_stats["compiles"] == before_seg["compiles"] + 1
+    (k,) = nestkernel._cache.values()
     ir = k.ir
-    assert "r.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
+    assert "l0.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
     assert "fmul" in ir and "fadd" in ir       # the elementwise body is in the same function
 
 
@@ -316,7 +316,7 @@ def test_segmented_kernel_is_thread_safe():
 def test_fused_rows_in_place_from_8_threads():
     import threading
 
-    from lazyk import segkernel
+    from lazyk import nestkernel
 
     rng = np.random.default_rng(1)
     jobs = []
@@ -326,7 +326,7 @@ def test_fused_rows_in_place_from_8_threads():
         jobs.append((A(rows, f"{len(rows)} * var * float64"),
                      A(ones, f"{len(rows)} * var * float64"), rows, t))
     (jobs[0][0] * 3 - jobs[0][1]).sum(axis=-1).eval()  # compile once
-    before = segkernel.seg_stats["compiles"]
+    before = nestkernel.nest_stats["compiles"]
     results, errors = {}, []
 
     def work(job):
@@ -342,7 +342,7 @@ def test_fused_rows_in_place_from_8_threads():
     for th in threads:
         th.join()
     assert not errors
-    assert segkernel.seg_stats["compiles"] == before  # one kernel for every size
+    assert nestkernel.nest_stats["compiles"] == before  # one kernel for every size
     for x, y, rows, t in jobs:
         want = [sum(v * 3 - t for v in r) for r in rows]
         np.testing.assert_allclose(results[t], want, rtol=1e-12, atol=1e-12)
@@ -361,15 +361,15 @@ def test_fused_rows_byte_swapped_unaligned_and_strided_numpy(monkeypatch):
 
 
 def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
-    from lazyk import segkernel
+    from lazyk import nestkernel
 
     _one_fused_kernel(monkeypatch)
     x = A([[1.0, 2.0], [3.0, 4.0], [5.0]], "3 * var * float64")  # row 2 broadcasts
     s = x.sum(axis=0)
     assert str(s.type) == "var * float64"
-    before = segkernel.seg_stats["runs"]
+    before = nestkernel.nest_stats["runs"]
     r = s.eval()
-    assert segkernel.seg_stats["runs"] == before + 1  # one kernel
+    assert nestkernel.nest_stats["runs"] == before + 2  # the result's length, then one kernel
     assert str(r.type) == "var * float64" and r.to_list() == [9.0, 11.0]
     k = x.sum(axis=0, keepdims=True).eval()
     assert str(k.type) == "1 * var * float64" and k.to_list() == [[9.0, 11.0]]
@@ -398,7 +398,7 @@ def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
     assert f.max(axis=0).eval().to_list() == [4, None, None]
     # rows that neither agree nor broadcast name the row and both lengths
     w = A([[1.0, 2.0], [3.0, 4.0, 5.0]], "2 * var * float64")
-    with pytest.raises(lazyk.ShapeError, match="row 0 has length 2, another has 3"):
+    with pytest.raises(lazyk.ShapeError, match="row 1: rows of length 2 and 3 do not fold"):
         w.sum(axis=0).eval()
     e = A([[], []], "2 * var * float64")
     assert e.sum(axis=0).eval().to_list() == []
@@ -463,13 +463,12 @@ def test_explain_shows_one_fused_segmented_kernel():
     x = A([[1.0, 2.0, 3.0], [4.0]], "2 * var * ?float64")
     y = A([[1.0], [2.0]], "2 * var * float64")
     text = ragged.explain((x * 2 + y).sum(axis=-1, skipna=True))
-    assert "segmented kernels: 1 (elementwise body and reduction fused)" in text
+    assert "loop-nest kernels: 1 (the loop nest follows the result type" in text
     assert "multiply" in text and "add" in text and "reduce: sum" in text
-    assert "order 'row'" in text
-    assert "masked [True, False]" in text or "masked [False, True]" in text  # x has options
-    assert "nrows            int64 = 2" in text
-    assert "== kernel 2" not in text
-    assert "segmented kernels: 1" in ragged.explain(x.mean(axis=0, skipna=True))
+    assert "reduce, pass 'fill', levels fixed * var" in text
+    assert "(?T): strided, var rows" in text  # x has options
+    assert "== nest 2" not in text
+    assert "fold0, pass 'fill'" in ragged.explain(x.mean(axis=0, skipna=True))
 
 
 def _ref_fold(op, vals, options, skipna):

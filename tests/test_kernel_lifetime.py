@@ -35,19 +35,19 @@ def _const_spec(c: float) -> KernelSpec:
 def test_clear_cache_and_evictions_while_threads_call():
     # Callers run compiled expressions (native guards, threaded records, fresh and out=),
     # lazyk.evaluate (runtime launch entries, prepared binds), explicit binds and ragged sums
-    # (segmented kernels) while another thread clears every cache and compiles distinct
-    # kernels into 3-entry (flat) and 1-entry (segmented) caches.
+    # (loop-nest kernels) while another thread clears every cache and compiles distinct
+    # kernels into 3-entry (flat) and 1-entry (loop-nest) caches.
     out = _run("""
         import threading, time
         import numpy as np, lazyk
         from lazyk import kernel, runtime
 
-        from lazyk import segkernel
+        from lazyk import nestkernel
 
         kernel.CACHE_SIZE = 3
         runtime._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
-        segkernel._SEG_CACHE_SIZE = 1
+        nestkernel._CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
         stop = time.time() + 3.0
         errors, calls = [], [0]
@@ -106,7 +106,7 @@ def test_clear_cache_and_evictions_while_threads_call():
             t.start()
         for t in ts:
             t.join()
-        print(len(errors), calls[0], kernel.stats["evictions"], segkernel.seg_stats["compiles"],
+        print(len(errors), calls[0], kernel.stats["evictions"], nestkernel.nest_stats["compiles"],
               errors[:2])
     """)
     nerr, ncalls, nevict, nseg = out.split()[:4]

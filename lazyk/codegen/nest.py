@@ -1,0 +1,546 @@
+"""Loop-nest kernels over ragged layouts: the loop nest follows the result type.
+
+One level per result dim, outermost first. A fixed level is a counted loop; every operand
+advances by its own byte stride there (kind 'f'), or not at all (kind 'n': the operand lacks
+the dim or has a fixed 1 there, so it broadcasts). At a var operand's level (kind '4' or
+'8', the index width) the operand's element is its row's start index (docs/layout.md): the
+kernel reads start and stop, checks `0 <= start <= stop <= length` (else it reports the row
+and returns: no address outside the content is ever formed), and pairs the rows: equal
+lengths, a length-1 row stretching, or a fixed result level of size n that every row must
+match (or be 1). Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
+value's address + mask_offset.
+
+Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
+nest order; "reduce" folds the last level into one value per element of the level above
+(identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
+into one partial result per part (`_partial`: the caller combines the parts); "fold<a>"
+folds level a (not the last): for every result element below it, the elements at each
+index of level a fold together, rows of length 1 stretching (the result row lengths below
+level a come from the count pass, which pairs the rows of every index of level a). Passes: "count" walks the
+levels down to the deepest var level of the result and writes each result row's length
+(in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
+those arrays (so no write leaves the result) and writes the values.
+
+Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
+
+    0 status (address of int64[8 + nlev])   1 lo   2 hi  (level-0 range, a fixed level)
+    3 out values   4 out valid bytes   5 first output position
+    6 + k                  size of fixed result level k
+    6 + nlev + 2k, +1      var result level k: its lengths array (count pass) or its
+                           offsets (fill pass), first row number
+    6 + 3 nlev + j (2 + 5 nlev): operand j: address, mask_offset, then per level 5 words:
+                           fixed: stride; var: stop_delta, content, index_stride, stride, length
+    then the parameter slots (16 bytes each).
+
+Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
+length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
+the operand that set it or -1 for a fixed level), 4 (rows folded together over a middle
+level differ: words 3, 4 the two lengths) or 3 (a
+row length differs from the count pass); word 1 the level, word 2 the operand, words
+8 + k the index at each level down to the failing row. Accumulators live on the stack: no
+allocation, no shared state: thread-safe.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+
+from lazyk import ops
+from lazyk.codegen.emit import (
+    I1,
+    I8,
+    I64,
+    P8,
+    CPUTarget,
+    Emitter,
+    emit_body,
+    lltype,
+    load_value,
+    store_value,
+)
+from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
+
+HEAD = 6
+OP_WORDS = 5
+
+
+def nest_layout(nlev: int, nin: int) -> dict:
+    """Word indices of the kernel data (see the module doc)."""
+    ops_at = HEAD + 3 * nlev
+    per_op = 2 + OP_WORDS * nlev
+    return {"sizes": HEAD, "lens": HEAD + nlev, "ops": ops_at, "per_op": per_op,
+            "params": 8 * (ops_at + nin * per_op)}
+
+
+class _NestGen(KernelGen):
+    def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str,
+                 npass: str, skipna: bool, mean: bool, name: str, target: Any,
+                 where_masks: bool = False):
+        super().__init__(spec, LayoutClass(1, ""), name, target)
+        self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
+        self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
+        self.where_masks = where_masks
+        self.nlev = len(levels)
+        self.lay = nest_layout(self.nlev, self.nin)
+        self.poff = self.lay["params"]
+        # result levels: every level for "map", all but the folded last one for "reduce"
+        # "fold<a>": reduce over level a < nlev - 1 (rows below fold element by element)
+        self.axis = int(mode[4:]) if mode.startswith("fold") else -1
+        self.res = [] if mode == "all" else list(range(self.nlev - 1)) if mode == "reduce" \
+            else [k for k in range(self.nlev) if k != self.axis]
+        self.nres = len(self.res)
+        # "count<s>" counts the rows of result var level s (and of those above it)
+        self.counting = npass.startswith("count")
+        self.deepest = int(npass[5:]) if self.counting else -1
+        if self.counting and (self.deepest not in self.res or levels[self.deepest] != "v"):
+            raise ops.NotSupportedError(f"no var result level to count in {npass!r}")
+
+    def build(self) -> ir.Module:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [P8]), f"{self.name}_run")
+        kd8 = fn.args[0]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.b, self.fn = b, fn
+        self._load_params(b, kd8)
+        kd = b.bitcast(kd8, I64.as_pointer())
+
+        def word(i):
+            return b.load(b.gep(kd, [ir.Constant(I64, i)]), align=8)
+        self.status = b.inttoptr(word(0), I64.as_pointer())
+        self.lo, self.hi = word(1), word(2)
+        self.out = b.inttoptr(word(3), P8)
+        self.outm = b.inttoptr(word(4), P8)
+        lay = self.lay
+        self.sizes = [word(lay["sizes"] + k) if self.levels[k] == "f" else None
+                      for k in range(self.nlev)]
+        self.lens, self.cnt = {}, {}
+        with b.goto_entry_block():
+            self.pos = b.alloca(I64, name="pos")
+            for k in self.res:
+                if self.levels[k] == "v":
+                    self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
+        b.store(word(5), self.pos)
+        for k in self.cnt:
+            self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
+            b.store(word(lay["lens"] + 2 * k + 1), self.cnt[k])
+        self.ptr, self.moff, self.f = [], [], []
+        for j in range(self.nin):
+            at = lay["ops"] + j * lay["per_op"]
+            self.ptr.append(b.inttoptr(word(at), P8))
+            self.moff.append(word(at + 1) if self.masked[j] else None)
+            per = []
+            for k in range(self.nlev):
+                kind = self.kinds[j][k]
+                base = at + 2 + OP_WORDS * k
+                per.append(None if kind == "n" else [word(base)] if kind == "f" else
+                           [word(base + i) for i in range(OP_WORDS)])
+            self.f.append(per)
+        self.fail = fn.append_basic_block("fail")
+        self.em = Emitter(b, self.target)
+        if self.mode != "map":
+            self.acc = self._acc_alloca(b)
+            with b.goto_entry_block():
+                self.count = b.alloca(I64, name="count")
+                self.bad = b.alloca(I1, name="bad")
+                self.flen = b.alloca(I64, name="flen")
+        if self.mode == "all":
+            self._reset()
+        self._level(0, list(self.ptr), [])
+        if self.mode == "all":
+            self._partial(b.load(self.pos))
+        b.ret_void()
+        b.position_at_end(self.fail)
+        b.ret_void()
+        self._emit_destroy()
+        return self.module
+
+    # ------------------------------------------------------------ helpers
+    def c(self, v):
+        return ir.Constant(I64, v)
+
+    def _check(self, ok, code, level, path, j=-1, a=None, bb=None, cc=None):
+        """Continue when `ok`; else write the status words and return (a rare branch)."""
+        b = self.b
+        good = self.fn.append_basic_block("ok")
+        bad = self.fn.append_basic_block("bad")
+        br = b.cbranch(ok, good, bad)
+        br.set_weights([1 << 20, 1])
+        b.position_at_end(bad)
+        st = self.status
+        for i, v in enumerate([self.c(code), self.c(level), self.c(j), a, bb, cc]):
+            if v is not None:
+                b.store(v, b.gep(st, [self.c(i)]))
+        for k, v in enumerate(path):
+            b.store(v, b.gep(st, [self.c(8 + k)]))
+        b.branch(self.fail)
+        b.position_at_end(good)
+
+    def _index(self, p, width):
+        b = self.b
+        t = ir.IntType(8 * width)
+        v = b.load(b.bitcast(p, t.as_pointer()), align=1)
+        return v if width == 8 else b.sext(v, I64)
+
+    def _rows(self, k, ptrs, path):
+        """Per operand at level k: (element-0 address, step); the result length n."""
+        b, c = self.b, self.c
+        bases, steps, lens = [], [], {}
+        for j in range(self.nin):
+            kind, f = self.kinds[j][k], self.f[j][k]
+            if kind == "n":
+                bases.append(ptrs[j])
+                steps.append(c(0))
+            elif kind == "f":
+                bases.append(ptrs[j])
+                steps.append(f[0])
+            else:
+                delta, content, istride, stride, length = f
+                w = int(kind)
+                start = self._index(ptrs[j], w)
+                stop = self._index(b.gep(ptrs[j], [delta]), w)
+                ok = b.and_(b.icmp_signed(">=", start, c(0)),
+                            b.and_(b.icmp_signed("<=", start, stop),
+                                   b.icmp_signed("<=", stop, length)))
+                self._check(ok, 1, k, path, j, start, stop, length)
+                n = b.sub(stop, start)
+                bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
+                steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
+                lens[j] = n
+        if self.levels[k] == "f":
+            n = self.sizes[k]
+            for j, ln in lens.items():
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                self._check(ok, 2, k, path, j, ln, n, c(-1))
+        else:
+            n, src = c(1), c(-1)  # src: the operand whose row set n
+            for j, ln in lens.items():
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                           b.icmp_signed("==", ln, n))
+                self._check(ok, 2, k, path, j, ln, n, src)
+                one = b.icmp_signed("==", ln, c(1))
+                n, src = b.select(one, n, ln), b.select(one, src, c(j))
+        return bases, steps, n
+
+    def _level(self, k, ptrs, path):
+        b, c = self.b, self.c
+        bases, steps, n = self._rows(k, ptrs, path)
+        if k == self.axis:
+            self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [])
+            return
+        if k in self.cnt:
+            slot = b.load(self.cnt[k])
+            at = b.gep(self.lens[k], [slot])
+            if self.counting:
+                b.store(n, at)
+            else:
+                want = self._counted(slot, k)
+                self._check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
+            b.store(b.add(slot, c(1)), self.cnt[k])
+            if self.counting and k == self.deepest:
+                return
+        if k == self.nlev - 1:
+            self._inner(k, bases, steps, n, path)
+            return
+        lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
+        count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] == "f" else n
+
+        def child(i):
+            i = b.add(i, lo)
+            self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                        path + [i])
+        for_loop(b, count, child, name=f"l{k}")
+
+    def _counted(self, slot, k):
+        """Fill pass: result row `slot` of var level k has offsets[slot + 1] - offsets[slot]
+        elements (the count pass's lengths, summed up: no separate lengths array)."""
+        b = self.b
+        lo = b.load(b.gep(self.lens[k], [slot]))
+        return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
+
+    # ------------------------------------------------------------ folds over a middle level
+    def _descend(self, j, p, m, qs, ns, path):
+        """Operand j's address at level m + len(qs) from its address p at level m, along
+        result indices qs of result lengths ns (a row of length 1 stretches)."""
+        b, c = self.b, self.c
+        for q, n in zip(qs, ns):
+            kind, f = self.kinds[j][m], self.f[j][m]
+            if kind == "f":
+                p = b.gep(p, [b.mul(q, f[0])])
+            elif kind != "n":
+                ln, base, stride = self._row(j, m, p, path)
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                self._check(ok, 4, m, path, j, ln, n, c(-1))
+                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
+                p = b.gep(base, [b.mul(q, stride)])
+            m += 1
+        return p
+
+    def _row(self, j, m, p, path):
+        """Operand j's var row at level m whose start index is at p: (length, element-0
+        address, stride), its indices checked."""
+        b, c = self.b, self.c
+        delta, content, istride, stride, length = self.f[j][m]
+        w = int(self.kinds[j][m])
+        start = self._index(p, w)
+        stop = self._index(b.gep(p, [delta]), w)
+        ok = b.and_(b.icmp_signed(">=", start, c(0)),
+                    b.and_(b.icmp_signed("<=", start, stop), b.icmp_signed("<=", stop, length)))
+        self._check(ok, 1, m, path, j, start, stop, length)
+        return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
+            stride
+
+    def _fold_len(self, m, top, qs, ns, path):
+        """The result length at level m: the rows there, one per element i of the folded
+        level, pair up (one length, rows of length 1 stretching; nothing folded: 0)."""
+        b, c = self.b, self.c
+        bases, steps, na = top
+        b.store(c(1), self.flen)
+
+        def each(i):
+            n = b.load(self.flen)
+            at = path[:]
+            at[self.axis] = i
+            for j in range(self.nin):
+                if self.kinds[j][m] in ("n", "f"):
+                    continue
+                p = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                  qs, ns, at)
+                ln = self._row(j, m, p, at)[0]
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                           b.icmp_signed("==", ln, n))
+                self._check(ok, 4, m, at, j, ln, n, c(-1))
+                n = b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+            b.store(n, self.flen)
+        for_loop(b, na, each, name=f"fl{m}")
+        return b.select(b.icmp_signed("==", na, c(0)), c(0), b.load(self.flen))
+
+    def _fold_level(self, m, top, path, qs, ns):
+        """Result level m below the folded level (qs, ns: indices and lengths so far)."""
+        b, c = self.b, self.c
+        if m == self.nlev:
+            self._fold_leaf(top, path, qs, ns)
+            return
+        if self.levels[m] == "f":
+            n = self.sizes[m]
+        else:
+            slot = b.load(self.cnt[m])
+            at = b.gep(self.lens[m], [slot])
+            if self.counting:
+                n = self._fold_len(m, top, qs, ns, path)
+                b.store(n, at)
+            else:
+                n = self._counted(slot, m)  # our own count: every write stays inside
+            b.store(b.add(slot, c(1)), self.cnt[m])
+            if self.counting and m == self.deepest:
+                return
+        for_loop(b, n, lambda q: self._fold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
+                 name=f"f{m}")
+
+    def _fold_leaf(self, top, path, qs, ns):
+        b, c = self.b, self.c
+        bases, steps, na = top
+        self._reset()
+        pos = b.load(self.pos)
+
+        def each(i):
+            at = path[:]
+            at[self.axis] = i
+            addr = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                  qs, ns, at) for j in range(self.nin)]
+            self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
+                              if self.masked[j]])
+        for_loop(b, na, each, name="fi")
+        self._finish(pos, na)
+        b.store(b.add(pos, c(1)), self.pos)
+
+    # ------------------------------------------------------------ innermost level
+    def _inner(self, k, bases, steps, n, path):
+        b, c = self.b, self.c
+        isz = [np.dtype(d).itemsize for d in self.spec.inputs]
+        lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
+        if k == 0 and self.levels[0] == "f":
+            n = b.sub(self.hi, self.lo)
+        if self.mode == "reduce":
+            self._reset()
+        pos0 = b.load(self.pos)
+
+        def element(i, addr):
+            masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
+            if self.mode != "map":
+                self._fold(addr, masks)
+            else:
+                self._write(addr, masks, b.add(pos0, b.sub(i, lo)))
+
+        def general(i):
+            i = b.add(i, lo)
+            element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
+        if any(self.masked) or not self.nin:
+            for_loop(b, n, general, name="e")
+        else:
+            # Every moving operand contiguous in this row: constant strides, so LLVM
+            # vectorizes; other rows take the general strided loop.
+            fast = ir.Constant(I1, 1)
+            for j, (st, sz) in enumerate(zip(steps, isz)):
+                if self.kinds[j][k] != "n":
+                    fast = b.and_(fast, b.icmp_signed("==", st, c(sz)))
+
+            def contiguous(i):
+                i = b.add(i, lo)
+                element(i, [p if self.kinds[j][k] == "n" else
+                            b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
+                            for j, (p, sz) in enumerate(zip(bases, isz))])
+            with b.if_else(fast) as (then, otherwise):
+                with then:
+                    for_loop(b, n, contiguous, name="ec")
+                with otherwise:
+                    for_loop(b, n, general, name="e")
+        if self.mode == "reduce":
+            self._finish(pos0, n)
+            b.store(b.add(pos0, c(1)), self.pos)
+        elif self.mode == "map":
+            b.store(b.add(pos0, n), self.pos)
+
+    def _present(self, masks):
+        b = self.b
+        ok = ir.Constant(I1, 1)
+        for m in masks:
+            ok = b.and_(ok, b.icmp_unsigned("!=", b.load(m, align=1), ir.Constant(I8, 0)))
+        return ok
+
+    def _values(self, addr):
+        vals = [load_value(self.b, a, d, al) for a, d, al
+                in zip(addr, self.spec.inputs, self.spec.aligned)]
+        return emit_body(self.b, self.spec, vals, self.target, self._pv)
+
+    def _write(self, addr, masks, at):
+        b = self.b
+        dt = self.out_dts[0]
+        dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
+        if not masks:
+            store_value(b, self._values(addr)[0], dst, dt)
+            return
+        if self.where_masks:  # values of every element; the mask follows the body
+            value, ok = self._values_and_present(addr)
+            b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+            store_value(b, value, dst, dt)
+            return
+        ok = self._present(masks)
+        b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+        with b.if_else(ok) as (then, otherwise):
+            with then:  # a missing input's bytes are never computed with
+                store_value(b, self._values(addr)[0], dst, dt)
+            with otherwise:
+                store_value(b, self.em.const(dt, 0), dst, dt)
+
+    def _values_and_present(self, addr):
+        """The output value and whether it is present: missing in, missing out, except
+        that `where(c, x, y)` is missing where c is, else where the branch it takes is
+        (a constant c takes every mask). Missing inputs are computed with as they are
+        (their bytes are numbers; integer division never traps)."""
+        b, spec = self.b, self.spec
+        conds = [ins.args[0] for ins in spec.body if ins.op == "where"]
+        ext = replace(spec, outputs=tuple(spec.outputs) +
+                      tuple((i, np.dtype(bool)) for i in conds))
+        vals = [load_value(b, a, d, al) for a, d, al in zip(addr, spec.inputs, spec.aligned)]
+        got = emit_body(b, ext, vals, self.target, self._pv)
+        cond_value = dict(zip(conds, got[len(spec.outputs):]))
+        yes = ir.Constant(I1, 1)
+        pres: list = []
+        for ins in spec.body:
+            if ins.op == "load":
+                j = ins.attr
+                p = b.icmp_unsigned("!=", b.load(b.gep(addr[j], [self.moff[j]]), align=1),
+                                    ir.Constant(I8, 0)) if self.masked[j] else yes
+            elif ins.op in ("const", "param"):
+                p = yes
+            elif ins.op == "where" and spec.body[ins.args[0]].op not in ("const", "param"):
+                c, x, y = (pres[a] for a in ins.args)
+                p = b.and_(c, b.select(cond_value[ins.args[0]], x, y))
+            else:
+                p = yes
+                for a in ins.args:
+                    p = b.and_(p, pres[a])
+            pres.append(p)
+        return got[0], pres[spec.outputs[0][0]]
+
+    def _reset(self):
+        b = self.b
+        dt = self.out_dts[0]
+        self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
+        b.store(self.c(0), self.count)
+        b.store(ir.Constant(I1, 0), self.bad)
+
+    def _fold(self, addr, masks):
+        b = self.b
+
+        def fold():
+            res = self._values(addr)
+            self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(b, self.acc),
+                                                       res[0]))
+            b.store(b.add(b.load(self.count), self.c(1)), self.count)
+        if not masks:
+            fold()
+            return
+        with b.if_else(self._present(masks)) as (then, otherwise):
+            with then:
+                fold()
+            with otherwise:
+                b.store(ir.Constant(I1, 1), self.bad)
+
+    def _partial(self, at):
+        """Mode "all": this part's raw fold at `at`, flags (bit 0 a missing value was seen,
+        bit 1 anything was seen) and the count of folded values in status word 6."""
+        b, c = self.b, self.c
+        dt = self.out_dts[0]
+        cnt = b.load(self.count)
+        bad = b.load(self.bad)
+        store_value(b, self._acc_load(b, self.acc), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
+                    dt)
+        seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
+        flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
+        b.store(flags, b.gep(self.outm, [at]), align=1)
+        b.store(cnt, b.gep(self.status, [c(6)]))
+
+    def _finish(self, at, n):
+        """Store the result and its flags: bit 0 valid, bit 1 the row had elements."""
+        b, c = self.b, self.c
+        dt = self.out_dts[0]
+        cnt = b.load(self.count)
+        v = self._acc_load(b, self.acc)
+        mj = any(self.masked)
+        valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
+        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
+            valid = b.and_(valid, b.icmp_signed(">", cnt, c(0)))
+        if self.mean:
+            cf = b.sitofp(cnt, lltype(dt))
+            v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
+        store_value(b, v, b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        flags = b.or_(b.zext(valid, I8),
+                      b.shl(b.zext(b.icmp_signed(">", n, c(0)), I8), ir.Constant(I8, 1)))
+        b.store(flags, b.gep(self.outm, [at]), align=1)
+
+
+def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str = "map",
+                  npass: str = "fill", skipna: bool = False, mean: bool = False,
+                  name: str = "lazyk_nest", target: Any = None,
+                  where_masks: bool = False) -> ir.Module:
+    """The module of one loop-nest kernel (see the module doc).
+
+    levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
+    kinds: per input, per level 'n' (stays), 'f' (strided) or '4' / '8' (var, index width);
+    masked: per input, whether it is `?T` (mask byte at value + mask_offset);
+    where_masks: ("map") a `where` in the body takes the missing state of its condition
+    and of the branch it selects, not of all three.
+    """
+    if mode != "map" and spec.reduce is None:
+        raise ops.NotSupportedError("a reducing nest needs a reduction")
+    if mode == "map" and spec.reduce is not None:
+        raise ops.NotSupportedError("an elementwise nest has no reduction")
+    if mean and np.dtype(spec.outputs[0][1]).kind not in "fc":
+        raise ops.NotSupportedError("a mean needs a float accumulator")
+    if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
+        raise ValueError("one kind per input and level")
+    return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
+                    target or CPUTarget(), where_masks).build()

@@ -1,0 +1,160 @@
+"""Loop-nest kernels over ragged layouts (`codegen.nest`): compiled once per structure (never
+per size), run with per-call kernel data, the outermost level split over threads by content
+(`lazyk.set_num_threads`); a bad row reported by the kernel becomes a Python error."""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+
+from lazyk.backend.cpu import JITModule
+from lazyk.backend.threads import get_num_threads
+from lazyk.codegen.nest import generate_nest, nest_layout
+from lazyk.errors import ArrayConstructionError, ShapeError
+from lazyk.spec import check_params
+
+_cache: dict = {}
+_CACHE_SIZE = 128
+_lock = threading.Lock()
+os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # see graph.py
+nest_stats = {"compiles": 0, "hits": 0, "runs": 0}
+_NAME = "lazyk_nest"
+# Below this many values per extra thread, starting a thread costs more than it saves.
+MIN_PART = 1 << 18
+
+
+class NestKernel:
+    """JIT code of one loop nest (see `codegen.nest`)."""
+
+    def __init__(self, key: tuple):
+        spec, levels, kinds, masked, mode, npass, skipna, mean, where_masks = key
+        self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
+        self.masked, self.mode, self.npass = masked, mode, npass
+        self.lay = nest_layout(len(levels), len(kinds))
+        names = (f"{_NAME}_run",)
+        self.jit = JITModule(lambda: str(generate_nest(
+            spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
+            where_masks=where_masks)), names)
+        self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.jit.addresses[names[0]])
+
+    @property
+    def ir(self) -> str:
+        return self.jit.source_ir
+
+    def __del__(self) -> None:
+        jit = getattr(self, "jit", None)
+        try:
+            if jit is not None and not sys.is_finalizing():
+                jit.close()
+        except Exception:  # pragma: no cover  (interpreter shutdown)
+            pass
+
+    def run(self, words: np.ndarray, params: bytes, parts: list, keep,
+            labels: list | None = None) -> list:
+        """Run once per part. `words`: the kernel data words (see `nest_layout`) without the
+        status address; `parts`: (lo, hi, first position, {level: first row}) per part.
+        `keep` holds every buffer the kernel reads or writes alive while it runs. Returns
+        each part's status words (mode "all" leaves its count in word 6). Raises
+        ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
+        check_params(self.spec, params)
+        nlev = len(self.levels)
+        calls, statuses = [], []
+        for lo, hi, pos, firsts in parts:
+            w = words.copy()  # each part its own kernel data and status: no shared scratch
+            status = np.zeros(8 + nlev, np.int64)
+            w[0], w[1], w[2], w[5] = status.ctypes.data, lo, hi, pos
+            for k, first in firsts.items():
+                w[self.lay["lens"] + 2 * k + 1] = first
+            kd = np.frombuffer(w.tobytes() + params, np.uint8).copy()
+            calls.append((kd, status, keep))
+            statuses.append(status)
+        workers = []
+        for c in calls[1:]:
+            t = threading.Thread(target=self._call, args=c, daemon=True)
+            try:
+                t.start()
+                workers.append(t)
+            except RuntimeError:  # no thread to be had: run the part here
+                self._call(*c)
+        self._call(*calls[0])
+        for t in workers:
+            t.join()
+        nest_stats["runs"] += 1
+        for st in statuses:
+            if st[0]:
+                raise _error(st, labels or list(range(len(self.kinds))))
+        return statuses
+
+    def _call(self, kd, status, keep) -> None:
+        # ctypes releases the GIL during the call: parts run on their own cores
+        self.fn(kd.ctypes.data)
+
+
+def _error(st: np.ndarray, labels: list) -> Exception:
+    """The error a part's status words describe; `labels[j]`: how input j is named."""
+    code, level, j = int(st[0]), int(st[1]), int(st[2])
+    path = [int(i) for i in st[8:8 + level]]
+    where = f"row {path[0]}" if len(path) == 1 else f"row {path}" if path else "the top row"
+    if code == 1:
+        return ArrayConstructionError(
+            f"var {where} of operand {labels[j]}: indices {st[3]}..{st[4]} are outside the "
+            f"content (0..{st[5]}); its offsets changed or its arrmeta is bad")
+    if code == 2:
+        if st[5] >= 0:
+            return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
+                              f"operand {labels[j]} has length {st[3]}")
+        return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
+                          f"has length {st[4]}")
+    if code == 4:
+        return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
+                          f"together (operand {labels[j]})")
+    return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
+
+
+def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npass: str,
+                skipna: bool = False, mean: bool = False,
+                where_masks: bool = False) -> NestKernel:
+    """The compiled nest kernel for these keys (cached; never keyed on sizes)."""
+    key = (spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked), mode, npass,
+           bool(skipna), bool(mean), bool(where_masks))
+    with _lock:
+        k = _cache.get(key)
+        if k is not None:
+            nest_stats["hits"] += 1
+            return k
+    k = NestKernel(key)
+    dropped = []
+    with _lock:
+        other = _cache.get(key)
+        if other is not None:
+            return other
+        _cache[key] = k
+        nest_stats["compiles"] += 1
+        while len(_cache) > _CACHE_SIZE:
+            dropped.append(_cache.pop(next(iter(_cache))))
+    del dropped
+    return k
+
+
+def split(n: int, total: int, before) -> list:
+    """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
+    estimate of the content before row r (`total` = before(n)); found by bisection, so
+    O(threads * log n) probes, no pass over the rows."""
+    nparts = min(get_num_threads(), max(total, 0) // MIN_PART, n)
+    if nparts <= 1:
+        return [0, n]
+    cuts = []
+    for t in range(1, nparts):
+        goal = total * t / nparts
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if before(mid) < goal:
+                lo = mid + 1
+            else:
+                hi = mid
+        cuts.append(lo)
+    return [0, *sorted({c for c in cuts if 0 < c < n}), n]
