@@ -66,7 +66,15 @@ from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
-from lazyk.rows import from_numpy, gather, line_up, line_up_rows, row_view, row_view_numpy
+from lazyk.rows import (
+    check_extent,
+    from_numpy,
+    gather,
+    line_up,
+    line_up_rows,
+    row_view,
+    row_view_numpy,
+)
 from lazyk.runtime import as_out, canonical, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
@@ -991,6 +999,7 @@ def _nest_operand(leaf):
     dt = t.to_numpy()
     if dt.kind not in "biufc":
         return None
+    check_extent(arr)  # the kernel trusts the arrmeta's addresses and lengths
     return _NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs))
 
 

@@ -201,6 +201,40 @@ def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> N
     _check_inside(block, content, content, spans)
 
 
+def check_extent(array) -> None:
+    """ValueError unless every byte the arrmeta of a lazyk Array of fixed and var dims over
+    a scalar `T` or `?T` lets a kernel address lies inside its memory block: the top
+    dims' index words (or elements) in the owner's block, each var dim's `length` content
+    elements in the block it names. Rows checked against `length` then stay inside too."""
+    levels, t, meta, k = [], array.type, array.meta, 0
+    while isinstance(t, (FixedDim, VarDim)):
+        if isinstance(t, FixedDim):
+            levels.append((meta[k], meta[k + 1]))
+            k += 2
+        else:
+            levels.append(tuple(meta[k:k + M.VAR_META]))
+            k += M.VAR_META
+        t = t.elem
+    option = isinstance(t, Option)
+    itemsize = (t.elem if option else t).to_numpy().itemsize
+
+    def spans(j: int) -> list:  # byte ranges read below level j, from its address
+        if j == len(levels):
+            return [(0, itemsize)] + ([(meta[k], meta[k] + 1)] if option else [])
+        if len(levels[j]) == 2:  # fixed: n elements `stride` apart
+            n, stride = levels[j]
+            lo, hi = min(0, (n - 1) * stride), max(0, (n - 1) * stride)
+            return [(a + lo, b + hi) for a, b in spans(j + 1)] if n > 0 else []
+        ref, width, stop_delta, content, istride, _, length = levels[j]
+        inner = spans(j + 1)
+        if length > 0 and inner:
+            span = (length - 1) * istride
+            _check_inside(memory.lookup(ref), content + min(0, span), content + max(0, span),
+                          inner)
+        return [(0, width), (stop_delta, stop_delta + width)]
+    _check_inside(array.owner, array.ptr, array.ptr, spans(0))
+
+
 def row_view(array, memo: dict | None = None) -> RowView:
     """The rows of a lazyk Array of a supported form, from its arrmeta (docs/layout.md).
 
