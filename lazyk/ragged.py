@@ -1094,10 +1094,11 @@ def _nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        raise NotSupportedError(f"{what} of {types}: with var dims above the last one, "
-                                "reductions run over one axis, all axes, or (sum, prod, "
-                                "any, all) the last few axes (and ?var rows are not "
-                                "supported there)")
+        why = "missing rows (?var) do not mix with var dims above the last one" if any(
+            is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
+            "with var dims above the last one, reductions run over one axis, all axes, " \
+            "or (sum, prod, any, all) the last few axes"
+        raise NotSupportedError(f"{what} of {types}: {why}")
     return got
 
 
