@@ -443,10 +443,28 @@ def _reduce_axis(op, data, level, axis, dtype, skipna, mode, path=()):
     if level < axis:
         return [_reduce_axis(op, x, level + 1, axis, dtype, skipna, mode, path + (i,))
                 for i, x in enumerate(data)]
-    out = EMPTY
-    for i, x in enumerate(data):
-        out = _fold2(op, out, x, dtype, skipna, mode, path + (i,))
+    out = _fold_many(op, list(data), dtype, skipna, mode, path)
     return _scrub(out) if skipna else out
+
+
+def _fold_many(op, xs, dtype, skipna, mode, path):
+    """Fold the elements `xs` along the reduced axis. Rows (no missing ones) pair up by the
+    broadcasting rule over all of them at once: their common length comes first, so a
+    length-1 row stretched to length 0 contributes nothing and is never looked into,
+    wherever the empty row sits; otherwise fold two at a time (`_fold2`)."""
+    if mode == "broadcast" and len(xs) > 1 and all(isinstance(x, list) for x in xs):
+        n = 1
+        for j, x in enumerate(xs):
+            if len(x) != 1 and n not in (1, len(x)):
+                raise ShapeError(f"{_where(path + (j,))}: rows of length {n} and {len(x)} "
+                                 "do not fold together")
+            n = len(x) if len(x) != 1 else n
+        return [_fold_many(op, [x[0 if len(x) == 1 else i] for x in xs], dtype, skipna,
+                           mode, path + (i,)) for i in range(n)]
+    out = EMPTY
+    for i, x in enumerate(xs):
+        out = _fold2(op, out, x, dtype, skipna, mode, path + (i,))
+    return out
 
 
 def _finish(op, data, dims, rtype, has_initial, initial, option_input):
