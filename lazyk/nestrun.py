@@ -1,0 +1,466 @@
+"""Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
+`lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
+`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
+broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
+are read in place from the arrmeta (every byte it lets the kernel address is checked
+inside its memory block first) and checked and paired inside the kernel; ragged results
+are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
+returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import replace
+
+import numpy as np
+
+from lazyk.array import array
+from lazyk.backend.outputs import empty as fresh
+from lazyk.codegen.nest import nest_layout
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.expr import reduce as expr_reduce
+from lazyk.graph import REDUCE_OP, toposort
+from lazyk.interchange import masked, offsets_array, regular
+from lazyk.leaves import is_ragged
+from lazyk.nestkernel import nest_kernel
+from lazyk.nestkernel import split as nest_split
+from lazyk.rowrules import RECORDERS, branch_masks, inline_reductions, rows_graph, seed
+from lazyk.rows import check_extent
+from lazyk.runtime import canonical, plan
+from lazyk.spec import format_spec
+
+# Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
+# read in place from the arrmeta, checked and paired inside the kernel, results written by
+# the kernel (a count pass first gives the lengths of result var rows).
+
+class _NestOperand:
+    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v', width,
+    (stop_delta, content, index_stride, stride, length)); its address, dtype, mask."""
+
+    def __init__(self, dims, ptr, dtype, mask_offset, aligned):
+        self.dims, self.ptr, self.dtype = dims, ptr, dtype
+        self.mask_offset, self.aligned = mask_offset, aligned
+
+
+def _nest_operand(leaf):
+    """A `_NestOperand`, or None for a leaf the nest does not read (records, ?var, ...)."""
+    if isinstance(leaf, np.ndarray):
+        al = leaf.dtype.alignment
+        ptr = leaf.__array_interface__["data"][0]
+        dims = [("f", n, s) for n, s in zip(leaf.shape, leaf.strides)]
+        aligned = ptr % al == 0 and all(s % al == 0 for s in leaf.strides)
+        return _NestOperand(dims, ptr, leaf.dtype, None, aligned)
+    if not is_ragged(leaf):
+        return None
+    arr = leaf.array
+    t, meta, k, dims = arr.type, arr.meta, 0, []
+    addrs = [arr.ptr]
+    while type(t).__name__ in ("FixedDim", "VarDim"):
+        if type(t).__name__ == "FixedDim":
+            dims.append(("f", meta[k], meta[k + 1]))
+            addrs.append(meta[k + 1])
+            k += 2
+        else:
+            _, width, delta, content, istride, stride, length = meta[k:k + 7]
+            if width not in (4, 8) or stride != istride:
+                return None  # stepping views: the row path checks their first and last
+            dims.append(("v", width, (delta, content, istride, stride, length)))
+            addrs += [content, istride, stride]
+            k += 7
+        t = t.elem
+    moff = None
+    if type(t).__name__ == "Option":
+        moff, t = meta[k], t.elem
+    if type(t).__name__ != "Scalar":
+        return None
+    dt = t.to_numpy()
+    if dt.kind not in "biufc":
+        return None
+    check_extent(arr)  # the kernel trusts the arrmeta's addresses and lengths
+    return _NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs))
+
+
+def _old_form(leaves) -> bool:
+    """Whether the row path (fixed dims, at most one trailing var dim) can read the leaves."""
+    for v in leaves:
+        if is_ragged(v):
+            t, dims = v.array.type, []
+            while type(t).__name__ in ("FixedDim", "VarDim"):
+                dims.append(type(t).__name__ == "VarDim")
+                t = t.elem
+            if any(dims[:-1]):
+                return False
+    return True
+
+
+def _nest_plan(ops_):
+    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level."""
+    nlev = max(len(o.dims) for o in ops_)
+    levels, sizes = [], []
+    for k in range(nlev):
+        ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
+        fixed = {d[1] for d in ds if d[0] == "f" and d[1] != 1}
+        if len(fixed) > 1:
+            raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
+        if fixed:
+            levels.append("f")
+            sizes.append(fixed.pop())
+        elif any(d[0] == "v" for d in ds):
+            levels.append("v")
+            sizes.append(0)
+        else:
+            levels.append("f")
+            sizes.append(1)
+    kinds = []
+    for o in ops_:
+        lead = nlev - len(o.dims)
+        # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
+        # the operand stays where the result level is var
+        kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
+                                               o.dims[k - lead][1] == 1 and levels[k] == "v")
+                           else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
+                           for k in range(nlev)))
+    return tuple(levels), sizes, kinds
+
+
+def _positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
+    """X[k]: how many level-k iterations come before level-0 row r0 (k < upto), from the
+    fixed sizes and the result var levels' offsets known so far."""
+    xs = []
+    for k in range(upto):
+        if k == 0:
+            x = r0 if levels[0] == "f" else 0
+        elif levels[k] == "f":
+            x = xs[-1] * sizes[k]
+        else:
+            x = int(offsets[k][xs[-1]])
+        if k == 0 and levels[0] == "v":
+            x = int(offsets[0][1]) if r0 else 0
+        xs.append(x)
+    return xs
+
+
+def evaluate_nest(expr):
+    """Evaluate `expr` with one generated loop nest; None when the nest does not take it
+    (the row path runs it), NotSupportedError when neither does."""
+    root, red_node, reduce_arg = expr.node, expr.node, None
+    if root.op == REDUCE_OP:
+        reduce_arg, root = root.arg, root.srcs[0]
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        root, expr = inline_reductions(root, expr)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    names = [n for n in expr.env if n in used]
+    leaves = [leaf_data(expr.env[n]) for n in names]
+    got = None
+    if reduce_arg is not None and len(reduce_arg[1]) > 1 and not _old_form(leaves) and \
+            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape) and \
+            tuple(reduce_arg[1]) == tuple(range(len(root.shape) - len(reduce_arg[1]),
+                                                len(root.shape))):
+        return _nest_axes(Expr(root, expr.env), reduce_arg, red_node.dtype)
+    if leaves and not branch_masks(root, names, leaves):
+        got = _nest_run(root, red_node, reduce_arg, names, leaves)
+    elif leaves:
+        # where() takes the missing state of the branch it selects: the elementwise part
+        # runs first (its mask follows the body), then the reduction of its result
+        got = _nest_run(root, root, None, names, leaves, where_masks=True)
+        if got is not None and reduce_arg is not None:
+            inner = as_expr(got)
+            got = evaluate_nest(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
+    if got is None and not _old_form(leaves):
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
+                          for v in leaves)
+        what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
+            "this expression"
+        why = "missing rows (?var) do not mix with var dims above the last one" if any(
+            is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
+            "with var dims above the last one, reductions run over one axis, all axes, " \
+            "or (sum, prod, any, all) the last few axes"
+        raise NotSupportedError(f"{what} of {types}: {why}")
+    return got
+
+
+def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
+    ops_ = [_nest_operand(v) for v in leaves]
+    if any(o is None for o in ops_) or not any(o.dims for o in ops_):
+        return None
+    levels, sizes, kinds = _nest_plan(ops_)
+    nlev = len(levels)
+    if len(root.shape) != nlev:
+        return None
+    mode = "map" if reduce_arg is None else "reduce"
+    axes = () if reduce_arg is None else tuple(reduce_arg[1])
+    if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
+        mode = "all"  # every axis: one partial fold per thread
+    elif mode == "reduce" and len(axes) == 1 and axes[0] < nlev - 1:
+        mode = f"fold{axes[0]}"  # a middle axis: rows below it fold element by element
+    elif mode == "reduce" and axes != (nlev - 1,):
+        return None  # several axes: the row path (fixed dims + one var dim) or refused
+    node = root if reduce_arg is None else red_node.replace(srcs=(root,))
+    node, by_name = canonical(node, dict(zip(names, range(len(names)))))
+    prog = plan(rows_graph(node))
+    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is None) != (mode == "map"):
+        return None
+    step = prog.steps[0]
+    if any(n not in by_name for n in step.inputs):
+        return None
+    spec = step.spec
+    acc = np.dtype(spec.outputs[0][1])
+    if step.mean and acc.kind not in "fc":
+        return None
+    sel = [ops_[by_name[n]] for n in step.inputs]
+    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
+    labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
+    for o, want in zip(sel, spec.inputs):
+        if np.dtype(o.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
+            return None  # a leaf stored in another dtype: the row path casts it
+    spec = replace(spec, inputs=tuple(o.dtype for o in sel),
+                   aligned=tuple(bool(o.aligned) for o in sel))
+    maskd = tuple(o.mask_offset is not None for o in sel)
+    skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
+    if mode == "all":
+        return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
+                         leaves, reduce_arg, red_node)
+    # the result's levels (their level numbers in the nest), their kinds and sizes
+    res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
+        mode == "reduce" else [k for k in range(nlev) if k != axes[0]]
+    nres = len(res)
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    rvar = [p for p in range(nres) if rl[p] == "v"]
+    if any(rl[p] == "f" and rs[p] == 0 for p in range(nres) if rvar and rvar[0] < p < rvar[-1]):
+        return None
+    words, lay = _nest_words(levels, sizes, sel, sel_kinds)
+    n0 = sizes[0] if levels[0] == "f" else 1
+    r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
+    offsets: dict = {}  # result level -> offsets of its rows
+    keep = [leaves]
+    # count passes: result var rows' lengths, one var level at a time (rows of a level are
+    # the iterations of the level above, known once the levels above are counted)
+    for p in rvar:
+        nrows = _positions(r_end, rl, rs, offsets, p)[-1] if p else 1
+        lens = np.empty(nrows, np.int64)
+        w = words.copy()
+        # earlier levels are written again with the same lengths: give them scratch copies
+        scratch = {q: np.empty(len(offsets[q]) - 1, np.int64) for q in rvar if q < p}
+        for q in rvar:
+            if q <= p:
+                w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{res[p]}", skipna,
+                           step.mean)
+        kern.run(w, step.consts, [(0, n0, 0, {res[q]: 0 for q in rvar if q <= p})],
+                 (keep, lens, scratch), labels)
+        for rec in RECORDERS:
+            rec.append(("nest", kern, 1))
+        off = np.zeros(nrows + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        offsets[p] = off
+    xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
+    nvals = xs_end[-1] if xs_end else 1
+    out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
+    option = any(maskd)
+    flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
+    words[3] = out.ctypes.data
+    words[4] = 0 if flags is None else flags.ctypes.data
+    for p in rvar:  # the fill pass checks every result row against these
+        words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+    kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
+                       where_masks and any(maskd))
+    parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
+    kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
+    for rec in RECORDERS:
+        rec.append(("nest", kern, len(parts)))
+    dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    if reduce_arg is None:
+        mask = flags.view(bool) if option else None
+        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end)
+    values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
+    if reduce_arg[2] and mode == "reduce":
+        dims.append(1)
+    got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
+                       xs_end)
+    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
+        got = got[(slice(None),) * axes[0] + (None,)]
+    return got
+
+
+def _nest_words(levels, sizes, sel, kinds):
+    """The kernel data words that do not change between parts and passes."""
+    lay = nest_layout(len(levels), len(sel))
+    words = np.zeros(lay["params"] // 8, np.int64)
+    for k, (lv, n) in enumerate(zip(levels, sizes)):
+        words[lay["sizes"] + k] = n if lv == "f" else 0
+    for j, (o, kind) in enumerate(zip(sel, kinds)):
+        at = lay["ops"] + j * lay["per_op"]
+        words[at] = o.ptr
+        words[at + 1] = o.mask_offset or 0
+        lead = len(levels) - len(o.dims)
+        for k in range(len(levels)):
+            if kind[k] == "n":
+                continue
+            d = o.dims[k - lead]
+            base = at + 2 + 5 * k
+            if d[0] == "f":
+                words[base] = 0 if d[1] == 1 else d[2]
+            else:
+                words[base:base + 5] = d[2]
+    return words, lay
+
+
+def _nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
+    """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
+    content (offsets are content prefix sums: a bisection, no pass over the rows).
+    `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
+    nres = len(res)
+    if levels[0] != "f" or not nres or res[0] != 0 or (mode == "reduce" and len(levels) < 2):
+        return [(0, n0, 0, {res[p]: 0 for p in rvar})]  # level 0 is not split
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    before = None
+    if mode == "reduce" and not rvar and len(levels) == 2:
+        before = _index_weight(sel, kinds, n0)  # one result per row: weigh by content
+    if before is None:
+        def before(r):
+            return _positions(r, rl, rs, offsets, nres)[-1]
+    bounds = nest_split(n0, before(n0), before)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        xs = _positions(lo, rl, rs, offsets, nres)
+        parts.append((lo, hi, xs[-1], {res[p]: (xs[p - 1] if p else 0) for p in rvar}))
+    return parts
+
+
+def _index_weight(sel, kinds, n0):
+    """Content before level-0 row r of the first var operand at level 1 (its start index;
+    a bad index only unbalances the split: the kernel checks every row)."""
+    for o, kind in zip(sel, kinds):
+        # (an operand of its own level-0 size: a broadcast one has fewer index entries)
+        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
+            width, (delta, *_) = o.dims[1][1], o.dims[1][2]
+            stride = o.dims[0][2]
+            dt = np.dtype(np.int32 if width == 4 else np.int64)
+            addr = o.ptr
+
+            def start(r, a=addr, s=stride, d=delta, dt=dt, w=width):
+                at = a + (r * s if r < n0 else (n0 - 1) * s + d)
+                return int(np.frombuffer((ctypes.c_char * w).from_address(at), dt)[0])
+            if n0 == 0:
+                return None
+            s0 = start(0)
+            return lambda r: start(r) - s0
+    return None
+
+
+def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
+    """Values and present flags of a reduction (the rules of the row path)."""
+    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
+    op = reduce_arg[0]
+    extremum = op in ("min", "max")
+    seeded = extremum and len(reduce_arg) > 4
+    values = out
+    if seeded:
+        values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
+    if not any_mask:
+        if extremum and not valid.all():
+            where = "array" if whole else f"row {int(np.argmin(valid))}"
+            raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
+        return values, None
+    if skipna:
+        return values, (valid if (extremum and not seeded) or op == "mean" else None)
+    return values, valid
+
+
+def _nest_result(values, mask, dims, offsets, xs):
+    """The lazyk Array of a nest's result: fixed dims, var dims over their offsets."""
+    var_at = [k for k, d in enumerate(dims) if d == "v"]
+    if not var_at:
+        shape = tuple(int(d) for d in dims)
+        values = np.asarray(values, order="C").reshape(shape)
+        return array(values) if mask is None else \
+            masked(values, mask.reshape(shape))
+    d = var_at[-1]
+    tail = tuple(int(n) for n in dims[d + 1:])
+    shape = (xs[d] if d < len(xs) else len(values),) + tail
+    values = values.reshape(shape)
+    cur = array(np.ascontiguousarray(values)) if mask is None else \
+        masked(values, mask.reshape(shape))
+    for k in range(d, -1, -1):
+        if dims[k] == "v":
+            outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
+            cur = offsets_array(offsets[k], cur, outer=outer, check=False)
+        elif k > var_at[0]:
+            cur = regular(cur, int(dims[k]))
+    return cur
+
+
+def explain_nests(nests) -> str:
+    """explain() text of the loop-nest kernels that ran: levels, operands, IR."""
+    out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
+           "elementwise body and reduction fused)"]
+    for k, (kern, nparts) in enumerate(nests):
+        levels = " * ".join("var" if lv == "v" else "fixed" for lv in kern.levels)
+        out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "
+                   f"{nparts} part(s) over threads")
+        for j, kinds in enumerate(kern.kinds):
+            what = {"n": "stays (broadcast)", "f": "strided", "4": "var rows, int32 indices",
+                    "8": "var rows, int64 indices"}
+            out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
+                       ", ".join(what[c] for c in kinds))
+        out.append(format_spec(kern.spec))
+        out.append(f"== LLVM IR\n{kern.ir}")
+    return "\n".join(out)
+
+
+_FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
+         "max": np.maximum, "any": np.logical_or, "all": np.logical_and}
+
+
+def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
+              reduce_arg, red_node):
+    """A reduction over every axis: each part folds its level-0 rows into one partial
+    result; the partials combine here (the rules of the row path for the total)."""
+    words, _ = _nest_words(levels, sizes, sel, kinds)
+    n0 = sizes[0] if levels[0] == "f" else 1
+    bounds = [0, n0]
+    if levels[0] == "f":
+        before = _index_weight(sel, kinds, n0)
+        if before is not None:
+            bounds = nest_split(n0, before(n0), before)
+    acc = np.dtype(spec.outputs[0][1])
+    out, flags = np.empty(len(bounds) - 1, acc), np.zeros(len(bounds) - 1, np.uint8)
+    words[3], words[4] = out.ctypes.data, flags.ctypes.data
+    kern = nest_kernel(spec, levels, kinds, maskd, "all", "fill", skipna, step.mean)
+    parts = [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
+    for rec in RECORDERS:
+        rec.append(("nest", kern, len(parts)))
+    op = reduce_arg[0]
+    count = sum(int(st[6]) for st in statuses)
+    bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
+    with np.errstate(all="ignore"):
+        value = _FOLD[op].reduce(out).astype(acc)
+        valid = not bad if any(maskd) and not skipna else True
+        if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
+            valid = valid and count > 0
+        if step.mean:
+            value = (value / count).astype(acc)
+    values, mask = _nest_reduced(np.array([value], acc),
+                                 np.array([int(valid) | (int(seen) << 1)], np.uint8),
+                                 reduce_arg, any(maskd), skipna, whole=True)
+    dims = [1] * len(levels) if reduce_arg[2] else []
+    return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
+
+
+# Reductions whose fold over the last few axes is the fold over each last axis in turn,
+# exactly (an identity for empty folds, no division). Over other axes a middle fold of
+# nothing would become an empty row, which then folds as a row of length 0 instead of as
+# nothing: those stay refused.
+_COMPOSE = ("sum", "prod", "any", "all")
+
+
+def _nest_axes(e, reduce_arg, dtype):
+    """A reduction over the last few (not all) axes of a nest: one axis at a time, the
+    highest first, each the last axis of what is left."""
+    op, axes, keep = reduce_arg[:3]
+    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
+    for a in sorted(axes, reverse=True):
+        e = as_expr(expr_reduce(op, e, axis=a, keepdims=keep, skipna=skipna,
+                                dtype=dtype).eval())
+    return e.eval()

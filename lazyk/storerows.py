@@ -1,0 +1,157 @@
+"""`out=` for var / option results: a computed lazyk array stored into a preallocated
+one of the same structure, values and validity in place (one strided copy when both
+sides' rows lie back to back)."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from lazyk import arrmeta as M
+from lazyk import types as T
+from lazyk.array import Array
+from lazyk.errors import CastingError, NotSupportedError, ShapeError
+from lazyk.rows import gather, row_view
+
+
+def is_ragged_type(t) -> bool:
+    """Whether a lazyk type has var dims or options (a ragged `out`)."""
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        if isinstance(t, T.VarDim):
+            return True
+        t = t.elem
+    return isinstance(t, T.Option)
+
+
+def _dims_of(t) -> tuple[list, T.Type, bool]:
+    """(dims: sizes or "var", element type, option) of an array type."""
+    dims = []
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, T.Option)
+    return dims, t.elem if option else t, option
+
+
+def store(result: Array, out: Array, casting: str) -> Array:
+    """`result` written into `out`, a lazyk array of its structure: the same dims and row
+    lengths (ShapeError naming the row otherwise), a dtype `casting` allows (CastingError),
+    `?T` when the result has missing values; values and validity in place."""
+    rt, ot = result.type, out.type
+    rdims, relem, ropt = _dims_of(rt)
+    odims, oelem, oopt = _dims_of(ot)
+    if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
+        raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
+                         "dimensions and row lengths")
+    for e in (relem, oelem):
+        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
+            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
+                                    "elements T or ?T)")
+    rdt, odt = relem.to_numpy(), oelem.to_numpy()
+    if not np.can_cast(rdt, odt, casting):
+        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
+                           f"casting={casting!r}")
+    if ropt and not oopt:
+        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
+                           "values need an out of ?T elements")
+    if "var" in rdims[:-1]:  # var dims above the last: checked per level, then assigned
+        _same_rows(result, out)
+        out[...] = result
+        return out
+    rv, ov = row_view(result), row_view(out)  # fixed dims, then at most one var dim
+    bad = rv.lengths != ov.lengths
+    if bad.any():
+        i = int(np.argmax(bad))
+        row = f"row {[int(r) for r in np.unravel_index(i, rv.outer)]}" if rv.outer else \
+            "the row"
+        raise ShapeError(f"{row}: the result has length {int(rv.lengths[i])}, out has "
+                         f"length {int(ov.lengths[i])}")
+    total = int(rv.lengths.sum())
+    src, dst = _dense(rv, total), _dense(ov, total)
+    if src is not None and dst is not None:  # both back to back: one strided copy each
+        with np.errstate(invalid="ignore"):  # missing slots hold no value: any bytes do
+            np.copyto(dst[0], src[0], casting="unsafe")
+        if dst[1] is not None:
+            np.copyto(dst[1], 1 if src[1] is None else src[1] != 0)
+        return out
+    flat = gather(result, ov.dtype)  # values row after row (missing ones 0), and the mask
+    mask = flat.mask
+    _put_elements(ov.rowptr, ov.lengths, ov.stride, ov.dtype, flat.values)
+    if ov.mask_offset is not None:
+        valid = np.ones(total, np.uint8) if mask is None else mask.astype(np.uint8)
+        _put_elements(ov.rowptr + ov.mask_offset, ov.lengths, ov.stride, np.dtype(np.uint8),
+                      valid)
+    return out
+
+
+def _same_rows(result: Array, out: Array) -> None:
+    """ShapeError naming the first var row whose length differs between the two arrays
+    (same dims assumed; every var level compared, vectorized)."""
+    rt, rm, ot, om = result.type, result.meta, out.type, out.meta
+    # arrays with var dims live in MemoryBlocks: (block bytes, offset of element 0)
+    rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
+    obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
+    ra = oa = 0
+    level = 0
+    while isinstance(rt, (T.FixedDim, T.VarDim)):
+        if isinstance(rt, T.FixedDim):
+            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
+            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
+            ra, oa = ra + 2, oa + 2
+        else:
+            rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
+            ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
+            bad = rsz != osz
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ShapeError(f"dimension {level} (var), row {i} (counted over the dims "
+                                 f"above): the result has length {int(rsz[i])}, out has "
+                                 f"length {int(osz[i])}")
+            roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
+            ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
+            ra, oa = ra + M.VAR_META, oa + M.VAR_META
+        level += 1
+        rt, ot = rt.elem, ot.elem
+
+
+def _dense(v, total: int):
+    """(values view, mask-byte view or None) over rows that follow each other in memory
+    with elements `itemsize` apart (offsets over dense content); None otherwise."""
+    isz = v.dtype.itemsize
+    keep = v.lengths > 0
+    ptr, ln = v.rowptr[keep], v.lengths[keep]
+    if total == 0 or v.stride != isz or not bool(np.all(ptr[1:] == ptr[:-1] +
+                                                       ln[:-1] * isz)):
+        return None
+    start = int(ptr[0])
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(start))
+    mask = None
+    if v.mask_offset is not None:
+        shadow = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(
+            start + v.mask_offset))
+        mask = shadow[::isz]  # the first byte of each shadow slot
+    return raw.view(v.dtype), mask
+
+
+def _put_elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: np.dtype,
+                  values: np.ndarray) -> None:
+    """Write `values` (row after row) into the rows' elements in place (the inverse of
+    `rows._elements`; the rows were checked inside their content by `row_view`)."""
+    total = len(values)
+    if total == 0:
+        return
+    isz = dtype.itemsize
+    keep = lengths > 0
+    ptr, ln = rowptr[keep], lengths[keep]
+    raw = np.ascontiguousarray(values, dtype=dtype).view(np.uint8).reshape(total, isz)
+    if stride == isz and bool(np.all(ptr[1:] == ptr[:-1] + ln[:-1] * stride)):
+        # rows back to back (offsets over dense content): one contiguous copy
+        dst = np.ctypeslib.as_array((ctypes.c_uint8 * (total * isz)).from_address(int(ptr[0])))
+        dst[:] = raw.reshape(-1)
+        return
+    starts = np.cumsum(ln) - ln
+    addr = np.repeat(ptr - starts * stride, ln) + np.arange(total, dtype=np.int64) * stride
+    lo = int(addr.min())
+    span = int(addr.max()) - lo + isz
+    dst = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(lo))
+    dst[(addr - lo)[:, None] + np.arange(isz)] = raw
