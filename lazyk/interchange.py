@@ -337,6 +337,18 @@ def _from_layout(ak, layout) -> Array:
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
+def _as_array(x: Any, fn: str) -> Array:
+    """`x` as a lazyk Array: NumPy arrays are wrapped, expressions evaluated."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray):
+        return array(x)
+    if hasattr(x, "eval") and hasattr(x, "node"):  # a lazyk expression
+        return x.eval()
+    raise TypeError(f"{fn} takes a lazyk Array, expression or NumPy array, not "
+                    f"{type(x).__name__}")
+
+
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child). Offsets-form var dims and lazyk
@@ -410,7 +422,7 @@ def to_arrow(x: Array) -> Any:
         [[1.0, 2.0], [3.0]]
     """
     pa = _need("pyarrow")
-    return _arrow(pa, _columns(x))
+    return _arrow(pa, _columns(_as_array(x, "to_arrow")))
 
 
 def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
@@ -451,7 +463,7 @@ def to_awkward(x: Array) -> Any:
         [[1, None], [3]]
     """
     ak = _need("awkward")
-    return ak.Array(_awkward(ak, _columns(x)))
+    return ak.Array(_awkward(ak, _columns(_as_array(x, "to_awkward"))))
 
 
 def _awkward(ak, col: tuple):

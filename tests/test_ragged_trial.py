@@ -2,6 +2,7 @@
 evaluation, and the fixes found by trying the README's features."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -49,16 +50,34 @@ def test_reduction_type_before_evaluation(case, op, data):
 def test_missing_rows_type_by_hand():
     x = lazyk.array([[1.0, 2.0], None, [3.0]], type="3 * ?var * float64")
     y = lazyk.array([[1.0], [None], [3.0, None]], type="3 * var * ?float64")
-    cases = {
-        "3 * ?var * float64": x * 2,
-        "3 * ?var * ?float64": x + y,
-        "3 * ?float64": x.sum(axis=-1, skipna=True),  # a missing row sums to missing
-        "?var * ?float64": x.sum(axis=0),
-        "3 * ?var * ?float64": x - x.mean(axis=-1, keepdims=True),
-        "3 * ?var * bool": x > 1,
-    }
-    for want, e in cases.items():
+    cases = [
+        ("3 * ?var * float64", x * 2),
+        ("3 * ?var * ?float64", x + y),
+        ("3 * ?float64", x.sum(axis=-1, skipna=True)),  # a missing row sums to missing
+        ("?var * ?float64", x.sum(axis=0)),
+        ("3 * ?var * ?float64", x - x.mean(axis=-1, keepdims=True)),
+        ("3 * ?var * bool", x > 1),
+        ("3 * ?int64", lazyk.count(x, axis=-1)),
+    ]
+    for want, e in cases:
         assert str(e.type) == want
         assert e.eval().type == e.type
     with pytest.raises(lazyk.ShapeError):
         (x + lazyk.array([[1.0, 2.0, 3.0], [], []], type="3 * var * float64")).eval()
+
+
+def test_to_arrow_and_to_awkward_take_numpy_arrays_and_expressions():
+    pa = pytest.importorskip("pyarrow")
+    x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
+    assert lazyk.to_arrow(np.zeros(3)).to_pylist() == [0.0, 0.0, 0.0]
+    assert lazyk.to_arrow(x * 2).to_pylist() == [[0.0, 2.0], [], [4.0, 6.0, 8.0]]
+    assert pa.types.is_large_list(lazyk.to_arrow(x).type)  # int64 offsets
+    with pytest.raises(TypeError, match="to_arrow takes a lazyk Array.*not list"):
+        lazyk.to_arrow([1.0, 2.0])
+
+
+def test_to_awkward_takes_numpy_arrays():
+    pytest.importorskip("awkward")
+    assert lazyk.to_awkward(np.arange(3)).tolist() == [0, 1, 2]
+    with pytest.raises(TypeError, match="to_awkward takes a lazyk Array.*not dict"):
+        lazyk.to_awkward({})
