@@ -81,3 +81,18 @@ def test_to_awkward_takes_numpy_arrays():
     assert lazyk.to_awkward(np.arange(3)).tolist() == [0, 1, 2]
     with pytest.raises(TypeError, match="to_awkward takes a lazyk Array.*not dict"):
         lazyk.to_awkward({})
+
+
+def test_out_with_missing_rows_is_refused_by_name():
+    y = lazyk.array([[1.0, 2.0], None, [3.0]], type="3 * ?var * float64")
+    out = lazyk.full("3 * ?var * float64", 0.0, lengths=[2, 0, 1])
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows \(\?var\)"):
+        (y * 2).eval(out=out)
+    with pytest.raises(lazyk.NotSupportedError, match="3 \\* var \\* float64"):
+        (y * 2).eval(out=lazyk.full("3 * var * float64", 0.0, lengths=[2, 0, 1]))
+    # a fixed result of missing rows goes into a ?T out
+    o = lazyk.full("3 * ?float64", 0.0)
+    y.sum(axis=-1, out=o)
+    assert o.tolist() == [3.0, None, 3.0]
+    # count of a missing row is missing (README: the rules)
+    assert lazyk.count(y, axis=-1).eval().tolist() == [2, None, 1]
