@@ -299,8 +299,19 @@ def from_awkward(x: Any) -> Array:
     return _from_layout(ak, layout)
 
 
+def _no_text(layout) -> None:
+    """Awkward strings are lists of uint8 marked by a parameter: refuse them rather than
+    read their bytes as numbers."""
+    kind = layout.parameter("__array__")
+    if kind in ("string", "bytestring", "char", "byte"):
+        raise NotSupportedError(f"Awkward {kind} arrays: from_awkward takes lists, regular "
+                                "arrays, numbers and options of them (for strings: "
+                                "lazyk.array(ak.to_list(x)), a copy)")
+
+
 def _from_layout(ak, layout) -> Array:
     c = ak.contents
+    _no_text(layout)
     if isinstance(layout, c.NumpyArray):
         return array(np.asarray(layout.data))
     if isinstance(layout, c.ListOffsetArray):
@@ -322,6 +333,7 @@ def _from_layout(ak, layout) -> Array:
             inner = layout.to_ByteMaskedArray(True).content[:n]
         else:
             inner = layout.content[:n]
+        _no_text(inner)
         if isinstance(inner, c.NumpyArray):
             return masked(np.asarray(inner.data), valid)
         if isinstance(inner, (c.ListArray, c.RegularArray)):

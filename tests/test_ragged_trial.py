@@ -96,3 +96,11 @@ def test_out_with_missing_rows_is_refused_by_name():
     assert o.tolist() == [3.0, None, 3.0]
     # count of a missing row is missing (README: the rules)
     assert lazyk.count(y, axis=-1).eval().tolist() == [2, None, 1]
+
+
+@pytest.mark.parametrize("data", [["ab", "c"], [["ab"], []], ["ab", None], [b"ab", b"c"]])
+def test_from_awkward_refuses_strings_instead_of_reading_their_bytes(data):
+    ak = pytest.importorskip("awkward")
+    with pytest.raises(lazyk.NotSupportedError, match="Awkward (byte)?string arrays"):
+        lazyk.from_awkward(ak.Array(data))
+    assert lazyk.from_awkward(ak.Array([[1, 2], None])).tolist() == [[1, 2], None]
