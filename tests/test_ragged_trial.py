@@ -104,3 +104,22 @@ def test_from_awkward_refuses_strings_instead_of_reading_their_bytes(data):
     with pytest.raises(lazyk.NotSupportedError, match="Awkward (byte)?string arrays"):
         lazyk.from_awkward(ak.Array(data))
     assert lazyk.from_awkward(ak.Array([[1, 2], None])).tolist() == [[1, 2], None]
+
+
+def test_compiled_var_parameter_takes_fixed_rows():
+    """A NumPy array or rectangular lists are var rows of one length."""
+    k = lazyk.compile((lazyk.placeholder("x", "N * var * float64") * 2).sum(axis=-1))
+    a = np.arange(12.0).reshape(3, 4)
+    for x in (a, np.asfortranarray(a), a[::2, ::-1], np.arange(6).reshape(2, 3)):
+        got = k(x)
+        want = (np.asarray(x, np.float64) * 2).sum(axis=-1)
+        assert got.type == lazyk.dshape(f"{len(want)} * float64")
+        np.testing.assert_array_equal(np.asarray(got.tolist()), want)
+    assert k([[1.0, 2.0], [3.0, 4.0]]).tolist() == [6.0, 14.0]
+    assert k(np.ones((2, 0))).tolist() == [0.0, 0.0]
+    e = lazyk.compile(lazyk.placeholder("x", "N * var * float64") + 1)
+    assert e(a[:, :2]).tolist() == (a[:, :2] + 1).tolist()
+    with pytest.raises(lazyk.TypeMatchError, match="1 dimensions, not 2"):
+        k(np.ones(3))
+    with pytest.raises(lazyk.CastingError, match="complex128 to float64"):
+        k(np.ones((2, 2), complex))
