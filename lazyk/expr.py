@@ -113,7 +113,7 @@ class Expr(Operators):
         return dshape(" * ".join(parts))
 
     def __repr__(self) -> str:
-        return f"<lazyk.Expr {self.node.type_text()}>\n{dump(self.node)}"
+        return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"
 
     def __len__(self) -> int:
         if not self.shape or not isinstance(self.shape[0], int):

@@ -123,3 +123,11 @@ def test_compiled_var_parameter_takes_fixed_rows():
         k(np.ones(3))
     with pytest.raises(lazyk.CastingError, match="complex128 to float64"):
         k(np.ones((2, 2), complex))
+
+
+def test_repr_shows_missing_rows_and_values():
+    q = lazyk.array([[1.0, 2.0], None, [3.0]], type="3 * ?var * float64")
+    assert repr(q * 2).startswith("<lazyk.Expr 3 * ?var * float64>")
+    m = lazyk.array([[1.0, None], [2.0]])
+    assert repr(m.sum(axis=-1)).startswith("<lazyk.Expr 2 * ?float64>")
+    assert repr(lazyk.array(np.ones(3)) + 1).startswith("<lazyk.Expr 3 * float64>")
