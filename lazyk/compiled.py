@@ -32,6 +32,7 @@ from lazyk.errors import (
 )
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
+from lazyk.interchange import offsets_array
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.leaves import RaggedLeaf, RaggedPlaceholder, is_dask_array, is_text, text_view
 from lazyk.ops import STRING as _STRING_ELEMENT
@@ -564,8 +565,6 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
 def _var_rows(x: np.ndarray) -> RaggedLeaf:
     """A NumPy array as `outer * var * T` rows of its last dim's length (no copy of a
     C-contiguous array; O(1) offsets work beyond one arange)."""
-    from lazyk.interchange import offsets_array
-
     flat = np.ascontiguousarray(x).reshape(-1)
     nrows = int(np.prod(x.shape[:-1], dtype=np.int64))
     offsets = np.arange(nrows + 1, dtype=np.int64) * x.shape[-1]
