@@ -32,6 +32,7 @@ from lazyk.errors import (
 )
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
+from lazyk.interchange import offsets_array
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.leaves import RaggedLeaf, RaggedPlaceholder, is_dask_array, is_text, text_view
 from lazyk.ops import STRING as _STRING_ELEMENT
@@ -561,6 +562,16 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
     return x.shape, x.dtype, False, x, type_text(x.shape, x.dtype)
 
 
+def _var_rows(x: np.ndarray) -> RaggedLeaf:
+    """A NumPy array as `outer * var * T` rows of its last dim's length (no copy of a
+    C-contiguous array; O(1) offsets work beyond one arange)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    nrows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    offsets = np.arange(nrows + 1, dtype=np.int64) * x.shape[-1]
+    return RaggedLeaf(offsets_array(offsets, _array(flat), outer=x.shape[:-1], check=None),
+                      False)
+
+
 class RaggedCompiledExpr(CompiledExpr):
     """`lazyk.compile` of an expression with var / option parameters (a `CompiledExpr`).
 
@@ -619,6 +630,10 @@ class RaggedCompiledExpr(CompiledExpr):
                 raise mismatch("numeric elements only")
             if len(dims) != len(want):
                 raise mismatch(f"{len(dims)} dimensions, not {len(want)}")
+            # fixed rows (NumPy, rectangular lists) are var rows of one length
+            rows = want[-1:] == ("var",) and isinstance(value, np.ndarray) and value.ndim > 0
+            if rows:
+                dims = tuple(dims[:-1]) + ("var",)
             for ax, (w, n) in enumerate(zip(want, dims)):
                 if (w == "var") != (n == "var"):
                     raise mismatch(f"axis {ax} is {'a var' if n == 'var' else 'a fixed'} "
@@ -645,7 +660,7 @@ class RaggedCompiledExpr(CompiledExpr):
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
-            env[name] = value
+            env[name] = _var_rows(value) if rows else value
         return env
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):

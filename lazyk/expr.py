@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
+from lazyk import types as T
 from lazyk.array import Array
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
+from lazyk.graph import toposort as _toposort
 from lazyk.leaves import (
     DaskLeaf,
     OwnedView,
@@ -98,13 +100,20 @@ class Expr(Operators):
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         text = self.node.type_text()
-        if has_options(self) and not _skips_missing(self.node):
-            head, _, tail = text.rpartition(" * ")
-            text = f"{head} * ?{tail}" if head else f"?{tail}"
-        return dshape(text)
+        if not builtins.any(isinstance(v, RaggedLeaf) for v in self.env.values()):
+            if has_options(self) and not _skips_missing(self.node):
+                head, _, tail = text.rpartition(" * ")
+                text = f"{head} * ?{tail}" if head else f"?{tail}"
+            return dshape(text)
+        # var / option leaves: missing rows (`?var`) and values follow the graph
+        dims, option = _option_flags(self.node, self.env)
+        parts = text.split(" * ")
+        parts = [("?" if o else "") + p for o, p in zip(dims, parts[:-1])] + \
+            [("?" if option else "") + parts[-1]]
+        return dshape(" * ".join(parts))
 
     def __repr__(self) -> str:
-        return f"<lazyk.Expr {self.node.type_text()}>\n{dump(self.node)}"
+        return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"
 
     def __len__(self) -> int:
         if not self.shape or not isinstance(self.shape[0], int):
@@ -585,6 +594,60 @@ def imag(x: Any) -> Expr:
         return Expr(Node("where", e.dtype, e.shape, (true, zero, e.node)), e.env)
     dt = np.dtype(np.float32 if e.dtype == np.complex64 else np.float64)
     return Expr(Node("imag", dt, e.shape, (e.node,)), e.env)
+
+
+def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
+    """(missing-row flag per result dim, missing values?) of a graph over var / option
+    leaves, by the rules the ragged evaluation follows: a missing row combined with
+    anything is missing; a reduction marks the next kept dim (or the values) where it
+    folds a missing row, and its values are missing as in `lazyk.reduce`."""
+    memo: dict = {}
+    for node in _toposort(root):
+        if node.op == "input":
+            leaf = env.get(node.arg)
+            flags, t = [], getattr(leaf, "array", None)
+            t = t.type if t is not None else None
+            while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
+                row = isinstance(t, T.Option)
+                t = t.elem if row else t
+                flags.append(row)
+                t = t.elem
+            flags += [False] * (node.ndim - len(flags))
+            memo[id(node)] = (flags, isinstance(t, T.Option))
+        elif node.op == REDUCE_OP:
+            flags, option_in = memo[id(node.srcs[0])]
+            op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
+            skipna = op == "count" or (len(node.arg) > 3 and bool(node.arg[3]))
+            nd = len(flags)
+            axes = sorted(a % nd for a in axes) if nd else []
+            marks = set()
+            for a in axes:
+                if flags[a] and (not skipna or a == axes[0]):
+                    marks.add(next((i for i in range(a + 1, nd) if i not in axes), nd))
+            out = []
+            for i, f in enumerate(flags):
+                if i in axes:
+                    if keep:
+                        out.append(False)
+                    continue
+                out.append(bool(f and (i < axes[0] or not skipna)) or i in marks)
+            any_in = option_in or builtins.any(flags)
+            if op == "count":
+                option = False
+            elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
+                option = any_in
+            else:
+                option = any_in and not skipna
+            memo[id(node)] = (out, option or nd in marks)
+        else:
+            nd, flags, option = node.ndim, [False] * node.ndim, False
+            for s in node.srcs:
+                sf, so = memo.get(id(s), ([], False))
+                for k in range(1, builtins.min(len(sf), nd) + 1):
+                    flags[-k] = flags[-k] or sf[-k]
+                option = option or so
+            memo[id(node)] = (flags, option)
+    return memo[id(root)]
 
 
 def _skips_missing(node: Node) -> bool:

@@ -299,8 +299,19 @@ def from_awkward(x: Any) -> Array:
     return _from_layout(ak, layout)
 
 
+def _no_text(layout) -> None:
+    """Awkward strings are lists of uint8 marked by a parameter: refuse them rather than
+    read their bytes as numbers."""
+    kind = layout.parameter("__array__")
+    if kind in ("string", "bytestring", "char", "byte"):
+        raise NotSupportedError(f"Awkward {kind} arrays: from_awkward takes lists, regular "
+                                "arrays, numbers and options of them (for strings: "
+                                "lazyk.array(ak.to_list(x)), a copy)")
+
+
 def _from_layout(ak, layout) -> Array:
     c = ak.contents
+    _no_text(layout)
     if isinstance(layout, c.NumpyArray):
         return array(np.asarray(layout.data))
     if isinstance(layout, c.ListOffsetArray):
@@ -322,6 +333,7 @@ def _from_layout(ak, layout) -> Array:
             inner = layout.to_ByteMaskedArray(True).content[:n]
         else:
             inner = layout.content[:n]
+        _no_text(inner)
         if isinstance(inner, c.NumpyArray):
             return masked(np.asarray(inner.data), valid)
         if isinstance(inner, (c.ListArray, c.RegularArray)):
@@ -337,6 +349,18 @@ def _from_layout(ak, layout) -> Array:
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
+def _as_array(x: Any, fn: str) -> Array:
+    """`x` as a lazyk Array: NumPy arrays are wrapped, expressions evaluated."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray):
+        return array(x)
+    if hasattr(x, "eval") and hasattr(x, "node"):  # a lazyk expression
+        return x.eval()
+    raise TypeError(f"{fn} takes a lazyk Array, expression or NumPy array, not "
+                    f"{type(x).__name__}")
+
+
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child). Offsets-form var dims and lazyk
@@ -410,7 +434,7 @@ def to_arrow(x: Array) -> Any:
         [[1.0, 2.0], [3.0]]
     """
     pa = _need("pyarrow")
-    return _arrow(pa, _columns(x))
+    return _arrow(pa, _columns(_as_array(x, "to_arrow")))
 
 
 def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
@@ -451,7 +475,7 @@ def to_awkward(x: Array) -> Any:
         [[1, None], [3]]
     """
     ak = _need("awkward")
-    return ak.Array(_awkward(ak, _columns(x)))
+    return ak.Array(_awkward(ak, _columns(_as_array(x, "to_awkward"))))
 
 
 def _awkward(ak, col: tuple):

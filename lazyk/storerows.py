@@ -40,6 +40,9 @@ def store(result: Array, out: Array, casting: str) -> Array:
     rt, ot = result.type, out.type
     rdims, relem, ropt = _dims_of(rt)
     odims, oelem, oopt = _dims_of(ot)
+    if isinstance(relem, T.VarDim) or isinstance(oelem, T.VarDim):  # under an Option
+        raise NotSupportedError(f"out= of type {ot} for a {rt} result: missing rows (?var) "
+                                "cannot be written into out= yet; use .eval() for a new array")
     if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions and row lengths")
