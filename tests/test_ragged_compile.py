@@ -118,7 +118,8 @@ def test_input_dtype_converts_under_casting():
 
 @pytest.mark.parametrize("bad, error, match", [
     # fixed rows are var rows of one length: then the rows must line up
-    (np.ones((3, 2)), ShapeError, r"row 2: operand 0 has length 2 and operand 1 has length 0"),
+    (np.ones((3, 2)), ShapeError, r"row 2: operand (0 has length 2 and operand 1 has length 0|"
+     r"1 has length 0 and operand 0 has length 2)"),
     (lambda: lazyk.array([[1.0, None], [2.0], []]), TypeMatchError, r"missing values \(\?T\)"),
     (lambda: lazyk.from_offsets(np.array([0, 1, 2, 2]),
                                 lazyk.array([[1.0], [2.0]], type="2 * var * float64")),
