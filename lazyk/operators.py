@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from lazyk import hooks
+from lazyk.errors import UnsupportedOperandError
 
 _front_end: list[ModuleType] = []
 
@@ -37,6 +38,18 @@ def _binary(name: str, reflected: bool = False):
             if isinstance(other, (str, bytes)):
                 # Never NotImplemented here: Python would answer `arr == "x"` with False.
                 return expr.text_operand(name, self, other, reflected)
+            if name in ("equal", "not_equal") and (
+                    other is None or isinstance(other, (list, tuple, dict, set)) or
+                    type(other).__eq__ is object.__eq__):
+                # Nor here: Python would answer `arr == None` by identity, a silent False.
+                hint = " (missing values are not compared with None: reductions take " \
+                    "skipna=, lazyk.count counts the present values)" if other is None else \
+                    " (wrap a sequence with lazyk.array or np.asarray)" if isinstance(
+                        other, (list, tuple)) else ""
+                sym = "==" if name == "equal" else "!="
+                raise UnsupportedOperandError(
+                    f"{name} ({sym}): unsupported operand type(s) {self.type} and "
+                    f"{type(other).__name__}{hint}")
             return NotImplemented
         fn = getattr(expr, name)
         return fn(other, self) if reflected else fn(self, other)

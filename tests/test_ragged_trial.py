@@ -131,3 +131,14 @@ def test_repr_shows_missing_rows_and_values():
     m = lazyk.array([[1.0, None], [2.0]])
     assert repr(m.sum(axis=-1)).startswith("<lazyk.Expr 2 * ?float64>")
     assert repr(lazyk.array(np.ones(3)) + 1).startswith("<lazyk.Expr 3 * float64>")
+
+
+@pytest.mark.parametrize("other", [None, [1.0, 2.0], (1.0,), object()])
+def test_equality_with_foreign_objects_is_refused_not_false(other):
+    """Python would answer `arr == None` by identity (a silent False): refused by name."""
+    for arr in (lazyk.array([1.0, 2.0]), lazyk.array([[1.0, None], [3.0]])):
+        for op in (lambda a: a == other, lambda a: a != other, lambda a: other == a):
+            with pytest.raises(lazyk.UnsupportedOperandError, match=type(other).__name__):
+                op(arr)
+        with pytest.raises(lazyk.UnsupportedOperandError, match="NoneType"):
+            (arr + 1) == None  # noqa: E711
