@@ -295,6 +295,9 @@ def from_awkward(x: Any) -> Array:
         [[1, 2], [], [3]]
     """
     ak = _need("awkward")
+    if not isinstance(x, (ak.Array, ak.contents.Content, np.ndarray)):
+        raise TypeError(f"from_awkward takes an awkward.Array (or an Awkward layout or a "
+                        f"NumPy array), not {type(x).__name__}")
     layout = ak.to_layout(x)
     return _from_layout(ak, layout)
 

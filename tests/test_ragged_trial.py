@@ -142,3 +142,11 @@ def test_equality_with_foreign_objects_is_refused_not_false(other):
                 op(arr)
         with pytest.raises(lazyk.UnsupportedOperandError, match="NoneType"):
             (arr + 1) == None  # noqa: E711
+
+
+@pytest.mark.parametrize("foreign", [object(), [[1.0], [2.0]], {"x": 1}, "text"])
+def test_from_awkward_refuses_foreign_objects_by_type(foreign):
+    pytest.importorskip("awkward")
+    with pytest.raises(TypeError, match=f"from_awkward takes an awkward.Array.*not "
+                                        f"{type(foreign).__name__}"):
+        lazyk.from_awkward(foreign)
