@@ -136,13 +136,13 @@ def is_ragged(value) -> bool:
 def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
     """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form: fixed
     and var dims in any order over numeric `T` or `?T` (the evaluation step says which
-    forms and operations it runs); a `?var` last dim (missing rows) is 'var' in the shape
-    and counts as an option."""
+    forms and operations it runs); a `?var` dim (missing rows) is 'var' in the shape and
+    counts as an option."""
     t = array.type
     dims = []
     rows_missing = False
     while isinstance(t, (FixedDim, VarDim)) or \
-            isinstance(t, Option) and isinstance(t.elem, VarDim) and not rows_missing:
+            isinstance(t, Option) and isinstance(t.elem, VarDim):
         if isinstance(t, Option):
             rows_missing, t = True, t.elem
         dims.append(t.size if isinstance(t, FixedDim) else "var")
@@ -150,9 +150,6 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
     option = isinstance(t, Option)
     if option:
         t = t.elem
-    if rows_missing and "var" in dims[:-1]:
-        raise NotSupportedError(f"expressions over {array.type}: missing rows (?var) only as "
-                                "the last dim, under fixed dims")
     if not isinstance(t, Scalar):
         raise NotSupportedError(f"expressions over {array.type}: only fixed and var dims "
                                 "over numeric T or ?T")

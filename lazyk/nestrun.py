@@ -15,7 +15,7 @@ import numpy as np
 
 from lazyk.array import array
 from lazyk.backend.outputs import empty as fresh
-from lazyk.codegen.nest import nest_layout
+from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
 from lazyk.expr import reduce as expr_reduce
@@ -34,8 +34,9 @@ from lazyk.spec import format_spec
 # the kernel (a count pass first gives the lengths of result var rows).
 
 class _NestOperand:
-    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v', width,
-    (stop_delta, content, index_stride, stride, length)); its address, dtype, mask."""
+    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v' / 'q' for
+    `?var`, width, (stop_delta, content, index_stride, stride, length, row mask_offset));
+    its address, dtype, mask."""
 
     def __init__(self, dims, ptr, dtype, mask_offset, aligned):
         self.dims, self.ptr, self.dtype = dims, ptr, dtype
@@ -43,7 +44,7 @@ class _NestOperand:
 
 
 def _nest_operand(leaf):
-    """A `_NestOperand`, or None for a leaf the nest does not read (records, ?var, ...)."""
+    """A `_NestOperand`, or None for a leaf the nest does not read (records, ...)."""
     if isinstance(leaf, np.ndarray):
         al = leaf.dtype.alignment
         ptr = leaf.__array_interface__["data"][0]
@@ -55,16 +56,20 @@ def _nest_operand(leaf):
     arr = leaf.array
     t, meta, k, dims = arr.type, arr.meta, 0, []
     addrs = [arr.ptr]
-    while type(t).__name__ in ("FixedDim", "VarDim"):
+    while _dim_kind(t):
         if type(t).__name__ == "FixedDim":
             dims.append(("f", meta[k], meta[k + 1]))
             addrs.append(meta[k + 1])
             k += 2
         else:
+            row_moff, qv = 0, type(t).__name__ == "Option"
+            if qv:  # ?var: the row mask_offset word first
+                row_moff, t, k = meta[k], t.elem, k + 1
             _, width, delta, content, istride, stride, length = meta[k:k + 7]
             if width not in (4, 8) or stride != istride:
                 return None  # stepping views: the row path checks their first and last
-            dims.append(("v", width, (delta, content, istride, stride, length)))
+            dims.append(("q" if qv else "v", width,
+                         (delta, content, istride, stride, length, row_moff)))
             addrs += [content, istride, stride]
             k += 7
         t = t.elem
@@ -80,14 +85,22 @@ def _nest_operand(leaf):
     return _NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs))
 
 
+def _dim_kind(t):
+    """'f', 'v' or 'q' (`?var`) for a dim type, None for anything else."""
+    name = type(t).__name__
+    if name == "Option":
+        return "q" if type(t.elem).__name__ == "VarDim" else None
+    return {"FixedDim": "f", "VarDim": "v"}.get(name)
+
+
 def _old_form(leaves) -> bool:
     """Whether the row path (fixed dims, at most one trailing var dim) can read the leaves."""
     for v in leaves:
         if is_ragged(v):
             t, dims = v.array.type, []
-            while type(t).__name__ in ("FixedDim", "VarDim"):
-                dims.append(type(t).__name__ == "VarDim")
-                t = t.elem
+            while _dim_kind(t):
+                dims.append(_dim_kind(t) != "f")
+                t = t.elem.elem if _dim_kind(t) == "q" else t.elem
             if any(dims[:-1]):
                 return False
     return True
@@ -105,7 +118,7 @@ def _nest_plan(ops_):
         if fixed:
             levels.append("f")
             sizes.append(fixed.pop())
-        elif any(d[0] == "v" for d in ds):
+        elif any(d[0] in "vq" for d in ds):
             levels.append("v")
             sizes.append(0)
         else:
@@ -119,7 +132,11 @@ def _nest_plan(ops_):
         kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
                                                o.dims[k - lead][1] == 1 and levels[k] == "v")
                            else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
+                           + ("q" if o.dims[k - lead][0] == "q" else "")
                            for k in range(nlev)))
+        if any(kd.endswith("q") and levels[k] != "v" for k, kd in enumerate(kinds[-1])):
+            raise NotSupportedError("missing rows (?var) against a fixed dim of another "
+                                    "operand")
     return tuple(levels), sizes, kinds
 
 
@@ -216,6 +233,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
+    # ?var levels: missing rows in elementwise work and reductions over the last axis
+    qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
+    if qlev and (mode not in ("map", "reduce") or where_masks):
+        return None
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
@@ -232,6 +253,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     n0 = sizes[0] if levels[0] == "f" else 1
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
+    validity: dict = {}  # result ?var level -> which of its rows are present
     keep = [leaves]
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
@@ -251,8 +273,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         for rec in RECORDERS:
             rec.append(("nest", kern, 1))
         off = np.zeros(nrows + 1, np.int64)
-        np.cumsum(lens, out=off[1:])
+        np.cumsum(np.maximum(lens, 0), out=off[1:])  # -1: a missing row, no elements
         offsets[p] = off
+        if res[p] in qlev:
+            validity[p] = lens >= 0
     xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
@@ -271,12 +295,17 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
-        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end)
-    values, mask = _nest_reduced(out, flags, reduce_arg, option, skipna)
+        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
+                            validity)
+    values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
+    if nlev - 1 in qlev:  # a missing row reduced along its own axis: missing (skipna too)
+        mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
+    if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
+        mask = mask & ((flags & 2) != 0)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
     got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
-                       xs_end)
+                       xs_end, validity)
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
         got = got[(slice(None),) * axes[0] + (None,)]
     return got
@@ -297,11 +326,11 @@ def _nest_words(levels, sizes, sel, kinds):
             if kind[k] == "n":
                 continue
             d = o.dims[k - lead]
-            base = at + 2 + 5 * k
+            base = at + 2 + OP_WORDS * k
             if d[0] == "f":
                 words[base] = 0 if d[1] == 1 else d[2]
             else:
-                words[base:base + 5] = d[2]
+                words[base:base + OP_WORDS] = d[2]
     return words, lay
 
 
@@ -367,8 +396,9 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
     return values, valid
 
 
-def _nest_result(values, mask, dims, offsets, xs):
-    """The lazyk Array of a nest's result: fixed dims, var dims over their offsets."""
+def _nest_result(values, mask, dims, offsets, xs, validity=None):
+    """The lazyk Array of a nest's result: fixed dims, var dims over their offsets (`?var`
+    where `validity` has the level's present rows)."""
     var_at = [k for k, d in enumerate(dims) if d == "v"]
     if not var_at:
         shape = tuple(int(d) for d in dims)
@@ -384,7 +414,8 @@ def _nest_result(values, mask, dims, offsets, xs):
     for k in range(d, -1, -1):
         if dims[k] == "v":
             outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
-            cur = offsets_array(offsets[k], cur, outer=outer, check=False)
+            cur = offsets_array(offsets[k], cur, (validity or {}).get(k), outer=outer,
+                                check=False)
         elif k > var_at[0]:
             cur = regular(cur, int(dims[k]))
     return cur
@@ -400,7 +431,8 @@ def explain_nests(nests) -> str:
                    f"{nparts} part(s) over threads")
         for j, kinds in enumerate(kern.kinds):
             what = {"n": "stays (broadcast)", "f": "strided", "4": "var rows, int32 indices",
-                    "8": "var rows, int64 indices"}
+                    "8": "var rows, int64 indices", "4q": "?var rows, int32 indices",
+                    "8q": "?var rows, int64 indices"}
             out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
                        ", ".join(what[c] for c in kinds))
         out.append(format_spec(kern.spec))

@@ -202,17 +202,21 @@ def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> N
 
 
 def check_extent(array) -> None:
-    """ValueError unless every byte the arrmeta of a lazyk Array of fixed and var dims over
-    a scalar `T` or `?T` lets a kernel address lies inside its memory block: the top
-    dims' index words (or elements) in the owner's block, each var dim's `length` content
+    """ValueError unless every byte the arrmeta of a lazyk Array of fixed, var and `?var`
+    dims over a scalar `T` or `?T` lets a kernel address lies inside its memory block: the
+    top dims' index words, row mask bytes (or elements) in the owner's block, each var dim's `length` content
     elements in the block it names. Rows checked against `length` then stay inside too."""
     levels, t, meta, k = [], array.type, array.meta, 0
-    while isinstance(t, (FixedDim, VarDim)):
+    while isinstance(t, (FixedDim, VarDim)) or isinstance(t, Option) and \
+            isinstance(t.elem, VarDim):
         if isinstance(t, FixedDim):
             levels.append((meta[k], meta[k + 1]))
             k += 2
         else:
-            levels.append(tuple(meta[k:k + M.VAR_META]))
+            row_mask = None
+            if isinstance(t, Option):  # ?var: the row mask_offset word, then the var dim's
+                row_mask, t, k = meta[k], t.elem, k + 1
+            levels.append(tuple(meta[k:k + M.VAR_META]) + (row_mask,))
             k += M.VAR_META
         t = t.elem
     option = isinstance(t, Option)
@@ -225,13 +229,14 @@ def check_extent(array) -> None:
             n, stride = levels[j]
             lo, hi = min(0, (n - 1) * stride), max(0, (n - 1) * stride)
             return [(a + lo, b + hi) for a, b in spans(j + 1)] if n > 0 else []
-        ref, width, stop_delta, content, istride, _, length = levels[j]
+        ref, width, stop_delta, content, istride, _, length, row_mask = levels[j]
         inner = spans(j + 1)
         if length > 0 and inner:
             span = (length - 1) * istride
             _check_inside(memory.lookup(ref), content + min(0, span), content + max(0, span),
                           inner)
-        return [(0, width), (stop_delta, stop_delta + width)]
+        mask = [] if row_mask is None else [(row_mask, row_mask + 1)]  # the row's mask byte
+        return [(0, width), (stop_delta, stop_delta + width)] + mask
     _check_inside(array.owner, array.ptr, array.ptr, spans(0))
 
 

@@ -7,7 +7,7 @@ outermost dim, empty rows, empty arrays and many length-1 rows. Leaf values are 
 integers (or halves for floats) so sums are exact in any order; `nan=True` mixes in NaN
 and infinities.
 
-`QVAR_LAYOUTS` put a `?var` (missing rows) last, after fixed dims; `ragged_pair(own_rows=True)`
+`QVAR_LAYOUTS` put a `?var` (missing rows) last, after fixed dims; `QNEST_LAYOUTS` anywhere; `ragged_pair(own_rows=True)`
 gives each operand its own missing rows (and `?var` or plain `var` at random).
 """
 from __future__ import annotations
@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 LAYOUTS = ("var * T", "var * var * T", "N * var * T", "N * var * var * T",
            "3 * var * 4 * T", "var * var * var * T")
 QVAR_LAYOUTS = ("N * ?var * T", "3 * N * ?var * T", "?var * T")
+# `?var` above or between other dims (elementwise work and last-axis reductions)
+QNEST_LAYOUTS = ("var * ?var * T", "N * ?var * var * T", "N * ?var * 4 * T",
+                 "var * ?var * ?var * T", "N * var * ?var * T")
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
 NUMERIC = ("float64", "float32", "int64", "int32")
 # row lengths: empty and length-1 rows are common on purpose

@@ -7,7 +7,11 @@ the dim or has a fixed 1 there, so it broadcasts). At a var operand's level (kin
 kernel reads start and stop, checks `0 <= start <= stop <= length` (else it reports the row
 and returns: no address outside the content is ever formed), and pairs the rows: equal
 lengths, a length-1 row stretching, or a fixed result level of size n that every row must
-match (or be 1). Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
+match (or be 1). At a `?var` level (kind '4q' / '8q') the row's mask byte sits at its
+start index's address + the row mask_offset: a missing row's indices are never used, it
+pairs with any row, and the result row is missing (the count pass writes length -1, the
+result has no elements under it; "reduce" over a missing last row sets flag bit 2).
+Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
 value's address + mask_offset.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
@@ -28,8 +32,9 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
     6 + k                  size of fixed result level k
     6 + nlev + 2k, +1      var result level k: its lengths array (count pass) or its
                            offsets (fill pass), first row number
-    6 + 3 nlev + j (2 + 5 nlev): operand j: address, mask_offset, then per level 5 words:
-                           fixed: stride; var: stop_delta, content, index_stride, stride, length
+    6 + 3 nlev + j (2 + 6 nlev): operand j: address, mask_offset, then per level 6 words:
+                           fixed: stride; var: stop_delta, content, index_stride, stride,
+                           length, row mask_offset (`?var`)
     then the parameter slots (16 bytes each).
 
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
@@ -64,7 +69,7 @@ from lazyk.codegen.emit import (
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 
 HEAD = 6
-OP_WORDS = 5
+OP_WORDS = 6
 
 
 def nest_layout(nlev: int, nin: int) -> dict:
@@ -186,7 +191,7 @@ class _NestGen(KernelGen):
     def _rows(self, k, ptrs, path):
         """Per operand at level k: (element-0 address, step); the result length n."""
         b, c = self.b, self.c
-        bases, steps, lens = [], [], {}
+        bases, steps, lens, miss = [], [], {}, None
         for j in range(self.nin):
             kind, f = self.kinds[j][k], self.f[j][k]
             if kind == "n":
@@ -196,15 +201,23 @@ class _NestGen(KernelGen):
                 bases.append(ptrs[j])
                 steps.append(f[0])
             else:
-                delta, content, istride, stride, length = f
-                w = int(kind)
+                delta, content, istride, stride, length = f[:5]
+                w = int(kind[0])
                 start = self._index(ptrs[j], w)
                 stop = self._index(b.gep(ptrs[j], [delta]), w)
                 ok = b.and_(b.icmp_signed(">=", start, c(0)),
                             b.and_(b.icmp_signed("<=", start, stop),
                                    b.icmp_signed("<=", stop, length)))
+                gone = None
+                if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
+                    gone = b.icmp_unsigned("==", b.load(b.gep(ptrs[j], [f[5]]), align=1),
+                                           ir.Constant(I8, 0))
+                    ok = b.or_(ok, gone)
+                    miss = gone if miss is None else b.or_(miss, gone)
                 self._check(ok, 1, k, path, j, start, stop, length)
                 n = b.sub(stop, start)
+                if gone is not None:
+                    n = b.select(gone, c(1), n)
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
@@ -221,11 +234,13 @@ class _NestGen(KernelGen):
                 self._check(ok, 2, k, path, j, ln, n, src)
                 one = b.icmp_signed("==", ln, c(1))
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
-        return bases, steps, n
+        if miss is not None:  # nothing under a missing result row
+            n = b.select(miss, c(0), n)
+        return bases, steps, n, miss
 
     def _level(self, k, ptrs, path):
         b, c = self.b, self.c
-        bases, steps, n = self._rows(k, ptrs, path)
+        bases, steps, n, miss = self._rows(k, ptrs, path)
         if k == self.axis:
             self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [])
             return
@@ -233,7 +248,7 @@ class _NestGen(KernelGen):
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
             if self.counting:
-                b.store(n, at)
+                b.store(n if miss is None else b.select(miss, c(-1), n), at)
             else:
                 want = self._counted(slot, k)
                 self._check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
@@ -241,7 +256,7 @@ class _NestGen(KernelGen):
             if self.counting and k == self.deepest:
                 return
         if k == self.nlev - 1:
-            self._inner(k, bases, steps, n, path)
+            self._inner(k, bases, steps, n, path, miss)
             return
         lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] == "f" else n
@@ -281,7 +296,7 @@ class _NestGen(KernelGen):
         """Operand j's var row at level m whose start index is at p: (length, element-0
         address, stride), its indices checked."""
         b, c = self.b, self.c
-        delta, content, istride, stride, length = self.f[j][m]
+        delta, content, istride, stride, length = self.f[j][m][:5]
         w = int(self.kinds[j][m])
         start = self._index(p, w)
         stop = self._index(b.gep(p, [delta]), w)
@@ -356,7 +371,7 @@ class _NestGen(KernelGen):
         b.store(b.add(pos, c(1)), self.pos)
 
     # ------------------------------------------------------------ innermost level
-    def _inner(self, k, bases, steps, n, path):
+    def _inner(self, k, bases, steps, n, path, miss=None):
         b, c = self.b, self.c
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
@@ -397,7 +412,7 @@ class _NestGen(KernelGen):
                 with otherwise:
                     for_loop(b, n, general, name="e")
         if self.mode == "reduce":
-            self._finish(pos0, n)
+            self._finish(pos0, n, miss)
             b.store(b.add(pos0, c(1)), self.pos)
         elif self.mode == "map":
             b.store(b.add(pos0, n), self.pos)
@@ -503,8 +518,9 @@ class _NestGen(KernelGen):
         b.store(flags, b.gep(self.outm, [at]), align=1)
         b.store(cnt, b.gep(self.status, [c(6)]))
 
-    def _finish(self, at, n):
-        """Store the result and its flags: bit 0 valid, bit 1 the row had elements."""
+    def _finish(self, at, n, miss=None):
+        """Store the result and its flags: bit 0 valid, bit 1 the row had elements, bit 2
+        the row was missing (`?var`)."""
         b, c = self.b, self.c
         dt = self.out_dts[0]
         cnt = b.load(self.count)
@@ -517,8 +533,12 @@ class _NestGen(KernelGen):
             cf = b.sitofp(cnt, lltype(dt))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
         store_value(b, v, b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        if miss is not None:
+            valid = b.and_(valid, b.not_(miss))
         flags = b.or_(b.zext(valid, I8),
                       b.shl(b.zext(b.icmp_signed(">", n, c(0)), I8), ir.Constant(I8, 1)))
+        if miss is not None:
+            flags = b.or_(flags, b.shl(b.zext(miss, I8), ir.Constant(I8, 2)))
         b.store(flags, b.gep(self.outm, [at]), align=1)
 
 
@@ -529,7 +549,8 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     """The module of one loop-nest kernel (see the module doc).
 
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
-    kinds: per input, per level 'n' (stays), 'f' (strided) or '4' / '8' (var, index width);
+    kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width) or
+    '4q' / '8q' (`?var`: "map" and "reduce" only, at var levels);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
     where_masks: ("map") a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
@@ -542,5 +563,7 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
         raise ops.NotSupportedError("a mean needs a float accumulator")
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
         raise ValueError("one kind per input and level")
+    if any(kd.endswith("q") for ks in kinds for kd in ks) and mode not in ("map", "reduce"):
+        raise ops.NotSupportedError(f"missing rows (?var) in a {mode!r} nest")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
                     target or CPUTarget(), where_masks).build()
