@@ -134,9 +134,6 @@ def _nest_plan(ops_):
                            else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
                            + ("q" if o.dims[k - lead][0] == "q" else "")
                            for k in range(nlev)))
-        if any(kd.endswith("q") and levels[k] != "v" for k, kd in enumerate(kinds[-1])):
-            raise NotSupportedError("missing rows (?var) against a fixed dim of another "
-                                    "operand")
     return tuple(levels), sizes, kinds
 
 
@@ -188,7 +185,8 @@ def evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "missing rows (?var) do not mix with var dims above the last one" if any(
+        why = "with missing rows (?var) and var dims above the last one, elementwise work " \
+            "(without where) and reductions over the last axis run" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "with var dims above the last one, reductions run over one axis, all axes, " \
             "or (sum, prod, any, all) the last few axes"
@@ -234,8 +232,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     # ?var levels: missing rows in elementwise work and reductions over the last axis
+    # (a last `?var` under fixed dims stays on the row path; against a fixed dim: refused)
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
-    if qlev and (mode not in ("map", "reduce") or where_masks):
+    if qlev and (mode not in ("map", "reduce") or where_masks or _old_form(leaves) or
+                 any(levels[k] != "v" for k in qlev)):
         return None
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all":
