@@ -8,7 +8,6 @@ refused by name (NotSupportedError), never a wrong answer.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
