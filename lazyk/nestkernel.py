@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
-from lazyk.backend.threads import get_num_threads
+from lazyk.backend.threads import get_num_threads, run_in_threads
 from lazyk.codegen.nest import generate_nest, nest_layout
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.spec import check_params
@@ -71,17 +71,7 @@ class NestKernel:
             kd = np.frombuffer(w.tobytes() + params, np.uint8).copy()
             calls.append((kd, status, keep))
             statuses.append(status)
-        workers = []
-        for c in calls[1:]:
-            t = threading.Thread(target=self._call, args=c, daemon=True)
-            try:
-                t.start()
-                workers.append(t)
-            except RuntimeError:  # no thread to be had: run the part here
-                self._call(*c)
-        self._call(*calls[0])
-        for t in workers:
-            t.join()
+        run_in_threads(self._call, calls)
         nest_stats["runs"] += 1
         for st in statuses:
             if st[0]:

@@ -24,9 +24,8 @@ from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
-from lazyk.rowrules import RECORDERS, branch_masks, inline_reductions, rows_graph, seed
+from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed
 from lazyk.rows import check_extent
-from lazyk.runtime import canonical, plan
 from lazyk.spec import format_spec
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
@@ -211,17 +210,12 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     elif mode == "reduce" and axes != (nlev - 1,):
         return None  # several axes: the row path (fixed dims + one var dim) or refused
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    node, by_name = canonical(node, dict(zip(names, range(len(names)))))
-    prog = plan(rows_graph(node))
-    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is None) != (mode == "map"):
+    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map")
+    if got is None:
         return None
-    step = prog.steps[0]
-    if any(n not in by_name for n in step.inputs):
-        return None
+    step, by_name = got
     spec = step.spec
     acc = np.dtype(spec.outputs[0][1])
-    if step.mean and acc.kind not in "fc":
-        return None
     sel = [ops_[by_name[n]] for n in step.inputs]
     sel_kinds = [kinds[by_name[n]] for n in step.inputs]
     labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers

@@ -55,7 +55,7 @@ from lazyk.interchange import build_rows, masked, offsets_array
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.nestrun import evaluate_nest, explain_nests
-from lazyk.rowrules import RECORDERS, branch_masks, inline_reductions, rows_graph, seed, selects
+from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed, selects
 from lazyk.rows import (
     from_numpy,
     gather,
@@ -64,7 +64,7 @@ from lazyk.rows import (
     row_view,
     row_view_numpy,
 )
-from lazyk.runtime import as_out, canonical, plan, run_program
+from lazyk.runtime import as_out, plan, run_program
 from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 from lazyk.storerows import is_ragged_type, store
@@ -472,20 +472,14 @@ def _leaf_dtype(root, name: str) -> np.dtype:
 
 def _fused_row_reduction(expr, names, ops_, struct, index, reduce_arg):
     """Values and valid flags per row from ONE fused kernel, or None when not expressible."""
-    # canonical leaf names: the same structure gives the same spec (one compile)
-    node, by_name = canonical(expr.node, dict(zip(names, zip(ops_, index))))
-    prog = plan(rows_graph(node))
-    if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
+    got = fused_step(expr.node, dict(zip(names, zip(ops_, index))), reduce=True)
+    if got is None:
         return None
-    step = prog.steps[0]
-    if any(n not in by_name for n in step.inputs):
-        return None
+    step, by_name = got
     spec = step.spec
     native = tuple(np.dtype(d).newbyteorder("=") for d in spec.inputs)
     spec = replace(spec, inputs=native, aligned=(True,) * len(native))
     acc = np.dtype(spec.outputs[0][1])
-    if step.mean and acc.kind not in "fc":
-        return None
     inputs, masks, masked = [], [], []
     # ?var: the index lines up missing rows too; the kernel folds the present rows only
     keep = None if struct.rowmask is None else np.repeat(struct.rowmask, struct.wild)
@@ -545,17 +539,12 @@ def _fused_rows(expr, names, leaves, reduce_arg):
     if order == "col":
         widths = [_fold_width(struct.lengths[g], struct.last, reduce_arg[0], folded,
                               None if gone is None else g) for g in groups]
-    node, by_name = canonical(expr.node, dict(zip(names, range(len(names)))))
-    prog = plan(rows_graph(node))
-    if len(prog.steps) != 1 or prog.steps[0].spec.reduce is None:
+    got = fused_step(expr.node, dict(zip(names, range(len(names)))), reduce=True)
+    if got is None:
         return None
-    step = prog.steps[0]
-    if any(n not in by_name for n in step.inputs):
-        return None
+    step, by_name = got
     spec = step.spec
     acc = np.dtype(spec.outputs[0][1])
-    if step.mean and acc.kind not in "fc":
-        return None
     stored, aligned, rowptrs, rowstrides, moffs = [], [], [], [], []
     nrows = len(struct.lengths)
     same_stride: dict = {}  # one constant stride array per stride value

@@ -76,3 +76,20 @@ def rows_graph(root):
             return node.replace(srcs=srcs) if srcs != node.srcs else node
         return node.replace(srcs=srcs, shape=("R", "L"))
     return rewrite(root, visit)
+
+
+def fused_step(node, leaves: dict, reduce: bool):
+    """(the one fused step computing `node` over the row space, its canonical input names
+    -> `leaves` values), or None when that is not one kernel: several steps, a reduction
+    missing or unexpected, an input that is not a leaf, a mean accumulated in an integer
+    dtype. Canonical names make the same structure the same spec (one compile)."""
+    node, by_name = runtime.canonical(node, leaves)
+    prog = runtime.plan(rows_graph(node))
+    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is not None) != reduce:
+        return None
+    step = prog.steps[0]
+    if any(n not in by_name for n in step.inputs):
+        return None
+    if step.mean and np.dtype(step.spec.outputs[0][1]).kind not in "fc":
+        return None
+    return step, by_name

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
-from lazyk.backend.threads import get_num_threads
+from lazyk.backend.threads import get_num_threads, run_in_threads
 from lazyk.codegen.segmented import generate_segmented, seg_params_offset
 from lazyk.spec import check_params
 
@@ -100,18 +100,7 @@ class SegmentedKernel:
             dst = (ctypes.c_void_p * 2)(out.ctypes.data + out.itemsize * at,
                                         valid.ctypes.data + at)
             calls.append((dst, src, kd, (arrays, out, valid)))
-        # ctypes releases the GIL during each call: parts run on their own cores
-        workers = []
-        for c in calls[1:]:
-            w = threading.Thread(target=self._call, args=c, daemon=True)
-            try:
-                w.start()
-                workers.append(w)
-            except RuntimeError:  # no thread to be had: run the part here
-                self._call(*c)
-        self._call(*calls[0])
-        for w in workers:
-            w.join()
+        run_in_threads(self._call, calls)  # ctypes releases the GIL: parts on own cores
         seg_stats["runs"] += 1
 
     def _call(self, dst, src, kd, keep) -> None:
