@@ -3,7 +3,6 @@ per size), run with per-call kernel data, the outermost level split over threads
 (`lazyk.set_num_threads`); a bad row reported by the kernel becomes a Python error."""
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
@@ -11,8 +10,8 @@ import threading
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
-from lazyk.backend.threads import get_num_threads, run_in_threads
-from lazyk.codegen.nest import generate_nest, nest_layout
+from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.codegen.nest import add_part_entry, generate_nest, nest_layout
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.spec import check_params
 
@@ -34,11 +33,11 @@ class NestKernel:
         self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
         self.masked, self.mode, self.npass = masked, mode, npass
         self.lay = nest_layout(len(levels), len(kinds))
-        names = (f"{_NAME}_run",)
-        self.jit = JITModule(lambda: str(generate_nest(
+        names = (f"{_NAME}_part",)
+        self.jit = JITModule(lambda: _with_part_entry(generate_nest(
             spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
             where_masks=where_masks)), names)
-        self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.jit.addresses[names[0]])
+        self.part = self.jit.addresses[names[0]]
 
     @property
     def ir(self) -> str:
@@ -61,26 +60,32 @@ class NestKernel:
         ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
         check_params(self.spec, params)
         nlev = len(self.levels)
-        calls, statuses = [], []
+        blocks, statuses = [], []
         for lo, hi, pos, firsts in parts:
             w = words.copy()  # each part its own kernel data and status: no shared scratch
             status = np.zeros(8 + nlev, np.int64)
             w[0], w[1], w[2], w[5] = status.ctypes.data, lo, hi, pos
             for k, first in firsts.items():
                 w[self.lay["lens"] + 2 * k + 1] = first
-            kd = np.frombuffer(w.tobytes() + params, np.uint8).copy()
-            calls.append((kd, status, keep))
+            blocks.append(np.frombuffer(w.tobytes() + params, np.uint8).copy())
             statuses.append(status)
-        run_in_threads(self._call, calls)
+        # the native pool runs part t on kernel data blocks[t] (the GIL released)
+        table = np.array([kd.ctypes.data for kd in blocks], np.uintp)
+        step = max(1, get_num_threads())  # the pool runs at most this many parts at once
+        for at in range(0, len(blocks), step):
+            parallel_for(self.part, table.ctypes.data + table.itemsize * at,
+                         min(step, len(blocks) - at))
+        del keep  # the buffers the kernel read stay alive until here
         nest_stats["runs"] += 1
         for st in statuses:
             if st[0]:
                 raise _error(st, labels or list(range(len(self.kinds))))
         return statuses
 
-    def _call(self, kd, status, keep) -> None:
-        # ctypes releases the GIL during the call: parts run on their own cores
-        self.fn(kd.ctypes.data)
+
+def _with_part_entry(module) -> str:
+    add_part_entry(module, _NAME)
+    return str(module)
 
 
 def _error(st: np.ndarray, labels: list) -> Exception:

@@ -262,10 +262,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                 w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
         kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{res[p]}", skipna,
                            step.mean)
-        kern.run(w, step.consts, [(0, n0, 0, {res[q]: 0 for q in rvar if q <= p})],
-                 (keep, lens, scratch), labels)
+        parts = _count_parts(levels, sizes, offsets, rvar, res, p, n0)
+        kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
         for rec in RECORDERS:
-            rec.append(("nest", kern, 1))
+            rec.append(("nest", kern, len(parts)))
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(np.maximum(lens, 0), out=off[1:])  # -1: a missing row, no elements
         offsets[p] = off
@@ -347,6 +347,25 @@ def _nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = _positions(lo, rl, rs, offsets, nres)
         parts.append((lo, hi, xs[-1], {res[p]: (xs[p - 1] if p else 0) for p in rvar}))
+    return parts
+
+
+def _count_parts(levels, sizes, offsets, rvar, res, p, n0):
+    """Parts of the count pass of result var level `p`, level-0 rows split by how many
+    level-`p` rows they hold (known from the fixed sizes and the levels counted before)."""
+    counted = [q for q in rvar if q <= p]
+    if levels[0] != "f" or not p or res[0] != 0:
+        return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+
+    def before(r):
+        return _positions(r, rl, rs, offsets, p)[-1]  # level-p rows before level-0 row r
+
+    bounds = nest_split(n0, before(n0), before)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        xs = _positions(lo, rl, rs, offsets, p)
+        parts.append((lo, hi, 0, {res[q]: (xs[q - 1] if q else 0) for q in counted}))
     return parts
 
 

@@ -366,3 +366,23 @@ def test_corrupted_offsets_raise_never_crash():
                        timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith("True"), r.stdout
+
+
+def test_thread_split_of_count_passes(monkeypatch):
+    """N * var * var results: both count passes and the fill split over threads agree
+    with one thread and with the reference."""
+    rng = np.random.default_rng(11)
+    data = [[[float(v) for v in rng.standard_normal(rng.integers(0, 4))]
+             for _ in range(rng.integers(0, 4))] for _ in range(500)]
+    x = lazyk.array(data, type="500 * var * var * float64")
+    want = [[[v * 2 + 1 for v in row] for row in rows] for rows in data]
+    monkeypatch.setattr(nestkernel, "MIN_PART", 16)
+    old = lazyk.get_num_threads()
+    try:
+        for t in (1, 2):
+            lazyk.set_num_threads(t)
+            got = (x * 2 + 1).eval()
+            assert str(got.type) == "500 * var * var * float64"
+            assert got.to_list() == want
+    finally:
+        lazyk.set_num_threads(old)

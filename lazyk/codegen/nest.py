@@ -567,3 +567,16 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
         raise ops.NotSupportedError(f"missing rows (?var) in a {mode!r} nest")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
                     target or CPUTarget(), where_masks).build()
+
+
+def add_part_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
+    """Add `void <name>_part(i8 **kds, i64 tid)`, which runs `<name>_run(kds[tid])`: the
+    entry the native thread pool calls (`backend.threads.parallel_for`), one kernel data
+    block per part. Returns the entry's name."""
+    run = module.get_global(f"{name}_run")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8, I64]), f"{name}_part")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    kds = b.bitcast(fn.args[0], P8.as_pointer())
+    b.call(run, [b.load(b.gep(kds, [fn.args[1]]), align=8)])
+    b.ret_void()
+    return fn.name
