@@ -17,7 +17,7 @@ class TypeParseError(ValueError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        lines = self.text.splitlines() or [""]
+        lines = self.text.split("\n")  # lines as the parser counts them: "\n" ends one
         src = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
         caret = " " * max(self.column - 1, 0) + "^"
         return f"{self.reason} (line {self.line}, column {self.column})\n  {src}\n  {caret}"

@@ -404,11 +404,11 @@ def test_any_text_parses_or_raises_type_parse_error(text):
 
 def _check_error(text, err):
     """A TypeParseError points inside the text and draws its line with a caret there."""
-    lines = text.splitlines() or [""]
+    lines = text.split("\n")  # the parser counts lines by "\n" only ("\r" is a character)
     assert 1 <= err.line <= max(len(lines), 1), str(err)
     src = lines[err.line - 1] if err.line <= len(lines) else ""
     assert 1 <= err.column <= len(src) + 1, str(err)
-    shown = str(err).splitlines()
+    shown = str(err).split("\n")
     assert shown[1] == "  " + src and shown[2] == "  " + " " * (err.column - 1) + "^"
 
 
@@ -465,3 +465,11 @@ def test_same_shapes_with_other_texts():
     assert (info.value.line, info.value.column) == (1, 5)
     typeparse.clear_cache(tokens=False)
     assert dshape("7 * int8") is FixedDim(7, Scalar("int8"))
+
+
+@pytest.mark.parametrize("text", ["\r\x1b", "int32\r\n* $", "\x0b3 * ", "3 *\u2028 $"])
+def test_error_lines_are_counted_like_the_parser(text):
+    """Carriage returns and other line breaks than "\\n" do not shift the line shown."""
+    with pytest.raises(TypeParseError) as info:
+        dshape(text)
+    _check_error(text, info.value)
