@@ -228,7 +228,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
     string leaves, so the string builders accept it; `lazyk.textrows` computes the string
     operations over it before the ragged path sees the expression."""
-    shape, _, option = describe_ragged(leaves.text_rows(arr))
+    shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
     name = f"_{next(_counter)}"
     return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
 

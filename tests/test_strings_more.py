@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_today import check as check_ref
 
 OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
 ALPHABET = st.sampled_from("ab\u00e9\u20ac\U0001f600z")
@@ -129,3 +132,181 @@ def test_arrays_still_combine_with_numpy_and_scalars():
     assert (x + np.array([1, 2])).eval().to_list() == [2.0, 4.0]
     assert (x + lazyk.array([1, 2])).eval().to_list() == [2.0, 4.0]
     assert (3 - x).eval().to_list() == [2.0, 1.0]
+
+
+# ---------------------------------------------------------------- strings under var dims
+# every layout of the loop nest, missing rows above, between and under var dims included
+LAYOUTS = S.LAYOUTS + S.QNEST_LAYOUTS + S.QVAR_LAYOUTS
+
+
+def fill_text(draw, sk, leaf_option, level, nd):
+    """Strings into a skeleton of `tests/ragged_strategies.py` (None: missing)."""
+    if sk == "MISSING":
+        return None
+    if level == nd:
+        if leaf_option and draw(st.integers(0, 3)) == 0:
+            return None
+        return draw(TEXT)
+    return [fill_text(draw, x, leaf_option, level + 1, nd) for x in sk]
+
+
+@st.composite
+def text_array(draw, layouts=LAYOUTS):
+    """(dims, leaf option, nested lists of str)."""
+    dims, _, leaf_option = draw(S.layout_types(layouts, ("int64",)))
+    sk = S.skeleton(draw, dims)
+    return dims, leaf_option, fill_text(draw, sk, leaf_option, 0, len(dims))
+
+
+@st.composite
+def text_pair(draw, layouts=LAYOUTS):
+    """Two string operands of one row structure: some rows of length 1 (they broadcast),
+    each with missing rows and values of its own."""
+    dims, _, _ = draw(S.layout_types(layouts, ("int64",)))
+    sk = S.skeleton(draw, [d.lstrip("?") for d in dims])
+    out = []
+    for _ in range(2):
+        option = draw(st.booleans())
+        mine = [d if not d.startswith("?") or draw(st.booleans()) else d[1:] for d in dims]
+        data = S._shrink_rows(draw, fill_text(draw, sk, option, 0, len(dims)), dims)
+        out.append((mine, option, S._drop_rows(draw, data, mine)))
+    return out
+
+
+def tmap(fn, data):
+    """fn on every string of nested lists (None stays None: a missing value or row)."""
+    if isinstance(data, list):
+        return [tmap(fn, x) for x in data]
+    return None if data is None else fn(data)
+
+
+def strings(data):
+    if isinstance(data, list):
+        return [s for x in data for s in strings(x)]
+    return [] if data is None else [data]
+
+
+def typed(dims, option, leaf):
+    return S.type_string(dims, leaf, option)
+
+
+@given(text_array(), TEXT)
+def test_nested_strings_with_a_python_str(case, c):
+    dims, option, data = case
+    x = lazyk.array(data, type=typed(dims, option, "string"))
+    for op in OPS:
+        want = R.array(tmap(lambda s, op=op: op(s, c), data), typed(dims, option, "bool"))
+        assert check_ref(lambda: want, lambda op=op: op(x, c)) == "match"
+    lens = R.array(tmap(len, data), typed(dims, option, "int64"))
+    assert check_ref(lambda: lens, lambda: lazyk.str_len(x)) == "match"
+    starts = R.array(tmap(lambda s: s.startswith(c), data), typed(dims, option, "bool"))
+    assert check_ref(lambda: starts, lambda: lazyk.startswith(x, c)) == "match"
+    ends = R.array(tmap(lambda s: s.endswith(c), data), typed(dims, option, "bool"))
+    assert check_ref(lambda: ends, lambda: lazyk.endswith(x, c)) == "match"
+    # then numeric work and reductions over the last axis, as for numeric data
+    hit = R.array(tmap(lambda s: s == c, data), typed(dims, option, "bool"))
+    for skipna in (False, True):
+        assert check_ref(lambda: R.reduce("any", hit, -1, skipna=skipna),
+                         lambda: (x == c).any(axis=-1, skipna=skipna)) in ("match", "refused")
+        assert check_ref(lambda: R.reduce("sum", lens, -1, skipna=skipna),
+                         lambda: lazyk.str_len(x).sum(axis=-1, skipna=skipna)) in (
+            "match", "refused")
+    assert check_ref(lambda: R.elementwise("multiply", lens, 2),
+                     lambda: lazyk.str_len(x) * 2) == "match"
+
+
+@given(text_pair())
+def test_two_nested_string_arrays(pair):
+    (da, oa, a), (db, ob, b) = pair
+    # the order of the strings is the order of their ranks: the reference compares ranks
+    vocab = {s: k for k, s in enumerate(sorted(set(strings(a) + strings(b))))}
+    ra = R.array(tmap(vocab.get, a), typed(da, oa, "int64"))
+    rb = R.array(tmap(vocab.get, b), typed(db, ob, "int64"))
+    x = lazyk.array(a, type=typed(da, oa, "string"))
+    y = lazyk.array(b, type=typed(db, ob, "string"))
+    for op, name in ((operator.eq, "equal"), (operator.lt, "less"),
+                     (operator.ge, "greater_equal")):
+        got = check_ref(lambda name=name: R.elementwise(name, ra, rb),
+                        lambda op=op: op(x, y))
+        assert got in ("match", "raises")
+
+
+def test_nested_strings_examples():
+    x = lazyk.array([[["a", "bb"], []], [["bb"], ["a", "", "\u20ac\u00e9"]]],
+                    type="2 * var * var * string")
+    check(x == "a", [[[True, False], []], [[False], [True, False, False]]],
+          "2 * var * var * bool")
+    check(lazyk.str_len(x), [[[1, 2], []], [[2], [1, 0, 2]]], "2 * var * var * int64")
+    check(lazyk.str_len(x).sum(axis=-1), [[3, 0], [2, 3]], "2 * var * int64")
+    y = lazyk.array([[["a", None], []], [[None], ["a", None, "ccc"]]],
+                    type="2 * var * var * ?string")
+    check(x == y, [[[True, None], []], [[None], [True, None, False]]],
+          "2 * var * var * ?bool")
+    one = lazyk.array([[["bb"], []], [["bb"], ["a"]]], type="2 * var * var * string")
+    check(x == one, [[[False, True], []], [[True], [True, False, False]]],
+          "2 * var * var * bool")  # length-1 rows broadcast
+    bad = lazyk.array([[["a", "b", "c"], []], [["bb"], ["a"]]], type="2 * var * var * string")
+    with pytest.raises(lazyk.ShapeError):
+        (x == bad).eval()
+    # mixed with numeric var * var data, reduced over the last axis
+    w = lazyk.array([[[1.0, 2.0], []], [[3.0], [4.0, 5.0, 6.0]]], type="2 * var * var * float64")
+    check(((x == "a") * w).sum(axis=-1), [[1.0, 0.0], [0.0, 4.0]], "2 * var * float64")
+    # a fixed dim inside rows, a missing row, a top-level var dim
+    f = lazyk.array([[["a", "b"], ["c", ""]], []], type="var * var * 2 * string")
+    check(f == "c", [[[False, False], [True, False]], []], "var * var * 2 * bool")
+    q = lazyk.from_offsets(np.array([0, 2, 2, 3]), lazyk.array(["a", "\u00e9", "c"]),
+                           validity=[True, False, True])
+    check(q == "\u00e9", [[False, True], None, [False]], "3 * ?var * bool")
+    check(lazyk.str_len(q).sum(axis=-1), [2, None, 1], "3 * ?int64")
+
+
+def test_nested_empty_arrays_rows_and_strings():
+    check(lazyk.array([], type="0 * var * var * string") == "a", [], "0 * var * var * bool")
+    x = lazyk.array([[], [[]], [[""], []]], type="3 * var * var * ?string")
+    check(x == "", [[], [[]], [[True], []]], "3 * var * var * ?bool")
+    check(lazyk.str_len(x).sum(axis=-1), [[], [0], [0, 0]], "3 * var * ?int64")
+    y = lazyk.array([[[None]]], type="1 * var * var * ?string")
+    check(lazyk.str_len(y), [[[None]]], "1 * var * var * ?int64")
+
+
+def test_nested_views_records_and_from_offsets():
+    rows = [[["kiwi", "b"], ["c"]], [], [["a", None, "kiwi"]], [["kiwi"]]]
+    x = lazyk.array(rows, type="4 * var * var * ?string")
+    for view, py in ((x[::-1], rows[::-1]), (x[1:3], rows[1:3]), (x[2], rows[2])):
+        check(view == "kiwi", tmap(lambda s: s == "kiwi", py),
+              str(view.type).replace("string", "bool"))
+    r = lazyk.array([[[{"n": "kiwi", "k": 1}], [{"n": None, "k": 2}]], []],
+                    type="2 * var * var * {k: int8, n: ?string}")
+    check(r.n == "kiwi", [[[True], [None]], []], "2 * var * var * ?bool")
+    check(lazyk.str_len(r.n) + r.k, [[[5], [None]], []], "2 * var * var * ?int64")
+    words = lazyk.array(["x", "kiwi", "", "caf\u00e9", "x"], type="5 * string")
+    inner = lazyk.from_offsets(np.array([0, 2, 2, 5], np.int32), words)
+    outer = lazyk.from_offsets(np.array([0, 1, 3]), inner)
+    assert str(outer.type) == "2 * var * var * string"
+    check(outer == "x", [[[True, False]], [[], [False, False, True]]], "2 * var * var * bool")
+
+
+def test_large_nested_matches_numpy():
+    rng = np.random.default_rng(2)
+    words = np.array(["x", "kiwi", "", "caf\u00e9", "xx"])
+    inner_len = rng.integers(0, 6, 5000)
+    flat = words[rng.integers(0, len(words), int(inner_len.sum()))]
+    inner_off = np.concatenate(([0], np.cumsum(inner_len)))
+    outer_len = np.full(1000, 5)
+    outer_off = np.concatenate(([0], np.cumsum(outer_len)))
+    content = lazyk.array(flat.tolist(), type=f"{len(flat)} * string")
+    x = lazyk.from_offsets(outer_off, lazyk.from_offsets(inner_off, content))
+    got = lazyk.str_len(x).sum(axis=-1).eval()
+    assert str(got.type) == "1000 * var * int64"
+    want = np.add.reduceat(np.append(np.strings.str_len(flat), 0), inner_off[:-1]) * \
+        (inner_len > 0)
+    assert got.to_list() == want.reshape(1000, 5).tolist()
+    hits = (x == "x").sum(axis=-1).eval().to_list()
+    want = np.add.reduceat(np.append(flat == "x", False), inner_off[:-1]) * (inner_len > 0)
+    assert hits == want.reshape(1000, 5).tolist()
+
+
+def test_bytes_elements_under_var_dims_are_refused():
+    x = lazyk.array([[[b"a"]], [[b"b", b"c"]]], type="2 * var * var * bytes")
+    with pytest.raises(NotSupportedError, match="bytes"):
+        x == "a"
