@@ -289,7 +289,9 @@ def placeholder(name: str, type: Any) -> Expr:
         name: the parameter name in `lazyk.compile(...).signature`.
         type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
             `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
-            parameters run through `lazyk.compile`, on lazyk arrays of that type).
+            parameters run through `lazyk.compile`, on lazyk arrays of that type); or
+            dims over `string` / `?string` (`'N * var * ?string'`), for the string
+            operations (comparisons, `str_len`, `startswith`, `endswith`).
 
     The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
     `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).
@@ -299,7 +301,7 @@ def placeholder(name: str, type: Any) -> Expr:
     Raises:
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, `?var`
-            rows, records / tuples, strings and other non-numeric element types.
+            rows, records / tuples and other non-numeric element types.
     """
     shape, dtype, option = parse_placeholder_type(type)
     node = Node("input", dtype, shape, (), name)

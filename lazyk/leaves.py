@@ -190,9 +190,9 @@ def text_view(array) -> np.ndarray:
 
 def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
     """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
-    (a var dim is "var" in dims) over a numeric `T` or `?T`. TypeParseError for malformed
-    text; NotSupportedError, naming the type, for ellipsis dims, `?var` rows, records,
-    strings and other non-numeric element types."""
+    (a var dim is "var" in dims) over a numeric `T` or `?T`, or over `string` / `?string`
+    (dtype `ops.STRING`). TypeParseError for malformed text; NotSupportedError, naming the
+    type, for ellipsis dims, `?var` rows, records and other element types."""
     t = dshape(type)
     dims: list = []
     node = t
@@ -203,6 +203,8 @@ def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
     option = isinstance(node, Option)
     if option:
         node = node.elem
+    if isinstance(node, Scalar) and node.name == "string":  # `{begin, size}` elements
+        return tuple(dims), ops.STRING, option
     if not isinstance(node, Scalar) or node.kind not in "biufc":
         what = "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
             "missing rows (?var)" if isinstance(node, VarDim) else \

@@ -310,3 +310,98 @@ def test_bytes_elements_under_var_dims_are_refused():
     x = lazyk.array([[[b"a"]], [[b"b", b"c"]]], type="2 * var * var * bytes")
     with pytest.raises(NotSupportedError, match="bytes"):
         x == "a"
+
+
+# ---------------------------------------------------------------- lazyk.compile
+def test_compile_over_ragged_and_missing_strings():
+    import pickle
+
+    s = lazyk.placeholder("s", "N * var * ?string")
+    k = lazyk.compile((s == "kiwi").any(axis=-1, skipna=True))
+    assert k.signature == "(s: N * var * ?string) -> N * bool"
+    rows = [["kiwi", None], [], [None], ["fig", "kiwi", "\u00e9"]]
+    x = lazyk.array(rows, type="4 * var * ?string")
+    got = k(x)
+    assert str(got.type) == "4 * bool" and got.to_list() == [True, False, False, True]
+    assert pickle.loads(pickle.dumps(k))(x).to_list() == [True, False, False, True]
+    assert k(x[::-1]).to_list() == [True, False, False, True][::-1]
+
+    lens = lazyk.compile(lazyk.str_len(lazyk.placeholder("q", "N * ?string")) + 1)
+    assert lens.signature == "(q: N * ?string) -> N * ?int64"
+    got = lens(lazyk.array(["ab", None, "", "\U0001f600"]))
+    assert str(got.type) == "4 * ?int64" and got.to_list() == [3, None, 1, 2]
+    assert lens(["a", None]).to_list() == [2, None]  # lists: lazyk infers ?string
+
+    one = lazyk.compile(lazyk.str_len(lazyk.placeholder("q", "?string")))
+    assert one(lazyk.array(None, type="?string")).to_list() is None
+    assert one(lazyk.array("abc", type="?string")).to_list() == 3
+
+    fixed = lazyk.compile(lazyk.placeholder("f", "N * string") >= "b")
+    assert fixed.signature == "(f: N * string) -> N * bool"
+    assert fixed(lazyk.array(["a", "b", "\u00e9"])).tolist() == [False, True, True]
+
+    d = lazyk.placeholder("d", "N * var * var * string")
+    p = lazyk.placeholder("p", "N * var * var * float64")
+    nested = lazyk.compile(((d == "a") * p).sum(axis=-1))
+    assert nested.signature == ("(d: N * var * var * string, p: N * var * var * float64) "
+                                "-> N * var * float64")
+    got = nested(lazyk.array([[["a", "b"], []], [["a"]]], type="2 * var * var * string"),
+                 [[[1.0, 2.0], []], [[3.0]]])
+    assert str(got.type) == "2 * var * float64" and got.to_list() == [[1.0, 0.0], [3.0]]
+
+
+def test_compile_string_rows_from_fixed_arrays_and_lists():
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * string")).sum(axis=-1))
+    want = [3, 1]
+    assert k([["ab", "c"], ["\u00e9"]]).to_list() == want
+    # a fixed lazyk string array fills a var parameter as rows of one length
+    square = lazyk.array([["ab", "c"], ["\u00e9", ""]])
+    assert str(square.type) == "2 * 2 * string"
+    assert k(square).to_list() == [3, 1]
+    assert k(square[:, ::-1]).to_list() == [3, 1]  # strided: packed again
+    assert k(square[:, 1:]).to_list() == [1, 0]
+
+
+@given(st.lists(st.lists(MAYBE, max_size=4), max_size=6), TEXT)
+def test_compiled_string_rows_match_the_reference(rows, c):
+    x = lazyk.array(rows, type=f"{len(rows)} * var * ?string")
+    hit = R.array(tmap(lambda s: s == c, rows), f"{len(rows)} * var * ?bool")
+    lens = R.array(tmap(len, rows), f"{len(rows)} * var * ?int64")
+    assert check_ref(lambda: R.reduce("sum", lens, -1, skipna=True),
+                     lambda: COMPILED(x)) == "match"
+    assert check_ref(lambda: R.elementwise("logical_and", hit, True),
+                     lambda: lazyk.compile(lazyk.placeholder("s", "N * var * ?string") == c)(
+                         x)) == "match"
+
+
+COMPILED = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * ?string")).sum(
+    axis=-1, skipna=True))
+
+
+def test_compiled_strings_compile_once_per_structure():
+    x = lazyk.array([["a", None], ["bb"]], type="2 * var * ?string")
+    COMPILED(x)
+    before = lazyk.stats()["compiles"]
+    for n in (1, 5, 50, 500):
+        rows = [["x" * (k % 3), None][: k % 3] for k in range(n)]
+        got = COMPILED(lazyk.array(rows, type=f"{n} * var * ?string"))
+        assert got.to_list() == [sum(len(s) for s in r if s is not None) for r in rows]
+    assert lazyk.stats()["compiles"] == before
+
+
+def test_compiled_string_parameters_check_their_inputs():
+    s = lazyk.compile(lazyk.placeholder("s", "N * var * string") == "a")
+    q = lazyk.compile(lazyk.placeholder("q", "N * var * ?string") == "a")
+    num = lazyk.compile(lazyk.placeholder("p", "N * var * float64") + 1)
+    cases = [
+        (s, lazyk.array([[1.0], []]), "string"),
+        (s, lazyk.array([["a", None]], type="1 * var * ?string"), "missing values"),
+        (s, np.array([["a"]]), "string"),
+        (s, lazyk.array([[["a"]]], type="1 * var * var * string"), "dimensions"),
+        (q, lazyk.array([["a"]], type="1 * var * string"), "missing values"),
+        (num, lazyk.array([["a"]], type="1 * var * string"), "string"),
+    ]
+    for k, x, match in cases:
+        with pytest.raises(lazyk.TypeMatchError, match=match) as info:
+            k(x)
+        assert k.signature in str(info.value)
