@@ -1,5 +1,5 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
-`N * var * ?string`, string fields of records).
+`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records).
 
 Before the ragged path (`lazyk.ragged`) runs an expression, every string operation in it
 (comparisons, `str_len`, `startswith`, `endswith`) is computed here and replaced by a
@@ -10,7 +10,8 @@ runs once over the flat elements, and the result is rebuilt into rows (`build_ro
 with the AND of the operands' masks (missing in, missing out). A missing string's element
 is never read: it is gathered as the empty string and its result is masked. The rest of
 the expression (numeric work, reductions) then runs on the ragged path as for any
-numeric `T` / `?T` leaf.
+numeric `T` / `?T` leaf. Strings under several var dims or missing rows take the nested
+path at the end of this module (the loop nest lines their rows up first).
 """
 from __future__ import annotations
 
