@@ -405,3 +405,39 @@ def test_compiled_string_parameters_check_their_inputs():
         with pytest.raises(lazyk.TypeMatchError, match=match) as info:
             k(x)
         assert k.signature in str(info.value)
+
+
+def test_nested_rows_outside_the_content_are_an_error():
+    from lazyk.array import Array
+
+    x = lazyk.array([[["a", "b"], ["kiwi"]], [["c"]]], type="2 * var * var * string")
+    meta = list(x.meta)
+    meta[-2] = 1  # the inner var dim's content length: rows now reach past it
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError):
+        (bad == "a").eval()
+    meta = list(x.meta)
+    meta[-2] = 10 ** 6  # content past the end of its block
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError, match="outside"):
+        (bad == "a").eval()
+    words = lazyk.array(["a", "b", "c"], type="3 * string")
+    offsets = np.array([0, 2, 1, 3])
+    inner = lazyk.from_offsets(offsets, words)  # a decreasing offset: checked where read
+    outer = lazyk.from_offsets(np.array([0, 3]), inner)
+    with pytest.raises(lazyk.ArrayConstructionError):
+        (outer == "a").eval()
+
+
+def test_threads_evaluate_nested_string_rows_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [[["kiwi", None, "x"][: k % 4]] * (k % 3) for k in range(2000)]
+    x = lazyk.array(rows, type="2000 * var * var * ?string")
+    want = [[sum(v == "x" for v in r if v is not None) for r in row] for row in rows]
+
+    def run(c):
+        return (x == c).sum(axis=-1, skipna=True).eval().to_list()
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(run, ["x"] * 8):
+            assert got == want
