@@ -222,31 +222,29 @@ def _with_content(arr: Array, heads: list, at: int, content: Array,
 
 
 def _indexed(value):
-    """(the string elements of one operand, flat, plus one empty string at the end; an
-    index array of the operand's structure numbering them, missing where it is)."""
+    """(the elements of one string operand, flat: lazyk `{begin, size}` elements as
+    complex128, so they are copied bit for bit; an index array of the operand's structure
+    numbering them, missing where the string is)."""
     if not is_ragged(value):  # fixed dims: NumPy S / U, or lazyk strings' elements
         flat = np.ascontiguousarray(value).reshape(-1)
-        table = np.concatenate([flat, np.zeros(1, flat.dtype)])
-        return table, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value))
+        bits = flat.view(np.complex128) if flat.dtype == ops.STRING else flat
+        return bits, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value))
     proxy = text_rows(value.array, nested=True)
     check_extent(proxy)  # every content element (and mask byte) lies inside its block
     heads, at, inner, moff = _region(proxy)
-    elems = _content_view(proxy, np.dtype(ops.STRING), at, inner)
-    table = np.zeros(elems.size + 1, ops.STRING)
-    table[:-1] = elems.reshape(-1)
+    elems = _content_view(proxy, np.dtype(np.complex128), at, inner)
     numbers = np.arange(elems.size, dtype=np.int64).reshape(elems.shape)
     if moff is None:
         content = array(numbers)
     else:
         present = _content_view(proxy, np.dtype(np.uint8), at, inner, moff) != 0
-        table[:-1][~present.reshape(-1)] = 0  # a missing string is never read: ""
         content = masked(numbers, present)
-    return table, _with_content(proxy, heads, at, content, readonly=True)
+    return elems.reshape(-1), _with_content(proxy, heads, at, content, readonly=True)
 
 
 def _compute_nested(node: Node, leaves: list, env: dict):
     """`_compute` when a string operand has var dims above the last one or ?var rows."""
-    tables, index = zip(*(_indexed(leaf_data(env[name])) for name in leaves))
+    elems, index = zip(*(_indexed(leaf_data(env[name])) for name in leaves))
     exprs = [as_expr(i) for i in index]
     lined = []
     for k, e in enumerate(exprs):  # every index array over the common structure (fresh)
@@ -259,16 +257,17 @@ def _compute_nested(node: Node, leaves: list, env: dict):
         raise NotSupportedError(f"string operations on {node.type_text()}: the operands "
                                 "have no var dims in common")
     heads, at, inner, moff = _region(lined[0])
-    data = {}
-    for name, table, got in zip(leaves, tables, lined):
-        idx = _content_view(got, np.dtype(np.int64), at, inner).reshape(-1)
-        # numbers the structure does not reach are never used; keep them in the table
-        data[name] = table[np.where((idx >= 0) & (idx < len(table) - 1), idx, len(table) - 1)]
     mask = None
-    if moff is not None:
+    if moff is not None:  # missing where any operand is: its element is never read
         mask = _content_view(lined[0], np.dtype(np.uint8), at, inner, moff).reshape(-1) != 0
-        for name in leaves:
-            data[name] = np.where(mask, data[name], np.zeros(1, data[name].dtype))
+    data = {}
+    for name, flat, got in zip(leaves, elems, lined):
+        idx = _content_view(got, np.dtype(np.int64), at, inner).reshape(-1)
+        # a present element's number is one of the operand's; a missing one may be any
+        vals = np.take(flat, idx, mode="clip") if len(flat) else np.zeros(len(idx), flat.dtype)
+        if mask is not None:
+            vals[~mask] = 0  # the empty string
+        data[name] = vals.view(ops.STRING) if vals.dtype == np.complex128 else vals
     total = len(next(iter(data.values())))
     flat = node.replace(shape=(total,), srcs=tuple(
         s.replace(shape=(total,)) if s.op == "input" else s for s in node.srcs))
