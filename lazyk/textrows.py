@@ -26,6 +26,7 @@ from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import build_rows, masked
 from lazyk.leaves import is_ragged, leaf_data, text_rows
+from lazyk.nestrun import evaluate_nest
 from lazyk.rows import (
     Operand,
     Structure,
@@ -61,6 +62,25 @@ def lower(expr: Expr) -> Expr:
     root = rewrite(expr.node, visit)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def fused(expr: Expr):
+    """The lazyk Array of `expr`, its string operations and numeric work in one loop-nest
+    kernel (`lazyk.nestrun`), or None when the nest does not take it (the string step then
+    runs first, `lower`). A `where` over missing strings is not fused: its branches are
+    computed for missing elements too, and a missing string's element is never read."""
+    nodes = toposort(expr.node)
+    if not any(n.op in _TEXT for n in nodes):
+        return None
+    names = {n.arg for n in nodes if n.op == "input"}
+    if any(n.op == "where" and n.srcs[0].op not in ("const", "scalar") for n in nodes) and \
+            any(getattr(leaf_data(v), "option", False) for k, v in expr.env.items()
+                if k in names):
+        return None
+    try:
+        return evaluate_nest(expr)
+    except NotSupportedError:  # what the nest refuses may still run after the string step
+        return None
 
 
 def computed(expr: Expr, lowered: Expr):
