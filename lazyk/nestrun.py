@@ -1,6 +1,7 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
-`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
+`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
+`{begin, size}` elements read in place for the string operations); elementwise work with the seed
 broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
 are read in place from the arrmeta (every byte it lets the kernel address is checked
 inside its memory block first) and checked and paired inside the kernel; ragged results

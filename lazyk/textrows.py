@@ -1,7 +1,10 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
 `N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records).
 
-Before the ragged path (`lazyk.ragged`) runs an expression, every string operation in it
+`fused` runs an expression with its string operations inside the loop nest
+(`lazyk.nestrun` reads the `{begin, size}` elements in place). Where the nest does not take
+it (stepping views, `where` over missing strings, reductions it refuses), before the ragged
+path (`lazyk.ragged`) runs the expression, every string operation in it
 (comparisons, `str_len`, `startswith`, `endswith`) is computed here and replaced by a
 numeric leaf with the operands' row structure: the 16-byte `{begin, size}` elements of each
 string operand are gathered flat (`rows.gather`; the characters are not copied), the

@@ -441,3 +441,27 @@ def test_threads_evaluate_nested_string_rows_at_once():
     with ThreadPoolExecutor(4) as pool:
         for got in pool.map(run, ["x"] * 8):
             assert got == want
+
+
+def test_string_operations_fuse_into_the_loop_nest(monkeypatch):
+    from lazyk import textrows
+
+    x = lazyk.array([[["a", "bb"], []], [["bb"], ["a", None]]], type="2 * var * var * ?string")
+    r = lazyk.array([["a", "bb"], [], ["x", None]], type="3 * var * ?string")
+    w = lazyk.array([[[1.0, 2.0], []], [[3.0], [4.0, 5.0]]], type="2 * var * var * float64")
+    ran = []
+    real = textrows._compute
+    monkeypatch.setattr(textrows, "_compute", lambda *a: ran.append(1) or real(*a))
+    for e, want in (((x == "a") * w, [[[1.0, 0.0], []], [[0.0], [4.0, None]]]),
+                    (((x == "a") * w).sum(axis=-1, skipna=True), [[1.0, 0.0], [0.0, 4.0]]),
+                    ((r == "a").any(axis=-1), [True, False, None]),
+                    (lazyk.str_len(r) + 1, [[2, 3], [], [2, None]])):
+        assert e.eval().to_list() == want
+    assert ran == []  # one loop-nest kernel: no string step of its own
+    # where() over missing strings computes its branches for missing elements too: the
+    # string step runs first there, so a missing string's element is never read
+    assert lazyk.where(r == "a", 1, 2).eval().to_list() == [[1, 2], [], [2, None]]
+    assert ran == [1]
+    # a stepping view is not read in place by the loop nest: the string step runs first
+    assert (r[:, ::-1] == "a").eval().to_list() == [[False, True], [], [None, False]]
+    assert len(ran) == 2
