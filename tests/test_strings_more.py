@@ -465,3 +465,13 @@ def test_string_operations_fuse_into_the_loop_nest(monkeypatch):
     # a stepping view is not read in place by the loop nest: the string step runs first
     assert (r[:, ::-1] == "a").eval().to_list() == [[False, True], [], [None, False]]
     assert len(ran) == 2
+
+
+def test_nested_string_result_into_out():
+    x = lazyk.array([[["x"], []], [["y", "x", None]]], type="2 * var * var * ?string")
+    out = lazyk.array([[[None], []], [[False, False, False]]], type="2 * var * var * ?bool")
+    assert (x == "x").eval(out=out) is out
+    assert out.to_list() == [[[True], []], [[False, True, None]]]
+    short = lazyk.array([[[False], []], [[False]]], type="2 * var * var * ?bool")
+    with pytest.raises(lazyk.ShapeError):
+        (x == "x").eval(out=short)
