@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
@@ -190,6 +190,7 @@ def typed(dims, option, leaf):
     return S.type_string(dims, leaf, option)
 
 
+@settings(max_examples=30)  # about 15 expressions per example
 @given(text_array(), TEXT)
 def test_nested_strings_with_a_python_str(case, c):
     dims, option, data = case
