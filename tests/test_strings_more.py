@@ -214,6 +214,9 @@ def test_nested_strings_with_a_python_str(case, c):
             "match", "refused")
     assert check_ref(lambda: R.elementwise("multiply", lens, 2),
                      lambda: lazyk.str_len(x) * 2) == "match"
+    # where() over missing strings: the string step runs first (then the nest or row path)
+    assert check_ref(lambda: R.where(hit, lens, 0),
+                     lambda: lazyk.where(x == c, lazyk.str_len(x), 0)) in ("match", "refused")
 
 
 @given(text_pair())
@@ -466,6 +469,11 @@ def test_string_operations_fuse_into_the_loop_nest(monkeypatch):
     # a stepping view is not read in place by the loop nest: the string step runs first
     assert (r[:, ::-1] == "a").eval().to_list() == [[False, True], [], [None, False]]
     assert len(ran) == 2
+    # nested rows: the string step numbers the elements and the nest lines them up
+    got = lazyk.where(x == "a", w, -w).eval()
+    assert str(got.type) == "2 * var * var * ?float64"
+    assert got.to_list() == [[[1.0, -2.0], []], [[-3.0], [4.0, None]]]
+    assert len(ran) == 3
 
 
 def test_nested_string_result_into_out():
