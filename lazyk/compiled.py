@@ -34,7 +34,15 @@ from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.interchange import offsets_array
 from lazyk.kernel import data_pointer, run_layout
-from lazyk.leaves import RaggedLeaf, RaggedPlaceholder, is_dask_array, is_text, text_view
+from lazyk.leaves import (
+    OwnedView,
+    RaggedLeaf,
+    RaggedPlaceholder,
+    is_dask_array,
+    is_text,
+    text_rows,
+    text_view,
+)
 from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
 from lazyk.runtime import (
@@ -488,6 +496,7 @@ def _as_input(x: Any) -> np.ndarray:
 
 
 _STRING = dshape("string")
+_TEXT_TYPES = (_STRING, dshape("?string"))
 _restored: dict = {}
 _restored_lock = threading.Lock()
 
@@ -547,6 +556,10 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
         elem = t.elem if option else t
         if isinstance(elem, _T.VarDim):
             return tuple(dims), np.dtype(np.float64), None, None, str(x.type)
+        if elem == _STRING:  # string elements: rows, or a view of the fixed elements
+            value = RaggedLeaf(x, option) if option or "var" in dims else \
+                OwnedView(text_view(x), x)
+            return tuple(dims), _STRING_ELEMENT, option, value, str(x.type)
         if not isinstance(elem, _T.Scalar) or elem.kind not in "biufc":
             return tuple(dims), np.dtype("V8"), option, None, str(x.type)
         dtype = elem.to_numpy()
@@ -572,6 +585,20 @@ def _var_rows(x: np.ndarray) -> RaggedLeaf:
                       False)
 
 
+def _text_var_rows(value: OwnedView) -> RaggedLeaf:
+    """A fixed lazyk string array as `outer * var * string` rows of its last dim's length
+    (its `{begin, size}` elements are not copied when they lie in C order)."""
+    x, v = value.owner, value.view
+    if not v.flags.c_contiguous:  # a strided view: its strings packed again
+        x = _array(x.to_list(), type=str(x.type))
+        v = text_view(x)
+    flat = Array.from_parts(f"{v.size} * string", (v.size, 16, x.meta[-1]),
+                            v.__array_interface__["data"][0], x.owner, readonly=True)
+    nrows = int(np.prod(v.shape[:-1], dtype=np.int64))
+    offsets = np.arange(nrows + 1, dtype=np.int64) * v.shape[-1]
+    return RaggedLeaf(offsets_array(offsets, flat, outer=v.shape[:-1], check=None), False)
+
+
 class RaggedCompiledExpr(CompiledExpr):
     """`lazyk.compile` of an expression with var / option parameters (a `CompiledExpr`).
 
@@ -590,7 +617,10 @@ class RaggedCompiledExpr(CompiledExpr):
         for name in self.params:
             v = leaf_data(expr.env[name])
             option = bool(getattr(v, "option", False))
-            if isinstance(v, RaggedLeaf):
+            if isinstance(v, RaggedLeaf) and v.array.type.dtype in _TEXT_TYPES:
+                shape, dtype = _ragged.describe(text_rows(v.array, nested=True))[0], \
+                    _STRING_ELEMENT
+            elif isinstance(v, RaggedLeaf):
                 shape, dtype = _ragged.describe(v.array)[:2]
             else:
                 shape, dtype = v.shape, v.dtype.newbyteorder("=")
@@ -631,7 +661,8 @@ class RaggedCompiledExpr(CompiledExpr):
             if len(dims) != len(want):
                 raise mismatch(f"{len(dims)} dimensions, not {len(want)}")
             # fixed rows (NumPy, rectangular lists) are var rows of one length
-            rows = want[-1:] == ("var",) and isinstance(value, np.ndarray) and value.ndim > 0
+            rows = want[-1:] == ("var",) and isinstance(value, (np.ndarray, OwnedView)) and \
+                len(dims) > 0
             if rows:
                 dims = tuple(dims[:-1]) + ("var",)
             for ax, (w, n) in enumerate(zip(want, dims)):
@@ -653,6 +684,9 @@ class RaggedCompiledExpr(CompiledExpr):
             if got_option != option:
                 raise mismatch("missing values (?T) in one but not the other: "
                                "the result's type follows the parameter's")
+            if (dtype == _STRING_ELEMENT or got == _STRING_ELEMENT) and got != dtype:
+                raise mismatch("string parameters take lazyk string arrays (lazyk.array("
+                               "list_of_str)), other parameters no strings")
             if got.newbyteorder("=") != dtype:
                 if not np.can_cast(got, dtype, casting):
                     raise CastingError(
@@ -660,7 +694,8 @@ class RaggedCompiledExpr(CompiledExpr):
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
-            env[name] = _var_rows(value) if rows else value
+            env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else
+                         _var_rows(value)) if rows else value
         return env
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):

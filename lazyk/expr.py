@@ -228,7 +228,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
     string leaves, so the string builders accept it; `lazyk.textrows` computes the string
     operations over it before the ragged path sees the expression."""
-    shape, _, option = describe_ragged(leaves.text_rows(arr))
+    shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
     name = f"_{next(_counter)}"
     return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
 
@@ -289,7 +289,9 @@ def placeholder(name: str, type: Any) -> Expr:
         name: the parameter name in `lazyk.compile(...).signature`.
         type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
             `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
-            parameters run through `lazyk.compile`, on lazyk arrays of that type).
+            parameters run through `lazyk.compile`, on lazyk arrays of that type); or
+            dims over `string` / `?string` (`'N * var * ?string'`), for the string
+            operations (comparisons, `str_len`, `startswith`, `endswith`).
 
     The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
     `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).
@@ -299,7 +301,7 @@ def placeholder(name: str, type: Any) -> Expr:
     Raises:
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, `?var`
-            rows, records / tuples, strings and other non-numeric element types.
+            rows, records / tuples and other non-numeric element types.
     """
     shape, dtype, option = parse_placeholder_type(type)
     node = Node("input", dtype, shape, (), name)
@@ -380,6 +382,19 @@ def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) 
         f"{_operand_text(pair[1])} ({what})")
 
 
+def refuse_container(name: str, x: Any, other: Any, reflected: bool = False) -> None:
+    """UnsupportedOperandError for operator `name` between a lazy value `x` and a Python
+    list, tuple, dict, set or None (Python's own TypeError would not name the array's type).
+    """
+    what = type(other).__name__
+    pair = (what, _operand_text(x)) if reflected else (_operand_text(x), what)
+    hint = "wrap a sequence as an array first, e.g. lazyk.array([1, 2]) or np.asarray(...)" \
+        if isinstance(other, (list, tuple)) else \
+        "use a NumPy array, a lazyk array (e.g. lazyk.array([1, 2])) or a Python scalar"
+    raise UnsupportedOperandError(
+        f"{_op_text(name)}: unsupported operand type(s) {pair[0]} and {pair[1]} ({hint})")
+
+
 def _text_name(node: Node) -> str:
     if node.op == "const" and is_text(node.dtype):
         return f"Python {type(node.arg).__name__}"
@@ -414,20 +429,37 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
                                       "number and a string have no common type)")
     data = [n.dtype for n in srcs if n.op != "const"]
     units = {ops.text_unit(d) for d in data}
-    raw = [n for n in srcs if n.op == "const" and isinstance(n.arg, bytes)]
     mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
-    if len(units) > 1 or (raw and (4 in units or ops.STRING in data or not data and mixed)):
+    if len(units) > 1 or (not data and mixed):
         types = " and ".join(_operand_name(e) for e in exprs)
         raise UnsupportedOperandError(
             f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
             "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
             "with numpy.char.encode(u, 'utf-8')")
-    if units == {4}:  # a str constant compared with UTF-32 data is packed as UTF-32
-        srcs = [Node("const", ops.STRING32, (), (), n.arg) if n.op == "const" else n
-                for n in srcs]
+    # A Python str or bytes constant compares with string data of either kind by UTF-8
+    # bytes (as numexpr reads string literals): a str is encoded, bytes are taken as they
+    # are; against UTF-32 data both are packed as UTF-32 (bytes must then be UTF-8).
+    if units == {4}:
+        srcs = [Node("const", ops.STRING32, (), (), _utf8_text(n.arg, what, exprs))
+                if n.op == "const" else n for n in srcs]
     shape = broadcast_shapes(what, [n.shape for n in srcs])
     out = ops.get(row).resolve(*(n.dtype for n in srcs))[-1]
     return Expr(Node(row, out, shape, tuple(srcs)), _merge_env(exprs))
+
+
+def _utf8_text(value: str | bytes, what: str, exprs) -> str:
+    """A str constant as is, a bytes constant decoded as UTF-8 (for UTF-32 string data)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError as err:
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types}: the bytes {bytes(value)!r:.40} are not UTF-8 "
+            f"({err.reason} at byte {err.start}), so they have no text to compare with "
+            "UTF-32 ('U') strings; pass a str, or encode the array with "
+            "numpy.char.encode(u, 'utf-8')") from None
 
 
 def str_len(x: Any) -> Expr:

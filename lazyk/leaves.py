@@ -190,9 +190,9 @@ def text_view(array) -> np.ndarray:
 
 def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
     """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
-    (a var dim is "var" in dims) over a numeric `T` or `?T`. TypeParseError for malformed
-    text; NotSupportedError, naming the type, for ellipsis dims, `?var` rows, records,
-    strings and other non-numeric element types."""
+    (a var dim is "var" in dims) over a numeric `T` or `?T`, or over `string` / `?string`
+    (dtype `ops.STRING`). TypeParseError for malformed text; NotSupportedError, naming the
+    type, for ellipsis dims, `?var` rows, records and other element types."""
     t = dshape(type)
     dims: list = []
     node = t
@@ -203,6 +203,8 @@ def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
     option = isinstance(node, Option)
     if option:
         node = node.elem
+    if isinstance(node, Scalar) and node.name == "string":  # `{begin, size}` elements
+        return tuple(dims), ops.STRING, option
     if not isinstance(node, Scalar) or node.kind not in "biufc":
         what = "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
             "missing rows (?var)" if isinstance(node, VarDim) else \
@@ -237,24 +239,28 @@ def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
     return tuple(dims), dtype.newbyteorder("=")
 
 
-def text_rows(array):
+def text_rows(array, nested: bool = False):
     """`array` (var dims and / or `?string` over `string` elements) with each 16-byte
     `{begin, size}` element read as a complex128 number: the same arrmeta but the string's
     trailing `{blockref}`, so the ragged row readers (`lazyk.rows`) gather the elements,
     zero-copy up to that gather; `lazyk.textrows` views the values as `ops.STRING` again.
 
     NotSupportedError for forms the ragged rows cannot hold (var dims below the last,
-    records, `bytes` elements).
+    `?var` rows, records, `bytes` elements); `nested=True` takes fixed, var and `?var`
+    dims in any order (`var * var * string`: `lazyk.textrows` reads those itself).
     """
     t, head = array.type, []
-    while isinstance(t, (FixedDim, VarDim)):
-        head.append(str(t.size) if isinstance(t, FixedDim) else "var")
-        t = t.elem
+    while isinstance(t, (FixedDim, VarDim)) or \
+            nested and isinstance(t, Option) and isinstance(t.elem, VarDim):
+        head.append(str(t.size) if isinstance(t, FixedDim) else
+                    "var" if isinstance(t, VarDim) else "?var")
+        t = t.elem if not isinstance(t, Option) else t.elem.elem
     option = isinstance(t, Option)
     inner = t.elem if option else t
-    if not (isinstance(inner, Scalar) and inner.name == "string") or "var" in head[:-1]:
-        raise NotSupportedError(f"string operations on {array.type}: only fixed dims and at "
-                                "most one trailing var dim over string or ?string")
+    if not (isinstance(inner, Scalar) and inner.name == "string") or \
+            not nested and "var" in head[:-1]:
+        raise NotSupportedError(f"string operations on {array.type}: only fixed, var and "
+                                "?var dims over string or ?string")
     proxy = dshape(" * ".join(head + [("?" if option else "") + "complex128"]))
     return type(array).from_parts(proxy, array.meta[:-1], array.ptr, array.owner,
                                   readonly=True)

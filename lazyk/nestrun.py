@@ -1,6 +1,7 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
-`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
+`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
+`{begin, size}` elements read in place for the string operations); elementwise work with the seed
 broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
 are read in place from the arrmeta (every byte it lets the kernel address is checked
 inside its memory block first) and checked and paired inside the kernel; ragged results
@@ -21,9 +22,10 @@ from lazyk.expr import Expr, as_expr, leaf_data
 from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
-from lazyk.leaves import is_ragged
+from lazyk.leaves import is_ragged, text_rows
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
+from lazyk.ops import STRING
 from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed
 from lazyk.rows import check_extent
 from lazyk.spec import format_spec
@@ -77,6 +79,10 @@ def _nest_operand(leaf):
         moff, t = meta[k], t.elem
     if type(t).__name__ != "Scalar":
         return None
+    if t.name == "string":  # `{begin, size}` elements (lazyk.textrows fuses them)
+        check_extent(text_rows(arr, nested=True))
+        dt = STRING
+        return _NestOperand(dims, arr.ptr, dt, moff, all(a % 8 == 0 for a in addrs))
     dt = t.to_numpy()
     if dt.kind not in "biufc":
         return None

@@ -50,6 +50,8 @@ def _binary(name: str, reflected: bool = False):
                 raise UnsupportedOperandError(
                     f"{name} ({sym}): unsupported operand type(s) {self.type} and "
                     f"{type(other).__name__}{hint}")
+            if other is None or isinstance(other, (list, tuple, dict, set)):
+                expr.refuse_container(name, self, other, reflected)
             return NotImplemented
         fn = getattr(expr, name)
         return fn(other, self) if reflected else fn(self, other)

@@ -69,6 +69,7 @@ from lazyk.segkernel import segmented_kernel
 from lazyk.spec import format_spec
 from lazyk.storerows import is_ragged_type, store
 from lazyk.textrows import computed
+from lazyk.textrows import fused as fuse_strings
 from lazyk.textrows import lower as lower_strings
 
 
@@ -91,7 +92,11 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
-    # String operations become numeric leaves first (lazyk.textrows).
+    # String operations run in the loop nest with the numeric work where it takes them,
+    # else they become numeric leaves first (lazyk.textrows).
+    done = fuse_strings(expr) if out is None else None
+    if done is not None:
+        return done
     expr, before = lower_strings(expr), expr
     done = computed(before, expr) if out is None else None
     if done is not None:

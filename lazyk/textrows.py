@@ -1,7 +1,10 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
-`N * var * ?string`, string fields of records).
+`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records).
 
-Before the ragged path (`lazyk.ragged`) runs an expression, every string operation in it
+`fused` runs an expression with its string operations inside the loop nest
+(`lazyk.nestrun` reads the `{begin, size}` elements in place). Where the nest does not take
+it (stepping views, `where` over missing strings, reductions it refuses), before the ragged
+path (`lazyk.ragged`) runs the expression, every string operation in it
 (comparisons, `str_len`, `startswith`, `endswith`) is computed here and replaced by a
 numeric leaf with the operands' row structure: the 16-byte `{begin, size}` elements of each
 string operand are gathered flat (`rows.gather`; the characters are not copied), the
@@ -10,7 +13,8 @@ runs once over the flat elements, and the result is rebuilt into rows (`build_ro
 with the AND of the operands' masks (missing in, missing out). A missing string's element
 is never read: it is gathered as the empty string and its result is masked. The rest of
 the expression (numeric work, reductions) then runs on the ragged path as for any
-numeric `T` / `?T` leaf.
+numeric `T` / `?T` leaf. Strings under several var dims or missing rows take the nested
+path at the end of this module (the loop nest lines their rows up first).
 """
 from __future__ import annotations
 
@@ -18,13 +22,25 @@ import ctypes
 
 import numpy as np
 
-from lazyk import ops
+from lazyk import memory, ops
+from lazyk.array import Array, array
+from lazyk.errors import NotSupportedError
 from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
-from lazyk.interchange import build_rows
+from lazyk.interchange import build_rows, masked
 from lazyk.leaves import is_ragged, leaf_data, text_rows
-from lazyk.rows import Operand, Structure, from_numpy, gather, line_up, row_view
+from lazyk.nestrun import evaluate_nest
+from lazyk.rows import (
+    Operand,
+    Structure,
+    check_extent,
+    from_numpy,
+    gather,
+    line_up,
+    row_view,
+)
 from lazyk.runtime import canonical, plan, run_program
+from lazyk.types import FixedDim, Option, VarDim, dshape
 
 _TEXT = frozenset(ops.TEXT)
 
@@ -49,6 +65,25 @@ def lower(expr: Expr) -> Expr:
     root = rewrite(expr.node, visit)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def fused(expr: Expr):
+    """The lazyk Array of `expr`, its string operations and numeric work in one loop-nest
+    kernel (`lazyk.nestrun`), or None when the nest does not take it (the string step then
+    runs first, `lower`). A `where` over missing strings is not fused: its branches are
+    computed for missing elements too, and a missing string's element is never read."""
+    nodes = toposort(expr.node)
+    if not any(n.op in _TEXT for n in nodes):
+        return None
+    names = {n.arg for n in nodes if n.op == "input"}
+    if any(n.op == "where" and n.srcs[0].op not in ("const", "scalar") for n in nodes) and \
+            any(getattr(leaf_data(v), "option", False) for k, v in expr.env.items()
+                if k in names):
+        return None
+    try:
+        return evaluate_nest(expr)
+    except NotSupportedError:  # what the nest refuses may still run after the string step
+        return None
 
 
 def computed(expr: Expr, lowered: Expr):
@@ -97,6 +132,8 @@ def _dense(v) -> np.ndarray | None:
 def _compute(node: Node, env: dict):
     """The lazyk Array of string operation `node` over its leaves' data."""
     leaves = list(dict.fromkeys(s.arg for s in node.srcs if s.op == "input"))
+    if any(_nested(leaf_data(env[name])) for name in leaves):
+        return _compute_nested(node, leaves, env)
     operands = [_operand(leaf_data(env[name])) for name in leaves]
     if len(operands) == 1:  # against constants: the operand's own rows
         op = operands[0]
@@ -117,3 +154,150 @@ def _compute(node: Node, env: dict):
     has_last = struct.var or struct.last is not None
     last = None if not has_last else "var" if struct.var else struct.last
     return build_rows(values, mask, struct.outer, last, struct.lengths)
+
+
+# ---------------------------------------------------------------- var dims at any depth
+# Strings under several var dims (`var * var * string`, `N * ?var * string`): each string
+# operand becomes an int64 "index" array of its own structure (its index buffers are used
+# in place; only the last var dim's content is new: the number of each element), and the
+# loop nest lines the index arrays up (`i + 0 * j`), so it checks and pairs every row. The
+# string kernel then runs over the lined-up elements gathered flat, and its values become
+# the content of that structure.
+
+def _nested(value) -> bool:
+    """Whether a ragged string leaf needs the nested path (var dims above the last, ?var)."""
+    if not is_ragged(value):
+        return False
+    try:
+        text_rows(value.array)
+    except NotSupportedError:
+        return True
+    return False
+
+
+def _region(arr: Array):
+    """The last var dim of `arr`: (dims text up to it, its arrmeta position, the fixed dims
+    under it [(size, stride)], the element mask offset or None)."""
+    t, meta, k, heads, at, inner = arr.type, arr.meta, 0, [], None, []
+    while True:
+        if isinstance(t, FixedDim):
+            heads.append(str(t.size))
+            inner.append((meta[k], meta[k + 1]))
+            k, t = k + 2, t.elem
+        elif isinstance(t, VarDim) or isinstance(t, Option) and isinstance(t.elem, VarDim):
+            if isinstance(t, Option):  # ?var: its row mask word comes first
+                heads.append("?var")
+                k, t = k + 1, t.elem
+            else:
+                heads.append("var")
+            at, inner = k, []
+            k, t = k + 7, t.elem
+        else:
+            break
+    moff = meta[k] if isinstance(t, Option) else None
+    return heads[:len(heads) - len(inner)], at, inner, moff
+
+
+def _content_view(arr: Array, dtype: np.dtype, at: int, inner: list, extra: int = 0):
+    """The last var dim's `length` content elements (times the fixed dims under it) as one
+    read-only NumPy view of `dtype` at `extra` bytes from each element (C order)."""
+    content, istride, length = arr.meta[at + 3], arr.meta[at + 4], arr.meta[at + 6]
+    shape = (length,) + tuple(n for n, _ in inner)
+    strides = (istride,) + tuple(s for _, s in inner)
+    if 0 in shape:
+        return np.zeros(shape, dtype)
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
+    start = content + extra + lo
+    raw = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(start))
+    out = np.ndarray(shape, dtype, raw, -lo, strides)
+    out.flags.writeable = False
+    return out
+
+
+def _with_content(arr: Array, heads: list, at: int, content: Array,
+                  readonly: bool = False) -> Array:
+    """`arr` with its last var dim's content replaced by `content` (`L * inner * X`, C
+    order, one element per old content element): the same index buffers, new elements."""
+    stride, istride = arr.meta[at + 5], arr.meta[at + 4]
+    new_istride = content.meta[1]
+    if stride == istride:
+        new_stride = new_istride
+    elif istride and stride % istride == 0:  # a stepping view: every k-th element
+        new_stride = stride // istride * new_istride
+    else:
+        raise NotSupportedError(f"string operations on {arr.type}: rows with a step that is "
+                                "not a whole number of elements")
+    block = content.owner
+    if not isinstance(block, memory.MemoryBlock):  # NumPy values: a block over them
+        block = memory.foreign(content.to_numpy())
+    head = (block.ref,) + arr.meta[at + 1:at + 3] + (content.ptr, new_istride, new_stride,
+                                                     content.meta[0])
+    meta = arr.meta[:at] + head + tuple(content.meta[2:])
+    t = dshape(" * ".join(heads + [str(content.type.elem)]))
+    owner = arr.owner
+    if isinstance(owner, memory.MemoryBlock) and owner.buffer is not None:
+        # a block over the same index bytes that keeps the new content alive too
+        owner = memory.foreign(owner.buffer, keep=[owner, block])
+    else:
+        owner = (owner, block)
+    return Array.from_parts(t, meta, arr.ptr, owner, readonly)
+
+
+def _indexed(value):
+    """(the elements of one string operand, flat: lazyk `{begin, size}` elements as
+    complex128, so they are copied bit for bit; an index array of the operand's structure
+    numbering them, missing where the string is)."""
+    if not is_ragged(value):  # fixed dims: NumPy S / U, or lazyk strings' elements
+        flat = np.ascontiguousarray(value).reshape(-1)
+        bits = flat.view(np.complex128) if flat.dtype == ops.STRING else flat
+        return bits, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value))
+    proxy = text_rows(value.array, nested=True)
+    check_extent(proxy)  # every content element (and mask byte) lies inside its block
+    heads, at, inner, moff = _region(proxy)
+    elems = _content_view(proxy, np.dtype(np.complex128), at, inner)
+    numbers = np.arange(elems.size, dtype=np.int64).reshape(elems.shape)
+    if moff is None:
+        content = array(numbers)
+    else:
+        present = _content_view(proxy, np.dtype(np.uint8), at, inner, moff) != 0
+        content = masked(numbers, present)
+    return elems.reshape(-1), _with_content(proxy, heads, at, content, readonly=True)
+
+
+def _compute_nested(node: Node, leaves: list, env: dict):
+    """`_compute` when a string operand has var dims above the last one or ?var rows."""
+    elems, index = zip(*(_indexed(leaf_data(env[name])) for name in leaves))
+    exprs = [as_expr(i) for i in index]
+    lined = []
+    for k, e in enumerate(exprs):  # every index array over the common structure (fresh)
+        e = e + 0
+        for j, other in enumerate(exprs):
+            if j != k:
+                e = e + 0 * other
+        lined.append(e.eval())
+    if not isinstance(lined[0], Array) or "var" not in str(lined[0].type):
+        raise NotSupportedError(f"string operations on {node.type_text()}: the operands "
+                                "have no var dims in common")
+    heads, at, inner, moff = _region(lined[0])
+    mask = None
+    if moff is not None:  # missing where any operand is: its element is never read
+        mask = _content_view(lined[0], np.dtype(np.uint8), at, inner, moff).reshape(-1) != 0
+    data = {}
+    for name, flat, got in zip(leaves, elems, lined):
+        idx = _content_view(got, np.dtype(np.int64), at, inner).reshape(-1)
+        # a present element's number is one of the operand's; a missing one may be any
+        vals = np.take(flat, idx, mode="clip") if len(flat) else np.zeros(len(idx), flat.dtype)
+        if mask is not None:
+            vals[~mask] = 0  # the empty string
+        data[name] = vals.view(ops.STRING) if vals.dtype == np.complex128 else vals
+    total = len(next(iter(data.values())))
+    flat = node.replace(shape=(total,), srcs=tuple(
+        s.replace(shape=(total,)) if s.op == "input" else s for s in node.srcs))
+    flat, data = canonical(flat, data)
+    values = run_program(plan(flat), data)
+    shape = (lined[0].meta[at + 6],) + tuple(n for n, _ in inner)
+    values = np.asarray(values).reshape(shape)
+    content = array(np.ascontiguousarray(values)) if mask is None else \
+        masked(values, mask.reshape(shape))
+    return _with_content(lined[0], heads, at, content)

@@ -153,7 +153,7 @@ def test_comparison_is_never_a_python_bool():
     lambda a: a.sum(), lambda a: a.max(), lambda a: lazyk.sin(a), lambda a: lazyk.sqrt(a),
     lambda a: lazyk.where(a == "x", a, a), lambda a: a.astype("int32"), lambda a: a.real,
     lambda a: np.add(a, a), lambda a: a == 3, lambda a: a < lazyk.array([1, 2]),
-    lambda a: lazyk.str_len(lazyk.array([1, 2])), lambda a: a == b"kiwi",
+    lambda a: lazyk.str_len(lazyk.array([1, 2])),
     lambda a: np.array(["x", "y"]) == lazyk.array(np.array([b"x", b"y"])) + 0,
 ])
 def test_refusals_name_type_and_operation(build):
@@ -165,9 +165,9 @@ def test_refusals_name_type_and_operation(build):
 
 
 def test_unsupported_layouts_are_refused():
-    # ?string and var dims work (tests/test_strings_ragged.py); var below the last dim not
-    with pytest.raises(NotSupportedError, match="string"):
-        lazyk.array([[["a"]], [["b", "c"]]], type="2 * var * var * string") == "a"
+    # ?string and var dims work (tests/test_strings_ragged.py); bytes elements do not
+    with pytest.raises(NotSupportedError, match="bytes"):
+        lazyk.array([[[b"a"]], [[b"b", b"c"]]], type="2 * var * var * bytes") == "a"
     with pytest.raises(UnsupportedOperandError, match="encodings"):
         lazyk.array(np.array(["a", "b"])) == lazyk.array(["a", "b"])
 
