@@ -65,8 +65,8 @@ def _nest_operand(leaf):
             if qv:  # ?var: the row mask_offset word first
                 row_moff, t, k = meta[k], t.elem, k + 1
             _, width, delta, content, istride, stride, length = meta[k:k + 7]
-            if width not in (4, 8) or stride != istride:
-                return None  # stepping views: the row path checks their first and last
+            if width not in (4, 8):
+                return None
             dims.append(("q" if qv else "v", width,
                          (delta, content, istride, stride, length, row_moff)))
             addrs += [content, istride, stride]
@@ -123,6 +123,8 @@ def _nest_plan(ops_):
         else:
             levels.append("f")
             sizes.append(1)
+    def var(d):  # index width, 's' for a stepping view's rows, 'q' for `?var`
+        return str(d[1]) + ("s" if d[2][3] != d[2][2] else "") + ("q" if d[0] == "q" else "")
     kinds = []
     for o in ops_:
         lead = nlev - len(o.dims)
@@ -130,8 +132,7 @@ def _nest_plan(ops_):
         # the operand stays where the result level is var
         kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
                                                o.dims[k - lead][1] == 1 and levels[k] == "v")
-                           else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
-                           + ("q" if o.dims[k - lead][0] == "q" else "")
+                           else "f" if o.dims[k - lead][0] == "f" else var(o.dims[k - lead])
                            for k in range(nlev)))
     return tuple(levels), sizes, kinds
 
@@ -210,7 +211,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     elif mode == "reduce" and axes != (nlev - 1,):
         return None  # several axes: the row path (fixed dims + one var dim) or refused
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map")
+    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
+                     int_mean=True)
     if got is None:
         return None
     step, by_name = got
@@ -219,15 +221,13 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     sel = [ops_[by_name[n]] for n in step.inputs]
     sel_kinds = [kinds[by_name[n]] for n in step.inputs]
     labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
-    for o, want in zip(sel, spec.inputs):
-        if np.dtype(o.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
-            return None  # a leaf stored in another dtype: the row path casts it
+    # leaves stored in another dtype than the body computes in are converted where loaded
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     # ?var levels: missing rows in elementwise work and reductions over the last axis
     # (a last `?var` under fixed dims stays on the row path; against a fixed dim: refused)
-    qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
+    qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
     if qlev and (mode not in ("map", "reduce") or where_masks or _old_form(leaves) or
                  any(levels[k] != "v" for k in qlev)):
         return None
@@ -384,6 +384,10 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
         if extremum and not valid.all():
             where = "array" if whole else f"row {int(np.argmin(valid))}"
             raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
+        if op == "mean" and out.dtype.kind in "iu" and not nonempty.all():
+            where = "array" if whole else f"row {int(np.argmin(nonempty))}"
+            raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
+                             "integer has no NaN")
         return values, None
     if skipna:
         return values, (valid if (extremum and not seeded) or op == "mean" else None)
@@ -424,11 +428,13 @@ def explain_nests(nests) -> str:
         out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "
                    f"{nparts} part(s) over threads")
         for j, kinds in enumerate(kern.kinds):
-            what = {"n": "stays (broadcast)", "f": "strided", "4": "var rows, int32 indices",
-                    "8": "var rows, int64 indices", "4q": "?var rows, int32 indices",
-                    "8q": "?var rows, int64 indices"}
+            def what(c):
+                return {"n": "stays (broadcast)", "f": "strided"}.get(c) or \
+                    ("?var" if "q" in c else "var") + " rows" + \
+                    (" of a stepping view" if "s" in c else "") + \
+                    f", int{8 * int(c[0])} indices"
             out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
-                       ", ".join(what[c] for c in kinds))
+                       ", ".join(what(c) for c in kinds))
         out.append(format_spec(kern.spec))
         out.append(f"== LLVM IR\n{kern.ir}")
     return "\n".join(out)
@@ -465,8 +471,8 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
         valid = not bad if any(maskd) and not skipna else True
         if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
             valid = valid and count > 0
-        if step.mean:
-            value = (value / count).astype(acc)
+        if step.mean:  # as NumPy: in float64, truncated back for an integer dtype
+            value = (value / max(count, 1)).astype(acc)
     values, mask = _nest_reduced(np.array([value], acc),
                                  np.array([int(valid) | (int(seen) << 1)], np.uint8),
                                  reduce_arg, any(maskd), skipna, whole=True)
