@@ -325,7 +325,7 @@ class _NestGen(KernelGen):
     def _row(self, j, m, p, path):
         """Operand j's var row at level m whose start index is at p: (length, element-0
         address, stride), its indices checked."""
-        b, c = self.b, self.c
+        b = self.b
         delta, content, istride, stride, length = self.f[j][m][:5]
         w = int(self.kinds[j][m][0])
         start = self._index(p, w)
