@@ -196,11 +196,17 @@ def evaluate_nest(expr):
 
 def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     ops_ = [_nest_operand(v) for v in leaves]
-    if any(o is None for o in ops_) or not any(o.dims for o in ops_):
+    if any(o is None for o in ops_):
         return None
+    scalar = not any(o.dims for o in ops_)  # 0-d leaves (`?T` ones): one level of size 1
+    if scalar:
+        if reduce_arg is not None:
+            return None
+        ops_ = [_NestOperand([("f", 1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
+                for o in ops_]
     levels, sizes, kinds = _nest_plan(ops_)
     nlev = len(levels)
-    if len(root.shape) != nlev:
+    if len(root.shape) != nlev - scalar:
         return None
     mode = "map" if reduce_arg is None else "reduce"
     axes = () if reduce_arg is None else tuple(reduce_arg[1])
@@ -286,7 +292,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
-    dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
         return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
@@ -472,7 +478,7 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
         if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
             valid = valid and count > 0
         if step.mean:  # as NumPy: in float64, truncated back for an integer dtype
-            value = (value / max(count, 1)).astype(acc)
+            value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
     values, mask = _nest_reduced(np.array([value], acc),
                                  np.array([int(valid) | (int(seen) << 1)], np.uint8),
                                  reduce_arg, any(maskd), skipna, whole=True)
