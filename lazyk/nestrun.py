@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lazyk.array import array
+from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
@@ -22,11 +22,13 @@ from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged
+from lazyk.memory import MemoryBlock
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
 from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed
 from lazyk.rows import check_extent
 from lazyk.spec import format_spec
+from lazyk.types import FixedDim
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -247,8 +249,6 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     nres = len(res)
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     rvar = [p for p in range(nres) if rl[p] == "v"]
-    if any(rl[p] == "f" and rs[p] == 0 for p in range(nres) if rvar and rvar[0] < p < rvar[-1]):
-        return None
     words, lay = _nest_words(levels, sizes, sel, sel_kinds)
     n0 = sizes[0] if levels[0] == "f" else 1
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
@@ -420,8 +420,13 @@ def _nest_result(values, mask, dims, offsets, xs, validity=None):
             outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
             cur = offsets_array(offsets[k], cur, (validity or {}).get(k), outer=outer,
                                 check=False)
-        elif k > var_at[0]:
+        elif k > var_at[0] and dims[k]:
             cur = regular(cur, int(dims[k]))
+        elif k > var_at[0]:  # `m * 0 * X`: m (the elements of the level above) from xs
+            t = FixedDim(xs[k - 1], FixedDim(0, cur.type.elem))
+            owner = cur.owner if isinstance(cur.owner, MemoryBlock) else cur.to_numpy()
+            cur = Array.from_parts(t, (xs[k - 1], 0, 0, cur.meta[1]) + tuple(cur.meta[2:]),
+                                   cur.ptr, owner)
     return cur
 
 
