@@ -2,9 +2,10 @@
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
 broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
-are read in place from the arrmeta (every byte it lets the kernel address is checked
-inside its memory block first) and checked and paired inside the kernel; ragged results
-are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
+(of stepping views too) are read in place from the arrmeta (every byte it lets the kernel
+address is checked inside its memory block first) and checked and paired inside the
+kernel; leaves in another numeric dtype than the body's are converted where loaded; ragged
+results are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
 returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
 from __future__ import annotations
 
