@@ -3,9 +3,10 @@
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
 `{begin, size}` elements read in place for the string operations); elementwise work with the seed
 broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
-are read in place from the arrmeta (every byte it lets the kernel address is checked
-inside its memory block first) and checked and paired inside the kernel; ragged results
-are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
+(of stepping views too) are read in place from the arrmeta (every byte it lets the kernel
+address is checked inside its memory block first) and checked and paired inside the
+kernel; leaves in another numeric dtype than the body's are converted where loaded; ragged
+results are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
 returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lazyk.array import array
+from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
@@ -23,12 +24,14 @@ from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged, text_rows
+from lazyk.memory import MemoryBlock
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
 from lazyk.ops import STRING
 from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed
 from lazyk.rows import check_extent
 from lazyk.spec import format_spec
+from lazyk.types import FixedDim
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -67,8 +70,8 @@ def _nest_operand(leaf):
             if qv:  # ?var: the row mask_offset word first
                 row_moff, t, k = meta[k], t.elem, k + 1
             _, width, delta, content, istride, stride, length = meta[k:k + 7]
-            if width not in (4, 8) or stride != istride:
-                return None  # stepping views: the row path checks their first and last
+            if width not in (4, 8):
+                return None
             dims.append(("q" if qv else "v", width,
                          (delta, content, istride, stride, length, row_moff)))
             addrs += [content, istride, stride]
@@ -129,6 +132,8 @@ def _nest_plan(ops_):
         else:
             levels.append("f")
             sizes.append(1)
+    def var(d):  # index width, 's' for a stepping view's rows, 'q' for `?var`
+        return str(d[1]) + ("s" if d[2][3] != d[2][2] else "") + ("q" if d[0] == "q" else "")
     kinds = []
     for o in ops_:
         lead = nlev - len(o.dims)
@@ -136,8 +141,7 @@ def _nest_plan(ops_):
         # the operand stays where the result level is var
         kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
                                                o.dims[k - lead][1] == 1 and levels[k] == "v")
-                           else "f" if o.dims[k - lead][0] == "f" else str(o.dims[k - lead][1])
-                           + ("q" if o.dims[k - lead][0] == "q" else "")
+                           else "f" if o.dims[k - lead][0] == "f" else var(o.dims[k - lead])
                            for k in range(nlev)))
     return tuple(levels), sizes, kinds
 
@@ -201,11 +205,17 @@ def evaluate_nest(expr):
 
 def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     ops_ = [_nest_operand(v) for v in leaves]
-    if any(o is None for o in ops_) or not any(o.dims for o in ops_):
+    if any(o is None for o in ops_):
         return None
+    scalar = not any(o.dims for o in ops_)  # 0-d leaves (`?T` ones): one level of size 1
+    if scalar:
+        if reduce_arg is not None:
+            return None
+        ops_ = [_NestOperand([("f", 1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
+                for o in ops_]
     levels, sizes, kinds = _nest_plan(ops_)
     nlev = len(levels)
-    if len(root.shape) != nlev:
+    if len(root.shape) != nlev - scalar:
         return None
     mode = "map" if reduce_arg is None else "reduce"
     axes = () if reduce_arg is None else tuple(reduce_arg[1])
@@ -216,7 +226,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     elif mode == "reduce" and axes != (nlev - 1,):
         return None  # several axes: the row path (fixed dims + one var dim) or refused
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map")
+    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
+                     int_mean=True)
     if got is None:
         return None
     step, by_name = got
@@ -225,15 +236,13 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     sel = [ops_[by_name[n]] for n in step.inputs]
     sel_kinds = [kinds[by_name[n]] for n in step.inputs]
     labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
-    for o, want in zip(sel, spec.inputs):
-        if np.dtype(o.dtype).newbyteorder("=") != np.dtype(want).newbyteorder("="):
-            return None  # a leaf stored in another dtype: the row path casts it
+    # leaves stored in another dtype than the body computes in are converted where loaded
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     # ?var levels: missing rows in elementwise work and reductions over the last axis
     # (a last `?var` under fixed dims stays on the row path; against a fixed dim: refused)
-    qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
+    qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
     if qlev and (mode not in ("map", "reduce") or where_masks or _old_form(leaves) or
                  any(levels[k] != "v" for k in qlev)):
         return None
@@ -247,8 +256,6 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     nres = len(res)
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     rvar = [p for p in range(nres) if rl[p] == "v"]
-    if any(rl[p] == "f" and rs[p] == 0 for p in range(nres) if rvar and rvar[0] < p < rvar[-1]):
-        return None
     words, lay = _nest_words(levels, sizes, sel, sel_kinds)
     n0 = sizes[0] if levels[0] == "f" else 1
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
@@ -292,7 +299,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
-    dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
         return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
@@ -409,6 +416,10 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
         if extremum and not valid.all():
             where = "array" if whole else f"row {int(np.argmin(valid))}"
             raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
+        if op == "mean" and out.dtype.kind in "iu" and not nonempty.all():
+            where = "array" if whole else f"row {int(np.argmin(nonempty))}"
+            raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
+                             "integer has no NaN")
         return values, None
     if skipna:
         return values, (valid if (extremum and not seeded) or op == "mean" else None)
@@ -435,8 +446,13 @@ def _nest_result(values, mask, dims, offsets, xs, validity=None):
             outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
             cur = offsets_array(offsets[k], cur, (validity or {}).get(k), outer=outer,
                                 check=False)
-        elif k > var_at[0]:
+        elif k > var_at[0] and dims[k]:
             cur = regular(cur, int(dims[k]))
+        elif k > var_at[0]:  # `m * 0 * X`: m (the elements of the level above) from xs
+            t = FixedDim(xs[k - 1], FixedDim(0, cur.type.elem))
+            owner = cur.owner if isinstance(cur.owner, MemoryBlock) else cur.to_numpy()
+            cur = Array.from_parts(t, (xs[k - 1], 0, 0, cur.meta[1]) + tuple(cur.meta[2:]),
+                                   cur.ptr, owner)
     return cur
 
 
@@ -449,11 +465,13 @@ def explain_nests(nests) -> str:
         out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "
                    f"{nparts} part(s) over threads")
         for j, kinds in enumerate(kern.kinds):
-            what = {"n": "stays (broadcast)", "f": "strided", "4": "var rows, int32 indices",
-                    "8": "var rows, int64 indices", "4q": "?var rows, int32 indices",
-                    "8q": "?var rows, int64 indices"}
+            def what(c):
+                return {"n": "stays (broadcast)", "f": "strided"}.get(c) or \
+                    ("?var" if "q" in c else "var") + " rows" + \
+                    (" of a stepping view" if "s" in c else "") + \
+                    f", int{8 * int(c[0])} indices"
             out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
-                       ", ".join(what[c] for c in kinds))
+                       ", ".join(what(c) for c in kinds))
         out.append(format_spec(kern.spec))
         out.append(f"== LLVM IR\n{kern.ir}")
     return "\n".join(out)
@@ -490,8 +508,8 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
         valid = not bad if any(maskd) and not skipna else True
         if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
             valid = valid and count > 0
-        if step.mean:
-            value = (value / count).astype(acc)
+        if step.mean:  # as NumPy: in float64, truncated back for an integer dtype
+            value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
     values, mask = _nest_reduced(np.array([value], acc),
                                  np.array([int(valid) | (int(seen) << 1)], np.uint8),
                                  reduce_arg, any(maskd), skipna, whole=True)

@@ -78,11 +78,12 @@ def rows_graph(root):
     return rewrite(root, visit)
 
 
-def fused_step(node, leaves: dict, reduce: bool):
+def fused_step(node, leaves: dict, reduce: bool, int_mean: bool = False):
     """(the one fused step computing `node` over the row space, its canonical input names
     -> `leaves` values), or None when that is not one kernel: several steps, a reduction
     missing or unexpected, an input that is not a leaf, a mean accumulated in an integer
-    dtype. Canonical names make the same structure the same spec (one compile)."""
+    dtype (unless `int_mean`: the caller divides as NumPy does). Canonical names make the
+    same structure the same spec (one compile)."""
     node, by_name = runtime.canonical(node, leaves)
     prog = runtime.plan(rows_graph(node))
     if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is not None) != reduce:
@@ -90,6 +91,7 @@ def fused_step(node, leaves: dict, reduce: bool):
     step = prog.steps[0]
     if any(n not in by_name for n in step.inputs):
         return None
-    if step.mean and np.dtype(step.spec.outputs[0][1]).kind not in "fc":
+    if step.mean and np.dtype(step.spec.outputs[0][1]).kind not in \
+            ("fciu" if int_mean else "fc"):
         return None
     return step, by_name

@@ -231,10 +231,10 @@ def check_extent(array) -> None:
             return [(a + lo, b + hi) for a, b in spans(j + 1)] if n > 0 else []
         ref, width, stop_delta, content, istride, _, length, row_mask = levels[j]
         inner = spans(j + 1)
+        block = memory.lookup(ref)  # a stale or made-up ref: refused as the readers do
         if length > 0 and inner:
             span = (length - 1) * istride
-            _check_inside(memory.lookup(ref), content + min(0, span), content + max(0, span),
-                          inner)
+            _check_inside(block, content + min(0, span), content + max(0, span), inner)
         mask = [] if row_mask is None else [(row_mask, row_mask + 1)]  # the row's mask byte
         return [(0, width), (stop_delta, stop_delta + width)] + mask
     _check_inside(array.owner, array.ptr, array.ptr, spans(0))

@@ -7,7 +7,11 @@ the dim or has a fixed 1 there, so it broadcasts). At a var operand's level (kin
 kernel reads start and stop, checks `0 <= start <= stop <= length` (else it reports the row
 and returns: no address outside the content is ever formed), and pairs the rows: equal
 lengths, a length-1 row stretching, or a fixed result level of size n that every row must
-match (or be 1). At a `?var` level (kind '4q' / '8q') the row's mask byte sits at its
+match (or be 1). A stepping view's rows (kind '4s' / '8s': stride != index_stride, from
+`x[:, ::2]`, `x[:, ::-1]`) are checked on their first and last elements instead (both inside
+the `length` content elements; the multiply-adds checked for overflow): the window is part
+of the compiled structure, so unsliced rows pay nothing for it. At a `?var` level (kind
+'4q' / '8q', '4sq' / '8sq') the row's mask byte sits at its
 start index's address + the row mask_offset: a missing row's indices are never used, it
 pairs with any row, and the result row is missing (the count pass writes length -1, the
 result has no elements under it; "reduce" over a missing last row sets flag bit 2).
@@ -188,6 +192,34 @@ class _NestGen(KernelGen):
         v = b.load(b.bitcast(p, t.as_pointer()), align=1)
         return v if width == 8 else b.sext(v, I64)
 
+    def _row_ok(self, kind, f, start, stop):
+        """Whether a row's elements lie inside its content: `0 <= start <= stop <= length`,
+        or for a stepping view (kind '.s') its first and last elements' byte offsets inside
+        `(length - 1) * index_stride` (no overflow: a bad row never passes)."""
+        b, c = self.b, self.c
+        _, _, istride, stride, length = f[:5]
+        if "s" not in kind:
+            return b.and_(b.icmp_signed(">=", start, c(0)),
+                          b.and_(b.icmp_signed("<=", start, stop),
+                                 b.icmp_signed("<=", stop, length)))
+        n = b.sub(stop, start)
+        # 0 <= start < length: the first element's offset start * istride cannot overflow
+        # (check_extent found all `length` elements in their block)
+        inside = b.and_(b.icmp_signed("<", start, length), b.icmp_signed("<=", n, length))
+        first = b.mul(b.select(inside, start, c(0)), istride)
+        span = b.mul(b.sub(length, c(1)), istride)
+        lo = b.select(b.icmp_signed("<", span, c(0)), span, c(0))
+        hi = b.select(b.icmp_signed("<", span, c(0)), c(0), span)
+        prod = b.smul_with_overflow(b.sub(n, c(1)), stride)
+        last = b.sadd_with_overflow(first, b.extract_value(prod, 0))
+        at = b.extract_value(last, 0)
+        fine = b.and_(inside, b.not_(b.or_(b.extract_value(prod, 1),
+                                           b.extract_value(last, 1))))
+        fine = b.and_(fine, b.and_(b.icmp_signed(">=", at, lo), b.icmp_signed("<=", at, hi)))
+        empty = b.icmp_signed("==", n, c(0))
+        return b.and_(b.and_(b.icmp_signed(">=", start, c(0)), b.icmp_signed(">=", n, c(0))),
+                      b.or_(empty, fine))
+
     def _rows(self, k, ptrs, path):
         """Per operand at level k: (element-0 address, step); the result length n."""
         b, c = self.b, self.c
@@ -205,11 +237,9 @@ class _NestGen(KernelGen):
                 w = int(kind[0])
                 start = self._index(ptrs[j], w)
                 stop = self._index(b.gep(ptrs[j], [delta]), w)
-                ok = b.and_(b.icmp_signed(">=", start, c(0)),
-                            b.and_(b.icmp_signed("<=", start, stop),
-                                   b.icmp_signed("<=", stop, length)))
+                ok = self._row_ok(kind, f, start, stop)
                 gone = None
-                if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
+                if "q" in kind:  # a missing row: indices unused, pairs with any row
                     gone = b.icmp_unsigned("==", b.load(b.gep(ptrs[j], [f[5]]), align=1),
                                            ir.Constant(I8, 0))
                     ok = b.or_(ok, gone)
@@ -295,13 +325,12 @@ class _NestGen(KernelGen):
     def _row(self, j, m, p, path):
         """Operand j's var row at level m whose start index is at p: (length, element-0
         address, stride), its indices checked."""
-        b, c = self.b, self.c
+        b = self.b
         delta, content, istride, stride, length = self.f[j][m][:5]
-        w = int(self.kinds[j][m])
+        w = int(self.kinds[j][m][0])
         start = self._index(p, w)
         stop = self._index(b.gep(p, [delta]), w)
-        ok = b.and_(b.icmp_signed(">=", start, c(0)),
-                    b.and_(b.icmp_signed("<=", start, stop), b.icmp_signed("<=", stop, length)))
+        ok = self._row_ok(self.kinds[j][m], self.f[j][m], start, stop)
         self._check(ok, 1, m, path, j, start, stop, length)
         return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
             stride
@@ -424,10 +453,18 @@ class _NestGen(KernelGen):
             ok = b.and_(ok, b.icmp_unsigned("!=", b.load(m, align=1), ir.Constant(I8, 0)))
         return ok
 
+    def _loads(self, addr):
+        """Each input loaded as stored (`spec.inputs`) and converted in registers to the
+        dtype the body computes it in (its `load` instruction's): an int32 leaf in a
+        float64 body, a byte-swapped leaf, no copy of either."""
+        b, spec = self.b, self.spec
+        want = {ins.attr: ins.dtype for ins in spec.body if ins.op == "load"}
+        return [self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
+                             want.get(j, d))
+                for j, (a, d, al) in enumerate(zip(addr, spec.inputs, spec.aligned))]
+
     def _values(self, addr):
-        vals = [load_value(self.b, a, d, al) for a, d, al
-                in zip(addr, self.spec.inputs, self.spec.aligned)]
-        return emit_body(self.b, self.spec, vals, self.target, self._pv)
+        return emit_body(self.b, self.spec, self._loads(addr), self.target, self._pv)
 
     def _write(self, addr, masks, at):
         b = self.b
@@ -458,8 +495,7 @@ class _NestGen(KernelGen):
         conds = [ins.args[0] for ins in spec.body if ins.op == "where"]
         ext = replace(spec, outputs=tuple(spec.outputs) +
                       tuple((i, np.dtype(bool)) for i in conds))
-        vals = [load_value(b, a, d, al) for a, d, al in zip(addr, spec.inputs, spec.aligned)]
-        got = emit_body(b, ext, vals, self.target, self._pv)
+        got = emit_body(b, ext, self._loads(addr), self.target, self._pv)
         cond_value = dict(zip(conds, got[len(spec.outputs):]))
         yes = ir.Constant(I1, 1)
         pres: list = []
@@ -518,6 +554,16 @@ class _NestGen(KernelGen):
         b.store(flags, b.gep(self.outm, [at]), align=1)
         b.store(cnt, b.gep(self.status, [c(6)]))
 
+    def _int_mean(self, v, cnt, dt):
+        """A mean accumulated in an integer dtype, as NumPy's: the sum / count in float64,
+        truncated back. One value is itself (a float64 could round it out of range); no
+        value gives the sum, 0 (the caller reports it)."""
+        b, c, em = self.b, self.c, self.em
+        f8 = np.dtype(np.float64)
+        q = b.fdiv(em.cast(v, dt, f8), b.sitofp(b.select(b.icmp_signed(">", cnt, c(1)), cnt,
+                                                         c(1)), lltype(f8)))
+        return b.select(b.icmp_signed(">", cnt, c(1)), em.cast(q, f8, dt), v)
+
     def _finish(self, at, n, miss=None):
         """Store the result and its flags: bit 0 valid, bit 1 the row had elements, bit 2
         the row was missing (`?var`)."""
@@ -529,7 +575,9 @@ class _NestGen(KernelGen):
         valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
         if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
             valid = b.and_(valid, b.icmp_signed(">", cnt, c(0)))
-        if self.mean:
+        if self.mean and dt.kind in "iu":
+            v = self._int_mean(v, cnt, dt)
+        elif self.mean:
             cf = b.sitofp(cnt, lltype(dt))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
         store_value(b, v, b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
@@ -549,8 +597,9 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     """The module of one loop-nest kernel (see the module doc).
 
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
-    kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width) or
-    '4q' / '8q' (`?var`: "map" and "reduce" only, at var levels);
+    kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width),
+    '4s' / '8s' (var rows of a stepping view) or '4q' / '8q' / '4sq' / '8sq' (`?var`: "map"
+    and "reduce" only, at var levels);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
     where_masks: ("map") a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
@@ -559,8 +608,8 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mode == "map" and spec.reduce is not None:
         raise ops.NotSupportedError("an elementwise nest has no reduction")
-    if mean and np.dtype(spec.outputs[0][1]).kind not in "fc":
-        raise ops.NotSupportedError("a mean needs a float accumulator")
+    if mean and np.dtype(spec.outputs[0][1]).kind not in "fciu":
+        raise ops.NotSupportedError("a mean needs a number accumulator")
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
         raise ValueError("one kind per input and level")
     if any(kd.endswith("q") for ks in kinds for kd in ks) and mode not in ("map", "reduce"):
