@@ -18,7 +18,6 @@ from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
-from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged
@@ -165,11 +164,6 @@ def evaluate_nest(expr):
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
-    if reduce_arg is not None and len(reduce_arg[1]) > 1 and not _old_form(leaves) and \
-            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape) and \
-            tuple(reduce_arg[1]) == tuple(range(len(root.shape) - len(reduce_arg[1]),
-                                                len(root.shape))):
-        return _nest_axes(Expr(root, expr.env), reduce_arg, red_node.dtype)
     if leaves and not branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
     elif leaves:
@@ -205,10 +199,11 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     axes = () if reduce_arg is None else tuple(reduce_arg[1])
     if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
         mode = "all"  # every axis: one partial fold per thread
-    elif mode == "reduce" and len(axes) == 1 and axes[0] < nlev - 1:
-        mode = f"fold{axes[0]}"  # a middle axis: rows below it fold element by element
     elif mode == "reduce" and axes != (nlev - 1,):
-        return None  # several axes: the row path (fixed dims + one var dim) or refused
+        # any other axes: each result element folds its group (every element of the
+        # folded levels; rows of the kept levels below the first one fold element by
+        # element, rows of length 1 stretching)
+        mode = "fold" + ",".join(str(a) for a in axes)
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
     got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map")
     if got is None:
@@ -237,7 +232,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                          leaves, reduce_arg, red_node)
     # the result's levels (their level numbers in the nest), their kinds and sizes
     res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
-        mode == "reduce" else [k for k in range(nlev) if k != axes[0]]
+        mode == "reduce" else [k for k in range(nlev) if k not in axes]
     nres = len(res)
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     rvar = [p for p in range(nres) if rl[p] == "v"]
@@ -300,8 +295,9 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         dims.append(1)
     got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
                        xs_end, validity)
-    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
-        got = got[(slice(None),) * axes[0] + (None,)]
+    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
+        for a in axes:
+            got = got[(slice(None),) * a + (None,)]
     return got
 
 
@@ -472,21 +468,3 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
                                  reduce_arg, any(maskd), skipna, whole=True)
     dims = [1] * len(levels) if reduce_arg[2] else []
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
-
-
-# Reductions whose fold over the last few axes is the fold over each last axis in turn,
-# exactly (an identity for empty folds, no division). Over other axes a middle fold of
-# nothing would become an empty row, which then folds as a row of length 0 instead of as
-# nothing: those stay refused.
-_COMPOSE = ("sum", "prod", "any", "all")
-
-
-def _nest_axes(e, reduce_arg, dtype):
-    """A reduction over the last few (not all) axes of a nest: one axis at a time, the
-    highest first, each the last axis of what is left."""
-    op, axes, keep = reduce_arg[:3]
-    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
-    for a in sorted(axes, reverse=True):
-        e = as_expr(expr_reduce(op, e, axis=a, keepdims=keep, skipna=skipna,
-                                dtype=dtype).eval())
-    return e.eval()
