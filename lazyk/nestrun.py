@@ -1,7 +1,7 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
-broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
+broadcasting rules and reductions over any axis or tuple of axes, in one pass. Rows
 are read in place from the arrmeta (every byte it lets the kernel address is checked
 inside its memory block first) and checked and paired inside the kernel; ragged results
 are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
@@ -181,8 +181,8 @@ def evaluate_nest(expr):
         why = "with missing rows (?var) and var dims above the last one, elementwise work " \
             "(without where) and reductions over the last axis run" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
-            "with var dims above the last one, reductions run over one axis, all axes, " \
-            "or (sum, prod, any, all) the last few axes"
+            "with var dims above the last one, elementwise work and reductions over any " \
+            "axes run as one fused step over numeric leaves read in place (no stepping views)"
         raise NotSupportedError(f"{what} of {types}: {why}")
     return got
 

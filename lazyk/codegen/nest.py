@@ -17,10 +17,13 @@ value's address + mask_offset.
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
 (identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
-into one partial result per part (`_partial`: the caller combines the parts); "fold<a>"
-folds level a (not the last): for every result element below it, the elements at each
-index of level a fold together, rows of length 1 stretching (the result row lengths below
-level a come from the count pass, which pairs the rows of every index of level a). Passes: "count" walks the
+into one partial result per part (`_partial`: the caller combines the parts);
+"fold<a>[,<b>...]" folds levels a < b < ... (any set but the last level alone or all):
+each result element folds its group, every element of the folded levels under it, with
+its own index at each kept level below a (rows of length 1 stretch, any other must have
+the result's length; the result row lengths there come from the count pass, which pairs
+the rows of every member of the group: an empty row of a folded level adds no member,
+so it is never paired; a group with no member gives a row of length 0). Passes: "count" walks the
 levels down to the deepest var level of the result and writes each result row's length
 (in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
 those arrays (so no write leaves the result) and writes the values.
