@@ -162,3 +162,53 @@ def test_one_compile_for_many_sizes():
         got = go(n)
         assert len(got.to_list()) == n
     assert nestkernel.nest_stats["compiles"] == before
+
+
+def _deep(rng, n):
+    """n * var * var * var * float64: every middle row holds three rows (so a fold over
+    axes 1 and 3 pairs them), the innermost rows of random lengths."""
+    outer = np.concatenate([[0], np.cumsum(rng.integers(0, 5, n))])
+    mid = np.arange(0, 3 * outer[-1] + 1, 3)
+    inner = np.concatenate([[0], np.cumsum(rng.integers(0, 4, mid[-1]))])
+    return lazyk.from_offsets(outer, lazyk.from_offsets(
+        mid, lazyk.from_offsets(inner, rng.standard_normal(inner[-1]))))
+
+
+def test_against_numpy_and_the_thread_split(monkeypatch):
+    rng = np.random.default_rng(7)
+    x = _deep(rng, 400)
+    rows = x.to_list()
+    want = [[float(sum(sum(r[k]) for r in row)) for k in range(3)] if row else []
+            for row in rows]
+    monkeypatch.setattr(nestkernel, "MIN_PART", 16)
+    old = lazyk.get_num_threads()
+    try:
+        out = {}
+        for t in (1, 2):
+            lazyk.set_num_threads(t)
+            got = x.sum(axis=(1, 3)).eval()
+            assert str(got.type) == "400 * var * float64"
+            out[t] = [got.to_list(), x.max(axis=(1, 2, 3), initial=-9.0).eval().to_list(),
+                      (x - x.mean(axis=(1, 2, 3), keepdims=True)).eval().to_list()]
+    finally:
+        lazyk.set_num_threads(old)
+    assert same(out[1][0], want)
+    assert same(out[1][1], [max([v for r in row for q in r for v in q], default=-9.0)
+                            for row in rows])
+    for row, cen in zip(rows, out[1][2]):
+        flat = [v for r in row for q in r for v in q]
+        m = np.mean(flat) if flat else 0.0
+        assert same(cen, [[[v - m for v in q] for q in r] for r in row])
+    assert all(same(a, b) for a, b in zip(out[1], out[2]))
+
+
+def test_numpy_operand_broadcasts_into_the_fold():
+    d = [[[1, 2, 3, 4]], [], [[5, 6, 7, 8], [1, 1, 1, 1]]]
+    b, rb = lazyk.array(d, type="3 * var * 4 * int32"), R.array(d, "3 * var * 4 * int32")
+    w = np.array([1, 0, 2, 0], np.int32)
+    got = (b * w).sum(axis=(0, 1)).eval()
+    assert str(got.type) == "4 * int64" and got.to_list() == [7, 0, 22, 0]
+    ref = R.elementwise("multiply", rb, R.array(w.tolist(), "4 * int32"))
+    for op in ("max", "count"):
+        for axes in ((0, 1), (1, 2), (0, 2)):
+            compare(op, b * w, ref, axes)
