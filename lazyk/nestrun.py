@@ -1,10 +1,10 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
-`{begin, size}` elements read in place for the string operations); elementwise work with the seed
-broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
-(of stepping views too) are read in place from the arrmeta (every byte it lets the kernel
-address is checked inside its memory block first) and checked and paired inside the
+`{begin, size}` elements read in place for the string operations); elementwise work with
+the seed broadcasting rules and reductions over any axis or tuple of axes, in one pass.
+Rows (of stepping views too) are read in place from the arrmeta (every byte it lets the
+kernel address is checked inside its memory block first) and checked and paired inside the
 kernel; leaves in another numeric dtype than the body's are converted where loaded; ragged
 results are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
 returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
@@ -20,7 +20,6 @@ from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
-from lazyk.expr import reduce as expr_reduce
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged, text_rows
@@ -175,11 +174,6 @@ def evaluate_nest(expr):
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
-    if reduce_arg is not None and len(reduce_arg[1]) > 1 and not _old_form(leaves) and \
-            reduce_arg[0] in _COMPOSE and len(reduce_arg[1]) < len(root.shape) and \
-            tuple(reduce_arg[1]) == tuple(range(len(root.shape) - len(reduce_arg[1]),
-                                                len(root.shape))):
-        return _nest_axes(Expr(root, expr.env), reduce_arg, red_node.dtype)
     if leaves and not branch_masks(root, names, leaves):
         got = _nest_run(root, red_node, reduce_arg, names, leaves)
     elif leaves:
@@ -197,8 +191,8 @@ def evaluate_nest(expr):
         why = "with missing rows (?var) and var dims above the last one, elementwise work " \
             "(without where) and reductions over the last axis run" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
-            "with var dims above the last one, reductions run over one axis, all axes, " \
-            "or (sum, prod, any, all) the last few axes"
+            "with var dims above the last one, elementwise work and reductions over any " \
+            "axes run as one fused step over numeric leaves read in place (no stepping views)"
         raise NotSupportedError(f"{what} of {types}: {why}")
     return got
 
@@ -221,10 +215,11 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     axes = () if reduce_arg is None else tuple(reduce_arg[1])
     if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
         mode = "all"  # every axis: one partial fold per thread
-    elif mode == "reduce" and len(axes) == 1 and axes[0] < nlev - 1:
-        mode = f"fold{axes[0]}"  # a middle axis: rows below it fold element by element
     elif mode == "reduce" and axes != (nlev - 1,):
-        return None  # several axes: the row path (fixed dims + one var dim) or refused
+        # any other axes: each result element folds its group (every element of the
+        # folded levels; rows of the kept levels below the first one fold element by
+        # element, rows of length 1 stretching)
+        mode = "fold" + ",".join(str(a) for a in axes)
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
     got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
                      int_mean=True)
@@ -252,7 +247,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                          leaves, reduce_arg, red_node)
     # the result's levels (their level numbers in the nest), their kinds and sizes
     res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
-        mode == "reduce" else [k for k in range(nlev) if k != axes[0]]
+        mode == "reduce" else [k for k in range(nlev) if k not in axes]
     nres = len(res)
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     rvar = [p for p in range(nres) if rl[p] == "v"]
@@ -313,8 +308,9 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         dims.append(1)
     got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
                        xs_end, validity)
-    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
-        got = got[(slice(None),) * axes[0] + (None,)]
+    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
+        for a in axes:
+            got = got[(slice(None),) * a + (None,)]
     return got
 
 
@@ -515,21 +511,3 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
                                  reduce_arg, any(maskd), skipna, whole=True)
     dims = [1] * len(levels) if reduce_arg[2] else []
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
-
-
-# Reductions whose fold over the last few axes is the fold over each last axis in turn,
-# exactly (an identity for empty folds, no division). Over other axes a middle fold of
-# nothing would become an empty row, which then folds as a row of length 0 instead of as
-# nothing: those stay refused.
-_COMPOSE = ("sum", "prod", "any", "all")
-
-
-def _nest_axes(e, reduce_arg, dtype):
-    """A reduction over the last few (not all) axes of a nest: one axis at a time, the
-    highest first, each the last axis of what is left."""
-    op, axes, keep = reduce_arg[:3]
-    skipna = bool(len(reduce_arg) > 3 and reduce_arg[3])
-    for a in sorted(axes, reverse=True):
-        e = as_expr(expr_reduce(op, e, axis=a, keepdims=keep, skipna=skipna,
-                                dtype=dtype).eval())
-    return e.eval()

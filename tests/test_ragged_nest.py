@@ -159,15 +159,11 @@ def test_reduce_several_axes(arr, op, skipna, keepdims, data):
     axes = tuple(sorted(data.draw(st.sets(st.integers(0, nd - 1), min_size=2,
                                           max_size=nd - 1))))
     kw = {"skipna": True} if skipna else {}
-    if op in ("min", "mean") or axes != tuple(range(nd - len(axes), nd)):
-        # not one last axis at a time: refused, by name
-        with pytest.raises(lazyk.NotSupportedError, match=op):
-            getattr(a, op)(axis=axes, keepdims=keepdims, **kw).eval()
-        return
     try:
         ref = R.reduce(op, ra, axis=axes, keepdims=keepdims, skipna=skipna)
-    except lazyk.ShapeError:
-        with pytest.raises(lazyk.ShapeError):
+    except ValueError as e:  # ShapeError too
+        want = lazyk.ShapeError if isinstance(e, lazyk.ShapeError) else ValueError
+        with pytest.raises(want):
             getattr(a, op)(axis=axes, keepdims=keepdims, **kw).eval()
         return
     check(getattr(a, op)(axis=axes, keepdims=keepdims, **kw).eval(), ref)
@@ -298,12 +294,11 @@ def test_thread_split_with_a_broadcast_outer_dim(monkeypatch):
         lazyk.set_num_threads(old)
 
 
-def test_several_axes_refused_clearly():
+def test_several_axes():
     a = lazyk.array([[[1., 2.], [3.]], [[4.]]], type="2 * var * var * float64")
     assert a.sum(axis=1).eval().to_list() == [[4.0, 5.0], [4.0]]  # [3] stretches
-    assert a.sum(axis=(1, 2)).eval().to_list() == [6.0, 4.0]  # one axis at a time
-    with pytest.raises(lazyk.NotSupportedError, match="var \\* var"):
-        a.mean(axis=(1, 2)).eval()
+    assert a.sum(axis=(1, 2)).eval().to_list() == [6.0, 4.0]
+    assert a.mean(axis=(1, 2)).eval().to_list() == [2.0, 4.0]
 
 
 BAD_OFFSETS = textwrap.dedent("""

@@ -21,10 +21,13 @@ value's address + mask_offset.
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
 (identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
-into one partial result per part (`_partial`: the caller combines the parts); "fold<a>"
-folds level a (not the last): for every result element below it, the elements at each
-index of level a fold together, rows of length 1 stretching (the result row lengths below
-level a come from the count pass, which pairs the rows of every index of level a). Passes: "count" walks the
+into one partial result per part (`_partial`: the caller combines the parts);
+"fold<a>[,<b>...]" folds levels a < b < ... (any set but the last level alone or all):
+each result element folds its group, every element of the folded levels under it, with
+its own index at each kept level below a (rows of length 1 stretch, any other must have
+the result's length; the result row lengths there come from the count pass, which pairs
+the rows of every member of the group: an empty row of a folded level adds no member,
+so it is never paired; a group with no member gives a row of length 0). Passes: "count" walks the
 levels down to the deepest var level of the result and writes each result row's length
 (in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
 those arrays (so no write leaves the result) and writes the values.
@@ -96,10 +99,13 @@ class _NestGen(KernelGen):
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
         # result levels: every level for "map", all but the folded last one for "reduce"
-        # "fold<a>": reduce over level a < nlev - 1 (rows below fold element by element)
-        self.axis = int(mode[4:]) if mode.startswith("fold") else -1
+        # "fold<a>[,<b>...]": reduce over levels a < b < ... (not only the last one); the
+        # kept levels below a fold element by element over each result element's group
+        self.axes = tuple(int(a) for a in mode[4:].split(",")) if mode.startswith("fold") \
+            else ()
+        self.axis = self.axes[0] if self.axes else -1
         self.res = [] if mode == "all" else list(range(self.nlev - 1)) if mode == "reduce" \
-            else [k for k in range(self.nlev) if k != self.axis]
+            else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
         # "count<s>" counts the rows of result var level s (and of those above it)
         self.counting = npass.startswith("count")
@@ -272,7 +278,7 @@ class _NestGen(KernelGen):
         b, c = self.b, self.c
         bases, steps, n, miss = self._rows(k, ptrs, path)
         if k == self.axis:
-            self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [])
+            self._fold_level(k + 1, (bases, steps, n), path, {}, {})
             return
         if k in self.cnt:
             slot = b.load(self.cnt[k])
@@ -305,22 +311,50 @@ class _NestGen(KernelGen):
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
     # ------------------------------------------------------------ folds over a middle level
-    def _descend(self, j, p, m, qs, ns, path):
-        """Operand j's address at level m + len(qs) from its address p at level m, along
-        result indices qs of result lengths ns (a row of length 1 stretches)."""
+    def _walk(self, m, addrs, at, upto, qs, ns, action):
+        """One result element's group from level m (operand addresses `addrs`, index path
+        `at`) down to level `upto`: every element of a folded level (operand rows paired
+        as elementwise work pairs them), the result index qs[m] at a kept level (a row of
+        length 1 stretches, any other must have the result's length ns[m]); then
+        `action(addrs, at)`, or (at the last level, folded) the fold of its row."""
         b, c = self.b, self.c
-        for q, n in zip(qs, ns):
-            kind, f = self.kinds[j][m], self.f[j][m]
+        if m == upto:
+            action(addrs, at)
+            return
+        if m in self.axes:
+            bases, steps, n, _ = self._rows(m, addrs, at)
+            if m == self.nlev - 1 and upto == self.nlev:
+                self._inner(m, bases, steps, n, at)  # contiguous rows take the fast loop
+                return
+
+            def each(i):
+                self._walk(m + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                           at + [i], upto, qs, ns, action)
+            for_loop(b, n, each, name=f"g{m}")
+            return
+        q, n, out = qs[m], ns[m], []
+        for j, p in enumerate(addrs):
+            kind = self.kinds[j][m]
             if kind == "f":
-                p = b.gep(p, [b.mul(q, f[0])])
+                p = b.gep(p, [b.mul(q, self.f[j][m][0])])
             elif kind != "n":
-                ln, base, stride = self._row(j, m, p, path)
+                ln, base, stride = self._row(j, m, p, at)
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                self._check(ok, 4, m, path, j, ln, n, c(-1))
-                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
-                p = b.gep(base, [b.mul(q, stride)])
-            m += 1
-        return p
+                self._check(ok, 4, m, at, j, ln, n, c(-1))
+                p = b.gep(base, [b.mul(b.select(b.icmp_signed("==", ln, c(1)), c(0), q),
+                                       stride)])
+            out.append(p)
+        self._walk(m + 1, out, at + [q], upto, qs, ns, action)
+
+    def _group(self, top, path, upto, qs, ns, action):
+        """`_walk` over every element i of the first folded level's rows (`top`)."""
+        b = self.b
+        bases, steps, na = top
+
+        def each(i):
+            self._walk(self.axis + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                       path + [i], upto, qs, ns, action)
+        for_loop(b, na, each, name="fg")
 
     def _row(self, j, m, p, path):
         """Operand j's var row at level m whose start index is at p: (length, element-0
@@ -335,36 +369,37 @@ class _NestGen(KernelGen):
         return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
             stride
 
-    def _fold_len(self, m, top, qs, ns, path):
-        """The result length at level m: the rows there, one per element i of the folded
-        level, pair up (one length, rows of length 1 stretching; nothing folded: 0)."""
+    def _fold_len(self, m, top, path, qs, ns):
+        """The result length at level m: the rows there, one per member of the group,
+        pair up (one length, rows of length 1 stretching; an empty group: 0)."""
         b, c = self.b, self.c
-        bases, steps, na = top
-        b.store(c(1), self.flen)
+        b.store(c(-1), self.flen)  # -1: no member yet
 
-        def each(i):
+        def action(addrs, at):
             n = b.load(self.flen)
-            at = path[:]
-            at[self.axis] = i
             for j in range(self.nin):
                 if self.kinds[j][m] in ("n", "f"):
                     continue
-                p = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                  qs, ns, at)
-                ln = self._row(j, m, p, at)[0]
-                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                ln = self._row(j, m, addrs[j], at)[0]
+                ok = b.or_(b.or_(b.icmp_signed("<=", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
                 self._check(ok, 4, m, at, j, ln, n, c(-1))
-                n = b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+                n = b.select(b.or_(b.icmp_signed("==", n, c(-1)),
+                                   b.icmp_signed("!=", ln, c(1))), ln, n)
             b.store(n, self.flen)
-        for_loop(b, na, each, name=f"fl{m}")
-        return b.select(b.icmp_signed("==", na, c(0)), c(0), b.load(self.flen))
+        self._group(top, path, m, qs, ns, action)
+        n = b.load(self.flen)
+        return b.select(b.icmp_signed("==", n, c(-1)), c(0), n)
 
     def _fold_level(self, m, top, path, qs, ns):
-        """Result level m below the folded level (qs, ns: indices and lengths so far)."""
+        """Result level m below the first folded level (qs, ns: the result indices and
+        lengths of the kept levels so far, by level)."""
         b, c = self.b, self.c
         if m == self.nlev:
             self._fold_leaf(top, path, qs, ns)
+            return
+        if m in self.axes:
+            self._fold_level(m + 1, top, path, qs, ns)
             return
         if self.levels[m] == "f":
             n = self.sizes[m]
@@ -372,31 +407,28 @@ class _NestGen(KernelGen):
             slot = b.load(self.cnt[m])
             at = b.gep(self.lens[m], [slot])
             if self.counting:
-                n = self._fold_len(m, top, qs, ns, path)
+                n = self._fold_len(m, top, path, qs, ns)
                 b.store(n, at)
             else:
                 n = self._counted(slot, m)  # our own count: every write stays inside
             b.store(b.add(slot, c(1)), self.cnt[m])
             if self.counting and m == self.deepest:
                 return
-        for_loop(b, n, lambda q: self._fold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
-                 name=f"f{m}")
+        for_loop(b, n, lambda q: self._fold_level(m + 1, top, path, {**qs, m: q},
+                                                  {**ns, m: n}), name=f"f{m}")
 
     def _fold_leaf(self, top, path, qs, ns):
         b, c = self.b, self.c
-        bases, steps, na = top
         self._reset()
         pos = b.load(self.pos)
 
-        def each(i):
-            at = path[:]
-            at[self.axis] = i
-            addr = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                  qs, ns, at) for j in range(self.nin)]
-            self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
-                              if self.masked[j]])
-        for_loop(b, na, each, name="fi")
-        self._finish(pos, na)
+        def action(addrs, at):
+            self._fold(addrs, [b.gep(addrs[j], [self.moff[j]]) for j in range(self.nin)
+                               if self.masked[j]])
+        self._group(top, path, self.nlev, qs, ns, action)
+        # the group had members: a value was folded or a missing one seen
+        seen = b.add(b.load(self.count), b.zext(b.load(self.bad), I64))
+        self._finish(pos, seen)
         b.store(b.add(pos, c(1)), self.pos)
 
     # ------------------------------------------------------------ innermost level
