@@ -725,7 +725,9 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
                   or d not in axes)
     if initial is not None:
         initial = np.asarray(initial).astype(acc).item()  # as NumPy converts it
-        if not builtins.any(isinstance(v, RaggedLeaf) for v in e.env.values()):
+        # var / option data (or parameters of those types) fold `initial` into each row
+        if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
+                            for v in e.env.values()):
             return _seeded_fixed(op, e, axes, keepdims, acc, initial)
     arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
     if initial is not None:  # the ragged path folds `initial` into each row's result

@@ -451,7 +451,9 @@ def _fold_many(op, xs, dtype, skipna, mode, path):
     """Fold the elements `xs` along the reduced axis. Rows (no missing ones) pair up by the
     broadcasting rule over all of them at once: their common length comes first, so a
     length-1 row stretched to length 0 contributes nothing and is never looked into,
-    wherever the empty row sits; otherwise fold two at a time (`_fold2`)."""
+    wherever the empty row sits; otherwise fold two at a time (`_fold2`). A group that
+    folded to nothing (EMPTY) adds nothing, wherever it sits."""
+    xs = [x for x in xs if x is not EMPTY]
     if mode == "broadcast" and len(xs) > 1 and all(isinstance(x, list) for x in xs):
         n = 1
         for j, x in enumerate(xs):

@@ -195,3 +195,14 @@ def test_compiled_calls_from_several_threads_agree():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(run, cases * 2))
+
+
+def test_initial_folds_into_each_row_of_a_parameter():
+    """`initial=` over a var parameter is folded into every row, as over data: an empty
+    row gives `initial`, not a zero-size error."""
+    x = lazyk.placeholder("x", "N * var * float64")
+    k = lazyk.compile(x.max(axis=-1, initial=0.0))
+    a = lazyk.from_offsets(np.array([0, 2, 2, 3]), np.array([1.0, -3.0, -2.0]))
+    got = k(a)
+    assert got.to_list() == [1.0, 0.0, 0.0] == a.max(axis=-1, initial=0.0).eval().to_list()
+    assert str(got.type) == "3 * float64"

@@ -207,7 +207,7 @@ def test_refusals_are_not_supported_errors():
     assert (v + 1).eval().to_list() == [[[2.0], []], [[3.0, 4.0]]]  # the loop nest runs it
     assert lazyk.mean(v, axis=(1, 2)).eval().to_list() == [1.0, 2.5]  # any axes run too
     with pytest.raises(lazyk.NotSupportedError):
-        L("2 * var * var * string", [[["a"], []], [["b"]]]) == "a"
+        L("2 * var * var * bytes", [[[b"a"], []], [[b"b"]]]) == b"a"
 
 
 def test_elementwise_on_an_empty_array():
