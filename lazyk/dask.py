@@ -40,12 +40,13 @@ from lazyk import compiled, runtime
 from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
+from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_ragged
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
-__all__ = ["evaluate"]
+__all__ = ["RaggedArray", "evaluate", "from_ragged"]
 
 _counter = itertools.count()
 
@@ -75,6 +76,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             del frame
         expr = build(expr, local_dict, global_dict)
     e = as_expr(expr)
+    if any(isinstance(v, RowsLeaf) for v in e.env.values()):
+        return evaluate_rows(e, split_every)
     arrays: dict[str, Any] = {}
     for name, value in e.env.items():
         v = leaf_data(value)
@@ -352,6 +355,8 @@ def _graph_token(e: Expr) -> tuple:
         v = leaf_data(e.env[name])
         if isinstance(v, DaskLeaf):
             leaves.append(("dask", v.array.name))
+        elif isinstance(v, RowsLeaf):
+            leaves.append(("rows", v.rows.name))
         elif isinstance(v, Placeholder):
             leaves.append(("placeholder", v.name, v.shape, v.dtype.str))
         elif isinstance(v, np.ndarray):

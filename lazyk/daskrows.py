@@ -1,0 +1,626 @@
+"""Ragged and missing-value data on Dask: lazyk arrays split by outer rows.
+
+`lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
+group / Arrow chunk) gives a `RaggedArray`: a Dask collection whose partitions are lazyk
+arrays holding consecutive outer rows (row slices of `x` are views, nothing is copied).
+It is also a lazyk operand: `lazyk.sin(r) * 2`, `r.sum(axis=-1)`, `r - r.mean(axis=0)` build
+lazy expressions, and `lazyk.dask.evaluate(expr)` turns one into Dask layers:
+
+- the work that keeps the rows (elementwise, reductions over inner axes) is ONE blockwise
+  layer whose tasks run lazyk's kernels on one partition each. A result with var dims or
+  missing values is a `RaggedArray` with the same partitioning (`compute()` concatenates the
+  partitions: contents joined, offsets shifted); a plain result is a `dask.array` whose
+  chunks along axis 0 are the partitions' row counts;
+- a reduction over axis 0 (or all axes) runs per partition (keepdims), then lazyk combines
+  the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
+  `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
+  A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
+
+Operands: collections with the same row counts per partition (else ShapeError naming the
+operands and the counts); NumPy, fixed lazyk and Dask arrays join, split by the same rows
+when their axis 0 is the rows' axis, else passed whole to every task; Python scalars.
+`expr.eval()` over a collection raises NotSupportedError (nothing computes behind your back).
+"""
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import numpy as np
+from dask._task_spec import DataNode, Task, TaskRef
+from dask.base import tokenize
+from dask.blockwise import blockwise
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.threaded import get as threaded_get
+
+from lazyk import expr as lx
+from lazyk import types as T
+from lazyk.array import Array, array
+from lazyk.errors import BindError, NotSupportedError, ShapeError
+from lazyk.expr import DaskLeaf, Expr, as_expr, broadcast_shapes, leaf_data
+from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.interchange import _columns, masked, offsets_array, regular
+from lazyk.leaves import Placeholder, RaggedLeaf, describe_ragged
+
+_HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
+         "lazyk.dask.evaluate(expr) gives a Dask collection (then .compute() it)")
+_COMBINE_OPS = ("sum", "prod", "min", "max", "any", "all")
+
+
+class _TypeOnly:
+    """Stands for a partitioned array in an expression: its type, and no data to run on."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, t: T.Type):
+        self.type = t
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotSupportedError(_HINT)
+
+    def __reduce__(self):
+        return (_TypeOnly, (self.type,))
+
+
+class RowsLeaf(RaggedLeaf):
+    """Env entry of a `RaggedArray` in an expression (`array` is a type-only stand-in)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: RaggedArray, t: T.Type, option: bool):
+        super().__init__(_TypeOnly(t), option)
+        self.rows = rows
+
+
+# ---------------------------------------------------------------- the collection
+class RaggedArray(Expr):
+    """A Dask collection of lazyk arrays split by outer rows; also a lazyk operand.
+
+    `row_counts` holds the rows of each partition (None for a single result that is not
+    split by rows, e.g. a reduction over axis 0). `compute()` gives one lazyk array.
+    Build one with `lazyk.dask.from_ragged`; `lazyk.dask.evaluate(expr)` over it gives
+    another (or a `dask.array` for plain results).
+    """
+
+    __slots__ = ("_dsk", "_name", "_counts", "_ltype")
+
+    def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
+        self._dsk, self._name, self._ltype = dsk, name, t
+        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        shape, dtype, option = describe_ragged(_TypeOnly(t))
+        super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
+
+    # --- what it is
+    @property
+    def npartitions(self) -> int:
+        """Number of partitions (tasks)."""
+        return 1 if self._counts is None else len(self._counts)
+
+    @property
+    def row_counts(self) -> tuple | None:
+        """Outer rows per partition, or None for a single result not split by rows."""
+        return self._counts
+
+    @property
+    def name(self) -> str:
+        """The Dask key name of the partitions."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"lazyk.dask.RaggedArray<{self.type}, npartitions={self.npartitions}>"
+
+    # --- Dask collection protocol
+    def __dask_graph__(self) -> HighLevelGraph:
+        return self._dsk
+
+    def __dask_keys__(self) -> list:
+        return [(self._name, i) for i in range(self.npartitions)]
+
+    def __dask_layers__(self) -> tuple:
+        return (self._name,)
+
+    def __dask_tokenize__(self) -> str:
+        return self._name
+
+    def __dask_postcompute__(self):
+        return _finalize, ()
+
+    def __dask_postpersist__(self):
+        return self._rebuild, ()
+
+    def _rebuild(self, dsk: Any, rename: dict | None = None) -> RaggedArray:
+        name = (rename or {}).get(self._name, self._name)
+        if not isinstance(dsk, HighLevelGraph):
+            dsk = HighLevelGraph.from_collections(name, dsk, dependencies=())
+        return RaggedArray(dsk, name, self._counts, self._ltype)
+
+    __dask_scheduler__ = staticmethod(threaded_get)
+
+    @staticmethod
+    def __dask_optimize__(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        return dsk
+
+    def compute(self, **kwargs: Any) -> Array:
+        """The whole array (partitions concatenated along axis 0) as one lazyk array."""
+        import dask
+
+        return dask.compute(self, **kwargs)[0]
+
+    def persist(self, **kwargs: Any) -> RaggedArray:
+        """The same collection with its partitions computed and kept (in the cluster)."""
+        import dask
+
+        return dask.persist(self, **kwargs)[0]
+
+    # --- no eager evaluation: the collection is computed by Dask
+    def eval(self, out: Any = None, casting: str = "same_kind"):
+        raise NotSupportedError("a lazyk.dask.RaggedArray is computed by Dask: .compute() "
+                                "gives a lazyk array")
+
+    def to_numpy(self):
+        self.eval()
+
+    def to_list(self):
+        self.eval()
+
+    def __array__(self, dtype=None, copy=None):
+        self.eval()
+
+
+def _finalize(parts: Any) -> Array:
+    parts = list(parts)
+    return parts[0] if len(parts) == 1 else concat(parts)
+
+
+# ---------------------------------------------------------------- making collections
+def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
+    """A Dask collection of lazyk arrays split by outer rows, for `lazyk.dask.evaluate`.
+
+    Example:
+        >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
+        >>> r = lazyk.dask.from_ragged(x, 2)             # partitions of 2 and 1 rows
+        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
+        array([1., 0., 9.])
+
+    Args:
+        x: a lazyk array with a leading fixed dim (`N * var * T`, `N * ?var * ?T`, ...),
+            split into row slices (views: nothing is copied); or a list of lazyk arrays of
+            one type but their row count (one per Parquet row group or Arrow chunk), or a
+            `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`).
+        rows_per_part: outer rows per partition when `x` is one array (the last may be
+            shorter); not used with a list.
+    Raises:
+        TypeError: an object that is not a lazyk array (naming its type).
+        NotSupportedError: element types expressions do not take (strings, records).
+        ValueError: a missing or non-positive `rows_per_part`; parts of different types.
+    """
+    if isinstance(x, Array):
+        if rows_per_part is None or int(rows_per_part) < 1:
+            raise ValueError(f"from_ragged(x, rows_per_part): rows_per_part must be a positive "
+                             f"int, not {rows_per_part!r}")
+        _elem(x)
+        n, step = x.type.size, int(rows_per_part)
+        parts = [x[i:i + step] for i in range(0, n, step)] or [x]
+    else:
+        if rows_per_part is not None:
+            raise ValueError("rows_per_part applies to one lazyk array; a list's elements "
+                             "are the partitions")
+        chunks = getattr(x, "chunks", None)
+        if type(x).__module__.startswith("pyarrow") and chunks is not None:
+            from lazyk.interchange import from_arrow
+
+            x = [from_arrow(c) for c in chunks]
+        if not isinstance(x, (list, tuple)) or not x:
+            raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
+                            f"pyarrow.ChunkedArray, not {type(x).__module__}."
+                            f"{type(x).__qualname__}")
+        parts = list(x)
+        for p in parts:
+            if not isinstance(p, Array):
+                raise TypeError(f"from_ragged: partitions must be lazyk arrays, not "
+                                f"{type(p).__module__}.{type(p).__qualname__}")
+        first = _elem(parts[0])
+        for i, p in enumerate(parts):
+            if _elem(p) != first:
+                raise ValueError(f"from_ragged: partition {i} has type {p.type}, partition 0 "
+                                 f"{parts[0].type}: the rows must be of one type")
+    name = f"lazyk-rows-{uuid.uuid4().hex}"
+    layer = MaterializedLayer({(name, i): p for i, p in enumerate(parts)})
+    counts = tuple(p.type.size for p in parts)
+    t = T.FixedDim(sum(counts), parts[0].type.elem)
+    return RaggedArray(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
+
+
+def _elem(a: Array) -> T.Type:
+    t = a.type
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"from_ragged: an array of type {t} has no outer rows to "
+                                "split (it needs a leading fixed dimension)")
+    describe_ragged(a)  # refuses strings, records, ...
+    return t.elem
+
+
+# ---------------------------------------------------------------- concatenation
+def concat(parts: list) -> Array:
+    """Lazyk arrays (or NumPy arrays) of one type joined along axis 0: contents joined,
+    offsets shifted (NumPy; offsets-form views are read in place)."""
+    arrays = [p if isinstance(p, Array) else array(np.asarray(p)) for p in parts]
+    if all(a.type.elem == arrays[0].type.elem for a in arrays) and \
+            all(_plain(a) for a in arrays):
+        return array(np.concatenate([a.to_numpy() for a in arrays]))
+    return _build(_cat([_columns(a) for a in arrays]))
+
+
+def _plain(a: Array) -> bool:
+    try:
+        a.to_numpy()
+        return True
+    except NotSupportedError:
+        return False
+
+
+def _cut(col: tuple, lo: int, hi: int) -> tuple:
+    """Entries lo..hi of a column tree (`interchange._columns`)."""
+    kind = col[0]
+    if kind == "numpy":
+        return ("numpy", col[1][lo:hi])
+    if kind == "option":
+        return ("option", col[1][lo:hi], _cut(col[2], lo, hi))
+    if kind == "list":
+        return ("list", col[1][lo:hi + 1], col[2])
+    size = col[1]
+    return ("regular", size, _cut(col[2], lo * size, hi * size))
+
+
+def _cat(cols: list) -> tuple:
+    kinds = {c[0] for c in cols}
+    if len(kinds) != 1 or kinds == {"regular"} and len({c[1] for c in cols}) != 1:
+        raise ShapeError("partitions of different types cannot be joined")
+    kind = cols[0][0]
+    if kind == "numpy":
+        return ("numpy", np.concatenate([c[1] for c in cols]))
+    if kind == "option":
+        return ("option", np.concatenate([c[1] for c in cols]), _cat([c[2] for c in cols]))
+    if kind == "regular":
+        return ("regular", cols[0][1], _cat([c[2] for c in cols]))
+    offsets, children, base = [np.zeros(1, np.int64)], [], 0
+    for c in cols:
+        o = c[1].astype(np.int64)
+        offsets.append(o[1:] - o[0] + base)
+        base += int(o[-1] - o[0])
+        children.append(_cut(c[2], int(o[0]), int(o[-1])))
+    return ("list", np.concatenate(offsets), _cat(children))
+
+
+def _build(col: tuple) -> Array:
+    kind = col[0]
+    if kind == "numpy":
+        return array(np.ascontiguousarray(col[1]))
+    if kind == "regular":
+        return regular(_build(col[2]), col[1])
+    if kind == "list":
+        return offsets_array(col[1], _build(col[2]), check=None)
+    mask, child = col[1], col[2]
+    if child[0] == "numpy":
+        return masked(child[1], mask)
+    if child[0] == "list":
+        return offsets_array(child[1], _build(child[2]), validity=mask, check=None)
+    raise NotSupportedError("joining partitions with missing fixed-size rows (?N * T)")
+
+
+# ---------------------------------------------------------------- one partition's task
+def _shape_of(node: Node, srcs: tuple) -> Node:
+    """`node` over new sources, with its shape computed again from theirs."""
+    if node.op == REDUCE_OP:
+        axes, keep = node.arg[1], node.arg[2]
+        shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
+                      if keep or d not in axes)
+        return node.replace(shape=shape, srcs=srcs)
+    if not srcs:
+        return node
+    return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
+
+
+def _graph_key(root: Node) -> str:
+    order = toposort(root)
+    index = {id(n): k for k, n in enumerate(order)}
+    nodes = [(n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg_key(n.arg))
+             for n in order]
+    return hashlib.sha256(repr(nodes).encode()).hexdigest()
+
+
+class _Task:
+    """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands."""
+
+    __slots__ = ("root", "numpy")
+
+    def __init__(self, root: Node, numpy: bool):
+        self.root, self.numpy = root, numpy
+
+    def __call__(self, *values: Any) -> Any:
+        leaves = {f"x{i}": as_expr(v) for i, v in enumerate(values)}
+        env: dict = {}
+        for e in leaves.values():
+            env.update(e.env)
+
+        def concrete(node: Node, srcs: tuple) -> Node:
+            return leaves[node.arg].node if node.op == "input" else _shape_of(node, srcs)
+
+        out = Expr(rewrite(self.root, concrete), env).eval()
+        return out.to_numpy() if self.numpy else out
+
+    def __reduce__(self):
+        return (_Task, (self.root, self.numpy))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-task", _graph_key(self.root), self.numpy)
+
+
+class _Combine:
+    """Joins partial reductions (each with the reduced axes kept) and reduces them again."""
+
+    __slots__ = ("arg", "dtype", "keepdims")
+
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool):
+        self.arg, self.dtype, self.keepdims = arg, dtype, keepdims
+
+    def __call__(self, *parts: Any) -> Array:
+        op, axes = self.arg[0], self.arg[1]
+        skipna = len(self.arg) > 3 and bool(self.arg[3])
+        initial = self.arg[4] if len(self.arg) > 4 else None
+        dt = None if op in ("any", "all") else np.dtype(self.dtype)
+        x = concat(list(parts)) if len(parts) > 1 else parts[0]
+        return lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna, dtype=dt,
+                         initial=initial).eval()
+
+    def __reduce__(self):
+        return (_Combine, (self.arg, self.dtype, self.keepdims))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+
+
+# ---------------------------------------------------------------- expression -> layers
+def evaluate_rows(e: Expr, split_every: int | None = None) -> Any:
+    """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc)."""
+    return _Planner(e, split_every).run()
+
+
+class _Planner:
+    def __init__(self, e: Expr, split_every: int | None):
+        self.env = dict(e.env)
+        self.root = e.node
+        self.split_every = max(2, int(split_every or 8))
+        self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
+        self.split: set = set()  # ids of nodes whose axis 0 is the partitioned rows' axis
+        self.counts = self._counts()
+
+    # --- operands
+    def _counts(self) -> tuple:
+        seen = []
+        for name, v in self.env.items():
+            if isinstance(v, RowsLeaf) and v.rows.row_counts is not None:
+                seen.append((name, v.rows))
+        if not seen:
+            return None
+        counts = seen[0][1].row_counts
+        for name, r in seen[1:]:
+            if r.row_counts != counts:
+                a = seen[0][1]
+                raise ShapeError(
+                    f"the partitioned operands are split differently: {a.type} in "
+                    f"{a.npartitions} partitions of {_show(counts)} rows and {r.type} in "
+                    f"{r.npartitions} partitions of {_show(r.row_counts)} rows; build them "
+                    "with the same rows per partition")
+        return counts
+
+    def _operand(self, name: str) -> RaggedArray:
+        """Leaf `name` as a collection: split by the rows when its axis 0 is theirs."""
+        got = self.rows.get(name)
+        if got is not None:
+            return got
+        v = self.env[name]
+        if isinstance(v, RowsLeaf):
+            r = v.rows
+        else:
+            data = leaf_data(v)
+            if isinstance(data, DaskLeaf):
+                r = _dask_rows(data.array, self._split_here(data.array.shape))
+            elif isinstance(data, Placeholder):
+                raise BindError(f"placeholder {name!r} has no data: lazyk.compile the "
+                                "expression and call it on each partition")
+            elif isinstance(data, RaggedLeaf):
+                raise NotSupportedError(
+                    f"a lazyk array of type {data.array.type} in an expression over "
+                    "partitioned rows: make it a collection too, lazyk.dask.from_ragged(x, "
+                    "rows_per_part), with the same rows per partition")
+            else:
+                data = np.asarray(v.owner if hasattr(v, "owner") else data)
+                r = _numpy_rows(data, self._split_here(data.shape))
+        self.rows[name] = r
+        return r
+
+    def _split_here(self, shape: tuple) -> tuple | None:
+        """The row counts when an operand of this shape is split by the rows (its axis 0
+        is as long as theirs), else None (it goes whole to every task)."""
+        n = sum(self.counts) if self.counts else None
+        if self.counts and len(shape) >= 1 and shape[0] == n and n != 1:
+            return self.counts
+        return None
+
+    # --- the graph
+    def run(self) -> Any:
+        root = rewrite(self.root, self._visit)
+        if root.op == "input":
+            r = self._operand(root.arg)
+            if isinstance(self.env[root.arg], RowsLeaf) and not _is_plain(Expr(root, self.env)):
+                return r
+        return self._layer(root, whole=not self._is_split(root), prefix="lazyk-rows")
+
+    def _is_split(self, node: Node) -> bool:
+        return id(node) in self.split
+
+    def _visit(self, node: Node, srcs: tuple) -> Node:
+        if srcs != node.srcs:
+            node = node.replace(srcs=srcs)
+        if node.op == "input":
+            v = self.env[node.arg]
+            if isinstance(v, RowsLeaf):
+                if v.rows.row_counts is not None:
+                    self.split.add(id(node))
+                return node
+            shape = getattr(leaf_data(v), "shape", None)
+            if shape is not None and self._split_here(tuple(shape)):
+                self.split.add(id(node))
+            return node
+        if not any(self._is_split(s) for s in srcs):
+            return node
+        for s in srcs:
+            if self._is_split(s) and s.ndim != node.ndim and node.op != REDUCE_OP:
+                raise ShapeError(
+                    f"{node.op}: an operand split by rows ({s.type_text()}) must have as many "
+                    f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
+        if node.op == REDUCE_OP and 0 in node.arg[1]:
+            return self._global(node)
+        self.split.add(id(node))
+        return node
+
+    def _global(self, node: Node) -> Node:
+        """A reduction over the rows' axis: one partial per partition (the reduced axes
+        kept), combined by lazyk in a tree of `split_every` fan-in."""
+        op, axes = node.arg[:2]
+        if op == "mean":
+            return rewrite(self._mean(node).node, self._visit)
+        if op not in _COMBINE_OPS:
+            raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
+        arg = (op, axes, True) + node.arg[3:]
+        src = node.srcs[0]
+        shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
+        parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
+                            prefix="lazyk-rows-partial", lazy=True)
+        # Partitions without rows add nothing (and their rows would not line up).
+        keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
+        name = f"lazyk-rows-{op}-{tokenize(parts.name, arg_key(node.arg))}"
+        tasks: dict = {}
+        level = 0
+        while len(keys) > self.split_every:
+            nxt = []
+            for j in range(0, len(keys), self.split_every):
+                key = (f"{name}-{level}", j // self.split_every)
+                tasks[key] = Task(key, _Combine(arg, node.dtype.str, True),
+                                  *[TaskRef(k) for k in keys[j:j + self.split_every]])
+                nxt.append(key)
+            keys, level = nxt, level + 1
+        final = (name, 0)
+        tasks[final] = Task(final, _Combine(node.arg, node.dtype.str, bool(node.arg[2])),
+                            *[TaskRef(k) for k in keys])
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
+                                              dependencies=[parts])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
+
+    def _mean(self, node: Node) -> Expr:
+        """mean = sum / count over the same axes; over ?T data an empty fold is missing."""
+        axes, keep = node.arg[1], node.arg[2]
+        skipna = len(node.arg) > 3 and bool(node.arg[3])
+        src = Expr(node.srcs[0], self.env)
+        total = lx.reduce("sum", src, axis=axes, keepdims=keep, skipna=skipna,
+                          dtype=node.dtype)
+        n = lx.count(src, axis=axes, keepdims=keep)
+        value = lx.astype(lx.true_divide(total, n), node.dtype)
+        if not lx.has_options(src):
+            return value  # 0 / 0: NaN, as NumPy's mean of nothing
+        nothing = lx.astype(lx.reduce("min", src, axis=axes, keepdims=keep, skipna=True),
+                            node.dtype)  # missing exactly where nothing is present
+        return lx.where(lx.equal(n, 0), nothing, value)
+
+    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False) -> Any:
+        """ONE blockwise layer running `root` on each partition (or once, `whole`): a
+        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`)."""
+        names = [n.arg for n in toposort(root) if n.op == "input"]
+        params = {name: f"x{i}" for i, name in enumerate(names)}
+        task_root = rewrite(root, lambda n, s: n.replace(arg=params[n.arg]) if n.op == "input"
+                            else n.replace(srcs=s))
+        out = Expr(root, self.env)
+        plain = not lazy and _is_plain(out)
+        ndim = root.ndim
+        deps = [self._operand(name) for name in names]
+        args: list = []
+        for r in deps:
+            args += [r.name, "i"]
+        task = _Task(task_root, plain)
+        name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
+        numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
+        if plain and ndim == 0:
+            layer = MaterializedLayer({(name,): Task((name,), task, *[TaskRef((r.name, 0))
+                                                                     for r in deps])})
+        else:
+            extra = "".join(chr(ord("j") + k) for k in range(ndim - 1)) if plain else ""
+            layer = blockwise(task, name, "i" + extra, *args, numblocks=numblocks,
+                              new_axes={c: 1 for c in extra}, concatenate=True)
+        dsk = HighLevelGraph.from_collections(name, layer, dependencies=deps)
+        if not plain:
+            return RaggedArray(dsk, name, None if whole else self.counts, out.type)
+        import dask.array as da
+
+        shape = tuple(root.shape)
+        chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
+            if ndim else ()
+        return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
+
+
+def _show(counts: tuple) -> str:
+    text = ", ".join(map(str, counts[:6]))
+    return f"({text}{', ...' if len(counts) > 6 else ''})"
+
+
+def _is_plain(e: Expr) -> bool:
+    t = e.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    return isinstance(t, T.Scalar)
+
+
+def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
+    """A NumPy operand as a collection: row slices (views) or the whole array once."""
+    name = f"lazyk-operand-{tokenize(a, counts)}"
+    if counts is None:
+        layer = {(name, 0): DataNode((name, 0), a)}
+    else:
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        layer = {(name, i): DataNode((name, i), a[bounds[i]:bounds[i + 1]])
+                 for i in range(len(counts))}
+    dsk = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
+    return RaggedArray(dsk, name, counts, _fixed_type(a.shape, a.dtype))
+
+
+def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
+    """A Dask array operand as a collection: rechunked to the rows' partitions, or whole."""
+    x = x.rechunk(((counts,) + (-1,) * (x.ndim - 1)) if counts else -1)
+    name = f"lazyk-operand-{tokenize(x.name, counts)}"
+    rest = (0,) * max(x.ndim - 1, 0)
+    if counts is None:
+        keys = [(x.name,) + (0,) * x.ndim]
+    else:
+        keys = [(x.name, i) + rest for i in range(len(counts))]
+    layer = {(name, i): Task((name, i), _block, TaskRef(k)) for i, k in enumerate(keys)}
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
+    return RaggedArray(dsk, name, counts, _fixed_type(x.shape, x.dtype))
+
+
+def _block(x: Any) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise NotSupportedError("a Dask array of NumPy masked arrays in a lazyk expression: "
+                                "make its data a lazyk ?T collection (lazyk.dask.from_ragged "
+                                "of lazyk arrays with missing values)")
+    return np.asarray(x)
+
+
+def _fixed_type(shape: tuple, dtype: Any) -> T.Type:
+    return array(np.empty(tuple(shape), dtype)).type if not shape or not shape[0] else \
+        T.FixedDim(shape[0], array(np.empty((0,) + tuple(shape[1:]), dtype)).type.elem)
