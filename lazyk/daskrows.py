@@ -239,7 +239,11 @@ def _elem(a: Array) -> T.Type:
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"from_ragged: an array of type {t} has no outer rows to "
                                 "split (it needs a leading fixed dimension)")
-    describe_ragged(a)  # refuses strings, records, ...
+    try:
+        describe_ragged(a)
+    except (NotSupportedError, ValueError, TypeError):
+        raise NotSupportedError(f"from_ragged: expressions over {t} are not supported (fixed "
+                                "and var dims over numeric T or ?T only)") from None
     return t.elem
 
 
@@ -391,11 +395,15 @@ def evaluate_rows(e: Expr, split_every: int | None = None) -> Any:
 
 class _Planner:
     def __init__(self, e: Expr, split_every: int | None):
-        self.env = dict(e.env)
+        # Dask array leaves are typed like placeholders here (the array is kept aside).
+        self.dask = {k: leaf_data(v) for k, v in e.env.items()
+                     if isinstance(leaf_data(v), DaskLeaf)}
+        self.env = {k: Placeholder(k, v.shape, v.dtype) if k in self.dask else v
+                    for k, v in e.env.items()}
         self.root = e.node
         self.split_every = max(2, int(split_every or 8))
         self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
-        self.split: set = set()  # ids of nodes whose axis 0 is the partitioned rows' axis
+        self.split: dict = {}  # nodes whose axis 0 is the partitioned rows' axis, by id
         self.counts = self._counts()
 
     # --- operands
@@ -426,7 +434,7 @@ class _Planner:
         if isinstance(v, RowsLeaf):
             r = v.rows
         else:
-            data = leaf_data(v)
+            data = self.dask.get(name) or leaf_data(v)
             if isinstance(data, DaskLeaf):
                 r = _dask_rows(data.array, self._split_here(data.array.shape))
             elif isinstance(data, Placeholder):
@@ -470,11 +478,11 @@ class _Planner:
             v = self.env[node.arg]
             if isinstance(v, RowsLeaf):
                 if v.rows.row_counts is not None:
-                    self.split.add(id(node))
+                    self.split[id(node)] = node
                 return node
             shape = getattr(leaf_data(v), "shape", None)
             if shape is not None and self._split_here(tuple(shape)):
-                self.split.add(id(node))
+                self.split[id(node)] = node
             return node
         if not any(self._is_split(s) for s in srcs):
             return node
@@ -485,7 +493,7 @@ class _Planner:
                     f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
         if node.op == REDUCE_OP and 0 in node.arg[1]:
             return self._global(node)
-        self.split.add(id(node))
+        self.split[id(node)] = node
         return node
 
     def _global(self, node: Node) -> Node:
