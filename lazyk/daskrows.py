@@ -222,11 +222,17 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             if not isinstance(p, Array):
                 raise TypeError(f"from_ragged: partitions must be lazyk arrays, not "
                                 f"{type(p).__module__}.{type(p).__qualname__}")
-        first = _elem(parts[0])
+        elem = _elem(parts[0])
         for i, p in enumerate(parts):
-            if _elem(p) != first:
+            try:
+                elem = _union(elem, _elem(p))
+            except ValueError:
                 raise ValueError(f"from_ragged: partition {i} has type {p.type}, partition 0 "
-                                 f"{parts[0].type}: the rows must be of one type")
+                                 f"{parts[0].type}: the rows must be of one type") from None
+        # Parts without missing values where others have them (an Arrow chunk or Parquet
+        # row group without nulls) get all-present masks: one type for every partition.
+        parts = [p if p.type.elem == elem else _build(_widen(_columns(p), elem))
+                 for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
     layer = MaterializedLayer({(name, i): p for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
@@ -245,6 +251,46 @@ def _elem(a: Array) -> T.Type:
         raise NotSupportedError(f"from_ragged: expressions over {t} are not supported (fixed "
                                 "and var dims over numeric T or ?T only)") from None
     return t.elem
+
+
+def _union(a: T.Type, b: T.Type) -> T.Type:
+    """The type of both with options wherever either has one (ValueError otherwise)."""
+    oa, ob = isinstance(a, T.Option), isinstance(b, T.Option)
+    a, b = (a.elem if oa else a), (b.elem if ob else b)
+    if isinstance(a, T.VarDim) and isinstance(b, T.VarDim):
+        u: T.Type = T.VarDim(_union(a.elem, b.elem))
+    elif isinstance(a, T.FixedDim) and isinstance(b, T.FixedDim) and a.size == b.size:
+        u = T.FixedDim(a.size, _union(a.elem, b.elem))
+    elif a == b:
+        u = a
+    else:
+        raise ValueError(f"{a} and {b}")
+    return T.Option(u) if oa or ob else u
+
+
+def _widen(col: tuple, elem: T.Type) -> tuple:
+    """A column tree (entries of type `elem` but for options) with all-present masks where
+    `elem` has options."""
+    if isinstance(elem, T.Option):
+        if col[0] != "option":
+            col = ("option", np.ones(_entries(col), bool), col)
+        return ("option", col[1], _widen(col[2], elem.elem))
+    if col[0] == "list":
+        return ("list", col[1], _widen(col[2], elem.elem))
+    if col[0] == "regular":
+        return ("regular", col[1], _widen(col[2], elem.elem))
+    return col
+
+
+def _entries(col: tuple) -> int:
+    kind = col[0]
+    if kind == "numpy":
+        return len(col[1])
+    if kind == "list":
+        return len(col[1]) - 1
+    if kind == "option":
+        return len(col[1])
+    return _entries(col[2]) // max(col[1], 1)
 
 
 # ---------------------------------------------------------------- concatenation
