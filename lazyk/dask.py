@@ -82,6 +82,7 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     for name, value in e.env.items():
         v = leaf_data(value)
         if isinstance(v, DaskLeaf):
+            _refuse_masked(v.array)
             arrays[name] = v.array
         elif isinstance(v, Placeholder):
             raise BindError(f"placeholder {name!r} has no data: lazyk.compile the expression "
@@ -94,6 +95,16 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     return _evaluate(e.node, arrays, split_every)
 
 
+def _refuse_masked(x: Any) -> None:
+    """NotSupportedError for NumPy masked data (a Dask array of them, or one block): a
+    kernel would read the masked values as data."""
+    if isinstance(getattr(x, "_meta", x), np.ma.MaskedArray):
+        raise NotSupportedError(
+            "a Dask array of NumPy masked arrays in a lazyk expression: its mask would be "
+            "ignored; lazyk.dask.from_ragged(x) makes it a collection of ?T (missing-value) "
+            "lazyk arrays")
+
+
 def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array."""
     if out is not None:
@@ -103,6 +114,7 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
     arrays = {}
     for i, (name, x) in enumerate(zip(k.params, inputs)):
+        _refuse_masked(x)
         if not hasattr(x, "chunks"):
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
@@ -259,6 +271,8 @@ class _Block:
         steps = k.program.steps
         if len(steps) != 1 or steps[0].mean or type(blocks[0]) is not np.ndarray or \
                 len(blocks) != len(k.params):
+            for b in blocks:
+                _refuse_masked(b)
             return k(*blocks)
         # NOTE: alignment is part of a kernel's key, and blocks that come from other workers
         # often are not 8-byte aligned: every block runs the unaligned variant of the

@@ -155,6 +155,35 @@ class RaggedArray(Expr):
 
         return dask.persist(self, **kwargs)[0]
 
+    def to_dask_array(self) -> Any:
+        """A `dask.array` of the same partitions, for fixed dims over `T` or `?T`: chunks
+        along axis 0 are the partitions' rows; `?T` chunks are NumPy masked arrays
+        (missing = masked). NotSupportedError for var dims."""
+        import dask.array as da
+
+        t, shape = self.type, []
+        while isinstance(t, T.FixedDim):
+            shape.append(t.size)
+            t = t.elem
+        if not isinstance(t, (T.Scalar, T.Option)) or isinstance(t, T.Option) and \
+                not isinstance(t.elem, T.Scalar):
+            raise NotSupportedError(f"to_dask_array of {self.type}: only fixed dimensions "
+                                    "over T or ?T have a dask.array form")
+        option = isinstance(t, T.Option)
+        dtype = self.dtype
+        name = f"lazyk-to-dask-{tokenize(self._name)}"
+        rest = (0,) * max(len(shape) - 1, 0)
+        keys = self.__dask_keys__()
+        layer = {(name,) + ((i,) + rest if shape else ()): Task(
+            (name,) + ((i,) + rest if shape else ()), _to_block, option, TaskRef(k))
+            for i, k in enumerate(keys)}
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[self])
+        first = self._counts if self._counts is not None else tuple(shape[:1])
+        chunks = ((first,) + tuple((n,) for n in shape[1:])) if shape else ()
+        meta = np.ma.masked_array(np.empty((0,) * len(shape), dtype)) if option else \
+            np.empty((0,) * len(shape), dtype)
+        return da.Array(dsk, name, chunks, meta=meta)
+
     # --- no eager evaluation: the collection is computed by Dask
     def eval(self, out: Any = None, casting: str = "same_kind"):
         raise NotSupportedError("a lazyk.dask.RaggedArray is computed by Dask: .compute() "
@@ -168,6 +197,24 @@ class RaggedArray(Expr):
 
     def __array__(self, dtype=None, copy=None):
         self.eval()
+
+
+def _to_block(option: bool, part: Any) -> np.ndarray:
+    """One partition as NumPy data (a masked array for `?T`)."""
+    if not isinstance(part, Array):
+        return np.asarray(part)
+    if not option:
+        return part.to_numpy()
+    if not isinstance(part.type, T.FixedDim):  # 0-d
+        v = part.to_list()
+        return np.ma.masked_array(np.zeros((), part.dtype) if v is None else
+                                  np.asarray(v, part.dtype), mask=v is None)
+    col, sizes = _columns(part), [part.type.size]
+    while col[0] == "regular":
+        sizes.append(col[1])
+        col = col[2]
+    values = col[2][1].reshape(sizes)
+    return np.ma.masked_array(values, mask=~col[1].reshape(sizes))
 
 
 def _finalize(parts: Any) -> Array:
@@ -188,8 +235,11 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
     Args:
         x: a lazyk array with a leading fixed dim (`N * var * T`, `N * ?var * ?T`, ...),
             split into row slices (views: nothing is copied); or a list of lazyk arrays of
-            one type but their row count (one per Parquet row group or Arrow chunk), or a
-            `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`).
+            one type but their row count (one per Parquet row group or Arrow chunk; parts
+            without missing values where others have them get all-present masks), or a
+            `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`),
+            or a Dask array (one partition per chunk along axis 0; NumPy masked-array
+            chunks become `?T`: masked = missing).
         rows_per_part: outer rows per partition when `x` is one array (the last may be
             shorter); not used with a list.
     Raises:
@@ -197,6 +247,8 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         NotSupportedError: element types expressions do not take (strings, records).
         ValueError: a missing or non-positive `rows_per_part`; parts of different types.
     """
+    if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
+        return _from_dask(x)
     if isinstance(x, Array):
         if rows_per_part is None or int(rows_per_part) < 1:
             raise ValueError(f"from_ragged(x, rows_per_part): rows_per_part must be a positive "
@@ -238,6 +290,39 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
     counts = tuple(p.type.size for p in parts)
     t = T.FixedDim(sum(counts), parts[0].type.elem)
     return RaggedArray(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
+
+
+def _from_dask(x: Any) -> RaggedArray:
+    """A Dask array as a collection: its chunks along axis 0; masked chunks give `?T`."""
+    if x.ndim == 0 or any(not isinstance(c, int) or c != c for c in x.chunks[0]):
+        raise NotSupportedError(f"from_ragged: a Dask array of shape {x.shape} (it needs an "
+                                "axis 0 of known chunk sizes)")
+    option = isinstance(x._meta, np.ma.MaskedArray)
+    if x.ndim > 1:
+        x = x.rechunk({d: -1 for d in range(1, x.ndim)})
+    name = f"lazyk-rows-{tokenize(x.name)}"
+    rest = (0,) * (x.ndim - 1)
+    layer = {(name, i): Task((name, i), _from_block, option, TaskRef((x.name, i) + rest))
+             for i in range(len(x.chunks[0]))}
+    t = _fixed_type(x.shape, x.dtype)
+    if option:
+        dims = []
+        while isinstance(t, T.FixedDim):
+            dims.append(t.size)
+            t = t.elem
+        t = T.Option(t)
+        for n in reversed(dims):
+            t = T.FixedDim(n, t)
+    describe_ragged(_TypeOnly(t))  # numeric element types only
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
+    return RaggedArray(dsk, name, x.chunks[0], t)
+
+
+def _from_block(option: bool, block: Any) -> Array:
+    if not option:
+        return array(_block(block))
+    values = np.ascontiguousarray(np.ma.getdata(block))
+    return masked(values, ~np.ma.getmaskarray(block))
 
 
 def _elem(a: Array) -> T.Type:
