@@ -40,7 +40,8 @@ from lazyk.array import Array, array
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.expr import DaskLeaf, Expr, as_expr, broadcast_shapes, leaf_data
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
-from lazyk.interchange import _columns, masked, offsets_array, regular
+from lazyk.interchange import columns as _columns
+from lazyk.interchange import from_arrow, masked, offsets_array, regular
 from lazyk.leaves import Placeholder, RaggedLeaf, describe_ragged
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
@@ -262,8 +263,6 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
                              "are the partitions")
         chunks = getattr(x, "chunks", None)
         if type(x).__module__.startswith("pyarrow") and chunks is not None:
-            from lazyk.interchange import from_arrow
-
             x = [from_arrow(c) for c in chunks]
         if not isinstance(x, (list, tuple)) or not x:
             raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
