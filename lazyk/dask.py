@@ -13,7 +13,12 @@ Kernels pickle as expression graph plus signature and are planned once per proce
 machine code comes from the in-memory or on-disk kernel cache, so a worker compiles each
 expression once (`lazyk.stats()` shows it): every block runs the kernel's variant for
 unaligned inputs, so blocks received from other workers neither recompile nor get copied.
-Ragged (`var`) and missing-value (`?T`) data are not supported on Dask.
+
+Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (or a list of
+lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) gives a
+`RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
+operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskrows`).
+A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 `lazyk.Array`, so graphs built twice from the same inputs get the same keys.

@@ -576,7 +576,7 @@ class _Planner:
                     "partitioned rows: make it a collection too, lazyk.dask.from_ragged(x, "
                     "rows_per_part), with the same rows per partition")
             else:
-                data = np.asarray(v.owner if hasattr(v, "owner") else data)
+                data = np.asarray(data)
                 r = _numpy_rows(data, self._split_here(data.shape))
         self.rows[name] = r
         return r
