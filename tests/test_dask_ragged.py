@@ -364,3 +364,19 @@ def test_masked_dask_arrays_map_to_missing_values():
     np.testing.assert_array_equal(col.filled(-99), d.max(axis=0).filled(-99))
     with pytest.raises(lazyk.NotSupportedError, match="to_dask_array"):
         ldask.from_ragged(lazyk.array([[1.0], []]), 1).to_dask_array()
+
+
+def test_threads_persist_strings_and_tokens():
+    from dask.base import tokenize
+
+    y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]])
+    r = ldask.from_ragged(y, 2)
+    with dask.config.set(scheduler="threads"):
+        assert ldask.evaluate(r * 2).compute().to_list() == [[2.0, 4.0], [6.0], [], [8.0]]
+        kept = ldask.evaluate(r * 2).persist()
+        assert isinstance(kept, ldask.RaggedArray) and kept.row_counts == (2, 2)
+        assert ldask.evaluate(kept.sum(axis=-1)).compute().tolist() == [6.0, 6.0, 0.0, 8.0]
+    got = ldask.evaluate("sum(r * 2, axis=-1)")  # numexpr-style strings take collections
+    np.testing.assert_array_equal(got.compute(), [6.0, 6.0, 0.0, 8.0])
+    assert tokenize(r * 2) == tokenize(r * 2) and tokenize(r * 2) != tokenize(r * 3)
+    assert ldask.evaluate(r * 2).name == ldask.evaluate(r * 2).name
