@@ -15,7 +15,8 @@ expression once (`lazyk.stats()` shows it): every block runs the kernel's varian
 unaligned inputs, so blocks received from other workers neither recompile nor get copied.
 
 Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (or a list of
-lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) gives a
+lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
+`from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) gives a
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
 operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskrows`).
 A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
@@ -45,13 +46,13 @@ from lazyk import compiled, runtime
 from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
-from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_ragged
+from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_delayed, from_ragged
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
-__all__ = ["RaggedArray", "evaluate", "from_ragged"]
+__all__ = ["RaggedArray", "evaluate", "from_delayed", "from_ragged"]
 
 _counter = itertools.count()
 

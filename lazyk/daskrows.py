@@ -37,12 +37,13 @@ from dask.threaded import get as threaded_get
 from lazyk import expr as lx
 from lazyk import types as T
 from lazyk.array import Array, array
-from lazyk.errors import BindError, NotSupportedError, ShapeError
+from lazyk.errors import BindError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, as_expr, broadcast_shapes, leaf_data
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.interchange import columns as _columns
 from lazyk.interchange import from_arrow, masked, offsets_array, regular
 from lazyk.leaves import Placeholder, RaggedLeaf, describe_ragged
+from lazyk.typeparse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
          "lazyk.dask.evaluate(expr) gives a Dask collection (then .compute() it)")
@@ -289,6 +290,69 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
     counts = tuple(p.type.size for p in parts)
     t = T.FixedDim(sum(counts), parts[0].type.elem)
     return RaggedArray(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
+
+
+def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
+    """A collection whose partitions are made by Dask tasks (e.g. one Parquet row group read
+    on a worker): each `dask.delayed` part gives a lazyk array (or an Arrow array, read with
+    `lazyk.from_arrow`) of the given type and row count.
+
+    Example:
+        >>> load = dask.delayed(lambda i: lazyk.array([[float(i)], []]))
+        >>> r = lazyk.dask.from_delayed([load(0), load(1)], "N * var * float64", [2, 2])
+        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
+        array([0., 0., 1., 0.])
+
+    Args:
+        parts: `dask.delayed` objects (or other single-key Dask collections).
+        type: the rows' type, e.g. `"N * var * ?float64"` (the leading dim is the rows).
+        row_counts: the rows of each part (known up front: results of reductions over
+            inner axes are `dask.array`s with these chunks).
+    Raises:
+        ShapeError / TypeMatchError (when computed): a part of another row count or type,
+            naming the part.
+    """
+    t = dshape(type)
+    if not isinstance(t, (T.FixedDim, T.SymbolicDim)):
+        raise NotSupportedError(f"from_delayed: type {t} has no outer rows (it needs a leading "
+                                "fixed or symbolic dimension)")
+    counts = tuple(int(c) for c in row_counts)
+    if len(counts) != len(parts) or any(c < 0 for c in counts):
+        raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts >= 0, "
+                         f"not {counts}")
+    whole = T.FixedDim(sum(counts), t.elem)
+    describe_ragged(_TypeOnly(whole))  # numeric element types only
+    name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
+    layer = {}
+    for i, p in enumerate(parts):
+        key = p.__dask_keys__()
+        key = key[0] if isinstance(key, list) else key
+        layer[(name, i)] = Task((name, i), _checked_part, i, counts[i], str(t.elem),
+                                TaskRef(key))
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
+    return RaggedArray(dsk, name, counts, whole)
+
+
+def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
+    if not isinstance(part, Array):
+        if type(part).__module__.startswith("pyarrow"):
+            part = from_arrow(part)
+        else:
+            raise TypeError(f"from_delayed: part {i} is a {type(part).__module__}."
+                            f"{type(part).__qualname__}, not a lazyk array")
+    want = dshape(elem)
+    t = part.type
+    if not isinstance(t, T.FixedDim) or t.size != count:
+        raise ShapeError(f"from_delayed: part {i} has type {t}, not {count} rows")
+    if t.elem != want:
+        try:
+            if _union(want, t.elem) != want:
+                raise ValueError
+        except ValueError:
+            raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
+                                 f"{want}") from None
+        part = _build(_widen(_columns(part), want))  # all-present masks
+    return part
 
 
 def _from_dask(x: Any) -> RaggedArray:

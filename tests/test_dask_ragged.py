@@ -297,6 +297,29 @@ def test_missing_values_from_arrow_chunks():
     assert ldask.evaluate(lazyk.count(x)).compute() == 4
 
 
+def _load(i: int):
+    """A partition made by a task (as a Parquet row group read on a worker)."""
+    return lazyk.array([[float(i), None], [], [2.0 * i]], type="3 * var * ?float64")
+
+
+def test_partitions_made_by_tasks():
+    parts = [dask.delayed(_load)(i) for i in range(3)]
+    r = ldask.from_delayed(parts, "N * var * ?float64", [3, 3, 3])
+    assert r.row_counts == (3, 3, 3) and str(r.type) == "9 * var * ?float64"
+    want = lazyk.array(sum((_load(i).to_list() for i in range(3)), []),
+                       type="9 * var * ?float64")
+    got = ldask.evaluate(r.sum(axis=-1, skipna=True))
+    assert got.chunks == ((3, 3, 3),)
+    np.testing.assert_array_equal(got.compute(), want.sum(axis=-1, skipna=True).to_numpy())
+    assert ldask.evaluate(r * 2).compute().to_list() == (want * 2).eval().to_list()
+    with pytest.raises(lazyk.ShapeError, match="part 1 has type 3 \\* var"):
+        ldask.from_delayed(parts[:2], "N * var * ?float64", [3, 4]).compute()
+    with pytest.raises(lazyk.TypeMatchError, match="part 0"):
+        ldask.from_delayed(parts[:1], "N * var * int64", [3]).compute()
+    with pytest.raises(ValueError, match="row counts"):
+        ldask.from_delayed(parts, "N * var * float64", [3])
+
+
 # ---------------------------------------------------------------- a 2-process cluster
 _COUNTS = "lambda: dict(__import__('lazyk').nestkernel.nest_stats)"
 
@@ -334,6 +357,12 @@ def test_cluster_pickles_tasks_and_compiles_once_per_worker():
         assert ragged.to_list() == (x * 2).eval().to_list()
         mean = client.compute(ldask.evaluate(r.mean(axis=None))).result(timeout=60)
         np.testing.assert_allclose(mean, x.mean().eval().to_numpy(), rtol=1e-12)
+        # parts made on the workers (lazyk.array pickles by name: no test module there)
+        loaded = ldask.from_delayed([dask.delayed(lazyk.array)(_load(i).to_list(),
+                                                               type="3 * var * ?float64")
+                                     for i in range(4)], "N * var * ?float64", [3] * 4)
+        got = client.compute(ldask.evaluate(loaded.max(skipna=True))).result(timeout=60)
+        assert got.to_list() == 6.0
     finally:
         client.close()
         cluster.close()
