@@ -1,8 +1,10 @@
 """Ragged and missing-value data on Dask: lazyk arrays split by outer rows.
 
 `lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
-group / Arrow chunk) gives a `RaggedArray`: a Dask collection whose partitions are lazyk
-arrays holding consecutive outer rows (row slices of `x` are views, nothing is copied).
+group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
+`lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
+`RaggedArray`: a Dask collection whose partitions are lazyk arrays holding consecutive
+outer rows (row slices of `x` are views, nothing is copied).
 It is also a lazyk operand: `lazyk.sin(r) * 2`, `r.sum(axis=-1)`, `r - r.mean(axis=0)` build
 lazy expressions, and `lazyk.dask.evaluate(expr)` turns one into Dask layers:
 
@@ -27,6 +29,7 @@ import hashlib
 import uuid
 from typing import Any
 
+import dask
 import numpy as np
 from dask._task_spec import DataNode, Task, TaskRef
 from dask.base import tokenize
@@ -147,14 +150,10 @@ class RaggedArray(Expr):
 
     def compute(self, **kwargs: Any) -> Array:
         """The whole array (partitions concatenated along axis 0) as one lazyk array."""
-        import dask
-
         return dask.compute(self, **kwargs)[0]
 
     def persist(self, **kwargs: Any) -> RaggedArray:
         """The same collection with its partitions computed and kept (in the cluster)."""
-        import dask
-
         return dask.persist(self, **kwargs)[0]
 
     def to_dask_array(self) -> Any:
