@@ -37,6 +37,7 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.threaded import get as threaded_get
 
+from lazyk import arrmeta as M
 from lazyk import expr as lx
 from lazyk import types as T
 from lazyk.array import Array, array
@@ -202,6 +203,7 @@ class RaggedArray(Expr):
 
 def _to_block(option: bool, part: Any) -> np.ndarray:
     """One partition as NumPy data (a masked array for `?T`)."""
+    part = _unwrap(part)
     if not isinstance(part, Array):
         return np.asarray(part)
     if not option:
@@ -219,8 +221,58 @@ def _to_block(option: bool, part: Any) -> np.ndarray:
 
 
 def _finalize(parts: Any) -> Array:
-    parts = list(parts)
+    parts = [_unwrap(p) for p in parts]
     return parts[0] if len(parts) == 1 else concat(parts)
+
+
+class _Part:
+    """A partition between tasks: a lazyk array that pickles as the buffers of the rows it
+    holds (offsets rebased, masks, values), never as Python lists or the whole content
+    that a row slice points into."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, a: Array):
+        self.array = a
+
+    def __reduce__(self):
+        a = self.array
+        if isinstance(a.type, T.FixedDim) and not M.is_plain(a.type):
+            try:
+                col = _trim(_columns(a))
+            except NotSupportedError:
+                col = None
+            if col is not None and _buildable(col):
+                return (_unpack, (col,))
+        return (_Part, (a,))
+
+
+def _unpack(col: tuple) -> _Part:
+    return _Part(_build(col))
+
+
+def _unwrap(x: Any) -> Any:
+    return x.array if isinstance(x, _Part) else x
+
+
+def _trim(col: tuple) -> tuple:
+    """A column tree cut to the entries its rows reach, offsets starting at 0."""
+    kind = col[0]
+    if kind == "list":
+        o = col[1]
+        lo, hi = int(o[0]), int(o[-1])
+        return ("list", o - o[0] if lo else o, _trim(_cut(col[2], lo, hi)))
+    if kind in ("option", "regular"):
+        return (kind, col[1], _trim(col[2]))
+    return col
+
+
+def _buildable(col: tuple) -> bool:
+    if col[0] == "numpy":
+        return True
+    if col[0] == "option" and col[2][0] not in ("numpy", "list"):
+        return False
+    return _buildable(col[2])
 
 
 # ---------------------------------------------------------------- making collections
@@ -285,7 +337,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         parts = [p if p.type.elem == elem else _build(_widen(_columns(p), elem))
                  for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
-    layer = MaterializedLayer({(name, i): p for i, p in enumerate(parts)})
+    layer = MaterializedLayer({(name, i): _Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
     t = T.FixedDim(sum(counts), parts[0].type.elem)
     return RaggedArray(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
@@ -351,7 +403,7 @@ def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
             raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
                                  f"{want}") from None
         part = _build(_widen(_columns(part), want))  # all-present masks
-    return part
+    return _Part(part)
 
 
 def _from_dask(x: Any) -> RaggedArray:
@@ -382,9 +434,9 @@ def _from_dask(x: Any) -> RaggedArray:
 
 def _from_block(option: bool, block: Any) -> Array:
     if not option:
-        return array(_block(block))
+        return _Part(array(_block(block)))
     values = np.ascontiguousarray(np.ma.getdata(block))
-    return masked(values, ~np.ma.getmaskarray(block))
+    return _Part(masked(values, ~np.ma.getmaskarray(block)))
 
 
 def _elem(a: Array) -> T.Type:
@@ -538,7 +590,7 @@ class _Task:
         self.root, self.numpy = root, numpy
 
     def __call__(self, *values: Any) -> Any:
-        leaves = {f"x{i}": as_expr(v) for i, v in enumerate(values)}
+        leaves = {f"x{i}": as_expr(_unwrap(v)) for i, v in enumerate(values)}
         env: dict = {}
         for e in leaves.values():
             env.update(e.env)
@@ -547,7 +599,7 @@ class _Task:
             return leaves[node.arg].node if node.op == "input" else _shape_of(node, srcs)
 
         out = Expr(rewrite(self.root, concrete), env).eval()
-        return out.to_numpy() if self.numpy else out
+        return out.to_numpy() if self.numpy else _Part(out)
 
     def __reduce__(self):
         return (_Task, (self.root, self.numpy))
@@ -569,9 +621,10 @@ class _Combine:
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         initial = self.arg[4] if len(self.arg) > 4 else None
         dt = None if op in ("any", "all") else np.dtype(self.dtype)
-        x = concat(list(parts)) if len(parts) > 1 else parts[0]
-        return lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna, dtype=dt,
-                         initial=initial).eval()
+        parts = [_unwrap(p) for p in parts]
+        x = concat(parts) if len(parts) > 1 else parts[0]
+        return _Part(lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna,
+                               dtype=dt, initial=initial).eval())
 
     def __reduce__(self):
         return (_Combine, (self.arg, self.dtype, self.keepdims))
