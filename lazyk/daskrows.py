@@ -151,7 +151,7 @@ class RaggedArray(Expr):
 
     def compute(self, **kwargs: Any) -> Array:
         """The whole array (partitions concatenated along axis 0) as one lazyk array."""
-        return dask.compute(self, **kwargs)[0]
+        return _plain_array(dask.compute(self, **kwargs)[0])
 
     def persist(self, **kwargs: Any) -> RaggedArray:
         """The same collection with its partitions computed and kept (in the cluster)."""
@@ -222,7 +222,28 @@ def _to_block(option: bool, part: Any) -> np.ndarray:
 
 def _finalize(parts: Any) -> Array:
     parts = [_unwrap(p) for p in parts]
-    return parts[0] if len(parts) == 1 else concat(parts)
+    out = parts[0] if len(parts) == 1 else concat(parts)
+    if isinstance(out, Array) and not M.is_plain(out.type):
+        # NOTE: distributed runs this step on a worker and sends the result to the client.
+        out = _Joined._from_parts(out.type, out.meta, out.ptr, out.owner, out.readonly)
+    return out
+
+
+class _Joined(Array):
+    """A computed collection: a lazyk array that pickles as its buffers and unpickles as a
+    plain `lazyk.Array` (a ragged `Array` alone pickles as Python lists)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        col = _buffers(self)
+        return (_build, (col,)) if col is not None else super().__reduce__()
+
+
+def _plain_array(x: Any) -> Any:
+    if type(x) is _Joined:
+        return Array._from_parts(x.type, x.meta, x.ptr, x.owner, x.readonly)
+    return x
 
 
 class _Part:
@@ -236,15 +257,19 @@ class _Part:
         self.array = a
 
     def __reduce__(self):
-        a = self.array
-        if isinstance(a.type, T.FixedDim) and not M.is_plain(a.type):
-            try:
-                col = _trim(_columns(a))
-            except NotSupportedError:
-                col = None
-            if col is not None and _buildable(col):
-                return (_unpack, (col,))
-        return (_Part, (a,))
+        col = _buffers(self.array)
+        return (_unpack, (col,)) if col is not None else (_Part, (self.array,))
+
+
+def _buffers(a: Array) -> tuple | None:
+    """The column tree of `a`'s own rows (`_build` makes it again), or None."""
+    if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type):
+        return None
+    try:
+        col = _trim(_columns(a))
+    except NotSupportedError:
+        return None
+    return col if _buildable(col) else None
 
 
 def _unpack(col: tuple) -> _Part:

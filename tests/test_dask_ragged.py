@@ -240,6 +240,13 @@ def test_partitions_are_views_and_concatenation():
     raw = pickle.dumps(getattr(part, "value", part), protocol=5)
     assert len(raw) < 1000, len(raw)  # 10 rows of 2 float64 values
     assert pickle.loads(raw).array.to_list() == [[2.0 * i, 2.0 * i + 1] for i in range(30, 40)]
+    # a computed collection (made on a worker under distributed) pickles as buffers too
+    (joined,) = dask.compute(ldask.evaluate(big * 2))
+    raw = pickle.dumps(joined, protocol=5)
+    assert len(raw) < 2e5 * 8 + 2e4 * 8 + 1000, len(raw)  # values and offsets, no lists
+    back = pickle.loads(raw)
+    assert type(back) is lazyk.Array and back.to_list() == joined.to_list()
+    assert type(ldask.evaluate(big * 2).compute()) is lazyk.Array
     m = lazyk.array([[1, None], None, [3]], type="3 * ?var * ?int64")
     joined = concat([m[:1], m[1:1], m[1:]])
     assert str(joined.type) == str(m.type) and joined.to_list() == m.to_list()
