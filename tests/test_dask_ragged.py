@@ -395,6 +395,10 @@ def test_masked_dask_arrays_map_to_missing_values():
     m = da.from_array(d, chunks=(4, 2), asarray=False)
     with pytest.raises(lazyk.NotSupportedError, match="masked"):
         ldask.evaluate(lazyk.sin(m))  # the mask would be ignored: refused, not dropped
+    hidden = da.from_delayed(dask.delayed(np.ma.masked_array)(d.data, d.mask), d.shape,
+                             d.dtype)  # masked blocks behind a plain meta: refused when run
+    with pytest.raises(lazyk.NotSupportedError, match="masked"):
+        ldask.evaluate(lazyk.sin(hidden)).compute()
     x = ldask.from_ragged(m)  # chunks along axis 0 are the partitions; masked = missing
     assert x.row_counts == (4, 4, 1) and str(x.type) == "9 * 3 * ?float64"
     s = ldask.evaluate(x.sum(axis=-1))  # a missing value makes the row's sum missing
