@@ -659,19 +659,23 @@ class _Combine:
 
 
 # ---------------------------------------------------------------- expression -> layers
-def evaluate_rows(e: Expr, split_every: int | None = None) -> Any:
+def evaluate_rows(e: Expr, split_every: Any = None) -> Any:
     """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc)."""
     return _Planner(e, split_every).run()
 
 
 class _Planner:
-    def __init__(self, e: Expr, split_every: int | None):
+    """Turns one expression over collections into Dask layers (`run`)."""
+
+    def __init__(self, e: Expr, split_every: Any):
         # Dask array leaves are typed like placeholders here (the array is kept aside).
         self.dask = {k: leaf_data(v) for k, v in e.env.items()
                      if isinstance(leaf_data(v), DaskLeaf)}
         self.env = {k: Placeholder(k, v.shape, v.dtype) if k in self.dask else v
                     for k, v in e.env.items()}
         self.root = e.node
+        if isinstance(split_every, dict):  # per axis, as dask.array: the rows' axis
+            split_every = split_every.get(0)
         self.split_every = max(2, int(split_every or 8))
         self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
         self.split: dict = {}  # nodes whose axis 0 is the partitioned rows' axis, by id
