@@ -16,6 +16,7 @@ lazy expressions, and `lazyk.dask.evaluate(expr)` turns one into Dask layers:
 - a reduction over axis 0 (or all axes) runs per partition (keepdims), then lazyk combines
   the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
   `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
+  Over data with missing rows (`?var`) such a reduction is refused (NotSupportedError).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
 Operands: collections with the same row counts per partition (else ShapeError naming the
@@ -779,6 +780,13 @@ class _Planner:
             return rewrite(self._mean(node).node, self._visit)
         if op not in _COMBINE_OPS:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
+        src_type = Expr(node.srcs[0], self.env).type
+        if "?var" in str(src_type):
+            # NOTE: a partition of only missing rows folds to a missing (or, with skipna,
+            # empty) row that would hide or fake a row-length mismatch between partitions.
+            raise NotSupportedError(
+                f"{op} over axis 0 of partitioned {src_type} on Dask: missing rows (?var) "
+                "fold only within one partition; reduce the inner axes first, or compute")
         arg = (op, axes, True) + node.arg[3:]
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
