@@ -787,6 +787,10 @@ class _Planner:
             raise NotSupportedError(
                 f"{op} over axis 0 of partitioned {src_type} on Dask: missing rows (?var) "
                 "fold only within one partition; reduce the inner axes first, or compute")
+        src = Expr(node.srcs[0], self.env)
+        if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
+                node.dtype.kind in "biuf":
+            return self._seeded(node, src)
         arg = (op, axes, True) + node.arg[3:]
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
@@ -810,6 +814,33 @@ class _Planner:
                             *[TaskRef(k) for k in keys])
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
                                               dependencies=[parts])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
+
+    def _seeded(self, node: Node, src: Expr) -> Node:
+        """min / max of plain values without `initial`: a partition (or a part of one) with
+        nothing to fold must not raise, so every partial is seeded with the dtype's
+        extreme; a count over the same axes then raises NumPy's ValueError where the
+        whole data has nothing to fold."""
+        op, axes, keep = node.arg[:3]
+        dt = node.dtype
+        if dt.kind == "b":
+            seed: Any = op == "min"
+        elif dt.kind == "f":
+            seed = float("inf") if op == "min" else float("-inf")
+        else:
+            info = np.iinfo(dt)
+            seed = int(info.max if op == "min" else info.min)
+        value = rewrite(lx.reduce(op, src, axis=axes, keepdims=keep, initial=seed).node,
+                        self._visit)
+        count = rewrite(lx.count(src, axis=axes, keepdims=keep).node, self._visit)
+        v, c = self.rows[value.arg], self.rows[count.arg]
+        name = f"lazyk-rows-{op}-checked-{tokenize(v.name, c.name)}"
+        task = Task((name, 0), _nonempty, op, TaskRef((v.name, 0)), TaskRef((c.name, 0)))
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
+                                              dependencies=[v, c])
         whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
         self.env[name] = whole.env[name]
         self.rows[name] = whole
@@ -863,6 +894,25 @@ class _Planner:
         chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
             if ndim else ()
         return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
+
+
+def _nonempty(op: str, value: Any, count: Any) -> Any:
+    """`value`, unless some result of the reduction folded nothing (NumPy's ValueError)."""
+    n = _unwrap(count)
+    try:
+        flat = n.to_numpy() if isinstance(n, Array) else np.asarray(n)
+    except NotSupportedError:  # ragged counts (a reduction's result: small) as lists
+        flat, stack = [], [n.to_list()]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, list):
+                stack.extend(v)
+            else:
+                flat.append(v)
+    if (np.asarray(flat) == 0).any():
+        raise ValueError(f"zero-size array to reduction operation {op}imum which has no "
+                         "identity")
+    return value
 
 
 def _show(counts: tuple) -> str:

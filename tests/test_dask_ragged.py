@@ -308,6 +308,17 @@ def test_refusals_name_what_they_refuse():
         ldask.evaluate(x2.sum(axis=-1) + masked).compute()
 
 
+def test_min_max_when_a_partition_has_nothing_to_fold():
+    x = ldask.from_ragged(lazyk.array([[], [0.5], [], [-2.0, 3.0]]), 1)
+    assert ldask.evaluate(x.min()).compute() == -2.0
+    assert ldask.evaluate(x.max()).compute() == 3.0
+    i = ldask.from_ragged(lazyk.array([[], [7], []], type="3 * var * int32"), 2)
+    got = ldask.evaluate(i.min())
+    assert got.dtype == np.int32 and got.compute() == 7
+    with pytest.raises(ValueError, match="zero-size"):  # nothing at all: as NumPy
+        ldask.evaluate(ldask.from_ragged(lazyk.array([[], []]), 1).max()).compute()
+
+
 def test_axis0_folds_of_missing_rows_are_refused_by_name():
     # a partition of only missing rows would hide (or, with skipna, fake) a row mismatch
     a = lazyk.array([None] * 7 + [[], [0.0, 0.0]], type="9 * ?var * float64")
