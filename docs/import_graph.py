@@ -38,7 +38,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.rowrules",
                  "lazyk.nestrun", "lazyk.storerows", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval", "lazyk.textrows")),
-    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.dask", "lazyk.benchreport",
+    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.daskrows", "lazyk.dask",
+             "lazyk.benchreport",
              "lazyk.benchdask", "lazyk.bench")),
 )
 # Optional heavy dependencies: imported inside the functions that need them, and only there.
@@ -50,6 +51,7 @@ DEFERRED = {
     # imports dask.array: ~640 ms on top of `import lazyk` (same measure), only where Dask
     # collections are used.
     "lazyk.dask",
+    "lazyk.daskrows",
 }
 
 

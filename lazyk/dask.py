@@ -13,7 +13,13 @@ Kernels pickle as expression graph plus signature and are planned once per proce
 machine code comes from the in-memory or on-disk kernel cache, so a worker compiles each
 expression once (`lazyk.stats()` shows it): every block runs the kernel's variant for
 unaligned inputs, so blocks received from other workers neither recompile nor get copied.
-Ragged (`var`) and missing-value (`?T`) data are not supported on Dask.
+
+Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (or a list of
+lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
+`from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) gives a
+`RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
+operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskrows`).
+A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 `lazyk.Array`, so graphs built twice from the same inputs get the same keys.
@@ -40,12 +46,13 @@ from lazyk import compiled, runtime
 from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
+from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_delayed, from_ragged
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
-__all__ = ["evaluate"]
+__all__ = ["RaggedArray", "evaluate", "from_delayed", "from_ragged"]
 
 _counter = itertools.count()
 
@@ -75,10 +82,13 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             del frame
         expr = build(expr, local_dict, global_dict)
     e = as_expr(expr)
+    if any(isinstance(v, RowsLeaf) for v in e.env.values()):
+        return evaluate_rows(e, split_every)
     arrays: dict[str, Any] = {}
     for name, value in e.env.items():
         v = leaf_data(value)
         if isinstance(v, DaskLeaf):
+            _refuse_masked(v.array)
             arrays[name] = v.array
         elif isinstance(v, Placeholder):
             raise BindError(f"placeholder {name!r} has no data: lazyk.compile the expression "
@@ -91,6 +101,16 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     return _evaluate(e.node, arrays, split_every)
 
 
+def _refuse_masked(x: Any) -> None:
+    """NotSupportedError for NumPy masked data (a Dask array of them, or one block): a
+    kernel would read the masked values as data."""
+    if isinstance(getattr(x, "_meta", x), np.ma.MaskedArray):
+        raise NotSupportedError(
+            "a Dask array of NumPy masked arrays in a lazyk expression: its mask would be "
+            "ignored; lazyk.dask.from_ragged(x) makes it a collection of ?T (missing-value) "
+            "lazyk arrays")
+
+
 def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array."""
     if out is not None:
@@ -100,6 +120,7 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
     arrays = {}
     for i, (name, x) in enumerate(zip(k.params, inputs)):
+        _refuse_masked(x)
         if not hasattr(x, "chunks"):
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
@@ -256,6 +277,8 @@ class _Block:
         steps = k.program.steps
         if len(steps) != 1 or steps[0].mean or type(blocks[0]) is not np.ndarray or \
                 len(blocks) != len(k.params):
+            for b in blocks:
+                _refuse_masked(b)
             return k(*blocks)
         # NOTE: alignment is part of a kernel's key, and blocks that come from other workers
         # often are not 8-byte aligned: every block runs the unaligned variant of the
@@ -352,6 +375,8 @@ def _graph_token(e: Expr) -> tuple:
         v = leaf_data(e.env[name])
         if isinstance(v, DaskLeaf):
             leaves.append(("dask", v.array.name))
+        elif isinstance(v, RowsLeaf):
+            leaves.append(("rows", v.rows.name))
         elif isinstance(v, Placeholder):
             leaves.append(("placeholder", v.name, v.shape, v.dtype.str))
         elif isinstance(v, np.ndarray):

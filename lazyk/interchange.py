@@ -417,6 +417,9 @@ def _columns(a: Array) -> tuple:
     return _unsupported(t)
 
 
+columns = _columns  # the same tree for other modules (lazyk.daskrows joins partitions)
+
+
 def _unsupported(t: T.Type):
     raise NotSupportedError(f"conversion of '{t}' (numbers, bools, fixed and var dims, options)")
 
