@@ -32,7 +32,6 @@ from typing import Any
 
 import dask
 import numpy as np
-from dask._task_spec import DataNode, Task, TaskRef
 from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -177,8 +176,7 @@ class RaggedArray(Expr):
         name = f"lazyk-to-dask-{tokenize(self._name)}"
         rest = (0,) * max(len(shape) - 1, 0)
         keys = self.__dask_keys__()
-        layer = {(name,) + ((i,) + rest if shape else ()): Task(
-            (name,) + ((i,) + rest if shape else ()), _to_block, option, TaskRef(k))
+        layer = {(name,) + ((i,) + rest if shape else ()): (_to_block, option, k)
             for i, k in enumerate(keys)}
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[self])
         first = self._counts if self._counts is not None else tuple(shape[:1])
@@ -404,8 +402,7 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
     for i, p in enumerate(parts):
         key = p.__dask_keys__()
         key = key[0] if isinstance(key, list) else key
-        layer[(name, i)] = Task((name, i), _checked_part, i, counts[i], str(t.elem),
-                                TaskRef(key))
+        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key)
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
     return RaggedArray(dsk, name, counts, whole)
 
@@ -442,7 +439,7 @@ def _from_dask(x: Any) -> RaggedArray:
         x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     name = f"lazyk-rows-{tokenize(x.name)}"
     rest = (0,) * (x.ndim - 1)
-    layer = {(name, i): Task((name, i), _from_block, option, TaskRef((x.name, i) + rest))
+    layer = {(name, i): (_from_block, option, (x.name, i) + rest)
              for i in range(len(x.chunks[0]))}
     t = _fixed_type(x.shape, x.dtype)
     if option:
@@ -805,13 +802,12 @@ class _Planner:
             nxt = []
             for j in range(0, len(keys), self.split_every):
                 key = (f"{name}-{level}", j // self.split_every)
-                tasks[key] = Task(key, _Combine(arg, node.dtype.str, True),
-                                  *[TaskRef(k) for k in keys[j:j + self.split_every]])
+                tasks[key] = (_Combine(arg, node.dtype.str, True),
+                              *keys[j:j + self.split_every])
                 nxt.append(key)
             keys, level = nxt, level + 1
         final = (name, 0)
-        tasks[final] = Task(final, _Combine(node.arg, node.dtype.str, bool(node.arg[2])),
-                            *[TaskRef(k) for k in keys])
+        tasks[final] = (_Combine(node.arg, node.dtype.str, bool(node.arg[2])), *keys)
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
                                               dependencies=[parts])
         whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
@@ -838,7 +834,7 @@ class _Planner:
         count = rewrite(lx.count(src, axis=axes, keepdims=keep).node, self._visit)
         v, c = self.rows[value.arg], self.rows[count.arg]
         name = f"lazyk-rows-{op}-checked-{tokenize(v.name, c.name)}"
-        task = Task((name, 0), _nonempty, op, TaskRef((v.name, 0)), TaskRef((c.name, 0)))
+        task = (_nonempty, op, (v.name, 0), (c.name, 0))
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
                                               dependencies=[v, c])
         whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
@@ -879,8 +875,7 @@ class _Planner:
         name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
         numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
         if plain and ndim == 0:
-            layer = MaterializedLayer({(name,): Task((name,), task, *[TaskRef((r.name, 0))
-                                                                     for r in deps])})
+            layer = MaterializedLayer({(name,): (task, *[(r.name, 0) for r in deps])})
         else:
             extra = "".join(chr(ord("j") + k) for k in range(ndim - 1)) if plain else ""
             layer = blockwise(task, name, "i" + extra, *args, numblocks=numblocks,
@@ -931,10 +926,10 @@ def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
     """A NumPy operand as a collection: row slices (views) or the whole array once."""
     name = f"lazyk-operand-{tokenize(a, counts)}"
     if counts is None:
-        layer = {(name, 0): DataNode((name, 0), a)}
+        layer = {(name, 0): a}
     else:
         bounds = np.concatenate([[0], np.cumsum(counts)])
-        layer = {(name, i): DataNode((name, i), a[bounds[i]:bounds[i + 1]])
+        layer = {(name, i): a[bounds[i]:bounds[i + 1]]
                  for i in range(len(counts))}
     dsk = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
     return RaggedArray(dsk, name, counts, _fixed_type(a.shape, a.dtype))
@@ -949,7 +944,7 @@ def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
         keys = [(x.name,) + (0,) * x.ndim]
     else:
         keys = [(x.name, i) + rest for i in range(len(counts))]
-    layer = {(name, i): Task((name, i), _block, TaskRef(k)) for i, k in enumerate(keys)}
+    layer = {(name, i): (_block, k) for i, k in enumerate(keys)}
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
     return RaggedArray(dsk, name, counts, _fixed_type(x.shape, x.dtype))
 
