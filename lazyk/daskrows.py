@@ -334,7 +334,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         n, step = x.type.size, int(rows_per_part)
         parts = [x[i:i + step] for i in range(0, n, step)] or [x]
     else:
-        if rows_per_part is not None:
+        if rows_per_part is not None and isinstance(x, (list, tuple)):
             raise ValueError("rows_per_part applies to one lazyk array; a list's elements "
                              "are the partitions")
         chunks = getattr(x, "chunks", None)

@@ -288,8 +288,10 @@ def test_refusals_name_what_they_refuse():
         (x2 * 2).eval()
     with pytest.raises(lazyk.NotSupportedError, match=r"\.compute\(\)"):
         x2.eval()
-    with pytest.raises(TypeError, match="builtins.dict"):
-        ldask.from_ragged({"a": 1})
+    for bad in ({"a": 1}, object()):
+        for rows in (None, 10):  # named by its type, with or without rows_per_part
+            with pytest.raises(TypeError, match=type(bad).__name__):
+                ldask.from_ragged(bad, rows)
     with pytest.raises(TypeError, match="numpy.ndarray"):
         ldask.from_ragged([np.arange(3)])
     with pytest.raises(ValueError, match="rows_per_part"):
