@@ -784,6 +784,15 @@ class _Planner:
             raise NotSupportedError(
                 f"{op} over axis 0 of partitioned {src_type} on Dask: missing rows (?var) "
                 "fold only within one partition; reduce the inner axes first, or compute")
+        kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
+        if kept and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} ":
+            # NOTE: a partition whose folded levels above the first kept one hold nothing
+            # folds to nothing, which its partial (an empty row) cannot tell from a real
+            # empty row: combined, it would pair with other partitions' rows.
+            raise NotSupportedError(
+                f"{op} over axes {list(axes)} of partitioned {src_type} on Dask: the result "
+                "keeps var rows below two folded axes, which fold only within one "
+                "partition; reduce over the inner axes first, or compute")
         src = Expr(node.srcs[0], self.env)
         if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
                 node.dtype.kind in "biuf":
