@@ -226,9 +226,9 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     # ?var levels: missing rows in elementwise work and reductions over the last axis
-    # (a last `?var` under fixed dims stays on the row path; against a fixed dim: refused)
+    # (against a fixed dim: the row path or refused)
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
-    if qlev and (mode not in ("map", "reduce") or where_masks or _old_form(leaves) or
+    if qlev and (mode not in ("map", "reduce") or where_masks or
                  any(levels[k] != "v" for k in qlev)):
         return None
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
