@@ -225,12 +225,14 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows in elementwise work and reductions over the last axis
-    # (against a fixed dim: the row path or refused)
+    # ?var levels: missing rows in elementwise work (where() too) and reductions over the
+    # last axis (against a fixed dim: the row path or refused)
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
-    if qlev and (mode not in ("map", "reduce") or where_masks or
-                 any(levels[k] != "v" for k in qlev)):
+    if qlev and (mode not in ("map", "reduce") or any(levels[k] != "v" for k in qlev)):
         return None
+    # where() over missing rows: a row is missing where an element takes a branch's
+    # missing row; the last count pass marks those rows ("mark"), then they are pruned
+    wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
@@ -249,6 +251,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     offsets: dict = {}  # result level -> offsets of its rows
     validity: dict = {}  # result ?var level -> which of its rows are present
     keep = [leaves]
+    raw: dict = {}  # where() over missing rows: each level's marked lengths
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
     for p in rvar:
@@ -260,10 +263,12 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         for q in rvar:
             if q <= p:
                 w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
-        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{res[p]}", skipna,
-                           step.mean)
+        npass = f"{'mark' if wq and p == rvar[-1] else 'count'}{res[p]}"
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, npass, skipna, step.mean, wq)
         kern.run(w, step.consts, [(0, n0, 0, {res[q]: 0 for q in rvar if q <= p})],
                  (keep, lens, scratch), labels)
+        if wq and p == rvar[-1]:
+            raw = {**scratch, p: lens}
         for rec in RECORDERS:
             rec.append(("nest", kern, 1))
         off = np.zeros(nrows + 1, np.int64)
@@ -271,6 +276,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         offsets[p] = off
         if res[p] in qlev:
             validity[p] = lens >= 0
+    if wq:
+        offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qlev})
     xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
@@ -281,7 +288,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     for p in rvar:  # the fill pass checks every result row against these
         words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                       where_masks and any(maskd))
+                       where_masks and (any(maskd) or wq))
     parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
     for rec in RECORDERS:
@@ -303,6 +310,34 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
         got = got[(slice(None),) * axes[0] + (None,)]
     return got
+
+
+def _pruned(raw, rl, rs, rvar, qres):
+    """Offsets and present rows of every result var level from the mark pass's lengths
+    (n, -1 missing, -2 - n missing after a where() took a missing row): the rows under a
+    missing row are dropped."""
+    offsets, validity, alive = {}, {}, None
+    prev = None
+    for p in rvar:
+        lens = raw[p]
+        n = np.where(lens >= 0, lens, np.where(lens == -1, 0, -2 - lens))
+        if prev is None:
+            alive = np.ones(len(lens), bool)
+        else:
+            pn, pok, palive, pp = prev
+            mult = int(np.prod([rs[q] for q in range(pp + 1, p)], dtype=np.int64))
+            alive = np.repeat(palive & pok, pn * mult)
+            if len(alive) != len(lens):
+                raise ShapeError("rows changed length while they were read")
+        ok = lens >= 0
+        prev = (n, ok, alive, p)
+        kept = np.where(ok, n, 0)[alive]
+        off = np.zeros(len(kept) + 1, np.int64)
+        np.cumsum(kept, out=off[1:])
+        offsets[p] = off
+        if p in qres:
+            validity[p] = ok[alive]
+    return offsets, validity
 
 
 def _nest_words(levels, sizes, sel, kinds):

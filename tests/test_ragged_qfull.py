@@ -79,3 +79,60 @@ def test_last_qvar_corrupted_row_mask_offset_raises():
         meta[at] = moff
         with pytest.raises(ValueError, match="outside|memory|block"):
             (lazyk.Array.from_parts(x.type, tuple(meta), x.ptr, x.owner) * 2).eval()
+
+
+# ---------------------------------------------------------------- where() over missing rows
+QALL = QV + S.QNEST_LAYOUTS
+F64 = ("float64",)  # one dtype: every layout and mask combination compiles its own kernels
+
+
+@given(S.ragged_pair(layouts=QALL, dtypes=F64, own_rows=True),
+       st.sampled_from(["x", "y", "both"]))
+def test_where_rows_of_the_condition_and_the_branch_taken(pair, which):
+    t1, d1, t2, d2 = pair
+
+    def ref():
+        x, y = RA(t1, d1), RA(t2, d2)
+        cond = R.elementwise("greater", x if which != "y" else y, 0)
+        return R.where(cond, y, R.elementwise("negative", x)) if which != "both" else \
+            R.where(cond, x, y)
+
+    def got():
+        x, y = L(t1, d1), L(t2, d2)
+        cond = (x if which != "y" else y) > 0
+        return lazyk.where(cond, y, -x) if which != "both" else lazyk.where(cond, x, y)
+    in_nest(ref, got)
+
+
+@given(S.ragged_pair(layouts=QALL, dtypes=F64, own_rows=True, broadcast=True),
+       st.booleans())
+def test_where_length_1_rows_and_a_last_axis_sum(pair, skipna):
+    t1, d1, t2, d2 = pair
+
+    def ref():
+        x, y = RA(t1, d1), RA(t2, d2)
+        return R.where(R.elementwise("less", y, 1), x, R.elementwise("multiply", y, 3))
+    in_nest(ref, lambda: lazyk.where(L(t2, d2) < 1, L(t1, d1), L(t2, d2) * 3))
+    in_nest(lambda: R.reduce("sum", ref(), -1, skipna=skipna),
+            lambda: lazyk.sum(lazyk.where(L(t2, d2) < 1, L(t1, d1), L(t2, d2) * 3), axis=-1,
+                              skipna=skipna))
+
+
+def test_where_by_hand():
+    x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    y = L("3 * ?var * float64", [None, [5.0], [-1.0]])
+    # row 0 takes x only; row 1: the condition's row is missing; row 2 takes y
+    assert lazyk.where(x > 0, x, y).to_list() == [[1.0, 2.0], None, [3.0]]
+    assert lazyk.where(x > 5, x, y).to_list() == [None, None, [-1.0]]
+    e = L("3 * ?var * float64", [[], None, [1.0]])
+    assert lazyk.where(e > 0, y, y).to_list() == [[], None, [-1.0]]  # nothing taken
+    # a missing row above the last dim: the element taking it makes that row missing
+    z = L("2 * ?var * var * float64", [None, [[1.0], [2.0, 3.0]]])
+    w = L("2 * var * var * float64", [[[1.0], [-1.0, 1.0]], [[1.0], [-2.0, 4.0]]])
+    r = lazyk.where(w > 0, w, z).eval()
+    assert str(r.type) == "2 * ?var * var * float64"
+    assert r.to_list() == [None, [[1.0], [2.0, 4.0]]]
+    assert lazyk.where(w > 5, w, z).to_list() == [None, [[1.0], [2.0, 3.0]]]
+    w2 = L("2 * var * var * float64", [[[1.0], [2.0, 1.0]], [[1.0], [-2.0, 4.0]]])
+    assert lazyk.where(w2 > 0, w2, z).to_list() == [[[1.0], [2.0, 1.0]],
+                                                    [[1.0], [2.0, 4.0]]]
