@@ -184,8 +184,9 @@ def evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var) and var dims above the last one, elementwise work " \
-            "(without where) and reductions over the last axis run" if any(
+        why = "with missing rows (?var) and var dims above the last one, reductions run " \
+            "over one axis or all axes (a missing row against a fixed dim, or folded along " \
+            "its own axis above a fixed dim, is not supported)" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "with var dims above the last one, reductions run over one axis, all axes, " \
             "or (sum, prod, any, all) the last few axes"
@@ -225,10 +226,11 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows in elementwise work (where() too) and reductions over the
-    # last axis (against a fixed dim: the row path or refused)
+    # ?var levels: missing rows (against a fixed dim: the row path or refused); a missing
+    # row folded along a middle axis makes the result row below it missing: a var one
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
-    if qlev and (mode not in ("map", "reduce") or any(levels[k] != "v" for k in qlev)):
+    if qlev and (any(levels[k] != "v" for k in qlev) or (mode == "all" and 0 in qlev) or
+                 (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")):
         return None
     # where() over missing rows: a row is missing where an element takes a branch's
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
@@ -236,7 +238,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
-                         leaves, reduce_arg, red_node)
+                         leaves, reduce_arg, red_node, bool(qlev))
     # the result's levels (their level numbers in the nest), their kinds and sizes
     res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
         mode == "reduce" else [k for k in range(nlev) if k != axes[0]]
@@ -250,6 +252,13 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
     validity: dict = {}  # result ?var level -> which of its rows are present
+    # the result's ?var levels: a missing row stays missing above a folded axis, makes the
+    # row below it missing at the axis, and below it is skipped under skipna
+    if mode.startswith("fold"):
+        qres = {k for k in qlev if k < axes[0] or (k > axes[0] and not skipna)}
+        qres |= {axes[0] + 1} if axes[0] in qlev else set()
+    else:
+        qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
@@ -274,10 +283,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(np.maximum(lens, 0), out=off[1:])  # -1: a missing row, no elements
         offsets[p] = off
-        if res[p] in qlev:
+        if res[p] in qres:
             validity[p] = lens >= 0
     if wq:
-        offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qlev})
+        offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
@@ -299,7 +308,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
                             validity)
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
-    if nlev - 1 in qlev:  # a missing row reduced along its own axis: missing (skipna too)
+    if nlev - 1 in qlev and mode == "reduce":  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
         mask = mask & ((flags & 2) != 0)
@@ -474,9 +483,10 @@ _FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
 
 
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
-              reduce_arg, red_node):
+              reduce_arg, red_node, qrows=False):
     """A reduction over every axis: each part folds its level-0 rows into one partial
-    result; the partials combine here (the rules of the row path for the total)."""
+    result; the partials combine here (the rules of the row path for the total). `qrows`:
+    missing rows (`?var`), skipped under skipna, else the result is missing."""
     words, _ = _nest_words(levels, sizes, sel, kinds)
     n0 = sizes[0] if levels[0] == "f" else 1
     bounds = [0, n0]
@@ -497,14 +507,15 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
     bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
     with np.errstate(all="ignore"):
         value = _FOLD[op].reduce(out).astype(acc)
-        valid = not bad if any(maskd) and not skipna else True
-        if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
+        anym = any(maskd) or qrows
+        valid = not bad if anym and not skipna else True
+        if op in ("min", "max") or (step.mean and (skipna or anym)):
             valid = valid and count > 0
         if step.mean:
             value = (value / count).astype(acc)
     values, mask = _nest_reduced(np.array([value], acc),
                                  np.array([int(valid) | (int(seen) << 1)], np.uint8),
-                                 reduce_arg, any(maskd), skipna, whole=True)
+                                 reduce_arg, anym, skipna, whole=True)
     dims = [1] * len(levels) if reduce_arg[2] else []
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
 

@@ -136,3 +136,75 @@ def test_where_by_hand():
     w2 = L("2 * var * var * float64", [[[1.0], [2.0, 1.0]], [[1.0], [-2.0, 4.0]]])
     assert lazyk.where(w2 > 0, w2, z).to_list() == [[[1.0], [2.0, 1.0]],
                                                     [[1.0], [2.0, 4.0]]]
+
+
+# ---------------------------------------------------------------- reductions over other axes
+def _fixed_under_folded_qvar(t: str, axis) -> bool:
+    """A `?var` row folded along its own axis above a fixed dim: the reference's result
+    has `?n` rows (a fixed dim with missing rows), which the nest does not build."""
+    dims = R.parse_type(t).dims
+    return axis is not None and axis % len(dims) + 1 < len(dims) and \
+        dims[axis % len(dims)].option and not dims[axis % len(dims) + 1].var
+
+
+@given(S.ragged(layouts=QALL, nan=True), st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_middle_and_all_axis_reductions(case, op, data):
+    t, d = case
+    nd = R.parse_type(t).ndim
+    axis = data.draw(st.sampled_from([None, *range(nd - 1)]))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    kw = {} if op == "count" else {"skipna": skipna}
+
+    def ref():
+        return R.reduce(op, RA(t, d), axis, keepdims=keepdims, skipna=skipna)
+
+    def got():
+        return getattr(lazyk, op)(L(t, d), axis=axis, keepdims=keepdims, **kw)
+    if _fixed_under_folded_qvar(t, axis):
+        assert check(ref, got) in ("refused", "raises")
+        return
+    in_nest(ref, got)
+
+
+@given(S.ragged_pair(layouts=QALL, dtypes=F64, own_rows=True), st.data())
+def test_fused_middle_axis_sum_of_two(pair, data):
+    t1, d1, t2, d2 = pair
+    nd = R.parse_type(t1).ndim
+    axis = data.draw(st.sampled_from([None, *range(nd - 1)]))
+    skipna = data.draw(st.booleans())
+
+    def ref():
+        e = R.elementwise("add", R.elementwise("multiply", RA(t1, d1), 2), RA(t2, d2))
+        return R.reduce("sum", e, axis, skipna=skipna)
+
+    def got():
+        return (L(t1, d1) * 2 + L(t2, d2)).sum(axis=axis, skipna=skipna)
+    if _fixed_under_folded_qvar(t1, axis) or _fixed_under_folded_qvar(t2, axis):
+        assert check(ref, got) in ("refused", "raises")
+        return
+    in_nest(ref, got)
+
+
+def test_middle_axis_by_hand():
+    x = L("2 * var * ?var * float64", [[[1.0, 2.0], None], [[3.0]]])
+    # along axis 1 each row of rows folds: a missing row makes the result row missing,
+    # or is skipped
+    r = x.sum(axis=1).eval()
+    assert str(r.type) == "2 * ?var * ?float64" and r.to_list() == [None, [3.0]]
+    r = x.sum(axis=1, skipna=True).eval()
+    assert str(r.type) == "2 * var * float64" and r.to_list() == [[1.0, 2.0], [3.0]]
+    r = x.sum(axis=0).eval()
+    assert str(r.type) == "var * ?var * ?float64" and r.to_list() == [[4.0, 5.0], None]
+    y = L("3 * ?var * var * float64", [[[1.0, 2.0], [3.0]], None, [[1.0], [1.0, 5.0]]])
+    # the missing row folded along its own axis: the result row under it is missing
+    r = y.sum(axis=1, skipna=True).eval()
+    assert str(r.type) == "3 * ?var * float64"
+    assert r.to_list() == [[4.0, 5.0], None, [2.0, 6.0]]
+    assert y.sum(axis=0).to_list() is None
+    assert y.sum(axis=0, skipna=True).to_list() == [[2.0, 3.0], [4.0, 8.0]]
+    assert y.sum().to_list() is None and y.sum(skipna=True).to_list() == 13.0
+    assert lazyk.count(y).to_list() == 6
+    with pytest.raises(lazyk.ShapeError):  # present rows must still line up
+        L("3 * ?var * float64", [[1.0, 2.0], None, [1.0, 2.0, 3.0]]).sum(axis=0).eval()
+    with pytest.raises(lazyk.NotSupportedError, match=r"\?var \* 2"):
+        lazyk.sum(L("2 * ?var * 2 * float64", [[[1.0, 2.0]], None]), axis=1).eval()

@@ -152,7 +152,14 @@ class _NestGen(KernelGen):
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
-        if self.branch_q:  # what a gone operand reads instead: zero bytes
+        # folds over a middle level with `?var` rows below it
+        self.fold_q = self.axis >= 0 and any(kd.endswith("q") for ks in self.kinds
+                                             for kd in ks[self.axis + 1:])
+        if self.fold_q:
+            with b.goto_entry_block():
+                self.fmiss = b.alloca(I1, name="fmiss")
+                self.fseen = b.alloca(I1, name="fseen")
+        if self.branch_q or self.fold_q:  # what a gone operand reads instead: zero bytes
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
@@ -270,8 +277,10 @@ class _NestGen(KernelGen):
         gone = None if gone is None else list(gone)
         bases, steps, n, miss = self._rows(k, ptrs, path, gone)
         if k == self.axis:
-            self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [])
+            self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [], miss)
             return
+        if self.mode == "all" and miss is not None and not self.skipna:
+            b.store(b.or_(b.load(self.bad), miss), self.bad)  # a missing row folded in
         if k in self.cnt:
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
@@ -305,64 +314,104 @@ class _NestGen(KernelGen):
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
     # ------------------------------------------------------------ folds over a middle level
-    def _descend(self, j, p, m, qs, ns, path):
+    def _descend(self, j, p, m, qs, ns, path, gone=None):
         """Operand j's address at level m + len(qs) from its address p at level m, along
-        result indices qs of result lengths ns (a row of length 1 stretches)."""
+        result indices qs of result lengths ns (a row of length 1 stretches), and whether a
+        row on the way is missing (`?var`; then none below it is read; None: no `?var`)."""
         b, c = self.b, self.c
         for q, n in zip(qs, ns):
             kind, f = self.kinds[j][m], self.f[j][m]
             if kind == "f":
                 p = b.gep(p, [b.mul(q, f[0])])
             elif kind != "n":
-                ln, base, stride = self._row(j, m, p, path)
+                ln, base, stride, gone = self._row(j, m, p, path, gone)
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                if gone is not None:
+                    ok = b.or_(ok, gone)
                 self._check(ok, 4, m, path, j, ln, n, c(-1))
                 q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
                 p = b.gep(base, [b.mul(q, stride)])
             m += 1
-        return p
+        return p, gone
 
-    def _row(self, j, m, p, path):
+    def _row(self, j, m, p, path, gone=None):
         """Operand j's var row at level m whose start index is at p: (length, element-0
-        address, stride), its indices checked."""
+        address, stride, gone), its indices checked. `gone`: a row above is missing (an
+        i1, or None); a `?var` row may be missing itself: then its indices are not read
+        (length 1, it pairs with any row) and `gone` becomes true."""
         b, c = self.b, self.c
         delta, content, istride, stride, length = self.f[j][m][:5]
-        w = int(self.kinds[j][m])
-        start = self._index(p, w)
-        stop = self._index(b.gep(p, [delta]), w)
+        kind = self.kinds[j][m]
+        w = int(kind[0])
+
+        def at(q):  # a missing row's bytes are not read: zeros instead
+            return q if gone is None else b.select(gone, self.dummy, q)
+        if kind.endswith("q"):
+            here = b.icmp_unsigned("==", b.load(at(b.gep(p, [self.f[j][m][5]])), align=1),
+                                   ir.Constant(I8, 0))
+            gone = here if gone is None else b.or_(gone, here)
+        start = self._index(at(p), w)
+        stop = self._index(at(b.gep(p, [delta])), w)
         ok = b.and_(b.icmp_signed(">=", start, c(0)),
                     b.and_(b.icmp_signed("<=", start, stop), b.icmp_signed("<=", stop, length)))
         self._check(ok, 1, m, path, j, start, stop, length)
-        return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
-            stride
+        ln = b.sub(stop, start) if gone is None else b.select(gone, c(1), b.sub(stop, start))
+        return ln, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
 
     def _fold_len(self, m, top, qs, ns, path):
         """The result length at level m: the rows there, one per element i of the folded
-        level, pair up (one length, rows of length 1 stretching; nothing folded: 0)."""
+        level, pair up (one length, rows of length 1 stretching; nothing folded: 0), and
+        whether it is missing (an element's row at level m is: skipped under skipna, else
+        the result row is missing; an element missing above m is skipped)."""
         b, c = self.b, self.c
         bases, steps, na = top
         b.store(c(1), self.flen)
+        q = self.fold_q
+        if q:
+            b.store(ir.Constant(I1, 0), self.fmiss)
+            b.store(ir.Constant(I1, 0), self.fseen)
 
         def each(i):
             n = b.load(self.flen)
             at = path[:]
             at[self.axis] = i
+            rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
             for j in range(self.nin):
+                if all(kd in ("n", "f") for kd in self.kinds[j][self.axis + 1:m + 1]):
+                    continue
+                p, g = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                     qs, ns, at, None)
+                if g is not None:
+                    above = b.or_(above, g)
                 if self.kinds[j][m] in ("n", "f"):
                     continue
-                p = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                  qs, ns, at)
-                ln = self._row(j, m, p, at)[0]
+                ln, _, _, h = self._row(j, m, p, at, g)
+                if h is not None:
+                    here = b.or_(here, h)
+                rows.append((j, ln))
+            skip = b.or_(above, here)
+            for j, ln in rows:
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
-                self._check(ok, 4, m, at, j, ln, n, c(-1))
-                n = b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+                self._check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
+                n = b.select(b.or_(skip, b.icmp_signed("==", ln, c(1))), n, ln) if q else \
+                    b.select(b.icmp_signed("==", ln, c(1)), n, ln)
             b.store(n, self.flen)
+            if q:
+                b.store(b.or_(b.load(self.fmiss), b.and_(here, b.not_(above))), self.fmiss)
+                b.store(b.or_(b.load(self.fseen), b.not_(skip)), self.fseen)
         for_loop(b, na, each, name=f"fl{m}")
-        return b.select(b.icmp_signed("==", na, c(0)), c(0), b.load(self.flen))
+        none = b.icmp_signed("==", na, c(0))
+        if q:
+            none = b.or_(none, b.not_(b.load(self.fseen)))
+        n = b.select(none, c(0), b.load(self.flen))
+        if q and not self.skipna:
+            return n, b.load(self.fmiss)
+        return n, None
 
-    def _fold_level(self, m, top, path, qs, ns):
-        """Result level m below the folded level (qs, ns: indices and lengths so far)."""
+    def _fold_level(self, m, top, path, qs, ns, miss=None):
+        """Result level m below the folded level (qs, ns: indices and lengths so far);
+        `miss`: the folded row is missing (`?var`): so is the result row."""
         b, c = self.b, self.c
         if m == self.nlev:
             self._fold_leaf(top, path, qs, ns)
@@ -373,8 +422,12 @@ class _NestGen(KernelGen):
             slot = b.load(self.cnt[m])
             at = b.gep(self.lens[m], [slot])
             if self.counting:
-                n = self._fold_len(m, top, qs, ns, path)
-                b.store(n, at)
+                n, gone = self._fold_len(m, top, qs, ns, path)
+                if miss is not None:
+                    gone = miss if gone is None else b.or_(gone, miss)
+                if gone is not None:  # a missing result row: length -1, nothing under it
+                    n = b.select(gone, c(0), n)
+                b.store(n if gone is None else b.select(gone, c(-1), n), at)
             else:
                 n = self._counted(slot, m)  # our own count: every write stays inside
             b.store(b.add(slot, c(1)), self.cnt[m])
@@ -392,10 +445,22 @@ class _NestGen(KernelGen):
         def each(i):
             at = path[:]
             at[self.axis] = i
-            addr = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                  qs, ns, at) for j in range(self.nin)]
-            self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
-                              if self.masked[j]])
+            got = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
+                                 qs, ns, at) for j in range(self.nin)]
+            addr = [a for a, _ in got]
+            gone = [g for _, g in got if g is not None]
+
+            def fold():
+                self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
+                                  if self.masked[j]])
+            if not gone:
+                fold()
+                return
+            skip = gone[0]
+            for g in gone[1:]:
+                skip = b.or_(skip, g)
+            with b.if_then(b.not_(skip)):  # an element under a missing row: skipped
+                fold()
         for_loop(b, na, each, name="fi")
         self._finish(pos, na)
         b.store(b.add(pos, c(1)), self.pos)
@@ -631,7 +696,7 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
 
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
     kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width) or
-    '4q' / '8q' (`?var`: "map" and "reduce" only, at var levels);
+    '4q' / '8q' (`?var`, at var levels);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
     where_masks: ("map") a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
@@ -644,7 +709,5 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
         raise ops.NotSupportedError("a mean needs a float accumulator")
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
         raise ValueError("one kind per input and level")
-    if any(kd.endswith("q") for ks in kinds for kd in ks) and mode not in ("map", "reduce"):
-        raise ops.NotSupportedError(f"missing rows (?var) in a {mode!r} nest")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
                     target or CPUTarget(), where_masks).build()
