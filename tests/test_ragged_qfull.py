@@ -208,3 +208,54 @@ def test_middle_axis_by_hand():
         L("3 * ?var * float64", [[1.0, 2.0], None, [1.0, 2.0, 3.0]]).sum(axis=0).eval()
     with pytest.raises(lazyk.NotSupportedError, match=r"\?var \* 2"):
         lazyk.sum(L("2 * ?var * 2 * float64", [[[1.0, 2.0]], None]), axis=1).eval()
+
+
+# ---------------------------------------------------------------- lazyk.compile placeholders
+def _param_type(t: str) -> str:
+    """The placeholder type of a drawn type: its outermost fixed dim symbolic."""
+    head, _, rest = t.partition(" * ")
+    return f"N * {rest}" if head.isdigit() else t
+
+
+@given(S.ragged(layouts=QALL, dtypes=("float64", "int32")), st.sampled_from(LAZYK_REDUCERS),
+       st.booleans())
+def test_compiled_placeholders_with_missing_rows(case, op, skipna):
+    t, d = case
+    x = lazyk.placeholder("x", _param_type(t))
+    assert str(x.type) == _param_type(t)
+    k = lazyk.compile(x * 2 + 1)
+    ref = R.elementwise("add", R.elementwise("multiply", RA(t, d), 2), 1)
+    assert k.signature == f"(x: {_param_type(t)}) -> {_param_type(str(ref.type))}"
+    in_nest(lambda: ref, lambda: k(L(t, d)))
+    kw = {} if op == "count" else {"skipna": skipna}
+    r = lazyk.compile(getattr(lazyk, op)(x, axis=-1, **kw))
+    if in_nest(lambda: R.reduce(op, RA(t, d), -1, skipna=skipna), lambda: r(L(t, d))) == \
+            "match":
+        ref = R.reduce(op, RA(t, d), -1, skipna=skipna)
+        assert r.signature == f"(x: {_param_type(t)}) -> {_param_type(str(ref.type))}"
+
+
+def test_compiled_placeholders_with_missing_rows_check_inputs():
+    import pickle
+    x = lazyk.placeholder("x", "N * ?var * float64")
+    k = lazyk.compile(x * 2)
+    assert k.signature == "(x: N * ?var * float64) -> N * ?var * float64"
+    a = L("3 * ?var * float64", [[1.0], None, []])
+    assert k(a).to_list() == [[2.0], None, []]
+    k2 = pickle.loads(pickle.dumps(k))
+    assert k2.signature == k.signature and k2(x=a).to_list() == [[2.0], None, []]
+    for bad in (L("2 * var * float64", [[1.0], []]), L("2 * ?var * ?float64", [[1.0], None]),
+                [[1.0], [2.0]]):
+        with pytest.raises(lazyk.TypeMatchError, match=r"expected N \* \?var \* float64"):
+            k(bad)
+    # a data leaf with missing rows is a parameter of its own type
+    k3 = lazyk.compile(lazyk.sum(a, axis=-1))
+    assert k3.signature == "(_0: 3 * ?var * float64) -> 3 * ?float64"
+    assert k3(a).to_list() == [1.0, None, 0.0]
+    y = lazyk.placeholder("y", "N * var * ?var * ?int32")
+    k4 = lazyk.compile(y.sum(axis=1))
+    assert k4.signature == "(y: N * var * ?var * ?int32) -> N * ?var * ?int64"
+    assert k4(L("2 * var * ?var * ?int32", [[[1, None], None], [[3]]])).to_list() == \
+        [None, [3]]
+    with pytest.raises(lazyk.BindError, match="has no data"):
+        (x * 2).eval()
