@@ -7,6 +7,7 @@ values) or raise the same error: a last `?var` under fixed dims (`N * ?var * T`,
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -259,3 +260,71 @@ def test_compiled_placeholders_with_missing_rows_check_inputs():
         [None, [3]]
     with pytest.raises(lazyk.BindError, match="has no data"):
         (x * 2).eval()
+
+
+# ---------------------------------------------------------------- out= with missing rows
+def _filled(data, dims, level=0):
+    """Data of the same type with every missing row empty and every missing value 0."""
+    if level == len(dims):
+        return 0 if data is None else data
+    if data is None:
+        return []
+    return [_filled(x, dims, level + 1) for x in data]
+
+
+@given(S.ragged(layouts=QALL, dtypes=("float64", "int32")), st.sampled_from(["map", "sum"]),
+       st.booleans())
+def test_out_with_missing_rows(case, which, widen):
+    t, d = case
+    ref = R.elementwise("multiply", RA(t, d), 2) if which == "map" else \
+        R.reduce("sum", RA(t, d), -1)
+    if not any(dim.option for dim in ref.type.dims):
+        return
+    rtype = R.RType(ref.type.dims, np.dtype("float64") if widen else ref.type.dtype,
+                    ref.type.option)
+    out = L(str(rtype), _filled(ref.data, ref.type.dims))
+    e = L(t, d) * 2 if which == "map" else lazyk.sum(L(t, d), axis=-1)
+    assert lazyk.evaluate(e, out=out) is out
+    assert str(out.type) == str(rtype)
+    assert out.to_list() == ref.data
+
+
+def test_out_with_missing_rows_by_hand():
+    x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    o = lazyk.full("3 * ?var * float64", 9.0, lengths=[2, 5, 1])
+    assert lazyk.evaluate(x * 2, out=o) is o and o.to_list() == [[2.0, 4.0], None, [6.0]]
+    assert lazyk.evaluate(x + 1, out=o).to_list() == [[2.0, 3.0], None, [4.0]]
+    # a var result into ?var rows: every row present again
+    v = L("3 * var * float64", [[1.0, 2.0], [], [3.0]])
+    o2 = lazyk.full("3 * ?var * float64", 9.0, lengths=[2, 0, 1])
+    assert lazyk.evaluate(x * 2, out=o2).to_list() == [[2.0, 4.0], None, [6.0]]
+    assert lazyk.evaluate(v * 2, out=o2).to_list() == [[2.0, 4.0], [], [6.0]]
+    y = L("2 * var * ?var * ?float64", [[[1.0, None], None], [[3.0], [], None]])
+    o3 = lazyk.full("2 * var * ?var * ?float64", 0.0, lengths=[[2, 3], [2, 7, 1, 0, 0]])
+    assert lazyk.evaluate(y * 2, out=o3).to_list() == [[[2.0, None], None],
+                                                       [[6.0], [], None]]
+    q = L("2 * ?var * float32", [[1.0], None])
+    oq = lazyk.full("2 * ?var * ?float64", 0.0, lengths=[1, 0])
+    assert lazyk.evaluate(q * 2, out=oq).to_list() == [[2.0], None]
+
+
+@pytest.mark.parametrize("out, err, match", [
+    ("3 * var * float64", lazyk.ShapeError, r"\?var where the result has missing rows"),
+    ("2 * ?var * float64", lazyk.ShapeError, "out has type"),
+    ("3 * ?var * int32", lazyk.CastingError, "casting"),
+])
+def test_out_with_missing_rows_refuses_other_types(out, err, match):
+    x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    o = lazyk.full(out, 0, lengths=[2, 0, 1][:int(out[0])])
+    before = o.to_list()
+    with pytest.raises(err, match=match):
+        lazyk.evaluate(x * 2, out=o)
+    assert o.to_list() == before  # nothing written
+
+
+def test_out_with_missing_rows_checks_row_lengths_first():
+    x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    o = lazyk.full("3 * ?var * float64", 0.0, lengths=[2, 0, 2])
+    with pytest.raises(lazyk.ShapeError, match="result has length 1, out has length 2"):
+        lazyk.evaluate(x * 2, out=o)
+    assert o.to_list() == [[0.0, 0.0], [], [0.0, 0.0]]  # nothing written
