@@ -1,7 +1,8 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
-`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`; elementwise work with the seed
-broadcasting rules and reductions over the last axis, one middle axis or every axis. Rows
+`N * var * 4 * T`, `var * var * var * T`) over `T` or `?T`, missing rows (`?var`) at any
+level; elementwise work with the seed broadcasting rules (`where` too) and reductions over
+the last axis, one middle axis or every axis. Rows
 are read in place from the arrmeta (every byte it lets the kernel address is checked
 inside its memory block first) and checked and paired inside the kernel; ragged results
 are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
@@ -229,7 +230,13 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     # ?var levels: missing rows (against a fixed dim: the row path or refused); a missing
     # row folded along a middle axis makes the result row below it missing: a var one
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
-    if qlev and (any(levels[k] != "v" for k in qlev) or (mode == "all" and 0 in qlev) or
+    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
+    # rows of `?0` have no room for their present byte)
+    qfix = {k for k in qlev if levels[k] == "f"}
+    if qfix and (mode not in ("map", "reduce") or where_masks or
+                 any(sizes[k] == 0 for k in qfix)):
+        return None
+    if qlev and ((mode == "all" and 0 in qlev) or
                  (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")):
         return None
     # where() over missing rows: a row is missing where an element takes a branch's
@@ -296,17 +303,23 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     words[4] = 0 if flags is None else flags.ctypes.data
     for p in rvar:  # the fill pass checks every result row against these
         words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+    # `?n` levels of the result: the fill pass writes each row's present byte
+    rfix = [p for p in range(nres) if res[p] in qfix]
+    present = {p: np.empty(_positions(r_end, rl, rs, offsets, p)[-1] if p else 1, np.uint8)
+               for p in rfix}
+    for p in rfix:
+        words[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
                        where_masks and (any(maskd) or wq))
-    parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
-    kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
+    parts = _nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
+    kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     dims = [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
-        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
-                            validity)
+        return _fixed_rows(_nest_result(out.astype(root.dtype, copy=False), mask, dims,
+                                        offsets, xs_end, validity), present)
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
     if nlev - 1 in qlev and mode == "reduce":  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
@@ -314,11 +327,33 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         mask = mask & ((flags & 2) != 0)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
-    got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
-                       xs_end, validity)
+    got = _fixed_rows(_nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
+                                   offsets, xs_end, validity), present)
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where the axis was
         got = got[(slice(None),) * axes[0] + (None,)]
     return got
+
+
+def _fixed_rows(result, present: dict):
+    """`result` with the rows of result level p missing where `present[p]` is 0 (rows in
+    nest order: every row of a level counted, also under a missing fixed row): a `?n`
+    dim, built through nested lists (lazyk's `?n` layout keeps a mask byte per row)."""
+    if not present:
+        return result
+    count = dict.fromkeys(present, 0)
+    gone = {p: v == 0 for p, v in present.items()}
+
+    def walk(x, level):
+        if level in gone:
+            i = count[level]
+            count[level] += 1
+        if isinstance(x, list):
+            x = [walk(v, level + 1) for v in x]
+        return None if level in gone and gone[level][i] else x
+    data = walk(result.to_list(), 0)
+    parts = str(result.type).split(" * ")
+    text = " * ".join(("?" + t) if k in present else t for k, t in enumerate(parts))
+    return array(data, type=text)
 
 
 def _pruned(raw, rl, rs, rvar, qres):

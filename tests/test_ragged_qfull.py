@@ -328,3 +328,64 @@ def test_out_with_missing_rows_checks_row_lengths_first():
     with pytest.raises(lazyk.ShapeError, match="result has length 1, out has length 2"):
         lazyk.evaluate(x * 2, out=o)
     assert o.to_list() == [[0.0, 0.0], [], [0.0, 0.0]]  # nothing written
+
+
+# ---------------------------------------------------------------- missing rows against fixed dims
+def _rows_at(data, level, depth=0):
+    """The present rows at `level` of nested lists."""
+    if data is None:
+        return []
+    if depth == level:
+        return [data]
+    return [r for x in data for r in _rows_at(x, level, depth + 1)]
+
+
+@given(S.ragged(layouts=QALL, dtypes=S.NUMERIC), st.sampled_from(BINARY), st.booleans(),
+       st.booleans())
+def test_missing_rows_against_a_fixed_dim(case, op, swap, reduce):
+    """A NumPy operand's fixed n against a `?var` dim gives `?n` rows (a missing row stays
+    missing, a present one needs n or 1 elements)."""
+    t, d = case
+    dims = R.parse_type(t).dims
+    k = next(i for i, dim in enumerate(dims) if dim.option)
+    lengths = [len(r) for r in _rows_at(d, k)] or [2]
+    n = max(set(lengths), key=lengths.count) or 2
+    shape = (n,) + tuple(dim.size if not dim.var else 1 for dim in dims[k + 1:])
+    a = np.arange(1, int(np.prod(shape)) + 1, dtype=np.float64).reshape(shape) / 2
+    ra = R.array(a.tolist(), " * ".join([str(s) for s in shape] + ["float64"]))
+    args = (RA(t, d), ra) if not swap else (ra, RA(t, d))
+
+    def ref():
+        r = R.elementwise(op, *args)
+        return R.reduce("sum", r, -1) if reduce else r
+
+    def got():
+        e = getattr(lazyk, op)(*((L(t, d), a) if not swap else (a, L(t, d))))
+        return lazyk.sum(e, axis=-1) if reduce else e
+    in_nest(ref, got)
+
+
+def test_missing_rows_against_a_fixed_dim_by_hand():
+    x = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    r = (x + np.ones(2)).eval()
+    assert str(r.type) == "3 * ?2 * float64" and r.to_list() == [[2.0, 3.0], None, [4.0, 4.0]]
+    assert lazyk.sum(x + np.ones(2), axis=-1).to_list() == [5.0, None, 8.0]
+    y = L("3 * ?var * var * float64", [[[1.0, 2.0], [3.0]], None, [[1.0], []]])
+    z = L("3 * 2 * var * float64", [[[1.0], [1.0]], [[5.0], [1.0, 2.0]], [[1.0], [2.0]]])
+    r = (y + z).eval()
+    assert str(r.type) == "3 * ?2 * var * float64"
+    assert r.to_list() == [[[2.0, 3.0], [4.0]], None, [[2.0], []]]
+    s = lazyk.sum(y + z, axis=-1).eval()
+    assert str(s.type) == "3 * ?2 * ?float64" and s.to_list() == [[5.0, 4.0], None, [2.0, 0.0]]
+    with pytest.raises(lazyk.ShapeError):  # a present row of another length
+        (y + L("3 * 3 * var * float64", [[[1.0]] * 3] * 3)).eval()
+
+
+def test_missing_rows_against_a_fixed_dim_of_size_0_are_refused():
+    """The reference's `?0` rows have no room for lazyk's present byte per row."""
+    x = L("3 * ?var * float64", [[], None, []])
+    with pytest.raises(lazyk.NotSupportedError, match=r"\?0"):
+        (x + np.ones(0)).eval()
+    y = L("2 * var * ?var * float64", [[[], None], [[]]])
+    with pytest.raises(lazyk.NotSupportedError, match=r"var \* \?var \* float64"):
+        (y + np.ones(0)).eval()

@@ -10,7 +10,13 @@ lengths, a length-1 row stretching, or a fixed result level of size n that every
 match (or be 1). At a `?var` level (kind '4q' / '8q') the row's mask byte sits at its
 start index's address + the row mask_offset: a missing row's indices are never used, it
 pairs with any row, and the result row is missing (the count pass writes length -1, the
-result has no elements under it; "reduce" over a missing last row sets flag bit 2).
+result has no elements under it; "reduce" over a missing last row sets flag bit 2). At a
+fixed result level (`?n`) the level still runs its n elements: the operand is "gone" (it
+reads zero bytes, never its own) and the fill pass writes the row's present byte (word
+6 + nlev + 2k: the bytes, +1: the first row). A where() branch's missing row is gone too:
+the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n where an
+element takes it. Folding ("fold<a>", "all"), a missing row is skipped under skipna,
+else the result (row) is missing.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
 value's address + mask_offset.
 
@@ -94,6 +100,14 @@ class _NestGen(KernelGen):
         deciding = _deciding(spec) if where_masks else set(range(self.nin))
         self.branch_q = [j for j in range(self.nin) if j not in deciding and
                          any(kd.endswith("q") for kd in kinds[j])]
+        # a `?var` row against a fixed result level (`?n` rows): the level still runs its n
+        # elements, the operand reads zeros under the missing row ("gone" too), and the
+        # fill pass writes each row's present byte (a reduced last level: missing result)
+        self.fixed_q = [k for k in range(self.nlev) if levels[k] == "f" and
+                        any(ks[k].endswith("q") for ks in kinds) and
+                        not (mode == "reduce" and k == self.nlev - 1)]
+        self.track = [j for j in range(self.nin) if j in self.branch_q or
+                      any(kinds[j][k].endswith("q") for k in self.fixed_q)]
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
         # result levels: every level for "map", all but the folded last one for "reduce"
@@ -138,6 +152,13 @@ class _NestGen(KernelGen):
         for k in self.cnt:
             self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
             b.store(word(lay["lens"] + 2 * k + 1), self.cnt[k])
+        self.qrows, self.qcnt = {}, {}  # fixed levels with `?var` rows: present bytes
+        if not self.counting:
+            for k in self.fixed_q:
+                with b.goto_entry_block():
+                    self.qcnt[k] = b.alloca(I64, name=f"qcnt{k}")
+                self.qrows[k] = b.inttoptr(word(lay["lens"] + 2 * k), P8)
+                b.store(word(lay["lens"] + 2 * k + 1), self.qcnt[k])
         self.ptr, self.moff, self.f = [], [], []
         for j in range(self.nin):
             at = lay["ops"] + j * lay["per_op"]
@@ -159,7 +180,7 @@ class _NestGen(KernelGen):
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
                 self.fseen = b.alloca(I1, name="fseen")
-        if self.branch_q or self.fold_q:  # what a gone operand reads instead: zero bytes
+        if self.track or self.fold_q:  # what a gone operand reads instead: zero bytes
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
@@ -173,7 +194,7 @@ class _NestGen(KernelGen):
                 self.flen = b.alloca(I64, name="flen")
         if self.mode == "all":
             self._reset()
-        self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.branch_q else None
+        self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
                                             for j in range(self.nin)])
         if self.mode == "all":
             self._partial(b.load(self.pos))
@@ -215,6 +236,8 @@ class _NestGen(KernelGen):
         `gone`: per where() branch operand the level of its missing row so far (updated)."""
         b, c = self.b, self.c
         bases, steps, lens, miss = [], [], {}, None
+        fixed = k in self.fixed_q
+        self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
         for j in range(self.nin):
             kind, f = self.kinds[j][k], self.f[j][k]
             if kind == "n":
@@ -241,8 +264,16 @@ class _NestGen(KernelGen):
                     rgone = b.icmp_unsigned("==", b.load(at(b.gep(ptrs[j], [f[5]])),
                                                          align=1), ir.Constant(I8, 0))
                     ok = b.or_(ok, rgone)
-                    if was is not None:  # a branch's missing row: only where it is taken
+                    if was is not None and (j in self.branch_q or fixed):
+                        # a branch's missing row: only where it is taken; against a fixed
+                        # level: the row is missing, its elements still run
                         gone[j] = b.select(b.and_(rgone, b.not_(was)), c(k), gone[j])
+                        if fixed:
+                            self.row_gone = b.or_(self.row_gone, rgone)
+                        rgone = b.or_(rgone, was)
+                    elif was is not None:
+                        now = b.and_(rgone, b.not_(was))
+                        miss = now if miss is None else b.or_(miss, now)
                         rgone = b.or_(rgone, was)
                     else:
                         miss = rgone if miss is None else b.or_(miss, rgone)
@@ -276,6 +307,10 @@ class _NestGen(KernelGen):
         b, c = self.b, self.c
         gone = None if gone is None else list(gone)
         bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        if k in self.qrows:  # this row's present byte (fill pass)
+            slot = b.load(self.qcnt[k])
+            b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
+            b.store(b.add(slot, c(1)), self.qcnt[k])
         if k == self.axis:
             self._fold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [], miss)
             return
@@ -423,6 +458,11 @@ class _NestGen(KernelGen):
             at = b.gep(self.lens[m], [slot])
             if self.counting:
                 n, gone = self._fold_len(m, top, qs, ns, path)
+                if gone is not None and "v" in self.levels[m + 1:]:
+                    # a missing result row: the present rows under it must still pair
+                    with b.if_then(gone):
+                        for_loop(b, n, lambda q: self._fold_check(
+                            m + 1, top, path + [q], qs + [q], ns + [n]), name=f"fc{m}")
                 if miss is not None:
                     gone = miss if gone is None else b.or_(gone, miss)
                 if gone is not None:  # a missing result row: length -1, nothing under it
@@ -435,6 +475,17 @@ class _NestGen(KernelGen):
                 return
         for_loop(b, n, lambda q: self._fold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
                  name=f"f{m}")
+
+    def _fold_check(self, m, top, path, qs, ns):
+        """Pair the rows at level m and below (nothing written): under a missing result row
+        the present rows still line up, or the fold raises."""
+        b = self.b
+        if "v" not in self.levels[m:]:
+            return
+        n = self.sizes[m] if self.levels[m] == "f" else \
+            self._fold_len(m, top, qs, ns, path)[0]
+        for_loop(b, n, lambda q: self._fold_check(m + 1, top, path + [q], qs + [q],
+                                                  ns + [n]), name=f"fk{m}")
 
     def _fold_leaf(self, top, path, qs, ns):
         b, c = self.b, self.c
@@ -477,11 +528,15 @@ class _NestGen(KernelGen):
         pos0 = b.load(self.pos)
 
         def element(i, addr):
-            if gone is not None and self.branch_q:  # a gone operand reads zeros
-                addr = [a if gone[j] is None else
-                        b.select(b.icmp_signed("<", gone[j], c(self.nlev)), self.dummy, a)
-                        for j, a in enumerate(addr)]
             masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
+            if gone is not None and self.track:  # a gone operand reads zeros
+                away = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
+                        for g in gone]
+                masks = [m if away[j] is None else b.select(away[j], self.dummy, m)
+                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
+                                         masks)]
+                addr = [a if away[j] is None else b.select(away[j], self.dummy, a)
+                        for j, a in enumerate(addr)]
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
             elif self.mode != "map":
@@ -492,7 +547,7 @@ class _NestGen(KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if any(self.masked) or not self.nin or self.branch_q:
+        if any(self.masked) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
