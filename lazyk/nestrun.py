@@ -227,8 +227,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows (against a fixed dim: the row path or refused); a missing
-    # row folded along a middle axis makes the result row below it missing: a var one
+    # ?var levels: missing rows at any level; a missing row folded along a middle axis
+    # makes the result row below it missing (a var one: `?n` rows there are refused)
     qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].endswith("q")}
     # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
     # rows of `?0` have no room for their present byte)

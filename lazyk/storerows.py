@@ -166,12 +166,31 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
         mask = np.ones(n, np.uint8) if present is None else present.astype(np.uint8)
         writes.append((obuf, ooffs + om[oa], mask[:, None]))
     for buf, offs, data in writes:
-        if len(offs):
-            k = data.shape[1]
-            if int(offs.min()) < 0 or int(offs.max()) + k > len(buf):
-                raise ValueError("out's arrmeta points outside its memory block")
-            buf[offs[:, None] + np.arange(k)] = data
+        _put(buf, offs, data)
     return out
+
+
+def _put(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
+    """Bytes data[i] into buf at offs[i] (bounds-checked; evenly spaced offsets, the
+    common case, as one strided copy)."""
+    n, k = data.shape
+    if n == 0:
+        return
+    lo, hi = int(offs.min()), int(offs.max()) + k
+    if lo < 0 or hi > len(buf):
+        raise ValueError("out's arrmeta points outside its memory block")
+    step = int(offs[1] - offs[0]) if n > 1 else k
+    if step >= k and int(offs[0]) + step * (n - 1) == int(offs[-1]) and \
+            (n < 3 or bool(np.all(np.diff(offs) == step))):
+        view = np.lib.stride_tricks.as_strided(buf[int(offs[0]):], (n, k), (step, 1),
+                                               writeable=True)
+        view[...] = data
+        return
+    rel = offs - lo
+    if not bool(np.any(rel % k)):  # every element k-aligned from the first: one index each
+        buf[lo:hi].reshape(-1, k)[rel // k] = data
+        return
+    buf[offs[:, None] + np.arange(k)] = data
 
 
 def _same_rows(result: Array, out: Array) -> None:

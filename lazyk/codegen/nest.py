@@ -349,25 +349,36 @@ class _NestGen(KernelGen):
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
     # ------------------------------------------------------------ folds over a middle level
-    def _descend(self, j, p, m, qs, ns, path, gone=None):
+    def _descend(self, j, p, m, qs, ns, path, gone=None, check=True):
         """Operand j's address at level m + len(qs) from its address p at level m, along
         result indices qs of result lengths ns (a row of length 1 stretches), and whether a
-        row on the way is missing (`?var`; then none below it is read; None: no `?var`)."""
+        row on the way is missing (`?var`; then none below it is read; None: no `?var`),
+        and whether a row on the way was not read (missing, or not pairing unchecked).
+        `check`: rows must pair with the result's; else a row that does not is not read
+        below (a checked pass raises for it)."""
         b, c = self.b, self.c
+        real = gone
         for q, n in zip(qs, ns):
             kind, f = self.kinds[j][m], self.f[j][m]
             if kind == "f":
                 p = b.gep(p, [b.mul(q, f[0])])
             elif kind != "n":
-                ln, base, stride, gone = self._row(j, m, p, path, gone)
+                ln, base, stride, now = self._row(j, m, p, path, gone)
+                if kind.endswith("q"):
+                    here = now if gone is None else b.and_(now, b.not_(gone))
+                    real = here if real is None else b.or_(real, here)
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                if gone is not None:
-                    ok = b.or_(ok, gone)
-                self._check(ok, 4, m, path, j, ln, n, c(-1))
+                if now is not None:
+                    ok = b.or_(ok, now)
+                if check:
+                    self._check(ok, 4, m, path, j, ln, n, c(-1))
+                    gone = now
+                else:
+                    gone = b.not_(ok) if now is None else b.or_(now, b.not_(ok))
                 q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
                 p = b.gep(base, [b.mul(q, stride)])
             m += 1
-        return p, gone
+        return p, real, gone
 
     def _row(self, j, m, p, path, gone=None):
         """Operand j's var row at level m whose start index is at p: (length, element-0
@@ -410,21 +421,22 @@ class _NestGen(KernelGen):
             n = b.load(self.flen)
             at = path[:]
             at[self.axis] = i
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
             rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
-            for j in range(self.nin):
-                if all(kd in ("n", "f") for kd in self.kinds[j][self.axis + 1:m + 1]):
-                    continue
-                p, g = self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                     qs, ns, at, None)
+            # first whether element i is missing here or above (its rows are not paired)
+            for j in self._fold_ops(m, "q"):
+                p, g, blind = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None,
+                                            False)
                 if g is not None:
                     above = b.or_(above, g)
-                if self.kinds[j][m] in ("n", "f"):
-                    continue
-                ln, _, _, h = self._row(j, m, p, at, g)
-                if h is not None:
-                    here = b.or_(here, h)
-                rows.append((j, ln))
-            skip = b.or_(above, here)
+                if self.kinds[j][m].endswith("q"):
+                    h = self._row(j, m, p, at, blind)[3]
+                    here = b.or_(here, h if blind is None else b.and_(h, b.not_(blind)))
+            skip = b.or_(above, here) if q else None
+            for j in self._fold_ops(m):
+                p = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                if self.kinds[j][m] not in ("n", "f"):
+                    rows.append((j, self._row(j, m, p, at, skip)[0]))
             for j, ln in rows:
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
@@ -443,6 +455,12 @@ class _NestGen(KernelGen):
         if q and not self.skipna:
             return n, b.load(self.fmiss)
         return n, None
+
+    def _fold_ops(self, m, only=""):
+        """Operands with a var (`only="q"`: `?var`) row between the folded level and m."""
+        return [j for j in range(self.nin) if any(
+            kd not in ("n", "f") and kd.endswith(only) for kd in self.kinds[j][self.axis + 1:
+                                                                             m + 1])]
 
     def _fold_level(self, m, top, path, qs, ns, miss=None):
         """Result level m below the folded level (qs, ns: indices and lengths so far);
@@ -496,21 +514,21 @@ class _NestGen(KernelGen):
         def each(i):
             at = path[:]
             at[self.axis] = i
-            got = [self._descend(j, b.gep(bases[j], [b.mul(i, steps[j])]), self.axis + 1,
-                                 qs, ns, at) for j in range(self.nin)]
-            addr = [a for a, _ in got]
-            gone = [g for _, g in got if g is not None]
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
+            skip = None  # element i under a missing row: skipped, its rows not paired
+            for j in self._fold_ops(self.nlev - 1, "q"):
+                g = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None, False)[1]
+                skip = g if skip is None else b.or_(skip, g)
+            addr = [self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                    for j in range(self.nin)]
 
             def fold():
                 self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
                                   if self.masked[j]])
-            if not gone:
+            if skip is None:
                 fold()
                 return
-            skip = gone[0]
-            for g in gone[1:]:
-                skip = b.or_(skip, g)
-            with b.if_then(b.not_(skip)):  # an element under a missing row: skipped
+            with b.if_then(b.not_(skip)):
                 fold()
         for_loop(b, na, each, name="fi")
         self._finish(pos, na)
