@@ -3,8 +3,8 @@
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
-reductions over any axis or tuple of axes, in one pass (with missing rows: the last axis,
-every axis, or axes below every `?var` dim). Rows (of stepping views too) are read in place
+reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
+every axis, or several axes below every `?var` dim). Rows (of stepping views too) are read in place
 from the arrmeta (every byte it lets the kernel address is checked inside its memory block
 first) and checked and paired inside the kernel; leaves in another numeric dtype than the
 body's are converted where loaded; ragged results are written by the kernel after a pass
@@ -191,9 +191,9 @@ def evaluate_nest(expr):
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
         why = "with missing rows (?var) and var dims above the last one, reductions run " \
-            "over the last axis, all axes, or axes below every ?var dim (a missing row " \
-            "against a fixed dim, or folded along its own axis or one above it, is not " \
-            "supported)" if any(
+            "over one axis, all axes, or several axes below every ?var dim (a missing " \
+            "row against a fixed dim, or folded along its own axis above a fixed dim, is " \
+            "not supported)" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "with var dims above the last one, elementwise work and reductions over any " \
             "axes run as one fused step over numeric leaves read in place (no stepping views)"
@@ -239,8 +239,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows at any level; folds over other axes than the last or all
-    # take them only above the first folded axis (the group walk has no missing rows)
+    # ?var levels: missing rows at any level; a missing row folded along a middle axis
+    # makes the result row below it missing (a var one: `?n` rows there are refused);
+    # folds over several axes take them only above the first (their group walk does not
+    # track missing rows)
     qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
     # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
     # rows of `?0` have no room for their present byte)
@@ -248,9 +250,10 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     if qfix and (mode not in ("map", "reduce") or where_masks or
                  any(sizes[k] == 0 for k in qfix)):
         return None
-    if qlev and mode.startswith("fold") and (where_masks or max(qlev) >= axes[0]):
+    if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
         return None
-    if qlev and mode == "all" and 0 in qlev:
+    if qlev and ((mode == "all" and 0 in qlev) or
+                 (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")):
         return None
     # where() over missing rows: a row is missing where an element takes a branch's
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
@@ -270,7 +273,13 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
     validity: dict = {}  # result ?var level -> which of its rows are present
-    qres = qlev  # the result's ?var levels (a fold takes them only above its axes)
+    # the result's ?var levels: a missing row stays missing above a folded axis, makes the
+    # row below it missing at the axis, and below it is skipped under skipna
+    if mode.startswith("fold"):
+        qres = {k for k in qlev if k < axes[0] or (k > axes[0] and not skipna)}
+        qres |= {axes[0] + 1} if axes[0] in qlev else set()
+    else:
+        qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
     # count passes: result var rows' lengths, one var level at a time (rows of a level are

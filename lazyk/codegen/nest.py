@@ -19,8 +19,9 @@ fixed result level (`?n`) the level still runs its n elements: the operand is "g
 reads zero bytes, never its own) and the fill pass writes the row's present byte (word
 6 + nlev + 2k: the bytes, +1: the first row). A where() branch's missing row is gone too:
 the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n where an
-element takes it. Folding every level ("all"), a missing row is skipped under skipna,
-else the result is missing; "fold<a>[,<b>...]" takes `?var` rows only above level a.
+element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
+row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
+several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
 value's address + mask_offset.
 
@@ -183,7 +184,17 @@ class _NestGen(KernelGen):
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
-        if self.track:  # what a gone operand reads instead: zero bytes
+        # one folded level over `?var` rows at or below it: `_qfold_level`; `?var` rows
+        # below it (fold_q) are found first, element by element
+        self.qfold = len(self.axes) == 1 and any(kd.endswith("q") for ks in self.kinds
+                                                 for kd in ks[self.axis:])
+        self.fold_q = self.qfold and any(kd.endswith("q") for ks in self.kinds
+                                         for kd in ks[self.axis + 1:])
+        if self.fold_q:
+            with b.goto_entry_block():
+                self.fmiss = b.alloca(I1, name="fmiss")
+                self.fseen = b.alloca(I1, name="fseen")
+        if self.track or self.fold_q:  # what a gone operand reads instead: zero bytes
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
@@ -340,6 +351,9 @@ class _NestGen(KernelGen):
             slot = b.load(self.qcnt[k])
             b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
             b.store(b.add(slot, c(1)), self.qcnt[k])
+        if k == self.axis and self.qfold:
+            self._qfold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [], miss)
+            return
         if k == self.axis:
             self._fold_level(k + 1, (bases, steps, n), path, {}, {})
             return
@@ -497,6 +511,195 @@ class _NestGen(KernelGen):
         seen = b.add(b.load(self.count), b.zext(b.load(self.bad), I64))
         self._finish(pos, seen)
         b.store(b.add(pos, c(1)), self.pos)
+
+    # ------------------------------------------------------------ one folded level, `?var`
+    # "fold<a>" (one axis) over `?var` rows at or below level a: an element of level a under
+    # a missing row is found first (its rows are not paired) and skipped, or makes the
+    # result row missing (not under skipna); a missing row of level a makes the result row
+    # below it missing.
+    def _descend(self, j, p, m, qs, ns, path, gone=None, check=True):
+        """Operand j's address at level m + len(qs) from its address p at level m, along
+        result indices qs of result lengths ns (a row of length 1 stretches), and whether a
+        row on the way is missing (`?var`; then none below it is read; None: no `?var`),
+        and whether a row on the way was not read (missing, or not pairing unchecked).
+        `check`: rows must pair with the result's; else a row that does not is not read
+        below (a checked pass raises for it)."""
+        b, c = self.b, self.c
+        real = gone
+        for q, n in zip(qs, ns):
+            kind, f = self.kinds[j][m], self.f[j][m]
+            if kind == "f":
+                p = b.gep(p, [b.mul(q, f[0])])
+            elif kind != "n":
+                ln, base, stride, now = self._qrow(j, m, p, path, gone)
+                if kind.endswith("q"):
+                    here = now if gone is None else b.and_(now, b.not_(gone))
+                    real = here if real is None else b.or_(real, here)
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                if now is not None:
+                    ok = b.or_(ok, now)
+                if check:
+                    self._check(ok, 4, m, path, j, ln, n, c(-1))
+                    gone = now
+                else:
+                    gone = b.not_(ok) if now is None else b.or_(now, b.not_(ok))
+                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
+                p = b.gep(base, [b.mul(q, stride)])
+            m += 1
+        return p, real, gone
+
+    def _qfold_len(self, m, top, qs, ns, path):
+        """The result length at level m: the rows there, one per element i of the folded
+        level, pair up (one length, rows of length 1 stretching; nothing folded: 0), and
+        whether it is missing (an element's row at level m is: skipped under skipna, else
+        the result row is missing; an element missing above m is skipped)."""
+        b, c = self.b, self.c
+        bases, steps, na = top
+        b.store(c(1), self.flen)
+        q = self.fold_q
+        if q:
+            b.store(ir.Constant(I1, 0), self.fmiss)
+            b.store(ir.Constant(I1, 0), self.fseen)
+
+        def each(i):
+            n = b.load(self.flen)
+            at = path[:]
+            at[self.axis] = i
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
+            rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
+            # first whether element i is missing here or above (its rows are not paired)
+            for j in self._fold_ops(m, "q"):
+                p, g, blind = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None,
+                                            False)
+                if g is not None:
+                    above = b.or_(above, g)
+                if self.kinds[j][m].endswith("q"):
+                    h = self._qrow(j, m, p, at, blind)[3]
+                    here = b.or_(here, h if blind is None else b.and_(h, b.not_(blind)))
+            skip = b.or_(above, here) if q else None
+            for j in self._fold_ops(m):
+                p = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                if self.kinds[j][m] not in ("n", "f"):
+                    rows.append((j, self._qrow(j, m, p, at, skip)[0]))
+            for j, ln in rows:
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                           b.icmp_signed("==", ln, n))
+                self._check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
+                n = b.select(b.or_(skip, b.icmp_signed("==", ln, c(1))), n, ln) if q else \
+                    b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+            b.store(n, self.flen)
+            if q:
+                b.store(b.or_(b.load(self.fmiss), b.and_(here, b.not_(above))), self.fmiss)
+                b.store(b.or_(b.load(self.fseen), b.not_(skip)), self.fseen)
+        for_loop(b, na, each, name=f"fl{m}")
+        none = b.icmp_signed("==", na, c(0))
+        if q:
+            none = b.or_(none, b.not_(b.load(self.fseen)))
+        n = b.select(none, c(0), b.load(self.flen))
+        if q and not self.skipna:
+            return n, b.load(self.fmiss)
+        return n, None
+
+    def _fold_ops(self, m, only=""):
+        """Operands with a var (`only="q"`: `?var`) row between the folded level and m."""
+        return [j for j in range(self.nin) if any(
+            kd not in ("n", "f") and kd.endswith(only) for kd in self.kinds[j][self.axis + 1:
+                                                                             m + 1])]
+
+    def _qfold_level(self, m, top, path, qs, ns, miss=None):
+        """Result level m below the folded level (qs, ns: indices and lengths so far);
+        `miss`: the folded row is missing (`?var`): so is the result row."""
+        b, c = self.b, self.c
+        if m == self.nlev:
+            self._qfold_leaf(top, path, qs, ns)
+            return
+        if self.levels[m] == "f":
+            n = self.sizes[m]
+        else:
+            slot = b.load(self.cnt[m])
+            at = b.gep(self.lens[m], [slot])
+            if self.counting:
+                n, gone = self._qfold_len(m, top, qs, ns, path)
+                if gone is not None and "v" in self.levels[m + 1:]:
+                    # a missing result row: the present rows under it must still pair
+                    with b.if_then(gone):
+                        for_loop(b, n, lambda q: self._qfold_check(
+                            m + 1, top, path + [q], qs + [q], ns + [n]), name=f"fc{m}")
+                if miss is not None:
+                    gone = miss if gone is None else b.or_(gone, miss)
+                if gone is not None:  # a missing result row: length -1, nothing under it
+                    n = b.select(gone, c(0), n)
+                b.store(n if gone is None else b.select(gone, c(-1), n), at)
+            else:
+                n = self._counted(slot, m)  # our own count: every write stays inside
+            b.store(b.add(slot, c(1)), self.cnt[m])
+            if self.counting and m == self.deepest:
+                return
+        for_loop(b, n, lambda q: self._qfold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
+                 name=f"f{m}")
+
+    def _qfold_check(self, m, top, path, qs, ns):
+        """Pair the rows at level m and below (nothing written): under a missing result row
+        the present rows still line up, or the fold raises."""
+        b = self.b
+        if "v" not in self.levels[m:]:
+            return
+        n = self.sizes[m] if self.levels[m] == "f" else \
+            self._qfold_len(m, top, qs, ns, path)[0]
+        for_loop(b, n, lambda q: self._qfold_check(m + 1, top, path + [q], qs + [q],
+                                                  ns + [n]), name=f"fk{m}")
+
+    def _qfold_leaf(self, top, path, qs, ns):
+        b, c = self.b, self.c
+        bases, steps, na = top
+        self._reset()
+        pos = b.load(self.pos)
+
+        def each(i):
+            at = path[:]
+            at[self.axis] = i
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
+            skip = None  # element i under a missing row: skipped, its rows not paired
+            for j in self._fold_ops(self.nlev - 1, "q"):
+                g = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None, False)[1]
+                skip = g if skip is None else b.or_(skip, g)
+            addr = [self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                    for j in range(self.nin)]
+
+            def fold():
+                self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
+                                  if self.masked[j]])
+            if skip is None:
+                fold()
+                return
+            with b.if_then(b.not_(skip)):
+                fold()
+        for_loop(b, na, each, name="fi")
+        self._finish(pos, na)
+        b.store(b.add(pos, c(1)), self.pos)
+
+    def _qrow(self, j, m, p, path, gone=None):
+        """Operand j's var row at level m whose start index is at p: (length, element-0
+        address, stride, gone), its indices checked. `gone`: a row above is missing (an
+        i1, or None); a `?var` row may be missing itself: then its indices are not read
+        (length 1, it pairs with any row) and `gone` becomes true."""
+        b, c = self.b, self.c
+        delta, content, istride, stride, length = self.f[j][m][:5]
+        kind = self.kinds[j][m]
+        w = int(kind[0])
+
+        def at(q):  # a missing row's bytes are not read: zeros instead
+            return q if gone is None else b.select(gone, self.dummy, q)
+        if kind.endswith("q"):
+            here = b.icmp_unsigned("==", b.load(at(b.gep(p, [self.f[j][m][5]])), align=1),
+                                   ir.Constant(I8, 0))
+            gone = here if gone is None else b.or_(gone, here)
+        start = self._index(at(p), w)
+        stop = self._index(at(b.gep(p, [delta])), w)
+        ok = self._row_ok(kind, self.f[j][m], start, stop)
+        self._check(ok, 1, m, path, j, start, stop, length)
+        ln = b.sub(stop, start) if gone is None else b.select(gone, c(1), b.sub(stop, start))
+        return ln, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
 
     # ------------------------------------------------------------ innermost level
     def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
@@ -753,7 +956,7 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
     kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width),
     '4s' / '8s' (var rows of a stepping view) or '4q' / '8q' / '4sq' / '8sq' (`?var`, at var
-    levels; "fold<a>[,<b>...]": only above level a);
+    levels; "fold<a>,<b>...": only above level a);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
     where_masks: ("map") a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
