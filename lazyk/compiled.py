@@ -638,7 +638,7 @@ class RaggedCompiledExpr(CompiledExpr):
                 option = _input_type(v.array)[2]  # ?T values (not rows)
             else:
                 shape, dtype = v.shape, v.dtype.newbyteorder("=")
-                rows = tuple(getattr(v, "rows", ())) or (False,) * len(shape)
+                rows = (isinstance(v, RaggedPlaceholder) and v.rows) or (False,) * len(shape)
             if isinstance(v, Placeholder) and not name.startswith("$"):
                 label = name
             else:  # a data leaf (restored from a pickle: `$k`)

@@ -100,7 +100,7 @@ class Expr(Operators):
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         text = self.node.type_text()
-        if not builtins.any(isinstance(v, RaggedLeaf) or builtins.any(getattr(v, "rows", ()))
+        if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
                             for v in self.env.values()):
             if has_options(self) and not _skips_missing(self.node):
                 head, _, tail = text.rpartition(" * ")
@@ -234,9 +234,14 @@ def _wrap_text_rows(arr: Any) -> Expr:
     return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
+def _missing_rows(v: Any) -> bool:
+    """Whether `v` is a placeholder with `?var` dims (missing rows)."""
+    return isinstance(v, RaggedPlaceholder) and builtins.any(v.rows)
+
+
 def has_options(e: Expr) -> bool:
     """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
-    return builtins.any(getattr(v, "option", False) or builtins.any(getattr(v, "rows", ()))
+    return builtins.any(getattr(v, "option", False) or _missing_rows(v)
                         for v in e.env.values())  # missing rows (`?var`) too
 
 
@@ -639,7 +644,7 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
     for node in _toposort(root):
         if node.op == "input":
             leaf = env.get(node.arg)
-            if builtins.any(getattr(leaf, "rows", ())):  # a placeholder with `?var` dims
+            if _missing_rows(leaf):  # a placeholder with `?var` dims
                 memo[id(node)] = (list(leaf.rows), leaf.option)
                 continue
             flags, t = [], getattr(leaf, "array", None)
