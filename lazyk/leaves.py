@@ -217,8 +217,9 @@ def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
             "missing rows (?var)" if isinstance(node, VarDim) else \
             "nested options" if isinstance(node, Option) else f"element type {node}"
         raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
-                                "yet (fixed, symbolic and var dims over a bool / integer / "
-                                "float / complex element type T or ?T only)")
+                                "yet (fixed, symbolic, var and ?var dims over a bool / "
+                                "integer / float / complex / string element type T or ?T "
+                                "only)")
     if with_rows:
         return tuple(dims), node.to_numpy().newbyteorder("="), option, tuple(rows)
     return tuple(dims), node.to_numpy().newbyteorder("="), option
