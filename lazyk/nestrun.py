@@ -4,12 +4,12 @@
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
 reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
-every axis, or several axes below every `?var` dim). Rows (of stepping views too) are read in place
-from the arrmeta (every byte it lets the kernel address is checked inside its memory block
-first) and checked and paired inside the kernel; leaves in another numeric dtype than the
-body's are converted where loaded; ragged results are written by the kernel after a pass
-that counts their row lengths. `evaluate_nest`
-returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
+every axis, or several axes below every `?var` dim). Rows (of stepping views too) are read
+in place from the arrmeta (every byte it lets the kernel address is checked inside its
+memory block first) and checked and paired inside the kernel; leaves in another numeric
+dtype than the body's are converted where loaded; ragged results are written by the kernel
+after a pass that counts their row lengths. `evaluate_nest` returns None for what the nest
+does not take; `lazyk.ragged`'s row path runs that."""
 from __future__ import annotations
 
 import ctypes

@@ -635,8 +635,8 @@ class _NestGen(KernelGen):
             b.store(b.add(slot, c(1)), self.cnt[m])
             if self.counting and m == self.deepest:
                 return
-        for_loop(b, n, lambda q: self._qfold_level(m + 1, top, path + [q], qs + [q], ns + [n]),
-                 name=f"f{m}")
+        for_loop(b, n, lambda q: self._qfold_level(m + 1, top, path + [q], qs + [q],
+                                                   ns + [n]), name=f"f{m}")
 
     def _qfold_check(self, m, top, path, qs, ns):
         """Pair the rows at level m and below (nothing written): under a missing result row
