@@ -514,9 +514,10 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     env: dict = {}
     for name, shape, dt, is_placeholder, *option in leaves:
         dtype = text_dtype(dt)
+        rows = tuple(option[1]) if len(option) > 1 else ()  # `?var` dims
         option = bool(option and option[0])
         if option or "var" in shape:  # a var / option parameter (a placeholder or data)
-            env[name] = RaggedPlaceholder(name, shape, dtype, option)
+            env[name] = RaggedPlaceholder(name, shape, dtype, option, rows)
             continue
         # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
         env[name] = (Placeholder(name, shape, dtype) if is_placeholder
@@ -533,38 +534,47 @@ def _ragged_param(v: Any) -> bool:
     return isinstance(v, (RaggedPlaceholder, RaggedLeaf))
 
 
-def _typed_text(shape: tuple, dtype: np.dtype, option: bool) -> str:
-    text = type_text(shape, dtype)
-    if not option:
-        return text
-    head, _, tail = text.rpartition(" * ")
-    return f"{head} * ?{tail}" if head else f"?{tail}"
+def _typed_text(shape: tuple, dtype: np.dtype, option: bool, rows: tuple = ()) -> str:
+    parts = type_text(shape, dtype).split(" * ")
+    parts = [("?" if r else "") + p for r, p in zip(rows, parts[:-1])] + parts[len(rows):-1] \
+        + [("?" if option else "") + parts[-1]]
+    return " * ".join(parts)
 
 
-def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
-    """(dims with "var", dtype, option, env value, type text) of a call's input: a lazyk
-    Array (var / option ones become ragged leaves), a NumPy array, nested lists or a scalar.
-    `option` is None for `?var` rows (no parameter has them)."""
+def _rows_of(t: Any) -> tuple:
+    """A flag per dim of a lazyk type: whether it is `?var` (missing rows)."""
+    rows = []
+    while isinstance(t, (_T.FixedDim, _T.VarDim)) or (
+            isinstance(t, _T.Option) and isinstance(t.elem, _T.VarDim)):
+        rows.append(isinstance(t, _T.Option))
+        t = t.elem.elem if rows[-1] else t.elem
+    return tuple(rows)
+
+
+def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
+    """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
+    call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
+    nested lists or a scalar."""
     if isinstance(x, (list, tuple)):
         x = _array(x)  # nested lists: lazyk infers var dims
     if isinstance(x, Array):
-        t, dims = x.type, []
-        while isinstance(t, (_T.FixedDim, _T.VarDim)):
+        t, dims, rows = x.type, [], _rows_of(x.type)
+        while isinstance(t, (_T.FixedDim, _T.VarDim)) or len(dims) < len(rows):
+            t = t.elem if isinstance(t, _T.Option) else t
             dims.append(t.size if isinstance(t, _T.FixedDim) else "var")
             t = t.elem
         option = isinstance(t, _T.Option)
         elem = t.elem if option else t
-        if isinstance(elem, _T.VarDim):
-            return tuple(dims), np.dtype(np.float64), None, None, str(x.type)
         if elem == _STRING:  # string elements: rows, or a view of the fixed elements
-            value = RaggedLeaf(x, option) if option or "var" in dims else \
+            value = RaggedLeaf(x, option or any(rows)) if option or "var" in dims else \
                 OwnedView(text_view(x), x)
-            return tuple(dims), _STRING_ELEMENT, option, value, str(x.type)
+            return tuple(dims), _STRING_ELEMENT, option, value, str(x.type), rows
         if not isinstance(elem, _T.Scalar) or elem.kind not in "biufc":
-            return tuple(dims), np.dtype("V8"), option, None, str(x.type)
+            return tuple(dims), np.dtype("V8"), option, None, str(x.type), rows
         dtype = elem.to_numpy()
         if option or "var" in dims:
-            return tuple(dims), dtype, option, RaggedLeaf(x, option), str(x.type)
+            return tuple(dims), dtype, option, RaggedLeaf(x, option or any(rows)), \
+                str(x.type), rows
         x = x.to_numpy()
     if isinstance(x, (int, float, complex, np.generic)):
         x = np.asarray(x)
@@ -572,7 +582,7 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str]:
         raise TypeError(f"inputs must be lazyk arrays, NumPy arrays, lists or scalars, not "
                         f"{type(x).__name__} (Arrow and Awkward data: lazyk.from_arrow, "
                         "lazyk.from_awkward)")
-    return x.shape, x.dtype, False, x, type_text(x.shape, x.dtype)
+    return x.shape, x.dtype, False, x, type_text(x.shape, x.dtype), (False,) * np.ndim(x)
 
 
 def _var_rows(x: np.ndarray) -> RaggedLeaf:
@@ -612,7 +622,8 @@ class RaggedCompiledExpr(CompiledExpr):
         self.expr = expr
         self.program = None
         self.params = tuple(dict.fromkeys(_leaf_order(expr.node)))
-        self._types = []  # (dims with "var", native dtype, option) per parameter
+        # (dims with "var", native dtype, option, `?var` flag per dim) per parameter
+        self._types = []
         shown, k = [], 0
         for name in self.params:
             v = leaf_data(expr.env[name])
@@ -622,14 +633,18 @@ class RaggedCompiledExpr(CompiledExpr):
                     _STRING_ELEMENT
             elif isinstance(v, RaggedLeaf):
                 shape, dtype = _ragged.describe(v.array)[:2]
+            if isinstance(v, RaggedLeaf):
+                rows = _rows_of(v.array.type)
+                option = _input_type(v.array)[2]  # ?T values (not rows)
             else:
                 shape, dtype = v.shape, v.dtype.newbyteorder("=")
+                rows = (isinstance(v, RaggedPlaceholder) and v.rows) or (False,) * len(shape)
             if isinstance(v, Placeholder) and not name.startswith("$"):
                 label = name
             else:  # a data leaf (restored from a pickle: `$k`)
                 label, k = f"_{k}", k + 1
-            self._types.append((tuple(shape), dtype, option))
-            shown.append((label, _typed_text(shape, dtype, option)))
+            self._types.append((tuple(shape), dtype, option, rows))
+            shown.append((label, _typed_text(shape, dtype, option, rows)))
         self.labels = tuple(label for label, _ in shown)
         self.signature = signature_text(shown, str(expr.type))
         self._fast = self._red = None
@@ -637,8 +652,9 @@ class RaggedCompiledExpr(CompiledExpr):
 
     def _state(self) -> tuple:
         nodes, leaves = super()._state()
-        # options travel with the leaves (a fifth field), var dims in their shapes
-        return nodes, tuple(leaf + (t[2],) for leaf, t in zip(leaves, self._types))
+        # options travel with the leaves (a fifth field, `?var` dims a sixth), var dims in
+        # their shapes
+        return nodes, tuple(leaf + (t[2], t[3]) for leaf, t in zip(leaves, self._types))
 
     def _bind_ragged(self, inputs: tuple, casting: str) -> dict:
         if len(inputs) != len(self.params):
@@ -646,16 +662,14 @@ class RaggedCompiledExpr(CompiledExpr):
                             f"{len(inputs)}")
         env, sizes = {}, {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
-            want, dtype, option = self._types[i]
+            want, dtype, option, want_rows = self._types[i]
             label = self.labels[i]
-            dims, got, got_option, value, text = _input_type(x)
-            expected = _typed_text(want, dtype, option)
+            dims, got, got_option, value, text, qrows = _input_type(x)
+            expected = _typed_text(want, dtype, option, want_rows)
 
             def mismatch(why: str):
                 return TypeMatchError(f"input {label!r}: expected {expected}, got {text} "
                                       f"({why}): {self.signature}")
-            if got_option is None:
-                raise mismatch("missing rows (?var) are not supported in compiled expressions")
             if value is None:
                 raise mismatch("numeric elements only")
             if len(dims) != len(want):
@@ -687,6 +701,9 @@ class RaggedCompiledExpr(CompiledExpr):
             if (dtype == _STRING_ELEMENT or got == _STRING_ELEMENT) and got != dtype:
                 raise mismatch("string parameters take lazyk string arrays (lazyk.array("
                                "list_of_str)), other parameters no strings")
+            if tuple(qrows) != tuple(want_rows):
+                raise mismatch("missing rows (?var) in one but not the other: "
+                               "the result's type follows the parameter's")
             if got.newbyteorder("=") != dtype:
                 if not np.can_cast(got, dtype, casting):
                     raise CastingError(

@@ -100,7 +100,8 @@ class Expr(Operators):
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         text = self.node.type_text()
-        if not builtins.any(isinstance(v, RaggedLeaf) for v in self.env.values()):
+        if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
+                            for v in self.env.values()):
             if has_options(self) and not _skips_missing(self.node):
                 head, _, tail = text.rpartition(" * ")
                 text = f"{head} * ?{tail}" if head else f"?{tail}"
@@ -233,9 +234,15 @@ def _wrap_text_rows(arr: Any) -> Expr:
     return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
+def _missing_rows(v: Any) -> bool:
+    """Whether `v` is a placeholder with `?var` dims (missing rows)."""
+    return isinstance(v, RaggedPlaceholder) and builtins.any(v.rows)
+
+
 def has_options(e: Expr) -> bool:
     """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
-    return builtins.any(getattr(v, "option", False) for v in e.env.values())
+    return builtins.any(getattr(v, "option", False) or _missing_rows(v)
+                        for v in e.env.values())  # missing rows (`?var`) too
 
 
 def as_expr(x: Any) -> Expr:
@@ -300,13 +307,13 @@ def placeholder(name: str, type: Any) -> Expr:
 
     Raises:
         TypeParseError: malformed type text (with line, column and a caret).
-        NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, `?var`
-            rows, records / tuples and other non-numeric element types.
+        NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
+            tuples and other non-numeric element types.
     """
-    shape, dtype, option = parse_placeholder_type(type)
+    shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
-        return Expr(node, {name: RaggedPlaceholder(name, shape, dtype, option)})
+        return Expr(node, {name: RaggedPlaceholder(name, shape, dtype, option, rows)})
     return Expr(node, {name: Placeholder(name, shape, dtype)})
 
 
@@ -637,6 +644,9 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
     for node in _toposort(root):
         if node.op == "input":
             leaf = env.get(node.arg)
+            if _missing_rows(leaf):  # a placeholder with `?var` dims
+                memo[id(node)] = (list(leaf.rows), leaf.option)
+                continue
             flags, t = [], getattr(leaf, "array", None)
             t = t.type if t is not None else None
             while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:

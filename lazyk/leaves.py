@@ -33,24 +33,26 @@ class Placeholder:
 
 class RaggedPlaceholder(Placeholder):
     """A parameter with var dims or missing values: `placeholder('x', 'N * var * ?float64')`.
-    `shape` holds "var" for a var dim; `option` marks `?T` elements. Only
-    `lazyk.compile` runs it (on lazyk arrays of that type)."""
+    `shape` holds "var" for a var dim; `option` marks `?T` elements, `rows` (one flag per
+    dim) `?var` dims (missing rows). Only `lazyk.compile` runs it (on lazyk arrays of that
+    type)."""
 
-    __slots__ = ("option",)
+    __slots__ = ("option", "rows")
 
-    def __init__(self, name: str, shape: tuple, dtype: np.dtype, option: bool):
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, option: bool,
+                 rows: tuple = ()):
         super().__init__(name, shape, dtype)
         self.option = bool(option)
+        self.rows = tuple(bool(r) for r in rows) or (False,) * len(shape)
 
     def __repr__(self) -> str:
         return f"{self.name}: {self.type_text()}"
 
     def type_text(self) -> str:
-        text = type_text(self.shape, self.dtype)
-        if not self.option:
-            return text
-        head, _, tail = text.rpartition(" * ")
-        return f"{head} * ?{tail}" if head else f"?{tail}"
+        parts = type_text(self.shape, self.dtype).split(" * ")
+        parts = [("?" if r else "") + p for r, p in zip(self.rows, parts[:-1])] + \
+            [("?" if self.option else "") + parts[-1]]
+        return " * ".join(parts)
 
 
 def is_dask_array(x: Any) -> bool:
@@ -188,15 +190,20 @@ def text_view(array) -> np.ndarray:
     return view
 
 
-def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
+def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
     """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
     (a var dim is "var" in dims) over a numeric `T` or `?T`, or over `string` / `?string`
-    (dtype `ops.STRING`). TypeParseError for malformed text; NotSupportedError, naming the
-    type, for ellipsis dims, `?var` rows, records and other element types."""
+    (dtype `ops.STRING`); `with_rows` adds a flag per dim for `?var` dims (missing rows;
+    refused without it). TypeParseError for malformed text; NotSupportedError, naming the
+    type, for ellipsis dims, records and other element types."""
     t = dshape(type)
     dims: list = []
+    rows: list = []
     node = t
-    while isinstance(node, (FixedDim, SymbolicDim, VarDim)):
+    while isinstance(node, (FixedDim, SymbolicDim, VarDim)) or (
+            with_rows and isinstance(node, Option) and isinstance(node.elem, VarDim)):
+        rows.append(isinstance(node, Option))
+        node = node.elem if rows[-1] else node
         dims.append(node.size if isinstance(node, FixedDim) else
                     "var" if isinstance(node, VarDim) else node.name)
         node = node.elem
@@ -204,14 +211,17 @@ def parse_placeholder_type(type: Any) -> tuple[tuple, np.dtype, bool]:
     if option:
         node = node.elem
     if isinstance(node, Scalar) and node.name == "string":  # `{begin, size}` elements
-        return tuple(dims), ops.STRING, option
+        return (tuple(dims), ops.STRING, option) + ((tuple(rows),) if with_rows else ())
     if not isinstance(node, Scalar) or node.kind not in "biufc":
         what = "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
             "missing rows (?var)" if isinstance(node, VarDim) else \
             "nested options" if isinstance(node, Option) else f"element type {node}"
         raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
-                                "yet (fixed, symbolic and var dims over a bool / integer / "
-                                "float / complex element type T or ?T only)")
+                                "yet (fixed, symbolic, var and ?var dims over a bool / "
+                                "integer / float / complex / string element type T or ?T "
+                                "only)")
+    if with_rows:
+        return tuple(dims), node.to_numpy().newbyteorder("="), option, tuple(rows)
     return tuple(dims), node.to_numpy().newbyteorder("="), option
 
 

@@ -1,13 +1,15 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
 `lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
-`{begin, size}` elements read in place for the string operations); elementwise work with
-the seed broadcasting rules and reductions over any axis or tuple of axes, in one pass.
-Rows (of stepping views too) are read in place from the arrmeta (every byte it lets the
-kernel address is checked inside its memory block first) and checked and paired inside the
-kernel; leaves in another numeric dtype than the body's are converted where loaded; ragged
-results are written by the kernel after a pass that counts their row lengths. `evaluate_nest`
-returns None for what the nest does not take; `lazyk.ragged`'s row path runs that."""
+`{begin, size}` elements read in place for the string operations), missing rows (`?var`)
+at any level; elementwise work with the seed broadcasting rules (`where` too) and
+reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
+every axis, or several axes below every `?var` dim). Rows (of stepping views too) are read
+in place from the arrmeta (every byte it lets the kernel address is checked inside its
+memory block first) and checked and paired inside the kernel; leaves in another numeric
+dtype than the body's are converted where loaded; ragged results are written by the kernel
+after a pass that counts their row lengths. `evaluate_nest` returns None for what the nest
+does not take; `lazyk.ragged`'s row path runs that."""
 from __future__ import annotations
 
 import ctypes
@@ -188,8 +190,10 @@ def evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var) and var dims above the last one, elementwise work " \
-            "(without where) and reductions over the last axis run" if any(
+        why = "with missing rows (?var) and var dims above the last one, reductions run " \
+            "over one axis, all axes, or several axes below every ?var dim (a missing " \
+            "row against a fixed dim, or folded along its own axis above a fixed dim, is " \
+            "not supported)" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "with var dims above the last one, elementwise work and reductions over any " \
             "axes run as one fused step over numeric leaves read in place (no stepping views)"
@@ -235,16 +239,29 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows in elementwise work and reductions over the last axis
-    # (a last `?var` under fixed dims stays on the row path; against a fixed dim: refused)
+    # ?var levels: missing rows at any level; a missing row folded along a middle axis
+    # makes the result row below it missing (a var one: `?n` rows there are refused);
+    # folds over several axes take them only above the first (their group walk does not
+    # track missing rows)
     qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
-    if qlev and (mode not in ("map", "reduce") or where_masks or _old_form(leaves) or
-                 any(levels[k] != "v" for k in qlev)):
+    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
+    # rows of `?0` have no room for their present byte)
+    qfix = {k for k in qlev if levels[k] == "f"}
+    if qfix and (mode not in ("map", "reduce") or where_masks or
+                 any(sizes[k] == 0 for k in qfix)):
         return None
+    if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
+        return None
+    if qlev and ((mode == "all" and 0 in qlev) or
+                 (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")):
+        return None
+    # where() over missing rows: a row is missing where an element takes a branch's
+    # missing row; the last count pass marks those rows ("mark"), then they are pruned
+    wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
-                         leaves, reduce_arg, red_node)
+                         leaves, reduce_arg, red_node, bool(qlev))
     # the result's levels (their level numbers in the nest), their kinds and sizes
     res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
         mode == "reduce" else [k for k in range(nlev) if k not in axes]
@@ -256,7 +273,15 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
     validity: dict = {}  # result ?var level -> which of its rows are present
+    # the result's ?var levels: a missing row stays missing above a folded axis, makes the
+    # row below it missing at the axis, and below it is skipped under skipna
+    if mode.startswith("fold"):
+        qres = {k for k in qlev if k < axes[0] or (k > axes[0] and not skipna)}
+        qres |= {axes[0] + 1} if axes[0] in qlev else set()
+    else:
+        qres = qlev
     keep = [leaves]
+    raw: dict = {}  # where() over missing rows: each level's marked lengths
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
     for p in rvar:
@@ -268,17 +293,21 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         for q in rvar:
             if q <= p:
                 w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
-        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, f"count{res[p]}", skipna,
-                           step.mean)
+        npass = f"{'mark' if wq and p == rvar[-1] else 'count'}{res[p]}"
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, npass, skipna, step.mean, wq)
         parts = _count_parts(levels, sizes, offsets, rvar, res, p, n0)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
+        if wq and p == rvar[-1]:
+            raw = {**scratch, p: lens}
         for rec in RECORDERS:
             rec.append(("nest", kern, len(parts)))
         off = np.zeros(nrows + 1, np.int64)
         np.cumsum(np.maximum(lens, 0), out=off[1:])  # -1: a missing row, no elements
         offsets[p] = off
-        if res[p] in qlev:
+        if res[p] in qres:
             validity[p] = lens >= 0
+    if wq:
+        offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
@@ -288,30 +317,86 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     words[4] = 0 if flags is None else flags.ctypes.data
     for p in rvar:  # the fill pass checks every result row against these
         words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+    # `?n` levels of the result: the fill pass writes each row's present byte
+    rfix = [p for p in range(nres) if res[p] in qfix]
+    present = {p: np.empty(_positions(r_end, rl, rs, offsets, p)[-1] if p else 1, np.uint8)
+               for p in rfix}
+    for p in rfix:
+        words[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
     kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                       where_masks and any(maskd))
-    parts = _nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
-    kern.run(words, step.consts, parts, (keep, out, flags, offsets), labels)
+                       where_masks and (any(maskd) or wq))
+    parts = _nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
+    kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
-        return _nest_result(out.astype(root.dtype, copy=False), mask, dims, offsets, xs_end,
-                            validity)
+        return _fixed_rows(_nest_result(out.astype(root.dtype, copy=False), mask, dims,
+                                        offsets, xs_end, validity), present)
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
-    if nlev - 1 in qlev:  # a missing row reduced along its own axis: missing (skipna too)
+    if nlev - 1 in qlev and mode == "reduce":  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
         mask = mask & ((flags & 2) != 0)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
-    got = _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, offsets,
-                       xs_end, validity)
+    got = _fixed_rows(_nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
+                                   offsets, xs_end, validity), present)
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
         for a in axes:
             got = got[(slice(None),) * a + (None,)]
     return got
+
+
+def _fixed_rows(result, present: dict):
+    """`result` with the rows of result level p missing where `present[p]` is 0 (rows in
+    nest order: every row of a level counted, also under a missing fixed row): a `?n`
+    dim, built through nested lists (lazyk's `?n` layout keeps a mask byte per row)."""
+    if not present:
+        return result
+    count = dict.fromkeys(present, 0)
+    gone = {p: v == 0 for p, v in present.items()}
+
+    def walk(x, level):
+        if level in gone:
+            i = count[level]
+            count[level] += 1
+        if isinstance(x, list):
+            x = [walk(v, level + 1) for v in x]
+        return None if level in gone and gone[level][i] else x
+    data = walk(result.to_list(), 0)
+    parts = str(result.type).split(" * ")
+    text = " * ".join(("?" + t) if k in present else t for k, t in enumerate(parts))
+    return array(data, type=text)
+
+
+def _pruned(raw, rl, rs, rvar, qres):
+    """Offsets and present rows of every result var level from the mark pass's lengths
+    (n, -1 missing, -2 - n missing after a where() took a missing row): the rows under a
+    missing row are dropped."""
+    offsets, validity, alive = {}, {}, None
+    prev = None
+    for p in rvar:
+        lens = raw[p]
+        n = np.where(lens >= 0, lens, np.where(lens == -1, 0, -2 - lens))
+        if prev is None:
+            alive = np.ones(len(lens), bool)
+        else:
+            pn, pok, palive, pp = prev
+            mult = int(np.prod([rs[q] for q in range(pp + 1, p)], dtype=np.int64))
+            alive = np.repeat(palive & pok, pn * mult)
+            if len(alive) != len(lens):
+                raise ShapeError("rows changed length while they were read")
+        ok = lens >= 0
+        prev = (n, ok, alive, p)
+        kept = np.where(ok, n, 0)[alive]
+        off = np.zeros(len(kept) + 1, np.int64)
+        np.cumsum(kept, out=off[1:])
+        offsets[p] = off
+        if p in qres:
+            validity[p] = ok[alive]
+    return offsets, validity
 
 
 def _nest_words(levels, sizes, sel, kinds):
@@ -478,9 +563,10 @@ _FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
 
 
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
-              reduce_arg, red_node):
+              reduce_arg, red_node, qrows=False):
     """A reduction over every axis: each part folds its level-0 rows into one partial
-    result; the partials combine here (the rules of the row path for the total)."""
+    result; the partials combine here (the rules of the row path for the total). `qrows`:
+    missing rows (`?var`), skipped under skipna, else the result is missing."""
     words, _ = _nest_words(levels, sizes, sel, kinds)
     n0 = sizes[0] if levels[0] == "f" else 1
     bounds = [0, n0]
@@ -501,13 +587,14 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
     bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
     with np.errstate(all="ignore"):
         value = _FOLD[op].reduce(out).astype(acc)
-        valid = not bad if any(maskd) and not skipna else True
-        if op in ("min", "max") or (step.mean and (skipna or any(maskd))):
+        anym = any(maskd) or qrows
+        valid = not bad if anym and not skipna else True
+        if op in ("min", "max") or (step.mean and (skipna or anym)):
             valid = valid and count > 0
         if step.mean:  # as NumPy: in float64, truncated back for an integer dtype
             value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
     values, mask = _nest_reduced(np.array([value], acc),
                                  np.array([int(valid) | (int(seen) << 1)], np.uint8),
-                                 reduce_arg, any(maskd), skipna, whole=True)
+                                 reduce_arg, anym, skipna, whole=True)
     dims = [1] * len(levels) if reduce_arg[2] else []
     return _nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])

@@ -2,8 +2,9 @@
 
 Most expressions run in one generated loop nest that follows the result type
 (`lazyk.nestrun`): fixed and var dims in any order and at any depth. What the nest does
-not take (`?var` rows in some forms) runs on the row path of this module, which handles fixed
-dims with at most one trailing var or `?var` dim. `out=` of a var / option type is
+not take (`?var` rows under a fold over several, not all, axes at or above them; `?0`
+rows) runs on the row path of this module, which handles fixed dims with at most one
+trailing var or `?var` dim. `out=` of a var / option type is
 stored in place by `lazyk.storerows`.
 
 A shape step first lines every operand up with the result: it broadcasts rows (a

@@ -1,6 +1,8 @@
 """`out=` for var / option results: a computed lazyk array stored into a preallocated
 one of the same structure, values and validity in place (one strided copy when both
-sides' rows lie back to back)."""
+sides' rows lie back to back). With missing rows (`?var`) the levels are walked one at a
+time: each row's validity is written into out's row mask, and the present rows' lengths
+must match."""
 from __future__ import annotations
 
 import ctypes
@@ -41,8 +43,7 @@ def store(result: Array, out: Array, casting: str) -> Array:
     rdims, relem, ropt = _dims_of(rt)
     odims, oelem, oopt = _dims_of(ot)
     if isinstance(relem, T.VarDim) or isinstance(oelem, T.VarDim):  # under an Option
-        raise NotSupportedError(f"out= of type {ot} for a {rt} result: missing rows (?var) "
-                                "cannot be written into out= yet; use .eval() for a new array")
+        return _store_rows(result, out, casting)
     if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions and row lengths")
@@ -85,6 +86,111 @@ def store(result: Array, out: Array, casting: str) -> Array:
         _put_elements(ov.rowptr + ov.mask_offset, ov.lengths, ov.stride, np.dtype(np.uint8),
                       valid)
     return out
+
+
+def _qdims_of(t) -> tuple[list, T.Type, bool]:
+    """`_dims_of` with `?var` dims ("?var")."""
+    dims = []
+    while isinstance(t, (T.FixedDim, T.VarDim)) or (
+            isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
+        if isinstance(t, T.Option):
+            dims.append("?var")
+            t = t.elem.elem
+            continue
+        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, T.Option)
+    return dims, t.elem if option else t, option
+
+
+def _store_rows(result: Array, out: Array, casting: str) -> Array:
+    """`store` with missing rows (`?var`): out has the result's dims, `?var` wherever the
+    result has one (a plain var result row is present); every present result row has
+    out's row length there. Checked in full before the first byte is written."""
+    rt, ot = result.type, out.type
+    rdims, relem, ropt = _qdims_of(rt)
+    odims, oelem, oopt = _qdims_of(ot)
+    if len(rdims) != len(odims) or any(
+            a != b and not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
+        raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
+                         "dimensions (?var where the result has missing rows) and row "
+                         "lengths")
+    for e in (relem, oelem):
+        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
+            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
+                                    "elements T or ?T)")
+    rdt, odt = relem.to_numpy(), oelem.to_numpy()
+    if not np.can_cast(rdt, odt, casting):
+        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
+                           f"casting={casting!r}")
+    if ropt and not oopt:
+        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
+                           "values need an out of ?T elements")
+    rm, om = result.meta, out.meta
+    rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
+    obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
+    ra = oa = 0
+    writes = []  # (buffer, byte offsets, bytes): nothing is written until all is checked
+    for level, (rd, od) in enumerate(zip(rdims, odims)):
+        if isinstance(rd, int):
+            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
+            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
+            ra, oa = ra + 2, oa + 2
+            continue
+        ok = np.ones(len(roffs), bool)
+        if rd == "?var":
+            ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
+            ra += 1
+        if od == "?var":
+            writes.append((obuf, ooffs + om[oa], ok.astype(np.uint8)[:, None]))
+            oa += 1
+        roffs, ooffs = roffs[ok], ooffs[ok]  # a missing row: nothing under it is written
+        rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
+        ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
+        bad = rsz != osz
+        if bad.any():
+            i = int(np.flatnonzero(ok)[np.argmax(bad)])
+            raise ShapeError(f"dimension {level} (var), row {i} (counted over the present "
+                             f"rows above): the result has length {int(rsz[np.argmax(bad)])}"
+                             f", out has length {int(osz[np.argmax(bad)])}")
+        roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
+        ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
+        ra, oa = ra + M.VAR_META, oa + M.VAR_META
+    n = len(roffs)
+    values = M.gather(rbuf, roffs, rdt.itemsize).view(rdt).reshape(n)
+    present = M.gather(rbuf, roffs + rm[ra], 1).reshape(n) != 0 if ropt else None
+    with np.errstate(invalid="ignore"):  # missing slots hold no value: any bytes do
+        raw = values.astype(odt.newbyteorder("="), casting="unsafe").astype(odt)
+    writes.append((obuf, ooffs, raw.view(np.uint8).reshape(n, odt.itemsize)))
+    if oopt:
+        mask = np.ones(n, np.uint8) if present is None else present.astype(np.uint8)
+        writes.append((obuf, ooffs + om[oa], mask[:, None]))
+    for buf, offs, data in writes:
+        _put(buf, offs, data)
+    return out
+
+
+def _put(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
+    """Bytes data[i] into buf at offs[i] (bounds-checked; evenly spaced offsets, the
+    common case, as one strided copy)."""
+    n, k = data.shape
+    if n == 0:
+        return
+    lo, hi = int(offs.min()), int(offs.max()) + k
+    if lo < 0 or hi > len(buf):
+        raise ValueError("out's arrmeta points outside its memory block")
+    step = int(offs[1] - offs[0]) if n > 1 else k
+    if step >= k and int(offs[0]) + step * (n - 1) == int(offs[-1]) and \
+            (n < 3 or bool(np.all(np.diff(offs) == step))):
+        view = np.lib.stride_tricks.as_strided(buf[int(offs[0]):], (n, k), (step, 1),
+                                               writeable=True)
+        view[...] = data
+        return
+    rel = offs - lo
+    if not bool(np.any(rel % k)):  # every element k-aligned from the first: one index each
+        buf[lo:hi].reshape(-1, k)[rel // k] = data
+        return
+    buf[offs[:, None] + np.arange(k)] = data
 
 
 def _same_rows(result: Array, out: Array) -> None:

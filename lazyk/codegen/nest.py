@@ -14,7 +14,14 @@ of the compiled structure, so unsliced rows pay nothing for it. At a `?var` leve
 '4q' / '8q', '4sq' / '8sq') the row's mask byte sits at its
 start index's address + the row mask_offset: a missing row's indices are never used, it
 pairs with any row, and the result row is missing (the count pass writes length -1, the
-result has no elements under it; "reduce" over a missing last row sets flag bit 2).
+result has no elements under it; "reduce" over a missing last row sets flag bit 2). At a
+fixed result level (`?n`) the level still runs its n elements: the operand is "gone" (it
+reads zero bytes, never its own) and the fill pass writes the row's present byte (word
+6 + nlev + 2k: the bytes, +1: the first row). A where() branch's missing row is gone too:
+the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n where an
+element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
+row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
+several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
 value's address + mask_offset.
 
@@ -96,6 +103,19 @@ class _NestGen(KernelGen):
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
         self.where_masks = where_masks
         self.nlev = len(levels)
+        # where(): operands read only as a branch whose rows may be missing ("gone": the
+        # outermost level of the missing row, nlev while present); see `_taken`
+        deciding = _deciding(spec) if where_masks else set(range(self.nin))
+        self.branch_q = [j for j in range(self.nin) if j not in deciding and
+                         any(kd.endswith("q") for kd in kinds[j])]
+        # a `?var` row against a fixed result level (`?n` rows): the level still runs its n
+        # elements, the operand reads zeros under the missing row ("gone" too), and the
+        # fill pass writes each row's present byte (a reduced last level: missing result)
+        self.fixed_q = [k for k in range(self.nlev) if levels[k] == "f" and
+                        any(ks[k].endswith("q") for ks in kinds) and
+                        not (mode == "reduce" and k == self.nlev - 1)]
+        self.track = [j for j in range(self.nin) if j in self.branch_q or
+                      any(kinds[j][k].endswith("q") for k in self.fixed_q)]
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
         # result levels: every level for "map", all but the folded last one for "reduce"
@@ -108,8 +128,11 @@ class _NestGen(KernelGen):
             else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
         # "count<s>" counts the rows of result var level s (and of those above it)
-        self.counting = npass.startswith("count")
-        self.deepest = int(npass[5:]) if self.counting else -1
+        self.counting = npass.startswith(("count", "mark"))
+        self.deepest = int(npass[4 + npass.startswith("count"):]) if self.counting else -1
+        # "mark<s>": count<s>, then on to every element: a row whose element takes a
+        # branch's missing row gets length -2 - n (missing; n keeps its raw structure)
+        self.marking = npass.startswith("mark")
         if self.counting and (self.deepest not in self.res or levels[self.deepest] != "v"):
             raise ops.NotSupportedError(f"no var result level to count in {npass!r}")
 
@@ -140,6 +163,13 @@ class _NestGen(KernelGen):
         for k in self.cnt:
             self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
             b.store(word(lay["lens"] + 2 * k + 1), self.cnt[k])
+        self.qrows, self.qcnt = {}, {}  # fixed levels with `?var` rows: present bytes
+        if not self.counting:
+            for k in self.fixed_q:
+                with b.goto_entry_block():
+                    self.qcnt[k] = b.alloca(I64, name=f"qcnt{k}")
+                self.qrows[k] = b.inttoptr(word(lay["lens"] + 2 * k), P8)
+                b.store(word(lay["lens"] + 2 * k + 1), self.qcnt[k])
         self.ptr, self.moff, self.f = [], [], []
         for j in range(self.nin):
             at = lay["ops"] + j * lay["per_op"]
@@ -154,6 +184,22 @@ class _NestGen(KernelGen):
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
+        # one folded level over `?var` rows at or below it: `_qfold_level`; `?var` rows
+        # below it (fold_q) are found first, element by element
+        self.qfold = len(self.axes) == 1 and any(kd.endswith("q") for ks in self.kinds
+                                                 for kd in ks[self.axis:])
+        self.fold_q = self.qfold and any(kd.endswith("q") for ks in self.kinds
+                                         for kd in ks[self.axis + 1:])
+        if self.fold_q:
+            with b.goto_entry_block():
+                self.fmiss = b.alloca(I1, name="fmiss")
+                self.fseen = b.alloca(I1, name="fseen")
+        if self.track or self.fold_q:  # what a gone operand reads instead: zero bytes
+            with b.goto_entry_block():
+                self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
+                self.dummy.align = 16
+            b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 0]), self.dummy)
+            self.dummy = b.bitcast(self.dummy, P8)
         if self.mode != "map":
             self.acc = self._acc_alloca(b)
             with b.goto_entry_block():
@@ -162,7 +208,8 @@ class _NestGen(KernelGen):
                 self.flen = b.alloca(I64, name="flen")
         if self.mode == "all":
             self._reset()
-        self._level(0, list(self.ptr), [])
+        self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
+                                            for j in range(self.nin)])
         if self.mode == "all":
             self._partial(b.load(self.pos))
         b.ret_void()
@@ -226,10 +273,13 @@ class _NestGen(KernelGen):
         return b.and_(b.and_(b.icmp_signed(">=", start, c(0)), b.icmp_signed(">=", n, c(0))),
                       b.or_(empty, fine))
 
-    def _rows(self, k, ptrs, path):
-        """Per operand at level k: (element-0 address, step); the result length n."""
+    def _rows(self, k, ptrs, path, gone=None):
+        """Per operand at level k: (element-0 address, step); the result length n.
+        `gone`: per where() branch operand the level of its missing row so far (updated)."""
         b, c = self.b, self.c
         bases, steps, lens, miss = [], [], {}, None
+        fixed = k in self.fixed_q
+        self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
         for j in range(self.nin):
             kind, f = self.kinds[j][k], self.f[j][k]
             if kind == "n":
@@ -241,19 +291,38 @@ class _NestGen(KernelGen):
             else:
                 delta, content, istride, stride, length = f[:5]
                 w = int(kind[0])
-                start = self._index(ptrs[j], w)
-                stop = self._index(b.gep(ptrs[j], [delta]), w)
+                was = None if gone is None or gone[j] is None else \
+                    b.icmp_signed("<", gone[j], c(self.nlev))
+
+                def at(q, was=was):  # a gone operand's row is not there: read zeros
+                    return q if was is None else b.select(was, self.dummy, q)
+                start = self._index(at(ptrs[j]), w)
+                stop = self._index(at(b.gep(ptrs[j], [delta])), w)
                 ok = self._row_ok(kind, f, start, stop)
-                gone = None
-                if "q" in kind:  # a missing row: indices unused, pairs with any row
-                    gone = b.icmp_unsigned("==", b.load(b.gep(ptrs[j], [f[5]]), align=1),
-                                           ir.Constant(I8, 0))
-                    ok = b.or_(ok, gone)
-                    miss = gone if miss is None else b.or_(miss, gone)
+                rgone = None
+                if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
+                    rgone = b.icmp_unsigned("==", b.load(at(b.gep(ptrs[j], [f[5]])),
+                                                         align=1), ir.Constant(I8, 0))
+                    ok = b.or_(ok, rgone)
+                    if was is not None and (j in self.branch_q or fixed):
+                        # a branch's missing row: only where it is taken; against a fixed
+                        # level: the row is missing, its elements still run
+                        gone[j] = b.select(b.and_(rgone, b.not_(was)), c(k), gone[j])
+                        if fixed:
+                            self.row_gone = b.or_(self.row_gone, rgone)
+                        rgone = b.or_(rgone, was)
+                    elif was is not None:
+                        now = b.and_(rgone, b.not_(was))
+                        miss = now if miss is None else b.or_(miss, now)
+                        rgone = b.or_(rgone, was)
+                    else:
+                        miss = rgone if miss is None else b.or_(miss, rgone)
+                elif was is not None:
+                    rgone = was
                 self._check(ok, 1, k, path, j, start, stop, length)
                 n = b.sub(stop, start)
-                if gone is not None:
-                    n = b.select(gone, c(1), n)
+                if rgone is not None:
+                    n = b.select(rgone, c(1), n)
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
@@ -274,12 +343,22 @@ class _NestGen(KernelGen):
             n = b.select(miss, c(0), n)
         return bases, steps, n, miss
 
-    def _level(self, k, ptrs, path):
+    def _level(self, k, ptrs, path, gone=None):
         b, c = self.b, self.c
-        bases, steps, n, miss = self._rows(k, ptrs, path)
+        gone = None if gone is None else list(gone)
+        bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        if k in self.qrows:  # this row's present byte (fill pass)
+            slot = b.load(self.qcnt[k])
+            b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
+            b.store(b.add(slot, c(1)), self.qcnt[k])
+        if k == self.axis and self.qfold:
+            self._qfold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [], miss)
+            return
         if k == self.axis:
             self._fold_level(k + 1, (bases, steps, n), path, {}, {})
             return
+        if self.mode == "all" and miss is not None and not self.skipna:
+            b.store(b.or_(b.load(self.bad), miss), self.bad)  # a missing row folded in
         if k in self.cnt:
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
@@ -287,12 +366,14 @@ class _NestGen(KernelGen):
                 b.store(n if miss is None else b.select(miss, c(-1), n), at)
             else:
                 want = self._counted(slot, k)
+                if self.branch_q:  # a row the mark pass found missing: nothing under it
+                    n = b.select(b.icmp_signed("==", want, c(0)), c(0), n)
                 self._check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
             b.store(b.add(slot, c(1)), self.cnt[k])
-            if self.counting and k == self.deepest:
+            if self.counting and k == self.deepest and not self.marking:
                 return
         if k == self.nlev - 1:
-            self._inner(k, bases, steps, n, path, miss)
+            self._inner(k, bases, steps, n, path, miss, gone)
             return
         lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] == "f" else n
@@ -300,7 +381,7 @@ class _NestGen(KernelGen):
         def child(i):
             i = b.add(i, lo)
             self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                        path + [i])
+                        path + [i], gone)
         for_loop(b, count, child, name=f"l{k}")
 
     def _counted(self, slot, k):
@@ -431,8 +512,197 @@ class _NestGen(KernelGen):
         self._finish(pos, seen)
         b.store(b.add(pos, c(1)), self.pos)
 
+    # ------------------------------------------------------------ one folded level, `?var`
+    # "fold<a>" (one axis) over `?var` rows at or below level a: an element of level a under
+    # a missing row is found first (its rows are not paired) and skipped, or makes the
+    # result row missing (not under skipna); a missing row of level a makes the result row
+    # below it missing.
+    def _descend(self, j, p, m, qs, ns, path, gone=None, check=True):
+        """Operand j's address at level m + len(qs) from its address p at level m, along
+        result indices qs of result lengths ns (a row of length 1 stretches), and whether a
+        row on the way is missing (`?var`; then none below it is read; None: no `?var`),
+        and whether a row on the way was not read (missing, or not pairing unchecked).
+        `check`: rows must pair with the result's; else a row that does not is not read
+        below (a checked pass raises for it)."""
+        b, c = self.b, self.c
+        real = gone
+        for q, n in zip(qs, ns):
+            kind, f = self.kinds[j][m], self.f[j][m]
+            if kind == "f":
+                p = b.gep(p, [b.mul(q, f[0])])
+            elif kind != "n":
+                ln, base, stride, now = self._qrow(j, m, p, path, gone)
+                if kind.endswith("q"):
+                    here = now if gone is None else b.and_(now, b.not_(gone))
+                    real = here if real is None else b.or_(real, here)
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                if now is not None:
+                    ok = b.or_(ok, now)
+                if check:
+                    self._check(ok, 4, m, path, j, ln, n, c(-1))
+                    gone = now
+                else:
+                    gone = b.not_(ok) if now is None else b.or_(now, b.not_(ok))
+                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
+                p = b.gep(base, [b.mul(q, stride)])
+            m += 1
+        return p, real, gone
+
+    def _qfold_len(self, m, top, qs, ns, path):
+        """The result length at level m: the rows there, one per element i of the folded
+        level, pair up (one length, rows of length 1 stretching; nothing folded: 0), and
+        whether it is missing (an element's row at level m is: skipped under skipna, else
+        the result row is missing; an element missing above m is skipped)."""
+        b, c = self.b, self.c
+        bases, steps, na = top
+        b.store(c(1), self.flen)
+        q = self.fold_q
+        if q:
+            b.store(ir.Constant(I1, 0), self.fmiss)
+            b.store(ir.Constant(I1, 0), self.fseen)
+
+        def each(i):
+            n = b.load(self.flen)
+            at = path[:]
+            at[self.axis] = i
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
+            rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
+            # first whether element i is missing here or above (its rows are not paired)
+            for j in self._fold_ops(m, "q"):
+                p, g, blind = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None,
+                                            False)
+                if g is not None:
+                    above = b.or_(above, g)
+                if self.kinds[j][m].endswith("q"):
+                    h = self._qrow(j, m, p, at, blind)[3]
+                    here = b.or_(here, h if blind is None else b.and_(h, b.not_(blind)))
+            skip = b.or_(above, here) if q else None
+            for j in self._fold_ops(m):
+                p = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                if self.kinds[j][m] not in ("n", "f"):
+                    rows.append((j, self._qrow(j, m, p, at, skip)[0]))
+            for j, ln in rows:
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
+                           b.icmp_signed("==", ln, n))
+                self._check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
+                n = b.select(b.or_(skip, b.icmp_signed("==", ln, c(1))), n, ln) if q else \
+                    b.select(b.icmp_signed("==", ln, c(1)), n, ln)
+            b.store(n, self.flen)
+            if q:
+                b.store(b.or_(b.load(self.fmiss), b.and_(here, b.not_(above))), self.fmiss)
+                b.store(b.or_(b.load(self.fseen), b.not_(skip)), self.fseen)
+        for_loop(b, na, each, name=f"fl{m}")
+        none = b.icmp_signed("==", na, c(0))
+        if q:
+            none = b.or_(none, b.not_(b.load(self.fseen)))
+        n = b.select(none, c(0), b.load(self.flen))
+        if q and not self.skipna:
+            return n, b.load(self.fmiss)
+        return n, None
+
+    def _fold_ops(self, m, only=""):
+        """Operands with a var (`only="q"`: `?var`) row between the folded level and m."""
+        return [j for j in range(self.nin) if any(
+            kd not in ("n", "f") and kd.endswith(only) for kd in self.kinds[j][self.axis + 1:
+                                                                             m + 1])]
+
+    def _qfold_level(self, m, top, path, qs, ns, miss=None):
+        """Result level m below the folded level (qs, ns: indices and lengths so far);
+        `miss`: the folded row is missing (`?var`): so is the result row."""
+        b, c = self.b, self.c
+        if m == self.nlev:
+            self._qfold_leaf(top, path, qs, ns)
+            return
+        if self.levels[m] == "f":
+            n = self.sizes[m]
+        else:
+            slot = b.load(self.cnt[m])
+            at = b.gep(self.lens[m], [slot])
+            if self.counting:
+                n, gone = self._qfold_len(m, top, qs, ns, path)
+                if gone is not None and "v" in self.levels[m + 1:]:
+                    # a missing result row: the present rows under it must still pair
+                    with b.if_then(gone):
+                        for_loop(b, n, lambda q: self._qfold_check(
+                            m + 1, top, path + [q], qs + [q], ns + [n]), name=f"fc{m}")
+                if miss is not None:
+                    gone = miss if gone is None else b.or_(gone, miss)
+                if gone is not None:  # a missing result row: length -1, nothing under it
+                    n = b.select(gone, c(0), n)
+                b.store(n if gone is None else b.select(gone, c(-1), n), at)
+            else:
+                n = self._counted(slot, m)  # our own count: every write stays inside
+            b.store(b.add(slot, c(1)), self.cnt[m])
+            if self.counting and m == self.deepest:
+                return
+        for_loop(b, n, lambda q: self._qfold_level(m + 1, top, path + [q], qs + [q],
+                                                   ns + [n]), name=f"f{m}")
+
+    def _qfold_check(self, m, top, path, qs, ns):
+        """Pair the rows at level m and below (nothing written): under a missing result row
+        the present rows still line up, or the fold raises."""
+        b = self.b
+        if "v" not in self.levels[m:]:
+            return
+        n = self.sizes[m] if self.levels[m] == "f" else \
+            self._qfold_len(m, top, qs, ns, path)[0]
+        for_loop(b, n, lambda q: self._qfold_check(m + 1, top, path + [q], qs + [q],
+                                                  ns + [n]), name=f"fk{m}")
+
+    def _qfold_leaf(self, top, path, qs, ns):
+        b, c = self.b, self.c
+        bases, steps, na = top
+        self._reset()
+        pos = b.load(self.pos)
+
+        def each(i):
+            at = path[:]
+            at[self.axis] = i
+            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
+            skip = None  # element i under a missing row: skipped, its rows not paired
+            for j in self._fold_ops(self.nlev - 1, "q"):
+                g = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None, False)[1]
+                skip = g if skip is None else b.or_(skip, g)
+            addr = [self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
+                    for j in range(self.nin)]
+
+            def fold():
+                self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
+                                  if self.masked[j]])
+            if skip is None:
+                fold()
+                return
+            with b.if_then(b.not_(skip)):
+                fold()
+        for_loop(b, na, each, name="fi")
+        self._finish(pos, na)
+        b.store(b.add(pos, c(1)), self.pos)
+
+    def _qrow(self, j, m, p, path, gone=None):
+        """Operand j's var row at level m whose start index is at p: (length, element-0
+        address, stride, gone), its indices checked. `gone`: a row above is missing (an
+        i1, or None); a `?var` row may be missing itself: then its indices are not read
+        (length 1, it pairs with any row) and `gone` becomes true."""
+        b, c = self.b, self.c
+        delta, content, istride, stride, length = self.f[j][m][:5]
+        kind = self.kinds[j][m]
+        w = int(kind[0])
+
+        def at(q):  # a missing row's bytes are not read: zeros instead
+            return q if gone is None else b.select(gone, self.dummy, q)
+        if kind.endswith("q"):
+            here = b.icmp_unsigned("==", b.load(at(b.gep(p, [self.f[j][m][5]])), align=1),
+                                   ir.Constant(I8, 0))
+            gone = here if gone is None else b.or_(gone, here)
+        start = self._index(at(p), w)
+        stop = self._index(at(b.gep(p, [delta])), w)
+        ok = self._row_ok(kind, self.f[j][m], start, stop)
+        self._check(ok, 1, m, path, j, start, stop, length)
+        ln = b.sub(stop, start) if gone is None else b.select(gone, c(1), b.sub(stop, start))
+        return ln, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
+
     # ------------------------------------------------------------ innermost level
-    def _inner(self, k, bases, steps, n, path, miss=None):
+    def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
         b, c = self.b, self.c
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
@@ -444,15 +714,25 @@ class _NestGen(KernelGen):
 
         def element(i, addr):
             masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
-            if self.mode != "map":
+            if gone is not None and self.track:  # a gone operand reads zeros
+                away = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
+                        for g in gone]
+                masks = [m if away[j] is None else b.select(away[j], self.dummy, m)
+                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
+                                         masks)]
+                addr = [a if away[j] is None else b.select(away[j], self.dummy, a)
+                        for j, a in enumerate(addr)]
+            if self.marking:
+                self._mark(self._values_and_present(addr, gone)[2])
+            elif self.mode != "map":
                 self._fold(addr, masks)
             else:
-                self._write(addr, masks, b.add(pos0, b.sub(i, lo)))
+                self._write(addr, masks, b.add(pos0, b.sub(i, lo)), gone)
 
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if any(self.masked) or not self.nin:
+        if any(self.masked) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
@@ -498,7 +778,7 @@ class _NestGen(KernelGen):
     def _values(self, addr):
         return emit_body(self.b, self.spec, self._loads(addr), self.target, self._pv)
 
-    def _write(self, addr, masks, at):
+    def _write(self, addr, masks, at, gone=None):
         b = self.b
         dt = self.out_dts[0]
         dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
@@ -506,7 +786,7 @@ class _NestGen(KernelGen):
             store_value(b, self._values(addr)[0], dst, dt)
             return
         if self.where_masks:  # values of every element; the mask follows the body
-            value, ok = self._values_and_present(addr)
+            value, ok, _ = self._values_and_present(addr, gone)
             b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
             store_value(b, value, dst, dt)
             return
@@ -518,35 +798,60 @@ class _NestGen(KernelGen):
             with otherwise:
                 store_value(b, self.em.const(dt, 0), dst, dt)
 
-    def _values_and_present(self, addr):
-        """The output value and whether it is present: missing in, missing out, except
-        that `where(c, x, y)` is missing where c is, else where the branch it takes is
-        (a constant c takes every mask). Missing inputs are computed with as they are
-        (their bytes are numbers; integer division never traps)."""
+    def _values_and_present(self, addr, gone=None):
+        """The output value, whether it is present, and the level of the outermost
+        missing row it takes (nlev: none): missing in, missing out, except that
+        `where(c, x, y)` is missing where c is, else where the branch it takes is (a
+        constant c takes every mask); rows alike. Missing inputs are computed with as they
+        are (their bytes are numbers; integer division never traps)."""
         b, spec = self.b, self.spec
         conds = [ins.args[0] for ins in spec.body if ins.op == "where"]
         ext = replace(spec, outputs=tuple(spec.outputs) +
                       tuple((i, np.dtype(bool)) for i in conds))
         got = emit_body(b, ext, self._loads(addr), self.target, self._pv)
         cond_value = dict(zip(conds, got[len(spec.outputs):]))
-        yes = ir.Constant(I1, 1)
+        yes, none = ir.Constant(I1, 1), self.c(self.nlev)
         pres: list = []
+        lev: list = []  # the outermost missing row taken
         for ins in spec.body:
+            g = none
             if ins.op == "load":
                 j = ins.attr
-                p = b.icmp_unsigned("!=", b.load(b.gep(addr[j], [self.moff[j]]), align=1),
-                                    ir.Constant(I8, 0)) if self.masked[j] else yes
+                mp = b.gep(addr[j], [self.moff[j]]) if self.masked[j] else None
+                if gone is not None and gone[j] is not None:
+                    g = gone[j]
+                    if mp is not None:
+                        mp = b.select(b.icmp_signed("<", g, none), self.dummy, mp)
+                p = b.icmp_unsigned("!=", b.load(mp, align=1), ir.Constant(I8, 0)) \
+                    if mp is not None else yes
             elif ins.op in ("const", "param"):
                 p = yes
             elif ins.op == "where" and spec.body[ins.args[0]].op not in ("const", "param"):
                 c, x, y = (pres[a] for a in ins.args)
-                p = b.and_(c, b.select(cond_value[ins.args[0]], x, y))
+                take = cond_value[ins.args[0]]
+                p = b.and_(c, b.select(take, x, y))
+                g = b.select(c, b.select(take, lev[ins.args[1]], lev[ins.args[2]]), none)
+                g = _min(b, lev[ins.args[0]], g)  # a missing condition takes nothing
             else:
                 p = yes
                 for a in ins.args:
                     p = b.and_(p, pres[a])
+                    g = _min(b, g, lev[a])
             pres.append(p)
-        return got[0], pres[spec.outputs[0][0]]
+            lev.append(g)
+        return got[0], pres[spec.outputs[0][0]], lev[spec.outputs[0][0]]
+
+    def _mark(self, g):
+        """Mark pass: the row at level g (of the element taking a missing row there) is
+        missing: its length n becomes -2 - n (once)."""
+        b, c = self.b, self.c
+        for k in self.cnt:
+            if not any(self.kinds[j][k].endswith("q") for j in self.branch_q):
+                continue
+            with b.if_then(b.icmp_signed("==", g, c(k))):
+                at = b.gep(self.lens[k], [b.sub(b.load(self.cnt[k]), c(1))])
+                n = b.load(at)
+                b.store(b.select(b.icmp_signed(">=", n, c(0)), b.sub(c(-2), n), n), at)
 
     def _reset(self):
         b = self.b
@@ -622,6 +927,26 @@ class _NestGen(KernelGen):
         b.store(flags, b.gep(self.outm, [at]), align=1)
 
 
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _deciding(spec) -> set:
+    """Inputs whose missing rows make the result's row missing: read other than only as a
+    branch of `where` (a branch's missing row counts only where an element takes it)."""
+    body, seen = spec.body, set()
+    todo = [spec.outputs[0][0]]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        ins = body[i]
+        where = ins.op == "where" and body[ins.args[0]].op not in ("const", "param")
+        todo.extend(ins.args[:1] if where else ins.args)
+    return {body[i].attr for i in seen if body[i].op == "load"}
+
+
 def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str = "map",
                   npass: str = "fill", skipna: bool = False, mean: bool = False,
                   name: str = "lazyk_nest", target: Any = None,
@@ -630,8 +955,8 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
 
     levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
     kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width),
-    '4s' / '8s' (var rows of a stepping view) or '4q' / '8q' / '4sq' / '8sq' (`?var`: "map"
-    and "reduce" only, at var levels);
+    '4s' / '8s' (var rows of a stepping view) or '4q' / '8q' / '4sq' / '8sq' (`?var`, at var
+    levels; "fold<a>,<b>...": only above level a);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
     where_masks: ("map") a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
@@ -644,8 +969,6 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: s
         raise ops.NotSupportedError("a mean needs a number accumulator")
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
         raise ValueError("one kind per input and level")
-    if any(kd.endswith("q") for ks in kinds for kd in ks) and mode not in ("map", "reduce"):
-        raise ops.NotSupportedError(f"missing rows (?var) in a {mode!r} nest")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
                     target or CPUTarget(), where_masks).build()
 
