@@ -47,17 +47,7 @@ def store(result: Array, out: Array, casting: str) -> Array:
     if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions and row lengths")
-    for e in (relem, oelem):
-        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
-            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
-                                    "elements T or ?T)")
-    rdt, odt = relem.to_numpy(), oelem.to_numpy()
-    if not np.can_cast(rdt, odt, casting):
-        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
-                           f"casting={casting!r}")
-    if ropt and not oopt:
-        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
-                           "values need an out of ?T elements")
+    rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
     if "var" in rdims[:-1]:  # var dims above the last: checked per level, then assigned
         _same_rows(result, out)
         out[...] = result
@@ -115,17 +105,7 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions (?var where the result has missing rows) and row "
                          "lengths")
-    for e in (relem, oelem):
-        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
-            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
-                                    "elements T or ?T)")
-    rdt, odt = relem.to_numpy(), oelem.to_numpy()
-    if not np.can_cast(rdt, odt, casting):
-        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
-                           f"casting={casting!r}")
-    if ropt and not oopt:
-        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
-                           "values need an out of ?T elements")
+    rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
     rm, om = result.meta, out.meta
     rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
     obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
@@ -264,3 +244,20 @@ def _put_elements(rowptr: np.ndarray, lengths: np.ndarray, stride: int, dtype: n
     span = int(addr.max()) - lo + isz
     dst = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(lo))
     dst[(addr - lo)[:, None] + np.arange(isz)] = raw
+
+
+def _check_elements(rt, ot, relem, oelem, ropt: bool, oopt: bool, casting: str) -> tuple:
+    """The result's and out's NumPy element dtypes, once out can take the result's
+    elements: numeric, castable under `casting`, ?T where the result has missing values."""
+    for e in (relem, oelem):
+        if not isinstance(e, T.Scalar) or e.kind not in "biufc":
+            raise NotSupportedError(f"out= of type {ot} for a {rt} result (numeric "
+                                    "elements T or ?T)")
+    rdt, odt = relem.to_numpy(), oelem.to_numpy()
+    if not np.can_cast(rdt, odt, casting):
+        raise CastingError(f"cannot store the {rt} result into out of type {ot} under "
+                           f"casting={casting!r}")
+    if ropt and not oopt:
+        raise CastingError(f"cannot store the {rt} result into out of type {ot}: missing "
+                           "values need an out of ?T elements")
+    return rdt, odt
