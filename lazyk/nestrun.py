@@ -185,7 +185,9 @@ def evaluate_nest(expr):
         if got is not None and reduce_arg is not None:
             inner = as_expr(got)
             got = evaluate_nest(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
-    if got is None and not _old_form(leaves):
+    if got is None and reduce_arg is not None and leaves:
+        got = _rows_first(root, red_node, reduce_arg, names, leaves)
+    if got is None:
         types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
@@ -201,7 +203,72 @@ def evaluate_nest(expr):
     return got
 
 
-def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
+def _rows_first(root, red_node, reduce_arg, names, leaves):
+    """A fold of fixed dims over one trailing dim of missing rows that the nest does not
+    take in one pass (several axes at or above a `?var` dim; a middle or every axis over
+    `?n` rows): the elementwise part runs first, each missing row of its result becomes a
+    row of missing values (one for `?var`: it stretches; n for `?n`), which the fold skips
+    under skipna, and then the nest folds that. Without skipna a missing row makes its
+    group's result row missing; under skipna a `?var` group with no present row gives an
+    empty row (the rules of `tests/ragged_reference.py`). None for other forms."""
+    got = _nest_run(root, root, None, names, leaves,
+                    where_masks=branch_masks(root, names, leaves), parts_only=True)
+    if got is None:
+        return None
+    values, flags, dims, offsets, validity, present = got
+    last = len(dims) - 1
+    if last < 1 or "v" in dims[:-1] or last not in (present if dims[-1] != "v" else validity):
+        return None
+    outer = tuple(int(d) for d in dims[:-1])
+    if dims[-1] == "v":
+        rows, starts = validity[last], offsets[last]
+        lens = np.where(rows, np.diff(starts), 1)
+        off = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        seg = np.repeat(np.arange(len(lens)), lens)
+        old = starts[seg] + np.arange(int(off[-1])) - off[seg]
+        ok = rows[seg]
+        vals = np.zeros(len(ok), values.dtype)
+        vals[ok] = values[old[ok]]
+        if flags is not None:
+            ok[ok] = flags[old[ok]]
+        inner = offsets_array(off, masked(vals, ok), outer=outer, check=None)
+    else:
+        n = int(dims[-1])
+        rows = present[last].astype(bool)
+        ok = np.repeat(rows, n) if flags is None else np.repeat(rows, n) & flags
+        inner = masked(values.reshape(outer + (n,)), ok.reshape(outer + (n,)))
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    axes = tuple(reduce_arg[1])
+    if last in axes:
+        return got  # one value per group: missing values do the work
+    rows = rows.reshape(outer)
+    p = last if reduce_arg[2] else last - len(axes)
+    if not (len(reduce_arg) > 3 and reduce_arg[3]):
+        return _fixed_rows(got, {p: np.logical_and.reduce(rows, axis=axes).ravel()})
+    none = ~np.logical_or.reduce(rows, axis=axes).ravel()
+    if dims[-1] != "v" or not none.any():
+        return got
+    return _emptied(got, p, none)
+
+
+def _emptied(result, p: int, empty):
+    """`result` with the rows of result level p empty where `empty` is True (in order)."""
+    at = [0]
+
+    def walk(x, level):
+        if level == p:
+            at[0] += 1
+            return [] if empty[at[0] - 1] else x
+        return [walk(v, level + 1) for v in x]
+    return array(walk(result.to_list(), 0), type=str(result.type))
+
+
+def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False):
+    """The nest's result, or None where it does not take the form. `parts_only` (elementwise
+    work only): (values, present flags, result dims, offsets, present rows of var levels,
+    present bytes of `?n` levels) instead of the Array."""
     ops_ = [_nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
@@ -247,9 +314,14 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
     # rows of `?0` have no room for their present byte)
     qfix = {k for k in qlev if levels[k] == "f"}
-    if qfix and (mode not in ("map", "reduce") or where_masks or
-                 any(sizes[k] == 0 for k in qfix)):
-        return None
+    if any(sizes[k] == 0 for k in qfix):
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
+                          for v in leaves)
+        raise NotSupportedError(f"missing rows against a fixed dim of size 0 (`?0` rows, "
+                                f"no room for their missing flag) in an expression over "
+                                f"{types}")
+    if qfix and (mode not in ("map", "reduce") or where_masks):
+        return None  # folds over `?n` rows: `_rows_first`
     if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
         return None
     if qlev and ((mode == "all" and 0 in qlev) or
@@ -330,6 +402,9 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    if parts_only:
+        return (out.astype(root.dtype, copy=False), None if flags is None else
+                flags.view(bool), dims, offsets, validity, present)
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
         return _fixed_rows(_nest_result(out.astype(root.dtype, copy=False), mask, dims,

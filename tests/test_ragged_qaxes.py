@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,7 +56,7 @@ def test_several_axes_at_or_above_missing_rows_never_answer_wrong(case, op, data
         return
     axes = data.draw(st.sampled_from(tuples))
     keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
-    # 'match' only where the row path takes it (fixed dims over one trailing ?var dim)
+    # refused by name where the nest does not take the form
     assert check(*_call(op, t, d, axes, keepdims, skipna)) in ("match", "refused", "raises")
 
 
@@ -80,3 +81,63 @@ def test_several_axes_below_missing_rows_by_hand():
     got = x.max(axis=(-2, -1), keepdims=True).eval()
     assert str(got.type) == "2 * ?var * 1 * 1 * ?float64"
     assert got.to_list() == [[[[3.0]], [[4.0]]], None]
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("3 * N * ?var * T", "N * ?var * T"), dtypes=("float64", "int32"),
+                nan=True), st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_several_axes_at_or_above_missing_rows_of_fixed_dims_run_in_the_nest(case, op, data):
+    """Fixed dims over one trailing `?var` dim: the elementwise part first, then a fold
+    where a missing row is skipped (skipna) or makes its group's result (row) missing."""
+    t, d = case
+    nd = R.parse_type(t).ndim
+    axes = data.draw(st.sampled_from([a for n in range(2, nd + 1)
+                                      for a in itertools.combinations(range(nd), n)]))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    in_nest(*_call(op, t, d, axes, keepdims, skipna))
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("N * ?var * T", "3 * N * ?var * T"), dtypes=("float64", "int64"),
+                nan=True), st.integers(1, 3), st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_missing_rows_against_a_fixed_dim_folded_in_the_nest(case, n, op, data):
+    """`?n` rows (a missing row against a NumPy operand's last dim of n) folded over a
+    middle axis, several axes or every axis: missing values skipped or propagated."""
+    t, d = case
+    nd = R.parse_type(t).ndim
+    a = np.arange(1, n + 1, dtype=np.float64)
+    axes = data.draw(st.sampled_from([(0,), None] + [a for k in range(2, nd + 1)
+                                                     for a in itertools.combinations(
+                                                         range(nd), k)]))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    kw = {} if op == "count" else {"skipna": skipna}
+    r = R.array(a.tolist(), f"{n} * float64")
+
+    def ref():
+        return R.reduce(op, R.elementwise("add", RA(t, d), r), axes, keepdims=keepdims,
+                        skipna=skipna)
+
+    def got():
+        return getattr(lazyk, op)(L(t, d) + a, axis=axes, keepdims=keepdims, **kw)
+    in_nest(ref, got)
+
+
+def test_folds_over_missing_rows_by_hand():
+    x = L("2 * 2 * ?var * float64", [[[1.0, 2.0], None], [None, None]])
+    assert x.sum(axis=(0, 1)).to_list() is None
+    got = x.max(axis=(0, 1), skipna=True).eval()
+    assert str(got.type) == "var * ?float64" and got.to_list() == [1.0, 2.0]
+    got = x.mean(axis=(1, 2), skipna=True).eval()
+    assert str(got.type) == "2 * ?float64" and got.to_list() == [1.5, None]
+    got = x.sum(axis=(0, 2), skipna=True).eval()
+    assert str(got.type) == "2 * float64" and got.to_list() == [3.0, 0.0]
+    # a group with no present row: an empty row under skipna
+    y = L("2 * 2 * ?var * float64", [[None, None], [[1.0], [2.0, 3.0]]])
+    assert y.sum(axis=(1,), skipna=True).to_list() == [[], [3.0, 4.0]]
+    assert y.sum(axis=(0, 1), skipna=True).to_list() == [3.0, 4.0]
+    z = L("3 * ?var * float64", [[1.0, 2.0], None, [3.0]])
+    got = (z + np.ones(2)).sum(axis=0, skipna=True).eval()
+    assert str(got.type) == "2 * float64" and got.to_list() == [6.0, 7.0]
+    got = (z + np.ones(2)).sum(axis=0).eval()
+    assert str(got.type) == "?2 * ?float64" and got.to_list() is None
+    assert (z + np.ones(2)).sum(skipna=True).to_list() == 13.0
