@@ -614,7 +614,7 @@ class RaggedCompiledExpr(CompiledExpr):
 
     A call checks every input against its parameter type (dims, var dims, options, dtype
     under `casting`, symbols across inputs), then evaluates on the ragged path: the
-    segmented and elementwise kernels underneath are compiled once per structure (cached;
+    loop-nest kernels underneath are compiled once per structure (cached;
     never keyed on sizes), so new data of the same types compiles nothing.
     """
 

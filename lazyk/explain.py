@@ -96,7 +96,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
         return ragged.explain(e)  # var / option parameters: on small sample arrays
     if any(ragged.is_ragged(v) for v in e.env.values()):
-        return ragged.explain(e)  # var / option leaves: shape step + segmented kernels
+        return ragged.explain(e)  # var / option leaves: the loop-nest kernels
     check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []

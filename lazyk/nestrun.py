@@ -8,8 +8,10 @@ every axis, or several axes below every `?var` dim). Rows (of stepping views too
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
-after a pass that counts their row lengths. `evaluate_nest` returns None for what the nest
-does not take; `lazyk.ragged`'s row path runs that."""
+after a pass that counts their row lengths. Folds over several axes at or above the `?var`
+dim of fixed dims over one trailing `?var` dim, and middle / all-axis folds over `?n` rows,
+run the elementwise part first (`_rows_first`). What the nest does not take raises
+NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import ctypes
@@ -102,19 +104,6 @@ def _dim_kind(t):
     return {"FixedDim": "f", "VarDim": "v"}.get(name)
 
 
-def _old_form(leaves) -> bool:
-    """Whether the row path (fixed dims, at most one trailing var dim) can read the leaves."""
-    for v in leaves:
-        if is_ragged(v):
-            t, dims = v.array.type, []
-            while _dim_kind(t):
-                dims.append(_dim_kind(t) != "f")
-                t = t.elem.elem if _dim_kind(t) == "q" else t.elem
-            if any(dims[:-1]):
-                return False
-    return True
-
-
 def _nest_plan(ops_):
     """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level."""
     nlev = max(len(o.dims) for o in ops_)
@@ -165,8 +154,9 @@ def _positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
 
 
 def evaluate_nest(expr):
-    """Evaluate `expr` with one generated loop nest; None when the nest does not take it
-    (the row path runs it), NotSupportedError when neither does."""
+    """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
+    part, then the reduction of its result); NotSupportedError naming the types and the
+    operation for what the nest does not take."""
     root, red_node, reduce_arg = expr.node, expr.node, None
     if root.op == REDUCE_OP:
         reduce_arg, root = root.arg, root.srcs[0]
@@ -192,13 +182,12 @@ def evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var) and var dims above the last one, reductions run " \
-            "over one axis, all axes, or several axes below every ?var dim (a missing " \
-            "row against a fixed dim, or folded along its own axis above a fixed dim, is " \
-            "not supported)" if any(
+        why = "with missing rows (?var) under var dims, reductions run over one axis, " \
+            "all axes, or several axes below every ?var dim; a missing row against a " \
+            "fixed dim inside where() is not supported" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
-            "with var dims above the last one, elementwise work and reductions over any " \
-            "axes run as one fused step over numeric leaves read in place (no stepping views)"
+            "elementwise work and reductions run as one fused step over numeric (or " \
+            "string) leaves and the operations the loop nest compiles"
         raise NotSupportedError(f"{what} of {types}: {why}")
     return got
 
@@ -560,7 +549,7 @@ def _index_weight(sel, kinds, n0):
 
 
 def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
-    """Values and present flags of a reduction (the rules of the row path)."""
+    """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
     valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     op = reduce_arg[0]
     extremum = op in ("min", "max")
@@ -640,7 +629,7 @@ _FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
               reduce_arg, red_node, qrows=False):
     """A reduction over every axis: each part folds its level-0 rows into one partial
-    result; the partials combine here (the rules of the row path for the total). `qrows`:
+    result; the partials combine here (the reference's rules for the total). `qrows`:
     missing rows (`?var`), skipped under skipna, else the result is missing."""
     words, _ = _nest_words(levels, sizes, sel, kinds)
     n0 = sizes[0] if levels[0] == "f" else 1

@@ -1,7 +1,7 @@
-"""Rules shared by the two ragged evaluation paths (the generated loop nest,
-`lazyk.nestrun`, and the row path, `lazyk.ragged`): `initial=` for min / max, where()
-over missing values, inner reductions computed first, the graph over the row iteration
-space, and the recorders `explain` listens with."""
+"""Rules of ragged evaluation (the generated loop nest, `lazyk.nestrun`; the string step,
+`lazyk.textrows`): `initial=` for min / max, where() over missing values, inner reductions
+computed first, the graph over the row iteration space, and the recorders `explain`
+listens with."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from lazyk.expr import Expr, as_expr, wrap_array
 from lazyk.graph import REDUCE_OP, rewrite, toposort
 
 # explain(): while it runs an expression, each ragged kernel launch is appended to every
-# list in here as ("nest", kernel, parts) or (segmented kernel, nrows, ncols, mask offsets)
+# list in here as ("nest", kernel, parts)
 RECORDERS: list = []
 
 
@@ -64,7 +64,7 @@ def inline_reductions(root, expr):
 
 
 def rows_graph(root):
-    """The graph over the segmented iteration space `R * L` (symbols, never sizes): every
+    """The graph over the row iteration space `R * L` (symbols, never sizes): every
     operand is lined up element by element, so the spec (and the kernel cache key) does not
     depend on the row count or the outer dims."""
 

@@ -1,5 +1,7 @@
 """Ragged operands read as rows: each row's element-0 address, length and stride from the
-arrmeta (docs/layout.md), lined up with the result's rows.
+arrmeta (docs/layout.md) (`row_view`, `gather`: `lazyk.storerows`), the memory-block check
+of an arrmeta (`check_extent`: `lazyk.nestrun`), and the row line-up of flat operands that
+`lazyk.textrows` runs its string step on (`line_up`).
 
 The shape step broadcasts rows: a length-1 row broadcasts, equal lengths pair up, anything
 else is a ShapeError naming the row and both lengths. Every row read from an arrmeta is
@@ -321,39 +323,6 @@ def row_view(array, memo: dict | None = None) -> RowView:
                    None if var or not shape else shape[-1], aligned, present)
 
 
-def row_view_numpy(a: np.ndarray) -> RowView:
-    """A NumPy operand's rows in place: its last dim lines up with the result's last dim."""
-    a = np.asarray(a)
-    ptr = a.__array_interface__["data"][0]
-    if a.ndim == 0:
-        return RowView((), np.ones(1, np.int64), np.array([ptr], np.int64), 0, a.dtype, None,
-                       False, None)
-    rows = np.array([ptr], np.int64)
-    for n, st in zip(a.shape[:-1], a.strides[:-1]):
-        rows = (rows[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
-    return RowView(a.shape[:-1], np.full(len(rows), a.shape[-1], np.int64), rows,
-                   a.strides[-1], a.dtype, None, False, a.shape[-1])
-
-
-def from_array(array, dtype: np.dtype) -> Operand:
-    """Flatten a lazyk Array through to_list (the reference `gather` is tested against)."""
-    shape, _, option = describe(array)
-    data = array.to_list()
-    scalar = not shape
-    if scalar:
-        data, shape = [data], (1,)
-    outer = shape[:-1]
-    rows = _flatten(data, len(outer)) if outer else [data]
-    lengths = np.array([len(r) for r in rows], dtype=np.int64)
-    flat = [v for r in rows for v in r]
-    mask = np.array([v is not None for v in flat], dtype=bool) if option else None
-    values = np.array([0 if v is None else v for v in flat], dtype=dtype)
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    var = shape[-1] == "var"
-    return Operand(tuple(outer), lengths, starts, values, mask, var,
-                   None if var or scalar else shape[-1])
-
-
 def from_numpy(a: np.ndarray) -> Operand:
     """A fixed NumPy operand: its last dim lines up with the result's var dim."""
     a = np.asarray(a)
@@ -419,32 +388,24 @@ def line_up(names: list[str], ops: list[Operand]) -> tuple[Structure, list]:
     return struct, index
 
 
-def line_up_rows(names: list[str], ops: list, identity: bool = False
-                 ) -> tuple[Structure, list, list]:
+def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     """The shape step per row (O(rows), no element is touched): result rows and, per
-    operand, the source row of each result row and that row's length (1 = broadcasts).
-    With `identity`, an operand whose rows are the result's rows gets None as its source
-    rows and its own length array (no copy); operands sharing one length array are not
-    compared again."""
+    operand, the source row of each result row and that row's length (1 = broadcasts)."""
     try:
         outer = np.broadcast_shapes(*(op.outer for op in ops))
     except ValueError:
         raise ShapeError("outer dims do not broadcast: " + ", ".join(
             f"{n} {op.outer}" for n, op in zip(names, ops))) from None
     nrows = int(np.prod(outer, dtype=np.int64))
-    row_of = [None if identity and op.outer == outer else
-              np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
+    row_of = [np.broadcast_to(np.arange(len(op.lengths)).reshape(op.outer), outer).reshape(-1)
               if op.outer else np.zeros(nrows, np.int64) for op in ops]
-    lens = [op.lengths if r is None else op.lengths[r] for op, r in zip(ops, row_of)]
+    lens = [op.lengths[r] for op, r in zip(ops, row_of)]
     # ?var operands: a missing row lines up with anything (as a length-1 row would)
-    present = [None if getattr(op, "rowmask", None) is None else
-               op.rowmask if r is None else op.rowmask[r] for op, r in zip(ops, row_of)]
+    present = [None if getattr(op, "rowmask", None) is None else op.rowmask[r]
+               for op, r in zip(ops, row_of)]
     masked = any(p is not None for p in present)
-    # Against all-ones rows the first operand's lengths are the result as they are.
-    result = lens[0] if identity and lens and not masked else np.ones(nrows, np.int64)
+    result = np.ones(nrows, np.int64)
     for n, ln, p in zip(names, lens, present):
-        if ln is result:
-            continue  # the same rows as an operand already lined up
         if p is not None:
             ln = np.where(p, ln, 1)
         bad = (ln != 1) & (result != 1) & (ln != result)

@@ -149,7 +149,7 @@ def test_constants_in_reductions_where_threads_and_strided_layouts():
     assert _compiles() == before
 
 
-def test_ragged_segmented_kernel_takes_parameters():
+def test_ragged_nest_kernel_takes_parameters():
     from lazyk import nestkernel
 
     r = lazyk.array([[1.0, 2.0, 3.0], [4.0], []])

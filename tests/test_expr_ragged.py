@@ -121,7 +121,23 @@ def test_more_forms_outer_dims_top_level_var_and_scalars():
 
 
 def test_arrmeta_gather_equals_list_reading():
-    from lazyk.rows import from_array, gather
+    from lazyk.leaves import describe_ragged
+    from lazyk.rows import gather
+
+    def from_list(array):  # the same flattening through to_list
+        shape, _, option = describe_ragged(array)
+        data, outer = array.to_list(), shape[:-1]
+        if not shape:
+            data, outer, shape = [data], (), (1,)
+        rows = [data]
+        for _ in outer:
+            rows = [r for row in rows for r in row]
+        flat = [v for r in rows for v in r]
+        return (tuple(outer), shape[-1] == "var",
+                None if shape[-1] == "var" or not outer and not array.type.shape else shape[-1],
+                np.array([len(r) for r in rows]),
+                np.array([0 if v is None else v for v in flat], "f8"),
+                np.array([v is not None for v in flat]) if option else None)
 
     a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
     cases = [A([[1.0, None, 3.0], [4.0]], "2 * var * ?float64"),
@@ -129,27 +145,24 @@ def test_arrmeta_gather_equals_list_reading():
              A([1, None, 3], "3 * ?int16"), A([1, 2, 3], "var * int32"), A(None, "?int32"),
              a[::-1], a[:, ::-1], a[1:]]
     for c in cases:
-        g, f = gather(c, np.dtype("f8")), from_array(c, np.dtype("f8"))
-        assert (g.outer, g.var, g.last) == (f.outer, f.var, f.last), c.type
-        np.testing.assert_array_equal(g.lengths, f.lengths)
-        np.testing.assert_array_equal(g.values, f.values)
-        assert (g.mask is None) == (f.mask is None)
+        g = gather(c, np.dtype("f8"))
+        outer, var, last, lengths, values, mask = from_list(c)
+        assert (g.outer, g.var) == (outer, var), c.type
+        np.testing.assert_array_equal(g.lengths, lengths)
+        np.testing.assert_array_equal(g.values, values)
+        assert (g.mask is None) == (mask is None)
         if g.mask is not None:
-            np.testing.assert_array_equal(g.mask, f.mask)
+            np.testing.assert_array_equal(g.mask, mask)
     assert (a[:, ::-1] * 10).eval().to_list() == [[30, 20, 10], [50, 40], [60]]
 
 
 # ---------------------------------------------------------------- fused var-row reductions
 def _one_fused_kernel(monkeypatch):
     """Fail if the ragged path gathers values or runs a separate elementwise kernel."""
-    from lazyk import ragged
-
     def boom(*a, **k):
-        raise AssertionError("reduction ran outside the fused segmented kernel")
-    monkeypatch.setattr(ragged, "_fused_row_reduction", boom)  # the gathered fallback
-    monkeypatch.setattr(ragged, "gather", boom)  # rows are read in place, values not copied
+        raise AssertionError("reduction ran outside the fused loop-nest kernel")
+    monkeypatch.setattr("lazyk.rows.gather", boom)  # rows are read in place, not copied
     monkeypatch.setattr("lazyk.runtime.run_program", boom)
-    monkeypatch.setattr(ragged, "run_program", boom)
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
@@ -272,45 +285,6 @@ def test_fused_reduction_with_numpy_and_outer_fixed_dims(monkeypatch):
     got = (v + np.array([10.0, 20.0])).sum(axis=-1).eval()  # rows fit a fixed 2: 2 * 2
     assert got.to_list() == [32.0, 35.0]
     assert (v * 0.5 + 1).sum(axis=-1, keepdims=True).eval().to_list() == [[1.5], [4.5]]
-
-
-def test_segmented_kernel_is_thread_safe():
-    import threading
-
-    from lazyk import segkernel
-    from lazyk.runtime import plan
-
-    x = A([[1.0, 2.0], [3.0]], "2 * var * float64")
-    step = plan(((x * 2) + 1).sum(axis=-1).node).steps[0]
-    k = segkernel.segmented_kernel(step.spec, (False,), False, False)
-    rng = np.random.default_rng(0)
-    jobs = []
-    for t in range(8):
-        lengths = rng.integers(0, 50, size=200 + t)
-        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        vals = rng.standard_normal(int(offsets[-1]))
-        jobs.append((offsets, vals, np.empty(len(lengths)), np.empty(len(lengths), np.uint8)))
-    errors = []
-
-    def work(job):
-        offsets, vals, out, valid = job
-        try:
-            for _ in range(50):
-                k(offsets, [vals], [], out, valid, step.consts)
-        except Exception as exc:  # pragma: no cover
-            errors.append(exc)
-    threads = [threading.Thread(target=work, args=(j,)) for j in jobs]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
-    for offsets, vals, out, valid in jobs:
-        want = np.array([np.sum(vals[lo:hi] * 2 + 1) for lo, hi in zip(offsets, offsets[1:])])
-        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
-        assert valid.all()
-    with pytest.raises(ValueError):  # bind checks sizes: the kernel cannot read past the end
-        k(np.array([0, 5], np.int64), [np.zeros(3)], [], np.empty(1), np.empty(1, np.uint8))
 
 
 def test_fused_rows_in_place_from_8_threads():
@@ -457,7 +431,7 @@ def test_row_view_reads_the_same_rows_as_gather():
         np.testing.assert_array_equal(vals, g.values)
 
 
-def test_explain_shows_one_fused_segmented_kernel():
+def test_explain_shows_one_fused_loop_nest_kernel():
     from lazyk import ragged
 
     x = A([[1.0, 2.0, 3.0], [4.0]], "2 * var * ?float64")

@@ -113,14 +113,14 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
     # lock past the fork hook's wait): the child gets them all free.
     out = _run('''
         import threading, numpy as np, lazyk
-        from lazyk import graph, kernel, runtime, segkernel
+        from lazyk import graph, kernel, nestkernel, runtime
         from lazyk.backend import cpu, outputs, threads
         cpu._FORK_WAIT = 0.2
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
         task = threads.StridedTask(1)
         locks = [cpu._lock, kernel._cache_lock, runtime._plans_lock, graph._lock,
-                 segkernel._seg_lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
+                 nestkernel._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
                  task._lock]
         held, release = threading.Event(), threading.Event()
         def holder():

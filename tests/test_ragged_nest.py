@@ -310,7 +310,7 @@ BAD_OFFSETS = textwrap.dedent("""
         try:
             f().eval()
             print("NO ERROR")
-        except ValueError as e:  # the row path's check or the kernel's (a ValueError too)
+        except ValueError as e:  # the arrmeta check or the kernel's (a ValueError too)
             assert "row 1" in str(e) or "row 2" in str(e), e
             print("raised")
     inner = np.array([0, 1, 3, 3], np.int32)

@@ -34,12 +34,12 @@ MIXED = ("int8", "int32", "uint16", "float32", ">f8")
 
 @contextlib.contextmanager
 def nest_only():
-    """Fail when anything falls back from the loop nest to the row path."""
+    """Fail when the loop nest does not return the result itself."""
     orig = lazyk.ragged.evaluate_nest
 
     def only(expr):
         got = orig(expr)
-        assert got is not None, f"the row path ran {expr.node.op} over {list(expr.env)}"
+        assert got is not None, f"the nest declined {expr.node.op} over {list(expr.env)}"
         return got
     lazyk.ragged.evaluate_nest = only
     try:

@@ -1,10 +1,10 @@
 """Reductions over several axes of data with missing rows (`?var`), against the reference.
 
-They run in the loop nest when every `?var` dim lies above the first folded axis. Folds
-over several axes at or above a `?var` dim are refused by name (the nest's group walk does
-not track missing rows), or run on the row path for fixed dims over one trailing `?var`
-dim: never a wrong answer. Empty arrays, empty rows and length-1 rows come from the
-strategies.
+They run in the loop nest when every `?var` dim lies above the first folded axis, and for
+fixed dims over one trailing `?var` dim (the elementwise part first, then the fold of its
+rows). Folds over several axes at or above a `?var` dim under var dims are refused by name
+(the nest's group walk does not track missing rows): never a wrong answer. Empty arrays,
+empty rows and length-1 rows come from the strategies.
 """
 from __future__ import annotations
 

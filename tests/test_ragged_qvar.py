@@ -167,7 +167,7 @@ def test_numpy_operands(case, n, data):
             assert check(ref, lambda: L(t, d) + a) in ("refused", "raises")
         return
     matches(ref, lambda: L(t, d) + a)
-    for axis in (-1, 0, None):  # fused into one segmented kernel
+    for axis in (-1, 0, None):  # the nest, after the elementwise part for 0 and None
         skipna = data.draw(st.booleans())
         matches(lambda: R.reduce("sum", ref(), axis, skipna=skipna),
                 lambda: lazyk.sum(L(t, d) + a, axis=axis, skipna=skipna))

@@ -1,5 +1,5 @@
-"""The row step of fused ragged reductions: operands over one index buffer are read and
-checked once, and indices changed after construction are still checked before any read."""
+"""Fused ragged reductions over operands that share one index buffer, and indices changed
+after construction: still checked before any read."""
 import numpy as np
 import pytest
 

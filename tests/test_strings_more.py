@@ -214,7 +214,7 @@ def test_nested_strings_with_a_python_str(case, c):
             "match", "refused")
     assert check_ref(lambda: R.elementwise("multiply", lens, 2),
                      lambda: lazyk.str_len(x) * 2) == "match"
-    # where() over missing strings: the string step runs first (then the nest or row path)
+    # where() over missing strings: the string step runs first (then the nest)
     assert check_ref(lambda: R.where(hit, lens, 0),
                      lambda: lazyk.where(x == c, lazyk.str_len(x), 0)) in ("match", "refused")
 

@@ -19,8 +19,8 @@ Entries (exported names derive from `name`):
   compiled kernel, which outlives every bound kernel).
 With several outputs `dst` is a `char *const *` array of output pointers.
 
-The per-element code (loads, stores, op lowering) is `lazyk.codegen.emit`; segmented
-(var-row) reductions are `lazyk.codegen.segmented`.
+The per-element code (loads, stores, op lowering) is `lazyk.codegen.emit`; loop nests over
+ragged (var / option) layouts are `lazyk.codegen.nest`.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ value's address + mask_offset.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
-(identity, skipna, mean and valid flags as `codegen.segmented`); "all" folds every level
+(an empty row gives the identity; skipna, mean and valid flags as the reference); "all" folds every level
 into one partial result per part (`_partial`: the caller combines the parts);
 "fold<a>[,<b>...]" folds levels a < b < ... (any set but the last level alone or all):
 each result element folds its group, every element of the folded levels under it, with
