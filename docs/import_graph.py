@@ -34,7 +34,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
     ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
-                "lazyk.segkernel", "lazyk.nestkernel")),
+                "lazyk.nestkernel")),
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.rowrules",
                  "lazyk.nestrun", "lazyk.storerows", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval", "lazyk.textrows")),
