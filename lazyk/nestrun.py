@@ -24,14 +24,21 @@ from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
-from lazyk.graph import REDUCE_OP, toposort
+from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged, text_rows
 from lazyk.memory import MemoryBlock
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
 from lazyk.ops import STRING
-from lazyk.rowrules import RECORDERS, branch_masks, fused_step, inline_reductions, seed
+from lazyk.rowrules import (
+    RECORDERS,
+    branch_masks,
+    fused_step,
+    inline_reductions,
+    seed,
+    selects,
+)
 from lazyk.rows import check_extent
 from lazyk.spec import format_spec
 from lazyk.types import FixedDim
@@ -157,6 +164,45 @@ def evaluate_nest(expr):
     """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
     part, then the reduction of its result); NotSupportedError naming the types and the
     operation for what the nest does not take."""
+    try:
+        return _evaluate_nest(expr)
+    except ShapeError:
+        first = _branches_first(expr)
+        if first is None:
+            raise
+        return evaluate_nest(first)
+
+
+def _branches_first(expr):
+    """`expr` with each where() branch that combines a `?var` operand with others computed
+    first, or None when there is none. The reference computes a branch before where()
+    picks from it: a row missing there is missing whatever the length of the other
+    operands' rows, which one nest would still pair with the condition's rows."""
+    qvar = {n for n, v in expr.env.items()
+            if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+    env, done = dict(expr.env), []
+
+    def combines(node):
+        names = {n.arg for n in toposort(node) if n.op == "input"}
+        return node.op != "input" and len(names) > 1 and bool(names & qvar)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if not selects(node) or not any(combines(s) for s in node.srcs[1:]):
+            return node
+        new = list(node.srcs)
+        for i in (1, 2):
+            if combines(new[i]):
+                leaf = as_expr(evaluate_nest(Expr(new[i], env)))
+                env.update(leaf.env)
+                new[i] = leaf.node
+                done.append(i)
+        return node.replace(srcs=tuple(new))
+    root = rewrite(expr.node, visit) if qvar else expr.node
+    return Expr(root, env) if done else None
+
+
+def _evaluate_nest(expr):
     root, red_node, reduce_arg = expr.node, expr.node, None
     if root.op == REDUCE_OP:
         reduce_arg, root = root.arg, root.srcs[0]

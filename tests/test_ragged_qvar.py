@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
@@ -270,3 +270,40 @@ def test_awkward_option_of_list():
     assert str(y.type) == "3 * ?var * ?int64" and y.to_list() == b.to_list()
     assert ak.to_list(lazyk.to_awkward(y)) == b.to_list()
     assert (y + 1).to_list() == ak.to_list(b + 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("N * var * T", "N * ?var * T"), dtypes=("float64",)), st.data())
+def test_where_branch_with_a_missing_row_is_missing_before_it_pairs(case, data):
+    """`where(c, x + z, y)` with z's row missing: the branch's row is missing whatever x's
+    row length, as the reference computes the branch first (c's rows differ from x's
+    there)."""
+    tx, dx = case
+    dz = [None if r is None or data.draw(st.booleans()) else r for r in dx]
+    tz = tx.replace("* var", "* ?var")
+    rows = []
+    for i, (xr, zr) in enumerate(zip(dx, dz)):
+        n = len(xr) if xr is not None else 1
+        if zr is None:
+            n += data.draw(st.integers(0, 2))  # c's row (and y's) other than x's
+        sign = data.draw(st.sampled_from([1.0, -1.0, 0.0]))  # 0: both branches
+        rows.append([sign if sign else (-1.0) ** (i + j) for j in range(n)])
+    tc, y = f"{len(rows)} * var * float64", [[3 * v for v in r] for r in rows]
+
+    def ref():
+        return R.where(R.elementwise("greater", RA(tc, rows), 0),
+                       R.elementwise("add", RA(tx, dx), RA(tz, dz)), RA(tc, y))
+    matches(ref, lambda: lazyk.where(L(tc, rows) > 0, L(tx, dx) + L(tz, dz), L(tc, y)))
+
+
+def test_where_branch_with_a_missing_row_by_hand():
+    c = L("2 * var * float64", [[1.0, -1.0], [1.0, -1.0]])
+    x = L("2 * var * float64", [[1.0, 2.0], [1.0, 2.0, 3.0]])
+    z = L("2 * ?var * float64", [[1.0, 1.0], None])
+    y = L("2 * var * float64", [[5.0, 6.0], [7.0, 8.0]])
+    got = lazyk.where(c > 0, x + z, y).eval()
+    assert str(got.type) == "2 * ?var * float64" and got.to_list() == [[2.0, 6.0], None]
+    got = lazyk.where(c > 5, (x + z) * 2, y).sum(axis=-1).eval()  # never takes the branch
+    assert got.to_list() == [11.0, 15.0]
+    with pytest.raises(lazyk.ShapeError):  # x's row against a present row of z still pairs
+        lazyk.where(c > 0, x + L("2 * ?var * float64", [[1.0, 1.0], [1.0, 2.0]]), y).eval()
