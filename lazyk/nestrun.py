@@ -9,8 +9,9 @@ in place from the arrmeta (every byte it lets the kernel address is checked insi
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
 after a pass that counts their row lengths. Folds over several axes at or above the `?var`
-dim of fixed dims over one trailing `?var` dim, and middle / all-axis folds over `?n` rows,
-run the elementwise part first (`_rows_first`). What the nest does not take raises
+dim of fixed dims over one trailing `?var` dim, and folds over `?n` rows (a missing row
+against a fixed dim) that the one pass does not take, run the elementwise part first
+(`_rows_first`). What the nest does not take raises
 NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
@@ -218,7 +219,11 @@ def _evaluate_nest(expr):
         # where() takes the missing state of the branch it selects: the elementwise part
         # runs first (its mask follows the body), then the reduction of its result
         got = _nest_run(root, root, None, names, leaves, where_masks=True)
-        if got is not None and reduce_arg is not None:
+        if got is not None and reduce_arg is not None and any(
+                d.startswith("?") and d != "?var" for d in str(got.type).split(" * ")[:-1]):
+            # `?n` rows: no leaf the nest reads
+            got = _rows_first(root, red_node, reduce_arg, names, leaves)
+        elif got is not None and reduce_arg is not None:
             inner = as_expr(got)
             got = evaluate_nest(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
     if got is None and reduce_arg is not None and leaves:
@@ -230,7 +235,7 @@ def _evaluate_nest(expr):
             "this expression"
         why = "with missing rows (?var) under var dims, reductions run over one axis, " \
             "all axes, or several axes below every ?var dim; a missing row against a " \
-            "fixed dim inside where() is not supported" if any(
+            "fixed dim (?n rows) folds only with fixed dims above it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -276,6 +281,8 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     axes = tuple(reduce_arg[1])
+    if axes == (last,):  # a missing row reduced along its own axis: missing
+        return _missing_at(got, ~rows.ravel(), len(outer))
     if last in axes:
         return got  # one value per group: missing values do the work
     rows = rows.reshape(outer)
@@ -286,6 +293,22 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if dims[-1] != "v" or not none.any():
         return got
     return _emptied(got, p, none)
+
+
+def _missing_at(result, gone, depth: int):
+    """`result` (outer dims of `depth`, then values or rows of one) with the values under
+    its outer element i missing where `gone[i]` is True; its values `?T`."""
+    at = [0]
+
+    def walk(x, level):
+        if level == depth:
+            at[0] += 1
+            return (None if not isinstance(x, list) else [None] * len(x)) \
+                if gone[at[0] - 1] else x
+        return [walk(v, level + 1) for v in x]
+    parts = str(result.type).split(" * ")
+    parts[-1] = parts[-1] if parts[-1].startswith("?") else "?" + parts[-1]
+    return array(walk(result.to_list(), 0), type=" * ".join(parts))
 
 
 def _emptied(result, p: int, empty):
@@ -355,7 +378,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
         raise NotSupportedError(f"missing rows against a fixed dim of size 0 (`?0` rows, "
                                 f"no room for their missing flag) in an expression over "
                                 f"{types}")
-    if qfix and (mode not in ("map", "reduce") or where_masks):
+    if qfix and mode not in ("map", "reduce"):
         return None  # folds over `?n` rows: `_rows_first`
     if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
         return None

@@ -307,3 +307,43 @@ def test_where_branch_with_a_missing_row_by_hand():
     assert got.to_list() == [11.0, 15.0]
     with pytest.raises(lazyk.ShapeError):  # x's row against a present row of z still pairs
         lazyk.where(c > 0, x + L("2 * ?var * float64", [[1.0, 1.0], [1.0, 2.0]]), y).eval()
+
+
+def _fit(rows, n, depth):
+    """Every present row padded or cut to length n (rows of length 1 kept: they stretch)."""
+    if depth:
+        return [_fit(r, n, depth - 1) for r in rows]
+    return [r if r is None or len(r) == 1 else (r + [1.5] * n)[:n] for r in rows]
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged_pair(layouts=("N * ?var * T", "3 * N * ?var * T"), dtypes=("float64",),
+                     own_rows=True), st.integers(1, 3), st.sampled_from(["x", "a", "sum"]),
+       st.data())
+def test_where_over_missing_rows_against_a_fixed_dim(pair, n, form, data):
+    """`?n` rows inside where(): a row is missing where the condition's is or where an
+    element takes a branch's missing row; then reductions over any axes of that."""
+    t1, d1, t2, d2 = pair
+    depth = R.parse_type(t1).ndim - 2
+    d1, d2 = _fit(d1, n, depth), _fit(d2, n, depth)
+    a = np.arange(n, dtype=np.float64) - 0.5
+    ra = R.array(a.tolist(), f"{n} * float64")
+
+    def ref_where():
+        x, y = RA(t1, d1), RA(t2, d2)
+        if form == "x":
+            return R.where(R.elementwise("greater", x, 0), x, ra)
+        return R.where(R.elementwise("greater", ra, 0), x, R.elementwise("add", y, ra))
+
+    def got_where():
+        x, y = L(t1, d1), L(t2, d2)
+        return lazyk.where(x > 0, x, a) if form == "x" else lazyk.where(a > 0, x, y + a)
+    matches(ref_where, got_where)
+    if form == "sum":
+        nd = R.parse_type(t1).ndim
+        axis = data.draw(st.sampled_from([None, -1, 0, (0, 1), tuple(range(nd - 1))]))
+        skipna, keepdims = data.draw(st.booleans()), data.draw(st.booleans())
+        op = data.draw(st.sampled_from(["sum", "max", "mean"]))
+        matches(lambda: R.reduce(op, ref_where(), axis, keepdims=keepdims, skipna=skipna),
+                lambda: getattr(lazyk, op)(got_where(), axis=axis, keepdims=keepdims,
+                                           skipna=skipna))
