@@ -9,9 +9,9 @@ in place from the arrmeta (every byte it lets the kernel address is checked insi
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
 after a pass that counts their row lengths. Folds over several axes at or above the `?var`
-dim of fixed dims over one trailing `?var` dim, and folds over `?n` rows (a missing row
-against a fixed dim) that the one pass does not take, run the elementwise part first
-(`_rows_first`). What the nest does not take raises
+dim of fixed dims over one trailing `?var` dim, folds over `?n` rows (a missing row
+against a fixed dim) and a missing row folded along its own axis above fixed dims run the
+elementwise part first (`_rows_first`). What the nest does not take raises
 NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
@@ -235,7 +235,8 @@ def _evaluate_nest(expr):
             "this expression"
         why = "with missing rows (?var) under var dims, reductions run over one axis, " \
             "all axes, or several axes below every ?var dim; a missing row against a " \
-            "fixed dim (?n rows) folds only with fixed dims above it" if any(
+            "fixed dim (?n rows) folds only with fixed dims above it; folded along its own " \
+            "axis, a ?var dim takes fixed dims below it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -257,6 +258,8 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         return None
     values, flags, dims, offsets, validity, present = got
     last = len(dims) - 1
+    if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
+        return _own_axis_first(got, red_node, reduce_arg)
     if last < 1 or "v" in dims[:-1] or last not in (present if dims[-1] != "v" else validity):
         return None
     outer = tuple(int(d) for d in dims[:-1])
@@ -293,6 +296,36 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if dims[-1] != "v" or not none.any():
         return got
     return _emptied(got, p, none)
+
+
+def _own_axis_first(parts, red_node, reduce_arg):
+    """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
+    result `parts`: each missing row becomes one row of missing values, the nest folds
+    that, and the result row under a missing row is missing (skipna too, as a missing row
+    reduced along its own axis). None for other forms."""
+    values, flags, dims, offsets, validity, _ = parts
+    a = reduce_arg[1][0]
+    below = dims[a + 1:]
+    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below or \
+            0 in dims[1:a]:
+        return None
+    blk = int(np.prod(below, dtype=np.int64))
+    rows, starts = validity[a], offsets[a]
+    lens = np.where(rows, np.diff(starts), 1)
+    off = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    seg = np.repeat(np.arange(len(lens)), lens)
+    old = starts[seg] + np.arange(int(off[-1])) - off[seg]
+    old = (old[:, None] * blk + np.arange(blk)).reshape(-1)
+    ok = np.repeat(rows[seg], blk)
+    vals = np.zeros(len(ok), values.dtype)
+    vals[ok] = values[old[ok]]
+    if flags is not None:
+        ok[ok] = flags[old[ok]]
+    inner = _nest_result(vals, ok, dims, {**offsets, a: off}, [0] * a + [int(off[-1])])
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    return _fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
 
 
 def _missing_at(result, gone, depth: int):
@@ -365,9 +398,9 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
                    aligned=tuple(bool(o.aligned) for o in sel))
     maskd = tuple(o.mask_offset is not None for o in sel)
     # ?var levels: missing rows at any level; a missing row folded along a middle axis
-    # makes the result row below it missing (a var one: `?n` rows there are refused);
-    # folds over several axes take them only above the first (their group walk does not
-    # track missing rows)
+    # makes the result row below it missing (a var one; a fixed one, `?n`, and folds over
+    # several axes at or above them: `_rows_first`, their group walk does not track
+    # missing rows)
     qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
     # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
     # rows of `?0` have no room for their present byte)

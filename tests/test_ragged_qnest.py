@@ -9,12 +9,13 @@ refused by name (NotSupportedError), never a wrong answer.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
+from tests.test_ragged_qfull import in_nest
 from tests.test_ragged_today import LAZYK_REDUCERS, RA, L, check
 
 Q = S.QNEST_LAYOUTS
@@ -115,3 +116,16 @@ def test_corrupted_row_mask_offset_raises():
         bad = lazyk.Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
         with pytest.raises(ValueError, match="outside|memory|block"):
             (bad * 2).eval()
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("N * ?var * 4 * T", "var * ?var * 2 * T"), dtypes=("float64", "int32"),
+                nan=True), st.sampled_from(LAZYK_REDUCERS), st.booleans(), st.booleans())
+def test_missing_rows_folded_along_their_own_axis_above_a_fixed_dim(case, op, keepdims,
+                                                                   skipna):
+    """A missing row reduced along its own axis: the fixed row under it is missing (`?n`),
+    skipna too; empty rows fold to the identity (or missing, for min / max / mean)."""
+    t, d = case
+    kw = {} if op == "count" else {"skipna": skipna}
+    in_nest(lambda: R.reduce(op, RA(t, d), 1, keepdims=keepdims, skipna=skipna),
+            lambda: getattr(lazyk, op)(L(t, d), axis=1, keepdims=keepdims, **kw))
