@@ -165,41 +165,54 @@ def evaluate_nest(expr):
     """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
     part, then the reduction of its result); NotSupportedError naming the types and the
     operation for what the nest does not take."""
+    first = _parts_first(expr, where_only=True)
+    if first is not None:
+        return evaluate_nest(first)
     try:
         return _evaluate_nest(expr)
     except ShapeError:
-        first = _branches_first(expr)
+        first = _parts_first(expr, where_only=False)
         if first is None:
             raise
         return evaluate_nest(first)
 
 
-def _branches_first(expr):
-    """`expr` with each where() branch that combines a `?var` operand with others computed
-    first, or None when there is none. The reference computes a branch before where()
-    picks from it: a row missing there is missing whatever the length of the other
-    operands' rows, which one nest would still pair with the condition's rows."""
+def _parts_first(expr, where_only: bool):
+    """`expr` with the parts that combine a `?var` operand with others computed first, or
+    None when there is none: the reference computes each operation's operands before it,
+    so a row missing there is missing whatever the length of the other operands' rows,
+    which one nest would still pair. `where_only`: the operands of where() (one nest
+    would pair the rows of a branch it does not take, or give an empty row where the
+    reference's row is missing); else every part (after one nest raised ShapeError)."""
     qvar = {n for n, v in expr.env.items()
             if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+    if not qvar:
+        return None
     env, done = dict(expr.env), []
 
     def combines(node):
         names = {n.arg for n in toposort(node) if n.op == "input"}
-        return node.op != "input" and len(names) > 1 and bool(names & qvar)
+        return node.op not in ("input", REDUCE_OP) and len(names) > 1 and bool(names & qvar)
 
     def visit(node, srcs):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
-        if not selects(node) or not any(combines(s) for s in node.srcs[1:]):
+        if where_only and not selects(node):
             return node
         new = list(node.srcs)
-        for i in (1, 2):
-            if combines(new[i]):
-                leaf = as_expr(evaluate_nest(Expr(new[i], env)))
+        for i, src in enumerate(new):
+            if combines(src):
+                value = evaluate_nest(Expr(src, env))
+                if any(d.startswith("?") and d != "?var"
+                       for d in str(value.type).split(" * ")[:-1]):
+                    continue  # `?n` rows: no leaf the nest reads (the one nest pairs them)
+                leaf = as_expr(value)
                 env.update(leaf.env)
+                if "?var" in str(value.type):
+                    qvar.add(leaf.node.arg)
                 new[i] = leaf.node
                 done.append(i)
-        return node.replace(srcs=tuple(new))
-    root = rewrite(expr.node, visit) if qvar else expr.node
+        return node.replace(srcs=tuple(new)) if new != list(node.srcs) else node
+    root = rewrite(expr.node, visit)
     return Expr(root, env) if done else None
 
 
