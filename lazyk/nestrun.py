@@ -11,7 +11,8 @@ dtype than the body's are converted where loaded; ragged results are written by 
 after a pass that counts their row lengths. Folds over several axes at or above the `?var`
 dim of fixed dims over one trailing `?var` dim, folds over `?n` rows (a missing row
 against a fixed dim) and a missing row folded along its own axis above fixed dims run the
-elementwise part first (`_rows_first`). What the nest does not take raises
+elementwise part first (`_rows_first`); where() operands that combine a missing row with
+other rows are computed first (`_parts_first`). What the nest does not take raises
 NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
