@@ -118,7 +118,7 @@ def test_corrupted_row_mask_offset_raises():
             (bad * 2).eval()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(S.ragged(layouts=("N * ?var * 4 * T", "var * ?var * 2 * T"), dtypes=("float64", "int32"),
                 nan=True), st.sampled_from(LAZYK_REDUCERS), st.booleans(), st.booleans())
 def test_missing_rows_folded_along_their_own_axis_above_a_fixed_dim(case, op, keepdims,
