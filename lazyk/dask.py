@@ -18,7 +18,7 @@ Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (o
 lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) gives a
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
-operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskrows`).
+operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskgraph`).
 A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
@@ -46,7 +46,8 @@ from lazyk import compiled, runtime
 from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
-from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_delayed, from_ragged
+from lazyk.daskgraph import evaluate_rows, from_delayed, from_ragged
+from lazyk.daskrows import RaggedArray, RowsLeaf
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build

@@ -258,7 +258,7 @@ def test_partitions_are_views_and_concatenation():
     # a computed collection (made on a worker under distributed) pickles as buffers too
     (joined,) = dask.compute(ldask.evaluate(big * 2))
     raw = pickle.dumps(joined, protocol=5)
-    assert joined.__reduce__()[0] is daskrows._build  # the buffers, not Python lists
+    assert joined.__reduce__()[0] is daskrows.build  # the buffers, not Python lists
     assert len(raw) < 2e5 * 8 + (1e5 + 1) * 8 + 1000, len(raw)  # values and offsets
     back = pickle.loads(raw)
     assert type(back) is lazyk.Array and back.to_list() == joined.to_list()
