@@ -14,7 +14,11 @@ layers:
 - a reduction over axis 0 (or all axes) runs per partition (keepdims), then lazyk combines
   the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
   `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
-  Over data with missing rows (`?var`) such a reduction is refused (NotSupportedError).
+  Over missing rows right under the outer rows (`N * ?var * ...`), or keeping var rows
+  below two folded axes, each partial says what it folded (`daskrows.FoldRows`): a
+  partition folding nothing adds nothing, a missing row makes the result missing (unless
+  `skipna`) while the present rows must still line up. Missing rows deeper down
+  (`N * var * ?var * T`) are refused over axis 0 (NotSupportedError).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
 Operands: collections with the same row counts per partition (else ShapeError naming the
@@ -36,6 +40,7 @@ from lazyk import types as T
 from lazyk.array import Array, array
 from lazyk.daskrows import (
     Combine,
+    FoldRows,
     Part,
     RaggedArray,
     RowsLeaf,
@@ -355,32 +360,52 @@ class _Planner:
         if op not in _COMBINE_OPS:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
         src_type = Expr(node.srcs[0], self.env).type
-        if "?var" in str(src_type):
-            # NOTE: a partition of only missing rows folds to a missing (or, with skipna,
-            # empty) row that would hide or fake a row-length mismatch between partitions.
+        under = src_type.elem if isinstance(src_type, T.FixedDim) else None
+        outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
+        if "?var" in str(under.elem.elem if outer_missing else src_type):
+            # NOTE: a fold of deeper missing rows is one missing row in its partial, which
+            # no longer tells the present rows' lengths that must line up with the others.
             raise NotSupportedError(
                 f"{op} over axis 0 of partitioned {src_type} on Dask: missing rows (?var) "
-                "fold only within one partition; reduce the inner axes first, or compute")
+                "below the first var dim fold only within one partition; reduce the inner "
+                "axes first, or compute")
         kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
-        if kept and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} ":
-            # NOTE: a partition whose folded levels above the first kept one hold nothing
-            # folds to nothing, which its partial (an empty row) cannot tell from a real
-            # empty row: combined, it would pair with other partitions' rows.
-            raise NotSupportedError(
-                f"{op} over axes {list(axes)} of partitioned {src_type} on Dask: the result "
-                "keeps var rows below two folded axes, which fold only within one "
-                "partition; reduce over the inner axes first, or compute")
+        deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
         src = Expr(node.srcs[0], self.env)
         if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
                 node.dtype.kind in "biuf":
             return self._seeded(node, src)
         arg = (op, axes, True) + node.arg[3:]
+        if outer_missing or deep:
+            return self._fold_rows(node, arg, kept[0] - 1 if deep else 0)
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
         parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
                             prefix="lazyk-rows-partial", lazy=True)
         # Partitions without rows add nothing (and their rows would not line up).
         keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
+        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True),
+                          Combine(node.arg, node.dtype.str, bool(node.arg[2])))
+
+    def _fold_rows(self, node: Node, arg: tuple, depth: int) -> Node:
+        """A reduction over the rows' axis of data with missing rows right under the outer
+        rows, or keeping var rows below two folded axes: the source per partition, then
+        partials that know what they folded (`FoldRows`), combined in a tree."""
+        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        dt, keep = node.dtype.str, bool(node.arg[2])
+        first = FoldRows(arg, dt, True, depth, "first")
+        name = f"lazyk-rows-folded-{tokenize(src.name, first)}"
+        layer = {(name, i): (first, (src.name, i)) for i in range(src.npartitions)}
+        parts = RaggedArray(HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                                            dependencies=[src]),
+                            name, None, src.type)
+        keys = list(layer)
+        return self._tree(node, keys, parts, FoldRows(arg, dt, True, depth, "combine"),
+                          FoldRows(node.arg, dt, keep, depth, "final"))
+
+    def _tree(self, node: Node, keys: list, parts: Any, combine: Any, final: Any) -> Node:
+        """`keys` (partials) combined `split_every` at a time, then `final`: one result."""
+        op = node.arg[0]
         name = f"lazyk-rows-{op}-{tokenize(parts.name, arg_key(node.arg))}"
         tasks: dict = {}
         level = 0
@@ -388,12 +413,10 @@ class _Planner:
             nxt = []
             for j in range(0, len(keys), self.split_every):
                 key = (f"{name}-{level}", j // self.split_every)
-                tasks[key] = (Combine(arg, node.dtype.str, True),
-                              *keys[j:j + self.split_every])
+                tasks[key] = (combine, *keys[j:j + self.split_every])
                 nxt.append(key)
             keys, level = nxt, level + 1
-        final = (name, 0)
-        tasks[final] = (Combine(node.arg, node.dtype.str, bool(node.arg[2])), *keys)
+        tasks[(name, 0)] = (final, *keys)
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
                                               dependencies=[parts])
         whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)

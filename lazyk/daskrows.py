@@ -466,6 +466,81 @@ class Combine:
         return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
 
 
+class Folded:
+    """A partial reduction over the rows' axis that knows what it folded: `value` folds the
+    partition's present rows, `rows` says whether anything reached the kept levels (a
+    partial of nothing is an empty row that must not pair with other partitions' rows),
+    `missing` is the fold of one missing row (None without one): the result unless
+    `skipna`."""
+
+    __slots__ = ("value", "rows", "missing")
+
+    def __init__(self, value: Any, rows: bool, missing: Any):
+        self.value, self.rows, self.missing = unwrap(value), rows, unwrap(missing)
+
+    def __reduce__(self):
+        return (Folded, (Part(self.value), self.rows,
+                         None if self.missing is None else Part(self.missing)))
+
+
+class FoldRows(Combine):
+    """Partial (`first`), combining or final step of a reduction over the rows' axis of
+    data with missing rows right under the outer rows (`N * ?var * ...`) or with var rows
+    kept below two folded axes: folds what is present and keeps `Folded` bookkeeping, so
+    that partitions folding nothing add nothing and a missing row makes the result
+    missing without hiding a row-length mismatch."""
+
+    __slots__ = ("depth", "stage")
+
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool, depth: int, stage: str):
+        super().__init__(arg, dtype, keepdims)
+        self.depth, self.stage = depth, stage  # levels above the first kept one; step
+
+    def __call__(self, *parts: Any) -> Any:
+        if self.stage == "first":
+            return self._partial(unwrap(parts[0]))
+        parts = [unwrap(p) for p in parts]
+        live = [f.value for f in parts if f.rows] or [parts[0].value]
+        missing = next((f.missing for f in parts if f.missing is not None), None)
+        value = unwrap(Combine.__call__(self, *live))  # row lengths checked here
+        if self.stage != "final":
+            return Folded(value, any(f.rows for f in parts), missing)
+        skipna = len(self.arg) > 3 and bool(self.arg[3])
+        return Combine.__call__(self, missing) if missing is not None and not skipna \
+            else Part(value)
+
+    def _partial(self, x: Array) -> Folded:
+        col, missing = _columns(x), None
+        if col[0] == "option":  # missing rows: fold the present ones
+            mask = np.asarray(col[1], bool)
+            if not mask.all():
+                gone = int(np.argmin(mask))
+                missing = build(_cut(col, gone, gone + 1))
+                edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.view(np.int8),
+                                                               [0]])))
+                runs = list(zip(edges[::2], edges[1::2])) or [(0, 0)]
+                col = _cat([("option", np.ones(b - a, bool), _cut(col[2], a, b))
+                            for a, b in runs])
+                x = build(col)
+        n = _entries(col)
+        for _ in range(self.depth):
+            while col[0] == "option":
+                col = col[2]
+            if col[0] == "list":
+                n, col = int(col[1][-1] - col[1][0]), col[2]
+            else:
+                n, col = n * col[1], col[2]
+        keep = Combine(self.arg, self.dtype, True)
+        return Folded(keep(x), n > 0, None if missing is None else keep(missing))
+
+    def __reduce__(self):
+        return (FoldRows, (self.arg, self.dtype, self.keepdims, self.depth, self.stage))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-fold", arg_key(self.arg), self.dtype, self.keepdims, self.depth,
+                self.stage)
+
+
 
 def nonempty(op: str, value: Any, count: Any) -> Any:
     """`value`, unless some result of the reduction folded nothing (NumPy's ValueError)."""
