@@ -47,13 +47,13 @@ from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
 from lazyk.daskgraph import evaluate_rows, from_delayed, from_ragged
-from lazyk.daskrows import RaggedArray, RowsLeaf
+from lazyk.daskrows import RaggedArray, RaggedRecords, RowsLeaf
 from lazyk.errors import BindError, NotSupportedError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
-__all__ = ["RaggedArray", "evaluate", "from_delayed", "from_ragged"]
+__all__ = ["RaggedArray", "RaggedRecords", "evaluate", "from_delayed", "from_ragged"]
 
 _counter = itertools.count()
 

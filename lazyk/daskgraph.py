@@ -21,6 +21,10 @@ layers:
   (`N * var * ?var * T`) are refused over axis 0 (NotSupportedError).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
+Elements are numbers, `?T`, strings (`(r == "kiwi").sum(axis=-1)`; string partitions travel
+between processes and join as Python values) or records (`RaggedRecords`: `r.x` is a field
+collection, an operand; the records themselves are not).
+
 Operands: collections with the same row counts per partition (else ShapeError naming the
 operands and the counts); NumPy, fixed lazyk and Dask arrays join, split by the same rows
 when their axis 0 is the rows' axis, else passed whole to every task; Python scalars.
@@ -47,6 +51,8 @@ from lazyk.daskrows import (
     Task,
     TypeOnly,
     build,
+    collection,
+    describe,
     nonempty,
     union,
     widen,
@@ -84,7 +90,8 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             shorter); not used with a list.
     Raises:
         TypeError: an object that is not a lazyk array (naming its type).
-        NotSupportedError: element types expressions do not take (strings, records).
+        NotSupportedError: element types the collections do not hold (bytes, datetimes;
+            numbers, strings and records are taken).
         ValueError: a missing or non-positive `rows_per_part`; parts of different types.
     """
     if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
@@ -127,7 +134,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
     layer = MaterializedLayer({(name, i): Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
     t = T.FixedDim(sum(counts), parts[0].type.elem)
-    return RaggedArray(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
+    return collection(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
 
 
 def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
@@ -159,7 +166,7 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
         raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts >= 0, "
                          f"not {counts}")
     whole = T.FixedDim(sum(counts), t.elem)
-    describe_ragged(TypeOnly(whole))  # numeric element types only
+    _check_elem(whole, "from_delayed")
     name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
     layer = {}
     for i, p in enumerate(parts):
@@ -167,7 +174,7 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
         key = key[0] if isinstance(key, list) else key
         layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key)
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
-    return RaggedArray(dsk, name, counts, whole)
+    return collection(dsk, name, counts, whole)
 
 
 def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
@@ -230,12 +237,23 @@ def _elem(a: Array) -> T.Type:
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"from_ragged: an array of type {t} has no outer rows to "
                                 "split (it needs a leading fixed dimension)")
-    try:
-        describe_ragged(a)
-    except (NotSupportedError, ValueError, TypeError):
-        raise NotSupportedError(f"from_ragged: expressions over {t} are not supported (fixed "
-                                "and var dims over numeric T or ?T only)") from None
+    _check_elem(t, "from_ragged")
     return t.elem
+
+
+def _check_elem(t: T.Type, what: str) -> None:
+    """NotSupportedError unless rows of type `t` hold numbers, strings or records."""
+    u = t
+    while isinstance(u, (T.FixedDim, T.VarDim)):
+        u = u.elem
+    if isinstance(u, T.Record):
+        return
+    try:
+        describe(t)
+    except (NotSupportedError, ValueError, TypeError):
+        raise NotSupportedError(f"{what}: rows of type {t} are not supported (fixed, var and "
+                                "?var dims over numbers, strings or ?T; records under fixed "
+                                "and var dims)") from None
 
 
 # ---------------------------------------------------------------- expression -> layers
@@ -509,7 +527,7 @@ def _is_plain(e: Expr) -> bool:
     t = e.type
     while isinstance(t, T.FixedDim):
         t = t.elem
-    return isinstance(t, T.Scalar)
+    return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
 
 
 def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:

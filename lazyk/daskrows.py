@@ -28,6 +28,7 @@ from dask.threaded import get as threaded_get
 
 from lazyk import arrmeta as M
 from lazyk import expr as lx
+from lazyk import ops
 from lazyk import types as T
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError, ShapeError
@@ -36,6 +37,7 @@ from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.interchange import columns as _columns
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import RaggedLeaf, describe_ragged
+from lazyk.typeparse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
          "lazyk.dask.evaluate(expr) gives a Dask collection (then .compute() it)")
@@ -68,24 +70,28 @@ class RowsLeaf(RaggedLeaf):
 
 
 # ---------------------------------------------------------------- the collection
-class RaggedArray(Expr):
-    """A Dask collection of lazyk arrays split by outer rows; also a lazyk operand.
+def describe(t: T.Type) -> tuple[tuple, np.dtype, bool]:
+    """(shape with 'var', dtype, option?) of rows of type `t` in expressions: fixed, var and
+    `?var` dims over numeric `T` / `?T` or over `string` / `?string` (dtype `ops.STRING`);
+    NotSupportedError for other element types."""
+    u = t
+    while isinstance(u, (T.FixedDim, T.VarDim)) or \
+            isinstance(u, T.Option) and isinstance(u.elem, T.VarDim):
+        u = u.elem
+    inner = u.elem if isinstance(u, T.Option) else u
+    if not (isinstance(inner, T.Scalar) and inner.name == "string"):
+        return describe_ragged(TypeOnly(t))
+    # strings are typed as their `{begin, size}` elements read as complex128 numbers
+    proxy = dshape(str(t).replace("string", "complex128"))
+    shape, _, option = describe_ragged(TypeOnly(proxy))
+    return shape, ops.STRING, option
 
-    `row_counts` holds the rows of each partition (None for a single result that is not
-    split by rows, e.g. a reduction over axis 0). `compute()` gives one lazyk array.
-    Build one with `lazyk.dask.from_ragged`; `lazyk.dask.evaluate(expr)` over it gives
-    another (or a `dask.array` for plain results).
-    """
 
-    __slots__ = ("_dsk", "_name", "_counts", "_ltype")
+class _Collection:
+    """The Dask collection protocol of partitions `(name, i)` joined along axis 0."""
 
-    def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
-        self._dsk, self._name, self._ltype = dsk, name, t
-        self._counts = None if counts is None else tuple(int(c) for c in counts)
-        shape, dtype, option = describe_ragged(TypeOnly(t))
-        super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
+    __slots__ = ()
 
-    # --- what it is
     @property
     def npartitions(self) -> int:
         """Number of partitions (tasks)."""
@@ -102,9 +108,9 @@ class RaggedArray(Expr):
         return self._name
 
     def __repr__(self) -> str:
-        return f"lazyk.dask.RaggedArray<{self.type}, npartitions={self.npartitions}>"
+        return f"lazyk.dask.{type(self).__name__}<{self._ltype}, " \
+            f"npartitions={self.npartitions}>"
 
-    # --- Dask collection protocol
     def __dask_graph__(self) -> HighLevelGraph:
         return self._dsk
 
@@ -123,11 +129,11 @@ class RaggedArray(Expr):
     def __dask_postpersist__(self):
         return self._rebuild, ()
 
-    def _rebuild(self, dsk: Any, rename: dict | None = None) -> RaggedArray:
+    def _rebuild(self, dsk: Any, rename: dict | None = None) -> Any:
         name = (rename or {}).get(self._name, self._name)
         if not isinstance(dsk, HighLevelGraph):
             dsk = HighLevelGraph.from_collections(name, dsk, dependencies=())
-        return RaggedArray(dsk, name, self._counts, self._ltype)
+        return type(self)(dsk, name, self._counts, self._ltype)
 
     __dask_scheduler__ = staticmethod(threaded_get)
 
@@ -139,9 +145,28 @@ class RaggedArray(Expr):
         """The whole array (partitions concatenated along axis 0) as one lazyk array."""
         return _plain_array(dask.compute(self, **kwargs)[0])
 
-    def persist(self, **kwargs: Any) -> RaggedArray:
+    def persist(self, **kwargs: Any) -> Any:
         """The same collection with its partitions computed and kept (in the cluster)."""
         return dask.persist(self, **kwargs)[0]
+
+
+class RaggedArray(_Collection, Expr):
+    """A Dask collection of lazyk arrays split by outer rows; also a lazyk operand.
+
+    `row_counts` holds the rows of each partition (None for a single result that is not
+    split by rows, e.g. a reduction over axis 0). `compute()` gives one lazyk array.
+    Build one with `lazyk.dask.from_ragged`; `lazyk.dask.evaluate(expr)` over it gives
+    another (or a `dask.array` for plain results). Elements are numbers or strings
+    (`(r == "kiwi").sum(axis=-1)`); records are `RaggedRecords`.
+    """
+
+    __slots__ = ("_dsk", "_name", "_counts", "_ltype")
+
+    def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
+        self._dsk, self._name, self._ltype = dsk, name, t
+        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        shape, dtype, option = describe(t)
+        super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
 
     def to_dask_array(self) -> Any:
         """A `dask.array` of the same partitions, for fixed dims over `T` or `?T`: chunks
@@ -185,6 +210,71 @@ class RaggedArray(Expr):
     def __array__(self, dtype=None, copy=None):
         self.eval()
 
+
+
+class RaggedRecords(_Collection):
+    """A Dask collection of lazyk record arrays split by outer rows (`N * {x: var * float64,
+    y: int64}`): `r.x` / `r["x"]` is the field as a collection (views of each partition),
+    an operand of expressions; the records themselves are not (NotSupportedError)."""
+
+    __slots__ = ("_dsk", "_name", "_counts", "_ltype", "_fields")
+
+    def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
+        self._dsk, self._name, self._ltype = dsk, name, t
+        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        self._fields: dict = {}  # one collection per field: one leaf name in expressions
+
+    @property
+    def type(self) -> T.Type:
+        """The lazyk type of the whole collection."""
+        return self._ltype
+
+    def __getitem__(self, field: str) -> Any:
+        got = self._fields.get(field) if isinstance(field, str) else None
+        if got is not None:
+            return got
+        dims, t = [], self._ltype
+        while isinstance(t, (T.FixedDim, T.VarDim)):
+            dims.append(t)
+            t = t.elem
+        if not isinstance(field, str) or not isinstance(t, T.Record) or \
+                field not in t.names:
+            raise KeyError(f"{field!r}: the records {self._ltype} have fields "
+                           f"{', '.join(getattr(t, 'names', ()))}")
+        ft = t.types[t.names.index(field)]
+        for d in reversed(dims):
+            ft = T.FixedDim(d.size, ft) if isinstance(d, T.FixedDim) else T.VarDim(ft)
+        name = f"lazyk-field-{tokenize(self._name, field)}"
+        layer = {(name, i): (_field, field, k) for i, k in enumerate(self.__dask_keys__())}
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                              dependencies=[self])
+        got = self._fields[field] = collection(dsk, name, self._counts, ft)
+        return got
+
+    def __getattr__(self, field: str) -> Any:
+        if field.startswith("_"):
+            raise AttributeError(field)
+        try:
+            return self[field]
+        except KeyError as err:
+            raise AttributeError(str(err)) from None
+
+    def __array__(self, dtype=None, copy=None):
+        raise NotSupportedError("a lazyk.dask.RaggedRecords is computed by Dask: .compute() "
+                                "gives a lazyk array")
+
+
+def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) -> Any:
+    """A `RaggedRecords` for records under the dims, else a `RaggedArray`."""
+    u = t
+    while isinstance(u, (T.FixedDim, T.VarDim)):
+        u = u.elem
+    cls = RaggedRecords if isinstance(u, T.Record) else RaggedArray
+    return cls(dsk, name, counts, t)
+
+
+def _field(field: str, part: Any) -> Part:
+    return Part(unwrap(part)[field])
 
 def _to_block(option: bool, part: Any) -> np.ndarray:
     """One partition as NumPy data (a masked array for `?T`)."""
@@ -333,7 +423,12 @@ def concat(parts: list) -> Array:
     if all(a.type.elem == arrays[0].type.elem for a in arrays) and \
             all(_plain(a) for a in arrays):
         return array(np.concatenate([a.to_numpy() for a in arrays]))
-    return build(_cat([_columns(a) for a in arrays]))
+    try:
+        cols = [_columns(a) for a in arrays]
+    except NotSupportedError:  # strings, records: joined as Python values
+        rows = [v for a in arrays for v in a.to_list()]
+        return array(rows, T.FixedDim(len(rows), arrays[0].type.elem))
+    return build(_cat(cols))
 
 
 def _plain(a: Array) -> bool:
