@@ -38,7 +38,9 @@ import numpy as np
 
 try:
     import dask.array as da
-    from dask.base import normalize_token, tokenize
+    from dask.base import get_scheduler, is_dask_collection, normalize_token, tokenize
+    from dask.local import get_sync
+    from dask.threaded import get as threaded_get
 except ImportError as err:  # pragma: no cover  (dask is an optional extra)
     raise ImportError("lazyk.dask needs Dask: pip install 'lazyk[dask]'") from err
 
@@ -48,7 +50,7 @@ from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
 from lazyk.daskgraph import evaluate_rows, from_delayed, from_ragged
 from lazyk.daskrows import RaggedArray, RaggedRecords, RowsLeaf
-from lazyk.errors import BindError, NotSupportedError, TypeMatchError
+from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
@@ -59,7 +61,8 @@ _counter = itertools.count()
 
 
 def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None = None,
-             split_every: Any = None, *, _depth: int = 1) -> da.Array:
+             split_every: Any = None, *, out: Any = None, casting: str = "same_kind",
+             _depth: int = 1) -> Any:
     """A Dask array that computes `expr` chunk by chunk with fused lazyk kernels.
 
     Example: `lazyk.dask.evaluate(lazyk.sin(a) * b)` or `lazyk.dask.evaluate("sum(a*b)")`
@@ -71,9 +74,21 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             arrays (NumPy data joins as one chunk, rechunked to match).
         local_dict, global_dict: mappings for a string's names.
         split_every: the reduction tree's fan-in (as `dask.array.reduction`).
+        out: a NumPy or lazyk array (in this process) to fill: the result is computed now
+            and `out` is returned, as `lazyk.evaluate(..., out=)`. Plain results under the
+            threaded or synchronous scheduler are written block by block straight into
+            `out` (`dask.array.store`: the whole result is never held twice); other
+            schedulers (processes, distributed) compute it, then copy. A Dask array cannot
+            be an `out=` (immutable): the lazy result is the Dask way.
+        casting: NumPy casting rule from the result to `out`'s dtype.
+    Returns:
+        A `dask.array`, a `lazyk.dask.RaggedArray` (var / ?T results over collections), or
+        `out`.
     Raises:
-        NotSupportedError: ragged / option leaves, a Dask array of unknown chunk sizes.
+        NotSupportedError: a Dask array of unknown chunk sizes or of NumPy masked arrays;
+            `out=` a Dask collection.
         BindError: a placeholder leaf (it has no data; use `lazyk.compile` and call it).
+        ShapeError, CastingError: a result that does not fit `out`.
     """
     if isinstance(expr, str):
         if local_dict is None or global_dict is None:
@@ -83,6 +98,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             del frame
         expr = build(expr, local_dict, global_dict)
     e = as_expr(expr)
+    if out is not None:
+        return _store(evaluate(e, split_every=split_every), out, casting)
     if any(isinstance(v, RowsLeaf) for v in e.env.values()):
         return evaluate_rows(e, split_every)
     arrays: dict[str, Any] = {}
@@ -100,6 +117,38 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             raise NotSupportedError("ragged (var) and missing-value (?T) data are not "
                                     "supported on Dask")
     return _evaluate(e.node, arrays, split_every)
+
+
+def _store(result: Any, out: Any, casting: str) -> Any:
+    """`out=`: `result` computed now and written into `out`; returns `out`."""
+    if is_dask_collection(out):
+        raise NotSupportedError(
+            f"out= a {type(out).__module__}.{type(out).__qualname__}: Dask collections are "
+            "immutable; lazyk.dask.evaluate(expr) without out= gives the lazy result")
+    if not isinstance(result, da.Array):  # a RaggedArray: lazyk stores it (storerows)
+        return as_expr(result.compute()).eval(out=out, casting=casting)
+    target = out.to_numpy() if isinstance(out, Array) else out
+    if not isinstance(target, np.ndarray):
+        raise TypeError(f"out= must be a NumPy or lazyk array, not "
+                        f"{type(out).__module__}.{type(out).__qualname__}")
+    if not target.flags.writeable:
+        raise ValueError("out= is read-only")
+    if not np.can_cast(result.dtype, target.dtype, casting):
+        raise CastingError(f"cannot cast result {result.dtype} to output {target.dtype} "
+                           f"under casting={casting!r}")
+    try:
+        shape = np.broadcast_shapes(result.shape, target.shape)
+    except ValueError:
+        shape = None
+    if shape != target.shape:
+        raise ShapeError(f"could not broadcast result of shape {result.shape} into output "
+                         f"of shape {target.shape}")
+    local = get_scheduler(collections=[result]) in (threaded_get, get_sync)
+    if local and target.ndim:
+        da.store(da.broadcast_to(result, target.shape), target, lock=False)
+    else:
+        target[...] = result.compute()
+    return out
 
 
 def _refuse_masked(x: Any) -> None:
