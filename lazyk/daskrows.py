@@ -512,21 +512,35 @@ def _graph_key(root: Node) -> str:
 class Task:
     """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands."""
 
-    __slots__ = ("root", "numpy")
+    __slots__ = ("root", "numpy", "_graphs")
 
     def __init__(self, root: Node, numpy: bool):
         self.root, self.numpy = root, numpy
+        self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
 
     def __call__(self, *values: Any) -> Any:
-        leaves = {f"x{i}": as_expr(unwrap(v)) for i, v in enumerate(values)}
-        env: dict = {}
-        for e in leaves.values():
-            env.update(e.env)
-
-        def concrete(node: Node, srcs: tuple) -> Node:
-            return leaves[node.arg].node if node.op == "input" else _shape_of(node, srcs)
-
-        out = Expr(rewrite(self.root, concrete), env).eval()
+        leaves = [as_expr(unwrap(v)) for v in values]
+        if all(e.node.op == "input" for e in leaves):
+            # NOTE: partitions of one size share the graph rebuilt at their shapes (most
+            # of the per-task cost of our own on small partitions); leaves keep names x<i>.
+            key = tuple((e.node.dtype, e.node.shape) for e in leaves)
+            root = self._graphs.get(key)
+            if root is None:
+                nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
+                root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
+                               else _shape_of(n, s))
+                if len(self._graphs) > 64:
+                    self._graphs.clear()
+                self._graphs[key] = root
+            env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
+        else:  # constants: their own nodes
+            env = {}
+            for e in leaves:
+                env.update(e.env)
+            by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
+            root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
+                           else _shape_of(n, s))
+        out = Expr(root, env).eval()
         return out.to_numpy() if self.numpy else Part(out)
 
     def __reduce__(self):
