@@ -3,7 +3,7 @@
 `lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
 group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
 `lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
-`RaggedArray` (`lazyk.daskrows`): a Dask collection whose partitions are lazyk arrays holding
+`RaggedArray` (`lazyk.daskrows`, partitions in `lazyk.daskparts`): a Dask collection whose partitions are lazyk arrays holding
 consecutive outer rows. `lazyk.dask.evaluate(expr)` over one turns the expression into Dask
 layers:
 
@@ -15,7 +15,7 @@ layers:
   the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
   `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
   Over missing rows right under the outer rows (`N * ?var * ...`), or keeping var rows
-  below two folded axes, each partial says what it folded (`daskrows.FoldRows`): a
+  below two folded axes, each partial says what it folded (`daskparts.FoldRows`): a
   partition folding nothing adds nothing, a missing row makes the result missing (unless
   `skipna`) while the present rows must still line up. Missing rows deeper down
   (`N * var * ?var * T`) are refused over axis 0 (NotSupportedError).
@@ -42,21 +42,8 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from lazyk import expr as lx
 from lazyk import types as T
 from lazyk.array import Array, array
-from lazyk.daskrows import (
-    Combine,
-    FoldRows,
-    Part,
-    RaggedArray,
-    RowsLeaf,
-    Task,
-    TypeOnly,
-    build,
-    collection,
-    describe,
-    nonempty,
-    union,
-    widen,
-)
+from lazyk.daskparts import Combine, FoldRows, Part, Task, build, nonempty, union, widen
+from lazyk.daskrows import RaggedArray, RowsLeaf, TypeOnly, collection, describe
 from lazyk.errors import BindError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, leaf_data
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort

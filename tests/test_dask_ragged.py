@@ -18,8 +18,8 @@ dask = pytest.importorskip("dask")
 
 import lazyk  # noqa: E402,I001
 import lazyk.dask as ldask  # noqa: E402
-from lazyk import daskrows  # noqa: E402
-from lazyk.daskrows import concat  # noqa: E402
+from lazyk import daskparts  # noqa: E402
+from lazyk.daskparts import concat  # noqa: E402
 from tests import ragged_reference as R  # noqa: E402
 from tests import ragged_strategies as S  # noqa: E402
 
@@ -311,7 +311,7 @@ def test_partitions_are_views_and_concatenation():
     # a computed collection (made on a worker under distributed) pickles as buffers too
     (joined,) = dask.compute(ldask.evaluate(big * 2))
     raw = pickle.dumps(joined, protocol=5)
-    assert joined.__reduce__()[0] is daskrows.build  # the buffers, not Python lists
+    assert joined.__reduce__()[0] is daskparts.build  # the buffers, not Python lists
     assert len(raw) < 2e5 * 8 + (1e5 + 1) * 8 + 1000, len(raw)  # values and offsets
     back = pickle.loads(raw)
     assert type(back) is lazyk.Array and back.to_list() == joined.to_list()
@@ -377,8 +377,8 @@ def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
     """The graph rebuilt at a partition's shapes is kept per task function: partitions of
     one size rebuild it once (the per-task cost of our own on small partitions)."""
     calls = []
-    shape_of = daskrows._shape_of
-    monkeypatch.setattr(daskrows, "_shape_of", lambda n, s: calls.append(n) or shape_of(n, s))
+    shape_of = daskparts._shape_of
+    monkeypatch.setattr(daskparts, "_shape_of", lambda n, s: calls.append(n) or shape_of(n, s))
     y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]] * 4)
     counts = {}
     for step in (16, 4):  # one partition, then four of the same size
