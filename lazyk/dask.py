@@ -18,8 +18,14 @@ Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (o
 lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) gives a
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
-operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskgraph`).
-A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
+operand (numbers, `?T` or strings; rows of records give a `RaggedRecords`, whose fields are
+`RaggedArray`s); `evaluate` over it gives one blockwise layer per expression
+(`lazyk.daskgraph`). A Dask array of NumPy masked arrays is refused in expressions (its
+mask would be ignored).
+
+`evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
+(block by block under the local schedulers); Dask collections are immutable and refused as
+`out=`, and so is `out=` on a compiled kernel called with Dask arrays (its result is lazy).
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 `lazyk.Array`, so graphs built twice from the same inputs get the same keys.
@@ -165,7 +171,8 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array."""
     if out is not None:
         raise NotSupportedError("out= with Dask inputs: the result is a lazy Dask array "
-                                "(store it with dask.array.store)")
+                                "(store it with dask.array.store, or fill an array with "
+                                "lazyk.dask.evaluate(expr, out=...))")
     if len(inputs) != len(k.params):
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
     arrays = {}
