@@ -548,6 +548,15 @@ def test_cluster_pickles_tasks_and_compiles_once_per_worker():
         q = ldask.from_ragged(rec, 4)
         got = client.compute(ldask.evaluate(q.x.sum(axis=-1) * q.y)).result(timeout=60)
         np.testing.assert_array_equal(got, [9.0, 0.0] * 3)
+        # axis-0 folds of missing rows: partials that say what they folded travel too
+        holes = lazyk.array([None, [1.0, 2.0], None, None, [0.5, None], [3.0]] * 2,
+                            type="12 * ?var * ?float64")
+        rh = ldask.from_ragged(holes, 2)
+        for kw in ({"skipna": True}, {}):
+            got = client.compute(ldask.evaluate(rh.sum(axis=0, **kw), split_every=2))
+            got, want = got.result(timeout=60), holes.sum(axis=0, **kw).eval()
+            assert got.to_list() == want.to_list() and str(got.type) == str(want.type)
+        assert got.to_list() is None and want.to_list() is None
     finally:
         client.close()
         cluster.close()
