@@ -381,8 +381,13 @@ class _Planner:
                 node.dtype.kind in "biuf":
             return self._seeded(node, src)
         arg = (op, axes, True) + node.arg[3:]
-        if outer_missing or deep:
-            return self._fold_rows(node, arg, kept[0] - 1 if deep else 0)
+        # NOTE: min / max of ?T data without `initial` fold nothing to a missing value that
+        # would poison the others: where a partition may fold nothing (every axis above
+        # the first kept one folded), partials say whether they folded anything.
+        unseeded = op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None) \
+            and lx.has_options(src) and (not kept or kept[0] >= 2)
+        if outer_missing or deep or unseeded:
+            return self._fold_rows(node, arg, kept[0] - 1 if kept else len(src.shape) - 1)
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
         parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,

@@ -219,6 +219,16 @@ def test_var_rows_kept_below_two_folded_axes_and_missing_rows():
     assert got.to_list() == [1.0, 2.5] and str(got.type) == "var * float64"
     got = ldask.evaluate(ldask.from_ragged(b, 2).sum(axis=0)).compute()
     assert got.to_list() is None and str(got.type) == str(b.sum(axis=0).eval().type)
+    # min / max of ?T: a partition folding nothing must not make the result missing
+    d = lazyk.array([[], [[None, 5.0, 0.0]], [[1.0, 2.0, None]]], type="3 * var * 3 * ?float64")
+    e = lazyk.array([[], [1.0], [2.0]], type="3 * var * ?float64")
+    for v, axis in ((d, (0, 1)), (e, None), (e, (0, 1))):
+        for op in ("min", "max"):
+            want = getattr(v, op)(axis=axis).eval()
+            got = ldask.evaluate(getattr(ldask.from_ragged(v, 1), op)(axis=axis)).compute()
+            got = lazyk.array(np.asarray(got)) if isinstance(got, np.ndarray) else got
+            assert got.to_list() == want.to_list() and str(got.type) == str(want.type)
+    assert ldask.evaluate(ldask.from_ragged(e, 1).min()).compute().to_list() == 1.0
     c = lazyk.array([None] * 7 + [[], [0.0, 0.0]], type="9 * ?var * float64")
     with pytest.raises(lazyk.ShapeError):  # rows of 0 and 2 behind the missing ones
         c.sum(axis=0).eval()
