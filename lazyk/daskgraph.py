@@ -474,7 +474,13 @@ class _Planner:
             return value  # 0 / 0: NaN, as NumPy's mean of nothing
         nothing = lx.astype(lx.reduce("min", src, axis=axes, keepdims=keep, skipna=True),
                             node.dtype)  # missing exactly where nothing is present
-        return lx.where(lx.equal(n, 0), nothing, value)
+        mean = lx.where(lx.equal(n, 0), nothing, value)
+        if skipna:
+            return mean
+        # NOTE: a missing row folded in (`?var`) makes `total` a missing row, which the
+        # `where` above drops where `n`'s row is empty: a `where` on `total`'s own missing
+        # state (either branch the same) puts it back.
+        return lx.where(lx.equal(total, total), mean, mean)
 
     def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False) -> Any:
         """ONE blockwise layer running `root` on each partition (or once, `whole`): a

@@ -229,6 +229,10 @@ def test_var_rows_kept_below_two_folded_axes_and_missing_rows():
             got = lazyk.array(np.asarray(got)) if isinstance(got, np.ndarray) else got
             assert got.to_list() == want.to_list() and str(got.type) == str(want.type)
     assert ldask.evaluate(ldask.from_ragged(e, 1).min()).compute().to_list() == 1.0
+    # mean of missing rows only: missing (an empty count row must not hide it)
+    gone = lazyk.array([None, None], type="2 * ?var * float64")
+    got = ldask.evaluate(ldask.from_ragged(gone, 1).mean(axis=0)).compute()
+    assert got.to_list() is None and str(got.type) == str(gone.mean(axis=0).eval().type)
     c = lazyk.array([None] * 7 + [[], [0.0, 0.0]], type="9 * ?var * float64")
     with pytest.raises(lazyk.ShapeError):  # rows of 0 and 2 behind the missing ones
         c.sum(axis=0).eval()
