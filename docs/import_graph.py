@@ -38,7 +38,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.rowrules",
                  "lazyk.nestrun", "lazyk.storerows", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval", "lazyk.textrows")),
-    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.daskrows", "lazyk.dask",
+    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.daskparts", "lazyk.daskrows",
+             "lazyk.daskgraph",
+             "lazyk.dask",
              "lazyk.benchreport",
              "lazyk.benchdask", "lazyk.bench")),
 )
@@ -52,6 +54,7 @@ DEFERRED = {
     # collections are used.
     "lazyk.dask",
     "lazyk.daskrows",
+    "lazyk.daskgraph",
 }
 
 

@@ -18,8 +18,14 @@ Ragged (`var`) and missing-value (`?T`) data: `from_ragged(x, rows_per_part)` (o
 lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) gives a
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
-operand; `evaluate` over it gives one blockwise layer per expression (`lazyk.daskrows`).
-A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
+operand (numbers, `?T` or strings; rows of records give a `RaggedRecords`, whose fields are
+`RaggedArray`s); `evaluate` over it gives one blockwise layer per expression
+(`lazyk.daskgraph`). A Dask array of NumPy masked arrays is refused in expressions (its
+mask would be ignored).
+
+`evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
+(block by block under the local schedulers); Dask collections are immutable and refused as
+`out=`, and so is `out=` on a compiled kernel called with Dask arrays (its result is lazy).
 
 Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 `lazyk.Array`, so graphs built twice from the same inputs get the same keys.
@@ -38,7 +44,9 @@ import numpy as np
 
 try:
     import dask.array as da
-    from dask.base import normalize_token, tokenize
+    from dask.base import get_scheduler, is_dask_collection, normalize_token, tokenize
+    from dask.local import get_sync
+    from dask.threaded import get as threaded_get
 except ImportError as err:  # pragma: no cover  (dask is an optional extra)
     raise ImportError("lazyk.dask needs Dask: pip install 'lazyk[dask]'") from err
 
@@ -46,19 +54,21 @@ from lazyk import compiled, runtime
 from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
-from lazyk.daskrows import RaggedArray, RowsLeaf, evaluate_rows, from_delayed, from_ragged
-from lazyk.errors import BindError, NotSupportedError, TypeMatchError
+from lazyk.daskgraph import evaluate_rows, from_delayed, from_ragged
+from lazyk.daskrows import RaggedArray, RaggedRecords, RowsLeaf
+from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
-__all__ = ["RaggedArray", "evaluate", "from_delayed", "from_ragged"]
+__all__ = ["RaggedArray", "RaggedRecords", "evaluate", "from_delayed", "from_ragged"]
 
 _counter = itertools.count()
 
 
 def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None = None,
-             split_every: Any = None, *, _depth: int = 1) -> da.Array:
+             split_every: Any = None, *, out: Any = None, casting: str = "same_kind",
+             _depth: int = 1) -> Any:
     """A Dask array that computes `expr` chunk by chunk with fused lazyk kernels.
 
     Example: `lazyk.dask.evaluate(lazyk.sin(a) * b)` or `lazyk.dask.evaluate("sum(a*b)")`
@@ -70,9 +80,21 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             arrays (NumPy data joins as one chunk, rechunked to match).
         local_dict, global_dict: mappings for a string's names.
         split_every: the reduction tree's fan-in (as `dask.array.reduction`).
+        out: a NumPy or lazyk array (in this process) to fill: the result is computed now
+            and `out` is returned, as `lazyk.evaluate(..., out=)`. Plain results under the
+            threaded or synchronous scheduler are written block by block straight into
+            `out` (`dask.array.store`: the whole result is never held twice); other
+            schedulers (processes, distributed) compute it, then copy. A Dask array cannot
+            be an `out=` (immutable): the lazy result is the Dask way.
+        casting: NumPy casting rule from the result to `out`'s dtype.
+    Returns:
+        A `dask.array`, a `lazyk.dask.RaggedArray` (var / ?T results over collections), or
+        `out`.
     Raises:
-        NotSupportedError: ragged / option leaves, a Dask array of unknown chunk sizes.
+        NotSupportedError: a Dask array of unknown chunk sizes or of NumPy masked arrays;
+            `out=` a Dask collection.
         BindError: a placeholder leaf (it has no data; use `lazyk.compile` and call it).
+        ShapeError, CastingError: a result that does not fit `out`.
     """
     if isinstance(expr, str):
         if local_dict is None or global_dict is None:
@@ -82,6 +104,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             del frame
         expr = build(expr, local_dict, global_dict)
     e = as_expr(expr)
+    if out is not None:
+        return _store(evaluate(e, split_every=split_every), out, casting)
     if any(isinstance(v, RowsLeaf) for v in e.env.values()):
         return evaluate_rows(e, split_every)
     arrays: dict[str, Any] = {}
@@ -101,6 +125,38 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     return _evaluate(e.node, arrays, split_every)
 
 
+def _store(result: Any, out: Any, casting: str) -> Any:
+    """`out=`: `result` computed now and written into `out`; returns `out`."""
+    if is_dask_collection(out):
+        raise NotSupportedError(
+            f"out= a {type(out).__module__}.{type(out).__qualname__}: Dask collections are "
+            "immutable; lazyk.dask.evaluate(expr) without out= gives the lazy result")
+    if not isinstance(result, da.Array):  # a RaggedArray: lazyk stores it (storerows)
+        return as_expr(result.compute()).eval(out=out, casting=casting)
+    target = out.to_numpy() if isinstance(out, Array) else out
+    if not isinstance(target, np.ndarray):
+        raise TypeError(f"out= must be a NumPy or lazyk array, not "
+                        f"{type(out).__module__}.{type(out).__qualname__}")
+    if not target.flags.writeable:
+        raise ValueError("out= is read-only")
+    if not np.can_cast(result.dtype, target.dtype, casting):
+        raise CastingError(f"cannot cast result {result.dtype} to output {target.dtype} "
+                           f"under casting={casting!r}")
+    try:
+        shape = np.broadcast_shapes(result.shape, target.shape)
+    except ValueError:
+        shape = None
+    if shape != target.shape:
+        raise ShapeError(f"could not broadcast result of shape {result.shape} into output "
+                         f"of shape {target.shape}")
+    local = get_scheduler(collections=[result]) in (threaded_get, get_sync)
+    if local and target.ndim:
+        da.store(da.broadcast_to(result, target.shape), target, lock=False)
+    else:
+        target[...] = result.compute()
+    return out
+
+
 def _refuse_masked(x: Any) -> None:
     """NotSupportedError for NumPy masked data (a Dask array of them, or one block): a
     kernel would read the masked values as data."""
@@ -115,7 +171,8 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array."""
     if out is not None:
         raise NotSupportedError("out= with Dask inputs: the result is a lazy Dask array "
-                                "(store it with dask.array.store)")
+                                "(store it with dask.array.store, or fill an array with "
+                                "lazyk.dask.evaluate(expr, out=...))")
     if len(inputs) != len(k.params):
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
     arrays = {}

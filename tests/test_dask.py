@@ -224,6 +224,56 @@ def test_dtype_for_array_consumers():
     assert ragged.dtype == ragged.type.dtype and str(ragged.dtype) == "int64"
 
 
+# ---------------------------------------------------------------- out=
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_out_fills_numpy_and_lazyk_arrays(scheduler):
+    a, b = _da(X, 128), _da(Y, 300)
+    with dask.config.set(scheduler=scheduler):
+        out = np.full(1000, -1.0)
+        assert ldask.evaluate(lazyk.sin(a) * b, out=out) is out
+        np.testing.assert_allclose(out, np.sin(X) * Y, rtol=1e-12)
+        out32 = np.zeros(1000, np.float32)  # same_kind: float64 into float32, as NumPy
+        ldask.evaluate("a * 2", local_dict={"a": a}, out=out32)
+        np.testing.assert_array_equal(out32, (X * 2).astype(np.float32))
+        m = _da(M, (7, 6))
+        wide = np.zeros((4, 30, 20))  # the result broadcast into out, as lazyk.evaluate
+        ldask.evaluate(lazyk.sqrt(m) + lazyk.array(V), out=wide)
+        np.testing.assert_allclose(wide, np.broadcast_to(np.sqrt(M) + V, (4, 30, 20)))
+        total = np.zeros(())
+        ldask.evaluate(lazyk.sum(a * b), out=total)
+        np.testing.assert_allclose(total, np.sum(X * Y), rtol=1e-12)
+        lz = lazyk.array(np.zeros(20))
+        assert ldask.evaluate(lazyk.max(m, axis=0), out=lz) is lz
+        np.testing.assert_array_equal(lz.to_numpy(), M.max(axis=0))
+        with pytest.raises(lazyk.CastingError, match="float64 to output int64"):
+            ldask.evaluate(a * 2, out=np.zeros(1000, np.int64))
+        with pytest.raises(lazyk.ShapeError, match=r"\(1000,\) into output of shape \(999,\)"):
+            ldask.evaluate(a * 2, out=np.zeros(999))
+        with pytest.raises(lazyk.NotSupportedError, match="immutable"):
+            ldask.evaluate(a * 2, out=da.zeros(1000))
+        with pytest.raises(TypeError, match="NumPy or lazyk array"):
+            ldask.evaluate(a * 2, out=[0.0] * 1000)
+        ro = np.zeros(1000)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            ldask.evaluate(a * 2, out=ro)
+        assert not ro.any()
+
+
+def test_out_fills_ragged_arrays_from_collections():
+    x = lazyk.array([[1.0, 2.0], [3.0], [], [None, 4.0]], type="4 * var * ?float64")
+    r = ldask.from_ragged(x, 3)
+    with dask.config.set(scheduler="sync"):
+        out = lazyk.array([[0.0, 0.0], [0.0], [], [0.0, 0.0]], type="4 * var * ?float64")
+        assert ldask.evaluate(r * 2 + 1, out=out) is out
+        assert out.to_list() == [[3.0, 5.0], [7.0], [], [None, 9.0]]
+        sums = np.zeros(4)
+        ldask.evaluate(r.sum(axis=-1, skipna=True), out=sums)
+        np.testing.assert_array_equal(sums, [3.0, 3.0, 0.0, 4.0])
+        with pytest.raises(lazyk.NotSupportedError, match="immutable"):
+            ldask.evaluate(r * 2, out=r)
+
+
 # ---------------------------------------------------------------- a 2-process cluster
 @pytest.fixture(scope="module")
 def client():
@@ -260,6 +310,9 @@ def test_cluster_values_threads_and_one_compile_per_worker(client):
     assert sum(made.values()) >= 1
     s = client.compute(ldask.evaluate("sum(a*a)", local_dict={"a": a})).result(timeout=60)
     np.testing.assert_allclose(s, np.sum(np.concatenate(parts) ** 2), rtol=1e-12)
+    out = np.zeros(40000)  # out= under distributed: computed, then copied in this process
+    assert ldask.evaluate("a * 2", local_dict={"a": a}, out=out) is out
+    np.testing.assert_allclose(out, np.concatenate(parts) * 2)
     k = lazyk.compile(lazyk.sin(lazyk.placeholder("x", "N * float64")))
     futures = client.map(k, [X, Y])  # compiled kernels pickle for distributed
     np.testing.assert_allclose(client.gather(futures)[1], np.sin(Y))

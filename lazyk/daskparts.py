@@ -1,0 +1,377 @@
+"""Ragged and missing-value data on Dask: partitions, and what tasks run on them.
+
+- `Part`: a partition between tasks, pickled as the buffers of its own rows (offsets
+  rebased, masks, values), never as Python lists or the content a row slice points into
+  (strings and records travel as Python values);
+- `concat` / `build`: partitions joined along axis 0, column trees made into lazyk arrays;
+  `union` / `widen`: parts with and without missing values made one type;
+- `Task`: one expression run on one partition's operands; `Combine`: partial reductions
+  joined and reduced again; `FoldRows`: the same for folds that must know what each
+  partition folded (missing rows under the outer rows, var rows kept below two folded
+  axes).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from lazyk import arrmeta as M
+from lazyk import expr as lx
+from lazyk import types as T
+from lazyk.array import Array, array
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.expr import Expr, as_expr, broadcast_shapes
+from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.interchange import columns as _columns
+from lazyk.interchange import masked, offsets_array, regular
+
+
+class Part:
+    """A partition between tasks: a lazyk array that pickles as the buffers of the rows it
+    holds (offsets rebased, masks, values), never as Python lists or the whole content
+    that a row slice points into."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, a: Array):
+        self.array = a
+
+    def __reduce__(self):
+        col = buffers(self.array)
+        return (_unpack, (col,)) if col is not None else (Part, (self.array,))
+
+
+def buffers(a: Array) -> tuple | None:
+    """The column tree of `a`'s own rows (`build` makes it again), or None."""
+    if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type):
+        return None
+    try:
+        col = _trim(_columns(a))
+    except NotSupportedError:
+        return None
+    return col if _buildable(col) else None
+
+
+def _unpack(col: tuple) -> Part:
+    return Part(build(col))
+
+
+def unwrap(x: Any) -> Any:
+    return x.array if isinstance(x, Part) else x
+
+
+def _trim(col: tuple) -> tuple:
+    """A column tree cut to the entries its rows reach, offsets starting at 0."""
+    kind = col[0]
+    if kind == "list":
+        o = col[1]
+        lo, hi = int(o[0]), int(o[-1])
+        return ("list", o - o[0] if lo else o, _trim(_cut(col[2], lo, hi)))
+    if kind in ("option", "regular"):
+        return (kind, col[1], _trim(col[2]))
+    return col
+
+
+def _buildable(col: tuple) -> bool:
+    if col[0] == "numpy":
+        return True
+    if col[0] == "option" and col[2][0] not in ("numpy", "list"):
+        return False
+    return _buildable(col[2])
+
+
+def union(a: T.Type, b: T.Type) -> T.Type:
+    """The type of both with options wherever either has one (ValueError otherwise)."""
+    oa, ob = isinstance(a, T.Option), isinstance(b, T.Option)
+    a, b = (a.elem if oa else a), (b.elem if ob else b)
+    if isinstance(a, T.VarDim) and isinstance(b, T.VarDim):
+        u: T.Type = T.VarDim(union(a.elem, b.elem))
+    elif isinstance(a, T.FixedDim) and isinstance(b, T.FixedDim) and a.size == b.size:
+        u = T.FixedDim(a.size, union(a.elem, b.elem))
+    elif a == b:
+        u = a
+    else:
+        raise ValueError(f"{a} and {b}")
+    return T.Option(u) if oa or ob else u
+
+
+def widen(col: tuple, elem: T.Type) -> tuple:
+    """A column tree (entries of type `elem` but for options) with all-present masks where
+    `elem` has options."""
+    if isinstance(elem, T.Option):
+        if col[0] != "option":
+            col = ("option", np.ones(_entries(col), bool), col)
+        return ("option", col[1], widen(col[2], elem.elem))
+    if col[0] == "list":
+        return ("list", col[1], widen(col[2], elem.elem))
+    if col[0] == "regular":
+        return ("regular", col[1], widen(col[2], elem.elem))
+    return col
+
+
+def _entries(col: tuple) -> int:
+    kind = col[0]
+    if kind == "numpy":
+        return len(col[1])
+    if kind == "list":
+        return len(col[1]) - 1
+    if kind == "option":
+        return len(col[1])
+    return _entries(col[2]) // max(col[1], 1)
+
+
+# ---------------------------------------------------------------- concatenation
+def concat(parts: list) -> Array:
+    """Lazyk arrays (or NumPy arrays) of one type joined along axis 0: contents joined,
+    offsets shifted (NumPy; offsets-form views are read in place)."""
+    arrays = [p if isinstance(p, Array) else array(np.asarray(p)) for p in parts]
+    if all(a.type.elem == arrays[0].type.elem for a in arrays) and \
+            all(_plain(a) for a in arrays):
+        return array(np.concatenate([a.to_numpy() for a in arrays]))
+    try:
+        cols = [_columns(a) for a in arrays]
+    except NotSupportedError:  # strings, records: joined as Python values
+        rows = [v for a in arrays for v in a.to_list()]
+        return array(rows, T.FixedDim(len(rows), arrays[0].type.elem))
+    return build(_cat(cols))
+
+
+def _plain(a: Array) -> bool:
+    try:
+        a.to_numpy()
+        return True
+    except NotSupportedError:
+        return False
+
+
+def _cut(col: tuple, lo: int, hi: int) -> tuple:
+    """Entries lo..hi of a column tree (`interchange._columns`)."""
+    kind = col[0]
+    if kind == "numpy":
+        return ("numpy", col[1][lo:hi])
+    if kind == "option":
+        return ("option", col[1][lo:hi], _cut(col[2], lo, hi))
+    if kind == "list":
+        return ("list", col[1][lo:hi + 1], col[2])
+    size = col[1]
+    return ("regular", size, _cut(col[2], lo * size, hi * size))
+
+
+def _cat(cols: list) -> tuple:
+    kinds = {c[0] for c in cols}
+    if len(kinds) != 1 or kinds == {"regular"} and len({c[1] for c in cols}) != 1:
+        raise ShapeError("partitions of different types cannot be joined")
+    kind = cols[0][0]
+    if kind == "numpy":
+        return ("numpy", np.concatenate([c[1] for c in cols]))
+    if kind == "option":
+        return ("option", np.concatenate([c[1] for c in cols]), _cat([c[2] for c in cols]))
+    if kind == "regular":
+        return ("regular", cols[0][1], _cat([c[2] for c in cols]))
+    offsets, children, base = [np.zeros(1, np.int64)], [], 0
+    for c in cols:
+        o = c[1].astype(np.int64)
+        offsets.append(o[1:] - o[0] + base)
+        base += int(o[-1] - o[0])
+        children.append(_cut(c[2], int(o[0]), int(o[-1])))
+    return ("list", np.concatenate(offsets), _cat(children))
+
+
+def build(col: tuple) -> Array:
+    kind = col[0]
+    if kind == "numpy":
+        return array(np.ascontiguousarray(col[1]))
+    if kind == "regular":
+        return regular(build(col[2]), col[1])
+    if kind == "list":
+        return offsets_array(col[1], build(col[2]), check=None)
+    mask, child = col[1], col[2]
+    if child[0] == "numpy":
+        return masked(child[1], mask)
+    if child[0] == "list":
+        return offsets_array(child[1], build(child[2]), validity=mask, check=None)
+    raise NotSupportedError("joining partitions with missing fixed-size rows (?N * T)")
+
+
+# ---------------------------------------------------------------- one partition's task
+def _shape_of(node: Node, srcs: tuple) -> Node:
+    """`node` over new sources, with its shape computed again from theirs."""
+    if node.op == REDUCE_OP:
+        axes, keep = node.arg[1], node.arg[2]
+        shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
+                      if keep or d not in axes)
+        return node.replace(shape=shape, srcs=srcs)
+    if not srcs:
+        return node
+    return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
+
+
+def _graph_key(root: Node) -> str:
+    order = toposort(root)
+    index = {id(n): k for k, n in enumerate(order)}
+    nodes = [(n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg_key(n.arg))
+             for n in order]
+    return hashlib.sha256(repr(nodes).encode()).hexdigest()
+
+
+class Task:
+    """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands."""
+
+    __slots__ = ("root", "numpy", "_graphs")
+
+    def __init__(self, root: Node, numpy: bool):
+        self.root, self.numpy = root, numpy
+        self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
+
+    def __call__(self, *values: Any) -> Any:
+        leaves = [as_expr(unwrap(v)) for v in values]
+        if all(e.node.op == "input" for e in leaves):
+            # NOTE: partitions of one size share the graph rebuilt at their shapes (most
+            # of the per-task cost of our own on small partitions); leaves keep names x<i>.
+            key = tuple((e.node.dtype, e.node.shape) for e in leaves)
+            root = self._graphs.get(key)
+            if root is None:
+                nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
+                root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
+                               else _shape_of(n, s))
+                if len(self._graphs) > 64:
+                    self._graphs.clear()
+                self._graphs[key] = root
+            env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
+        else:  # constants: their own nodes
+            env = {}
+            for e in leaves:
+                env.update(e.env)
+            by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
+            root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
+                           else _shape_of(n, s))
+        out = Expr(root, env).eval()
+        return out.to_numpy() if self.numpy else Part(out)
+
+    def __reduce__(self):
+        return (Task, (self.root, self.numpy))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-task", _graph_key(self.root), self.numpy)
+
+
+class Combine:
+    """Joins partial reductions (each with the reduced axes kept) and reduces them again."""
+
+    __slots__ = ("arg", "dtype", "keepdims")
+
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool):
+        self.arg, self.dtype, self.keepdims = arg, dtype, keepdims
+
+    def __call__(self, *parts: Any) -> Array:
+        op, axes = self.arg[0], self.arg[1]
+        skipna = len(self.arg) > 3 and bool(self.arg[3])
+        initial = self.arg[4] if len(self.arg) > 4 else None
+        dt = None if op in ("any", "all") else np.dtype(self.dtype)
+        parts = [unwrap(p) for p in parts]
+        x = concat(parts) if len(parts) > 1 else parts[0]
+        return Part(lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna,
+                               dtype=dt, initial=initial).eval())
+
+    def __reduce__(self):
+        return (Combine, (self.arg, self.dtype, self.keepdims))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+
+
+class Folded:
+    """A partial reduction over the rows' axis that knows what it folded: `value` folds the
+    partition's present rows, `rows` says whether anything reached the kept levels (a
+    partial of nothing is an empty row that must not pair with other partitions' rows),
+    `missing` is the fold of one missing row (None without one): the result unless
+    `skipna`."""
+
+    __slots__ = ("value", "rows", "missing")
+
+    def __init__(self, value: Any, rows: bool, missing: Any):
+        self.value, self.rows, self.missing = unwrap(value), rows, unwrap(missing)
+
+    def __reduce__(self):
+        return (Folded, (Part(self.value), self.rows,
+                         None if self.missing is None else Part(self.missing)))
+
+
+class FoldRows(Combine):
+    """Partial (`first`), combining or final step of a reduction over the rows' axis of
+    data with missing rows right under the outer rows (`N * ?var * ...`) or with var rows
+    kept below two folded axes: folds what is present and keeps `Folded` bookkeeping, so
+    that partitions folding nothing add nothing and a missing row makes the result
+    missing without hiding a row-length mismatch."""
+
+    __slots__ = ("depth", "stage")
+
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool, depth: int, stage: str):
+        super().__init__(arg, dtype, keepdims)
+        self.depth, self.stage = depth, stage  # levels above the first kept one; step
+
+    def __call__(self, *parts: Any) -> Any:
+        if self.stage == "first":
+            return self._partial(unwrap(parts[0]))
+        parts = [unwrap(p) for p in parts]
+        live = [f.value for f in parts if f.rows] or [parts[0].value]
+        missing = next((f.missing for f in parts if f.missing is not None), None)
+        value = unwrap(Combine.__call__(self, *live))  # row lengths checked here
+        if self.stage != "final":
+            return Folded(value, any(f.rows for f in parts), missing)
+        skipna = len(self.arg) > 3 and bool(self.arg[3])
+        return Combine.__call__(self, missing) if missing is not None and not skipna \
+            else Part(value)
+
+    def _partial(self, x: Array) -> Folded:
+        col, missing = _columns(x), None
+        if col[0] == "option":  # missing rows: fold the present ones
+            mask = np.asarray(col[1], bool)
+            if not mask.all():
+                gone = int(np.argmin(mask))
+                missing = build(_cut(col, gone, gone + 1))
+                edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.view(np.int8),
+                                                               [0]])))
+                runs = list(zip(edges[::2], edges[1::2])) or [(0, 0)]
+                col = _cat([("option", np.ones(b - a, bool), _cut(col[2], a, b))
+                            for a, b in runs])
+                x = build(col)
+        n = _entries(col)
+        for _ in range(self.depth):
+            while col[0] == "option":
+                col = col[2]
+            if col[0] == "list":
+                n, col = int(col[1][-1] - col[1][0]), col[2]
+            else:
+                n, col = n * col[1], col[2]
+        keep = Combine(self.arg, self.dtype, True)
+        return Folded(keep(x), n > 0, None if missing is None else keep(missing))
+
+    def __reduce__(self):
+        return (FoldRows, (self.arg, self.dtype, self.keepdims, self.depth, self.stage))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.rows-fold", arg_key(self.arg), self.dtype, self.keepdims, self.depth,
+                self.stage)
+
+
+
+def nonempty(op: str, value: Any, count: Any) -> Any:
+    """`value`, unless some result of the reduction folded nothing (NumPy's ValueError)."""
+    n = unwrap(count)
+    try:
+        flat = n.to_numpy() if isinstance(n, Array) else np.asarray(n)
+    except NotSupportedError:  # ragged counts (a reduction's result: small) as lists
+        flat, stack = [], [n.to_list()]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, list):
+                stack.extend(v)
+            else:
+                flat.append(v)
+    if (np.asarray(flat) == 0).any():
+        raise ValueError(f"zero-size array to reduction operation {op}imum which has no "
+                         "identity")
+    return value
