@@ -20,7 +20,7 @@ import numpy as np
 from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import masked, offsets_array, regular
@@ -201,8 +201,10 @@ def evaluate_nest(expr):
     return got
 
 
-def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
-    ops_ = [_nest_operand(v) for v in leaves]
+def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat=None):
+    """`flat`: (operands, offsets) from `_flat_rows`: the rows of the last two levels as
+    one `M * var` level; the result gets the offsets above it."""
+    ops_ = flat[0] if flat else [_nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
     scalar = not any(o.dims for o in ops_)  # 0-d leaves (`?T` ones): one level of size 1
@@ -213,10 +215,17 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
                 for o in ops_]
     levels, sizes, kinds = _nest_plan(ops_)
     nlev = len(levels)
-    if len(root.shape) != nlev - scalar:
+    if len(root.shape) != nlev - scalar + bool(flat):
         return None
     mode = "map" if reduce_arg is None else "reduce"
-    axes = () if reduce_arg is None else tuple(reduce_arg[1])
+    axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
+    if mode == "reduce" and not flat and not where_masks and axes == (nlev - 1,):
+        rows = _flat_rows(ops_, levels, kinds)
+        if rows is not None:
+            try:
+                return _nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
+            except (ArrayConstructionError, ShapeError):
+                pass  # the full nest names the row [i, j] of the error
     if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
         mode = "all"  # every axis: one partial fold per thread
     elif mode == "reduce" and axes != (nlev - 1,):
@@ -343,10 +352,55 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False):
         dims.append(1)
     got = _fixed_rows(_nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
                                    offsets, xs_end, validity), present)
+    if flat:
+        got = offsets_array(flat[1], got, check=None)
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
         for a in axes:
             got = got[(slice(None),) * a + (None,)]
     return got
+
+
+def _flat_rows(ops_, levels, kinds):
+    """A reduction over the last axis of `N * var * var` rows whose outer rows are offsets
+    (row i's inner rows end where row i + 1's begin) is one reduction over the inner rows
+    they cover: (the operands as `M * var`, the result's offsets), or None (another form,
+    or offsets that decrease or leave the inner rows: the full nest reports those). Every
+    var operand has the same outer offsets; others stay (`n`) above the last level."""
+    if tuple(levels) != ("f", "v", "v"):
+        return None
+    ref, var = None, []
+    for o, kd in zip(ops_, kinds):
+        if kd[:2] == ("n", "n"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, _, istride, stride, _, _)) = o.dims[:2]
+        if s0 != delta or stride != istride or (ref is not None and
+                                                 (o.ptr, n0, s0, width) != ref):
+            return None
+        ref = (o.ptr, n0, s0, width)
+        var.append(o)
+    if ref is None or not ref[1]:
+        return None
+    ptr, n0, s0, width = ref
+    # the n0 + 1 offsets: inside the operand's memory block (`check_extent`: the nest reads
+    # the same bytes as row n0 - 1's stop)
+    buf = (ctypes.c_char * (n0 * s0 + width)).from_address(ptr)
+    off = np.ndarray((n0 + 1,), np.int32 if width == 4 else np.int64, buf, 0, (s0,))
+    lo, hi = int(off[0]), int(off[-1])
+    if lo < 0 or any(hi > o.dims[1][2][4] for o in var):
+        return None
+    off = np.subtract(off, lo, dtype=np.int64)
+    if (off[1:] < off[:-1]).any():
+        return None
+    flat = []
+    for o in ops_:
+        if o in var:
+            _, _, (_, content, istride, _, _, _) = o.dims[1]
+            o = _NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
+                             o.dtype, o.mask_offset, o.aligned)
+        flat.append(o)
+    return flat, off
 
 
 def _fixed_rows(result, present: dict):
