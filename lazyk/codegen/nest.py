@@ -280,7 +280,7 @@ class _NestGen(KernelGen):
         bases, steps, lens, miss = [], [], {}, None
         fixed = k in self.fixed_q
         self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
-        self.row_stops = {}  # each var operand's stop index (`_window_fold`)
+        self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
         for j in range(self.nin):
             kind, f = self.kinds[j][k], self.f[j][k]
             if kind == "n":
@@ -299,7 +299,7 @@ class _NestGen(KernelGen):
                     return q if was is None else b.select(was, self.dummy, q)
                 start = self._index(at(ptrs[j]), w)
                 stop = self._index(at(b.gep(ptrs[j], [delta])), w)
-                self.row_stops[j] = stop
+                self.row_ends[j] = (start, stop)
                 ok = self._row_ok(kind, f, start, stop)
                 rgone = None
                 if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
@@ -737,14 +737,17 @@ class _NestGen(KernelGen):
         if any(self.masked) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
-            # contiguous rows with WINDOW elements before their end in every operand's
-            # content (all but the first rows): the window fold, no per-element branch
+            # contiguous rows with a window's room in their content both sides (all but
+            # the first and last few rows): the window fold, no branch per element
             fast = b.icmp_signed("==", n, c(1))
             if any(self.kinds[j][k] != "n" for j in range(self.nin)):
                 fast = b.or_(fast, self._contiguous(k, steps, isz))
             for j in range(self.nin):
                 if self.kinds[j][k] != "n":
-                    fast = b.and_(fast, b.icmp_signed(">=", self.row_stops[j], c(WINDOW)))
+                    start, stop = self.row_ends[j]
+                    room = b.sub(self.f[j][k][4], c(WINDOW))  # length - WINDOW
+                    fast = b.and_(fast, b.and_(b.icmp_signed(">=", stop, c(WINDOW)),
+                                               b.icmp_signed("<=", start, room)))
             with b.if_else(fast) as (then, otherwise):
                 with then:
                     self._window_fold(bases, n, isz, k)
@@ -788,37 +791,36 @@ class _NestGen(KernelGen):
                 all(self.kinds[j][k] in ("n", "4", "8") for j in range(self.nin)))
 
     def _window_fold(self, bases, n, isz, k):
-        """Fold a contiguous row of n elements without a branch per element or per row:
-        blocks of WINDOW elements into WINDOW lane accumulators, then the last WINDOW
-        elements of the row (the window ends at the row's end, so it may start before the
-        row: the caller checked `stop >= WINDOW`, it lies inside the content) with the
-        lanes the blocks already took folding the identity instead. Float sums are
-        reassociated (as NumPy's pairwise sums are)."""
+        """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
+        accumulators take the row's first WINDOW elements (lanes past n fold the identity),
+        then its blocks of WINDOW after the first, then its last WINDOW elements (those
+        not folded yet). The windows may reach past the row: the caller checked that they
+        lie inside every operand's content. Float sums are reassociated (as NumPy's
+        pairwise sums are)."""
         b, c, em = self.b, self.c, self.em
         dt = self.out_dts[0]
         ident = em.const(dt, self.red.identity(dt))
         with b.goto_entry_block():
             lanes = [b.alloca(lltype(dt), name=f"lane{q}") for q in range(WINDOW)]
-        for slot in lanes:
-            b.store(ident, slot)
 
-        def addrs(e):  # element e of the row (an i64, may be negative: the window)
-            return [p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
-                    for j, (p, sz) in enumerate(zip(bases, isz))]
+        def value(e):  # element e of the row (an i64, maybe outside it: a window)
+            return self._values([p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
+                                 for j, (p, sz) in enumerate(zip(bases, isz))])[0]
+        for q, slot in enumerate(lanes):  # the first window
+            b.store(b.select(b.icmp_signed("<", c(q), n), value(c(q)), ident), slot)
 
         def block(i):
-            at = b.mul(i, c(WINDOW), flags=("nuw", "nsw"))
+            at = b.mul(b.add(i, c(1)), c(WINDOW), flags=("nuw", "nsw"))
             for q, slot in enumerate(lanes):
-                v = self._values(addrs(b.add(at, c(q), flags=("nuw", "nsw"))))[0]
+                v = value(b.add(at, c(q), flags=("nuw", "nsw")))
                 b.store(self._combine(em, b.load(slot), v), slot)
-        nblk = b.lshr(n, c(WINDOW.bit_length() - 1))
-        _hinted_loop(b, nblk, block, "wb", _NO_VECTOR)
-        taken = b.mul(nblk, c(WINDOW))  # elements the blocks folded
-        first = b.sub(n, c(WINDOW))
-        for q, slot in enumerate(lanes):
-            e = b.add(first, c(q))
-            v = self._values(addrs(e))[0]
-            v = b.select(b.icmp_signed(">=", e, taken), v, ident)
+        whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
+        _hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(1)), block, "wb",
+                     _NO_VECTOR)
+        done = b.select(b.icmp_signed(">", whole, c(WINDOW)), whole, c(WINDOW))
+        for q, slot in enumerate(lanes):  # the last window
+            e = b.add(b.sub(n, c(WINDOW)), c(q))
+            v = b.select(b.icmp_signed(">=", e, done), value(e), ident)
             b.store(self._combine(em, b.load(slot), v), slot)
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
