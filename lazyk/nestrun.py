@@ -361,46 +361,40 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat
 
 
 def _flat_rows(ops_, levels, kinds):
-    """A reduction over the last axis of `N * var * var` rows whose outer rows are offsets
-    (row i's inner rows end where row i + 1's begin) is one reduction over the inner rows
-    they cover: (the operands as `M * var`, the result's offsets), or None (another form,
-    or offsets that decrease or leave the inner rows: the full nest reports those). Every
-    var operand has the same outer offsets; others stay (`n`) above the last level."""
+    """A reduction over the last axis of `N * var * var` rows, where the inner rows of
+    outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
+    reduction over the inner rows they cover: (the operands as `M * var`, the result's
+    offsets), or None: another form, outer rows that differ between operands, or bad
+    rows (the full nest names them). Operands without the two outer dims stay (`n`)."""
     if tuple(levels) != ("f", "v", "v"):
         return None
-    ref, var = None, []
-    for o, kd in zip(ops_, kinds):
+    off, flat = None, list(ops_)
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if kd[:2] == ("n", "n"):
             continue
         if kd[0] != "f" or kd[1] not in ("4", "8"):
             return None
-        (_, n0, s0), (_, width, (delta, _, istride, stride, _, _)) = o.dims[:2]
-        if s0 != delta or stride != istride or (ref is not None and
-                                                 (o.ptr, n0, s0, width) != ref):
+        (_, n0, s0), (_, width, (delta, content, istride, stride, length, _)) = o.dims[:2]
+        if stride != istride or not n0 or s0 <= 0:
             return None
-        ref = (o.ptr, n0, s0, width)
-        var.append(o)
-    if ref is None or not ref[1]:
-        return None
-    ptr, n0, s0, width = ref
-    # the n0 + 1 offsets: inside the operand's memory block (`check_extent`: the nest reads
-    # the same bytes as row n0 - 1's stop)
-    buf = (ctypes.c_char * (n0 * s0 + width)).from_address(ptr)
-    off = np.ndarray((n0 + 1,), np.int32 if width == 4 else np.int64, buf, 0, (s0,))
-    lo, hi = int(off[0]), int(off[-1])
-    if lo < 0 or any(hi > o.dims[1][2][4] for o in var):
-        return None
-    off = np.subtract(off, lo, dtype=np.int64)
-    if (off[1:] < off[:-1]).any():
-        return None
-    flat = []
-    for o in ops_:
-        if o in var:
-            _, _, (_, content, istride, _, _, _) = o.dims[1]
-            o = _NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
-                             o.dtype, o.mask_offset, o.aligned)
-        flat.append(o)
-    return flat, off
+        # row r's start and stop: bytes the nest reads too (inside the operand's block:
+        # `check_extent`)
+        buf = (ctypes.c_char * ((n0 - 1) * s0 + delta + width)).from_address(o.ptr)
+        dt = np.int32 if width == 4 else np.int64
+        starts = np.ndarray((n0,), dt, buf, 0, (s0,))
+        stops = np.ndarray((n0,), dt, buf, delta, (s0,))
+        lo, hi = int(starts[0]), int(stops[-1])
+        if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
+            return None
+        mine = np.empty(n0 + 1, np.int64)
+        mine[0] = 0
+        np.subtract(stops, lo, out=mine[1:])
+        if (mine[1:] < mine[:-1]).any() or (off is not None and not np.array_equal(off, mine)):
+            return None
+        off = mine
+        flat[j] = _NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
+                               o.dtype, o.mask_offset, o.aligned)
+    return None if off is None else (flat, off)
 
 
 def _fixed_rows(result, present: dict):
