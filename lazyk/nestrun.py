@@ -22,7 +22,7 @@ from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
-from lazyk.graph import REDUCE_OP, toposort
+from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import masked, offsets_array, regular
 from lazyk.leaves import is_ragged, text_rows
 from lazyk.memory import MemoryBlock
@@ -174,6 +174,7 @@ def evaluate_nest(expr):
         root, expr = inline_reductions(root, expr)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
+    root, names = _one_leaf_per_array(root, names, expr.env)
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
     if leaves and not branch_masks(root, names, leaves):
@@ -199,6 +200,25 @@ def evaluate_nest(expr):
             "axes run as one fused step over numeric leaves read in place (no stepping views)"
         raise NotSupportedError(f"{what} of {types}: {why}")
     return got
+
+
+def _one_leaf_per_array(root, names, env):
+    """`x * x`: each use of a ragged array is a leaf of its own; one operand reads its rows
+    once (one row check, no pairing with itself)."""
+    first, alias = {}, {}
+    for n in names:
+        v = env[n]
+        if is_ragged(v):
+            alias[n] = first.setdefault((id(v.array), v.option), n)
+    alias = {n: a for n, a in alias.items() if n != a}
+    if not alias:
+        return root, names
+
+    def rename(node, srcs):
+        if node.op == "input" and node.arg in alias:
+            return node.replace(arg=alias[node.arg])
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+    return rewrite(root, rename), [n for n in names if n not in alias]
 
 
 def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat=None):
