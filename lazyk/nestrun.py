@@ -240,7 +240,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat
     mode = "map" if reduce_arg is None else "reduce"
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
     if mode == "reduce" and not flat and not where_masks and axes == (nlev - 1,):
-        rows = _flat_rows(ops_, levels, kinds)
+        rows = _flat_rows(ops_, levels, kinds, sizes)
         if rows is not None:
             try:
                 return _nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
@@ -311,9 +311,16 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat
         qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
+    # elementwise over `N * var` rows of one offsets array: the result has its rows
+    same = _offsets_rows(sel, sel_kinds, levels, sizes) if mode == "map" and not qlev \
+        else None
+    if same is not None:
+        offsets[1] = same
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
     for p in rvar:
+        if same is not None:
+            break
         nrows = _positions(r_end, rl, rs, offsets, p)[-1] if p else 1
         lens = np.empty(nrows, np.int64)
         w = words.copy()
@@ -380,7 +387,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, flat
     return got
 
 
-def _flat_rows(ops_, levels, kinds):
+def _flat_rows(ops_, levels, kinds, sizes):
     """A reduction over the last axis of `N * var * var` rows, where the inner rows of
     outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
     reduction over the inner rows they cover: (the operands as `M * var`, the result's
@@ -395,7 +402,7 @@ def _flat_rows(ops_, levels, kinds):
         if kd[0] != "f" or kd[1] not in ("4", "8"):
             return None
         (_, n0, s0), (_, width, (delta, content, istride, stride, length, _)) = o.dims[:2]
-        if stride != istride or not n0 or s0 <= 0:
+        if stride != istride or not n0 or s0 <= 0 or n0 != sizes[0]:
             return None
         # row r's start and stop: bytes the nest reads too (inside the operand's block:
         # `check_extent`)
@@ -415,6 +422,31 @@ def _flat_rows(ops_, levels, kinds):
         flat[j] = _NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
                                o.dtype, o.mask_offset, o.aligned)
     return None if off is None else (flat, off)
+
+
+def _offsets_rows(ops_, kinds, levels, sizes):
+    """The offsets (from 0) of `N * var` rows that every var operand reads through one
+    offsets array, or None (no count pass needed: the fill pass checks each row's length
+    against them, and the kernel each row's indices)."""
+    if tuple(levels) != ("f", "v"):
+        return None
+    ref = None
+    for o, kd in zip(ops_, kinds):
+        if kd[1] in ("n", "f"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, *_)) = o.dims[:2]
+        key = (o.ptr, n0, s0, width)
+        if s0 != delta or n0 != sizes[0] or not n0 or (ref or key) != key:
+            return None
+        ref = key
+    if ref is None:
+        return None
+    ptr, n0, s0, width = ref
+    buf = (ctypes.c_char * (n0 * s0 + width)).from_address(ptr)  # the bytes the nest reads
+    off = np.ndarray((n0 + 1,), np.int32 if width == 4 else np.int64, buf, 0, (s0,))
+    return np.subtract(off, off[0], dtype=np.int64)
 
 
 def _fixed_rows(result, present: dict):

@@ -202,3 +202,20 @@ def test_windows_stay_inside_the_content():
     r = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_elementwise_over_one_offsets_array_has_no_count_pass():
+    """The result's rows are the operands' rows: no count pass; the fill pass still checks
+    every row (offsets changed after construction are caught)."""
+    off = np.array([2, 4, 4, 9])
+    v = np.arange(10.0)
+    x, y = lazyk.from_offsets(off, v), lazyk.from_offsets(off, v[::-1].copy())
+    runs = nestkernel.nest_stats["runs"]
+    got = (x * y - x.mean(axis=-1, keepdims=True)).eval()
+    assert nestkernel.nest_stats["runs"] - runs == 2  # the mean, then the elementwise fill
+    assert str(got.type) == "3 * var * float64"
+    want = [[v[a:b] * v[::-1][a:b] - v[a:b].mean() for a, b in zip(off[:-1], off[1:])]]
+    assert [np.allclose(g, w) for g, w in zip(got.to_list(), want[0])] == [True] * 3
+    off[2] = 1  # a decreasing offset now
+    with pytest.raises(lazyk.ArrayConstructionError, match="row 1 "):
+        (x * 2).eval()
