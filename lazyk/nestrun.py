@@ -586,10 +586,12 @@ def _index_weight(sel, kinds, n0):
 
 def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
     """Values and present flags of a reduction (the rules of the row path)."""
-    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     op = reduce_arg[0]
     extremum = op in ("min", "max")
     seeded = extremum and len(reduce_arg) > 4
+    if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
+        return out, None  # a sum over plain values: every row has one (no pass over flags)
+    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     values = out
     if seeded:
         values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
