@@ -8,7 +8,9 @@ every axis, or several axes below every `?var` dim). Rows (of stepping views too
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
-after a pass that counts their row lengths. `evaluate_nest` returns None for what the nest
+after a pass that counts their row lengths (none where the result has an operand's offsets;
+a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
+rows as `M * var`). `evaluate_nest` returns None for what the nest
 does not take; `lazyk.ragged`'s row path runs that."""
 from __future__ import annotations
 

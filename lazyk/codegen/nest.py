@@ -23,7 +23,10 @@ element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), 
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
-value's address + mask_offset.
+value's address + mask_offset. A reduction folds a contiguous row of plain values by
+windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
+every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
+the plain loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
