@@ -23,7 +23,7 @@ element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), 
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
-value's address + mask_offset. A reduction folds a contiguous row of plain values by
+value's address + mask_offset. A reduction folds a contiguous row (`T` or `?T`) by
 windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
 every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
 the plain loop.
@@ -737,7 +737,7 @@ class _NestGen(KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if any(self.masked) or not self.nin or self.track:
+        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # contiguous rows with a window's room in their content both sides (all but
@@ -798,38 +798,53 @@ class _NestGen(KernelGen):
         accumulators take the row's first WINDOW elements (lanes past n fold the identity),
         then its blocks of WINDOW after the first, then its last WINDOW elements (those
         not folded yet). The windows may reach past the row: the caller checked that they
-        lie inside every operand's content. Float sums are reassociated (as NumPy's
-        pairwise sums are)."""
+        lie inside every operand's content. Missing values (`?T`) fold the identity and
+        count as `_fold` counts them. Float sums are reassociated (as NumPy's pairwise sums
+        are)."""
         b, c, em = self.b, self.c, self.em
         dt = self.out_dts[0]
         ident = em.const(dt, self.red.identity(dt))
+        masked = [j for j in range(self.nin) if self.masked[j]]
         with b.goto_entry_block():
             lanes = [b.alloca(lltype(dt), name=f"lane{q}") for q in range(WINDOW)]
+        for slot in lanes:
+            b.store(ident, slot)
 
-        def value(e):  # element e of the row (an i64, maybe outside it: a window)
-            return self._values([p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
-                                 for j, (p, sz) in enumerate(zip(bases, isz))])[0]
+        def fold(slot, e, inside=None):
+            """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
+            addr = [p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
+                    for j, (p, sz) in enumerate(zip(bases, isz))]
+            v = self._values(addr)[0]
+            take = inside
+            if masked:
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
+                gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
+                b.store(b.or_(b.load(self.bad), gone), self.bad)
+                take = ok if inside is None else b.and_(inside, ok)
+                b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
+            if take is not None:
+                v = b.select(take, v, ident)
+            b.store(self._combine(em, b.load(slot), v), slot)
         for q, slot in enumerate(lanes):  # the first window
-            b.store(b.select(b.icmp_signed("<", c(q), n), value(c(q)), ident), slot)
+            fold(slot, c(q), b.icmp_signed("<", c(q), n))
 
         def block(i):
             at = b.mul(b.add(i, c(1)), c(WINDOW), flags=("nuw", "nsw"))
             for q, slot in enumerate(lanes):
-                v = value(b.add(at, c(q), flags=("nuw", "nsw")))
-                b.store(self._combine(em, b.load(slot), v), slot)
+                fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
         whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
         _hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(1)), block, "wb",
                      _NO_VECTOR)
         done = b.select(b.icmp_signed(">", whole, c(WINDOW)), whole, c(WINDOW))
         for q, slot in enumerate(lanes):  # the last window
             e = b.add(b.sub(n, c(WINDOW)), c(q))
-            v = b.select(b.icmp_signed(">=", e, done), value(e), ident)
-            b.store(self._combine(em, b.load(slot), v), slot)
+            fold(slot, e, b.icmp_signed(">=", e, done))
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
-        b.store(b.add(b.load(self.count), n), self.count)
+        if not masked:
+            b.store(b.add(b.load(self.count), n), self.count)
 
     def _present(self, masks):
         b = self.b
