@@ -111,12 +111,16 @@ def foreign(arr: np.ndarray, keep: Any = None) -> MemoryBlock:
     arrays over NumPy, Arrow or Awkward buffers are read through blocks like lazyk's own.
     Read-only arrays give a read-only buffer.
     """
-    lo, hi = extent(arr.shape, arr.strides, arr.dtype.itemsize)
-    address = arr.__array_interface__["data"][0] + lo
     block = MemoryBlock.__new__(MemoryBlock)
-    block.buffer = view(address, (hi - lo,), (1,), np.uint8, arr,
-                        readonly=not arr.flags.writeable)
-    block.address, block.size = address, hi - lo
+    if arr.flags.c_contiguous and arr.dtype.itemsize:  # the common case, in a few us
+        block.buffer = arr.reshape(-1).view(np.uint8)  # (read-only stays read-only)
+        block.address, block.size = arr.ctypes.data, arr.nbytes
+    else:
+        lo, hi = extent(arr.shape, arr.strides, arr.dtype.itemsize)
+        address = arr.__array_interface__["data"][0] + lo
+        block.buffer = view(address, (hi - lo,), (1,), np.uint8, arr,
+                            readonly=not arr.flags.writeable)
+        block.address, block.size = address, hi - lo
     block.ref = next(_next_ref)
     block.keep = [arr] + list(keep or [])
     _registry[block.ref] = block

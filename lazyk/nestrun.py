@@ -8,7 +8,9 @@ every axis, or several axes below every `?var` dim). Rows (of stepping views too
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
-after a pass that counts their row lengths. Folds over several axes at or above the `?var`
+after a pass that counts their row lengths (none where the result has an operand's offsets;
+a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
+rows as `M * var`). Folds over several axes at or above the `?var`
 dim of fixed dims over one trailing `?var` dim, folds over `?n` rows (a missing row
 against a fixed dim) and a missing row folded along its own axis above fixed dims run the
 elementwise part first (`_rows_first`); where() operands that combine a missing row with
@@ -24,7 +26,7 @@ import numpy as np
 from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.nest import OP_WORDS, nest_layout
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
 from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import masked, offsets_array, regular
@@ -225,6 +227,7 @@ def _evaluate_nest(expr):
         root, expr = inline_reductions(root, expr)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
+    root, names = _one_leaf_per_array(root, names, expr.env)
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
     if leaves and not branch_masks(root, names, leaves):
@@ -370,11 +373,33 @@ def _emptied(result, p: int, empty):
     return array(walk(result.to_list(), 0), type=str(result.type))
 
 
-def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False):
+def _one_leaf_per_array(root, names, env):
+    """`x * x`: each use of a ragged array is a leaf of its own; one operand reads its rows
+    once (one row check, no pairing with itself)."""
+    first, alias = {}, {}
+    for n in names:
+        v = env[n]
+        if is_ragged(v):
+            alias[n] = first.setdefault((id(v.array), v.option), n)
+    alias = {n: a for n, a in alias.items() if n != a}
+    if not alias:
+        return root, names
+
+    def rename(node, srcs):
+        if node.op == "input" and node.arg in alias:
+            return node.replace(arg=alias[node.arg])
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+    return rewrite(root, rename), [n for n in names if n not in alias]
+
+
+def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False,
+              flat=None):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
-    present bytes of `?n` levels) instead of the Array."""
-    ops_ = [_nest_operand(v) for v in leaves]
+    present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets) from
+    `_flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
+    the offsets above it."""
+    ops_ = flat[0] if flat else [_nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
     scalar = not any(o.dims for o in ops_)  # 0-d leaves (`?T` ones): one level of size 1
@@ -385,10 +410,17 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
                 for o in ops_]
     levels, sizes, kinds = _nest_plan(ops_)
     nlev = len(levels)
-    if len(root.shape) != nlev - scalar:
+    if len(root.shape) != nlev - scalar + bool(flat):
         return None
     mode = "map" if reduce_arg is None else "reduce"
-    axes = () if reduce_arg is None else tuple(reduce_arg[1])
+    axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
+    if mode == "reduce" and not flat and not where_masks and axes == (nlev - 1,):
+        rows = _flat_rows(ops_, levels, kinds, sizes)
+        if rows is not None:
+            try:
+                return _nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
+            except (ArrayConstructionError, ShapeError):
+                pass  # the full nest names the row [i, j] of the error
     if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
         mode = "all"  # every axis: one partial fold per thread
     elif mode == "reduce" and axes != (nlev - 1,):
@@ -459,9 +491,16 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
         qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
+    # elementwise over `N * var` rows of one offsets array: the result has its rows
+    same = _offsets_rows(sel, sel_kinds, levels, sizes) if mode == "map" and not qlev \
+        else None
+    if same is not None:
+        offsets[1] = same
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
     # the iterations of the level above, known once the levels above are counted)
     for p in rvar:
+        if same is not None:
+            break
         nrows = _positions(r_end, rl, rs, offsets, p)[-1] if p else 1
         lens = np.empty(nrows, np.int64)
         w = words.copy()
@@ -523,10 +562,74 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
         dims.append(1)
     got = _fixed_rows(_nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
                                    offsets, xs_end, validity), present)
+    if flat:
+        got = offsets_array(flat[1], got, check=None)
     if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
         for a in axes:
             got = got[(slice(None),) * a + (None,)]
     return got
+
+
+def _flat_rows(ops_, levels, kinds, sizes):
+    """A reduction over the last axis of `N * var * var` rows, where the inner rows of
+    outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
+    reduction over the inner rows they cover: (the operands as `M * var`, the result's
+    offsets), or None: another form, outer rows that differ between operands, or bad
+    rows (the full nest names them). Operands without the two outer dims stay (`n`)."""
+    if tuple(levels) != ("f", "v", "v"):
+        return None
+    off, flat = None, list(ops_)
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if kd[:2] == ("n", "n"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, content, istride, stride, length, _)) = o.dims[:2]
+        if stride != istride or not n0 or s0 <= 0 or n0 != sizes[0]:
+            return None
+        # row r's start and stop: bytes the nest reads too (inside the operand's block:
+        # `check_extent`)
+        buf = (ctypes.c_char * ((n0 - 1) * s0 + delta + width)).from_address(o.ptr)
+        dt = np.int32 if width == 4 else np.int64
+        starts = np.ndarray((n0,), dt, buf, 0, (s0,))
+        stops = np.ndarray((n0,), dt, buf, delta, (s0,))
+        lo, hi = int(starts[0]), int(stops[-1])
+        if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
+            return None
+        mine = np.empty(n0 + 1, np.int64)
+        mine[0] = 0
+        np.subtract(stops, lo, out=mine[1:])
+        if (mine[1:] < mine[:-1]).any() or (off is not None and not np.array_equal(off, mine)):
+            return None
+        off = mine
+        flat[j] = _NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
+                               o.dtype, o.mask_offset, o.aligned)
+    return None if off is None else (flat, off)
+
+
+def _offsets_rows(ops_, kinds, levels, sizes):
+    """The offsets (from 0) of `N * var` rows that every var operand reads through one
+    offsets array, or None (no count pass needed: the fill pass checks each row's length
+    against them, and the kernel each row's indices)."""
+    if tuple(levels) != ("f", "v"):
+        return None
+    ref = None
+    for o, kd in zip(ops_, kinds):
+        if kd[1] in ("n", "f"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, *_)) = o.dims[:2]
+        key = (o.ptr, n0, s0, width)
+        if s0 != delta or n0 != sizes[0] or not n0 or (ref or key) != key:
+            return None
+        ref = key
+    if ref is None:
+        return None
+    ptr, n0, s0, width = ref
+    buf = (ctypes.c_char * (n0 * s0 + width)).from_address(ptr)  # the bytes the nest reads
+    off = np.ndarray((n0 + 1,), np.int32 if width == 4 else np.int64, buf, 0, (s0,))
+    return np.subtract(off, off[0], dtype=np.int64)
 
 
 def _fixed_rows(result, present: dict):
@@ -666,10 +769,12 @@ def _index_weight(sel, kinds, n0):
 
 def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
     """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
-    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     op = reduce_arg[0]
     extremum = op in ("min", "max")
     seeded = extremum and len(reduce_arg) > 4
+    if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
+        return out, None  # a sum over plain values: every row has one (no pass over flags)
+    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
     values = out
     if seeded:
         values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)

@@ -146,3 +146,29 @@ def reduce_args(draw, ndim: int):
         axis = tuple(sorted(draw(st.sets(st.integers(0, ndim - 1), min_size=1,
                                          max_size=ndim))))
     return axis, draw(st.booleans())
+
+
+@st.composite
+def long_rows(draw, layouts=("N * var * T", "N * var * var * T"), dtypes=DTYPES,
+              nan=False, values=None, options=False):
+    """(type string, nested list) with last-level rows of 0-40 elements (longer than the
+    others: several blocks of a row, and rows shorter than a block, side by side).
+    `values`: the leaf values to pick from (default: small integers or halves);
+    `options`: `?T` leaves, about one in four missing (None)."""
+    dims = _dims(draw(st.sampled_from(layouts)), draw)
+    dtype = draw(st.sampled_from(dtypes))
+    pool = values or ([False, True] if dtype == "bool" else list(range(-5, 6))
+                      if dtype.startswith("int") else [v / 2 for v in range(-10, 11)])
+    if nan and dtype.startswith("float"):
+        pool = pool + [float("nan"), float("inf"), float("-inf")]
+
+    def rows(level):
+        d = dims[level]
+        if level == len(dims) - 1:
+            n = draw(st.integers(0, 40))
+            return [draw(st.sampled_from(pool)) for _ in range(n)]
+        n = int(d) if d.isdigit() else draw(st.integers(0, 4))
+        return [rows(level + 1) for _ in range(n)]
+    if options:
+        pool = pool + [None] * max(1, len(pool) // 3)
+    return type_string(dims, dtype, options), rows(0)

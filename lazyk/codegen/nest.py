@@ -23,7 +23,10 @@ element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), 
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
-value's address + mask_offset.
+value's address + mask_offset. A reduction folds a contiguous row (`T` or `?T`) by
+windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
+every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
+the plain loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
@@ -280,6 +283,7 @@ class _NestGen(KernelGen):
         bases, steps, lens, miss = [], [], {}, None
         fixed = k in self.fixed_q
         self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
+        self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
         for j in range(self.nin):
             kind, f = self.kinds[j][k], self.f[j][k]
             if kind == "n":
@@ -298,6 +302,7 @@ class _NestGen(KernelGen):
                     return q if was is None else b.select(was, self.dummy, q)
                 start = self._index(at(ptrs[j]), w)
                 stop = self._index(at(b.gep(ptrs[j], [delta])), w)
+                self.row_ends[j] = (start, stop)
                 ok = self._row_ok(kind, f, start, stop)
                 rgone = None
                 if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
@@ -732,15 +737,29 @@ class _NestGen(KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if any(self.masked) or not self.nin or self.track:
+        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
+        elif self._windowed(k):
+            # contiguous rows with a window's room in their content both sides (all but
+            # the first and last few rows): the window fold, no branch per element
+            fast = b.icmp_signed("==", n, c(1))
+            if any(self.kinds[j][k] != "n" for j in range(self.nin)):
+                fast = b.or_(fast, self._contiguous(k, steps, isz))
+            for j in range(self.nin):
+                if self.kinds[j][k] != "n":
+                    start, stop = self.row_ends[j]
+                    room = b.sub(self.f[j][k][4], c(WINDOW))  # length - WINDOW
+                    fast = b.and_(fast, b.and_(b.icmp_signed(">=", stop, c(WINDOW)),
+                                               b.icmp_signed("<=", start, room)))
+            with b.if_else(fast) as (then, otherwise):
+                with then:
+                    self._window_fold(bases, n, isz, k)
+                with otherwise:
+                    _hinted_loop(b, n, general, "e", _NO_VECTOR)
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
             # vectorizes; other rows take the general strided loop.
-            fast = ir.Constant(I1, 1)
-            for j, (st, sz) in enumerate(zip(steps, isz)):
-                if self.kinds[j][k] != "n":
-                    fast = b.and_(fast, b.icmp_signed("==", st, c(sz)))
+            fast = self._contiguous(k, steps, isz)
 
             def contiguous(i):
                 i = b.add(i, lo)
@@ -751,12 +770,81 @@ class _NestGen(KernelGen):
                 with then:
                     for_loop(b, n, contiguous, name="ec")
                 with otherwise:
-                    for_loop(b, n, general, name="e")
+                    _hinted_loop(b, n, general, "e", _NO_VECTOR)
         if self.mode == "reduce":
             self._finish(pos0, n, miss)
             b.store(b.add(pos0, c(1)), self.pos)
         elif self.mode == "map":
             b.store(b.add(pos0, n), self.pos)
+
+    def _contiguous(self, k, steps, isz):
+        """Whether every moving operand's row at level k is contiguous (an i1)."""
+        b, fast = self.b, ir.Constant(I1, 1)
+        for j, (st, sz) in enumerate(zip(steps, isz)):
+            if self.kinds[j][k] != "n":
+                fast = b.and_(fast, b.icmp_signed("==", st, self.c(sz)))
+        return fast
+
+    def _windowed(self, k):
+        """Whether the innermost level k folds its rows by windows (`_window_fold`): a
+        reduction into a real or integer accumulator over var rows (plain indices: their
+        content's bounds are known) or operands that stay."""
+        return (self.mode != "map" and not self.marking and k == self.nlev - 1 and
+                self.levels[k] == "v" and self.out_dts[0].kind in "biuf" and
+                all(self.kinds[j][k] in ("n", "4", "8") for j in range(self.nin)))
+
+    def _window_fold(self, bases, n, isz, k):
+        """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
+        accumulators take the row's first WINDOW elements (lanes past n fold the identity),
+        then its blocks of WINDOW after the first, then its last WINDOW elements (those
+        not folded yet). The windows may reach past the row: the caller checked that they
+        lie inside every operand's content. Missing values (`?T`) fold the identity and
+        count as `_fold` counts them. Float sums are reassociated (as NumPy's pairwise sums
+        are)."""
+        b, c, em = self.b, self.c, self.em
+        dt = self.out_dts[0]
+        ident = em.const(dt, self.red.identity(dt))
+        masked = [j for j in range(self.nin) if self.masked[j]]
+        with b.goto_entry_block():
+            lanes = [b.alloca(lltype(dt), name=f"lane{q}") for q in range(WINDOW)]
+        for slot in lanes:
+            b.store(ident, slot)
+
+        def fold(slot, e, inside=None):
+            """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
+            addr = [p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
+                    for j, (p, sz) in enumerate(zip(bases, isz))]
+            v = self._values(addr)[0]
+            take = inside
+            if masked:
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
+                gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
+                b.store(b.or_(b.load(self.bad), gone), self.bad)
+                take = ok if inside is None else b.and_(inside, ok)
+                b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
+            if take is not None:
+                v = b.select(take, v, ident)
+            b.store(self._combine(em, b.load(slot), v), slot)
+        for q, slot in enumerate(lanes):  # the first window
+            fold(slot, c(q), b.icmp_signed("<", c(q), n))
+
+        def block(i):
+            at = b.mul(b.add(i, c(1)), c(WINDOW), flags=("nuw", "nsw"))
+            for q, slot in enumerate(lanes):
+                fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
+        whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
+        _hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(1)), block, "wb",
+                     _NO_VECTOR)
+        done = b.select(b.icmp_signed(">", whole, c(WINDOW)), whole, c(WINDOW))
+        for q, slot in enumerate(lanes):  # the last window
+            e = b.add(b.sub(n, c(WINDOW)), c(q))
+            fold(slot, e, b.icmp_signed(">=", e, done))
+        vals = [b.load(slot) for slot in lanes]
+        while len(vals) > 1:  # pairwise
+            vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
+        self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
+        if not masked:
+            b.store(b.add(b.load(self.count), n), self.count)
 
     def _present(self, masks):
         b = self.b
@@ -925,6 +1013,39 @@ class _NestGen(KernelGen):
         if miss is not None:
             flags = b.or_(flags, b.shl(b.zext(miss, I8), ir.Constant(I8, 2)))
         b.store(flags, b.gep(self.outm, [at]), align=1)
+
+
+# Rows are short and of random lengths: a row folded by windows of this many elements
+# (`_window_fold`) has no remainder loop whose length the CPU must guess.
+WINDOW = 8
+# Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
+# WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
+_NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
+
+
+def _hinted_loop(b, n, body, name, hints) -> None:
+    """`for_loop` with `llvm.loop` hints on its back edge."""
+    pre = b.block
+    head = b.append_basic_block(f"{name}.head")
+    loop = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=name)
+    i.add_incoming(ir.Constant(I64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, n), loop, done)
+    b.position_at_end(loop)
+    body(i)
+    i.add_incoming(b.add(i, ir.Constant(I64, 1), flags=("nuw", "nsw")), b.block)
+    back = b.branch(head)
+    b.position_at_end(done)
+    m = b.module
+    ops_ = [m.add_metadata([ir.MetaDataString(m, key),
+                            ir.Constant(I1 if isinstance(v, bool) else ir.IntType(32), v)])
+            for key, v in hints]
+    loop_id = ir.values.MDValue(m, [], name=str(len(m.metadata)))  # distinct: refers to itself
+    loop_id.operands = (loop_id, *ops_)
+    back.set_metadata("llvm.loop", loop_id)
 
 
 def _min(b, x, y):

@@ -1,0 +1,241 @@
+"""Reductions over long and short var rows side by side (the nest folds contiguous rows by
+windows of several lanes, reaching before or past a row inside its content), and
+`N * var * var` reductions over the last axis run as one reduction over the inner rows:
+values, dtypes and types against the plain-Python reference `tests/ragged_reference.py`,
+structure (one kernel run, no count pass), errors naming the bad row, and no read outside
+the content (guard pages, in a subprocess)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk import nestkernel
+from tests import ragged_reference as R
+from tests.ragged_strategies import long_rows, ragged
+from tests.test_ragged_nest import check
+
+OPS = ("sum", "prod", "min", "max", "mean", "any", "all")
+
+
+def offsets_form(data, t):
+    """`N * var * T` / `N * var * var * T` over NumPy offsets and content (from_offsets, the
+    layout where one row's stop is the next row's start)."""
+    dtype = t.split(" * ")[-1]
+    if t.count("var") == 1:
+        lens = [len(r) for r in data]
+        off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        flat = [v for r in data for v in r]
+        return lazyk.from_offsets(off, np.array(flat, dtype=dtype))
+    outer = np.concatenate([[0], np.cumsum([len(r) for r in data])]).astype(np.int32)
+    inner_rows = [r for rows in data for r in rows]
+    return lazyk.from_offsets(outer, offsets_form(inner_rows, "N * var * " + dtype))
+
+
+def reduce_both(op, x, rx, axis, keepdims):
+    try:
+        ref = R.reduce(op, rx, axis=axis, keepdims=keepdims)
+    except ValueError:  # min / max of an empty row
+        with pytest.raises(ValueError):
+            getattr(x, op)(axis=axis, keepdims=keepdims).eval()
+        return
+    check(getattr(x, op)(axis=axis, keepdims=keepdims), ref)
+
+
+@settings(max_examples=20, deadline=None)
+@given(long_rows(nan=True), st.sampled_from(OPS), st.booleans(), st.data())
+def test_long_and_short_rows(case, op, keepdims, data):
+    t, d = case
+    if op == "prod":  # exact in any order: factors of +-1 and +-2
+        d = _clip(d)
+    rx = R.array(d, t)
+    nd = t.count("*")
+    axis = data.draw(st.sampled_from([-1, None] + ([1, (1, 2)] if nd == 3 else [])))
+    for x in (lazyk.array(d, type=t), offsets_form(d, t)):
+        reduce_both(op, x, rx, axis, keepdims)
+
+
+@settings(max_examples=15, deadline=None)
+@given(long_rows(layouts=("N * var * T",), dtypes=("float64", "int32"), options=True),
+       st.sampled_from(["sum", "max", "mean", "prod"]), st.booleans())
+def test_missing_values_in_long_rows(case, op, skipna):
+    """`?T` leaves: skipped under skipna, else the row's result is missing; lists and a
+    masked NumPy content over offsets."""
+    t, d = case
+    if op == "prod":
+        d = _clip(d)
+    rx = R.array(d, t)
+    flat = [v for r in d for v in r]
+    vals = lazyk.array(flat, type=f"{len(flat)} * ?{t.split('?')[-1]}")
+    off = np.concatenate([[0], np.cumsum([len(r) for r in d])]).astype(np.int64)
+    for x in (lazyk.array(d, type=t), lazyk.from_offsets(off, vals)):
+        ref = R.reduce(op, rx, axis=-1, skipna=skipna)
+        check(getattr(x, op)(axis=-1, skipna=skipna), ref)
+
+
+def _clip(d):
+    if isinstance(d, list):
+        return [_clip(v) for v in d]
+    if d is None or isinstance(d, bool) or d != d or d in (float("inf"), float("-inf")):
+        return d
+    return type(d)(2 if d > 2 else -2 if d < -2 else d if d in (-1, 1, 2, -2) else 1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(long_rows(layouts=("N * var * T",), dtypes=("float64", "int32", "float32")),
+       st.sampled_from(["sum", "max", "mean"]))
+def test_two_operands_and_a_scalar(case, op):
+    """Two arrays over the same offsets, a broadcast 0-d leaf, leaves in two dtypes."""
+    t, d = case
+    x = offsets_form(d, t)
+    y = offsets_form([[v * 2 for v in r] for r in d], t)
+    rx, ry = R.array(d, t), R.array([[v * 2 for v in r] for r in d], t)
+    z = lazyk.array(np.float64(1.5))
+    rz = R.elementwise("add", R.elementwise("multiply", rx, ry), R.array(1.5, "float64"))
+    reduce_both(op, x * y + z, rz, -1, False)
+
+
+def test_neighbours_do_not_leak():
+    """NaN, inf and huge integers in one row never reach the rows next to it (the windows
+    read them and drop them)."""
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 30, 400)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    v = rng.integers(-5, 6, int(off[-1])).astype(np.float64)
+    bad = rng.random(len(lens)) < 0.2  # rows full of NaN / inf
+    for r in np.flatnonzero(bad):
+        v[off[r]:off[r + 1]] = rng.choice([np.nan, np.inf, -np.inf], lens[r])
+    x = lazyk.from_offsets(off, v)
+    for op, f in (("sum", np.sum), ("max", np.max), ("min", np.min), ("prod", np.prod)):
+        got = np.array(getattr(x, op)(axis=-1, initial=0.0 if op in "maxmin" else None)
+                       .eval().to_list()) if op in ("max", "min") else \
+            np.array(getattr(x, op)(axis=-1).eval().to_list())
+        with np.errstate(invalid="ignore"):  # inf - inf
+            want = np.array([f(v[a:b], initial=0.0) if op in ("max", "min") else f(v[a:b])
+                             for a, b in zip(off[:-1], off[1:])])
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    i = rng.integers(-2**62, 2**62, int(off[-1]))
+    got = np.array(lazyk.from_offsets(off, i).sum(axis=-1).eval().to_list(), np.int64)
+    with np.errstate(over="ignore"):
+        want = np.array([i[a:b].sum() for a, b in zip(off[:-1], off[1:])], np.int64)
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(ragged(layouts=("N * var * var * T", "N * var * ?var * T"), nan=True),
+       st.sampled_from(OPS), st.booleans(), st.booleans())
+def test_var_var_last_axis_is_one_reduction(case, op, skipna, keepdims):
+    """Over offsets and over lists (index pairs that touch), `?T` leaves and `?var` rows
+    below too: one kernel run, no count pass, the reference's values and types."""
+    t, d = case
+    rx = R.array(d, t)
+    try:
+        ref = R.reduce(op, rx, axis=-1, keepdims=keepdims, skipna=skipna)
+    except ValueError:
+        return
+    x = lazyk.array(d, type=t)
+    runs = nestkernel.nest_stats["runs"]
+    check(x.__getattribute__(op)(axis=-1, keepdims=keepdims, skipna=skipna), ref)
+    if len(d) and t.split(" * ")[1] == "var":  # (`?var` outer rows: the full nest)
+        assert nestkernel.nest_stats["runs"] - runs == 1
+
+
+def test_var_var_structure_and_types():
+    outer = np.array([0, 2, 2, 5], np.int64)
+    inner = np.array([0, 3, 3, 4, 12, 30], np.int32)
+    v = np.arange(30, dtype=np.int16)
+    x = lazyk.from_offsets(outer, lazyk.from_offsets(inner, v))
+    runs = nestkernel.nest_stats["runs"]
+    got = x.sum(axis=-1).eval()
+    assert nestkernel.nest_stats["runs"] - runs == 1
+    assert str(got.type) == "3 * var * int64"
+    assert got.to_list() == [[3, 0], [], [3, int(v[4:12].sum()), int(v[12:30].sum())]]
+    kern = [k for k in nestkernel._cache.values() if k.spec.inputs == (np.dtype(np.int16),)]
+    assert any(k.levels == ("f", "v") and k.npass == "fill" for k in kern)
+    # outer rows that start later: the result's offsets start at 0
+    y = lazyk.from_offsets(outer[1:], lazyk.from_offsets(inner, v))
+    assert y.max(axis=-1, keepdims=True).eval().to_list() == [[], [[3], [11], [29]]]
+    # elementwise work, a second array over the same outer rows, a fixed dim broadcast
+    w = lazyk.from_offsets(outer, lazyk.from_offsets(inner, v * 2))
+    got = (x * 3 - w).mean(axis=-1).eval().to_list()
+    want = [[1.0, None], [], [3.0, 7.5, 20.5]]
+    assert [[None if g != g else g for g in r] for r in got] == want
+
+
+def test_var_var_bad_offsets_name_the_row():
+    v = np.arange(6.0)
+    bad_outer = lazyk.from_offsets(np.array([0, 2, 1, 3]),
+                                   lazyk.from_offsets(np.array([0, 1, 3, 6]), v))
+    with pytest.raises(lazyk.ArrayConstructionError, match="row 1 "):
+        bad_outer.sum(axis=-1).eval()
+    bad_inner = lazyk.from_offsets(np.array([0, 2, 2, 3]),
+                                   lazyk.from_offsets(np.array([0, 1, 3, 2]), v))
+    with pytest.raises(lazyk.ArrayConstructionError, match=r"row \[2, 0\]"):
+        bad_inner.sum(axis=-1).eval()
+    inner = np.array([0, 1, 3, 6])
+    past = lazyk.from_offsets(np.array([0, 2, 2, 3]), lazyk.from_offsets(inner, v))
+    inner[3] = 9  # changed after construction: past the content
+    with pytest.raises(lazyk.ArrayConstructionError, match=r"row \[2, 0\]"):
+        past.sum(axis=-1).eval()
+
+
+GUARDED = textwrap.dedent("""
+    import ctypes, mmap
+    import numpy as np
+    import lazyk
+    PAGE = mmap.PAGESIZE
+    libc = ctypes.CDLL(None)
+    mem = mmap.mmap(-1, 3 * PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+    for p in (0, 2):  # guard pages before and after the content page
+        assert libc.mprotect(ctypes.c_void_p(base + p * PAGE), PAGE, 0) == 0
+    v = np.frombuffer(mem, np.float64, PAGE // 8, PAGE)  # the whole middle page
+    v[:] = np.arange(len(v)) % 7
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        lens = rng.integers(0, 25, 200)
+        off = np.concatenate([[0], np.cumsum(lens)])
+        off = off[off <= len(v)]
+        off[-1] = len(v)  # the last row ends at the page's end
+        x = lazyk.from_offsets(off, v)
+        got = np.array(x.sum(axis=-1).eval().to_list())
+        want = np.array([v[a:b].sum() for a, b in zip(off[:-1], off[1:])])
+        assert np.allclose(got, want), trial
+        y = lazyk.from_offsets(np.array([0, 1, len(off) - 1]), x)
+        assert np.allclose(np.concatenate(y.max(axis=-1, initial=-1.0).eval().to_list()),
+                           [max(v[a:b].max(initial=-1.0), -1.0)
+                            for a, b in zip(off[:-1], off[1:])])
+    print("ok")
+""")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="mprotect guard pages")
+def test_windows_stay_inside_the_content():
+    """Content between two PROT_NONE pages: a window read outside it would crash."""
+    r = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_elementwise_over_one_offsets_array_has_no_count_pass():
+    """The result's rows are the operands' rows: no count pass; the fill pass still checks
+    every row (offsets changed after construction are caught)."""
+    off = np.array([2, 4, 4, 9])
+    v = np.arange(10.0)
+    x, y = lazyk.from_offsets(off, v), lazyk.from_offsets(off, v[::-1].copy())
+    runs = nestkernel.nest_stats["runs"]
+    got = (x * y - x.mean(axis=-1, keepdims=True)).eval()
+    assert nestkernel.nest_stats["runs"] - runs == 2  # the mean, then the elementwise fill
+    assert str(got.type) == "3 * var * float64"
+    want = [[v[a:b] * v[::-1][a:b] - (v[a:b].mean() if b > a else 0)
+             for a, b in zip(off[:-1], off[1:])]]
+    assert [np.allclose(g, w) for g, w in zip(got.to_list(), want[0])] == [True] * 3
+    off[2] = 1  # a decreasing offset now
+    with pytest.raises(lazyk.ArrayConstructionError, match="row 1 "):
+        (x * 2).eval()
