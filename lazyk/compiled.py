@@ -759,8 +759,7 @@ class RaggedCompiledExpr(CompiledExpr):
         if isinstance(fill, str):
             raise NotSupportedError(f"bind() of {self.signature}: {fill}: call the compiled "
                                     "expression instead")
-        option = "?" in str(self.expr.type).rsplit(" * ", 1)[-1]
-        return RaggedBound(fill, out, option, self.signature)
+        return RaggedBound(fill, out, self.signature)
 
 
 def _leaf_order(root: Node) -> list[str]:

@@ -84,9 +84,12 @@ class RaggedBound:
     values.
     """
 
-    def __init__(self, fill, out, result_option: bool, signature: str):
+    def __init__(self, fill, out, signature: str):
         self.signature = signature
         self._fill = fill
+        # whether the result has missing values (`?T`): the rules applied to no elements
+        result_option = fill.finish(np.empty(0, fill.acc), np.zeros(0, np.uint8))[1] \
+            is not None
         self._kern = fill.kern
         self.out = out
         self._keep = (fill.leaves, fill.offsets, fill.words)
@@ -159,8 +162,8 @@ class RaggedBound:
             raise BindError(f"out has type {out.type}, the result {rtext}: missing values "
                             "need an out of ?T elements")
         rm, om = skel.meta, out.meta
-        rbuf, roffs = skel.owner.buffer, np.array([skel.ptr - skel.owner.address])
-        obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
+        rbuf, roffs = _block(skel)
+        obuf, ooffs = _block(out)
         ra = oa = 0
         for level, (rd, od) in enumerate(zip(rdims, odims)):
             if isinstance(rd, int):
@@ -200,8 +203,7 @@ class RaggedBound:
     def _shared(self, out) -> bool:
         """Whether out's memory may be read by the kernel (then values go through a
         scratch buffer: the kernel never writes what it may still read)."""
-        mine = [out.owner.buffer] if isinstance(out, Array) and hasattr(out.owner, "buffer") \
-            else [out if isinstance(out, np.ndarray) else out.to_numpy()]
+        mine = [_block(out)[0] if isinstance(out, Array) else out]
         theirs = []
         for v in self._fill.leaves:
             if is_ragged(v):
@@ -249,6 +251,17 @@ class RaggedBound:
 
     def __repr__(self) -> str:
         return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
+
+
+def _block(a: Array) -> tuple:
+    """(bytes of the memory `a` lives in, [offset of its element 0 there])."""
+    owner = a.owner
+    if hasattr(owner, "buffer"):  # a MemoryBlock
+        return owner.buffer, np.array([a.ptr - owner.address])
+    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
+        return owner.reshape(-1).view(np.uint8), np.array([a.ptr - owner.ctypes.data])
+    raise BindError(f"out: a {a.type} array over memory bind cannot address; pass an array "
+                    "made by lazyk")
 
 
 def _with_option(text: str, option: bool, dtype: np.dtype) -> str:
