@@ -617,7 +617,9 @@ class RaggedCompiledExpr(CompiledExpr):
     A call checks every input against its parameter type (dims, var dims, options, dtype
     under `casting`, symbols across inputs), then evaluates on the ragged path: the
     segmented and elementwise kernels underneath are compiled once per structure (cached;
-    never keyed on sizes), so new data of the same types compiles nothing.
+    never keyed on sizes), so new data of the same types compiles nothing. `bind(out,
+    *inputs)` does the checks and count passes once for repeated calls on the same arrays
+    (`lazyk.ragbind.RaggedBound`).
     """
 
     def __init__(self, expr: Expr):

@@ -222,6 +222,12 @@ class NestFill:
             mask = mask & ((flags & 2) != 0)
         return values.astype(self.dtype, copy=False), mask
 
+    def skeleton(self, dims):
+        """The result's structure over `dims` with each element its position in the
+        values the fill pass writes (int64)."""
+        return _nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
+                            self.offsets, self.xs_end, self.validity)
+
 
 def plan_fill(expr):
     """A `NestFill` for `expr` over its leaves (the count passes run now), or a text

@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from lazyk import arrmeta as M
+from lazyk import types as T
 from lazyk.array import Array
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.errors import BindError, ShapeError
 from lazyk.leaves import is_ragged
-from lazyk.nestkernel import _error as nest_error
-from lazyk.nestrun import _nest_result
-from lazyk.storerows import _qdims_of, is_ragged_type
+from lazyk.nestkernel import status_error
+from lazyk.storerows import is_ragged_type
 
 _U8 = np.dtype(np.uint8)
 
@@ -131,12 +131,8 @@ class RaggedBound:
                             "): pass a lazyk array of the result's type and row lengths")
         if out.readonly:
             raise BindError("out is read-only")
-        skel = _nest_result(np.arange(fill.nvals, dtype=np.int64), None, fill.dims,
-                            fill.offsets, fill.xs_end, fill.validity)
-        if keepdims and fill.mode == "reduce":
-            skel = _nest_result(np.arange(fill.nvals, dtype=np.int64), None, dims,
-                                fill.offsets, fill.xs_end, fill.validity)
-        elif keepdims:
+        skel = fill.skeleton(dims)
+        if keepdims and fill.mode != "reduce":
             for a in fill.keep_axes:
                 skel = skel[(slice(None),) * a + (None,)]
         self._walk(skel, out, result_option)
@@ -234,7 +230,7 @@ class RaggedBound:
                          min(step, nparts - at))
         for st in status:
             if st[0]:
-                raise nest_error(st, fill.labels)
+                raise status_error(st, fill.labels)
         if not self._noop:
             if self._direct:
                 values = self._slots.view if isinstance(self._slots, _Slots) else \
@@ -251,6 +247,21 @@ class RaggedBound:
 
     def __repr__(self) -> str:
         return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
+
+
+def _qdims_of(t) -> tuple:
+    """(dims: sizes, "var" or "?var"; element type; whether `?T`) of an array type."""
+    dims = []
+    while isinstance(t, (T.FixedDim, T.VarDim)) or (
+            isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
+        if isinstance(t, T.Option):
+            dims.append("?var")
+            t = t.elem.elem
+            continue
+        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, T.Option)
+    return dims, t.elem if option else t, option
 
 
 def _block(a: Array) -> tuple:
