@@ -24,6 +24,7 @@ from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
 from lazyk.dispatch import GUARD_OK, guard_fn, threaded_run
 from lazyk.errors import (
+    BindError,
     CastingError,
     NotSupportedError,
     ShapeError,
@@ -756,6 +757,12 @@ class RaggedCompiledExpr(CompiledExpr):
         if any(t[1] == _STRING_ELEMENT for t in self._types):
             raise NotSupportedError(f"bind() of {self.signature}: string parameters run a "
                                     "string step first: call the compiled expression instead")
+        if len(inputs) == len(self.params):
+            for label, x in zip(self.labels, inputs):
+                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:
+                    raise BindError(f"input {label!r}: a NumPy array in C order, or a lazyk "
+                                    "array (its rows would be a copy the bound call never "
+                                    "sees changes of)")
         env = self._bind_ragged(inputs, "no")  # the bound call reads these very arrays
         fill = plan_fill(Expr(self.expr.node, env))
         if isinstance(fill, str):

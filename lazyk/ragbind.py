@@ -17,6 +17,7 @@ from lazyk.array import Array
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.errors import BindError, ShapeError
 from lazyk.leaves import is_ragged
+from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
 from lazyk.storerows import is_ragged_type
 
@@ -199,15 +200,12 @@ class RaggedBound:
     def _shared(self, out) -> bool:
         """Whether out's memory may be read by the kernel (then values go through a
         scratch buffer: the kernel never writes what it may still read)."""
-        mine = [_block(out)[0] if isinstance(out, Array) else out]
-        theirs = []
-        for v in self._fill.leaves:
-            if is_ragged(v):
-                owner = v.array.owner
-                theirs.append(owner.buffer if hasattr(owner, "buffer") else None)
-            else:
-                theirs.append(v)
-        return any(t is None or np.may_share_memory(m, t) for m in mine for t in theirs)
+        try:
+            mine = _block(out)[0] if isinstance(out, Array) else out
+        except BindError:
+            return True
+        return any(t is None or np.may_share_memory(mine, t)
+                   for v in self._fill.leaves for t in _leaf_memory(v))
 
     def __call__(self):
         """Run the kernel on the bound arrays into `out`; returns `out`."""
@@ -262,6 +260,29 @@ def _qdims_of(t) -> tuple:
         t = t.elem
     option = isinstance(t, T.Option)
     return dims, t.elem if option else t, option
+
+
+def _leaf_memory(v) -> list:
+    """The memory a leaf's elements and rows lie in (None: not known)."""
+    if not is_ragged(v):
+        return [v]
+    a = v.array
+    try:
+        found = [_block(a)[0]]
+        t, meta, k = a.type, a.meta, 0
+        while True:
+            if isinstance(t, T.FixedDim):
+                k += 2
+            elif isinstance(t, T.Option) and isinstance(t.elem, T.VarDim):
+                k += 1
+            elif isinstance(t, T.VarDim):
+                found.append(lookup(meta[k]).buffer)  # the rows' content block
+                k += M.VAR_META
+            else:
+                return found
+            t = t.elem
+    except (BindError, ValueError):
+        return [None]
 
 
 def _block(a: Array) -> tuple:

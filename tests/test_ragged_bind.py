@@ -247,6 +247,29 @@ def test_bad_out_is_refused_at_bind_naming_out_and_the_row():
         s.bind(np.zeros(3), lazyk.array([[1, 2], [3]]))  # int64 rows: bind casts nothing
 
 
+def test_out_that_is_an_input_gets_the_right_values():
+    x = lazyk.placeholder("x", "N * var * float64")
+    y = lazyk.placeholder("y", "N * var * float64")
+    f = lazyk.compile(x + y)
+    c = np.arange(4.0)
+    a = lazyk.from_offsets(np.array([0, 3, 3, 4]), c)
+    b = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([10.0, 20.0]))  # rows of 1
+    assert f.bind(a, a, b)().to_list() == [[10.0, 11.0, 12.0], [], [23.0]]
+    assert c.tolist() == [10.0, 11.0, 12.0, 23.0]  # written in place, read before
+
+
+def test_numpy_rows_are_read_in_place():
+    x = lazyk.placeholder("x", "N * var * float64")
+    s = lazyk.compile(x.sum(axis=-1))
+    rows = np.arange(6.0).reshape(3, 2)
+    out = np.zeros(3)
+    b = s.bind(out, rows)
+    rows[1] = 10
+    np.testing.assert_array_equal(b(), [1.0, 20.0, 9.0])
+    with pytest.raises(BindError, match="input 'x': a NumPy array in C order"):
+        s.bind(out, rows.T)
+
+
 def test_what_cannot_be_bound_is_refused_by_name():
     x = lazyk.placeholder("x", "N * var * float64")
     a = lazyk.array([[1.0, 2.0], [], [3.0]])
