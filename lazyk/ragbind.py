@@ -9,6 +9,8 @@ native pool and stores the values: no Python per row, no count pass, no LLVM.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from lazyk import arrmeta as M
@@ -113,6 +115,7 @@ class RaggedBound:
             blocks.append(np.frombuffer(w.tobytes() + fill.consts, np.uint8))
         self._blocks = np.stack(blocks) if blocks else np.zeros((0, 8), np.uint8)
         self._nparts = len(blocks)
+        self._local = threading.local()
         self._noop = fill.reduce_arg is None and not fill.option and bool(self._direct)
 
     def _place(self, out, result_option: bool) -> None:
@@ -207,28 +210,38 @@ class RaggedBound:
         return any(t is None or np.may_share_memory(mine, t)
                    for v in self._fill.leaves for t in _leaf_memory(v))
 
-    def __call__(self):
-        """Run the kernel on the bound arrays into `out`; returns `out`."""
-        fill = self._fill
-        n = fill.nvals
-        values = None if self._direct else np.empty(n, fill.acc)
-        flags = np.empty(n, np.uint8) if fill.flagged else None
-        nparts = self._nparts
+    def _scratch(self) -> tuple:
+        """This thread's kernel data, status words, values and flags (made on its first
+        call, then reused: calls from other threads never share them)."""
+        fill, nparts = self._fill, self._nparts
+        values = None if self._direct else np.empty(fill.nvals, fill.acc)
+        flags = np.empty(fill.nvals, np.uint8) if fill.flagged else None
         status = np.zeros((nparts, self._nstatus), np.int64)
         blocks = self._blocks.copy()
         words = blocks.view(np.int64)
         words[:, 0] = status.ctypes.data + np.arange(nparts) * (8 * self._nstatus)
         words[:, 3] = self._direct or values.ctypes.data
         words[:, 4] = 0 if flags is None else flags.ctypes.data
-        row = blocks.shape[1]
-        table = (blocks.ctypes.data + np.arange(nparts, dtype=np.uintp) * row).astype(np.uintp)
+        table = (blocks.ctypes.data + np.arange(nparts) * blocks.shape[1]).astype(np.uintp)
+        got = self._local.scratch = (blocks, words[:, :6].copy(), status, table,
+                                     table.ctypes.data, values, flags)
+        return got
+
+    def __call__(self):
+        """Run the kernel on the bound arrays into `out`; returns `out`."""
+        try:
+            blocks, head, status, table, tab, values, flags = self._local.scratch
+        except AttributeError:
+            blocks, head, status, table, tab, values, flags = self._scratch()
+        fill, nparts = self._fill, self._nparts
+        # the kernel only reads its data, but a part's words are restored all the same
+        blocks.view(np.int64)[:, :6] = head
+        status[:, 0] = 0
         step = max(1, get_num_threads())
         for at in range(0, nparts, step):
-            parallel_for(self._kern.part, table.ctypes.data + table.itemsize * at,
-                         min(step, nparts - at))
-        for st in status:
-            if st[0]:
-                raise status_error(st, fill.labels)
+            parallel_for(self._kern.part, tab + table.itemsize * at, min(step, nparts - at))
+        if status[:, 0].any():
+            raise status_error(status[int(np.argmax(status[:, 0] != 0))], fill.labels)
         if not self._noop:
             if self._direct:
                 values = self._slots.view if isinstance(self._slots, _Slots) else \
