@@ -106,6 +106,21 @@ def test_last_axis_reductions_match_reference(case, op, keepdims, skipna):
                 lambda out: f.bind(out, lazyk.array(d, type=t)))
 
 
+@settings(max_examples=20, deadline=None)
+@given(S.ragged(layouts=("N * var * var * T", "var * var * T", "3 * var * 4 * T",
+                         "N * ?var * T"), dtypes=("float64", "int64")),
+       st.sampled_from(["sum", "max", "mean"]), st.data())
+def test_reductions_over_other_axes_match_reference(case, op, data):
+    t, d = case
+    nd = t.count("*")
+    axis, keepdims = data.draw(S.reduce_args(nd))
+    if axis is None or (isinstance(axis, tuple) and len(axis) == nd):
+        return  # a reduction over every axis: refused by name (test below)
+    f = lazyk.compile(getattr(lazyk, op)(placeholder(t), axis=axis, keepdims=keepdims))
+    check_bound(lambda: R.reduce(op, R.array(d, t), axis, keepdims=keepdims),
+                lambda out: f.bind(out, lazyk.array(d, type=t)))
+
+
 # ---------------------------------------------------------------- the forms that bind
 def _rows(lengths, rng, dtype=np.float64):
     off = np.zeros(len(lengths) + 1, np.int64)
@@ -285,7 +300,18 @@ def test_what_cannot_be_bound_is_refused_by_name():
             lazyk.array([[1.0, None], [], [2.0]], type="3 * var * ?float64"), a)
 
 
-def test_bound_call_from_several_threads_at_once():
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Split the outer rows into several parts over the pool even for small data."""
+    import lazyk.nestkernel
+    monkeypatch.setattr(lazyk.nestkernel, "MIN_PART", 8)
+    before = lazyk.get_num_threads()
+    lazyk.set_num_threads(3)
+    yield
+    lazyk.set_num_threads(before)
+
+
+def test_bound_call_from_several_threads_at_once(small_parts):
     x = lazyk.placeholder("x", "N * var * float64")
     f = lazyk.compile((x * x).sum(axis=-1))
     g = lazyk.compile(x * 3)
@@ -297,6 +323,7 @@ def test_bound_call_from_several_threads_at_once():
         want_s = np.array([sum(v * v for v in r) for r in _split(off, c)])
         jobs.append((f.bind(np.zeros(n), a), want_s, g.bind(lazyk.from_offsets(
             off.copy(), np.zeros(len(c))), a), c * 3))
+    assert jobs[-1][0]._nparts > 1 and jobs[-1][2]._nparts > 1  # split over the pool
     errors = []
 
     def work():
