@@ -262,6 +262,16 @@ def test_bad_out_is_refused_at_bind_naming_out_and_the_row():
         s.bind(np.zeros(3), lazyk.array([[1, 2], [3]]))  # int64 rows: bind casts nothing
 
 
+def test_min_of_an_empty_row_raises_as_the_call_does():
+    f = lazyk.compile(lazyk.placeholder("x", "N * var * float64").min(axis=-1))
+    a = lazyk.array([[1.0], []])
+    b = f.bind(np.zeros(2), a)
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction min"):
+        b()
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction min"):
+        f(a)
+
+
 def test_out_that_is_an_input_gets_the_right_values():
     x = lazyk.placeholder("x", "N * var * float64")
     y = lazyk.placeholder("y", "N * var * float64")
