@@ -116,7 +116,12 @@ class RaggedBound:
         self._blocks = np.stack(blocks) if blocks else np.zeros((0, 8), np.uint8)
         self._nparts = len(blocks)
         self._local = threading.local()
-        self._noop = fill.reduce_arg is None and not fill.option and bool(self._direct)
+        # values the kernel wrote need no rules applied: no missing values, and no
+        # reduction that refuses empty rows (min, max, an integer mean)
+        plain = not fill.option and not fill.qrows and (
+            reduce_arg is None or reduce_arg[0] not in ("min", "max", "mean") or
+            (reduce_arg[0] == "mean" and fill.acc.kind not in "iu"))
+        self._noop = plain and bool(self._direct)
 
     def _place(self, out, result_option: bool) -> None:
         """Check `out` against the result's structure; locate its element (and mask)
