@@ -262,6 +262,15 @@ def test_bad_out_is_refused_at_bind_naming_out_and_the_row():
         s.bind(np.zeros(3), lazyk.array([[1, 2], [3]]))  # int64 rows: bind casts nothing
 
 
+def test_out_whose_rows_step_through_memory():
+    f = lazyk.compile(lazyk.placeholder("x", "N * var * float64") * 2)
+    base = lazyk.from_offsets(np.array([0, 3, 4, 9]), np.zeros(9))
+    out = base[:, ::2]  # rows of every other element: not evenly spaced
+    b = f.bind(out, lazyk.array([[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]]))
+    assert b().to_list() == [[2.0, 4.0], [6.0], [8.0, 10.0, 12.0]]
+    assert base.to_list() == [[2.0, 0.0, 4.0], [6.0], [8.0, 0.0, 10.0, 0.0, 12.0]]
+
+
 def test_min_of_an_empty_row_raises_as_the_call_does():
     f = lazyk.compile(lazyk.placeholder("x", "N * var * float64").min(axis=-1))
     a = lazyk.array([[1.0], []])
