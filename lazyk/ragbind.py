@@ -83,9 +83,9 @@ class RaggedBound:
     the arrays themselves) is fixed at bind: the kernel checks every row it reads against
     the bound structure and raises ShapeError (naming the row) when a row's length
     changed, ArrayConstructionError when its indices leave the content; bind again after
-    such changes (a row that became missing, or present, is not always detected). Thread-safe: each call has its own kernel data,
-    status words and scratch values; calls at once into the same `out` write the same
-    values.
+    such changes (a row that became missing, or present, is not always detected).
+    Thread-safe: each thread has its own kernel data, status words and scratch values;
+    calls at once into the same `out` write the same values.
     """
 
     def __init__(self, fill, out, signature: str):
