@@ -24,6 +24,7 @@ from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
 from lazyk.dispatch import GUARD_OK, guard_fn, threaded_run
 from lazyk.errors import (
+    BindError,
     CastingError,
     NotSupportedError,
     ShapeError,
@@ -43,8 +44,10 @@ from lazyk.leaves import (
     text_rows,
     text_view,
 )
+from lazyk.nestrun import plan_fill
 from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
+from lazyk.ragbind import RaggedBound
 from lazyk.runtime import (
     CASTINGS,
     THREAD_MIN,
@@ -615,7 +618,9 @@ class RaggedCompiledExpr(CompiledExpr):
     A call checks every input against its parameter type (dims, var dims, options, dtype
     under `casting`, symbols across inputs), then evaluates on the ragged path: the
     loop-nest kernels underneath are compiled once per structure (cached;
-    never keyed on sizes), so new data of the same types compiles nothing.
+    never keyed on sizes), so new data of the same types compiles nothing. `bind(out,
+    *inputs)` does the checks and count passes once for repeated calls on the same arrays
+    (`lazyk.ragbind.RaggedBound`).
     """
 
     def __init__(self, expr: Expr):
@@ -729,9 +734,41 @@ class RaggedCompiledExpr(CompiledExpr):
         return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
 
     def bind(self, out: Any, *inputs: Any) -> Any:
-        raise NotSupportedError(f"bind() needs a one-kernel expression over fixed dims; "
-                                f"{self.signature} has var / option parameters: call the "
-                                "compiled expression instead")
+        """Step 2 of the three-step flow for var / option data: returns a
+        `lazyk.ragbind.RaggedBound`; `b()` computes into `out` and returns it.
+
+        Binding checks the inputs against the parameter types (dtypes exactly: the bound
+        call reads these very arrays), runs the count passes of the loop nest (the result's
+        row lengths and missing rows), checks `out` against that structure once and
+        prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
+        Python per row) and sees in-place changes of the inputs' values; changing their
+        structure (row lengths, missing rows) needs a new bind (the kernel reports a
+        changed row length as a ShapeError).
+
+        Raises:
+            TypeMatchError, CastingError, ShapeError: an input does not match its parameter.
+            BindError: `out` has another dtype, dims or element kind than the result, or is
+                read-only; ShapeError: out's fixed sizes or row lengths differ (naming the
+                row).
+            NotSupportedError: the result's structure depends on the values (a reduction
+                feeding more work, where() over missing values), it is a reduction over
+                every axis, string parameters, or the loop nest does not run it.
+        """
+        if any(t[1] == _STRING_ELEMENT for t in self._types):
+            raise NotSupportedError(f"bind() of {self.signature}: string parameters run a "
+                                    "string step first: call the compiled expression instead")
+        if len(inputs) == len(self.params):
+            for label, x in zip(self.labels, inputs):
+                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:
+                    raise BindError(f"input {label!r}: a NumPy array in C order, or a lazyk "
+                                    "array (its rows would be a copy the bound call never "
+                                    "sees changes of)")
+        env = self._bind_ragged(inputs, "no")  # the bound call reads these very arrays
+        fill = plan_fill(Expr(self.expr.node, env))
+        if isinstance(fill, str):
+            raise NotSupportedError(f"bind() of {self.signature}: {fill}: call the compiled "
+                                    "expression instead")
+        return RaggedBound(fill, out, self.signature)
 
 
 def _leaf_order(root: Node) -> list[str]:

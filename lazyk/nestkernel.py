@@ -109,6 +109,10 @@ def _error(st: np.ndarray, labels: list) -> Exception:
     return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
 
 
+# the error a part's status words describe, for callers that run prepared parts themselves
+status_error = _error
+
+
 def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npass: str,
                 skipna: bool = False, mean: bool = False,
                 where_masks: bool = False) -> NestKernel:

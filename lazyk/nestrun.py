@@ -392,13 +392,61 @@ def _one_leaf_per_array(root, names, env):
     return rewrite(root, rename), [n for n in names if n not in alias]
 
 
+class NestFill:
+    """The fill pass of a loop nest planned for one set of arrays (its count passes run):
+    kernel, kernel data words, parts, and the result's structure (`plan_fill`)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def finish(self, values, flags):
+        """(values in the result dtype, present mask or None) from the fill pass's values
+        and flag bytes: the rules `evaluate_nest` applies."""
+        if self.reduce_arg is None:
+            mask = flags.view(bool) if self.option else None
+            return values.astype(self.dtype, copy=False), mask
+        values, mask = _nest_reduced(values, flags, self.reduce_arg,
+                                     self.option or self.qrows, self.skipna)
+        if self.last_q:  # a missing row reduced along its axis
+            mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
+        if self.qrows and self.mean and mask is not None:
+            mask = mask & ((flags & 2) != 0)
+        return values.astype(self.dtype, copy=False), mask
+
+    def skeleton(self, dims):
+        """The result's structure over `dims` with each element its position in the
+        values the fill pass writes (int64)."""
+        return _nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
+                            self.offsets, self.xs_end, self.validity)
+
+
+def plan_fill(expr):
+    """A `NestFill` for `expr` over its leaves (the count passes run now), or a text
+    saying why its fill pass cannot be planned ahead of the values."""
+    root, red_node, reduce_arg = expr.node, expr.node, None
+    if root.op == REDUCE_OP:
+        reduce_arg, root = root.arg, root.srcs[0]
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        return "a reduction feeding further work is computed first, from the values"
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    names = [n for n in expr.env if n in used]
+    leaves = [leaf_data(expr.env[n]) for n in names]
+    if not leaves:
+        return "no array operands"
+    if branch_masks(root, names, leaves):
+        return "where() over missing values takes each element's missing state from " \
+            "the branch it selects, in two steps"
+    got = _nest_run(root, red_node, reduce_arg, names, leaves, plan=True)
+    return "the loop nest does not take it in one pass" if got is None else got
+
+
 def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False,
-              flat=None):
+              flat=None, plan=False):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
     present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets) from
     `_flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
-    the offsets above it."""
+    the offsets above it. `plan`: a `NestFill` after the count passes."""
     ops_ = flat[0] if flat else [_nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
@@ -414,7 +462,7 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
         return None
     mode = "map" if reduce_arg is None else "reduce"
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if mode == "reduce" and not flat and not where_masks and axes == (nlev - 1,):
+    if mode == "reduce" and not (flat or where_masks or plan) and axes == (nlev - 1,):
         rows = _flat_rows(ops_, levels, kinds, sizes)
         if rows is not None:
             try:
@@ -468,6 +516,8 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
+    if mode == "all" and plan:
+        return "a reduction over every axis combines per-thread partials after the kernel"
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
@@ -526,6 +576,22 @@ def _nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, part
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = _positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
+    if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
+        if any(res[p] in qfix for p in range(nres)):
+            return "the result has `?n` rows (missing rows against a fixed dim)"
+        for p in rvar:
+            words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+        dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+        return NestFill(
+            kern=nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
+                             False),
+            parts=_nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
+            words=words, consts=step.consts, labels=labels, leaves=leaves, nvals=nvals,
+            acc=acc, dtype=(root if reduce_arg is None else red_node).dtype,
+            flagged=any(maskd) or mode != "map", option=any(maskd), qrows=bool(qlev),
+            last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
+            reduce_arg=reduce_arg, keep_axes=axes if reduce_arg and reduce_arg[2] else (),
+            mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None

@@ -1,0 +1,342 @@
+"""`bind()` of a compiled expression over var / option data: the fill pass of its loop nest
+planned once for the bound arrays, run many times (`RaggedBound`).
+
+At bind the inputs are checked against the parameter types, the count passes run (the
+result's row lengths and missing rows), `out`'s structure is checked against them once
+(dims, row lengths, missing rows, element dtype) and every byte a call writes into `out`
+is located. A call then copies the prepared kernel data, runs the kernel parts on the
+native pool and stores the values: no Python per row, no count pass, no LLVM.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from lazyk import arrmeta as M
+from lazyk import types as T
+from lazyk.array import Array
+from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.errors import BindError, ShapeError
+from lazyk.leaves import is_ragged
+from lazyk.memory import lookup
+from lazyk.nestkernel import status_error
+from lazyk.storerows import is_ragged_type
+
+_U8 = np.dtype(np.uint8)
+
+
+class _Slots:
+    """Where n elements of dtype `dt` go in a byte buffer (offsets checked inside it once):
+    a strided view when evenly spaced (the common case), else a byte index."""
+
+    def __init__(self, buf: np.ndarray, offs: np.ndarray, dt: np.dtype):
+        n, k = len(offs), dt.itemsize
+        self.n, self.dt, self.buf, self.view, self.index = n, dt, buf, None, None
+        if n == 0:
+            return
+        lo, hi = int(offs.min()), int(offs.max()) + k
+        if lo < 0 or hi > len(buf):
+            raise BindError("out's arrmeta points outside its memory block")
+        step = int(offs[1] - offs[0]) if n > 1 else k
+        if step >= k and (n < 2 or bool(np.all(np.diff(offs) == step))):
+            self.view = np.ndarray((n,), dt, buffer=buf, offset=int(offs[0]), strides=(step,))
+        else:
+            self.index = offs[:, None] + np.arange(k)
+
+    def put(self, values) -> None:
+        if self.view is not None:
+            np.copyto(self.view, values, casting="unsafe")
+        elif self.n:
+            raw = np.broadcast_to(np.asarray(values).astype(self.dt, copy=False), (self.n,))
+            self.buf[self.index] = np.ascontiguousarray(raw).view(np.uint8).reshape(self.n, -1)
+
+    def direct(self, dt: np.dtype) -> int:
+        """The address the kernel may write `dt` values to directly, or 0."""
+        v = self.view
+        if v is None or v.dtype != dt or not v.flags.c_contiguous or not v.flags.aligned:
+            return 0
+        return v.ctypes.data
+
+
+class _ArraySlots:
+    """A fixed result's elements: a NumPy `out` of the result's shape."""
+
+    def __init__(self, out: np.ndarray):
+        self.out = out
+
+    def put(self, values) -> None:
+        np.copyto(self.out, np.reshape(values, self.out.shape), casting="unsafe")
+
+    def direct(self, dt: np.dtype) -> int:
+        o = self.out
+        ok = o.dtype == dt and o.flags.c_contiguous and o.flags.aligned
+        return o.ctypes.data if ok and o.size else 0
+
+
+class RaggedBound:
+    """A compiled var / option expression bound to its inputs and `out`: `b()` computes
+    into `out` and returns it.
+
+    A call reads the very arrays bound: changes to their values (and to `?T` elements'
+    missing state) made in place are seen. Their structure (row lengths, missing rows,
+    the arrays themselves) is fixed at bind: the kernel checks every row it reads against
+    the bound structure and raises ShapeError (naming the row) when a row's length
+    changed, ArrayConstructionError when its indices leave the content; bind again after
+    such changes (a row that became missing, or present, is not always detected).
+    Thread-safe: each thread has its own kernel data, status words and scratch values;
+    calls at once into the same `out` write the same values.
+    """
+
+    def __init__(self, fill, out, signature: str):
+        self.signature = signature
+        self._fill = fill
+        # whether the result has missing values (`?T`): the rules applied to no elements
+        result_option = fill.finish(np.empty(0, fill.acc), np.zeros(0, np.uint8))[1] \
+            is not None
+        self._kern = fill.kern
+        self.out = out
+        self._keep = (fill.leaves, fill.offsets, fill.words)
+        self._rows = []  # (slots, bytes) of out's `?var` row masks
+        self._mask = None
+        self._place(out, result_option)
+        reduce_arg = fill.reduce_arg
+        seeded = reduce_arg is not None and reduce_arg[0] in ("min", "max") and \
+            len(reduce_arg) > 4
+        self._direct = 0 if seeded or self._shared(out) else self._slots.direct(fill.acc)
+        # the kernel data of every part, but the per-call words (status, values, flags)
+        lay, nlev = self._kern.lay, len(self._kern.levels)
+        self._nstatus = 8 + nlev
+        blocks = []
+        for lo, hi, pos, firsts in fill.parts:
+            w = fill.words.copy()
+            w[1], w[2], w[5] = lo, hi, pos
+            for k, first in firsts.items():
+                w[lay["lens"] + 2 * k + 1] = first
+            blocks.append(np.frombuffer(w.tobytes() + fill.consts, np.uint8))
+        self._blocks = np.stack(blocks) if blocks else np.zeros((0, 8), np.uint8)
+        self._nparts = len(blocks)
+        self._local = threading.local()
+        # values the kernel wrote need no rules applied: no missing values, and no
+        # reduction that refuses empty rows (min, max, an integer mean)
+        plain = not fill.option and not fill.qrows and (
+            reduce_arg is None or reduce_arg[0] not in ("min", "max", "mean") or
+            (reduce_arg[0] == "mean" and fill.acc.kind not in "iu"))
+        self._noop = plain and bool(self._direct)
+
+    def _place(self, out, result_option: bool) -> None:
+        """Check `out` against the result's structure; locate its element (and mask)
+        bytes in the order the kernel writes values."""
+        fill = self._fill
+        dims = list(fill.dims)
+        keepdims = fill.reduce_arg is not None and fill.reduce_arg[2]
+        if keepdims and fill.mode == "reduce":
+            dims.append(1)
+        if "v" not in dims and not fill.validity and not result_option and \
+                not (isinstance(out, Array) and is_ragged_type(out.type)):
+            self._slots = _ArraySlots(_numpy_out(out, fill, dims, keepdims))
+            return
+        if not isinstance(out, Array) or not is_ragged_type(out.type):
+            raise BindError(f"out: the result has var dims or missing values ({self.signature}"
+                            "): pass a lazyk array of the result's type and row lengths")
+        if out.readonly:
+            raise BindError("out is read-only")
+        skel = fill.skeleton(dims)
+        if keepdims and fill.mode != "reduce":
+            for a in fill.keep_axes:
+                skel = skel[(slice(None),) * a + (None,)]
+        self._walk(skel, out, result_option)
+
+    def _walk(self, skel: Array, out: Array, result_option: bool) -> None:
+        rdims, _, _ = _qdims_of(skel.type)
+        odims, oelem, oopt = _qdims_of(out.type)
+        rtext = _with_option(str(skel.type), result_option, self._fill.dtype)
+        if len(rdims) != len(odims) or any(
+                (a == "var" or a == "?var" or b in ("var", "?var")) and a != b and
+                not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
+            raise BindError(f"out has type {out.type}, the result {rtext}: out needs the "
+                            "result's dimensions (?var where the result has missing rows)")
+        for level, (a, b) in enumerate(zip(rdims, odims)):
+            if isinstance(a, int) and a != b:
+                raise ShapeError(f"out: dimension {level} has size {b}, the result's has "
+                                 f"size {a} ({rtext})")
+        odt = oelem.to_numpy() if hasattr(oelem, "to_numpy") else None
+        if odt is None or odt.newbyteorder("=") != self._fill.dtype or not odt.isnative:
+            raise BindError(f"out has elements {oelem}, the result {self._fill.dtype}: "
+                            "bind needs out of the result's element dtype")
+        if result_option and not oopt:
+            raise BindError(f"out has type {out.type}, the result {rtext}: missing values "
+                            "need an out of ?T elements")
+        rm, om = skel.meta, out.meta
+        rbuf, roffs = _block(skel)
+        obuf, ooffs = _block(out)
+        ra = oa = 0
+        for level, (rd, od) in enumerate(zip(rdims, odims)):
+            if isinstance(rd, int):
+                roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
+                ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
+                ra, oa = ra + 2, oa + 2
+                continue
+            ok = np.ones(len(roffs), bool)
+            if rd == "?var":
+                ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
+                ra += 1
+            if od == "?var":
+                self._rows.append((_Slots(obuf, ooffs + om[oa], _U8), ok.astype(np.uint8)))
+                oa += 1
+            roffs, ooffs = roffs[ok], ooffs[ok]
+            rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
+            ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
+            bad = rsz != osz
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ShapeError(f"out: dimension {level} (var), row {int(np.flatnonzero(ok)[i])}"
+                                 f" (counted over the present rows above) has length "
+                                 f"{int(osz[i])}, the result's row has length {int(rsz[i])}")
+            roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
+            ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
+            ra, oa = ra + M.VAR_META, oa + M.VAR_META
+        positions = M.gather(rbuf, roffs, 8).view(np.int64).reshape(-1)
+        at = np.full(self._fill.nvals, -1, np.int64)
+        at[positions] = ooffs
+        if len(positions) != self._fill.nvals or bool((at < 0).any()):
+            raise BindError(f"out: its elements do not match the result's ({rtext})")
+        self._slots = _Slots(obuf, at, odt)
+        if oopt:
+            self._mask = _Slots(obuf, at + om[oa], _U8)
+            self._mask_ones = not result_option
+
+    def _shared(self, out) -> bool:
+        """Whether out's memory may be read by the kernel (then values go through a
+        scratch buffer: the kernel never writes what it may still read)."""
+        try:
+            mine = _block(out)[0] if isinstance(out, Array) else out
+        except BindError:
+            return True
+        return any(t is None or np.may_share_memory(mine, t)
+                   for v in self._fill.leaves for t in _leaf_memory(v))
+
+    def _scratch(self) -> tuple:
+        """This thread's kernel data, status words, values and flags (made on its first
+        call, then reused: calls from other threads never share them)."""
+        fill, nparts = self._fill, self._nparts
+        values = None if self._direct else np.empty(fill.nvals, fill.acc)
+        flags = np.empty(fill.nvals, np.uint8) if fill.flagged else None
+        status = np.zeros((nparts, self._nstatus), np.int64)
+        blocks = self._blocks.copy()
+        words = blocks.view(np.int64)
+        words[:, 0] = status.ctypes.data + np.arange(nparts) * (8 * self._nstatus)
+        words[:, 3] = self._direct or values.ctypes.data
+        words[:, 4] = 0 if flags is None else flags.ctypes.data
+        table = (blocks.ctypes.data + np.arange(nparts) * blocks.shape[1]).astype(np.uintp)
+        got = self._local.scratch = (blocks, words[:, :6].copy(), status, table,
+                                     table.ctypes.data, values, flags)
+        return got
+
+    def __call__(self):
+        """Run the kernel on the bound arrays into `out`; returns `out`."""
+        try:
+            blocks, head, status, table, tab, values, flags = self._local.scratch
+        except AttributeError:
+            blocks, head, status, table, tab, values, flags = self._scratch()
+        fill, nparts = self._fill, self._nparts
+        # the kernel only reads its data, but a part's words are restored all the same
+        blocks.view(np.int64)[:, :6] = head
+        status[:, 0] = 0
+        step = max(1, get_num_threads())
+        for at in range(0, nparts, step):
+            parallel_for(self._kern.part, tab + table.itemsize * at, min(step, nparts - at))
+        if status[:, 0].any():
+            raise status_error(status[int(np.argmax(status[:, 0] != 0))], fill.labels)
+        if not self._noop:
+            if self._direct:
+                values = self._slots.view if isinstance(self._slots, _Slots) else \
+                    self._slots.out.reshape(-1)
+            got, mask = fill.finish(values, flags) if flags is not None or \
+                fill.reduce_arg is not None else (values, None)
+            if not self._direct or got is not values:
+                self._slots.put(got)
+            if self._mask is not None:
+                self._mask.put(1 if self._mask_ones or mask is None else mask)
+        for slots, ok in self._rows:
+            slots.put(ok)
+        return self.out
+
+    def __repr__(self) -> str:
+        return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
+
+
+def _qdims_of(t) -> tuple:
+    """(dims: sizes, "var" or "?var"; element type; whether `?T`) of an array type."""
+    dims = []
+    while isinstance(t, (T.FixedDim, T.VarDim)) or (
+            isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
+        if isinstance(t, T.Option):
+            dims.append("?var")
+            t = t.elem.elem
+            continue
+        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        t = t.elem
+    option = isinstance(t, T.Option)
+    return dims, t.elem if option else t, option
+
+
+def _leaf_memory(v) -> list:
+    """The memory a leaf's elements and rows lie in (None: not known)."""
+    if not is_ragged(v):
+        return [v]
+    a = v.array
+    try:
+        found = [_block(a)[0]]
+        t, meta, k = a.type, a.meta, 0
+        while True:
+            if isinstance(t, T.FixedDim):
+                k += 2
+            elif isinstance(t, T.Option) and isinstance(t.elem, T.VarDim):
+                k += 1
+            elif isinstance(t, T.VarDim):
+                found.append(lookup(meta[k]).buffer)  # the rows' content block
+                k += M.VAR_META
+            else:
+                return found
+            t = t.elem
+    except (BindError, ValueError):
+        return [None]
+
+
+def _block(a: Array) -> tuple:
+    """(bytes of the memory `a` lives in, [offset of its element 0 there])."""
+    owner = a.owner
+    if hasattr(owner, "buffer"):  # a MemoryBlock
+        return owner.buffer, np.array([a.ptr - owner.address])
+    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
+        return owner.reshape(-1).view(np.uint8), np.array([a.ptr - owner.ctypes.data])
+    raise BindError(f"out: a {a.type} array over memory bind cannot address; pass an array "
+                    "made by lazyk")
+
+
+def _with_option(text: str, option: bool, dtype: np.dtype) -> str:
+    return text.rsplit(" * ", 1)[0] + " * ?" + str(dtype) if option and " * " in text else \
+        text.rsplit(" * ", 1)[0] + f" * {dtype}" if " * " in text else str(dtype)
+
+
+def _numpy_out(out, fill, dims: list, keepdims: bool) -> np.ndarray:
+    """`out` as a writeable NumPy array of the fixed result's shape and dtype."""
+    if isinstance(out, Array):
+        out = out.to_numpy()
+    if not isinstance(out, np.ndarray):
+        raise BindError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
+    shape = tuple(int(d) for d in dims)
+    if keepdims and fill.mode != "reduce":
+        shape = list(shape)
+        for a in fill.keep_axes:
+            shape.insert(a, 1)
+        shape = tuple(shape)
+    if out.shape != shape:
+        raise ShapeError(f"out has shape {out.shape}, the result {shape}")
+    if out.dtype != fill.dtype:
+        raise BindError(f"out has dtype {out.dtype}, the result {fill.dtype}: bind needs "
+                        "out of the result's dtype")
+    if not out.flags.writeable:
+        raise BindError("out is read-only")
+    return out

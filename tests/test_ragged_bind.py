@@ -1,0 +1,363 @@
+"""`bind()` of compiled expressions over var / option data: values against the
+plain-Python reference (also after in-place changes of the inputs' values), no compile at
+bind or call, `out` checked once at bind, calls from several threads at once."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
+from lazyk.interchange import masked
+from lazyk.nestkernel import nest_stats
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_reference import same
+from tests.test_ragged_today import LAZYK_REDUCERS
+
+LAYOUTS = S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS
+
+
+def _out_data(data, ndim: int, level=0, fill=7):
+    """Data of the reference result's structure whose every value differs from it: a
+    missing row becomes a present empty row (bind writes the row's validity), a missing
+    value a present one."""
+    if level == ndim:
+        if data is None:
+            return fill
+        return (not data) if isinstance(data, (bool, np.bool_)) else data + 7
+    if data is None:
+        return []
+    return [_out_data(x, ndim, level + 1, fill) for x in data]
+
+
+def make_out(ref):
+    """An out for the reference result: NumPy for fixed results, else a lazyk array of
+    the result's type and row lengths; every value differs from the answer."""
+    t = ref.type
+    data = _out_data(ref.data, t.ndim, fill=True if t.dtype == np.bool_ else 7)
+    if t.option or any(d.var or d.option for d in t.dims):
+        return lazyk.array(data, type=str(t))
+    return np.array(data, dtype=t.dtype).reshape([d.size for d in t.dims])
+
+
+def check_bound(ref_fn, bind_fn) -> str:
+    """'match', 'refused' or 'raises' (both raised alike); AssertionError otherwise."""
+    try:
+        ref = ref_fn()
+    except (ShapeError, ValueError):
+        return "raises"  # lazyk's errors there: tests/test_ragged_today.py
+    if not ref.type.dims:
+        return "scalar"
+    out = make_out(ref)
+    try:
+        bound = bind_fn(out)
+    except NotSupportedError:
+        return "refused"
+    try:
+        got = bound()
+    except ValueError as e:  # the reference answered: lazyk must too
+        raise AssertionError(f"bound call raised {e!r}; the reference gives {ref}") from e
+    assert got is out
+    if isinstance(out, np.ndarray):
+        assert out.dtype == ref.type.dtype
+        assert same(out.tolist(), ref.data, rel=1e-5), (out.tolist(), ref.data)
+    else:
+        assert str(out.type) == str(ref.type) or "?var" in str(out.type)
+        assert same(out.to_list(), ref.data, rel=1e-5), (out.to_list(), ref.data)
+    return "match"
+
+
+def placeholder(t: str, name="x"):
+    return lazyk.placeholder(name, t)
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC), st.sampled_from([2, 0.5]))
+def test_elementwise_matches_reference(case, k):
+    t, d = case
+    f = lazyk.compile(placeholder(t) * k + 1)
+    check_bound(lambda: R.elementwise("add", R.elementwise("multiply", R.array(d, t), k), 1),
+                lambda out: f.bind(out, lazyk.array(d, type=t)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged_pair(layouts=LAYOUTS, own_rows=True, broadcast=True),
+       st.sampled_from(["add", "multiply", "maximum"]))
+def test_binary_matches_reference(pair, op):
+    t1, d1, t2, d2 = pair
+    f = lazyk.compile(getattr(lazyk, op)(placeholder(t1, "x"), placeholder(t2, "y")))
+    check_bound(lambda: R.elementwise(op, R.array(d1, t1), R.array(d2, t2)),
+                lambda out: f.bind(out, lazyk.array(d1, type=t1), lazyk.array(d2, type=t2)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC), st.sampled_from(LAZYK_REDUCERS),
+       st.booleans(), st.booleans())
+def test_last_axis_reductions_match_reference(case, op, keepdims, skipna):
+    t, d = case
+    kw = {} if op == "count" else {"skipna": skipna}
+    f = lazyk.compile(getattr(lazyk, op)(placeholder(t), axis=-1, keepdims=keepdims, **kw))
+    check_bound(lambda: R.reduce(op, R.array(d, t), -1, keepdims=keepdims, skipna=skipna),
+                lambda out: f.bind(out, lazyk.array(d, type=t)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(S.ragged(layouts=("N * var * var * T", "var * var * T", "3 * var * 4 * T",
+                         "N * ?var * T"), dtypes=("float64", "int64")),
+       st.sampled_from(["sum", "max", "mean"]), st.data())
+def test_reductions_over_other_axes_match_reference(case, op, data):
+    t, d = case
+    nd = t.count("*")
+    axis, keepdims = data.draw(S.reduce_args(nd))
+    if axis is None or (isinstance(axis, tuple) and len(axis) == nd):
+        return  # a reduction over every axis: refused by name (test below)
+    f = lazyk.compile(getattr(lazyk, op)(placeholder(t), axis=axis, keepdims=keepdims))
+    check_bound(lambda: R.reduce(op, R.array(d, t), axis, keepdims=keepdims),
+                lambda out: f.bind(out, lazyk.array(d, type=t)))
+
+
+# ---------------------------------------------------------------- the forms that bind
+def _rows(lengths, rng, dtype=np.float64):
+    off = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=off[1:])
+    content = rng.integers(-9, 9, int(off[-1])).astype(dtype)
+    return off, content
+
+
+def _split(off, content):
+    return [list(content[off[i]:off[i + 1]]) for i in range(len(off) - 1)]
+
+
+FORMS = [
+    ("var", "N * var * float64", lambda x: x * 2 + 1, "N * var * float64"),
+    ("var*var", "var * var * float64", lambda x: x - 1, "var * var * float64"),
+    ("?var", "N * ?var * float64", lambda x: x * 3, "N * ?var * float64"),
+    ("?T", "N * var * ?float64", lambda x: x + 1, "N * var * ?float64"),
+    ("sum->N*T", "N * var * float64", lambda x: x.sum(axis=-1), "N * float64"),
+    ("sum->var", "N * var * var * float64", lambda x: x.sum(axis=-1), "N * var * float64"),
+    ("fold0->var", "var * var * float64", lambda x: x.sum(axis=0), "var * float64"),
+]
+DATA = {
+    "N * var * float64": [[1.0, 2.0], [], [3.0]],
+    "var * var * float64": [[1.0, 2.0], [3.0, 4.0], [5.0]],
+    "N * ?var * float64": [[1.0, 2.0], None, [3.0]],
+    "N * var * ?float64": [[1.0, None], [], [None]],
+    "N * var * var * float64": [[[1.0, 2.0], []], [[3.0]]],
+}
+
+
+@pytest.mark.parametrize("name,t,fn,rt", FORMS, ids=[f[0] for f in FORMS])
+def test_each_form_binds_and_matches_the_call(name, t, fn, rt):
+    f = lazyk.compile(fn(lazyk.placeholder("x", t)))
+    x = lazyk.array(DATA[t], type=t.replace("N", str(len(DATA[t]))))
+    want = f(x)
+    if isinstance(want, np.ndarray):
+        out = np.full_like(want, 99)
+    else:
+        out = lazyk.array(_out_data(want.to_list(), str(want.type).count("*")),
+                          type=str(want.type))
+    b = f.bind(out, x)
+    assert b() is out
+    got = out if isinstance(out, np.ndarray) else out.to_list()
+    assert same(np.asarray(got).tolist() if isinstance(got, np.ndarray) else got,
+                want.tolist() if isinstance(want, np.ndarray) else want.to_list())
+
+
+def test_in_place_value_changes_are_seen_and_nothing_compiles_at_bind_or_call():
+    x = lazyk.placeholder("x", "N * var * float64")
+    y = lazyk.placeholder("y", "N * var * float64")
+    f = lazyk.compile(x * 2 + y)
+    s = lazyk.compile((x * y).sum(axis=-1))
+    rng = np.random.default_rng(1)
+    off, ca = _rows(rng.integers(0, 6, 50), rng)
+    cb = rng.standard_normal(len(ca))
+    a, b = lazyk.from_offsets(off, ca), lazyk.from_offsets(off, cb)
+    out = lazyk.from_offsets(off.copy(), np.zeros(len(ca)))
+    sums = np.zeros(50)
+    f.bind(out, a, b)()  # the first bind compiles the fill kernel (cached per structure)
+    s.bind(sums, a, b)()
+    before = (nest_stats["compiles"], lazyk.stats()["compiles"])
+    off2, ca2 = _rows(rng.integers(0, 6, 80), rng)  # new data of the same types
+    a2 = lazyk.from_offsets(off2, ca2)
+    b2 = lazyk.from_offsets(off2, rng.standard_normal(len(ca2)))
+    out2 = lazyk.from_offsets(off2.copy(), np.zeros(len(ca2)))
+    bf, bs = f.bind(out2, a2, b2), s.bind(np.zeros(80), a2, b2)
+    cb2 = b2.to_list()
+    for step in range(3):
+        ca2 *= -1.5  # in place: the bound calls read the very arrays
+        ca2[::3] += step
+        bf()
+        bs()
+        want = [[2 * p + q for p, q in zip(r, w)] for r, w in zip(_split(off2, ca2), cb2)]
+        assert same(out2.to_list(), want)
+        np.testing.assert_allclose(bs.out, [sum(p * q for p, q in zip(r, w))
+                                            for r, w in zip(_split(off2, ca2), cb2)],
+                                   rtol=1e-12, atol=1e-12)
+    assert (nest_stats["compiles"], lazyk.stats()["compiles"]) == before
+
+
+def test_missing_values_changed_in_place_are_seen():
+    x = lazyk.placeholder("x", "N * var * ?float64")
+    f = lazyk.compile(x + 1)
+    s = lazyk.compile(x.sum(axis=-1, skipna=True))
+    rng = np.random.default_rng(2)
+    off, c = _rows([2, 0, 3], rng)
+    valid = np.array([True, False, True, True, False])
+    a = lazyk.from_offsets(off, masked(c, valid))
+    out = lazyk.array([[0.0, 0.0], [], [0.0, 0.0, 0.0]], type="3 * var * ?float64")
+    sums = np.zeros(3)
+    b, bs = f.bind(out, a), s.bind(sums, a)
+    b()
+    bs()
+    assert out.to_list() == [[c[0] + 1, None], [], [c[2] + 1, c[3] + 1, None]]
+    np.testing.assert_allclose(sums, [c[0], 0, c[2] + c[3]])
+
+
+def test_changed_row_lengths_raise_naming_the_row():
+    x = lazyk.placeholder("x", "N * var * float64")
+    f = lazyk.compile(x * 2)
+    off = np.array([0, 2, 3, 5])
+    a = lazyk.from_offsets(off, np.arange(5.0))
+    out = lazyk.from_offsets(off.copy(), np.zeros(5))
+    b = f.bind(out, a)
+    b()
+    off[2] = 2  # row 1 now empty, row 2 three long: the structure changed in place
+    with pytest.raises(ShapeError, match="row 1"):
+        b()
+
+
+def test_bad_out_is_refused_at_bind_naming_out_and_the_row():
+    x = lazyk.placeholder("x", "N * var * float64")
+    f = lazyk.compile(x * 2)
+    a = lazyk.array([[1.0, 2.0], [], [3.0]])
+    with pytest.raises(ShapeError, match=r"out: dimension 1 \(var\), row 2 .* length 2"):
+        f.bind(lazyk.array([[0.0, 0.0], [], [0.0, 0.0]]), a)
+    with pytest.raises(BindError, match="out has elements float32"):
+        f.bind(lazyk.array([[0.0, 0.0], [], [0.0]], type="3 * var * float32"), a)
+    with pytest.raises(BindError, match="out has type"):
+        f.bind(lazyk.array([[[0.0]], [], [[0.0]]]), a)
+    with pytest.raises(BindError, match="lazyk array of the result's type"):
+        f.bind(np.zeros((3, 2)), a)
+    with pytest.raises(ShapeError, match="out: dimension 0 has size 2"):
+        f.bind(lazyk.array([[0.0, 0.0], []]), a)
+    q = lazyk.compile(lazyk.placeholder("q", "N * var * ?float64") + 1)
+    with pytest.raises(BindError, match="missing values need an out of"):
+        q.bind(lazyk.array([[0.0, 0.0]], type="1 * var * float64"),
+               lazyk.array([[1.0, None]], type="1 * var * ?float64"))
+    s = lazyk.compile(x.sum(axis=-1))
+    with pytest.raises(ShapeError, match="out has shape"):
+        s.bind(np.zeros(4), a)
+    with pytest.raises(BindError, match="out has dtype int64"):
+        s.bind(np.zeros(3, np.int64), a)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(BindError, match="read-only"):
+        s.bind(ro, a)
+    with pytest.raises(CastingError, match="input 'x'.*casting='no'"):
+        s.bind(np.zeros(3), lazyk.array([[1, 2], [3]]))  # int64 rows: bind casts nothing
+
+
+def test_out_whose_rows_step_through_memory():
+    f = lazyk.compile(lazyk.placeholder("x", "N * var * float64") * 2)
+    base = lazyk.from_offsets(np.array([0, 3, 4, 9]), np.zeros(9))
+    out = base[:, ::2]  # rows of every other element: not evenly spaced
+    b = f.bind(out, lazyk.array([[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]]))
+    assert b().to_list() == [[2.0, 4.0], [6.0], [8.0, 10.0, 12.0]]
+    assert base.to_list() == [[2.0, 0.0, 4.0], [6.0], [8.0, 0.0, 10.0, 0.0, 12.0]]
+
+
+def test_min_of_an_empty_row_raises_as_the_call_does():
+    f = lazyk.compile(lazyk.placeholder("x", "N * var * float64").min(axis=-1))
+    a = lazyk.array([[1.0], []])
+    b = f.bind(np.zeros(2), a)
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction min"):
+        b()
+    with pytest.raises(ValueError, match="zero-size row 1 in reduction min"):
+        f(a)
+
+
+def test_out_that_is_an_input_gets_the_right_values():
+    x = lazyk.placeholder("x", "N * var * float64")
+    y = lazyk.placeholder("y", "N * var * float64")
+    f = lazyk.compile(x + y)
+    c = np.arange(4.0)
+    a = lazyk.from_offsets(np.array([0, 3, 3, 4]), c)
+    b = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([10.0, 20.0]))  # rows of 1
+    assert f.bind(a, a, b)().to_list() == [[10.0, 11.0, 12.0], [], [23.0]]
+    assert c.tolist() == [10.0, 11.0, 12.0, 23.0]  # written in place, read before
+
+
+def test_numpy_rows_are_read_in_place():
+    x = lazyk.placeholder("x", "N * var * float64")
+    s = lazyk.compile(x.sum(axis=-1))
+    rows = np.arange(6.0).reshape(3, 2)
+    out = np.zeros(3)
+    b = s.bind(out, rows)
+    rows[1] = 10
+    np.testing.assert_array_equal(b(), [1.0, 20.0, 9.0])
+    with pytest.raises(BindError, match="input 'x': a NumPy array in C order"):
+        s.bind(out, rows.T)
+
+
+def test_what_cannot_be_bound_is_refused_by_name():
+    x = lazyk.placeholder("x", "N * var * float64")
+    a = lazyk.array([[1.0, 2.0], [], [3.0]])
+    with pytest.raises(NotSupportedError, match="reduction feeding further work"):
+        lazyk.compile(x - x.mean(axis=-1, keepdims=True)).bind(lazyk.array(
+            [[0.0, 0.0], [], [0.0]]), a)
+    with pytest.raises(NotSupportedError, match="every axis"):
+        lazyk.compile(x.sum()).bind(np.zeros(()), a)
+    q = lazyk.placeholder("q", "N * var * ?float64")
+    with pytest.raises(NotSupportedError, match="where"):
+        lazyk.compile(lazyk.where(q > 0, q, x)).bind(
+            lazyk.array([[0.0, 0.0], [], [0.0]], type="3 * var * ?float64"),
+            lazyk.array([[1.0, None], [], [2.0]], type="3 * var * ?float64"), a)
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Split the outer rows into several parts over the pool even for small data."""
+    import lazyk.nestkernel
+    monkeypatch.setattr(lazyk.nestkernel, "MIN_PART", 8)
+    before = lazyk.get_num_threads()
+    lazyk.set_num_threads(3)
+    yield
+    lazyk.set_num_threads(before)
+
+
+def test_bound_call_from_several_threads_at_once(small_parts):
+    x = lazyk.placeholder("x", "N * var * float64")
+    f = lazyk.compile((x * x).sum(axis=-1))
+    g = lazyk.compile(x * 3)
+    rng = np.random.default_rng(3)
+    jobs = []
+    for n in (5, 200, 3000):
+        off, c = _rows(rng.integers(0, 9, n), rng)
+        a = lazyk.from_offsets(off, c)
+        want_s = np.array([sum(v * v for v in r) for r in _split(off, c)])
+        jobs.append((f.bind(np.zeros(n), a), want_s, g.bind(lazyk.from_offsets(
+            off.copy(), np.zeros(len(c))), a), c * 3))
+    assert jobs[-1][0]._nparts > 1 and jobs[-1][2]._nparts > 1  # split over the pool
+    errors = []
+
+    def work():
+        try:
+            for _ in range(30):
+                for bs, want_s, bg, want_g in jobs:  # every thread writes the same values
+                    np.testing.assert_allclose(bs(), want_s)
+                    got = [v for r in bg().to_list() for v in r]
+                    assert np.array_equal(got, want_g)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
