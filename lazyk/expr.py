@@ -655,7 +655,9 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
                 flags.append(row)
                 t = t.elem
             flags += [False] * (node.ndim - len(flags))
-            memo[id(node)] = (flags, isinstance(t, T.Option))
+            # a placeholder has no array: its option flag says whether values are missing
+            memo[id(node)] = (flags, isinstance(t, T.Option) or
+                              (t is None and bool(getattr(leaf, "option", False))))
         elif node.op == REDUCE_OP:
             flags, option_in = memo[id(node.srcs[0])]
             op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]

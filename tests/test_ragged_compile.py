@@ -205,3 +205,15 @@ def test_initial_folds_into_each_row_of_a_parameter():
     got = k(a)
     assert got.to_list() == [1.0, 0.0, 0.0] == a.max(axis=-1, initial=0.0).eval().to_list()
     assert str(got.type) == "3 * float64"
+
+
+def test_signature_keeps_missing_values_of_either_operand():
+    # missing rows from one parameter, missing values from the other: both in the result
+    x = lazyk.placeholder("x", "3 * ?var * float64")
+    y = lazyk.placeholder("y", "3 * var * ?float64")
+    k = lazyk.compile(x + y)
+    assert k.signature.endswith("-> 3 * ?var * ?float64")
+    got = k(lazyk.array([[1.0], None, [2.0, 3.0]], type="3 * ?var * float64"),
+            lazyk.array([[1.0], [None], [2.0, None]], type="3 * var * ?float64"))
+    assert str(got.type) == "3 * ?var * ?float64"
+    assert got.to_list() == [[2.0], None, [4.0, None]]
