@@ -55,9 +55,10 @@ from lazyk import expr as lx
 from lazyk.array import Array
 from lazyk.compiled import CompiledExpr
 from lazyk.daskgraph import evaluate_rows, from_delayed, from_ragged
+from lazyk.daskparts import reshaped
 from lazyk.daskrows import RaggedArray, RaggedRecords, RowsLeaf
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
-from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, broadcast_shapes, leaf_data
+from lazyk.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
 from lazyk.exprparse import build
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 
@@ -192,15 +193,7 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     def concrete(node: Node, srcs: tuple) -> Node:
         if node.op == "input":
             return node.replace(shape=sizes[node.arg])
-        if node.op == REDUCE_OP:
-            axes, keep = node.arg[1], node.arg[2]
-            shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
-                          if keep or d not in axes)
-            return node.replace(shape=shape, srcs=srcs)
-        if not srcs:
-            return node
-        return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]),
-                            srcs=srcs)
+        return reshaped(node, srcs)
 
     return _evaluate(rewrite(k.expr.node, concrete), arrays, None)
 

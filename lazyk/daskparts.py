@@ -196,7 +196,7 @@ def build(col: tuple) -> Array:
 
 
 # ---------------------------------------------------------------- one partition's task
-def _shape_of(node: Node, srcs: tuple) -> Node:
+def reshaped(node: Node, srcs: tuple) -> Node:
     """`node` over new sources, with its shape computed again from theirs."""
     if node.op == REDUCE_OP:
         axes, keep = node.arg[1], node.arg[2]
@@ -235,7 +235,7 @@ class Task:
             if root is None:
                 nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
                 root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
-                               else _shape_of(n, s))
+                               else reshaped(n, s))
                 if len(self._graphs) > 64:
                     self._graphs.clear()
                 self._graphs[key] = root
@@ -246,7 +246,7 @@ class Task:
                 env.update(e.env)
             by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
             root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
-                           else _shape_of(n, s))
+                           else reshaped(n, s))
         out = Expr(root, env).eval()
         return out.to_numpy() if self.numpy else Part(out)
 

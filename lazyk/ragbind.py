@@ -21,7 +21,7 @@ from lazyk.errors import BindError, ShapeError
 from lazyk.leaves import is_ragged
 from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
-from lazyk.storerows import is_ragged_type
+from lazyk.storerows import is_ragged_type, pair_rows
 
 _U8 = np.dtype(np.uint8)
 
@@ -170,32 +170,9 @@ class RaggedBound:
         rm, om = skel.meta, out.meta
         rbuf, roffs = _block(skel)
         obuf, ooffs = _block(out)
-        ra = oa = 0
-        for level, (rd, od) in enumerate(zip(rdims, odims)):
-            if isinstance(rd, int):
-                roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
-                ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
-                ra, oa = ra + 2, oa + 2
-                continue
-            ok = np.ones(len(roffs), bool)
-            if rd == "?var":
-                ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
-                ra += 1
-            if od == "?var":
-                self._rows.append((_Slots(obuf, ooffs + om[oa], _U8), ok.astype(np.uint8)))
-                oa += 1
-            roffs, ooffs = roffs[ok], ooffs[ok]
-            rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
-            ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
-            bad = rsz != osz
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ShapeError(f"out: dimension {level} (var), row {int(np.flatnonzero(ok)[i])}"
-                                 f" (counted over the present rows above) has length "
-                                 f"{int(osz[i])}, the result's row has length {int(rsz[i])}")
-            roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
-            ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
-            ra, oa = ra + M.VAR_META, oa + M.VAR_META
+        rbuf, roffs, obuf, ooffs, ra, oa, rows = pair_rows(rm, om, rdims, odims, rbuf, roffs,
+                                                           obuf, ooffs)
+        self._rows = [(_Slots(buf, offs, _U8), ok) for buf, offs, ok in rows]
         positions = M.gather(rbuf, roffs, 8).view(np.int64).reshape(-1)
         at = np.full(self._fill.nvals, -1, np.int64)
         at[positions] = ooffs

@@ -109,33 +109,10 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     rm, om = result.meta, out.meta
     rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
     obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
-    ra = oa = 0
     writes = []  # (buffer, byte offsets, bytes): nothing is written until all is checked
-    for level, (rd, od) in enumerate(zip(rdims, odims)):
-        if isinstance(rd, int):
-            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
-            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
-            ra, oa = ra + 2, oa + 2
-            continue
-        ok = np.ones(len(roffs), bool)
-        if rd == "?var":
-            ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
-            ra += 1
-        if od == "?var":
-            writes.append((obuf, ooffs + om[oa], ok.astype(np.uint8)[:, None]))
-            oa += 1
-        roffs, ooffs = roffs[ok], ooffs[ok]  # a missing row: nothing under it is written
-        rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
-        ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
-        bad = rsz != osz
-        if bad.any():
-            i = int(np.flatnonzero(ok)[np.argmax(bad)])
-            raise ShapeError(f"dimension {level} (var), row {i} (counted over the present "
-                             f"rows above): the result has length {int(rsz[np.argmax(bad)])}"
-                             f", out has length {int(osz[np.argmax(bad)])}")
-        roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
-        ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
-        ra, oa = ra + M.VAR_META, oa + M.VAR_META
+    rbuf, roffs, obuf, ooffs, ra, oa, rows = pair_rows(rm, om, rdims, odims, rbuf, roffs,
+                                                       obuf, ooffs)
+    writes += [(buf, offs, ok[:, None]) for buf, offs, ok in rows]
     n = len(roffs)
     values = M.gather(rbuf, roffs, rdt.itemsize).view(rdt).reshape(n)
     present = M.gather(rbuf, roffs + rm[ra], 1).reshape(n) != 0 if ropt else None
@@ -148,6 +125,43 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     for buf, offs, data in writes:
         _put(buf, offs, data)
     return out
+
+
+def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
+    """Walk a result's and out's dims together, from the byte offsets of their first
+    elements (`roffs`, `ooffs`) in their memory (`rbuf`, `obuf`) to those of their values,
+    checking each var row's length against the result's (ShapeError naming the row). A
+    missing row of the result leaves out nothing to write under it. Returns (rbuf, roffs,
+    obuf, ooffs, next arrmeta index of each, [(out buffer, offsets, present bytes) of
+    out's `?var` row masks])."""
+    ra = oa = 0
+    rows = []
+    for level, (rd, od) in enumerate(zip(rdims, odims)):
+        if isinstance(rd, int):
+            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
+            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
+            ra, oa = ra + 2, oa + 2
+            continue
+        ok = np.ones(len(roffs), bool)
+        if rd == "?var":
+            ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
+            ra += 1
+        if od == "?var":
+            rows.append((obuf, ooffs + om[oa], ok.astype(np.uint8)))
+            oa += 1
+        roffs, ooffs = roffs[ok], ooffs[ok]  # a missing row: nothing under it is written
+        rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
+        ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
+        bad = rsz != osz
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ShapeError(f"out: dimension {level} (var), row {int(np.flatnonzero(ok)[i])}"
+                             f" (counted over the present rows above): the result has length "
+                             f"{int(rsz[i])}, out has length {int(osz[i])}")
+        roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
+        ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
+        ra, oa = ra + M.VAR_META, oa + M.VAR_META
+    return rbuf, roffs, obuf, ooffs, ra, oa, rows
 
 
 def _put(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:

@@ -391,8 +391,8 @@ def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
     """The graph rebuilt at a partition's shapes is kept per task function: partitions of
     one size rebuild it once (the per-task cost of our own on small partitions)."""
     calls = []
-    shape_of = daskparts._shape_of
-    monkeypatch.setattr(daskparts, "_shape_of", lambda n, s: calls.append(n) or shape_of(n, s))
+    shape_of = daskparts.reshaped
+    monkeypatch.setattr(daskparts, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
     y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]] * 4)
     counts = {}
     for step in (16, 4):  # one partition, then four of the same size
