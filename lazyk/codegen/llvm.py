@@ -60,8 +60,9 @@ class LayoutClass:
     inner: str
 
 
-def for_loop(b: ir.IRBuilder, n: ir.Value, body, name: str = "i") -> None:
-    """Counted loop `for i in [0, n)`; `body(i)` emits into the loop."""
+def for_loop(b: ir.IRBuilder, n: ir.Value, body, name: str = "i") -> ir.Instruction:
+    """Counted loop `for i in [0, n)`; `body(i)` emits into the loop. Returns the loop's
+    back-edge branch (where `llvm.loop` hints go)."""
     pre = b.block
     head = b.append_basic_block(f"{name}.head")
     loop = b.append_basic_block(f"{name}.body")
@@ -75,8 +76,9 @@ def for_loop(b: ir.IRBuilder, n: ir.Value, body, name: str = "i") -> None:
     body(i)
     nxt = b.add(i, ir.Constant(I64, 1), flags=("nuw", "nsw"))
     i.add_incoming(nxt, b.block)
-    b.branch(head)
+    back = b.branch(head)
     b.position_at_end(done)
+    return back
 
 
 def _offset(b: ir.IRBuilder, p: ir.Value, i: ir.Value, stride: ir.Value) -> ir.Value:

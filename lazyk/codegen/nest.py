@@ -1025,20 +1025,7 @@ _NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.coun
 
 def _hinted_loop(b, n, body, name, hints) -> None:
     """`for_loop` with `llvm.loop` hints on its back edge."""
-    pre = b.block
-    head = b.append_basic_block(f"{name}.head")
-    loop = b.append_basic_block(f"{name}.body")
-    done = b.append_basic_block(f"{name}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64, name=name)
-    i.add_incoming(ir.Constant(I64, 0), pre)
-    b.cbranch(b.icmp_signed("<", i, n), loop, done)
-    b.position_at_end(loop)
-    body(i)
-    i.add_incoming(b.add(i, ir.Constant(I64, 1), flags=("nuw", "nsw")), b.block)
-    back = b.branch(head)
-    b.position_at_end(done)
+    back = for_loop(b, n, body, name)
     m = b.module
     ops_ = [m.add_metadata([ir.MetaDataString(m, key),
                             ir.Constant(I1 if isinstance(v, bool) else ir.IntType(32), v)])
