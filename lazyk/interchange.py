@@ -30,7 +30,17 @@ def _need(name: str):
 # ---------------------------------------------------------------- building blocks
 def _content(content: Any) -> Array:
     """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
-    c = content if isinstance(content, Array) else array(np.asarray(content))
+    if not isinstance(content, Array):
+        try:
+            raw = np.asarray(content)
+        except ValueError:  # ragged lists
+            raw = np.empty(0, object)
+        if raw.dtype == object:  # anything NumPy cannot give a dtype: named at once
+            raise TypeError(f"from_offsets takes content as a NumPy array or a lazyk array, "
+                            f"not {type(content).__module__}.{type(content).__qualname__} (ragged lists: "
+                            f"lazyk.array)")
+        content = array(raw)
+    c = content
     if not isinstance(c.type, T.FixedDim):
         raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
                                      f"not '{c.type}'")

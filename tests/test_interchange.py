@@ -331,3 +331,10 @@ def test_random_views_of_offsets_arrays_match_python_and_evaluate():
         got = lazyk.evaluate(view.sum(axis=-1)).to_list()
         assert got == [float(sum(r)) for r in want]
         assert lazyk.evaluate(view + 1).to_list() == [[v + 1 for v in r] for r in want]
+
+
+def test_from_offsets_names_foreign_content():
+    for content, name in ((object(), "builtins.object"), ([[1.0], [2.0, 3.0]], "builtins.list")):
+        with pytest.raises(TypeError, match=f"not {name}"):
+            lazyk.from_offsets(np.array([0, 1]), content)
+    assert lazyk.from_offsets(np.array([0, 1, 2]), [1.0, 2.0]).to_list() == [[1.0], [2.0]]
