@@ -36,7 +36,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
                 "lazyk.nestkernel")),
     ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.rowrules",
-                 "lazyk.nestrun", "lazyk.storerows", "lazyk.ragbind", "lazyk.ragged", "lazyk.device",
+                 "lazyk.nestplan", "lazyk.nestrun", "lazyk.nestforms", "lazyk.storerows", "lazyk.ragbind", "lazyk.ragged", "lazyk.device",
                  "lazyk.stringeval", "lazyk.textrows")),
     ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.daskparts", "lazyk.daskrows",
              "lazyk.daskgraph",

@@ -20,7 +20,8 @@ from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import as_expr, leaf_data
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
-from lazyk.nestrun import evaluate_nest, explain_nests
+from lazyk.nestforms import evaluate_nest
+from lazyk.nestrun import explain_nests
 from lazyk.rowrules import RECORDERS
 from lazyk.runtime import as_out
 from lazyk.storerows import is_ragged_type, store

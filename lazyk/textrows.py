@@ -29,7 +29,7 @@ from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import build_rows, masked
 from lazyk.leaves import is_ragged, leaf_data, text_rows
-from lazyk.nestrun import evaluate_nest
+from lazyk.nestforms import evaluate_nest
 from lazyk.rows import (
     Operand,
     Structure,

@@ -22,24 +22,24 @@ from tests.test_ragged_today import LAZYK_REDUCERS
 LAYOUTS = S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS
 
 
-def _out_data(data, ndim: int, level=0, fill=7):
+def _out_data(data, dims, level=0, fill=7):
     """Data of the reference result's structure whose every value differs from it: a
-    missing row becomes a present empty row (bind writes the row's validity), a missing
-    value a present one."""
-    if level == ndim:
+    missing var row becomes a present empty row (bind writes the row's validity), a
+    missing value a present one (a missing fixed-size row stays missing)."""
+    if level == len(dims):
         if data is None:
             return fill
         return (not data) if isinstance(data, (bool, np.bool_)) else data + 7
     if data is None:
-        return []
-    return [_out_data(x, ndim, level + 1, fill) for x in data]
+        return [] if dims[level].var else None
+    return [_out_data(x, dims, level + 1, fill) for x in data]
 
 
 def make_out(ref):
     """An out for the reference result: NumPy for fixed results, else a lazyk array of
     the result's type and row lengths; every value differs from the answer."""
     t = ref.type
-    data = _out_data(ref.data, t.ndim, fill=True if t.dtype == np.bool_ else 7)
+    data = _out_data(ref.data, t.dims, fill=True if t.dtype == np.bool_ else 7)
     if t.option or any(d.var or d.option for d in t.dims):
         return lazyk.array(data, type=str(t))
     return np.array(data, dtype=t.dtype).reshape([d.size for d in t.dims])
@@ -159,7 +159,7 @@ def test_each_form_binds_and_matches_the_call(name, t, fn, rt):
     if isinstance(want, np.ndarray):
         out = np.full_like(want, 99)
     else:
-        out = lazyk.array(_out_data(want.to_list(), str(want.type).count("*")),
+        out = lazyk.array(_out_data(want.to_list(), R.parse_type(str(want.type)).dims),
                           type=str(want.type))
     b = f.bind(out, x)
     assert b() is out

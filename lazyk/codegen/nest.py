@@ -22,8 +22,8 @@ the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n wher
 element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
-Innermost: the fused elementwise body (`emit_body`), `?T` masks at the
-value's address + mask_offset. A reduction folds a contiguous row (`T` or `?T`) by
+Innermost: the fused elementwise body (`emit_body`), `?T` masks at the value's address +
+mask_offset. The folds are in `codegen.nestfold`. A reduction folds a contiguous row (`T` or `?T`) by
 windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
 every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
 the plain loop.
@@ -79,11 +79,11 @@ from lazyk.codegen.emit import (
     CPUTarget,
     Emitter,
     emit_body,
-    lltype,
     load_value,
     store_value,
 )
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
+from lazyk.codegen.nestfold import NO_VECTOR, WINDOW, NestFolds, hinted_loop
 
 HEAD = 6
 OP_WORDS = 6
@@ -97,7 +97,7 @@ def nest_layout(nlev: int, nin: int) -> dict:
             "params": 8 * (ops_at + nin * per_op)}
 
 
-class _NestGen(KernelGen):
+class _NestGen(NestFolds, KernelGen):
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str,
                  npass: str, skipna: bool, mean: bool, name: str, target: Any,
                  where_masks: bool = False):
@@ -396,315 +396,6 @@ class _NestGen(KernelGen):
         lo = b.load(b.gep(self.lens[k], [slot]))
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
-    # ------------------------------------------------------------ folds over a middle level
-    def _walk(self, m, addrs, at, upto, qs, ns, action):
-        """One result element's group from level m (operand addresses `addrs`, index path
-        `at`) down to level `upto`: every element of a folded level (operand rows paired
-        as elementwise work pairs them), the result index qs[m] at a kept level (a row of
-        length 1 stretches, any other must have the result's length ns[m]); then
-        `action(addrs, at)`, or (at the last level, folded) the fold of its row."""
-        b, c = self.b, self.c
-        if m == upto:
-            action(addrs, at)
-            return
-        if m in self.axes:
-            bases, steps, n, _ = self._rows(m, addrs, at)
-            if m == self.nlev - 1 and upto == self.nlev:
-                self._inner(m, bases, steps, n, at)  # contiguous rows take the fast loop
-                return
-
-            def each(i):
-                self._walk(m + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                           at + [i], upto, qs, ns, action)
-            for_loop(b, n, each, name=f"g{m}")
-            return
-        q, n, out = qs[m], ns[m], []
-        for j, p in enumerate(addrs):
-            kind = self.kinds[j][m]
-            if kind == "f":
-                p = b.gep(p, [b.mul(q, self.f[j][m][0])])
-            elif kind != "n":
-                ln, base, stride = self._row(j, m, p, at)
-                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                self._check(ok, 4, m, at, j, ln, n, c(-1))
-                p = b.gep(base, [b.mul(b.select(b.icmp_signed("==", ln, c(1)), c(0), q),
-                                       stride)])
-            out.append(p)
-        self._walk(m + 1, out, at + [q], upto, qs, ns, action)
-
-    def _group(self, top, path, upto, qs, ns, action):
-        """`_walk` over every element i of the first folded level's rows (`top`)."""
-        b = self.b
-        bases, steps, na = top
-
-        def each(i):
-            self._walk(self.axis + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                       path + [i], upto, qs, ns, action)
-        for_loop(b, na, each, name="fg")
-
-    def _row(self, j, m, p, path):
-        """Operand j's var row at level m whose start index is at p: (length, element-0
-        address, stride), its indices checked."""
-        b = self.b
-        delta, content, istride, stride, length = self.f[j][m][:5]
-        w = int(self.kinds[j][m][0])
-        start = self._index(p, w)
-        stop = self._index(b.gep(p, [delta]), w)
-        ok = self._row_ok(self.kinds[j][m], self.f[j][m], start, stop)
-        self._check(ok, 1, m, path, j, start, stop, length)
-        return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
-            stride
-
-    def _fold_len(self, m, top, path, qs, ns):
-        """The result length at level m: the rows there, one per member of the group,
-        pair up (one length, rows of length 1 stretching; an empty group: 0)."""
-        b, c = self.b, self.c
-        b.store(c(-1), self.flen)  # -1: no member yet
-
-        def action(addrs, at):
-            n = b.load(self.flen)
-            for j in range(self.nin):
-                if self.kinds[j][m] in ("n", "f"):
-                    continue
-                ln = self._row(j, m, addrs[j], at)[0]
-                ok = b.or_(b.or_(b.icmp_signed("<=", n, c(1)), b.icmp_signed("==", ln, c(1))),
-                           b.icmp_signed("==", ln, n))
-                self._check(ok, 4, m, at, j, ln, n, c(-1))
-                n = b.select(b.or_(b.icmp_signed("==", n, c(-1)),
-                                   b.icmp_signed("!=", ln, c(1))), ln, n)
-            b.store(n, self.flen)
-        self._group(top, path, m, qs, ns, action)
-        n = b.load(self.flen)
-        return b.select(b.icmp_signed("==", n, c(-1)), c(0), n)
-
-    def _fold_level(self, m, top, path, qs, ns):
-        """Result level m below the first folded level (qs, ns: the result indices and
-        lengths of the kept levels so far, by level)."""
-        b, c = self.b, self.c
-        if m == self.nlev:
-            self._fold_leaf(top, path, qs, ns)
-            return
-        if m in self.axes:
-            self._fold_level(m + 1, top, path, qs, ns)
-            return
-        if self.levels[m] == "f":
-            n = self.sizes[m]
-        else:
-            slot = b.load(self.cnt[m])
-            at = b.gep(self.lens[m], [slot])
-            if self.counting:
-                n = self._fold_len(m, top, path, qs, ns)
-                b.store(n, at)
-            else:
-                n = self._counted(slot, m)  # our own count: every write stays inside
-            b.store(b.add(slot, c(1)), self.cnt[m])
-            if self.counting and m == self.deepest:
-                return
-        for_loop(b, n, lambda q: self._fold_level(m + 1, top, path, {**qs, m: q},
-                                                  {**ns, m: n}), name=f"f{m}")
-
-    def _fold_leaf(self, top, path, qs, ns):
-        b, c = self.b, self.c
-        self._reset()
-        pos = b.load(self.pos)
-
-        def action(addrs, at):
-            self._fold(addrs, [b.gep(addrs[j], [self.moff[j]]) for j in range(self.nin)
-                               if self.masked[j]])
-        self._group(top, path, self.nlev, qs, ns, action)
-        # the group had members: a value was folded or a missing one seen
-        seen = b.add(b.load(self.count), b.zext(b.load(self.bad), I64))
-        self._finish(pos, seen)
-        b.store(b.add(pos, c(1)), self.pos)
-
-    # ------------------------------------------------------------ one folded level, `?var`
-    # "fold<a>" (one axis) over `?var` rows at or below level a: an element of level a under
-    # a missing row is found first (its rows are not paired) and skipped, or makes the
-    # result row missing (not under skipna); a missing row of level a makes the result row
-    # below it missing.
-    def _descend(self, j, p, m, qs, ns, path, gone=None, check=True):
-        """Operand j's address at level m + len(qs) from its address p at level m, along
-        result indices qs of result lengths ns (a row of length 1 stretches), and whether a
-        row on the way is missing (`?var`; then none below it is read; None: no `?var`),
-        and whether a row on the way was not read (missing, or not pairing unchecked).
-        `check`: rows must pair with the result's; else a row that does not is not read
-        below (a checked pass raises for it)."""
-        b, c = self.b, self.c
-        real = gone
-        for q, n in zip(qs, ns):
-            kind, f = self.kinds[j][m], self.f[j][m]
-            if kind == "f":
-                p = b.gep(p, [b.mul(q, f[0])])
-            elif kind != "n":
-                ln, base, stride, now = self._qrow(j, m, p, path, gone)
-                if kind.endswith("q"):
-                    here = now if gone is None else b.and_(now, b.not_(gone))
-                    real = here if real is None else b.or_(real, here)
-                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                if now is not None:
-                    ok = b.or_(ok, now)
-                if check:
-                    self._check(ok, 4, m, path, j, ln, n, c(-1))
-                    gone = now
-                else:
-                    gone = b.not_(ok) if now is None else b.or_(now, b.not_(ok))
-                q = b.select(b.icmp_signed("==", ln, c(1)), c(0), q)
-                p = b.gep(base, [b.mul(q, stride)])
-            m += 1
-        return p, real, gone
-
-    def _qfold_len(self, m, top, qs, ns, path):
-        """The result length at level m: the rows there, one per element i of the folded
-        level, pair up (one length, rows of length 1 stretching; nothing folded: 0), and
-        whether it is missing (an element's row at level m is: skipped under skipna, else
-        the result row is missing; an element missing above m is skipped)."""
-        b, c = self.b, self.c
-        bases, steps, na = top
-        b.store(c(1), self.flen)
-        q = self.fold_q
-        if q:
-            b.store(ir.Constant(I1, 0), self.fmiss)
-            b.store(ir.Constant(I1, 0), self.fseen)
-
-        def each(i):
-            n = b.load(self.flen)
-            at = path[:]
-            at[self.axis] = i
-            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
-            rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
-            # first whether element i is missing here or above (its rows are not paired)
-            for j in self._fold_ops(m, "q"):
-                p, g, blind = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None,
-                                            False)
-                if g is not None:
-                    above = b.or_(above, g)
-                if self.kinds[j][m].endswith("q"):
-                    h = self._qrow(j, m, p, at, blind)[3]
-                    here = b.or_(here, h if blind is None else b.and_(h, b.not_(blind)))
-            skip = b.or_(above, here) if q else None
-            for j in self._fold_ops(m):
-                p = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
-                if self.kinds[j][m] not in ("n", "f"):
-                    rows.append((j, self._qrow(j, m, p, at, skip)[0]))
-            for j, ln in rows:
-                ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
-                           b.icmp_signed("==", ln, n))
-                self._check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
-                n = b.select(b.or_(skip, b.icmp_signed("==", ln, c(1))), n, ln) if q else \
-                    b.select(b.icmp_signed("==", ln, c(1)), n, ln)
-            b.store(n, self.flen)
-            if q:
-                b.store(b.or_(b.load(self.fmiss), b.and_(here, b.not_(above))), self.fmiss)
-                b.store(b.or_(b.load(self.fseen), b.not_(skip)), self.fseen)
-        for_loop(b, na, each, name=f"fl{m}")
-        none = b.icmp_signed("==", na, c(0))
-        if q:
-            none = b.or_(none, b.not_(b.load(self.fseen)))
-        n = b.select(none, c(0), b.load(self.flen))
-        if q and not self.skipna:
-            return n, b.load(self.fmiss)
-        return n, None
-
-    def _fold_ops(self, m, only=""):
-        """Operands with a var (`only="q"`: `?var`) row between the folded level and m."""
-        return [j for j in range(self.nin) if any(
-            kd not in ("n", "f") and kd.endswith(only) for kd in self.kinds[j][self.axis + 1:
-                                                                             m + 1])]
-
-    def _qfold_level(self, m, top, path, qs, ns, miss=None):
-        """Result level m below the folded level (qs, ns: indices and lengths so far);
-        `miss`: the folded row is missing (`?var`): so is the result row."""
-        b, c = self.b, self.c
-        if m == self.nlev:
-            self._qfold_leaf(top, path, qs, ns)
-            return
-        if self.levels[m] == "f":
-            n = self.sizes[m]
-        else:
-            slot = b.load(self.cnt[m])
-            at = b.gep(self.lens[m], [slot])
-            if self.counting:
-                n, gone = self._qfold_len(m, top, qs, ns, path)
-                if gone is not None and "v" in self.levels[m + 1:]:
-                    # a missing result row: the present rows under it must still pair
-                    with b.if_then(gone):
-                        for_loop(b, n, lambda q: self._qfold_check(
-                            m + 1, top, path + [q], qs + [q], ns + [n]), name=f"fc{m}")
-                if miss is not None:
-                    gone = miss if gone is None else b.or_(gone, miss)
-                if gone is not None:  # a missing result row: length -1, nothing under it
-                    n = b.select(gone, c(0), n)
-                b.store(n if gone is None else b.select(gone, c(-1), n), at)
-            else:
-                n = self._counted(slot, m)  # our own count: every write stays inside
-            b.store(b.add(slot, c(1)), self.cnt[m])
-            if self.counting and m == self.deepest:
-                return
-        for_loop(b, n, lambda q: self._qfold_level(m + 1, top, path + [q], qs + [q],
-                                                   ns + [n]), name=f"f{m}")
-
-    def _qfold_check(self, m, top, path, qs, ns):
-        """Pair the rows at level m and below (nothing written): under a missing result row
-        the present rows still line up, or the fold raises."""
-        b = self.b
-        if "v" not in self.levels[m:]:
-            return
-        n = self.sizes[m] if self.levels[m] == "f" else \
-            self._qfold_len(m, top, qs, ns, path)[0]
-        for_loop(b, n, lambda q: self._qfold_check(m + 1, top, path + [q], qs + [q],
-                                                  ns + [n]), name=f"fk{m}")
-
-    def _qfold_leaf(self, top, path, qs, ns):
-        b, c = self.b, self.c
-        bases, steps, na = top
-        self._reset()
-        pos = b.load(self.pos)
-
-        def each(i):
-            at = path[:]
-            at[self.axis] = i
-            top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
-            skip = None  # element i under a missing row: skipped, its rows not paired
-            for j in self._fold_ops(self.nlev - 1, "q"):
-                g = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None, False)[1]
-                skip = g if skip is None else b.or_(skip, g)
-            addr = [self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
-                    for j in range(self.nin)]
-
-            def fold():
-                self._fold(addr, [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin)
-                                  if self.masked[j]])
-            if skip is None:
-                fold()
-                return
-            with b.if_then(b.not_(skip)):
-                fold()
-        for_loop(b, na, each, name="fi")
-        self._finish(pos, na)
-        b.store(b.add(pos, c(1)), self.pos)
-
-    def _qrow(self, j, m, p, path, gone=None):
-        """Operand j's var row at level m whose start index is at p: (length, element-0
-        address, stride, gone), its indices checked. `gone`: a row above is missing (an
-        i1, or None); a `?var` row may be missing itself: then its indices are not read
-        (length 1, it pairs with any row) and `gone` becomes true."""
-        b, c = self.b, self.c
-        delta, content, istride, stride, length = self.f[j][m][:5]
-        kind = self.kinds[j][m]
-        w = int(kind[0])
-
-        def at(q):  # a missing row's bytes are not read: zeros instead
-            return q if gone is None else b.select(gone, self.dummy, q)
-        if kind.endswith("q"):
-            here = b.icmp_unsigned("==", b.load(at(b.gep(p, [self.f[j][m][5]])), align=1),
-                                   ir.Constant(I8, 0))
-            gone = here if gone is None else b.or_(gone, here)
-        start = self._index(at(p), w)
-        stop = self._index(at(b.gep(p, [delta])), w)
-        ok = self._row_ok(kind, self.f[j][m], start, stop)
-        self._check(ok, 1, m, path, j, start, stop, length)
-        ln = b.sub(stop, start) if gone is None else b.select(gone, c(1), b.sub(stop, start))
-        return ln, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
 
     # ------------------------------------------------------------ innermost level
     def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
@@ -755,7 +446,7 @@ class _NestGen(KernelGen):
                 with then:
                     self._window_fold(bases, n, isz, k)
                 with otherwise:
-                    _hinted_loop(b, n, general, "e", _NO_VECTOR)
+                    hinted_loop(b, n, general, "e", NO_VECTOR)
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
             # vectorizes; other rows take the general strided loop.
@@ -770,81 +461,13 @@ class _NestGen(KernelGen):
                 with then:
                     for_loop(b, n, contiguous, name="ec")
                 with otherwise:
-                    _hinted_loop(b, n, general, "e", _NO_VECTOR)
+                    hinted_loop(b, n, general, "e", NO_VECTOR)
         if self.mode == "reduce":
             self._finish(pos0, n, miss)
             b.store(b.add(pos0, c(1)), self.pos)
         elif self.mode == "map":
             b.store(b.add(pos0, n), self.pos)
 
-    def _contiguous(self, k, steps, isz):
-        """Whether every moving operand's row at level k is contiguous (an i1)."""
-        b, fast = self.b, ir.Constant(I1, 1)
-        for j, (st, sz) in enumerate(zip(steps, isz)):
-            if self.kinds[j][k] != "n":
-                fast = b.and_(fast, b.icmp_signed("==", st, self.c(sz)))
-        return fast
-
-    def _windowed(self, k):
-        """Whether the innermost level k folds its rows by windows (`_window_fold`): a
-        reduction into a real or integer accumulator over var rows (plain indices: their
-        content's bounds are known) or operands that stay."""
-        return (self.mode != "map" and not self.marking and k == self.nlev - 1 and
-                self.levels[k] == "v" and self.out_dts[0].kind in "biuf" and
-                all(self.kinds[j][k] in ("n", "4", "8") for j in range(self.nin)))
-
-    def _window_fold(self, bases, n, isz, k):
-        """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
-        accumulators take the row's first WINDOW elements (lanes past n fold the identity),
-        then its blocks of WINDOW after the first, then its last WINDOW elements (those
-        not folded yet). The windows may reach past the row: the caller checked that they
-        lie inside every operand's content. Missing values (`?T`) fold the identity and
-        count as `_fold` counts them. Float sums are reassociated (as NumPy's pairwise sums
-        are)."""
-        b, c, em = self.b, self.c, self.em
-        dt = self.out_dts[0]
-        ident = em.const(dt, self.red.identity(dt))
-        masked = [j for j in range(self.nin) if self.masked[j]]
-        with b.goto_entry_block():
-            lanes = [b.alloca(lltype(dt), name=f"lane{q}") for q in range(WINDOW)]
-        for slot in lanes:
-            b.store(ident, slot)
-
-        def fold(slot, e, inside=None):
-            """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
-            addr = [p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
-                    for j, (p, sz) in enumerate(zip(bases, isz))]
-            v = self._values(addr)[0]
-            take = inside
-            if masked:
-                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
-                gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
-                b.store(b.or_(b.load(self.bad), gone), self.bad)
-                take = ok if inside is None else b.and_(inside, ok)
-                b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
-            if take is not None:
-                v = b.select(take, v, ident)
-            b.store(self._combine(em, b.load(slot), v), slot)
-        for q, slot in enumerate(lanes):  # the first window
-            fold(slot, c(q), b.icmp_signed("<", c(q), n))
-
-        def block(i):
-            at = b.mul(b.add(i, c(1)), c(WINDOW), flags=("nuw", "nsw"))
-            for q, slot in enumerate(lanes):
-                fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
-        whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
-        _hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(1)), block, "wb",
-                     _NO_VECTOR)
-        done = b.select(b.icmp_signed(">", whole, c(WINDOW)), whole, c(WINDOW))
-        for q, slot in enumerate(lanes):  # the last window
-            e = b.add(b.sub(n, c(WINDOW)), c(q))
-            fold(slot, e, b.icmp_signed(">=", e, done))
-        vals = [b.load(slot) for slot in lanes]
-        while len(vals) > 1:  # pairwise
-            vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
-        self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
-        if not masked:
-            b.store(b.add(b.load(self.count), n), self.count)
 
     def _present(self, masks):
         b = self.b
@@ -929,112 +552,9 @@ class _NestGen(KernelGen):
             lev.append(g)
         return got[0], pres[spec.outputs[0][0]], lev[spec.outputs[0][0]]
 
-    def _mark(self, g):
-        """Mark pass: the row at level g (of the element taking a missing row there) is
-        missing: its length n becomes -2 - n (once)."""
-        b, c = self.b, self.c
-        for k in self.cnt:
-            if not any(self.kinds[j][k].endswith("q") for j in self.branch_q):
-                continue
-            with b.if_then(b.icmp_signed("==", g, c(k))):
-                at = b.gep(self.lens[k], [b.sub(b.load(self.cnt[k]), c(1))])
-                n = b.load(at)
-                b.store(b.select(b.icmp_signed(">=", n, c(0)), b.sub(c(-2), n), n), at)
-
-    def _reset(self):
-        b = self.b
-        dt = self.out_dts[0]
-        self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
-        b.store(self.c(0), self.count)
-        b.store(ir.Constant(I1, 0), self.bad)
-
-    def _fold(self, addr, masks):
-        b = self.b
-
-        def fold():
-            res = self._values(addr)
-            self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(b, self.acc),
-                                                       res[0]))
-            b.store(b.add(b.load(self.count), self.c(1)), self.count)
-        if not masks:
-            fold()
-            return
-        with b.if_else(self._present(masks)) as (then, otherwise):
-            with then:
-                fold()
-            with otherwise:
-                b.store(ir.Constant(I1, 1), self.bad)
-
-    def _partial(self, at):
-        """Mode "all": this part's raw fold at `at`, flags (bit 0 a missing value was seen,
-        bit 1 anything was seen) and the count of folded values in status word 6."""
-        b, c = self.b, self.c
-        dt = self.out_dts[0]
-        cnt = b.load(self.count)
-        bad = b.load(self.bad)
-        store_value(b, self._acc_load(b, self.acc), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
-                    dt)
-        seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
-        flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
-        b.store(flags, b.gep(self.outm, [at]), align=1)
-        b.store(cnt, b.gep(self.status, [c(6)]))
-
-    def _int_mean(self, v, cnt, dt):
-        """A mean accumulated in an integer dtype, as NumPy's: the sum / count in float64,
-        truncated back. One value is itself (a float64 could round it out of range); no
-        value gives the sum, 0 (the caller reports it)."""
-        b, c, em = self.b, self.c, self.em
-        f8 = np.dtype(np.float64)
-        q = b.fdiv(em.cast(v, dt, f8), b.sitofp(b.select(b.icmp_signed(">", cnt, c(1)), cnt,
-                                                         c(1)), lltype(f8)))
-        return b.select(b.icmp_signed(">", cnt, c(1)), em.cast(q, f8, dt), v)
-
-    def _finish(self, at, n, miss=None):
-        """Store the result and its flags: bit 0 valid, bit 1 the row had elements, bit 2
-        the row was missing (`?var`)."""
-        b, c = self.b, self.c
-        dt = self.out_dts[0]
-        cnt = b.load(self.count)
-        v = self._acc_load(b, self.acc)
-        mj = any(self.masked)
-        valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
-        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
-            valid = b.and_(valid, b.icmp_signed(">", cnt, c(0)))
-        if self.mean and dt.kind in "iu":
-            v = self._int_mean(v, cnt, dt)
-        elif self.mean:
-            cf = b.sitofp(cnt, lltype(dt))
-            v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
-        store_value(b, v, b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
-        if miss is not None:
-            valid = b.and_(valid, b.not_(miss))
-        flags = b.or_(b.zext(valid, I8),
-                      b.shl(b.zext(b.icmp_signed(">", n, c(0)), I8), ir.Constant(I8, 1)))
-        if miss is not None:
-            flags = b.or_(flags, b.shl(b.zext(miss, I8), ir.Constant(I8, 2)))
-        b.store(flags, b.gep(self.outm, [at]), align=1)
-
 
 # Rows are short and of random lengths: a row folded by windows of this many elements
 # (`_window_fold`) has no remainder loop whose length the CPU must guess.
-WINDOW = 8
-# Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
-# WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
-_NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
-
-
-def _hinted_loop(b, n, body, name, hints) -> None:
-    """`for_loop` with `llvm.loop` hints on its back edge."""
-    back = for_loop(b, n, body, name)
-    m = b.module
-    ops_ = [m.add_metadata([ir.MetaDataString(m, key),
-                            ir.Constant(I1 if isinstance(v, bool) else ir.IntType(32), v)])
-            for key, v in hints]
-    loop_id = ir.values.MDValue(m, [], name=str(len(m.metadata)))  # distinct: refers to itself
-    loop_id.operands = (loop_id, *ops_)
-    back.set_metadata("llvm.loop", loop_id)
-
-
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 

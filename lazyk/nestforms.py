@@ -1,0 +1,248 @@
+"""Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
+(`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
+elementwise part first. Folds over several axes at or above the `?var` dim of fixed dims
+over one trailing `?var` dim, folds over `?n` rows (a missing row against a fixed dim) and
+a missing row folded along its own axis above fixed dims run the elementwise part first
+(`_rows_first`); where() operands that combine a missing row with other rows are computed
+first (`_parts_first`). What the nest does not take raises NotSupportedError naming the
+types and the operation."""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk.array import array
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.graph import REDUCE_OP, rewrite, toposort
+from lazyk.interchange import masked, offsets_array
+from lazyk.leaves import is_ragged
+from lazyk.nestrun import fixed_rows, nest_result, nest_run
+from lazyk.rowrules import branch_masks, inline_reductions, selects
+
+
+def evaluate_nest(expr):
+    """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
+    part, then the reduction of its result); NotSupportedError naming the types and the
+    operation for what the nest does not take."""
+    first = _parts_first(expr, where_only=True)
+    if first is not None:
+        return evaluate_nest(first)
+    try:
+        return _evaluate_nest(expr)
+    except ShapeError:
+        first = _parts_first(expr, where_only=False)
+        if first is None:
+            raise
+        return evaluate_nest(first)
+
+
+def _parts_first(expr, where_only: bool):
+    """`expr` with the parts that combine a `?var` operand with others computed first, or
+    None when there is none: the reference computes each operation's operands before it,
+    so a row missing there is missing whatever the length of the other operands' rows,
+    which one nest would still pair. `where_only`: the operands of where() (one nest
+    would pair the rows of a branch it does not take, or give an empty row where the
+    reference's row is missing); else every part (after one nest raised ShapeError)."""
+    qvar = {n for n, v in expr.env.items()
+            if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+    if not qvar:
+        return None
+    env, done = dict(expr.env), []
+
+    def combines(node):
+        names = {n.arg for n in toposort(node) if n.op == "input"}
+        return node.op not in ("input", REDUCE_OP) and len(names) > 1 and bool(names & qvar)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if where_only and not selects(node):
+            return node
+        new = list(node.srcs)
+        for i, src in enumerate(new):
+            if combines(src):
+                value = evaluate_nest(Expr(src, env))
+                if any(d.startswith("?") and d != "?var"
+                       for d in str(value.type).split(" * ")[:-1]):
+                    continue  # `?n` rows: no leaf the nest reads (the one nest pairs them)
+                leaf = as_expr(value)
+                env.update(leaf.env)
+                if "?var" in str(value.type):
+                    qvar.add(leaf.node.arg)
+                new[i] = leaf.node
+                done.append(i)
+        return node.replace(srcs=tuple(new)) if new != list(node.srcs) else node
+    root = rewrite(expr.node, visit)
+    return Expr(root, env) if done else None
+
+
+def _evaluate_nest(expr):
+    root, red_node, reduce_arg = expr.node, expr.node, None
+    if root.op == REDUCE_OP:
+        reduce_arg, root = root.arg, root.srcs[0]
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        root, expr = inline_reductions(root, expr)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    names = [n for n in expr.env if n in used]
+    root, names = _one_leaf_per_array(root, names, expr.env)
+    leaves = [leaf_data(expr.env[n]) for n in names]
+    got = None
+    if leaves and not branch_masks(root, names, leaves):
+        got = nest_run(root, red_node, reduce_arg, names, leaves)
+    elif leaves:
+        # where() takes the missing state of the branch it selects: the elementwise part
+        # runs first (its mask follows the body), then the reduction of its result
+        got = nest_run(root, root, None, names, leaves, where_masks=True)
+        if got is not None and reduce_arg is not None and any(
+                d.startswith("?") and d != "?var" for d in str(got.type).split(" * ")[:-1]):
+            # `?n` rows: no leaf the nest reads
+            got = _rows_first(root, red_node, reduce_arg, names, leaves)
+        elif got is not None and reduce_arg is not None:
+            inner = as_expr(got)
+            got = evaluate_nest(Expr(red_node.replace(srcs=(inner.node,)), inner.env))
+    if got is None and reduce_arg is not None and leaves:
+        got = _rows_first(root, red_node, reduce_arg, names, leaves)
+    if got is None:
+        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
+                          for v in leaves)
+        what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
+            "this expression"
+        why = "with missing rows (?var) under var dims, reductions run over one axis, " \
+            "all axes, or several axes below every ?var dim; a missing row against a " \
+            "fixed dim (?n rows) folds only with fixed dims above it; folded along its own " \
+            "axis, a ?var dim takes fixed dims below it" if any(
+            is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
+            "elementwise work and reductions run as one fused step over numeric (or " \
+            "string) leaves and the operations the loop nest compiles"
+        raise NotSupportedError(f"{what} of {types}: {why}")
+    return got
+
+
+def _rows_first(root, red_node, reduce_arg, names, leaves):
+    """A fold of fixed dims over one trailing dim of missing rows that the nest does not
+    take in one pass (several axes at or above a `?var` dim; a middle or every axis over
+    `?n` rows): the elementwise part runs first, each missing row of its result becomes a
+    row of missing values (one for `?var`: it stretches; n for `?n`), which the fold skips
+    under skipna, and then the nest folds that. Without skipna a missing row makes its
+    group's result row missing; under skipna a `?var` group with no present row gives an
+    empty row (the rules of `tests/ragged_reference.py`). None for other forms."""
+    got = nest_run(root, root, None, names, leaves,
+                    where_masks=branch_masks(root, names, leaves), parts_only=True)
+    if got is None:
+        return None
+    values, flags, dims, offsets, validity, present = got
+    last = len(dims) - 1
+    if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
+        return _own_axis_first(got, red_node, reduce_arg)
+    if last < 1 or "v" in dims[:-1] or last not in (present if dims[-1] != "v" else validity):
+        return None
+    outer = tuple(int(d) for d in dims[:-1])
+    if dims[-1] == "v":
+        rows, starts = validity[last], offsets[last]
+        lens = np.where(rows, np.diff(starts), 1)
+        off = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=off[1:])
+        seg = np.repeat(np.arange(len(lens)), lens)
+        old = starts[seg] + np.arange(int(off[-1])) - off[seg]
+        ok = rows[seg]
+        vals = np.zeros(len(ok), values.dtype)
+        vals[ok] = values[old[ok]]
+        if flags is not None:
+            ok[ok] = flags[old[ok]]
+        inner = offsets_array(off, masked(vals, ok), outer=outer, check=None)
+    else:
+        n = int(dims[-1])
+        rows = present[last].astype(bool)
+        ok = np.repeat(rows, n) if flags is None else np.repeat(rows, n) & flags
+        inner = masked(values.reshape(outer + (n,)), ok.reshape(outer + (n,)))
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    axes = tuple(reduce_arg[1])
+    if axes == (last,):  # a missing row reduced along its own axis: missing
+        return _missing_at(got, ~rows.ravel(), len(outer))
+    if last in axes:
+        return got  # one value per group: missing values do the work
+    rows = rows.reshape(outer)
+    p = last if reduce_arg[2] else last - len(axes)
+    if not (len(reduce_arg) > 3 and reduce_arg[3]):
+        return fixed_rows(got, {p: np.logical_and.reduce(rows, axis=axes).ravel()})
+    none = ~np.logical_or.reduce(rows, axis=axes).ravel()
+    if dims[-1] != "v" or not none.any():
+        return got
+    return _emptied(got, p, none)
+
+
+def _own_axis_first(parts, red_node, reduce_arg):
+    """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
+    result `parts`: each missing row becomes one row of missing values, the nest folds
+    that, and the result row under a missing row is missing (skipna too, as a missing row
+    reduced along its own axis). None for other forms."""
+    values, flags, dims, offsets, validity, _ = parts
+    a = reduce_arg[1][0]
+    below = dims[a + 1:]
+    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below or \
+            0 in dims[1:a]:
+        return None
+    blk = int(np.prod(below, dtype=np.int64))
+    rows, starts = validity[a], offsets[a]
+    lens = np.where(rows, np.diff(starts), 1)
+    off = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    seg = np.repeat(np.arange(len(lens)), lens)
+    old = starts[seg] + np.arange(int(off[-1])) - off[seg]
+    old = (old[:, None] * blk + np.arange(blk)).reshape(-1)
+    ok = np.repeat(rows[seg], blk)
+    vals = np.zeros(len(ok), values.dtype)
+    vals[ok] = values[old[ok]]
+    if flags is not None:
+        ok[ok] = flags[old[ok]]
+    inner = nest_result(vals, ok, dims, {**offsets, a: off}, [0] * a + [int(off[-1])])
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
+
+
+def _missing_at(result, gone, depth: int):
+    """`result` (outer dims of `depth`, then values or rows of one) with the values under
+    its outer element i missing where `gone[i]` is True; its values `?T`."""
+    at = [0]
+
+    def walk(x, level):
+        if level == depth:
+            at[0] += 1
+            return (None if not isinstance(x, list) else [None] * len(x)) \
+                if gone[at[0] - 1] else x
+        return [walk(v, level + 1) for v in x]
+    parts = str(result.type).split(" * ")
+    parts[-1] = parts[-1] if parts[-1].startswith("?") else "?" + parts[-1]
+    return array(walk(result.to_list(), 0), type=" * ".join(parts))
+
+
+def _emptied(result, p: int, empty):
+    """`result` with the rows of result level p empty where `empty` is True (in order)."""
+    at = [0]
+
+    def walk(x, level):
+        if level == p:
+            at[0] += 1
+            return [] if empty[at[0] - 1] else x
+        return [walk(v, level + 1) for v in x]
+    return array(walk(result.to_list(), 0), type=str(result.type))
+
+
+def _one_leaf_per_array(root, names, env):
+    """`x * x`: each use of a ragged array is a leaf of its own; one operand reads its rows
+    once (one row check, no pairing with itself)."""
+    first, alias = {}, {}
+    for n in names:
+        v = env[n]
+        if is_ragged(v):
+            alias[n] = first.setdefault((id(v.array), v.option), n)
+    alias = {n: a for n, a in alias.items() if n != a}
+    if not alias:
+        return root, names
+
+    def rename(node, srcs):
+        if node.op == "input" and node.arg in alias:
+            return node.replace(arg=alias[node.arg])
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+    return rewrite(root, rename), [n for n in names if n not in alias]
