@@ -387,7 +387,7 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         pieces: list = [None] * n
         todo = np.ones(n, bool)
         # The blockref'd block, then the blocks later assignments appended to its `keep`.
-        for block in _string_blocks(lookup(meta[at])):
+        for block in string_blocks(lookup(meta[at])):
             if not todo.any():
                 break
             starts = begins - block.address
@@ -410,9 +410,10 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     return vals.tolist()
 
 
-def _string_blocks(block) -> list:
-    """A string block and the blocks holding strings assigned later (its `keep`)."""
-    return [block] + list(block.keep or [])
+def string_blocks(block) -> list:
+    """A string block and the blocks holding strings assigned later (the blocks in its
+    `keep`; a block over foreign memory also keeps that memory's owner there)."""
+    return [block] + [b for b in block.keep or [] if hasattr(b, "buffer")]
 
 
 def _assign_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray,

@@ -212,6 +212,40 @@ def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: 
 
 
 # ---------------------------------------------------------------- public constructors
+def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None = None,
+               kind: str = "string") -> Array:
+    """`N * string` (or `bytes`; `?` where `valid` says) whose strings are the byte ranges
+    [offsets[i], offsets[i + 1]) of `chars` (uint8), which is not copied: the `{begin, size}`
+    elements are built (16 bytes each, vectorized), the characters stay where they are.
+    ArrayConstructionError for offsets that decrease or leave `chars`."""
+    offsets = np.asarray(offsets)
+    n = len(offsets) - 1
+    if offsets.ndim != 1 or n < 0 or offsets.dtype.kind not in "iu":
+        raise ArrayConstructionError("string offsets must be a 1-d integer array of n + 1 "
+                                     "entries")
+    offsets = offsets.astype(np.int64, copy=False)
+    if n:
+        steps = np.diff(offsets)
+        if offsets[0] < 0 or offsets[-1] > len(chars) or (steps < 0).any():
+            i = int(np.argmax(steps < 0)) if (steps < 0).any() else 0
+            raise ArrayConstructionError(
+                f"string {i}: offsets {int(offsets[i])}, {int(offsets[i + 1])} decrease or "
+                f"leave the {len(chars)} bytes of characters")
+    chars = np.ascontiguousarray(chars).view(np.uint8).reshape(-1)
+    text = memory.foreign(chars if len(chars) else np.zeros(1, np.uint8))
+    region = 16 * n
+    block = memory.MemoryBlock(max(region * (1 if valid is None else 2), 16), keep=[text])
+    pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
+    pairs["begin"] = text.address + offsets[:-1]
+    pairs["size"] = offsets[1:] - offsets[:-1]
+    leaf = kind
+    meta: tuple = (n, 16)
+    if valid is not None:  # the mask byte sits `region` bytes after each element
+        block.buffer[region:2 * region:16] = np.asarray(valid, bool)[:n]
+        leaf, meta = "?" + kind, meta + (region,)
+    return Array.from_parts(T.dshape(f"{n} * {leaf}"), meta + (text.ref,), block.address, block)
+
+
 def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
                  check: bool = False) -> Array:
     """A ragged array `N * var * T` over NumPy offsets and content, without copying either.
@@ -252,8 +286,9 @@ def from_arrow(x: Any) -> Array:
     """A lazyk array over a pyarrow array: lists become var dims, nulls become `?T`.
 
     Handles ListArray and LargeListArray (offsets and values used in place), FixedSizeList
-    (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), any nesting of
-    these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
+    (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), string and binary
+    arrays (`string` / `bytes`: the characters used in place, 16-byte `{begin, size}`
+    elements built over them), any nesting of these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
     list array give `?var` rows (the offsets are copied next to a byte mask); nulls in
     values give `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits
     cannot be addressed per value).
@@ -281,8 +316,19 @@ def from_arrow(x: Any) -> Array:
         k = t.list_size
         inner = from_arrow(x.values.slice(x.offset * k, len(x) * k))
         return regular(inner, k) if k else array(np.zeros((len(x), 0)))
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+            pa.types.is_large_binary(t):
+        _, off_buf, char_buf = x.buffers()
+        wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        offsets = np.frombuffer(off_buf, np.int64 if wide else np.int32)[x.offset:][:len(x) + 1]
+        chars = np.frombuffer(char_buf, np.uint8) if char_buf is not None else \
+            np.zeros(0, np.uint8)
+        valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
+        kind = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
+        return text_array(offsets if len(x) else np.zeros(1, np.int64), chars, valid, kind)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, numbers and bools)")
+        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, numbers, bools, "
+                                "strings and binary)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
@@ -295,7 +341,8 @@ def from_awkward(x: Any) -> Array:
     """A lazyk array over an Awkward Array's buffers.
 
     ListOffsetArray and NumpyArray are used in place; RegularArray becomes a fixed dim (a
-    view); ListArray's starts and stops are copied into index pairs (the content is not);
+    view); strings and bytestrings become `string` / `bytes` (characters in place, 16-byte
+    `{begin, size}` elements built over them); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
     through a byte mask (copied, with the values of option numbers).
 
@@ -312,19 +359,26 @@ def from_awkward(x: Any) -> Array:
     return _from_layout(ak, layout)
 
 
-def _no_text(layout) -> None:
-    """Awkward strings are lists of uint8 marked by a parameter: refuse them rather than
-    read their bytes as numbers."""
+def _text_layout(ak, layout, valid=None) -> Array | None:
+    """Awkward strings (lists of uint8 marked by a parameter) as `string` / `bytes`: the
+    characters in place; None for other layouts. Bare characters are refused rather than
+    read as numbers."""
     kind = layout.parameter("__array__")
-    if kind in ("string", "bytestring", "char", "byte"):
-        raise NotSupportedError(f"Awkward {kind} arrays: from_awkward takes lists, regular "
-                                "arrays, numbers and options of them (for strings: "
-                                "lazyk.array(ak.to_list(x)), a copy)")
+    if kind in ("char", "byte"):
+        raise NotSupportedError(f"Awkward {kind} arrays (characters outside strings)")
+    if kind not in ("string", "bytestring"):
+        return None
+    if not isinstance(layout, ak.contents.ListOffsetArray):
+        layout = layout.to_ListOffsetArray64(True)
+    return text_array(np.asarray(layout.offsets.data), np.asarray(layout.content.data), valid,
+                      "string" if kind == "string" else "bytes")
 
 
 def _from_layout(ak, layout) -> Array:
     c = ak.contents
-    _no_text(layout)
+    text = _text_layout(ak, layout)
+    if text is not None:
+        return text
     if isinstance(layout, c.NumpyArray):
         return array(np.asarray(layout.data))
     if isinstance(layout, c.ListOffsetArray):
@@ -346,7 +400,9 @@ def _from_layout(ak, layout) -> Array:
             inner = layout.to_ByteMaskedArray(True).content[:n]
         else:
             inner = layout.content[:n]
-        _no_text(inner)
+        text = _text_layout(ak, inner, valid)
+        if text is not None:
+            return text
         if isinstance(inner, c.NumpyArray):
             return masked(np.asarray(inner.data), valid)
         if isinstance(inner, (c.ListArray, c.RegularArray)):
@@ -358,7 +414,7 @@ def _from_layout(ak, layout) -> Array:
     if isinstance(layout, c.IndexedArray):
         return _from_layout(ak, layout.project())
     raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
-                            "numbers and options of them)")
+                            "numbers, strings and options of them)")
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
@@ -376,7 +432,8 @@ def _as_array(x: Any, fn: str) -> Array:
 
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
-    ("list", offsets, child) | ("regular", size, child). Offsets-form var dims and lazyk
+    ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
+    offsets, characters). Offsets-form var dims and lazyk
     mask blocks give their buffers in place; other layouts are repacked first."""
     t = a.type
     if not isinstance(t, T.FixedDim):
@@ -424,14 +481,48 @@ def _columns(a: Array) -> tuple:
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
         return ("list", offsets, _columns(child))
+    if M.is_varlen(x):
+        return ("text", x.name) + _text_columns(a)
     return _unsupported(t)
+
+
+def _text_columns(a: Array) -> tuple:
+    """(offsets, characters) of `N * string` / `N * bytes`: the characters in place where
+    the strings lie back to back in one block (as `text_array` and Arrow lay them out), else
+    gathered into one buffer (vectorized, per block)."""
+    n, stride, owner = a.type.size, a.meta[1], a.owner
+    offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+    begins, sizes = M.read_pairs(owner.buffer, offs)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    blocks = M.string_blocks(memory.lookup(a.meta[2]))
+    head = blocks[0]
+    if n and int(begins[0]) >= head.address and \
+            int(begins[0]) + int(offsets[-1]) <= head.address + head.size and \
+            bool(np.all(begins - begins[0] == offsets[:-1])):
+        lo = int(begins[0]) - head.address
+        return offsets, head.buffer[lo:lo + int(offsets[-1])]
+    chars, todo = np.empty(int(offsets[-1]), np.uint8), np.ones(n, bool)
+    for block in blocks:
+        starts = begins - block.address
+        # (an empty string reads nothing: a missing one's element is {0, 0})
+        inside = todo & (((starts >= 0) & (starts + sizes <= block.size)) | (sizes == 0))
+        k = sizes[inside]
+        within = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+        chars[np.repeat(offsets[:-1][inside], k) + within] = \
+            block.buffer[np.repeat(starts[inside], k) + within]
+        todo &= ~inside
+    if todo.any():
+        raise ValueError("string data points outside its memory blocks")
+    return offsets, chars
 
 
 columns = _columns  # the same tree for other modules (lazyk.daskrows joins partitions)
 
 
 def _unsupported(t: T.Type):
-    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, fixed and var dims, options)")
+    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, fixed and "
+                            "var dims, options)")
 
 
 def _repack(a: Array) -> Array:
@@ -470,6 +561,16 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
+    if kind == "text":
+        offsets, chars = col[2], col[3]
+        wide = len(chars) >= 2 ** 31
+        at = pa.large_string() if wide else pa.string()
+        if col[1] == "bytes":
+            at = pa.large_binary() if wide else pa.binary()
+        offsets = offsets.astype(np.int64 if wide else np.int32)
+        return pa.Array.from_buffers(at, len(offsets) - 1, [bits, pa.py_buffer(offsets),
+                                                             pa.py_buffer(chars)],
+                                     null_count=nulls)
     if kind == "list":
         offsets = col[1]
         child = _arrow(pa, col[2])
@@ -501,6 +602,11 @@ def _awkward(ak, col: tuple):
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
+    if kind == "text":
+        string = col[1] == "string"
+        chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
+        return c.ListOffsetArray(ak.index.Index64(col[2]), chars, parameters={
+            "__array__": "string" if string else "bytestring"})
     if kind == "list":
         offsets = col[1]
         index = ak.index.Index32 if offsets.dtype.itemsize == 4 else ak.index.Index64

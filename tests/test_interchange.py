@@ -217,8 +217,8 @@ def test_arrow_chunked_and_unsupported():
     assert lazyk.from_arrow(one).to_list() == [[1.0], [2.0, 3.0]]
     two = pa.chunked_array([pa.array([[1.0]]), pa.array([[2.0, 3.0], []])])
     assert lazyk.from_arrow(two).to_list() == [[1.0], [2.0, 3.0], []]
-    with pytest.raises(NotSupportedError, match="string"):
-        lazyk.from_arrow(pa.array(["a"]))
+    with pytest.raises(NotSupportedError, match="Arrow type"):
+        lazyk.from_arrow(pa.array([{"x": 1}]))
     with pytest.raises(TypeError, match="pyarrow Array"):
         lazyk.from_arrow([1, 2])
 
@@ -338,3 +338,70 @@ def test_from_offsets_names_foreign_content():
         with pytest.raises(TypeError, match=f"not {name}"):
             lazyk.from_offsets(np.array([0, 1]), content)
     assert lazyk.from_offsets(np.array([0, 1, 2]), [1.0, 2.0]).to_list() == [[1.0], [2.0]]
+
+
+# ---------------------------------------------------------------- strings and bytes
+TEXT_CASES = [
+    (["kiwi", None, "", "é"], "4 * ?string"),
+    ([["kiwi", "b"], [], None, ["kiwi"]], "4 * ?var * string"),
+    ([["a", None], [], ["é"]], "3 * var * ?string"),
+    ([[b"a", b"\x00b"], []], "2 * var * bytes"),
+    ([], "0 * string"),
+]
+
+
+@pytest.mark.parametrize("data,t", TEXT_CASES)
+def test_strings_round_trip_through_arrow_and_awkward(data, t):
+    pa = pytest.importorskip("pyarrow")
+    ak = pytest.importorskip("awkward")
+    x = lazyk.from_arrow(pa.array(data, type=None if data else pa.string()))
+    assert str(x.type) == t and x.to_list() == data
+    assert lazyk.to_arrow(x).to_pylist() == data
+    assert lazyk.to_awkward(x).tolist() == data
+    if data:
+        y = lazyk.from_awkward(ak.Array(data))
+        assert y.to_list() == data
+        assert lazyk.to_arrow(lazyk.array(data, type=t)).to_pylist() == data
+
+
+def test_arrow_strings_are_read_in_place_and_compare_in_expressions():
+    pa = pytest.importorskip("pyarrow")
+    a = pa.array(["x" * (i % 7) for i in range(1000)]).slice(3, 990)
+    x = lazyk.from_arrow(a)
+    chars = a.buffers()[2]
+    begins = x.owner.buffer[:16 * len(x)].view(np.uint64)[::2]  # {begin, size} elements
+    assert chars.address <= int(begins.min()) and int(begins.max()) <= chars.address + chars.size
+    want = [s == "xxx" for s in a.to_pylist()]
+    assert np.asarray(x == "xxx").tolist() == want
+    back = lazyk.to_arrow(x)  # back to back in one block: the characters in place
+    assert back.equals(a) and back.buffers()[2].address == \
+        chars.address + int(np.frombuffer(a.buffers()[1], np.int32)[a.offset])
+    rows = lazyk.from_arrow(pa.array([["kiwi", "fig"], None, ["kiwi"]]))
+    assert (rows == "kiwi").sum(axis=-1).eval().to_list() == [1, None, 1]
+    assert lazyk.str_len(rows).eval().to_list() == [[4, 3], None, [4]]
+
+
+def test_strings_out_of_order_or_assigned_are_gathered():
+    pa = pytest.importorskip("pyarrow")
+    x = lazyk.array(["a", "bb", "ccc"])
+    x[1] = "zzzz"  # new characters in another block
+    assert lazyk.to_arrow(x).to_pylist() == ["a", "zzzz", "ccc"]
+    assert lazyk.to_arrow(x[::-1]).to_pylist() == ["ccc", "zzzz", "a"]
+    assert lazyk.to_awkward(x[::2]).tolist() == ["a", "ccc"]
+    assert lazyk.to_arrow(lazyk.array([b"q", b""])).type == pa.binary()
+
+
+def test_bad_string_offsets_are_refused():
+    from lazyk.interchange import text_array
+    chars = np.frombuffer(b"abcdef", np.uint8)
+    assert text_array(np.array([0, 2, 6]), chars).to_list() == ["ab", "cdef"]
+    for bad in ([0, 4, 2], [0, 7], [-1, 2]):
+        with pytest.raises(ArrayConstructionError, match="offsets"):
+            text_array(np.array(bad), chars)
+
+
+def test_awkward_characters_outside_strings_are_refused():
+    ak = pytest.importorskip("awkward")
+    chars = ak.to_layout(ak.Array(["ab"])).content
+    with pytest.raises(NotSupportedError, match="char"):
+        lazyk.from_awkward(ak.Array(chars))
