@@ -246,6 +246,95 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
     return Array.from_parts(T.dshape(f"{n} * {leaf}"), meta + (text.ref,), block.address, block)
 
 
+def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
+    """`N * {name: T, ...}` (`?{...}` where `valid` says) from columns of N elements each
+    (lazyk arrays with a leading fixed dim N). lazyk records are C structs, so each
+    element's fields are written into one block (vectorized, one strided copy per field):
+    numbers and masks are copied, a var field gets its rows' `{start, stop}` indices over
+    the column's content (not copied), a string its `{begin, size}` element over the
+    column's characters."""
+    n = len(valid) if valid is not None else columns[0].type.size if columns else 0
+    for name, c in zip(names, columns):
+        if not isinstance(c.type, T.FixedDim) or c.type.size != n:
+            raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
+                                         "elements")
+    rec = T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
+    t = T.Option(rec) if valid is not None else rec
+    region = n * rec.itemsize
+    block = memory.MemoryBlock(max(region * (1 + _options_in(t)), 16), keep=[])
+
+    def slot(at: int, dtype, shape=()) -> np.ndarray:  # one field of every element
+        return np.ndarray((n,) + shape, dtype, block.buffer, at,
+                          (rec.itemsize,) + tuple(np.dtype(dtype).itemsize for _ in shape))
+    counter = [0]
+    meta: tuple = ()
+    if valid is not None:
+        counter[0] += 1
+        slot(region, np.bool_)[:] = valid
+        meta = (region,)
+    meta += rec.offsets
+    for (_, ft), off, c in zip(rec.fields, rec.offsets, columns):
+        meta += _write_field(ft, c, block, slot, off, region, counter)
+    return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _options_in(t: T.Type) -> int:
+    """How many option positions one element of `t` has (var contents not counted)."""
+    if isinstance(t, T.Option):
+        return 1 + _options_in(t.elem)
+    if isinstance(t, T.Record):
+        return sum(map(_options_in, t.types))
+    if isinstance(t, T.FixedDim):
+        return _options_in(t.elem)
+    return 0
+
+
+def _column(c: Array, at: int, dtype, shape=()) -> np.ndarray:
+    """A strided view of bytes `at` on from each element of column `c` (inside its block:
+    NumPy checks the extent)."""
+    return np.ndarray((c.type.size,) + shape, dtype, c.owner.buffer,
+                      c.ptr - c.owner.address + at,
+                      (c.meta[1],) + tuple(np.dtype(dtype).itemsize for _ in shape))
+
+
+def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
+                 counter: list) -> tuple:
+    """Write column `c`'s elements (type `t`) at byte `off` of every record (`slot`); the
+    field's arrmeta."""
+    n = c.type.size
+    owned = isinstance(c.owner, memory.MemoryBlock)
+    if isinstance(t, T.Option) and owned:
+        counter[0] += 1
+        slot(counter[0] * region + off, np.bool_)[:] = _column(c, c.meta[2], np.uint8) != 0
+        inner = Array.from_parts(T.FixedDim(n, t.elem), (n, c.meta[1]) + c.meta[3:], c.ptr,
+                                 c.owner, True)
+        return (counter[0] * region,) + _write_field(t.elem, inner, block, slot, off, region,
+                                                     counter)
+    if isinstance(t, T.Record):
+        meta = t.offsets
+        for (name, ft), at in zip(t.fields, t.offsets):
+            meta += _write_field(ft, c[name], block, slot, off + at, region, counter)
+        return meta
+    if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
+        values = c.to_numpy()
+        slot(off, values.dtype, values.shape[1:])[:] = values
+        return ()
+    if isinstance(t, T.VarDim) and owned:
+        var = c.meta[2:2 + M.VAR_META]
+        w, dt = var[1], M.INDEX_DTYPES[var[1]]  # the column's index width (list, large_list)
+        starts, stops = _column(c, 0, dt), _column(c, var[2], dt)
+        M.check_rows(starts, stops, var)
+        slot(off, dt)[:] = starts
+        slot(off + w, dt)[:] = stops
+        block.keep += [c.owner, memory.lookup(var[0])]  # the rows' content stays there
+        return (var[0], w, w) + tuple(var[3:]) + tuple(c.meta[2 + M.VAR_META:])
+    if M.is_varlen(t) and owned:
+        slot(off, np.uint8, (16,))[:] = _column(c, 0, np.uint8, (16,))
+        block.keep += [c.owner, memory.lookup(c.meta[2])]
+        return (c.meta[2],)
+    return _unsupported(t)
+
+
 def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
                  check: bool = False) -> Array:
     """A ragged array `N * var * T` over NumPy offsets and content, without copying either.
@@ -288,7 +377,8 @@ def from_arrow(x: Any) -> Array:
     Handles ListArray and LargeListArray (offsets and values used in place), FixedSizeList
     (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), string and binary
     arrays (`string` / `bytes`: the characters used in place, 16-byte `{begin, size}`
-    elements built over them), any nesting of these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
+    elements built over them), struct arrays (records: lazyk's are C structs, so the fields
+    are copied into one block, except list contents and characters), any nesting of these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
     list array give `?var` rows (the offsets are copied next to a byte mask); nulls in
     values give `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits
     cannot be addressed per value).
@@ -326,9 +416,14 @@ def from_arrow(x: Any) -> Array:
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         kind = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
         return text_array(offsets if len(x) else np.zeros(1, np.int64), chars, valid, kind)
+    if pa.types.is_struct(t):
+        valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
+        return records_array([t.field(i).name for i in range(t.num_fields)],
+                             [from_arrow(x.field(i)) for i in range(t.num_fields)], valid) \
+            if t.num_fields else _unsupported(t)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, numbers, bools, "
-                                "strings and binary)")
+        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, structs, numbers, "
+                                "bools, strings and binary)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
@@ -342,7 +437,8 @@ def from_awkward(x: Any) -> Array:
 
     ListOffsetArray and NumpyArray are used in place; RegularArray becomes a fixed dim (a
     view); strings and bytestrings become `string` / `bytes` (characters in place, 16-byte
-    `{begin, size}` elements built over them); ListArray's starts and stops are copied into index pairs (the content is not);
+    `{begin, size}` elements built over them); records become lazyk records (C structs: the
+    fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
     through a byte mask (copied, with the values of option numbers).
 
@@ -372,6 +468,14 @@ def _text_layout(ak, layout, valid=None) -> Array | None:
         layout = layout.to_ListOffsetArray64(True)
     return text_array(np.asarray(layout.offsets.data), np.asarray(layout.content.data), valid,
                       "string" if kind == "string" else "bytes")
+
+
+def _records_layout(ak, layout, valid=None) -> Array:
+    if layout.is_tuple:
+        raise NotSupportedError("Awkward tuples (records with named fields are converted)")
+    n = len(layout)
+    return records_array(list(layout.fields), [_from_layout(ak, x[:n]) for x in layout.contents],
+                         valid)
 
 
 def _from_layout(ak, layout) -> Array:
@@ -405,16 +509,20 @@ def _from_layout(ak, layout) -> Array:
             return text
         if isinstance(inner, c.NumpyArray):
             return masked(np.asarray(inner.data), valid)
+        if isinstance(inner, c.RecordArray):
+            return _records_layout(ak, inner, valid)
         if isinstance(inner, (c.ListArray, c.RegularArray)):
             inner = inner.to_ListOffsetArray64(True)
         if isinstance(inner, c.ListOffsetArray):
             return offsets_array(_as_offsets(np.asarray(inner.offsets.data)),
                                  _from_layout(ak, inner.content), valid)
         raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
+    if isinstance(layout, c.RecordArray):
+        return _records_layout(ak, layout)
     if isinstance(layout, c.IndexedArray):
         return _from_layout(ak, layout.project())
     raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
-                            "numbers, strings and options of them)")
+                            "records, numbers, strings and options of them)")
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
@@ -433,13 +541,15 @@ def _as_array(x: Any, fn: str) -> Array:
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
-    offsets, characters). Offsets-form var dims and lazyk
+    offsets, characters) | ("record", names, [child per field]). Offsets-form var dims and lazyk
     mask blocks give their buffers in place; other layouts are repacked first."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
     if M.is_plain(t):
         arr = a.to_numpy()
+        if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
+            return ("record", arr.dtype.names, [_columns(array(arr[k])) for k in arr.dtype.names])
         if arr.ndim == 1:
             return ("numpy", arr)
         flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
@@ -479,10 +589,13 @@ def _columns(a: Array) -> tuple:
             if n and not bool(np.all(stops[:-1] == starts[1:])):
                 return _columns(_repack(a))  # rows out of order: one contiguous copy
             # Rows back to back (lazyk's own pairs): their indices become offsets.
-            offsets = np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
+            offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
+                       ).astype(M.INDEX_DTYPES[w])  # the same index width
         return ("list", offsets, _columns(child))
     if M.is_varlen(x):
         return ("text", x.name) + _text_columns(a)
+    if isinstance(x, T.Record):  # each field a view of its own
+        return ("record", x.names, [_columns(a[name]) for name in x.names])
     return _unsupported(t)
 
 
@@ -521,8 +634,8 @@ columns = _columns  # the same tree for other modules (lazyk.daskrows joins part
 
 
 def _unsupported(t: T.Type):
-    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, fixed and "
-                            "var dims, options)")
+    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, records, "
+                            "fixed and var dims, options)")
 
 
 def _repack(a: Array) -> Array:
@@ -561,6 +674,9 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
+    if kind == "record":
+        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]], names=list(col[1]),
+                                          mask=None if valid is None else pa.array(~valid))
     if kind == "text":
         offsets, chars = col[2], col[3]
         wide = len(chars) >= 2 ** 31
@@ -602,6 +718,9 @@ def _awkward(ak, col: tuple):
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
+    if kind == "record":
+        fields = [_awkward(ak, f) for f in col[2]]
+        return c.RecordArray(fields, list(col[1]), length=len(fields[0]) if fields else 0)
     if kind == "text":
         string = col[1] == "string"
         chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})

@@ -218,7 +218,7 @@ def test_arrow_chunked_and_unsupported():
     two = pa.chunked_array([pa.array([[1.0]]), pa.array([[2.0, 3.0], []])])
     assert lazyk.from_arrow(two).to_list() == [[1.0], [2.0, 3.0], []]
     with pytest.raises(NotSupportedError, match="Arrow type"):
-        lazyk.from_arrow(pa.array([{"x": 1}]))
+        lazyk.from_arrow(pa.array(["a", "b"]).dictionary_encode())
     with pytest.raises(TypeError, match="pyarrow Array"):
         lazyk.from_arrow([1, 2])
 
@@ -267,8 +267,8 @@ def test_awkward_bit_masked_and_indexed_options():
     idx = ak.contents.IndexedOptionArray(ak.index.Index64(np.array([2, -1, 0])),
                                          ak.contents.NumpyArray(np.array([1.0, 2.0, 3.0])))
     assert lazyk.from_awkward(ak.Array(idx)).to_list() == [3.0, None, 1.0]
-    with pytest.raises(NotSupportedError, match="Awkward layout"):
-        lazyk.from_awkward(ak.Array([{"x": 1}]))
+    with pytest.raises(NotSupportedError, match="Awkward tuples"):
+        lazyk.from_awkward(ak.Array([(1, 2.0)]))
 
 
 def test_hand_made_arrmeta_past_the_content_raises_in_expressions():
@@ -405,3 +405,51 @@ def test_awkward_characters_outside_strings_are_refused():
     chars = ak.to_layout(ak.Array(["ab"])).content
     with pytest.raises(NotSupportedError, match="char"):
         lazyk.from_awkward(ak.Array(chars))
+
+
+# ---------------------------------------------------------------- records
+RECORDS = [{"x": [1.0, 2.0], "y": 3, "s": "ab", "z": None},
+           {"x": [], "y": 4, "s": None, "z": 2.5}, None,
+           {"x": None, "y": 5, "s": "q", "z": 1.0}]
+
+
+def test_records_round_trip_through_arrow_and_awkward():
+    pa = pytest.importorskip("pyarrow")
+    ak = pytest.importorskip("awkward")
+    for data in [RECORDS, [r for r in RECORDS if r is not None and r["x"] is not None],
+                 [[{"a": 1}], [], [{"a": 2}, {"a": 3}]],
+                 [{"p": {"q": 1, "w": [1]}}, {"p": None}]]:
+        x = lazyk.from_arrow(pa.array(data))
+        assert x.to_list() == data
+        assert lazyk.to_arrow(x).to_pylist() == data
+        assert lazyk.to_awkward(x).tolist() == data
+        assert lazyk.from_awkward(ak.Array(data)).to_list() == data
+    x = lazyk.from_arrow(pa.array(RECORDS))
+    assert str(x.type) == "4 * ?{x: ?var * float64, y: int64, s: ?string, z: ?float64}"
+    assert lazyk.from_arrow(pa.array(RECORDS).slice(1, 2)).to_list() == RECORDS[1:3]
+
+
+def test_arrow_records_in_expressions_and_list_contents_in_place():
+    pa = pytest.importorskip("pyarrow")
+    n = 1000
+    values = pa.array(np.arange(2.0 * n))
+    a = pa.StructArray.from_arrays(
+        [pa.array(np.arange(n)), pa.ListArray.from_arrays(
+            pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), values)], names=["i", "l"])
+    r = lazyk.from_arrow(a)
+    assert str(r.type) == f"{n} * {{i: int64, l: var * float64}}"
+    assert content_address(r["l"]) == values.buffers()[1].address  # rows read in place
+    got = np.asarray(r.l.sum(axis=-1) + r.i)
+    want = np.arange(0, 2 * n, 2) * 2.0 + 1 + np.arange(n)
+    np.testing.assert_array_equal(got, want)
+    back = lazyk.to_arrow(r)
+    assert back.equals(a)  # list keeps int32 offsets
+    plain = [{"a": 1, "b": 2.5}, {"a": 3, "b": -1.0}]
+    y = lazyk.array(plain, type="2 * {a: int64, b: float64}")
+    assert lazyk.to_arrow(y).to_pylist() == plain and lazyk.to_awkward(y).tolist() == plain
+
+
+def test_records_from_columns_refuse_other_lengths():
+    from lazyk.interchange import records_array
+    with pytest.raises(ArrayConstructionError, match="field 'b'"):
+        records_array(["a", "b"], [lazyk.array(np.arange(3)), lazyk.array(np.arange(2))])
