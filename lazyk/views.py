@@ -25,7 +25,9 @@ def normalize_index(t: T.Type, items: tuple) -> tuple[list, list[str]]:
     for i in dims:
         if not (i is None or i is Ellipsis or isinstance(i, DIM_ITEMS)):
             raise IndexError(f"lazyk arrays take ints, slices, ..., None and field names as "
-                             f"indices, not {type(i).__name__}")
+                             f"indices (views), not {type(i).__name__}: selecting by a mask "
+                             "or a list of positions is not supported (lazyk.where(mask, x, "
+                             "fill) keeps the shape)")
     if sum(i is Ellipsis for i in dims) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(isinstance(i, DIM_ITEMS) for i in dims)

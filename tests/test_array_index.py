@@ -329,3 +329,10 @@ def test_closed_arrays_raise_cleanly():
     b.close()
     with pytest.raises(ValueError, match="closed"):
         b[0]
+
+
+def test_mask_and_position_indices_point_to_where():
+    x = lazyk.array([1.0, -2.0])
+    for bad in (np.array([True, False]), [0, 1]):
+        with pytest.raises(IndexError, match="lazyk.where"):
+            x[bad]
