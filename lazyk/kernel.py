@@ -575,8 +575,20 @@ def prepared(spec: KernelSpec, layout: Any, params: bytes = b"") -> BoundKernel 
     return _prepared.get((spec, layout, params))
 
 
+def count_kernel(hit: bool, jit: Any = None) -> None:
+    """Count a kernel another cache holds (the loop-nest kernels of ragged expressions) in
+    `lazyk.stats()`: a cache hit, or a compile (a disk load where its code came from disk)."""
+    with _cache_lock:
+        if hit:
+            stats["hits"] += 1
+        else:
+            stats["compiles"] += 1
+            stats["disk_loads"] += bool(getattr(jit, "from_disk", False))
+
+
 def public_stats() -> dict:
-    """`lazyk.stats()`: counters of this process's fused-kernel cache.
+    """`lazyk.stats()`: counters of this process's kernel caches (fused kernels and the
+    loop-nest kernels of ragged / missing-value expressions).
 
     `compiles`: kernels LLVM compiled; `disk_loads`: kernels whose machine code came from the
     on-disk cache instead; `cache_hits`: lookups answered by the in-memory cache (no LLVM, no

@@ -13,6 +13,7 @@ from lazyk.backend.cpu import JITModule
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.nest import add_part_entry, generate_nest, nest_layout
 from lazyk.errors import ArrayConstructionError, ShapeError
+from lazyk.kernel import count_kernel
 from lazyk.spec import check_params
 
 _cache: dict = {}
@@ -123,6 +124,7 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
         k = _cache.get(key)
         if k is not None:
             nest_stats["hits"] += 1
+            count_kernel(True)
             return k
     k = NestKernel(key)
     dropped = []
@@ -132,6 +134,7 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
             return other
         _cache[key] = k
         nest_stats["compiles"] += 1
+        count_kernel(False, k.jit)
         while len(_cache) > _CACHE_SIZE:
             dropped.append(_cache.pop(next(iter(_cache))))
     del dropped

@@ -217,3 +217,19 @@ def test_signature_keeps_missing_values_of_either_operand():
             lazyk.array([[1.0], [None], [2.0, None]], type="3 * var * ?float64"))
     assert str(got.type) == "3 * ?var * ?float64"
     assert got.to_list() == [[2.0], None, [4.0, None]]
+
+
+def test_stats_count_the_loop_nest_kernels():
+    x = lazyk.array([[1.0], [2.0, 3.0]])
+    e = lazyk.arctan2(x, x * 0.5 + 7.0)
+
+    def total(s):
+        return s["compiles"] + s["disk_loads"] + s["cache_hits"]
+    before = lazyk.stats()
+    e.eval()
+    first = lazyk.stats()
+    e.eval()
+    again = lazyk.stats()
+    assert total(first) > total(before)  # compiled, loaded from disk or found in memory
+    assert again["cache_hits"] > first["cache_hits"]
+    assert (again["compiles"], again["disk_loads"]) == (first["compiles"], first["disk_loads"])
