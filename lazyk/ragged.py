@@ -116,7 +116,13 @@ def explain(expr) -> str:
     finally:
         RECORDERS.remove(record)
     nests = [r[1:] for r in record if r[0] == "nest"]
-    return "\n".join([f"== ragged expression: {e.type} -> {result.type}",
+    def text(v):
+        if is_ragged(v):
+            return str(v.array.type)
+        d = leaf_data(v)
+        return " * ".join([*map(str, np.shape(d)), str(np.asarray(d).dtype)])
+    inputs = ", ".join(f"{name}: {text(v)}" for name, v in e.env.items())
+    return "\n".join([f"== ragged expression over ({inputs}) -> {result.type}",
                       explain_nests(nests)])
 
 
