@@ -378,10 +378,12 @@ def from_arrow(x: Any) -> Array:
     (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), string and binary
     arrays (`string` / `bytes`: the characters used in place, 16-byte `{begin, size}`
     elements built over them), struct arrays (records: lazyk's are C structs, so the fields
-    are copied into one block, except list contents and characters), any nesting of these, and ChunkedArray (one chunk in place; several are combined, a copy). Nulls in a
-    list array give `?var` rows (the offsets are copied next to a byte mask); nulls in
-    values give `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits
-    cannot be addressed per value).
+    are copied into one block, except list contents and characters), any nesting of these,
+    and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
+    RecordBatch becomes records, one per row, a field per column. Nulls in a list array
+    give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
+    `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
+    addressed per value).
 
     Example:
         >>> import pyarrow as pa
@@ -389,11 +391,13 @@ def from_arrow(x: Any) -> Array:
         [[1.5, None], [], [3.0]]
     """
     pa = _need("pyarrow")
+    if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
+        return records_array(list(x.column_names), [from_arrow(c) for c in x.columns])
     if isinstance(x, pa.ChunkedArray):
         x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
     if not isinstance(x, pa.Array):
-        raise TypeError(f"from_arrow takes a pyarrow Array or ChunkedArray, not "
-                        f"{type(x).__name__}")
+        raise TypeError(f"from_arrow takes a pyarrow Array, ChunkedArray, Table or "
+                        f"RecordBatch, not {type(x).__name__}")
     t = x.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = x.offsets.to_numpy(zero_copy_only=True)

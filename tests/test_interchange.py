@@ -453,3 +453,15 @@ def test_records_from_columns_refuse_other_lengths():
     from lazyk.interchange import records_array
     with pytest.raises(ArrayConstructionError, match="field 'b'"):
         records_array(["a", "b"], [lazyk.array(np.arange(3)), lazyk.array(np.arange(2))])
+
+
+def test_arrow_table_becomes_records_one_per_row():
+    pa = pytest.importorskip("pyarrow")
+    t = pa.table({"id": [1, 2, 3], "hits": [[1.0, 2.0], [], None], "fruit": ["kiwi", None, "fig"]})
+    r = lazyk.from_arrow(t)
+    assert str(r.type) == "3 * {id: int64, hits: ?var * float64, fruit: ?string}"
+    assert r.to_list() == t.to_pylist()
+    assert (r.fruit == "kiwi").eval().to_list() == [True, None, False]
+    assert lazyk.from_arrow(t.to_batches()[0]).to_list() == t.to_pylist()
+    with pytest.raises(TypeError, match="Table or RecordBatch"):
+        lazyk.from_arrow({"id": [1]})
