@@ -25,7 +25,7 @@ from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, broadcast_shapes
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.interchange import columns as _columns
-from lazyk.interchange import masked, offsets_array, regular
+from lazyk.interchange import masked, offsets_array, records_array, regular, text_array
 
 
 class Part:
@@ -69,15 +69,22 @@ def _trim(col: tuple) -> tuple:
         o = col[1]
         lo, hi = int(o[0]), int(o[-1])
         return ("list", o - o[0] if lo else o, _trim(_cut(col[2], lo, hi)))
+    if kind == "text":  # only the characters its strings reach
+        o = col[2]
+        return ("text", col[1], o - o[0], col[3][int(o[0]):int(o[-1])])
+    if kind == "record":
+        return ("record", col[1], [_trim(f) for f in col[2]])
     if kind in ("option", "regular"):
         return (kind, col[1], _trim(col[2]))
     return col
 
 
 def _buildable(col: tuple) -> bool:
-    if col[0] == "numpy":
+    if col[0] in ("numpy", "text"):
         return True
-    if col[0] == "option" and col[2][0] not in ("numpy", "list"):
+    if col[0] == "record":
+        return all(map(_buildable, col[2]))
+    if col[0] == "option" and col[2][0] not in ("numpy", "list", "text", "record"):
         return False
     return _buildable(col[2])
 
@@ -108,6 +115,8 @@ def widen(col: tuple, elem: T.Type) -> tuple:
         return ("list", col[1], widen(col[2], elem.elem))
     if col[0] == "regular":
         return ("regular", col[1], widen(col[2], elem.elem))
+    if col[0] == "record":
+        return ("record", col[1], [widen(f, elem.field(n)) for n, f in zip(col[1], col[2])])
     return col
 
 
@@ -119,6 +128,10 @@ def _entries(col: tuple) -> int:
         return len(col[1]) - 1
     if kind == "option":
         return len(col[1])
+    if kind == "text":
+        return len(col[2]) - 1
+    if kind == "record":
+        return _entries(col[2][0]) if col[2] else 0
     return _entries(col[2]) // max(col[1], 1)
 
 
@@ -155,6 +168,10 @@ def _cut(col: tuple, lo: int, hi: int) -> tuple:
         return ("option", col[1][lo:hi], _cut(col[2], lo, hi))
     if kind == "list":
         return ("list", col[1][lo:hi + 1], col[2])
+    if kind == "text":
+        return ("text", col[1], col[2][lo:hi + 1], col[3])
+    if kind == "record":
+        return ("record", col[1], [_cut(f, lo, hi) for f in col[2]])
     size = col[1]
     return ("regular", size, _cut(col[2], lo * size, hi * size))
 
@@ -170,6 +187,18 @@ def _cat(cols: list) -> tuple:
         return ("option", np.concatenate([c[1] for c in cols]), _cat([c[2] for c in cols]))
     if kind == "regular":
         return ("regular", cols[0][1], _cat([c[2] for c in cols]))
+    if kind == "record":
+        if len({tuple(c[1]) for c in cols}) != 1:
+            raise ShapeError("partitions of records with other fields cannot be joined")
+        return ("record", cols[0][1], [_cat(list(f)) for f in zip(*(c[2] for c in cols))])
+    if kind == "text":  # offsets shifted, the characters their strings reach joined
+        offsets, chars, base = [np.zeros(1, np.int64)], [], 0
+        for c in cols:
+            o = c[2].astype(np.int64)
+            offsets.append(o[1:] - o[0] + base)
+            base += int(o[-1] - o[0])
+            chars.append(c[3][int(o[0]):int(o[-1])])
+        return ("text", cols[0][1], np.concatenate(offsets), np.concatenate(chars))
     offsets, children, base = [np.zeros(1, np.int64)], [], 0
     for c in cols:
         o = c[1].astype(np.int64)
@@ -187,11 +216,19 @@ def build(col: tuple) -> Array:
         return regular(build(col[2]), col[1])
     if kind == "list":
         return offsets_array(col[1], build(col[2]), check=None)
+    if kind == "text":
+        return text_array(col[2], col[3], None, col[1])
+    if kind == "record":
+        return records_array(list(col[1]), [build(f) for f in col[2]])
     mask, child = col[1], col[2]
     if child[0] == "numpy":
         return masked(child[1], mask)
     if child[0] == "list":
         return offsets_array(child[1], build(child[2]), validity=mask, check=None)
+    if child[0] == "text":
+        return text_array(child[2], child[3], mask, child[1])
+    if child[0] == "record":
+        return records_array(list(child[1]), [build(f) for f in child[2]], mask)
     raise NotSupportedError("joining partitions with missing fixed-size rows (?N * T)")
 
 
