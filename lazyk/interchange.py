@@ -224,6 +224,7 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
         raise ArrayConstructionError("string offsets must be a 1-d integer array of n + 1 "
                                      "entries")
     offsets = offsets.astype(np.int64, copy=False)
+    chars = np.ascontiguousarray(chars).view(np.uint8).reshape(-1)
     if n:
         steps = np.diff(offsets)
         if offsets[0] < 0 or offsets[-1] > len(chars) or (steps < 0).any():
@@ -231,7 +232,6 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
             raise ArrayConstructionError(
                 f"string {i}: offsets {int(offsets[i])}, {int(offsets[i + 1])} decrease or "
                 f"leave the {len(chars)} bytes of characters")
-    chars = np.ascontiguousarray(chars).view(np.uint8).reshape(-1)
     text = memory.foreign(chars if len(chars) else np.zeros(1, np.uint8))
     region = 16 * n
     block = memory.MemoryBlock(max(region * (1 if valid is None else 2), 16), keep=[text])
