@@ -16,6 +16,7 @@ import numpy as np
 
 from lazyk import abi
 from lazyk import kernel as _kernel
+from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
 from lazyk.array import Array
@@ -44,10 +45,8 @@ from lazyk.leaves import (
     text_rows,
     text_view,
 )
-from lazyk.nestrun import plan_fill
 from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
-from lazyk.ragbind import RaggedBound
 from lazyk.runtime import (
     CASTINGS,
     THREAD_MIN,
@@ -764,11 +763,7 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
         env = self._bind_ragged(inputs, "no")  # the bound call reads these very arrays
-        fill = plan_fill(Expr(self.expr.node, env))
-        if isinstance(fill, str):
-            raise NotSupportedError(f"bind() of {self.signature}: {fill}: call the compiled "
-                                    "expression instead")
-        return RaggedBound(fill, out, self.signature)
+        return _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
 
 
 def _leaf_order(root: Node) -> list[str]:
