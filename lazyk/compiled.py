@@ -753,9 +753,6 @@ class RaggedCompiledExpr(CompiledExpr):
                 feeding more work, where() over missing values), it is a reduction over
                 every axis, string parameters, or the loop nest does not run it.
         """
-        if any(t[1] == _STRING_ELEMENT for t in self._types):
-            raise NotSupportedError(f"bind() of {self.signature}: string parameters run a "
-                                    "string step first: call the compiled expression instead")
         if len(inputs) == len(self.params):
             for label, x in zip(self.labels, inputs):
                 if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:

@@ -25,7 +25,7 @@ from lazyk.leaves import is_ragged
 from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
 from lazyk.nestrun import plan_fill
-from lazyk.rowrules import branch_masks
+from lazyk.rowrules import branch_masks, selects
 from lazyk.storerows import is_ragged_type, pair_rows
 
 _U8 = np.dtype(np.uint8)
@@ -307,6 +307,14 @@ def bind(expr: Expr, out, signature: str):
     values (the where() into scratch first). NotSupportedError naming the reason for what
     cannot be planned ahead of the values."""
     env, steps = dict(expr.env), []
+    nodes = toposort(expr.node)
+    used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
+    if any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) and \
+            any(n.op == "where" and selects(n) for n in nodes) and \
+            any(getattr(v, "option", False) for v in used):
+        # (its branches would read the elements of missing strings)
+        raise NotSupportedError(f"bind() of {signature}: where() over missing strings runs "
+                                "the string step first: call the compiled expression instead")
 
     def first(node):
         """Bind `node` into scratch of its result (computed once now: its structure);
