@@ -619,7 +619,7 @@ class RaggedCompiledExpr(CompiledExpr):
     loop-nest kernels underneath are compiled once per structure (cached;
     never keyed on sizes), so new data of the same types compiles nothing. `bind(out,
     *inputs)` does the checks and count passes once for repeated calls on the same arrays
-    (`lazyk.ragbind.RaggedBound`).
+    (`lazyk.ragbind.RaggedBound`, or `StepsBound` for forms in several kernel steps).
     """
 
     def __init__(self, expr: Expr):
@@ -741,17 +741,20 @@ class RaggedCompiledExpr(CompiledExpr):
         row lengths and missing rows), checks `out` against that structure once and
         prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
         Python per row) and sees in-place changes of the inputs' values; changing their
-        structure (row lengths, missing rows) needs a new bind (the kernel reports a
-        changed row length as a ShapeError).
+        structure (row lengths, missing rows) needs a new bind (a changed row length, or a
+        `?var` row that turned missing or present, raises ShapeError naming the row). A
+        reduction feeding more work (`x - x.mean(axis=-1, keepdims=True)`) and a reduction
+        of a where() over missing values bind as several kernel steps through scratch the
+        bound object owns (`lazyk.ragbind.StepsBound`: its calls run one at a time).
 
         Raises:
             TypeMatchError, CastingError, ShapeError: an input does not match its parameter.
             BindError: `out` has another dtype, dims or element kind than the result, or is
                 read-only; ShapeError: out's fixed sizes or row lengths differ (naming the
                 row).
-            NotSupportedError: the result's structure depends on the values (a reduction
-                feeding more work, where() over missing values), it is a reduction over
-                every axis, string parameters, or the loop nest does not run it.
+            NotSupportedError: the result's structure depends on the values (where()
+                over missing rows), where() over missing strings, `?n` results, or the loop
+                nest does not run it.
         """
         if len(inputs) == len(self.params):
             for label, x in zip(self.labels, inputs):

@@ -394,7 +394,8 @@ def _one_leaf_per_array(root, names, env):
 
 class NestFill:
     """The fill pass of a loop nest planned for one set of arrays (its count passes run):
-    kernel, kernel data words, parts, and the result's structure (`plan_fill`)."""
+    kernel, kernel data words, parts, and the result's structure (`plan_fill`).
+    `npartial`: a reduction over every axis, one partial result per part (else 0)."""
 
     def __init__(self, **fields):
         self.__dict__.update(fields)

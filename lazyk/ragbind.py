@@ -5,7 +5,11 @@ At bind the inputs are checked against the parameter types, the count passes run
 result's row lengths and missing rows), `out`'s structure is checked against them once
 (dims, row lengths, missing rows, element dtype) and every byte a call writes into `out`
 is located. A call then copies the prepared kernel data, runs the kernel parts on the
-native pool and stores the values: no Python per row, no count pass, no LLVM.
+native pool and stores the values: no Python per row, no count pass, no LLVM. A reduction
+over every axis combines its parts' partial results after the kernel. Forms the call runs
+in several steps (a reduction feeding more work, a reduction of a where() over missing
+values) bind as several prepared kernels through scratch the bound object owns
+(`StepsBound`).
 """
 from __future__ import annotations
 
@@ -95,8 +99,9 @@ class RaggedBound:
     missing state) made in place are seen. Their structure (row lengths, missing rows,
     the arrays themselves) is fixed at bind: the kernel checks every row it reads against
     the bound structure and raises ShapeError (naming the row) when a row's length
-    changed, ArrayConstructionError when its indices leave the content; bind again after
-    such changes (a row that became missing, or present, is not always detected).
+    changed, ArrayConstructionError when its indices leave the content, and each call
+    checks the inputs' `?var` row masks (ShapeError naming the input and the row that
+    turned missing, or present); bind again after such changes.
     Thread-safe: each thread has its own kernel data, status words and scratch values;
     calls at once into the same `out` write the same values.
     """
