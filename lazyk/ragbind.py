@@ -324,12 +324,22 @@ def bind(expr: Expr, out, signature: str):
     def first(node):
         """Bind `node` into scratch of its result (computed once now: its structure);
         the leaf that reads that scratch."""
-        sub = Expr(node, env)
-        scratch = runtime.evaluate(sub)
-        steps.append(_bound(sub, scratch, signature))
+        scratch = runtime.evaluate(Expr(node, env))
+        steps.append(one(node, scratch))
         leaf = wrap_array(scratch) if isinstance(scratch, np.ndarray) else as_expr(scratch)
         env.update(leaf.env)
         return leaf.node
+
+    def one(node, into):
+        """`node` (no inner reduction left) bound into `into`: a reduction of where()
+        over missing values takes each element's missing state from the branch it
+        selects, so the where() runs first (into scratch)."""
+        if node.op == REDUCE_OP:
+            top = node.srcs[0]
+            names = list(dict.fromkeys(n.arg for n in toposort(top) if n.op == "input"))
+            if branch_masks(top, names, [leaf_data(env[n]) for n in names]):
+                node = node.replace(srcs=(first(top),))
+        return _bound(Expr(node, env), into, signature)
 
     def inner(node, srcs):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
@@ -339,15 +349,7 @@ def bind(expr: Expr, out, signature: str):
     top = root.srcs[0] if root.op == REDUCE_OP else root
     if any(n.op == REDUCE_OP for n in toposort(top)):
         top = rewrite(top, inner)
-    if root.op == REDUCE_OP:
-        used = {n.arg for n in toposort(top) if n.op == "input"}
-        names = [n for n in env if n in used]
-        if branch_masks(top, names, [leaf_data(env[n]) for n in names]):
-            top = first(top)  # each element's missing state from the branch it selects
-        root = root.replace(srcs=(top,))
-    else:
-        root = top
-    last = _bound(Expr(root, env), out, signature)
+    last = one(root.replace(srcs=(top,)) if root.op == REDUCE_OP else top, out)
     return StepsBound(steps, last, signature) if steps else last
 
 
