@@ -239,8 +239,11 @@ class RaggedBound:
         except AttributeError:
             blocks, head, status, table, tab, values, flags = self._scratch()
         fill, nparts = self._fill, self._nparts
-        for name, level, slots, ok in self._inputs_rows:  # the rows bind counted
-            now = slots.get() != 0
+        for name, level, slots, ok, ok8 in self._inputs_rows:  # the rows bind counted
+            now = slots.get()
+            if np.array_equal(now, ok8):  # (mask bytes are 0 or 1: one compare)
+                continue
+            now = now != 0
             if not np.array_equal(now, ok):
                 i = int(np.argmax(now != ok))
                 raise ShapeError(f"input {name!r}: row {i} of ?var dimension {level} (counted "
@@ -382,7 +385,8 @@ def _input_rows(fill) -> list:
         levels = [k for k, d in enumerate(dims) if d == "?var"]
         rows = pair_rows(a.meta, a.meta, dims, dims, buf, offs, buf, offs)[-1]
         for level, (b, o, ok) in zip(levels, rows):
-            found.append((name, level, _Slots(b, o, _U8), ok.astype(bool)))
+            slots = _Slots(b, o, _U8)
+            found.append((name, level, slots, ok.astype(bool), slots.get().copy()))
     return found
 
 

@@ -572,11 +572,15 @@ def test_a_row_that_turns_missing_or_back_in_place_raises_naming_input_and_row()
 
 
 def test_stepped_bound_call_from_several_threads_at_once(small_parts):
+    """Calls of one stepped bound object run one at a time (a lock); those of an
+    every-axis reduction at once (each thread its own partial results)."""
     x = lazyk.placeholder("x", "N * var * float64")
     f = lazyk.compile(x - x.mean(axis=-1, keepdims=True))
     rng = np.random.default_rng(5)
     off, c, a = _pair(3000, rng)
     b = f.bind(lazyk.from_offsets(off.copy(), np.zeros(len(c))), a)
+    total = lazyk.compile(x.sum()).bind(np.zeros(()), a)
+    assert total._nparts > 1
     want = [v - np.mean(r) for r in _split(off, c) for v in r]
     errors = []
 
@@ -585,6 +589,7 @@ def test_stepped_bound_call_from_several_threads_at_once(small_parts):
             for _ in range(20):
                 got = [v for r in b().to_list() for v in r]
                 np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(float(total()), c.sum(), rtol=1e-12)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
