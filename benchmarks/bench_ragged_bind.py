@@ -2,9 +2,12 @@
 
     python benchmarks/bench_ragged_bind.py [--rows 100 1000000] [--repeat 7]
 
-Rows of 0..8 float64 values (mean 4). Two expressions: `x * 2 + y` into a `N * var *
-float64` out, and `(x * y).sum(axis=-1)` into an `N * float64` NumPy out. Prints the
-median time per call of each way and their ratio.
+Rows of 0..8 float64 values (mean 4); `q` has `?float64` values, one in eight missing.
+Expressions: `x * 2 + y` into a `N * var * float64` out, `(x * y).sum(axis=-1)` into an
+`N * float64` NumPy out, and the forms that bind as several kernel steps or combine
+partial results: centering rows (`x - x.mean(axis=-1, keepdims=True)`, two steps), a
+sum over every axis (a 0-d out), where() over missing values (one step) and a row sum
+of it (two steps). Prints the median time per call of each way and their ratio.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import time
 import numpy as np
 
 import lazyk
+from lazyk.interchange import masked
 
 
 def _median_call(fn, repeat: int) -> float:
@@ -38,23 +42,37 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     x = lazyk.placeholder("x", "N * var * float64")
     y = lazyk.placeholder("y", "N * var * float64")
-    ew, red = lazyk.compile(x * 2 + y), lazyk.compile((x * y).sum(axis=-1))
+    q = lazyk.placeholder("q", "N * var * ?float64")
+    forms = [("x * 2 + y", x * 2 + y, "x y", "var"),
+             ("(x * y).sum(axis=-1)", (x * y).sum(axis=-1), "x y", "rows"),
+             ("x - x.mean(-1, keepdims)", x - x.mean(axis=-1, keepdims=True), "x", "var"),
+             ("x.sum()", x.sum(), "x", "one"),
+             ("where(q > 0, q, y)", lazyk.where(q > 0, q, y), "q y", "?var"),
+             ("where(..).sum(axis=-1)", lazyk.where(q > 0, q, y).sum(axis=-1), "q y",
+              "?rows")]
     rng = np.random.default_rng(0)
     print(f"threads: {lazyk.get_num_threads()}")
-    print(f"{'rows':>9} {'expression':<22} {'k(.., out=o)':>14} {'bound()':>12} {'ratio':>7}")
+    print(f"{'rows':>9} {'expression':<26} {'k(.., out=o)':>14} {'bound()':>12} {'ratio':>7}")
     for n in args.rows:
         off = np.zeros(n + 1, np.int64)
         np.cumsum(rng.integers(0, 9, n), out=off[1:])
-        a = lazyk.from_offsets(off, rng.standard_normal(int(off[-1])))
-        b = lazyk.from_offsets(off, rng.standard_normal(int(off[-1])))
-        o = lazyk.from_offsets(off.copy(), np.zeros(int(off[-1])))
-        sums = np.zeros(n)
-        for name, k, out in (("x * 2 + y", ew, o), ("(x * y).sum(axis=-1)", red, sums)):
-            call = _median_call(lambda: k(a, b, out=out), args.repeat)
-            bound = k.bind(out, a, b)
+        m = int(off[-1])
+        data = {"x": lazyk.from_offsets(off, rng.standard_normal(m)),
+                "y": lazyk.from_offsets(off, rng.standard_normal(m)),
+                "q": lazyk.from_offsets(off, masked(rng.standard_normal(m),
+                                                    rng.integers(0, 8, m) > 0))}
+        outs = {"var": lambda: lazyk.from_offsets(off.copy(), np.zeros(m)),
+                "rows": lambda: np.zeros(n), "one": lambda: np.zeros(()),
+                "?var": lambda: lazyk.from_offsets(off.copy(), masked(np.zeros(m),
+                                                                      np.ones(m, bool))),
+                "?rows": lambda: masked(np.zeros(n), np.ones(n, bool))}
+        for name, e, names, kind in forms:
+            k, ins, out = lazyk.compile(e), [data[v] for v in names.split()], outs[kind]()
+            call = _median_call(lambda: k(*ins, out=out), args.repeat)
+            bound = k.bind(out, *ins)
             run = _median_call(bound, args.repeat)
-            print(f"{n:>9} {name:<22} {call * 1e6:>11.1f} us {run * 1e6:>9.1f} us "
-                  f"{call / run:>6.1f}x")
+            print(f"{n:>9} {name:<26} {call * 1e6:>11.1f} us {run * 1e6:>9.1f} us "
+                  f"{call / run:>6.1f}x", flush=True)
 
 
 if __name__ == "__main__":

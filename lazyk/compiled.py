@@ -16,6 +16,7 @@ import numpy as np
 
 from lazyk import abi
 from lazyk import kernel as _kernel
+from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
 from lazyk.array import Array
@@ -44,10 +45,8 @@ from lazyk.leaves import (
     text_rows,
     text_view,
 )
-from lazyk.nestrun import plan_fill
 from lazyk.ops import STRING as _STRING_ELEMENT
 from lazyk.ops import dtype_text, text_dtype
-from lazyk.ragbind import RaggedBound
 from lazyk.runtime import (
     CASTINGS,
     THREAD_MIN,
@@ -620,7 +619,7 @@ class RaggedCompiledExpr(CompiledExpr):
     loop-nest kernels underneath are compiled once per structure (cached;
     never keyed on sizes), so new data of the same types compiles nothing. `bind(out,
     *inputs)` does the checks and count passes once for repeated calls on the same arrays
-    (`lazyk.ragbind.RaggedBound`).
+    (`lazyk.ragbind.RaggedBound`, or `StepsBound` for forms in several kernel steps).
     """
 
     def __init__(self, expr: Expr):
@@ -742,21 +741,21 @@ class RaggedCompiledExpr(CompiledExpr):
         row lengths and missing rows), checks `out` against that structure once and
         prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
         Python per row) and sees in-place changes of the inputs' values; changing their
-        structure (row lengths, missing rows) needs a new bind (the kernel reports a
-        changed row length as a ShapeError).
+        structure (row lengths, missing rows) needs a new bind (a changed row length, or a
+        `?var` row that turned missing or present, raises ShapeError naming the row). A
+        reduction feeding more work (`x - x.mean(axis=-1, keepdims=True)`) and a reduction
+        of a where() over missing values bind as several kernel steps through scratch the
+        bound object owns (`lazyk.ragbind.StepsBound`: its calls run one at a time).
 
         Raises:
             TypeMatchError, CastingError, ShapeError: an input does not match its parameter.
             BindError: `out` has another dtype, dims or element kind than the result, or is
                 read-only; ShapeError: out's fixed sizes or row lengths differ (naming the
                 row).
-            NotSupportedError: the result's structure depends on the values (a reduction
-                feeding more work, where() over missing values), it is a reduction over
-                every axis, string parameters, or the loop nest does not run it.
+            NotSupportedError: the result's structure depends on the values (where()
+                over missing rows), where() over missing strings, `?n` results, or the loop
+                nest does not run it.
         """
-        if any(t[1] == _STRING_ELEMENT for t in self._types):
-            raise NotSupportedError(f"bind() of {self.signature}: string parameters run a "
-                                    "string step first: call the compiled expression instead")
         if len(inputs) == len(self.params):
             for label, x in zip(self.labels, inputs):
                 if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:
@@ -764,11 +763,7 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
         env = self._bind_ragged(inputs, "no")  # the bound call reads these very arrays
-        fill = plan_fill(Expr(self.expr.node, env))
-        if isinstance(fill, str):
-            raise NotSupportedError(f"bind() of {self.signature}: {fill}: call the compiled "
-                                    "expression instead")
-        return RaggedBound(fill, out, self.signature)
+        return _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
 
 
 def _leaf_order(root: Node) -> list[str]:

@@ -58,14 +58,20 @@ from lazyk.types import FixedDim
 
 class NestFill:
     """The fill pass of a loop nest planned for one set of arrays (its count passes run):
-    kernel, kernel data words, parts, and the result's structure (`plan_fill`)."""
+    kernel, kernel data words, parts, and the result's structure (`plan_fill`).
+    `npartial`: a reduction over every axis, one partial result per part (else 0)."""
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
-    def finish(self, values, flags):
+    def finish(self, values, flags, count: int = 0):
         """(values in the result dtype, present mask or None) from the fill pass's values
-        and flag bytes: the rules `evaluate_nest` applies."""
+        and flag bytes: the rules `evaluate_nest` applies. A reduction over every axis
+        combines its parts' partial results (`count`: the elements they folded)."""
+        if self.mode == "all":
+            values, mask = _all_total(values, flags, count, self.reduce_arg, self.mean,
+                                      self.option or self.qrows, self.skipna)
+            return values.astype(self.dtype, copy=False), mask
         if self.reduce_arg is None:
             mask = flags.view(bool) if self.option else None
             return values.astype(self.dtype, copy=False), mask
@@ -97,10 +103,12 @@ def plan_fill(expr):
     leaves = [leaf_data(expr.env[n]) for n in names]
     if not leaves:
         return "no array operands"
-    if branch_masks(root, names, leaves):
+    where_masks = branch_masks(root, names, leaves)
+    if where_masks and reduce_arg is not None:
         return "where() over missing values takes each element's missing state from " \
             "the branch it selects, in two steps"
-    got = nest_run(root, red_node, reduce_arg, names, leaves, plan=True)
+    got = nest_run(root, red_node, reduce_arg, names, leaves, where_masks=where_masks,
+                    plan=True)
     return "the loop nest does not take it in one pass" if got is None else got
 
 
@@ -180,8 +188,17 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
-    if mode == "all" and plan:
-        return "a reduction over every axis combines per-thread partials after the kernel"
+    if mode == "all" and plan:  # partial results per part, combined by `NestFill.finish`
+        words, _ = nest_words(levels, sizes, sel, sel_kinds)
+        parts = _all_parts(levels, sizes, sel, sel_kinds)
+        return NestFill(
+            kern=nest_kernel(spec, levels, sel_kinds, maskd, "all", "fill", skipna, step.mean),
+            parts=parts, words=words, consts=step.consts, labels=labels, leaves=leaves,
+            names=names, nvals=1, npartial=len(parts), acc=acc, dtype=red_node.dtype,
+            flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
+            skipna=skipna, reduce_arg=reduce_arg,
+            keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
+            offsets={}, xs_end=[], validity={})
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
@@ -243,14 +260,18 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
         if any(res[p] in qfix for p in range(nres)):
             return "the result has `?n` rows (missing rows against a fixed dim)"
+        if wq:
+            return "where() over missing rows takes a row's missing state from the branch " \
+                "each element selects: the result's rows follow the values"
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
         return NestFill(
             kern=nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                             False),
+                             where_masks and any(maskd)),
             parts=nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
-            words=words, consts=step.consts, labels=labels, leaves=leaves, nvals=nvals,
+            words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
+            nvals=nvals, npartial=0,
             acc=acc, dtype=(root if reduce_arg is None else red_node).dtype,
             flagged=any(maskd) or mode != "map", option=any(maskd), qrows=bool(qlev),
             last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
@@ -436,33 +457,45 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
     result; the partials combine here (the reference's rules for the total). `qrows`:
     missing rows (`?var`), skipped under skipna, else the result is missing."""
     words, _ = nest_words(levels, sizes, sel, kinds)
+    parts = _all_parts(levels, sizes, sel, kinds)
+    acc = np.dtype(spec.outputs[0][1])
+    out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
+    words[3], words[4] = out.ctypes.data, flags.ctypes.data
+    kern = nest_kernel(spec, levels, kinds, maskd, "all", "fill", skipna, step.mean)
+    statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
+    for rec in RECORDERS:
+        rec.append(("nest", kern, len(parts)))
+    count = sum(int(st[6]) for st in statuses)
+    values, mask = _all_total(out, flags, count, reduce_arg, step.mean, any(maskd) or qrows,
+                              skipna)
+    dims = [1] * len(levels) if reduce_arg[2] else []
+    return nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
+
+
+def _all_parts(levels, sizes, sel, kinds) -> list:
+    """Parts of a reduction over every axis: level-0 rows split by content, part t
+    writing partial result t."""
     n0 = sizes[0] if levels[0] == "f" else 1
     bounds = [0, n0]
     if levels[0] == "f":
         before = index_weight(sel, kinds, n0)
         if before is not None:
             bounds = nest_split(n0, before(n0), before)
-    acc = np.dtype(spec.outputs[0][1])
-    out, flags = np.empty(len(bounds) - 1, acc), np.zeros(len(bounds) - 1, np.uint8)
-    words[3], words[4] = out.ctypes.data, flags.ctypes.data
-    kern = nest_kernel(spec, levels, kinds, maskd, "all", "fill", skipna, step.mean)
-    parts = [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-    statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
-    for rec in RECORDERS:
-        rec.append(("nest", kern, len(parts)))
-    op = reduce_arg[0]
-    count = sum(int(st[6]) for st in statuses)
+    return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def _all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipna: bool):
+    """(value, present mask or None) of a reduction over every axis from the parts'
+    partial results, flag bytes and element count (the reference's rules for the total)."""
+    op, acc = reduce_arg[0], out.dtype
     bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
     with np.errstate(all="ignore"):
         value = _FOLD[op].reduce(out).astype(acc)
-        anym = any(maskd) or qrows
         valid = not bad if anym and not skipna else True
-        if op in ("min", "max") or (step.mean and (skipna or anym)):
+        if op in ("min", "max") or (mean and (skipna or anym)):
             valid = valid and count > 0
-        if step.mean:  # as NumPy: in float64, truncated back for an integer dtype
+        if mean:  # as NumPy: in float64, truncated back for an integer dtype
             value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
-    values, mask = _nest_reduced(np.array([value], acc),
-                                 np.array([int(valid) | (int(seen) << 1)], np.uint8),
-                                 reduce_arg, anym, skipna, whole=True)
-    dims = [1] * len(levels) if reduce_arg[2] else []
-    return nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
+    return _nest_reduced(np.array([value], acc),
+                         np.array([int(valid) | (int(seen) << 1)], np.uint8),
+                         reduce_arg, anym, skipna, whole=True)

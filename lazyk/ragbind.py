@@ -5,7 +5,11 @@ At bind the inputs are checked against the parameter types, the count passes run
 result's row lengths and missing rows), `out`'s structure is checked against them once
 (dims, row lengths, missing rows, element dtype) and every byte a call writes into `out`
 is located. A call then copies the prepared kernel data, runs the kernel parts on the
-native pool and stores the values: no Python per row, no count pass, no LLVM.
+native pool and stores the values: no Python per row, no count pass, no LLVM. A reduction
+over every axis combines its parts' partial results after the kernel. Forms the call runs
+in several steps (a reduction feeding more work, a reduction of a where() over missing
+values) bind as several prepared kernels through scratch the bound object owns
+(`StepsBound`).
 """
 from __future__ import annotations
 
@@ -14,13 +18,18 @@ import threading
 import numpy as np
 
 from lazyk import arrmeta as M
+from lazyk import runtime
 from lazyk import types as T
 from lazyk.array import Array
 from lazyk.backend.threads import get_num_threads, parallel_for
-from lazyk.errors import BindError, ShapeError
+from lazyk.errors import BindError, NotSupportedError, ShapeError
+from lazyk.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.leaves import is_ragged
 from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
+from lazyk.nestrun import plan_fill
+from lazyk.rowrules import branch_masks, selects
 from lazyk.storerows import is_ragged_type, pair_rows
 
 _U8 = np.dtype(np.uint8)
@@ -43,6 +52,14 @@ class _Slots:
             self.view = np.ndarray((n,), dt, buffer=buf, offset=int(offs[0]), strides=(step,))
         else:
             self.index = offs[:, None] + np.arange(k)
+
+    def get(self) -> np.ndarray:
+        """The n values there now."""
+        if self.n == 0:
+            return np.zeros(0, self.dt)
+        if self.view is not None:
+            return self.view
+        return np.ascontiguousarray(self.buf[self.index]).view(self.dt).reshape(-1)
 
     def put(self, values) -> None:
         if self.view is not None:
@@ -82,8 +99,9 @@ class RaggedBound:
     missing state) made in place are seen. Their structure (row lengths, missing rows,
     the arrays themselves) is fixed at bind: the kernel checks every row it reads against
     the bound structure and raises ShapeError (naming the row) when a row's length
-    changed, ArrayConstructionError when its indices leave the content; bind again after
-    such changes (a row that became missing, or present, is not always detected).
+    changed, ArrayConstructionError when its indices leave the content, and each call
+    checks the inputs' `?var` row masks (ShapeError naming the input and the row that
+    turned missing, or present); bind again after such changes.
     Thread-safe: each thread has its own kernel data, status words and scratch values;
     calls at once into the same `out` write the same values.
     """
@@ -92,18 +110,22 @@ class RaggedBound:
         self.signature = signature
         self._fill = fill
         # whether the result has missing values (`?T`): the rules applied to no elements
-        result_option = fill.finish(np.empty(0, fill.acc), np.zeros(0, np.uint8))[1] \
-            is not None
+        # (a reduction over every axis: to one present partial result)
+        k = 1 if fill.npartial else 0
+        result_option = fill.finish(np.zeros(k, fill.acc), np.full(k, 3, np.uint8),
+                                    count=1)[1] is not None
         self._kern = fill.kern
         self.out = out
         self._keep = (fill.leaves, fill.offsets, fill.words)
         self._rows = []  # (slots, bytes) of out's `?var` row masks
         self._mask = None
         self._place(out, result_option)
+        self._inputs_rows = _input_rows(fill)
         reduce_arg = fill.reduce_arg
         seeded = reduce_arg is not None and reduce_arg[0] in ("min", "max") and \
             len(reduce_arg) > 4
-        self._direct = 0 if seeded or self._shared(out) else self._slots.direct(fill.acc)
+        self._direct = 0 if seeded or fill.npartial or self._shared(out) else \
+            self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
         self._nstatus = 8 + nlev
@@ -197,8 +219,8 @@ class RaggedBound:
         """This thread's kernel data, status words, values and flags (made on its first
         call, then reused: calls from other threads never share them)."""
         fill, nparts = self._fill, self._nparts
-        values = None if self._direct else np.empty(fill.nvals, fill.acc)
-        flags = np.empty(fill.nvals, np.uint8) if fill.flagged else None
+        values = None if self._direct else np.empty(fill.npartial or fill.nvals, fill.acc)
+        flags = np.empty(fill.npartial or fill.nvals, np.uint8) if fill.flagged else None
         status = np.zeros((nparts, self._nstatus), np.int64)
         blocks = self._blocks.copy()
         words = blocks.view(np.int64)
@@ -217,9 +239,22 @@ class RaggedBound:
         except AttributeError:
             blocks, head, status, table, tab, values, flags = self._scratch()
         fill, nparts = self._fill, self._nparts
+        for name, level, slots, ok, ok8 in self._inputs_rows:  # the rows bind counted
+            now = slots.get()
+            if np.array_equal(now, ok8):  # (mask bytes are 0 or 1: one compare)
+                continue
+            now = now != 0
+            if not np.array_equal(now, ok):
+                i = int(np.argmax(now != ok))
+                raise ShapeError(f"input {name!r}: row {i} of ?var dimension {level} (counted "
+                                 f"over the present rows above) is "
+                                 f"{'missing' if ok[i] else 'present'} now, "
+                                 f"{'present' if ok[i] else 'missing'} at bind: bind again")
         # the kernel only reads its data, but a part's words are restored all the same
         blocks.view(np.int64)[:, :6] = head
         status[:, 0] = 0
+        if fill.npartial:
+            flags[:] = 0  # the parts fold their elements' flags into these
         step = max(1, get_num_threads())
         for at in range(0, nparts, step):
             parallel_for(self._kern.part, tab + table.itemsize * at, min(step, nparts - at))
@@ -229,7 +264,8 @@ class RaggedBound:
             if self._direct:
                 values = self._slots.view if isinstance(self._slots, _Slots) else \
                     self._slots.out.reshape(-1)
-            got, mask = fill.finish(values, flags) if flags is not None or \
+            count = int(status[:, 6].sum()) if fill.npartial else 0
+            got, mask = fill.finish(values, flags, count) if flags is not None or \
                 fill.reduce_arg is not None else (values, None)
             if not self._direct or got is not values:
                 self._slots.put(got)
@@ -241,6 +277,117 @@ class RaggedBound:
 
     def __repr__(self) -> str:
         return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
+
+
+class StepsBound:
+    """A bound call in several kernel steps: each reduction that feeds more work (and the
+    where() over missing values a reduction folds) computes into scratch this object owns,
+    which the next step reads in place; the last step computes into `out`. `b()` runs
+    every step's prepared kernels and returns `out`.
+
+    The inputs are read as by `RaggedBound`. Calls from several threads are safe but run
+    one at a time on one bound object (its steps share its scratch); bind once per thread
+    for calls in parallel.
+    """
+
+    def __init__(self, steps: list, last: RaggedBound, signature: str):
+        self.signature = signature
+        self.steps = steps
+        self.out = last.out
+        self._all = steps + [last]
+        self._lock = threading.Lock()
+
+    def __call__(self):
+        """Run each step on the bound arrays, the last into `out`; returns `out`."""
+        with self._lock:
+            for step in self._all:
+                step()
+        return self.out
+
+    def __repr__(self) -> str:
+        return f"<lazyk bound ragged call {self.signature}, {len(self._all)} steps>"
+
+
+def bind(expr: Expr, out, signature: str):
+    """The bound call of `expr` over its leaves (the arrays bound) into `out`: a
+    `RaggedBound`, or a `StepsBound` where a reduction feeds more work (each inner
+    reduction, innermost first, into scratch), or a reduction folds where() over missing
+    values (the where() into scratch first). NotSupportedError naming the reason for what
+    cannot be planned ahead of the values."""
+    env, steps = dict(expr.env), []
+    nodes = toposort(expr.node)
+    used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
+    if any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) and \
+            any(n.op == "where" and selects(n) for n in nodes) and \
+            any(getattr(v, "option", False) for v in used):
+        # (its branches would read the elements of missing strings)
+        raise NotSupportedError(f"bind() of {signature}: where() over missing strings runs "
+                                "the string step first: call the compiled expression instead")
+
+    def first(node):
+        """Bind `node` into scratch of its result (computed once now: its structure);
+        the leaf that reads that scratch."""
+        scratch = runtime.evaluate(Expr(node, env))
+        steps.append(one(node, scratch))
+        leaf = wrap_array(scratch) if isinstance(scratch, np.ndarray) else as_expr(scratch)
+        env.update(leaf.env)
+        return leaf.node
+
+    def one(node, into):
+        """`node` (no inner reduction left) bound into `into`: a reduction of where()
+        over missing values takes each element's missing state from the branch it
+        selects, so the where() runs first (into scratch)."""
+        if node.op == REDUCE_OP:
+            top = node.srcs[0]
+            names = list(dict.fromkeys(n.arg for n in toposort(top) if n.op == "input"))
+            if branch_masks(top, names, [leaf_data(env[n]) for n in names]):
+                node = node.replace(srcs=(first(top),))
+        return _bound(Expr(node, env), into, signature)
+
+    def inner(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        return first(node) if node.op == REDUCE_OP else node
+
+    root = expr.node
+    top = root.srcs[0] if root.op == REDUCE_OP else root
+    if any(n.op == REDUCE_OP for n in toposort(top)):
+        top = rewrite(top, inner)
+    last = one(root.replace(srcs=(top,)) if root.op == REDUCE_OP else top, out)
+    return StepsBound(steps, last, signature) if steps else last
+
+
+def _bound(expr: Expr, out, signature: str) -> RaggedBound:
+    fill = plan_fill(expr)
+    if isinstance(fill, str):
+        raise NotSupportedError(f"bind() of {signature}: {fill}: call the compiled "
+                                "expression instead")
+    return RaggedBound(fill, out, signature)
+
+
+def _input_rows(fill) -> list:
+    """(input name, level, slots, present at bind) of the row masks of every `?var` dim
+    of the inputs: each call checks them (a row that turned missing, or present, in place
+    changes the result's structure, which bind fixed)."""
+    found = []
+    for name, v in zip(fill.names, fill.leaves):
+        if not is_ragged(v):
+            continue
+        a = v.array
+        dims = _qdims_of(a.type)[0]
+        if "?var" not in dims:
+            continue
+        try:
+            buf, offs = _block(a)
+        except BindError:
+            raise BindError(f"input {name!r}: a {a.type} array over memory bind cannot "
+                            "address (its missing rows are checked on each call); pass "
+                            "an array made by lazyk") from None
+        levels = [k for k, d in enumerate(dims) if d == "?var"]
+        rows = pair_rows(a.meta, a.meta, dims, dims, buf, offs, buf, offs)[-1]
+        for level, (b, o, ok) in zip(levels, rows):
+            slots = _Slots(b, o, _U8)
+            found.append((name, level, slots, ok.astype(bool), slots.get().copy()))
+    return found
 
 
 def _qdims_of(t) -> tuple:

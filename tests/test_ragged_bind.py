@@ -45,13 +45,16 @@ def make_out(ref):
     return np.array(data, dtype=t.dtype).reshape([d.size for d in t.dims])
 
 
-def check_bound(ref_fn, bind_fn) -> str:
-    """'match', 'refused' or 'raises' (both raised alike); AssertionError otherwise."""
+def check_bound(ref_fn, bind_fn, scalars=False, again=None) -> str:
+    """'match', 'refused' or 'raises' (both raised alike); AssertionError otherwise.
+    `again`: (change, ref_fn2, call): after the bound call, `change()` changes the
+    inputs' values in place; the bound call must then give `ref_fn2()` and what
+    `call(out=o)` writes into a fresh out."""
     try:
         ref = ref_fn()
     except (ShapeError, ValueError):
         return "raises"  # lazyk's errors there: tests/test_ragged_today.py
-    if not ref.type.dims:
+    if not ref.type.dims and not scalars:
         return "scalar"
     out = make_out(ref)
     try:
@@ -63,13 +66,29 @@ def check_bound(ref_fn, bind_fn) -> str:
     except ValueError as e:  # the reference answered: lazyk must too
         raise AssertionError(f"bound call raised {e!r}; the reference gives {ref}") from e
     assert got is out
+    _same_out(out, ref)
+    if again is not None:
+        change, ref_fn2, call = again
+        change()
+        try:
+            ref2 = ref_fn2()
+        except (ShapeError, ValueError):
+            return "match"
+        assert bound() is out
+        _same_out(out, ref2)
+        fresh = make_out(ref2)
+        assert call(out=fresh) is fresh
+        _same_out(fresh, ref2)
+    return "match"
+
+
+def _same_out(out, ref) -> None:
     if isinstance(out, np.ndarray):
         assert out.dtype == ref.type.dtype
         assert same(out.tolist(), ref.data, rel=1e-5), (out.tolist(), ref.data)
     else:
         assert str(out.type) == str(ref.type) or "?var" in str(out.type)
         assert same(out.to_list(), ref.data, rel=1e-5), (out.to_list(), ref.data)
-    return "match"
 
 
 def placeholder(t: str, name="x"):
@@ -305,18 +324,23 @@ def test_numpy_rows_are_read_in_place():
 
 
 def test_what_cannot_be_bound_is_refused_by_name():
-    x = lazyk.placeholder("x", "N * var * float64")
-    a = lazyk.array([[1.0, 2.0], [], [3.0]])
-    with pytest.raises(NotSupportedError, match="reduction feeding further work"):
-        lazyk.compile(x - x.mean(axis=-1, keepdims=True)).bind(lazyk.array(
-            [[0.0, 0.0], [], [0.0]]), a)
-    with pytest.raises(NotSupportedError, match="every axis"):
-        lazyk.compile(x.sum()).bind(np.zeros(()), a)
-    q = lazyk.placeholder("q", "N * var * ?float64")
-    with pytest.raises(NotSupportedError, match="where"):
-        lazyk.compile(lazyk.where(q > 0, q, x)).bind(
-            lazyk.array([[0.0, 0.0], [], [0.0]], type="3 * var * ?float64"),
-            lazyk.array([[1.0, None], [], [2.0]], type="3 * var * ?float64"), a)
+    x = lazyk.placeholder("x", "N * ?var * float64")
+    y = lazyk.placeholder("y", "N * ?var * float64")
+    a = lazyk.array([[1.0, -2.0], None], type="2 * ?var * float64")
+    b = lazyk.array([None, [3.0]], type="2 * ?var * float64")
+    with pytest.raises(NotSupportedError, match="where.* missing rows.*rows follow the val"):
+        lazyk.compile(lazyk.where(x > 0, x, y)).bind(
+            lazyk.array([None, None], type="2 * ?var * float64"), a, b)
+    m = lazyk.placeholder("m", "N * 3 * float64")
+    with pytest.raises(NotSupportedError, match=r"`\?n` rows"):
+        lazyk.compile(x + m).bind(lazyk.array([[0.0] * 3, None], type="2 * ?3 * float64"),
+                                  lazyk.array([[1.0, 2, 3], None], type="2 * ?var * float64"),
+                                  np.ones((2, 3)))
+    t = lazyk.placeholder("t", "N * var * ?string")
+    with pytest.raises(NotSupportedError, match="where.. over missing strings"):
+        lazyk.compile(lazyk.where(t == "a", 1, 2)).bind(
+            lazyk.array([[0, 0]], type="1 * var * ?int64"),
+            lazyk.array([["a", None]], type="1 * var * ?string"))
 
 
 @pytest.fixture
@@ -352,6 +376,220 @@ def test_bound_call_from_several_threads_at_once(small_parts):
                     np.testing.assert_allclose(bs(), want_s)
                     got = [v for r in bg().to_list() for v in r]
                     assert np.array_equal(got, want_g)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+# ------------------------------------------- forms that bind as several kernel steps
+STEPPED = {
+    "x - x.mean(axis=-1, keepdims=True)": (
+        lambda x: x - x.mean(axis=-1, keepdims=True),
+        lambda X: R.elementwise("subtract", X, R.reduce("mean", X, -1, keepdims=True))),
+    "x / x.sum(axis=-1, keepdims=True)": (
+        lambda x: x / x.sum(axis=-1, keepdims=True),
+        lambda X: R.elementwise("true_divide", X, R.reduce("sum", X, -1, keepdims=True))),
+    "(x - x.max(axis=-1, keepdims=True)).sum(axis=-1)": (
+        lambda x: (x - x.max(axis=-1, keepdims=True, skipna=True)).sum(axis=-1),
+        lambda X: R.reduce("sum", R.elementwise(
+            "subtract", X, R.reduce("max", X, -1, keepdims=True, skipna=True)), -1)),
+    "x - x.mean()": (lambda x: x - x.mean(),
+                     lambda X: R.elementwise("subtract", X, R.reduce("mean", X))),
+}
+
+
+def _changer(t: str, d, a):
+    """(change: the values of `a` become x * -2 + 3, written in place through out=; the
+    reference of the new values)."""
+    p = lazyk.placeholder("p", t)
+    h = lazyk.compile(p * -2 + 3)
+
+    def change():
+        assert h(lazyk.array(d, type=t), out=a) is a
+    return change, lambda: R.elementwise("add", R.elementwise("multiply", R.array(d, t), -2),
+                                         3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=S.LAYOUTS + S.QVAR_LAYOUTS, dtypes=("float64", "int64", "float32")),
+       st.sampled_from(sorted(STEPPED)))
+def test_reductions_feeding_more_work_bind_and_match_the_reference(case, form):
+    t, d = case
+    fn, ref_fn = STEPPED[form]
+    f = lazyk.compile(fn(placeholder(t)))
+    a = lazyk.array(d, type=t)
+    change, ref2 = _changer(t, d, a)
+    got = check_bound(lambda: ref_fn(R.array(d, t)), lambda out: f.bind(out, a),
+                      scalars=True, again=(change, lambda: ref_fn(ref2()), lambda out: f(a, out=out)))
+    if "?var" not in t:
+        assert got in ("match", "raises"), got
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS, dtypes=S.NUMERIC),
+       st.sampled_from(LAZYK_REDUCERS), st.booleans(), st.booleans())
+def test_reductions_over_every_axis_bind_and_match_the_reference(case, op, keepdims, skipna):
+    t, d = case
+    kw = {} if op == "count" else {"skipna": skipna}
+    f = lazyk.compile(getattr(lazyk, op)(placeholder(t), keepdims=keepdims, **kw))
+    a = lazyk.array(d, type=t)
+    change, ref2 = _changer(t, d, a)
+
+    def ref(X):
+        return R.reduce(op, X, None, keepdims=keepdims, skipna=skipna)
+    got = check_bound(lambda: ref(R.array(d, t)), lambda out: f.bind(out, a), scalars=True,
+                      again=(change, lambda: ref(ref2()), lambda out: f(a, out=out)))
+    assert got in ("match", "raises"), got
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged_pair(layouts=S.LAYOUTS, option_rows=False),
+       st.sampled_from([None, "sum", "max", "center"]), st.booleans())
+def test_where_over_missing_values_binds_and_matches_the_reference(pair, op, skipna):
+    t1, d1, t2, d2 = pair
+    x, y = placeholder(t1, "x"), placeholder(t2, "y")
+    e = lazyk.where(x > 0, x, y)
+    f = lazyk.compile(e if op is None else
+                      x - e.mean(axis=-1, keepdims=True, skipna=skipna) if op == "center" else
+                      getattr(e, op)(axis=-1, skipna=skipna))
+    a, b = lazyk.array(d1, type=t1), lazyk.array(d2, type=t2)
+    change, ref2 = _changer(t1, d1, a)
+
+    def ref(X):
+        w = R.where(R.elementwise("greater", X, 0), X, R.array(d2, t2))
+        if op == "center":
+            return R.elementwise("subtract", X, R.reduce("mean", w, -1, keepdims=True,
+                                                         skipna=skipna))
+        return w if op is None else R.reduce(op, w, -1, skipna=skipna)
+    got = check_bound(lambda: ref(R.array(d1, t1)), lambda out: f.bind(out, a, b),
+                      scalars=True, again=(change, lambda: ref(ref2()), lambda out: f(a, b, out=out)))
+    assert got in ("match", "raises"), got
+    if "?" in t1 + t2 and op is not None and got == "match":  # where() first
+        assert len(f.bind(make_out(ref(ref2())), a, b).steps) == (2 if op == "center" else 1)
+
+
+def test_string_parameters_bind_and_read_the_strings_in_place():
+    s = lazyk.placeholder("s", "N * var * string")
+    t = lazyk.placeholder("t", "N * var * ?string")
+    sa = lazyk.array([["a", "bc"], [], ["xyz"]])
+    ta = lazyk.array([["a", None], [], ["xyz"]], type="3 * var * ?string")
+    n = lazyk.str_len(s)
+    cases = [(n * 2, (sa,), [[2, 4], [], [6]]),
+             (s == t, (sa, ta), [[True, None], [], [True]]),
+             (n.sum(axis=-1), (sa,), [3, 0, 3]),
+             (n - n.mean(axis=-1, keepdims=True), (sa,), [[-0.5, 0.5], [], [0.0]])]
+    for e, args, want in cases:
+        k = lazyk.compile(e)
+        ref = k(*args)
+        out = np.zeros(3, np.int64) if isinstance(want[0], int) else \
+            lazyk.array(_out_data(ref.to_list(), R.parse_type(str(ref.type)).dims, fill=True if "bool" in str(ref.type)
+                                  else 7), type=str(ref.type))
+        got = k.bind(out, *args)()
+        assert (got.tolist() if isinstance(got, np.ndarray) else got.to_list()) == want
+
+
+def _pair(n, rng):
+    off, c = _rows(rng.integers(0, 6, n), rng)
+    return off, c, lazyk.from_offsets(off, c)
+
+
+def test_stepped_forms_see_value_changes_and_compile_nothing_at_bind_or_call():
+    x = lazyk.placeholder("x", "N * var * float64")
+    forms = [lazyk.compile(x - x.mean(axis=-1, keepdims=True)), lazyk.compile(x - x.mean()),
+             lazyk.compile(x.sum())]
+    rng = np.random.default_rng(4)
+    off, c, a = _pair(40, rng)
+
+    def outs(off_):
+        return [lazyk.from_offsets(off_.copy(), np.zeros(int(off_[-1]))),
+                lazyk.from_offsets(off_.copy(), np.zeros(int(off_[-1]))), np.zeros(())]
+    for k, o in zip(forms, outs(off)):  # the first binds compile (cached per structure)
+        k.bind(o, a)()
+    before = (nest_stats["compiles"], lazyk.stats()["compiles"])
+    off, c, a = _pair(70, rng)  # new data of the same types
+    bound = [k.bind(o, a) for k, o in zip(forms, outs(off))]
+    for step in range(3):
+        c *= -1.5  # in place: the bound calls read the very arrays
+        c[::4] += step
+        rows = _split(off, c)
+        got = [b() for b in bound]
+        assert same(got[0].to_list(), [[v - np.mean(r) for v in r] for r in rows])
+        assert same(got[1].to_list(), [[v - c.mean() for v in r] for r in rows])
+        assert np.isclose(float(got[2]), c.sum())
+    assert (nest_stats["compiles"], lazyk.stats()["compiles"]) == before
+
+
+def test_stepped_forms_check_out_once_naming_out_and_the_row():
+    x = lazyk.placeholder("x", "N * var * float64")
+    a = lazyk.array([[1.0, 2.0], [], [3.0]])
+    f = lazyk.compile(x - x.mean(axis=-1, keepdims=True))
+    with pytest.raises(ShapeError, match=r"out: dimension 1 \(var\), row 2 .* length 2"):
+        f.bind(lazyk.array([[0.0, 0.0], [], [0.0, 0.0]]), a)
+    with pytest.raises(BindError, match="out has elements float32"):
+        f.bind(lazyk.array([[0.0, 0.0], [], [0.0]], type="3 * var * float32"), a)
+    s = lazyk.compile(x.sum(keepdims=True))
+    with pytest.raises(ShapeError, match=r"out has shape \(1,\), the result \(1, 1\)"):
+        s.bind(np.zeros(1), a)
+    with pytest.raises(BindError, match="out has dtype int64"):
+        s.bind(np.zeros((1, 1), np.int64), a)
+    q = lazyk.placeholder("q", "N * var * ?float64")
+    with pytest.raises(BindError, match=r"out: the result has .*missing values \(\(q: N "
+                                        r".*-> \?float64\): pass a lazyk array"):
+        lazyk.compile(q.sum()).bind(np.zeros(()), lazyk.array([[1.0, None]],
+                                                              type="1 * var * ?float64"))
+
+
+def test_a_row_that_turns_missing_or_back_in_place_raises_naming_input_and_row():
+    x = lazyk.placeholder("x", "N * ?var * float64")
+    copy = lazyk.compile(x + 0)
+    a = lazyk.array([[1.0], [], [2.0]], type="3 * ?var * float64")
+    forms = [(lazyk.compile(x * 2), lazyk.array([[0.0], [], [0.0]], type="3 * ?var * float64")),
+             (lazyk.compile(x.sum(axis=-1)), lazyk.array([0.0, 0.0, 0.0], type="3 * ?float64")),
+             (lazyk.compile(x - x.mean(axis=-1, keepdims=True)),
+              lazyk.array([[0.0], [], [0.0]], type="3 * ?var * ?float64"))]
+    bound = [k.bind(o, a) for k, o in forms]
+    for b in bound:
+        b()
+    # out= of another call writes a's rows in place: the empty row 1 becomes missing
+    copy(lazyk.array([[5.0], None, [6.0]], type="3 * ?var * float64"), out=a)
+    for b in bound:
+        with pytest.raises(ShapeError, match=r"input 'x': row 1 of \?var dimension 1 .*is "
+                                             r"missing now, present at bind: bind again"):
+            b()
+    copy(lazyk.array([[5.0], [], [6.0]], type="3 * ?var * float64"), out=a)  # present again
+    assert bound[0]().to_list() == [[10.0], [], [12.0]]
+    assert bound[1]().to_list() == [5.0, 0.0, 6.0]
+    assert bound[2]().to_list() == [[0.0], [], [0.0]]
+    b = forms[0][0].bind(lazyk.array([[0.0], None, [0.0]], type="3 * ?var * float64"),
+                         lazyk.array([[5.0], None, [6.0]], type="3 * ?var * float64"))
+    assert b().to_list() == [[10.0], None, [12.0]]
+
+
+def test_stepped_bound_call_from_several_threads_at_once(small_parts):
+    """Calls of one stepped bound object run one at a time (a lock); those of an
+    every-axis reduction at once (each thread its own partial results)."""
+    x = lazyk.placeholder("x", "N * var * float64")
+    f = lazyk.compile(x - x.mean(axis=-1, keepdims=True))
+    rng = np.random.default_rng(5)
+    off, c, a = _pair(3000, rng)
+    b = f.bind(lazyk.from_offsets(off.copy(), np.zeros(len(c))), a)
+    total = lazyk.compile(x.sum()).bind(np.zeros(()), a)
+    assert total._nparts > 1
+    want = [v - np.mean(r) for r in _split(off, c) for v in r]
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                got = [v for r in b().to_list() for v in r]
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(float(total()), c.sum(), rtol=1e-12)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
