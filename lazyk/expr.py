@@ -437,14 +437,6 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
         raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
                                       "number and a string have no common type)")
     data = [n.dtype for n in srcs if n.op != "const"]
-    units = {ops.text_unit(d) for d in data}
-    mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
-    if len(units) > 1 or (not data and mixed):
-        types = " and ".join(_operand_name(e) for e in exprs)
-        raise UnsupportedOperandError(
-            f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
-            "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
-            "with numpy.char.encode(u, 'utf-8')")
     if ops.BYTES in data and not builtins.all(
             d == ops.BYTES or d.kind == "S" for d in data) or ops.BYTES in data and \
             builtins.any(n.op == "const" and isinstance(n.arg, str) for n in srcs):
@@ -454,6 +446,14 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
             f"{what}: operand types {types}: bytes and str have no common type (bytes "
             "compare with bytes: a Python bytes, a bytes array or a NumPy 'S' array); "
             "encode the str first, e.g. 'kiwi'.encode()")
+    units = {ops.text_unit(d) for d in data}
+    mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
+    if len(units) > 1 or (not data and mixed):
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
+            "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
+            "with numpy.char.encode(u, 'utf-8')")
     # A Python str or bytes constant compares with string data of either kind by UTF-8
     # bytes (as numexpr reads string literals): a str is encoded, bytes are taken as they
     # are; against UTF-32 data both are packed as UTF-32 (bytes must then be UTF-8).
