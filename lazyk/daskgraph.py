@@ -130,8 +130,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
                                  f"{parts[0].type}: the rows must be of one type") from None
         # Parts without missing values where others have them (an Arrow chunk or Parquet
         # row group without nulls) get all-present masks: one type for every partition.
-        parts = [p if p.type.elem == elem else build(widen(_columns(p), elem))
-                 for p in parts]
+        parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
     layer = MaterializedLayer({(name, i): Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
@@ -197,8 +196,17 @@ def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
         except ValueError:
             raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
                                  f"{want}") from None
-        part = build(widen(_columns(part), want))  # all-present masks
+        part = _widened(part, want)  # all-present masks
     return Part(part)
+
+
+def _widened(a: Array, elem: T.Type) -> Array:
+    """`a` as rows of `elem` (its type with more options): all-present masks added to its
+    buffers; strings, bytes and dates, which have no buffers here, as Python values."""
+    try:
+        return build(widen(_columns(a), elem))
+    except NotSupportedError:
+        return array(a.to_list(), T.FixedDim(a.type.size, elem))
 
 
 def _from_dask(x: Any) -> RaggedArray:
