@@ -22,9 +22,11 @@ layers:
   would hide the lengths of the present rows it folded into a missing one).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
-Elements are numbers, `?T`, strings (`(r == "kiwi").sum(axis=-1)`; string partitions travel
-between processes and join as Python values) or records (`RaggedRecords`: `r.x` is a field
-collection, an operand; the records themselves are not).
+Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
+`lazyk.str_len(b)`; their partitions travel between processes and join as Python values)
+or records (`RaggedRecords`: `r.x` is a field collection, an operand; the records
+themselves are not). Collections hold date and time elements too; expressions over them
+raise UnsupportedOperandError, as on one machine.
 
 Operands: collections with the same row counts per partition (else ShapeError naming the
 operands and the counts); NumPy, fixed lazyk and Dask arrays join, split by the same rows
@@ -92,8 +94,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             shorter); not used with a list.
     Raises:
         TypeError: an object that is not a lazyk array (naming its type).
-        NotSupportedError: element types the collections do not hold (bytes, datetimes;
-            numbers, strings and records are taken).
+        NotSupportedError: element types the collections do not hold (tuples, fixed-size
+            strings and bytes; numbers, strings, bytes, dates, times and records are
+            taken).
         ValueError: a missing or non-positive `rows_per_part`; parts of different types.
     """
     if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):

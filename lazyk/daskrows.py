@@ -3,8 +3,9 @@
 A `RaggedArray` is a Dask collection whose partitions are lazyk arrays holding consecutive
 outer rows (row slices are views, nothing is copied); it is also a lazyk operand, so
 `lazyk.sin(r) * 2`, `r.sum(axis=-1)` build lazy expressions over it. Its elements are
-numbers, `?T` or strings; records are a `RaggedRecords`, whose fields (`r.x`) are
-`RaggedArray`s. `compute()` concatenates the partitions (contents joined, offsets shifted).
+numbers, `?T`, strings or bytes; records are a `RaggedRecords`, whose fields (`r.x`) are
+`RaggedArray`s. Date and time elements are held (split, persisted, computed), not
+computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine. `compute()` concatenates the partitions (contents joined, offsets shifted).
 `lazyk.daskparts` holds the partitions' data and what tasks run on them;
 `lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
@@ -174,8 +175,9 @@ class RaggedArray(_Collection, Expr):
     `row_counts` holds the rows of each partition (None for a single result that is not
     split by rows, e.g. a reduction over axis 0). `compute()` gives one lazyk array.
     Build one with `lazyk.dask.from_ragged`; `lazyk.dask.evaluate(expr)` over it gives
-    another (or a `dask.array` for plain results). Elements are numbers or strings
-    (`(r == "kiwi").sum(axis=-1)`); records are `RaggedRecords`.
+    another (or a `dask.array` for plain results). Elements are numbers, strings or bytes
+    (`(r == "kiwi").sum(axis=-1)`), or dates and times (held only); records are
+    `RaggedRecords`.
     """
 
     __slots__ = ("_dsk", "_name", "_counts", "_ltype")

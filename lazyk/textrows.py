@@ -1,5 +1,7 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
-`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records).
+`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records),
+and the same over `bytes` / `?bytes` elements (`ops.BYTES`: byte order, `str_len` their
+byte length; `lazyk.expr` refuses bytes against str before anything runs).
 
 `fused` runs an expression with its string operations inside the loop nest
 (`lazyk.nestrun` reads the `{begin, size}` elements in place). Where the nest does not take
