@@ -5,7 +5,8 @@ outer rows (row slices are views, nothing is copied); it is also a lazyk operand
 `lazyk.sin(r) * 2`, `r.sum(axis=-1)` build lazy expressions over it. Its elements are
 numbers, `?T`, strings or bytes; records are a `RaggedRecords`, whose fields (`r.x`) are
 `RaggedArray`s. Date and time elements are held (split, persisted, computed), not
-computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine. `compute()` concatenates the partitions (contents joined, offsets shifted).
+computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine.
+`compute()` concatenates the partitions (contents joined, offsets shifted).
 `lazyk.daskparts` holds the partitions' data and what tasks run on them;
 `lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
