@@ -559,7 +559,7 @@ def test_axis0_folds_of_deeper_missing_rows_by_hand():
     assert got.to_list() == [] and str(got.type) == str(want.type)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(rows(inner=("var * ?var * T", "var * ?var * var * T", "2 * ?var * T",
                    "var * var * ?var * T")),
        st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean", "count"]),

@@ -350,7 +350,7 @@ def bytes_check(expr, want, dims, elem):
     return got
 
 
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(bytes_case(), BYTE_VALUES)
 def test_bytes_against_python_bytes(case, c):
     dims, d, _, q = case
@@ -364,7 +364,7 @@ def test_bytes_against_python_bytes(case, c):
     bytes_check(lazyk.endswith(x, c), tree(lambda s: s.endswith(c), d), dims, p + "bool")
 
 
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(bytes_case())
 def test_two_bytes_arrays(case):
     dims, d, e, q = case
