@@ -45,8 +45,8 @@ from lazyk.leaves import (
     text_rows,
     text_view,
 )
+from lazyk.ops import BYTES, dtype_text, text_dtype
 from lazyk.ops import STRING as _STRING_ELEMENT
-from lazyk.ops import dtype_text, text_dtype
 from lazyk.runtime import (
     CASTINGS,
     THREAD_MIN,
@@ -790,5 +790,12 @@ def compile(expr: Any) -> CompiledExpr:
         CastingError: (on call) `casting` forbids converting an input to its parameter's
             dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
+        NotSupportedError: `bytes` arrays as parameters (evaluate those expressions).
     """
-    return CompiledExpr(as_expr(expr))
+    expr = as_expr(expr)
+    for n in toposort(expr.node):
+        if n.op == "input" and n.dtype == BYTES:  # bytes leaves: evaluated, not compiled
+            raise NotSupportedError(f"lazyk.compile of {expr.type}: bytes parameters "
+                                    f"({n.type_text()}) are not supported yet; evaluate "
+                                    "the expression instead (expr.eval())")
+    return CompiledExpr(expr)

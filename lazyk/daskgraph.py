@@ -17,13 +17,16 @@ layers:
   Over missing rows right under the outer rows (`N * ?var * ...`), or keeping var rows
   below two folded axes, each partial says what it folded (`daskparts.FoldRows`): a
   partition folding nothing adds nothing, a missing row makes the result missing (unless
-  `skipna`) while the present rows must still line up. Missing rows deeper down
-  (`N * var * ?var * T`) are refused over axis 0 (NotSupportedError).
+  `skipna`) while the present rows must still line up. Over missing rows deeper down
+  (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
+  would hide the lengths of the present rows it folded into a missing one).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
-Elements are numbers, `?T`, strings (`(r == "kiwi").sum(axis=-1)`; string partitions travel
-between processes and join as Python values) or records (`RaggedRecords`: `r.x` is a field
-collection, an operand; the records themselves are not).
+Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
+`lazyk.str_len(b)`; their partitions travel between processes and join as Python values)
+or records (`RaggedRecords`: `r.x` is a field collection, an operand; the records
+themselves are not). Collections hold date and time elements too; expressions over them
+raise UnsupportedOperandError, as on one machine.
 
 Operands: collections with the same row counts per partition (else ShapeError naming the
 operands and the counts); NumPy, fixed lazyk and Dask arrays join, split by the same rows
@@ -43,8 +46,22 @@ from lazyk import expr as lx
 from lazyk import types as T
 from lazyk.array import Array, array
 from lazyk.daskparts import Combine, FoldRows, Part, Task, build, nonempty, union, widen
-from lazyk.daskrows import RaggedArray, RowsLeaf, TypeOnly, collection, describe
-from lazyk.errors import BindError, NotSupportedError, ShapeError, TypeMatchError
+from lazyk.daskrows import (
+    RaggedArray,
+    RowsLeaf,
+    TypeOnly,
+    collection,
+    computable,
+    describe,
+    temporal,
+)
+from lazyk.errors import (
+    BindError,
+    NotSupportedError,
+    ShapeError,
+    TypeMatchError,
+    UnsupportedOperandError,
+)
 from lazyk.expr import DaskLeaf, Expr, leaf_data
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.interchange import columns as _columns
@@ -77,8 +94,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             shorter); not used with a list.
     Raises:
         TypeError: an object that is not a lazyk array (naming its type).
-        NotSupportedError: element types the collections do not hold (bytes, datetimes;
-            numbers, strings and records are taken).
+        NotSupportedError: element types the collections do not hold (tuples, fixed-size
+            strings and bytes; numbers, strings, bytes, dates, times and records are
+            taken).
         ValueError: a missing or non-positive `rows_per_part`; parts of different types.
     """
     if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
@@ -115,8 +133,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
                                  f"{parts[0].type}: the rows must be of one type") from None
         # Parts without missing values where others have them (an Arrow chunk or Parquet
         # row group without nulls) get all-present masks: one type for every partition.
-        parts = [p if p.type.elem == elem else build(widen(_columns(p), elem))
-                 for p in parts]
+        parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
     layer = MaterializedLayer({(name, i): Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
@@ -182,8 +199,17 @@ def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
         except ValueError:
             raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
                                  f"{want}") from None
-        part = build(widen(_columns(part), want))  # all-present masks
+        part = _widened(part, want)  # all-present masks
     return Part(part)
+
+
+def _widened(a: Array, elem: T.Type) -> Array:
+    """`a` as rows of `elem` (its type with more options): all-present masks added to its
+    buffers; strings, bytes and dates, which have no buffers here, as Python values."""
+    try:
+        return build(widen(_columns(a), elem))
+    except NotSupportedError:
+        return array(a.to_list(), T.FixedDim(a.type.size, elem))
 
 
 def _from_dask(x: Any) -> RaggedArray:
@@ -236,11 +262,11 @@ def _check_elem(t: T.Type, what: str) -> None:
     if isinstance(u, T.Record):
         return
     try:
-        describe(t)
+        describe(t, held=True)
     except (NotSupportedError, ValueError, TypeError):
         raise NotSupportedError(f"{what}: rows of type {t} are not supported (fixed, var and "
-                                "?var dims over numbers, strings or ?T; records under fixed "
-                                "and var dims)") from None
+                                "?var dims over numbers, strings, bytes, dates, times or ?T; "
+                                "records under fixed and var dims)") from None
 
 
 # ---------------------------------------------------------------- expression -> layers
@@ -259,6 +285,7 @@ class _Planner:
         self.env = {k: Placeholder(k, v.shape, v.dtype) if k in self.dask else v
                     for k, v in e.env.items()}
         self.root = e.node
+        self._computable()
         if isinstance(split_every, dict):  # per axis, as dask.array: the rows' axis
             split_every = split_every.get(0)
         self.split_every = max(2, int(split_every or 8))
@@ -267,6 +294,22 @@ class _Planner:
         self.counts = self._counts()
 
     # --- operands
+    def _computable(self) -> None:
+        """UnsupportedOperandError, as on one machine, for work on collections whose
+        elements expressions do not take (dates, times: collections only hold them)."""
+        for node in toposort(self.root):
+            for s in node.srcs:
+                v = self.env.get(s.arg) if s.op == "input" else None
+                if isinstance(v, RowsLeaf):
+                    try:
+                        computable(v.rows.type)
+                    except NotSupportedError as err:
+                        what = node.arg[0] if node.op == REDUCE_OP else node.op
+                        raise UnsupportedOperandError(
+                            f"{what}: unsupported operand type {v.rows.type} ({err}; "
+                            "collections hold date and time elements, expressions do "
+                            "not)") from None
+
     def _counts(self) -> tuple:
         seen = []
         for name, v in self.env.items():
@@ -324,7 +367,9 @@ class _Planner:
         root = rewrite(self.root, self._visit)
         if root.op == "input":
             r = self._operand(root.arg)
-            if isinstance(self.env[root.arg], RowsLeaf) and not _is_plain(Expr(root, self.env)):
+            v = self.env[root.arg]
+            if isinstance(v, RowsLeaf) and (not _is_plain(Expr(root, self.env)) or
+                                            temporal(v.rows.type.dtype)):
                 return r
         return self._layer(root, whole=not self._is_split(root), prefix="lazyk-rows")
 
@@ -369,11 +414,9 @@ class _Planner:
         outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
         if "?var" in str(under.elem.elem if outer_missing else src_type):
             # NOTE: a fold of deeper missing rows is one missing row in its partial, which
-            # no longer tells the present rows' lengths that must line up with the others.
-            raise NotSupportedError(
-                f"{op} over axis 0 of partitioned {src_type} on Dask: missing rows (?var) "
-                "below the first var dim fold only within one partition; reduce the inner "
-                "axes first, or compute")
+            # no longer tells the present rows' lengths that must line up with the others:
+            # the partitions' rows are joined and folded in one task instead.
+            return self._gathered(node)
         kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
         deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
         src = Expr(node.srcs[0], self.env)
@@ -396,6 +439,21 @@ class _Planner:
         keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
         return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True),
                           Combine(node.arg, node.dtype.str, bool(node.arg[2])))
+
+    def _gathered(self, node: Node) -> Node:
+        """A reduction over the rows' axis of data with missing rows below the first var
+        dim: the source per partition, then ONE task joins every partition's rows and
+        folds them (as in memory: every present row checked against the others)."""
+        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        fold = Combine(node.arg, node.dtype.str, bool(node.arg[2]))
+        name = f"lazyk-rows-{node.arg[0]}-gathered-{tokenize(src.name, fold)}"
+        task = (fold, *[(src.name, i) for i in range(src.npartitions)])
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
+                                              dependencies=[src])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
 
     def _fold_rows(self, node: Node, arg: tuple, depth: int) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer

@@ -2,7 +2,7 @@
 
 - `Part`: a partition between tasks, pickled as the buffers of its own rows (offsets
   rebased, masks, values), never as Python lists or the content a row slice points into
-  (strings and records travel as Python values);
+  (strings, bytes, dates and records travel as Python values);
 - `concat` / `build`: partitions joined along axis 0, column trees made into lazyk arrays;
   `union` / `widen`: parts with and without missing values made one type;
 - `Task`: one expression run on one partition's operands; `Combine`: partial reductions

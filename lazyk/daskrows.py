@@ -3,8 +3,10 @@
 A `RaggedArray` is a Dask collection whose partitions are lazyk arrays holding consecutive
 outer rows (row slices are views, nothing is copied); it is also a lazyk operand, so
 `lazyk.sin(r) * 2`, `r.sum(axis=-1)` build lazy expressions over it. Its elements are
-numbers, `?T` or strings; records are a `RaggedRecords`, whose fields (`r.x`) are
-`RaggedArray`s. `compute()` concatenates the partitions (contents joined, offsets shifted).
+numbers, `?T`, strings or bytes; records are a `RaggedRecords`, whose fields (`r.x`) are
+`RaggedArray`s. Date and time elements are held (split, persisted, computed), not
+computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine.
+`compute()` concatenates the partitions (contents joined, offsets shifted).
 `lazyk.daskparts` holds the partitions' data and what tasks run on them;
 `lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
@@ -65,21 +67,44 @@ class RowsLeaf(RaggedLeaf):
 
 
 # ---------------------------------------------------------------- the collection
-def describe(t: T.Type) -> tuple[tuple, np.dtype, bool]:
+_TEXT = {"string": ops.STRING, "bytes": ops.BYTES}
+
+
+def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
     """(shape with 'var', dtype, option?) of rows of type `t` in expressions: fixed, var and
-    `?var` dims over numeric `T` / `?T` or over `string` / `?string` (dtype `ops.STRING`);
-    NotSupportedError for other element types."""
+    `?var` dims over numeric `T` / `?T` or over `string` / `bytes` (`?string`, `?bytes`;
+    dtype `ops.STRING` / `ops.BYTES`); NotSupportedError for other element types. With
+    `held`, date / time elements too (dtype their NumPy one): collections hold them, and
+    expressions refuse them as on one machine."""
     u = t
     while isinstance(u, (T.FixedDim, T.VarDim)) or \
             isinstance(u, T.Option) and isinstance(u.elem, T.VarDim):
         u = u.elem
     inner = u.elem if isinstance(u, T.Option) else u
-    if not (isinstance(inner, T.Scalar) and inner.name == "string"):
+    name = inner.name if isinstance(inner, T.Scalar) and inner.name in _TEXT else None
+    if name is None and not (held and temporal(inner)):
         return describe_ragged(TypeOnly(t))
-    # strings are typed as their `{begin, size}` elements read as complex128 numbers
-    proxy = dshape(str(t).replace("string", "complex128"))
+    # text is typed as its `{begin, size}` elements read as complex128 numbers, dates and
+    # times as their int64 storage (the collection's `type` names them)
+    dims = str(t)[:-len(str(u))]
+    proxy = dshape(dims + ("?" if isinstance(u, T.Option) else "") +
+                   ("complex128" if name else "int64"))
     shape, _, option = describe_ragged(TypeOnly(proxy))
-    return shape, ops.STRING, option
+    return shape, _TEXT[name] if name else np.dtype(np.int64), option
+
+
+def temporal(t: T.Type) -> bool:
+    """Whether `t` is a date, time, datetime or timedelta element."""
+    try:
+        return t.to_numpy().kind in "mM"
+    except (NotSupportedError, AttributeError, TypeError):
+        return False
+
+
+def computable(t: T.Type) -> None:
+    """NotSupportedError (an UnsupportedOperandError, as on one machine) unless expressions
+    take rows of type `t`: dates and times are held by collections but not computed."""
+    describe(t)
 
 
 class _Collection:
@@ -151,8 +176,9 @@ class RaggedArray(_Collection, Expr):
     `row_counts` holds the rows of each partition (None for a single result that is not
     split by rows, e.g. a reduction over axis 0). `compute()` gives one lazyk array.
     Build one with `lazyk.dask.from_ragged`; `lazyk.dask.evaluate(expr)` over it gives
-    another (or a `dask.array` for plain results). Elements are numbers or strings
-    (`(r == "kiwi").sum(axis=-1)`); records are `RaggedRecords`.
+    another (or a `dask.array` for plain results). Elements are numbers, strings or bytes
+    (`(r == "kiwi").sum(axis=-1)`), or dates and times (held only); records are
+    `RaggedRecords`.
     """
 
     __slots__ = ("_dsk", "_name", "_counts", "_ltype")
@@ -160,8 +186,21 @@ class RaggedArray(_Collection, Expr):
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
         self._counts = None if counts is None else tuple(int(c) for c in counts)
-        shape, dtype, option = describe(t)
+        shape, dtype, option = describe(t, held=True)
         super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
+
+    @property
+    def type(self) -> T.Type:
+        """The lazyk type of the whole collection."""
+        return self._ltype
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements (`datetime64` / `timedelta64` for dates and
+        times, the `{begin, size}` element for strings and bytes)."""
+        t = self._ltype.dtype
+        t = t.elem if isinstance(t, T.Option) else t
+        return t.to_numpy() if temporal(t) else self.node.dtype
 
     def to_dask_array(self) -> Any:
         """A `dask.array` of the same partitions, for fixed dims over `T` or `?T`: chunks

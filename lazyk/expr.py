@@ -65,7 +65,7 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 _ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
                  "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
-_STRING_TYPES = (dshape("string"), dshape("?string"))
+_STRING_TYPES = (dshape("string"), dshape("?string"), dshape("bytes"), dshape("?bytes"))
 
 
 class Expr(Operators):
@@ -210,7 +210,7 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     `{begin, size}` string elements (`ops.STRING`) come only from a lazyk string array
     (`leaves.text_view`): their pointers are read by kernels, so NumPy records are refused.
     """
-    if not (owner is not None and arr.dtype == ops.STRING):
+    if not (owner is not None and arr.dtype in (ops.STRING, ops.BYTES)):
         check_dtype(arr.dtype, text=True)
     name = f"_{next(_counter)}"
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
@@ -231,7 +231,9 @@ def _wrap_text_rows(arr: Any) -> Expr:
     operations over it before the ragged path sees the expression."""
     shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
     name = f"_{next(_counter)}"
-    return Expr(Node("input", ops.STRING, shape, (), name), {name: RaggedLeaf(arr, option)})
+    elem = arr.type.dtype
+    dtype = leaves.text_element(elem.elem if isinstance(elem, T.Option) else elem)
+    return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
 def _missing_rows(v: Any) -> bool:
@@ -435,6 +437,15 @@ def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
         raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
                                       "number and a string have no common type)")
     data = [n.dtype for n in srcs if n.op != "const"]
+    if ops.BYTES in data and not builtins.all(
+            d == ops.BYTES or d.kind == "S" for d in data) or ops.BYTES in data and \
+            builtins.any(n.op == "const" and isinstance(n.arg, str) for n in srcs):
+        # `bytes` data is bytes as in Python: b"a" == "a" is an error here, not False
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types}: bytes and str have no common type (bytes "
+            "compare with bytes: a Python bytes, a bytes array or a NumPy 'S' array); "
+            "encode the str first, e.g. 'kiwi'.encode()")
     units = {ops.text_unit(d) for d in data}
     mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
     if len(units) > 1 or (not data and mixed):
@@ -472,12 +483,13 @@ def _utf8_text(value: str | bytes, what: str, exprs) -> str:
 def str_len(x: Any) -> Expr:
     """Lazy number of characters (code points) of each string, as int64.
 
-    `x`: a lazyk `string` / `fixed_string[n]` array, a NumPy `S` or `U` array, or a string
-    expression; over `?string` the result is `?int64` (missing where the string is), over a
-    trailing `var` dim it keeps the rows. Counts UTF-8 lead bytes, so it equals Python's
+    `x`: a lazyk `string` / `fixed_string[n]` / `bytes` array, a NumPy `S` or `U` array, or
+    a string expression; over `?string` the result is `?int64` (missing where the string
+    is), under `var` dims it keeps the rows. Counts UTF-8 lead bytes, so it equals Python's
     `len(s)` element by element; NUL padding of fixed-size strings is not counted (as
-    NumPy's `str_len`). NumPy `S` (bytes) data is read as UTF-8 too: for non-ASCII bytes
-    this differs from NumPy, which counts bytes.
+    NumPy's `str_len`). lazyk `bytes` elements count their bytes (Python's `len(b)`).
+    NumPy `S` data is read as UTF-8: for non-ASCII bytes this differs from NumPy, which
+    counts bytes.
     """
     e = operands("str_len", (x,))[0]
     if not is_text(e.dtype):

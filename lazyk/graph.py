@@ -118,6 +118,7 @@ def type_text(shape: tuple, dtype: np.dtype) -> str:
     dt = np.dtype(dtype)
     if dt.kind in "SUV":  # text dtypes of the op table (lazyk.ops.STRING, NumPy S / U)
         name = "string" if dt.names and dt.names[0].startswith("utf") else \
+            "bytes" if dt.names and dt.names[0].startswith("bytes") else \
             f"fixed_string[{dt.itemsize}]" if dt.kind == "S" else \
             f"fixed_string[{dt.itemsize // 4}, 'utf32']" if dt.kind == "U" else dt.name
         return " * ".join([str(d) for d in shape] + [name])

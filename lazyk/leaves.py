@@ -82,6 +82,14 @@ def is_text(dtype: np.dtype) -> bool:
     return bool(ops.text_unit(dtype))
 
 
+def text_element(t) -> np.dtype | None:
+    """The `{begin, size}` dtype of a `string` (`ops.STRING`) or `bytes` (`ops.BYTES`)
+    element type; None for any other type."""
+    if isinstance(t, Scalar) and t.name in ("string", "bytes"):
+        return ops.STRING if t.name == "string" else ops.BYTES
+    return None
+
+
 def check_dtype(dtype: np.dtype, what: str = "operand", text: bool = False) -> None:
     """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
     (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order), or with
@@ -162,10 +170,11 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
 
 
 def text_view(array) -> np.ndarray:
-    """A zero-copy NumPy view of the `{begin, size}` elements of a lazyk `string` array with
-    fixed dims (dtype `ops.STRING`); the caller keeps `array` alive with the view.
+    """A zero-copy NumPy view of the `{begin, size}` elements of a lazyk `string` or `bytes`
+    array with fixed dims (dtype `ops.STRING` / `ops.BYTES`); the caller keeps `array` alive
+    with the view.
 
-    NotSupportedError for var dims, missing strings (`?string`) and `bytes` elements.
+    NotSupportedError for var dims and missing strings (`?string`, `?bytes`).
     """
     t, shape, strides, at = array.type, [], [], 0
     meta = array.meta
@@ -173,19 +182,20 @@ def text_view(array) -> np.ndarray:
         shape.append(meta[at])
         strides.append(meta[at + 1])
         t, at = t.elem, at + 2
-    if not (isinstance(t, Scalar) and t.name == "string"):
+    dt = text_element(t)
+    if dt is None:
         what = "missing strings (?string)" if isinstance(t, Option) else \
             "var dimensions" if isinstance(t, VarDim) else f"element type {t}"
         raise NotSupportedError(f"string operations on {array.type}: {what} are not "
-                                "supported in expressions yet (fixed dims over string or "
-                                "fixed_string[n] only)")
+                                "supported in expressions yet (fixed dims over string, "
+                                "bytes or fixed_string[n] only)")
     if 0 in shape:
-        return np.empty(shape, ops.STRING)
+        return np.empty(shape, dt)
     ptr = array.ptr
     lo = ptr + builtins.sum(builtins.min(0, (n - 1) * s) for n, s in zip(shape, strides))
     hi = ptr + builtins.sum(builtins.max(0, (n - 1) * s) for n, s in zip(shape, strides)) + 16
     raw = np.frombuffer((ctypes.c_char * (hi - lo)).from_address(lo), np.uint8)
-    view = np.ndarray(shape, ops.STRING, raw, ptr - lo, strides)
+    view = np.ndarray(shape, dt, raw, ptr - lo, strides)
     view.flags.writeable = False
     return view
 
@@ -250,14 +260,15 @@ def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
 
 
 def text_rows(array, nested: bool = False):
-    """`array` (var dims and / or `?string` over `string` elements) with each 16-byte
-    `{begin, size}` element read as a complex128 number: the same arrmeta but the string's
-    trailing `{blockref}`, so the ragged row readers (`lazyk.rows`) gather the elements,
-    zero-copy up to that gather; `lazyk.textrows` views the values as `ops.STRING` again.
+    """`array` (var dims and / or `?string` over `string` or `bytes` elements) with each
+    16-byte `{begin, size}` element read as a complex128 number: the same arrmeta but the
+    string's trailing `{blockref}`, so the ragged row readers (`lazyk.rows`) gather the
+    elements, zero-copy up to that gather; `lazyk.textrows` views the values as
+    `ops.STRING` / `ops.BYTES` again (`text_element`).
 
     NotSupportedError for forms the ragged rows cannot hold (var dims below the last,
-    `?var` rows, records, `bytes` elements); `nested=True` takes fixed, var and `?var`
-    dims in any order (`var * var * string`: `lazyk.textrows` reads those itself).
+    `?var` rows, records); `nested=True` takes fixed, var and `?var` dims in any order
+    (`var * var * string`: `lazyk.textrows` reads those itself).
     """
     t, head = array.type, []
     while isinstance(t, (FixedDim, VarDim)) or \
@@ -267,10 +278,9 @@ def text_rows(array, nested: bool = False):
         t = t.elem if not isinstance(t, Option) else t.elem.elem
     option = isinstance(t, Option)
     inner = t.elem if option else t
-    if not (isinstance(inner, Scalar) and inner.name == "string") or \
-            not nested and "var" in head[:-1]:
+    if text_element(inner) is None or not nested and "var" in head[:-1]:
         raise NotSupportedError(f"string operations on {array.type}: only fixed, var and "
-                                "?var dims over string or ?string")
+                                "?var dims over string, ?string, bytes or ?bytes")
     proxy = dshape(" * ".join(head + [("?" if option else "") + "complex128"]))
     return type(array).from_parts(proxy, array.meta[:-1], array.ptr, array.owner,
                                   readonly=True)

@@ -488,8 +488,10 @@ def fmod(em, args, loop, attr):
 # text dtypes are: STRING, lazyk's `string` element `{char *begin; int64 size}` (UTF-8,
 # size in bytes); NumPy `S<n>` (`fixed_string[n]`: inline UTF-8 / ASCII, NUL-padded);
 # NumPy `U<n>` (inline UTF-32, NUL-padded); and STRING32, the `{begin, size}` form of a
-# UTF-32 constant compared with `U<n>` data (size in 4-byte units).
+# UTF-32 constant compared with `U<n>` data (size in 4-byte units). BYTES is lazyk's
+# `bytes` element, the same `{begin, size}` pair over raw bytes (byte order, byte length).
 STRING = np.dtype([("utf8_begin", np.uint64), ("utf8_size", np.int64)])
+BYTES = np.dtype([("bytes_begin", np.uint64), ("bytes_size", np.int64)])
 STRING32 = np.dtype([("utf32_begin", np.uint64), ("utf32_size", np.int64)])
 # Zero bytes kept after the text of every string parameter (`lazyk.spec.text_param`): an
 # element of up to this many bytes compares with a parameter in one fixed-size memcmp.
@@ -499,7 +501,7 @@ TEXT_PAD = 64
 def text_unit(dt) -> int:
     """Bytes per code unit of a text dtype (1: UTF-8 / bytes, 4: UTF-32); 0 for other dtypes."""
     dt = np.dtype(dt)
-    if dt == STRING or dt.kind == "S":
+    if dt == STRING or dt == BYTES or dt.kind == "S":
         return 1
     if dt == STRING32 or dt.kind == "U":
         return 4
@@ -514,7 +516,10 @@ def text_compare(pred: str):
 
 
 def str_len(em, args, loop, attr):
-    """Characters: UTF-8 lead bytes (bytes that are not 0b10xxxxxx), or UTF-32 units."""
+    """Characters: UTF-8 lead bytes (bytes that are not 0b10xxxxxx), or UTF-32 units; the
+    byte count of `bytes` elements."""
+    if np.dtype(loop[0]) == BYTES:
+        return args[0][1]
     return em.text_length(args[0], text_unit(loop[0]))
 
 

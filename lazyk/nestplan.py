@@ -15,7 +15,7 @@ from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import ShapeError
 from lazyk.leaves import is_ragged, text_rows
 from lazyk.nestkernel import split as nest_split
-from lazyk.ops import STRING
+from lazyk.ops import BYTES, STRING
 from lazyk.rows import check_extent
 
 
@@ -64,9 +64,9 @@ def nest_operand(leaf):
         moff, t = meta[k], t.elem
     if type(t).__name__ != "Scalar":
         return None
-    if t.name == "string":  # `{begin, size}` elements (lazyk.textrows fuses them)
+    if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.textrows fuses them)
         check_extent(text_rows(arr, nested=True))
-        dt = STRING
+        dt = STRING if t.name == "string" else BYTES
         return NestOperand(dims, arr.ptr, dt, moff, all(a % 8 == 0 for a in addrs))
     dt = t.to_numpy()
     if dt.kind not in "biufc":

@@ -212,12 +212,13 @@ _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
 # ---------------------------------------------------------------- text (strings)
 STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
+BYTES = lo.BYTES
 # NumPy's comparison name -> the text row that computes it
 TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",
                                                "equal", "not_equal")}
 
 
-_TEXT_NAMES = {"lazyk:string": STRING, "lazyk:string32": STRING32}
+_TEXT_NAMES = {"lazyk:string": STRING, "lazyk:string32": STRING32, "lazyk:bytes": BYTES}
 
 
 def dtype_text(dt: np.dtype) -> str:

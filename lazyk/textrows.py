@@ -1,5 +1,7 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
-`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records).
+`N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records),
+and the same over `bytes` / `?bytes` elements (`ops.BYTES`: byte order, `str_len` their
+byte length; `lazyk.expr` refuses bytes against str before anything runs).
 
 `fused` runs an expression with its string operations inside the loop nest
 (`lazyk.nestrun` reads the `{begin, size}` elements in place). Where the nest does not take
@@ -28,7 +30,7 @@ from lazyk.errors import NotSupportedError
 from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import build_rows, masked
-from lazyk.leaves import is_ragged, leaf_data, text_rows
+from lazyk.leaves import is_ragged, leaf_data, text_element, text_rows
 from lazyk.nestforms import evaluate_nest
 from lazyk.rows import (
     Operand,
@@ -96,23 +98,31 @@ def computed(expr: Expr, lowered: Expr):
     return array if array is not None else getattr(value, "owner", None)
 
 
+def _elements(arr: Array) -> np.dtype:
+    """`ops.STRING` or `ops.BYTES`: the `{begin, size}` dtype of a string / bytes array."""
+    t = arr.type.dtype
+    return text_element(t.elem if isinstance(t, Option) else t)
+
+
 def _operand(value):
-    """One string leaf flattened (`rows.Operand`) with its elements as `ops.STRING`."""
+    """One string leaf flattened (`rows.Operand`) with its elements as `ops.STRING` (or
+    `ops.BYTES`)."""
     if not is_ragged(value):
-        return from_numpy(value)  # fixed strings: lazyk `string`, NumPy S / U
+        return from_numpy(value)  # fixed strings: lazyk `string` / `bytes`, NumPy S / U
     proxy = text_rows(value.array)
+    dt = _elements(value.array)
     v = row_view(proxy)
     if v.mask_offset is None:
-        dense = _dense(v)
+        dense = _dense(v, dt)
         if dense is not None:  # rows back to back (offsets over content): no copy
             starts = np.cumsum(v.lengths) - v.lengths
             return Operand(v.outer, v.lengths, starts, dense, None, v.var, v.last)
     op = gather(proxy, np.dtype(np.complex128))
-    op.values = op.values.view(ops.STRING)  # missing elements were zeroed: "" (size 0)
+    op.values = op.values.view(dt)  # missing elements were zeroed: "" (size 0)
     return op
 
 
-def _dense(v) -> np.ndarray | None:
+def _dense(v, dt: np.dtype) -> np.ndarray | None:
     """The elements of rows that follow each other in memory, as one read-only view."""
     ptr, ln = v.rowptr, v.lengths
     if v.stride != 16 or not len(ptr):
@@ -124,7 +134,7 @@ def _dense(v) -> np.ndarray | None:
             return None
     total = int(ln.sum())
     raw = np.ctypeslib.as_array((ctypes.c_uint8 * (16 * total)).from_address(int(ptr[0])))
-    out = raw.view(ops.STRING)
+    out = raw.view(dt)
     out.flags.writeable = False
     return out
 
@@ -247,11 +257,12 @@ def _with_content(arr: Array, heads: list, at: int, content: Array,
 def _indexed(value):
     """(the elements of one string operand, flat: lazyk `{begin, size}` elements as
     complex128, so they are copied bit for bit; an index array of the operand's structure
-    numbering them, missing where the string is)."""
+    numbering them, missing where the string is; the elements' dtype)."""
     if not is_ragged(value):  # fixed dims: NumPy S / U, or lazyk strings' elements
         flat = np.ascontiguousarray(value).reshape(-1)
-        bits = flat.view(np.complex128) if flat.dtype == ops.STRING else flat
-        return bits, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value))
+        dt = flat.dtype
+        bits = flat.view(np.complex128) if dt in (ops.STRING, ops.BYTES) else flat
+        return bits, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value)), dt
     proxy = text_rows(value.array, nested=True)
     check_extent(proxy)  # every content element (and mask byte) lies inside its block
     heads, at, inner, moff = _region(proxy)
@@ -262,12 +273,13 @@ def _indexed(value):
     else:
         present = _content_view(proxy, np.dtype(np.uint8), at, inner, moff) != 0
         content = masked(numbers, present)
-    return elems.reshape(-1), _with_content(proxy, heads, at, content, readonly=True)
+    return elems.reshape(-1), _with_content(proxy, heads, at, content, readonly=True), \
+        _elements(value.array)
 
 
 def _compute_nested(node: Node, leaves: list, env: dict):
     """`_compute` when a string operand has var dims above the last one or ?var rows."""
-    elems, index = zip(*(_indexed(leaf_data(env[name])) for name in leaves))
+    elems, index, dtypes = zip(*(_indexed(leaf_data(env[name])) for name in leaves))
     exprs = [as_expr(i) for i in index]
     lined = []
     for k, e in enumerate(exprs):  # every index array over the common structure (fresh)
@@ -284,13 +296,13 @@ def _compute_nested(node: Node, leaves: list, env: dict):
     if moff is not None:  # missing where any operand is: its element is never read
         mask = _content_view(lined[0], np.dtype(np.uint8), at, inner, moff).reshape(-1) != 0
     data = {}
-    for name, flat, got in zip(leaves, elems, lined):
+    for name, flat, got, dt in zip(leaves, elems, lined, dtypes):
         idx = _content_view(got, np.dtype(np.int64), at, inner).reshape(-1)
         # a present element's number is one of the operand's; a missing one may be any
         vals = np.take(flat, idx, mode="clip") if len(flat) else np.zeros(len(idx), flat.dtype)
         if mask is not None:
             vals[~mask] = 0  # the empty string
-        data[name] = vals.view(ops.STRING) if vals.dtype == np.complex128 else vals
+        data[name] = vals.view(dt) if vals.dtype == np.complex128 else vals
     total = len(next(iter(data.values())))
     flat = node.replace(shape=(total,), srcs=tuple(
         s.replace(shape=(total,)) if s.op == "input" else s for s in node.srcs))

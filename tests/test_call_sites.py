@@ -88,6 +88,8 @@ def test_operators_on_non_numeric_arrays_raise(sym, op, other):
     for text, arr in _non_numeric():
         if text == "2 * string" and isinstance(other, (str, bytes)) and sym not in "+*":
             continue  # string comparisons compute (tests/test_strings*.py), bytes as UTF-8
+        if text == "2 * bytes" and isinstance(other, bytes) and sym not in "+*":
+            continue  # bytes compare with bytes (tests/test_strings_ragged.py); not with str
         # `"x" < arr` is Python's `arr > "x"`: the error names the operator that ran.
         mirror = {"<": ">", ">=": "<="}.get(sym, sym)
         for left, right, s in ((arr, other, sym), (other, arr, mirror)):
