@@ -24,9 +24,9 @@ row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." 
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the value's address +
 mask_offset. The folds are in `codegen.nestfold`. A reduction folds a contiguous row (`T` or `?T`) by
-windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
-every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
-the plain loop.
+windows of WINDOW lanes (`_window_fold`: no remainder loop), where the windows lie inside
+every operand's content (`start <= length - LEAD * WINDOW`, `stop >= WINDOW`); other rows
+take the plain loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
@@ -83,7 +83,7 @@ from lazyk.codegen.emit import (
     store_value,
 )
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
-from lazyk.codegen.nestfold import NO_VECTOR, WINDOW, NestFolds, hinted_loop
+from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 
 HEAD = 6
 OP_WORDS = 6
@@ -439,7 +439,8 @@ class _NestGen(NestFolds, KernelGen):
             for j in range(self.nin):
                 if self.kinds[j][k] != "n":
                     start, stop = self.row_ends[j]
-                    room = b.sub(self.f[j][k][4], c(WINDOW))  # length - WINDOW
+                    # length - LEAD * WINDOW: the leading windows inside the content
+                    room = b.sub(self.f[j][k][4], c(LEAD * WINDOW))
                     fast = b.and_(fast, b.and_(b.icmp_signed(">=", stop, c(WINDOW)),
                                                b.icmp_signed("<=", start, room)))
             with b.if_else(fast) as (then, otherwise):
