@@ -14,9 +14,9 @@ from lazyk.codegen.emit import I1, I8, I64, P8, lltype, store_value
 from lazyk.codegen.llvm import for_loop
 
 WINDOW = 8
-# Windows a row's fold starts with, masked to the row: rows of up to (LEAD + 1) * WINDOW
-# elements fold with no branch on their length (a random length mispredicts such a branch).
-LEAD = 2
+# Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
+# fold with no branch on their length (a random length mispredicts such a branch).
+LEAD = 3
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
@@ -365,11 +365,11 @@ class NestFolds:
 
     def _window_fold(self, bases, n, isz, k):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
-        accumulators take the row's first LEAD windows (lanes past n fold the identity),
-        then its blocks of WINDOW after those, then its last WINDOW elements (those not
-        folded yet). The windows may reach past the row: the caller checked that they lie
-        inside every operand's content (`start <= length - LEAD * WINDOW`,
-        `stop >= WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
+        accumulators take the row's first LEAD windows (lanes past n fold the identity);
+        a longer row then its blocks of WINDOW after those and its last WINDOW elements
+        (those not folded yet). The leading windows may reach past the row: the caller
+        checked that they lie inside every operand's content
+        (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
         counts them. Float sums are reassociated (as NumPy's pairwise sums are)."""
         b, c, em = self.b, self.c, self.em
         dt = self.out_dts[0]
@@ -404,16 +404,18 @@ class NestFolds:
             at = b.mul(b.add(i, c(LEAD)), c(WINDOW), flags=("nuw", "nsw"))
             for q, slot in enumerate(lanes):
                 fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
-        whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
-        hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(LEAD)), block,
-                    "wb", NO_VECTOR)
-        done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
-                        c(LEAD * WINDOW))
-        # the last window: lane q takes element n - WINDOW + q where it is not folded yet
-        # (n - WINDOW + q >= done)
-        last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
-        for q, slot in enumerate(lanes):
-            fold(slot, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
+        # longer rows: the blocks after the leading windows, then the last window, lane q
+        # taking element n - WINDOW + q where it is not folded yet (>= done); n > WINDOW:
+        # the window starts inside the row
+        with b.if_then(b.icmp_signed(">", n, c(LEAD * WINDOW))):
+            whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
+            hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(LEAD)), block,
+                        "wb", NO_VECTOR)
+            done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
+                            c(LEAD * WINDOW))
+            last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
+            for q, slot in enumerate(lanes):
+                fold(slot, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
