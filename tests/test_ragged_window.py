@@ -157,6 +157,12 @@ def test_every_row_length_around_the_windows():
                 want.append(f(r, **kw) if len(r) or op != "mean" else np.nan)
             np.testing.assert_allclose(got, np.array(want, np.float64), rtol=1e-12,
                                        equal_nan=True, err_msg=f"{name} {op}")
+    # rows of 1 stretching against those rows, their content long enough for windows
+    ones = np.arange(len(v), dtype=np.float64)
+    y = lazyk.from_offsets(np.arange(len(rows) + 1), ones)
+    got = (lazyk.from_offsets(off, v) * y).sum(axis=-1).eval().to_list()
+    np.testing.assert_allclose(got, [v[a:b].sum() * r for r, (a, b) in enumerate(rows)],
+                               rtol=1e-12)
 
 
 @settings(max_examples=20, deadline=None)

@@ -431,18 +431,20 @@ class _NestGen(NestFolds, KernelGen):
         if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
-            # rows of contiguous content (a stride word: the same for every row) with the
-            # leading windows' room in it (all but the last few rows): the window fold, no
+            # rows of contiguous content (a stride word: the same for every row), none
+            # stretched (a row of 1 against longer ones: the plain loop), with the leading
+            # windows' room in the content (all but the last few rows): the window fold, no
             # branch per element. Its last window, [stop - WINDOW, stop), runs only for
             # rows longer than the leading windows: inside the content too.
             fast = ir.Constant(I1, 1)
             for j in range(self.nin):
                 if self.kinds[j][k] != "n":
-                    start = self.row_ends[j][0]
+                    start, stop = self.row_ends[j]
                     room = b.sub(self.f[j][k][4], c(LEAD * WINDOW))  # length - LEAD * WINDOW
                     fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3],
                                                              c(isz[j])),
                                                b.icmp_signed("<=", start, room)))
+                    fast = b.and_(fast, b.icmp_signed("==", b.sub(stop, start), n))
             with b.if_else(fast) as (then, otherwise):
                 with then:
                     self._window_fold(bases, n, isz, k)
