@@ -280,6 +280,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
+    if mode == "reduce" and not (option or qlev) and (
+            reduce_arg[0] in ("sum", "prod", "any", "all") or
+            (reduce_arg[0] == "mean" and acc.kind not in "iu")):
+        flags = None  # every row has a value (`_nest_reduced` reads no flags)
     words[3] = out.ctypes.data
     words[4] = 0 if flags is None else flags.ctypes.data
     for p in rvar:  # the fill pass checks every result row against these

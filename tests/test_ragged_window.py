@@ -127,6 +127,44 @@ def test_neighbours_do_not_leak():
     np.testing.assert_array_equal(got, want)
 
 
+def test_every_row_length_around_the_windows():
+    """Rows of every length 0-60 (the leading windows, whole blocks, the last window) twice
+    over, shuffled, in content long enough for the window fold: every reduction against
+    NumPy, over float64, int32, `?float64` and a strided content (the plain loop)."""
+    rng = np.random.default_rng(11)
+    lens = rng.permutation(np.tile(np.arange(61), 2))
+    off = np.concatenate([[0], np.cumsum(lens)])
+    v = rng.integers(-5, 6, int(off[-1])).astype(np.float64) / 2
+    rows = [(a, b) for a, b in zip(off[:-1], off[1:])]
+    present = rng.random(len(v)) > 0.25
+    wide = np.repeat(v, 2)[::2]  # the same values, 16 bytes apart
+    for name, x, vals, mask in (
+            ("float64", lazyk.from_offsets(off, v), v, None),
+            ("int32", lazyk.from_offsets(off, (v * 2).astype(np.int32)),
+             (v * 2).astype(np.int32), None),
+            ("strided", lazyk.from_offsets(off, wide), v, None),
+            ("?float64", lazyk.from_offsets(off, lazyk.array(np.ma.masked_array(
+                v, mask=~present))), v, present)):
+        for op in ("sum", "prod", "min", "max", "mean", "any", "all"):
+            kw = {"initial": 0} if op in ("min", "max") else {}
+            got = getattr(x, op)(axis=-1, skipna=mask is not None, **kw).eval()
+            assert str(got.type).split(" * ")[0] == str(len(rows)), (name, op, got.type)
+            got = np.array([np.nan if g is None else g for g in got.to_list()], np.float64)
+            f = getattr(np, op)
+            want = []
+            for a, b in rows:
+                r = vals[a:b] if mask is None else vals[a:b][mask[a:b]]
+                want.append(f(r, **kw) if len(r) or op != "mean" else np.nan)
+            np.testing.assert_allclose(got, np.array(want, np.float64), rtol=1e-12,
+                                       equal_nan=True, err_msg=f"{name} {op}")
+    # rows of 1 stretching against those rows, their content long enough for windows
+    ones = np.arange(len(v), dtype=np.float64)
+    y = lazyk.from_offsets(np.arange(len(rows) + 1), ones)
+    got = (lazyk.from_offsets(off, v) * y).sum(axis=-1).eval().to_list()
+    np.testing.assert_allclose(got, [v[a:b].sum() * r for r, (a, b) in enumerate(rows)],
+                               rtol=1e-12)
+
+
 @settings(max_examples=20, deadline=None)
 @given(ragged(layouts=("N * var * var * T", "N * var * ?var * T"), nan=True),
        st.sampled_from(OPS), st.booleans(), st.booleans())
@@ -199,7 +237,7 @@ GUARDED = textwrap.dedent("""
     v[:] = np.arange(len(v)) % 7
     rng = np.random.default_rng(3)
     for trial in range(30):
-        lens = rng.integers(0, 25, 200)
+        lens = rng.integers(0, 41, 200)
         off = np.concatenate([[0], np.cumsum(lens)])
         off = off[off <= len(v)]
         off[-1] = len(v)  # the last row ends at the page's end

@@ -24,9 +24,9 @@ row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." 
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the value's address +
 mask_offset. The folds are in `codegen.nestfold`. A reduction folds a contiguous row (`T` or `?T`) by
-windows of WINDOW lanes (`_window_fold`: no remainder loop), where both windows lie inside
-every operand's content (`start <= length - WINDOW`, `stop >= WINDOW`); other rows take
-the plain loop.
+windows of WINDOW lanes (`_window_fold`: no remainder loop), where the windows lie inside
+every operand's content (`start <= length - LEAD * WINDOW`); other rows take the plain
+loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
 nest order; "reduce" folds the last level into one value per element of the level above
@@ -83,7 +83,7 @@ from lazyk.codegen.emit import (
     store_value,
 )
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
-from lazyk.codegen.nestfold import NO_VECTOR, WINDOW, NestFolds, hinted_loop
+from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 
 HEAD = 6
 OP_WORDS = 6
@@ -255,10 +255,10 @@ class _NestGen(NestFolds, KernelGen):
         `(length - 1) * index_stride` (no overflow: a bad row never passes)."""
         b, c = self.b, self.c
         _, _, istride, stride, length = f[:5]
-        if "s" not in kind:
-            return b.and_(b.icmp_signed(">=", start, c(0)),
-                          b.and_(b.icmp_signed("<=", start, stop),
-                                 b.icmp_signed("<=", stop, length)))
+        if "s" not in kind:  # unsigned: a negative start or stop fails too
+            return b.and_(b.icmp_signed(">=", length, c(0)),
+                          b.and_(b.icmp_unsigned("<=", start, stop),
+                                 b.icmp_unsigned("<=", stop, length)))
         n = b.sub(stop, start)
         # 0 <= start < length: the first element's offset start * istride cannot overflow
         # (check_extent found all `length` elements in their block)
@@ -432,17 +432,20 @@ class _NestGen(NestFolds, KernelGen):
         if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
-            # contiguous rows with a window's room in their content both sides (all but
-            # the first and last few rows): the window fold, no branch per element
-            fast = b.icmp_signed("==", n, c(1))
-            if any(self.kinds[j][k] != "n" for j in range(self.nin)):
-                fast = b.or_(fast, self._contiguous(k, steps, isz))
+            # rows of contiguous content (a stride word: the same for every row), none
+            # stretched (a row of 1 against longer ones: the plain loop), with the leading
+            # windows' room in the content (all but the last few rows): the window fold, no
+            # branch per element. Its last window, [stop - WINDOW, stop), runs only for
+            # rows longer than the leading windows: inside the content too.
+            fast = ir.Constant(I1, 1)
             for j in range(self.nin):
                 if self.kinds[j][k] != "n":
                     start, stop = self.row_ends[j]
-                    room = b.sub(self.f[j][k][4], c(WINDOW))  # length - WINDOW
-                    fast = b.and_(fast, b.and_(b.icmp_signed(">=", stop, c(WINDOW)),
+                    room = b.sub(self.f[j][k][4], c(LEAD * WINDOW))  # length - LEAD * WINDOW
+                    fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3],
+                                                             c(isz[j])),
                                                b.icmp_signed("<=", start, room)))
+                    fast = b.and_(fast, b.icmp_signed("==", b.sub(stop, start), n))
             with b.if_else(fast) as (then, otherwise):
                 with then:
                     self._window_fold(bases, n, isz, k)

@@ -14,6 +14,9 @@ from lazyk.codegen.emit import I1, I8, I64, P8, lltype, store_value
 from lazyk.codegen.llvm import for_loop
 
 WINDOW = 8
+# Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
+# fold with no branch on their length (a random length mispredicts such a branch).
+LEAD = 3
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
@@ -362,12 +365,12 @@ class NestFolds:
 
     def _window_fold(self, bases, n, isz, k):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
-        accumulators take the row's first WINDOW elements (lanes past n fold the identity),
-        then its blocks of WINDOW after the first, then its last WINDOW elements (those
-        not folded yet). The windows may reach past the row: the caller checked that they
-        lie inside every operand's content. Missing values (`?T`) fold the identity and
-        count as `_fold` counts them. Float sums are reassociated (as NumPy's pairwise sums
-        are)."""
+        accumulators take the row's first LEAD windows (lanes past n fold the identity);
+        a longer row then its blocks of WINDOW after those and its last WINDOW elements
+        (those not folded yet). The leading windows may reach past the row: the caller
+        checked that they lie inside every operand's content
+        (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
+        counts them. Float sums are reassociated (as NumPy's pairwise sums are)."""
         b, c, em = self.b, self.c, self.em
         dt = self.out_dts[0]
         ident = em.const(dt, self.red.identity(dt))
@@ -392,26 +395,47 @@ class NestFolds:
             if take is not None:
                 v = b.select(take, v, ident)
             b.store(self._combine(em, b.load(slot), v), slot)
-        for q, slot in enumerate(lanes):  # the first window
-            fold(slot, c(q), b.icmp_signed("<", c(q), n))
+        # the leading windows: lane q takes element w * WINDOW + q while it is in the row
+        for w in range(LEAD):
+            for q, inside in enumerate(self._lane_masks(n, ">", w * WINDOW)):
+                fold(lanes[q], c(w * WINDOW + q), inside)
 
         def block(i):
-            at = b.mul(b.add(i, c(1)), c(WINDOW), flags=("nuw", "nsw"))
+            at = b.mul(b.add(i, c(LEAD)), c(WINDOW), flags=("nuw", "nsw"))
             for q, slot in enumerate(lanes):
                 fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
-        whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
-        hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(1)), block, "wb",
-                     NO_VECTOR)
-        done = b.select(b.icmp_signed(">", whole, c(WINDOW)), whole, c(WINDOW))
-        for q, slot in enumerate(lanes):  # the last window
-            e = b.add(b.sub(n, c(WINDOW)), c(q))
-            fold(slot, e, b.icmp_signed(">=", e, done))
+        # longer rows: the blocks after the leading windows, then the last window, lane q
+        # taking element n - WINDOW + q where it is not folded yet (>= done); n > WINDOW:
+        # the window starts inside the row
+        with b.if_then(b.icmp_signed(">", n, c(LEAD * WINDOW))):
+            whole = b.and_(n, c(-WINDOW))  # the elements in whole blocks
+            hinted_loop(b, b.sub(b.lshr(whole, c(WINDOW.bit_length() - 1)), c(LEAD)), block,
+                        "wb", NO_VECTOR)
+            done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
+                            c(LEAD * WINDOW))
+            last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
+            for q, slot in enumerate(lanes):
+                fold(slot, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
         if not masked:
             b.store(b.add(b.load(self.count), n), self.count)
+
+    def _lane_masks(self, x, pred, first=0):
+        """Per lane q: `x pred first + q` (i1), from one vector compare of x against the
+        lane numbers (lane by lane, LLVM folds each compare its own way and the lanes no
+        longer vectorize)."""
+        b = self.b
+        vt = ir.VectorType(I64, WINDOW)
+        splat = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x,
+                                                  ir.Constant(ir.IntType(32), 0)),
+                                 ir.Constant(vt, ir.Undefined),
+                                 ir.Constant(ir.VectorType(ir.IntType(32), WINDOW),
+                                             [0] * WINDOW))
+        m = b.icmp_signed(pred, splat, ir.Constant(vt, list(range(first, first + WINDOW))))
+        return [b.extract_element(m, ir.Constant(ir.IntType(32), q)) for q in range(WINDOW)]
 
     def _mark(self, g):
         """Mark pass: the row at level g (of the element taking a missing row there) is
@@ -496,4 +520,6 @@ class NestFolds:
                       b.shl(b.zext(b.icmp_signed(">", n, c(0)), I8), ir.Constant(I8, 1)))
         if miss is not None:
             flags = b.or_(flags, b.shl(b.zext(miss, I8), ir.Constant(I8, 2)))
-        b.store(flags, b.gep(self.outm, [at]), align=1)
+        # no flag bytes (word 4 is 0) where the caller reads none: a plain sum
+        with b.if_then(b.icmp_unsigned("!=", b.ptrtoint(self.outm, I64), c(0))):
+            b.store(flags, b.gep(self.outm, [at]), align=1)
