@@ -31,3 +31,15 @@ def test_the_wide_float32_sum_is_still_vectorized():
     text = lazyk.array(np.ones(1000, np.float32)).sum().explain()
     asm = text[text.index("assembly"):]
     assert "vcvtps2pd" in asm and re.search(r"vaddpd\s+%[yz]mm", asm)
+
+
+def test_ragged_float32_sums_add_in_float64_too():
+    a = np.full(10**6, 0.1, np.float32)
+    exact = a.astype(np.float64).sum()
+    x = lazyk.from_offsets(np.array([0, 10**6]), a)  # one long row: the window fold
+    np.testing.assert_allclose(np.asarray(x.sum(axis=-1)), [exact], rtol=3e-7)
+    np.testing.assert_allclose(np.asarray(x.sum()), exact, rtol=3e-7)
+    np.testing.assert_allclose(np.asarray(x.mean(axis=-1)), [exact / a.size], rtol=3e-7)
+    assert np.asarray(x.sum(axis=-1)).dtype == np.float32
+    m = lazyk.array([[1.0, None, 3.0], []], type="2 * var * ?float32")
+    assert m.mean(axis=-1, skipna=True).eval().to_list() == [2.0, None]

@@ -288,15 +288,13 @@ class KernelGen:
 
     # accumulators live in allocas (SROA/mem2reg turns them into phis): simpler than phis
     # across the loop helper, and complex accumulators are two slots.
-    WIDE_SUMS = True
-
     @property
     def acc_dtype(self) -> np.dtype:
         """The accumulator's dtype: float32 / complex64 sums add in float64 (a sequential
         float32 sum of 1e6 values is off by ~1e-4 relative; NumPy's pairwise one by ~1e-7;
         the loop is bound by memory, not by the wider adds), anything else in its own."""
         dt = self.out_dts[0]
-        if self.WIDE_SUMS and self.red is not None and self.red.combine == "add" and \
+        if self.red is not None and self.red.combine == "add" and \
                 dt in (np.dtype(np.float32), np.dtype(np.complex64)):
             return np.dtype(np.float64 if dt.kind == "f" else np.complex128)
         return dt

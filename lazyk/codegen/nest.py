@@ -98,7 +98,6 @@ def nest_layout(nlev: int, nin: int) -> dict:
 
 
 class _NestGen(NestFolds, KernelGen):
-    WIDE_SUMS = False  # (rows fold in their own dtype; see codegen.nestfold)
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str,
                  npass: str, skipna: bool, mean: bool, name: str, target: Any,
                  where_masks: bool = False):

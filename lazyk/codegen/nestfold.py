@@ -372,13 +372,13 @@ class NestFolds:
         (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
         counts them. Float sums are reassociated (as NumPy's pairwise sums are)."""
         b, c, em = self.b, self.c, self.em
-        dt = self.out_dts[0]
+        dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
         masked = [j for j in range(self.nin) if self.masked[j]]
         with b.goto_entry_block():
-            lanes = [b.alloca(lltype(dt), name=f"lane{q}") for q in range(WINDOW)]
+            lanes = [b.alloca(lltype(acc), name=f"lane{q}") for q in range(WINDOW)]
         for slot in lanes:
-            b.store(ident, slot)
+            b.store(em.const(acc, self.red.identity(acc)), slot)
 
         def fold(slot, e, inside=None):
             """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
@@ -451,7 +451,7 @@ class NestFolds:
 
     def _reset(self):
         b = self.b
-        dt = self.out_dts[0]
+        dt = self.acc_dtype
         self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
         b.store(self.c(0), self.count)
         b.store(ir.Constant(I1, 0), self.bad)
@@ -480,8 +480,8 @@ class NestFolds:
         dt = self.out_dts[0]
         cnt = b.load(self.count)
         bad = b.load(self.bad)
-        store_value(b, self._acc_load(b, self.acc), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
-                    dt)
+        store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
+                    b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
         seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
         flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
         b.store(flags, b.gep(self.outm, [at]), align=1)
@@ -511,9 +511,9 @@ class NestFolds:
         if self.mean and dt.kind in "iu":
             v = self._int_mean(v, cnt, dt)
         elif self.mean:
-            cf = b.sitofp(cnt, lltype(dt))
+            cf = b.sitofp(cnt, lltype(self.acc_dtype))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
-        store_value(b, v, b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
         if miss is not None:
             valid = b.and_(valid, b.not_(miss))
         flags = b.or_(b.zext(valid, I8),
