@@ -12,12 +12,14 @@ import numpy as np
 
 from lazyk.array import array
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import masked, offsets_array
+from lazyk.interchange import columns, masked, offsets_array, regular
 from lazyk.leaves import is_ragged
+from lazyk.nestplan import positions
 from lazyk.nestrun import fixed_rows, nest_result, nest_run
 from lazyk.rowrules import branch_masks, inline_reductions, selects
+from lazyk.types import FixedDim
 
 
 def evaluate_nest(expr):
@@ -133,9 +135,9 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     last = len(dims) - 1
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         return _own_axis_first(got, red_node, reduce_arg)
-    if last < 1 or "v" in dims[:-1] or last not in (present if dims[-1] != "v" else validity):
+    if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
+            set(validity) - {last} or ("v" in dims[:-1] and dims[-1] != "v"):
         return None
-    outer = tuple(int(d) for d in dims[:-1])
     if dims[-1] == "v":
         rows, starts = validity[last], offsets[last]
         lens = np.where(rows, np.diff(starts), 1)
@@ -148,8 +150,24 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         vals[ok] = values[old[ok]]
         if flags is not None:
             ok[ok] = flags[old[ok]]
-        inner = offsets_array(off, masked(vals, ok), outer=outer, check=None)
-    else:
+        new = {**offsets, last: off}
+        inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    if dims[-1] == "v" and tuple(reduce_arg[1]) != (last,):
+        e = as_expr(inner)
+        got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+        if last in reduce_arg[1]:
+            return got  # one value per group: missing values do the work
+        # which result rows fold a missing row (or only missing rows): the same fold over
+        # the dims above the rows, in the nest, of one flag per row
+        skipna = len(reduce_arg) > 3 and reduce_arg[3]
+        flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
+                               _counts(dims[:-1], offsets))
+        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=tuple(reduce_arg[1]))))
+        return _last_rows(got, ~hit if skipna else hit, mark=not skipna)
+    if "v" in dims[:-1]:
+        return None
+    outer = tuple(int(d) for d in dims[:-1])
+    if dims[-1] != "v":
         n = int(dims[-1])
         rows = present[last].astype(bool)
         ok = np.repeat(rows, n) if flags is None else np.repeat(rows, n) & flags
@@ -165,10 +183,7 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     p = last if reduce_arg[2] else last - len(axes)
     if not (len(reduce_arg) > 3 and reduce_arg[3]):
         return fixed_rows(got, {p: np.logical_and.reduce(rows, axis=axes).ravel()})
-    none = ~np.logical_or.reduce(rows, axis=axes).ravel()
-    if dims[-1] != "v" or not none.any():
-        return got
-    return _emptied(got, p, none)
+    return got
 
 
 def _own_axis_first(parts, red_node, reduce_arg):
@@ -201,6 +216,57 @@ def _own_axis_first(parts, red_node, reduce_arg):
     return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
 
 
+def _counts(dims, offsets) -> list:
+    """How many elements each level of a nest result over `dims` has (`nest_result`'s xs)."""
+    lv = ["v" if d == "v" else "f" for d in dims]
+    sz = [0 if d == "v" else int(d) for d in dims]
+    return positions(sz[0] if lv[0] == "f" else 1, lv, sz, offsets, len(dims))
+
+
+def _leaf_values(result) -> np.ndarray:
+    """The values of a nest result without missing values, in order (no copy of rows)."""
+    if " * " not in str(result.type):
+        return np.asarray(result.to_numpy()).reshape(1)
+    tree = columns(result if isinstance(result.type, FixedDim) else result[None])
+    while tree[0] != "numpy":
+        tree = tree[-1]
+    return tree[1]
+
+
+def _last_rows(result, drop, mark: bool):
+    """`result` (its last dim var, over values) with the rows of its last dim where
+    `drop` is True emptied, and missing there (a `?var` dim) when `mark`: offsets and
+    values rebuilt with NumPy."""
+    top = isinstance(result.type, FixedDim)
+    tree = columns(result if top else result[None])
+
+    def build(node, outer=None):
+        kind = node[0]
+        if kind == "numpy":
+            return array(node[1])
+        if kind == "regular":
+            return regular(build(node[2]), node[1])
+        if kind == "option" and node[2][0] == "numpy":
+            return masked(node[2][1], node[1])
+        valid = node[1] if kind == "option" else None
+        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+        if child[0] in ("list", "regular") or (child[0] == "option" and
+                                                 child[2][0] != "numpy"):
+            return offsets_array(off, build(child), valid, outer=outer, check=None)
+        # the last dim: drop its rows' values where `drop` says
+        lens = np.where(drop, 0, np.diff(off))
+        new = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=new[1:])
+        seg = np.repeat(np.arange(len(lens)), lens)
+        idx = off[:-1][seg] + np.arange(int(new[-1])) - new[:-1][seg]
+        leaf = masked(child[2][1][idx], child[1][idx]) if child[0] == "option" else \
+            array(np.ascontiguousarray(child[1][idx]))
+        if mark:
+            valid = ~drop if valid is None else valid & ~drop
+        return offsets_array(new, leaf, valid, outer=outer, check=None)
+    return build(tree, None if top else ())
+
+
 def _missing_at(result, gone, depth: int):
     """`result` (outer dims of `depth`, then values or rows of one) with the values under
     its outer element i missing where `gone[i]` is True; its values `?T`."""
@@ -215,18 +281,6 @@ def _missing_at(result, gone, depth: int):
     parts = str(result.type).split(" * ")
     parts[-1] = parts[-1] if parts[-1].startswith("?") else "?" + parts[-1]
     return array(walk(result.to_list(), 0), type=" * ".join(parts))
-
-
-def _emptied(result, p: int, empty):
-    """`result` with the rows of result level p empty where `empty` is True (in order)."""
-    at = [0]
-
-    def walk(x, level):
-        if level == p:
-            at[0] += 1
-            return [] if empty[at[0] - 1] else x
-        return [walk(v, level + 1) for v in x]
-    return array(walk(result.to_list(), 0), type=str(result.type))
 
 
 def _one_leaf_per_array(root, names, env):

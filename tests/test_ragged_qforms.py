@@ -1,0 +1,70 @@
+"""Folds of data with missing rows (`?var`) the loop nest takes in two steps, against the
+reference: several axes at or above a `?var` dim under var dims (the elementwise part,
+each missing row as one row of missing values folded in the nest, and which result rows
+fold a missing row from the same fold of one flag per row). Values, dtypes, result types
+and missing state; empty arrays, empty rows and length-1 rows come from the strategies.
+"""
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_qaxes import _call
+from tests.test_ragged_qfull import in_nest
+from tests.test_ragged_today import LAZYK_REDUCERS, L
+
+# a `?var` dim under var dims (and fixed ones)
+QUNDER = ("N * var * ?var * T", "var * var * ?var * T", "var * 2 * ?var * T",
+          "2 * var * var * ?var * T")
+
+
+def _several(nd):
+    return [a for n in range(2, nd) for a in itertools.combinations(range(nd), n)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=QUNDER, dtypes=("float64", "int32"), nan=True, option_rows=False),
+       st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_several_axes_at_or_above_missing_rows_under_var_dims(case, op, data):
+    t, d = case
+    axes = data.draw(st.sampled_from(_several(R.parse_type(t).ndim)))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    in_nest(*_call(op, t, d, axes, keepdims, skipna))
+
+
+@settings(max_examples=20, deadline=None)
+@given(S.ragged(layouts=("N * var * ?var * T",), dtypes=("float64",), option_rows=False),
+       st.booleans())
+def test_broadcast_rows_of_missing_rows_under_var_dims(case, skipna):
+    """Length-1 rows stretch against the others in the fold (the strategies draw many)."""
+    t, d = case
+    for axes in ((0, 1), (1, 2), (0, 2)):
+        in_nest(*_call("sum", t, d, axes, False, skipna))
+
+
+def test_several_axes_above_missing_rows_under_var_dims_by_hand():
+    t = "2 * var * ?var * float64"
+    x = L(t, [[[1.0], None], [[2.0, 3.0]]])
+    got = x.sum(axis=(0, 1)).eval()
+    assert str(got.type) == "?var * ?float64" and got.to_list() is None
+    got = x.sum(axis=(0, 1), skipna=True).eval()
+    assert str(got.type) == "var * float64" and got.to_list() == [3.0, 4.0]
+    y = L("3 * var * ?var * int32", [[[1], None], [[2, 3]], []])
+    got = y.max(axis=(1, 2)).eval()
+    assert str(got.type) == "3 * ?int32" and got.to_list() == [None, 3, None]
+    # a group with no present row: an empty row under skipna, a missing one without
+    z = L("2 * var * ?var * float64", [[None, None], [[1.0], None]])
+    got = z.sum(axis=(0, 1), skipna=True).eval()
+    assert str(got.type) == "var * float64" and got.to_list() == [1.0]
+    w = L("2 * 2 * var * ?var * float64", [[[None], []], [[None], [None, [2.0, 3.0]]]])
+    got = w.sum(axis=(0, 2), skipna=True).eval()
+    assert str(got.type) == "2 * var * float64" and got.to_list() == [[], [2.0, 3.0]]
+    got = w.sum(axis=(0, 2)).eval()
+    assert str(got.type) == "2 * ?var * ?float64" and got.to_list() == [None, None]
+    for axes, skipna in itertools.product([(0, 2), (1, 2), (0, 1)], [False, True]):
+        in_nest(*_call("sum", "2 * 2 * var * ?var * float64", w.to_list(), axes, False,
+                       skipna))
