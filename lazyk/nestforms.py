@@ -120,13 +120,15 @@ def _evaluate_nest(expr):
 
 
 def _rows_first(root, red_node, reduce_arg, names, leaves):
-    """A fold of fixed dims over one trailing dim of missing rows that the nest does not
-    take in one pass (several axes at or above a `?var` dim; a middle or every axis over
-    `?n` rows): the elementwise part runs first, each missing row of its result becomes a
-    row of missing values (one for `?var`: it stretches; n for `?n`), which the fold skips
-    under skipna, and then the nest folds that. Without skipna a missing row makes its
-    group's result row missing; under skipna a `?var` group with no present row gives an
-    empty row (the rules of `tests/ragged_reference.py`). None for other forms."""
+    """A fold of fixed and var dims over one trailing dim of missing rows that the nest
+    does not take in one pass (several axes at or above a `?var` dim; a middle or every
+    axis over `?n` rows): the elementwise part runs first, each missing row of its result
+    becomes a row of missing values (one for `?var`: it stretches; n for `?n`), which the
+    fold skips under skipna, and then the nest folds that. Without skipna a missing row
+    makes its group's result row missing; under skipna a `?var` group with no present row
+    gives an empty row (the rules of `tests/ragged_reference.py`): which result rows fold
+    a missing row comes from the same fold, in the nest, of one flag per row. None for
+    other forms."""
     got = nest_run(root, root, None, names, leaves,
                     where_masks=branch_masks(root, names, leaves), parts_only=True)
     if got is None:
@@ -136,7 +138,7 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         return _own_axis_first(got, red_node, reduce_arg)
     if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
-            set(validity) - {last} or ("v" in dims[:-1] and dims[-1] != "v"):
+            set(validity) - {last} or set(present) - {last}:
         return None
     if dims[-1] == "v":
         rows, starts = validity[last], offsets[last]
@@ -152,38 +154,29 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
             ok[ok] = flags[old[ok]]
         new = {**offsets, last: off}
         inner = nest_result(vals, ok, dims, new, _counts(dims, new))
-    if dims[-1] == "v" and tuple(reduce_arg[1]) != (last,):
-        e = as_expr(inner)
-        got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
-        if last in reduce_arg[1]:
-            return got  # one value per group: missing values do the work
-        # which result rows fold a missing row (or only missing rows): the same fold over
-        # the dims above the rows, in the nest, of one flag per row
-        skipna = len(reduce_arg) > 3 and reduce_arg[3]
-        flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
-                               _counts(dims[:-1], offsets))
-        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=tuple(reduce_arg[1]))))
-        return _last_rows(got, ~hit if skipna else hit, mark=not skipna)
-    if "v" in dims[:-1]:
-        return None
-    outer = tuple(int(d) for d in dims[:-1])
-    if dims[-1] != "v":
-        n = int(dims[-1])
+    else:
         rows = present[last].astype(bool)
-        ok = np.repeat(rows, n) if flags is None else np.repeat(rows, n) & flags
-        inner = masked(values.reshape(outer + (n,)), ok.reshape(outer + (n,)))
+        ok = np.repeat(rows, int(dims[-1]))
+        inner = nest_result(values, ok if flags is None else ok & flags, dims, offsets,
+                            _counts(dims, offsets))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     axes = tuple(reduce_arg[1])
     if axes == (last,):  # a missing row reduced along its own axis: missing
-        return _missing_at(got, ~rows.ravel(), len(outer))
+        return _rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
     if last in axes:
         return got  # one value per group: missing values do the work
-    rows = rows.reshape(outer)
-    p = last if reduce_arg[2] else last - len(axes)
-    if not (len(reduce_arg) > 3 and reduce_arg[3]):
-        return fixed_rows(got, {p: np.logical_and.reduce(rows, axis=axes).ravel()})
-    return got
+    skipna = len(reduce_arg) > 3 and reduce_arg[3]
+    if skipna and dims[-1] != "v":
+        return got  # rows of n skipped values
+    # which result rows fold a missing row (or only missing rows): the same fold over the
+    # dims above the rows, in the nest, of one flag per row
+    flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
+                           _counts(dims[:-1], offsets))
+    hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes)))
+    if dims[-1] != "v":
+        return fixed_rows(got, {len(str(got.type).split(" * ")) - 2: ~hit})
+    return _rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
 
 
 def _own_axis_first(parts, red_node, reduce_arg):
@@ -233,54 +226,41 @@ def _leaf_values(result) -> np.ndarray:
     return tree[1]
 
 
-def _last_rows(result, drop, mark: bool):
-    """`result` (its last dim var, over values) with the rows of its last dim where
-    `drop` is True emptied, and missing there (a `?var` dim) when `mark`: offsets and
-    values rebuilt with NumPy."""
+def _rebuild(result, rows=None, leaf=None):
+    """`result` rebuilt with NumPy over its offsets (no Python per row): `rows(offsets)`
+    gives (drop, mark) for the rows of its last dim when that is var over values (those
+    rows emptied, and missing when `mark`); `leaf(values, mask)` builds its values."""
     top = isinstance(result.type, FixedDim)
     tree = columns(result if top else result[None])
 
+    def values(node):
+        got = (node[2][1], node[1]) if node[0] == "option" else (node[1], None)
+        return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
+
     def build(node, outer=None):
         kind = node[0]
-        if kind == "numpy":
-            return array(node[1])
+        if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
+            return values(node)
         if kind == "regular":
             return regular(build(node[2]), node[1])
-        if kind == "option" and node[2][0] == "numpy":
-            return masked(node[2][1], node[1])
         valid = node[1] if kind == "option" else None
         off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
-        if child[0] in ("list", "regular") or (child[0] == "option" and
-                                                 child[2][0] != "numpy"):
+        if rows is None or child[0] == "regular" or (
+                child[0] != "numpy" and not (child[0] == "option" and child[2][0] == "numpy")):
             return offsets_array(off, build(child), valid, outer=outer, check=None)
-        # the last dim: drop its rows' values where `drop` says
+        # the last dim: drop its rows' values where `rows` says
+        drop, mark = rows(off)
         lens = np.where(drop, 0, np.diff(off))
         new = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=new[1:])
         seg = np.repeat(np.arange(len(lens)), lens)
         idx = off[:-1][seg] + np.arange(int(new[-1])) - new[:-1][seg]
-        leaf = masked(child[2][1][idx], child[1][idx]) if child[0] == "option" else \
-            array(np.ascontiguousarray(child[1][idx]))
+        kept = ("option", child[1][idx], ("numpy", child[2][1][idx])) \
+            if child[0] == "option" else ("numpy", np.ascontiguousarray(child[1][idx]))
         if mark:
             valid = ~drop if valid is None else valid & ~drop
-        return offsets_array(new, leaf, valid, outer=outer, check=None)
+        return offsets_array(new, values(kept), valid, outer=outer, check=None)
     return build(tree, None if top else ())
-
-
-def _missing_at(result, gone, depth: int):
-    """`result` (outer dims of `depth`, then values or rows of one) with the values under
-    its outer element i missing where `gone[i]` is True; its values `?T`."""
-    at = [0]
-
-    def walk(x, level):
-        if level == depth:
-            at[0] += 1
-            return (None if not isinstance(x, list) else [None] * len(x)) \
-                if gone[at[0] - 1] else x
-        return [walk(v, level + 1) for v in x]
-    parts = str(result.type).split(" * ")
-    parts[-1] = parts[-1] if parts[-1].startswith("?") else "?" + parts[-1]
-    return array(walk(result.to_list(), 0), type=" * ".join(parts))
 
 
 def _one_leaf_per_array(root, names, env):

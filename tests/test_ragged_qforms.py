@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lazyk
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_qaxes import _call
 from tests.test_ragged_qfull import in_nest
-from tests.test_ragged_today import LAZYK_REDUCERS, L
+from tests.test_ragged_today import LAZYK_REDUCERS, RA, L
 
 # a `?var` dim under var dims (and fixed ones)
 QUNDER = ("N * var * ?var * T", "var * var * ?var * T", "var * 2 * ?var * T",
@@ -68,3 +70,39 @@ def test_several_axes_above_missing_rows_under_var_dims_by_hand():
     for axes, skipna in itertools.product([(0, 2), (1, 2), (0, 1)], [False, True]):
         in_nest(*_call("sum", "2 * 2 * var * ?var * float64", w.to_list(), axes, False,
                        skipna))
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("N * var * ?var * T", "var * var * ?var * T", "var * ?var * T"),
+                dtypes=("float64", "int64"), nan=True, option_rows=False),
+       st.integers(1, 3), st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_missing_rows_against_a_fixed_dim_under_var_dims(case, n, op, data):
+    """`?n` rows (a missing row against a NumPy operand's last dim of n) with var dims
+    above them, folded over a middle axis, several axes or every axis."""
+    t, d = case
+    nd = R.parse_type(t).ndim
+    a = np.arange(1, n + 1, dtype=np.float64)
+    axes = data.draw(st.sampled_from([None] + [a for k in range(1, nd + 1)
+                                               for a in itertools.combinations(range(nd), k)]))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    kw = {} if op == "count" else {"skipna": skipna}
+    r = R.array(a.tolist(), f"{n} * float64")
+
+    def ref():
+        return R.reduce(op, R.elementwise("add", RA(t, d), r), axes, keepdims=keepdims,
+                        skipna=skipna)
+
+    def got():
+        return getattr(lazyk, op)(L(t, d) + a, axis=axes, keepdims=keepdims, **kw)
+    in_nest(ref, got)
+
+
+def test_missing_rows_against_a_fixed_dim_under_var_dims_by_hand():
+    x = L("2 * var * ?var * float64", [[[1.0, 2.0], None], [[2.0, 3.0]]]) + np.ones(2)
+    got = x.sum(axis=1).eval()
+    assert str(got.type) == "2 * ?2 * ?float64" and got.to_list() == [None, [3.0, 4.0]]
+    got = x.sum(axis=(0, 1), skipna=True).eval()
+    assert str(got.type) == "2 * float64" and got.to_list() == [5.0, 7.0]
+    assert x.sum().to_list() is None
+    got = x.max(axis=2).eval()
+    assert str(got.type) == "2 * var * ?float64" and got.to_list() == [[3.0, None], [4.0]]
