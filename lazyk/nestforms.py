@@ -1,11 +1,12 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
 (`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
-elementwise part first. Folds over several axes at or above the `?var` dim of fixed dims
-over one trailing `?var` dim, folds over `?n` rows (a missing row against a fixed dim) and
-a missing row folded along its own axis above fixed dims run the elementwise part first
-(`_rows_first`); where() operands that combine a missing row with other rows are computed
-first (`_parts_first`). What the nest does not take raises NotSupportedError naming the
-types and the operation."""
+elementwise part first. Folds over several axes at or above the `?var` dim of fixed and
+var dims over one trailing `?var` dim, folds over `?n` rows (a missing row against a fixed
+dim) and a missing row folded along its own axis above fixed dims run the elementwise part
+first (`_rows_first`); their results are rebuilt with NumPy over offsets and present flags
+(`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
+a missing row with other rows are computed first (`_parts_first`). What the nest does not
+take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,10 +109,10 @@ def _evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var) under var dims, reductions run over one axis, " \
-            "all axes, or several axes below every ?var dim; a missing row against a " \
-            "fixed dim (?n rows) folds only with fixed dims above it; folded along its own " \
-            "axis, a ?var dim takes fixed dims below it" if any(
+        why = "with missing rows (?var), reductions run over one axis, all axes, several " \
+            "axes below every ?var dim, or several axes at or above one last ?var dim (no " \
+            "var or ?var dims below it); folded along its own axis, a ?var dim takes " \
+            "fixed dims below it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -187,8 +188,7 @@ def _own_axis_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below or \
-            0 in dims[1:a]:
+    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
         return None
     blk = int(np.prod(below, dtype=np.int64))
     rows, starts = validity[a], offsets[a]
@@ -203,7 +203,8 @@ def _own_axis_first(parts, red_node, reduce_arg):
     vals[ok] = values[old[ok]]
     if flags is not None:
         ok[ok] = flags[old[ok]]
-    inner = nest_result(vals, ok, dims, {**offsets, a: off}, [0] * a + [int(off[-1])])
+    new = {**offsets, a: off}
+    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})

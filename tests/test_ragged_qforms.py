@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,3 +107,43 @@ def test_missing_rows_against_a_fixed_dim_under_var_dims_by_hand():
     assert x.sum().to_list() is None
     got = x.max(axis=2).eval()
     assert str(got.type) == "2 * var * ?float64" and got.to_list() == [[3.0, None], [4.0]]
+
+
+def test_a_fold_over_several_axes_never_looks_into_rows_stretched_to_nothing():
+    """Axis 1 is kept below folded axis 0: its rows (lengths 0, 0, 0, 1) pair to length 0,
+    so the length-1 row stretches to nothing and the rows of lengths 2 and 0 it holds
+    (which axis 2 would fold together) reach no result; folded in any order, the same."""
+    t, d = "4 * var * var * var * float64", [[], [], [], [[[0.0, 0.0], []]]]
+    ref = R.reduce("sum", RA(t, d), (0, 2))
+    assert str(ref.type) == "var * var * float64" and ref.data == []
+    assert in_nest(*_call("sum", t, d, (0, 2), False, False)) == "match"
+    got = L(t, d).sum(axis=(0, 2)).eval()
+    assert str(got.type) == "var * var * float64" and got.to_list() == []
+    # where the row is reached (axis 1 of length 1 everywhere), they must still fold
+    d = [[[[1.0]]], [[[0.0, 0.0], []]]]
+    with pytest.raises(lazyk.ShapeError):
+        R.reduce("sum", RA("2 * var * var * var * float64", d), (0, 2))
+    with pytest.raises(lazyk.ShapeError):
+        L("2 * var * var * var * float64", d).sum(axis=(0, 2)).eval()
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=("N * ?var * ?var * T", "var * ?var * ?var * T", "N * ?var * var * T",
+                         "N * ?var * 2 * T", "2 * N * ?var * 2 * T"),
+                dtypes=("float64", "int32"), nan=True, option_rows=False),
+       st.sampled_from(LAZYK_REDUCERS), st.booleans(), st.booleans())
+def test_a_missing_row_folded_along_its_own_axis(case, op, keepdims, skipna):
+    """Along the axis of the (first) `?var` dim, with another `?var` dim, a var dim or
+    fixed dims (of size 0 too) below or above it: the result row under a missing row is
+    missing."""
+    t, d = case
+    a = t.split(" * ").index("?var")
+    in_nest(*_call(op, t, d, (a,), keepdims, skipna))
+
+
+def test_a_missing_row_folded_along_its_own_axis_under_a_dim_of_0():
+    t = "2 * 0 * ?var * 2 * float64"
+    for op, skipna in itertools.product(("sum", "max"), (False, True)):
+        assert in_nest(*_call(op, t, [[], []], (2,), False, skipna)) == "match"
+    got = L(t, [[], []]).sum(axis=2).eval()
+    assert str(got.type) == "2 * 0 * ?2 * ?float64" and got.to_list() == [[], []]
