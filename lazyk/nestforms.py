@@ -138,6 +138,9 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     last = len(dims) - 1
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         return _own_axis_first(got, red_node, reduce_arg)
+    q = min(validity) if len(validity) == 1 and not present else last
+    if q < last and len(reduce_arg[1]) > 1 and 0 < q and dims[q] == "v":
+        return _middle_first(got, red_node, reduce_arg, q)
     if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
             set(validity) - {last} or set(present) - {last}:
         return None
@@ -178,6 +181,129 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if dims[-1] != "v":
         return fixed_rows(got, {len(str(got.type).split(" * ")) - 2: ~hit})
     return _rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
+
+
+def _middle_first(parts, red_node, reduce_arg, q: int):
+    """A fold over several axes at or above the one `?var` dim q of the elementwise result
+    `parts`, with dims below it: each missing row becomes one element of missing values
+    (var rows below of length 1, which stretch; fixed ones full), the nest folds that,
+    and the result rows at the first kept dim from q on are marked missing where their
+    group has a missing row (at q itself when q is the first folded axis, skipna too),
+    or under skipna emptied where it has only missing rows: flags from the same fold,
+    in the nest, of one flag per row."""
+    values, flags, dims, offsets, validity, _ = parts
+    axes, keep, skipna = tuple(reduce_arg[1]), bool(reduce_arg[2]), \
+        len(reduce_arg) > 3 and bool(reduce_arg[3])
+    if axes[0] > q:
+        return None
+    rows = validity[q]
+    # each new element's source (-1: the filler of a missing row), level by level
+    starts = offsets[q]
+    lens = np.where(rows, np.diff(starts), 1)
+    new = {k: o for k, o in offsets.items() if k < q}
+    new[q] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    src = np.where(np.repeat(rows, lens), _ranges(starts[:-1], lens), -1)
+    for k in range(q + 1, len(dims)):
+        if dims[k] == "v":
+            o = offsets[k]
+            n = np.where(src >= 0, o[src + 1] - o[src], 1)
+            first = np.where(src >= 0, o[np.maximum(src, 0)], 0)
+            new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+            src = np.where(np.repeat(src >= 0, n), _ranges(first, n), -1)
+        else:
+            n = int(dims[k])
+            src = np.where(np.repeat(src >= 0, n),
+                           (np.maximum(src, 0)[:, None] * n + np.arange(n)).reshape(-1), -1)
+    ok = src >= 0
+    vals = np.where(ok, values[np.maximum(src, 0)] if len(values) else 0, 0).astype(
+        values.dtype)
+    if flags is not None:
+        ok &= flags[np.maximum(src, 0)] if len(flags) else ok
+    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    kept = [k for k in range(len(dims)) if k not in axes]
+    k = next((k for k in kept if k >= q), None)  # the first kept dim from q on
+    first = axes[0] == q  # a missing row at the first folded axis stays missing
+    if not first and (k is None or dims[k] != "v" and skipna):
+        return got  # missing values do the work (skipped, or missing)
+    if first:
+        hit = ~rows
+    else:
+        flags_of = nest_result(rows if skipna else ~rows, None, dims[:q], offsets,
+                               _counts(dims[:q], offsets))
+        above = tuple(a for a in axes if a < q)
+        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=above)))
+        hit = ~hit if skipna else hit
+    if k is None:  # one value per row: missing where the row is
+        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+    p = k if keep else len([j for j in kept if j < k])
+    if dims[k] != "v":
+        return fixed_rows(got, {p: (~hit).astype(np.uint8)})
+    return _drop_rows(got, p, hit, mark=first or not skipna)
+
+
+def _ranges(first, lens):
+    """The ranges first[i] .. first[i] + lens[i], concatenated."""
+    total = int(lens.sum())
+    seg = np.repeat(np.arange(len(lens)), lens)
+    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    return (np.asarray(first)[seg] + np.arange(total) - off[seg]).astype(np.int64)
+
+
+def _take(node, idx):
+    """The columns node of the elements `idx` of `node` (in that order)."""
+    kind = node[0]
+    if kind == "numpy":
+        return ("numpy", np.ascontiguousarray(node[1][idx]))
+    if kind == "option":
+        return ("option", node[1][idx], _take(node[2], idx))
+    if kind == "regular":
+        n = node[1]
+        return ("regular", n, _take(node[2], (idx[:, None] * n + np.arange(n)).reshape(-1)))
+    off = node[1]
+    lens = off[idx + 1] - off[idx]
+    return ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+            _take(node[2], _ranges(off[idx], lens)))
+
+
+def _from_tree(node, outer=None):
+    """The lazyk Array of a columns node."""
+    kind = node[0]
+    if kind == "numpy":
+        return array(node[1])
+    if kind == "regular":
+        return regular(_from_tree(node[2]), node[1])
+    if kind == "option" and node[2][0] == "numpy":
+        return masked(node[2][1], node[1])
+    valid = node[1] if kind == "option" else None
+    lst = node[2] if kind == "option" else node
+    return offsets_array(lst[1], _from_tree(lst[2]), valid, outer=outer, check=None)
+
+
+def _drop_rows(result, p: int, drop, mark: bool):
+    """`result` with its rows at var level p emptied where `drop` is True, and missing
+    there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
+    top = isinstance(result.type, FixedDim)
+    tree = columns(result if top else result[None])
+    p += not top
+
+    def walk(node, level):
+        if node[0] == "option" and node[2][0] != "numpy":
+            valid, lst = node[1], node[2]
+        else:
+            valid, lst = None, node
+        if level < p:
+            inner = (lst[0], lst[1], walk(lst[2], level + 1))
+            return inner if valid is None else ("option", valid, inner)
+        off = lst[1]
+        lens = np.where(drop, 0, np.diff(off))
+        inner = ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                 _take(lst[2], _ranges(off[:-1], lens)))
+        if mark:
+            valid = ~drop if valid is None else valid & ~drop
+        return inner if valid is None else ("option", valid, inner)
+    return _from_tree(walk(tree, 1), None if top else ())
 
 
 def _own_axis_first(parts, red_node, reduce_arg):

@@ -31,6 +31,7 @@ NumPy exactly; everything else is plain Python.
 """
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 
@@ -473,7 +474,9 @@ def _unreached(group, level, axes, nd):
     """Empty the rows a fold over several axes never looks into (in place): the folded
     axes together pair the rows of each kept dim below them by the broadcasting rule, so
     where those rows have a common length of 0, a length-1 row among them stretches to
-    nothing and what it holds reaches no result, whatever the order the axes fold in."""
+    nothing and what it holds reaches no result, whatever the order the axes fold in.
+    A length-1 row that stretches is replaced by copies of its element, one per pairing
+    (none for length 0), so each pairing drops only what it does not reach."""
     if level == nd:
         return
     rows = [x for x in group if isinstance(x, list)]  # a missing row pairs with any
@@ -484,10 +487,9 @@ def _unreached(group, level, axes, nd):
     if len(lens) > 1:
         return  # rows that do not pair: the fold raises ShapeError
     n = lens.pop() if lens else 1
-    if n == 0:
-        for x in rows:
-            x.clear()
-        return
+    for x in rows:
+        if len(x) == 1 and n != 1:  # stretched: a copy for each pairing (or none)
+            x[:] = [copy.deepcopy(x[0]) for _ in range(n)]
     for i in range(n):
         _unreached([x[0 if len(x) == 1 else i] for x in rows], level + 1, axes, nd)
 

@@ -147,3 +147,46 @@ def test_a_missing_row_folded_along_its_own_axis_under_a_dim_of_0():
         assert in_nest(*_call(op, t, [[], []], (2,), False, skipna)) == "match"
     got = L(t, [[], []]).sum(axis=2).eval()
     assert str(got.type) == "2 * 0 * ?2 * ?float64" and got.to_list() == [[], []]
+
+
+# a `?var` dim with var or fixed dims below it
+QOVER = ("var * ?var * var * T", "N * ?var * var * T", "N * ?var * 2 * T",
+         "2 * var * ?var * var * T", "N * ?var * var * 2 * T")
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=QOVER, dtypes=("float64", "int32"), nan=True, option_rows=False),
+       st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_several_axes_at_or_above_missing_rows_over_other_dims(case, op, data):
+    """Each missing row becomes one element of missing values (var rows of length 1 below
+    it, which stretch), the nest folds that, and the result rows at the first kept dim
+    from the `?var` dim on are marked missing (emptied under skipna where it is kept)."""
+    t, d = case
+    q = t.split(" * ").index("?var")
+    nd = R.parse_type(t).ndim
+    axes = data.draw(st.sampled_from([a for a in _several(nd) if a[0] <= q] or [(0, 1)]))
+    keepdims, skipna = data.draw(st.booleans()), data.draw(st.booleans())
+    in_nest(*_call(op, t, d, axes, keepdims, skipna))
+
+
+@settings(max_examples=20, deadline=None)
+@given(S.ragged(layouts=("var * ?var * var * T", "2 * var * ?var * var * T"),
+                dtypes=("float64",), option_rows=False), st.booleans())
+def test_several_axes_over_missing_rows_and_var_dims_sum(case, skipna):
+    t, d = case
+    for axes in _several(R.parse_type(t).ndim):
+        if axes[0] <= t.split(" * ").index("?var"):
+            in_nest(*_call("sum", t, d, axes, False, skipna))
+
+
+def test_several_axes_over_missing_rows_and_var_dims_by_hand():
+    x = L("var * ?var * var * float64", [[[1.0], [2.0, 3.0]], None, [[4.0]]])
+    got = x.sum(axis=(0, 1)).eval()
+    assert str(got.type) == "?var * ?float64" and got.to_list() is None
+    got = x.sum(axis=(0, 1), skipna=True).eval()
+    assert str(got.type) == "var * float64" and got.to_list() == [7.0, 8.0]
+    y = L("3 * ?var * var * float64", [[[1.0], [2.0, 3.0]], None, [[5.0]]])
+    got = y.sum(axis=(1, 2)).eval()  # a missing row at the first folded axis: missing
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [6.0, None, 5.0]
+    got = y.max(axis=(1, 2), skipna=True).eval()
+    assert got.to_list() == [3.0, None, 5.0]
