@@ -1,7 +1,7 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
 (`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
-elementwise part first. Folds over several axes at or above the `?var` dim of fixed and
-var dims over one trailing `?var` dim, folds over `?n` rows (a missing row against a fixed
+elementwise part first. Folds over several axes at or above one `?var` dim
+(`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against a fixed
 dim) and a missing row folded along its own axis above fixed dims run the elementwise part
 first (`_rows_first`); their results are rebuilt with NumPy over offsets and present flags
 (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
@@ -110,9 +110,8 @@ def _evaluate_nest(expr):
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
         why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above one last ?var dim (no " \
-            "var or ?var dims below it); folded along its own axis, a ?var dim takes " \
-            "fixed dims below it" if any(
+            "axes below every ?var dim, or several axes at or above the only ?var dim; " \
+            "folded along its own axis, a ?var dim takes fixed dims below it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -139,7 +138,7 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         return _own_axis_first(got, red_node, reduce_arg)
     q = min(validity) if len(validity) == 1 and not present else last
-    if q < last and len(reduce_arg[1]) > 1 and 0 < q and dims[q] == "v":
+    if q < last and len(reduce_arg[1]) > 1 and dims[q] == "v":
         return _middle_first(got, red_node, reduce_arg, q)
     if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
             set(validity) - {last} or set(present) - {last}:
