@@ -29,7 +29,7 @@ def _several(nd):
     return [a for n in range(2, nd) for a in itertools.combinations(range(nd), n)]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QUNDER, dtypes=("float64", "int32"), nan=True, option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_several_axes_at_or_above_missing_rows_under_var_dims(case, op, data):
@@ -73,7 +73,7 @@ def test_several_axes_above_missing_rows_under_var_dims_by_hand():
                        skipna))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=("N * var * ?var * T", "var * var * ?var * T", "var * ?var * T"),
                 dtypes=("float64", "int64"), nan=True, option_rows=False),
        st.integers(1, 3), st.sampled_from(LAZYK_REDUCERS), st.data())
@@ -127,7 +127,7 @@ def test_a_fold_over_several_axes_never_looks_into_rows_stretched_to_nothing():
         L("2 * var * var * var * float64", d).sum(axis=(0, 2)).eval()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=("N * ?var * ?var * T", "var * ?var * ?var * T", "N * ?var * var * T",
                          "N * ?var * 2 * T", "2 * N * ?var * 2 * T"),
                 dtypes=("float64", "int32"), nan=True, option_rows=False),
@@ -154,7 +154,7 @@ QOVER = ("var * ?var * var * T", "N * ?var * var * T", "N * ?var * 2 * T",
          "2 * var * ?var * var * T", "N * ?var * var * 2 * T")
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QOVER, dtypes=("float64", "int32"), nan=True, option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_several_axes_at_or_above_missing_rows_over_other_dims(case, op, data):
@@ -169,7 +169,7 @@ def test_several_axes_at_or_above_missing_rows_over_other_dims(case, op, data):
     in_nest(*_call(op, t, d, axes, keepdims, skipna))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(S.ragged(layouts=("var * ?var * var * T", "2 * var * ?var * var * T"),
                 dtypes=("float64",), option_rows=False), st.booleans())
 def test_several_axes_over_missing_rows_and_var_dims_sum(case, skipna):
