@@ -229,7 +229,14 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     if first:
         hit = ~rows
     else:
-        flags_of = nest_result(rows if skipna else ~rows, None, dims[:q], offsets,
+        mine = rows
+        if skipna and k is not None and k > q:  # a present row with no rows at k
+            lo, hi = offsets[q][:-1], offsets[q][1:]  # adds no row there either
+            for j in range(q + 1, k):
+                lo, hi = (offsets[j][lo], offsets[j][hi]) if dims[j] == "v" else \
+                    (lo * int(dims[j]), hi * int(dims[j]))
+            mine = rows & (hi > lo)
+        flags_of = nest_result(mine if skipna else ~rows, None, dims[:q], offsets,
                                _counts(dims[:q], offsets))
         above = tuple(a for a in axes if a < q)
         hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=above)))

@@ -292,13 +292,17 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         mask = mask & ((flags & 2) != 0)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
+    elif reduce_arg[2]:  # keepdims: a fixed 1 where each axis was (kept levels stay put)
+        dims = [1 if k in axes else dims[res.index(k)] for k in range(nlev)]
+        offsets, validity, present = ({res[p]: v for p, v in d.items()}
+                                      for d in (offsets, validity, present))
+        xs_end = positions(dims[0] if dims[0] != "v" else 1,
+                           ["v" if d == "v" else "f" for d in dims],
+                           [0 if d == "v" else d for d in dims], offsets, nlev)
     got = fixed_rows(nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
                                    offsets, xs_end, validity), present)
     if flat:
         got = offsets_array(flat[1], got, check=None)
-    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
-        for a in axes:
-            got = got[(slice(None),) * a + (None,)]
     return got
 
 

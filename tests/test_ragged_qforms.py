@@ -190,3 +190,18 @@ def test_several_axes_over_missing_rows_and_var_dims_by_hand():
     assert str(got.type) == "3 * ?float64" and got.to_list() == [6.0, None, 5.0]
     got = y.max(axis=(1, 2), skipna=True).eval()
     assert got.to_list() == [3.0, None, 5.0]
+    # under skipna a present row with no rows at the first kept dim adds none: empty
+    t, d = "2 * var * ?var * var * float64", [[None], [[]]]
+    for axes in ((0, 2), (0, 1, 2), (0, 1)):
+        assert in_nest(*_call("sum", t, d, axes, False, True)) == "match"
+    assert L(t, d).sum(axis=(0, 2), skipna=True).to_list() == [[]]
+
+
+def test_keepdims_keep_a_missing_row_at_the_top():
+    x = L("?var * var * var * float64", None)
+    got = x.sum(axis=(1, 2), keepdims=True).eval()
+    assert str(got.type) == "?var * 1 * 1 * ?float64" and got.to_list() is None
+    y = L("?var * var * var * float64", [[[1.0]], [[2.0, 3.0], []]])
+    for skipna in (False, True):
+        assert in_nest(*_call("sum", "?var * var * var * float64", y.to_list(), (1, 2),
+                              True, skipna)) == "match"
