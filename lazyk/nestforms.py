@@ -110,7 +110,8 @@ def _evaluate_nest(expr):
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
         why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above the only ?var dim; " \
+            "axes below every ?var dim, or several axes at or above the only ?var dim " \
+            "when it is last or has only var dims below it; " \
             "folded along its own axis, a ?var dim takes fixed dims below it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
@@ -193,8 +194,8 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     values, flags, dims, offsets, validity, _ = parts
     axes, keep, skipna = tuple(reduce_arg[1]), bool(reduce_arg[2]), \
         len(reduce_arg) > 3 and bool(reduce_arg[3])
-    if axes[0] > q:
-        return None
+    if axes[0] > q or any(d != "v" for d in dims[q + 1:]):
+        return None  # fixed dims below: their `?n` marks and Dask partials do not follow
     rows = validity[q]
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
