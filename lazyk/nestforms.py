@@ -1,23 +1,26 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
 (`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
-elementwise part first. Folds over several axes at or above the `?var` dim of fixed dims
-over one trailing `?var` dim, folds over `?n` rows (a missing row against a fixed dim) and
-a missing row folded along its own axis above fixed dims run the elementwise part first
-(`_rows_first`); where() operands that combine a missing row with other rows are computed
-first (`_parts_first`). What the nest does not take raises NotSupportedError naming the
-types and the operation."""
+elementwise part first. Folds over several axes at or above one `?var` dim
+(`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against a fixed
+dim) and a missing row folded along its own axis above fixed dims run the elementwise part
+first (`_rows_first`); their results are rebuilt with NumPy over offsets and present flags
+(`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
+a missing row with other rows are computed first (`_parts_first`). What the nest does not
+take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import numpy as np
 
 from lazyk.array import array
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import masked, offsets_array
+from lazyk.interchange import columns, masked, offsets_array, regular
 from lazyk.leaves import is_ragged
+from lazyk.nestplan import positions
 from lazyk.nestrun import fixed_rows, nest_result, nest_run
 from lazyk.rowrules import branch_masks, inline_reductions, selects
+from lazyk.types import FixedDim
 
 
 def evaluate_nest(expr):
@@ -106,10 +109,10 @@ def _evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var) under var dims, reductions run over one axis, " \
-            "all axes, or several axes below every ?var dim; a missing row against a " \
-            "fixed dim (?n rows) folds only with fixed dims above it; folded along its own " \
-            "axis, a ?var dim takes fixed dims below it" if any(
+        why = "with missing rows (?var), reductions run over one axis, all axes, several " \
+            "axes below every ?var dim, or several axes at or above the only ?var dim " \
+            "when it is last or has only var dims below it; " \
+            "folded along its own axis, a ?var dim takes fixed dims below it" if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -118,13 +121,15 @@ def _evaluate_nest(expr):
 
 
 def _rows_first(root, red_node, reduce_arg, names, leaves):
-    """A fold of fixed dims over one trailing dim of missing rows that the nest does not
-    take in one pass (several axes at or above a `?var` dim; a middle or every axis over
-    `?n` rows): the elementwise part runs first, each missing row of its result becomes a
-    row of missing values (one for `?var`: it stretches; n for `?n`), which the fold skips
-    under skipna, and then the nest folds that. Without skipna a missing row makes its
-    group's result row missing; under skipna a `?var` group with no present row gives an
-    empty row (the rules of `tests/ragged_reference.py`). None for other forms."""
+    """A fold of fixed and var dims over one trailing dim of missing rows that the nest
+    does not take in one pass (several axes at or above a `?var` dim; a middle or every
+    axis over `?n` rows): the elementwise part runs first, each missing row of its result
+    becomes a row of missing values (one for `?var`: it stretches; n for `?n`), which the
+    fold skips under skipna, and then the nest folds that. Without skipna a missing row
+    makes its group's result row missing; under skipna a `?var` group with no present row
+    gives an empty row (the rules of `tests/ragged_reference.py`): which result rows fold
+    a missing row comes from the same fold, in the nest, of one flag per row. None for
+    other forms."""
     got = nest_run(root, root, None, names, leaves,
                     where_masks=branch_masks(root, names, leaves), parts_only=True)
     if got is None:
@@ -133,9 +138,12 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     last = len(dims) - 1
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
         return _own_axis_first(got, red_node, reduce_arg)
-    if last < 1 or "v" in dims[:-1] or last not in (present if dims[-1] != "v" else validity):
+    q = min(validity) if len(validity) == 1 and not present else last
+    if q < last and len(reduce_arg[1]) > 1 and dims[q] == "v":
+        return _middle_first(got, red_node, reduce_arg, q)
+    if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
+            set(validity) - {last} or set(present) - {last}:
         return None
-    outer = tuple(int(d) for d in dims[:-1])
     if dims[-1] == "v":
         rows, starts = validity[last], offsets[last]
         lens = np.where(rows, np.diff(starts), 1)
@@ -148,27 +156,161 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         vals[ok] = values[old[ok]]
         if flags is not None:
             ok[ok] = flags[old[ok]]
-        inner = offsets_array(off, masked(vals, ok), outer=outer, check=None)
+        new = {**offsets, last: off}
+        inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     else:
-        n = int(dims[-1])
         rows = present[last].astype(bool)
-        ok = np.repeat(rows, n) if flags is None else np.repeat(rows, n) & flags
-        inner = masked(values.reshape(outer + (n,)), ok.reshape(outer + (n,)))
+        ok = np.repeat(rows, int(dims[-1]))
+        inner = nest_result(values, ok if flags is None else ok & flags, dims, offsets,
+                            _counts(dims, offsets))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     axes = tuple(reduce_arg[1])
     if axes == (last,):  # a missing row reduced along its own axis: missing
-        return _missing_at(got, ~rows.ravel(), len(outer))
+        return _rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
     if last in axes:
         return got  # one value per group: missing values do the work
-    rows = rows.reshape(outer)
-    p = last if reduce_arg[2] else last - len(axes)
-    if not (len(reduce_arg) > 3 and reduce_arg[3]):
-        return fixed_rows(got, {p: np.logical_and.reduce(rows, axis=axes).ravel()})
-    none = ~np.logical_or.reduce(rows, axis=axes).ravel()
-    if dims[-1] != "v" or not none.any():
-        return got
-    return _emptied(got, p, none)
+    skipna = len(reduce_arg) > 3 and reduce_arg[3]
+    if skipna and dims[-1] != "v":
+        return got  # rows of n skipped values
+    # which result rows fold a missing row (or only missing rows): the same fold over the
+    # dims above the rows, in the nest, of one flag per row
+    flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
+                           _counts(dims[:-1], offsets))
+    hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes)))
+    if dims[-1] != "v":
+        return fixed_rows(got, {len(str(got.type).split(" * ")) - 2: ~hit})
+    return _rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
+
+
+def _middle_first(parts, red_node, reduce_arg, q: int):
+    """A fold over several axes at or above the one `?var` dim q of the elementwise result
+    `parts`, with dims below it: each missing row becomes one element of missing values
+    (var rows below of length 1, which stretch; fixed ones full), the nest folds that,
+    and the result rows at the first kept dim from q on are marked missing where their
+    group has a missing row (at q itself when q is the first folded axis, skipna too),
+    or under skipna emptied where it has only missing rows: flags from the same fold,
+    in the nest, of one flag per row."""
+    values, flags, dims, offsets, validity, _ = parts
+    axes, keep, skipna = tuple(reduce_arg[1]), bool(reduce_arg[2]), \
+        len(reduce_arg) > 3 and bool(reduce_arg[3])
+    if axes[0] > q or any(d != "v" for d in dims[q + 1:]):
+        return None  # fixed dims below: their `?n` marks and Dask partials do not follow
+    rows = validity[q]
+    # each new element's source (-1: the filler of a missing row), level by level
+    starts = offsets[q]
+    lens = np.where(rows, np.diff(starts), 1)
+    new = {k: o for k, o in offsets.items() if k < q}
+    new[q] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    src = np.where(np.repeat(rows, lens), _ranges(starts[:-1], lens), -1)
+    for k in range(q + 1, len(dims)):
+        if dims[k] == "v":
+            o = offsets[k]
+            n = np.where(src >= 0, o[src + 1] - o[src], 1)
+            first = np.where(src >= 0, o[np.maximum(src, 0)], 0)
+            new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+            src = np.where(np.repeat(src >= 0, n), _ranges(first, n), -1)
+        else:
+            n = int(dims[k])
+            src = np.where(np.repeat(src >= 0, n),
+                           (np.maximum(src, 0)[:, None] * n + np.arange(n)).reshape(-1), -1)
+    ok = src >= 0
+    vals = np.where(ok, values[np.maximum(src, 0)] if len(values) else 0, 0).astype(
+        values.dtype)
+    if flags is not None:
+        ok &= flags[np.maximum(src, 0)] if len(flags) else ok
+    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+    kept = [k for k in range(len(dims)) if k not in axes]
+    k = next((k for k in kept if k >= q), None)  # the first kept dim from q on
+    first = axes[0] == q  # a missing row at the first folded axis stays missing
+    if not first and (k is None or dims[k] != "v" and skipna):
+        return got  # missing values do the work (skipped, or missing)
+    if first:
+        hit = ~rows
+    else:
+        mine = rows
+        if skipna and k is not None and k > q:  # a present row with no rows at k
+            lo, hi = offsets[q][:-1], offsets[q][1:]  # adds no row there either
+            for j in range(q + 1, k):
+                lo, hi = (offsets[j][lo], offsets[j][hi]) if dims[j] == "v" else \
+                    (lo * int(dims[j]), hi * int(dims[j]))
+            mine = rows & (hi > lo)
+        flags_of = nest_result(mine if skipna else ~rows, None, dims[:q], offsets,
+                               _counts(dims[:q], offsets))
+        above = tuple(a for a in axes if a < q)
+        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=above)))
+        hit = ~hit if skipna else hit
+    if k is None:  # one value per row: missing where the row is
+        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+    p = k if keep else len([j for j in kept if j < k])
+    if dims[k] != "v":
+        return fixed_rows(got, {p: (~hit).astype(np.uint8)})
+    return _drop_rows(got, p, hit, mark=first or not skipna)
+
+
+def _ranges(first, lens):
+    """The ranges first[i] .. first[i] + lens[i], concatenated."""
+    total = int(lens.sum())
+    seg = np.repeat(np.arange(len(lens)), lens)
+    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    return (np.asarray(first)[seg] + np.arange(total) - off[seg]).astype(np.int64)
+
+
+def _take(node, idx):
+    """The columns node of the elements `idx` of `node` (in that order)."""
+    kind = node[0]
+    if kind == "numpy":
+        return ("numpy", np.ascontiguousarray(node[1][idx]))
+    if kind == "option":
+        return ("option", node[1][idx], _take(node[2], idx))
+    if kind == "regular":
+        n = node[1]
+        return ("regular", n, _take(node[2], (idx[:, None] * n + np.arange(n)).reshape(-1)))
+    off = node[1]
+    lens = off[idx + 1] - off[idx]
+    return ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+            _take(node[2], _ranges(off[idx], lens)))
+
+
+def _from_tree(node, outer=None):
+    """The lazyk Array of a columns node."""
+    kind = node[0]
+    if kind == "numpy":
+        return array(node[1])
+    if kind == "regular":
+        return regular(_from_tree(node[2]), node[1])
+    if kind == "option" and node[2][0] == "numpy":
+        return masked(node[2][1], node[1])
+    valid = node[1] if kind == "option" else None
+    lst = node[2] if kind == "option" else node
+    return offsets_array(lst[1], _from_tree(lst[2]), valid, outer=outer, check=None)
+
+
+def _drop_rows(result, p: int, drop, mark: bool):
+    """`result` with its rows at var level p emptied where `drop` is True, and missing
+    there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
+    top = isinstance(result.type, FixedDim)
+    tree = columns(result if top else result[None])
+    p += not top
+
+    def walk(node, level):
+        if node[0] == "option" and node[2][0] != "numpy":
+            valid, lst = node[1], node[2]
+        else:
+            valid, lst = None, node
+        if level < p:
+            inner = (lst[0], lst[1], walk(lst[2], level + 1))
+            return inner if valid is None else ("option", valid, inner)
+        off = lst[1]
+        lens = np.where(drop, 0, np.diff(off))
+        inner = ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                 _take(lst[2], _ranges(off[:-1], lens)))
+        if mark:
+            valid = ~drop if valid is None else valid & ~drop
+        return inner if valid is None else ("option", valid, inner)
+    return _from_tree(walk(tree, 1), None if top else ())
 
 
 def _own_axis_first(parts, red_node, reduce_arg):
@@ -179,8 +321,7 @@ def _own_axis_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below or \
-            0 in dims[1:a]:
+    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
         return None
     blk = int(np.prod(below, dtype=np.int64))
     rows, starts = validity[a], offsets[a]
@@ -195,38 +336,65 @@ def _own_axis_first(parts, red_node, reduce_arg):
     vals[ok] = values[old[ok]]
     if flags is not None:
         ok[ok] = flags[old[ok]]
-    inner = nest_result(vals, ok, dims, {**offsets, a: off}, [0] * a + [int(off[-1])])
+    new = {**offsets, a: off}
+    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
 
 
-def _missing_at(result, gone, depth: int):
-    """`result` (outer dims of `depth`, then values or rows of one) with the values under
-    its outer element i missing where `gone[i]` is True; its values `?T`."""
-    at = [0]
-
-    def walk(x, level):
-        if level == depth:
-            at[0] += 1
-            return (None if not isinstance(x, list) else [None] * len(x)) \
-                if gone[at[0] - 1] else x
-        return [walk(v, level + 1) for v in x]
-    parts = str(result.type).split(" * ")
-    parts[-1] = parts[-1] if parts[-1].startswith("?") else "?" + parts[-1]
-    return array(walk(result.to_list(), 0), type=" * ".join(parts))
+def _counts(dims, offsets) -> list:
+    """How many elements each level of a nest result over `dims` has (`nest_result`'s xs)."""
+    lv = ["v" if d == "v" else "f" for d in dims]
+    sz = [0 if d == "v" else int(d) for d in dims]
+    return positions(sz[0] if lv[0] == "f" else 1, lv, sz, offsets, len(dims))
 
 
-def _emptied(result, p: int, empty):
-    """`result` with the rows of result level p empty where `empty` is True (in order)."""
-    at = [0]
+def _leaf_values(result) -> np.ndarray:
+    """The values of a nest result without missing values, in order (no copy of rows)."""
+    if " * " not in str(result.type):
+        return np.asarray(result.to_numpy()).reshape(1)
+    tree = columns(result if isinstance(result.type, FixedDim) else result[None])
+    while tree[0] != "numpy":
+        tree = tree[-1]
+    return tree[1]
 
-    def walk(x, level):
-        if level == p:
-            at[0] += 1
-            return [] if empty[at[0] - 1] else x
-        return [walk(v, level + 1) for v in x]
-    return array(walk(result.to_list(), 0), type=str(result.type))
+
+def _rebuild(result, rows=None, leaf=None):
+    """`result` rebuilt with NumPy over its offsets (no Python per row): `rows(offsets)`
+    gives (drop, mark) for the rows of its last dim when that is var over values (those
+    rows emptied, and missing when `mark`); `leaf(values, mask)` builds its values."""
+    top = isinstance(result.type, FixedDim)
+    tree = columns(result if top else result[None])
+
+    def values(node):
+        got = (node[2][1], node[1]) if node[0] == "option" else (node[1], None)
+        return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
+
+    def build(node, outer=None):
+        kind = node[0]
+        if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
+            return values(node)
+        if kind == "regular":
+            return regular(build(node[2]), node[1])
+        valid = node[1] if kind == "option" else None
+        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+        if rows is None or child[0] == "regular" or (
+                child[0] != "numpy" and not (child[0] == "option" and child[2][0] == "numpy")):
+            return offsets_array(off, build(child), valid, outer=outer, check=None)
+        # the last dim: drop its rows' values where `rows` says
+        drop, mark = rows(off)
+        lens = np.where(drop, 0, np.diff(off))
+        new = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=new[1:])
+        seg = np.repeat(np.arange(len(lens)), lens)
+        idx = off[:-1][seg] + np.arange(int(new[-1])) - new[:-1][seg]
+        kept = ("option", child[1][idx], ("numpy", child[2][1][idx])) \
+            if child[0] == "option" else ("numpy", np.ascontiguousarray(child[1][idx]))
+        if mark:
+            valid = ~drop if valid is None else valid & ~drop
+        return offsets_array(new, values(kept), valid, outer=outer, check=None)
+    return build(tree, None if top else ())
 
 
 def _one_leaf_per_array(root, names, env):

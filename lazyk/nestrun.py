@@ -4,7 +4,8 @@
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
 reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
-every axis, or several axes below every `?var` dim). Rows (of stepping views too) are read
+every axis, or several axes below every `?var` dim; `lazyk.nestforms` runs the others it
+takes in two). Rows (of stepping views too) are read
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
 dtype than the body's are converted where loaded; ragged results are written by the kernel
@@ -20,12 +21,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from lazyk import arrmeta as M
 from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import leaf_data
 from lazyk.graph import REDUCE_OP, toposort
-from lazyk.interchange import masked, offsets_array, regular
+from lazyk.interchange import columns, masked, offsets_array, regular
 from lazyk.leaves import is_ragged
 from lazyk.memory import MemoryBlock
 from lazyk.nestkernel import nest_kernel
@@ -49,7 +51,7 @@ from lazyk.rowrules import (
     seed,
 )
 from lazyk.spec import format_spec
-from lazyk.types import FixedDim
+from lazyk.types import FixedDim, Option
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -315,22 +317,32 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         mask = mask & ((flags & 2) != 0)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
+    elif reduce_arg[2]:  # keepdims: a fixed 1 where each axis was (kept levels stay put)
+        dims = [1 if k in axes else dims[res.index(k)] for k in range(nlev)]
+        offsets, validity, present = ({res[p]: v for p, v in d.items()}
+                                      for d in (offsets, validity, present))
+        xs_end = positions(dims[0] if dims[0] != "v" else 1,
+                           ["v" if d == "v" else "f" for d in dims],
+                           [0 if d == "v" else d for d in dims], offsets, nlev)
     got = fixed_rows(nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
                                    offsets, xs_end, validity), present)
     if flat:
         got = offsets_array(flat[1], got, check=None)
-    if reduce_arg[2] and mode != "reduce":  # keepdims: a fixed 1 where each axis was
-        for a in axes:
-            got = got[(slice(None),) * a + (None,)]
     return got
 
 
 def fixed_rows(result, present: dict):
     """`result` with the rows of result level p missing where `present[p]` is 0 (rows in
     nest order: every row of a level counted, also under a missing fixed row): a `?n`
-    dim, built through nested lists (lazyk's `?n` layout keeps a mask byte per row)."""
+    dim. One such level over fixed dims and values is laid out with NumPy (the values,
+    then one shadow for the rows' present bytes, then the values' own); other forms are
+    built through nested lists."""
     if not present:
         return result
+    if len(present) == 1:
+        got = _fixed_rows_flat(result, *next(iter(present.items())))
+        if got is not None:
+            return got
     count = dict.fromkeys(present, 0)
     gone = {p: v == 0 for p, v in present.items()}
 
@@ -345,6 +357,72 @@ def fixed_rows(result, present: dict):
     parts = str(result.type).split(" * ")
     text = " * ".join(("?" + t) if k in present else t for k, t in enumerate(parts))
     return array(data, type=text)
+
+
+def _fixed_rows_flat(result, p: int, present):
+    """`fixed_rows` of one level p with only fixed dims below it, or None for other forms."""
+    top = isinstance(result.type, FixedDim)
+    tree = columns(result if top else result[None])
+
+    def build(node, level, outer=None):
+        if level == p:
+            return _option_rows(node, np.asarray(present) != 0)
+        kind = node[0]
+        if kind == "regular":
+            got = build(node[2], level + 1)
+            return None if got is None else regular(got, node[1])
+        if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
+            return None
+        valid = node[1] if kind == "option" else None
+        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+        got = build(child, level + 1)
+        return None if got is None else offsets_array(off, got, valid, outer=outer,
+                                                       check=None)
+    if p == 0:  # the whole result is one row
+        got = _option_rows(("regular", result.type.size, tree), np.asarray(present) != 0) \
+            if top else None
+        return None if got is None else got[0]
+    if not top:
+        p += 1  # a var result is one row of `1 * var * ...`
+    return build(tree, 1, None if top else ())
+
+
+def _option_rows(node, valid):
+    """`L * ?n * X` from a columns node of `L * n * X` (X fixed dims over values) and each
+    row's present flag, or None for other forms."""
+    if node[0] != "regular":
+        return None
+    shape, x = [node[1]], node[2]
+    while x[0] == "regular":
+        shape.append(x[1])
+        x = x[2]
+    mask = None
+    if x[0] == "option":
+        mask, x = x[1], x[2]
+    if x[0] != "numpy" or not shape[0] or not len(valid):
+        return None
+    values = np.ascontiguousarray(x[1])
+    rows = len(valid)
+    if values.size != rows * int(np.prod(shape)):
+        return None
+    size = values.nbytes
+    block = MemoryBlock((2 + (mask is not None)) * size)
+    block.buffer[:size] = values.view(np.uint8)
+    item = values.dtype.itemsize
+    rowbytes = size // rows if rows else item * int(np.prod(shape))
+    block.buffer[size:2 * size].reshape(-1)[np.arange(rows) * rowbytes] = valid
+    elem = M.type_from_numpy(values.dtype)
+    meta = []
+    if mask is not None:
+        block.buffer[2 * size:].reshape(-1, item)[:, 0] = mask
+        elem, meta = Option(elem), [2 * size]
+    step = item
+    for n in reversed(shape):
+        meta[:0] = [n, step]
+        elem = FixedDim(n, elem)
+        step *= n
+    t = FixedDim(rows, Option(elem))
+    return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
 
 
 def _pruned(raw, rl, rs, rvar, qres):

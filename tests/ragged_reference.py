@@ -31,6 +31,7 @@ NumPy exactly; everything else is plain Python.
 """
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 
@@ -469,6 +470,30 @@ def _fold_many(op, xs, dtype, skipna, mode, path):
     return out
 
 
+def _unreached(group, level, axes, nd):
+    """Empty the rows a fold over several axes never looks into (in place): the folded
+    axes together pair the rows of each kept dim below them by the broadcasting rule, so
+    where those rows have a common length of 0, a length-1 row among them stretches to
+    nothing and what it holds reaches no result, whatever the order the axes fold in.
+    A length-1 row that stretches is replaced by copies of its element, one per pairing
+    (none for length 0), so each pairing drops only what it does not reach."""
+    if level == nd:
+        return
+    rows = [x for x in group if isinstance(x, list)]  # a missing row pairs with any
+    if level in axes:
+        _unreached([y for x in rows for y in x], level + 1, axes, nd)
+        return
+    lens = {len(x) for x in rows} - {1}
+    if len(lens) > 1:
+        return  # rows that do not pair: the fold raises ShapeError
+    n = lens.pop() if lens else 1
+    for x in rows:
+        if len(x) == 1 and n != 1:  # stretched: a copy for each pairing (or none)
+            x[:] = [copy.deepcopy(x[0]) for _ in range(n)]
+    for i in range(n):
+        _unreached([x[0 if len(x) == 1 else i] for x in rows], level + 1, axes, nd)
+
+
 def _finish(op, data, dims, rtype, has_initial, initial, option_input):
     """Final values: identities for empty folds (expanded to the fixed dims below), NaN or
     missing for an empty mean, `initial` or missing or ValueError for an empty min/max."""
@@ -506,7 +531,9 @@ def reduce(op: str, x: RArray, axis=None, keepdims=False, skipna=False, initial=
     """Reduction `op` of REDUCERS over `axis` (None = all, an int, or a tuple folded
     innermost axis first so that every element counts once; negative counts from the end),
     the elements along each axis folding by the broadcasting rule (`fold="left"`: Awkward's
-    left-aligned rule). Missing values make the result missing unless
+    left-aligned rule). A tuple of axes pairs the rows of each kept dim below a folded one
+    across all of them first: content that a length-1 row stretched to length 0 holds is
+    never looked into (`_unreached`), as in elementwise broadcasting. Missing values make the result missing unless
     `skipna` skips them (`count` always skips: it counts present values); a missing list at
     the reduced axis gives a missing result. NaN is a value (it propagates through sum, min,
     max, ...). Empty folds give 0, 1, False, True, 0 for sum, prod, any, all, count; mean
@@ -531,6 +558,8 @@ def reduce(op: str, x: RArray, axis=None, keepdims=False, skipna=False, initial=
     rtype = _result_dtype(op, t.dtype)
     acc = np.dtype(bool) if op in ("any", "all") else rtype
     data = _lift(op, x.data, 0, nd, acc)
+    if len(axes) > 1 and fold == "broadcast":
+        _unreached([data], 0, set(axes), nd)
     for a in reversed(axes):
         data = _reduce_axis(op, data, 0, a, acc, skipna, fold)
     data = _ungone(data)
