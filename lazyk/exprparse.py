@@ -349,6 +349,8 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
                                         + "\n".join(str(where).splitlines()[1:]))
             values.append(fn(*args, **kw))
     if isinstance(values[-1], (str, bytes)):  # never read as a further expression string
-        raise NotSupportedError(f"{text.strip()!r} is a string alone, not an array: lazyk "
-                                "evaluates expressions over arrays, e.g. s == 'kiwi'")
+        root = program[-1]
+        raise ExprParseError("a string alone is not an expression over arrays (compare it: "
+                             "s == 'kiwi')", text, getattr(root, "line", 1),
+                             getattr(root, "column", 1))
     return values[-1]

@@ -143,10 +143,11 @@ def test_refusals_name_what_is_missing():
     with pytest.raises(lazyk.NotSupportedError, match=r"contains\(\).*startswith") as info:
         lazyk.evaluate("contains(s, 'iw')", local_dict={"s": S})
     assert "^" in str(info.value)
-    with pytest.raises(lazyk.NotSupportedError, match="string alone"):
+    with pytest.raises(ExprParseError, match="string alone"):
         lazyk.evaluate("'kiwi'")
-    with pytest.raises(lazyk.NotSupportedError, match="string alone"):
-        lazyk.evaluate("w", local_dict={"w": "a + b", "a": 1, "b": 2})  # never parsed again
+    with pytest.raises(ExprParseError, match="string alone") as info:
+        lazyk.evaluate(" w", local_dict={"w": "a + b", "a": 1, "b": 2})  # never parsed again
+    assert info.value.column == 2
     with pytest.raises(ExprParseError, match="bad string constant") as info:
         parse("s == b'café'")
     assert info.value.column == 6
