@@ -65,17 +65,24 @@ def _ragged_sample(value: Any) -> Any:
     if not isinstance(v, RaggedPlaceholder):
         return _sample_data(Expr(None, {v.name: v}))[v.name]
     count = iter(range(1 << 30))
+    elem = type_text((), v.dtype)
+    text_kind = np.dtype(v.dtype).kind in "SUV"  # strings and bytes: short words as samples
 
     def fill(dims: tuple, row: int) -> Any:
         if not dims:
             k = next(count)
-            return None if v.option and k % 3 == 2 else k % 7
+            if v.option and k % 3 == 2:
+                return None
+            if text_kind:
+                word = "kiwi x fig  plum a b".split(" ")[k % 7]
+                return word.encode() if elem == "bytes" else word
+            return k % 7
         d = dims[0]
         n = SYMBOL_SIZE if isinstance(d, str) and d != "var" else row % 4 if d == "var" else d
         return [fill(dims[1:], i) for i in range(n)]
     dims = [str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d) for d in v.shape]
     data = fill(tuple(v.shape), 1)
-    text = " * ".join(dims + [("?" if v.option else "") + v.dtype.name])
+    text = " * ".join(dims + [("?" if v.option else "") + elem])
     return RaggedLeaf(lazyk_array(data, type=text), v.option)
 
 

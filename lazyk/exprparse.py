@@ -25,7 +25,8 @@ class ExprParseError(TypeParseError):
 
 # ---------------------------------------------------------------- the call tree
 class Const:
-    """A literal: a Python int, float, complex or bool (weak, as in NumPy)."""
+    """A literal: a Python int, float, complex or bool (weak, as in NumPy), or a str or bytes
+    (`'kiwi'`, `b'kiwi'`: a string constant, a kernel parameter like any scalar)."""
 
     __slots__ = ("value",)
     depth = 1
@@ -86,8 +87,11 @@ FUNCTIONS: dict[str, tuple[str, int]] = {
     **{n: (n, 1) for n in _UNARY_NAMES},
     **{n: (n, 2) for n in _BINARY_NAMES},
     "abs": ("absolute", 1), "where": ("where", 3), "clip": ("clip", 3), "complex": ("complex", 2),
-    "contains": ("contains", 2),
+    "contains": ("contains", 2), "str_len": ("str_len", 1), "startswith": ("startswith", 2),
+    "endswith": ("endswith", 2),
 }
+# What to use instead of a numexpr function lazyk does not have.
+_INSTEAD = {"contains": "; startswith(s, prefix) and endswith(s, suffix) are supported"}
 # Reductions take the operand and an optional axis (positional or `axis=`).
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
 
@@ -120,8 +124,12 @@ class _Build(lark.Transformer):
         except (ValueError, SyntaxError):
             raise _Fail(f"bad number {tok!s} (leading zeros?)", tok) from None
 
-    def string(self, c: list) -> Any:
-        raise _Fail("string constants are not supported yet", c[0])
+    def string(self, c: list) -> Const:
+        tok = c[0]
+        try:  # Python's own rules: escapes, b'' for bytes, r'' raw
+            return Const(ast.literal_eval(str(tok)))
+        except (ValueError, SyntaxError) as err:
+            raise _Fail(f"bad string constant {tok!s} ({err})", tok) from None
 
     def name(self, c: list) -> Any:
         tok = c[0]
@@ -140,7 +148,7 @@ class _Build(lark.Transformer):
 
     def unary(self, c: list) -> Any:
         op, x = c
-        if isinstance(x, Const) and op in "+-" and not isinstance(x.value, bool):
+        if isinstance(x, Const) and op in "+-" and not isinstance(x.value, (bool, str, bytes)):
             return Const(-x.value if op == "-" else x.value)  # keep literals weak scalars
         return _call(UNARY_OPERATORS[str(op)], (x,), (), op)
 
@@ -322,10 +330,7 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
             else:
                 raise ExprParseError(f"name {node.name!r} is not defined", text, node.line,
                                      node.column)
-            if isinstance(value, (str, bytes)):  # never parsed as a further expression
-                raise ExprParseError(f"name {node.name!r} is a {type(value).__name__}, not an "
-                                     "array or number", text, node.line, node.column)
-            values.append(value)
+            values.append(value)  # a str or bytes is a string constant, as a literal
         else:
             n = len(node.args) + len(node.kwargs)
             operands = values[len(values) - n:]
@@ -338,8 +343,14 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
             fn = getattr(lx, node.func, None)
             if fn is None:
                 where = TypeParseError("", text, node.line, node.column)
-                raise NotSupportedError(f"{node.func} is not supported by lazyk yet "
-                                        f"(line {node.line}, column {node.column})\n"
+                raise NotSupportedError(f"{node.func}() is not supported by lazyk yet "
+                                        f"(line {node.line}, column {node.column})"
+                                        f"{_INSTEAD.get(node.func, '')}\n"
                                         + "\n".join(str(where).splitlines()[1:]))
             values.append(fn(*args, **kw))
+    if isinstance(values[-1], (str, bytes)):  # never read as a further expression string
+        root = program[-1]
+        raise ExprParseError("a string alone is not an expression over arrays (compare it: "
+                             "s == 'kiwi')", text, getattr(root, "line", 1),
+                             getattr(root, "column", 1))
     return values[-1]

@@ -247,7 +247,10 @@ class _FastEntry:
                 shape = arrays[0].shape
                 for a in arrays:
                     if a.shape != shape:
-                        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+                        try:
+                            shape = np.broadcast_shapes(*[a.shape for a in arrays])
+                        except ValueError:  # the general path names the operands
+                            raise ShapeError("operands do not broadcast") from None
                         break
                 size = 1
                 for n in shape:
@@ -298,6 +301,8 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
     for node in compile_string(text)[1]:
         if isinstance(node, Const):
             v = node.value
+            if isinstance(v, (str, bytes)):
+                continue  # a string constant: no numeric sentinel can meet it
             literals += [v.real, v.imag] if isinstance(v, complex) else [float(v)]
     scalars = [k for k, v in enumerate(values) if type(v) is not np.ndarray]
     sa, sb = {}, {}

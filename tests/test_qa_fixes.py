@@ -217,20 +217,17 @@ def test_set_num_threads_accepts_integers():
     assert lazyk.get_num_threads() == before
 
 
-# --- 6. docs/types.md says what string constants raise ------------------------------------
+# --- 6. docs/types.md says what string constants do ---------------------------------------
 
-def test_string_constant_error_matches_docs():
+def test_string_constant_behaviour_matches_docs():
     from pathlib import Path
 
-    from lazyk.exprparse import ExprParseError
-
     a = np.arange(3)
-    with pytest.raises(ExprParseError, match="string constants") as info:
+    with pytest.raises(lazyk.UnsupportedOperandError, match="number and a string"):
         lazyk.evaluate('a == "x"', local_dict={"a": a})
-    assert "^" in str(info.value)
     doc = (Path(__file__).resolve().parents[1] / "docs" / "types.md").read_text()
-    assert "(`contains`, string constants) raises `NotSupportedError`" not in doc
-    assert "String constants" in doc and "raise `ExprParseError`" in doc
+    assert "string constants are\n  not supported yet" not in doc
+    assert "String constants, as Python writes them" in doc
 
 
 # --- found while testing: JIT lock self-deadlock --------------------------------------------

@@ -1,0 +1,191 @@
+"""String and bytes constants in `lazyk.evaluate` strings, checked against numexpr (when
+installed) and NumPy; and the error for operands that do not broadcast, which must not
+change once a string has been evaluated a few times (its planned program is cached)."""
+import operator
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.cli import main
+from lazyk.exprparse import ExprParseError, parse
+
+try:
+    import numexpr
+except ImportError:  # the NumPy reference alone
+    numexpr = None
+
+S = np.array([[b"kiwi", b"x", b""], [b"fig", b"kiwis", b"ki"]])
+U = np.char.decode(S, "utf-8")
+X = np.arange(6.0).reshape(2, 3)
+
+# (text, NumPy reference over S): a str constant against S data compares its bytes.
+S_CASES = [
+    ("s == b'kiwi'", lambda s: s == b"kiwi"),
+    ("s == 'kiwi'", lambda s: s == b"kiwi"),
+    ("s == \"kiwi\"", lambda s: s == b"kiwi"),
+    ("'kiwi' == s", lambda s: s == b"kiwi"),
+    ("s != 'kiwi'", lambda s: s != b"kiwi"),
+    ("s < 'kiwi'", lambda s: s < b"kiwi"),
+    ("s <= b'kiwi'", lambda s: s <= b"kiwi"),
+    ("s > 'ki'", lambda s: s > b"ki"),
+    ("b'ki' >= s", lambda s: s <= b"ki"),
+    ("s == 'ki\\x77i'", lambda s: s == b"kiwi"),
+    ("(s == 'kiwi') | (s == b'fig')", lambda s: (s == b"kiwi") | (s == b"fig")),
+    ("where(s < 'g', x, -x)", lambda s: np.where(s < b"g", X, -X)),
+    ("sum(s > 'fig', axis=1)", lambda s: (s > b"fig").sum(axis=1)),
+]
+
+
+@pytest.mark.parametrize("text, ref", S_CASES)
+def test_S_arrays_against_numexpr_and_numpy(text, ref):
+    env = {"s": S, "x": X}
+    got = lazyk.evaluate(text, local_dict=env)
+    want = ref(S)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype or text.startswith("sum")  # numexpr sums bools to int64
+    # numexpr 2.14 fails on a str and a bytes constant in one string (UFuncTypeError).
+    if numexpr is not None and not text.startswith(("where", "sum", "(")):
+        ne = numexpr.evaluate(text, local_dict=env)
+        assert got.dtype == ne.dtype == np.bool_
+        np.testing.assert_array_equal(got, ne)
+
+
+OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+       ">": operator.gt, ">=": operator.ge}
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_text_arrays_compare_as_text(op):
+    # U and lazyk `string` data against a str (and UTF-8 bytes) compare as text, as Python.
+    u = np.array(["kiwi", "café", "x", "", "cafe"])
+    t = lazyk.array(["kiwi", "café", "x", None, "cafe"])
+    for const in ["café", "kiwi", "\u00e9"]:
+        want = OPS[op](u, np.str_(const))
+        for text in [f"u {op} c", f"u {op} {const!r}", f"u {op} {const.encode()!r}"]:
+            got = lazyk.evaluate(text, local_dict={"u": u, "c": const})
+            assert got.dtype == np.bool_ and got.tolist() == want.tolist(), text
+        got = lazyk.evaluate(f"t {op} {const!r}", local_dict={"t": t})
+        expect = [None if s is None else OPS[op](s, const) for s in t.to_list()]
+        assert str(got.type) == "5 * ?bool" and got.to_list() == expect
+
+
+def test_string_functions_against_numpy():
+    env = {"s": S, "u": U}
+    for text, want in [
+        ("str_len(s)", np.char.str_len(S)),
+        ("str_len(u)", np.char.str_len(U)),
+        ("startswith(s, b'ki')", np.char.startswith(S, b"ki")),
+        ("startswith(u, 'ki')", np.char.startswith(U, "ki")),
+        ("endswith(s, 's')", np.char.endswith(S, b"s")),
+        ("endswith(u, b'g')", np.char.endswith(U, "g")),
+        ("(str_len(s) > 2) & startswith(u, 'k')",
+         (np.char.str_len(S) > 2) & np.char.startswith(U, "k")),
+    ]:
+        got = lazyk.evaluate(text, local_dict=env)
+        assert got.shape == want.shape and got.tolist() == want.tolist(), text
+        assert got.dtype == (np.int64 if text.startswith("str_len") else np.bool_), text
+
+
+def test_bytes_variable_as_numexpr():
+    s, key = S, b"fig"  # noqa: F841  (read by evaluate from this frame)
+    got = lazyk.evaluate("s == key")
+    np.testing.assert_array_equal(got, S == b"fig")
+    if numexpr is not None:
+        np.testing.assert_array_equal(got, numexpr.evaluate("s == key"))
+
+
+def test_a_new_constant_never_reuses_an_old_result():
+    # The same text again and again (planned programs are cached after a couple of calls),
+    # with only the constant's value changing: a variable, re_evaluate and a literal.
+    s = np.array([b"kiwi", b"x", b"aa"])
+    u = np.char.decode(s, "utf-8")
+    for arr in (s, u):
+        for c in ["kiwi", "x", b"aa", "kiwi", "zz", "x", "kiwi", b"x"]:
+            ref = arr == (c if isinstance(c, type(arr[0].item())) else
+                          c.decode() if isinstance(c, bytes) else c.encode())
+            for _ in range(3):
+                got = lazyk.evaluate("a == c", local_dict={"a": arr, "c": c})
+                assert got.tolist() == ref.tolist(), (arr.dtype, c)
+        lazyk.evaluate("a < c", local_dict={"a": arr, "c": "kiwi"})
+        for c in ["x", "aa", "kiwi"]:
+            got = lazyk.re_evaluate(local_dict={"a": arr, "c": c})
+            assert got.tolist() == [w < c for w in u.tolist()]
+    for lit in ["kiwi", "x", "aa", "kiwi", "x"]:
+        for _ in range(3):
+            got = lazyk.evaluate(f"s == '{lit}'", local_dict={"s": s})
+            assert got.tolist() == (s == lit.encode()).tolist()
+        got = lazyk.evaluate(f"s == '{lit}'", local_dict={"s": s, "x": np.arange(3)})
+        assert got.tolist() == (s == lit.encode()).tolist()
+
+
+def test_wrong_combinations_raise_naming_both_types():
+    b = lazyk.array([b"kiwi", b"x"])  # bytes data against a str constant
+    with pytest.raises(lazyk.UnsupportedOperandError, match="bytes.*str"):
+        lazyk.evaluate("b == 'kiwi'", local_dict={"b": b})
+    with pytest.raises(lazyk.UnsupportedOperandError, match="bytes.*str"):
+        lazyk.evaluate("startswith(b, 'k')", local_dict={"b": b})
+    assert lazyk.evaluate("b == b'kiwi'", local_dict={"b": b}).tolist() == [True, False]
+    with pytest.raises(lazyk.UnsupportedOperandError, match="not UTF-8"):
+        lazyk.evaluate("u == b'\\xff'", local_dict={"u": U})
+    with pytest.raises(lazyk.UnsupportedOperandError, match="different encodings"):
+        lazyk.evaluate("u == s", local_dict={"u": U, "s": S})
+    with pytest.raises(lazyk.UnsupportedOperandError, match="number and a string"):
+        lazyk.evaluate("x == 'kiwi'", local_dict={"x": X})
+    with pytest.raises(lazyk.UnsupportedOperandError, match="add"):
+        lazyk.evaluate("s + 'a'", local_dict={"s": S})
+    with pytest.raises(lazyk.UnsupportedOperandError, match="negative"):
+        lazyk.evaluate("-'a' == s", local_dict={"s": S})
+
+
+def test_refusals_name_what_is_missing():
+    with pytest.raises(lazyk.NotSupportedError, match=r"contains\(\).*startswith") as info:
+        lazyk.evaluate("contains(s, 'iw')", local_dict={"s": S})
+    assert "^" in str(info.value)
+    with pytest.raises(ExprParseError, match="string alone"):
+        lazyk.evaluate("'kiwi'")
+    with pytest.raises(ExprParseError, match="string alone") as info:
+        lazyk.evaluate(" w", local_dict={"w": "a + b", "a": 1, "b": 2})  # never parsed again
+    assert info.value.column == 2
+    with pytest.raises(ExprParseError, match="bad string constant") as info:
+        parse("s == b'café'")
+    assert info.value.column == 6
+    assert lazyk.evaluate("'a' < 'b'").tolist() is True
+
+
+def test_parse_trees():
+    assert str(parse("s == b'kiwi'")) == "equal(s, b'kiwi')"
+    assert str(parse("'k' <= s")) == "less_equal('k', s)"
+    assert str(parse("startswith(s, r'\\d')")) == "startswith(s, '\\\\d')"
+    assert str(parse("-'x'")) == "negative('x')"
+    with pytest.raises(ExprParseError, match="a string"):  # still offered where one fits
+        parse("a + ")
+
+
+def test_cli_explain_string_constant(capsys):
+    assert main(["explain", "a == 'kiwi'", "--type", "a=N * var * ?string", "--no-asm"]) == 0
+    text = capsys.readouterr().out
+    assert "a: 8 * var * ?string" in text and "-> 8 * var * ?bool" in text
+    assert main(["explain", "startswith(a, 'ki')", "--type", "a=N * string", "--no-ir",
+                 "--no-asm"]) == 0
+    assert "N * bool" in capsys.readouterr().out
+    assert main(["explain", "a == b'kiwi'", "--type", "a=N * float64"]) == 1
+    assert "number and a string" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n1, n2", [(2, 3), (3, 2), (100_000, 300_000)])
+def test_shape_error_after_re_evaluate(n1, n2):
+    a = b = np.arange(float(n2))
+    lazyk.evaluate("a+b")
+    lazyk.re_evaluate(local_dict={"a": a, "b": b})
+    lazyk.evaluate("a+b")
+    a, b = np.arange(float(n1)), np.arange(float(n2))
+    for _ in range(3):  # every call, however warm the string is
+        with pytest.raises(lazyk.ShapeError,
+                           match=f"operand 0 has {n1}, operand 1 has {n2}"):
+            lazyk.evaluate("a+b")
+    with pytest.raises(lazyk.ShapeError, match=f"operand 0 has {n1}, operand 1 has {n2}"):
+        lazyk.re_evaluate(local_dict={"a": a, "b": b})
+    got = lazyk.re_evaluate(local_dict={"a": b, "b": b})  # and the plan still serves
+    np.testing.assert_array_equal(got, b + b)
