@@ -483,6 +483,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         return array(obj.to_list(), type)
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
         obj = _foreign(obj)
+        if isinstance(obj, Array):  # a pandas column with missing values
+            return array(obj, type)
     if isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -517,6 +519,8 @@ def _foreign(obj: Any) -> Any:
         return obj
     cls = builtins_type(obj)
     what = f"{cls.__module__}.{cls.__qualname__}"
+    if is_pandas(obj):
+        return from_pandas(obj)
     if hasattr(obj, "__dask_graph__"):
         raise TypeError(f"lazyk.array() got a {what}: a lazy Dask collection is not read "
                         "into memory implicitly; use it in a lazyk expression and call "
@@ -527,6 +531,35 @@ def _foreign(obj: Any) -> Any:
         raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
                         "a scalar or nested lists")
     return obj
+
+
+def is_pandas(obj: Any) -> bool:
+    """Whether `obj` is a one-dimensional pandas column (Series, Index, extension array);
+    recognised by its class and methods, so pandas is never imported here."""
+    return builtins_type(obj).__module__.startswith("pandas") and getattr(obj, "ndim", 0) == 1 \
+        and all(hasattr(obj, n) for n in ("dtype", "isna", "to_numpy", "array"))
+
+
+def from_pandas(obj: Any) -> Array | np.ndarray | list:
+    """A pandas column as lazyk reads it: NumPy-backed ones as `np.asarray` gives them
+    (a view where pandas allows), nullable numbers and booleans (Int64, UInt8, Float32,
+    boolean, Arrow-backed ones) as `?T` from their values and a present mask, strings and
+    object columns as their Python values (missing ones None: `?string`)."""
+    dt = obj.dtype
+    if isinstance(dt, np.dtype) and dt.kind != "O":
+        return np.asarray(obj)
+    npdt = getattr(dt, "numpy_dtype", None)
+    if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
+        from lazyk.interchange import masked
+
+        present = ~np.asarray(obj.isna(), dtype=bool)
+        values = obj.to_numpy(dtype=npdt, na_value=npdt.type(0))
+        return masked(values, present)
+    if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
+        values = obj.to_numpy(dtype=object)
+        values[np.asarray(obj.isna(), dtype=bool)] = None
+        return values.tolist()
+    return np.asarray(obj)
 
 
 def _is_scalar(obj: Any) -> bool:

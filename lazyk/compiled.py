@@ -19,7 +19,7 @@ from lazyk import kernel as _kernel
 from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
-from lazyk.array import Array
+from lazyk.array import Array, is_pandas
 from lazyk.array import array as _array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
@@ -480,6 +480,8 @@ def install_dask(call: Any) -> None:
 
 
 def _as_input(x: Any) -> np.ndarray:
+    if is_pandas(x):  # as lazyk.array reads it
+        x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
     if hasattr(x, "__cuda_array_interface__"):  # stays on the GPU, no host copy
@@ -557,7 +559,7 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple)) or is_pandas(x):
         x = _array(x)  # nested lists: lazyk infers var dims
     if isinstance(x, Array):
         t, dims, rows = x.type, [], _rows_of(x.type)

@@ -16,7 +16,7 @@ import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
 from lazyk import types as T
-from lazyk.array import Array
+from lazyk.array import Array, is_pandas
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
@@ -195,7 +195,8 @@ def is_operand(x: Any) -> bool:
     """Whether `x` can take part in an expression (for NotImplemented in operators)."""
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
-    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or is_dask_array(x)
+    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
+        is_dask_array(x) or is_pandas(x)
 
 
 def _wrap_dask(x: Any) -> Expr:
@@ -281,6 +282,8 @@ def as_expr(x: Any) -> Expr:
         return wrap_array(hooks.as_device_array(x))
     if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)
+    if is_pandas(x):  # as lazyk.array reads it (nullable columns: `?T`)
+        return as_expr(lazyk_array(x))
     cls = type(x)
     what = f"{cls.__module__}.{cls.__qualname__}"
     hint = ("convert it with numpy.asarray(x) or lazyk.array(x) first"

@@ -29,3 +29,48 @@ def test_int_error_does_not_end_a_map_early():
             got.append(a)
     assert len(got) == 1
     assert str(lazyk.array([2**63, 1]).type) == "2 * uint64"
+
+
+# ---------------------------------------------------------------- pandas columns
+@pytest.mark.parametrize("dtype, np_dtype", [("Int64", "int64"), ("UInt8", "uint8"),
+                                             ("Float32", "float32"), ("boolean", "bool")])
+def test_nullable_pandas_series_keep_dtype_and_missing_values(dtype, np_dtype):
+    pd = pytest.importorskip("pandas")
+    data = [1, None, 0] if dtype != "boolean" else [True, None, False]
+    a = lazyk.array(pd.Series(data, dtype=dtype))
+    assert str(a.type) == f"3 * ?{np_dtype}"
+    want = [None if v is None else np.dtype(np_dtype).type(v).item() for v in data]
+    assert a.to_list() == want
+    full = lazyk.array(pd.Series(data[:1] + data[2:], dtype=dtype))
+    assert str(full.type) == f"2 * ?{np_dtype}"
+
+
+def test_pandas_series_sum_skips_nothing_silently():
+    pd = pytest.importorskip("pandas")
+    s = pd.Series([1, None, 3], dtype="Int64")
+    assert lazyk.array(s).sum(skipna=True).eval().to_list() == 4
+    assert lazyk.array(s).sum().eval().to_list() is None
+
+
+def test_plain_and_string_pandas_series():
+    pd = pytest.importorskip("pandas")
+    a = lazyk.array(pd.Series([1.5, 2.5]))
+    assert str(a.type) == "2 * float64"
+    np.testing.assert_array_equal(a.to_numpy(), [1.5, 2.5])
+    assert str(lazyk.array(pd.Series(np.arange(3, dtype=np.int16))).type) == "3 * int16"
+    s = lazyk.array(pd.Series(["ab", None, "é"], dtype="string"))
+    assert str(s.type) == "3 * ?string" and s.to_list() == ["ab", None, "é"]
+    assert lazyk.array(pd.Series(["ab", "c"])).to_list() == ["ab", "c"]
+
+
+def test_pandas_series_as_operand_and_compiled_input():
+    pd = pytest.importorskip("pandas")
+    r = (lazyk.array(np.arange(3.0)) + pd.Series([1., 2., 3.])).eval()
+    np.testing.assert_array_equal(np.asarray(r), [1., 3., 5.])
+    assert np.asarray(r).dtype == np.float64
+    s = pd.Series([1, None, 3], dtype="Int64")
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?int64") + 1)
+    got = k(s)
+    assert str(got.type) == "3 * ?int64" and got.to_list() == [2, None, 4]
+    kf = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    np.testing.assert_array_equal(kf(pd.Series([1., 2.])), [2., 4.])
