@@ -435,6 +435,9 @@ class CompiledExpr:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
             return _dask_call(self, inputs, out)
+        if len(inputs) == len(self.params):  # strs for string parameters: a string array
+            inputs = tuple(_text_input(x) if t[1] == _STRING_ELEMENT else x
+                           for x, t in zip(inputs, self._types))  # held for the call
         data = self._bind_inputs(inputs, casting)
         if on_gpu(data):  # GPU inputs run there
             return run_on_device(self.program, data, out)
@@ -499,6 +502,16 @@ def _as_input(x: Any) -> np.ndarray:
                     f"not {type(x).__name__}")
 
 
+def _text_input(x: Any) -> Any:
+    """Lists of str and NumPy `U` arrays as a lazyk `string` array (a copy); other
+    inputs as they are."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "U":
+        return _array(x.tolist(), type=" * ".join([*map(str, x.shape), "string"]))
+    if isinstance(x, (list, tuple)):
+        return _array(x)
+    return x
+
+
 _STRING = dshape("string")
 _TEXT_TYPES = (_STRING, dshape("?string"))
 _restored: dict = {}
@@ -561,6 +574,7 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     nested lists or a scalar."""
     if isinstance(x, (list, tuple)) or is_pandas(x):
         x = _array(x)  # nested lists: lazyk infers var dims
+    x = _text_input(x)  # NumPy `U` strings: a string array
     if isinstance(x, Array):
         t, dims, rows = x.type, [], _rows_of(x.type)
         while isinstance(t, (_T.FixedDim, _T.VarDim)) or len(dims) < len(rows):

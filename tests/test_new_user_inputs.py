@@ -74,3 +74,24 @@ def test_pandas_series_as_operand_and_compiled_input():
     assert str(got.type) == "3 * ?int64" and got.to_list() == [2, None, 4]
     kf = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
     np.testing.assert_array_equal(kf(pd.Series([1., 2.])), [2., 4.])
+
+
+# ---------------------------------------------------------------- strings for string parameters
+def test_string_parameter_takes_lists_and_numpy_unicode():
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
+    for x in (["ab", "é"], ("ab", "é"), np.array(["ab", "é"])):
+        got = k(x)
+        np.testing.assert_array_equal(got, [2, 1])
+        assert np.asarray(got).dtype == np.int64
+    k2 = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * 2 * string")))
+    np.testing.assert_array_equal(k2(np.array([["abc", ""], ["x", "yz"]])), [[3, 0], [1, 2]])
+    with pytest.raises(lazyk.errors.TypeMatchError):
+        k([1, 2])
+
+
+def test_var_string_parameter_takes_nested_lists_and_numpy_unicode():
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * string")))
+    got = k([["ab", "é"], ["c"], []])
+    assert str(got.type) == "3 * var * int64" and got.to_list() == [[2, 1], [1], []]
+    got = k(np.array([["ab", "c"]]))
+    assert str(got.type) == "1 * var * int64" and got.to_list() == [[2, 1]]
