@@ -95,3 +95,64 @@ def test_var_string_parameter_takes_nested_lists_and_numpy_unicode():
     assert str(got.type) == "3 * var * int64" and got.to_list() == [[2, 1], [1], []]
     got = k(np.array([["ab", "c"]]))
     assert str(got.type) == "1 * var * int64" and got.to_list() == [[2, 1]]
+
+
+# ---------------------------------------------------------------- `T` data for `?T` parameters
+def test_option_parameter_takes_data_without_missing_values():
+    pa = pytest.importorskip("pyarrow")
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64").sum(axis=-1, skipna=True))
+    assert k.signature == "(x: N * var * ?float64) -> N * float64"
+    for x in (lazyk.from_arrow(pa.array([[3.0], [4.0, 5.0]])), [[3.0], [4.0, 5.0]]):
+        got = k(x)
+        assert str(got.type) == "2 * float64" and got.to_list() == [3.0, 9.0]
+    got = k(lazyk.from_arrow(pa.array([[3.0], [4.0, None]])))
+    assert got.to_list() == [3.0, 4.0]
+    got = k(np.arange(6.0).reshape(2, 3))  # fixed rows as var rows
+    assert got.to_list() == [3.0, 12.0]
+
+
+def test_option_parameter_result_keeps_the_promised_type():
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?float64") + 1)
+    got = k(np.ones(3))
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [2.0, 2.0, 2.0]
+    assert k(np.arange(2, dtype=np.float32)).to_list() == [1.0, 2.0]
+    ks = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * ?string")))
+    for x in (["ab", "c"], np.array(["ab", "c"]), lazyk.array(["ab", "c"])):
+        got = ks(x)
+        assert str(got.type) == "2 * ?int64" and got.to_list() == [2, 1]
+    kr = lazyk.compile(lazyk.placeholder("x", "N * ?var * float64").sum(axis=-1))
+    got = kr([[1.0, 2.0], [3.0], []])
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [3.0, 3.0, 0.0]
+    kv = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * ?string")))
+    got = kv([["a"], ["bc", "d"]])
+    assert str(got.type) == "2 * var * ?int64" and got.to_list() == [[1], [2, 1]]
+
+
+def test_option_parameter_with_out_and_bind():
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?float64") * 2)
+    out = lazyk.empty("3 * ?float64")
+    assert k(np.arange(3.0), out=out) is out
+    assert out.to_list() == [0.0, 2.0, 4.0]
+    b = k.bind(out, np.arange(3.0) + 1)
+    assert b() is out and out.to_list() == [2.0, 4.0, 6.0]
+    kv = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64") + 1)
+    outv = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
+    x = lazyk.array([[3.0], [4.0, 5.0]])
+    assert kv(x, out=outv) is outv and outv.to_list() == [[4.0], [5.0, 6.0]]
+    outv2 = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
+    b = kv.bind(outv2, x)
+    assert b() is outv2 and outv2.to_list() == [[4.0], [5.0, 6.0]]
+
+
+def test_missing_values_for_a_parameter_without_them_name_what_differs():
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * float64").sum(axis=-1))
+    with pytest.raises(lazyk.errors.TypeMatchError,
+                       match=r"elements are \?float64, the parameter's float64"):
+        k(lazyk.array([[1.0, None]]))
+    assert k([[1.0, 2.0]]).tolist() == [3.0]  # fixed rows for var: accepted
+
+
+def test_fixed_rows_with_missing_values_for_a_var_parameter():
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64").sum(axis=-1, skipna=True))
+    got = k(lazyk.array([[1.0, None], [2.0, 3.0]]))  # 2 * 2 * ?float64
+    assert str(got.type) == "2 * float64" and got.to_list() == [1.0, 5.0]
