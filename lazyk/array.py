@@ -244,7 +244,7 @@ class Array(Operators):
         raise TypeError("len() of a 0-d lazyk array")
 
     def __bool__(self) -> bool:
-        return bool(self._scalar())
+        return bool(self._scalar("the truth value"))
 
     def __int__(self) -> int:
         return int(self._scalar())
@@ -258,10 +258,13 @@ class Array(Operators):
     def __index__(self) -> int:
         return int(self._scalar())
 
-    def _scalar(self) -> Any:
+    def _scalar(self, what: str = "the Python value") -> Any:
         if self.ndim:
             raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
-        return self.to_list()
+        value = self.to_list()
+        if value is None:  # a `?T` value that is missing: never a silent False / error later
+            raise ValueError(f"{what} of a missing value is unknown (type '{self.type}')")
+        return value
 
     def __reduce__(self) -> tuple:
         # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
@@ -593,6 +596,7 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
         except (OverflowError, ValueError, TypeError) as e:
             raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
         return Array._wrap(data)
+    _check_row_count(t, levels, nested)
     iters = [iter(x) for x in levels]
     result = template(t, value, iters, 0)
     for k, (it, given) in enumerate(zip(iters, levels)):
@@ -605,6 +609,25 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
                 f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
                 f"{len(given)} lengths given)")
     return array(result, t)
+
+
+def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
+    """ArrayConstructionError when `lengths` has fewer row sizes than the dims ahead of a
+    var dim make rows (dims down to the first option or record; the rest checks as it
+    fills)."""
+    whole, rows, k = t, 1, 0
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        if isinstance(t, T.FixedDim):
+            rows *= t.size
+        else:
+            given = levels[k] if k < len(levels) else []
+            if len(given) < rows:
+                where = f"lengths[{k}]" if nested or k else "lengths"
+                raise ArrayConstructionError(
+                    f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
+                    f"var dim number {k}; {where} has {len(given)}")
+            rows, k = sum(given[:rows]), k + 1
+        t = t.elem
 
 
 def zeros(type: Any, lengths: list | None = None) -> Array:

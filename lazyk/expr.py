@@ -169,7 +169,8 @@ class Expr(Operators):
         return out if dtype is None else out.astype(dtype)
 
     def __bool__(self) -> bool:
-        return bool(self.to_numpy())
+        out = hooks.evaluate(self)  # a 0-d `?bool` result is a lazyk Array: its own rule
+        return bool(out if isinstance(out, (Array, np.ndarray)) else np.asarray(out.to("cpu")))
 
     def __float__(self) -> float:
         return float(self.to_numpy())
@@ -311,10 +312,14 @@ def placeholder(name: str, type: Any) -> Expr:
     are native and a call accepts either byte order of the same dtype.
 
     Raises:
+        ValueError: a name that is not a Python identifier.
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
             tuples and other non-numeric element types.
     """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"placeholder name {name!r} is not a Python identifier (compiled "
+                         "calls take parameters by name, as keywords)")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type

@@ -156,3 +156,51 @@ def test_fixed_rows_with_missing_values_for_a_var_parameter():
     k = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64").sum(axis=-1, skipna=True))
     got = k(lazyk.array([[1.0, None], [2.0, 3.0]]))  # 2 * 2 * ?float64
     assert str(got.type) == "2 * float64" and got.to_list() == [1.0, 5.0]
+
+
+# ---------------------------------------------------------------- errors for mistakes
+@pytest.mark.parametrize("dtype, value", [(np.int64, 2**70), (np.uint64, 2**64), (np.int8, 300),
+                                          (np.int64, -(2**63) - 1)])
+def test_python_int_past_the_dtype_names_value_and_dtype(dtype, value):
+    a = lazyk.array(np.arange(3, dtype=dtype))
+    with pytest.raises(OverflowError) as info:
+        (a + value).eval()
+    assert f"Python integer {value} out of bounds for {np.dtype(dtype)}" in str(info.value)
+    with pytest.raises(OverflowError):  # NumPy refuses the same
+        np.arange(3, dtype=dtype) + value
+    got = (lazyk.array(np.arange(3.0)) + 2**70).eval()  # floats hold it, as in NumPy
+    np.testing.assert_array_equal(np.asarray(got), np.arange(3.0) + 2**70)
+
+
+@pytest.mark.parametrize("name", ["1x", "a b", "", "x-y"])
+def test_placeholder_name_must_be_an_identifier(name):
+    with pytest.raises(ValueError, match=re_esc(repr(name)) + " is not a Python identifier"):
+        lazyk.placeholder(name, "N * float64")
+    assert lazyk.placeholder("x_1", "N * float64") is not None
+
+
+@pytest.mark.parametrize("t, lengths, match", [
+    ("3 * var * float64", [1, 2], r"needs 3 row lengths for its var dim number 0; lengths has 2"),
+    ("2 * var * var * float64", [[1, 2], [1]],
+     r"needs 3 row lengths for its var dim number 1; lengths\[1\] has 1"),
+    ("2 * var * 2 * var * int32", [[1, 2], [1, 0, 2, 1, 1]],
+     r"needs 6 row lengths for its var dim number 1; lengths\[1\] has 5"),
+    ("var * float64", None, r"needs 1 row length for its var dim number 0; lengths has 0"),
+])
+def test_full_names_the_row_lengths_needed_and_given(t, lengths, match):
+    with pytest.raises(ArrayConstructionError, match=match):
+        lazyk.full(t, 0.0, lengths=lengths)
+    a = lazyk.full("2 * var * 2 * var * int32", 7, lengths=[[1, 2], [1, 0, 2, 1, 1, 0]])
+    assert a.to_list() == [[[[7], []]], [[[7, 7], [7]], [[7], []]]]
+
+
+def test_truth_value_of_an_optional_bool():
+    x = lazyk.array([True, None, False])
+    assert bool(x[0]) is True and bool(x[2]) is False
+    assert bool(x.any(skipna=True)) is True and bool(x.all(skipna=True)) is False
+    for missing in (x[1], x.all(), x.all().eval()):
+        with pytest.raises(ValueError, match="the truth value of a missing value is unknown"):
+            bool(missing)
+    with pytest.raises(ValueError, match="missing value"):
+        float(lazyk.array([1.0, None])[1])
+    assert bool(lazyk.array(np.arange(3)).sum() > 2) is True
