@@ -463,8 +463,9 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
 
     Args:
-        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar or
-            nested lists/tuples/dicts.
+        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar,
+            nested lists/tuples/dicts, or a pandas Series (nullable `Int64`, `boolean`, ...
+            columns give `?T`).
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
         device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
 
