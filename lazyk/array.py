@@ -554,11 +554,14 @@ def from_pandas(obj: Any) -> Array | np.ndarray | list:
         return np.asarray(obj)
     npdt = getattr(dt, "numpy_dtype", None)
     if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
-        from lazyk.interchange import masked
-
-        present = ~np.asarray(obj.isna(), dtype=bool)
-        values = obj.to_numpy(dtype=npdt, na_value=npdt.type(0))
-        return masked(values, present)
+        values = np.ascontiguousarray(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)))
+        # lazyk's `N * ?T` (docs/layout.md): the values, then a mask byte per element slot
+        size, isz = values.nbytes, values.dtype.itemsize
+        block = memory.MemoryBlock(2 * size)
+        block.buffer[:size] = values.view(np.uint8)
+        block.buffer[size:].reshape(-1, isz)[:, 0] = ~np.asarray(obj.isna(), dtype=bool)
+        t = T.FixedDim(len(values), T.Option(M.type_from_numpy(values.dtype)))
+        return Array._from_parts(t, (len(values), isz, size), block.address, block)
     if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
         values = obj.to_numpy(dtype=object)
         values[np.asarray(obj.isna(), dtype=bool)] = None

@@ -503,11 +503,11 @@ def _as_input(x: Any) -> np.ndarray:
 
 
 def _text_input(x: Any) -> Any:
-    """Lists of str and NumPy `U` arrays as a lazyk `string` array (a copy); other
-    inputs as they are."""
+    """Lists of str, NumPy `U` arrays and pandas columns as a lazyk array (a copy);
+    other inputs as they are."""
     if isinstance(x, np.ndarray) and x.dtype.kind == "U":
         return _array(x.tolist(), type=" * ".join([*map(str, x.shape), "string"]))
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple)) or is_pandas(x):
         return _array(x)
     return x
 

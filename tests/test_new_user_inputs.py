@@ -204,3 +204,19 @@ def test_truth_value_of_an_optional_bool():
     with pytest.raises(ValueError, match="missing value"):
         float(lazyk.array([1.0, None])[1])
     assert bool(lazyk.array(np.arange(3)).sum() > 2) is True
+
+
+def test_pandas_string_series_for_string_parameters():
+    pd = pytest.importorskip("pandas")
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
+    for i in range(20):  # the copy lives through the call
+        np.testing.assert_array_equal(k(pd.Series(["ab" * i, "é"])), [2 * i, 1])
+    kq = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * ?string")))
+    got = kq(pd.Series(["ab", None], dtype="string"))
+    assert str(got.type) == "2 * ?int64" and got.to_list() == [2, None]
+
+
+def test_empty_nullable_pandas_series():
+    pd = pytest.importorskip("pandas")
+    a = lazyk.array(pd.Series([], dtype="Int64"))
+    assert str(a.type) == "0 * ?int64" and a.to_list() == []
