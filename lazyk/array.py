@@ -244,7 +244,7 @@ class Array(Operators):
         raise TypeError("len() of a 0-d lazyk array")
 
     def __bool__(self) -> bool:
-        return bool(self._scalar())
+        return bool(self._scalar("the truth value"))
 
     def __int__(self) -> int:
         return int(self._scalar())
@@ -258,10 +258,13 @@ class Array(Operators):
     def __index__(self) -> int:
         return int(self._scalar())
 
-    def _scalar(self) -> Any:
+    def _scalar(self, what: str = "the Python value") -> Any:
         if self.ndim:
             raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
-        return self.to_list()
+        value = self.to_list()
+        if value is None:  # a `?T` value that is missing: never a silent False / error later
+            raise ValueError(f"{what} of a missing value is unknown (type '{self.type}')")
+        return value
 
     def __reduce__(self) -> tuple:
         # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
@@ -460,8 +463,9 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
 
     Args:
-        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar or
-            nested lists/tuples/dicts.
+        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar,
+            nested lists/tuples/dicts, or a pandas Series (nullable `Int64`, `boolean`, ...
+            columns give `?T`).
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
         device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
 
@@ -483,6 +487,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         return array(obj.to_list(), type)
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
         obj = _foreign(obj)
+        if isinstance(obj, Array):  # a pandas column with missing values
+            return array(obj, type)
     if isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -517,6 +523,8 @@ def _foreign(obj: Any) -> Any:
         return obj
     cls = builtins_type(obj)
     what = f"{cls.__module__}.{cls.__qualname__}"
+    if is_pandas(obj):
+        return from_pandas(obj)
     if hasattr(obj, "__dask_graph__"):
         raise TypeError(f"lazyk.array() got a {what}: a lazy Dask collection is not read "
                         "into memory implicitly; use it in a lazyk expression and call "
@@ -527,6 +535,38 @@ def _foreign(obj: Any) -> Any:
         raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
                         "a scalar or nested lists")
     return obj
+
+
+def is_pandas(obj: Any) -> bool:
+    """Whether `obj` is a one-dimensional pandas column (Series, Index, extension array);
+    recognised by its class and methods, so pandas is never imported here."""
+    return builtins_type(obj).__module__.startswith("pandas") and getattr(obj, "ndim", 0) == 1 \
+        and all(hasattr(obj, n) for n in ("dtype", "isna", "to_numpy", "array"))
+
+
+def from_pandas(obj: Any) -> Array | np.ndarray | list:
+    """A pandas column as lazyk reads it: NumPy-backed ones as `np.asarray` gives them
+    (a view where pandas allows), nullable numbers and booleans (Int64, UInt8, Float32,
+    boolean, Arrow-backed ones) as `?T` from their values and a present mask, strings and
+    object columns as their Python values (missing ones None: `?string`)."""
+    dt = obj.dtype
+    if isinstance(dt, np.dtype) and dt.kind != "O":
+        return np.asarray(obj)
+    npdt = getattr(dt, "numpy_dtype", None)
+    if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
+        values = np.ascontiguousarray(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)))
+        # lazyk's `N * ?T` (docs/layout.md): the values, then a mask byte per element slot
+        size, isz = values.nbytes, values.dtype.itemsize
+        block = memory.MemoryBlock(2 * size)
+        block.buffer[:size] = values.view(np.uint8)
+        block.buffer[size:].reshape(-1, isz)[:, 0] = ~np.asarray(obj.isna(), dtype=bool)
+        t = T.FixedDim(len(values), T.Option(M.type_from_numpy(values.dtype)))
+        return Array._from_parts(t, (len(values), isz, size), block.address, block)
+    if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
+        values = obj.to_numpy(dtype=object)
+        values[np.asarray(obj.isna(), dtype=bool)] = None
+        return values.tolist()
+    return np.asarray(obj)
 
 
 def _is_scalar(obj: Any) -> bool:
@@ -560,6 +600,7 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
         except (OverflowError, ValueError, TypeError) as e:
             raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
         return Array._wrap(data)
+    _check_row_count(t, levels, nested)
     iters = [iter(x) for x in levels]
     result = template(t, value, iters, 0)
     for k, (it, given) in enumerate(zip(iters, levels)):
@@ -572,6 +613,25 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
                 f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
                 f"{len(given)} lengths given)")
     return array(result, t)
+
+
+def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
+    """ArrayConstructionError when `lengths` has fewer row sizes than the dims ahead of a
+    var dim make rows (dims down to the first option or record; the rest checks as it
+    fills)."""
+    whole, rows, k = t, 1, 0
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        if isinstance(t, T.FixedDim):
+            rows *= t.size
+        else:
+            given = levels[k] if k < len(levels) else []
+            if len(given) < rows:
+                where = f"lengths[{k}]" if nested or k else "lengths"
+                raise ArrayConstructionError(
+                    f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
+                    f"var dim number {k}; {where} has {len(given)}")
+            rows, k = sum(given[:rows]), k + 1
+        t = t.elem
 
 
 def zeros(type: Any, lengths: list | None = None) -> Array:

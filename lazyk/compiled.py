@@ -19,7 +19,7 @@ from lazyk import kernel as _kernel
 from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
-from lazyk.array import Array
+from lazyk.array import Array, is_pandas
 from lazyk.array import array as _array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
@@ -34,7 +34,7 @@ from lazyk.errors import (
 )
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
-from lazyk.interchange import offsets_array
+from lazyk.interchange import columns, masked, offsets_array, regular, text_array
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.leaves import (
     OwnedView,
@@ -435,6 +435,9 @@ class CompiledExpr:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
             return _dask_call(self, inputs, out)
+        if len(inputs) == len(self.params):  # strs for string parameters: a string array
+            inputs = tuple(_text_input(x) if t[1] == _STRING_ELEMENT else x
+                           for x, t in zip(inputs, self._types))  # held for the call
         data = self._bind_inputs(inputs, casting)
         if on_gpu(data):  # GPU inputs run there
             return run_on_device(self.program, data, out)
@@ -480,6 +483,8 @@ def install_dask(call: Any) -> None:
 
 
 def _as_input(x: Any) -> np.ndarray:
+    if is_pandas(x):  # as lazyk.array reads it
+        x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
     if hasattr(x, "__cuda_array_interface__"):  # stays on the GPU, no host copy
@@ -495,6 +500,16 @@ def _as_input(x: Any) -> np.ndarray:
         return as_out(x)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
+
+
+def _text_input(x: Any) -> Any:
+    """Lists of str, NumPy `U` arrays and pandas columns as a lazyk array (a copy);
+    other inputs as they are."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "U":
+        return _array(x.tolist(), type=" * ".join([*map(str, x.shape), "string"]))
+    if isinstance(x, (list, tuple)) or is_pandas(x):
+        return _array(x)
+    return x
 
 
 _STRING = dshape("string")
@@ -557,8 +572,9 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple)) or is_pandas(x):
         x = _array(x)  # nested lists: lazyk infers var dims
+    x = _text_input(x)  # NumPy `U` strings: a string array
     if isinstance(x, Array):
         t, dims, rows = x.type, [], _rows_of(x.type)
         while isinstance(t, (_T.FixedDim, _T.VarDim)) or len(dims) < len(rows):
@@ -609,6 +625,36 @@ def _text_var_rows(value: OwnedView) -> RaggedLeaf:
     nrows = int(np.prod(v.shape[:-1], dtype=np.int64))
     offsets = np.arange(nrows + 1, dtype=np.int64) * v.shape[-1]
     return RaggedLeaf(offsets_array(offsets, flat, outer=v.shape[:-1], check=None), False)
+
+
+def _all_present(x: Any, option: bool, rows: tuple, var: tuple) -> Any:
+    """Input `x` (a lazyk Array) in its parameter's form: `?T` values when `option`, `?var`
+    rows where `rows` says (every value and row present), fixed dims as var rows of one
+    length where `var` says. The values and masks are new (vectorized, no Python per row);
+    offsets and characters are reused."""
+    return _present(columns(x), option, rows[1:], var[1:])
+
+
+def _present(tree: tuple, option: bool, rows: tuple, var: tuple) -> Array:
+    mask = None
+    if tree[0] == "option":
+        mask, tree = tree[1], tree[2]
+    if tree[0] in ("list", "regular"):
+        child = _present(tree[2], option, rows[1:], var[1:])
+        if tree[0] == "regular" and var[:1] != (True,):
+            return regular(child, tree[1])
+        offsets = tree[1] if tree[0] == "list" else \
+            np.arange(len(child) // tree[1] + 1, dtype=np.int64) * tree[1]
+        if rows[:1] == (True,) and mask is None:
+            mask = np.ones(len(offsets) - 1, bool)
+        return offsets_array(offsets, child, validity=mask, check=None)
+    if option and mask is None:
+        mask = np.ones(len(tree[2]) - 1 if tree[0] == "text" else len(tree[1]), bool)
+    if tree[0] == "text":
+        return text_array(tree[2], tree[3], mask, kind=tree[1])
+    if tree[0] == "numpy":
+        return _array(tree[1]) if mask is None else masked(tree[1], mask)
+    raise NotSupportedError(f"missing values added to {tree[0]} data")
 
 
 class RaggedCompiledExpr(CompiledExpr):
@@ -671,11 +717,30 @@ class RaggedCompiledExpr(CompiledExpr):
             dims, got, got_option, value, text, qrows = _input_type(x)
             expected = _typed_text(want, dtype, option, want_rows)
 
+            fixed_rows = isinstance(value, RaggedLeaf) and 0 not in dims and any(
+                w == "var" and n != "var" for w, n in zip(want, dims))
+            if value is not None and len(dims) == len(want) and not any(
+                    q and not w for q, w in zip(qrows, want_rows)) and (
+                    (option and not got_option) or tuple(qrows) != tuple(want_rows) or
+                    fixed_rows) and not (got_option and not option):
+                # `T` data for a `?T` parameter (`var` rows for `?var`, fixed rows for var):
+                # a copy in the parameter's form, every value and row present
+                a = value.array if isinstance(value, RaggedLeaf) else \
+                    value.owner if isinstance(value, OwnedView) else _array(value)
+                if isinstance(a.type, _T.FixedDim) and 0 not in dims:
+                    dims, got, got_option, value, _, qrows = _input_type(_all_present(
+                        a, option, want_rows, tuple(w == "var" for w in want)))
+
             def mismatch(why: str):
                 return TypeMatchError(f"input {label!r}: expected {expected}, got {text} "
                                       f"({why}): {self.signature}")
             if value is None:
                 raise mismatch("numeric elements only")
+            if got_option and not option:
+                elem = _typed_text((), got, False)
+                raise mismatch(f"missing values (?T): the input's elements are ?{elem}, "
+                               f"the parameter's {elem}, never missing; fill or drop them, "
+                               f"or declare the parameter ?{elem}")
             if len(dims) != len(want):
                 raise mismatch(f"{len(dims)} dimensions, not {len(want)}")
             # fixed rows (NumPy, rectangular lists) are var rows of one length
@@ -742,7 +807,9 @@ class RaggedCompiledExpr(CompiledExpr):
         prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
         Python per row) and sees in-place changes of the inputs' values; changing their
         structure (row lengths, missing rows) needs a new bind (a changed row length, or a
-        `?var` row that turned missing or present, raises ShapeError naming the row). A
+        `?var` row that turned missing or present, raises ShapeError naming the row). An
+        input without the `?` of its parameter (`T` data for `?T`, `var` rows for `?var`)
+        is bound as a copy with every value present: its later changes are not seen. A
         reduction feeding more work (`x - x.mean(axis=-1, keepdims=True)`) and a reduction
         of a where() over missing values bind as several kernel steps through scratch the
         bound object owns (`lazyk.ragbind.StepsBound`: its calls run one at a time).
@@ -781,7 +848,10 @@ def compile(expr: Any) -> CompiledExpr:
             arrays are parameters `_0, _1, ...` in order of first appearance.
 
     Calls take inputs positionally or by parameter name (`k(a=x, b=y)`); an input of another
-    numeric dtype is converted under the call's `casting=` ('same_kind' by default).
+    numeric dtype is converted under the call's `casting=` ('same_kind' by default). A `?T`
+    parameter also takes `T` data (every value present; the result keeps the `?T` type the
+    signature promises), a `?var` one `var` rows; string parameters take lists of str and
+    NumPy unicode arrays (copied into a string array).
 
     Raises:
         NotSupportedError: one fused kernel would hold more than

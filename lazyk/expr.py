@@ -16,7 +16,7 @@ import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
 from lazyk import types as T
-from lazyk.array import Array
+from lazyk.array import Array, is_pandas
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
@@ -169,7 +169,8 @@ class Expr(Operators):
         return out if dtype is None else out.astype(dtype)
 
     def __bool__(self) -> bool:
-        return bool(self.to_numpy())
+        out = hooks.evaluate(self)  # a 0-d `?bool` result is a lazyk Array: its own rule
+        return bool(out if isinstance(out, (Array, np.ndarray)) else np.asarray(out.to("cpu")))
 
     def __float__(self) -> float:
         return float(self.to_numpy())
@@ -195,7 +196,8 @@ def is_operand(x: Any) -> bool:
     """Whether `x` can take part in an expression (for NotImplemented in operators)."""
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
-    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or is_dask_array(x)
+    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
+        is_dask_array(x) or is_pandas(x)
 
 
 def _wrap_dask(x: Any) -> Expr:
@@ -281,6 +283,8 @@ def as_expr(x: Any) -> Expr:
         return wrap_array(hooks.as_device_array(x))
     if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)
+    if is_pandas(x):  # as lazyk.array reads it (nullable columns: `?T`)
+        return as_expr(lazyk_array(x))
     cls = type(x)
     what = f"{cls.__module__}.{cls.__qualname__}"
     hint = ("convert it with numpy.asarray(x) or lazyk.array(x) first"
@@ -308,10 +312,14 @@ def placeholder(name: str, type: Any) -> Expr:
     are native and a call accepts either byte order of the same dtype.
 
     Raises:
+        ValueError: a name that is not a Python identifier.
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
             tuples and other non-numeric element types.
     """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"placeholder name {name!r} is not a Python identifier (compiled "
+                         "calls take parameters by name, as keywords)")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type

@@ -41,7 +41,11 @@ def _starts(lens: list[int]) -> np.ndarray:
 
 
 def _first(items: list, bad) -> int:
-    return next(i for i, x in enumerate(items) if bad(x))
+    # No bare next(): a StopIteration escaping here would end a caller's map() silently.
+    for i, x in enumerate(items):
+        if bad(x):
+            return i
+    raise ValueError("no item matches")  # callers look only where a match exists
 
 
 def _bad_kinds(items: list, good) -> list[int]:
@@ -146,6 +150,12 @@ def _int_type(items: list, where: Where) -> T.Type:
         return T.Scalar("int64")
     if lo >= 0 and hi < 2**64:
         return T.Scalar("uint64")
+    if lo >= _INT64[0] and hi < 2**64:  # each fits one of them, not both together
+        i = _first(items, lambda x: type(x) is int and x > _INT64[1])
+        j = _first(items, lambda x: type(x) is int and x < 0)
+        raise ArrayConstructionError(
+            f"integer {items[i]} at {where.name(i)} needs uint64 but the negative integer "
+            f"{items[j]} at {where.name(j)} needs int64: no integer type holds both")
     i = _first(items, lambda x: type(x) is int and not (_INT64[0] <= x < 2**64))
     raise ArrayConstructionError(f"integer {items[i]} at {where.name(i)} does not fit in "
                                  "int64 or uint64")

@@ -75,6 +75,9 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
             value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
                 np.asarray(node.arg, dtype=node.dtype).astype(dtype)
         except OverflowError as err:
+            if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
+                raise OverflowError(f"Python integer {node.arg} out of bounds for "
+                                    f"{dtype}") from None
             raise OverflowError(f"{err}") from None
         return Node("const", dtype, (), (), value.item())
     if node.dtype == dtype:

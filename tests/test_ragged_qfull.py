@@ -232,10 +232,14 @@ def test_compiled_placeholders_with_missing_rows_check_inputs():
     assert k(a).to_list() == [[2.0], None, []]
     k2 = pickle.loads(pickle.dumps(k))
     assert k2.signature == k.signature and k2(x=a).to_list() == [[2.0], None, []]
-    for bad in (L("2 * var * float64", [[1.0], []]), L("2 * ?var * ?float64", [[1.0], None]),
-                [[1.0], [2.0]]):
+    for bad in (L("2 * ?var * ?float64", [[1.0], None]), [[1.0], [None]]):
         with pytest.raises(lazyk.TypeMatchError, match=r"expected N \* \?var \* float64"):
             k(bad)
+    # var rows (every row present) fill a ?var parameter; the result keeps ?var
+    for rows, want in ((L("2 * var * float64", [[1.0], []]), [[2.0], []]),
+                       ([[1.0], [2.0]], [[2.0], [4.0]])):
+        got = k(rows)
+        assert str(got.type) == "2 * ?var * float64" and got.to_list() == want
     # a data leaf with missing rows is a parameter of its own type
     k3 = lazyk.compile(lazyk.sum(a, axis=-1))
     assert k3.signature == "(_0: 3 * ?var * float64) -> 3 * ?float64"

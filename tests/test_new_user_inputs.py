@@ -1,0 +1,222 @@
+"""Inputs a new user passes: Python ints past int64, pandas Series, string lists, data without
+missing values for `?T` parameters, and the errors for mistakes."""
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import ArrayConstructionError
+
+
+# ---------------------------------------------------------------- ints past int64
+@pytest.mark.parametrize("data, where", [([2**63, -1], "[0]"), ([[1.0], [2**63, -1]], "[1, 0]"),
+                                         ([-5, 3, 2**64 - 1], "[2]")])
+def test_uint64_and_negative_ints_raise_a_clear_error(data, where):
+    with pytest.raises(ArrayConstructionError, match=rf"integer \d+ at {re_esc(where)}.*"
+                                                     r"negative integer -\d+"):
+        lazyk.array(data)
+
+
+def re_esc(s):
+    import re
+    return re.escape(s)
+
+
+def test_int_error_does_not_end_a_map_early():
+    rows = [[1, 2], [2**63, -1], [3]]
+    got = []
+    with pytest.raises(ArrayConstructionError):
+        for a in map(lazyk.array, rows):
+            got.append(a)
+    assert len(got) == 1
+    assert str(lazyk.array([2**63, 1]).type) == "2 * uint64"
+
+
+# ---------------------------------------------------------------- pandas columns
+@pytest.mark.parametrize("dtype, np_dtype", [("Int64", "int64"), ("UInt8", "uint8"),
+                                             ("Float32", "float32"), ("boolean", "bool")])
+def test_nullable_pandas_series_keep_dtype_and_missing_values(dtype, np_dtype):
+    pd = pytest.importorskip("pandas")
+    data = [1, None, 0] if dtype != "boolean" else [True, None, False]
+    a = lazyk.array(pd.Series(data, dtype=dtype))
+    assert str(a.type) == f"3 * ?{np_dtype}"
+    want = [None if v is None else np.dtype(np_dtype).type(v).item() for v in data]
+    assert a.to_list() == want
+    full = lazyk.array(pd.Series(data[:1] + data[2:], dtype=dtype))
+    assert str(full.type) == f"2 * ?{np_dtype}"
+
+
+def test_pandas_series_sum_skips_nothing_silently():
+    pd = pytest.importorskip("pandas")
+    s = pd.Series([1, None, 3], dtype="Int64")
+    assert lazyk.array(s).sum(skipna=True).eval().to_list() == 4
+    assert lazyk.array(s).sum().eval().to_list() is None
+
+
+def test_plain_and_string_pandas_series():
+    pd = pytest.importorskip("pandas")
+    a = lazyk.array(pd.Series([1.5, 2.5]))
+    assert str(a.type) == "2 * float64"
+    np.testing.assert_array_equal(a.to_numpy(), [1.5, 2.5])
+    assert str(lazyk.array(pd.Series(np.arange(3, dtype=np.int16))).type) == "3 * int16"
+    s = lazyk.array(pd.Series(["ab", None, "é"], dtype="string"))
+    assert str(s.type) == "3 * ?string" and s.to_list() == ["ab", None, "é"]
+    assert lazyk.array(pd.Series(["ab", "c"])).to_list() == ["ab", "c"]
+
+
+def test_pandas_series_as_operand_and_compiled_input():
+    pd = pytest.importorskip("pandas")
+    r = (lazyk.array(np.arange(3.0)) + pd.Series([1., 2., 3.])).eval()
+    np.testing.assert_array_equal(np.asarray(r), [1., 3., 5.])
+    assert np.asarray(r).dtype == np.float64
+    s = pd.Series([1, None, 3], dtype="Int64")
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?int64") + 1)
+    got = k(s)
+    assert str(got.type) == "3 * ?int64" and got.to_list() == [2, None, 4]
+    kf = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    np.testing.assert_array_equal(kf(pd.Series([1., 2.])), [2., 4.])
+
+
+# ---------------------------------------------------------------- strings for string parameters
+def test_string_parameter_takes_lists_and_numpy_unicode():
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
+    for x in (["ab", "é"], ("ab", "é"), np.array(["ab", "é"])):
+        got = k(x)
+        np.testing.assert_array_equal(got, [2, 1])
+        assert np.asarray(got).dtype == np.int64
+    k2 = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * 2 * string")))
+    np.testing.assert_array_equal(k2(np.array([["abc", ""], ["x", "yz"]])), [[3, 0], [1, 2]])
+    with pytest.raises(lazyk.errors.TypeMatchError):
+        k([1, 2])
+
+
+def test_var_string_parameter_takes_nested_lists_and_numpy_unicode():
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * string")))
+    got = k([["ab", "é"], ["c"], []])
+    assert str(got.type) == "3 * var * int64" and got.to_list() == [[2, 1], [1], []]
+    got = k(np.array([["ab", "c"]]))
+    assert str(got.type) == "1 * var * int64" and got.to_list() == [[2, 1]]
+
+
+# ---------------------------------------------------------------- `T` data for `?T` parameters
+def test_option_parameter_takes_data_without_missing_values():
+    pa = pytest.importorskip("pyarrow")
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64").sum(axis=-1, skipna=True))
+    assert k.signature == "(x: N * var * ?float64) -> N * float64"
+    for x in (lazyk.from_arrow(pa.array([[3.0], [4.0, 5.0]])), [[3.0], [4.0, 5.0]]):
+        got = k(x)
+        assert str(got.type) == "2 * float64" and got.to_list() == [3.0, 9.0]
+    got = k(lazyk.from_arrow(pa.array([[3.0], [4.0, None]])))
+    assert got.to_list() == [3.0, 4.0]
+    got = k(np.arange(6.0).reshape(2, 3))  # fixed rows as var rows
+    assert got.to_list() == [3.0, 12.0]
+
+
+def test_option_parameter_result_keeps_the_promised_type():
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?float64") + 1)
+    got = k(np.ones(3))
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [2.0, 2.0, 2.0]
+    assert k(np.arange(2, dtype=np.float32)).to_list() == [1.0, 2.0]
+    ks = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * ?string")))
+    for x in (["ab", "c"], np.array(["ab", "c"]), lazyk.array(["ab", "c"])):
+        got = ks(x)
+        assert str(got.type) == "2 * ?int64" and got.to_list() == [2, 1]
+    kr = lazyk.compile(lazyk.placeholder("x", "N * ?var * float64").sum(axis=-1))
+    got = kr([[1.0, 2.0], [3.0], []])
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [3.0, 3.0, 0.0]
+    kv = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * var * ?string")))
+    got = kv([["a"], ["bc", "d"]])
+    assert str(got.type) == "2 * var * ?int64" and got.to_list() == [[1], [2, 1]]
+
+
+def test_option_parameter_with_out_and_bind():
+    k = lazyk.compile(lazyk.placeholder("x", "N * ?float64") * 2)
+    out = lazyk.empty("3 * ?float64")
+    assert k(np.arange(3.0), out=out) is out
+    assert out.to_list() == [0.0, 2.0, 4.0]
+    b = k.bind(out, np.arange(3.0) + 1)
+    assert b() is out and out.to_list() == [2.0, 4.0, 6.0]
+    kv = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64") + 1)
+    outv = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
+    x = lazyk.array([[3.0], [4.0, 5.0]])
+    assert kv(x, out=outv) is outv and outv.to_list() == [[4.0], [5.0, 6.0]]
+    outv2 = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
+    b = kv.bind(outv2, x)
+    assert b() is outv2 and outv2.to_list() == [[4.0], [5.0, 6.0]]
+
+
+def test_missing_values_for_a_parameter_without_them_name_what_differs():
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * float64").sum(axis=-1))
+    with pytest.raises(lazyk.errors.TypeMatchError,
+                       match=r"elements are \?float64, the parameter's float64"):
+        k(lazyk.array([[1.0, None]]))
+    assert k([[1.0, 2.0]]).tolist() == [3.0]  # fixed rows for var: accepted
+
+
+def test_fixed_rows_with_missing_values_for_a_var_parameter():
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64").sum(axis=-1, skipna=True))
+    got = k(lazyk.array([[1.0, None], [2.0, 3.0]]))  # 2 * 2 * ?float64
+    assert str(got.type) == "2 * float64" and got.to_list() == [1.0, 5.0]
+
+
+# ---------------------------------------------------------------- errors for mistakes
+@pytest.mark.parametrize("dtype, value", [(np.int64, 2**70), (np.uint64, 2**64), (np.int8, 300),
+                                          (np.int64, -(2**63) - 1)])
+def test_python_int_past_the_dtype_names_value_and_dtype(dtype, value):
+    a = lazyk.array(np.arange(3, dtype=dtype))
+    with pytest.raises(OverflowError) as info:
+        (a + value).eval()
+    assert f"Python integer {value} out of bounds for {np.dtype(dtype)}" in str(info.value)
+    with pytest.raises(OverflowError):  # NumPy refuses the same
+        np.arange(3, dtype=dtype) + value
+    got = (lazyk.array(np.arange(3.0)) + 2**70).eval()  # floats hold it, as in NumPy
+    np.testing.assert_array_equal(np.asarray(got), np.arange(3.0) + 2**70)
+
+
+@pytest.mark.parametrize("name", ["1x", "a b", "", "x-y"])
+def test_placeholder_name_must_be_an_identifier(name):
+    with pytest.raises(ValueError, match=re_esc(repr(name)) + " is not a Python identifier"):
+        lazyk.placeholder(name, "N * float64")
+    assert lazyk.placeholder("x_1", "N * float64") is not None
+
+
+@pytest.mark.parametrize("t, lengths, match", [
+    ("3 * var * float64", [1, 2], r"needs 3 row lengths for its var dim number 0; lengths has 2"),
+    ("2 * var * var * float64", [[1, 2], [1]],
+     r"needs 3 row lengths for its var dim number 1; lengths\[1\] has 1"),
+    ("2 * var * 2 * var * int32", [[1, 2], [1, 0, 2, 1, 1]],
+     r"needs 6 row lengths for its var dim number 1; lengths\[1\] has 5"),
+    ("var * float64", None, r"needs 1 row length for its var dim number 0; lengths has 0"),
+])
+def test_full_names_the_row_lengths_needed_and_given(t, lengths, match):
+    with pytest.raises(ArrayConstructionError, match=match):
+        lazyk.full(t, 0.0, lengths=lengths)
+    a = lazyk.full("2 * var * 2 * var * int32", 7, lengths=[[1, 2], [1, 0, 2, 1, 1, 0]])
+    assert a.to_list() == [[[[7], []]], [[[7, 7], [7]], [[7], []]]]
+
+
+def test_truth_value_of_an_optional_bool():
+    x = lazyk.array([True, None, False])
+    assert bool(x[0]) is True and bool(x[2]) is False
+    assert bool(x.any(skipna=True)) is True and bool(x.all(skipna=True)) is False
+    for missing in (x[1], x.all(), x.all().eval()):
+        with pytest.raises(ValueError, match="the truth value of a missing value is unknown"):
+            bool(missing)
+    with pytest.raises(ValueError, match="missing value"):
+        float(lazyk.array([1.0, None])[1])
+    assert bool(lazyk.array(np.arange(3)).sum() > 2) is True
+
+
+def test_pandas_string_series_for_string_parameters():
+    pd = pytest.importorskip("pandas")
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
+    for i in range(20):  # the copy lives through the call
+        np.testing.assert_array_equal(k(pd.Series(["ab" * i, "é"])), [2 * i, 1])
+    kq = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * ?string")))
+    got = kq(pd.Series(["ab", None], dtype="string"))
+    assert str(got.type) == "2 * ?int64" and got.to_list() == [2, None]
+
+
+def test_empty_nullable_pandas_series():
+    pd = pytest.importorskip("pandas")
+    a = lazyk.array(pd.Series([], dtype="Int64"))
+    assert str(a.type) == "0 * ?int64" and a.to_list() == []
