@@ -706,7 +706,7 @@ class RaggedCompiledExpr(CompiledExpr):
         # their shapes
         return nodes, tuple(leaf + (t[2], t[3]) for leaf, t in zip(leaves, self._types))
 
-    def _bind_ragged(self, inputs: tuple, casting: str) -> dict:
+    def _bind_ragged(self, inputs: tuple, casting: str, copies: bool = True) -> dict:
         if len(inputs) != len(self.params):
             raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
                             f"{len(inputs)}")
@@ -727,6 +727,14 @@ class RaggedCompiledExpr(CompiledExpr):
                 # a copy in the parameter's form, every value and row present
                 a = value.array if isinstance(value, RaggedLeaf) else \
                     value.owner if isinstance(value, OwnedView) else _array(value)
+                if not copies and (option and not got_option or
+                                   tuple(qrows) != tuple(want_rows)):
+                    raise BindError(f"input {label!r}: {text} has no missing values where "
+                                    f"the parameter {expected} has them: bind() reads the "
+                                    "very arrays bound, and this input would be a copy "
+                                    "(every value present) whose later changes the bound "
+                                    "call never sees; pass data of the parameter's type, "
+                                    "or call the compiled expression")
                 if isinstance(a.type, _T.FixedDim) and 0 not in dims:
                     dims, got, got_option, value, _, qrows = _input_type(_all_present(
                         a, option, want_rows, tuple(w == "var" for w in want)))
@@ -809,7 +817,7 @@ class RaggedCompiledExpr(CompiledExpr):
         structure (row lengths, missing rows) needs a new bind (a changed row length, or a
         `?var` row that turned missing or present, raises ShapeError naming the row). An
         input without the `?` of its parameter (`T` data for `?T`, `var` rows for `?var`)
-        is bound as a copy with every value present: its later changes are not seen. A
+        would be a copy the bound call never sees changes of: BindError (a call takes it). A
         reduction feeding more work (`x - x.mean(axis=-1, keepdims=True)`) and a reduction
         of a where() over missing values bind as several kernel steps through scratch the
         bound object owns (`lazyk.ragbind.StepsBound`: its calls run one at a time).
@@ -817,7 +825,7 @@ class RaggedCompiledExpr(CompiledExpr):
         Raises:
             TypeMatchError, CastingError, ShapeError: an input does not match its parameter.
             BindError: `out` has another dtype, dims or element kind than the result, or is
-                read-only; ShapeError: out's fixed sizes or row lengths differ (naming the
+                read-only; an input lacks the `?` of its parameter; ShapeError: out's fixed sizes or row lengths differ (naming the
                 row).
             NotSupportedError: the result's structure depends on the values (where()
                 over missing rows), where() over missing strings, `?n` results, or the loop
@@ -829,7 +837,7 @@ class RaggedCompiledExpr(CompiledExpr):
                     raise BindError(f"input {label!r}: a NumPy array in C order, or a lazyk "
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
-        env = self._bind_ragged(inputs, "no")  # the bound call reads these very arrays
+        env = self._bind_ragged(inputs, "no", copies=False)  # it reads these very arrays
         return _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
 
 

@@ -133,15 +133,20 @@ def test_option_parameter_with_out_and_bind():
     out = lazyk.empty("3 * ?float64")
     assert k(np.arange(3.0), out=out) is out
     assert out.to_list() == [0.0, 2.0, 4.0]
-    b = k.bind(out, np.arange(3.0) + 1)
-    assert b() is out and out.to_list() == [2.0, 4.0, 6.0]
+    with pytest.raises(lazyk.errors.BindError, match="copy"):  # changes never seen
+        k.bind(out, np.arange(3.0) + 1)
+    b = k.bind(out, lazyk.array([1.0, 2.0, None]))
+    assert b() is out and out.to_list() == [2.0, 4.0, None]
     kv = lazyk.compile(lazyk.placeholder("x", "N * var * ?float64") + 1)
     outv = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
     x = lazyk.array([[3.0], [4.0, 5.0]])
     assert kv(x, out=outv) is outv and outv.to_list() == [[4.0], [5.0, 6.0]]
     outv2 = lazyk.empty("2 * var * ?float64", lengths=[1, 2])
-    b = kv.bind(outv2, x)
-    assert b() is outv2 and outv2.to_list() == [[4.0], [5.0, 6.0]]
+    with pytest.raises(lazyk.errors.BindError, match="copy"):
+        kv.bind(outv2, x)
+    xq = lazyk.array([[3.0], [4.0, None]])
+    b = kv.bind(outv2, xq)
+    assert b() is outv2 and outv2.to_list() == [[4.0], [5.0, None]]
 
 
 def test_missing_values_for_a_parameter_without_them_name_what_differs():
