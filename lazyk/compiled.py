@@ -34,7 +34,14 @@ from lazyk.errors import (
 )
 from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
-from lazyk.interchange import columns, masked, offsets_array, regular, text_array
+from lazyk.interchange import (
+    columns,
+    masked,
+    offsets_array,
+    regular,
+    text_array,
+    text_from_numpy,
+)
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.leaves import (
     OwnedView,
@@ -505,6 +512,8 @@ def _as_input(x: Any) -> np.ndarray:
 def _text_input(x: Any) -> Any:
     """Lists of str, NumPy `U` arrays and pandas columns as a lazyk array (a copy);
     other inputs as they are."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "U" and 0 not in x.shape[1:]:
+        return text_from_numpy(x)
     if isinstance(x, np.ndarray) and x.dtype.kind == "U":
         return _array(x.tolist(), type=" * ".join([*map(str, x.shape), "string"]))
     if isinstance(x, (list, tuple)) or is_pandas(x):

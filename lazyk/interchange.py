@@ -246,6 +246,31 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
     return Array.from_parts(T.dshape(f"{n} * {leaf}"), meta + (text.ref,), block.address, block)
 
 
+def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
+    """A NumPy `U` (-> `string`, UTF-8) or `S` (-> `bytes`) array as lazyk strings of its
+    shape: packed with vectorized NumPy (a copy), no Python per string (ASCII text is
+    narrowed in one step; other text goes through `np.char.encode`)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    n = len(flat)
+    unit = np.uint32 if x.dtype.kind == "U" else np.uint8
+    width = flat.dtype.itemsize // np.dtype(unit).itemsize
+    codes = flat.view(unit).reshape(n, width)
+    if x.dtype.kind == "U" and width and codes.max(initial=0) >= 128:  # UTF-8: encode
+        return text_from_numpy(np.char.encode(x, "utf-8"), "string")
+    # NumPy drops trailing NULs: a string ends after its last non-zero unit
+    nonzero = codes != 0
+    lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0) \
+        if width else np.zeros(n, np.int64)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    chars = codes[np.arange(width) < lens[:, None]].astype(np.uint8)
+    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
+    out = text_array(offsets, chars, None, kind)
+    for size in reversed(x.shape[1:]):
+        out = regular(out, size)
+    return out
+
+
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
     """`N * {name: T, ...}` (`?{...}` where `valid` says) from columns of N elements each
     (lazyk arrays with a leading fixed dim N). lazyk records are C structs, so each

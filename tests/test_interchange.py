@@ -465,3 +465,16 @@ def test_arrow_table_becomes_records_one_per_row():
     assert lazyk.from_arrow(t.to_batches()[0]).to_list() == t.to_pylist()
     with pytest.raises(TypeError, match="Table or RecordBatch"):
         lazyk.from_arrow({"id": [1]})
+
+
+@pytest.mark.parametrize("a", [np.array(["ab", "é", "", "a\x00b"]), np.array([["日本", "x"], ["", "zz"]]),
+                               np.array([b"ab", b"", b"c\x00d"]), np.array([], dtype="U3"),
+                               np.array(["", ""]), np.array(["kiwi", "fig"])[::-1]])
+def test_numpy_text_arrays_pack_into_strings(a):
+    from lazyk.interchange import text_from_numpy
+    x = text_from_numpy(a)
+    assert x.to_list() == a.tolist()
+    assert str(x.type).endswith("string" if a.dtype.kind == "U" else "bytes")
+    k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
+    if a.dtype.kind == "U" and a.ndim == 1:
+        assert np.asarray(k(a)).tolist() == [len(s) for s in a.tolist()]
