@@ -30,7 +30,7 @@ from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
 from lazyk.nestrun import plan_fill
 from lazyk.rowrules import branch_masks, selects
-from lazyk.storerows import is_ragged_type, pair_rows
+from lazyk.storerows import is_ragged_type, pair_rows, qdims_of
 
 _U8 = np.dtype(np.uint8)
 
@@ -170,8 +170,8 @@ class RaggedBound:
         self._walk(skel, out, result_option)
 
     def _walk(self, skel: Array, out: Array, result_option: bool) -> None:
-        rdims, _, _ = _qdims_of(skel.type)
-        odims, oelem, oopt = _qdims_of(out.type)
+        rdims, _, _ = qdims_of(skel.type)
+        odims, oelem, oopt = qdims_of(out.type)
         rtext = _with_option(str(skel.type), result_option, self._fill.dtype)
         if len(rdims) != len(odims) or any(
                 (a == "var" or a == "?var" or b in ("var", "?var")) and a != b and
@@ -373,7 +373,7 @@ def _input_rows(fill) -> list:
         if not is_ragged(v):
             continue
         a = v.array
-        dims = _qdims_of(a.type)[0]
+        dims = qdims_of(a.type)[0]
         if "?var" not in dims:
             continue
         try:
@@ -388,21 +388,6 @@ def _input_rows(fill) -> list:
             slots = _Slots(b, o, _U8)
             found.append((name, level, slots, ok.astype(bool), slots.get().copy()))
     return found
-
-
-def _qdims_of(t) -> tuple:
-    """(dims: sizes, "var" or "?var"; element type; whether `?T`) of an array type."""
-    dims = []
-    while isinstance(t, (T.FixedDim, T.VarDim)) or (
-            isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
-        if isinstance(t, T.Option):
-            dims.append("?var")
-            t = t.elem.elem
-            continue
-        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
-        t = t.elem
-    option = isinstance(t, T.Option)
-    return dims, t.elem if option else t, option
 
 
 def _leaf_memory(v) -> list:

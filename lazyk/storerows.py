@@ -78,8 +78,8 @@ def store(result: Array, out: Array, casting: str) -> Array:
     return out
 
 
-def _qdims_of(t) -> tuple[list, T.Type, bool]:
-    """`_dims_of` with `?var` dims ("?var")."""
+def qdims_of(t) -> tuple[list, T.Type, bool]:
+    """(dims: sizes, "var" or "?var"; element type; whether `?T`) of an array type."""
     dims = []
     while isinstance(t, (T.FixedDim, T.VarDim)) or (
             isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
@@ -98,8 +98,8 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     result has one (a plain var result row is present); every present result row has
     out's row length there. Checked in full before the first byte is written."""
     rt, ot = result.type, out.type
-    rdims, relem, ropt = _qdims_of(rt)
-    odims, oelem, oopt = _qdims_of(ot)
+    rdims, relem, ropt = qdims_of(rt)
+    odims, oelem, oopt = qdims_of(ot)
     if len(rdims) != len(odims) or any(
             a != b and not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
