@@ -145,17 +145,8 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
             set(validity) - {last} or set(present) - {last}:
         return None
     if dims[-1] == "v":
-        rows, starts = validity[last], offsets[last]
-        lens = np.where(rows, np.diff(starts), 1)
-        off = np.zeros(len(lens) + 1, np.int64)
-        np.cumsum(lens, out=off[1:])
-        seg = np.repeat(np.arange(len(lens)), lens)
-        old = starts[seg] + np.arange(int(off[-1])) - off[seg]
-        ok = rows[seg]
-        vals = np.zeros(len(ok), values.dtype)
-        vals[ok] = values[old[ok]]
-        if flags is not None:
-            ok[ok] = flags[old[ok]]
+        rows = validity[last]
+        off, vals, ok = _missing_as_values(values, flags, rows, offsets[last])
         new = {**offsets, last: off}
         inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     else:
@@ -313,18 +304,10 @@ def _drop_rows(result, p: int, drop, mark: bool):
     return _from_tree(walk(tree, 1), None if top else ())
 
 
-def _own_axis_first(parts, red_node, reduce_arg):
-    """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
-    result `parts`: each missing row becomes one row of missing values, the nest folds
-    that, and the result row under a missing row is missing (skipna too, as a missing row
-    reduced along its own axis). None for other forms."""
-    values, flags, dims, offsets, validity, _ = parts
-    a = reduce_arg[1][0]
-    below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
-        return None
-    blk = int(np.prod(below, dtype=np.int64))
-    rows, starts = validity[a], offsets[a]
+def _missing_as_values(values, flags, rows, starts, blk: int = 1) -> tuple:
+    """Each missing row (`rows` False) of a level with row offsets `starts` as one element
+    of missing values (`blk` values under each element): (the new offsets, values, present
+    flags), gathered with NumPy."""
     lens = np.where(rows, np.diff(starts), 1)
     off = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=off[1:])
@@ -336,6 +319,22 @@ def _own_axis_first(parts, red_node, reduce_arg):
     vals[ok] = values[old[ok]]
     if flags is not None:
         ok[ok] = flags[old[ok]]
+    return off, vals, ok
+
+
+def _own_axis_first(parts, red_node, reduce_arg):
+    """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
+    result `parts`: each missing row becomes one row of missing values, the nest folds
+    that, and the result row under a missing row is missing (skipna too, as a missing row
+    reduced along its own axis). None for other forms."""
+    values, flags, dims, offsets, validity, _ = parts
+    a = reduce_arg[1][0]
+    below = dims[a + 1:]
+    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
+        return None
+    blk = int(np.prod(below, dtype=np.int64))
+    rows = validity[a]
+    off, vals, ok = _missing_as_values(values, flags, rows, offsets[a], blk)
     new = {**offsets, a: off}
     inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     e = as_expr(inner)
