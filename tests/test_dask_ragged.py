@@ -122,6 +122,13 @@ def test_elementwise_keeps_the_partitions(drawn, op):
     run(lambda: fn(xa, xb), lambda: fn(a, b), ref)
 
 
+def _reducer(op, axis, keepdims, skipna):
+    """`op` over `axis` as a function of an array or collection (`count` takes no skipna)."""
+    if op == "count":
+        return lambda v: lazyk.count(v, axis=axis, keepdims=keepdims)
+    return lambda v: getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna)
+
+
 @settings(max_examples=20, deadline=None)
 @given(rows(), st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean", "count"]),
        st.booleans(), st.booleans(), st.data())
@@ -130,12 +137,7 @@ def test_reductions_over_inner_axes(drawn, op, skipna, keepdims, data):
     a, ra = lazyk.array(values, type=t), R.array(values, t)
     x = split(a, cuts)
     axis = data.draw(st.integers(1, ra.type.ndim - 1))
-    if op == "count":
-        def fn(v):
-            return lazyk.count(v, axis=axis, keepdims=keepdims)
-    else:
-        def fn(v):
-            return getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna)
+    fn = _reducer(op, axis, keepdims, skipna)
     run(lambda: fn(x), lambda: fn(a),
         lambda: R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna))
     if not keepdims and axis == ra.type.ndim - 1 and ra.type.ndim == 2:
@@ -156,12 +158,7 @@ def test_reductions_over_the_rows_axis_combine_partials(drawn, op, axis, skipna,
     x = split(a, cuts)
     if axis == "0,1":
         axis = (0, 1)
-    if op == "count":
-        def fn(v):
-            return lazyk.count(v, axis=axis, keepdims=keepdims)
-    else:
-        def fn(v):
-            return getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna)
+    fn = _reducer(op, axis, keepdims, skipna)
     run(lambda: fn(x), lambda: fn(a),
         lambda: R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna))
 
@@ -182,12 +179,7 @@ def test_rows_axis_folds_of_missing_rows_and_of_rows_below_two_folded_axes(
     if isinstance(axis, tuple) and max(axis) >= ra.type.ndim:
         axis = 0
     x = split(a, cuts)
-    if op == "count":
-        def fn(v):
-            return lazyk.count(v, axis=axis, keepdims=keepdims)
-    else:
-        def fn(v):
-            return getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna)
+    fn = _reducer(op, axis, keepdims, skipna)
     try:
         R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
     except ValueError:
@@ -570,12 +562,7 @@ def test_axis0_folds_of_deeper_missing_rows(drawn, op, axis, skipna, keepdims):
     t, values, cuts = drawn
     a, ra = lazyk.array(values, type=t), R.array(values, t)
     x = split(a, cuts)
-    if op == "count":
-        def fn(v):
-            return lazyk.count(v, axis=axis, keepdims=keepdims)
-    else:
-        def fn(v):
-            return getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna)
+    fn = _reducer(op, axis, keepdims, skipna)
     try:
         want = fn(a).eval()
     except lazyk.NotSupportedError:  # refused on one machine: refused on Dask too

@@ -22,6 +22,16 @@ from tests.test_ragged_today import LAZYK_REDUCERS
 LAYOUTS = S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS
 
 
+def _in_threads(work, errors: list, n: int = 4) -> None:
+    """Run `work` in n threads at once; the first error any of them recorded fails."""
+    threads = [threading.Thread(target=work) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
 def _out_data(data, dims, level=0, fill=7):
     """Data of the reference result's structure whose every value differs from it: a
     missing var row becomes a present empty row (bind writes the row's validity), a
@@ -379,12 +389,7 @@ def test_bound_call_from_several_threads_at_once(small_parts):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    _in_threads(work, errors)
 
 
 # ------------------------------------------- forms that bind as several kernel steps
@@ -593,9 +598,4 @@ def test_stepped_bound_call_from_several_threads_at_once(small_parts):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    _in_threads(work, errors)
