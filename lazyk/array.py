@@ -554,19 +554,36 @@ def from_pandas(obj: Any) -> Array | np.ndarray | list:
         return np.asarray(obj)
     npdt = getattr(dt, "numpy_dtype", None)
     if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
-        values = np.ascontiguousarray(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)))
-        # lazyk's `N * ?T` (docs/layout.md): the values, then a mask byte per element slot
-        size, isz = values.nbytes, values.dtype.itemsize
-        block = memory.MemoryBlock(2 * size)
-        block.buffer[:size] = values.view(np.uint8)
-        block.buffer[size:].reshape(-1, isz)[:, 0] = ~np.asarray(obj.isna(), dtype=bool)
-        t = T.FixedDim(len(values), T.Option(M.type_from_numpy(values.dtype)))
-        return Array._from_parts(t, (len(values), isz, size), block.address, block)
+        return masked(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)),
+                      ~np.asarray(obj.isna(), dtype=bool))
     if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
         values = obj.to_numpy(dtype=object)
         values[np.asarray(obj.isna(), dtype=bool)] = None
         return values.tolist()
     return np.asarray(obj)
+
+
+def masked(values: np.ndarray, mask: np.ndarray) -> Array:
+    """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
+    (the values, then one shadow byte slot per value; docs/layout.md)."""
+    values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != values.shape:
+        raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
+                                     f"{values.shape}")
+    if values.dtype.kind not in "biufcmM":
+        raise NotSupportedError(f"missing values over {values.dtype} data")
+    size = values.nbytes
+    block = memory.MemoryBlock(2 * size)
+    block.buffer[:size] = values.reshape(-1).view(np.uint8)
+    isz = values.dtype.itemsize
+    block.buffer[size:].reshape(-1, isz)[:, 0] = mask.reshape(-1)
+    t: T.Type = T.Option(M.type_from_numpy(values.dtype))
+    meta: list[int] = []
+    for n, s in reversed(list(zip(values.shape, values.strides))):
+        t = T.FixedDim(n, t)
+        meta[:0] = [n, s]
+    return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
 
 
 def _is_scalar(obj: Any) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
-from lazyk.array import Array, array
+from lazyk.array import Array, array, masked
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 _EXTRA = "pip install 'lazyk[ragged]'"
@@ -160,29 +160,6 @@ def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
     t = T.FixedDim(len(starts), T.VarDim(c.type.elem))
     meta = (len(starts), 16) + _var_meta(c, cblock, 8, 8)
     return Array.from_parts(t, meta, block.address, block, c.readonly)
-
-
-def masked(values: np.ndarray, mask: np.ndarray) -> Array:
-    """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
-    (the values, then one shadow byte slot per value; docs/layout.md)."""
-    values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
-    mask = np.asarray(mask, dtype=bool)
-    if mask.shape != values.shape:
-        raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
-                                     f"{values.shape}")
-    if values.dtype.kind not in "biufcmM":
-        raise NotSupportedError(f"missing values over {values.dtype} data")
-    size = values.nbytes
-    block = memory.MemoryBlock(2 * size)
-    block.buffer[:size] = values.reshape(-1).view(np.uint8)
-    isz = values.dtype.itemsize
-    block.buffer[size:].reshape(-1, isz)[:, 0] = mask.reshape(-1)
-    t: T.Type = T.Option(M.type_from_numpy(values.dtype))
-    meta: list[int] = []
-    for n, s in reversed(list(zip(values.shape, values.strides))):
-        t = T.FixedDim(n, t)
-        meta[:0] = [n, s]
-    return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
 
 
 def regular(c: Array, size: int) -> Array:
