@@ -509,7 +509,7 @@ def nest_result(values, mask, dims, offsets, xs, validity=None):
 
 
 def explain_nests(nests) -> str:
-    """explain() text of the loop-nest kernels that ran: levels, operands, IR."""
+    """explain() text of the loop-nest kernels that ran: levels, operands, IR, assembly."""
     out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
            "elementwise body and reduction fused)"]
     for k, (kern, nparts) in enumerate(nests):
@@ -526,6 +526,7 @@ def explain_nests(nests) -> str:
                        ", ".join(what(c) for c in kinds))
         out.append(format_spec(kern.spec))
         out.append(f"== LLVM IR\n{kern.ir}")
+        out.append(f"== assembly\n{kern.jit.asm}")
     return "\n".join(out)
 
 

@@ -18,6 +18,7 @@ from lazyk.array import Array
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import as_expr, leaf_data
+from lazyk.graph import dump
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.nestforms import evaluate_nest
@@ -106,8 +107,8 @@ def _evaluate(expr):
 
 
 def explain(expr) -> str:
-    """How a var / option expression runs: each loop-nest kernel (levels, operands, spec,
-    LLVM IR). Runs the expression once on its data."""
+    """How a var / option expression runs: the graph, then each loop-nest kernel (levels,
+    operands, spec, LLVM IR, assembly). Runs the expression once on its data."""
     e = as_expr(expr)
     record: list = []
     RECORDERS.append(record)
@@ -123,6 +124,7 @@ def explain(expr) -> str:
         return " * ".join([*map(str, np.shape(d)), str(np.asarray(d).dtype)])
     inputs = ", ".join(f"{name}: {text(v)}" for name, v in e.env.items())
     return "\n".join([f"== ragged expression over ({inputs}) -> {result.type}",
+                      f"== graph as built (one loop nest takes it whole)\n{dump(e.node)}",
                       explain_nests(nests)])
 
 
