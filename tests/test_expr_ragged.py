@@ -444,7 +444,7 @@ def test_explain_shows_one_fused_loop_nest_kernel():
     assert "(?T): strided, var rows" in text  # x has options
     assert "== nest 2" not in text
     graph = text.split("== graph as built")[1].split("== loop-nest")[0]
-    assert "multiply(" in graph and "reduce(" in graph and "input _0 : 2 * var" in graph
+    assert "multiply(" in graph and "reduce(" in graph and ": 2 * var * float64" in graph
     asm = text.split("== assembly")[1]
     assert "lazyk_nest" in asm and ("ret" in asm or "retq" in asm)
     assert "fold0, pass 'fill'" in ragged.explain(x.mean(axis=0, skipna=True))
