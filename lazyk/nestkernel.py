@@ -106,7 +106,9 @@ def _error(st: np.ndarray, labels: list) -> Exception:
                           f"has length {st[4]}")
     if code == 4:
         return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
-                          f"together (operand {labels[j]})")
+                          f"together (operand {labels[j]}; a reduction over an axis above a "
+                          f"var dim combines rows element by element, and only rows of length 1 "
+                          f"stretch)")
     return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
 
 
