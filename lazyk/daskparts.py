@@ -309,14 +309,69 @@ class Combine:
         dt = None if op in ("any", "all") else np.dtype(self.dtype)
         parts = [unwrap(p) for p in parts]
         x = concat(parts) if len(parts) > 1 else parts[0]
-        return Part(lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna,
-                               dtype=dt, initial=initial).eval())
+        inner = _ones(x, axes)
+        if inner:  # e.g. `k * ?var * 1 * T` over (0, 2) folds as `k * ?var * T` over 0
+            x = build(_squeeze(_columns(x), inner))
+            axes = (0,)
+        out = lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna, dtype=dt,
+                        initial=initial).eval()
+        if inner and self.keepdims:
+            out = build(_unsqueeze(_columns(out), inner))
+        return Part(out)
 
     def __reduce__(self):
         return (Combine, (self.arg, self.dtype, self.keepdims))
 
     def __dask_tokenize__(self):
         return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+
+
+def _ones(x: Any, axes: tuple) -> tuple:
+    """The axes other than 0 to squeeze before folding partials of `x` over `axes`: all of
+    them when each is a fixed dim of 1 (the partials' kept axes) below missing rows
+    (`?var`), whose loop nest folds `k * ?var * T` over axis 0 but not `k * ?var * 1 * T`
+    over (0, 2); else ()."""
+    inner = tuple(sorted(a for a in axes if a))
+    if 0 not in axes or not inner or not isinstance(x, Array) or \
+            "?var" not in str(x.type):
+        return ()
+    t = x.type
+    for d in range(1, max(inner) + 1):
+        t = t.elem
+        if isinstance(t, T.Option):
+            if d in inner:
+                return ()
+            t = t.elem
+        if d in inner and not (isinstance(t, T.FixedDim) and t.size == 1):
+            return ()
+    return inner
+
+
+def _at(col: tuple, axis: int, fn: Any) -> tuple:
+    """A column tree with `fn` applied to the node of dim `axis` (1: the first below the
+    outer rows; an option above a dim's node belongs to it)."""
+    if axis == 1:
+        return fn(col)
+    kind = col[0]
+    if kind == "option":
+        return ("option", col[1], _at(col[2], axis, fn))
+    if kind in ("list", "regular"):
+        return (kind, col[1], _at(col[2], axis - 1, fn))
+    raise ShapeError(f"no dimension {axis} in a column of {kind}")
+
+
+def _squeeze(col: tuple, axes: tuple) -> tuple:
+    """The fixed dims of 1 at `axes` (>= 1) taken out of a column tree."""
+    for a in sorted(axes, reverse=True):
+        col = _at(col, a, lambda c: c[2])
+    return col
+
+
+def _unsqueeze(col: tuple, axes: tuple) -> tuple:
+    """Fixed dims of 1 put in at `axes` (>= 1, of the result)."""
+    for a in sorted(axes):
+        col = _at(col, a, lambda c: ("regular", 1, c))
+    return col
 
 
 class Folded:

@@ -196,22 +196,17 @@ def test_rows_axis_folds_of_missing_rows_and_of_rows_below_two_folded_axes(
             assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
             return
     if isinstance(axis, tuple) and 2 in axis and t.split(" * ")[1:3] == ["?var", "var"]:
-        # NOTE: a known limit: Dask combines the partials of `N * ?var * var * T` over
-        # (0, 2) as `k * ?var * 1 * T` over (0, 2), a form the loop nest refuses (by name),
-        # while one machine now folds the whole array; where Dask answers, it answers as one
-        # machine does.
+        # `N * ?var * var * T` over (0, 2): Dask folds its `k * ?var * 1 * T` partials as
+        # `k * ?var * T` over axis 0, never refused, equal to one machine
         try:
-            got = ldask.evaluate(fn(x), split_every=split_every).compute()
-        except lazyk.NotSupportedError:
-            return
-        except ValueError as err:  # rows that do not fold: the reference raises too
+            want = fn(a).eval()
+        except ValueError as err:  # rows that do not fold: the same error
             with pytest.raises(type(err)):
-                R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
+                ldask.evaluate(fn(x), split_every=split_every).compute()
             return
-        want = fn(a).eval()
+        got = ldask.evaluate(fn(x), split_every=split_every).compute()
         got = lazyk.array(np.asarray(got)) if isinstance(got, np.ndarray) else got
         assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
-        return
     run(lambda: fn(x), lambda: fn(a),
         lambda: R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna),
         refusable=False, split_every=split_every)
@@ -747,3 +742,35 @@ def test_threads_persist_strings_and_tokens():
     np.testing.assert_array_equal(got.compute(), [6.0, 6.0, 0.0, 8.0])
     assert tokenize(r * 2) == tokenize(r * 2) and tokenize(r * 2) != tokenize(r * 3)
     assert ldask.evaluate(r * 2).name == ldask.evaluate(r * 2).name
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows(inner=("?var * var * T", "?var * var * var * T")),
+       st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean", "count"]),
+       st.sampled_from([(0, 2), (0, 3), (0, 2, 3)]), st.booleans(), st.booleans(),
+       st.sampled_from([None, 2]))
+def test_rows_axis_folds_keeping_missing_rows(drawn, op, axis, skipna, keepdims,
+                                              split_every):
+    """Reductions of `N * ?var * var * T` over axes that keep the `?var` rows: Dask folds
+    its partials (`k * ?var * 1 * T`) as `k * ?var * T` over axis 0, and answers as one
+    machine and the reference do (values, types, missing rows, errors)."""
+    t, values, cuts = drawn
+    a, ra = lazyk.array(values, type=t), R.array(values, t)
+    if max(axis) >= ra.type.ndim:
+        axis = (0, 2)
+    x = split(a, cuts)
+    fn = _reducer(op, axis, keepdims, skipna)
+    try:
+        want = fn(a).eval()
+    except ValueError as err:  # rows that do not fold, an empty min: the same error
+        with pytest.raises(type(err)):
+            ldask.evaluate(fn(x), split_every=split_every).compute()
+        return
+    got = ldask.evaluate(fn(x), split_every=split_every).compute()
+    got = lazyk.array(np.asarray(got)) if isinstance(got, (np.ndarray, np.generic)) else got
+    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
+    try:
+        ref = R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
+    except ValueError:
+        return
+    check(got, ref)
