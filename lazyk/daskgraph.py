@@ -135,8 +135,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         # row group without nulls) get all-present masks: one type for every partition.
         parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
-    layer = MaterializedLayer({(name, i): Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    layer = MaterializedLayer({(name, i): Part(p, starts[i]) for i, p in enumerate(parts)})
     t = T.FixedDim(sum(counts), parts[0].type.elem)
     return collection(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
 
@@ -172,16 +173,17 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
     whole = T.FixedDim(sum(counts), t.elem)
     _check_elem(whole, "from_delayed")
     name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
-    layer = {}
+    layer, start = {}, 0
     for i, p in enumerate(parts):
         key = p.__dask_keys__()
         key = key[0] if isinstance(key, list) else key
-        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key)
+        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key, start)
+        start += counts[i]
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
     return collection(dsk, name, counts, whole)
 
 
-def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
+def _checked_part(i: int, count: int, elem: str, part: Any, start: int = 0) -> Part:
     if not isinstance(part, Array):
         if type(part).__module__.startswith("pyarrow"):
             part = from_arrow(part)
@@ -200,7 +202,7 @@ def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
             raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
                                  f"{want}") from None
         part = _widened(part, want)  # all-present masks
-    return Part(part)
+    return Part(part, start)
 
 
 def _widened(a: Array, elem: T.Type) -> Array:
@@ -222,7 +224,8 @@ def _from_dask(x: Any) -> RaggedArray:
         x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     name = f"lazyk-rows-{tokenize(x.name)}"
     rest = (0,) * (x.ndim - 1)
-    layer = {(name, i): (_from_block, option, (x.name, i) + rest)
+    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).tolist()
+    layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
              for i in range(len(x.chunks[0]))}
     t = _fixed_type(x.shape, x.dtype)
     if option:
@@ -238,11 +241,11 @@ def _from_dask(x: Any) -> RaggedArray:
     return RaggedArray(dsk, name, x.chunks[0], t)
 
 
-def _from_block(option: bool, block: Any) -> Array:
+def _from_block(option: bool, block: Any, start: int = 0) -> Part:
     if not option:
-        return Part(array(_block(block)))
+        return Part(array(_block(block)), start)
     values = np.ascontiguousarray(np.ma.getdata(block))
-    return Part(masked(values, ~np.ma.getmaskarray(block)))
+    return Part(masked(values, ~np.ma.getmaskarray(block)), start)
 
 
 def _elem(a: Array) -> T.Type:

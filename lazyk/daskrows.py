@@ -308,7 +308,7 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
 
 
 def _field(field: str, part: Any) -> Part:
-    return Part(unwrap(part)[field])
+    return Part(unwrap(part)[field], getattr(part, "start", None))
 
 def _to_block(option: bool, part: Any) -> np.ndarray:
     """One partition as NumPy data (a masked array for `?T`)."""

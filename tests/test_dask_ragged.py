@@ -774,3 +774,71 @@ def test_rows_axis_folds_keeping_missing_rows(drawn, op, axis, skipna, keepdims,
     except ValueError:
         return
     check(got, ref)
+
+
+def test_errors_name_the_collections_rows():
+    """A ShapeError raised in a partition names the row of the whole collection (the
+    partition's first row + its own row), as one machine does; a fold across partitions
+    names the rows the mismatching partial folded."""
+    n = 1200
+    rows_ = [[1.0, 2.0]] * n
+    bad = list(rows_)
+    bad[1003] = [1.0, 2.0, 3.0]
+    a = lazyk.array(rows_, type=f"{n} * var * float64")
+    b = lazyk.array(bad, type=f"{n} * var * float64")
+    x, y = ldask.from_ragged(a, 500), ldask.from_ragged(b, 500)
+    assert y.row_counts == (500, 500, 200)
+    for e in (lambda p, q: p + q, lambda p, q: (p * 2 + q).sum(axis=-1),
+              lambda p, q: (p + q).sum(axis=0)):
+        with pytest.raises(lazyk.ShapeError, match=r"^row 1003: ") as one:
+            e(a, b).eval()
+        with pytest.raises(lazyk.ShapeError) as got:
+            ldask.evaluate(e(x, y)).compute()
+        assert str(got.value) == str(one.value)
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: rows of length 2 and 3"):
+        ldask.evaluate(y.sum(axis=0)).compute()
+    empty = list(rows_)
+    empty[1100] = []
+    with pytest.raises(ValueError, match="zero-size row 1100 in reduction min"):
+        ldask.evaluate(ldask.from_ragged(lazyk.array(empty), 500).min(axis=-1)).compute()
+    # missing rows right under the outer rows (dropped from the partials) and deeper ones
+    holes = [None if i % 7 == 0 else [1.0, 2.0] for i in range(n)]
+    holes[1004] = [1.0, 2.0, 3.0]
+    h = lazyk.array(holes, type=f"{n} * ?var * float64")
+    deep = lazyk.array([[r] for r in holes], type=f"{n} * var * ?var * float64")
+    for v, axis in ((h, 0), (deep, 0)):
+        for skipna in (False, True):
+            with pytest.raises(lazyk.ShapeError) as one:
+                v.sum(axis=axis, skipna=skipna).eval()
+            with pytest.raises(lazyk.ShapeError) as got:
+                ldask.evaluate(ldask.from_ragged(v, 300).sum(axis=axis, skipna=skipna)
+                               ).compute()
+            assert "1004" in str(one.value) and str(got.value) == str(one.value)
+    # elementwise: the path's first index is the outer row
+    c = lazyk.array([[[1.0], [2.0, 5.0]]] * 6, type="6 * var * var * float64")
+    d = lazyk.array([[[1.0], [2.0]]] * 4 + [[[1.0], [2.0, 3.0, 4.0]]] * 2,
+                    type="6 * var * var * float64")
+    with pytest.raises(lazyk.ShapeError, match=r"^row \[4, 1\]: "):
+        ldask.evaluate(ldask.from_ragged(c, 3) + ldask.from_ragged(d, 3)).compute()
+    # rows that line up in each partition but not across them: the partial's rows
+    two = lazyk.array([[1.0, 2.0]] * 6 + [[1.0, 2.0, 3.0]] * 6)
+    for split_every in (None, 2):
+        with pytest.raises(lazyk.ShapeError, match=r"^rows 6\.\.7: rows of length 2 and 3"):
+            ldask.evaluate(ldask.from_ragged(two, 2).sum(axis=0),
+                           split_every=split_every).compute()
+    tall = lazyk.array([[r] for r in two.to_list()], type="12 * var * var * float64")
+    with pytest.raises(lazyk.ShapeError, match=r"^rows \[6\.\.7, 0\]: rows of length 2"):
+        ldask.evaluate(ldask.from_ragged(tall, 2).sum(axis=(0, 1))).compute()
+    # partitions made by tasks and Dask array chunks carry their first row too
+    load = dask.delayed(lambda i: lazyk.array(rows_[:500] if i < 2 else bad[1000:],
+                                              type="N * var * float64".replace(
+                                                  "N", str(500 if i < 2 else 200))))
+    g = ldask.from_delayed([load(i) for i in range(3)], "N * var * float64", [500, 500, 200])
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(g + x).compute()
+    m = ldask.from_ragged(da.ones((n, 2), chunks=(500, 2)))
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(m + y).compute()
+    q = ldask.from_ragged(lazyk.array([{"x": r, "y": 1} for r in bad]), 500)
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(q.x + x).compute()
