@@ -19,7 +19,8 @@ layers:
   partition folding nothing adds nothing, a missing row makes the result missing (unless
   `skipna`) while the present rows must still line up. Over missing rows deeper down
   (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
-  would hide the lengths of the present rows it folded into a missing one).
+  would hide the lengths of the present rows it folded into a missing one, and a `skipna`
+  partial of only missing rows is an empty row: see the README for what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
 Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
@@ -447,7 +448,7 @@ class _Planner:
         """A reduction over the rows' axis of data with missing rows below the first var
         dim: the source per partition, then ONE task joins every partition's rows and
         folds them (as in memory: every present row checked against the others)."""
-        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        src = self._source(node.srcs[0])
         fold = Combine(node.arg, node.dtype.str, bool(node.arg[2]))
         name = f"lazyk-rows-{node.arg[0]}-gathered-{tokenize(src.name, fold)}"
         task = (fold, *[(src.name, i) for i in range(src.npartitions)])
@@ -458,11 +459,19 @@ class _Planner:
         self.rows[name] = whole
         return whole.node
 
+    def _source(self, src: Node) -> RaggedArray:
+        """The partitions of `src`: a collection itself (its partitions, no copy), else a
+        layer computing it per partition."""
+        v = self.env.get(src.arg) if src.op == "input" else None
+        if isinstance(v, RowsLeaf) and v.rows.row_counts == self.counts:
+            return v.rows
+        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
+
     def _fold_rows(self, node: Node, arg: tuple, depth: int) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer
         rows, or keeping var rows below two folded axes: the source per partition, then
         partials that know what they folded (`FoldRows`), combined in a tree."""
-        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        src = self._source(node.srcs[0])
         dt, keep = node.dtype.str, bool(node.arg[2])
         first = FoldRows(arg, dt, True, depth, "first")
         name = f"lazyk-rows-folded-{tokenize(src.name, first)}"
