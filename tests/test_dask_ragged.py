@@ -455,8 +455,54 @@ def test_record_rows_and_their_fields():
     assert ldask.evaluate(q.y.max()).compute() == 4
     with pytest.raises(AttributeError, match="fields x, y"):
         q.z  # noqa: B018
-    with pytest.raises(TypeError, match="RaggedRecords"):
+    with pytest.raises(lazyk.UnsupportedOperandError, match="records are not operands"):
         lazyk.sin(q)
+
+
+def test_records_as_operands_as_on_one_machine():
+    """Records themselves are refused as on one machine (UnsupportedOperandError naming the
+    operation and the type, never Python's own TypeError or an identity `==`); their
+    fields compute as on one machine, fixed and var ones."""
+    import operator
+
+    rows_ = [{"x": [1.0, 2.0], "y": 3}, {"x": [], "y": 4}, {"x": [5.0], "y": -1}] * 3
+    flat_rows = [{"x": 1.5, "y": 3}, {"x": -2.0, "y": 4}, {"x": 0.0, "y": -1}] * 3
+    other = lazyk.array([[1.0]] * 9, type="9 * var * float64")
+    for data in (rows_, flat_rows):
+        x = lazyk.array(data)
+        q, o = ldask.from_ragged(x, 4), ldask.from_ragged(other, 4)
+        refused = [lazyk.sin, lambda v: v + 1, lambda v: 1 + v, operator.eq, operator.ne,
+                   lambda v: v == 1, lambda v: v + v, lambda v: np.sin(v), operator.neg,
+                   lambda v: v.sum(), lambda v: lazyk.count(v, axis=0),
+                   lambda v: v * (o if isinstance(v, ldask.RaggedRecords) else other),
+                   lambda v: (o if isinstance(v, ldask.RaggedRecords) else other) < v]
+        for fn in refused:
+            args = (x, x) if fn in (operator.eq, operator.ne) else (x,)
+            with pytest.raises(lazyk.UnsupportedOperandError) as one:
+                fn(*args)
+            args = (q, q) if fn in (operator.eq, operator.ne) else (q,)
+            with pytest.raises(lazyk.UnsupportedOperandError) as got:
+                fn(*args)
+            # the same operation and types named, and what to do instead
+            named = re.match(r"^.*?unsupported operand type\(s\) .*? \(", str(one.value))
+            assert str(got.value).startswith(named.group(0)), (got.value, one.value)
+            assert "use their fields" in str(got.value)
+        with pytest.raises(lazyk.NotSupportedError, match="records are not operands"):
+            ldask.evaluate(q)
+    # fields: fixed and var, in one expression, reductions over axis 0 too
+    x, q = lazyk.array(flat_rows), ldask.from_ragged(lazyk.array(flat_rows), 4)
+    for fn in (lambda v: v.x * v.y + 1, lambda v: lazyk.where(v.y > 0, v.x, -v.x),
+               lambda v: (v.x - v.y).max(), lambda v: v.x.mean(axis=0) * v.y):
+        want, got = fn(x).eval(), ldask.evaluate(fn(q)).compute()
+        np.testing.assert_allclose(np.asarray(got), want.to_numpy())
+        assert np.asarray(got).dtype == want.to_numpy().dtype
+    x, q = lazyk.array(rows_), ldask.from_ragged(lazyk.array(rows_), 2)
+    fn = lambda v: lazyk.where(v.y > 0, v.x.sum(axis=-1), -1.0) + v.x.max(axis=-1, initial=0.0)  # noqa: E731
+    np.testing.assert_allclose(ldask.evaluate(fn(q)).compute(), fn(x).eval().to_numpy())
+    with pytest.raises(lazyk.ShapeError):  # var rows against the fixed dim of 9
+        (x.x + x.y).eval()
+    with pytest.raises(lazyk.ShapeError):  # (the rows' axis 0 against the last axis)
+        ldask.evaluate(q.x + q.y).compute()
 
 
 def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
