@@ -790,7 +790,7 @@ def test_threads_persist_strings_and_tokens():
     assert ldask.evaluate(r * 2).name == ldask.evaluate(r * 2).name
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(rows(inner=("?var * var * T", "?var * var * var * T")),
        st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean", "count"]),
        st.sampled_from([(0, 2), (0, 3), (0, 2, 3)]), st.booleans(), st.booleans(),
