@@ -19,7 +19,8 @@ layers:
   partition folding nothing adds nothing, a missing row makes the result missing (unless
   `skipna`) while the present rows must still line up. Over missing rows deeper down
   (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
-  would hide the lengths of the present rows it folded into a missing one).
+  would hide the lengths of the present rows it folded into a missing one, and a `skipna`
+  partial of only missing rows is an empty row: see the README for what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
 
 Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
@@ -135,8 +136,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         # row group without nulls) get all-present masks: one type for every partition.
         parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
     name = f"lazyk-rows-{uuid.uuid4().hex}"
-    layer = MaterializedLayer({(name, i): Part(p) for i, p in enumerate(parts)})
     counts = tuple(p.type.size for p in parts)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    layer = MaterializedLayer({(name, i): Part(p, starts[i]) for i, p in enumerate(parts)})
     t = T.FixedDim(sum(counts), parts[0].type.elem)
     return collection(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
 
@@ -172,16 +174,17 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
     whole = T.FixedDim(sum(counts), t.elem)
     _check_elem(whole, "from_delayed")
     name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
-    layer = {}
+    layer, start = {}, 0
     for i, p in enumerate(parts):
         key = p.__dask_keys__()
         key = key[0] if isinstance(key, list) else key
-        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key)
+        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key, start)
+        start += counts[i]
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
     return collection(dsk, name, counts, whole)
 
 
-def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
+def _checked_part(i: int, count: int, elem: str, part: Any, start: int = 0) -> Part:
     if not isinstance(part, Array):
         if type(part).__module__.startswith("pyarrow"):
             part = from_arrow(part)
@@ -200,7 +203,7 @@ def _checked_part(i: int, count: int, elem: str, part: Any) -> Array:
             raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
                                  f"{want}") from None
         part = _widened(part, want)  # all-present masks
-    return Part(part)
+    return Part(part, start)
 
 
 def _widened(a: Array, elem: T.Type) -> Array:
@@ -222,7 +225,8 @@ def _from_dask(x: Any) -> RaggedArray:
         x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     name = f"lazyk-rows-{tokenize(x.name)}"
     rest = (0,) * (x.ndim - 1)
-    layer = {(name, i): (_from_block, option, (x.name, i) + rest)
+    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).tolist()
+    layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
              for i in range(len(x.chunks[0]))}
     t = _fixed_type(x.shape, x.dtype)
     if option:
@@ -238,11 +242,11 @@ def _from_dask(x: Any) -> RaggedArray:
     return RaggedArray(dsk, name, x.chunks[0], t)
 
 
-def _from_block(option: bool, block: Any) -> Array:
+def _from_block(option: bool, block: Any, start: int = 0) -> Part:
     if not option:
-        return Part(array(_block(block)))
+        return Part(array(_block(block)), start)
     values = np.ascontiguousarray(np.ma.getdata(block))
-    return Part(masked(values, ~np.ma.getmaskarray(block)))
+    return Part(masked(values, ~np.ma.getmaskarray(block)), start)
 
 
 def _elem(a: Array) -> T.Type:
@@ -444,7 +448,7 @@ class _Planner:
         """A reduction over the rows' axis of data with missing rows below the first var
         dim: the source per partition, then ONE task joins every partition's rows and
         folds them (as in memory: every present row checked against the others)."""
-        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        src = self._source(node.srcs[0])
         fold = Combine(node.arg, node.dtype.str, bool(node.arg[2]))
         name = f"lazyk-rows-{node.arg[0]}-gathered-{tokenize(src.name, fold)}"
         task = (fold, *[(src.name, i) for i in range(src.npartitions)])
@@ -455,11 +459,19 @@ class _Planner:
         self.rows[name] = whole
         return whole.node
 
+    def _source(self, src: Node) -> RaggedArray:
+        """The partitions of `src`: a collection itself (its partitions, no copy), else a
+        layer computing it per partition."""
+        v = self.env.get(src.arg) if src.op == "input" else None
+        if isinstance(v, RowsLeaf) and v.rows.row_counts == self.counts:
+            return v.rows
+        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
+
     def _fold_rows(self, node: Node, arg: tuple, depth: int) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer
         rows, or keeping var rows below two folded axes: the source per partition, then
         partials that know what they folded (`FoldRows`), combined in a tree."""
-        src = self._layer(node.srcs[0], whole=False, prefix="lazyk-rows-source", lazy=True)
+        src = self._source(node.srcs[0])
         dt, keep = node.dtype.str, bool(node.arg[2])
         first = FoldRows(arg, dt, True, depth, "first")
         name = f"lazyk-rows-folded-{tokenize(src.name, first)}"

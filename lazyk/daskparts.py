@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import numpy as np
@@ -31,16 +32,20 @@ from lazyk.interchange import masked, offsets_array, records_array, regular, tex
 class Part:
     """A partition between tasks: a lazyk array that pickles as the buffers of the rows it
     holds (offsets rebased, masks, values), never as Python lists or the whole content
-    that a row slice points into."""
+    that a row slice points into. `start`, `stop`: the collection's rows it holds, or
+    folded for a partial reduction (None for results of no rows): errors name them."""
 
-    __slots__ = ("array",)
+    __slots__ = ("array", "start", "stop")
 
-    def __init__(self, a: Array):
-        self.array = a
+    def __init__(self, a: Array, start: int | None = None, stop: int | None = None):
+        self.array, self.start, self.stop = a, start, stop
+        if stop is None and start is not None:
+            self.stop = start + (a.type.size if isinstance(a.type, T.FixedDim) else 1)
 
     def __reduce__(self):
         col = buffers(self.array)
-        return (_unpack, (col,)) if col is not None else (Part, (self.array,))
+        return (_unpack, (col, self.start, self.stop)) if col is not None else \
+            (Part, (self.array, self.start, self.stop))
 
 
 def buffers(a: Array) -> tuple | None:
@@ -54,12 +59,63 @@ def buffers(a: Array) -> tuple | None:
     return col if _buildable(col) else None
 
 
-def _unpack(col: tuple) -> Part:
-    return Part(build(col))
+def _unpack(col: tuple, start: int | None = None, stop: int | None = None) -> Part:
+    return Part(build(col), start, stop)
 
 
 def unwrap(x: Any) -> Any:
     return x.array if isinstance(x, Part) else x
+
+
+def span_of(values: Any) -> tuple:
+    """The rows (start, stop) that a partition among `values` holds, or (None, None)."""
+    return next(((v.start, v.stop) for v in values if isinstance(v, Part) and
+                 v.start is not None), (None, None))
+
+
+# "row 3: ...", "row [3, 1]: ...", "var row 3 of ...", "zero-size row 3 in ...": the first
+# index is the outer row of the partition a task ran on
+_ROW = re.compile(r"^((?:var |zero-size )?row \[?)(\d+)")
+
+
+def renumbered(err: Exception, rows: Any) -> Exception:
+    """`err` naming the collection's rows where it names a partition's row: `rows` is the
+    first row's number, the numbers of the partition's rows (an array), or the parts
+    joined (`Part`s with their rows; a partial reduction stands for the rows it folded)."""
+    msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else None
+    m = _ROW.match(msg) if msg is not None else None
+    if m is None or rows is None:
+        return err
+    local, head = int(m.group(2)), m.group(1)
+    if isinstance(rows, (int, np.integer)):
+        row = str(int(rows) + local)
+    elif isinstance(rows, np.ndarray):
+        if local >= len(rows):
+            return err
+        row = str(int(rows[local]))
+    else:  # parts joined along axis 0
+        for p in rows:
+            n = p.array.type.size if isinstance(p, Part) and \
+                isinstance(p.array.type, T.FixedDim) else None
+            if n is None or p.start is None:
+                return err
+            if local < n:
+                break
+            local -= n
+        else:
+            return err
+        if p.stop - p.start == n:
+            row = str(p.start + local)
+        else:  # a partial result: the rows it folded
+            row, head = f"{p.start}..{p.stop - 1}", head.replace("row", "rows", 1)
+    if row == m.group(2):
+        return err
+    try:
+        new = type(err)(f"{head}{row}{msg[m.end():]}")
+    except TypeError:  # an error type of other arguments: as it is
+        return err
+    new.__traceback__ = err.__traceback__
+    return new
 
 
 def _trim(col: tuple) -> tuple:
@@ -263,6 +319,7 @@ class Task:
         self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
 
     def __call__(self, *values: Any) -> Any:
+        start, stop = span_of(values)
         leaves = [as_expr(unwrap(v)) for v in values]
         if all(e.node.op == "input" for e in leaves):
             # NOTE: partitions of one size share the graph rebuilt at their shapes (most
@@ -284,8 +341,14 @@ class Task:
             by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
             root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
                            else reshaped(n, s))
-        out = Expr(root, env).eval()
-        return out.to_numpy() if self.numpy else Part(out)
+        try:
+            out = Expr(root, env).eval()
+        except ValueError as err:  # ShapeError, ...: the collection's row, not the part's
+            raise renumbered(err, start) from None
+        if self.numpy:
+            return out.to_numpy()
+        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
+        return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
         return (Task, (self.root, self.numpy))
@@ -307,16 +370,78 @@ class Combine:
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         initial = self.arg[4] if len(self.arg) > 4 else None
         dt = None if op in ("any", "all") else np.dtype(self.dtype)
+        given = parts
         parts = [unwrap(p) for p in parts]
         x = concat(parts) if len(parts) > 1 else parts[0]
-        return Part(lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna,
-                               dtype=dt, initial=initial).eval())
+        inner = _ones(x, axes)
+        if inner:  # e.g. `k * ?var * 1 * T` over (0, 2) folds as `k * ?var * T` over 0
+            x = build(_squeeze(_columns(x), inner))
+            axes = (0,)
+        try:
+            out = lx.reduce(op, x, axis=axes, keepdims=self.keepdims, skipna=skipna,
+                            dtype=dt, initial=initial).eval()
+        except ValueError as err:  # ShapeError: the collection's rows, not the partials'
+            raise renumbered(err, given) from None
+        if inner and self.keepdims:
+            out = build(_unsqueeze(_columns(out), inner))
+        spans = [(p.start, p.stop) for p in given if isinstance(p, Part)]
+        if len(spans) == len(given) and all(a is not None for a, _ in spans):
+            return Part(out, spans[0][0], spans[-1][1])
+        return Part(out)
 
     def __reduce__(self):
         return (Combine, (self.arg, self.dtype, self.keepdims))
 
     def __dask_tokenize__(self):
         return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+
+
+def _ones(x: Any, axes: tuple) -> tuple:
+    """The axes other than 0 to squeeze before folding partials of `x` over `axes`: all of
+    them when each is a fixed dim of 1 (the partials' kept axes) below missing rows
+    (`?var`), whose loop nest folds `k * ?var * T` over axis 0 but not `k * ?var * 1 * T`
+    over (0, 2); else ()."""
+    inner = tuple(sorted(a for a in axes if a))
+    if 0 not in axes or not inner or not isinstance(x, Array) or \
+            "?var" not in str(x.type):
+        return ()
+    t = x.type
+    for d in range(1, max(inner) + 1):
+        t = t.elem
+        if isinstance(t, T.Option):
+            if d in inner:
+                return ()
+            t = t.elem
+        if d in inner and not (isinstance(t, T.FixedDim) and t.size == 1):
+            return ()
+    return inner
+
+
+def _at(col: tuple, axis: int, fn: Any) -> tuple:
+    """A column tree with `fn` applied to the node of dim `axis` (1: the first below the
+    outer rows; an option above a dim's node belongs to it)."""
+    if axis == 1:
+        return fn(col)
+    kind = col[0]
+    if kind == "option":
+        return ("option", col[1], _at(col[2], axis, fn))
+    if kind in ("list", "regular"):
+        return (kind, col[1], _at(col[2], axis - 1, fn))
+    raise ShapeError(f"no dimension {axis} in a column of {kind}")
+
+
+def _squeeze(col: tuple, axes: tuple) -> tuple:
+    """The fixed dims of 1 at `axes` (>= 1) taken out of a column tree."""
+    for a in sorted(axes, reverse=True):
+        col = _at(col, a, lambda c: c[2])
+    return col
+
+
+def _unsqueeze(col: tuple, axes: tuple) -> tuple:
+    """Fixed dims of 1 put in at `axes` (>= 1, of the result)."""
+    for a in sorted(axes):
+        col = _at(col, a, lambda c: ("regular", 1, c))
+    return col
 
 
 class Folded:
@@ -328,11 +453,12 @@ class Folded:
 
     __slots__ = ("value", "rows", "missing")
 
-    def __init__(self, value: Any, rows: bool, missing: Any):
-        self.value, self.rows, self.missing = unwrap(value), rows, unwrap(missing)
+    def __init__(self, value: Part, rows: bool, missing: Any):
+        # `value` stays a Part: the rows it folded name the rows in errors
+        self.value, self.rows, self.missing = value, rows, unwrap(missing)
 
     def __reduce__(self):
-        return (Folded, (Part(self.value), self.rows,
+        return (Folded, (self.value, self.rows,
                          None if self.missing is None else Part(self.missing)))
 
 
@@ -351,22 +477,24 @@ class FoldRows(Combine):
 
     def __call__(self, *parts: Any) -> Any:
         if self.stage == "first":
-            return self._partial(unwrap(parts[0]))
+            return self._partial(unwrap(parts[0]), span_of(parts))
         parts = [unwrap(p) for p in parts]
         live = [f.value for f in parts if f.rows] or [parts[0].value]
         missing = next((f.missing for f in parts if f.missing is not None), None)
-        value = unwrap(Combine.__call__(self, *live))  # row lengths checked here
+        value = Combine.__call__(self, *live)  # row lengths checked here
         if self.stage != "final":
             return Folded(value, any(f.rows for f in parts), missing)
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         return Combine.__call__(self, missing) if missing is not None and not skipna \
-            else Part(value)
+            else Part(value.array)
 
-    def _partial(self, x: Array) -> Folded:
-        col, missing = _columns(x), None
+    def _partial(self, x: Array, span: tuple) -> Folded:
+        start = span[0]
+        col, missing, rows = _columns(x), None, start
         if col[0] == "option":  # missing rows: fold the present ones
             mask = np.asarray(col[1], bool)
             if not mask.all():
+                rows = np.flatnonzero(mask) + (start or 0)  # the present rows' numbers
                 gone = int(np.argmin(mask))
                 missing = build(_cut(col, gone, gone + 1))
                 edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.view(np.int8),
@@ -384,7 +512,11 @@ class FoldRows(Combine):
             else:
                 n, col = n * col[1], col[2]
         keep = Combine(self.arg, self.dtype, True)
-        return Folded(keep(x), n > 0, None if missing is None else keep(missing))
+        try:
+            value = Part(keep(x).array, *span)
+        except ValueError as err:  # ShapeError: the collection's row, not the part's
+            raise renumbered(err, rows) from None
+        return Folded(value, n > 0, None if missing is None else keep(missing))
 
     def __reduce__(self):
         return (FoldRows, (self.arg, self.dtype, self.keepdims, self.depth, self.stage))

@@ -33,6 +33,7 @@ from lazyk.expr import Expr
 from lazyk.graph import Node
 from lazyk.interchange import columns as _columns
 from lazyk.leaves import RaggedLeaf, describe_ragged
+from lazyk.operators import Operators
 from lazyk.typeparse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
@@ -246,10 +247,11 @@ class RaggedArray(_Collection, Expr):
 
 
 
-class RaggedRecords(_Collection):
+class RaggedRecords(_Collection, Operators):
     """A Dask collection of lazyk record arrays split by outer rows (`N * {x: var * float64,
     y: int64}`): `r.x` / `r["x"]` is the field as a collection (views of each partition),
-    an operand of expressions; the records themselves are not (NotSupportedError)."""
+    an operand of expressions; the records themselves are not, as on one machine (`r + 1`,
+    `lazyk.sin(r)`, `r == r` raise UnsupportedOperandError naming the type)."""
 
     __slots__ = ("_dsk", "_name", "_counts", "_ltype", "_fields")
 
@@ -297,6 +299,12 @@ class RaggedRecords(_Collection):
         raise NotSupportedError("a lazyk.dask.RaggedRecords is computed by Dask: .compute() "
                                 "gives a lazyk array")
 
+    def __lazyk_expr__(self) -> Expr:
+        # the refusal of records on one machine (`lazyk.leaves.describe_ragged`)
+        raise NotSupportedError(f"expressions over {self._ltype}: only fixed and var dims "
+                                "over numeric T or ?T (records are not operands: use their "
+                                "fields, r.x or r['x'])")
+
 
 def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) -> Any:
     """A `RaggedRecords` for records under the dims, else a `RaggedArray`."""
@@ -308,7 +316,7 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
 
 
 def _field(field: str, part: Any) -> Part:
-    return Part(unwrap(part)[field])
+    return Part(unwrap(part)[field], getattr(part, "start", None))
 
 def _to_block(option: bool, part: Any) -> np.ndarray:
     """One partition as NumPy data (a masked array for `?T`)."""

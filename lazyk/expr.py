@@ -197,7 +197,7 @@ def is_operand(x: Any) -> bool:
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
     return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
-        is_dask_array(x) or is_pandas(x)
+        is_dask_array(x) or is_pandas(x) or hasattr(type(x), "__lazyk_expr__")
 
 
 def _wrap_dask(x: Any) -> Expr:
@@ -286,6 +286,8 @@ def as_expr(x: Any) -> Expr:
     if is_pandas(x):  # as lazyk.array reads it (nullable columns: `?T`)
         return as_expr(lazyk_array(x))
     cls = type(x)
+    if hasattr(cls, "__lazyk_expr__"):  # collections with rules of their own (lazyk.dask)
+        return cls.__lazyk_expr__(x)
     what = f"{cls.__module__}.{cls.__qualname__}"
     hint = ("convert it with numpy.asarray(x) or lazyk.array(x) first"
             if hasattr(x, "__array__") else

@@ -196,22 +196,17 @@ def test_rows_axis_folds_of_missing_rows_and_of_rows_below_two_folded_axes(
             assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
             return
     if isinstance(axis, tuple) and 2 in axis and t.split(" * ")[1:3] == ["?var", "var"]:
-        # NOTE: a known limit: Dask combines the partials of `N * ?var * var * T` over
-        # (0, 2) as `k * ?var * 1 * T` over (0, 2), a form the loop nest refuses (by name),
-        # while one machine now folds the whole array; where Dask answers, it answers as one
-        # machine does.
+        # `N * ?var * var * T` over (0, 2): Dask folds its `k * ?var * 1 * T` partials as
+        # `k * ?var * T` over axis 0, never refused, equal to one machine
         try:
-            got = ldask.evaluate(fn(x), split_every=split_every).compute()
-        except lazyk.NotSupportedError:
-            return
-        except ValueError as err:  # rows that do not fold: the reference raises too
+            want = fn(a).eval()
+        except ValueError as err:  # rows that do not fold: the same error
             with pytest.raises(type(err)):
-                R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
+                ldask.evaluate(fn(x), split_every=split_every).compute()
             return
-        want = fn(a).eval()
+        got = ldask.evaluate(fn(x), split_every=split_every).compute()
         got = lazyk.array(np.asarray(got)) if isinstance(got, np.ndarray) else got
         assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
-        return
     run(lambda: fn(x), lambda: fn(a),
         lambda: R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna),
         refusable=False, split_every=split_every)
@@ -460,8 +455,54 @@ def test_record_rows_and_their_fields():
     assert ldask.evaluate(q.y.max()).compute() == 4
     with pytest.raises(AttributeError, match="fields x, y"):
         q.z  # noqa: B018
-    with pytest.raises(TypeError, match="RaggedRecords"):
+    with pytest.raises(lazyk.UnsupportedOperandError, match="records are not operands"):
         lazyk.sin(q)
+
+
+def test_records_as_operands_as_on_one_machine():
+    """Records themselves are refused as on one machine (UnsupportedOperandError naming the
+    operation and the type, never Python's own TypeError or an identity `==`); their
+    fields compute as on one machine, fixed and var ones."""
+    import operator
+
+    rows_ = [{"x": [1.0, 2.0], "y": 3}, {"x": [], "y": 4}, {"x": [5.0], "y": -1}] * 3
+    flat_rows = [{"x": 1.5, "y": 3}, {"x": -2.0, "y": 4}, {"x": 0.0, "y": -1}] * 3
+    other = lazyk.array([[1.0]] * 9, type="9 * var * float64")
+    for data in (rows_, flat_rows):
+        x = lazyk.array(data)
+        q, o = ldask.from_ragged(x, 4), ldask.from_ragged(other, 4)
+        refused = [lazyk.sin, lambda v: v + 1, lambda v: 1 + v, operator.eq, operator.ne,
+                   lambda v: v == 1, lambda v: v + v, lambda v: np.sin(v), operator.neg,
+                   lambda v: v.sum(), lambda v: lazyk.count(v, axis=0),
+                   lambda v: v * (o if isinstance(v, ldask.RaggedRecords) else other),
+                   lambda v: (o if isinstance(v, ldask.RaggedRecords) else other) < v]
+        for fn in refused:
+            args = (x, x) if fn in (operator.eq, operator.ne) else (x,)
+            with pytest.raises(lazyk.UnsupportedOperandError) as one:
+                fn(*args)
+            args = (q, q) if fn in (operator.eq, operator.ne) else (q,)
+            with pytest.raises(lazyk.UnsupportedOperandError) as got:
+                fn(*args)
+            # the same operation and types named, and what to do instead
+            named = re.match(r"^.*?unsupported operand type\(s\) .*? \(", str(one.value))
+            assert str(got.value).startswith(named.group(0)), (got.value, one.value)
+            assert "use their fields" in str(got.value)
+        with pytest.raises(lazyk.NotSupportedError, match="records are not operands"):
+            ldask.evaluate(q)
+    # fields: fixed and var, in one expression, reductions over axis 0 too
+    x, q = lazyk.array(flat_rows), ldask.from_ragged(lazyk.array(flat_rows), 4)
+    for fn in (lambda v: v.x * v.y + 1, lambda v: lazyk.where(v.y > 0, v.x, -v.x),
+               lambda v: (v.x - v.y).max(), lambda v: v.x.mean(axis=0) * v.y):
+        want, got = fn(x).eval(), ldask.evaluate(fn(q)).compute()
+        np.testing.assert_allclose(np.asarray(got), want.to_numpy())
+        assert np.asarray(got).dtype == want.to_numpy().dtype
+    x, q = lazyk.array(rows_), ldask.from_ragged(lazyk.array(rows_), 2)
+    fn = lambda v: lazyk.where(v.y > 0, v.x.sum(axis=-1), -1.0) + v.x.max(axis=-1, initial=0.0)  # noqa: E731
+    np.testing.assert_allclose(ldask.evaluate(fn(q)).compute(), fn(x).eval().to_numpy())
+    with pytest.raises(lazyk.ShapeError):  # var rows against the fixed dim of 9
+        (x.x + x.y).eval()
+    with pytest.raises(lazyk.ShapeError):  # (the rows' axis 0 against the last axis)
+        ldask.evaluate(q.x + q.y).compute()
 
 
 def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
@@ -747,3 +788,103 @@ def test_threads_persist_strings_and_tokens():
     np.testing.assert_array_equal(got.compute(), [6.0, 6.0, 0.0, 8.0])
     assert tokenize(r * 2) == tokenize(r * 2) and tokenize(r * 2) != tokenize(r * 3)
     assert ldask.evaluate(r * 2).name == ldask.evaluate(r * 2).name
+
+
+@settings(max_examples=12, deadline=None)
+@given(rows(inner=("?var * var * T", "?var * var * var * T")),
+       st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean", "count"]),
+       st.sampled_from([(0, 2), (0, 3), (0, 2, 3)]), st.booleans(), st.booleans(),
+       st.sampled_from([None, 2]))
+def test_rows_axis_folds_keeping_missing_rows(drawn, op, axis, skipna, keepdims,
+                                              split_every):
+    """Reductions of `N * ?var * var * T` over axes that keep the `?var` rows: Dask folds
+    its partials (`k * ?var * 1 * T`) as `k * ?var * T` over axis 0, and answers as one
+    machine and the reference do (values, types, missing rows, errors)."""
+    t, values, cuts = drawn
+    a, ra = lazyk.array(values, type=t), R.array(values, t)
+    if max(axis) >= ra.type.ndim:
+        axis = (0, 2)
+    x = split(a, cuts)
+    fn = _reducer(op, axis, keepdims, skipna)
+    try:
+        want = fn(a).eval()
+    except ValueError as err:  # rows that do not fold, an empty min: the same error
+        with pytest.raises(type(err)):
+            ldask.evaluate(fn(x), split_every=split_every).compute()
+        return
+    got = ldask.evaluate(fn(x), split_every=split_every).compute()
+    got = lazyk.array(np.asarray(got)) if isinstance(got, (np.ndarray, np.generic)) else got
+    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
+    try:
+        ref = R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
+    except ValueError:
+        return
+    check(got, ref)
+
+
+def test_errors_name_the_collections_rows():
+    """A ShapeError raised in a partition names the row of the whole collection (the
+    partition's first row + its own row), as one machine does; a fold across partitions
+    names the rows the mismatching partial folded."""
+    n = 1200
+    rows_ = [[1.0, 2.0]] * n
+    bad = list(rows_)
+    bad[1003] = [1.0, 2.0, 3.0]
+    a = lazyk.array(rows_, type=f"{n} * var * float64")
+    b = lazyk.array(bad, type=f"{n} * var * float64")
+    x, y = ldask.from_ragged(a, 500), ldask.from_ragged(b, 500)
+    assert y.row_counts == (500, 500, 200)
+    for e in (lambda p, q: p + q, lambda p, q: (p * 2 + q).sum(axis=-1),
+              lambda p, q: (p + q).sum(axis=0)):
+        with pytest.raises(lazyk.ShapeError, match=r"^row 1003: ") as one:
+            e(a, b).eval()
+        with pytest.raises(lazyk.ShapeError) as got:
+            ldask.evaluate(e(x, y)).compute()
+        assert str(got.value) == str(one.value)
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: rows of length 2 and 3"):
+        ldask.evaluate(y.sum(axis=0)).compute()
+    empty = list(rows_)
+    empty[1100] = []
+    with pytest.raises(ValueError, match="zero-size row 1100 in reduction min"):
+        ldask.evaluate(ldask.from_ragged(lazyk.array(empty), 500).min(axis=-1)).compute()
+    # missing rows right under the outer rows (dropped from the partials) and deeper ones
+    holes = [None if i % 7 == 0 else [1.0, 2.0] for i in range(n)]
+    holes[1004] = [1.0, 2.0, 3.0]
+    h = lazyk.array(holes, type=f"{n} * ?var * float64")
+    deep = lazyk.array([[r] for r in holes], type=f"{n} * var * ?var * float64")
+    for v, axis in ((h, 0), (deep, 0)):
+        for skipna in (False, True):
+            with pytest.raises(lazyk.ShapeError) as one:
+                v.sum(axis=axis, skipna=skipna).eval()
+            with pytest.raises(lazyk.ShapeError) as got:
+                ldask.evaluate(ldask.from_ragged(v, 300).sum(axis=axis, skipna=skipna)
+                               ).compute()
+            assert "1004" in str(one.value) and str(got.value) == str(one.value)
+    # elementwise: the path's first index is the outer row
+    c = lazyk.array([[[1.0], [2.0, 5.0]]] * 6, type="6 * var * var * float64")
+    d = lazyk.array([[[1.0], [2.0]]] * 4 + [[[1.0], [2.0, 3.0, 4.0]]] * 2,
+                    type="6 * var * var * float64")
+    with pytest.raises(lazyk.ShapeError, match=r"^row \[4, 1\]: "):
+        ldask.evaluate(ldask.from_ragged(c, 3) + ldask.from_ragged(d, 3)).compute()
+    # rows that line up in each partition but not across them: the partial's rows
+    two = lazyk.array([[1.0, 2.0]] * 6 + [[1.0, 2.0, 3.0]] * 6)
+    for split_every in (None, 2):
+        with pytest.raises(lazyk.ShapeError, match=r"^rows 6\.\.7: rows of length 2 and 3"):
+            ldask.evaluate(ldask.from_ragged(two, 2).sum(axis=0),
+                           split_every=split_every).compute()
+    tall = lazyk.array([[r] for r in two.to_list()], type="12 * var * var * float64")
+    with pytest.raises(lazyk.ShapeError, match=r"^rows \[6\.\.7, 0\]: rows of length 2"):
+        ldask.evaluate(ldask.from_ragged(tall, 2).sum(axis=(0, 1))).compute()
+    # partitions made by tasks and Dask array chunks carry their first row too
+    load = dask.delayed(lambda i: lazyk.array(rows_[:500] if i < 2 else bad[1000:],
+                                              type="N * var * float64".replace(
+                                                  "N", str(500 if i < 2 else 200))))
+    g = ldask.from_delayed([load(i) for i in range(3)], "N * var * float64", [500, 500, 200])
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(g + x).compute()
+    m = ldask.from_ragged(da.ones((n, 2), chunks=(500, 2)))
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(m + y).compute()
+    q = ldask.from_ragged(lazyk.array([{"x": r, "y": 1} for r in bad]), 500)
+    with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
+        ldask.evaluate(q.x + x).compute()
