@@ -250,7 +250,8 @@ def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
 
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
     """`N * {name: T, ...}` (`?{...}` where `valid` says) from columns of N elements each
-    (lazyk arrays with a leading fixed dim N). lazyk records are C structs, so each
+    (lazyk arrays with a leading fixed dim N); names 0, 1, ... (ints) give a tuple
+    `N * (T, ...)`. lazyk records and tuples are C structs, so each
     element's fields are written into one block (vectorized, one strided copy per field):
     numbers and masks are copied, a var field gets its rows' `{start, stop}` indices over
     the column's content (not copied), a string its `{begin, size}` element over the
@@ -260,7 +261,8 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         if not isinstance(c.type, T.FixedDim) or c.type.size != n:
             raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
                                          "elements")
-    rec = T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
+    rec = T.Tuple(tuple(c.type.elem for c in columns)) if _is_tuple(names) else \
+        T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
     t = T.Option(rec) if valid is not None else rec
     region = n * rec.itemsize
     block = memory.MemoryBlock(max(region * (1 + _options_in(t)), 16), keep=[])
@@ -275,16 +277,32 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         slot(region, np.bool_)[:] = valid
         meta = (region,)
     meta += rec.offsets
-    for (_, ft), off, c in zip(rec.fields, rec.offsets, columns):
+    for ft, off, c in zip(rec.types, rec.offsets, columns):
         meta += _write_field(ft, c, block, slot, off, region, counter)
     return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _is_tuple(names) -> bool:
+    """Whether column-tree field names are the positions of a tuple (0, 1, ...)."""
+    return len(names) > 0 and all(type(k) is int for k in names)
+
+
+def _field_view(c: Array, k: int) -> Array:
+    """Field k of `N * {...}` or `N * (...)` as a view `N * T_k` (tuples have no field
+    names to index with)."""
+    t = c.type.elem
+    ft = t.types[k]
+    at = M.field_meta_positions(t, 2)[k]
+    meta = tuple(c.meta[:2]) + tuple(c.meta[at:at + M.meta_len(ft)])
+    return Array.from_parts(T.FixedDim(c.type.size, ft), meta, c.ptr + c.meta[2 + k], c.owner,
+                            c.readonly)
 
 
 def _options_in(t: T.Type) -> int:
     """How many option positions one element of `t` has (var contents not counted)."""
     if isinstance(t, T.Option):
         return 1 + _options_in(t.elem)
-    if isinstance(t, T.Record):
+    if isinstance(t, (T.Record, T.Tuple)):
         return sum(map(_options_in, t.types))
     if isinstance(t, T.FixedDim):
         return _options_in(t.elem)
@@ -312,10 +330,10 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
                                  c.owner, True)
         return (counter[0] * region,) + _write_field(t.elem, inner, block, slot, off, region,
                                                      counter)
-    if isinstance(t, T.Record):
+    if isinstance(t, (T.Record, T.Tuple)):
         meta = t.offsets
-        for (name, ft), at in zip(t.fields, t.offsets):
-            meta += _write_field(ft, c[name], block, slot, off + at, region, counter)
+        for k, (ft, at) in enumerate(zip(t.types, t.offsets)):
+            meta += _write_field(ft, _field_view(c, k), block, slot, off + at, region, counter)
         return meta
     if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
         values = c.to_numpy()
@@ -401,7 +419,14 @@ def from_arrow(x: Any) -> Array:
         raise TypeError(f"from_arrow takes a pyarrow Array, ChunkedArray, Table or "
                         f"RecordBatch, not {type(x).__name__}")
     t = x.type
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
+    if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
+        return from_arrow(x.dictionary_decode())
+    if pa.types.is_union(t):
+        raise NotSupportedError(
+            f"Arrow union arrays ({t}): a lazyk array holds one type; select the values of "
+            f"one type first (x.type_codes gives each value's type, x.field(i) child i)")
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        # a map is a list of {key, value} structs in Arrow's own layout
         offsets = x.offsets.to_numpy(zero_copy_only=True)
         content = from_arrow(x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
@@ -428,8 +453,8 @@ def from_arrow(x: Any) -> Array:
                              [from_arrow(x.field(i)) for i in range(t.num_fields)], valid) \
             if t.num_fields else _unsupported(t)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, structs, numbers, "
-                                "bools, strings and binary)")
+        raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
+                                "numbers, bools, strings, binary and dictionaries of these)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
@@ -477,11 +502,12 @@ def _text_layout(ak, layout, valid=None) -> Array | None:
 
 
 def _records_layout(ak, layout, valid=None) -> Array:
-    if layout.is_tuple:
-        raise NotSupportedError("Awkward tuples (records with named fields are converted)")
+    if not layout.contents:
+        raise NotSupportedError("Awkward records without fields")
     n = len(layout)
-    return records_array(list(layout.fields), [_from_layout(ak, x[:n]) for x in layout.contents],
-                         valid)
+    # a tuple's fields are its positions: lazyk's tuple type `(A, B)`
+    names = list(range(len(layout.contents))) if layout.is_tuple else list(layout.fields)
+    return records_array(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
 
 
 def _from_layout(ak, layout) -> Array:
@@ -522,13 +548,24 @@ def _from_layout(ak, layout) -> Array:
         if isinstance(inner, c.ListOffsetArray):
             return offsets_array(_as_offsets(np.asarray(inner.offsets.data)),
                                  _from_layout(ak, inner.content), valid)
+        if isinstance(inner, c.UnionArray):
+            _union(inner)
         raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
     if isinstance(layout, c.RecordArray):
         return _records_layout(ak, layout)
     if isinstance(layout, c.IndexedArray):
         return _from_layout(ak, layout.project())
+    if isinstance(layout, c.UnionArray):
+        _union(layout)
     raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
                             "records, numbers, strings and options of them)")
+
+
+def _union(layout):
+    raise NotSupportedError(
+        f"Awkward union arrays ({layout.form.type}): a lazyk array holds one type; convert "
+        f"one of its types at a time (ak.Array(array.layout.project(i)) holds the elements "
+        f"of type i)")
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
@@ -547,12 +584,13 @@ def _as_array(x: Any, fn: str) -> Array:
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
-    offsets, characters) | ("record", names, [child per field]). Offsets-form var dims and lazyk
+    offsets, characters) | ("record", names, [child per field]; a tuple's names are its
+    positions 0, 1, ... as ints). Offsets-form var dims and lazyk
     mask blocks give their buffers in place; other layouts are repacked first."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
-    if M.is_plain(t):
+    if M.is_plain(t) and not _has_tuple(t):
         arr = a.to_numpy()
         if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
             return ("record", arr.dtype.names, [_columns(array(arr[k])) for k in arr.dtype.names])
@@ -561,7 +599,7 @@ def _columns(a: Array) -> tuple:
         flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
         return ("regular", arr.shape[1], _columns(array(flat)))
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
-    if not isinstance(owner, memory.MemoryBlock):
+    if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
         return _columns(_repack(a))
     if isinstance(x, T.FixedDim):
         if stride != x.size * meta[3]:
@@ -600,9 +638,21 @@ def _columns(a: Array) -> tuple:
         return ("list", offsets, _columns(child))
     if M.is_varlen(x):
         return ("text", x.name) + _text_columns(a)
-    if isinstance(x, T.Record):  # each field a view of its own
-        return ("record", x.names, [_columns(a[name]) for name in x.names])
+    if isinstance(x, (T.Record, T.Tuple)):  # each field a view of its own
+        keys = x.names if isinstance(x, T.Record) else tuple(range(len(x.types)))
+        return ("record", keys, [_columns(_field_view(a, k)) for k in range(len(keys))])
+    if M.is_plain(t):  # numbers inside a tuple
+        return ("numpy", a.to_numpy())
     return _unsupported(t)
+
+
+def _has_tuple(t: T.Type) -> bool:
+    """Whether a tuple type sits anywhere in `t` (NumPy would name its fields f0, f1, ...)."""
+    if isinstance(t, T.Tuple):
+        return True
+    if isinstance(t, T.Record):
+        return any(map(_has_tuple, t.types))
+    return isinstance(t, (T.Dim, T.Option)) and _has_tuple(t.elem)
 
 
 def _text_columns(a: Array) -> tuple:
@@ -681,7 +731,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
     if kind == "record":
-        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]], names=list(col[1]),
+        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]],
+                                          names=[str(k) for k in col[1]],  # tuples: "0", ...
                                           mask=None if valid is None else pa.array(~valid))
     if kind == "text":
         offsets, chars = col[2], col[3]
@@ -726,7 +777,8 @@ def _awkward(ak, col: tuple):
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
     if kind == "record":
         fields = [_awkward(ak, f) for f in col[2]]
-        return c.RecordArray(fields, list(col[1]), length=len(fields[0]) if fields else 0)
+        names = None if _is_tuple(col[1]) else list(col[1])  # None: an Awkward tuple
+        return c.RecordArray(fields, names, length=len(fields[0]) if fields else 0)
     if kind == "text":
         string = col[1] == "string"
         chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
