@@ -689,6 +689,58 @@ def _text_columns(a: Array) -> tuple:
 columns = _columns  # the same tree for other modules (lazyk.daskrows joins partitions)
 
 
+def option_field(a: Array, name: str) -> Array:
+    """Field `name` of records that may be missing whose field may be missing too
+    (`... * ?{name: ?T}`), as a new `... * ?T` array (read-only): missing where the record
+    or the field is, as Arrow and Awkward read it. One mask cannot say both, so this is a
+    copy: the field's values and the AND of the two masks (vectorized)."""
+    if a.type.ndim == 0:
+        return option_field(a[None], name)[0]
+    out = _build(_pick(_columns(a), name))
+    return Array._from_parts(out.type, out.meta, out.ptr, out.owner, True)
+
+
+def _pick(col: tuple, name: str) -> tuple:
+    """The column tree of field `name` under the dims of `col` (an "option" over records
+    ANDs its mask into the field's)."""
+    kind = col[0]
+    if kind == "record":
+        if name not in col[1]:
+            raise KeyError(f"the records have no field {name!r}")
+        return col[2][list(col[1]).index(name)]
+    if kind == "option" and col[2][0] == "record":
+        f = _pick(col[2], name)
+        return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)
+    if kind in ("option", "list", "regular"):
+        return (kind, col[1], _pick(col[2], name))
+    raise KeyError(f"no records with a field {name!r}")
+
+
+def _build(col: tuple) -> Array:
+    """A lazyk array from a column tree (`_columns`): buffers used as they are."""
+    kind = col[0]
+    if kind == "numpy":
+        return array(np.ascontiguousarray(col[1]))
+    if kind == "regular":
+        return regular(_build(col[2]), col[1])
+    if kind == "list":
+        return offsets_array(col[1], _build(col[2]), check=None)
+    if kind == "text":
+        return text_array(col[2], col[3], None, col[1])
+    if kind == "record":
+        return records_array(list(col[1]), [_build(f) for f in col[2]])
+    mask, child = col[1], col[2]
+    if child[0] == "numpy":
+        return masked(child[1], mask)
+    if child[0] == "list":
+        return offsets_array(child[1], _build(child[2]), validity=mask, check=None)
+    if child[0] == "text":
+        return text_array(child[2], child[3], mask, child[1])
+    if child[0] == "record":
+        return records_array(list(child[1]), [_build(f) for f in child[2]], mask)
+    raise NotSupportedError("missing fixed-size rows (?N * T) in a field of records")
+
+
 def _unsupported(t: T.Type):
     raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, records, "
                             "fixed and var dims, options)")
