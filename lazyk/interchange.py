@@ -268,6 +268,8 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
     block = memory.MemoryBlock(max(region * (1 + _options_in(t)), 16), keep=[])
 
     def slot(at: int, dtype, shape=()) -> np.ndarray:  # one field of every element
+        if not n:  # no elements: nothing to write (the offset may pass the block)
+            return np.empty((0,) + shape, dtype)
         return np.ndarray((n,) + shape, dtype, block.buffer, at,
                           (rec.itemsize,) + tuple(np.dtype(dtype).itemsize for _ in shape))
     counter = [0]
@@ -312,6 +314,8 @@ def _options_in(t: T.Type) -> int:
 def _column(c: Array, at: int, dtype, shape=()) -> np.ndarray:
     """A strided view of bytes `at` on from each element of column `c` (inside its block:
     NumPy checks the extent)."""
+    if not c.type.size:  # no elements: an empty column's pointer may sit past its block
+        return np.empty((0,) + shape, dtype)
     return np.ndarray((c.type.size,) + shape, dtype, c.owner.buffer,
                       c.ptr - c.owner.address + at,
                       (c.meta[1],) + tuple(np.dtype(dtype).itemsize for _ in shape))
