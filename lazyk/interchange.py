@@ -404,7 +404,12 @@ def from_arrow(x: Any) -> Array:
     elements built over them), struct arrays (records: lazyk's are C structs, so the fields
     are copied into one block, except list contents and characters), any nesting of these,
     and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
-    RecordBatch becomes records, one per row, a field per column. Nulls in a list array
+    RecordBatch becomes records, one per row, a field per column. Map arrays are lists of
+    `{key, value}` structs in Arrow's own layout: `var * {key: K, value: V}` (offsets in
+    place, keys and values copied into the records). Dictionary arrays (Parquet string
+    columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
+    values, which then convert as above. Union arrays raise NotSupportedError (select one
+    type first). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -475,7 +480,9 @@ def from_awkward(x: Any) -> Array:
     `{begin, size}` elements built over them); records become lazyk records (C structs: the
     fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
-    through a byte mask (copied, with the values of option numbers).
+    through a byte mask (copied, with the values of option numbers). Tuples become lazyk
+    tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
+    type first).
 
     Example:
         >>> import awkward as ak
@@ -758,8 +765,11 @@ def _repack(a: Array) -> Array:
 def to_arrow(x: Array) -> Any:
     """A pyarrow array over the lazyk array's buffers (`N * var * T` -> ListArray or
     LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
-    -> FixedSizeListArray). Offsets-form var dims and contiguous values are not copied;
-    lazyk-built rows copy their indices into offsets; stepping views are repacked.
+    -> FixedSizeListArray, records -> StructArray, tuples -> StructArray with fields "0",
+    "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
+    back as lists of `{key, value}` structs and as plain values. Offsets-form var dims and
+    contiguous values are not copied; lazyk-built rows copy their indices into offsets;
+    stepping views are repacked.
 
     Example:
         >>> lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()
@@ -813,8 +823,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
 
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
-    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray). Offsets-form
-    var dims and values are not copied.
+    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray, records and
+    tuples -> RecordArray). Offsets-form var dims and values are not copied.
 
     Example:
         >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
