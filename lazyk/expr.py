@@ -280,7 +280,7 @@ def as_expr(x: Any) -> Expr:
                     return _wrap_text_rows(x)
             return _wrap_ragged(x)
         if view.dtype.fields is not None:
-            _refuse_records(x.type)
+            _refuse_records(x.type, view.dtype)
         return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
         return wrap_array(hooks.as_device_array(x))
@@ -296,19 +296,21 @@ def as_expr(x: Any) -> Expr:
     raise TypeError(f"cannot use a {what} in a lazyk expression: {hint}")
 
 
-def _refuse_records(t: T.Type) -> None:
+def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
     """NotSupportedError for arrays of records or tuples, which are not operands: their
-    fields are (`r.x + 1`)."""
+    fields are (`r.x + 1`). `dtype`: the NumPy dtype holding them, named too."""
     while isinstance(t, (T.Dim, T.Option)):
         t = t.elem
+    held = "" if dtype is None else f" (NumPy dtype {dtype})"
     if isinstance(t, T.Record):
         name = t.names[0] if t.names else "x"
         field = f"r.{name}" if name.isidentifier() else f"r[{name!r}]"
-        raise NotSupportedError(f"records are not operands of expressions: use their fields, "
-                                f"e.g. {field} + 1 (fields: {', '.join(t.names)})")
+        raise NotSupportedError(f"records are not operands of expressions{held}: use their "
+                                f"fields, e.g. {field} + 1 (fields: {', '.join(t.names)})")
     if isinstance(t, T.Tuple):
-        raise NotSupportedError("tuples are not operands of expressions: build arrays of "
-                                "their fields (or use records, whose fields r.x are operands)")
+        raise NotSupportedError(f"tuples are not operands of expressions{held}: build arrays "
+                                "of their fields (or use records, whose fields r.x are "
+                                "operands)")
 
 
 def placeholder(name: str, type: Any) -> Expr:

@@ -201,7 +201,7 @@ def test_awkward_unions_are_refused_naming_the_type():
 def test_records_are_not_operands_their_fields_are(data, t, hint):
     r = lazyk.array(data, type=t)
     for make in (lambda: r + 1, lambda: 1 + r, lambda: lazyk.sum(r)):
-        with pytest.raises(UnsupportedOperandError, match="records are not operands.*" + hint):
+        with pytest.raises(UnsupportedOperandError, match="records are not operands of expressions.*" + hint):
             make()
     with pytest.raises(NotSupportedError, match="tuples are not operands"):
         lazyk.array([(1, 2.0)], type="1 * (int64, float64)") * 2
