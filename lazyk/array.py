@@ -388,15 +388,26 @@ def _view(a: Array, items: tuple) -> Array | None:
     return None if parts is None else Array._from_parts(*parts, a._readonly)
 
 
+# The copy that reads a field of `?{name: ?T}` (`lazyk.interchange.option_field`, a later
+# stage, registers it when imported: `import lazyk` does).
+_field_copy: list = []
+
+
+def use_field_copy(fn) -> None:
+    """Register `fn(array, name)`, which reads field `name` of `... * ?{name: ?T}`."""
+    _field_copy[:] = [fn]
+
+
 def _option_fields(a: Array, items: tuple) -> Array:
     """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
-    missing", so the field is a read-only copy (`interchange.option_field`)."""
-    from lazyk.interchange import option_field
+    missing", so the field is a read-only copy (`use_field_copy`)."""
+    if not _field_copy:
+        raise RuntimeError("`import lazyk` (lazyk.interchange) reads fields of ?{x: ?T}")
     dims, names = normalize_index(a.type, items)
     out = a[tuple(dims)] if dims else a
     for n in names:
         view = _view_or_none(out, n)
-        out = view if view is not None else option_field(out, n)
+        out = view if view is not None else _field_copy[0](out, n)
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
-from lazyk.array import Array, array, masked
+from lazyk.array import Array, array, masked, use_field_copy
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 _EXTRA = "pip install 'lazyk[ragged]'"
@@ -750,6 +750,9 @@ def _build(col: tuple) -> Array:
     if child[0] == "record":
         return records_array(list(child[1]), [_build(f) for f in child[2]], mask)
     raise NotSupportedError("missing fixed-size rows (?N * T) in a field of records")
+
+
+use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it
 
 
 def _unsupported(t: T.Type):

@@ -143,6 +143,8 @@ def test_awkward_tuples_round_trip(data, nested):
     x = lazyk.from_awkward(a)
     assert str(x.type) == f"{len(data)} * {t}"
     assert x.to_list() == a.tolist()
+    for part in (a[1:], a[::-1]):  # views of the layout (offsets, an index)
+        assert lazyk.from_awkward(part).to_list() == part.tolist()
     back = lazyk.to_awkward(x)
     assert str(back.type) == str(a.type) and back.tolist() == a.tolist()
     assert lazyk.from_awkward(back).to_list() == a.tolist()
