@@ -289,7 +289,12 @@ class Array(Operators):
         that result is a copy, and an int past a row's end raises IndexError naming the row.
         """
         items = index if isinstance(index, tuple) else (index,)
-        view = _view(self, items)
+        try:
+            view = _view(self, items)
+        except NotSupportedError:
+            if not any(isinstance(i, str) for i in items):
+                raise
+            return _option_fields(self, items)
         return view if view is not None else _copy_index(self, items)
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -297,7 +302,15 @@ class Array(Operators):
         if self._readonly:
             raise ValueError("assignment destination is read-only")
         items = index if isinstance(index, tuple) else (index,)
-        dst = _view(self, items)
+        try:
+            dst = _view(self, items)
+        except NotSupportedError:
+            if not any(isinstance(i, str) for i in items):
+                raise
+            raise NotSupportedError(
+                f"assignment to a field of '{self.type}' through {items!r}: a field that may "
+                "be missing of a record that may be missing has no view (reading it gives a "
+                "copy); assign whole records instead, e.g. r[i] = {'x': 1}") from None
         if dst is None:
             _assign_per_row(self, items, value)
             return
@@ -373,6 +386,36 @@ def _view(a: Array, items: tuple) -> Array | None:
     buf, offs = _region(a)
     parts = strided_view(t, a.meta, buf, int(offs[0]), a.ptr, a._owner, dims, names)
     return None if parts is None else Array._from_parts(*parts, a._readonly)
+
+
+# The copy that reads a field of `?{name: ?T}` (`lazyk.interchange.option_field`, a later
+# stage, registers it when imported: `import lazyk` does).
+_field_copy: list = []
+
+
+def use_field_copy(fn) -> None:
+    """Register `fn(array, name)`, which reads field `name` of `... * ?{name: ?T}`."""
+    _field_copy[:] = [fn]
+
+
+def _option_fields(a: Array, items: tuple) -> Array:
+    """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
+    missing", so the field is a read-only copy (`use_field_copy`)."""
+    if not _field_copy:
+        raise RuntimeError("`import lazyk` (lazyk.interchange) reads fields of ?{x: ?T}")
+    dims, names = normalize_index(a.type, items)
+    out = a[tuple(dims)] if dims else a
+    for n in names:
+        view = _view_or_none(out, n)
+        out = view if view is not None else _field_copy[0](out, n)
+    return out
+
+
+def _view_or_none(a: Array, name: str) -> Array | None:
+    try:
+        return _view(a, (name,))
+    except NotSupportedError:
+        return None
 
 
 def _assign_per_row(a: Array, items: tuple, value: Any) -> None:

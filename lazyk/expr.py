@@ -272,12 +272,15 @@ def as_expr(x: Any) -> Expr:
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+            _refuse_records(x.type)
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
                 try:
                     return wrap_array(text_view(x), x)
                 except NotSupportedError:  # var dims / ?string: rows (lazyk.textrows)
                     return _wrap_text_rows(x)
             return _wrap_ragged(x)
+        if view.dtype.fields is not None:
+            _refuse_records(x.type, view.dtype)
         return wrap_array(view, x)
     if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
         return wrap_array(hooks.as_device_array(x))
@@ -293,6 +296,23 @@ def as_expr(x: Any) -> Expr:
             if hasattr(x, "__array__") else
             "use a NumPy array, a lazyk array, a Dask array or a Python scalar")
     raise TypeError(f"cannot use a {what} in a lazyk expression: {hint}")
+
+
+def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
+    """NotSupportedError for arrays of records or tuples, which are not operands: their
+    fields are (`r.x + 1`). `dtype`: the NumPy dtype holding them, named too."""
+    while isinstance(t, (T.Dim, T.Option)):
+        t = t.elem
+    held = "" if dtype is None else f" (NumPy dtype {dtype})"
+    if isinstance(t, T.Record):
+        name = t.names[0] if t.names else "x"
+        field = f"r.{name}" if name.isidentifier() else f"r[{name!r}]"
+        raise NotSupportedError(f"records are not operands of expressions{held}: use their "
+                                f"fields, e.g. {field} + 1 (fields: {', '.join(t.names)})")
+    if isinstance(t, T.Tuple):
+        raise NotSupportedError(f"tuples are not operands of expressions{held}: build arrays "
+                                "of their fields (or use records, whose fields r.x are "
+                                "operands)")
 
 
 def placeholder(name: str, type: Any) -> Expr:

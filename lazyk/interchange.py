@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
-from lazyk.array import Array, array, masked
+from lazyk.array import Array, array, masked, use_field_copy
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 _EXTRA = "pip install 'lazyk[ragged]'"
@@ -250,7 +250,8 @@ def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
 
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
     """`N * {name: T, ...}` (`?{...}` where `valid` says) from columns of N elements each
-    (lazyk arrays with a leading fixed dim N). lazyk records are C structs, so each
+    (lazyk arrays with a leading fixed dim N); names 0, 1, ... (ints) give a tuple
+    `N * (T, ...)`. lazyk records and tuples are C structs, so each
     element's fields are written into one block (vectorized, one strided copy per field):
     numbers and masks are copied, a var field gets its rows' `{start, stop}` indices over
     the column's content (not copied), a string its `{begin, size}` element over the
@@ -260,12 +261,15 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         if not isinstance(c.type, T.FixedDim) or c.type.size != n:
             raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
                                          "elements")
-    rec = T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
+    rec = T.Tuple(tuple(c.type.elem for c in columns)) if _is_tuple(names) else \
+        T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
     t = T.Option(rec) if valid is not None else rec
     region = n * rec.itemsize
     block = memory.MemoryBlock(max(region * (1 + _options_in(t)), 16), keep=[])
 
     def slot(at: int, dtype, shape=()) -> np.ndarray:  # one field of every element
+        if not n:  # no elements: nothing to write (the offset may pass the block)
+            return np.empty((0,) + shape, dtype)
         return np.ndarray((n,) + shape, dtype, block.buffer, at,
                           (rec.itemsize,) + tuple(np.dtype(dtype).itemsize for _ in shape))
     counter = [0]
@@ -275,16 +279,32 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         slot(region, np.bool_)[:] = valid
         meta = (region,)
     meta += rec.offsets
-    for (_, ft), off, c in zip(rec.fields, rec.offsets, columns):
+    for ft, off, c in zip(rec.types, rec.offsets, columns):
         meta += _write_field(ft, c, block, slot, off, region, counter)
     return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _is_tuple(names) -> bool:
+    """Whether column-tree field names are the positions of a tuple (0, 1, ...)."""
+    return len(names) > 0 and all(type(k) is int for k in names)
+
+
+def _field_view(c: Array, k: int) -> Array:
+    """Field k of `N * {...}` or `N * (...)` as a view `N * T_k` (tuples have no field
+    names to index with)."""
+    t = c.type.elem
+    ft = t.types[k]
+    at = M.field_meta_positions(t, 2)[k]
+    meta = tuple(c.meta[:2]) + tuple(c.meta[at:at + M.meta_len(ft)])
+    return Array.from_parts(T.FixedDim(c.type.size, ft), meta, c.ptr + c.meta[2 + k], c.owner,
+                            c.readonly)
 
 
 def _options_in(t: T.Type) -> int:
     """How many option positions one element of `t` has (var contents not counted)."""
     if isinstance(t, T.Option):
         return 1 + _options_in(t.elem)
-    if isinstance(t, T.Record):
+    if isinstance(t, (T.Record, T.Tuple)):
         return sum(map(_options_in, t.types))
     if isinstance(t, T.FixedDim):
         return _options_in(t.elem)
@@ -294,6 +314,8 @@ def _options_in(t: T.Type) -> int:
 def _column(c: Array, at: int, dtype, shape=()) -> np.ndarray:
     """A strided view of bytes `at` on from each element of column `c` (inside its block:
     NumPy checks the extent)."""
+    if not c.type.size:  # no elements: an empty column's pointer may sit past its block
+        return np.empty((0,) + shape, dtype)
     return np.ndarray((c.type.size,) + shape, dtype, c.owner.buffer,
                       c.ptr - c.owner.address + at,
                       (c.meta[1],) + tuple(np.dtype(dtype).itemsize for _ in shape))
@@ -312,10 +334,10 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
                                  c.owner, True)
         return (counter[0] * region,) + _write_field(t.elem, inner, block, slot, off, region,
                                                      counter)
-    if isinstance(t, T.Record):
+    if isinstance(t, (T.Record, T.Tuple)):
         meta = t.offsets
-        for (name, ft), at in zip(t.fields, t.offsets):
-            meta += _write_field(ft, c[name], block, slot, off + at, region, counter)
+        for k, (ft, at) in enumerate(zip(t.types, t.offsets)):
+            meta += _write_field(ft, _field_view(c, k), block, slot, off + at, region, counter)
         return meta
     if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
         values = c.to_numpy()
@@ -382,7 +404,12 @@ def from_arrow(x: Any) -> Array:
     elements built over them), struct arrays (records: lazyk's are C structs, so the fields
     are copied into one block, except list contents and characters), any nesting of these,
     and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
-    RecordBatch becomes records, one per row, a field per column. Nulls in a list array
+    RecordBatch becomes records, one per row, a field per column. Map arrays are lists of
+    `{key, value}` structs in Arrow's own layout: `var * {key: K, value: V}` (offsets in
+    place, keys and values copied into the records). Dictionary arrays (Parquet string
+    columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
+    values, which then convert as above. Union arrays raise NotSupportedError (select one
+    type first). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -401,7 +428,14 @@ def from_arrow(x: Any) -> Array:
         raise TypeError(f"from_arrow takes a pyarrow Array, ChunkedArray, Table or "
                         f"RecordBatch, not {type(x).__name__}")
     t = x.type
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
+    if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
+        return from_arrow(x.dictionary_decode())
+    if pa.types.is_union(t):
+        raise NotSupportedError(
+            f"Arrow union arrays ({t}): a lazyk array holds one type; select the values of "
+            f"one type first (x.type_codes gives each value's type, x.field(i) child i)")
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        # a map is a list of {key, value} structs in Arrow's own layout
         offsets = x.offsets.to_numpy(zero_copy_only=True)
         content = from_arrow(x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
@@ -428,8 +462,8 @@ def from_arrow(x: Any) -> Array:
                              [from_arrow(x.field(i)) for i in range(t.num_fields)], valid) \
             if t.num_fields else _unsupported(t)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, structs, numbers, "
-                                "bools, strings and binary)")
+        raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
+                                "numbers, bools, strings, binary and dictionaries of these)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
@@ -446,7 +480,9 @@ def from_awkward(x: Any) -> Array:
     `{begin, size}` elements built over them); records become lazyk records (C structs: the
     fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
-    through a byte mask (copied, with the values of option numbers).
+    through a byte mask (copied, with the values of option numbers). Tuples become lazyk
+    tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
+    type first).
 
     Example:
         >>> import awkward as ak
@@ -477,11 +513,12 @@ def _text_layout(ak, layout, valid=None) -> Array | None:
 
 
 def _records_layout(ak, layout, valid=None) -> Array:
-    if layout.is_tuple:
-        raise NotSupportedError("Awkward tuples (records with named fields are converted)")
+    if not layout.contents:
+        raise NotSupportedError("Awkward records without fields")
     n = len(layout)
-    return records_array(list(layout.fields), [_from_layout(ak, x[:n]) for x in layout.contents],
-                         valid)
+    # a tuple's fields are its positions: lazyk's tuple type `(A, B)`
+    names = list(range(len(layout.contents))) if layout.is_tuple else list(layout.fields)
+    return records_array(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
 
 
 def _from_layout(ak, layout) -> Array:
@@ -522,13 +559,24 @@ def _from_layout(ak, layout) -> Array:
         if isinstance(inner, c.ListOffsetArray):
             return offsets_array(_as_offsets(np.asarray(inner.offsets.data)),
                                  _from_layout(ak, inner.content), valid)
+        if isinstance(inner, c.UnionArray):
+            _union(inner)
         raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
     if isinstance(layout, c.RecordArray):
         return _records_layout(ak, layout)
     if isinstance(layout, c.IndexedArray):
         return _from_layout(ak, layout.project())
+    if isinstance(layout, c.UnionArray):
+        _union(layout)
     raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
                             "records, numbers, strings and options of them)")
+
+
+def _union(layout):
+    raise NotSupportedError(
+        f"Awkward union arrays ({layout.form.type}): a lazyk array holds one type; convert "
+        f"one of its types at a time (ak.Array(array.layout.project(i)) holds the elements "
+        f"of type i)")
 
 
 # ---------------------------------------------------------------- to Arrow / Awkward
@@ -547,12 +595,13 @@ def _as_array(x: Any, fn: str) -> Array:
 def _columns(a: Array) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
-    offsets, characters) | ("record", names, [child per field]). Offsets-form var dims and lazyk
+    offsets, characters) | ("record", names, [child per field]; a tuple's names are its
+    positions 0, 1, ... as ints). Offsets-form var dims and lazyk
     mask blocks give their buffers in place; other layouts are repacked first."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
-    if M.is_plain(t):
+    if M.is_plain(t) and not _has_tuple(t):
         arr = a.to_numpy()
         if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
             return ("record", arr.dtype.names, [_columns(array(arr[k])) for k in arr.dtype.names])
@@ -561,7 +610,7 @@ def _columns(a: Array) -> tuple:
         flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
         return ("regular", arr.shape[1], _columns(array(flat)))
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
-    if not isinstance(owner, memory.MemoryBlock):
+    if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
         return _columns(_repack(a))
     if isinstance(x, T.FixedDim):
         if stride != x.size * meta[3]:
@@ -600,9 +649,21 @@ def _columns(a: Array) -> tuple:
         return ("list", offsets, _columns(child))
     if M.is_varlen(x):
         return ("text", x.name) + _text_columns(a)
-    if isinstance(x, T.Record):  # each field a view of its own
-        return ("record", x.names, [_columns(a[name]) for name in x.names])
+    if isinstance(x, (T.Record, T.Tuple)):  # each field a view of its own
+        keys = x.names if isinstance(x, T.Record) else tuple(range(len(x.types)))
+        return ("record", keys, [_columns(_field_view(a, k)) for k in range(len(keys))])
+    if M.is_plain(t):  # numbers inside a tuple
+        return ("numpy", a.to_numpy())
     return _unsupported(t)
+
+
+def _has_tuple(t: T.Type) -> bool:
+    """Whether a tuple type sits anywhere in `t` (NumPy would name its fields f0, f1, ...)."""
+    if isinstance(t, T.Tuple):
+        return True
+    if isinstance(t, T.Record):
+        return any(map(_has_tuple, t.types))
+    return isinstance(t, (T.Dim, T.Option)) and _has_tuple(t.elem)
 
 
 def _text_columns(a: Array) -> tuple:
@@ -639,6 +700,61 @@ def _text_columns(a: Array) -> tuple:
 columns = _columns  # the same tree for other modules (lazyk.daskrows joins partitions)
 
 
+def option_field(a: Array, name: str) -> Array:
+    """Field `name` of records that may be missing whose field may be missing too
+    (`... * ?{name: ?T}`), as a new `... * ?T` array (read-only): missing where the record
+    or the field is, as Arrow and Awkward read it. One mask cannot say both, so this is a
+    copy: the field's values and the AND of the two masks (vectorized)."""
+    if a.type.ndim == 0:
+        return option_field(a[None], name)[0]
+    out = _build(_pick(_columns(a), name))
+    return Array._from_parts(out.type, out.meta, out.ptr, out.owner, True)
+
+
+def _pick(col: tuple, name: str) -> tuple:
+    """The column tree of field `name` under the dims of `col` (an "option" over records
+    ANDs its mask into the field's)."""
+    kind = col[0]
+    if kind == "record":
+        if name not in col[1]:
+            raise KeyError(f"the records have no field {name!r}")
+        return col[2][list(col[1]).index(name)]
+    if kind == "option" and col[2][0] == "record":
+        f = _pick(col[2], name)
+        return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)
+    if kind in ("option", "list", "regular"):
+        return (kind, col[1], _pick(col[2], name))
+    raise KeyError(f"no records with a field {name!r}")
+
+
+def _build(col: tuple) -> Array:
+    """A lazyk array from a column tree (`_columns`): buffers used as they are."""
+    kind = col[0]
+    if kind == "numpy":
+        return array(np.ascontiguousarray(col[1]))
+    if kind == "regular":
+        return regular(_build(col[2]), col[1])
+    if kind == "list":
+        return offsets_array(col[1], _build(col[2]), check=None)
+    if kind == "text":
+        return text_array(col[2], col[3], None, col[1])
+    if kind == "record":
+        return records_array(list(col[1]), [_build(f) for f in col[2]])
+    mask, child = col[1], col[2]
+    if child[0] == "numpy":
+        return masked(child[1], mask)
+    if child[0] == "list":
+        return offsets_array(child[1], _build(child[2]), validity=mask, check=None)
+    if child[0] == "text":
+        return text_array(child[2], child[3], mask, child[1])
+    if child[0] == "record":
+        return records_array(list(child[1]), [_build(f) for f in child[2]], mask)
+    raise NotSupportedError("missing fixed-size rows (?N * T) in a field of records")
+
+
+use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it
+
+
 def _unsupported(t: T.Type):
     raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, records, "
                             "fixed and var dims, options)")
@@ -652,8 +768,11 @@ def _repack(a: Array) -> Array:
 def to_arrow(x: Array) -> Any:
     """A pyarrow array over the lazyk array's buffers (`N * var * T` -> ListArray or
     LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
-    -> FixedSizeListArray). Offsets-form var dims and contiguous values are not copied;
-    lazyk-built rows copy their indices into offsets; stepping views are repacked.
+    -> FixedSizeListArray, records -> StructArray, tuples -> StructArray with fields "0",
+    "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
+    back as lists of `{key, value}` structs and as plain values. Offsets-form var dims and
+    contiguous values are not copied; lazyk-built rows copy their indices into offsets;
+    stepping views are repacked.
 
     Example:
         >>> lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()
@@ -681,7 +800,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
     if kind == "record":
-        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]], names=list(col[1]),
+        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]],
+                                          names=[str(k) for k in col[1]],  # tuples: "0", ...
                                           mask=None if valid is None else pa.array(~valid))
     if kind == "text":
         offsets, chars = col[2], col[3]
@@ -706,8 +826,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
 
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
-    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray). Offsets-form
-    var dims and values are not copied.
+    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray, records and
+    tuples -> RecordArray). Offsets-form var dims and values are not copied.
 
     Example:
         >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
@@ -726,7 +846,8 @@ def _awkward(ak, col: tuple):
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
     if kind == "record":
         fields = [_awkward(ak, f) for f in col[2]]
-        return c.RecordArray(fields, list(col[1]), length=len(fields[0]) if fields else 0)
+        names = None if _is_tuple(col[1]) else list(col[1])  # None: an Awkward tuple
+        return c.RecordArray(fields, names, length=len(fields[0]) if fields else 0)
     if kind == "text":
         string = col[1] == "string"
         chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
