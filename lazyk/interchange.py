@@ -227,25 +227,54 @@ def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
     """A NumPy `U` (-> `string`, UTF-8) or `S` (-> `bytes`) array as lazyk strings of its
     shape: packed with vectorized NumPy (a copy), no Python per string (ASCII text is
     narrowed in one step; other text goes through `np.char.encode`)."""
+    offsets, chars = _text_buffers(x)
+    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
+    out = text_array(offsets, chars, None, kind)
+    for size in reversed(x.shape[1:]):
+        out = regular(out, size)
+    return out
+
+
+def _text_buffers(x: np.ndarray) -> tuple:
+    """(offsets, UTF-8 characters) of the strings of a NumPy `U` or `S` array, flattened
+    (`U` of either byte order is encoded; `S` bytes are taken as they are)."""
+    if x.dtype.kind == "U" and not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
     flat = np.ascontiguousarray(x).reshape(-1)
     n = len(flat)
     unit = np.uint32 if x.dtype.kind == "U" else np.uint8
     width = flat.dtype.itemsize // np.dtype(unit).itemsize
     codes = flat.view(unit).reshape(n, width)
     if x.dtype.kind == "U" and width and codes.max(initial=0) >= 128:  # UTF-8: encode
-        return text_from_numpy(np.char.encode(x, "utf-8"), "string")
+        return _text_buffers(np.char.encode(flat, "utf-8"))
     # NumPy drops trailing NULs: a string ends after its last non-zero unit
     nonzero = codes != 0
     lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0) \
         if width else np.zeros(n, np.int64)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
-    chars = codes[np.arange(width) < lens[:, None]].astype(np.uint8)
-    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
-    out = text_array(offsets, chars, None, kind)
-    for size in reversed(x.shape[1:]):
-        out = regular(out, size)
-    return out
+    return offsets, codes[np.arange(width) < lens[:, None]].astype(np.uint8)
+
+
+def _fixed_text(arr: np.ndarray, dest: str) -> tuple:
+    """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
+    elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
+    code points), so it becomes `string` too; NotSupportedError for bytes that are not
+    UTF-8, which Arrow and Awkward strings cannot hold."""
+    offsets, chars = _text_buffers(arr)
+    if arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
+        inner = offsets[:-1][offsets[:-1] < len(chars)]
+        try:  # valid as a whole, and no string starts inside a character: each is valid
+            bytes(chars).decode("utf-8")
+            ok = not ((chars[inner] & 0xC0) == 0x80).any()
+        except UnicodeDecodeError:
+            ok = False
+        if not ok:
+            raise NotSupportedError(
+                f"fixed_string[{arr.dtype.itemsize}] (NumPy {arr.dtype.str}) elements that "
+                f"are not UTF-8 text have no {dest} string type; convert the NumPy array "
+                f"itself (a.to_numpy()) as binary data")
+    return ("text", "string", offsets, chars)
 
 
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
@@ -660,7 +689,26 @@ def to_arrow(x: Array) -> Any:
         [[1.0, 2.0], [3.0]]
     """
     pa = _need("pyarrow")
-    return _arrow(pa, _columns(_as_array(x, "to_arrow")))
+    a = _as_array(x, "to_arrow")
+    out = _arrow(pa, _columns(a))
+    timed = _time_of_day(pa, out.type, a.type.elem)  # `time` is stored as NumPy's m8[us]
+    return out if timed == out.type else out.view(timed)
+
+
+def _time_of_day(pa, at, t: T.Type):
+    """The Arrow type `at` (converted from lazyk type `t`) with time64[us] where `t` has
+    `time` (microseconds since midnight, the same buffers as the duration[us] there)."""
+    t = t.elem if isinstance(t, T.Option) else t
+    if t == T.Scalar("time"):
+        return pa.time64("us")
+    if isinstance(t, T.Record) and pa.types.is_struct(at):
+        return pa.struct([pa.field(at.field(i).name, _time_of_day(pa, at.field(i).type, ft))
+                          for i, ft in enumerate(t.types)])
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        inner = _time_of_day(pa, at.value_type, t.elem)
+        return pa.list_(inner, at.list_size) if pa.types.is_fixed_size_list(at) else \
+            pa.large_list(inner) if pa.types.is_large_list(at) else pa.list_(inner)
+    return at
 
 
 def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
@@ -673,6 +721,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return _arrow(pa, col[2], col[1])
     if kind == "numpy":
         arr = col[1]
+        if arr.dtype.kind in "USVcmM":
+            return _arrow_leaf(pa, arr, valid)
         if arr.dtype == np.bool_ or valid is None and not arr.flags.c_contiguous:
             return pa.array(arr, mask=None if valid is None else ~valid)
         arr = np.ascontiguousarray(arr)
@@ -704,6 +754,65 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
                                              pa.array(~valid))
 
 
+def _arrow_leaf(pa, arr: np.ndarray, valid: np.ndarray | None):
+    """Fixed strings, fixed bytes, complex numbers and NumPy dates and times to Arrow."""
+    kind = arr.dtype.kind
+    if kind in "US":
+        return _arrow(pa, _fixed_text(arr, "Arrow"), valid)
+    if kind == "c":
+        raise NotSupportedError(f"{arr.dtype.name} has no Arrow type: convert the real and "
+                                "imaginary parts as two arrays (lazyk.real(x), lazyk.imag(x)), "
+                                "or use to_awkward")
+    arr = np.ascontiguousarray(arr)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if kind == "V":  # fixed_bytes[n]: Arrow's fixed-size binary, in place
+        at = pa.binary(arr.dtype.itemsize)
+    else:
+        at, arr, valid = _arrow_time(pa, arr, valid)
+    nulls = 0 if valid is None else int(len(valid) - valid.sum())
+    bits = None if not nulls else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(at, len(arr), [bits, pa.py_buffer(arr)], null_count=nulls)
+
+
+_TICKS = ("s", "ms", "us", "ns")  # Arrow's timestamp and duration units
+
+
+def _arrow_time(pa, arr: np.ndarray, valid: np.ndarray | None) -> tuple:
+    """(Arrow type, values, present) of NumPy datetime64 / timedelta64 values: `date`
+    (days) and the calendar units Y, M, W -> date32; h and m -> seconds; NaT -> null.
+    NotSupportedError for units Arrow cannot hold exactly (Y and M durations, ps, fs, as)
+    and values outside the Arrow type's range."""
+    unit = np.datetime_data(arr.dtype)[0]
+    dated = arr.dtype.kind == "M"
+    what = f"{'datetime' if dated else 'timedelta'}[unit='{unit}']"
+    nat = np.isnat(arr)
+    if nat.any():
+        valid = ~nat if valid is None else valid & ~nat
+    present = np.ones(len(arr), bool) if valid is None else valid
+    if dated and unit in ("Y", "M", "W", "D"):
+        to = "D"
+    elif unit in ("W", "D", "h", "m"):
+        to = "s"
+    elif unit in _TICKS:
+        to = unit
+    else:
+        raise NotSupportedError(
+            f"{what} has no Arrow type (Arrow has dates, s, ms, us and ns; no "
+            f"{'durations of months or years' if unit in 'YM' else 'finer units'}): convert "
+            f"it with astype first, e.g. x.to_numpy().astype('{'m8[D]' if unit in 'YM' else arr.dtype.str[:3] + '[ns]'}')")
+    out = arr.astype(arr.dtype.str[:3] + f"[{to}]") if to != unit else arr
+    ints = out.view(np.int64)
+    if to != unit and (out[present].astype(arr.dtype) != arr[present]).any():
+        raise NotSupportedError(f"{what} values that overflow int64 {to} ticks for Arrow")
+    if to == "D":  # Arrow's date32: int32 days
+        if (np.abs(ints[present]) >= 2 ** 31).any():
+            raise NotSupportedError(f"{what} values outside Arrow's date32 (int32 days)")
+        return pa.date32(), np.where(present, ints, 0).astype(np.int32), valid
+    at = pa.timestamp(to) if dated else pa.duration(to)
+    return at, (ints if valid is None else np.where(present, ints, 0)), valid
+
+
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
     `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray). Offsets-form
@@ -720,7 +829,17 @@ def to_awkward(x: Array) -> Any:
 def _awkward(ak, col: tuple):
     c, kind = ak.contents, col[0]
     if kind == "numpy":
-        return c.NumpyArray(col[1])
+        arr = col[1]
+        if arr.dtype.kind in "US":
+            return _awkward(ak, _fixed_text(arr, "Awkward"))
+        if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
+            k = arr.dtype.itemsize
+            raw = np.ascontiguousarray(arr).view(np.uint8)
+            return c.RegularArray(c.NumpyArray(raw, parameters={"__array__": "byte"}), k,
+                                  zeros_length=len(arr), parameters={"__array__": "bytestring"})
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return c.NumpyArray(arr)
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
