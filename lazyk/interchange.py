@@ -411,7 +411,12 @@ def from_arrow(x: Any) -> Array:
     elements built over them), struct arrays (records: lazyk's are C structs, so the fields
     are copied into one block, except list contents and characters), any nesting of these,
     and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
-    RecordBatch becomes records, one per row, a field per column. Nulls in a list array
+    RecordBatch becomes records, one per row, a field per column. Dates, times,
+    timestamps and durations become `date`, `time` (microseconds since midnight),
+    `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's: timestamps and
+    durations in place, date32 / date64 / time32 widened (a copy). A timestamp with a time
+    zone gives its UTC values (Arrow stores UTC instants; the zone is dropped). time64[ns]
+    and intervals are refused (NotSupportedError naming the column or field). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -423,7 +428,8 @@ def from_arrow(x: Any) -> Array:
     """
     pa = _need("pyarrow")
     if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
-        return records_array(list(x.column_names), [from_arrow(c) for c in x.columns])
+        return records_array(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
+                                                    for k, c in zip(x.column_names, x.columns)])
     if isinstance(x, pa.ChunkedArray):
         x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
     if not isinstance(x, pa.Array):
@@ -432,14 +438,14 @@ def from_arrow(x: Any) -> Array:
     t = x.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = x.offsets.to_numpy(zero_copy_only=True)
-        content = from_arrow(x.values)
+        content = _at("list values", from_arrow, x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return offsets_array(_as_offsets(offsets), content, valid)
     if pa.types.is_fixed_size_list(t):
         if x.null_count:
             raise NotSupportedError(f"missing rows in a fixed-size list ({t})")
         k = t.list_size
-        inner = from_arrow(x.values.slice(x.offset * k, len(x) * k))
+        inner = _at("list values", from_arrow, x.values.slice(x.offset * k, len(x) * k))
         return regular(inner, k) if k else array(np.zeros((len(x), 0)))
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
             pa.types.is_large_binary(t):
@@ -454,17 +460,66 @@ def from_arrow(x: Any) -> Array:
     if pa.types.is_struct(t):
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return records_array([t.field(i).name for i in range(t.num_fields)],
-                             [from_arrow(x.field(i)) for i in range(t.num_fields)], valid) \
+                             [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
+                              for i in range(t.num_fields)], valid) \
             if t.num_fields else _unsupported(t)
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
         raise NotSupportedError(f"Arrow type {t} (lists, fixed-size lists, structs, numbers, "
-                                "bools, strings and binary)")
+                                "bools, strings, binary, dates, times, timestamps and "
+                                "durations)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
         return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
     values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
     return array(values)
+
+
+def _at(where: str, convert, x: Any) -> Array:
+    """`convert(x)`, its NotSupportedError prefixed with where `x` sits (a column, field)."""
+    try:
+        return convert(x)
+    except NotSupportedError as e:
+        raise NotSupportedError(f"{where}: {e}") from None
+
+
+_DAY_MS = 86_400_000
+
+
+def _arrow_dates(pa, x) -> Array:
+    """Arrow dates, times, timestamps and durations as lazyk `date`, `time`,
+    `datetime[unit]` and `timedelta[unit]` (int64, as NumPy's datetime64 / timedelta64):
+    64-bit values used in place, date32 / date64 / time32 values widened (a copy), nulls
+    as `?T` (values and mask copied)."""
+    t, n = x.type, len(x)
+    width = t.bit_width // 8
+    buf = x.buffers()[1]
+    raw = np.frombuffer(buf, f"i{width}", n, x.offset * width) if n else np.zeros(0, f"i{width}")
+    elem = None
+    if pa.types.is_date32(t):
+        values = raw.astype(np.int64).view("M8[D]")
+    elif pa.types.is_date64(t):  # milliseconds of whole days
+        values = (raw // _DAY_MS).view("M8[D]")
+    elif pa.types.is_timestamp(t):  # with a zone too: Arrow stores UTC instants
+        values = raw.view(f"M8[{t.unit}]")
+    elif pa.types.is_duration(t):
+        values = raw.view(f"m8[{t.unit}]")
+    elif t.unit == "ns":
+        raise NotSupportedError(f"Arrow type {t}: lazyk's time holds microseconds; cast it "
+                                "first, e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), "
+                                "safe=False)")
+    else:  # time32[s / ms], time64[us]: microseconds since midnight
+        values = (raw.astype(np.int64) * {"s": 10 ** 6, "ms": 10 ** 3, "us": 1}[t.unit]
+                  ).view("m8[us]")
+        elem = T.Scalar("time")
+    out = masked(values, x.is_valid().to_numpy(zero_copy_only=False)) if x.null_count \
+        else array(values)
+    if elem is None:
+        return out
+    elem = T.Option(elem) if x.null_count else elem
+    return Array._from_parts(T.FixedDim(n, elem), out.meta, out.ptr, out.owner, out.readonly)
 
 
 def from_awkward(x: Any) -> Array:
@@ -683,6 +738,11 @@ def to_arrow(x: Array) -> Any:
     LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
     -> FixedSizeListArray). Offsets-form var dims and contiguous values are not copied;
     lazyk-built rows copy their indices into offsets; stepping views are repacked.
+    `date` -> date32, `time` -> time64[us], `datetime[unit]` -> timestamp, `timedelta[unit]`
+    -> duration, NaT -> null (units Arrow lacks: Y, M, W dates -> date32, h and m -> s;
+    ps, fs, as and Y, M durations are refused); `fixed_string[n]` (NumPy `U` / `S`) ->
+    string (a copy; `S` bytes must be UTF-8), `fixed_bytes[n]` -> fixed-size binary.
+    complex numbers have no Arrow type (NotSupportedError).
 
     Example:
         >>> lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()
@@ -816,7 +876,9 @@ def _arrow_time(pa, arr: np.ndarray, valid: np.ndarray | None) -> tuple:
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
     `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray). Offsets-form
-    var dims and values are not copied.
+    var dims and values are not copied. Dates and times stay NumPy datetime64 /
+    timedelta64 (`time` is timedelta64[us]: Awkward has no time of day), `fixed_string[n]`
+    becomes strings (a copy), `fixed_bytes[n]` bytestrings, non-native byte order native.
 
     Example:
         >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
