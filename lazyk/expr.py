@@ -272,6 +272,10 @@ def as_expr(x: Any) -> Expr:
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+            elem = x.type.dtype
+            if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedString):
+                from lazyk.interchange import fixed_text_rows  # rows of string elements
+                x = fixed_text_rows(x)
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
                 try:
                     return wrap_array(text_view(x), x)

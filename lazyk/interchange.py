@@ -256,13 +256,41 @@ def _text_buffers(x: np.ndarray) -> tuple:
     return offsets, codes[np.arange(width) < lens[:, None]].astype(np.uint8)
 
 
-def _fixed_text(arr: np.ndarray, dest: str) -> tuple:
+def fixed_text_rows(a: Array) -> Array:
+    """`a` (dims, `?var` rows and `?T` over `fixed_string[n]` elements) with `string`
+    elements instead, for the string operations on ragged rows: the fixed strings are
+    packed into UTF-8 characters and 16-byte `{begin, size}` elements (a copy of the
+    elements only); the rows' indices are used in place where they are offsets."""
+    def rebuild(col: tuple) -> Array:
+        kind, child = col[0], col[-1]
+        if kind == "numpy":
+            if col[1].dtype.kind in "US":
+                return rebuild(_fixed_text(col[1]))
+            return array(col[1])
+        if kind == "text":
+            return text_array(col[2], col[3], None, col[1])
+        if kind == "list":
+            return offsets_array(col[1], rebuild(child))
+        if kind == "regular":
+            return regular(rebuild(child), col[1])
+        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "US":
+            child = _fixed_text(child[1])
+        if kind == "option" and child[0] == "text":
+            return text_array(child[2], child[3], col[1], child[1])
+        if kind == "option" and child[0] == "list":
+            return offsets_array(child[1], rebuild(child[2]), col[1])
+        raise NotSupportedError(f"string operations on {a.type}: fixed, var and ?var dims "
+                                "over fixed_string[n] or ?fixed_string[n]")
+    return rebuild(_columns(a))
+
+
+def _fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
     """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
     elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
     code points), so it becomes `string` too; NotSupportedError for bytes that are not
     UTF-8, which Arrow and Awkward strings cannot hold."""
     offsets, chars = _text_buffers(arr)
-    if arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
+    if dest and arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
         inner = offsets[:-1][offsets[:-1] < len(chars)]
         try:  # valid as a whole, and no string starts inside a character: each is valid
             bytes(chars).decode("utf-8")
