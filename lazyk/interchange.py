@@ -44,6 +44,10 @@ def _content(content: Any) -> Array:
     if not isinstance(c.type, T.FixedDim):
         raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
                                      f"not '{c.type}'")
+    if isinstance(c.type.dtype, T.FixedString) and isinstance(c.owner, np.ndarray):
+        raw = c.to_numpy()  # fixed_string has no byte order: big-endian UTF-32 is swapped
+        if raw.dtype.kind == "U" and not raw.dtype.isnative:
+            c = array(raw.astype(raw.dtype.newbyteorder("=")))
     return c
 
 
