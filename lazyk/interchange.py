@@ -413,7 +413,9 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
 
     Args:
         offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
-        content: a NumPy array or a lazyk array with a leading fixed dimension.
+        content: a NumPy array or a lazyk array with a leading fixed dimension
+            (big-endian NumPy `U` strings are swapped to native, a copy: `fixed_string`
+            has no byte order).
         validity: optional bool per row (True = present): gives `N * ?var * T` (the
             offsets are then copied next to a mask, and checked in full).
         check: check every offset at construction (O(n), vectorized).
