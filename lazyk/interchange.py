@@ -304,8 +304,8 @@ def _fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
         if not ok:
             raise NotSupportedError(
                 f"fixed_string[{arr.dtype.itemsize}] (NumPy {arr.dtype.str}) elements that "
-                f"are not UTF-8 text have no {dest} string type; convert the NumPy array "
-                f"itself (a.to_numpy()) as binary data")
+                f"are not UTF-8 text have no {dest} string type; convert the NumPy 'S' "
+                f"data itself (pyarrow.array and awkward.Array read it as binary)")
     return ("text", "string", offsets, chars)
 
 
@@ -873,7 +873,7 @@ _TICKS = ("s", "ms", "us", "ns")  # Arrow's timestamp and duration units
 
 
 def _arrow_time(pa, arr: np.ndarray, valid: np.ndarray | None) -> tuple:
-    """(Arrow type, values, present) of NumPy datetime64 / timedelta64 values: `date`
+    """(Arrow type, values, valid) of NumPy datetime64 / timedelta64 values: `date`
     (days) and the calendar units Y, M, W -> date32; h and m -> seconds; NaT -> null.
     NotSupportedError for units Arrow cannot hold exactly (Y and M durations, ps, fs, as)
     and values outside the Arrow type's range."""
@@ -891,10 +891,11 @@ def _arrow_time(pa, arr: np.ndarray, valid: np.ndarray | None) -> tuple:
     elif unit in _TICKS:
         to = unit
     else:
+        hint = "m8[D]" if unit in "YM" else arr.dtype.str[:3] + "[ns]"
         raise NotSupportedError(
             f"{what} has no Arrow type (Arrow has dates, s, ms, us and ns; no "
             f"{'durations of months or years' if unit in 'YM' else 'finer units'}): convert "
-            f"it with astype first, e.g. x.to_numpy().astype('{'m8[D]' if unit in 'YM' else arr.dtype.str[:3] + '[ns]'}')")
+            f"it to a unit Arrow has first, e.g. x.to_numpy().astype('{hint}')")
     out = arr.astype(arr.dtype.str[:3] + f"[{to}]") if to != unit else arr
     ints = out.view(np.int64)
     if to != unit and (out[present].astype(arr.dtype) != arr[present]).any():
