@@ -21,6 +21,7 @@ from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
 from lazyk.graph import toposort as _toposort
+from lazyk.interchange import fixed_text_rows
 from lazyk.leaves import (
     DaskLeaf,
     OwnedView,
@@ -273,6 +274,9 @@ def as_expr(x: Any) -> Expr:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
             _refuse_records(x.type)
+            elem = x.type.dtype
+            if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedString):
+                x = fixed_text_rows(x)  # rows of string elements (a copy of those)
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
                 try:
                     return wrap_array(text_view(x), x)

@@ -44,6 +44,10 @@ def _content(content: Any) -> Array:
     if not isinstance(c.type, T.FixedDim):
         raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
                                      f"not '{c.type}'")
+    if isinstance(c.type.dtype, T.FixedString) and isinstance(c.owner, np.ndarray):
+        raw = c.to_numpy()  # fixed_string has no byte order: big-endian UTF-32 is swapped
+        if raw.dtype.kind == "U" and not raw.dtype.isnative:
+            c = array(raw.astype(raw.dtype.newbyteorder("=")))
     return c
 
 
@@ -227,25 +231,82 @@ def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
     """A NumPy `U` (-> `string`, UTF-8) or `S` (-> `bytes`) array as lazyk strings of its
     shape: packed with vectorized NumPy (a copy), no Python per string (ASCII text is
     narrowed in one step; other text goes through `np.char.encode`)."""
+    offsets, chars = _text_buffers(x)
+    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
+    out = text_array(offsets, chars, None, kind)
+    for size in reversed(x.shape[1:]):
+        out = regular(out, size)
+    return out
+
+
+def _text_buffers(x: np.ndarray) -> tuple:
+    """(offsets, UTF-8 characters) of the strings of a NumPy `U` or `S` array, flattened
+    (`U` of either byte order is encoded; `S` bytes are taken as they are)."""
+    if x.dtype.kind == "U" and not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
     flat = np.ascontiguousarray(x).reshape(-1)
     n = len(flat)
     unit = np.uint32 if x.dtype.kind == "U" else np.uint8
     width = flat.dtype.itemsize // np.dtype(unit).itemsize
     codes = flat.view(unit).reshape(n, width)
     if x.dtype.kind == "U" and width and codes.max(initial=0) >= 128:  # UTF-8: encode
-        return text_from_numpy(np.char.encode(x, "utf-8"), "string")
+        return _text_buffers(np.char.encode(flat, "utf-8"))
     # NumPy drops trailing NULs: a string ends after its last non-zero unit
     nonzero = codes != 0
     lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0) \
         if width else np.zeros(n, np.int64)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
-    chars = codes[np.arange(width) < lens[:, None]].astype(np.uint8)
-    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
-    out = text_array(offsets, chars, None, kind)
-    for size in reversed(x.shape[1:]):
-        out = regular(out, size)
-    return out
+    return offsets, codes[np.arange(width) < lens[:, None]].astype(np.uint8)
+
+
+def fixed_text_rows(a: Array) -> Array:
+    """`a` (dims, `?var` rows and `?T` over `fixed_string[n]` elements) with `string`
+    elements instead, for the string operations on ragged rows: the fixed strings are
+    packed into UTF-8 characters and 16-byte `{begin, size}` elements (a copy of the
+    elements only); the rows' indices are used in place where they are offsets."""
+    def rebuild(col: tuple) -> Array:
+        kind, child = col[0], col[-1]
+        if kind == "numpy":
+            if col[1].dtype.kind in "US":
+                return rebuild(_fixed_text(col[1]))
+            return array(col[1])
+        if kind == "text":
+            return text_array(col[2], col[3], None, col[1])
+        if kind == "list":
+            return offsets_array(col[1], rebuild(child))
+        if kind == "regular":
+            return regular(rebuild(child), col[1])
+        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "US":
+            child = _fixed_text(child[1])
+        if kind == "option" and child[0] == "text":
+            return text_array(child[2], child[3], col[1], child[1])
+        if kind == "option" and child[0] == "list":
+            return offsets_array(child[1], rebuild(child[2]), col[1])
+        raise NotSupportedError(f"string operations on {a.type}: fixed, var and ?var dims "
+                                "over fixed_string[n] or ?fixed_string[n]")
+    return rebuild(_columns(a))
+
+
+def _fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
+    """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
+    elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
+    code points), so it becomes `string` too; NotSupportedError for bytes that are not
+    UTF-8, which Arrow and Awkward strings cannot hold."""
+    offsets, chars = _text_buffers(arr)
+    if dest and arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
+        inner = offsets[:-1][offsets[:-1] < len(chars)]
+        try:  # valid as a whole, and no string starts inside a character: each is valid
+            bytes(chars).decode("utf-8")
+            ok = not ((chars[inner] & 0xC0) == 0x80).any()
+        except UnicodeDecodeError:
+            ok = False
+        if not ok:
+            raise NotSupportedError(
+                f"fixed_string[{arr.dtype.itemsize}] (NumPy {arr.dtype.str}) elements that "
+                f"are not UTF-8 text have no {dest} string type; convert the NumPy 'S' "
+                f"data itself (pyarrow.array and awkward.Array read it as binary)")
+    return ("text", "string", offsets, chars)
 
 
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
@@ -374,7 +435,9 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
 
     Args:
         offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
-        content: a NumPy array or a lazyk array with a leading fixed dimension.
+        content: a NumPy array or a lazyk array with a leading fixed dimension
+            (big-endian NumPy `U` strings are swapped to native, a copy: `fixed_string`
+            has no byte order).
         validity: optional bool per row (True = present): gives `N * ?var * T` (the
             offsets are then copied next to a mask, and checked in full).
         check: check every offset at construction (O(n), vectorized).
@@ -409,7 +472,12 @@ def from_arrow(x: Any) -> Array:
     place, keys and values copied into the records). Dictionary arrays (Parquet string
     columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
     values, which then convert as above. Union arrays raise NotSupportedError (select one
-    type first). Nulls in a list array
+    type first). Dates, times, timestamps and durations become `date`, `time` (microseconds
+    since midnight), `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's:
+    timestamps and durations in place, date32 / date64 / time32 widened (a copy). A
+    timestamp with a time zone gives its UTC values (Arrow stores UTC instants; the zone is
+    dropped). time64[ns] and intervals are refused (NotSupportedError naming the column or
+    field). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -421,7 +489,8 @@ def from_arrow(x: Any) -> Array:
     """
     pa = _need("pyarrow")
     if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
-        return records_array(list(x.column_names), [from_arrow(c) for c in x.columns])
+        return records_array(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
+                                                    for k, c in zip(x.column_names, x.columns)])
     if isinstance(x, pa.ChunkedArray):
         x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
     if not isinstance(x, pa.Array):
@@ -437,14 +506,14 @@ def from_arrow(x: Any) -> Array:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         # a map is a list of {key, value} structs in Arrow's own layout
         offsets = x.offsets.to_numpy(zero_copy_only=True)
-        content = from_arrow(x.values)
+        content = _at("list values", from_arrow, x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return offsets_array(_as_offsets(offsets), content, valid)
     if pa.types.is_fixed_size_list(t):
         if x.null_count:
             raise NotSupportedError(f"missing rows in a fixed-size list ({t})")
         k = t.list_size
-        inner = from_arrow(x.values.slice(x.offset * k, len(x) * k))
+        inner = _at("list values", from_arrow, x.values.slice(x.offset * k, len(x) * k))
         return regular(inner, k) if k else array(np.zeros((len(x), 0)))
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
             pa.types.is_large_binary(t):
@@ -459,17 +528,66 @@ def from_arrow(x: Any) -> Array:
     if pa.types.is_struct(t):
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return records_array([t.field(i).name for i in range(t.num_fields)],
-                             [from_arrow(x.field(i)) for i in range(t.num_fields)], valid) \
+                             [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
+                              for i in range(t.num_fields)], valid) \
             if t.num_fields else _unsupported(t)
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
         raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
-                                "numbers, bools, strings, binary and dictionaries of these)")
+                                "numbers, bools, strings, binary, dates, times, timestamps, "
+                                "durations and dictionaries of these)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
         return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
     values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
     return array(values)
+
+
+def _at(where: str, convert, x: Any) -> Array:
+    """`convert(x)`, its NotSupportedError prefixed with where `x` sits (a column, field)."""
+    try:
+        return convert(x)
+    except NotSupportedError as e:
+        raise NotSupportedError(f"{where}: {e}") from None
+
+
+_DAY_MS = 86_400_000
+
+
+def _arrow_dates(pa, x) -> Array:
+    """Arrow dates, times, timestamps and durations as lazyk `date`, `time`,
+    `datetime[unit]` and `timedelta[unit]` (int64, as NumPy's datetime64 / timedelta64):
+    64-bit values used in place, date32 / date64 / time32 values widened (a copy), nulls
+    as `?T` (values and mask copied)."""
+    t, n = x.type, len(x)
+    width = t.bit_width // 8
+    buf = x.buffers()[1]
+    raw = np.frombuffer(buf, f"i{width}", n, x.offset * width) if n else np.zeros(0, f"i{width}")
+    elem = None
+    if pa.types.is_date32(t):
+        values = raw.astype(np.int64).view("M8[D]")
+    elif pa.types.is_date64(t):  # milliseconds of whole days
+        values = (raw // _DAY_MS).view("M8[D]")
+    elif pa.types.is_timestamp(t):  # with a zone too: Arrow stores UTC instants
+        values = raw.view(f"M8[{t.unit}]")
+    elif pa.types.is_duration(t):
+        values = raw.view(f"m8[{t.unit}]")
+    elif t.unit == "ns":
+        raise NotSupportedError(f"Arrow type {t}: lazyk's time holds microseconds; cast it "
+                                "first, e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), "
+                                "safe=False)")
+    else:  # time32[s / ms], time64[us]: microseconds since midnight
+        values = (raw.astype(np.int64) * {"s": 10 ** 6, "ms": 10 ** 3, "us": 1}[t.unit]
+                  ).view("m8[us]")
+        elem = T.Scalar("time")
+    out = masked(values, x.is_valid().to_numpy(zero_copy_only=False)) if x.null_count \
+        else array(values)
+    if elem is None:
+        return out
+    elem = T.Option(elem) if x.null_count else elem
+    return Array._from_parts(T.FixedDim(n, elem), out.meta, out.ptr, out.owner, out.readonly)
 
 
 def from_awkward(x: Any) -> Array:
@@ -773,13 +891,37 @@ def to_arrow(x: Array) -> Any:
     back as lists of `{key, value}` structs and as plain values. Offsets-form var dims and
     contiguous values are not copied; lazyk-built rows copy their indices into offsets;
     stepping views are repacked.
+    `date` -> date32, `time` -> time64[us], `datetime[unit]` -> timestamp, `timedelta[unit]`
+    -> duration, NaT -> null (units Arrow lacks: Y, M, W dates -> date32, h and m -> s;
+    ps, fs, as and Y, M durations are refused); `fixed_string[n]` (NumPy `U` / `S`) ->
+    string (a copy; `S` bytes must be UTF-8), `fixed_bytes[n]` -> fixed-size binary.
+    complex numbers have no Arrow type (NotSupportedError).
 
     Example:
         >>> lazyk.to_arrow(lazyk.array([[1.0, 2.0], [3.0]])).to_pylist()
         [[1.0, 2.0], [3.0]]
     """
     pa = _need("pyarrow")
-    return _arrow(pa, _columns(_as_array(x, "to_arrow")))
+    a = _as_array(x, "to_arrow")
+    out = _arrow(pa, _columns(a))
+    timed = _time_of_day(pa, out.type, a.type.elem)  # `time` is stored as NumPy's m8[us]
+    return out if timed == out.type else out.view(timed)
+
+
+def _time_of_day(pa, at, t: T.Type):
+    """The Arrow type `at` (converted from lazyk type `t`) with time64[us] where `t` has
+    `time` (microseconds since midnight, the same buffers as the duration[us] there)."""
+    t = t.elem if isinstance(t, T.Option) else t
+    if t == T.Scalar("time"):
+        return pa.time64("us")
+    if isinstance(t, T.Record) and pa.types.is_struct(at):
+        return pa.struct([pa.field(at.field(i).name, _time_of_day(pa, at.field(i).type, ft))
+                          for i, ft in enumerate(t.types)])
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        inner = _time_of_day(pa, at.value_type, t.elem)
+        return pa.list_(inner, at.list_size) if pa.types.is_fixed_size_list(at) else \
+            pa.large_list(inner) if pa.types.is_large_list(at) else pa.list_(inner)
+    return at
 
 
 def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
@@ -792,6 +934,8 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return _arrow(pa, col[2], col[1])
     if kind == "numpy":
         arr = col[1]
+        if arr.dtype.kind in "USVcmM":
+            return _arrow_leaf(pa, arr, valid)
         if arr.dtype == np.bool_ or valid is None and not arr.flags.c_contiguous:
             return pa.array(arr, mask=None if valid is None else ~valid)
         arr = np.ascontiguousarray(arr)
@@ -824,10 +968,73 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
                                              pa.array(~valid))
 
 
+def _arrow_leaf(pa, arr: np.ndarray, valid: np.ndarray | None):
+    """Fixed strings, fixed bytes, complex numbers and NumPy dates and times to Arrow."""
+    kind = arr.dtype.kind
+    if kind in "US":
+        return _arrow(pa, _fixed_text(arr, "Arrow"), valid)
+    if kind == "c":
+        raise NotSupportedError(f"{arr.dtype.name} has no Arrow type: convert the real and "
+                                "imaginary parts as two arrays (lazyk.real(x), lazyk.imag(x)), "
+                                "or use to_awkward")
+    arr = np.ascontiguousarray(arr)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if kind == "V":  # fixed_bytes[n]: Arrow's fixed-size binary, in place
+        at = pa.binary(arr.dtype.itemsize)
+    else:
+        at, arr, valid = _arrow_time(pa, arr, valid)
+    nulls = 0 if valid is None else int(len(valid) - valid.sum())
+    bits = None if not nulls else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(at, len(arr), [bits, pa.py_buffer(arr)], null_count=nulls)
+
+
+_TICKS = ("s", "ms", "us", "ns")  # Arrow's timestamp and duration units
+
+
+def _arrow_time(pa, arr: np.ndarray, valid: np.ndarray | None) -> tuple:
+    """(Arrow type, values, valid) of NumPy datetime64 / timedelta64 values: `date`
+    (days) and the calendar units Y, M, W -> date32; h and m -> seconds; NaT -> null.
+    NotSupportedError for units Arrow cannot hold exactly (Y and M durations, ps, fs, as)
+    and values outside the Arrow type's range."""
+    unit = np.datetime_data(arr.dtype)[0]
+    dated = arr.dtype.kind == "M"
+    what = f"{'datetime' if dated else 'timedelta'}[unit='{unit}']"
+    nat = np.isnat(arr)
+    if nat.any():
+        valid = ~nat if valid is None else valid & ~nat
+    present = np.ones(len(arr), bool) if valid is None else valid
+    if dated and unit in ("Y", "M", "W", "D"):
+        to = "D"
+    elif unit in ("W", "D", "h", "m"):
+        to = "s"
+    elif unit in _TICKS:
+        to = unit
+    else:
+        hint = "m8[D]" if unit in "YM" else arr.dtype.str[:3] + "[ns]"
+        raise NotSupportedError(
+            f"{what} has no Arrow type (Arrow has dates, s, ms, us and ns; no "
+            f"{'durations of months or years' if unit in 'YM' else 'finer units'}): convert "
+            f"it to a unit Arrow has first, e.g. x.to_numpy().astype('{hint}')")
+    out = arr.astype(arr.dtype.str[:3] + f"[{to}]") if to != unit else arr
+    ints = out.view(np.int64)
+    if to != unit and (out[present].astype(arr.dtype) != arr[present]).any():
+        raise NotSupportedError(f"{what} values that overflow int64 {to} ticks for Arrow")
+    if to == "D":  # Arrow's date32: int32 days
+        if (np.abs(ints[present]) >= 2 ** 31).any():
+            raise NotSupportedError(f"{what} values outside Arrow's date32 (int32 days)")
+        return pa.date32(), np.where(present, ints, 0).astype(np.int32), valid
+    at = pa.timestamp(to) if dated else pa.duration(to)
+    return at, (ints if valid is None else np.where(present, ints, 0)), valid
+
+
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
     `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray, records and
-    tuples -> RecordArray). Offsets-form var dims and values are not copied.
+    tuples -> RecordArray). Offsets-form var dims and values are not copied. Dates and
+    times stay NumPy datetime64 / timedelta64 (`time` is timedelta64[us]: Awkward has no
+    time of day), `fixed_string[n]` becomes strings (a copy), `fixed_bytes[n]`
+    bytestrings, non-native byte order native.
 
     Example:
         >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
@@ -840,7 +1047,17 @@ def to_awkward(x: Array) -> Any:
 def _awkward(ak, col: tuple):
     c, kind = ak.contents, col[0]
     if kind == "numpy":
-        return c.NumpyArray(col[1])
+        arr = col[1]
+        if arr.dtype.kind in "US":
+            return _awkward(ak, _fixed_text(arr, "Awkward"))
+        if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
+            k = arr.dtype.itemsize
+            raw = np.ascontiguousarray(arr).view(np.uint8)
+            return c.RegularArray(c.NumpyArray(raw, parameters={"__array__": "byte"}), k,
+                                  zeros_length=len(arr), parameters={"__array__": "bytestring"})
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return c.NumpyArray(arr)
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
         return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
