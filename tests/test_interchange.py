@@ -218,7 +218,7 @@ def test_arrow_chunked_and_unsupported():
     two = pa.chunked_array([pa.array([[1.0]]), pa.array([[2.0, 3.0], []])])
     assert lazyk.from_arrow(two).to_list() == [[1.0], [2.0, 3.0], []]
     with pytest.raises(NotSupportedError, match="Arrow type"):
-        lazyk.from_arrow(pa.array([1, 2], pa.date32()))
+        lazyk.from_arrow(pa.array([pa.scalar((1, 2, 3), type=pa.month_day_nano_interval())]))
     with pytest.raises(TypeError, match="pyarrow Array"):
         lazyk.from_arrow([1, 2])
 
