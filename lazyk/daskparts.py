@@ -153,6 +153,8 @@ def union(a: T.Type, b: T.Type) -> T.Type:
         u: T.Type = T.VarDim(union(a.elem, b.elem))
     elif isinstance(a, T.FixedDim) and isinstance(b, T.FixedDim) and a.size == b.size:
         u = T.FixedDim(a.size, union(a.elem, b.elem))
+    elif isinstance(a, T.Record) and isinstance(b, T.Record) and a.names == b.names:
+        u = T.Record(tuple((n, union(x, y)) for n, x, y in zip(a.names, a.types, b.types)))
     elif a == b:
         u = a
     else:

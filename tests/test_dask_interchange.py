@@ -39,3 +39,19 @@ def test_string_and_record_parts_pickle_as_buffers():
     for a in (x, x["s"], x[1:]):
         back = pickle.loads(pickle.dumps(Part(a))).array
         assert back.to_list() == a.to_list() and back.type == a.type
+
+
+def test_record_partitions_with_nulls_in_some_row_groups_only():
+    # Parquet row groups: one without nulls, one with missing values in both fields
+    t1 = pa.table({"v": pa.array([[1.0, 2.0], []]), "k": pa.array([1, 2])})
+    t2 = pa.table({"v": pa.array([[None, 3.0], [4.0]]), "k": pa.array([3, None])})
+    r = lazyk_dask.from_ragged([lazyk.from_arrow(t1), lazyk.from_arrow(t2)])
+    assert str(r.type) == "4 * {v: var * ?float64, k: ?int64}"
+    assert r.compute(scheduler="sync").to_list() == \
+        t1.to_pylist() + t2.to_pylist()
+    sums = lazyk_dask.evaluate(r.v.sum(axis=-1, skipna=True)).compute(scheduler="sync")
+    np.testing.assert_array_equal(sums, [3.0, 0.0, 3.0, 4.0])
+    assert lazyk_dask.evaluate(r.k + 1).compute(scheduler="sync").to_list() == [2, 3, 4, None]
+    with pytest.raises(ValueError, match="partition 1 has type"):
+        lazyk_dask.from_ragged([lazyk.from_arrow(t1), lazyk.from_arrow(t1.rename_columns(
+            ["w", "k"]))])
