@@ -519,6 +519,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """
     if device is not None and str(device) != "cpu":
         return array(obj, type).to(device)
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "U" and not obj.dtype.isnative:
+        obj = obj.astype(obj.dtype.newbyteorder("="))  # fixed_string has no byte order: a copy
     if builtins_type(obj) is np.ndarray and type is None:
         dt = obj.dtype
         if dt not in _ELEM_CACHE:

@@ -5,6 +5,7 @@ ints; `encode` gives the raw bytes a C caller reads, `meta_dtype` names every fi
 """
 from __future__ import annotations
 
+import datetime
 from functools import lru_cache
 
 import numpy as np
@@ -406,8 +407,26 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     dt = np_dtype(t)
     vals = gather(buf, offs, dt.itemsize).view(dt).reshape(n)
     if isinstance(t, T.FixedString) and dt.kind == "S":
-        return [b.decode(t.encoding.replace("utf8", "utf-8")) for b in vals.tolist()]
+        return [_text(b, t) for b in vals.tolist()]
+    if t == T.Scalar("time"):  # microseconds since midnight, as Python times
+        return [None if v is None else _time_of_day(v, t) for v in vals.tolist()]
     return vals.tolist()
+
+
+def _time_of_day(v: datetime.timedelta, t: T.Type) -> datetime.time:
+    if not datetime.timedelta(0) <= v < datetime.timedelta(days=1):
+        raise ValueError(f"a {t} element ({v}) is not a time of day (0 to 24 h)")
+    return (datetime.datetime.min + v).time()
+
+
+def _text(b: bytes, t: T.Type) -> str:
+    """A fixed_string element's text; its bytes read as UTF-8 (ASCII is a part of it), as
+    the string operations read them."""
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"a {t} element ({b!r}) is not UTF-8 text: read bytes that are not "
+                         f"text as fixed_bytes[{t.size}] (NumPy: a.view('V{t.size}'))") from None
 
 
 def string_blocks(block) -> list:

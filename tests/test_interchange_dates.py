@@ -179,3 +179,12 @@ def test_from_arrow_refusals_name_the_column_and_field():
     table = pa.table({"a": [1], "t": pa.array([[1]], pa.list_(pa.time64("ns")))})
     with pytest.raises(NotSupportedError, match=r"column 't': list values: .*time64\[ns\]"):
         lazyk.from_arrow(table)
+
+
+def test_time_of_day_reads_as_python_times():
+    a = lazyk.array([[1, None], [86_399_999_999]], type="2 * var * ?time")
+    assert a.to_list() == [[dt.time(0, 0, 0, 1), None], [dt.time(23, 59, 59, 999999)]]
+    assert lazyk.from_arrow(pa.array([dt.time(1, 2, 3), None])).to_list() == \
+        [dt.time(1, 2, 3), None]
+    with pytest.raises(ValueError, match="not a time of day"):
+        lazyk.array(np.array([-1], "m8[us]"), type="1 * time").to_list()

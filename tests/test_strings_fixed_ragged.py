@@ -140,3 +140,13 @@ def test_byte_order_and_complex_numbers():
         lazyk.to_arrow(z)
     assert lazyk.to_awkward(z).tolist() == [1 + 2j, 3j]
     assert lazyk.to_awkward(lazyk.array(np.array([1 + 2j]).astype(">c16"))).tolist() == [1 + 2j]
+
+
+def test_numpy_text_of_either_byte_order_and_s_bytes_read_back():
+    big = np.array(["ab", "c", "é"]).astype(">U2")
+    a = lazyk.array(big)
+    assert a.to_list() == ["ab", "c", "é"]
+    assert (a == "c").eval().to_numpy().tolist() == [False, True, False]
+    assert lazyk.array(np.array(["é".encode(), b"a"])).to_list() == ["é", "a"]
+    with pytest.raises(ValueError, match=r"not UTF-8 text: .*fixed_bytes\[2\]"):
+        lazyk.array(np.array([b"\xff\xfe", b"a"])).to_list()
