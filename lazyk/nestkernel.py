@@ -20,7 +20,8 @@ _cache: dict = {}
 _CACHE_SIZE = 128
 _lock = threading.Lock()
 os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # see graph.py
-nest_stats = {"compiles": 0, "hits": 0, "runs": 0}
+# "plans" / "plan_hits": `nestrun` plans made / served from its per-structure cache
+nest_stats = {"compiles": 0, "hits": 0, "runs": 0, "plans": 0, "plan_hits": 0}
 _NAME = "lazyk_nest"
 # Below this many values per extra thread, starting a thread costs more than it saves.
 MIN_PART = 1 << 18
@@ -118,8 +119,13 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
                 skipna: bool = False, mean: bool = False,
                 where_masks: bool = False) -> NestKernel:
     """The compiled nest kernel for these keys (cached; never keyed on sizes)."""
-    key = (spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked), mode, npass,
-           bool(skipna), bool(mean), bool(where_masks))
+    return kernel_for((spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked),
+                       mode, npass, bool(skipna), bool(mean), bool(where_masks)))
+
+
+def kernel_for(key: tuple) -> NestKernel:
+    """`nest_kernel` for its key tuple (spec, levels, kinds, masked, mode, npass, skipna,
+    mean, where_masks), all tuples and bools as `nest_kernel` builds them."""
     with _lock:
         k = _cache.get(key)
         if k is not None:
