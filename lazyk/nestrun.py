@@ -318,6 +318,8 @@ _PLANS = 256
 _plans_lock = threading.Lock()
 os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # see graph.py
 _NO_PLAN = object()
+# graph -> its `_structure` (the nodes are held here, so their ids stay theirs)
+_structures: dict = {}
 
 
 def _structure(root, red_node, reduce_arg, names) -> tuple:
@@ -339,8 +341,17 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
     graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
     options), never per data: a hit skips the canonical form, the fused step planning and
     the kernel key building; sizes, addresses and rows are read on every call."""
-    key = (_structure(root, red_node, reduce_arg, names), flat, bool(where_masks),
-           levels, tuple(kinds),
+    # interned nodes: the same graph is one object
+    graph = (root, red_node, reduce_arg is None, tuple(names))
+    with _plans_lock:
+        shape = _structures.get(graph)
+    if shape is None:
+        shape = _structure(root, red_node, reduce_arg, names)
+        with _plans_lock:
+            _structures[graph] = shape
+            while len(_structures) > _PLANS:
+                _structures.pop(next(iter(_structures)))
+    key = (shape, flat, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_))
     with _plans_lock:
         got = _plans.get(key)
