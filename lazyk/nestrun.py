@@ -166,7 +166,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         words, _ = nest_words(levels, sizes, sel, sel_kinds)
         parts = _all_parts(levels, sizes, sel, sel_kinds)
         return NestFill(
-            kern=prep.kernel("fill"), parts=parts, words=words, consts=step.consts, labels=labels, leaves=leaves,
+            kern=prep.kernel("fill"), parts=parts, words=words, consts=step.consts,
+            labels=labels, leaves=leaves,
             names=names, nvals=1, npartial=len(parts), acc=acc, dtype=red_node.dtype,
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
