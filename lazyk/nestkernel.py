@@ -1,6 +1,7 @@
 """Loop-nest kernels over ragged layouts (`codegen.nest`): compiled once per structure (never
-per size), run with per-call kernel data, the outermost level split over threads by content
-(`lazyk.set_num_threads`); a bad row reported by the kernel becomes a Python error."""
+per size), run with per-call kernel data, the outermost level split by content into a few
+parts per thread that the threads claim one by one (`lazyk.set_num_threads`); a bad row
+reported by the kernel becomes a Python error."""
 from __future__ import annotations
 
 import os

@@ -140,7 +140,8 @@ def flat_rows(ops_, levels, kinds, sizes):
     outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
     reduction over the inner rows they cover: (the operands as `M * var`, the result's
     offsets), or None: another form, outer rows that differ between operands, or bad
-    rows (the full nest names them). Operands without the two outer dims stay (`n`)."""
+    rows (the full nest names them). Operands without the two outer dims stay (`n`).
+    Offsets from 0 of a writable leaf are those offsets themselves (no copy)."""
     if tuple(levels) != ("f", "v", "v"):
         return None
     off, flat = None, list(ops_)
@@ -164,9 +165,9 @@ def flat_rows(ops_, levels, kinds, sizes):
         if off is not None and (len(off) != n0 + 1 or (stops != off[1:] + lo).any()):
             return None  # the outer rows differ between operands
         if off is None:
-            if lo == 0 and s0 == delta == width == 8 and o.owner is not None:
-                # int64 offsets from 0: the result shares them (keeping their memory alive)
-                off = view(o.ptr, (n0 + 1,), (8,), np.int64, o.owner)
+            if lo == 0 and s0 == delta == width and o.owner is not None:
+                # offsets from 0: the result shares them (keeping their memory alive)
+                off = view(o.ptr, (n0 + 1,), (width,), dt, o.owner)
             else:
                 off = np.empty(n0 + 1, np.int64)
                 off[0] = 0

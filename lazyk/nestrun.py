@@ -11,7 +11,8 @@ memory block first) and checked and paired inside the kernel; leaves in another 
 dtype than the body's are converted where loaded; ragged results are written by the kernel
 after a pass that counts their row lengths (none where the result has an operand's offsets;
 a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
-rows as `M * var`, `nestplan.flat_rows`). The forms that run in two steps and the
+rows as `M * var`, `nestplan.flat_rows`). What `nest_run` decides from the structure alone
+is cached per structure (`_prepared`). The forms that run in two steps and the
 entry, `evaluate_nest`, are in `lazyk.nestforms`; the bound call (`lazyk.ragbind`) plans
 its fill pass here (`plan_fill`). `nest_run` returns None where the nest does not take the
 form; the caller names the types and the operation in a NotSupportedError."""

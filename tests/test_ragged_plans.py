@@ -114,7 +114,7 @@ def test_bad_rows_after_a_plan_hit_are_errors():
         lazyk.from_offsets(down, lazyk.from_offsets(inner, x)).sum(axis=-1).eval()
 
 
-def test_the_result_shares_the_int64_outer_offsets():
+def test_the_result_shares_the_outer_offsets():
     outer, inner, x = _var_var(seed=4)
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     expect = _ref(a)
@@ -129,6 +129,8 @@ def test_the_result_shares_the_int64_outer_offsets():
     o2, inner, x = _var_var(seed=5)
     shifted = lazyk.from_offsets(o2[3:], lazyk.from_offsets(inner, x))
     assert _check(shifted).ptr != shifted.ptr
+    i32 = lazyk.from_offsets((o2[:5] - o2[0]).astype(np.int32), lazyk.from_offsets(inner, x))
+    assert _check(i32).ptr == i32.ptr  # int32 offsets are shared too
     ro = o2.copy()
     ro.flags.writeable = False
     r = _check(lazyk.from_offsets(ro, lazyk.from_offsets(inner, x)))
