@@ -135,3 +135,23 @@ def test_the_result_shares_the_outer_offsets():
     ro.flags.writeable = False
     r = _check(lazyk.from_offsets(ro, lazyk.from_offsets(inner, x)))
     assert not r.readonly
+
+
+def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lazyk import nestrun
+
+    monkeypatch.setattr(nestrun, "_PLANS", 3)
+    outer, inner, x = _var_var(seed=7)
+    arrays = [lazyk.from_offsets(outer, lazyk.from_offsets(inner, x.astype(dt)))
+              for dt in (np.float64, np.float32, np.int64, np.int32, np.int16)]
+    want = [_ref(a) for a in arrays]
+
+    def work(i):
+        a = arrays[i % len(arrays)]
+        return i, a.sum(axis=-1).eval().to_list()
+    with ThreadPoolExecutor(4) as pool:
+        for i, got in pool.map(work, range(40)):
+            assert got == want[i % len(arrays)]
+    assert len(nestrun._plans) <= 3 and len(nestrun._structures) <= 3
