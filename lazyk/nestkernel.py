@@ -161,14 +161,20 @@ def kernel_for(key: tuple) -> NestKernel:
 def split(n: int, total: int, before) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
     estimate of the content before row r (`total` = before(n)); found by bisection, so
-    O(threads * log n) probes, no pass over the rows."""
+    O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
+    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy."""
     threads = get_num_threads()
     nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
     if nparts <= 1:
         return [0, n]
+    goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
+    starts = getattr(before, "starts", None)
+    if starts is not None:  # (goals in its dtype: no conversion of the array)
+        at = np.array(goals, np.int64) + before.base
+        cuts = np.searchsorted(starts, at.astype(starts.dtype)).tolist()
+        return [0, *sorted({c for c in cuts if 0 < c < n}), n]
     cuts = []
-    for t in range(1, nparts):
-        goal = total * t / nparts
+    for goal in goals:
         lo, hi = 0, n
         while lo < hi:
             mid = (lo + hi) // 2

@@ -283,5 +283,10 @@ def index_weight(sel, kinds, n0):
             dt = np.int32 if width == 4 else np.int64
             starts = np.ndarray((n0,), dt, buf, 0, (stride,))
             s0, end = int(starts[0]), int(np.ndarray((), dt, buf, (n0 - 1) * stride + delta))
-            return lambda r: (int(starts[r]) if r < n0 else end) - s0
+
+            def before(r):
+                return (int(starts[r]) if r < n0 else end) - s0
+            if stride == width:  # contiguous: `nestkernel.split` searches them in NumPy
+                before.starts, before.base = starts, s0
+            return before
     return None
