@@ -155,3 +155,24 @@ def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
         for i, got in pool.map(work, range(40)):
             assert got == want[i % len(arrays)]
     assert len(nestrun._plans) <= 3 and len(nestrun._structures) <= 3
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+def test_the_split_searched_in_numpy_is_the_bisection(monkeypatch, dt):
+    monkeypatch.setattr(nestkernel, "MIN_PART", 4)
+    monkeypatch.setattr(nestkernel, "get_num_threads", lambda: 3)
+    rng = np.random.default_rng(8)
+    for n in (1, 2, 7, 100, 1000):
+        starts = (np.cumsum(rng.integers(0, 9, n)) + 5).astype(dt)
+        end = int(starts[-1]) + 3
+
+        def before(r):
+            return (int(starts[r]) if r < n else end) - int(starts[0])
+
+        def searched(r):
+            return before(r)
+        searched.starts, searched.base = starts, int(starts[0])
+        total = before(n)
+        want = nestkernel.split(n, total, before)
+        assert nestkernel.split(n, total, searched) == want
+        assert want[0] == 0 and want[-1] == n and want == sorted(set(want))
