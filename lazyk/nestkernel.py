@@ -1,6 +1,7 @@
 """Loop-nest kernels over ragged layouts (`codegen.nest`): compiled once per structure (never
-per size), run with per-call kernel data, the outermost level split over threads by content
-(`lazyk.set_num_threads`); a bad row reported by the kernel becomes a Python error."""
+per size), run with per-call kernel data, the outermost level split by content into a few
+parts per thread that the threads claim one by one (`lazyk.set_num_threads`); a bad row
+reported by the kernel becomes a Python error."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import numpy as np
 
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.threads import get_num_threads, parallel_for
-from lazyk.codegen.nest import add_part_entry, generate_nest, nest_layout
+from lazyk.codegen.nest import add_part_entry, add_steal_entry, generate_nest, nest_layout
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.kernel import count_kernel
 from lazyk.spec import check_params
@@ -20,10 +21,14 @@ _cache: dict = {}
 _CACHE_SIZE = 128
 _lock = threading.Lock()
 os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # see graph.py
-nest_stats = {"compiles": 0, "hits": 0, "runs": 0}
+# "plans" / "plan_hits": `nestrun` plans made / served from its per-structure cache
+nest_stats = {"compiles": 0, "hits": 0, "runs": 0, "plans": 0, "plan_hits": 0}
 _NAME = "lazyk_nest"
 # Below this many values per extra thread, starting a thread costs more than it saves.
 MIN_PART = 1 << 18
+# Parts per thread when several threads run: each claims the next part when it is done, so a
+# thread the OS holds back (a busy machine) delays at most one small part.
+PARTS_PER_THREAD = 4
 
 
 class NestKernel:
@@ -34,11 +39,11 @@ class NestKernel:
         self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
         self.masked, self.mode, self.npass = masked, mode, npass
         self.lay = nest_layout(len(levels), len(kinds))
-        names = (f"{_NAME}_part",)
+        names = (f"{_NAME}_part", f"{_NAME}_steal")
         self.jit = JITModule(lambda: _with_part_entry(generate_nest(
             spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
             where_masks=where_masks)), names)
-        self.part = self.jit.addresses[names[0]]
+        self.part, self.steal = (self.jit.addresses[n] for n in names)
 
     @property
     def ir(self) -> str:
@@ -60,22 +65,28 @@ class NestKernel:
         each part's status words (mode "all" leaves its count in word 6). Raises
         ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
         check_params(self.spec, params)
-        nlev = len(self.levels)
-        blocks, statuses = [], []
-        for lo, hi, pos, firsts in parts:
-            w = words.copy()  # each part its own kernel data and status: no shared scratch
-            status = np.zeros(8 + nlev, np.int64)
-            w[0], w[1], w[2], w[5] = status.ctypes.data, lo, hi, pos
+        nlev, n, nw = len(self.levels), len(parts), len(words)
+        # each part its own kernel data and status: no shared scratch (rows of 64-byte
+        # multiples: every block as aligned as its own allocation was)
+        row = -(-(8 * nw + len(params)) // 64) * 64
+        blocks = np.zeros((n, row // 8), np.int64)
+        statuses = np.zeros((n, 8 + nlev), np.int64)
+        blocks[:, :nw] = words
+        if params:
+            blocks.view(np.uint8)[:, 8 * nw:8 * nw + len(params)] = np.frombuffer(params,
+                                                                                  np.uint8)
+        blocks[:, 0] = statuses.ctypes.data + np.arange(n) * statuses.strides[0]
+        for t, (lo, hi, pos, firsts) in enumerate(parts):
+            blocks[t, 1], blocks[t, 2], blocks[t, 5] = lo, hi, pos
             for k, first in firsts.items():
-                w[self.lay["lens"] + 2 * k + 1] = first
-            blocks.append(np.frombuffer(w.tobytes() + params, np.uint8).copy())
-            statuses.append(status)
-        # the native pool runs part t on kernel data blocks[t] (the GIL released)
-        table = np.array([kd.ctypes.data for kd in blocks], np.uintp)
-        step = max(1, get_num_threads())  # the pool runs at most this many parts at once
-        for at in range(0, len(blocks), step):
-            parallel_for(self.part, table.ctypes.data + table.itemsize * at,
-                         min(step, len(blocks) - at))
+                blocks[t, self.lay["lens"] + 2 * k + 1] = first
+        # the native pool's threads claim the parts one by one (the GIL released)
+        table = blocks.ctypes.data + np.arange(n, dtype=np.uintp) * np.uintp(row)
+        if n == 1:
+            parallel_for(self.part, table.ctypes.data, 1)
+        else:
+            arg = np.array([table.ctypes.data, n, 0], np.int64)
+            parallel_for(self.steal, arg.ctypes.data, min(get_num_threads(), n))
         del keep  # the buffers the kernel read stay alive until here
         nest_stats["runs"] += 1
         for st in statuses:
@@ -86,6 +97,7 @@ class NestKernel:
 
 def _with_part_entry(module) -> str:
     add_part_entry(module, _NAME)
+    add_steal_entry(module, _NAME)
     return str(module)
 
 
@@ -120,8 +132,13 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
                 skipna: bool = False, mean: bool = False,
                 where_masks: bool = False) -> NestKernel:
     """The compiled nest kernel for these keys (cached; never keyed on sizes)."""
-    key = (spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked), mode, npass,
-           bool(skipna), bool(mean), bool(where_masks))
+    return kernel_for((spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked),
+                       mode, npass, bool(skipna), bool(mean), bool(where_masks)))
+
+
+def kernel_for(key: tuple) -> NestKernel:
+    """`nest_kernel` for its key tuple (spec, levels, kinds, masked, mode, npass, skipna,
+    mean, where_masks), all tuples and bools as `nest_kernel` builds them."""
     with _lock:
         k = _cache.get(key)
         if k is not None:
@@ -146,13 +163,20 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
 def split(n: int, total: int, before) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
     estimate of the content before row r (`total` = before(n)); found by bisection, so
-    O(threads * log n) probes, no pass over the rows."""
-    nparts = min(get_num_threads(), max(total, 0) // MIN_PART, n)
+    O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
+    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy."""
+    threads = get_num_threads()
+    nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
     if nparts <= 1:
         return [0, n]
+    goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
+    starts = getattr(before, "starts", None)
+    if starts is not None:  # (goals in its dtype: no conversion of the array)
+        at = np.array(goals, np.int64) + before.base
+        cuts = np.searchsorted(starts, at.astype(starts.dtype)).tolist()
+        return [0, *sorted({c for c in cuts if 0 < c < n}), n]
     cuts = []
-    for t in range(1, nparts):
-        goal = total * t / nparts
+    for goal in goals:
         lo, hi = 0, n
         while lo < hi:
             mid = (lo + hi) // 2

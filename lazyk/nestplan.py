@@ -14,6 +14,7 @@ import numpy as np
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import ShapeError
 from lazyk.leaves import is_ragged, text_rows
+from lazyk.memory import view
 from lazyk.nestkernel import split as nest_split
 from lazyk.ops import BYTES, STRING
 from lazyk.rows import check_extent
@@ -22,11 +23,12 @@ from lazyk.rows import check_extent
 class NestOperand:
     """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v' / 'q' for
     `?var`, width, (stop_delta, content, index_stride, stride, length, row mask_offset));
-    its address, dtype, mask."""
+    its address, dtype, mask; `owner`: what keeps a writable var leaf's memory alive (a
+    result may share its offsets), else None."""
 
-    def __init__(self, dims, ptr, dtype, mask_offset, aligned):
+    def __init__(self, dims, ptr, dtype, mask_offset, aligned, owner=None):
         self.dims, self.ptr, self.dtype = dims, ptr, dtype
-        self.mask_offset, self.aligned = mask_offset, aligned
+        self.mask_offset, self.aligned, self.owner = mask_offset, aligned, owner
 
 
 def nest_operand(leaf):
@@ -72,7 +74,8 @@ def nest_operand(leaf):
     if dt.kind not in "biufc":
         return None
     check_extent(arr)  # the kernel trusts the arrmeta's addresses and lengths
-    return NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs))
+    return NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs),
+                       None if arr.readonly else arr.owner)
 
 
 def dim_kind(t):
@@ -137,7 +140,8 @@ def flat_rows(ops_, levels, kinds, sizes):
     outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
     reduction over the inner rows they cover: (the operands as `M * var`, the result's
     offsets), or None: another form, outer rows that differ between operands, or bad
-    rows (the full nest names them). Operands without the two outer dims stay (`n`)."""
+    rows (the full nest names them). Operands without the two outer dims stay (`n`).
+    Offsets from 0 of a writable leaf are those offsets themselves (no copy)."""
     if tuple(levels) != ("f", "v", "v"):
         return None
     off, flat = None, list(ops_)
@@ -158,12 +162,18 @@ def flat_rows(ops_, levels, kinds, sizes):
         lo, hi = int(starts[0]), int(stops[-1])
         if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
             return None
-        mine = np.empty(n0 + 1, np.int64)
-        mine[0] = 0
-        np.subtract(stops, lo, out=mine[1:])
-        if (mine[1:] < mine[:-1]).any() or (off is not None and not np.array_equal(off, mine)):
-            return None
-        off = mine
+        if off is not None and (len(off) != n0 + 1 or (stops != off[1:] + lo).any()):
+            return None  # the outer rows differ between operands
+        if off is None:
+            if lo == 0 and s0 == delta == width and o.owner is not None:
+                # offsets from 0: the result shares them (keeping their memory alive)
+                off = view(o.ptr, (n0 + 1,), (width,), dt, o.owner)
+            else:
+                off = np.empty(n0 + 1, np.int64)
+                off[0] = 0
+                np.subtract(stops, lo, out=off[1:])
+            if (off[1:] < off[:-1]).any():
+                return None
         flat[j] = NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
                                o.dtype, o.mask_offset, o.aligned)
     return None if off is None else (flat, off)
@@ -266,14 +276,17 @@ def index_weight(sel, kinds, n0):
         if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
             width, (delta, *_) = o.dims[1][1], o.dims[1][2]
             stride = o.dims[0][2]
-            dt = np.dtype(np.int32 if width == 4 else np.int64)
-            addr = o.ptr
-
-            def start(r, a=addr, s=stride, d=delta, dt=dt, w=width):
-                at = a + (r * s if r < n0 else (n0 - 1) * s + d)
-                return int(np.frombuffer((ctypes.c_char * w).from_address(at), dt)[0])
-            if n0 == 0:
+            if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
                 return None
-            s0 = start(0)
-            return lambda r: start(r) - s0
+            # the start indices and the last stop: bytes the nest reads too
+            buf = (ctypes.c_char * ((n0 - 1) * stride + delta + width)).from_address(o.ptr)
+            dt = np.int32 if width == 4 else np.int64
+            starts = np.ndarray((n0,), dt, buf, 0, (stride,))
+            s0, end = int(starts[0]), int(np.ndarray((), dt, buf, (n0 - 1) * stride + delta))
+
+            def before(r):
+                return (int(starts[r]) if r < n0 else end) - s0
+            if stride == width:  # contiguous: `nestkernel.split` searches them in NumPy
+                before.starts, before.base = starts, s0
+            return before
     return None

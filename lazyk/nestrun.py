@@ -11,12 +11,16 @@ memory block first) and checked and paired inside the kernel; leaves in another 
 dtype than the body's are converted where loaded; ragged results are written by the kernel
 after a pass that counts their row lengths (none where the result has an operand's offsets;
 a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
-rows as `M * var`, `nestplan.flat_rows`). The forms that run in two steps and the
+rows as `M * var`, `nestplan.flat_rows`). What `nest_run` decides from the structure alone
+is cached per structure (`_prepared`). The forms that run in two steps and the
 entry, `evaluate_nest`, are in `lazyk.nestforms`; the bound call (`lazyk.ragbind`) plans
 its fill pass here (`plan_fill`). `nest_run` returns None where the nest does not take the
 form; the caller names the types and the operation in a NotSupportedError."""
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -26,11 +30,11 @@ from lazyk.array import Array, array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import leaf_data
-from lazyk.graph import REDUCE_OP, toposort
+from lazyk.graph import REDUCE_OP, arg_key, toposort
 from lazyk.interchange import columns, masked, offsets_array, regular
 from lazyk.leaves import is_ragged
 from lazyk.memory import MemoryBlock
-from lazyk.nestkernel import nest_kernel
+from lazyk.nestkernel import kernel_for, nest_kernel, nest_stats
 from lazyk.nestkernel import split as nest_split
 from lazyk.nestplan import (
     NestOperand,
@@ -143,59 +147,28 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 return nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
-    if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
-        mode = "all"  # every axis: one partial fold per thread
-    elif mode == "reduce" and axes != (nlev - 1,):
-        # any other axes: each result element folds its group (every element of the
-        # folded levels; rows of the kept levels below the first one fold element by
-        # element, rows of length 1 stretching)
-        mode = "fold" + ",".join(str(a) for a in axes)
-    node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
-                     int_mean=True)
-    if got is None:
+    prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
+                     bool(flat))
+    if prep is None:
         return None
-    step, by_name = got
-    spec = step.spec
-    acc = np.dtype(spec.outputs[0][1])
-    sel = [ops_[by_name[n]] for n in step.inputs]
-    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
-    labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
-    # leaves stored in another dtype than the body computes in are converted where loaded
-    spec = replace(spec, inputs=tuple(o.dtype for o in sel),
-                   aligned=tuple(bool(o.aligned) for o in sel))
-    maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows at any level; a missing row folded along a middle axis
-    # makes the result row below it missing (a var one; a fixed one, `?n`, and folds over
-    # several axes at or above them: `nestforms._rows_first`, their group walk does not track
-    # missing rows)
-    qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
-    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
-    # rows of `?0` have no room for their present byte)
-    qfix = {k for k in qlev if levels[k] == "f"}
+    mode, step, spec, acc, labels, sel_kinds, maskd = (
+        prep.mode, prep.step, prep.spec, prep.acc, prep.labels, prep.sel_kinds, prep.maskd)
+    qlev, qfix, wq, skipna = prep.qlev, prep.qfix, prep.wq, prep.skipna
+    sel = [ops_[j] for j in labels]
     if any(sizes[k] == 0 for k in qfix):
         types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
                           for v in leaves)
         raise NotSupportedError(f"missing rows against a fixed dim of size 0 (`?0` rows, "
                                 f"no room for their missing flag) in an expression over "
                                 f"{types}")
-    if qfix and mode not in ("map", "reduce"):
-        return None  # folds over `?n` rows: `nestforms._rows_first`
-    if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
+    if prep.declined:
         return None
-    if qlev and ((mode == "all" and 0 in qlev) or
-                 (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")):
-        return None
-    # where() over missing rows: a row is missing where an element takes a branch's
-    # missing row; the last count pass marks those rows ("mark"), then they are pruned
-    wq = bool(where_masks and qlev)
-    skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if mode == "all" and plan:  # partial results per part, combined by `NestFill.finish`
         words, _ = nest_words(levels, sizes, sel, sel_kinds)
         parts = _all_parts(levels, sizes, sel, sel_kinds)
         return NestFill(
-            kern=nest_kernel(spec, levels, sel_kinds, maskd, "all", "fill", skipna, step.mean),
-            parts=parts, words=words, consts=step.consts, labels=labels, leaves=leaves,
+            kern=prep.kernel("fill"), parts=parts, words=words, consts=step.consts,
+            labels=labels, leaves=leaves,
             names=names, nvals=1, npartial=len(parts), acc=acc, dtype=red_node.dtype,
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
@@ -243,7 +216,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             if q <= p:
                 w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
         npass = f"{'mark' if wq and p == rvar[-1] else 'count'}{res[p]}"
-        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, npass, skipna, step.mean, wq)
+        kern = prep.kernel(npass, wq)
         parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
         if wq and p == rvar[-1]:
@@ -269,8 +242,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
         return NestFill(
-            kern=nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                             where_masks and any(maskd)),
+            kern=prep.kernel("fill", where_masks and any(maskd)),
             parts=nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
             words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
             nvals=nvals, npartial=0,
@@ -296,8 +268,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                for p in rfix}
     for p in rfix:
         words[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
-    kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                       where_masks and (any(maskd) or wq))
+    kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
     parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
     for rec in RECORDERS:
@@ -329,6 +300,124 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if flat:
         got = offsets_array(flat[1], got, check=None)
     return got
+
+
+class _Prep:
+    """What `nest_run` decides from the structure alone (`_prepared`)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def kernel(self, npass: str, where_masks: bool = False):
+        """The nest kernel of this plan for pass `npass` (looked up by its ready key: a
+        cleared kernel cache compiles again)."""
+        return kernel_for(self.kkey + (npass, self.skipna, bool(self.step.mean),
+                                       bool(where_masks)))
+
+
+_plans: OrderedDict = OrderedDict()
+_PLANS = 256
+_plans_lock = threading.Lock()
+os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # see graph.py
+_NO_PLAN = object()
+# graph -> its `_structure` (the nodes are held here, so their ids stay theirs)
+_structures: dict = {}
+
+
+def _structure(root, red_node, reduce_arg, names) -> tuple:
+    """The graph as the plan sees it: ops, dtypes, ranks, edges, args; inputs by their
+    position in `names` (never their names or sizes: the step runs over the row space)."""
+    order = toposort(root)
+    at = {id(n): i for i, n in enumerate(order)}
+    pos = {n: i for i, n in enumerate(names)}
+    key = tuple((n.op, n.dtype, len(n.shape), tuple(at[id(s)] for s in n.srcs),
+                 pos.get(n.arg, -1) if n.op == "input" else arg_key(n.arg)) for n in order)
+    if reduce_arg is None:
+        return key
+    return key + ((red_node.op, red_node.dtype, len(red_node.shape), arg_key(reduce_arg)),)
+
+
+def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat):
+    """The structural plan of `nest_run` (mode, fused step, spec, operand selection, missing
+    row levels), or None where the nest does not take the form. Cached per structure (the
+    graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
+    options), never per data: a hit skips the canonical form, the fused step planning and
+    the kernel key building; sizes, addresses and rows are read on every call."""
+    # interned nodes: the same graph is one object
+    graph = (root, red_node, reduce_arg is None, tuple(names))
+    with _plans_lock:
+        shape = _structures.get(graph)
+    if shape is None:
+        shape = _structure(root, red_node, reduce_arg, names)
+        with _plans_lock:
+            _structures[graph] = shape
+            while len(_structures) > _PLANS:
+                _structures.pop(next(iter(_structures)))
+    key = (shape, flat, bool(where_masks), levels, tuple(kinds),
+           tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_))
+    with _plans_lock:
+        got = _plans.get(key)
+        if got is not None:
+            _plans.move_to_end(key)
+            nest_stats["plan_hits"] += 1
+            return None if got is _NO_PLAN else got
+    got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat)
+    with _plans_lock:
+        _plans[key] = _NO_PLAN if got is None else got
+        nest_stats["plans"] += 1
+        while len(_plans) > _PLANS:
+            _plans.popitem(last=False)
+    return got
+
+
+def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat):
+    """`_prepared` without the cache."""
+    nlev = len(levels)
+    mode = "map" if reduce_arg is None else "reduce"
+    axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
+    if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
+        mode = "all"  # every axis: one partial fold per thread
+    elif mode == "reduce" and axes != (nlev - 1,):
+        # any other axes: each result element folds its group (every element of the
+        # folded levels; rows of the kept levels below the first one fold element by
+        # element, rows of length 1 stretching)
+        mode = "fold" + ",".join(str(a) for a in axes)
+    node = root if reduce_arg is None else red_node.replace(srcs=(root,))
+    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
+                     int_mean=True)
+    if got is None:
+        return None
+    step, by_name = got
+    spec = step.spec
+    acc = np.dtype(spec.outputs[0][1])
+    sel = [ops_[by_name[n]] for n in step.inputs]
+    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
+    labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
+    # leaves stored in another dtype than the body computes in are converted where loaded
+    spec = replace(spec, inputs=tuple(o.dtype for o in sel),
+                   aligned=tuple(bool(o.aligned) for o in sel))
+    maskd = tuple(o.mask_offset is not None for o in sel)
+    # ?var levels: missing rows at any level; a missing row folded along a middle axis
+    # makes the result row below it missing (a var one; a fixed one, `?n`, and folds over
+    # several axes at or above them: `nestforms._rows_first`, their group walk does not track
+    # missing rows)
+    qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
+    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
+    # rows of `?0` have no room for their present byte)
+    qfix = frozenset(k for k in qlev if levels[k] == "f")
+    # folds over `?n` rows: `nestforms._rows_first` (after the check of `?0` rows)
+    declined = bool(qfix and mode not in ("map", "reduce")) or bool(
+        qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]) or bool(
+        qlev and ((mode == "all" and 0 in qlev) or
+                  (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")))
+    # where() over missing rows: a row is missing where an element takes a branch's
+    # missing row; the last count pass marks those rows ("mark"), then they are pruned
+    wq = bool(where_masks and qlev)
+    skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
+    return _Prep(mode=mode, axes=axes, step=step, spec=spec, acc=acc, labels=tuple(labels),
+                 sel_kinds=tuple(sel_kinds), maskd=maskd, qlev=frozenset(qlev), qfix=qfix,
+                 wq=wq, skipna=skipna, declined=declined,
+                 kkey=(spec, tuple(levels), tuple(tuple(k) for k in sel_kinds), maskd, mode))
 
 
 def fixed_rows(result, present: dict):

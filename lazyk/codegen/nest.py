@@ -615,3 +615,30 @@ def add_part_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
     b.call(run, [b.load(b.gep(kds, [fn.args[1]]), align=8)])
     b.ret_void()
     return fn.name
+
+
+def add_steal_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
+    """Add `void <name>_steal(i64 *arg, i64 tid)`, arg = {i8 **kds, n, next}: each thread
+    claims the next part (an atomic add on `next`) and runs `<name>_run(kds[i])` until the n
+    parts are taken, so a thread the OS holds back leaves its parts to the others. Returns
+    the entry's name."""
+    run = module.get_global(f"{name}_run")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8, I64]), f"{name}_steal")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    arg = b.bitcast(fn.args[0], I64.as_pointer())
+    kds = b.inttoptr(b.load(arg, align=8), P8.as_pointer())
+    n = b.load(b.gep(arg, [ir.Constant(I64, 1)]), align=8)
+    nxt = b.gep(arg, [ir.Constant(I64, 2)])
+    claim = fn.append_basic_block("claim")
+    body = fn.append_basic_block("body")
+    done = fn.append_basic_block("done")
+    b.branch(claim)
+    b.position_at_end(claim)
+    i = b.atomic_rmw("add", nxt, ir.Constant(I64, 1), "monotonic")
+    b.cbranch(b.icmp_signed("<", i, n), body, done)
+    b.position_at_end(body)
+    b.call(run, [b.load(b.gep(kds, [i]), align=8)])
+    b.branch(claim)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn.name
