@@ -558,7 +558,8 @@ def _columns(a: Array) -> tuple:
             return ("record", arr.dtype.names, [_columns(array(arr[k])) for k in arr.dtype.names])
         if arr.ndim == 1:
             return ("numpy", arr)
-        flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
+        flat = np.ascontiguousarray(arr).reshape((arr.shape[0] * arr.shape[1],) +
+                                                 arr.shape[2:])  # (-1 fails on size 0)
         return ("regular", arr.shape[1], _columns(array(flat)))
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
     if not isinstance(owner, memory.MemoryBlock):

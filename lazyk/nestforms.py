@@ -159,9 +159,17 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     axes = tuple(reduce_arg[1])
     if axes == (last,):  # a missing row reduced along its own axis: missing
         return _rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
-    if last in axes:
-        return got  # one value per group: missing values do the work
     skipna = len(reduce_arg) > 3 and reduce_arg[3]
+    if last in axes and (skipna or dims[-1] != 0):
+        return got  # one value per group: missing values do the work
+    if last in axes:  # `?0` rows hold no missing value: the groups that fold one, missing
+        flags_of = nest_result(~rows, None, dims[:-1], offsets, _counts(dims[:-1], offsets))
+        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes[:-1])))
+        if " * " not in str(got.type):  # one value
+            v = got.to_list()
+            return masked(np.asarray(0 if v is None else v, red_node.dtype),
+                          np.asarray(v is not None and not hit[0]))
+        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     if skipna and dims[-1] != "v":
         return got  # rows of n skipped values
     # which result rows fold a missing row (or only missing rows): the same fold over the
@@ -330,7 +338,7 @@ def _own_axis_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
+    if dims[a] != "v" or set(validity) != {a} or "v" in below:
         return None
     blk = int(np.prod(below, dtype=np.int64))
     rows = validity[a]

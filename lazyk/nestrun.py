@@ -170,15 +170,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     # several axes at or above them: `nestforms._rows_first`, their group walk does not track
     # missing rows)
     qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
-    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
-    # rows of `?0` have no room for their present byte)
+    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions)
     qfix = {k for k in qlev if levels[k] == "f"}
-    if any(sizes[k] == 0 for k in qfix):
-        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
-                          for v in leaves)
-        raise NotSupportedError(f"missing rows against a fixed dim of size 0 (`?0` rows, "
-                                f"no room for their missing flag) in an expression over "
-                                f"{types}")
     if qfix and mode not in ("map", "reduce"):
         return None  # folds over `?n` rows: `nestforms._rows_first`
     if qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]:
