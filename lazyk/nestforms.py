@@ -193,8 +193,8 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     values, flags, dims, offsets, validity, _ = parts
     axes, keep, skipna = tuple(reduce_arg[1]), bool(reduce_arg[2]), \
         len(reduce_arg) > 3 and bool(reduce_arg[3])
-    if axes[0] > q or any(d != "v" for d in dims[q + 1:]):
-        return None  # fixed dims below: their `?n` marks and Dask partials do not follow
+    if axes[0] > q:
+        return None
     rows = validity[q]
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
@@ -224,7 +224,13 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     kept = [k for k in range(len(dims)) if k not in axes]
     k = next((k for k in kept if k >= q), None)  # the first kept dim from q on
     first = axes[0] == q  # a missing row at the first folded axis stays missing
-    if not first and (k is None or dims[k] != "v" and skipna):
+    # under skipna, a group of only missing rows over a fixed dim k has no rows at the
+    # first kept var dim v below k (var rows between k and v folded: not taken)
+    v = next((j for j in kept if j > k and dims[j] == "v"), None) if k is not None and \
+        dims[k] != "v" and skipna and not first else None
+    if v is not None and any(dims[j] == "v" for j in range(k + 1, v)):
+        return None
+    if not first and (k is None or dims[k] != "v" and skipna and v is None):
         return got  # missing values do the work (skipped, or missing)
     if first:
         hit = ~rows
@@ -244,6 +250,10 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     if k is None:  # one value per row: missing where the row is
         return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     p = k if keep else len([j for j in kept if j < k])
+    if v is not None:  # rows at v of the groups with only missing rows: emptied
+        m = int(np.prod([int(dims[j]) for j in kept if k <= j < v], dtype=np.int64))
+        return _drop_rows(got, v if keep else len([j for j in kept if j < v]),
+                          np.repeat(hit, m), mark=False)
     if dims[k] != "v":
         return fixed_rows(got, {p: (~hit).astype(np.uint8)})
     return _drop_rows(got, p, hit, mark=first or not skipna)
@@ -338,8 +348,10 @@ def _own_axis_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below:
+    if dims[a] != "v" or set(validity) != {a}:
         return None
+    if "v" in below:  # each missing row as one element (var rows of length 1 stretch)
+        return _middle_first(parts, red_node, reduce_arg, a)
     blk = int(np.prod(below, dtype=np.int64))
     rows = validity[a]
     off, vals, ok = _missing_as_values(values, flags, rows, offsets[a], blk)
