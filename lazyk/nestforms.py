@@ -18,7 +18,7 @@ from lazyk.graph import REDUCE_OP, rewrite, toposort
 from lazyk.interchange import columns, masked, offsets_array, regular
 from lazyk.leaves import is_ragged
 from lazyk.nestplan import positions
-from lazyk.nestrun import fixed_rows, nest_result, nest_run
+from lazyk.nestrun import fixed_rows, nest_result, nest_run, tree_array
 from lazyk.rowrules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -230,7 +230,10 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
         dims[k] != "v" and skipna and not first else None
     if v is not None and any(dims[j] == "v" for j in range(k + 1, v)):
         return None
-    if not first and (k is None or dims[k] != "v" and skipna and v is None):
+    # a missing row's element holds no value under a fixed 0: the flags do the work
+    held = all(d != 0 for d in dims[q + 1:])
+    if not first and (skipna or held) and (k is None or dims[k] != "v" and skipna and
+                                           v is None):
         return got  # missing values do the work (skipped, or missing)
     if first:
         hit = ~rows
@@ -283,20 +286,6 @@ def _take(node, idx):
             _take(node[2], _ranges(off[idx], lens)))
 
 
-def _from_tree(node, outer=None):
-    """The lazyk Array of a columns node."""
-    kind = node[0]
-    if kind == "numpy":
-        return array(node[1])
-    if kind == "regular":
-        return regular(_from_tree(node[2]), node[1])
-    if kind == "option" and node[2][0] == "numpy":
-        return masked(node[2][1], node[1])
-    valid = node[1] if kind == "option" else None
-    lst = node[2] if kind == "option" else node
-    return offsets_array(lst[1], _from_tree(lst[2]), valid, outer=outer, check=None)
-
-
 def _drop_rows(result, p: int, drop, mark: bool):
     """`result` with its rows at var level p emptied where `drop` is True, and missing
     there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
@@ -319,7 +308,7 @@ def _drop_rows(result, p: int, drop, mark: bool):
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return inner if valid is None else ("option", valid, inner)
-    return _from_tree(walk(tree, 1), None if top else ())
+    return tree_array(walk(tree, 1), result.type.size if top else 1, None if top else ())
 
 
 def _missing_as_values(values, flags, rows, starts, blk: int = 1) -> tuple:

@@ -28,7 +28,6 @@ from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import leaf_data
 from lazyk.graph import REDUCE_OP, toposort
 from lazyk.interchange import columns, masked, offsets_array, regular
-from lazyk.leaves import is_ragged
 from lazyk.memory import MemoryBlock, foreign
 from lazyk.nestkernel import nest_kernel
 from lazyk.nestkernel import split as nest_split
@@ -337,42 +336,49 @@ def fixed_rows(result, present: dict):
     tree = columns(result if top else result[None])
     marks = {p + (not top): np.asarray(v) != 0 for p, v in present.items()}
 
-    def build(node, level, count, outer=None):  # count: the elements `node` describes
-        kind = node[0]
-        if level in marks:
-            if kind != "regular":
-                return None
-            got = _option_rows(node, marks[level])
-            if got is None:
-                inner = build(node[2], level + 1, count * node[1])
-                got = None if inner is None else _option_fixed(inner, count, node[1],
-                                                               marks[level])
-            return got
-        if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
-            return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
-        if kind == "regular":
-            got = build(node[2], level + 1, count * node[1])
-            return None if got is None else regular(got, node[1]) if node[1] else \
-                Array.from_parts(FixedDim(count, FixedDim(0, got.type.elem)),
-                                 (count, 0, 0, got.meta[1]) + tuple(got.meta[2:]), got.ptr,
-                                 got.owner if isinstance(got.owner, MemoryBlock) else
-                                 got.to_numpy())
-        if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
-            return None
-        valid = node[1] if kind == "option" else None
-        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
-        got = build(child, level + 1, int(off[-1]))
-        return None if got is None else offsets_array(off, got, valid, outer=outer,
-                                                       check=None)
     if 0 in marks:  # the whole result is one row
-        got = build(("regular", result.type.size, tree), 0, 1) if top else None
+        got = tree_array(("regular", result.type.size, tree), 1, None, marks, 0) if top \
+            else None
         got = None if got is None else got[0]
     else:
-        got = build(tree, 1, result.type.size if top else 1, None if top else ())
+        got = tree_array(tree, result.type.size if top else 1, None if top else (), marks)
     if got is None:
         raise NotSupportedError(f"missing rows against a fixed dim (`?n` rows) in a result "
                                 f"of type {result.type}: its layout has no room for them")
     return got
+
+
+def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
+    """The lazyk Array of a columns node describing `count` elements (`outer`: the fixed
+    dims of an outermost var dim, as `offsets_array`), with the rows at the levels of
+    `marks` missing where it is False (`?n`); None for a form it does not build."""
+    marks = marks or {}
+    kind = node[0]
+    if level in marks:
+        if kind != "regular":
+            return None
+        got = _option_rows(node, marks[level])
+        if got is None:
+            inner = tree_array(node[2], count * node[1], None, marks, level + 1)
+            got = None if inner is None else _option_fixed(inner, count, node[1],
+                                                           marks[level])
+        return got
+    if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
+        return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
+    if kind == "regular":
+        got = tree_array(node[2], count * node[1], None, marks, level + 1)
+        if got is None or node[1]:
+            return None if got is None else regular(got, node[1])
+        owner = got.owner if isinstance(got.owner, MemoryBlock) else got.to_numpy()
+        return Array.from_parts(FixedDim(count, FixedDim(0, got.type.elem)),  # `m * 0 * X`
+                                (count, 0, 0, got.meta[1]) + tuple(got.meta[2:]), got.ptr,
+                                owner)
+    if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
+        return None
+    valid = node[1] if kind == "option" else None
+    off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+    got = tree_array(child, int(off[-1]), None, marks, level + 1)
+    return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
 
 
 def _option_fixed(inner, rows: int, n: int, valid):
