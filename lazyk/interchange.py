@@ -701,8 +701,11 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return pa.Array.from_buffers(lt, len(offsets) - 1, [bits, pa.py_buffer(offsets)],
                                      null_count=nulls, children=[child])
     child = _arrow(pa, col[2])
-    return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None else
-                                             pa.array(~valid))
+    try:
+        return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None
+                                                 else pa.array(~valid))
+    except pa.ArrowInvalid as e:  # (fixed dims of size 0: `0 * T`, `?0 * T` rows)
+        raise NotSupportedError(f"to_arrow of a fixed dim of size {col[1]}: {e}") from None
 
 
 def to_awkward(x: Array) -> Any:
@@ -724,7 +727,10 @@ def _awkward(ak, col: tuple):
         return c.NumpyArray(col[1])
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
-        return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
+        sub = col[2]
+        inner = c.RegularArray(_awkward(ak, sub[2]), 0, zeros_length=len(mask)) if \
+            sub[0] == "regular" and sub[1] == 0 else _awkward(ak, sub)  # `?0` rows
+        return c.ByteMaskedArray(mask, inner, valid_when=True)
     if kind == "record":
         fields = [_awkward(ak, f) for f in col[2]]
         return c.RecordArray(fields, list(col[1]), length=len(fields[0]) if fields else 0)

@@ -143,3 +143,19 @@ def test_missing_row_beside_rows_that_pair_to_length_0(perm, skipna):
     got = L(t, d).sum(axis=0, skipna=skipna).eval()
     assert got.to_list() == ([] if skipna else None)
     assert str(got.type) == ("var * var * int64" if skipna else "?var * var * ?int64")
+
+
+@pytest.mark.parametrize("t, d", [("3 * ?0 * float64", [[], None, []]),
+                                  ("2 * var * ?0 * float64", [[[], None], []]),
+                                  ("2 * ?0 * var * float64", [None, []])])
+def test_missing_rows_of_size_0_to_awkward_and_arrow(t, d):
+    ak = pytest.importorskip("awkward")
+    x = L(t, d)
+    got = lazyk.to_awkward(x)
+    assert got.tolist() == d and "option[0 *" in str(got.type)
+    assert isinstance(ak.to_layout(got), ak.contents.Content)
+    pytest.importorskip("pyarrow")
+    try:
+        assert lazyk.to_arrow(x).to_pylist() == d
+    except lazyk.NotSupportedError as e:  # pyarrow's fixed-size lists need a size > 0
+        assert "size 0" in str(e)
