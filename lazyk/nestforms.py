@@ -15,10 +15,10 @@ from lazyk.array import array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import columns, masked, offsets_array, regular
+from lazyk.interchange import columns, masked, offsets_array
 from lazyk.leaves import is_ragged
 from lazyk.nestplan import positions
-from lazyk.nestrun import fixed_rows, nest_result, nest_run, tree_array
+from lazyk.nestrun import fixed_rows, nest_result, nest_run, rows_of, tree_array
 from lazyk.rowrules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -379,17 +379,18 @@ def _rebuild(result, rows=None, leaf=None):
         got = (node[2][1], node[1]) if node[0] == "option" else (node[1], None)
         return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
 
-    def build(node, outer=None):
+    def build(node, count, outer=None):  # count: the elements `node` describes
         kind = node[0]
         if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
             return values(node)
         if kind == "regular":
-            return regular(build(node[2]), node[1])
+            return rows_of(build(node[2], count * node[1]), count, node[1])
         valid = node[1] if kind == "option" else None
         off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
         if rows is None or child[0] == "regular" or (
                 child[0] != "numpy" and not (child[0] == "option" and child[2][0] == "numpy")):
-            return offsets_array(off, build(child), valid, outer=outer, check=None)
+            return offsets_array(off, build(child, int(off[-1])), valid, outer=outer,
+                                 check=None)
         # the last dim: drop its rows' values where `rows` says
         drop, mark = rows(off)
         lens = np.where(drop, 0, np.diff(off))
@@ -402,7 +403,7 @@ def _rebuild(result, rows=None, leaf=None):
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return offsets_array(new, values(kept), valid, outer=outer, check=None)
-    return build(tree, None if top else ())
+    return build(tree, result.type.size if top else 1, None if top else ())
 
 
 def _one_leaf_per_array(root, names, env):

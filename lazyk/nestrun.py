@@ -367,18 +367,24 @@ def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
         return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
     if kind == "regular":
         got = tree_array(node[2], count * node[1], None, marks, level + 1)
-        if got is None or node[1]:
-            return None if got is None else regular(got, node[1])
-        owner = got.owner if isinstance(got.owner, MemoryBlock) else got.to_numpy()
-        return Array.from_parts(FixedDim(count, FixedDim(0, got.type.elem)),  # `m * 0 * X`
-                                (count, 0, 0, got.meta[1]) + tuple(got.meta[2:]), got.ptr,
-                                owner)
+        return None if got is None else rows_of(got, count, node[1])
     if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
         return None
     valid = node[1] if kind == "option" else None
     off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
     got = tree_array(child, int(off[-1]), None, marks, level + 1)
     return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
+
+
+def rows_of(inner, count: int, n: int):
+    """`count * n * X` over `inner` (`count * n` elements of X; `regular`, which cannot
+    tell the count when n is 0)."""
+    if n:
+        return regular(inner, n)
+    owner = inner.owner if isinstance(inner.owner, MemoryBlock) else inner.to_numpy()
+    return Array.from_parts(FixedDim(count, FixedDim(0, inner.type.elem)),
+                            (count, 0, 0, inner.meta[1]) + tuple(inner.meta[2:]), inner.ptr,
+                            owner)
 
 
 def _option_fixed(inner, rows: int, n: int, valid):
