@@ -1,10 +1,10 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
 (`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
-elementwise part first. Folds over several axes at or above one `?var` dim
-(`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against a fixed
-dim) and a missing row folded along its own axis above fixed dims run the elementwise part
-first (`_rows_first`); their results are rebuilt with NumPy over offsets and present flags
-(`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
+elementwise part first. Folds over several axes at or above one `?var` dim, whatever dims
+lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
+a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
+elementwise part first (`_rows_first`); their results are rebuilt with NumPy over offsets
+and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
 a missing row with other rows are computed first (`_parts_first`). What the nest does not
 take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
@@ -110,9 +110,8 @@ def _evaluate_nest(expr):
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
         why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above the only ?var dim " \
-            "when it is last or has only var dims below it; " \
-            "folded along its own axis, a ?var dim takes fixed dims below it" if any(
+            "axes below every ?var dim, or several axes at or above the only ?var dim" \
+            if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
