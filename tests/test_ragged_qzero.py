@@ -44,6 +44,16 @@ def test_construct_missing_rows_of_size_0(t, d):
     assert x.type.elem.itemsize > 0 or not isinstance(x.type.elem, lazyk.types.Option)
 
 
+def test_missing_rows_of_size_0_made_and_indexed():
+    assert lazyk.zeros("2 * ?0 * float64").to_list() == [[], []]
+    assert lazyk.empty("2 * ?0 * float64").to_list() == [None, None]
+    x = L("2 * ?0 * float64", [None, []])
+    assert x[::-1].to_list() == [[], None] and x[1].to_list() == []
+    assert L("1 * 2 * ?0 * int8", [[None, []]])[0, 0].to_list() is None
+    r = L("{a: 2 * ?0 * int8}", {"a": [None, []]})
+    assert r.to_list() == {"a": [None, []]}
+
+
 @given(S.ragged(layouts=("N * ?var * T", "var * ?var * T", "N * var * ?var * T"),
                 dtypes=S.NUMERIC, option_rows=False), st.data())
 def test_missing_rows_against_a_dim_of_size_0(case, data):
