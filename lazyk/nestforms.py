@@ -4,9 +4,9 @@ elementwise part first. Folds over several axes at or above one `?var` dim, what
 lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
 a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
 elementwise part first (`_rows_first`); their results are rebuilt with NumPy over offsets
-and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
-a missing row with other rows are computed first (`_parts_first`). What the nest does not
-take raises NotSupportedError naming the types and the operation."""
+and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where()
+operands that combine a missing row with other rows are computed first (`_parts_first`).
+What the nest does not take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import numpy as np
@@ -332,7 +332,8 @@ def _own_axis_first(parts, red_node, reduce_arg):
     """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
     result `parts`: each missing row becomes one row of missing values, the nest folds
     that, and the result row under a missing row is missing (skipna too, as a missing row
-    reduced along its own axis). None for other forms."""
+    reduced along its own axis); with var dims under it too, `_middle_first`. None for
+    other forms."""
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
