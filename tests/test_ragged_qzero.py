@@ -169,3 +169,16 @@ def test_missing_rows_of_size_0_to_awkward_and_arrow(t, d):
         assert lazyk.to_arrow(x).to_pylist() == d
     except lazyk.NotSupportedError as e:  # pyarrow's fixed-size lists need a size > 0
         assert "size 0" in str(e)
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 1, 3)])
+def test_missing_row_beside_rows_that_pair_to_length_0_on_dask(perm):
+    """Dask (one row per partition: the partials fold together) agrees."""
+    ldask = pytest.importorskip("lazyk.dask")
+    rows = [[[0, 0, 0]], [[]], None, []]
+    d = [rows[i] for i in perm]
+    for skipna in (False, True):
+        x = ldask.from_ragged(L("4 * ?var * var * int64", d), 1)
+        got = ldask.evaluate(x.sum(axis=0, skipna=skipna)).compute()
+        want = R.reduce("sum", RA("4 * ?var * var * int64", d), 0, skipna=skipna)
+        assert str(got.type) == str(want.type) and got.to_list() == want.data
