@@ -725,7 +725,8 @@ def _columns(a: Array) -> tuple:
             return ("record", arr.dtype.names, [_columns(array(arr[k])) for k in arr.dtype.names])
         if arr.ndim == 1:
             return ("numpy", arr)
-        flat = np.ascontiguousarray(arr).reshape((-1,) + arr.shape[2:])
+        flat = np.ascontiguousarray(arr).reshape((arr.shape[0] * arr.shape[1],) +
+                                                 arr.shape[2:])  # (-1 fails on size 0)
         return ("regular", arr.shape[1], _columns(array(flat)))
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
     if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
@@ -964,8 +965,11 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
         return pa.Array.from_buffers(lt, len(offsets) - 1, [bits, pa.py_buffer(offsets)],
                                      null_count=nulls, children=[child])
     child = _arrow(pa, col[2])
-    return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None else
-                                             pa.array(~valid))
+    try:
+        return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None
+                                                 else pa.array(~valid))
+    except pa.ArrowInvalid as e:  # (fixed dims of size 0: `0 * T`, `?0 * T` rows)
+        raise NotSupportedError(f"to_arrow of a fixed dim of size {col[1]}: {e}") from None
 
 
 def _arrow_leaf(pa, arr: np.ndarray, valid: np.ndarray | None):
@@ -1060,7 +1064,10 @@ def _awkward(ak, col: tuple):
         return c.NumpyArray(arr)
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
-        return c.ByteMaskedArray(mask, _awkward(ak, col[2]), valid_when=True)
+        sub = col[2]
+        inner = c.RegularArray(_awkward(ak, sub[2]), 0, zeros_length=len(mask)) if \
+            sub[0] == "regular" and sub[1] == 0 else _awkward(ak, sub)  # `?0` rows
+        return c.ByteMaskedArray(mask, inner, valid_when=True)
     if kind == "record":
         fields = [_awkward(ak, f) for f in col[2]]
         names = None if _is_tuple(col[1]) else list(col[1])  # None: an Awkward tuple

@@ -1,12 +1,12 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
 (`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
-elementwise part first. Folds over several axes at or above one `?var` dim
-(`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against a fixed
-dim) and a missing row folded along its own axis above fixed dims run the elementwise part
-first (`_rows_first`); their results are rebuilt with NumPy over offsets and present flags
-(`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where() operands that combine
-a missing row with other rows are computed first (`_parts_first`). What the nest does not
-take raises NotSupportedError naming the types and the operation."""
+elementwise part first. Folds over several axes at or above one `?var` dim, whatever dims
+lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
+a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
+elementwise part first (`_rows_first`); their results are rebuilt with NumPy over offsets
+and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where()
+operands that combine a missing row with other rows are computed first (`_parts_first`).
+What the nest does not take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,10 +15,10 @@ from lazyk.array import array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.graph import REDUCE_OP, rewrite, toposort
-from lazyk.interchange import columns, masked, offsets_array, regular
+from lazyk.interchange import columns, masked, offsets_array
 from lazyk.leaves import is_ragged
 from lazyk.nestplan import positions
-from lazyk.nestrun import fixed_rows, nest_result, nest_run
+from lazyk.nestrun import fixed_rows, nest_result, nest_run, rows_of, tree_array
 from lazyk.rowrules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -110,9 +110,8 @@ def _evaluate_nest(expr):
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
         why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above the only ?var dim " \
-            "when it is last or has only var dims below it; " \
-            "folded along its own axis, a ?var dim takes fixed dims below it" if any(
+            "axes below every ?var dim, or several axes at or above the only ?var dim" \
+            if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
@@ -159,9 +158,17 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     axes = tuple(reduce_arg[1])
     if axes == (last,):  # a missing row reduced along its own axis: missing
         return _rebuild(got, leaf=lambda v, m: masked(v, rows if m is None else m & rows))
-    if last in axes:
-        return got  # one value per group: missing values do the work
     skipna = len(reduce_arg) > 3 and reduce_arg[3]
+    if last in axes and (skipna or dims[-1] != 0):
+        return got  # one value per group: missing values do the work
+    if last in axes:  # `?0` rows hold no missing value: the groups that fold one, missing
+        flags_of = nest_result(~rows, None, dims[:-1], offsets, _counts(dims[:-1], offsets))
+        hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes[:-1])))
+        if " * " not in str(got.type):  # one value
+            v = got.to_list()
+            return masked(np.asarray(0 if v is None else v, red_node.dtype),
+                          np.asarray(v is not None and not hit[0]))
+        return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     if skipna and dims[-1] != "v":
         return got  # rows of n skipped values
     # which result rows fold a missing row (or only missing rows): the same fold over the
@@ -185,8 +192,8 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     values, flags, dims, offsets, validity, _ = parts
     axes, keep, skipna = tuple(reduce_arg[1]), bool(reduce_arg[2]), \
         len(reduce_arg) > 3 and bool(reduce_arg[3])
-    if axes[0] > q or any(d != "v" for d in dims[q + 1:]):
-        return None  # fixed dims below: their `?n` marks and Dask partials do not follow
+    if axes[0] > q:
+        return None
     rows = validity[q]
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
@@ -216,7 +223,16 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     kept = [k for k in range(len(dims)) if k not in axes]
     k = next((k for k in kept if k >= q), None)  # the first kept dim from q on
     first = axes[0] == q  # a missing row at the first folded axis stays missing
-    if not first and (k is None or dims[k] != "v" and skipna):
+    # under skipna, a group of only missing rows over a fixed dim k has no rows at the
+    # first kept var dim v below k (var rows between k and v folded: not taken)
+    v = next((j for j in kept if j > k and dims[j] == "v"), None) if k is not None and \
+        dims[k] != "v" and skipna and not first else None
+    if v is not None and any(dims[j] == "v" for j in range(k + 1, v)):
+        return None
+    # a missing row's element holds no value under a fixed 0: the flags do the work
+    held = all(d != 0 for d in dims[q + 1:])
+    if not first and (skipna or held) and (k is None or dims[k] != "v" and skipna and
+                                           v is None):
         return got  # missing values do the work (skipped, or missing)
     if first:
         hit = ~rows
@@ -236,6 +252,10 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     if k is None:  # one value per row: missing where the row is
         return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
     p = k if keep else len([j for j in kept if j < k])
+    if v is not None:  # rows at v of the groups with only missing rows: emptied
+        m = int(np.prod([int(dims[j]) for j in kept if k <= j < v], dtype=np.int64))
+        return _drop_rows(got, v if keep else len([j for j in kept if j < v]),
+                          np.repeat(hit, m), mark=False)
     if dims[k] != "v":
         return fixed_rows(got, {p: (~hit).astype(np.uint8)})
     return _drop_rows(got, p, hit, mark=first or not skipna)
@@ -265,20 +285,6 @@ def _take(node, idx):
             _take(node[2], _ranges(off[idx], lens)))
 
 
-def _from_tree(node, outer=None):
-    """The lazyk Array of a columns node."""
-    kind = node[0]
-    if kind == "numpy":
-        return array(node[1])
-    if kind == "regular":
-        return regular(_from_tree(node[2]), node[1])
-    if kind == "option" and node[2][0] == "numpy":
-        return masked(node[2][1], node[1])
-    valid = node[1] if kind == "option" else None
-    lst = node[2] if kind == "option" else node
-    return offsets_array(lst[1], _from_tree(lst[2]), valid, outer=outer, check=None)
-
-
 def _drop_rows(result, p: int, drop, mark: bool):
     """`result` with its rows at var level p emptied where `drop` is True, and missing
     there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
@@ -301,7 +307,7 @@ def _drop_rows(result, p: int, drop, mark: bool):
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return inner if valid is None else ("option", valid, inner)
-    return _from_tree(walk(tree, 1), None if top else ())
+    return tree_array(walk(tree, 1), result.type.size if top else 1, None if top else ())
 
 
 def _missing_as_values(values, flags, rows, starts, blk: int = 1) -> tuple:
@@ -326,12 +332,15 @@ def _own_axis_first(parts, red_node, reduce_arg):
     """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
     result `parts`: each missing row becomes one row of missing values, the nest folds
     that, and the result row under a missing row is missing (skipna too, as a missing row
-    reduced along its own axis). None for other forms."""
+    reduced along its own axis); with var dims under it too, `_middle_first`. None for
+    other forms."""
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a} or "v" in below or 0 in below:
+    if dims[a] != "v" or set(validity) != {a}:
         return None
+    if "v" in below:  # each missing row as one element (var rows of length 1 stretch)
+        return _middle_first(parts, red_node, reduce_arg, a)
     blk = int(np.prod(below, dtype=np.int64))
     rows = validity[a]
     off, vals, ok = _missing_as_values(values, flags, rows, offsets[a], blk)
@@ -370,17 +379,18 @@ def _rebuild(result, rows=None, leaf=None):
         got = (node[2][1], node[1]) if node[0] == "option" else (node[1], None)
         return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
 
-    def build(node, outer=None):
+    def build(node, count, outer=None):  # count: the elements `node` describes
         kind = node[0]
         if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
             return values(node)
         if kind == "regular":
-            return regular(build(node[2]), node[1])
+            return rows_of(build(node[2], count * node[1]), count, node[1])
         valid = node[1] if kind == "option" else None
         off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
         if rows is None or child[0] == "regular" or (
                 child[0] != "numpy" and not (child[0] == "option" and child[2][0] == "numpy")):
-            return offsets_array(off, build(child), valid, outer=outer, check=None)
+            return offsets_array(off, build(child, int(off[-1])), valid, outer=outer,
+                                 check=None)
         # the last dim: drop its rows' values where `rows` says
         drop, mark = rows(off)
         lens = np.where(drop, 0, np.diff(off))
@@ -393,7 +403,7 @@ def _rebuild(result, rows=None, leaf=None):
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return offsets_array(new, values(kept), valid, outer=outer, check=None)
-    return build(tree, None if top else ())
+    return build(tree, result.type.size if top else 1, None if top else ())
 
 
 def _one_leaf_per_array(root, names, env):

@@ -32,8 +32,7 @@ from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.expr import leaf_data
 from lazyk.graph import REDUCE_OP, arg_key, toposort
 from lazyk.interchange import columns, masked, offsets_array, regular
-from lazyk.leaves import is_ragged
-from lazyk.memory import MemoryBlock
+from lazyk.memory import MemoryBlock, foreign
 from lazyk.nestkernel import kernel_for, nest_kernel, nest_stats
 from lazyk.nestkernel import split as nest_split
 from lazyk.nestplan import (
@@ -155,12 +154,6 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         prep.mode, prep.step, prep.spec, prep.acc, prep.labels, prep.sel_kinds, prep.maskd)
     qlev, qfix, wq, skipna = prep.qlev, prep.qfix, prep.wq, prep.skipna
     sel = [ops_[j] for j in labels]
-    if any(sizes[k] == 0 for k in qfix):
-        types = ", ".join(str(v.array.type) if is_ragged(v) else f"{np.shape(v)} array"
-                          for v in leaves)
-        raise NotSupportedError(f"missing rows against a fixed dim of size 0 (`?0` rows, "
-                                f"no room for their missing flag) in an expression over "
-                                f"{types}")
     if prep.declined:
         return None
     if mode == "all" and plan:  # partial results per part, combined by `NestFill.finish`
@@ -422,58 +415,88 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
 
 def fixed_rows(result, present: dict):
     """`result` with the rows of result level p missing where `present[p]` is 0 (rows in
-    nest order: every row of a level counted, also under a missing fixed row): a `?n`
-    dim. One such level over fixed dims and values is laid out with NumPy (the values,
-    then one shadow for the rows' present bytes, then the values' own); other forms are
-    built through nested lists."""
+    nest order: every row of a level counted, also under a missing fixed row): `?n` dims,
+    at any number of levels, over any dims. Laid out with NumPy, no Python per row: rows
+    over fixed dims and values get the values then one shadow for the rows' present
+    bytes (`_option_rows`); others a copy of their index block with that shadow after it
+    (`_option_fixed`)."""
     if not present:
         return result
-    if len(present) == 1:
-        got = _fixed_rows_flat(result, *next(iter(present.items())))
-        if got is not None:
-            return got
-    count = dict.fromkeys(present, 0)
-    gone = {p: v == 0 for p, v in present.items()}
-
-    def walk(x, level):
-        if level in gone:
-            i = count[level]
-            count[level] += 1
-        if isinstance(x, list):
-            x = [walk(v, level + 1) for v in x]
-        return None if level in gone and gone[level][i] else x
-    data = walk(result.to_list(), 0)
-    parts = str(result.type).split(" * ")
-    text = " * ".join(("?" + t) if k in present else t for k, t in enumerate(parts))
-    return array(data, type=text)
-
-
-def _fixed_rows_flat(result, p: int, present):
-    """`fixed_rows` of one level p with only fixed dims below it, or None for other forms."""
     top = isinstance(result.type, FixedDim)
     tree = columns(result if top else result[None])
+    marks = {p + (not top): np.asarray(v) != 0 for p, v in present.items()}
 
-    def build(node, level, outer=None):
-        if level == p:
-            return _option_rows(node, np.asarray(present) != 0)
-        kind = node[0]
-        if kind == "regular":
-            got = build(node[2], level + 1)
-            return None if got is None else regular(got, node[1])
-        if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
+    if 0 in marks:  # the whole result is one row
+        got = tree_array(("regular", result.type.size, tree), 1, None, marks, 0) if top \
+            else None
+        got = None if got is None else got[0]
+    else:
+        got = tree_array(tree, result.type.size if top else 1, None if top else (), marks)
+    if got is None:
+        raise NotSupportedError(f"missing rows against a fixed dim (`?n` rows) in a result "
+                                f"of type {result.type}: its layout has no room for them")
+    return got
+
+
+def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
+    """The lazyk Array of a columns node describing `count` elements (`outer`: the fixed
+    dims of an outermost var dim, as `offsets_array`), with the rows at the levels of
+    `marks` missing where it is False (`?n`); None for a form it does not build."""
+    marks = marks or {}
+    kind = node[0]
+    if level in marks:
+        if kind != "regular":
             return None
-        valid = node[1] if kind == "option" else None
-        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
-        got = build(child, level + 1)
-        return None if got is None else offsets_array(off, got, valid, outer=outer,
-                                                       check=None)
-    if p == 0:  # the whole result is one row
-        got = _option_rows(("regular", result.type.size, tree), np.asarray(present) != 0) \
-            if top else None
-        return None if got is None else got[0]
-    if not top:
-        p += 1  # a var result is one row of `1 * var * ...`
-    return build(tree, 1, None if top else ())
+        got = _option_rows(node, marks[level])
+        if got is None:
+            inner = tree_array(node[2], count * node[1], None, marks, level + 1)
+            got = None if inner is None else _option_fixed(inner, count, node[1],
+                                                           marks[level])
+        return got
+    if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
+        return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
+    if kind == "regular":
+        got = tree_array(node[2], count * node[1], None, marks, level + 1)
+        return None if got is None else rows_of(got, count, node[1])
+    if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
+        return None
+    valid = node[1] if kind == "option" else None
+    off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+    got = tree_array(child, int(off[-1]), None, marks, level + 1)
+    return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
+
+
+def rows_of(inner, count: int, n: int):
+    """`count * n * X` over `inner` (`count * n` elements of X; `regular`, which cannot
+    tell the count when n is 0)."""
+    if n:
+        return regular(inner, n)
+    owner = inner.owner if isinstance(inner.owner, MemoryBlock) else inner.to_numpy()
+    return Array.from_parts(FixedDim(count, FixedDim(0, inner.type.elem)),
+                            (count, 0, 0, inner.meta[1]) + tuple(inner.meta[2:]), inner.ptr,
+                            owner)
+
+
+def _option_fixed(inner, rows: int, n: int, valid):
+    """`rows * ?n * Y` from `inner` (`rows * n` elements of Y, a leading fixed dim) and
+    each row's present flag: the block `inner` addresses copied, then a shadow where row
+    i's present byte sits at the row's address + mask_offset (a `?0` row takes one
+    alignment unit, so each row has an address of its own)."""
+    owner = inner.owner
+    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
+        owner = foreign(owner)  # NumPy values: the bytes `inner` addresses lie in it
+    if not isinstance(owner, MemoryBlock):
+        return None
+    elem = FixedDim(n, inner.type.elem)
+    step = n * inner.meta[1] if n else Option(elem).itemsize
+    base = inner.ptr - owner.address
+    at = -(-max(owner.size, base + rows * step) // 8) * 8
+    block = MemoryBlock(at + rows * step, keep=[owner])
+    block.buffer[:owner.size] = owner.buffer[:owner.size]
+    if rows * step:
+        block.buffer[at:].reshape(rows, step)[:, 0] = valid
+    meta = (rows, step, at - base, n, inner.meta[1]) + tuple(inner.meta[2:])
+    return Array.from_parts(FixedDim(rows, Option(elem)), meta, block.address + base, block)
 
 
 def _option_rows(node, valid):

@@ -402,7 +402,9 @@ class Option(Type):
 
     @property
     def itemsize(self) -> int:
-        return self.elem.itemsize
+        # `?0 * T` holds no value but each row needs an address of its own for its present
+        # byte (at the row + mask_offset): one alignment unit of padding
+        return self.elem.itemsize or self.elem.alignment
 
     @property
     def alignment(self) -> int:

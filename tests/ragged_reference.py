@@ -453,17 +453,23 @@ def _fold_many(op, xs, dtype, skipna, mode, path):
     broadcasting rule over all of them at once: their common length comes first, so a
     length-1 row stretched to length 0 contributes nothing and is never looked into,
     wherever the empty row sits; otherwise fold two at a time (`_fold2`). A group that
-    folded to nothing (EMPTY) adds nothing, wherever it sits."""
-    xs = [x for x in xs if x is not EMPTY]
-    if mode == "broadcast" and len(xs) > 1 and all(isinstance(x, list) for x in xs):
+    folded to nothing (EMPTY) adds nothing, wherever it sits. A missing row (None, or
+    _Gone rows) pairs with any row: the present rows pair among themselves all the same,
+    then the result is missing (skipped under skipna), whatever the order of the rows."""
+    xs = [x for x in xs if x is not EMPTY and not (skipna and x is None)]
+    rows = [_present(x) for x in xs]
+    lists = [(j, r) for j, r in enumerate(rows) if isinstance(r, list)]
+    if mode == "broadcast" and len(xs) > 1 and lists and \
+            all(isinstance(r, list) or r is EMPTY for r in rows):
         n = 1
-        for j, x in enumerate(xs):
+        for j, x in lists:
             if len(x) != 1 and n not in (1, len(x)):
                 raise ShapeError(f"{_where(path + (j,))}: rows of length {n} and {len(x)} "
                                  "do not fold together")
             n = len(x) if len(x) != 1 else n
-        return [_fold_many(op, [x[0 if len(x) == 1 else i] for x in xs], dtype, skipna,
-                           mode, path + (i,)) for i in range(n)]
+        out = [_fold_many(op, [x[0 if len(x) == 1 else i] for _, x in lists], dtype, skipna,
+                          mode, path + (i,)) for i in range(n)]
+        return out if all(isinstance(x, list) for x in xs) else _Gone(out)
     out = EMPTY
     for i, x in enumerate(xs):
         out = _fold2(op, out, x, dtype, skipna, mode, path + (i,))

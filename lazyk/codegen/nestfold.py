@@ -108,8 +108,9 @@ class NestFolds:
                 if self.kinds[j][m] in ("n", "f"):
                     continue
                 ln = self._row(j, m, addrs[j], at)[0]
-                ok = b.or_(b.or_(b.icmp_signed("<=", n, c(1)), b.icmp_signed("==", ln, c(1))),
-                           b.icmp_signed("==", ln, n))
+                # -1: no member yet; a row of length 0 pairs only with 0 or 1
+                ok = b.or_(b.or_(b.icmp_signed("==", n, c(-1)), b.icmp_signed("==", n, c(1))),
+                           b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n)))
                 self._check(ok, 4, m, at, j, ln, n, c(-1))
                 n = b.select(b.or_(b.icmp_signed("==", n, c(-1)),
                                    b.icmp_signed("!=", ln, c(1))), ln, n)
