@@ -557,7 +557,8 @@ def from_pandas(obj: Any) -> Array | np.ndarray | list:
         return masked(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)),
                       ~np.asarray(obj.isna(), dtype=bool))
     if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
-        values = obj.to_numpy(dtype=object)
+        # a copy: pandas may hand out a read-only view of its own values
+        values = np.array(obj.to_numpy(dtype=object), dtype=object, copy=True)
         values[np.asarray(obj.isna(), dtype=bool)] = None
         return values.tolist()
     return np.asarray(obj)

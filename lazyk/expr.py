@@ -756,7 +756,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
     if initial is not None:
-        initial = np.asarray(initial).astype(acc).item()  # as NumPy converts it
+        initial = _initial_value(op, initial, acc)
         # var / option data (or parameters of those types) fold `initial` into each row
         if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
                             for v in e.env.values()):
@@ -768,6 +768,26 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)
+
+
+def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
+    """`initial` in the accumulator dtype, converted as NumPy converts it: an integer
+    accumulator takes `int(initial)` and refuses a value out of its range (OverflowError),
+    where a plain cast would wrap it around into a wrong result."""
+    if acc.kind not in "iu":
+        return np.asarray(initial).astype(acc).item()
+    if isinstance(initial, (complex, np.complexfloating)) or \
+            getattr(initial, "ndim", 0) or not isinstance(initial, (int, float, np.number)):
+        raise TypeError(f"{op}: initial must be a real scalar for {acc} data, not "
+                        f"{initial!r}")
+    try:
+        value = int(initial)
+    except (OverflowError, ValueError):  # inf, NaN
+        raise OverflowError(f"{op}: initial={initial!r} does not fit {acc}") from None
+    try:  # the range check of Python scalar operands (`int8 array + 200`)
+        return cast(Node("scalar", np.dtype(np.int64), (), (), value), acc).arg
+    except OverflowError as err:
+        raise OverflowError(f"{op}: initial={initial!r}: {err}") from None
 
 
 def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,

@@ -1,0 +1,101 @@
+"""Values, errors, thread settings and CLI details a first-time user runs into: `initial=`
+out of the dtype's range, pandas object columns and pandas on the left of an operator,
+thread-local `lazyk.threads`, argument checks, bind keywords, cache-directory warnings."""
+import re
+
+import numpy as np
+import pytest
+
+import lazyk
+
+A8 = np.array([1, 2], np.int8)
+
+
+def _pd():
+    return pytest.importorskip("pandas")
+
+
+# ---------------------------------------------------------------- initial= in range
+@pytest.mark.parametrize("data, op, initial", [
+    (A8, "max", 200), (A8, "min", -129), (np.array([5], np.uint64), "max", -1),
+    (np.array([5], np.int64), "min", 2**63), (np.array([1, 2], np.int64), "max", 1e30),
+    (A8, "max", 300.0), (A8, "max", np.int64(200)), (A8, "max", float("inf"))])
+def test_initial_out_of_range_raises_like_numpy(data, op, initial):
+    with pytest.raises(OverflowError):
+        getattr(np, op)(data, initial=initial)
+    with pytest.raises(OverflowError, match=re.escape(f"initial={initial!r}") + f".*{data.dtype}"):
+        getattr(lazyk.array(data), op)(initial=initial)
+
+
+def test_initial_out_of_range_ragged_and_compiled():
+    rows = lazyk.from_offsets(np.array([0, 2, 2]), A8)
+    with pytest.raises(OverflowError, match="initial=300.*int8"):
+        rows.max(axis=-1, initial=300)
+    p = lazyk.placeholder("x", "N * int8")
+    with pytest.raises(OverflowError, match="initial=200.*int8"):
+        lazyk.compile(p.max(initial=200))
+    q = lazyk.placeholder("r", "N * var * int8")
+    with pytest.raises(OverflowError, match="initial=-200.*int8"):
+        lazyk.compile(q.min(axis=-1, initial=-200))
+
+
+@pytest.mark.parametrize("data, op, initial", [
+    (A8, "max", 127), (A8, "min", -128), (A8, "max", 2.5), (A8, "max", -1.5),
+    (np.array([5], np.uint64), "max", 2**64 - 1), (np.arange(3.), "max", 1e300),
+    (np.array([], np.int8), "max", 100), (np.array([3, 4], np.int16), "min", np.int8(-3))])
+def test_initial_in_range_equals_numpy(data, op, initial):
+    want = getattr(np, op)(data, initial=initial)
+    got = getattr(lazyk.array(data), op)(initial=initial).eval().to_numpy()
+    assert got.dtype == want.dtype and got.shape == () and got == want
+    rows = lazyk.from_offsets(np.array([0, len(data), len(data)]), data)
+    empty = getattr(np, op)(data[:0], initial=initial)
+    got = getattr(rows, op)(axis=-1, initial=initial).eval()
+    assert str(got.type) == f"2 * {data.dtype}"
+    assert got.to_list() == [want.item(), empty.item()]
+
+
+def test_initial_refuses_complex_for_integers():
+    with pytest.raises(TypeError, match="initial"):
+        lazyk.array(A8).max(initial=1j)
+
+
+def test_clip_scalar_out_of_range_raises():
+    with pytest.raises(OverflowError, match="300 out of bounds for int8"):
+        lazyk.clip(lazyk.array(A8), 0, 300)
+
+
+# ---------------------------------------------------------------- pandas
+def test_pandas_object_columns_read_as_python_values():
+    pd = _pd()
+    s = lazyk.array(pd.Series(["a", "b"], dtype=object))
+    assert str(s.type) == "2 * string" and s.to_list() == ["a", "b"]
+    s = lazyk.array(pd.Series(["a", None], dtype=object))
+    assert str(s.type) == "2 * ?string" and s.to_list() == ["a", None]
+    v = lazyk.array(pd.Series([[1.0], [2.0, 3.0]]))
+    assert v.type == lazyk.array([[1.0], [2.0, 3.0]]).type
+    assert v.to_list() == [[1.0], [2.0, 3.0]]
+    eq = lazyk.array(["a", "b"]) == pd.Series(["a", "c"], dtype=object)
+    assert eq.eval().to_list() == [True, False]
+
+
+def test_compiled_calls_take_pandas_object_columns():
+    pd = _pd()
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * float64").sum(axis=-1))
+    assert k(pd.Series([[1.0], [2.0, 3.0]])).to_list() == [1.0, 5.0]
+    k = lazyk.compile(lazyk.placeholder("s", "N * string") == "a")
+    np.testing.assert_array_equal(k(pd.Series(["a", "b"], dtype=object)), [True, False])
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "eq", "lt"])
+def test_pandas_on_the_left_builds_an_expression(op):
+    pd = _pd()
+    import operator
+    f = getattr(operator, op)
+    x, y = np.arange(3.), np.array([2.0, 1.0, 0.0])
+    for left in (pd.Series(x), pd.Index(x)):
+        e = f(left, lazyk.array(y))
+        assert isinstance(e, lazyk.Expr)
+        got = e.eval().to_numpy()
+        want = f(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
