@@ -99,3 +99,48 @@ def test_pandas_on_the_left_builds_an_expression(op):
         want = f(x, y)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- threads(n) per Python thread
+def test_threads_blocks_in_two_python_threads_do_not_interfere():
+    import threading
+
+    from lazyk.backend import threads as pool
+
+    before = lazyk.get_num_threads()
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    seen, errors = {}, []
+    x = np.linspace(0, 1, 400_000)
+    k = lazyk.compile(lazyk.sin(lazyk.placeholder("x", "N * float64")) * 2)
+
+    def run(name, n, mine, other):
+        try:
+            with lazyk.threads(n):
+                mine.set()
+                assert other.wait(10)
+                seen[name] = (lazyk.get_num_threads(), pool.nparts_for(10**8))
+                np.testing.assert_allclose(k(x), np.sin(x) * 2, rtol=1e-15)
+                if name == "A":
+                    a_done.set()
+                else:  # B leaves last
+                    assert a_done.wait(10)
+            seen[name + " after"] = lazyk.get_num_threads()
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    ta = threading.Thread(target=run, args=("A", 1, a_in, b_in))
+    tb = threading.Thread(target=run, args=("B", 3, b_in, a_in))
+    ta.start(), tb.start(), ta.join(10), tb.join(10)
+    assert not errors, errors
+    assert seen["A"] == (1, 1) and seen["B"] == (3, 3)
+    assert seen["A after"] == seen["B after"] == before == lazyk.get_num_threads()
+    np.testing.assert_allclose(k(x), np.sin(x) * 2, rtol=1e-15)
+
+
+def test_threads_blocks_nest_and_restore_exactly():
+    before = lazyk.get_num_threads()
+    with lazyk.threads(1):
+        with lazyk.threads(2):
+            assert lazyk.get_num_threads() == 2
+        assert lazyk.get_num_threads() == 1
+    assert lazyk.get_num_threads() == before
