@@ -504,7 +504,7 @@ def _as_input(x: Any) -> np.ndarray:
         raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
                                       "NumPy records are not string arrays")
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
-        return as_out(x)
+        return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
 

@@ -733,6 +733,9 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     result, so a slice with nothing to fold gives `initial` (except over a placeholder's
     symbolic dim that is empty at run time: that still raises ValueError).
     """
+    for name, flag in (("keepdims", keepdims), ("skipna", skipna), ("skipnan", skipnan)):
+        if not isinstance(flag, (bool, np.bool_)):  # "yes" or "no" would both be true
+            raise TypeError(f"{op}: {name} must be True or False, not {flag!r}")
     e = operands(op, (x,))[0]
     refuse_text(op, [e])
     if skipna and not has_options(e):
