@@ -144,3 +144,77 @@ def test_threads_blocks_nest_and_restore_exactly():
             assert lazyk.get_num_threads() == 2
         assert lazyk.get_num_threads() == 1
     assert lazyk.get_num_threads() == before
+
+
+# ---------------------------------------------------------------- errors that name the mistake
+def test_from_offsets_names_object_content():
+    with pytest.raises(TypeError, match="object-dtype NumPy array"):
+        lazyk.from_offsets(np.array([0, 1, 2]), np.array([1, "a"], dtype=object))
+
+
+def test_out_of_var_type_is_named_out():
+    p = lazyk.placeholder("p", "N * float64")
+    ragged_out = lazyk.array([[1.0], [2.0, 3.0], [4.0]])
+    with pytest.raises(lazyk.NotSupportedError, match=r"out= of type '3 \* var \* float64'"):
+        lazyk.compile(p * 2)(np.arange(4.0), out=ragged_out)
+    with pytest.raises(lazyk.NotSupportedError, match="out="):
+        lazyk.compile(p * 2).bind(ragged_out, np.arange(4.0))
+    with pytest.raises(lazyk.NotSupportedError, match="no NumPy equivalent"):  # an input
+        lazyk.compile(p * 2)(ragged_out)
+
+
+def test_empty_takes_lengths_of_optional_rows():
+    for f in (lazyk.empty, lazyk.zeros):
+        a = f("2 * ?var * float64", lengths=[1, 2])
+        assert str(a.type) == "2 * ?var * float64" and a.to_list() == [[0.0], [0.0, 0.0]]
+    assert lazyk.empty("2 * ?var * ?int32", lengths=[2, 0]).to_list() == [[None, None], []]
+    assert lazyk.empty("2 * ?var * float64").to_list() == [None, None]
+    assert lazyk.empty("2 * ?int8").to_list() == [None, None]
+
+
+@pytest.mark.parametrize("validity", [np.array([1.0, 0.5]), np.array([1, 2]), ["yes", ""]])
+def test_validity_must_be_bool_or_0_1(validity):
+    with pytest.raises(lazyk.ArrayConstructionError, match="validity takes bool"):
+        lazyk.from_offsets(np.array([0, 1, 2]), np.arange(2.0), validity=validity)
+
+
+def test_validity_of_integers_0_1():
+    x = lazyk.from_offsets(np.array([0, 1, 2]), np.arange(2.0), validity=np.array([1, 0]))
+    assert x.to_list() == [[0.0], None]
+
+
+@pytest.mark.parametrize("kw", [{"skipna": "yes"}, {"keepdims": 1}, {"skipnan": None},
+                                {"keepdims": "no"}])
+def test_reduction_flags_must_be_bools(kw):
+    for x in (lazyk.array([1.0, 2.0]), lazyk.array([[1.0], [2.0, None]])):
+        with pytest.raises(TypeError, match=f"{next(iter(kw))} must be True or False"):
+            x.sum(**kw)
+    assert lazyk.array([1.0, 2.0]).sum(keepdims=np.True_).eval().to_list() == [3.0]
+
+
+# ---------------------------------------------------------------- bind: names, casting, result
+def test_bind_takes_names_and_returns_out():
+    x, y = lazyk.placeholder("x", "N * float64"), lazyk.placeholder("y", "N * float64")
+    k = lazyk.compile(x * 2 + y)
+    o = np.empty(4)
+    ck = k.bind(o, y=np.ones(4), x=np.arange(4.0))
+    assert ck() is o
+    np.testing.assert_array_equal(o, np.arange(4.0) * 2 + 1)
+    lo = lazyk.array(np.empty(4))
+    assert k.bind(lo, np.arange(4.0), y=np.ones(4))() is lo
+    np.testing.assert_array_equal(lo.to_numpy(), np.arange(4.0) * 2 + 1)
+    r = lazyk.placeholder("r", "N * var * float64")
+    kr = lazyk.compile(r * 2)
+    a = lazyk.from_offsets(np.array([0, 2, 3]), np.arange(3.0))
+    out = lazyk.from_offsets(np.array([0, 2, 3]), np.empty(3))
+    b = kr.bind(out, r=a)
+    assert b() is out and out.to_list() == [[0.0, 2.0], [4.0]]
+
+
+def test_bind_refusing_casts_says_how():
+    k = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    with pytest.raises(lazyk.CastingError, match="bind.. converts no input") as err:
+        k.bind(np.empty(4), np.arange(4))
+    assert "casting='unsafe'" not in str(err.value)
+    with pytest.raises(TypeError, match="bind.. takes no casting="):
+        k.bind(np.empty(4), np.arange(4), casting="unsafe")
