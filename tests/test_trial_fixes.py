@@ -218,3 +218,75 @@ def test_bind_refusing_casts_says_how():
     assert "casting='unsafe'" not in str(err.value)
     with pytest.raises(TypeError, match="bind.. takes no casting="):
         k.bind(np.empty(4), np.arange(4), casting="unsafe")
+
+
+# ---------------------------------------------------------------- expression strings, CLI
+def test_string_reductions_take_keywords():
+    a = np.arange(6.0).reshape(2, 3)
+    got = lazyk.evaluate("mean(a, axis=-1, keepdims=True)")
+    want = a.mean(axis=-1, keepdims=True)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(lazyk.evaluate("max(a, 1, initial=4)"),
+                                  np.max(a, 1, initial=4))
+    np.testing.assert_array_equal(lazyk.evaluate("min(a, initial=-1)"), np.min(a, initial=-1))
+    r = lazyk.array([[1.0, None], [2.0]])
+    assert lazyk.evaluate("sum(r, axis=-1, skipna=True)").to_list() == [1.0, 2.0]
+    with pytest.raises(OverflowError, match="initial=300"):
+        lazyk.evaluate("max(b, initial=300)", local_dict={"b": A8})
+
+
+def _cli(*args, **env):
+    import os
+    import subprocess
+    import sys
+    full = dict(os.environ, **env)
+    code = "import sys; from lazyk.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, timeout=120, env=full)
+
+
+def test_cli_explain_takes_reduction_keywords():
+    r = _cli("explain", "mean(x, axis=-1, keepdims=True)", "--type", "x=N * 3 * float64",
+             "--no-ir", "--no-asm")
+    assert r.returncode == 0, r.stderr
+    assert "mean axes=[1] keepdims : N * 1 * float64" in r.stdout
+
+
+def test_cli_exits_quietly_on_a_closed_stdout():
+    import os
+    import subprocess
+    import sys
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write fails with EPIPE
+    code = "import sys; from lazyk.cli import main; sys.exit(main(sys.argv[1:]))"
+    try:
+        r = subprocess.run([sys.executable, "-c", code, "cache", "info"], stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert r.returncode == 141 and "Traceback" not in r.stderr and r.stderr == ""
+
+
+def test_cache_dir_that_is_a_file_warns_once(tmp_path):
+    path = tmp_path / "not-a-dir"
+    path.write_text("")
+    code = ("import warnings, numpy as np, lazyk\n"
+            "warnings.simplefilter('always')\n"
+            "for f in (lazyk.sin, lazyk.cos):\n"
+            "    x = lazyk.placeholder('x', 'N * float64')\n"
+            "    k = lazyk.compile(f(x) * 3.0625 + 0.6875)\n"
+            "    assert np.allclose(k(np.arange(3.0)), f(np.arange(3.0)).eval().to_numpy()"
+            " * 3.0625 + 0.6875)\n")
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, LAZYK_CACHE_DIR=str(path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("kernel cache directory") == 1, r.stderr
+    assert "is not a directory" in r.stderr
+    info = _cli("cache", "info", LAZYK_CACHE_DIR=str(path))
+    assert info.returncode == 0, info.stderr
+    assert "unusable" in info.stdout and "not a directory" in info.stdout
