@@ -175,6 +175,13 @@ class Expr(Operators):
     def __float__(self) -> float:
         return float(self.to_numpy())
 
+    def __getitem__(self, key: Any):
+        # An index of a lazy value would be a new graph node (a gather or a strided read),
+        # which lazyk does not have: evaluate first, then index the result (a view).
+        raise TypeError(f"a lazy expression cannot be indexed: evaluate it first, "
+                        f"e.g. expr.eval()[{_key_text(key)}] (a view of the result), or "
+                        "index the arrays it is built from")
+
     def __int__(self) -> int:
         return int(self.to_numpy())
 
@@ -188,6 +195,16 @@ class Expr(Operators):
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
         return hooks.compile(self)
+
+
+def _key_text(key: Any) -> str:
+    """An index as it was written: `3:7`, `1, ::2`, `...`."""
+    def one(k):
+        if isinstance(k, slice):
+            parts = ["" if v is None else repr(v) for v in (k.start, k.stop, k.step)]
+            return ":".join(parts[:2] if k.step is None else parts)
+        return "..." if k is Ellipsis else repr(k)
+    return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
 
 
 # --- leaves ---------------------------------------------------------------------------------

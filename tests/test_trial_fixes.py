@@ -290,3 +290,11 @@ def test_cache_dir_that_is_a_file_warns_once(tmp_path):
     info = _cli("cache", "info", LAZYK_CACHE_DIR=str(path))
     assert info.returncode == 0, info.stderr
     assert "unusable" in info.stdout and "not a directory" in info.stdout
+
+
+def test_indexing_an_expression_says_to_evaluate_first():
+    a = np.arange(10.0)
+    e = lazyk.array(a) * 2
+    with pytest.raises(TypeError, match=r"evaluate it first, e.g. expr.eval\(\)\[3:7\]"):
+        e[3:7]
+    np.testing.assert_array_equal(e.eval()[3:7].to_numpy(), (a * 2)[3:7])
