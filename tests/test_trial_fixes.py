@@ -298,3 +298,13 @@ def test_indexing_an_expression_says_to_evaluate_first():
     with pytest.raises(TypeError, match=r"evaluate it first, e.g. expr.eval\(\)\[3:7\]"):
         e[3:7]
     np.testing.assert_array_equal(e.eval()[3:7].to_numpy(), (a * 2)[3:7])
+
+
+def test_initial_out_of_range_on_dask():
+    da = pytest.importorskip("dask.array")
+    import lazyk.dask as ldask
+    x = da.from_array(np.array([1, 2, 3, 4], np.int8), chunks=2)
+    with pytest.raises(OverflowError, match="initial=200.*int8"):
+        lazyk.max(x, initial=200)
+    got = np.asarray(ldask.evaluate(lazyk.max(x, initial=100)).compute())
+    assert got.dtype == np.int8 and got == 100
