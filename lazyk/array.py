@@ -568,7 +568,7 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
     (the values, then one shadow byte slot per value; docs/layout.md)."""
     values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
-    mask = bool_mask(mask)
+    mask = np.asarray(mask, dtype=bool)
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
                                      f"{values.shape}")
