@@ -16,7 +16,7 @@ from lazyk import arrmeta as M
 from lazyk import hooks, memory
 from lazyk import types as T
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
-from lazyk.infer import ZERO, check_lengths, infer_type, pack, template, with_dtype
+from lazyk.infer import EMPTY, ZERO, check_lengths, infer_type, pack, template, with_dtype
 from lazyk.operators import Operators
 from lazyk.views import normalize_index, strided_view
 
@@ -602,7 +602,8 @@ def from_pandas(obj: Any) -> Array | np.ndarray | list:
         return masked(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)),
                       ~np.asarray(obj.isna(), dtype=bool))
     if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
-        values = obj.to_numpy(dtype=object)
+        # a copy: pandas may hand out a read-only view of its own values
+        values = np.array(obj.to_numpy(dtype=object), dtype=object, copy=True)
         values[np.asarray(obj.isna(), dtype=bool)] = None
         return values.tolist()
     return np.asarray(obj)
@@ -629,6 +630,22 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
         t = T.FixedDim(n, t)
         meta[:0] = [n, s]
     return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
+
+
+def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
+    """`mask` as a bool array: bool values, or integers that are all 0 or 1; anything else
+    (0.5, "no") is a mistake, not a truth value (ArrayConstructionError naming it)."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m
+    if m.dtype.kind in "iu":
+        bad = np.flatnonzero((m != 0) & (m != 1))
+        if not len(bad):
+            return m.astype(bool)
+        raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                     f"{m.reshape(-1)[bad[0]]!r} at position {int(bad[0])}")
+    raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                 f"{m.dtype} values")
 
 
 def _is_scalar(obj: Any) -> bool:
@@ -705,11 +722,13 @@ def zeros(type: Any, lengths: list | None = None) -> Array:
 
 
 def empty(type: Any, lengths: list | None = None) -> Array:
-    """An array of `type` with zeroed memory: options missing, numbers 0, strings empty."""
+    """An array of `type` with zeroed memory: optional values missing, numbers 0, strings
+    empty; var rows take their sizes from `lengths` as in `full` (optional rows `?var` too:
+    present with the sizes given, missing where `lengths` has none for their dim)."""
     t = _as_type(type)
     if M.is_plain(t):
         return zeros(t, lengths)
-    return full(t, None, lengths)
+    return full(t, EMPTY, lengths)
 
 
 __all__ = ["Array", "array", "empty", "zeros", "full", "TypeParseError"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(f"removed {cache.clear()} entries from {cache.directory}")
     else:
         info = cache.info()
-        print(f"directory: {info['directory']}\nentries:   {info['entries']}\n"
+        bad = f" (unusable: {info['problem']}; nothing is cached)" if info["problem"] else ""
+        print(f"directory: {info['directory']}{bad}\nentries:   {info['entries']}\n"
               f"bytes:     {info['bytes']}\n"
               f"limit:     {cache.max_bytes} bytes (least recently used entries go first; "
               "LAZYK_CACHE_DIR sets the directory)")
@@ -127,7 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader closed stdout (`lazyk cache info | head -1`): stop quietly, as Unix
+        # tools do; point stdout at devnull so the interpreter's final flush cannot fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a tool killed by it
+    return code
 
 
 if __name__ == "__main__":

@@ -151,7 +151,8 @@ class CompiledExpr:
             token = self._token = hashlib.sha256(text.encode()).hexdigest()
         return ("lazyk.CompiledExpr", token)
 
-    def _bind_inputs(self, inputs: tuple, casting: str = "same_kind") -> dict:
+    def _bind_inputs(self, inputs: tuple, casting: str = "same_kind",
+                     hint: str = "pass casting='unsafe' to convert anyway") -> dict:
         if len(inputs) != len(self.params):
             raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
                             f"{len(inputs)}")
@@ -165,12 +166,13 @@ class CompiledExpr:
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
             if a.dtype.newbyteorder("=") != dtype:  # either byte order runs as it is
-                a = self._cast_input(i, a, dtype, casting)
+                a = self._cast_input(i, a, dtype, casting, hint)
             data[name] = a
         self._check_shapes([data[name].shape for name in self.params])
         return data
 
-    def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str) -> np.ndarray:
+    def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str,
+                    hint: str = "pass casting='unsafe' to convert anyway") -> np.ndarray:
         """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
         if is_text(dtype):  # a string parameter: never converted
             raise TypeMatchError(f"input {self.labels[i]!r}: expected "
@@ -182,8 +184,8 @@ class CompiledExpr:
             raise UnsupportedOperandError(f"input {self.labels[i]!r}: {err}") from None
         if not np.can_cast(a.dtype, dtype, casting):
             raise CastingError(f"input {self.labels[i]!r}: cannot cast {a.dtype} to the "
-                               f"parameter's {dtype} under casting={casting!r} (pass "
-                               f"casting='unsafe' to convert anyway): {self.signature}")
+                               f"parameter's {dtype} under casting={casting!r} ({hint}): "
+                               f"{self.signature}")
         return a.astype(dtype)
 
     def _by_name(self, inputs: tuple, named: dict) -> tuple:
@@ -454,19 +456,33 @@ class CompiledExpr:
         run_program(self.program, data, target, casting=casting)
         return out
 
-    def bind(self, out: Any, *inputs: Any) -> Any:
+    def bind(self, out: Any, *inputs: Any, **named: Any) -> Any:
         """Step 2 of the three-step flow: kernel data for these arrays, no LLVM.
 
-        Returns a `lazyk.kernel.BoundKernel`: `ck()` executes, `ck.address` is the
+        Inputs are positional or by parameter name, as in a call. Returns a
+        `lazyk.kernel.BoundKernel`: `ck()` executes and returns `out`, `ck.address` is the
         `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
+        The bound kernel reads the very arrays given, so inputs are never converted: an
+        input of another dtype raises CastingError (convert it first, or call the compiled
+        expression, which converts under `casting=`).
         """
+        if "casting" in named and "casting" not in self.params:
+            raise TypeError("bind() takes no casting=: it converts no input (the bound "
+                            "kernel reads the very arrays given); pass arrays of the "
+                            "parameters' dtypes, or call the compiled expression")
+        if named:
+            inputs = self._by_name(inputs, named)
         if self._fast is None or self._red is not None:
             raise NotSupportedError(
                 f"bind() needs a one-kernel elementwise expression; {self.signature} "
                 f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
-        data = self._bind_inputs(inputs, "no")  # the bound kernel reads these very arrays
+        # the bound kernel reads these very arrays: a converted copy would never see changes
+        data = self._bind_inputs(inputs, "no", "bind() converts no input: pass an array of "
+                                 "the parameter's dtype, or call the compiled expression")
         arrays = [data[self.params[k]] for k in self._fast[0]]
-        return _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
+        ck = _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
+        ck.out = out  # returned by each call, as a bound ragged call returns its out
+        return ck
 
     def explain(self) -> str:
         """The explain text of the underlying expression."""
@@ -504,7 +520,7 @@ def _as_input(x: Any) -> np.ndarray:
         raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
                                       "NumPy records are not string arrays")
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
-        return as_out(x)
+        return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
 
@@ -814,9 +830,10 @@ class RaggedCompiledExpr(CompiledExpr):
         # a var / option parameter always gets a var / option array: the ragged path
         return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
 
-    def bind(self, out: Any, *inputs: Any) -> Any:
+    def bind(self, out: Any, *inputs: Any, **named: Any) -> Any:
         """Step 2 of the three-step flow for var / option data: returns a
-        `lazyk.ragbind.RaggedBound`; `b()` computes into `out` and returns it.
+        `lazyk.ragbind.RaggedBound`; `b()` computes into `out` and returns it. Inputs are
+        positional or by parameter name, as in a call.
 
         Binding checks the inputs against the parameter types (dtypes exactly: the bound
         call reads these very arrays), runs the count passes of the loop nest (the result's
@@ -840,6 +857,8 @@ class RaggedCompiledExpr(CompiledExpr):
                 over missing rows), where() over missing strings, `?n` results, or the loop
                 nest does not run it.
         """
+        if named:
+            inputs = self._by_name(inputs, named)
         if len(inputs) == len(self.params):
             for label, x in zip(self.labels, inputs):
                 if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:

@@ -177,6 +177,9 @@ def threaded_run(spec: KernelSpec, layout: Any, params: bytes = b"") -> Threaded
     """The reusable threaded record for a (spec, layout, params) run_layout has run, or None."""
     ck = prepared(spec, layout, params)
     if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
-            or spec.reduce is not None or ck._empty or layout.ndim == 0):
+            or spec.reduce is not None or ck._empty or layout.ndim == 0
+            or _threads.local_blocks()):  # a record's parts ignore per-thread counts
         return None
-    return ThreadedRun(ck, _threads.pool())
+    run = ThreadedRun(ck, _threads.pool())
+    # a block opened while planning: its epoch bump may precede the one the record read
+    return None if _threads.local_blocks() else run

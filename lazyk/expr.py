@@ -176,6 +176,13 @@ class Expr(Operators):
     def __float__(self) -> float:
         return float(self.to_numpy())
 
+    def __getitem__(self, key: Any):
+        # An index of a lazy value would be a new graph node (a gather or a strided read),
+        # which lazyk does not have: evaluate first, then index the result (a view).
+        raise TypeError(f"a lazy expression cannot be indexed: evaluate it first, "
+                        f"e.g. expr.eval()[{_key_text(key)}] (a view of the result), or "
+                        "index the arrays it is built from")
+
     def __int__(self) -> int:
         return int(self.to_numpy())
 
@@ -189,6 +196,16 @@ class Expr(Operators):
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
         return hooks.compile(self)
+
+
+def _key_text(key: Any) -> str:
+    """An index as it was written: `3:7`, `1, ::2`, `...`."""
+    def one(k):
+        if isinstance(k, slice):
+            parts = ["" if v is None else repr(v) for v in (k.start, k.stop, k.step)]
+            return ":".join(parts[:2] if k.step is None else parts)
+        return "..." if k is Ellipsis else repr(k)
+    return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
 
 
 # --- leaves ---------------------------------------------------------------------------------
@@ -759,6 +776,9 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     result, so a slice with nothing to fold gives `initial` (except over a placeholder's
     symbolic dim that is empty at run time: that still raises ValueError).
     """
+    for name, flag in (("keepdims", keepdims), ("skipna", skipna), ("skipnan", skipnan)):
+        if not isinstance(flag, (bool, np.bool_)):  # "yes" or "no" would both be true
+            raise TypeError(f"{op}: {name} must be True or False, not {flag!r}")
     e = operands(op, (x,))[0]
     refuse_text(op, [e])
     if skipna and not has_options(e):
@@ -782,7 +802,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
     if initial is not None:
-        initial = np.asarray(initial).astype(acc).item()  # as NumPy converts it
+        initial = _initial_value(op, initial, acc)
         # var / option data (or parameters of those types) fold `initial` into each row
         if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
                             for v in e.env.values()):
@@ -794,6 +814,26 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)
+
+
+def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
+    """`initial` in the accumulator dtype, converted as NumPy converts it: an integer
+    accumulator takes `int(initial)` and refuses a value out of its range (OverflowError),
+    where a plain cast would wrap it around into a wrong result."""
+    if acc.kind not in "iu":
+        return np.asarray(initial).astype(acc).item()
+    if isinstance(initial, (complex, np.complexfloating)) or \
+            getattr(initial, "ndim", 0) or not isinstance(initial, (int, float, np.number)):
+        raise TypeError(f"{op}: initial must be a real scalar for {acc} data, not "
+                        f"{initial!r}")
+    try:
+        value = int(initial)
+    except (OverflowError, ValueError):  # inf, NaN
+        raise OverflowError(f"{op}: initial={initial!r} does not fit {acc}") from None
+    try:  # the range check of Python scalar operands (`int8 array + 200`)
+        return cast(Node("scalar", np.dtype(np.int64), (), (), value), acc).arg
+    except OverflowError as err:
+        raise OverflowError(f"{op}: initial={initial!r}: {err}") from None
 
 
 def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,

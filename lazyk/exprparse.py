@@ -186,15 +186,32 @@ class _Build(lark.Transformer):
 
 
 def _reduction(name: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
-    """`sum(x)`, `sum(x, 1)` or `sum(x, axis=1)` with an integer constant axis."""
-    if not args or len(args) + len(kwargs) > 2 or any(k != "axis" for k, _ in kwargs):
-        raise _Fail(f"{name}() takes an expression and an optional axis", tok)
+    """`sum(x)`, `sum(x, 1)` or `sum(x, axis=1)` with an integer constant axis, and the
+    constant keywords of lazyk's reductions: `keepdims`, `skipna`, `skipnan` (True / False)
+    and, for min and max, `initial` (a number)."""
+    allowed = ("axis", "keepdims", "skipna", "skipnan") + (
+        ("initial",) if name in ("min", "max") else ())
+    forms = f"{name}(x), {name}(x, axis) or {name}(x, " + \
+        ", ".join(f"{k}=..." for k in allowed) + ")"
+    if not args or len(args) > 2:
+        raise _Fail(f"{name}() takes {forms}", tok)
     if len(args) == 2:
-        args, kwargs = args[:1], (("axis", args[1]),)
-    for _, v in kwargs:
-        if not (isinstance(v, Const) and isinstance(v.value, int)
-                and not isinstance(v.value, bool)):
+        args, kwargs = args[:1], (("axis", args[1]),) + kwargs
+    keys = [k for k, _ in kwargs]
+    for k in keys:
+        if k not in allowed:
+            raise _Fail(f"{name}() has no keyword {k!r}; it takes {forms}", tok)
+        if keys.count(k) > 1:
+            raise _Fail(f"{name}(): {k} given twice", tok)
+    for k, v in kwargs:
+        value = v.value if isinstance(v, Const) else None
+        if k == "axis" and not (isinstance(value, int) and not isinstance(value, bool)):
             raise _Fail(f"{name}(): axis must be an integer constant", tok)
+        if k == "initial" and not (isinstance(value, (int, float)) and
+                                   not isinstance(value, bool)):
+            raise _Fail(f"{name}(): initial must be a number constant", tok)
+        if k not in ("axis", "initial") and not isinstance(value, bool):
+            raise _Fail(f"{name}(): {k} must be True or False", tok)
     return _call(name, args, kwargs, tok)
 
 
@@ -256,8 +273,11 @@ def parse(text: str) -> Any:
         raise ExprParseError(msg, text, tok.line, tok.column) from None
     except lark.exceptions.UnexpectedCharacters as err:
         ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
-        raise ExprParseError(f"unexpected character {ch!r}", text, err.line,
-                             err.column) from None
+        msg = f"unexpected character {ch!r}"
+        if ch == ".":  # `a.sum()`, `u.real`: the grammar has function calls only
+            msg += ": attributes and method calls are not supported; use functions, e.g. " \
+                "sum(a, axis=-1) for a.sum(axis=-1)"
+        raise ExprParseError(msg, text, err.line, err.column) from None
 
 
 def _program(root: Any) -> tuple:

@@ -163,6 +163,7 @@ def _int_type(items: list, where: Where) -> T.Type:
 
 # ---------------------------------------------------------------- typed templates
 ZERO = object()  # fill marker: the zero of each leaf type (0, False, "", b"")
+EMPTY = object()  # fill marker of `empty`: missing values, zeros, rows of the lengths given
 
 
 def with_dtype(t: T.Type, leaf: T.Type) -> T.Type:
@@ -199,12 +200,15 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
             return [template(t.elem, value, lengths, level + 1)] * n
         return [template(t.elem, value, lengths, level + 1) for _ in range(n)]
     if isinstance(t, T.Option):
+        if value is EMPTY:  # a ?var row whose length is given is present, others missing
+            given = isinstance(t.elem, T.VarDim) and level < len(lengths)
+            return template(t.elem, value, lengths, level) if given else None
         return None if value is None else template(t.elem, value, lengths, level)
     if isinstance(t, T.Record):
         return {k: template(f, value, lengths, level) for k, f in t.fields}
     if isinstance(t, T.Tuple):
         return tuple(template(f, value, lengths, level) for f in t.types)
-    if value is None or value is ZERO:
+    if value is None or value is ZERO or value is EMPTY:
         if is_varlen(t):
             return "" if t.name == "string" else b""
         return False if t == T.Scalar("bool") else 0

@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import arrmeta as M
 from lazyk import memory
 from lazyk import types as T
-from lazyk.array import Array, array, masked, use_field_copy
+from lazyk.array import Array, array, bool_mask, masked, use_field_copy
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 _EXTRA = "pip install 'lazyk[ragged]'"
@@ -36,9 +36,11 @@ def _content(content: Any) -> Array:
         except ValueError:  # ragged lists
             raw = np.empty(0, object)
         if raw.dtype == object:  # anything NumPy cannot give a dtype: named at once
+            what = "an object-dtype NumPy array (Python objects have no lazyk element type: " \
+                "give numbers or fixed-width strings)" if isinstance(content, np.ndarray) else \
+                f"{type(content).__module__}.{type(content).__qualname__} (ragged lists: lazyk.array)"
             raise TypeError(f"from_offsets takes content as a NumPy array or a lazyk array, "
-                            f"not {type(content).__module__}.{type(content).__qualname__} (ragged lists: "
-                            f"lazyk.array)")
+                            f"not {what}")
         content = array(raw)
     c = content
     if not isinstance(c.type, T.FixedDim):
@@ -122,7 +124,7 @@ def offsets_array(offsets: np.ndarray, content: Array, validity: Any = None,
         block = memory.foreign(offsets, keep=[cblock])
         mask_meta: tuple = ()
     else:  # the mask byte of row i sits mask_offset bytes after its start index
-        valid = np.asarray(validity, dtype=bool)
+        valid = bool_mask(validity, "validity")
         if valid.shape != (n,):
             raise ArrayConstructionError(f"validity needs one entry per row ({n}), "
                                          f"not shape {valid.shape}")

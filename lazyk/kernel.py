@@ -349,9 +349,12 @@ def layout_class(spec: KernelSpec, layout: Any) -> LayoutClass:
 class BoundKernel:
     """A ckernel: kernel data (prefix, shape, strides) plus the operands' data pointers.
 
-    `ck()` executes; `ck.address` is the `ckernel_prefix *`; `ck.dst` / `ck.src_address`
-    are the pointers the single request takes. Thread-safe: the kernel data is only read.
+    `ck()` executes and returns `out`; `ck.address` is the `ckernel_prefix *`; `ck.dst` /
+    `ck.src_address` are the pointers the single request takes. Thread-safe: the kernel
+    data is only read.
     """
+
+    out: Any = None  # what a call returns: the `out` given to bind() (kept by bind only)
 
     # NOTE: `dst` lives in a one-element list that the thread plans' closures share, so they
     # need not capture `self`: a closure over self made every threaded bound kernel a reference
@@ -444,8 +447,9 @@ class BoundKernel:
             ctypes.memmove(dstc[0], value.ctypes.data, dt.itemsize)  # dst read at call time
         return run
 
-    def __call__(self) -> None:
-        """Execute through the function pointer in the prefix (GIL released by ctypes)."""
+    def __call__(self) -> Any:
+        """Execute through the function pointer in the prefix (GIL released by ctypes);
+        returns the `out` given to bind()."""
         if self.builder.closed:
             # its kernel data is destroyed and its code may be freed: running it would crash
             raise BindError("bound kernel is closed; bind again")
@@ -455,6 +459,7 @@ class BoundKernel:
             self.compiled.single(self.dst, self.src_address, self.address)
         elif self.compiled.spec.reduce is not None and self._keep is not None:
             self._fold_nothing()
+        return self.out
 
     def _fold_nothing(self) -> None:
         """A reduction over an empty iteration space: outputs hold the identity (NumPy's rule;
@@ -503,8 +508,10 @@ def bind(spec: KernelSpec, out: Any, *inputs: Any, target: str = "cpu",
     """
     check_params(spec, params)
     layout = plan(spec, out, inputs)
-    return BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs,
-                       params)
+    ck = BoundKernel(compile(spec, layout_class(spec, layout), target), layout, out, inputs,
+                     params)
+    ck.out = out
+    return ck
 
 
 def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> Any:

@@ -102,6 +102,8 @@ class Operators:
     __slots__ = ()
     # NumPy defers to us in `ndarray + lazy` when this is higher than ndarray's (0.0).
     __array_priority__ = 100.0
+    # pandas defers to us in `Series + lazy` when this is higher than its own (DataFrame 4000).
+    __pandas_priority__ = 5000
 
     __add__ = _binary("add")
     __radd__ = _binary("add", True)

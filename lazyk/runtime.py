@@ -253,13 +253,22 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
 
 # --- programs and outputs ---------------------------------------------------------------------
 
-def as_out(out: Any) -> np.ndarray:
+def as_out(out: Any, what: str | None = "out=") -> np.ndarray:
+    """`out` as the NumPy array a result is stored into; an array of no NumPy equivalent
+    raises NotSupportedError naming `what` (the argument; None: the array's own error)."""
     if isinstance(out, np.ndarray):
         return out
     to_numpy = getattr(out, "to_numpy", None)
     if to_numpy is None:
         raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
-    return to_numpy()
+    try:
+        return to_numpy()
+    except NotSupportedError:  # var dims, options, strings: say which argument it was
+        if what is None:
+            raise
+        raise NotSupportedError(f"{what} of type '{out.type}' cannot take this result: a result "
+                                "of fixed dimensions goes into a NumPy array or a lazyk array "
+                                "of fixed dimensions") from None
 
 
 def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:

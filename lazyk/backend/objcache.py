@@ -18,6 +18,7 @@ import os
 import struct
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 from lazyk.version import __version__
@@ -101,6 +102,30 @@ def _digest(key: str, payload: bytes) -> bytes:
 
 
 _digests: dict[tuple[str, ...], str] = {}
+_warned: set[str] = set()  # cache directories already reported unusable in this process
+
+
+def problem(directory: Path) -> str | None:
+    """Why `directory` cannot hold the cache (a file in its place, not writable), or None."""
+    for d in (directory, *directory.parents):  # the first part that exists decides
+        if d.exists():
+            if not d.is_dir():
+                return f"{d} is not a directory"
+            if not os.access(d, os.W_OK | os.X_OK):
+                return f"{d} is not writable"
+            return None
+    return None
+
+
+def _warn_unusable(directory: Path, err: OSError) -> None:
+    """Say once per process and directory that nothing is cached there."""
+    if str(directory) in _warned:
+        return
+    _warned.add(str(directory))
+    why = problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
+    warnings.warn(f"lazyk: the kernel cache directory {directory} is unusable ({why}); "
+                  "kernels are compiled anew in each process: set LAZYK_CACHE_DIR to a "
+                  "writable directory", RuntimeWarning, stacklevel=2)
 
 
 def source_digest(*modules: str) -> str:
@@ -197,8 +222,8 @@ class ObjectCache:
                 except OSError:
                     pass
                 raise
-        except OSError:
-            pass
+        except OSError as err:
+            _warn_unusable(self.directory, err)
 
     def attach(self, engine) -> None:
         """Use this cache as `engine`'s MCJIT object cache; modules must be named by their key."""
@@ -228,11 +253,13 @@ class ObjectCache:
             pass
 
     def info(self) -> dict[str, object]:
-        """Directory, number of entries and their total size in bytes."""
+        """Directory, number of entries, their total size in bytes, and `problem`: why the
+        directory cannot hold the cache (None when it can)."""
         entries = list(self.directory.glob("*" + SUFFIX)) if self.directory.is_dir() else []
         entries = [e for e in entries if not e.name.startswith(".tmp-")]
         return {"directory": str(self.directory), "entries": len(entries),
-                "bytes": sum(e.stat().st_size for e in entries)}
+                "bytes": sum(e.stat().st_size for e in entries),
+                "problem": problem(self.directory)}
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until at most 80% of `max_bytes` remain."""

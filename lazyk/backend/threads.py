@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import ctypes
 import os
 import threading
@@ -179,7 +180,8 @@ def default_num_threads(environ=None) -> int:
     (Dask's `distributed` workers set it to 1), else the number of cores.
 
     A value that is not a positive integer is ignored with a warning; values above
-    `MAX_THREADS_PER_CORE` times the core count are capped.
+    `MAX_THREADS_PER_CORE` times the core count are capped with a warning, as
+    `set_num_threads` caps them.
     """
     import warnings
 
@@ -198,11 +200,20 @@ def default_num_threads(environ=None) -> int:
             warnings.warn(f"lazyk: ignoring {var}={text!r} (expected a positive integer)",
                           RuntimeWarning, stacklevel=2)
             continue
-        return min(n, _max_threads())
+        if n > _max_threads():
+            warnings.warn(f"lazyk: {var}={text!r} capped at {_max_threads()} "
+                          f"({MAX_THREADS_PER_CORE} per core on this {os.cpu_count() or 1}-core "
+                          "machine)", RuntimeWarning, stacklevel=2)
+            n = _max_threads()
+        return n
     return os.cpu_count() or 1
 
 
 _num_threads = default_num_threads()
+# The count of a `threads(n)` block, local to the Python thread (and asyncio task) inside it.
+_local_count: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "lazyk_threads", default=None)
+_blocks = 0  # `threads(n)` blocks open in any Python thread (planned records are off then)
 
 
 def _checked_count(n: int) -> int:
@@ -230,38 +241,66 @@ def set_num_threads(n: int) -> None:
 
     The default comes from `LAZYK_NUM_THREADS`, else `OMP_NUM_THREADS`, else the core
     count (read at import). Values below 1 raise ValueError; values above 4 threads per core
-    are capped with a RuntimeWarning. The setting is process-wide (`lazyk.threads(n)`
-    changes it for a `with` block).
+    are capped with a RuntimeWarning. The setting is process-wide: every Python thread
+    outside a `lazyk.threads(n)` block uses it.
     """
-    global _num_threads, _pool
+    global _num_threads
 
     n = _checked_count(n)
     with _pool_lock:
         _num_threads = n
-        # Fewer threads: keep the pool and use fewer parts (switching costs nothing, which
-        # benchmarks alternating 1 and all threads rely on); more: start a bigger pool.
-        if _pool is not None and _pool.nthreads < n:
-            _pool.close()
-            _pool = None
-        elif _pool is not None:
-            _pool.bump_epoch()
+        _resize(n)
+
+
+def _resize(n: int) -> None:
+    """Make the pool fit `n` threads (call with `_pool_lock` held)."""
+    global _pool
+
+    # Fewer threads: keep the pool and use fewer parts (switching costs nothing, which
+    # benchmarks alternating 1 and all threads rely on); more: start a bigger pool.
+    if _pool is not None and _pool.nthreads < n:
+        _pool.close()
+        _pool = None
+    elif _pool is not None:
+        _pool.bump_epoch()
 
 
 def get_num_threads() -> int:
-    """How many threads kernels may use."""
-    return _num_threads
+    """How many threads kernels called from this Python thread may use: the count of the
+    innermost `lazyk.threads(n)` block this thread is in, else `set_num_threads`'s."""
+    n = _local_count.get()
+    return _num_threads if n is None else n
+
+
+def local_blocks() -> bool:
+    """Whether a `threads(n)` block is open in any Python thread: a planned threaded record
+    (fixed parts, run natively without asking the count) must not be planned or used then."""
+    return _blocks > 0
 
 
 @contextlib.contextmanager
 def threads(n: int):
-    """`with lazyk.threads(1): ...` runs kernels on `n` threads inside the block, then
-    restores the previous count (process-wide, like `set_num_threads`)."""
-    before = get_num_threads()
-    set_num_threads(n)
+    """`with lazyk.threads(1): ...` runs kernels called from this Python thread on `n`
+    threads inside the block, then restores the previous count exactly.
+
+    The setting is local to the Python thread (a context variable; asyncio tasks each get
+    their own): blocks in different threads, overlapping or not, never change each other's
+    count nor the process-wide one of `set_num_threads`. Blocks nest.
+    """
+    global _blocks
+
+    n = _checked_count(n)
+    with _pool_lock:
+        _blocks += 1
+        # records planned before the block are stale; none are planned while blocks are open
+        _resize(max(n, _pool.nthreads if _pool is not None else 0))
+    token = _local_count.set(n)
     try:
         yield
     finally:
-        set_num_threads(before)
+        _local_count.reset(token)
+        with _pool_lock:
+            _blocks = max(0, _blocks - 1)
 
 
 def pool() -> Pool:
@@ -271,16 +310,17 @@ def pool() -> Pool:
     if p is None:
         with _pool_lock:
             if _pool is None:
-                _pool = Pool(_num_threads)
+                _pool = Pool(max(_num_threads, get_num_threads()))
             p = _pool
     return p
 
 
 def nparts_for(count: int, min_chunk: int = MIN_CHUNK) -> int:
     """How many parts to split `count` outer elements into: 1 below the size threshold."""
-    if _num_threads == 1 or count < 2 * min_chunk:
+    n = get_num_threads()
+    if n == 1 or count < 2 * min_chunk:
         return 1
-    return min(_num_threads, count // min_chunk)
+    return min(n, count // min_chunk)
 
 
 def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
@@ -373,7 +413,9 @@ def strided_part_address() -> int:
 def _after_fork_child() -> None:
     """A forked child has only the thread that forked: drop the parent's pool (its workers do
     not exist here; the child starts its own on first use) and free every lock."""
-    global _pool
+    global _pool, _blocks
+    # only the forking thread's blocks are still open here (at most its own nesting)
+    _blocks = 0 if _local_count.get() is None else 1
     for lock in (_pool_lock, _native_lock, *(t._lock for t in list(_tasks))):
         lock._at_fork_reinit()
     old, _pool = _pool, None
