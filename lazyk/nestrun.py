@@ -61,7 +61,9 @@ from lazyk.types import FixedDim, Option
 class NestFill:
     """The fill pass of a loop nest planned for one set of arrays (its count passes run):
     kernel, kernel data words, parts, and the result's structure (`plan_fill`).
-    `npartial`: a reduction over every axis, one partial result per part (else 0)."""
+    `npartial`: a reduction over every axis, one partial result per part (else 0).
+    `recount`: where() over missing rows (the result's rows follow the values), a call that
+    runs the count passes again and gives the result's (offsets, validity) now; else None."""
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
@@ -200,7 +202,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
-            offsets={}, xs_end=[], validity={})
+            offsets={}, xs_end=[], validity={}, recount=None)
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
@@ -257,20 +259,19 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             validity[p] = lens >= 0
     if wq:
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
+    if plan == "recount":  # `NestFill.recount`: the result's rows, from the values now
+        return offsets, validity
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
         if any(res[p] in qfix for p in range(nres)):
             return "the result has `?n` rows (missing rows against a fixed dim)"
-        if wq:
-            return "where() over missing rows takes a row's missing state from the branch " \
-                "each element selects: the result's rows follow the values"
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
         return NestFill(
             kern=nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                             where_masks and any(maskd)),
+                             where_masks and (any(maskd) or wq)),
             parts=nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
             words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
             nvals=nvals, npartial=0,
@@ -278,7 +279,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             flagged=any(maskd) or mode != "map", option=any(maskd), qrows=bool(qlev),
             last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
             reduce_arg=reduce_arg, keep_axes=axes if reduce_arg and reduce_arg[2] else (),
-            mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity)
+            mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity,
+            recount=(lambda: nest_run(root, red_node, reduce_arg, names, leaves, where_masks,
+                                      plan="recount")) if wq else None)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None

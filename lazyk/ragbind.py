@@ -106,6 +106,8 @@ class RaggedBound:
     calls at once into the same `out` write the same values.
     """
 
+    scratch = False  # computes into scratch of a `StepsBound` (not into the user's out)
+
     def __init__(self, fill, out, signature: str):
         self.signature = signature
         self._fill = fill
@@ -250,6 +252,8 @@ class RaggedBound:
                                  f"over the present rows above) is "
                                  f"{'missing' if ok[i] else 'present'} now, "
                                  f"{'present' if ok[i] else 'missing'} at bind: bind again")
+        if fill.recount is not None:
+            self._same_rows()
         # the kernel only reads its data, but a part's words are restored all the same
         blocks.view(np.int64)[:, :6] = head
         status[:, 0] = 0
@@ -275,6 +279,34 @@ class RaggedBound:
             slots.put(ok)
         return self.out
 
+    def _same_rows(self) -> None:
+        """where() over missing rows: the result's rows follow the values, so each call
+        counts them again (the count passes only) and raises ShapeError naming the first
+        result row whose length or missing state differs from bind's."""
+        fill = self._fill
+        offsets, validity = fill.recount()
+        error = _ScratchRows if self.scratch else ShapeError
+        for p in sorted(fill.offsets):
+            was, now = fill.offsets[p], offsets[p]
+            okw, okn = fill.validity.get(p), validity.get(p)
+            if len(was) != len(now):  # rows above it turned missing, or present
+                continue
+            if okw is not None and not np.array_equal(okw, okn):
+                i = int(np.argmax(okw != okn))
+                raise error(
+                    f"row {i} of the result's var dimension {p} is "
+                    f"{'missing' if okw[i] else 'present'} now, "
+                    f"{'present' if okw[i] else 'missing'} at bind (where() over missing "
+                    "rows takes a row's missing state from the branch each element selects, "
+                    "from the values): bind again")
+            if not np.array_equal(was, now):
+                i = int(np.argmax(np.diff(was) != np.diff(now)))
+                raise error(
+                    f"row {i} of the result's var dimension {p} has length "
+                    f"{int(now[i + 1] - now[i])} now, {int(was[i + 1] - was[i])} at bind "
+                    "(where() over missing rows takes a row from the branch each element "
+                    "selects, from the values): bind again")
+
     def __repr__(self) -> str:
         return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
 
@@ -285,23 +317,34 @@ class StepsBound:
     which the next step reads in place; the last step computes into `out`. `b()` runs
     every step's prepared kernels and returns `out`.
 
-    The inputs are read as by `RaggedBound`. Calls from several threads are safe but run
-    one at a time on one bound object (its steps share its scratch); bind once per thread
-    for calls in parallel.
+    The inputs are read as by `RaggedBound`. A where() over missing rows computed into
+    scratch has rows that follow the values: when they changed, the call binds its steps
+    again (the scratch is this object's own; `out` is checked as at bind). Calls from
+    several threads are safe but run one at a time on one bound object (its steps share
+    its scratch); bind once per thread for calls in parallel.
     """
 
-    def __init__(self, steps: list, last: RaggedBound, signature: str):
+    def __init__(self, steps: list, last: RaggedBound, signature: str, again=None):
         self.signature = signature
         self.steps = steps
         self.out = last.out
         self._all = steps + [last]
+        self._again = again
         self._lock = threading.Lock()
+        for step in steps:
+            step.scratch = True
 
     def __call__(self):
         """Run each step on the bound arrays, the last into `out`; returns `out`."""
         with self._lock:
-            for step in self._all:
-                step()
+            try:
+                for step in self._all:
+                    step()
+            except _ScratchRows:
+                new = self._again()  # the scratch's rows changed with the values
+                self.steps, self._all = new.steps, new._all
+                for step in self._all:
+                    step()
         return self.out
 
     def __repr__(self) -> str:
@@ -353,7 +396,12 @@ def bind(expr: Expr, out, signature: str):
     if any(n.op == REDUCE_OP for n in toposort(top)):
         top = rewrite(top, inner)
     last = one(root.replace(srcs=(top,)) if root.op == REDUCE_OP else top, out)
-    return StepsBound(steps, last, signature) if steps else last
+    return StepsBound(steps, last, signature, lambda: bind(expr, out, signature)) if steps \
+        else last
+
+
+class _ScratchRows(ShapeError):
+    """The rows of a step's scratch changed with the values (`StepsBound` binds again)."""
 
 
 def _bound(expr: Expr, out, signature: str) -> RaggedBound:
