@@ -24,12 +24,20 @@ import ctypes
 
 import numpy as np
 
+from lazyk import arrmeta as M
 from lazyk import memory, ops
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError
 from lazyk.expr import Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
-from lazyk.interchange import build_rows, masked
+from lazyk.interchange import (
+    build_rows,
+    columns,
+    masked,
+    offsets_array,
+    regular,
+    text_from_numpy,
+)
 from lazyk.leaves import is_ragged, leaf_data, text_element, text_rows
 from lazyk.nestforms import evaluate_nest
 from lazyk.rows import (
@@ -313,3 +321,179 @@ def _compute_nested(node: Node, leaves: list, env: dict):
     content = array(np.ascontiguousarray(values)) if mask is None else \
         masked(values, mask.reshape(shape))
     return _with_content(lined[0], heads, at, content)
+
+
+# ------------------------------------------------ where(c, s, t) over strings and bytes
+def has_text_where(expr: Expr) -> bool:
+    """Whether `expr` selects strings (or bytes) with where()."""
+    return any(n.op == "where" and ops.text_unit(n.dtype) for n in toposort(expr.node))
+
+
+def select_text(expr: Expr) -> Expr:
+    """`expr` with each where() over strings (or bytes) computed first and replaced by a
+    string leaf: the result's `{begin, size}` elements are those of the branch each
+    condition selects (no character is copied: the result keeps every source's character
+    blocks alive), and its missing strings follow the where() rule for missing values.
+    The condition and both branches' `begin` and `size` halves run as numeric where()s,
+    in the loop nest for var / option data (their rows lined up, broadcast and checked
+    there)."""
+    if not has_text_where(expr):
+        return expr
+    env = dict(expr.env)
+
+    def visit(node: Node, srcs: tuple) -> Node:
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op != "where" or not ops.text_unit(node.dtype):
+            return node
+        leaf = as_expr(_select(node, env))
+        env.update(leaf.env)
+        return leaf.node
+
+    root = rewrite(expr.node, visit)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def text_result(expr: Expr):
+    """The lazyk Array a `select_text` result is when it is just a string leaf, else None."""
+    if expr.node.op != "input" or not ops.text_unit(expr.node.dtype):
+        return None
+    value = expr.env[expr.node.arg]
+    found = getattr(value, "array", None)  # a RaggedLeaf, else an OwnedView
+    return found if found is not None else getattr(value, "owner", None)
+
+
+_HALVES = "{b: uint64, n: int64}"
+
+
+def _halves(node: Node, env: dict, kind: str, home: memory.MemoryBlock) -> tuple:
+    """(begin, size) Exprs of a where() branch: a string leaf viewed as `{begin, size}`
+    records (its own dims and missing values), or a constant's characters in a new block."""
+    if node.op == "const":
+        text = node.arg.encode("utf-8") if isinstance(node.arg, str) else bytes(node.arg)
+        block = memory.MemoryBlock(len(text))
+        block.buffer[:] = np.frombuffer(text, np.uint8)
+        home.keep.append(block)
+        return (as_expr(np.array(block.address, np.uint64)),
+                as_expr(np.array(len(text), np.int64)))
+    value = env[node.arg] if node.op == "input" else None
+    arr = getattr(value, "array", None)  # a RaggedLeaf, else an OwnedView
+    arr = getattr(value, "owner", None) if arr is None else arr
+    if isinstance(leaf_data(value), np.ndarray) and leaf_data(value).dtype.kind in "SU":
+        x = leaf_data(value)  # NumPy text: packed (a copy)
+        arr = text_from_numpy(x, kind) if x.size else \
+            array(x.tolist(), type=" * ".join([str(n) for n in x.shape] + [kind]))
+    if not isinstance(arr, Array) or not _elements_of(arr.type):
+        raise NotSupportedError(f"where() over strings: a branch of type {node.type_text()} "
+                                "(string or bytes arrays and Python str / bytes constants)")
+    home.keep.extend(M.string_blocks(memory.lookup(arr.meta[-1])))
+    text = str(arr.type)
+    t = dshape(text[:text.rindex(arr.type.dtype.name if not isinstance(arr.type.dtype, Option)
+                                 else arr.type.dtype.elem.name)] + _HALVES)
+    view = Array.from_parts(t, tuple(arr.meta[:-1]) + (0, 8), arr.ptr, arr.owner,
+                            arr.readonly)
+    try:
+        return as_expr(view["b"]), as_expr(view["n"])
+    except IndexError:  # a whole array that is missing (`?var * string`)
+        return tuple(as_expr(array(None, type=str(t).replace(_HALVES, k)))
+                     for k in ("uint64", "int64"))
+
+
+def _elements_of(t) -> bool:
+    while isinstance(t, (FixedDim, VarDim, Option)):
+        t = t.elem
+    return text_element(t) is not None
+
+
+def _select(node: Node, env: dict) -> Array:
+    """The string Array of where() node `node` over its operands' data."""
+    from lazyk import runtime
+    from lazyk.expr import where
+
+    kind = "bytes" if node.dtype == ops.BYTES else "string"
+    home = memory.MemoryBlock(0, keep=[])  # the result's blockref: every source block
+    cond = Expr(node.srcs[0], env)
+    (b1, n1), (b2, n2) = (_halves(s, env, kind, home) for s in node.srcs[1:])
+    begins = runtime.evaluate(where(cond, b1, b2))
+    sizes = runtime.evaluate(where(cond, n1, n2))
+    if isinstance(begins, np.ndarray):  # fixed dims, no missing values
+        return _text_leaf(begins, np.asarray(sizes), None, kind, home)
+    top = isinstance(begins.type, FixedDim)
+    tb = columns(begins if top else begins[None])
+    ts = columns(sizes if top else sizes[None])
+    while ts[0] != "numpy":
+        ts = ts[-1]
+
+    def build(x, n: int):
+        """The string Array of tree node `x` of n rows (elements)."""
+        if x[0] == "numpy":
+            return _text_leaf(x[1], ts[1], None, kind, home)
+        if x[0] == "option" and x[2][0] == "numpy":
+            return _text_leaf(x[2][1], ts[1], x[1], kind, home)
+        if x[0] == "option" and x[2][0] == "list":
+            return offsets_array(x[2][1], build(x[2][2], int(x[2][1][-1])), validity=x[1],
+                                 check=None)
+        if x[0] == "list":
+            return offsets_array(x[1], build(x[2], int(x[1][-1])), check=None)
+        if x[0] == "regular" and x[1]:
+            return regular(build(x[2], n * x[1]), x[1])
+        if x[0] == "regular":  # rows of size 0
+            c = build(x[2], 0)
+            return Array.from_parts(FixedDim(n, FixedDim(0, c.type.elem)),
+                                    (n, 0, 0, c.meta[1]) + tuple(c.meta[2:]), c.ptr,
+                                    c.owner, c.readonly)
+        raise NotSupportedError(f"where() over strings with a {begins.type} result "
+                                "(missing rows of a fixed size)")
+    got = build(tb, (begins.type.size if top else 1))
+    return got if top else got[0]
+
+
+def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
+    """A C-ordered string array of the shape of `begins` (`?string` where `valid` says)
+    of the elements {begins, sizes}; a missing element is {0, 0}."""
+    shape = np.shape(begins)
+    begins, sizes = np.reshape(begins, -1), np.reshape(sizes, -1)
+    n = len(begins)
+    region = 16 * n
+    block = memory.MemoryBlock(max(region * (1 if valid is None else 2), 16), keep=[home])
+    pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
+    pairs["begin"] = begins
+    pairs["size"] = sizes
+    meta, step = (), 16
+    for size in reversed(shape):
+        meta, step = (size, step) + meta, step * size
+    leaf = kind
+    if valid is not None:  # the mask byte sits `region` bytes after each element
+        valid = np.asarray(valid, bool).reshape(-1)
+        pairs["begin"][~valid] = 0
+        pairs["size"][~valid] = 0
+        block.buffer[region:2 * region:16] = valid
+        leaf, meta = "?" + kind, meta + (region,)
+    t = dshape(" * ".join([str(size) for size in shape] + [leaf]))
+    return Array.from_parts(t, meta + (home.ref,), block.address, block)
+
+
+def evaluate_text_where(expr: Expr, out=None, order: str = "K", casting: str = "same_kind"):
+    """`runtime.evaluate` of an expression with where() over strings (the "text_where"
+    evaluation path): that where() first (`select_text`), then the rest; a string result
+    is the lazyk Array itself. NotImplemented for other expressions."""
+    if not has_text_where(expr):
+        return NotImplemented
+    from lazyk import runtime
+
+    lowered = select_text(expr)
+    got = text_result(lowered)
+    if got is None:
+        return runtime.evaluate(lowered, out=out, order=order, casting=casting)
+    if out is not None:
+        raise NotSupportedError(f"out= for a {got.type} result: where() over strings gives "
+                                "a new string array")
+    return got
+
+
+def _install() -> None:
+    from lazyk import runtime
+    runtime.install_path("text_where", evaluate_text_where)
+
+
+_install()
