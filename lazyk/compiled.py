@@ -83,7 +83,9 @@ class CompiledExpr:
 
     def __new__(cls, expr: Expr):
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
-        if cls is CompiledExpr and any(_ragged_param(v) for v in expr.env.values()):
+        # where() over strings too: it gives a string array (lazyk.textrows.select_text)
+        if cls is CompiledExpr and (any(_ragged_param(v) for v in expr.env.values()) or
+                                    _ragged.has_text_where(expr)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)
 

@@ -29,6 +29,7 @@ from lazyk.leaves import is_ragged
 from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
 from lazyk.nestrun import plan_fill
+from lazyk.ops import text_unit
 from lazyk.rowrules import branch_masks, selects
 from lazyk.storerows import is_ragged_type, pair_rows, qdims_of
 
@@ -359,6 +360,9 @@ def bind(expr: Expr, out, signature: str):
     cannot be planned ahead of the values."""
     env, steps = dict(expr.env), []
     nodes = toposort(expr.node)
+    if expr.node.op == "where" and text_unit(expr.node.dtype):
+        raise NotSupportedError(f"bind() of {signature}: where() over strings gives a new "
+                                "string array each call: call the compiled expression instead")
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
     if any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) and \
             any(n.op == "where" and selects(n) for n in nodes) and \

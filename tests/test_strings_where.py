@@ -66,6 +66,15 @@ def test_where_over_strings_matches_the_reference(pair, kind, form):
     got = e.eval()
     assert str(got.type) == _text_type(str(want.type), kind)
     assert got.to_list() == _text(want.data, kind)
+    if kind == "string":  # compiled over placeholders of these types: the same
+        ps1 = lazyk.placeholder("s1", _text_type(t1, kind))
+        ps2 = lazyk.placeholder("s2", _text_type(t2, kind))
+        px = lazyk.placeholder("x", t1)
+        k = lazyk.compile(lazyk.where(px > 0, ps1, ps2) if form == "both" else
+                          lazyk.where(px > 0, ps1, const) if form == "scalar" else
+                          lazyk.where(px > 0, const, ps2))
+        called = k(**{n: {"x": x, "s1": s1, "s2": s2}[n] for n in k.params})
+        assert str(called.type) == str(got.type) and called.to_list() == got.to_list()
     # the string result feeds further string work
     n = lazyk.str_len(e).eval()
     lens = R.elementwise("add", want, 0)
@@ -151,3 +160,23 @@ def test_where_over_strings_refuses_mixed_kinds_by_name():
         lazyk.where(s, 1, 2)
     with pytest.raises(lazyk.NotSupportedError, match="out= for a 2 \\* string result"):
         lazyk.evaluate(lazyk.where(c, s, "x"), out=np.empty(2))
+
+
+def test_compiled_where_over_strings_and_what_bind_refuses():
+    s = lazyk.placeholder("s", "N * string")
+    c = lazyk.placeholder("c", "N * bool")
+    k = lazyk.compile(lazyk.where(c, s, "q"))
+    got = k(np.array([True, False]), lazyk.array(["a", "b"]))
+    assert str(got.type) == "2 * string" and got.to_list() == ["a", "q"]
+    x = lazyk.placeholder("x", "N * var * int64")
+    r = lazyk.placeholder("r", "N * var * string")
+    a = lazyk.array([[1, -1], [], [2]], type="3 * var * int64")
+    b = lazyk.array([["a", "b"], [], ["c"]], type="3 * var * string")
+    k = lazyk.compile(lazyk.where(x > 0, r, "z"))
+    assert k(a, b).to_list() == [["a", "z"], [], ["c"]]
+    with pytest.raises(lazyk.NotSupportedError, match="bind.. of .*where.. over strings gives"):
+        k.bind(lazyk.array([["", ""], [], [""]], type="3 * var * string"), a, b)
+    # a string where() that feeds a comparison binds (the nest reads the elements)
+    k = lazyk.compile(lazyk.where(x > 0, r, "z") == "a")
+    out = lazyk.array([[False, False], [], [False]], type="3 * var * bool")
+    assert k.bind(out, a, b)().to_list() == [[True, False], [], [False]]
