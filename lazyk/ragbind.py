@@ -9,7 +9,8 @@ native pool and stores the values: no Python per row, no count pass, no LLVM. A 
 over every axis combines its parts' partial results after the kernel. Forms the call runs
 in several steps (a reduction feeding more work, a reduction of a where() over missing
 values) bind as several prepared kernels through scratch the bound object owns
-(`StepsBound`).
+(`StepsBound`). A where() over missing rows gives rows that follow the values: each call
+runs its count passes again and checks the rows against bind's (`NestFill.recount`).
 """
 from __future__ import annotations
 

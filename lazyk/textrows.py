@@ -17,6 +17,11 @@ is never read: it is gathered as the empty string and its result is masked. The 
 the expression (numeric work, reductions) then runs on the ragged path as for any
 numeric `T` / `?T` leaf. Strings under several var dims or missing rows take the nested
 path at the end of this module (the loop nest lines their rows up first).
+
+`where(c, s, t)` over strings (or bytes) runs before all of this (`select_text`): the
+branches are viewed as `{begin, size}` records, both halves go through a numeric where()
+(the loop nest for var / option data), and the selected elements become a new string
+array over the sources' character blocks (no character is copied).
 """
 from __future__ import annotations
 
