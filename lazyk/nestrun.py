@@ -62,6 +62,8 @@ class NestFill:
     """The fill pass of a loop nest planned for one set of arrays (its count passes run):
     kernel, kernel data words, parts, and the result's structure (`plan_fill`).
     `npartial`: a reduction over every axis, one partial result per part (else 0).
+    `present`: the present bytes of the result's `?n` rows by result level (bind's; the
+    fill pass writes them again at the kernel data words `present_words`).
     `recount`: where() over missing rows (the result's rows follow the values), a call that
     runs the count passes again and gives the result's (offsets, validity) now; else None."""
 
@@ -89,9 +91,9 @@ class NestFill:
 
     def skeleton(self, dims):
         """The result's structure over `dims` with each element its position in the
-        values the fill pass writes (int64)."""
-        return nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
-                            self.offsets, self.xs_end, self.validity)
+        values the fill pass writes (int64); `?n` rows missing where `present` says."""
+        return fixed_rows(nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
+                                      self.offsets, self.xs_end, self.validity), self.present)
 
 
 def plan_fill(expr):
@@ -202,7 +204,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
-            offsets={}, xs_end=[], validity={}, recount=None)
+            offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
@@ -264,15 +266,27 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
-        if any(res[p] in qfix for p in range(nres)):
-            return "the result has `?n` rows (missing rows against a fixed dim)"
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+        kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
+                           where_masks and (any(maskd) or wq))
+        rfix = [p for p in range(nres) if res[p] in qfix]
+        parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
+        # `?n` levels of the result: the fill pass writes each row's present byte (from
+        # the inputs' missing rows, which each bound call checks): run it once now
+        present = {p: np.empty(positions(r_end, rl, rs, offsets, p)[-1] if p else 1,
+                               np.uint8) for p in rfix}
+        if rfix:
+            w, vals = words.copy(), np.empty(nvals, acc)
+            flags = np.empty(nvals, np.uint8) if any(maskd) or mode != "map" else None
+            w[3], w[4] = vals.ctypes.data, 0 if flags is None else flags.ctypes.data
+            for p in rfix:
+                w[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
+            kern.run(w, step.consts, parts, (keep, vals, flags, offsets, present), labels)
         return NestFill(
-            kern=nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
-                             where_masks and (any(maskd) or wq)),
-            parts=nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
+            kern=kern, parts=parts, present=present,
+            present_words={p: lay["lens"] + 2 * res[p] for p in rfix},
             words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
             nvals=nvals, npartial=0,
             acc=acc, dtype=(root if reduce_arg is None else red_node).dtype,

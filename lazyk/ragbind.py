@@ -32,7 +32,7 @@ from lazyk.nestkernel import status_error
 from lazyk.nestrun import plan_fill
 from lazyk.ops import text_unit
 from lazyk.rowrules import branch_masks, selects
-from lazyk.storerows import is_ragged_type, pair_rows, qdims_of
+from lazyk.storerows import is_ragged_type, pair_rows, qdims_of, same_dim
 
 _U8 = np.dtype(np.uint8)
 
@@ -128,7 +128,8 @@ class RaggedBound:
         reduce_arg = fill.reduce_arg
         seeded = reduce_arg is not None and reduce_arg[0] in ("min", "max") and \
             len(reduce_arg) > 4
-        self._direct = 0 if seeded or fill.npartial or self._shared(out) else \
+        self._direct = 0 if seeded or fill.npartial or self._pick is not None or \
+            self._shared(out) else \
             self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
@@ -158,7 +159,9 @@ class RaggedBound:
         keepdims = fill.reduce_arg is not None and fill.reduce_arg[2]
         if keepdims and fill.mode == "reduce":
             dims.append(1)
+        self._pick = None  # `?n` rows: the positions of out's values in the kernel's
         if "v" not in dims and not fill.validity and not result_option and \
+                not fill.present and \
                 not (isinstance(out, Array) and is_ragged_type(out.type)):
             self._slots = _ArraySlots(_numpy_out(out, fill, dims, keepdims))
             return
@@ -178,12 +181,13 @@ class RaggedBound:
         odims, oelem, oopt = qdims_of(out.type)
         rtext = _with_option(str(skel.type), result_option, self._fill.dtype)
         if len(rdims) != len(odims) or any(
-                (a == "var" or a == "?var" or b in ("var", "?var")) and a != b and
-                not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
+                not same_dim(a, b) and not (isinstance(a, int) and isinstance(b, int))
+                for a, b in zip(rdims, odims)):
             raise BindError(f"out has type {out.type}, the result {rtext}: out needs the "
-                            "result's dimensions (?var where the result has missing rows)")
+                            "result's dimensions (?var where the result has missing rows, "
+                            "?n where it has missing rows of a fixed size n)")
         for level, (a, b) in enumerate(zip(rdims, odims)):
-            if isinstance(a, int) and a != b:
+            if isinstance(a, int) and isinstance(b, int) and a != b:
                 raise ShapeError(f"out: dimension {level} has size {b}, the result's has "
                                  f"size {a} ({rtext})")
         odt = oelem.to_numpy() if hasattr(oelem, "to_numpy") else None
@@ -202,7 +206,9 @@ class RaggedBound:
         positions = M.gather(rbuf, roffs, 8).view(np.int64).reshape(-1)
         at = np.full(self._fill.nvals, -1, np.int64)
         at[positions] = ooffs
-        if len(positions) != self._fill.nvals or bool((at < 0).any()):
+        if self._fill.present:  # values under missing `?n` rows are not stored
+            self._pick, at = positions, ooffs
+        elif len(positions) != self._fill.nvals or bool((at < 0).any()):
             raise BindError(f"out: its elements do not match the result's ({rtext})")
         self._slots = _Slots(obuf, at, odt)
         if oopt:
@@ -232,16 +238,19 @@ class RaggedBound:
         words[:, 3] = self._direct or values.ctypes.data
         words[:, 4] = 0 if flags is None else flags.ctypes.data
         table = (blocks.ctypes.data + np.arange(nparts) * blocks.shape[1]).astype(np.uintp)
+        present = [np.empty(len(v), np.uint8) for v in fill.present.values()]
+        for k, rows in zip(fill.present_words.values(), present):  # this thread's own
+            words[:, k] = rows.ctypes.data
         got = self._local.scratch = (blocks, words[:, :6].copy(), status, table,
-                                     table.ctypes.data, values, flags)
+                                     table.ctypes.data, values, flags, present)
         return got
 
     def __call__(self):
         """Run the kernel on the bound arrays into `out`; returns `out`."""
         try:
-            blocks, head, status, table, tab, values, flags = self._local.scratch
+            blocks, head, status, table, tab, values, flags, _ = self._local.scratch
         except AttributeError:
-            blocks, head, status, table, tab, values, flags = self._scratch()
+            blocks, head, status, table, tab, values, flags, _ = self._scratch()
         fill, nparts = self._fill, self._nparts
         for name, level, slots, ok, ok8 in self._inputs_rows:  # the rows bind counted
             now = slots.get()
@@ -273,6 +282,9 @@ class RaggedBound:
             count = int(status[:, 6].sum()) if fill.npartial else 0
             got, mask = fill.finish(values, flags, count) if flags is not None or \
                 fill.reduce_arg is not None else (values, None)
+            if self._pick is not None:
+                got = got[self._pick]
+                mask = None if mask is None else mask[self._pick]
             if not self._direct or got is not values:
                 self._slots.put(got)
             if self._mask is not None:
@@ -427,7 +439,7 @@ def _input_rows(fill) -> list:
             continue
         a = v.array
         dims = qdims_of(a.type)[0]
-        if "?var" not in dims:
+        if not any(isinstance(d, str) and d.startswith("?") for d in dims):
             continue
         try:
             buf, offs = _block(a)
@@ -435,7 +447,7 @@ def _input_rows(fill) -> list:
             raise BindError(f"input {name!r}: a {a.type} array over memory bind cannot "
                             "address (its missing rows are checked on each call); pass "
                             "an array made by lazyk") from None
-        levels = [k for k, d in enumerate(dims) if d == "?var"]
+        levels = [k for k, d in enumerate(dims) if isinstance(d, str) and d.startswith("?")]
         rows = pair_rows(a.meta, a.meta, dims, dims, buf, offs, buf, offs)[-1]
         for level, (b, o, ok) in zip(levels, rows):
             slots = _Slots(b, o, _U8)
