@@ -840,8 +840,7 @@ class RaggedCompiledExpr(CompiledExpr):
             BindError: `out` has another dtype, dims or element kind than the result, or is
                 read-only; an input lacks the `?` of its parameter; ShapeError: out's fixed sizes or row lengths differ (naming the
                 row).
-            NotSupportedError: where() over missing strings, a string result, or the
-                loop nest does not run it.
+            NotSupportedError: a string result, or the loop nest does not run it.
         """
         if len(inputs) == len(self.params):
             for label, x in zip(self.labels, inputs):

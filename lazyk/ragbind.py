@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from lazyk import arrmeta as M
-from lazyk import runtime
+from lazyk import ops, runtime
 from lazyk import types as T
 from lazyk.array import Array
 from lazyk.backend.threads import get_num_threads, parallel_for
@@ -369,20 +369,20 @@ def bind(expr: Expr, out, signature: str):
     """The bound call of `expr` over its leaves (the arrays bound) into `out`: a
     `RaggedBound`, or a `StepsBound` where a reduction feeds more work (each inner
     reduction, innermost first, into scratch), or a reduction folds where() over missing
-    values (the where() into scratch first). NotSupportedError naming the reason for what
-    cannot be planned ahead of the values."""
+    values (the where() into scratch first), or a where() over missing strings (each string
+    operation into scratch first). NotSupportedError naming the reason for what cannot be
+    planned ahead of the values."""
     env, steps = dict(expr.env), []
     nodes = toposort(expr.node)
     if expr.node.op == "where" and text_unit(expr.node.dtype):
         raise NotSupportedError(f"bind() of {signature}: where() over strings gives a new "
                                 "string array each call: call the compiled expression instead")
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
-    if any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) and \
-            any(n.op == "where" and selects(n) for n in nodes) and \
-            any(getattr(v, "option", False) for v in used):
-        # (its branches would read the elements of missing strings)
-        raise NotSupportedError(f"bind() of {signature}: where() over missing strings runs "
-                                "the string step first: call the compiled expression instead")
+    # where() over missing strings: its branches would read the elements of missing
+    # strings, so each string operation binds as a step of its own first (into scratch)
+    text_first = any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) \
+        and any(n.op == "where" and selects(n) for n in nodes) and \
+        any(getattr(v, "option", False) for v in used)
 
     def first(node):
         """Bind `node` into scratch of its result (computed once now: its structure);
@@ -408,7 +408,11 @@ def bind(expr: Expr, out, signature: str):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         return first(node) if node.op == REDUCE_OP else node
 
-    root = expr.node
+    def text(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        return first(node) if node.op in ops.TEXT else node
+
+    root = rewrite(expr.node, text) if text_first else expr.node
     top = root.srcs[0] if root.op == REDUCE_OP else root
     if any(n.op == REDUCE_OP for n in toposort(top)):
         top = rewrite(top, inner)

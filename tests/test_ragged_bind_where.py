@@ -13,7 +13,14 @@ import lazyk
 from lazyk.errors import ShapeError
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
-from tests.test_ragged_bind import _in_threads, _same_out, make_out, small_parts  # noqa: F401
+from tests.test_ragged_bind import (  # noqa: F401
+    _in_threads,
+    _same_out,
+    check_bound,
+    make_out,
+    small_parts,
+)
+from tests.test_strings_where import _text, _text_type
 
 QLAYOUTS = S.QVAR_LAYOUTS + S.QNEST_LAYOUTS
 
@@ -145,3 +152,48 @@ def test_where_over_missing_rows_bound_call_from_several_threads(small_parts):  
             errors.append(e)
 
     _in_threads(work, errors)
+
+
+# ------------------------------------------- where() over missing strings binds in steps
+def _paths(data, nd: int, level: int = 0, at=()):
+    """The index of every leaf of nested lists (rows that are None have none)."""
+    if level == nd:
+        return [at]
+    if data is None:
+        return []
+    return [p for i, x in enumerate(data) for p in _paths(x, nd, level + 1, at + (i,))]
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=S.LAYOUTS, dtypes=("int64",), option_rows=False),
+       st.booleans(), st.lists(st.integers(0, 5), min_size=60, max_size=60))
+def test_where_over_missing_strings_binds_and_sees_strings_changed_in_place(case, fold, draws):
+    t, d = case
+    ts = _text_type(t, "string")
+    nd = len(R.parse_type(t).dims)
+    p = lazyk.placeholder("s", ts)
+    hit = lazyk.where(p == _text(1, "string"), lazyk.str_len(p), 0)
+    k = lazyk.compile(hit.sum(axis=-1) if fold else hit)
+    s = lazyk.array(_text(d, "string"), type=ts)
+
+    def lens(data):
+        if isinstance(data, list):
+            return [lens(x) for x in data]
+        return None if data is None else len(_text(data, "string"))
+
+    def ref(data):
+        X = R.array(data, t)
+        w = R.where(R.elementwise("equal", X, 1), R.array(lens(data), t), 0)
+        return R.reduce("sum", w, -1) if fold else w
+    e1 = _changed(d, nd, iter(draws * 20), t.split(" * ")[-1].startswith("?"))
+
+    def change():  # new strings and missing strings, written element by element
+        new = _text(e1, "string")
+        for at in _paths(new, nd):
+            v = new
+            for i in at:
+                v = v[i]
+            s[at] = v
+    got = check_bound(lambda: ref(d), lambda out: k.bind(out, s), scalars=True,
+                      again=(change, lambda: ref(e1), lambda out: k(s, out=out)))
+    assert got in ("match", "raises"), got
