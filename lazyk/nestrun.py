@@ -228,6 +228,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
+    passes = []  # (level, kernel, parts, rows, kernel data, lengths) of each count pass
     # elementwise over `N * var` rows of one offsets array: the result has its rows
     same = offsets_rows(sel, sel_kinds, levels, sizes) if mode == "map" and not qlev \
         else None
@@ -250,6 +251,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, npass, skipna, step.mean, wq)
         parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
+        if wq and plan:
+            passes.append((p, kern, parts, nrows, w, lens.copy()))
         if wq and p == rvar[-1]:
             raw = {**scratch, p: lens}
         for rec in RECORDERS:
@@ -259,10 +262,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         offsets[p] = off
         if res[p] in qres:
             validity[p] = lens >= 0
+    offsets_counted = dict(offsets)  # (before where() over missing rows prunes them)
     if wq:
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
-    if plan == "recount":  # `NestFill.recount`: the result's rows, from the values now
-        return offsets, validity
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
@@ -294,8 +296,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
             reduce_arg=reduce_arg, keep_axes=axes if reduce_arg and reduce_arg[2] else (),
             mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity,
-            recount=(lambda: nest_run(root, red_node, reduce_arg, names, leaves, where_masks,
-                                      plan="recount")) if wq else None)
+            recount=_recounter(passes, step.consts, labels, keep, dict(offsets_counted), res,
+                               rvar, (rl, rs, {p for p in rvar if res[p] in qres}), lay)
+            if wq else None)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
@@ -440,6 +443,28 @@ def _option_rows(node, valid):
         step *= n
     t = FixedDim(rows, Option(elem))
     return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
+
+
+def _recounter(passes, consts, labels, keep, counted, res, rvar, shape, lay):
+    """`NestFill.recount` of where() over missing rows: the count passes bind ran (their
+    kernels, parts and kernel data) run again on fresh lengths; the result's (offsets,
+    validity) now, or None when the rows the passes count changed (not only the marks)."""
+    def recount():
+        raw = {}
+        for p, kern, parts, nrows, w0, was in passes:
+            lens = np.empty(nrows, np.int64)
+            scratch = {q: np.empty(len(counted[q]) - 1, np.int64) for q in rvar if q < p}
+            w = w0.copy()
+            for q in rvar:
+                if q <= p:
+                    w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+            kern.run(w, consts, parts, (keep, lens, scratch), labels)
+            if p == rvar[-1]:
+                raw = {**scratch, p: lens}
+            elif not np.array_equal(lens, was):
+                return None
+        return _pruned(raw, *shape[:2], rvar, shape[2])
+    return recount
 
 
 def _pruned(raw, rl, rs, rvar, qres):

@@ -298,8 +298,13 @@ class RaggedBound:
         counts them again (the count passes only) and raises ShapeError naming the first
         result row whose length or missing state differs from bind's."""
         fill = self._fill
-        offsets, validity = fill.recount()
+        got = fill.recount()
         error = _ScratchRows if self.scratch else ShapeError
+        if got is None:
+            raise error("the result's rows changed with the inputs' values (where() over "
+                        "missing rows takes a row from the branch each element selects): "
+                        "bind again")
+        offsets, validity = got
         for p in sorted(fill.offsets):
             was, now = fill.offsets[p], offsets[p]
             okw, okn = fill.validity.get(p), validity.get(p)
