@@ -274,6 +274,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         kern = nest_kernel(spec, levels, sel_kinds, maskd, mode, "fill", skipna, step.mean,
                            where_masks and (any(maskd) or wq))
         rfix = [p for p in range(nres) if res[p] in qfix]
+        if wq and rfix:  # (which `?n` rows are missing would follow the values too)
+            return "where() over missing rows with `?n` result rows (missing rows against " \
+                "a fixed dim)"
         parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
         # `?n` levels of the result: the fill pass writes each row's present byte (from
         # the inputs' missing rows, which each bound call checks): run it once now

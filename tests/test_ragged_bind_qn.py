@@ -90,3 +90,15 @@ def test_missing_fixed_rows_by_hand_and_what_out_needs(small_parts):  # noqa: F8
             errors.append(e)
 
     _in_threads(work, errors)
+
+
+def test_where_over_missing_rows_with_missing_fixed_rows_is_refused_by_name():
+    x = lazyk.placeholder("x", "N * ?var * float64")
+    m = lazyk.placeholder("m", "2 * float64")
+    k = lazyk.compile(lazyk.where(m > 0, x, m))
+    a = lazyk.array([[1.0, 2.0], None, [3.0, 4.0]], type="3 * ?var * float64")
+    mm = np.array([1.0, -1.0])
+    assert k(mm, a).to_list() == [[1.0, -1.0], None, [3.0, -1.0]]
+    out = lazyk.array([[0.0, 0.0], None, [0.0, 0.0]], type="3 * ?2 * float64")
+    with pytest.raises(lazyk.NotSupportedError, match=r"where.. over missing rows with `\?n`"):
+        k.bind(out, mm, a)
