@@ -26,6 +26,7 @@ array over the sources' character blocks (no character is copied).
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from lazyk import arrmeta as M
 from lazyk import memory, ops
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError
-from lazyk.expr import Expr, as_expr
+from lazyk.expr import TEXT_WHERES, Expr, as_expr
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import (
     build_rows,
@@ -55,7 +56,7 @@ from lazyk.rows import (
     row_view,
 )
 from lazyk.runtime import canonical, plan, run_program
-from lazyk.types import FixedDim, Option, VarDim, dshape
+from lazyk.types import FixedDim, Option, Scalar, VarDim, dshape
 
 _TEXT = frozenset(ops.TEXT)
 
@@ -330,8 +331,18 @@ def _compute_nested(node: Node, leaves: list, env: dict):
 
 # ------------------------------------------------ where(c, s, t) over strings and bytes
 def has_text_where(expr: Expr) -> bool:
-    """Whether `expr` selects strings (or bytes) with where()."""
-    return any(n.op == "where" and ops.text_unit(n.dtype) for n in toposort(expr.node))
+    """Whether `expr` selects strings (or bytes) with where() (a look-up per graph: every
+    evaluation asks)."""
+    if TEXT_WHERES.made is False:  # none was ever made (no per-call cost)
+        return False
+    root = expr.node
+    got = _HAS_TEXT_WHERE.get(root)
+    if got is None:
+        got = _HAS_TEXT_WHERE[root] = any(n in TEXT_WHERES for n in toposort(root))
+    return got
+
+
+_HAS_TEXT_WHERE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def select_text(expr: Expr) -> Expr:
@@ -368,12 +379,9 @@ def text_result(expr: Expr):
     return found if found is not None else getattr(value, "owner", None)
 
 
-_HALVES = "{b: uint64, n: int64}"
-
-
 def _halves(node: Node, env: dict, kind: str, home: memory.MemoryBlock) -> tuple:
-    """(begin, size) Exprs of a where() branch: a string leaf viewed as `{begin, size}`
-    records (its own dims and missing values), or a constant's characters in a new block."""
+    """(begin, size) Exprs of a where() branch: a string leaf viewed as two number arrays
+    of its dims and missing values (`_half`), or a constant's characters in a new block."""
     if node.op == "const":
         text = node.arg.encode("utf-8") if isinstance(node.arg, str) else bytes(node.arg)
         block = memory.MemoryBlock(len(text))
@@ -392,16 +400,37 @@ def _halves(node: Node, env: dict, kind: str, home: memory.MemoryBlock) -> tuple
         raise NotSupportedError(f"where() over strings: a branch of type {node.type_text()} "
                                 "(string or bytes arrays and Python str / bytes constants)")
     home.keep.extend(M.string_blocks(memory.lookup(arr.meta[-1])))
+    return as_expr(_half(arr, "uint64", 0)), as_expr(_half(arr, "int64", 8))
+
+
+def _half(arr: Array, dtype: str, at: int) -> Array:
+    """The `begin` (at 0) or `size` (at 8) half of each `{begin, size}` element of a string
+    array, as a number array of its dims and missing values (no copy): the addresses below
+    the innermost var dim (all of them without one) move `at` bytes on, and the mask
+    offsets of the options there move back as much (a mask byte lies apart from its
+    element)."""
+    t, meta, k, found = arr.type, list(arr.meta[:-1]), 0, []  # (meta index, what)
+    while not isinstance(t, Scalar):
+        if isinstance(t, FixedDim):
+            k += 2
+        elif isinstance(t, Option):
+            found.append((k, "option"))
+            k += 1
+        else:
+            found.append((k + 3, "var"))  # its content address
+            k += M.VAR_META
+        t = t.elem
+    last = max([i for i, (_, what) in enumerate(found) if what == "var"], default=-1)
+    if last >= 0:
+        meta[found[last][0]] += at
+    for k, what in found[last + 1:]:
+        if what == "option":
+            meta[k] -= at
     text = str(arr.type)
-    t = dshape(text[:text.rindex(arr.type.dtype.name if not isinstance(arr.type.dtype, Option)
-                                 else arr.type.dtype.elem.name)] + _HALVES)
-    view = Array.from_parts(t, tuple(arr.meta[:-1]) + (0, 8), arr.ptr, arr.owner,
-                            arr.readonly)
-    try:
-        return as_expr(view["b"]), as_expr(view["n"])
-    except IndexError:  # a whole array that is missing (`?var * string`)
-        return tuple(as_expr(array(None, type=str(t).replace(_HALVES, k)))
-                     for k in ("uint64", "int64"))
+    head = text[:text.rindex(t.name)]
+    return Array.from_parts(dshape(head + dtype), tuple(meta), arr.ptr + (at if last < 0
+                                                                          else 0),
+                            arr.owner, arr.readonly)
 
 
 def _elements_of(t) -> bool:
@@ -450,7 +479,9 @@ def _select(node: Node, env: dict) -> Array:
         raise NotSupportedError(f"where() over strings with a {begins.type} result "
                                 "(missing rows of a fixed size)")
     got = build(tb, (begins.type.size if top else 1))
-    return got if top else got[0]
+    # a var result (`var * string`, `?var * string`): the one row of `1 * ...`, as it is
+    return got if top else Array.from_parts(got.type.elem, tuple(got.meta[2:]), got.ptr,
+                                            got.owner, got.readonly)
 
 
 def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
