@@ -412,6 +412,7 @@ def _half(arr: Array, dtype: str, at: int) -> Array:
     t, meta, k, found = arr.type, list(arr.meta[:-1]), 0, []  # (meta index, what)
     while not isinstance(t, Scalar):
         if isinstance(t, FixedDim):
+            at = at if meta[k] else 0  # no elements: nothing is read
             k += 2
         elif isinstance(t, Option):
             found.append((k, "option"))
