@@ -31,10 +31,10 @@ import weakref
 import numpy as np
 
 from lazyk import arrmeta as M
-from lazyk import memory, ops
+from lazyk import memory, ops, runtime
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError
-from lazyk.expr import TEXT_WHERES, Expr, as_expr
+from lazyk.expr import TEXT_WHERES, Expr, as_expr, where
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import (
     build_rows,
@@ -442,9 +442,6 @@ def _elements_of(t) -> bool:
 
 def _select(node: Node, env: dict) -> Array:
     """The string Array of where() node `node` over its operands' data."""
-    from lazyk import runtime
-    from lazyk.expr import where
-
     kind = "bytes" if node.dtype == ops.BYTES else "string"
     home = memory.MemoryBlock(0, keep=[])  # the result's blockref: every source block
     cond = Expr(node.srcs[0], env)
@@ -516,8 +513,6 @@ def evaluate_text_where(expr: Expr, out=None, order: str = "K", casting: str = "
     is the lazyk Array itself. NotImplemented for other expressions."""
     if not has_text_where(expr):
         return NotImplemented
-    from lazyk import runtime
-
     lowered = select_text(expr)
     got = text_result(lowered)
     if got is None:
@@ -528,9 +523,4 @@ def evaluate_text_where(expr: Expr, out=None, order: str = "K", casting: str = "
     return got
 
 
-def _install() -> None:
-    from lazyk import runtime
-    runtime.install_path("text_where", evaluate_text_where)
-
-
-_install()
+runtime.install_path("text_where", evaluate_text_where)
