@@ -83,7 +83,9 @@ class CompiledExpr:
 
     def __new__(cls, expr: Expr):
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
-        if cls is CompiledExpr and any(_ragged_param(v) for v in expr.env.values()):
+        # where() over strings too: it gives a string array (lazyk.textrows.select_text)
+        if cls is CompiledExpr and (any(_ragged_param(v) for v in expr.env.values()) or
+                                    _ragged.has_text_where(expr)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)
 
@@ -841,7 +843,9 @@ class RaggedCompiledExpr(CompiledExpr):
         prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
         Python per row) and sees in-place changes of the inputs' values; changing their
         structure (row lengths, missing rows) needs a new bind (a changed row length, or a
-        `?var` row that turned missing or present, raises ShapeError naming the row). An
+        `?var` row that turned missing or present, raises ShapeError naming the row). A
+        where() over missing rows gives rows that follow the values: each call counts them
+        again and raises ShapeError naming the result's row that changed (bind again). An
         input without the `?` of its parameter (`T` data for `?T`, `var` rows for `?var`)
         would be a copy the bound call never sees changes of: BindError (a call takes it). A
         reduction feeding more work (`x - x.mean(axis=-1, keepdims=True)`) and a reduction
@@ -853,9 +857,7 @@ class RaggedCompiledExpr(CompiledExpr):
             BindError: `out` has another dtype, dims or element kind than the result, or is
                 read-only; an input lacks the `?` of its parameter; ShapeError: out's fixed sizes or row lengths differ (naming the
                 row).
-            NotSupportedError: the result's structure depends on the values (where()
-                over missing rows), where() over missing strings, `?n` results, or the loop
-                nest does not run it.
+            NotSupportedError: a string result, or the loop nest does not run it.
         """
         if named:
             inputs = self._by_name(inputs, named)

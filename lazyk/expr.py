@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -652,6 +653,8 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
 def where(condition: Any, x: Any, y: Any) -> Expr:
     """Lazy `np.where(condition, x, y)` with NumPy's result type (weak scalars yield)."""
     exprs = operands("where", (condition, x, y))
+    if builtins.any(is_text(e.dtype) for e in exprs[1:]):
+        return _text_where(exprs)
     refuse_text("where", exprs)
     c, a, b = (e.node for e in exprs)
     # NOTE: typed here, not by ops.where's resolve: `np.dtype('f8') in (int, float)` is
@@ -668,6 +671,45 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
     shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
     srcs = (cast(c, np.dtype(bool)), cast(a, result, wrap=True), cast(b, result, wrap=True))
     return Expr(Node("where", result, shape, srcs), _merge_env(exprs))
+
+
+def _text_kind(node: Node) -> str | None:
+    """'string' or 'bytes' for a text operand of where() (NumPy 'U' / 'S' data, Python
+    str / bytes constants), else None."""
+    if not is_text(node.dtype) or node.dtype == ops.STRING32:
+        return None
+    if node.op == "const":
+        return "bytes" if isinstance(node.arg, bytes) else "string"
+    return "bytes" if node.dtype == ops.BYTES or node.dtype.kind == "S" else "string"
+
+
+def _text_where(exprs: list[Expr]) -> Expr:
+    """where(c, s, t) over strings (or bytes): a `string` / `bytes` result whose elements
+    are those of the branch each condition selects (`lazyk.textrows.select_text`)."""
+    refuse_text("where", exprs[:1])
+    c, a, b = (e.node for e in exprs)
+    kinds = [_text_kind(n) for n in (a, b)]
+    types = " and ".join(_operand_name(e) for e in exprs[1:])
+    if None in kinds:
+        raise UnsupportedOperandError(f"where: unsupported operand type(s) {types} (a number "
+                                      "and a string have no common type)")
+    if kinds[0] != kinds[1]:
+        raise UnsupportedOperandError(f"where: operand types {types}: bytes and str have no "
+                                      "common type; encode the str first, e.g. "
+                                      "'kiwi'.encode()")
+    dt = ops.BYTES if kinds[0] == "bytes" else ops.STRING
+    shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
+    node = Node("where", dt, shape, (cast(c, np.dtype(bool)), a, b))
+    TEXT_WHERES.add(node)  # (evaluation looks for these only once one was made)
+    TEXT_WHERES.made = True
+    return Expr(node, _merge_env(exprs))
+
+
+class _Made(weakref.WeakSet):
+    made = False
+
+
+TEXT_WHERES = _Made()  # where() nodes over strings
 
 
 def clip(x: Any, a_min: Any, a_max: Any) -> Expr:

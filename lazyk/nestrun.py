@@ -64,7 +64,11 @@ from lazyk.types import FixedDim, Option
 class NestFill:
     """The fill pass of a loop nest planned for one set of arrays (its count passes run):
     kernel, kernel data words, parts, and the result's structure (`plan_fill`).
-    `npartial`: a reduction over every axis, one partial result per part (else 0)."""
+    `npartial`: a reduction over every axis, one partial result per part (else 0).
+    `present`: the present bytes of the result's `?n` rows by result level (bind's; the
+    fill pass writes them again at the kernel data words `present_words`).
+    `recount`: where() over missing rows (the result's rows follow the values), a call that
+    runs the count passes again and gives the result's (offsets, validity) now; else None."""
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
@@ -90,9 +94,9 @@ class NestFill:
 
     def skeleton(self, dims):
         """The result's structure over `dims` with each element its position in the
-        values the fill pass writes (int64)."""
-        return nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
-                            self.offsets, self.xs_end, self.validity)
+        values the fill pass writes (int64); `?n` rows missing where `present` says."""
+        return fixed_rows(nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
+                                      self.offsets, self.xs_end, self.validity), self.present)
 
 
 def plan_fill(expr):
@@ -166,7 +170,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
-            offsets={}, xs_end=[], validity={})
+            offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
     if mode == "all":
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
@@ -190,6 +194,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         qres = qlev
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
+    passes = []  # (level, kernel, parts, rows, kernel data, lengths) of each count pass
     # elementwise over `N * var` rows of one offsets array: the result has its rows
     same = offsets_rows(sel, sel_kinds, levels, sizes) if mode == "map" and not qlev \
         else None
@@ -212,6 +217,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         kern = prep.kernel(npass, wq)
         parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
+        if wq and plan:
+            passes.append((p, kern, parts, nrows, w, lens.copy()))
         if wq and p == rvar[-1]:
             raw = {**scratch, p: lens}
         for rec in RECORDERS:
@@ -221,29 +228,45 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         offsets[p] = off
         if res[p] in qres:
             validity[p] = lens >= 0
+    offsets_counted = dict(offsets)  # (before where() over missing rows prunes them)
     if wq:
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
-        if any(res[p] in qfix for p in range(nres)):
-            return "the result has `?n` rows (missing rows against a fixed dim)"
-        if wq:
-            return "where() over missing rows takes a row's missing state from the branch " \
-                "each element selects: the result's rows follow the values"
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+        kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
+        rfix = [p for p in range(nres) if res[p] in qfix]
+        if wq and rfix:  # (which `?n` rows are missing would follow the values too)
+            return "where() over missing rows with `?n` result rows (missing rows against " \
+                "a fixed dim)"
+        parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
+        # `?n` levels of the result: the fill pass writes each row's present byte (from
+        # the inputs' missing rows, which each bound call checks): run it once now
+        present = {p: np.empty(positions(r_end, rl, rs, offsets, p)[-1] if p else 1,
+                               np.uint8) for p in rfix}
+        if rfix:
+            w, vals = words.copy(), np.empty(nvals, acc)
+            flags = np.empty(nvals, np.uint8) if any(maskd) or mode != "map" else None
+            w[3], w[4] = vals.ctypes.data, 0 if flags is None else flags.ctypes.data
+            for p in rfix:
+                w[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
+            kern.run(w, step.consts, parts, (keep, vals, flags, offsets, present), labels)
         return NestFill(
-            kern=prep.kernel("fill", where_masks and any(maskd)),
-            parts=nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0),
+            kern=kern, parts=parts, present=present,
+            present_words={p: lay["lens"] + 2 * res[p] for p in rfix},
             words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
             nvals=nvals, npartial=0,
             acc=acc, dtype=(root if reduce_arg is None else red_node).dtype,
             flagged=any(maskd) or mode != "map", option=any(maskd), qrows=bool(qlev),
             last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
             reduce_arg=reduce_arg, keep_axes=axes if reduce_arg and reduce_arg[2] else (),
-            mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity)
+            mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity,
+            recount=_recounter(passes, step.consts, labels, keep, dict(offsets_counted), res,
+                               rvar, (rl, rs, {p for p in rvar if res[p] in qres}), lay)
+            if wq else None)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
@@ -535,6 +558,28 @@ def _option_rows(node, valid):
         step *= n
     t = FixedDim(rows, Option(elem))
     return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
+
+
+def _recounter(passes, consts, labels, keep, counted, res, rvar, shape, lay):
+    """`NestFill.recount` of where() over missing rows: the count passes bind ran (their
+    kernels, parts and kernel data) run again on fresh lengths; the result's (offsets,
+    validity) now, or None when the rows the passes count changed (not only the marks)."""
+    def recount():
+        raw = {}
+        for p, kern, parts, nrows, w0, was in passes:
+            lens = np.empty(nrows, np.int64)
+            scratch = {q: np.empty(len(counted[q]) - 1, np.int64) for q in rvar if q < p}
+            w = w0.copy()
+            for q in rvar:
+                if q <= p:
+                    w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+            kern.run(w, consts, parts, (keep, lens, scratch), labels)
+            if p == rvar[-1]:
+                raw = {**scratch, p: lens}
+            elif not np.array_equal(lens, was):
+                return None
+        return _pruned(raw, *shape[:2], rvar, shape[2])
+    return recount
 
 
 def _pruned(raw, rl, rs, rvar, qres):

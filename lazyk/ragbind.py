@@ -9,7 +9,8 @@ native pool and stores the values: no Python per row, no count pass, no LLVM. A 
 over every axis combines its parts' partial results after the kernel. Forms the call runs
 in several steps (a reduction feeding more work, a reduction of a where() over missing
 values) bind as several prepared kernels through scratch the bound object owns
-(`StepsBound`).
+(`StepsBound`). A where() over missing rows gives rows that follow the values: each call
+runs its count passes again and checks the rows against bind's (`NestFill.recount`).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import threading
 import numpy as np
 
 from lazyk import arrmeta as M
-from lazyk import runtime
+from lazyk import ops, runtime
 from lazyk import types as T
 from lazyk.array import Array
 from lazyk.backend.threads import get_num_threads, parallel_for
@@ -29,8 +30,9 @@ from lazyk.leaves import is_ragged
 from lazyk.memory import lookup
 from lazyk.nestkernel import status_error
 from lazyk.nestrun import plan_fill
+from lazyk.ops import text_unit
 from lazyk.rowrules import branch_masks, selects
-from lazyk.storerows import is_ragged_type, pair_rows, qdims_of
+from lazyk.storerows import is_ragged_type, pair_rows, qdims_of, same_dim
 
 _U8 = np.dtype(np.uint8)
 
@@ -106,6 +108,8 @@ class RaggedBound:
     calls at once into the same `out` write the same values.
     """
 
+    scratch = False  # computes into scratch of a `StepsBound` (not into the user's out)
+
     def __init__(self, fill, out, signature: str):
         self.signature = signature
         self._fill = fill
@@ -124,7 +128,8 @@ class RaggedBound:
         reduce_arg = fill.reduce_arg
         seeded = reduce_arg is not None and reduce_arg[0] in ("min", "max") and \
             len(reduce_arg) > 4
-        self._direct = 0 if seeded or fill.npartial or self._shared(out) else \
+        self._direct = 0 if seeded or fill.npartial or self._pick is not None or \
+            self._shared(out) else \
             self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
@@ -154,7 +159,9 @@ class RaggedBound:
         keepdims = fill.reduce_arg is not None and fill.reduce_arg[2]
         if keepdims and fill.mode == "reduce":
             dims.append(1)
+        self._pick = None  # `?n` rows: the positions of out's values in the kernel's
         if "v" not in dims and not fill.validity and not result_option and \
+                not fill.present and \
                 not (isinstance(out, Array) and is_ragged_type(out.type)):
             self._slots = _ArraySlots(_numpy_out(out, fill, dims, keepdims))
             return
@@ -174,12 +181,13 @@ class RaggedBound:
         odims, oelem, oopt = qdims_of(out.type)
         rtext = _with_option(str(skel.type), result_option, self._fill.dtype)
         if len(rdims) != len(odims) or any(
-                (a == "var" or a == "?var" or b in ("var", "?var")) and a != b and
-                not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
+                not same_dim(a, b) and not (isinstance(a, int) and isinstance(b, int))
+                for a, b in zip(rdims, odims)):
             raise BindError(f"out has type {out.type}, the result {rtext}: out needs the "
-                            "result's dimensions (?var where the result has missing rows)")
+                            "result's dimensions (?var where the result has missing rows, "
+                            "?n where it has missing rows of a fixed size n)")
         for level, (a, b) in enumerate(zip(rdims, odims)):
-            if isinstance(a, int) and a != b:
+            if isinstance(a, int) and isinstance(b, int) and a != b:
                 raise ShapeError(f"out: dimension {level} has size {b}, the result's has "
                                  f"size {a} ({rtext})")
         odt = oelem.to_numpy() if hasattr(oelem, "to_numpy") else None
@@ -198,7 +206,9 @@ class RaggedBound:
         positions = M.gather(rbuf, roffs, 8).view(np.int64).reshape(-1)
         at = np.full(self._fill.nvals, -1, np.int64)
         at[positions] = ooffs
-        if len(positions) != self._fill.nvals or bool((at < 0).any()):
+        if self._fill.present:  # values under missing `?n` rows are not stored
+            self._pick, at = positions, ooffs
+        elif len(positions) != self._fill.nvals or bool((at < 0).any()):
             raise BindError(f"out: its elements do not match the result's ({rtext})")
         self._slots = _Slots(obuf, at, odt)
         if oopt:
@@ -228,16 +238,19 @@ class RaggedBound:
         words[:, 3] = self._direct or values.ctypes.data
         words[:, 4] = 0 if flags is None else flags.ctypes.data
         table = (blocks.ctypes.data + np.arange(nparts) * blocks.shape[1]).astype(np.uintp)
+        present = [np.empty(len(v), np.uint8) for v in fill.present.values()]
+        for k, rows in zip(fill.present_words.values(), present):  # this thread's own
+            words[:, k] = rows.ctypes.data
         got = self._local.scratch = (blocks, words[:, :6].copy(), status, table,
-                                     table.ctypes.data, values, flags)
+                                     table.ctypes.data, values, flags, present)
         return got
 
     def __call__(self):
         """Run the kernel on the bound arrays into `out`; returns `out`."""
         try:
-            blocks, head, status, table, tab, values, flags = self._local.scratch
+            blocks, head, status, table, tab, values, flags, _ = self._local.scratch
         except AttributeError:
-            blocks, head, status, table, tab, values, flags = self._scratch()
+            blocks, head, status, table, tab, values, flags, _ = self._scratch()
         fill, nparts = self._fill, self._nparts
         for name, level, slots, ok, ok8 in self._inputs_rows:  # the rows bind counted
             now = slots.get()
@@ -250,6 +263,8 @@ class RaggedBound:
                                  f"over the present rows above) is "
                                  f"{'missing' if ok[i] else 'present'} now, "
                                  f"{'present' if ok[i] else 'missing'} at bind: bind again")
+        if fill.recount is not None:
+            self._same_rows()
         # the kernel only reads its data, but a part's words are restored all the same
         blocks.view(np.int64)[:, :6] = head
         status[:, 0] = 0
@@ -267,6 +282,9 @@ class RaggedBound:
             count = int(status[:, 6].sum()) if fill.npartial else 0
             got, mask = fill.finish(values, flags, count) if flags is not None or \
                 fill.reduce_arg is not None else (values, None)
+            if self._pick is not None:
+                got = got[self._pick]
+                mask = None if mask is None else mask[self._pick]
             if not self._direct or got is not values:
                 self._slots.put(got)
             if self._mask is not None:
@@ -274,6 +292,39 @@ class RaggedBound:
         for slots, ok in self._rows:
             slots.put(ok)
         return self.out
+
+    def _same_rows(self) -> None:
+        """where() over missing rows: the result's rows follow the values, so each call
+        counts them again (the count passes only) and raises ShapeError naming the first
+        result row whose length or missing state differs from bind's."""
+        fill = self._fill
+        got = fill.recount()
+        error = _ScratchRows if self.scratch else ShapeError
+        if got is None:
+            raise error("the result's rows changed with the inputs' values (where() over "
+                        "missing rows takes a row from the branch each element selects): "
+                        "bind again")
+        offsets, validity = got
+        for p in sorted(fill.offsets):
+            was, now = fill.offsets[p], offsets[p]
+            okw, okn = fill.validity.get(p), validity.get(p)
+            if len(was) != len(now):  # rows above it turned missing, or present
+                continue
+            if okw is not None and not np.array_equal(okw, okn):
+                i = int(np.argmax(okw != okn))
+                raise error(
+                    f"row {i} of the result's var dimension {p} is "
+                    f"{'missing' if okw[i] else 'present'} now, "
+                    f"{'present' if okw[i] else 'missing'} at bind (where() over missing "
+                    "rows takes a row's missing state from the branch each element selects, "
+                    "from the values): bind again")
+            if not np.array_equal(was, now):
+                i = int(np.argmax(np.diff(was) != np.diff(now)))
+                raise error(
+                    f"row {i} of the result's var dimension {p} has length "
+                    f"{int(now[i + 1] - now[i])} now, {int(was[i + 1] - was[i])} at bind "
+                    "(where() over missing rows takes a row from the branch each element "
+                    "selects, from the values): bind again")
 
     def __repr__(self) -> str:
         return f"<lazyk bound ragged call {self.signature}, {self._nparts} part(s)>"
@@ -285,23 +336,34 @@ class StepsBound:
     which the next step reads in place; the last step computes into `out`. `b()` runs
     every step's prepared kernels and returns `out`.
 
-    The inputs are read as by `RaggedBound`. Calls from several threads are safe but run
-    one at a time on one bound object (its steps share its scratch); bind once per thread
-    for calls in parallel.
+    The inputs are read as by `RaggedBound`. A where() over missing rows computed into
+    scratch has rows that follow the values: when they changed, the call binds its steps
+    again (the scratch is this object's own; `out` is checked as at bind). Calls from
+    several threads are safe but run one at a time on one bound object (its steps share
+    its scratch); bind once per thread for calls in parallel.
     """
 
-    def __init__(self, steps: list, last: RaggedBound, signature: str):
+    def __init__(self, steps: list, last: RaggedBound, signature: str, again=None):
         self.signature = signature
         self.steps = steps
         self.out = last.out
         self._all = steps + [last]
+        self._again = again
         self._lock = threading.Lock()
+        for step in steps:
+            step.scratch = True
 
     def __call__(self):
         """Run each step on the bound arrays, the last into `out`; returns `out`."""
         with self._lock:
-            for step in self._all:
-                step()
+            try:
+                for step in self._all:
+                    step()
+            except _ScratchRows:
+                new = self._again()  # the scratch's rows changed with the values
+                self.steps, self._all = new.steps, new._all
+                for step in self._all:
+                    step()
         return self.out
 
     def __repr__(self) -> str:
@@ -312,17 +374,20 @@ def bind(expr: Expr, out, signature: str):
     """The bound call of `expr` over its leaves (the arrays bound) into `out`: a
     `RaggedBound`, or a `StepsBound` where a reduction feeds more work (each inner
     reduction, innermost first, into scratch), or a reduction folds where() over missing
-    values (the where() into scratch first). NotSupportedError naming the reason for what
-    cannot be planned ahead of the values."""
+    values (the where() into scratch first), or a where() over missing strings (each string
+    operation into scratch first). NotSupportedError naming the reason for what cannot be
+    planned ahead of the values."""
     env, steps = dict(expr.env), []
     nodes = toposort(expr.node)
+    if expr.node.op == "where" and text_unit(expr.node.dtype):
+        raise NotSupportedError(f"bind() of {signature}: where() over strings gives a new "
+                                "string array each call: call the compiled expression instead")
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
-    if any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) and \
-            any(n.op == "where" and selects(n) for n in nodes) and \
-            any(getattr(v, "option", False) for v in used):
-        # (its branches would read the elements of missing strings)
-        raise NotSupportedError(f"bind() of {signature}: where() over missing strings runs "
-                                "the string step first: call the compiled expression instead")
+    # where() over missing strings: its branches would read the elements of missing
+    # strings, so each string operation binds as a step of its own first (into scratch)
+    text_first = any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) \
+        and any(n.op == "where" and selects(n) for n in nodes) and \
+        any(getattr(v, "option", False) for v in used)
 
     def first(node):
         """Bind `node` into scratch of its result (computed once now: its structure);
@@ -348,12 +413,21 @@ def bind(expr: Expr, out, signature: str):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         return first(node) if node.op == REDUCE_OP else node
 
-    root = expr.node
+    def text(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        return first(node) if node.op in ops.TEXT else node
+
+    root = rewrite(expr.node, text) if text_first else expr.node
     top = root.srcs[0] if root.op == REDUCE_OP else root
     if any(n.op == REDUCE_OP for n in toposort(top)):
         top = rewrite(top, inner)
     last = one(root.replace(srcs=(top,)) if root.op == REDUCE_OP else top, out)
-    return StepsBound(steps, last, signature) if steps else last
+    return StepsBound(steps, last, signature, lambda: bind(expr, out, signature)) if steps \
+        else last
+
+
+class _ScratchRows(ShapeError):
+    """The rows of a step's scratch changed with the values (`StepsBound` binds again)."""
 
 
 def _bound(expr: Expr, out, signature: str) -> RaggedBound:
@@ -374,7 +448,7 @@ def _input_rows(fill) -> list:
             continue
         a = v.array
         dims = qdims_of(a.type)[0]
-        if "?var" not in dims:
+        if not any(isinstance(d, str) and d.startswith("?") for d in dims):
             continue
         try:
             buf, offs = _block(a)
@@ -382,7 +456,7 @@ def _input_rows(fill) -> list:
             raise BindError(f"input {name!r}: a {a.type} array over memory bind cannot "
                             "address (its missing rows are checked on each call); pass "
                             "an array made by lazyk") from None
-        levels = [k for k, d in enumerate(dims) if d == "?var"]
+        levels = [k for k, d in enumerate(dims) if isinstance(d, str) and d.startswith("?")]
         rows = pair_rows(a.meta, a.meta, dims, dims, buf, offs, buf, offs)[-1]
         for level, (b, o, ok) in zip(levels, rows):
             slots = _Slots(b, o, _U8)

@@ -26,7 +26,7 @@ from lazyk.nestrun import explain_nests
 from lazyk.rowrules import RECORDERS
 from lazyk.runtime import as_out
 from lazyk.storerows import is_ragged_type, store
-from lazyk.textrows import computed
+from lazyk.textrows import computed, evaluate_text_where, has_text_where  # noqa: F401
 from lazyk.textrows import fused as fuse_strings
 from lazyk.textrows import lower as lower_strings
 
@@ -50,6 +50,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
+    done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
+    if done is not NotImplemented:
+        return done
     # String operations run in the loop nest with the numeric work where it takes them,
     # else they become numeric leaves first (lazyk.textrows).
     done = fuse_strings(expr) if out is None else None

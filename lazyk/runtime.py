@@ -405,8 +405,10 @@ def check_int_powers(root: Node, data: dict) -> None:
 #   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.ragged),
 #   "device": (data) -> a runner `(program, data, out)` when the leaves live on a GPU, else
 #             None (lazyk.device).
+#   "text_where": (expr, out, order, casting) -> the result of an expression with where()
+#             over strings, else NotImplemented (lazyk.textrows).
 _paths: dict[str, Callable] = {}
-PATHS = ("string", "ragged", "device")
+PATHS = ("string", "ragged", "device", "text_where")
 
 
 def install_path(name: str, fn: Callable) -> None:
@@ -489,6 +491,9 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
+    done = _path("text_where")(e, out, order, casting)  # where() over strings first
+    if done is not NotImplemented:
+        return done
     done = _path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done

@@ -1,8 +1,8 @@
 """`out=` for var / option results: a computed lazyk array stored into a preallocated
 one of the same structure, values and validity in place (one strided copy when both
-sides' rows lie back to back). With missing rows (`?var`) the levels are walked one at a
-time: each row's validity is written into out's row mask, and the present rows' lengths
-must match."""
+sides' rows lie back to back). With missing rows (`?var`, and `?n`: missing rows of a
+fixed size) the levels are walked one at a time: each row's validity is written into
+out's row mask, and the present rows' lengths must match."""
 from __future__ import annotations
 
 import ctypes
@@ -42,7 +42,8 @@ def store(result: Array, out: Array, casting: str) -> Array:
     rt, ot = result.type, out.type
     rdims, relem, ropt = _dims_of(rt)
     odims, oelem, oopt = _dims_of(ot)
-    if isinstance(relem, T.VarDim) or isinstance(oelem, T.VarDim):  # under an Option
+    if isinstance(relem, (T.VarDim, T.FixedDim)) or \
+            isinstance(oelem, (T.VarDim, T.FixedDim)):  # rows under an Option: ?var, ?n
         return _store_rows(result, out, casting)
     if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
@@ -79,12 +80,13 @@ def store(result: Array, out: Array, casting: str) -> Array:
 
 
 def qdims_of(t) -> tuple[list, T.Type, bool]:
-    """(dims: sizes, "var" or "?var"; element type; whether `?T`) of an array type."""
+    """(dims: sizes, "var", "?var" or "?n" (missing rows of a fixed size n); element type;
+    whether `?T`) of an array type."""
     dims = []
     while isinstance(t, (T.FixedDim, T.VarDim)) or (
-            isinstance(t, T.Option) and isinstance(t.elem, T.VarDim)):
+            isinstance(t, T.Option) and isinstance(t.elem, (T.VarDim, T.FixedDim))):
         if isinstance(t, T.Option):
-            dims.append("?var")
+            dims.append("?var" if isinstance(t.elem, T.VarDim) else f"?{t.elem.size}")
             t = t.elem.elem
             continue
         dims.append(t.size if isinstance(t, T.FixedDim) else "var")
@@ -94,17 +96,17 @@ def qdims_of(t) -> tuple[list, T.Type, bool]:
 
 
 def _store_rows(result: Array, out: Array, casting: str) -> Array:
-    """`store` with missing rows (`?var`): out has the result's dims, `?var` wherever the
-    result has one (a plain var result row is present); every present result row has
-    out's row length there. Checked in full before the first byte is written."""
+    """`store` with missing rows (`?var`, `?n`): out has the result's dims, `?var` / `?n`
+    wherever the result has one (a plain var / fixed result row is present); every
+    present result row has out's row length there. Checked in full before the first byte
+    is written."""
     rt, ot = result.type, out.type
     rdims, relem, ropt = qdims_of(rt)
     odims, oelem, oopt = qdims_of(ot)
-    if len(rdims) != len(odims) or any(
-            a != b and not (a == "var" and b == "?var") for a, b in zip(rdims, odims)):
+    if len(rdims) != len(odims) or any(not same_dim(a, b) for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
-                         "dimensions (?var where the result has missing rows) and row "
-                         "lengths")
+                         "dimensions (?var where the result has missing rows, ?n where "
+                         "it has missing rows of a fixed size n) and row lengths")
     rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
     rm, om = result.meta, out.meta
     rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
@@ -127,6 +129,11 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     return out
 
 
+def same_dim(a, b) -> bool:
+    """Whether out's dim b takes the result's dim a (a missing-rows dim takes plain rows)."""
+    return a == b or (a == "var" and b == "?var") or (isinstance(a, int) and b == f"?{a}")
+
+
 def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
     """Walk a result's and out's dims together, from the byte offsets of their first
     elements (`roffs`, `ooffs`) in their memory (`rbuf`, `obuf`) to those of their values,
@@ -137,6 +144,15 @@ def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
     ra = oa = 0
     rows = []
     for level, (rd, od) in enumerate(zip(rdims, odims)):
+        if isinstance(od, str) and od[1:].isdigit():  # `?n` rows: a mask byte, then n * X
+            ok = np.ones(len(roffs), bool)
+            if isinstance(rd, str):
+                ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
+                ra += 1
+            rows.append((obuf, ooffs + om[oa], ok.astype(np.uint8)))
+            oa += 1
+            roffs, ooffs = roffs[ok], ooffs[ok]
+            rd = od = int(od[1:])
         if isinstance(rd, int):
             roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
             ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)

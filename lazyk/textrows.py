@@ -17,19 +17,33 @@ is never read: it is gathered as the empty string and its result is masked. The 
 the expression (numeric work, reductions) then runs on the ragged path as for any
 numeric `T` / `?T` leaf. Strings under several var dims or missing rows take the nested
 path at the end of this module (the loop nest lines their rows up first).
+
+`where(c, s, t)` over strings (or bytes) runs before all of this (`select_text`): the
+branches are viewed as `{begin, size}` records, both halves go through a numeric where()
+(the loop nest for var / option data), and the selected elements become a new string
+array over the sources' character blocks (no character is copied).
 """
 from __future__ import annotations
 
 import ctypes
+import weakref
 
 import numpy as np
 
-from lazyk import memory, ops
+from lazyk import arrmeta as M
+from lazyk import memory, ops, runtime
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError
-from lazyk.expr import Expr, as_expr
+from lazyk.expr import TEXT_WHERES, Expr, as_expr, where
 from lazyk.graph import Node, rewrite, toposort
-from lazyk.interchange import build_rows, masked
+from lazyk.interchange import (
+    build_rows,
+    columns,
+    masked,
+    offsets_array,
+    regular,
+    text_from_numpy,
+)
 from lazyk.leaves import is_ragged, leaf_data, text_element, text_rows
 from lazyk.nestforms import evaluate_nest
 from lazyk.rows import (
@@ -42,7 +56,7 @@ from lazyk.rows import (
     row_view,
 )
 from lazyk.runtime import canonical, plan, run_program
-from lazyk.types import FixedDim, Option, VarDim, dshape
+from lazyk.types import FixedDim, Option, Scalar, VarDim, dshape
 
 _TEXT = frozenset(ops.TEXT)
 
@@ -313,3 +327,200 @@ def _compute_nested(node: Node, leaves: list, env: dict):
     content = array(np.ascontiguousarray(values)) if mask is None else \
         masked(values, mask.reshape(shape))
     return _with_content(lined[0], heads, at, content)
+
+
+# ------------------------------------------------ where(c, s, t) over strings and bytes
+def has_text_where(expr: Expr) -> bool:
+    """Whether `expr` selects strings (or bytes) with where() (a look-up per graph: every
+    evaluation asks)."""
+    if TEXT_WHERES.made is False:  # none was ever made (no per-call cost)
+        return False
+    root = expr.node
+    got = _HAS_TEXT_WHERE.get(root)
+    if got is None:
+        got = _HAS_TEXT_WHERE[root] = any(n in TEXT_WHERES for n in toposort(root))
+    return got
+
+
+_HAS_TEXT_WHERE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def select_text(expr: Expr) -> Expr:
+    """`expr` with each where() over strings (or bytes) computed first and replaced by a
+    string leaf: the result's `{begin, size}` elements are those of the branch each
+    condition selects (no character is copied: the result keeps every source's character
+    blocks alive), and its missing strings follow the where() rule for missing values.
+    The condition and both branches' `begin` and `size` halves run as numeric where()s,
+    in the loop nest for var / option data (their rows lined up, broadcast and checked
+    there)."""
+    if not has_text_where(expr):
+        return expr
+    env = dict(expr.env)
+
+    def visit(node: Node, srcs: tuple) -> Node:
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op != "where" or not ops.text_unit(node.dtype):
+            return node
+        leaf = as_expr(_select(node, env))
+        env.update(leaf.env)
+        return leaf.node
+
+    root = rewrite(expr.node, visit)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def text_result(expr: Expr):
+    """The lazyk Array a `select_text` result is when it is just a string leaf, else None."""
+    if expr.node.op != "input" or not ops.text_unit(expr.node.dtype):
+        return None
+    value = expr.env[expr.node.arg]
+    found = getattr(value, "array", None)  # a RaggedLeaf, else an OwnedView
+    return found if found is not None else getattr(value, "owner", None)
+
+
+def _halves(node: Node, env: dict, kind: str, home: memory.MemoryBlock) -> tuple:
+    """(begin, size) Exprs of a where() branch: a string leaf viewed as two number arrays
+    of its dims and missing values (`_half`), or a constant's characters in a new block."""
+    if node.op == "const":
+        text = node.arg.encode("utf-8") if isinstance(node.arg, str) else bytes(node.arg)
+        block = memory.MemoryBlock(len(text))
+        block.buffer[:] = np.frombuffer(text, np.uint8)
+        home.keep.append(block)
+        return (as_expr(np.array(block.address, np.uint64)),
+                as_expr(np.array(len(text), np.int64)))
+    value = env[node.arg] if node.op == "input" else None
+    arr = getattr(value, "array", None)  # a RaggedLeaf, else an OwnedView
+    arr = getattr(value, "owner", None) if arr is None else arr
+    if isinstance(leaf_data(value), np.ndarray) and leaf_data(value).dtype.kind in "SU":
+        x = leaf_data(value)  # NumPy text: packed (a copy)
+        arr = text_from_numpy(x, kind) if x.size else \
+            array(x.tolist(), type=" * ".join([str(n) for n in x.shape] + [kind]))
+    if not isinstance(arr, Array) or not _elements_of(arr.type):
+        raise NotSupportedError(f"where() over strings: a branch of type {node.type_text()} "
+                                "(string or bytes arrays and Python str / bytes constants)")
+    home.keep.extend(M.string_blocks(memory.lookup(arr.meta[-1])))
+    return as_expr(_half(arr, "uint64", 0)), as_expr(_half(arr, "int64", 8))
+
+
+def _half(arr: Array, dtype: str, at: int) -> Array:
+    """The `begin` (at 0) or `size` (at 8) half of each `{begin, size}` element of a string
+    array, as a number array of its dims and missing values (no copy): the addresses below
+    the innermost var dim (all of them without one) move `at` bytes on, and the mask
+    offsets of the options there move back as much (a mask byte lies apart from its
+    element)."""
+    t, meta, k, found = arr.type, list(arr.meta[:-1]), 0, []  # (meta index, what)
+    while not isinstance(t, Scalar):
+        if isinstance(t, FixedDim):
+            at = at if meta[k] else 0  # no elements: nothing is read
+            k += 2
+        elif isinstance(t, Option):
+            found.append((k, "option"))
+            k += 1
+        else:
+            found.append((k + 3, "var"))  # its content address
+            k += M.VAR_META
+        t = t.elem
+    last = max([i for i, (_, what) in enumerate(found) if what == "var"], default=-1)
+    if last >= 0:
+        meta[found[last][0]] += at
+    for k, what in found[last + 1:]:
+        if what == "option":
+            meta[k] -= at
+    text = str(arr.type)
+    head = text[:text.rindex(t.name)]
+    return Array.from_parts(dshape(head + dtype), tuple(meta), arr.ptr + (at if last < 0
+                                                                          else 0),
+                            arr.owner, arr.readonly)
+
+
+def _elements_of(t) -> bool:
+    while isinstance(t, (FixedDim, VarDim, Option)):
+        t = t.elem
+    return text_element(t) is not None
+
+
+def _select(node: Node, env: dict) -> Array:
+    """The string Array of where() node `node` over its operands' data."""
+    kind = "bytes" if node.dtype == ops.BYTES else "string"
+    home = memory.MemoryBlock(0, keep=[])  # the result's blockref: every source block
+    cond = Expr(node.srcs[0], env)
+    (b1, n1), (b2, n2) = (_halves(s, env, kind, home) for s in node.srcs[1:])
+    begins = runtime.evaluate(where(cond, b1, b2))
+    sizes = runtime.evaluate(where(cond, n1, n2))
+    if isinstance(begins, np.ndarray):  # fixed dims, no missing values
+        return _text_leaf(begins, np.asarray(sizes), None, kind, home)
+    top = isinstance(begins.type, FixedDim)
+    tb = columns(begins if top else begins[None])
+    ts = columns(sizes if top else sizes[None])
+    while ts[0] != "numpy":
+        ts = ts[-1]
+
+    def build(x, n: int):
+        """The string Array of tree node `x` of n rows (elements)."""
+        if x[0] == "numpy":
+            return _text_leaf(x[1], ts[1], None, kind, home)
+        if x[0] == "option" and x[2][0] == "numpy":
+            return _text_leaf(x[2][1], ts[1], x[1], kind, home)
+        if x[0] == "option" and x[2][0] == "list":
+            return offsets_array(x[2][1], build(x[2][2], int(x[2][1][-1])), validity=x[1],
+                                 check=None)
+        if x[0] == "list":
+            return offsets_array(x[1], build(x[2], int(x[1][-1])), check=None)
+        if x[0] == "regular" and x[1]:
+            return regular(build(x[2], n * x[1]), x[1])
+        if x[0] == "regular":  # rows of size 0
+            c = build(x[2], 0)
+            return Array.from_parts(FixedDim(n, FixedDim(0, c.type.elem)),
+                                    (n, 0, 0, c.meta[1]) + tuple(c.meta[2:]), c.ptr,
+                                    c.owner, c.readonly)
+        raise NotSupportedError(f"where() over strings with a {begins.type} result "
+                                "(missing rows of a fixed size)")
+    got = build(tb, (begins.type.size if top else 1))
+    # a var result (`var * string`, `?var * string`): the one row of `1 * ...`, as it is
+    return got if top else Array.from_parts(got.type.elem, tuple(got.meta[2:]), got.ptr,
+                                            got.owner, got.readonly)
+
+
+def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
+    """A C-ordered string array of the shape of `begins` (`?string` where `valid` says)
+    of the elements {begins, sizes}; a missing element is {0, 0}."""
+    shape = np.shape(begins)
+    begins, sizes = np.reshape(begins, -1), np.reshape(sizes, -1)
+    n = len(begins)
+    region = 16 * n
+    block = memory.MemoryBlock(max(region * (1 if valid is None else 2), 16), keep=[home])
+    pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
+    pairs["begin"] = begins
+    pairs["size"] = sizes
+    meta, step = (), 16
+    for size in reversed(shape):
+        meta, step = (size, step) + meta, step * size
+    leaf = kind
+    if valid is not None:  # the mask byte sits `region` bytes after each element
+        valid = np.asarray(valid, bool).reshape(-1)
+        pairs["begin"][~valid] = 0
+        pairs["size"][~valid] = 0
+        block.buffer[region:2 * region:16] = valid
+        leaf, meta = "?" + kind, meta + (region,)
+    t = dshape(" * ".join([str(size) for size in shape] + [leaf]))
+    return Array.from_parts(t, meta + (home.ref,), block.address, block)
+
+
+def evaluate_text_where(expr: Expr, out=None, order: str = "K", casting: str = "same_kind"):
+    """`runtime.evaluate` of an expression with where() over strings (the "text_where"
+    evaluation path): that where() first (`select_text`), then the rest; a string result
+    is the lazyk Array itself. NotImplemented for other expressions."""
+    if not has_text_where(expr):
+        return NotImplemented
+    lowered = select_text(expr)
+    got = text_result(lowered)
+    if got is None:
+        return runtime.evaluate(lowered, out=out, order=order, casting=casting)
+    if out is not None:
+        raise NotSupportedError(f"out= for a {got.type} result: where() over strings gives "
+                                "a new string array")
+    return got
+
+
+runtime.install_path("text_where", evaluate_text_where)
