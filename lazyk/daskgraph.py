@@ -423,6 +423,14 @@ class _Planner:
             return self._gathered(node)
         kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
         deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
+        dims = str(src_type).split(" * ")
+        if kept and kept[0] == 1 and any(
+                dims[j].endswith("var") and any(1 < a < j and dims[a].endswith("var")
+                                                for a in axes) for j in kept):
+            # NOTE: a partial that folds no row along a var axis (under a kept row) has no
+            # length for the var rows kept below it, which must line up with the others':
+            # one task joins the partitions' rows and folds them.
+            return self._gathered(node)
         src = Expr(node.srcs[0], self.env)
         if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
                 node.dtype.kind in "biuf":

@@ -195,6 +195,19 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     if axes[0] > q:
         return None
     rows = validity[q]
+    if (skipna or reduce_arg[0] == "count") and not rows.all() and any(
+            dims[j] == "v" and any(q < a < j and dims[a] == "v" for a in axes)
+            for j in range(len(dims)) if j not in axes):
+        # a missing row's element has var rows of length 1 below a folded var axis; where
+        # the present rows fold none there, they would give the result's row a length.
+        # Rows under the folded fixed axis 0 fold without the missing ones instead.
+        if q == 1 and 0 in axes and dims[0] != "v" and rows.any():
+            return _present_rows_only(parts, red_node, rows)
+        raise NotSupportedError(
+            f"{reduce_arg[0]} over axes {list(axes)}{' with skipna' if skipna else ''} of "
+            f"rows with missing rows at axis {q} and var dims kept below a folded var axis "
+            f"(dims {' * '.join(map(str, dims))}): fold the var axes in two steps, or fill "
+            f"the missing rows first")
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
     lens = np.where(rows, np.diff(starts), 1)
@@ -349,6 +362,32 @@ def _own_axis_first(parts, red_node, reduce_arg):
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
     return fixed_rows(got, {a + bool(reduce_arg[2]): rows.astype(np.uint8)})
+
+
+def _present_rows_only(parts, red_node, rows):
+    """The fold of the elementwise result `parts` over its present `?var` rows at level 1
+    only, for a fold over the fixed axis 0 above them that skips missing rows (skipna,
+    count): a missing row adds nothing there, not even a row length."""
+    values, flags, dims, offsets, _, _ = parts
+    starts = offsets[1]
+    lens = np.diff(starts)[rows]
+    new = {1: np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)}
+    src = _ranges(starts[:-1][rows], lens)
+    for k in range(2, len(dims)):
+        if dims[k] == "v":
+            o = offsets[k]
+            n = o[src + 1] - o[src]
+            new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+            src = _ranges(o[src], n)
+        else:
+            n = int(dims[k])
+            src = (src[:, None] * n + np.arange(n)).reshape(-1)
+    dims = [int(rows.sum()), *dims[1:]]
+    # values with a mask, as the other forms fold (the result type follows the missing rows)
+    ok = np.ones(len(src), bool) if flags is None else flags[src]
+    inner = nest_result(values[src], ok, dims, new, _counts(dims, new))
+    e = as_expr(inner)
+    return evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
 
 
 def _counts(dims, offsets) -> list:

@@ -905,3 +905,15 @@ def test_errors_name_the_collections_rows():
     q = ldask.from_ragged(lazyk.array([{"x": r, "y": 1} for r in bad]), 500)
     with pytest.raises(lazyk.ShapeError, match=r"^row 1003: "):
         ldask.evaluate(q.x + x).compute()
+
+
+@pytest.mark.parametrize("t", ["3 * ?var * var * var * float64", "3 * var * var * var * float64"])
+def test_a_partition_folding_no_row_above_kept_var_rows(t):
+    # the partition of [[]] folds no row along axis 2 under the kept axis 1: its rows at
+    # axis 3 have no length of their own (one task folds the joined rows)
+    a = lazyk.array([[[[0.0, 1.0]]], [[]], [[[2.0, 3.0]]]], type=t)
+    want = a.sum(axis=(0, 2)).eval()
+    assert want.to_list() == [[2.0, 4.0]]
+    for k in (1, 2, 3):
+        got = ldask.evaluate(ldask.from_ragged(a, k).sum(axis=(0, 2))).compute()
+        assert str(got.type) == str(want.type) and got.to_list() == want.to_list()

@@ -141,3 +141,22 @@ def test_folds_over_missing_rows_by_hand():
     got = (z + np.ones(2)).sum(axis=0).eval()
     assert str(got.type) == "?2 * ?float64" and got.to_list() is None
     assert (z + np.ones(2)).sum(skipna=True).to_list() == 13.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(S.ragged(layouts=("N * ?var * var * var * T",), dtypes=("float64",), nan=True,
+                option_rows=False),
+       st.sampled_from(LAZYK_REDUCERS), st.sampled_from([(0, 2), (0, 2, 3), (0, 3)]),
+       st.booleans(), st.booleans())
+def test_folds_over_the_axis_above_missing_rows_keeping_var_rows_below(case, op, axes,
+                                                                       keepdims, skipna):
+    # a missing row adds nothing under skipna (and to a count), not even a row length
+    t, d = case
+    assert check(*_call(op, t, d, axes, keepdims, skipna)) in ("match", "raises")
+
+
+@pytest.mark.parametrize("op", ["sum", "count", "max"])
+def test_a_missing_row_gives_no_length_to_rows_folded_from_none(op):
+    t = "3 * ?var * var * var * float64"
+    for d in ([None, [[]], [[]]], [None, [[], [[2.0, 3.0]]], [[]]]):
+        assert check(*_call(op, t, d, (0, 2), False, True)) == "match"
