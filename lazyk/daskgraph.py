@@ -424,11 +424,13 @@ class _Planner:
         kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
         deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
         dims = str(src_type).split(" * ")
-        if kept and kept[0] == 1 and any(
-                dims[j].endswith("var") and any(1 < a < j and dims[a].endswith("var")
-                                                for a in axes) for j in kept):
+        folds_var = [a for a in axes if a > 1 and dims[a].endswith("var")]
+        if kept and kept[0] == 1 and folds_var and (
+                any(dims[j].endswith("var") and j > min(folds_var) for j in kept) or
+                op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None)):
             # NOTE: a partial that folds no row along a var axis (under a kept row) has no
-            # length for the var rows kept below it, which must line up with the others':
+            # length for the var rows kept below it, which must line up with the others',
+            # and a min / max of nothing there is a missing value that would poison them:
             # one task joins the partitions' rows and folds them.
             return self._gathered(node)
         src = Expr(node.srcs[0], self.env)

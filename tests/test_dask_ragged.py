@@ -917,3 +917,12 @@ def test_a_partition_folding_no_row_above_kept_var_rows(t):
     for k in (1, 2, 3):
         got = ldask.evaluate(ldask.from_ragged(a, k).sum(axis=(0, 2))).compute()
         assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
+
+
+def test_a_min_of_nothing_in_a_partition_does_not_poison_stretched_rows():
+    a = lazyk.array([[[[0.0], [0.0, 1.0]], [], [[2.0]]], [[[]]]],
+                    type="2 * ?var * var * var * float64")
+    want = a.min(axis=(0, 2, 3)).eval()
+    assert want.to_list() == [0.0, None, 2.0]
+    got = ldask.evaluate(ldask.from_ragged(a, 1).min(axis=(0, 2, 3))).compute()
+    assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
