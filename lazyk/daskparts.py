@@ -25,8 +25,8 @@ from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, broadcast_shapes
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.interchange import build_columns as build
 from lazyk.interchange import columns as _columns
-from lazyk.interchange import masked, offsets_array, records_array, regular, text_array
 
 
 class Part:
@@ -264,30 +264,6 @@ def _cat(cols: list) -> tuple:
         base += int(o[-1] - o[0])
         children.append(_cut(c[2], int(o[0]), int(o[-1])))
     return ("list", np.concatenate(offsets), _cat(children))
-
-
-def build(col: tuple) -> Array:
-    kind = col[0]
-    if kind == "numpy":
-        return array(np.ascontiguousarray(col[1]))
-    if kind == "regular":
-        return regular(build(col[2]), col[1])
-    if kind == "list":
-        return offsets_array(col[1], build(col[2]), check=None)
-    if kind == "text":
-        return text_array(col[2], col[3], None, col[1])
-    if kind == "record":
-        return records_array(list(col[1]), [build(f) for f in col[2]])
-    mask, child = col[1], col[2]
-    if child[0] == "numpy":
-        return masked(child[1], mask)
-    if child[0] == "list":
-        return offsets_array(child[1], build(child[2]), validity=mask, check=None)
-    if child[0] == "text":
-        return text_array(child[2], child[3], mask, child[1])
-    if child[0] == "record":
-        return records_array(list(child[1]), [build(f) for f in child[2]], mask)
-    raise NotSupportedError("joining partitions with missing fixed-size rows (?N * T)")
 
 
 # ---------------------------------------------------------------- one partition's task

@@ -828,7 +828,7 @@ def option_field(a: Array, name: str) -> Array:
     copy: the field's values and the AND of the two masks (vectorized)."""
     if a.type.ndim == 0:
         return option_field(a[None], name)[0]
-    out = _build(_pick(_columns(a), name))
+    out = build_columns(_pick(_columns(a), name))
     return Array._from_parts(out.type, out.meta, out.ptr, out.owner, True)
 
 
@@ -848,29 +848,30 @@ def _pick(col: tuple, name: str) -> tuple:
     raise KeyError(f"no records with a field {name!r}")
 
 
-def _build(col: tuple) -> Array:
-    """A lazyk array from a column tree (`_columns`): buffers used as they are."""
+def build_columns(col: tuple) -> Array:
+    """A lazyk array from a column tree (`columns`): buffers used as they are."""
     kind = col[0]
     if kind == "numpy":
         return array(np.ascontiguousarray(col[1]))
     if kind == "regular":
-        return regular(_build(col[2]), col[1])
+        return regular(build_columns(col[2]), col[1])
     if kind == "list":
-        return offsets_array(col[1], _build(col[2]), check=None)
+        return offsets_array(col[1], build_columns(col[2]), check=None)
     if kind == "text":
         return text_array(col[2], col[3], None, col[1])
     if kind == "record":
-        return records_array(list(col[1]), [_build(f) for f in col[2]])
+        return records_array(list(col[1]), [build_columns(f) for f in col[2]])
     mask, child = col[1], col[2]
     if child[0] == "numpy":
         return masked(child[1], mask)
     if child[0] == "list":
-        return offsets_array(child[1], _build(child[2]), validity=mask, check=None)
+        return offsets_array(child[1], build_columns(child[2]), validity=mask, check=None)
     if child[0] == "text":
         return text_array(child[2], child[3], mask, child[1])
     if child[0] == "record":
-        return records_array(list(child[1]), [_build(f) for f in child[2]], mask)
-    raise NotSupportedError("missing fixed-size rows (?N * T) in a field of records")
+        return records_array(list(child[1]), [build_columns(f) for f in child[2]], mask)
+    raise NotSupportedError("missing fixed-size rows (?N * T) under a var dim or in a "
+                            "field of records (they are results, not rebuilt from columns)")
 
 
 use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it
