@@ -175,6 +175,18 @@ def _max_threads() -> int:
     return MAX_THREADS_PER_CORE * (os.cpu_count() or 1)
 
 
+def _capped(n: int, what: str, stacklevel: int) -> int:
+    """`n` threads, or the cap with a warning naming `what` asked for more."""
+    import warnings
+
+    if n <= _max_threads():
+        return n
+    warnings.warn(f"{what}: capped at {_max_threads()} ({MAX_THREADS_PER_CORE} per core on "
+                  f"this {os.cpu_count() or 1}-core machine)", RuntimeWarning,
+                  stacklevel=stacklevel + 1)
+    return _max_threads()
+
+
 def default_num_threads(environ=None) -> int:
     """The thread count the environment asks for: `LAZYK_NUM_THREADS`, else `OMP_NUM_THREADS`
     (Dask's `distributed` workers set it to 1), else the number of cores.
@@ -200,12 +212,7 @@ def default_num_threads(environ=None) -> int:
             warnings.warn(f"lazyk: ignoring {var}={text!r} (expected a positive integer)",
                           RuntimeWarning, stacklevel=2)
             continue
-        if n > _max_threads():
-            warnings.warn(f"lazyk: {var}={text!r} capped at {_max_threads()} "
-                          f"({MAX_THREADS_PER_CORE} per core on this {os.cpu_count() or 1}-core "
-                          "machine)", RuntimeWarning, stacklevel=2)
-            n = _max_threads()
-        return n
+        return _capped(n, f"lazyk: {var}={text!r}", stacklevel=2)
     return os.cpu_count() or 1
 
 
@@ -218,7 +225,6 @@ _blocks = 0  # `threads(n)` blocks open in any Python thread (planned records ar
 
 def _checked_count(n: int) -> int:
     import operator
-    import warnings
 
     if isinstance(n, bool):
         raise TypeError("number of threads must be an int, not bool")
@@ -228,12 +234,7 @@ def _checked_count(n: int) -> int:
         raise TypeError(f"number of threads must be an int, not {type(n).__name__}") from None
     if n < 1:
         raise ValueError(f"number of threads must be >= 1, got {n}")
-    if n > _max_threads():
-        warnings.warn(f"lazyk.set_num_threads({n}): capped at {_max_threads()} "
-                      f"({MAX_THREADS_PER_CORE} per core on this {os.cpu_count() or 1}-core "
-                      "machine)", RuntimeWarning, stacklevel=3)
-        n = _max_threads()
-    return n
+    return _capped(n, f"lazyk.set_num_threads({n})", stacklevel=3)
 
 
 def set_num_threads(n: int) -> None:
