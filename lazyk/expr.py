@@ -41,6 +41,7 @@ from lazyk.leaves import (
 from lazyk.numpy_rules import (
     broadcast_shapes,
     cast,
+    clip_key,
     comparison_key,
     describe_node,
     normalize_axes,
@@ -575,6 +576,8 @@ def apply(name: str, *args: Any) -> Expr:
     srcs = tuple(e.node for e in exprs)
     if name in COMPARISONS:
         srcs = comparison_key(name, srcs)
+    if name == "clip":
+        srcs = clip_key(srcs)
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu":
         _check_int_exponent(srcs[1])

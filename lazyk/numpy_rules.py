@@ -85,6 +85,22 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
     return Node("astype", dtype, node.shape, (node,))
 
 
+def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:
+    """NumPy drops an integer clip bound beyond the array's range on the side it cannot
+    matter (`np.clip(int8, 0, 1000)`); one on the other side still overflows."""
+    x, lo, hi = srcs
+    if x.weak or x.dtype.kind not in "iu":
+        return srcs
+    info = np.iinfo(x.dtype)
+
+    def saturated(bound: Node, edge: int, beyond: bool) -> Node:
+        if bound.weak and isinstance(bound.arg, int) and beyond:
+            return Node("const", x.dtype, (), (), edge)
+        return bound
+    return (x, saturated(lo, info.min, isinstance(lo.arg, int) and lo.arg < info.min),
+            saturated(hi, info.max, isinstance(hi.arg, int) and hi.arg > info.max))
+
+
 def comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
     """NumPy compares an integer array with an out-of-range Python int exactly; widen to do so."""
     ints = [s for s in srcs if not s.weak and s.dtype.kind in "iu"]

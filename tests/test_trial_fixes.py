@@ -59,9 +59,21 @@ def test_initial_refuses_complex_for_integers():
         lazyk.array(A8).max(initial=1j)
 
 
-def test_clip_scalar_out_of_range_raises():
-    with pytest.raises(OverflowError, match="300 out of bounds for int8"):
-        lazyk.clip(lazyk.array(A8), 0, 300)
+@pytest.mark.parametrize("lo, hi", [(0, 300), (-300, 5), (-1000, 1000), (-300, -200),
+                                    (200, 300)])
+def test_clip_scalar_beyond_the_dtype_as_numpy(lo, hi):
+    # NumPy drops a bound beyond the range on the side where it cannot clip anything
+    try:
+        want = np.clip(A8, lo, hi)
+    except OverflowError as err:
+        with pytest.raises(OverflowError, match=str(err)):
+            lazyk.clip(lazyk.array(A8), lo, hi)
+        return
+    got = np.asarray(lazyk.clip(lazyk.array(A8), lo, hi))
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    u8 = np.array([1, 5, 250], np.uint8)
+    assert np.asarray(lazyk.clip(u8 + lazyk.array(u8) * 0, -1, 3)).tolist() == \
+        np.clip(u8, -1, 3).tolist()
 
 
 # ---------------------------------------------------------------- pandas
