@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import itertools
 import sys
-import weakref
 from typing import Any
 
 import numpy as np
@@ -703,16 +702,7 @@ def _text_where(exprs: list[Expr]) -> Expr:
     dt = ops.BYTES if kinds[0] == "bytes" else ops.STRING
     shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
     node = Node("where", dt, shape, (cast(c, np.dtype(bool)), a, b))
-    TEXT_WHERES.add(node)  # (evaluation looks for these only once one was made)
-    TEXT_WHERES.made = True
     return Expr(node, _merge_env(exprs))
-
-
-class _Made(weakref.WeakSet):
-    made = False
-
-
-TEXT_WHERES = _Made()  # where() nodes over strings
 
 
 def clip(x: Any, a_min: Any, a_max: Any) -> Expr:

@@ -34,7 +34,7 @@ from lazyk import arrmeta as M
 from lazyk import memory, ops, runtime
 from lazyk.array import Array, array
 from lazyk.errors import NotSupportedError
-from lazyk.expr import TEXT_WHERES, Expr, as_expr, where
+from lazyk.expr import Expr, as_expr, where
 from lazyk.graph import Node, rewrite, toposort
 from lazyk.interchange import (
     build_rows,
@@ -333,12 +333,13 @@ def _compute_nested(node: Node, leaves: list, env: dict):
 def has_text_where(expr: Expr) -> bool:
     """Whether `expr` selects strings (or bytes) with where() (a look-up per graph: every
     evaluation asks)."""
-    if TEXT_WHERES.made is False:  # none was ever made (no per-call cost)
-        return False
     root = expr.node
     got = _HAS_TEXT_WHERE.get(root)
     if got is None:
-        got = _HAS_TEXT_WHERE[root] = any(n in TEXT_WHERES for n in toposort(root))
+        # by structure, not by the nodes where() made: a graph rewritten (Dask partitions,
+        # passes) or unpickled in another process has new nodes
+        got = _HAS_TEXT_WHERE[root] = any(
+            n.op == "where" and n.dtype in (ops.STRING, ops.BYTES) for n in toposort(root))
     return got
 
 
