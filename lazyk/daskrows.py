@@ -273,11 +273,14 @@ class RaggedRecords(_Collection, Operators):
         while isinstance(t, (T.FixedDim, T.VarDim)):
             dims.append(t)
             t = t.elem
+        missing = isinstance(t, T.Option)  # ?{...}: a field of a missing record is missing
+        t = t.elem if missing else t
         if not isinstance(field, str) or not isinstance(t, T.Record) or \
                 field not in t.names:
             raise KeyError(f"{field!r}: the records {self._ltype} have fields "
                            f"{', '.join(getattr(t, 'names', ()))}")
         ft = t.types[t.names.index(field)]
+        ft = T.Option(ft) if missing and not isinstance(ft, T.Option) else ft
         for d in reversed(dims):
             ft = T.FixedDim(d.size, ft) if isinstance(d, T.FixedDim) else T.VarDim(ft)
         name = f"lazyk-field-{tokenize(self._name, field)}"
@@ -311,6 +314,7 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
     u = t
     while isinstance(u, (T.FixedDim, T.VarDim)):
         u = u.elem
+    u = u.elem if isinstance(u, T.Option) else u
     cls = RaggedRecords if isinstance(u, T.Record) else RaggedArray
     return cls(dsk, name, counts, t)
 

@@ -55,3 +55,17 @@ def test_record_partitions_with_nulls_in_some_row_groups_only():
     with pytest.raises(ValueError, match="partition 1 has type"):
         lazyk_dask.from_ragged([lazyk.from_arrow(t1), lazyk.from_arrow(t1.rename_columns(
             ["w", "k"]))])
+
+
+def test_fields_of_nullable_nested_records_as_one_machine():
+    t = pa.table({"m": [{"x": 1.0, "y": [1.0]}, None, {"x": 3.0, "y": None}],
+                  "v": [1.0, 2.0, 3.0]})
+    one = lazyk.from_arrow(t)
+    for per_part in (1, 2):
+        q = lazyk_dask.from_ragged(one, per_part)
+        assert q["m"].type == one["m"].type
+        assert q["m"].compute(scheduler="sync").to_list() == t.column("m").to_pylist()
+        got = lazyk_dask.evaluate(q["m"].x * q.v).compute(scheduler="sync")
+        assert got.to_list() == (one["m"].x * one.v).eval().to_list() == [1.0, None, 9.0]
+        sums = lazyk_dask.evaluate(q["m"].y.sum(axis=-1)).compute(scheduler="sync")
+        assert sums.to_list() == one["m"].y.sum(axis=-1).eval().to_list() == [1.0, None, None]
