@@ -35,6 +35,7 @@ when their axis 0 is the rows' axis, else passed whole to every task; Python sca
 """
 from __future__ import annotations
 
+import numbers
 import uuid
 from typing import Any
 
@@ -92,7 +93,7 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             or a Dask array (one partition per chunk along axis 0; NumPy masked-array
             chunks become `?T`: masked = missing).
         rows_per_part: outer rows per partition when `x` is one array (the last may be
-            shorter); not used with a list.
+            shorter); not used with a list or a ChunkedArray (ValueError).
     Raises:
         TypeError: an object that is not a lazyk array (naming its type).
         NotSupportedError: element types the collections do not hold (tuples, fixed-size
@@ -103,18 +104,20 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
     if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
         return _from_dask(x)
     if isinstance(x, Array):
-        if rows_per_part is None or int(rows_per_part) < 1:
+        if isinstance(rows_per_part, bool) or not isinstance(rows_per_part, numbers.Integral) \
+                or rows_per_part < 1:
             raise ValueError(f"from_ragged(x, rows_per_part): rows_per_part must be a positive "
                              f"int, not {rows_per_part!r}")
         _elem(x)
         n, step = x.type.size, int(rows_per_part)
         parts = [x[i:i + step] for i in range(0, n, step)] or [x]
     else:
-        if rows_per_part is not None and isinstance(x, (list, tuple)):
-            raise ValueError("rows_per_part applies to one lazyk array; a list's elements "
-                             "are the partitions")
         chunks = getattr(x, "chunks", None)
-        if type(x).__module__.startswith("pyarrow") and chunks is not None:
+        arrow = type(x).__module__.startswith("pyarrow") and chunks is not None
+        if rows_per_part is not None and (isinstance(x, (list, tuple)) or arrow):
+            raise ValueError("rows_per_part applies to one lazyk array; the elements of a list "
+                             "and the chunks of a ChunkedArray are the partitions")
+        if arrow:
             x = [from_arrow(c) for c in chunks]
         if not isinstance(x, (list, tuple)) or not x:
             raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "

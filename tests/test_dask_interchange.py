@@ -69,3 +69,13 @@ def test_fields_of_nullable_nested_records_as_one_machine():
         assert got.to_list() == (one["m"].x * one.v).eval().to_list() == [1.0, None, 9.0]
         sums = lazyk_dask.evaluate(q["m"].y.sum(axis=-1)).compute(scheduler="sync")
         assert sums.to_list() == one["m"].y.sum(axis=-1).eval().to_list() == [1.0, None, None]
+
+
+def test_rows_per_part_is_a_positive_int_for_one_array_only():
+    x = lazyk.array([[1.0], [], [2.0, 3.0]])
+    for bad in (1.5, 0, True, "2"):
+        with pytest.raises(ValueError, match="rows_per_part must be a positive int"):
+            lazyk_dask.from_ragged(x, bad)
+    assert lazyk_dask.from_ragged(x, np.int64(2)).npartitions == 2
+    with pytest.raises(ValueError, match="chunks of a ChunkedArray are the partitions"):
+        lazyk_dask.from_ragged(pa.chunked_array([[[1.0]], [[2.0], []]]), 5000)
