@@ -202,15 +202,11 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
             for j in range(len(dims)) if j not in axes):
         # a missing row's element has var rows of length 1 below a folded var axis; where
         # the present rows fold none there, they would give the result's row a length.
-        # Rows under the folded fixed axis 0 fold without the missing ones instead.
+        # Rows under the folded fixed axis 0 fold without the missing ones instead; other
+        # forms empty those rows afterwards (`_filled_first`).
         if q == 1 and 0 in axes and dims[0] != "v" and rows.any():
             return _present_rows_only(parts, red_node, rows)
-        return None  # `_filled_first`
-        raise NotSupportedError(
-            f"{reduce_arg[0]} over axes {list(axes)}{' with skipna' if skipna else ''} of "
-            f"rows with missing rows at axis {q} and var dims kept below a folded var axis "
-            f"(dims {' * '.join(map(str, dims))}): fold the var axes in two steps, or fill "
-            f"the missing rows first")
+        return None
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
     lens = np.where(rows, np.diff(starts), 1)
