@@ -3,7 +3,9 @@
 elementwise part first. Folds over several axes at or above one `?var` dim, whatever dims
 lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
 a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
-elementwise part first (`_rows_first`); their results are rebuilt with NumPy over offsets
+elementwise part first (`_rows_first`); so do folds over missing rows at several levels
+(`var * ?var * ?var * T`, `?var` with `?n`), each missing row filled at once
+(`_filled_first`); their results are rebuilt with NumPy over offsets
 and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where()
 operands that combine a missing row with other rows are computed first (`_parts_first`).
 What the nest does not take raises NotSupportedError naming the types and the operation."""

@@ -134,3 +134,22 @@ def test_missing_rows_against_a_fixed_dim_still_refused(t, d):
     """`?1` (a fixed 1 would stretch against var rows) and an outermost `?n` dim."""
     with pytest.raises(lazyk.NotSupportedError, match=r"\?1|outermost"):
         (L(t, d) + 1).eval()
+
+
+@pytest.mark.parametrize("t, d", [("3 * ?0 * float64", [[], None, []]),
+                                  ("2 * 0 * float64", [[], []]),
+                                  ("2 * var * ?0 * int32", [[[], None], []]),
+                                  ("2 * 2 * ?0 * 3 * float64", [[[], None], [None, None]]),
+                                  ("0 * ?0 * float64", [])])
+def test_to_arrow_of_rows_of_size_0(t, d):
+    """Fixed-size lists of size 0, with the missing rows as nulls."""
+    pa = pytest.importorskip("pyarrow")
+    got = lazyk.to_arrow(L(t, d))
+    assert got.to_pylist() == d
+    inner = got.type
+    while not pa.types.is_fixed_size_list(inner) or inner.list_size:
+        inner = inner.value_type
+    assert inner.list_size == 0
+    r = (L("2 * ?var * float64", [[1.0], None]) + np.ones(0)).eval()  # a nest result
+    assert str(r.type) == "2 * ?0 * float64"
+    assert lazyk.to_arrow(r).to_pylist() == [[], None]
