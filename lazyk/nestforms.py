@@ -111,8 +111,8 @@ def _evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above the only ?var dim" \
+        why = "with missing rows (?var), elementwise work and reductions run over " \
+            "numeric (or string) leaves and the operations the loop nest compiles" \
             if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
@@ -289,7 +289,7 @@ def _filled_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, present = parts
     op, axes, keep = reduce_arg[0], tuple(reduce_arg[1]), bool(reduce_arg[2])
     skipna = op == "count" or (len(reduce_arg) > 3 and bool(reduce_arg[3]))
-    if not dims or 0 in validity or 0 in present:
+    if not dims:
         return None
     # the filled structure, top down: `src` each row's (then element's) old index, -1
     # in a filler; `miss[k]` the rows missing at level k, `inside[k]` those in a filler
