@@ -85,7 +85,9 @@ def test_broadcast_against_fixed_and_var_operands(case, kind, data):
     elif kind == "scalar":
         b = rb = 3
     else:
-        rows = [[float(i)] * data.draw(st.sampled_from([1, 1, 2, 0])) for i in range(n)]
+        # (a row of 0 against a missing row: `test_a_missing_row_against_a_fixed_dim_...`)
+        rows = [[float(i)] * data.draw(st.sampled_from([1, 1, 2] + [0] * (d[i] is not None)))
+                for i in range(n)]
         b, rb = L(f"{n} * var * float64", rows), RA(f"{n} * var * float64", rows)
     _ok(lambda: R.elementwise("subtract", RA(t, d), rb), lambda: L(t, d) - b)
     _ok(lambda: R.elementwise("subtract", rb, RA(t, d)), lambda: b - L(t, d))
@@ -153,3 +155,13 @@ def test_to_arrow_of_rows_of_size_0(t, d):
     r = (L("2 * ?var * float64", [[1.0], None]) + np.ones(0)).eval()  # a nest result
     assert str(r.type) == "2 * ?0 * float64"
     assert lazyk.to_arrow(r).to_pylist() == [[], None]
+
+
+def test_a_missing_row_against_a_fixed_dim_still_pairs_with_the_other_rows():
+    """A `?n` operand's missing row is read as a missing row against a fixed n: the other
+    operands' rows there must still have length n or 1 (the reference would give a
+    missing row against any length): a ShapeError, never a wrong answer."""
+    a = L("2 * ?2 * float64", [None, [1.0, 2.0]])
+    assert (a + L("2 * var * float64", [[5.0], [1.0, 1.0]])).to_list() == [None, [2.0, 3.0]]
+    with pytest.raises(lazyk.ShapeError):
+        (a + L("2 * var * float64", [[], [1.0, 1.0]])).eval()
