@@ -21,6 +21,7 @@ from lazyk.interchange import columns, masked, offsets_array
 from lazyk.leaves import is_ragged
 from lazyk.nestplan import positions
 from lazyk.nestrun import fixed_rows, nest_result, nest_run, rows_of, tree_array
+from lazyk.ops import ELEMENTWISE
 from lazyk.rowrules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -35,10 +36,48 @@ def evaluate_nest(expr):
     try:
         return _evaluate_nest(expr)
     except ShapeError:
-        first = _parts_first(expr, where_only=False)
+        first = _fixed_last(expr)
+        first = _parts_first(expr, where_only=False) if first is None else first
         if first is None:
             raise
         return evaluate_nest(first)
+
+
+def _fixed_last(expr):
+    """`expr` with each `x - 0` / `x * True` of x and a NumPy bool row of 0 / 1 (how a
+    `?n` operand reads, `lazyk.expr`) moved above the elementwise work on it, up to a
+    reduction or where() (x - 0 is x: only the pairing moves), or None when there is
+    nothing to move: the reference pairs a `?n` operand's missing row with any row,
+    while in one nest the fixed row would still pair with the rows under it."""
+    env, moved = dict(expr.env), []
+
+    def fixed(node):
+        if node.op not in ("subtract", "multiply") or len(node.srcs) != 2:
+            return None
+        r, z = node.srcs
+        inner = z.srcs[0] if z.op == "astype" and z.srcs else z
+        v = leaf_data(env[inner.arg]) if inner.op == "input" and inner.arg in env else None
+        if not isinstance(v, np.ndarray) or v.dtype != np.bool_ or \
+                not bool(np.all(v == (node.op == "multiply"))):
+            return None
+        return r, v.shape
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op not in ELEMENTWISE or node.op == "where" or fixed(node):
+            return node
+        got = [fixed(s) for s in node.srcs]
+        if not any(got):
+            return node
+        inner = node.replace(srcs=tuple(g[0] if g else s for g, s in zip(got, node.srcs)))
+        shape = max((g[1] for g in got if g), key=len)
+        e = Expr(inner, env)
+        e = e * np.ones(shape, bool) if inner.dtype == np.bool_ else e - np.zeros(shape, bool)
+        env.update(e.env)
+        moved.append(node)
+        return e.node
+    root = rewrite(expr.node, visit)
+    return Expr(root, env) if moved else None
 
 
 def _parts_first(expr, where_only: bool):

@@ -85,9 +85,7 @@ def test_broadcast_against_fixed_and_var_operands(case, kind, data):
     elif kind == "scalar":
         b = rb = 3
     else:
-        # (a row of 0 against a missing row: `test_a_missing_row_against_a_fixed_dim_...`)
-        rows = [[float(i)] * data.draw(st.sampled_from([1, 1, 2] + [0] * (d[i] is not None)))
-                for i in range(n)]
+        rows = [[float(i)] * data.draw(st.sampled_from([1, 1, 2, 0, 3])) for i in range(n)]
         b, rb = L(f"{n} * var * float64", rows), RA(f"{n} * var * float64", rows)
     _ok(lambda: R.elementwise("subtract", RA(t, d), rb), lambda: L(t, d) - b)
     _ok(lambda: R.elementwise("subtract", rb, RA(t, d)), lambda: b - L(t, d))
@@ -157,11 +155,19 @@ def test_to_arrow_of_rows_of_size_0(t, d):
     assert lazyk.to_arrow(r).to_pylist() == [[], None]
 
 
-def test_a_missing_row_against_a_fixed_dim_still_pairs_with_the_other_rows():
-    """A `?n` operand's missing row is read as a missing row against a fixed n: the other
-    operands' rows there must still have length n or 1 (the reference would give a
-    missing row against any length): a ShapeError, never a wrong answer."""
+def test_a_missing_row_against_a_fixed_dim_pairs_with_any_row():
+    """A `?n` operand's missing row pairs with a row of any length (the reference's rule);
+    its present rows pair with rows of n or 1."""
     a = L("2 * ?2 * float64", [None, [1.0, 2.0]])
-    assert (a + L("2 * var * float64", [[5.0], [1.0, 1.0]])).to_list() == [None, [2.0, 3.0]]
+    b = L("2 * var * float64", [[], [1.0, 1.0]])
+    for got in ((a + b).eval(), (b - a * 2).eval()):
+        assert str(got.type) == "2 * ?2 * float64" and got.to_list()[0] is None
+    assert (a + b).to_list() == [None, [2.0, 3.0]]
+    got = lazyk.sum(a + b, axis=1).eval()
+    assert str(got.type) == "2 * ?float64" and got.to_list() == [None, 5.0]
+    assert ((a + b) > 2).to_list() == [None, [False, True]]
+    with pytest.raises(lazyk.ShapeError):  # a present row of 2 against a row of 3
+        (a + L("2 * var * float64", [[], [1.0, 1.0, 1.0]])).eval()
+    # where() still pairs the fixed row with the other operands' rows under it
     with pytest.raises(lazyk.ShapeError):
-        (a + L("2 * var * float64", [[], [1.0, 1.0]])).eval()
+        lazyk.where(a > 1, b, a).eval()
