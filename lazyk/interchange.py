@@ -890,8 +890,8 @@ def _repack(a: Array) -> Array:
 def to_arrow(x: Array) -> Any:
     """A pyarrow array over the lazyk array's buffers (`N * var * T` -> ListArray or
     LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
-    -> FixedSizeListArray (of size 0 too: `?0 * T` rows), records -> StructArray, tuples -> StructArray with fields "0",
-    "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
+    -> FixedSizeListArray (of size 0 too: `?0 * T` rows), records -> StructArray, tuples
+    -> StructArray with fields "0", "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
     back as lists of `{key, value}` structs and as plain values. Offsets-form var dims and
     contiguous values are not copied; lazyk-built rows copy their indices into offsets;
     stepping views are repacked.
