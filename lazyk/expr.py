@@ -241,6 +241,14 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
 
 
 def _wrap_ragged(arr: Any) -> Expr:
+    from lazyk.nestrun import var_rows  # (nestrun imports this module)
+    low, sizes = var_rows(arr)
+    if sizes:  # `?n` rows: `?var` rows of n elements, paired with a fixed n (exactly x)
+        e, top = _wrap_ragged(low), builtins.min(sizes)
+        fixed = tuple(sizes.get(j, 1) for j in range(top, len(e.node.shape)))
+        if e.node.dtype == np.bool_:
+            return e * np.ones(fixed, bool)
+        return e - np.zeros(fixed, bool)  # x - 0 is x, -0.0 and NaN too
     shape, dtype, option = describe_ragged(arr)
     name = f"_{next(_counter)}"
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})

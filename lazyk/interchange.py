@@ -890,8 +890,8 @@ def _repack(a: Array) -> Array:
 def to_arrow(x: Array) -> Any:
     """A pyarrow array over the lazyk array's buffers (`N * var * T` -> ListArray or
     LargeListArray by index width, `?T` -> validity bits (packed: a copy), fixed inner dims
-    -> FixedSizeListArray, records -> StructArray, tuples -> StructArray with fields "0",
-    "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
+    -> FixedSizeListArray (of size 0 too: `?0 * T` rows), records -> StructArray, tuples
+    -> StructArray with fields "0", "1", ... as Awkward names them). Arrays that came from Arrow maps or dictionaries come
     back as lists of `{key, value}` structs and as plain values. Offsets-form var dims and
     contiguous values are not copied; lazyk-built rows copy their indices into offsets;
     stepping views are repacked.
@@ -907,7 +907,7 @@ def to_arrow(x: Array) -> Any:
     """
     pa = _need("pyarrow")
     a = _as_array(x, "to_arrow")
-    out = _arrow(pa, _columns(a))
+    out = _arrow(pa, _columns(a), count=a.type.size)
     timed = _time_of_day(pa, out.type, a.type.elem)  # `time` is stored as NumPy's m8[us]
     return out if timed == out.type else out.view(timed)
 
@@ -928,14 +928,16 @@ def _time_of_day(pa, at, t: T.Type):
     return at
 
 
-def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
+def _arrow(pa, col: tuple, valid: np.ndarray | None = None, count: int | None = None):
+    """The Arrow array of a columns node (`count`: how many elements it describes, where
+    known; fixed dims of size 0 need it)."""
     kind = col[0]
     bits = None
     if valid is not None:
         bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
     nulls = -1 if valid is None else int(len(valid) - valid.sum())
     if kind == "option":
-        return _arrow(pa, col[2], col[1])
+        return _arrow(pa, col[2], col[1], len(col[1]))
     if kind == "numpy":
         arr = col[1]
         if arr.dtype.kind in "USVcmM":
@@ -963,11 +965,15 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None):
                                      null_count=nulls)
     if kind == "list":
         offsets = col[1]
-        child = _arrow(pa, col[2])
+        child = _arrow(pa, col[2], count=int(offsets[-1]) if len(offsets) else 0)
         lt = pa.list_(child.type) if offsets.dtype.itemsize == 4 else pa.large_list(child.type)
         return pa.Array.from_buffers(lt, len(offsets) - 1, [bits, pa.py_buffer(offsets)],
                                      null_count=nulls, children=[child])
-    child = _arrow(pa, col[2])
+    if col[1] == 0 and count is not None:  # (from_arrays cannot tell how many rows)
+        child = _arrow(pa, col[2], count=0)
+        return pa.Array.from_buffers(pa.list_(child.type, 0), count, [bits],
+                                     null_count=nulls, children=[child])
+    child = _arrow(pa, col[2], count=None if count is None else count * col[1])
     try:
         return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None
                                                  else pa.array(~valid))

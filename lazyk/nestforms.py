@@ -3,7 +3,9 @@
 elementwise part first. Folds over several axes at or above one `?var` dim, whatever dims
 lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
 a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
-elementwise part first (`_rows_first`); their results are rebuilt with NumPy over offsets
+elementwise part first (`_rows_first`); so do folds over missing rows at several levels
+(`var * ?var * ?var * T`, `?var` with `?n`), each missing row filled at once
+(`_filled_first`); their results are rebuilt with NumPy over offsets
 and present flags (`_rebuild`, `nestrun.fixed_rows`), never per row in Python. where()
 operands that combine a missing row with other rows are computed first (`_parts_first`).
 What the nest does not take raises NotSupportedError naming the types and the operation."""
@@ -19,6 +21,7 @@ from lazyk.interchange import columns, masked, offsets_array
 from lazyk.leaves import is_ragged
 from lazyk.nestplan import positions
 from lazyk.nestrun import fixed_rows, nest_result, nest_run, rows_of, tree_array
+from lazyk.ops import ELEMENTWISE
 from lazyk.rowrules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -33,10 +36,48 @@ def evaluate_nest(expr):
     try:
         return _evaluate_nest(expr)
     except ShapeError:
-        first = _parts_first(expr, where_only=False)
+        first = _fixed_last(expr)
+        first = _parts_first(expr, where_only=False) if first is None else first
         if first is None:
             raise
         return evaluate_nest(first)
+
+
+def _fixed_last(expr):
+    """`expr` with each `x - 0` / `x * True` of x and a NumPy bool row of 0 / 1 (how a
+    `?n` operand reads, `lazyk.expr`) moved above the elementwise work on it, up to a
+    reduction or where() (x - 0 is x: only the pairing moves), or None when there is
+    nothing to move: the reference pairs a `?n` operand's missing row with any row,
+    while in one nest the fixed row would still pair with the rows under it."""
+    env, moved = dict(expr.env), []
+
+    def fixed(node):
+        if node.op not in ("subtract", "multiply") or len(node.srcs) != 2:
+            return None
+        r, z = node.srcs
+        inner = z.srcs[0] if z.op == "astype" and z.srcs else z
+        v = leaf_data(env[inner.arg]) if inner.op == "input" and inner.arg in env else None
+        if not isinstance(v, np.ndarray) or v.dtype != np.bool_ or \
+                not bool(np.all(v == (node.op == "multiply"))):
+            return None
+        return r, v.shape
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op not in ELEMENTWISE or node.op == "where" or fixed(node):
+            return node
+        got = [fixed(s) for s in node.srcs]
+        if not any(got):
+            return node
+        inner = node.replace(srcs=tuple(g[0] if g else s for g, s in zip(got, node.srcs)))
+        shape = max((g[1] for g in got if g), key=len)
+        e = Expr(inner, env)
+        e = e * np.ones(shape, bool) if inner.dtype == np.bool_ else e - np.zeros(shape, bool)
+        env.update(e.env)
+        moved.append(node)
+        return e.node
+    root = rewrite(expr.node, visit)
+    return Expr(root, env) if moved else None
 
 
 def _parts_first(expr, where_only: bool):
@@ -109,8 +150,8 @@ def _evaluate_nest(expr):
                           for v in leaves)
         what = f"{reduce_arg[0]} over axes {list(reduce_arg[1])}" if reduce_arg else \
             "this expression"
-        why = "with missing rows (?var), reductions run over one axis, all axes, several " \
-            "axes below every ?var dim, or several axes at or above the only ?var dim" \
+        why = "with missing rows (?var), elementwise work and reductions run over " \
+            "numeric (or string) leaves and the operations the loop nest compiles" \
             if any(
             is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
@@ -136,13 +177,15 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     values, flags, dims, offsets, validity, present = got
     last = len(dims) - 1
     if len(reduce_arg[1]) == 1 and reduce_arg[1][0] < last and not present:
-        return _own_axis_first(got, red_node, reduce_arg)
+        done = _own_axis_first(got, red_node, reduce_arg)
+        return done if done is not None else _filled_first(got, red_node, reduce_arg)
     q = min(validity) if len(validity) == 1 and not present else last
     if q < last and len(reduce_arg[1]) > 1 and dims[q] == "v":
-        return _middle_first(got, red_node, reduce_arg, q)
+        done = _middle_first(got, red_node, reduce_arg, q)
+        return done if done is not None else _filled_first(got, red_node, reduce_arg)
     if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
             set(validity) - {last} or set(present) - {last}:
-        return None
+        return _filled_first(got, red_node, reduce_arg)  # missing rows at several levels
     if dims[-1] == "v":
         rows = validity[last]
         off, vals, ok = _missing_as_values(values, flags, rows, offsets[last])
@@ -200,14 +243,11 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
             for j in range(len(dims)) if j not in axes):
         # a missing row's element has var rows of length 1 below a folded var axis; where
         # the present rows fold none there, they would give the result's row a length.
-        # Rows under the folded fixed axis 0 fold without the missing ones instead.
+        # Rows under the folded fixed axis 0 fold without the missing ones instead; other
+        # forms empty those rows afterwards (`_filled_first`).
         if q == 1 and 0 in axes and dims[0] != "v" and rows.any():
             return _present_rows_only(parts, red_node, rows)
-        raise NotSupportedError(
-            f"{reduce_arg[0]} over axes {list(axes)}{' with skipna' if skipna else ''} of "
-            f"rows with missing rows at axis {q} and var dims kept below a folded var axis "
-            f"(dims {' * '.join(map(str, dims))}): fold the var axes in two steps, or fill "
-            f"the missing rows first")
+        return None
     # each new element's source (-1: the filler of a missing row), level by level
     starts = offsets[q]
     lens = np.where(rows, np.diff(starts), 1)
@@ -274,6 +314,95 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     return _drop_rows(got, p, hit, mark=first or not skipna)
 
 
+def _filled_first(parts, red_node, reduce_arg):
+    """Any fold of the elementwise result `parts` with missing rows at any number of
+    levels (`?var` and `?n`): each missing row becomes a row of missing values (a `?var`
+    one of length 1 with var rows of length 1 below, which stretch; a `?n` one its n
+    slots), the nest folds that array (no missing rows left), and the result's rows are
+    then marked missing, or emptied, by the rules of `tests/ragged_reference.py`:
+    - a missing row at a kept level above every folded axis stays missing; one folded
+      into others marks the result at its own level when kept, else at the next kept
+      level (or the value), unless skipna skips it (not along the first folded axis);
+    - under skipna, a result row at a kept var level that folds no present row is empty.
+    Which result rows: the same fold, in the nest, of one flag per row (`any`)."""
+    values, flags, dims, offsets, validity, present = parts
+    op, axes, keep = reduce_arg[0], tuple(reduce_arg[1]), bool(reduce_arg[2])
+    skipna = op == "count" or (len(reduce_arg) > 3 and bool(reduce_arg[3]))
+    if not dims:
+        return None
+    # the filled structure, top down: `src` each row's (then element's) old index, -1
+    # in a filler; `miss[k]` the rows missing at level k, `inside[k]` those in a filler
+    src, infill = np.zeros(1, np.int64), np.zeros(1, bool)
+    new, miss, inside = {}, {}, {}
+    for k, d in enumerate(dims):
+        ok, m = src >= 0, np.zeros(len(src), bool)
+        s = np.maximum(src, 0)
+        if k in validity:
+            m[ok] = ~np.asarray(validity[k], bool)[s[ok]]
+        if k in present:
+            m[ok] = np.asarray(present[k])[s[ok]] == 0
+        miss[k], real = m, ok & ~m
+        infill = infill | m
+        inside[k] = infill
+        if d == "v":
+            o = offsets[k]
+            n, first = np.ones(len(s), np.int64), np.zeros(len(s), np.int64)
+            n[real], first[real] = o[s[real] + 1] - o[s[real]], o[s[real]]
+            new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+            src = np.where(np.repeat(real, n), _ranges(first, n), -1)
+        else:
+            n = int(d)
+            src = np.where(np.repeat(real, n), (s[:, None] * n + np.arange(n)).reshape(-1),
+                           -1)
+        infill = np.repeat(infill, n)
+    ok = src >= 0
+    s = np.maximum(src, 0)
+    vals = np.where(ok, values[s] if len(values) else 0, 0).astype(values.dtype)
+    if flags is not None and len(flags):
+        ok &= flags[s]
+    inner = nest_result(vals, ok, dims, new, _counts(dims, new))
+    e = as_expr(inner)
+    got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
+
+    def folded(rows, j):
+        """One flag per row at level j, folded with `any` over the axes above j."""
+        if j == 0:
+            return np.asarray(rows, bool)
+        f = nest_result(np.asarray(rows, bool), None, dims[:j], new, _counts(dims[:j], new))
+        above = tuple(a for a in axes if a < j)
+        return np.asarray(_leaf_values(evaluate_nest(reduce("any", f, axis=above))
+                                       if above else f), bool)
+    kept = [k for k in range(len(dims)) if k not in axes]
+    marks, empties = {}, {}  # by kept level (None: the values)
+    for k in sorted(set(validity) | set(present)):
+        if skipna and (k in axes and k != axes[0] or k not in axes and k > axes[0]):
+            continue  # skipped
+        m = k if k not in axes else next((j for j in kept if j > k), None)
+        hit = folded(miss[k], k)
+        marks[m] = hit if m not in marks else marks[m] | hit
+    if skipna:
+        for j in kept:
+            if dims[j] == "v" and j > axes[0] and inside[j].any():
+                empties[j] = ~folded(~inside[j], j)
+    if None in marks:
+        hit = marks.pop(None)
+        if " * " not in str(got.type):  # one value
+            v = got.to_list()
+            got = masked(np.asarray(0 if v is None else v, red_node.dtype),
+                         np.asarray(v is not None and not hit[0]))
+        else:
+            got = _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
+    for j in sorted(set(marks) | set(empties), reverse=True):
+        p = j if keep else len([i for i in kept if i < j])
+        if j in empties:
+            got = _drop_rows(got, p, empties[j], mark=False)
+        if j in marks and dims[j] == "v":
+            got = _drop_rows(got, p, marks[j], mark=True)
+        elif j in marks:
+            got = fixed_rows(got, {p: (~marks[j]).astype(np.uint8)})
+    return got
+
+
 def _ranges(first, lens):
     """The ranges first[i] .. first[i] + lens[i], concatenated."""
     total = int(lens.sum())
@@ -320,7 +449,25 @@ def _drop_rows(result, p: int, drop, mark: bool):
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return inner if valid is None else ("option", valid, inner)
-    return tree_array(walk(tree, 1), result.type.size if top else 1, None if top else ())
+    return _built(walk(tree, 1), result.type.size if top else 1, None if top else ())
+
+
+def _built(tree, count: int, outer):
+    """`tree_array` of a columns tree that may hold `?n` rows (an option over fixed rows):
+    those become its marks."""
+    marks = {}
+
+    def strip(node, level):
+        kind = node[0]
+        if kind == "numpy" or kind == "option" and node[2][0] == "numpy":
+            return node
+        if kind == "option" and node[2][0] == "regular":
+            marks[level] = node[1]
+            return strip(node[2], level)
+        if kind == "option":
+            return ("option", node[1], strip(node[2], level))
+        return (kind, node[1], strip(node[2], level + 1))
+    return tree_array(strip(tree, 1), count, outer, marks)
 
 
 def _missing_as_values(values, flags, rows, starts, blk: int = 1) -> tuple:

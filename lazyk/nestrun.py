@@ -54,7 +54,7 @@ from lazyk.rowrules import (
     seed,
 )
 from lazyk.spec import format_spec
-from lazyk.types import FixedDim, Option
+from lazyk.types import FixedDim, Option, VarDim
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -459,6 +459,53 @@ def fixed_rows(result, present: dict):
         raise NotSupportedError(f"missing rows against a fixed dim (`?n` rows) in a result "
                                 f"of type {result.type}: its layout has no room for them")
     return got
+
+
+def var_rows(arr) -> tuple:
+    """`arr` (`N * ?n * T`: missing rows against a fixed dim) with each `?n` dim as a
+    `?var` dim whose rows all have n elements (offsets 0, n, 2n, ...; a missing row keeps
+    its n slots, which nothing reads), and {dim: n}: the nest reads that, with a fixed n
+    to pair (`lazyk.expr`). (arr, {}) for an array without `?n` dims. The values stay in
+    place; only the offsets are new (NumPy, no Python per row)."""
+    sizes, t, j = {}, arr.type, 0
+    while isinstance(t, (FixedDim, VarDim, Option)):
+        if isinstance(t, Option):
+            t = t.elem
+            if not isinstance(t, (FixedDim, VarDim)):
+                break
+            if isinstance(t, FixedDim):
+                sizes[j] = t.size
+        t, j = t.elem, j + 1
+    if not sizes:
+        return arr, {}
+    if 0 in sizes or 1 in sizes.values():  # (a fixed 1 would stretch against var rows)
+        raise NotSupportedError(f"expressions over {arr.type}: missing rows against a "
+                                "fixed dim of 1 (`?1`), or an outermost `?n` dim")
+    top = isinstance(arr.type, FixedDim)
+    levels = {d + (not top) for d in sizes}
+
+    def walk(node, count, level):
+        kind = node[0]
+        if kind == "numpy":
+            return node
+        if kind == "option" and node[2][0] == "numpy":
+            return node
+        if kind == "option":
+            return ("option", node[1], walk(node[2], count, level))
+        if kind == "regular":
+            n = node[1]
+            inner = walk(node[2], count * n, level + 1)
+            if level in levels:
+                return ("list", np.arange(count + 1, dtype=np.int64) * n, inner)
+            return ("regular", n, inner)
+        return ("list", node[1], walk(node[2], int(node[1][-1]), level + 1))
+    count = arr.type.size if top else 1
+    got = tree_array(walk(columns(arr if top else arr[None]), count, 1), count,
+                     None if top else ())
+    if got is None:
+        raise NotSupportedError(f"expressions over {arr.type}: its layout of missing rows "
+                                "against a fixed dim")
+    return got, sizes
 
 
 def tree_array(node, count: int, outer=None, marks=None, level: int = 1):

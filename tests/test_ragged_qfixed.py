@@ -1,0 +1,173 @@
+"""`?n` arrays (missing rows against a fixed dim: `N * ?2 * T`, `N * ?0 * T`,
+`var * ?3 * T`) as operands, against the reference: elementwise work, broadcasting against
+fixed (NumPy) and var operands, where(), and reductions over every axis and tuple of
+axes (skipna, keepdims). Values, dtypes, result types and missing state; empty arrays,
+empty rows, all rows missing and length-1 rows by hand and from the strategies."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_qaxes import _call
+from tests.test_ragged_qfull import in_nest
+from tests.test_ragged_today import LAZYK_REDUCERS, RA, L, check
+
+# `?n` dims under fixed and var dims, over and under other dims
+QFIXED = ("N * ?2 * T", "N * ?0 * T", "2 * var * ?3 * T", "N * ?2 * var * T",
+          "N * var * ?2 * T", "2 * ?2 * 3 * T", "N * ?2 * ?var * T")
+
+
+def _ok(ref, got):
+    """Matches the reference or raises alike (operands without `?n` dims are NumPy's)."""
+    assert check(ref, got) in ("match", "raises")
+
+
+def _all_axes(nd):
+    return [None] + [a for k in range(1, nd + 1) for a in itertools.combinations(range(nd), k)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged(layouts=QFIXED, dtypes=("float64", "int32", "bool"), nan=True),
+       st.sampled_from(LAZYK_REDUCERS), st.data())
+def test_reductions_of_missing_rows_against_a_fixed_dim(case, op, data):
+    t, d = case
+    axes = data.draw(st.sampled_from(_all_axes(R.parse_type(t).ndim)))
+    in_nest(*_call(op, t, d, axes, data.draw(st.booleans()), data.draw(st.booleans())))
+
+
+@settings(max_examples=30, deadline=None)
+@given(S.ragged_pair(layouts=QFIXED, own_rows=True, broadcast=True),
+       st.sampled_from(("add", "multiply", "maximum", "greater")))
+def test_missing_rows_against_a_fixed_dim_as_operands(pair, op):
+    """Each operand with its own missing rows (or none: the same dims fixed, NumPy)."""
+    t1, d1, t2, d2 = pair
+    _ok(lambda: R.elementwise(op, RA(t1, d1), RA(t2, d2)),
+            lambda: getattr(lazyk, op)(L(t1, d1), L(t2, d2)))
+
+
+@settings(max_examples=12, deadline=None)
+@given(S.ragged(layouts=("N * ?2 * T", "2 * var * ?3 * T", "N * ?2 * var * T"),
+                dtypes=("float64", "int64")), st.sampled_from(["cond", "branch", "both"]))
+def test_where_over_missing_rows_against_a_fixed_dim(case, which):
+    t, d = case
+    x, a = RA(t, d), L(t, d)
+    if which == "cond":
+        ref = lambda: R.where(R.elementwise("greater", x, 0), 1.0, -1.0)  # noqa: E731
+        got = lambda: lazyk.where(a > 0, 1.0, -1.0)  # noqa: E731
+    elif which == "branch":
+        ref = lambda: R.where(R.array([True], "1 * bool"), x,  # noqa: E731
+                              R.elementwise("negative", x))
+        got = lambda: lazyk.where(np.array([True]), a, -a)  # noqa: E731
+    else:
+        ref = lambda: R.where(R.elementwise("greater", x, 0), x,  # noqa: E731
+                              R.elementwise("negative", x))
+        got = lambda: lazyk.where(a > 0, a, -a)  # noqa: E731
+    in_nest(ref, got)
+
+
+@settings(max_examples=20, deadline=None)
+@given(S.ragged(layouts=("N * ?2 * T",), dtypes=("float64", "int32")),
+       st.sampled_from(["fixed", "var", "scalar"]), st.data())
+def test_broadcast_against_fixed_and_var_operands(case, kind, data):
+    """A NumPy row, a scalar, or var rows of length 0-2 (1 stretches to 2; 0 raises)."""
+    t, d = case
+    n = R.parse_type(t).dims[0].size
+    if kind == "fixed":
+        b = np.arange(2.0) - 0.5
+        rb = R.array(b.tolist(), "2 * float64")
+    elif kind == "scalar":
+        b = rb = 3
+    else:
+        rows = [[float(i)] * data.draw(st.sampled_from([1, 1, 2, 0, 3])) for i in range(n)]
+        b, rb = L(f"{n} * var * float64", rows), RA(f"{n} * var * float64", rows)
+    _ok(lambda: R.elementwise("subtract", RA(t, d), rb), lambda: L(t, d) - b)
+    _ok(lambda: R.elementwise("subtract", rb, RA(t, d)), lambda: b - L(t, d))
+
+
+def test_missing_rows_against_a_fixed_dim_by_hand():
+    a = L("3 * ?2 * float64", [[1.0, 2.0], None, [-0.0, 4.0]])
+    got = (a + 1).eval()
+    assert str(got.type) == "3 * ?2 * float64" and got.to_list() == [[2.0, 3.0], None,
+                                                                       [1.0, 5.0]]
+    got = (-a).eval()  # a's values exactly: -(-0.0) is 0.0
+    assert str(got.type) == "3 * ?2 * float64" and not np.signbit(got.to_list()[2][0])
+    assert (a * a).to_list() == [[1.0, 4.0], None, [0.0, 16.0]]
+    got = a.sum(axis=1).eval()
+    assert str(got.type) == "3 * ?float64" and got.to_list() == [3.0, None, 4.0]
+    got = a.sum(axis=0, skipna=True).eval()
+    assert str(got.type) == "2 * float64" and got.to_list() == [1.0, 6.0]
+    assert a.sum().to_list() is None
+    assert lazyk.count(a, axis=0).to_list() == [2, 2]
+    got = (a + np.arange(6.0).reshape(3, 2)).eval()
+    assert got.to_list() == [[1.0, 3.0], None, [4.0, 9.0]]
+    b = L("3 * ?2 * int32", [None, None, None])  # every row missing
+    got = (b * 2).eval()
+    assert str(got.type) == "3 * ?2 * int32" and got.to_list() == [None, None, None]
+    got = b.sum(axis=0, skipna=True).eval()
+    assert str(got.type) == "2 * int64" and got.to_list() == [0, 0]
+    e = L("0 * ?2 * float64", [])  # an empty array
+    got = (e + 1).eval()
+    assert str(got.type) == "0 * ?2 * float64" and got.to_list() == []
+    z = L("3 * ?0 * float64", [[], None, []])  # empty rows
+    got = (z + 1).eval()
+    assert str(got.type) == "3 * ?0 * float64" and got.to_list() == [[], None, []]
+    assert z.sum(axis=1).to_list() == [0.0, None, 0.0]
+    w = L("2 * var * ?2 * float64", [[[1.0, 2.0], None], [[3.0, 4.0]]])
+    v = L("2 * var * var * float64", [[[1.0], [5.0]], [[1.0, 2.0]]])  # length-1 rows
+    got = (w + v).eval()
+    assert str(got.type) == "2 * var * ?2 * float64"
+    assert got.to_list() == [[[2.0, 3.0], None], [[4.0, 6.0]]]
+    with pytest.raises(lazyk.ShapeError):  # a row of 0 against a fixed 2
+        (a + L("3 * var * float64", [[1.0], [2.0, 3.0], []])).eval()
+
+
+@pytest.mark.parametrize("t, d", [("2 * ?1 * float64", [None, [1.0]]),
+                                  ("?3 * float64", [1.0, 2.0, 3.0])])
+def test_missing_rows_against_a_fixed_dim_still_refused(t, d):
+    """`?1` (a fixed 1 would stretch against var rows) and an outermost `?n` dim."""
+    with pytest.raises(lazyk.NotSupportedError, match=r"\?1|outermost"):
+        (L(t, d) + 1).eval()
+
+
+@pytest.mark.parametrize("t, d", [("3 * ?0 * float64", [[], None, []]),
+                                  ("2 * 0 * float64", [[], []]),
+                                  ("2 * var * ?0 * int32", [[[], None], []]),
+                                  ("2 * 2 * ?0 * 3 * float64", [[[], None], [None, None]]),
+                                  ("0 * ?0 * float64", [])])
+def test_to_arrow_of_rows_of_size_0(t, d):
+    """Fixed-size lists of size 0, with the missing rows as nulls."""
+    pa = pytest.importorskip("pyarrow")
+    got = lazyk.to_arrow(L(t, d))
+    assert got.to_pylist() == d
+    inner = got.type
+    while not pa.types.is_fixed_size_list(inner) or inner.list_size:
+        inner = inner.value_type
+    assert inner.list_size == 0
+    r = (L("2 * ?var * float64", [[1.0], None]) + np.ones(0)).eval()  # a nest result
+    assert str(r.type) == "2 * ?0 * float64"
+    assert lazyk.to_arrow(r).to_pylist() == [[], None]
+
+
+def test_a_missing_row_against_a_fixed_dim_pairs_with_any_row():
+    """A `?n` operand's missing row pairs with a row of any length (the reference's rule);
+    its present rows pair with rows of n or 1."""
+    a = L("2 * ?2 * float64", [None, [1.0, 2.0]])
+    b = L("2 * var * float64", [[], [1.0, 1.0]])
+    for got in ((a + b).eval(), (b - a * 2).eval()):
+        assert str(got.type) == "2 * ?2 * float64" and got.to_list()[0] is None
+    assert (a + b).to_list() == [None, [2.0, 3.0]]
+    got = lazyk.sum(a + b, axis=1).eval()
+    assert str(got.type) == "2 * ?float64" and got.to_list() == [None, 5.0]
+    assert ((a + b) > 2).to_list() == [None, [False, True]]
+    with pytest.raises(lazyk.ShapeError):  # a present row of 2 against a row of 3
+        (a + L("2 * var * float64", [[], [1.0, 1.0, 1.0]])).eval()
+    # where() still pairs the fixed row with the other operands' rows under it
+    with pytest.raises(lazyk.ShapeError):
+        lazyk.where(a > 1, b, a).eval()
