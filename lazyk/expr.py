@@ -234,16 +234,46 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     """
     if not (owner is not None and arr.dtype in (ops.STRING, ops.BYTES)):
         check_dtype(arr.dtype, text=True)
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr if owner is None else owner)
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
     node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
     return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
 
 
+def _leaf_name(source: Any) -> str:
+    """The input name of an array in expressions: the same for every use of the same array
+    object (`x - x.mean()` reads one input), new for any other."""
+    key = id(source)
+    got = _names.get(key)
+    if got is not None and got[0]() is source:
+        return got[1]
+    name = f"_{next(_counter)}"
+    try:
+        ref = weakref.ref(source, lambda r: _names.get(key, (None,))[0] is r and
+                          _names.pop(key, None))
+    except TypeError:  # not weakly referable: a new input each time
+        return name
+    _names[key] = (ref, name)
+    return name
+
+
+_names: dict = {}  # id(array) -> (weakref to it, its input name)
+
+
+def _same_source(a: Any, b: Any) -> bool:
+    """Whether two env entries of one input name read the same array (`_leaf_name`)."""
+    if isinstance(a, OwnedView) and isinstance(b, OwnedView):
+        return a.owner is b.owner and a.view.dtype == b.view.dtype and \
+            a.view.shape == b.view.shape and a.view.strides == b.view.strides
+    if isinstance(a, RaggedLeaf) and isinstance(b, RaggedLeaf):
+        return a.array is b.array and a.option == b.option
+    return False
+
+
 def _wrap_ragged(arr: Any) -> Expr:
     shape, dtype, option = describe_ragged(arr)
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr)
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
@@ -252,7 +282,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     string leaves, so the string builders accept it; `lazyk.textrows` computes the string
     operations over it before the ragged path sees the expression."""
     shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr)
     elem = arr.type.dtype
     dtype = leaves.text_element(elem.elem if isinstance(elem, T.Option) else elem)
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
@@ -377,7 +407,7 @@ def _merge_env(exprs) -> dict:
     for e in exprs:
         for k, v in e.env.items():
             old = env.get(k)
-            if old is not None and old is not v:
+            if old is not None and old is not v and not _same_source(old, v):
                 a, b = leaf_data(old), leaf_data(v)
                 if not (isinstance(a, Placeholder) and isinstance(b, Placeholder)
                         and (a.shape, a.dtype) == (b.shape, b.dtype)):
