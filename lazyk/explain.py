@@ -12,10 +12,11 @@ from lazyk.device import explain_cuda
 from lazyk.errors import DeviceError
 from lazyk.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.exprparse import build
-from lazyk.graph import check_size, type_text
+from lazyk.graph import check_size, dump, type_text
 from lazyk.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.spec import format_spec, param_values
+from lazyk.textrows import has_text_where, select_text, text_result
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
 
@@ -58,20 +59,26 @@ def _sample_data(expr) -> dict:
 
 def _ragged_sample(value: Any) -> Any:
     """Sample data for a parameter: SYMBOL_SIZE per symbolic dim, var rows of lengths
-    0, 1, 2, 3, ..., every third value missing for `?T` (other leaves as they are)."""
+    0, 1, 2, 3, ..., every third value missing for `?T`, every fourth row for `?var` (other
+    leaves as they are)."""
     v = leaf_data(value)
     if not isinstance(v, Placeholder):
         return value
-    if not isinstance(v, RaggedPlaceholder):
+    if not isinstance(v, RaggedPlaceholder) and np.dtype(v.dtype).kind not in "SUV":
         return _sample_data(Expr(None, {v.name: v}))[v.name]
     count = iter(range(1 << 30))
     elem = type_text((), v.dtype)
     text_kind = np.dtype(v.dtype).kind in "SUV"  # strings and bytes: short words as samples
 
+    rows = getattr(v, "rows", ())
+
     def fill(dims: tuple, row: int) -> Any:
+        depth = len(v.shape) - len(dims)
+        if 0 < depth < len(rows) and rows[depth] and row % 4 == 3:
+            return None  # a missing row
         if not dims:
             k = next(count)
-            if v.option and k % 3 == 2:
+            if getattr(v, "option", False) and k % 3 == 2:
                 return None
             if text_kind:
                 word = "kiwi x fig  plum a b".split(" ")[k % 7]
@@ -80,10 +87,15 @@ def _ragged_sample(value: Any) -> Any:
         d = dims[0]
         n = SYMBOL_SIZE if isinstance(d, str) and d != "var" else row % 4 if d == "var" else d
         return [fill(dims[1:], i) for i in range(n)]
-    dims = [str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d) for d in v.shape]
+    dims = [("?" if k < len(rows) and rows[k] else "") +
+            (str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d))
+            for k, d in enumerate(v.shape)]
     data = fill(tuple(v.shape), 1)
-    text = " * ".join(dims + [("?" if v.option else "") + elem])
-    return RaggedLeaf(lazyk_array(data, type=text), v.option)
+    option = getattr(v, "option", False)
+    text = " * ".join(dims + [("?" if option else "") + elem])
+    if not isinstance(v, RaggedPlaceholder):  # fixed strings: a `{begin, size}` leaf
+        return next(iter(as_expr(lazyk_array(data, type=text)).env.values()))
+    return RaggedLeaf(lazyk_array(data, type=text), v.option or any(rows))
 
 
 class Explanation(str):
@@ -98,10 +110,12 @@ class Explanation(str):
 
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
-    e = as_expr(expr)
+    e = declared = as_expr(expr)
+    if has_text_where(e):
+        return _explain_text_where(e, ir, asm)
     if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
         e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
-        return ragged.explain(e)  # var / option parameters: on small sample arrays
+        return ragged.explain(e, declared)  # var / option parameters: on sample arrays
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: the loop-nest kernels
     check_size(e.node)
@@ -134,6 +148,45 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         out.append(f"== launch {k + 1}: kernel data\n{format_kernel_data(layout)}")
         out.extend(_codegen(spec, layout, ir, asm))
     return "\n".join(out)
+
+
+def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
+    """where() over strings runs as numeric where()s of the selected strings' `begin` and
+    `size` halves (no character is copied), then whatever uses the selected strings."""
+    types = ", ".join(f"{n}: {_leaf_type(v)}" for n, v in e.env.items())
+    out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{dump(e.node)}"]
+    if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+        out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
+        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+    parts: list = []
+    rest = select_text(e, parts)
+    out.append(f"== where() over strings: {len(parts)}; each selects the {{begin, size}} "
+               "elements of its branches (the characters are not copied: the result keeps "
+               "the sources' character blocks) with two numeric where()s, the condition "
+               "computed in each")
+    for k, (begins, sizes) in enumerate(parts):
+        for what, part in (("begin addresses", begins), ("sizes", sizes)):
+            out.append(f"==== where() {k + 1}, the selected strings' {what}:")
+            out.append(explain(part, ir, asm))
+    if text_result(rest) is None:
+        out.append("==== then, over the selected strings:")
+        out.append(explain(rest, ir, asm))
+    else:
+        out.append("== result: the selected strings themselves (no further kernel)")
+    return "\n".join(out)
+
+
+def _leaf_type(v: Any) -> str:
+    """A leaf's type as declared (placeholders) or as its array has it."""
+    d = leaf_data(v)
+    if isinstance(d, RaggedPlaceholder):
+        return d.type_text()
+    if isinstance(d, Placeholder):
+        return type_text(d.shape, d.dtype)
+    if ragged.is_ragged(v):
+        return str(v.array.type)
+    owner = getattr(v, "owner", None)
+    return str(owner.type) if owner is not None else type_text(np.shape(d), np.asarray(d).dtype)
 
 
 def explanation(expr: Any, target: str = "cpu") -> Explanation:

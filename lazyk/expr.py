@@ -178,11 +178,23 @@ class Expr(Operators):
         return float(self.to_numpy())
 
     def __getitem__(self, key: Any):
-        # An index of a lazy value would be a new graph node (a gather or a strided read),
-        # which lazyk does not have: evaluate first, then index the result (a view).
-        raise TypeError(f"a lazy expression cannot be indexed: evaluate it first, "
-                        f"e.g. expr.eval()[{_key_text(key)}] (a view of the result), or "
-                        "index the arrays it is built from")
+        """`e[:, None]`, `e[None]`, `e[..., None]`: new axes of size 1 (NumPy's
+        `np.newaxis`), e.g. to pair a per-row array with rows (`x * w[:, None]`); `e[:]`
+        and `e[...]` are `e`. No copy: the new axes reach the arrays it is built from as
+        views. Other indexes (a gather or a strided read) are no graph node: evaluate
+        first, then index the result."""
+        entries = _new_axis_key(key, self.ndim)
+        if entries is None:
+            raise TypeError(f"a lazy expression cannot be indexed by [{_key_text(key)}]: "
+                            "only new axes and whole dims work (e[:, None], e[None], "
+                            "e[..., None], e[:]); evaluate it first, e.g. "
+                            f"expr.eval()[{_key_text(key)}] (a view of the result), or "
+                            "index the arrays it is built from")
+        e = self
+        for at, entry in enumerate(entries):  # ascending: each at its final position
+            if entry is None:
+                e = _insert_axis(e, at)
+        return e
 
     def __int__(self) -> int:
         return int(self.to_numpy())
@@ -209,6 +221,106 @@ def _key_text(key: Any) -> str:
     return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
 
 
+def _new_axis_key(key: Any, ndim: int) -> list | None:
+    """The result dims of an index of only `None`, whole slices `:` and one `...`: None
+    for a new axis, True for a dim kept; None for any other index."""
+    items = key if isinstance(key, tuple) else (key,)
+    whole = [k for k in items if isinstance(k, slice) and k == slice(None)]
+    if builtins.any(k is not None and k is not Ellipsis and not
+                    (isinstance(k, slice) and k == slice(None)) for k in items):
+        return None
+    if builtins.sum(k is Ellipsis for k in items) > 1 or len(whole) > ndim:
+        return None
+    rest = [True] * (ndim - len(whole))
+    out: list = []
+    for k in items:
+        out.extend(rest if k is Ellipsis else [None] if k is None else [True])
+    return out + ([] if Ellipsis in items else rest)
+
+
+def _insert_axis(e: Expr, at: int) -> Expr:
+    """`e` with a new dim of size 1 at `at`: the elementwise nodes take it at the matching
+    place of their operands (those that broadcast from below it stay as they are), a
+    reduction before its first kept dim there, and each array leaf as a view (no copy)."""
+    need: dict = {id(e.node): {at}}
+    order = _toposort(e.node)
+    for node in reversed(order):  # users first: where each source needs the new axis
+        for q in need.get(id(node), ()):
+            for src, qs in _axis_in_sources(node, q):
+                need.setdefault(id(src), set()).add(qs)
+    env, built = dict(e.env), {}
+    for node in order:  # sources first
+        for q in need.get(id(node), ()):
+            built[id(node), q] = _with_axis(node, q, built, env)
+    root = built[id(e.node), at]
+    used = {n.arg for n in _toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def _axis_in_sources(node: Node, q: int) -> list:
+    """(source, its position of the new axis) of each source that takes one."""
+    if node.op == REDUCE_OP:
+        # right after the kept dim before it: the axes folded between two kept dims stay
+        # next to the dim that takes their missing rows (`_option_flags`)
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        kept = [d for d in range(src.ndim) if d not in axes]
+        return [(src, q if keep else kept[q - 1] + 1 if q else 0)]
+    # a 0-d source broadcasts as it is; the others take it (at 0 where it falls just
+    # before their dims: the evaluation takes a result's dims from its arrays)
+    lead = [node.ndim - s.ndim for s in node.srcs]
+    return [(s, q - n) for s, n in zip(node.srcs, lead) if q >= n and s.ndim]
+
+
+def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
+    shape = node.shape[:q] + (1,) + node.shape[q:]
+    if node.op == "input":
+        return _leaf_with_axis(node, q, env)
+    if node.op == REDUCE_OP:
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        (_, qs), = _axis_in_sources(node, q)
+        rows = _option_flags(src, env)[0] if keep else []
+        if keep and builtins.any(rows[a] for a in axes if a < q):  # its mark would move
+            raise NotSupportedError(f"a new axis at {q} after a keepdims {node.arg[0]} over "
+                                    "rows that may be missing: add it to the operand first")
+        arg = (node.arg[0], tuple(a + (a >= qs) for a in axes)) + tuple(node.arg[2:])
+        return node.replace(shape=shape, srcs=(built[id(src), qs],), arg=arg)
+    if not node.ndim:  # a 0-d value: selected by a one-element mask, which has the dim
+        if ops.text_unit(node.dtype):
+            raise NotSupportedError(f"a new axis on a 0-d {node.type_text()} expression")
+        mask = as_expr(np.ones(1, bool))
+        env.update(mask.env)
+        return Node("where", node.dtype, (1,), (mask.node, node, node))
+    srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
+                 for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
+    out = node.replace(shape=shape, srcs=srcs)
+    if node in TEXT_WHERES:
+        TEXT_WHERES.add(out)
+    return out
+
+
+def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
+    """An input with a new axis at `q`: a view of its array (a new input)."""
+    value = env[node.arg]
+    index = (slice(None),) * q + (None, Ellipsis)
+    if isinstance(value, OwnedView):
+        leaf = as_expr(value.owner[index])
+    elif isinstance(value, RaggedLeaf):
+        if isinstance(value.array.type, T.Option):  # `?var * T`: one row, maybe missing
+            raise NotSupportedError(f"a new axis on an array of type {value.array.type} (one "
+                                    "row that may be missing): index the array's rows first")
+        leaf = as_expr(value.array[index])
+    elif isinstance(value, np.ndarray):
+        leaf = as_expr(np.expand_dims(value, q))
+    else:
+        what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
+            f"input of type {node.type_text()}"
+        raise NotSupportedError(f"a new axis on the {what} ({type(value).__name__}): index "
+                                "arrays (NumPy or lazyk) only; declare a placeholder with the "
+                                "dim of size 1 instead, e.g. 'N * 1 * float64'")
+    env.update(leaf.env)
+    return leaf.node
+
+
 # --- leaves ---------------------------------------------------------------------------------
 
 def is_operand(x: Any) -> bool:
@@ -233,11 +345,41 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     """
     if not (owner is not None and arr.dtype in (ops.STRING, ops.BYTES)):
         check_dtype(arr.dtype, text=True)
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr if owner is None else owner)
     # Byte order and alignment belong to the data, not the type: the leaf is typed native
     # and the kernel spec is specialised to the actual array at bind time.
     node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
     return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
+
+
+def _leaf_name(source: Any) -> str:
+    """The input name of an array in expressions: the same for every use of the same array
+    object (`x - x.mean()` reads one input), new for any other."""
+    key = id(source)
+    got = _names.get(key)
+    if got is not None and got[0]() is source:
+        return got[1]
+    name = f"_{next(_counter)}"
+    try:
+        ref = weakref.ref(source, lambda r: _names.get(key, (None,))[0] is r and
+                          _names.pop(key, None))
+    except TypeError:  # not weakly referable: a new input each time
+        return name
+    _names[key] = (ref, name)
+    return name
+
+
+_names: dict = {}  # id(array) -> (weakref to it, its input name)
+
+
+def _same_source(a: Any, b: Any) -> bool:
+    """Whether two env entries of one input name read the same array (`_leaf_name`)."""
+    if isinstance(a, OwnedView) and isinstance(b, OwnedView):
+        return a.owner is b.owner and a.view.dtype == b.view.dtype and \
+            a.view.shape == b.view.shape and a.view.strides == b.view.strides
+    if isinstance(a, RaggedLeaf) and isinstance(b, RaggedLeaf):
+        return a.array is b.array and a.option == b.option
+    return False
 
 
 def _wrap_ragged(arr: Any) -> Expr:
@@ -250,7 +392,7 @@ def _wrap_ragged(arr: Any) -> Expr:
             return e * np.ones(fixed, bool)
         return e - np.zeros(fixed, bool)  # x - 0 is x, -0.0 and NaN too
     shape, dtype, option = describe_ragged(arr)
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr)
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
 
 
@@ -259,7 +401,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     string leaves, so the string builders accept it; `lazyk.textrows` computes the string
     operations over it before the ragged path sees the expression."""
     shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
-    name = f"_{next(_counter)}"
+    name = _leaf_name(arr)
     elem = arr.type.dtype
     dtype = leaves.text_element(elem.elem if isinstance(elem, T.Option) else elem)
     return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
@@ -330,19 +472,20 @@ def as_expr(x: Any) -> Expr:
 
 def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
     """NotSupportedError for arrays of records or tuples, which are not operands: their
-    fields are (`r.x + 1`). `dtype`: the NumPy dtype holding them, named too."""
+    fields are (`r["x"] + 1`). `dtype`: the NumPy dtype holding them, named too. The hint
+    indexes by name: `r.type`, `r.min`, `r.meta` are the array's own attributes."""
     while isinstance(t, (T.Dim, T.Option)):
         t = t.elem
     held = "" if dtype is None else f" (NumPy dtype {dtype})"
     if isinstance(t, T.Record):
         name = t.names[0] if t.names else "x"
-        field = f"r.{name}" if name.isidentifier() else f"r[{name!r}]"
         raise NotSupportedError(f"records are not operands of expressions{held}: use their "
-                                f"fields, e.g. {field} + 1 (fields: {', '.join(t.names)})")
+                                f"fields, e.g. r[{name!r}] + 1 (fields: "
+                                f"{', '.join(t.names)})")
     if isinstance(t, T.Tuple):
         raise NotSupportedError(f"tuples are not operands of expressions{held}: build arrays "
-                                "of their fields (or use records, whose fields r.x are "
-                                "operands)")
+                                "of their fields (or use records, whose fields r['x'] "
+                                "are operands)")
 
 
 def placeholder(name: str, type: Any) -> Expr:
@@ -384,7 +527,7 @@ def _merge_env(exprs) -> dict:
     for e in exprs:
         for k, v in e.env.items():
             old = env.get(k)
-            if old is not None and old is not v:
+            if old is not None and old is not v and not _same_source(old, v):
                 a, b = leaf_data(old), leaf_data(v)
                 if not (isinstance(a, Placeholder) and isinstance(b, Placeholder)
                         and (a.shape, a.dtype) == (b.shape, b.dtype)):

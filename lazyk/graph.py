@@ -201,7 +201,9 @@ def _arg_text(node: Node) -> str:
         return f" {node.arg!r}"
     if node.op == REDUCE_OP:
         op, axes, keep = node.arg[:3]
-        return f" {op} axes={list(axes)}" + (" keepdims" if keep else "")
+        skipna = len(node.arg) > 3 and bool(node.arg[3])
+        initial = f" initial={node.arg[4]!r}" if len(node.arg) > 4 else ""
+        return f" {op} axes={list(axes)} keepdims={bool(keep)} skipna={skipna}{initial}"
     if node.arg is not None:
         return f" {node.arg}"
     return ""

@@ -714,8 +714,10 @@ def nest_result(values, mask, dims, offsets, xs, validity=None):
 
 def explain_nests(nests) -> str:
     """explain() text of the loop-nest kernels that ran: levels, operands, IR, assembly."""
+    many = "" if len(nests) < 2 else "; a part computed first (a keepdims reduction, say) " \
+        "runs its own nest, and count passes size new var rows before the fill pass"
     out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
-           "elementwise body and reduction fused)"]
+           f"elementwise body and reduction fused{many})"]
     for k, (kern, nparts) in enumerate(nests):
         levels = " * ".join("var" if lv == "v" else "fixed" for lv in kern.levels)
         out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "

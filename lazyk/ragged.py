@@ -17,8 +17,8 @@ from lazyk import runtime
 from lazyk.array import Array
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
-from lazyk.expr import as_expr, leaf_data
-from lazyk.graph import dump
+from lazyk.expr import Expr, as_expr, leaf_data
+from lazyk.graph import dump, toposort
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.nestforms import evaluate_nest
@@ -109,26 +109,45 @@ def _evaluate(expr):
     return evaluate_nest(expr)
 
 
-def explain(expr) -> str:
+def explain(expr, declared=None) -> str:
     """How a var / option expression runs: the graph, then each loop-nest kernel (levels,
-    operands, spec, LLVM IR, assembly). Runs the expression once on its data."""
+    operands, spec, LLVM IR, assembly). Runs the expression once on its data; `declared`
+    (the same graph over placeholders, `expr` then over sample arrays) gives the types
+    shown."""
     e = as_expr(expr)
+    shown = as_expr(declared) if declared is not None else e
     record: list = []
     RECORDERS.append(record)
     try:
-        result = evaluate(e)
+        evaluate(e)
     finally:
         RECORDERS.remove(record)
     nests = [r[1:] for r in record if r[0] == "nest"]
+
     def text(v):
+        d = leaf_data(v)
         if is_ragged(v):
             return str(v.array.type)
-        d = leaf_data(v)
+        if hasattr(d, "type_text"):  # a placeholder: its declared type
+            return d.type_text()
         return " * ".join([*map(str, np.shape(d)), str(np.asarray(d).dtype)])
-    inputs = ", ".join(f"{name}: {text(v)}" for name, v in e.env.items())
-    return "\n".join([f"== ragged expression over ({inputs}) -> {result.type}",
-                      f"== graph as built (one loop nest takes it whole)\n{dump(e.node)}",
+    inputs = ", ".join(f"{name}: {text(v)}" for name, v in shown.env.items())
+    sample = "" if declared is None else \
+        "\n== (run on sample arrays: 8 per symbolic dim, rows of lengths 0, 1, 2, 3, ...)"
+    return "\n".join([f"== ragged expression over ({inputs}) -> {shown.type}{sample}",
+                      f"== graph as built\n{dump_typed(shown)}",
                       explain_nests(nests)])
+
+
+def dump_typed(e) -> str:
+    """`graph.dump` with each node's type as the ragged evaluation gives it: missing rows
+    (`?var`) and missing values (`?T`) shown."""
+    lines = dump(e.node).split("\n")
+    for k, node in enumerate(toposort(e.node)):
+        plain = node.type_text()
+        if lines[k].endswith(" : " + plain):
+            lines[k] = lines[k][:-len(plain)] + str(Expr(node, e.env).type)
+    return "\n".join(lines)
 
 
 runtime.install_path("ragged", evaluate_if_ragged)

@@ -346,14 +346,14 @@ def has_text_where(expr: Expr) -> bool:
 _HAS_TEXT_WHERE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def select_text(expr: Expr) -> Expr:
+def select_text(expr: Expr, record: list | None = None) -> Expr:
     """`expr` with each where() over strings (or bytes) computed first and replaced by a
     string leaf: the result's `{begin, size}` elements are those of the branch each
     condition selects (no character is copied: the result keeps every source's character
     blocks alive), and its missing strings follow the where() rule for missing values.
     The condition and both branches' `begin` and `size` halves run as numeric where()s,
     in the loop nest for var / option data (their rows lined up, broadcast and checked
-    there)."""
+    there). `record` (explain) gets the (begins, sizes) where() Exprs of each."""
     if not has_text_where(expr):
         return expr
     env = dict(expr.env)
@@ -362,7 +362,7 @@ def select_text(expr: Expr) -> Expr:
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != "where" or not ops.text_unit(node.dtype):
             return node
-        leaf = as_expr(_select(node, env))
+        leaf = as_expr(_select(node, env, record))
         env.update(leaf.env)
         return leaf.node
 
@@ -441,14 +441,16 @@ def _elements_of(t) -> bool:
     return text_element(t) is not None
 
 
-def _select(node: Node, env: dict) -> Array:
+def _select(node: Node, env: dict, record: list | None = None) -> Array:
     """The string Array of where() node `node` over its operands' data."""
     kind = "bytes" if node.dtype == ops.BYTES else "string"
     home = memory.MemoryBlock(0, keep=[])  # the result's blockref: every source block
     cond = Expr(node.srcs[0], env)
     (b1, n1), (b2, n2) = (_halves(s, env, kind, home) for s in node.srcs[1:])
-    begins = runtime.evaluate(where(cond, b1, b2))
-    sizes = runtime.evaluate(where(cond, n1, n2))
+    begins, sizes = where(cond, b1, b2), where(cond, n1, n2)
+    if record is not None:
+        record.append((begins, sizes))
+    begins, sizes = runtime.evaluate(begins), runtime.evaluate(sizes)
     if isinstance(begins, np.ndarray):  # fixed dims, no missing values
         return _text_leaf(begins, np.asarray(sizes), None, kind, home)
     top = isinstance(begins.type, FixedDim)

@@ -195,10 +195,10 @@ def test_awkward_unions_are_refused_naming_the_type():
 
 # ---------------------------------------------------------------- records in expressions
 @pytest.mark.parametrize("data, t, hint", [
-    ([{"x": [1.0]}, {"x": []}], "2 * {x: var * float64}", r"r\.x \+ 1"),
-    ([{"x": 1, "y": 2.0}], "1 * {x: int64, y: float64}", r"r\.x \+ 1 \(fields: x, y\)"),
+    ([{"x": [1.0]}, {"x": []}], "2 * {x: var * float64}", r"r\[.x.\] \+ 1"),
+    ([{"x": 1, "y": 2.0}], "1 * {x: int64, y: float64}", r"r\[.x.\] \+ 1 \(fields: x, y\)"),
     ([None, {"a b": 1}], "2 * ?{'a b': ?int64}", r"r\['a b'\] \+ 1"),
-    ([[{"x": 1}], None], "2 * ?var * {x: int64}", r"r\.x \+ 1"),
+    ([[{"x": 1}], None], "2 * ?var * {x: int64}", r"r\[.x.\] \+ 1"),
 ])
 def test_records_are_not_operands_their_fields_are(data, t, hint):
     r = lazyk.array(data, type=t)

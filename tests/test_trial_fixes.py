@@ -263,7 +263,7 @@ def test_cli_explain_takes_reduction_keywords():
     r = _cli("explain", "mean(x, axis=-1, keepdims=True)", "--type", "x=N * 3 * float64",
              "--no-ir", "--no-asm")
     assert r.returncode == 0, r.stderr
-    assert "mean axes=[1] keepdims : N * 1 * float64" in r.stdout
+    assert "mean axes=[1] keepdims=True skipna=False : N * 1 * float64" in r.stdout
 
 
 def test_cli_exits_quietly_on_a_closed_stdout():
