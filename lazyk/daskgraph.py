@@ -451,7 +451,7 @@ class _Planner:
                             prefix="lazyk-rows-partial", lazy=True)
         # Partitions without rows add nothing (and their rows would not line up).
         keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
-        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True),
+        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True, False),
                           Combine(node.arg, node.dtype.str, bool(node.arg[2])))
 
     def _gathered(self, node: Node) -> Node:

@@ -319,13 +319,21 @@ class Task:
             by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
             root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
                            else reshaped(n, s))
+        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         try:
             out = Expr(root, env).eval()
-        except ValueError as err:  # ShapeError, ...: the collection's row, not the part's
+        except ShapeError as err:
+            if not folds_rows:
+                raise renumbered(err, start) from None
+            # NOTE: rows that do not pair here may never meet in the whole fold (another
+            # partition's empty row empties their level): they go on as rows, and the
+            # fold that sees every partition's rows decides.
+            rows = raw_form(Expr(root.srcs[0], env).eval(), root.arg, root.dtype)
+            return Raw(Part(rows, start, stop))
+        except ValueError as err:  # the collection's row, not the part's
             raise renumbered(err, start) from None
         if self.numpy:
             return out.to_numpy()
-        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
@@ -336,14 +344,39 @@ class Task:
 
 
 class Combine:
-    """Joins partial reductions (each with the reduced axes kept) and reduces them again."""
+    """Joins partial reductions (each with the reduced axes kept) and reduces them again.
+    A partition's rows that did not fold on their own (`Raw`) join as rows; rows that
+    do not fold together go on as rows, unless this step is `final` (it sees every
+    partition's rows: their error is the whole fold's)."""
 
-    __slots__ = ("arg", "dtype", "keepdims")
+    __slots__ = ("arg", "dtype", "keepdims", "final")
 
-    def __init__(self, arg: tuple, dtype: str, keepdims: bool):
-        self.arg, self.dtype, self.keepdims = arg, dtype, keepdims
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool, final: bool = True):
+        self.arg, self.dtype, self.keepdims, self.final = arg, dtype, keepdims, final
 
-    def __call__(self, *parts: Any) -> Array:
+    def __call__(self, *parts: Any) -> Any:
+        if any(isinstance(p, Raw) for p in parts):
+            return self._rows(parts)
+        try:
+            return self._fold(parts)
+        except ShapeError:
+            if self.final:
+                raise
+            return self._rows(parts)  # rows that may never meet in the whole fold
+
+    def _rows(self, parts: tuple) -> Any:
+        """Partials and rows (`Raw`) folded as rows: rows again where they do not fold
+        (unless this is the last step, which sees every partition's rows)."""
+        rows = joined([raw_form(unwrap(p.part if isinstance(p, Raw) else p), self.arg,
+                                self.dtype) for p in parts])
+        try:
+            return self._fold((rows,))
+        except ShapeError:
+            if self.final:
+                raise
+            return Raw(Part(rows))
+
+    def _fold(self, parts: tuple) -> Part:
         op, axes = self.arg[0], self.arg[1]
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         initial = self.arg[4] if len(self.arg) > 4 else None
@@ -368,10 +401,72 @@ class Combine:
         return Part(out)
 
     def __reduce__(self):
-        return (Combine, (self.arg, self.dtype, self.keepdims))
+        return (Combine, (self.arg, self.dtype, self.keepdims, self.final))
 
     def __dask_tokenize__(self):
-        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims,
+                self.final)
+
+
+class Raw:
+    """A partition's rows (or partials made rows: `raw_form`) that did not fold on their
+    own: the rows they pair with may never meet in the whole fold, since another
+    partition's empty row can empty their level. Later steps fold them with the rest."""
+
+    __slots__ = ("part",)
+
+    def __init__(self, part: Part):
+        self.part = part
+
+    def __reduce__(self):
+        return (Raw, (self.part,))
+
+
+def raw_form(a: Array, arg: tuple, dtype: Any) -> Array:
+    """Rows or a partial of a fold `arg` as rows that fold with each other: values in
+    the fold's dtype, the folded inner fixed dims made var (a partial's 1 and the rows'
+    n fold alike)."""
+    dt = np.dtype(bool) if arg[0] in ("any", "all") else np.dtype(dtype)
+    if a.dtype != dt:
+        a = lx.astype(a, dt).eval()
+    inner = sorted(d for d in arg[1] if d)
+    t, fixed = a.type, []
+    for d in range(1, max(inner, default=0) + 1):
+        t = t.elem
+        t = t.elem if isinstance(t, T.Option) else t
+        if d in inner and isinstance(t, T.FixedDim):
+            fixed.append(d)
+    if not fixed:
+        return a
+    col = _columns(a)
+    for d in fixed:
+        col = _var_at(col, d, a.type.size)
+    return build(col)
+
+
+def _var_at(col: tuple, axis: int, n: int) -> tuple:
+    """A column tree whose fixed dim `axis` (>= 1) is a var one (rows of its size); `n`:
+    the entries of `col`."""
+    kind = col[0]
+    if kind == "option":
+        return ("option", col[1], _var_at(col[2], axis, n))
+    if kind == "list":
+        inner = int(col[1][-1] - col[1][0])
+        return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1, inner))
+    size = col[1]
+    if axis > 1:
+        return ("regular", size, _var_at(col[2], axis - 1, n * size))
+    return ("list", np.arange(n + 1, dtype=np.int64) * size, col[2])
+
+
+def joined(arrays: list) -> Array:
+    """Arrays of rows joined along axis 0, with options wherever one has them."""
+    if len(arrays) == 1:
+        return arrays[0]
+    elem = arrays[0].type.elem
+    for a in arrays[1:]:
+        elem = union(elem, a.type.elem)
+    return build(_cat([widen(_columns(a), elem) for a in arrays]))
 
 
 def _ones(x: Any, axes: tuple) -> tuple:
@@ -454,17 +549,48 @@ class FoldRows(Combine):
         self.depth, self.stage = depth, stage  # levels above the first kept one; step
 
     def __call__(self, *parts: Any) -> Any:
+        final = self.stage == "final"
         if self.stage == "first":
-            return self._partial(unwrap(parts[0]), span_of(parts))
+            x, span = unwrap(parts[0]), span_of(parts)
+            try:
+                return self._partial(x, span)
+            except ShapeError:  # rows that may never meet in the whole fold: as rows
+                return Raw(Part(raw_form(x, self.arg, self.dtype), *span))
         parts = [unwrap(p) for p in parts]
+        if any(isinstance(p, Raw) for p in parts):
+            rows = self._rows(parts)
+            try:
+                parts = [self._partial(rows, (None, None))]
+            except ShapeError:
+                if final:
+                    raise
+                return Raw(Part(rows))
         live = [f.value for f in parts if f.rows] or [parts[0].value]
         missing = next((f.missing for f in parts if f.missing is not None), None)
-        value = Combine.__call__(self, *live)  # row lengths checked here
-        if self.stage != "final":
+        try:
+            value = Combine.__call__(self, *live)  # row lengths checked here
+        except ShapeError:
+            if final:
+                raise
+            return Raw(Part(self._rows(parts)))
+        if not final:
             return Folded(value, any(f.rows for f in parts), missing)
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         return Combine.__call__(self, missing) if missing is not None and not skipna \
             else Part(value.array)
+
+    def _rows(self, parts: list) -> Array:
+        """Partials (`Folded`: what they folded, their missing row) and rows as rows."""
+        rows = []
+        for p in parts:
+            if isinstance(p, Raw):
+                rows.append(unwrap(p.part))
+                continue
+            if p.rows:
+                rows.append(raw_form(unwrap(p.value), self.arg, self.dtype))
+            if p.missing is not None:
+                rows.append(raw_form(p.missing, self.arg, self.dtype))
+        return joined(rows)
 
     def _partial(self, x: Array, span: tuple) -> Folded:
         start = span[0]

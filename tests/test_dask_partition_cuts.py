@@ -1,0 +1,131 @@
+"""Dask over ragged data gives one machine's answer whatever the partition cuts: every
+reduction over the rows' axis (every op, axes with 0, skipna, keepdims, initial), on every
+`rows_per_part` from 1 to N and a tree of pairwise combines, must give the value, dtype,
+type and missing state of `lazyk` on one machine, or raise the same class of error."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+dask = pytest.importorskip("dask")
+
+import lazyk  # noqa: E402,I001
+import lazyk.dask as ldask  # noqa: E402
+from tests import ragged_reference as R  # noqa: E402
+from tests import ragged_strategies as S  # noqa: E402
+from tests.test_dask_ragged import same  # noqa: E402
+
+LAYOUTS = ("N * var * T", "N * var * var * T", "N * ?var * var * T", "N * var * ?var * T",
+           "N * var * 2 * var * T")
+OPS = ("sum", "prod", "min", "max", "any", "all", "mean", "count")
+
+
+@pytest.fixture(autouse=True)
+def _sync_scheduler():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+def _skeleton(draw, dims, level=0):
+    """`ragged_strategies.skeleton` with more length-1 and empty rows: rows of length 1
+    pair within a partition where a later partition's empty row empties their level."""
+    if level == len(dims):
+        return None
+    d = dims[level]
+    if d.startswith("?") and draw(st.integers(0, 4)) == 0:
+        return "MISSING"
+    n = int(d) if d.isdigit() else draw(st.sampled_from([0, 1, 1, 1, 2, 3]))
+    return [_skeleton(draw, dims, level + 1) for _ in range(n)]
+
+
+@st.composite
+def cases(draw, layouts=LAYOUTS):
+    """(type, data, op, axis, keepdims, skipna, initial): up to 5 outer rows."""
+    dims = [str(draw(st.integers(0, 5)))] + draw(st.sampled_from(layouts)).split(" * ")[1:-1]
+    dtype = draw(st.sampled_from(("float64", "int64", "int32", "bool")))
+    option = draw(st.booleans())
+    data = S.fill(draw, _skeleton(draw, dims), dtype, option, False, 0, len(dims))
+    op = draw(st.sampled_from(OPS))
+    nd = len(dims)
+    rest = draw(st.sets(st.integers(1, nd - 1), max_size=nd - 1))
+    axis = draw(st.sampled_from([0, None, tuple(sorted({0} | rest))]))
+    initial = None
+    if op in ("min", "max") and dtype != "bool" and draw(st.booleans()):
+        initial = draw(st.integers(-3, 3))
+    return (S.type_string(dims, dtype, option), data, op, axis, draw(st.booleans()),
+            draw(st.booleans()), initial)
+
+
+def _fn(op, axis, keepdims, skipna, initial):
+    if op == "count":
+        return lambda v: lazyk.count(v, axis=axis, keepdims=keepdims)
+    extra = {} if initial is None else {"initial": initial}
+    return lambda v: getattr(v, op)(axis=axis, keepdims=keepdims, skipna=skipna, **extra)
+
+
+def _answer(compute):
+    """A result as (type, values, dtype) or an error as its class."""
+    try:
+        got = compute()
+    except (ValueError, lazyk.NotSupportedError) as err:
+        return type(err)
+    if isinstance(got, (np.ndarray, np.generic)):
+        got = lazyk.array(np.asarray(got))
+    return str(got.type), got.to_list(), got.dtype
+
+
+def _agree(got, want, where):
+    if isinstance(want, type):
+        assert got is want, (where, got, want)
+        return
+    assert not isinstance(got, type), (where, got, want)
+    assert got[0] == want[0] and got[2] == want[2], (where, got, want)
+    assert same(got[1], want[1]), (where, got[1], want[1])
+
+
+def _every_cut(t, data, fn):
+    """fn on one machine, then on Dask at every rows_per_part (and a pairwise tree)."""
+    a = lazyk.array(data, type=t)
+    want = _answer(lambda: fn(a).eval())
+    n = a.type.size
+    for step, every in itertools.chain(((k, None) for k in range(1, n + 1)), [(1, 2)]):
+        x = ldask.from_ragged(a, step)
+        got = _answer(lambda: ldask.evaluate(fn(x), split_every=every).compute())
+        _agree(got, want, (t, data, step, every))
+    return want
+
+
+@settings(max_examples=30, deadline=None)
+@given(cases())
+def test_rows_axis_folds_do_not_depend_on_the_cuts(case):
+    t, data, op, axis, keepdims, skipna, initial = case
+    want = _every_cut(t, data, _fn(op, axis, keepdims, skipna, initial))
+    if isinstance(want, type) and want is not lazyk.NotSupportedError:
+        return
+    try:  # one machine follows the reference (where the reference has an answer)
+        ref = R.reduce(op, R.array(data, t), axis=axis, keepdims=keepdims, skipna=skipna,
+                       initial=initial)
+    except ValueError:
+        return
+    if not isinstance(want, type):
+        assert want[0] == str(ref.type) and same(want[1], ref.data)
+
+
+@pytest.mark.parametrize("t, data, axis", [
+    ("3 * var * var * int64", [[[0, 0, 0]], [[]], []], 0),
+    ("3 * var * var * int64", [[[0, 0, 0]], [[1, 2]], []], 0),
+    ("3 * var * var * var * int64", [[[[1, 2]]], [[[3, 4, 5]]], []], 0),
+    ("3 * var * var * var * int64", [[[[1, 2]]], [[[3, 4, 5]]], [[[]]]], (0, 1)),
+    ("4 * ?var * var * ?int64", [[[1, 2]], None, [[3, None, 5]], []], 0),
+    ("3 * var * 2 * var * int64", [[[[1, 2], [3]]], [[[4, 5, 6], [7]]], []], 0),
+    ("3 * var * 2 * var * int64", [[[[1, 2], [3]]], [[[4, 5, 6], [7]]], []], (0, 2)),
+])
+def test_rows_a_later_partition_empties_are_never_paired(t, data, axis):
+    """Rows that pair within a partition, but whose level a later partition's rows
+    broadcast to length 0, never meet on one machine: Dask gives the same answer."""
+    for op, skipna in (("sum", False), ("max", True), ("count", False)):
+        _every_cut(t, data, _fn(op, axis, False, skipna, None))
