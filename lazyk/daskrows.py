@@ -28,10 +28,10 @@ from lazyk import ops
 from lazyk import types as T
 from lazyk.array import Array
 from lazyk.daskparts import Part, buffers, build, concat, unwrap
+from lazyk.daskparts import columns as _columns
 from lazyk.errors import NotSupportedError
 from lazyk.expr import Expr
 from lazyk.graph import Node
-from lazyk.interchange import columns as _columns
 from lazyk.leaves import RaggedLeaf, describe_ragged
 from lazyk.operators import Operators
 from lazyk.typeparse import dshape
@@ -92,6 +92,19 @@ def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
                    ("complex128" if name else "int64"))
     shape, _, option = describe_ragged(TypeOnly(proxy))
     return shape, _TEXT[name] if name else np.dtype(np.int64), option
+
+
+def _var_options(t: T.Type) -> T.Type:
+    """`t` with its `?n` dims as `?var` dims."""
+    if isinstance(t, T.Option):
+        e = t.elem
+        if isinstance(e, T.FixedDim):
+            return T.Option(T.VarDim(_var_options(e.elem)))
+        return T.Option(_var_options(e))
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        return type(t)(t.size, _var_options(t.elem)) if isinstance(t, T.FixedDim) else \
+            T.VarDim(_var_options(t.elem))
+    return t
 
 
 def temporal(t: T.Type) -> bool:
@@ -187,7 +200,16 @@ class RaggedArray(_Collection, Expr):
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
         self._counts = None if counts is None else tuple(int(c) for c in counts)
-        shape, dtype, option = describe(t, held=True)
+        try:
+            shape, dtype, option = describe(t, held=True)
+        except NotSupportedError:
+            # `?n` rows (a fold over missing rows against a fixed dim) are results, not
+            # operands (as on one machine): typed here as `?var` rows, refused in
+            # expressions by their own type
+            u = _var_options(t)
+            if u == t:
+                raise
+            shape, dtype, option = describe(u, held=True)
         super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
 
     @property
