@@ -43,7 +43,7 @@ def _counted(col: tuple, n: int) -> tuple:
     if kind == "option":
         return ("option", col[1], _counted(col[2], n))
     if kind == "list":
-        return ("list", col[1], _counted(col[2], int(col[1][-1] - col[1][0])))
+        return ("list", col[1], _counted(col[2], int(col[1][-1])))  # the content's rows
     if kind == "regular":
         return ("regular", col[1], _counted(col[2], n * col[1])) + (() if col[1] else (n,))
     if kind == "record":

@@ -5,6 +5,7 @@ type and missing state of `lazyk` on one machine, or raise the same class of err
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ dask = pytest.importorskip("dask")
 
 import lazyk  # noqa: E402,I001
 import lazyk.dask as ldask  # noqa: E402
+from lazyk import daskparts  # noqa: E402
 from tests import ragged_reference as R  # noqa: E402
 from tests import ragged_strategies as S  # noqa: E402
 from tests.test_dask_ragged import same  # noqa: E402
@@ -129,3 +131,52 @@ def test_rows_a_later_partition_empties_are_never_paired(t, data, axis):
     broadcast to length 0, never meet on one machine: Dask gives the same answer."""
     for op, skipna in (("sum", False), ("max", True), ("count", False)):
         _every_cut(t, data, _fn(op, axis, False, skipna, None))
+
+
+# Folds whose partials are `?n` rows (results, not operands) or hold rows of fixed size 0.
+ONCE_REFUSED = ("N * ?var * 2 * var * T", "N * ?var * 2 * T", "N * ?var * 0 * T",
+                "N * var * 0 * T", "N * var * ?var * 0 * T")
+
+
+@settings(max_examples=20, deadline=None)
+@given(cases(layouts=ONCE_REFUSED))
+def test_folds_over_missing_rows_against_fixed_dims_as_one_machine(case):
+    t, data, op, axis, keepdims, skipna, initial = case
+    want = _every_cut(t, data, _fn(op, axis, keepdims, skipna, initial))
+    assert want is not lazyk.NotSupportedError or op == "mean" or "0 *" in t, (t, op, axis)
+
+
+def test_partitions_with_rows_of_size_0_and_deferred_rows_pickle():
+    a = lazyk.array([[[]], None, [[], []]], type="3 * ?var * 0 * float64")
+    x = ldask.from_ragged(a, 2)
+    assert x.compute().to_list() == a.to_list()
+    for p in x.__dask_graph__().values():
+        back = pickle.loads(pickle.dumps(p))
+        assert str(back.array.type) == str(p.array.type)
+        assert back.array.to_list() == p.array.to_list()
+    rows = daskparts.Raw([daskparts.Part(lazyk.array([[[1, 2]], [[3, 4, 5]]]), 4, 6)])
+    back = pickle.loads(pickle.dumps(rows))
+    assert back.parts[0].array.to_list() == [[[1, 2]], [[3, 4, 5]]]
+    assert (back.parts[0].start, back.parts[0].stop) == (4, 6)
+    got = ldask.evaluate(ldask.from_ragged(a, 1).sum(axis=(0, 1), skipna=True)).compute()
+    assert got.dtype == np.float64 and got.shape == (0,)
+    got = ldask.evaluate(ldask.from_ragged(a, 1).sum(axis=(0, 1))).compute()
+    assert str(got.type) == "?0 * ?float64" and got.to_list() is None
+
+
+def test_deferred_rows_keep_one_machines_error_and_row():
+    """Rows that do not pair raise one machine's error, naming the collection's row:
+    in the partition (no length-1 row above them that another partition's empty row
+    could stretch to nothing), else in the step that sees every partition's rows."""
+    for rows, t in (([[1, 2]] * 5 + [[1, 2, 3]], "6 * var * int64"),
+                    ([[[1, 2]]] * 5 + [[[1, 2, 3]]], "6 * var * var * int64")):
+        _same_error(lazyk.array(rows, type=t))
+
+
+def _same_error(a):
+    with pytest.raises(lazyk.ShapeError) as one:
+        a.sum(axis=0).eval()
+    for step in (1, 2, 4):
+        with pytest.raises(lazyk.ShapeError) as got:
+            ldask.evaluate(ldask.from_ragged(a, step).sum(axis=0)).compute()
+        assert str(got.value) == str(one.value)
