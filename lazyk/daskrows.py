@@ -253,6 +253,57 @@ class RaggedArray(_Collection, Expr):
             np.empty((0,) * len(shape), dtype)
         return da.Array(dsk, name, chunks, meta=meta)
 
+    def __getitem__(self, key: Any) -> Any:
+        """Rows and views as on one machine (`r[10:20]`, `r[::2]`, `r[:, 1:]`, `r[i]`,
+        `r[i, 0]`): a slice of outer rows is a collection of the partitions' row views
+        it reaches (partitions cut accordingly); an outer int is the one partition's
+        row (a single result). Indices into inner dims apply to every partition."""
+        key = key if isinstance(key, tuple) else (key,)
+        outer, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if outer is Ellipsis or any(k is None or k is Ellipsis for k in rest) or not \
+                isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
+            raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
+                                    "an int or a slice of outer rows, then ints and slices")
+        none = _typed(self._ltype, outer, rest)  # the result's type
+        name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
+        if self._counts is None:  # a single result: the key as it is
+            layer = {(name, 0): (_take, key, (self._name, 0), None)}
+            return self._derived(name, layer, None, none)
+        n = sum(self._counts)
+        starts = np.concatenate([[0], np.cumsum(self._counts)]).tolist()
+        if not isinstance(outer, slice):
+            i = int(outer) + (n if outer < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(outer)} is out of bounds for axis 0 with size "
+                                 f"{n}")
+            j = int(np.searchsorted(starts, i, side="right")) - 1
+            layer = {(name, 0): (_take, (i - starts[j],) + rest, (self._name, j), None)}
+            return self._derived(name, layer, None, none)
+        lo, hi, step = outer.indices(n)
+        if step < 0:
+            raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
+                                    "negative steps (the partitions hold rows in order)")
+        layer, counts = {}, []
+        for j, c in enumerate(self._counts):
+            a, b = max(lo, starts[j]), min(hi, starts[j] + c)
+            if a >= b:
+                continue
+            a += (lo - a) % step  # the first row of the slice in this partition
+            if a >= b:
+                continue
+            k = (slice(a - starts[j], b - starts[j], step),) + rest
+            layer[(name, len(counts))] = (_take, k, (self._name, j), len(range(lo, a, step)))
+            counts.append(len(range(a, b, step)))
+        if not counts:  # no rows: an empty view of the first partition
+            layer[(name, 0)] = (_take, (slice(0, 0),) + rest, (self._name, 0), 0)
+            counts.append(0)
+        return self._derived(name, layer, tuple(counts), none)
+
+    def _derived(self, name: str, layer: dict, counts: tuple | None, t: T.Type) -> Any:
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                              dependencies=[self])
+        return collection(dsk, name, counts, t)
+
     # --- no eager evaluation: the collection is computed by Dask
     def eval(self, out: Any = None, casting: str = "same_kind"):
         raise NotSupportedError("a lazyk.dask.RaggedArray is computed by Dask: .compute() "
@@ -335,6 +386,27 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
         u = u.elem
     cls = RaggedRecords if isinstance(u, T.Record) else RaggedArray
     return cls(dsk, name, counts, t)
+
+
+def _typed(t: T.Type, outer: Any, rest: tuple) -> T.Type:
+    """The type of a collection of type `t` indexed by `outer` then `rest` (the key
+    applied to no rows of `t`: an inner index out of bounds raises when computed)."""
+    from lazyk.array import array
+
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"indexing a lazyk.dask result of type {t}: compute it, "
+                                "then index the lazyk array")
+    got = array([], T.FixedDim(0, t.elem))[(slice(None),) + rest].type
+    if isinstance(outer, slice):
+        lo, hi, step = outer.indices(t.size)
+        return T.FixedDim(len(range(lo, hi, step)), got.elem)
+    return got.elem
+
+
+def _take(key: tuple, part: Any, start: int | None) -> Part:
+    """A partition's rows (views) for `key`; `start`: the first row's number in the
+    result (None for a single row or result)."""
+    return Part(unwrap(part)[key], start)
 
 
 def _field(field: str, part: Any) -> Part:

@@ -180,3 +180,52 @@ def _same_error(a):
         with pytest.raises(lazyk.ShapeError) as got:
             ldask.evaluate(ldask.from_ragged(a, step).sum(axis=0)).compute()
         assert str(got.value) == str(one.value)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_indexing_a_collection_as_one_machine(data):
+    """`r[a:b:c]`, `r[:, k]`, `r[i]`, `r[i, k]`: the same type, values and errors as the
+    lazyk array on one machine; slices are collections cut by the partitions they reach."""
+    layout = data.draw(st.sampled_from(("N * var * T", "N * ?var * T", "N * var * var * T",
+                                        "N * 2 * var * T")))
+    dims = [str(data.draw(st.integers(0, 6)))] + layout.split(" * ")[1:-1]
+    option = data.draw(st.booleans())
+    values = S.fill(data.draw, _skeleton(data.draw, dims), "float64", option, False, 0,
+                    len(dims))
+    a = lazyk.array(values, type=S.type_string(dims, "float64", option))
+    n = a.type.size
+    bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+    outer = data.draw(st.one_of(st.integers(-n, n - 1) if n else st.nothing(),
+                                st.builds(slice, bound, bound,
+                                          st.one_of(st.none(), st.integers(1, 3)))))
+    inner = data.draw(st.sampled_from([(), (slice(1, None),), (0,), (-1,), (slice(None, 1),)]))
+    key = (outer,) + inner
+    x = ldask.from_ragged(a, data.draw(st.integers(1, max(n, 1))))
+    try:
+        want = a[key]
+    except (IndexError, lazyk.NotSupportedError) as err:
+        with pytest.raises(type(err)):
+            x[key].compute()
+        return
+    got = x[key].compute()
+    want = want if isinstance(want, lazyk.Array) else lazyk.array(want)
+    got = got if isinstance(got, lazyk.Array) else lazyk.array(got)
+    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
+    assert str(x[key].type) == str(want.type) or not isinstance(outer, slice)
+    if isinstance(outer, slice) and inner == ():  # an operand: the partitions' views
+        s = ldask.evaluate(x[key].sum(axis=-1)).compute()
+        s = s.to_list() if isinstance(s, lazyk.Array) else np.asarray(s).tolist()
+        assert same(s, want.sum(axis=-1).eval().to_list())
+
+
+def test_indexing_refusals_name_the_key():
+    x = ldask.from_ragged(lazyk.array([[1.0], [2.0, 3.0], []]), 2)
+    with pytest.raises(lazyk.NotSupportedError, match="negative steps"):
+        x[::-1]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[3]
+    with pytest.raises(lazyk.NotSupportedError, match="an int or a slice"):
+        x[..., 0]
+    assert x[1:].row_counts == (1, 1) and x[2:].row_counts == (1,)
+    assert ldask.evaluate(x[1:] * 2).compute().to_list() == [[4.0, 6.0], []]
