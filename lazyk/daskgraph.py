@@ -22,6 +22,11 @@ layers:
   would hide the lengths of the present rows it folded into a missing one, and a `skipna`
   partial of only missing rows is an empty row: see the README for what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
+  Rows that do not pair within a partition below a var row of length 1 (which another
+  partition's empty row may stretch to nothing) go on as rows (`daskparts.Raw`): the
+  step that sees every partition decides, so the answer (or error) is one machine's
+  whatever the cuts. Folds over `N * ?var * ...` rows against a fixed dim give `?n`
+  results: a collection that computes, not an operand (as on one machine).
 
 Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
 `lazyk.str_len(b)`; their partitions travel between processes and join as Python values)

@@ -8,7 +8,9 @@
 - `Task`: one expression run on one partition's operands; `Combine`: partial reductions
   joined and reduced again; `FoldRows`: the same for folds that must know what each
   partition folded (missing rows under the outer rows, var rows kept below two folded
-  axes).
+  axes); `Raw`: a partition's rows that did not fold on their own (another partition's
+  empty row may stretch their level to nothing), folded by a later step, so that the
+  answer never depends on where the partitions are cut.
 """
 from __future__ import annotations
 

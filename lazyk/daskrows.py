@@ -6,7 +6,9 @@ outer rows (row slices are views, nothing is copied); it is also a lazyk operand
 numbers, `?T`, strings or bytes; records are a `RaggedRecords`, whose fields (`r.x`) are
 `RaggedArray`s. Date and time elements are held (split, persisted, computed), not
 computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine.
-`compute()` concatenates the partitions (contents joined, offsets shifted).
+`compute()` concatenates the partitions (contents joined, offsets shifted). Indexing
+(`r[10:20]`, `r[:, 1:]`, `r[i]`) gives what one machine gives: slices are collections of
+the partitions' row views (cut accordingly), an outer int one row.
 `lazyk.daskparts` holds the partitions' data and what tasks run on them;
 `lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
