@@ -502,23 +502,20 @@ def raw_form(a: Array, arg: tuple, dtype: Any) -> Array:
         return a
     col = _columns(a)
     for d in fixed:
-        col = _var_at(col, d, a.type.size)
+        col = _var_at(col, d)
     return build(col)
 
 
-def _var_at(col: tuple, axis: int, n: int) -> tuple:
-    """A column tree whose fixed dim `axis` (>= 1) is a var one (rows of its size); `n`:
-    the entries of `col`."""
+def _var_at(col: tuple, axis: int) -> tuple:
+    """A column tree whose fixed dim `axis` (>= 1) is a var one (rows of its size)."""
     kind = col[0]
     if kind == "option":
-        return ("option", col[1], _var_at(col[2], axis, n))
+        return ("option", col[1], _var_at(col[2], axis))
     if kind == "list":
-        inner = int(col[1][-1] - col[1][0])
-        return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1, inner))
-    size = col[1]
+        return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1))
     if axis > 1:
-        return ("regular", size, _var_at(col[2], axis - 1, n * size)) + col[3:]
-    return ("list", np.arange(n + 1, dtype=np.int64) * size, col[2])
+        return ("regular", col[1], _var_at(col[2], axis - 1)) + col[3:]
+    return ("list", np.arange(_entries(col) + 1, dtype=np.int64) * col[1], col[2])
 
 
 def joined(arrays: list) -> Array:
@@ -649,13 +646,12 @@ class FoldRows(Combine):
         if not final:
             return Folded(value, any(f.rows for f in parts), missing)
         if self.elem is not None:
-            from lazyk.array import array as _array
             # what the partials folded, a missing row, and no rows of `elem`: a fold of
             # nothing (no partial folded a row) is the fold of no rows of `elem`
             rows = [raw_form(unwrap(value), self.arg, self.dtype)] \
                 if any(f.rows for f in parts) else []
             rows += [] if missing is None else [raw_form(missing, self.arg, self.dtype)]
-            none = _array([], f"0 * {self.elem}")  # no rows: the type of the rows
+            none = array([], f"0 * {self.elem}")  # no rows: the type of the rows
             rows.append(raw_form(none, self.arg, self.dtype))
             return Combine.__call__(self, joined(rows))
         skipna = len(self.arg) > 3 and bool(self.arg[3])

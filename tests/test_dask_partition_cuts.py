@@ -229,3 +229,19 @@ def test_indexing_refusals_name_the_key():
         x[..., 0]
     assert x[1:].row_counts == (1, 1) and x[2:].row_counts == (1,)
     assert ldask.evaluate(x[1:] * 2).compute().to_list() == [[4.0, 6.0], []]
+
+
+def test_rows_form_of_views_and_partials():
+    """Rows that go on unfolded take the fold's dtype, their folded fixed dims made var
+    (a partial's 1 and the rows' n then fold together), views read from their own rows."""
+    a = lazyk.array([[[[1], [2, 3]]], [[[4, 5], [6]]], [[[7], [8]], [[9], []]]],
+                    type="3 * var * 2 * var * int32")[1:]
+    r = daskparts.raw_form(a, ("sum", (0, 2), True), "int64")
+    assert str(r.type) == "2 * var * var * var * int64"
+    assert r.to_list() == [[[[4, 5], [6]]], [[[7], [8]], [[9], []]]]
+    b = lazyk.array([[[]], [[], []], [[]]], type="3 * var * 0 * float64")[1:]
+    r = daskparts.raw_form(b, ("max", (0, 2), True), "float64")
+    assert str(r.type) == "2 * var * var * float64" and r.to_list() == [[[], []], [[]]]
+    c = lazyk.array([[True], [False, True]], type="2 * var * bool")
+    r = daskparts.raw_form(c, ("sum", (0,), True), "int64")
+    assert str(r.type) == "2 * var * int64" and r.to_list() == [[1], [0, 1]]
