@@ -28,7 +28,7 @@ from dask.threaded import get as threaded_get
 from lazyk import arrmeta as M
 from lazyk import ops
 from lazyk import types as T
-from lazyk.array import Array
+from lazyk.array import Array, array
 from lazyk.daskparts import Part, buffers, build, concat, unwrap
 from lazyk.daskparts import columns as _columns
 from lazyk.errors import NotSupportedError
@@ -393,8 +393,6 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
 def _typed(t: T.Type, outer: Any, rest: tuple) -> T.Type:
     """The type of a collection of type `t` indexed by `outer` then `rest` (the key
     applied to no rows of `t`: an inner index out of bounds raises when computed)."""
-    from lazyk.array import array
-
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"indexing a lazyk.dask result of type {t}: compute it, "
                                 "then index the lazyk array")
