@@ -89,14 +89,17 @@ def _agree(got, want, where):
     assert same(got[1], want[1]), (where, got[1], want[1])
 
 
-def _every_cut(t, data, fn):
-    """fn on one machine, then on Dask at every rows_per_part (and a pairwise tree)."""
+def _every_cut(t, data, fn, refused=False):
+    """fn on one machine, then on Dask at every rows_per_part (and a pairwise tree);
+    `refused`: Dask may refuse the form by name (NotSupportedError) on every cut."""
     a = lazyk.array(data, type=t)
     want = _answer(lambda: fn(a).eval())
     n = a.type.size
     for step, every in itertools.chain(((k, None) for k in range(1, n + 1)), [(1, 2)]):
         x = ldask.from_ragged(a, step)
         got = _answer(lambda: ldask.evaluate(fn(x), split_every=every).compute())
+        if refused and got is lazyk.NotSupportedError:
+            continue
         _agree(got, want, (t, data, step, every))
     return want
 
@@ -142,7 +145,9 @@ ONCE_REFUSED = ("N * ?var * 2 * var * T", "N * ?var * 2 * T", "N * ?var * 0 * T"
 @given(cases(layouts=ONCE_REFUSED))
 def test_folds_over_missing_rows_against_fixed_dims_as_one_machine(case):
     t, data, op, axis, keepdims, skipna, initial = case
-    want = _every_cut(t, data, _fn(op, axis, keepdims, skipna, initial))
+    # a mean over `?n` results (sum / count of results that are not operands) is refused
+    want = _every_cut(t, data, _fn(op, axis, keepdims, skipna, initial),
+                      refused=op == "mean")
     assert want is not lazyk.NotSupportedError or op == "mean" or "0 *" in t, (t, op, axis)
 
 

@@ -200,6 +200,10 @@ def test_rows_axis_folds_of_missing_rows_and_of_rows_below_two_folded_axes(
         # `N * ?var * 2 * var * T` over (0, 1): `?2` results (not operands); the partials
         # fold the present rows, the last step folds them with one missing row
         want = fn(a).eval()
+        if op == "mean":  # sum / count of `?2` results, which are not operands: refused
+            with pytest.raises(lazyk.NotSupportedError, match=r"\?2"):
+                ldask.evaluate(fn(x), split_every=split_every).compute()
+            return
         got = ldask.evaluate(fn(x), split_every=split_every).compute()
         got = lazyk.array(np.asarray(got)) if isinstance(got, np.ndarray) else got
         assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
