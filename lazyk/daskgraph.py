@@ -22,6 +22,11 @@ layers:
   would hide the lengths of the present rows it folded into a missing one, and a `skipna`
   partial of only missing rows is an empty row: see the README for what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
+  Rows that do not pair within a partition below a var row of length 1 (which another
+  partition's empty row may stretch to nothing) go on as rows (`daskparts.Raw`): the
+  step that sees every partition decides, so the answer (or error) is one machine's
+  whatever the cuts. Folds over `N * ?var * ...` rows against a fixed dim give `?n`
+  results: a collection that computes, not an operand (as on one machine).
 
 Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
 `lazyk.str_len(b)`; their partitions travel between processes and join as Python values)
@@ -48,6 +53,7 @@ from lazyk import expr as lx
 from lazyk import types as T
 from lazyk.array import Array, array
 from lazyk.daskparts import Combine, FoldRows, Part, Task, build, nonempty, union, widen
+from lazyk.daskparts import columns as _columns
 from lazyk.daskrows import (
     RaggedArray,
     RowsLeaf,
@@ -66,7 +72,6 @@ from lazyk.errors import (
 )
 from lazyk.expr import DaskLeaf, Expr, leaf_data
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
-from lazyk.interchange import columns as _columns
 from lazyk.interchange import from_arrow, masked
 from lazyk.leaves import Placeholder, RaggedLeaf, describe_ragged
 from lazyk.typeparse import dshape
@@ -312,10 +317,11 @@ class _Planner:
                         computable(v.rows.type)
                     except NotSupportedError as err:
                         what = node.arg[0] if node.op == REDUCE_OP else node.op
+                        held = "; collections hold date and time elements, " \
+                            "expressions do not" if "?" not in str(err) else ""
                         raise UnsupportedOperandError(
-                            f"{what}: unsupported operand type {v.rows.type} ({err}; "
-                            "collections hold date and time elements, expressions do "
-                            "not)") from None
+                            f"{what}: unsupported operand type {v.rows.type} ({err}"
+                            f"{held})") from None
 
     def _counts(self) -> tuple:
         seen = []
@@ -447,14 +453,15 @@ class _Planner:
         unseeded = op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None) \
             and lx.has_options(src) and (not kept or kept[0] >= 2)
         if outer_missing or deep or unseeded:
-            return self._fold_rows(node, arg, kept[0] - 1 if kept else len(src.shape) - 1)
+            return self._fold_rows(node, arg, kept[0] - 1 if kept else len(src.shape) - 1,
+                                   str(under) if outer_missing else None)
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
         parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
                             prefix="lazyk-rows-partial", lazy=True)
         # Partitions without rows add nothing (and their rows would not line up).
         keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
-        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True),
+        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True, False),
                           Combine(node.arg, node.dtype.str, bool(node.arg[2])))
 
     def _gathered(self, node: Node) -> Node:
@@ -480,21 +487,21 @@ class _Planner:
             return v.rows
         return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
 
-    def _fold_rows(self, node: Node, arg: tuple, depth: int) -> Node:
+    def _fold_rows(self, node: Node, arg: tuple, depth: int, elem: str | None) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer
         rows, or keeping var rows below two folded axes: the source per partition, then
         partials that know what they folded (`FoldRows`), combined in a tree."""
         src = self._source(node.srcs[0])
         dt, keep = node.dtype.str, bool(node.arg[2])
-        first = FoldRows(arg, dt, True, depth, "first")
+        first = FoldRows(arg, dt, True, depth, "first", elem)
         name = f"lazyk-rows-folded-{tokenize(src.name, first)}"
         layer = {(name, i): (first, (src.name, i)) for i in range(src.npartitions)}
         parts = RaggedArray(HighLevelGraph.from_collections(name, MaterializedLayer(layer),
                                                             dependencies=[src]),
                             name, None, src.type)
         keys = list(layer)
-        return self._tree(node, keys, parts, FoldRows(arg, dt, True, depth, "combine"),
-                          FoldRows(node.arg, dt, keep, depth, "final"))
+        return self._tree(node, keys, parts, FoldRows(arg, dt, True, depth, "combine", elem),
+                          FoldRows(node.arg, dt, keep, depth, "final", elem))
 
     def _tree(self, node: Node, keys: list, parts: Any, combine: Any, final: Any) -> Node:
         """`keys` (partials) combined `split_every` at a time, then `final`: one result."""

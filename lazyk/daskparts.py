@@ -8,7 +8,9 @@
 - `Task`: one expression run on one partition's operands; `Combine`: partial reductions
   joined and reduced again; `FoldRows`: the same for folds that must know what each
   partition folded (missing rows under the outer rows, var rows kept below two folded
-  axes).
+  axes); `Raw`: a partition's rows that did not fold on their own (another partition's
+  empty row may stretch their level to nothing), folded by a later step, so that the
+  answer never depends on where the partitions are cut.
 """
 from __future__ import annotations
 
@@ -26,7 +28,29 @@ from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, broadcast_shapes
 from lazyk.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.interchange import build_columns as build
-from lazyk.interchange import columns as _columns
+from lazyk.interchange import columns as _tree
+
+
+def columns(a: Array) -> tuple:
+    """`interchange.columns` of `a` with the count of rows of size 0 on their nodes
+    (`("regular", 0, child, rows)`), which `build` needs and their child cannot tell."""
+    return _counted(_tree(a), a.type.size)
+
+
+_columns = columns
+
+
+def _counted(col: tuple, n: int) -> tuple:
+    kind = col[0]
+    if kind == "option":
+        return ("option", col[1], _counted(col[2], n))
+    if kind == "list":
+        return ("list", col[1], _counted(col[2], int(col[1][-1])))  # the content's rows
+    if kind == "regular":
+        return ("regular", col[1], _counted(col[2], n * col[1])) + (() if col[1] else (n,))
+    if kind == "record":
+        return ("record", col[1], [_counted(f, n) for f in col[2]])
+    return col
 
 
 class Part:
@@ -131,7 +155,7 @@ def _trim(col: tuple) -> tuple:
     if kind == "record":
         return ("record", col[1], [_trim(f) for f in col[2]])
     if kind in ("option", "regular"):
-        return (kind, col[1], _trim(col[2]))
+        return (kind, col[1], _trim(col[2])) + col[3:]
     return col
 
 
@@ -172,7 +196,7 @@ def widen(col: tuple, elem: T.Type) -> tuple:
     if col[0] == "list":
         return ("list", col[1], widen(col[2], elem.elem))
     if col[0] == "regular":
-        return ("regular", col[1], widen(col[2], elem.elem))
+        return ("regular", col[1], widen(col[2], elem.elem)) + col[3:]
     if col[0] == "record":
         return ("record", col[1], [widen(f, elem.field(n)) for n, f in zip(col[1], col[2])])
     return col
@@ -190,7 +214,7 @@ def _entries(col: tuple) -> int:
         return len(col[2]) - 1
     if kind == "record":
         return _entries(col[2][0]) if col[2] else 0
-    return _entries(col[2]) // max(col[1], 1)
+    return col[3] if len(col) > 3 else _entries(col[2]) // max(col[1], 1)
 
 
 # ---------------------------------------------------------------- concatenation
@@ -231,7 +255,8 @@ def _cut(col: tuple, lo: int, hi: int) -> tuple:
     if kind == "record":
         return ("record", col[1], [_cut(f, lo, hi) for f in col[2]])
     size = col[1]
-    return ("regular", size, _cut(col[2], lo * size, hi * size))
+    return ("regular", size, _cut(col[2], lo * size, hi * size)) + \
+        (() if size else (hi - lo,))  # rows of size 0 carry their count
 
 
 def _cat(cols: list) -> tuple:
@@ -244,7 +269,8 @@ def _cat(cols: list) -> tuple:
     if kind == "option":
         return ("option", np.concatenate([c[1] for c in cols]), _cat([c[2] for c in cols]))
     if kind == "regular":
-        return ("regular", cols[0][1], _cat([c[2] for c in cols]))
+        return ("regular", cols[0][1], _cat([c[2] for c in cols])) + \
+            (() if cols[0][1] else (sum(c[3] for c in cols),))
     if kind == "record":
         if len({tuple(c[1]) for c in cols}) != 1:
             raise ShapeError("partitions of records with other fields cannot be joined")
@@ -319,13 +345,26 @@ class Task:
             by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
             root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
                            else reshaped(n, s))
+        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         try:
             out = Expr(root, env).eval()
-        except ValueError as err:  # ShapeError, ...: the collection's row, not the part's
+        except ShapeError as err:
+            if not folds_rows:
+                raise renumbered(err, start) from None
+            # NOTE: rows that do not pair here may never meet in the whole fold (another
+            # partition's empty row empties their level): they go on as rows, and the
+            # fold that sees every partition's rows decides.
+            try:
+                rows = Expr(root.srcs[0], env).eval()
+            except ValueError:  # not the fold's: the error of one machine
+                raise renumbered(err, start) from None
+            if not may_hide(rows):
+                raise renumbered(err, start) from None
+            return Raw([Part(raw_form(rows, root.arg, root.dtype), start, stop)])
+        except ValueError as err:  # the collection's row, not the part's
             raise renumbered(err, start) from None
         if self.numpy:
             return out.to_numpy()
-        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
@@ -336,14 +375,39 @@ class Task:
 
 
 class Combine:
-    """Joins partial reductions (each with the reduced axes kept) and reduces them again."""
+    """Joins partial reductions (each with the reduced axes kept) and reduces them again.
+    A partition's rows that did not fold on their own (`Raw`) join as rows; rows that
+    do not fold together go on as rows, unless this step is `final` (it sees every
+    partition's rows: their error is the whole fold's)."""
 
-    __slots__ = ("arg", "dtype", "keepdims")
+    __slots__ = ("arg", "dtype", "keepdims", "final")
 
-    def __init__(self, arg: tuple, dtype: str, keepdims: bool):
-        self.arg, self.dtype, self.keepdims = arg, dtype, keepdims
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool, final: bool = True):
+        self.arg, self.dtype, self.keepdims, self.final = arg, dtype, keepdims, final
 
-    def __call__(self, *parts: Any) -> Array:
+    def __call__(self, *parts: Any) -> Any:
+        if any(isinstance(p, Raw) for p in parts):
+            return self._rows(parts)
+        try:
+            return self._fold(parts)
+        except ShapeError:
+            if self.final or not may_hide(*[unwrap(p) for p in parts]):
+                raise
+            return self._rows(parts)  # rows that may never meet in the whole fold
+
+    def _rows(self, parts: tuple) -> Any:
+        """Partials and rows (`Raw`) folded as rows: rows again where they do not fold
+        (unless this is the last step, which sees every partition's rows)."""
+        pieces = [q for p in parts for q in (p.parts if isinstance(p, Raw) else
+                                             [_as_rows(p, self.arg, self.dtype)])]
+        try:
+            return self._fold((joined([q.array for q in pieces]),))
+        except ShapeError as err:
+            if self.final:
+                raise renumbered(err, pieces) from None
+            return Raw(pieces)
+
+    def _fold(self, parts: tuple) -> Part:
         op, axes = self.arg[0], self.arg[1]
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         initial = self.arg[4] if len(self.arg) > 4 else None
@@ -368,10 +432,100 @@ class Combine:
         return Part(out)
 
     def __reduce__(self):
-        return (Combine, (self.arg, self.dtype, self.keepdims))
+        return (Combine, (self.arg, self.dtype, self.keepdims, self.final))
 
     def __dask_tokenize__(self):
-        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims)
+        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims,
+                self.final)
+
+
+class Raw:
+    """Partitions' rows (and partials made rows: `raw_form`) that did not fold on their
+    own: the rows they pair with may never meet in the whole fold, since another
+    partition's empty row can empty their level. Later steps fold them with the rest.
+    `parts`: `Part`s naming the collection's rows they hold (or folded), for errors."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+    def __reduce__(self):
+        return (Raw, (self.parts,))
+
+
+def may_hide(*arrays: Array) -> bool:
+    """Whether rows that do not pair in `arrays` might never meet in a whole fold: only
+    below a var row of length 1 (which another partition's empty row stretches to
+    nothing) above the last var level; elsewhere their error is the whole fold's."""
+    for a in arrays:
+        col = _columns(a) if isinstance(a, Array) and isinstance(a.type, T.FixedDim) \
+            else None
+        while col is not None and col[0] in ("option", "list", "regular"):
+            below = col[2]
+            if col[0] == "list" and "list" in _kinds(below) and \
+                    bool((np.diff(col[1]) == 1).any()):
+                return True
+            col = below
+    return False
+
+
+def _kinds(col: tuple) -> list:
+    out = []
+    while col[0] in ("option", "list", "regular"):
+        out.append(col[0])
+        col = col[2]
+    return out
+
+
+def _as_rows(p: Any, arg: tuple, dtype: Any) -> Part:
+    """A partial (`Part`) as rows that fold with a partition's rows."""
+    return Part(raw_form(unwrap(p), arg, dtype), getattr(p, "start", None),
+                getattr(p, "stop", None))
+
+
+def raw_form(a: Array, arg: tuple, dtype: Any) -> Array:
+    """Rows or a partial of a fold `arg` as rows that fold with each other: values in
+    the fold's dtype, the folded inner fixed dims made var (a partial's 1 and the rows'
+    n fold alike)."""
+    dt = np.dtype(bool) if arg[0] in ("any", "all") else np.dtype(dtype)
+    if a.dtype != dt:
+        a = lx.astype(a, dt).eval()
+    inner = sorted(d for d in arg[1] if d)
+    t, fixed = a.type, []
+    for d in range(1, max(inner, default=0) + 1):
+        t = t.elem
+        t = t.elem if isinstance(t, T.Option) else t
+        if d in inner and isinstance(t, T.FixedDim):
+            fixed.append(d)
+    if not fixed:
+        return a
+    col = _columns(a)
+    for d in fixed:
+        col = _var_at(col, d)
+    return build(col)
+
+
+def _var_at(col: tuple, axis: int) -> tuple:
+    """A column tree whose fixed dim `axis` (>= 1) is a var one (rows of its size)."""
+    kind = col[0]
+    if kind == "option":
+        return ("option", col[1], _var_at(col[2], axis))
+    if kind == "list":
+        return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1))
+    if axis > 1:
+        return ("regular", col[1], _var_at(col[2], axis - 1)) + col[3:]
+    return ("list", np.arange(_entries(col) + 1, dtype=np.int64) * col[1], col[2])
+
+
+def joined(arrays: list) -> Array:
+    """Arrays of rows joined along axis 0, with options wherever one has them."""
+    if len(arrays) == 1:
+        return arrays[0]
+    elem = arrays[0].type.elem
+    for a in arrays[1:]:
+        elem = union(elem, a.type.elem)
+    return build(_cat([widen(_columns(a), elem) for a in arrays]))
 
 
 def _ones(x: Any, axes: tuple) -> tuple:
@@ -404,7 +558,7 @@ def _at(col: tuple, axis: int, fn: Any) -> tuple:
     if kind == "option":
         return ("option", col[1], _at(col[2], axis, fn))
     if kind in ("list", "regular"):
-        return (kind, col[1], _at(col[2], axis - 1, fn))
+        return (kind, col[1], _at(col[2], axis - 1, fn)) + col[3:]
     raise ShapeError(f"no dimension {axis} in a column of {kind}")
 
 
@@ -426,7 +580,7 @@ class Folded:
     """A partial reduction over the rows' axis that knows what it folded: `value` folds the
     partition's present rows, `rows` says whether anything reached the kept levels (a
     partial of nothing is an empty row that must not pair with other partitions' rows),
-    `missing` is the fold of one missing row (None without one): the result unless
+    `missing` is one missing row or its fold (None without one): the result unless
     `skipna`."""
 
     __slots__ = ("value", "rows", "missing")
@@ -447,24 +601,75 @@ class FoldRows(Combine):
     that partitions folding nothing add nothing and a missing row makes the result
     missing without hiding a row-length mismatch."""
 
-    __slots__ = ("depth", "stage")
+    __slots__ = ("depth", "stage", "elem")
 
-    def __init__(self, arg: tuple, dtype: str, keepdims: bool, depth: int, stage: str):
+    def __init__(self, arg: tuple, dtype: str, keepdims: bool, depth: int, stage: str,
+                 elem: str | None = None):
         super().__init__(arg, dtype, keepdims)
         self.depth, self.stage = depth, stage  # levels above the first kept one; step
+        # NOTE: over missing rows under the outer rows (`elem`: the rows' type), partials
+        # fold the present rows as plain var rows (a fold over `?var` rows can give `?n`
+        # rows, which are results, not operands) and carry one missing row as it is; the
+        # last step folds them again as rows of `elem`, for one machine's result type.
+        self.elem = elem
 
     def __call__(self, *parts: Any) -> Any:
+        final = self.stage == "final"
         if self.stage == "first":
-            return self._partial(unwrap(parts[0]), span_of(parts))
+            x, span = unwrap(parts[0]), span_of(parts)
+            try:
+                return self._partial(x, span)
+            except ShapeError:  # rows that may never meet in the whole fold: as rows
+                if not may_hide(x):
+                    raise
+                return Raw([Part(raw_form(x, self.arg, self.dtype), *span)])
         parts = [unwrap(p) for p in parts]
-        live = [f.value for f in parts if f.rows] or [parts[0].value]
+        if any(isinstance(p, Raw) for p in parts):
+            pieces = self._rows(parts)
+            try:
+                parts = [self._partial(joined([q.array for q in pieces]), (None, None))]
+            except ShapeError as err:
+                if final:
+                    raise renumbered(err, pieces) from None
+                return Raw(pieces)
+        live = [f.value for f in parts if f.rows] or \
+            [f.value for f in parts[:1] if f.value is not None]
         missing = next((f.missing for f in parts if f.missing is not None), None)
-        value = Combine.__call__(self, *live)  # row lengths checked here
-        if self.stage != "final":
+        again = self if not final or self.elem is None else \
+            Combine(self.arg[:2] + (True,) + self.arg[3:], self.dtype, True)
+        try:
+            value = Combine.__call__(again, *live) if live else None  # lengths checked
+        except ShapeError:
+            if final or not may_hide(*[unwrap(v) for v in live]):
+                raise
+            return Raw(self._rows(parts))
+        if not final:
             return Folded(value, any(f.rows for f in parts), missing)
+        if self.elem is not None:
+            # what the partials folded, a missing row, and no rows of `elem`: a fold of
+            # nothing (no partial folded a row) is the fold of no rows of `elem`
+            rows = [raw_form(unwrap(value), self.arg, self.dtype)] \
+                if any(f.rows for f in parts) else []
+            rows += [] if missing is None else [raw_form(missing, self.arg, self.dtype)]
+            none = array([], f"0 * {self.elem}")  # no rows: the type of the rows
+            rows.append(raw_form(none, self.arg, self.dtype))
+            return Combine.__call__(self, joined(rows))
         skipna = len(self.arg) > 3 and bool(self.arg[3])
         return Combine.__call__(self, missing) if missing is not None and not skipna \
             else Part(value.array)
+
+    def _rows(self, parts: list) -> list:
+        """Partials (`Folded`: what they folded, their missing row) and rows as rows."""
+        rows = []
+        for p in parts:
+            if isinstance(p, Raw):
+                rows += p.parts
+                continue
+            if p.rows:
+                rows.append(_as_rows(p.value, self.arg, self.dtype))
+            if p.missing is not None:
+                rows.append(Part(raw_form(p.missing, self.arg, self.dtype)))
+        return rows
 
     def _partial(self, x: Array, span: tuple) -> Folded:
         start = span[0]
@@ -481,27 +686,37 @@ class FoldRows(Combine):
                 col = _cat([("option", np.ones(b - a, bool), _cut(col[2], a, b))
                             for a, b in runs])
                 x = build(col)
-        n = _entries(col)
+            if self.elem is not None:  # the present rows as var rows
+                col = col[2]
+                x = build(col)
+        lo, hi = 0, _entries(col)  # the entries of these rows at each level down
         for _ in range(self.depth):
             while col[0] == "option":
                 col = col[2]
             if col[0] == "list":
-                n, col = int(col[1][-1] - col[1][0]), col[2]
+                lo, hi = int(col[1][lo]), int(col[1][hi])
             else:
-                n, col = n * col[1], col[2]
+                lo, hi = lo * col[1], hi * col[1]
+            col = col[2]
+        n = hi - lo
         keep = Combine(self.arg, self.dtype, True)
         try:
             value = Part(keep(x).array, *span)
         except ValueError as err:  # ShapeError: the collection's row, not the part's
-            raise renumbered(err, rows) from None
-        return Folded(value, n > 0, None if missing is None else keep(missing))
+            if self.elem is None or n:
+                raise renumbered(err, rows) from None
+            value = None  # a fold of nothing (a min of no values): the last step's
+        if missing is not None and self.elem is None:
+            missing = keep(missing)
+        return Folded(value, n > 0, missing)
 
     def __reduce__(self):
-        return (FoldRows, (self.arg, self.dtype, self.keepdims, self.depth, self.stage))
+        return (FoldRows, (self.arg, self.dtype, self.keepdims, self.depth, self.stage,
+                           self.elem))
 
     def __dask_tokenize__(self):
         return ("lazyk.rows-fold", arg_key(self.arg), self.dtype, self.keepdims, self.depth,
-                self.stage)
+                self.stage, self.elem)
 
 
 

@@ -6,7 +6,9 @@ outer rows (row slices are views, nothing is copied); it is also a lazyk operand
 numbers, `?T`, strings or bytes; records are a `RaggedRecords`, whose fields (`r.x`) are
 `RaggedArray`s. Date and time elements are held (split, persisted, computed), not
 computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one machine.
-`compute()` concatenates the partitions (contents joined, offsets shifted).
+`compute()` concatenates the partitions (contents joined, offsets shifted). Indexing
+(`r[10:20]`, `r[:, 1:]`, `r[i]`) gives what one machine gives: slices are collections of
+the partitions' row views (cut accordingly), an outer int one row.
 `lazyk.daskparts` holds the partitions' data and what tasks run on them;
 `lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
@@ -26,12 +28,12 @@ from dask.threaded import get as threaded_get
 from lazyk import arrmeta as M
 from lazyk import ops
 from lazyk import types as T
-from lazyk.array import Array
+from lazyk.array import Array, array
 from lazyk.daskparts import Part, buffers, build, concat, unwrap
+from lazyk.daskparts import columns as _columns
 from lazyk.errors import NotSupportedError
 from lazyk.expr import Expr
 from lazyk.graph import Node
-from lazyk.interchange import columns as _columns
 from lazyk.leaves import RaggedLeaf, describe_ragged
 from lazyk.operators import Operators
 from lazyk.typeparse import dshape
@@ -92,6 +94,19 @@ def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
                    ("complex128" if name else "int64"))
     shape, _, option = describe_ragged(TypeOnly(proxy))
     return shape, _TEXT[name] if name else np.dtype(np.int64), option
+
+
+def _var_options(t: T.Type) -> T.Type:
+    """`t` with its `?n` dims as `?var` dims."""
+    if isinstance(t, T.Option):
+        e = t.elem
+        if isinstance(e, T.FixedDim):
+            return T.Option(T.VarDim(_var_options(e.elem)))
+        return T.Option(_var_options(e))
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        return type(t)(t.size, _var_options(t.elem)) if isinstance(t, T.FixedDim) else \
+            T.VarDim(_var_options(t.elem))
+    return t
 
 
 def temporal(t: T.Type) -> bool:
@@ -187,7 +202,16 @@ class RaggedArray(_Collection, Expr):
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
         self._counts = None if counts is None else tuple(int(c) for c in counts)
-        shape, dtype, option = describe(t, held=True)
+        try:
+            shape, dtype, option = describe(t, held=True)
+        except NotSupportedError:
+            # `?n` rows (a fold over missing rows against a fixed dim) are results, not
+            # operands (as on one machine): typed here as `?var` rows, refused in
+            # expressions by their own type
+            u = _var_options(t)
+            if u == t:
+                raise
+            shape, dtype, option = describe(u, held=True)
         super().__init__(Node("input", dtype, shape, (), name), {name: RowsLeaf(self, t, option)})
 
     @property
@@ -230,6 +254,57 @@ class RaggedArray(_Collection, Expr):
         meta = np.ma.masked_array(np.empty((0,) * len(shape), dtype)) if option else \
             np.empty((0,) * len(shape), dtype)
         return da.Array(dsk, name, chunks, meta=meta)
+
+    def __getitem__(self, key: Any) -> Any:
+        """Rows and views as on one machine (`r[10:20]`, `r[::2]`, `r[:, 1:]`, `r[i]`,
+        `r[i, 0]`): a slice of outer rows is a collection of the partitions' row views
+        it reaches (partitions cut accordingly); an outer int is the one partition's
+        row (a single result). Indices into inner dims apply to every partition."""
+        key = key if isinstance(key, tuple) else (key,)
+        outer, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if outer is Ellipsis or any(k is None or k is Ellipsis for k in rest) or not \
+                isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
+            raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
+                                    "an int or a slice of outer rows, then ints and slices")
+        none = _typed(self._ltype, outer, rest)  # the result's type
+        name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
+        if self._counts is None:  # a single result: the key as it is
+            layer = {(name, 0): (_take, key, (self._name, 0), None)}
+            return self._derived(name, layer, None, none)
+        n = sum(self._counts)
+        starts = np.concatenate([[0], np.cumsum(self._counts)]).tolist()
+        if not isinstance(outer, slice):
+            i = int(outer) + (n if outer < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(outer)} is out of bounds for axis 0 with size "
+                                 f"{n}")
+            j = int(np.searchsorted(starts, i, side="right")) - 1
+            layer = {(name, 0): (_take, (i - starts[j],) + rest, (self._name, j), None)}
+            return self._derived(name, layer, None, none)
+        lo, hi, step = outer.indices(n)
+        if step < 0:
+            raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
+                                    "negative steps (the partitions hold rows in order)")
+        layer, counts = {}, []
+        for j, c in enumerate(self._counts):
+            a, b = max(lo, starts[j]), min(hi, starts[j] + c)
+            if a >= b:
+                continue
+            a += (lo - a) % step  # the first row of the slice in this partition
+            if a >= b:
+                continue
+            k = (slice(a - starts[j], b - starts[j], step),) + rest
+            layer[(name, len(counts))] = (_take, k, (self._name, j), len(range(lo, a, step)))
+            counts.append(len(range(a, b, step)))
+        if not counts:  # no rows: an empty view of the first partition
+            layer[(name, 0)] = (_take, (slice(0, 0),) + rest, (self._name, 0), 0)
+            counts.append(0)
+        return self._derived(name, layer, tuple(counts), none)
+
+    def _derived(self, name: str, layer: dict, counts: tuple | None, t: T.Type) -> Any:
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                              dependencies=[self])
+        return collection(dsk, name, counts, t)
 
     # --- no eager evaluation: the collection is computed by Dask
     def eval(self, out: Any = None, casting: str = "same_kind"):
@@ -317,6 +392,25 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
     u = u.elem if isinstance(u, T.Option) else u
     cls = RaggedRecords if isinstance(u, T.Record) else RaggedArray
     return cls(dsk, name, counts, t)
+
+
+def _typed(t: T.Type, outer: Any, rest: tuple) -> T.Type:
+    """The type of a collection of type `t` indexed by `outer` then `rest` (the key
+    applied to no rows of `t`: an inner index out of bounds raises when computed)."""
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"indexing a lazyk.dask result of type {t}: compute it, "
+                                "then index the lazyk array")
+    got = array([], T.FixedDim(0, t.elem))[(slice(None),) + rest].type
+    if isinstance(outer, slice):
+        lo, hi, step = outer.indices(t.size)
+        return T.FixedDim(len(range(lo, hi, step)), got.elem)
+    return got.elem
+
+
+def _take(key: tuple, part: Any, start: int | None) -> Part:
+    """A partition's rows (views) for `key`; `start`: the first row's number in the
+    result (None for a single row or result)."""
+    return Part(unwrap(part)[key], start)
 
 
 def _field(field: str, part: Any) -> Part:

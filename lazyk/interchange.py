@@ -168,13 +168,18 @@ def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
     return Array.from_parts(t, meta, block.address, block, c.readonly)
 
 
-def regular(c: Array, size: int) -> Array:
-    """`M * X` viewed as `M/size * size * X` (no copy; the leading dim must be one stride)."""
+def regular(c: Array, size: int, rows: int | None = None) -> Array:
+    """`M * X` viewed as `M/size * size * X` (no copy; the leading dim must be one stride);
+    `rows`: how many rows of size 0 (their count is not in `c`)."""
     n, stride = c.meta[0], c.meta[1]
-    if size <= 0 or n % size:
+    if size == 0 and rows is not None and n == 0:
+        rows = int(rows)
+    elif size <= 0 or n % size:
         raise ArrayConstructionError(f"{n} elements do not split into rows of {size}")
-    t = T.FixedDim(n // size, T.FixedDim(size, c.type.elem))
-    meta = (n // size, size * stride, size, stride) + tuple(c.meta[2:])
+    else:
+        rows = n // size
+    t = T.FixedDim(rows, T.FixedDim(size, c.type.elem))
+    meta = (rows, size * stride, size, stride) + tuple(c.meta[2:])
     owner = c.owner if isinstance(c.owner, memory.MemoryBlock) else c.to_numpy()
     return Array.from_parts(t, meta, c.ptr, owner, c.readonly)
 
@@ -853,8 +858,8 @@ def build_columns(col: tuple) -> Array:
     kind = col[0]
     if kind == "numpy":
         return array(np.ascontiguousarray(col[1]))
-    if kind == "regular":
-        return regular(build_columns(col[2]), col[1])
+    if kind == "regular":  # ("regular", 0, child, rows): rows of size 0 and their count
+        return regular(build_columns(col[2]), col[1], *col[3:])
     if kind == "list":
         return offsets_array(col[1], build_columns(col[2]), check=None)
     if kind == "text":
