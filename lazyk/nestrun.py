@@ -45,6 +45,7 @@ from lazyk.nestplan import (
     nest_plan,
     nest_words,
     offsets_rows,
+    one_part,
     positions,
 )
 from lazyk.rowrules import (
@@ -125,7 +126,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
               flat=None, plan=False):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
-    present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets) from
+    present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets, plan) from
     `flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
     the offsets above it. `plan`: a `NestFill` after the count passes."""
     ops_ = flat[0] if flat else [nest_operand(v) for v in leaves]
@@ -137,7 +138,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             return None
         ops_ = [NestOperand([("f", 1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
                 for o in ops_]
-    levels, sizes, kinds = nest_plan(ops_)
+    levels, sizes, kinds = flat[2] if flat else nest_plan(ops_)
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None
@@ -717,7 +718,7 @@ def _all_parts(levels, sizes, sel, kinds) -> list:
     writing partial result t."""
     n0 = sizes[0] if levels[0] == "f" else 1
     bounds = [0, n0]
-    if levels[0] == "f":
+    if levels[0] == "f" and not one_part(sel, kinds, n0):
         before = index_weight(sel, kinds, n0)
         if before is not None:
             bounds = nest_split(n0, before(n0), before)
