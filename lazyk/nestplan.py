@@ -151,7 +151,24 @@ def dim_kind(t):
 
 
 def nest_plan(ops_):
-    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level."""
+    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level.
+    Kept on the first operand for these operands (the operands of an Array are reused:
+    `nest_operand`), so a repeated call over the same arrays plans once."""
+    first, rest = ops_[0], ops_[1:]
+    plans = first.__dict__.setdefault("plans", {})
+    key = tuple(map(id, rest))
+    got = plans.get(key)
+    if got is not None and all(w() is o for w, o in zip(got[0], rest)):
+        return got[1], list(got[2]), list(got[3])
+    levels, sizes, kinds = _nest_plan(ops_)
+    if len(plans) >= 8:
+        plans.clear()
+    plans[key] = (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds))
+    return levels, sizes, kinds
+
+
+def _nest_plan(ops_):
+    """`nest_plan` without the cache."""
     nlev = max(len(o.dims) for o in ops_)
     levels, sizes = [], []
     for k in range(nlev):
