@@ -303,6 +303,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
         mask = mask & ((flags & 2) != 0)
+    if flat and mask is None and not reduce_arg[2]:  # `N * var * T` over the values
+        return offsets_array(flat[1], values.astype(red_node.dtype, copy=False), check=None)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
     elif reduce_arg[2]:  # keepdims: a fixed 1 where each axis was (kept levels stay put)
