@@ -323,6 +323,9 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
         if one_part(sel, kinds, n0):
             return [(0, n0, 0, {})]
         before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
+        if before is not None:  # (result position = row)
+            bounds = nest_split(n0, before(n0), before)
+            return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
     if before is None:
         def before(r):
             return positions(r, rl, rs, offsets, nres)[-1]
