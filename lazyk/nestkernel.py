@@ -172,12 +172,15 @@ def split(n: int, total: int, before) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
     estimate of the content before row r (`total` = before(n)); found by bisection, so
     O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
-    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy."""
+    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
+    with `rows` (before(r) = r) needs no search."""
     threads = get_num_threads()
     nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
     if nparts <= 1:
         return [0, n]
     goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
+    if getattr(before, "rows", False):  # before(r) = r
+        return [0, *sorted({g for g in goals if 0 < g < n}), n]
     starts = getattr(before, "starts", None)
     if starts is not None:  # (goals in its dtype: no conversion of the array)
         at = np.array(goals, np.int64) + before.base

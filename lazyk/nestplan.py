@@ -4,7 +4,9 @@ and each operand's kind at each level, the kernel data words, and the split of l
 across threads by content. Forms that need no count pass are found here too: `N * var`
 rows of one offsets array (`offsets_rows`) and a last-axis reduction of `N * var * var`
 rows that follow each other, which runs over the inner rows as `M * var` (`flat_rows`).
-Nothing here runs a kernel."""
+An array's checked operand is reused while its memory is open (`nest_operand`), and the
+plan of a set of operands is kept with the first (`nest_plan`): a repeated call over the
+same arrays reads only their rows. Nothing here runs a kernel."""
 from __future__ import annotations
 
 import weakref
@@ -327,8 +329,7 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
             bounds = nest_split(n0, before(n0), before)
             return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
     if before is None:
-        def before(r):
-            return positions(r, rl, rs, offsets, nres)[-1]
+        before = _weight(rl, rs, offsets, nres)
     bounds = nest_split(n0, before(n0), before)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -344,16 +345,26 @@ def count_parts(levels, sizes, offsets, rvar, res, p, n0):
     if levels[0] != "f" or not p or res[0] != 0:
         return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-
-    def before(r):
-        return positions(r, rl, rs, offsets, p)[-1]  # level-p rows before level-0 row r
-
+    before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
     bounds = nest_split(n0, before(n0), before)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = positions(lo, rl, rs, offsets, p)
         parts.append((lo, hi, 0, {res[q]: (xs[q - 1] if q else 0) for q in counted}))
     return parts
+
+
+def _weight(rl, rs, offsets: dict, upto: int):
+    """`before(r)` for `nestkernel.split`: level-(upto - 1) iterations before level-0 row r
+    (`positions`). Where that is the row itself or one offsets entry, the split searches
+    in NumPy (`starts`, `rows`) instead of bisecting in Python."""
+    def before(r):
+        return positions(r, rl, rs, offsets, upto)[-1]
+    if rl[0] == "f" and upto == 1:
+        before.rows = True
+    elif rl[0] == "f" and upto == 2 and rl[1] == "v":
+        before.starts, before.base = offsets[1][:-1], 0
+    return before
 
 
 def one_part(sel, kinds, n0) -> bool:

@@ -133,3 +133,21 @@ def test_repeated_calls_follow_the_reference(arr):
     for _ in range(2):  # the second call is served from the caches
         check(a.sum(axis=-1), R.reduce("sum", ra, axis=-1))
         check(a * 2 + 1, R.elementwise("add", R.elementwise("multiply", ra, 2), 1))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
+    from lazyk import nestkernel
+    monkeypatch.setattr(nestkernel, "MIN_PART", 1)
+    monkeypatch.setattr(nestkernel, "get_num_threads", lambda: threads)
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 5, 40, 1000):
+        off = np.zeros(n + 1, np.int64)
+        np.cumsum(rng.integers(0, 30, n), out=off[1:])
+        for rl, upto in (("fv", 2), ("fv", 1), ("f", 1)):
+            fast = nestplan._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
+            assert hasattr(fast, "starts") or hasattr(fast, "rows")
+
+            def plain(r, rl=rl, upto=upto):
+                return nestplan.positions(r, list(rl), [n, 0][:len(rl)], {1: off}, upto)[-1]
+            assert nestkernel.split(n, fast(n), fast) == nestkernel.split(n, plain(n), plain)
