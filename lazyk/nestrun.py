@@ -620,7 +620,9 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
     seeded = extremum and len(reduce_arg) > 4
     if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
         return out, None  # a sum over plain values: every row has one (no pass over flags)
-    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
+    valid = (flags & 1).view(bool)  # (0 / 1 bytes: one pass, no copy to bool)
+    int_mean = op == "mean" and out.dtype.kind in "iu"
+    nonempty = (flags & 2) != 0 if seeded or int_mean else None
     values = out
     if seeded:
         values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
@@ -628,7 +630,7 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
         if extremum and not valid.all():
             where = "array" if whole else f"row {int(np.argmin(valid))}"
             raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
-        if op == "mean" and out.dtype.kind in "iu" and not nonempty.all():
+        if int_mean and not nonempty.all():
             where = "array" if whole else f"row {int(np.argmin(nonempty))}"
             raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
                              "integer has no NaN")
