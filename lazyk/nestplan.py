@@ -64,8 +64,8 @@ def nest_operand(leaf):
         arr = leaf.array
         key = id(arr)
         got = _operands.get(key)
-        if got is not None and got[0]() is arr and got[1] == id(arr.owner) and all(
-                r in memory._registry for r in got[2]):
+        if got is not None and got[0]() is arr and got[1] == id(arr.owner) and \
+                _open(got[2]):
             return got[3]
         got = _nest_operand(leaf)
         if got is not None and got.dtype.kind in "biufc":
@@ -73,6 +73,16 @@ def nest_operand(leaf):
                               id(arr.owner), _refs(arr), got)
         return got
     return _nest_operand(leaf)
+
+
+def _open(refs) -> bool:
+    """Whether every block ref names an open block (`memory.lookup`)."""
+    try:
+        for r in refs:
+            memory.lookup(r)
+    except ValueError:
+        return False
+    return True
 
 
 def _forget(key: int, ref) -> None:
