@@ -13,13 +13,11 @@ import weakref
 
 import numpy as np
 
-from lazyk import memory
-from lazyk.backend.threads import get_num_threads
+from lazyk import memory, nestkernel
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import ShapeError
 from lazyk.leaves import is_ragged, text_rows
 from lazyk.memory import view
-from lazyk.nestkernel import MIN_PART
 from lazyk.nestkernel import split as nest_split
 from lazyk.ops import BYTES, STRING
 from lazyk.rows import check_extent
@@ -381,11 +379,11 @@ def one_part(sel, kinds, n0) -> bool:
     """Whether `nestkernel.split` would give one part over `index_weight`: one thread, or
     the operand it weighs holds too few values to split (its arrmeta's `length` bounds the
     content of its valid rows, and the kernel refuses others); no index is read."""
-    if get_num_threads() == 1:
+    if nestkernel.get_num_threads() == 1:  # (what `split` reads, at call time)
         return True
     for o, kind in zip(sel, kinds):
         if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
-            return n0 > 0 and o.dims[0][2] > 0 and o.dims[1][2][4] < 2 * MIN_PART
+            return n0 > 0 and o.dims[0][2] > 0 and o.dims[1][2][4] < 2 * nestkernel.MIN_PART
     return False
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 import lazyk
-from lazyk import memory, nestplan
+from lazyk import memory, nestkernel, nestplan
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged
 from tests.test_ragged_onepath import check
@@ -112,7 +112,7 @@ def test_flat_sums_over_every_row_form(width):
 def test_parts_on_two_threads_match_one_part():
     rng = np.random.default_rng(3)
     outer, inner, x = _var_var(rng, 4000, 0, 40)  # ~1.6e6 values: several parts
-    assert len(x) > 4 * nestplan.MIN_PART
+    assert len(x) > 4 * nestkernel.MIN_PART
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     was = lazyk.get_num_threads()
     try:
@@ -138,7 +138,6 @@ def test_repeated_calls_follow_the_reference(arr):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
-    from lazyk import nestkernel
     monkeypatch.setattr(nestkernel, "MIN_PART", 1)
     monkeypatch.setattr(nestkernel, "get_num_threads", lambda: threads)
     rng = np.random.default_rng(4)
