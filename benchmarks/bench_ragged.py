@@ -16,10 +16,16 @@ today. lazyk inputs are built with `lazyk.from_offsets` over the same NumPy offs
 content (no copy, O(1): the rows are checked where kernels read them). Where lazyk refuses a
 workload the row says `refused: <error>`.
 
-Every tool's answer is checked against NumPy's on a small copy of the data first. Times are
-medians of `--repeat` calls; `x ak` is Awkward's time / the tool's time (> 1: faster than
-Awkward); GB/s counts the bytes each workload must read and write (content, offsets, mask,
-result) against the copy bandwidth measured here with NumPy (read + write).
+Every tool's answer is checked against NumPy's on a small copy of the data first. Timing is
+interleaved so that a noisy second on a shared machine falls on every tool alike: each of
+`--repeat` rounds times one sample of every tool in turn (the order rotates from round to
+round), and a tool's time is the median of its samples; one method for every tool, no
+sample dropped. A sample is one call, or for calls under 1 ms a batch of calls (the same
+number in every round, chosen at warm-up so that a batch takes about 1 ms) divided by its
+count. `x ak` is Awkward's median / the tool's median over the same rounds (> 1: faster
+than Awkward); GB/s counts the bytes each workload must read and write (content, offsets,
+mask, result) against the copy bandwidth measured here with NumPy (read + write). `--json`
+also holds every sample and, per round, Awkward's sample / the tool's.
 
     python benchmarks/bench_ragged.py --quick
     python benchmarks/bench_ragged.py --rows 1000000 --repeat 7 --json ragged.json
@@ -190,6 +196,38 @@ def to_flat(tool, key, r):
     return np.asarray(r, dtype=np.float64)
 
 
+METHOD = "interleaved rounds, median per tool, calls under 1 ms timed in batches"
+BATCH_SECONDS = 1e-3  # a timed sample lasts at least this long (short calls are batched)
+
+
+def batch_size(fn) -> int:
+    """Calls per timed sample: 1, or enough calls of a fast `fn` to last BATCH_SECONDS."""
+    t0 = time.perf_counter()
+    fn()
+    t = time.perf_counter() - t0
+    return 1 if t >= BATCH_SECONDS else min(1000, max(1, int(BATCH_SECONDS / max(t, 1e-7))))
+
+
+def sample(fn, count: int) -> float:
+    """Seconds per call of one timed sample: `count` calls back to back."""
+    t0 = time.perf_counter()
+    for _ in range(count):
+        fn()
+    return (time.perf_counter() - t0) / count
+
+
+def interleaved(calls: dict, repeat: int) -> dict:
+    """{tool: per-call seconds of each round}: every round times one sample of every tool,
+    in an order that rotates from round to round, so load that comes and goes on the
+    machine hits every tool alike."""
+    counts = {tool: batch_size(fn) for tool, fn in calls.items()}
+    tools, samples = list(calls), {tool: [] for tool in calls}
+    for r in range(repeat):
+        for tool in tools[r % len(tools):] + tools[:r % len(tools)]:
+            samples[tool].append(sample(calls[tool], counts[tool]))
+    return samples
+
+
 def median_time(fn, repeat: int) -> float:
     ts = []
     for _ in range(repeat):
@@ -236,10 +274,13 @@ def run(args) -> dict:
     print(f"lazyk {getattr(lazyk, '__version__', '?')}, threads {lazyk.get_num_threads()}; "
           f"awkward {ak.__version__ if ak else 'not installed'}; numpy {np.__version__}")
     print(f"rows {args.rows:,}, values {len(data['x']):,} (var * var: {len(data['x2']):,}); "
-          f"median of {args.repeat}; NumPy copy bandwidth {bw:.1f} GB/s (read + write)")
+          f"{args.repeat} interleaved rounds (the tools take turns; each tool's median, "
+          f"calls under 1 ms timed in batches); NumPy copy bandwidth {bw:.1f} GB/s "
+          f"(read + write)")
     results = []
     for key, title, nbytes, impls in workloads(data):
         row = {"key": key, "workload": title, "bytes": nbytes, "tools": {}}
+        calls = {}
         for tool in tools:
             st = status[key, tool]
             if st != "ok":
@@ -248,12 +289,19 @@ def run(args) -> dict:
             setup, call = impls[tool]
             inputs = setup() if setup else None
             call(inputs)  # warm-up: compiles and caches lazyk's kernel
-            t = median_time(lambda c=call, i=inputs: c(i), args.repeat)
-            row["tools"][tool] = {"status": "ok", "seconds": t, "gbps": nbytes / t / 1e9}
-            inputs = None  # frees the lazyk copies before the next tool
+            calls[tool] = lambda c=call, i=inputs: c(i)
+        samples = interleaved(calls, args.repeat)
+        calls = None  # frees every tool's inputs before the next workload
+        for tool, ts in samples.items():
+            t = statistics.median(ts)
+            row["tools"][tool] = {"status": "ok", "seconds": t, "gbps": nbytes / t / 1e9,
+                                  "samples": ts}
+            if "awkward" in samples and tool != "awkward":
+                row["tools"][tool]["x_ak_rounds"] = [a / b for a, b in
+                                                     zip(samples["awkward"], ts)]
         results.append(row)
     print_table(results, bw)
-    return {"rows": args.rows, "repeat": args.repeat, "copy_gbps": bw, "values": len(data["x"]),
+    return {"rows": args.rows, "repeat": args.repeat, "copy_gbps": bw, "method": METHOD, "values": len(data["x"]),
             "threads": lazyk.get_num_threads(), "results": results,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
@@ -290,7 +338,8 @@ def print_table(results, bw):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of var data (1e6)")
-    p.add_argument("--repeat", type=int, default=7, help="timed calls per tool (median)")
+    p.add_argument("--repeat", type=int, default=7,
+                   help="interleaved rounds: timed samples per tool (median)")
     p.add_argument("--quick", action="store_true", help="1e5 rows, 3 repeats")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = p.parse_args(argv)

@@ -67,31 +67,39 @@ class NestKernel:
         check_params(self.spec, params)
         nlev, n, nw = len(self.levels), len(parts), len(words)
         # each part its own kernel data and status: no shared scratch (rows of 64-byte
-        # multiples: every block as aligned as its own allocation was)
+        # multiples: every block as aligned as its own allocation was). One allocation
+        # holds the kernel data rows, the status rows, the part table and the steal words.
         row = -(-(8 * nw + len(params)) // 64) * 64
-        blocks = np.zeros((n, row // 8), np.int64)
-        statuses = np.zeros((n, 8 + nlev), np.int64)
+        rw, sw = row // 8, 8 + nlev
+        buf = np.zeros(n * (rw + sw + 1) + 3, np.int64)
+        base = buf.ctypes.data
+        blocks = buf[:n * rw].reshape(n, rw)
+        statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)
         blocks[:, :nw] = words
         if params:
             blocks.view(np.uint8)[:, 8 * nw:8 * nw + len(params)] = np.frombuffer(params,
                                                                                   np.uint8)
-        blocks[:, 0] = statuses.ctypes.data + np.arange(n) * statuses.strides[0]
+        blocks[:, 0] = np.arange(base + 8 * n * rw, base + 8 * n * (rw + sw), 8 * sw)
+        lens = self.lay["lens"]
         for t, (lo, hi, pos, firsts) in enumerate(parts):
-            blocks[t, 1], blocks[t, 2], blocks[t, 5] = lo, hi, pos
+            b = blocks[t]
+            b[1], b[2], b[5] = lo, hi, pos
             for k, first in firsts.items():
-                blocks[t, self.lay["lens"] + 2 * k + 1] = first
+                b[lens + 2 * k + 1] = first
         # the native pool's threads claim the parts one by one (the GIL released)
-        table = blocks.ctypes.data + np.arange(n, dtype=np.uintp) * np.uintp(row)
+        at = n * (rw + sw)  # the part table: each part's kernel data address
+        buf[at:at + n] = np.arange(base, base + 8 * n * rw, row)
         if n == 1:
-            parallel_for(self.part, table.ctypes.data, 1)
+            parallel_for(self.part, base + 8 * at, 1)
         else:
-            arg = np.array([table.ctypes.data, n, 0], np.int64)
-            parallel_for(self.steal, arg.ctypes.data, min(get_num_threads(), n))
+            buf[at + n:] = base + 8 * at, n, 0
+            parallel_for(self.steal, base + 8 * (at + n), min(get_num_threads(), n))
         del keep  # the buffers the kernel read stay alive until here
         nest_stats["runs"] += 1
-        for st in statuses:
-            if st[0]:
-                raise _error(st, labels or list(range(len(self.kinds))))
+        if statuses[:, 0].any():
+            for st in statuses:
+                if st[0]:
+                    raise _error(st, labels or list(range(len(self.kinds))))
         return statuses
 
 
@@ -164,12 +172,15 @@ def split(n: int, total: int, before) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
     estimate of the content before row r (`total` = before(n)); found by bisection, so
     O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
-    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy."""
+    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
+    with `rows` (before(r) = r) needs no search."""
     threads = get_num_threads()
     nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
     if nparts <= 1:
         return [0, n]
     goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
+    if getattr(before, "rows", False):  # before(r) = r
+        return [0, *sorted({g for g in goals if 0 < g < n}), n]
     starts = getattr(before, "starts", None)
     if starts is not None:  # (goals in its dtype: no conversion of the array)
         at = np.array(goals, np.int64) + before.base

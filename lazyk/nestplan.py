@@ -4,13 +4,16 @@ and each operand's kind at each level, the kernel data words, and the split of l
 across threads by content. Forms that need no count pass are found here too: `N * var`
 rows of one offsets array (`offsets_rows`) and a last-axis reduction of `N * var * var`
 rows that follow each other, which runs over the inner rows as `M * var` (`flat_rows`).
-Nothing here runs a kernel."""
+An array's checked operand is reused while its memory is open (`nest_operand`), and the
+plan of a set of operands is kept with the first (`nest_plan`): a repeated call over the
+same arrays reads only their rows. Nothing here runs a kernel."""
 from __future__ import annotations
 
-import ctypes
+import weakref
 
 import numpy as np
 
+from lazyk import memory, nestkernel
 from lazyk.codegen.nest import OP_WORDS, nest_layout
 from lazyk.errors import ShapeError
 from lazyk.leaves import is_ragged, text_rows
@@ -31,8 +34,79 @@ class NestOperand:
         self.mask_offset, self.aligned, self.owner = mask_offset, aligned, owner
 
 
+class _Raw:
+    """`__array_interface__` of bytes the caller checked (`_raw`)."""
+
+    __slots__ = ("__array_interface__",)
+
+
+def _raw(ptr: int, shape: tuple, strides: tuple, dtype) -> np.ndarray:
+    """A NumPy view of memory the caller knows is inside a checked block, read at once
+    (no owner kept; no ctypes array type per size)."""
+    h = _Raw()
+    h.__array_interface__ = {"version": 3, "shape": shape, "strides": strides,
+                             "typestr": np.dtype(dtype).str, "data": (ptr, True)}
+    return np.asarray(h)
+
+
+# id(Array) -> (weak ref to it, its owner's id, the block refs its arrmeta names, its
+# NestOperand): an Array's type, arrmeta and pointer never change, so its checked operand
+# is reused while it holds its owner and every block it names is open (a closed block is
+# checked again, and refused); the entry goes with the Array
+_operands: dict = {}
+
+
 def nest_operand(leaf):
     """A `NestOperand`, or None for a leaf the nest does not read (records, ...)."""
+    if is_ragged(leaf):
+        arr = leaf.array
+        key = id(arr)
+        got = _operands.get(key)
+        if got is not None and got[0]() is arr and got[1] == id(arr.owner) and \
+                _open(got[2]):
+            return got[3]
+        got = _nest_operand(leaf)
+        if got is not None and got.dtype.kind in "biufc":
+            _operands[key] = (weakref.ref(arr, lambda r, k=key: _forget(k, r)),
+                              id(arr.owner), _refs(arr), got)
+        return got
+    return _nest_operand(leaf)
+
+
+def _open(refs) -> bool:
+    """Whether every block ref names an open block (`memory.lookup`)."""
+    try:
+        for r in refs:
+            memory.lookup(r)
+    except ValueError:
+        return False
+    return True
+
+
+def _forget(key: int, ref) -> None:
+    """Drop the cached operand of an Array that is gone (not a newer one at its id)."""
+    got = _operands.get(key)
+    if got is not None and got[0] is ref:
+        _operands.pop(key, None)
+
+
+def _refs(arr) -> tuple:
+    """The block refs of the var dims of `arr`'s arrmeta (`nest_operand`'s walk)."""
+    t, meta, k, refs = arr.type, arr.meta, 0, []
+    while dim_kind(t):
+        if type(t).__name__ == "FixedDim":
+            k += 2
+        else:
+            if type(t).__name__ == "Option":
+                t, k = t.elem, k + 1
+            refs.append(meta[k])
+            k += 7
+        t = t.elem
+    return tuple(refs)
+
+
+def _nest_operand(leaf):
+    """`nest_operand` without the cache."""
     if isinstance(leaf, np.ndarray):
         al = leaf.dtype.alignment
         ptr = leaf.__array_interface__["data"][0]
@@ -87,7 +161,24 @@ def dim_kind(t):
 
 
 def nest_plan(ops_):
-    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level."""
+    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level.
+    Kept on the first operand for these operands (the operands of an Array are reused:
+    `nest_operand`), so a repeated call over the same arrays plans once."""
+    first, rest = ops_[0], ops_[1:]
+    plans = first.__dict__.setdefault("plans", {})
+    key = tuple(map(id, rest))
+    got = plans.get(key)
+    if got is not None and all(w() is o for w, o in zip(got[0], rest)):
+        return got[1], list(got[2]), list(got[3])
+    levels, sizes, kinds = _nest_plan(ops_)
+    if len(plans) >= 8:
+        plans.clear()
+    plans[key] = (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds))
+    return levels, sizes, kinds
+
+
+def _nest_plan(ops_):
+    """`nest_plan` without the cache."""
     nlev = max(len(o.dims) for o in ops_)
     levels, sizes = [], []
     for k in range(nlev):
@@ -139,7 +230,7 @@ def flat_rows(ops_, levels, kinds, sizes):
     """A reduction over the last axis of `N * var * var` rows, where the inner rows of
     outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
     reduction over the inner rows they cover: (the operands as `M * var`, the result's
-    offsets), or None: another form, outer rows that differ between operands, or bad
+    offsets, their `nest_plan`), or None: another form, outer rows that differ between operands, or bad
     rows (the full nest names them). Operands without the two outer dims stay (`n`).
     Offsets from 0 of a writable leaf are those offsets themselves (no copy)."""
     if tuple(levels) != ("f", "v", "v"):
@@ -155,10 +246,9 @@ def flat_rows(ops_, levels, kinds, sizes):
             return None
         # row r's start and stop: bytes the nest reads too (inside the operand's block:
         # `check_extent`)
-        buf = (ctypes.c_char * ((n0 - 1) * s0 + delta + width)).from_address(o.ptr)
         dt = np.int32 if width == 4 else np.int64
-        starts = np.ndarray((n0,), dt, buf, 0, (s0,))
-        stops = np.ndarray((n0,), dt, buf, delta, (s0,))
+        starts = _raw(o.ptr, (n0,), (s0,), dt)
+        stops = _raw(o.ptr + delta, (n0,), (s0,), dt)
         lo, hi = int(starts[0]), int(stops[-1])
         if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
             return None
@@ -176,7 +266,11 @@ def flat_rows(ops_, levels, kinds, sizes):
                 return None
         flat[j] = NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
                                o.dtype, o.mask_offset, o.aligned)
-    return None if off is None else (flat, off)
+    if off is None:
+        return None
+    # the flat nest's plan (`nest_plan` of the flat operands): the inner rows are level 0
+    kinds2 = [("n", kd[2]) if kd[:2] == ("n", "n") else ("f", kd[2]) for kd in kinds]
+    return flat, off, (("f", "v"), [int(off[-1]), 0], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):
@@ -199,8 +293,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
     if ref is None:
         return None
     ptr, n0, s0, width = ref
-    buf = (ctypes.c_char * (n0 * s0 + width)).from_address(ptr)  # the bytes the nest reads
-    off = np.ndarray((n0 + 1,), np.int32 if width == 4 else np.int64, buf, 0, (s0,))
+    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
     return np.subtract(off, off[0], dtype=np.int64)
 
 
@@ -237,10 +330,14 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     before = None
     if mode == "reduce" and not rvar and len(levels) == 2:
+        if one_part(sel, kinds, n0):
+            return [(0, n0, 0, {})]
         before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
+        if before is not None:  # (result position = row)
+            bounds = nest_split(n0, before(n0), before)
+            return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
     if before is None:
-        def before(r):
-            return positions(r, rl, rs, offsets, nres)[-1]
+        before = _weight(rl, rs, offsets, nres)
     bounds = nest_split(n0, before(n0), before)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -256,16 +353,38 @@ def count_parts(levels, sizes, offsets, rvar, res, p, n0):
     if levels[0] != "f" or not p or res[0] != 0:
         return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-
-    def before(r):
-        return positions(r, rl, rs, offsets, p)[-1]  # level-p rows before level-0 row r
-
+    before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
     bounds = nest_split(n0, before(n0), before)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = positions(lo, rl, rs, offsets, p)
         parts.append((lo, hi, 0, {res[q]: (xs[q - 1] if q else 0) for q in counted}))
     return parts
+
+
+def _weight(rl, rs, offsets: dict, upto: int):
+    """`before(r)` for `nestkernel.split`: level-(upto - 1) iterations before level-0 row r
+    (`positions`). Where that is the row itself or one offsets entry, the split searches
+    in NumPy (`starts`, `rows`) instead of bisecting in Python."""
+    def before(r):
+        return positions(r, rl, rs, offsets, upto)[-1]
+    if rl[0] == "f" and upto == 1:
+        before.rows = True
+    elif rl[0] == "f" and upto == 2 and rl[1] == "v":
+        before.starts, before.base = offsets[1][:-1], 0
+    return before
+
+
+def one_part(sel, kinds, n0) -> bool:
+    """Whether `nestkernel.split` would give one part over `index_weight`: one thread, or
+    the operand it weighs holds too few values to split (its arrmeta's `length` bounds the
+    content of its valid rows, and the kernel refuses others); no index is read."""
+    if nestkernel.get_num_threads() == 1:  # (what `split` reads, at call time)
+        return True
+    for o, kind in zip(sel, kinds):
+        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
+            return n0 > 0 and o.dims[0][2] > 0 and o.dims[1][2][4] < 2 * nestkernel.MIN_PART
+    return False
 
 
 def index_weight(sel, kinds, n0):
@@ -279,10 +398,9 @@ def index_weight(sel, kinds, n0):
             if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
                 return None
             # the start indices and the last stop: bytes the nest reads too
-            buf = (ctypes.c_char * ((n0 - 1) * stride + delta + width)).from_address(o.ptr)
             dt = np.int32 if width == 4 else np.int64
-            starts = np.ndarray((n0,), dt, buf, 0, (stride,))
-            s0, end = int(starts[0]), int(np.ndarray((), dt, buf, (n0 - 1) * stride + delta))
+            starts = _raw(o.ptr, (n0,), (stride,), dt)
+            s0, end = int(starts[0]), int(_raw(o.ptr + (n0 - 1) * stride + delta, (), (), dt))
 
             def before(r):
                 return (int(starts[r]) if r < n0 else end) - s0

@@ -45,6 +45,7 @@ from lazyk.nestplan import (
     nest_plan,
     nest_words,
     offsets_rows,
+    one_part,
     positions,
 )
 from lazyk.rowrules import (
@@ -125,7 +126,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
               flat=None, plan=False):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
-    present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets) from
+    present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets, plan) from
     `flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
     the offsets above it. `plan`: a `NestFill` after the count passes."""
     ops_ = flat[0] if flat else [nest_operand(v) for v in leaves]
@@ -137,7 +138,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             return None
         ops_ = [NestOperand([("f", 1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
                 for o in ops_]
-    levels, sizes, kinds = nest_plan(ops_)
+    levels, sizes, kinds = flat[2] if flat else nest_plan(ops_)
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None
@@ -302,6 +303,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
         mask = mask & ((flags & 2) != 0)
+    if flat and mask is None and not reduce_arg[2]:  # `N * var * T` over the values
+        return offsets_array(flat[1], values.astype(red_node.dtype, copy=False), check=None)
     if reduce_arg[2] and mode == "reduce":
         dims.append(1)
     elif reduce_arg[2]:  # keepdims: a fixed 1 where each axis was (kept levels stay put)
@@ -664,7 +667,9 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
     seeded = extremum and len(reduce_arg) > 4
     if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
         return out, None  # a sum over plain values: every row has one (no pass over flags)
-    valid, nonempty = (flags & 1).astype(bool), (flags & 2).astype(bool)
+    valid = (flags & 1).view(bool)  # (0 / 1 bytes: one pass, no copy to bool)
+    int_mean = op == "mean" and out.dtype.kind in "iu"
+    nonempty = (flags & 2) != 0 if seeded or int_mean else None
     values = out
     if seeded:
         values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
@@ -672,7 +677,7 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
         if extremum and not valid.all():
             where = "array" if whole else f"row {int(np.argmin(valid))}"
             raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
-        if op == "mean" and out.dtype.kind in "iu" and not nonempty.all():
+        if int_mean and not nonempty.all():
             where = "array" if whole else f"row {int(np.argmin(nonempty))}"
             raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
                              "integer has no NaN")
@@ -766,7 +771,7 @@ def _all_parts(levels, sizes, sel, kinds) -> list:
     writing partial result t."""
     n0 = sizes[0] if levels[0] == "f" else 1
     bounds = [0, n0]
-    if levels[0] == "f":
+    if levels[0] == "f" and not one_part(sel, kinds, n0):
         before = index_weight(sel, kinds, n0)
         if before is not None:
             bounds = nest_split(n0, before(n0), before)
