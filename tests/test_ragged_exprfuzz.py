@@ -40,6 +40,7 @@ from tests.test_ragged_reference import same
 EXAMPLES = int(os.environ.get("LAZYK_EXPRFUZZ_EXAMPLES", "50"))
 LAYOUTS = S.LAYOUTS + S.QNEST_LAYOUTS + S.QVAR_LAYOUTS + ("N * var * 4 * T", "N * 1 * var * T")
 REFUSED: collections.Counter = collections.Counter()
+OUTCOMES: collections.Counter = collections.Counter()  # direct calls: answered, raised, ...
 LAZYK_ERRORS = tuple(v for v in vars(E).values() if isinstance(v, type) and
                      issubclass(v, Exception) and v.__module__ == E.__name__)
 
@@ -48,7 +49,8 @@ LAZYK_ERRORS = tuple(v for v in vars(E).values() if isinstance(v, type) and
 def _refusal_summary():
     yield
     if "LAZYK_EXPRFUZZ_EXAMPLES" in os.environ:
-        print(f"\nrefused forms ({sum(REFUSED.values())}):", file=sys.stderr)
+        print(f"\noutcomes: {dict(OUTCOMES)}", file=sys.stderr)
+        print(f"refused forms ({sum(REFUSED.values())}):", file=sys.stderr)
         for form, n in REFUSED.most_common(40):
             print(f"  {n:5d}  {form}", file=sys.stderr)
 
@@ -86,6 +88,21 @@ def operands(draw):
         n = int(np.prod(shape))
         vals = [S._leaf(draw, dtype, False) for _ in range(n)]
         nps.append(np.array(vals, dtype=dtype).reshape(shape))
+    if arrays[0][1] and draw(st.integers(0, 3)) == 0:
+        # a ragged operand of lower rank: the first one's first element (rows that line
+        # up with the inner dims of the others, or raise ShapeError where they do not)
+        t, d = arrays[0]
+        inner = t.split(" * ", 1)[1]
+        if d[0] is not None and not inner.startswith("?"):
+            inner = inner if not inner.startswith("var") else f"{len(d[0])} * " + \
+                inner.split(" * ", 1)[1]
+            if " * " in inner:
+                arrays.append((inner, d[0]))
+    if len(dims) > 1 and draw(st.integers(0, 5)) == 0:
+        # an operand of its own row structure (mostly a ShapeError, or rows of 1)
+        t, d = draw(S.ragged(layouts=(" * ".join(d.lstrip("?") if i == 0 else d
+                                                  for i, d in enumerate(dims)) + " * T",)))
+        arrays.append((t, d))
     return arrays, nps, len(dims)
 
 
@@ -117,8 +134,8 @@ SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
 class Gen:
     """Draws typed trees: each draw returns (tree, ndim, is_bool)."""
 
-    def __init__(self, data, leaves):
-        self.data = data
+    def __init__(self, data, leaves, n_arrays):
+        self.data, self.n_arrays = data, n_arrays
         self.leaves = leaves  # (index, ndim, is_bool)
 
     def draw(self, s):
@@ -130,14 +147,16 @@ class Gen:
             if want_bool:
                 return None
             pool = self.leaves
+        # lazyk arrays (nd of the layout) three times as often as NumPy operands
+        pool = pool + [x for x in pool if x[0] < self.n_arrays] * 2
         i, nd, b = self.draw(st.sampled_from(pool))
         return ("arg", i), nd, b
 
     def any(self, depth):
         return self.boolean(depth) if self.draw(st.integers(0, 3)) == 0 else self.num(depth)
 
-    def num(self, depth):
-        if depth <= 1 or self.draw(st.integers(0, 4)) == 0:
+    def num(self, depth, top=False):
+        if depth <= 1 or (not top and self.draw(st.integers(0, 4)) == 0):
             return self.leaf(self.draw(st.sampled_from([False, False, False, None])))
         kind = self.draw(st.sampled_from(["un", "bin", "bin", "const", "where", "red", "red",
                                           "center"]))
@@ -186,8 +205,8 @@ class Gen:
             nd - (1 if isinstance(axis, int) else len(axis))
         return ("red", op, a, axis, keepdims, skipna, initial), n, op in ("any", "all")
 
-    def boolean(self, depth):
-        if depth <= 1 or self.draw(st.integers(0, 4)) == 0:
+    def boolean(self, depth, top=False):
+        if depth <= 1 or (not top and self.draw(st.integers(0, 4)) == 0):
             got = self.leaf(True)
             if got is not None and self.draw(st.booleans()):
                 return got
@@ -398,14 +417,14 @@ def check_case(case, data):
     lz_env, ref_env, leaves, names, types = [], [], [], [], []
     for i, (t, d) in enumerate(arrays):
         a = lazyk.array(d, type=t)
-        if view is not None:
+        if view is not None and t.count(" * ") == nd:
             depth, item = VIEWS[view]
             a = a[(slice(None),) * depth + (item,)]
             d = _sliced(d, depth, item)
             assert same(a.to_list(), d)
         lz_env.append(a)
         ref_env.append(R.array(d, str(a.type)))
-        leaves.append((i, nd, t.endswith("bool")))
+        leaves.append((i, t.count(" * "), t.endswith("bool")))
         names.append(f"x{i}")
         types.append(str(a.type))
     for j, arr in enumerate(nps):
@@ -416,13 +435,14 @@ def check_case(case, data):
         leaves.append((i, arr.ndim, arr.dtype == np.bool_))
         names.append(f"n{j}")
         types.append(rt)
-    gen = Gen(data, leaves)
-    depth = data.draw(st.integers(1, 4))
-    tree, _, _ = gen.boolean(depth) if data.draw(st.integers(0, 3)) == 0 else gen.num(depth)
+    gen = Gen(data, leaves, len(arrays))
+    depth = data.draw(st.sampled_from([2, 3, 3, 4, 4, 1]))
+    tree, _, _ = (gen.boolean if data.draw(st.integers(0, 3)) == 0 else gen.num)(depth, True)
     if tree[0] == "arg":
         tree = ("bin", "add", tree, ("const", 1))
     text = show(tree, names)
-    inputs = "; ".join(f"{n} = lazyk.array({d!r}, type='{t}'){view or ''}"
+    inputs = "; ".join(f"{n} = lazyk.array({d!r}, type='{t}')"
+                       f"{view if view and t.count(' * ') == nd else ''}"
                        for n, (t, d) in zip(names, arrays)) + \
         "".join(f"; {names[len(arrays) + j]} = np.array({a.tolist()!r}, "
                 f"dtype='{a.dtype}')" for j, a in enumerate(nps))
@@ -431,6 +451,9 @@ def check_case(case, data):
     want, ref_err = attempt(lambda: run_ref(tree, ref_env))
     got, err = attempt(lambda: as_array(run_lazyk(tree, lz_env)))
     direct = check_outcome("direct", tree, want, ref_err, got, err, where)
+    OUTCOMES[direct or "answered"] += 1
+    if os.environ.get("LAZYK_EXPRFUZZ_SHOW"):
+        print(f"{direct or 'answered'}:{where}", file=sys.stderr)
 
     # the same expression compiled over placeholders of the operands' types
     ph = [lazyk.placeholder(n, t) for n, t in zip(names, types)]
@@ -441,7 +464,7 @@ def check_case(case, data):
         if isinstance(cerr, E.NotSupportedError):
             REFUSED["compile: " + form(tree)] += 1
             return
-        assert direct is None and isinstance(cerr, LAZYK_ERRORS), \
+        assert direct == "raised" and isinstance(cerr, LAZYK_ERRORS), \
             f"compile raised {cerr!r}{where}"
         return
     got2, err2 = attempt(lambda: as_array(k(**kw)))
@@ -478,7 +501,7 @@ def check_outcome(how, tree, want, ref_err, got, err, where) -> str | None:
         return "raised"
     if err is not None:
         if isinstance(err, E.NotSupportedError) and not isinstance(err, E.DTypeError):
-            REFUSED[f"{how}: {form(tree)}"] += 1
+            REFUSED[f"{how}: {form(tree)}: {str(err)[:120]}"] += 1
             return "refused"
         raise AssertionError(f"{how}: lazyk raised {err!r}; the reference gives "
                              f"{want.type} {want.data!r}{where}") from err
