@@ -604,3 +604,26 @@ def test_a_symbolic_dim_against_var_rows_compiles_as_a_fixed_one(name):
     with pytest.raises(lazyk.ShapeError, match="do not broadcast"):  # two symbols
         lazyk.where(lazyk.placeholder("x", "N * var * float64") > 0,
                     lazyk.placeholder("m", "M * float64"), lazyk.placeholder("k", "K * float64"))
+
+
+def test_bind_refuses_a_part_over_missing_rows_that_hides_other_rows():
+    """`(x0 + x2) + a`: row 1 of `x0 + x2` is missing (x0's row is), so x2's empty row
+    never meets a's row of 2; the call computes `x0 + x2` first and answers, where one
+    bound nest pairs the three rows: bind refuses (it raised ShapeError)."""
+    x0 = lazyk.array([[1.0, 2.0], None], type="2 * ?var * float64")
+    x2 = lazyk.array([[1.0, 2.0], []], type="2 * var * float64")
+    a = lazyk.array([[1.0, 2.0], [3.0, 4.0]], type="2 * var * float64")
+    ref = R.elementwise("add", R.elementwise("add", R.array(x0.to_list(), "2 * ?var * float64"),
+                                             R.array(x2.to_list(), "2 * var * float64")),
+                        R.array(a.to_list(), "2 * var * float64"))
+    ps = [lazyk.placeholder(n, str(v.type)) for n, v in (("x", x0), ("y", x2), ("z", a))]
+    k = lazyk.compile((ps[0] + ps[1]) + ps[2])
+    for got in (((x0 + x2) + a).eval(), k(x0, x2, a)):
+        assert same_answer(got, str(ref.type), ref.data) is None
+    out = make_out(ref)
+    with pytest.raises(lazyk.NotSupportedError, match=r"bind\(\).*row 1.*call the compiled"):
+        k.bind(out, x0, x2, a)
+    # rows that do not line up in a part without missing rows still raise ShapeError
+    k2 = lazyk.compile(ps[0] + (ps[1] + ps[2]))
+    with pytest.raises(lazyk.ShapeError):
+        k2.bind(out, x0, x2, a)
