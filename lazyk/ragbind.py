@@ -11,6 +11,9 @@ in several steps (a reduction feeding more work, a reduction of a where() over m
 values) bind as several prepared kernels through scratch the bound object owns
 (`StepsBound`). A where() over missing rows gives rows that follow the values: each call
 runs its count passes again and checks the rows against bind's (`NestFill.recount`).
+Where a call computes a part over missing rows first (`nestforms._parts_first`: its
+missing rows hide rows that do not line up), bind refuses (NotSupportedError) rather
+than pair those rows in one nest.
 """
 from __future__ import annotations
 
