@@ -27,11 +27,13 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
         sizes = {d for _, d in dims if d != 1}
         if len(sizes) > 1:
             ints = {d for d in sizes if isinstance(d, int)}
-            if len(ints) > 1 or len(sizes - ints) > 1:
+            syms = sizes - ints - {"var"}  # var rows take the size of the dim (or 1)
+            if len(ints) > 1 or len(syms) > 1:
                 detail = ", ".join(f"operand {k} has {d}" for k, d in dims)
                 raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} "
                                  f"do not broadcast at axis {ax - ndim} ({detail})")
-            sizes = ints  # a symbol next to a concrete size must equal it (checked at bind)
+            # a symbol next to a concrete size must equal it (checked at bind)
+            sizes = ints or syms
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 

@@ -11,6 +11,9 @@ in several steps (a reduction feeding more work, a reduction of a where() over m
 values) bind as several prepared kernels through scratch the bound object owns
 (`StepsBound`). A where() over missing rows gives rows that follow the values: each call
 runs its count passes again and checks the rows against bind's (`NestFill.recount`).
+Where a call computes a part over missing rows first (`nestforms._parts_first`: its
+missing rows hide rows that do not line up), bind refuses (NotSupportedError) rather
+than pair those rows in one nest.
 """
 from __future__ import annotations
 
@@ -431,11 +434,34 @@ class _ScratchRows(ShapeError):
 
 
 def _bound(expr: Expr, out, signature: str) -> RaggedBound:
-    fill = plan_fill(expr)
+    try:
+        fill = plan_fill(expr)
+    except ShapeError as err:
+        if not _pairs_missing_rows(expr):
+            raise
+        # a call computes such a part first (a row missing there hides the rows of the
+        # other operands of the part); one bound nest would pair them all
+        raise NotSupportedError(
+            f"bind() of {signature}: {err} in one loop nest, where an operation over "
+            "missing rows (?var) and other rows is computed first: call the compiled "
+            "expression instead") from None
     if isinstance(fill, str):
         raise NotSupportedError(f"bind() of {signature}: {fill}: call the compiled "
                                 "expression instead")
     return RaggedBound(fill, out, signature)
+
+
+def _pairs_missing_rows(expr: Expr) -> bool:
+    """Whether an operation of `expr` (not its root) combines an input with missing rows
+    (`?var`) with other inputs (`nestforms._parts_first` computes those first)."""
+    qvar = {n for n, v in expr.env.items()
+            if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+    for node in toposort(expr.node):
+        for src in node.srcs:
+            names = {n.arg for n in toposort(src) if n.op == "input"}
+            if src.op not in ("input", REDUCE_OP) and len(names) > 1 and names & qvar:
+                return True
+    return False
 
 
 def _input_rows(fill) -> list:
