@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -292,10 +293,7 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
         return Node("where", node.dtype, (1,), (mask.node, node, node))
     srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
                  for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
-    out = node.replace(shape=shape, srcs=srcs)
-    if node in TEXT_WHERES:
-        TEXT_WHERES.add(out)
-    return out
+    return node.replace(shape=shape, srcs=srcs)
 
 
 def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
