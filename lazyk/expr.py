@@ -347,8 +347,9 @@ def placeholder(name: str, type: Any) -> Expr:
         type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
             `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
             parameters run through `lazyk.compile`, on lazyk arrays of that type); or
-            dims over `string` / `?string` (`'N * var * ?string'`), for the string
-            operations (comparisons, `str_len`, `startswith`, `endswith`).
+            dims over `string` / `?string` (`'N * var * ?string'`) or `bytes` /
+            `?bytes`, for the string operations (comparisons, `str_len`, `startswith`,
+            `endswith`, `where`).
 
     The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
     `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).

@@ -385,7 +385,8 @@ def bind(expr: Expr, out, signature: str):
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
     # where() over missing strings: its branches would read the elements of missing
     # strings, so each string operation binds as a step of its own first (into scratch)
-    text_first = any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) \
+    text_first = any(is_ragged(v) and str(v.array.type).endswith(("string", "bytes"))
+                     for v in used) \
         and any(n.op == "where" and selects(n) for n in nodes) and \
         any(getattr(v, "option", False) for v in used)
 
