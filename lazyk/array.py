@@ -617,7 +617,8 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
                                      f"{values.shape}")
-    if values.dtype.kind not in "biufcmM":
+    raw = values.dtype.kind == "V" and values.dtype.names is None  # fixed_bytes[n]
+    if values.dtype.kind not in "biufcmM" and not raw:
         raise NotSupportedError(f"missing values over {values.dtype} data")
     size = values.nbytes
     block = memory.MemoryBlock(2 * size)

@@ -36,6 +36,7 @@ from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.interchange import (
     columns,
+    fixed_text_rows,
     masked,
     offsets_array,
     regular,
@@ -530,7 +531,12 @@ def _as_input(x: Any) -> np.ndarray:
 
 def _text_input(x: Any) -> Any:
     """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
-    `string` (`bytes`) array (a copy); other inputs as they are."""
+    `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
+    same bytes); other inputs as they are."""
+    if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, _T.Option) else elem, _T.FixedBytes):
+            return fixed_text_rows(x)
     if isinstance(x, np.ndarray) and x.dtype.kind in "US" and 0 not in x.shape[1:]:
         return text_from_numpy(x)
     if isinstance(x, np.ndarray) and x.dtype.kind in "US":

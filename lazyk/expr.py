@@ -288,6 +288,9 @@ def as_expr(x: Any) -> Expr:
     if isinstance(x, np.ndarray):
         return wrap_array(x)
     if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedBytes):
+            x = fixed_text_rows(x)  # `bytes` elements over the fixed bytes (in place)
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
