@@ -335,9 +335,10 @@ def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
         raise NotSupportedError(f"records are not operands of expressions{held}: use their "
                                 f"fields, e.g. {field} + 1 (fields: {', '.join(t.names)})")
     if isinstance(t, T.Tuple):
-        raise NotSupportedError(f"tuples are not operands of expressions{held}: build arrays "
-                                "of their fields (or use records, whose fields r.x are "
-                                "operands)")
+        keys = ", ".join(repr(str(k)) for k in range(len(t.types)))
+        raise NotSupportedError(f"tuples are not operands of expressions{held}: use their "
+                                f"fields, named by position as in Awkward Array, e.g. "
+                                f"t['0'] + 1 (fields: {keys})")
 
 
 def placeholder(name: str, type: Any) -> Expr:

@@ -498,8 +498,9 @@ def from_arrow(x: Any) -> Array:
     since midnight), `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's:
     timestamps and durations in place, date32 / date64 / time32 widened (a copy). A
     timestamp with a time zone gives its UTC values (Arrow stores UTC instants; the zone is
-    dropped). time64[ns] and intervals are refused (NotSupportedError naming the column or
-    field). Nulls in a list array
+    dropped). time64[ns] values are divided into microseconds (a copy) when every one is
+    a whole microsecond; otherwise, and for intervals, NotSupportedError names the column
+    or field (and the first value that would lose its nanoseconds). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -602,10 +603,17 @@ def _arrow_dates(pa, x) -> Array:
         values = raw.view(f"M8[{t.unit}]")
     elif pa.types.is_duration(t):
         values = raw.view(f"m8[{t.unit}]")
-    elif t.unit == "ns":
-        raise NotSupportedError(f"Arrow type {t}: lazyk's time holds microseconds; cast it "
-                                "first, e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), "
-                                "safe=False)")
+    elif t.unit == "ns":  # whole microseconds only: lazyk's time holds microseconds
+        lost = raw % 1000 != 0
+        if x.null_count:
+            lost &= x.is_valid().to_numpy(zero_copy_only=False)
+        if lost.any():
+            i = int(np.argmax(lost))
+            raise NotSupportedError(
+                f"Arrow type {t}: value {i} ({int(raw[i])} ns since midnight) is not a whole "
+                "microsecond, and lazyk's time holds microseconds; cast it first (this "
+                "truncates), e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), safe=False)")
+        values, elem = (raw // 1000).view("m8[us]"), T.Scalar("time")
     else:  # time32[s / ms], time64[us]: microseconds since midnight
         values = (raw.astype(np.int64) * {"s": 10 ** 6, "ms": 10 ** 3, "us": 1}[t.unit]
                   ).view("m8[us]")
@@ -863,9 +871,10 @@ def _pick(col: tuple, name: str) -> tuple:
     ANDs its mask into the field's)."""
     kind = col[0]
     if kind == "record":
-        if name not in col[1]:
+        keys = [str(k) for k in col[1]]  # a tuple's fields are its positions "0", "1", ...
+        if name not in keys:
             raise KeyError(f"the records have no field {name!r}")
-        return col[2][list(col[1]).index(name)]
+        return col[2][keys.index(name)]
     if kind == "option" and col[2][0] == "record":
         f = _pick(col[2], name)
         return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)
