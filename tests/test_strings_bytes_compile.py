@@ -132,3 +132,14 @@ def test_bytes_parameters_refuse_str():
     s = lazyk.compile(lazyk.placeholder("s", "N * string") == "a")
     with pytest.raises(TypeMatchError):
         s(np.array([b"a"]))
+
+
+def test_bytes_leaves_are_parameters():
+    a = lazyk.array([[b"a", b"bc"], []], type="2 * var * bytes")
+    k = lazyk.compile(lazyk.str_len(a) * 2)
+    assert k.signature == "(_0: 2 * var * bytes) -> 2 * var * int64"
+    assert k(a).to_list() == [[2, 4], []]
+    assert k(lazyk.array([[b"xyz"], [b""]], type="2 * var * bytes")).to_list() == [[6], [0]]
+    f = lazyk.array([b"a", None], type="2 * ?bytes")
+    got = lazyk.compile(f == b"a")(f)
+    assert str(got.type) == "2 * ?bool" and got.to_list() == [True, None]
