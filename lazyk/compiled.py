@@ -518,7 +518,7 @@ def _as_input(x: Any) -> np.ndarray:
         return as_device_array(x)
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
-    if isinstance(x, Array) and x.type.dtype in _TEXT_TYPES[::2]:  # its {begin, size} elements
+    if isinstance(x, Array) and x.type.dtype in (_STRING, _BYTES):  # {begin, size} elements
         return text_view(x)  # the caller holds `x` for the call
     if isinstance(x, np.ndarray) and x.dtype in _TEXT_ELEMENTS:  # pointers: never trusted
         raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
@@ -547,9 +547,9 @@ def _text_input(x: Any) -> Any:
     return x
 
 
-_STRING = dshape("string")
+_STRING, _BYTES = dshape("string"), dshape("bytes")
 # string / bytes element types and their `{begin, size}` dtypes (string parameters)
-_TEXT_TYPES = (_STRING, dshape("?string"), dshape("bytes"), dshape("?bytes"))
+_TEXT_TYPES = (_STRING, dshape("?string"), _BYTES, dshape("?bytes"))
 _TEXT_ELEMENTS = (_STRING_ELEMENT, BYTES)
 _restored: dict = {}
 _restored_lock = threading.Lock()

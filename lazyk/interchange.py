@@ -486,8 +486,9 @@ def from_arrow(x: Any) -> Array:
     Handles ListArray and LargeListArray (offsets and values used in place), FixedSizeList
     (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), string and binary
     arrays (`string` / `bytes`: the characters used in place, 16-byte `{begin, size}`
-    elements built over them), fixed-size binary (`fixed_bytes[n]`, in place), struct arrays (records: lazyk's are C structs, so the fields
-    are copied into one block, except list contents and characters), any nesting of these,
+    elements built over them), fixed-size binary (`fixed_bytes[n]`, in place), struct
+    arrays (records: lazyk's are C structs, so the fields are copied into one block,
+    except list contents and characters), any nesting of these,
     and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
     RecordBatch becomes records, one per row, a field per column. Map arrays are lists of
     `{key, value}` structs in Arrow's own layout: `var * {key: K, value: V}` (offsets in
