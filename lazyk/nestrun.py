@@ -242,8 +242,12 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
         kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
         # (`?n` rows under where() over missing rows: which are missing follows the
-        # values; the bound call stores this call's present bytes, lazyk.ragbind)
+        # values; the bound call stores this call's present bytes, lazyk.ragbind; var
+        # rows below them would have no storage under a row missing at bind)
         rfix = [p for p in range(nres) if res[p] in qfix]
+        if wq and rfix and "v" in rl[min(rfix):]:
+            return "where() over missing rows with `?n` result rows over var dims (missing " \
+                "rows against a fixed dim)"
         parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
         # `?n` levels of the result: the fill pass writes each row's present byte (from
         # the inputs' missing rows, which each bound call checks): run it once now
