@@ -82,7 +82,10 @@ def test_where_with_missing_fixed_rows_follows_the_values(case, form, c, draws):
             k.bind(make_out(want), x=x, m=a)
         return
     for axis in (-1, 0):  # and reductions of it (the where() first, then the fold)
-        r = R.reduce("sum", want, axis, skipna=True)
+        try:
+            r = R.reduce("sum", want, axis, skipna=True)
+        except (lazyk.ShapeError, ValueError):  # rows that do not fold together
+            continue
         try:
             _same_out(build(x, lazyk.array(a), c).sum(axis=axis, skipna=True).eval(), r)
         except lazyk.NotSupportedError:  # refused by name (README), never a wrong answer
