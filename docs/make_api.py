@@ -82,7 +82,7 @@ EXAMPLES = {
     "DeviceError": "# not run: the message names what is missing\n"
                    "lazyk.array([1.0], device='cuda')  # DeviceError without a GPU or driver",
     "DTypeError": "lazyk.bitwise_and(lazyk.array([1.5]), 1)",
-    "NotSupportedError": "lazyk.placeholder('x', 'N * var * bytes')",
+    "NotSupportedError": "lazyk.placeholder('x', 'N * ... * float64')",
     "ShapeError": "(lazyk.array(np.ones(3)) + lazyk.array(np.ones(4))).eval()",
     "UnsupportedOperandError": "lazyk.array(['apple', 'kiwi']) + 'x'",
     "TypeMatchError": "lazyk.types.match(lazyk.dshape('N * float64'), lazyk.dshape('3 * int8'))",

@@ -58,7 +58,7 @@ class Array(Operators):
             while isinstance(inner, T.FixedDim):
                 inner = inner.elem
             dt = M.meta_np_dtype(inner, meta[2 * len(shape):])
-            if isinstance(owner, memory.MemoryBlock):
+            if isinstance(owner, memory.MemoryBlock) and 0 not in shape:  # (none: no read)
                 # NumPy will not bounds-check a raw pointer; a forged arrmeta must not segfault.
                 lo, hi = memory.extent(shape, strides, dt.itemsize)
                 if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
@@ -283,7 +283,8 @@ class Array(Operators):
 
     # ------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Array:
-        """A view for ints, slices, `...`, `None` and field names (a copy where no view exists).
+        """A view for ints, slices, `...`, `None` and field names (a copy where no view exists);
+        a tuple's fields are named by position, "0", "1", ... (as in Awkward Array).
 
         An int or a partial slice on a var dim under a kept (sliced) dim has no strided view;
         that result is a copy, and an int past a row's end raises IndexError naming the row.
@@ -617,7 +618,8 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
                                      f"{values.shape}")
-    if values.dtype.kind not in "biufcmM":
+    raw = values.dtype.kind == "V" and values.dtype.names is None  # fixed_bytes[n]
+    if values.dtype.kind not in "biufcmM" and not raw:
         raise NotSupportedError(f"missing values over {values.dtype} data")
     size = values.nbytes
     block = memory.MemoryBlock(2 * size)

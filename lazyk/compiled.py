@@ -36,6 +36,7 @@ from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.interchange import (
     columns,
+    fixed_text_rows,
     masked,
     offsets_array,
     regular,
@@ -49,6 +50,7 @@ from lazyk.leaves import (
     RaggedPlaceholder,
     is_dask_array,
     is_text,
+    text_element,
     text_rows,
     text_view,
 )
@@ -160,7 +162,7 @@ class CompiledExpr:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
-            a = x if isinstance(x, np.ndarray) and x.dtype != _STRING_ELEMENT \
+            a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
             shape, dtype = self._types[i]
             if a.ndim != len(shape):
@@ -240,7 +242,7 @@ class CompiledExpr:
         steps = self.program.steps
         if len(steps) != 1 or steps[0].mean:
             return
-        if any(t[1] == _STRING_ELEMENT for t in self._types):
+        if any(t[1] in _TEXT_ELEMENTS for t in self._types):
             return  # string inputs: the general path makes their element views (_as_input)
         step = steps[0]
         # A reduction (e.g. `sum(a*b)`) takes this path too: its output has stride 0 along the
@@ -447,7 +449,7 @@ class CompiledExpr:
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
             return _dask_call(self, inputs, out)
         if len(inputs) == len(self.params):  # strs for string parameters: a string array
-            inputs = tuple(_text_input(x) if t[1] == _STRING_ELEMENT else x
+            inputs = tuple(_text_input(x) if t[1] in _TEXT_ELEMENTS else x
                            for x, t in zip(inputs, self._types))  # held for the call
         data = self._bind_inputs(inputs, casting)
         if on_gpu(data):  # GPU inputs run there
@@ -516,9 +518,9 @@ def _as_input(x: Any) -> np.ndarray:
         return as_device_array(x)
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
-    if isinstance(x, Array) and x.type.dtype == _STRING:  # its {begin, size} elements
+    if isinstance(x, Array) and x.type.dtype in (_STRING, _BYTES):  # {begin, size} elements
         return text_view(x)  # the caller holds `x` for the call
-    if isinstance(x, np.ndarray) and x.dtype == _STRING_ELEMENT:  # pointers: never trusted
+    if isinstance(x, np.ndarray) and x.dtype in _TEXT_ELEMENTS:  # pointers: never trusted
         raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
                                       "NumPy records are not string arrays")
     if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
@@ -528,19 +530,27 @@ def _as_input(x: Any) -> np.ndarray:
 
 
 def _text_input(x: Any) -> Any:
-    """Lists of str, NumPy `U` arrays and pandas columns as a lazyk array (a copy);
-    other inputs as they are."""
-    if isinstance(x, np.ndarray) and x.dtype.kind == "U" and 0 not in x.shape[1:]:
+    """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
+    `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
+    same bytes); other inputs as they are."""
+    if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, _T.Option) else elem, _T.FixedBytes):
+            return fixed_text_rows(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "US" and 0 not in x.shape[1:]:
         return text_from_numpy(x)
-    if isinstance(x, np.ndarray) and x.dtype.kind == "U":
-        return _array(x.tolist(), type=" * ".join([*map(str, x.shape), "string"]))
+    if isinstance(x, np.ndarray) and x.dtype.kind in "US":
+        kind = "string" if x.dtype.kind == "U" else "bytes"
+        return _array(x.tolist(), type=" * ".join([*map(str, x.shape), kind]))
     if isinstance(x, (list, tuple)) or is_pandas(x):
         return _array(x)
     return x
 
 
-_STRING = dshape("string")
-_TEXT_TYPES = (_STRING, dshape("?string"))
+_STRING, _BYTES = dshape("string"), dshape("bytes")
+# string / bytes element types and their `{begin, size}` dtypes (string parameters)
+_TEXT_TYPES = (_STRING, dshape("?string"), _BYTES, dshape("?bytes"))
+_TEXT_ELEMENTS = (_STRING_ELEMENT, BYTES)
 _restored: dict = {}
 _restored_lock = threading.Lock()
 
@@ -610,10 +620,10 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
             t = t.elem
         option = isinstance(t, _T.Option)
         elem = t.elem if option else t
-        if elem == _STRING:  # string elements: rows, or a view of the fixed elements
+        if text_element(elem) is not None:  # string / bytes elements: rows, or a view
             value = RaggedLeaf(x, option or any(rows)) if option or "var" in dims else \
                 OwnedView(text_view(x), x)
-            return tuple(dims), _STRING_ELEMENT, option, value, str(x.type), rows
+            return tuple(dims), text_element(elem), option, value, str(x.type), rows
         if not isinstance(elem, _T.Scalar) or elem.kind not in "biufc":
             return tuple(dims), np.dtype("V8"), option, None, str(x.type), rows
         dtype = elem.to_numpy()
@@ -647,7 +657,7 @@ def _text_var_rows(value: OwnedView) -> RaggedLeaf:
     if not v.flags.c_contiguous:  # a strided view: its strings packed again
         x = _array(x.to_list(), type=str(x.type))
         v = text_view(x)
-    flat = Array.from_parts(f"{v.size} * string", (v.size, 16, x.meta[-1]),
+    flat = Array.from_parts(f"{v.size} * {x.type.dtype}", (v.size, 16, x.meta[-1]),
                             v.__array_interface__["data"][0], x.owner, readonly=True)
     nrows = int(np.prod(v.shape[:-1], dtype=np.int64))
     offsets = np.arange(nrows + 1, dtype=np.int64) * v.shape[-1]
@@ -707,7 +717,8 @@ class RaggedCompiledExpr(CompiledExpr):
             option = bool(getattr(v, "option", False))
             if isinstance(v, RaggedLeaf) and v.array.type.dtype in _TEXT_TYPES:
                 shape, dtype = _ragged.describe(text_rows(v.array, nested=True))[0], \
-                    _STRING_ELEMENT
+                    text_element(v.array.type.dtype.elem if isinstance(
+                        v.array.type.dtype, _T.Option) else v.array.type.dtype)
             elif isinstance(v, RaggedLeaf):
                 shape, dtype = _ragged.describe(v.array)[:2]
             if isinstance(v, RaggedLeaf):
@@ -802,9 +813,10 @@ class RaggedCompiledExpr(CompiledExpr):
             if got_option != option:
                 raise mismatch("missing values (?T) in one but not the other: "
                                "the result's type follows the parameter's")
-            if (dtype == _STRING_ELEMENT or got == _STRING_ELEMENT) and got != dtype:
+            if (dtype in _TEXT_ELEMENTS or got in _TEXT_ELEMENTS) and got != dtype:
                 raise mismatch("string parameters take lazyk string arrays (lazyk.array("
-                               "list_of_str)), other parameters no strings")
+                               "list_of_str)), bytes parameters bytes arrays (lazyk.array("
+                               "list_of_bytes)), other parameters neither")
             if tuple(qrows) != tuple(want_rows):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
@@ -889,7 +901,8 @@ def compile(expr: Any) -> CompiledExpr:
     numeric dtype is converted under the call's `casting=` ('same_kind' by default). A `?T`
     parameter also takes `T` data (every value present; the result keeps the `?T` type the
     signature promises), a `?var` one `var` rows; string parameters take lists of str and
-    NumPy unicode arrays (copied into a string array).
+    NumPy unicode arrays (copied into a string array), bytes parameters lists of bytes and
+    NumPy `S` arrays (copied into a bytes array).
 
     Raises:
         NotSupportedError: one fused kernel would hold more than
@@ -898,12 +911,5 @@ def compile(expr: Any) -> CompiledExpr:
         CastingError: (on call) `casting` forbids converting an input to its parameter's
             dtype (e.g. float64 into an int32 parameter under 'same_kind').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
-        NotSupportedError: `bytes` arrays as parameters (evaluate those expressions).
     """
-    expr = as_expr(expr)
-    for n in toposort(expr.node):
-        if n.op == "input" and n.dtype == BYTES:  # bytes leaves: evaluated, not compiled
-            raise NotSupportedError(f"lazyk.compile of {expr.type}: bytes parameters "
-                                    f"({n.type_text()}) are not supported yet; evaluate "
-                                    "the expression instead (expr.eval())")
-    return CompiledExpr(expr)
+    return CompiledExpr(as_expr(expr))

@@ -436,6 +436,9 @@ def as_expr(x: Any) -> Expr:
     if isinstance(x, np.ndarray):
         return wrap_array(x)
     if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedBytes):
+            x = fixed_text_rows(x)  # `bytes` elements over the fixed bytes (in place)
         try:
             view = x.to_numpy()
         except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
@@ -481,9 +484,10 @@ def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
                                 f"fields, e.g. r[{name!r}] + 1 (fields: "
                                 f"{', '.join(t.names)})")
     if isinstance(t, T.Tuple):
-        raise NotSupportedError(f"tuples are not operands of expressions{held}: build arrays "
-                                "of their fields (or use records, whose fields r['x'] "
-                                "are operands)")
+        keys = ", ".join(repr(str(k)) for k in range(len(t.types)))
+        raise NotSupportedError(f"tuples are not operands of expressions{held}: use their "
+                                f"fields, named by position as in Awkward Array, e.g. "
+                                f"t['0'] + 1 (fields: {keys})")
 
 
 def placeholder(name: str, type: Any) -> Expr:
@@ -496,8 +500,9 @@ def placeholder(name: str, type: Any) -> Expr:
         type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
             `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
             parameters run through `lazyk.compile`, on lazyk arrays of that type); or
-            dims over `string` / `?string` (`'N * var * ?string'`), for the string
-            operations (comparisons, `str_len`, `startswith`, `endswith`).
+            dims over `string` / `?string` (`'N * var * ?string'`) or `bytes` /
+            `?bytes`, for the string operations (comparisons, `str_len`, `startswith`,
+            `endswith`, `where`).
 
     The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
     `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).

@@ -7,6 +7,7 @@ imported only inside the functions that need them.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -268,14 +269,16 @@ def _text_buffers(x: np.ndarray) -> tuple:
 
 
 def fixed_text_rows(a: Array) -> Array:
-    """`a` (dims, `?var` rows and `?T` over `fixed_string[n]` elements) with `string`
-    elements instead, for the string operations on ragged rows: the fixed strings are
-    packed into UTF-8 characters and 16-byte `{begin, size}` elements (a copy of the
-    elements only); the rows' indices are used in place where they are offsets."""
+    """`a` (dims, `?var` rows and `?T` over `fixed_string[n]` or `fixed_bytes[n]`
+    elements) with `string` (`bytes`) elements instead, for the string operations: the
+    fixed strings are packed into UTF-8 characters and 16-byte `{begin, size}` elements (a
+    copy of the elements only); fixed bytes keep their bytes in place (each value is all
+    n of them); the rows' indices are used in place where they are offsets. An array with
+    a fixed dim of size 0 holds no element: it is rebuilt from its (empty) rows."""
     def rebuild(col: tuple) -> Array:
         kind, child = col[0], col[-1]
         if kind == "numpy":
-            if col[1].dtype.kind in "US":
+            if col[1].dtype.kind in "USV":
                 return rebuild(_fixed_text(col[1]))
             return array(col[1])
         if kind == "text":
@@ -284,14 +287,25 @@ def fixed_text_rows(a: Array) -> Array:
             return offsets_array(col[1], rebuild(child))
         if kind == "regular":
             return regular(rebuild(child), col[1])
-        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "US":
+        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "USV":
             child = _fixed_text(child[1])
         if kind == "option" and child[0] == "text":
             return text_array(child[2], child[3], col[1], child[1])
         if kind == "option" and child[0] == "list":
             return offsets_array(child[1], rebuild(child[2]), col[1])
         raise NotSupportedError(f"string operations on {a.type}: fixed, var and ?var dims "
-                                "over fixed_string[n] or ?fixed_string[n]")
+                                "over fixed_string[n], fixed_bytes[n] or an option of them")
+    t = a.type
+    if isinstance(t.elem if isinstance(t, T.Option) else t, T.VarDim):
+        # an outermost (?)var dim: the one row of a fixed dim
+        one = Array.from_parts(T.FixedDim(1, t), (1, 16) + tuple(a.meta), a.ptr, a.owner,
+                               a.readonly)
+        return fixed_text_rows(one)[0]
+    while isinstance(t, (T.Dim, T.Option)):
+        if isinstance(t, T.FixedDim) and t.size == 0:  # no element: empty rows only
+            return array(a.to_list(), type=re.sub(r"fixed_(string|bytes)\[[^\]]*\]$",
+                                                  r"\1", str(a.type)))
+        t = t.elem
     return rebuild(_columns(a))
 
 
@@ -299,7 +313,13 @@ def _fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
     """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
     elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
     code points), so it becomes `string` too; NotSupportedError for bytes that are not
-    UTF-8, which Arrow and Awkward strings cannot hold."""
+    UTF-8, which Arrow and Awkward strings cannot hold. `fixed_bytes[n]` (NumPy `V`)
+    elements become `bytes` of all their n bytes, over the same memory when it is
+    contiguous."""
+    if arr.dtype.kind == "V":
+        n, width = len(arr), arr.dtype.itemsize
+        chars = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        return ("text", "bytes", np.arange(n + 1, dtype=np.int64) * width, chars)
     offsets, chars = _text_buffers(arr)
     if dest and arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
         inner = offsets[:-1][offsets[:-1] < len(chars)]
@@ -471,8 +491,9 @@ def from_arrow(x: Any) -> Array:
     Handles ListArray and LargeListArray (offsets and values used in place), FixedSizeList
     (a fixed dim), numeric and bool arrays (Arrow bools are bits: copied), string and binary
     arrays (`string` / `bytes`: the characters used in place, 16-byte `{begin, size}`
-    elements built over them), struct arrays (records: lazyk's are C structs, so the fields
-    are copied into one block, except list contents and characters), any nesting of these,
+    elements built over them), fixed-size binary (`fixed_bytes[n]`, in place), struct
+    arrays (records: lazyk's are C structs, so the fields are copied into one block,
+    except list contents and characters), any nesting of these,
     and ChunkedArray (one chunk in place; several are combined, a copy). A Table or
     RecordBatch becomes records, one per row, a field per column. Map arrays are lists of
     `{key, value}` structs in Arrow's own layout: `var * {key: K, value: V}` (offsets in
@@ -483,8 +504,9 @@ def from_arrow(x: Any) -> Array:
     since midnight), `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's:
     timestamps and durations in place, date32 / date64 / time32 widened (a copy). A
     timestamp with a time zone gives its UTC values (Arrow stores UTC instants; the zone is
-    dropped). time64[ns] and intervals are refused (NotSupportedError naming the column or
-    field). Nulls in a list array
+    dropped). time64[ns] values are divided into microseconds (a copy) when every one is
+    a whole microsecond; otherwise, and for intervals, NotSupportedError names the column
+    or field (and the first value that would lose its nanoseconds). Nulls in a list array
     give `?var` rows (the offsets are copied next to a byte mask); nulls in values give
     `?T` (values and mask copied into lazyk's mask form: Arrow's validity bits cannot be
     addressed per value).
@@ -532,6 +554,12 @@ def from_arrow(x: Any) -> Array:
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         kind = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
         return text_array(offsets if len(x) else np.zeros(1, np.int64), chars, valid, kind)
+    if pa.types.is_fixed_size_binary(t):  # fixed_bytes[n]: the bytes in place
+        w = t.byte_width
+        values = np.frombuffer(x.buffers()[1], f"V{w}", len(x), x.offset * w) if len(x) \
+            else np.zeros(0, f"V{w}")
+        return masked(values, x.is_valid().to_numpy(zero_copy_only=False)) if x.null_count \
+            else array(values)
     if pa.types.is_struct(t):
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return records_array([t.field(i).name for i in range(t.num_fields)],
@@ -542,8 +570,8 @@ def from_arrow(x: Any) -> Array:
         return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
         raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
-                                "numbers, bools, strings, binary, dates, times, timestamps, "
-                                "durations and dictionaries of these)")
+                                "numbers, bools, strings, binary, fixed-size binary, dates, "
+                                "times, timestamps, durations and dictionaries of these)")
     if x.null_count:
         values = x.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(
             zero_copy_only=False)
@@ -581,10 +609,17 @@ def _arrow_dates(pa, x) -> Array:
         values = raw.view(f"M8[{t.unit}]")
     elif pa.types.is_duration(t):
         values = raw.view(f"m8[{t.unit}]")
-    elif t.unit == "ns":
-        raise NotSupportedError(f"Arrow type {t}: lazyk's time holds microseconds; cast it "
-                                "first, e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), "
-                                "safe=False)")
+    elif t.unit == "ns":  # whole microseconds only: lazyk's time holds microseconds
+        lost = raw % 1000 != 0
+        if x.null_count:
+            lost &= x.is_valid().to_numpy(zero_copy_only=False)
+        if lost.any():
+            i = int(np.argmax(lost))
+            raise NotSupportedError(
+                f"Arrow type {t}: value {i} ({int(raw[i])} ns since midnight) is not a whole "
+                "microsecond, and lazyk's time holds microseconds; cast it first (this "
+                "truncates), e.g. pyarrow.compute.cast(x, pyarrow.time64('us'), safe=False)")
+        values, elem = (raw // 1000).view("m8[us]"), T.Scalar("time")
     else:  # time32[s / ms], time64[us]: microseconds since midnight
         values = (raw.astype(np.int64) * {"s": 10 ** 6, "ms": 10 ** 3, "us": 1}[t.unit]
                   ).view("m8[us]")
@@ -842,9 +877,10 @@ def _pick(col: tuple, name: str) -> tuple:
     ANDs its mask into the field's)."""
     kind = col[0]
     if kind == "record":
-        if name not in col[1]:
+        keys = [str(k) for k in col[1]]  # a tuple's fields are its positions "0", "1", ...
+        if name not in keys:
             raise KeyError(f"the records have no field {name!r}")
-        return col[2][list(col[1]).index(name)]
+        return col[2][keys.index(name)]
     if kind == "option" and col[2][0] == "record":
         f = _pick(col[2], name)
         return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)

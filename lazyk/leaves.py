@@ -203,7 +203,7 @@ def text_view(array) -> np.ndarray:
 def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
     """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
     (a var dim is "var" in dims) over a numeric `T` or `?T`, or over `string` / `?string`
-    (dtype `ops.STRING`); `with_rows` adds a flag per dim for `?var` dims (missing rows;
+    (dtype `ops.STRING`) or `bytes` / `?bytes` (`ops.BYTES`); `with_rows` adds a flag per dim for `?var` dims (missing rows;
     refused without it). TypeParseError for malformed text; NotSupportedError, naming the
     type, for ellipsis dims, records and other element types."""
     t = dshape(type)
@@ -220,16 +220,16 @@ def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
     option = isinstance(node, Option)
     if option:
         node = node.elem
-    if isinstance(node, Scalar) and node.name == "string":  # `{begin, size}` elements
-        return (tuple(dims), ops.STRING, option) + ((tuple(rows),) if with_rows else ())
+    if text_element(node) is not None:  # `{begin, size}` elements
+        return (tuple(dims), text_element(node), option) + ((tuple(rows),) if with_rows else ())
     if not isinstance(node, Scalar) or node.kind not in "biufc":
         what = "ellipsis dimensions" if isinstance(node, EllipsisDim) else \
             "missing rows (?var)" if isinstance(node, VarDim) else \
             "nested options" if isinstance(node, Option) else f"element type {node}"
         raise NotSupportedError(f"placeholder type {t}: placeholders cannot hold {what} "
                                 "yet (fixed, symbolic, var and ?var dims over a bool / "
-                                "integer / float / complex / string element type T or ?T "
-                                "only)")
+                                "integer / float / complex / string / bytes element type T "
+                                "or ?T only)")
     if with_rows:
         return tuple(dims), node.to_numpy().newbyteorder("="), option, tuple(rows)
     return tuple(dims), node.to_numpy().newbyteorder("="), option

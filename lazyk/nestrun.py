@@ -93,11 +93,14 @@ class NestFill:
             mask = mask & ((flags & 2) != 0)
         return values.astype(self.dtype, copy=False), mask
 
-    def skeleton(self, dims):
+    def skeleton(self, dims, all_present: bool = False):
         """The result's structure over `dims` with each element its position in the
-        values the fill pass writes (int64); `?n` rows missing where `present` says."""
+        values the fill pass writes (int64); `?n` rows missing where `present` says (or
+        none missing: `all_present`)."""
+        present = {p: np.ones_like(v) for p, v in self.present.items()} if all_present \
+            else self.present
         return fixed_rows(nest_result(np.arange(self.nvals, dtype=np.int64), None, dims,
-                                      self.offsets, self.xs_end, self.validity), self.present)
+                                      self.offsets, self.xs_end, self.validity), present)
 
 
 def plan_fill(expr):
@@ -239,10 +242,13 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
         kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
+        # (`?n` rows under where() over missing rows: which are missing follows the
+        # values; the bound call stores this call's present bytes, lazyk.ragbind; var
+        # rows below them would have no storage under a row missing at bind)
         rfix = [p for p in range(nres) if res[p] in qfix]
-        if wq and rfix:  # (which `?n` rows are missing would follow the values too)
-            return "where() over missing rows with `?n` result rows (missing rows against " \
-                "a fixed dim)"
+        if wq and rfix and "v" in rl[min(rfix):]:
+            return "where() over missing rows with `?n` result rows over var dims (missing " \
+                "rows against a fixed dim)"
         parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
         # `?n` levels of the result: the fill pass writes each row's present byte (from
         # the inputs' missing rows, which each bound call checks): run it once now

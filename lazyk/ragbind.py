@@ -10,10 +10,11 @@ over every axis combines its parts' partial results after the kernel. Forms the 
 in several steps (a reduction feeding more work, a reduction of a where() over missing
 values) bind as several prepared kernels through scratch the bound object owns
 (`StepsBound`). A where() over missing rows gives rows that follow the values: each call
-runs its count passes again and checks the rows against bind's (`NestFill.recount`).
-Where a call computes a part over missing rows first (`nestforms._parts_first`: its
-missing rows hide rows that do not line up), bind refuses (NotSupportedError) rather
-than pair those rows in one nest.
+runs its count passes again and checks the rows against bind's (`NestFill.recount`);
+its `?n` rows (a branch's missing rows against a fixed dim) keep their storage, so each
+call stores which of them are missing into `out`. Where a call computes a part over
+missing rows first (`nestforms._parts_first`: its missing rows hide rows that do not line
+up), bind refuses (NotSupportedError) rather than pair those rows in one nest.
 """
 from __future__ import annotations
 
@@ -163,6 +164,7 @@ class RaggedBound:
         if keepdims and fill.mode == "reduce":
             dims.append(1)
         self._pick = None  # `?n` rows: the positions of out's values in the kernel's
+        self._qn = []  # `?n` rows that follow the values (`_walk`)
         if "v" not in dims and not fill.validity and not result_option and \
                 not fill.present and \
                 not (isinstance(out, Array) and is_ragged_type(out.type)):
@@ -173,7 +175,11 @@ class RaggedBound:
                             "): pass a lazyk array of the result's type and row lengths")
         if out.readonly:
             raise BindError("out is read-only")
-        skel = fill.skeleton(dims)
+        # where() over missing rows with `?n` result rows: which of them are missing
+        # follows the values, their storage does not; every value is placed, and each
+        # call stores the present bytes its fill pass wrote (`self._qn`)
+        self._follow = fill.recount is not None and bool(fill.present)
+        skel = fill.skeleton(dims, all_present=self._follow)
         if keepdims and fill.mode != "reduce":
             for a in fill.keep_axes:
                 skel = skel[(slice(None),) * a + (None,)]
@@ -206,6 +212,13 @@ class RaggedBound:
         rbuf, roffs, obuf, ooffs, ra, oa, rows = pair_rows(rm, om, rdims, odims, rbuf, roffs,
                                                            obuf, ooffs)
         self._rows = [(_Slots(buf, offs, _U8), ok) for buf, offs, ok in rows]
+        # the `?n` levels' entries of those masks: (entry, the fill pass's present bytes)
+        qlevels = [k for k, d in enumerate(odims) if isinstance(d, str) and d[0] == "?"]
+        self._qn = [(i, list(self._fill.present).index(k)) for i, k in enumerate(qlevels)
+                    if self._follow and k in self._fill.present]
+        for i, j in self._qn:
+            if self._rows[i][0].n != len(list(self._fill.present.values())[j]):
+                raise BindError(f"out: its rows do not match the result's ({rtext})")
         positions = M.gather(rbuf, roffs, 8).view(np.int64).reshape(-1)
         at = np.full(self._fill.nvals, -1, np.int64)
         at[positions] = ooffs
@@ -294,6 +307,8 @@ class RaggedBound:
                 self._mask.put(1 if self._mask_ones or mask is None else mask)
         for slots, ok in self._rows:
             slots.put(ok)
+        for i, j in self._qn:  # `?n` rows that follow the values: this call's
+            self._rows[i][0].put(self._local.scratch[7][j])
         return self.out
 
     def _same_rows(self) -> None:
@@ -388,7 +403,8 @@ def bind(expr: Expr, out, signature: str):
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
     # where() over missing strings: its branches would read the elements of missing
     # strings, so each string operation binds as a step of its own first (into scratch)
-    text_first = any(is_ragged(v) and str(v.array.type).endswith("string") for v in used) \
+    text_first = any(is_ragged(v) and str(v.array.type).endswith(("string", "bytes"))
+                     for v in used) \
         and any(n.op == "where" and selects(n) for n in nodes) and \
         any(getattr(v, "option", False) for v in used)
 

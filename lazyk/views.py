@@ -156,15 +156,20 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
             kept_options.append((len(out_meta), adjust))
             out_meta.append(meta[at])
             t, at = t.elem, at + 1
-        if not isinstance(t, T.Record) or n not in t.names:
-            raise KeyError(f"type '{t}' has no field {n!r}")
-        k = t.names.index(n)
-        if optional and isinstance(t.fields[k][1], T.Option):
+        # a tuple's fields are its positions, named "0", "1", ... (as in Awkward Array)
+        keys = t.names if isinstance(t, T.Record) else \
+            [str(k) for k in range(len(t.types))] if isinstance(t, T.Tuple) else ()
+        if n not in keys:
+            raise KeyError(f"type '{t}' has no field {n!r}" + (
+                f" (a tuple's fields are its positions: {', '.join(map(repr, keys))})"
+                if isinstance(t, T.Tuple) else ""))
+        k = keys.index(n)
+        if optional and isinstance(t.types[k], T.Option):
             raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "
                                     "two masks; read it with to_list()")
         shift(meta[at + k])
         at = M.field_meta_positions(t, at)[k]
-        t = t.fields[k][1]
+        t = t.types[k]
     out_meta += meta[at:at + M.meta_len(t)]
     for w in reversed(wrap):
         t = w(t)

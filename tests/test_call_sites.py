@@ -217,7 +217,9 @@ def test_unsupported_dtypes_refused_everywhere(dt):
     for k, way in enumerate(ways):
         with pytest.raises(DTypeError) as info:
             way()
-        assert name in str(info.value) or "long double" in str(info.value), (k, info.value)
+        text = str(info.value)  # lazyk's fixed_bytes[n] (NumPy V) arrays are bytes operands
+        assert name in text or "long double" in text or (
+            dt == "V8" and k == len(ways) - 1 and "5 * bytes" in text), (k, info.value)
         assert isinstance(info.value, NotSupportedError), k
 
 

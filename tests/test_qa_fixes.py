@@ -47,7 +47,8 @@ def test_placeholder_malformed_type_has_caret(text):
 
 @pytest.mark.parametrize("text, what", [("N * ?3 * int32", "?3"),
                                         ("N * {x: int32}", "{x: int32}"),
-                                        ("N * bytes", "bytes"), ("... * int32", "ellipsis")])
+                                        ("N * fixed_bytes[4]", "fixed_bytes[4]"),
+                                        ("... * int32", "ellipsis")])
 def test_placeholder_refuses_unsupported_types_clearly(text, what):
     with pytest.raises(NotSupportedError, match="placeholder type") as info:
         lazyk.placeholder("a", text)

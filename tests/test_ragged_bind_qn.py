@@ -92,7 +92,9 @@ def test_missing_fixed_rows_by_hand_and_what_out_needs(small_parts):  # noqa: F8
     _in_threads(work, errors)
 
 
-def test_where_over_missing_rows_with_missing_fixed_rows_is_refused_by_name():
+def test_where_over_missing_rows_with_missing_fixed_rows_binds():
+    # which `?n` rows are missing follows the values: each call stores its own
+    # (tests/test_ragged_bind_where_qn.py draws these forms)
     x = lazyk.placeholder("x", "N * ?var * float64")
     m = lazyk.placeholder("m", "2 * float64")
     k = lazyk.compile(lazyk.where(m > 0, x, m))
@@ -100,5 +102,7 @@ def test_where_over_missing_rows_with_missing_fixed_rows_is_refused_by_name():
     mm = np.array([1.0, -1.0])
     assert k(mm, a).to_list() == [[1.0, -1.0], None, [3.0, -1.0]]
     out = lazyk.array([[0.0, 0.0], None, [0.0, 0.0]], type="3 * ?2 * float64")
-    with pytest.raises(lazyk.NotSupportedError, match=r"where.. over missing rows with `\?n`"):
-        k.bind(out, mm, a)
+    run = k.bind(out, mm, a)
+    assert run() is out and out.to_list() == [[1.0, -1.0], None, [3.0, -1.0]]
+    mm[:] = [-1.0, -2.0]  # no element takes x's missing row: the row is present
+    assert run().to_list() == [[-1.0, -2.0], [-1.0, -2.0], [-1.0, -2.0]]

@@ -150,7 +150,7 @@ def test_wrong_number_and_names_of_inputs():
 
 
 def test_placeholder_types_still_refused():
-    for text, what in [("N * var * bytes", "element type bytes"),
+    for text, what in [("N * var * fixed_bytes[4]", "element type fixed_bytes"),
                        ("... * float64", "ellipsis")]:
         with pytest.raises(NotSupportedError, match=what):
             lazyk.placeholder("x", text)

@@ -19,7 +19,8 @@ fixed result level (`?n`) the level still runs its n elements: the operand is "g
 reads zero bytes, never its own) and the fill pass writes the row's present byte (word
 6 + nlev + 2k: the bytes, +1: the first row). A where() branch's missing row is gone too:
 the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n where an
-element takes it. Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
+element takes it; at a fixed level the fill pass clears the row's present byte where an
+element takes it (`_write`). Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the value's address +
@@ -313,7 +314,7 @@ class _NestGen(NestFolds, KernelGen):
                         # a branch's missing row: only where it is taken; against a fixed
                         # level: the row is missing, its elements still run
                         gone[j] = b.select(b.and_(rgone, b.not_(was)), c(k), gone[j])
-                        if fixed:
+                        if fixed and j not in self.branch_q:  # (a branch's: `_write`)
                             self.row_gone = b.or_(self.row_gone, rgone)
                         rgone = b.or_(rgone, was)
                     elif was is not None:
@@ -496,6 +497,14 @@ class _NestGen(NestFolds, KernelGen):
         b = self.b
         dt = self.out_dts[0]
         dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
+        if self.where_masks and gone is not None and self.branch_q and self.qrows:
+            # a where() branch's missing row at a fixed level (`?n`): the result row is
+            # missing only where an element takes that branch
+            took = self._values_and_present(addr, gone)[2]
+            for k, rows in self.qrows.items():
+                slot = b.sub(b.load(self.qcnt[k]), self.c(1))  # this row's present byte
+                with b.if_then(b.icmp_signed("==", took, self.c(k))):
+                    b.store(ir.Constant(I8, 0), b.gep(rows, [slot]), align=1)
         if not masks:
             store_value(b, self._values(addr)[0], dst, dt)
             return
