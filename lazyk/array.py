@@ -506,9 +506,10 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
 
     Args:
-        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar,
-            nested lists/tuples/dicts, or a pandas Series (nullable `Int64`, `boolean`, ...
-            columns give `?T`).
+        obj: ndarray (any strides, byte order, alignment, structured), NumPy masked array
+            (masked entries missing: `?T`), buffer, scalar, nested lists/tuples/dicts, a
+            pandas Series (nullable `Int64`, `boolean`, ... columns give `?T`), or a pyarrow
+            / Awkward array (as `lazyk.from_arrow` / `lazyk.from_awkward` read it).
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
         device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
 
@@ -530,10 +531,17 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         if type is None or _as_type(type) == obj.type:
             return obj
         return array(obj.to_list(), type)
+    if is_foreign(obj):  # pyarrow / Awkward: their nulls become `?T`, lists var dims
+        return array(from_foreign(obj), type)
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
         obj = _foreign(obj)
         if isinstance(obj, Array):  # a pandas column with missing values
             return array(obj, type)
+    if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.kind in "biufc":
+        # `?T` of the same dtype whether or not an entry is masked (vectorized)
+        values = np.asarray(obj.data)
+        return masked(values.astype(values.dtype.newbyteorder("="), copy=False),
+                      ~np.ma.getmaskarray(obj))
     if isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -580,6 +588,23 @@ def _foreign(obj: Any) -> Any:
         raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
                         "a scalar or nested lists")
     return obj
+
+
+def is_foreign(obj: Any) -> bool:
+    """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
+    recognised by its class's module, so neither library is imported here."""
+    cls = builtins_type(obj)
+    return cls.__module__.split(".")[0] in ("pyarrow", "awkward") and hasattr(cls, "__len__") \
+        and not cls.__name__.endswith("Scalar")
+
+
+def from_foreign(obj: Any) -> Array:
+    """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
+    from lazyk import interchange  # imports this module
+
+    if builtins_type(obj).__module__.startswith("pyarrow"):
+        return interchange.from_arrow(obj)
+    return interchange.from_awkward(obj)
 
 
 def is_pandas(obj: Any) -> bool:

@@ -19,7 +19,7 @@ from lazyk import kernel as _kernel
 from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
-from lazyk.array import Array, is_pandas
+from lazyk.array import Array, is_foreign, is_pandas
 from lazyk.array import array as _array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
@@ -160,9 +160,14 @@ class CompiledExpr:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
+            shape, dtype = self._types[i]
+            if isinstance(x, np.ma.MaskedArray) or is_foreign(x) or isinstance(x, Array):
+                x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype != _STRING_ELEMENT \
                 else _as_input(x)
-            shape, dtype = self._types[i]
+            if isinstance(x, (list, tuple, int)) and a.dtype.kind in "iu" and a.size and \
+                    dtype.kind in "iu":
+                _check_range(self.labels[i], a, dtype)
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
@@ -172,6 +177,26 @@ class CompiledExpr:
             data[name] = a
         self._check_shapes([data[name].shape for name in self.params])
         return data
+
+    def _present_input(self, i: int, x: Any) -> Any:
+        """A masked / pyarrow / Awkward / lazyk input for a parameter without `?`: its
+        values when none is missing, else TypeMatchError (never a silent fill)."""
+        if isinstance(x, np.ma.MaskedArray):
+            if not np.ma.getmaskarray(x).any():
+                return np.asarray(x.data)
+            x = _array(x)
+        elif not isinstance(x, Array):
+            x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
+        if not _has_option(x.type):
+            return x
+        tree = columns(x)
+        if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
+            return tree[2][1]  # `?T` type, every value present
+        shape, dtype = self._types[i]
+        raise TypeMatchError(f"input {self.labels[i]!r}: the input ({x.type}) has missing "
+                             f"values; the parameter {type_text(shape, dtype)} has none: "
+                             f"fill them first, or declare the parameter "
+                             f"?{type_text((), dtype)}: {self.signature}")
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str,
                     hint: str = "pass casting='unsafe' to convert anyway") -> np.ndarray:
@@ -527,6 +552,26 @@ def _as_input(x: Any) -> np.ndarray:
                     f"not {type(x).__name__}")
 
 
+def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
+    """Python integers for an integer parameter must fit it (as in lazyk.array), never
+    wrap around."""
+    info = np.iinfo(dtype)
+    lo, hi = a.min(), a.max()
+    if lo < info.min or hi > info.max:
+        bad = lo if lo < info.min else hi
+        raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
+                           f"parameter's {dtype} ({info.min} to {info.max})")
+
+
+def _has_option(t: Any) -> bool:
+    """Whether a lazyk type has missing values (`?T` or `?var`) at any level."""
+    while isinstance(t, (_T.FixedDim, _T.VarDim, _T.Option)):
+        if isinstance(t, _T.Option):
+            return True
+        t = t.elem
+    return False
+
+
 def _text_input(x: Any) -> Any:
     """Lists of str, NumPy `U` arrays and pandas columns as a lazyk array (a copy);
     other inputs as they are."""
@@ -599,8 +644,9 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
-    if isinstance(x, (list, tuple)) or is_pandas(x):
-        x = _array(x)  # nested lists: lazyk infers var dims
+    if isinstance(x, (list, tuple)) or is_pandas(x) or is_foreign(x) or \
+            isinstance(x, np.ma.MaskedArray):
+        x = _array(x)  # nested lists: lazyk infers var dims; masked / null entries `?T`
     x = _text_input(x)  # NumPy `U` strings: a string array
     if isinstance(x, Array):
         t, dims, rows = x.type, [], _rows_of(x.type)
@@ -659,19 +705,21 @@ def _all_present(x: Any, option: bool, rows: tuple, var: tuple) -> Any:
     rows where `rows` says (every value and row present), fixed dims as var rows of one
     length where `var` says. The values and masks are new (vectorized, no Python per row);
     offsets and characters are reused."""
-    return _present(columns(x), option, rows[1:], var[1:])
+    return _present(columns(x), option, rows[1:], var[1:], len(x))
 
 
-def _present(tree: tuple, option: bool, rows: tuple, var: tuple) -> Array:
+def _present(tree: tuple, option: bool, rows: tuple, var: tuple, count: int) -> Array:
+    """`count`: the number of elements `tree` holds (rows of size 0 hold no values)."""
     mask = None
     if tree[0] == "option":
         mask, tree = tree[1], tree[2]
     if tree[0] in ("list", "regular"):
-        child = _present(tree[2], option, rows[1:], var[1:])
+        inner = int(tree[1][-1]) if tree[0] == "list" else count * tree[1]
+        child = _present(tree[2], option, rows[1:], var[1:], inner)
         if tree[0] == "regular" and var[:1] != (True,):
             return regular(child, tree[1])
         offsets = tree[1] if tree[0] == "list" else \
-            np.arange(len(child) // tree[1] + 1, dtype=np.int64) * tree[1]
+            np.arange(count + 1, dtype=np.int64) * tree[1]
         if rows[:1] == (True,) and mask is None:
             mask = np.ones(len(offsets) - 1, bool)
         return offsets_array(offsets, child, validity=mask, check=None)
@@ -762,7 +810,7 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "(every value present) whose later changes the bound "
                                     "call never sees; pass data of the parameter's type, "
                                     "or call the compiled expression")
-                if isinstance(a.type, _T.FixedDim) and 0 not in dims:
+                if isinstance(a.type, _T.FixedDim):
                     dims, got, got_option, value, _, qrows = _input_type(_all_present(
                         a, option, want_rows, tuple(w == "var" for w in want)))
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
 from lazyk import types as T
-from lazyk.array import Array, is_pandas
+from lazyk.array import Array, is_foreign, is_pandas
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
@@ -286,6 +286,8 @@ def as_expr(x: Any) -> Expr:
         kind = int if isinstance(x, int) else float if isinstance(x, float) else complex
         default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
         return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
+    if isinstance(x, np.ma.MaskedArray) or is_foreign(x):  # masked / null entries: `?T`
+        return as_expr(lazyk_array(x))
     if isinstance(x, np.ndarray):
         return wrap_array(x)
     if isinstance(x, Array):
