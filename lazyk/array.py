@@ -681,7 +681,9 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
 
     `lengths` is a list of row sizes for a type with one var dim, or one flat list per var
-    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`.
+    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`. For a
+    `?var` dim a length None makes that row missing (`full('3 * ?var * int32', 7,
+    [2, None, 0])` is `[[7, 7], None, []]`); a plain `var` dim refuses None.
     """
     t = _as_type(type)
     if t.is_symbolic:
@@ -734,7 +736,7 @@ def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
                 raise ArrayConstructionError(
                     f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
                     f"var dim number {k}; {where} has {len(given)}")
-            rows, k = sum(given[:rows]), k + 1
+            rows, k = sum(n for n in given[:rows] if n is not None), k + 1
         t = t.elem
 
 
@@ -749,7 +751,8 @@ def zeros(type: Any, lengths: list | None = None) -> Array:
 def empty(type: Any, lengths: list | None = None) -> Array:
     """An array of `type` with zeroed memory: optional values missing, numbers 0, strings
     empty; var rows take their sizes from `lengths` as in `full` (optional rows `?var` too:
-    present with the sizes given, missing where `lengths` has none for their dim)."""
+    present with the sizes given, missing where the length is None or `lengths` has none
+    for their dim), e.g. `empty('4 * ?var * ?float64', lengths=[3, None, 0, 1])`."""
     t = _as_type(type)
     if M.is_plain(t):
         return zeros(t, lengths)

@@ -532,7 +532,19 @@ def install_dask(call: Any) -> None:
     _dask_call = call
 
 
+def _refuse_lazy(x: Any) -> None:
+    """A lazy Dask collection other than a Dask array (lazyk.dask's RaggedArray): TypeError
+    saying how to run it."""
+    if hasattr(x, "__dask_graph__") and not is_dask_array(x):
+        cls = type(x)
+        raise TypeError(f"a compiled expression cannot take a {cls.__module__}."
+                        f"{cls.__qualname__} (a lazy Dask collection): build the expression "
+                        "on it and run lazyk.dask.evaluate(expr), or call .compute() on it "
+                        "first")
+
+
 def _as_input(x: Any) -> np.ndarray:
+    _refuse_lazy(x)
     if is_pandas(x):  # as lazyk.array reads it
         x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
@@ -644,6 +656,7 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
+    _refuse_lazy(x)
     if isinstance(x, (list, tuple)) or is_pandas(x) or is_foreign(x) or \
             isinstance(x, np.ma.MaskedArray):
         x = _array(x)  # nested lists: lazyk infers var dims; masked / null entries `?T`

@@ -359,7 +359,8 @@ def placeholder(name: str, type: Any) -> Expr:
     are native and a call accepts either byte order of the same dtype.
 
     Raises:
-        ValueError: a name that is not a Python identifier.
+        ValueError: a name that is not a Python identifier, or `out` / `casting` (the
+            keywords of a compiled call).
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
             tuples and other non-numeric element types.
@@ -367,6 +368,9 @@ def placeholder(name: str, type: Any) -> Expr:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"placeholder name {name!r} is not a Python identifier (compiled "
                          "calls take parameters by name, as keywords)")
+    if name in ("out", "casting"):
+        raise ValueError(f"placeholder name {name!r} is taken: a compiled call's {name}= "
+                         "keyword has that name; choose another name")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
