@@ -956,7 +956,7 @@ def _make_reduction(op: str):
         return reduce(op, x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype,
                       initial=initial, skipnan=skipnan)
 
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op  # errors name sum(), not the factory
     fn.__doc__ = (f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`, "
                   "`skipna=` (leave missing values out), `skipnan=` (leave NaN out)" +
                   (", `initial=`" if op in ("min", "max") else "") + ".")

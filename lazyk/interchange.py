@@ -536,7 +536,8 @@ def from_arrow(x: Any) -> Array:
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
+        raise NotSupportedError(f"Arrow type {t} is not supported{_arrow_hint(pa, t)} "
+                                "(lazyk reads lists, maps, fixed-size lists, structs, "
                                 "numbers, bools, strings, binary, dates, times, timestamps, "
                                 "durations and dictionaries of these)")
     if x.null_count:
@@ -545,6 +546,22 @@ def from_arrow(x: Any) -> Array:
         return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
     values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
     return array(values)
+
+
+def _arrow_hint(pa, t) -> str:
+    """How to turn an Arrow type lazyk does not read into one it does, or ''."""
+    cast = "; convert it first: pyarrow.compute.cast(col, pyarrow.{})"
+    if pa.types.is_decimal(t):
+        return cast.format("float64()") + " (rounds to the nearest float64)"
+    if str(t) == "string_view":  # (types of newer pyarrow releases: by name)
+        return cast.format("string()")
+    if str(t) == "binary_view" or pa.types.is_fixed_size_binary(t):
+        return cast.format("binary()")
+    if pa.types.is_null(t):
+        return cast.format("float64()") + " (every value missing; any numeric type)"
+    if str(t).startswith("run_end_encoded"):
+        return "; decode it first: pyarrow.compute.run_end_decode(col)"
+    return ""
 
 
 def _at(where: str, convert, x: Any) -> Array:
