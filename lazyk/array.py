@@ -193,15 +193,24 @@ class Array(Operators):
         """Zero-copy NumPy view (fixed dims only).
 
         Raises:
-            NotSupportedError: for var dims, options or strings (pad, or use `to_list`).
+            NotSupportedError: for var dims, options or strings (pad, or use `to_list`;
+                `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
         """
         if self._np is None:
             raise NotSupportedError(
-                f"an array of type '{self.type}' has no NumPy equivalent (var dims, options and "
-                "strings do not map to an ndarray); pad it to a fixed type or use to_list()")
+                f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
+                "do not map to an ndarray, and strings live in lazyk's own form: "
+                "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
+                "fixed type or use to_list()")
         return self._np
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
+        `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing
+        NUL characters)."""
+        arr = text_numpy(self)
+        if arr is not None:
+            return arr if dtype is None else arr.astype(dtype)
         arr = self.to_numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             if copy is False:
@@ -334,6 +343,17 @@ class Array(Operators):
         if isinstance(t, T.Record) and name in t.names:
             return self[name]
         raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
+
+
+def text_numpy(a: Array) -> np.ndarray | None:
+    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
+    types (var dims and missing values have no ndarray form)."""
+    t = a.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
+        return None
+    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
 
 
 def _np_type(arr: np.ndarray) -> T.Type:

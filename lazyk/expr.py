@@ -17,7 +17,7 @@ import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
 from lazyk import types as T
-from lazyk.array import Array, is_foreign, is_pandas
+from lazyk.array import Array, is_foreign, is_pandas, text_numpy
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
@@ -144,13 +144,17 @@ class Expr(Operators):
         """Compute into a new NumPy ndarray (GPU results are copied to the host).
 
         A ragged expression whose result is fixed (`sum(axis=-1)` of `N * var * float64`)
-        converts too. Raises NotSupportedError for a result with var dims or missing values
-        (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
+        converts too, and fixed strings / bytes give a NumPy `U` / `S` array. Raises
+        NotSupportedError for a result with var dims or missing values (`?T`), which have
+        no ndarray form: use `.eval()` or `.to_list()` for those.
         """
         out = hooks.evaluate(self)
         if isinstance(out, np.ndarray):
             return out
         if isinstance(out, Array):
+            text = text_numpy(out)  # fixed strings / bytes: a NumPy `U` / `S` array
+            if text is not None:
+                return text
             try:
                 return out.to_numpy()
             except NotSupportedError:
