@@ -221,7 +221,8 @@ def is_operand(x: Any) -> bool:
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
     return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
-        is_dask_array(x) or is_pandas(x) or hasattr(type(x), "__lazyk_expr__")
+        is_dask_array(x) or is_pandas(x) or is_foreign(x) or \
+        hasattr(type(x), "__lazyk_expr__")
 
 
 def _wrap_dask(x: Any) -> Expr:
