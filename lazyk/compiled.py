@@ -172,6 +172,8 @@ class CompiledExpr:
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
+            if isinstance(x, (list, tuple)) and not a.size and a.dtype != dtype:
+                a = a.astype(dtype)  # `[]`: no numbers, no element type to refuse
             if a.dtype.newbyteorder("=") != dtype:  # either byte order runs as it is
                 a = self._cast_input(i, a, dtype, casting, hint)
             data[name] = a
@@ -567,12 +569,24 @@ def _as_input(x: Any) -> np.ndarray:
 def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
     """Python integers for an integer parameter must fit it (as in lazyk.array), never
     wrap around."""
+    if not a.size:
+        return
     info = np.iinfo(dtype)
     lo, hi = a.min(), a.max()
     if lo < info.min or hi > info.max:
         bad = lo if lo < info.min else hi
         raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
                            f"parameter's {dtype} ({info.min} to {info.max})")
+
+
+def _leaf_values(value: Any) -> np.ndarray:
+    """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0)."""
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1)
+    tree = columns(value.array)
+    while tree[0] != "numpy":
+        tree = tree[2]
+    return tree[1].reshape(-1)
 
 
 def _has_option(t: Any) -> bool:
@@ -870,10 +884,15 @@ class RaggedCompiledExpr(CompiledExpr):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
             if got.newbyteorder("=") != dtype:
-                if not np.can_cast(got, dtype, casting):
+                if isinstance(x, (list, tuple)) and not _leaf_values(value).size:
+                    pass  # no numbers (`[]`, `[[], []]`): no element type to refuse
+                elif not np.can_cast(got, dtype, casting):
                     raise CastingError(
                         f"input {label!r}: expected {expected}, got {text}: cannot cast "
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
+                if isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
+                        dtype.kind in "iu":  # Python integers never wrap around
+                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
             env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else

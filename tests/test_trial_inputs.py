@@ -127,6 +127,37 @@ def test_python_integers_out_of_range_raise():
     ku = lazyk.compile(lazyk.placeholder("x", "N * uint8") + 0)
     with pytest.raises(lazyk.CastingError, match="-1.*uint8"):
         ku([-1])
+    with pytest.raises(lazyk.CastingError, match="2147483648.*int32"):
+        k(2**31)
+
+
+@pytest.mark.parametrize("type_text, data, bad", [
+    ("N * var * int32", [[2**31], []], "2147483648"),
+    ("N * ?int32", [2**31, None], "2147483648"),
+    ("N * ?var * int8", [[1, 300], None], "300")])
+def test_python_integers_out_of_range_raise_for_ragged_parameters(type_text, data, bad):
+    k = lazyk.compile(lazyk.placeholder("x", type_text) + 0)
+    with pytest.raises(lazyk.CastingError, match=f"'x'.*{bad}"):
+        k(data)
+    fits = R.array(_clip(data), type_text.replace("N", str(len(data))))
+    got = k(_clip(data))
+    assert got.to_list() == fits.data and str(got.type) == str(fits.type)
+
+
+def _clip(data):
+    if isinstance(data, list):
+        return [_clip(v) for v in data]
+    return data if data is None else min(data, 100)
+
+
+@pytest.mark.parametrize("type_text, data, want", [
+    ("N * int32", [], "0 * int32"), ("N * ?int32", [], "0 * ?int32"),
+    ("N * var * int32", [[], []], "2 * var * int32")])
+def test_empty_lists_into_integer_parameters(type_text, data, want):
+    got = lazyk.compile(lazyk.placeholder("x", type_text) + 0)(data)
+    t = getattr(got, "type", None)
+    assert (str(t) if t is not None else f"{got.shape[0]} * {got.dtype}") == want
+    assert (got.to_list() if t is not None else got.tolist()) == data
 
 
 # ---------------------------------------------------------------- empty inputs
