@@ -969,14 +969,18 @@ def compile(expr: Any) -> CompiledExpr:
     numeric dtype is converted under the call's `casting=` ('same_kind' by default). A `?T`
     parameter also takes `T` data (every value present; the result keeps the `?T` type the
     signature promises), a `?var` one `var` rows; string parameters take lists of str and
-    NumPy unicode arrays (copied into a string array).
+    NumPy unicode arrays (copied into a string array). NumPy masked arrays and pyarrow /
+    Awkward arrays are read as `lazyk.array` reads them (masked entries and nulls missing);
+    a parameter without `?` takes them only when no value is missing.
 
     Raises:
         NotSupportedError: one fused kernel would hold more than
             `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations.
-        TypeMatchError: (on call) an input's ndim differs from its parameter.
+        TypeMatchError: (on call) an input's ndim differs from its parameter, or it has
+            missing values where its parameter has none.
         CastingError: (on call) `casting` forbids converting an input to its parameter's
-            dtype (e.g. float64 into an int32 parameter under 'same_kind').
+            dtype (e.g. float64 into an int32 parameter under 'same_kind'), or a Python
+            integer does not fit an integer parameter.
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
         NotSupportedError: `bytes` arrays as parameters (evaluate those expressions).
     """
