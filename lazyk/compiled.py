@@ -161,7 +161,8 @@ class CompiledExpr:
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             shape, dtype = self._types[i]
-            if isinstance(x, np.ma.MaskedArray) or is_foreign(x) or isinstance(x, Array):
+            if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
+                                              is_foreign(x)):
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype != _STRING_ELEMENT \
                 else _as_input(x)

@@ -291,9 +291,9 @@ def as_expr(x: Any) -> Expr:
         kind = int if isinstance(x, int) else float if isinstance(x, float) else complex
         default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
         return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
-    if isinstance(x, np.ma.MaskedArray) or is_foreign(x):  # masked / null entries: `?T`
-        return as_expr(lazyk_array(x))
     if isinstance(x, np.ndarray):
+        if isinstance(x, np.ma.MaskedArray):  # masked entries missing: `?T`
+            return as_expr(lazyk_array(x))
         return wrap_array(x)
     if isinstance(x, Array):
         try:
@@ -316,7 +316,7 @@ def as_expr(x: Any) -> Expr:
         return wrap_array(hooks.as_device_array(x))
     if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)
-    if is_pandas(x):  # as lazyk.array reads it (nullable columns: `?T`)
+    if is_pandas(x) or is_foreign(x):  # as lazyk.array reads it (nulls: `?T`)
         return as_expr(lazyk_array(x))
     cls = type(x)
     if hasattr(cls, "__lazyk_expr__"):  # collections with rules of their own (lazyk.dask)
