@@ -614,8 +614,10 @@ def is_foreign(obj: Any) -> bool:
     """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
     recognised by its class's module, so neither library is imported here."""
     cls = builtins_type(obj)
-    return cls.__module__.split(".")[0] in ("pyarrow", "awkward") and hasattr(cls, "__len__") \
-        and not cls.__name__.endswith("Scalar")
+    mod, name = cls.__module__, cls.__name__
+    if mod.startswith("pyarrow"):  # not Buffer (a buffer: read as bytes), Scalar, Schema
+        return name.endswith("Array") or name in ("Table", "RecordBatch")
+    return mod.startswith("awkward") and (name == "Array" or mod.startswith("awkward.contents"))
 
 
 def from_foreign(obj: Any) -> Array:

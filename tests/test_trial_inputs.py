@@ -203,6 +203,11 @@ def test_lazyk_array_of_arrow_and_awkward():
     assert str(r.type) == "2 * var * float64" and r.to_list() == [[1.0, 2.0], []]
     t = lazyk.array(pa.array([[1, 2], [3]]), type="2 * var * int32")
     assert str(t.type) == "2 * var * int32" and t.to_list() == [[1, 2], [3]]
+    tab = lazyk.array(pa.table({"a": [1.0, None]}))
+    assert tab.to_list() == [{"a": 1.0}, {"a": None}]
+    assert lazyk.array(ak.Array([1.0, None]).layout).to_list() == [1.0, None]
+    # an Arrow buffer is a buffer (bytes), not an array of values
+    assert np.asarray(lazyk.array(pa.py_buffer(b"ab"))).tolist() == [97, 98]
     # an operator with an Awkward / Arrow operand converts it
     e = lazyk.array([1.0, 2.0]) + ak.Array([1.0, None])
     assert e.eval().to_list() == [2.0, None]
