@@ -585,9 +585,9 @@ def _leaf_values(value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     tree = columns(value.array)
-    while tree[0] != "numpy":
+    while tree[0] in ("option", "list", "regular"):
         tree = tree[2]
-    return tree[1].reshape(-1)
+    return tree[1].reshape(-1) if tree[0] == "numpy" else np.zeros(0)
 
 
 def _has_option(t: Any) -> bool:
