@@ -622,11 +622,9 @@ def is_foreign(obj: Any) -> bool:
 
 def from_foreign(obj: Any) -> Array:
     """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
-    from lazyk import interchange  # imports this module
-
     if builtins_type(obj).__module__.startswith("pyarrow"):
-        return interchange.from_arrow(obj)
-    return interchange.from_awkward(obj)
+        return hooks.from_arrow(obj)
+    return hooks.from_awkward(obj)
 
 
 def is_pandas(obj: Any) -> bool:
