@@ -150,7 +150,8 @@ from lazyk.version import __version__
 # Earlier stages reach the runtime through lazyk.hooks (they cannot import it); every
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
-               as_device_array=_device.as_device_array, to_device=_device.to_device)
+               as_device_array=_device.as_device_array, to_device=_device.to_device,
+               from_arrow=from_arrow, from_awkward=from_awkward)
 
 
 def _call_on_dask(k, inputs, out):

@@ -193,15 +193,24 @@ class Array(Operators):
         """Zero-copy NumPy view (fixed dims only).
 
         Raises:
-            NotSupportedError: for var dims, options or strings (pad, or use `to_list`).
+            NotSupportedError: for var dims, options or strings (pad, or use `to_list`;
+                `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
         """
         if self._np is None:
             raise NotSupportedError(
-                f"an array of type '{self.type}' has no NumPy equivalent (var dims, options and "
-                "strings do not map to an ndarray); pad it to a fixed type or use to_list()")
+                f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
+                "do not map to an ndarray, and strings live in lazyk's own form: "
+                "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
+                "fixed type or use to_list()")
         return self._np
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
+        `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing
+        NUL characters)."""
+        arr = text_numpy(self)
+        if arr is not None:
+            return arr if dtype is None else arr.astype(dtype)
         arr = self.to_numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             if copy is False:
@@ -335,6 +344,17 @@ class Array(Operators):
         if isinstance(t, T.Record) and name in t.names:
             return self[name]
         raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
+
+
+def text_numpy(a: Array) -> np.ndarray | None:
+    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
+    types (var dims and missing values have no ndarray form)."""
+    t = a.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
+        return None
+    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
 
 
 def _np_type(arr: np.ndarray) -> T.Type:
@@ -507,9 +527,10 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
 
     Args:
-        obj: ndarray (any strides, byte order, alignment, structured), buffer, scalar,
-            nested lists/tuples/dicts, or a pandas Series (nullable `Int64`, `boolean`, ...
-            columns give `?T`).
+        obj: ndarray (any strides, byte order, alignment, structured), NumPy masked array
+            (masked entries missing: `?T`), buffer, scalar, nested lists/tuples/dicts, a
+            pandas Series (nullable `Int64`, `boolean`, ... columns give `?T`), or a pyarrow
+            / Awkward array (as `lazyk.from_arrow` / `lazyk.from_awkward` read it).
         type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
         device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
 
@@ -531,10 +552,17 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         if type is None or _as_type(type) == obj.type:
             return obj
         return array(obj.to_list(), type)
+    if is_foreign(obj):  # pyarrow / Awkward: their nulls become `?T`, lists var dims
+        return array(from_foreign(obj), type)
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
         obj = _foreign(obj)
         if isinstance(obj, Array):  # a pandas column with missing values
             return array(obj, type)
+    if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.kind in "biufc":
+        # `?T` of the same dtype whether or not an entry is masked (vectorized)
+        values = np.asarray(obj.data)
+        return masked(values.astype(values.dtype.newbyteorder("="), copy=False),
+                      ~np.ma.getmaskarray(obj))
     if isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -581,6 +609,23 @@ def _foreign(obj: Any) -> Any:
         raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
                         "a scalar or nested lists")
     return obj
+
+
+def is_foreign(obj: Any) -> bool:
+    """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
+    recognised by its class's module, so neither library is imported here."""
+    cls = builtins_type(obj)
+    mod, name = cls.__module__, cls.__name__
+    if mod.startswith("pyarrow"):  # not Buffer (a buffer: read as bytes), Scalar, Schema
+        return name.endswith("Array") or name in ("Table", "RecordBatch")
+    return mod.startswith("awkward") and (name == "Array" or mod.startswith("awkward.contents"))
+
+
+def from_foreign(obj: Any) -> Array:
+    """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
+    if builtins_type(obj).__module__.startswith("pyarrow"):
+        return hooks.from_arrow(obj)
+    return hooks.from_awkward(obj)
 
 
 def is_pandas(obj: Any) -> bool:
@@ -658,7 +703,9 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
     """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
 
     `lengths` is a list of row sizes for a type with one var dim, or one flat list per var
-    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`.
+    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`. For a
+    `?var` dim a length None makes that row missing (`full('3 * ?var * int32', 7,
+    [2, None, 0])` is `[[7, 7], None, []]`); a plain `var` dim refuses None.
     """
     t = _as_type(type)
     if t.is_symbolic:
@@ -711,7 +758,7 @@ def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
                 raise ArrayConstructionError(
                     f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
                     f"var dim number {k}; {where} has {len(given)}")
-            rows, k = sum(given[:rows]), k + 1
+            rows, k = sum(n for n in given[:rows] if n is not None), k + 1
         t = t.elem
 
 
@@ -726,7 +773,8 @@ def zeros(type: Any, lengths: list | None = None) -> Array:
 def empty(type: Any, lengths: list | None = None) -> Array:
     """An array of `type` with zeroed memory: optional values missing, numbers 0, strings
     empty; var rows take their sizes from `lengths` as in `full` (optional rows `?var` too:
-    present with the sizes given, missing where `lengths` has none for their dim)."""
+    present with the sizes given, missing where the length is None or `lengths` has none
+    for their dim), e.g. `empty('4 * ?var * ?float64', lengths=[3, None, 0, 1])`."""
     t = _as_type(type)
     if M.is_plain(t):
         return zeros(t, lengths)

@@ -19,7 +19,7 @@ from lazyk import kernel as _kernel
 from lazyk import ragbind as _ragbind
 from lazyk import ragged as _ragged
 from lazyk import types as _T
-from lazyk.array import Array, is_pandas
+from lazyk.array import Array, is_foreign, is_pandas
 from lazyk.array import array as _array
 from lazyk.device import as_device_array, on_gpu
 from lazyk.device import run_program as run_on_device
@@ -162,18 +162,46 @@ class CompiledExpr:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self.params, inputs)):
+            shape, dtype = self._types[i]
+            if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
+                                              is_foreign(x)):
+                x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
-            shape, dtype = self._types[i]
+            if isinstance(x, (list, tuple, int)) and a.dtype.kind in "iu" and a.size and \
+                    dtype.kind in "iu":
+                _check_range(self.labels[i], a, dtype)
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
+            if isinstance(x, (list, tuple)) and not a.size and a.dtype != dtype:
+                a = a.astype(dtype)  # `[]`: no numbers, no element type to refuse
             if a.dtype.newbyteorder("=") != dtype:  # either byte order runs as it is
                 a = self._cast_input(i, a, dtype, casting, hint)
             data[name] = a
         self._check_shapes([data[name].shape for name in self.params])
         return data
+
+    def _present_input(self, i: int, x: Any) -> Any:
+        """A masked / pyarrow / Awkward / lazyk input for a parameter without `?`: its
+        values when none is missing, else TypeMatchError (never a silent fill)."""
+        if isinstance(x, np.ma.MaskedArray):
+            if not np.ma.getmaskarray(x).any():
+                return np.asarray(x.data)
+            x = _array(x)
+        elif not isinstance(x, Array):
+            x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
+        if not _has_option(x.type):
+            return x
+        tree = columns(x)
+        if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
+            return tree[2][1]  # `?T` type, every value present
+        shape, dtype = self._types[i]
+        raise TypeMatchError(f"input {self.labels[i]!r}: the input ({x.type}) has missing "
+                             f"values; the parameter {type_text(shape, dtype)} has none: "
+                             f"fill them first, or declare the parameter "
+                             f"?{type_text((), dtype)}: {self.signature}")
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str,
                     hint: str = "pass casting='unsafe' to convert anyway") -> np.ndarray:
@@ -509,7 +537,19 @@ def install_dask(call: Any) -> None:
     _dask_call = call
 
 
+def _refuse_lazy(x: Any) -> None:
+    """A lazy Dask collection other than a Dask array (lazyk.dask's RaggedArray): TypeError
+    saying how to run it."""
+    if hasattr(x, "__dask_graph__") and not is_dask_array(x):
+        cls = type(x)
+        raise TypeError(f"a compiled expression cannot take a {cls.__module__}."
+                        f"{cls.__qualname__} (a lazy Dask collection): build the expression "
+                        "on it and run lazyk.dask.evaluate(expr), or call .compute() on it "
+                        "first")
+
+
 def _as_input(x: Any) -> np.ndarray:
+    _refuse_lazy(x)
     if is_pandas(x):  # as lazyk.array reads it
         x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
@@ -527,6 +567,38 @@ def _as_input(x: Any) -> np.ndarray:
         return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
+
+
+def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
+    """Python integers for an integer parameter must fit it (as in lazyk.array), never
+    wrap around."""
+    if not a.size:
+        return
+    info = np.iinfo(dtype)
+    lo, hi = a.min(), a.max()
+    if lo < info.min or hi > info.max:
+        bad = lo if lo < info.min else hi
+        raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
+                           f"parameter's {dtype} ({info.min} to {info.max})")
+
+
+def _leaf_values(value: Any) -> np.ndarray:
+    """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0)."""
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1)
+    tree = columns(value.array)
+    while tree[0] in ("option", "list", "regular"):
+        tree = tree[2]
+    return tree[1].reshape(-1) if tree[0] == "numpy" else np.zeros(0)
+
+
+def _has_option(t: Any) -> bool:
+    """Whether a lazyk type has missing values (`?T` or `?var`) at any level."""
+    while isinstance(t, (_T.FixedDim, _T.VarDim, _T.Option)):
+        if isinstance(t, _T.Option):
+            return True
+        t = t.elem
+    return False
 
 
 def _text_input(x: Any) -> Any:
@@ -609,8 +681,10 @@ def _input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
     """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
-    if isinstance(x, (list, tuple)) or is_pandas(x):
-        x = _array(x)  # nested lists: lazyk infers var dims
+    _refuse_lazy(x)
+    if isinstance(x, (list, tuple)) or is_pandas(x) or is_foreign(x) or \
+            isinstance(x, np.ma.MaskedArray):
+        x = _array(x)  # nested lists: lazyk infers var dims; masked / null entries `?T`
     x = _text_input(x)  # NumPy `U` strings: a string array
     if isinstance(x, Array):
         t, dims, rows = x.type, [], _rows_of(x.type)
@@ -669,19 +743,21 @@ def _all_present(x: Any, option: bool, rows: tuple, var: tuple) -> Any:
     rows where `rows` says (every value and row present), fixed dims as var rows of one
     length where `var` says. The values and masks are new (vectorized, no Python per row);
     offsets and characters are reused."""
-    return _present(columns(x), option, rows[1:], var[1:])
+    return _present(columns(x), option, rows[1:], var[1:], len(x))
 
 
-def _present(tree: tuple, option: bool, rows: tuple, var: tuple) -> Array:
+def _present(tree: tuple, option: bool, rows: tuple, var: tuple, count: int) -> Array:
+    """`count`: the number of elements `tree` holds (rows of size 0 hold no values)."""
     mask = None
     if tree[0] == "option":
         mask, tree = tree[1], tree[2]
     if tree[0] in ("list", "regular"):
-        child = _present(tree[2], option, rows[1:], var[1:])
+        inner = int(tree[1][-1]) if tree[0] == "list" else count * tree[1]
+        child = _present(tree[2], option, rows[1:], var[1:], inner)
         if tree[0] == "regular" and var[:1] != (True,):
             return regular(child, tree[1])
         offsets = tree[1] if tree[0] == "list" else \
-            np.arange(len(child) // tree[1] + 1, dtype=np.int64) * tree[1]
+            np.arange(count + 1, dtype=np.int64) * tree[1]
         if rows[:1] == (True,) and mask is None:
             mask = np.ones(len(offsets) - 1, bool)
         return offsets_array(offsets, child, validity=mask, check=None)
@@ -773,7 +849,7 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "(every value present) whose later changes the bound "
                                     "call never sees; pass data of the parameter's type, "
                                     "or call the compiled expression")
-                if isinstance(a.type, _T.FixedDim) and 0 not in dims:
+                if isinstance(a.type, _T.FixedDim):
                     dims, got, got_option, value, _, qrows = _input_type(_all_present(
                         a, option, want_rows, tuple(w == "var" for w in want)))
 
@@ -821,10 +897,15 @@ class RaggedCompiledExpr(CompiledExpr):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
             if got.newbyteorder("=") != dtype:
-                if not np.can_cast(got, dtype, casting):
+                if isinstance(x, (list, tuple)) and not _leaf_values(value).size:
+                    pass  # no numbers (`[]`, `[[], []]`): no element type to refuse
+                elif not np.can_cast(got, dtype, casting):
                     raise CastingError(
                         f"input {label!r}: expected {expected}, got {text}: cannot cast "
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
+                if isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
+                        dtype.kind in "iu":  # Python integers never wrap around
+                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
             env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else
@@ -902,14 +983,18 @@ def compile(expr: Any) -> CompiledExpr:
     parameter also takes `T` data (every value present; the result keeps the `?T` type the
     signature promises), a `?var` one `var` rows; string parameters take lists of str and
     NumPy unicode arrays (copied into a string array), bytes parameters lists of bytes and
-    NumPy `S` arrays (copied into a bytes array).
+    NumPy `S` arrays (copied into a bytes array). NumPy masked arrays and pyarrow /
+    Awkward arrays are read as `lazyk.array` reads them (masked entries and nulls missing);
+    a parameter without `?` takes them only when no value is missing.
 
     Raises:
         NotSupportedError: one fused kernel would hold more than
             `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations.
-        TypeMatchError: (on call) an input's ndim differs from its parameter.
+        TypeMatchError: (on call) an input's ndim differs from its parameter, or it has
+            missing values where its parameter has none.
         CastingError: (on call) `casting` forbids converting an input to its parameter's
-            dtype (e.g. float64 into an int32 parameter under 'same_kind').
+            dtype (e.g. float64 into an int32 parameter under 'same_kind'), or a Python
+            integer does not fit an integer parameter.
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
     """
     return CompiledExpr(as_expr(expr))

@@ -311,7 +311,7 @@ def run_program(prog, data: dict, out=None):
     if out is not None:
         target = as_device_array(out)
         if target.readonly:
-            raise ValueError("output array is read-only")
+            raise ValueError("out= is read-only: pass a writeable array")
         if (target.shape, target.dtype) != (result.shape, result.dtype) or \
                 not target.is_c_contiguous():
             # TODO(#6): write the last step straight into strided or converting outputs.

@@ -17,7 +17,7 @@ import numpy as np
 
 from lazyk import hooks, leaves, operators, ops
 from lazyk import types as T
-from lazyk.array import Array, is_pandas
+from lazyk.array import Array, is_foreign, is_pandas, text_numpy
 from lazyk.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.graph import REDUCE_OP, Node, dump
@@ -144,13 +144,17 @@ class Expr(Operators):
         """Compute into a new NumPy ndarray (GPU results are copied to the host).
 
         A ragged expression whose result is fixed (`sum(axis=-1)` of `N * var * float64`)
-        converts too. Raises NotSupportedError for a result with var dims or missing values
-        (`?T`), which have no ndarray form: use `.eval()` or `.to_list()` for those.
+        converts too, and fixed strings / bytes give a NumPy `U` / `S` array. Raises
+        NotSupportedError for a result with var dims or missing values (`?T`), which have
+        no ndarray form: use `.eval()` or `.to_list()` for those.
         """
         out = hooks.evaluate(self)
         if isinstance(out, np.ndarray):
             return out
         if isinstance(out, Array):
+            text = text_numpy(out)  # fixed strings / bytes: a NumPy `U` / `S` array
+            if text is not None:
+                return text
             try:
                 return out.to_numpy()
             except NotSupportedError:
@@ -326,7 +330,8 @@ def is_operand(x: Any) -> bool:
     if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
         return True
     return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
-        is_dask_array(x) or is_pandas(x) or hasattr(type(x), "__lazyk_expr__")
+        is_dask_array(x) or is_pandas(x) or is_foreign(x) or \
+        hasattr(type(x), "__lazyk_expr__")
 
 
 def _wrap_dask(x: Any) -> Expr:
@@ -434,6 +439,8 @@ def as_expr(x: Any) -> Expr:
         default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
         return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
     if isinstance(x, np.ndarray):
+        if isinstance(x, np.ma.MaskedArray):  # masked entries missing: `?T`
+            return as_expr(lazyk_array(x))
         return wrap_array(x)
     if isinstance(x, Array):
         elem = x.type.dtype
@@ -459,7 +466,7 @@ def as_expr(x: Any) -> Expr:
         return wrap_array(hooks.as_device_array(x))
     if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)
-    if is_pandas(x):  # as lazyk.array reads it (nullable columns: `?T`)
+    if is_pandas(x) or is_foreign(x):  # as lazyk.array reads it (nulls: `?T`)
         return as_expr(lazyk_array(x))
     cls = type(x)
     if hasattr(cls, "__lazyk_expr__"):  # collections with rules of their own (lazyk.dask)
@@ -510,7 +517,8 @@ def placeholder(name: str, type: Any) -> Expr:
     are native and a call accepts either byte order of the same dtype.
 
     Raises:
-        ValueError: a name that is not a Python identifier.
+        ValueError: a name that is not a Python identifier, or `out` / `casting` (the
+            keywords of a compiled call).
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
             tuples and other non-numeric element types.
@@ -518,6 +526,9 @@ def placeholder(name: str, type: Any) -> Expr:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"placeholder name {name!r} is not a Python identifier (compiled "
                          "calls take parameters by name, as keywords)")
+    if name in ("out", "casting"):
+        raise ValueError(f"placeholder name {name!r} is taken: a compiled call's {name}= "
+                         "keyword has that name; choose another name")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
@@ -1094,7 +1105,7 @@ def _make_reduction(op: str):
         return reduce(op, x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype,
                       initial=initial, skipnan=skipnan)
 
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op  # errors name sum(), not the factory
     fn.__doc__ = (f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`, "
                   "`skipna=` (leave missing values out), `skipnan=` (leave NaN out)" +
                   (", `initial=`" if op in ("min", "max") else "") + ".")

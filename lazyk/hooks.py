@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device")
+NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
+         "from_awkward")
 _services: dict[str, Callable] = {}
 
 
@@ -53,3 +54,13 @@ def as_device_array(obj: Any) -> Any:
 def to_device(obj: Any, device: Any) -> Any:
     """A copy of a NumPy (or GPU) array on `device` ('cuda', 'cuda:N' or 'cpu')."""
     return _service("to_device")(obj, device)
+
+
+def from_arrow(x: Any) -> Any:
+    """`lazyk.from_arrow(x)`: a lazyk array over a pyarrow array's buffers."""
+    return _service("from_arrow")(x)
+
+
+def from_awkward(x: Any) -> Any:
+    """`lazyk.from_awkward(x)`: a lazyk array over an Awkward array's buffers."""
+    return _service("from_awkward")(x)

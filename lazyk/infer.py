@@ -192,17 +192,18 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
             return [template(t.elem, value, lengths, level)] * t.size
         return [template(t.elem, value, lengths, level) for _ in range(t.size)]
     if isinstance(t, T.VarDim):
-        n = next(lengths[level], None) if level < len(lengths) else None
+        n = next(lengths[level], _END) if level < len(lengths) else _END
         if n is None:
-            raise ArrayConstructionError(f"type '{t}' needs (more) row lengths for its var dim "
-                                         f"number {level} (pass lengths=[...])")
-        if flat:
-            return [template(t.elem, value, lengths, level + 1)] * n
-        return [template(t.elem, value, lengths, level + 1) for _ in range(n)]
+            raise ArrayConstructionError(f"lengths: a row length None (a missing row) for var "
+                                         f"dim number {level} of type '{t}': only the rows of "
+                                         "a ?var dim can be missing")
+        return _var_row(t, value, lengths, level, n)
     if isinstance(t, T.Option):
-        if value is EMPTY:  # a ?var row whose length is given is present, others missing
-            given = isinstance(t.elem, T.VarDim) and level < len(lengths)
-            return template(t.elem, value, lengths, level) if given else None
+        if value is not None and isinstance(t.elem, T.VarDim) and level < len(lengths):
+            n = next(lengths[level], _END)  # None: a missing row
+            return None if n is None else _var_row(t.elem, value, lengths, level, n)
+        if value is EMPTY:  # a ?var row without a length given is missing
+            return None
         return None if value is None else template(t.elem, value, lengths, level)
     if isinstance(t, T.Record):
         return {k: template(f, value, lengths, level) for k, f in t.fields}
@@ -215,11 +216,28 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
     return value
 
 
+def _var_row(t: T.VarDim, value: Any, lengths: list, level: int, n: Any) -> list:
+    """One row of var dim `t` holding `n` elements (`_END`: the lengths ran out)."""
+    if n is _END:
+        raise ArrayConstructionError(f"type '{t}' needs (more) row lengths for its var dim "
+                                     f"number {level} (pass lengths=[...])")
+    leaf = t.elem
+    while isinstance(leaf, T.Option):
+        leaf = leaf.elem
+    if not isinstance(leaf, (T.Dim, T.Record, T.Tuple)):
+        return [template(t.elem, value, lengths, level + 1)] * n  # immutable leaves
+    return [template(t.elem, value, lengths, level + 1) for _ in range(n)]
+
+
+_END = object()
+
+
 # ---------------------------------------------------------------- packing
 def check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
     """`lengths` as one list of row sizes per var dim (and whether it was nested).
 
-    ArrayConstructionError names the position of a size that is not a non-negative int.
+    ArrayConstructionError names the position of a size that is not a non-negative int;
+    None (a missing row of a `?var` dim) is kept.
     """
     if lengths is None:
         return [], False
@@ -238,13 +256,15 @@ def check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
                                          "var dim, every entry must be a list of row sizes")
         for i, n in enumerate(level):
             where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            if n is None:  # a missing row of a ?var dim (checked as the array is built)
+                continue
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
                 raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
                                              "non-negative integer")
             if n < 0:
                 raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
                                              "non-negative")
-        levels[k] = [int(n) for n in level]
+        levels[k] = [None if n is None else int(n) for n in level]
     return levels, nested
 
 

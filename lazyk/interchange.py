@@ -569,7 +569,8 @@ def from_arrow(x: Any) -> Array:
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        raise NotSupportedError(f"Arrow type {t} (lists, maps, fixed-size lists, structs, "
+        raise NotSupportedError(f"Arrow type {t} is not supported{_arrow_hint(pa, t)} "
+                                "(lazyk reads lists, maps, fixed-size lists, structs, "
                                 "numbers, bools, strings, binary, fixed-size binary, dates, "
                                 "times, timestamps, durations and dictionaries of these)")
     if x.null_count:
@@ -578,6 +579,22 @@ def from_arrow(x: Any) -> Array:
         return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
     values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
     return array(values)
+
+
+def _arrow_hint(pa, t) -> str:
+    """How to turn an Arrow type lazyk does not read into one it does, or ''."""
+    cast = "; convert it first: pyarrow.compute.cast(col, pyarrow.{})"
+    if pa.types.is_decimal(t):
+        return cast.format("float64()") + " (rounds to the nearest float64)"
+    if str(t) == "string_view":  # (types of newer pyarrow releases: by name)
+        return cast.format("string()")
+    if str(t) == "binary_view":
+        return cast.format("binary()")
+    if pa.types.is_null(t):
+        return cast.format("float64()") + " (every value missing; any numeric type)"
+    if str(t).startswith("run_end_encoded"):
+        return "; decode it first: pyarrow.compute.run_end_decode(col)"
+    return ""
 
 
 def _at(where: str, convert, x: Any) -> Array:
@@ -635,14 +652,16 @@ def _arrow_dates(pa, x) -> Array:
 def from_awkward(x: Any) -> Array:
     """A lazyk array over an Awkward Array's buffers.
 
-    ListOffsetArray and NumpyArray are used in place; RegularArray becomes a fixed dim (a
+    ListOffsetArray and NumpyArray are used in place (offsets other than int32 / int64,
+    such as uint32, become an int64 copy of the offsets); RegularArray becomes a fixed dim (a
     view); strings and bytestrings become `string` / `bytes` (characters in place, 16-byte
     `{begin, size}` elements built over them); records become lazyk records (C structs: the
     fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
     through a byte mask (copied, with the values of option numbers). Tuples become lazyk
     tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
-    type first).
+    type first). Data of no element type yet (`ak.Array([[]])`, `ak.Array([[None]])`) reads
+    as float64, as `ak.to_numpy` does.
 
     Example:
         >>> import awkward as ak
@@ -688,8 +707,10 @@ def _from_layout(ak, layout) -> Array:
         return text
     if isinstance(layout, c.NumpyArray):
         return array(np.asarray(layout.data))
+    if isinstance(layout, c.EmptyArray):  # no element type yet: float64, as ak.to_numpy
+        return array(np.zeros(0))
     if isinstance(layout, c.ListOffsetArray):
-        return offsets_array(_as_offsets(np.asarray(layout.offsets.data)),
+        return offsets_array(_awkward_offsets(layout.offsets),
                              _from_layout(ak, layout.content))
     if isinstance(layout, c.ListArray):
         n = len(layout)
@@ -703,6 +724,9 @@ def _from_layout(ak, layout) -> Array:
                            c.UnmaskedArray)):
         n = len(layout)
         valid = np.asarray(layout.mask_as_bool(valid_when=True))[:n]
+        if isinstance(layout, c.IndexedOptionArray) and isinstance(layout.content,
+                                                                   c.EmptyArray):
+            return masked(np.zeros(n), valid)  # every value missing (`ak.Array([None])`)
         if isinstance(layout, c.IndexedOptionArray):  # gathers the values (a copy)
             inner = layout.to_ByteMaskedArray(True).content[:n]
         else:
@@ -717,7 +741,7 @@ def _from_layout(ak, layout) -> Array:
         if isinstance(inner, (c.ListArray, c.RegularArray)):
             inner = inner.to_ListOffsetArray64(True)
         if isinstance(inner, c.ListOffsetArray):
-            return offsets_array(_as_offsets(np.asarray(inner.offsets.data)),
+            return offsets_array(_awkward_offsets(inner.offsets),
                                  _from_layout(ak, inner.content), valid)
         if isinstance(inner, c.UnionArray):
             _union(inner)
@@ -730,6 +754,15 @@ def _from_layout(ak, layout) -> Array:
         _union(layout)
     raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
                             "records, numbers, strings and options of them)")
+
+
+def _awkward_offsets(index: Any) -> np.ndarray:
+    """An Awkward offsets index as lazyk offsets: int32 / int64 in place, other widths
+    (uint32) as an int64 copy of the offsets (the content stays in place)."""
+    o = np.asarray(index.data)
+    if o.dtype.kind in "iu" and o.dtype not in (np.int32, np.int64):
+        o = o.astype(np.int64)
+    return _as_offsets(o)
 
 
 def _union(layout):

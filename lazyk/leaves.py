@@ -217,6 +217,13 @@ def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
         dims.append(node.size if isinstance(node, FixedDim) else
                     "var" if isinstance(node, VarDim) else node.name)
         node = node.elem
+    if isinstance(node, Option) and isinstance(node.elem, (FixedDim, SymbolicDim)):
+        dim = node.elem.size if isinstance(node.elem, FixedDim) else node.elem.name
+        raise NotSupportedError(f"placeholder type {t}: `?{dim}` would mark missing rows "
+                                "of a fixed dimension, which placeholders cannot hold: "
+                                "only var dims have missing rows (`?var`), and "
+                                "`?` before the element type marks missing values "
+                                "(e.g. 'N * var * ?float64')")
     option = isinstance(node, Option)
     if option:
         node = node.elem

@@ -66,7 +66,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         return _evaluate(expr)
     if isinstance(out, Array) and is_ragged_type(out.type):
         if out.readonly:
-            raise ValueError("output array is read-only")
+            raise ValueError("out= is read-only: pass a writeable array")
         return store(_evaluate(expr), out, casting)
 
     try:
@@ -75,7 +75,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         raise NotSupportedError(f"out= of type {getattr(out, 'type', type(out).__name__)} "
                                 "for a var / option expression") from None
     if not target.flags.writeable:
-        raise ValueError("output array is read-only")
+        raise ValueError("out= is read-only: pass a writeable array")
     result = _evaluate(expr)
     try:
         value = result.to_numpy()

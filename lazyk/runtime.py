@@ -323,7 +323,7 @@ def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
 def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
     check_dtype(out.dtype, "output")  # long double, object, str, ... : never written wrong
     if not out.flags.writeable:
-        raise ValueError("output array is read-only")
+        raise ValueError("out= is read-only: pass a writeable array")
     if not np.can_cast(prog.dtype, out.dtype, casting):
         raise CastingError(f"cannot cast result {prog.dtype} to output {out.dtype} under "
                            f"casting={casting!r}")
