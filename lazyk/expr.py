@@ -386,8 +386,7 @@ def _same_source(a: Any, b: Any) -> bool:
 
 
 def _wrap_ragged(arr: Any) -> Expr:
-    from lazyk.nestrun import var_rows  # (nestrun imports this module)
-    low, sizes = var_rows(arr)
+    low, sizes = hooks.var_rows(arr)  # (the loop nest's module imports this one)
     if sizes:  # `?n` rows: `?var` rows of n elements, paired with a fixed n (exactly x)
         e, top = _wrap_ragged(low), builtins.min(sizes)
         fixed = tuple(sizes.get(j, 1) for j in range(top, len(e.node.shape)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward")
+         "from_awkward", "var_rows")
 _services: dict[str, Callable] = {}
 
 
@@ -64,3 +64,9 @@ def from_arrow(x: Any) -> Any:
 def from_awkward(x: Any) -> Any:
     """`lazyk.from_awkward(x)`: a lazyk array over an Awkward array's buffers."""
     return _service("from_awkward")(x)
+
+
+def var_rows(arr: Any) -> tuple:
+    """An `N * ?n * T` array read as `?var` rows of n elements, and {dim: n}
+    (`lazyk.nestrun.var_rows`)."""
+    return _service("var_rows")(arr)
