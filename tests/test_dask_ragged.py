@@ -622,6 +622,27 @@ def test_axis0_folds_of_deeper_missing_rows_by_hand():
     assert got.to_list() == [] and str(got.type) == str(want.type)
 
 
+def _fold_as_one_machine(fn, a, x, ra, op, axis, keepdims, skipna, split_every=None,
+                         refused=()):
+    """Dask's fold of `x` (the partitions of `a`) gives one machine's answer (value, type,
+    or error class) and the reference's (`ra`); `refused=(NotSupportedError,)`: a refusal
+    on one machine is a refusal on Dask too."""
+    try:
+        want = fn(a).eval()
+    except (*refused, ValueError) as err:  # ValueError: rows that do not fold, an empty min
+        with pytest.raises(type(err)):
+            ldask.evaluate(fn(x), split_every=split_every).compute()
+        return
+    got = ldask.evaluate(fn(x), split_every=split_every).compute()
+    got = lazyk.array(np.asarray(got)) if isinstance(got, (np.ndarray, np.generic)) else got
+    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
+    try:
+        ref = R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
+    except ValueError:
+        return
+    check(got, ref)
+
+
 @settings(max_examples=10, deadline=None)
 @given(rows(inner=("var * ?var * T", "var * ?var * var * T", "2 * ?var * T",
                    "var * var * ?var * T")),
@@ -634,24 +655,8 @@ def test_axis0_folds_of_deeper_missing_rows(drawn, op, axis, skipna, keepdims):
     a, ra = lazyk.array(values, type=t), R.array(values, t)
     x = split(a, cuts)
     fn = _reducer(op, axis, keepdims, skipna)
-    try:
-        want = fn(a).eval()
-    except lazyk.NotSupportedError:  # refused on one machine: refused on Dask too
-        with pytest.raises(lazyk.NotSupportedError):
-            ldask.evaluate(fn(x)).compute()
-        return
-    except ValueError as err:  # rows that do not fold, an empty min: the same error
-        with pytest.raises(type(err)):
-            ldask.evaluate(fn(x)).compute()
-        return
-    got = ldask.evaluate(fn(x)).compute()
-    got = lazyk.array(np.asarray(got)) if isinstance(got, (np.ndarray, np.generic)) else got
-    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
-    try:
-        ref = R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
-    except ValueError:
-        return
-    check(got, ref)
+    _fold_as_one_machine(fn, a, x, ra, op, axis, keepdims, skipna,
+                         refused=(lazyk.NotSupportedError,))
 
 
 def test_missing_values_from_arrow_chunks():
@@ -819,20 +824,7 @@ def test_rows_axis_folds_keeping_missing_rows(drawn, op, axis, skipna, keepdims,
         axis = (0, 2)
     x = split(a, cuts)
     fn = _reducer(op, axis, keepdims, skipna)
-    try:
-        want = fn(a).eval()
-    except ValueError as err:  # rows that do not fold, an empty min: the same error
-        with pytest.raises(type(err)):
-            ldask.evaluate(fn(x), split_every=split_every).compute()
-        return
-    got = ldask.evaluate(fn(x), split_every=split_every).compute()
-    got = lazyk.array(np.asarray(got)) if isinstance(got, (np.ndarray, np.generic)) else got
-    assert str(got.type) == str(want.type) and same(got.to_list(), want.to_list())
-    try:
-        ref = R.reduce(op, ra, axis=axis, keepdims=keepdims, skipna=skipna)
-    except ValueError:
-        return
-    check(got, ref)
+    _fold_as_one_machine(fn, a, x, ra, op, axis, keepdims, skipna, split_every)
 
 
 def test_errors_name_the_collections_rows():
