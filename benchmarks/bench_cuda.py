@@ -50,7 +50,7 @@ def time_gpu(fn: Callable[[], Any], sync: Callable[[], None], samples: int) -> f
 
 
 def _device_inputs(data: dict[str, np.ndarray]) -> dict:
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     dev = {}
     for name, arr in data.items():
         if arr.flags.c_contiguous:
@@ -76,7 +76,7 @@ def run(sizes=None, quick: bool = False) -> list[dict]:
     """Rows {case, n, tool, seconds, gbps, pct_copy, ok} plus copy and launch-overhead rows."""
     import lazyk
     from lazyk.backend import cuda
-    from lazyk.expr import as_expr
+    from lazyk.frontend.expr import as_expr
 
     cuda.get_device(0)  # DeviceError here, with the reason, on a machine without a GPU
     suite = load_suite()

@@ -164,7 +164,7 @@ def lazyk_eval_fn(case: Case, data: dict[str, np.ndarray]) -> Callable[[], Any]:
 def lazyk_on_the_spot(case: Case, data: dict[str, np.ndarray]) -> Any:
     """Build the graph from the arrays and evaluate it at once (the uncompiled path)."""
     import lazyk
-    from lazyk.expr import as_expr
+    from lazyk.frontend.expr import as_expr
 
     leaves = [as_expr(data[k]) for k in case.names]
     expr = case.lazyk(lazyk, *leaves)
@@ -174,6 +174,6 @@ def lazyk_on_the_spot(case: Case, data: dict[str, np.ndarray]) -> Any:
 if __name__ == "__main__":
     import sys
 
-    from lazyk.bench import main
+    from lazyk.bench.suite import main
 
     sys.exit(main(sys.argv[1:]))

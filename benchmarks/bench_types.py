@@ -16,7 +16,7 @@ import statistics
 import sys
 import time
 
-from lazyk import typeparse
+from lazyk.types import parse as typeparse
 
 STRINGS = {
     "short": "3 * var * int32",

@@ -22,27 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 # Stage order, earliest first; every lazyk module belongs to exactly one stage.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("lazyk.version", "lazyk.errors", "lazyk.hooks")),
-    ("types", ("lazyk.typebase", "lazyk.elemtypes", "lazyk.typebuild",
-               "lazyk.typefast", "lazyk.typeparse", "lazyk.promote",
-               "lazyk.unify", "lazyk.types", "lazyk.grammar")),
-    ("array", ("lazyk.memory", "lazyk.indexpath", "lazyk.arrmeta", "lazyk.infer",
-               "lazyk.operators", "lazyk.views", "lazyk.array",
-               "lazyk.interchange")),
-    ("front end", ("lazyk.lowering", "lazyk.ops", "lazyk.graph", "lazyk.numpy_rules",
-                   "lazyk.leaves", "lazyk.expr", "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
+    ("types", ("lazyk.types", "lazyk.grammar")),
+    ("arrays", ("lazyk.arrays",)),
+    ("frontend", ("lazyk.frontend",)),
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),
-    ("kernel", ("lazyk.abi", "lazyk.kernel", "lazyk.dispatch", "lazyk.cudakernel",
-                "lazyk.nestkernel")),
-    ("runtime", ("lazyk.runtime", "lazyk.compiled", "lazyk.rows", "lazyk.rowrules",
-                 "lazyk.nestplan", "lazyk.nestrun", "lazyk.nestforms", "lazyk.storerows", "lazyk.ragbind", "lazyk.ragged", "lazyk.device",
-                 "lazyk.stringeval", "lazyk.textrows")),
-    ("api", ("lazyk", "lazyk.explain", "lazyk.cli", "lazyk.daskparts", "lazyk.daskrows",
-             "lazyk.daskgraph",
-             "lazyk.dask",
-             "lazyk.benchreport",
-             "lazyk.benchdask", "lazyk.bench")),
+    ("kernel", ("lazyk.kernel",)),
+    ("runtime", ("lazyk.runtime",)),
+    ("dask", ("lazyk.dask",)),
+    ("api", ("lazyk",)),
+    ("bench", ("lazyk.bench",)),
+    ("cli", ("lazyk.cli",)),
 )
 # Optional heavy dependencies: imported inside the functions that need them, and only there.
 OPTIONAL = ("dask", "distributed", "pyarrow", "awkward", "matplotlib", "cuda", "numba",
@@ -53,8 +44,8 @@ DEFERRED = {
     # imports dask.array: ~640 ms on top of `import lazyk` (same measure), only where Dask
     # collections are used.
     "lazyk.dask",
-    "lazyk.daskrows",
-    "lazyk.daskgraph",
+    "lazyk.dask.collection",
+    "lazyk.dask.layers",
 }
 
 

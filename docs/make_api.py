@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import lazyk  # noqa: E402
-from lazyk import ops as _ops  # noqa: E402
 from lazyk import types as T  # noqa: E402
-from lazyk.expr import ALIASES, REDUCTIONS  # noqa: E402
+from lazyk.frontend import ops as _ops  # noqa: E402
+from lazyk.frontend.expr import ALIASES, REDUCTIONS  # noqa: E402
 
 # One example per name: code whose last line is an expression (its value is shown). Names not
 # listed here get a generated example (elementwise functions and reductions).

@@ -30,16 +30,11 @@ memory layout).
 """
 from __future__ import annotations
 
-from lazyk import compiled as _compiled
-from lazyk import device as _device
-from lazyk import explain as _explain
 from lazyk import hooks as _hooks
-from lazyk import nestrun as _nestrun
 from lazyk import types  # noqa: F401
-from lazyk.array import Array, array, empty, full, zeros
+from lazyk.arrays.array import Array, array, empty, full, zeros
+from lazyk.arrays.interchange import from_arrow, from_awkward, from_offsets, to_arrow, to_awkward
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
-from lazyk.compiled import CompiledExpr, compile
-from lazyk.device import DeviceArray  # CUDA itself loads only when a GPU array is used
 from lazyk.errors import (
     ArrayConstructionError,
     BindError,
@@ -53,7 +48,7 @@ from lazyk.errors import (
     TypeParseError,
     UnsupportedOperandError,
 )
-from lazyk.expr import (
+from lazyk.frontend.expr import (
     Expr,
     abs,
     absolute,
@@ -140,12 +135,17 @@ from lazyk.expr import (
     trunc,
     where,
 )
-from lazyk.interchange import from_arrow, from_awkward, from_offsets, to_arrow, to_awkward
-from lazyk.kernel import public_stats as stats
-from lazyk.runtime import evaluate
-from lazyk.spec import Instr, KernelSpec
-from lazyk.stringeval import re_evaluate
-from lazyk.typeparse import dshape
+from lazyk.frontend.spec import Instr, KernelSpec
+from lazyk.kernel.flat import public_stats as stats
+from lazyk.runtime import compiled as _compiled
+from lazyk.runtime import device as _device
+from lazyk.runtime import explain as _explain
+from lazyk.runtime import nest_run as _nestrun
+from lazyk.runtime.compiled import CompiledExpr, compile
+from lazyk.runtime.device import DeviceArray  # CUDA itself loads only when a GPU array is used
+from lazyk.runtime.launch import evaluate
+from lazyk.runtime.stringeval import re_evaluate
+from lazyk.types.parse import dshape
 from lazyk.version import __version__
 
 # Earlier stages reach the runtime through lazyk.hooks (they cannot import it); every

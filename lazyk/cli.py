@@ -13,11 +13,11 @@ from pathlib import Path
 
 from lazyk import __version__
 from lazyk.backend.objcache import ObjectCache
-from lazyk.bench import add_arguments as bench_arguments
-from lazyk.bench import command as bench_command
+from lazyk.bench.suite import add_arguments as bench_arguments
+from lazyk.bench.suite import command as bench_command
 from lazyk.errors import TypeParseError
-from lazyk.explain import command as explain_command
-from lazyk.typeparse import describe
+from lazyk.runtime.explain import command as explain_command
+from lazyk.types.parse import describe
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:

@@ -68,5 +68,5 @@ def from_awkward(x: Any) -> Any:
 
 def var_rows(arr: Any) -> tuple:
     """An `N * ?n * T` array read as `?var` rows of n elements, and {dim: n}
-    (`lazyk.nestrun.var_rows`)."""
+    (`lazyk.runtime.nest_run.var_rows`)."""
     return _service("var_rows")(arr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from lazyk.graph import Node, rewrite, toposort
+from lazyk.frontend.graph import Node, rewrite, toposort
 
 # NOTE: IEEE add/multiply are commutative (not associative), so only operands swap.
 COMMUTATIVE = frozenset({

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazyk import ops
-from lazyk.graph import LEAF_OPS, REDUCE_OP, Node, rewrite
+from lazyk.frontend import ops
+from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, Node, rewrite
 
 _CONST = ("const", "scalar")
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazyk.graph import REDUCE_OP, Node, toposort
-from lazyk.spec import Instr, KernelSpec, pack_params
+from lazyk.frontend.graph import REDUCE_OP, Node, toposort
+from lazyk.frontend.spec import Instr, KernelSpec, pack_params
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Step:
     `inputs` holds leaf names (str) or earlier step numbers (int). For a reduction,
     `axes` are the reduced axes of the iteration shape and `mean` asks for a division
     by the number of reduced elements after the kernel. `consts` are the values of the
-    spec's parameter slots as kernel-data bytes (`lazyk.spec.pack_params`).
+    spec's parameter slots as kernel-data bytes (`lazyk.frontend.spec.pack_params`).
     """
 
     spec: KernelSpec

@@ -6,8 +6,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from lazyk import abi
-from lazyk.kernel import Instr, KernelSpec, bind
+from lazyk.kernel import abi
+from lazyk.kernel.flat import Instr, KernelSpec, bind
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 

@@ -230,7 +230,7 @@ def test_from_parts_rebuilds_an_array_from_type_arrmeta_and_pointer():
     a = lazyk.array([[1, None], [3]], type="2 * var * ?int16")
     b = lazyk.Array.from_parts(str(a.type), bytes(a.arrmeta), a.ptr, a.owner)
     assert b.to_list() == [[1, None], [3]] and b.meta == a.meta
-    block = lazyk.memory.MemoryBlock(24)
+    block = lazyk.arrays.memory.MemoryBlock(24)
     c = lazyk.Array.from_parts("3 * int64", (3, -8), block.address + 16, block)
     c[...] = [1, 2, 3]
     assert np.frombuffer(block.buffer, np.int64).tolist() == [3, 2, 1]

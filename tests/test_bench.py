@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from lazyk import bench
+from lazyk.bench import suite as bench
 from lazyk.cli import build_parser
 
 

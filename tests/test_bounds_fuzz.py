@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk import errors as E
-from lazyk.dispatch import Dispatcher
-from lazyk.kernel import bind as kbind
-from lazyk.kernel import execute as kexecute
+from lazyk.kernel.dispatch import Dispatcher
+from lazyk.kernel.flat import bind as kbind
+from lazyk.kernel.flat import execute as kexecute
 
 OK_ERRORS = (E.ShapeError, E.TypeMatchError, E.BindError, E.CastingError, E.DTypeError,
              E.NotSupportedError, ValueError, TypeError)
@@ -445,7 +445,7 @@ def test_dispatcher_extra_inputs_raise_a_clear_error(extra):
 def test_bound_kernel_called_after_close_raises():
     code = textwrap.dedent("""
         import numpy as np, lazyk
-        from lazyk.kernel import clear_cache
+        from lazyk.kernel.flat import clear_cache
         f = lazyk.compile(lazyk.placeholder('x', 'N * float64') * 2)
         o = np.zeros(5)
         with f.bind(o, np.arange(5.0)) as ck:
@@ -527,8 +527,8 @@ def test_compiled_call_checks_casting_on_the_fast_path():
 ])
 def test_malformed_kernel_spec_is_refused(body, outputs, what):
     from lazyk.codegen.llvm import LayoutClass
-    from lazyk.kernel import Instr, KernelSpec
-    from lazyk.kernel import compile as kcompile
+    from lazyk.kernel.flat import Instr, KernelSpec
+    from lazyk.kernel.flat import compile as kcompile
 
     f8 = np.dtype("f8")
     instrs = tuple(Instr("load", f8, (), b[1]) if b[0] == "load" else Instr(b[0], f8, b[1])

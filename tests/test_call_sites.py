@@ -283,7 +283,7 @@ def test_deep_expression_evaluates(tmp_path):
 
 
 def test_expression_over_the_kernel_limit_is_refused_before_llvm(tmp_path):
-    from lazyk.graph import MAX_KERNEL_OPS
+    from lazyk.frontend.graph import MAX_KERNEL_OPS
 
     r = _deep(MAX_KERNEL_OPS + 500, tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -293,7 +293,7 @@ def test_expression_over_the_kernel_limit_is_refused_before_llvm(tmp_path):
 
 
 def test_kernel_ops_counts_per_kernel():
-    from lazyk import graph
+    from lazyk.frontend import graph
 
     a = lazyk.array(np.arange(4.0))
     e = a

@@ -6,7 +6,7 @@ from llvmlite import ir
 
 from lazyk.codegen.emit import CPUTarget, emit_body
 from lazyk.codegen.llvm import LayoutClass, generate
-from lazyk.kernel import Instr, KernelSpec, compile
+from lazyk.kernel.flat import Instr, KernelSpec, compile
 
 F8, F4 = np.dtype("f8"), np.dtype("f4")
 

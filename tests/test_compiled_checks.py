@@ -71,7 +71,7 @@ def test_ragged_expressions_explain_and_compile():
 
 
 def test_broadcasting_inputs_take_the_fast_path_and_stay_correct(monkeypatch):
-    from lazyk import compiled
+    from lazyk.runtime import compiled
 
     x = lazyk.placeholder("a2", "M * N * float64")
     f = lazyk.compile(x * lazyk.placeholder("r", "N * float64")
@@ -112,7 +112,7 @@ def test_out_larger_than_the_inputs_is_refused(n):
 
 def test_operand_strides_check_the_iteration_shape():
     from lazyk.errors import ShapeError
-    from lazyk.runtime import broadcast_strides as over
+    from lazyk.runtime.launch import broadcast_strides as over
 
     assert over((4, 3), (3,), (8,)) == (0, 8)
     assert over((4, 3), (4, 1), (8, 8)) == (8, 0)

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import compiled, dispatch, kernel, runtime
 from lazyk.errors import CastingError, TypeMatchError
+from lazyk.kernel import dispatch
+from lazyk.kernel import flat as kernel
+from lazyk.runtime import compiled
+from lazyk.runtime import launch as runtime
 
 
 def _f(text="x + y"):
@@ -150,7 +153,7 @@ def _fresh_state():
     lambda a, b: lazyk.where(a > b, a - b, b * 3.0),
 ])
 def test_same_expression_same_spec_and_cache_hit(build):
-    from lazyk.expr import as_expr
+    from lazyk.frontend.expr import as_expr
 
     x, y = np.arange(1.0, 6.0), np.linspace(-1, 1, 5)
     specs = []
@@ -199,7 +202,7 @@ def test_mid_size_guard_releases_the_gil():
 def test_one_guard_module_for_every_operand_count():
     # Every operand count's guard entry lives in one module compiled once per process (a
     # module per count cost 40-76 ms each, more than the kernel it guarded).
-    from lazyk import abi
+    from lazyk.kernel import abi
 
     fns = [dispatch.guard_fn(n) for n in (2, 3, 5, abi.GUARD_MAXOPS)]
     assert all(f is not None for f in fns)

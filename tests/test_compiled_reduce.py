@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import kernel as _kernel
+from lazyk.kernel import flat as _kernel
 
 
 def _ph(name, t="N * float64"):
@@ -15,7 +15,7 @@ def _ph(name, t="N * float64"):
 
 
 def _forbid_general_path(monkeypatch):
-    import lazyk.compiled as c
+    import lazyk.runtime.compiled as c
 
     def boom(*a, **k):
         raise AssertionError("repeated call left the fast path")

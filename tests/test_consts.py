@@ -1,14 +1,14 @@
 """Scalar constants are kernel parameters: a new value is a new bind, never a new compile.
 
 Values are compared with NumPy (dtypes by NEP 50), and the compile counter of the kernel
-cache (`lazyk.kernel.cache_info()["compiles"]`) must not move after the first value.
+cache (`lazyk.kernel.flat.cache_info()["compiles"]`) must not move after the first value.
 """
 import numpy as np
 import pytest
 
 import lazyk
-from lazyk import kernel
-from lazyk.runtime import plan
+from lazyk.kernel import flat as kernel
+from lazyk.runtime.launch import plan
 
 
 def _compiles() -> int:
@@ -150,22 +150,22 @@ def test_constants_in_reductions_where_threads_and_strided_layouts():
 
 
 def test_ragged_nest_kernel_takes_parameters():
-    from lazyk import nestkernel
+    from lazyk.kernel import nest as nest_kernel
 
     r = lazyk.array([[1.0, 2.0, 3.0], [4.0], []])
     rows = [[1.0, 2.0, 3.0], [4.0], []]
     (r * 9.0 + 1).sum(axis=-1).eval()
-    before = nestkernel.nest_stats["compiles"]
+    before = nest_kernel.nest_stats["compiles"]
     for s in (2.5, -1.0, 0.125):
         got = (r * s + 1).sum(axis=-1).eval()
         want = [sum(v * s + 1 for v in row) for row in rows]
         np.testing.assert_array_equal(np.asarray(got.to_numpy()), want)
-    assert nestkernel.nest_stats["compiles"] == before
+    assert nest_kernel.nest_stats["compiles"] == before
 
 
 def test_bind_and_dispatcher_take_parameter_bytes():
-    from lazyk.dispatch import Dispatcher
-    from lazyk.kernel import bind, pack_params
+    from lazyk.kernel.dispatch import Dispatcher
+    from lazyk.kernel.flat import bind, pack_params
 
     step = plan((lazyk.array(np.ones(3)) * 4.0).node).steps[0]
     spec = step.spec

@@ -34,7 +34,7 @@ def test_records_from_an_arrow_table_split_into_partitions():
 
 
 def test_string_and_record_parts_pickle_as_buffers():
-    from lazyk.daskparts import Part
+    from lazyk.dask.partitions import Part
     x = lazyk.from_arrow(pa.table({"s": ["ab", None, "c"], "v": [[1.0], [], [2.0, 3.0]]}))
     for a in (x, x["s"], x[1:]):
         back = pickle.loads(pickle.dumps(Part(a))).array

@@ -19,8 +19,8 @@ dask = pytest.importorskip("dask")
 
 import lazyk  # noqa: E402,I001
 import lazyk.dask as ldask  # noqa: E402
-from lazyk import daskparts  # noqa: E402
-from lazyk.daskparts import concat  # noqa: E402
+from lazyk.dask import partitions  # noqa: E402
+from lazyk.dask.partitions import concat  # noqa: E402
 from tests import ragged_reference as R  # noqa: E402
 from tests import ragged_strategies as S  # noqa: E402
 
@@ -343,7 +343,7 @@ def test_partitions_are_views_and_concatenation():
     # a computed collection (made on a worker under distributed) pickles as buffers too
     (joined,) = dask.compute(ldask.evaluate(big * 2))
     raw = pickle.dumps(joined, protocol=5)
-    assert joined.__reduce__()[0] is daskparts.build  # the buffers, not Python lists
+    assert joined.__reduce__()[0] is partitions.build  # the buffers, not Python lists
     assert len(raw) < 2e5 * 8 + (1e5 + 1) * 8 + 1000, len(raw)  # values and offsets
     back = pickle.loads(raw)
     assert type(back) is lazyk.Array and back.to_list() == joined.to_list()
@@ -522,8 +522,8 @@ def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
     """The graph rebuilt at a partition's shapes is kept per task function: partitions of
     one size rebuild it once (the per-task cost of our own on small partitions)."""
     calls = []
-    shape_of = daskparts.reshaped
-    monkeypatch.setattr(daskparts, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
+    shape_of = partitions.reshaped
+    monkeypatch.setattr(partitions, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
     y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]] * 4)
     counts = {}
     for step in (16, 4):  # one partition, then four of the same size
@@ -698,7 +698,7 @@ def test_partitions_made_by_tasks():
 # ---------------------------------------------------------------- a 2-process cluster
 def test_cluster_pickles_tasks_and_compiles_once_per_worker():
     distributed = pytest.importorskip("distributed")
-    from lazyk import nestkernel
+    from lazyk.kernel import nest as nest_kernel
 
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address="127.0.0.1:0")
@@ -712,7 +712,7 @@ def test_cluster_pickles_tasks_and_compiles_once_per_worker():
         e = ldask.evaluate((lazyk.sin(r) * 2).sum(axis=-1))
         want = (lazyk.sin(x) * 2).sum(axis=-1).to_numpy()
         # (a function of this module would make each worker import the test module)
-        stats = functools.partial(getattr, nestkernel, "nest_stats")
+        stats = functools.partial(getattr, nest_kernel, "nest_stats")
         before = client.run(stats)
         np.testing.assert_allclose(client.compute(e).result(timeout=60), want, rtol=1e-12)
         first = client.run(stats)

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import expr as E
+from lazyk.frontend import expr as E
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint8", "uint16", "float16", "float32",
           "float64", "complex128"]

@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import exprparse, kernel
+from lazyk.frontend import exprparse
+from lazyk.kernel import flat as kernel
 
 
 @pytest.fixture
 def builds(monkeypatch):
     """Counts the strings run through the general path (graph built and planned)."""
-    from lazyk import runtime
+    from lazyk.runtime import launch as runtime
 
     count = [0]
     real = runtime.evaluate

@@ -8,7 +8,7 @@ import pytest
 
 import lazyk
 from lazyk.cli import main
-from lazyk.exprparse import ExprParseError, parse
+from lazyk.frontend.exprparse import ExprParseError, parse
 
 try:
     import numexpr

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import expr as E
-from lazyk.check import check_graph
+from lazyk.frontend import expr as E
+from lazyk.frontend.check import check_graph
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -52,7 +52,7 @@ def supported(name, *args):
         return getattr(lazyk.expr, name)(*args)
     except (lazyk.DTypeError, lazyk.NotSupportedError):
         with pytest.raises(TypeError):  # NumPy refuses too, or complex is not lowered yet
-            if lazyk.ops.get(name).supported(lazyk.ops.get(name).resolve(
+            if lazyk.frontend.ops.get(name).supported(lazyk.frontend.ops.get(name).resolve(
                     *(np.asarray(a).dtype for a in args))):
                 numpy_result(name, *args)
             else:

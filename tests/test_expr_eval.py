@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import expr as E
+from lazyk.frontend import expr as E
 
 
 def test_eval_returns_new_lazyk_array_evaluate_returns_numpy():

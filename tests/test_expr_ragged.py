@@ -121,8 +121,8 @@ def test_more_forms_outer_dims_top_level_var_and_scalars():
 
 
 def test_arrmeta_gather_equals_list_reading():
-    from lazyk.leaves import describe_ragged
-    from lazyk.rows import gather
+    from lazyk.frontend.leaves import describe_ragged
+    from lazyk.runtime.rows import gather
 
     def from_list(array):  # the same flattening through to_list
         shape, _, option = describe_ragged(array)
@@ -161,26 +161,27 @@ def _one_fused_kernel(monkeypatch):
     """Fail if the ragged path gathers values or runs a separate elementwise kernel."""
     def boom(*a, **k):
         raise AssertionError("reduction ran outside the fused loop-nest kernel")
-    monkeypatch.setattr("lazyk.rows.gather", boom)  # rows are read in place, not copied
-    monkeypatch.setattr("lazyk.runtime.run_program", boom)
+    monkeypatch.setattr("lazyk.runtime.rows.gather", boom)  # rows are read in place, not copied
+    monkeypatch.setattr("lazyk.runtime.launch.run_program", boom)
 
 
 def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
-    from lazyk import kernel, nestkernel
+    from lazyk.kernel import flat as kernel
+    from lazyk.kernel import nest as nest_kernel
 
     _one_fused_kernel(monkeypatch)
-    nestkernel._cache.clear()
+    nest_kernel._cache.clear()
     x = A([[1.0, 2.0, 3.0], [4.0], [], [5.0, 6.0]], "4 * var * float64")
     y = A([[1.0], [2.0, 3.0], [], [7.0]], "4 * var * float64")
     e = (x * 2 + y).sum(axis=-1)
     assert str(e.type) == "4 * float64"
-    before_seg, before_k = dict(nestkernel.nest_stats), dict(kernel.stats)
+    before_seg, before_k = dict(nest_kernel.nest_stats), dict(kernel.stats)
     r = e.eval()
     assert str(r.type) == "4 * float64"
     # row 0: y's length-1 row broadcasts; row 1: x's does; row 2 is empty
     assert r.to_list() == [3 + 5 + 7, 10 + 11, 0.0, 17 + 19]
-    assert nestkernel.nest_stats["compiles"] == before_seg["compiles"] + 1
-    assert nestkernel.nest_stats["runs"] == before_seg["runs"] + 1
+    assert nest_kernel.nest_stats["compiles"] == before_seg["compiles"] + 1
+    assert nest_kernel.nest_stats["runs"] == before_seg["runs"] + 1
     # no separate elementwise kernel (lazyk.stats() counts the nest kernel too)
     assert kernel.stats["compiles"] == before_k["compiles"] + 1
     assert kernel.stats["hits"] == before_k["hits"]
@@ -188,8 +189,8 @@ def test_fused_var_sum_is_exactly_one_kernel(monkeypatch):
     x2 = A([[1.0, 1.0], [2.0, 2.0, 2.0]], "2 * var * float64")
     y2 = A([[0.5], [1.0, 1.0, 1.0]], "2 * var * float64")
     assert (x2 * 2 + y2).sum(axis=-1).eval().to_list() == [5.0, 15.0]
-    assert nestkernel.nest_stats["compiles"] == before_seg["compiles"] + 1
-    (k,) = nestkernel._cache.values()
+    assert nest_kernel.nest_stats["compiles"] == before_seg["compiles"] + 1
+    (k,) = nest_kernel._cache.values()
     ir = k.ir
     assert "l0.head" in ir and "e.head" in ir  # a row loop with an element loop inside it
     assert "fmul" in ir and "fadd" in ir       # the elementwise body is in the same function
@@ -291,7 +292,7 @@ def test_fused_reduction_with_numpy_and_outer_fixed_dims(monkeypatch):
 def test_fused_rows_in_place_from_8_threads():
     import threading
 
-    from lazyk import nestkernel
+    from lazyk.kernel import nest as nest_kernel
 
     rng = np.random.default_rng(1)
     jobs = []
@@ -301,7 +302,7 @@ def test_fused_rows_in_place_from_8_threads():
         jobs.append((A(rows, f"{len(rows)} * var * float64"),
                      A(ones, f"{len(rows)} * var * float64"), rows, t))
     (jobs[0][0] * 3 - jobs[0][1]).sum(axis=-1).eval()  # compile once
-    before = nestkernel.nest_stats["compiles"]
+    before = nest_kernel.nest_stats["compiles"]
     results, errors = {}, []
 
     def work(job):
@@ -317,7 +318,7 @@ def test_fused_rows_in_place_from_8_threads():
     for th in threads:
         th.join()
     assert not errors
-    assert nestkernel.nest_stats["compiles"] == before  # one kernel for every size
+    assert nest_kernel.nest_stats["compiles"] == before  # one kernel for every size
     for x, y, rows, t in jobs:
         want = [sum(v * 3 - t for v in r) for r in rows]
         np.testing.assert_allclose(results[t], want, rtol=1e-12, atol=1e-12)
@@ -336,15 +337,15 @@ def test_fused_rows_byte_swapped_unaligned_and_strided_numpy(monkeypatch):
 
 
 def test_fused_reduction_over_outer_axis_and_all_axes(monkeypatch):
-    from lazyk import nestkernel
+    from lazyk.kernel import nest as nest_kernel
 
     _one_fused_kernel(monkeypatch)
     x = A([[1.0, 2.0], [3.0, 4.0], [5.0]], "3 * var * float64")  # row 2 broadcasts
     s = x.sum(axis=0)
     assert str(s.type) == "var * float64"
-    before = nestkernel.nest_stats["runs"]
+    before = nest_kernel.nest_stats["runs"]
     r = s.eval()
-    assert nestkernel.nest_stats["runs"] == before + 2  # the result's length, then one kernel
+    assert nest_kernel.nest_stats["runs"] == before + 2  # the result's length, then one kernel
     assert str(r.type) == "var * float64" and r.to_list() == [9.0, 11.0]
     k = x.sum(axis=0, keepdims=True).eval()
     assert str(k.type) == "1 * var * float64" and k.to_list() == [[9.0, 11.0]]
@@ -414,7 +415,7 @@ def test_out_for_fixed_results_of_ragged_reductions():
 def test_row_view_reads_the_same_rows_as_gather():
     import ctypes
 
-    from lazyk.rows import gather, row_view
+    from lazyk.runtime.rows import gather, row_view
 
     a = A([[1, 2, 3], [4, 5], [6]], "3 * var * int64")
     cases = [a, a[::-1], a[:, ::-1], a[1:], a[::2], A([[[1, 2], [3]], [[4], [5, 6, 7]]]),
@@ -433,7 +434,7 @@ def test_row_view_reads_the_same_rows_as_gather():
 
 
 def test_explain_shows_one_fused_loop_nest_kernel():
-    from lazyk import ragged
+    from lazyk.runtime import ragged
 
     x = A([[1.0, 2.0, 3.0], [4.0]], "2 * var * ?float64")
     y = A([[1.0], [2.0]], "2 * var * float64")

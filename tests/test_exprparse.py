@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from lazyk import NotSupportedError, TypeParseError, exprparse, stringeval
-from lazyk.exprparse import ExprParseError, parse
+from lazyk import NotSupportedError, TypeParseError
+from lazyk.frontend import exprparse
+from lazyk.frontend.exprparse import ExprParseError, parse
+from lazyk.runtime import stringeval
 
 TREES = [
     ("2*a + b", "add(multiply(2, a), b)"),
@@ -104,7 +106,7 @@ def test_unknown_name_at_evaluation_names_it_and_its_position():
 
 
 # ---------------------------------------------------------------- evaluation
-lx = pytest.importorskip("lazyk.expr")
+lx = pytest.importorskip("lazyk.frontend.expr")
 
 
 def _need(*names):

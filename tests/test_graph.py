@@ -4,7 +4,7 @@ import pickle
 import numpy as np
 import pytest
 
-from lazyk.graph import Node, dump, rewrite, toposort
+from lazyk.frontend.graph import Node, dump, rewrite, toposort
 
 
 def test_equal_nodes_are_one_object():

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import hooks, operators
+from lazyk import hooks
+from lazyk.arrays import operators
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
 import import_graph  # noqa: E402
@@ -20,9 +21,9 @@ sys.path.pop(0)
 
 # The array stage and the expression front end: no lazyk import inside a function, none of
 # a later stage (they go through lazyk.hooks and the registered front end instead).
-EARLY = ("lazyk.hooks", "lazyk.memory", "lazyk.indexpath", "lazyk.arrmeta", "lazyk.infer",
-         "lazyk.operators", "lazyk.views", "lazyk.array", "lazyk.graph", "lazyk.numpy_rules",
-         "lazyk.leaves", "lazyk.expr", "lazyk.check")
+EARLY = ("lazyk.hooks", "lazyk.arrays.memory", "lazyk.arrays.indexpath", "lazyk.arrays.arrmeta", "lazyk.arrays.infer",
+         "lazyk.arrays.operators", "lazyk.arrays.views", "lazyk.arrays.array", "lazyk.frontend.graph", "lazyk.frontend.numpy_rules",
+         "lazyk.frontend.leaves", "lazyk.frontend.expr", "lazyk.frontend.check")
 
 
 def test_every_hook_is_installed_by_import_lazyk():

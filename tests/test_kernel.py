@@ -6,10 +6,10 @@ import threading
 import numpy as np
 import pytest
 
-from lazyk import kernel
 from lazyk.codegen.llvm import LayoutClass
 from lazyk.errors import BindError, ShapeError
-from lazyk.kernel import Instr, KernelSpec, bind, compile, execute, layout_class, plan
+from lazyk.kernel import flat as kernel
+from lazyk.kernel.flat import Instr, KernelSpec, bind, compile, execute, layout_class, plan
 
 F8 = np.dtype("f8")
 
@@ -234,7 +234,7 @@ def test_eviction_calls_destructors(monkeypatch):
 
 
 def test_dispatcher_guard_rebinds_on_any_change():
-    from lazyk.dispatch import Dispatcher
+    from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())
     rng = np.random.default_rng(7)
     cases = [(np.empty(5), rng.random(5), rng.random(5)),
@@ -260,7 +260,7 @@ def test_dispatcher_guard_rebinds_on_any_change():
 
 
 def test_dispatcher_from_eight_threads():
-    from lazyk.dispatch import Dispatcher
+    from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())
     errors = []
 
@@ -303,7 +303,7 @@ def test_pickle_into_a_new_process(tmp_path):
 
 
 def test_dispatcher_rejects_non_arrays_safely():
-    from lazyk.dispatch import Dispatcher
+    from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())
     a, b, out = np.ones(3), np.ones(3), np.empty(3)
     d(out, a, b)  # installs the guard
@@ -316,8 +316,8 @@ def test_dispatcher_rejects_non_arrays_safely():
 
 def test_dispatcher_guard_refuses_overlap_it_was_not_bound_for():
     """A remembered geometry must not let an overlapping output through (silent wrong answer)."""
-    from lazyk.dispatch import Dispatcher
     from lazyk.errors import BindError
+    from lazyk.kernel.dispatch import Dispatcher
 
     d = Dispatcher(axpy())
     x, y = np.arange(16.0), np.ones(16)

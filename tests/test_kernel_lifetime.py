@@ -12,9 +12,9 @@ import weakref
 
 import numpy as np
 
-from lazyk import kernel
 from lazyk.backend import cpu
-from lazyk.kernel import Instr, KernelSpec, bind
+from lazyk.kernel import flat as kernel
+from lazyk.kernel.flat import Instr, KernelSpec, bind
 
 F8 = np.dtype(np.float64)
 
@@ -40,14 +40,15 @@ def test_clear_cache_and_evictions_while_threads_call():
     out = _run("""
         import threading, time
         import numpy as np, lazyk
-        from lazyk import kernel, runtime
+        from lazyk.kernel import flat as kernel
+        from lazyk.runtime import launch as runtime
 
-        from lazyk import nestkernel
+        from lazyk.kernel import nest as nest_kernel
 
         kernel.CACHE_SIZE = 3
         runtime._LAUNCH_CACHE_SIZE = 4
         kernel._PREPARED_SIZE = 2
-        nestkernel._CACHE_SIZE = 1
+        nest_kernel._CACHE_SIZE = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
         stop = time.time() + 3.0
         errors, calls = [], [0]
@@ -77,7 +78,7 @@ def test_clear_cache_and_evictions_while_threads_call():
                 except Exception as ex:
                     errors.append(repr(ex))
 
-        from lazyk.spec import Instr, KernelSpec
+        from lazyk.frontend.spec import Instr, KernelSpec
         f8 = np.dtype(np.float64)
 
         def churn():
@@ -106,7 +107,7 @@ def test_clear_cache_and_evictions_while_threads_call():
             t.start()
         for t in ts:
             t.join()
-        print(len(errors), calls[0], kernel.stats["evictions"], nestkernel.nest_stats["compiles"],
+        print(len(errors), calls[0], kernel.stats["evictions"], nest_kernel.nest_stats["compiles"],
               errors[:2])
     """)
     nerr, ncalls, nevict, nseg = out.split()[:4]
@@ -120,7 +121,8 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
     out = _run("""
         import gc
         import numpy as np, lazyk
-        from lazyk import kernel, runtime
+        from lazyk.kernel import flat as kernel
+        from lazyk.runtime import launch as runtime
 
         kernel.CACHE_SIZE = 1
         runtime._LAUNCH_CACHE_SIZE = 1
@@ -155,9 +157,9 @@ def test_bound_kernel_in_a_garbage_cycle_is_destroyed_before_its_code():
     out = _run("""
         import gc
         import numpy as np
-        from lazyk import kernel
+        from lazyk.kernel import flat as kernel
         from lazyk.backend import cpu
-        from lazyk.kernel import Instr, KernelSpec, bind
+        from lazyk.kernel.flat import Instr, KernelSpec, bind
 
         F8 = np.dtype(np.float64)
         gc.disable()
@@ -204,9 +206,9 @@ def test_code_is_freed_with_the_last_user():
 def test_closed_compiled_kernel_refuses_to_bind_but_bound_ones_still_run():
     out = _run("""
         import numpy as np
-        from lazyk import kernel
+        from lazyk.kernel import flat as kernel
         from lazyk.errors import BindError
-        from lazyk.kernel import Instr, KernelSpec, bind
+        from lazyk.kernel.flat import Instr, KernelSpec, bind
 
         F8 = np.dtype(np.float64)
         body = (Instr("load", F8, (), 0), Instr("const", F8, (), 7.5), Instr("add", F8, (0, 1)))

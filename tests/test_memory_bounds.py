@@ -118,16 +118,17 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
     # their code, and RSS stays flat once the caches are full.
     out = _run("""
         import numpy as np, lazyk
-        from lazyk import kernel, runtime
+        from lazyk.kernel import flat as kernel
+        from lazyk.runtime import launch as runtime
         from lazyk.backend import cpu
 
         kernel.CACHE_SIZE = 8
         kernel._PREPARED_SIZE = 16
         runtime._LAUNCH_CACHE_SIZE = 16
         runtime._PLAN_CACHE_SIZE = 16
-        from lazyk import exprparse
+        from lazyk.frontend import exprparse
         exprparse._CACHE_LIMIT = 64  # parsed strings (4096 by default: ~1 KB each)
-        from lazyk import stringeval
+        from lazyk.runtime import stringeval
         stringeval._NAMES_LIMIT = 64
 
         def structure(i):

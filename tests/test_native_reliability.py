@@ -113,14 +113,17 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
     # lock past the fork hook's wait): the child gets them all free.
     out = _run('''
         import threading, numpy as np, lazyk
-        from lazyk import graph, kernel, nestkernel, runtime
+        from lazyk.frontend import graph
+        from lazyk.kernel import flat as kernel
+        from lazyk.kernel import nest as nest_kernel
+        from lazyk.runtime import launch as runtime
         from lazyk.backend import cpu, outputs, threads
         cpu._FORK_WAIT = 0.2
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
         task = threads.StridedTask(1)
         locks = [cpu._lock, kernel._cache_lock, runtime._plans_lock, graph._lock,
-                 nestkernel._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
+                 nest_kernel._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
                  task._lock]
         held, release = threading.Event(), threading.Event()
         def holder():

@@ -166,9 +166,9 @@ def test_cuda_home_override(monkeypatch, tmp_path):
 
 # ---- codegen: KernelSpec -> NVVM IR -> PTX -> ptxas, for every op class and layout --------
 np = pytest.importorskip("numpy")
-from lazyk import ops  # noqa: E402
 from lazyk.errors import DTypeError, NotSupportedError  # noqa: E402
-from lazyk.kernel import Instr, KernelSpec  # noqa: E402
+from lazyk.frontend import ops  # noqa: E402
+from lazyk.kernel.flat import Instr, KernelSpec  # noqa: E402
 
 nvvm = pytest.importorskip("lazyk.codegen.nvvm")
 F8 = np.dtype("f8")
@@ -373,8 +373,8 @@ def test_layout_class_from_bound_layout():
 
 
 def test_explain_shows_nvvm_ir_and_ptx():
-    from lazyk import cudakernel
-    text = cudakernel.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
+    from lazyk.kernel import gpu
+    text = gpu.explain(binary_spec("f8", "f8"), flat(1, (True,) * 3))
     assert "--- NVVM IR" in text and "nvptx64-nvidia-cuda" in text
     assert "--- PTX" in text and ".entry lazyk_kernel" in text
 
@@ -386,13 +386,13 @@ def test_no_driver_is_device_error():
         pytest.skip("a CUDA driver is present")
     with pytest.raises(DeviceError, match="no CUDA driver"):
         cuda.init()
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     with pytest.raises(DeviceError, match="no CUDA driver"):
         DeviceArray.from_numpy(np.zeros(3))
 
 
 def test_parse_device_names():
-    from lazyk.device import parse_device
+    from lazyk.runtime.device import parse_device
     assert parse_device("cuda") == "cuda:0" and parse_device("CUDA:1") == "cuda:1"
     assert parse_device(None) == "cpu"
     with pytest.raises(DeviceError, match="unknown device 'tpu'"):
@@ -410,7 +410,7 @@ class FakeGPUArray:
 
 
 def test_mixing_devices_names_operands_and_devices():
-    from lazyk.device import common_device
+    from lazyk.runtime.device import common_device
     gpu = FakeGPUArray((3,))
     assert common_device({"a": gpu, "b": gpu}) == "cuda:0"
     assert common_device({"a": np.zeros(3)}) == "cpu"
@@ -419,7 +419,7 @@ def test_mixing_devices_names_operands_and_devices():
 
 
 def test_cuda_array_interface_import_and_export():
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     view = DeviceArray.from_cuda_array_interface(FakeGPUArray((2, 3), "<f4"))
     assert view.ptr == 0xDEAD0000 and view.strides == (12, 4) and view.dtype == np.float32
     cai = view.__cuda_array_interface__
@@ -434,9 +434,9 @@ def test_missing_cuda_bindings_is_device_error(monkeypatch):
 
 
 def test_gpu_operands_build_lazy_expressions_and_fail_cleanly_without_driver():
-    import lazyk.expr as lx
+    import lazyk.frontend.expr as lx
     from lazyk.backend import cuda
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     g = DeviceArray.from_cuda_array_interface(FakeGPUArray((3,)))
     e = lx.sin(g) * 2.0 + g
     assert e.shape == (3,) and e.dtype == np.float64
@@ -448,7 +448,7 @@ def test_gpu_operands_build_lazy_expressions_and_fail_cleanly_without_driver():
 
 
 def test_expr_explain_target_cuda():
-    import lazyk.expr as lx
+    import lazyk.frontend.expr as lx
     a = lx.as_expr(np.ones((4, 5)))
     text = (lx.sin(a) * np.ones(5)).sum(axis=1).explain(target="cuda")
     assert "=== CUDA kernel 0 (reduce=sum) ===" in text
@@ -458,8 +458,8 @@ def test_expr_explain_target_cuda():
 
 
 def test_device_explain_cuda_is_the_explain_entry_point():
-    import lazyk.expr as lx
-    from lazyk.device import explain_cuda
+    import lazyk.frontend.expr as lx
+    from lazyk.runtime.device import explain_cuda
     e = lx.placeholder("x", "N * float64") * 2.0
     text = explain_cuda(e)
     assert text == e.explain(target="cuda")
@@ -594,9 +594,9 @@ class FakeDriver:
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         import ctypes
 
-        from lazyk import cudakernel
+        from lazyk.kernel import gpu
         (module, name) = fn
-        kernel = next(k for k in cudakernel._cache.values() if k.module.handle == module)
+        kernel = next(k for k in gpu._cache.values() if k.module.handle == module)
         self.launches.append((name, gx, bx))
         args = (ctypes.c_void_p * 2).from_address(params)
         count = ctypes.c_int64.from_address(args[1]).value if name == "lazyk_finish" else None
@@ -695,14 +695,14 @@ class HostKernels:
 
 @pytest.fixture
 def fake_driver(monkeypatch):
-    from lazyk import cudakernel
     from lazyk.backend import cuda
+    from lazyk.kernel import gpu
     fake = FakeDriver()
     monkeypatch.setattr(cuda, "driver", lambda: fake)
     monkeypatch.setattr(cuda, "_initialised", False)
-    monkeypatch.setattr(cudakernel, "_cache", {})
+    monkeypatch.setattr(gpu, "_cache", {})
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
-    from lazyk import device
+    from lazyk.runtime import device
     monkeypatch.setattr(device, "_GEOMETRY", {})
     # Trees of 32 threads: the same code as 256 (which the ptxas tests compile) at an eighth
     # of the emulation's thread and barrier traffic.
@@ -716,7 +716,7 @@ def fake_driver(monkeypatch):
 
 def test_emulated_round_trip_and_elementwise(fake_driver):
     import lazyk
-    import lazyk.expr as lx
+    import lazyk.frontend.expr as lx
     x = np.arange(12.0).reshape(3, 4)
     y = np.linspace(-1, 1, 4).astype(np.float32)
     dx, dy = lazyk.array(x, device="cuda"), lazyk.DeviceArray.from_numpy(y)
@@ -736,9 +736,9 @@ def test_emulated_round_trip_and_elementwise(fake_driver):
 
 
 def test_emulated_reductions_and_cache(fake_driver):
-    import lazyk.expr as lx
-    from lazyk import cudakernel
-    from lazyk.device import DeviceArray
+    import lazyk.frontend.expr as lx
+    from lazyk.kernel import gpu
+    from lazyk.runtime.device import DeviceArray
     a = np.arange(1.0, 31.0).reshape(5, 6)
     da = DeviceArray.from_numpy(a)
     total = lx.sum(lx.as_expr(da) * 2.0).eval()
@@ -754,15 +754,15 @@ def test_emulated_reductions_and_cache(fake_driver):
     # NOTE: the first build of `x * 2.0` may order its SSA body differently from later ones
     # (interning order in the front end), so compare two later builds.
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(77))) * 2.0).eval()
-    n = len(cudakernel._cache)
+    n = len(gpu._cache)
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(99))) * 2.0).eval()
-    assert len(cudakernel._cache) == n  # new size, same layout class: no recompilation
+    assert len(gpu._cache) == n  # new size, same layout class: no recompilation
 
 
 def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
-    import lazyk.expr as lx
+    import lazyk.frontend.expr as lx
     from lazyk.backend import cuda
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     big = DeviceArray.from_numpy(np.ones(10_000))
     assert lx.sum(lx.as_expr(big) + 0.5).eval().to("cpu") == 15_000
     name, grid, block = fake_driver.launches[0]
@@ -788,7 +788,7 @@ def test_emulated_bench_suite_e1_to_e10(fake_driver):
     from pathlib import Path
 
     import lazyk
-    from lazyk.expr import as_expr
+    from lazyk.frontend.expr import as_expr
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_cuda.py"
     spec = importlib.util.spec_from_file_location("lazyk_bench_cuda_test", path)
     bench = importlib.util.module_from_spec(spec)
@@ -807,8 +807,8 @@ def test_emulated_bench_suite_e1_to_e10(fake_driver):
                                       ("uint8", "prod"), ("complex128", "sum"),
                                       ("complex64", "prod")])
 def test_emulated_reduction_dtypes(fake_driver, dtype, op):
-    import lazyk.expr as lx
-    from lazyk.device import DeviceArray
+    import lazyk.frontend.expr as lx
+    from lazyk.runtime.device import DeviceArray
     a = (np.arange(24) % 5).astype(dtype).reshape(4, 6)
     d = lx.as_expr(DeviceArray.from_numpy(a))
     for axis in (None, 1):
@@ -818,20 +818,20 @@ def test_emulated_reduction_dtypes(fake_driver, dtype, op):
 
 
 def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
-    import lazyk.expr as lx
-    from lazyk import cudakernel
-    from lazyk.device import DeviceArray
-    monkeypatch.setattr(cudakernel, "CACHE_SIZE", 1)
+    import lazyk.frontend.expr as lx
+    from lazyk.kernel import gpu
+    from lazyk.runtime.device import DeviceArray
+    monkeypatch.setattr(gpu, "CACHE_SIZE", 1)
     d = lx.as_expr(DeviceArray.from_numpy(np.ones(10)))
     (d + 1.0).eval()
     (d * 3.0).eval()
-    assert len(cudakernel._cache) == 1 and len(fake_driver.unloaded) == 1
+    assert len(gpu._cache) == 1 and len(fake_driver.unloaded) == 1
     # the first kernel's module is gone: its cached geometry recompiles instead of launching it
     np.testing.assert_array_equal((d + 1.0).eval().to("cpu"), np.full(10, 2.0))
 
 
 def test_dlpack_export_import_round_trip():
-    from lazyk import device
+    from lazyk.runtime import device
     src = device.DeviceArray((2, 3), np.float32, 0xDEAD0000, (4, 8), device="cuda:1")
     assert src.__dlpack_device__() == (2, 1)
     capsule = src.__dlpack__()
@@ -852,8 +852,8 @@ def test_dlpack_export_import_round_trip():
 
 
 def test_emulated_to_numpy_and_array_protocol(fake_driver):
-    import lazyk.expr as lx
-    from lazyk.device import DeviceArray
+    import lazyk.frontend.expr as lx
+    from lazyk.runtime.device import DeviceArray
     x = np.arange(6.0)
     e = lx.as_expr(DeviceArray.from_numpy(x)) * 2.0
     assert isinstance(e.eval(), DeviceArray)
@@ -863,8 +863,8 @@ def test_emulated_to_numpy_and_array_protocol(fake_driver):
 
 def test_emulated_evaluate_into_out(fake_driver):
     import lazyk
-    import lazyk.expr as lx
-    from lazyk.device import DeviceArray
+    import lazyk.frontend.expr as lx
+    from lazyk.runtime.device import DeviceArray
     x = np.arange(5.0)
     d = DeviceArray.from_numpy(x)
     out = DeviceArray.empty((5,), np.float64)
@@ -878,7 +878,7 @@ def test_emulated_evaluate_into_out(fake_driver):
 
 def test_emulated_compiled_expression_on_gpu_inputs(fake_driver):
     import lazyk
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     a = lazyk.placeholder("a", "N * float64")
     b = lazyk.placeholder("b", "N * float64")
     k = lazyk.compile(2 * a + lazyk.sin(b))
@@ -899,7 +899,7 @@ def test_cli_explain_target_cuda(capsys):
 
 def test_ragged_and_missing_stay_on_the_cpu():
     import lazyk
-    from lazyk.device import DeviceArray
+    from lazyk.runtime.device import DeviceArray
     ragged = lazyk.array([[1.0, 2.0], [3.0]])
     with pytest.raises(NotSupportedError, match="not supported on the GPU yet"):
         lazyk.array([1.0, None], device="cuda")
@@ -911,8 +911,8 @@ def test_ragged_and_missing_stay_on_the_cpu():
 
 
 def test_emulated_empty_reductions(fake_driver):
-    import lazyk.expr as lx
-    from lazyk.device import DeviceArray
+    import lazyk.frontend.expr as lx
+    from lazyk.runtime.device import DeviceArray
     d = lx.as_expr(DeviceArray.from_numpy(np.ones((3, 0))))
     np.testing.assert_array_equal(lx.sum(d, axis=1).eval().to("cpu"), np.zeros(3))
     np.testing.assert_array_equal(lx.prod(d, axis=1).eval().to("cpu"), np.ones(3))
@@ -923,15 +923,15 @@ def test_emulated_empty_reductions(fake_driver):
 
 
 def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
-    from lazyk import cudakernel
     from lazyk.backend import cuda
-    from lazyk.device import DeviceArray, device_of
+    from lazyk.kernel import gpu
     from lazyk.passes.dims import simplify_dims
+    from lazyk.runtime.device import DeviceArray, device_of
     dev = cuda.get_device(0)
     x = DeviceArray.from_numpy(np.arange(8.0))
     out = DeviceArray.empty((8,), np.float64)
     with cuda.Stream(dev) as stream:
-        cudakernel.execute(binary_spec("f8", "f8"), simplify_dims((8,), ((8,),) * 3), out.ptr,
+        gpu.execute(binary_spec("f8", "f8"), simplify_dims((8,), ((8,),) * 3), out.ptr,
                      (x.ptr, x.ptr), dev, stream.handle)
         stream.synchronize()
     assert fake_driver.streams == []
@@ -944,7 +944,7 @@ def test_emulated_streams_and_foreign_pointer_devices(fake_driver):
 def test_parameters_in_kernel_data_struct_and_ptx():
     from llvmlite import binding as llvm
 
-    from lazyk.kernel import pack_params
+    from lazyk.kernel.flat import pack_params
     td = llvm.create_target_data(nvvm.DATA_LAYOUT)
     kd = nvvm.KernelData(2, 1, 3)
 
@@ -966,7 +966,7 @@ def test_parameters_in_kernel_data_struct_and_ptx():
 
 def test_emulated_parameters_of_several_dtypes(fake_driver):
     import lazyk
-    import lazyk.expr as lx
+    import lazyk.frontend.expr as lx
     x32 = np.linspace(-2, 2, 37).astype(np.float32)
     i16 = np.arange(-18, 19, dtype=np.int16)
     dx, di = lazyk.DeviceArray.from_numpy(x32), lazyk.DeviceArray.from_numpy(i16)

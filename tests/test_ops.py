@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 
-from lazyk import ops
 from lazyk.errors import DTypeError
-from lazyk.kernel import Instr, KernelSpec, execute
+from lazyk.frontend import ops
+from lazyk.kernel.flat import Instr, KernelSpec, execute
 
 DTYPES = [np.dtype(d) for d in ops.NUMERIC]
 # Libm-class functions: NumPy uses its own SIMD versions, so allow a few ULPs.
@@ -329,7 +329,7 @@ def test_fmod_integer_edges(dt):
 def test_numexpr_extra_front_end():
     """lazyk.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
     import lazyk
-    from lazyk import expr
+    from lazyk.frontend import expr
 
     a = np.linspace(-3, 3, 13)
     b = np.linspace(0.5, 4, 13)[::-1].copy()

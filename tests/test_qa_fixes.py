@@ -121,7 +121,7 @@ def test_evaluate_bad_options_raise(kw, err, as_string):
 
 
 def test_evaluate_string_direct_bad_options_raise():
-    from lazyk.stringeval import evaluate_string
+    from lazyk.runtime.stringeval import evaluate_string
 
     with pytest.raises(TypeError, match="local_dict"):
         evaluate_string("b * 2", local_dict=[1])

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import nestkernel
+from lazyk.kernel import nest as nest_kernel
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged, ragged_pair
 from tests.test_ragged_reference import same
@@ -157,11 +157,11 @@ def test_one_compile_for_many_sizes():
         x = lazyk.from_offsets(outer, lazyk.from_offsets(inner, rng.standard_normal(inner[-1])))
         return x.max(axis=(-2, -1), initial=0.0).eval()
     go(3)
-    before = nestkernel.nest_stats["compiles"]
+    before = nest_kernel.nest_stats["compiles"]
     for n in (1, 20, 500):
         got = go(n)
         assert len(got.to_list()) == n
-    assert nestkernel.nest_stats["compiles"] == before
+    assert nest_kernel.nest_stats["compiles"] == before
 
 
 def _deep(rng, n):
@@ -180,7 +180,7 @@ def test_against_numpy_and_the_thread_split(monkeypatch):
     rows = x.to_list()
     want = [[float(sum(sum(r[k]) for r in row)) for k in range(3)] if row else []
             for row in rows]
-    monkeypatch.setattr(nestkernel, "MIN_PART", 16)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 16)
     old = lazyk.get_num_threads()
     try:
         out = {}

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
+from lazyk.arrays.interchange import masked
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
-from lazyk.interchange import masked
-from lazyk.nestkernel import nest_stats
+from lazyk.kernel.nest import nest_stats
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_reference import same
@@ -352,7 +352,7 @@ def test_what_cannot_be_bound_is_refused_by_name():
 @pytest.fixture
 def small_parts(monkeypatch):
     """Split the outer rows into several parts over the pool even for small data."""
-    import lazyk.nestkernel
+    import lazyk.kernel.nest
     monkeypatch.setattr(lazyk.nestkernel, "MIN_PART", 8)
     before = lazyk.get_num_threads()
     lazyk.set_num_threads(3)

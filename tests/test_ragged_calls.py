@@ -1,4 +1,4 @@
-"""Repeated ragged calls: an array's checked operand is reused (`nestplan.nest_operand`)
+"""Repeated ragged calls: an array's checked operand is reused (`nest_plan.nest_operand`)
 while its memory is open, never past a closed block or changed offsets; a last-axis sum
 over `N * var * var` rows builds its result over the values directly; a run split into
 parts (two threads, content-weighted) gives the one-part answer. Values, dtypes and
@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 
 import lazyk
-from lazyk import memory, nestkernel, nestplan
+from lazyk.arrays import memory
+from lazyk.kernel import nest as nest_kernel
+from lazyk.runtime import nest_plan
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged
 from tests.test_ragged_onepath import check
@@ -37,8 +39,8 @@ def test_a_second_call_reuses_the_checked_operand(monkeypatch):
     outer, inner, x = _var_var(rng, 40)
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     made = []
-    orig = nestplan._nest_operand
-    monkeypatch.setattr(nestplan, "_nest_operand", lambda leaf: made.append(1) or orig(leaf))
+    orig = nest_plan._nest_operand
+    monkeypatch.setattr(nest_plan, "_nest_operand", lambda leaf: made.append(1) or orig(leaf))
     for _ in range(3):
         r = a.sum(axis=-1).eval()
         assert str(r.type) == "40 * var * float64"
@@ -47,10 +49,10 @@ def test_a_second_call_reuses_the_checked_operand(monkeypatch):
     b = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))  # another array: its own
     assert b.sum(axis=-1).eval().to_list() == _sums(outer, inner, x)
     assert len(made) == 2
-    n = len(nestplan._operands)
+    n = len(nest_plan._operands)
     del a, b, r
     gc.collect()
-    assert len(nestplan._operands) <= n - 2  # entries go with their arrays
+    assert len(nest_plan._operands) <= n - 2  # entries go with their arrays
 
 
 def test_offsets_changed_in_place_are_read_again():
@@ -73,10 +75,10 @@ def test_offsets_changed_in_place_are_read_again():
 def test_a_closed_block_is_refused_after_a_cached_call():
     a = lazyk.array([[[1.0, 2.0], []], [[3.0]]], type="2 * var * var * float64")
     assert a.sum(axis=-1).eval().to_list() == [[3.0, 0.0], [3.0]]
-    refs = nestplan._refs(a)
-    assert refs and nestplan._open(refs)
+    refs = nest_plan._refs(a)
+    assert refs and nest_plan._open(refs)
     memory.lookup(refs[-1]).close()  # the content block is gone: not read through the cache
-    assert not nestplan._open(refs)
+    assert not nest_plan._open(refs)
     with pytest.raises(ValueError):
         a.sum(axis=-1).eval()
 
@@ -112,7 +114,7 @@ def test_flat_sums_over_every_row_form(width):
 def test_parts_on_two_threads_match_one_part():
     rng = np.random.default_rng(3)
     outer, inner, x = _var_var(rng, 4000, 0, 40)  # ~1.6e6 values: several parts
-    assert len(x) > 4 * nestkernel.MIN_PART
+    assert len(x) > 4 * nest_kernel.MIN_PART
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     was = lazyk.get_num_threads()
     try:
@@ -138,16 +140,16 @@ def test_repeated_calls_follow_the_reference(arr):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
-    monkeypatch.setattr(nestkernel, "MIN_PART", 1)
-    monkeypatch.setattr(nestkernel, "get_num_threads", lambda: threads)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 1)
+    monkeypatch.setattr(nest_kernel, "get_num_threads", lambda: threads)
     rng = np.random.default_rng(4)
     for n in (1, 2, 5, 40, 1000):
         off = np.zeros(n + 1, np.int64)
         np.cumsum(rng.integers(0, 30, n), out=off[1:])
         for rl, upto in (("fv", 2), ("fv", 1), ("f", 1)):
-            fast = nestplan._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
+            fast = nest_plan._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
             assert hasattr(fast, "starts") or hasattr(fast, "rows")
 
             def plain(r, rl=rl, upto=upto):
-                return nestplan.positions(r, list(rl), [n, 0][:len(rl)], {1: off}, upto)[-1]
-            assert nestkernel.split(n, fast(n), fast) == nestkernel.split(n, plain(n), plain)
+                return nest_plan.positions(r, list(rl), [n, 0][:len(rl)], {1: off}, upto)[-1]
+            assert nest_kernel.split(n, fast(n), fast) == nest_kernel.split(n, plain(n), plain)

@@ -7,7 +7,7 @@ import pytest
 
 import lazyk
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
-from lazyk.nestkernel import nest_stats
+from lazyk.kernel.nest import nest_stats
 
 
 def ragged(lengths, rng, dtype=np.float64):

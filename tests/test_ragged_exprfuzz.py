@@ -428,10 +428,10 @@ COLLECT = os.environ.get("LAZYK_EXPRFUZZ_COLLECT")  # a file: log failures, do n
 @given(cases(), st.data())
 def test_random_expressions_match_the_reference(case, data):
     threads = case[-1]
-    old = lazyk.get_num_threads(), lazyk.nestkernel.MIN_PART
+    old = lazyk.get_num_threads(), lazyk.kernel.nest.MIN_PART
     if threads:
         lazyk.set_num_threads(threads)
-        lazyk.nestkernel.MIN_PART = 2
+        lazyk.kernel.nest.MIN_PART = 2
     try:
         if not COLLECT:
             return check_case(case[:-1], data)
@@ -442,7 +442,7 @@ def test_random_expressions_match_the_reference(case, data):
                 f.write(f"threads={threads}: {e}\n====\n")
     finally:
         lazyk.set_num_threads(old[0])
-        lazyk.nestkernel.MIN_PART = old[1]
+        lazyk.kernel.nest.MIN_PART = old[1]
 
 
 def check_case(case, data):

@@ -28,7 +28,7 @@ import pytest
 
 import lazyk
 from lazyk import errors as E
-from lazyk import memory
+from lazyk.arrays import memory
 
 OK_ERRORS = (ValueError, E.NotSupportedError, E.BindError, TypeError)
 PAD = 64  # sentinel bytes on each side of the content

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import nestkernel
+from lazyk.kernel import nest as nest_kernel
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged, ragged_pair
 
@@ -249,10 +249,10 @@ def test_one_compile_for_many_sizes():
         x = lazyk.from_offsets(outer, lazyk.from_offsets(inner, rng.standard_normal(inner[-1])))
         return (x * 3.0).sum(axis=-1).eval()
     run(5)
-    before = nestkernel.nest_stats["compiles"]
+    before = nest_kernel.nest_stats["compiles"]
     for n in (1, 7, 100, 1000):
         run(n)
-    assert nestkernel.nest_stats["compiles"] == before
+    assert nest_kernel.nest_stats["compiles"] == before
 
 
 def test_thread_split_same_result(monkeypatch):
@@ -266,7 +266,7 @@ def test_thread_split_same_result(monkeypatch):
     outer = np.concatenate([[0], np.cumsum(rng.integers(0, 5, 400))])
     eq = lazyk.from_offsets(outer, lazyk.from_offsets(np.arange(0, 3 * outer[-1] + 1, 3),
                                                       rng.standard_normal(3 * outer[-1])))
-    monkeypatch.setattr(nestkernel, "MIN_PART", 64)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 64)
     old = lazyk.get_num_threads()
     try:
         out = {}
@@ -282,7 +282,7 @@ def test_thread_split_same_result(monkeypatch):
 
 
 def test_thread_split_with_a_broadcast_outer_dim(monkeypatch):
-    monkeypatch.setattr(nestkernel, "MIN_PART", 4)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 4)
     old = lazyk.get_num_threads()
     lazyk.set_num_threads(2)
     try:
@@ -371,7 +371,7 @@ def test_thread_split_of_count_passes(monkeypatch):
              for _ in range(rng.integers(0, 4))] for _ in range(500)]
     x = lazyk.array(data, type="500 * var * var * float64")
     want = [[[v * 2 + 1 for v in row] for row in rows] for rows in data]
-    monkeypatch.setattr(nestkernel, "MIN_PART", 16)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 16)
     old = lazyk.get_num_threads()
     try:
         for t in (1, 2):

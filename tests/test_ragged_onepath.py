@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-import lazyk.memory
-import lazyk.ragged
-from lazyk import nestkernel
+import lazyk.arrays.memory
+import lazyk.runtime.ragged
+from lazyk.kernel import nest as nest_kernel
 from tests import ragged_reference as R
 from tests.ragged_strategies import ragged, ragged_pair
 
@@ -35,17 +35,17 @@ MIXED = ("int8", "int32", "uint16", "float32", ">f8")
 @contextlib.contextmanager
 def nest_only():
     """Fail when the loop nest does not return the result itself."""
-    orig = lazyk.ragged.evaluate_nest
+    orig = lazyk.runtime.ragged.evaluate_nest
 
     def only(expr):
         got = orig(expr)
         assert got is not None, f"the nest declined {expr.node.op} over {list(expr.env)}"
         return got
-    lazyk.ragged.evaluate_nest = only
+    lazyk.runtime.ragged.evaluate_nest = only
     try:
         yield
     finally:
-        lazyk.ragged.evaluate_nest = orig
+        lazyk.runtime.ragged.evaluate_nest = orig
 
 
 def same(a, b) -> bool:
@@ -168,10 +168,10 @@ def test_stepping_views_run_in_the_nest():
     # the window is part of the structure: unsliced rows compile their own kernel, and a
     # second stepping view of other sizes and steps compiles nothing
     (x[:, ::2] * 3).eval()
-    before = nestkernel.nest_stats["compiles"]
+    before = nest_kernel.nest_stats["compiles"]
     y = lazyk.array([[1.0] * 7, [], [2.0, 3.0]], type="3 * var * float64")
     assert (y[:, ::-3] * 3).eval().to_list() == [[3.0, 3.0, 3.0], [], [9.0]]
-    assert nestkernel.nest_stats["compiles"] == before
+    assert nest_kernel.nest_stats["compiles"] == before
     assert "stepping view" not in (x + 1).explain()
 
 
@@ -358,7 +358,7 @@ def fuzz_windows(seed: int, rounds: int) -> dict:
                 variants += [(n, lambda t=t, m=m, p=p, v=v: lazyk.Array.from_parts(
                     t, m, p, v.owner, v.readonly)) for n, t, m, p in
                     (corruptions(v, rng) if str(v.type).count(" * ") == 2 else [])]
-                if isinstance(v.owner, lazyk.memory.MemoryBlock) and v.owner.size >= 16:
+                if isinstance(v.owner, lazyk.arrays.memory.MemoryBlock) and v.owner.size >= 16:
                     pairs = v.owner.buffer[:v.owner.size // 16 * 16].view(np.int64)
                     length = v.meta[6] if str(v.type).count(" * ") == 1 else v.meta[8]
                     for val in (-1, length - 1, length, length + 1, 1 << 40, -(1 << 40)):

@@ -133,7 +133,7 @@ def test_compiled_call_with_out():
 
 
 def test_var_var_out_through_assignment():
-    from lazyk.storerows import _same_rows
+    from lazyk.runtime.ragged_out import _same_rows
 
     inner = lazyk.from_offsets(np.array([0, 2, 2, 3]), np.array([1.0, 2.0, 3.0]))
     x = lazyk.from_offsets(np.array([0, 1, 3]), inner)  # 2 * var * var * float64

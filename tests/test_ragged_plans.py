@@ -1,4 +1,4 @@
-"""The loop nest's per-structure plan cache (`nestrun._prepared`): a second call of the same
+"""The loop nest's per-structure plan cache (`nest_run._prepared`): a second call of the same
 expression over arrays of the same types is served from it, a different structure is not,
 and a cached plan gives the right answer over every layout of those types (sizes, sliced
 and stepping views, offsets not from 0, int32 offsets, index pairs, missing values and
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import nestkernel
-from lazyk.interchange import pairs_array
+from lazyk.arrays.interchange import pairs_array
+from lazyk.kernel import nest as nest_kernel
 
 
 def _rows(rng, n, lo=0, hi=6):
@@ -57,30 +57,30 @@ def _check(x, skipna=False):
 def test_second_call_is_a_plan_hit_and_another_structure_misses(monkeypatch):
     from collections import OrderedDict
 
-    from lazyk import nestrun
+    from lazyk.runtime import nest_run
 
-    monkeypatch.setattr(nestrun, "_plans", OrderedDict())  # (plans other tests made)
+    monkeypatch.setattr(nest_run, "_plans", OrderedDict())  # (plans other tests made)
     outer, inner, x = _var_var()
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     _check(a)
-    before = dict(nestkernel.nest_stats)
+    before = dict(nest_kernel.nest_stats)
     b = lazyk.from_offsets(outer[:11], lazyk.from_offsets(inner, x * 2))  # new data, sizes
     r = _check(b)
     assert str(r.type) == "10 * var * float64"
-    assert nestkernel.nest_stats["plan_hits"] == before["plan_hits"] + 1
-    assert nestkernel.nest_stats["plans"] == before["plans"]
-    assert nestkernel.nest_stats["compiles"] == before["compiles"]
+    assert nest_kernel.nest_stats["plan_hits"] == before["plan_hits"] + 1
+    assert nest_kernel.nest_stats["plans"] == before["plans"]
+    assert nest_kernel.nest_stats["compiles"] == before["compiles"]
     # another dtype, another expression, another option: a plan of its own
     for e in (lazyk.from_offsets(outer, lazyk.from_offsets(inner, x.astype(np.int32))
                                  ).sum(axis=-1),
               (a * 2).sum(axis=-1), a.sum(axis=-1, keepdims=True), a.max(axis=-1, initial=0.0)):
-        plans = nestkernel.nest_stats["plans"]
+        plans = nest_kernel.nest_stats["plans"]
         e.eval()
-        assert nestkernel.nest_stats["plans"] == plans + 1
+        assert nest_kernel.nest_stats["plans"] == plans + 1
     # and the first plan still serves
-    hits = nestkernel.nest_stats["plan_hits"]
+    hits = nest_kernel.nest_stats["plan_hits"]
     _check(a)
-    assert nestkernel.nest_stats["plan_hits"] == hits + 1
+    assert nest_kernel.nest_stats["plan_hits"] == hits + 1
 
 
 def test_a_cached_plan_serves_every_layout_of_its_types():
@@ -145,9 +145,9 @@ def test_the_result_shares_the_outer_offsets():
 def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    from lazyk import nestrun
+    from lazyk.runtime import nest_run
 
-    monkeypatch.setattr(nestrun, "_PLANS", 3)
+    monkeypatch.setattr(nest_run, "_PLANS", 3)
     outer, inner, x = _var_var(seed=7)
     arrays = [lazyk.from_offsets(outer, lazyk.from_offsets(inner, x.astype(dt)))
               for dt in (np.float64, np.float32, np.int64, np.int32, np.int16)]
@@ -159,13 +159,13 @@ def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
     with ThreadPoolExecutor(4) as pool:
         for i, got in pool.map(work, range(40)):
             assert got == want[i % len(arrays)]
-    assert len(nestrun._plans) <= 3 and len(nestrun._structures) <= 3
+    assert len(nest_run._plans) <= 3 and len(nest_run._structures) <= 3
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
 def test_the_split_searched_in_numpy_is_the_bisection(monkeypatch, dt):
-    monkeypatch.setattr(nestkernel, "MIN_PART", 4)
-    monkeypatch.setattr(nestkernel, "get_num_threads", lambda: 3)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 4)
+    monkeypatch.setattr(nest_kernel, "get_num_threads", lambda: 3)
     rng = np.random.default_rng(8)
     for n in (1, 2, 7, 100, 1000):
         starts = (np.cumsum(rng.integers(0, 9, n)) + 5).astype(dt)
@@ -178,6 +178,6 @@ def test_the_split_searched_in_numpy_is_the_bisection(monkeypatch, dt):
             return before(r)
         searched.starts, searched.base = starts, int(starts[0])
         total = before(n)
-        want = nestkernel.split(n, total, before)
-        assert nestkernel.split(n, total, searched) == want
+        want = nest_kernel.split(n, total, before)
+        assert nest_kernel.split(n, total, searched) == want
         assert want[0] == 0 and want[-1] == n and want == sorted(set(want))

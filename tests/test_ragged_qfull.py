@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk.rowrules import RECORDERS
+from lazyk.runtime.ragged_rules import RECORDERS
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_today import LAZYK_REDUCERS, RA, L, check

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import nestkernel
+from lazyk.kernel import nest as nest_kernel
 from tests import ragged_reference as R
 from tests.ragged_strategies import long_rows, ragged
 from tests.test_ragged_nest import check
@@ -178,10 +178,10 @@ def test_var_var_last_axis_is_one_reduction(case, op, skipna, keepdims):
     except ValueError:
         return
     x = lazyk.array(d, type=t)
-    runs = nestkernel.nest_stats["runs"]
+    runs = nest_kernel.nest_stats["runs"]
     check(x.__getattribute__(op)(axis=-1, keepdims=keepdims, skipna=skipna), ref)
     if len(d) and t.split(" * ")[1] == "var":  # (`?var` outer rows: the full nest)
-        assert nestkernel.nest_stats["runs"] - runs == 1
+        assert nest_kernel.nest_stats["runs"] - runs == 1
 
 
 def test_var_var_structure_and_types():
@@ -189,12 +189,12 @@ def test_var_var_structure_and_types():
     inner = np.array([0, 3, 3, 4, 12, 30], np.int32)
     v = np.arange(30, dtype=np.int16)
     x = lazyk.from_offsets(outer, lazyk.from_offsets(inner, v))
-    runs = nestkernel.nest_stats["runs"]
+    runs = nest_kernel.nest_stats["runs"]
     got = x.sum(axis=-1).eval()
-    assert nestkernel.nest_stats["runs"] - runs == 1
+    assert nest_kernel.nest_stats["runs"] - runs == 1
     assert str(got.type) == "3 * var * int64"
     assert got.to_list() == [[3, 0], [], [3, int(v[4:12].sum()), int(v[12:30].sum())]]
-    kern = [k for k in nestkernel._cache.values() if k.spec.inputs == (np.dtype(np.int16),)]
+    kern = [k for k in nest_kernel._cache.values() if k.spec.inputs == (np.dtype(np.int16),)]
     assert any(k.levels == ("f", "v") and k.npass == "fill" for k in kern)
     # outer rows that start later: the result's offsets start at 0
     y = lazyk.from_offsets(outer[1:], lazyk.from_offsets(inner, v))
@@ -267,9 +267,9 @@ def test_elementwise_over_one_offsets_array_has_no_count_pass():
     off = np.array([2, 4, 4, 9])
     v = np.arange(10.0)
     x, y = lazyk.from_offsets(off, v), lazyk.from_offsets(off, v[::-1].copy())
-    runs = nestkernel.nest_stats["runs"]
+    runs = nest_kernel.nest_stats["runs"]
     got = (x * y - x.mean(axis=-1, keepdims=True)).eval()
-    assert nestkernel.nest_stats["runs"] - runs == 2  # the mean, then the elementwise fill
+    assert nest_kernel.nest_stats["runs"] - runs == 2  # the mean, then the elementwise fill
     assert str(got.type) == "3 * var * float64"
     want = [[v[a:b] * v[::-1][a:b] - (v[a:b].mean() if b > a else 0)
              for a, b in zip(off[:-1], off[1:])]]

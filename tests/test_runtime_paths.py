@@ -1,4 +1,4 @@
-"""lazyk.runtime.evaluate dispatches strings, var / option data and GPU leaves to the paths
+"""lazyk.runtime.launch.evaluate dispatches strings, var / option data and GPU leaves to the paths
 that lazyk.stringeval, lazyk.ragged and lazyk.device install when imported."""
 import subprocess
 import sys
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import ragged, runtime, stringeval
-from lazyk.expr import as_expr
+from lazyk.frontend.expr import as_expr
+from lazyk.runtime import launch as runtime
+from lazyk.runtime import ragged, stringeval
 
 
 def test_every_path_is_installed_by_import_lazyk():

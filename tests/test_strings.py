@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import kernel, runtime
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
+from lazyk.kernel import flat as kernel
+from lazyk.runtime import launch as runtime
 
 OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
 # Short strings over a small alphabet (equal strings, prefixes, empty strings are common)
@@ -191,7 +192,7 @@ def test_nul_characters_in_strings():
 def test_compile_and_pickle():
     import pickle
 
-    from lazyk.expr import as_expr
+    from lazyk.frontend.expr import as_expr
 
     names = as_expr(lazyk.array(["kiwi", "apple", "fig"]))  # one leaf, used twice
     f = lazyk.compile((names >= "b") & (lazyk.str_len(names) > 3))
@@ -208,7 +209,7 @@ def test_compile_and_pickle():
 
 
 def test_numpy_records_shaped_like_string_elements_are_refused():
-    fake = np.zeros(3, lazyk.ops.STRING)
+    fake = np.zeros(3, lazyk.frontend.ops.STRING)
     fake["utf8_begin"] = 16  # an address no kernel may read
     fake["utf8_size"] = 8
     with pytest.raises(NotSupportedError):

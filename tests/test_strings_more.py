@@ -415,7 +415,7 @@ def test_compiled_string_parameters_check_their_inputs():
 
 
 def test_nested_rows_outside_the_content_are_an_error():
-    from lazyk.array import Array
+    from lazyk.arrays.array import Array
 
     x = lazyk.array([[["a", "b"], ["kiwi"]], [["c"]]], type="2 * var * var * string")
     meta = list(x.meta)
@@ -451,14 +451,14 @@ def test_threads_evaluate_nested_string_rows_at_once():
 
 
 def test_string_operations_fuse_into_the_loop_nest(monkeypatch):
-    from lazyk import textrows
+    from lazyk.runtime import text_steps
 
     x = lazyk.array([[["a", "bb"], []], [["bb"], ["a", None]]], type="2 * var * var * ?string")
     r = lazyk.array([["a", "bb"], [], ["x", None]], type="3 * var * ?string")
     w = lazyk.array([[[1.0, 2.0], []], [[3.0], [4.0, 5.0]]], type="2 * var * var * float64")
     ran = []
-    real = textrows._compute
-    monkeypatch.setattr(textrows, "_compute", lambda *a: ran.append(1) or real(*a))
+    real = text_steps._compute
+    monkeypatch.setattr(text_steps, "_compute", lambda *a: ran.append(1) or real(*a))
     for e, want in (((x == "a") * w, [[[1.0, 0.0], []], [[0.0], [4.0, None]]]),
                     (((x == "a") * w).sum(axis=-1, skipna=True), [[1.0, 0.0], [0.0, 4.0]]),
                     ((r == "a").any(axis=-1), [True, False, None]),

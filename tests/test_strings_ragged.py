@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import arrmeta
+from lazyk.arrays import arrmeta
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
 
 OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
@@ -279,7 +279,7 @@ def test_deeper_var_dims():
 
 
 def test_rows_outside_the_content_are_an_error():
-    from lazyk.array import Array
+    from lazyk.arrays.array import Array
 
     x = lazyk.array([["a", "b"], ["kiwi"]], type="2 * var * string")
     meta = list(x.meta)
@@ -425,7 +425,7 @@ def test_bytes_empty_arrays_and_rows():
 
 
 def test_bytes_run_in_one_nest_kernel(monkeypatch):
-    import lazyk.ragged as ragged_path
+    import lazyk.runtime.ragged as ragged_path
 
     x = lazyk.array([[b"kiwi", None], [b"x", b"kiwi"], []], type="3 * var * ?bytes")
     w = lazyk.array([[1.5, 2.0], [3.0, 4.0], []], type="3 * var * float64")

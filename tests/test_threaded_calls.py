@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import compiled as _compiled
-from lazyk import kernel as _kernel
-from lazyk.runtime import THREAD_MIN
+from lazyk.kernel import flat as _kernel
+from lazyk.runtime import compiled as _compiled
+from lazyk.runtime.launch import THREAD_MIN
 
 N = 4 * THREAD_MIN  # above the threading threshold
 

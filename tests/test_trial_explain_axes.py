@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk.expr import as_expr
+from lazyk.frontend.expr import as_expr
 from tests import ragged_reference as R
 from tests.ragged_strategies import LAYOUTS, NUMERIC, QNEST_LAYOUTS, QVAR_LAYOUTS, ragged
 from tests.test_ragged_onepath import check

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk import TypeParseError, dshape, typefast, typeparse
+from lazyk import TypeParseError, dshape
 from lazyk.types import (
     Datetime,
     EllipsisDim,
@@ -25,6 +25,8 @@ from lazyk.types import (
     TypeVar,
     VarDim,
 )
+from lazyk.types import fastparse as typefast
+from lazyk.types import parse as typeparse
 
 i32, f64 = Scalar("int32"), Scalar("float64")
 OTHER = ">" if sys.byteorder == "little" else "<"

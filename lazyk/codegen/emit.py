@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 from llvmlite import ir
 
-from lazyk import ops
+from lazyk.frontend import ops
 
 I1, I8, I16, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -271,7 +271,7 @@ def emit_body(builder: ir.IRBuilder, spec: Any, loaded_values: Sequence[Any], ta
 
     Args:
         builder: positioned where the element's code goes (straight-line, no new blocks).
-        spec: a `lazyk.spec.KernelSpec`.
+        spec: a `lazyk.frontend.spec.KernelSpec`.
         loaded_values: per input index, the loaded value in compute representation
             (see `load_value`); complex values are `(re, im)` tuples.
         params: per parameter slot, its value in compute representation (`load_params`

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from lazyk import ops
 from lazyk.codegen.emit import (
     F32,
     F64,
@@ -45,6 +44,7 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
+from lazyk.frontend import ops
 
 PREFIX_BYTES = 24  # function, destructor, ndim
 

@@ -71,7 +71,6 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
-from lazyk import ops
 from lazyk.codegen.emit import (
     I1,
     I8,
@@ -85,6 +84,7 @@ from lazyk.codegen.emit import (
 )
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
+from lazyk.frontend import ops
 
 HEAD = 6
 OP_WORDS = 6

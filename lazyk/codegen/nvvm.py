@@ -14,9 +14,9 @@ from functools import lru_cache
 import numpy as np
 from llvmlite import ir
 
-from lazyk import ops
 from lazyk.codegen import emit as cg
 from lazyk.errors import BindError, NotSupportedError
+from lazyk.frontend import ops
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-"
@@ -125,7 +125,7 @@ class KernelData:
 
     {i8* out, i8* src[nin], i8* scratch, i64 total, i64 shape[nd],
      i64 out_stride[nd], i64 src_stride[nin][nd]}, then with parameters
-     i64 params[2 * nparams] (16-byte slots as `lazyk.spec.pack_params` writes them);
+     i64 params[2 * nparams] (16-byte slots as `lazyk.frontend.spec.pack_params` writes them);
     all 8-byte fields, so no padding.
     """
 

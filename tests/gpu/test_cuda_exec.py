@@ -9,11 +9,12 @@ cuda = pytest.importorskip("lazyk.backend.cuda")
 if not cuda.available():
     pytest.skip("no CUDA driver or GPU on this machine", allow_module_level=True)
 
-from lazyk import cudakernel, ops  # noqa: E402
 from lazyk.codegen import nvvm  # noqa: E402
-from lazyk.device import DeviceArray  # noqa: E402
-from lazyk.kernel import Instr, KernelSpec  # noqa: E402
+from lazyk.frontend import ops  # noqa: E402
+from lazyk.kernel import gpu  # noqa: E402
+from lazyk.kernel.flat import Instr, KernelSpec  # noqa: E402
 from lazyk.passes.dims import simplify_dims  # noqa: E402
+from lazyk.runtime.device import DeviceArray  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng(6)
@@ -32,7 +33,7 @@ def run(spec, out_shape, arrays, reduced=None):
     out = DeviceArray.empty(rshape, out_dt)
     ostr = tuple(0 if r else s for r, s in zip(reduced, out.strides))
     layout = simplify_dims(shape, (ostr, *dstrides), reduced)
-    cudakernel.execute(spec, layout, out.ptr, tuple(d.ptr for d in dev))
+    gpu.execute(spec, layout, out.ptr, tuple(d.ptr for d in dev))
     cuda.synchronize()
     return out.to_numpy()
 
@@ -138,6 +139,6 @@ def test_device_array_round_trip_and_interface():
 def test_kernel_cache_per_device():
     spec = binary("add", "f8")
     layout = simplify_dims((10,), ((8,), (8,), (8,)))
-    k1 = cudakernel.kernel(spec, layout)
-    k2 = cudakernel.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
+    k1 = gpu.kernel(spec, layout)
+    k2 = gpu.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
     assert k1 is k2 and ".entry " + nvvm.ENTRY in k1.ptx

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk import expr as E
-from lazyk.check import GraphError, check_graph
-from lazyk.graph import Node
-from lazyk.runtime import PASSES, run_passes
+from lazyk.frontend import expr as E
+from lazyk.frontend.check import GraphError, check_graph
+from lazyk.frontend.graph import Node
+from lazyk.runtime.launch import PASSES, run_passes
 
 
 def test_every_pass_keeps_invariants():

@@ -1,12 +1,12 @@
 """CSE: commutative operands sorted so a+b and b+a are one node; values unchanged."""
 import numpy as np
 
-from lazyk import expr as E
-from lazyk.check import check_graph
-from lazyk.graph import dump, toposort
+from lazyk.frontend import expr as E
+from lazyk.frontend.check import check_graph
+from lazyk.frontend.graph import dump, toposort
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.fuse import fuse_elementwise
-from lazyk.runtime import run_program
+from lazyk.runtime.launch import run_program
 
 
 def test_hash_consing_already_shares_equal_subtrees():

@@ -2,12 +2,12 @@
 import numpy as np
 
 import lazyk
-from lazyk import expr as E
-from lazyk.check import check_graph
-from lazyk.graph import dump
+from lazyk.frontend import expr as E
+from lazyk.frontend.check import check_graph
+from lazyk.frontend.graph import dump
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import fuse_elementwise
-from lazyk.runtime import run_program
+from lazyk.runtime.launch import run_program
 
 
 def _run(node, env):

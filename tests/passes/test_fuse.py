@@ -2,7 +2,7 @@
 import numpy as np
 
 import lazyk
-from lazyk import expr as E
+from lazyk.frontend import expr as E
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import fuse_elementwise
 

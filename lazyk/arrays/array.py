@@ -1,0 +1,785 @@
+"""Concrete typed arrays: a type, arrmeta and a data pointer into memory an owner keeps alive.
+
+Arrays NumPy can hold (fixed dims over numbers, records, fixed strings) keep a NumPy view as
+their source of truth, so `lazyk.array(ndarray)` and `to_numpy()` cost a few microseconds and
+share memory. Arrays with var dims, options or strings live in `MemoryBlock`s and are read
+through their arrmeta (docs/layout.md).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory
+from lazyk.arrays.infer import EMPTY, ZERO, check_lengths, infer_type, pack, template, with_dtype
+from lazyk.arrays.operators import Operators
+from lazyk.arrays.views import normalize_index, strided_view
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
+
+_ELEM_CACHE: dict[np.dtype, T.Type] = {}
+
+
+def _elem_type(dt: np.dtype) -> T.Type:
+    t = _ELEM_CACHE.get(dt)
+    if t is None:
+        t = _ELEM_CACHE[dt] = M.type_from_numpy(dt)
+    return t
+
+
+class Array(Operators):
+    """A concrete lazyk array: `type`, `arrmeta`, a data pointer and an owner of the memory."""
+
+    __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "__weakref__")
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def _wrap(cls, arr: np.ndarray, readonly: bool | None = None) -> Array:
+        """Zero-copy view of a NumPy array (kept alive by the result)."""
+        self = object.__new__(cls)
+        self._np = arr
+        self._type = None
+        self._meta = None
+        self._ptr = None
+        self._owner = arr
+        self._readonly = (not arr.flags.writeable) if readonly is None else readonly
+        return self
+
+    @classmethod
+    def _from_parts(cls, t: T.Type, meta: tuple, ptr: int, owner: Any,
+                    readonly: bool = False) -> Array:
+        """An array over memory `owner` keeps alive (a MemoryBlock for var/option/string)."""
+        if M.is_plain(t):
+            shape, strides = M.fixed_shape(t, meta)
+            inner = t
+            while isinstance(inner, T.FixedDim):
+                inner = inner.elem
+            dt = M.meta_np_dtype(inner, meta[2 * len(shape):])
+            if isinstance(owner, memory.MemoryBlock) and 0 not in shape:  # (none: no read)
+                # NumPy will not bounds-check a raw pointer; a forged arrmeta must not segfault.
+                lo, hi = memory.extent(shape, strides, dt.itemsize)
+                if ptr + lo < owner.address or ptr + hi > owner.address + owner.size:
+                    raise ValueError("the data lies outside the owner's memory block")
+            arr = memory.view(ptr, shape, strides, dt, owner, readonly)
+            self = cls._wrap(arr, readonly)
+            self._type, self._owner = t, owner
+            return self
+        self = object.__new__(cls)
+        self._np = None
+        self._type, self._meta, self._ptr = t, tuple(meta), ptr
+        self._owner, self._readonly = owner, readonly
+        return self
+
+    @classmethod
+    def from_parts(cls, type: Any, arrmeta: Any, ptr: int, owner: Any,
+                   readonly: bool = False) -> Array:
+        """An array over existing memory, e.g. a kernel's output (inverse of type/arrmeta/ptr).
+
+        Args:
+            type: the array's type (string or lazyk type).
+            arrmeta: raw arrmeta bytes (native int64) or a tuple of ints.
+            ptr: address of the first element; `owner` must keep that memory alive.
+            owner: a `lazyk.arrays.memory.MemoryBlock` (bounds-checked) or any object.
+
+        Raises:
+            ValueError: arrmeta of the wrong length, or data outside a MemoryBlock owner.
+        """
+        t = _as_type(type)
+        meta = tuple(np.frombuffer(bytes(arrmeta), np.int64).tolist()) if isinstance(
+            arrmeta, (bytes, bytearray, memoryview, np.ndarray)) else tuple(map(int, arrmeta))
+        if len(meta) != M.meta_len(t):
+            raise ValueError(f"type '{t}' needs {M.meta_len(t)} arrmeta fields, got {len(meta)}")
+        if isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
+            shape, strides = M.fixed_shape(t, meta)
+            inner = t
+            while isinstance(inner, T.FixedDim):
+                inner = inner.elem
+            size, first = inner.itemsize, 0
+            at = 2 * len(shape)
+            if isinstance(inner, T.VarDim):  # a start index; the stop stop_delta bytes on
+                first = min(0, meta[at + 2])
+                size = max(meta[at + 1], meta[at + 2] + meta[at + 1])
+            elif isinstance(inner, T.Option) and isinstance(inner.elem, T.VarDim):
+                # ?var: {mask_offset} then the var arrmeta: the indices and the mask byte
+                moff, width, delta = meta[at], meta[at + 2], meta[at + 3]
+                first, size = min(0, delta, moff), max(width, delta + width, moff + 1)
+            lo, hi = memory.extent(shape, strides, size)
+            if hi > lo and (ptr + lo + first < owner.address or
+                            ptr + hi > owner.address + owner.size):
+                raise ValueError("the data lies outside the owner's memory block")
+        return cls._from_parts(t, meta, int(ptr), owner, readonly)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def type(self) -> T.Type:
+        """The lazyk type, e.g. `2 * var * int32`."""
+        if self._type is None:
+            if self._np is None:
+                raise ValueError("this lazyk array was closed")
+            self._type = _np_type(self._np)
+        return self._type
+
+    @property
+    def meta(self) -> tuple[int, ...]:
+        """Arrmeta as a tuple of ints (see docs/layout.md)."""
+        if self._meta is None:
+            a = self._np
+            self._meta = M.meta_from_numpy(a.dtype, a.shape, a.strides)
+        return self._meta
+
+    @property
+    def arrmeta(self) -> np.ndarray:
+        """Raw arrmeta as a read-only structured 0-d array; `bytes(a.arrmeta)` gives the bytes."""
+        raw = np.frombuffer(M.encode(self.meta), dtype=M.meta_dtype(self.type))
+        return raw.reshape(())
+
+    @property
+    def ptr(self) -> int:
+        """Address of the first element (a var dim's start index, a scalar, ...)."""
+        if self._ptr is None:
+            self._ptr = self._np.__array_interface__["data"][0]
+        return self._ptr
+
+    @property
+    def owner(self) -> Any:
+        """The object that keeps this array's memory alive."""
+        return self._owner
+
+    @property
+    def shape(self) -> tuple:
+        """Sizes of the dimensions; `None` for a var dim."""
+        if self._np is not None:
+            return self._np.shape + (self._np.dtype.shape or ())
+        return self.type.shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self.type.ndim
+
+    @property
+    def dtype(self) -> np.dtype | T.Type:
+        """The NumPy dtype, so array consumers (`np.asarray`, `dask.array.from_array`, ...)
+        work: for fixed dims over numbers, records and fixed-size strings. Arrays with no
+        NumPy equivalent (var dims, options, variable-length strings) give the lazyk
+        element type, which `a.type.dtype` gives for every array."""
+        if self._np is not None:
+            return self._np.dtype
+        return self.type.dtype
+
+    @property
+    def readonly(self) -> bool:
+        """True for arrays over read-only memory (writing raises ValueError)."""
+        return self._readonly
+
+    @property
+    def aligned(self) -> bool:
+        """False when the data pointer or a stride breaks the element's natural alignment."""
+        if self._np is not None:
+            return bool(self._np.flags.aligned)
+        return True  # lazyk lays out its own blocks aligned
+
+    # ------------------------------------------------------------ conversion
+    def to(self, device: Any):
+        """Copy to `'cuda'` (a `lazyk.runtime.device.DeviceArray`); `'cpu'` returns self."""
+        if device is None:
+            return self
+        return hooks.to_device(self, device)
+
+    def to_numpy(self) -> np.ndarray:
+        """Zero-copy NumPy view (fixed dims only).
+
+        Raises:
+            NotSupportedError: for var dims, options or strings (pad, or use `to_list`;
+                `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
+        """
+        if self._np is None:
+            raise NotSupportedError(
+                f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
+                "do not map to an ndarray, and strings live in lazyk's own form: "
+                "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
+                "fixed type or use to_list()")
+        return self._np
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
+        `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing
+        NUL characters)."""
+        arr = text_numpy(self)
+        if arr is not None:
+            return arr if dtype is None else arr.astype(dtype)
+        arr = self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting '{self.type}' to {np.dtype(dtype)} needs a copy")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack capsule for fixed-dim numeric arrays (native byte order)."""
+        return self.to_numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
+    def to_list(self) -> Any:
+        """Nested Python lists, dicts for records, None for missing values."""
+        if self._np is not None:
+            a = self._np
+            if a.dtype.fields is None and a.dtype.kind in "biufc":
+                return a.tolist()
+        buf, offs = _region(self)
+        return M.read(self.type, self.meta, 0, buf, offs)[0]
+
+    def __repr__(self) -> str:
+        return f"array({_format(self)}, type={str(self.type)!r})"
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d lazyk array")
+        return (self[i] for i in range(len(self)))
+
+    def __len__(self) -> int:
+        t = self.type
+        if isinstance(t, T.FixedDim):
+            return t.size
+        if isinstance(t, T.VarDim):
+            buf, offs = _region(self)
+            starts, stops = M.read_rows(buf, offs, *self.meta[1:3])
+            return int(stops[0] - starts[0])
+        raise TypeError("len() of a 0-d lazyk array")
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("the truth value"))
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        return int(self._scalar())
+
+    def _scalar(self, what: str = "the Python value") -> Any:
+        if self.ndim:
+            raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
+        value = self.to_list()
+        if value is None:  # a `?T` value that is missing: never a silent False / error later
+            raise ValueError(f"{what} of a missing value is unknown (type '{self.type}')")
+        return value
+
+    def __reduce__(self) -> tuple:
+        # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
+        data = self._np if self._np is not None else self.to_list()
+        return (array, (data, self.type))
+
+    def close(self) -> None:
+        """Drop this array's reference to its memory (other views keep it alive)."""
+        self._np = self._owner = None
+
+    def __enter__(self) -> Array:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ indexing
+    def __getitem__(self, index: Any) -> Array:
+        """A view for ints, slices, `...`, `None` and field names (a copy where no view exists);
+        a tuple's fields are named by position, "0", "1", ... (as in Awkward Array).
+
+        An int or a partial slice on a var dim under a kept (sliced) dim has no strided view;
+        that result is a copy, and an int past a row's end raises IndexError naming the row.
+        """
+        items = index if isinstance(index, tuple) else (index,)
+        try:
+            view = _view(self, items)
+        except NotSupportedError:
+            if not any(isinstance(i, str) for i in items):
+                raise
+            return _option_fields(self, items)
+        return view if view is not None else _copy_index(self, items)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""
+        if self._readonly:
+            raise ValueError("assignment destination is read-only")
+        items = index if isinstance(index, tuple) else (index,)
+        try:
+            dst = _view(self, items)
+        except NotSupportedError:
+            if not any(isinstance(i, str) for i in items):
+                raise
+            raise NotSupportedError(
+                f"assignment to a field of '{self.type}' through {items!r}: a field that may "
+                "be missing of a record that may be missing has no view (reading it gives a "
+                "copy); assign whole records instead, e.g. r[i] = {'x': 1}") from None
+        if dst is None:
+            _assign_per_row(self, items, value)
+            return
+        if hasattr(value, "eval") and not isinstance(value, Array):
+            hooks.evaluate(value, out=dst)
+            return
+        src = value if isinstance(value, Array) else _source(value, dst.type)
+        if dst._np is not None and src._np is not None:
+            np.copyto(dst._np, src._np, casting="unsafe")
+            return
+        dbuf, doffs = _region(dst, writable=True)
+        sbuf, soffs = _region(src)
+        M.assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
+
+    def __getattr__(self, name: str) -> Array:
+        if name.startswith("_") or name in _OWN_ATTRIBUTES:  # no recursion through properties
+            raise AttributeError(name)
+        t = self.type.dtype if self.type.ndim else self.type
+        while isinstance(t, T.Option):
+            t = t.elem
+        if isinstance(t, T.Record) and name in t.names:
+            return self[name]
+        raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
+
+
+def text_numpy(a: Array) -> np.ndarray | None:
+    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
+    types (var dims and missing values have no ndarray form)."""
+    t = a.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
+        return None
+    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
+
+
+def _np_type(arr: np.ndarray) -> T.Type:
+    """The lazyk type NumPy's dtype and shape spell (utf8 strings and tuples need arrmeta)."""
+    t = _elem_type(arr.dtype.base if arr.dtype.subdtype else arr.dtype)
+    for n in reversed(arr.shape + (arr.dtype.shape or ())):
+        t = T.FixedDim(n, t)
+    return t
+
+
+def _source(value: Any, dst: T.Type) -> Array:
+    """The right-hand side of an assignment as an array of the destination's element type.
+
+    Python data is packed straight into that type, so ints that overflow it are refused
+    (as in construction); NumPy arrays are viewed and cast while copying, as NumPy does.
+    """
+    if isinstance(value, np.ndarray) or not isinstance(value, _PYTHON_DATA):
+        return array(value)
+    return array(value, with_dtype(infer_type(value), dst.dtype))
+
+
+_OWN_ATTRIBUTES = frozenset(n for n in dir(Array) if not n.startswith("_"))
+
+
+def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 buffer, [offset of the array's first element]) for the arrmeta readers."""
+    owner = a._owner
+    if owner is None:
+        raise ValueError("this lazyk array was closed")
+    if isinstance(owner, memory.MemoryBlock):
+        return owner.buffer, np.array([a.ptr - owner.address], np.int64)
+    arr = a._np
+    lo, hi = memory.extent(arr.shape, arr.strides, arr.dtype.itemsize)
+    buf = memory.view(a.ptr + lo, (hi - lo,), (1,), np.uint8, arr, readonly=not writable)
+    return buf, np.array([-lo], np.int64)
+
+
+# ---------------------------------------------------------------- indexing
+def _view(a: Array, items: tuple) -> Array | None:
+    """The view `a[items]` over the same memory, or None when no strided view exists."""
+    t = a.type
+    dims, names = normalize_index(t, items)
+    if a._np is not None and (a._type is None or _np_type(a._np) == t):
+        res = a._np[tuple(dims) + (Ellipsis,)]
+        for n in names:
+            if res.dtype.names is None or n not in res.dtype.names:
+                raise KeyError(f"type '{t}' has no field {n!r}")
+            res = res[n]
+        return Array._wrap(res, a._readonly)
+    buf, offs = _region(a)
+    parts = strided_view(t, a.meta, buf, int(offs[0]), a.ptr, a._owner, dims, names)
+    return None if parts is None else Array._from_parts(*parts, a._readonly)
+
+
+# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.interchange.option_field`, a later
+# stage, registers it when imported: `import lazyk` does).
+_field_copy: list = []
+
+
+def use_field_copy(fn) -> None:
+    """Register `fn(array, name)`, which reads field `name` of `... * ?{name: ?T}`."""
+    _field_copy[:] = [fn]
+
+
+def _option_fields(a: Array, items: tuple) -> Array:
+    """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
+    missing", so the field is a read-only copy (`use_field_copy`)."""
+    if not _field_copy:
+        raise RuntimeError("`import lazyk` (lazyk.interchange) reads fields of ?{x: ?T}")
+    dims, names = normalize_index(a.type, items)
+    out = a[tuple(dims)] if dims else a
+    for n in names:
+        view = _view_or_none(out, n)
+        out = view if view is not None else _field_copy[0](out, n)
+    return out
+
+
+def _view_or_none(a: Array, name: str) -> Array | None:
+    try:
+        return _view(a, (name,))
+    except NotSupportedError:
+        return None
+
+
+def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
+    """`a[items] = value` where no view exists: one assignment per row of the first slice."""
+    dims, names = normalize_index(a.type, items)
+    p = next(k for k, i in enumerate(dims) if isinstance(i, slice))
+    if any(i is None for i in dims):
+        raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
+    head = a[tuple(dims[:p])]
+    rows = range(*dims[p].indices(len(head)))
+    want = M.index_type(a.type, dims)
+    src = value if isinstance(value, Array) else _source(value, want)
+    if src.ndim == want.ndim and isinstance(want, T.Dim):
+        if len(src) not in (len(rows), 1):
+            raise ShapeError(f"cannot assign {len(src)} rows to {len(rows)} rows")
+        parts = [src[j if len(src) > 1 else 0] for j in range(len(rows))]
+    else:
+        parts = [src] * len(rows)
+    rest = tuple(dims[p + 1:]) + tuple(names)
+    for r, part in zip(rows, parts):
+        try:
+            head[(r,) + rest] = part
+        except IndexError as e:  # NOTE: earlier rows are already written, as in a loop
+            raise IndexError(f"row {r}: {e}") from None
+
+
+def _copy_index(a: Array, items: tuple) -> Array:
+    """`a[items]` as a new array, for indices that no strided view can express."""
+    dims, names = normalize_index(a.type, items)
+    t = M.index_type(a.type, dims)
+    values = M.index_values(a.to_list(), a.type, dims, [])
+    out = array(values, t)
+    for n in names:
+        out = out[n]
+    return out
+
+
+def _format(a: Array) -> str:
+    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
+    if a._np is not None and a._np.size > 1000:
+        return _abbrev_np(a._np, a.type)
+    values = a.to_list()
+    return _abbrev(values, _count(values) > 1000)
+
+
+def _count(v: Any) -> int:
+    return sum(_count(x) for x in v) if isinstance(v, list) else 1
+
+
+def _abbrev(v: Any, short: bool) -> str:
+    if isinstance(v, list):
+        parts = [_abbrev(x, short) for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
+        if short and len(v) > 6:
+            parts[3:3] = ["..."]
+        return "[" + ", ".join(parts) + "]"
+    return repr(v)
+
+
+def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
+    if arr.ndim == 0:
+        return repr(arr.tolist()) if arr.dtype.names is None else \
+            repr(dict(zip(arr.dtype.names, arr.tolist())))
+    idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
+        else list(range(len(arr)))
+    parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]
+    return "[" + ", ".join(parts) + "]"
+
+
+# ---------------------------------------------------------------- constructors
+builtins_type = type
+_PYTHON_DATA = (list, tuple, dict, str, bytes, bool, int, float, complex, builtins_type(None),
+                np.generic)
+
+
+def _as_type(type: Any) -> T.Type:
+    if isinstance(type, T.Type):
+        return type
+    if isinstance(type, str):
+        return T.dshape(type)
+    try:
+        return M.type_from_numpy(np.dtype(type))
+    except TypeError:
+        raise TypeError(f"type must be a type string, lazyk type or NumPy dtype, "
+                        f"got {type!r}") from None
+
+
+def array(obj: Any, type: Any = None, device: Any = None) -> Array:
+    """A lazyk array from a NumPy array (zero-copy view), a buffer, a scalar or nested lists.
+
+    Args:
+        obj: ndarray (any strides, byte order, alignment, structured), NumPy masked array
+            (masked entries missing: `?T`), buffer, scalar, nested lists/tuples/dicts, a
+            pandas Series (nullable `Int64`, `boolean`, ... columns give `?T`), or a pyarrow
+            / Awkward array (as `lazyk.from_arrow` / `lazyk.from_awkward` read it).
+        type: optional type string such as `'3 * var * ?int32'`; the data must fit it.
+        device: `'cuda'` copies the (fixed-dim numeric) result to the GPU.
+
+    Raises:
+        ArrayConstructionError: data that does not fit the type (names the index path).
+        TypeParseError: a `type` that does not parse.
+        NotSupportedError: NumPy object arrays and other data with no lazyk type.
+    """
+    if device is not None and str(device) != "cpu":
+        return array(obj, type).to(device)
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "U" and not obj.dtype.isnative:
+        obj = obj.astype(obj.dtype.newbyteorder("="))  # fixed_string has no byte order: a copy
+    if builtins_type(obj) is np.ndarray and type is None:
+        dt = obj.dtype
+        if dt not in _ELEM_CACHE:
+            _elem_type(dt.base if dt.subdtype else dt)  # validates (object dtype -> error)
+        return Array._wrap(obj)
+    if isinstance(obj, Array):
+        if type is None or _as_type(type) == obj.type:
+            return obj
+        return array(obj.to_list(), type)
+    if is_foreign(obj):  # pyarrow / Awkward: their nulls become `?T`, lists var dims
+        return array(from_foreign(obj), type)
+    if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
+        obj = _foreign(obj)
+        if isinstance(obj, Array):  # a pandas column with missing values
+            return array(obj, type)
+    if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.kind in "biufc":
+        # `?T` of the same dtype whether or not an entry is masked (vectorized)
+        values = np.asarray(obj.data)
+        return masked(values.astype(values.dtype.newbyteorder("="), copy=False),
+                      ~np.ma.getmaskarray(obj))
+    if isinstance(obj, np.ma.MaskedArray):
+        obj = obj.tolist()  # masked entries become None, so they land in an option mask
+    elif type is None and isinstance(obj, np.ndarray):
+        return array(obj.view(np.ndarray))
+    elif type is None and not isinstance(obj, _PYTHON_DATA):
+        try:
+            memoryview(obj)
+        except TypeError:
+            pass
+        else:  # any buffer-protocol object: a zero-copy view that keeps `obj` alive
+            return array(np.asarray(obj))
+    if not isinstance(obj, (_PYTHON_DATA, np.ndarray)) and hasattr(obj, "__iter__"):
+        obj = list(obj)  # range, generators, ...: read once, as NumPy does
+    t = _as_type(type) if type is not None else infer_type(obj)
+    if isinstance(obj, np.ndarray):
+        if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:
+            return Array._wrap(obj)
+        obj = obj.tolist()
+    if t.is_symbolic:
+        raise ArrayConstructionError(f"type '{t}' is symbolic; give concrete sizes")
+    block, meta = pack(t, obj)
+    return Array._from_parts(t, meta, block.address, block)
+
+
+def _foreign(obj: Any) -> Any:
+    """A foreign object as something `array` reads, or a TypeError naming its type.
+
+    Never iterates a large array-like element by element: lazy collections (Dask) are
+    refused at once, objects with `__array__` (pandas, xarray, ...) convert through NumPy.
+    """
+    if _is_scalar(obj):
+        return obj
+    cls = builtins_type(obj)
+    what = f"{cls.__module__}.{cls.__qualname__}"
+    if is_pandas(obj):
+        return from_pandas(obj)
+    if hasattr(obj, "__dask_graph__"):
+        raise TypeError(f"lazyk.array() got a {what}: a lazy Dask collection is not read "
+                        "into memory implicitly; use it in a lazyk expression and call "
+                        "lazyk.dask.evaluate(expr), or call .compute() on it first")
+    if hasattr(obj, "__array__") and not isinstance(obj, np.ma.MaskedArray):
+        return np.asarray(obj)
+    if not (hasattr(obj, "__iter__") or hasattr(obj, "__len__")):
+        raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
+                        "a scalar or nested lists")
+    return obj
+
+
+def is_foreign(obj: Any) -> bool:
+    """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
+    recognised by its class's module, so neither library is imported here."""
+    cls = builtins_type(obj)
+    mod, name = cls.__module__, cls.__name__
+    if mod.startswith("pyarrow"):  # not Buffer (a buffer: read as bytes), Scalar, Schema
+        return name.endswith("Array") or name in ("Table", "RecordBatch")
+    return mod.startswith("awkward") and (name == "Array" or mod.startswith("awkward.contents"))
+
+
+def from_foreign(obj: Any) -> Array:
+    """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
+    if builtins_type(obj).__module__.startswith("pyarrow"):
+        return hooks.from_arrow(obj)
+    return hooks.from_awkward(obj)
+
+
+def is_pandas(obj: Any) -> bool:
+    """Whether `obj` is a one-dimensional pandas column (Series, Index, extension array);
+    recognised by its class and methods, so pandas is never imported here."""
+    return builtins_type(obj).__module__.startswith("pandas") and getattr(obj, "ndim", 0) == 1 \
+        and all(hasattr(obj, n) for n in ("dtype", "isna", "to_numpy", "array"))
+
+
+def from_pandas(obj: Any) -> Array | np.ndarray | list:
+    """A pandas column as lazyk reads it: NumPy-backed ones as `np.asarray` gives them
+    (a view where pandas allows), nullable numbers and booleans (Int64, UInt8, Float32,
+    boolean, Arrow-backed ones) as `?T` from their values and a present mask, strings and
+    object columns as their Python values (missing ones None: `?string`)."""
+    dt = obj.dtype
+    if isinstance(dt, np.dtype) and dt.kind != "O":
+        return np.asarray(obj)
+    npdt = getattr(dt, "numpy_dtype", None)
+    if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
+        return masked(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)),
+                      ~np.asarray(obj.isna(), dtype=bool))
+    if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
+        # a copy: pandas may hand out a read-only view of its own values
+        values = np.array(obj.to_numpy(dtype=object), dtype=object, copy=True)
+        values[np.asarray(obj.isna(), dtype=bool)] = None
+        return values.tolist()
+    return np.asarray(obj)
+
+
+def masked(values: np.ndarray, mask: np.ndarray) -> Array:
+    """`shape * ?T` from values and a bool mask (True = present): one copy into lazyk's form
+    (the values, then one shadow byte slot per value; docs/layout.md)."""
+    values = np.asarray(values, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != values.shape:
+        raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
+                                     f"{values.shape}")
+    raw = values.dtype.kind == "V" and values.dtype.names is None  # fixed_bytes[n]
+    if values.dtype.kind not in "biufcmM" and not raw:
+        raise NotSupportedError(f"missing values over {values.dtype} data")
+    size = values.nbytes
+    block = memory.MemoryBlock(2 * size)
+    block.buffer[:size] = values.reshape(-1).view(np.uint8)
+    isz = values.dtype.itemsize
+    block.buffer[size:].reshape(-1, isz)[:, 0] = mask.reshape(-1)
+    t: T.Type = T.Option(M.type_from_numpy(values.dtype))
+    meta: list[int] = []
+    for n, s in reversed(list(zip(values.shape, values.strides))):
+        t = T.FixedDim(n, t)
+        meta[:0] = [n, s]
+    return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
+
+
+def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
+    """`mask` as a bool array: bool values, or integers that are all 0 or 1; anything else
+    (0.5, "no") is a mistake, not a truth value (ArrayConstructionError naming it)."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m
+    if m.dtype.kind in "iu":
+        bad = np.flatnonzero((m != 0) & (m != 1))
+        if not len(bad):
+            return m.astype(bool)
+        raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                     f"{m.reshape(-1)[bad[0]]!r} at position {int(bad[0])}")
+    raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                 f"{m.dtype} values")
+
+
+def _is_scalar(obj: Any) -> bool:
+    return isinstance(obj, (np.generic, numbers.Number, str, bytes)) or obj is None
+
+
+def full(type: Any, value: Any, lengths: list | None = None) -> Array:
+    """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
+
+    `lengths` is a list of row sizes for a type with one var dim, or one flat list per var
+    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`. For a
+    `?var` dim a length None makes that row missing (`full('3 * ?var * int32', 7,
+    [2, None, 0])` is `[[7, 7], None, []]`); a plain `var` dim refuses None.
+    """
+    t = _as_type(type)
+    if t.is_symbolic:
+        raise ArrayConstructionError(f"type '{t}' is symbolic: zeros / empty / full need a "
+                                     "concrete type (fixed sizes; var dims with lengths=)")
+    levels, nested = check_lengths(lengths)
+    if M.is_plain(t):
+        if levels:
+            raise ArrayConstructionError(f"type '{t}' has no var dims; leave out lengths "
+                                         f"(got {lengths!r})")
+        dt = M.np_dtype(t.dtype) if t.ndim else M.np_dtype(t)
+        nbytes = int(np.prod(t.shape, dtype=object)) * dt.itemsize
+        if nbytes > np.iinfo(np.intp).max:
+            raise ArrayConstructionError(f"type '{t}' needs {nbytes} bytes, more than any "
+                                         f"array can hold ({np.iinfo(np.intp).max} bytes)")
+        try:
+            data = np.full(t.shape, value, dtype=dt)
+        except MemoryError:
+            raise MemoryError(f"cannot allocate {nbytes} bytes for type '{t}'") from None
+        except (OverflowError, ValueError, TypeError) as e:
+            raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
+        return Array._wrap(data)
+    _check_row_count(t, levels, nested)
+    iters = [iter(x) for x in levels]
+    result = template(t, value, iters, 0)
+    for k, (it, given) in enumerate(zip(iters, levels)):
+        left = sum(1 for _ in it)
+        if left:
+            i = len(given) - left
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            rows = f"has {i} rows" if i else "has no rows (or no such var dim)"
+            raise ArrayConstructionError(
+                f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
+                f"{len(given)} lengths given)")
+    return array(result, t)
+
+
+def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
+    """ArrayConstructionError when `lengths` has fewer row sizes than the dims ahead of a
+    var dim make rows (dims down to the first option or record; the rest checks as it
+    fills)."""
+    whole, rows, k = t, 1, 0
+    while isinstance(t, (T.FixedDim, T.VarDim)):
+        if isinstance(t, T.FixedDim):
+            rows *= t.size
+        else:
+            given = levels[k] if k < len(levels) else []
+            if len(given) < rows:
+                where = f"lengths[{k}]" if nested or k else "lengths"
+                raise ArrayConstructionError(
+                    f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
+                    f"var dim number {k}; {where} has {len(given)}")
+            rows, k = sum(n for n in given[:rows] if n is not None), k + 1
+        t = t.elem
+
+
+def zeros(type: Any, lengths: list | None = None) -> Array:
+    """An array of `type` filled with zeros ("" for strings); options are present."""
+    t = _as_type(type)
+    if M.is_plain(t):
+        return full(t, 0, lengths)
+    return full(t, ZERO, lengths)
+
+
+def empty(type: Any, lengths: list | None = None) -> Array:
+    """An array of `type` with zeroed memory: optional values missing, numbers 0, strings
+    empty; var rows take their sizes from `lengths` as in `full` (optional rows `?var` too:
+    present with the sizes given, missing where the length is None or `lengths` has none
+    for their dim), e.g. `empty('4 * ?var * ?float64', lengths=[3, None, 0, 1])`."""
+    t = _as_type(type)
+    if M.is_plain(t):
+        return zeros(t, lengths)
+    return full(t, EMPTY, lengths)
+
+
+__all__ = ["Array", "array", "empty", "zeros", "full", "TypeParseError"]

@@ -1,0 +1,452 @@
+"""Python data -> lazyk type (inference) and -> memory (packing), level by level.
+
+Both walk nested lists one nesting level at a time over a flat list of items, so a
+1,000,000-element ragged list costs a few C-speed passes, not a Python call per element.
+"""
+from __future__ import annotations
+
+from itertools import chain, repeat
+from numbers import Number
+from operator import is_not
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays.arrmeta import (
+    POINTER_SIZE_DTYPE,
+    fields_of,
+    is_varlen,
+    n_shadows,
+    np_dtype,
+    scatter,
+)
+from lazyk.arrays.indexpath import Subset, Where
+from lazyk.arrays.memory import MemoryBlock
+from lazyk.errors import ArrayConstructionError
+
+SEQUENCES = (list, tuple, np.ndarray)
+_NONE = type(None)
+_PY_SCALARS = {bool: T.Scalar("bool"), int: T.Scalar("int64"), float: T.Scalar("float64"),
+               complex: T.Scalar("complex128"), str: T.Scalar("string"),
+               bytes: T.Scalar("bytes")}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _starts(lens: list[int]) -> np.ndarray:
+    s = np.zeros(len(lens), np.int64)
+    if len(lens) > 1:
+        np.cumsum(lens[:-1], out=s[1:])
+    return s
+
+
+def _first(items: list, bad) -> int:
+    # No bare next(): a StopIteration escaping here would end a caller's map() silently.
+    for i, x in enumerate(items):
+        if bad(x):
+            return i
+    raise ValueError("no item matches")  # callers look only where a match exists
+
+
+def _bad_kinds(items: list, good) -> list[int]:
+    """[index of the first item whose class fails `good`], or []; classes checked once each."""
+    bad = {k for k in set(map(type, items)) if not good(k)}
+    return [_first(items, lambda x: type(x) in bad)] if bad else []
+
+
+def _describe(x: Any) -> str:
+    return type(x).__name__
+
+
+# ---------------------------------------------------------------- inference
+def infer_type(obj: Any) -> T.Type:
+    """The lazyk type of nested Python data (ragged -> var, None -> option, str -> string).
+
+    Raises:
+        ArrayConstructionError: mixed incompatible items or non-rectangular nesting.
+    """
+    return _infer([obj], Where())
+
+
+def _infer(items: list, where: Where) -> T.Type:
+    kinds = set(map(type, items))
+    optional = _NONE in kinds
+    if optional:
+        kinds.discard(_NONE)
+        keep = np.flatnonzero(np.array(list(map(is_not, items, repeat(None))), dtype=bool))
+        present = [items[i] for i in keep.tolist()]
+        where = Subset(where, keep)
+        items = present
+    else:
+        present = items
+    seq = {k for k in kinds if issubclass(k, SEQUENCES)}
+    if not kinds:
+        t: T.Type = T.Scalar("float64")  # NumPy's choice for data with no values
+    elif seq and seq == kinds:
+        lens = list(map(len, present))
+        child = list(chain.from_iterable(present))
+        elem = _infer(child, where.rows(_starts(lens)))
+        if not optional and len(set(lens)) == 1:
+            t = T.FixedDim(lens[0], elem)
+        else:
+            t = T.VarDim(elem)
+    elif seq:
+        i = _first(items, lambda x: x is not None and isinstance(x, SEQUENCES))
+        j = _first(items, lambda x: x is not None and not isinstance(x, SEQUENCES))
+        raise ArrayConstructionError(
+            f"non-rectangular data: item {where.name(i)} is a {_describe(items[i])} but item "
+            f"{where.name(j)} is a {_describe(items[j])} ({items[j]!r})")
+    elif all(issubclass(k, dict) for k in kinds):
+        t = _infer_record(present, where)
+    else:
+        t = _infer_scalar(items, kinds, where)
+    return T.Option(t) if optional else t
+
+
+def _infer_record(present: list[dict], where: Where) -> T.Type:
+    keys = tuple(present[0])
+    for i, d in enumerate(present):
+        if tuple(d) != keys and set(d) != set(keys):
+            raise ArrayConstructionError(
+                f"records with different fields: {sorted(keys)} and {sorted(d)} "
+                f"(item {i} of this level, {where.name(i)})")
+    return T.Record(tuple((k, _infer([d[k] for d in present], where.field(k))) for k in keys))
+
+
+def _scalar_of(kind: type) -> T.Type:
+    if kind in _PY_SCALARS:
+        return _PY_SCALARS[kind]
+    if issubclass(kind, np.generic):
+        return T.from_numpy(np.dtype(kind))
+    for base, t in _PY_SCALARS.items():
+        if issubclass(kind, base):
+            return t
+    raise ArrayConstructionError(f"cannot store a {kind.__name__} in a lazyk array")
+
+
+def _infer_scalar(items: list, kinds: set, where: Where) -> T.Type:
+    ts = {k: _scalar_of(k) for k in kinds}
+    text = {k for k, t in ts.items() if is_varlen(t)}
+    if text and len(kinds) > 1:
+        a = next(iter(text))
+        b = next(k for k in kinds if k is not a)
+        i = _first(items, lambda x: type(x) is a)
+        j = _first(items, lambda x: type(x) is b)
+        raise ArrayConstructionError(
+            f"mixed incompatible types: {a.__name__} at {where.name(i)} and {b.__name__} "
+            f"at {where.name(j)}")
+    result = None
+    for k, t in ts.items():
+        if k is int:
+            t = _int_type(items, where)
+        result = t if result is None else T.promote(result, t)
+    return result
+
+
+def _int_type(items: list, where: Where) -> T.Type:
+    ints = items if len(set(map(type, items))) == 1 else [x for x in items if type(x) is int]
+    lo, hi = min(ints), max(ints)
+    if _INT64[0] <= lo and hi <= _INT64[1]:
+        return T.Scalar("int64")
+    if lo >= 0 and hi < 2**64:
+        return T.Scalar("uint64")
+    if lo >= _INT64[0] and hi < 2**64:  # each fits one of them, not both together
+        i = _first(items, lambda x: type(x) is int and x > _INT64[1])
+        j = _first(items, lambda x: type(x) is int and x < 0)
+        raise ArrayConstructionError(
+            f"integer {items[i]} at {where.name(i)} needs uint64 but the negative integer "
+            f"{items[j]} at {where.name(j)} needs int64: no integer type holds both")
+    i = _first(items, lambda x: type(x) is int and not (_INT64[0] <= x < 2**64))
+    raise ArrayConstructionError(f"integer {items[i]} at {where.name(i)} does not fit in "
+                                 "int64 or uint64")
+
+
+# ---------------------------------------------------------------- typed templates
+ZERO = object()  # fill marker: the zero of each leaf type (0, False, "", b"")
+EMPTY = object()  # fill marker of `empty`: missing values, zeros, rows of the lengths given
+
+
+def with_dtype(t: T.Type, leaf: T.Type) -> T.Type:
+    """`t` with its element type replaced by `leaf` (dims and missing rows kept)."""
+    if isinstance(t, T.FixedDim):
+        return T.FixedDim(t.size, with_dtype(t.elem, leaf))
+    if isinstance(t, T.VarDim):
+        return T.VarDim(with_dtype(t.elem, leaf))
+    if isinstance(t, T.Option):
+        inner = with_dtype(t.elem, leaf)
+        return inner if isinstance(inner, T.Option) else T.Option(inner)
+    return leaf
+
+
+def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
+    """Python data of type `t` filled with `value`; var rows take sizes from `lengths`.
+
+    `lengths[k]` is an iterator over the row sizes of the k-th var dim, in order.
+    """
+    leaf = t.elem if isinstance(t, T.Dim) else t
+    while isinstance(leaf, T.Option):
+        leaf = leaf.elem
+    flat = not isinstance(leaf, (T.Dim, T.Record, T.Tuple))
+    if isinstance(t, T.FixedDim):
+        if flat:  # immutable leaves: one value, repeated at C speed
+            return [template(t.elem, value, lengths, level)] * t.size
+        return [template(t.elem, value, lengths, level) for _ in range(t.size)]
+    if isinstance(t, T.VarDim):
+        n = next(lengths[level], _END) if level < len(lengths) else _END
+        if n is None:
+            raise ArrayConstructionError(f"lengths: a row length None (a missing row) for var "
+                                         f"dim number {level} of type '{t}': only the rows of "
+                                         "a ?var dim can be missing")
+        return _var_row(t, value, lengths, level, n)
+    if isinstance(t, T.Option):
+        if value is not None and isinstance(t.elem, T.VarDim) and level < len(lengths):
+            n = next(lengths[level], _END)  # None: a missing row
+            return None if n is None else _var_row(t.elem, value, lengths, level, n)
+        if value is EMPTY:  # a ?var row without a length given is missing
+            return None
+        return None if value is None else template(t.elem, value, lengths, level)
+    if isinstance(t, T.Record):
+        return {k: template(f, value, lengths, level) for k, f in t.fields}
+    if isinstance(t, T.Tuple):
+        return tuple(template(f, value, lengths, level) for f in t.types)
+    if value is None or value is ZERO or value is EMPTY:
+        if is_varlen(t):
+            return "" if t.name == "string" else b""
+        return False if t == T.Scalar("bool") else 0
+    return value
+
+
+def _var_row(t: T.VarDim, value: Any, lengths: list, level: int, n: Any) -> list:
+    """One row of var dim `t` holding `n` elements (`_END`: the lengths ran out)."""
+    if n is _END:
+        raise ArrayConstructionError(f"type '{t}' needs (more) row lengths for its var dim "
+                                     f"number {level} (pass lengths=[...])")
+    leaf = t.elem
+    while isinstance(leaf, T.Option):
+        leaf = leaf.elem
+    if not isinstance(leaf, (T.Dim, T.Record, T.Tuple)):
+        return [template(t.elem, value, lengths, level + 1)] * n  # immutable leaves
+    return [template(t.elem, value, lengths, level + 1) for _ in range(n)]
+
+
+_END = object()
+
+
+# ---------------------------------------------------------------- packing
+def check_lengths(lengths: Any) -> tuple[list[list[int]], bool]:
+    """`lengths` as one list of row sizes per var dim (and whether it was nested).
+
+    ArrayConstructionError names the position of a size that is not a non-negative int;
+    None (a missing row of a `?var` dim) is kept.
+    """
+    if lengths is None:
+        return [], False
+    if isinstance(lengths, np.ndarray):
+        lengths = lengths.tolist()
+    if not isinstance(lengths, (list, tuple)):
+        raise ArrayConstructionError(f"lengths must be a list of row sizes (or one list per "
+                                     f"var dim), not {type(lengths).__name__}")
+    nested = bool(lengths) and isinstance(lengths[0], (list, tuple, np.ndarray))
+    levels = list(lengths) if nested else [lengths] if lengths else []
+    for k, level in enumerate(levels):
+        if isinstance(level, np.ndarray):
+            level = level.tolist()
+        if not isinstance(level, (list, tuple)):
+            raise ArrayConstructionError(f"lengths[{k}] = {level!r}: with one list per "
+                                         "var dim, every entry must be a list of row sizes")
+        for i, n in enumerate(level):
+            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
+            if n is None:  # a missing row of a ?var dim (checked as the array is built)
+                continue
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be a "
+                                             "non-negative integer")
+            if n < 0:
+                raise ArrayConstructionError(f"{where} = {n!r}: a row length must be "
+                                             "non-negative")
+        levels[k] = [None if n is None else int(n) for n in level]
+    return levels, nested
+
+
+def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
+    """Lay out Python data `obj` as type `t` in fresh memory; returns (block, arrmeta).
+
+    The data pointer of the result is `block.address`.
+
+    Raises:
+        ArrayConstructionError: naming the first item that does not fit `t` and its index path.
+    """
+    block = MemoryBlock(t.itemsize * (1 + n_shadows(t)), keep=[])
+    meta = _pack(t, [obj], block, np.zeros(1, np.int64), t.itemsize, [0], Where())
+    return block, tuple(meta)
+
+
+def _pack(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,
+          counter: list[int], where: Where) -> list[int]:
+    if isinstance(t, T.Option):
+        counter[0] += 1
+        mask_offset = counter[0] * region
+        present = np.array(list(map(is_not, items, repeat(None))), dtype=bool)
+        scatter(block.buffer, offs[present] + mask_offset,
+                np.ones((int(present.sum()), 1), np.uint8))
+        if present.all():
+            return [mask_offset] + _pack(t.elem, items, block, offs, region, counter, where)
+        keep = np.flatnonzero(present)
+        sub = [items[i] for i in keep.tolist()]
+        return [mask_offset] + _pack(t.elem, sub, block, offs[present], region, counter,
+                                     Subset(where, keep))
+    if isinstance(t, (T.FixedDim, T.VarDim)):
+        bad = _bad_kinds(items, lambda k: issubclass(k, SEQUENCES))
+        if bad:
+            x = items[bad[0]]
+            raise ArrayConstructionError(
+                f"item {where.name(bad[0])} is a {_describe(x)} ({x!r:.40}), the type says "
+                f"{'a row' if isinstance(t, T.VarDim) else f'{t.size} elements'} ({t})")
+        lens = list(map(len, items))
+        child = list(chain.from_iterable(items))
+        sub = where.rows(_starts(lens))
+        esize = t.elem.itemsize
+        if isinstance(t, T.FixedDim):
+            if any(n != t.size for n in lens):
+                i = _first(lens, lambda n: n != t.size)
+                raise ArrayConstructionError(
+                    f"row {where.name(i).strip('[]')} has {lens[i]} elements, "
+                    f"the type says {t.size} ({t})")
+            coffs = (offs[:, None] + np.arange(t.size, dtype=np.int64) * esize).reshape(-1)
+            return [t.size, esize] + _pack(t.elem, child, block, coffs, region, counter, sub)
+        total = len(child)
+        rows = MemoryBlock(esize * total * (1 + n_shadows(t.elem)), keep=[])
+        block.keep.append(rows)
+        # Each row element is an inline {int64 start; int64 stop} pair (docs/layout.md).
+        starts = _starts(lens)
+        pairs = np.stack([starts, starts + np.asarray(lens, np.int64)], axis=1)
+        scatter(block.buffer, offs, pairs.view(np.uint8).reshape(len(items), 16))
+        coffs = np.arange(total, dtype=np.int64) * esize
+        return [rows.ref, 8, 8, rows.address, esize, esize, total] + _pack(
+            t.elem, child, rows, coffs, esize * total, [0], sub)
+    if isinstance(t, (T.Record, T.Tuple)):
+        return _pack_fields(t, items, block, offs, region, counter, where)
+    if is_varlen(t):
+        return _pack_strings(t, items, block, offs, where)
+    _pack_scalars(t, items, block, offs, where)
+    return []
+
+
+def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, region: int,
+                 counter: list[int], where: Where) -> list[int]:
+    fields = fields_of(t)
+    names = [k for k, _ in fields]
+    cols: list[list] = [[] for _ in fields]
+    for i, x in enumerate(items):
+        if isinstance(x, dict) and isinstance(t, T.Record):
+            if len(x) != len(names) or any(k not in x for k in names):
+                raise ArrayConstructionError(
+                    f"item {where.name(i)} has fields {sorted(map(str, x))}, the type says "
+                    f"{list(names)} ({t})")
+            for c, k in zip(cols, names):
+                c.append(x[k])
+        elif isinstance(x, (tuple, list)) and len(x) == len(names):
+            for c, v in zip(cols, x):
+                c.append(v)
+        else:
+            raise ArrayConstructionError(
+                f"item {where.name(i)} is {x!r:.40}, the type says a record {t}")
+    meta = list(t.offsets)
+    for (k, f), off, c in zip(fields, t.offsets, cols):
+        meta += _pack(f, c, block, offs + off, region, counter, where.field(k))
+    return meta
+
+
+def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
+                  where: Where) -> list[int]:
+    want = str if t.name == "string" else bytes
+    if _bad_kinds(items, lambda k: k is want):
+        i = _first(items, lambda x: type(x) is not want)
+        raise ArrayConstructionError(
+            f"item {where.name(i)} is a {_describe(items[i])} ({items[i]!r:.40}), the type says "
+            f"{t}")
+    data = [x.encode("utf-8") for x in items] if want is str else list(items)
+    lens = list(map(len, data))
+    chars = MemoryBlock(sum(lens), keep=None)
+    block.keep.append(chars)
+    if lens:
+        chars.buffer[:] = np.frombuffer(b"".join(data), np.uint8)
+    pairs = np.empty(len(items), POINTER_SIZE_DTYPE)
+    pairs["begin"] = chars.address + _starts(lens)
+    pairs["size"] = lens
+    scatter(block.buffer, offs, pairs.view(np.uint8).reshape(len(items), 16))
+    return [chars.ref]
+
+
+# Python/NumPy classes each scalar kind accepts without losing information.
+_ACCEPT = {
+    "b": (bool,),
+    "i": (int, np.integer),
+    "u": (int, np.integer),
+    "f": (int, float, np.integer, np.floating),
+    "c": (int, float, complex, np.integer, np.floating, np.complexfloating),
+}
+
+
+def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
+                  where: Where) -> None:
+    dt = np_dtype(t)
+    if isinstance(t, T.FixedString):
+        items = _fixed_strings(t, items, where)
+    ok = _ACCEPT.get(dt.kind)
+    if ok is not None:
+        # bool is an int in Python and NumPy, so numbers accept it; bool accepts only bools.
+        ok_bad = _bad_kinds(items, lambda k: issubclass(k, ok + (np.bool_,)))
+        if ok_bad:
+            x = items[ok_bad[0]]
+            if x is None:
+                raise ArrayConstructionError(f"item {where.name(ok_bad[0])} is missing (None) "
+                                             f"but the type '{t}' is not an option ('?{t}')")
+            raise ArrayConstructionError(
+                f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
+    try:
+        vals = np.array(items, dtype=dt) if items else np.zeros(0, dt)
+    except (OverflowError, ValueError, TypeError) as e:
+        i = _first_unfit(items, dt)
+        raise ArrayConstructionError(
+            f"item {where.name(i)} ({items[i]!r:.40}) does not fit {t}: {e}") from None
+    if dt.kind in "iu" and any(issubclass(k, np.integer) for k in set(map(type, items))):
+        # NumPy wraps NumPy integers silently on a narrowing cast; Python ints raise above.
+        i = next((i for i, x in enumerate(items) if isinstance(x, Number) and
+                  int(x) != int(vals[i])), None)
+        if i is not None:
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]}) does not fit {t}")
+    scatter(block.buffer, offs, vals.reshape(-1).view(np.uint8).reshape(len(items), dt.itemsize))
+
+
+def _fixed_strings(t: T.Type, items: list, where: Where) -> list:
+    """Encode strs for an inline fixed_string, refusing any that would be truncated."""
+    bad = _bad_kinds(items, lambda k: issubclass(k, str))
+    if bad:
+        raise ArrayConstructionError(f"item {where.name(bad[0])} is a {_describe(items[bad[0]])}, "
+                                     f"the type says {t}")
+    if t.encoding == "utf32":
+        data, lens = items, list(map(len, items))
+    else:
+        codec = "utf-8" if t.encoding == "utf8" else "ascii"
+        try:
+            data = [x.encode(codec) for x in items]
+        except UnicodeEncodeError:
+            i = _first(items, lambda x: not x.isascii())
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) is not "
+                                         f"{codec}, the type says {t}") from None
+        lens = list(map(len, data))
+    if lens and max(lens) > t.size:
+        i = _first(lens, lambda n: n > t.size)
+        raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) has {lens[i]} "
+                                     f"units, the type {t} holds {t.size}")
+    return data
+
+
+def _first_unfit(items: list, dt: np.dtype) -> int:
+    for i, x in enumerate(items):
+        try:
+            np.array([x], dtype=dt)
+        except (OverflowError, ValueError, TypeError):
+            return i
+    return 0

@@ -1,0 +1,182 @@
+"""Mixin that gives lazy values Python operators, NumPy ufunc protocol and reduction methods.
+
+Every method only builds a lazy node through the front end (`lazyk.expr`); nothing is
+computed here. Arrays inherit this mixin and come before the front end in the import
+order, so the front end registers itself with `use_front_end` when it is imported, and
+`out=` on a reduction computes through `lazyk.hooks.evaluate`.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from lazyk import hooks
+from lazyk.errors import UnsupportedOperandError
+
+_front_end: list[ModuleType] = []
+
+
+def use_front_end(module: ModuleType) -> None:
+    """Build expressions with `module` (`lazyk.expr` calls this once when imported)."""
+    _front_end[:] = [module]
+
+
+def front_end() -> ModuleType:
+    """The registered front end; RuntimeError if none is (`import lazyk` registers it)."""
+    if not _front_end:
+        raise RuntimeError("no lazyk front end is registered: `import lazyk` (lazyk.expr "
+                           "registers itself) before using operators on lazyk values")
+    return _front_end[0]
+
+
+def _binary(name: str, reflected: bool = False):
+    """Make a binary dunder that calls `lazyk.expr.<name>`, or returns NotImplemented."""
+
+    def method(self, other):
+        expr = front_end()
+        if not expr.is_operand(other):
+            if isinstance(other, (str, bytes)):
+                # Never NotImplemented here: Python would answer `arr == "x"` with False.
+                return expr.text_operand(name, self, other, reflected)
+            if name in ("equal", "not_equal") and (
+                    other is None or isinstance(other, (list, tuple, dict, set)) or
+                    type(other).__eq__ is object.__eq__):
+                # Nor here: Python would answer `arr == None` by identity, a silent False.
+                hint = " (missing values are not compared with None: reductions take " \
+                    "skipna=, lazyk.count counts the present values)" if other is None else \
+                    " (wrap a sequence with lazyk.array or np.asarray)" if isinstance(
+                        other, (list, tuple)) else ""
+                sym = "==" if name == "equal" else "!="
+                raise UnsupportedOperandError(
+                    f"{name} ({sym}): unsupported operand type(s) {self.type} and "
+                    f"{type(other).__name__}{hint}")
+            if other is None or isinstance(other, (list, tuple, dict, set)):
+                expr.refuse_container(name, self, other, reflected)
+            return NotImplemented
+        fn = getattr(expr, name)
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    return method
+
+
+def _unary(name: str):
+    """Make a unary dunder that calls `lazyk.expr.<name>`."""
+
+    def method(self):
+        expr = front_end()
+        return getattr(expr, name)(self)
+
+    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    return method
+
+
+def _reduction(name: str):
+    """Make a reduction method (`x.sum(axis=..., keepdims=..., skipna=...)`)."""
+
+    def method(self, axis=None, dtype=None, out=None, keepdims: bool = False,
+               skipna: bool = False, skipnan: bool = False, initial=None, **kwargs):
+        expr = front_end()
+        # NOTE: np.sum(x) on a non-ndarray calls x.sum(axis=, out=, ...); accept NumPy's
+        # spellings so `np.sum(lazy)` stays lazy (or writes into `out`).
+        if kwargs.pop("where", True) is not True:
+            raise TypeError(f"{name}: 'where' is not supported")
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
+                                     dtype=dtype, initial=initial, skipnan=skipnan)
+        if out is not None:
+            # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
+            return hooks.evaluate(result, out=out, casting="unsafe")
+        return result
+
+    method.__name__ = name
+    method.__doc__ = f"Lazy reduction `{name}` over `axis` (int, tuple, None, negative)."
+    return method
+
+
+class Operators:
+    """Python operators and NumPy protocols that build lazy expressions (`lazyk.frontend.expr.Expr`)."""
+
+    __slots__ = ()
+    # NumPy defers to us in `ndarray + lazy` when this is higher than ndarray's (0.0).
+    __array_priority__ = 100.0
+    # pandas defers to us in `Series + lazy` when this is higher than its own (DataFrame 4000).
+    __pandas_priority__ = 5000
+
+    __add__ = _binary("add")
+    __radd__ = _binary("add", True)
+    __sub__ = _binary("subtract")
+    __rsub__ = _binary("subtract", True)
+    __mul__ = _binary("multiply")
+    __rmul__ = _binary("multiply", True)
+    __truediv__ = _binary("true_divide")
+    __rtruediv__ = _binary("true_divide", True)
+    __floordiv__ = _binary("floor_divide")
+    __rfloordiv__ = _binary("floor_divide", True)
+    __mod__ = _binary("remainder")
+    __rmod__ = _binary("remainder", True)
+    __pow__ = _binary("power")
+    __rpow__ = _binary("power", True)
+    __and__ = _binary("bitwise_and")
+    __rand__ = _binary("bitwise_and", True)
+    __or__ = _binary("bitwise_or")
+    __ror__ = _binary("bitwise_or", True)
+    __xor__ = _binary("bitwise_xor")
+    __rxor__ = _binary("bitwise_xor", True)
+    __lshift__ = _binary("left_shift")
+    __rlshift__ = _binary("left_shift", True)
+    __rshift__ = _binary("right_shift")
+    __rrshift__ = _binary("right_shift", True)
+    __lt__ = _binary("less")
+    __le__ = _binary("less_equal")
+    __gt__ = _binary("greater")
+    __ge__ = _binary("greater_equal")
+    __eq__ = _binary("equal")  # type: ignore[assignment]
+    __ne__ = _binary("not_equal")  # type: ignore[assignment]
+    __neg__ = _unary("negative")
+    __pos__ = _unary("positive")
+    __abs__ = _unary("absolute")
+    __invert__ = _unary("invert")
+    # Defining __eq__ makes instances unhashable, as NumPy arrays are.
+    __hash__ = None  # type: ignore[assignment]
+
+    sum = _reduction("sum")
+    prod = _reduction("prod")
+    min = _reduction("min")
+    max = _reduction("max")
+    mean = _reduction("mean")
+    any = _reduction("any")
+    all = _reduction("all")
+
+    def tolist(self):
+        """Nested Python lists, NumPy's spelling of `to_list()` (computes an expression)."""
+        return self.to_list()
+
+    def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True):
+        """Lazy conversion to `dtype` (a NumPy dtype, type string or lazyk type)."""
+        expr = front_end()
+        return expr.astype(self, dtype, casting=casting)
+
+    @property
+    def real(self):
+        """Lazy real part."""
+        expr = front_end()
+        return expr.real(self)
+
+    @property
+    def imag(self):
+        """Lazy imaginary part."""
+        expr = front_end()
+        return expr.imag(self)
+
+    def conj(self):
+        """Lazy complex conjugate."""
+        expr = front_end()
+        return expr.conj(self)
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
+        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph."""
+        expr = front_end()
+        return expr.apply_ufunc(ufunc, method, inputs, kwargs)

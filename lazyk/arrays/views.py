@@ -1,0 +1,176 @@
+"""Strided views of arrays described by arrmeta: index items -> (type, arrmeta, pointer).
+
+`Array.__getitem__` builds its views here. Ints, slices, `...`, `None` and field names
+become a new type and arrmeta over the same memory; options and var dims are followed
+through their masks and {start, stop} row indices (docs/layout.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory
+from lazyk.errors import NotSupportedError
+
+DIM_ITEMS = (int, np.integer, slice)
+
+
+def normalize_index(t: T.Type, items: tuple) -> tuple[list, list[str]]:
+    """Dim items with `...` expanded, and the field names (applied after the dims)."""
+    names = [i for i in items if isinstance(i, str)]
+    dims = [i for i in items if not isinstance(i, str)]
+    for i in dims:
+        if not (i is None or i is Ellipsis or isinstance(i, DIM_ITEMS)):
+            raise IndexError(f"lazyk arrays take ints, slices, ..., None and field names as "
+                             f"indices (views), not {type(i).__name__}: selecting by a mask "
+                             "or a list of positions is not supported (lazyk.where(mask, x, "
+                             "fill) keeps the shape)")
+    if sum(i is Ellipsis for i in dims) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(isinstance(i, DIM_ITEMS) for i in dims)
+    if used > t.ndim:
+        raise IndexError(f"too many indices: {used} for type '{t}' with {t.ndim} dimensions")
+    if Ellipsis in [i for i in dims if i is Ellipsis]:
+        k = next(n for n, i in enumerate(dims) if i is Ellipsis)
+        dims[k:k + 1] = [slice(None)] * (t.ndim - used)
+    elif names:
+        dims += [slice(None)] * (t.ndim - used)  # a field applies under all dims
+    return [int(i) if isinstance(i, np.integer) else i for i in dims], names
+
+
+def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, owner: Any,
+                 dims: list, names: list[str]) -> tuple | None:
+    """(type, arrmeta, pointer, owner) of the view `dims` then `names` (`normalize_index`) of
+    the array of type `t` whose element lies at byte `cur` of `buf` (address `ptr`), or None
+    when no strided view exists (an int or partial slice on a var dim under a kept dim).
+
+    Slicing a var dim may make a new block of {start, stop} pairs (then the new owner, which
+    keeps the old one alive); the rows themselves are never copied.
+    """
+    at = 0
+    cur_buf = buf  # current element: byte offset `cur` into `cur_buf`
+    base = ptr - cur
+    wrap: list = []      # type constructors of kept dims, outermost first
+    out_meta: list = []  # their arrmeta
+    adjust = None        # out_meta index of the innermost kept var's offset; None: the pointer
+    single = True        # no kept dims so far: we address one element
+
+    kept_options: list[tuple[int, int | None]] = []  # (out_meta index, address target)
+
+    def shift(delta: int) -> None:
+        nonlocal cur
+        if adjust is None:
+            cur += delta
+        else:
+            out_meta[adjust] += delta
+        # A mask sits at a fixed distance from its element's *start*: when a view moves that
+        # start (field, int or slice inside the option), the distance shrinks by as much.
+        for k, target in kept_options:
+            if target == adjust:
+                out_meta[k] -= delta
+
+    for item in dims:
+        if item is None:
+            wrap.append(lambda e: T.FixedDim(1, e))
+            out_meta += [1, 0]
+            continue
+        while isinstance(t, T.Option):
+            if single:
+                if not cur_buf[cur + meta[at]]:
+                    raise IndexError(f"cannot index into a missing value (type '{t}')")
+            else:
+                wrap.append(T.Option)
+                kept_options.append((len(out_meta), adjust))
+                out_meta.append(meta[at])
+            t, at = t.elem, at + 1
+        if isinstance(t, T.FixedDim):
+            n, stride = meta[at], meta[at + 1]
+            if isinstance(item, int):
+                i = item + n if item < 0 else item
+                if not 0 <= i < n:
+                    raise IndexError(f"index {item} is out of bounds for a dim of size {n}")
+                shift(i * stride)
+            else:
+                start, _, step = item.indices(n)
+                m = len(range(*item.indices(n)))
+                shift(start * stride if m else 0)
+                wrap.append(lambda e, m=m: T.FixedDim(m, e))
+                out_meta += [m, stride * step]
+                single = False
+            t, at = t.elem, at + 2
+            continue
+        var_meta = tuple(meta[at:at + M.VAR_META])
+        ref, _, _, content, istride, stride, length = var_meta
+        if single:
+            starts, stops = M.read_rows(cur_buf, np.array([cur], np.int64), *var_meta[1:3])
+            M.check_rows(starts, stops, var_meta)
+            begin, size = int(starts[0]), int(stops[0] - starts[0])
+            block = memory.lookup(ref)
+            if isinstance(item, int):
+                i = item + size if item < 0 else item
+                if not 0 <= i < size:
+                    raise IndexError(f"index {item} is out of bounds for a row of {size} "
+                                     "elements")
+                cur_buf = block.buffer
+                cur = content + begin * istride + i * stride - block.address
+                # The content's block holds everything the view reaches (children via keep).
+                base, owner = block.address, block
+                t, at = t.elem, at + M.VAR_META
+                continue
+            start, _, step = item.indices(size)
+            m = len(range(*item.indices(size)))
+            if m and stride != istride:  # a stepping view: move the content to the row
+                content, begin, length = content + begin * istride, 0, size
+                istride = stride
+            # A new {start, stop} row over the same content; the step becomes the stride.
+            head = memory.MemoryBlock(16, keep=[owner])
+            pair = [begin + start, begin + start + m] if m else [0, 0]
+            head.buffer[:16] = np.array(pair, np.int64).view(np.uint8)
+            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
+            wrap.append(T.VarDim)
+            out_meta += [ref, 8, 8, content, istride, stride * step, length]
+        elif isinstance(item, slice) and item == slice(None):
+            wrap.append(T.VarDim)
+            out_meta += list(var_meta)
+        elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
+            # Only fixed dims kept above: new {start, stop} pairs over the same content.
+            got = M.reslice_rows(cur_buf, cur, out_meta, item, var_meta, owner)
+            if got is None:
+                return None
+            head, new_meta = got
+            owner, cur_buf, cur, base = head, head.buffer, 0, head.address
+            wrap.append(T.VarDim)
+            out_meta += list(new_meta)
+        else:
+            return None
+        adjust = len(out_meta) - 4  # the content address moves with field / index views
+        single = False
+        t, at = t.elem, at + M.VAR_META
+    for n in names:
+        optional = isinstance(t, T.Option)
+        if optional:  # a field of a maybe-missing record is maybe missing: `?{x: T}`.x is `?T`
+            wrap.append(T.Option)
+            kept_options.append((len(out_meta), adjust))
+            out_meta.append(meta[at])
+            t, at = t.elem, at + 1
+        # a tuple's fields are its positions, named "0", "1", ... (as in Awkward Array)
+        keys = t.names if isinstance(t, T.Record) else \
+            [str(k) for k in range(len(t.types))] if isinstance(t, T.Tuple) else ()
+        if n not in keys:
+            raise KeyError(f"type '{t}' has no field {n!r}" + (
+                f" (a tuple's fields are its positions: {', '.join(map(repr, keys))})"
+                if isinstance(t, T.Tuple) else ""))
+        k = keys.index(n)
+        if optional and isinstance(t.types[k], T.Option):
+            raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "
+                                    "two masks; read it with to_list()")
+        shift(meta[at + k])
+        at = M.field_meta_positions(t, at)[k]
+        t = t.types[k]
+    out_meta += meta[at:at + M.meta_len(t)]
+    for w in reversed(wrap):
+        t = w(t)
+    return t, tuple(out_meta), base + cur, owner

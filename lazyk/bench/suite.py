@@ -1,0 +1,605 @@
+"""`lazyk bench`: time the E1-E10 suite with lazyk, NumPy, numexpr and Numba in one run.
+
+Every row is the median of several timed batches after a warm-up call, on the same data for every
+tool; GB/s counts the bytes each call must move through memory, compared with a STREAM-style
+copy/triad/read measured in the same run by the fastest tool available. Results go to
+`--out` as JSON and Markdown (and a PNG chart when matplotlib is installed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import lazyk
+from lazyk.bench import dask_suite
+from lazyk.bench.report import BANDWIDTH_N, PEERS, chart, fmt_time, markdown, short
+from lazyk.errors import DeviceError
+from lazyk.frontend.expr import as_expr
+
+SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
+QUICK_SIZES = (1_000, 100_000, 1_000_000)
+# Idle time before each row of the round robin. OpenMP's workers (Numba's threading layer here)
+# spin 10-20 ms after a parallel region (measured: lazyk 2 threads at n = 1e5 ran 3x slower
+# 10 ms after a Numba call, not after 20 ms); lazyk's pool spins ~0.25 ms.
+SETTLE_S = {"after_openmp": 0.05, "other": 0.003}
+QUICK_SETTLE_S = {"after_openmp": 0.03, "other": 0.002}
+
+
+# --- the suite and the tools -----------------------------------------------------------------
+
+def load_suite(path: str | None = None):
+    """Import benchmarks/bench_expr.py (next to the lazyk package in a source checkout)."""
+    candidates = [Path(path)] if path else [Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py",
+                                            Path.cwd() / "benchmarks" / "bench_expr.py"]
+    for p in candidates:
+        if p.is_file():
+            spec = importlib.util.spec_from_file_location("lazyk_bench_expr", p)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod  # dataclasses look their module up by name
+            spec.loader.exec_module(mod)
+            return mod
+    raise FileNotFoundError("benchmarks/bench_expr.py not found; run from a lazyk source checkout "
+                            "or pass --suite PATH")
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _lazyk_ready() -> str | None:
+    """None when `lazyk.compile` works on a tiny expression, else why not."""
+    try:
+        a = lazyk.placeholder("a", "N * float64")
+        f = lazyk.compile(a + a)
+        x = np.arange(3.0)
+        if not np.array_equal(np.asarray(f(x)), x + x):
+            return "lazyk.compile gave a wrong result on a + a"
+    except Exception as err:  # the front end may not be there yet: report, never fake
+        return f"lazyk.compile unavailable ({type(err).__name__}: {err})"
+    return None
+
+
+class Tool:
+    """One row kind: a tool, its thread count, its output mode and, for lazyk, the spelling
+    timed: `compiled` (`lazyk.compile(...)(a, b)`), `evaluate` (`lazyk.evaluate("a + b")`,
+    numexpr's spelling) or `eval` (the expression built from lazyk arrays, then `.eval()`)."""
+
+    def __init__(self, name: str, family: str, threads: int, mode: str,
+                 spelling: str = "compiled") -> None:
+        self.name, self.family, self.threads, self.mode = name, family, threads, mode
+        self.spelling = spelling
+
+    def set_threads(self) -> None:
+        """Apply this row's thread count to its library."""
+        if self.family == "numexpr":
+            import numexpr
+
+            numexpr.set_num_threads(self.threads)
+        elif self.family == "numba" and self.threads > 1:
+            import numba
+
+            numba.set_num_threads(self.threads)
+        elif self.family == "lazyk":
+            lazyk.set_num_threads(self.threads)
+
+
+def make_tools(ncores: int) -> tuple[list[Tool], list[str]]:
+    """The rows to run, and notes for the peers that are missing."""
+    tools, notes = [Tool("numpy", "numpy", 1, "fresh")], []
+    if _has("numexpr"):
+        tools += [Tool("numexpr 1t", "numexpr", 1, "fresh"), Tool(f"numexpr {ncores}t", "numexpr", ncores, "fresh"),
+                  Tool(f"numexpr {ncores}t out=", "numexpr", ncores, "out")]
+    else:
+        notes.append("numexpr not installed: its rows are skipped")
+    if _has("numba"):
+        tools += [Tool("numba", "numba", 1, "fresh"), Tool("numba par", "numba", ncores, "fresh"),
+                  Tool("numba par out=", "numba", ncores, "out")]
+    else:
+        notes.append("numba not installed: its rows are skipped")
+    why = _lazyk_ready()
+    if why is None:
+        tools += [Tool("lazyk 1t", "lazyk", 1, "fresh"), Tool("lazyk 1t out=", "lazyk", 1, "out"),
+                  Tool(f"lazyk {ncores}t", "lazyk", ncores, "fresh"),
+                  Tool(f"lazyk {ncores}t out=", "lazyk", ncores, "out"),
+                  # The other spellings, so their cost over a compiled call is visible.
+                  Tool(f"lazyk evaluate {ncores}t", "lazyk", ncores, "fresh", "evaluate"),
+                  Tool(f"lazyk evaluate {ncores}t out=", "lazyk", ncores, "out", "evaluate"),
+                  Tool(f"lazyk .eval() {ncores}t", "lazyk", ncores, "fresh", "eval")]
+    else:
+        notes.append(why + ": lazyk rows are skipped")
+    return tools, notes
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+def calibrate(fn: Callable[[], Any], target_s: float) -> int:
+    """Calls per batch so a batch lasts about `target_s` (after a warm-up call)."""
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    first = max(time.perf_counter() - t0, 1e-7)
+    return max(1, min(100_000, int(target_s / first)))
+
+
+def time_batch(fn: Callable[[], Any], reps: int) -> float:
+    """Seconds per call over one batch of `reps` calls."""
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def time_call(fn: Callable[[], Any], target_s: float, samples: int) -> float:
+    """Median seconds per call over `samples` batches of about `target_s` each, after a warm-up."""
+    reps = calibrate(fn, target_s)
+    return statistics.median(time_batch(fn, reps) for _ in range(samples))
+
+
+def _callable(suite, case, tool: Tool, data: dict, compiled: dict) -> Callable[[], Any] | None:
+    """A zero-argument call running `case` with `tool` (None where the mode does not apply)."""
+    args = [data[k] for k in case.names]
+    out = suite.out_for(case, data) if tool.mode == "out" else None
+    if tool.mode == "out" and out is None:
+        return None  # reductions have no output array
+    if tool.family == "numpy":
+        return lambda: case.numpy(*args)
+    if tool.family == "numexpr":
+        return suite.numexpr_fn(case, data, out)
+    if tool.family == "numba":
+        key = ("numba", case.id, tool.threads > 1, out is None)
+        if key not in compiled:
+            f = suite.numba_fn(case, parallel=tool.threads > 1, fresh=out is None)
+            t0 = time.perf_counter()
+            f(*args) if out is None else f(*args, out)
+            compiled[key] = f
+            compiled[("compile_s",) + key] = time.perf_counter() - t0
+        f = compiled[key]
+        return (lambda: f(*args)) if out is None else (lambda: f(*args, out))
+    if tool.family == "lazyk" and tool.spelling == "evaluate":
+        return suite.lazyk_evaluate_fn(case, data, out)
+    if tool.family == "lazyk" and tool.spelling == "eval":
+        return None if out is not None else suite.lazyk_eval_fn(case, data)
+    if tool.family == "lazyk":
+        key = ("lazyk", case.id)
+        if key not in compiled:
+            compiled[key] = suite.lazyk_compiled(case, data)
+        f = compiled[key]
+        return (lambda: f(*args)) if out is None else (lambda: f(*args, out=out))
+    raise ValueError(tool.family)
+
+
+def _check(value: Any, ref: np.ndarray, out: np.ndarray | None) -> bool:
+    """Does a tool's result equal NumPy's (to rounding)?"""
+    got = np.asarray(value if value is not None else out)
+    return got.shape == np.shape(ref) and bool(np.allclose(got, ref, rtol=1e-9, atol=0))
+
+
+# --- reference bandwidth ------------------------------------------------------------------------
+
+def bandwidth(tools: list[Tool], samples: int, target_s: float, n: int = BANDWIDTH_N) -> dict[str, dict]:
+    """STREAM-style copy (16 B/elem), triad (24 B/elem) and read; fastest tool wins.
+
+    `read` sums one array of 2n elements: the bytes E10 reads at this n. NOTE: with a large
+    last-level cache (260 MB on the machines here) a one-array read of n elements (80 MB at
+    1e7) partly hits the cache (measured 42-47 GB/s) while E10's 160 MB does not (21-27 GB/s
+    for every tool, np.dot included): the limit must move the same bytes as the row.
+    """
+    rng = np.random.default_rng(1)
+    a, b, c, o = rng.random(n), rng.random(n), rng.random(n), np.empty(n)
+    r = np.concatenate([a, b])
+    cand: dict[str, list[tuple[str, Callable[[], Any]]]] = {
+        "copy": [("numpy", lambda: np.copyto(o, a))],
+        "triad": [("numpy", lambda: np.add(b, np.multiply(c, 3.0, out=o), out=o))],
+        "read": [("numpy", lambda: r.sum())],
+        # two streams, as E10 reads: for information (the goal compares E10 with `read`)
+        "read2": [("numpy", lambda: np.dot(a, b))],
+    }
+    families = {t.family for t in tools}
+    ncores = os.cpu_count() or 1
+    if "numexpr" in families:
+        import numexpr as ne
+
+        ne.set_num_threads(ncores)
+        cand["copy"].append(("numexpr", lambda: ne.evaluate("a", local_dict={"a": a}, out=o)))
+        cand["triad"].append(("numexpr", lambda: ne.evaluate("b + 3.0*c", local_dict={"b": b, "c": c}, out=o)))
+    if "numba" in families:
+        import numba
+
+        @numba.njit(parallel=True)
+        def nb_copy(a, o):
+            for i in numba.prange(a.shape[0]):
+                o[i] = a[i]
+
+        @numba.njit(parallel=True)
+        def nb_triad(b, c, o):
+            for i in numba.prange(b.shape[0]):
+                o[i] = b[i] + 3.0 * c[i]
+
+        @numba.njit(parallel=True)
+        def nb_read(a):
+            s = 0.0
+            for i in numba.prange(a.shape[0]):
+                s += a[i]
+            return s
+
+        cand["copy"].append(("numba par", lambda: nb_copy(a, o)))
+        cand["triad"].append(("numba par", lambda: nb_triad(b, c, o)))
+        cand["read"].append(("numba par", lambda: nb_read(r)))
+
+        @numba.njit(parallel=True)
+        def nb_read2(a, b):
+            s = 0.0
+            for i in numba.prange(a.shape[0]):
+                s += a[i] + b[i]
+            return s
+
+        cand["read2"].append(("numba par", lambda: nb_read2(a, b)))
+    if "lazyk" in families:
+        try:
+            lazyk.set_num_threads(ncores)
+            pa, pb, pc = (lazyk.placeholder(k, "N * float64") for k in "abc")
+            f_copy, f_triad, f_read = lazyk.compile(pa + 0.0), lazyk.compile(pb + 3.0 * pc), lazyk.compile(lazyk.sum(pa))
+            f_read2 = lazyk.compile(lazyk.sum(pa + pb))
+            cand["copy"].append(("lazyk", lambda: f_copy(a, out=o)))
+            cand["triad"].append(("lazyk", lambda: f_triad(b, c, out=o)))
+            cand["read"].append(("lazyk", lambda: f_read(r)))
+            cand["read2"].append(("lazyk", lambda: f_read2(a, b)))
+        except Exception:
+            pass
+    nbytes = {"copy": 16 * n, "triad": 24 * n, "read": 16 * n, "read2": 16 * n}
+    result = {}
+    for kind, options in cand.items():
+        best = None
+        for name, fn in options:
+            try:
+                t = time_call(fn, target_s, samples)
+            except Exception:
+                continue
+            if best is None or t < best[1]:
+                best = (name, t)
+        result[kind] = {"tool": best[0], "seconds": best[1], "gbps": nbytes[kind] / best[1] / 1e9}
+        print(f"  bandwidth {kind:5s}: {result[kind]['gbps']:6.1f} GB/s ({best[0]})", flush=True)
+    return result
+
+
+# --- one-off costs -------------------------------------------------------------------------------
+
+_COMPILE_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import lazyk
+t_import = time.perf_counter() - t0
+sys.path.insert(0, {suite_dir!r})
+import importlib.util
+spec = importlib.util.spec_from_file_location("lazyk_bench_expr", {suite_path!r})
+suite = importlib.util.module_from_spec(spec); sys.modules[spec.name] = suite; spec.loader.exec_module(suite)
+data = suite.make_data(1000)
+times = {{}}
+for case in suite.CASES:
+    try:
+        t0 = time.perf_counter()
+        f = suite.lazyk_compiled(case, data)
+        f(*[data[k] for k in case.names])
+        times[case.id] = (time.perf_counter() - t0) * 1e3
+    except Exception as err:
+        times[case.id] = None
+print(json.dumps({{"import_ms": t_import * 1e3, "compile_ms": times}}))
+"""
+
+
+def one_off_costs(suite, suite_path: str, lazyk_ok: bool) -> dict[str, Any]:
+    """`import lazyk` time, cold compile per kernel, and load from the disk cache in a new process."""
+    res: dict[str, Any] = {}
+    code = "import time; t = time.perf_counter(); import lazyk; print((time.perf_counter() - t) * 1e3)"
+    imports = []
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if p.returncode == 0:
+            imports.append(float(p.stdout.strip().splitlines()[-1]))
+    res["import_ms"] = statistics.median(imports) if imports else None
+    if not lazyk_ok:
+        return res
+    script = _COMPILE_SCRIPT.format(suite_dir=str(Path(suite_path).parent), suite_path=suite_path)
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, LAZYK_CACHE_DIR=cache)
+        runs = []
+        for _ in range(2):  # first: empty cache (cold); second: a new process that loads from disk
+            p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+            runs.append(json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None)
+    if runs[0]:
+        res["cold_compile_ms"] = runs[0]["compile_ms"]
+    if runs[1]:
+        res["disk_cache_load_ms"] = runs[1]["compile_ms"]
+    return res
+
+
+def call_overhead(samples: int) -> dict[str, float]:
+    """Microseconds per call of `a + b` at n = 1, per tool and path."""
+    a, b, o = np.ones(1), np.ones(1), np.empty(1)
+    rows: dict[str, Callable[[], Any]] = {"numpy a+b": lambda: a + b}
+    if _has("numexpr"):
+        import numexpr as ne
+
+        rows["numexpr evaluate"] = lambda: ne.evaluate("a + b", local_dict={"a": a, "b": b})
+    if _has("numba"):
+        import numba
+
+        add = numba.njit(lambda a, b: a + b)
+        add(a, b)
+        rows["numba njit"] = lambda: add(a, b)
+    if _lazyk_ready() is None:
+        pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
+        f = lazyk.compile(pa + pb)
+        rows["lazyk compiled f(a, b)"] = lambda: f(a, b)
+        rows["lazyk compiled f(a, b, out=)"] = lambda: f(a, b, out=o)
+        rows["lazyk graph built on the spot"] = lambda: lazyk.evaluate(as_expr(a) + as_expr(b))
+        la, lb = lazyk.array(a), lazyk.array(b)
+        local = {"a": a, "b": b}
+        rows["lazyk evaluate('a + b')"] = lambda: lazyk.evaluate("a + b", local_dict=local)
+        rows["lazyk (a + b).eval()"] = lambda: (la + lb).eval()
+    res = {}
+    for name, fn in rows.items():
+        try:
+            res[name] = time_call(fn, 0.01, samples) * 1e6
+        except Exception as err:
+            print(f"  overhead {name}: failed ({type(err).__name__}: {err})", flush=True)
+    return res
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the suite as `args` says; returns everything that is written out."""
+    suite_path = str(Path(args.suite).resolve()) if args.suite else None
+    suite = load_suite(suite_path)
+    suite_path = suite_path or suite.__file__
+    sizes = tuple(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
+    samples = 3 if args.quick else 7
+    target = 0.003 if args.quick else 0.01
+    ncores = os.cpu_count() or 1
+    tools, notes = make_tools(ncores)
+    if args.tools:
+        tools = [t for t in tools if t.family in args.tools]
+    cases = [c for c in suite.CASES if not args.cases or c.id in args.cases]
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    meta = {"machine": platform.machine(), "processor": _cpu_name(), "cores": ncores,
+            "llc_mb": _llc_mb(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "versions": _versions(), "sizes": list(sizes), "quick": bool(args.quick),
+            "samples": samples, "notes": notes, "bandwidth_n": args.bandwidth_n, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    print(f"reference bandwidth (n = {args.bandwidth_n:.0e}):", flush=True)
+    bw = bandwidth(tools, samples, target, args.bandwidth_n)
+    rows: list[dict[str, Any]] = []
+    compiled: dict = {}
+    total = len(sizes) * len(cases) * len(tools)
+    k = 0
+    for n in sizes:
+        data = suite.make_data(n)
+        for case in cases:
+            ref = case.numpy(*[data[key] for key in case.names])
+            ready = []
+            for tool in tools:  # build, warm up and check every tool first
+                row = {"n": n, "case": case.id, "expr": case.text, "tool": tool.name, "family": tool.family,
+                       "threads": tool.threads, "mode": tool.mode, "spelling": tool.spelling}
+                try:
+                    tool.set_threads()
+                    fn = _callable(suite, case, tool, data, compiled)
+                    if fn is None:
+                        continue
+                    row["correct"] = _check(fn(), ref, _out_of(fn))
+                    ready.append((row, tool, fn, calibrate(fn, target)))
+                except Exception as err:
+                    row["error"] = f"{type(err).__name__}: {err}"[:200]
+                rows.append(row)
+            # Round robin: sample s of every tool before sample s + 1 of any, so drifting load
+            # on a shared machine hits every row alike and the ratios stay fair.
+            times: dict[int, list[float]] = {id(r): [] for r, _, _, _ in ready}
+            settle = QUICK_SETTLE_S if args.quick else SETTLE_S
+            prev = None
+            for sample in range(samples):
+                # Rotate the order each sample: no tool always runs right after another's
+                # spinning workers (OpenMP's spin 10-20 ms; they slowed the next tool 2x).
+                turn = sample % max(len(ready), 1)
+                for row, tool, fn, reps in ready[turn:] + ready[:turn]:
+                    try:
+                        tool.set_threads()
+                        # Let the previous tool's spinning workers go to sleep first, or they
+                        # steal this tool's cores on a 2-core machine.
+                        openmp = prev is not None and prev.family == "numba" and prev.threads > 1
+                        time.sleep(settle["after_openmp" if openmp else "other"])
+                        prev = tool
+                        # Warm up for a quarter batch, not one call: after the settle sleep
+                        # this VM's idle vCPU takes ~5 calls of 1e6 elements (a few ms) to
+                        # reach full speed again (first calls 2-3x slower), for every tool.
+                        time_batch(fn, max(1, reps // 4))
+                        times[id(row)].append(time_batch(fn, reps))
+                    except Exception as err:
+                        row["error"] = f"{type(err).__name__}: {err}"[:200]
+            for row in rows[len(rows) - len(tools):]:
+                if row["n"] != n or row["case"] != case.id:
+                    continue
+                k += 1
+                if times.get(id(row)) and "error" not in row:
+                    row["seconds"] = statistics.median(times[id(row)])
+                _progress(k, total, row, case, bw)
+        del data
+    # The machine's limit is the best it showed: measure again at the end (load drifts).
+    print(f"reference bandwidth again (n = {args.bandwidth_n:.0e}):", flush=True)
+    for kind, v in bandwidth(tools, samples, target, args.bandwidth_n).items():
+        if v["gbps"] > bw[kind]["gbps"]:
+            bw[kind] = v
+    _annotate(rows, cases, bw)
+    numba_compile = {f"{k[2]}{' par' if k[3] else ''}{'' if k[4] else ' out'}": v * 1e3
+                     for k, v in compiled.items() if k[0] == "compile_s"}
+    print("one-off costs:", flush=True)
+    once = one_off_costs(suite, suite_path, any(t.family == "lazyk" for t in tools))
+    once["numba_compile_ms"] = numba_compile
+    once["call_overhead_us"] = call_overhead(samples)
+    for key, value in once.items():
+        print(f"  {key}: {short(value)}", flush=True)
+    return {"meta": meta, "bandwidth": bw, "rows": rows, "once": once}
+
+
+def _out_of(fn: Callable[[], Any]) -> np.ndarray | None:
+    """The `out` array a lambda closes over, if any (to check out= rows)."""
+    names = fn.__code__.co_freevars
+    if "out" in names:
+        return fn.__closure__[names.index("out")].cell_contents
+    return None
+
+
+def _progress(k: int, total: int, row: dict, case, bw: dict) -> None:
+    if "seconds" in row:
+        gbps = case.traffic(row["n"]) / row["seconds"] / 1e9
+        mark = "" if row.get("correct", True) else "  WRONG RESULT"
+        msg = f"{fmt_time(row['seconds']):>10s} {gbps:6.1f} GB/s{mark}"
+    else:
+        msg = "error: " + row.get("error", "?")
+    print(f"[{k:4d}/{total}] n={row['n']:<9,d} {row['case']:4s} {row['tool']:18s} {msg}", flush=True)
+
+
+def _annotate(rows: list[dict], cases, bw: dict) -> None:
+    """Add GB/s, fraction of the machine limit, and ratios to NumPy and to the best peer."""
+    traffic = {c.id: c.traffic for c in cases}
+    reduce = {c.id: c.reduce for c in cases}
+    by = {}
+    for r in rows:
+        by.setdefault((r["n"], r["case"]), []).append(r)
+    for (n, cid), group in by.items():
+        ok = [r for r in group if "seconds" in r and r.get("correct", True)]
+        numpy_t = next((r["seconds"] for r in ok if r["family"] == "numpy"), None)
+        peers = [r for r in ok if r["family"] in PEERS]
+        for r in group:
+            if "seconds" not in r:
+                continue
+            limit = bw["read" if reduce[cid] else "triad"]["gbps"]
+            r["gbps"] = traffic[cid](n) / r["seconds"] / 1e9
+            r["frac_limit"] = r["gbps"] / limit
+            r["vs_numpy"] = numpy_t / r["seconds"] if numpy_t else None
+            # Fresh rows compare with fresh peers; out= rows with every peer row.
+            pool = [p for p in peers if r["mode"] == "out" or p["mode"] == "fresh"]
+            best = min(pool, key=lambda p: p["seconds"]) if pool else None
+            r["best_peer"] = best["tool"] if best else None
+            r["vs_best_peer"] = best["seconds"] / r["seconds"] if best else None
+
+
+
+# --- the machine --------------------------------------------------------------------------------
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for mod in ("lazyk", "llvmlite", "numexpr", "numba"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:
+            out[mod] = "not installed"
+    return out
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _llc_mb() -> float | None:
+    """The last-level cache size in MB (Linux sysfs), or None."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip()
+        unit = {"K": 1e-3, "M": 1.0, "G": 1e3}.get(text[-1:], 1e-6)
+        try:
+            sizes.append(float(text.rstrip("KMG")) * unit)
+        except ValueError:
+            pass
+    return max(sizes) if sizes else None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The `lazyk bench` options."""
+    p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (under a minute)")
+    p.add_argument("--sizes", type=lambda s: int(float(s)), nargs="+", metavar="N", help="element counts")
+    p.add_argument("--cases", nargs="+", metavar="E", help="only these cases (E1 ... E10)")
+    p.add_argument("--out", default="bench-results", help="directory for JSON, Markdown and PNG")
+    p.add_argument("--suite", default=None, help="path to bench_expr.py")
+    p.add_argument("--tools", nargs="+", metavar="T", choices=("numpy", "numexpr", "numba", "lazyk"),
+                   help="only these tools (default: every one installed)")
+    p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
+                   help="elements for the copy/triad/read reference (default 1e7: main memory)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py; not yet run on a GPU)")
+    p.add_argument("--dask", action="store_true",
+                   help="E2, E6, E10 on a local 2-process Dask cluster: lazyk.dask.evaluate vs plain "
+                        "dask.array, map_blocks(numexpr.evaluate) and map_blocks(compiled kernel)")
+    p.add_argument("--dask-n", type=lambda s: int(float(s)), default=200_000_000,
+                   help="elements per array for --dask (default 2e8: 1.6 GB per float64 array)")
+    p.add_argument("--dask-chunk", type=lambda s: int(float(s)), default=10_000_000,
+                   help="elements per chunk for --dask (default 1e7)")
+    p.add_argument("--dask-samples", type=int, default=5, help="timed runs per row for --dask")
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run, then write results.json, results.md and results.png under --out."""
+    if getattr(args, "device", "cpu") == "cuda":
+        return _command_cuda(args)
+    if getattr(args, "dask", False):
+        return dask_suite.command(args)
+    t0 = time.perf_counter()
+    res = run(args)
+    res["meta"]["wall_seconds"] = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    (out / "results.md").write_text(markdown(res))
+    drew = chart(res, out / "results.png")
+    print(f"wrote {out / 'results.json'}, {out / 'results.md'}" + (f", {out / 'results.png'}" if drew else
+          " (no chart: matplotlib missing)") + f" in {res['meta']['wall_seconds']:.0f} s", flush=True)
+    return 0
+
+
+def _command_cuda(args: argparse.Namespace) -> int:
+    """`--device cuda`: benchmarks/bench_cuda.py's rows, as Markdown and JSON under --out."""
+    suite = Path(args.suite) if args.suite else Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py"
+    spec = importlib.util.spec_from_file_location("lazyk_bench_cuda", suite.with_name("bench_cuda.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        rows = mod.run(args.sizes, args.quick)
+    except DeviceError as err:
+        print(f"lazyk bench --device cuda: {err}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results-cuda.json").write_text(json.dumps(rows, indent=1, default=str))
+    (out / "results-cuda.md").write_text(mod.markdown(rows))
+    print(mod.markdown(rows))
+    return 0
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `python -m lazyk.bench` and benchmarks/bench_expr.py."""
+    p = argparse.ArgumentParser(prog="lazyk bench", description=__doc__)
+    add_arguments(p)
+    return command(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,658 @@
+"""Ragged and missing-value data on Dask: collections made, expressions turned into layers.
+
+`lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
+group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
+`lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
+`RaggedArray` (`lazyk.daskrows`, partitions in `lazyk.daskparts`): a Dask collection whose partitions are lazyk arrays holding
+consecutive outer rows. `lazyk.dask.evaluate(expr)` over one turns the expression into Dask
+layers:
+
+- the work that keeps the rows (elementwise, reductions over inner axes) is ONE blockwise
+  layer whose tasks run lazyk's kernels on one partition each. A result with var dims or
+  missing values is a `RaggedArray` with the same partitioning; a plain result is a
+  `dask.array` whose chunks along axis 0 are the partitions' row counts;
+- a reduction over axis 0 (or all axes) runs per partition (keepdims), then lazyk combines
+  the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
+  `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
+  Over missing rows right under the outer rows (`N * ?var * ...`), or keeping var rows
+  below two folded axes, each partial says what it folded (`partitions.FoldRows`): a
+  partition folding nothing adds nothing, a missing row makes the result missing (unless
+  `skipna`) while the present rows must still line up. Over missing rows deeper down
+  (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
+  would hide the lengths of the present rows it folded into a missing one, and a `skipna`
+  partial of only missing rows is an empty row: see the README for what it costs).
+  A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
+  Rows that do not pair within a partition below a var row of length 1 (which another
+  partition's empty row may stretch to nothing) go on as rows (`partitions.Raw`): the
+  step that sees every partition decides, so the answer (or error) is one machine's
+  whatever the cuts. Folds over `N * ?var * ...` rows against a fixed dim give `?n`
+  results: a collection that computes, not an operand (as on one machine).
+
+Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
+`lazyk.str_len(b)`; their partitions travel between processes and join as Python values)
+or records (`RaggedRecords`: `r.x` is a field collection, an operand; the records
+themselves are not). Collections hold date and time elements too; expressions over them
+raise UnsupportedOperandError, as on one machine.
+
+Operands: collections with the same row counts per partition (else ShapeError naming the
+operands and the counts); NumPy, fixed lazyk and Dask arrays join, split by the same rows
+when their axis 0 is the rows' axis, else passed whole to every task; Python scalars.
+"""
+from __future__ import annotations
+
+import numbers
+import uuid
+from typing import Any
+
+import numpy as np
+from dask.base import tokenize
+from dask.blockwise import blockwise
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+from lazyk import types as T
+from lazyk.arrays.array import Array, array
+from lazyk.arrays.interchange import from_arrow, masked
+from lazyk.dask.collection import (
+    RaggedArray,
+    RowsLeaf,
+    TypeOnly,
+    collection,
+    computable,
+    describe,
+    temporal,
+)
+from lazyk.dask.partitions import Combine, FoldRows, Part, Task, build, nonempty, union, widen
+from lazyk.dask.partitions import columns as _columns
+from lazyk.errors import (
+    BindError,
+    NotSupportedError,
+    ShapeError,
+    TypeMatchError,
+    UnsupportedOperandError,
+)
+from lazyk.frontend import expr as lx
+from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
+from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.frontend.leaves import Placeholder, RaggedLeaf, describe_ragged
+from lazyk.types.parse import dshape
+
+_COMBINE_OPS = ("sum", "prod", "min", "max", "any", "all")
+
+
+# ---------------------------------------------------------------- making collections
+def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
+    """A Dask collection of lazyk arrays split by outer rows, for `lazyk.dask.evaluate`.
+
+    Example:
+        >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
+        >>> r = lazyk.dask.from_ragged(x, 2)             # partitions of 2 and 1 rows
+        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
+        array([1., 0., 9.])
+
+    Args:
+        x: a lazyk array with a leading fixed dim (`N * var * T`, `N * ?var * ?T`, ...),
+            split into row slices (views: nothing is copied); or a list of lazyk arrays of
+            one type but their row count (one per Parquet row group or Arrow chunk; parts
+            without missing values where others have them get all-present masks), or a
+            `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`),
+            or a Dask array (one partition per chunk along axis 0; NumPy masked-array
+            chunks become `?T`: masked = missing).
+        rows_per_part: outer rows per partition when `x` is one array (the last may be
+            shorter); not used with a list or a ChunkedArray (ValueError).
+    Raises:
+        TypeError: an object that is not a lazyk array (naming its type).
+        NotSupportedError: element types the collections do not hold (tuples, fixed-size
+            strings and bytes; numbers, strings, bytes, dates, times and records are
+            taken).
+        ValueError: a missing or non-positive `rows_per_part`; parts of different types.
+    """
+    if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
+        return _from_dask(x)
+    if isinstance(x, Array):
+        if isinstance(rows_per_part, bool) or not isinstance(rows_per_part, numbers.Integral) \
+                or rows_per_part < 1:
+            raise ValueError(f"from_ragged(x, rows_per_part): rows_per_part must be a positive "
+                             f"int, not {rows_per_part!r}")
+        _elem(x)
+        n, step = x.type.size, int(rows_per_part)
+        parts = [x[i:i + step] for i in range(0, n, step)] or [x]
+    else:
+        chunks = getattr(x, "chunks", None)
+        arrow = type(x).__module__.startswith("pyarrow") and chunks is not None
+        if rows_per_part is not None and (isinstance(x, (list, tuple)) or arrow):
+            raise ValueError("rows_per_part applies to one lazyk array; the elements of a list "
+                             "and the chunks of a ChunkedArray are the partitions")
+        if arrow:
+            x = [from_arrow(c) for c in chunks]
+        if not isinstance(x, (list, tuple)) or not x:
+            raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
+                            f"pyarrow.ChunkedArray, not {type(x).__module__}."
+                            f"{type(x).__qualname__}")
+        parts = list(x)
+        for p in parts:
+            if not isinstance(p, Array):
+                raise TypeError(f"from_ragged: partitions must be lazyk arrays, not "
+                                f"{type(p).__module__}.{type(p).__qualname__}")
+        elem = _elem(parts[0])
+        for i, p in enumerate(parts):
+            try:
+                elem = union(elem, _elem(p))
+            except ValueError:
+                raise ValueError(f"from_ragged: partition {i} has type {p.type}, partition 0 "
+                                 f"{parts[0].type}: the rows must be of one type") from None
+        # Parts without missing values where others have them (an Arrow chunk or Parquet
+        # row group without nulls) get all-present masks: one type for every partition.
+        parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
+    name = f"lazyk-rows-{uuid.uuid4().hex}"
+    counts = tuple(p.type.size for p in parts)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    layer = MaterializedLayer({(name, i): Part(p, starts[i]) for i, p in enumerate(parts)})
+    t = T.FixedDim(sum(counts), parts[0].type.elem)
+    return collection(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
+
+
+def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
+    """A collection whose partitions are made by Dask tasks (e.g. one Parquet row group read
+    on a worker): each `dask.delayed` part gives a lazyk array (or an Arrow array, read with
+    `lazyk.from_arrow`) of the given type and row count.
+
+    Example:
+        >>> load = dask.delayed(lambda i: lazyk.array([[float(i)], []]))
+        >>> r = lazyk.dask.from_delayed([load(0), load(1)], "N * var * float64", [2, 2])
+        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
+        array([0., 0., 1., 0.])
+
+    Args:
+        parts: `dask.delayed` objects (or other single-key Dask collections).
+        type: the rows' type, e.g. `"N * var * ?float64"` (the leading dim is the rows).
+        row_counts: the rows of each part (known up front: results of reductions over
+            inner axes are `dask.array`s with these chunks).
+    Raises:
+        ShapeError / TypeMatchError (when computed): a part of another row count or type,
+            naming the part.
+    """
+    t = dshape(type)
+    if not isinstance(t, (T.FixedDim, T.SymbolicDim)):
+        raise NotSupportedError(f"from_delayed: type {t} has no outer rows (it needs a leading "
+                                "fixed or symbolic dimension)")
+    counts = tuple(int(c) for c in row_counts)
+    if len(counts) != len(parts) or any(c < 0 for c in counts):
+        raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts >= 0, "
+                         f"not {counts}")
+    whole = T.FixedDim(sum(counts), t.elem)
+    _check_elem(whole, "from_delayed")
+    name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
+    layer, start = {}, 0
+    for i, p in enumerate(parts):
+        key = p.__dask_keys__()
+        key = key[0] if isinstance(key, list) else key
+        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key, start)
+        start += counts[i]
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
+    return collection(dsk, name, counts, whole)
+
+
+def _checked_part(i: int, count: int, elem: str, part: Any, start: int = 0) -> Part:
+    if not isinstance(part, Array):
+        if type(part).__module__.startswith("pyarrow"):
+            part = from_arrow(part)
+        else:
+            raise TypeError(f"from_delayed: part {i} is a {type(part).__module__}."
+                            f"{type(part).__qualname__}, not a lazyk array")
+    want = dshape(elem)
+    t = part.type
+    if not isinstance(t, T.FixedDim) or t.size != count:
+        raise ShapeError(f"from_delayed: part {i} has type {t}, not {count} rows")
+    if t.elem != want:
+        try:
+            if union(want, t.elem) != want:
+                raise ValueError
+        except ValueError:
+            raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
+                                 f"{want}") from None
+        part = _widened(part, want)  # all-present masks
+    return Part(part, start)
+
+
+def _widened(a: Array, elem: T.Type) -> Array:
+    """`a` as rows of `elem` (its type with more options): all-present masks added to its
+    buffers; strings, bytes and dates, which have no buffers here, as Python values."""
+    try:
+        return build(widen(_columns(a), elem))
+    except NotSupportedError:
+        return array(a.to_list(), T.FixedDim(a.type.size, elem))
+
+
+def _from_dask(x: Any) -> RaggedArray:
+    """A Dask array as a collection: its chunks along axis 0; masked chunks give `?T`."""
+    if x.ndim == 0 or any(not isinstance(c, int) or c != c for c in x.chunks[0]):
+        raise NotSupportedError(f"from_ragged: a Dask array of shape {x.shape} (it needs an "
+                                "axis 0 of known chunk sizes)")
+    option = isinstance(x._meta, np.ma.MaskedArray)
+    if x.ndim > 1:
+        x = x.rechunk({d: -1 for d in range(1, x.ndim)})
+    name = f"lazyk-rows-{tokenize(x.name)}"
+    rest = (0,) * (x.ndim - 1)
+    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).tolist()
+    layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
+             for i in range(len(x.chunks[0]))}
+    t = _fixed_type(x.shape, x.dtype)
+    if option:
+        dims = []
+        while isinstance(t, T.FixedDim):
+            dims.append(t.size)
+            t = t.elem
+        t = T.Option(t)
+        for n in reversed(dims):
+            t = T.FixedDim(n, t)
+    describe_ragged(TypeOnly(t))  # numeric element types only
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
+    return RaggedArray(dsk, name, x.chunks[0], t)
+
+
+def _from_block(option: bool, block: Any, start: int = 0) -> Part:
+    if not option:
+        return Part(array(_block(block)), start)
+    values = np.ascontiguousarray(np.ma.getdata(block))
+    return Part(masked(values, ~np.ma.getmaskarray(block)), start)
+
+
+def _elem(a: Array) -> T.Type:
+    t = a.type
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"from_ragged: an array of type {t} has no outer rows to "
+                                "split (it needs a leading fixed dimension)")
+    _check_elem(t, "from_ragged")
+    return t.elem
+
+
+def _check_elem(t: T.Type, what: str) -> None:
+    """NotSupportedError unless rows of type `t` hold numbers, strings or records."""
+    u = t
+    while isinstance(u, (T.FixedDim, T.VarDim)):
+        u = u.elem
+    if isinstance(u, T.Record):
+        return
+    try:
+        describe(t, held=True)
+    except (NotSupportedError, ValueError, TypeError):
+        raise NotSupportedError(f"{what}: rows of type {t} are not supported (fixed, var and "
+                                "?var dims over numbers, strings, bytes, dates, times or ?T; "
+                                "records under fixed and var dims)") from None
+
+
+# ---------------------------------------------------------------- expression -> layers
+def evaluate_rows(e: Expr, split_every: Any = None) -> Any:
+    """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc)."""
+    return _Planner(e, split_every).run()
+
+
+class _Planner:
+    """Turns one expression over collections into Dask layers (`run`)."""
+
+    def __init__(self, e: Expr, split_every: Any):
+        # Dask array leaves are typed like placeholders here (the array is kept aside).
+        self.dask = {k: leaf_data(v) for k, v in e.env.items()
+                     if isinstance(leaf_data(v), DaskLeaf)}
+        self.env = {k: Placeholder(k, v.shape, v.dtype) if k in self.dask else v
+                    for k, v in e.env.items()}
+        self.root = e.node
+        self._computable()
+        if isinstance(split_every, dict):  # per axis, as dask.array: the rows' axis
+            split_every = split_every.get(0)
+        self.split_every = max(2, int(split_every or 8))
+        self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
+        self.split: dict = {}  # nodes whose axis 0 is the partitioned rows' axis, by id
+        self.counts = self._counts()
+
+    # --- operands
+    def _computable(self) -> None:
+        """UnsupportedOperandError, as on one machine, for work on collections whose
+        elements expressions do not take (dates, times: collections only hold them)."""
+        for node in toposort(self.root):
+            for s in node.srcs:
+                v = self.env.get(s.arg) if s.op == "input" else None
+                if isinstance(v, RowsLeaf):
+                    try:
+                        computable(v.rows.type)
+                    except NotSupportedError as err:
+                        what = node.arg[0] if node.op == REDUCE_OP else node.op
+                        held = "; collections hold date and time elements, " \
+                            "expressions do not" if "?" not in str(err) else ""
+                        raise UnsupportedOperandError(
+                            f"{what}: unsupported operand type {v.rows.type} ({err}"
+                            f"{held})") from None
+
+    def _counts(self) -> tuple:
+        seen = []
+        for name, v in self.env.items():
+            if isinstance(v, RowsLeaf) and v.rows.row_counts is not None:
+                seen.append((name, v.rows))
+        if not seen:
+            return None
+        counts = seen[0][1].row_counts
+        for name, r in seen[1:]:
+            if r.row_counts != counts:
+                a = seen[0][1]
+                raise ShapeError(
+                    f"the partitioned operands are split differently: {a.type} in "
+                    f"{a.npartitions} partitions of {_show(counts)} rows and {r.type} in "
+                    f"{r.npartitions} partitions of {_show(r.row_counts)} rows; build them "
+                    "with the same rows per partition")
+        return counts
+
+    def _operand(self, name: str) -> RaggedArray:
+        """Leaf `name` as a collection: split by the rows when its axis 0 is theirs."""
+        got = self.rows.get(name)
+        if got is not None:
+            return got
+        v = self.env[name]
+        if isinstance(v, RowsLeaf):
+            r = v.rows
+        else:
+            data = self.dask.get(name) or leaf_data(v)
+            if isinstance(data, DaskLeaf):
+                r = _dask_rows(data.array, self._split_here(data.array.shape))
+            elif isinstance(data, Placeholder):
+                raise BindError(f"placeholder {name!r} has no data: lazyk.compile the "
+                                "expression and call it on each partition")
+            elif isinstance(data, RaggedLeaf):
+                raise NotSupportedError(
+                    f"a lazyk array of type {data.array.type} in an expression over "
+                    "partitioned rows: make it a collection too, lazyk.dask.from_ragged(x, "
+                    "rows_per_part), with the same rows per partition")
+            else:
+                data = np.asarray(data)
+                r = _numpy_rows(data, self._split_here(data.shape))
+        self.rows[name] = r
+        return r
+
+    def _split_here(self, shape: tuple) -> tuple | None:
+        """The row counts when an operand of this shape is split by the rows (its axis 0
+        is as long as theirs), else None (it goes whole to every task)."""
+        n = sum(self.counts) if self.counts else None
+        if self.counts and len(shape) >= 1 and shape[0] == n and n != 1:
+            return self.counts
+        return None
+
+    # --- the graph
+    def run(self) -> Any:
+        root = rewrite(self.root, self._visit)
+        if root.op == "input":
+            r = self._operand(root.arg)
+            v = self.env[root.arg]
+            if isinstance(v, RowsLeaf) and (not _is_plain(Expr(root, self.env)) or
+                                            temporal(v.rows.type.dtype)):
+                return r
+        return self._layer(root, whole=not self._is_split(root), prefix="lazyk-rows")
+
+    def _is_split(self, node: Node) -> bool:
+        return id(node) in self.split
+
+    def _visit(self, node: Node, srcs: tuple) -> Node:
+        if srcs != node.srcs:
+            node = node.replace(srcs=srcs)
+        if node.op == "input":
+            v = self.env[node.arg]
+            if isinstance(v, RowsLeaf):
+                if v.rows.row_counts is not None:
+                    self.split[id(node)] = node
+                return node
+            shape = getattr(leaf_data(v), "shape", None)
+            if shape is not None and self._split_here(tuple(shape)):
+                self.split[id(node)] = node
+            return node
+        if not any(self._is_split(s) for s in srcs):
+            return node
+        for s in srcs:
+            if self._is_split(s) and s.ndim != node.ndim and node.op != REDUCE_OP:
+                raise ShapeError(
+                    f"{node.op}: an operand split by rows ({s.type_text()}) must have as many "
+                    f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
+        if node.op == REDUCE_OP and 0 in node.arg[1]:
+            return self._global(node)
+        self.split[id(node)] = node
+        return node
+
+    def _global(self, node: Node) -> Node:
+        """A reduction over the rows' axis: one partial per partition (the reduced axes
+        kept), combined by lazyk in a tree of `split_every` fan-in."""
+        op, axes = node.arg[:2]
+        if op == "mean":
+            return rewrite(self._mean(node).node, self._visit)
+        if op not in _COMBINE_OPS:
+            raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
+        src_type = Expr(node.srcs[0], self.env).type
+        under = src_type.elem if isinstance(src_type, T.FixedDim) else None
+        outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
+        if "?var" in str(under.elem.elem if outer_missing else src_type):
+            # NOTE: a fold of deeper missing rows is one missing row in its partial, which
+            # no longer tells the present rows' lengths that must line up with the others:
+            # the partitions' rows are joined and folded in one task instead.
+            return self._gathered(node)
+        kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
+        deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
+        dims = str(src_type).split(" * ")
+        folds_var = [a for a in axes if a > 1 and dims[a].endswith("var")]
+        if kept and kept[0] == 1 and folds_var and (
+                any(dims[j].endswith("var") and j > min(folds_var) for j in kept) or
+                op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None)):
+            # NOTE: a partial that folds no row along a var axis (under a kept row) has no
+            # length for the var rows kept below it, which must line up with the others',
+            # and a min / max of nothing there is a missing value that would poison them:
+            # one task joins the partitions' rows and folds them.
+            return self._gathered(node)
+        src = Expr(node.srcs[0], self.env)
+        if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
+                node.dtype.kind in "biuf":
+            return self._seeded(node, src)
+        arg = (op, axes, True) + node.arg[3:]
+        # NOTE: min / max of ?T data without `initial` fold nothing to a missing value that
+        # would poison the others: where a partition may fold nothing (every axis above
+        # the first kept one folded), partials say whether they folded anything.
+        unseeded = op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None) \
+            and lx.has_options(src) and (not kept or kept[0] >= 2)
+        if outer_missing or deep or unseeded:
+            return self._fold_rows(node, arg, kept[0] - 1 if kept else len(src.shape) - 1,
+                                   str(under) if outer_missing else None)
+        src = node.srcs[0]
+        shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
+        parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
+                            prefix="lazyk-rows-partial", lazy=True)
+        # Partitions without rows add nothing (and their rows would not line up).
+        keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
+        return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True, False),
+                          Combine(node.arg, node.dtype.str, bool(node.arg[2])))
+
+    def _gathered(self, node: Node) -> Node:
+        """A reduction over the rows' axis of data with missing rows below the first var
+        dim: the source per partition, then ONE task joins every partition's rows and
+        folds them (as in memory: every present row checked against the others)."""
+        src = self._source(node.srcs[0])
+        fold = Combine(node.arg, node.dtype.str, bool(node.arg[2]))
+        name = f"lazyk-rows-{node.arg[0]}-gathered-{tokenize(src.name, fold)}"
+        task = (fold, *[(src.name, i) for i in range(src.npartitions)])
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
+                                              dependencies=[src])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
+
+    def _source(self, src: Node) -> RaggedArray:
+        """The partitions of `src`: a collection itself (its partitions, no copy), else a
+        layer computing it per partition."""
+        v = self.env.get(src.arg) if src.op == "input" else None
+        if isinstance(v, RowsLeaf) and v.rows.row_counts == self.counts:
+            return v.rows
+        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
+
+    def _fold_rows(self, node: Node, arg: tuple, depth: int, elem: str | None) -> Node:
+        """A reduction over the rows' axis of data with missing rows right under the outer
+        rows, or keeping var rows below two folded axes: the source per partition, then
+        partials that know what they folded (`FoldRows`), combined in a tree."""
+        src = self._source(node.srcs[0])
+        dt, keep = node.dtype.str, bool(node.arg[2])
+        first = FoldRows(arg, dt, True, depth, "first", elem)
+        name = f"lazyk-rows-folded-{tokenize(src.name, first)}"
+        layer = {(name, i): (first, (src.name, i)) for i in range(src.npartitions)}
+        parts = RaggedArray(HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                                            dependencies=[src]),
+                            name, None, src.type)
+        keys = list(layer)
+        return self._tree(node, keys, parts, FoldRows(arg, dt, True, depth, "combine", elem),
+                          FoldRows(node.arg, dt, keep, depth, "final", elem))
+
+    def _tree(self, node: Node, keys: list, parts: Any, combine: Any, final: Any) -> Node:
+        """`keys` (partials) combined `split_every` at a time, then `final`: one result."""
+        op = node.arg[0]
+        name = f"lazyk-rows-{op}-{tokenize(parts.name, arg_key(node.arg))}"
+        tasks: dict = {}
+        level = 0
+        while len(keys) > self.split_every:
+            nxt = []
+            for j in range(0, len(keys), self.split_every):
+                key = (f"{name}-{level}", j // self.split_every)
+                tasks[key] = (combine, *keys[j:j + self.split_every])
+                nxt.append(key)
+            keys, level = nxt, level + 1
+        tasks[(name, 0)] = (final, *keys)
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
+                                              dependencies=[parts])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
+
+    def _seeded(self, node: Node, src: Expr) -> Node:
+        """min / max of plain values without `initial`: a partition (or a part of one) with
+        nothing to fold must not raise, so every partial is seeded with the dtype's
+        extreme; a count over the same axes then raises NumPy's ValueError where the
+        whole data has nothing to fold."""
+        op, axes, keep = node.arg[:3]
+        dt = node.dtype
+        if dt.kind == "b":
+            seed: Any = op == "min"
+        elif dt.kind == "f":
+            seed = float("inf") if op == "min" else float("-inf")
+        else:
+            info = np.iinfo(dt)
+            seed = int(info.max if op == "min" else info.min)
+        value = rewrite(lx.reduce(op, src, axis=axes, keepdims=keep, initial=seed).node,
+                        self._visit)
+        count = rewrite(lx.count(src, axis=axes, keepdims=keep).node, self._visit)
+        v, c = self.rows[value.arg], self.rows[count.arg]
+        name = f"lazyk-rows-{op}-checked-{tokenize(v.name, c.name)}"
+        task = (nonempty, op, (v.name, 0), (c.name, 0))
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
+                                              dependencies=[v, c])
+        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
+        self.env[name] = whole.env[name]
+        self.rows[name] = whole
+        return whole.node
+
+    def _mean(self, node: Node) -> Expr:
+        """mean = sum / count over the same axes; over ?T data an empty fold is missing."""
+        axes, keep = node.arg[1], node.arg[2]
+        skipna = len(node.arg) > 3 and bool(node.arg[3])
+        src = Expr(node.srcs[0], self.env)
+        total = lx.reduce("sum", src, axis=axes, keepdims=keep, skipna=skipna,
+                          dtype=node.dtype)
+        n = lx.count(src, axis=axes, keepdims=keep)
+        value = lx.astype(lx.true_divide(total, n), node.dtype)
+        if not lx.has_options(src):
+            return value  # 0 / 0: NaN, as NumPy's mean of nothing
+        nothing = lx.astype(lx.reduce("min", src, axis=axes, keepdims=keep, skipna=True),
+                            node.dtype)  # missing exactly where nothing is present
+        mean = lx.where(lx.equal(n, 0), nothing, value)
+        if skipna:
+            return mean
+        # NOTE: a missing row folded in (`?var`) makes `total` a missing row, which the
+        # `where` above drops where `n`'s row is empty: a `where` on `total`'s own missing
+        # state (either branch the same) puts it back.
+        return lx.where(lx.equal(total, total), mean, mean)
+
+    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False) -> Any:
+        """ONE blockwise layer running `root` on each partition (or once, `whole`): a
+        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`)."""
+        names = [n.arg for n in toposort(root) if n.op == "input"]
+        params = {name: f"x{i}" for i, name in enumerate(names)}
+        task_root = rewrite(root, lambda n, s: n.replace(arg=params[n.arg]) if n.op == "input"
+                            else n.replace(srcs=s))
+        out = Expr(root, self.env)
+        plain = not lazy and _is_plain(out)
+        ndim = root.ndim
+        deps = [self._operand(name) for name in names]
+        args: list = []
+        for r in deps:
+            args += [r.name, "i"]
+        task = Task(task_root, plain)
+        name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
+        numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
+        if plain and ndim == 0:
+            layer = MaterializedLayer({(name,): (task, *[(r.name, 0) for r in deps])})
+        else:
+            extra = "".join(chr(ord("j") + k) for k in range(ndim - 1)) if plain else ""
+            layer = blockwise(task, name, "i" + extra, *args, numblocks=numblocks,
+                              new_axes={c: 1 for c in extra}, concatenate=True)
+        dsk = HighLevelGraph.from_collections(name, layer, dependencies=deps)
+        if not plain:
+            return RaggedArray(dsk, name, None if whole else self.counts, out.type)
+        import dask.array as da
+
+        shape = tuple(root.shape)
+        chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
+            if ndim else ()
+        return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
+
+
+def _show(counts: tuple) -> str:
+    text = ", ".join(map(str, counts[:6]))
+    return f"({text}{', ...' if len(counts) > 6 else ''})"
+
+
+def _is_plain(e: Expr) -> bool:
+    t = e.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
+
+
+def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
+    """A NumPy operand as a collection: row slices (views) or the whole array once."""
+    name = f"lazyk-operand-{tokenize(a, counts)}"
+    if counts is None:
+        layer = {(name, 0): a}
+    else:
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        layer = {(name, i): a[bounds[i]:bounds[i + 1]]
+                 for i in range(len(counts))}
+    dsk = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
+    return RaggedArray(dsk, name, counts, _fixed_type(a.shape, a.dtype))
+
+
+def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
+    """A Dask array operand as a collection: rechunked to the rows' partitions, or whole."""
+    x = x.rechunk(((counts,) + (-1,) * (x.ndim - 1)) if counts else -1)
+    name = f"lazyk-operand-{tokenize(x.name, counts)}"
+    rest = (0,) * max(x.ndim - 1, 0)
+    if counts is None:
+        keys = [(x.name,) + (0,) * x.ndim]
+    else:
+        keys = [(x.name, i) + rest for i in range(len(counts))]
+    layer = {(name, i): (_block, k) for i, k in enumerate(keys)}
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
+    return RaggedArray(dsk, name, counts, _fixed_type(x.shape, x.dtype))
+
+
+def _block(x: Any) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise NotSupportedError("a Dask array of NumPy masked arrays in a lazyk expression: "
+                                "make its data a lazyk ?T collection (lazyk.dask.from_ragged "
+                                "of lazyk arrays with missing values)")
+    return np.asarray(x)
+
+
+def _fixed_type(shape: tuple, dtype: Any) -> T.Type:
+    return array(np.empty(tuple(shape), dtype)).type if not shape or not shape[0] else \
+        T.FixedDim(shape[0], array(np.empty((0,) + tuple(shape[1:]), dtype)).type.elem)

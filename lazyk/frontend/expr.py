@@ -1,0 +1,1146 @@
+"""User-facing lazy expressions: `Expr`, leaves, placeholders and NumPy-named builders.
+
+Every builder types its node at once with NumPy's own ufunc resolution (NEP 50 weak
+Python scalars included, `lazyk.numpy_rules`) and inserts `astype` nodes so each op sees
+exactly its loop dtypes; the kernels then never guess about promotion. Computing
+(`eval`, `to_numpy`, `compile`, `explain`) goes to the runtime through `lazyk.hooks`.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import sys
+import weakref
+from typing import Any
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays import operators
+from lazyk.arrays.array import Array, is_foreign, is_pandas, text_numpy
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.arrays.interchange import fixed_text_rows
+from lazyk.arrays.operators import Operators
+from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
+from lazyk.frontend import leaves, ops
+from lazyk.frontend.graph import REDUCE_OP, Node, dump
+from lazyk.frontend.graph import toposort as _toposort
+from lazyk.frontend.leaves import (
+    DaskLeaf,
+    OwnedView,
+    Placeholder,
+    RaggedLeaf,
+    RaggedPlaceholder,
+    check_dtype,
+    describe_ragged,
+    is_dask_array,
+    is_text,
+    leaf_data,
+    parse_fixed_type,
+    parse_placeholder_type,
+    text_view,
+)
+from lazyk.frontend.numpy_rules import (
+    broadcast_shapes,
+    cast,
+    clip_key,
+    comparison_key,
+    describe_node,
+    normalize_axes,
+    reduce_dtype,
+    resolve,
+)
+from lazyk.types.parse import dshape
+
+# Names are rows of lazyk.frontend.ops.OPS (NumPy's names; `conj` is NumPy's `conjugate`).
+UNARY = ("negative", "absolute", "invert", "logical_not", "sqrt", "exp", "expm1", "log",
+         "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+         "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "sign", "isnan", "isinf",
+         "isfinite", "conj")
+BINARY = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
+          "power", "arctan2", "hypot", "minimum", "maximum", "fmin", "fmax", "bitwise_and",
+          "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "less", "less_equal",
+          "greater", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
+          "logical_xor", "fmod", "copysign")
+COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+ALIASES = {"divide": "true_divide", "mod": "remainder", "abs": "absolute",
+           "conjugate": "conj", "bitwise_not": "invert", "pow": "power"}
+REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
+_ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
+                 "logical_or": "any", "logical_and": "all"}
+_counter = itertools.count()
+_STRING_TYPES = (dshape("string"), dshape("?string"), dshape("bytes"), dshape("?bytes"))
+
+
+class Expr(Operators):
+    """A lazy, typed array expression; nothing runs until `.eval()` or `lazyk.evaluate`.
+
+    `env` maps each input leaf's name to its data (a NumPy view) or a `Placeholder`.
+    """
+
+    __slots__ = ("node", "env")
+
+    def __init__(self, node: Node, env: dict):
+        self.node = node
+        self.env = env
+
+    # --- type, without running anything ---
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the result."""
+        return self.node.dtype
+
+    @property
+    def shape(self) -> tuple:
+        """Result shape; symbolic dims are names (str)."""
+        return self.node.shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of result dimensions."""
+        return self.node.ndim
+
+    @property
+    def type(self):
+        """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
+        text = self.node.type_text()
+        if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
+                            for v in self.env.values()):
+            if has_options(self) and not _skips_missing(self.node):
+                head, _, tail = text.rpartition(" * ")
+                text = f"{head} * ?{tail}" if head else f"?{tail}"
+            return dshape(text)
+        # var / option leaves: missing rows (`?var`) and values follow the graph
+        dims, option = _option_flags(self.node, self.env)
+        parts = text.split(" * ")
+        parts = [("?" if o else "") + p for o, p in zip(dims, parts[:-1])] + \
+            [("?" if option else "") + parts[-1]]
+        return dshape(" * ".join(parts))
+
+    def __repr__(self) -> str:
+        return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"
+
+    def __len__(self) -> int:
+        if not self.shape or not isinstance(self.shape[0], int):
+            raise TypeError("len() of a 0-d or symbolic expression")
+        return self.shape[0]
+
+    # --- forcing ---
+    def eval(self, out: Any = None, casting: str = "same_kind"):
+        """Compute into a new `lazyk.Array` (a zero-copy wrapper of the fresh result).
+
+        `lazyk.evaluate(expr)` and `expr.to_numpy()` give a NumPy ndarray instead. With
+        `out` (as `lazyk.evaluate`: a NumPy or lazyk array; for var / option results a lazyk
+        array of the result's type and row lengths) the result is written there and `out`
+        is returned.
+        """
+        if out is not None:
+            return hooks.evaluate(self, out=out, casting=casting)
+        out = hooks.evaluate(self)
+        if type(out) is not np.ndarray:
+            return out  # e.g. a device array
+        return lazyk_array(out)
+
+    def to_numpy(self) -> np.ndarray:
+        """Compute into a new NumPy ndarray (GPU results are copied to the host).
+
+        A ragged expression whose result is fixed (`sum(axis=-1)` of `N * var * float64`)
+        converts too, and fixed strings / bytes give a NumPy `U` / `S` array. Raises
+        NotSupportedError for a result with var dims or missing values (`?T`), which have
+        no ndarray form: use `.eval()` or `.to_list()` for those.
+        """
+        out = hooks.evaluate(self)
+        if isinstance(out, np.ndarray):
+            return out
+        if isinstance(out, Array):
+            text = text_numpy(out)  # fixed strings / bytes: a NumPy `U` / `S` array
+            if text is not None:
+                return text
+            try:
+                return out.to_numpy()
+            except NotSupportedError:
+                raise NotSupportedError(
+                    f"the result has type {out.type}: var dimensions and missing values "
+                    "have no NumPy ndarray form; use .eval() for a lazyk array, "
+                    "lazyk.to_arrow / lazyk.to_awkward for Arrow / Awkward arrays, or "
+                    ".to_list() / .tolist() for Python lists") from None
+        return np.asarray(out.to("cpu"))
+
+    def to_list(self):
+        """Compute and return nested Python lists (None for missing values)."""
+        out = self.eval()
+        to_list = getattr(out, "to_list", None)
+        return to_list() if to_list is not None else self.to_numpy().tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __bool__(self) -> bool:
+        out = hooks.evaluate(self)  # a 0-d `?bool` result is a lazyk Array: its own rule
+        return bool(out if isinstance(out, (Array, np.ndarray)) else np.asarray(out.to("cpu")))
+
+    def __float__(self) -> float:
+        return float(self.to_numpy())
+
+    def __getitem__(self, key: Any):
+        """`e[:, None]`, `e[None]`, `e[..., None]`: new axes of size 1 (NumPy's
+        `np.newaxis`), e.g. to pair a per-row array with rows (`x * w[:, None]`); `e[:]`
+        and `e[...]` are `e`. No copy: the new axes reach the arrays it is built from as
+        views. Other indexes (a gather or a strided read) are no graph node: evaluate
+        first, then index the result."""
+        entries = _new_axis_key(key, self.ndim)
+        if entries is None:
+            raise TypeError(f"a lazy expression cannot be indexed by [{_key_text(key)}]: "
+                            "only new axes and whole dims work (e[:, None], e[None], "
+                            "e[..., None], e[:]); evaluate it first, e.g. "
+                            f"expr.eval()[{_key_text(key)}] (a view of the result), or "
+                            "index the arrays it is built from")
+        e = self
+        for at, entry in enumerate(entries):  # ascending: each at its final position
+            if entry is None:
+                e = _insert_axis(e, at)
+        return e
+
+    def __int__(self) -> int:
+        return int(self.to_numpy())
+
+    def explain(self, target: str = "cpu") -> str:
+        """Graph before and after each pass, KernelSpecs, LLVM IR, assembly and layouts.
+
+        `target='cuda'` shows each kernel's NVVM IR and PTX instead.
+        """
+        return hooks.explain(self, target=target)
+
+    def compile(self):
+        """Compile once for every input of the same types (`lazyk.compile`)."""
+        return hooks.compile(self)
+
+
+def _key_text(key: Any) -> str:
+    """An index as it was written: `3:7`, `1, ::2`, `...`."""
+    def one(k):
+        if isinstance(k, slice):
+            parts = ["" if v is None else repr(v) for v in (k.start, k.stop, k.step)]
+            return ":".join(parts[:2] if k.step is None else parts)
+        return "..." if k is Ellipsis else repr(k)
+    return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
+
+
+def _new_axis_key(key: Any, ndim: int) -> list | None:
+    """The result dims of an index of only `None`, whole slices `:` and one `...`: None
+    for a new axis, True for a dim kept; None for any other index."""
+    items = key if isinstance(key, tuple) else (key,)
+    whole = [k for k in items if isinstance(k, slice) and k == slice(None)]
+    if builtins.any(k is not None and k is not Ellipsis and not
+                    (isinstance(k, slice) and k == slice(None)) for k in items):
+        return None
+    if builtins.sum(k is Ellipsis for k in items) > 1 or len(whole) > ndim:
+        return None
+    rest = [True] * (ndim - len(whole))
+    out: list = []
+    for k in items:
+        out.extend(rest if k is Ellipsis else [None] if k is None else [True])
+    return out + ([] if Ellipsis in items else rest)
+
+
+def _insert_axis(e: Expr, at: int) -> Expr:
+    """`e` with a new dim of size 1 at `at`: the elementwise nodes take it at the matching
+    place of their operands (those that broadcast from below it stay as they are), a
+    reduction before its first kept dim there, and each array leaf as a view (no copy)."""
+    need: dict = {id(e.node): {at}}
+    order = _toposort(e.node)
+    for node in reversed(order):  # users first: where each source needs the new axis
+        for q in need.get(id(node), ()):
+            for src, qs in _axis_in_sources(node, q):
+                need.setdefault(id(src), set()).add(qs)
+    env, built = dict(e.env), {}
+    for node in order:  # sources first
+        for q in need.get(id(node), ()):
+            built[id(node), q] = _with_axis(node, q, built, env)
+    root = built[id(e.node), at]
+    used = {n.arg for n in _toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def _axis_in_sources(node: Node, q: int) -> list:
+    """(source, its position of the new axis) of each source that takes one."""
+    if node.op == REDUCE_OP:
+        # right after the kept dim before it: the axes folded between two kept dims stay
+        # next to the dim that takes their missing rows (`_option_flags`)
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        kept = [d for d in range(src.ndim) if d not in axes]
+        return [(src, q if keep else kept[q - 1] + 1 if q else 0)]
+    # a 0-d source broadcasts as it is; the others take it (at 0 where it falls just
+    # before their dims: the evaluation takes a result's dims from its arrays)
+    lead = [node.ndim - s.ndim for s in node.srcs]
+    return [(s, q - n) for s, n in zip(node.srcs, lead) if q >= n and s.ndim]
+
+
+def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
+    shape = node.shape[:q] + (1,) + node.shape[q:]
+    if node.op == "input":
+        return _leaf_with_axis(node, q, env)
+    if node.op == REDUCE_OP:
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        (_, qs), = _axis_in_sources(node, q)
+        rows = _option_flags(src, env)[0] if keep else []
+        if keep and builtins.any(rows[a] for a in axes if a < q):  # its mark would move
+            raise NotSupportedError(f"a new axis at {q} after a keepdims {node.arg[0]} over "
+                                    "rows that may be missing: add it to the operand first")
+        arg = (node.arg[0], tuple(a + (a >= qs) for a in axes)) + tuple(node.arg[2:])
+        return node.replace(shape=shape, srcs=(built[id(src), qs],), arg=arg)
+    if not node.ndim:  # a 0-d value: selected by a one-element mask, which has the dim
+        if ops.text_unit(node.dtype):
+            raise NotSupportedError(f"a new axis on a 0-d {node.type_text()} expression")
+        mask = as_expr(np.ones(1, bool))
+        env.update(mask.env)
+        return Node("where", node.dtype, (1,), (mask.node, node, node))
+    srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
+                 for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
+    return node.replace(shape=shape, srcs=srcs)
+
+
+def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
+    """An input with a new axis at `q`: a view of its array (a new input)."""
+    value = env[node.arg]
+    index = (slice(None),) * q + (None, Ellipsis)
+    if isinstance(value, OwnedView):
+        leaf = as_expr(value.owner[index])
+    elif isinstance(value, RaggedLeaf):
+        if isinstance(value.array.type, T.Option):  # `?var * T`: one row, maybe missing
+            raise NotSupportedError(f"a new axis on an array of type {value.array.type} (one "
+                                    "row that may be missing): index the array's rows first")
+        leaf = as_expr(value.array[index])
+    elif isinstance(value, np.ndarray):
+        leaf = as_expr(np.expand_dims(value, q))
+    else:
+        what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
+            f"input of type {node.type_text()}"
+        raise NotSupportedError(f"a new axis on the {what} ({type(value).__name__}): index "
+                                "arrays (NumPy or lazyk) only; declare a placeholder with the "
+                                "dim of size 1 instead, e.g. 'N * 1 * float64'")
+    env.update(leaf.env)
+    return leaf.node
+
+
+# --- leaves ---------------------------------------------------------------------------------
+
+def is_operand(x: Any) -> bool:
+    """Whether `x` can take part in an expression (for NotImplemented in operators)."""
+    if isinstance(x, (Expr, np.ndarray, np.generic, bool, int, float, complex)):
+        return True
+    return isinstance(x, Array) or hasattr(x, "__cuda_array_interface__") or \
+        is_dask_array(x) or is_pandas(x) or is_foreign(x) or \
+        hasattr(type(x), "__lazyk_expr__")
+
+
+def _wrap_dask(x: Any) -> Expr:
+    name = f"_{next(_counter)}"
+    leaf = DaskLeaf(name, x)
+    return Expr(Node("input", leaf.dtype, leaf.shape, (), name), {name: leaf})
+
+
+def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
+    """A leaf over NumPy array `arr` (zero-copy); `owner` is the lazyk Array that owns it.
+
+    `{begin, size}` string elements (`ops.STRING`) come only from a lazyk string array
+    (`leaves.text_view`): their pointers are read by kernels, so NumPy records are refused.
+    """
+    if not (owner is not None and arr.dtype in (ops.STRING, ops.BYTES)):
+        check_dtype(arr.dtype, text=True)
+    name = _leaf_name(arr if owner is None else owner)
+    # Byte order and alignment belong to the data, not the type: the leaf is typed native
+    # and the kernel spec is specialised to the actual array at bind time.
+    node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
+    return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
+
+
+def _leaf_name(source: Any) -> str:
+    """The input name of an array in expressions: the same for every use of the same array
+    object (`x - x.mean()` reads one input), new for any other."""
+    key = id(source)
+    got = _names.get(key)
+    if got is not None and got[0]() is source:
+        return got[1]
+    name = f"_{next(_counter)}"
+    try:
+        ref = weakref.ref(source, lambda r: _names.get(key, (None,))[0] is r and
+                          _names.pop(key, None))
+    except TypeError:  # not weakly referable: a new input each time
+        return name
+    _names[key] = (ref, name)
+    return name
+
+
+_names: dict = {}  # id(array) -> (weakref to it, its input name)
+
+
+def _same_source(a: Any, b: Any) -> bool:
+    """Whether two env entries of one input name read the same array (`_leaf_name`)."""
+    if isinstance(a, OwnedView) and isinstance(b, OwnedView):
+        return a.owner is b.owner and a.view.dtype == b.view.dtype and \
+            a.view.shape == b.view.shape and a.view.strides == b.view.strides
+    if isinstance(a, RaggedLeaf) and isinstance(b, RaggedLeaf):
+        return a.array is b.array and a.option == b.option
+    return False
+
+
+def _wrap_ragged(arr: Any) -> Expr:
+    low, sizes = hooks.var_rows(arr)  # (the loop nest's module imports this one)
+    if sizes:  # `?n` rows: `?var` rows of n elements, paired with a fixed n (exactly x)
+        e, top = _wrap_ragged(low), builtins.min(sizes)
+        fixed = tuple(sizes.get(j, 1) for j in range(top, len(e.node.shape)))
+        if e.node.dtype == np.bool_:
+            return e * np.ones(fixed, bool)
+        return e - np.zeros(fixed, bool)  # x - 0 is x, -0.0 and NaN too
+    shape, dtype, option = describe_ragged(arr)
+    name = _leaf_name(arr)
+    return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
+
+
+def _wrap_text_rows(arr: Any) -> Expr:
+    """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
+    string leaves, so the string builders accept it; `lazyk.textrows` computes the string
+    operations over it before the ragged path sees the expression."""
+    shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
+    name = _leaf_name(arr)
+    elem = arr.type.dtype
+    dtype = leaves.text_element(elem.elem if isinstance(elem, T.Option) else elem)
+    return Expr(Node("input", dtype, shape, (), name), {name: RaggedLeaf(arr, option)})
+
+
+def _missing_rows(v: Any) -> bool:
+    """Whether `v` is a placeholder with `?var` dims (missing rows)."""
+    return isinstance(v, RaggedPlaceholder) and builtins.any(v.rows)
+
+
+def has_options(e: Expr) -> bool:
+    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
+    return builtins.any(getattr(v, "option", False) or _missing_rows(v)
+                        for v in e.env.values())  # missing rows (`?var`) too
+
+
+def as_expr(x: Any) -> Expr:
+    """Wrap an operand: Expr as is, arrays zero-copy, Python scalars weak (NEP 50)."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (str, bytes)):  # a string constant: a kernel parameter (spec.text_param)
+        value = str(x) if isinstance(x, str) else bytes(x)
+        return Expr(Node("const", ops.STRING, (), (), value), {})
+    # NOTE: before the Python checks: np.float64 subclasses float but is strong.
+    if isinstance(x, np.generic):
+        check_dtype(x.dtype, "scalar")
+        return Expr(Node("const", x.dtype.newbyteorder("="), (), (), x.item()), {})
+    if isinstance(x, bool):  # NEP 50: Python bool is not weak, it is np.bool_
+        return Expr(Node("const", np.dtype(bool), (), (), bool(x)), {})
+    if isinstance(x, (int, float, complex)):
+        kind = int if isinstance(x, int) else float if isinstance(x, float) else complex
+        default = {int: np.int64, float: np.float64, complex: np.complex128}[kind]
+        return Expr(Node("scalar", np.dtype(default), (), (), kind(x)), {})
+    if isinstance(x, np.ndarray):
+        if isinstance(x, np.ma.MaskedArray):  # masked entries missing: `?T`
+            return as_expr(lazyk_array(x))
+        return wrap_array(x)
+    if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedBytes):
+            x = fixed_text_rows(x)  # `bytes` elements over the fixed bytes (in place)
+        try:
+            view = x.to_numpy()
+        except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+            _refuse_records(x.type)
+            elem = x.type.dtype
+            if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedString):
+                x = fixed_text_rows(x)  # rows of string elements (a copy of those)
+            if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
+                try:
+                    return wrap_array(text_view(x), x)
+                except NotSupportedError:  # var dims / ?string: rows (lazyk.textrows)
+                    return _wrap_text_rows(x)
+            return _wrap_ragged(x)
+        if view.dtype.fields is not None:
+            _refuse_records(x.type, view.dtype)
+        return wrap_array(view, x)
+    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
+        return wrap_array(hooks.as_device_array(x))
+    if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
+        return _wrap_dask(x)
+    if is_pandas(x) or is_foreign(x):  # as lazyk.array reads it (nulls: `?T`)
+        return as_expr(lazyk_array(x))
+    cls = type(x)
+    if hasattr(cls, "__lazyk_expr__"):  # collections with rules of their own (lazyk.dask)
+        return cls.__lazyk_expr__(x)
+    what = f"{cls.__module__}.{cls.__qualname__}"
+    hint = ("convert it with numpy.asarray(x) or lazyk.array(x) first"
+            if hasattr(x, "__array__") else
+            "use a NumPy array, a lazyk array, a Dask array or a Python scalar")
+    raise TypeError(f"cannot use a {what} in a lazyk expression: {hint}")
+
+
+def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
+    """NotSupportedError for arrays of records or tuples, which are not operands: their
+    fields are (`r["x"] + 1`). `dtype`: the NumPy dtype holding them, named too. The hint
+    indexes by name: `r.type`, `r.min`, `r.meta` are the array's own attributes."""
+    while isinstance(t, (T.Dim, T.Option)):
+        t = t.elem
+    held = "" if dtype is None else f" (NumPy dtype {dtype})"
+    if isinstance(t, T.Record):
+        name = t.names[0] if t.names else "x"
+        raise NotSupportedError(f"records are not operands of expressions{held}: use their "
+                                f"fields, e.g. r[{name!r}] + 1 (fields: "
+                                f"{', '.join(t.names)})")
+    if isinstance(t, T.Tuple):
+        keys = ", ".join(repr(str(k)) for k in range(len(t.types)))
+        raise NotSupportedError(f"tuples are not operands of expressions{held}: use their "
+                                f"fields, named by position as in Awkward Array, e.g. "
+                                f"t['0'] + 1 (fields: {keys})")
+
+
+def placeholder(name: str, type: Any) -> Expr:
+    """A named typed parameter; `N` in `'N * float64'` unifies across operands.
+
+    Example: `a = lazyk.placeholder('a', 'N * float64')`.
+
+    Args:
+        name: the parameter name in `lazyk.compile(...).signature`.
+        type: fixed, symbolic and var dims over a numeric dtype or an option of one, e.g.
+            `'N * 3 * float32'` or `'N * var * ?float64'` (ragged and missing-value
+            parameters run through `lazyk.compile`, on lazyk arrays of that type); or
+            dims over `string` / `?string` (`'N * var * ?string'`) or `bytes` /
+            `?bytes`, for the string operations (comparisons, `str_len`, `startswith`,
+            `endswith`, `where`).
+
+    The type is read by `lazyk.dshape` (the one type language: `'N * int'` is int32,
+    `'N * real'` float64, `'N * complex[float32]'` complex64, `'>float64'` big-endian).
+    Byte order describes data, not the parameter: the node and the compiled signature
+    are native and a call accepts either byte order of the same dtype.
+
+    Raises:
+        ValueError: a name that is not a Python identifier, or `out` / `casting` (the
+            keywords of a compiled call).
+        TypeParseError: malformed type text (with line, column and a caret).
+        NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
+            tuples and other non-numeric element types.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"placeholder name {name!r} is not a Python identifier (compiled "
+                         "calls take parameters by name, as keywords)")
+    if name in ("out", "casting"):
+        raise ValueError(f"placeholder name {name!r} is taken: a compiled call's {name}= "
+                         "keyword has that name; choose another name")
+    shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
+    node = Node("input", dtype, shape, (), name)
+    if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
+        return Expr(node, {name: RaggedPlaceholder(name, shape, dtype, option, rows)})
+    return Expr(node, {name: Placeholder(name, shape, dtype)})
+
+
+def _merge_env(exprs) -> dict:
+    env: dict = {}
+    for e in exprs:
+        for k, v in e.env.items():
+            old = env.get(k)
+            if old is not None and old is not v and not _same_source(old, v):
+                a, b = leaf_data(old), leaf_data(v)
+                if not (isinstance(a, Placeholder) and isinstance(b, Placeholder)
+                        and (a.shape, a.dtype) == (b.shape, b.dtype)):
+                    raise TypeError(f"two different inputs are named {k!r}")
+            env[k] = v
+    return env
+
+
+# Python operator spellings, so errors say `==` where the user wrote `==`.
+SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
+           "floor_divide": "//", "remainder": "%", "power": "**", "bitwise_and": "&",
+           "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+           "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+           "equal": "==", "not_equal": "!="}
+
+
+def _operand_text(a: Any) -> str:
+    if isinstance(a, (str, bytes)):
+        return f"Python {type(a).__name__} {a!r:.40}"
+    try:
+        return str(getattr(a, "type", None) or getattr(a, "dtype", None) or type(a).__name__)
+    except (KeyError, ValueError, TypeError, NotImplementedError):  # a type with no text
+        return type(a).__name__
+
+
+def _op_text(name: str) -> str:
+    return f"{name} ({SYMBOLS[name]})" if name in SYMBOLS else name
+
+
+def operands(name: str, args: tuple) -> list[Expr]:
+    """`as_expr` on each argument; a non-numeric operand raises UnsupportedOperandError
+    (a DTypeError and a NotSupportedError) naming the op and the types."""
+    try:
+        return [as_expr(a) for a in args]
+    except (DTypeError, NotSupportedError) as err:
+        types = ", ".join(_operand_text(a) for a in args)
+        raise UnsupportedOperandError(
+            f"{_op_text(name)}: unsupported operand type(s) {types} ({err})") from None
+
+
+def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) -> Expr:
+    """Operator `name` between a lazy value `x` and a Python str / bytes.
+
+    String arrays compare elementwise (`lazyk.frontend.expr.apply`); a numeric `x` compares as NumPy
+    does (`==` all False, `!=` all True); everything else (arithmetic, ordering a number
+    with a string, record / datetime arrays) raises UnsupportedOperandError.
+    """
+    why = "strings of this type are not supported in expressions"
+    try:
+        e = as_expr(x)
+    except (DTypeError, NotSupportedError) as err:
+        e, why = None, str(err)
+    if e is not None and is_text(e.dtype):
+        return apply(name, text, e) if reflected else apply(name, e, text)
+    if e is not None and name in ("equal", "not_equal"):
+        answer = Node("const", np.dtype(bool), (), (), name == "not_equal")
+        true = Node("const", np.dtype(bool), (), (), True)
+        node = Node("where", np.dtype(bool), e.shape, (true, answer, cast(e.node, bool)))
+        return Expr(node, e.env)
+    pair = (text, x) if reflected else (x, text)
+    what = why if e is None else "a number and a string have no common type"
+    raise UnsupportedOperandError(
+        f"{_op_text(name)}: unsupported operand type(s) {_operand_text(pair[0])} and "
+        f"{_operand_text(pair[1])} ({what})")
+
+
+def refuse_container(name: str, x: Any, other: Any, reflected: bool = False) -> None:
+    """UnsupportedOperandError for operator `name` between a lazy value `x` and a Python
+    list, tuple, dict, set or None (Python's own TypeError would not name the array's type).
+    """
+    what = type(other).__name__
+    pair = (what, _operand_text(x)) if reflected else (_operand_text(x), what)
+    hint = "wrap a sequence as an array first, e.g. lazyk.array([1, 2]) or np.asarray(...)" \
+        if isinstance(other, (list, tuple)) else \
+        "use a NumPy array, a lazyk array (e.g. lazyk.array([1, 2])) or a Python scalar"
+    raise UnsupportedOperandError(
+        f"{_op_text(name)}: unsupported operand type(s) {pair[0]} and {pair[1]} ({hint})")
+
+
+def _text_name(node: Node) -> str:
+    if node.op == "const" and is_text(node.dtype):
+        return f"Python {type(node.arg).__name__}"
+    if node.dtype.kind in "SU":  # NumPy's name too: `fixed_string[3, 'utf32']` is `<U3`
+        return f"{node.type_text()} (NumPy {node.dtype.str})"
+    return describe_node(node)
+
+
+def _operand_name(e: Expr) -> str:
+    """`_text_name` of an operand; a `?string` leaf says `?string`."""
+    if e.node.op == "input" and has_options(e):
+        return str(e.type)
+    return _text_name(e.node)
+
+
+def refuse_text(name: str, exprs) -> None:
+    """UnsupportedOperandError (a NotSupportedError) if any operand is a string."""
+    if builtins.any(is_text(e.dtype) for e in exprs):
+        types = ", ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{_op_text(name)} is not supported on strings (operand types {types}); strings "
+            "support ==, !=, <, <=, >, >=, lazyk.str_len, lazyk.startswith and "
+            "lazyk.endswith")
+
+
+def _text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
+    """Node for text row `row` (a comparison, startswith, ...) over string operands."""
+    srcs = [e.node for e in exprs]
+    if not builtins.all(is_text(n.dtype) for n in srcs):
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(f"{what}: unsupported operand type(s) {types} (a "
+                                      "number and a string have no common type)")
+    data = [n.dtype for n in srcs if n.op != "const"]
+    if ops.BYTES in data and not builtins.all(
+            d == ops.BYTES or d.kind == "S" for d in data) or ops.BYTES in data and \
+            builtins.any(n.op == "const" and isinstance(n.arg, str) for n in srcs):
+        # `bytes` data is bytes as in Python: b"a" == "a" is an error here, not False
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types}: bytes and str have no common type (bytes "
+            "compare with bytes: a Python bytes, a bytes array or a NumPy 'S' array); "
+            "encode the str first, e.g. 'kiwi'.encode()")
+    units = {ops.text_unit(d) for d in data}
+    mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
+    if len(units) > 1 or (not data and mixed):
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types} have different encodings (UTF-8 strings, NumPy "
+            "bytes 'S' and UTF-32 'U', Python str and bytes); convert one side first, e.g. "
+            "with numpy.char.encode(u, 'utf-8')")
+    # A Python str or bytes constant compares with string data of either kind by UTF-8
+    # bytes (as numexpr reads string literals): a str is encoded, bytes are taken as they
+    # are; against UTF-32 data both are packed as UTF-32 (bytes must then be UTF-8).
+    if units == {4}:
+        srcs = [Node("const", ops.STRING32, (), (), _utf8_text(n.arg, what, exprs))
+                if n.op == "const" else n for n in srcs]
+    shape = broadcast_shapes(what, [n.shape for n in srcs])
+    out = ops.get(row).resolve(*(n.dtype for n in srcs))[-1]
+    return Expr(Node(row, out, shape, tuple(srcs)), _merge_env(exprs))
+
+
+def _utf8_text(value: str | bytes, what: str, exprs) -> str:
+    """A str constant as is, a bytes constant decoded as UTF-8 (for UTF-32 string data)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError as err:
+        types = " and ".join(_operand_name(e) for e in exprs)
+        raise UnsupportedOperandError(
+            f"{what}: operand types {types}: the bytes {bytes(value)!r:.40} are not UTF-8 "
+            f"({err.reason} at byte {err.start}), so they have no text to compare with "
+            "UTF-32 ('U') strings; pass a str, or encode the array with "
+            "numpy.char.encode(u, 'utf-8')") from None
+
+
+def str_len(x: Any) -> Expr:
+    """Lazy number of characters (code points) of each string, as int64.
+
+    `x`: a lazyk `string` / `fixed_string[n]` / `bytes` array, a NumPy `S` or `U` array, or
+    a string expression; over `?string` the result is `?int64` (missing where the string
+    is), under `var` dims it keeps the rows. Counts UTF-8 lead bytes, so it equals Python's
+    `len(s)` element by element; NUL padding of fixed-size strings is not counted (as
+    NumPy's `str_len`). lazyk `bytes` elements count their bytes (Python's `len(b)`).
+    NumPy `S` data is read as UTF-8: for non-ASCII bytes this differs from NumPy, which
+    counts bytes.
+    """
+    e = operands("str_len", (x,))[0]
+    if not is_text(e.dtype):
+        raise UnsupportedOperandError(f"str_len: unsupported operand type {_operand_name(e)} "
+                                      "(strings only)")
+    return Expr(Node("str_len", np.dtype(np.int64), e.shape, (e.node,)), e.env)
+
+
+def startswith(x: Any, prefix: Any) -> Expr:
+    """Lazy `s.startswith(prefix)` of each string `s` of `x`, as bool.
+
+    `prefix`: a Python str (a kernel parameter: a new prefix needs no compile) or another
+    string array (elementwise, broadcasting as numbers do).
+    """
+    return _text_apply("startswith", operands("startswith", (x, prefix)), "startswith")
+
+
+def endswith(x: Any, suffix: Any) -> Expr:
+    """Lazy `s.endswith(suffix)` of each string `s` of `x`, as bool (see `startswith`)."""
+    return _text_apply("endswith", operands("endswith", (x, suffix)), "endswith")
+
+
+def apply(name: str, *args: Any) -> Expr:
+    """Build the node for ufunc `name` on `args` (typed now; errors name op and types)."""
+    name = ALIASES.get(name, name)
+    exprs = operands(name, args)
+    if builtins.any(is_text(e.dtype) for e in exprs):
+        if name not in COMPARISONS:
+            refuse_text(name, exprs)
+        return _text_apply(ops.TEXT_COMPARISONS[name], exprs, _op_text(name))
+    srcs = tuple(e.node for e in exprs)
+    if name in COMPARISONS:
+        srcs = comparison_key(name, srcs)
+    if name == "clip":
+        srcs = clip_key(srcs)
+    loop, result = resolve(name, srcs)
+    if name == "power" and result.kind in "biu":
+        _check_int_exponent(srcs[1])
+    shape = broadcast_shapes(name, [s.shape for s in srcs])
+    typed = tuple(cast(s, d) for s, d in zip(srcs, loop))
+    return Expr(Node(name, result, shape, typed), _merge_env(exprs))
+
+
+NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
+
+
+def _check_int_exponent(exponent: Node) -> None:
+    """NumPy's ValueError for an integer power with a negative constant exponent.
+
+    An exponent that is an array leaf is checked on its data when evaluated
+    (`lazyk.runtime.launch.check_int_powers`).
+    """
+    # NOTE: an exponent computed by a sub-expression (`a ** (b - 5)`) is not checked:
+    # its values exist only inside the kernel, which gives 0 / 1 / -1 style garbage there.
+    if exponent.op in ("scalar", "const") and exponent.arg < 0:
+        raise ValueError(NEGATIVE_INT_POWER)
+
+
+def _make_ufunc(name: str):
+    nin = ops.get(name).arity
+
+    def fn(*args):
+        if len(args) != nin:
+            raise TypeError(f"{name}() takes {nin} argument(s), {len(args)} given")
+        return apply(name, *args)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Lazy NumPy `{name}` (types and broadcasting exactly as NumPy)."
+    return fn
+
+
+def positive(x: Any) -> Expr:
+    """Lazy `+x` (the value itself; bool raises as in NumPy)."""
+    e = as_expr(x)
+    refuse_text("positive", [e])
+    if e.dtype.kind not in "iufc":
+        raise DTypeError(f"positive: unsupported operand type {describe_node(e.node)}")
+    return e
+
+
+for _name in UNARY + BINARY:
+    globals()[_name] = _make_ufunc(_name)
+for _alias, _target in ALIASES.items():
+    globals()[_alias] = globals()[_target]
+# numexpr's functions beyond NumPy's basic set (rows of lazyk.frontend.ops.OPS like the others).
+arcsinh = _make_ufunc("arcsinh")
+arccosh = _make_ufunc("arccosh")
+arctanh = _make_ufunc("arctanh")
+fmod = _make_ufunc("fmod")
+copysign = _make_ufunc("copysign")
+
+
+def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
+    """Lazy conversion; CastingError when `casting` forbids it (e.g. 'safe' float -> int)."""
+    e = as_expr(x)
+    refuse_text("astype", [e])
+    try:  # NumPy's dtype spellings first ('f8', 'int' = int64), as ndarray.astype
+        target = np.dtype(dtype)
+    except TypeError:  # then the lazyk type language ('complex[float32]', 'real')
+        target = parse_fixed_type(dtype)[1]
+    if not np.can_cast(e.dtype, target, casting):
+        raise CastingError(f"astype: cannot cast {e.dtype} to {target} under casting="
+                           f"{casting!r}")
+    try:
+        check_dtype(target, "target")
+    except UnsupportedOperandError as err:
+        raise UnsupportedOperandError(f"astype: {err}") from None
+    return Expr(cast(e.node, target.newbyteorder("=")), e.env)
+
+
+def where(condition: Any, x: Any, y: Any) -> Expr:
+    """Lazy `np.where(condition, x, y)` with NumPy's result type (weak scalars yield)."""
+    exprs = operands("where", (condition, x, y))
+    if builtins.any(is_text(e.dtype) for e in exprs[1:]):
+        return _text_where(exprs)
+    refuse_text("where", exprs)
+    c, a, b = (e.node for e in exprs)
+    # NOTE: typed here, not by ops.where's resolve: `np.dtype('f8') in (int, float)` is
+    # True, so a table rule that tests weakness with `in` misreads float64 operands.
+    kinds = [a.dtype, b.dtype] if a.weak and b.weak else \
+        [n.arg if n.weak else n.dtype for n in (a, b)]
+    try:
+        result = np.result_type(*kinds)
+    except TypeError:
+        raise DTypeError(f"where: incompatible types {describe_node(a)} and "
+                         f"{describe_node(b)}") from None
+    if result.kind not in "biufc":
+        raise DTypeError(f"where: unsupported types {describe_node(a)} and {describe_node(b)}")
+    shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
+    srcs = (cast(c, np.dtype(bool)), cast(a, result, wrap=True), cast(b, result, wrap=True))
+    return Expr(Node("where", result, shape, srcs), _merge_env(exprs))
+
+
+def _text_kind(node: Node) -> str | None:
+    """'string' or 'bytes' for a text operand of where() (NumPy 'U' / 'S' data, Python
+    str / bytes constants), else None."""
+    if not is_text(node.dtype) or node.dtype == ops.STRING32:
+        return None
+    if node.op == "const":
+        return "bytes" if isinstance(node.arg, bytes) else "string"
+    return "bytes" if node.dtype == ops.BYTES or node.dtype.kind == "S" else "string"
+
+
+def _text_where(exprs: list[Expr]) -> Expr:
+    """where(c, s, t) over strings (or bytes): a `string` / `bytes` result whose elements
+    are those of the branch each condition selects (`lazyk.runtime.text_steps.select_text`)."""
+    refuse_text("where", exprs[:1])
+    c, a, b = (e.node for e in exprs)
+    kinds = [_text_kind(n) for n in (a, b)]
+    types = " and ".join(_operand_name(e) for e in exprs[1:])
+    if None in kinds:
+        raise UnsupportedOperandError(f"where: unsupported operand type(s) {types} (a number "
+                                      "and a string have no common type)")
+    if kinds[0] != kinds[1]:
+        raise UnsupportedOperandError(f"where: operand types {types}: bytes and str have no "
+                                      "common type; encode the str first, e.g. "
+                                      "'kiwi'.encode()")
+    dt = ops.BYTES if kinds[0] == "bytes" else ops.STRING
+    shape = broadcast_shapes("where", [c.shape, a.shape, b.shape])
+    node = Node("where", dt, shape, (cast(c, np.dtype(bool)), a, b))
+    return Expr(node, _merge_env(exprs))
+
+
+def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
+    """Lazy `np.clip(x, a_min, a_max)` with NumPy's clip typing."""
+    return apply("clip", x, a_min, a_max)
+
+
+def real(x: Any) -> Expr:
+    """Lazy real part (the value itself for real dtypes)."""
+    e = as_expr(x)
+    refuse_text("real", [e])
+    if e.dtype.kind != "c":
+        return e
+    dt = np.dtype(np.float32 if e.dtype == np.complex64 else np.float64)
+    return Expr(Node("real", dt, e.shape, (e.node,)), e.env)
+
+
+def imag(x: Any) -> Expr:
+    """Lazy imaginary part (zeros for real dtypes)."""
+    e = as_expr(x)
+    refuse_text("imag", [e])
+    if e.dtype.kind != "c":
+        # where(True, 0, x): zeros in x's dtype and shape (x * 0 would keep NaN and -0.0)
+        zero = Node("const", e.dtype, (), (), np.zeros((), e.dtype).item())
+        true = Node("const", np.dtype(bool), (), (), True)
+        return Expr(Node("where", e.dtype, e.shape, (true, zero, e.node)), e.env)
+    dt = np.dtype(np.float32 if e.dtype == np.complex64 else np.float64)
+    return Expr(Node("imag", dt, e.shape, (e.node,)), e.env)
+
+
+def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
+    """(missing-row flag per result dim, missing values?) of a graph over var / option
+    leaves, by the rules the ragged evaluation follows: a missing row combined with
+    anything is missing; a reduction marks the next kept dim (or the values) where it
+    folds a missing row, and its values are missing as in `lazyk.reduce`."""
+    memo: dict = {}
+    for node in _toposort(root):
+        if node.op == "input":
+            leaf = env.get(node.arg)
+            if _missing_rows(leaf):  # a placeholder with `?var` dims
+                memo[id(node)] = (list(leaf.rows), leaf.option)
+                continue
+            flags, t = [], getattr(leaf, "array", None)
+            t = t.type if t is not None else None
+            while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
+                row = isinstance(t, T.Option)
+                t = t.elem if row else t
+                flags.append(row)
+                t = t.elem
+            flags += [False] * (node.ndim - len(flags))
+            # a placeholder has no array: its option flag says whether values are missing
+            memo[id(node)] = (flags, isinstance(t, T.Option) or
+                              (t is None and bool(getattr(leaf, "option", False))))
+        elif node.op == REDUCE_OP:
+            flags, option_in = memo[id(node.srcs[0])]
+            op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
+            skipna = op == "count" or (len(node.arg) > 3 and bool(node.arg[3]))
+            nd = len(flags)
+            axes = sorted(a % nd for a in axes) if nd else []
+            marks = set()
+            for a in axes:
+                if flags[a] and (not skipna or a == axes[0]):
+                    marks.add(next((i for i in range(a + 1, nd) if i not in axes), nd))
+            out = []
+            for i, f in enumerate(flags):
+                if i in axes:
+                    if keep:
+                        out.append(False)
+                    continue
+                out.append(bool(f and (i < axes[0] or not skipna)) or i in marks)
+            any_in = option_in or builtins.any(flags)
+            if op == "count":
+                option = False
+            elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
+                option = any_in
+            else:
+                option = any_in and not skipna
+            memo[id(node)] = (out, option or nd in marks)
+        else:
+            nd, flags, option = node.ndim, [False] * node.ndim, False
+            for s in node.srcs:
+                sf, so = memo.get(id(s), ([], False))
+                for k in range(1, builtins.min(len(sf), nd) + 1):
+                    flags[-k] = flags[-k] or sf[-k]
+                option = option or so
+            memo[id(node)] = (flags, option)
+    return memo[id(root)]
+
+
+def _skips_missing(node: Node) -> bool:
+    """A skipna sum/prod/any/all (and min/max with `initial`) has a value for every row,
+    so its result is not optional."""
+    return node.op == REDUCE_OP and len(node.arg) > 3 and bool(node.arg[3]) and (
+        node.arg[0] in ("sum", "prod", "any", "all") or len(node.arg) > 4)
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
+           dtype: Any = None, initial: Any = None, skipnan: bool = False) -> Expr:
+    """Lazy reduction node; its elementwise inputs fuse into the same kernel.
+
+    `skipna=True` leaves missing values (`?T`) out of the fold; `skipnan=True` leaves NaN
+    out (NumPy's `nansum`, `nanprod`, `nanmin`, `nanmax`, `nanmean`); both together skip
+    both, as pandas' `skipna` does. `initial` (min and max only) is folded into every
+    result, so a slice with nothing to fold gives `initial` (except over a placeholder's
+    symbolic dim that is empty at run time: that still raises ValueError).
+    """
+    for name, flag in (("keepdims", keepdims), ("skipna", skipna), ("skipnan", skipnan)):
+        if not isinstance(flag, (bool, np.bool_)):  # "yes" or "no" would both be true
+            raise TypeError(f"{op}: {name} must be True or False, not {flag!r}")
+    e = operands(op, (x,))[0]
+    refuse_text(op, [e])
+    if skipna and not has_options(e):
+        skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
+    if initial is not None and op not in ("min", "max"):
+        raise NotSupportedError(f"{op}: initial= is supported for min and max only")
+    if skipnan and e.dtype.kind in "fc":
+        return _skip_nan(op, e, axis, keepdims, skipna, dtype, initial)
+    axes = normalize_axes(axis, e.ndim, op)
+    node = e.node
+    if op in ("any", "all"):
+        acc = np.dtype(bool)
+    elif dtype is not None:
+        acc = np.dtype(dtype)
+    else:
+        acc = reduce_dtype(op, node.dtype)
+    if op == "mean" and dtype is None:
+        # NumPy accumulates float16 in float32 and ints in float64, then divides.
+        acc = np.dtype(np.float32) if node.dtype == np.float16 else \
+            np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
+    shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
+                  or d not in axes)
+    if initial is not None:
+        initial = _initial_value(op, initial, acc)
+        # var / option data (or parameters of those types) fold `initial` into each row
+        if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
+                            for v in e.env.values()):
+            return _seeded_fixed(op, e, axes, keepdims, acc, initial)
+    arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
+    if initial is not None:  # the ragged path folds `initial` into each row's result
+        arg = (op, axes, bool(keepdims), bool(skipna), initial)
+    red = Node(REDUCE_OP, acc, shape, (cast(node, acc),), arg)
+    if op == "mean" and dtype is None and node.dtype == np.float16:
+        red = cast(red, np.dtype(np.float16))
+    return Expr(red, e.env)
+
+
+def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
+    """`initial` in the accumulator dtype, converted as NumPy converts it: an integer
+    accumulator takes `int(initial)` and refuses a value out of its range (OverflowError),
+    where a plain cast would wrap it around into a wrong result."""
+    if acc.kind not in "iu":
+        return np.asarray(initial).astype(acc).item()
+    if isinstance(initial, (complex, np.complexfloating)) or \
+            getattr(initial, "ndim", 0) or not isinstance(initial, (int, float, np.number)):
+        raise TypeError(f"{op}: initial must be a real scalar for {acc} data, not "
+                        f"{initial!r}")
+    try:
+        value = int(initial)
+    except (OverflowError, ValueError):  # inf, NaN
+        raise OverflowError(f"{op}: initial={initial!r} does not fit {acc}") from None
+    try:  # the range check of Python scalar operands (`int8 array + 200`)
+        return cast(Node("scalar", np.dtype(np.int64), (), (), value), acc).arg
+    except OverflowError as err:
+        raise OverflowError(f"{op}: initial={initial!r}: {err}") from None
+
+
+def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,
+                  initial: Any) -> Expr:
+    """min/max with `initial` over fixed dims: minimum(min(x), initial); a reduction over
+    an empty axis (known from the shape) is `initial` itself."""
+    seed = Node("const", acc, (), (), initial)
+    extent = [e.shape[d] for d in axes]
+    if builtins.all(isinstance(n, int) for n in extent) and 0 in extent:
+        # nothing to fold: `initial` in the result's shape (the sum only supplies the shape)
+        shaped = reduce("sum", e, axis=axes, keepdims=keepdims)
+        true = Node("const", np.dtype(bool), (), (), True)
+        return Expr(Node("where", acc, shaped.shape, (true, seed, cast(shaped.node, acc))),
+                    e.env)
+    red = reduce(op, e, axis=axes, keepdims=keepdims)
+    return apply("minimum" if op == "min" else "maximum", red, Expr(seed, {}))
+
+
+def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: Any,
+              initial: Any) -> Expr:
+    """A reduction of float / complex data that leaves NaN out (NumPy's nan-functions):
+    NaN becomes the fold's identity; min/max of a slice of only NaN is NaN, a mean is
+    the sum of the other values over their count."""
+    kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna}
+    nan = apply("isnan", e)
+    if op in ("sum", "prod", "any", "all", "mean"):
+        filler = 1 if op in ("prod", "all") else 0
+        kept = where(nan, filler, e)
+        if op != "mean":
+            return reduce(op, kept, dtype=dtype, **kw)
+        want = reduce("mean", e, dtype=dtype, **kw).dtype
+        total = reduce("sum", kept, dtype=dtype, **kw)
+        value = astype(apply("true_divide", total, count(e, axis, keepdims, skipnan=True)),
+                       want)
+        if not has_options(e):
+            return value  # an empty slice gives 0 / 0 = NaN, as np.nanmean
+        # nothing present: missing, as the mean of nothing over ?T data is
+        return where(apply("equal", count(e, axis, keepdims), 0),
+                     reduce("mean", kept, dtype=dtype, **kw).astype(want), value)
+    if op not in ("min", "max") or e.dtype.kind == "c":
+        raise NotSupportedError(f"{op} with skipnan=True of {e.dtype} data")
+    inf = float("inf") if op == "min" else float("-inf")
+    red = reduce(op, where(nan, inf, e), initial=initial, **kw)
+    if initial is not None:
+        return red
+    # a slice of only NaN gives NaN (np.nanmin); `red + nan` keeps a missing result missing
+    return where(apply("equal", count(e, axis, keepdims, skipnan=True), 0),
+                 apply("add", red, float("nan")), red)
+
+
+def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = False) -> Expr:
+    """Lazy number of present values over `axis` (int64): missing values (`?T`) are never
+    counted; `skipnan=True` leaves NaN out too.
+
+    Example: `lazyk.count(lazyk.array([[1, None, 3], [4]]), axis=-1)` gives `[2, 1]`.
+    """
+    e = operands("count", (x,))[0]
+    if skipnan and e.dtype.kind in "fc":
+        present = apply("logical_not", apply("isnan", e))
+    else:  # true for every value, NaN included; missing wherever x is
+        present = apply("logical_or", apply("equal", e, e), apply("not_equal", e, e))
+    return reduce("sum", present, axis=axis, keepdims=keepdims, skipna=True,
+                  dtype=np.dtype(np.int64))
+
+
+def _make_reduction(op: str):
+    def fn(x, axis=None, keepdims: bool = False, skipna: bool = False, dtype=None,
+           initial=None, skipnan: bool = False):
+        return reduce(op, x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype,
+                      initial=initial, skipnan=skipnan)
+
+    fn.__name__ = fn.__qualname__ = op  # errors name sum(), not the factory
+    fn.__doc__ = (f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`, "
+                  "`skipna=` (leave missing values out), `skipnan=` (leave NaN out)" +
+                  (", `initial=`" if op in ("min", "max") else "") + ".")
+    return fn
+
+
+for _name in REDUCTIONS:
+    globals()[_name] = _make_reduction(_name)
+
+
+# --- NumPy protocol -------------------------------------------------------------------------
+
+def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
+    """`__array_ufunc__` body: a lazy node, or NotImplemented for what we cannot keep lazy."""
+    name = ALIASES.get(ufunc.__name__, ufunc.__name__)
+    out = kwargs.pop("out", None)
+    if method == "__call__" and name in UNARY + BINARY and not kwargs:
+        result = apply(name, *inputs)
+    elif method == "reduce" and name in _ufunc_reduce and len(inputs) == 1:
+        axis = kwargs.pop("axis", 0)
+        keep = kwargs.pop("keepdims", False)
+        dt = kwargs.pop("dtype", None)
+        if kwargs:
+            return NotImplemented
+        result = reduce(_ufunc_reduce[name], inputs[0], axis=axis, keepdims=keep, dtype=dt)
+    else:
+        return NotImplemented
+    if out is not None:
+        target = out[0] if isinstance(out, tuple) else out
+        # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
+        return hooks.evaluate(result, out=target,
+                        casting="unsafe" if method == "reduce" else "same_kind")
+    return result
+
+
+# Arrays and devices build expressions through this module (their operator mixin).
+operators.use_front_end(sys.modules[__name__])

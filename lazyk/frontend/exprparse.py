@@ -1,0 +1,376 @@
+"""numexpr-compatible expression strings -> lazy lazyk expressions (`lazyk.evaluate("2*a + b")`).
+
+The syntax lives in grammar/expr.lark. A string is parsed once into a small call tree of
+lazyk.expr function names (cached per text); each evaluation looks the names up and calls
+those functions, so types, broadcasting and errors are exactly lazyk's (NumPy's).
+"""
+from __future__ import annotations
+
+import ast
+from importlib import resources
+from typing import Any
+
+import lark
+from lark import Token
+
+from lazyk.errors import NotSupportedError, TypeParseError
+from lazyk.frontend import expr as lx
+
+MAX_DEPTH = 256  # deeper expressions are refused cleanly (Python itself stops near 200)
+
+
+class ExprParseError(TypeParseError):
+    """An expression string that does not parse, or names an unknown variable or function."""
+
+
+# ---------------------------------------------------------------- the call tree
+class Const:
+    """A literal: a Python int, float, complex or bool (weak, as in NumPy), or a str or bytes
+    (`'kiwi'`, `b'kiwi'`: a string constant, a kernel parameter like any scalar)."""
+
+    __slots__ = ("value",)
+    depth = 1
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+class Name:
+    """A variable, looked up in local_dict / global_dict at evaluation time."""
+
+    __slots__ = ("name", "line", "column")
+    depth = 1
+
+    def __init__(self, name: str, line: int, column: int):
+        self.name, self.line, self.column = name, line, column
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Call:
+    """A call of the lazyk.expr function `func` (operators are calls too)."""
+
+    __slots__ = ("func", "args", "kwargs", "line", "column", "depth")
+
+    def __init__(self, func: str, args: tuple, kwargs: tuple, line: int, column: int):
+        self.func, self.args, self.kwargs = func, args, kwargs
+        self.line, self.column = line, column
+        self.depth = 1 + max([a.depth for a in args] + [v.depth for _, v in kwargs] + [0])
+
+    def __str__(self) -> str:
+        parts = [str(a) for a in self.args] + [f"{k}={v}" for k, v in self.kwargs]
+        return f"{self.func}({', '.join(parts)})"
+
+
+# numexpr operator -> lazyk.expr function (NumPy's ufunc names).
+BINARY_OPERATORS = {
+    "+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "//": "floor_divide",
+    "%": "remainder", "**": "power", "<<": "left_shift", ">>": "right_shift",
+    "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<": "less", "<=": "less_equal",
+    ">": "greater", ">=": "greater_equal", "==": "equal", "!=": "not_equal",
+}
+UNARY_OPERATORS = {"-": "negative", "+": "positive", "~": "invert"}
+
+# numexpr function -> (lazyk.expr function, number of positional arguments).
+_UNARY_NAMES = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                "arcsinh", "arccosh", "arctanh", "log", "log10", "log1p", "log2", "exp",
+                "expm1", "sqrt", "conj", "real", "imag", "ceil", "floor", "trunc", "rint",
+                "sign", "isnan", "isinf", "isfinite", "absolute", "negative", "invert",
+                "logical_not")
+_BINARY_NAMES = ("arctan2", "fmod", "hypot", "maximum", "minimum", "fmax", "fmin", "power",
+                 "remainder", "copysign", "logical_and", "logical_or", "logical_xor")
+FUNCTIONS: dict[str, tuple[str, int]] = {
+    **{n: (n, 1) for n in _UNARY_NAMES},
+    **{n: (n, 2) for n in _BINARY_NAMES},
+    "abs": ("absolute", 1), "where": ("where", 3), "clip": ("clip", 3), "complex": ("complex", 2),
+    "contains": ("contains", 2), "str_len": ("str_len", 1), "startswith": ("startswith", 2),
+    "endswith": ("endswith", 2),
+}
+# What to use instead of a numexpr function lazyk does not have.
+_INSTEAD = {"contains": "; startswith(s, prefix) and endswith(s, suffix) are supported"}
+# Reductions take the operand and an optional axis (positional or `axis=`).
+REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
+
+
+_KEYWORDS = frozenset(("and", "or", "not", "None", "lambda", "if", "else", "in", "is"))
+
+
+class _Fail(Exception):
+    """Raised inside the Transformer; turned into a positioned ExprParseError."""
+
+    def __init__(self, message: str, token: Any):
+        super().__init__(message)
+        self.message, self.token = message, token
+
+
+def _call(func: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
+    node = Call(func, args, kwargs, tok.line, tok.column)
+    if node.depth > MAX_DEPTH:
+        raise _Fail(f"expression nested deeper than {MAX_DEPTH} levels", tok)
+    return node
+
+
+class _Build(lark.Transformer):
+    """One method per grammar rule of expr.lark; builds Const / Name / Call nodes."""
+
+    def number(self, c: list) -> Const:
+        tok = c[0]
+        try:
+            return Const(ast.literal_eval(str(tok)))
+        except (ValueError, SyntaxError):
+            raise _Fail(f"bad number {tok!s} (leading zeros?)", tok) from None
+
+    def string(self, c: list) -> Const:
+        tok = c[0]
+        try:  # Python's own rules: escapes, b'' for bytes, r'' raw
+            return Const(ast.literal_eval(str(tok)))
+        except (ValueError, SyntaxError) as err:
+            raise _Fail(f"bad string constant {tok!s} ({err})", tok) from None
+
+    def name(self, c: list) -> Any:
+        tok = c[0]
+        if tok in ("True", "False"):
+            return Const(tok == "True")
+        if tok in _KEYWORDS:
+            raise _Fail(f"{tok!s} is not supported: use & | ~ for and, or, not", tok)
+        return Name(str(tok), tok.line, tok.column)
+
+    def group(self, c: list) -> Any:
+        return c[1]
+
+    def binary(self, c: list) -> Call:
+        a, op, b = c
+        return _call(BINARY_OPERATORS[str(op)], (a, b), (), op)
+
+    def unary(self, c: list) -> Any:
+        op, x = c
+        if isinstance(x, Const) and op in "+-" and not isinstance(x.value, (bool, str, bytes)):
+            return Const(-x.value if op == "-" else x.value)  # keep literals weak scalars
+        return _call(UNARY_OPERATORS[str(op)], (x,), (), op)
+
+    def list_first(self, c: list) -> list:
+        return c
+
+    def list_more(self, c: list) -> list:
+        c[0].append(c[2])
+        return c[0]
+
+    def keyword(self, c: list) -> tuple:
+        return (c[0], c[2])
+
+    def call(self, c: list) -> Call:
+        tok, name = c[0], str(c[0])
+        items = c[2] if len(c) > 3 else []
+        seen_keyword = False
+        for a in items:
+            if isinstance(a, tuple):
+                seen_keyword = True
+            elif seen_keyword:
+                raise _Fail("positional argument after a keyword argument", tok)
+        args = tuple(a for a in items if not isinstance(a, tuple))
+        kwargs = tuple((str(k), v) for k, v in (a for a in items if isinstance(a, tuple)))
+        if name in REDUCTIONS:
+            return _reduction(name, args, kwargs, tok)
+        if name not in FUNCTIONS:
+            raise _Fail(f"unknown function {name}", tok)
+        target, arity = FUNCTIONS[name]
+        if kwargs:
+            raise _Fail(f"{name}() takes no keyword arguments", tok)
+        if len(args) != arity:
+            raise _Fail(f"{name}() takes {arity} argument(s), {len(args)} given", tok)
+        return _call(target, args, (), tok)
+
+
+def _reduction(name: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
+    """`sum(x)`, `sum(x, 1)` or `sum(x, axis=1)` with an integer constant axis, and the
+    constant keywords of lazyk's reductions: `keepdims`, `skipna`, `skipnan` (True / False)
+    and, for min and max, `initial` (a number)."""
+    allowed = ("axis", "keepdims", "skipna", "skipnan") + (
+        ("initial",) if name in ("min", "max") else ())
+    forms = f"{name}(x), {name}(x, axis) or {name}(x, " + \
+        ", ".join(f"{k}=..." for k in allowed) + ")"
+    if not args or len(args) > 2:
+        raise _Fail(f"{name}() takes {forms}", tok)
+    if len(args) == 2:
+        args, kwargs = args[:1], (("axis", args[1]),) + kwargs
+    keys = [k for k, _ in kwargs]
+    for k in keys:
+        if k not in allowed:
+            raise _Fail(f"{name}() has no keyword {k!r}; it takes {forms}", tok)
+        if keys.count(k) > 1:
+            raise _Fail(f"{name}(): {k} given twice", tok)
+    for k, v in kwargs:
+        value = v.value if isinstance(v, Const) else None
+        if k == "axis" and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise _Fail(f"{name}(): axis must be an integer constant", tok)
+        if k == "initial" and not (isinstance(value, (int, float)) and
+                                   not isinstance(value, bool)):
+            raise _Fail(f"{name}(): initial must be a number constant", tok)
+        if k not in ("axis", "initial") and not isinstance(value, bool):
+            raise _Fail(f"{name}(): {k} must be True or False", tok)
+    return _call(name, args, kwargs, tok)
+
+
+_PARSER = lark.Lark(resources.files("lazyk.grammar").joinpath("expr.lark").read_text(),
+                    parser="lalr", transformer=_Build())
+
+_TERMINALS = {
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "LPAR": "'('",
+    "RPAR": "')'", "COMMA": "','", "EQ": "'='", "ADD": "'+' or '-'", "MUL": "'*', '/', '//' or "
+    "'%'", "POW": "'**'", "SHIFT": "'<<' or '>>'", "AMP": "'&'", "BAR": "'|'", "CARET": "'^'",
+    "TILDE": "'~'", "COMPARE": "a comparison", "$END": "end of input",
+}
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    stripped = text.rstrip()
+    line = stripped.count("\n") + 1
+    return line, len(stripped) - (stripped.rfind("\n") + 1) + 1
+
+
+def parse(text: str) -> Any:
+    """Parse an expression string into its call tree (uncached).
+
+    Raises:
+        ExprParseError: with line, column and a caret, for syntax errors and unknown functions.
+
+    Example: `str(parse("2*a + b"))` is `'add(multiply(2, a), b)'`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expression must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise ExprParseError("empty expression", text, 1, 1)
+    try:
+        return _PARSER.parse(text)
+    except _Fail as err:
+        raise ExprParseError(err.message, text, err.token.line, err.token.column) from None
+    except lark.exceptions.VisitError as err:
+        orig = err.orig_exc
+        if isinstance(orig, _Fail):
+            raise ExprParseError(orig.message, text, orig.token.line,
+                                 orig.token.column) from None
+        raise
+    except lark.exceptions.UnexpectedToken as err:
+        tok = err.token
+        expected = ", ".join(sorted({_TERMINALS.get(e, e) for e in err.expected}))
+        stack = getattr(err.state, "value_stack", None) or [None]
+        if isinstance(stack[-1], Token) and stack[-1] in _KEYWORDS:
+            tok = stack[-1]  # `not a`: the keyword itself is the problem
+        if tok.type == "$END":
+            line, col = _end_position(text)
+            raise ExprParseError(f"unexpected end of input; expected {expected}", text,
+                                 line, col) from None
+        if tok.type == "COMPARE":
+            msg = "chained comparisons are not supported: write (a < b) & (b < c)"
+        elif tok.type == "NAME" and tok in _KEYWORDS:
+            msg = f"{tok!s} is not supported: use & | ~ for and, or, not"
+        else:
+            msg = f"unexpected {str(tok)!r}; expected {expected}"
+        raise ExprParseError(msg, text, tok.line, tok.column) from None
+    except lark.exceptions.UnexpectedCharacters as err:
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+        msg = f"unexpected character {ch!r}"
+        if ch == ".":  # `a.sum()`, `u.real`: the grammar has function calls only
+            msg += ": attributes and method calls are not supported; use functions, e.g. " \
+                "sum(a, axis=-1) for a.sum(axis=-1)"
+        raise ExprParseError(msg, text, err.line, err.column) from None
+
+
+def _program(root: Any) -> tuple:
+    """The call tree in post-order (operands before their call), built without recursion."""
+    out: list = []
+    stack: list = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if isinstance(node, Call) and not expanded:
+            stack.append((node, True))
+            kids = list(node.args) + [v for _, v in node.kwargs]
+            stack.extend((k, False) for k in reversed(kids))
+        else:
+            out.append(node)
+    return tuple(out)
+
+
+_CACHE: dict[str, tuple[Any, tuple]] = {}
+_CACHE_LIMIT = 4096
+
+
+def compile_string(text: str) -> tuple[Any, tuple]:
+    """(call tree, post-order program) for `text`, parsed once and cached."""
+    hit = _CACHE.get(text)
+    if hit is None:
+        root = parse(text)
+        hit = (root, _program(root))
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        _CACHE[text] = hit
+    return hit
+
+
+def names(text: str) -> tuple[str, ...]:
+    """The variable names `text` uses, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for node in compile_string(text)[1]:
+        if isinstance(node, Name):
+            seen.setdefault(node.name, None)
+    return tuple(seen)
+
+
+def _complex(expr: Any, real: Any, imag: Any) -> Any:
+    """numexpr's complex(re, im) as re + im*1j with NumPy's typing."""
+    return expr.add(real, expr.multiply(imag, 1j))
+
+
+def build(text: str, local_dict: dict | None = None, global_dict: dict | None = None) -> Any:
+    """The lazy expression for `text` with names taken from the two dicts (local first).
+
+    Raises:
+        ExprParseError: for a name found in neither dict (with its position).
+        NotSupportedError: for a numexpr function lazyk does not implement yet.
+    """
+    program = compile_string(text)[1]
+    local_dict = local_dict or {}
+    global_dict = global_dict or {}
+    values: list = []
+    for node in program:
+        if isinstance(node, Const):
+            values.append(node.value)
+        elif isinstance(node, Name):
+            if "__" in node.name:  # as numexpr: no dunder names (__builtins__, __loader__, ...)
+                raise ExprParseError(f"name {node.name!r}: names containing '__' are not "
+                                     "allowed", text, node.line, node.column)
+            if node.name in local_dict:
+                value = local_dict[node.name]
+            elif node.name in global_dict:
+                value = global_dict[node.name]
+            else:
+                raise ExprParseError(f"name {node.name!r} is not defined", text, node.line,
+                                     node.column)
+            values.append(value)  # a str or bytes is a string constant, as a literal
+        else:
+            n = len(node.args) + len(node.kwargs)
+            operands = values[len(values) - n:]
+            del values[len(values) - n:]
+            args, kw = operands[:len(node.args)], dict(zip((k for k, _ in node.kwargs),
+                                                           operands[len(node.args):]))
+            if node.func == "complex":
+                values.append(_complex(lx, *args))
+                continue
+            fn = getattr(lx, node.func, None)
+            if fn is None:
+                where = TypeParseError("", text, node.line, node.column)
+                raise NotSupportedError(f"{node.func}() is not supported by lazyk yet "
+                                        f"(line {node.line}, column {node.column})"
+                                        f"{_INSTEAD.get(node.func, '')}\n"
+                                        + "\n".join(str(where).splitlines()[1:]))
+            values.append(fn(*args, **kw))
+    if isinstance(values[-1], (str, bytes)):  # never read as a further expression string
+        root = program[-1]
+        raise ExprParseError("a string alone is not an expression over arrays (compare it: "
+                             "s == 'kiwi')", text, getattr(root, "line", 1),
+                             getattr(root, "column", 1))
+    return values[-1]

@@ -1,0 +1,148 @@
+"""NumPy's rules for typing graph nodes: ufunc loops, casts, broadcasting, reductions.
+
+The expression builders (`lazyk.expr`) type every node with these when it is built
+(NEP 50 weak Python scalars included), so the kernels never guess about promotion.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+from typing import Any
+
+import numpy as np
+
+from lazyk.errors import DTypeError, NotSupportedError, ShapeError
+from lazyk.frontend import ops
+from lazyk.frontend.graph import Node
+
+# --- shapes -------------------------------------------------------------------------------
+
+def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
+    """NumPy broadcasting over ints and symbolic names; ShapeError names operands and sizes."""
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for ax in range(ndim):
+        dims = [(k, s[len(s) - ndim + ax]) for k, s in enumerate(shapes)
+                if len(s) - ndim + ax >= 0]
+        sizes = {d for _, d in dims if d != 1}
+        if len(sizes) > 1:
+            ints = {d for d in sizes if isinstance(d, int)}
+            syms = sizes - ints - {"var"}  # var rows take the size of the dim (or 1)
+            if len(ints) > 1 or len(syms) > 1:
+                detail = ", ".join(f"operand {k} has {d}" for k, d in dims)
+                raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} "
+                                 f"do not broadcast at axis {ax - ndim} ({detail})")
+            # a symbol next to a concrete size must equal it (checked at bind)
+            sizes = ints or syms
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+# --- typing ---------------------------------------------------------------------------------
+
+def _weak_type(node: Node):
+    return type(node.arg) if node.weak else node.dtype
+
+
+def describe_node(node: Node) -> str:
+    """An operand as error messages name it: `Python int` or its type text."""
+    return f"Python {type(node.arg).__name__}" if node.weak else node.type_text()
+
+
+def resolve(name: str, srcs: tuple[Node, ...]) -> tuple[tuple[np.dtype, ...], np.dtype]:
+    """Loop input dtypes and result dtype of ufunc `name`, NumPy-exact; DTypeError if none."""
+    key = tuple(_weak_type(s) for s in srcs)
+    if builtins.all(s.weak for s in srcs):
+        key = tuple(s.dtype for s in srcs)  # nothing to yield to: Python defaults
+    row = ops.get(name)
+    try:
+        sig = row.resolve(*key)
+    except DTypeError:
+        types = " and ".join(describe_node(s) for s in srcs)
+        raise DTypeError(f"{name}: unsupported operand type(s) {types}") from None
+    if not row.supported(sig):
+        types = " and ".join(describe_node(s) for s in srcs)
+        raise NotSupportedError(f"{name} on {types} (complex lowering not implemented)")
+    return tuple(sig[:len(srcs)]), sig[len(srcs)]
+
+
+def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
+    """`node` converted to `dtype` (weak scalars become typed constants; NEP 50 range check).
+
+    `wrap=True` converts an out-of-range weak scalar C-style, as `np.where` does.
+    """
+    dtype = np.dtype(dtype)
+    if node.weak or node.op == "const":
+        try:
+            value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
+                np.asarray(node.arg, dtype=node.dtype).astype(dtype)
+        except OverflowError as err:
+            if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
+                raise OverflowError(f"Python integer {node.arg} out of bounds for "
+                                    f"{dtype}") from None
+            raise OverflowError(f"{err}") from None
+        return Node("const", dtype, (), (), value.item())
+    if node.dtype == dtype:
+        return node
+    return Node("astype", dtype, node.shape, (node,))
+
+
+def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:
+    """NumPy drops an integer clip bound beyond the array's range on the side it cannot
+    matter (`np.clip(int8, 0, 1000)`); one on the other side still overflows."""
+    x, lo, hi = srcs
+    if x.weak or x.dtype.kind not in "iu":
+        return srcs
+    info = np.iinfo(x.dtype)
+
+    def saturated(bound: Node, edge: int, beyond: bool) -> Node:
+        if bound.weak and isinstance(bound.arg, int) and beyond:
+            return Node("const", x.dtype, (), (), edge)
+        return bound
+    return (x, saturated(lo, info.min, isinstance(lo.arg, int) and lo.arg < info.min),
+            saturated(hi, info.max, isinstance(hi.arg, int) and hi.arg > info.max))
+
+
+def comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
+    """NumPy compares an integer array with an out-of-range Python int exactly; widen to do so."""
+    ints = [s for s in srcs if not s.weak and s.dtype.kind in "iu"]
+    for s in srcs:
+        if s.weak and isinstance(s.arg, int) and ints:
+            info = np.iinfo(ints[0].dtype)
+            if not info.min <= s.arg <= info.max:
+                wide = np.int64 if ints[0].dtype != np.uint64 and -2**63 <= s.arg < 2**63 \
+                    else np.float64
+                return tuple(cast(t, wide) if not t.weak else
+                             Node("const", np.dtype(wide), (), (), wide(t.arg).item())
+                             for t in srcs)
+    return srcs
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+def normalize_axes(axis: Any, ndim: int, op: str = "reduce") -> tuple[int, ...]:
+    """Axis (int, tuple, None, negative) to a sorted tuple of non-negative ints; AxisError."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            # NumPy's rule: True is not axis 1, 1.0 is not axis 1
+            raise TypeError(f"{op}: axis must be an int, a tuple of ints or None, not "
+                            f"{type(a).__name__}")
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim, f"{op}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: duplicate value in 'axis' {axis!r}")
+    return tuple(sorted(out))
+
+
+@functools.lru_cache(maxsize=256)
+def reduce_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    """NumPy's result dtype for reduction `op` of `dtype` (sum of int8 is int64, ...)."""
+    sample = np.ones(1, dtype)
+    if op == "mean":
+        return np.mean(sample).dtype
+    return getattr(np, op)(sample).dtype

@@ -1,0 +1,321 @@
+"""THE op table: one row per op with its type rule, NumPy reference and scalar LLVM lowering.
+
+Type rules defer to NumPy's own resolution (`ufunc.resolve_dtypes`, NEP 50 weak Python
+scalars given as the classes `int`/`float`/`complex`), so lazyk matches NumPy exactly.
+
+A lowering (in `lazyk.lowering`) is `llvm(em, args, loop, attr) -> value`: `args` are
+already cast to the loop's input dtypes, `loop` is the resolved dtype tuple `(in..., out)`,
+and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
+`.math(name, *xs)`, `.const(dt, v)`, `.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`,
+`.cmath(name, *zs)` for the C99 complex functions). Values are LLVM scalars in the compute type (bool -> i1, float16 ->
+float), complex values are `(re, im)` tuples.
+
+Known differences from NumPy: integer `power` with a negative exponent (NumPy raises; a
+kernel cannot, so it gives base**(e mod 2**w)); float -> int casts of NaN/out-of-range
+values (undefined in C, LLVM poison); float sums/products reassociate (NumPy's pairwise
+order is not reproduced bit for bit).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from lazyk.errors import DTypeError, NotSupportedError
+from lazyk.frontend import lowering as lo
+
+try:  # NumPy 2 exposes clip as a ufunc here; its loop resolution is what np.clip uses
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # pragma: no cover
+    _clip_ufunc = None
+
+WEAK = (int, float, complex)
+NUMERIC = tuple(np.dtype(c) for c in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"))
+
+
+def as_dtype(x: Any) -> Any:
+    """Normalise an operand type: Python weak classes stay classes, all else becomes np.dtype."""
+    # NOTE: identity, not `in`: np.dtype('f8') == float is True in NumPy
+    if any(x is w for w in WEAK):
+        return x
+    if x is bool:
+        return np.dtype(bool)
+    return np.dtype(x)
+
+
+def _native(dt: np.dtype) -> np.dtype:
+    return dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
+
+
+@dataclass(frozen=True)
+class Op:
+    """One row: how an op types, computes (NumPy) and lowers (LLVM, NVVM)."""
+
+    name: str
+    arity: int
+    kind: str  # "elementwise" | "reduction" | "text" (elementwise over strings)
+    resolve: Callable[..., tuple]  # (*dtypes, attr=None) -> (loop in..., out)
+    numpy: Callable[..., Any]
+    llvm: Callable[..., Any] | None
+    nvvm: Callable[..., Any] | None = None
+    complex_ok: bool = False  # NOTE: complex lowering exists only where this is True
+    identity: Callable[[np.dtype], Any] | None = None  # reductions: the start value
+    combine: str | None = None  # reductions: elementwise op that folds two partials
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:
+        """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
+        return self.resolve(*dtypes, attr=attr)[-1]
+
+    def supported(self, loop: tuple, target: str | None = "cpu") -> bool:
+        """Whether lazyk lowers this resolved loop on `target` (None: on every target).
+
+        Complex is lowered only where implemented; rows that call C99 complex functions
+        (csqrt, cexp, ...) need a target with them (the CPU; libdevice has none).
+        """
+        if not any(np.dtype(d).kind == "c" for d in loop):
+            return True
+        return self.complex_ok and (not self.extra.get("cmath") or target == "cpu")
+
+    def reference(self, *arrays: Any, attr: Any = None) -> Any:
+        """Run the NumPy reference (astype takes `attr` as the target dtype)."""
+        if self.name == "astype":
+            return np.asarray(arrays[0]).astype(attr)
+        return self.numpy(*arrays)
+
+
+def _wrap_resolve(name: str, fn: Callable[..., tuple]) -> Callable[..., tuple]:
+    @functools.lru_cache(maxsize=4096)
+    def resolve(*dtypes: Any, attr: Any = None) -> tuple:
+        dts = tuple(as_dtype(d) for d in dtypes)
+        try:
+            loop = fn(dts, attr)
+        except (TypeError, ValueError) as e:  # NumPy's UFuncNoLoopError is a TypeError
+            names = ", ".join(getattr(d, "__name__", str(d)) for d in dts)
+            raise DTypeError(f"{name} does not support operand types ({names}): {e}") from None
+        return tuple(_native(np.dtype(d)) for d in loop)
+    return resolve
+
+
+def _ufunc_resolve(uf: np.ufunc) -> Callable:
+    return lambda dts, attr: uf.resolve_dtypes(dts + (None,) * uf.nout)
+
+
+def _weak_value(d: Any) -> Any:
+    # np.result_type treats Python scalar *values* as weak (NEP 50)
+    for cls, v in ((int, 0), (float, 0.0), (complex, 0j)):
+        if d is cls:
+            return v
+    return d
+
+
+def _is_weak(d: Any) -> bool:
+    return any(d is w for w in WEAK)
+
+
+def _where_resolve(dts: tuple, attr: Any) -> tuple:
+    t = np.result_type(_weak_value(dts[1]), _weak_value(dts[2]))
+    if _is_weak(dts[1]) and _is_weak(dts[2]):
+        t = np.result_type(*(np.asarray(_weak_value(d)).dtype for d in dts[1:]))
+    return (np.dtype(bool), t, t, t)
+
+
+def _astype_resolve(dts: tuple, attr: Any) -> tuple:
+    src = dts[0] if isinstance(dts[0], np.dtype) else np.asarray(_weak_value(dts[0])).dtype
+    return (src, np.dtype(attr))
+
+
+def _realimag_resolve(dts: tuple, attr: Any) -> tuple:
+    d = dts[0] if isinstance(dts[0], np.dtype) else np.asarray(_weak_value(dts[0])).dtype
+    if d.kind not in "biufc":
+        raise TypeError(f"not numeric: {d}")
+    out = np.empty(0, d).real.dtype
+    return (d, out)
+
+
+def _clip_resolve(dts: tuple, attr: Any) -> tuple:
+    if _clip_ufunc is not None:
+        return _clip_ufunc.resolve_dtypes(dts + (None,))
+    t = np.result_type(*(_weak_value(d) for d in dts))  # pragma: no cover
+    return (t, t, t, t)  # pragma: no cover
+
+
+# ---------------------------------------------------------------- the table
+OPS: dict[str, Op] = {}
+
+
+def _row(name, arity, resolve, numpy, llvm, complex_ok=False, **kw) -> None:
+    OPS[name] = Op(name, arity, "elementwise", _wrap_resolve(name, resolve), numpy, llvm,
+                   complex_ok=complex_ok, **kw)
+
+
+def _ufunc_row(name, llvm, complex_ok=False, uf=None, **kw):
+    uf = uf or getattr(np, name)
+    _row(name, uf.nin, _ufunc_resolve(uf), uf, llvm, complex_ok, **kw)
+
+
+_ufunc_row("add", lo.binary("fadd", "add", "or_"), True)
+_ufunc_row("subtract", lo.binary("fsub", "sub"), True)
+_ufunc_row("multiply", lo.multiply, True)
+_ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
+_ufunc_row("floor_divide", lo.floor_divide)
+_ufunc_row("remainder", lo.remainder)
+_ufunc_row("power", lo.power, True, extra={"cmath": True})
+_ufunc_row("negative", lo.negative, True)
+_ufunc_row("absolute", lo.absolute, True)
+for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
+               ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
+    _ufunc_row(_n, lo.compare(_p), True)
+for _n in ("and", "or", "xor", "not"):
+    _ufunc_row(f"logical_{_n}", lo.logical(_n), True)
+for _n in ("and", "or", "xor"):
+    _ufunc_row(f"bitwise_{_n}", lo.bitwise(_n))
+_ufunc_row("invert", lo.invert)
+_ufunc_row("left_shift", lo.shift(True))
+_ufunc_row("right_shift", lo.shift(False))
+for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "log"),
+               ("log1p", "log1p"), ("log2", "log2"), ("log10", "log10"), ("sin", "sin"),
+               ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"), ("arccos", "acos"),
+               ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh")):
+    _ufunc_row(_n, lo.unary_math(_m), True,
+               extra={"cmath": _m not in ("expm1", "log1p")})
+for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
+    _ufunc_row(_n, lo.unary_math(_m, int_identity=True), _n == "rint")
+_ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
+_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
+
+
+for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+    _ufunc_row(_n, lo.inverse_hyperbolic(_m), True, extra={"cmath": True})
+_ufunc_row("fmod", lo.fmod)
+_ufunc_row("copysign", lambda em, a, loop, attr: em.math("copysign", *a))
+_ufunc_row("sign", lo.sign, True)
+_ufunc_row("minimum", lo.minmax(True, True), True)
+_ufunc_row("maximum", lo.minmax(False, True), True)
+_ufunc_row("fmin", lo.minmax(True, False), True)
+_ufunc_row("fmax", lo.minmax(False, False), True)
+_ufunc_row("isnan", lo.isclass("isnan"), True)
+_ufunc_row("isinf", lo.isclass("isinf"), True)
+_ufunc_row("isfinite", lo.isclass("isfinite"), True)
+_ufunc_row("conj", lo.conj, True, uf=np.conjugate)
+_row("clip", 3, _clip_resolve, np.clip, lo.clip, complex_ok=True)
+_row("where", 3, _where_resolve, np.where, lo.where, complex_ok=True)
+_row("real", 1, _realimag_resolve, np.real, lo.real, complex_ok=True)
+_row("imag", 1, _realimag_resolve, np.imag, lo.imag, complex_ok=True)
+_row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
+
+
+
+# ---------------------------------------------------------------- text (strings)
+STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
+BYTES = lo.BYTES
+# NumPy's comparison name -> the text row that computes it
+TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",
+                                               "equal", "not_equal")}
+
+
+_TEXT_NAMES = {"lazyk:string": STRING, "lazyk:string32": STRING32, "lazyk:bytes": BYTES}
+
+
+def dtype_text(dt: np.dtype) -> str:
+    """`dt.str`, or a name for the `{begin, size}` text dtypes (whose `str` is `|V16`)."""
+    for name, t in _TEXT_NAMES.items():
+        if dt == t:
+            return name
+    return dt.str
+
+
+def text_dtype(text: str) -> np.dtype:
+    """The dtype `dtype_text` wrote."""
+    return _TEXT_NAMES.get(text) or np.dtype(text)
+
+
+def _text_resolve(out: np.dtype | None):
+    def resolve(dts, attr):
+        units = {text_unit(d) if isinstance(d, np.dtype) else 0 for d in dts}
+        if 0 in units or len(units) != 1:
+            raise TypeError("operands must be strings of one encoding (UTF-8 or UTF-32)")
+        return dts + (out,)
+    return resolve
+
+
+def _text_numpy(fn):
+    def ref(*xs):  # Python strings (constant folding), NumPy U/S arrays, decoded bytes
+        xs = [np.asarray(x) for x in xs]
+        xs = [np.char.decode(x, "utf-8") if x.dtype.kind == "S" else x.astype(str) for x in xs]
+        return fn(*xs)
+    return ref
+
+
+def _text_row(name, arity, numpy, llvm, out) -> None:
+    OPS[name] = Op(name, arity, "text", _wrap_resolve(name, _text_resolve(out)),
+                   _text_numpy(numpy), llvm)
+
+
+for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
+               ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
+    _text_row(TEXT_COMPARISONS[_n], 2, getattr(np, _n), lo.text_compare(_p), np.dtype(bool))
+_text_row("str_len", 1, np.strings.str_len, lo.str_len, np.dtype(np.int64))
+_text_row("startswith", 2, np.strings.startswith, lo.text_affix(False), np.dtype(bool))
+_text_row("endswith", 2, np.strings.endswith, lo.text_affix(True), np.dtype(bool))
+
+ALIASES = {"divide": "true_divide", "conjugate": "conj", "abs": "absolute", "pow": "power",
+           "mod": "remainder", "cast": "astype", "arctangent2": "arctan2"}
+
+
+# ---------------------------------------------------------------- reductions
+@functools.lru_cache(maxsize=512)
+def _reduce_out(fn_name: str, dt: np.dtype) -> np.dtype:
+    try:
+        return _native(getattr(np, fn_name)(np.ones(1, dt)).dtype)
+    except TypeError as e:
+        raise DTypeError(f"{fn_name} does not support {dt}: {e}") from None
+
+
+def _red_resolve(fn_name: str):
+    def resolve(dts, attr):
+        d = dts[0] if isinstance(dts[0], np.dtype) else np.asarray(_weak_value(dts[0])).dtype
+        return (d, _reduce_out(fn_name, d))
+    return resolve
+
+
+def _limit(dt: np.dtype, low: bool) -> Any:
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return -np.inf if low else np.inf
+    if dt.kind == "c":  # lexicographic order: (inf, inf) is above every non-NaN value
+        return complex(-np.inf, -np.inf) if low else complex(np.inf, np.inf)
+    if dt.kind == "b":
+        return not low
+    info = np.iinfo(dt)
+    return int(info.min if low else info.max)
+
+
+_REDUCTIONS = {
+    "sum": ("add", lambda dt: 0, True),
+    "prod": ("multiply", lambda dt: 1, True),
+    "min": ("minimum", lambda dt: _limit(dt, False), True),
+    "max": ("maximum", lambda dt: _limit(dt, True), True),
+    "mean": ("add", lambda dt: 0, True),  # the front end divides the sum by the count
+    "any": ("logical_or", lambda dt: False, True),
+    "all": ("logical_and", lambda dt: True, True),
+}
+for _n, (_comb, _ident, _cok) in _REDUCTIONS.items():
+    OPS[_n] = Op(_n, 1, "reduction", _wrap_resolve(_n, _red_resolve(_n)), getattr(np, _n),
+                 None, complex_ok=_cok, identity=_ident, combine=_comb)
+
+ELEMENTWISE = tuple(n for n, o in OPS.items() if o.kind == "elementwise")
+TEXT = tuple(n for n, o in OPS.items() if o.kind == "text")
+REDUCTIONS = tuple(n for n, o in OPS.items() if o.kind == "reduction")
+
+
+def get(name: str) -> Op:
+    """The row for an op name (aliases such as `divide`, `abs`, `conjugate` accepted)."""
+    try:
+        return OPS[ALIASES.get(name, name)]
+    except KeyError:
+        raise NotSupportedError(f"unknown op {name!r}") from None

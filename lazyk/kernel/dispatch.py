@@ -1,0 +1,185 @@
+"""Repeated calls of one kernel: a native guard per geometry (`Dispatcher`) and reusable
+threaded records (`ThreadedRun`).
+
+A call whose arrays have the geometry of the last bind (type, dtype, flags, shape, strides,
+no partial overlap) is one foreign call into a guard that checks all that and runs the
+kernel; threaded sizes re-point a record of the pool task instead of binding again.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from lazyk.backend.cpu import JITModule
+from lazyk.backend.objcache import source_digest
+from lazyk.frontend.spec import KernelSpec
+from lazyk.kernel import abi
+from lazyk.kernel.flat import BoundKernel, bind, check_params, data_pointer, prepared
+
+try:  # the native thread pool
+    from lazyk.backend import threads as _threads
+except ImportError:  # pragma: no cover
+    _threads = None
+
+
+def _layout_ok() -> bool:
+    # The guard reads PyArrayObject fields directly; check the offsets on a probe array.
+    a = np.ones((3, 4))[:, 1:]
+    rd = lambda off, t=ctypes.c_int64: t.from_address(id(a) + off).value  # noqa: E731
+    try:
+        return (rd(16) == a.ctypes.data and rd(8) == id(np.ndarray) and rd(24, ctypes.c_int32) == 2
+                and ctypes.c_int64.from_address(rd(32) + 8).value == 3
+                and ctypes.c_int64.from_address(rd(40)).value == 32 and rd(56) == id(a.dtype)
+                and rd(64, ctypes.c_int32) & abi.NPY_ALIGNED)
+    except Exception:  # pragma: no cover
+        return False
+
+
+GUARD_OK = _layout_ok()
+_guards: dict = {}
+
+
+def guard_fn(nops: int, nogil: bool = False) -> Any:
+    """The native guard entry for `nops` arrays; None above `abi.GUARD_MAXOPS`.
+
+    NOTE: the PYFUNCTYPE entry keeps the GIL: 1.0 us against 2.2 us per call for the CFUNCTYPE
+    one (`nogil`), which mid-size kernels use so other Python threads run meanwhile. The
+    caller's references keep the arrays (and their buffers) alive while the GIL is released.
+    """
+    f = _guards.get(nops)
+    if f is None:
+        if not 1 <= nops <= abi.GUARD_MAXOPS:
+            return None
+        jit = _guards.get("jit")
+        if jit is None:
+            names = tuple(abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1))
+            # keyed by abi.py's source: a disk-cache hit skips IR generation (~14 ms)
+            key = f"guards:{abi.GUARD_MAXOPS}|{source_digest('lazyk.kernel.abi')}"
+            jit = _guards.setdefault("jit", JITModule(abi.guard_ir, names, key_text=key))
+        address = jit.addresses[abi.guard_name(nops)]
+        args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
+        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address), ctypes.CFUNCTYPE(*args)(address))
+    return f[1] if nogil else f[0]
+
+
+class Dispatcher:
+    """`d(out, *inputs)` runs `spec`: one native call when the arrays' geometry matches the last
+    bind (checked natively: type, dtype, flags, shape, strides, overlap), else a full bind.
+
+    This is the repeated-call path for compiled expressions; large inputs (threaded) always
+    take the bind path, whose cost is negligible next to the work.
+    """
+
+    def __init__(self, spec: KernelSpec, params: bytes = b""):
+        self.spec = spec
+        self.params = check_params(spec, params)
+        self._g = None
+        self._nin = len(spec.inputs)  # the guard entry takes exactly this many
+        self._fn = guard_fn(1 + len(spec.inputs)) if (
+            GUARD_OK and len(spec.outputs) == 1) else None
+
+    def __call__(self, out: Any, *inputs: Any) -> Any:
+        """Execute into `out`; returns `out`."""
+        g = self._g
+        if g is not None and len(inputs) == self._nin and self._fn(g[0], out, *inputs) == 0:
+            return out
+        return self._miss(out, inputs)
+
+    def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
+        """Execute with other parameter values (`pack_params` bytes); returns `out`.
+
+        The guard and kernel data of the last bind are copied with `params` written in:
+        the shared ones are never written, so concurrent calls stay safe.
+        """
+        g = self._g
+        if g is not None and len(inputs) == self._nin:
+            buf, ck = g[0], g[1]
+            off = ck.compiled.params_offset
+            kd = ctypes.create_string_buffer(
+                ctypes.string_at(ck.address, off) + check_params(self.spec, params))
+            gb = type(buf).from_buffer_copy(buf)
+            gb[1] = ctypes.addressof(kd)
+            if self._fn(gb, out, *inputs) == 0:
+                return out
+        return self._miss(out, inputs, params)
+
+    def _miss(self, out: Any, inputs: tuple, params: bytes | None = None) -> Any:
+        ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
+        ck()
+        arrays = (out,) + inputs
+        if (self._fn is None or ck._task is not None or ck._empty
+                or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
+            return out
+        buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
+                             self.spec.aligned, tuple(range(len(inputs))),
+                             may_alias=self.spec.reduce is None)
+        ck._keep = None  # the guard must not keep this call's arrays alive
+        # NOTE: dtype objects are compared by identity; keep them alive with the guard
+        self._g = (buf, ck, tuple(a.dtype for a in arrays))
+        return out
+
+
+# ---------------------------------------------------------------- repeated threaded calls
+class ThreadedRun:
+    """A threaded elementwise run of one (spec, layout), fixed except for the data pointers.
+
+    Built once per geometry from the cached bound kernel: the strided-task record (function,
+    kernel data, strides, count, chunk table, parts, pool and its epoch) and the
+    source-pointer array are filled here. `record_go_address` runs it on new data pointers
+    in one native call (re-point, run on the pool with the GIL released); a native guard
+    that checked the arrays' geometry calls it directly.
+    """
+
+    def __init__(self, ck: BoundKernel, pool: Any):
+        layout, compiled = ck.layout, ck.compiled
+        self._ck = ck  # keeps the kernel data and the code alive
+        self.offs = layout.offsets
+        nin = compiled.nin
+        count = layout.shape[0]
+        inner = max(1, layout.size // count)
+        min_chunk = max(1, _threads.MIN_CHUNK // inner)
+        self.pool = pool
+        # One part (one thread set) keeps a record too: the caller's native guard runs it in
+        # one foreign call instead of run_layout's Python path (~10 us at n = 1e5).
+        self.parts = parts = min(_threads.nparts_for(count, min_chunk), pool.nthreads)
+        task = _threads.StridedTask(nin, parts)
+        chunk = _threads.chunk_size(count, parts)
+        nchunks = -(-count // chunk)
+        per = -(-nchunks // parts)
+        self.src = (ctypes.c_void_p * max(nin, 1))()
+        self._ss = (ctypes.c_int64 * max(nin, 1))(*[st[0] for st in layout.strides[1:]])
+        b = self.buf = task.buf
+        self._task = task
+        b[0], b[1], b[2], b[3], b[4], b[6], b[7], b[8] = (
+            compiled.strided_address, 0, layout.strides[0][0], ctypes.addressof(self.src),
+            ctypes.addressof(self._ss), count, ck.address, parts)
+        b[9], b[10], b[11], b[12] = 0, chunk, nchunks, per
+        b[13], b[14], b[15] = pool.state, 0, pool.epoch
+        self.address = task.address
+        self._native = pool.native
+        self._src_type = ctypes.c_void_p * max(nin, 1)
+
+    def stale(self) -> bool:
+        """True when the thread count or the pool changed since this record was planned."""
+        return self.buf[15] != self.pool.epoch
+
+    def __call__(self, out: np.ndarray, arrays: list) -> bool:
+        """Run into `out` from `arrays`; False (nothing done) when the record is busy or stale."""
+        offs = self.offs
+        src = self._src_type(*[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+        return self._native.record_go(data_pointer(out) + offs[0], ctypes.addressof(src),
+                                      self.address) == 0
+
+
+def threaded_run(spec: KernelSpec, layout: Any, params: bytes = b"") -> ThreadedRun | None:
+    """The reusable threaded record for a (spec, layout, params) run_layout has run, or None."""
+    ck = prepared(spec, layout, params)
+    if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
+            or spec.reduce is not None or ck._empty or layout.ndim == 0
+            or _threads.local_blocks()):  # a record's parts ignore per-thread counts
+        return None
+    run = ThreadedRun(ck, _threads.pool())
+    # a block opened while planning: its epoch bump may precede the one the record read
+    return None if _threads.local_blocks() else run

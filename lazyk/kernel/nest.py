@@ -1,0 +1,199 @@
+"""Loop-nest kernels over ragged layouts (`codegen.nest`): compiled once per structure (never
+per size), run with per-call kernel data, the outermost level split by content into a few
+parts per thread that the threads claim one by one (`lazyk.set_num_threads`); a bad row
+reported by the kernel becomes a Python error."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from lazyk.backend.cpu import JITModule
+from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.codegen.nest import add_part_entry, add_steal_entry, generate_nest, nest_layout
+from lazyk.errors import ArrayConstructionError, ShapeError
+from lazyk.frontend.spec import check_params
+from lazyk.kernel.flat import count_kernel
+
+_cache: dict = {}
+_CACHE_SIZE = 128
+_lock = threading.Lock()
+os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # see graph.py
+# "plans" / "plan_hits": `nestrun` plans made / served from its per-structure cache
+nest_stats = {"compiles": 0, "hits": 0, "runs": 0, "plans": 0, "plan_hits": 0}
+_NAME = "lazyk_nest"
+# Below this many values per extra thread, starting a thread costs more than it saves.
+MIN_PART = 1 << 18
+# Parts per thread when several threads run: each claims the next part when it is done, so a
+# thread the OS holds back (a busy machine) delays at most one small part.
+PARTS_PER_THREAD = 4
+
+
+class NestKernel:
+    """JIT code of one loop nest (see `codegen.nest`)."""
+
+    def __init__(self, key: tuple):
+        spec, levels, kinds, masked, mode, npass, skipna, mean, where_masks = key
+        self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
+        self.masked, self.mode, self.npass = masked, mode, npass
+        self.lay = nest_layout(len(levels), len(kinds))
+        names = (f"{_NAME}_part", f"{_NAME}_steal")
+        self.jit = JITModule(lambda: _with_part_entry(generate_nest(
+            spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
+            where_masks=where_masks)), names)
+        self.part, self.steal = (self.jit.addresses[n] for n in names)
+
+    @property
+    def ir(self) -> str:
+        return self.jit.source_ir
+
+    def __del__(self) -> None:
+        jit = getattr(self, "jit", None)
+        try:
+            if jit is not None and not sys.is_finalizing():
+                jit.close()
+        except Exception:  # pragma: no cover  (interpreter shutdown)
+            pass
+
+    def run(self, words: np.ndarray, params: bytes, parts: list, keep,
+            labels: list | None = None) -> list:
+        """Run once per part. `words`: the kernel data words (see `nest_layout`) without the
+        status address; `parts`: (lo, hi, first position, {level: first row}) per part.
+        `keep` holds every buffer the kernel reads or writes alive while it runs. Returns
+        each part's status words (mode "all" leaves its count in word 6). Raises
+        ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
+        check_params(self.spec, params)
+        nlev, n, nw = len(self.levels), len(parts), len(words)
+        # each part its own kernel data and status: no shared scratch (rows of 64-byte
+        # multiples: every block as aligned as its own allocation was). One allocation
+        # holds the kernel data rows, the status rows, the part table and the steal words.
+        row = -(-(8 * nw + len(params)) // 64) * 64
+        rw, sw = row // 8, 8 + nlev
+        buf = np.zeros(n * (rw + sw + 1) + 3, np.int64)
+        base = buf.ctypes.data
+        blocks = buf[:n * rw].reshape(n, rw)
+        statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)
+        blocks[:, :nw] = words
+        if params:
+            blocks.view(np.uint8)[:, 8 * nw:8 * nw + len(params)] = np.frombuffer(params,
+                                                                                  np.uint8)
+        blocks[:, 0] = np.arange(base + 8 * n * rw, base + 8 * n * (rw + sw), 8 * sw)
+        lens = self.lay["lens"]
+        for t, (lo, hi, pos, firsts) in enumerate(parts):
+            b = blocks[t]
+            b[1], b[2], b[5] = lo, hi, pos
+            for k, first in firsts.items():
+                b[lens + 2 * k + 1] = first
+        # the native pool's threads claim the parts one by one (the GIL released)
+        at = n * (rw + sw)  # the part table: each part's kernel data address
+        buf[at:at + n] = np.arange(base, base + 8 * n * rw, row)
+        if n == 1:
+            parallel_for(self.part, base + 8 * at, 1)
+        else:
+            buf[at + n:] = base + 8 * at, n, 0
+            parallel_for(self.steal, base + 8 * (at + n), min(get_num_threads(), n))
+        del keep  # the buffers the kernel read stay alive until here
+        nest_stats["runs"] += 1
+        if statuses[:, 0].any():
+            for st in statuses:
+                if st[0]:
+                    raise _error(st, labels or list(range(len(self.kinds))))
+        return statuses
+
+
+def _with_part_entry(module) -> str:
+    add_part_entry(module, _NAME)
+    add_steal_entry(module, _NAME)
+    return str(module)
+
+
+def _error(st: np.ndarray, labels: list) -> Exception:
+    """The error a part's status words describe; `labels[j]`: how input j is named."""
+    code, level, j = int(st[0]), int(st[1]), int(st[2])
+    path = [int(i) for i in st[8:8 + level]]
+    where = f"row {path[0]}" if len(path) == 1 else f"row {path}" if path else "the top row"
+    if code == 1:
+        return ArrayConstructionError(
+            f"var {where} of operand {labels[j]}: indices {st[3]}..{st[4]} are outside the "
+            f"content (0..{st[5]}); its offsets changed or its arrmeta is bad")
+    if code == 2:
+        if st[5] >= 0:
+            return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
+                              f"operand {labels[j]} has length {st[3]}")
+        return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
+                          f"has length {st[4]}")
+    if code == 4:
+        return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
+                          f"together (operand {labels[j]}; a reduction over an axis above a "
+                          f"var dim combines rows element by element, and only rows of length 1 "
+                          f"stretch)")
+    return ShapeError(f"{where} changed length while it was read ({st[3]}, was {st[4]})")
+
+
+# the error a part's status words describe, for callers that run prepared parts themselves
+status_error = _error
+
+
+def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npass: str,
+                skipna: bool = False, mean: bool = False,
+                where_masks: bool = False) -> NestKernel:
+    """The compiled nest kernel for these keys (cached; never keyed on sizes)."""
+    return kernel_for((spec, tuple(levels), tuple(tuple(k) for k in kinds), tuple(masked),
+                       mode, npass, bool(skipna), bool(mean), bool(where_masks)))
+
+
+def kernel_for(key: tuple) -> NestKernel:
+    """`nest_kernel` for its key tuple (spec, levels, kinds, masked, mode, npass, skipna,
+    mean, where_masks), all tuples and bools as `nest_kernel` builds them."""
+    with _lock:
+        k = _cache.get(key)
+        if k is not None:
+            nest_stats["hits"] += 1
+            count_kernel(True)
+            return k
+    k = NestKernel(key)
+    dropped = []
+    with _lock:
+        other = _cache.get(key)
+        if other is not None:
+            return other
+        _cache[key] = k
+        nest_stats["compiles"] += 1
+        count_kernel(False, k.jit)
+        while len(_cache) > _CACHE_SIZE:
+            dropped.append(_cache.pop(next(iter(_cache))))
+    del dropped
+    return k
+
+
+def split(n: int, total: int, before) -> list:
+    """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
+    estimate of the content before row r (`total` = before(n)); found by bisection, so
+    O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
+    with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
+    with `rows` (before(r) = r) needs no search."""
+    threads = get_num_threads()
+    nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
+    if nparts <= 1:
+        return [0, n]
+    goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
+    if getattr(before, "rows", False):  # before(r) = r
+        return [0, *sorted({g for g in goals if 0 < g < n}), n]
+    starts = getattr(before, "starts", None)
+    if starts is not None:  # (goals in its dtype: no conversion of the array)
+        at = np.array(goals, np.int64) + before.base
+        cuts = np.searchsorted(starts, at.astype(starts.dtype)).tolist()
+        return [0, *sorted({c for c in cuts if 0 < c < n}), n]
+    cuts = []
+    for goal in goals:
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if before(mid) < goal:
+                lo = mid + 1
+            else:
+                hi = mid
+        cuts.append(lo)
+    return [0, *sorted({c for c in cuts if 0 < c < n}), n]

@@ -1,0 +1,249 @@
+"""`expr.explain()`: graph before/after each pass, kernel specs, layouts, kernel data, IR, asm."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.errors import DeviceError
+from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
+from lazyk.frontend.exprparse import build
+from lazyk.frontend.graph import check_size, dump, type_text
+from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
+from lazyk.frontend.spec import format_spec, param_values
+from lazyk.kernel import flat as kernel
+from lazyk.passes.fuse import fuse_elementwise
+from lazyk.runtime import launch as runtime
+from lazyk.runtime import ragged
+from lazyk.runtime.device import explain_cuda
+from lazyk.runtime.text_steps import has_text_where, select_text, text_result
+
+SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
+
+
+def format_layout(layout) -> str:
+    """The simplified loop nest: shape, per-operand strides (output first), offsets."""
+    names = ["out"] + [f"in{k}" for k in range(len(layout.strides) - 1)]
+    lines = [f"shape {layout.shape} (ndim {layout.ndim}), reduced {layout.reduced}"]
+    for name, st, off in zip(names, layout.strides, layout.offsets):
+        lines.append(f"  {name:>4}: strides {st}, offset {off}")
+    return "\n".join(lines)
+
+
+def format_kernel_data(layout) -> str:
+    """Kernel data bytes (Contract 4 plus the codegen's int64 fields) for this layout."""
+    nd = layout.ndim
+    rows = [(0, "function", "void *"), (8, "destructor", "void (*)(ckernel_prefix *)"),
+            (16, "ndim", f"int64 = {nd}")]
+    for d in range(nd):
+        rows.append((24 + 8 * d, f"shape[{d}]", f"int64 = {layout.shape[d]}"))
+    off = 24 + 8 * nd
+    names = ["out"] + [f"in{k}" for k in range(len(layout.strides) - 1)]
+    for name, st in zip(names, layout.strides):
+        for d in range(nd):
+            rows.append((off, f"{name}_stride[{d}]", f"int64 = {st[d]}"))
+            off += 8
+    return "\n".join(f"  {o:4d}  {n:<16} {t}" for o, n, t in rows) + f"\n  ({off} bytes)"
+
+
+def _sample_data(expr) -> dict:
+    data = {}
+    for name, value in expr.env.items():
+        v = leaf_data(value)
+        if isinstance(v, Placeholder):
+            shape = tuple(SYMBOL_SIZE if isinstance(d, str) else d for d in v.shape)
+            v = np.ones(shape, v.dtype)
+        data[name] = v
+    return data
+
+
+def _ragged_sample(value: Any) -> Any:
+    """Sample data for a parameter: SYMBOL_SIZE per symbolic dim, var rows of lengths
+    0, 1, 2, 3, ..., every third value missing for `?T`, every fourth row for `?var` (other
+    leaves as they are)."""
+    v = leaf_data(value)
+    if not isinstance(v, Placeholder):
+        return value
+    if not isinstance(v, RaggedPlaceholder) and np.dtype(v.dtype).kind not in "SUV":
+        return _sample_data(Expr(None, {v.name: v}))[v.name]
+    count = iter(range(1 << 30))
+    elem = type_text((), v.dtype)
+    text_kind = np.dtype(v.dtype).kind in "SUV"  # strings and bytes: short words as samples
+
+    rows = getattr(v, "rows", ())
+
+    def fill(dims: tuple, row: int) -> Any:
+        depth = len(v.shape) - len(dims)
+        if 0 < depth < len(rows) and rows[depth] and row % 4 == 3:
+            return None  # a missing row
+        if not dims:
+            k = next(count)
+            if getattr(v, "option", False) and k % 3 == 2:
+                return None
+            if text_kind:
+                word = "kiwi x fig  plum a b".split(" ")[k % 7]
+                return word.encode() if elem == "bytes" else word
+            return k % 7
+        d = dims[0]
+        n = SYMBOL_SIZE if isinstance(d, str) and d != "var" else row % 4 if d == "var" else d
+        return [fill(dims[1:], i) for i in range(n)]
+    dims = [("?" if k < len(rows) and rows[k] else "") +
+            (str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d))
+            for k, d in enumerate(v.shape)]
+    data = fill(tuple(v.shape), 1)
+    option = getattr(v, "option", False)
+    text = " * ".join(dims + [("?" if option else "") + elem])
+    if not isinstance(v, RaggedPlaceholder):  # fixed strings: a `{begin, size}` leaf
+        return next(iter(as_expr(lazyk_array(data, type=text)).env.values()))
+    return RaggedLeaf(lazyk_array(data, type=text), v.option or any(rows))
+
+
+class Explanation(str):
+    """The text of `explain()`: a str whose repr is the text itself, so the REPL prints it
+    with its line breaks (`str(x)` and every str method work as before)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
+    """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
+    e = declared = as_expr(expr)
+    if has_text_where(e):
+        return _explain_text_where(e, ir, asm)
+    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
+        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+        return ragged.explain(e, declared)  # var / option parameters: on sample arrays
+    if any(ragged.is_ragged(v) for v in e.env.values()):
+        return ragged.explain(e)  # var / option leaves: the loop-nest kernels
+    check_size(e.node)
+    out = [f"== expression: {type_text(e.shape, e.dtype)}"]
+    trace: list = []
+    root = runtime.run_passes(e.node, check=True, trace=trace)
+    for name, text in trace:
+        out.append(f"== graph {'as built' if name == 'input' else 'after ' + name}\n{text}")
+    prog = fuse_elementwise(root)
+    out.append(f"== {runtime.FUSE[0]}: {len(prog.steps)} kernel(s)")
+    record: list = []
+    runtime.recorders.append(record)
+    try:
+        with np.errstate(all="ignore"):
+            runtime.run_program(prog, _sample_data(e))
+    finally:
+        runtime.recorders.pop()
+    for k, step in enumerate(prog.steps):
+        src = ", ".join(f"in{j} = {r}" if isinstance(r, str) else f"in{j} = kernel {r + 1}"
+                        for j, r in enumerate(step.inputs))
+        out.append(f"== kernel {k + 1}: {src or 'no inputs'}"
+                   + (f"; reduces axes {list(step.axes)}" if step.axes is not None else ""))
+        out.append(format_spec(step.spec))
+        if step.spec.params:
+            vals = param_values(step.spec.params, step.consts)
+            out.append("params (kernel data after the strides, 16 bytes each): " + ", ".join(
+                f"p{j} = {v.item()!r}" for j, v in enumerate(vals)))
+    for k, (spec, layout) in enumerate(record):
+        out.append(f"== launch {k + 1}: layout after passes.dims\n{format_layout(layout)}")
+        out.append(f"== launch {k + 1}: kernel data\n{format_kernel_data(layout)}")
+        out.extend(_codegen(spec, layout, ir, asm))
+    return "\n".join(out)
+
+
+def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
+    """where() over strings runs as numeric where()s of the selected strings' `begin` and
+    `size` halves (no character is copied), then whatever uses the selected strings."""
+    types = ", ".join(f"{n}: {_leaf_type(v)}" for n, v in e.env.items())
+    out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{dump(e.node)}"]
+    if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+        out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
+        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+    parts: list = []
+    rest = select_text(e, parts)
+    out.append(f"== where() over strings: {len(parts)}; each selects the {{begin, size}} "
+               "elements of its branches (the characters are not copied: the result keeps "
+               "the sources' character blocks) with two numeric where()s, the condition "
+               "computed in each")
+    for k, (begins, sizes) in enumerate(parts):
+        for what, part in (("begin addresses", begins), ("sizes", sizes)):
+            out.append(f"==== where() {k + 1}, the selected strings' {what}:")
+            out.append(explain(part, ir, asm))
+    if text_result(rest) is None:
+        out.append("==== then, over the selected strings:")
+        out.append(explain(rest, ir, asm))
+    else:
+        out.append("== result: the selected strings themselves (no further kernel)")
+    return "\n".join(out)
+
+
+def _leaf_type(v: Any) -> str:
+    """A leaf's type as declared (placeholders) or as its array has it."""
+    d = leaf_data(v)
+    if isinstance(d, RaggedPlaceholder):
+        return d.type_text()
+    if isinstance(d, Placeholder):
+        return type_text(d.shape, d.dtype)
+    if ragged.is_ragged(v):
+        return str(v.array.type)
+    owner = getattr(v, "owner", None)
+    return str(owner.type) if owner is not None else type_text(np.shape(d), np.asarray(d).dtype)
+
+
+def explanation(expr: Any, target: str = "cpu") -> Explanation:
+    """`expr.explain(target=...)` (installed as `lazyk.hooks.explain`): 'cpu' shows passes,
+    kernel specs, layouts, LLVM IR and assembly; 'cuda' each kernel's NVVM IR and PTX."""
+    if target == "cuda":
+        return Explanation(explain_cuda(expr))
+    return Explanation(explain(expr))
+
+
+def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:
+    try:
+        compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+    except (ImportError, AttributeError) as err:
+        return [f"== (no kernel backend: {err})"]
+    text = [f"== layout class {kernel.layout_class(spec, layout)}"]
+    if ir:
+        jit = compiled.jit
+        optimized = getattr(jit, "optimized_ir", None)
+        if optimized is not None:  # re-optimized on demand after a disk-cache hit
+            text.append(f"== LLVM IR (optimized)\n{optimized()}")
+        else:
+            text.append(f"== LLVM IR (unoptimized source)\n{compiled.ir}")
+    if asm:
+        text.append(f"== assembly\n{compiled.asm}")
+    return text
+
+
+def build_from_text(text: str, types: dict[str, str]):
+    """An Expr from expression text over typed placeholders (numexpr's grammar: errors point
+    at the text)."""
+    names = {n: placeholder(n, t) for n, t in types.items()}
+    return build(text, local_dict=names)
+
+
+def command(args: Any) -> int:
+    """`lazyk explain "EXPR" --type a='N * float64'`: print explain() of the expression."""
+    types = {}
+    for item in args.type:
+        name, sep, t = item.partition("=")
+        if not sep:
+            print(f"error: --type wants NAME=TYPE, got {item!r}", file=sys.stderr)
+            return 2
+        types[name.strip()] = t.strip().strip("'\"")
+    try:
+        e = build_from_text(args.expr, types)
+        if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
+            try:
+                print(e.explain(target="cuda"))
+            except DeviceError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+            return 0
+        print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
+    except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError) as err:
+        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,537 @@
+"""Launching programs: PASSES in order, fusion, then one kernel per step (`evaluate`).
+
+`plan(node)` runs the graph passes once per graph (cached); a call then only binds
+(shapes, strides, the dims pass: `prepare`) and launches one kernel per step (`launch`,
+`run_step`, `run_program`). `lazyk.compiled`, `lazyk.ragged`, `lazyk.dask` and the string
+fast path (`lazyk.stringeval`) launch through these same public functions.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+
+from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
+from lazyk.frontend.check import check_graph
+from lazyk.frontend.expr import (
+    NEGATIVE_INT_POWER,
+    Expr,
+    Placeholder,
+    as_expr,
+    cast,
+    check_dtype,
+    leaf_data,
+)
+from lazyk.frontend.graph import Node, check_size, dump, rewrite
+from lazyk.kernel import flat as kernel
+from lazyk.kernel.flat import data_pointer, run_layout
+from lazyk.passes.cse import eliminate_common_subexpressions
+from lazyk.passes.dims import simplify_dims
+from lazyk.passes.fold import fold_constants
+from lazyk.passes.fuse import Program, Step, fuse_elementwise
+
+try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
+    from lazyk.backend.outputs import empty as empty_out
+except ImportError:  # pragma: no cover
+    empty_out = np.empty
+
+# Graph -> graph passes, in order; fusion (graph -> Program) always comes last.
+PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (
+    ("fold_constants", fold_constants),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+)
+FUSE = ("fuse_elementwise", fuse_elementwise)
+
+_plans: OrderedDict = OrderedDict()
+_plans_lock = threading.Lock()
+os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # never held by a parent's thread
+_PLAN_CACHE_SIZE = 512
+
+
+def run_passes(root: Node, check: bool = False, trace: list | None = None) -> Node:
+    """Apply PASSES in order; `check` runs lazyk.check after each, `trace` collects dumps."""
+    if trace is not None:
+        trace.append(("input", dump(root)))
+    for name, fn in PASSES:
+        root = fn(root)
+        if check:
+            check_graph(root, after=name)
+        if trace is not None:
+            trace.append((name, dump(root)))
+    return root
+
+
+def plan(root: Node) -> Program:
+    """Passes + fusion for `root`, cached per (interned) graph."""
+    with _plans_lock:
+        prog = _plans.get(root)
+        if prog is not None:
+            _plans.move_to_end(root)
+            return prog
+    check_size(root)  # before the passes and LLVM: a huge kernel is refused, quickly
+    prog = fuse_elementwise(run_passes(root))
+    with _plans_lock:
+        _plans[root] = prog
+        if len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return prog
+
+
+# --- executing one step -----------------------------------------------------------------------
+
+def _identity(op: str, dtype: np.dtype):
+    if op in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+    return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
+
+
+def broadcast_strides(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
+    """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
+    lead = len(shape) - len(ashape)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(ashape, shape[lead:])):
+        # NOTE: the last guard before kernel data is built from these strides: a size that
+        # neither matches nor broadcasts would make the kernel read or write out of bounds.
+        raise ShapeError(f"operand of shape {ashape} does not broadcast to the iteration "
+                         f"shape {shape}")
+    return (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(ashape, astrides))
+
+
+def out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
+    """`out`'s strides over the iteration shape: 0 along reduced axes."""
+    if axes is None:
+        return broadcast_strides(shape, out.shape, out.strides)
+    strides, k = [], 0
+    for d in range(len(shape)):
+        if d in axes:
+            strides.append(0)
+            k += 1 if keepdims else 0
+        else:
+            strides.append(out.strides[k] if out.shape[k] != 1 else 0)
+            k += 1
+    return tuple(strides)
+
+
+# explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
+recorders: list[list] = []
+# (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
+# the value keeps its id from being reused while the entry lives. An LRU: each entry is < 1 KB
+# but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it. The kernel
+# data holds the parameter values of the entry's first launch; a launch with other values runs
+# a private copy (kernel data is never written once built: other threads may be running it).
+_launches: OrderedDict = OrderedDict()
+_LAUNCH_CACHE_SIZE = 512
+# Below this many elements one thread runs the kernel straight from here (no pool).
+THREAD_MIN = 1 << 16
+
+
+def prepare(spec, shape: tuple, strides: tuple, reduced: tuple, consts: bytes = b""):
+    """Layout (dims pass), compiled kernel and kernel data for one geometry and parameter
+    values (`consts`, kernel-data bytes); the callers cache it.
+
+    Returns (spec, layout, compiled kernel, kernel data, its address, size, offsets).
+    """
+    layout = simplify_dims(shape, strides, reduced)
+    # NOTE: the entry's reference keeps the code alive (the kernel cache may drop it); a caller
+    # runs it only through an entry it holds, so eviction never frees code under a call.
+    compiled = kernel.compile(spec, kernel.layout_class(spec, layout))
+    # Kernel data per codegen/llvm.py: function, destructor, ndim, shape, strides (int64),
+    # then the parameter slots.
+    vals = [compiled.single_address, compiled.destroy_address, layout.ndim, *layout.shape]
+    for st in layout.strides:
+        vals.extend(st)
+    kd = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in vals], dtype=np.int64)
+    if consts or spec.params:
+        kd = np.concatenate([kd, np.frombuffer(kernel.check_params(spec, consts), np.int64)])
+    return (spec, layout, compiled, kd, kd.ctypes.data, layout.size, layout.offsets)
+
+
+def launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list,
+           axes, consts: bytes = b"") -> None:
+    """Bind (cached per geometry and parameter values) and run one kernel; no LLVM once the
+    geometry was seen."""
+    in_strides = tuple(broadcast_strides(shape, a.shape, a.strides) for a in arrays)
+    key = (id(spec), shape, out_strides, in_strides)
+    entry = _launches.get(key)
+    if entry is None:
+        reduced = tuple(d in (axes or ()) for d in range(len(shape)))
+        entry = prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
+        dropped = []
+        with _plans_lock:
+            entry = _launches.setdefault(key, entry)
+            while len(_launches) > _LAUNCH_CACHE_SIZE:
+                dropped.append(_launches.popitem(last=False))
+        del dropped  # outside the lock: the last reference to a kernel frees its code
+    elif len(_launches) > _LAUNCH_CACHE_SIZE // 2:
+        try:  # least recently used goes first (only worth it once the cache is filling)
+            _launches.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile; we hold the entry
+            pass
+    _, layout, compiled, kd, kd_address, size, offs = entry
+    if recorders:
+        recorders[-1].append((spec, layout))
+    if size >= THREAD_MIN:
+        # the kernel stage splits work over threads
+        run_layout(spec, layout, out, arrays, consts)
+        return
+    if consts:
+        head = len(kd) - len(consts) // 8
+        if kd[head:].tobytes() != consts:
+            kd = np.concatenate((kd[:head], np.frombuffer(consts, np.int64)))
+            kd_address = data_pointer(kd)
+    src = (ctypes.c_void_p * max(len(arrays), 1))(
+        *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
+    compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
+
+
+_specs: dict = {}
+
+
+def _specialize(spec, arrays: list[np.ndarray]):
+    """Spec with the actual byte order / alignment of the inputs (codegen swaps, align 1)."""
+    dts = tuple(a.dtype for a in arrays)
+    aligned = tuple(a.flags.aligned for a in arrays)
+    if dts == spec.inputs and all(aligned):
+        return spec
+    key = (id(spec), dts, aligned)
+    hit = _specs.get(key)
+    if hit is None:
+        if len(_specs) > 1024:
+            _specs.clear()
+        hit = _specs[key] = (spec, replace(spec, inputs=dts, aligned=aligned))
+    return hit[1]
+
+
+def step_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = " and ".join(str(a.shape) for a in arrays)
+        raise ShapeError(f"operands with shapes {shapes} do not broadcast") from None
+
+
+def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
+    """Bind and launch one step; returns the array written (`out` or a new one)."""
+    shape = step_shape(step, arrays) if arrays else ()
+    spec = _specialize(step.spec, arrays)
+    if step.axes is None:
+        if out is None:
+            out = empty_out(shape, step.dtype)
+            target = out
+        else:
+            target = out
+            _check_result_shape(shape, out)  # inputs broadcast to out, never the reverse
+            shape = out.shape
+        if target.size:
+            launch(spec, shape, target, broadcast_strides(shape, target.shape, target.strides), arrays,
+                    None, step.consts)
+        return out
+    axes = step.axes
+    rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
+                   if step.keepdims or d not in axes)
+    if out is None:
+        out = np.empty(rshape, step.dtype)
+    if any(shape[d] == 0 for d in axes):
+        # NumPy raises for min/max over an empty axis even when the result is empty too.
+        out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
+        return out
+    if out.size == 0:
+        return out
+    launch(spec, shape, out, out_strides(out, shape, axes, step.keepdims), arrays, axes,
+            step.consts)
+    if step.mean:
+        count = int(np.prod([shape[d] for d in axes]))
+        np.true_divide(out, count, out=out, casting="unsafe")
+    return out
+
+
+# --- programs and outputs ---------------------------------------------------------------------
+
+def as_out(out: Any, what: str | None = "out=") -> np.ndarray:
+    """`out` as the NumPy array a result is stored into; an array of no NumPy equivalent
+    raises NotSupportedError naming `what` (the argument; None: the array's own error)."""
+    if isinstance(out, np.ndarray):
+        return out
+    to_numpy = getattr(out, "to_numpy", None)
+    if to_numpy is None:
+        raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
+    try:
+        return to_numpy()
+    except NotSupportedError:  # var dims, options, strings: say which argument it was
+        if what is None:
+            raise
+        raise NotSupportedError(f"{what} of type '{out.type}' cannot take this result: a result "
+                                "of fixed dimensions goes into a NumPy array or a lazyk array "
+                                "of fixed dimensions") from None
+
+
+def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:
+    """Overlap other than exact aliasing (same start, strides, shape) needs a temporary."""
+    for a in inputs:
+        if not np.may_share_memory(out, a):
+            continue
+        exact = (not reduce and a.ctypes.data == out.ctypes.data and a.shape == out.shape
+                 and a.strides == out.strides and a.dtype.itemsize == out.dtype.itemsize)
+        if not exact and np.shares_memory(out, a):
+            return True
+    return False
+
+
+def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
+                casting: str = "same_kind") -> np.ndarray:
+    """Run all steps; the last writes into `out` (checked: writable, casting, broadcast)."""
+    if out is not None:
+        _check_out(prog, out, casting)
+    if not prog.steps:
+        value = np.asarray(prog.value, dtype=prog.dtype)
+        if out is None:
+            return value.reshape(prog.shape).copy()
+        np.copyto(out, value, casting="unsafe")
+        return out
+    temps: list[np.ndarray] = []
+    last = len(prog.steps) - 1
+    for k, step in enumerate(prog.steps):
+        arrays = [data[r] if isinstance(r, str) else temps[r] for r in step.inputs]
+        target = None
+        if k == last and out is not None:
+            direct = (out.dtype == step.dtype and out.flags.aligned
+                      and out.dtype.isnative
+                      and not needs_temporary(out, arrays, step.axes is not None)
+                      and (step.axes is None or out.shape == _reduced_shape(step, arrays)))
+            target = out if direct else None
+        temps.append(run_step(step, arrays, target))
+    result = temps[-1]
+    if out is not None and result is not out:
+        _check_result_shape(result.shape, out)  # np.copyto would drop leading 1-dims
+        np.copyto(out, result, casting="unsafe")
+        return out
+    return result
+
+
+def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
+    shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    return tuple((1 if d in step.axes else n) for d, n in enumerate(shape)
+                 if step.keepdims or d not in step.axes)
+
+
+def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
+    check_dtype(out.dtype, "output")  # long double, object, str, ... : never written wrong
+    if not out.flags.writeable:
+        raise ValueError("out= is read-only: pass a writeable array")
+    if not np.can_cast(prog.dtype, out.dtype, casting):
+        raise CastingError(f"cannot cast result {prog.dtype} to output {out.dtype} under "
+                           f"casting={casting!r}")
+
+
+def _check_result_shape(shape: tuple, out: np.ndarray) -> None:
+    try:
+        ok = np.broadcast_shapes(shape, out.shape) == out.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"could not broadcast result of shape {shape} into output of shape "
+                         f"{out.shape}")
+
+
+def env_arrays(expr: Expr) -> dict:
+    data = {}
+    for name, value in expr.env.items():
+        v = leaf_data(value)
+        if isinstance(v, Placeholder):
+            if hasattr(v, "array"):  # a Dask array leaf (lazyk.frontend.expr.DaskLeaf)
+                raise NotSupportedError(
+                    "this expression has Dask array leaves: lazyk.dask.evaluate(expr) gives "
+                    "a Dask array (then .compute() it), or compute the Dask arrays first")
+            raise BindError(f"placeholder {name!r} has no data: compile the expression and "
+                            "call it with arrays")
+        data[name] = v
+    return data
+
+
+_int_power_leaves: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+
+def exponent_leaves(root: Node) -> tuple:
+    """Names of the input leaves that are exponents of an integer `power` (cached per graph).
+
+    Integer-to-integer casts (the loop's widening) are looked through; they keep the sign.
+    """
+    found = _int_power_leaves.get(root)
+    if found is not None:
+        return found
+    names = []
+    seen: set = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op == "power" and node.dtype.kind in "biu":
+            x = node.srcs[1]
+            while x.op == "astype" and x.srcs[0].dtype.kind in "biu":
+                x = x.srcs[0]
+            if x.op == "input" and x.dtype.kind == "i":
+                names.append(x.arg)
+        stack.extend(node.srcs)
+    found = tuple(dict.fromkeys(names))
+    _int_power_leaves[root] = found
+    return found
+
+
+def check_int_powers(root: Node, data: dict) -> None:
+    """NumPy's ValueError when an integer array exponent holds a negative value.
+
+    A constant exponent is refused when the node is built (`lazyk.frontend.expr.apply`).
+    """
+    # NOTE: only exponents that are (integer-widened) input arrays are checked, and only
+    # here in `evaluate`: an exponent computed by a sub-expression (`a ** (b - 5)`), ragged
+    # or GPU data, and `lazyk.compile(...)` calls are not checked (garbage, not an error).
+    for name in exponent_leaves(root):
+        x = data.get(name)
+        if isinstance(x, np.ndarray) and x.size and (x < 0).any():
+            raise ValueError(NEGATIVE_INT_POWER)
+
+
+# Evaluation paths that later modules of this stage install when imported (a module imports
+# only earlier ones; `import lazyk` imports them all):
+#   "string": lazyk.runtime.stringeval.evaluate_string (a numexpr-style string),
+#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.ragged),
+#   "device": (data) -> a runner `(program, data, out)` when the leaves live on a GPU, else
+#             None (lazyk.device).
+#   "text_where": (expr, out, order, casting) -> the result of an expression with where()
+#             over strings, else NotImplemented (lazyk.textrows).
+_paths: dict[str, Callable] = {}
+PATHS = ("string", "ragged", "device", "text_where")
+
+
+def install_path(name: str, fn: Callable) -> None:
+    """Make `fn` the evaluation path `name` (one of PATHS) that `evaluate` dispatches to."""
+    if name not in PATHS:
+        raise ValueError(f"unknown evaluation path {name!r}; expected one of {PATHS}")
+    _paths[name] = fn
+
+
+def _path(name: str) -> Callable:
+    fn = _paths.get(name)
+    if fn is None:
+        raise RuntimeError(f"lazyk's {name!r} evaluation path is not installed: import lazyk "
+                           "(its __init__ imports every module that installs one)")
+    return fn
+
+
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+ORDERS = ("C", "F", "A", "K")
+
+
+def check_options(order: Any, casting: Any, local_dict: Any = None,
+                  global_dict: Any = None) -> None:
+    """numexpr's checks of `evaluate`'s options (on every call, `out` or not)."""
+    if casting not in CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
+                         f"{casting!r}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of 'C', 'F', 'A', 'K'; got {order!r}")
+    for what, d in (("local_dict", local_dict), ("global_dict", global_dict)):
+        if d is not None and not isinstance(d, (dict, Mapping)):
+            raise TypeError(f"{what} must be a mapping (dict) or None, not "
+                            f"{type(d).__name__}")
+
+
+def fortran_result(order: str, data: dict) -> bool:
+    """Whether a fresh result is Fortran-ordered: 'F', or 'A'/'K' over Fortran inputs."""
+    if order == "F":
+        return True
+    arrays = [a for a in data.values() if isinstance(a, np.ndarray) and a.ndim >= 2]
+    return bool(arrays) and all(a.flags.f_contiguous for a in arrays) \
+        and not all(a.flags.c_contiguous for a in arrays)
+
+
+def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
+             global_dict: dict | None = None, order: str = "K",
+             casting: str = "same_kind", _depth: int = 1):
+    """Compute `expr` (an Expr, operand or numexpr-style string); into `out` when given.
+
+    Example: `lazyk.evaluate(2 * a + b, out=c)` or `lazyk.evaluate("2*a + b")`.
+
+    Args:
+        expr: a lazy expression, an array/scalar, or a string (names from the dicts or
+            the caller's frame).
+        out: NumPy or lazyk array; the result broadcasts into it as assignment does.
+            Overlap with an input (other than exact aliasing) goes through a temporary.
+        order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
+            a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
+            Fortran-contiguous (and not C-contiguous); otherwise C order. Ignored when
+            `out` is given and for ragged / option and GPU results (always C order).
+        casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
+            'same_kind', 'unsafe'; checked on every call).
+        local_dict, global_dict: mappings (or None) for a string's names.
+
+    Returns:
+        A new NumPy array (a lazyk Array for var / option results), or `out`.
+
+    Raises:
+        ValueError: `out` is read-only; an unknown `casting` or `order`.
+        TypeError: `local_dict` / `global_dict` is not a mapping.
+        CastingError: `casting` forbids storing the result dtype into `out`.
+        ShapeError: operands, or the result and `out`, do not broadcast.
+        DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
+            double, object, str, datetime, structured).
+        NotSupportedError: one fused kernel would hold more than
+            `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
+    """
+    check_options(order, casting, local_dict, global_dict)
+    if isinstance(expr, str):
+        return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
+                               order=order, casting=casting, _depth=_depth + 1, _checked=True)
+    e = as_expr(expr)
+    done = _path("text_where")(e, out, order, casting)  # where() over strings first
+    if done is not NotImplemented:
+        return done
+    done = _path("ragged")(e, out, casting)  # var / option leaves
+    if done is not NotImplemented:
+        return done
+    data = env_arrays(e)
+    check_int_powers(e.node, data)
+    run_on_device = _path("device")(data)  # GPU leaves run there; mixed raise DeviceError
+    if run_on_device is not None:
+        return run_on_device(plan(e.node), data, out)
+    node, data = canonical(e.node, data)
+    if out is None:
+        if order == "C" or len(e.shape) < 2 or not fortran_result(order, data):
+            return run_program(plan(node), data)
+        out = np.empty(e.shape, e.dtype, order="F")  # written in place below
+    target = as_out(out)
+    _check_result_shape(e.shape, target)
+    if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \
+            and target.dtype.newbyteorder("=") != node.dtype and node.op != "reduce":
+        # Convert inside the kernel so the store is the only pass over `out`.
+        node = cast(node, target.dtype.newbyteorder("="))
+        run_program(plan(node), data, target, casting="unsafe")
+    else:
+        run_program(plan(node), data, target, casting=casting)
+    return out
+
+
+def canonical(root: Node, data: dict) -> tuple[Node, dict]:
+    """Rename leaves `$0, $1, ...` in order of appearance, so re-built graphs hit the plan cache.
+
+    Each `lazyk.evaluate("a + b")` builds fresh leaves; with canonical names the same
+    structure, dtypes and shapes give the very same (interned) graph, Program and specs.
+    """
+    names: dict[str, str] = {}
+
+    def rename(node: Node, srcs: tuple) -> Node:
+        if node.op == "input":
+            new = names.setdefault(node.arg, f"${len(names)}")
+            return node.replace(arg=new)
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+
+    new_root = rewrite(root, rename)
+    return new_root, {names[k]: v for k, v in data.items() if k in names}

@@ -1,0 +1,411 @@
+"""How the loop nest reads its operands (`codegen.nest`): each leaf described per dim
+(fixed: size and stride; var / `?var`: the arrmeta words of its rows), the result levels
+and each operand's kind at each level, the kernel data words, and the split of level-0 rows
+across threads by content. Forms that need no count pass are found here too: `N * var`
+rows of one offsets array (`offsets_rows`) and a last-axis reduction of `N * var * var`
+rows that follow each other, which runs over the inner rows as `M * var` (`flat_rows`).
+An array's checked operand is reused while its memory is open (`nest_operand`), and the
+plan of a set of operands is kept with the first (`nest_plan`): a repeated call over the
+same arrays reads only their rows. Nothing here runs a kernel."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from lazyk.arrays import memory
+from lazyk.arrays.memory import view
+from lazyk.codegen.nest import OP_WORDS, nest_layout
+from lazyk.errors import ShapeError
+from lazyk.frontend.leaves import is_ragged, text_rows
+from lazyk.frontend.ops import BYTES, STRING
+from lazyk.kernel import nest as nest_kernel
+from lazyk.kernel.nest import split as nest_split
+from lazyk.runtime.rows import check_extent
+
+
+class NestOperand:
+    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v' / 'q' for
+    `?var`, width, (stop_delta, content, index_stride, stride, length, row mask_offset));
+    its address, dtype, mask; `owner`: what keeps a writable var leaf's memory alive (a
+    result may share its offsets), else None."""
+
+    def __init__(self, dims, ptr, dtype, mask_offset, aligned, owner=None):
+        self.dims, self.ptr, self.dtype = dims, ptr, dtype
+        self.mask_offset, self.aligned, self.owner = mask_offset, aligned, owner
+
+
+class _Raw:
+    """`__array_interface__` of bytes the caller checked (`_raw`)."""
+
+    __slots__ = ("__array_interface__",)
+
+
+def _raw(ptr: int, shape: tuple, strides: tuple, dtype) -> np.ndarray:
+    """A NumPy view of memory the caller knows is inside a checked block, read at once
+    (no owner kept; no ctypes array type per size)."""
+    h = _Raw()
+    h.__array_interface__ = {"version": 3, "shape": shape, "strides": strides,
+                             "typestr": np.dtype(dtype).str, "data": (ptr, True)}
+    return np.asarray(h)
+
+
+# id(Array) -> (weak ref to it, its owner's id, the block refs its arrmeta names, its
+# NestOperand): an Array's type, arrmeta and pointer never change, so its checked operand
+# is reused while it holds its owner and every block it names is open (a closed block is
+# checked again, and refused); the entry goes with the Array
+_operands: dict = {}
+
+
+def nest_operand(leaf):
+    """A `NestOperand`, or None for a leaf the nest does not read (records, ...)."""
+    if is_ragged(leaf):
+        arr = leaf.array
+        key = id(arr)
+        got = _operands.get(key)
+        if got is not None and got[0]() is arr and got[1] == id(arr.owner) and \
+                _open(got[2]):
+            return got[3]
+        got = _nest_operand(leaf)
+        if got is not None and got.dtype.kind in "biufc":
+            _operands[key] = (weakref.ref(arr, lambda r, k=key: _forget(k, r)),
+                              id(arr.owner), _refs(arr), got)
+        return got
+    return _nest_operand(leaf)
+
+
+def _open(refs) -> bool:
+    """Whether every block ref names an open block (`memory.lookup`)."""
+    try:
+        for r in refs:
+            memory.lookup(r)
+    except ValueError:
+        return False
+    return True
+
+
+def _forget(key: int, ref) -> None:
+    """Drop the cached operand of an Array that is gone (not a newer one at its id)."""
+    got = _operands.get(key)
+    if got is not None and got[0] is ref:
+        _operands.pop(key, None)
+
+
+def _refs(arr) -> tuple:
+    """The block refs of the var dims of `arr`'s arrmeta (`nest_operand`'s walk)."""
+    t, meta, k, refs = arr.type, arr.meta, 0, []
+    while dim_kind(t):
+        if type(t).__name__ == "FixedDim":
+            k += 2
+        else:
+            if type(t).__name__ == "Option":
+                t, k = t.elem, k + 1
+            refs.append(meta[k])
+            k += 7
+        t = t.elem
+    return tuple(refs)
+
+
+def _nest_operand(leaf):
+    """`nest_operand` without the cache."""
+    if isinstance(leaf, np.ndarray):
+        al = leaf.dtype.alignment
+        ptr = leaf.__array_interface__["data"][0]
+        dims = [("f", n, s) for n, s in zip(leaf.shape, leaf.strides)]
+        aligned = ptr % al == 0 and all(s % al == 0 for s in leaf.strides)
+        return NestOperand(dims, ptr, leaf.dtype, None, aligned)
+    if not is_ragged(leaf):
+        return None
+    arr = leaf.array
+    t, meta, k, dims = arr.type, arr.meta, 0, []
+    addrs = [arr.ptr]
+    while dim_kind(t):
+        if type(t).__name__ == "FixedDim":
+            dims.append(("f", meta[k], meta[k + 1]))
+            addrs.append(meta[k + 1])
+            k += 2
+        else:
+            row_moff, qv = 0, type(t).__name__ == "Option"
+            if qv:  # ?var: the row mask_offset word first
+                row_moff, t, k = meta[k], t.elem, k + 1
+            _, width, delta, content, istride, stride, length = meta[k:k + 7]
+            if width not in (4, 8):
+                return None
+            dims.append(("q" if qv else "v", width,
+                         (delta, content, istride, stride, length, row_moff)))
+            addrs += [content, istride, stride]
+            k += 7
+        t = t.elem
+    moff = None
+    if type(t).__name__ == "Option":
+        moff, t = meta[k], t.elem
+    if type(t).__name__ != "Scalar":
+        return None
+    if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.textrows fuses them)
+        check_extent(text_rows(arr, nested=True))
+        dt = STRING if t.name == "string" else BYTES
+        return NestOperand(dims, arr.ptr, dt, moff, all(a % 8 == 0 for a in addrs))
+    dt = t.to_numpy()
+    if dt.kind not in "biufc":
+        return None
+    check_extent(arr)  # the kernel trusts the arrmeta's addresses and lengths
+    return NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs),
+                       None if arr.readonly else arr.owner)
+
+
+def dim_kind(t):
+    """'f', 'v' or 'q' (`?var`) for a dim type, None for anything else."""
+    name = type(t).__name__
+    if name == "Option":
+        return "q" if type(t.elem).__name__ == "VarDim" else None
+    return {"FixedDim": "f", "VarDim": "v"}.get(name)
+
+
+def nest_plan(ops_):
+    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level.
+    Kept on the first operand for these operands (the operands of an Array are reused:
+    `nest_operand`), so a repeated call over the same arrays plans once."""
+    first, rest = ops_[0], ops_[1:]
+    plans = first.__dict__.setdefault("plans", {})
+    key = tuple(map(id, rest))
+    got = plans.get(key)
+    if got is not None and all(w() is o for w, o in zip(got[0], rest)):
+        return got[1], list(got[2]), list(got[3])
+    levels, sizes, kinds = _nest_plan(ops_)
+    if len(plans) >= 8:
+        plans.clear()
+    plans[key] = (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds))
+    return levels, sizes, kinds
+
+
+def _nest_plan(ops_):
+    """`nest_plan` without the cache."""
+    nlev = max(len(o.dims) for o in ops_)
+    levels, sizes = [], []
+    for k in range(nlev):
+        ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
+        fixed = {d[1] for d in ds if d[0] == "f" and d[1] != 1}
+        if len(fixed) > 1:
+            raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
+        if fixed:
+            levels.append("f")
+            sizes.append(fixed.pop())
+        elif any(d[0] in "vq" for d in ds):
+            levels.append("v")
+            sizes.append(0)
+        else:
+            levels.append("f")
+            sizes.append(1)
+    def var(d):  # index width, 's' for a stepping view's rows, 'q' for `?var`
+        return str(d[1]) + ("s" if d[2][3] != d[2][2] else "") + ("q" if d[0] == "q" else "")
+    kinds = []
+    for o in ops_:
+        lead = nlev - len(o.dims)
+        # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
+        # the operand stays where the result level is var
+        kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
+                                               o.dims[k - lead][1] == 1 and levels[k] == "v")
+                           else "f" if o.dims[k - lead][0] == "f" else var(o.dims[k - lead])
+                           for k in range(nlev)))
+    return tuple(levels), sizes, kinds
+
+
+def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
+    """X[k]: how many level-k iterations come before level-0 row r0 (k < upto), from the
+    fixed sizes and the result var levels' offsets known so far."""
+    xs = []
+    for k in range(upto):
+        if k == 0:
+            x = r0 if levels[0] == "f" else 0
+        elif levels[k] == "f":
+            x = xs[-1] * sizes[k]
+        else:
+            x = int(offsets[k][xs[-1]])
+        if k == 0 and levels[0] == "v":
+            x = int(offsets[0][1]) if r0 else 0
+        xs.append(x)
+    return xs
+
+
+def flat_rows(ops_, levels, kinds, sizes):
+    """A reduction over the last axis of `N * var * var` rows, where the inner rows of
+    outer row i + 1 follow those of row i (offsets, or index pairs that touch), is one
+    reduction over the inner rows they cover: (the operands as `M * var`, the result's
+    offsets, their `nest_plan`), or None: another form, outer rows that differ between operands, or bad
+    rows (the full nest names them). Operands without the two outer dims stay (`n`).
+    Offsets from 0 of a writable leaf are those offsets themselves (no copy)."""
+    if tuple(levels) != ("f", "v", "v"):
+        return None
+    off, flat = None, list(ops_)
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if kd[:2] == ("n", "n"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, content, istride, stride, length, _)) = o.dims[:2]
+        if stride != istride or not n0 or s0 <= 0 or n0 != sizes[0]:
+            return None
+        # row r's start and stop: bytes the nest reads too (inside the operand's block:
+        # `check_extent`)
+        dt = np.int32 if width == 4 else np.int64
+        starts = _raw(o.ptr, (n0,), (s0,), dt)
+        stops = _raw(o.ptr + delta, (n0,), (s0,), dt)
+        lo, hi = int(starts[0]), int(stops[-1])
+        if lo < 0 or hi > length or (s0 != delta and (starts[1:] != stops[:-1]).any()):
+            return None
+        if off is not None and (len(off) != n0 + 1 or (stops != off[1:] + lo).any()):
+            return None  # the outer rows differ between operands
+        if off is None:
+            if lo == 0 and s0 == delta == width and o.owner is not None:
+                # offsets from 0: the result shares them (keeping their memory alive)
+                off = view(o.ptr, (n0 + 1,), (width,), dt, o.owner)
+            else:
+                off = np.empty(n0 + 1, np.int64)
+                off[0] = 0
+                np.subtract(stops, lo, out=off[1:])
+            if (off[1:] < off[:-1]).any():
+                return None
+        flat[j] = NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
+                               o.dtype, o.mask_offset, o.aligned)
+    if off is None:
+        return None
+    # the flat nest's plan (`nest_plan` of the flat operands): the inner rows are level 0
+    kinds2 = [("n", kd[2]) if kd[:2] == ("n", "n") else ("f", kd[2]) for kd in kinds]
+    return flat, off, (("f", "v"), [int(off[-1]), 0], kinds2)
+
+
+def offsets_rows(ops_, kinds, levels, sizes):
+    """The offsets (from 0) of `N * var` rows that every var operand reads through one
+    offsets array, or None (no count pass needed: the fill pass checks each row's length
+    against them, and the kernel each row's indices)."""
+    if tuple(levels) != ("f", "v"):
+        return None
+    ref = None
+    for o, kd in zip(ops_, kinds):
+        if kd[1] in ("n", "f"):
+            continue
+        if kd[0] != "f" or kd[1] not in ("4", "8"):
+            return None
+        (_, n0, s0), (_, width, (delta, *_)) = o.dims[:2]
+        key = (o.ptr, n0, s0, width)
+        if s0 != delta or n0 != sizes[0] or not n0 or (ref or key) != key:
+            return None
+        ref = key
+    if ref is None:
+        return None
+    ptr, n0, s0, width = ref
+    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
+    return np.subtract(off, off[0], dtype=np.int64)
+
+
+def nest_words(levels, sizes, sel, kinds):
+    """The kernel data words that do not change between parts and passes."""
+    lay = nest_layout(len(levels), len(sel))
+    words = np.zeros(lay["params"] // 8, np.int64)
+    for k, (lv, n) in enumerate(zip(levels, sizes)):
+        words[lay["sizes"] + k] = n if lv == "f" else 0
+    for j, (o, kind) in enumerate(zip(sel, kinds)):
+        at = lay["ops"] + j * lay["per_op"]
+        words[at] = o.ptr
+        words[at + 1] = o.mask_offset or 0
+        lead = len(levels) - len(o.dims)
+        for k in range(len(levels)):
+            if kind[k] == "n":
+                continue
+            d = o.dims[k - lead]
+            base = at + 2 + OP_WORDS * k
+            if d[0] == "f":
+                words[base] = 0 if d[1] == 1 else d[2]
+            else:
+                words[base:base + OP_WORDS] = d[2]
+    return words, lay
+
+
+def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
+    """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
+    content (offsets are content prefix sums: a bisection, no pass over the rows).
+    `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
+    nres = len(res)
+    if levels[0] != "f" or not nres or res[0] != 0 or (mode == "reduce" and len(levels) < 2):
+        return [(0, n0, 0, {res[p]: 0 for p in rvar})]  # level 0 is not split
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    before = None
+    if mode == "reduce" and not rvar and len(levels) == 2:
+        if one_part(sel, kinds, n0):
+            return [(0, n0, 0, {})]
+        before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
+        if before is not None:  # (result position = row)
+            bounds = nest_split(n0, before(n0), before)
+            return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    if before is None:
+        before = _weight(rl, rs, offsets, nres)
+    bounds = nest_split(n0, before(n0), before)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        xs = positions(lo, rl, rs, offsets, nres)
+        parts.append((lo, hi, xs[-1], {res[p]: (xs[p - 1] if p else 0) for p in rvar}))
+    return parts
+
+
+def count_parts(levels, sizes, offsets, rvar, res, p, n0):
+    """Parts of the count pass of result var level `p`, level-0 rows split by how many
+    level-`p` rows they hold (known from the fixed sizes and the levels counted before)."""
+    counted = [q for q in rvar if q <= p]
+    if levels[0] != "f" or not p or res[0] != 0:
+        return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
+    rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
+    before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
+    bounds = nest_split(n0, before(n0), before)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        xs = positions(lo, rl, rs, offsets, p)
+        parts.append((lo, hi, 0, {res[q]: (xs[q - 1] if q else 0) for q in counted}))
+    return parts
+
+
+def _weight(rl, rs, offsets: dict, upto: int):
+    """`before(r)` for `nest_kernel.split`: level-(upto - 1) iterations before level-0 row r
+    (`positions`). Where that is the row itself or one offsets entry, the split searches
+    in NumPy (`starts`, `rows`) instead of bisecting in Python."""
+    def before(r):
+        return positions(r, rl, rs, offsets, upto)[-1]
+    if rl[0] == "f" and upto == 1:
+        before.rows = True
+    elif rl[0] == "f" and upto == 2 and rl[1] == "v":
+        before.starts, before.base = offsets[1][:-1], 0
+    return before
+
+
+def one_part(sel, kinds, n0) -> bool:
+    """Whether `nest_kernel.split` would give one part over `index_weight`: one thread, or
+    the operand it weighs holds too few values to split (its arrmeta's `length` bounds the
+    content of its valid rows, and the kernel refuses others); no index is read."""
+    if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
+        return True
+    for o, kind in zip(sel, kinds):
+        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
+            return n0 > 0 and o.dims[0][2] > 0 and o.dims[1][2][4] < 2 * nest_kernel.MIN_PART
+    return False
+
+
+def index_weight(sel, kinds, n0):
+    """Content before level-0 row r of the first var operand at level 1 (its start index;
+    a bad index only unbalances the split: the kernel checks every row)."""
+    for o, kind in zip(sel, kinds):
+        # (an operand of its own level-0 size: a broadcast one has fewer index entries)
+        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
+            width, (delta, *_) = o.dims[1][1], o.dims[1][2]
+            stride = o.dims[0][2]
+            if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
+                return None
+            # the start indices and the last stop: bytes the nest reads too
+            dt = np.int32 if width == 4 else np.int64
+            starts = _raw(o.ptr, (n0,), (stride,), dt)
+            s0, end = int(starts[0]), int(_raw(o.ptr + (n0 - 1) * stride + delta, (), (), dt))
+
+            def before(r):
+                return (int(starts[r]) if r < n0 else end) - s0
+            if stride == width:  # contiguous: `nest_kernel.split` searches them in NumPy
+                before.starts, before.base = starts, s0
+            return before
+    return None

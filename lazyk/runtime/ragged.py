@@ -1,0 +1,153 @@
+"""Expressions over ragged (`var`) and missing-value (`?T`, `?var`) arrays: the entry.
+
+Every such expression runs in one generated loop nest that follows the result type
+(`lazyk.nestrun`, `lazyk.codegen.nest`): fixed and var dims in any order and at any depth,
+missing values and missing rows, elementwise work, `where`, and reductions (sum, prod, min,
+max, any, all, mean; `skipna=`, `initial=`, `keepdims=`) over any axes, fused into the
+kernel. The semantics are those of `tests/ragged_reference.py`. What the nest does not take
+raises NotSupportedError naming the types and the operation. String operations in ragged
+data run first where the nest does not fuse them (`lazyk.textrows`); `out=` of a var /
+option type is stored in place by `lazyk.storerows`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk.arrays.array import Array
+from lazyk.errors import CastingError, NotSupportedError, ShapeError
+from lazyk.frontend.expr import Expr, as_expr, leaf_data
+from lazyk.frontend.graph import dump, toposort
+from lazyk.frontend.leaves import describe_ragged as describe
+from lazyk.frontend.leaves import is_ragged
+from lazyk.runtime import launch as runtime
+from lazyk.runtime.device import common_device
+from lazyk.runtime.launch import as_out
+from lazyk.runtime.nest_run import explain_nests
+from lazyk.runtime.nest_steps import evaluate_nest
+from lazyk.runtime.ragged_out import is_ragged_type, store
+from lazyk.runtime.ragged_rules import RECORDERS
+from lazyk.runtime.text_steps import computed, evaluate_text_where, has_text_where  # noqa: F401
+from lazyk.runtime.text_steps import fused as fuse_strings
+from lazyk.runtime.text_steps import lower as lower_strings
+
+
+def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
+    """`evaluate(expr, out, casting)` when a leaf is a var / option array, else
+    NotImplemented (the "ragged" evaluation path of `lazyk.runtime.launch.evaluate`)."""
+    if not any(is_ragged(leaf_data(v)) for v in expr.env.values()):
+        return NotImplemented
+    common_device({n: leaf_data(v) for n, v in expr.env.items()})  # never on the GPU
+    return evaluate(expr, out, casting)
+
+
+def evaluate(expr, out=None, casting: str = "same_kind"):
+    """Compute an expression with var / option leaves; returns a new lazyk Array, or `out`.
+
+    `out` (NumPy or fixed lazyk array) takes results without var dims or missing values:
+    the kernel's per-row results are stored into it as assignment does (broadcasting,
+    `casting`). A lazyk array `out` with var dims or `?T` elements takes a result of the
+    same structure: the same dims, the same row lengths (ShapeError naming the row and
+    both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
+    result has missing values; its values and validity are written in place.
+    """
+    done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
+    if done is not NotImplemented:
+        return done
+    # String operations run in the loop nest with the numeric work where it takes them,
+    # else they become numeric leaves first (lazyk.textrows).
+    done = fuse_strings(expr) if out is None else None
+    if done is not None:
+        return done
+    expr, before = lower_strings(expr), expr
+    done = computed(before, expr) if out is None else None
+    if done is not None:
+        return done
+    if out is None:
+        return _evaluate(expr)
+    if isinstance(out, Array) and is_ragged_type(out.type):
+        if out.readonly:
+            raise ValueError("out= is read-only: pass a writeable array")
+        return store(_evaluate(expr), out, casting)
+
+    try:
+        target = as_out(out)
+    except Exception:
+        raise NotSupportedError(f"out= of type {getattr(out, 'type', type(out).__name__)} "
+                                "for a var / option expression") from None
+    if not target.flags.writeable:
+        raise ValueError("out= is read-only: pass a writeable array")
+    result = _evaluate(expr)
+    try:
+        value = result.to_numpy()
+    except Exception:
+        value = None
+    if value is None and "?" not in str(result.type):
+        try:  # var dims whose rows happen to fit (e.g. the one row of x.sum(axis=0))
+            _, dt, _ = describe(result)
+            value = np.array(result.to_list(), dtype=dt)
+        except Exception:
+            value = None
+    if value is None:
+        raise NotSupportedError(f"out= of type {target.dtype} array{list(target.shape)} "
+                                f"for a {result.type} result: pass a lazyk array of the "
+                                "result's type and row lengths (e.g. lazyk.full(type, 0, "
+                                "lengths=...) or lazyk.from_offsets(offsets, np.empty(n)))")
+    if not np.can_cast(value.dtype, target.dtype, casting):
+
+        raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
+                           f"{target.dtype} under casting={casting!r}")
+    try:
+        np.copyto(target, value, casting="unsafe")
+    except ValueError as err:
+        raise ShapeError(f"result {result.type} does not broadcast into out with shape "
+                         f"{target.shape}: {err}") from None
+    return out
+
+
+def _evaluate(expr):
+    """Compute an expression with var / option leaves in the loop nest; a new lazyk Array."""
+    return evaluate_nest(expr)
+
+
+def explain(expr, declared=None) -> str:
+    """How a var / option expression runs: the graph, then each loop-nest kernel (levels,
+    operands, spec, LLVM IR, assembly). Runs the expression once on its data; `declared`
+    (the same graph over placeholders, `expr` then over sample arrays) gives the types
+    shown."""
+    e = as_expr(expr)
+    shown = as_expr(declared) if declared is not None else e
+    record: list = []
+    RECORDERS.append(record)
+    try:
+        evaluate(e)
+    finally:
+        RECORDERS.remove(record)
+    nests = [r[1:] for r in record if r[0] == "nest"]
+
+    def text(v):
+        d = leaf_data(v)
+        if is_ragged(v):
+            return str(v.array.type)
+        if hasattr(d, "type_text"):  # a placeholder: its declared type
+            return d.type_text()
+        return " * ".join([*map(str, np.shape(d)), str(np.asarray(d).dtype)])
+    inputs = ", ".join(f"{name}: {text(v)}" for name, v in shown.env.items())
+    sample = "" if declared is None else \
+        "\n== (run on sample arrays: 8 per symbolic dim, rows of lengths 0, 1, 2, 3, ...)"
+    return "\n".join([f"== ragged expression over ({inputs}) -> {shown.type}{sample}",
+                      f"== graph as built\n{dump_typed(shown)}",
+                      explain_nests(nests)])
+
+
+def dump_typed(e) -> str:
+    """`graph.dump` with each node's type as the ragged evaluation gives it: missing rows
+    (`?var`) and missing values (`?T`) shown."""
+    lines = dump(e.node).split("\n")
+    for k, node in enumerate(toposort(e.node)):
+        plain = node.type_text()
+        if lines[k].endswith(" : " + plain):
+            lines[k] = lines[k][:-len(plain)] + str(Expr(node, e.env).type)
+    return "\n".join(lines)
+
+
+runtime.install_path("ragged", evaluate_if_ragged)

@@ -1,0 +1,97 @@
+"""Rules of ragged evaluation (the generated loop nest, `lazyk.nestrun`; the string step,
+`lazyk.textrows`): `initial=` for min / max, where() over missing values, inner reductions
+computed first, the graph over the row iteration space, and the recorders `explain`
+listens with."""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk.frontend.expr import Expr, as_expr, wrap_array
+from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.runtime import launch as runtime
+
+# explain(): while it runs an expression, each ragged kernel launch is appended to every
+# list in here as ("nest", kernel, parts)
+RECORDERS: list = []
+
+
+def seed(values, valid, reduce_arg, empty, missing_seen: bool):
+    """min/max with `initial`: fold it into every result; a result with nothing folded
+    (`empty`: no element along the reduced axes) is `initial`, not missing nor an error.
+    Without skipna over ?T data an invalid result that saw elements saw a missing one
+    and stays missing."""
+    init = np.asarray(reduce_arg[4]).astype(values.dtype)
+    fill = ~valid & empty if missing_seen else ~valid
+    with np.errstate(invalid="ignore"):
+        folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
+    return np.where(fill, init, folded), valid | fill
+
+
+def branch_masks(root, names, leaves) -> bool:
+    """Whether a `where` in `root` selects between branches that read `?T` leaves."""
+    masked = {n for n, v in zip(names, leaves) if getattr(v, "option", False)}
+    if not masked:
+        return False
+
+    def reads(node):
+        return any(n.op == "input" and n.arg in masked for n in toposort(node))
+    return any(selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2]))
+               for n in toposort(root))
+
+
+def selects(node) -> bool:
+    """A `where` with a computed condition. `where(True, k, x)` is how `imag` and
+    comparisons with a str spell a value of x's shape: missing where x is (all masks)."""
+    return node.op == "where" and node.srcs[0].op not in ("const", "scalar")
+
+
+def inline_reductions(root, expr):
+    """Evaluate inner reductions (innermost first) and replace each by an input leaf."""
+
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op != REDUCE_OP:
+            return node
+        value = runtime.evaluate(Expr(node, env))
+        leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+        env.update(leaf.env)
+        return leaf.node
+
+    new_root = rewrite(root, visit)
+    return new_root, Expr(new_root, env)
+
+
+def rows_graph(root):
+    """The graph over the row iteration space `R * L` (symbols, never sizes): every
+    operand is lined up element by element, so the spec (and the kernel cache key) does not
+    depend on the row count or the outer dims."""
+
+    def visit(node, srcs):
+        if node.op == REDUCE_OP:
+            arg = (node.arg[0], (1,), node.arg[2]) + tuple(node.arg[3:])
+            return node.replace(srcs=srcs, shape=("R", 1) if node.arg[2] else ("R",), arg=arg)
+        if node.shape == ():
+            return node.replace(srcs=srcs) if srcs != node.srcs else node
+        return node.replace(srcs=srcs, shape=("R", "L"))
+    return rewrite(root, visit)
+
+
+def fused_step(node, leaves: dict, reduce: bool, int_mean: bool = False):
+    """(the one fused step computing `node` over the row space, its canonical input names
+    -> `leaves` values), or None when that is not one kernel: several steps, a reduction
+    missing or unexpected, an input that is not a leaf, a mean accumulated in an integer
+    dtype (unless `int_mean`: the caller divides as NumPy does). Canonical names make the
+    same structure the same spec (one compile)."""
+    node, by_name = runtime.canonical(node, leaves)
+    prog = runtime.plan(rows_graph(node))
+    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is not None) != reduce:
+        return None
+    step = prog.steps[0]
+    if any(n not in by_name for n in step.inputs):
+        return None
+    if step.mean and np.dtype(step.spec.outputs[0][1]).kind not in \
+            ("fciu" if int_mean else "fc"):
+        return None
+    return step, by_name

@@ -1,0 +1,356 @@
+"""`lazyk.evaluate(string)`: numexpr's `evaluate` and `re_evaluate`, with a fast path for
+repeated strings.
+
+A string is parsed and built into a lazy expression by `lazyk.exprparse` and run by
+`lazyk.runtime.launch.evaluate`. A repeated `evaluate(text)` over arrays of the same dtypes, ndims
+and layout class and scalars of the same kind reuses the planned program instead: a
+dictionary look-up, a bind (the scalars' values become kernel parameters) and one foreign
+call (a native guard, `lazyk.kernel.dispatch.Dispatcher`).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from lazyk.errors import BindError, ShapeError
+from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
+from lazyk.frontend.exprparse import Const, build, compile_string, names
+from lazyk.frontend.spec import PARAM_SLOT, pack_params
+from lazyk.kernel.dispatch import Dispatcher
+from lazyk.runtime import launch as runtime
+from lazyk.runtime.launch import canonical, env_arrays, exponent_leaves, fortran_result, plan
+
+
+def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict | None = None,
+                    out: Any = None, order: str = "K", casting: str = "same_kind",
+                    _depth: int = 1, _checked: bool = False) -> Any:
+    """Evaluate a numexpr-style string like `numexpr.evaluate` (names from the caller's frame).
+
+    Args:
+        text: e.g. `"where(a > 0, sqrt(a), -b) * 2"`.
+        local_dict, global_dict: where names are looked up; the calling frame's locals and
+            globals when left out (`_depth` frames up).
+        out, order, casting: as `lazyk.evaluate`.
+    Raises:
+        ExprParseError: syntax errors, unknown names and functions (line, column, caret).
+        ValueError / TypeError: an unknown `order` or `casting`; a dict that is not a
+            mapping (as numexpr; checked before any name is looked up).
+    """
+    if not _checked:
+        runtime.check_options(order, casting, local_dict, global_dict)
+    if local_dict is None or global_dict is None:
+        frame = sys._getframe(_depth)
+        if local_dict is None:
+            local_dict = frame.f_locals
+        if global_dict is None:
+            global_dict = frame.f_globals
+        del frame  # no reference cycle through the frame
+    _last.args = (text, out, order, casting)
+    done = _fast_evaluate(text, local_dict, global_dict, out, order, casting)
+    if done is not _MISS:
+        return done
+    value = build(text, local_dict, global_dict)
+    return runtime.evaluate(value, out=out, order=order, casting=casting)
+
+
+def re_evaluate(local_dict: dict | None = None, global_dict: dict | None = None,
+                _depth: int = 1) -> Any:
+    """Run the last `evaluate(string)` of this thread again, as `numexpr.re_evaluate`: the
+    same string, `out`, `order` and `casting`, with names looked up anew (in `local_dict`,
+    else the caller's frame), e.g. new arrays of the same dtypes.
+
+    Raises:
+        RuntimeError: no string was evaluated in this thread yet.
+    """
+    args = getattr(_last, "args", None)
+    if args is None:
+        raise RuntimeError("re_evaluate() needs a previous evaluate() of a string in this "
+                           "thread")
+    text, out, order, casting = args
+    # The options were checked when the string first ran.
+    return evaluate_string(text, local_dict, global_dict, out, order, casting,
+                           _depth=_depth + 1, _checked=True)
+
+
+# ---------------------------------------------------------------- repeated evaluate(string)
+_last = threading.local()
+_MISS, _SEEN = object(), object()
+_FAST: dict = {}
+_FAST_LIMIT = 1024
+_NUMERIC = frozenset("biufc")
+
+
+def _special(v: Any) -> bool:
+    """A scalar value the program's structure may depend on: an exponent baked into the code
+    (a small integer or 0.5: see passes/fuse.py) or a bool."""
+    if isinstance(v, complex):
+        if v.imag:
+            return False
+        v = v.real
+    if isinstance(v, bool):
+        return True
+    return v == 0.5 or (float(v).is_integer() and abs(v) <= 16)
+
+
+def _scalar_class(v: Any) -> Any:
+    """What of a scalar's value shapes the graph: its kind and, for Python ints, the range
+    (NEP 50 overflow checks, comparisons widened for out-of-range ints), and its sign for
+    NumPy integers (negative integer powers raise); special values exactly."""
+    if isinstance(v, np.generic):
+        item = v.item()
+        if _special(item):
+            return (v.dtype, "=", repr(item))  # repr keeps 0.0 and -0.0 apart
+        return (v.dtype, v.dtype.kind in "iu" and item < 0)
+    if _special(v):
+        return (type(v), "=", repr(v))
+    if type(v) is int:
+        return (int, v < 0, (v if v >= 0 else -v - 1).bit_length())
+    return (type(v),)
+
+
+def _sentinels(cls: Any, literals: list, count: int) -> list | None:
+    """`count` distinct values of scalar class `cls` that no literal of the text is close
+    to (so nothing folds or merges them: each becomes its own kernel parameter)."""
+    if cls[1:2] == ("=",):
+        return None
+    kind = cls[0]
+    if kind is int:
+        neg, bits = cls[1], cls[2]
+        lo, hi = max(17, 1 << (bits - 1)), (1 << bits) - 1
+        cands = (-(u + 1) if neg else u for u in range(lo, hi + 1))
+    elif isinstance(kind, np.dtype) and kind.kind in "iu":
+        info = np.iinfo(kind)
+        cands = (-u if cls[1] else u for u in range(17, min(info.max, 2000)))
+    else:
+        cands = (17.0 + j for j in range(2000))
+    out = []
+    for c in cands:
+        if all(abs(c - lit) >= 2 for lit in literals):
+            out.append(c)
+            if len(out) == count:
+                break
+    else:
+        return None
+    if isinstance(kind, np.dtype):
+        return [kind.type(c) for c in out]
+    return [kind(c) for c in out]
+
+
+def _as_param(v: Any, dt: np.dtype) -> bytes:
+    """A scalar's kernel-parameter bytes, converted as the graph builder converts it."""
+    if isinstance(v, np.generic):
+        v = np.asarray(v).astype(dt)
+    return pack_params((dt,), (v,))
+
+
+def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order: str,
+                   casting: str) -> Any:
+    """The result of `evaluate(text)` from the cache of planned programs, or `_MISS`."""
+    nm = _names_of.get(text)
+    if nm is None:
+        if len(_names_of) >= _NAMES_LIMIT:
+            _names_of.clear()
+        nm = _names_of[text] = names(text)  # parses (syntax errors raise as before)
+    values = []
+    sig = []
+    for n in nm:
+        if n in local_dict:
+            v = local_dict[n]
+        elif n in global_dict:
+            v = global_dict[n]
+        else:
+            return _MISS  # the general path raises the positioned error
+        values.append(v)
+        t = type(v)
+        if t is np.ndarray:
+            dt = v.dtype
+            if dt.kind not in _NUMERIC or not dt.isnative:
+                return _MISS
+            if v.ndim < 2:
+                sig.append((dt, v.ndim))
+            else:  # the layout class decides the order of a fresh result ('K', 'A')
+                fl = v.flags
+                sig.append((dt, v.ndim, fl.c_contiguous, fl.f_contiguous))
+        elif t is float or t is int or t is complex or t is bool or (
+                isinstance(v, np.generic) and v.dtype.kind in _NUMERIC):
+            sig.append(_scalar_class(v))
+        else:
+            return _MISS
+    if out is None:
+        osig = None
+    elif type(out) is np.ndarray:
+        osig = out.dtype
+    else:
+        return _MISS
+    key = (text, tuple(sig), osig, order, casting)
+    entry = _FAST.get(key, _MISS)
+    if entry is _MISS or entry is _SEEN:
+        # Planned on the second call (a one-off string costs what it did), which itself
+        # still runs the general path.
+        if len(_FAST) >= _FAST_LIMIT:
+            _FAST.clear()
+        _FAST[key] = _SEEN if entry is _MISS else _plan_fast(text, nm, values, sig, out,
+                                                               order)
+        return _MISS
+    if entry is None:
+        return _MISS
+    try:
+        return entry(values, out, casting)
+    except (ShapeError, BindError, OverflowError):
+        return _MISS  # the general path gives these errors their usual form
+
+
+class _FastEntry:
+    """A planned program for one (text, operand kinds) and how to feed it: which operand
+    each program input is and which operand each kernel parameter takes its value from."""
+
+    def __init__(self, prog: Any, inputs: dict, recipe: list, exps: tuple):
+        self.prog, self.inputs, self.recipe, self.exps = prog, inputs, recipe, exps
+        self.dtype = prog.dtype
+        self.dispatch = None
+        self.order: tuple = ()
+        step = prog.steps[0]
+        # A full reduction (every axis, no mean) folds into a 0-d output: one kernel too.
+        self.reduce = step.axes is not None
+        self.keepdims = step.keepdims
+        if len(prog.steps) == 1 and not step.mean and all(isinstance(r, str)
+                                                          for r in step.inputs):
+            self.order = tuple(inputs[r] for r in step.inputs)
+            self.dispatch = Dispatcher(step.spec, step.consts)
+        self._run = runtime.run_program
+        self._thread_min = runtime.THREAD_MIN
+
+    def __call__(self, values: list, out: Any, casting: str) -> Any:
+        prog = self.prog
+        if self.exps:
+            for k in self.exps:
+                x = values[k]
+                if isinstance(x, np.ndarray) and x.size and (x < 0).any():
+                    raise ValueError(NEGATIVE_INT_POWER)
+        consts = None
+        if self.recipe:  # the scalar operands' values, written per call
+            consts = []
+            for k, slots in self.recipe:
+                blob = bytearray(prog.steps[k].consts)
+                for slot, j, dt in slots:
+                    blob[PARAM_SLOT * slot:PARAM_SLOT * (slot + 1)] = _as_param(values[j], dt)
+                consts.append((k, bytes(blob)))
+        d = self.dispatch
+        if d is not None:
+            arrays = [values[k] for k in self.order]
+            o = None
+            if out is None:
+                shape = arrays[0].shape
+                for a in arrays:
+                    if a.shape != shape:
+                        try:
+                            shape = np.broadcast_shapes(*[a.shape for a in arrays])
+                        except ValueError:  # the general path names the operands
+                            raise ShapeError("operands do not broadcast") from None
+                        break
+                size = 1
+                for n in shape:
+                    size *= n
+                if not self.reduce:
+                    if size < self._thread_min:
+                        o = np.empty(shape, self.dtype)
+                elif 0 < size < self._thread_min and len(prog.steps[0].axes) == len(shape):
+                    o = np.empty((1,) * len(shape) if self.keepdims else (), self.dtype)
+            elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
+                o = out
+            if o is not None:
+                return d(o, *arrays) if consts is None else d.call_with(consts[0][1], o, *arrays)
+        data = {name: values[k] for name, k in self.inputs.items()}
+        if consts is not None:
+            steps = list(prog.steps)
+            for k, blob in consts:
+                steps[k] = replace(steps[k], consts=blob)
+            prog = replace(prog, steps=tuple(steps))
+        if out is None:
+            return self._run(prog, data)
+        return self._run(prog, data, out, casting=casting)
+
+
+def _template(text: str, nm: tuple, values: list, sentinels: dict) -> tuple:
+    """Plan `text` with each scalar operand k replaced by `sentinels[k]` and each array by a
+    view of its own (so operands that are one object stay separate inputs)."""
+    local, which = {}, {}
+    for k, (n, v) in enumerate(zip(nm, values)):
+        if type(v) is np.ndarray:
+            v = v.view()
+            which[id(v)] = k
+        else:
+            v = sentinels.get(k, v)
+        local[n] = v
+    e = as_expr(build(text, local, {}))
+    data = env_arrays(e)
+    node, data = canonical(e.node, data)
+    inputs = {name: which[id(a)] for name, a in data.items()}
+    exps = tuple(dict.fromkeys(inputs[n] for n in exponent_leaves(node)))
+    return plan(node), inputs, exps, node, data
+
+
+def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: str) -> Any:
+    """A `_FastEntry` for these operand kinds, or None when the program's structure could
+    depend on more than the kinds (then every call takes the general path)."""
+    literals = []
+    for node in compile_string(text)[1]:
+        if isinstance(node, Const):
+            v = node.value
+            if isinstance(v, (str, bytes)):
+                continue  # a string constant: no numeric sentinel can meet it
+            literals += [v.real, v.imag] if isinstance(v, complex) else [float(v)]
+    scalars = [k for k, v in enumerate(values) if type(v) is not np.ndarray]
+    sa, sb = {}, {}
+    for k in scalars:
+        vals = _sentinels(sig[k], literals + [float(np.real(x)) for x in
+                                              list(sa.values()) + list(sb.values())], 2)
+        if vals is not None:
+            sa[k], sb[k] = vals
+        elif sig[k][1:2] != ("=",):
+            return None
+    try:
+        pa, inputs, exps, node, data = _template(text, nm, values, sa)
+        pb = _template(text, nm, values, sb)[0]
+    except Exception:  # noqa: BLE001 - the general path raises it properly
+        return None
+    if not pa.steps or len(pa.steps) != len(pb.steps) or pa.dtype != pb.dtype:
+        return None
+    if out is None:
+        if order != "C" and len(pa.shape) >= 2 and fortran_result(order, data):
+            return None
+    elif out.dtype != pa.dtype:
+        return None  # the general path converts inside the kernel (another program)
+    recipe = []
+    for k, (x, y) in enumerate(zip(pa.steps, pb.steps)):
+        if (x.spec is not y.spec or x.inputs != y.inputs or x.axes != y.axes
+                or x.keepdims != y.keepdims or x.mean != y.mean):
+            return None
+        slots = []
+        for slot, dt in enumerate(x.spec.params):
+            at = slice(PARAM_SLOT * slot, PARAM_SLOT * (slot + 1))
+            ca, cb = x.consts[at], y.consts[at]
+            if ca == cb:
+                continue  # a literal (or a special value, which is part of the key)
+            try:
+                src = [j for j in sa
+                       if _as_param(sa[j], dt) == ca and _as_param(sb[j], dt) == cb]
+            except (OverflowError, ValueError, TypeError):
+                return None
+            if len(src) != 1:
+                return None  # a value computed from a scalar (folded): no recipe for it
+            slots.append((slot, src[0], dt))
+        if slots:
+            recipe.append((k, slots))
+    return _FastEntry(pa, inputs, recipe, exps)
+
+
+_names_of: dict = {}
+_NAMES_LIMIT = 4096
+
+
+runtime.install_path("string", evaluate_string)
