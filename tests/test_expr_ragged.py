@@ -441,14 +441,14 @@ def test_explain_shows_one_fused_loop_nest_kernel():
     text = ragged.explain((x * 2 + y).sum(axis=-1, skipna=True))
     assert "loop-nest kernels: 1 (the loop nest follows the result type" in text
     assert "multiply" in text and "add" in text and "reduce: sum" in text
-    assert "reduce, pass 'fill', levels fixed * var" in text
+    assert "reduce, pass fill, levels fixed * var" in text
     assert "(?T): strided, var rows" in text  # x has options
     assert "== nest 2" not in text
     graph = text.split("== graph as built")[1].split("== loop-nest")[0]
     assert "multiply(" in graph and "reduce(" in graph and ": 2 * var * float64" in graph
     asm = text.split("== assembly")[1]
     assert "lazyk_nest" in asm and ("ret" in asm or "retq" in asm)
-    assert "fold0, pass 'fill'" in ragged.explain(x.mean(axis=0, skipna=True))
+    assert "fold0, pass fill" in ragged.explain(x.mean(axis=0, skipna=True))
 
 
 def _ref_fold(op, vals, options, skipna):

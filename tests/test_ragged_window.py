@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
+from lazyk.codegen.levels import FIXED, VAR, Fill
 from lazyk.kernel import nest as nest_kernel
 from tests import ragged_reference as R
 from tests.ragged_strategies import long_rows, ragged
@@ -195,7 +196,7 @@ def test_var_var_structure_and_types():
     assert str(got.type) == "3 * var * int64"
     assert got.to_list() == [[3, 0], [], [3, int(v[4:12].sum()), int(v[12:30].sum())]]
     kern = [k for k in nest_kernel._cache.values() if k.spec.inputs == (np.dtype(np.int16),)]
-    assert any(k.levels == ("f", "v") and k.npass == "fill" for k in kern)
+    assert any(k.levels == (FIXED, VAR) and k.npass == Fill() for k in kern)
     # outer rows that start later: the result's offsets start at 0
     y = lazyk.from_offsets(outer[1:], lazyk.from_offsets(inner, v))
     assert y.max(axis=-1, keepdims=True).eval().to_list() == [[], [[3], [11], [29]]]

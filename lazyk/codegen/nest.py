@@ -82,63 +82,62 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
+from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce, Total
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
 
 HEAD = 6
-OP_WORDS = 6
 
 
 def nest_layout(nlev: int, nin: int) -> dict:
     """Word indices of the kernel data (see the module doc)."""
     ops_at = HEAD + 3 * nlev
-    per_op = 2 + OP_WORDS * nlev
+    per_op = 2 + WORDS * nlev
     return {"sizes": HEAD, "lens": HEAD + nlev, "ops": ops_at, "per_op": per_op,
             "params": 8 * (ops_at + nin * per_op)}
 
 
 class _NestGen(NestFolds, KernelGen):
-    def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str,
-                 npass: str, skipna: bool, mean: bool, name: str, target: Any,
-                 where_masks: bool = False):
+    def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode, npass,
+                 skipna: bool, mean: bool, name: str, target: Any, where_masks: bool = False):
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
+        self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
+        self.total = isinstance(mode, Total)
         self.where_masks = where_masks
         self.nlev = len(levels)
         # where(): operands read only as a branch whose rows may be missing ("gone": the
         # outermost level of the missing row, nlev while present); see `_taken`
         deciding = _deciding(spec) if where_masks else set(range(self.nin))
         self.branch_q = [j for j in range(self.nin) if j not in deciding and
-                         any(kd.endswith("q") for kd in kinds[j])]
+                         any(lv.missing for lv in kinds[j])]
         # a `?var` row against a fixed result level (`?n` rows): the level still runs its n
         # elements, the operand reads zeros under the missing row ("gone" too), and the
         # fill pass writes each row's present byte (a reduced last level: missing result)
-        self.fixed_q = [k for k in range(self.nlev) if levels[k] == "f" and
-                        any(ks[k].endswith("q") for ks in kinds) and
-                        not (mode == "reduce" and k == self.nlev - 1)]
+        self.fixed_q = [k for k in range(self.nlev) if levels[k] is FIXED and
+                        any(ks[k].missing for ks in kinds) and
+                        not (isinstance(mode, Reduce) and k == self.nlev - 1)]
         self.track = [j for j in range(self.nin) if j in self.branch_q or
-                      any(kinds[j][k].endswith("q") for k in self.fixed_q)]
+                      any(kinds[j][k].missing for k in self.fixed_q)]
         self.lay = nest_layout(self.nlev, self.nin)
         self.poff = self.lay["params"]
-        # result levels: every level for "map", all but the folded last one for "reduce"
-        # "fold<a>[,<b>...]": reduce over levels a < b < ... (not only the last one); the
-        # kept levels below a fold element by element over each result element's group
-        self.axes = tuple(int(a) for a in mode[4:].split(",")) if mode.startswith("fold") \
-            else ()
+        # result levels: every level for Map, all but the folded last one for Reduce, none
+        # for Total; Fold(axes): the kept levels below the first folded one fold element by
+        # element over each result element's group
+        self.axes = mode.axes
         self.axis = self.axes[0] if self.axes else -1
-        self.res = [] if mode == "all" else list(range(self.nlev - 1)) if mode == "reduce" \
-            else [k for k in range(self.nlev) if k not in self.axes]
+        self.res = [] if isinstance(mode, Total) else list(range(self.nlev - 1)) \
+            if isinstance(mode, Reduce) else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
-        # "count<s>" counts the rows of result var level s (and of those above it)
-        self.counting = npass.startswith(("count", "mark"))
-        self.deepest = int(npass[4 + npass.startswith("count"):]) if self.counting else -1
-        # "mark<s>": count<s>, then on to every element: a row whose element takes a
-        # branch's missing row gets length -2 - n (missing; n keeps its raw structure)
-        self.marking = npass.startswith("mark")
-        if self.counting and (self.deepest not in self.res or levels[self.deepest] != "v"):
-            raise ops.NotSupportedError(f"no var result level to count in {npass!r}")
+        # Count(s) counts the rows of result var level s (and of those above it); Mark(s)
+        # then goes on to every element: a row whose element takes a branch's missing row
+        # gets length -2 - n (missing; n keeps its raw structure)
+        self.counting, self.marking = npass.counting, npass.marking
+        self.deepest = npass.level if self.counting else -1
+        if self.counting and (self.deepest not in self.res or levels[self.deepest] is not VAR):
+            raise ops.NotSupportedError(f"no var result level to count in {npass}")
 
     def build(self) -> ir.Module:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [P8]), f"{self.name}_run")
@@ -155,13 +154,13 @@ class _NestGen(NestFolds, KernelGen):
         self.out = b.inttoptr(word(3), P8)
         self.outm = b.inttoptr(word(4), P8)
         lay = self.lay
-        self.sizes = [word(lay["sizes"] + k) if self.levels[k] == "f" else None
+        self.sizes = [word(lay["sizes"] + k) if self.levels[k] is FIXED else None
                       for k in range(self.nlev)]
         self.lens, self.cnt = {}, {}
         with b.goto_entry_block():
             self.pos = b.alloca(I64, name="pos")
             for k in self.res:
-                if self.levels[k] == "v":
+                if self.levels[k] is VAR:
                     self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
         b.store(word(5), self.pos)
         for k in self.cnt:
@@ -181,19 +180,19 @@ class _NestGen(NestFolds, KernelGen):
             self.moff.append(word(at + 1) if self.masked[j] else None)
             per = []
             for k in range(self.nlev):
-                kind = self.kinds[j][k]
-                base = at + 2 + OP_WORDS * k
-                per.append(None if kind == "n" else [word(base)] if kind == "f" else
-                           [word(base + i) for i in range(OP_WORDS)])
+                level = self.kinds[j][k]
+                base = at + 2 + WORDS * k
+                per.append(None if not level.moves else [word(base)] if not level.rows else
+                           [word(base + i) for i in range(WORDS)])
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
         # one folded level over `?var` rows at or below it: `_qfold_level`; `?var` rows
         # below it (fold_q) are found first, element by element
-        self.qfold = len(self.axes) == 1 and any(kd.endswith("q") for ks in self.kinds
-                                                 for kd in ks[self.axis:])
-        self.fold_q = self.qfold and any(kd.endswith("q") for ks in self.kinds
-                                         for kd in ks[self.axis + 1:])
+        self.qfold = len(self.axes) == 1 and any(lv.missing for ks in self.kinds
+                                                 for lv in ks[self.axis:])
+        self.fold_q = self.qfold and any(lv.missing for ks in self.kinds
+                                         for lv in ks[self.axis + 1:])
         if self.fold_q:
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
@@ -204,17 +203,17 @@ class _NestGen(NestFolds, KernelGen):
                 self.dummy.align = 16
             b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 0]), self.dummy)
             self.dummy = b.bitcast(self.dummy, P8)
-        if self.mode != "map":
+        if not self.mapping:
             self.acc = self._acc_alloca(b)
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
                 self.flen = b.alloca(I64, name="flen")
-        if self.mode == "all":
+        if self.total:
             self._reset()
         self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
                                             for j in range(self.nin)])
-        if self.mode == "all":
+        if self.total:
             self._partial(b.load(self.pos))
         b.ret_void()
         b.position_at_end(self.fail)
@@ -226,7 +225,7 @@ class _NestGen(NestFolds, KernelGen):
     def c(self, v):
         return ir.Constant(I64, v)
 
-    def _check(self, ok, code, level, path, j=-1, a=None, bb=None, cc=None):
+    def check(self, ok, code, level, path, j=-1, a=None, bb=None, cc=None):
         """Continue when `ok`; else write the status words and return (a rare branch)."""
         b = self.b
         good = self.fn.append_basic_block("ok")
@@ -243,39 +242,11 @@ class _NestGen(NestFolds, KernelGen):
         b.branch(self.fail)
         b.position_at_end(good)
 
-    def _index(self, p, width):
+    def index(self, p, width):
         b = self.b
         t = ir.IntType(8 * width)
         v = b.load(b.bitcast(p, t.as_pointer()), align=1)
         return v if width == 8 else b.sext(v, I64)
-
-    def _row_ok(self, kind, f, start, stop):
-        """Whether a row's elements lie inside its content: `0 <= start <= stop <= length`,
-        or for a stepping view (kind '.s') its first and last elements' byte offsets inside
-        `(length - 1) * index_stride` (no overflow: a bad row never passes)."""
-        b, c = self.b, self.c
-        _, _, istride, stride, length = f[:5]
-        if "s" not in kind:  # unsigned: a negative start or stop fails too
-            return b.and_(b.icmp_signed(">=", length, c(0)),
-                          b.and_(b.icmp_unsigned("<=", start, stop),
-                                 b.icmp_unsigned("<=", stop, length)))
-        n = b.sub(stop, start)
-        # 0 <= start < length: the first element's offset start * istride cannot overflow
-        # (check_extent found all `length` elements in their block)
-        inside = b.and_(b.icmp_signed("<", start, length), b.icmp_signed("<=", n, length))
-        first = b.mul(b.select(inside, start, c(0)), istride)
-        span = b.mul(b.sub(length, c(1)), istride)
-        lo = b.select(b.icmp_signed("<", span, c(0)), span, c(0))
-        hi = b.select(b.icmp_signed("<", span, c(0)), c(0), span)
-        prod = b.smul_with_overflow(b.sub(n, c(1)), stride)
-        last = b.sadd_with_overflow(first, b.extract_value(prod, 0))
-        at = b.extract_value(last, 0)
-        fine = b.and_(inside, b.not_(b.or_(b.extract_value(prod, 1),
-                                           b.extract_value(last, 1))))
-        fine = b.and_(fine, b.and_(b.icmp_signed(">=", at, lo), b.icmp_signed("<=", at, hi)))
-        empty = b.icmp_signed("==", n, c(0))
-        return b.and_(b.and_(b.icmp_signed(">=", start, c(0)), b.icmp_signed(">=", n, c(0))),
-                      b.or_(empty, fine))
 
     def _rows(self, k, ptrs, path, gone=None):
         """Per operand at level k: (element-0 address, step); the result length n.
@@ -286,29 +257,27 @@ class _NestGen(NestFolds, KernelGen):
         self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
         self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
         for j in range(self.nin):
-            kind, f = self.kinds[j][k], self.f[j][k]
-            if kind == "n":
+            level, f = self.kinds[j][k], self.f[j][k]
+            if not level.moves:
                 bases.append(ptrs[j])
                 steps.append(c(0))
-            elif kind == "f":
+            elif not level.rows:
                 bases.append(ptrs[j])
                 steps.append(f[0])
             else:
                 delta, content, istride, stride, length = f[:5]
-                w = int(kind[0])
                 was = None if gone is None or gone[j] is None else \
                     b.icmp_signed("<", gone[j], c(self.nlev))
 
                 def at(q, was=was):  # a gone operand's row is not there: read zeros
                     return q if was is None else b.select(was, self.dummy, q)
-                start = self._index(at(ptrs[j]), w)
-                stop = self._index(at(b.gep(ptrs[j], [delta])), w)
+                start = self.index(at(ptrs[j]), level.width)
+                stop = self.index(at(b.gep(ptrs[j], [delta])), level.width)
                 self.row_ends[j] = (start, stop)
-                ok = self._row_ok(kind, f, start, stop)
+                ok = level.inside(self, f, start, stop)
                 rgone = None
-                if kind.endswith("q"):  # a missing row: indices unused, pairs with any row
-                    rgone = b.icmp_unsigned("==", b.load(at(b.gep(ptrs[j], [f[5]])),
-                                                         align=1), ir.Constant(I8, 0))
+                if level.missing:  # a missing row: indices unused, pairs with any row
+                    rgone = level.missing_here(self, at(ptrs[j]), f, None)
                     ok = b.or_(ok, rgone)
                     if was is not None and (j in self.branch_q or fixed):
                         # a branch's missing row: only where it is taken; against a fixed
@@ -325,24 +294,24 @@ class _NestGen(NestFolds, KernelGen):
                         miss = rgone if miss is None else b.or_(miss, rgone)
                 elif was is not None:
                     rgone = was
-                self._check(ok, 1, k, path, j, start, stop, length)
+                self.check(ok, 1, k, path, j, start, stop, length)
                 n = b.sub(stop, start)
                 if rgone is not None:
                     n = b.select(rgone, c(1), n)
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
-        if self.levels[k] == "f":
+        if self.levels[k] is FIXED:
             n = self.sizes[k]
             for j, ln in lens.items():
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                self._check(ok, 2, k, path, j, ln, n, c(-1))
+                self.check(ok, 2, k, path, j, ln, n, c(-1))
         else:
             n, src = c(1), c(-1)  # src: the operand whose row set n
             for j, ln in lens.items():
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
-                self._check(ok, 2, k, path, j, ln, n, src)
+                self.check(ok, 2, k, path, j, ln, n, src)
                 one = b.icmp_signed("==", ln, c(1))
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
         if miss is not None:  # nothing under a missing result row
@@ -363,7 +332,7 @@ class _NestGen(NestFolds, KernelGen):
         if k == self.axis:
             self._fold_level(k + 1, (bases, steps, n), path, {}, {})
             return
-        if self.mode == "all" and miss is not None and not self.skipna:
+        if self.total and miss is not None and not self.skipna:
             b.store(b.or_(b.load(self.bad), miss), self.bad)  # a missing row folded in
         if k in self.cnt:
             slot = b.load(self.cnt[k])
@@ -374,15 +343,15 @@ class _NestGen(NestFolds, KernelGen):
                 want = self._counted(slot, k)
                 if self.branch_q:  # a row the mark pass found missing: nothing under it
                     n = b.select(b.icmp_signed("==", want, c(0)), c(0), n)
-                self._check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
+                self.check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
             b.store(b.add(slot, c(1)), self.cnt[k])
             if self.counting and k == self.deepest and not self.marking:
                 return
         if k == self.nlev - 1:
             self._inner(k, bases, steps, n, path, miss, gone)
             return
-        lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
-        count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] == "f" else n
+        lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
+        count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n
 
         def child(i):
             i = b.add(i, lo)
@@ -402,10 +371,10 @@ class _NestGen(NestFolds, KernelGen):
     def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
         b, c = self.b, self.c
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
-        lo = self.lo if k == 0 and self.levels[0] == "f" else c(0)
-        if k == 0 and self.levels[0] == "f":
+        lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
+        if k == 0 and self.levels[0] is FIXED:
             n = b.sub(self.hi, self.lo)
-        if self.mode == "reduce":
+        if self.reducing:
             self._reset()
         pos0 = b.load(self.pos)
 
@@ -421,7 +390,7 @@ class _NestGen(NestFolds, KernelGen):
                         for j, a in enumerate(addr)]
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
-            elif self.mode != "map":
+            elif not self.mapping:
                 self._fold(addr, masks)
             else:
                 self._write(addr, masks, b.add(pos0, b.sub(i, lo)), gone)
@@ -439,7 +408,7 @@ class _NestGen(NestFolds, KernelGen):
             # rows longer than the leading windows: inside the content too.
             fast = ir.Constant(I1, 1)
             for j in range(self.nin):
-                if self.kinds[j][k] != "n":
+                if self.kinds[j][k].moves:
                     start, stop = self.row_ends[j]
                     room = b.sub(self.f[j][k][4], c(LEAD * WINDOW))  # length - LEAD * WINDOW
                     fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3],
@@ -458,7 +427,7 @@ class _NestGen(NestFolds, KernelGen):
 
             def contiguous(i):
                 i = b.add(i, lo)
-                element(i, [p if self.kinds[j][k] == "n" else
+                element(i, [p if not self.kinds[j][k].moves else
                             b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
                             for j, (p, sz) in enumerate(zip(bases, isz))])
             with b.if_else(fast) as (then, otherwise):
@@ -466,10 +435,10 @@ class _NestGen(NestFolds, KernelGen):
                     for_loop(b, n, contiguous, name="ec")
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
-        if self.mode == "reduce":
+        if self.reducing:
             self._finish(pos0, n, miss)
             b.store(b.add(pos0, c(1)), self.pos)
-        elif self.mode == "map":
+        elif self.mapping:
             b.store(b.add(pos0, n), self.pos)
 
 
@@ -587,28 +556,29 @@ def _deciding(spec) -> set:
     return {body[i].attr for i in seen if body[i].op == "load"}
 
 
-def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode: str = "map",
-                  npass: str = "fill", skipna: bool = False, mean: bool = False,
+def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Map(),
+                  npass=Fill(), skipna: bool = False, mean: bool = False,
                   name: str = "lazyk_nest", target: Any = None,
                   where_masks: bool = False) -> ir.Module:
     """The module of one loop-nest kernel (see the module doc).
 
-    levels: 'f' or 'v' per result level (for "reduce" the last one is folded);
-    kinds: per input, per level 'n' (stays), 'f' (strided), '4' / '8' (var, index width),
-    '4s' / '8s' (var rows of a stepping view) or '4q' / '8q' / '4sq' / '8sq' (`?var`, at var
-    levels; "fold<a>,<b>...": only above level a);
+    levels: `FIXED` or `VAR` per result level (for `Reduce` the last one is folded);
+    kinds: per input, per level its `levels` class (`Stay`, `Strided`, `Rows`,
+    `MissingRows`: at var levels; under `Fold` of several levels only above the first);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
-    where_masks: ("map") a `where` in the body takes the missing state of its condition
+    mode: `Map`, `Reduce`, `Total` or `Fold(axes)`; npass: `Fill`, `Count(s)`, `Mark(s)`;
+    where_masks: (`Map`) a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
     """
-    if mode != "map" and spec.reduce is None:
+    mapping = isinstance(mode, Map)
+    if not mapping and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
-    if mode == "map" and spec.reduce is not None:
+    if mapping and spec.reduce is not None:
         raise ops.NotSupportedError("an elementwise nest has no reduction")
     if mean and np.dtype(spec.outputs[0][1]).kind not in "fciu":
         raise ops.NotSupportedError("a mean needs a number accumulator")
     if len(kinds) != len(spec.inputs) or any(len(k) != len(levels) for k in kinds):
-        raise ValueError("one kind per input and level")
+        raise ValueError("one level per input and result level")
     return _NestGen(spec, levels, kinds, masked, mode, npass, skipna, mean, name,
                     target or CPUTarget(), where_masks).build()
 

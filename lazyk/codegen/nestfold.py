@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.emit import I1, I8, I64, P8, lltype, store_value
+from lazyk.codegen.emit import I1, I8, I64, lltype, store_value
+from lazyk.codegen.levels import FIXED, VAR
 from lazyk.codegen.llvm import for_loop
+from lazyk.frontend import ops
 
 WINDOW = 8
 # Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
@@ -61,13 +63,13 @@ class NestFolds:
             return
         q, n, out = qs[m], ns[m], []
         for j, p in enumerate(addrs):
-            kind = self.kinds[j][m]
-            if kind == "f":
+            level = self.kinds[j][m]
+            if level.moves and not level.rows:
                 p = b.gep(p, [b.mul(q, self.f[j][m][0])])
-            elif kind != "n":
+            elif level.rows:
                 ln, base, stride = self._row(j, m, p, at)
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
-                self._check(ok, 4, m, at, j, ln, n, c(-1))
+                self.check(ok, 4, m, at, j, ln, n, c(-1))
                 p = b.gep(base, [b.mul(b.select(b.icmp_signed("==", ln, c(1)), c(0), q),
                                        stride)])
             out.append(p)
@@ -86,15 +88,7 @@ class NestFolds:
     def _row(self, j, m, p, path):
         """Operand j's var row at level m whose start index is at p: (length, element-0
         address, stride), its indices checked."""
-        b = self.b
-        delta, content, istride, stride, length = self.f[j][m][:5]
-        w = int(self.kinds[j][m][0])
-        start = self._index(p, w)
-        stop = self._index(b.gep(p, [delta]), w)
-        ok = self._row_ok(self.kinds[j][m], self.f[j][m], start, stop)
-        self._check(ok, 1, m, path, j, start, stop, length)
-        return b.sub(stop, start), b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), \
-            stride
+        return self.kinds[j][m].read(self, j, m, p, self.f[j][m], path, own=False)[:3]
 
     def _fold_len(self, m, top, path, qs, ns):
         """The result length at level m: the rows there, one per member of the group,
@@ -105,13 +99,13 @@ class NestFolds:
         def action(addrs, at):
             n = b.load(self.flen)
             for j in range(self.nin):
-                if self.kinds[j][m] in ("n", "f"):
+                if not self.kinds[j][m].rows:
                     continue
                 ln = self._row(j, m, addrs[j], at)[0]
                 # -1: no member yet; a row of length 0 pairs only with 0 or 1
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(-1)), b.icmp_signed("==", n, c(1))),
                            b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n)))
-                self._check(ok, 4, m, at, j, ln, n, c(-1))
+                self.check(ok, 4, m, at, j, ln, n, c(-1))
                 n = b.select(b.or_(b.icmp_signed("==", n, c(-1)),
                                    b.icmp_signed("!=", ln, c(1))), ln, n)
             b.store(n, self.flen)
@@ -129,7 +123,7 @@ class NestFolds:
         if m in self.axes:
             self._fold_level(m + 1, top, path, qs, ns)
             return
-        if self.levels[m] == "f":
+        if self.levels[m] is FIXED:
             n = self.sizes[m]
         else:
             slot = b.load(self.cnt[m])
@@ -174,19 +168,19 @@ class NestFolds:
         b, c = self.b, self.c
         real = gone
         for q, n in zip(qs, ns):
-            kind, f = self.kinds[j][m], self.f[j][m]
-            if kind == "f":
+            level, f = self.kinds[j][m], self.f[j][m]
+            if level.moves and not level.rows:
                 p = b.gep(p, [b.mul(q, f[0])])
-            elif kind != "n":
+            elif level.rows:
                 ln, base, stride, now = self._qrow(j, m, p, path, gone)
-                if kind.endswith("q"):
+                if level.missing:
                     here = now if gone is None else b.and_(now, b.not_(gone))
                     real = here if real is None else b.or_(real, here)
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
                 if now is not None:
                     ok = b.or_(ok, now)
                 if check:
-                    self._check(ok, 4, m, path, j, ln, n, c(-1))
+                    self.check(ok, 4, m, path, j, ln, n, c(-1))
                     gone = now
                 else:
                     gone = b.not_(ok) if now is None else b.or_(now, b.not_(ok))
@@ -215,23 +209,23 @@ class NestFolds:
             top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
             rows, above, here = [], ir.Constant(I1, 0), ir.Constant(I1, 0)
             # first whether element i is missing here or above (its rows are not paired)
-            for j in self._fold_ops(m, "q"):
+            for j in self._fold_ops(m, True):
                 p, g, blind = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None,
                                             False)
                 if g is not None:
                     above = b.or_(above, g)
-                if self.kinds[j][m].endswith("q"):
+                if self.kinds[j][m].missing:
                     h = self._qrow(j, m, p, at, blind)[3]
                     here = b.or_(here, h if blind is None else b.and_(h, b.not_(blind)))
             skip = b.or_(above, here) if q else None
             for j in self._fold_ops(m):
                 p = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
-                if self.kinds[j][m] not in ("n", "f"):
+                if self.kinds[j][m].rows:
                     rows.append((j, self._qrow(j, m, p, at, skip)[0]))
             for j, ln in rows:
                 ok = b.or_(b.or_(b.icmp_signed("==", n, c(1)), b.icmp_signed("==", ln, c(1))),
                            b.icmp_signed("==", ln, n))
-                self._check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
+                self.check(b.or_(ok, skip) if q else ok, 4, m, at, j, ln, n, c(-1))
                 n = b.select(b.or_(skip, b.icmp_signed("==", ln, c(1))), n, ln) if q else \
                     b.select(b.icmp_signed("==", ln, c(1)), n, ln)
             b.store(n, self.flen)
@@ -247,11 +241,11 @@ class NestFolds:
             return n, b.load(self.fmiss)
         return n, None
 
-    def _fold_ops(self, m, only=""):
-        """Operands with a var (`only="q"`: `?var`) row between the folded level and m."""
+    def _fold_ops(self, m, missing=False):
+        """Operands with a var (`missing`: `?var`) row between the folded level and m."""
         return [j for j in range(self.nin) if any(
-            kd not in ("n", "f") and kd.endswith(only) for kd in self.kinds[j][self.axis + 1:
-                                                                             m + 1])]
+            lv.rows and (lv.missing or not missing)
+            for lv in self.kinds[j][self.axis + 1:m + 1])]
 
     def _qfold_level(self, m, top, path, qs, ns, miss=None):
         """Result level m below the folded level (qs, ns: indices and lengths so far);
@@ -260,14 +254,14 @@ class NestFolds:
         if m == self.nlev:
             self._qfold_leaf(top, path, qs, ns)
             return
-        if self.levels[m] == "f":
+        if self.levels[m] is FIXED:
             n = self.sizes[m]
         else:
             slot = b.load(self.cnt[m])
             at = b.gep(self.lens[m], [slot])
             if self.counting:
                 n, gone = self._qfold_len(m, top, qs, ns, path)
-                if gone is not None and "v" in self.levels[m + 1:]:
+                if gone is not None and VAR in self.levels[m + 1:]:
                     # a missing result row: the present rows under it must still pair
                     with b.if_then(gone):
                         for_loop(b, n, lambda q: self._qfold_check(
@@ -289,9 +283,9 @@ class NestFolds:
         """Pair the rows at level m and below (nothing written): under a missing result row
         the present rows still line up, or the fold raises."""
         b = self.b
-        if "v" not in self.levels[m:]:
+        if VAR not in self.levels[m:]:
             return
-        n = self.sizes[m] if self.levels[m] == "f" else \
+        n = self.sizes[m] if self.levels[m] is FIXED else \
             self._qfold_len(m, top, qs, ns, path)[0]
         for_loop(b, n, lambda q: self._qfold_check(m + 1, top, path + [q], qs + [q],
                                                   ns + [n]), name=f"fk{m}")
@@ -307,7 +301,7 @@ class NestFolds:
             at[self.axis] = i
             top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
             skip = None  # element i under a missing row: skipped, its rows not paired
-            for j in self._fold_ops(self.nlev - 1, "q"):
+            for j in self._fold_ops(self.nlev - 1, True):
                 g = self._descend(j, top_j[j], self.axis + 1, qs, ns, at, None, False)[1]
                 skip = g if skip is None else b.or_(skip, g)
             addr = [self._descend(j, top_j[j], self.axis + 1, qs, ns, at, skip)[0]
@@ -327,32 +321,14 @@ class NestFolds:
 
     def _qrow(self, j, m, p, path, gone=None):
         """Operand j's var row at level m whose start index is at p: (length, element-0
-        address, stride, gone), its indices checked. `gone`: a row above is missing (an
-        i1, or None); a `?var` row may be missing itself: then its indices are not read
-        (length 1, it pairs with any row) and `gone` becomes true."""
-        b, c = self.b, self.c
-        delta, content, istride, stride, length = self.f[j][m][:5]
-        kind = self.kinds[j][m]
-        w = int(kind[0])
-
-        def at(q):  # a missing row's bytes are not read: zeros instead
-            return q if gone is None else b.select(gone, self.dummy, q)
-        if kind.endswith("q"):
-            here = b.icmp_unsigned("==", b.load(at(b.gep(p, [self.f[j][m][5]])), align=1),
-                                   ir.Constant(I8, 0))
-            gone = here if gone is None else b.or_(gone, here)
-        start = self._index(at(p), w)
-        stop = self._index(at(b.gep(p, [delta])), w)
-        ok = self._row_ok(kind, self.f[j][m], start, stop)
-        self._check(ok, 1, m, path, j, start, stop, length)
-        ln = b.sub(stop, start) if gone is None else b.select(gone, c(1), b.sub(stop, start))
-        return ln, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
+        address, stride, gone), its indices checked (`levels.Rows.read`)."""
+        return self.kinds[j][m].read(self, j, m, p, self.f[j][m], path, gone)
 
     def _contiguous(self, k, steps, isz):
         """Whether every moving operand's row at level k is contiguous (an i1)."""
         b, fast = self.b, ir.Constant(I1, 1)
         for j, (st, sz) in enumerate(zip(steps, isz)):
-            if self.kinds[j][k] != "n":
+            if self.kinds[j][k].moves:
                 fast = b.and_(fast, b.icmp_signed("==", st, self.c(sz)))
         return fast
 
@@ -360,9 +336,15 @@ class NestFolds:
         """Whether the innermost level k folds its rows by windows (`_window_fold`): a
         reduction into a real or integer accumulator over var rows (plain indices: their
         content's bounds are known) or operands that stay."""
-        return (self.mode != "map" and not self.marking and k == self.nlev - 1 and
-                self.levels[k] == "v" and self.out_dts[0].kind in "biuf" and
-                all(self.kinds[j][k] in ("n", "4", "8") for j in range(self.nin)))
+        # NOTE: each window computes all its lanes, also those past the row: for a body
+        # that calls libm (`lazyk.cos(x).sum(axis=-1)`) that wasted work costs more than
+        # the branch it saves, so such rows take the plain loop, which LLVM vectorizes
+        # with the vector math library.
+        libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
+        return (not libm and not self.mapping and not self.marking and k == self.nlev - 1 and
+                self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
+                all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
+                    for lv in (self.kinds[j][k] for j in range(self.nin))))
 
     def _window_fold(self, bases, n, isz, k):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
@@ -383,7 +365,7 @@ class NestFolds:
 
         def fold(slot, e, inside=None):
             """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
-            addr = [p if self.kinds[j][k] == "n" else b.gep(p, [b.mul(e, c(sz))])
+            addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
                     for j, (p, sz) in enumerate(zip(bases, isz))]
             v = self._values(addr)[0]
             take = inside
@@ -443,7 +425,7 @@ class NestFolds:
         missing: its length n becomes -2 - n (once)."""
         b, c = self.b, self.c
         for k in self.cnt:
-            if not any(self.kinds[j][k].endswith("q") for j in self.branch_q):
+            if not any(self.kinds[j][k].missing for j in self.branch_q):
                 continue
             with b.if_then(b.icmp_signed("==", g, c(k))):
                 at = b.gep(self.lens[k], [b.sub(b.load(self.cnt[k]), c(1))])

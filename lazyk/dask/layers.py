@@ -425,17 +425,18 @@ class _Planner:
         src_type = Expr(node.srcs[0], self.env).type
         under = src_type.elem if isinstance(src_type, T.FixedDim) else None
         outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
-        if "?var" in str(under.elem.elem if outer_missing else src_type):
+        if (under.elem.elem if outer_missing else src_type).missing_var_rows:
             # NOTE: a fold of deeper missing rows is one missing row in its partial, which
             # no longer tells the present rows' lengths that must line up with the others:
             # the partitions' rows are joined and folded in one task instead.
             return self._gathered(node)
         kept = [d for d in range(len(node.srcs[0].shape)) if d not in axes]
-        deep = bool(kept) and kept[0] >= 2 and " var " in f" {Expr(node, self.env).type} "
-        dims = str(src_type).split(" * ")
-        folds_var = [a for a in axes if a > 1 and dims[a].endswith("var")]
+        deep = bool(kept) and kept[0] >= 2 and any(
+            _is_var(d) for d in Expr(node, self.env).type.dims)
+        dims = src_type.dims
+        folds_var = [a for a in axes if a > 1 and _is_var(dims[a])]
         if kept and kept[0] == 1 and folds_var and (
-                any(dims[j].endswith("var") and j > min(folds_var) for j in kept) or
+                any(_is_var(dims[j]) and j > min(folds_var) for j in kept) or
                 op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None)):
             # NOTE: a partial that folds no row along a var axis (under a kept row) has no
             # length for the var rows kept below it, which must line up with the others',
@@ -656,3 +657,8 @@ def _block(x: Any) -> np.ndarray:
 def _fixed_type(shape: tuple, dtype: Any) -> T.Type:
     return array(np.empty(tuple(shape), dtype)).type if not shape or not shape[0] else \
         T.FixedDim(shape[0], array(np.empty((0,) + tuple(shape[1:]), dtype)).type.elem)
+
+
+def _is_var(dim) -> bool:
+    """Whether a dim (`Type.dims` entry) is var rows, missing or not."""
+    return isinstance(dim.elem if isinstance(dim, T.Option) else dim, T.VarDim)

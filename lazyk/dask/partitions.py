@@ -535,7 +535,7 @@ def _ones(x: Any, axes: tuple) -> tuple:
     over (0, 2); else ()."""
     inner = tuple(sorted(a for a in axes if a))
     if 0 not in axes or not inner or not isinstance(x, Array) or \
-            "?var" not in str(x.type):
+            not x.type.missing_var_rows:
         return ()
     t = x.type
     for d in range(1, max(inner) + 1):

@@ -24,7 +24,7 @@ from lazyk.arrays.interchange import fixed_text_rows
 from lazyk.arrays.operators import Operators
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import leaves, ops
-from lazyk.frontend.graph import REDUCE_OP, Node, dump
+from lazyk.frontend.graph import REDUCE_OP, Node, build_type, dump
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import (
     DaskLeaf,
@@ -104,19 +104,14 @@ class Expr(Operators):
     @property
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
-        text = self.node.type_text()
+        node = self.node
         if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
                             for v in self.env.values()):
-            if has_options(self) and not _skips_missing(self.node):
-                head, _, tail = text.rpartition(" * ")
-                text = f"{head} * ?{tail}" if head else f"?{tail}"
-            return dshape(text)
+            option = has_options(self) and not _skips_missing(node)
+            return build_type(node.shape, node.dtype, (), option)
         # var / option leaves: missing rows (`?var`) and values follow the graph
-        dims, option = _option_flags(self.node, self.env)
-        parts = text.split(" * ")
-        parts = [("?" if o else "") + p for o, p in zip(dims, parts[:-1])] + \
-            [("?" if option else "") + parts[-1]]
-        return dshape(" * ".join(parts))
+        dims, option = _option_flags(node, self.env)
+        return build_type(node.shape, node.dtype, tuple(dims), option)
 
     def __repr__(self) -> str:
         return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"

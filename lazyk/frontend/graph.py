@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from lazyk.errors import NotSupportedError
+from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
 LEAF_OPS = ("input", "scalar", "const")
@@ -127,6 +128,21 @@ def type_text(shape: tuple, dtype: np.dtype) -> str:
     if order in "<>" and order != ("<" if np.little_endian else ">"):
         name = order + name
     return " * ".join([str(d) for d in shape] + [name])
+
+
+def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
+    """The lazyk type of a shape (ints, "var", symbol names) over a NumPy dtype: dims whose
+    flag in `rows` is set may be missing (`?var`), and so may the elements (`option`)."""
+    t = dshape(type_text((), dtype))
+    if option:
+        t = Option(t)
+    for k in range(len(shape) - 1, -1, -1):
+        d = shape[k]
+        t = FixedDim(d, t) if isinstance(d, int) else VarDim(t) if d == "var" else \
+            SymbolicDim(d, t)
+        if k < len(rows) and rows[k]:
+            t = Option(t)
+    return t
 
 
 def toposort(roots, descend=None) -> list[Node]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import ops
-from lazyk.frontend.graph import type_text
+from lazyk.frontend.graph import build_type, type_text
 from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim
 from lazyk.types.parse import dshape
 
@@ -49,10 +49,7 @@ class RaggedPlaceholder(Placeholder):
         return f"{self.name}: {self.type_text()}"
 
     def type_text(self) -> str:
-        parts = type_text(self.shape, self.dtype).split(" * ")
-        parts = [("?" if r else "") + p for r, p in zip(self.rows, parts[:-1])] + \
-            [("?" if self.option else "") + parts[-1]]
-        return " * ".join(parts)
+        return str(build_type(self.shape, self.dtype, self.rows, self.option))
 
 
 def is_dask_array(x: Any) -> bool:

@@ -65,6 +65,9 @@ class Op:
     complex_ok: bool = False  # NOTE: complex lowering exists only where this is True
     identity: Callable[[np.dtype], Any] | None = None  # reductions: the start value
     combine: str | None = None  # reductions: elementwise op that folds two partials
+    # calls a libm function (tens of cycles an element): the code around it should let the
+    # loop vectorizer use the vector math library rather than compute wasted lanes
+    calls_libm: bool = False
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:
@@ -164,7 +167,7 @@ _ufunc_row("multiply", lo.multiply, True)
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
 _ufunc_row("floor_divide", lo.floor_divide)
 _ufunc_row("remainder", lo.remainder)
-_ufunc_row("power", lo.power, True, extra={"cmath": True})
+_ufunc_row("power", lo.power, True, extra={"cmath": True}, calls_libm=True)
 _ufunc_row("negative", lo.negative, True)
 _ufunc_row("absolute", lo.absolute, True)
 for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
@@ -182,16 +185,16 @@ for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "lo
                ("cos", "cos"), ("tan", "tan"), ("arcsin", "asin"), ("arccos", "acos"),
                ("arctan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh")):
     _ufunc_row(_n, lo.unary_math(_m), True,
-               extra={"cmath": _m not in ("expm1", "log1p")})
+               extra={"cmath": _m not in ("expm1", "log1p")}, calls_libm=_m != "sqrt")
 for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
     _ufunc_row(_n, lo.unary_math(_m, int_identity=True), _n == "rint")
-_ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
-_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
+_ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a), calls_libm=True)
+_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a), calls_libm=True)
 
 
 for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
-    _ufunc_row(_n, lo.inverse_hyperbolic(_m), True, extra={"cmath": True})
-_ufunc_row("fmod", lo.fmod)
+    _ufunc_row(_n, lo.inverse_hyperbolic(_m), True, extra={"cmath": True}, calls_libm=True)
+_ufunc_row("fmod", lo.fmod, calls_libm=True)
 _ufunc_row("copysign", lambda em, a, loop, attr: em.math("copysign", *a))
 _ufunc_row("sign", lo.sign, True)
 _ufunc_row("minimum", lo.minmax(True, True), True)

@@ -35,7 +35,7 @@ from lazyk.errors import (
     UnsupportedOperandError,
 )
 from lazyk.frontend.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
-from lazyk.frontend.graph import Node, arg_key, toposort, type_text
+from lazyk.frontend.graph import Node, arg_key, build_type, toposort, type_text
 from lazyk.frontend.leaves import (
     OwnedView,
     RaggedLeaf,
@@ -661,10 +661,7 @@ def _ragged_param(v: Any) -> bool:
 
 
 def _typed_text(shape: tuple, dtype: np.dtype, option: bool, rows: tuple = ()) -> str:
-    parts = type_text(shape, dtype).split(" * ")
-    parts = [("?" if r else "") + p for r, p in zip(rows, parts[:-1])] + parts[len(rows):-1] \
-        + [("?" if option else "") + parts[-1]]
-    return " * ".join(parts)
+    return str(build_type(shape, dtype, rows, option))
 
 
 def _rows_of(t: Any) -> tuple:

@@ -15,20 +15,32 @@ import numpy as np
 
 from lazyk.arrays import memory
 from lazyk.arrays.memory import view
-from lazyk.codegen.nest import OP_WORDS, nest_layout
+from lazyk.codegen.levels import (
+    FIXED,
+    VAR,
+    WORDS,
+    FixedDimData,
+    Reduce,
+    Rows,
+    RowsData,
+    Strided,
+    operand_level,
+)
+from lazyk.codegen.nest import nest_layout
 from lazyk.errors import ShapeError
 from lazyk.frontend.leaves import is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
 from lazyk.kernel import nest as nest_kernel
 from lazyk.kernel.nest import split as nest_split
 from lazyk.runtime.rows import check_extent
+from lazyk.types import FixedDim, Option, Scalar, VarDim
 
 
 class NestOperand:
-    """One leaf as the nest reads it: per own dim ('f', size, stride) or ('v' / 'q' for
-    `?var`, width, (stop_delta, content, index_stride, stride, length, row mask_offset));
-    its address, dtype, mask; `owner`: what keeps a writable var leaf's memory alive (a
-    result may share its offsets), else None."""
+    """One leaf as the nest reads it: per own dim a `FixedDimData` (size, stride) or a
+    `RowsData` (var or `?var` rows: the arrmeta words); its address, dtype, mask; `owner`:
+    what keeps a writable var leaf's memory alive (a result may share its offsets), else
+    None."""
 
     def __init__(self, dims, ptr, dtype, mask_offset, aligned, owner=None):
         self.dims, self.ptr, self.dtype = dims, ptr, dtype
@@ -94,11 +106,11 @@ def _forget(key: int, ref) -> None:
 def _refs(arr) -> tuple:
     """The block refs of the var dims of `arr`'s arrmeta (`nest_operand`'s walk)."""
     t, meta, k, refs = arr.type, arr.meta, 0, []
-    while dim_kind(t):
-        if type(t).__name__ == "FixedDim":
+    while is_nest_dim(t):
+        if isinstance(t, FixedDim):
             k += 2
         else:
-            if type(t).__name__ == "Option":
+            if isinstance(t, Option):
                 t, k = t.elem, k + 1
             refs.append(meta[k])
             k += 7
@@ -111,7 +123,7 @@ def _nest_operand(leaf):
     if isinstance(leaf, np.ndarray):
         al = leaf.dtype.alignment
         ptr = leaf.__array_interface__["data"][0]
-        dims = [("f", n, s) for n, s in zip(leaf.shape, leaf.strides)]
+        dims = [FixedDimData(n, s) for n, s in zip(leaf.shape, leaf.strides)]
         aligned = ptr % al == 0 and all(s % al == 0 for s in leaf.strides)
         return NestOperand(dims, ptr, leaf.dtype, None, aligned)
     if not is_ragged(leaf):
@@ -119,27 +131,26 @@ def _nest_operand(leaf):
     arr = leaf.array
     t, meta, k, dims = arr.type, arr.meta, 0, []
     addrs = [arr.ptr]
-    while dim_kind(t):
-        if type(t).__name__ == "FixedDim":
-            dims.append(("f", meta[k], meta[k + 1]))
+    while is_nest_dim(t):
+        if isinstance(t, FixedDim):
+            dims.append(FixedDimData(meta[k], meta[k + 1]))
             addrs.append(meta[k + 1])
             k += 2
         else:
-            row_moff, qv = 0, type(t).__name__ == "Option"
-            if qv:  # ?var: the row mask_offset word first
+            row_moff = None
+            if isinstance(t, Option):  # ?var: the row mask_offset word first
                 row_moff, t, k = meta[k], t.elem, k + 1
             _, width, delta, content, istride, stride, length = meta[k:k + 7]
             if width not in (4, 8):
                 return None
-            dims.append(("q" if qv else "v", width,
-                         (delta, content, istride, stride, length, row_moff)))
+            dims.append(RowsData(width, delta, content, istride, stride, length, row_moff))
             addrs += [content, istride, stride]
             k += 7
         t = t.elem
     moff = None
-    if type(t).__name__ == "Option":
+    if isinstance(t, Option):
         moff, t = meta[k], t.elem
-    if type(t).__name__ != "Scalar":
+    if not isinstance(t, Scalar):
         return None
     if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.textrows fuses them)
         check_extent(text_rows(arr, nested=True))
@@ -153,16 +164,15 @@ def _nest_operand(leaf):
                        None if arr.readonly else arr.owner)
 
 
-def dim_kind(t):
-    """'f', 'v' or 'q' (`?var`) for a dim type, None for anything else."""
-    name = type(t).__name__
-    if name == "Option":
-        return "q" if type(t.elem).__name__ == "VarDim" else None
-    return {"FixedDim": "f", "VarDim": "v"}.get(name)
+def is_nest_dim(t) -> bool:
+    """Whether the nest reads `t` as a dim: fixed, var or `?var`."""
+    return isinstance(t, (FixedDim, VarDim)) or (isinstance(t, Option) and
+                                                  isinstance(t.elem, VarDim))
 
 
 def nest_plan(ops_):
-    """Result levels ('f' / 'v'), fixed sizes, and per operand its kind at each level.
+    """Result levels (`FIXED` / `VAR`), fixed sizes, and per operand its level class at
+    each level (`codegen.levels`).
     Kept on the first operand for these operands (the operands of an Array are reused:
     `nest_operand`), so a repeated call over the same arrays plans once."""
     first, rest = ops_[0], ops_[1:]
@@ -184,30 +194,31 @@ def _nest_plan(ops_):
     levels, sizes = [], []
     for k in range(nlev):
         ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
-        fixed = {d[1] for d in ds if d[0] == "f" and d[1] != 1}
+        fixed = {d.size for d in ds if not d.rows and d.size != 1}
         if len(fixed) > 1:
             raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
         if fixed:
-            levels.append("f")
+            levels.append(FIXED)
             sizes.append(fixed.pop())
-        elif any(d[0] in "vq" for d in ds):
-            levels.append("v")
+        elif any(d.rows for d in ds):
+            levels.append(VAR)
             sizes.append(0)
         else:
-            levels.append("f")
+            levels.append(FIXED)
             sizes.append(1)
-    def var(d):  # index width, 's' for a stepping view's rows, 'q' for `?var`
-        return str(d[1]) + ("s" if d[2][3] != d[2][2] else "") + ("q" if d[0] == "q" else "")
     kinds = []
     for o in ops_:
         lead = nlev - len(o.dims)
         # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
         # the operand stays where the result level is var
-        kinds.append(tuple("n" if k < lead or (o.dims[k - lead][0] == "f" and
-                                               o.dims[k - lead][1] == 1 and levels[k] == "v")
-                           else "f" if o.dims[k - lead][0] == "f" else var(o.dims[k - lead])
+        kinds.append(tuple(operand_level(o.dims[k - lead] if k >= lead else None, levels[k])
                            for k in range(nlev)))
     return tuple(levels), sizes, kinds
+
+
+def _plain_rows(level) -> bool:
+    """Var rows of plain indices: neither a stepping view's nor `?var`."""
+    return level == Rows(level.width) if isinstance(level, Rows) else False
 
 
 def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
@@ -216,12 +227,12 @@ def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
     xs = []
     for k in range(upto):
         if k == 0:
-            x = r0 if levels[0] == "f" else 0
-        elif levels[k] == "f":
+            x = r0 if levels[0] is FIXED else 0
+        elif levels[k] is FIXED:
             x = xs[-1] * sizes[k]
         else:
             x = int(offsets[k][xs[-1]])
-        if k == 0 and levels[0] == "v":
+        if k == 0 and levels[0] is VAR:
             x = int(offsets[0][1]) if r0 else 0
         xs.append(x)
     return xs
@@ -234,15 +245,18 @@ def flat_rows(ops_, levels, kinds, sizes):
     offsets, their `nest_plan`), or None: another form, outer rows that differ between operands, or bad
     rows (the full nest names them). Operands without the two outer dims stay (`n`).
     Offsets from 0 of a writable leaf are those offsets themselves (no copy)."""
-    if tuple(levels) != ("f", "v", "v"):
+    if tuple(levels) != (FIXED, VAR, VAR):
         return None
     off, flat = None, list(ops_)
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
-        if kd[:2] == ("n", "n"):
+        if not kd[0].moves and not kd[1].moves:
             continue
-        if kd[0] != "f" or kd[1] not in ("4", "8"):
+        if kd[0] != Strided() or not _plain_rows(kd[1]):
             return None
-        (_, n0, s0), (_, width, (delta, content, istride, stride, length, _)) = o.dims[:2]
+        n0, s0 = o.dims[0].size, o.dims[0].stride
+        r = o.dims[1]
+        width, delta, content, istride, stride, length = (
+            r.width, r.stop_delta, r.content, r.index_stride, r.stride, r.length)
         if stride != istride or not n0 or s0 <= 0 or n0 != sizes[0]:
             return None
         # row r's start and stop: bytes the nest reads too (inside the operand's block:
@@ -265,28 +279,29 @@ def flat_rows(ops_, levels, kinds, sizes):
                 np.subtract(stops, lo, out=off[1:])
             if (off[1:] < off[:-1]).any():
                 return None
-        flat[j] = NestOperand([("f", hi - lo, istride)] + o.dims[2:], content + lo * istride,
-                               o.dtype, o.mask_offset, o.aligned)
+        flat[j] = NestOperand([FixedDimData(hi - lo, istride)] + o.dims[2:],
+                              content + lo * istride, o.dtype, o.mask_offset, o.aligned)
     if off is None:
         return None
     # the flat nest's plan (`nest_plan` of the flat operands): the inner rows are level 0
-    kinds2 = [("n", kd[2]) if kd[:2] == ("n", "n") else ("f", kd[2]) for kd in kinds]
-    return flat, off, (("f", "v"), [int(off[-1]), 0], kinds2)
+    kinds2 = [(kd[0] if not kd[1].moves else Strided(), kd[2]) for kd in kinds]
+    return flat, off, ((FIXED, VAR), [int(off[-1]), 0], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):
     """The offsets (from 0) of `N * var` rows that every var operand reads through one
     offsets array, or None (no count pass needed: the fill pass checks each row's length
     against them, and the kernel each row's indices)."""
-    if tuple(levels) != ("f", "v"):
+    if tuple(levels) != (FIXED, VAR):
         return None
     ref = None
     for o, kd in zip(ops_, kinds):
-        if kd[1] in ("n", "f"):
+        if not kd[1].rows:
             continue
-        if kd[0] != "f" or kd[1] not in ("4", "8"):
+        if kd[0] != Strided() or not _plain_rows(kd[1]):
             return None
-        (_, n0, s0), (_, width, (delta, *_)) = o.dims[:2]
+        n0, s0 = o.dims[0].size, o.dims[0].stride
+        width, delta = o.dims[1].width, o.dims[1].stop_delta
         key = (o.ptr, n0, s0, width)
         if s0 != delta or n0 != sizes[0] or not n0 or (ref or key) != key:
             return None
@@ -303,21 +318,17 @@ def nest_words(levels, sizes, sel, kinds):
     lay = nest_layout(len(levels), len(sel))
     words = np.zeros(lay["params"] // 8, np.int64)
     for k, (lv, n) in enumerate(zip(levels, sizes)):
-        words[lay["sizes"] + k] = n if lv == "f" else 0
+        words[lay["sizes"] + k] = n if lv is FIXED else 0
     for j, (o, kind) in enumerate(zip(sel, kinds)):
         at = lay["ops"] + j * lay["per_op"]
         words[at] = o.ptr
         words[at + 1] = o.mask_offset or 0
         lead = len(levels) - len(o.dims)
-        for k in range(len(levels)):
-            if kind[k] == "n":
-                continue
-            d = o.dims[k - lead]
-            base = at + 2 + OP_WORDS * k
-            if d[0] == "f":
-                words[base] = 0 if d[1] == 1 else d[2]
-            else:
-                words[base:base + OP_WORDS] = d[2]
+        for k, level in enumerate(kind):
+            if level.moves:
+                w = level.words(o.dims[k - lead])
+                base = at + 2 + WORDS * k
+                words[base:base + len(w)] = w
     return words, lay
 
 
@@ -326,11 +337,12 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     content (offsets are content prefix sums: a bisection, no pass over the rows).
     `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
     nres = len(res)
-    if levels[0] != "f" or not nres or res[0] != 0 or (mode == "reduce" and len(levels) < 2):
+    if levels[0] is not FIXED or not nres or res[0] != 0 or \
+            (isinstance(mode, Reduce) and len(levels) < 2):
         return [(0, n0, 0, {res[p]: 0 for p in rvar})]  # level 0 is not split
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     before = None
-    if mode == "reduce" and not rvar and len(levels) == 2:
+    if isinstance(mode, Reduce) and not rvar and len(levels) == 2:
         if one_part(sel, kinds, n0):
             return [(0, n0, 0, {})]
         before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
@@ -351,7 +363,7 @@ def count_parts(levels, sizes, offsets, rvar, res, p, n0):
     """Parts of the count pass of result var level `p`, level-0 rows split by how many
     level-`p` rows they hold (known from the fixed sizes and the levels counted before)."""
     counted = [q for q in rvar if q <= p]
-    if levels[0] != "f" or not p or res[0] != 0:
+    if levels[0] is not FIXED or not p or res[0] != 0:
         return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
@@ -369,9 +381,9 @@ def _weight(rl, rs, offsets: dict, upto: int):
     in NumPy (`starts`, `rows`) instead of bisecting in Python."""
     def before(r):
         return positions(r, rl, rs, offsets, upto)[-1]
-    if rl[0] == "f" and upto == 1:
+    if rl[0] is FIXED and upto == 1:
         before.rows = True
-    elif rl[0] == "f" and upto == 2 and rl[1] == "v":
+    elif rl[0] is FIXED and upto == 2 and rl[1] is VAR:
         before.starts, before.base = offsets[1][:-1], 0
     return before
 
@@ -383,8 +395,9 @@ def one_part(sel, kinds, n0) -> bool:
     if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
         return True
     for o, kind in zip(sel, kinds):
-        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
-            return n0 > 0 and o.dims[0][2] > 0 and o.dims[1][2][4] < 2 * nest_kernel.MIN_PART
+        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+            return n0 > 0 and o.dims[0].stride > 0 and \
+                o.dims[1].length < 2 * nest_kernel.MIN_PART
     return False
 
 
@@ -393,9 +406,9 @@ def index_weight(sel, kinds, n0):
     a bad index only unbalances the split: the kernel checks every row)."""
     for o, kind in zip(sel, kinds):
         # (an operand of its own level-0 size: a broadcast one has fewer index entries)
-        if kind[0] == "f" and kind[1] in ("4", "8") and o.dims[0][1] == n0:
-            width, (delta, *_) = o.dims[1][1], o.dims[1][2]
-            stride = o.dims[0][2]
+        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+            width, delta = o.dims[1].width, o.dims[1].stop_delta
+            stride = o.dims[0].stride
             if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
                 return None
             # the start indices and the last stop: bytes the nest reads too

@@ -30,6 +30,18 @@ from lazyk.arrays.array import Array, array
 from lazyk.arrays.interchange import columns, masked, offsets_array, regular
 from lazyk.arrays.memory import MemoryBlock, foreign
 from lazyk.backend.outputs import empty as fresh
+from lazyk.codegen.levels import (
+    FIXED,
+    VAR,
+    Count,
+    Fill,
+    FixedDimData,
+    Fold,
+    Map,
+    Mark,
+    Reduce,
+    Total,
+)
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.frontend.expr import leaf_data
 from lazyk.frontend.graph import REDUCE_OP, arg_key, toposort
@@ -78,7 +90,7 @@ class NestFill:
         """(values in the result dtype, present mask or None) from the fill pass's values
         and flag bytes: the rules `evaluate_nest` applies. A reduction over every axis
         combines its parts' partial results (`count`: the elements they folded)."""
-        if self.mode == "all":
+        if isinstance(self.mode, Total):
             values, mask = _all_total(values, flags, count, self.reduce_arg, self.mean,
                                       self.option or self.qrows, self.skipna)
             return values.astype(self.dtype, copy=False), mask
@@ -139,15 +151,15 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if scalar:
         if reduce_arg is not None:
             return None
-        ops_ = [NestOperand([("f", 1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
+        ops_ = [NestOperand([FixedDimData(1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
                 for o in ops_]
     levels, sizes, kinds = flat[2] if flat else nest_plan(ops_)
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None
-    mode = "map" if reduce_arg is None else "reduce"
+    mode = Map() if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if mode == "reduce" and not (flat or where_masks or plan) and axes == (nlev - 1,):
+    if isinstance(mode, Reduce) and not (flat or where_masks or plan) and axes == (nlev - 1,):
         rows = flat_rows(ops_, levels, kinds, sizes)
         if rows is not None:
             try:
@@ -164,34 +176,34 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     sel = [ops_[j] for j in labels]
     if prep.declined:
         return None
-    if mode == "all" and plan:  # partial results per part, combined by `NestFill.finish`
+    if isinstance(mode, Total) and plan:  # partial results per part, combined by `NestFill.finish`
         words, _ = nest_words(levels, sizes, sel, sel_kinds)
         parts = _all_parts(levels, sizes, sel, sel_kinds)
         return NestFill(
-            kern=prep.kernel("fill"), parts=parts, words=words, consts=step.consts,
+            kern=prep.kernel(Fill()), parts=parts, words=words, consts=step.consts,
             labels=labels, leaves=leaves,
             names=names, nvals=1, npartial=len(parts), acc=acc, dtype=red_node.dtype,
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
             offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
-    if mode == "all":
+    if isinstance(mode, Total):
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                          leaves, reduce_arg, red_node, bool(qlev))
     # the result's levels (their level numbers in the nest), their kinds and sizes
-    res = list(range(nlev)) if mode == "map" else list(range(nlev - 1)) if \
-        mode == "reduce" else [k for k in range(nlev) if k not in axes]
+    res = list(range(nlev)) if isinstance(mode, Map) else list(range(nlev - 1)) if \
+        isinstance(mode, Reduce) else [k for k in range(nlev) if k not in axes]
     nres = len(res)
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-    rvar = [p for p in range(nres) if rl[p] == "v"]
+    rvar = [p for p in range(nres) if rl[p] is VAR]
     words, lay = nest_words(levels, sizes, sel, sel_kinds)
-    n0 = sizes[0] if levels[0] == "f" else 1
-    r_end = (rs[0] if rl[0] == "f" else 1) if nres else 1
+    n0 = sizes[0] if levels[0] is FIXED else 1
+    r_end = (rs[0] if rl[0] is FIXED else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
     validity: dict = {}  # result ?var level -> which of its rows are present
     # the result's ?var levels: a missing row stays missing above a folded axis, makes the
     # row below it missing at the axis, and below it is skipped under skipna
-    if mode.startswith("fold"):
+    if isinstance(mode, Fold):
         qres = {k for k in qlev if k < axes[0] or (k > axes[0] and not skipna)}
         qres |= {axes[0] + 1} if axes[0] in qlev else set()
     else:
@@ -200,7 +212,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     raw: dict = {}  # where() over missing rows: each level's marked lengths
     passes = []  # (level, kernel, parts, rows, kernel data, lengths) of each count pass
     # elementwise over `N * var` rows of one offsets array: the result has its rows
-    same = offsets_rows(sel, sel_kinds, levels, sizes) if mode == "map" and not qlev \
+    same = offsets_rows(sel, sel_kinds, levels, sizes) if isinstance(mode, Map) and not qlev \
         else None
     if same is not None:
         offsets[1] = same
@@ -217,7 +229,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         for q in rvar:
             if q <= p:
                 w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
-        npass = f"{'mark' if wq and p == rvar[-1] else 'count'}{res[p]}"
+        npass = (Mark if wq and p == rvar[-1] else Count)(res[p])
         kern = prep.kernel(npass, wq)
         parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
@@ -240,13 +252,13 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
-        dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
-        kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
+        dims = [] if scalar else [(VAR if rl[p] is VAR else rs[p]) for p in range(nres)]
+        kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
         # (`?n` rows under where() over missing rows: which are missing follows the
         # values; the bound call stores this call's present bytes, lazyk.ragbind; var
         # rows below them would have no storage under a row missing at bind)
         rfix = [p for p in range(nres) if res[p] in qfix]
-        if wq and rfix and "v" in rl[min(rfix):]:
+        if wq and rfix and VAR in rl[min(rfix):]:
             return "where() over missing rows with `?n` result rows over var dims (missing " \
                 "rows against a fixed dim)"
         parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
@@ -256,7 +268,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                                np.uint8) for p in rfix}
         if rfix:
             w, vals = words.copy(), np.empty(nvals, acc)
-            flags = np.empty(nvals, np.uint8) if any(maskd) or mode != "map" else None
+            flags = np.empty(nvals, np.uint8) if any(maskd) or not isinstance(mode, Map) else None
             w[3], w[4] = vals.ctypes.data, 0 if flags is None else flags.ctypes.data
             for p in rfix:
                 w[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
@@ -267,8 +279,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             words=words, consts=step.consts, labels=labels, leaves=leaves, names=names,
             nvals=nvals, npartial=0,
             acc=acc, dtype=(root if reduce_arg is None else red_node).dtype,
-            flagged=any(maskd) or mode != "map", option=any(maskd), qrows=bool(qlev),
-            last_q=nlev - 1 in qlev and mode == "reduce", mean=step.mean, skipna=skipna,
+            flagged=any(maskd) or not isinstance(mode, Map), option=any(maskd), qrows=bool(qlev),
+            last_q=nlev - 1 in qlev and isinstance(mode, Reduce), mean=step.mean, skipna=skipna,
             reduce_arg=reduce_arg, keep_axes=axes if reduce_arg and reduce_arg[2] else (),
             mode=mode, dims=dims, offsets=offsets, xs_end=xs_end, validity=validity,
             recount=_recounter(passes, step.consts, labels, keep, dict(offsets_counted), res,
@@ -276,8 +288,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             if wq else None)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
-    flags = np.empty(nvals, np.uint8) if option or mode != "map" else None
-    if mode == "reduce" and not (option or qlev) and (
+    flags = np.empty(nvals, np.uint8) if option or not isinstance(mode, Map) else None
+    if isinstance(mode, Reduce) and not (option or qlev) and (
             reduce_arg[0] in ("sum", "prod", "any", "all") or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
         flags = None  # every row has a value (`_nest_reduced` reads no flags)
@@ -291,12 +303,12 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                for p in rfix}
     for p in rfix:
         words[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
-    kern = prep.kernel("fill", where_masks and (any(maskd) or wq))
+    kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
     parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
-    dims = [] if scalar else [("v" if rl[p] == "v" else rs[p]) for p in range(nres)]
+    dims = [] if scalar else [(VAR if rl[p] is VAR else rs[p]) for p in range(nres)]
     if parts_only:
         return (out.astype(root.dtype, copy=False), None if flags is None else
                 flags.view(bool), dims, offsets, validity, present)
@@ -305,21 +317,21 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         return fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
                                         offsets, xs_end, validity), present)
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
-    if nlev - 1 in qlev and mode == "reduce":  # a missing row reduced along its axis
+    if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
         mask = mask & ((flags & 2) != 0)
     if flat and mask is None and not reduce_arg[2]:  # `N * var * T` over the values
         return offsets_array(flat[1], values.astype(red_node.dtype, copy=False), check=None)
-    if reduce_arg[2] and mode == "reduce":
+    if reduce_arg[2] and isinstance(mode, Reduce):
         dims.append(1)
     elif reduce_arg[2]:  # keepdims: a fixed 1 where each axis was (kept levels stay put)
         dims = [1 if k in axes else dims[res.index(k)] for k in range(nlev)]
         offsets, validity, present = ({res[p]: v for p, v in d.items()}
                                       for d in (offsets, validity, present))
-        xs_end = positions(dims[0] if dims[0] != "v" else 1,
-                           ["v" if d == "v" else "f" for d in dims],
-                           [0 if d == "v" else d for d in dims], offsets, nlev)
+        xs_end = positions(dims[0] if dims[0] is not VAR else 1,
+                           [VAR if d is VAR else FIXED for d in dims],
+                           [0 if d is VAR else d for d in dims], offsets, nlev)
     got = fixed_rows(nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
                                    offsets, xs_end, validity), present)
     if flat:
@@ -333,7 +345,7 @@ class _Prep:
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
-    def kernel(self, npass: str, where_masks: bool = False):
+    def kernel(self, npass, where_masks: bool = False):
         """The nest kernel of this plan for pass `npass` (looked up by its ready key: a
         cleared kernel cache compiles again)."""
         return kernel_for(self.kkey + (npass, self.skipna, bool(self.step.mean),
@@ -398,17 +410,17 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
 def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat):
     """`_prepared` without the cache."""
     nlev = len(levels)
-    mode = "map" if reduce_arg is None else "reduce"
+    mode = Map() if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if mode == "reduce" and axes == tuple(range(nlev)) and nlev > 1:
-        mode = "all"  # every axis: one partial fold per thread
-    elif mode == "reduce" and axes != (nlev - 1,):
+    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and nlev > 1:
+        mode = Total()  # every axis: one partial fold per thread
+    elif isinstance(mode, Reduce) and axes != (nlev - 1,):
         # any other axes: each result element folds its group (every element of the
         # folded levels; rows of the kept levels below the first one fold element by
         # element, rows of length 1 stretching)
-        mode = "fold" + ",".join(str(a) for a in axes)
+        mode = Fold(axes)
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=mode != "map",
+    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=not isinstance(mode, Map),
                      int_mean=True)
     if got is None:
         return None
@@ -426,15 +438,15 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     # makes the result row below it missing (a var one; a fixed one, `?n`, and folds over
     # several axes at or above them: `nest_steps._rows_first`, their group walk does not track
     # missing rows)
-    qlev = {k for kd in sel_kinds for k in range(nlev) if "q" in kd[k]}
+    qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].missing}
     # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
     # rows of `?0` have no room for their present byte)
-    qfix = frozenset(k for k in qlev if levels[k] == "f")
+    qfix = frozenset(k for k in qlev if levels[k] is FIXED)
     # folds over `?n` rows: `nest_steps._rows_first` (after the check of `?0` rows)
-    declined = bool(qfix and mode not in ("map", "reduce")) or bool(
-        qlev and len(axes) > 1 and mode.startswith("fold") and max(qlev) >= axes[0]) or bool(
-        qlev and ((mode == "all" and 0 in qlev) or
-                  (mode.startswith("fold") and axes[0] in qlev and levels[axes[0] + 1] != "v")))
+    declined = bool(qfix and not isinstance(mode, (Map, Reduce))) or bool(
+        qlev and len(axes) > 1 and isinstance(mode, Fold) and max(qlev) >= axes[0]) or bool(
+        qlev and ((isinstance(mode, Total) and 0 in qlev) or
+                  (isinstance(mode, Fold) and axes[0] in qlev and levels[axes[0] + 1] is not VAR)))
     # where() over missing rows: a row is missing where an element takes a branch's
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)
@@ -696,7 +708,7 @@ def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fa
 def nest_result(values, mask, dims, offsets, xs, validity=None):
     """The lazyk Array of a nest's result: fixed dims, var dims over their offsets (`?var`
     where `validity` has the level's present rows)."""
-    var_at = [k for k, d in enumerate(dims) if d == "v"]
+    var_at = [k for k, d in enumerate(dims) if d is VAR]
     if not var_at:
         shape = tuple(int(d) for d in dims)
         values = np.asarray(values, order="C").reshape(shape)
@@ -709,7 +721,7 @@ def nest_result(values, mask, dims, offsets, xs, validity=None):
     cur = array(np.ascontiguousarray(values)) if mask is None else \
         masked(values, mask.reshape(shape))
     for k in range(d, -1, -1):
-        if dims[k] == "v":
+        if dims[k] is VAR:
             outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
             cur = offsets_array(offsets[k], cur, (validity or {}).get(k), outer=outer,
                                 check=False)
@@ -730,17 +742,12 @@ def explain_nests(nests) -> str:
     out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
            f"elementwise body and reduction fused{many})"]
     for k, (kern, nparts) in enumerate(nests):
-        levels = " * ".join("var" if lv == "v" else "fixed" for lv in kern.levels)
-        out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass!r}, levels {levels}, "
+        levels = " * ".join(lv.value for lv in kern.levels)
+        out.append(f"== nest {k + 1}: {kern.mode}, pass {kern.npass}, levels {levels}, "
                    f"{nparts} part(s) over threads")
         for j, kinds in enumerate(kern.kinds):
-            def what(c):
-                return {"n": "stays (broadcast)", "f": "strided"}.get(c) or \
-                    ("?var" if "q" in c else "var") + " rows" + \
-                    (" of a stepping view" if "s" in c else "") + \
-                    f", int{8 * int(c[0])} indices"
             out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
-                       ", ".join(what(c) for c in kinds))
+                       ", ".join(map(str, kinds)))
         out.append(format_spec(kern.spec))
         out.append(f"== LLVM IR\n{kern.ir}")
         out.append(f"== assembly\n{kern.jit.asm}")
@@ -761,7 +768,7 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
     acc = np.dtype(spec.outputs[0][1])
     out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
     words[3], words[4] = out.ctypes.data, flags.ctypes.data
-    kern = nest_kernel(spec, levels, kinds, maskd, "all", "fill", skipna, step.mean)
+    kern = nest_kernel(spec, levels, kinds, maskd, Total(), Fill(), skipna, step.mean)
     statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
@@ -775,9 +782,9 @@ def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leav
 def _all_parts(levels, sizes, sel, kinds) -> list:
     """Parts of a reduction over every axis: level-0 rows split by content, part t
     writing partial result t."""
-    n0 = sizes[0] if levels[0] == "f" else 1
+    n0 = sizes[0] if levels[0] is FIXED else 1
     bounds = [0, n0]
-    if levels[0] == "f" and not one_part(sel, kinds, n0):
+    if levels[0] is FIXED and not one_part(sel, kinds, n0):
         before = index_weight(sel, kinds, n0)
         if before is not None:
             bounds = nest_split(n0, before(n0), before)

@@ -15,6 +15,7 @@ import numpy as np
 
 from lazyk.arrays.array import array
 from lazyk.arrays.interchange import columns, masked, offsets_array
+from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
@@ -88,7 +89,7 @@ def _parts_first(expr, where_only: bool):
     would pair the rows of a branch it does not take, or give an empty row where the
     reference's row is missing); else every part (after one nest raised ShapeError)."""
     qvar = {n for n, v in expr.env.items()
-            if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+            if is_ragged(leaf_data(v)) and leaf_data(v).array.type.missing_var_rows}
     if not qvar:
         return None
     env, done = dict(expr.env), []
@@ -105,12 +106,11 @@ def _parts_first(expr, where_only: bool):
         for i, src in enumerate(new):
             if combines(src):
                 value = evaluate_nest(Expr(src, env))
-                if any(d.startswith("?") and d != "?var"
-                       for d in str(value.type).split(" * ")[:-1]):
+                if value.type.missing_fixed_rows:
                     continue  # `?n` rows: no leaf the nest reads (the one nest pairs them)
                 leaf = as_expr(value)
                 env.update(leaf.env)
-                if "?var" in str(value.type):
+                if value.type.missing_var_rows:
                     qvar.add(leaf.node.arg)
                 new[i] = leaf.node
                 done.append(i)
@@ -137,7 +137,7 @@ def _evaluate_nest(expr):
         # runs first (its mask follows the body), then the reduction of its result
         got = nest_run(root, root, None, names, leaves, where_masks=True)
         if got is not None and reduce_arg is not None and any(
-                d.startswith("?") and d != "?var" for d in str(got.type).split(" * ")[:-1]):
+                got.type.missing_fixed_rows):
             # `?n` rows: no leaf the nest reads
             got = _rows_first(root, red_node, reduce_arg, names, leaves)
         elif got is not None and reduce_arg is not None:
@@ -153,7 +153,7 @@ def _evaluate_nest(expr):
         why = "with missing rows (?var), elementwise work and reductions run over " \
             "numeric (or string) leaves and the operations the loop nest compiles" \
             if any(
-            is_ragged(v) and "?var" in str(v.array.type) for v in leaves) else \
+            is_ragged(v) and v.array.type.missing_var_rows for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
         raise NotSupportedError(f"{what} of {types}: {why}")
@@ -180,13 +180,13 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
         done = _own_axis_first(got, red_node, reduce_arg)
         return done if done is not None else _filled_first(got, red_node, reduce_arg)
     q = min(validity) if len(validity) == 1 and not present else last
-    if q < last and len(reduce_arg[1]) > 1 and dims[q] == "v":
+    if q < last and len(reduce_arg[1]) > 1 and dims[q] is VAR:
         done = _middle_first(got, red_node, reduce_arg, q)
         return done if done is not None else _filled_first(got, red_node, reduce_arg)
-    if last < 1 or last not in (present if dims[-1] != "v" else validity) or \
+    if last < 1 or last not in (present if dims[-1] is not VAR else validity) or \
             set(validity) - {last} or set(present) - {last}:
         return _filled_first(got, red_node, reduce_arg)  # missing rows at several levels
-    if dims[-1] == "v":
+    if dims[-1] is VAR:
         rows = validity[last]
         off, vals, ok = _missing_as_values(values, flags, rows, offsets[last])
         new = {**offsets, last: off}
@@ -207,20 +207,20 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     if last in axes:  # `?0` rows hold no missing value: the groups that fold one, missing
         flags_of = nest_result(~rows, None, dims[:-1], offsets, _counts(dims[:-1], offsets))
         hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes[:-1])))
-        if " * " not in str(got.type):  # one value
+        if not got.type.dims:  # one value
             v = got.to_list()
             return masked(np.asarray(0 if v is None else v, red_node.dtype),
                           np.asarray(v is not None and not hit[0]))
         return _rebuild(got, leaf=lambda v, m: masked(v, ~hit if m is None else m & ~hit))
-    if skipna and dims[-1] != "v":
+    if skipna and dims[-1] is not VAR:
         return got  # rows of n skipped values
     # which result rows fold a missing row (or only missing rows): the same fold over the
     # dims above the rows, in the nest, of one flag per row
     flags_of = nest_result(rows if skipna else ~rows, None, dims[:-1], offsets,
                            _counts(dims[:-1], offsets))
     hit = _leaf_values(evaluate_nest(reduce("any", flags_of, axis=axes)))
-    if dims[-1] != "v":
-        return fixed_rows(got, {len(str(got.type).split(" * ")) - 2: ~hit})
+    if dims[-1] is not VAR:
+        return fixed_rows(got, {len(got.type.dims) - 1: ~hit})
     return _rebuild(got, rows=lambda off: (~hit if skipna else hit, not skipna))
 
 
@@ -239,13 +239,13 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
         return None
     rows = validity[q]
     if (skipna or reduce_arg[0] == "count") and not rows.all() and any(
-            dims[j] == "v" and any(q < a < j and dims[a] == "v" for a in axes)
+            dims[j] is VAR and any(q < a < j and dims[a] is VAR for a in axes)
             for j in range(len(dims)) if j not in axes):
         # a missing row's element has var rows of length 1 below a folded var axis; where
         # the present rows fold none there, they would give the result's row a length.
         # Rows under the folded fixed axis 0 fold without the missing ones instead; other
         # forms empty those rows afterwards (`_filled_first`).
-        if q == 1 and 0 in axes and dims[0] != "v" and rows.any():
+        if q == 1 and 0 in axes and dims[0] is not VAR and rows.any():
             return _present_rows_only(parts, red_node, rows)
         return None
     # each new element's source (-1: the filler of a missing row), level by level
@@ -255,7 +255,7 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     new[q] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     src = np.where(np.repeat(rows, lens), _ranges(starts[:-1], lens), -1)
     for k in range(q + 1, len(dims)):
-        if dims[k] == "v":
+        if dims[k] is VAR:
             o = offsets[k]
             n = np.where(src >= 0, o[src + 1] - o[src], 1)
             first = np.where(src >= 0, o[np.maximum(src, 0)], 0)
@@ -278,13 +278,13 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     first = axes[0] == q  # a missing row at the first folded axis stays missing
     # under skipna, a group of only missing rows over a fixed dim k has no rows at the
     # first kept var dim v below k (var rows between k and v folded: not taken)
-    v = next((j for j in kept if j > k and dims[j] == "v"), None) if k is not None and \
-        dims[k] != "v" and skipna and not first else None
-    if v is not None and any(dims[j] == "v" for j in range(k + 1, v)):
+    v = next((j for j in kept if j > k and dims[j] is VAR), None) if k is not None and \
+        dims[k] is not VAR and skipna and not first else None
+    if v is not None and any(dims[j] is VAR for j in range(k + 1, v)):
         return None
     # a missing row's element holds no value under a fixed 0: the flags do the work
     held = all(d != 0 for d in dims[q + 1:])
-    if not first and (skipna or held) and (k is None or dims[k] != "v" and skipna and
+    if not first and (skipna or held) and (k is None or dims[k] is not VAR and skipna and
                                            v is None):
         return got  # missing values do the work (skipped, or missing)
     if first:
@@ -294,7 +294,7 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
         if skipna and k is not None and k > q:  # a present row with no rows at k
             lo, hi = offsets[q][:-1], offsets[q][1:]  # adds no row there either
             for j in range(q + 1, k):
-                lo, hi = (offsets[j][lo], offsets[j][hi]) if dims[j] == "v" else \
+                lo, hi = (offsets[j][lo], offsets[j][hi]) if dims[j] is VAR else \
                     (lo * int(dims[j]), hi * int(dims[j]))
             mine = rows & (hi > lo)
         flags_of = nest_result(mine if skipna else ~rows, None, dims[:q], offsets,
@@ -309,7 +309,7 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
         m = int(np.prod([int(dims[j]) for j in kept if k <= j < v], dtype=np.int64))
         return _drop_rows(got, v if keep else len([j for j in kept if j < v]),
                           np.repeat(hit, m), mark=False)
-    if dims[k] != "v":
+    if dims[k] is not VAR:
         return fixed_rows(got, {p: (~hit).astype(np.uint8)})
     return _drop_rows(got, p, hit, mark=first or not skipna)
 
@@ -344,7 +344,7 @@ def _filled_first(parts, red_node, reduce_arg):
         miss[k], real = m, ok & ~m
         infill = infill | m
         inside[k] = infill
-        if d == "v":
+        if d is VAR:
             o = offsets[k]
             n, first = np.ones(len(s), np.int64), np.zeros(len(s), np.int64)
             n[real], first[real] = o[s[real] + 1] - o[s[real]], o[s[real]]
@@ -382,11 +382,11 @@ def _filled_first(parts, red_node, reduce_arg):
         marks[m] = hit if m not in marks else marks[m] | hit
     if skipna:
         for j in kept:
-            if dims[j] == "v" and j > axes[0] and inside[j].any():
+            if dims[j] is VAR and j > axes[0] and inside[j].any():
                 empties[j] = ~folded(~inside[j], j)
     if None in marks:
         hit = marks.pop(None)
-        if " * " not in str(got.type):  # one value
+        if not got.type.dims:  # one value
             v = got.to_list()
             got = masked(np.asarray(0 if v is None else v, red_node.dtype),
                          np.asarray(v is not None and not hit[0]))
@@ -396,7 +396,7 @@ def _filled_first(parts, red_node, reduce_arg):
         p = j if keep else len([i for i in kept if i < j])
         if j in empties:
             got = _drop_rows(got, p, empties[j], mark=False)
-        if j in marks and dims[j] == "v":
+        if j in marks and dims[j] is VAR:
             got = _drop_rows(got, p, marks[j], mark=True)
         elif j in marks:
             got = fixed_rows(got, {p: (~marks[j]).astype(np.uint8)})
@@ -497,9 +497,9 @@ def _own_axis_first(parts, red_node, reduce_arg):
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
-    if dims[a] != "v" or set(validity) != {a}:
+    if dims[a] is not VAR or set(validity) != {a}:
         return None
-    if "v" in below:  # each missing row as one element (var rows of length 1 stretch)
+    if VAR in below:  # each missing row as one element (var rows of length 1 stretch)
         return _middle_first(parts, red_node, reduce_arg, a)
     blk = int(np.prod(below, dtype=np.int64))
     rows = validity[a]
@@ -521,7 +521,7 @@ def _present_rows_only(parts, red_node, rows):
     new = {1: np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)}
     src = _ranges(starts[:-1][rows], lens)
     for k in range(2, len(dims)):
-        if dims[k] == "v":
+        if dims[k] is VAR:
             o = offsets[k]
             n = o[src + 1] - o[src]
             new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
@@ -539,14 +539,14 @@ def _present_rows_only(parts, red_node, rows):
 
 def _counts(dims, offsets) -> list:
     """How many elements each level of a nest result over `dims` has (`nest_result`'s xs)."""
-    lv = ["v" if d == "v" else "f" for d in dims]
-    sz = [0 if d == "v" else int(d) for d in dims]
-    return positions(sz[0] if lv[0] == "f" else 1, lv, sz, offsets, len(dims))
+    lv = [VAR if d is VAR else FIXED for d in dims]
+    sz = [0 if d is VAR else int(d) for d in dims]
+    return positions(sz[0] if lv[0] is FIXED else 1, lv, sz, offsets, len(dims))
 
 
 def _leaf_values(result) -> np.ndarray:
     """The values of a nest result without missing values, in order (no copy of rows)."""
-    if " * " not in str(result.type):
+    if not result.type.dims:
         return np.asarray(result.to_numpy()).reshape(1)
     tree = columns(result if isinstance(result.type, FixedDim) else result[None])
     while tree[0] != "numpy":

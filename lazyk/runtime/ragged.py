@@ -81,7 +81,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         value = result.to_numpy()
     except Exception:
         value = None
-    if value is None and "?" not in str(result.type):
+    if value is None and not result.type.missing_values:
         try:  # var dims whose rows happen to fit (e.g. the one row of x.sum(axis=0))
             _, dt, _ = describe(result)
             value = np.array(result.to_list(), dtype=dt)

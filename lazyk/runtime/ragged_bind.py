@@ -27,17 +27,19 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.arrays.memory import lookup
 from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.codegen.levels import VAR, Reduce
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.leaves import is_ragged, text_element
 from lazyk.frontend.ops import text_unit
 from lazyk.kernel.nest import status_error
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import plan_fill
 from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
 from lazyk.runtime.ragged_rules import branch_masks, selects
+from lazyk.types import Option
 
 _U8 = np.dtype(np.uint8)
 
@@ -162,11 +164,11 @@ class RaggedBound:
         fill = self._fill
         dims = list(fill.dims)
         keepdims = fill.reduce_arg is not None and fill.reduce_arg[2]
-        if keepdims and fill.mode == "reduce":
+        if keepdims and isinstance(fill.mode, Reduce):
             dims.append(1)
         self._pick = None  # `?n` rows: the positions of out's values in the kernel's
         self._qn = []  # `?n` rows that follow the values (`_walk`)
-        if "v" not in dims and not fill.validity and not result_option and \
+        if VAR not in dims and not fill.validity and not result_option and \
                 not fill.present and \
                 not (isinstance(out, Array) and is_ragged_type(out.type)):
             self._slots = _ArraySlots(_numpy_out(out, fill, dims, keepdims))
@@ -181,7 +183,7 @@ class RaggedBound:
         # call stores the present bytes its fill pass wrote (`self._qn`)
         self._follow = fill.recount is not None and bool(fill.present)
         skel = fill.skeleton(dims, all_present=self._follow)
-        if keepdims and fill.mode != "reduce":
+        if keepdims and not isinstance(fill.mode, Reduce):
             for a in fill.keep_axes:
                 skel = skel[(slice(None),) * a + (None,)]
         self._walk(skel, out, result_option)
@@ -404,7 +406,7 @@ def bind(expr: Expr, out, signature: str):
     used = [leaf_data(expr.env[n.arg]) for n in nodes if n.op == "input"]
     # where() over missing strings: its branches would read the elements of missing
     # strings, so each string operation binds as a step of its own first (into scratch)
-    text_first = any(is_ragged(v) and str(v.array.type).endswith(("string", "bytes"))
+    text_first = any(is_ragged(v) and text_element(_element(v.array.type)) is not None
                      for v in used) \
         and any(n.op == "where" and selects(n) for n in nodes) and \
         any(getattr(v, "option", False) for v in used)
@@ -472,7 +474,7 @@ def _pairs_missing_rows(expr: Expr) -> bool:
     """Whether an operation of `expr` (not its root) combines an input with missing rows
     (`?var`) with other inputs (`nest_steps._parts_first` computes those first)."""
     qvar = {n for n, v in expr.env.items()
-            if is_ragged(leaf_data(v)) and "?var" in str(leaf_data(v).array.type)}
+            if is_ragged(leaf_data(v)) and leaf_data(v).array.type.missing_var_rows}
     for node in toposort(expr.node):
         for src in node.srcs:
             names = {n.arg for n in toposort(src) if n.op == "input"}
@@ -553,7 +555,7 @@ def _numpy_out(out, fill, dims: list, keepdims: bool) -> np.ndarray:
     if not isinstance(out, np.ndarray):
         raise BindError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
     shape = tuple(int(d) for d in dims)
-    if keepdims and fill.mode != "reduce":
+    if keepdims and not isinstance(fill.mode, Reduce):
         shape = list(shape)
         for a in fill.keep_axes:
             shape.insert(a, 1)
@@ -566,3 +568,9 @@ def _numpy_out(out, fill, dims: list, keepdims: bool) -> np.ndarray:
     if not out.flags.writeable:
         raise BindError("out is read-only")
     return out
+
+
+def _element(t):
+    """The element type under every dim, its option stripped."""
+    t = t.dtype
+    return t.elem if isinstance(t, Option) else t

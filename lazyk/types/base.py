@@ -167,6 +167,36 @@ class Type:
         return self
 
     @property
+    def dims(self) -> tuple:
+        """The dimensions, outermost first; a dimension whose rows may be missing (`?var`,
+        `?3`) is its Option. `dshape('3 * ?var * int32').dims[1]` is `?var * int32`."""
+        out, t = [], self
+        while isinstance(t, Dim) or (isinstance(t, Option) and isinstance(t.elem, Dim)):
+            out.append(t)
+            t = t.elem.elem if isinstance(t, Option) else t.elem
+        return tuple(out)
+
+    @property
+    def missing_rows(self) -> bool:
+        """True if rows of some dimension may be missing (`?var`, `?n`)."""
+        return any(isinstance(d, Option) for d in self.dims)
+
+    @property
+    def missing_var_rows(self) -> bool:
+        """True if rows of some var dimension may be missing (`?var`)."""
+        return any(isinstance(d, Option) and isinstance(d.elem, VarDim) for d in self.dims)
+
+    @property
+    def missing_fixed_rows(self) -> bool:
+        """True if rows of some fixed dimension may be missing (`?3`)."""
+        return any(isinstance(d, Option) and isinstance(d.elem, FixedDim) for d in self.dims)
+
+    @property
+    def missing_values(self) -> bool:
+        """True if rows or elements may be missing (`?var`, `?n`, `?T` elements)."""
+        return self.missing_rows or isinstance(self.dtype, Option)
+
+    @property
     def is_symbolic(self) -> bool:
         """True if the type holds type variables, symbolic dimensions or ellipses."""
         return any(c.is_symbolic for c in self._children())

@@ -1,0 +1,290 @@
+"""Levels: how one operand of a loop nest reaches its elements at one level, and what the nest
+does there.
+
+A type becomes a stack of levels, outermost first (`operand_levels`), one small class per
+kind; the loop-nest generator (`codegen.nest`) asks each level to read its rows, and the
+runtime asks it for its kernel-data words (`words`), so no other code knows how a level finds
+its rows:
+
+- `Stay`: the operand lacks this dim, or has a fixed 1 against var rows: it reads the same
+  element all along the level (no words).
+- `Strided`: a fixed dim: one byte stride (0 for a broadcast size 1).
+- `Rows(width, stepping)`: var rows: the operand's element at this level is its row's start
+  index (`width` bytes), the stop index `stop_delta` bytes later, element i at
+  `content + start * index_stride + i * stride` (docs/layout.md). Rows are checked
+  (`0 <= start <= stop <= length`, or for a stepping view `x[:, ::2]` its first and last
+  elements inside the content) before any element is read.
+- `MissingRows(rows)`: `?var`: an option wrapping rows; the row's present byte sits at its
+  start index's address + the row mask offset, and a missing row's indices are never read.
+
+The nest's result levels are `FIXED` or `VAR` (`Extent`); what it computes is a mode (`Map`,
+`Reduce` of the last level, `Total` over every level, `Fold` of a set of levels) and a pass
+(`Fill`, or `Count` / `Mark` of a result var level's rows). All are frozen and hashable:
+together with the KernelSpec they are the compile key of a nest kernel, never sizes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from llvmlite import ir
+
+from lazyk.codegen.emit import I8, P8
+
+WORDS = 6  # kernel-data words per operand and level (the most any level takes)
+
+
+class Extent(Enum):
+    """A result level: a fixed size (a kernel-data word) or var rows (counted)."""
+
+    FIXED = "fixed"
+    VAR = "var"
+
+
+FIXED, VAR = Extent.FIXED, Extent.VAR
+
+
+# ---------------------------------------------------------------- operand levels
+@dataclass(frozen=True)
+class Stay:
+    """The operand stays: it lacks the dim, or a fixed 1 broadcasts against var rows."""
+
+    moves = False
+    rows = False
+    missing = False
+
+    def words(self, dim) -> tuple:
+        return ()
+
+    def __str__(self) -> str:
+        return "stays (broadcast)"
+
+
+@dataclass(frozen=True)
+class Strided:
+    """A fixed dim: the operand advances by one byte stride (0: a broadcast size 1)."""
+
+    moves = True
+    rows = False
+    missing = False
+
+    def words(self, dim) -> tuple:
+        return (0 if dim.size == 1 else dim.stride,)
+
+    def __str__(self) -> str:
+        return "strided"
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Var rows read from the arrmeta: start / stop indices of `width` bytes; `stepping`:
+    rows of a stepping view (stride != index stride), checked on their first and last
+    elements."""
+
+    width: int
+    stepping: bool = False
+    moves = True
+    rows = True
+    missing = False
+
+    def words(self, dim) -> tuple:
+        return (dim.stop_delta, dim.content, dim.index_stride, dim.stride, dim.length,
+                dim.row_mask or 0)
+
+    def __str__(self) -> str:
+        return "var rows" + (" of a stepping view" if self.stepping else "") + \
+            f", int{8 * self.width} indices"
+
+    # -- code (`gen` is the nest generator: its builder, dummy bytes and checks)
+    def read(self, gen, j: int, m: int, p, f, path, gone=None, own: bool = True):
+        """The row whose start index is at p: (length, element-0 address, stride, gone).
+        `gone`: whether a row above is missing (an i1, or None); a missing row's bytes are
+        never read (zeros instead) and it has length 1, so it pairs with any row. `own`:
+        whether a `?var` row's own present byte counts (else it is read as a plain row)."""
+        b, c = gen.b, gen.c
+        delta, content, istride, stride, length = f[:5]
+
+        def at(q):
+            return q if gone is None else b.select(gone, gen.dummy, q)
+        if own:
+            gone = self.missing_here(gen, at(p), f, gone)
+        start = gen.index(at(p), self.width)
+        stop = gen.index(at(b.gep(p, [delta])), self.width)
+        ok = self.inside(gen, f, start, stop)
+        gen.check(ok, 1, m, path, j, start, stop, length)
+        n = b.sub(stop, start)
+        if gone is not None:
+            n = b.select(gone, c(1), n)
+        return n, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
+
+    def missing_here(self, gen, p, f, gone):
+        """`gone` or'd with this row's own missing state (plain rows are never missing)."""
+        return gone
+
+    def inside(self, gen, f, start, stop):
+        """Whether the row's elements lie inside its content (an i1): `0 <= start <= stop
+        <= length`, or for a stepping view its first and last elements' byte offsets inside
+        `(length - 1) * index_stride` (multiply-adds checked for overflow)."""
+        b, c = gen.b, gen.c
+        _, _, istride, stride, length = f[:5]
+        if not self.stepping:  # unsigned: a negative start or stop fails too
+            return b.and_(b.icmp_signed(">=", length, c(0)),
+                          b.and_(b.icmp_unsigned("<=", start, stop),
+                                 b.icmp_unsigned("<=", stop, length)))
+        n = b.sub(stop, start)
+        # 0 <= start < length: the first element's offset start * istride cannot overflow
+        # (check_extent found all `length` elements in their block)
+        within = b.and_(b.icmp_signed("<", start, length), b.icmp_signed("<=", n, length))
+        first = b.mul(b.select(within, start, c(0)), istride)
+        span = b.mul(b.sub(length, c(1)), istride)
+        lo = b.select(b.icmp_signed("<", span, c(0)), span, c(0))
+        hi = b.select(b.icmp_signed("<", span, c(0)), c(0), span)
+        prod = b.smul_with_overflow(b.sub(n, c(1)), stride)
+        last = b.sadd_with_overflow(first, b.extract_value(prod, 0))
+        end = b.extract_value(last, 0)
+        fine = b.and_(within, b.not_(b.or_(b.extract_value(prod, 1),
+                                           b.extract_value(last, 1))))
+        fine = b.and_(fine, b.and_(b.icmp_signed(">=", end, lo), b.icmp_signed("<=", end, hi)))
+        empty = b.icmp_signed("==", n, c(0))
+        return b.and_(b.and_(b.icmp_signed(">=", start, c(0)), b.icmp_signed(">=", n, c(0))),
+                      b.or_(empty, fine))
+
+
+@dataclass(frozen=True)
+class MissingRows(Rows):
+    """`?var`: rows that may be missing (a present byte per row at the start index's
+    address + the row mask offset, word 5); a missing row's indices are never read."""
+
+    missing = True
+
+    def __str__(self) -> str:
+        return "?" + super().__str__()
+
+    def missing_here(self, gen, p, f, gone):
+        b = gen.b
+        here = b.icmp_unsigned("==", b.load(b.gep(p, [f[5]]), align=1), ir.Constant(I8, 0))
+        return here if gone is None else b.or_(gone, here)
+
+
+# ---------------------------------------------------------------- operand dims (bound data)
+@dataclass(frozen=True)
+class FixedDimData:
+    """A fixed dim of an operand: its size and byte stride."""
+
+    size: int
+    stride: int
+    rows = False
+    missing = False
+
+
+@dataclass(frozen=True)
+class RowsData:
+    """A var dim of an operand (`?var` when `row_mask` is not None): its arrmeta words."""
+
+    width: int
+    stop_delta: int
+    content: int
+    index_stride: int
+    stride: int
+    length: int
+    row_mask: int | None = None
+    rows = True
+
+    @property
+    def missing(self) -> bool:
+        return self.row_mask is not None
+
+    def level(self) -> Rows:
+        cls = MissingRows if self.missing else Rows
+        return cls(self.width, self.stride != self.index_stride)
+
+
+def operand_level(dim, extent: Extent):
+    """The level an operand dim takes under a result level: a fixed 1 against var rows
+    stays, any other fixed dim is strided, a var dim reads its rows."""
+    if dim is None or (not dim.rows and dim.size == 1 and extent is VAR):
+        return Stay()
+    return Strided() if not dim.rows else dim.level()
+
+
+# ---------------------------------------------------------------- modes and passes
+@dataclass(frozen=True)
+class Map:
+    """Elementwise: one value (and present byte for `?T`) per result element."""
+
+    axes = ()
+
+    def __str__(self) -> str:
+        return "map"
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """Fold the last level: one value per element of the level above."""
+
+    axes = ()
+
+    def __str__(self) -> str:
+        return "reduce"
+
+
+@dataclass(frozen=True)
+class Total:
+    """Fold every level: one partial result per part (the caller combines the parts)."""
+
+    axes = ()
+
+    def __str__(self) -> str:
+        return "all"
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Fold levels `axes` (any set but the last level alone or all)."""
+
+    axes: tuple
+
+    def __str__(self) -> str:
+        return "fold" + ",".join(map(str, self.axes))
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Compute the values (every result row checked against the counted lengths)."""
+
+    counting = False
+    marking = False
+    level = -1
+
+    def __str__(self) -> str:
+        return "fill"
+
+
+@dataclass(frozen=True)
+class Count:
+    """Count the rows of result var level `level` (and of those above it)."""
+
+    level: int
+    counting = True
+    marking = False
+
+    def __str__(self) -> str:
+        return f"count{self.level}"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Count, then mark a row missing where an element takes a where() branch's missing row
+    (its length becomes -2 - n)."""
+
+    level: int
+    counting = True
+    marking = True
+
+    def __str__(self) -> str:
+        return f"mark{self.level}"
+
+
+__all__ = ["Count", "Extent", "FIXED", "Fill", "FixedDimData", "Fold", "Map", "Mark",
+           "MissingRows", "Reduce", "Rows", "RowsData", "Stay", "Strided", "Total", "VAR",
+           "WORDS", "operand_level"]
