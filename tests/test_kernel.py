@@ -212,7 +212,7 @@ def test_pickle_recompiles_once():
 
 
 def test_eviction_calls_destructors(monkeypatch):
-    monkeypatch.setattr(kernel, "CACHE_SIZE", 2)
+    monkeypatch.setattr(kernel.kernels, "size", 2)
     kernel.clear_cache()
     ks = []
     for c in (1.0, 2.0, 3.0):

@@ -18,9 +18,6 @@ its fill pass here (`plan_fill`). `nest_run` returns None where the nest does no
 form; the caller names the types and the operation in a NotSupportedError."""
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -48,6 +45,7 @@ from lazyk.frontend.graph import REDUCE_OP, arg_key, toposort
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.nest import kernel_for, nest_kernel, nest_stats
 from lazyk.kernel.nest import split as nest_split
+from lazyk.lru import LRU
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
@@ -352,13 +350,10 @@ class _Prep:
                                        bool(where_masks)))
 
 
-_plans: OrderedDict = OrderedDict()
-_PLANS = 256
-_plans_lock = threading.Lock()
-os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # see graph.py
+plans = LRU(256, "nest plans")  # structure -> `_Prep` (or _NO_PLAN)
 _NO_PLAN = object()
 # graph -> its `_structure` (the nodes are held here, so their ids stay theirs)
-_structures: dict = {}
+structures = LRU(256, "nest structures")
 
 
 def _structure(root, red_node, reduce_arg, names) -> tuple:
@@ -382,28 +377,17 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
     the kernel key building; sizes, addresses and rows are read on every call."""
     # interned nodes: the same graph is one object
     graph = (root, red_node, reduce_arg is None, tuple(names))
-    with _plans_lock:
-        shape = _structures.get(graph)
-    if shape is None:
-        shape = _structure(root, red_node, reduce_arg, names)
-        with _plans_lock:
-            _structures[graph] = shape
-            while len(_structures) > _PLANS:
-                _structures.pop(next(iter(_structures)))
+    shape = structures.get_or_build(graph, lambda: _structure(root, red_node, reduce_arg,
+                                                              names))
     key = (shape, flat, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_))
-    with _plans_lock:
-        got = _plans.get(key)
-        if got is not None:
-            _plans.move_to_end(key)
-            nest_stats["plan_hits"] += 1
-            return None if got is _NO_PLAN else got
+    got = plans.get(key)
+    if got is not None:
+        nest_stats["plan_hits"] += 1
+        return None if got is _NO_PLAN else got
     got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat)
-    with _plans_lock:
-        _plans[key] = _NO_PLAN if got is None else got
-        nest_stats["plans"] += 1
-        while len(_plans) > _PLANS:
-            _plans.popitem(last=False)
+    plans.put(key, _NO_PLAN if got is None else got)
+    nest_stats["plans"] += 1
     return got
 
 
