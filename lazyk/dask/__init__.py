@@ -20,7 +20,7 @@ lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
 operand (numbers, `?T` or strings; rows of records give a `RaggedRecords`, whose fields are
 `RaggedArray`s); `evaluate` over it gives one blockwise layer per expression
-(`lazyk.daskgraph`). A Dask array of NumPy masked arrays is refused in expressions (its
+(`lazyk.dask.layers`). A Dask array of NumPy masked arrays is refused in expressions (its
 mask would be ignored).
 
 `evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process

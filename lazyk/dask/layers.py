@@ -3,7 +3,7 @@
 `lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
 group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
 `lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
-`RaggedArray` (`lazyk.daskrows`, partitions in `lazyk.daskparts`): a Dask collection whose partitions are lazyk arrays holding
+`RaggedArray` (`lazyk.dask.collection`, partitions in `lazyk.dask.partitions`): a Dask collection whose partitions are lazyk arrays holding
 consecutive outer rows. `lazyk.dask.evaluate(expr)` over one turns the expression into Dask
 layers:
 

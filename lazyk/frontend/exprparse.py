@@ -1,7 +1,7 @@
 """numexpr-compatible expression strings -> lazy lazyk expressions (`lazyk.evaluate("2*a + b")`).
 
 The syntax lives in grammar/expr.lark. A string is parsed once into a small call tree of
-lazyk.expr function names (cached per text); each evaluation looks the names up and calls
+lazyk.frontend.expr function names (cached per text); each evaluation looks the names up and calls
 those functions, so types, broadcasting and errors are exactly lazyk's (NumPy's).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Name:
 
 
 class Call:
-    """A call of the lazyk.expr function `func` (operators are calls too)."""
+    """A call of the lazyk.frontend.expr function `func` (operators are calls too)."""
 
     __slots__ = ("func", "args", "kwargs", "line", "column", "depth")
 
@@ -66,7 +66,7 @@ class Call:
         return f"{self.func}({', '.join(parts)})"
 
 
-# numexpr operator -> lazyk.expr function (NumPy's ufunc names).
+# numexpr operator -> lazyk.frontend.expr function (NumPy's ufunc names).
 BINARY_OPERATORS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "//": "floor_divide",
     "%": "remainder", "**": "power", "<<": "left_shift", ">>": "right_shift",
@@ -75,7 +75,7 @@ BINARY_OPERATORS = {
 }
 UNARY_OPERATORS = {"-": "negative", "+": "positive", "~": "invert"}
 
-# numexpr function -> (lazyk.expr function, number of positional arguments).
+# numexpr function -> (lazyk.frontend.expr function, number of positional arguments).
 _UNARY_NAMES = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                 "arcsinh", "arccosh", "arctanh", "log", "log10", "log1p", "log2", "exp",
                 "expm1", "sqrt", "conj", "real", "imag", "ceil", "floor", "trunc", "rint",

@@ -3,7 +3,7 @@
 Type rules defer to NumPy's own resolution (`ufunc.resolve_dtypes`, NEP 50 weak Python
 scalars given as the classes `int`/`float`/`complex`), so lazyk matches NumPy exactly.
 
-A lowering (in `lazyk.lowering`) is `llvm(em, args, loop, attr) -> value`: `args` are
+A lowering (in `lazyk.frontend.lowering`) is `llvm(em, args, loop, attr) -> value`: `args` are
 already cast to the loop's input dtypes, `loop` is the resolved dtype tuple `(in..., out)`,
 and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
 `.math(name, *xs)`, `.const(dt, v)`, `.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`,

@@ -1,4 +1,4 @@
-"""The three steps for a KernelSpec (`lazyk.spec`, Contract 3): compile (cached) ->
+"""The three steps for a KernelSpec (`lazyk.frontend.spec`, Contract 3): compile (cached) ->
 bind(arrmeta) -> execute.
 
 `compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU (`kernels`) of 256
@@ -157,8 +157,8 @@ class CompiledKernel:
             jit.close()
 
     def __del__(self) -> None:
-        if sys.is_finalizing():  # the process frees the code; the JIT may be torn down
-            return
+        if sys is None or sys.is_finalizing():  # the process frees the code (also when
+            return  # this module is torn down before its kernel cache)
         try:
             self.close()
         except Exception:  # pragma: no cover

@@ -2,8 +2,8 @@
 
 `plan(node)` runs the graph passes once per graph (cached); a call then only binds
 (shapes, strides, the dims pass: `prepare`) and launches one kernel per step (`launch`,
-`run_step`, `run_program`). `lazyk.compiled`, `lazyk.ragged`, `lazyk.dask` and the string
-fast path (`lazyk.stringeval`) launch through these same public functions.
+`run_step`, `run_program`). `lazyk.runtime.compiled`, `lazyk.runtime.ragged`, `lazyk.dask` and the string
+fast path (`lazyk.runtime.stringeval`) launch through these same public functions.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ plans = LRU(512, "plans")  # graph -> Program (passes + fusion)
 
 
 def run_passes(root: Node, check: bool = False, trace: list | None = None) -> Node:
-    """Apply PASSES in order; `check` runs lazyk.check after each, `trace` collects dumps."""
+    """Apply PASSES in order; `check` runs lazyk.frontend.check after each, `trace` collects dumps."""
     if trace is not None:
         trace.append(("input", dump(root)))
     for name, fn in PASSES:
@@ -377,13 +377,13 @@ def check_int_powers(root: Node, data: dict) -> None:
 # Evaluation paths that later modules of this stage install when imported (a module imports
 # only earlier ones; `import lazyk` imports them all):
 #   "string": lazyk.runtime.stringeval.evaluate_string (a numexpr-style string),
-#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.ragged),
+#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.runtime.ragged),
 #   "device": (data) -> a runner `(program, data, out)` when the leaves live on a GPU, else
-#             None (lazyk.device).
+#             None (lazyk.runtime.device).
 #   "text_where": (expr, out, order, casting) -> the result of an expression with where()
-#             over strings, else NotImplemented (lazyk.textrows).
+#             over strings, else NotImplemented (lazyk.runtime.text_steps).
 _paths: dict[str, Callable] = {}
-PATHS = ("string", "ragged", "device", "text_where")
+PATHS = ("string", "expr", "ragged", "device", "text_where")
 
 
 def install_path(name: str, fn: Callable) -> None:
@@ -466,6 +466,10 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
+    if out is None and order != "F":
+        done = _path("expr")(e)  # a dense structure seen before: a look-up and one call
+        if done is not NotImplemented:
+            return done
     done = _path("text_where")(e, out, order, casting)  # where() over strings first
     if done is not NotImplemented:
         return done

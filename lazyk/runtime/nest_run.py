@@ -1,10 +1,10 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
-`lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
+`lazyk.kernel.nest`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
 reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
-every axis, or several axes below every `?var` dim; `lazyk.nestforms` runs the others it
+every axis, or several axes below every `?var` dim; `lazyk.runtime.nest_steps` runs the others it
 takes in two). Rows (of stepping views too) are read
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
@@ -13,7 +13,7 @@ after a pass that counts their row lengths (none where the result has an operand
 a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
 rows as `M * var`, `nest_plan.flat_rows`). What `nest_run` decides from the structure alone
 is cached per structure (`_prepared`). The forms that run in two steps and the
-entry, `evaluate_nest`, are in `lazyk.nestforms`; the bound call (`lazyk.ragbind`) plans
+entry, `evaluate_nest`, are in `lazyk.runtime.nest_steps`; the bound call (`lazyk.runtime.ragged_bind`) plans
 its fill pass here (`plan_fill`). `nest_run` returns None where the nest does not take the
 form; the caller names the types and the operation in a NotSupportedError."""
 from __future__ import annotations
@@ -247,13 +247,13 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
-    if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
+    if plan:  # `lazyk.runtime.ragged_bind`: the fill pass planned, run later on the same arrays
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [(VAR if rl[p] is VAR else rs[p]) for p in range(nres)]
         kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
         # (`?n` rows under where() over missing rows: which are missing follows the
-        # values; the bound call stores this call's present bytes, lazyk.ragbind; var
+        # values; the bound call stores this call's present bytes, lazyk.runtime.ragged_bind; var
         # rows below them would have no storage under a row missing at bind)
         rfix = [p for p in range(nres) if res[p] in qfix]
         if wq and rfix and VAR in rl[min(rfix):]:
@@ -470,7 +470,7 @@ def var_rows(arr) -> tuple:
     """`arr` (`N * ?n * T`: missing rows against a fixed dim) with each `?n` dim as a
     `?var` dim whose rows all have n elements (offsets 0, n, 2n, ...; a missing row keeps
     its n slots, which nothing reads), and {dim: n}: the nest reads that, with a fixed n
-    to pair (`lazyk.expr`). (arr, {}) for an array without `?n` dims. The values stay in
+    to pair (`lazyk.frontend.expr`). (arr, {}) for an array without `?n` dims. The values stay in
     place; only the offsets are new (NumPy, no Python per row)."""
     sizes, t, j = {}, arr.type, 0
     while isinstance(t, (FixedDim, VarDim, Option)):

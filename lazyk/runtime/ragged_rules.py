@@ -1,5 +1,5 @@
-"""Rules of ragged evaluation (the generated loop nest, `lazyk.nestrun`; the string step,
-`lazyk.textrows`): `initial=` for min / max, where() over missing values, inner reductions
+"""Rules of ragged evaluation (the generated loop nest, `lazyk.runtime.nest_run`; the string step,
+`lazyk.runtime.text_steps`): `initial=` for min / max, where() over missing values, inner reductions
 computed first, the graph over the row iteration space, and the recorders `explain`
 listens with."""
 from __future__ import annotations
