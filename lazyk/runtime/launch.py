@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
 from lazyk.frontend.expr import (
     NEGATIVE_INT_POWER,
@@ -73,12 +74,6 @@ def plan(root: Node) -> Program:
 
 
 # --- executing one step -----------------------------------------------------------------------
-
-def _identity(op: str, dtype: np.dtype):
-    if op in ("min", "max"):
-        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
-    return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
-
 
 def broadcast_strides(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
     """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
@@ -214,7 +209,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         out = np.empty(rshape, step.dtype)
     if any(shape[d] == 0 for d in axes):
         # NumPy raises for min/max over an empty axis even when the result is empty too.
-        out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
+        out[...] = ops.get("mean" if step.mean else step.spec.reduce).empty_value()
         return out
     if out.size == 0:
         return out

@@ -40,6 +40,7 @@ from lazyk.codegen.levels import (
     Total,
 )
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.expr import leaf_data
 from lazyk.frontend.graph import REDUCE_OP, arg_key, toposort
 from lazyk.frontend.spec import format_spec
@@ -738,9 +739,6 @@ def explain_nests(nests) -> str:
     return "\n".join(out)
 
 
-_FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
-         "max": np.maximum, "any": np.logical_or, "all": np.logical_and}
-
 
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
               reduce_arg, red_node, qrows=False):
@@ -781,7 +779,7 @@ def _all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipn
     op, acc = reduce_arg[0], out.dtype
     bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
     with np.errstate(all="ignore"):
-        value = _FOLD[op].reduce(out).astype(acc)
+        value = ops.get(op).combine_ufunc().reduce(out).astype(acc)
         valid = not bad if anym and not skipna else True
         if op in ("min", "max") or (mean and (skipna or anym)):
             valid = valid and count > 0

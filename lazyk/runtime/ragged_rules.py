@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazyk.frontend import ops
 from lazyk.frontend.expr import Expr, as_expr, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.runtime import launch as runtime
@@ -23,7 +24,7 @@ def seed(values, valid, reduce_arg, empty, missing_seen: bool):
     init = np.asarray(reduce_arg[4]).astype(values.dtype)
     fill = ~valid & empty if missing_seen else ~valid
     with np.errstate(invalid="ignore"):
-        folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
+        folded = ops.get(reduce_arg[0]).combine_ufunc()(values, init)
     return np.where(fill, init, folded), valid | fill
 
 
