@@ -25,6 +25,10 @@ The rules (each function below restates its own in its docstring):
   its own axis gives a missing result, with `skipna` too (as Awkward's `ak.sum(x, axis=-1)`
   gives None for a None row); folded into other rows it is skipped under `skipna`, else it
   makes the result missing (the present rows must still line up). See `reduce`.
+- Awkward Array's vocabulary (`num`, `flatten`, `firsts`, `local_index`, `concatenate`,
+  `is_none`, `fill_none`, `pad_none`, `argmin` / `argmax`, `std` / `var`, `cumsum` /
+  `cumprod`, `sort` / `argsort`, `select`, `gather`, `combinations`, `argcombinations`,
+  `cartesian`, `histogram`): Awkward 2's results, in the last section of this file.
 
 Arithmetic on leaves runs through NumPy 0-d arrays, so overflow, rounding and NaN follow
 NumPy exactly; everything else is plain Python.

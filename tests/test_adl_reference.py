@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import adl_events  # noqa: E402
 import adl_kinematics as kin  # noqa: E402
+import adl_reference  # noqa: E402
 
 N_EVENTS = 2000
 
@@ -119,7 +120,6 @@ def test_kinematics_textbook_values():
 
 # ---------------------------------------------------------------- Awkward against the reference
 def test_histogram_rules_differ_only_on_edges():
-    adl_reference = pytest.importorskip("adl_reference")
     bh = pytest.importorskip("boost_histogram")
     values = np.array([0.0, 1.5, 58.0, 57.99999, 199.99, 200.0, -1.0, np.nan], np.float32)
     h = bh.Histogram(bh.axis.Regular(100, 0.0, 200.0), storage=bh.storage.Int64())
@@ -137,8 +137,7 @@ def test_histogram_rules_differ_only_on_edges():
 def test_awkward_query_equals_reference(events, query):
     pytest.importorskip("awkward")
     pytest.importorskip("boost_histogram")
-    import adl_awkward
-    import adl_reference
+    import adl_awkward  # needs both
 
     got = adl_awkward.QUERIES[query](adl_events.to_awkward(events))
     want = adl_reference.QUERIES[query](events)
