@@ -1,9 +1,13 @@
 """Write the API reference page from the docstrings: `python docs/make_api.py > docs/api.md`.
 
-Every name in `lazyk.__all__` and `lazyk.types.__all__` gets its signature, the first paragraph
-of its docstring and one example. Examples run here and the page shows what they return, so a
-stale example fails `tests/test_public_api.py` (which compares this output with docs/api.md).
-Floats are shown to 6 significant digits: the last bits of vector math differ between CPUs.
+Every name in `lazyk.__all__`, `lazyk.types.__all__` and `lazyk.dask.__all__`, and every
+error class, gets its signature, the first paragraph of its docstring and one example; the
+public methods and properties of `Array`, `Expr`, `CompiledExpr` and `lazyk.dask.RaggedArray`
+get their signature and first paragraph in a table. Examples run here, and the page shows
+what their last line gave as a `# -> value` comment, the convention that
+`tests/test_docs_examples.py` checks (it runs the page's blocks in order in one session).
+Floats are cut to 6 significant digits and `...`: the last bits of vector math differ
+between CPUs. `tests/test_public_api.py` compares this output with docs/api.md.
 
 A new public name needs a docstring and an entry in EXAMPLES below (elementwise functions and
 reductions get a generated one); the test names what is missing.
@@ -22,9 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import lazyk  # noqa: E402
+from lazyk import errors  # noqa: E402
 from lazyk import types as T  # noqa: E402
 from lazyk.frontend import ops as _ops  # noqa: E402
 from lazyk.frontend.expr import ALIASES, REDUCTIONS  # noqa: E402
+from lazyk.frontend.exprparse import ExprParseError  # noqa: E402
 
 # One example per name: code whose last line is an expression (its value is shown). Names not
 # listed here get a generated example (elementwise functions and reductions).
@@ -47,7 +53,7 @@ EXAMPLES = {
     "Expr": "e = lazyk.array(np.arange(3.0)) * 2 + 1\n(e.type, e.eval())",
     "placeholder": "x = lazyk.placeholder('x', 'N * float64')\n(x + 1).type",
     "evaluate": "a, b = np.arange(3.0), np.ones(3)\nlazyk.evaluate('2*a + where(b > 0, b, 0)')",
-    "stats": "sorted(lazyk.stats())  # counts of compiles, in-memory hits, disk-cache loads",
+    "stats": "# counts of compiles, in-memory hits, disk-cache loads\nsorted(lazyk.stats())",
     "threads": "with lazyk.threads(1):\n    n = lazyk.get_num_threads()\nn",
     "re_evaluate": "a = np.arange(3.0)\nlazyk.evaluate('2*a + 1')\na = np.ones(3)\nlazyk.re_evaluate({'a': a})",
     "compile": "x = lazyk.placeholder('x', 'N * float64')\nf = lazyk.compile(x * x + 1.0)\n"
@@ -68,8 +74,9 @@ EXAMPLES = {
     "get_num_threads": "lazyk.set_num_threads(2)\nlazyk.get_num_threads()",
     "set_num_threads": "lazyk.set_num_threads(1)  # kernels run on the calling thread only\n"
                        "lazyk.get_num_threads()",
-    "DeviceArray": "# not run: needs an NVIDIA GPU and driver\n"
-                   "d = lazyk.array(np.arange(4.0), device='cuda')\n(d * 2 + 1).eval()",
+    "DeviceArray": "# needs an NVIDIA GPU and driver\n"
+                   "d = lazyk.array(np.arange(4.0), device='cuda')\n"
+                   "(d * 2 + 1).eval().to_numpy()  # -> array([1., 3., 5., 7.])",
     "KernelSpec": "x = lazyk.placeholder('x', 'N * float64')\n"
                   "spec = lazyk.compile(lazyk.sin(x) * 2).program.steps[0].spec\n"
                   "(spec.inputs, [i.op for i in spec.body], spec.reduce)",
@@ -78,15 +85,34 @@ EXAMPLES = {
     "ArrayConstructionError": "lazyk.array([[1, 2], ['x']], type='2 * var * int32')",
     "BindError": "(lazyk.placeholder('x', 'N * float64') + 1).eval()",
     "CastingError": "lazyk.astype(lazyk.array([1.5]), 'int32', casting='safe')",
-    "CompileError": "issubclass(lazyk.CompileError, RuntimeError)  # never expected: a bug report",
-    "DeviceError": "# not run: the message names what is missing\n"
-                   "lazyk.array([1.0], device='cuda')  # DeviceError without a GPU or driver",
+    "CompileError": "# never raised on purpose: report it as a bug, with the IR it carries\n"
+                    "issubclass(lazyk.CompileError, RuntimeError)",
+    "DeviceError": "# also without a GPU or driver, naming what is missing\n"
+                   "lazyk.array([1.0], device='tpu')",
+    "ExprParseError": "lazyk.evaluate('2 * (a + 1')",
     "DTypeError": "lazyk.bitwise_and(lazyk.array([1.5]), 1)",
     "NotSupportedError": "lazyk.placeholder('x', 'N * ... * float64')",
     "ShapeError": "(lazyk.array(np.ones(3)) + lazyk.array(np.ones(4))).eval()",
     "UnsupportedOperandError": "lazyk.array(['apple', 'kiwi']) + 'x'",
     "TypeMatchError": "lazyk.types.match(lazyk.dshape('N * float64'), lazyk.dshape('3 * int8'))",
     "TypeParseError": "lazyk.dshape('3 * int33')",
+    # lazyk.dask
+    "dask.evaluate": "import dask.array as da\nimport lazyk.dask\n"
+                     "a = da.arange(6.0, chunks=3)\n"
+                     "lazyk.dask.evaluate('sum(a * 2)').compute()",
+    "dask.from_ragged": "import lazyk.dask\n"
+                        "r = lazyk.dask.from_ragged(lazyk.array([[1.0, 2.0], [], [3.0]]), 2)\n"
+                        "(r, lazyk.dask.evaluate(r.sum(axis=-1)).compute())",
+    "dask.from_delayed": "import dask\nimport lazyk.dask\n"
+                         "part = dask.delayed(lazyk.array)([[1.0], [2.0, 3.0]])\n"
+                         "r = lazyk.dask.from_delayed([part, part], 'N * var * float64', [2, 2])\n"
+                         "r.compute().to_list()",
+    "dask.RaggedArray": "import lazyk.dask\n"
+                        "r = lazyk.dask.from_ragged(lazyk.array([[1.0, None], [3.0]]), 1)\n"
+                        "(r.npartitions, r.row_counts, (r * 2).type)",
+    "dask.RaggedRecords": "import lazyk.dask\n"
+                          "q = lazyk.dask.from_ragged(lazyk.array([{'x': [1.0], 'y': 2}]), 1)\n"
+                          "lazyk.dask.evaluate(q.x.sum(axis=-1) * q.y).compute()",
     # lazyk.types
     "Type": "isinstance(lazyk.dshape('3 * int32'), lazyk.types.Type)",
     "Dim": "t = lazyk.dshape('3 * var * int32')\n(isinstance(t, lazyk.types.Dim), t.elem)",
@@ -167,32 +193,57 @@ def _reduction_example(name: str) -> str:
 _FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:e[+-]?\d+)?")
 
 
-def _show(value) -> str:
-    text = repr(value)
-    return _FLOAT.sub(lambda m: f"{float(m.group()):.6g}", text)
-
-
-def _run(code: str) -> str:
-    """The example's code as a session: the value of its last line, or the error it raises."""
-    lines = code.split("\n")
-    shown = "\n".join((">>> " if i == 0 or not ln.startswith(" ") else "... ") + ln
-                      for i, ln in enumerate(lines))
-    if lines[0].startswith("# not run"):
-        return shown
-    ns = {"lazyk": lazyk, "np": np}
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec("\n".join(lines[:-1]), ns)
-            value = eval(lines[-1].split("  #")[0], ns)
-        result = _show(value)
-    except Exception as err:  # the page shows what the user would see
-        first = str(err).splitlines()[0] if str(err) else ""
-        result = f"{type(err).__name__}: {_show_text(first)}"
-    return f"{shown}\n{result}"
+def _cut_float(m: re.Match) -> str:
+    """A long float cut after 6 significant digits, then `...` (any digits follow)."""
+    text = m.group()
+    mant, e, exp = text.partition("e")
+    digits = 0
+    for i, ch in enumerate(mant):
+        if ch.isdigit() and (digits or ch != "0"):
+            digits += 1
+        if digits == 6:
+            return f"{mant[:max(i + 1, mant.index('.'))]}...{e}{exp}"
+    return text
 
 
 def _show_text(text: str) -> str:
-    return _FLOAT.sub(lambda m: f"{float(m.group()):.6g}", text)
+    """One line: whitespace as tests/test_docs_examples.py compares it, long floats cut."""
+    text = re.sub(r"(?<=[\[(]) | (?=[\]),])", "", " ".join(text.split()))
+    return _FLOAT.sub(_cut_float, text)
+
+
+def _show(value) -> str:
+    return _show_text(repr(value))
+
+
+def _session(code: str) -> tuple[list[str], str, str]:
+    """Run an example: (its lines but the last, the last line's code, what that gave).
+
+    What it gave is the last line's value, or `Error: first line of message` when it raised.
+    An example of an NVIDIA GPU (`device='cuda'`) is not run here: its last line carries the
+    claimed value. Every other line must run.
+    """
+    *body, last = code.split("\n")
+    last_code, _, note = last.partition("  # ")
+    if "device='cuda'" in code:
+        return body, last_code, note.removeprefix("-> ")
+    if note:  # a comment on the last line goes on a line of its own
+        body.append(f"# {note}")
+    ns = {"lazyk": lazyk, "np": np}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec("\n".join(body), ns)
+        try:
+            result = _show(eval(last_code, ns))
+        except Exception as err:  # the page shows what the user would see
+            first = str(err).splitlines()[0] if str(err) else ""
+            result = _show_text(f"{type(err).__name__}: {first}")
+    return body, last_code, result
+
+
+def _run(code: str) -> str:
+    """The example as the page shows it: code, the last line's result after `# -> `."""
+    body, last_code, result = _session(code)
+    return "\n".join([*body, f"{last_code}  # -> {result}"])
 
 
 def summary(obj, name: str, module=None) -> str:
@@ -202,7 +253,11 @@ def summary(obj, name: str, module=None) -> str:
     doc = inspect.getdoc(obj) if _has_own_doc(obj) else None
     if not doc:
         return ""
-    return " ".join(doc.split("\n\n")[0].split())
+    text = " ".join(doc.split("\n\n")[0].split())
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        bases = ", ".join(f"`{b.__name__}`" for b in obj.__bases__)
+        text += f" Subclass of {bases}."
+    return text
 
 
 def _has_own_doc(obj) -> bool:
@@ -246,9 +301,74 @@ def public_names() -> list[tuple[str, str, object]]:
     return out
 
 
+def error_classes() -> list[tuple[str, str, type]]:
+    """(qualified name, name, class) for every error lazyk raises on purpose."""
+    found = [getattr(errors, n) for n in dir(errors)]
+    classes = [c for c in found if inspect.isclass(c) and issubclass(c, Exception)
+               and c.__module__ == errors.__name__] + [ExprParseError]
+    return [(f"lazyk.{c.__name__}" if c.__name__ in lazyk.__all__ else
+             f"{c.__module__}.{c.__name__}", c.__name__, c) for c in classes]
+
+
+def dask_names() -> list[tuple[str, str, object]]:
+    """(qualified name, example key, object) for every name in `lazyk.dask.__all__`."""
+    import lazyk.dask as ldask  # needs dask: only here, for the page's Dask section
+    return [(f"lazyk.dask.{n}", f"dask.{n}", getattr(ldask, n)) for n in ldask.__all__]
+
+
+# Members without a docstring of their own (or whose inherited one does not fit).
+_REFUSED = "Refused (NotSupportedError): Dask computes a collection; `.compute()` gives a " \
+    "lazyk array."
+MEMBER_DOCS = {
+    "lazyk.Expr.node": "The root node of the expression's graph (immutable and hash-consed).",
+    "lazyk.Expr.env": "Maps each input leaf's name to its data (a NumPy view) or a "
+                      "`Placeholder`.",
+    "lazyk.dask.RaggedArray.eval": _REFUSED,
+    "lazyk.dask.RaggedArray.to_list": _REFUSED,
+    "lazyk.dask.RaggedArray.to_numpy": _REFUSED,
+}
+
+
+def _ragged_array():
+    import lazyk.dask as ldask  # needs dask: only here, for the page's Dask section
+    return ldask.RaggedArray
+
+
+def member_classes() -> list[tuple[str, type, bool]]:
+    """(qualified name, class, own members only) for the classes whose members get a table."""
+    return [("lazyk.Array", lazyk.Array, False), ("lazyk.Expr", lazyk.Expr, False),
+            ("lazyk.CompiledExpr", lazyk.CompiledExpr, False),
+            ("lazyk.dask.RaggedArray", _ragged_array(), True)]
+
+
+def members(qual: str, cls: type, own: bool = False) -> list[tuple[str, str]]:
+    """(signature, summary) of each public method and property of `cls`; `own`: only those
+    it defines, not those of lazyk.Expr and lazyk.Operators."""
+    rows = []
+    for n in sorted(n for n in dir(cls) if not n.startswith("_") or n == "__call__"):
+        home = next(k for k in cls.__mro__ if n in vars(k))
+        if n == "__call__" and home is object or own and home.__module__ in (
+                "lazyk.expr", "lazyk.operators"):
+            continue
+        attr = inspect.getattr_static(cls, n)
+        obj = getattr(cls, n)
+        if n == "__call__":
+            sig = signature(qual, n, obj).replace(f"{qual}(self, ", f"{qual}(...)(")
+        elif callable(obj) and not isinstance(attr, property):
+            sig = signature(f"{qual}.{n}", n, obj).replace("(self, ", "(").replace("(self)", "()")
+        else:
+            sig = f"{qual}.{n}"
+        text = MEMBER_DOCS.get(f"{qual}.{n}") or summary(
+            attr.fget if isinstance(attr, property) else obj, n)
+        rows.append((sig, text))
+    return rows
+
+
 def _section(name: str, obj, module: str) -> str:
     if module == "lazyk.types":
         return "Types: `lazyk.types`"
+    if module == "lazyk.dask":
+        return "Dask: `lazyk.dask`"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "Errors"
     if name in REDUCTIONS or name == "count":
@@ -258,8 +378,9 @@ def _section(name: str, obj, module: str) -> str:
     return "Arrays, expressions and compiled kernels"
 
 
-_ORDER = ("Arrays, expressions and compiled kernels", "Elementwise functions", "Reductions",
-          "Errors", "Types: `lazyk.types`")
+_ORDER = ("Arrays, expressions and compiled kernels", "Methods and properties",
+          "Elementwise functions", "Reductions", "Errors", "Dask: `lazyk.dask`",
+          "Types: `lazyk.types`")
 
 
 def example(name: str, obj) -> str:
@@ -272,29 +393,48 @@ def example(name: str, obj) -> str:
     return ""
 
 
+def _entry(qual: str, name: str, key: str, obj) -> str:
+    code = example(key, obj)
+    session = _run(code) if code else "(no example)"
+    return (f"### `{signature(qual, name, obj)}`\n\n{summary(obj, name) or '(undocumented)'}\n\n"
+            f"```python\n{session}\n```\n")
+
+
 def render() -> str:
     sections: dict[str, list[str]] = {s: [] for s in _ORDER}
     table_rows: list[str] = []
+    documented = set()
     for qual, name, obj in public_names():
+        documented.add(qual)
         module = qual.rsplit(".", 1)[0]
         sec = _section(name, obj, module)
-        code = example(name, obj)
-        session = _run(code) if code else "(no example)"
         if sec == "Elementwise functions":
-            call, result = session.split("\n", 1)
+            _, call, result = _session(example(name, obj))
             table_rows.append(f"| `{signature(qual, name, obj)}` | {summary(obj, name)} | "
-                              f"`{call[4:]}` → `{result}` |")
+                              f"`{call}` → `{result}` |")
             continue
-        sections[sec].append(
-            f"### `{signature(qual, name, obj)}`\n\n{summary(obj, name) or '(undocumented)'}\n\n"
-            f"```python\n{session}\n```\n")
+        sections[sec].append(_entry(qual, name, name, obj))
+    for qual, name, obj in error_classes():
+        if qual not in documented:
+            sections["Errors"].append(_entry(qual, name, name, obj))
+    for qual, key, obj in dask_names():
+        sections["Dask: `lazyk.dask`"].append(_entry(qual, key.split(".")[1], key, obj))
+    for qual, cls, own in member_classes():
+        what = "Its own members; it also has every member of `lazyk.Expr`." if own else \
+            "Every public method and property."
+        rows = [f"| `{sig}` | {text} |" for sig, text in members(qual, cls, own)]
+        sections["Methods and properties"] += [f"### Members of `{qual}`\n", f"{what}\n",
+                                               "| member | description |", "|---|---|", *rows,
+                                               ""]
     sections["Elementwise functions"] = [
         "Each takes arrays, expressions or scalars and returns a lazy expression with NumPy's "
         "result type and broadcasting.\n",
         "| function | description | example → result |", "|---|---|---|", *table_rows, ""]
     parts = ["# lazyk API reference\n",
-             "Generated from the docstrings by `python docs/make_api.py > docs/api.md`; every "
-             "example ran when the page was made (floats shown to 6 significant digits).\n",
+             "Generated from the docstrings by `python docs/make_api.py > docs/api.md`. Every "
+             "example runs in the test suite, in order, in one session, and `# -> ` shows what "
+             "its last line gives (long floats cut to 6 significant digits and `...`).\n",
+             "```python\nimport numpy as np\nimport lazyk\n```\n",
              "Names: " + ", ".join(f"`{n}`" for n in lazyk.__all__) + ".\n"]
     for sec in _ORDER:
         parts.append(f"## {sec}\n")

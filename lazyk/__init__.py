@@ -24,9 +24,9 @@ subexpressions, fusion), compiled for this CPU by LLVM and run as one native ker
 Compiled kernels are cached in memory and on disk (`$LAZYK_CACHE_DIR`, else
 `$XDG_CACHE_HOME/lazyk` or `~/.cache/lazyk`; see `lazyk cache info`). The command line tool
 `lazyk` parses types (`lazyk parse`), shows every compilation step (`lazyk explain`) and runs
-the benchmarks (`lazyk bench`). Documentation: README.md, docs/api.md (every public name with
-an example), docs/types.md (the type syntax), docs/design.md and docs/layout.md (internals,
-memory layout).
+the benchmarks (`lazyk bench`). Documentation: README.md, docs/guide.md (the user guide),
+docs/ragged.md (ragged and missing data), docs/api.md (every public name with an example),
+docs/types.md (the type syntax), docs/design.md and docs/layout.md (internals, memory layout).
 """
 from __future__ import annotations
 

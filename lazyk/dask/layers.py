@@ -20,7 +20,7 @@ layers:
   `skipna`) while the present rows must still line up. Over missing rows deeper down
   (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
   would hide the lengths of the present rows it folded into a missing one, and a `skipna`
-  partial of only missing rows is an empty row: see the README for what it costs).
+  partial of only missing rows is an empty row: docs/dask.md says what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
   Rows that do not pair within a partition below a var row of length 1 (which another
   partition's empty row may stretch to nothing) go on as rows (`partitions.Raw`): the
