@@ -348,7 +348,7 @@ def members(qual: str, cls: type, own: bool = False) -> list[tuple[str, str]]:
     for n in sorted(n for n in dir(cls) if not n.startswith("_") or n == "__call__"):
         home = next(k for k in cls.__mro__ if n in vars(k))
         if n == "__call__" and home is object or own and home.__module__ in (
-                "lazyk.expr", "lazyk.operators"):
+                "lazyk.frontend.expr", "lazyk.arrays.operators"):
             continue
         attr = inspect.getattr_static(cls, n)
         obj = getattr(cls, n)
