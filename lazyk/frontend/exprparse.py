@@ -13,14 +13,10 @@ from typing import Any
 import lark
 from lark import Token
 
-from lazyk.errors import NotSupportedError, TypeParseError
+from lazyk.errors import ExprParseError, NotSupportedError, TypeParseError
 from lazyk.frontend import expr as lx
 
 MAX_DEPTH = 256  # deeper expressions are refused cleanly (Python itself stops near 200)
-
-
-class ExprParseError(TypeParseError):
-    """An expression string that does not parse, or names an unknown variable or function."""
 
 
 # ---------------------------------------------------------------- the call tree

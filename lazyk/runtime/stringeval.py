@@ -220,8 +220,8 @@ class _FastEntry:
         # A full reduction (every axis, no mean) folds into a 0-d output: one kernel too.
         self.reduce = step.axes is not None
         self.keepdims = step.keepdims
-        if len(prog.steps) == 1 and not step.mean and all(isinstance(r, str)
-                                                          for r in step.inputs):
+        if len(prog.steps) == 1 and not step.mean and step.inputs and \
+                all(isinstance(r, str) for r in step.inputs):
             self.order = tuple(inputs[r] for r in step.inputs)
             self.dispatch = Dispatcher(step.spec, step.consts)
         self._run = runtime.run_program
