@@ -374,16 +374,31 @@ def sign(em, args, loop, attr):
     return b.sub(b.zext(b.icmp_signed(">", x, z), t), b.zext(b.icmp_signed("<", x, z), t))
 
 
+# `attr` of a minimum / maximum a reduction folds with (see `minmax`)
+FOLD = "fold"
+
+
 def minmax(is_min: bool, nan_prop: bool):
     def lower(em, args, loop, attr):
         b, (x, y) = em.b, args
         k = _k(loop[0])
         if k == "c":
             return _complex_minmax(em, x, y, is_min, nan_prop)
-        if k == "f":
+        if k == "f" and attr == FOLD:
+            # a reduction's fold: NaN propagates, ties fall either way as in NumPy's own
+            # (order-dependent) folds, and the intrinsic keeps the loop vectorized
             name = ("minimum" if is_min else "maximum") if nan_prop else (
                 "minnum" if is_min else "maxnum")
             return em.math(name, x, y)
+        if k == "f":
+            # NumPy's order of operands, on every target: x when it wins strictly (or is
+            # NaN for maximum / minimum, or y alone is NaN for fmax / fmin), else y; equal
+            # values (0.0 and -0.0) and two NaNs give y. LLVM's maximum / maxnum order
+            # -0.0 below 0.0 or leave ties open.
+            win = b.fcmp_ordered("<" if is_min else ">", x, y)
+            x_nan, y_nan = b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y)
+            keep = b.or_(win, x_nan if nan_prop else b.and_(y_nan, b.not_(x_nan)))
+            return b.select(keep, x, y)
         if k == "b":
             return b.and_(x, y) if is_min else b.or_(x, y)
         cmp = b.icmp_signed if k == "i" else b.icmp_unsigned

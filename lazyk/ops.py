@@ -65,11 +65,18 @@ class Op:
     complex_ok: bool = False  # NOTE: complex lowering exists only where this is True
     identity: Callable[[np.dtype], Any] | None = None  # reductions: the start value
     combine: str | None = None  # reductions: elementwise op that folds two partials
+    # dtype kinds ("biufc") for which swapping the two operands never changes the result
+    # (bits, signed zeros, which NaN): CSE may reorder operands only there
+    commutes: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
         return self.resolve(*dtypes, attr=attr)[-1]
+
+    def commutative(self, *dtypes: np.dtype) -> bool:
+        """Whether `op(a, b)` equals `op(b, a)` for operands of these dtypes."""
+        return self.arity == 2 and all(np.dtype(d).kind in self.commutes for d in dtypes)
 
     def supported(self, loop: tuple, target: str | None = "cpu") -> bool:
         """Whether lazyk lowers this resolved loop on `target` (None: on every target).
@@ -158,9 +165,9 @@ def _ufunc_row(name, llvm, complex_ok=False, uf=None, **kw):
     _row(name, uf.nin, _ufunc_resolve(uf), uf, llvm, complex_ok, **kw)
 
 
-_ufunc_row("add", lo.binary("fadd", "add", "or_"), True)
+_ufunc_row("add", lo.binary("fadd", "add", "or_"), True, commutes="biufc")
 _ufunc_row("subtract", lo.binary("fsub", "sub"), True)
-_ufunc_row("multiply", lo.multiply, True)
+_ufunc_row("multiply", lo.multiply, True, commutes="biufc")
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
 _ufunc_row("floor_divide", lo.floor_divide)
 _ufunc_row("remainder", lo.remainder)
@@ -169,11 +176,11 @@ _ufunc_row("negative", lo.negative, True)
 _ufunc_row("absolute", lo.absolute, True)
 for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
                ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
-    _ufunc_row(_n, lo.compare(_p), True)
+    _ufunc_row(_n, lo.compare(_p), True, commutes="biufc" if _p in ("==", "!=") else "")
 for _n in ("and", "or", "xor", "not"):
-    _ufunc_row(f"logical_{_n}", lo.logical(_n), True)
+    _ufunc_row(f"logical_{_n}", lo.logical(_n), True, commutes="biufc")
 for _n in ("and", "or", "xor"):
-    _ufunc_row(f"bitwise_{_n}", lo.bitwise(_n))
+    _ufunc_row(f"bitwise_{_n}", lo.bitwise(_n), commutes="biu")
 _ufunc_row("invert", lo.invert)
 _ufunc_row("left_shift", lo.shift(True))
 _ufunc_row("right_shift", lo.shift(False))
@@ -186,7 +193,7 @@ for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "lo
 for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
     _ufunc_row(_n, lo.unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a))
-_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a))
+_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a), commutes="f")
 
 
 for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
@@ -194,10 +201,12 @@ for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"))
 _ufunc_row("fmod", lo.fmod)
 _ufunc_row("copysign", lambda em, a, loop, attr: em.math("copysign", *a))
 _ufunc_row("sign", lo.sign, True)
-_ufunc_row("minimum", lo.minmax(True, True), True)
-_ufunc_row("maximum", lo.minmax(False, True), True)
-_ufunc_row("fmin", lo.minmax(True, False), True)
-_ufunc_row("fmax", lo.minmax(False, False), True)
+# NOTE: min / max commute on integers only: NumPy's float and complex loops give the
+# second operand for ties (0.0 and -0.0) and pick a NaN by position
+_ufunc_row("minimum", lo.minmax(True, True), True, commutes="biu")
+_ufunc_row("maximum", lo.minmax(False, True), True, commutes="biu")
+_ufunc_row("fmin", lo.minmax(True, False), True, commutes="biu")
+_ufunc_row("fmax", lo.minmax(False, False), True, commutes="biu")
 _ufunc_row("isnan", lo.isclass("isnan"), True)
 _ufunc_row("isinf", lo.isclass("isinf"), True)
 _ufunc_row("isfinite", lo.isclass("isfinite"), True)
@@ -212,6 +221,7 @@ _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
 # ---------------------------------------------------------------- text (strings)
 STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
+FOLD = lo.FOLD
 BYTES = lo.BYTES
 # NumPy's comparison name -> the text row that computes it
 TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",
