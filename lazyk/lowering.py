@@ -163,8 +163,10 @@ def _complex_power(em, x, y):
     acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 2)), sq, acc)
     acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 1)), x, acc)
     res = sel(small, acc, res)
+    # NumPy 2: a zero base gives 0 for an exponent of positive real part (any imaginary
+    # part), else NaN; a zero exponent gives 1 (below, over everything)
     x0 = b.and_(b.fcmp_ordered("==", xr, zero), b.fcmp_ordered("==", xi, zero))
-    pos = b.and_(b.fcmp_ordered(">", yr, zero), b.fcmp_ordered("==", yi, zero))
+    pos = b.fcmp_ordered(">", yr, zero)
     res = sel(x0, sel(pos, (zero, zero), (nan, nan)), res)
     y0 = b.and_(b.fcmp_ordered("==", yr, zero), b.fcmp_ordered("==", yi, zero))
     return sel(y0, (one, zero), res)
