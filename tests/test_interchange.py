@@ -478,3 +478,23 @@ def test_numpy_text_arrays_pack_into_strings(a):
     k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
     if a.dtype.kind == "U" and a.ndim == 1:
         assert np.asarray(k(a)).tolist() == [len(s) for s in a.tolist()]
+
+
+@pytest.mark.parametrize("shape", [(4, 0), (3, 2, 0), (2, 0, 3), (0, 3), (1, 0, 0)])
+def test_to_awkward_keeps_rows_of_zero_width_dims(shape):
+    ak = pytest.importorskip("awkward")
+    a = np.zeros(shape)
+    got = lazyk.to_awkward(lazyk.array(a))
+    assert got.tolist() == a.tolist()
+    assert len(got) == shape[0]
+    np.testing.assert_array_equal(ak.to_numpy(got), a)
+    assert ak.to_numpy(got).shape == shape
+
+
+def test_to_awkward_zero_width_dims_under_var_and_options():
+    pytest.importorskip("awkward")
+    for data, t in (([[[]], [[], []]], "2 * var * 0 * int64"),
+                    ([None, [], None], "3 * ?0 * int64"),
+                    ([{"a": [], "b": 1}] * 3, "3 * {a: 0 * int64, b: int64}")):
+        x = lazyk.array(data, type=t)
+        assert lazyk.to_awkward(x).tolist() == data == x.to_list()
