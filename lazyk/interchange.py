@@ -534,7 +534,11 @@ def from_arrow(x: Any) -> Array:
             f"one type first (x.type_codes gives each value's type, x.field(i) child i)")
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         # a map is a list of {key, value} structs in Arrow's own layout
-        offsets = x.offsets.to_numpy(zero_copy_only=True)
+        # NOTE: a valid zero-length list array may have no offsets buffer, and pyarrow's
+        # offsets.to_numpy crashes on it (pyarrow 26): one offset of 0 instead
+        wide = pa.types.is_large_list(t)
+        offsets = x.offsets.to_numpy(zero_copy_only=True) if len(x) else \
+            np.zeros(1, np.int64 if wide else np.int32)
         content = _at("list values", from_arrow, x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return offsets_array(_as_offsets(offsets), content, valid)
@@ -548,12 +552,13 @@ def from_arrow(x: Any) -> Array:
             pa.types.is_large_binary(t):
         _, off_buf, char_buf = x.buffers()
         wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        offsets = np.frombuffer(off_buf, np.int64 if wide else np.int32)[x.offset:][:len(x) + 1]
+        offsets = np.frombuffer(off_buf, np.int64 if wide else np.int32)[x.offset:][:len(x) + 1] \
+            if len(x) else np.zeros(1, np.int64)  # zero rows: the buffer may be absent
         chars = np.frombuffer(char_buf, np.uint8) if char_buf is not None else \
             np.zeros(0, np.uint8)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         kind = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
-        return text_array(offsets if len(x) else np.zeros(1, np.int64), chars, valid, kind)
+        return text_array(offsets, chars, valid, kind)
     if pa.types.is_fixed_size_binary(t):  # fixed_bytes[n]: the bytes in place
         w = t.byte_width
         values = np.frombuffer(x.buffers()[1], f"V{w}", len(x), x.offset * w) if len(x) \
