@@ -11,9 +11,9 @@ and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
 float), complex values are `(re, im)` tuples.
 
 Known differences from NumPy: integer `power` with a negative exponent (NumPy raises; a
-kernel cannot, so it gives base**(e mod 2**w)); float -> int casts of NaN/out-of-range
-values (undefined in C, LLVM poison); float sums/products reassociate (NumPy's pairwise
-order is not reproduced bit for bit).
+kernel cannot, so it gives base**(e mod 2**w)); float sums/products reassociate (NumPy's
+pairwise order is not reproduced bit for bit). Float -> int casts of NaN / inf /
+out-of-range values follow NumPy's x86-64 scalar rule (docs/types.md).
 """
 from __future__ import annotations
 
@@ -91,8 +91,36 @@ class Op:
     def reference(self, *arrays: Any, attr: Any = None) -> Any:
         """Run the NumPy reference (astype takes `attr` as the target dtype)."""
         if self.name == "astype":
-            return np.asarray(arrays[0]).astype(attr)
+            return cast_values(arrays[0], attr)
         return self.numpy(*arrays)
+
+
+def cast_values(values: Any, dtype: Any) -> np.ndarray:
+    """`values.astype(dtype)` (unsafe), float -> integer by the kernels' rule for NaN, inf
+    and out-of-range values (NumPy's x86-64 scalar loop; its vectorized uint32 loop gives
+    other bits): what lazyk stores where NumPy converts a result (docs/types.md)."""
+    values, dt = np.asarray(values), np.dtype(dtype)
+    if values.dtype.kind not in "fc" or dt.kind not in "iu":
+        return values.astype(dt)
+    x = values.real.astype(np.float64)  # float16 / float32 values are exact in float64
+    bits = dt.itemsize * 8
+    if dt.kind == "u" and bits == 64:
+        big = x >= 2.0 ** 63
+        r = _truncate_indefinite(np.where(big, x - 2.0 ** 63, x), 64)
+        return np.where(big, r ^ np.int64(-(1 << 63)), r).astype(dt)
+    wide = 64 if bits == 64 or (dt.kind == "u" and bits == 32) else 32
+    return _truncate_indefinite(x, wide).astype(dt)  # int64 -> narrower: the low bits
+
+
+def _truncate_indefinite(x: np.ndarray, bits: int) -> np.ndarray:
+    """float64 -> int64 holding the `bits`-bit truncation, or its minimum where that does
+    not fit (NaN too): NumPy's astype sees in-range values only."""
+    low = -(1 << (bits - 1))
+    with np.errstate(invalid="ignore"):
+        fits = (x > low - 1 if bits == 32 else x >= float(low)) & (x < float(-low))
+    r = np.where(fits, x, 0.0).astype(np.int64)
+    r[~fits] = low
+    return r
 
 
 def _wrap_resolve(name: str, fn: Callable[..., tuple]) -> Callable[..., tuple]:

@@ -69,9 +69,9 @@ class _Slots:
 
     def put(self, values) -> None:
         if self.view is not None:
-            np.copyto(self.view, values, casting="unsafe")
+            runtime.copy_cast(self.view, values)
         elif self.n:
-            raw = np.broadcast_to(np.asarray(values).astype(self.dt, copy=False), (self.n,))
+            raw = np.broadcast_to(ops.cast_values(values, self.dt), (self.n,))
             self.buf[self.index] = np.ascontiguousarray(raw).view(np.uint8).reshape(self.n, -1)
 
     def direct(self, dt: np.dtype) -> int:
@@ -89,7 +89,7 @@ class _ArraySlots:
         self.out = out
 
     def put(self, values) -> None:
-        np.copyto(self.out, np.reshape(values, self.out.shape), casting="unsafe")
+        runtime.copy_cast(self.out, np.reshape(values, self.out.shape))
 
     def direct(self, dt: np.dtype) -> int:
         o = self.out

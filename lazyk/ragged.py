@@ -97,7 +97,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
                            f"{target.dtype} under casting={casting!r}")
     try:
-        np.copyto(target, value, casting="unsafe")
+        runtime.copy_cast(target, value)
     except ValueError as err:
         raise ShapeError(f"result {result.type} does not broadcast into out with shape "
                          f"{target.shape}: {err}") from None

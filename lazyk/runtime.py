@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lazyk import kernel
+from lazyk import kernel, ops
 from lazyk.check import check_graph
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.expr import (
@@ -292,7 +292,7 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
         value = np.asarray(prog.value, dtype=prog.dtype)
         if out is None:
             return value.reshape(prog.shape).copy()
-        np.copyto(out, value, casting="unsafe")
+        copy_cast(out, value)
         return out
     temps: list[np.ndarray] = []
     last = len(prog.steps) - 1
@@ -309,9 +309,18 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
     result = temps[-1]
     if out is not None and result is not out:
         _check_result_shape(result.shape, out)  # np.copyto would drop leading 1-dims
-        np.copyto(out, result, casting="unsafe")
+        copy_cast(out, result)
         return out
     return result
+
+
+def copy_cast(out: np.ndarray, values: Any) -> None:
+    """`np.copyto(out, values, casting="unsafe")`, float -> integer as the kernels convert
+    (`lazyk.ops.cast_values`: one answer for NaN / inf / out-of-range values)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "fc" and out.dtype.kind in "iu":
+        values = ops.cast_values(values, out.dtype.newbyteorder("="))
+    np.copyto(out, values, casting="unsafe")
 
 
 def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
