@@ -164,13 +164,19 @@ class CompiledExpr:
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             shape, dtype = self._types[i]
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
-                                              is_foreign(x)):
+                                              is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
-            if isinstance(x, (list, tuple, int)) and a.dtype.kind in "iu" and a.size and \
-                    dtype.kind in "iu":
+            exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
+                a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
+            if exact is not None:
+                a = exact
+            if isinstance(x, (list, tuple, int)) and (a.dtype.kind in "iu" or exact is not None) \
+                    and a.size and dtype.kind in "iu":
                 _check_range(self.labels[i], a, dtype)
+                if casting != "no":  # Python integers that fit: their values exactly
+                    a = a.astype(dtype)
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
@@ -186,18 +192,11 @@ class CompiledExpr:
     def _present_input(self, i: int, x: Any) -> Any:
         """A masked / pyarrow / Awkward / lazyk input for a parameter without `?`: its
         values when none is missing, else TypeMatchError (never a silent fill)."""
-        if isinstance(x, np.ma.MaskedArray):
-            if not np.ma.getmaskarray(x).any():
-                return np.asarray(x.data)
-            x = _array(x)
-        elif not isinstance(x, Array):
-            x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
-        if not _has_option(x.type):
-            return x
-        tree = columns(x)
-        if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
-            return tree[2][1]  # `?T` type, every value present
-        shape, dtype = self._types[i]
+        got = _present_values(x)
+        if got is not None:
+            return got
+        x = _array(x) if not isinstance(x, Array) else x
+        shape, dtype = self._types[i][:2]
         raise TypeMatchError(f"input {self.labels[i]!r}: the input ({x.type}) has missing "
                              f"values; the parameter {type_text(shape, dtype)} has none: "
                              f"fill them first, or declare the parameter "
@@ -537,6 +536,24 @@ def install_dask(call: Any) -> None:
     _dask_call = call
 
 
+def _present_values(x: Any) -> Any:
+    """A masked / pyarrow / Awkward / pandas / lazyk input as a lazyk Array (read as
+    lazyk.array reads it) or, for `?T` elements of which none is missing, their values; None
+    where a value is missing."""
+    if isinstance(x, np.ma.MaskedArray):
+        if not np.ma.getmaskarray(x).any():
+            return np.asarray(x.data)
+        x = _array(x)
+    elif not isinstance(x, Array):
+        x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
+    if not _has_option(x.type):
+        return x
+    tree = columns(x)
+    if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
+        return tree[2][1]  # `?T` type, every value present
+    return None
+
+
 def _refuse_lazy(x: Any) -> None:
     """A lazy Dask collection other than a Dask array (lazyk.dask's RaggedArray): TypeError
     saying how to run it."""
@@ -567,6 +584,15 @@ def _as_input(x: Any) -> np.ndarray:
         return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
+
+
+def _exact_ints(x: Any, a: np.ndarray) -> np.ndarray | None:
+    """Nested lists of Python ints (of `a`'s shape) as an object array, else None (NumPy
+    makes float64 or object arrays of ints past int64)."""
+    exact = np.array(x, dtype=object)
+    if exact.shape == a.shape and all(type(v) is int for v in exact.reshape(-1)):
+        return exact
+    return None
 
 
 def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
@@ -828,6 +854,10 @@ class RaggedCompiledExpr(CompiledExpr):
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             want, dtype, option, want_rows = self._types[i]
             label = self.labels[i]
+            if not option and type(x) is not np.ndarray and (isinstance(
+                    x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
+                present = _present_values(x)  # `?T` data, none missing: its values
+                x = x if present is None else present
             dims, got, got_option, value, text, qrows = _input_type(x)
             expected = _typed_text(want, dtype, option, want_rows)
 
@@ -897,15 +927,17 @@ class RaggedCompiledExpr(CompiledExpr):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
             if got.newbyteorder("=") != dtype:
+                python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
+                    dtype.kind in "iu"
+                if python_ints:  # Python integers never wrap around; those that fit pass
+                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value).size:
                     pass  # no numbers (`[]`, `[[], []]`): no element type to refuse
-                elif not np.can_cast(got, dtype, casting):
+                elif not np.can_cast(got, dtype, casting) and not (python_ints and
+                                                                  casting != "no"):
                     raise CastingError(
                         f"input {label!r}: expected {expected}, got {text}: cannot cast "
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
-                if isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
-                        dtype.kind in "iu":  # Python integers never wrap around
-                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
             env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else
@@ -996,5 +1028,12 @@ def compile(expr: Any) -> CompiledExpr:
             dtype (e.g. float64 into an int32 parameter under 'same_kind'), or a Python
             integer does not fit an integer parameter.
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
+        TypeError: `expr` is a string (an expression string has no parameter types).
     """
+    if isinstance(expr, (str, bytes)):
+        raise TypeError(
+            f"lazyk.compile takes a lazy expression, not a {type(expr).__name__} ({expr!r:.60}) "
+            "(it would be a string constant): build it from typed parameters, e.g. "
+            "a = lazyk.placeholder('a', 'N * float64'); lazyk.compile(a * 2 + 1) (or run "
+            "the text directly: lazyk.evaluate(text))")
     return CompiledExpr(as_expr(expr))
