@@ -32,7 +32,7 @@ from lazyk.errors import (
     TypeMatchError,
     UnsupportedOperandError,
 )
-from lazyk.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
+from lazyk.expr import NEGATIVE_INT_POWER, Expr, Placeholder, as_expr, check_dtype, leaf_data
 from lazyk.graph import Node, arg_key, toposort, type_text
 from lazyk.interchange import (
     columns,
@@ -65,8 +65,10 @@ from lazyk.runtime import (
     needs_temporary,
     out_strides,
     plan,
+    power_check,
     prepare,
     run_program,
+    truth,
 )
 from lazyk.typeparse import dshape
 
@@ -117,6 +119,29 @@ class CompiledExpr:
         self.labels = tuple(label for label, _ in shown)
         self.signature = signature_text(shown, expr.node.type_text())
         self._setup_fast()
+        self._setup_power_check()
+
+    def _setup_power_check(self) -> None:
+        """A kernel cannot raise: the exponents of integer powers that may be negative are
+        checked before each call by a compiled reduction over them (NumPy's ValueError)."""
+        check = power_check(self.expr)
+        self._pcheck = None if check is None else (
+            CompiledExpr(check), tuple(self.params.index(n) for n in _leaf_order(check.node)))
+
+    def check_powers(self, inputs: tuple, casting: str = "same_kind") -> None:
+        """ValueError when an integer power's exponent holds a negative value for these
+        inputs (in parameter order)."""
+        k, at = self._pcheck
+        try:
+            negative = truth(k(*[inputs[i] for i in at], casting=casting))
+        except ValueError as e:
+            if str(e) == NEGATIVE_INT_POWER:  # an exponent's own exponent
+                raise
+            return  # inputs the call itself refuses, naming its own parameters
+        except (TypeError, NotImplementedError):
+            return
+        if negative:
+            raise ValueError(NEGATIVE_INT_POWER)
 
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
@@ -443,6 +468,9 @@ class CompiledExpr:
                              f"{casting!r}")
         if named:
             inputs = self._by_name(inputs, named)
+        if self._pcheck is not None and len(inputs) == len(self.params) and not any(
+                is_dask_array(x) for x in inputs):  # (Dask: each block is checked)
+            self.check_powers(inputs, casting)
         if len(inputs) == self._nin:
             # Same geometry as a recent call: the native guard checks type, dtype, flags,
             # shape, strides and overlap, and runs the kernel (no graph, no LLVM, no bind).
@@ -495,7 +523,9 @@ class CompiledExpr:
         `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
         The bound kernel reads the very arrays given, so inputs are never converted: an
         input of another dtype raises CastingError (convert it first, or call the compiled
-        expression, which converts under `casting=`).
+        expression, which converts under `casting=`). `ck()` raises NumPy's ValueError when
+        an integer power's exponent is negative then; a C caller of `ck.address` runs the
+        kernel alone (such exponents give base ** (e mod 2**w) there).
         """
         if "casting" in named and "casting" not in self.params:
             raise TypeError("bind() takes no casting=: it converts no input (the bound "
@@ -513,6 +543,9 @@ class CompiledExpr:
         arrays = [data[self.params[k]] for k in self._fast[0]]
         ck = _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
         ck.out = out  # returned by each call, as a bound ragged call returns its out
+        if self._pcheck is not None:  # each call checks the arrays bound, as they are then
+            bound = tuple(data[p] for p in self.params)
+            ck.before = lambda: self.check_powers(bound, "no")
         return ck
 
     def explain(self) -> str:
@@ -839,6 +872,7 @@ class RaggedCompiledExpr(CompiledExpr):
         self.signature = signature_text(shown, str(expr.type))
         self._fast = self._red = None
         self._nin = -1  # no native guard: every call goes through __call__'s checks
+        self._setup_power_check()
 
     def _state(self) -> tuple:
         nodes, leaves = super()._state()
@@ -954,6 +988,8 @@ class RaggedCompiledExpr(CompiledExpr):
         if named:
             inputs = self._by_name(inputs, named)
         env = self._bind_ragged(inputs, casting)
+        if self._pcheck is not None:
+            self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
         return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
 
@@ -993,7 +1029,10 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
         env = self._bind_ragged(inputs, "no", copies=False)  # it reads these very arrays
-        return _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
+        bound = _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
+        if self._pcheck is not None:  # each call checks the arrays bound, as they are then
+            bound.before = lambda: self.check_powers(inputs, "no")
+        return bound
 
 
 def _leaf_order(root: Node) -> list[str]:

@@ -182,7 +182,8 @@ def power(em, args, loop, attr):
     if k == "b":  # pragma: no cover - NumPy resolves bool**bool to int8
         return b.or_(x, b.not_(y))
     # Square-and-multiply over every exponent bit, unrolled: exact mod 2**w, branchless.
-    # NOTE: NumPy raises for negative integer exponents; here they give base**(e mod 2**w).
+    # NOTE: NumPy raises for negative integer exponents; here they give base**(e mod 2**w)
+    # (the runtime checks the exponents first and raises NumPy's ValueError).
     t = x.type
     one = ir.Constant(t, 1)
     res, base = one, x

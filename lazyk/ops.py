@@ -10,9 +10,10 @@ and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
 `.cmath(name, *zs)` for the C99 complex functions). Values are LLVM scalars in the compute type (bool -> i1, float16 ->
 float), complex values are `(re, im)` tuples.
 
-Known differences from NumPy: integer `power` with a negative exponent (NumPy raises; a
-kernel cannot, so it gives base**(e mod 2**w)); float sums/products reassociate (NumPy's
-pairwise order is not reproduced bit for bit). Float -> int casts of NaN / inf /
+Known differences from NumPy: float sums/products reassociate (NumPy's pairwise order is
+not reproduced bit for bit). Integer `power` with a negative exponent raises NumPy's
+ValueError, but from the runtime, which checks the exponents before a kernel runs
+(`lazyk.runtime.check_int_powers`): the kernel itself gives base**(e mod 2**w). Float -> int casts of NaN / inf /
 out-of-range values follow NumPy's x86-64 scalar rule (docs/types.md).
 """
 from __future__ import annotations

@@ -261,8 +261,12 @@ class RaggedBound:
                                      table.ctypes.data, values, flags, present)
         return got
 
+    before = None  # run before each call (see lazyk.kernel.BoundKernel.before)
+
     def __call__(self):
         """Run the kernel on the bound arrays into `out`; returns `out`."""
+        if self.before is not None:
+            self.before()
         try:
             blocks, head, status, table, tab, values, flags, _ = self._local.scratch
         except AttributeError:
@@ -371,8 +375,12 @@ class StepsBound:
         for step in steps:
             step.scratch = True
 
+    before = None  # run before each call (see lazyk.kernel.BoundKernel.before)
+
     def __call__(self):
         """Run each step on the bound arrays, the last into `out`; returns `out`."""
+        if self.before is not None:
+            self.before()
         with self._lock:
             try:
                 for step in self._all:

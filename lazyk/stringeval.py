@@ -21,7 +21,14 @@ from lazyk.dispatch import Dispatcher
 from lazyk.errors import BindError, ShapeError
 from lazyk.expr import NEGATIVE_INT_POWER, as_expr
 from lazyk.exprparse import Const, build, compile_string, names
-from lazyk.runtime import canonical, env_arrays, exponent_leaves, fortran_result, plan
+from lazyk.runtime import (
+    canonical,
+    env_arrays,
+    exponent_leaves,
+    fortran_result,
+    int_exponents,
+    plan,
+)
 from lazyk.spec import PARAM_SLOT, pack_params
 
 
@@ -318,6 +325,8 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
         pb = _template(text, nm, values, sb)[0]
     except Exception:  # noqa: BLE001 - the general path raises it properly
         return None
+    if len(exponent_leaves(node)) != len(int_exponents(node)):
+        return None  # computed integer exponents: the general path checks their values
     if not pa.steps or len(pa.steps) != len(pb.steps) or pa.dtype != pb.dtype:
         return None
     if out is None:
