@@ -1059,8 +1059,6 @@ def compile(expr: Any) -> CompiledExpr:
     a parameter without `?` takes them only when no value is missing.
 
     Raises:
-        NotSupportedError: one fused kernel would hold more than
-            `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations.
         TypeMatchError: (on call) an input's ndim differs from its parameter, or it has
             missing values where its parameter has none.
         CastingError: (on call) `casting` forbids converting an input to its parameter's

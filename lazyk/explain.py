@@ -12,7 +12,7 @@ from lazyk.device import explain_cuda
 from lazyk.errors import DeviceError
 from lazyk.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.exprparse import build
-from lazyk.graph import REDUCE_OP, check_size, dump, toposort, type_text
+from lazyk.graph import REDUCE_OP, dump, toposort, type_text
 from lazyk.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.spec import format_spec, param_values
@@ -140,7 +140,6 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         return ragged.explain(e, declared)  # var / option parameters: on sample arrays
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: the loop-nest kernels
-    check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = runtime.run_passes(e.node, check=True, trace=trace)

@@ -18,11 +18,12 @@ from lazyk.array import Array
 from lazyk.device import common_device
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.expr import Expr, as_expr, leaf_data
-from lazyk.graph import dump, toposort
+from lazyk.graph import dump, rewrite, toposort
 from lazyk.leaves import describe_ragged as describe
 from lazyk.leaves import is_ragged
 from lazyk.nestforms import evaluate_nest
 from lazyk.nestrun import explain_nests
+from lazyk.passes.fuse import cut_points
 from lazyk.rowrules import RECORDERS
 from lazyk.runtime import as_out
 from lazyk.storerows import is_ragged_type, store
@@ -105,8 +106,30 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
 
 
 def _evaluate(expr):
-    """Compute an expression with var / option leaves in the loop nest; a new lazyk Array."""
+    """Compute an expression with var / option leaves in the loop nest; a new lazyk Array.
+
+    A graph of more than `lazyk.graph.MAX_KERNEL_OPS` operations runs in parts: each node
+    fusion would materialise (`passes.fuse.cut_points`) is computed first, into an array
+    the rest reads as a leaf."""
+    cuts = cut_points(expr.node)
+    if cuts:
+        expr = _in_parts(expr, cuts)
     return evaluate_nest(expr)
+
+
+def _in_parts(expr, cuts: set):
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        new = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if id(node) not in cuts:
+            return new
+        part = Expr(new, {n.arg: env[n.arg] for n in toposort(new) if n.op == "input"})
+        leaf = as_expr(_evaluate(part))
+        env.update(leaf.env)
+        return leaf.node
+    root = rewrite(expr.node, visit)
+    return Expr(root, {n.arg: env[n.arg] for n in toposort(root) if n.op == "input"})
 
 
 def explain(expr, declared=None) -> str:

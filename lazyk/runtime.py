@@ -32,7 +32,7 @@ from lazyk.expr import (
     leaf_data,
     reduce,
 )
-from lazyk.graph import Node, check_size, dump, rewrite, toposort
+from lazyk.graph import Node, dump, rewrite, toposort
 from lazyk.kernel import data_pointer, run_layout
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
@@ -77,7 +77,6 @@ def plan(root: Node) -> Program:
         if prog is not None:
             _plans.move_to_end(root)
             return prog
-    check_size(root)  # before the passes and LLVM: a huge kernel is refused, quickly
     prog = fuse_elementwise(run_passes(root))
     with _plans_lock:
         _plans[root] = prog
@@ -511,8 +510,6 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         ShapeError: operands, or the result and `out`, do not broadcast.
         DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
             double, object, str, datetime, structured).
-        NotSupportedError: one fused kernel would hold more than
-            `lazyk.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
