@@ -581,6 +581,8 @@ def _present_values(x: Any) -> Any:
         x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
     if not _has_option(x.type):
         return x
+    if not isinstance(x.type, _T.FixedDim):
+        return None  # (columns need a leading fixed dim)
     tree = columns(x)
     if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
         return tree[2][1]  # `?T` type, every value present
