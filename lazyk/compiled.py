@@ -126,7 +126,8 @@ class CompiledExpr:
         checked before each call by a compiled reduction over them (NumPy's ValueError)."""
         check = power_check(self.expr)
         self._pcheck = None if check is None else (
-            CompiledExpr(check), tuple(self.params.index(n) for n in _leaf_order(check.node)))
+            CompiledExpr(check),
+            tuple(self.params.index(n) for n in dict.fromkeys(_leaf_order(check.node))))
 
     def check_powers(self, inputs: tuple, casting: str = "same_kind") -> None:
         """ValueError when an integer power's exponent holds a negative value for these
