@@ -1,19 +1,22 @@
 """Common-subexpression elimination: canonical operand order for commutative ops.
 
 Hash-consing already makes structurally equal nodes one object; this pass makes
-`a + b` and `b + a` equal too, by sorting the operands of commutative ops.
+`a + b` and `b + a` equal too, by sorting the operands of ops that commute for their
+operand dtypes (the op table's `commutes`: float and complex min / max do not).
 """
 from __future__ import annotations
 
 import hashlib
 
+from lazyk.frontend import ops
 from lazyk.frontend.graph import Node, rewrite, toposort
 
-# NOTE: IEEE add/multiply are commutative (not associative), so only operands swap.
-COMMUTATIVE = frozenset({
-    "add", "multiply", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "hypot"})
+
+def _commutative(node: Node, srcs: tuple[Node, ...]) -> bool:
+    """Whether the op table says `node`'s operands may swap for their dtypes (IEEE add and
+    multiply commute, but are not associative: only operands swap)."""
+    row = ops.OPS.get(node.op)
+    return row is not None and len(srcs) == 2 and row.commutative(*(s.dtype for s in srcs))
 
 
 def eliminate_common_subexpressions(root: Node) -> Node:
@@ -30,7 +33,7 @@ def eliminate_common_subexpressions(root: Node) -> Node:
             rank.setdefault(n.arg, len(rank))
 
     def visit(node: Node, srcs: tuple[Node, ...]) -> Node:
-        if node.op in COMMUTATIVE and len(srcs) == 2:
+        if _commutative(node, srcs):
             srcs = tuple(sorted(srcs, key=lambda s: keys[id(s)]))
         new = node.replace(srcs=srcs) if srcs != node.srcs else node
         # Structural digest: equal subgraphs get equal keys, whatever their history; a

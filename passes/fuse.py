@@ -2,7 +2,10 @@
 
 Each step is the whole elementwise DAG under one reduction (or under the root), so a
 node used twice is one SSA value; a reduction feeding more elementwise work ends one
-kernel and its result is an input of the next.
+kernel and its result is an input of the next. A graph of more than
+`lazyk.frontend.graph.MAX_KERNEL_OPS` operations is cut further (`cut_points`): its topological order in
+segments of that many operations, each node a later segment uses materialised as a step
+of its own, so no kernel holds more (LLVM's compile time and stack grow with a kernel).
 
 Constants become kernel parameters (`param` instructions; their values travel in
 `Step.consts` and are written into kernel data at bind), so a new value is a new bind,
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lazyk.frontend import graph
 from lazyk.frontend.graph import REDUCE_OP, Node, toposort
 from lazyk.frontend.spec import Instr, KernelSpec, pack_params
 
@@ -96,7 +100,15 @@ def fuse_elementwise(root: Node) -> Program:
             params.append(node.arg)
     if root.op in ("const", "scalar"):
         return Program((), (), root.shape, root.dtype, root.arg)
+    cuts = cut_points(root)
     for node in toposort(root):
+        if id(node) in cuts:  # an intermediate result of a graph too large for one kernel
+            body, inputs, out, consts = _body_under(node, steps_of, own=True)
+            spec = _spec(body, inputs, out, node.dtype, None)
+            steps_of[id(node)] = len(steps)
+            steps.append(Step(spec, inputs, node.shape, node.dtype,
+                              consts=pack_params(spec.params, consts)))
+            continue
         if node.op != REDUCE_OP:
             continue
         op, axes, keep = node.arg[:3]
@@ -115,19 +127,47 @@ def fuse_elementwise(root: Node) -> Program:
     return Program(tuple(steps), tuple(params), root.shape, root.dtype)
 
 
-def _body_under(node: Node, steps_of: dict[int, int]):
-    """Body of the elementwise DAG rooted at `node` (stopping at reductions and leaves), its
+def cut_points(root: Node) -> set[int]:
+    """Ids of the nodes materialised as steps of their own so that no kernel holds more
+    than MAX_KERNEL_OPS operations: the topological order in segments of that many
+    operations; a node of one segment that a later one uses is cut (each kernel then
+    computes within its segment). Empty for graphs within the limit."""
+    order = toposort(root)
+    limit = graph.MAX_KERNEL_OPS
+    ops = [n for n in order if not n.is_leaf and n.op != REDUCE_OP]
+    if len(ops) <= limit:
+        return set()
+    pos = {id(n): i for i, n in enumerate(order)}
+    last_use: dict[int, int] = {}
+    for i, n in enumerate(order):
+        for s in n.srcs:
+            last_use[id(s)] = i
+    cuts: set[int] = set()
+    segment: list[Node] = []
+    for n in ops:
+        segment.append(n)
+        if len(segment) == limit:
+            end = pos[id(n)]
+            cuts.update(id(m) for m in segment if last_use.get(id(m), -1) > end)
+            segment = []
+    return cuts
+
+
+def _body_under(node: Node, steps_of: dict[int, int], own: bool = False):
+    """Body of the elementwise DAG rooted at `node` (stopping at reductions, materialised
+    nodes and leaves; `own`: `node` is the materialised node this step computes), its
     inputs, output index and parameter values (one slot per distinct constant node)."""
     index: dict[int, int] = {}
     body: list[Instr] = []
     inputs: list = []
     where: dict = {}
     consts: list = []
-    order = _elementwise_order(node)
+    order = _elementwise_order(node, steps_of, own)
     baked = {id(n.srcs[1]) for n in order if n.op == "power"
              and n.srcs[1].op in ("const", "scalar") and _baked(n.srcs[1])}
     for n in order:
-        if n.op == "input" or n.op == REDUCE_OP:
+        stepped = n.op == REDUCE_OP or (id(n) in steps_of and not (own and n is node))
+        if n.op == "input" or stepped:
             key = n.arg if n.op == "input" else steps_of[id(n)]
             if key not in where:
                 where[key] = len(inputs)
@@ -147,6 +187,8 @@ def _body_under(node: Node, steps_of: dict[int, int]):
     return tuple(body), tuple(inputs), index[id(node)], tuple(consts)
 
 
-def _elementwise_order(root: Node) -> list[Node]:
-    """Topological order of the DAG under `root`, not descending below reductions."""
-    return toposort(root, descend=lambda n: n.op != REDUCE_OP)
+def _elementwise_order(root: Node, steps_of: dict[int, int], own: bool) -> list[Node]:
+    """Topological order of the DAG under `root`, not descending below reductions and
+    materialised nodes (but into `root` itself when `own`)."""
+    return toposort(root, descend=lambda n: n.op != REDUCE_OP and (
+        id(n) not in steps_of or (own and n is root)))

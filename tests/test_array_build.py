@@ -217,3 +217,39 @@ def test_round_trip_missing_rows(value):
 def test_top_level_record_and_docstring_errors():
     r = lazyk.array({"x": 1, "y": "a"})
     assert str(r.type) == "{x: int64, y: string}" and r.y.to_list() == "a"
+
+
+def test_numpy_str_and_bytes_items_are_strings():
+    for data, text in (([np.str_("a"), "bc"], "2 * string"),
+                       ([np.str_("a"), np.str_("bcd")], "2 * string"),
+                       ([[np.str_("é")], ["x", None]], "2 * var * ?string"),
+                       ([np.bytes_(b"a"), b"bc"], "2 * bytes")):
+        x = lazyk.array(data)
+        assert str(x.type) == text
+        assert x.to_list() == [[str(v) if isinstance(v, np.str_) else v for v in r]
+                               if isinstance(r, list) else
+                               (bytes(r) if isinstance(r, np.bytes_) else str(r)
+                                if isinstance(r, np.str_) else r) for r in data]
+    with pytest.raises(ArrayConstructionError, match="mixed incompatible types"):
+        lazyk.array([np.str_("a"), b"b"])
+
+
+@pytest.mark.parametrize("items", [
+    [np.datetime64("2020-01-01")],
+    [np.datetime64("2020-01-01T10:00"), np.datetime64("2021-03-04")],
+    [np.datetime64("2020-01-01T10:00:00.123456789")],
+    [np.timedelta64(3, "s"), np.timedelta64(2, "ms")],
+    [np.datetime64("2020-01-01", "Y")],
+])
+def test_numpy_datetime_items_are_typed_as_numpy_types_them(items):
+    want = np.array(items)
+    x = lazyk.array(items)
+    assert x.type.dtype == T.from_numpy(want.dtype)
+    got = np.asarray(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    y = lazyk.array([items, []])  # under a var dim, and with a missing value
+    assert str(y.type) == f"2 * var * {T.from_numpy(want.dtype)}"
+    z = lazyk.array(items + [None])
+    assert str(z.type) == f"{len(items) + 1} * ?{T.from_numpy(want.dtype)}"
+    assert z.to_list()[-1] is None

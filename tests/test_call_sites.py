@@ -282,35 +282,49 @@ def test_deep_expression_evaluates(tmp_path):
     assert r.stdout.startswith("ok"), r.stdout
 
 
-def test_expression_over_the_kernel_limit_is_refused_before_llvm(tmp_path):
+def test_expression_over_the_kernel_limit_runs_in_several_kernels(tmp_path):
     from lazyk.frontend.graph import MAX_KERNEL_OPS
 
-    r = _deep(MAX_KERNEL_OPS + 500, tmp_path)
+    # 20,000 nested adds: two kernels of 10,000 (cold cache); measured ~10 s on a loaded
+    # two-core machine
+    r = _deep(2 * MAX_KERNEL_OPS, tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.startswith("refused"), r.stdout
-    assert f"{MAX_KERNEL_OPS + 500:,} operations in one kernel" in r.stdout
-    assert f"the limit is {MAX_KERNEL_OPS:,}" in r.stdout
+    assert r.stdout.startswith("ok"), r.stdout
+    assert float(r.stdout.split()[1]) < 60, r.stdout
 
 
-def test_kernel_ops_counts_per_kernel():
+def _ops_per_step(prog) -> list[int]:
+    return [sum(1 for ins in st.spec.body if ins.op not in ("load", "param", "const"))
+            for st in prog.steps]
+
+
+def test_large_graphs_are_cut_into_kernels_of_at_most_the_limit(monkeypatch):
     from lazyk.frontend import graph
+    from lazyk.runtime.launch import plan
 
-    a = lazyk.array(np.arange(4.0))
-    e = a
-    for _ in range(30):
-        e = e * 1.5
-    s = e.sum()
-    f = s + a  # the reduction ends one kernel; the next one has the add only
-    assert graph.kernel_ops(e.node) == 30
-    old = graph.MAX_KERNEL_OPS
-    try:
-        graph.MAX_KERNEL_OPS = 20  # the per-kernel count is then taken
-        assert graph.kernel_ops(f.node) == 30
-        with pytest.raises(NotSupportedError, match="30 operations in one kernel"):
-            graph.check_size(f.node)
-    finally:
-        graph.MAX_KERNEL_OPS = old
-    np.testing.assert_allclose(f.to_numpy(), (np.arange(4.0) * 1.5 ** 30).sum() + np.arange(4.0))
+    monkeypatch.setattr(graph, "MAX_KERNEL_OPS", 20)
+    x = np.linspace(0.5, 2.0, 4)
+    y = x[::-1].copy()
+    a, b = lazyk.array(x), lazyk.array(y)
+    e, want = a, x.copy()
+    for i in range(50):  # a DAG: b and earlier values are reused across the cuts
+        e = lazyk.maximum(e * 0.5 + b, e - 1.0) if i % 2 else e + a * b
+        want = np.maximum(want * 0.5 + y, want - 1.0) if i % 2 else want + x * y
+    prog = plan(e.node)
+    assert len(prog.steps) > 5 and max(_ops_per_step(prog)) <= 20
+    got = e.eval().to_numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    s = (e * 2.0).sum() + a  # a reduction among the cuts
+    got = s.eval().to_numpy()
+    np.testing.assert_allclose(got, (want * 2.0).sum() + x, rtol=1e-13)
+    k = lazyk.compile(e)  # compiled calls run the steps too
+    np.testing.assert_allclose(k(x, y), want, rtol=1e-13)
+    r = lazyk.array([[1.0, 2.0], [3.0]])  # ragged: the parts run one after the other
+    f = r
+    for _ in range(45):
+        f = f * 1.0 + 1.0
+    assert f.eval().to_list() == [[46.0, 47.0], [48.0]]
 
 
 # --- conversions: np.asarray, to_numpy, tolist, explain -------------------------------------------

@@ -119,3 +119,72 @@ def test_operand_strides_check_the_iteration_shape():
     for shape, ashape in (((4, 3), (2,)), ((3,), (4, 3)), ((4, 3), (4, 2))):
         with pytest.raises(ShapeError, match="does not broadcast"):
             over(shape, ashape, (8,) * len(ashape))
+
+
+# ------------------------------------------------------------------ what compile and a call take
+def test_compile_of_a_string_is_refused_at_compile():
+    for text in ("a * 2 + 1", b"a * 2"):
+        with pytest.raises(TypeError, match=r"lazyk.compile takes a lazy expression.*"
+                                            r"lazyk.placeholder"):
+            lazyk.compile(text)
+
+
+@pytest.mark.parametrize("dt", ["uint8", "uint16", "uint32", "uint64", "int8", "int16"])
+def test_python_ints_that_fit_are_taken_by_integer_parameters(dt):
+    info = np.iinfo(dt)
+    k = lazyk.compile(lazyk.placeholder("x", f"N * {dt}") + 1)
+    vals = [1, 2, int(info.max) - 1]
+    got = k(vals)
+    want = np.array(vals, dt) + np.array(1, dt)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    for bad in (int(info.max) + 1, int(info.min) - 1):  # out of range: named, never wrapped
+        with pytest.raises(lazyk.CastingError, match=f"the value {bad} does not fit"):
+            k([1, bad])
+    if dt.startswith("u"):  # int64 arrays: casting rules as before (not same_kind)
+        with pytest.raises(lazyk.CastingError, match="cannot cast int64"):
+            k(np.array([1, 2], np.int64))
+    kv = lazyk.compile(lazyk.placeholder("x", f"N * var * {dt}") + 1)
+    got = kv([[1, 2], [int(info.max) - 1]])
+    assert str(got.type) == f"2 * var * {dt}"
+    assert got.to_list() == [[2, 3], [int(info.max)]]
+    # (past uint64 no lazyk array holds the value: ArrayConstructionError names it)
+    with pytest.raises((lazyk.CastingError, lazyk.ArrayConstructionError),
+                       match=f"{int(info.max) + 1} .*does not fit"):
+        kv([[1], [int(info.max) + 1]])
+
+
+def test_python_ints_past_int64_for_uint64_parameters():
+    k = lazyk.compile(lazyk.placeholder("x", "N * uint64") + 1)
+    got = k([1, 2 ** 64 - 2])  # NumPy would make float64 of this list
+    assert got.dtype == np.uint64 and got.tolist() == [2, 2 ** 64 - 1]
+    with pytest.raises(lazyk.CastingError, match=f"the value {2 ** 64} does not fit"):
+        k([1, 2 ** 64])
+
+
+def test_pandas_nullable_series_without_missing_values_are_taken():
+    pd = pytest.importorskip("pandas")
+    k = lazyk.compile(lazyk.placeholder("x", "N * int64") * 2)
+    got = k(pd.Series([1, 2, 3], dtype="Int64"))
+    assert got.dtype == np.int64 and got.tolist() == [2, 4, 6]
+    f = lazyk.compile(lazyk.placeholder("x", "N * float64") + 0.5)
+    np.testing.assert_array_equal(f(pd.Series([1.5, 2.0], dtype="Float64")), [2.0, 2.5])
+    b = lazyk.compile(lazyk.placeholder("x", "N * bool") & True)
+    np.testing.assert_array_equal(b(pd.Series([True, False], dtype="boolean")), [True, False])
+    with pytest.raises(lazyk.TypeMatchError, match="has missing values"):
+        k(pd.Series([1, None, 3], dtype="Int64"))
+    r = lazyk.compile(lazyk.placeholder("x", "N * var * float64") *
+                      lazyk.placeholder("y", "N * int64"))
+    got = r([[1.0, 2.0], [3.0]], pd.Series([1, 2], dtype="Int64"))
+    assert got.to_list() == [[1.0, 4.0], [3.0, 6.0]]
+    with pytest.raises(lazyk.TypeMatchError, match="missing values"):
+        r([[1.0, 2.0], [3.0]], pd.Series([1, None], dtype="Int64"))
+
+
+def test_masked_inputs_without_masked_values_on_the_ragged_path():
+    r = lazyk.compile(lazyk.placeholder("x", "N * var * float64") *
+                      lazyk.placeholder("y", "N * int64"))
+    y = np.ma.masked_array([1, 2], mask=[False, False])
+    assert r([[1.0, 2.0], [3.0]], y).to_list() == [[1.0, 4.0], [3.0, 6.0]]
+    with pytest.raises(lazyk.TypeMatchError, match="missing values"):
+        r([[1.0, 2.0], [3.0]], np.ma.masked_array([1, 2], mask=[False, True]))

@@ -478,3 +478,60 @@ def test_numpy_text_arrays_pack_into_strings(a):
     k = lazyk.compile(lazyk.str_len(lazyk.placeholder("s", "N * string")))
     if a.dtype.kind == "U" and a.ndim == 1:
         assert np.asarray(k(a)).tolist() == [len(s) for s in a.tolist()]
+
+
+@pytest.mark.parametrize("shape", [(4, 0), (3, 2, 0), (2, 0, 3), (0, 3), (1, 0, 0)])
+def test_to_awkward_keeps_rows_of_zero_width_dims(shape):
+    ak = pytest.importorskip("awkward")
+    a = np.zeros(shape)
+    got = lazyk.to_awkward(lazyk.array(a))
+    assert got.tolist() == a.tolist()
+    assert len(got) == shape[0]
+    np.testing.assert_array_equal(ak.to_numpy(got), a)
+    assert ak.to_numpy(got).shape == shape
+
+
+def test_to_awkward_zero_width_dims_under_var_and_options():
+    pytest.importorskip("awkward")
+    for data, t in (([[[]], [[], []]], "2 * var * 0 * int64"),
+                    ([None, [], None], "3 * ?0 * int64"),
+                    ([{"a": [], "b": 1}] * 3, "3 * {a: 0 * int64, b: int64}")):
+        x = lazyk.array(data, type=t)
+        assert lazyk.to_awkward(x).tolist() == data == x.to_list()
+
+
+_EMPTY_ARROW = """
+import sys
+import pyarrow as pa, lazyk
+kind = sys.argv[1]
+if kind == "list":
+    a = pa.ListArray.from_buffers(pa.list_(pa.int64()), 0, [None, None],
+                                  children=[pa.array([], pa.int64())])
+elif kind == "large_list":
+    a = pa.LargeListArray.from_buffers(pa.large_list(pa.float64()), 0, [None, None],
+                                       children=[pa.array([], pa.float64())])
+elif kind == "nested":
+    a = pa.ListArray.from_buffers(pa.list_(pa.list_(pa.int64())), 0, [None, None],
+                                  children=[pa.array([], pa.list_(pa.int64()))])
+else:
+    a = pa.Array.from_buffers(pa.string() if kind == "string" else pa.large_binary(), 0,
+                              [None, None, pa.py_buffer(b"")])
+a.validate(full=True)
+assert a.buffers()[1] is None  # no offsets buffer: valid Arrow for zero rows
+x = lazyk.from_arrow(a)
+print(len(x), x.type, x.to_list(), lazyk.to_arrow(x).to_pylist())
+"""
+
+
+@pytest.mark.parametrize("kind,type_text", [
+    ("list", "0 * var * int64"), ("large_list", "0 * var * float64"),
+    ("nested", "0 * var * var * int64"), ("string", "0 * string"), ("binary", "0 * bytes")])
+def test_from_arrow_zero_rows_without_offsets_buffer(kind, type_text):
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    r = subprocess.run([sys.executable, "-c", _EMPTY_ARROW, kind], capture_output=True,
+                       text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["0", *type_text.split(), "[]", "[]"]

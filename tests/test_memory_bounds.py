@@ -80,8 +80,9 @@ def test_helper_rejects_bad_ir_and_survives(tmp_path):
 
 
 def test_helper_that_dies_is_replaced_or_bypassed(tmp_path):
-    # A helper killed between modules: that module raises CompileError, the next one gets a
-    # new helper. A helper that cannot work at all (dies on its first module): optimize here.
+    # A helper killed between modules is replaced quietly; one that dies on a module is
+    # replaced and the module tried once more (dying again there: CompileError). A helper
+    # that cannot work at all (dies on its first module): optimize here.
     out = _run("""
         import ctypes
         from lazyk.backend import cpu, optworker
@@ -95,20 +96,30 @@ def test_helper_that_dies_is_replaced_or_bypassed(tmp_path):
         h = cpu.host()
         h._helper.proc.kill()
         h._helper.proc.wait()
-        try:
-            one("k1")
-            raise AssertionError("a module the helper died on must raise")
-        except CompileError as e:
-            assert "optimizer process died" in str(e)
-        one("k2")
+        one("k1")  # a new helper, quietly
         assert h.optimized["helpers_started"] == 2 and h.optimized["in_process"] == 0
+        real = cpu._Helper.compile
+        def dies(self, text, mvec):  # the process dies while it optimizes this module
+            self.proc.kill()
+            self.proc.wait()
+            return real(self, text, mvec)
+        cpu._Helper.compile = dies
+        try:
+            one("k2")
+            raise AssertionError("a module every helper dies on must raise")
+        except CompileError as e:
+            assert "optimizer process died on this kernel" in str(e) and "@k2" in str(e)
+        assert h.optimized["helpers_started"] == 3
+        cpu._Helper.compile = real
+        one("k2")
+        assert h.optimized["helpers_started"] == 4 and h.optimized["in_process"] == 0
         h._helper.close()
         h._helper = None
         optworker.__file__ = "/nonexistent/optworker.py"  # python exits at once
         one("k3")
         print("ok", h._helper_broken, h.optimized["in_process"], h.optimized["helper"])
     """, tmp_path, {"LAZYK_OPTIMIZE_IN_PROCESS": "0"})
-    assert out.split() == ["ok", "True", "1", "2"]
+    assert out.split() == ["ok", "True", "1", "3"]
 
 
 def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
@@ -167,3 +178,58 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
     # guards and the thread pool's own modules
     assert int(live) <= 8 + 16 + 16 + 4, out
     assert float(grew) < 3.0, f"RSS grew {grew} MiB over 800 distinct expressions: {out}"
+
+
+_SIGINT = """
+import os, signal, time
+import numpy as np, lazyk
+from lazyk.backend import cpu
+x = np.arange(5.0)
+print(lazyk.evaluate(lazyk.array(x) * 2.5 + 1).tolist())
+try:
+    os.killpg(os.getpgrp(), signal.SIGINT)  # Ctrl-C in a terminal: the whole group
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted")
+got = lazyk.evaluate(lazyk.sin(lazyk.array(x)) * 3.5 - 7)
+assert np.allclose(got, np.sin(x) * 3.5 - 7)
+h = cpu.host()
+print(h.optimized["helper"], h.optimized["helpers_started"], h.optimized["in_process"])
+"""
+
+
+def test_ctrl_c_spares_the_optimizer_helper(tmp_path):
+    # its own session (a process group of its own, as a terminal's Ctrl-C signals the group)
+    env = dict(os.environ, LAZYK_CACHE_DIR=str(tmp_path / "cache"),
+               LAZYK_OPTIMIZE_IN_PROCESS="0")
+    r = subprocess.run([sys.executable, "-c", _SIGINT], capture_output=True, text=True,
+                       timeout=120, env=env, start_new_session=True)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["[1.0, 3.5, 6.0, 8.5, 11.0]", "interrupted"], r.stdout
+    assert lines[2].split() == ["2", "1", "0"]  # one helper compiled both kernels
+
+
+def test_interrupted_request_never_answers_the_next_one(tmp_path):
+    # a KeyboardInterrupt between a request and its reply: that helper is replaced (its
+    # pending reply, another kernel's code, must not be read for the next kernel)
+    out = _run("""
+        import ctypes
+        from lazyk.backend import cpu
+        IR = "define i64 @{n}(i64 %x) {{\\n  %y = add i64 %x, {k}\\n  ret i64 %y\\n}}\\n"
+        proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+        m = cpu.JITModule(IR.format(n="a", k=1), ("a",))
+        h = cpu.host()
+        real = cpu._Helper._read
+        def interrupted(self, n):
+            cpu._Helper._read = real
+            raise KeyboardInterrupt
+        cpu._Helper._read = interrupted
+        try:
+            cpu.JITModule(IR.format(n="b", k=2), ("b",))
+        except KeyboardInterrupt:
+            pass
+        m = cpu.JITModule(IR.format(n="c", k=3), ("c",))
+        print(proto(m.addresses["c"])(4), h.optimized["helpers_started"])
+    """, tmp_path, {"LAZYK_OPTIMIZE_IN_PROCESS": "0"})
+    assert out.split() == ["7", "2"]

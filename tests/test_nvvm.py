@@ -341,8 +341,13 @@ def test_not_supported_on_gpu_yet():
 
 
 def test_nan_propagating_minimum_and_fneg_legalized():
+    # elementwise: NumPy's operand order (ties give the second operand), no libdevice call
     spec = binary_spec("f8", "f8", "minimum")
     text = nvvm.lower(spec, flat(1, (True,) * 3))
+    assert "__nv_fmin" not in text and "fcmp olt" in text and "fcmp uno" in text
+    # a reduction folds through libdevice fmin plus the NaN select
+    red = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0),), ((0, F8),), reduce="min")
+    text = nvvm.lower(red, flat(1, (True,) * 2, reduced=(True,)))
     assert "__nv_fmin" in text and "fcmp uno" in text
     neg = KernelSpec((F8,), (True,), (Instr("load", F8, (), 0), Instr("negative", F8, (0,))),
                      ((1, F8),))

@@ -204,3 +204,53 @@ def test_other_indexes_of_expressions_stay_errors():
         lazyk.placeholder("w", "N * float64")[:, None]
     s = lazyk.array(["ab", "c"])
     assert lazyk.where(s == "c", s, "zz")[:, None].eval().to_list() == [["zz"], ["c"]]
+
+
+# ------------------------------------------------------------------ explain: sample data
+_EXPLAIN_TEXT = """
+import sys
+import lazyk
+kind = sys.argv[1]
+if kind == "string":
+    e = lazyk.placeholder("s", "N * string") == "x"
+elif kind == "bytes":
+    e = lazyk.placeholder("s", "N * 3 * bytes") != b"x"
+else:
+    e = lazyk.placeholder("s", "N * string") < lazyk.placeholder("t", "N * string")
+text = e.explain()
+assert "== launch 1" in text and "== assembly" in text, text[:2000]
+print(text.splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("kind, first", [("string", "== expression: N * bool"),
+                                         ("bytes", "== expression: N * 3 * bool"),
+                                         ("two", "== expression: N * bool")])
+def test_explain_of_fixed_string_and_bytes_placeholders(kind, first):
+    # sample strings are real words now: the kernel once read address 0x1 and crashed
+    r = subprocess.run([sys.executable, "-c", _EXPLAIN_TEXT, kind], capture_output=True,
+                       text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == first
+
+
+def test_cli_explain_of_a_string_placeholder():
+    r = run_cli("explain", "s == 'x'", "--type", "s=N * string", "--no-asm")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "== expression: N * bool" in r.stdout and "text_equal" in r.stdout
+
+
+def test_explain_sample_sizes_follow_concrete_operands():
+    from lazyk.runtime.explain import SYMBOL_SIZE, symbol_sizes
+
+    x = lazyk.placeholder("x", "N * float64")
+    e = x + lazyk.array([1.0, 2.0])
+    assert symbol_sizes(e.node) == {"N": 2}
+    text = e.explain()
+    assert "== expression: 2 * float64" in text and "shape (2,)" in text
+    y = lazyk.placeholder("y", "M * 3 * float64")
+    f = (y + lazyk.array([1.0, 2.0, 3.0])).sum(axis=0) * (x * 2.0).sum()
+    assert symbol_sizes(f.node) == {"M": SYMBOL_SIZE, "N": SYMBOL_SIZE}
+    assert "== expression: 3 * float64" in f.explain()
+    z = lazyk.placeholder("z", "N * var * float64") + lazyk.array([1.0, 2.0, 3.0])[:, None]
+    assert "-> 3 * var * float64" in z.explain()

@@ -113,9 +113,13 @@ def _infer_record(present: list[dict], where: Where) -> T.Type:
     return T.Record(tuple((k, _infer([d[k] for d in present], where.field(k))) for k in keys))
 
 
-def _scalar_of(kind: type) -> T.Type:
+def _scalar_of(kind: type, items: list) -> T.Type:
     if kind in _PY_SCALARS:
         return _PY_SCALARS[kind]
+    if issubclass(kind, (np.str_, np.bytes_)):  # NumPy's str / bytes: Python's, sized
+        return _PY_SCALARS[str if issubclass(kind, str) else bytes]
+    if issubclass(kind, (np.datetime64, np.timedelta64)):  # the unit is the value's
+        return T.from_numpy(np.array([x for x in items if type(x) is kind]).dtype)
     if issubclass(kind, np.generic):
         return T.from_numpy(np.dtype(kind))
     for base, t in _PY_SCALARS.items():
@@ -125,11 +129,11 @@ def _scalar_of(kind: type) -> T.Type:
 
 
 def _infer_scalar(items: list, kinds: set, where: Where) -> T.Type:
-    ts = {k: _scalar_of(k) for k in kinds}
+    ts = {k: _scalar_of(k, items) for k in kinds}
     text = {k for k, t in ts.items() if is_varlen(t)}
-    if text and len(kinds) > 1:
+    if text and len(set(ts.values())) > 1:  # (str and np.str_ are one kind here)
         a = next(iter(text))
-        b = next(k for k in kinds if k is not a)
+        b = next(k for k in kinds if ts[k] != ts[a])
         i = _first(items, lambda x: type(x) is a)
         j = _first(items, lambda x: type(x) is b)
         raise ArrayConstructionError(
@@ -360,8 +364,8 @@ def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, r
 def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                   where: Where) -> list[int]:
     want = str if t.name == "string" else bytes
-    if _bad_kinds(items, lambda k: k is want):
-        i = _first(items, lambda x: type(x) is not want)
+    if _bad_kinds(items, lambda k: issubclass(k, want)):
+        i = _first(items, lambda x: not isinstance(x, want))
         raise ArrayConstructionError(
             f"item {where.name(i)} is a {_describe(items[i])} ({items[i]!r:.40}), the type says "
             f"{t}")

@@ -534,7 +534,11 @@ def from_arrow(x: Any) -> Array:
             f"one type first (x.type_codes gives each value's type, x.field(i) child i)")
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         # a map is a list of {key, value} structs in Arrow's own layout
-        offsets = x.offsets.to_numpy(zero_copy_only=True)
+        # NOTE: a valid zero-length list array may have no offsets buffer, and pyarrow's
+        # offsets.to_numpy crashes on it (pyarrow 26): one offset of 0 instead
+        wide = pa.types.is_large_list(t)
+        offsets = x.offsets.to_numpy(zero_copy_only=True) if len(x) else \
+            np.zeros(1, np.int64 if wide else np.int32)
         content = _at("list values", from_arrow, x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return offsets_array(_as_offsets(offsets), content, valid)
@@ -548,12 +552,13 @@ def from_arrow(x: Any) -> Array:
             pa.types.is_large_binary(t):
         _, off_buf, char_buf = x.buffers()
         wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        offsets = np.frombuffer(off_buf, np.int64 if wide else np.int32)[x.offset:][:len(x) + 1]
+        offsets = np.frombuffer(off_buf, np.int64 if wide else np.int32)[x.offset:][:len(x) + 1] \
+            if len(x) else np.zeros(1, np.int64)  # zero rows: the buffer may be absent
         chars = np.frombuffer(char_buf, np.uint8) if char_buf is not None else \
             np.zeros(0, np.uint8)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         kind = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
-        return text_array(offsets if len(x) else np.zeros(1, np.int64), chars, valid, kind)
+        return text_array(offsets, chars, valid, kind)
     if pa.types.is_fixed_size_binary(t):  # fixed_bytes[n]: the bytes in place
         w = t.byte_width
         values = np.frombuffer(x.buffers()[1], f"V{w}", len(x), x.offset * w) if len(x) \
@@ -1128,15 +1133,18 @@ def to_awkward(x: Array) -> Any:
         [[1, None], [3]]
     """
     ak = _need("awkward")
-    return ak.Array(_awkward(ak, _columns(_as_array(x, "to_awkward"))))
+    x = _as_array(x, "to_awkward")
+    return ak.Array(_awkward(ak, _columns(x), len(x)))
 
 
-def _awkward(ak, col: tuple):
+def _awkward(ak, col: tuple, n: int):
+    """Awkward content for column `col` of `n` elements (a fixed dim of size 0 keeps its
+    rows: `4 * 0 * T` is four empty lists)."""
     c, kind = ak.contents, col[0]
     if kind == "numpy":
         arr = col[1]
         if arr.dtype.kind in "US":
-            return _awkward(ak, _fixed_text(arr, "Awkward"))
+            return _awkward(ak, _fixed_text(arr, "Awkward"), n)
         if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
             k = arr.dtype.itemsize
             raw = np.ascontiguousarray(arr).view(np.uint8)
@@ -1147,14 +1155,11 @@ def _awkward(ak, col: tuple):
         return c.NumpyArray(arr)
     if kind == "option":
         mask = ak.index.Index8(col[1].astype(np.int8))
-        sub = col[2]
-        inner = c.RegularArray(_awkward(ak, sub[2]), 0, zeros_length=len(mask)) if \
-            sub[0] == "regular" and sub[1] == 0 else _awkward(ak, sub)  # `?0` rows
-        return c.ByteMaskedArray(mask, inner, valid_when=True)
+        return c.ByteMaskedArray(mask, _awkward(ak, col[2], len(mask)), valid_when=True)
     if kind == "record":
-        fields = [_awkward(ak, f) for f in col[2]]
+        fields = [_awkward(ak, f, n) for f in col[2]]
         names = None if _is_tuple(col[1]) else list(col[1])  # None: an Awkward tuple
-        return c.RecordArray(fields, names, length=len(fields[0]) if fields else 0)
+        return c.RecordArray(fields, names, length=len(fields[0]) if fields else n)
     if kind == "text":
         string = col[1] == "string"
         chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
@@ -1163,6 +1168,7 @@ def _awkward(ak, col: tuple):
     if kind == "list":
         offsets = col[1]
         index = ak.index.Index32 if offsets.dtype.itemsize == 4 else ak.index.Index64
-        return c.ListOffsetArray(index(offsets), _awkward(ak, col[2]))
-    inner = _awkward(ak, col[2])
-    return c.RegularArray(inner, col[1], zeros_length=len(inner) // max(col[1], 1))
+        inner = int(offsets[-1]) if len(offsets) else 0
+        return c.ListOffsetArray(index(offsets), _awkward(ak, col[2], inner))
+    inner = _awkward(ak, col[2], n * col[1])
+    return c.RegularArray(inner, col[1], zeros_length=n)

@@ -101,31 +101,37 @@ class Host:
         mvec = _has(_vecmath, "rewrite") and _vecmath.load()
         if (HELPER_MODULES and not self._helper_broken
                 and self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
-            helper = self._helper
-            if helper is not None and (helper.pid != os.getpid() or helper.runs >= HELPER_MODULES):
-                helper.close()
-                self._helper = helper = None
-            if helper is None:
-                try:
-                    self._helper = helper = _Helper(self)
-                    self.optimized["helpers_started"] += 1
-                except OSError:  # no helper process here: optimize in process
-                    self._helper_broken = True
-            if helper is not None:
+            # A helper that died between two kernels (killed, out of memory) is replaced
+            # quietly; one that dies twice on this kernel raises (the IR is attached).
+            for attempt in range(2):
+                helper = self._helper
+                if helper is not None and (helper.pid != os.getpid() or not helper.alive()
+                                           or helper.runs >= HELPER_MODULES):
+                    helper.close(kill=helper.busy)
+                    self._helper = helper = None
+                if helper is None:
+                    try:
+                        self._helper = helper = _Helper(self)
+                        self.optimized["helpers_started"] += 1
+                    except OSError:  # no helper process here: optimize in process
+                        self._helper_broken = True
+                        break
                 try:
                     ok, out, obj = helper.compile(text, mvec)
                 except (OSError, EOFError, ValueError):
                     code = helper.close(kill=True)
                     self._helper = None
-                    if helper.runs > 1:
-                        raise CompileError(f"the LLVM optimizer process died on this kernel "
-                                           f"(exit status {code})\n{text}") from None
-                    self._helper_broken = True  # it never worked here: optimize in process
-                else:
-                    if not ok:
-                        raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
-                    self.optimized["helper"] += 1
-                    return out, obj
+                    if attempt:
+                        raise CompileError(f"the LLVM optimizer process died on this "
+                                           f"kernel (exit status {code})\n{text}") from None
+                    if helper.runs == 1:
+                        self._helper_broken = True  # it never worked here: in process
+                        break
+                    continue
+                if not ok:
+                    raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
+                self.optimized["helper"] += 1
+                return out, obj
         rewrite = (lambda t: _vecmath.rewrite(t, self.features, available=True)) if mvec else None
         try:
             out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rewrite)
@@ -142,20 +148,34 @@ class _Helper:
     def __init__(self, h: Host):
         self.pid = os.getpid()  # a forked child starts its own
         self.runs = 0
+        self.busy = False  # a request written, its reply not read yet
+        # NOTE: a session of its own: Ctrl-C in a terminal signals the whole foreground
+        # process group, and the helper must outlive a KeyboardInterrupt the caller catches
+        # (it exits when its stdin closes: with this process)
         self.proc = subprocess.Popen(
             [sys.executable, optworker.__file__], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+            start_new_session=True)
         self.proc.stdin.write(f"{h.triple}\t{h.cpu}\t{h.features}\n".encode())
+
+    def alive(self) -> bool:
+        """Whether the process still runs (it may have been killed since the last kernel)
+        and its pipe is between two requests (a KeyboardInterrupt while it compiled left a
+        reply in the pipe that must never answer the next request)."""
+        return not self.busy and self.proc.poll() is None
 
     def compile(self, text: str, mvec: bool) -> tuple[bool, str, bytes]:
         data = text.encode()
         self.runs += 1
+        self.busy = True
         self.proc.stdin.write(struct.pack("<BQ", bool(mvec), len(data)) + data)
         self.proc.stdin.flush()
         status, n = struct.unpack("<BQ", self._read(9))
         out = self._read(n).decode()
         (m,) = struct.unpack("<Q", self._read(8))
-        return status == 0, out, self._read(m)
+        obj = self._read(m)
+        self.busy = False
+        return status == 0, out, obj
 
     def _read(self, n: int) -> bytes:
         data = self.proc.stdout.read(n)

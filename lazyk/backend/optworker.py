@@ -110,6 +110,11 @@ def _read(stream: Any, n: int) -> bytes:
 
 def main() -> None:
     """Serve optimize requests until stdin closes."""
+    import signal
+
+    # Ctrl-C is for the caller (which may catch it and compile on): the helper ends when
+    # its stdin closes
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     inp, out = sys.stdin.buffer, sys.stdout.buffer

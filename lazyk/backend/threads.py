@@ -70,7 +70,10 @@ class Pool:
     def run(self, fn_address: int, arg_address: int, nparts: int) -> None:
         """Run native `void fn(void *arg, int64 tid)` for tid in [0, nparts) with the GIL released."""
         # A nested or concurrent call finds the pool busy and runs its parts itself (natively).
-        self.native.run(self.state, fn_address, arg_address, max(1, min(int(nparts), self.nthreads)))
+        # NOTE: every part, also beyond the pool's threads (parts are claimed, not assigned):
+        # another Python thread may have made a smaller pool than this caller's `threads(n)`
+        # block planned parts for, and a part left out was a result row never computed.
+        self.native.run(self.state, fn_address, arg_address, max(1, int(nparts)))
 
     @property
     def epoch(self) -> int:

@@ -179,12 +179,41 @@ class Emitter:
             return b.fpext(conv(v, F16), F32) if half else conv(v, t)
         # src is a float in its compute type (float16 lives in float)
         if kd in "iu":
-            return (b.fptosi if kd == "i" else b.fptoui)(v, t)
+            return self.float_to_int(v, dst)
         if half:
             return self.round_half(v) if v.type == F32 else b.fpext(b.fptrunc(v, F16), F32)
         if v.type == t:
             return v
         return b.fpext(v, t) if t == F64 else b.fptrunc(v, t)
+
+    def float_to_int(self, v: ir.Value, dst: np.dtype) -> ir.Value:
+        """NumPy's float -> integer cast on x86-64, one answer for every value (LLVM's
+        fptosi / fptoui of NaN, inf or an out-of-range value is poison, so the answer
+        changed with the vector width): truncate toward zero into int32 (for int8, int16,
+        uint8, uint16, int32) or int64 (uint32, int64), NaN / inf / out of that range
+        giving its minimum (x86's "integer indefinite"), then keep the low bits; uint64
+        takes values from 2**63 up as x - 2**63 with the top bit set. docs/types.md."""
+        b, bits = self.b, dst.itemsize * 8
+        if dst.kind == "u" and bits == 64:
+            top = ir.Constant(v.type, 2.0 ** 63)
+            big = b.fcmp_ordered(">=", v, top)
+            r = self._truncate_indefinite(b.select(big, b.fsub(v, top), v), 64)
+            return b.select(big, b.xor(r, ir.Constant(I64, -(1 << 63))), r)
+        wide = 64 if bits == 64 or (dst.kind == "u" and bits == 32) else 32
+        r = self._truncate_indefinite(v, wide)
+        return b.trunc(r, lltype(dst)) if bits < wide else r
+
+    def _truncate_indefinite(self, v: ir.Value, bits: int) -> ir.Value:
+        """fptosi to `bits` where the truncated value fits, else the minimum (NaN too);
+        the fptosi never sees a value out of range (no poison; selects vectorize)."""
+        b, t, it = self.b, v.type, ir.IntType(bits)
+        low = -(1 << (bits - 1))
+        exact = float(np.float32(low - 1) if t == F32 else np.float64(low - 1)) == low - 1
+        above = b.fcmp_ordered(">", v, ir.Constant(t, float(low - 1))) if exact else \
+            b.fcmp_ordered(">=", v, ir.Constant(t, float(low)))
+        fits = b.and_(above, b.fcmp_ordered("<", v, ir.Constant(t, float(-low))))
+        r = b.fptosi(b.select(fits, v, ir.Constant(t, 0.0)), it)
+        return b.select(fits, r, ir.Constant(it, low))
 
     # --- text: values are (i8* begin, i64 length in code units) pairs, see load_value
     def text(self, x: tuple, unit: int) -> tuple:

@@ -264,6 +264,19 @@ class Fill:
 
 
 @dataclass(frozen=True)
+class Check:
+    """The fill pass's walk over the rows with nothing written: rows that cannot pair raise
+    before a large result is allocated."""
+
+    counting = False
+    marking = False
+    level = -1
+
+    def __str__(self) -> str:
+        return "check"
+
+
+@dataclass(frozen=True)
 class Count:
     """Count the rows of result var level `level` (and of those above it)."""
 
@@ -289,5 +302,5 @@ class Mark:
 
 
 __all__ = ["Count", "Extent", "FIXED", "Fill", "FixedDimData", "Fold", "Map", "Mark",
-           "MissingRows", "Reduce", "Rows", "RowsData", "Stay", "Strided", "Total", "VAR",
+           "MissingRows", "Reduce", "Check", "Rows", "RowsData", "Stay", "Strided", "Total", "VAR",
            "WORDS", "operand_level"]

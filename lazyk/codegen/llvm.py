@@ -347,7 +347,7 @@ class KernelGen:
         if self.red.combine == "add" and dt.kind == "c":
             return (b.fadd(acc[0], v[0], flags=("reassoc", "nsz")),
                     b.fadd(acc[1], v[1], flags=("reassoc", "nsz")))
-        return em.apply(self.red.combine, [acc, v], [dt, dt], dt)
+        return em.apply(self.red.combine, [acc, v], [dt, dt], dt, ops.FOLD)
 
     # ---------------------------------------------------------------- entries
     def _ptr_array(self, b, base, count):

@@ -41,7 +41,9 @@ the rows of every member of the group: an empty row of a folded level adds no me
 so it is never paired; a group with no member gives a row of length 0). Passes: "count" walks the
 levels down to the deepest var level of the result and writes each result row's length
 (in nest order, one array per var level; "count<s>" stops at level s); "fill" checks every result row's length against
-those arrays (so no write leaves the result) and writes the values.
+those arrays (so no write leaves the result) and writes the values; "check" is the fill pass's walk
+without the elements (nothing written: rows that cannot pair raise before a large result is
+allocated).
 
 Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
 
@@ -82,7 +84,7 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
-from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce, Total
+from lazyk.codegen.levels import FIXED, VAR, WORDS, Check, Fill, Map, Reduce, Total
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
@@ -135,6 +137,11 @@ class _NestGen(NestFolds, KernelGen):
         # then goes on to every element: a row whose element takes a branch's missing row
         # gets length -2 - n (missing; n keeps its raw structure)
         self.counting, self.marking = npass.counting, npass.marking
+        # Check: the fill pass's walk over the rows (every row checked and paired) with
+        # nothing written: run before a large result is allocated
+        self.checking = isinstance(npass, Check)
+        if self.checking and not isinstance(mode, (Map, Reduce)):
+            raise ops.NotSupportedError(f"no check pass for mode {mode}")
         self.deepest = npass.level if self.counting else -1
         if self.counting and (self.deepest not in self.res or levels[self.deepest] is not VAR):
             raise ops.NotSupportedError(f"no var result level to count in {npass}")
@@ -167,7 +174,7 @@ class _NestGen(NestFolds, KernelGen):
             self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
             b.store(word(lay["lens"] + 2 * k + 1), self.cnt[k])
         self.qrows, self.qcnt = {}, {}  # fixed levels with `?var` rows: present bytes
-        if not self.counting:
+        if not (self.counting or self.checking):
             for k in self.fixed_q:
                 with b.goto_entry_block():
                     self.qcnt[k] = b.alloca(I64, name=f"qcnt{k}")
@@ -348,7 +355,8 @@ class _NestGen(NestFolds, KernelGen):
             if self.counting and k == self.deepest and not self.marking:
                 return
         if k == self.nlev - 1:
-            self._inner(k, bases, steps, n, path, miss, gone)
+            if not self.checking:  # (the last level's rows are checked: no elements)
+                self._inner(k, bases, steps, n, path, miss, gone)
             return
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n

@@ -361,7 +361,7 @@ class _Emitter:
         """acc (op) val through the op row's combine, so NaN and integer rules match the CPU."""
         dt = self.acc_dtype
         return cg.Emitter(b, CUDA).apply(_reduction_row(self.spec.reduce).combine,
-                                         [acc, val], [dt, dt], dt)
+                                         [acc, val], [dt, dt], dt, ops.FOLD)
 
     def accumulate(self, b, kd, acc: ir.Value, i: ir.Value, dims, base_offs=None) -> ir.Value:
         offs = self.offsets(b, kd, i, dims)

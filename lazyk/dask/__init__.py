@@ -319,6 +319,8 @@ class _Block:
 
     def __call__(self, *blocks: Any) -> np.ndarray:
         k = self.k
+        if k._pcheck is not None:  # integer powers' negative exponents, block by block
+            k.check_powers(blocks)
         steps = k.program.steps
         if len(steps) != 1 or steps[0].mean or type(blocks[0]) is not np.ndarray or \
                 len(blocks) != len(k.params):

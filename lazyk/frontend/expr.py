@@ -752,11 +752,9 @@ NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
 def _check_int_exponent(exponent: Node) -> None:
     """NumPy's ValueError for an integer power with a negative constant exponent.
 
-    An exponent that is an array leaf is checked on its data when evaluated
-    (`lazyk.runtime.launch.check_int_powers`).
+    Other exponents (arrays, sub-expressions such as `a ** (b - 5)`) are checked on their
+    values before a kernel runs (`lazyk.runtime.launch.check_int_powers`).
     """
-    # NOTE: an exponent computed by a sub-expression (`a ** (b - 5)`) is not checked:
-    # its values exist only inside the kernel, which gives 0 / 1 / -1 style garbage there.
     if exponent.op in ("scalar", "const") and exponent.arg < 0:
         raise ValueError(NEGATIVE_INT_POWER)
 

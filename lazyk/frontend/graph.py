@@ -9,7 +9,6 @@ import weakref
 
 import numpy as np
 
-from lazyk.errors import NotSupportedError
 from lazyk.lru import lock
 from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 
@@ -179,33 +178,11 @@ def rewrite(root: Node, fn) -> Node:
     return new[id(root)]
 
 
-# The most operations one kernel may hold. LLVM's compile time grows faster than the kernel
-# (2,000 ops: ~1 s; 10,000: ~3 s of LLVM after ~5 s of Python; 30,000: ~15 s of instruction
-# selection alone) and a 100,000-op chain overflowed the stack inside LLVM's optimizer.
+# The most operations one kernel holds: a larger graph is cut into several kernels
+# (passes/fuse.py). LLVM's compile time grows with the kernel (10,000 ops: ~1 s of Python
+# and ~3 s of LLVM; 30,000: ~15 s of instruction selection alone) and a 100,000-op chain
+# overflowed the stack inside LLVM's optimizer.
 MAX_KERNEL_OPS = 10_000
-
-
-def kernel_ops(root: Node) -> int:
-    """Operations (non-leaf nodes) in the largest kernel that fusing `root` gives: one kernel
-    per reduction and one for the elementwise work above them (as passes/fuse.py cuts)."""
-    order = toposort(root)
-    total = sum(1 for n in order if not n.is_leaf and n.op != REDUCE_OP)
-    if total <= MAX_KERNEL_OPS:
-        return total  # no kernel is larger than the whole graph
-    tops = [root] + [n.srcs[0] for n in order if n.op == REDUCE_OP]
-    return max(sum(1 for n in toposort(t, descend=lambda n: n.op != REDUCE_OP)
-                   if not n.is_leaf and n.op != REDUCE_OP) for t in tops)
-
-
-def check_size(root: Node) -> None:
-    """NotSupportedError when a kernel of `root` would exceed MAX_KERNEL_OPS operations
-    (checked before the passes and LLVM see it)."""
-    n = kernel_ops(root)
-    if n > MAX_KERNEL_OPS:
-        raise NotSupportedError(
-            f"expression has {n:,} operations in one kernel; the limit is {MAX_KERNEL_OPS:,} "
-            "(LLVM's compile time and stack use grow with the kernel): evaluate it in parts, "
-            "e.g. `.eval()` an intermediate result and continue from that")
 
 
 def _arg_text(node: Node) -> str:

@@ -163,8 +163,10 @@ def _complex_power(em, x, y):
     acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 2)), sq, acc)
     acc = sel(b.icmp_signed("==", n, ir.Constant(n.type, 1)), x, acc)
     res = sel(small, acc, res)
+    # NumPy 2: a zero base gives 0 for an exponent of positive real part (any imaginary
+    # part), else NaN; a zero exponent gives 1 (below, over everything)
     x0 = b.and_(b.fcmp_ordered("==", xr, zero), b.fcmp_ordered("==", xi, zero))
-    pos = b.and_(b.fcmp_ordered(">", yr, zero), b.fcmp_ordered("==", yi, zero))
+    pos = b.fcmp_ordered(">", yr, zero)
     res = sel(x0, sel(pos, (zero, zero), (nan, nan)), res)
     y0 = b.and_(b.fcmp_ordered("==", yr, zero), b.fcmp_ordered("==", yi, zero))
     return sel(y0, (one, zero), res)
@@ -180,7 +182,8 @@ def power(em, args, loop, attr):
     if k == "b":  # pragma: no cover - NumPy resolves bool**bool to int8
         return b.or_(x, b.not_(y))
     # Square-and-multiply over every exponent bit, unrolled: exact mod 2**w, branchless.
-    # NOTE: NumPy raises for negative integer exponents; here they give base**(e mod 2**w).
+    # NOTE: NumPy raises for negative integer exponents; here they give base**(e mod 2**w)
+    # (the runtime checks the exponents first and raises NumPy's ValueError).
     t = x.type
     one = ir.Constant(t, 1)
     res, base = one, x
@@ -374,16 +377,31 @@ def sign(em, args, loop, attr):
     return b.sub(b.zext(b.icmp_signed(">", x, z), t), b.zext(b.icmp_signed("<", x, z), t))
 
 
+# `attr` of a minimum / maximum a reduction folds with (see `minmax`)
+FOLD = "fold"
+
+
 def minmax(is_min: bool, nan_prop: bool):
     def lower(em, args, loop, attr):
         b, (x, y) = em.b, args
         k = _k(loop[0])
         if k == "c":
             return _complex_minmax(em, x, y, is_min, nan_prop)
-        if k == "f":
+        if k == "f" and attr == FOLD:
+            # a reduction's fold: NaN propagates, ties fall either way as in NumPy's own
+            # (order-dependent) folds, and the intrinsic keeps the loop vectorized
             name = ("minimum" if is_min else "maximum") if nan_prop else (
                 "minnum" if is_min else "maxnum")
             return em.math(name, x, y)
+        if k == "f":
+            # NumPy's order of operands, on every target: x when it wins strictly (or is
+            # NaN for maximum / minimum, or y alone is NaN for fmax / fmin), else y; equal
+            # values (0.0 and -0.0) and two NaNs give y. LLVM's maximum / maxnum order
+            # -0.0 below 0.0 or leave ties open.
+            win = b.fcmp_ordered("<" if is_min else ">", x, y)
+            x_nan, y_nan = b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y)
+            keep = b.or_(win, x_nan if nan_prop else b.and_(y_nan, b.not_(x_nan)))
+            return b.select(keep, x, y)
         if k == "b":
             return b.and_(x, y) if is_min else b.or_(x, y)
         cmp = b.icmp_signed if k == "i" else b.icmp_unsigned

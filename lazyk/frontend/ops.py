@@ -10,10 +10,11 @@ and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
 `.cmath(name, *zs)` for the C99 complex functions). Values are LLVM scalars in the compute type (bool -> i1, float16 ->
 float), complex values are `(re, im)` tuples.
 
-Known differences from NumPy: integer `power` with a negative exponent (NumPy raises; a
-kernel cannot, so it gives base**(e mod 2**w)); float -> int casts of NaN/out-of-range
-values (undefined in C, LLVM poison); float sums/products reassociate (NumPy's pairwise
-order is not reproduced bit for bit).
+Known differences from NumPy: float sums/products reassociate (NumPy's pairwise order is
+not reproduced bit for bit). Integer `power` with a negative exponent raises NumPy's
+ValueError, but from the runtime, which checks the exponents before a kernel runs
+(`lazyk.runtime.check_int_powers`): the kernel itself gives base**(e mod 2**w). Float -> int casts of NaN / inf /
+out-of-range values follow NumPy's x86-64 scalar rule (docs/types.md).
 """
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ class Op:
     # calls a libm function (tens of cycles an element): the code around it should let the
     # loop vectorizer use the vector math library rather than compute wasted lanes
     calls_libm: bool = False
+    # dtype kinds ("biufc") for which swapping the two operands never changes the result
+    # (bits, signed zeros, which NaN): CSE may reorder operands only there
+    commutes: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def combine_ufunc(self) -> Any:
@@ -90,6 +94,10 @@ class Op:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
         return self.resolve(*dtypes, attr=attr)[-1]
 
+    def commutative(self, *dtypes: np.dtype) -> bool:
+        """Whether `op(a, b)` equals `op(b, a)` for operands of these dtypes."""
+        return self.arity == 2 and all(np.dtype(d).kind in self.commutes for d in dtypes)
+
     def supported(self, loop: tuple, target: str | None = "cpu") -> bool:
         """Whether lazyk lowers this resolved loop on `target` (None: on every target).
 
@@ -103,8 +111,36 @@ class Op:
     def reference(self, *arrays: Any, attr: Any = None) -> Any:
         """Run the NumPy reference (astype takes `attr` as the target dtype)."""
         if self.name == "astype":
-            return np.asarray(arrays[0]).astype(attr)
+            return cast_values(arrays[0], attr)
         return self.numpy(*arrays)
+
+
+def cast_values(values: Any, dtype: Any) -> np.ndarray:
+    """`values.astype(dtype)` (unsafe), float -> integer by the kernels' rule for NaN, inf
+    and out-of-range values (NumPy's x86-64 scalar loop; its vectorized uint32 loop gives
+    other bits): what lazyk stores where NumPy converts a result (docs/types.md)."""
+    values, dt = np.asarray(values), np.dtype(dtype)
+    if values.dtype.kind not in "fc" or dt.kind not in "iu":
+        return values.astype(dt)
+    x = values.real.astype(np.float64)  # float16 / float32 values are exact in float64
+    bits = dt.itemsize * 8
+    if dt.kind == "u" and bits == 64:
+        big = x >= 2.0 ** 63
+        r = _truncate_indefinite(np.where(big, x - 2.0 ** 63, x), 64)
+        return np.where(big, r ^ np.int64(-(1 << 63)), r).astype(dt)
+    wide = 64 if bits == 64 or (dt.kind == "u" and bits == 32) else 32
+    return _truncate_indefinite(x, wide).astype(dt)  # int64 -> narrower: the low bits
+
+
+def _truncate_indefinite(x: np.ndarray, bits: int) -> np.ndarray:
+    """float64 -> int64 holding the `bits`-bit truncation, or its minimum where that does
+    not fit (NaN too): NumPy's astype sees in-range values only."""
+    low = -(1 << (bits - 1))
+    with np.errstate(invalid="ignore"):
+        fits = (x > low - 1 if bits == 32 else x >= float(low)) & (x < float(-low))
+    r = np.where(fits, x, 0.0).astype(np.int64)
+    r[~fits] = low
+    return r
 
 
 def _wrap_resolve(name: str, fn: Callable[..., tuple]) -> Callable[..., tuple]:
@@ -177,9 +213,9 @@ def _ufunc_row(name, llvm, complex_ok=False, uf=None, **kw):
     _row(name, uf.nin, _ufunc_resolve(uf), uf, llvm, complex_ok, **kw)
 
 
-_ufunc_row("add", lo.binary("fadd", "add", "or_"), True)
+_ufunc_row("add", lo.binary("fadd", "add", "or_"), True, commutes="biufc")
 _ufunc_row("subtract", lo.binary("fsub", "sub"), True)
-_ufunc_row("multiply", lo.multiply, True)
+_ufunc_row("multiply", lo.multiply, True, commutes="biufc")
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
 _ufunc_row("floor_divide", lo.floor_divide)
 _ufunc_row("remainder", lo.remainder)
@@ -188,11 +224,11 @@ _ufunc_row("negative", lo.negative, True)
 _ufunc_row("absolute", lo.absolute, True)
 for _n, _p in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
                ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!=")):
-    _ufunc_row(_n, lo.compare(_p), True)
+    _ufunc_row(_n, lo.compare(_p), True, commutes="biufc" if _p in ("==", "!=") else "")
 for _n in ("and", "or", "xor", "not"):
-    _ufunc_row(f"logical_{_n}", lo.logical(_n), True)
+    _ufunc_row(f"logical_{_n}", lo.logical(_n), True, commutes="biufc")
 for _n in ("and", "or", "xor"):
-    _ufunc_row(f"bitwise_{_n}", lo.bitwise(_n))
+    _ufunc_row(f"bitwise_{_n}", lo.bitwise(_n), commutes="biu")
 _ufunc_row("invert", lo.invert)
 _ufunc_row("left_shift", lo.shift(True))
 _ufunc_row("right_shift", lo.shift(False))
@@ -205,7 +241,8 @@ for _n, _m in (("sqrt", "sqrt"), ("exp", "exp"), ("expm1", "expm1"), ("log", "lo
 for _n, _m in (("floor", "floor"), ("ceil", "ceil"), ("trunc", "trunc"), ("rint", "rint")):
     _ufunc_row(_n, lo.unary_math(_m, int_identity=True), _n == "rint")
 _ufunc_row("arctan2", lambda em, a, loop, attr: em.math("atan2", *a), calls_libm=True)
-_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a), calls_libm=True)
+_ufunc_row("hypot", lambda em, a, loop, attr: em.math("hypot", *a), commutes="f",
+           calls_libm=True)
 
 
 for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
@@ -213,10 +250,12 @@ for _n, _m in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"))
 _ufunc_row("fmod", lo.fmod, calls_libm=True)
 _ufunc_row("copysign", lambda em, a, loop, attr: em.math("copysign", *a))
 _ufunc_row("sign", lo.sign, True)
-_ufunc_row("minimum", lo.minmax(True, True), True)
-_ufunc_row("maximum", lo.minmax(False, True), True)
-_ufunc_row("fmin", lo.minmax(True, False), True)
-_ufunc_row("fmax", lo.minmax(False, False), True)
+# NOTE: min / max commute on integers only: NumPy's float and complex loops give the
+# second operand for ties (0.0 and -0.0) and pick a NaN by position
+_ufunc_row("minimum", lo.minmax(True, True), True, commutes="biu")
+_ufunc_row("maximum", lo.minmax(False, True), True, commutes="biu")
+_ufunc_row("fmin", lo.minmax(True, False), True, commutes="biu")
+_ufunc_row("fmax", lo.minmax(False, False), True, commutes="biu")
 _ufunc_row("isnan", lo.isclass("isnan"), True)
 _ufunc_row("isinf", lo.isclass("isinf"), True)
 _ufunc_row("isfinite", lo.isclass("isfinite"), True)
@@ -231,6 +270,7 @@ _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
 # ---------------------------------------------------------------- text (strings)
 STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit
+FOLD = lo.FOLD
 BYTES = lo.BYTES
 # NumPy's comparison name -> the text row that computes it
 TEXT_COMPARISONS = {n: f"text_{n}" for n in ("less", "less_equal", "greater", "greater_equal",

@@ -345,6 +345,9 @@ class BoundKernel:
     """
 
     out: Any = None  # what a call returns: the `out` given to bind() (kept by bind only)
+    # run before each call (lazyk.compile's bind: the checks a kernel cannot make, e.g. an
+    # integer power's negative exponents); a C caller of `address` runs the kernel alone
+    before: Any = None
 
     # NOTE: `dst` lives in a one-element list that the thread plans' closures share, so they
     # need not capture `self`: a closure over self made every threaded bound kernel a reference
@@ -443,6 +446,8 @@ class BoundKernel:
         if self.builder.closed:
             # its kernel data is destroyed and its code may be freed: running it would crash
             raise BindError("bound kernel is closed; bind again")
+        if self.before is not None:
+            self.before()
         if self._task is not None:
             self._task()
         elif not self._empty:

@@ -34,7 +34,14 @@ from lazyk.errors import (
     TypeMatchError,
     UnsupportedOperandError,
 )
-from lazyk.frontend.expr import Expr, Placeholder, as_expr, check_dtype, leaf_data
+from lazyk.frontend.expr import (
+    NEGATIVE_INT_POWER,
+    Expr,
+    Placeholder,
+    as_expr,
+    check_dtype,
+    leaf_data,
+)
 from lazyk.frontend.graph import Node, arg_key, build_type, toposort, type_text
 from lazyk.frontend.leaves import (
     OwnedView,
@@ -65,8 +72,10 @@ from lazyk.runtime.launch import (
     needs_temporary,
     out_strides,
     plan,
+    power_check,
     prepare,
     run_program,
+    truth,
 )
 from lazyk.types.parse import dshape
 
@@ -117,6 +126,30 @@ class CompiledExpr:
         self.labels = tuple(label for label, _ in shown)
         self.signature = signature_text(shown, expr.node.type_text())
         self._setup_fast()
+        self._setup_power_check()
+
+    def _setup_power_check(self) -> None:
+        """A kernel cannot raise: the exponents of integer powers that may be negative are
+        checked before each call by a compiled reduction over them (NumPy's ValueError)."""
+        check = power_check(self.expr)
+        self._pcheck = None if check is None else (
+            CompiledExpr(check),
+            tuple(self.params.index(n) for n in dict.fromkeys(_leaf_order(check.node))))
+
+    def check_powers(self, inputs: tuple, casting: str = "same_kind") -> None:
+        """ValueError when an integer power's exponent holds a negative value for these
+        inputs (in parameter order)."""
+        k, at = self._pcheck
+        try:
+            negative = truth(k(*[inputs[i] for i in at], casting=casting))
+        except ValueError as e:
+            if str(e) == NEGATIVE_INT_POWER:  # an exponent's own exponent
+                raise
+            return  # inputs the call itself refuses, naming its own parameters
+        except (TypeError, NotImplementedError):
+            return
+        if negative:
+            raise ValueError(NEGATIVE_INT_POWER)
 
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
@@ -164,13 +197,19 @@ class CompiledExpr:
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             shape, dtype = self._types[i]
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
-                                              is_foreign(x)):
+                                              is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
-            if isinstance(x, (list, tuple, int)) and a.dtype.kind in "iu" and a.size and \
-                    dtype.kind in "iu":
+            exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
+                a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
+            if exact is not None:
+                a = exact
+            if isinstance(x, (list, tuple, int)) and (a.dtype.kind in "iu" or exact is not None) \
+                    and a.size and dtype.kind in "iu":
                 _check_range(self.labels[i], a, dtype)
+                if casting != "no":  # Python integers that fit: their values exactly
+                    a = a.astype(dtype)
             if a.ndim != len(shape):
                 raise TypeMatchError(f"input {self.labels[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
@@ -186,18 +225,11 @@ class CompiledExpr:
     def _present_input(self, i: int, x: Any) -> Any:
         """A masked / pyarrow / Awkward / lazyk input for a parameter without `?`: its
         values when none is missing, else TypeMatchError (never a silent fill)."""
-        if isinstance(x, np.ma.MaskedArray):
-            if not np.ma.getmaskarray(x).any():
-                return np.asarray(x.data)
-            x = _array(x)
-        elif not isinstance(x, Array):
-            x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
-        if not _has_option(x.type):
-            return x
-        tree = columns(x)
-        if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
-            return tree[2][1]  # `?T` type, every value present
-        shape, dtype = self._types[i]
+        got = _present_values(x)
+        if got is not None:
+            return got
+        x = _array(x) if not isinstance(x, Array) else x
+        shape, dtype = self._types[i][:2]
         raise TypeMatchError(f"input {self.labels[i]!r}: the input ({x.type}) has missing "
                              f"values; the parameter {type_text(shape, dtype)} has none: "
                              f"fill them first, or declare the parameter "
@@ -444,6 +476,9 @@ class CompiledExpr:
                              f"{casting!r}")
         if named:
             inputs = self._by_name(inputs, named)
+        if self._pcheck is not None and len(inputs) == len(self.params) and not any(
+                is_dask_array(x) for x in inputs):  # (Dask: each block is checked)
+            self.check_powers(inputs, casting)
         if len(inputs) == self._nin:
             # Same geometry as a recent call: the native guard checks type, dtype, flags,
             # shape, strides and overlap, and runs the kernel (no graph, no LLVM, no bind).
@@ -496,7 +531,9 @@ class CompiledExpr:
         `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
         The bound kernel reads the very arrays given, so inputs are never converted: an
         input of another dtype raises CastingError (convert it first, or call the compiled
-        expression, which converts under `casting=`).
+        expression, which converts under `casting=`). `ck()` raises NumPy's ValueError when
+        an integer power's exponent is negative then; a C caller of `ck.address` runs the
+        kernel alone (such exponents give base ** (e mod 2**w) there).
         """
         if "casting" in named and "casting" not in self.params:
             raise TypeError("bind() takes no casting=: it converts no input (the bound "
@@ -514,6 +551,9 @@ class CompiledExpr:
         arrays = [data[self.params[k]] for k in self._fast[0]]
         ck = _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
         ck.out = out  # returned by each call, as a bound ragged call returns its out
+        if self._pcheck is not None:  # each call checks the arrays bound, as they are then
+            bound = tuple(data[p] for p in self.params)
+            ck.before = lambda: self.check_powers(bound, "no")
         return ck
 
     def explain(self) -> str:
@@ -535,6 +575,26 @@ def install_dask(call: Any) -> None:
     """Run calls with Dask array inputs through `call(compiled, inputs, out)` (lazyk.dask)."""
     global _dask_call
     _dask_call = call
+
+
+def _present_values(x: Any) -> Any:
+    """A masked / pyarrow / Awkward / pandas / lazyk input as a lazyk Array (read as
+    lazyk.array reads it) or, for `?T` elements of which none is missing, their values; None
+    where a value is missing."""
+    if isinstance(x, np.ma.MaskedArray):
+        if not np.ma.getmaskarray(x).any():
+            return np.asarray(x.data)
+        x = _array(x)
+    elif not isinstance(x, Array):
+        x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
+    if not _has_option(x.type):
+        return x
+    if not isinstance(x.type, _T.FixedDim):
+        return None  # (columns need a leading fixed dim)
+    tree = columns(x)
+    if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
+        return tree[2][1]  # `?T` type, every value present
+    return None
 
 
 def _refuse_lazy(x: Any) -> None:
@@ -567,6 +627,15 @@ def _as_input(x: Any) -> np.ndarray:
         return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
+
+
+def _exact_ints(x: Any, a: np.ndarray) -> np.ndarray | None:
+    """Nested lists of Python ints (of `a`'s shape) as an object array, else None (NumPy
+    makes float64 or object arrays of ints past int64)."""
+    exact = np.array(x, dtype=object)
+    if exact.shape == a.shape and all(type(v) is int for v in exact.reshape(-1)):
+        return exact
+    return None
 
 
 def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
@@ -810,6 +879,7 @@ class RaggedCompiledExpr(CompiledExpr):
         self.signature = signature_text(shown, str(expr.type))
         self._fast = self._red = None
         self._nin = -1  # no native guard: every call goes through __call__'s checks
+        self._setup_power_check()
 
     def _state(self) -> tuple:
         nodes, leaves = super()._state()
@@ -825,6 +895,10 @@ class RaggedCompiledExpr(CompiledExpr):
         for i, (name, x) in enumerate(zip(self.params, inputs)):
             want, dtype, option, want_rows = self._types[i]
             label = self.labels[i]
+            if not option and type(x) is not np.ndarray and (isinstance(
+                    x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
+                present = _present_values(x)  # `?T` data, none missing: its values
+                x = x if present is None else present
             dims, got, got_option, value, text, qrows = _input_type(x)
             expected = _typed_text(want, dtype, option, want_rows)
 
@@ -894,15 +968,17 @@ class RaggedCompiledExpr(CompiledExpr):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
             if got.newbyteorder("=") != dtype:
+                python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
+                    dtype.kind in "iu"
+                if python_ints:  # Python integers never wrap around; those that fit pass
+                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value).size:
                     pass  # no numbers (`[]`, `[[], []]`): no element type to refuse
-                elif not np.can_cast(got, dtype, casting):
+                elif not np.can_cast(got, dtype, casting) and not (python_ints and
+                                                                  casting != "no"):
                     raise CastingError(
                         f"input {label!r}: expected {expected}, got {text}: cannot cast "
                         f"{got} to {dtype} under casting={casting!r}: {self.signature}")
-                if isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
-                        dtype.kind in "iu":  # Python integers never wrap around
-                    _check_range(label, _leaf_values(value), dtype)
                 if isinstance(value, np.ndarray):
                     value = value.astype(dtype)
             env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else
@@ -919,6 +995,8 @@ class RaggedCompiledExpr(CompiledExpr):
         if named:
             inputs = self._by_name(inputs, named)
         env = self._bind_ragged(inputs, casting)
+        if self._pcheck is not None:
+            self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
         return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
 
@@ -958,7 +1036,10 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
         env = self._bind_ragged(inputs, "no", copies=False)  # it reads these very arrays
-        return _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
+        bound = _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
+        if self._pcheck is not None:  # each call checks the arrays bound, as they are then
+            bound.before = lambda: self.check_powers(inputs, "no")
+        return bound
 
 
 def _leaf_order(root: Node) -> list[str]:
@@ -985,13 +1066,18 @@ def compile(expr: Any) -> CompiledExpr:
     a parameter without `?` takes them only when no value is missing.
 
     Raises:
-        NotSupportedError: one fused kernel would hold more than
-            `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations.
         TypeMatchError: (on call) an input's ndim differs from its parameter, or it has
             missing values where its parameter has none.
         CastingError: (on call) `casting` forbids converting an input to its parameter's
             dtype (e.g. float64 into an int32 parameter under 'same_kind'), or a Python
             integer does not fit an integer parameter.
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
+        TypeError: `expr` is a string (an expression string has no parameter types).
     """
+    if isinstance(expr, (str, bytes)):
+        raise TypeError(
+            f"lazyk.compile takes a lazy expression, not a {type(expr).__name__} ({expr!r:.60}) "
+            "(it would be a string constant): build it from typed parameters, e.g. "
+            "a = lazyk.placeholder('a', 'N * float64'); lazyk.compile(a * 2 + 1) (or run "
+            "the text directly: lazyk.evaluate(text))")
     return CompiledExpr(as_expr(expr))

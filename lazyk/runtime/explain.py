@@ -10,7 +10,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import DeviceError
 from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.frontend.exprparse import build
-from lazyk.frontend.graph import check_size, dump, type_text
+from lazyk.frontend.graph import REDUCE_OP, dump, toposort, type_text
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.frontend.spec import format_spec, param_values
 from lazyk.kernel import flat as kernel
@@ -48,26 +48,48 @@ def format_kernel_data(layout) -> str:
     return "\n".join(f"  {o:4d}  {n:<16} {t}" for o, n, t in rows) + f"\n  ({off} bytes)"
 
 
-def _sample_data(expr) -> dict:
-    data = {}
-    for name, value in expr.env.items():
-        v = leaf_data(value)
-        if isinstance(v, Placeholder):
-            shape = tuple(SYMBOL_SIZE if isinstance(d, str) else d for d in v.shape)
-            v = np.ones(shape, v.dtype)
-        data[name] = v
-    return data
+def symbol_sizes(root) -> dict[str, int]:
+    """Sizes for the symbolic dims of sample data: a symbol broadcast against a concrete
+    size (`N` against `lazyk.array([1.0, 2.0])`) takes that size, the others SYMBOL_SIZE
+    (two symbols never broadcast together)."""
+    sizes: dict[str, int] = {}
+    for node in toposort(root):
+        for d in node.shape:
+            if isinstance(d, str) and d != "var":
+                sizes.setdefault(d, SYMBOL_SIZE)
+        if node.is_leaf or node.op == REDUCE_OP:
+            continue
+        for src in node.srcs:
+            for d, n in zip(reversed(src.shape), reversed(node.shape)):
+                if isinstance(d, str) and d != "var" and isinstance(n, int) and n != 1:
+                    sizes[d] = n
+    return sizes
 
 
-def _ragged_sample(value: Any) -> Any:
-    """Sample data for a parameter: SYMBOL_SIZE per symbolic dim, var rows of lengths
-    0, 1, 2, 3, ..., every third value missing for `?T`, every fourth row for `?var` (other
-    leaves as they are)."""
+def _size(d: Any, sizes: dict) -> Any:
+    return sizes.get(d, SYMBOL_SIZE) if isinstance(d, str) and d != "var" else d
+
+
+def _sample_leaf(value: Any, sizes: dict) -> Any:
+    """Sample data for a fixed-dims placeholder: ones, or short words for string / bytes
+    elements (a `{begin, size}` leaf over real characters); other leaves as they are."""
+    v = leaf_data(value)
+    if not isinstance(v, Placeholder):
+        return value
+    if np.dtype(v.dtype).kind in "SUV":
+        return _ragged_sample(value, sizes)
+    return np.ones(tuple(_size(d, sizes) for d in v.shape), v.dtype)
+
+
+def _ragged_sample(value: Any, sizes: dict) -> Any:
+    """Sample data for a parameter: `sizes` (or SYMBOL_SIZE) per symbolic dim, var rows of
+    lengths 0, 1, 2, 3, ..., every third value missing for `?T`, every fourth row for `?var`
+    (other leaves as they are)."""
     v = leaf_data(value)
     if not isinstance(v, Placeholder):
         return value
     if not isinstance(v, RaggedPlaceholder) and np.dtype(v.dtype).kind not in "SUV":
-        return _sample_data(Expr(None, {v.name: v}))[v.name]
+        return _sample_leaf(value, sizes)
     count = iter(range(1 << 30))
     elem = type_text((), v.dtype)
     text_kind = np.dtype(v.dtype).kind in "SUV"  # strings and bytes: short words as samples
@@ -87,10 +109,9 @@ def _ragged_sample(value: Any) -> Any:
                 return word.encode() if elem == "bytes" else word
             return k % 7
         d = dims[0]
-        n = SYMBOL_SIZE if isinstance(d, str) and d != "var" else row % 4 if d == "var" else d
+        n = row % 4 if d == "var" else _size(d, sizes)
         return [fill(dims[1:], i) for i in range(n)]
-    dims = [("?" if k < len(rows) and rows[k] else "") +
-            (str(SYMBOL_SIZE) if isinstance(d, str) and d != "var" else str(d))
+    dims = [("?" if k < len(rows) and rows[k] else "") + str(_size(d, sizes))
             for k, d in enumerate(v.shape)]
     data = fill(tuple(v.shape), 1)
     option = getattr(v, "option", False)
@@ -115,12 +136,12 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     e = declared = as_expr(expr)
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
+    sizes = symbol_sizes(e.node)
     if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
-        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+        e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
         return ragged.explain(e, declared)  # var / option parameters: on sample arrays
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: the loop-nest kernels
-    check_size(e.node)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = runtime.run_passes(e.node, check=True, trace=trace)
@@ -130,9 +151,10 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     out.append(f"== {runtime.FUSE[0]}: {len(prog.steps)} kernel(s)")
     record: list = []
     runtime.recorders.append(record)
+    sample = {n: _sample_leaf(v, sizes) for n, v in e.env.items()}  # kept until run
     try:
         with np.errstate(all="ignore"):
-            runtime.run_program(prog, _sample_data(e))
+            runtime.run_program(prog, {n: leaf_data(v) for n, v in sample.items()})
     finally:
         runtime.recorders.pop()
     for k, step in enumerate(prog.steps):
@@ -159,7 +181,8 @@ def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
     out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{dump(e.node)}"]
     if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
         out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
-        e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+        sizes = symbol_sizes(e.node)
+        e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
     parts: list = []
     rest = select_text(e, parts)
     out.append(f"== where() over strings: {len(parts)}; each selects the {{begin, size}} "

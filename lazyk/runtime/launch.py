@@ -22,12 +22,14 @@ from lazyk.frontend.expr import (
     NEGATIVE_INT_POWER,
     Expr,
     Placeholder,
+    apply,
     as_expr,
     cast,
     check_dtype,
     leaf_data,
+    reduce,
 )
-from lazyk.frontend.graph import Node, check_size, dump, rewrite
+from lazyk.frontend.graph import Node, dump, rewrite, toposort
 from lazyk.kernel import flat as kernel
 from lazyk.kernel.flat import data_pointer, run_layout
 from lazyk.lru import LRU
@@ -69,7 +71,6 @@ def plan(root: Node) -> Program:
     prog = plans.get(root)
     if prog is not None:
         return prog
-    check_size(root)  # before the passes and LLVM: a huge kernel is refused, quickly
     return plans.put(root, fuse_elementwise(run_passes(root)))
 
 
@@ -262,7 +263,7 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
         value = np.asarray(prog.value, dtype=prog.dtype)
         if out is None:
             return value.reshape(prog.shape).copy()
-        np.copyto(out, value, casting="unsafe")
+        copy_cast(out, value)
         return out
     temps: list[np.ndarray] = []
     last = len(prog.steps) - 1
@@ -279,9 +280,18 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
     result = temps[-1]
     if out is not None and result is not out:
         _check_result_shape(result.shape, out)  # np.copyto would drop leading 1-dims
-        np.copyto(out, result, casting="unsafe")
+        copy_cast(out, result)
         return out
     return result
+
+
+def copy_cast(out: np.ndarray, values: Any) -> None:
+    """`np.copyto(out, values, casting="unsafe")`, float -> integer as the kernels convert
+    (`lazyk.frontend.ops.cast_values`: one answer for NaN / inf / out-of-range values)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "fc" and out.dtype.kind in "iu":
+        values = ops.cast_values(values, out.dtype.newbyteorder("="))
+    np.copyto(out, values, casting="unsafe")
 
 
 def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
@@ -324,49 +334,66 @@ def env_arrays(expr: Expr) -> dict:
     return data
 
 
-_int_power_leaves: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+_int_exponents: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
 
 
-def exponent_leaves(root: Node) -> tuple:
-    """Names of the input leaves that are exponents of an integer `power` (cached per graph).
-
-    Integer-to-integer casts (the loop's widening) are looked through; they keep the sign.
-    """
-    found = _int_power_leaves.get(root)
+def int_exponents(root: Node) -> tuple[Node, ...]:
+    """The exponents of integer `power` nodes that may hold negative values: signed and not
+    constants (a negative constant is refused when the node is built). Integer-to-integer
+    casts (the loop's widening) are looked through; they keep the sign. Cached per graph."""
+    found = _int_exponents.get(root)
     if found is not None:
         return found
-    names = []
-    seen: set = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    exps = []
+    for node in toposort(root):
         if node.op == "power" and node.dtype.kind in "biu":
             x = node.srcs[1]
             while x.op == "astype" and x.srcs[0].dtype.kind in "biu":
                 x = x.srcs[0]
-            if x.op == "input" and x.dtype.kind == "i":
-                names.append(x.arg)
-        stack.extend(node.srcs)
-    found = tuple(dict.fromkeys(names))
-    _int_power_leaves[root] = found
+            if x.dtype.kind == "i" and x.op not in ("const", "scalar"):
+                exps.append(x)
+    found = _int_exponents[root] = tuple(dict.fromkeys(exps))
     return found
 
 
-def check_int_powers(root: Node, data: dict) -> None:
-    """NumPy's ValueError when an integer array exponent holds a negative value.
+def exponent_leaves(root: Node) -> tuple:
+    """Names of the input leaves among `int_exponents(root)`."""
+    return tuple(x.arg for x in int_exponents(root) if x.op == "input")
 
-    A constant exponent is refused when the node is built (`lazyk.frontend.expr.apply`).
-    """
-    # NOTE: only exponents that are (integer-widened) input arrays are checked, and only
-    # here in `evaluate`: an exponent computed by a sub-expression (`a ** (b - 5)`), ragged
-    # or GPU data, and `lazyk.compile(...)` calls are not checked (garbage, not an error).
-    for name in exponent_leaves(root):
-        x = data.get(name)
-        if isinstance(x, np.ndarray) and x.size and (x < 0).any():
-            raise ValueError(NEGATIVE_INT_POWER)
+
+def power_check(e: Expr) -> Expr | None:
+    """`any(exponent < 0)` over the exponents of `e`'s integer powers that may be negative
+    (`int_exponents`): a bool expression over some of `e`'s leaves, or None."""
+    check = None
+    for x in int_exponents(e.node):
+        env = {n.arg: e.env[n.arg] for n in toposort(x) if n.op == "input"}
+        part = reduce("any", apply("less", Expr(x, env), 0), skipna=True)
+        check = part if check is None else apply("logical_or", check, part)
+    return check
+
+
+def truth(value: Any) -> bool:
+    """A bool result (NumPy, lazyk or GPU array of one element) as a Python bool."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return bool(np.asarray(to_numpy() if to_numpy is not None and
+                           not isinstance(value, np.ndarray) else value))
+
+
+def check_int_powers(e: Expr) -> None:
+    """NumPy's ValueError when an exponent of an integer power holds a negative value,
+    before any kernel of `e` runs. A kernel cannot raise, so the exponents are checked
+    first: input arrays in NumPy, computed exponents (`a ** (b - 5)`) and ragged, GPU
+    data by evaluating `power_check(e)` (a reduction over them)."""
+    rest = []
+    for x in int_exponents(e.node):
+        v = leaf_data(e.env[x.arg]) if x.op == "input" else None
+        if type(v) is np.ndarray:
+            if v.size and (v < 0).any():
+                raise ValueError(NEGATIVE_INT_POWER)
+        else:
+            rest.append(x)
+    if rest and truth(evaluate(power_check(e))):
+        raise ValueError(NEGATIVE_INT_POWER)
 
 
 # Evaluation paths that later modules of this stage install when imported (a module imports
@@ -453,8 +480,6 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         ShapeError: operands, or the result and `out`, do not broadcast.
         DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
             double, object, str, datetime, structured).
-        NotSupportedError: one fused kernel would hold more than
-            `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
@@ -465,6 +490,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         done = _path("expr")(e)  # a dense structure seen before: a look-up and one call
         if done is not NotImplemented:
             return done
+    check_int_powers(e)  # every path below: NumPy's ValueError, never a kernel's garbage
     done = _path("text_where")(e, out, order, casting)  # where() over strings first
     if done is not NotImplemented:
         return done
@@ -472,7 +498,6 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     if done is not NotImplemented:
         return done
     data = env_arrays(e)
-    check_int_powers(e.node, data)
     run_on_device = _path("device")(data)  # GPU leaves run there; mixed raise DeviceError
     if run_on_device is not None:
         return run_on_device(plan(e.node), data, out)

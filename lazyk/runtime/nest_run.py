@@ -30,6 +30,7 @@ from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.levels import (
     FIXED,
     VAR,
+    Check,
     Count,
     Fill,
     FixedDimData,
@@ -71,6 +72,9 @@ from lazyk.types import FixedDim, Option, VarDim
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
 # the kernel (a count pass first gives the lengths of result var rows).
+# A result of this many bytes or more is allocated only after a Check pass walked the rows
+# (not the elements): rows against a fixed dim that cannot pair raise first.
+CHECK_FIRST = 1 << 26
 
 
 class NestFill:
@@ -285,6 +289,17 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             recount=_recounter(passes, step.consts, labels, keep, dict(offsets_counted), res,
                                rvar, (rl, rs, {p for p in rvar if res[p] in qres}), lay)
             if wq else None)
+    if nvals * acc.itemsize >= CHECK_FIRST and isinstance(mode, (Map, Reduce)):
+        # rows against a fixed dim are paired by the fill pass, which writes into the
+        # result: walk them first, so rows that cannot pair raise the ShapeError naming
+        # the row before the result is allocated (not a MemoryError for n x n elements)
+        w = words.copy()
+        w[3] = w[4] = 0
+        for p in rvar:
+            w[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+        parts = nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
+        prep.kernel(Check(), where_masks and (any(maskd) or wq)).run(
+            w, step.consts, parts, (keep, offsets), labels)
     out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or not isinstance(mode, Map) else None

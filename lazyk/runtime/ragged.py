@@ -16,9 +16,10 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data
-from lazyk.frontend.graph import dump, toposort
+from lazyk.frontend.graph import dump, rewrite, toposort
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.leaves import is_ragged
+from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device
 from lazyk.runtime.launch import as_out
@@ -97,7 +98,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         raise CastingError(f"cannot store the {value.dtype} result into out of dtype "
                            f"{target.dtype} under casting={casting!r}")
     try:
-        np.copyto(target, value, casting="unsafe")
+        runtime.copy_cast(target, value)
     except ValueError as err:
         raise ShapeError(f"result {result.type} does not broadcast into out with shape "
                          f"{target.shape}: {err}") from None
@@ -105,8 +106,30 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
 
 
 def _evaluate(expr):
-    """Compute an expression with var / option leaves in the loop nest; a new lazyk Array."""
+    """Compute an expression with var / option leaves in the loop nest; a new lazyk Array.
+
+    A graph of more than `lazyk.frontend.graph.MAX_KERNEL_OPS` operations runs in parts: each node
+    fusion would materialise (`passes.fuse.cut_points`) is computed first, into an array
+    the rest reads as a leaf."""
+    cuts = cut_points(expr.node)
+    if cuts:
+        expr = _in_parts(expr, cuts)
     return evaluate_nest(expr)
+
+
+def _in_parts(expr, cuts: set):
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        new = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if id(node) not in cuts:
+            return new
+        part = Expr(new, {n.arg: env[n.arg] for n in toposort(new) if n.op == "input"})
+        leaf = as_expr(_evaluate(part))
+        env.update(leaf.env)
+        return leaf.node
+    root = rewrite(expr.node, visit)
+    return Expr(root, {n.arg: env[n.arg] for n in toposort(root) if n.op == "input"})
 
 
 def explain(expr, declared=None) -> str:

@@ -72,9 +72,9 @@ class _Slots:
 
     def put(self, values) -> None:
         if self.view is not None:
-            np.copyto(self.view, values, casting="unsafe")
+            runtime.copy_cast(self.view, values)
         elif self.n:
-            raw = np.broadcast_to(np.asarray(values).astype(self.dt, copy=False), (self.n,))
+            raw = np.broadcast_to(ops.cast_values(values, self.dt), (self.n,))
             self.buf[self.index] = np.ascontiguousarray(raw).view(np.uint8).reshape(self.n, -1)
 
     def direct(self, dt: np.dtype) -> int:
@@ -92,7 +92,7 @@ class _ArraySlots:
         self.out = out
 
     def put(self, values) -> None:
-        np.copyto(self.out, np.reshape(values, self.out.shape), casting="unsafe")
+        runtime.copy_cast(self.out, np.reshape(values, self.out.shape))
 
     def direct(self, dt: np.dtype) -> int:
         o = self.out
@@ -264,8 +264,12 @@ class RaggedBound:
                                      table.ctypes.data, values, flags, present)
         return got
 
+    before = None  # run before each call (see lazyk.kernel.BoundKernel.before)
+
     def __call__(self):
         """Run the kernel on the bound arrays into `out`; returns `out`."""
+        if self.before is not None:
+            self.before()
         try:
             blocks, head, status, table, tab, values, flags, _ = self._local.scratch
         except AttributeError:
@@ -374,8 +378,12 @@ class StepsBound:
         for step in steps:
             step.scratch = True
 
+    before = None  # run before each call (see lazyk.kernel.BoundKernel.before)
+
     def __call__(self):
         """Run each step on the bound arrays, the last into `out`; returns `out`."""
+        if self.before is not None:
+            self.before()
         with self._lock:
             try:
                 for step in self._all:

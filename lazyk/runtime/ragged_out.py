@@ -13,6 +13,7 @@ from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
+from lazyk.frontend.ops import cast_values
 from lazyk.runtime.rows import gather, row_view
 
 
@@ -65,7 +66,8 @@ def store(result: Array, out: Array, casting: str) -> Array:
     src, dst = _dense(rv, total), _dense(ov, total)
     if src is not None and dst is not None:  # both back to back: one strided copy each
         with np.errstate(invalid="ignore"):  # missing slots hold no value: any bytes do
-            np.copyto(dst[0], src[0], casting="unsafe")
+            np.copyto(dst[0], cast_values(src[0], dst[0].dtype.newbyteorder("=")),
+                      casting="unsafe")
         if dst[1] is not None:
             np.copyto(dst[1], 1 if src[1] is None else src[1] != 0)
         return out
@@ -119,7 +121,7 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     values = M.gather(rbuf, roffs, rdt.itemsize).view(rdt).reshape(n)
     present = M.gather(rbuf, roffs + rm[ra], 1).reshape(n) != 0 if ropt else None
     with np.errstate(invalid="ignore"):  # missing slots hold no value: any bytes do
-        raw = values.astype(odt.newbyteorder("="), casting="unsafe").astype(odt)
+        raw = cast_values(values, odt.newbyteorder("=")).astype(odt)
     writes.append((obuf, ooffs, raw.view(np.uint8).reshape(n, odt.itemsize)))
     if oopt:
         mask = np.ones(n, np.uint8) if present is None else present.astype(np.uint8)

@@ -20,6 +20,7 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
 from lazyk.errors import ShapeError
 from lazyk.frontend.leaves import describe_ragged as describe
+from lazyk.frontend.ops import cast_values
 from lazyk.types import FixedDim, Option, VarDim
 
 
@@ -98,7 +99,9 @@ def gather(array, dtype: np.dtype) -> Operand:
     lengths = v.lengths
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     total = int(lengths.sum())
-    values = _elements(v.rowptr, lengths, v.stride, v.dtype, total).astype(dtype, copy=False)
+    values = _elements(v.rowptr, lengths, v.stride, v.dtype, total)
+    values = cast_values(values, dtype) if values.dtype.kind in "fc" and \
+        np.dtype(dtype).kind in "iu" else values.astype(dtype, copy=False)
     mask = None
     if v.mask_offset is not None:
         mask = _elements(v.rowptr + v.mask_offset, lengths, v.stride, np.dtype(np.uint8),

@@ -25,7 +25,14 @@ from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
 from lazyk.lru import LRU
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.launch import canonical, env_arrays, exponent_leaves, fortran_result, plan
+from lazyk.runtime.launch import (
+    canonical,
+    env_arrays,
+    exponent_leaves,
+    fortran_result,
+    int_exponents,
+    plan,
+)
 
 
 def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict | None = None,
@@ -321,6 +328,8 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
         pb = _template(text, nm, values, sb)[0]
     except Exception:  # noqa: BLE001 - the general path raises it properly
         return None
+    if len(exponent_leaves(node)) != len(int_exponents(node)):
+        return None  # computed integer exponents: the general path checks their values
     if not pa.steps or len(pa.steps) != len(pb.steps) or pa.dtype != pb.dtype:
         return None
     if out is None:
@@ -416,6 +425,8 @@ def _plan_expr(e, values: list) -> Any:
     node, data = canonical(e.node, data)
     which = {id(v): k for k, v in enumerate(values)}
     inputs = {name: which[id(a)] for name, a in data.items()}
+    if len(exponent_leaves(node)) != len(int_exponents(node)):
+        return None  # a computed exponent: checked by evaluating it (the general path)
     prog = plan(node)
     if not prog.steps or (len(prog.shape) >= 2 and fortran_result("K", data)):
         return None
