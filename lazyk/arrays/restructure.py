@@ -99,6 +99,12 @@ def _slice(node: tuple, lo: int, hi: int) -> tuple:
     return take(node, np.arange(lo, hi, dtype=I64))
 
 
+def row_items(node: tuple) -> tuple:
+    """The items of the one list of a "list" node of one list (an array `var * X`)."""
+    starts, lens = spans(node)
+    return _slice(node[2], int(starts[0]), int(starts[0] + lens[0]))
+
+
 def blank(node: tuple, n: int) -> tuple:
     """`n` items of the structure of `node`, all missing where they may be, empty lists,
     zeros (what a missing item holds)."""
@@ -121,7 +127,7 @@ def take_or_missing(node: tuple, idx: np.ndarray, valid: np.ndarray) -> tuple:
     of the taken items merged into it)."""
     valid = np.asarray(valid, bool)
     if not length(node):
-        return ("option", np.zeros(len(idx), bool), blank(node, len(idx)))
+        return ("option", np.zeros(len(idx), bool), _unwrap(blank(node, len(idx)))[1])
     got = take(node, np.where(valid, idx, 0))
     if got[0] == "option":
         return ("option", got[1] & valid, got[2])
@@ -339,15 +345,14 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
     (ShapeError naming the row), a missing row in any gives a missing row."""
     if axis == 0:
         return _join_items(trees)
+    if axis == 1:  # (a missing list counts as empty)
+        return _join_rows(trees)
     masks = [_unwrap(t)[0] for t in trees]
     inner = [_unwrap(t)[1] for t in trees]
     mask = None
     for m in masks:
         if m is not None:
             mask = m if mask is None else mask & m
-    if axis == 1:
-        got = _join_rows(inner, mask)
-        return got if mask is None else ("option", mask, got)
     kinds = {n[0] for n in inner}
     if not kinds <= {"list", "regular"}:
         raise NotSupportedError(f"concatenate below {' and '.join(sorted(kinds))} items")
@@ -387,7 +392,7 @@ def _spread_rows(first: tuple, rows: tuple, keep: np.ndarray, n: int) -> tuple:
     return ("list", _offsets(lens), rows)
 
 
-def _join_rows(nodes: list, mask) -> tuple:
+def _join_rows(nodes: list) -> tuple:
     """Row i of the result: row i of every node's lists joined (a missing list counts as
     empty, Awkward's rule)."""
     n = length(nodes[0])
@@ -413,7 +418,7 @@ def _join_rows(nodes: list, mask) -> tuple:
     order = ranges(starts.reshape(-1), lens.reshape(-1))
     items = take(items, order)
     if all(p[0][0] == "regular" for p in parts) and all(
-            _unwrap(node)[0] is None for node in nodes):
+            _unwrap(node)[0] is None for node in nodes):  # fixed lists stay fixed
         return ("regular", sum(p[0][1] for p in parts), items, n)
     return ("list", _offsets(total), items)
 

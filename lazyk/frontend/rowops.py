@@ -51,19 +51,21 @@ def _operand(name: str, x: Any) -> lx.Expr:
     return e
 
 
-def _axis(name: str, e: lx.Expr, axis: Any, lo: int = 0, hi: int | None = None) -> int:
-    """`axis` as a dim index of `e` in [lo, hi] (hi: the last dim by default)."""
+def _axis(name: str, e: lx.Expr, axis: Any, lo: int = 0, last: bool = False) -> int:
+    """`axis` as a dim index of `e` in [lo, the last dim] (`last`: the last dim only)."""
     nd = e.ndim
-    hi = nd - 1 if hi is None else hi
+    hi = nd - 1
+    lo = hi if last else lo
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{name}: axis must be an int, not {type(axis).__name__}")
     a = int(axis) + nd if axis < 0 else int(axis)
     if not lo <= a <= hi:
         what = f"axis {axis} is out of bounds for an operand of type {e.type} ({nd} dims)"
-        if lo > 0 and 0 <= a < lo:
+        if last and 0 <= a < nd:
+            what = f"axis {axis} of an operand of type {e.type}: only the last axis over " \
+                "var dims"
+        elif 0 <= a < lo:
             what = f"axis {axis} of an operand of type {e.type}: the axis must be >= {lo}"
-        elif 0 <= a <= nd - 1:
-            what = f"axis {axis} of an operand of type {e.type}: only the last axis"
         raise np.exceptions.AxisError(f"{name}: {what}")
     return a
 
@@ -323,7 +325,7 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
     if e.dtype.kind == "c":
         raise NotSupportedError(f"{name} of complex values ({e.type})")
     ragged = _var_dims(e) or builtins.any(flags(e)[0])
-    a = _axis(name, e, axis, lo=e.ndim - 1 if ragged else 0)
+    a = _axis(name, e, axis, last=ragged)
     return e, a
 
 

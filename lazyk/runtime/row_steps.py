@@ -19,11 +19,11 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import build_columns, columns
+from lazyk.arrays.interchange import build_columns, columns, offsets_array
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.expr import Expr, as_expr, leaf_data
+from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, ROWS_OP, Node, has_rows, rewrite, toposort
-from lazyk.frontend.leaves import RaggedLeaf, is_ragged, is_text
+from lazyk.frontend.leaves import is_ragged, is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
@@ -39,31 +39,41 @@ def evaluate_rows(expr, out=None, casting: str = "same_kind"):
     path of `lazyk.runtime.launch.evaluate`); NotImplemented without them."""
     if not has_rows(expr.node):
         return NotImplemented
-    low = lower(expr)
-    if out is None and low.node.op == "input":  # the row operation is the result
-        value = low.env[low.node.arg]
-        if isinstance(value, RaggedLeaf):
-            return value.array
-        value = leaf_data(value)
-        if isinstance(value, np.ndarray):
-            return value
+    low = lower(expr, result=out is None)
+    if not isinstance(low, Expr):  # the row operation's own result
+        return low
     return launch.evaluate(low, out=out, casting=casting)
 
 
-def lower(expr) -> Expr:
+def lower(expr, result: bool = False):
     """`expr` with every row operation computed (or fused into the graph), no `ROWS_OP`
-    node left; the shapes above them follow their results."""
+    node left; the shapes above them follow their results. `result`: where `expr` is
+    itself a restructuring row operation, its computed value (an Array or NumPy array)."""
     env = dict(expr.env)
+    top = expr.node if result and expr.node.op == ROWS_OP else None
 
     def visit(node, srcs):
+        if node is top:
+            value = _value(node, srcs, env)
+            return value if isinstance(value, Node) else _Result(value)
         if node.op == ROWS_OP:
-            return _lowered(node, srcs, env)
+            value = _value(node, srcs, env)
+            return value if isinstance(value, Node) else _leaf(value, env, node.dtype)
         if srcs == node.srcs:
             return node
         return _reshaped(node, srcs)
     root = rewrite(expr.node, visit)
+    if isinstance(root, _Result):
+        return root.value
     used = {n.arg for n in toposort(root) if n.op == "input"}
     return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+class _Result:
+    """The computed value of the row operation at the top of the graph."""
+
+    def __init__(self, value):
+        self.value = value
 
 
 def _reshaped(node: Node, srcs: tuple) -> Node:
@@ -94,23 +104,29 @@ def _leaf(value, env: dict, dtype: np.dtype) -> Node:
     return cast(e.node, dtype) if e.dtype != dtype and not is_text(e.dtype) else e.node
 
 
-def _lowered(node: Node, srcs: tuple, env: dict) -> Node:
+def _value(node: Node, srcs: tuple, env: dict):
+    """A row operation over its (lowered) sources: graph nodes that compute it in the
+    kernel reading it, or its value (an Array or NumPy array)."""
     name, params = node.arg[0], node.arg[1]
     if name in ("cumsum", "cumprod"):
-        return _leaf(_scan(name, srcs[0], params[0], env), env, node.dtype)
+        return _scan(name, srcs[0], params[0], env)
     if name == "newaxis":
         value = _computed(srcs[0], env)
         q = params[0]
-        view = value[(slice(None),) * q + (None,)] if isinstance(value, Array) else \
-            np.expand_dims(value, q)
-        return _leaf(view, env, node.dtype)
+        return value[(slice(None),) * q + (None,)]
     last = not srcs[0].ndim or params[:1] == (srcs[0].ndim - 1,)
     if name in ("fill_none", "is_none") and (name == "fill_none" or last):
         got = _fused_missing(name, node, srcs, env)
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
-    return _leaf(_restructured(name, node, params, values), env, node.dtype)
+    got = _restructured(name, node, params, values)
+    if isinstance(got, Array) and isinstance(got.type, T.FixedDim) and \
+            isinstance(values[0].type, T.VarDim) and node.shape[:1] == ("var",):
+        # an array of one row (`var * X`) stays one: its items are the result's
+        got = offsets_array(np.array([0, got.type.size], np.int64), got, outer=(),
+                            check=None)
+    return got
 
 
 # ---------------------------------------------------------------- running folds
@@ -276,6 +292,9 @@ def option_views(arr: Array) -> tuple[Array, Array]:
 
 # ---------------------------------------------------------------- restructured with NumPy
 def _tree(value: Array) -> tuple:
+    """The column tree of the items of `value`'s outer dim (of its one row for `var * X`)."""
+    if isinstance(value.type, T.VarDim):
+        return R.row_items(columns(value[None]))
     if not isinstance(value.type, T.FixedDim):
         raise NotSupportedError(f"row operations on an array of type {value.type}: index "
                                 "its one row first (x[0]) or give it an outer fixed dim")
@@ -298,7 +317,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     """The result of row operation `name` over the computed sources."""
     x = values[0]
     if name == "num" and params[0] == 0:
-        return np.array(len(x), np.int64)
+        return np.array(R.length(_tree(x)), np.int64)
     if name in ("sort", "argsort") and "var" not in node.shape and \
             not any(node.arg[2]) and not isinstance(x.type.dtype, T.Option):
         data = x.to_numpy()  # fixed data: NumPy's own, along any axis
