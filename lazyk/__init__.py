@@ -135,6 +135,7 @@ from lazyk.frontend.expr import (
     trunc,
     where,
 )
+from lazyk.frontend.records import Records, zip
 from lazyk.frontend.rowops import (
     argsort,
     concatenate,
@@ -197,6 +198,7 @@ __all__ = [
     "Instr",
     "KernelSpec",
     "NotSupportedError",
+    "Records",
     "ShapeError",
     "TypeMatchError",
     "TypeParseError",
@@ -318,4 +320,5 @@ __all__ = [
     "var",
     "where",
     "zeros",
+    "zip",
 ]

@@ -17,15 +17,18 @@ and the operand's type.
 from __future__ import annotations
 
 import builtins
+import sys
 from typing import Any
 
 import numpy as np
 
 from lazyk import types as T
+from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
+from lazyk.frontend.records import record_fields, use_is_none
 
 __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts", "flatten",
            "is_none", "local_index", "num", "pad_none", "sort", "std", "var"]
@@ -92,6 +95,9 @@ def num(x: Any, axis: int = 1) -> lx.Expr:
     Raises:
         numpy.exceptions.AxisError: `axis` is not a dim of `x` (a ValueError).
     """
+    rec = record_fields(x)
+    if rec is not None:  # the lists the fields share
+        return num(next(iter(rec.items()))[1], axis)
     e = _operand("num", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
@@ -112,6 +118,9 @@ def flatten(x: Any, axis: int | None = 1) -> lx.Expr:
 
     Example: `lazyk.flatten(lazyk.array([[1, 2], [], [3]]))` is `[1, 2, 3]`.
     """
+    rec = record_fields(x)
+    if rec is not None:
+        return rec.map(lambda f: flatten(f, axis), -1 if axis is not None else None)
     e = _operand("flatten", x)
     rows, option = flags(e)
     if axis is None:
@@ -142,6 +151,9 @@ def firsts(x: Any, axis: int = 1) -> lx.Expr:
     Example: `lazyk.firsts(lazyk.array([[1, 2], [], [3]]))` is `[1, None, 3]` of type
     `3 * ?int64`.
     """
+    rec = record_fields(x)
+    if rec is not None:  # each field's first item (missing fields, not missing records)
+        return rec.map(lambda f: firsts(f, axis), -1)
     e = _operand("firsts", x)
     if e.ndim < 2:
         raise np.exceptions.AxisError(f"firsts: axis {axis} of an operand of type {e.type}: "
@@ -161,6 +173,9 @@ def local_index(x: Any, axis: int = -1) -> lx.Expr:
 
     Example: `lazyk.local_index(lazyk.array([[5, 6], [], [7]]))` is `[[0, 1], [], [0]]`.
     """
+    rec = record_fields(x)
+    if rec is not None:
+        return local_index(next(iter(rec.items()))[1], axis)
     e = _operand("local_index", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"local_index: axis {axis} of a 0-d operand "
@@ -189,6 +204,12 @@ def concatenate(arrays: Any, axis: int = 1) -> lx.Expr:
     if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
         raise TypeError("concatenate takes a list or tuple of arrays or expressions, not "
                         f"{type(arrays).__name__}")
+    recs = [record_fields(a) for a in arrays]
+    if any(r is not None for r in recs):
+        if any(r is None or r.fields != recs[0].fields for r in recs):
+            raise TypeError("concatenate: records join with records of the same fields")
+        return recs[0].with_fields({k: concatenate([r[k] for r in recs], axis)
+                                    for k, _ in recs[0].items()})
     es = [_operand("concatenate", a) for a in arrays]
     if not es:
         raise ValueError("concatenate needs at least one array")
@@ -243,6 +264,12 @@ def is_none(x: Any, axis: int = 0) -> lx.Expr:
     Example: `lazyk.is_none(lazyk.array([[1, None], None]), axis=1)` is
     `[[False, True], None]`; with `axis=0`, `[False, True]`.
     """
+    rec = record_fields(x)
+    if rec is not None:  # lists above the records, missing as the fields' are
+        if axis >= rec.depth or axis < -len(rec.shape):
+            raise NotSupportedError(f"is_none of records of type {rec.type} at axis {axis}: "
+                                    f"at an axis above the records (< {rec.depth})")
+        return is_none(next(iter(rec.items()))[1], axis)
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)
@@ -292,6 +319,9 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> lx.Expr:
     Example: `lazyk.pad_none(lazyk.array([[1], [2, 3, 4]]), 2)` is
     `[[1, None], [2, 3, 4]]`; with `clip=True`, `[[1, None], [2, 3]]` of type `2 * 2 * ?int64`.
     """
+    rec = record_fields(x)
+    if rec is not None:
+        return rec.map(lambda f: pad_none(f, target, axis, clip), 0)
     e = _operand("pad_none", x)
     if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) \
             or target < 0:
@@ -457,3 +487,7 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     if name == "std":
         result = lx.sqrt(result)
     return lx.astype(result, out) if result.dtype != out else result
+
+
+use_is_none(is_none)  # lazyk.zip lines its fields up through it
+use_row_ops(sys.modules[__name__])  # x.std(), x.cumsum(), ... (lazyk.arrays.operators)
