@@ -289,3 +289,76 @@ def test_errors_name_the_operands():
         lazyk.pad_none(x, -1)
     with pytest.raises(TypeError, match="fill_none: the value"):
         lazyk.fill_none(x, None)
+
+
+# ---------------------------------------------------------------- records
+def test_zip_is_lazy_and_builds_records():
+    pt = lazyk.from_offsets(np.array([0, 2, 2, 3]), np.array([10.0, 20.0, 5.0]))
+    eta = lazyk.array([[0.5, -1.5], [], [2.0]])
+    before = lazyk.kernel.nest.nest_stats["runs"]
+    r = lazyk.zip({"pt": pt * 2, "eta": eta})
+    assert str(r.type) == "3 * var * {pt: float64, eta: float64}" and r.fields == ["pt", "eta"]
+    assert lazyk.kernel.nest.nest_stats["runs"] == before  # nothing ran
+    assert r.pt.eval().to_list() == [[20.0, 40.0], [], [10.0]] and r["eta"] is r.eta
+    got = r.eval()
+    assert str(got.type) == "3 * var * {pt: float64, eta: float64}"
+    assert got.to_list() == [[{"pt": 20.0, "eta": 0.5}, {"pt": 40.0, "eta": -1.5}], [],
+                             [{"pt": 10.0, "eta": 2.0}]]
+    assert (got.pt + got.eta).eval().to_list() == [[20.5, 38.5], [], [12.0]]  # views
+    met = lazyk.array([1.0, 2.0, 3.0])
+    assert lazyk.zip({"pt": pt, "met": met[:, None]}).eval().to_list()[0] == \
+        [{"pt": 10.0, "met": 1.0}, {"pt": 20.0, "met": 1.0}]
+    pair = lazyk.zip((pt, eta))
+    assert str(pair.type) == "3 * var * (float64, float64)" and pair.fields == ["0", "1"]
+    assert pair[1] is pair["1"] and pair.eval().to_list()[2] == [(5.0, 2.0)]
+    outer = lazyk.zip({"pt": pt, "eta": eta}, depth_limit=1)
+    assert str(outer.eval().type) == "3 * {pt: var * float64, eta: var * float64}"
+    stretched = lazyk.zip({"a": pt, "b": lazyk.array([[1.0], [], [2.0, 3.0]])}).eval()
+    assert stretched.to_list()[2] == [{"a": 5.0, "b": 2.0}, {"a": 5.0, "b": 3.0}]  # rows of 1
+    with pytest.raises(lazyk.ShapeError, match="row 0"):
+        lazyk.zip({"a": pt, "b": lazyk.array([[1.0, 2.0, 3.0], [], [2.0]])}).eval()
+    with pytest.raises(AttributeError, match="no field 'phi'"):
+        r.phi
+
+
+def test_row_operations_take_records_field_by_field():
+    x = lazyk.array([[1, 2], [], [3]], "3 * var * int64")
+    y = lazyk.array([[1.5, None], [], [0.5]], "3 * var * ?float64")
+    r = lazyk.zip({"x": x, "y": y})
+    arr = r.eval()
+    for rec in (r, arr):  # lazy records and a lazyk array of records alike
+        assert lazyk.num(rec).eval().to_list() == [2, 0, 1]
+        assert lazyk.flatten(rec).eval().to_list() == [
+            {"x": 1, "y": 1.5}, {"x": 2, "y": None}, {"x": 3, "y": 0.5}]
+        assert [d["x"] for d in lazyk.firsts(rec).eval().to_list()] == [1, None, 3]
+        assert lazyk.pad_none(rec, 1, clip=True).eval().to_list()[1] == [{"x": None, "y": None}]
+        assert lazyk.local_index(rec).eval().to_list() == [[0, 1], [], [0]]
+        assert len(lazyk.concatenate([rec, rec], axis=1).eval().to_list()[0]) == 4
+
+
+# ---------------------------------------------------------------- methods, NumPy, new axes
+def test_methods_and_numpy_functions_stay_lazy():
+    x = lazyk.array([[1.0, 2.0, 4.0], [], [3.0]])
+    a = np.arange(12.0).reshape(3, 4)
+    la = lazyk.array(a)
+    for got, want in ((np.std(x * 1, axis=-1), [np.std([1, 2, 4]), np.nan, 0.0]),
+                      (np.var(la * 1, axis=0, ddof=1), np.var(a, axis=0, ddof=1)),
+                      (np.std(la * 1, correction=1), np.std(a, ddof=1)),
+                      (np.cumsum(la * 1), np.cumsum(a)),
+                      (np.cumprod(la * 1, axis=0), np.cumprod(a, axis=0)),
+                      (np.argsort(la * -1), np.argsort(-a, kind="stable")),
+                      (x.cumsum(axis=1), [[1.0, 3.0, 7.0], [], [3.0]])):
+        assert isinstance(got, lazyk.Expr)  # nothing computed yet
+        value = got.eval()
+        value = value.to_list() if isinstance(want, list) else value.to_numpy()
+        assert same(value, want) if isinstance(want, list) else np.allclose(value, want)
+    out = np.empty(4)
+    assert np.var(la * 1, axis=0, out=out) is out and np.allclose(out, np.var(a, axis=0))
+
+
+def test_new_axes_on_row_operations():
+    x = lazyk.array([[1.0, 2.0, 4.0], [], [3.0]])
+    n = lazyk.num(x)
+    got = (x - n[:, None]).eval()  # a per-row value against the rows
+    assert got.to_list() == [[-2.0, -1.0, 1.0], [], [2.0]]
+    assert lazyk.num(x)[None].eval().to_list() == [[3, 0, 1]]
