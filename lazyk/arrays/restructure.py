@@ -56,8 +56,24 @@ def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     total = int(lens.sum())
     if not total:
         return np.zeros(0, I64)
+    if contiguous(starts, lens):  # lists one after the other (offsets): one run
+        return np.arange(int(starts[0]), int(starts[0]) + total, dtype=I64)
     ends = np.cumsum(lens)
     return np.arange(total, dtype=I64) + np.repeat(starts - (ends - lens), lens)
+
+
+def contiguous(starts: np.ndarray, lens: np.ndarray) -> bool:
+    """Whether each list starts where the one before it stops."""
+    return len(starts) < 2 or bool(np.array_equal(starts[1:], starts[:-1] + lens[:-1]))
+
+
+def items(node: tuple, idx: np.ndarray) -> np.ndarray:
+    """`node[1][idx]` of a "numpy" node for increasing positions `idx` (`ranges`): a view
+    where they are one run."""
+    if len(idx) and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
+            (len(idx) < 2 or int(idx[1]) == int(idx[0]) + 1):
+        return node[1][int(idx[0]):int(idx[0]) + len(idx)]
+    return node[1][idx]
 
 
 def _offsets(lens: np.ndarray) -> np.ndarray:
@@ -424,39 +440,105 @@ def _join_rows(nodes: list) -> tuple:
 
 
 # ---------------------------------------------------------------- sorting
-def _dense_rank(values: np.ndarray) -> np.ndarray:
-    """Each value's rank among the distinct values (NaN one value, above every number)."""
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    same = ordered[1:] == ordered[:-1]
-    if ordered.dtype.kind == "f":
-        same |= np.isnan(ordered[1:]) & np.isnan(ordered[:-1])
-    rank = np.empty(len(values), I64)
-    rank[order] = np.concatenate([[0], np.cumsum(~same)]) if len(values) else []
-    return rank
+_TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
+
+
+def sort_keys(values: np.ndarray, missing, ascending: bool):
+    """int64 keys whose order is the sort's (NaN above every number, one key; -0.0 and
+    0.0 one key; descending: reversed), missing values at _TOP - 1; None where a value's
+    key would reach the keys kept for missing values (int64 / uint64 near their top)."""
+    kind = values.dtype.kind
+    if kind == "f":
+        v = values.astype(np.float64, copy=False)
+        bits = v.view(I64)
+        key = bits ^ ((bits >> 63) & _TOP)  # IEEE order as signed integers
+        key[v == 0] = 0
+        key[np.isnan(v)] = _TOP - 2
+    elif kind == "u" and values.dtype.itemsize == 8:
+        key = (values ^ np.uint64(1 << 63)).view(I64)
+    else:
+        key = values.astype(I64)
+    if kind in "iu" and len(key) and int(key.max()) >= _TOP - 2:
+        return None
+    if not ascending:
+        key = ~key
+    if missing is not None:
+        key = np.where(missing, _TOP - 1, key)
+    return key
+
+
+def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
+    """The values of `sort_keys` keys (NaN canonical, -0.0 as 0.0)."""
+    key = key if ascending else ~key
+    if dtype.kind == "f":
+        bits = key ^ ((key >> 63) & _TOP)
+        out = bits.view(np.float64)
+        out[key == _TOP - 2] = np.nan
+        return out.astype(dtype, copy=False)
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        return key.view(np.uint64) ^ np.uint64(1 << 63)
+    return key.astype(dtype)
+
+
+def sorted_values(lists: tuple, ascending: bool):
+    """The items of a "list" / "regular" node of numbers, each list sorted (missing values
+    last): a node of them (one sort of the padded rows' keys; equal keys are equal values,
+    so no stable sort is needed), or None where `sort_lists` takes it."""
+    starts, lens = spans(lists)
+    vmask, values = _unwrap(lists[2])
+    if values[0] != "numpy" or values[1].dtype.kind not in "biuf":
+        return None
+    idx = ranges(starts, lens)
+    v = items(values, idx)
+    missing = None if vmask is None else ~vmask[idx]
+    key = sort_keys(v, missing, ascending)
+    n = len(lens)
+    width = int(lens.max()) if n else 0
+    if key is None or n * width > 4 * len(idx) + 4096:
+        return None
+    at = np.arange(len(idx), dtype=I64) + np.repeat(np.arange(n, dtype=I64) * width -
+                                                    _offsets(lens)[:-1], lens)
+    padded = np.full(n * width, _TOP, I64)
+    padded[at] = key
+    got = np.sort(padded.reshape(n, width), axis=1).reshape(-1)[at]
+    out = ("numpy", _from_keys(got, v.dtype, ascending))
+    if missing is None:
+        return out
+    return ("option", got != _TOP - 1, out)
 
 
 def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
     """For a "list" / "regular" node over values: (the position in the values of every item
     in sorted order, the lists' lengths, the values' node), each list sorted stably with
-    missing values last and NaN above every number (descending: first)."""
+    missing values last and NaN above every number (descending: first). Short lists (the
+    common case) sort as the rows of one padded matrix (NumPy sorts each row); else one
+    stable sort of all items by (list, key)."""
     starts, lens = spans(lists)
     vmask, values = _unwrap(lists[2])
     if values[0] != "numpy":
         raise NotSupportedError(f"sort of {values[0]} items")
     idx = ranges(starts, lens)
     v = values[1][idx]
-    rid = np.repeat(np.arange(len(lens), dtype=I64), lens)
     missing = None if vmask is None else ~vmask[idx]
-    if ascending:
-        key = v if missing is None else np.where(missing, np.zeros((), v.dtype), v)
+    key = sort_keys(v, missing, ascending)
+    n = len(lens)
+    width = int(lens.max()) if n else 0
+    if key is not None and n * width <= 4 * len(idx) + 4096:
+        # a padded row per list (padding sorts last): NumPy's stable argsort of each row
+        at = np.arange(len(idx), dtype=I64) + np.repeat(np.arange(n, dtype=I64) * width -
+                                                        _offsets(lens)[:-1], lens)
+        padded = np.full(n * width, _TOP, I64)
+        padded[at] = key
+        order = np.argsort(padded.reshape(n, width), axis=1, kind="stable").reshape(-1)
+        pos = order[at]
     else:
-        key = -_dense_rank(v)
-        if missing is not None:
-            key = np.where(missing, 0, key)
-    keys = (key, rid) if missing is None else (key, missing, rid)
-    order = np.lexsort(keys) if len(idx) else np.zeros(0, I64)
-    return idx[order], lens, lists[2]
+        if key is None:  # integers at the top of their range: their own order
+            key = v if ascending else ~v
+        rid = np.repeat(np.arange(n, dtype=I64), lens)
+        keys = (key, rid) if missing is None else (key, missing, rid)
+        order = np.lexsort(keys) if len(idx) else np.zeros(0, I64)
+        pos = order - np.repeat(_offsets(lens)[:-1], lens)
+    return idx[pos + np.repeat(_offsets(lens)[:-1], lens)], lens, lists[2]
 
 
 def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
@@ -464,10 +546,14 @@ def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
     the items themselves, one list)."""
     def one(node):
         mask, lists = _unwrap(node)
-        pos, lens, values = sort_lists(lists, ascending)
-        if positions:
+        items = None if positions else sorted_values(lists, ascending)
+        if items is not None:
+            lens = spans(lists)[1]
+        elif positions:
+            pos, lens, values = sort_lists(lists, ascending)
             items = ("numpy", pos - np.repeat(spans(lists)[0], lens))
         else:
+            pos, lens, values = sort_lists(lists, ascending)
             items = take(values, pos)
         got = ("regular", lists[1], items, len(lens)) if lists[0] == "regular" else \
             ("list", _offsets(lens), items)
