@@ -325,7 +325,9 @@ def copy_bandwidth(nbytes: int, repeat: int) -> float:
 def run(args) -> dict:
     tools = ("numpy", "awkward", "lazyk")
     # 1. answers on a small copy of the data
-    small = workloads(build(300, seed=1))
+    def chosen(ws):
+        return [w for w in ws if not getattr(args, "only", "") or w[0] in args.only]
+    small = chosen(workloads(build(300, seed=1)))
     status = {}
     for key, _, _, impls in small:
         ref = None
@@ -355,7 +357,7 @@ def run(args) -> dict:
           f"calls under 1 ms timed in batches); NumPy copy bandwidth {bw:.1f} GB/s "
           f"(read + write)")
     results = []
-    for key, title, nbytes, impls in workloads(data):
+    for key, title, nbytes, impls in chosen(workloads(data)):
         row = {"key": key, "workload": title, "bytes": nbytes, "tools": {}}
         calls = {}
         for tool in tools:
@@ -419,6 +421,8 @@ def main(argv=None) -> int:
                    help="interleaved rounds: timed samples per tool (median)")
     p.add_argument("--quick", action="store_true", help="1e5 rows, 3 repeats")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--only", metavar="KEYS", default="",
+                   help="run only these workloads (their keys, e.g. 'gkl')")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.repeat = 100_000, 3

@@ -23,7 +23,7 @@ from lazyk.arrays.interchange import build_columns, columns, offsets_array
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, ROWS_OP, Node, has_rows, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, is_text
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
@@ -90,7 +90,16 @@ def _reshaped(node: Node, srcs: tuple) -> Node:
 
 
 def _computed(node: Node, env: dict):
-    """The value of `node` (no row operation in its graph): a lazyk Array."""
+    """The value of `node` (no row operation in its graph): a lazyk Array (an input's own
+    array, not a copy)."""
+    if node.op == "input":
+        leaf = env[node.arg]
+        if isinstance(leaf, RaggedLeaf):
+            return leaf.array
+        if isinstance(leaf, OwnedView):
+            return leaf.owner
+        if isinstance(leaf, np.ndarray):
+            return array(leaf)
     value = launch.evaluate(Expr(node, env))
     if isinstance(value, Array):
         return value
