@@ -467,6 +467,32 @@ def sort_keys(values: np.ndarray, missing, ascending: bool):
     return key
 
 
+CHUNK = 1 << 18  # items per padded matrix: it stays in the CPU's cache
+
+
+def _by_rows(key: np.ndarray, lens: np.ndarray, width: int, positions: bool) -> np.ndarray:
+    """Each list's keys sorted (`positions`: the stable order of its items, as positions
+    in the list), the lists taken as the rows of padded matrices (padding sorts last) of
+    about CHUNK items each: NumPy sorts every row."""
+    off = _offsets(lens)
+    out = np.empty(len(key), I64)
+    step = max(1, CHUNK // max(width, 1))
+    for r0 in range(0, len(lens), step):
+        r1 = min(r0 + step, len(lens))
+        o0, o1 = int(off[r0]), int(off[r1])
+        at = np.arange(o1 - o0, dtype=I64) + np.repeat(
+            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
+        padded = np.full((r1 - r0) * width, _TOP, I64)
+        padded[at] = key[o0:o1]
+        rows = padded.reshape(r1 - r0, width)
+        if positions:
+            out[o0:o1] = np.argsort(rows, axis=1, kind="stable").reshape(-1)[at]
+        else:
+            rows.sort(axis=1)
+            out[o0:o1] = padded[at]
+    return out
+
+
 def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
     """The values of `sort_keys` keys (NaN canonical, -0.0 as 0.0)."""
     key = key if ascending else ~key
@@ -496,11 +522,7 @@ def sorted_values(lists: tuple, ascending: bool):
     width = int(lens.max()) if n else 0
     if key is None or n * width > 4 * len(idx) + 4096:
         return None
-    at = np.arange(len(idx), dtype=I64) + np.repeat(np.arange(n, dtype=I64) * width -
-                                                    _offsets(lens)[:-1], lens)
-    padded = np.full(n * width, _TOP, I64)
-    padded[at] = key
-    got = np.sort(padded.reshape(n, width), axis=1).reshape(-1)[at]
+    got = _by_rows(key, lens, width, False)
     out = ("numpy", _from_keys(got, v.dtype, ascending))
     if missing is None:
         return out
@@ -524,13 +546,7 @@ def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, t
     n = len(lens)
     width = int(lens.max()) if n else 0
     if key is not None and n * width <= 4 * len(idx) + 4096:
-        # a padded row per list (padding sorts last): NumPy's stable argsort of each row
-        at = np.arange(len(idx), dtype=I64) + np.repeat(np.arange(n, dtype=I64) * width -
-                                                        _offsets(lens)[:-1], lens)
-        padded = np.full(n * width, _TOP, I64)
-        padded[at] = key
-        order = np.argsort(padded.reshape(n, width), axis=1, kind="stable").reshape(-1)
-        pos = order[at]
+        pos = _by_rows(key, lens, width, True)
     else:
         if key is None:  # integers at the top of their range: their own order
             key = v if ascending else ~v
