@@ -394,8 +394,8 @@ def test_new_axes_on_row_operations():
 @given(st.data())
 def test_values_match_awkward(data):
     """The same drawn array through lazyk and through Awkward 2 (the reference's
-    documented differences from Awkward are not drawn: NaN in sorts, pad_none of
-    byte-masked lists)."""
+    documented differences from Awkward are not drawn: NaN in sorts, sorts of lists under
+    missing lists, pad_none of byte-masked lists)."""
     if ak is None:
         pytest.skip("awkward is not installed")
     t, d = data.draw(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC), label="array")
@@ -406,9 +406,10 @@ def test_values_match_awkward(data):
              (lazyk.flatten(x, axis=None), ak.flatten(a, axis=None)),
              (lazyk.local_index(x), ak.local_index(a)),
              (lazyk.is_none(x, axis=nd - 1), ak.is_none(a, axis=nd - 1)),
-             (lazyk.sort(x), ak.sort(a)),
              (lazyk.pad_none(x, 2, axis=nd - 1), ak.pad_none(indexed(a), 2, axis=nd - 1)),
              (lazyk.std(x, axis=-1, skipna=True), ak.std(a, axis=-1))]
+    if nd < 2 or not t.split(" * ")[-2].startswith("?"):  # Awkward misplaces those rows
+        pairs.append((lazyk.sort(x), ak.sort(a)))
     if axis is not None:
         pairs += [(lazyk.firsts(x, axis=axis), ak.firsts(a, axis=axis)),
                   (lazyk.flatten(x, axis=axis), ak.flatten(a, axis=axis)),
@@ -417,3 +418,10 @@ def test_values_match_awkward(data):
         want = theirs.to_list() if isinstance(theirs, ak.Array) else theirs
         want = want.item() if hasattr(want, "item") else want
         assert same(mine.eval().to_list(), want), (repr(mine.node), want)
+
+
+def test_explain_shows_the_row_operations_and_the_scan_nest():
+    x = lazyk.placeholder("x", "N * var * ?float64")
+    text = str((lazyk.cumsum(x * 2) + lazyk.num(x)[:, None]).explain())
+    assert "rows(%0) num[1]" in text and "== row operations lowered" in text
+    assert "scan add" in text  # the scan's own loop nest, with the elementwise work in it

@@ -441,12 +441,21 @@ def _join_rows(nodes: list) -> tuple:
 
 # ---------------------------------------------------------------- sorting
 _TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
+CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
 
 
-def sort_keys(values: np.ndarray, missing, ascending: bool):
+def _keyable(values: np.ndarray) -> bool:
+    """Whether every value has a `sort_keys` key below the keys kept for missing values
+    and padding (int64 / uint64 values at the top of their range have none)."""
+    if values.dtype.kind not in "iu" or values.dtype.itemsize < 8 or not len(values):
+        return values.dtype.kind in "biuf"
+    top = int(values.max())
+    return top < _TOP - 2 if values.dtype.kind == "i" else top < (1 << 63) + _TOP - 2
+
+
+def sort_keys(values: np.ndarray, missing, ascending: bool) -> np.ndarray:
     """int64 keys whose order is the sort's (NaN above every number, one key; -0.0 and
-    0.0 one key; descending: reversed), missing values at _TOP - 1; None where a value's
-    key would reach the keys kept for missing values (int64 / uint64 near their top)."""
+    0.0 one key; descending: reversed), missing values at _TOP - 1 (`_keyable` values)."""
     kind = values.dtype.kind
     if kind == "f":
         v = values.astype(np.float64, copy=False)
@@ -458,39 +467,11 @@ def sort_keys(values: np.ndarray, missing, ascending: bool):
         key = (values ^ np.uint64(1 << 63)).view(I64)
     else:
         key = values.astype(I64)
-    if kind in "iu" and len(key) and int(key.max()) >= _TOP - 2:
-        return None
     if not ascending:
         key = ~key
     if missing is not None:
-        key = np.where(missing, _TOP - 1, key)
+        key[missing] = _TOP - 1
     return key
-
-
-CHUNK = 1 << 18  # items per padded matrix: it stays in the CPU's cache
-
-
-def _by_rows(key: np.ndarray, lens: np.ndarray, width: int, positions: bool) -> np.ndarray:
-    """Each list's keys sorted (`positions`: the stable order of its items, as positions
-    in the list), the lists taken as the rows of padded matrices (padding sorts last) of
-    about CHUNK items each: NumPy sorts every row."""
-    off = _offsets(lens)
-    out = np.empty(len(key), I64)
-    step = max(1, CHUNK // max(width, 1))
-    for r0 in range(0, len(lens), step):
-        r1 = min(r0 + step, len(lens))
-        o0, o1 = int(off[r0]), int(off[r1])
-        at = np.arange(o1 - o0, dtype=I64) + np.repeat(
-            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
-        padded = np.full((r1 - r0) * width, _TOP, I64)
-        padded[at] = key[o0:o1]
-        rows = padded.reshape(r1 - r0, width)
-        if positions:
-            out[o0:o1] = np.argsort(rows, axis=1, kind="stable").reshape(-1)[at]
-        else:
-            rows.sort(axis=1)
-            out[o0:o1] = padded[at]
-    return out
 
 
 def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
@@ -506,55 +487,93 @@ def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
     return key.astype(dtype)
 
 
+def _row_items(lists: tuple):
+    """(lens, each list's values one after the other, their missing flags or None, their
+    positions in the values node or None where they are one run from `first`, first)."""
+    starts, lens = spans(lists)
+    vmask, values = _unwrap(lists[2])
+    if values[0] != "numpy":
+        raise NotSupportedError(f"sort of {values[0]} items")
+    total = int(lens.sum())
+    if contiguous(starts, lens):
+        first = int(starts[0]) if len(starts) else 0
+        v = values[1][first:first + total]
+        missing = None if vmask is None else ~vmask[first:first + total]
+        return lens, v, missing, None, first
+    idx = ranges(starts, lens)
+    return lens, values[1][idx], None if vmask is None else ~vmask[idx], idx, 0
+
+
+def _chunks(lens: np.ndarray, width: int):
+    """(first item, end item, each item's place in a padded matrix of the lists) of runs
+    of lists holding about CHUNK padded items."""
+    off = _offsets(lens)
+    step = max(1, CHUNK // max(width, 1))
+    for r0 in range(0, len(lens), step):
+        r1 = min(r0 + step, len(lens))
+        o0, o1 = int(off[r0]), int(off[r1])
+        at = np.arange(o1 - o0, dtype=I64) + np.repeat(
+            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
+        yield o0, o1, r1 - r0, at
+
+
+def _padded(key: np.ndarray, rows: int, width: int, at: np.ndarray) -> np.ndarray:
+    padded = np.full(rows * width, _TOP, I64)
+    padded[at] = key
+    return padded
+
+
 def sorted_values(lists: tuple, ascending: bool):
     """The items of a "list" / "regular" node of numbers, each list sorted (missing values
-    last): a node of them (one sort of the padded rows' keys; equal keys are equal values,
-    so no stable sort is needed), or None where `sort_lists` takes it."""
-    starts, lens = spans(lists)
+    last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
+    matrices of keys, a few lists at a time (cache-sized); equal keys are equal values,
+    so no stable sort is needed."""
     vmask, values = _unwrap(lists[2])
     if values[0] != "numpy" or values[1].dtype.kind not in "biuf":
         return None
-    idx = ranges(starts, lens)
-    v = items(values, idx)
-    missing = None if vmask is None else ~vmask[idx]
-    key = sort_keys(v, missing, ascending)
-    n = len(lens)
-    width = int(lens.max()) if n else 0
-    if key is None or n * width > 4 * len(idx) + 4096:
+    lens, v, missing, _, _ = _row_items(lists)
+    width = int(lens.max()) if len(lens) else 0
+    if len(lens) * width > 4 * len(v) + 4096 or not _keyable(v):
         return None
-    got = _by_rows(key, lens, width, False)
-    out = ("numpy", _from_keys(got, v.dtype, ascending))
-    if missing is None:
-        return out
-    return ("option", got != _TOP - 1, out)
+    out = np.empty(len(v), v.dtype)
+    present = None if missing is None else np.empty(len(v), bool)
+    for o0, o1, rows, at in _chunks(lens, width):
+        padded = _padded(sort_keys(v[o0:o1], None if missing is None else missing[o0:o1],
+                                   ascending), rows, width, at)
+        padded.reshape(rows, width).sort(axis=1)
+        got = padded[at]
+        out[o0:o1] = _from_keys(got, v.dtype, ascending)
+        if present is not None:
+            present[o0:o1] = got != _TOP - 1
+    return ("numpy", out) if present is None else ("option", present, ("numpy", out))
 
 
 def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
     """For a "list" / "regular" node over values: (the position in the values of every item
     in sorted order, the lists' lengths, the values' node), each list sorted stably with
     missing values last and NaN above every number (descending: first). Short lists (the
-    common case) sort as the rows of one padded matrix (NumPy sorts each row); else one
-    stable sort of all items by (list, key)."""
-    starts, lens = spans(lists)
-    vmask, values = _unwrap(lists[2])
-    if values[0] != "numpy":
-        raise NotSupportedError(f"sort of {values[0]} items")
-    idx = ranges(starts, lens)
-    v = values[1][idx]
-    missing = None if vmask is None else ~vmask[idx]
-    key = sort_keys(v, missing, ascending)
+    common case) sort as the rows of padded matrices (NumPy's stable argsort of each
+    row, a few lists at a time); else one stable sort of all items by (list, key)."""
+    lens, v, missing, idx, first = _row_items(lists)
     n = len(lens)
     width = int(lens.max()) if n else 0
-    if key is not None and n * width <= 4 * len(idx) + 4096:
-        pos = _by_rows(key, lens, width, True)
+    off = _offsets(lens)
+    if _keyable(v) and n * width <= 4 * len(v) + 4096:
+        pos = np.empty(len(v), I64)
+        for o0, o1, rows, at in _chunks(lens, width):
+            padded = _padded(sort_keys(v[o0:o1], None if missing is None else
+                                       missing[o0:o1], ascending), rows, width, at)
+            pos[o0:o1] = np.argsort(padded.reshape(rows, width), axis=1,
+                                    kind="stable").reshape(-1)[at]
     else:
-        if key is None:  # integers at the top of their range: their own order
-            key = v if ascending else ~v
+        key = sort_keys(v, missing, ascending) if _keyable(v) else \
+            (v if ascending else ~v)  # integers at the top of their range: their own order
         rid = np.repeat(np.arange(n, dtype=I64), lens)
         keys = (key, rid) if missing is None else (key, missing, rid)
-        order = np.lexsort(keys) if len(idx) else np.zeros(0, I64)
-        pos = order - np.repeat(_offsets(lens)[:-1], lens)
-    return idx[pos + np.repeat(_offsets(lens)[:-1], lens)], lens, lists[2]
+        order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
+        pos = order - np.repeat(off[:-1], lens)
+    at = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
+    return (first + at if idx is None else idx[at]), lens, lists[2]
 
 
 def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
