@@ -396,8 +396,10 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
     rows = concatenate(kids, axis - 1, path)
     first = inner[0]
     if all(n[0] == "regular" for n in inner):
-        return ("regular", first[1], rows, length(first))
-    return ("list", _offsets(lens[0]), rows)
+        got = ("regular", first[1], rows, length(first))
+    else:
+        got = ("list", _offsets(lens[0]), rows)
+    return got if mask is None else ("option", mask, got)
 
 
 def _spread_rows(first: tuple, rows: tuple, keep: np.ndarray, n: int) -> tuple:

@@ -176,9 +176,16 @@ def toposort(roots, descend=None) -> list[Node]:
     return order
 
 
+_with_rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def has_rows(root: Node) -> bool:
-    """Whether a row operation (`ROWS_OP`) is in the graph of `root`."""
-    return any(n.op == ROWS_OP for n in toposort(root))
+    """Whether a row operation (`ROWS_OP`) is in the graph of `root` (cached per graph:
+    every evaluation asks)."""
+    got = _with_rows.get(root)
+    if got is None:
+        got = _with_rows[root] = any(n.op == ROWS_OP for n in toposort(root))
+    return got
 
 
 def rewrite(root: Node, fn) -> Node:
