@@ -278,6 +278,18 @@ def test_row_operations_compose_lazily_and_compile():
         f.bind(None, data)
 
 
+def test_fixed_dims():
+    y = np.arange(12.0).reshape(4, 3)
+    assert str(lazyk.pad_none(y, 4).eval().type) == "4 * 4 * ?float64"
+    assert str(lazyk.pad_none(y, 2).eval().type) == "4 * 3 * ?float64"
+    assert str(lazyk.concatenate([y, y], axis=1).eval().type) == "4 * 6 * float64"
+    assert str(lazyk.flatten(y).eval().type) == "12 * float64"
+    assert lazyk.firsts(y).eval().to_list() == [0.0, 3.0, 6.0, 9.0]
+    x = lazyk.array([[[1, 2, 3]], []], "2 * var * 3 * int64")
+    got = (lazyk.firsts(x) * 2).eval()  # missing lists of a fixed size: ?3
+    assert got.to_list() == [[2, 4, 6], None] and str(got.type) == "2 * ?3 * int64"
+
+
 def test_views_and_empty_arrays():
     x = lazyk.array([[1, 2, 3, 4], [5, 6], [], [7]], "4 * var * int64")
     v = x[::-1, ::2]  # a stepping view, reversed rows

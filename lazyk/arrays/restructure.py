@@ -308,8 +308,8 @@ def pad_none(tree: tuple, target: int, axis: int, clip: bool) -> tuple:
         items = take_or_missing(inner[2], np.repeat(starts, new) + pos, valid)
         if clip:
             got = ("regular", target, items, len(new))
-        elif inner[0] == "regular" and inner[1] >= target:
-            got = ("regular", inner[1], items, len(new))
+        elif inner[0] == "regular":  # every list gets max(size, target) items
+            got = ("regular", max(inner[1], target), items, len(new))
         else:
             got = ("list", _offsets(new), items)
         return got if mask is None else ("option", mask, got)
