@@ -9,6 +9,12 @@ data of about the same size. Workloads:
   d  x2.sum(axis=-1) on var * var data     ~1e5 outer rows, 0-20 rows of 0-20 values each
   e  xm.sum(axis=-1, skipna=True)          ?float64, 10 % missing
   f  building the array from NumPy offsets + content
+  g  std(x, axis=-1)                       (ak.std; NumPy: two passes over reduceat)
+  h  firsts(x)                             None for an empty row
+  i  fill_none(xm, 0.0)                    ?float64, 10 % missing
+  j  num(xq)                               ?var rows, 10 % missing (None for those)
+  k  cumsum(x, axis=-1)                    Awkward has none: flatten, np.cumsum, unflatten
+  l  sort(x, axis=-1)
 
 Peers, on the same data: Awkward Array (ak.* on layouts built over the same NumPy buffers),
 NumPy on flat content + offsets (np.add.reduceat and friends, empty rows patched), and lazyk
@@ -79,6 +85,16 @@ def ak_var(offsets, content, mask=None):
     return ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), c))
 
 
+def ak_qvar(offsets, content, rowmask):
+    """`?var * float64`: rows present where `rowmask` is True."""
+    if ak is None:
+        return None
+    rows = ak.contents.ListOffsetArray(ak.index.Index64(offsets),
+                                       ak.contents.NumpyArray(content))
+    return ak.Array(ak.contents.ByteMaskedArray(ak.index.Index8(rowmask.view(np.int8)), rows,
+                                                valid_when=True))
+
+
 def ak_var_var(outer, inner, content):
     if ak is None:
         return None
@@ -108,8 +124,9 @@ def build(rows: int, seed: int = 0) -> dict:
     outer, _ = make_rows(rng, n_outer, 0, 20)
     inner, x2 = make_rows(rng, int(outer[-1]), 0, 20)
     mask = rng.random(len(x)) >= 0.10
+    rowmask = rng.random(rows) >= 0.10
     return dict(off=off, x=x, y=y, off1=off1, x1=x1, y1=y1, outer=outer, inner=inner, x2=x2,
-                mask=mask)
+                mask=mask, rowmask=rowmask)
 
 
 def workloads(d: dict) -> list:
@@ -141,6 +158,38 @@ def workloads(d: dict) -> list:
         if off[0] != 0 or off[-1] != nv or np.any(off[1:] < off[:-1]):
             raise ValueError("bad offsets")
         return off
+
+    rowmask = d["rowmask"]
+    starts = np.minimum(off[:-1], max(nv - 1, 0))
+    rowid = np.repeat(np.arange(n), lens)
+
+    def np_g(_):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np_row_reduce(np.add, x, off, 0.0) / lens
+            dev = x - np.repeat(m, lens)
+            return np.sqrt(np_row_reduce(np.add, dev * dev, off, 0.0) / lens)
+
+    def np_h(_):
+        return np.where(lens > 0, x[starts] if nv else 0.0, np.nan)
+
+    def np_i(_):
+        return np.where(mask, x, 0.0)
+
+    def np_j(_):
+        return np.where(rowmask, lens, -1)
+
+    def np_k(_):
+        cs = np.concatenate([[0.0], np.cumsum(x)])
+        return cs[1:] - np.repeat(cs[off[:-1]], lens)
+
+    def np_l(_):
+        return x[np.lexsort((x, rowid))]
+
+    def ak_k(a):  # no ak.cumsum: a running sum over the flat values, each row's start taken off
+        counts = ak.num(a[0])
+        cs = np.cumsum(ak.to_numpy(ak.flatten(a[0])))
+        before = np.concatenate([[0.0], cs])[np.asarray(a[0].layout.offsets)[:-1]]
+        return ak.unflatten(cs - np.repeat(before, counts), counts)
 
     def lz(fn, *make):
         return (lambda: tuple(m() for m in make), lambda a: fn(*a).eval())
@@ -175,24 +224,52 @@ def workloads(d: dict) -> list:
             "numpy": (None, np_f),
             "awkward": (None, lambda _: ak_var(off, x)),
             "lazyk": (None, lambda _: lazyk_var(off, x))}),
+        ("g", "std(x, axis=-1)", 8 * (nv + n + 1 + n), {
+            "numpy": (None, np_g),
+            "awkward": (lambda: (ak_var(off, x),), lambda a: ak.std(a[0], axis=-1)),
+            "lazyk": lz(lambda p: lazyk.std(p, axis=-1), lx)}),
+        ("h", "firsts(x)", 8 * (n + 1) + 9 * n, {
+            "numpy": (None, np_h),
+            "awkward": (lambda: (ak_var(off, x),), lambda a: ak.firsts(a[0])),
+            "lazyk": lz(lazyk.firsts, lx)}),
+        ("i", "?float64 10% missing: fill_none(x, 0)", 9 * nv + 8 * nv, {
+            "numpy": (None, np_i),
+            "awkward": (lambda: (ak_var(off, x, mask),), lambda a: ak.fill_none(a[0], 0.0)),
+            "lazyk": lz(lambda p: lazyk.fill_none(p, 0.0), lambda: lazyk_var(off, x, mask))}),
+        ("j", "?var rows 10% missing: num(x)", 8 * (n + 1) + n + 9 * n, {
+            "numpy": (None, np_j),
+            "awkward": (lambda: (ak_qvar(off, x, rowmask),), lambda a: ak.num(a[0])),
+            "lazyk": lz(lazyk.num, lambda: lazyk.from_offsets(off, x, validity=rowmask))}),
+        ("k", "cumsum(x, axis=-1)", 8 * (2 * nv + n + 1), {
+            "numpy": (None, np_k),
+            "awkward": (lambda: (ak_var(off, x),), ak_k),
+            "lazyk": lz(lambda p: lazyk.cumsum(p, axis=-1), lx)}),
+        ("l", "sort(x, axis=-1)", 8 * (2 * nv + n + 1), {
+            "numpy": (None, np_l),
+            "awkward": (lambda: (ak_var(off, x),), lambda a: ak.sort(a[0], axis=-1)),
+            "lazyk": lz(lambda p: lazyk.sort(p, axis=-1), lx)}),
     ]
     return W
 
 
 def to_flat(tool, key, r):
     """A tool's result as one float64 NumPy array (NaN for missing), for checking."""
+    flat = ("b", "d", "i", "k", "l")  # results with var dims: their values in order
     if tool == "awkward":
         if key == "f":
             return np.asarray(r.layout.offsets)
-        if key in ("b", "d"):
+        if key in flat:
             r = ak.flatten(r)
+        if key == "j":
+            r = ak.fill_none(r, -1)
         return np.asarray(ak.fill_none(r, np.nan), dtype=np.float64)
     if tool == "lazyk":
         if key == "f":
             return np.cumsum([0] + [len(row) for row in r.to_list()])
         v = r.to_list()
-        v = [z for row in v for z in row] if key in ("b", "d") else v
-        return np.array([np.nan if z is None else z for z in v], dtype=np.float64)
+        v = [z for row in v for z in row] if key in flat else v
+        missing = -1 if key == "j" else np.nan
+        return np.array([missing if z is None else z for z in v], dtype=np.float64)
     return np.asarray(r, dtype=np.float64)
 
 
@@ -248,7 +325,9 @@ def copy_bandwidth(nbytes: int, repeat: int) -> float:
 def run(args) -> dict:
     tools = ("numpy", "awkward", "lazyk")
     # 1. answers on a small copy of the data
-    small = workloads(build(300, seed=1))
+    def chosen(ws):
+        return [w for w in ws if not getattr(args, "only", "") or w[0] in args.only]
+    small = chosen(workloads(build(300, seed=1)))
     status = {}
     for key, _, _, impls in small:
         ref = None
@@ -278,7 +357,7 @@ def run(args) -> dict:
           f"calls under 1 ms timed in batches); NumPy copy bandwidth {bw:.1f} GB/s "
           f"(read + write)")
     results = []
-    for key, title, nbytes, impls in workloads(data):
+    for key, title, nbytes, impls in chosen(workloads(data)):
         row = {"key": key, "workload": title, "bytes": nbytes, "tools": {}}
         calls = {}
         for tool in tools:
@@ -342,6 +421,8 @@ def main(argv=None) -> int:
                    help="interleaved rounds: timed samples per tool (median)")
     p.add_argument("--quick", action="store_true", help="1e5 rows, 3 repeats")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--only", metavar="KEYS", default="",
+                   help="run only these workloads (their keys, e.g. 'gkl')")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.repeat = 100_000, 3

@@ -53,6 +53,9 @@ EXPRESSIONS = {
     "where over ?T": lambda: lazyk.where(x > 1, x, y),
     "stepping view": lambda: y[:, ::-1] * 2,
     "int32 indices, int16 values": lambda: (i32 * 3).max(axis=-1),
+    "scan": lambda: lazyk.cumsum(y * 2),
+    "scan of ?T": lambda: lazyk.cumprod(x + 1),
+    "scan of float16": lambda: lazyk.cumsum(lazyk.astype(y, "float16")),
 }
 
 

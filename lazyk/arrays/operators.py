@@ -21,6 +21,55 @@ def use_front_end(module: ModuleType) -> None:
     _front_end[:] = [module]
 
 
+_row_ops: list[ModuleType] = []
+
+
+def use_row_ops(module: ModuleType) -> None:
+    """Build std, var, cumsum, cumprod and argsort with `module` (`lazyk.frontend.rowops`
+    calls this once when imported)."""
+    _row_ops[:] = [module]
+
+
+def row_ops() -> ModuleType:
+    """The registered row operations; RuntimeError if none are (`import lazyk`)."""
+    if not _row_ops:
+        raise RuntimeError("no lazyk row operations are registered: `import lazyk`")
+    return _row_ops[0]
+
+
+def _spread(name: str):
+    """`x.std(...)` / `x.var(...)`, with NumPy's spellings (`np.std(lazy)` stays lazy)."""
+
+    def method(self, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False,
+               skipna: bool = False, **kwargs):
+        correction = kwargs.pop("correction", None)
+        if kwargs.pop("where", True) is not True or kwargs.pop("mean", None) is not None:
+            raise TypeError(f"{name}: 'where' and 'mean' are not supported")
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        if correction is not None:
+            ddof = correction
+        result = getattr(row_ops(), name)(self, axis=axis, ddof=ddof, keepdims=keepdims,
+                                          skipna=skipna, dtype=dtype)
+        return result if out is None else hooks.evaluate(result, out=out, casting="unsafe")
+
+    method.__name__ = name
+    method.__doc__ = f"Lazy `{name}` over `axis` (see lazyk.{name}); NumPy's keywords."
+    return method
+
+
+def _running(name: str):
+    """`x.cumsum(axis=None)` / `x.cumprod(...)`: NumPy's method (axis None: flattened)."""
+
+    def method(self, axis=None, dtype=None, out=None):
+        result = getattr(row_ops(), name)(self, axis=axis, dtype=dtype)
+        return result if out is None else hooks.evaluate(result, out=out, casting="unsafe")
+
+    method.__name__ = name
+    method.__doc__ = f"Lazy `{name}` along `axis` (None: the flattened values; see lazyk.{name})."
+    return method
+
+
 def front_end() -> ModuleType:
     """The registered front end; RuntimeError if none is (`import lazyk` registers it)."""
     if not _front_end:
@@ -149,6 +198,19 @@ class Operators:
     mean = _reduction("mean")
     any = _reduction("any")
     all = _reduction("all")
+
+    std = _spread("std")
+    var = _spread("var")
+    cumsum = _running("cumsum")
+    cumprod = _running("cumprod")
+
+    def argsort(self, axis: int = -1, kind=None, order=None, stable=None,
+                ascending: bool = True):
+        """Lazy stable `argsort` along `axis` (see lazyk.argsort); NumPy's keywords (every
+        sort is stable)."""
+        if order is not None:
+            raise TypeError("argsort: 'order' (record fields) is not supported")
+        return row_ops().argsort(self, axis=axis, ascending=ascending)
 
     def tolist(self):
         """Nested Python lists, NumPy's spelling of `to_list()` (computes an expression)."""

@@ -18,7 +18,8 @@ its rows:
   start index's address + the row mask offset, and a missing row's indices are never read.
 
 The nest's result levels are `FIXED` or `VAR` (`Extent`); what it computes is a mode (`Map`,
-`Reduce` of the last level, `Total` over every level, `Fold` of a set of levels) and a pass
+`Scan` along the last level, `Reduce` of the last level, `Total` over every level, `Fold` of a
+set of levels) and a pass
 (`Fill`, or `Count` / `Mark` of a result var level's rows). All are frozen and hashable:
 together with the KernelSpec they are the compile key of a nest kernel, never sizes.
 """
@@ -222,6 +223,19 @@ class Map:
 
 
 @dataclass(frozen=True)
+class Scan(Map):
+    """A running fold along the last level: each element is the fold (`combine`: "add" or
+    "multiply") of its row's present values up to it; a missing value stays missing and
+    folds nothing. Rows, missing rows and result structure are those of `Map`; a row is
+    never split between threads."""
+
+    combine: str = "add"
+
+    def __str__(self) -> str:
+        return f"scan {self.combine}"
+
+
+@dataclass(frozen=True)
 class Reduce:
     """Fold the last level: one value per element of the level above."""
 
@@ -302,5 +316,5 @@ class Mark:
 
 
 __all__ = ["Count", "Extent", "FIXED", "Fill", "FixedDimData", "Fold", "Map", "Mark",
-           "MissingRows", "Reduce", "Check", "Rows", "RowsData", "Stay", "Strided", "Total", "VAR",
-           "WORDS", "operand_level"]
+           "MissingRows", "Reduce", "Check", "Rows", "RowsData", "Scan", "Stay", "Strided",
+           "Total", "VAR", "WORDS", "operand_level"]

@@ -30,7 +30,8 @@ every operand's content (`start <= length - LEAD * WINDOW`); other rows take the
 loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in
-nest order; "reduce" folds the last level into one value per element of the level above
+nest order; "scan" (`levels.Scan`) is a map whose written value is the running fold of the
+innermost row so far (a missing value folds nothing); "reduce" folds the last level into one value per element of the level above
 (an empty row gives the identity; skipna, mean and valid flags as the reference); "all" folds every level
 into one partial result per part (`_partial`: the caller combines the parts);
 "fold<a>[,<b>...]" folds levels a < b < ... (any set but the last level alone or all):
@@ -84,7 +85,7 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
-from lazyk.codegen.levels import FIXED, VAR, WORDS, Check, Fill, Map, Reduce, Total
+from lazyk.codegen.levels import FIXED, VAR, WORDS, Check, Fill, Map, Reduce, Scan, Total
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
@@ -107,6 +108,8 @@ class _NestGen(NestFolds, KernelGen):
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
         self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
+        # Scan (a Map): each written value is the running fold of its row so far
+        self.scan = mode.combine if isinstance(mode, Scan) else None
         self.total = isinstance(mode, Total)
         self.where_masks = where_masks
         self.nlev = len(levels)
@@ -218,6 +221,10 @@ class _NestGen(NestFolds, KernelGen):
                 self.flen = b.alloca(I64, name="flen")
         if self.total:
             self._reset()
+        if self.scan:
+            with b.goto_entry_block():
+                self.sacc = b.alloca(ir.ArrayType(I8, 16), name="scan")
+                self.sacc.align = 16
         self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
                                             for j in range(self.nin)])
         if self.total:
@@ -384,6 +391,9 @@ class _NestGen(NestFolds, KernelGen):
             n = b.sub(self.hi, self.lo)
         if self.reducing:
             self._reset()
+        if self.scan:  # each innermost row's running fold starts again
+            self._scan_store(self.em.const(self.out_dts[0], 1 if self.scan == "multiply"
+                                           else 0))
         pos0 = b.load(self.pos)
 
         def element(i, addr):
@@ -483,20 +493,49 @@ class _NestGen(NestFolds, KernelGen):
                 with b.if_then(b.icmp_signed("==", took, self.c(k))):
                     b.store(ir.Constant(I8, 0), b.gep(rows, [slot]), align=1)
         if not masks:
-            store_value(b, self._values(addr)[0], dst, dt)
+            store_value(b, self._scanned(self._values(addr)[0]), dst, dt)
             return
         if self.where_masks:  # values of every element; the mask follows the body
             value, ok, _ = self._values_and_present(addr, gone)
             b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
-            store_value(b, value, dst, dt)
+            store_value(b, self._scanned(value, ok), dst, dt)
             return
         ok = self._present(masks)
         b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
         with b.if_else(ok) as (then, otherwise):
             with then:  # a missing input's bytes are never computed with
-                store_value(b, self._values(addr)[0], dst, dt)
+                store_value(b, self._scanned(self._values(addr)[0]), dst, dt)
             with otherwise:
                 store_value(b, self.em.const(dt, 0), dst, dt)
+
+    # ------------------------------------------------------------ running folds (Scan)
+    def _scan_slot(self, part: int):
+        t = self.em.lltype(self.out_dts[0])
+        return self.b.bitcast(self.b.gep(self.sacc, [self.c(0), self.c(8 * part)]),
+                              t.as_pointer())
+
+    def _scan_store(self, v):
+        for part, x in enumerate(v if isinstance(v, tuple) else (v,)):
+            self.b.store(x, self._scan_slot(part))
+
+    def _scanned(self, v, ok=None):
+        """Scan: `v` folded into the row's running value, which is stored and returned
+        (only where `ok`, an i1, when given: a missing value folds nothing); else `v`.
+        Folded in the output dtype in row order, as NumPy's cumsum / cumprod."""
+        if not self.scan:
+            return v
+        b, dt = self.b, self.out_dts[0]
+        parts = 2 if isinstance(v, tuple) else 1
+        acc = tuple(b.load(self._scan_slot(p)) for p in range(parts))
+        acc = acc if parts == 2 else acc[0]
+        new = ops.get(self.scan).llvm(self.em, [acc, v], (dt, dt, dt), None)
+        if dt == np.float16:  # computed in float: each running value rounds as NumPy's
+            new = b.fpext(b.fptrunc(new, ir.HalfType()), new.type)
+        if ok is not None:
+            new = tuple(b.select(ok, x, y) for x, y in zip(new, acc)) if parts == 2 else \
+                b.select(ok, new, acc)
+        self._scan_store(new)
+        return new
 
     def _values_and_present(self, addr, gone=None):
         """The output value, whether it is present, and the level of the outermost
@@ -574,11 +613,12 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Ma
     kinds: per input, per level its `levels` class (`Stay`, `Strided`, `Rows`,
     `MissingRows`: at var levels; under `Fold` of several levels only above the first);
     masked: per input, whether it is `?T` (mask byte at value + mask_offset);
-    mode: `Map`, `Reduce`, `Total` or `Fold(axes)`; npass: `Fill`, `Count(s)`, `Mark(s)`;
+    mode: `Map`, `Scan(combine)`, `Reduce`, `Total` or `Fold(axes)`; npass: `Fill`,
+    `Count(s)`, `Mark(s)`;
     where_masks: (`Map`) a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
     """
-    mapping = isinstance(mode, Map)
+    mapping = isinstance(mode, Map)  # (a Scan too)
     if not mapping and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mapping and spec.reduce is not None:

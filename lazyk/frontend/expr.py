@@ -24,7 +24,7 @@ from lazyk.arrays.interchange import fixed_text_rows
 from lazyk.arrays.operators import Operators
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import leaves, ops
-from lazyk.frontend.graph import REDUCE_OP, Node, build_type, dump
+from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import (
     DaskLeaf,
@@ -106,7 +106,7 @@ class Expr(Operators):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         node = self.node
         if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
-                            for v in self.env.values()):
+                            for v in self.env.values()) and not has_rows(node):
             option = has_options(self) and not _skips_missing(node)
             return build_type(node.shape, node.dtype, (), option)
         # var / option leaves: missing rows (`?var`) and values follow the graph
@@ -261,6 +261,8 @@ def _insert_axis(e: Expr, at: int) -> Expr:
 
 def _axis_in_sources(node: Node, q: int) -> list:
     """(source, its position of the new axis) of each source that takes one."""
+    if node.op == ROWS_OP:  # its sources keep their dims: the axis goes on its result
+        return []
     if node.op == REDUCE_OP:
         # right after the kept dim before it: the axes folded between two kept dims stay
         # next to the dim that takes their missing rows (`_option_flags`)
@@ -277,6 +279,11 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
     shape = node.shape[:q] + (1,) + node.shape[q:]
     if node.op == "input":
         return _leaf_with_axis(node, q, env)
+    if node.op == ROWS_OP:  # a view of its result with the new axis
+        rows = list(node.arg[2])
+        rows.insert(q, False)
+        return Node(ROWS_OP, node.dtype, shape, (node,),
+                    ("newaxis", (q,), tuple(rows), node.arg[3]))
     if node.op == REDUCE_OP:
         src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
         (_, qs), = _axis_in_sources(node, q)
@@ -412,9 +419,12 @@ def _missing_rows(v: Any) -> bool:
 
 
 def has_options(e: Expr) -> bool:
-    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too)."""
+    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too), or a row
+    operation in it gives missing values or rows (`lazyk.firsts`, `lazyk.pad_none`)."""
     return builtins.any(getattr(v, "option", False) or _missing_rows(v)
-                        for v in e.env.values())  # missing rows (`?var`) too
+                        for v in e.env.values()) or builtins.any(
+        n.op == ROWS_OP and (n.arg[3] or builtins.any(n.arg[2]))
+        for n in _toposort(e.node))  # missing rows (`?var`) too
 
 
 def as_expr(x: Any) -> Expr:
@@ -915,6 +925,8 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
             # a placeholder has no array: its option flag says whether values are missing
             memo[id(node)] = (flags, isinstance(t, T.Option) or
                               (t is None and bool(getattr(leaf, "option", False))))
+        elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
+            memo[id(node)] = (list(node.arg[2]), bool(node.arg[3]))
         elif node.op == REDUCE_OP:
             flags, option_in = memo[id(node.srcs[0])]
             op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
@@ -999,7 +1011,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
         initial = _initial_value(op, initial, acc)
         # var / option data (or parameters of those types) fold `initial` into each row
         if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
-                            for v in e.env.values()):
+                            for v in e.env.values()) and not has_rows(e.node):
             return _seeded_fixed(op, e, axes, keepdims, acc, initial)
     arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
     if initial is not None:  # the ragged path folds `initial` into each row's result

@@ -15,6 +15,10 @@ from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
 LEAF_OPS = ("input", "scalar", "const")
 REDUCE_OP = "reduce"
+# A row operation (`lazyk.frontend.rowops`: num, flatten, sort, cumsum, ...): arg = (name,
+# params, missing-row flag per result dim, missing values?); the runtime computes it
+# before the kernels that read it (`lazyk.runtime.row_steps`).
+ROWS_OP = "rows"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = lock()  # (interning; fresh in a forked child)
@@ -169,6 +173,18 @@ def toposort(roots, descend=None) -> list[Node]:
     return order
 
 
+_with_rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def has_rows(root: Node) -> bool:
+    """Whether a row operation (`ROWS_OP`) is in the graph of `root` (cached per graph:
+    every evaluation asks)."""
+    got = _with_rows.get(root)
+    if got is None:
+        got = _with_rows[root] = any(n.op == ROWS_OP for n in toposort(root))
+    return got
+
+
 def rewrite(root: Node, fn) -> Node:
     """Bottom-up rebuild: `fn(node, new_srcs) -> Node` is called once per node."""
     new: dict[int, Node] = {}
@@ -190,6 +206,9 @@ def _arg_text(node: Node) -> str:
         return f" {node.arg}"
     if node.op in ("scalar", "const"):
         return f" {node.arg!r}"
+    if node.op == ROWS_OP:
+        name, params = node.arg[:2]
+        return f" {name}{list(params)}"
     if node.op == REDUCE_OP:
         op, axes, keep = node.arg[:3]
         skipna = len(node.arg) > 3 and bool(node.arg[3])

@@ -42,7 +42,7 @@ from lazyk.frontend.expr import (
     check_dtype,
     leaf_data,
 )
-from lazyk.frontend.graph import Node, arg_key, build_type, toposort, type_text
+from lazyk.frontend.graph import Node, arg_key, build_type, has_rows, toposort, type_text
 from lazyk.frontend.leaves import (
     OwnedView,
     RaggedLeaf,
@@ -61,6 +61,7 @@ from lazyk.kernel.dispatch import GUARD_OK, guard_fn, threaded_run
 from lazyk.kernel.flat import data_pointer, run_layout
 from lazyk.runtime import ragged as _ragged
 from lazyk.runtime import ragged_bind as _ragbind
+from lazyk.runtime import row_steps as _rows
 from lazyk.runtime.device import as_device_array, on_gpu
 from lazyk.runtime.device import run_program as run_on_device
 from lazyk.runtime.launch import (
@@ -96,7 +97,7 @@ class CompiledExpr:
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
         # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text)
         if cls is CompiledExpr and (any(_ragged_param(v) for v in expr.env.values()) or
-                                    _ragged.has_text_where(expr)):
+                                    _ragged.has_text_where(expr) or has_rows(expr.node)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)
 
@@ -995,6 +996,8 @@ class RaggedCompiledExpr(CompiledExpr):
         if named:
             inputs = self._by_name(inputs, named)
         env = self._bind_ragged(inputs, casting)
+        if has_rows(self.expr.node):  # row operations first (lazyk.runtime.row_steps)
+            return _rows.evaluate_rows(Expr(self.expr.node, env), out, casting)
         if self._pcheck is not None:
             self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
@@ -1035,6 +1038,10 @@ class RaggedCompiledExpr(CompiledExpr):
                     raise BindError(f"input {label!r}: a NumPy array in C order, or a lazyk "
                                     "array (its rows would be a copy the bound call never "
                                     "sees changes of)")
+        if has_rows(self.expr.node):
+            raise NotSupportedError("bind() of an expression with row operations (num, "
+                                    "flatten, sort, cumsum, ...): call the compiled "
+                                    "expression instead")
         env = self._bind_ragged(inputs, "no", copies=False)  # it reads these very arrays
         bound = _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
         if self._pcheck is not None:  # each call checks the arrays bound, as they are then

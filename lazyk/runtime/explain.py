@@ -10,14 +10,16 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import DeviceError
 from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.frontend.exprparse import build
-from lazyk.frontend.graph import REDUCE_OP, dump, toposort, type_text
+from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.frontend.spec import format_spec, param_values
 from lazyk.kernel import flat as kernel
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.runtime import launch as runtime
-from lazyk.runtime import ragged
+from lazyk.runtime import ragged, row_steps
 from lazyk.runtime.device import explain_cuda
+from lazyk.runtime.nest_run import explain_nests
+from lazyk.runtime.ragged_rules import RECORDERS
 from lazyk.runtime.text_steps import has_text_where, select_text, text_result
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
@@ -134,6 +136,8 @@ class Explanation(str):
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
     e = declared = as_expr(expr)
+    if has_rows(e.node):
+        return _explain_rows(e, ir, asm)
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
     sizes = symbol_sizes(e.node)
@@ -212,6 +216,29 @@ def _leaf_type(v: Any) -> str:
         return str(v.array.type)
     owner = getattr(v, "owner", None)
     return str(owner.type) if owner is not None else type_text(np.shape(d), np.asarray(d).dtype)
+
+
+def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
+    """explain() of an expression with row operations: they are lowered first (scans run
+    in a loop nest, is_none / fill_none fuse into the graph, the rest is computed with
+    NumPy), then the graph that is left runs as any other."""
+    sample = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+    record: list = []
+    RECORDERS.append(record)
+    try:
+        low = row_steps.lower(sample)
+    finally:
+        RECORDERS.remove(record)
+    out = [f"== expression with row operations -> {e.type}",
+           f"== graph as built\n{dump(e.node)}",
+           "== row operations lowered (scans in their own loop nest, is_none / fill_none "
+           "fused into the graph that reads them, the others computed with NumPy over the "
+           f"offsets)\n{dump(low.node)}"]
+    nests = [r[1:] for r in record if r[0] == "nest"]
+    if nests:
+        out.append(explain_nests(nests))
+    out.append(explain(low, ir, asm))
+    return "\n".join(out)
 
 
 def explanation(expr: Any, target: str = "cpu") -> Explanation:

@@ -404,8 +404,10 @@ def check_int_powers(e: Expr) -> None:
 #             None (lazyk.runtime.device).
 #   "text_where": (expr, out, order, casting) -> the result of an expression with where()
 #             over strings, else NotImplemented (lazyk.runtime.text_steps).
+#   "rows": (expr, out, casting) -> the result of an expression with row operations
+#             (num, flatten, sort, cumsum, ...), else NotImplemented (lazyk.runtime.row_steps).
 _paths: dict[str, Callable] = {}
-PATHS = ("string", "expr", "ragged", "device", "text_where")
+PATHS = ("string", "expr", "ragged", "device", "text_where", "rows")
 
 
 def install_path(name: str, fn: Callable) -> None:
@@ -486,6 +488,9 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
+    done = _path("rows")(e, out, casting)  # row operations: computed, or fused, first
+    if done is not NotImplemented:
+        return done
     if out is None and order != "F":
         done = _path("expr")(e)  # a dense structure seen before: a look-up and one call
         if done is not NotImplemented:

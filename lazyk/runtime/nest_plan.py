@@ -23,6 +23,7 @@ from lazyk.codegen.levels import (
     Reduce,
     Rows,
     RowsData,
+    Scan,
     Strided,
     operand_level,
 )
@@ -338,8 +339,9 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
     nres = len(res)
     if levels[0] is not FIXED or not nres or res[0] != 0 or \
-            (isinstance(mode, Reduce) and len(levels) < 2):
-        return [(0, n0, 0, {res[p]: 0 for p in rvar})]  # level 0 is not split
+            (isinstance(mode, (Reduce, Scan)) and len(levels) < 2):
+        # level 0 is not split (a scan of one level runs along it)
+        return [(0, n0, 0, {res[p]: 0 for p in rvar})]
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     before = None
     if isinstance(mode, Reduce) and not rvar and len(levels) == 2:

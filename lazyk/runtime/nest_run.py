@@ -38,6 +38,7 @@ from lazyk.codegen.levels import (
     Map,
     Mark,
     Reduce,
+    Scan,
     Total,
 )
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
@@ -141,18 +142,20 @@ def plan_fill(expr):
 
 
 def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False,
-              flat=None, plan=False):
+              flat=None, plan=False, scan=None):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
     present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets, plan) from
     `flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
-    the offsets above it. `plan`: a `NestFill` after the count passes."""
+    the offsets above it. `plan`: a `NestFill` after the count passes. `scan` ("add" or
+    "multiply"; elementwise work only): the running fold of each innermost row instead of
+    the values (`levels.Scan`)."""
     ops_ = flat[0] if flat else [nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
     scalar = not any(o.dims for o in ops_)  # 0-d leaves (`?T` ones): one level of size 1
     if scalar:
-        if reduce_arg is not None:
+        if reduce_arg is not None or scan:
             return None
         ops_ = [NestOperand([FixedDimData(1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
                 for o in ops_]
@@ -170,7 +173,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
     prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
-                     bool(flat))
+                     bool(flat), scan)
     if prep is None:
         return None
     mode, step, spec, acc, labels, sel_kinds, maskd = (
@@ -385,7 +388,8 @@ def _structure(root, red_node, reduce_arg, names) -> tuple:
     return key + ((red_node.op, red_node.dtype, len(red_node.shape), arg_key(reduce_arg)),)
 
 
-def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat):
+def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
+              scan=None):
     """The structural plan of `nest_run` (mode, fused step, spec, operand selection, missing
     row levels), or None where the nest does not take the form. Cached per structure (the
     graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
@@ -396,21 +400,23 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
     shape = structures.get_or_build(graph, lambda: _structure(root, red_node, reduce_arg,
                                                               names))
     key = (shape, flat, bool(where_masks), levels, tuple(kinds),
-           tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_))
+           tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_), scan)
     got = plans.get(key)
     if got is not None:
         nest_stats["plan_hits"] += 1
         return None if got is _NO_PLAN else got
-    got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat)
+    got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
+                scan)
     plans.put(key, _NO_PLAN if got is None else got)
     nest_stats["plans"] += 1
     return got
 
 
-def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat):
+def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
+          scan=None):
     """`_prepared` without the cache."""
     nlev = len(levels)
-    mode = Map() if reduce_arg is None else Reduce()
+    mode = (Scan(scan) if scan else Map()) if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
     if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and nlev > 1:
         mode = Total()  # every axis: one partial fold per thread

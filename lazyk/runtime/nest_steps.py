@@ -44,6 +44,24 @@ def evaluate_nest(expr):
         return evaluate_nest(first)
 
 
+def scan_nest(expr, combine: str):
+    """`expr`'s result with each value of an innermost row replaced by the running fold of
+    the row so far (`combine`: "add" for cumsum, "multiply" for cumprod; `levels.Scan`),
+    in one loop nest with the elementwise work that computes the values; None where that
+    nest does not take the form (where() over missing values, a scalar): compute `expr`
+    first, then scan its result."""
+    root = expr.node
+    if any(n.op == REDUCE_OP for n in toposort(root)):
+        root, expr = inline_reductions(root, expr)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    names = [n for n in expr.env if n in used]
+    root, names = _one_leaf_per_array(root, names, expr.env)
+    leaves = [leaf_data(expr.env[n]) for n in names]
+    if not leaves or branch_masks(root, names, leaves):
+        return None
+    return nest_run(root, root, None, names, leaves, scan=combine)
+
+
 def _fixed_last(expr):
     """`expr` with each `x - 0` / `x * True` of x and a NumPy bool row of 0 / 1 (how a
     `?n` operand reads, `lazyk.frontend.expr`) moved above the elementwise work on it, up to a

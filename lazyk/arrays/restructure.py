@@ -1,0 +1,600 @@
+"""Restructuring ragged data with NumPy over column trees (`interchange.columns`): the row
+operations that only move values (`num`, `flatten`, `firsts`, `local_index`,
+`concatenate`, `is_none`, `pad_none`, `sort`, `argsort`), vectorized over all rows at once,
+no Python loop per row; lists read through their offsets are reused in place where the
+result keeps them (zero-copy).
+
+A tree describes a sequence of items: ("numpy", values) | ("option", present, child) |
+("list", offsets, child) | ("regular", size, child[, count]) | ("text", kind, offsets,
+characters) | ("record", names, [child, ...]). Every function here takes and returns such
+trees; the root describes the items of the array's outer dim, so the lists at `axis` a
+(>= 1) are the items of the node `a - 1` list levels down (`at`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk.errors import NotSupportedError, ShapeError
+
+I64 = np.int64
+
+
+# ---------------------------------------------------------------- reading trees
+def length(node: tuple) -> int:
+    """How many items `node` describes."""
+    kind = node[0]
+    if kind == "numpy":
+        return len(node[1])
+    if kind == "option":
+        return len(node[1])
+    if kind in ("list", "text"):
+        return len(node[1 if kind == "list" else 2]) - 1
+    if kind == "regular":
+        if len(node) > 3:
+            return int(node[3])
+        return length(node[2]) // node[1] if node[1] else 0
+    if kind == "record":
+        return length(node[2][0]) if node[2] else 0
+    raise NotSupportedError(f"a column of kind {kind!r}")
+
+
+def spans(node: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) in the child of every list of a "list" / "regular" / "text" node
+    (int64)."""
+    kind = node[0]
+    if kind == "regular":
+        n, size = length(node), node[1]
+        return np.arange(n, dtype=I64) * size, np.full(n, size, I64)
+    off = np.asarray(node[1] if kind == "list" else node[2], dtype=I64)
+    return off[:-1], np.diff(off)
+
+
+def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The positions starts[i] + 0 .. lens[i] - 1 of every i, one after the other (int64)."""
+    starts = np.asarray(starts, I64)
+    lens = np.asarray(lens, I64)
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, I64)
+    if contiguous(starts, lens):  # lists one after the other (offsets): one run
+        return np.arange(int(starts[0]), int(starts[0]) + total, dtype=I64)
+    ends = np.cumsum(lens)
+    return np.arange(total, dtype=I64) + np.repeat(starts - (ends - lens), lens)
+
+
+def contiguous(starts: np.ndarray, lens: np.ndarray) -> bool:
+    """Whether each list starts where the one before it stops."""
+    return len(starts) < 2 or bool(np.array_equal(starts[1:], starts[:-1] + lens[:-1]))
+
+
+def items(node: tuple, idx: np.ndarray) -> np.ndarray:
+    """`node[1][idx]` of a "numpy" node for increasing positions `idx` (`ranges`): a view
+    where they are one run."""
+    if len(idx) and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
+            (len(idx) < 2 or int(idx[1]) == int(idx[0]) + 1):
+        return node[1][int(idx[0]):int(idx[0]) + len(idx)]
+    return node[1][idx]
+
+
+def _offsets(lens: np.ndarray) -> np.ndarray:
+    off = np.zeros(len(lens) + 1, I64)
+    np.cumsum(lens, out=off[1:])
+    return off
+
+
+def take(node: tuple, idx: np.ndarray) -> tuple:
+    """The items at positions `idx` (valid int64 positions, in any order, repeats too)."""
+    idx = np.asarray(idx, I64)
+    kind = node[0]
+    if kind == "numpy":
+        return ("numpy", node[1][idx])
+    if kind == "option":
+        return ("option", node[1][idx], take(node[2], idx))
+    if kind == "record":
+        return ("record", node[1], [take(c, idx) for c in node[2]])
+    if kind == "regular":
+        size = node[1]
+        inner = (idx[:, None] * size + np.arange(size, dtype=I64)).reshape(-1)
+        return ("regular", size, take(node[2], inner), len(idx))
+    starts, lens = spans(node)
+    starts, lens = starts[idx], lens[idx]
+    if kind == "text":
+        return ("text", node[1], _offsets(lens), node[3][ranges(starts, lens)])
+    return ("list", _offsets(lens), take(node[2], ranges(starts, lens)))
+
+
+def _slice(node: tuple, lo: int, hi: int) -> tuple:
+    """Items lo..hi - 1 (views where the node allows)."""
+    kind = node[0]
+    if kind == "numpy":
+        return ("numpy", node[1][lo:hi])
+    if kind == "option":
+        return ("option", node[1][lo:hi], _slice(node[2], lo, hi))
+    if kind == "list":
+        return ("list", node[1][lo:hi + 1], node[2])
+    return take(node, np.arange(lo, hi, dtype=I64))
+
+
+def row_items(node: tuple) -> tuple:
+    """The items of the one list of a "list" node of one list (an array `var * X`)."""
+    starts, lens = spans(node)
+    return _slice(node[2], int(starts[0]), int(starts[0] + lens[0]))
+
+
+def blank(node: tuple, n: int) -> tuple:
+    """`n` items of the structure of `node`, all missing where they may be, empty lists,
+    zeros (what a missing item holds)."""
+    kind = node[0]
+    if kind == "numpy":
+        return ("numpy", np.zeros(n, node[1].dtype))
+    if kind == "option":
+        return ("option", np.zeros(n, bool), blank(node[2], n))
+    if kind == "record":
+        return ("record", node[1], [blank(c, n) for c in node[2]])
+    if kind == "regular":
+        return ("regular", node[1], blank(node[2], n * node[1]), n)
+    if kind == "text":
+        return ("text", node[1], np.zeros(n + 1, I64), np.zeros(0, np.uint8))
+    return ("list", np.zeros(n + 1, I64), blank(node[2], 0))
+
+
+def take_or_missing(node: tuple, idx: np.ndarray, valid: np.ndarray) -> tuple:
+    """The items at `idx` where `valid`, missing elsewhere: an "option" node (an option
+    of the taken items merged into it)."""
+    valid = np.asarray(valid, bool)
+    if not length(node):
+        return ("option", np.zeros(len(idx), bool), _unwrap(blank(node, len(idx)))[1])
+    got = take(node, np.where(valid, idx, 0))
+    if got[0] == "option":
+        return ("option", got[1] & valid, got[2])
+    return ("option", valid, got)
+
+
+def at(node: tuple, depth: int, fn) -> tuple:
+    """`node` with `fn` applied to the node `depth` list levels down (options above it are
+    kept; a missing list there stays missing)."""
+    if depth == 0:
+        return fn(node)
+    kind = node[0]
+    if kind == "option":
+        return ("option", node[1], at(node[2], depth, fn))
+    if kind == "list":
+        return ("list", node[1], at(node[2], depth - 1, fn))
+    if kind == "regular":
+        return ("regular", node[1], at(node[2], depth - 1, fn), length(node))
+    raise NotSupportedError(f"no lists {depth} levels below a {kind} column")
+
+
+def _unwrap(node: tuple) -> tuple:
+    """(present mask or None, the node under it)."""
+    if node[0] == "option":
+        return node[1], node[2]
+    return None, node
+
+
+# ---------------------------------------------------------------- the operations
+def num(tree: tuple, axis: int) -> tuple:
+    """`ak.num` at `axis` >= 1: each list's length (int64); a missing list stays missing."""
+    def lengths(node):
+        mask, inner = _unwrap(node)
+        got = ("numpy", spans(inner)[1].astype(I64, copy=False))
+        return got if mask is None else ("option", mask, got)
+    return at(tree, axis - 1, lengths)
+
+
+def present_leaves(tree: tuple) -> np.ndarray:
+    """Every present value under `tree`, in order (missing values and rows dropped)."""
+    idx = np.arange(length(tree), dtype=I64)
+    node = tree
+    while True:
+        kind = node[0]
+        if kind == "option":
+            idx = idx[node[1][idx]]
+            node = node[2]
+        elif kind in ("list", "regular"):
+            starts, lens = spans(node)
+            idx = ranges(starts[idx], lens[idx])
+            node = node[2]
+        elif kind == "numpy":
+            return node[1][idx]
+        else:
+            raise NotSupportedError(f"flatten(axis=None) of {kind} columns")
+
+
+def flatten(tree: tuple, axis: int | None) -> tuple:
+    """`ak.flatten`: None: every present value; 0: the present items; >= 1: the lists at
+    `axis` joined into their parents (missing lists among them dropped)."""
+    if axis is None:
+        return ("numpy", present_leaves(tree))
+    if axis == 0:
+        mask, inner = _unwrap(tree)
+        return inner if mask is None else take(inner, np.flatnonzero(mask))
+    if axis == 1:  # the outer items' lists joined into one
+        return _join(("list", np.array([0, length(tree)], I64), tree))[2]
+    return at(tree, axis - 2, _join)
+
+
+def _join(node: tuple) -> tuple:
+    """The lists of `node` (whose items are lists) with their lists' items joined."""
+    mask, outer = _unwrap(node)
+    if outer[0] not in ("list", "regular"):
+        raise NotSupportedError(f"flatten of {outer[0]} columns")
+    inner_mask, inner = _unwrap(outer[2])
+    if inner[0] not in ("list", "regular", "text"):
+        raise NotSupportedError(f"flatten of {inner[0]} columns")
+    if inner[0] == "text":
+        raise NotSupportedError("flatten of strings into characters")
+    s1, n1 = spans(outer)
+    s2, n2 = spans(inner)
+    contiguous = len(s1) < 2 or bool(np.all(s1[1:] == s1[:-1] + n1[:-1]))
+    if inner_mask is None and contiguous and inner[0] == "list" and \
+            outer[0] == "list" and len(s1) == 1:
+        # one outer list (the top): its inner lists' items, a slice of their content
+        off = np.asarray(inner[1], I64)
+        lo, hi = int(off[s1[0]]), int(off[s1[0] + n1[0]])
+        got = ("list", np.array([0, hi - lo], I64), _slice(inner[2], lo, hi))
+    elif inner_mask is None and contiguous and inner[0] == "list":
+        # the outer lists cover runs of inner lists: their offsets index the inner offsets
+        off = np.asarray(inner[1])
+        cover = np.concatenate([s1, [s1[-1] + n1[-1]]]) if len(s1) else np.zeros(1, I64)
+        got = ("list", off[cover], inner[2])
+    elif inner_mask is None and contiguous and outer[0] == "regular" and \
+            inner[0] == "regular":
+        got = ("regular", outer[1] * inner[1], inner[2], length(outer))
+    else:
+        js = ranges(s1, n1)  # every inner list, in order of its outer list
+        keep = np.ones(len(js), bool) if inner_mask is None else inner_mask[js]
+        lens = np.where(keep, n2[js], 0)
+        sums = np.concatenate([[0], np.cumsum(lens)])
+        bounds = _offsets(n1)
+        got = ("list", sums[bounds], take(inner[2], ranges(s2[js][keep], lens[keep])))
+    return got if mask is None else ("option", mask, got)
+
+
+def firsts(tree: tuple, axis: int) -> tuple:
+    """`ak.firsts` at `axis` >= 1: each list's first item, missing for an empty list."""
+    def first(node):
+        mask, inner = _unwrap(node)
+        starts, lens = spans(inner)
+        valid = lens > 0 if mask is None else (lens > 0) & mask
+        return take_or_missing(inner[2], starts, valid)
+    return at(tree, axis - 1, first)
+
+
+def local_index(tree: tuple, axis: int) -> tuple:
+    """`ak.local_index` at `axis`: each item's position in its list (what lies below is
+    dropped); axis 0: the positions of the outer items."""
+    if axis == 0:
+        return ("numpy", np.arange(length(tree), dtype=I64))
+
+    def index(node):
+        mask, inner = _unwrap(node)
+        starts, lens = spans(inner)
+        if inner[0] == "regular":
+            got = ("regular", inner[1], ("numpy", np.tile(np.arange(inner[1], dtype=I64),
+                                                          len(lens))), len(lens))
+        else:
+            off = _offsets(lens)
+            got = ("list", off, ("numpy", np.arange(int(off[-1]), dtype=I64) -
+                                 np.repeat(off[:-1], lens)))
+        return got if mask is None else ("option", mask, got)
+    return at(tree, axis - 1, index)
+
+
+def is_none(tree: tuple, axis: int) -> tuple:
+    """`ak.is_none` at `axis`: whether each item there is missing (bool)."""
+    def missing(node):
+        if node[0] == "option":
+            return ("numpy", ~np.asarray(node[1], bool))
+        return ("numpy", np.zeros(length(node), bool))
+    return at(tree, axis, missing)
+
+
+def pad_none(tree: tuple, target: int, axis: int, clip: bool) -> tuple:
+    """`ak.pad_none`: the lists at `axis` padded with missing items to `target` (cut to it
+    with `clip`: a "regular" node of `target`)."""
+    if axis == 0:
+        n = length(tree)
+        size = target if clip else max(n, target)
+        idx = np.arange(size, dtype=I64)
+        return take_or_missing(tree, np.minimum(idx, max(n - 1, 0)), idx < n)
+
+    def pad(node):
+        mask, inner = _unwrap(node)
+        starts, lens = spans(inner)
+        new = np.full(len(lens), target, I64) if clip else np.maximum(lens, target)
+        pos = ranges(np.zeros(len(new), I64), new)
+        valid = pos < np.repeat(lens, new)
+        items = take_or_missing(inner[2], np.repeat(starts, new) + pos, valid)
+        if clip:
+            got = ("regular", target, items, len(new))
+        elif inner[0] == "regular":  # every list gets max(size, target) items
+            got = ("regular", max(inner[1], target), items, len(new))
+        else:
+            got = ("list", _offsets(new), items)
+        return got if mask is None else ("option", mask, got)
+    return at(tree, axis - 1, pad)
+
+
+# ---------------------------------------------------------------- concatenate
+def _join_items(nodes: list) -> tuple:
+    """The items of every node one after the other (axis 0): one structure, values of one
+    dtype (the caller converted them), missing where a node's item is."""
+    kinds = {n[0] for n in nodes}
+    if "option" in kinds:
+        masks = [n[1] if n[0] == "option" else np.ones(length(n), bool) for n in nodes]
+        return ("option", np.concatenate(masks), _join_items([_unwrap(n)[1] for n in nodes]))
+    if len(kinds) > 1 and kinds <= {"list", "regular"}:
+        nodes = [("list", _offsets(spans(n)[1]), n[2]) if n[0] == "regular" else n
+                 for n in nodes]
+        kinds = {"list"}
+    if len(kinds) > 1:
+        raise NotSupportedError(f"concatenate of {' and '.join(sorted(kinds))} items")
+    kind = kinds.pop()
+    if kind == "numpy":
+        return ("numpy", np.concatenate([n[1] for n in nodes]))
+    if kind == "regular":
+        if len({n[1] for n in nodes}) == 1:
+            return ("regular", nodes[0][1], _join_items([n[2] for n in nodes]),
+                    sum(length(n) for n in nodes))
+        nodes = [("list", _offsets(spans(n)[1]), n[2]) for n in nodes]
+        kind = "list"
+    if kind in ("list", "text"):
+        parts, offs, base = [], [np.zeros(1, I64)], 0
+        for n in nodes:
+            starts, lens = spans(n)
+            idx = ranges(starts, lens)
+            parts.append(idx)
+            offs.append(base + np.cumsum(lens))
+            base += int(lens.sum())
+        off = np.concatenate(offs)
+        if kind == "text":
+            return ("text", nodes[0][1], off, np.concatenate([n[3][i] for n, i in
+                                                               zip(nodes, parts)]))
+        return ("list", off, _join_items([take(n[2], i) for n, i in zip(nodes, parts)]))
+    raise NotSupportedError(f"concatenate of {kind} items")
+
+
+def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
+    """`ak.concatenate`: the lists at `axis` of every tree joined per row (axis 0: the
+    items one after the other). Above `axis` the trees walk together: lengths must agree
+    (ShapeError naming the row), a missing row in any gives a missing row."""
+    if axis == 0:
+        return _join_items(trees)
+    if axis == 1:  # (a missing list counts as empty)
+        return _join_rows(trees)
+    masks = [_unwrap(t)[0] for t in trees]
+    inner = [_unwrap(t)[1] for t in trees]
+    mask = None
+    for m in masks:
+        if m is not None:
+            mask = m if mask is None else mask & m
+    kinds = {n[0] for n in inner}
+    if not kinds <= {"list", "regular"}:
+        raise NotSupportedError(f"concatenate below {' and '.join(sorted(kinds))} items")
+    lens = [spans(n)[1] for n in inner]
+    present = np.ones(len(lens[0]), bool) if mask is None else mask
+    for j, ln in enumerate(lens[1:], 1):
+        bad = (ln != lens[0]) & present
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = list(path) + [i]
+            where = f"row {where[0]}" if len(where) == 1 else f"row {where}"
+            raise ShapeError(f"concatenate at axis {axis + len(path)}: {where} has length "
+                             f"{int(lens[0][i])} in operand 0 and {int(ln[i])} in operand {j}")
+    if mask is not None and not mask.all():
+        # rows missing in one operand: their lists in the others are not read
+        keep = np.flatnonzero(mask)
+        inner = [take(n, keep) for n in inner]
+        rows = concatenate([n[2] for n in inner], axis - 1, path)
+        got = _spread_rows(inner[0], rows, keep, len(mask))
+        return ("option", mask, got)
+    kids = []
+    for n in inner:  # each operand's items in row order (its lists may have gaps)
+        starts, ln = spans(n)
+        kids.append(take(n[2], ranges(starts, ln)))
+    rows = concatenate(kids, axis - 1, path)
+    first = inner[0]
+    if all(n[0] == "regular" for n in inner):
+        got = ("regular", first[1], rows, length(first))
+    else:
+        got = ("list", _offsets(lens[0]), rows)
+    return got if mask is None else ("option", mask, got)
+
+
+def _spread_rows(first: tuple, rows: tuple, keep: np.ndarray, n: int) -> tuple:
+    """The lists `rows` (of the kept rows `keep` of `first`) placed back at those rows of
+    n rows; the others empty (they are missing)."""
+    lens = np.zeros(n, I64)
+    lens[keep] = spans(first)[1]
+    return ("list", _offsets(lens), rows)
+
+
+def _join_rows(nodes: list) -> tuple:
+    """Row i of the result: row i of every node's lists joined (a missing list counts as
+    empty, Awkward's rule)."""
+    n = length(nodes[0])
+    for j, node in enumerate(nodes[1:], 1):
+        if length(node) != n:
+            raise ShapeError(f"concatenate at axis 1: operand 0 has {n} rows and operand {j} "
+                             f"has {length(node)}")
+    parts = []
+    for node in nodes:
+        lmask, lists = _unwrap(node)
+        if lists[0] not in ("list", "regular"):
+            raise NotSupportedError(f"concatenate of {lists[0]} items")
+        starts, lens = spans(lists)
+        if lmask is not None:
+            lens = np.where(lmask, lens, 0)
+        parts.append((lists, starts, lens))
+    total = sum(p[2] for p in parts)
+    items = _join_items([take(lists[2], ranges(starts, lens)) for lists, starts, lens in parts])
+    # row-major order: row i's items of operand 0, then of operand 1, ...
+    base = np.cumsum([0] + [int(p[2].sum()) for p in parts[:-1]])
+    starts = np.stack([b + _offsets(p[2])[:-1] for b, p in zip(base, parts)], axis=1)
+    lens = np.stack([p[2] for p in parts], axis=1)
+    order = ranges(starts.reshape(-1), lens.reshape(-1))
+    items = take(items, order)
+    if all(p[0][0] == "regular" for p in parts) and all(
+            _unwrap(node)[0] is None for node in nodes):  # fixed lists stay fixed
+        return ("regular", sum(p[0][1] for p in parts), items, n)
+    return ("list", _offsets(total), items)
+
+
+# ---------------------------------------------------------------- sorting
+_TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
+CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
+
+
+def _keyable(values: np.ndarray) -> bool:
+    """Whether every value has a `sort_keys` key below the keys kept for missing values
+    and padding (int64 / uint64 values at the top of their range have none)."""
+    if values.dtype.kind not in "iu" or values.dtype.itemsize < 8 or not len(values):
+        return values.dtype.kind in "biuf"
+    top = int(values.max())
+    return top < _TOP - 2 if values.dtype.kind == "i" else top < (1 << 63) + _TOP - 2
+
+
+def sort_keys(values: np.ndarray, missing, ascending: bool) -> np.ndarray:
+    """int64 keys whose order is the sort's (NaN above every number, one key; -0.0 and
+    0.0 one key; descending: reversed), missing values at _TOP - 1 (`_keyable` values)."""
+    kind = values.dtype.kind
+    if kind == "f":
+        v = values.astype(np.float64, copy=False)
+        bits = v.view(I64)
+        key = bits ^ ((bits >> 63) & _TOP)  # IEEE order as signed integers
+        key[v == 0] = 0
+        key[np.isnan(v)] = _TOP - 2
+    elif kind == "u" and values.dtype.itemsize == 8:
+        key = (values ^ np.uint64(1 << 63)).view(I64)
+    else:
+        key = values.astype(I64)
+    if not ascending:
+        key = ~key
+    if missing is not None:
+        key[missing] = _TOP - 1
+    return key
+
+
+def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
+    """The values of `sort_keys` keys (NaN canonical, -0.0 as 0.0)."""
+    key = key if ascending else ~key
+    if dtype.kind == "f":
+        bits = key ^ ((key >> 63) & _TOP)
+        out = bits.view(np.float64)
+        out[key == _TOP - 2] = np.nan
+        return out.astype(dtype, copy=False)
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        return key.view(np.uint64) ^ np.uint64(1 << 63)
+    return key.astype(dtype)
+
+
+def _row_items(lists: tuple):
+    """(lens, each list's values one after the other, their missing flags or None, their
+    positions in the values node or None where they are one run from `first`, first)."""
+    starts, lens = spans(lists)
+    vmask, values = _unwrap(lists[2])
+    if values[0] != "numpy":
+        raise NotSupportedError(f"sort of {values[0]} items")
+    total = int(lens.sum())
+    if contiguous(starts, lens):
+        first = int(starts[0]) if len(starts) else 0
+        v = values[1][first:first + total]
+        missing = None if vmask is None else ~vmask[first:first + total]
+        return lens, v, missing, None, first
+    idx = ranges(starts, lens)
+    return lens, values[1][idx], None if vmask is None else ~vmask[idx], idx, 0
+
+
+def _chunks(lens: np.ndarray, width: int):
+    """(first item, end item, each item's place in a padded matrix of the lists) of runs
+    of lists holding about CHUNK padded items."""
+    off = _offsets(lens)
+    step = max(1, CHUNK // max(width, 1))
+    for r0 in range(0, len(lens), step):
+        r1 = min(r0 + step, len(lens))
+        o0, o1 = int(off[r0]), int(off[r1])
+        at = np.arange(o1 - o0, dtype=I64) + np.repeat(
+            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
+        yield o0, o1, r1 - r0, at
+
+
+def _padded(key: np.ndarray, rows: int, width: int, at: np.ndarray) -> np.ndarray:
+    padded = np.full(rows * width, _TOP, I64)
+    padded[at] = key
+    return padded
+
+
+def sorted_values(lists: tuple, ascending: bool):
+    """The items of a "list" / "regular" node of numbers, each list sorted (missing values
+    last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
+    matrices of keys, a few lists at a time (cache-sized); equal keys are equal values,
+    so no stable sort is needed."""
+    vmask, values = _unwrap(lists[2])
+    if values[0] != "numpy" or values[1].dtype.kind not in "biuf":
+        return None
+    lens, v, missing, _, _ = _row_items(lists)
+    width = int(lens.max()) if len(lens) else 0
+    if len(lens) * width > 4 * len(v) + 4096 or not _keyable(v):
+        return None
+    out = np.empty(len(v), v.dtype)
+    present = None if missing is None else np.empty(len(v), bool)
+    for o0, o1, rows, at in _chunks(lens, width):
+        padded = _padded(sort_keys(v[o0:o1], None if missing is None else missing[o0:o1],
+                                   ascending), rows, width, at)
+        padded.reshape(rows, width).sort(axis=1)
+        got = padded[at]
+        out[o0:o1] = _from_keys(got, v.dtype, ascending)
+        if present is not None:
+            present[o0:o1] = got != _TOP - 1
+    return ("numpy", out) if present is None else ("option", present, ("numpy", out))
+
+
+def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """For a "list" / "regular" node over values: (the position in the values of every item
+    in sorted order, the lists' lengths, the values' node), each list sorted stably with
+    missing values last and NaN above every number (descending: first). Short lists (the
+    common case) sort as the rows of padded matrices (NumPy's stable argsort of each
+    row, a few lists at a time); else one stable sort of all items by (list, key)."""
+    lens, v, missing, idx, first = _row_items(lists)
+    n = len(lens)
+    width = int(lens.max()) if n else 0
+    off = _offsets(lens)
+    if _keyable(v) and n * width <= 4 * len(v) + 4096:
+        pos = np.empty(len(v), I64)
+        for o0, o1, rows, at in _chunks(lens, width):
+            padded = _padded(sort_keys(v[o0:o1], None if missing is None else
+                                       missing[o0:o1], ascending), rows, width, at)
+            pos[o0:o1] = np.argsort(padded.reshape(rows, width), axis=1,
+                                    kind="stable").reshape(-1)[at]
+    else:
+        key = sort_keys(v, missing, ascending) if _keyable(v) else \
+            (v if ascending else ~v)  # integers at the top of their range: their own order
+        rid = np.repeat(np.arange(n, dtype=I64), lens)
+        keys = (key, rid) if missing is None else (key, missing, rid)
+        order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
+        pos = order - np.repeat(off[:-1], lens)
+    at = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
+    return (first + at if idx is None else idx[at]), lens, lists[2]
+
+
+def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
+    """`ak.sort` (`positions`: `ak.argsort`) of the lists of the last dim (for one dim:
+    the items themselves, one list)."""
+    def one(node):
+        mask, lists = _unwrap(node)
+        items = None if positions else sorted_values(lists, ascending)
+        if items is not None:
+            lens = spans(lists)[1]
+        elif positions:
+            pos, lens, values = sort_lists(lists, ascending)
+            items = ("numpy", pos - np.repeat(spans(lists)[0], lens))
+        else:
+            pos, lens, values = sort_lists(lists, ascending)
+            items = take(values, pos)
+        got = ("regular", lists[1], items, len(lens)) if lists[0] == "regular" else \
+            ("list", _offsets(lens), items)
+        return got if mask is None else ("option", mask, got)
+    if ndim == 1:
+        return one(("list", np.array([0, length(tree)], I64), tree))[2]
+    return at(tree, ndim - 2, one)

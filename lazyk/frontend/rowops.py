@@ -1,0 +1,493 @@
+"""Awkward Array's row vocabulary on lazy expressions: `num`, `flatten`, `firsts`,
+`local_index`, `concatenate`, `is_none`, `fill_none`, `pad_none`, `sort`, `argsort`,
+`cumsum`, `cumprod`, and `std` / `var`.
+
+Each builder types its result at once (dims, `?var` rows, `?T` values, dtype: Awkward 2's
+rules, NumPy's for fixed data) and adds one `ROWS_OP` node, or (std, var) a graph of the
+existing reductions; nothing runs until evaluation (`lazyk.runtime.row_steps`): the
+running folds (cumsum, cumprod) are a scan of the loop nest fused with the elementwise work
+that feeds them, `is_none` / `fill_none` of values fuse into the kernel that reads them,
+and what only restructures (num, flatten, firsts, local_index, concatenate, pad_none,
+sort, argsort) is computed with NumPy over the offsets, without a Python loop per row.
+
+An `axis` counts the outer dim as 0 and a negative one from the innermost (-1); an axis out
+of range raises `numpy.exceptions.AxisError` (a ValueError) naming the function, the axis
+and the operand's type.
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays.operators import use_row_ops
+from lazyk.errors import DTypeError, NotSupportedError, ShapeError
+from lazyk.frontend import expr as lx
+from lazyk.frontend.graph import ROWS_OP, Node
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
+from lazyk.frontend.records import record_fields, use_is_none
+
+__all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts", "flatten",
+           "is_none", "local_index", "num", "pad_none", "sort", "std", "var"]
+
+
+# ---------------------------------------------------------------- helpers
+def flags(e: lx.Expr) -> tuple[list, bool]:
+    """(missing-row flag per dim, missing values?) of an expression, read from its type."""
+    t, rows = e.type, []
+    for _ in range(e.ndim):
+        missing = isinstance(t, T.Option)
+        t = t.elem if missing else t
+        rows.append(missing)
+        t = t.elem
+    return rows, isinstance(t, T.Option)
+
+
+def _operand(name: str, x: Any) -> lx.Expr:
+    e = lx.operands(name, (x,))[0]
+    if lx.is_text(e.dtype) and name not in ("num", "flatten", "firsts", "local_index",
+                                            "pad_none", "is_none", "concatenate"):
+        lx.refuse_text(name, [e])
+    return e
+
+
+def _axis(name: str, e: lx.Expr, axis: Any, lo: int = 0, last: bool = False) -> int:
+    """`axis` as a dim index of `e` in [lo, the last dim] (`last`: the last dim only)."""
+    nd = e.ndim
+    hi = nd - 1
+    lo = hi if last else lo
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{name}: axis must be an int, not {type(axis).__name__}")
+    a = int(axis) + nd if axis < 0 else int(axis)
+    if not lo <= a <= hi:
+        what = f"axis {axis} is out of bounds for an operand of type {e.type} ({nd} dims)"
+        if last and 0 <= a < nd:
+            what = f"axis {axis} of an operand of type {e.type}: only the last axis over " \
+                "var dims"
+        elif 0 <= a < lo:
+            what = f"axis {axis} of an operand of type {e.type}: the axis must be >= {lo}"
+        raise np.exceptions.AxisError(f"{name}: {what}")
+    return a
+
+
+def _node(name: str, dtype, shape: tuple, srcs: list, params: tuple, rows, option: bool,
+          env: dict) -> lx.Expr:
+    node = Node(ROWS_OP, np.dtype(dtype), tuple(shape), tuple(s.node for s in srcs),
+                (name, tuple(params), tuple(bool(r) for r in rows), bool(option)))
+    return lx.Expr(node, env)
+
+
+def _var_dims(e: lx.Expr) -> bool:
+    return "var" in e.shape
+
+
+# ---------------------------------------------------------------- structure
+def num(x: Any, axis: int = 1) -> lx.Expr:
+    """Lazy `ak.num`: the length of every list at `axis` (int64); a missing list (`?var`)
+    gives None; axis 0 gives the array's length (a 0-d result).
+
+    Example: `lazyk.num(lazyk.array([[1, 2, 3], [], None]))` is `[3, 0, None]` of type
+    `3 * ?int64`.
+
+    Raises:
+        numpy.exceptions.AxisError: `axis` is not a dim of `x` (a ValueError).
+    """
+    rec = record_fields(x)
+    if rec is not None:  # the lists the fields share
+        return num(next(iter(rec.items()))[1], axis)
+    e = _operand("num", x)
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
+                                      "it has no lists")
+    a = _axis("num", e, axis)
+    rows, _ = flags(e)
+    return _node("num", np.int64, e.shape[:a], [e], (a,), rows[:a], a > 0 and rows[a], e.env)
+
+
+def flatten(x: Any, axis: int | None = 1) -> lx.Expr:
+    """Lazy `ak.flatten`: the lists at `axis` joined into their parent lists (a missing
+    list among them is dropped, missing values inside stay); `axis=0` drops the missing
+    items at the top; `axis=None` gives every present value in order as one `M * T`
+    (missing values dropped).
+
+    The result's outer length is known only once it is computed: until then its lazy type
+    shows `var` there. Zero-copy where the lists' offsets allow (no missing lists).
+
+    Example: `lazyk.flatten(lazyk.array([[1, 2], [], [3]]))` is `[1, 2, 3]`.
+    """
+    rec = record_fields(x)
+    if rec is not None:
+        return rec.map(lambda f: flatten(f, axis), -1 if axis is not None else None)
+    e = _operand("flatten", x)
+    rows, option = flags(e)
+    if axis is None:
+        return _node("flatten", e.dtype, ("var",), [e], (None,), [False], False, e.env)
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"flatten: axis {axis} of a 0-d operand ({e.type})")
+    a = _axis("flatten", e, axis)
+    if a == 0:
+        drops = (e.ndim > 1 and rows[1]) or (e.ndim == 1 and option)
+        if not drops:
+            return e  # Awkward's rule: nothing missing at the top, nothing to drop
+        shape = ("var",) + e.shape[1:]
+        new = [False] + [False] + rows[2:] if e.ndim > 1 else [False]
+        return _node("flatten", e.dtype, shape, [e], (0,), new[:e.ndim], option and e.ndim > 1,
+                     e.env)
+    outer, inner = e.shape[a - 1], e.shape[a]
+    size = outer * inner if isinstance(outer, int) and isinstance(inner, int) and \
+        not rows[a] else "var"
+    shape = e.shape[:a - 1] + (size,) + e.shape[a + 1:]
+    new = rows[:a - 1] + [rows[a - 1]] + rows[a + 1:]
+    return _node("flatten", e.dtype, shape, [e], (a,), new, option, e.env)
+
+
+def firsts(x: Any, axis: int = 1) -> lx.Expr:
+    """Lazy `ak.firsts`: the first item of every list at `axis` (>= 1); None for an empty
+    or missing list (the items become optional: `?T`, or `?var` lists).
+
+    Example: `lazyk.firsts(lazyk.array([[1, 2], [], [3]]))` is `[1, None, 3]` of type
+    `3 * ?int64`.
+    """
+    rec = record_fields(x)
+    if rec is not None:  # each field's first item (missing fields, not missing records)
+        return rec.map(lambda f: firsts(f, axis), -1)
+    e = _operand("firsts", x)
+    if e.ndim < 2:
+        raise np.exceptions.AxisError(f"firsts: axis {axis} of an operand of type {e.type}: "
+                                      "it needs lists at axis 1 or deeper (2 dims or more)")
+    a = _axis("firsts", e, axis, lo=1)
+    rows, option = flags(e)
+    shape = e.shape[:a] + e.shape[a + 1:]
+    new = rows[:a] + rows[a + 1:]
+    if a < len(new):
+        new[a] = True
+    return _node("firsts", e.dtype, shape, [e], (a,), new, option or a == len(new), e.env)
+
+
+def local_index(x: Any, axis: int = -1) -> lx.Expr:
+    """Lazy `ak.local_index`: every item's position in its list at `axis` (int64; what
+    lies below that axis is dropped); a missing list stays missing.
+
+    Example: `lazyk.local_index(lazyk.array([[5, 6], [], [7]]))` is `[[0, 1], [], [0]]`.
+    """
+    rec = record_fields(x)
+    if rec is not None:
+        return local_index(next(iter(rec.items()))[1], axis)
+    e = _operand("local_index", x)
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"local_index: axis {axis} of a 0-d operand "
+                                      f"({e.type})")
+    a = _axis("local_index", e, axis)
+    rows, _ = flags(e)
+    return _node("local_index", np.int64, e.shape[:a + 1], [e], (a,), rows[:a + 1], False,
+                 e.env)
+
+
+def concatenate(arrays: Any, axis: int = 1) -> lx.Expr:
+    """Lazy `ak.concatenate`: the lists at `axis` of every operand joined, in order, with
+    NumPy's result dtype; `axis=0` joins the operands one after the other. Above `axis`
+    the operands walk together: their lengths must agree (else ShapeError naming the row
+    and the lengths); a missing row there gives a missing row; a missing list at `axis`
+    counts as empty (Awkward's rule).
+
+    Example: `lazyk.concatenate([x, y], axis=1)` of `[[1], []]` and `[[2], [3]]` is
+    `[[1, 2], [3]]`.
+
+    Raises:
+        ValueError: no operands, or operands of different numbers of dims.
+        ShapeError: fixed dims above `axis` of different sizes (now), rows of different
+            lengths there (when evaluated).
+    """
+    if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
+        raise TypeError("concatenate takes a list or tuple of arrays or expressions, not "
+                        f"{type(arrays).__name__}")
+    recs = [record_fields(a) for a in arrays]
+    if any(r is not None for r in recs):
+        if any(r is None or r.fields != recs[0].fields for r in recs):
+            raise TypeError("concatenate: records join with records of the same fields")
+        return recs[0].with_fields({k: concatenate([r[k] for r in recs], axis)
+                                    for k, _ in recs[0].items()})
+    es = [_operand("concatenate", a) for a in arrays]
+    if not es:
+        raise ValueError("concatenate needs at least one array")
+    nds = sorted({e.ndim for e in es})
+    if len(nds) != 1 or not nds[0]:
+        types = ", ".join(str(e.type) for e in es)
+        raise ValueError(f"concatenate: the operands need one number of dims (1 or more), "
+                         f"got {types}")
+    nd = nds[0]
+    a = _axis("concatenate", es[0], axis)
+    texts = {lx.is_text(e.dtype) for e in es}
+    if texts == {True}:
+        dtype = es[0].dtype
+    elif len(texts) > 1:
+        raise NotSupportedError("concatenate: strings with numbers")
+    else:
+        dtype = np.result_type(*[e.dtype for e in es])
+    fl = [flags(e) for e in es]
+    shape, rows = [], []
+    for k in range(nd):
+        sizes = [e.shape[k] for e in es]
+        if k == a:
+            fixed = builtins.all(isinstance(n, int) for n in sizes) and \
+                not builtins.any(f[0][k] for f in fl)
+            shape.append(builtins.sum(sizes) if fixed else "var")
+            rows.append(False if k else builtins.any(f[0][k] for f in fl))
+            continue
+        ints = {n for n in sizes if isinstance(n, int)}
+        if len(ints) > 1 and k:
+            types = " and ".join(str(e.type) for e in es)
+            raise ShapeError(f"concatenate at axis {axis}: operands of types {types} have "
+                             f"fixed dims of sizes {sorted(ints)} at axis {k}")
+        shape.append(sizes[0] if len(set(sizes)) == 1 else "var")
+        rows.append(builtins.any(f[0][k] for f in fl))
+    return _node("concatenate", dtype, tuple(shape), es, (a,), rows,
+                 builtins.any(f[1] for f in fl), _merged(es))
+
+
+def _merged(es) -> dict:
+    env: dict = {}
+    for e in es:
+        env.update(e.env)
+    return env
+
+
+# ---------------------------------------------------------------- missing values
+def is_none(x: Any, axis: int = 0) -> lx.Expr:
+    """Lazy `ak.is_none`: True where an item of the lists at `axis` is missing (bool);
+    a missing list above stays missing. At the innermost axis it fuses into the kernel that
+    reads the values.
+
+    Example: `lazyk.is_none(lazyk.array([[1, None], None]), axis=1)` is
+    `[[False, True], None]`; with `axis=0`, `[False, True]`.
+    """
+    rec = record_fields(x)
+    if rec is not None:  # lists above the records, missing as the fields' are
+        if axis >= rec.depth or axis < -len(rec.shape):
+            raise NotSupportedError(f"is_none of records of type {rec.type} at axis {axis}: "
+                                    f"at an axis above the records (< {rec.depth})")
+        return is_none(next(iter(rec.items()))[1], axis)
+    e = _operand("is_none", x)
+    if not e.ndim:
+        return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)
+    a = _axis("is_none", e, axis)
+    rows, _ = flags(e)
+    new = rows[:a + 1]
+    new[a] = rows[a] if a else False
+    return _node("is_none", np.bool_, e.shape[:a + 1], [e], (a,), new, False, e.env)
+
+
+def fill_none(x: Any, value: Any) -> lx.Expr:
+    """Lazy `ak.fill_none` (Awkward's default axis=-1): missing values replaced by `value`
+    (a scalar, or an array that broadcasts against `x`); missing rows stay missing. The
+    dtype is NumPy's promotion of `x`'s dtype and `value` (a Python scalar is weak: int32
+    filled with 0 stays int32). An operand without missing values is returned as it is.
+    Fuses into the kernel that reads the values.
+
+    Example: `lazyk.fill_none(lazyk.array([[1.5, None], []]), 0)` is `[[1.5, 0.0], []]`.
+    """
+    e = _operand("fill_none", x)
+    rows, option = flags(e)
+    if value is None:
+        raise TypeError("fill_none: the value must not be None (it replaces the missing "
+                        "values)")
+    if not option:
+        return e
+    v = lx.as_expr(value)
+    dtype = lx.where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
+    if v.node.op in ("scalar", "const"):
+        # the typed fill value: range checked as NumPy converts it
+        fill = cast(v.node, dtype).arg
+        return _node("fill_none", dtype, e.shape, [e], (fill,), rows, False, e.env)
+    shape = broadcast_shapes("fill_none", [e.shape, v.shape])
+    vr, vo = flags(v)
+    lead = len(shape) - len(rows)
+    new = [False] * lead + rows
+    for k in range(1, len(vr) + 1):
+        new[-k] = new[-k] or vr[-k]
+    return _node("fill_none", dtype, shape, [e, v], (), new, vo, _merged([e, v]))
+
+
+def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> lx.Expr:
+    """Lazy `ak.pad_none`: every list at `axis` padded with None to `target` items
+    (`clip=True`: also cut to `target`, giving a fixed dim of `target`); a missing list
+    stays missing; the items become optional.
+
+    Example: `lazyk.pad_none(lazyk.array([[1], [2, 3, 4]]), 2)` is
+    `[[1, None], [2, 3, 4]]`; with `clip=True`, `[[1, None], [2, 3]]` of type `2 * 2 * ?int64`.
+    """
+    rec = record_fields(x)
+    if rec is not None:
+        return rec.map(lambda f: pad_none(f, target, axis, clip), 0)
+    e = _operand("pad_none", x)
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) \
+            or target < 0:
+        raise ValueError(f"pad_none: target must be a non-negative int, not {target!r}")
+    if not isinstance(clip, (bool, np.bool_)):
+        raise TypeError(f"pad_none: clip must be True or False, not {clip!r}")
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"pad_none: axis {axis} of a 0-d operand ({e.type})")
+    a = _axis("pad_none", e, axis)
+    rows, option = flags(e)
+    target = int(target)
+    n = e.shape[a]
+    size = target if clip else builtins.max(n, target) if isinstance(n, int) else "var"
+    shape = e.shape[:a] + (size,) + e.shape[a + 1:]
+    new = list(rows)
+    if a + 1 < e.ndim:
+        new[a + 1] = True
+    return _node("pad_none", e.dtype, shape, [e], (a, target, bool(clip)), new,
+                 option or a + 1 == e.ndim, e.env)
+
+
+# ---------------------------------------------------------------- order
+def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple:
+    e = _operand(name, x)
+    if not isinstance(ascending, (bool, np.bool_)):
+        raise TypeError(f"{name}: ascending must be True or False, not {ascending!r}")
+    if stable is not True:
+        raise ValueError(f"{name}: lazyk sorts are always stable (stable=True)")
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
+    if e.dtype.kind == "c":
+        raise NotSupportedError(f"{name} of complex values ({e.type})")
+    ragged = _var_dims(e) or builtins.any(flags(e)[0])
+    a = _axis(name, e, axis, last=ragged)
+    return e, a
+
+
+def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> lx.Expr:
+    """Lazy `ak.sort` (stable) along the last axis, per list: missing values last in either
+    order; NaN above every number (NumPy's place: last ascending, first descending). Fixed
+    data (no var dims) sorts along any axis. NumPy does the sorting (one stable sort over
+    all lists at once, no Python loop per list).
+
+    Example: `lazyk.sort(lazyk.array([[3, 1, None, 2], []]))` is `[[1, 2, 3, None], []]`.
+    """
+    e, a = _order("sort", x, axis, ascending, stable)
+    rows, option = flags(e)
+    return _node("sort", e.dtype, e.shape, [e], (a, bool(ascending)), rows, option, e.env)
+
+
+def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> lx.Expr:
+    """Lazy `ak.argsort` (stable): the positions in each list that `sort` takes its items
+    from (int64, never missing; a missing list stays missing).
+
+    Example: `lazyk.argsort(lazyk.array([[3, 1, None, 2], []]))` is `[[1, 3, 0, 2], []]`.
+    """
+    e, a = _order("argsort", x, axis, ascending, stable)
+    rows, _ = flags(e)
+    return _node("argsort", np.int64, e.shape, [e], (a, bool(ascending)), rows, False, e.env)
+
+
+# ---------------------------------------------------------------- running folds
+def _scan(name: str, x: Any, axis: Any, dtype: Any) -> lx.Expr:
+    e = _operand(name, x)
+    if axis is None:  # NumPy's rule: the flattened values
+        e = flatten(e, axis=None) if e.ndim != 1 else e
+        axis = -1
+    if not e.ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
+    ragged = _var_dims(e) or builtins.any(flags(e)[0])
+    a = _axis(name, e, axis)
+    if ragged and a != e.ndim - 1:
+        raise NotSupportedError(f"{name} along axis {axis} of {e.type}: a running fold over "
+                                "var dims runs along the last axis (per list)")
+    if dtype is not None:
+        out = np.dtype(dtype)
+    else:
+        try:
+            out = getattr(np, name)(np.ones(1, e.dtype)).dtype
+        except TypeError as err:
+            raise DTypeError(f"{name} of {e.dtype}: {err}") from None
+    e = lx.Expr(cast(e.node, out), e.env)
+    rows, option = flags(e)
+    return _node(name, out, e.shape, [e], (a,), rows, option, e.env)
+
+
+def cumsum(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
+    """Lazy running sums along `axis` (the last by default; per list for var dims), with
+    NumPy's cumsum dtype (int32 and bool give int64) and order of additions; a missing
+    value stays missing and adds nothing. `axis=None` runs over the flattened values, as
+    NumPy's. Runs as a scan of the loop nest, fused with the elementwise work before it;
+    threads split the lists, never one list.
+
+    Example: `lazyk.cumsum(lazyk.array([[1, 2, 3], [], [4, None, 5]]))` is
+    `[[1, 3, 6], [], [4, None, 9]]`.
+    """
+    return _scan("cumsum", x, axis, dtype)
+
+
+def cumprod(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
+    """Lazy running products along `axis`, as `cumsum`.
+
+    Example: `lazyk.cumprod(lazyk.array([[1, 2, 3], [4]]))` is `[[1, 2, 6], [4]]`.
+    """
+    return _scan("cumprod", x, axis, dtype)
+
+
+# ---------------------------------------------------------------- spread
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
+        skipna: bool = False, dtype: Any = None) -> lx.Expr:
+    """Lazy variance over `axis` (int, tuple, None): the sum of squared deviations from
+    the mean over `n - ddof` (n: the values folded; `max(n - ddof, 0)` as NumPy, so no
+    values give NaN). Two passes (the mean, then the deviations), each fused into one
+    kernel with the work before it. `skipna=True` leaves missing values out, as lazyk's
+    other reductions (without it, a missing value makes the result missing).
+
+    The dtype is NumPy's for fixed data (float32 stays float32, integers give float64,
+    complex its real dtype) and float64 over var dims (Awkward's `ak.var`).
+
+    Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
+    `[1.5555555555555556, nan]`.
+    """
+    return _spread("var", x, axis, ddof, keepdims, skipna, dtype)
+
+
+def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
+        skipna: bool = False, dtype: Any = None) -> lx.Expr:
+    """Lazy standard deviation: the square root of `var` (same arguments and dtypes).
+
+    Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
+    """
+    return _spread("std", x, axis, ddof, keepdims, skipna, dtype)
+
+
+def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: bool,
+            dtype: Any) -> lx.Expr:
+    e = _operand(name, x)
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer, float)):
+        raise TypeError(f"{name}: ddof must be a number, not {ddof!r}")
+    axes = normalize_axes(axis, e.ndim, name)
+    if e.dtype.kind not in "biufc":
+        raise DTypeError(f"{name} of {e.dtype}: numbers only")
+    complex_ = e.dtype.kind == "c"
+    if dtype is not None:
+        out = np.dtype(dtype)
+        work = out if out.kind in "fc" else np.dtype(np.float64)
+    elif _var_dims(e) or builtins.any(flags(e)[0]):
+        out = np.dtype(np.float64)  # Awkward's
+        work = np.dtype(np.complex128 if complex_ else np.float64)
+    else:
+        out = np.var(np.ones(2, e.dtype)).dtype
+        work = np.dtype(np.float32) if e.dtype == np.float16 else \
+            np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
+    xf = lx.astype(e, work) if e.dtype != work else e
+    total = lx.reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna)
+    n = lx.count(xf, axis=axes, keepdims=True)
+    dev = xf - total / n
+    square = lx.real(dev) * lx.real(dev) + lx.imag(dev) * lx.imag(dev) if complex_ else \
+        dev * dev
+    ssd = lx.reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna)
+    left = lx.maximum(lx.count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
+    result = ssd / left
+    if name == "std":
+        result = lx.sqrt(result)
+    return lx.astype(result, out) if result.dtype != out else result
+
+
+use_is_none(is_none)  # lazyk.zip lines its fields up through it
+use_row_ops(sys.modules[__name__])  # x.std(), x.cumsum(), ... (lazyk.arrays.operators)

@@ -1,0 +1,388 @@
+"""Row operations (`lazyk.frontend.rowops`) in an evaluation: each `ROWS_OP` node is
+lowered, sources first, before the kernels that read its result run (`lower`):
+
+- `cumsum` / `cumprod`: a scan of the loop nest (`levels.Scan`) fused with the elementwise
+  work that computes its values (`nest_steps.scan_nest`); NumPy's own cumsum along a
+  non-last axis of fixed data.
+- `is_none` / `fill_none` of values: rewritten into the graph that reads them, over
+  zero-copy views of each `?T` leaf (its values, and its present bytes as a bool array):
+  `fill_none(x, v)` is `where(present(x), x, v)`, so it fuses into the kernel around it.
+- the rest (num, flatten, firsts, local_index, concatenate, is_none of lists, pad_none,
+  sort, argsort): the sources are computed, then restructured with NumPy over their
+  offsets (`lazyk.arrays.restructure`), and the result is a leaf of the rest of the
+  graph, whose shapes are then taken from it (`_reshaped`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays import restructure as R
+from lazyk.arrays.array import Array, array
+from lazyk.arrays.interchange import build_columns, columns, offsets_array
+from lazyk.errors import NotSupportedError
+from lazyk.frontend.expr import Expr, as_expr
+from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, ROWS_OP, Node, has_rows, rewrite, toposort
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast
+from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.runtime import launch
+from lazyk.runtime.nest_run import tree_array
+from lazyk.runtime.nest_steps import scan_nest
+from lazyk.runtime.ragged_rules import selects
+
+_BOOL = T.dshape("bool")
+
+
+def evaluate_rows(expr, out=None, casting: str = "same_kind"):
+    """`evaluate(expr, out, casting)` for an expression with row operations (the "rows"
+    path of `lazyk.runtime.launch.evaluate`); NotImplemented without them."""
+    if not has_rows(expr.node):
+        return NotImplemented
+    low = lower(expr, result=out is None)
+    if not isinstance(low, Expr):  # the row operation's own result
+        return low
+    return launch.evaluate(low, out=out, casting=casting)
+
+
+def lower(expr, result: bool = False):
+    """`expr` with every row operation computed (or fused into the graph), no `ROWS_OP`
+    node left; the shapes above them follow their results. `result`: where `expr` is
+    itself a restructuring row operation, its computed value (an Array or NumPy array)."""
+    env = dict(expr.env)
+    top = expr.node if result and expr.node.op == ROWS_OP else None
+
+    def visit(node, srcs):
+        if node is top:
+            value = _value(node, srcs, env)
+            return value if isinstance(value, Node) else _Result(value)
+        if node.op == ROWS_OP:
+            value = _value(node, srcs, env)
+            return value if isinstance(value, Node) else _leaf(value, env, node.dtype)
+        if srcs == node.srcs:
+            return node
+        return _reshaped(node, srcs)
+    root = rewrite(expr.node, visit)
+    if isinstance(root, _Result):
+        return root.value
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+class _Result:
+    """The computed value of the row operation at the top of the graph."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _reshaped(node: Node, srcs: tuple) -> Node:
+    """`node` over new sources, its shape taken from theirs."""
+    if node.op == REDUCE_OP:
+        axes, keep = node.arg[1], node.arg[2]
+        shape = tuple(1 if d in axes else n for d, n in enumerate(srcs[0].shape)
+                      if keep or d not in axes)
+    elif node.op in LEAF_OPS:
+        shape = node.shape
+    else:
+        shape = broadcast_shapes(node.op, [s.shape for s in srcs])
+    return node.replace(srcs=srcs, shape=shape)
+
+
+def _computed(node: Node, env: dict):
+    """The value of `node` (no row operation in its graph): a lazyk Array (an input's own
+    array, not a copy)."""
+    if node.op == "input":
+        leaf = env[node.arg]
+        if isinstance(leaf, RaggedLeaf):
+            return leaf.array
+        if isinstance(leaf, OwnedView):
+            return leaf.owner
+        if isinstance(leaf, np.ndarray):
+            return array(leaf)
+    value = launch.evaluate(Expr(node, env))
+    if isinstance(value, Array):
+        return value
+    return array(np.asarray(value))
+
+
+def _leaf(value, env: dict, dtype: np.dtype) -> Node:
+    """A leaf of the graph over `value` (an Array or NumPy array), in `dtype`."""
+    e = as_expr(value)
+    env.update(e.env)
+    return cast(e.node, dtype) if e.dtype != dtype and not is_text(e.dtype) else e.node
+
+
+def _value(node: Node, srcs: tuple, env: dict):
+    """A row operation over its (lowered) sources: graph nodes that compute it in the
+    kernel reading it, or its value (an Array or NumPy array)."""
+    name, params = node.arg[0], node.arg[1]
+    if name in ("cumsum", "cumprod"):
+        return _scan(name, srcs[0], params[0], env)
+    if name == "newaxis":
+        value = _computed(srcs[0], env)
+        q = params[0]
+        return value[(slice(None),) * q + (None,)]
+    last = not srcs[0].ndim or params[:1] == (srcs[0].ndim - 1,)
+    if name in ("fill_none", "is_none") and (name == "fill_none" or last):
+        got = _fused_missing(name, node, srcs, env)
+        if got is not None:
+            return got
+    values = [_computed(s, env) for s in srcs]
+    got = _restructured(name, node, params, values)
+    if isinstance(got, Array) and isinstance(got.type, T.FixedDim) and \
+            isinstance(values[0].type, T.VarDim) and node.shape[:1] == ("var",):
+        # an array of one row (`var * X`) stays one: its items are the result's
+        got = offsets_array(np.array([0, got.type.size], np.int64), got, outer=(),
+                            check=None)
+    return got
+
+
+# ---------------------------------------------------------------- running folds
+def _scan(name: str, src: Node, axis: int, env: dict):
+    combine = "add" if name == "cumsum" else "multiply"
+    e = Expr(src, env)
+    if axis != src.ndim - 1:  # fixed data along another axis: NumPy's own
+        value = _computed(src, env)
+        try:
+            data = value.to_numpy()
+        except NotSupportedError:
+            raise NotSupportedError(f"{name} along axis {axis} of {value.type}: along the "
+                                    "last axis only, for missing values") from None
+        return getattr(np, name)(data, axis=axis)
+    got = scan_nest(e, combine)
+    if got is None:  # its values first (where() over missing values, say), then the scan
+        got = scan_nest(as_expr(_computed(src, env)), combine)
+    if got is None:
+        raise NotSupportedError(f"{name} of {Expr(src, env).type}")
+    return got
+
+
+# ---------------------------------------------------------------- missing values, fused
+class _Staged(Exception):
+    """The values cannot be split into views (strings): compute the source first."""
+
+
+def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
+    """`is_none` / `fill_none` of values as graph nodes over the views of the `?T`
+    leaves (None: not here, compute with NumPy)."""
+    try:
+        value, present = _split(srcs[0], env, {})
+    except _Staged:
+        return None
+    shape = node.shape
+    if name == "is_none":
+        if present is None:  # nothing is missing: False in the value's shape
+            true = Node("const", np.dtype(bool), (), (), True)
+            false = Node("const", np.dtype(bool), (), (), False)
+            return Node("where", np.dtype(bool), value.shape, (true, false, cast(value, bool)))
+        full = _and(present, _everywhere(value)) if present.shape != value.shape else present
+        return Node("logical_not", np.dtype(bool), full.shape, (full,))
+    dt = node.dtype
+    fill = Node("const", dt, (), (), node.arg[1][0]) if len(srcs) == 1 else cast(srcs[1], dt)
+    if present is None:
+        return cast(value, dt)
+    return Node("where", dt, broadcast_shapes("fill_none", [present.shape, value.shape,
+                                                           fill.shape]) or shape,
+                (present, cast(value, dt), fill))
+
+
+def _everywhere(value: Node) -> Node:
+    """True in `value`'s shape (x == x or x != x: NaN too)."""
+    b = np.dtype(bool)
+    eq = Node("equal", b, value.shape, (value, value))
+    ne = Node("not_equal", b, value.shape, (value, value))
+    return Node("logical_or", b, value.shape, (eq, ne))
+
+
+def _and(a: Node | None, b: Node | None) -> Node | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return Node("logical_and", np.dtype(bool), broadcast_shapes("and", [a.shape, b.shape]),
+                (a, b))
+
+
+def _split(node: Node, env: dict, memo: dict) -> tuple:
+    """(the graph of `node`'s values over leaves without missing values, whether each is
+    present as a bool graph or None when none can be missing). Missing rows (`?var`) stay
+    in both."""
+    got = memo.get(id(node))
+    if got is not None:
+        return got
+    if node.op == "input":
+        got = _leaf_views(node, env)
+    elif node.op in ("scalar", "const"):
+        got = (node, None)
+    elif node.op not in ELEMENTWISE or is_text(node.dtype) or \
+            any(is_text(s.dtype) for s in node.srcs):
+        if is_text(node.dtype) or any(is_text(s.dtype) for s in node.srcs):
+            raise _Staged
+        leaf = _leaf(_computed(node, env), env, node.dtype)  # a reduction, say
+        got = _split(leaf, env, memo)
+    elif selects(node):  # missing where the condition is, else where the branch taken is
+        (vc, pc), (vx, px), (vy, py) = (_split(s, env, memo) for s in node.srcs)
+        value = node.replace(srcs=(vc, vx, vy))
+        if px is None and py is None:
+            present = pc
+        else:
+            true = Node("const", np.dtype(bool), (), (), True)
+            taken = Node("where", np.dtype(bool), node.shape,
+                         (vc, px if px is not None else true, py if py is not None else true))
+            present = _and(pc, taken)
+        got = (value, present)
+    else:
+        parts = [_split(s, env, memo) for s in node.srcs]
+        present = None
+        for _, p in parts:
+            present = _and(present, p)
+        got = (node.replace(srcs=tuple(v for v, _ in parts)), present)
+    memo[id(node)] = got
+    return got
+
+
+def _leaf_views(node: Node, env: dict) -> tuple:
+    """An input's (values, present) nodes: a `?T` array's values and present bytes as two
+    zero-copy views (read-only), else (the input, None)."""
+    v = env[node.arg]
+    if not is_ragged(v):
+        return node, None
+    arr = v.array
+    if is_text(node.dtype):
+        raise _Staged
+    if not isinstance(arr.type.dtype, T.Option):
+        return node, None
+    values, present = option_views(arr)
+    out = []
+    for view in (values, present):
+        e = as_expr(view)
+        env.update(e.env)
+        out.append(e.node)
+    return out[0], out[1]
+
+
+def _retyped(t, leaf):
+    """`t` with its element type replaced by `leaf(element)` (dims and `?var` kept)."""
+    if isinstance(t, T.Option) and isinstance(t.elem, (T.FixedDim, T.VarDim)):
+        return T.Option(_retyped(t.elem, leaf))
+    if isinstance(t, T.FixedDim):
+        return T.FixedDim(t.size, _retyped(t.elem, leaf))
+    if isinstance(t, T.VarDim):
+        return T.VarDim(_retyped(t.elem, leaf))
+    return leaf(t)
+
+
+def option_views(arr: Array) -> tuple[Array, Array]:
+    """(values, present) of an array of `?T` elements: its values as `T` and its present
+    bytes as `bool`, both views of its memory (read-only; no copy): a `?T` element's
+    present byte sits at its value's address + the mask offset, the last arrmeta word."""
+    t, meta = arr.type, tuple(arr.meta)
+    moff, meta = meta[-1], meta[:-1]
+    # the innermost var dim's content word moves the elements (else the data pointer)
+    k, content, u = 0, None, t
+    while isinstance(u, (T.FixedDim, T.VarDim)) or (isinstance(u, T.Option) and
+                                                     isinstance(u.elem, T.VarDim)):
+        if isinstance(u, T.FixedDim):
+            k += 2
+        else:
+            if isinstance(u, T.Option):
+                u, k = u.elem, k + 1
+            content, k = k + 3, k + 7
+        u = u.elem
+    values = Array.from_parts(_retyped(t, lambda e: e.elem), meta, arr.ptr, arr.owner, True)
+    if content is None:
+        present = Array.from_parts(_retyped(t, lambda e: _BOOL), meta, arr.ptr + moff,
+                                   arr.owner, True)
+    else:
+        shifted = meta[:content] + (meta[content] + moff,) + meta[content + 1:]
+        present = Array.from_parts(_retyped(t, lambda e: _BOOL), shifted, arr.ptr, arr.owner,
+                                   True)
+    return values, present
+
+
+# ---------------------------------------------------------------- restructured with NumPy
+def _tree(value: Array) -> tuple:
+    """The column tree of the items of `value`'s outer dim (of its one row for `var * X`)."""
+    if isinstance(value.type, T.VarDim):
+        return R.row_items(columns(value[None]))
+    if not isinstance(value.type, T.FixedDim):
+        raise NotSupportedError(f"row operations on an array of type {value.type}: index "
+                                "its one row first (x[0]) or give it an outer fixed dim")
+    return columns(value)
+
+
+def _converted(tree: tuple, dtype: np.dtype) -> tuple:
+    """Every value of `tree` as `dtype`."""
+    kind = tree[0]
+    if kind == "numpy":
+        return tree if tree[1].dtype == dtype else ("numpy", tree[1].astype(dtype))
+    if kind in ("option", "list"):
+        return (kind, tree[1], _converted(tree[2], dtype))
+    if kind == "regular":
+        return (kind, tree[1], _converted(tree[2], dtype)) + tuple(tree[3:])
+    return tree
+
+
+def _restructured(name: str, node: Node, params: tuple, values: list):
+    """The result of row operation `name` over the computed sources."""
+    x = values[0]
+    if name == "num" and params[0] == 0:
+        return np.array(R.length(_tree(x)), np.int64)
+    if name in ("sort", "argsort") and "var" not in node.shape and \
+            not any(node.arg[2]) and not isinstance(x.type.dtype, T.Option):
+        data = x.to_numpy()  # fixed data: NumPy's own, along any axis
+        if params[1]:
+            return getattr(np, name)(data, axis=params[0], kind="stable")
+        if name == "sort":
+            return np.flip(np.sort(np.flip(data, params[0]), axis=params[0],
+                                   kind="stable"), params[0])
+    tree = _tree(x)
+    if name == "num":
+        got = R.num(tree, params[0])
+    elif name == "flatten":
+        got = R.flatten(tree, params[0])
+    elif name == "firsts":
+        got = R.firsts(tree, params[0])
+    elif name == "local_index":
+        got = R.local_index(tree, params[0])
+    elif name == "is_none":
+        got = R.is_none(tree, params[0])
+    elif name == "pad_none":
+        got = R.pad_none(tree, params[1], params[0], params[2])
+    elif name == "concatenate":
+        trees = [_converted(_tree(v), node.dtype) if not is_text(node.dtype) else _tree(v)
+                 for v in values]
+        got = R.concatenate(trees, params[0])
+    elif name in ("sort", "argsort"):
+        got = R.sort(tree, x.type.ndim, params[1], name == "argsort")
+    elif name == "fill_none":  # strings: the values where present, else the fill
+        raise NotSupportedError(f"fill_none of {x.type}: numbers only")
+    else:
+        raise NotSupportedError(f"row operation {name}")
+    return built(got)
+
+
+def built(tree: tuple) -> Array:
+    """The lazyk Array of a column tree (missing fixed-size lists, `?n`, laid out with
+    their present bytes)."""
+    marks: dict = {}
+
+    def strip(node, level):
+        kind = node[0]
+        if kind == "option" and node[2][0] == "regular":
+            marks[level] = np.asarray(node[1], bool)
+            return strip(node[2], level)
+        if kind == "option":
+            return ("option", node[1], strip(node[2], level))
+        if kind in ("list", "regular"):
+            return (kind, node[1], strip(node[2], level + 1)) + tuple(node[3:])
+        return node
+    plain = strip(tree, 1)
+    if not marks:
+        return build_columns(plain)
+    got = tree_array(plain, R.length(plain), None, marks)
+    if got is None:
+        raise NotSupportedError("missing fixed-size lists (?n) in this layout")
+    return got
+
+
+launch.install_path("rows", evaluate_rows)
