@@ -30,7 +30,6 @@ from lazyk import errors  # noqa: E402
 from lazyk import types as T  # noqa: E402
 from lazyk.frontend import ops as _ops  # noqa: E402
 from lazyk.frontend.expr import ALIASES, REDUCTIONS  # noqa: E402
-from lazyk.frontend.exprparse import ExprParseError  # noqa: E402
 
 # One example per name: code whose last line is an expression (its value is shown). Names not
 # listed here get a generated example (elementwise functions and reductions).
@@ -323,7 +322,7 @@ def error_classes() -> list[tuple[str, str, type]]:
     """(qualified name, name, class) for every error lazyk raises on purpose."""
     found = [getattr(errors, n) for n in dir(errors)]
     classes = [c for c in found if inspect.isclass(c) and issubclass(c, Exception)
-               and c.__module__ == errors.__name__] + [ExprParseError]
+               and c.__module__ == errors.__name__]
     return [(f"lazyk.{c.__name__}" if c.__name__ in lazyk.__all__ else
              f"{c.__module__}.{c.__name__}", c.__name__, c) for c in classes]
 
