@@ -244,14 +244,15 @@ def read_secret(directory: Path) -> bytes:
     """The user's HMAC key for `directory`'s entries, made on first use (32 random bytes)."""
     path = directory / KEY_FILE
     try:
-        secret = read_private(path, 32, secret=True)
-    except FileNotFoundError:
-        write_private(path, os.urandom(32), replace=False)
-        secret = read_private(path, 32, secret=True)
+        try:
+            secret = read_private(path, 32, secret=True)
+        except FileNotFoundError:
+            write_private(path, os.urandom(32), replace=False)
+            secret = read_private(path, 32, secret=True)
+        if len(secret) != 32:
+            raise UntrustedError(f"{path} is not a 32-byte key")
     except UntrustedError as err:
-        raise UntrustedError(f"{err}; delete {path} and lazyk makes a new key") from None
-    if len(secret) != 32:
-        raise UntrustedError(f"{path} is not a 32-byte key; delete it and lazyk makes a new one")
+        raise UntrustedError(f"{err}: delete {path} and lazyk makes a new key") from None
     return secret
 
 
