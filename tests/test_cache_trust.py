@@ -342,6 +342,20 @@ def test_parents_are_checked(tmp_path, parent_mode, ok):
         assert "chmod 700" in objcache.untrusted(parent)
 
 
+def test_parents_are_checked_up_to_home(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"  # above home: not lazyk's business
+    cache = shared / "home" / ".cache" / "lazyk"
+    cache.mkdir(parents=True, mode=0o700)
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("HOME", str(shared / "home"))
+    assert objcache.untrusted(cache) is None
+    os.chmod(shared / "home", 0o775)
+    assert "home is writable by group or others" in objcache.untrusted(cache)
+    os.chmod(shared / "home", 0o700)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    assert f"{shared} is writable by group or others" in objcache.untrusted(cache)
+
+
 @pytest.mark.parametrize("flaw", ["mode_0644", "link", "short"])
 def test_bad_key_file_refuses_the_cache(tmp_path, flaw):
     cache = objcache.ObjectCache(tmp_path)
