@@ -273,6 +273,11 @@ def remove_entry(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _failure(directory: Path, err: OSError) -> str:
+    """Why writing to `directory` failed, in words."""
+    return problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
+
+
 def _warn_unusable(directory: Path, why: str) -> None:
     """Say once per process and directory that nothing is cached there."""
     if str(directory) in _warned:
@@ -333,13 +338,13 @@ class ObjectCache:
                 if create:
                     make_private_dirs(self.directory)
                 self._real = Path(os.path.realpath(self.directory))
-                self._refused = problem(self._real)
+                self._refused = untrusted(self._real)  # a read-only private cache still loads
                 if self._refused is None:
                     self._secret = read_secret(self._real)
             except UntrustedError as err:
                 self._refused = str(err)
             except OSError as err:
-                self._refused = f"{type(err).__name__}: {err.strerror or err}"
+                self._refused = _failure(self.directory, err)
         if self._refused and warn:
             _warn_unusable(self.directory, self._refused)
         return self._secret is not None
@@ -412,7 +417,7 @@ class ObjectCache:
             write_private(self.path(key), _HEADER.pack(MAGIC, self._mac(key, obj), len(obj)),
                           obj)
         except OSError as err:
-            _warn_unusable(self.directory, f"{type(err).__name__}: {err.strerror or err}")
+            _warn_unusable(self.directory, _failure(self.directory, err))
             return
         self._stores += 1
         if _PRUNE_EVERY and self._stores % _PRUNE_EVERY == 1:
