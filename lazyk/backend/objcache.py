@@ -459,7 +459,10 @@ class ObjectCache:
             with os.scandir(os.path.realpath(self.directory)) as it:
                 for e in it:
                     if _ENTRY.fullmatch(e.name) or _TEMP.fullmatch(e.name):
-                        st = e.stat(follow_symlinks=False)
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:  # removed meanwhile by another process
+                            continue
                         if stat.S_ISREG(st.st_mode):
                             found.append((e.path, st))
         except OSError:
