@@ -62,7 +62,8 @@ def _bench_ragged(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     cache = ObjectCache()
     if args.action == "clear":
-        print(f"removed {cache.clear()} entries from {cache.directory}")
+        print(f"removed {cache.clear(remove_key=args.key)} entries from {cache.directory}"
+              + (" and its secret key" if args.key else ""))
     else:
         info = cache.info()
         bad = f" (unusable: {info['problem']}; nothing is cached)" if info["problem"] else ""
@@ -120,8 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cuda: each kernel's NVVM IR and PTX (libNVVM, no GPU needed)")
     p.set_defaults(func=_cmd_explain)
 
-    p = sub.add_parser("cache", help="the on-disk kernel cache: `info` (where, how big) or `clear`")
+    p = sub.add_parser("cache", help="the on-disk kernel cache: `info` (where, how big, whether "
+                       "it is used) or `clear` (delete lazyk's entries, nothing else)")
     p.add_argument("action", choices=("info", "clear"))
+    p.add_argument("--key", action="store_true",
+                   help="with clear: also delete the secret key that signs the entries")
     p.set_defaults(func=_cmd_cache)
 
     return parser

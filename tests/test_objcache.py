@@ -126,12 +126,16 @@ def test_corrupt_entry_recompiles(tmp_path, damage: str) -> None:
 
 def test_store_is_atomic_and_clear(tmp_path) -> None:
     cache = objcache.ObjectCache(tmp_path)
-    cache.store("k" * 64, b"payload")
-    assert cache.load("k" * 64) == b"payload"
-    (tmp_path / ".tmp-dead.o").write_bytes(b"half")  # a writer killed before its rename
+    cache.store("f" * 64, b"payload")
+    assert cache.load("f" * 64) == b"payload"
+    dead = tmp_path / f".{'f' * 64}.x1y2z3w4.tmp"  # a writer killed before its rename
+    dead.write_bytes(objcache.MAGIC + b"half")
+    os.utime(dead, (1000, 1000))
     assert cache.info()["entries"] == 1
-    assert cache.clear() >= 1
-    assert cache.info()["entries"] == 0
+    assert cache.clear() == 1
+    assert cache.info()["entries"] == 0 and not dead.exists()
+    with pytest.raises(ValueError, match="not a lazyk cache key"):
+        cache.store("../k" + "0" * 60, b"payload")
 
 
 def test_new_process_loads_from_cache(tmp_path) -> None:

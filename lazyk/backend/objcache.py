@@ -1,35 +1,60 @@
-"""On-disk cache of compiled object code, shared by processes, safe against torn writes.
+"""On-disk cache of compiled object code: private to the user, shared by their processes.
 
 Entries are keyed by lazyk's and LLVM's versions, the CPU name and features and the hash of the
 IR handed to the backend *before* optimization, so a hit skips O3 and codegen altogether. Each
-entry is `MAGIC | sha256(identity, key, payload) | len(payload) | payload`, written to a
-temporary file and renamed into place (os.replace is atomic), so a reader sees a whole entry or
-none. The checksum binds the payload to its own key and to this lazyk / LLVM / CPU (`identity`):
-an entry that is torn, truncated, bit-flipped, of an older format, or a valid entry copied under
-another key's name fails it, is deleted and recompiled (then replaced), never executed.
+entry is `MAGIC | HMAC-SHA256(secret; MAGIC, identity, key, payload) | len(payload) | payload`,
+written 0600 to a temporary file, fsynced and renamed into place (os.replace is atomic), so a
+reader sees a whole entry or none. The HMAC binds the payload to its own key and to this lazyk /
+LLVM / CPU (`identity`) under a secret that only the user can read (`KEY_FILE`, 32 random bytes,
+0600): an entry that is torn, truncated, bit-flipped, of an older format, copied under another
+key's name, or written by anyone without the secret fails it, is deleted and recompiled (then
+replaced), never executed.
+
+Machine code from the cache runs in the user's process, so the cache is trusted only when
+nobody else can write it (`untrusted`): the directory and its parents up to the home or temp
+directory must be the user's own (parents: or root's) and not writable by group or others
+(parents: unless sticky, as /tmp), and each entry must be a regular file of the user's, opened
+without following links (`read_private`). Otherwise nothing is read or written there, and a
+warning says why once per process.
 
 Two ways in: `attach(engine)` wires llvmlite's MCJIT object cache (module name = key), or
 `load(key)` / `store(key, obj)` for a backend that adds object files itself.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
+import logging
 import os
+import re
+import stat
 import struct
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 
 from lazyk.version import __version__
 
-MAGIC = b"LZKOBJ2\n"  # LZKOBJ1 entries (checksum over the payload only) are misses
+MAGIC = b"LZKOBJ3\n"  # LZKOBJ1/2 entries (sha256, no secret) are misses
+FAMILY = b"LZKOBJ"  # how every format's entries start: what `clear` and pruning may delete
 # Entries are small (2-3 KB per kernel) but test suites make tens of thousands: past this size
 # the least recently used entries go (hits refresh an entry's mtime).
 MAX_BYTES = 256 << 20
+MAX_ENTRY = 64 << 20  # a bigger file is never read (PTX of a huge kernel is a few MB)
 _PRUNE_EVERY = 256  # stores per process between size checks (scans the directory); 0: never
-_HEADER = struct.Struct("<8s32sQ")  # magic, checksum (see _digest), payload length
+_HEADER = struct.Struct("<8s32sQ")  # magic, HMAC (see ObjectCache._mac), payload length
 SUFFIX = ".o"
+KEY_FILE = "hmac-key"  # the user's secret for this directory: 32 random bytes, 0600
+_KEY = r"(?:ptx-)?[0-9a-f]{48,64}"  # make_key and nvvmc.ptx_key
+_ENTRY = re.compile(rf"{_KEY}\{SUFFIX}")
+_TEMP = re.compile(rf"\.{_KEY}\.\w+\.tmp")  # an entry being written (see write_private)
+_STALE_TEMP = 60.0  # seconds: an older temporary file was left by a writer that died
+# Never follow a link, never block on a FIFO: what was opened is checked with fstat.
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_log = logging.getLogger(__name__)
 
 
 def default_dir() -> Path:
@@ -92,40 +117,174 @@ def identity() -> str:
     return f"{_versions()};cpu={cpu};features={features}"
 
 
-def _digest(key: str, payload: bytes) -> bytes:
-    # NOTE: over the key too: a valid entry copied under another key's name must not verify
-    # (it ran another kernel's code, or a 3-input kernel as a 2-input one).
-    h = hashlib.sha256(MAGIC)
-    h.update(identity().encode() + b"\0" + key.encode() + b"\0")
-    h.update(payload)
-    return h.digest()
-
-
 _digests: dict[tuple[str, ...], str] = {}
 _warned: set[str] = set()  # cache directories already reported unusable in this process
 
 
+class UntrustedError(PermissionError):
+    """A cache file or directory that someone other than the user could have written."""
+
+
+def why_not_private(st: os.stat_result, path: str | os.PathLike[str], *,
+                    parent: bool = False) -> str | None:
+    """Why someone other than the user could change `path` (`st`: its stat), with the fix; None
+    when nobody else can. A parent directory may also be root's, and writable when sticky."""
+    uid = os.geteuid()
+    if st.st_uid != uid and not (parent and st.st_uid == 0):
+        return (f"{path} is owned by uid {st.st_uid}, not by you (uid {uid}): point "
+                "LAZYK_CACHE_DIR at a directory of your own")
+    if st.st_mode & 0o022 and not (parent and st.st_mode & stat.S_ISVTX):
+        return (f"{path} is writable by group or others: run "
+                f"`chmod {'go-w' if parent else '700'} {path}`")
+    return None
+
+
+def untrusted(directory: str | os.PathLike[str]) -> str | None:
+    """Why others could change what is in `directory` (a link is judged by its target), or None.
+
+    The directory and each parent up to the home or temp directory (whichever holds it, else
+    up to /) must pass `why_not_private`; parts that do not exist yet are made 0700 by `store`.
+    """
+    real = Path(os.path.realpath(directory))
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    # NOTE: gettempdir's first call costs ~0.3 ms (it writes a file): only asked outside home.
+    stop = home if home in (real, *real.parents) else Path(os.path.realpath(tempfile.gettempdir()))
+    for d in (real, *real.parents):
+        try:
+            st = os.lstat(d)  # a link put here after realpath is judged as itself: refused
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            return f"{d}: {err.strerror}"
+        why = why_not_private(st, d, parent=d != real)
+        if why or d == stop:
+            return why
+    return None
+
+
 def problem(directory: Path) -> str | None:
-    """Why `directory` cannot hold the cache (a file in its place, not writable), or None."""
+    """Why `directory` cannot hold the cache (a file in its place, not writable, or `untrusted`),
+    or None."""
     for d in (directory, *directory.parents):  # the first part that exists decides
         if d.exists():
             if not d.is_dir():
                 return f"{d} is not a directory"
             if not os.access(d, os.W_OK | os.X_OK):
                 return f"{d} is not writable"
-            return None
-    return None
+            break
+    return untrusted(directory)
 
 
-def _warn_unusable(directory: Path, err: OSError) -> None:
+def make_private_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents with mode 0700, whatever the umask."""
+    missing = []
+    for d in (directory, *directory.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:  # another process was first: `untrusted` judges it
+            continue
+        os.chmod(d, 0o700)  # the umask may have taken the owner's bits
+
+
+def read_private(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
+    """The bytes of `path` if it is a regular file of the user's that nobody else may write
+    (`secret`: nor read), of at most `limit` bytes; else UntrustedError (or OSError, e.g.
+    FileNotFoundError). Links are not followed and a FIFO never blocks: fstat checks the
+    file that was opened."""
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UntrustedError(f"{path} is a symbolic link") from None
+        raise
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UntrustedError(f"{path} is not a regular file")
+        why = why_not_private(st, path)
+        if why is None and secret and st.st_mode & 0o077:
+            why = f"{path} is readable by group or others"
+        if why is None and st.st_size > limit:
+            why = f"{path} has {st.st_size} bytes, more than {limit}"
+        if why:
+            raise UntrustedError(why)
+        return f.read()
+
+
+def write_private(path: Path, *parts: bytes, replace: bool = True) -> None:
+    """Write `parts` to `path` whole or not at all: a 0600 temporary file in the same directory,
+    fsynced, then renamed over `path` (`replace=False`: linked, so that an existing file wins)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with open(fd, "wb") as f:
+            os.fchmod(fd, 0o600)
+            for part in parts:
+                f.write(part)
+            f.flush()
+            os.fsync(fd)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            os.unlink(tmp)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_secret(directory: Path) -> bytes:
+    """The user's HMAC key for `directory`'s entries, made on first use (32 random bytes)."""
+    path = directory / KEY_FILE
+    try:
+        try:
+            secret = read_private(path, 32, secret=True)
+        except FileNotFoundError:
+            write_private(path, os.urandom(32), replace=False)
+            secret = read_private(path, 32, secret=True)
+        if len(secret) != 32:
+            raise UntrustedError(f"{path} is not a 32-byte key")
+    except UntrustedError as err:
+        raise UntrustedError(f"{err}: delete {path} and lazyk makes a new key") from None
+    return secret
+
+
+def remove_entry(path: str | os.PathLike[str]) -> bool:
+    """Delete `path` if it is a regular file in lazyk's entry format (any version)."""
+    try:
+        fd = os.open(path, _OPEN)
+        try:
+            ours = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(FAMILY)) == FAMILY
+        finally:
+            os.close(fd)
+        if ours:
+            os.unlink(path)
+        return ours
+    except OSError:
+        return False
+
+
+def _failure(directory: Path, err: OSError) -> str:
+    """Why writing to `directory` failed, in words."""
+    return problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
+
+
+def _warn_unusable(directory: Path, why: str) -> None:
     """Say once per process and directory that nothing is cached there."""
     if str(directory) in _warned:
         return
     _warned.add(str(directory))
-    why = problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
     warnings.warn(f"lazyk: the kernel cache directory {directory} is unusable ({why}); "
-                  "kernels are compiled anew in each process: set LAZYK_CACHE_DIR to a "
-                  "writable directory", RuntimeWarning, stacklevel=2)
+                  "kernels are compiled anew in each process", RuntimeWarning, stacklevel=3)
 
 
 def source_digest(*modules: str) -> str:
@@ -148,7 +307,12 @@ def source_digest(*modules: str) -> str:
 
 
 class ObjectCache:
-    """A directory of verified object files; `hits`/`misses`/`corrupt` count lookups."""
+    """A directory of verified object files; `hits`/`misses`/`corrupt` count lookups.
+
+    Nothing is read or written until the directory proves private (see `untrusted`), on the
+    first disk access; a directory that does not is reported once (a RuntimeWarning) and
+    `info()["problem"]` says why.
+    """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
                  max_bytes: int = MAX_BYTES) -> None:
@@ -159,33 +323,74 @@ class ObjectCache:
         self.corrupt = 0
         self._stores = 0
         self._pending: dict[str, bytes] = {}
+        # Decided on first disk access: the resolved directory (a link is followed once, so it
+        # cannot be pointed elsewhere later) and its secret, or why it is not used.
+        self._real = self.directory
+        self._secret: bytes | None = None
+        self._refused: str | None = None
+
+    def _usable(self, create: bool, warn: bool = True) -> bool:
+        """Whether entries may be read and written (`create`: make the directory first)."""
+        if self._secret is None and self._refused is None:
+            if not create and not self.directory.is_dir():
+                return False  # nothing stored yet
+            try:
+                if create:
+                    make_private_dirs(self.directory)
+                self._real = Path(os.path.realpath(self.directory))
+                self._refused = untrusted(self._real)  # a read-only private cache still loads
+                if self._refused is None:
+                    self._secret = read_secret(self._real)
+            except UntrustedError as err:
+                self._refused = str(err)
+            except OSError as err:
+                self._refused = _failure(self.directory, err)
+        if self._refused and warn:
+            _warn_unusable(self.directory, self._refused)
+        return self._secret is not None
 
     def path(self, key: str) -> Path:
-        """Where the entry for `key` lives."""
-        return self.directory / (key + SUFFIX)
+        """Where the entry for `key` lives (ValueError for a name lazyk does not give keys)."""
+        if not _ENTRY.fullmatch(key + SUFFIX):
+            raise ValueError(f"not a lazyk cache key: {key!r}")
+        return self._real / (key + SUFFIX)
+
+    def _mac(self, key: str, payload: bytes) -> bytes:
+        # NOTE: over the key too: a valid entry copied under another key's name must not verify
+        # (it ran another kernel's code, or a 3-input kernel as a 2-input one).
+        mac = hmac.new(self._secret, MAGIC, hashlib.sha256)
+        mac.update(identity().encode() + b"\0" + key.encode() + b"\0")
+        mac.update(payload)
+        return mac.digest()
 
     def load(self, key: str) -> bytes | None:
-        """The verified object code for `key`, or None (missing, or failed verification and
-        now deleted)."""
+        """The verified object code for `key`, or None (missing, not the user's own, or failed
+        verification and now deleted)."""
+        if not self._usable(create=False):
+            self.misses += 1
+            return None
         p = self.path(key)
         try:
-            with open(p, "rb") as f:
-                blob = f.read()
-        except OSError:
+            blob = read_private(p, MAX_ENTRY)
+        except OSError as err:
+            if not isinstance(err, FileNotFoundError):
+                _log.debug("lazyk: kernel cache entry not used: %s", err)
             self.misses += 1
             return None
         if len(blob) >= _HEADER.size:
-            magic, digest, size = _HEADER.unpack_from(blob)
+            magic, mac, size = _HEADER.unpack_from(blob)
             payload = blob[_HEADER.size:]
-            if magic == MAGIC and size == len(payload) and _digest(key, payload) == digest:
+            if (magic == MAGIC and size == len(payload)
+                    and hmac.compare_digest(self._mac(key, payload), mac)):
                 self.hits += 1
                 try:
                     os.utime(p)  # recently used: pruning removes the oldest first
                 except OSError:
                     pass
                 return payload
-        # Torn, truncated, tampered, another key's or an older format: never hand it to the
-        # loader; the caller recompiles and stores a good entry in its place.
+        # Torn, truncated, tampered, another key's, another secret's or an older format: never
+        # hand it to the loader; the caller recompiles and stores a good entry in its place.
+        _log.debug("lazyk: kernel cache entry %s failed verification; deleted", p)
         self.corrupt += 1
         self.misses += 1
         try:
@@ -197,33 +402,27 @@ class ObjectCache:
     def discard(self, key: str) -> None:
         """Delete `key`'s entry: it verified but did not link in this process."""
         self.corrupt += 1
-        try:
-            self.path(key).unlink()
-        except OSError:
-            pass
+        if self._usable(create=False):
+            try:
+                self.path(key).unlink()
+            except OSError:
+                pass
 
     def store(self, key: str, obj: bytes) -> None:
-        """Write an entry atomically; failures (read-only disk, full disk) only lose the cache."""
+        """Write an entry atomically; failures (read-only disk, full disk, a directory others
+        could write) only lose the cache."""
+        if not self._usable(create=True):
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(_HEADER.pack(MAGIC, _digest(key, obj), len(obj)))
-                    f.write(obj)
-                os.replace(tmp, self.path(key))
-                self._stores += 1
-                if _PRUNE_EVERY and self._stores % _PRUNE_EVERY == 1:
-                    # Off the compile path: scanning a big directory takes tens of ms.
-                    threading.Thread(target=self.prune, daemon=True).start()
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_private(self.path(key), _HEADER.pack(MAGIC, self._mac(key, obj), len(obj)),
+                          obj)
         except OSError as err:
-            _warn_unusable(self.directory, err)
+            _warn_unusable(self.directory, _failure(self.directory, err))
+            return
+        self._stores += 1
+        if _PRUNE_EVERY and self._stores % _PRUNE_EVERY == 1:
+            # Off the compile path: scanning a big directory takes tens of ms.
+            threading.Thread(target=self.prune, daemon=True).start()
 
     def attach(self, engine) -> None:
         """Use this cache as `engine`'s MCJIT object cache; modules must be named by their key."""
@@ -252,27 +451,37 @@ class ObjectCache:
         except Exception:
             pass
 
+    def _files(self) -> list[tuple[str, os.stat_result]]:
+        """(path, lstat) of the regular files named as lazyk names entries and their
+        temporary files; the names alone prove nothing (see `remove_entry`)."""
+        found = []
+        try:
+            with os.scandir(os.path.realpath(self.directory)) as it:
+                for e in it:
+                    if _ENTRY.fullmatch(e.name) or _TEMP.fullmatch(e.name):
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:  # removed meanwhile by another process
+                            continue
+                        if stat.S_ISREG(st.st_mode):
+                            found.append((e.path, st))
+        except OSError:
+            pass
+        return found
+
     def info(self) -> dict[str, object]:
         """Directory, number of entries, their total size in bytes, and `problem`: why the
         directory cannot hold the cache (None when it can)."""
-        entries = list(self.directory.glob("*" + SUFFIX)) if self.directory.is_dir() else []
-        entries = [e for e in entries if not e.name.startswith(".tmp-")]
+        self._usable(create=False, warn=False)
+        entries = [st.st_size for path, st in self._files() if path.endswith(SUFFIX)]
         return {"directory": str(self.directory), "entries": len(entries),
-                "bytes": sum(e.stat().st_size for e in entries),
-                "problem": problem(self.directory)}
+                "bytes": sum(entries), "problem": self._refused or problem(self.directory)}
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until at most 80% of `max_bytes` remain."""
         limit = self.max_bytes if max_bytes is None else max_bytes
-        try:
-            entries = []
-            with os.scandir(self.directory) as it:
-                for e in it:
-                    if e.name.endswith(SUFFIX):
-                        st = e.stat()
-                        entries.append((st.st_mtime, st.st_size, e.path))
-        except OSError:
-            return 0
+        entries = [(st.st_mtime, st.st_size, path) for path, st in self._files()
+                   if path.endswith(SUFFIX)]
         total = sum(size for _, size, _ in entries)
         if total <= limit:
             return 0
@@ -280,23 +489,26 @@ class ObjectCache:
         for _, size, path in sorted(entries):
             if total <= 0.8 * limit:
                 break
-            try:
-                os.unlink(path)
+            if remove_entry(path):
                 total -= size
                 removed += 1
-            except OSError:
-                pass
         return removed
 
-    def clear(self) -> int:
-        """Delete every entry (and leftover temporary files); returns how many were removed."""
-        if not self.directory.is_dir():
-            return 0
+    def clear(self, remove_key: bool = False) -> int:
+        """Delete every entry (and temporary files left by writers that died); returns how many
+        entries were removed. Only files that lazyk's names and format identify as its own go.
+        The secret key stays (entries written later by running processes still verify) unless
+        `remove_key`."""
         n = 0
-        for e in self.directory.glob("*" + SUFFIX):
+        for path, st in self._files():
+            temp = not path.endswith(SUFFIX)
+            if temp and time.time() - st.st_mtime < _STALE_TEMP:
+                continue  # a writer may still rename it into place
+            if remove_entry(path):
+                n += not temp
+        if remove_key:
             try:
-                e.unlink()
-                n += 1
+                os.unlink(os.path.join(os.path.realpath(self.directory), KEY_FILE))
             except OSError:
                 pass
         return n
