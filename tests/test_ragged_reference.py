@@ -395,3 +395,59 @@ def test_differs_from_awkward_nan_empty_and_dtypes():
     assert ak.sum(ak_array(str(o.type), o.data), axis=-1).to_list() == [1.0]
     with pytest.raises(ValueError):
         ak.sum(ak_array(str(x.type), x.data), axis=(0, 1))
+
+
+# ---------------------------------------------------------------- Awkward's vocabulary: types
+def test_vocabulary_result_types_and_values():
+    """Result types of the reference's Awkward functions (their values against Awkward:
+    tests/test_reference_vs_awkward.py)."""
+    x = A([[1, None, 3], [], None], "N * ?var * ?int32")
+    f = A([[[1.0, 2.0]], [[3.0]]], "N * var * var * float32")
+    want = {
+        "num": (R.num(x), "3 * ?int64", [3, 0, None]),
+        "flatten": (R.flatten(x), "3 * ?int32", [1, None, 3]),
+        "flatten None": (R.flatten(x, None), "2 * int32", [1, 3]),
+        "flatten f 2": (R.flatten(f, 2), "2 * var * float32", [[1.0, 2.0], [3.0]]),
+        "firsts": (R.firsts(x), "3 * ?int32", [1, None, None]),
+        "local_index": (R.local_index(x), "3 * ?var * int64", [[0, 1, 2], [], None]),
+        "is_none": (R.is_none(x, 1), "3 * ?var * bool", [[False, True, False], [], None]),
+        "fill_none 0": (R.fill_none(x, 0), "3 * ?var * int32", [[1, 0, 3], [], None]),
+        "fill_none 1.5": (R.fill_none(x, 1.5), "3 * ?var * float64", [[1.0, 1.5, 3.0], [], None]),
+        "pad_none": (R.pad_none(x, 2, clip=True), "3 * ?2 * ?int32",
+                     [[1, None], [None, None], None]),
+        "argmax": (R.argmax(x, 1), "3 * ?int64", [2, None, None]),
+        "argmax keepdims": (R.argmax(x, 1, keepdims=True), "3 * ?1 * ?int64",
+                            [[2], [None], None]),
+        "std": (R.std(x, 1), "3 * ?float64", [1.0, float("nan"), None]),
+        "var f": (R.var(f, 2), "2 * var * float64", [[0.25], [0.0]]),
+        "cumsum": (R.cumsum(x), "3 * ?var * ?int64", [[1, None, 4], [], None]),
+        "cumprod f": (R.cumprod(f), "2 * var * var * float32", [[[1.0, 2.0]], [[3.0]]]),
+        "sort": (R.sort(x, ascending=False), "3 * ?var * ?int32", [[3, 1, None], [], None]),
+        "argsort": (R.argsort(x), "3 * ?var * int64", [[0, 2, 1], [], None]),
+        "select": (R.select(x, R.elementwise("greater", x, 1)), "3 * ?var * ?int32",
+                   [[None, 3], [], None]),
+        "gather": (R.gather(x, R.argmax(x, 1, keepdims=True)), "3 * ?1 * ?int32",
+                   [[3], [None], None]),
+        "concatenate": (R.concatenate([x, A([[1.5], [2.5], [3.5]], "3 * var * float64")]),
+                        "3 * var * ?float64", [[1.0, None, 3.0, 1.5], [2.5], [3.5]]),
+        "histogram": (R.histogram(x, 3, (0, 3)), "3 * int64", [0, 1, 1]),
+        "histogram weights": (R.histogram(x, 3, (0, 3), weights=R.elementwise("multiply", x, 0.5)),
+                              "3 * float64", [0.0, 0.5, 1.5]),
+    }
+    for name, (r, t, data) in want.items():
+        assert str(r.type) == t and same(r.data, data), name
+    a, b = R.combinations(x, 2)
+    assert str(a.type) == str(b.type) == "3 * ?var * ?int32"
+    assert R.records((a, b), 2) == [[(1, None), (1, 3), (None, 3)], [], None]
+    c = R.argcombinations(f, 2, axis=2, fields=["i", "j"])
+    assert str(c["i"].type) == "2 * var * var * int64"
+    assert R.records(c, 3) == [[[{"i": 0, "j": 1}]], [[]]]
+    c = R.cartesian({"a": x, "b": A([[1.5], [2.5], [3.5]], "3 * var * float64")}, nested=True)
+    assert [str(p.type) for p in c.values()] == ["3 * ?var * var * ?int32",
+                                                 "3 * ?var * var * float64"]
+    assert R.records(c, 3) == [[[{"a": 1, "b": 1.5}], [{"a": None, "b": 1.5}],
+                                [{"a": 3, "b": 1.5}]], [], None]
+    with pytest.raises(np.exceptions.AxisError):
+        R.firsts(x, 0)
+    with pytest.raises(np.exceptions.AxisError):
+        R.sort(f, axis=1)  # the last axis only
