@@ -136,10 +136,12 @@ from lazyk.frontend.expr import (
     where,
 )
 from lazyk.frontend.spec import Instr, KernelSpec
+from lazyk.frontend.tuples import argcombinations, cartesian, combinations, zip
 from lazyk.kernel.flat import public_stats as stats
 from lazyk.runtime import compiled as _compiled
 from lazyk.runtime import device as _device
 from lazyk.runtime import explain as _explain
+from lazyk.runtime import many as _many
 from lazyk.runtime import nest_run as _nestrun
 from lazyk.runtime.compiled import CompiledExpr, compile
 from lazyk.runtime.device import DeviceArray  # CUDA itself loads only when a GPU array is used
@@ -152,7 +154,8 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
-               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows)
+               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows,
+               evaluate_many=_many.evaluate_many)
 
 
 def _call_on_dask(k, inputs, out):
@@ -190,6 +193,7 @@ __all__ = [
     "absolute",
     "add",
     "all",
+    "argcombinations",
     "any",
     "arccos",
     "arccosh",
@@ -204,8 +208,10 @@ __all__ = [
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
+    "cartesian",
     "ceil",
     "clip",
+    "combinations",
     "compile",
     "conj",
     "conjugate",
@@ -288,4 +294,5 @@ __all__ = [
     "types",
     "where",
     "zeros",
+    "zip",
 ]

@@ -82,7 +82,20 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
-from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce, Total
+from lazyk.codegen.levels import (
+    FIXED,
+    VAR,
+    WORDS,
+    Bins,
+    Fill,
+    Map,
+    Pick,
+    Reduce,
+    Total,
+    tuple_bounds,
+    tuple_count,
+    tuple_kind,
+)
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
@@ -106,8 +119,18 @@ class _NestGen(NestFolds, KernelGen):
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
         self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
         self.total = isinstance(mode, Total)
+        self.binning = isinstance(mode, Bins)
         self.where_masks = where_masks
         self.nlev = len(levels)
+        # tuple levels (`Combos`, `Product`): the tuples each walks; operands that read a
+        # tuple's item index (argcombinations) take it as their value (`_loads`)
+        self.tuples = [tuple_kind(kinds, k) for k in range(self.nlev)]
+        if self.tuples[0] is not None and levels[0] is FIXED:
+            raise ops.NotSupportedError("a tuple level at the outermost fixed level")
+        self.position = {j: k for j in range(self.nin) for k in range(self.nlev)
+                         if isinstance(kinds[j][k], Pick) and kinds[j][k].position}
+        self.posval: dict = {}
+        self.slot_lens: dict = {}
         # where(): operands read only as a branch whose rows may be missing ("gone": the
         # outermost level of the missing row, nlev while present); see `_taken`
         deciding = _deciding(spec) if where_masks else set(range(self.nin))
@@ -128,7 +151,7 @@ class _NestGen(NestFolds, KernelGen):
         # element over each result element's group
         self.axes = mode.axes
         self.axis = self.axes[0] if self.axes else -1
-        self.res = [] if isinstance(mode, Total) else list(range(self.nlev - 1)) \
+        self.res = [] if isinstance(mode, (Total, Bins)) else list(range(self.nlev - 1)) \
             if isinstance(mode, Reduce) else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
         # Count(s) counts the rows of result var level s (and of those above it); Mark(s)
@@ -182,8 +205,9 @@ class _NestGen(NestFolds, KernelGen):
             for k in range(self.nlev):
                 level = self.kinds[j][k]
                 base = at + 2 + WORDS * k
-                per.append(None if not level.moves else [word(base)] if not level.rows else
-                           [word(base + i) for i in range(WORDS)])
+                # a fixed dim read at a tuple level: its stride and size
+                nw = WORDS if level.rows else 2 if isinstance(level, Pick) else 1
+                per.append(None if not level.moves else [word(base + i) for i in range(nw)])
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
@@ -203,7 +227,15 @@ class _NestGen(NestFolds, KernelGen):
                 self.dummy.align = 16
             b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 0]), self.dummy)
             self.dummy = b.bitcast(self.dummy, P8)
-        if not self.mapping:
+        if self.binning:  # this part's counters: out + part * (counters of a part)
+            table = b.inttoptr(word(4), I64.as_pointer())
+            at = b.mul(word(5), b.load(table, align=8))
+            self.bin_base = at
+            self.bin_n = [b.load(b.gep(table, [self.c(1 + 2 * h)]), align=8)
+                          for h in range(len(self.mode.weighted))]
+            self.bin_first = [b.load(b.gep(table, [self.c(2 + 2 * h)]), align=8)
+                              for h in range(len(self.mode.weighted))]
+        elif not self.mapping:
             self.acc = self._acc_alloca(b)
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
@@ -264,6 +296,8 @@ class _NestGen(NestFolds, KernelGen):
             elif not level.rows:
                 bases.append(ptrs[j])
                 steps.append(f[0])
+                if isinstance(level, Pick):  # a fixed dim's items: its size
+                    lens[j] = f[1]
             else:
                 delta, content, istride, stride, length = f[:5]
                 was = None if gone is None or gone[j] is None else \
@@ -301,7 +335,9 @@ class _NestGen(NestFolds, KernelGen):
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
-        if self.levels[k] is FIXED:
+        if self.tuples[k] is not None:
+            n = self._tuple_rows(k, lens, path)
+        elif self.levels[k] is FIXED:
             n = self.sizes[k]
             for j, ln in lens.items():
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
@@ -352,6 +388,10 @@ class _NestGen(NestFolds, KernelGen):
             return
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n
+        if self.tuples[k] is not None:
+            self._tuple_loop(k, bases, steps, lambda t, addrs: self._level(
+                k + 1, addrs, path + [t], gone))
+            return
 
         def child(i):
             i = b.add(i, lo)
@@ -390,6 +430,8 @@ class _NestGen(NestFolds, KernelGen):
                         for j, a in enumerate(addr)]
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
+            elif self.binning:
+                self._bin(addr, masks)
             elif not self.mapping:
                 self._fold(addr, masks)
             else:
@@ -398,7 +440,9 @@ class _NestGen(NestFolds, KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
+        if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
+            self._tuple_loop(k, bases, steps, element)
+        elif (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
@@ -442,6 +486,97 @@ class _NestGen(NestFolds, KernelGen):
             b.store(b.add(pos0, n), self.pos)
 
 
+    # ------------------------------------------------------------ tuple levels
+    def _tuple_rows(self, k, lens, path):
+        """Tuple level k: the rows of the `Pick` operands pair within their slot's group
+        (one length; a row of 1 stretches), which gives each slot's row length and the
+        tuple count; any other moving operand's row pairs with the count (1 stretches).
+        Returns the count (a fixed level: its size)."""
+        b, c = self.b, self.c
+        tup = self.tuples[k]
+        glen: dict = {}
+        for j, ln in lens.items():
+            level = self.kinds[j][k]
+            if not isinstance(level, Pick):
+                continue
+            g = tup.group(level.slot)
+            have, src = glen.get(g, (c(1), c(-1)))
+            ok = b.or_(b.or_(b.icmp_signed("==", have, c(1)), b.icmp_signed("==", ln, c(1))),
+                       b.icmp_signed("==", ln, have))
+            self.check(ok, 2, k, path, j, ln, have, src)
+            one = b.icmp_signed("==", ln, c(1))
+            glen[g] = (b.select(one, have, ln), b.select(one, src, c(j)))
+        slots = [glen[tup.group(s)][0] for s in range(tup.slots)]
+        self.slot_lens[k] = slots
+        n = tuple_count(self, tup, slots) if self.levels[k] is VAR else self.sizes[k]
+        for j, ln in lens.items():
+            if not isinstance(self.kinds[j][k], Pick):
+                ok = b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n))
+                self.check(ok, 2, k, path, j, ln, n, c(-1))
+        return n
+
+    def _tuple_loop(self, k, bases, steps, body):
+        """Walk the tuples of tuple level k (`_tuple_rows` read the rows): one loop per
+        slot, `body(t, addresses)` per tuple, t its number in the row. A `Pick` operand's
+        element is its row's item at the tuple's slot; other moving operands read element
+        t (steps of 0 for rows of 1)."""
+        b, c = self.b, self.c
+        tup, lens = self.tuples[k], self.slot_lens[k]
+        with b.goto_entry_block():
+            counter = b.alloca(I64, name=f"tuple{k}")
+        b.store(c(0), counter)
+        idx: list = []
+
+        def walk(s):
+            first, stop = tuple_bounds(self, tup, s, idx, lens)
+
+            def each(i):
+                idx.append(b.add(i, first))
+                if s + 1 < tup.slots:
+                    walk(s + 1)
+                else:
+                    t = b.load(counter)
+                    addrs = []
+                    for j in range(self.nin):
+                        level = self.kinds[j][k]
+                        at = idx[level.slot] if isinstance(level, Pick) else t
+                        if isinstance(level, Pick) and level.position:
+                            self.posval[j] = idx[level.slot]
+                        addrs.append(b.gep(bases[j], [b.mul(at, steps[j])])
+                                     if level.moves else bases[j])
+                    body(t, addrs)
+                    b.store(b.add(t, c(1)), counter)
+                idx.pop()
+            for_loop(b, b.sub(stop, first), each, name=f"t{k}s{s}")
+        walk(0)
+
+    def _bin(self, addr, masks):
+        """Histograms (`Bins`): each value's counter in this part's counters, by the bin
+        index the body gives (+1, or + its weight); nothing where an input is missing."""
+        b, c = self.b, self.c
+
+        def add():
+            vals = self._values(addr)
+            o = 0
+            for h, weighted in enumerate(self.mode.weighted):
+                i = vals[o]
+                o += 1
+                w = vals[o] if weighted else None
+                o += bool(weighted)
+                with b.if_then(b.icmp_unsigned("<", i, self.bin_n[h])):  # (negatives too)
+                    at = b.add(self.bin_base, b.add(self.bin_first[h], i))
+                    if weighted:
+                        p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
+                        b.store(b.fadd(b.load(p, align=8), w), p, align=8)
+                    else:
+                        p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
+                        b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
+        if not masks:
+            add()
+            return
+        with b.if_then(self._present(masks)):
+            add()
+
     def _present(self, masks):
         b = self.b
         ok = ir.Constant(I1, 1)
@@ -455,7 +590,9 @@ class _NestGen(NestFolds, KernelGen):
         float64 body, a byte-swapped leaf, no copy of either."""
         b, spec = self.b, self.spec
         want = {ins.attr: ins.dtype for ins in spec.body if ins.op == "load"}
-        return [self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
+        return [self.em.cast(self.posval[j], np.dtype(np.int64), want.get(j, d))
+                if j in self.position else
+                self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
                              want.get(j, d))
                 for j, (a, d, al) in enumerate(zip(addr, spec.inputs, spec.aligned))]
 
@@ -570,7 +707,9 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Ma
     where_masks: (`Map`) a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
     """
-    mapping = isinstance(mode, Map)
+    mapping = isinstance(mode, Map) or isinstance(mode, Bins)
+    if isinstance(mode, Bins) and len(spec.outputs) != mode.outputs:
+        raise ops.NotSupportedError(f"{mode} takes {mode.outputs} body outputs")
     if not mapping and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mapping and spec.reduce is not None:

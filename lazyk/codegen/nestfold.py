@@ -341,7 +341,8 @@ class NestFolds:
         # the branch it saves, so such rows take the plain loop, which LLVM vectorizes
         # with the vector math library.
         libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
-        return (not libm and not self.mapping and not self.marking and k == self.nlev - 1 and
+        return (not libm and not self.mapping and not self.marking and not self.binning and
+                self.tuples[k] is None and k == self.nlev - 1 and
                 self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
                 all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
                     for lv in (self.kinds[j][k] for j in range(self.nin))))

@@ -17,6 +17,9 @@ from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
 LEAF_OPS = ("input", "scalar", "const")
 REDUCE_OP = "reduce"
+# The item at one slot of each tuple of the rows at an axis (combinations, cartesian):
+# arg = (tuples, slot, axis, position); `lazyk.frontend.tuples` builds it
+PICK_OP = "pick"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = threading.Lock()
@@ -220,6 +223,9 @@ def _arg_text(node: Node) -> str:
         skipna = len(node.arg) > 3 and bool(node.arg[3])
         initial = f" initial={node.arg[4]!r}" if len(node.arg) > 4 else ""
         return f" {op} axes={list(axes)} keepdims={bool(keep)} skipna={skipna}{initial}"
+    if node.op == PICK_OP:
+        tuples, slot, axis, position = node.arg
+        return f" {'index' if position else 'item'} {slot} of the {tuples} at axis {axis}"
     if node.arg is not None:
         return f" {node.arg}"
     return ""

@@ -135,6 +135,35 @@ class RaggedLeaf:
         self.array, self.option = array, option
 
 
+class PickLeaf(RaggedLeaf):
+    """Env entry of an array read at tuple levels (combinations, cartesian; the loop nest
+    walks the tuples): `picks` holds per tuple level (the array's dim, tuples, slot);
+    `position`: the leaf's value is the item's index at the last pick (argcombinations:
+    int64, the dims up to that one); `witness`: read only for its rows (the length of a
+    cartesian slot no value reads), never its values or missing values, with `pad` dims of
+    1 after its last pick (it lines up with the value it joins; None: all its dims)."""
+
+    __slots__ = ("picks", "position", "witness", "pad")
+
+    def __init__(self, array, option: bool, picks: tuple, position: bool = False,
+                 witness: bool = False, pad: int | None = 0):
+        super().__init__(array, option and not (position or witness))
+        self.picks, self.position, self.witness = tuple(picks), position, witness
+        self.pad = pad
+
+    def key(self) -> tuple:
+        """What makes two entries one operand of a loop nest."""
+        return (id(self.array), self.option, self.picks, self.position, self.witness,
+                self.pad)
+
+
+def leaf_key(value) -> tuple:
+    """What makes two ragged env entries one operand of a loop nest (`PickLeaf.key`)."""
+    if isinstance(value, PickLeaf):
+        return value.key()
+    return (id(value.array), value.option)
+
+
 def is_ragged(value) -> bool:
     """Whether an env entry is a lazyk Array with var dims or options (`lazyk.ragged` runs it)."""
     return isinstance(value, RaggedLeaf)

@@ -20,6 +20,8 @@ from lazyk.codegen.levels import (
     VAR,
     WORDS,
     FixedDimData,
+    Pick,
+    PickDimData,
     Reduce,
     Rows,
     RowsData,
@@ -27,8 +29,8 @@ from lazyk.codegen.levels import (
     operand_level,
 )
 from lazyk.codegen.nest import nest_layout
-from lazyk.errors import ShapeError
-from lazyk.frontend.leaves import is_ragged, text_rows
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
 from lazyk.kernel import nest as nest_kernel
 from lazyk.kernel.nest import split as nest_split
@@ -71,6 +73,8 @@ _operands: dict = {}
 
 def nest_operand(leaf):
     """A `NestOperand`, or None for a leaf the nest does not read (records, ...)."""
+    if isinstance(leaf, PickLeaf):
+        return _picked(leaf)
     if is_ragged(leaf):
         arr = leaf.array
         key = id(arr)
@@ -84,6 +88,28 @@ def nest_operand(leaf):
                               id(arr.owner), _refs(arr), got)
         return got
     return _nest_operand(leaf)
+
+
+def _picked(leaf):
+    """The operand of an array read at tuple levels: its dims there `PickDimData`; a
+    position's dims end at its last tuple level (int64 values, none stored), a witness's
+    values are never read (neither are their masks)."""
+    base = nest_operand(RaggedLeaf(leaf.array, False))
+    if base is None:
+        return None
+    dims = list(base.dims)
+    for at, tuples, slot in leaf.picks:
+        dims[at] = PickDimData(dims[at], tuples, slot, leaf.position and
+                               (at, tuples, slot) == leaf.picks[-1])
+    if leaf.position:
+        return NestOperand(dims[:leaf.picks[-1][0] + 1], base.ptr, np.dtype(np.int64), None,
+                           True)
+    if leaf.witness:  # its rows only: no values, no mask (dims of 1 below its last pick)
+        if leaf.pad is not None:
+            dims = dims[:leaf.picks[-1][0] + 1] + [FixedDimData(1, 0)] * leaf.pad
+        return NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
+    return NestOperand(dims, base.ptr, base.dtype, base.mask_offset, base.aligned,
+                       base.owner)
 
 
 def _open(refs) -> bool:
@@ -194,7 +220,27 @@ def _nest_plan(ops_):
     levels, sizes = [], []
     for k in range(nlev):
         ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
-        fixed = {d.size for d in ds if not d.rows and d.size != 1}
+        fixed = {d.size for d in ds if not d.rows and d.size != 1 and
+                 not isinstance(d, PickDimData)}
+        picks = [d for d in ds if isinstance(d, PickDimData)]
+        if picks:  # a tuple level: the tuples' count
+            if len({d.tuples for d in picks}) > 1:
+                raise NotSupportedError(f"dim {k}: the tuples of "
+                                        f"{' and '.join(sorted({str(d.tuples) for d in picks}))}"
+                                        " meet in one expression: evaluate one of them first")
+            tuples = picks[0].tuples
+            if levels == [] and not any(d.rows for d in picks):
+                raise NotSupportedError(f"{tuples} along the outermost fixed dim")
+            if not any(d.rows for d in picks):
+                slot = {}
+                for d in picks:  # rows of 1 stretch
+                    g = tuples.group(d.slot)
+                    if d.size != 1 or g not in slot:
+                        slot[g] = d.size
+                fixed.add(tuples.count([slot[tuples.group(q)] for q in range(tuples.slots)]))
+            if any(d.rows for d in picks) and fixed:
+                raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} against the var "
+                                 f"rows of {tuples}")
         if len(fixed) > 1:
             raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
         if fixed:
@@ -219,6 +265,12 @@ def _nest_plan(ops_):
 def _plain_rows(level) -> bool:
     """Var rows of plain indices: neither a stepping view's nor `?var`."""
     return level == Rows(level.width) if isinstance(level, Rows) else False
+
+
+def _weighing_rows(level) -> bool:
+    """Var rows of plain indices, read as rows or at a tuple level (the split weighs the
+    items: the work of a row's tuples grows with them)."""
+    return _plain_rows(level.inner if isinstance(level, Pick) else level)
 
 
 def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
@@ -395,7 +447,7 @@ def one_part(sel, kinds, n0) -> bool:
     if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
         return True
     for o, kind in zip(sel, kinds):
-        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             return n0 > 0 and o.dims[0].stride > 0 and \
                 o.dims[1].length < 2 * nest_kernel.MIN_PART
     return False
@@ -406,7 +458,7 @@ def index_weight(sel, kinds, n0):
     a bad index only unbalances the split: the kernel checks every row)."""
     for o, kind in zip(sel, kinds):
         # (an operand of its own level-0 size: a broadcast one has fewer index entries)
-        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             width, delta = o.dims[1].width, o.dims[1].stop_delta
             stride = o.dims[0].stride
             if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
