@@ -352,6 +352,8 @@ class _NestGen(NestFolds, KernelGen):
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
         if miss is not None:  # nothing under a missing result row
             n = b.select(miss, c(0), n)
+            if k in self.slot_lens:  # (nor a tuple)
+                self.slot_lens[k] = [b.select(miss, c(0), ln) for ln in self.slot_lens[k]]
         return bases, steps, n, miss
 
     def _level(self, k, ptrs, path, gone=None):

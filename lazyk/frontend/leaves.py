@@ -137,24 +137,24 @@ class RaggedLeaf:
 
 class PickLeaf(RaggedLeaf):
     """Env entry of an array read at tuple levels (combinations, cartesian; the loop nest
-    walks the tuples): `picks` holds per tuple level (the array's dim, tuples, slot);
-    `position`: the leaf's value is the item's index at the last pick (argcombinations:
-    int64, the dims up to that one); `witness`: read only for its rows (the length of a
-    cartesian slot no value reads), never its values or missing values, with `pad` dims of
-    1 after its last pick (it lines up with the value it joins; None: all its dims)."""
+    walks the tuples): `picks` holds per tuple level (the array's dim, tuples, slot).
+    `position`: the value is the item's index at the last pick (argcombinations: int64).
+    `witness`: read only for its rows (a cartesian slot no value reads, a record field's
+    broadcast), never its values or missing values. Either reads only the array's first
+    `cut` dims, then `pad` dims of 1 (it lines up with the value it joins)."""
 
-    __slots__ = ("picks", "position", "witness", "pad")
+    __slots__ = ("picks", "position", "witness", "cut", "pad")
 
     def __init__(self, array, option: bool, picks: tuple, position: bool = False,
-                 witness: bool = False, pad: int | None = 0):
+                 witness: bool = False, cut: int | None = None, pad: int = 0):
         super().__init__(array, option and not (position or witness))
         self.picks, self.position, self.witness = tuple(picks), position, witness
-        self.pad = pad
+        self.cut, self.pad = cut, pad
 
     def key(self) -> tuple:
         """What makes two entries one operand of a loop nest."""
         return (id(self.array), self.option, self.picks, self.position, self.witness,
-                self.pad)
+                self.cut, self.pad)
 
 
 def leaf_key(value) -> tuple:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,10 +124,12 @@ class RecordExpr:
             out.extend(f.leaves() if isinstance(f, RecordExpr) else [f])
         return out
 
-    def map(self, fn) -> RecordExpr:
-        """The records with `fn(expr)` for each field expression (the same names)."""
-        return RecordExpr({k: f.map(fn) if isinstance(f, RecordExpr) else fn(f)
-                           for k, f in self._fields.items()}, self._depth, self._tuple)
+    def map(self, fn, deeper: int = 0) -> RecordExpr:
+        """The records with `fn(expr)` for each field expression (the same names); `fn`
+        adds `deeper` dims above the records."""
+        return RecordExpr({k: f.map(fn, deeper) if isinstance(f, RecordExpr) else fn(f)
+                           for k, f in self._fields.items()}, self._depth + deeper,
+                          self._tuple)
 
     @property
     def type(self) -> T.Type:
@@ -182,7 +185,7 @@ def _joined(exprs: list, depth: int) -> list:
         for o in exprs:
             if any(a == 1 and b != 1 for a, b in builtins.zip(node.shape, o.shape)):
                 shape = broadcast_shapes("with_rows", [node.shape, o.shape])
-                node = Node("with_rows", node.dtype, shape, (node, o.node))
+                node = Node("with_rows", node.dtype, shape, (node, o.node), depth)
                 env.update(o.env)
         out.append(Expr(node, env))
     return out
@@ -296,12 +299,27 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
             if not isinstance(data, np.ndarray):
                 raise NotSupportedError(f"{fn} of a {type(data).__name__} operand")
             arr = v.owner if isinstance(v, OwnedView) and isinstance(v.owner, Array) and \
-                v.owner.shape == data.shape else lazyk_array(data)
+                v.owner.shape == data.shape else _as_array(data)
             name = f"{node.arg}~rows"
             env[name] = RaggedLeaf(arr, False)
             return node.replace(arg=name)
         return node.replace(srcs=srcs) if srcs != node.srcs else node
     return Expr(rewrite(e.node, visit), env)
+
+
+_arrays: dict = {}  # id(NumPy array) -> (weak ref to it, the lazyk Array over it)
+
+
+def _as_array(data: np.ndarray) -> Array:
+    """One lazyk Array over a NumPy leaf for every use (a leaf's name is one input)."""
+    key = id(data)
+    got = _arrays.get(key)
+    if got is not None and got[0]() is data:
+        return got[1]
+    arr = lazyk_array(data)
+    _arrays[key] = (weakref.ref(data, lambda r, k=key: _arrays.get(k, (None,))[0] is r and
+                                _arrays.pop(k, None)), arr)
+    return arr
 
 
 def _pick(exprs: tuple, tuples, slot: int, axis: int, position: bool, fn: str) -> Expr:
@@ -451,6 +469,9 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
     a = _axis(axis, min(depths), "cartesian")
     for x in items:
         _tuple_axis(x, a, "cartesian")
+    if a == 0 and opened:
+        raise NotSupportedError("cartesian with nested lists at axis 0 is not supported: "
+                                "nest the lists of a var dim (axis >= 1)")
     groups: list = [[]]
     for j in range(m):
         groups[-1].append(j)
@@ -470,14 +491,15 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
             k = names[j] if names is not None else str(j)
             x = items[j]
             if len(members) == 1:
-                fields[k] = x.map(widened) if isinstance(x, RecordExpr) else widened(x)
+                fields[k] = x.map(widened, ng - 1) if isinstance(x, RecordExpr) else \
+                    widened(x)
                 continue
             tuples = Product(len(members))
 
             def pick(e, s=s):
                 srcs = rows[:s] + (widened(e),) + rows[s + 1:]
                 return _pick(srcs, tuples, s, a + g, False, "cartesian")
-            fields[k] = x.map(pick) if isinstance(x, RecordExpr) else pick(x)
+            fields[k] = x.map(pick, ng - 1) if isinstance(x, RecordExpr) else pick(x)
     return RecordExpr(fields, a + ng, names is None)
 
 

@@ -102,11 +102,9 @@ def _picked(leaf):
         dims[at] = PickDimData(dims[at], tuples, slot, leaf.position and
                                (at, tuples, slot) == leaf.picks[-1])
     if leaf.position:
-        return NestOperand(dims[:leaf.picks[-1][0] + 1], base.ptr, np.dtype(np.int64), None,
-                           True)
-    if leaf.witness:  # its rows only: no values, no mask (dims of 1 below its last pick)
-        if leaf.pad is not None:
-            dims = dims[:leaf.picks[-1][0] + 1] + [FixedDimData(1, 0)] * leaf.pad
+        return NestOperand(dims[:leaf.cut], base.ptr, np.dtype(np.int64), None, True)
+    if leaf.witness:  # its rows only: no values, no mask
+        dims = dims[:leaf.cut] + [FixedDimData(1, 0)] * leaf.pad
         return NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
     return NestOperand(dims, base.ptr, base.dtype, base.mask_offset, base.aligned,
                        base.owner)

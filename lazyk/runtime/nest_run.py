@@ -39,6 +39,7 @@ from lazyk.codegen.levels import (
     Fold,
     Map,
     Mark,
+    Pick,
     Reduce,
     Total,
 )
@@ -447,6 +448,10 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
         qlev and len(axes) > 1 and isinstance(mode, Fold) and max(qlev) >= axes[0]) or bool(
         qlev and ((isinstance(mode, Total) and 0 in qlev) or
                   (isinstance(mode, Fold) and axes[0] in qlev and levels[axes[0] + 1] is not VAR)))
+    # a fold over a middle level walks each group with its own row reads: tuple levels
+    # (combinations, cartesian) at or below it run the elementwise part first
+    tuples = {k for kd in sel_kinds for k in range(nlev) if isinstance(kd[k], Pick)}
+    declined = declined or bool(isinstance(mode, Fold) and tuples and max(tuples) >= axes[0])
     # where() over missing rows: a row is missing where an element takes a branch's
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)

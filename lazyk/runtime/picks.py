@@ -57,7 +57,7 @@ def _lower(pick: Node, env: dict) -> Node:
 
 def _witnessed(node: Node, env: dict) -> Node:
     """`with_rows(x, y)` with y read as rows only: a witness of each array y reads (its
-    values and missing values unused)."""
+    values and missing values unused), of its dims up to `node.arg` (None: all)."""
     x, y = node.srcs
     if y.op == "input" and getattr(env.get(y.arg), "witness", False):
         return node
@@ -65,11 +65,18 @@ def _witnessed(node: Node, env: dict) -> Node:
         if n.op != "input" or not any(d != 1 for d in n.shape):
             continue
         entry = _entry(n, env)
-        picks = entry.picks if isinstance(entry, PickLeaf) else ()
+        cut = n.ndim if node.arg is None else node.arg - (y.ndim - n.ndim)
+        if isinstance(entry, PickLeaf) and entry.cut is not None:
+            cut = min(cut, entry.cut)
+        if cut <= 0:
+            continue
+        picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
+                      if p[0] < cut)
         name = f"~rows{next(_names)}"
-        env[name] = PickLeaf(entry.array, False, picks, witness=True, pad=None)
-        x = Node("with_rows", x.dtype, node.shape, (x, Node("input", n.dtype, n.shape, (),
-                                                               name)))
+        env[name] = PickLeaf(entry.array, False, picks, witness=True, cut=cut,
+                             pad=n.ndim - cut)
+        w = Node("input", n.dtype, n.shape[:cut] + (1,) * (n.ndim - cut), (), name)
+        x = Node("with_rows", x.dtype, node.shape, (x, w))
     return x
 
 
@@ -149,7 +156,7 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
         shape = n.shape[:a] + (count,)
         name = f"~rows{next(_names)}"
         env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),
-                             position=position, witness=not position,
+                             position=position, witness=not position, cut=a + 1,
                              pad=0 if position else ndim - axis - 1)
         if position:
             return Node("input", np.dtype(np.int64), shape, (), name)
