@@ -135,6 +135,7 @@ from lazyk.frontend.expr import (
     trunc,
     where,
 )
+from lazyk.frontend.histogram import histogram
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.frontend.tuples import argcombinations, cartesian, combinations, zip
 from lazyk.kernel.flat import public_stats as stats
@@ -145,7 +146,7 @@ from lazyk.runtime import many as _many
 from lazyk.runtime import nest_run as _nestrun
 from lazyk.runtime.compiled import CompiledExpr, compile
 from lazyk.runtime.device import DeviceArray  # CUDA itself loads only when a GPU array is used
-from lazyk.runtime.launch import evaluate
+from lazyk.runtime.many import evaluate
 from lazyk.runtime.stringeval import re_evaluate
 from lazyk.types.parse import dshape
 from lazyk.version import __version__
@@ -239,6 +240,7 @@ __all__ = [
     "get_num_threads",
     "greater",
     "greater_equal",
+    "histogram",
     "hypot",
     "imag",
     "invert",

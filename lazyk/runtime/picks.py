@@ -3,8 +3,9 @@ slot of each tuple of the rows at an axis, `lazyk.frontend.tuples`) is pushed do
 the elementwise work under it to the arrays it reads, which become `PickLeaf` operands; the
 nest then walks the tuples of each row at that level (`codegen.levels.Pick`) and computes
 the work over the fields per tuple, fused with whatever reduces them. Work under a pick
-that is not elementwise (a reduction) is computed first; a product's slot that no value
-reads is paired in by its rows alone (`with_rows`)."""
+that is not elementwise (a reduction) is computed first, and so is elementwise work that
+calls a math function (each item's value stored once, not computed again per tuple); a
+product's slot that no value reads is paired in by its rows alone (`with_rows`)."""
 from __future__ import annotations
 
 import itertools
@@ -17,7 +18,7 @@ from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
-from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.ops import ELEMENTWISE, OPS
 from lazyk.runtime import launch
 
 _names = itertools.count()
@@ -94,6 +95,10 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
         shape = n.shape[:a] + (count,) + n.shape[a + 1:]
         if n.op == "input":
             got = _picked(n, a, tuples, slot, shape, env)
+        elif n.op in ELEMENTWISE and _costly(n):
+            # a math function per item (px = pt * cos(phi)): stored per item once, not
+            # computed again for every tuple the item is in
+            got = _picked(_computed(n, env), a, tuples, slot, shape, env)
         elif n.op in ELEMENTWISE:
             got = n.replace(srcs=tuple(go(s, a - (n.ndim - s.ndim)) for s in n.srcs),
                             shape=shape)
@@ -102,6 +107,11 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
         memo[key] = got
         return got
     return go(node, axis)
+
+
+def _costly(n: Node) -> bool:
+    """Whether elementwise work `n` calls a math function (tens of cycles an element)."""
+    return any(m.op in OPS and OPS[m.op].calls_libm for m in toposort(n))
 
 
 def _computed(n: Node, env: dict) -> Node:
