@@ -444,7 +444,8 @@ class _NestGen(NestFolds, KernelGen):
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
         if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
             self._tuple_loop(k, bases, steps, element)
-        elif (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
+        elif (any(self.masked) and not self._windowed(k) and not self.binning) or \
+                not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
@@ -478,7 +479,10 @@ class _NestGen(NestFolds, KernelGen):
                             for j, (p, sz) in enumerate(zip(bases, isz))])
             with b.if_else(fast) as (then, otherwise):
                 with then:
-                    for_loop(b, n, contiguous, name="ec")
+                    if self.binning:  # bins of a block first (vectorized), then counted
+                        self._bin_blocks(k, bases, n, lo, isz)
+                    else:
+                        for_loop(b, n, contiguous, name="ec")
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         if self.reducing:
@@ -551,33 +555,6 @@ class _NestGen(NestFolds, KernelGen):
                 idx.pop()
             for_loop(b, b.sub(stop, first), each, name=f"t{k}s{s}")
         walk(0)
-
-    def _bin(self, addr, masks):
-        """Histograms (`Bins`): each value's counter in this part's counters, by the bin
-        index the body gives (+1, or + its weight); nothing where an input is missing."""
-        b, c = self.b, self.c
-
-        def add():
-            vals = self._values(addr)
-            o = 0
-            for h, weighted in enumerate(self.mode.weighted):
-                i = vals[o]
-                o += 1
-                w = vals[o] if weighted else None
-                o += bool(weighted)
-                with b.if_then(b.icmp_unsigned("<", i, self.bin_n[h])):  # (negatives too)
-                    at = b.add(self.bin_base, b.add(self.bin_first[h], i))
-                    if weighted:
-                        p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
-                        b.store(b.fadd(b.load(p, align=8), w), p, align=8)
-                    else:
-                        p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
-                        b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
-        if not masks:
-            add()
-            return
-        with b.if_then(self._present(masks)):
-            add()
 
     def _present(self, masks):
         b = self.b

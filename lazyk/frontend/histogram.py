@@ -40,13 +40,14 @@ class Histogram:
     where they read the same rows.
     """
 
-    __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform")
+    __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index")
 
     def __init__(self, x: Expr, bins: Any, range: Any, weights: Expr | None, density: bool):
         self.x, self.bins, self.range, self.weights = x, bins, range, weights
         self.density = density
         self._edges: np.ndarray | None = None
         self._uniform: tuple | None = None
+        self._index: Expr | None = None
 
     def __repr__(self) -> str:
         n = self.nbins
@@ -109,6 +110,11 @@ class Histogram:
 
     def index(self) -> Expr:
         """Each value's bin (int64; -1: in no bin), as numpy.histogram finds it."""
+        if self._index is None:
+            self._index = self._bin_index()
+        return self._index
+
+    def _bin_index(self) -> Expr:
         self._bin_edges()
         x = self.x
         if self._uniform is None:
@@ -119,9 +125,12 @@ class Histogram:
         n, bin_type = self.bins, self._edges.dtype
         keep = (x >= first) & (x <= last)
         v = x.astype(bin_type)
-        f = (_subtract(v, first) / _subtract(last, first)) * n
-        i = f.astype(np.int64)
-        i = where(i == n, np.int64(n - 1), i)
+        # NumPy's estimate, ((v - first) / (last - first)) * n, lands within one bin of
+        # the right one, which the two corrections against the edges then find: so does
+        # this estimate in float64 with a multiply (a divide costs more than the rest)
+        scale = np.float64(n) / np.float64(_subtract(last, first))
+        f = (v.astype(np.float64) - np.float64(first)) * scale
+        i = apply("minimum", apply("maximum", f.astype(np.int64), np.int64(0)), np.int64(n - 1))
         i = i - (v < self._edge(i)).astype(np.int64)
         up = (v >= self._edge(i + 1)) & (i != n - 1)
         return where(keep, i + up.astype(np.int64), np.int64(-1))
