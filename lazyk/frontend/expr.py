@@ -1135,7 +1135,15 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     """`__array_ufunc__` body: a lazy node, or NotImplemented for what we cannot keep lazy."""
     name = ALIASES.get(ufunc.__name__, ufunc.__name__)
     out = kwargs.pop("out", None)
-    if method == "__call__" and name in UNARY + BINARY and not kwargs:
+    if method == "__call__" and name == "square" and len(inputs) == 1:
+        name, inputs = "multiply", inputs * 2  # x * x, as NumPy's square computes it
+    if method == "__call__" and name in UNARY + BINARY and set(kwargs) <= {"dtype"}:
+        dt = kwargs.get("dtype")
+        if dt is not None and name not in COMPARISONS:  # NumPy's loop of that dtype
+            inputs = tuple(x if isinstance(x, (int, float, complex)) else astype(x, dt)
+                           for x in inputs)
+        elif dt is not None:
+            return NotImplemented
         result = apply(name, *inputs)
     elif method == "reduce" and name in _ufunc_reduce and len(inputs) == 1:
         axis = kwargs.pop("axis", 0)

@@ -101,6 +101,8 @@ class RecordExpr:
         return self._depth
 
     def __getitem__(self, key: Any):
+        if not isinstance(key, (str, int, np.integer)):  # an index of the records: each field's
+            return self.map(lambda e: e[key])
         name = str(key) if isinstance(key, (int, np.integer)) and self._tuple else key
         if not isinstance(name, str) or name not in self._fields:
             raise KeyError(f"no field {key!r} in records with fields {self.fields}")

@@ -13,6 +13,7 @@ from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import as_expr, leaf_data
 from lazyk.frontend.graph import REDUCE_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_key
+from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.nest import kernel_for
 from lazyk.passes.fuse import fuse_outputs
@@ -70,6 +71,9 @@ def _one_pass(hists: list, exprs: list | None = None):
             env.update(e.env)
             roots.append(root)
         weighted.append(w is not None)
+    if any(n.op not in ELEMENTWISE and n.op not in ("input", "const", "scalar")
+           for r in roots for n in toposort(r)):
+        return None  # work the one pass does not compute: the bins computed first
     roots, names = _one_leaf_per_array(roots, env)
     leaves = [leaf_data(env[n]) for n in names]
     if not leaves:

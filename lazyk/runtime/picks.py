@@ -41,6 +41,9 @@ def lower_picks(expr: Expr) -> Expr:
     return Expr(root, {k: v for k, v in env.items() if k in used})
 
 
+_DONE = "~values computed"  # env key of the values `_computed` stored during a lowering
+
+
 def _lower(pick: Node, env: dict) -> Node:
     tuples, slot, axis, position = pick.arg
     srcs = pick.srcs
@@ -115,14 +118,20 @@ def _costly(n: Node) -> bool:
 
 
 def _computed(n: Node, env: dict) -> Node:
-    """An input node over the value of `n` (computed now)."""
+    """An input node over the value of `n` (computed now; once per lowering: the value is
+    kept in `env` under the node)."""
+    done = env.setdefault(_DONE, {})
+    if id(n) in done:
+        return done[id(n)][1]
     used = {m.arg for m in toposort(n) if m.op == "input"}
     value = launch.evaluate(Expr(n, {k: v for k, v in env.items() if k in used}))
     if not isinstance(value, Array):
         value = lazyk_array(np.asarray(value))
     name = f"~computed{next(_names)}"
     env[name] = RaggedLeaf(value, bool(value.type.missing_values))
-    return Node("input", n.dtype, n.shape, (), name)
+    got = Node("input", n.dtype, n.shape, (), name)
+    done[id(n)] = (n, got)  # (n held: its id stays its own)
+    return got
 
 
 def _entry(n: Node, env: dict):
