@@ -15,6 +15,7 @@ from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.tuples import RecordExpr
 from lazyk.runtime import launch
 from lazyk.runtime.histograms import fill_histograms
+from lazyk.runtime.launch import evaluate as evaluate_one
 
 _LAZY = (Expr, Histogram, RecordExpr)
 
@@ -69,8 +70,8 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
                             "it, or one with it")
         got = evaluate_many(expr, *more)
         return got if more else got[0]
-    return launch.evaluate(expr, out, local_dict, global_dict, order, casting,
-                           _depth=_depth + 1)
+    return evaluate_one(expr, out, local_dict, global_dict, order, casting,
+                        _depth=_depth + 1)
 
 
 def evaluate_many(*items: Any) -> tuple:

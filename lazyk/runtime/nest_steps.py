@@ -136,8 +136,7 @@ def _evaluate_nest(expr):
         # where() takes the missing state of the branch it selects: the elementwise part
         # runs first (its mask follows the body), then the reduction of its result
         got = nest_run(root, root, None, names, leaves, where_masks=True)
-        if got is not None and reduce_arg is not None and any(
-                got.type.missing_fixed_rows):
+        if got is not None and reduce_arg is not None and got.type.missing_fixed_rows:
             # `?n` rows: no leaf the nest reads
             got = _rows_first(root, red_node, reduce_arg, names, leaves)
         elif got is not None and reduce_arg is not None:
