@@ -19,6 +19,7 @@ from lazyk.kernel.nest import kernel_for
 from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime import launch
 from lazyk.runtime.nest_plan import (
+    flat_items,
     fold_parts,
     nest_operand,
     nest_plan,
@@ -94,6 +95,9 @@ def _one_pass(hists: list, exprs: list | None = None):
         return None  # `?n` rows
     if len(hists) > 1 and not _same_rows(ops_, kinds, nlev):
         return None
+    items = flat_items(ops_, levels, kinds, sizes)
+    if items is not None:  # one loop over the items of rows of one offsets array
+        ops_, (levels, sizes, kinds) = items[0], items[2]
     body, inputs, outs, consts = fuse_outputs([rows_graph(r) for r in roots])
     by_name = {n: j for j, n in enumerate(names)}
     sel = [ops_[by_name[n]] for n in inputs]

@@ -338,6 +338,47 @@ def flat_rows(ops_, levels, kinds, sizes):
     return flat, off, ((FIXED, VAR), [int(off[-1]), 0], kinds2)
 
 
+def flat_items(ops_, levels, kinds, sizes):
+    """`N * var` rows that every operand with rows reads through one offsets array, and no
+    operand stays at the rows (a per-row value): the items as one run of M, (the operands
+    as `M`, the offsets from 0, their plan), or None. Work item by item (elementwise,
+    histograms) then runs one loop over the items: no loop per row, none of a row's short
+    remainders (rows of one to four items are common). The offsets are checked here (the
+    kernel reads no row)."""
+    if tuple(levels) != (FIXED, VAR):
+        return None
+    ref, flat = None, list(ops_)
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if not kd[0].moves and not kd[1].moves:
+            continue
+        if kd[0] != Strided() or not _plain_rows(kd[1]):
+            return None
+        n0, s0 = o.dims[0].size, o.dims[0].stride
+        r = o.dims[1]
+        key = (o.ptr, n0, s0, r.width)
+        if s0 != r.stop_delta or r.stride != r.index_stride or n0 != sizes[0] or not n0 or \
+                (ref or key) != key:
+            return None
+        ref = key
+    if ref is None:
+        return None
+    ptr, n0, s0, width = ref
+    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
+    lo, hi = int(off[0]), int(off[-1])
+    if lo < 0 or (np.diff(off) < 0).any():
+        return None  # bad rows: the full nest names them
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if kd[1].moves:
+            r = o.dims[1]
+            if hi > r.length:
+                return None
+            flat[j] = NestOperand([FixedDimData(hi - lo, r.index_stride)],
+                                  r.content + lo * r.index_stride, o.dtype, o.mask_offset,
+                                  o.aligned)
+    kinds2 = [(Strided(),) if kd[1].moves else (kd[1],) for kd in kinds]
+    return flat, np.subtract(off, lo, dtype=np.int64), ((FIXED,), [hi - lo], kinds2)
+
+
 def offsets_rows(ops_, kinds, levels, sizes):
     """The offsets (from 0) of `N * var` rows that every var operand reads through one
     offsets array, or None (no count pass needed: the fill pass checks each row's length

@@ -52,6 +52,7 @@ from lazyk.kernel.nest import split as nest_split
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
+    flat_items,
     flat_rows,
     index_weight,
     nest_operand,
@@ -167,6 +168,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 return nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
+    if reduce_arg is None and not (flat or where_masks or plan or parts_only):
+        items = flat_items(ops_, levels, kinds, sizes)
+        if items is not None:  # one loop over the items of rows of one offsets array
+            return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
     prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
                      bool(flat))
     if prep is None:
@@ -315,8 +320,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 flags.view(bool), dims, offsets, validity, present)
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
-        return fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
-                                        offsets, xs_end, validity), present)
+        got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
+                                     offsets, xs_end, validity), present)
+        return offsets_array(flat[1], got, check=None) if flat else got
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
     if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
