@@ -111,8 +111,29 @@ class Histogram:
     def index(self) -> Expr:
         """Each value's bin (int64; -1: in no bin), as numpy.histogram finds it."""
         if self._index is None:
-            self._index = self._bin_index()
+            key = self._key()
+            got = _built.get(key) if key is not None else None
+            if got is None:
+                self._index = self._bin_index()
+                if key is not None:
+                    if len(_built) >= 256:
+                        _built.clear()
+                    _built[key] = (self._index.node, self._edges, self._uniform)
+            else:  # the same histogram of the same expression: its graph again
+                node, self._edges, self._uniform = got
+                self._index = Expr(node, self.x.env)
         return self._index
+
+    def _key(self):
+        """What the bin index graph depends on (None: not kept: the edges come from the
+        data)."""
+        if self.range is None and isinstance(self.bins, int):
+            return None
+        edges = (self.bins.dtype.str, self.bins.tobytes()) if not isinstance(self.bins, int) \
+            else self.bins
+        rng = None if self.range is None else tuple((type(v).__name__, repr(v))
+                                                    for v in self.range)
+        return (self.x.node, edges, rng)
 
     def _bin_index(self) -> Expr:
         self._bin_edges()
@@ -204,6 +225,12 @@ class Histogram:
 
     def to_list(self) -> list:
         return self.to_numpy().tolist()
+
+
+# (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
+# (each call of an analysis) reuses its graph; the nodes are interned, so the key's x node
+# is the very node of the same expression over the same arrays
+_built: dict = {}
 
 
 def _subtract(a: Any, b: Any):
