@@ -319,8 +319,8 @@ def _as_array(data: np.ndarray) -> Array:
     if got is not None and got[0]() is data:
         return got[1]
     arr = lazyk_array(data)
-    _arrays[key] = (weakref.ref(data, lambda r, k=key: _arrays.get(k, (None,))[0] is r and
-                                _arrays.pop(k, None)), arr)
+    _arrays[key] = (weakref.ref(data, lambda r, k=key, d=_arrays: d.get(k, (None,))[0] is r
+                                and d.pop(k, None)), arr)
     return arr
 
 
