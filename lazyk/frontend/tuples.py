@@ -291,9 +291,11 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
         if node.op == "input":
             v = e.env[node.arg]
             if isinstance(v, Placeholder):
-                raise NotSupportedError(f"{fn} of placeholder {node.arg!r}: the tuples of "
-                                        "rows run on arrays (lazyk.array, NumPy), not in "
-                                        "lazyk.compile")
+                what = f"a Dask array ({node.arg})" if hasattr(v, "array") else \
+                    f"placeholder {node.arg!r}"
+                raise NotSupportedError(f"{fn} of {what}: the tuples of rows run on arrays "
+                                        "(lazyk.array, NumPy), not in lazyk.compile or Dask "
+                                        "yet")
             if isinstance(v, RaggedLeaf):
                 env[node.arg] = v
                 return node
