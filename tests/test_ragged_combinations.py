@@ -314,3 +314,19 @@ def test_explain_shows_the_tuple_level():
     text = lazyk.sum(c["0"] * c["1"], axis=1).explain()
     assert "item 0 of the combinations of 2 over var rows" in text
     assert "item 1 of the combinations of 2 over var rows" in text
+
+
+def test_tuples_of_tuples():
+    """Pairs inside the sublists of pairs' items (two tuple levels in one nest), and pairs
+    of pairs along one axis (the inner pairs stored first)."""
+    x = lazyk.array([[[1.0, 2.0, 3.0], [4.0, 5.0]], [], [[6.0], [7.0, 8.0], [9.0, 10.0]]])
+    a = lazyk.to_awkward(x)
+    c, ac = lazyk.combinations(x, 2, axis=1), ak.combinations(a, 2, axis=1)
+    d, ad = lazyk.combinations(c["0"], 2, axis=2), ak.combinations(ac["0"], 2, axis=2)
+    assert d.to_list() == ad.to_list()
+    e = lazyk.sum(d["0"] * d["1"], axis=-1) + lazyk.sum(c["1"], axis=-1)
+    assert e.eval().to_list() == (ak.sum(ad["0"] * ad["1"], axis=-1)
+                                  + ak.sum(ac["1"], axis=-1)).to_list()
+    f, af = lazyk.combinations(c["0"], 2, axis=1), ak.combinations(ac["0"], 2, axis=1)
+    assert f.to_list() == af.to_list()
+    assert lazyk.sum(f["0"], axis=-1).eval().to_list() == ak.sum(af["0"], axis=-1).to_list()
