@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Stage order, earliest first; every lazyk module belongs to exactly one stage.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors", ("lazyk.version", "lazyk.errors", "lazyk.hooks")),
+    ("errors", ("lazyk.version", "lazyk.errors", "lazyk.hooks", "lazyk.lru")),
     ("types", ("lazyk.types", "lazyk.grammar")),
     ("arrays", ("lazyk.arrays",)),
     ("frontend", ("lazyk.frontend",)),

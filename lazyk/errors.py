@@ -23,6 +23,10 @@ class TypeParseError(ValueError):
         return f"{self.reason} (line {self.line}, column {self.column})\n  {src}\n  {caret}"
 
 
+class ExprParseError(TypeParseError):
+    """An expression string that does not parse, or names an unknown variable or function."""
+
+
 class TypeMatchError(TypeError):
     """A concrete type does not match a pattern or signature (names both types)."""
 

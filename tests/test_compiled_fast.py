@@ -141,8 +141,7 @@ def test_fast_path_geometry_changes():
 # ---------------------------------------------------------------- deterministic specs (#5)
 def _fresh_state():
     """Forget plans and per-geometry launches (as a new process would), keep the kernels."""
-    with runtime._plans_lock:
-        runtime._plans.clear()
+    runtime.plans.clear()
 
 
 @pytest.mark.parametrize("build", [

@@ -49,7 +49,7 @@ def assert_same(got, want, name=""):
 
 def supported(name, *args):
     try:
-        return getattr(lazyk.expr, name)(*args)
+        return getattr(lazyk.frontend.expr, name)(*args)
     except (lazyk.DTypeError, lazyk.NotSupportedError):
         with pytest.raises(TypeError):  # NumPy refuses too, or complex is not lowered yet
             if lazyk.frontend.ops.get(name).supported(lazyk.frontend.ops.get(name).resolve(

@@ -112,7 +112,7 @@ lx = pytest.importorskip("lazyk.frontend.expr")
 def _need(*names):
     for n in names:
         if not hasattr(lx, n):
-            pytest.skip(f"lazyk.expr has no {n} yet")
+            pytest.skip(f"lazyk.frontend.expr has no {n} yet")
 
 
 def test_evaluate_from_caller_frame():
@@ -200,7 +200,7 @@ def test_complex_builder():
 
 def test_missing_lazyk_function_is_not_supported_with_position():
     if hasattr(lx, "contains"):
-        pytest.skip("lazyk.expr implements contains")
+        pytest.skip("lazyk.frontend.expr implements contains")
     with pytest.raises(NotSupportedError) as info:
         stringeval.evaluate_string("contains(a, b)", local_dict={"a": 1, "b": 2})
     assert "contains" in str(info.value) and "line 1, column 1" in str(info.value)

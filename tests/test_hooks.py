@@ -121,7 +121,7 @@ def test_install_refuses_unknown_services():
 
 def test_operators_without_a_front_end_raise_runtime_error(monkeypatch):
     a = lazyk.array([1.0, 2.0])
-    assert operators.front_end() is lazyk.expr
+    assert operators.front_end() is lazyk.frontend.expr
     monkeypatch.setattr(operators, "_front_end", [])
     for call in (lambda: a + 1, lambda: -a, lambda: a.sum(), lambda: a.real,
                  lambda: np.sin(a)):

@@ -212,7 +212,7 @@ def test_pickle_recompiles_once():
 
 
 def test_eviction_calls_destructors(monkeypatch):
-    monkeypatch.setattr(kernel, "CACHE_SIZE", 2)
+    monkeypatch.setattr(kernel.kernels, "size", 2)
     kernel.clear_cache()
     ks = []
     for c in (1.0, 2.0, 3.0):
@@ -290,7 +290,7 @@ def test_pickle_into_a_new_process(tmp_path):
     path.write_bytes(pickle.dumps(ck.compiled))
     ck.close()
     code = (
-        "import pickle, numpy as np, lazyk.kernel as K\n"
+        "import pickle, numpy as np, lazyk.kernel.flat as K\n"
         f"k = pickle.load(open({str(path)!r}, 'rb'))\n"
         "k2 = pickle.load(open(" + repr(str(path)) + ", 'rb'))\n"
         "a, b, out = np.arange(6.0), np.ones(6), np.empty(6)\n"

@@ -45,10 +45,10 @@ def test_clear_cache_and_evictions_while_threads_call():
 
         from lazyk.kernel import nest as nest_kernel
 
-        kernel.CACHE_SIZE = 3
-        runtime._LAUNCH_CACHE_SIZE = 4
-        kernel._PREPARED_SIZE = 2
-        nest_kernel._CACHE_SIZE = 1
+        kernel.kernels.size = 3
+        runtime.launches.size = 4
+        kernel.prepared_binds.size = 2
+        nest_kernel.kernels.size = 1
         x, y = lazyk.placeholder('a', 'N * float64'), lazyk.placeholder('b', 'N * float64')
         stop = time.time() + 3.0
         errors, calls = [], [0]
@@ -124,11 +124,11 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
         from lazyk.kernel import flat as kernel
         from lazyk.runtime import launch as runtime
 
-        kernel.CACHE_SIZE = 1
-        runtime._LAUNCH_CACHE_SIZE = 1
+        kernel.kernels.size = 1
+        runtime.launches.size = 1
         a = np.arange(8.0)
         lazyk.evaluate("a * 5.0 + 1.0", local_dict={"a": a})
-        entry = next(iter(runtime._launches.values()))
+        entry = next(iter(runtime.launches.values()))
         x = lazyk.placeholder('x', 'N * float64')
         f = lazyk.compile(x * 7.0)
         f(a)
@@ -137,7 +137,7 @@ def test_dropped_launch_entry_and_guard_stay_runnable():
         for c in range(4):  # push everything out of both caches
             lazyk.evaluate(f"a - {c}.25", local_dict={"a": a})
         gc.collect()
-        assert all(e is not entry for e in runtime._launches.values())
+        assert all(e is not entry for e in runtime.launches.values())
         spec, layout, compiled, kd, kd_address, size, offs = entry
         import ctypes
         out = np.empty(8)

@@ -122,10 +122,10 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
         from lazyk.runtime import launch as runtime
         from lazyk.backend import cpu
 
-        kernel.CACHE_SIZE = 8
-        kernel._PREPARED_SIZE = 16
-        runtime._LAUNCH_CACHE_SIZE = 16
-        runtime._PLAN_CACHE_SIZE = 16
+        kernel.kernels.size = 8
+        kernel.prepared_binds.size = 16
+        runtime.launches.size = 16
+        runtime.plans.size = 16
         from lazyk.frontend import exprparse
         exprparse._CACHE_LIMIT = 64  # parsed strings (4096 by default: ~1 KB each)
         from lazyk.runtime import stringeval
@@ -156,8 +156,8 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
         for i in range(200, 1000):
             step(i)
         end = rss_mib()
-        sizes = (len(kernel._cache), len(kernel._prepared), len(runtime._launches),
-                 len(runtime._plans), len(runtime._specs))
+        sizes = (len(kernel.kernels), len(kernel.prepared_binds), len(runtime.launches),
+                 len(runtime.plans), len(runtime.specialized))
         assert sizes[0] <= 8 and sizes[1] <= 16 and sizes[2] <= 16 and sizes[3] <= 16, sizes
         live = len(cpu._engines)
         print(f"{end - mid:.2f}", live, *sizes)

@@ -122,8 +122,8 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
         task = threads.StridedTask(1)
-        locks = [cpu._lock, kernel._cache_lock, runtime._plans_lock, graph._lock,
-                 nest_kernel._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
+        locks = [cpu._lock, kernel.kernels._lock, runtime.plans._lock, graph._lock,
+                 nest_kernel.kernels._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
                  task._lock]
         held, release = threading.Event(), threading.Event()
         def holder():

@@ -596,7 +596,7 @@ class FakeDriver:
 
         from lazyk.kernel import gpu
         (module, name) = fn
-        kernel = next(k for k in gpu._cache.values() if k.module.handle == module)
+        kernel = next(k for k in gpu.kernels.values() if k.module.handle == module)
         self.launches.append((name, gx, bx))
         args = (ctypes.c_void_p * 2).from_address(params)
         count = ctypes.c_int64.from_address(args[1]).value if name == "lazyk_finish" else None
@@ -700,7 +700,7 @@ def fake_driver(monkeypatch):
     fake = FakeDriver()
     monkeypatch.setattr(cuda, "driver", lambda: fake)
     monkeypatch.setattr(cuda, "_initialised", False)
-    monkeypatch.setattr(gpu, "_cache", {})
+    gpu.kernels.clear()
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
     from lazyk.runtime import device
     monkeypatch.setattr(device, "_GEOMETRY", {})
@@ -754,9 +754,9 @@ def test_emulated_reductions_and_cache(fake_driver):
     # NOTE: the first build of `x * 2.0` may order its SSA body differently from later ones
     # (interning order in the front end), so compare two later builds.
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(77))) * 2.0).eval()
-    n = len(gpu._cache)
+    n = len(gpu.kernels)
     lx.sum(lx.as_expr(DeviceArray.from_numpy(np.ones(99))) * 2.0).eval()
-    assert len(gpu._cache) == n  # new size, same layout class: no recompilation
+    assert len(gpu.kernels) == n  # new size, same layout class: no recompilation
 
 
 def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
@@ -821,11 +821,11 @@ def test_emulated_cache_is_bounded_and_unloads(fake_driver, monkeypatch):
     import lazyk.frontend.expr as lx
     from lazyk.kernel import gpu
     from lazyk.runtime.device import DeviceArray
-    monkeypatch.setattr(gpu, "CACHE_SIZE", 1)
+    monkeypatch.setattr(gpu.kernels, "size", 1)
     d = lx.as_expr(DeviceArray.from_numpy(np.ones(10)))
     (d + 1.0).eval()
     (d * 3.0).eval()
-    assert len(gpu._cache) == 1 and len(fake_driver.unloaded) == 1
+    assert len(gpu.kernels) == 1 and len(fake_driver.unloaded) == 1
     # the first kernel's module is gone: its cached geometry recompiles instead of launching it
     np.testing.assert_array_equal((d + 1.0).eval().to("cpu"), np.full(10, 2.0))
 

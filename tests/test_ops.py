@@ -327,7 +327,7 @@ def test_fmod_integer_edges(dt):
 
 
 def test_numexpr_extra_front_end():
-    """lazyk.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
+    """lazyk.frontend.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
     import lazyk
     from lazyk.frontend import expr
 

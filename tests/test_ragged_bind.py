@@ -353,7 +353,7 @@ def test_what_cannot_be_bound_is_refused_by_name():
 def small_parts(monkeypatch):
     """Split the outer rows into several parts over the pool even for small data."""
     import lazyk.kernel.nest
-    monkeypatch.setattr(lazyk.nestkernel, "MIN_PART", 8)
+    monkeypatch.setattr(lazyk.kernel.nest, "MIN_PART", 8)
     before = lazyk.get_num_threads()
     lazyk.set_num_threads(3)
     yield

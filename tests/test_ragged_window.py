@@ -195,7 +195,7 @@ def test_var_var_structure_and_types():
     assert nest_kernel.nest_stats["runs"] - runs == 1
     assert str(got.type) == "3 * var * int64"
     assert got.to_list() == [[3, 0], [], [3, int(v[4:12].sum()), int(v[12:30].sum())]]
-    kern = [k for k in nest_kernel._cache.values() if k.spec.inputs == (np.dtype(np.int16),)]
+    kern = [k for k in nest_kernel.kernels.values() if k.spec.inputs == (np.dtype(np.int16),)]
     assert any(k.levels == (FIXED, VAR) and k.npass == Fill() for k in kern)
     # outer rows that start later: the result's offsets start at 0
     y = lazyk.from_offsets(outer[1:], lazyk.from_offsets(inner, v))

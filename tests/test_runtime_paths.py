@@ -1,5 +1,5 @@
 """lazyk.runtime.launch.evaluate dispatches strings, var / option data and GPU leaves to the paths
-that lazyk.stringeval, lazyk.ragged and lazyk.device install when imported."""
+that lazyk.runtime.stringeval, lazyk.runtime.ragged and lazyk.runtime.device install when imported."""
 import subprocess
 import sys
 

@@ -424,7 +424,7 @@ def _option_fields(a: Array, items: tuple) -> Array:
     """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
     missing", so the field is a read-only copy (`use_field_copy`)."""
     if not _field_copy:
-        raise RuntimeError("`import lazyk` (lazyk.interchange) reads fields of ?{x: ?T}")
+        raise RuntimeError("`import lazyk` (lazyk.arrays.interchange) reads fields of ?{x: ?T}")
     dims, names = normalize_index(a.type, items)
     out = a[tuple(dims)] if dims else a
     for n in names:

@@ -296,7 +296,7 @@ def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
     """ArrayConstructionError (a ValueError) naming the first row that reaches outside the
     var dim's content (vectorized).
 
-    Every reader of var rows calls this (or `lazyk.rows`' equivalent) on the indices it
+    Every reader of var rows calls this (or `lazyk.runtime.rows`' equivalent) on the indices it
     read, before any address is computed: offsets wrapped in O(1) (`from_offsets`), changed
     in place later, or hand-made arrmeta (`Array.from_parts`) never give an out-of-bounds read.
     """

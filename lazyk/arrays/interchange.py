@@ -904,7 +904,7 @@ def _text_columns(a: Array) -> tuple:
     return offsets, chars
 
 
-columns = _columns  # the same tree for other modules (lazyk.daskrows joins partitions)
+columns = _columns  # the same tree for other modules (lazyk.dask.collection joins partitions)
 
 
 def option_field(a: Array, name: str) -> Array:

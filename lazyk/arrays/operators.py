@@ -1,6 +1,6 @@
 """Mixin that gives lazy values Python operators, NumPy ufunc protocol and reduction methods.
 
-Every method only builds a lazy node through the front end (`lazyk.expr`); nothing is
+Every method only builds a lazy node through the front end (`lazyk.frontend.expr`); nothing is
 computed here. Arrays inherit this mixin and come before the front end in the import
 order, so the front end registers itself with `use_front_end` when it is imported, and
 `out=` on a reduction computes through `lazyk.hooks.evaluate`.
@@ -17,20 +17,20 @@ _front_end: list[ModuleType] = []
 
 
 def use_front_end(module: ModuleType) -> None:
-    """Build expressions with `module` (`lazyk.expr` calls this once when imported)."""
+    """Build expressions with `module` (`lazyk.frontend.expr` calls this once when imported)."""
     _front_end[:] = [module]
 
 
 def front_end() -> ModuleType:
     """The registered front end; RuntimeError if none is (`import lazyk` registers it)."""
     if not _front_end:
-        raise RuntimeError("no lazyk front end is registered: `import lazyk` (lazyk.expr "
+        raise RuntimeError("no lazyk front end is registered: `import lazyk` (lazyk.frontend.expr "
                            "registers itself) before using operators on lazyk values")
     return _front_end[0]
 
 
 def _binary(name: str, reflected: bool = False):
-    """Make a binary dunder that calls `lazyk.expr.<name>`, or returns NotImplemented."""
+    """Make a binary dunder that calls `lazyk.frontend.expr.<name>`, or returns NotImplemented."""
 
     def method(self, other):
         expr = front_end()
@@ -57,18 +57,18 @@ def _binary(name: str, reflected: bool = False):
         return fn(other, self) if reflected else fn(self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
-    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    method.__doc__ = f"Lazy `{name}` (see lazyk.frontend.expr.{name})."
     return method
 
 
 def _unary(name: str):
-    """Make a unary dunder that calls `lazyk.expr.<name>`."""
+    """Make a unary dunder that calls `lazyk.frontend.expr.<name>`."""
 
     def method(self):
         expr = front_end()
         return getattr(expr, name)(self)
 
-    method.__doc__ = f"Lazy `{name}` (see lazyk.expr.{name})."
+    method.__doc__ = f"Lazy `{name}` (see lazyk.frontend.expr.{name})."
     return method
 
 

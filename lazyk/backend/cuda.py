@@ -1,7 +1,7 @@
 """CUDA driver runtime through cuda-bindings: contexts, device memory, PTX modules, launches.
 
 Text in, launches out: NVVM IR or PTX text becomes a loaded module (`load_ir`), whose
-functions `launch` runs with raw parameter bytes; `lazyk.cudakernel` decides what to launch.
+functions `launch` runs with raw parameter bytes; `lazyk.kernel.gpu` decides what to launch.
 
 NOTE: not yet run on a real GPU. Tests run this module
 against an emulated driver (host memory, the generated kernels JIT-compiled for the CPU), so

@@ -4,11 +4,11 @@ arrays reuse the idle blocks of earlier outputs (already faulted in, no zeroing)
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
 from math import prod as _prod
 
 import numpy as _np
+
+from lazyk.lru import lock
 
 _np_empty = _np.empty
 
@@ -23,7 +23,7 @@ _BLOCK_ROUND = 1 << 21
 _np_dtype = _np.dtype
 _idle: dict[int, list[int]] = {}
 _idle_bytes = 0
-_idle_lock = threading.Lock()
+_idle_lock = lock()  # (fresh in a forked child)
 _libc = None
 
 
@@ -96,10 +96,3 @@ def idle_bytes() -> int:
     """Bytes held in idle output blocks."""
     return _idle_bytes
 
-
-def _after_fork_child() -> None:
-    """A forked child has only the thread that forked: free the lock."""
-    _idle_lock._at_fork_reinit()
-
-
-os.register_at_fork(after_in_child=_after_fork_child)

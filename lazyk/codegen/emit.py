@@ -1,5 +1,5 @@
 """The per-element code of a kernel, shared by every target: math naming (`CPUTarget`; the
-CUDA target is in `lazyk.codegen.nvvm`), the scalar `Emitter` the op rows of `lazyk.ops`
+CUDA target is in `lazyk.codegen.nvvm`), the scalar `Emitter` the op rows of `lazyk.frontend.ops`
 lower through, `emit_body` for a KernelSpec's instructions, and loads and stores of one
 element (byte-swapped, unaligned, float16, complex).
 """
@@ -84,7 +84,7 @@ def _same(a: np.dtype, b: np.dtype) -> bool:
 
 
 class Emitter:
-    """The scalar helpers op rows lower through (see the lazyk.ops docstring)."""
+    """The scalar helpers op rows lower through (see the lazyk.frontend.ops docstring)."""
 
     def __init__(self, builder: ir.IRBuilder, target: Any):
         self.b = builder

@@ -108,7 +108,7 @@ class Rows:
         def at(q):
             return q if gone is None else b.select(gone, gen.dummy, q)
         if own:
-            gone = self.missing_here(gen, at(p), f, gone)
+            gone = self.missing_here(gen, p, f, gone, at)
         start = gen.index(at(p), self.width)
         stop = gen.index(at(b.gep(p, [delta])), self.width)
         ok = self.inside(gen, f, start, stop)
@@ -118,8 +118,9 @@ class Rows:
             n = b.select(gone, c(1), n)
         return n, b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]), stride, gone
 
-    def missing_here(self, gen, p, f, gone):
-        """`gone` or'd with this row's own missing state (plain rows are never missing)."""
+    def missing_here(self, gen, p, f, gone, at=None):
+        """`gone` or'd with this row's own missing state (plain rows are never missing).
+        `at(address)`: where to read instead (zeros under a row already missing)."""
         return gone
 
     def inside(self, gen, f, start, stop):
@@ -161,9 +162,11 @@ class MissingRows(Rows):
     def __str__(self) -> str:
         return "?" + super().__str__()
 
-    def missing_here(self, gen, p, f, gone):
+    def missing_here(self, gen, p, f, gone, at=None):
         b = gen.b
-        here = b.icmp_unsigned("==", b.load(b.gep(p, [f[5]]), align=1), ir.Constant(I8, 0))
+        mask = b.gep(p, [f[5]])  # NOTE: `at` selects whole addresses, never an offset
+        here = b.icmp_unsigned("==", b.load(mask if at is None else at(mask), align=1),
+                               ir.Constant(I8, 0))
         return here if gone is None else b.or_(gone, here)
 
 

@@ -311,7 +311,7 @@ class _NestGen(NestFolds, KernelGen):
                 ok = level.inside(self, f, start, stop)
                 rgone = None
                 if level.missing:  # a missing row: indices unused, pairs with any row
-                    rgone = level.missing_here(self, at(ptrs[j]), f, None)
+                    rgone = level.missing_here(self, ptrs[j], f, None, at)
                     ok = b.or_(ok, rgone)
                     if was is not None and (j in self.branch_q or fixed):
                         # a branch's missing row: only where it is taken; against a fixed

@@ -20,7 +20,7 @@ lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
 operand (numbers, `?T` or strings; rows of records give a `RaggedRecords`, whose fields are
 `RaggedArray`s); `evaluate` over it gives one blockwise layer per expression
-(`lazyk.daskgraph`). A Dask array of NumPy masked arrays is refused in expressions (its
+(`lazyk.dask.layers`). A Dask array of NumPy masked arrays is refused in expressions (its
 mask would be ignored).
 
 `evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
@@ -36,7 +36,6 @@ import functools
 import hashlib
 import itertools
 import sys
-import threading
 from dataclasses import replace
 from typing import Any
 
@@ -59,6 +58,7 @@ from lazyk.frontend import expr as lx
 from lazyk.frontend.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
 from lazyk.frontend.exprparse import build
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
+from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.compiled import CompiledExpr
@@ -273,8 +273,7 @@ def _keep(x: np.ndarray, axis: Any = None, keepdims: bool = True) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- kernels (per process)
-_kernels: dict = {}
-_kernels_lock = threading.Lock()
+kernels = LRU(256, "Dask block kernels")  # symbolic graph -> CompiledExpr
 
 
 def _kernel(root: Node) -> tuple[Any, dict]:
@@ -303,16 +302,11 @@ def _kernel(root: Node) -> tuple[Any, dict]:
         return Node(node.op, node.dtype, sym(node.shape), srcs, node.arg)
 
     sym_root = rewrite(root, visit)
-    k = _kernels.get(sym_root)
-    if k is None:
+    def build():
         env = {n.arg: Placeholder(n.arg, n.shape, n.dtype)
                for n in toposort(sym_root) if n.op == "input"}
-        k = CompiledExpr(Expr(sym_root, env))
-        with _kernels_lock:
-            if len(_kernels) > 256:
-                _kernels.clear()
-            k = _kernels.setdefault(sym_root, k)
-    return k, names
+        return CompiledExpr(Expr(sym_root, env))
+    return kernels.get_or_build(sym_root, build), names
 
 
 class _Block:
@@ -347,19 +341,15 @@ class _Block:
         return ("lazyk.block",) + self.k.__dask_tokenize__()
 
 
-_unaligned_specs: dict = {}
+unaligned_specs = LRU(256, "unaligned specs")
 
 
 def _run_unaligned(step: Any, arrays: list) -> np.ndarray:
     """One planned step on `arrays` through the kernel compiled for unaligned inputs."""
     dts = tuple(a.dtype for a in arrays)
     key = (step.spec, dts)
-    spec = _unaligned_specs.get(key)
-    if spec is None:
-        if len(_unaligned_specs) > 256:
-            _unaligned_specs.clear()
-        spec = _unaligned_specs[key] = replace(step.spec, inputs=dts,
-                                               aligned=(False,) * len(dts))
+    spec = unaligned_specs.get_or_build(key, lambda: replace(step.spec, inputs=dts,
+                                                              aligned=(False,) * len(dts)))
     shape = runtime.step_shape(step, arrays)
     if step.axes is None:
         out = runtime.empty_out(shape, step.dtype)

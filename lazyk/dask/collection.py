@@ -9,8 +9,8 @@ computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one ma
 `compute()` concatenates the partitions (contents joined, offsets shifted). Indexing
 (`r[10:20]`, `r[:, 1:]`, `r[i]`) gives what one machine gives: slices are collections of
 the partitions' row views (cut accordingly), an outer int one row.
-`lazyk.daskparts` holds the partitions' data and what tasks run on them;
-`lazyk.daskgraph` makes collections (`from_ragged`, `from_delayed`) and turns expressions
+`lazyk.dask.partitions` holds the partitions' data and what tasks run on them;
+`lazyk.dask.layers` makes collections (`from_ragged`, `from_delayed`) and turns expressions
 over them into Dask layers.
 
 `expr.eval()` over a collection raises NotSupportedError (nothing computes behind your back).

@@ -3,7 +3,7 @@
 `lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
 group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
 `lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
-`RaggedArray` (`lazyk.daskrows`, partitions in `lazyk.daskparts`): a Dask collection whose partitions are lazyk arrays holding
+`RaggedArray` (`lazyk.dask.collection`, partitions in `lazyk.dask.partitions`): a Dask collection whose partitions are lazyk arrays holding
 consecutive outer rows. `lazyk.dask.evaluate(expr)` over one turns the expression into Dask
 layers:
 
@@ -71,12 +71,11 @@ from lazyk.errors import (
     UnsupportedOperandError,
 )
 from lazyk.frontend import expr as lx
+from lazyk.frontend import ops
 from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
 from lazyk.frontend.leaves import Placeholder, RaggedLeaf, describe_ragged
 from lazyk.types.parse import dshape
-
-_COMBINE_OPS = ("sum", "prod", "min", "max", "any", "all")
 
 
 # ---------------------------------------------------------------- making collections
@@ -420,7 +419,8 @@ class _Planner:
         op, axes = node.arg[:2]
         if op == "mean":
             return rewrite(self._mean(node).node, self._visit)
-        if op not in _COMBINE_OPS:
+        row = ops.OPS.get(op)
+        if row is None or row.combine is None:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
         src_type = Expr(node.srcs[0], self.env).type
         under = src_type.elem if isinstance(src_type, T.FixedDim) else None

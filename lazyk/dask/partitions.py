@@ -371,7 +371,7 @@ class Task:
         return (Task, (self.root, self.numpy))
 
     def __dask_tokenize__(self):
-        return ("lazyk.rows-task", _graph_key(self.root), self.numpy)
+        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy)
 
 
 class Combine:
@@ -435,7 +435,7 @@ class Combine:
         return (Combine, (self.arg, self.dtype, self.keepdims, self.final))
 
     def __dask_tokenize__(self):
-        return ("lazyk.rows-combine", arg_key(self.arg), self.dtype, self.keepdims,
+        return ("lazyk.runtime.rows-combine", arg_key(self.arg), self.dtype, self.keepdims,
                 self.final)
 
 
@@ -715,7 +715,7 @@ class FoldRows(Combine):
                            self.elem))
 
     def __dask_tokenize__(self):
-        return ("lazyk.rows-fold", arg_key(self.arg), self.dtype, self.keepdims, self.depth,
+        return ("lazyk.runtime.rows-fold", arg_key(self.arg), self.dtype, self.keepdims, self.depth,
                 self.stage, self.elem)
 
 

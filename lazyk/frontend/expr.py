@@ -1,7 +1,7 @@
 """User-facing lazy expressions: `Expr`, leaves, placeholders and NumPy-named builders.
 
 Every builder types its node at once with NumPy's own ufunc resolution (NEP 50 weak
-Python scalars included, `lazyk.numpy_rules`) and inserts `astype` nodes so each op sees
+Python scalars included, `lazyk.frontend.numpy_rules`) and inserts `astype` nodes so each op sees
 exactly its loop dtypes; the kernels then never guess about promotion. Computing
 (`eval`, `to_numpy`, `compile`, `explain`) goes to the runtime through `lazyk.hooks`.
 """
@@ -404,7 +404,7 @@ def _wrap_ragged(arr: Any) -> Expr:
 
 def _wrap_text_rows(arr: Any) -> Expr:
     """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
-    string leaves, so the string builders accept it; `lazyk.textrows` computes the string
+    string leaves, so the string builders accept it; `lazyk.runtime.text_steps` computes the string
     operations over it before the ragged path sees the expression."""
     shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
     name = _leaf_name(arr)
@@ -451,7 +451,7 @@ def as_expr(x: Any) -> Expr:
             x = fixed_text_rows(x)  # `bytes` elements over the fixed bytes (in place)
         try:
             view = x.to_numpy()
-        except NotSupportedError:  # var dims / options: the ragged path (lazyk.ragged)
+        except NotSupportedError:  # var dims / options: the ragged path (lazyk.runtime.ragged)
             _refuse_records(x.type)
             elem = x.type.dtype
             if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedString):
@@ -459,13 +459,13 @@ def as_expr(x: Any) -> Expr:
             if x.type.dtype in _STRING_TYPES:  # `{begin, size}` elements, zero-copy
                 try:
                     return wrap_array(text_view(x), x)
-                except NotSupportedError:  # var dims / ?string: rows (lazyk.textrows)
+                except NotSupportedError:  # var dims / ?string: rows (lazyk.runtime.text_steps)
                     return _wrap_text_rows(x)
             return _wrap_ragged(x)
         if view.dtype.fields is not None:
             _refuse_records(x.type, view.dtype)
         return wrap_array(view, x)
-    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.device runs them
+    if hasattr(x, "__cuda_array_interface__"):  # GPU arrays: lazyk.runtime.device runs them
         return wrap_array(hooks.as_device_array(x))
     if is_dask_array(x):  # a leaf that remembers the Dask array (lazyk.dask runs it)
         return _wrap_dask(x)

@@ -1,7 +1,7 @@
 """numexpr-compatible expression strings -> lazy lazyk expressions (`lazyk.evaluate("2*a + b")`).
 
 The syntax lives in grammar/expr.lark. A string is parsed once into a small call tree of
-lazyk.expr function names (cached per text); each evaluation looks the names up and calls
+lazyk.frontend.expr function names (cached per text); each evaluation looks the names up and calls
 those functions, so types, broadcasting and errors are exactly lazyk's (NumPy's).
 """
 from __future__ import annotations
@@ -13,14 +13,10 @@ from typing import Any
 import lark
 from lark import Token
 
-from lazyk.errors import NotSupportedError, TypeParseError
+from lazyk.errors import ExprParseError, NotSupportedError, TypeParseError
 from lazyk.frontend import expr as lx
 
 MAX_DEPTH = 256  # deeper expressions are refused cleanly (Python itself stops near 200)
-
-
-class ExprParseError(TypeParseError):
-    """An expression string that does not parse, or names an unknown variable or function."""
 
 
 # ---------------------------------------------------------------- the call tree
@@ -52,7 +48,7 @@ class Name:
 
 
 class Call:
-    """A call of the lazyk.expr function `func` (operators are calls too)."""
+    """A call of the lazyk.frontend.expr function `func` (operators are calls too)."""
 
     __slots__ = ("func", "args", "kwargs", "line", "column", "depth")
 
@@ -66,7 +62,7 @@ class Call:
         return f"{self.func}({', '.join(parts)})"
 
 
-# numexpr operator -> lazyk.expr function (NumPy's ufunc names).
+# numexpr operator -> lazyk.frontend.expr function (NumPy's ufunc names).
 BINARY_OPERATORS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "//": "floor_divide",
     "%": "remainder", "**": "power", "<<": "left_shift", ">>": "right_shift",
@@ -75,7 +71,7 @@ BINARY_OPERATORS = {
 }
 UNARY_OPERATORS = {"-": "negative", "+": "positive", "~": "invert"}
 
-# numexpr function -> (lazyk.expr function, number of positional arguments).
+# numexpr function -> (lazyk.frontend.expr function, number of positional arguments).
 _UNARY_NAMES = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                 "arcsinh", "arccosh", "arctanh", "log", "log10", "log1p", "log2", "exp",
                 "expm1", "sqrt", "conj", "real", "imag", "ceil", "floor", "trunc", "rint",

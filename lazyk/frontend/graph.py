@@ -5,13 +5,12 @@ structure can be a cache key. `shape` holds ints and symbolic dim names (str).
 """
 from __future__ import annotations
 
-import os
-import threading
 import weakref
 
 import numpy as np
 
 from lazyk.errors import NotSupportedError
+from lazyk.lru import lock
 from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
@@ -22,8 +21,7 @@ REDUCE_OP = "reduce"
 PICK_OP = "pick"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_lock = threading.Lock()
-os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # never held by a parent's thread
+_lock = lock()  # (interning; fresh in a forked child)
 
 
 def arg_key(arg):

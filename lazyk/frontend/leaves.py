@@ -2,7 +2,7 @@
 
 A NumPy view (an `OwnedView` when a lazyk Array owns its memory), a `Placeholder` (a typed
 parameter), a `DaskLeaf` (a Dask array, run by `lazyk.dask`) or a `RaggedLeaf` (a lazyk
-Array with var dims or missing values, run by `lazyk.ragged`).
+Array with var dims or missing values, run by `lazyk.runtime.ragged`).
 """
 from __future__ import annotations
 
@@ -165,7 +165,7 @@ def leaf_key(value) -> tuple:
 
 
 def is_ragged(value) -> bool:
-    """Whether an env entry is a lazyk Array with var dims or options (`lazyk.ragged` runs it)."""
+    """Whether an env entry is a lazyk Array with var dims or options (`lazyk.runtime.ragged` runs it)."""
     return isinstance(value, RaggedLeaf)
 
 
@@ -295,13 +295,13 @@ def parse_fixed_type(type: Any) -> tuple[tuple, np.dtype]:
 def text_rows(array, nested: bool = False):
     """`array` (var dims and / or `?string` over `string` or `bytes` elements) with each
     16-byte `{begin, size}` element read as a complex128 number: the same arrmeta but the
-    string's trailing `{blockref}`, so the ragged row readers (`lazyk.rows`) gather the
-    elements, zero-copy up to that gather; `lazyk.textrows` views the values as
+    string's trailing `{blockref}`, so the ragged row readers (`lazyk.runtime.rows`) gather the
+    elements, zero-copy up to that gather; `lazyk.runtime.text_steps` views the values as
     `ops.STRING` / `ops.BYTES` again (`text_element`).
 
     NotSupportedError for forms the ragged rows cannot hold (var dims below the last,
     `?var` rows, records); `nested=True` takes fixed, var and `?var` dims in any order
-    (`var * var * string`: `lazyk.textrows` reads those itself).
+    (`var * var * string`: `lazyk.runtime.text_steps` reads those itself).
     """
     t, head = array.type, []
     while isinstance(t, (FixedDim, VarDim)) or \

@@ -1,5 +1,5 @@
 """The LLVM lowerings of the op table's rows (`lazyk.frontend.ops.OPS`): one function per op, or a
-factory for a family of ops, each `llvm(em, args, loop, attr) -> value` as the `lazyk.ops`
+factory for a family of ops, each `llvm(em, args, loop, attr) -> value` as the `lazyk.frontend.ops`
 docstring describes. They build IR through the codegen's scalar emitter `em` and never import
 codegen: it passes itself in.
 """

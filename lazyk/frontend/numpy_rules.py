@@ -1,6 +1,6 @@
 """NumPy's rules for typing graph nodes: ufunc loops, casts, broadcasting, reductions.
 
-The expression builders (`lazyk.expr`) type every node with these when it is built
+The expression builders (`lazyk.frontend.expr`) type every node with these when it is built
 (NEP 50 weak Python scalars included), so the kernels never guess about promotion.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Type rules defer to NumPy's own resolution (`ufunc.resolve_dtypes`, NEP 50 weak Python
 scalars given as the classes `int`/`float`/`complex`), so lazyk matches NumPy exactly.
 
-A lowering (in `lazyk.lowering`) is `llvm(em, args, loop, attr) -> value`: `args` are
+A lowering (in `lazyk.frontend.lowering`) is `llvm(em, args, loop, attr) -> value`: `args` are
 already cast to the loop's input dtypes, `loop` is the resolved dtype tuple `(in..., out)`,
 and `em` is the codegen emitter (`lazyk.codegen.emit.Emitter`: `.b` builder,
 `.math(name, *xs)`, `.const(dt, v)`, `.cast(v, src, dst)`, `.truth(v, dt)`, `.lltype(dt)`,
@@ -65,10 +65,26 @@ class Op:
     complex_ok: bool = False  # NOTE: complex lowering exists only where this is True
     identity: Callable[[np.dtype], Any] | None = None  # reductions: the start value
     combine: str | None = None  # reductions: elementwise op that folds two partials
+    # reductions: a fold of nothing is `empty` (None: NumPy raises "zero-size array ...")
+    empty: Any = None
+    # reductions: the result is the fold divided by the number of values folded (mean)
+    per_value: bool = False
     # calls a libm function (tens of cycles an element): the code around it should let the
     # loop vectorizer use the vector math library rather than compute wasted lanes
     calls_libm: bool = False
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def combine_ufunc(self) -> Any:
+        """The NumPy ufunc that folds two partial results of this reduction (np.add, ...):
+        what combines the parts of threads, partitions and `initial=`."""
+        return OPS[self.combine].numpy
+
+    def empty_value(self) -> Any:
+        """The value of a fold over nothing (ValueError as NumPy where there is none)."""
+        if self.empty is None:
+            raise ValueError(f"zero-size array to reduction operation {self.name} which has "
+                             "no identity")
+        return self.empty
 
     def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:
         """Result dtype for operand dtypes (np.dtype or weak int/float/complex class)."""
@@ -310,18 +326,20 @@ def _limit(dt: np.dtype, low: bool) -> Any:
     return int(info.min if low else info.max)
 
 
+# name: (combine, identity, value of a fold of nothing)
 _REDUCTIONS = {
-    "sum": ("add", lambda dt: 0, True),
-    "prod": ("multiply", lambda dt: 1, True),
-    "min": ("minimum", lambda dt: _limit(dt, False), True),
-    "max": ("maximum", lambda dt: _limit(dt, True), True),
-    "mean": ("add", lambda dt: 0, True),  # the front end divides the sum by the count
-    "any": ("logical_or", lambda dt: False, True),
+    "sum": ("add", lambda dt: 0, 0),
+    "prod": ("multiply", lambda dt: 1, 1),
+    "min": ("minimum", lambda dt: _limit(dt, False), None),
+    "max": ("maximum", lambda dt: _limit(dt, True), None),
+    "mean": ("add", lambda dt: 0, np.nan),  # the sum, divided by the count (`per_value`)
+    "any": ("logical_or", lambda dt: False, False),
     "all": ("logical_and", lambda dt: True, True),
 }
-for _n, (_comb, _ident, _cok) in _REDUCTIONS.items():
+for _n, (_comb, _ident, _empty) in _REDUCTIONS.items():
     OPS[_n] = Op(_n, 1, "reduction", _wrap_resolve(_n, _red_resolve(_n)), getattr(np, _n),
-                 None, complex_ok=_cok, identity=_ident, combine=_comb)
+                 None, complex_ok=True, identity=_ident, combine=_comb, empty=_empty,
+                 per_value=_n == "mean")
 
 ELEMENTWISE = tuple(n for n, o in OPS.items() if o.kind == "elementwise")
 TEXT = tuple(n for n, o in OPS.items() if o.kind == "text")

@@ -1,8 +1,8 @@
-"""The three steps for a KernelSpec (`lazyk.spec`, Contract 3): compile (cached) ->
+"""The three steps for a KernelSpec (`lazyk.frontend.spec`, Contract 3): compile (cached) ->
 bind(arrmeta) -> execute.
 
-`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU of CACHE_SIZE
-(256) kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
+`compile(spec, layout_class)` JIT-compiles an unbound kernel, cached in an LRU (`kernels`) of 256
+kernels, ~64 KB each, under `(spec, layout_class, target)` (never sizes or strides); a
 kernel's code is freed once no cache entry, bound kernel or running call holds it.
 `bind(spec, out, *inputs)` (or `CompiledKernel.bind`) builds the kernel data from shapes and
 byte strides with no LLVM and checks that every access stays inside the operands; `ck()` runs
@@ -11,11 +11,9 @@ it through the prefix.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 import sys
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -34,6 +32,7 @@ from lazyk.frontend.spec import (  # noqa: F401  (also lazyk.kernel.flat.Instr, 
     param_values,
 )
 from lazyk.kernel import abi
+from lazyk.lru import LRU, lock
 from lazyk.passes.dims import simplify_dims
 
 try:  # the native thread pool
@@ -67,10 +66,9 @@ def data_pointer(a: np.ndarray) -> int:
 
 
 # ---------------------------------------------------------------- compile + cache
-CACHE_SIZE = 256
-_cache: OrderedDict = OrderedDict()
-_cache_lock = threading.Lock()
-os.register_at_fork(after_in_child=_cache_lock._at_fork_reinit)  # never held by a parent's thread
+# compiled kernels by (spec, layout class, target): ~64 KB of code each
+kernels = LRU(256, "kernels")
+_stats_lock = lock()  # (counters only: `lazyk.stats()`)
 # "compiles" counts every kernel built in this process; "disk_loads" those of them whose
 # machine code came from the on-disk cache instead of LLVM.
 stats = {"compiles": 0, "hits": 0, "evictions": 0, "disk_loads": 0}
@@ -159,8 +157,8 @@ class CompiledKernel:
             jit.close()
 
     def __del__(self) -> None:
-        if sys.is_finalizing():  # the process frees the code; the JIT may be torn down
-            return
+        if sys is None or sys.is_finalizing():  # the process frees the code (also when
+            return  # this module is torn down before its kernel cache)
         try:
             self.close()
         except Exception:  # pragma: no cover
@@ -196,45 +194,36 @@ def compile(spec: KernelSpec, layout: LayoutClass, target: str = "cpu", *,
         NotSupportedError: an op/dtype pair the op table does not lower (e.g. complex sin).
     """
     key = (spec, layout, target)
-    with _cache_lock:
-        k = _cache.get(key)
-        if k is not None and not k._unused:  # (a closed kernel is compiled again)
-            _cache.move_to_end(key)
+    k = kernels.get(key)
+    if k is not None and not k._unused:  # (a closed kernel is compiled again)
+        with _stats_lock:
             stats["hits"] += 1
-            return k
+        return k
     spec.check()
-    k = CompiledKernel(spec, layout, target, _ir_text)  # outside the lock: compiles take ms
-    evicted = []
-    with _cache_lock:
-        other = _cache.get(key)
-        if other is not None and not other._unused:  # another thread won the race
-            evicted.append(k)
-            k = other
-        else:
-            _cache[key] = k
+    k = CompiledKernel(spec, layout, target, _ir_text)  # outside any lock: compiles take ms
+    kept = kernels.put(key, k)
+    if kept is not k and kept._unused:
+        kernels.pop(key)
+        kept = kernels.put(key, k)
+    if kept is k:
+        with _stats_lock:
             stats["compiles"] += 1
             stats["disk_loads"] += bool(getattr(k.jit, "from_disk", False))
-            while len(_cache) > CACHE_SIZE:
-                evicted.append(_cache.popitem(last=False)[1])
-                stats["evictions"] += 1
-    del evicted  # outside the lock: the last reference to an evicted kernel frees its code
-    return k
+    return kept
 
 
 def clear_cache() -> None:
     """Drop every compiled kernel and prepared bind from memory. Code is freed when nothing
     uses it any more: a kernel running in another thread, or held by a bound kernel or a
     compiled expression, stays valid until that lets go of it."""
-    with _cache_lock:
-        items = list(_cache.values()), list(_prepared.values())
-        _cache.clear()
-        _prepared.clear()
-    del items  # outside the lock: destructors may free code
+    kernels.clear()
+    prepared_binds.clear()
 
 
 def cache_info() -> dict:
     """Entries, capacity and hit/compile/eviction counters of the in-memory kernel LRU."""
-    return {"entries": len(_cache), "capacity": CACHE_SIZE, **stats}
+    return {"entries": len(kernels), "capacity": kernels.size, **stats,
+            "evictions": kernels.evictions}
 
 
 # ---------------------------------------------------------------- layout (bind, no LLVM)
@@ -523,9 +512,8 @@ def execute(spec: KernelSpec, out: Any, *inputs: Any, params: bytes = b"") -> An
 
 
 # ---------------------------------------------------------------- the runtime's runner
-# Bound kernels for threaded sizes per (spec, layout): an LRU; each entry holds its kernel.
-_prepared: OrderedDict = OrderedDict()
-_PREPARED_SIZE = 256
+# Bound kernels for threaded sizes per (spec, layout, params); each entry holds its kernel.
+prepared_binds = LRU(256, "prepared binds")
 
 
 def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
@@ -535,24 +523,14 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
     The kernel data depends only on (spec, layout, params), so it is built once and reused.
     """
     key = (spec, layout, params)
-    ck = _prepared.get(key)
+    ck = prepared_binds.get(key)
     if ck is None:
         ck = BoundKernel(compile(spec, layout_class(spec, layout)), layout, out, tuple(arrays),
                          params)
         ck()
         ck._keep = None  # cached kernel data must not keep this call's arrays alive
-        dropped = []
-        with _cache_lock:
-            _prepared[key] = ck
-            while len(_prepared) > _PREPARED_SIZE:
-                dropped.append(_prepared.popitem(last=False))
-        del dropped  # outside the lock: destructors run kernel code and may free it
+        prepared_binds.put(key, ck)
         return
-    if len(_prepared) > _PREPARED_SIZE // 2:
-        try:  # least recently used goes first (only worth it once the cache is filling)
-            _prepared.move_to_end(key)
-        except KeyError:  # dropped by another thread meanwhile; we hold the bound kernel
-            pass
     # same kernel data, new data pointers: a private pointer array keeps this thread-safe
     offs = layout.offsets
     nout = ck.compiled.nout
@@ -580,13 +558,13 @@ def run_layout(spec: KernelSpec, layout: Any, out: np.ndarray, arrays: list,
 
 def prepared(spec: KernelSpec, layout: Any, params: bytes = b"") -> BoundKernel | None:
     """The bound kernel `run_layout` keeps for (spec, layout, params), or None."""
-    return _prepared.get((spec, layout, params))
+    return prepared_binds.get((spec, layout, params))
 
 
 def count_kernel(hit: bool, jit: Any = None) -> None:
     """Count a kernel another cache holds (the loop-nest kernels of ragged expressions) in
     `lazyk.stats()`: a cache hit, or a compile (a disk load where its code came from disk)."""
-    with _cache_lock:
+    with _stats_lock:
         if hit:
             stats["hits"] += 1
         else:
@@ -603,7 +581,7 @@ def public_stats() -> dict:
     disk). A Dask worker that ran an expression over many blocks shows `compiles +
     disk_loads == 1` per kernel.
     """
-    with _cache_lock:
+    with _stats_lock:
         s = dict(stats)
     return {"compiles": s["compiles"] - s["disk_loads"], "cache_hits": s["hits"],
             "disk_loads": s["disk_loads"]}

@@ -6,13 +6,12 @@ what joins them: the kernel data each call packs, which entry runs, with how man
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from lazyk.backend import cuda, nvvmc
 from lazyk.codegen import nvvm
 from lazyk.errors import BindError
+from lazyk.lru import LRU
 
 # Elementwise layouts of 2+ dims switch to a block per row from this row length on.
 ROWS_MIN = 64
@@ -80,9 +79,12 @@ def check_aligned(spec, out: int, layout) -> None:
 
 # Bounded like the CPU cache; an evicted module is unloaded (its kernels are not in flight:
 # every launch path synchronizes or is followed by a synchronize before results are read).
-CACHE_SIZE = 256
-_cache: dict[tuple, CompiledKernel] = {}
-_cache_lock = threading.Lock()
+def _unload(k) -> None:
+    cuda.synchronize()
+    k.module.close()
+
+
+kernels = LRU(256, "GPU kernels", on_evict=_unload)
 
 
 def kernel(spec, layout, device: cuda.Device | None = None) -> CompiledKernel:
@@ -90,19 +92,7 @@ def kernel(spec, layout, device: cuda.Device | None = None) -> CompiledKernel:
     device = device or cuda.get_device(0)
     lc = nvvm.LayoutClass.of(layout, spec)
     key = (device.ordinal, spec, lc)
-    with _cache_lock:
-        k = _cache.pop(key, None)
-        if k is not None:
-            _cache[key] = k  # most recently used last
-            return k
-    k = CompiledKernel(spec, lc, device)
-    with _cache_lock:
-        k = _cache.setdefault(key, k)
-        while len(_cache) > CACHE_SIZE:
-            old = _cache.pop(next(iter(_cache)))
-            cuda.synchronize()
-            old.module.close()
-    return k
+    return kernels.get_or_build(key, lambda: CompiledKernel(spec, lc, device))
 
 
 def execute(spec, layout, out: int, srcs: tuple[int, ...], device: cuda.Device | None = None,

@@ -4,9 +4,7 @@ parts per thread that the threads claim one by one (`lazyk.set_num_threads`); a 
 reported by the kernel becomes a Python error."""
 from __future__ import annotations
 
-import os
 import sys
-import threading
 
 import numpy as np
 
@@ -16,11 +14,10 @@ from lazyk.codegen.nest import add_part_entry, add_steal_entry, generate_nest, n
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.spec import check_params
 from lazyk.kernel.flat import count_kernel
+from lazyk.lru import LRU
 
-_cache: dict = {}
-_CACHE_SIZE = 128
-_lock = threading.Lock()
-os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # see graph.py
+# compiled nest kernels by structure (each ~64 KB of code)
+kernels = LRU(128, "nest kernels")
 # "plans" / "plan_hits": `nestrun` plans made / served from its per-structure cache
 nest_stats = {"compiles": 0, "hits": 0, "runs": 0, "plans": 0, "plan_hits": 0}
 _NAME = "lazyk_nest"
@@ -147,24 +144,14 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
 def kernel_for(key: tuple) -> NestKernel:
     """`nest_kernel` for its key tuple (spec, levels, kinds, masked, mode, npass, skipna,
     mean, where_masks), all tuples and bools as `nest_kernel` builds them."""
-    with _lock:
-        k = _cache.get(key)
-        if k is not None:
-            nest_stats["hits"] += 1
-            count_kernel(True)
-            return k
-    k = NestKernel(key)
-    dropped = []
-    with _lock:
-        other = _cache.get(key)
-        if other is not None:
-            return other
-        _cache[key] = k
-        nest_stats["compiles"] += 1
-        count_kernel(False, k.jit)
-        while len(_cache) > _CACHE_SIZE:
-            dropped.append(_cache.pop(next(iter(_cache))))
-    del dropped
+    k = kernels.get(key)
+    if k is not None:
+        nest_stats["hits"] += 1
+        count_kernel(True)
+        return k
+    k = kernels.put(key, NestKernel(key))
+    nest_stats["compiles"] += 1
+    count_kernel(False, k.jit)
     return k
 
 

@@ -2,16 +2,13 @@
 
 `plan(node)` runs the graph passes once per graph (cached); a call then only binds
 (shapes, strides, the dims pass: `prepare`) and launches one kernel per step (`launch`,
-`run_step`, `run_program`). `lazyk.compiled`, `lazyk.ragged`, `lazyk.dask` and the string
-fast path (`lazyk.stringeval`) launch through these same public functions.
+`run_step`, `run_program`). `lazyk.runtime.compiled`, `lazyk.runtime.ragged`, `lazyk.dask` and the string
+fast path (`lazyk.runtime.stringeval`) launch through these same public functions.
 """
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Callable
@@ -19,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
 from lazyk.frontend.expr import (
     NEGATIVE_INT_POWER,
@@ -32,6 +30,7 @@ from lazyk.frontend.expr import (
 from lazyk.frontend.graph import Node, check_size, dump, rewrite
 from lazyk.kernel import flat as kernel
 from lazyk.kernel.flat import data_pointer, run_layout
+from lazyk.lru import LRU
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
@@ -49,14 +48,11 @@ PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (
 )
 FUSE = ("fuse_elementwise", fuse_elementwise)
 
-_plans: OrderedDict = OrderedDict()
-_plans_lock = threading.Lock()
-os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # never held by a parent's thread
-_PLAN_CACHE_SIZE = 512
+plans = LRU(512, "plans")  # graph -> Program (passes + fusion)
 
 
 def run_passes(root: Node, check: bool = False, trace: list | None = None) -> Node:
-    """Apply PASSES in order; `check` runs lazyk.check after each, `trace` collects dumps."""
+    """Apply PASSES in order; `check` runs lazyk.frontend.check after each, `trace` collects dumps."""
     if trace is not None:
         trace.append(("input", dump(root)))
     for name, fn in PASSES:
@@ -70,27 +66,14 @@ def run_passes(root: Node, check: bool = False, trace: list | None = None) -> No
 
 def plan(root: Node) -> Program:
     """Passes + fusion for `root`, cached per (interned) graph."""
-    with _plans_lock:
-        prog = _plans.get(root)
-        if prog is not None:
-            _plans.move_to_end(root)
-            return prog
+    prog = plans.get(root)
+    if prog is not None:
+        return prog
     check_size(root)  # before the passes and LLVM: a huge kernel is refused, quickly
-    prog = fuse_elementwise(run_passes(root))
-    with _plans_lock:
-        _plans[root] = prog
-        if len(_plans) > _PLAN_CACHE_SIZE:
-            _plans.popitem(last=False)
-    return prog
+    return plans.put(root, fuse_elementwise(run_passes(root)))
 
 
 # --- executing one step -----------------------------------------------------------------------
-
-def _identity(op: str, dtype: np.dtype):
-    if op in ("min", "max"):
-        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
-    return {"sum": 0, "mean": np.nan, "prod": 1, "any": False, "all": True}[op]
-
 
 def broadcast_strides(shape: tuple, ashape: tuple, astrides: tuple) -> tuple:
     """Byte strides of an operand broadcast (right-aligned) over `shape`; 0 where broadcast."""
@@ -125,8 +108,7 @@ recorders: list[list] = []
 # but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it. The kernel
 # data holds the parameter values of the entry's first launch; a launch with other values runs
 # a private copy (kernel data is never written once built: other threads may be running it).
-_launches: OrderedDict = OrderedDict()
-_LAUNCH_CACHE_SIZE = 512
+launches = LRU(512, "launches")
 # Below this many elements one thread runs the kernel straight from here (no pool).
 THREAD_MIN = 1 << 16
 
@@ -158,21 +140,11 @@ def launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list
     geometry was seen."""
     in_strides = tuple(broadcast_strides(shape, a.shape, a.strides) for a in arrays)
     key = (id(spec), shape, out_strides, in_strides)
-    entry = _launches.get(key)
+    entry = launches.get(key)
     if entry is None:
         reduced = tuple(d in (axes or ()) for d in range(len(shape)))
-        entry = prepare(spec, shape, (out_strides,) + in_strides, reduced, consts)
-        dropped = []
-        with _plans_lock:
-            entry = _launches.setdefault(key, entry)
-            while len(_launches) > _LAUNCH_CACHE_SIZE:
-                dropped.append(_launches.popitem(last=False))
-        del dropped  # outside the lock: the last reference to a kernel frees its code
-    elif len(_launches) > _LAUNCH_CACHE_SIZE // 2:
-        try:  # least recently used goes first (only worth it once the cache is filling)
-            _launches.move_to_end(key)
-        except KeyError:  # dropped by another thread meanwhile; we hold the entry
-            pass
+        entry = launches.put(key, prepare(spec, shape, (out_strides,) + in_strides, reduced,
+                                          consts))
     _, layout, compiled, kd, kd_address, size, offs = entry
     if recorders:
         recorders[-1].append((spec, layout))
@@ -190,7 +162,7 @@ def launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list
     compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
 
 
-_specs: dict = {}
+specialized = LRU(1024, "specialized specs")
 
 
 def _specialize(spec, arrays: list[np.ndarray]):
@@ -200,11 +172,9 @@ def _specialize(spec, arrays: list[np.ndarray]):
     if dts == spec.inputs and all(aligned):
         return spec
     key = (id(spec), dts, aligned)
-    hit = _specs.get(key)
-    if hit is None:
-        if len(_specs) > 1024:
-            _specs.clear()
-        hit = _specs[key] = (spec, replace(spec, inputs=dts, aligned=aligned))
+    hit = specialized.get(key)
+    if hit is None:  # (the spec in the entry keeps its id from being reused)
+        hit = specialized.put(key, (spec, replace(spec, inputs=dts, aligned=aligned)))
     return hit[1]
 
 
@@ -239,7 +209,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         out = np.empty(rshape, step.dtype)
     if any(shape[d] == 0 for d in axes):
         # NumPy raises for min/max over an empty axis even when the result is empty too.
-        out[...] = _identity("mean" if step.mean else step.spec.reduce, step.dtype)
+        out[...] = ops.get("mean" if step.mean else step.spec.reduce).empty_value()
         return out
     if out.size == 0:
         return out
@@ -402,13 +372,13 @@ def check_int_powers(root: Node, data: dict) -> None:
 # Evaluation paths that later modules of this stage install when imported (a module imports
 # only earlier ones; `import lazyk` imports them all):
 #   "string": lazyk.runtime.stringeval.evaluate_string (a numexpr-style string),
-#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.ragged),
+#   "ragged": (expr, out) -> result, or NotImplemented without var / option leaves (lazyk.runtime.ragged),
 #   "device": (data) -> a runner `(program, data, out)` when the leaves live on a GPU, else
-#             None (lazyk.device).
+#             None (lazyk.runtime.device).
 #   "text_where": (expr, out, order, casting) -> the result of an expression with where()
-#             over strings, else NotImplemented (lazyk.textrows).
+#             over strings, else NotImplemented (lazyk.runtime.text_steps).
 _paths: dict[str, Callable] = {}
-PATHS = ("string", "ragged", "device", "text_where")
+PATHS = ("string", "expr", "ragged", "device", "text_where")
 
 
 def install_path(name: str, fn: Callable) -> None:
@@ -491,6 +461,10 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
                                order=order, casting=casting, _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
+    if out is None and order != "F":
+        done = _path("expr")(e)  # a dense structure seen before: a look-up and one call
+        if done is not NotImplemented:
+            return done
     done = _path("text_where")(e, out, order, casting)  # where() over strings first
     if done is not NotImplemented:
         return done

@@ -176,7 +176,7 @@ def _nest_operand(leaf):
         moff, t = meta[k], t.elem
     if not isinstance(t, Scalar):
         return None
-    if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.textrows fuses them)
+    if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.runtime.text_steps fuses them)
         check_extent(text_rows(arr, nested=True))
         dt = STRING if t.name == "string" else BYTES
         return NestOperand(dims, arr.ptr, dt, moff, all(a % 8 == 0 for a in addrs))

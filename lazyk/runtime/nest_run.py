@@ -1,10 +1,10 @@
 """Expressions over var / option arrays in one generated loop nest (`codegen.nest`,
-`lazyk.nestkernel`): fixed and var dims in any order and at any depth (`var * var * T`,
+`lazyk.kernel.nest`): fixed and var dims in any order and at any depth (`var * var * T`,
 `N * var * 4 * T`, `var * var * var * T`) over `T` or `?T` (or strings, their
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
 reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
-every axis, or several axes below every `?var` dim; `lazyk.nestforms` runs the others it
+every axis, or several axes below every `?var` dim; `lazyk.runtime.nest_steps` runs the others it
 takes in two). Rows (of stepping views too) are read
 in place from the arrmeta (every byte it lets the kernel address is checked inside its
 memory block first) and checked and paired inside the kernel; leaves in another numeric
@@ -13,14 +13,11 @@ after a pass that counts their row lengths (none where the result has an operand
 a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
 rows as `M * var`, `nest_plan.flat_rows`). What `nest_run` decides from the structure alone
 is cached per structure (`_prepared`). The forms that run in two steps and the
-entry, `evaluate_nest`, are in `lazyk.nestforms`; the bound call (`lazyk.ragbind`) plans
+entry, `evaluate_nest`, are in `lazyk.runtime.nest_steps`; the bound call (`lazyk.runtime.ragged_bind`) plans
 its fill pass here (`plan_fill`). `nest_run` returns None where the nest does not take the
 form; the caller names the types and the operation in a NotSupportedError."""
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -44,11 +41,13 @@ from lazyk.codegen.levels import (
     Total,
 )
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.expr import leaf_data
 from lazyk.frontend.graph import REDUCE_OP, arg_key, toposort
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.nest import kernel_for, nest_kernel, nest_stats
 from lazyk.kernel.nest import split as nest_split
+from lazyk.lru import LRU
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
@@ -255,13 +254,13 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
-    if plan:  # `lazyk.ragbind`: the fill pass planned, run later on the same arrays
+    if plan:  # `lazyk.runtime.ragged_bind`: the fill pass planned, run later on the same arrays
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
         dims = [] if scalar else [(VAR if rl[p] is VAR else rs[p]) for p in range(nres)]
         kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
         # (`?n` rows under where() over missing rows: which are missing follows the
-        # values; the bound call stores this call's present bytes, lazyk.ragbind; var
+        # values; the bound call stores this call's present bytes, lazyk.runtime.ragged_bind; var
         # rows below them would have no storage under a row missing at bind)
         rfix = [p for p in range(nres) if res[p] in qfix]
         if wq and rfix and VAR in rl[min(rfix):]:
@@ -359,13 +358,10 @@ class _Prep:
                                        bool(where_masks)))
 
 
-_plans: OrderedDict = OrderedDict()
-_PLANS = 256
-_plans_lock = threading.Lock()
-os.register_at_fork(after_in_child=_plans_lock._at_fork_reinit)  # see graph.py
+plans = LRU(256, "nest plans")  # structure -> `_Prep` (or _NO_PLAN)
 _NO_PLAN = object()
 # graph -> its `_structure` (the nodes are held here, so their ids stay theirs)
-_structures: dict = {}
+structures = LRU(256, "nest structures")
 
 
 def _structure(root, red_node, reduce_arg, names) -> tuple:
@@ -389,28 +385,17 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
     the kernel key building; sizes, addresses and rows are read on every call."""
     # interned nodes: the same graph is one object
     graph = (root, red_node, reduce_arg is None, tuple(names))
-    with _plans_lock:
-        shape = _structures.get(graph)
-    if shape is None:
-        shape = _structure(root, red_node, reduce_arg, names)
-        with _plans_lock:
-            _structures[graph] = shape
-            while len(_structures) > _PLANS:
-                _structures.pop(next(iter(_structures)))
+    shape = structures.get_or_build(graph, lambda: _structure(root, red_node, reduce_arg,
+                                                              names))
     key = (shape, flat, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_))
-    with _plans_lock:
-        got = _plans.get(key)
-        if got is not None:
-            _plans.move_to_end(key)
-            nest_stats["plan_hits"] += 1
-            return None if got is _NO_PLAN else got
+    got = plans.get(key)
+    if got is not None:
+        nest_stats["plan_hits"] += 1
+        return None if got is _NO_PLAN else got
     got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat)
-    with _plans_lock:
-        _plans[key] = _NO_PLAN if got is None else got
-        nest_stats["plans"] += 1
-        while len(_plans) > _PLANS:
-            _plans.popitem(last=False)
+    plans.put(key, _NO_PLAN if got is None else got)
+    nest_stats["plans"] += 1
     return got
 
 
@@ -497,7 +482,7 @@ def var_rows(arr) -> tuple:
     """`arr` (`N * ?n * T`: missing rows against a fixed dim) with each `?n` dim as a
     `?var` dim whose rows all have n elements (offsets 0, n, 2n, ...; a missing row keeps
     its n slots, which nothing reads), and {dim: n}: the nest reads that, with a fixed n
-    to pair (`lazyk.expr`). (arr, {}) for an array without `?n` dims. The values stay in
+    to pair (`lazyk.frontend.expr`). (arr, {}) for an array without `?n` dims. The values stay in
     place; only the offsets are new (NumPy, no Python per row)."""
     sizes, t, j = {}, arr.type, 0
     while isinstance(t, (FixedDim, VarDim, Option)):
@@ -765,9 +750,6 @@ def explain_nests(nests) -> str:
     return "\n".join(out)
 
 
-_FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
-         "max": np.maximum, "any": np.logical_or, "all": np.logical_and}
-
 
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
               reduce_arg, red_node, qrows=False):
@@ -808,7 +790,7 @@ def _all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipn
     op, acc = reduce_arg[0], out.dtype
     bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
     with np.errstate(all="ignore"):
-        value = _FOLD[op].reduce(out).astype(acc)
+        value = ops.get(op).combine_ufunc().reduce(out).astype(acc)
         valid = not bad if anym and not skipna else True
         if op in ("min", "max") or (mean and (skipna or anym)):
             valid = valid and count > 0

@@ -1,5 +1,5 @@
 """Entry of expressions over var / option arrays (`evaluate_nest`): one loop nest
-(`lazyk.nestrun`) where it takes the form, else the forms that run in two steps, the
+(`lazyk.runtime.nest_run`) where it takes the form, else the forms that run in two steps, the
 elementwise part first. Folds over several axes at or above one `?var` dim, whatever dims
 lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing row against
 a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
@@ -46,7 +46,7 @@ def evaluate_nest(expr):
 
 def _fixed_last(expr):
     """`expr` with each `x - 0` / `x * True` of x and a NumPy bool row of 0 / 1 (how a
-    `?n` operand reads, `lazyk.expr`) moved above the elementwise work on it, up to a
+    `?n` operand reads, `lazyk.frontend.expr`) moved above the elementwise work on it, up to a
     reduction or where() (x - 0 is x: only the pairing moves), or None when there is
     nothing to move: the reference pairs a `?n` operand's missing row with any row,
     while in one nest the fixed row would still pair with the rows under it."""

@@ -1,13 +1,13 @@
 """Expressions over ragged (`var`) and missing-value (`?T`, `?var`) arrays: the entry.
 
 Every such expression runs in one generated loop nest that follows the result type
-(`lazyk.nestrun`, `lazyk.codegen.nest`): fixed and var dims in any order and at any depth,
+(`lazyk.runtime.nest_run`, `lazyk.codegen.nest`): fixed and var dims in any order and at any depth,
 missing values and missing rows, elementwise work, `where`, and reductions (sum, prod, min,
 max, any, all, mean; `skipna=`, `initial=`, `keepdims=`) over any axes, fused into the
 kernel. The semantics are those of `tests/ragged_reference.py`. What the nest does not take
 raises NotSupportedError naming the types and the operation. String operations in ragged
-data run first where the nest does not fuse them (`lazyk.textrows`); `out=` of a var /
-option type is stored in place by `lazyk.storerows`.
+data run first where the nest does not fuse them (`lazyk.runtime.text_steps`); `out=` of a var /
+option type is stored in place by `lazyk.runtime.ragged_out`.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     if done is not NotImplemented:
         return done
     # String operations run in the loop nest with the numeric work where it takes them,
-    # else they become numeric leaves first (lazyk.textrows).
+    # else they become numeric leaves first (lazyk.runtime.text_steps).
     done = fuse_strings(expr) if out is None else None
     if done is not None:
         return done

@@ -1,11 +1,12 @@
-"""Rules of ragged evaluation (the generated loop nest, `lazyk.nestrun`; the string step,
-`lazyk.textrows`): `initial=` for min / max, where() over missing values, inner reductions
+"""Rules of ragged evaluation (the generated loop nest, `lazyk.runtime.nest_run`; the string step,
+`lazyk.runtime.text_steps`): `initial=` for min / max, where() over missing values, inner reductions
 computed first, the graph over the row iteration space, and the recorders `explain`
 listens with."""
 from __future__ import annotations
 
 import numpy as np
 
+from lazyk.frontend import ops
 from lazyk.frontend.expr import Expr, as_expr, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.runtime import launch as runtime
@@ -23,7 +24,7 @@ def seed(values, valid, reduce_arg, empty, missing_seen: bool):
     init = np.asarray(reduce_arg[4]).astype(values.dtype)
     fill = ~valid & empty if missing_seen else ~valid
     with np.errstate(invalid="ignore"):
-        folded = (np.minimum if reduce_arg[0] == "min" else np.maximum)(values, init)
+        folded = ops.get(reduce_arg[0]).combine_ufunc()(values, init)
     return np.where(fill, init, folded), valid | fill
 
 

@@ -1,7 +1,7 @@
 """Ragged operands read as rows: each row's element-0 address, length and stride from the
-arrmeta (docs/layout.md) (`row_view`, `gather`: `lazyk.storerows`), the memory-block check
-of an arrmeta (`check_extent`: `lazyk.nestrun`), and the row line-up of flat operands that
-`lazyk.textrows` runs its string step on (`line_up`).
+arrmeta (docs/layout.md) (`row_view`, `gather`: `lazyk.runtime.ragged_out`), the memory-block check
+of an arrmeta (`check_extent`: `lazyk.runtime.nest_run`), and the row line-up of flat operands that
+`lazyk.runtime.text_steps` runs its string step on (`line_up`).
 
 The shape step broadcasts rows: a length-1 row broadcasts, equal lengths pair up, anything
 else is a ShapeError naming the row and both lengths. Every row read from an arrmeta is

@@ -1,7 +1,7 @@
 """`lazyk.evaluate(string)`: numexpr's `evaluate` and `re_evaluate`, with a fast path for
 repeated strings.
 
-A string is parsed and built into a lazy expression by `lazyk.exprparse` and run by
+A string is parsed and built into a lazy expression by `lazyk.frontend.exprparse` and run by
 `lazyk.runtime.launch.evaluate`. A repeated `evaluate(text)` over arrays of the same dtypes, ndims
 and layout class and scalars of the same kind reuses the planned program instead: a
 dictionary look-up, a bind (the scalars' values become kernel parameters) and one foreign
@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from lazyk.errors import BindError, ShapeError
-from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
+from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr, leaf_data
 from lazyk.frontend.exprparse import Const, build, compile_string, names
+from lazyk.frontend.graph import arg_key, toposort
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
+from lazyk.lru import LRU
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.launch import canonical, env_arrays, exponent_leaves, fortran_result, plan
 
@@ -217,8 +220,8 @@ class _FastEntry:
         # A full reduction (every axis, no mean) folds into a 0-d output: one kernel too.
         self.reduce = step.axes is not None
         self.keepdims = step.keepdims
-        if len(prog.steps) == 1 and not step.mean and all(isinstance(r, str)
-                                                          for r in step.inputs):
+        if len(prog.steps) == 1 and not step.mean and step.inputs and \
+                all(isinstance(r, str) for r in step.inputs):
             self.order = tuple(inputs[r] for r in step.inputs)
             self.dispatch = Dispatcher(step.spec, step.consts)
         self._run = runtime.run_program
@@ -353,4 +356,72 @@ _names_of: dict = {}
 _NAMES_LIMIT = 4096
 
 
+# ---------------------------------------------------------------- `.eval()` of expressions
+# A lazy expression's structure (the graph with its leaves by position, their dtypes,
+# shapes and layouts) -> `_FastEntry`; built on the first call, so a loop that builds the
+# same expression over new arrays each time plans once and then costs a look-up and the
+# native guard.
+_expr_entries = LRU(1024, "expression entries")
+# graph root -> (structure key, leaf names in order): the walk is done once per graph
+_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fingerprint(root) -> tuple:
+    """(the graph's structure with inputs by position, the input names in that order)."""
+    got = _fingerprints.get(root)
+    if got is None:
+        at, key, leaves = {}, [], []
+        for i, n in enumerate(toposort(root)):
+            at[id(n)] = i
+            if n.op == "input":
+                leaves.append(n.arg)
+                key.append(("input", n.dtype.str, n.shape))
+            else:
+                key.append((n.op, n.dtype.str, n.shape, tuple(at[id(s)] for s in n.srcs),
+                            arg_key(n.arg)))
+        got = _fingerprints[root] = (tuple(key), tuple(leaves))
+    return got
+
+
+def evaluate_expr(e) -> Any:
+    """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
+    else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
+    key, names_ = _fingerprint(e.node)
+    env, values, layout = e.env, [], []
+    for n in names_:
+        v = leaf_data(env[n])
+        if type(v) is not np.ndarray or v.dtype.kind not in _NUMERIC or not v.dtype.isnative:
+            return NotImplemented
+        values.append(v)
+        if v.ndim >= 2:
+            fl = v.flags
+            layout.append((fl.c_contiguous, fl.f_contiguous, fl.aligned))
+        else:
+            layout.append(v.flags.aligned)
+    full = (key, tuple(layout))
+    entry = _expr_entries.get(full)
+    if entry is None:
+        entry = _expr_entries.put(full, _plan_expr(e, values) or False)
+    if entry is False:
+        return NotImplemented
+    try:
+        return entry(values, None, "same_kind")
+    except (ShapeError, BindError, OverflowError):
+        return NotImplemented  # the general path gives these errors their usual form
+
+
+def _plan_expr(e, values: list) -> Any:
+    """A `_FastEntry` for `e`'s structure, or None (the general path runs it)."""
+    data = env_arrays(e)
+    node, data = canonical(e.node, data)
+    which = {id(v): k for k, v in enumerate(values)}
+    inputs = {name: which[id(a)] for name, a in data.items()}
+    prog = plan(node)
+    if not prog.steps or (len(prog.shape) >= 2 and fortran_result("K", data)):
+        return None
+    exps = tuple(dict.fromkeys(inputs[n] for n in exponent_leaves(node)))
+    return _FastEntry(prog, inputs, [], exps)
+
+
 runtime.install_path("string", evaluate_string)
+runtime.install_path("expr", evaluate_expr)

@@ -1,12 +1,12 @@
 """String operations over ragged and missing strings (`var * string`, `?string`,
 `N * var * ?string`, `var * var * string`, `N * ?var * string`, string fields of records),
 and the same over `bytes` / `?bytes` elements (`ops.BYTES`: byte order, `str_len` their
-byte length; `lazyk.expr` refuses bytes against str before anything runs).
+byte length; `lazyk.frontend.expr` refuses bytes against str before anything runs).
 
 `fused` runs an expression with its string operations inside the loop nest
-(`lazyk.nestrun` reads the `{begin, size}` elements in place). Where the nest does not take
+(`lazyk.runtime.nest_run` reads the `{begin, size}` elements in place). Where the nest does not take
 it (stepping views, `where` over missing strings, reductions it refuses), before the ragged
-path (`lazyk.ragged`) runs the expression, every string operation in it
+path (`lazyk.runtime.ragged`) runs the expression, every string operation in it
 (comparisons, `str_len`, `startswith`, `endswith`) is computed here and replaced by a
 numeric leaf with the operands' row structure: the 16-byte `{begin, size}` elements of each
 string operand are gathered flat (`rows.gather`; the characters are not copied), the
@@ -87,7 +87,7 @@ def lower(expr: Expr) -> Expr:
 
 def fused(expr: Expr):
     """The lazyk Array of `expr`, its string operations and numeric work in one loop-nest
-    kernel (`lazyk.nestrun`), or None when the nest does not take it (the string step then
+    kernel (`lazyk.runtime.nest_run`), or None when the nest does not take it (the string step then
     runs first, `lower`). A `where` over missing strings is not fused: its branches are
     computed for missing elements too, and a missing string's element is never read."""
     nodes = toposort(expr.node)

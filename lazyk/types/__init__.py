@@ -4,9 +4,9 @@ Every constructor interns: equal arguments give the very same object, so `==` is
 and hashing is identity-cheap. Dimension types nest DyND-style through `.elem`.
 
 This module gathers the types stage in one place, in stage order: the base class,
-dimensions, options, scalars and signatures (`lazyk.typebase`), the other element types and
-`from_numpy` (`lazyk.elemtypes`), `dshape` (`lazyk.typeparse`), `promote` (`lazyk.promote`)
-and `match`, `solve`, `broadcast` (`lazyk.unify`).
+dimensions, options, scalars and signatures (`lazyk.types.base`), the other element types and
+`from_numpy` (`lazyk.types.elements`), `dshape` (`lazyk.types.parse`), `promote` (`lazyk.types.promote`)
+and `match`, `solve`, `broadcast` (`lazyk.types.unify`).
 """
 from __future__ import annotations
 

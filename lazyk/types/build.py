@@ -1,6 +1,6 @@
 """Type strings -> type objects, the grammar's side: the lark Transformer that builds a type
 for each rule, the `name[...]` constructors, the LALR parser and the helpers that place an
-error (nesting depth, unclosed brackets, what was expected). `lazyk.typeparse` parses.
+error (nesting depth, unclosed brackets, what was expected). `lazyk.types.parse` parses.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The fast path of the type parser: one regex splits the text, recursive descent builds
 the type through the same constructors and Transformer methods as lark's parse
-(`lazyk.typebuild`). It handles only text that parses; anything else raises and
-`lazyk.typeparse` lets lark parse it again and report the error.
+(`lazyk.types.build`). It handles only text that parses; anything else raises and
+`lazyk.types.parse` lets lark parse it again and report the error.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Type strings -> type objects: `parse` (the fast path of `lazyk.typefast`, else lark's parser
-of `lazyk.typebuild` with positioned errors), `dshape()` and its parse cache, `describe()`."""
+"""Type strings -> type objects: `parse` (the fast path of `lazyk.types.fastparse`, else lark's parser
+of `lazyk.types.build` with positioned errors), `dshape()` and its parse cache, `describe()`."""
 from __future__ import annotations
 
 import re
