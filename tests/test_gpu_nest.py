@@ -53,6 +53,11 @@ EXPRESSIONS = {
     "where over ?T": lambda: lazyk.where(x > 1, x, y),
     "stepping view": lambda: y[:, ::-1] * 2,
     "int32 indices, int16 values": lambda: (i32 * 3).max(axis=-1),
+    "pairs folded": lambda: lazyk.sum(lazyk.combinations(x, 2)["0"] * y[:, :1], axis=1),
+    "triplets stored": lambda: lazyk.combinations(q, 3)["2"] + 1,
+    "product with a witness": lambda: lazyk.cartesian([y, q])["0"].max(axis=1, initial=0.0),
+    "positions": lambda: lazyk.argcombinations(z, 2)["1"] * 2,
+    "histogram": lambda: lazyk.histogram(x * y, 4, (0, 4)),
 }
 
 

@@ -226,9 +226,10 @@ class Pick:
     def missing(self) -> bool:
         return self.inner.missing
 
-    @property
-    def width(self) -> int:
-        return self.inner.width
+    def __getattr__(self, name: str):  # its rows are read as the inner level reads them
+        if name == "inner" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     @property
     def stepping(self) -> bool:
@@ -238,15 +239,6 @@ class Pick:
         """The inner level's words; a fixed dim adds its size (the tuples' row length)."""
         inner = self.inner.words(dim.inner)
         return inner if self.inner.rows else inner + (dim.inner.size,)
-
-    def read(self, *args, **kw):
-        return self.inner.read(*args, **kw)
-
-    def inside(self, gen, f, start, stop):
-        return self.inner.inside(gen, f, start, stop)
-
-    def missing_here(self, gen, p, f, gone):
-        return self.inner.missing_here(gen, p, f, gone)
 
     def __str__(self) -> str:
         what = "index" if self.position else "item"
