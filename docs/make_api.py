@@ -67,6 +67,14 @@ EXAMPLES = {
                   "lazyk.startswith(names, 'ki').eval()",
     "endswith": "lazyk.endswith(lazyk.array(['kiwi', 'apple']), 'le').eval()",
     "count": "lazyk.count(lazyk.array([[1.0, None, float('nan')], [4.0]]), axis=-1).eval()",
+    "combinations": "x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0]])\n"
+                    "p = lazyk.combinations(x, 2)\n"
+                    "(p.to_list(), lazyk.sum(p['0'] * p['1'], axis=1).eval())",
+    "argcombinations": "lazyk.argcombinations(lazyk.array([[1.5, 2.5, 3.5], []]), 2).to_list()",
+    "cartesian": "a, b = lazyk.array([[1, 2], [3]]), lazyk.array([[10], [20, 30]])\n"
+                 "lazyk.cartesian({'a': a, 'b': b}).to_list()",
+    "histogram": "x = lazyk.array([[0.5, 1.5, 1.5], [], [2.5, None]])\n"
+                 "counts, edges = lazyk.histogram(x, 3, (0, 3))\n(counts, edges)",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "num": "lazyk.num(lazyk.array([[1, 2, 3], [], None])).eval()",
     "flatten": "lazyk.flatten(lazyk.array([[1, 2], [], [3]])).eval()",

@@ -136,6 +136,7 @@ from lazyk.frontend.expr import (
     trunc,
     where,
 )
+from lazyk.frontend.histogram import histogram
 from lazyk.frontend.records import Records, zip
 from lazyk.frontend.rowops import (
     argsort,
@@ -154,14 +155,16 @@ from lazyk.frontend.rowops import (
     var,
 )
 from lazyk.frontend.spec import Instr, KernelSpec
+from lazyk.frontend.tuples import argcombinations, cartesian, combinations
 from lazyk.kernel.flat import public_stats as stats
 from lazyk.runtime import compiled as _compiled
 from lazyk.runtime import device as _device
 from lazyk.runtime import explain as _explain
+from lazyk.runtime import many as _many
 from lazyk.runtime import nest_run as _nestrun
 from lazyk.runtime.compiled import CompiledExpr, compile
 from lazyk.runtime.device import DeviceArray  # CUDA itself loads only when a GPU array is used
-from lazyk.runtime.launch import evaluate
+from lazyk.runtime.many import evaluate
 from lazyk.runtime.stringeval import re_evaluate
 from lazyk.types.parse import dshape
 from lazyk.version import __version__
@@ -170,7 +173,8 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
-               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows)
+               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows,
+               evaluate_many=_many.evaluate_many)
 
 
 def _call_on_dask(k, inputs, out):
@@ -219,14 +223,17 @@ __all__ = [
     "arctan2",
     "arctanh",
     "argsort",
+    "argcombinations",
     "array",
     "astype",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
+    "cartesian",
     "ceil",
     "clip",
+    "combinations",
     "compile",
     "concatenate",
     "conj",
@@ -260,6 +267,7 @@ __all__ = [
     "get_num_threads",
     "greater",
     "greater_equal",
+    "histogram",
     "hypot",
     "imag",
     "invert",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lazyk import __version__
 from lazyk.backend.objcache import ObjectCache
+from lazyk.bench import adl as bench_adl
 from lazyk.bench.suite import add_arguments as bench_arguments
 from lazyk.bench.suite import command as bench_command
 from lazyk.errors import TypeParseError
@@ -33,6 +34,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.adl:
+        return bench_adl.command(args)
     if args.ragged:
         return _bench_ragged(args)
     return bench_command(args)
@@ -83,6 +86,7 @@ _EXAMPLES = """examples:
   lazyk explain "sin(a) * b + 1" --type a="N * float64" --type b="N * float64"
   lazyk bench --quick
   lazyk bench --ragged --ragged-rows 1e5
+  lazyk bench --adl --adl-events 1e6
   lazyk cache info
 """
 
@@ -109,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows for --ragged (default 1e6; --quick: 1e5)")
     p.add_argument("--ragged-repeat", type=int, default=5,
                    help="timed calls per tool for --ragged (the median is reported)")
+    bench_adl.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("explain", help="graph after each pass, kernel spec, layout, LLVM IR, asm")

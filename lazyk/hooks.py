@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows")
+         "from_awkward", "var_rows", "evaluate_many")
 _services: dict[str, Callable] = {}
 
 
@@ -34,6 +34,11 @@ def _service(name: str) -> Callable:
 def evaluate(expr: Any, out: Any = None, casting: str = "same_kind") -> Any:
     """Compute `expr` (the runtime's `lazyk.evaluate`), into `out` when given."""
     return _service("evaluate")(expr, out=out, casting=casting)
+
+
+def evaluate_many(*exprs: Any) -> tuple:
+    """`lazyk.evaluate(e1, e2, ...)`: each result, the work they share run once."""
+    return _service("evaluate_many")(*exprs)
 
 
 def compile(expr: Any) -> Any:

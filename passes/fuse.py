@@ -153,10 +153,21 @@ def cut_points(root: Node) -> set[int]:
     return cuts
 
 
-def _body_under(node: Node, steps_of: dict[int, int], own: bool = False):
+def fuse_outputs(roots: list[Node]) -> tuple:
+    """One body computing every node of `roots` (elementwise DAGs over leaves; a node they
+    share is one SSA value): (body, input names, output index of each root, parameter
+    values). For kernels with several outputs (the loop nest's histograms)."""
+    if any(n.op == REDUCE_OP for r in roots for n in toposort(r)):
+        raise ValueError("fuse_outputs: elementwise roots only")
+    body, inputs, _, consts, index = _body_under(tuple(roots), {})
+    return body, inputs, tuple(index[id(r)] for r in roots), consts
+
+
+def _body_under(node, steps_of: dict[int, int], own: bool = False):
     """Body of the elementwise DAG rooted at `node` (stopping at reductions, materialised
     nodes and leaves; `own`: `node` is the materialised node this step computes), its
-    inputs, output index and parameter values (one slot per distinct constant node)."""
+    inputs, output index and parameter values (one slot per distinct constant node). A
+    tuple of nodes gives one body for all, and the index of every node too."""
     index: dict[int, int] = {}
     body: list[Instr] = []
     inputs: list = []
@@ -184,11 +195,14 @@ def _body_under(node: Node, steps_of: dict[int, int], own: bool = False):
             instr = Instr(n.op, n.dtype, tuple(index[id(s)] for s in n.srcs), n.arg)
         index[id(n)] = len(body)
         body.append(instr)
+    if isinstance(node, tuple):
+        return tuple(body), tuple(inputs), None, tuple(consts), index
     return tuple(body), tuple(inputs), index[id(node)], tuple(consts)
 
 
-def _elementwise_order(root: Node, steps_of: dict[int, int], own: bool) -> list[Node]:
-    """Topological order of the DAG under `root`, not descending below reductions and
-    materialised nodes (but into `root` itself when `own`)."""
+def _elementwise_order(root, steps_of: dict[int, int], own: bool) -> list[Node]:
+    """Topological order of the DAG under `root` (a node or a tuple of them), not
+    descending below reductions and materialised nodes (but into `root` itself when
+    `own`)."""
     return toposort(root, descend=lambda n: n.op != REDUCE_OP and (
         id(n) not in steps_of or (own and n is root)))

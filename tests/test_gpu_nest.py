@@ -56,6 +56,11 @@ EXPRESSIONS = {
     "scan": lambda: lazyk.cumsum(y * 2),
     "scan of ?T": lambda: lazyk.cumprod(x + 1),
     "scan of float16": lambda: lazyk.cumsum(lazyk.astype(y, "float16")),
+    "pairs folded": lambda: lazyk.sum(lazyk.combinations(x, 2)["0"] * y[:, :1], axis=1),
+    "triplets stored": lambda: lazyk.combinations(q, 3)["2"] + 1,
+    "product with a witness": lambda: lazyk.cartesian([y, q])["0"].max(axis=1, initial=0.0),
+    "positions": lambda: lazyk.argcombinations(z, 2)["1"] * 2,
+    "histogram": lambda: lazyk.histogram(x * y, 4, (0, 4)),
 }
 
 

@@ -7,6 +7,7 @@ imported only inside the functions that need them.
 """
 from __future__ import annotations
 
+import builtins
 import re
 from typing import Any
 
@@ -359,7 +360,7 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         if not n:  # no elements: nothing to write (the offset may pass the block)
             return np.empty((0,) + shape, dtype)
         return np.ndarray((n,) + shape, dtype, block.buffer, at,
-                          (rec.itemsize,) + tuple(np.dtype(dtype).itemsize for _ in shape))
+                          (rec.itemsize,) + _c_strides(shape, np.dtype(dtype).itemsize))
     counter = [0]
     meta: tuple = ()
     if valid is not None:
@@ -370,6 +371,15 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
     for ft, off, c in zip(rec.types, rec.offsets, columns):
         meta += _write_field(ft, c, block, slot, off, region, counter)
     return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    """The strides of C-ordered `shape` (NumPy gives 0 for those of an empty array)."""
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
 
 
 def _is_tuple(names) -> bool:
@@ -430,7 +440,10 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
     if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
         values = c.to_numpy()
         slot(off, values.dtype, values.shape[1:])[:] = values
-        return ()
+        # fixed dims: (size, stride) each, C order inside the record
+        strides = _c_strides(values.shape[1:], values.dtype.itemsize)
+        return tuple(x for size, step in builtins.zip(values.shape[1:], strides)
+                     for x in (size, step))
     if isinstance(t, T.VarDim) and owned:
         var = c.meta[2:2 + M.VAR_META]
         w, dt = var[1], M.INDEX_DTYPES[var[1]]  # the column's index width (list, large_list)

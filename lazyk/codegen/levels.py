@@ -31,6 +31,7 @@ from enum import Enum
 from llvmlite import ir
 
 from lazyk.codegen.emit import I8, P8
+from lazyk.frontend.tuples import Combos, Product
 
 WORDS = 6  # kernel-data words per operand and level (the most any level takes)
 
@@ -170,6 +171,81 @@ class MissingRows(Rows):
         return here if gone is None else b.or_(gone, here)
 
 
+# ---------------------------------------------------------------- tuple levels
+# A tuple level walks the tuples of a row's items instead of its items: the i < j (< k ...)
+# combinations of one row (`Combos`) or the product of one row per slot (`Product`). An
+# operand there is a `Pick`: its rows read as rows (or a fixed dim) are, and its element for
+# the tuple at slot s is item idx[s] of its row; other operands stay, or read the tuple's
+# linear number t as their element. The tuples are never stored: the loops run inside the
+# kernel's level (`codegen.nest._tuple_loop`).
+def tuple_count(gen, tuples, lens: list):
+    """How many tuples (`Combos`, `Product`) rows of lengths `lens` (i64, one per slot)
+    hold, in the kernel (an i64)."""
+    b, c = gen.b, gen.c
+    if isinstance(tuples, Product):
+        got = lens[0]
+        for ln in lens[1:]:
+            got = b.mul(got, ln)
+        return got
+    n = tuples.n
+    top = b.add(lens[0], c(n - 1)) if tuples.replacement else lens[0]
+    got = c(1)
+    for q in range(n):  # C(top, n) = prod (top - q) / (q + 1), exact at each step
+        got = b.sdiv(b.mul(got, b.sub(top, c(q))), c(q + 1))
+    return b.select(b.icmp_signed("<", top, c(n)), c(0), got)
+
+
+def tuple_bounds(gen, tuples, slot: int, idx: list, lens: list) -> tuple:
+    """(first, stop) of slot `slot`'s item index, given the indices of the slots before
+    it: 0..L for a product's slot; after (or, with replacement, at) the previous index
+    for combinations."""
+    b, c = gen.b, gen.c
+    if isinstance(tuples, Product):
+        return c(0), lens[slot]
+    if not slot:
+        return c(0), lens[0]
+    return (idx[-1] if tuples.replacement else b.add(idx[-1], c(1))), lens[0]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """An operand at a tuple level: its rows (`inner`: `Rows`, `MissingRows` or `Strided`)
+    read as they are, its element the item at the tuple's slot `slot`; `position`: the
+    element is that item's index (ak.argcombinations: an int64 value, no memory read)."""
+
+    inner: object
+    tuples: object
+    slot: int
+    position: bool = False
+    moves = True
+
+    @property
+    def rows(self) -> bool:
+        return self.inner.rows
+
+    @property
+    def missing(self) -> bool:
+        return self.inner.missing
+
+    def __getattr__(self, name: str):  # its rows are read as the inner level reads them
+        if name == "inner" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def stepping(self) -> bool:
+        return getattr(self.inner, "stepping", False)
+
+    def words(self, dim) -> tuple:
+        """The inner level's words; a fixed dim adds its size (the tuples' row length)."""
+        inner = self.inner.words(dim.inner)
+        return inner if self.inner.rows else inner + (dim.inner.size,)
+
+    def __str__(self) -> str:
+        what = "index" if self.position else "item"
+        return f"{what} {self.slot} of the {self.tuples} over {self.inner}"
+
+
 # ---------------------------------------------------------------- operand dims (bound data)
 @dataclass(frozen=True)
 class FixedDimData:
@@ -203,9 +279,39 @@ class RowsData:
         return cls(self.width, self.stride != self.index_stride)
 
 
+@dataclass(frozen=True)
+class PickDimData:
+    """An operand dim read at a tuple level: its own dim (`inner`: `FixedDimData` or
+    `RowsData`), the tuples and the slot it reads. A fixed dim's tuple count is fixed too."""
+
+    inner: object
+    tuples: object
+    slot: int
+    position: bool = False
+
+    @property
+    def rows(self) -> bool:
+        return self.inner.rows
+
+    @property
+    def missing(self) -> bool:
+        return self.inner.missing
+
+    def __getattr__(self, name: str):  # the inner dim's words (size, width, length, ...)
+        if name == "inner" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def level(self) -> Pick:
+        inner = self.inner.level() if self.inner.rows else Strided()
+        return Pick(inner, self.tuples, self.slot, self.position)
+
+
 def operand_level(dim, extent: Extent):
     """The level an operand dim takes under a result level: a fixed 1 against var rows
     stays, any other fixed dim is strided, a var dim reads its rows."""
+    if isinstance(dim, PickDimData):
+        return dim.level()
     if dim is None or (not dim.rows and dim.size == 1 and extent is VAR):
         return Stay()
     return Strided() if not dim.rows else dim.level()
@@ -266,6 +372,35 @@ class Fold:
 
 
 @dataclass(frozen=True)
+class Bins:
+    """Histograms: fold every level into private counters per part (the caller adds the
+    parts' counters up; no counter is shared between threads). The body's outputs are, per
+    histogram, its bin index (int64; a value outside 0..n-1 is not counted), then for a
+    `weighted` one its weight (float64, added instead of 1). A missing input (`?T`) or a
+    missing row counts nowhere. Kernel data word 4 is the address of the bins table, int64:
+    the counters of one part, then per histogram its bin count and first counter."""
+
+    weighted: tuple
+    axes = ()
+
+    @property
+    def outputs(self) -> int:
+        return len(self.weighted) + sum(map(bool, self.weighted))
+
+    def __str__(self) -> str:
+        return "histograms " + ",".join("weighted" if w else "counts" for w in self.weighted)
+
+
+def tuple_kind(kinds, k: int):
+    """The tuples (`Combos`, `Product`) level k of a nest walks, or None: those of its
+    `Pick` operands (one kind per level: the plan refuses two)."""
+    for ks in kinds:
+        if isinstance(ks[k], Pick):
+            return ks[k].tuples
+    return None
+
+
+@dataclass(frozen=True)
 class Fill:
     """Compute the values (every result row checked against the counted lengths)."""
 
@@ -315,6 +450,7 @@ class Mark:
         return f"mark{self.level}"
 
 
-__all__ = ["Count", "Extent", "FIXED", "Fill", "FixedDimData", "Fold", "Map", "Mark",
-           "MissingRows", "Reduce", "Check", "Rows", "RowsData", "Scan", "Stay", "Strided",
-           "Total", "VAR", "WORDS", "operand_level"]
+__all__ = ["Bins", "Check", "Combos", "Count", "Extent", "FIXED", "Fill", "FixedDimData",
+           "Fold", "Map", "Mark", "MissingRows", "Pick", "PickDimData", "Product", "Reduce",
+           "Rows", "RowsData", "Scan", "Stay", "Strided", "Total", "VAR", "WORDS",
+           "operand_level", "tuple_kind"]

@@ -85,7 +85,22 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
-from lazyk.codegen.levels import FIXED, VAR, WORDS, Check, Fill, Map, Reduce, Scan, Total
+from lazyk.codegen.levels import (
+    FIXED,
+    VAR,
+    WORDS,
+    Bins,
+    Check,
+    Fill,
+    Map,
+    Pick,
+    Reduce,
+    Scan,
+    Total,
+    tuple_bounds,
+    tuple_count,
+    tuple_kind,
+)
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
@@ -111,8 +126,18 @@ class _NestGen(NestFolds, KernelGen):
         # Scan (a Map): each written value is the running fold of its row so far
         self.scan = mode.combine if isinstance(mode, Scan) else None
         self.total = isinstance(mode, Total)
+        self.binning = isinstance(mode, Bins)
         self.where_masks = where_masks
         self.nlev = len(levels)
+        # tuple levels (`Combos`, `Product`): the tuples each walks; operands that read a
+        # tuple's item index (argcombinations) take it as their value (`_loads`)
+        self.tuples = [tuple_kind(kinds, k) for k in range(self.nlev)]
+        if self.tuples[0] is not None and levels[0] is FIXED:
+            raise ops.NotSupportedError("a tuple level at the outermost fixed level")
+        self.position = {j: k for j in range(self.nin) for k in range(self.nlev)
+                         if isinstance(kinds[j][k], Pick) and kinds[j][k].position}
+        self.posval: dict = {}
+        self.slot_lens: dict = {}
         # where(): operands read only as a branch whose rows may be missing ("gone": the
         # outermost level of the missing row, nlev while present); see `_taken`
         deciding = _deciding(spec) if where_masks else set(range(self.nin))
@@ -133,7 +158,7 @@ class _NestGen(NestFolds, KernelGen):
         # element over each result element's group
         self.axes = mode.axes
         self.axis = self.axes[0] if self.axes else -1
-        self.res = [] if isinstance(mode, Total) else list(range(self.nlev - 1)) \
+        self.res = [] if isinstance(mode, (Total, Bins)) else list(range(self.nlev - 1)) \
             if isinstance(mode, Reduce) else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
         # Count(s) counts the rows of result var level s (and of those above it); Mark(s)
@@ -192,8 +217,9 @@ class _NestGen(NestFolds, KernelGen):
             for k in range(self.nlev):
                 level = self.kinds[j][k]
                 base = at + 2 + WORDS * k
-                per.append(None if not level.moves else [word(base)] if not level.rows else
-                           [word(base + i) for i in range(WORDS)])
+                # a fixed dim read at a tuple level: its stride and size
+                nw = WORDS if level.rows else 2 if isinstance(level, Pick) else 1
+                per.append(None if not level.moves else [word(base + i) for i in range(nw)])
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
@@ -213,7 +239,15 @@ class _NestGen(NestFolds, KernelGen):
                 self.dummy.align = 16
             b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 0]), self.dummy)
             self.dummy = b.bitcast(self.dummy, P8)
-        if not self.mapping:
+        if self.binning:  # this part's counters: out + part * (counters of a part)
+            table = b.inttoptr(word(4), I64.as_pointer())
+            at = b.mul(word(5), b.load(table, align=8))
+            self.bin_base = at
+            self.bin_n = [b.load(b.gep(table, [self.c(1 + 2 * h)]), align=8)
+                          for h in range(len(self.mode.weighted))]
+            self.bin_first = [b.load(b.gep(table, [self.c(2 + 2 * h)]), align=8)
+                              for h in range(len(self.mode.weighted))]
+        elif not self.mapping:
             self.acc = self._acc_alloca(b)
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
@@ -278,6 +312,8 @@ class _NestGen(NestFolds, KernelGen):
             elif not level.rows:
                 bases.append(ptrs[j])
                 steps.append(f[0])
+                if isinstance(level, Pick):  # a fixed dim's items: its size
+                    lens[j] = f[1]
             else:
                 delta, content, istride, stride, length = f[:5]
                 was = None if gone is None or gone[j] is None else \
@@ -315,7 +351,9 @@ class _NestGen(NestFolds, KernelGen):
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
-        if self.levels[k] is FIXED:
+        if self.tuples[k] is not None:
+            n = self._tuple_rows(k, lens, path)
+        elif self.levels[k] is FIXED:
             n = self.sizes[k]
             for j, ln in lens.items():
                 ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
@@ -330,6 +368,8 @@ class _NestGen(NestFolds, KernelGen):
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
         if miss is not None:  # nothing under a missing result row
             n = b.select(miss, c(0), n)
+            if k in self.slot_lens:  # (nor a tuple)
+                self.slot_lens[k] = [b.select(miss, c(0), ln) for ln in self.slot_lens[k]]
         return bases, steps, n, miss
 
     def _level(self, k, ptrs, path, gone=None):
@@ -367,6 +407,10 @@ class _NestGen(NestFolds, KernelGen):
             return
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n
+        if self.tuples[k] is not None:
+            self._tuple_loop(k, bases, steps, lambda t, addrs: self._level(
+                k + 1, addrs, path + [t], gone))
+            return
 
         def child(i):
             i = b.add(i, lo)
@@ -408,6 +452,8 @@ class _NestGen(NestFolds, KernelGen):
                         for j, a in enumerate(addr)]
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
+            elif self.binning:
+                self._bin(addr, masks)
             elif not self.mapping:
                 self._fold(addr, masks)
             else:
@@ -416,7 +462,10 @@ class _NestGen(NestFolds, KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
+        if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
+            self._tuple_loop(k, bases, steps, element)
+        elif (any(self.masked) and not self._windowed(k) and not self.binning) or \
+                not self.nin or self.track:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
@@ -450,7 +499,10 @@ class _NestGen(NestFolds, KernelGen):
                             for j, (p, sz) in enumerate(zip(bases, isz))])
             with b.if_else(fast) as (then, otherwise):
                 with then:
-                    for_loop(b, n, contiguous, name="ec")
+                    if self.binning:  # bins of a block first (vectorized), then counted
+                        self._bin_blocks(k, bases, n, lo, isz)
+                    else:
+                        for_loop(b, n, contiguous, name="ec")
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         if self.reducing:
@@ -459,6 +511,70 @@ class _NestGen(NestFolds, KernelGen):
         elif self.mapping:
             b.store(b.add(pos0, n), self.pos)
 
+
+    # ------------------------------------------------------------ tuple levels
+    def _tuple_rows(self, k, lens, path):
+        """Tuple level k: the rows of the `Pick` operands pair within their slot's group
+        (one length; a row of 1 stretches), which gives each slot's row length and the
+        tuple count; any other moving operand's row pairs with the count (1 stretches).
+        Returns the count (a fixed level: its size)."""
+        b, c = self.b, self.c
+        tup = self.tuples[k]
+        glen: dict = {}
+        for j, ln in lens.items():
+            level = self.kinds[j][k]
+            if not isinstance(level, Pick):
+                continue
+            g = tup.group(level.slot)
+            have, src = glen.get(g, (c(1), c(-1)))
+            ok = b.or_(b.or_(b.icmp_signed("==", have, c(1)), b.icmp_signed("==", ln, c(1))),
+                       b.icmp_signed("==", ln, have))
+            self.check(ok, 2, k, path, j, ln, have, src)
+            one = b.icmp_signed("==", ln, c(1))
+            glen[g] = (b.select(one, have, ln), b.select(one, src, c(j)))
+        slots = [glen[tup.group(s)][0] for s in range(tup.slots)]
+        self.slot_lens[k] = slots
+        n = tuple_count(self, tup, slots) if self.levels[k] is VAR else self.sizes[k]
+        for j, ln in lens.items():
+            if not isinstance(self.kinds[j][k], Pick):
+                ok = b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n))
+                self.check(ok, 2, k, path, j, ln, n, c(-1))
+        return n
+
+    def _tuple_loop(self, k, bases, steps, body):
+        """Walk the tuples of tuple level k (`_tuple_rows` read the rows): one loop per
+        slot, `body(t, addresses)` per tuple, t its number in the row. A `Pick` operand's
+        element is its row's item at the tuple's slot; other moving operands read element
+        t (steps of 0 for rows of 1)."""
+        b, c = self.b, self.c
+        tup, lens = self.tuples[k], self.slot_lens[k]
+        with b.goto_entry_block():
+            counter = b.alloca(I64, name=f"tuple{k}")
+        b.store(c(0), counter)
+        idx: list = []
+
+        def walk(s):
+            first, stop = tuple_bounds(self, tup, s, idx, lens)
+
+            def each(i):
+                idx.append(b.add(i, first))
+                if s + 1 < tup.slots:
+                    walk(s + 1)
+                else:
+                    t = b.load(counter)
+                    addrs = []
+                    for j in range(self.nin):
+                        level = self.kinds[j][k]
+                        at = idx[level.slot] if isinstance(level, Pick) else t
+                        if isinstance(level, Pick) and level.position:
+                            self.posval[j] = idx[level.slot]
+                        addrs.append(b.gep(bases[j], [b.mul(at, steps[j])])
+                                     if level.moves else bases[j])
+                    body(t, addrs)
+                    b.store(b.add(t, c(1)), counter)
+                idx.pop()
+            for_loop(b, b.sub(stop, first), each, name=f"t{k}s{s}")
+        walk(0)
 
     def _present(self, masks):
         b = self.b
@@ -473,7 +589,9 @@ class _NestGen(NestFolds, KernelGen):
         float64 body, a byte-swapped leaf, no copy of either."""
         b, spec = self.b, self.spec
         want = {ins.attr: ins.dtype for ins in spec.body if ins.op == "load"}
-        return [self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
+        return [self.em.cast(self.posval[j], np.dtype(np.int64), want.get(j, d))
+                if j in self.position else
+                self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
                              want.get(j, d))
                 for j, (a, d, al) in enumerate(zip(addr, spec.inputs, spec.aligned))]
 
@@ -618,7 +736,9 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Ma
     where_masks: (`Map`) a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
     """
-    mapping = isinstance(mode, Map)  # (a Scan too)
+    mapping = isinstance(mode, (Map, Bins))  # (a Scan too)
+    if isinstance(mode, Bins) and len(spec.outputs) != mode.outputs:
+        raise ops.NotSupportedError(f"{mode} takes {mode.outputs} body outputs")
     if not mapping and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mapping and spec.reduce is not None:

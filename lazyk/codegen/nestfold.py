@@ -16,6 +16,9 @@ from lazyk.codegen.llvm import for_loop
 from lazyk.frontend import ops
 
 WINDOW = 8
+# Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
+# that vectorizes), then the counters.
+BIN_BLOCK = 256
 # Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
 # fold with no branch on their length (a random length mispredicts such a branch).
 LEAD = 3
@@ -341,7 +344,8 @@ class NestFolds:
         # the branch it saves, so such rows take the plain loop, which LLVM vectorizes
         # with the vector math library.
         libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
-        return (not libm and not self.mapping and not self.marking and k == self.nlev - 1 and
+        return (not libm and not self.mapping and not self.marking and not self.binning and
+                self.tuples[k] is None and k == self.nlev - 1 and
                 self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
                 all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
                     for lv in (self.kinds[j][k] for j in range(self.nin))))
@@ -419,6 +423,80 @@ class NestFolds:
                                              [0] * WINDOW))
         m = b.icmp_signed(pred, splat, ir.Constant(vt, list(range(first, first + WINDOW))))
         return [b.extract_element(m, ir.Constant(ir.IntType(32), q)) for q in range(WINDOW)]
+
+    def _bin(self, addr, masks):
+        """Histograms (`Bins`): each value's counter in this part's counters, by the bin
+        index the body gives (+1, or + its weight); nothing where an input is missing."""
+        b = self.b
+
+        def add():
+            vals = self._values(addr)
+            o = 0
+            for h, weighted in enumerate(self.mode.weighted):
+                self._count_bin(h, vals[o], vals[o + 1] if weighted else None)
+                o += 1 + bool(weighted)
+        if not masks:
+            add()
+            return
+        with b.if_then(self._present(masks)):
+            add()
+
+    def _count_bin(self, h, i, w=None):
+        """Counter i of histogram h += 1 (or w), where 0 <= i < its bins."""
+        b, c = self.b, self.c
+        with b.if_then(b.icmp_unsigned("<", i, self.bin_n[h])):  # (negatives too)
+            at = b.add(self.bin_base, b.add(self.bin_first[h], i))
+            if w is not None:
+                p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
+                b.store(b.fadd(b.load(p, align=8), w), p, align=8)
+            else:
+                p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
+                b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
+
+    def _bin_blocks(self, k, bases, n, lo, isz):
+        """Histograms over a contiguous row: per block of BIN_BLOCK elements, first every
+        value's bins (and weights) into arrays on the stack (no store to the counters in
+        that loop: it vectorizes), then the counters (a missing value: bin -1)."""
+        b, c = self.b, self.c
+        masked = [j for j in range(self.nin) if self.masked[j]]
+        with b.goto_entry_block():
+            slots = [b.alloca(ir.ArrayType(I64 if not wt else ir.DoubleType(), BIN_BLOCK),
+                              name=f"bins{q}")
+                     for q, wt in enumerate(self._bin_outputs())]
+
+        def block(blk):
+            first = b.mul(blk, c(BIN_BLOCK))
+            m = b.sub(n, first)
+            m = b.select(b.icmp_signed("<", m, c(BIN_BLOCK)), m, c(BIN_BLOCK))
+
+            def values(i):
+                at = b.add(b.add(first, i), lo)
+                addr = [p if not self.kinds[j][k].moves else
+                        b.gep(p, [b.mul(at, c(sz), flags=("nuw", "nsw"))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                vals = self._values(addr)
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
+                    if masked else None
+                for q, (v, wt) in enumerate(zip(vals, self._bin_outputs())):
+                    if ok is not None and not wt:
+                        v = b.select(ok, v, c(-1))
+                    b.store(v, b.gep(slots[q], [c(0), i]))
+            for_loop(b, m, values, name="bv")
+
+            def count(i):
+                o = 0
+                for h, weighted in enumerate(self.mode.weighted):
+                    bin_ = b.load(b.gep(slots[o], [c(0), i]))
+                    w = b.load(b.gep(slots[o + 1], [c(0), i])) if weighted else None
+                    o += 1 + bool(weighted)
+                    self._count_bin(h, bin_, w)
+            hinted_loop(b, m, count, "bc", NO_VECTOR)
+        blocks = b.sdiv(b.add(n, c(BIN_BLOCK - 1)), c(BIN_BLOCK))
+        for_loop(b, blocks, block, name="bb")
+
+    def _bin_outputs(self) -> list:
+        """Per body output of the histograms whether it is a weight."""
+        return [x for w in self.mode.weighted for x in ((False, True) if w else (False,))]
 
     def _mark(self, g):
         """Mark pass: the row at level g (of the element taking a missing row there) is

@@ -24,7 +24,7 @@ from lazyk.arrays.interchange import fixed_text_rows
 from lazyk.arrays.operators import Operators
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import leaves, ops
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import (
     DaskLeaf,
@@ -269,6 +269,8 @@ def _axis_in_sources(node: Node, q: int) -> list:
         src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
         kept = [d for d in range(src.ndim) if d not in axes]
         return [(src, q if keep else kept[q - 1] + 1 if q else 0)]
+    if node.op == PICK_OP and node.arg[3]:  # tuple positions: the dims up to the axis
+        return [(s, q) for s in node.srcs]
     # a 0-d source broadcasts as it is; the others take it (at 0 where it falls just
     # before their dims: the evaluation takes a result's dims from its arrays)
     lead = [node.ndim - s.ndim for s in node.srcs]
@@ -293,6 +295,11 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
                                     "rows that may be missing: add it to the operand first")
         arg = (node.arg[0], tuple(a + (a >= qs) for a in axes)) + tuple(node.arg[2:])
         return node.replace(shape=shape, srcs=(built[id(src), qs],), arg=arg)
+    if node.op == PICK_OP:  # the tuples' axis moves with the new one
+        tuples, slot, axis, position = node.arg
+        srcs = tuple(built[id(s), p] for s, p in _axis_in_sources(node, q))
+        return node.replace(shape=shape, srcs=srcs,
+                            arg=(tuples, slot, axis + (q <= axis), position))
     if not node.ndim:  # a 0-d value: selected by a one-element mask, which has the dim
         if ops.text_unit(node.dtype):
             raise NotSupportedError(f"a new axis on a 0-d {node.type_text()} expression")
@@ -952,6 +959,16 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
             else:
                 option = any_in and not skipna
             memo[id(node)] = (out, option or nd in marks)
+        elif node.op == PICK_OP:
+            # its item's rows and values (a position is never missing); a missing row of
+            # any array of a product at or above the axis is missing
+            _, slot, axis, position = node.arg
+            flags, option = memo[id(node.srcs[slot if len(node.srcs) > 1 else 0])]
+            flags = list(flags[:node.ndim])
+            for s in node.srcs:
+                sf = memo[id(s)][0]
+                flags[:axis + 1] = [f or g for f, g in zip(flags, sf[:axis + 1])]
+            memo[id(node)] = (flags, option and not position)
         else:
             nd, flags, option = node.ndim, [False] * node.ndim, False
             for s in node.srcs:
@@ -1128,7 +1145,15 @@ def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     """`__array_ufunc__` body: a lazy node, or NotImplemented for what we cannot keep lazy."""
     name = ALIASES.get(ufunc.__name__, ufunc.__name__)
     out = kwargs.pop("out", None)
-    if method == "__call__" and name in UNARY + BINARY and not kwargs:
+    if method == "__call__" and name == "square" and len(inputs) == 1:
+        name, inputs = "multiply", inputs * 2  # x * x, as NumPy's square computes it
+    if method == "__call__" and name in UNARY + BINARY and set(kwargs) <= {"dtype"}:
+        dt = kwargs.get("dtype")
+        if dt is not None and name not in COMPARISONS:  # NumPy's loop of that dtype
+            inputs = tuple(x if isinstance(x, (int, float, complex)) else astype(x, dt)
+                           for x in inputs)
+        elif dt is not None:
+            return NotImplemented
         result = apply(name, *inputs)
     elif method == "reduce" and name in _ufunc_reduce and len(inputs) == 1:
         axis = kwargs.pop("axis", 0)

@@ -19,6 +19,9 @@ REDUCE_OP = "reduce"
 # params, missing-row flag per result dim, missing values?); the runtime computes it
 # before the kernels that read it (`lazyk.runtime.row_steps`).
 ROWS_OP = "rows"
+# The item at one slot of each tuple of the rows at an axis (combinations, cartesian):
+# arg = (tuples, slot, axis, position); `lazyk.frontend.tuples` builds it
+PICK_OP = "pick"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = lock()  # (interning; fresh in a forked child)
@@ -214,6 +217,9 @@ def _arg_text(node: Node) -> str:
         skipna = len(node.arg) > 3 and bool(node.arg[3])
         initial = f" initial={node.arg[4]!r}" if len(node.arg) > 4 else ""
         return f" {op} axes={list(axes)} keepdims={bool(keep)} skipna={skipna}{initial}"
+    if node.op == PICK_OP:
+        tuples, slot, axis, position = node.arg
+        return f" {'index' if position else 'item'} {slot} of the {tuples} at axis {axis}"
     if node.arg is not None:
         return f" {node.arg}"
     return ""

@@ -135,6 +135,35 @@ class RaggedLeaf:
         self.array, self.option = array, option
 
 
+class PickLeaf(RaggedLeaf):
+    """Env entry of an array read at tuple levels (combinations, cartesian; the loop nest
+    walks the tuples): `picks` holds per tuple level (the array's dim, tuples, slot).
+    `position`: the value is the item's index at the last pick (argcombinations: int64).
+    `witness`: read only for its rows (a cartesian slot no value reads, a record field's
+    broadcast), never its values or missing values. Either reads only the array's first
+    `cut` dims, then `pad` dims of 1 (it lines up with the value it joins)."""
+
+    __slots__ = ("picks", "position", "witness", "cut", "pad")
+
+    def __init__(self, array, option: bool, picks: tuple, position: bool = False,
+                 witness: bool = False, cut: int | None = None, pad: int = 0):
+        super().__init__(array, option and not (position or witness))
+        self.picks, self.position, self.witness = tuple(picks), position, witness
+        self.cut, self.pad = cut, pad
+
+    def key(self) -> tuple:
+        """What makes two entries one operand of a loop nest."""
+        return (id(self.array), self.option, self.picks, self.position, self.witness,
+                self.cut, self.pad)
+
+
+def leaf_key(value) -> tuple:
+    """What makes two ragged env entries one operand of a loop nest (`PickLeaf.key`)."""
+    if isinstance(value, PickLeaf):
+        return value.key()
+    return (id(value.array), value.option)
+
+
 def is_ragged(value) -> bool:
     """Whether an env entry is a lazyk Array with var dims or options (`lazyk.runtime.ragged` runs it)."""
     return isinstance(value, RaggedLeaf)

@@ -267,6 +267,18 @@ _row("imag", 1, _realimag_resolve, np.imag, lo.imag, complex_ok=True)
 _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)
 
 
+def _with_rows_resolve(dts: tuple, attr: Any) -> tuple:
+    d = tuple(x if isinstance(x, np.dtype) else np.asarray(_weak_value(x)).dtype for x in dts)
+    return (d[0], d[1], d[0])
+
+
+# x, with y's rows paired in and its values unused: a cartesian product's slot that no
+# value reads still gives the tuple level its rows (`lazyk.runtime.picks`)
+_row("with_rows", 2, _with_rows_resolve,
+     lambda x, y: np.broadcast_arrays(np.asarray(x), np.asarray(y))[0].copy(),
+     lambda em, a, loop, attr: a[0], complex_ok=True)
+
+
 
 # ---------------------------------------------------------------- text (strings)
 STRING, STRING32, TEXT_PAD, text_unit = lo.STRING, lo.STRING32, lo.TEXT_PAD, lo.text_unit

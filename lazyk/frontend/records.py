@@ -75,6 +75,11 @@ class Records:
         """(name, lazy field) pairs."""
         return self._fields.items()
 
+    @property
+    def is_tuple(self) -> bool:
+        """Whether the records are a tuple (fields "0", "1", ...)."""
+        return self._tuple
+
     def map(self, fn, dims: int | None = 0) -> Records:
         """Records whose fields are `fn(field)` (a row operation on every field), with
         `dims` more dims above them (None: as deep as the fields go)."""

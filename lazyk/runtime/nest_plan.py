@@ -20,6 +20,8 @@ from lazyk.codegen.levels import (
     VAR,
     WORDS,
     FixedDimData,
+    Pick,
+    PickDimData,
     Reduce,
     Rows,
     RowsData,
@@ -28,8 +30,8 @@ from lazyk.codegen.levels import (
     operand_level,
 )
 from lazyk.codegen.nest import nest_layout
-from lazyk.errors import ShapeError
-from lazyk.frontend.leaves import is_ragged, text_rows
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
 from lazyk.kernel import nest as nest_kernel
 from lazyk.kernel.nest import split as nest_split
@@ -72,6 +74,8 @@ _operands: dict = {}
 
 def nest_operand(leaf):
     """A `NestOperand`, or None for a leaf the nest does not read (records, ...)."""
+    if isinstance(leaf, PickLeaf):
+        return _picked(leaf)
     if is_ragged(leaf):
         arr = leaf.array
         key = id(arr)
@@ -85,6 +89,26 @@ def nest_operand(leaf):
                               id(arr.owner), _refs(arr), got)
         return got
     return _nest_operand(leaf)
+
+
+def _picked(leaf):
+    """The operand of an array read at tuple levels: its dims there `PickDimData`; a
+    position's dims end at its last tuple level (int64 values, none stored), a witness's
+    values are never read (neither are their masks)."""
+    base = nest_operand(RaggedLeaf(leaf.array, False))
+    if base is None:
+        return None
+    dims = list(base.dims)
+    for at, tuples, slot in leaf.picks:
+        dims[at] = PickDimData(dims[at], tuples, slot, leaf.position and
+                               (at, tuples, slot) == leaf.picks[-1])
+    if leaf.position:
+        return NestOperand(dims[:leaf.cut], base.ptr, np.dtype(np.int64), None, True)
+    if leaf.witness:  # its rows only: no values, no mask
+        dims = dims[:leaf.cut] + [FixedDimData(1, 0)] * leaf.pad
+        return NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
+    return NestOperand(dims, base.ptr, base.dtype, base.mask_offset, base.aligned,
+                       base.owner)
 
 
 def _open(refs) -> bool:
@@ -195,7 +219,27 @@ def _nest_plan(ops_):
     levels, sizes = [], []
     for k in range(nlev):
         ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
-        fixed = {d.size for d in ds if not d.rows and d.size != 1}
+        fixed = {d.size for d in ds if not d.rows and d.size != 1 and
+                 not isinstance(d, PickDimData)}
+        picks = [d for d in ds if isinstance(d, PickDimData)]
+        if picks:  # a tuple level: the tuples' count
+            if len({d.tuples for d in picks}) > 1:
+                raise NotSupportedError(f"dim {k}: the tuples of "
+                                        f"{' and '.join(sorted({str(d.tuples) for d in picks}))}"
+                                        " meet in one expression: evaluate one of them first")
+            tuples = picks[0].tuples
+            if levels == [] and not any(d.rows for d in picks):
+                raise NotSupportedError(f"{tuples} along the outermost fixed dim")
+            if not any(d.rows for d in picks):
+                slot = {}
+                for d in picks:  # rows of 1 stretch
+                    g = tuples.group(d.slot)
+                    if d.size != 1 or g not in slot:
+                        slot[g] = d.size
+                fixed.add(tuples.count([slot[tuples.group(q)] for q in range(tuples.slots)]))
+            if any(d.rows for d in picks) and fixed:
+                raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} against the var "
+                                 f"rows of {tuples}")
         if len(fixed) > 1:
             raise ShapeError(f"dim {k}: fixed sizes {sorted(fixed)} do not broadcast")
         if fixed:
@@ -220,6 +264,12 @@ def _nest_plan(ops_):
 def _plain_rows(level) -> bool:
     """Var rows of plain indices: neither a stepping view's nor `?var`."""
     return level == Rows(level.width) if isinstance(level, Rows) else False
+
+
+def _weighing_rows(level) -> bool:
+    """Var rows of plain indices, read as rows or at a tuple level (the split weighs the
+    items: the work of a row's tuples grows with them)."""
+    return _plain_rows(level.inner if isinstance(level, Pick) else level)
 
 
 def positions(r0: int, levels, sizes, offsets: dict, upto: int) -> list:
@@ -287,6 +337,47 @@ def flat_rows(ops_, levels, kinds, sizes):
     # the flat nest's plan (`nest_plan` of the flat operands): the inner rows are level 0
     kinds2 = [(kd[0] if not kd[1].moves else Strided(), kd[2]) for kd in kinds]
     return flat, off, ((FIXED, VAR), [int(off[-1]), 0], kinds2)
+
+
+def flat_items(ops_, levels, kinds, sizes):
+    """`N * var` rows that every operand with rows reads through one offsets array, and no
+    operand stays at the rows (a per-row value): the items as one run of M, (the operands
+    as `M`, the offsets from 0, their plan), or None. Work item by item (elementwise,
+    histograms) then runs one loop over the items: no loop per row, none of a row's short
+    remainders (rows of one to four items are common). The offsets are checked here (the
+    kernel reads no row)."""
+    if tuple(levels) != (FIXED, VAR):
+        return None
+    ref, flat = None, list(ops_)
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if not kd[0].moves and not kd[1].moves:
+            continue
+        if kd[0] != Strided() or not _plain_rows(kd[1]):
+            return None
+        n0, s0 = o.dims[0].size, o.dims[0].stride
+        r = o.dims[1]
+        key = (o.ptr, n0, s0, r.width)
+        if s0 != r.stop_delta or r.stride != r.index_stride or n0 != sizes[0] or not n0 or \
+                (ref or key) != key:
+            return None
+        ref = key
+    if ref is None:
+        return None
+    ptr, n0, s0, width = ref
+    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
+    lo, hi = int(off[0]), int(off[-1])
+    if lo < 0 or (np.diff(off) < 0).any():
+        return None  # bad rows: the full nest names them
+    for j, (o, kd) in enumerate(zip(ops_, kinds)):
+        if kd[1].moves:
+            r = o.dims[1]
+            if hi > r.length:
+                return None
+            flat[j] = NestOperand([FixedDimData(hi - lo, r.index_stride)],
+                                  r.content + lo * r.index_stride, o.dtype, o.mask_offset,
+                                  o.aligned)
+    kinds2 = [(Strided(),) if kd[1].moves else (kd[1],) for kd in kinds]
+    return flat, np.subtract(off, lo, dtype=np.int64), ((FIXED,), [hi - lo], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):
@@ -397,7 +488,7 @@ def one_part(sel, kinds, n0) -> bool:
     if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
         return True
     for o, kind in zip(sel, kinds):
-        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             return n0 > 0 and o.dims[0].stride > 0 and \
                 o.dims[1].length < 2 * nest_kernel.MIN_PART
     return False
@@ -408,7 +499,7 @@ def index_weight(sel, kinds, n0):
     a bad index only unbalances the split: the kernel checks every row)."""
     for o, kind in zip(sel, kinds):
         # (an operand of its own level-0 size: a broadcast one has fewer index entries)
-        if kind[0] == Strided() and _plain_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             width, delta = o.dims[1].width, o.dims[1].stop_delta
             stride = o.dims[0].stride
             if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
@@ -424,3 +515,37 @@ def index_weight(sel, kinds, n0):
                 before.starts, before.base = starts, s0
             return before
     return None
+
+
+def fold_parts(levels, sizes, sel, kinds) -> list:
+    """Parts of a fold over every level into one result per part (histograms): level-0
+    rows split by content (the first var operand's), or by rows times the fixed dims below
+    them; part t writes result t."""
+    n0 = sizes[0] if levels[0] is FIXED else 1
+    bounds = [0, n0]
+    if levels[0] is FIXED and nest_kernel.get_num_threads() > 1 and n0 > 1:
+        before = index_weight(sel, kinds, n0) if len(levels) > 1 else None
+        if before is None:
+            inner = 1
+            for lv, n in zip(levels[1:], sizes[1:]):
+                inner *= n if lv is FIXED else 1
+
+            def before(r, inner=inner):
+                return r * inner
+            if inner == 1:
+                before.rows = True
+        bounds = nest_split(n0, before(n0), before)
+    return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def row_signature(o, kind, k: int, nlev: int):
+    """Which rows operand `o` reads at nest level k (None: it reads none there): its row
+    indices' address and the dims above (equal signatures: the same rows)."""
+    if not kind.rows:
+        return None
+    lead = nlev - len(o.dims)
+    d = o.dims[k - lead]
+    inner = d.inner if isinstance(d, PickDimData) else d
+    return (o.ptr, tuple(o.dims[:k - lead]), inner.width, inner.stop_delta,
+            getattr(kind, "tuples", None))
+

@@ -37,6 +37,7 @@ from lazyk.codegen.levels import (
     Fold,
     Map,
     Mark,
+    Pick,
     Reduce,
     Scan,
     Total,
@@ -52,6 +53,7 @@ from lazyk.lru import LRU
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
+    flat_items,
     flat_rows,
     index_weight,
     nest_operand,
@@ -172,6 +174,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 return nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
+    if reduce_arg is None and not (flat or where_masks or plan or parts_only):
+        items = flat_items(ops_, levels, kinds, sizes)
+        if items is not None:  # one loop over the items of rows of one offsets array
+            return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
     prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
                      bool(flat), scan)
     if prep is None:
@@ -331,8 +337,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 flags.view(bool), dims, offsets, validity, present)
     if reduce_arg is None:
         mask = flags.view(bool) if option else None
-        return fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
-                                        offsets, xs_end, validity), present)
+        got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
+                                     offsets, xs_end, validity), present)
+        return offsets_array(flat[1], got, check=None) if flat else got
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
     if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
@@ -453,6 +460,10 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
         qlev and len(axes) > 1 and isinstance(mode, Fold) and max(qlev) >= axes[0]) or bool(
         qlev and ((isinstance(mode, Total) and 0 in qlev) or
                   (isinstance(mode, Fold) and axes[0] in qlev and levels[axes[0] + 1] is not VAR)))
+    # a fold over a middle level walks each group with its own row reads: tuple levels
+    # (combinations, cartesian) at or below it run the elementwise part first
+    tuples = {k for kd in sel_kinds for k in range(nlev) if isinstance(kd[k], Pick)}
+    declined = declined or bool(isinstance(mode, Fold) and tuples and max(tuples) >= axes[0])
     # where() over missing rows: a row is missing where an element takes a branch's
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)

@@ -19,7 +19,7 @@ from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.leaves import is_ragged, leaf_key
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime.nest_plan import positions
 from lazyk.runtime.nest_run import fixed_rows, nest_result, nest_run, rows_of, tree_array
@@ -616,7 +616,7 @@ def _one_leaf_per_array(root, names, env):
     for n in names:
         v = env[n]
         if is_ragged(v):
-            alias[n] = first.setdefault((id(v.array), v.option), n)
+            alias[n] = first.setdefault(leaf_key(v), n)
     alias = {n: a for n, a in alias.items() if n != a}
     if not alias:
         return root, names

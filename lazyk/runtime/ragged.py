@@ -25,6 +25,7 @@ from lazyk.runtime.device import common_device
 from lazyk.runtime.launch import as_out
 from lazyk.runtime.nest_run import explain_nests
 from lazyk.runtime.nest_steps import evaluate_nest
+from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_out import is_ragged_type, store
 from lazyk.runtime.ragged_rules import RECORDERS
 from lazyk.runtime.text_steps import computed, evaluate_text_where, has_text_where  # noqa: F401
@@ -51,6 +52,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
+    expr = lower_picks(expr)  # combinations / cartesian: tuple levels of the nest
     done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
     if done is not NotImplemented:
         return done

@@ -1,0 +1,318 @@
+"""`lazyk.histogram`: numpy.histogram's counts as a lazy reduction over every axis.
+
+The bin of each value is an elementwise expression that follows NumPy's own computation
+(`numpy/lib/_histograms_impl.py`) step by step, in the same dtypes: for `bins` equal bins,
+values outside `range` are dropped, the index is estimated as ((v - first) / (last - first))
+* bins and corrected by one against the edges, each edge computed as `np.linspace` computes
+it (in the edges' dtype: float32 data and a range of Python floats give float32 edges); for
+`bins` given as edges, the index counts the edges at or below the value (the last bin
+closed). NaN and missing values (`?T`) land in no bin. The loop nest then adds each value
+to its bin (`codegen.levels.Bins`): each thread fills counters of its own, added up at the
+end, so no counter is shared and no atomic is needed.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk.arrays.array import Array
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.errors import NotSupportedError
+from lazyk.frontend.expr import Expr, apply, as_expr, count, where
+from lazyk.frontend.expr import max as lazy_max
+from lazyk.frontend.expr import min as lazy_min
+from lazyk.frontend.leaves import is_text
+
+# the most edges of `bins` given as an array (each is one comparison per value)
+MAX_EDGES = 512
+
+
+class Histogram:
+    """A lazy histogram (`lazyk.histogram`): nothing runs until it is evaluated.
+
+    `.eval()` gives the counts as a lazyk array, `.to_numpy()` (or `np.asarray(h)`) as a
+    NumPy array, `.edges` the bin edges; unpacking evaluates both, as numpy.histogram
+    returns them: `counts, edges = lazyk.histogram(x, 10, (0, 1))`. Several histograms
+    (and expressions) given to `lazyk.evaluate(h1, h2, ...)` run in one pass over the data
+    where they read the same rows.
+    """
+
+    __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index")
+
+    def __init__(self, x: Expr, bins: Any, range: Any, weights: Expr | None, density: bool):
+        self.x, self.bins, self.range, self.weights = x, bins, range, weights
+        self.density = density
+        self._edges: np.ndarray | None = None
+        self._uniform: tuple | None = None
+        self._index: Expr | None = None
+
+    def __repr__(self) -> str:
+        n = self.nbins
+        return f"<lazyk.Histogram of {self.x.type}: {n} bins, {self.dtype} counts>"
+
+    @property
+    def nbins(self) -> int:
+        """The number of bins."""
+        return self.bins if isinstance(self.bins, int) else len(self.bins) - 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The counts' dtype: int64; the weights' dtype with weights; float64 for
+        `density=True` (numpy.histogram's rules)."""
+        if self.density:
+            return np.dtype(np.float64)
+        return np.dtype(np.int64) if self.weights is None else self.weights.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return (self.nbins,)
+
+    @property
+    def edges(self) -> np.ndarray:
+        """The bin edges (n + 1 of them; `range=None` computes the data's min and max)."""
+        self._bin_edges()
+        return self._edges
+
+    def _bin_edges(self) -> None:
+        if self._edges is not None:
+            return
+        if not isinstance(self.bins, int):
+            self._edges = np.asarray(self.bins)
+            return
+        if self.range is not None:
+            first, last = self.range
+        else:  # numpy: the present values' min and max, as scalars of the data's dtype
+            dt = self.x.dtype
+            top = np.inf if dt.kind == "f" else True if dt.kind == "b" else np.iinfo(dt).max
+            low = -np.inf if dt.kind == "f" else False if dt.kind == "b" else np.iinfo(dt).min
+            lo, hi, present = hooks.evaluate_many(
+                lazy_min(self.x, skipna=True, initial=top),
+                lazy_max(self.x, skipna=True, initial=low), count(self.x))
+            if not int(_scalar(present, np.int64)):
+                first, last = 0, 1
+            else:
+                first, last = _scalar(lo, self.x.dtype), _scalar(hi, self.x.dtype)
+                if not (np.isfinite(first) and np.isfinite(last)):
+                    raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
+        if first == last:  # numpy: an empty range is widened
+            first, last = first - 0.5, last + 0.5
+        bin_type = np.result_type(first, last, np.empty(0, self.x.dtype))
+        if np.issubdtype(bin_type, np.integer):
+            bin_type = np.result_type(bin_type, float)
+        edges = np.linspace(first, last, self.bins + 1, endpoint=True, dtype=bin_type)
+        if np.any(edges[:-1] >= edges[1:]):
+            raise ValueError(f"Too many bins for data range. Cannot create {self.bins} "
+                             "finite-sized bins.")
+        self._edges, self._uniform = edges, (first, last)
+
+    def index(self) -> Expr:
+        """Each value's bin (int64; -1: in no bin), as numpy.histogram finds it."""
+        if self._index is None:
+            key = self._key()
+            got = _built.get(key) if key is not None else None
+            if got is None:
+                self._index = self._bin_index()
+                if key is not None:
+                    if len(_built) >= 256:
+                        _built.clear()
+                    _built[key] = (self._index.node, self._edges, self._uniform)
+            else:  # the same histogram of the same expression: its graph again
+                node, self._edges, self._uniform = got
+                self._index = Expr(node, self.x.env)
+        return self._index
+
+    def _key(self):
+        """What the bin index graph depends on (None: not kept: the edges come from the
+        data)."""
+        if self.range is None and isinstance(self.bins, int):
+            return None
+        edges = (self.bins.dtype.str, self.bins.tobytes()) if not isinstance(self.bins, int) \
+            else self.bins
+        rng = None if self.range is None else tuple((type(v).__name__, repr(v))
+                                                    for v in self.range)
+        return (self.x.node, edges, rng)
+
+    def _bin_index(self) -> Expr:
+        self._bin_edges()
+        x = self.x
+        if self._uniform is None:
+            return self._by_edges()
+        if not self._linspace_edges():  # (edges the kernel cannot recompute exactly)
+            return self._by_edges()
+        first, last = self._uniform
+        n, bin_type = self.bins, self._edges.dtype
+        keep = (x >= first) & (x <= last)
+        v = x.astype(bin_type)
+        # NumPy's estimate, ((v - first) / (last - first)) * n, lands within one bin of
+        # the right one, which the two corrections against the edges then find: so does
+        # this estimate in float64 with a multiply (a divide costs more than the rest)
+        scale = np.float64(n) / np.float64(_subtract(last, first))
+        f = (v.astype(np.float64) - np.float64(first)) * scale
+        i = apply("minimum", apply("maximum", f.astype(np.int64), np.int64(0)), np.int64(n - 1))
+        i = i - (v < self._edge(i)).astype(np.int64)
+        up = (v >= self._edge(i + 1)) & (i != n - 1)
+        return where(keep, i + up.astype(np.int64), np.int64(-1))
+
+    def _by_edges(self) -> Expr:
+        """The bin as numpy.histogram's search of the edges finds it: the edges at or below
+        the value, inside [edges[0], edges[-1]]."""
+        x, edges = self.x, self._edges
+        if len(edges) > MAX_EDGES:
+            raise NotSupportedError(f"{len(edges)} bin edges found by comparisons: at most "
+                                    f"{MAX_EDGES}")
+        inside = (x >= edges[0]) & (x <= edges[-1])
+        i = as_expr(np.int64(0))
+        for e in edges[1:-1]:  # (the last bin closed)
+            i = i + apply("greater_equal", x, e).astype(np.int64)
+        return where(inside, i, np.int64(-1))
+
+    def _linspace_edges(self) -> bool:
+        """Whether `_edge` gives NumPy's edges bit for bit."""
+        k = np.arange(self.bins + 1, dtype=np.int64)
+        with np.errstate(all="ignore"):
+            return bool(np.array_equal(self._edge(k), self._edges))
+
+    def _edge(self, k):
+        """Edge k (an int64 expression, or a NumPy array of them) as np.linspace computes
+        it: k * step in the linspace dtype, plus the start (in its own dtype's promotion,
+        stored back), then in the edges' dtype; the last edge is `last` itself."""
+        first, last = self._uniform
+        n, bin_type = self.bins, self._edges.dtype
+        dt = np.result_type(first, last)
+        if dt.kind != "f":
+            dt = np.result_type(dt, 1.0)
+        start = np.asarray(first)
+        wide = np.result_type(dt, start.dtype)
+        step = np.subtract(np.asarray(last, dt), np.asarray(first, dt), dtype=dt) / n
+        step = np.asarray(step, dt)[()]
+        if isinstance(k, np.ndarray):
+            y = (k.astype(dt) * step).astype(wide) + start.astype(wide)
+            return np.where(k == n, self._edges[-1], y.astype(dt).astype(bin_type))
+        y = (k.astype(dt) * step).astype(wide) + start.astype(wide)[()]
+        return where(k == n, bin_type.type(self._edges[-1]), y.astype(dt).astype(bin_type))
+
+    def weight(self) -> Expr | None:
+        """Each value's weight as the counters add it (float64), or None."""
+        return None if self.weights is None else self.weights.astype(np.float64)
+
+    def finish(self, counts: np.ndarray) -> np.ndarray:
+        """The counts in numpy.histogram's dtype (and density) from the float64 or int64
+        counters the kernel added up."""
+        out = counts.astype(np.int64 if self.weights is None else self.weights.dtype)
+        if self.density:
+            db = np.array(np.diff(self.edges), float)
+            return out / db / out.sum()
+        return out
+
+    # ---------------------------------------------------------------- evaluation
+    def to_numpy(self) -> np.ndarray:
+        """The counts (a NumPy array)."""
+        return hooks.evaluate_many(self)[0]
+
+    def eval(self) -> Array:
+        """The counts as a lazyk array."""
+        return lazyk_array(self.to_numpy())
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __iter__(self):
+        return iter((self.to_numpy(), self.edges))
+
+    def to_list(self) -> list:
+        return self.to_numpy().tolist()
+
+
+# (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
+# (each call of an analysis) reuses its graph; the nodes are interned, so the key's x node
+# is the very node of the same expression over the same arrays
+_built: dict = {}
+
+
+def _subtract(a: Any, b: Any):
+    """numpy's `_unsigned_subtract`: the difference in the operands' common dtype, in the
+    unsigned one for signed integers (an int16 range's width fits)."""
+    if isinstance(a, Expr):
+        return a - b
+    dt = np.result_type(a, b)
+    unsigned = {np.dtype(t): np.dtype(u) for t, u in (("i1", "u1"), ("i2", "u2"),
+                                                     ("i4", "u4"), ("i8", "u8"))}
+    if dt in unsigned:
+        return np.subtract(np.asarray(a, dtype=dt), np.asarray(b, dtype=dt),
+                           casting="unsafe", dtype=unsigned[dt])[()]
+    return np.subtract(a, b, dtype=dt)[()]
+
+
+def _scalar(value: Any, dtype: np.dtype):
+    """A 0-d result as a NumPy scalar of `dtype` (None when missing)."""
+    return np.asarray(value.to_numpy() if isinstance(value, Array) else value,
+                      dtype).reshape(())[()]
+
+
+def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = None,
+              weights: Any = None) -> Histogram:
+    """numpy.histogram of the values of `a` over every axis, as a lazy reduction fused into
+    one loop nest with the work that computes `a` (ragged `var` dims, `?T` values,
+    combinations all fold in place; nothing is flattened or stored).
+
+    Counts are int64 (the weights' dtype with `weights`, float64 with `density=True`), with
+    numpy.histogram's bin rules: `bins` equal bins over `range` (the data's min and max by
+    default), or `bins` as the edges; the last bin is closed; values outside the range,
+    NaN and missing values (`?T`, or a missing weight) are not counted. The edges are
+    NumPy's (`np.linspace` in the data's float type: float32 for float32 data). `weights`
+    broadcast against `a` (a per-event weight `w[:, None]` against per-object values); they
+    are added up in float64 (NumPy's sums where those are exact).
+
+    Returns a lazy `Histogram`: `.to_numpy()` / `.eval()` give the counts, `.edges` the
+    edges, and unpacking gives both as NumPy does.
+
+    Example: `counts, edges = lazyk.histogram(jets.pt, 100, (15, 60))`.
+
+    Raises:
+        ValueError: bins < 1; `range` min > max or not finite; edges not increasing.
+        NotSupportedError: string data; complex weights; more than 512 edges as an array.
+    """
+    x = as_expr(a)
+    if is_text(x.dtype) or x.dtype.kind == "c":
+        raise NotSupportedError(f"histogram of {x.dtype} values")
+    if x.ndim == 0:
+        x = x[None]
+    w = None
+    if weights is not None:
+        w = as_expr(weights)
+        if w.dtype.kind not in "biuf":
+            raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
+    if isinstance(bins, str):
+        raise NotSupportedError(f"bins={bins!r}: give a number of bins or the edges")
+    if np.ndim(bins) == 0:
+        try:
+            bins = operator.index(bins)
+        except TypeError:
+            raise TypeError("`bins` must be an integer, a string, or an array") from None
+        if bins < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        if range is not None:
+            first, last = range
+            if first > last:
+                raise ValueError("max must be larger than min in range parameter.")
+            if not (np.isfinite(first) and np.isfinite(last)):
+                raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+    elif np.ndim(bins) == 1:
+        bins = np.asarray(bins)
+        if np.any(bins[:-1] > bins[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        if len(bins) < 2:
+            raise ValueError("`bins` needs at least two edges")
+        if len(bins) > MAX_EDGES:
+            raise NotSupportedError(f"{len(bins)} bin edges: at most {MAX_EDGES} as an array "
+                                    "(equal bins: give their number and range)")
+    else:
+        raise ValueError("`bins` must be 1d, when an array")
+    return Histogram(x, bins, range, w, bool(density))
+
+
+__all__ = ["Histogram", "histogram"]

@@ -1,0 +1,518 @@
+"""Lazy records and the tuples of ragged rows: `zip`, `combinations`, `argcombinations`,
+`cartesian` (Awkward Array 2's names, signatures and results).
+
+A `RecordExpr` holds named fields (or positional ones, "0", "1", ..., for tuples), each an
+expression or a record, read as `r["x"]` or `r.x`; nothing runs until `.eval()`. A field of
+combinations or of a cartesian product is a `pick` node (`graph.PICK_OP`): the item at one
+slot of each tuple of the rows at an axis. Evaluated, the loop nest walks the tuples inside
+each row (a tuple level: `lazyk.codegen.levels.Combos` / `Product`), so work over the fields
+that ends in a reduction never stores a tuple; `.eval()` of the records themselves stores
+them, as records of Awkward's structure (`N * var * (T, T)`, `N * var * {a: T, b: T}`).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays.array import Array
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.arrays.interchange import build_columns, columns
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.expr import Expr, as_expr
+from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
+from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, leaf_data
+from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.records import Records
+
+
+@dataclass(frozen=True)
+class Combos:
+    """The n-tuples of one row's items, i0 < i1 < ... (`replacement`: i0 <= i1 <= ...), in
+    lexicographic order (ak.combinations): every slot reads a row of the same length."""
+
+    n: int
+    replacement: bool = False
+
+    @property
+    def slots(self) -> int:
+        return self.n
+
+    def group(self, slot: int) -> int:
+        """The group of slots whose rows pair (one length): all of them."""
+        return 0
+
+    def count(self, lens: list) -> int:
+        """How many tuples rows of lengths `lens` (one per slot) hold."""
+        top = lens[0] + self.n - 1 if self.replacement else lens[0]
+        return math.comb(max(top, 0), self.n)
+
+    def __str__(self) -> str:
+        return f"combinations of {self.n}" + (" with replacement" if self.replacement else "")
+
+
+@dataclass(frozen=True)
+class Product:
+    """Every tuple of one item from each of `m` rows (ak.cartesian), the first slot varying
+    slowest; each slot reads rows of its own length."""
+
+    m: int
+
+    @property
+    def slots(self) -> int:
+        return self.m
+
+    def group(self, slot: int) -> int:
+        return slot
+
+    def count(self, lens: list) -> int:
+        return math.prod(lens)
+
+    def __str__(self) -> str:
+        return f"product of {self.m}"
+
+
+class RecordExpr:
+    """Lazy records: fields (expressions or records) that line up over the same dims, with
+    the records at depth `depth` (under that many dims). Read a field as `r["x"]` or
+    `r.x` (a tuple's as `r["0"]` or `r[0]`); `.eval()` computes the records.
+
+    Example: `lazyk.zip({"x": a, "y": a * 2})["y"]` is the expression `a * 2`.
+    """
+
+    __slots__ = ("_fields", "_depth", "_tuple")
+
+    def __init__(self, fields: dict, depth: int, is_tuple: bool = False):
+        self._fields, self._depth, self._tuple = dict(fields), depth, is_tuple
+
+    @property
+    def fields(self) -> list:
+        """The field names ("0", "1", ... for a tuple), as `ak.Array.fields`."""
+        return list(self._fields)
+
+    @property
+    def ndim(self) -> int:
+        """How many dims lie above the records."""
+        return self._depth
+
+    def __getitem__(self, key: Any):
+        if not isinstance(key, (str, int, np.integer)):  # an index of the records: each field's
+            return self.map(lambda e: e[key])
+        name = str(key) if isinstance(key, (int, np.integer)) and self._tuple else key
+        if not isinstance(name, str) or name not in self._fields:
+            raise KeyError(f"no field {key!r} in records with fields {self.fields}")
+        return self._fields[name]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        fields = object.__getattribute__(self, "_fields")
+        if name in fields:
+            return fields[name]
+        raise AttributeError(f"records with fields {list(fields)} have no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<lazyk.RecordExpr {self.type}>"
+
+    def leaves(self) -> list:
+        """Every field expression, depth first."""
+        out: list = []
+        for f in self._fields.values():
+            out.extend(f.leaves() if isinstance(f, RecordExpr) else [f])
+        return out
+
+    def map(self, fn, deeper: int = 0) -> RecordExpr:
+        """The records with `fn(expr)` for each field expression (the same names); `fn`
+        adds `deeper` dims above the records."""
+        return RecordExpr({k: f.map(fn, deeper) if isinstance(f, RecordExpr) else fn(f)
+                           for k, f in self._fields.items()}, self._depth + deeper,
+                          self._tuple)
+
+    @property
+    def type(self) -> T.Type:
+        """The records' lazyk type, e.g. `N * var * (float64, float64)`."""
+        elems, outer = [], None
+        for f in self._fields.values():
+            t = f.type if isinstance(f, RecordExpr) else f.type
+            dims, inner = _split_dims(t, self._depth)
+            outer = dims if outer is None else outer
+            elems.append(inner)
+        if self._tuple:
+            t = T.Tuple(tuple(elems))
+        else:
+            t = T.Record(tuple(builtins.zip(self._fields, elems)))
+        for d in reversed(outer or []):
+            t = d(t)
+        return t
+
+    def eval(self) -> Array:
+        """Compute the records: a lazyk Array of records (tuples) at depth `ndim`."""
+        exprs = _joined(self.leaves(), self._depth)
+        values = hooks.evaluate_many(*exprs) if len(exprs) > 1 else (hooks.evaluate(exprs[0]),)
+        values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
+        return self._assemble(iter(values))
+
+    def to_list(self) -> list:
+        """Compute and return nested Python lists of tuples / dicts (`ak.to_list`)."""
+        return self.eval().to_list()
+
+    def _assemble(self, values) -> Array:
+        arrays = [(k, f._assemble(values) if isinstance(f, RecordExpr) else next(values))
+                  for k, f in self._fields.items()]
+        top = all(isinstance(a.type, T.FixedDim) for _, a in arrays)
+        trees = [columns(a if top else a[None]) for _, a in arrays]
+        names = [int(k) for k, _ in arrays] if self._tuple else [k for k, _ in arrays]
+        got = build_columns(_zip_trees(trees, names, self._depth - top, self.fields))
+        return got if top else got[0]
+
+
+def _joined(exprs: list, depth: int) -> list:
+    """The field expressions broadcast against each other above the records (`with_rows`:
+    each takes the others' rows, never their values): a nested cartesian product's fields
+    have dims of 1 where the other fields have their lists."""
+    shapes = {e.shape[:depth] for e in exprs}
+    if len(shapes) == 1:
+        return exprs
+    if len({e.ndim for e in exprs}) > 1:
+        raise NotSupportedError(f"records over fields of shapes {sorted(map(str, shapes))} "
+                                "that broadcast, with dims of their own below the records")
+    out = []
+    for e in exprs:
+        node, env = e.node, dict(e.env)
+        for o in exprs:
+            if any(a == 1 and b != 1 for a, b in builtins.zip(node.shape, o.shape)):
+                shape = broadcast_shapes("with_rows", [node.shape, o.shape])
+                node = Node("with_rows", node.dtype, shape, (node, o.node), depth)
+                env.update(o.env)
+        out.append(Expr(node, env))
+    return out
+
+
+def _split_dims(t: T.Type, depth: int) -> tuple:
+    """(constructors of the first `depth` dims of `t`, the type under them)."""
+    dims = []
+    for _ in range(depth):
+        if isinstance(t, T.Option) and isinstance(t.elem, T.VarDim):
+            dims.append(lambda e: T.Option(T.VarDim(e)))
+            t = t.elem.elem
+        elif isinstance(t, T.VarDim):
+            dims.append(T.VarDim)
+            t = t.elem
+        elif isinstance(t, T.FixedDim):
+            dims.append(lambda e, n=t.size: T.FixedDim(n, e))
+            t = t.elem
+        elif isinstance(t, T.SymbolicDim):
+            dims.append(lambda e, n=t.name: T.SymbolicDim(n, e))
+            t = t.elem
+        else:
+            raise NotSupportedError(f"records at depth {depth} of a field of type {t}")
+    return dims, t
+
+
+def _zip_trees(trees: list, names: list, depth: int, shown: list) -> tuple:
+    """One column tree with a record node at `depth` (tree levels under the top) whose
+    fields are the trees' subtrees there; the trees above it must agree."""
+    if depth == 0:
+        return ("record", names, trees)
+    first = trees[0]
+    kind = first[0]
+    for t, name in builtins.zip(trees[1:], shown[1:]):
+        if t[0] != kind or (kind in ("list", "option") and not np.array_equal(t[1], first[1]))\
+                or (kind == "regular" and t[1] != first[1]):
+            raise ShapeError(f"field {name!r} does not line up with field {shown[0]!r} "
+                             f"above the records (depth {depth})")
+    if kind == "option":
+        if first[2][0] != "list":
+            raise NotSupportedError("records under missing fixed-size rows")
+        inner = _zip_trees([t[2] for t in trees], names, depth, shown)
+        return ("option", first[1], inner)
+    if kind in ("list", "regular"):
+        return (kind, first[1], _zip_trees([t[2] for t in trees], names, depth - 1, shown))
+    raise NotSupportedError(f"records at depth {depth} over {kind} columns")
+
+
+# ---------------------------------------------------------------- items
+def _item(x: Any):
+    """A field expression or records (`RecordExpr`; a lazyk array of records becomes one,
+    its fields views)."""
+    if isinstance(x, (RecordExpr, Expr)):
+        return x
+    if isinstance(x, Records):  # lazyk.zip's records
+        return RecordExpr({str(k): _item(v) for k, v in x.items()}, x.depth, x.is_tuple)
+    if isinstance(x, Array):
+        t = x.type
+        depth = 0
+        while isinstance(t, (T.Dim, T.Option)) and not isinstance(t, T.Option) or \
+                isinstance(t, T.Option) and isinstance(t.elem, T.Dim):
+            t = t.elem.elem if isinstance(t, T.Option) else t.elem
+            depth += 1
+        inner = t.elem if isinstance(t, T.Option) else t
+        if isinstance(inner, (T.Record, T.Tuple)):
+            keys = inner.names if isinstance(inner, T.Record) else \
+                [str(k) for k in range(len(inner.types))]
+            at = keys if isinstance(inner, T.Record) else range(len(keys))
+            return RecordExpr({k: _item(x[a] if isinstance(a, str) else _tuple_field(x, a))
+                               for k, a in builtins.zip(keys, at)}, depth, isinstance(inner, T.Tuple))
+    return as_expr(x)
+
+
+def _tuple_field(x: Array, k: int) -> Array:
+    """Field k of an array of tuples (`x["k"]`)."""
+    return x[str(k)]
+
+
+def _depth_of(x) -> int:
+    return x.ndim
+
+
+def _rows_expr(x) -> Expr:
+    """An expression with the rows of `x` (its first field for records)."""
+    return x.leaves()[0] if isinstance(x, RecordExpr) else x
+
+
+def _axis(axis: int, depth: int, fn: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{fn}: axis must be an int, not {axis!r}")
+    a = int(axis) + depth if axis < 0 else int(axis)
+    if not 0 <= a < depth:
+        raise np.exceptions.AxisError(f"{fn}: axis={axis} is out of bounds for items with "
+                                      f"{depth} dims")
+    return a
+
+
+def _nest_leaves(e: Expr, fn: str) -> Expr:
+    """`e` with its NumPy leaves read by the loop nest (tuple levels run there only)."""
+    env: dict = {}
+
+    def visit(node, srcs):
+        if node.op == "input":
+            v = e.env[node.arg]
+            if isinstance(v, Placeholder):
+                what = f"a Dask array ({node.arg})" if hasattr(v, "array") else \
+                    f"placeholder {node.arg!r}"
+                raise NotSupportedError(f"{fn} of {what}: the tuples of rows run on arrays "
+                                        "(lazyk.array, NumPy), not in lazyk.compile or Dask "
+                                        "yet")
+            if isinstance(v, RaggedLeaf):
+                env[node.arg] = v
+                return node
+            data = leaf_data(v)
+            if not isinstance(data, np.ndarray):
+                raise NotSupportedError(f"{fn} of a {type(data).__name__} operand")
+            arr = v.owner if isinstance(v, OwnedView) and isinstance(v.owner, Array) and \
+                v.owner.shape == data.shape else _as_array(data)
+            name = f"{node.arg}~rows"
+            env[name] = RaggedLeaf(arr, False)
+            return node.replace(arg=name)
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+    return Expr(rewrite(e.node, visit), env)
+
+
+_arrays: dict = {}  # id(NumPy array) -> (weak ref to it, the lazyk Array over it)
+
+
+def _as_array(data: np.ndarray) -> Array:
+    """One lazyk Array over a NumPy leaf for every use (a leaf's name is one input)."""
+    key = id(data)
+    got = _arrays.get(key)
+    if got is not None and got[0]() is data:
+        return got[1]
+    arr = lazyk_array(data)
+    _arrays[key] = (weakref.ref(data, lambda r, k=key, d=_arrays: d.get(k, (None,))[0] is r
+                                and d.pop(k, None)), arr)
+    return arr
+
+
+def _pick(exprs: tuple, tuples, slot: int, axis: int, position: bool, fn: str) -> Expr:
+    """The pick node: the item (or its index) at `slot` of each tuple of the rows at
+    `axis`; `exprs`: the value's source (and for a product each slot's rows, the value's
+    at `slot`)."""
+    exprs = tuple(_nest_leaves(e, fn) for e in exprs)
+    value = exprs[slot if len(exprs) > 1 else 0]
+    sizes = [e.shape[axis] for e in exprs]
+    if all(isinstance(n, int) for n in sizes):
+        count: Any = tuples.count(sizes)
+    elif any(n != "var" and not isinstance(n, int) for n in sizes):
+        raise NotSupportedError(f"{fn} along a symbolic dim ({sizes})")
+    else:
+        count = "var"
+    shape = list(value.shape[:axis + 1] if position else value.shape)
+    shape[axis] = count
+    env: dict = {}
+    for e in exprs:
+        env.update(e.env)
+    dtype = np.dtype(np.int64) if position else value.dtype
+    node = Node(PICK_OP, dtype, tuple(shape), tuple(e.node for e in exprs),
+                (tuples, slot, axis, position))
+    return Expr(node, env)
+
+
+def _names(fields, n: int, fn: str) -> tuple:
+    """(field names, tuple?) of n-tuples."""
+    if fields is None:
+        return [str(k) for k in range(n)], True
+    fields = list(fields)
+    if len(fields) != n or not all(isinstance(f, str) for f in fields):
+        raise ValueError(f"{fn}: fields must be {n} names (str), got {fields!r}")
+    if len(set(fields)) != n:
+        raise ValueError(f"{fn}: field names must differ, got {fields!r}")
+    return fields, False
+
+
+def _check_n(n: Any, fn: str) -> int:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"{fn}: n must be an int >= 1, got {n!r}")
+    return int(n)
+
+
+def _tuple_axis(x, axis: int, fn: str) -> int:
+    a = _axis(axis, _depth_of(x), fn)
+    shape = _rows_expr(x).shape
+    if a == 0 and shape and shape[0] != "var":
+        raise NotSupportedError(f"{fn} along axis 0 (across the {shape[0]} elements of the "
+                                "outermost dim) is not supported: combine the rows of a "
+                                "var dim (axis >= 1), e.g. of x[None] with axis=1")
+    return a
+
+
+# ---------------------------------------------------------------- public functions
+def zip(arrays: Any, depth_limit: int | None = None) -> RecordExpr:  # noqa: A001
+    """Lazy records from expressions or arrays of one structure (Awkward's `ak.zip`): a dict
+    gives named fields, a list or tuple positional ones ("0", "1", ...). The records sit
+    under the dims the fields share: `depth_limit` dims, by default as many as the
+    shallowest field has.
+
+    Example: `r = lazyk.zip({"x": a, "y": a * 2})`; `r.y` is `a * 2`, `r.eval()` records.
+    """
+    names = list(arrays) if isinstance(arrays, dict) else None
+    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
+    if not items:
+        raise ValueError("zip: no fields")
+    depth = depth_limit if depth_limit is not None else min(_depth_of(x) for x in items)
+    if any(_depth_of(x) < depth for x in items):
+        raise ShapeError(f"zip: depth_limit={depth} is deeper than a field's "
+                         f"{min(_depth_of(x) for x in items)} dims")
+    keys = names if names is not None else [str(k) for k in range(len(items))]
+    return RecordExpr(dict(builtins.zip(keys, items)), depth, names is None)
+
+
+def combinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
+                 fields: Any = None) -> RecordExpr:
+    """The n-tuples of the items of each row at `axis`, i < j (< k ...), in lexicographic
+    order of their positions (Awkward's `ak.combinations`): records with a field per slot
+    ("0", "1", ... or the names in `fields`); `replacement=True` takes i <= j. A missing
+    row gives a missing row; rows shorter than n none. Lazy: work over the fields that
+    ends in a reduction walks the tuples inside each row and never stores them.
+
+    Example: `p = lazyk.combinations(mu, 2)`; `lazyk.any((p["0"].pt + p["1"].pt) > 50,
+    axis=1)` is one fused loop over the pairs of each event.
+
+    Raises:
+        ValueError: n < 1; `fields` not n names.
+        NotSupportedError: axis 0 over a fixed outer dim; placeholders.
+    """
+    n = _check_n(n, "combinations")
+    names, is_tuple = _names(fields, n, "combinations")
+    x = _item(array)
+    a = _tuple_axis(x, axis, "combinations")
+    tuples = Combos(n, bool(replacement))
+    got = {k: x.map(lambda e, s=s: _pick((e,), tuples, s, a, False, "combinations"))
+           if isinstance(x, RecordExpr) else _pick((x,), tuples, s, a, False, "combinations")
+           for s, k in enumerate(names)}
+    return RecordExpr(got, a + 1, is_tuple)
+
+
+def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
+                    fields: Any = None) -> RecordExpr:
+    """The positions (int64) of `combinations`' items within their rows
+    (`ak.argcombinations`): records of n indices over the dims up to `axis`.
+
+    Example: `lazyk.argcombinations(lazyk.array([[1.5, 2.5, 3.5]]), 2).to_list()` gives
+    `[[(0, 1), (0, 2), (1, 2)]]`.
+    """
+    n = _check_n(n, "argcombinations")
+    names, is_tuple = _names(fields, n, "argcombinations")
+    x = _item(array)
+    a = _tuple_axis(x, axis, "argcombinations")
+    rows = _rows_expr(x)
+    tuples = Combos(n, bool(replacement))
+    got = {k: _pick((rows,), tuples, s, a, True, "argcombinations")
+           for s, k in enumerate(names)}
+    return RecordExpr(got, a + 1, is_tuple)
+
+
+def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
+    """Every tuple of one item from each array's row at `axis`, the first array's item
+    varying slowest (Awkward's `ak.cartesian`): records with a field per array ("0",
+    "1", ... for a list, the keys of a dict). `nested=True` opens a new list after each
+    array but the last, a list of positions (or keys) after those. A missing row of any
+    array gives a missing row. Lazy, like `combinations`.
+
+    Example: `c = lazyk.cartesian({"jet": jets, "lep": leps}, nested=True)`;
+    `lazyk.all(c.jet.eta - c.lep.eta > 0.4, axis=-1)` is one value per jet.
+    """
+    names = list(arrays) if isinstance(arrays, dict) else None
+    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
+    if not items:
+        raise ValueError("cartesian: no arrays")
+    depths = {_depth_of(x) for x in items}
+    m = len(items)
+    if nested is True:
+        opened = list(range(m - 1))
+    elif nested is None or nested is False:
+        opened = []
+    else:
+        keys = names or []
+        opened = sorted(keys.index(j) if j in keys else j for j in nested)
+        if any(not isinstance(j, (int, np.integer)) or not 0 <= j < m - 1 for j in opened):
+            raise ValueError(f"cartesian: nested must name arrays 0..{m - 2} (all but the "
+                             f"last), got {nested!r}")
+    a = _axis(axis, min(depths), "cartesian")
+    for x in items:
+        _tuple_axis(x, a, "cartesian")
+    if a == 0 and opened:
+        raise NotSupportedError("cartesian with nested lists at axis 0 is not supported: "
+                                "nest the lists of a var dim (axis >= 1)")
+    groups: list = [[]]
+    for j in range(m):
+        groups[-1].append(j)
+        if j in opened:
+            groups.append([])
+    ng = len(groups)
+    fields = {}
+    for g, members in enumerate(groups):
+        # the lists of the other groups are new axes of size 1 here (they broadcast)
+        key = (slice(None),) * a + (None,) * g + (slice(None),) + (None,) * (ng - 1 - g) + \
+            (Ellipsis,)
+
+        def widened(e, key=key):
+            return e[key] if ng > 1 else e
+        rows = tuple(widened(_rows_expr(items[j])) for j in members)
+        for s, j in enumerate(members):
+            k = names[j] if names is not None else str(j)
+            x = items[j]
+            if len(members) == 1:
+                fields[k] = x.map(widened, ng - 1) if isinstance(x, RecordExpr) else \
+                    widened(x)
+                continue
+            tuples = Product(len(members))
+
+            def pick(e, s=s):
+                srcs = rows[:s] + (widened(e),) + rows[s + 1:]
+                return _pick(srcs, tuples, s, a + g, False, "cartesian")
+            fields[k] = x.map(pick, ng - 1) if isinstance(x, RecordExpr) else pick(x)
+    return RecordExpr(fields, a + ng, names is None)
+
+
+def has_picks(root: Node) -> bool:
+    """Whether a graph reads the tuples of rows (pick nodes)."""
+    return any(n.op == PICK_OP for n in toposort(root))
+
+
+__all__ = ["Combos", "Product", "RecordExpr", "argcombinations", "cartesian", "combinations", "has_picks", "zip"]

@@ -1,0 +1,143 @@
+"""`lazyk.evaluate`: one result, or several at once (`lazyk.evaluate(e1, e2, ...)`) with the
+work they share run once: histograms that read the same rows fill in one pass over the data
+(`lazyk.runtime.histograms`), a reduction two results use is computed once, and a result
+asked for twice is computed once. Records (`lazyk.zip`, combinations) and histograms
+evaluate here too."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk.frontend.expr import Expr, as_expr, wrap_array
+from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.frontend.histogram import Histogram
+from lazyk.frontend.tuples import RecordExpr
+from lazyk.runtime import launch
+from lazyk.runtime.histograms import fill_histograms
+from lazyk.runtime.launch import evaluate as evaluate_one
+
+_LAZY = (Expr, Histogram, RecordExpr)
+
+
+def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = None,
+             global_dict: dict | None = None, order: str = "K",
+             casting: str = "same_kind", _depth: int = 1):
+    """Compute `expr` (an Expr, operand, numexpr-style string, histogram or records); into
+    `out` when given. Several lazy results, `lazyk.evaluate(e1, e2, ...)`, give a tuple,
+    computed together: histograms that read the same rows fill in one pass over the data,
+    a reduction they share is computed once.
+
+    Example: `lazyk.evaluate(2 * a + b, out=c)`, `lazyk.evaluate("2*a + b")` or
+    `counts_pt, counts_eta = lazyk.evaluate(lazyk.histogram(pt, 50, (0, 100)),
+    lazyk.histogram(eta, 50, (-5, 5)))`.
+
+    Args:
+        expr: a lazy expression, an array/scalar, a string (names from the dicts or the
+            caller's frame), a `lazyk.histogram` (its counts) or records (`lazyk.zip`,
+            `lazyk.combinations`: a lazyk array of records).
+        more: more lazy results: a tuple of all results is returned. (A single array here
+            is `out`, as in `lazyk.evaluate(expr, out)`.)
+        out: NumPy or lazyk array; the result broadcasts into it as assignment does.
+            Overlap with an input (other than exact aliasing) goes through a temporary.
+        order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
+            a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
+            Fortran-contiguous (and not C-contiguous); otherwise C order. Ignored when
+            `out` is given and for ragged / option and GPU results (always C order).
+        casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
+            'same_kind', 'unsafe'; checked on every call).
+        local_dict, global_dict: mappings (or None) for a string's names.
+
+    Returns:
+        A new NumPy array (a lazyk Array for var / option results, histogram counts as
+        NumPy), or `out`; a tuple of them for several results.
+
+    Raises:
+        ValueError: `out` is read-only; an unknown `casting` or `order`.
+        TypeError: `local_dict` / `global_dict` is not a mapping; `out` with several results.
+        CastingError: `casting` forbids storing the result dtype into `out`.
+        ShapeError: operands, or the result and `out`, do not broadcast.
+        DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
+            double, object, str, datetime, structured).
+        NotSupportedError: one fused kernel would hold more than
+            `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
+    """
+    if len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
+        out, more = more[0], ()  # evaluate(expr, out)
+    if more or isinstance(expr, (Histogram, RecordExpr)):
+        if out is not None:
+            raise TypeError("out= takes one expression's result: evaluate several without "
+                            "it, or one with it")
+        got = evaluate_many(expr, *more)
+        return got if more else got[0]
+    return evaluate_one(expr, out, local_dict, global_dict, order, casting,
+                        _depth=_depth + 1)
+
+
+def evaluate_many(*items: Any) -> tuple:
+    """Each item's value, in order (histograms: their counts; records: an array of
+    records), the work they share run once."""
+    results: list = [None] * len(items)
+    hists: dict = {}  # one pass for the histograms whose bins are counted over one shape
+    for i, x in enumerate(items):
+        if isinstance(x, Histogram):
+            hists.setdefault(x.index().shape, []).append(i)
+    for group in hists.values():
+        for i, counts in zip(group, fill_histograms([items[i] for i in group])):
+            results[i] = counts
+    exprs = {i: as_expr(x) for i, x in enumerate(items)
+             if not isinstance(x, (Histogram, RecordExpr))}
+    exprs = _shared_reductions_once(exprs)
+    done: dict = {}
+    for i, x in enumerate(items):
+        if isinstance(x, RecordExpr):
+            results[i] = x.eval()
+        elif i in exprs:
+            key = (exprs[i].node, tuple(sorted(map(id, exprs[i].env.values()))))
+            if key not in done:
+                done[key] = launch.evaluate(exprs[i])
+            results[i] = done[key]
+    return tuple(results)
+
+
+def _shared_reductions_once(exprs: dict) -> dict:
+    """The expressions with each reduction that two of them read (below their roots)
+    computed once and read as an array."""
+    seen: dict = {}
+    for e in exprs.values():
+        for n in toposort(e.node):
+            if n.op == REDUCE_OP and n is not e.node:
+                seen.setdefault(id(n), [n, set()])[1].add(id(e))
+    shared = {k for k, (_, users) in seen.items() if len(users) > 1}
+    if not shared:
+        return exprs
+    env: dict = {}
+    for e in exprs.values():
+        env.update(e.env)
+    values: dict = {}
+
+    def visit(node, srcs):
+        if id(node) not in shared:
+            return node.replace(srcs=srcs) if srcs != node.srcs else node
+        key = id(node)
+        if key not in values:  # (sources first: a shared one inside is a leaf now)
+            node = node.replace(srcs=srcs) if srcs != node.srcs else node
+            used = {m.arg for m in toposort(node) if m.op == "input"}
+            value = launch.evaluate(Expr(node, {k: v for k, v in env.items() if k in used}))
+            leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+            env.update(leaf.env)
+            values[key] = leaf
+        return values[key].node
+
+    out = {}
+    for i, e in exprs.items():
+        root = rewrite(e.node, visit)
+        new_env = dict(e.env)
+        for leaf in values.values():
+            new_env.update(leaf.env)
+        used = {m.arg for m in toposort(root) if m.op == "input"}
+        out[i] = Expr(root, {k: v for k, v in new_env.items() if k in used})
+    return out
+
+
+__all__ = ["evaluate", "evaluate_many"]

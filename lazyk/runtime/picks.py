@@ -1,0 +1,184 @@
+"""Combinations and cartesian products in the loop nest: each pick node (the item at one
+slot of each tuple of the rows at an axis, `lazyk.frontend.tuples`) is pushed down through
+the elementwise work under it to the arrays it reads, which become `PickLeaf` operands; the
+nest then walks the tuples of each row at that level (`codegen.levels.Pick`) and computes
+the work over the fields per tuple, fused with whatever reduces them. Work under a pick
+that is not elementwise (a reduction) is computed first, and so is elementwise work that
+calls a math function (each item's value stored once, not computed again per tuple); a
+product's slot that no value reads is paired in by its rows alone (`with_rows`)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from lazyk.arrays.array import Array
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.errors import NotSupportedError
+from lazyk.frontend.expr import Expr
+from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
+from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
+from lazyk.frontend.ops import ELEMENTWISE, OPS
+from lazyk.runtime import launch
+
+_names = itertools.count()
+
+
+def lower_picks(expr: Expr) -> Expr:
+    """`expr` with every pick node pushed down to the arrays it reads (`PickLeaf`s), or
+    `expr` itself when it has none."""
+    if not any(n.op in (PICK_OP, "with_rows") for n in toposort(expr.node)):
+        return expr
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op == "with_rows":
+            return _witnessed(node, env)
+        return _lower(node, env) if node.op == PICK_OP else node
+    root = rewrite(expr.node, visit)
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+_DONE = "~values computed"  # env key of the values `_computed` stored during a lowering
+
+
+def _lower(pick: Node, env: dict) -> Node:
+    tuples, slot, axis, position = pick.arg
+    srcs = pick.srcs
+    value = srcs[slot] if len(srcs) > 1 else srcs[0]
+    count = pick.shape[axis]
+    if position:
+        return _rows_leaf(value, axis, tuples, slot, count, pick.ndim, env, position=True)
+    got = _push(value, axis, tuples, slot, count, env)
+    for s, src in enumerate(srcs if len(srcs) > 1 else ()):
+        if s != slot:  # a product's other slots: their rows alone
+            w = _rows_leaf(src, axis, tuples, s, count, pick.ndim, env, position=False)
+            got = Node("with_rows", got.dtype, got.shape, (got, w))
+    return got
+
+
+def _witnessed(node: Node, env: dict) -> Node:
+    """`with_rows(x, y)` with y read as rows only: a witness of each array y reads (its
+    values and missing values unused), of its dims up to `node.arg` (None: all)."""
+    x, y = node.srcs
+    if y.op == "input" and getattr(env.get(y.arg), "witness", False):
+        return node
+    for n in toposort(y):
+        if n.op != "input" or not any(d != 1 for d in n.shape):
+            continue
+        entry = _entry(n, env)
+        cut = n.ndim if node.arg is None else node.arg - (y.ndim - n.ndim)
+        if isinstance(entry, PickLeaf) and entry.cut is not None:
+            cut = min(cut, entry.cut)
+        if cut <= 0:
+            continue
+        picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
+                      if p[0] < cut)
+        name = f"~rows{next(_names)}"
+        env[name] = PickLeaf(entry.array, False, picks, witness=True, cut=cut,
+                             pad=n.ndim - cut)
+        w = Node("input", n.dtype, n.shape[:cut] + (1,) * (n.ndim - cut), (), name)
+        x = Node("with_rows", x.dtype, node.shape, (x, w))
+    return x
+
+
+def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
+    """`node` with each array it reads at `axis` (right-aligned below it) read at the
+    tuple level; what broadcasts along the axis (lacks it, or has 1 there) stays."""
+    memo: dict = {}
+
+    def go(n: Node, a: int) -> Node:
+        if a < 0 or n.shape[a] == 1:
+            return n
+        key = (id(n), a)
+        if key in memo:
+            return memo[key]
+        shape = n.shape[:a] + (count,) + n.shape[a + 1:]
+        if n.op == "input":
+            got = _picked(n, a, tuples, slot, shape, env)
+        elif n.op in ELEMENTWISE and _costly(n):
+            # a math function per item (px = pt * cos(phi)): stored per item once, not
+            # computed again for every tuple the item is in
+            got = _picked(_computed(n, env), a, tuples, slot, shape, env)
+        elif n.op in ELEMENTWISE:
+            got = n.replace(srcs=tuple(go(s, a - (n.ndim - s.ndim)) for s in n.srcs),
+                            shape=shape)
+        else:  # a reduction, say: computed first (over the items, not the tuples)
+            got = _picked(_computed(n, env), a, tuples, slot, shape, env)
+        memo[key] = got
+        return got
+    return go(node, axis)
+
+
+def _costly(n: Node) -> bool:
+    """Whether elementwise work `n` calls a math function (tens of cycles an element)."""
+    return any(m.op in OPS and OPS[m.op].calls_libm for m in toposort(n))
+
+
+def _computed(n: Node, env: dict) -> Node:
+    """An input node over the value of `n` (computed now; once per lowering: the value is
+    kept in `env` under the node)."""
+    done = env.setdefault(_DONE, {})
+    if id(n) in done:
+        return done[id(n)][1]
+    used = {m.arg for m in toposort(n) if m.op == "input"}
+    value = launch.evaluate(Expr(n, {k: v for k, v in env.items() if k in used}))
+    if not isinstance(value, Array):
+        value = lazyk_array(np.asarray(value))
+    name = f"~computed{next(_names)}"
+    env[name] = RaggedLeaf(value, bool(value.type.missing_values))
+    got = Node("input", n.dtype, n.shape, (), name)
+    done[id(n)] = (n, got)  # (n held: its id stays its own)
+    return got
+
+
+def _entry(n: Node, env: dict):
+    """The env entry of input `n` as a ragged leaf (NumPy data wrapped, zero-copy)."""
+    v = env[n.arg]
+    if isinstance(v, RaggedLeaf):
+        return v
+    data = leaf_data(v)
+    if not isinstance(data, np.ndarray):
+        raise NotSupportedError(f"combinations / cartesian of a {type(data).__name__} "
+                                "operand")
+    owner = v.owner if isinstance(v, OwnedView) and isinstance(v.owner, Array) else None
+    arr = owner if owner is not None and owner.shape == data.shape else lazyk_array(data)
+    return RaggedLeaf(arr, False)
+
+
+def _picked(n: Node, a: int, tuples, slot: int, shape: tuple, env: dict) -> Node:
+    """Input `n` read at the tuple level at its dim `a`."""
+    entry = _entry(n, env)
+    picks = entry.picks if isinstance(entry, PickLeaf) else ()
+    if any(at == a for at, _, _ in picks):  # tuples of tuples at one dim: store the inner
+        n = _computed(n, env)
+        entry, picks = env[n.arg], ()
+    name = f"~pick{next(_names)}"
+    env[name] = PickLeaf(entry.array, entry.option, picks + ((a, tuples, slot),))
+    return Node("input", n.dtype, shape, (), name)
+
+
+def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env: dict,
+               position: bool) -> Node:
+    """An operand that reads only the rows of `value`'s arrays at `axis` (the first array
+    with that dim): their item index at `slot` as its value (`position`, dims up to the
+    axis), or a witness (no value read; trailing dims of 1 up to `ndim`)."""
+    for n in toposort(value):
+        a = axis - (value.ndim - n.ndim)
+        if n.op != "input" or a < 0 or n.shape[a] == 1:
+            continue
+        entry = _entry(n, env)
+        picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
+                      if p[0] < a)
+        shape = n.shape[:a] + (count,)
+        name = f"~rows{next(_names)}"
+        env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),
+                             position=position, witness=not position, cut=a + 1,
+                             pad=0 if position else ndim - axis - 1)
+        if position:
+            return Node("input", np.dtype(np.int64), shape, (), name)
+        return Node("input", n.dtype, shape + (1,) * (ndim - axis - 1), (), name)
+    raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads no "
+                            "array with rows there")

@@ -1,0 +1,216 @@
+"""lazyk.histogram against numpy.histogram (counts exactly equal, weights too where their sums
+are exact) over every layout (empty rows, empty arrays, `?T`, `?var`, fixed dims, depth 2 and
+3), with the bins, range, float32 edges, NaN and outside values as NumPy has them; several
+histograms in one pass (`lazyk.evaluate(h1, h2)`), threads, and histograms of
+combinations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk.kernel.nest import nest_stats
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+
+LAYOUTS = S.LAYOUTS + S.QNEST_LAYOUTS
+
+
+def present_values(data, depth: int) -> list:
+    """The values at `depth` in order; None (missing) kept, missing rows skipped."""
+    if depth == 0:
+        return [data]
+    if data is None:
+        return []
+    return [v for x in data for v in present_values(x, depth - 1)]
+
+
+def drawn(data, dtypes=S.NUMERIC, nan=True):
+    t, d = data.draw(S.ragged(layouts=LAYOUTS, dtypes=dtypes, nan=nan), label="array")
+    return t, d, lazyk.array(d, type=t)
+
+
+def bins_and_range(data):
+    kind = data.draw(st.sampled_from(["range", "range", "auto", "edges"]), label="bins")
+    if kind == "edges":
+        edges = sorted(data.draw(st.lists(st.integers(-6, 6), min_size=2, max_size=6),
+                                 label="edges"))
+        return np.array(edges, dtype=data.draw(st.sampled_from(["int64", "float64"]))), None
+    bins = data.draw(st.integers(1, 9), label="n")
+    if kind == "auto":
+        return bins, None
+    lo = data.draw(st.sampled_from([-6, -2.5, 0, 0.1, 1]), label="lo")
+    hi = lo + data.draw(st.sampled_from([0, 0.3, 1, 2.5, 7]), label="width")
+    return bins, (lo, hi)
+
+
+@given(st.data())
+def test_counts_match_numpy(data):
+    t, d, x = drawn(data)
+    rt = R.parse_type(t)
+    values = [v for v in present_values(d, rt.ndim) if v is not None]
+    flat = np.array(values, dtype=rt.dtype)
+    bins, rng = bins_and_range(data)
+    try:
+        want, edges = np.histogram(flat, bins, rng)
+    except ValueError as err:  # NumPy refuses it (a NaN in an automatic range): so do we
+        with pytest.raises(ValueError, match=str(err).split(" ")[0]):
+            lazyk.histogram(x, bins, rng).to_numpy()
+        return
+    h = lazyk.histogram(x, bins, rng)
+    got, got_edges = h
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_edges, edges)
+    assert got_edges.dtype == edges.dtype
+    # the reference's rule agrees
+    assert got.tolist() == R.histogram(R.array(d, t), bins, rng).data
+
+
+@given(st.data())
+def test_weights_match_numpy(data):
+    t, d, x = drawn(data, nan=False)
+    rt = R.parse_type(t)
+    bins, rng = bins_and_range(data)
+    wdt = data.draw(st.sampled_from(["float64", "float32", "int64"]), label="weights dtype")
+    # weights of x's structure, halves or small integers: their sums are exact in any order
+    w = lazyk.astype(abs(x) * 2 + 1 if rt.dtype.kind == "f" else abs(x) + 1, wdt).eval()
+    wd = w.to_list()
+    pairs = [(v, u) for v, u in zip(present_values(d, rt.ndim), present_values(wd, rt.ndim))
+             if v is not None and u is not None]
+    flat = np.array([v for v, _ in pairs], dtype=rt.dtype)
+    ws = np.array([u for _, u in pairs], dtype=wdt)
+    try:
+        want, _ = np.histogram(flat, bins, rng, weights=ws)
+    except ValueError:
+        return
+    got = lazyk.histogram(x, bins, rng, weights=w).to_numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    with np.errstate(all="ignore"):  # (no weight at all: 0 / 0, as NumPy)
+        dens = lazyk.histogram(x, bins, rng, weights=w, density=True).to_numpy()
+        np.testing.assert_allclose(dens, np.histogram(flat, bins, rng, weights=ws,
+                                                      density=True)[0], rtol=1e-12)
+
+
+def test_float32_edges_and_values_on_edges():
+    # values exactly on float32 edges of a range given as Python floats: NumPy's edges are
+    # float32, and so is the comparison
+    edges = np.linspace(0.1, 0.7, 13, dtype=np.float32)
+    x = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, 1),
+                        np.float32([np.nan, np.inf, -np.inf, 0.0999, 0.7001])])
+    x = np.tile(x, 50).astype(np.float32)
+    for bins, rng in ((12, (0.1, 0.7)), (12, None), (7, (np.float32(0.1), np.float32(0.7))),
+                      (5, (0.1, 0.70000001))):
+        sel = x if rng is not None else x[np.isfinite(x)]
+        want = np.histogram(sel, bins, rng)
+        got = lazyk.histogram(sel, bins, rng)
+        np.testing.assert_array_equal(got.to_numpy(), want[0])
+        np.testing.assert_array_equal(got.edges, want[1])
+        assert got.edges.dtype == want[1].dtype
+
+
+def test_integer_data_and_narrow_ranges():
+    rng = np.random.default_rng(4)
+    for dt in (np.int8, np.int16, np.uint8, np.int64, np.float16):
+        x = rng.integers(-100, 100, 3000).astype(dt)
+        for bins, r in ((13, None), (7, (-3, 9)), (200, (0, 1)), (3, (5, 5))):
+            want = np.histogram(x, bins, r)
+            got = lazyk.histogram(x, bins, r)
+            np.testing.assert_array_equal(got.to_numpy(), want[0])
+            np.testing.assert_array_equal(got.edges, want[1])
+
+
+def test_missing_values_and_rows_are_not_counted():
+    x = lazyk.array([[1.0, None, 2.5], None, [], [3.0, float("nan"), 7.0]],
+                    type="4 * ?var * ?float64")
+    got, edges = lazyk.histogram(x, 3, (0, 6))
+    assert got.tolist() == [1, 2, 0] and edges.tolist() == [0, 2, 4, 6]
+    w = lazyk.array([[1.0, 5.0, None], None, [], [2.0, 2.0, 2.0]], type="4 * ?var * ?float64")
+    assert lazyk.histogram(x, 3, (0, 6), weights=w).to_numpy().tolist() == [1.0, 2.0, 0.0]
+    assert lazyk.histogram(lazyk.array([], type="0 * var * float64"), 4).to_numpy().tolist() \
+        == [0, 0, 0, 0]
+    assert lazyk.histogram(lazyk.array([], type="0 * var * float64"), 4).edges.tolist() == \
+        np.histogram([], 4)[1].tolist()
+
+
+def test_per_event_weights_broadcast():
+    jets = lazyk.array([[10.0, 20.0], [30.0], []])
+    w = np.array([1.0, 2.0, 4.0])
+    got = lazyk.histogram(jets, 3, (0, 30), weights=w[:, None]).to_numpy()
+    assert got.tolist() == [0.0, 1.0, 3.0]
+
+
+def test_several_histograms_in_one_pass():
+    rng = np.random.default_rng(7)
+    counts = rng.poisson(4, 20_000)
+    off = np.concatenate([[0], np.cumsum(counts)])
+    pt = lazyk.from_offsets(off, rng.exponential(30, int(counts.sum())))
+    eta = lazyk.from_offsets(off, rng.normal(0, 2, int(counts.sum())))
+    h1, h2 = lazyk.histogram(pt, 50, (0, 100)), lazyk.histogram(eta, 20, (-4, 4))
+    h3 = lazyk.histogram(pt, 10, (0, 200), weights=abs(eta))
+    before = nest_stats["runs"]
+    a, b, c = lazyk.evaluate(h1, h2, h3)
+    assert nest_stats["runs"] - before == 1  # one pass over the jets for all three
+    flat_pt, flat_eta = pt.to_list(), eta.to_list()
+    fp = np.array([v for r in flat_pt for v in r])
+    fe = np.array([v for r in flat_eta for v in r])
+    np.testing.assert_array_equal(a, np.histogram(fp, 50, (0, 100))[0])
+    np.testing.assert_array_equal(b, np.histogram(fe, 20, (-4, 4))[0])
+    np.testing.assert_allclose(c, np.histogram(fp, 10, (0, 200), weights=np.abs(fe))[0],
+                               rtol=1e-12)
+    # rows that do not line up: one pass each, the same counts
+    other = lazyk.from_offsets(np.arange(len(counts) + 1), np.ones(len(counts)))
+    d, e = lazyk.evaluate(h1, lazyk.histogram(other, 2, (0, 2)))
+    np.testing.assert_array_equal(d, a)
+    assert e.tolist() == [0, len(counts)]
+
+
+def test_threads_fill_their_own_counters():
+    rng = np.random.default_rng(9)
+    counts = rng.poisson(3, 300_000)
+    off = np.concatenate([[0], np.cumsum(counts)])
+    values = rng.normal(0, 1, int(counts.sum()))
+    x = lazyk.from_offsets(off, values)
+    want = np.histogram(values, 64, (-3, 3))[0]
+    with lazyk.threads(1):
+        one = lazyk.histogram(x, 64, (-3, 3)).to_numpy()
+    with lazyk.threads(2):
+        two = lazyk.histogram(x, 64, (-3, 3)).to_numpy()
+        flat = lazyk.histogram(values, 64, (-3, 3)).to_numpy()
+    np.testing.assert_array_equal(one, want)
+    np.testing.assert_array_equal(two, want)
+    np.testing.assert_array_equal(flat, want)
+
+
+def test_histogram_of_pair_values_walks_the_pairs():
+    x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0, 5.0], [6.0]])
+    c = lazyk.combinations(x, 2)
+    got = lazyk.histogram(c["0"] + c["1"], 5, (0, 10)).to_numpy()
+    sums = [a + b for row in x.to_list() for i, a in enumerate(row) for b in row[i + 1:]]
+    np.testing.assert_array_equal(got, np.histogram(sums, 5, (0, 10))[0])
+
+
+def test_lazy_until_asked_and_errors():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    h = lazyk.histogram(x * 2, 4, (0, 8))
+    assert isinstance(h, lazyk.frontend.histogram.Histogram)
+    assert h.dtype == np.int64 and h.shape == (4,)
+    assert np.asarray(h).tolist() == [0, 1, 1, 1]
+    assert h.eval().to_list() == [0, 1, 1, 1]
+    with pytest.raises(ValueError, match="max must be larger than min"):
+        lazyk.histogram(x, 3, (2, 1))
+    with pytest.raises(ValueError, match="not finite"):
+        lazyk.histogram(x, 3, (0, np.inf))
+    with pytest.raises(ValueError, match="must be positive"):
+        lazyk.histogram(x, 0)
+    with pytest.raises(ValueError, match="increase monotonically"):
+        lazyk.histogram(x, [0, 2, 1])
+    with pytest.raises(ValueError, match="autodetected range of \\[nan, nan\\]"):
+        lazyk.histogram(lazyk.array([[1.0, float("nan")]]), 3).to_numpy()
+    with pytest.raises(lazyk.NotSupportedError, match="real numbers only"):
+        lazyk.histogram(x, 3, weights=x * 1j)
+    with pytest.raises(TypeError, match="out= takes one expression"):
+        lazyk.evaluate(h, h, out=np.empty(4))

@@ -1,0 +1,332 @@
+"""combinations, argcombinations, cartesian and zip against Awkward Array 2 and the plain-Python
+reference: every layout (empty rows, empty arrays, `?T`, `?var`, rows shorter than n, fixed
+dims, depth 2 and 3), the records when evaluated, and the fields inside fused reductions
+(the kernel walks the tuples of each row; the reference builds them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk.kernel.nest import nest_stats
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_reference import same
+
+ak = pytest.importorskip("awkward")
+from tests.test_ragged_reference import ak_array  # noqa: E402
+
+LAYOUTS = S.LAYOUTS + S.QNEST_LAYOUTS
+
+
+def both(t: str, data):
+    """(lazyk array, reference array, Awkward array) of one drawn layout."""
+    return lazyk.array(data, type=t), R.array(data, t), ak_array(t, data)
+
+
+def drawn(data, layouts=LAYOUTS, dtypes=S.DTYPES):
+    t, d = data.draw(S.ragged(layouts=layouts, dtypes=dtypes), label="array")
+    return both(t, d)
+
+
+def axis_of(data, x: R.RArray) -> int:
+    """An axis the tuples can walk: any but a fixed outermost one."""
+    lo = 0 if x.type.dims[0].var else 1
+    assume(x.type.ndim > lo)
+    return data.draw(st.integers(lo, x.type.ndim - 1), label="axis")
+
+
+def storable(x: R.RArray, axis: int) -> bool:
+    """Whether records of x's items at `axis` can be stored: lazyk's records (C structs)
+    hold no fixed dim of missing values (`4 * ?T`) in a field."""
+    below = x.type.dims[axis + 1:]
+    return not (x.type.option and any(not d.var for d in below))
+
+
+def field_types(rec) -> list:
+    return [f.type.dtype for f in (rec.values() if isinstance(rec, dict) else rec)]
+
+
+# ---------------------------------------------------------------- records against Awkward
+@given(st.data(), st.integers(1, 3), st.booleans(), st.booleans())
+def test_combinations_match_awkward(data, n, named, replacement):
+    lx, rx, ax = drawn(data)
+    axis = axis_of(data, rx)
+    assume(storable(rx, axis))
+    fields = ["a", "b", "c"][:n] if named else None
+    got = lazyk.combinations(lx, n, replacement=replacement, axis=axis, fields=fields)
+    want = ak.combinations(ax, n, replacement=replacement, axis=axis, fields=fields)
+    value = got.eval()
+    assert same(value.to_list(), want.to_list()), (str(rx.type), axis)
+    assert str(value.type) == str(got.type)
+    assert got.fields == (fields or [str(k) for k in range(n)])
+    # each field alone: the reference's (no records built)
+    if not replacement:
+        ref = R.combinations(rx, n, axis, fields=fields)
+        for k, part in zip(got.fields, ref.values() if named else ref):
+            assert same(got[k].eval().to_list(), part.data)
+            assert got[k].dtype == part.type.dtype
+
+
+@given(st.data(), st.integers(1, 3))
+def test_argcombinations_match_awkward(data, n):
+    lx, rx, ax = drawn(data)
+    axis = axis_of(data, rx)
+    got = lazyk.argcombinations(lx, n, axis=axis)
+    want = ak.argcombinations(ax, n, axis=axis)
+    assert same(got.to_list(), want.to_list()), (str(rx.type), axis)
+    assert all(got[k].dtype == np.int64 for k in got.fields)
+    assert not got["0"].type.dtype.__class__.__name__ == "Option"
+
+
+def _missing_lists(x: R.RArray, a: int) -> bool:
+    found = []
+
+    def look(v, depth):
+        if v is None:
+            found.append(depth)
+        elif depth <= a:
+            for w in v:
+                look(w, depth + 1)
+    for v in x.data:
+        look(v, 1)
+    return any(1 <= d <= a for d in found)
+
+
+@given(S.ragged_pair(LAYOUTS, S.DTYPES, own_rows=True), st.data())
+def test_cartesian_matches_awkward(pair, data):
+    t1, d1, t2, d2 = pair
+    (lx, rx, ax), (ly, ry, ay) = both(t1, d1), both(t2, d2)
+    axis = axis_of(data, rx)
+    assume(not _missing_lists(ry, axis) and storable(rx, axis) and storable(ry, axis))  # Awkward: a later array's missing list gives []
+    third = data.draw(st.booleans(), label="third")
+    arrays = [(lx, ax), (ly, ay)] + ([(ly, ay)] if third else [])
+    nested = data.draw(st.sampled_from([None, True] + [[j] for j in range(len(arrays) - 1)]),
+                       label="nested")
+    if axis == 0:
+        nested = None  # (lazyk nests no lists at axis 0)
+    named = data.draw(st.booleans(), label="named")
+    if named:
+        keys = ["x", "y", "z"][:len(arrays)]
+        nest = [keys[j] for j in nested] if isinstance(nested, list) else nested
+        got = lazyk.cartesian(dict(zip(keys, (a for a, _ in arrays))), axis=axis, nested=nest)
+        want = ak.cartesian(dict(zip(keys, (b for _, b in arrays))), axis=axis, nested=nest)
+    else:
+        got = lazyk.cartesian([a for a, _ in arrays], axis=axis, nested=nested)
+        want = ak.cartesian([b for _, b in arrays], axis=axis, nested=nested)
+    assert same(got.to_list(), want.to_list()), (t1, t2, axis, nested)
+
+
+def test_cartesian_missing_row_of_a_later_array_is_missing():
+    # the reference's rule (Awkward 2.14 gives [] for a later array's missing list)
+    x = lazyk.array([[1, 2], [3], [4]], type="3 * var * int64")
+    y = lazyk.array([[5], None, []], type="3 * ?var * int64")
+    got = lazyk.cartesian([x, y]).to_list()
+    ref = R.cartesian([R.array(x.to_list(), "3 * var * int64"),
+                       R.array(y.to_list(), "3 * ?var * int64")])
+    assert got == [[(1, 5), (2, 5)], None, []] == R.records(ref, 2)
+
+
+# ---------------------------------------------------------------- fused into reductions
+REDUCERS = ("sum", "max", "min", "any", "all", "prod")
+
+
+@given(st.data(), st.integers(2, 3), st.sampled_from(REDUCERS))
+def test_combinations_fused_into_a_reduction(data, n, op):
+    lx, rx, _ = drawn(data, dtypes=S.NUMERIC)
+    axis = axis_of(data, rx)
+    skipna = data.draw(st.booleans(), label="skipna")
+    c = lazyk.combinations(lx, n, axis=axis)
+    body = c["0"] * 2 - c[str(n - 1)] if op not in ("any", "all") else c["0"] > c["1"]
+    ref_c = R.combinations(rx, n, axis)
+    nd = rx.type.ndim
+    red_axis = data.draw(st.sampled_from(sorted({axis, nd - 1, -1})), label="reduce axis")
+    before = nest_stats["runs"]
+    try:  # (items of inner rows of different lengths do not pair: the same error)
+        ref_body = R.elementwise("subtract", R.elementwise("multiply", ref_c[0], 2),
+                                 ref_c[n - 1]) if op not in ("any", "all") else \
+            R.elementwise("greater", ref_c[0], ref_c[1])
+        want = R.reduce(op, ref_body, axis=red_axis, skipna=skipna)
+    except (ValueError, lazyk.ShapeError) as err:  # an empty min / max: the same error
+        with pytest.raises(type(err)):
+            lazyk.evaluate(getattr(lazyk, op)(body, axis=red_axis, skipna=skipna))
+        return
+    got = getattr(lazyk, op)(body, axis=red_axis, skipna=skipna).eval()
+    assert same(got.to_list(), want.data), (str(rx.type), axis, red_axis)
+    assert nest_stats["runs"] > before
+
+
+@given(st.data())
+def test_combinations_over_all_axes_and_count(data):
+    lx, rx, ax = drawn(data, dtypes=S.NUMERIC)
+    axis = rx.type.ndim - 1  # pairs of numbers
+    assume(axis > 0 or rx.type.dims[0].var)
+    c = lazyk.combinations(lx, 2, axis=axis)
+    want = ak.combinations(ax, 2, axis=axis)
+    # every value: one fold over every level, the pairs walked in the kernel
+    total = lazyk.sum(c["0"] + c["1"], skipna=True).eval().to_list()
+    assert same(total, float(ak.sum(want["0"] + want["1"], axis=None)))
+    counts = lazyk.count(c["0"], axis=axis).eval().to_list()
+    ref = ak.count(want["0"], axis=axis)
+    assert same(counts, ref.to_list() if isinstance(ref, ak.Array) else int(ref))
+
+
+def test_invariant_mass_of_muon_pairs_fused():
+    """The pairs of each event's muons, their mass from pt, eta, phi fields, `any` over a
+    window: one loop nest over the pairs; the same as Awkward."""
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(1.5, 500)
+    n = int(counts.sum())
+    mu = {"pt": rng.exponential(30, n) + 5, "eta": rng.normal(0, 1.5, n),
+          "phi": rng.uniform(-np.pi, np.pi, n), "charge": rng.choice([-1, 1], n)}
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    fields = {k: lazyk.from_offsets(offsets, v) for k, v in mu.items()}
+    a_mu = ak.zip({k: ak.unflatten(v, counts) for k, v in mu.items()})
+
+    def mass(p, lib):
+        a, b = p["0"], p["1"]
+        cosh = lib.cosh(a.eta - b.eta)
+        return lib.sqrt(2 * a.pt * b.pt * (cosh - lib.cos(a.phi - b.phi)))
+
+    pairs = lazyk.combinations(lazyk.zip(fields), 2)
+    m = mass(pairs, lazyk)
+    good = (m > 60) & (m < 120) & (pairs["0"].charge != pairs["1"].charge)
+    before = nest_stats["runs"]
+    got = lazyk.any(good, axis=1).to_numpy()
+    assert nest_stats["runs"] - before == 1  # one pass, no tuples stored
+    a_pairs = ak.combinations(a_mu, 2)
+    a_m = mass(a_pairs, np)
+    want = ak.any((a_m > 60) & (a_m < 120) & (a_pairs["0"].charge != a_pairs["1"].charge),
+                  axis=1)
+    assert got.dtype == np.bool_ and got.tolist() == want.to_list()
+    assert 0 < got.sum() < len(got)
+    # the largest mass per event (an event with fewer than two muons has no pair: -1)
+    top = lazyk.max(m, axis=1, initial=-1.0).to_numpy()
+    np.testing.assert_allclose(top, ak.to_numpy(ak.max(a_m, axis=1, initial=-1)),
+                               rtol=1e-12)
+
+
+def test_records_of_an_array_of_records():
+    r = lazyk.array([[{"x": 1.0, "y": 2}, {"x": 3.0, "y": 4}, {"x": 5.0, "y": 6}], [],
+                     [{"x": 7.0, "y": 8}]])
+    a = lazyk.to_awkward(r)
+    got = lazyk.combinations(r, 2, fields=["p", "q"])
+    assert got.to_list() == ak.combinations(a, 2, fields=["p", "q"]).to_list()
+    assert str(got.type) == "3 * var * {p: {x: float64, y: int64}, q: {x: float64, y: int64}}"
+    s = lazyk.sum(got.p.x * got.q.y, axis=1).eval()
+    assert s.to_list() == [1.0 * 4 + 1.0 * 6 + 3.0 * 6, 0.0, 0.0]
+    t = lazyk.cartesian({"a": r, "b": r.x}, nested=True)
+    assert t.to_list() == ak.cartesian({"a": a, "b": a.x}, nested=True).to_list()
+
+
+def test_zip_of_expressions():
+    x = lazyk.array([[1.0, 2.0], [], [3.0]])
+    z = lazyk.zip({"x": x, "y": x * 10})
+    assert z.fields == ["x", "y"] and z.ndim == 2
+    assert str(z.type) == "3 * var * {x: float64, y: float64}"
+    assert z.to_list() == [[{"x": 1.0, "y": 10.0}, {"x": 2.0, "y": 20.0}], [],
+                           [{"x": 3.0, "y": 30.0}]]
+    assert z.y.eval().to_list() == [[10.0, 20.0], [], [30.0]]
+    t = lazyk.zip([x, x + 1])
+    assert t.to_list() == [[(1.0, 2.0), (2.0, 3.0)], [], [(3.0, 4.0)]]
+    with pytest.raises(KeyError, match="no field 'z'"):
+        z["z"]
+    with pytest.raises(AttributeError, match="no attribute 'z'"):
+        z.z
+
+
+def test_fixed_dims_and_numpy_items():
+    x = np.arange(12.0).reshape(3, 4)
+    c = lazyk.combinations(x, 2)
+    want = ak.combinations(ak.from_numpy(x, regulararray=True), 2)
+    assert c.to_list() == want.to_list()
+    assert c["0"].shape == (3, 6)
+    np.testing.assert_array_equal(lazyk.sum(c["0"] * c["1"], axis=1).to_numpy(),
+                                  ak.to_numpy(ak.sum(want["0"] * want["1"], axis=1)))
+    p = lazyk.cartesian([x, x[:, :2]])
+    assert p["0"].shape == (3, 8)
+    assert p.to_list() == ak.cartesian([ak.from_numpy(x, regulararray=True),
+                                        ak.from_numpy(x[:, :2], regulararray=True)]).to_list()
+
+
+def test_a_per_event_value_broadcasts_over_the_pairs():
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0, 5.0], []])
+    w = np.array([10.0, 100.0, 1000.0])
+    c = lazyk.combinations(x, 2)
+    got = lazyk.sum((c["0"] + c["1"]) * w[:, None], axis=1).eval().to_list()
+    assert got == [(3 + 4 + 5) * 10.0, 9 * 100.0, 0.0]
+    # the pairs' own values stored, then used again: rows of the pair count pair up
+    s = (c["0"] + c["1"]).eval()
+    assert lazyk.sum(s * c["0"], axis=1).eval().to_list() == [3 + 4 + 10.0, 36.0, 0.0]
+
+
+def test_threads_give_the_same_result():
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 9, 40_000)
+    values = rng.integers(-4, 5, int(counts.sum())).astype(np.float64)
+    x = lazyk.from_offsets(np.concatenate([[0], np.cumsum(counts)]), values)
+    c = lazyk.combinations(x, 2)
+    e = lazyk.sum(c["0"] * c["1"], axis=1)
+    with lazyk.threads(1):
+        one, tot1 = e.to_numpy(), lazyk.sum(c["0"] * c["1"]).to_numpy()
+    with lazyk.threads(2):
+        two, tot2 = e.to_numpy(), lazyk.sum(c["0"] * c["1"]).to_numpy()
+    np.testing.assert_array_equal(one, two)
+    assert tot1 == tot2 == one.sum()
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    row = 7
+    v = values[starts[row]:starts[row + 1]]
+    assert one[row] == sum(v[i] * v[j] for i in range(len(v)) for j in range(i + 1, len(v)))
+
+
+# ---------------------------------------------------------------- errors
+def test_errors_name_the_problem():
+    x = lazyk.array([[1, 2, 3], [4]])
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        lazyk.combinations(x, 0)
+    with pytest.raises(ValueError, match="fields must be 2 names"):
+        lazyk.combinations(x, 2, fields=["a"])
+    with pytest.raises(lazyk.NotSupportedError, match="axis 0"):
+        lazyk.combinations(x, 2, axis=0)
+    with pytest.raises(np.exceptions.AxisError, match="axis=2 is out of bounds"):
+        lazyk.combinations(x, 2, axis=2)
+    with pytest.raises(ValueError, match="nested must name arrays 0..0"):
+        lazyk.cartesian([x, x], nested=[1])
+    with pytest.raises(lazyk.NotSupportedError, match="nested lists at axis 0"):
+        lazyk.cartesian([x[0], x[0]], axis=0, nested=True)
+    c2, c3 = lazyk.combinations(x, 2), lazyk.combinations(x, 3)
+    with pytest.raises(lazyk.NotSupportedError, match="combinations of 2 and combinations "
+                                                      "of 3 meet"):
+        (c2["0"] + c3["0"]).eval()
+    y = lazyk.array([[1, 2], [4]])
+    with pytest.raises(lazyk.ShapeError, match=r"row 0: operand \d has length 3 and "
+                                               r"operand \d has length 2"):
+        (c2["0"] + lazyk.combinations(y, 2)["1"]).eval()
+    with pytest.raises(lazyk.NotSupportedError, match="placeholder"):
+        lazyk.combinations(lazyk.placeholder("p", "N * var * float64"), 2)
+
+
+def test_explain_shows_the_tuple_level():
+    x = lazyk.array([[1.0, 2.0, 3.0], []])
+    c = lazyk.combinations(x, 2)
+    text = lazyk.sum(c["0"] * c["1"], axis=1).explain()
+    assert "item 0 of the combinations of 2 over var rows" in text
+    assert "item 1 of the combinations of 2 over var rows" in text
+
+
+def test_tuples_of_tuples():
+    """Pairs inside the sublists of pairs' items (two tuple levels in one nest), and pairs
+    of pairs along one axis (the inner pairs stored first)."""
+    x = lazyk.array([[[1.0, 2.0, 3.0], [4.0, 5.0]], [], [[6.0], [7.0, 8.0], [9.0, 10.0]]])
+    a = lazyk.to_awkward(x)
+    c, ac = lazyk.combinations(x, 2, axis=1), ak.combinations(a, 2, axis=1)
+    d, ad = lazyk.combinations(c["0"], 2, axis=2), ak.combinations(ac["0"], 2, axis=2)
+    assert d.to_list() == ad.to_list()
+    e = lazyk.sum(d["0"] * d["1"], axis=-1) + lazyk.sum(c["1"], axis=-1)
+    assert e.eval().to_list() == (ak.sum(ad["0"] * ad["1"], axis=-1)
+                                  + ak.sum(ac["1"], axis=-1)).to_list()
+    f, af = lazyk.combinations(c["0"], 2, axis=1), ak.combinations(ac["0"], 2, axis=1)
+    assert f.to_list() == af.to_list()
+    assert lazyk.sum(f["0"], axis=-1).eval().to_list() == ak.sum(af["0"], axis=-1).to_list()
