@@ -165,6 +165,10 @@ def _call_on_dask(k, inputs, out):
 
 _compiled.install_dask(_call_on_dask)
 
+# `lazyk.explain(e)` is `e.explain()`: the function, not the module of the same name (which
+# stays importable as `lazyk.explain` through sys.modules, e.g. `from lazyk.explain import x`).
+explain = _explain.explanation
+
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.
 __all__ = [
@@ -220,6 +224,7 @@ __all__ = [
     "equal",
     "evaluate",
     "exp",
+    "explain",
     "expm1",
     "floor",
     "floor_divide",

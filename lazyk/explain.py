@@ -1,6 +1,7 @@
 """`expr.explain()`: graph before/after each pass, kernel specs, layouts, kernel data, IR, asm."""
 from __future__ import annotations
 
+import html
 import sys
 from typing import Any
 
@@ -100,12 +101,16 @@ def _ragged_sample(value: Any) -> Any:
 
 class Explanation(str):
     """The text of `explain()`: a str whose repr is the text itself, so the REPL prints it
-    with its line breaks (`str(x)` and every str method work as before)."""
+    with its line breaks (`str(x)` and every str method work as before); a notebook shows
+    it as preformatted text."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
         return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
 
 
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
@@ -190,8 +195,14 @@ def _leaf_type(v: Any) -> str:
 
 
 def explanation(expr: Any, target: str = "cpu") -> Explanation:
-    """`expr.explain(target=...)` (installed as `lazyk.hooks.explain`): 'cpu' shows passes,
-    kernel specs, layouts, LLVM IR and assembly; 'cuda' each kernel's NVVM IR and PTX."""
+    """Everything lazyk does with `expr`, as text: the graph before and after each pass, the
+    kernel specs, layouts, kernel data, LLVM IR and assembly (`target='cuda'`: each kernel's
+    NVVM IR and PTX instead).
+
+    `lazyk.explain(e)` is `e.explain()`. The text prints with its line breaks at a prompt
+    and as preformatted text in a notebook; it runs the expression once, on its data or
+    (for placeholders) on sample data.
+    """
     if target == "cuda":
         return Explanation(explain_cuda(expr))
     return Explanation(explain(expr))
