@@ -29,7 +29,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "lazyk.operators", "lazyk.views", "lazyk.array",
                "lazyk.interchange")),
     ("front end", ("lazyk.lowering", "lazyk.ops", "lazyk.graph", "lazyk.numpy_rules",
-                   "lazyk.leaves", "lazyk.expr", "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
+                   "lazyk.leaves", "lazyk.expr", "lazyk.protocols", "lazyk.exprparse", "lazyk.check", "lazyk.spec")),
     ("passes", ("lazyk.passes",)),
     ("codegen", ("lazyk.codegen",)),
     ("backend", ("lazyk.backend",)),

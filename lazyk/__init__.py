@@ -35,6 +35,7 @@ from lazyk import device as _device
 from lazyk import explain as _explain
 from lazyk import hooks as _hooks
 from lazyk import nestrun as _nestrun
+from lazyk import protocols as _protocols
 from lazyk import types  # noqa: F401
 from lazyk.array import Array, array, empty, full, zeros
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
@@ -152,7 +153,8 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
-               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows)
+               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows,
+               array_ufunc=_protocols.array_ufunc, array_function=_protocols.array_function)
 
 
 def _call_on_dask(k, inputs, out):

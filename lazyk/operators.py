@@ -177,6 +177,6 @@ class Operators:
         return expr.conj(self)
 
     def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
-        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph."""
-        expr = front_end()
-        return expr.apply_ufunc(ufunc, method, inputs, kwargs)
+        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph (a ufunc
+        lazyk lacks raises NotSupportedError naming it)."""
+        return hooks.array_ufunc(ufunc, method, inputs, kwargs)

@@ -107,3 +107,146 @@ def test_bind_takes_only_the_parameters():
     b = lazyk.compile(y * rows).bind(lazyk.array([[0.0, 0.0], [0.0]]),
                                      lazyk.array([[2.0, 2.0], [2.0]]))
     assert b().to_list() == [[2.0, 4.0], [6.0]]
+
+
+# --- NumPy functions on expressions ------------------------------------------------------------
+
+X = np.array([0.5, -1.25, 2.0, 3.5])
+
+
+def _expr():
+    return lazyk.sin(lazyk.array(X)) * 2 + 1
+
+
+def _ref():
+    return np.sin(X) * 2 + 1
+
+
+def test_every_numpy_ufunc_of_the_op_table_stays_lazy():
+    from lazyk import ops
+    from lazyk.protocols import UFUNCS
+
+    rows = {n for n, r in ops.OPS.items() if r.kind == "elementwise" and
+            isinstance(r.numpy, np.ufunc)}
+    assert set(UFUNCS.values()) == rows and len(rows) > 40  # from the table, not a list
+    a, b = np.array([0.25, 0.5, 0.75]), np.array([2.0, 1.5, 0.5])
+    ea, eb = lazyk.array(a) + 0, lazyk.array(b) + 0
+    for uf, name in UFUNCS.items():
+        if name in ("invert", "left_shift", "right_shift", "bitwise_and", "bitwise_or",
+                    "bitwise_xor"):
+            args = (np.array([6, 3]), np.array([1, 2]))[:uf.nin]
+            lazy = [lazyk.array(x) + 0 for x in args]
+        else:
+            args, lazy = (a, b)[:uf.nin], (ea, eb)[:uf.nin]
+        got = uf(*lazy)
+        assert isinstance(got, lazyk.Expr), name
+        with np.errstate(all="ignore"):
+            want = uf(*args)
+        value = got.to_numpy()
+        assert value.dtype == want.dtype, name
+        np.testing.assert_allclose(value, want, rtol=1e-12, err_msg=name)
+
+
+def test_numpy_reductions_and_functions_stay_lazy_with_their_keywords():
+    e, ref = _expr(), _ref()
+    m = lazyk.array(np.arange(12.0).reshape(3, 4)) - 5
+    mref = np.arange(12.0).reshape(3, 4) - 5
+    cases = [
+        (np.sum(e), np.sum(ref)),
+        (np.sum(m, axis=1, keepdims=True), np.sum(mref, axis=1, keepdims=True)),
+        (np.mean(m, axis=0), np.mean(mref, axis=0)),
+        (np.prod(m, 1, np.float32), np.prod(mref, 1, np.float32)),
+        (np.min(m, axis=1, initial=-1), np.min(mref, axis=1, initial=-1)),
+        (np.amax(m), np.amax(mref)),
+        (np.any(m > 5, axis=0), np.any(mref > 5, axis=0)),
+        (np.all(m > -6), np.all(mref > -6)),
+        (np.where(e > 1, e, 0.0), np.where(ref > 1, ref, 0.0)),
+        (np.clip(e, 0, 2), np.clip(ref, 0, 2)),
+        (np.clip(e, max=1.5), np.clip(ref, max=1.5)),
+        (np.clip(e, 0.5), np.clip(ref, 0.5, None)),
+        (np.add.reduce(m, axis=1), np.add.reduce(mref, axis=1)),
+        (np.maximum.reduce(m), np.maximum.reduce(mref)),
+        (np.real(e), np.real(ref)),
+    ]
+    for got, want in cases:
+        assert isinstance(got, lazyk.Expr)
+        value = got.to_numpy()
+        assert value.dtype == np.asarray(want).dtype and value.shape == np.shape(want)
+        np.testing.assert_allclose(value, want, rtol=1e-12)
+    with_nan = lazyk.array(np.array([1.0, np.nan, 3.0])) * 1
+    for f in (np.nansum, np.nanmean, np.nanmin, np.nanmax, np.nanprod):
+        got = f(with_nan)
+        assert isinstance(got, lazyk.Expr)
+        assert got.to_numpy() == f(np.array([1.0, np.nan, 3.0])), f.__name__
+    assert np.shape(m) == (3, 4) and np.ndim(m) == 2
+    out = np.empty(())
+    assert np.sum(e, out=out) is out and out == pytest.approx(np.sum(ref))
+    out4 = np.empty(4)
+    assert np.sin(e, out=out4) is out4
+    np.testing.assert_allclose(out4, np.sin(ref))
+
+
+def test_numpy_functions_lazyk_lacks_are_refused_by_name():
+    e = _expr()
+    for f, args in ((np.square, ()), (np.cbrt, ()), (np.std, ()), (np.cumsum, ()),
+                    (np.argmax, ()), (np.allclose, (1.0,)), (np.concatenate, ())):
+        call = (lambda: f([e, e])) if f is np.concatenate else (lambda: f(e, *args))
+        with pytest.raises(lazyk.NotSupportedError) as info:
+            call()
+        msg = str(info.value)
+        assert msg.startswith(f"numpy.{f.__name__} is not supported on lazy expressions")
+        assert "evaluate first (expr.eval())" in msg
+        assert "Expr(sin(" in msg and "type='4 * float64'" in msg
+        assert "\n" not in msg and "%1" not in msg  # never the whole graph
+    with pytest.raises(lazyk.NotSupportedError, match="numpy.add.accumulate"):
+        np.add.accumulate(e)
+    with pytest.raises(lazyk.NotSupportedError, match="numpy.sum: the keyword.* where"):
+        np.sum(e, where=e > 0)
+    with pytest.raises(lazyk.NotSupportedError, match=r"numpy.where\(\) without x, y"):
+        np.where(e > 0)
+    # explicit conversions still compute
+    np.testing.assert_allclose(np.asarray(e), _ref())
+    np.testing.assert_allclose(np.array(e), _ref())
+
+
+def test_short_form_names_an_expression_in_one_line():
+    from lazyk.expr import summary
+
+    a = lazyk.placeholder("a", "N * float64")
+    b = lazyk.placeholder("b", "N * float64")
+    assert summary(lazyk.sin(a) * 2 + 1) == "Expr(sin(a) * 2.0 + 1.0, type='N * float64')"
+    assert summary((a + b) * (a - b)) == "Expr((a + b) * (a - b), type='N * float64')"
+    assert summary(a - (b - 1) / a ** 2) == "Expr(a - (b - 1.0) / a ** 2.0, type='N * float64')"
+    assert summary(lazyk.where(a > 0, a, -a).sum()) == \
+        "Expr(sum(where(a > 0.0, a, -a)), type='float64')"
+    x = a
+    for _ in range(64):  # 2**64 leaves as a tree: the short form stays short
+        x = x + x
+    text = summary(x)
+    assert len(text) <= 90 and "..." in text and "\n" not in text
+
+
+# --- iteration ---------------------------------------------------------------------------------
+
+def test_iterating_an_expression_is_iterating_numpy_result():
+    e = lazyk.array(np.arange(6.0).reshape(2, 3)) * 2
+    rows = list(e)
+    assert len(rows) == len(e) == 2
+    for got, want in zip(rows, np.arange(6.0).reshape(2, 3) * 2):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, want)
+    items = list(lazyk.array(np.array([1, 2, 3], np.int32)) + 1)
+    assert items == [2, 3, 4] and all(type(v) is np.int32 for v in items)
+    with pytest.raises(TypeError, match=r"iteration over a 0-d expression \(Expr\(sum"):
+        iter(lazyk.sum(lazyk.array(np.ones(3))))
+
+
+def test_iterating_var_and_missing_data_yields_lazyk_rows():
+    e = lazyk.array([[1, 2, None], [], [3]]) * 10
+    rows = list(e)
+    assert len(rows) == len(e) == 3
+    assert [r.to_list() for r in rows] == [[10, 20, None], [], [30]]
+    assert all(str(r.type) == "var * ?int64" for r in rows)
+    values = list(lazyk.array([1.5, None]) + 1)
+    assert [v.to_list() for v in values] == [2.5, None]
+
