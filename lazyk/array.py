@@ -730,7 +730,11 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
         return Array._wrap(data)
     _check_row_count(t, levels, nested)
     iters = [iter(x) for x in levels]
-    result = template(t, value, iters, 0)
+    try:
+        result = template(t, value, iters, 0)
+    except MemoryError:
+        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
+                          f"{_values_bytes(t, levels):,} bytes") from None
     for k, (it, given) in enumerate(zip(iters, levels)):
         left = sum(1 for _ in it)
         if left:
@@ -740,7 +744,25 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
             raise ArrayConstructionError(
                 f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
                 f"{len(given)} lengths given)")
-    return array(result, t)
+    try:
+        return array(result, t)
+    except MemoryError:
+        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
+                          f"{_values_bytes(t, levels):,} bytes") from None
+
+
+def _values_bytes(t: T.Type, levels: list) -> int:
+    """The bytes of the values of an array of `t` with var rows of the lengths `levels`
+    (offsets and masks not counted)."""
+    count, k = 1, 0
+    while isinstance(t, (T.FixedDim, T.VarDim, T.Option)):
+        if isinstance(t, T.FixedDim):
+            count *= t.size
+        elif isinstance(t, T.VarDim):
+            given = levels[k] if k < len(levels) else []
+            count, k = sum(n for n in given[:count] if n is not None), k + 1
+        t = t.elem
+    return count * t.itemsize
 
 
 def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:

@@ -183,6 +183,10 @@ class CompiledExpr:
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
+            if a.dtype == object and isinstance(x, (list, tuple)):
+                # None in a list: missing values, named as such (or a value lazyk refuses)
+                x = self._present_input(i, _array(x))
+                a = _as_input(x)
             if isinstance(x, (list, tuple, int)) and a.dtype.kind in "iu" and a.size and \
                     dtype.kind in "iu":
                 _check_range(self._names[i], a, dtype)
@@ -216,7 +220,8 @@ class CompiledExpr:
         raise TypeMatchError(f"input {self._names[i]!r}: the input ({x.type}) has missing "
                              f"values; the parameter {type_text(shape, dtype)} has none: "
                              f"fill them first, or declare the parameter "
-                             f"?{type_text((), dtype)}: {self.signature}")
+                             f"?{type_text((), dtype)} (lazyk.placeholder({self._names[i]!r}, "
+                             f"{_typed_text(shape, dtype, True)!r})): {self.signature}")
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str,
                     hint: str = "pass casting='unsafe' to convert anyway") -> np.ndarray:

@@ -12,7 +12,7 @@ from lazyk.array import array as lazyk_array
 from lazyk.device import explain_cuda
 from lazyk.errors import DeviceError
 from lazyk.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
-from lazyk.exprparse import build
+from lazyk.exprparse import ExprParseError, build, names
 from lazyk.graph import check_size, dump, type_text
 from lazyk.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.passes.fuse import fuse_elementwise
@@ -254,5 +254,11 @@ def command(args: Any) -> int:
         print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
     except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        untyped = [n for n in names(args.expr) if n not in types] \
+            if isinstance(err, ExprParseError) and "is not defined" in err.reason else []
+        if untyped:  # how to give them their types
+            example = " ".join(f"--type {n}='N * float64'" for n in untyped)
+            print(f"hint: give each name's type with --type, e.g. lazyk explain "
+                  f"{args.expr!r} {example}", file=sys.stderr)
         return 1
     return 0

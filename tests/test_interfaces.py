@@ -250,3 +250,60 @@ def test_iterating_var_and_missing_data_yields_lazyk_rows():
     values = list(lazyk.array([1.5, None]) + 1)
     assert [v.to_list() for v in values] == [2.5, None]
 
+
+# --- Python lists in evaluate, clear errors for None, huge arrays and the command line ----------
+
+def test_evaluate_reads_python_lists_as_lazyk_array_does():
+    got = lazyk.evaluate("2*a + b", local_dict={"a": [1, 2, 3], "b": np.ones(3)})
+    np.testing.assert_array_equal(got, 2 * np.array([1, 2, 3]) + np.ones(3))
+    assert got.dtype == np.float64
+    a = [1.5, -2.0]  # a name from the caller's frame
+    got = lazyk.evaluate("a * 2")
+    assert isinstance(got, np.ndarray) and got.tolist() == [3.0, -4.0]
+    rows, opt = [[1, 2], [3]], (1, None, 3)
+    assert lazyk.evaluate("rows * 10").to_list() == [[10, 20], [30]]
+    got = lazyk.evaluate("opt + 1")
+    assert str(got.type) == "3 * ?int64" and got.to_list() == [2, None, 4]
+
+
+def test_none_into_a_parameter_without_missing_values_says_so():
+    k = lazyk.compile(lazyk.placeholder("xi", "N * int64") + 1)
+    with pytest.raises(lazyk.TypeMatchError) as info:
+        k([1, None])
+    msg = str(info.value)
+    assert "has missing values" in msg and "declare the parameter ?int64" in msg
+    assert "'N * ?int64'" in msg and "dtype object" not in msg
+    np.testing.assert_array_equal(k([1, 2]), [2, 3])
+    q = lazyk.compile(lazyk.placeholder("xq", "N * ?int64") + 1)
+    assert q([1, None]).to_list() == [2, None]
+
+
+def test_full_that_cannot_be_allocated_names_type_and_bytes():
+    with pytest.raises(MemoryError, match=r"type 'var \* float64'.* 8,000,000,000,000,000 "
+                                          "bytes"):
+        lazyk.full("var * float64", 1.0, lengths=[10**15])
+    assert lazyk.full("var * float64", 1.0, lengths=[2]).to_list() == [1.0, 1.0]
+
+
+def test_cli_explain_without_types_hints_at_type(capsys):
+    from lazyk.cli import main
+
+    assert main(["explain", "sin(a) * b"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ExprParseError: name 'a' is not defined (line 1, column 5)")
+    assert "\nhint: give each name's type with --type, e.g. lazyk explain 'sin(a) * b' " \
+        "--type a='N * float64' --type b='N * float64'\n" in err
+    assert main(["explain", "sin(a) * 2", "--type", "a=N * float64", "--no-asm"]) == 0
+    assert "%1 = sin(%0) : N * float64" in capsys.readouterr().out
+
+
+def test_cli_parse_prints_no_blank_line_around_an_error(capsys):
+    from lazyk.cli import main
+
+    assert main(["parse", "N * flot64"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: unknown type name flot64")
+    assert main(["parse", "3 * int8", "bad!", "N * float64"]) == 1
+    out, _ = capsys.readouterr()
+    assert out.startswith("3 * int8\n") and "\n\nN * float64\n" in out
+    assert not out.endswith("\n\n")
