@@ -257,10 +257,10 @@ def test_evaluate_reads_python_lists_as_lazyk_array_does():
     got = lazyk.evaluate("2*a + b", local_dict={"a": [1, 2, 3], "b": np.ones(3)})
     np.testing.assert_array_equal(got, 2 * np.array([1, 2, 3]) + np.ones(3))
     assert got.dtype == np.float64
-    a = [1.5, -2.0]  # a name from the caller's frame
+    a = [1.5, -2.0]  # noqa: F841 (read by name from this frame)
     got = lazyk.evaluate("a * 2")
     assert isinstance(got, np.ndarray) and got.tolist() == [3.0, -4.0]
-    rows, opt = [[1, 2], [3]], (1, None, 3)
+    rows, opt = [[1, 2], [3]], (1, None, 3)  # noqa: F841 (read by name)
     assert lazyk.evaluate("rows * 10").to_list() == [[10, 20], [30]]
     got = lazyk.evaluate("opt + 1")
     assert str(got.type) == "3 * ?int64" and got.to_list() == [2, None, 4]
@@ -307,3 +307,33 @@ def test_cli_parse_prints_no_blank_line_around_an_error(capsys):
     out, _ = capsys.readouterr()
     assert out.startswith("3 * int8\n") and "\n\nN * float64\n" in out
     assert not out.endswith("\n\n")
+
+
+# --- notebook display ---------------------------------------------------------------------------
+
+def test_array_html_shows_type_shape_rows_and_missing_values():
+    import re
+
+    values = np.arange(40.0).reshape(20, 2)
+    text = lazyk.array(values)._repr_html_()
+    assert "type <code>20 * 2 * float64</code>, shape <code>(20, 2)</code>" in text
+    shown = re.findall(r'<th style="text-align:right">(\d+)</th>.*?<code>\[(.*?)\]</code>', text)
+    assert [int(i) for i, _ in shown] == [0, 1, 2, 3, 4, 15, 16, 17, 18, 19]
+    for i, row in shown:  # the rows shown are NumPy's rows
+        assert [float(v) for v in row.split(", ")] == values[int(i)].tolist()
+    assert "... 10 more rows ..." in text
+    ragged = lazyk.array([[1.5, None, 3.0], None, []], type="3 * ?var * ?float64")._repr_html_()
+    assert "shape <code>(3, var)</code>" in ragged
+    missing = '<i style="color:#888">missing</i>'
+    assert f"<code>[1.5, {missing}, 3.0]</code>" in ragged  # a missing value
+    assert f"<code>{missing}</code>" in ragged and "<code>[]</code>" in ragged  # a missing row
+    assert "&lt;b&gt;" in lazyk.array(["<b>"])._repr_html_()  # text is escaped
+    assert f"<code>{missing}</code>" in lazyk.array([None], type="1 * ?int8")[0]._repr_html_()
+
+
+def test_expression_html_shows_short_form_and_type_without_computing():
+    x = lazyk.placeholder("x", "N * float64")  # no data: computing it would raise
+    text = (lazyk.sqrt(x) < 2)._repr_html_()
+    assert "<code>sqrt(x) &lt; 2.0</code>" in text and "type <code>N * bool</code>" in text
+    rows = lazyk.array([[1, None], [3]]) + 1
+    assert "type <code>2 * var * ?int64</code>" in rows._repr_html_()
