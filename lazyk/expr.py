@@ -220,7 +220,8 @@ class Expr(Operators):
         first, then index the result."""
         entries = _new_axis_key(key, self.ndim)
         if entries is None:
-            raise TypeError(f"a lazy expression cannot be indexed by [{_key_text(key)}]: "
+            raise TypeError(f"a lazy expression ({summary(self)}) cannot be indexed by "
+                            f"[{_key_text(key)}]: "
                             "only new axes and whole dims work (e[:, None], e[None], "
                             "e[..., None], e[:]); evaluate it first, e.g. "
                             f"expr.eval()[{_key_text(key)}] (a view of the result), or "

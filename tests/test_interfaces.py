@@ -91,6 +91,17 @@ def test_compiled_constants_pickle_with_their_values():
     assert r.signature == "(s: int64) -> 2 * var * int64" and r(3).to_list() == [[3, 6], [9]]
 
 
+def test_a_compiled_constant_reaches_dask_blocks():
+    da = pytest.importorskip("dask.array")
+    import lazyk.dask  # noqa: F401  (runs compiled calls on Dask arrays)
+
+    x = lazyk.placeholder("x", "N * float64")
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    k = lazyk.compile(x * w + 1)
+    got = k(da.from_array(np.arange(4.0), chunks=2))
+    np.testing.assert_array_equal(got.compute(), np.arange(4.0) * w + 1)
+
+
 def test_bind_takes_only_the_parameters():
     x = lazyk.placeholder("x", "N * float64")
     w = np.array([1.0, 2.0, 3.0])
@@ -219,6 +230,9 @@ def test_short_form_names_an_expression_in_one_line():
     assert summary(a - (b - 1) / a ** 2) == "Expr(a - (b - 1.0) / a ** 2.0, type='N * float64')"
     assert summary(lazyk.where(a > 0, a, -a).sum()) == \
         "Expr(sum(where(a > 0.0, a, -a)), type='float64')"
+    with pytest.raises(TypeError, match=r"a lazy expression \(Expr\(sin\(a\) \* 2\.0, "
+                                        r"type='N \* float64'\)\) cannot be indexed by \[0\]"):
+        (lazyk.sin(a) * 2)[0]
     x = a
     for _ in range(64):  # 2**64 leaves as a tree: the short form stays short
         x = x + x
