@@ -134,11 +134,12 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
     row = FUNCTIONS.get(func)
     if row is None:
         raise NotSupportedError(_refusal(where, args + tuple(kwargs.values())))
+    signature = _signature(func)
     try:
-        given = dict(inspect.signature(func).bind(*args, **kwargs).arguments)
+        given = dict(signature.bind(*args, **kwargs).arguments)
     except TypeError as err:
         raise TypeError(f"{where}(): {err}") from None
-    for name, p in inspect.signature(func).parameters.items():
+    for name, p in signature.parameters.items():
         if p.kind is p.VAR_KEYWORD:  # `np.clip(..., **kwargs)`: the ufunc keywords
             given.update(given.pop(name, {}))
     for alias, name in row.aliases.items():
@@ -158,6 +159,9 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
     if out is None:
         return result
     return hooks.evaluate(result, out=out, casting=row.casting)
+
+
+_signature = functools.lru_cache(maxsize=None)(inspect.signature)  # the table's functions
 
 
 def _foreign(x: Any, protocol: str) -> bool:
