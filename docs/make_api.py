@@ -51,6 +51,8 @@ EXAMPLES = {
     "to_awkward": "lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()",
     "Expr": "e = lazyk.array(np.arange(3.0)) * 2 + 1\n(e.type, e.eval())",
     "placeholder": "x = lazyk.placeholder('x', 'N * float64')\n(x + 1).type",
+    "explain": "e = lazyk.sin(lazyk.placeholder('x', 'N * float64')) * 2\n"
+               "lazyk.explain(e).splitlines()[:4]  # the same text as e.explain()",
     "evaluate": "a, b = np.arange(3.0), np.ones(3)\nlazyk.evaluate('2*a + where(b > 0, b, 0)')",
     "stats": "# counts of compiles, in-memory hits, disk-cache loads\nsorted(lazyk.stats())",
     "threads": "with lazyk.threads(1):\n    n = lazyk.get_num_threads()\nn",

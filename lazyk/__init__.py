@@ -49,6 +49,7 @@ from lazyk.errors import (
     TypeParseError,
     UnsupportedOperandError,
 )
+from lazyk.frontend import numpy_api as _numpy_api
 from lazyk.frontend.expr import (
     Expr,
     abs,
@@ -174,7 +175,8 @@ from lazyk.version import __version__
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
                from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows,
-               evaluate_many=_many.evaluate_many)
+               evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
+               array_function=_numpy_api.array_function)
 
 
 def _call_on_dask(k, inputs, out):
@@ -186,6 +188,10 @@ def _call_on_dask(k, inputs, out):
 
 
 _compiled.install_dask(_call_on_dask)
+
+# `lazyk.explain(e)` is `e.explain()`: the function, not the module of the same name (which
+# stays importable as `lazyk.explain` through sys.modules, e.g. `from lazyk.explain import x`).
+explain = _explain.explanation
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.
@@ -251,6 +257,7 @@ __all__ = [
     "equal",
     "evaluate",
     "exp",
+    "explain",
     "expm1",
     "fill_none",
     "firsts",

@@ -22,14 +22,18 @@ from lazyk.types.parse import describe
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    status = 0
+    status, shown = 0, 0
     for text in args.types:
         try:
-            print(describe(text))
+            described = describe(text)
         except TypeParseError as err:
             print(f"error: {err}", file=sys.stderr)
             status = 1
-        print()
+            continue
+        if shown:
+            print()  # a blank line between two descriptions, never around an error
+        print(described)
+        shown += 1
     return status
 
 

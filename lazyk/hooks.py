@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows", "evaluate_many")
+         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function")
 _services: dict[str, Callable] = {}
 
 
@@ -75,3 +75,13 @@ def var_rows(arr: Any) -> tuple:
     """An `N * ?n * T` array read as `?var` rows of n elements, and {dim: n}
     (`lazyk.runtime.nest_run.var_rows`)."""
     return _service("var_rows")(arr)
+
+
+def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """NumPy's `__array_ufunc__` on lazyk values (`lazyk.frontend.numpy_api.array_ufunc`)."""
+    return _service("array_ufunc")(ufunc, method, inputs, kwargs)
+
+
+def array_function(func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
+    """NumPy's `__array_function__` on expressions (`lazyk.frontend.numpy_api.array_function`)."""
+    return _service("array_function")(func, types, args, kwargs)

@@ -28,7 +28,9 @@ def test_bench_smoke(tmp_path, capsys) -> None:
             assert r["gbps"] > 0 and r["seconds"] > 0
     assert not any(r["mode"] == "out" and r["case"] == "E10" for r in rows)  # no out= for reductions
     assert set(res["bandwidth"]) == {"copy", "triad", "read", "read2"}
-    assert "## n = 1,000" in md and "| E9 |" in md
+    assert "## n = 1,000" in md and "| E9 | `x[::2] + y[::2]` |" in md
+    assert all(isinstance(r["in_cache"], bool) for r in rows if "seconds" in r)
+    assert [c["case"] for c in res["chart"]["panels"][0]["cells"]] == ["E1", "E9", "E10"]
     assert res["once"]["import_ms"] > 0
     assert "[" in capsys.readouterr().out  # per-line progress
     # Each lazyk spelling is its own row, checked against NumPy like every other row.
@@ -39,7 +41,7 @@ def test_bench_smoke(tmp_path, capsys) -> None:
         assert {r["case"] for r in got} == {"E1", "E9", "E10"}
         assert all(r["correct"] and r["seconds"] > 0 for r in got), got
     assert "## lazyk spellings, and numexpr.evaluate against lazyk.evaluate" in md
-    assert "| 1e+03 | E9 |" in md.split("## lazyk spellings")[1]
+    assert "| 1e+03 | E9 `x[::2] + y[::2]` |" in md.split("## lazyk spellings")[1]
     overhead = res["once"]["call_overhead_us"]
     assert overhead["lazyk evaluate('a + b')"] > 0 and overhead["lazyk (a + b).eval()"] > 0
 
@@ -80,3 +82,72 @@ def test_lazyk_spellings_match_numpy() -> None:
         if out is not None:
             assert suite.lazyk_evaluate_fn(case, data, out)() is out
             np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def _result(llc_mb=32.0) -> dict:
+    """A small results dict as `lazyk bench` writes it: two cases at two sizes, each with
+    NumPy, two peer rows and two lazyk rows (times in seconds)."""
+    times = {"numpy": 4.0, "numexpr 2t": 2.0, "numba par": 1.0, "lazyk 2t": 0.5,
+             "lazyk 2t out=": 0.8, "lazyk evaluate 2t": 0.1}
+    family = {"numpy": "numpy", "numexpr 2t": "numexpr", "numba par": "numba"}
+    rows = []
+    for n in (1000, 10_000_000):
+        for case, expr in (("E1", "a + b"), ("E7", "where(a > b, a - b, b - a)")):
+            for tool, t in times.items():
+                spelling = "evaluate" if "evaluate" in tool else "compiled"
+                rows.append({"n": n, "case": case, "expr": expr, "tool": tool,
+                             "family": family.get(tool, "lazyk"), "threads": 2,
+                             "mode": "out" if "out=" in tool else "fresh",
+                             "spelling": spelling, "correct": True, "seconds": t * n * 1e-9})
+    traffic = {"E1": lambda n: 24 * n, "E7": lambda n: 24 * n}
+    cases = [type("Case", (), {"id": c, "traffic": traffic[c], "reduce": False})
+             for c in ("E1", "E7")]
+    bw = {"triad": {"gbps": 10.0}, "read": {"gbps": 10.0}}
+    bench._annotate(rows, cases, bw, llc_mb)
+    meta = {"date": "today", "processor": "cpu", "cores": 2, "python": "3", "numpy": "2",
+            "versions": {}, "samples": 5, "notes": [], "sizes": [1000, 10_000_000],
+            "llc_mb": llc_mb}
+    bandwidth = {k: {"gbps": 10.0, "tool": "numpy"} for k in ("copy", "triad", "read", "read2")}
+    return {"meta": meta, "bandwidth": bandwidth, "rows": rows,
+            "once": {"import_ms": 1.0, "call_overhead_us": {}}}
+
+
+def test_chart_series_are_numpy_the_best_peer_and_lazyk() -> None:
+    from lazyk.benchreport import chart_series
+
+    data = chart_series(_result())
+    assert len(data["series"]) == 3 and data["series"][0] == "NumPy (= 1)"
+    small, large = data["panels"]
+    assert small["n"] == 1000 and large["n"] == 10_000_000
+    for panel in data["panels"]:
+        e7 = panel["cells"][1]
+        assert e7["case"] == "E7" and e7["expr"] == "where(a > b, a - b, b - a)"
+        # the fastest peer row (not NumPy), the fastest compiled lazyk row (not evaluate)
+        assert e7["best_peer"] == "numba par" and e7["best_peer_x"] == pytest.approx(4.0)
+        assert e7["lazyk"] == "lazyk 2t" and e7["lazyk_x"] == pytest.approx(8.0)
+    # 24 KB fit in a 32 MB cache, 240 MB do not
+    assert [c["in_cache"] for c in small["cells"]] == [True, True]
+    assert [c["in_cache"] for c in large["cells"]] == [False, False]
+    unknown = chart_series(_result(llc_mb=None))
+    assert not any(c["in_cache"] for p in unknown["panels"] for c in p["cells"])
+
+
+def test_report_names_the_expressions_and_marks_cells_in_cache() -> None:
+    from lazyk.benchreport import markdown
+
+    md = markdown(_result())
+    assert "| E7 | `where(a > b, a - b, b - a)` |" in md  # the cases table
+    assert "| 1e+03 | E1 `a + b` |" in md and "| 1e+07 | E1 `a + b` |" in md
+    small = md.split("## n = 1,000\n")[1].split("## n = 10,000,000")[0]
+    large = md.split("## n = 10,000,000\n")[1]
+    assert small.count("(in cache)") == 12 and "(in cache)" not in large.split("##")[0]
+    assert "`(in cache)`: the bytes one call moves fit in the last-level cache (32 MB" in md
+
+
+def test_chart_draws_when_matplotlib_is_installed(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from lazyk.benchreport import chart
+
+    path = tmp_path / "results.png"
+    assert chart(_result(), path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000

@@ -125,12 +125,14 @@ def test_compile_placeholders_signature_and_calls():
         k(np.ones(3))
 
 
-def test_compile_concrete_leaves_in_order_of_appearance():
+def test_compile_concrete_leaves_are_constants():
     x, y = np.arange(3.0), np.arange(3, dtype=np.float32)
     a = lazyk.placeholder("a", "3 * float32")
     k = lazyk.compile(E.as_expr(x) * a + y)
-    assert k.signature == "(_0: 3 * float64, a: 3 * float32, _1: 3 * float32) -> 3 * float64"
-    np.testing.assert_array_equal(k(x, y, y), x * y + y)
+    assert k.signature == "(a: 3 * float32) -> 3 * float64"
+    assert [v is x or v is y for v in k.constants.values()] == [True, True]
+    z = np.float32([5, 6, 7])
+    np.testing.assert_array_equal(k(z), x * z + y)
 
 
 def test_compile_reduction_and_keepdims():

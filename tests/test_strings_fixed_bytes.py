@@ -90,7 +90,9 @@ def test_fixed_bytes_by_hand():
     # compiled: fixed_bytes arrays fill bytes parameters, leaves compile as bytes
     b = lazyk.placeholder("b", "N * var * bytes")
     assert lazyk.compile(b == b"ab")(r).to_list() == [[True, False, False], [], [False]]
-    assert lazyk.compile(a == b"ab")(a).tolist() == [True, False, False, False]
+    assert lazyk.compile(b == b"ab")(a[:, None]).to_list() == [[True], [False], [False],
+                                                                 [False]]
+    assert lazyk.compile(a == b"ab")().tolist() == [True, False, False, False]  # a constant
 
 
 def test_fixed_bytes_empty():

@@ -7,6 +7,7 @@ through their arrmeta (docs/layout.md).
 """
 from __future__ import annotations
 
+import html
 import numbers
 from typing import Any
 
@@ -237,6 +238,11 @@ class Array(Operators):
 
     def __repr__(self) -> str:
         return f"array({_format(self)}, type={str(self.type)!r})"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: type, shape and the first and last rows (missing values
+        shown as missing)."""
+        return html_view(self)
 
     def __iter__(self):
         if not self.ndim:
@@ -473,6 +479,52 @@ def _copy_index(a: Array, items: tuple) -> Array:
     for n in names:
         out = out[n]
     return out
+
+
+HTML_ROWS = 10  # a notebook shows this many rows: the first and the last half of them
+_MISSING_HTML = '<i style="color:#888">missing</i>'
+
+
+def html_view(a: Array) -> str:
+    """`_repr_html_` of an array: a header (type, shape) and a table of its first and last
+    rows, each abbreviated like `repr`; only the rows shown are read."""
+    shape = "(" + ", ".join("var" if n is None else str(n) for n in a.shape) + \
+        ("," if len(a.shape) == 1 else "") + ")"
+    head = (f"<b>lazyk.Array</b> type <code>{html.escape(str(a.type))}</code>, shape "
+            f"<code>{shape}</code>")
+    if not a.ndim:
+        return f"<div>{head}<br><code>{_html_value(a.to_list())}</code></div>"
+    n = len(a)
+    half = HTML_ROWS // 2
+    index = list(range(n)) if n <= HTML_ROWS else \
+        list(range(half)) + [None] + list(range(n - half, n))
+    rows = []
+    for i in index:
+        if i is None:
+            rows.append(f'<tr><th></th><td>... {n - 2 * half:,} more rows ...</td></tr>')
+            continue
+        value = _html_value(a[i].to_list())
+        rows.append(f'<tr><th style="text-align:right">{i}</th>'
+                    f'<td style="text-align:left"><code>{value}</code></td></tr>')
+    return f"<div>{head}<table>{''.join(rows)}</table></div>"
+
+
+def _html_value(v: Any, depth: int = 0) -> str:
+    """A value as HTML: lists abbreviated (first and last 3 past 6), None as missing."""
+    if v is None:
+        return _MISSING_HTML
+    if isinstance(v, list):
+        if depth > 2 and v:
+            return "[...]"
+        items = v[:3] + [...] + v[-3:] if len(v) > 6 else v
+        return "[" + ", ".join("..." if x is ... else _html_value(x, depth + 1)
+                               for x in items) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{html.escape(str(k))}: {_html_value(x, depth + 1)}"
+                               for k, x in v.items()) + "}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_html_value(x, depth + 1) for x in v) + ")"
+    return html.escape(repr(v))
 
 
 def _format(a: Array) -> str:
@@ -731,7 +783,11 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
         return Array._wrap(data)
     _check_row_count(t, levels, nested)
     iters = [iter(x) for x in levels]
-    result = template(t, value, iters, 0)
+    try:
+        result = template(t, value, iters, 0)
+    except MemoryError:
+        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
+                          f"{_values_bytes(t, levels):,} bytes") from None
     for k, (it, given) in enumerate(zip(iters, levels)):
         left = sum(1 for _ in it)
         if left:
@@ -741,7 +797,25 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
             raise ArrayConstructionError(
                 f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
                 f"{len(given)} lengths given)")
-    return array(result, t)
+    try:
+        return array(result, t)
+    except MemoryError:
+        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
+                          f"{_values_bytes(t, levels):,} bytes") from None
+
+
+def _values_bytes(t: T.Type, levels: list) -> int:
+    """The bytes of the values of an array of `t` with var rows of the lengths `levels`
+    (offsets and masks not counted)."""
+    count, k = 1, 0
+    while isinstance(t, (T.FixedDim, T.VarDim, T.Option)):
+        if isinstance(t, T.FixedDim):
+            count *= t.size
+        elif isinstance(t, T.VarDim):
+            given = levels[k] if k < len(levels) else []
+            count, k = sum(n for n in given[:count] if n is not None), k + 1
+        t = t.elem
+    return count * t.itemsize
 
 
 def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:

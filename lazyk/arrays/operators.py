@@ -239,6 +239,7 @@ class Operators:
         return expr.conj(self)
 
     def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
-        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph."""
-        expr = front_end()
-        return expr.apply_ufunc(ufunc, method, inputs, kwargs)
+        """Keep NumPy ufuncs on lazy values lazy: `np.sin(x) * y` builds one graph (a ufunc
+        lazyk lacks raises NotSupportedError naming it)."""
+        front_end()  # RuntimeError when none is registered, as for the operators
+        return hooks.array_ufunc(ufunc, method, inputs, kwargs)

@@ -24,7 +24,15 @@ import numpy as np
 
 import lazyk
 from lazyk.bench import dask_suite
-from lazyk.bench.report import BANDWIDTH_N, PEERS, chart, fmt_time, markdown, short
+from lazyk.bench.report import (
+    BANDWIDTH_N,
+    PEERS,
+    chart,
+    chart_series,
+    fmt_time,
+    markdown,
+    short,
+)
 from lazyk.errors import DeviceError
 from lazyk.frontend.expr import as_expr
 
@@ -366,7 +374,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     suite = load_suite(suite_path)
     suite_path = suite_path or suite.__file__
     sizes = tuple(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
-    samples = 3 if args.quick else 7
+    # Medians of 5 (quick) or 9 batches: one batch slowed by another process on a shared
+    # machine moves no ratio and stretches no axis of the chart.
+    samples = 5 if args.quick else 9
     target = 0.003 if args.quick else 0.01
     ncores = os.cpu_count() or 1
     tools, notes = make_tools(ncores)
@@ -441,7 +451,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for kind, v in bandwidth(tools, samples, target, args.bandwidth_n).items():
         if v["gbps"] > bw[kind]["gbps"]:
             bw[kind] = v
-    _annotate(rows, cases, bw)
+    _annotate(rows, cases, bw, meta["llc_mb"])
     numba_compile = {f"{k[2]}{' par' if k[3] else ''}{'' if k[4] else ' out'}": v * 1e3
                      for k, v in compiled.items() if k[0] == "compile_s"}
     print("one-off costs:", flush=True)
@@ -471,8 +481,9 @@ def _progress(k: int, total: int, row: dict, case, bw: dict) -> None:
     print(f"[{k:4d}/{total}] n={row['n']:<9,d} {row['case']:4s} {row['tool']:18s} {msg}", flush=True)
 
 
-def _annotate(rows: list[dict], cases, bw: dict) -> None:
-    """Add GB/s, fraction of the machine limit, and ratios to NumPy and to the best peer."""
+def _annotate(rows: list[dict], cases, bw: dict, llc_mb: float | None = None) -> None:
+    """Add GB/s, fraction of the machine limit, ratios to NumPy and to the best peer, and
+    whether the bytes a call moves fit in the last-level cache (`llc_mb`; None: unknown)."""
     traffic = {c.id: c.traffic for c in cases}
     reduce = {c.id: c.reduce for c in cases}
     by = {}
@@ -488,6 +499,7 @@ def _annotate(rows: list[dict], cases, bw: dict) -> None:
             limit = bw["read" if reduce[cid] else "triad"]["gbps"]
             r["gbps"] = traffic[cid](n) / r["seconds"] / 1e9
             r["frac_limit"] = r["gbps"] / limit
+            r["in_cache"] = llc_mb is not None and traffic[cid](n) <= llc_mb * 1e6
             r["vs_numpy"] = numpy_t / r["seconds"] if numpy_t else None
             # Fresh rows compare with fresh peers; out= rows with every peer row.
             pool = [p for p in peers if r["mode"] == "out" or p["mode"] == "fresh"]
@@ -534,7 +546,7 @@ def _llc_mb() -> float | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `lazyk bench` options."""
-    p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (under a minute)")
+    p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (about a minute)")
     p.add_argument("--sizes", type=lambda s: int(float(s)), nargs="+", metavar="N", help="element counts")
     p.add_argument("--cases", nargs="+", metavar="E", help="only these cases (E1 ... E10)")
     p.add_argument("--out", default="bench-results", help="directory for JSON, Markdown and PNG")
@@ -566,6 +578,7 @@ def command(args: argparse.Namespace) -> int:
     res["meta"]["wall_seconds"] = time.perf_counter() - t0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    res["chart"] = chart_series(res)  # what the chart shows; every row is in res["rows"]
     (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
     (out / "results.md").write_text(markdown(res))
     drew = chart(res, out / "results.png")

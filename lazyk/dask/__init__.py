@@ -188,8 +188,15 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
                                  f"got {type_text(x.shape, np.dtype(x.dtype))}")
         arrays[name] = x
     k._check_shapes([arrays[name].shape for name in k.params])
+    for name in k.constants:  # captured arrays: one chunk each
+        view = leaf_data(k.expr.env[name])
+        if not isinstance(view, np.ndarray) or view.dtype.kind not in "biufc":
+            raise NotSupportedError("Dask inputs to a compiled expression that captured a "
+                                    "var / option or string array: make it a parameter "
+                                    "(lazyk.placeholder) and pass it as a Dask array")
+        arrays[name] = da.from_array(view, chunks=-1)
     # The same graph with the actual sizes: each input becomes a leaf holding its array.
-    sizes = {name: tuple(arrays[name].shape) for name in k.params}
+    sizes = {name: tuple(arrays[name].shape) for name in arrays}
 
     def concrete(node: Node, srcs: tuple) -> Node:
         if node.op == "input":

@@ -8,6 +8,7 @@ exactly its loop dtypes; the kernels then never guess about promotion. Computing
 from __future__ import annotations
 
 import builtins
+import html
 import itertools
 import sys
 import weakref
@@ -67,8 +68,6 @@ COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_e
 ALIASES = {"divide": "true_divide", "mod": "remainder", "abs": "absolute",
            "conjugate": "conj", "bitwise_not": "invert", "pow": "power"}
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
-_ufunc_reduce = {"add": "sum", "multiply": "prod", "minimum": "min", "maximum": "max",
-                 "logical_or": "any", "logical_and": "all"}
 _counter = itertools.count()
 _STRING_TYPES = (dshape("string"), dshape("?string"), dshape("bytes"), dshape("?bytes"))
 
@@ -116,10 +115,35 @@ class Expr(Operators):
     def __repr__(self) -> str:
         return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the short form and the type; nothing is computed."""
+        return (f"<div><b>lazyk.Expr</b> <code>{html.escape(infix(self.node))}</code><br>"
+                f"type <code>{html.escape(str(self.type))}</code> (lazy: <code>.eval()</code>"
+                " computes it, <code>.explain()</code> shows how)</div>")
+
     def __len__(self) -> int:
         if not self.shape or not isinstance(self.shape[0], int):
-            raise TypeError("len() of a 0-d or symbolic expression")
+            raise TypeError(f"len() of a 0-d or symbolic expression ({summary(self)})")
         return self.shape[0]
+
+    def __iter__(self):
+        """Compute the expression, then iterate the result as NumPy does: the elements of
+        a 1-d result, the rows of a deeper one (NumPy scalars and arrays; lazyk arrays
+        where var dims or missing values have no NumPy form)."""
+        if not self.ndim:
+            raise TypeError(f"iteration over a 0-d expression ({summary(self)})")
+        out = hooks.evaluate(self)
+        if isinstance(out, Array):
+            text = text_numpy(out)  # fixed strings / bytes: a NumPy `U` / `S` array
+            if text is not None:
+                return iter(text)
+            try:
+                out = out.to_numpy()
+            except NotSupportedError:  # var dims / missing values: lazyk rows
+                return iter(out)
+        elif not isinstance(out, np.ndarray):
+            out = np.asarray(out.to("cpu"))  # a device array
+        return iter(out)
 
     # --- forcing ---
     def eval(self, out: Any = None, casting: str = "same_kind"):
@@ -172,6 +196,12 @@ class Expr(Operators):
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype)
 
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions stay lazy where lazyk has them (`np.sum`, `np.where`, `np.clip`,
+        ...; `lazyk.frontend.numpy_api.FUNCTIONS`); the others raise NotSupportedError naming the
+        function instead of computing behind your back (`np.asarray(e)` computes)."""
+        return hooks.array_function(func, types, args, kwargs)
+
     def __bool__(self) -> bool:
         out = hooks.evaluate(self)  # a 0-d `?bool` result is a lazyk Array: its own rule
         return bool(out if isinstance(out, (Array, np.ndarray)) else np.asarray(out.to("cpu")))
@@ -187,7 +217,8 @@ class Expr(Operators):
         first, then index the result."""
         entries = _new_axis_key(key, self.ndim)
         if entries is None:
-            raise TypeError(f"a lazy expression cannot be indexed by [{_key_text(key)}]: "
+            raise TypeError(f"a lazy expression ({summary(self)}) cannot be indexed by "
+                            f"[{_key_text(key)}]: "
                             "only new axes and whole dims work (e[:, None], e[None], "
                             "e[..., None], e[:]); evaluate it first, e.g. "
                             f"expr.eval()[{_key_text(key)}] (a view of the result), or "
@@ -211,6 +242,61 @@ class Expr(Operators):
     def compile(self):
         """Compile once for every input of the same types (`lazyk.compile`)."""
         return hooks.compile(self)
+
+
+def summary(e: Expr, limit: int = 80) -> str:
+    """A one-line name for `e` in messages, about `limit` characters long:
+    `Expr(sin(a) * 2 + 1, type='N * float64')` (the text cut short with `...`)."""
+    tail = f", type={str(e.type)!r})"
+    return f"Expr({infix(e.node, builtins.max(20, limit - len(tail) - 5))}{tail}"
+
+
+# Python's operator precedence (higher binds tighter), so `infix` writes only the parentheses
+# that Python needs.
+_PRECEDENCE = {"|": 4, "^": 5, "&": 6, "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9,
+               "//": 9, "%": 9, "**": 11}
+_PREFIX = {"negative": "-", "invert": "~"}
+
+
+def infix(root: Node, limit: int = 60) -> str:
+    """The graph under `root` as one line of Python-like text (`sin(a) * 2 + 1`), cut to
+    `limit` characters; arrays by their input names (as `dump` and `explain` show them)."""
+    memo: dict = {}
+    for node in _toposort(root):
+        parts = [memo[id(s)] for s in node.srcs]
+        sym = SYMBOLS.get(node.op)
+        if node.op == "input":
+            text, prec = str(node.arg), 12
+        elif node.op in ("const", "scalar"):
+            text = repr(node.arg)
+            prec = 10 if text.startswith("-") else 12
+        elif node.op == "astype":  # casts come from promotion: the value reads the same
+            text, prec = parts[0]
+        elif sym in _PRECEDENCE:
+            p = _PRECEDENCE[sym]
+            (left, lp), (right, rp) = parts
+            right_assoc = sym == "**"
+            left = f"({left})" if lp < p or (right_assoc and lp == p) else left
+            right = f"({right})" if rp < p or (not right_assoc and rp == p) else right
+            text, prec = f"{left} {sym} {right}", p
+        elif sym is not None:  # a comparison
+            (left, lp), (right, rp) = parts
+            text = f"{f'({left})' if lp <= 3 else left} {sym} {f'({right})' if rp <= 3 else right}"
+            prec = 3
+        elif node.op in _PREFIX:
+            inner, ip = parts[0]
+            text, prec = _PREFIX[node.op] + (f"({inner})" if ip < 10 else inner), 10
+        elif node.op == REDUCE_OP:
+            axes = tuple(node.arg[1])
+            every = len(axes) == node.srcs[0].ndim
+            axis = "" if every else f", axis={axes[0] if len(axes) == 1 else axes}"
+            text, prec = f"{node.arg[0]}({parts[0][0]}{axis})", 12
+        else:
+            text, prec = f"{node.op}({', '.join(t for t, _ in parts)})", 12
+        # each text is kept a little past the limit, so a shared subgraph costs no more
+        memo[id(node)] = (text if len(text) <= limit else text[:limit + 1], prec)
+    text = memo[id(root)][0]
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + " ..."
 
 
 def _key_text(key: Any) -> str:
@@ -1137,39 +1223,6 @@ def _make_reduction(op: str):
 
 for _name in REDUCTIONS:
     globals()[_name] = _make_reduction(_name)
-
-
-# --- NumPy protocol -------------------------------------------------------------------------
-
-def apply_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
-    """`__array_ufunc__` body: a lazy node, or NotImplemented for what we cannot keep lazy."""
-    name = ALIASES.get(ufunc.__name__, ufunc.__name__)
-    out = kwargs.pop("out", None)
-    if method == "__call__" and name == "square" and len(inputs) == 1:
-        name, inputs = "multiply", inputs * 2  # x * x, as NumPy's square computes it
-    if method == "__call__" and name in UNARY + BINARY and set(kwargs) <= {"dtype"}:
-        dt = kwargs.get("dtype")
-        if dt is not None and name not in COMPARISONS:  # NumPy's loop of that dtype
-            inputs = tuple(x if isinstance(x, (int, float, complex)) else astype(x, dt)
-                           for x in inputs)
-        elif dt is not None:
-            return NotImplemented
-        result = apply(name, *inputs)
-    elif method == "reduce" and name in _ufunc_reduce and len(inputs) == 1:
-        axis = kwargs.pop("axis", 0)
-        keep = kwargs.pop("keepdims", False)
-        dt = kwargs.pop("dtype", None)
-        if kwargs:
-            return NotImplemented
-        result = reduce(_ufunc_reduce[name], inputs[0], axis=axis, keepdims=keep, dtype=dt)
-    else:
-        return NotImplemented
-    if out is not None:
-        target = out[0] if isinstance(out, tuple) else out
-        # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
-        return hooks.evaluate(result, out=target,
-                        casting="unsafe" if method == "reduce" else "same_kind")
-    return result
 
 
 # Arrays and devices build expressions through this module (their operator mixin).

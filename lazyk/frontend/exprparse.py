@@ -13,6 +13,7 @@ from typing import Any
 import lark
 from lark import Token
 
+from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import ExprParseError, NotSupportedError, TypeParseError
 from lazyk.frontend import expr as lx
 
@@ -346,6 +347,8 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
             else:
                 raise ExprParseError(f"name {node.name!r} is not defined", text, node.line,
                                      node.column)
+            if isinstance(value, (list, tuple)):  # as numexpr takes them: read as an array
+                value = lazyk_array(value)  # (lazyk reads None as a missing value, `?T`)
             values.append(value)  # a str or bytes is a string constant, as a literal
         else:
             n = len(node.args) + len(node.kwargs)

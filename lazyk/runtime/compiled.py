@@ -91,6 +91,9 @@ class CompiledExpr:
 
     Planning (passes, fusion, kernel specs) happens once here; a call checks the
     inputs against the parameter types, binds shapes/strides and launches the kernels.
+    `params` names the parameters (the placeholders) in call order; `constants` holds the
+    arrays the expression captured, by input name: every call reads them (no copy is
+    made, so an in-place change of one shows in later calls).
     """
 
     def __new__(cls, expr: Expr):
@@ -104,27 +107,22 @@ class CompiledExpr:
     def __init__(self, expr: Expr):
         self.expr = expr
         self.program = plan(expr.node)
-        # Parameters in order of first appearance in the graph the user wrote.
-        self.params = tuple(dict.fromkeys(_leaf_order(expr.node)))
+        self._capture(expr)
         self._types = []
         self._symbols: list[tuple[int, int, str]] = []
-        shown = []
-        k = 0
-        for i, name in enumerate(self.params):
+        for i, name in enumerate(self._slots):
             v = leaf_data(expr.env[name])
             shape, dtype = (v.shape, v.dtype)
             if not isinstance(v, Placeholder):
                 dtype = dtype.newbyteorder("=")
-                label = f"_{k}"
-                k += 1
-            else:
-                label = name
             self._types.append((shape, dtype))
             for ax, d in enumerate(shape):
                 if isinstance(d, str):
                     self._symbols.append((i, ax, d))
-            shown.append((label, type_text(shape, dtype)))
-        self.labels = tuple(label for label, _ in shown)
+        shown = [(name, type_text(*t)) for name, t in zip(self.params, self._types)]
+        self.labels = self.params
+        self._names = self.params + tuple(f"captured array {k}"
+                                          for k in range(len(self.constants)))
         self.signature = signature_text(shown, expr.node.type_text())
         self._setup_fast()
         self._setup_power_check()
@@ -152,56 +150,77 @@ class CompiledExpr:
         if negative:
             raise ValueError(NEGATIVE_INT_POWER)
 
+    def _capture(self, expr: Expr) -> None:
+        """Parameters (placeholders, by name) and constants (the arrays the expression
+        captured), each in order of first appearance in the graph the user wrote."""
+        names = tuple(dict.fromkeys(_leaf_order(expr.node)))
+        self.params = tuple(n for n in names if _is_parameter(expr.env[n]))
+        captured = tuple(n for n in names if not _is_parameter(expr.env[n]))
+        # Calls run over the parameters, then the constants: `_slots` is that order.
+        self._slots = self.params + captured
+        self.constants = {n: _constant_value(expr.env[n]) for n in captured}
+        self._captured = tuple(_constant_input(expr.env[n]) for n in captured)
+
+    def _with_constants(self, inputs: tuple) -> tuple:
+        """The call's inputs followed by the constants (bound once, at compile time)."""
+        if len(inputs) != len(self.params):
+            raise TypeError(f"expected {len(self.params)} input{'s' * (len(self.params) != 1)}"
+                            f" {self.signature}, got {len(inputs)} (the arrays the expression "
+                            "captured are constants, not inputs)")
+        return tuple(inputs) + self._captured
+
     def __repr__(self) -> str:
         return f"<lazyk.CompiledExpr {self.signature}>"
 
     # --- pickling and Dask tokens: the graph and parameter types, no machine code ---
     def _state(self) -> tuple:
-        """(nodes, leaves): the graph in topological order with data leaves renamed `$k`
-        and every parameter's (name, shape, dtype, is_placeholder). Small and picklable."""
+        """(nodes, leaves, constants): the graph in topological order with the captured
+        arrays renamed `$k`, every parameter's (name, shape, dtype, True) and every
+        constant's (`$k`, its array). Small (but for the constants' data) and picklable."""
         state = self.__dict__.get("_state_cache")
         if state is None:
-            kept = {name for name in self.params
-                    if isinstance(leaf_data(self.expr.env[name]), Placeholder)}
-            rename = {name: (name if name in kept else f"${k}")
-                      for k, name in enumerate(self.params)}
+            rename = {name: name for name in self.params}
+            rename.update({name: f"${k}" for k, name in enumerate(self.constants)})
             order = toposort(self.expr.node)
             index = {id(n): k for k, n in enumerate(order)}
             nodes = tuple((n.op, dtype_text(n.dtype), n.shape, tuple(index[id(x)] for x in n.srcs),
                            rename[n.arg] if n.op == "input" else n.arg) for n in order)
-            leaves = tuple((rename[name], t[0], dtype_text(t[1]), name in kept)
+            leaves = tuple((name, t[0], dtype_text(t[1]), True)
                            for name, t in zip(self.params, self._types))
-            state = self._state_cache = (nodes, leaves)
+            consts = tuple((rename[name], v) for name, v in self.constants.items())
+            state = self._state_cache = (nodes, leaves, consts)
         return state
 
     def __reduce__(self):
-        # Pickles as graph + signature (no ctypes); the receiver plans once per process and
-        # its kernels come from the in-memory or on-disk cache.
+        # Pickles as graph + signature + the constants' data (no ctypes); the receiver plans
+        # once per process and its kernels come from the in-memory or on-disk cache.
         return (_restore, self._state())
 
     def __dask_tokenize__(self) -> tuple:
-        """A deterministic token: equal for equal expressions, in every process."""
+        """A deterministic token: equal for equal expressions (and equal constants), in
+        every process."""
         token = self.__dict__.get("_token")
         if token is None:
-            nodes, leaves = self._state()
-            text = repr(([(op, dt, shape, srcs, arg_key(arg))
-                          for op, dt, shape, srcs, arg in nodes], leaves, self.signature))
-            token = self._token = hashlib.sha256(text.encode()).hexdigest()
+            token = self._token = _state_token(self._state(), self.signature)
         return ("lazyk.CompiledExpr", token)
 
     def _bind_inputs(self, inputs: tuple, casting: str = "same_kind",
                      hint: str = "pass casting='unsafe' to convert anyway") -> dict:
-        if len(inputs) != len(self.params):
-            raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
+        if len(inputs) != len(self._slots):
+            raise TypeError(f"expected {len(self._slots)} inputs {self.signature}, got "
                             f"{len(inputs)}")
         data = {}
-        for i, (name, x) in enumerate(zip(self.params, inputs)):
+        for i, (name, x) in enumerate(zip(self._slots, inputs)):
             shape, dtype = self._types[i]
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
                                               is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
+            if a.dtype == object and isinstance(x, (list, tuple)):
+                # None in a list: missing values, named as such (or a value lazyk refuses)
+                x = self._present_input(i, _array(x))
+                a = _as_input(x)
             exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
                 a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
             if exact is not None:
@@ -212,7 +231,7 @@ class CompiledExpr:
                 if casting != "no":  # Python integers that fit: their values exactly
                     a = a.astype(dtype)
             if a.ndim != len(shape):
-                raise TypeMatchError(f"input {self.labels[i]!r}: expected "
+                raise TypeMatchError(f"input {self._names[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got "
                                      f"{type_text(a.shape, a.dtype)}")
             if isinstance(x, (list, tuple)) and not a.size and a.dtype != dtype:
@@ -220,7 +239,7 @@ class CompiledExpr:
             if a.dtype.newbyteorder("=") != dtype:  # either byte order runs as it is
                 a = self._cast_input(i, a, dtype, casting, hint)
             data[name] = a
-        self._check_shapes([data[name].shape for name in self.params])
+        self._check_shapes([data[name].shape for name in self._slots])
         return data
 
     def _present_input(self, i: int, x: Any) -> Any:
@@ -234,21 +253,22 @@ class CompiledExpr:
         raise TypeMatchError(f"input {self.labels[i]!r}: the input ({x.type}) has missing "
                              f"values; the parameter {type_text(shape, dtype)} has none: "
                              f"fill them first, or declare the parameter "
-                             f"?{type_text((), dtype)}: {self.signature}")
+                             f"?{type_text((), dtype)} (lazyk.placeholder({self._names[i]!r}, "
+                             f"{_typed_text(shape, dtype, True)!r})): {self.signature}")
 
     def _cast_input(self, i: int, a: np.ndarray, dtype: np.dtype, casting: str,
                     hint: str = "pass casting='unsafe' to convert anyway") -> np.ndarray:
         """`a` converted to its parameter's dtype if `casting` allows (numexpr's rule)."""
         if is_text(dtype):  # a string parameter: never converted
-            raise TypeMatchError(f"input {self.labels[i]!r}: expected "
+            raise TypeMatchError(f"input {self._names[i]!r}: expected "
                                  f"{type_text(self._types[i][0], dtype)}, got "
                                  f"{type_text(a.shape, a.dtype)}: {self.signature}")
         try:
             check_dtype(a.dtype, "input")
         except UnsupportedOperandError as err:
-            raise UnsupportedOperandError(f"input {self.labels[i]!r}: {err}") from None
+            raise UnsupportedOperandError(f"input {self._names[i]!r}: {err}") from None
         if not np.can_cast(a.dtype, dtype, casting):
-            raise CastingError(f"input {self.labels[i]!r}: cannot cast {a.dtype} to the "
+            raise CastingError(f"input {self._names[i]!r}: cannot cast {a.dtype} to the "
                                f"parameter's {dtype} under casting={casting!r} ({hint}): "
                                f"{self.signature}")
         return a.astype(dtype)
@@ -280,15 +300,15 @@ class CompiledExpr:
         for i, shape in enumerate(shapes):
             for ax, (want, n) in enumerate(zip(self._types[i][0], shape)):
                 if isinstance(want, str):
-                    seen = sizes.setdefault(want, (self.labels[i], ax, n))
+                    seen = sizes.setdefault(want, (self._names[i], ax, n))
                     if seen[2] != n:
                         raise ShapeError(
                             f"dimension {want} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
-                            f"but {n} in {self.labels[i]!r} (axis {ax}); signature "
+                            f"but {n} in {self._names[i]!r} (axis {ax}); signature "
                             f"{self.signature}")
                 elif want != n:
                     raise ShapeError(
-                        f"input {self.labels[i]!r}: axis {ax} has size {n}, the signature "
+                        f"input {self._names[i]!r}: axis {ax} has size {n}, the signature "
                         f"says {want}: {self.signature}")
 
     def _setup_fast(self) -> None:
@@ -299,7 +319,7 @@ class CompiledExpr:
         self._g_out = self._g_new = None
         self._t_out = self._t_new = None  # the same for threaded sizes (+ the pool record)
         self._gfn = None
-        self._nin = len(self.params)
+        self._nin = len(self._slots)
         steps = self.program.steps
         if len(steps) != 1 or steps[0].mean:
             return
@@ -311,7 +331,7 @@ class CompiledExpr:
         self._red = None if step.axes is None else (step.axes, step.keepdims)
         if not all(isinstance(r, str) for r in step.inputs):
             return
-        where = {name: k for k, name in enumerate(self.params)}
+        where = {name: k for k, name in enumerate(self._slots)}
         self._consts = step.consts  # the constants' values, written into kernel data
         self._fast = (tuple(where[r] for r in step.inputs), step.spec, step.dtype,
                       tuple(t[1] for t in self._types), tuple(len(t[0]) for t in self._types))
@@ -319,9 +339,9 @@ class CompiledExpr:
         self._threaded: dict = {}  # geometry key -> dispatch.ThreadedRun
         self._valid_shapes: dict = {}  # input shapes checked against types -> broadcast shape
         self._src_type = ctypes.c_void_p * max(len(step.inputs), 1)
-        if (GUARD_OK and sorted(self._fast[0]) == list(range(len(self.params)))
+        if (GUARD_OK and sorted(self._fast[0]) == list(range(len(self._slots)))
                 and len(step.spec.outputs) == 1):
-            self._gfn = guard_fn(1 + len(self.params))
+            self._gfn = guard_fn(1 + len(self._slots))
 
     def _install_guard(self, key: tuple, entry: tuple, out: np.ndarray, inputs: tuple,
                        fresh: bool) -> None:
@@ -480,6 +500,8 @@ class CompiledExpr:
         if self._pcheck is not None and len(inputs) == len(self.params) and not any(
                 is_dask_array(x) for x in inputs):  # (Dask: each block is checked)
             self.check_powers(inputs, casting)
+        if self._captured:
+            inputs = self._with_constants(inputs)
         if len(inputs) == self._nin:
             # Same geometry as a recent call: the native guard checks type, dtype, flags,
             # shape, strides and overlap, and runs the kernel (no graph, no LLVM, no bind).
@@ -503,7 +525,7 @@ class CompiledExpr:
                 g = self._t_out
                 if g is not None and g[1](g[0], out, *inputs) == 0:
                     return out
-        if self._fast is not None and len(inputs) == len(self.params):
+        if self._fast is not None and len(inputs) == len(self._slots):
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
@@ -511,8 +533,8 @@ class CompiledExpr:
             if _dask_call is None:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
-            return _dask_call(self, inputs, out)
-        if len(inputs) == len(self.params):  # strs for string parameters: a string array
+            return _dask_call(self, inputs[:len(self.params)], out)
+        if len(inputs) == len(self._slots):  # strs for string parameters: a string array
             inputs = tuple(_text_input(x) if t[1] in _TEXT_ELEMENTS else x
                            for x, t in zip(inputs, self._types))  # held for the call
         data = self._bind_inputs(inputs, casting)
@@ -542,6 +564,8 @@ class CompiledExpr:
                             "parameters' dtypes, or call the compiled expression")
         if named:
             inputs = self._by_name(inputs, named)
+        if self._captured:
+            inputs = self._with_constants(inputs)
         if self._fast is None or self._red is not None:
             raise NotSupportedError(
                 f"bind() needs a one-kernel elementwise expression; {self.signature} "
@@ -549,7 +573,7 @@ class CompiledExpr:
         # the bound kernel reads these very arrays: a converted copy would never see changes
         data = self._bind_inputs(inputs, "no", "bind() converts no input: pass an array of "
                                  "the parameter's dtype, or call the compiled expression")
-        arrays = [data[self.params[k]] for k in self._fast[0]]
+        arrays = [data[self._slots[k]] for k in self._fast[0]]
         ck = _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
         ck.out = out  # returned by each call, as a bound ragged call returns its out
         if self._pcheck is not None:  # each call checks the arrays bound, as they are then
@@ -697,10 +721,9 @@ _restored: dict = {}
 _restored_lock = threading.Lock()
 
 
-def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
+def _restore(nodes: tuple, leaves: tuple, consts: tuple = ()) -> CompiledExpr:
     """Unpickle: rebuild the graph and plan it, once per process for each expression."""
-    key = repr(([(op, dt, shape, srcs, arg_key(arg)) for op, dt, shape, srcs, arg in nodes],
-                leaves))
+    key = _state_token((nodes, leaves, consts))
     hit = _restored.get(key)
     if hit is not None:
         return hit
@@ -708,21 +731,57 @@ def _restore(nodes: tuple, leaves: tuple) -> CompiledExpr:
     for op, dt, shape, srcs, arg in nodes:
         built.append(Node(op, text_dtype(dt), shape, tuple(built[k] for k in srcs), arg))
     env: dict = {}
-    for name, shape, dt, is_placeholder, *option in leaves:
+    for name, shape, dt, _, *option in leaves:
         dtype = text_dtype(dt)
         rows = tuple(option[1]) if len(option) > 1 else ()  # `?var` dims
         option = bool(option and option[0])
-        if option or "var" in shape:  # a var / option parameter (a placeholder or data)
+        if option or "var" in shape:  # a var / option parameter
             env[name] = RaggedPlaceholder(name, shape, dtype, option, rows)
-            continue
-        # A data leaf is a parameter too: a zero-byte stand-in of its shape and dtype.
-        env[name] = (Placeholder(name, shape, dtype) if is_placeholder
-                     else np.broadcast_to(np.zeros((), dtype), shape))
+        else:
+            env[name] = Placeholder(name, shape, dtype)
+    for name, value in consts:  # a captured array: its env entry, as the expression had it
+        env[name], = as_expr(value).env.values()
     k = CompiledExpr(Expr(built[-1], env))
     with _restored_lock:
         if len(_restored) > 256:
             _restored.clear()
         return _restored.setdefault(key, k)
+
+
+def _state_token(state: tuple, *extra: Any) -> str:
+    """A digest of `CompiledExpr._state()` (the constants by their values)."""
+    nodes, leaves, consts = state
+    h = hashlib.sha256(repr(([(op, dt, shape, srcs, arg_key(arg))
+                              for op, dt, shape, srcs, arg in nodes], leaves, extra)).encode())
+    for name, value in consts:
+        h.update(name.encode())
+        if isinstance(value, np.ndarray):
+            h.update(repr((value.dtype.str, value.shape)).encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        else:  # a lazyk array: its type and values
+            h.update(repr((str(value.type), value.to_list())).encode())
+    return h.hexdigest()
+
+
+def _is_parameter(v: Any) -> bool:
+    """Whether an env entry is a parameter of a compiled expression (a placeholder, or a
+    Dask array's leaf); anything else is an array the expression captured."""
+    return isinstance(leaf_data(v), Placeholder)
+
+
+def _constant_value(v: Any) -> Any:
+    """A captured array as the user gave it: the NumPy array, or the lazyk array."""
+    if isinstance(v, OwnedView):
+        return v.owner
+    return v.array if isinstance(v, RaggedLeaf) else v
+
+
+def _constant_input(v: Any) -> Any:
+    """A captured array in the form a call passes it on: a NumPy view (numeric data keeps
+    the fast path), else the lazyk array it comes from (strings, var / option data)."""
+    if isinstance(v, OwnedView):
+        return v.view if v.view.dtype not in _TEXT_ELEMENTS else v.owner
+    return v.array if isinstance(v, RaggedLeaf) else v
 
 
 def _ragged_param(v: Any) -> bool:
@@ -853,9 +912,10 @@ class RaggedCompiledExpr(CompiledExpr):
         self.program = None
         self.params = tuple(dict.fromkeys(_leaf_order(expr.node)))
         # (dims with "var", native dtype, option, `?var` flag per dim) per parameter
+        self._capture(expr)
         self._types = []
-        shown, k = [], 0
-        for name in self.params:
+        shown = []
+        for name in self._slots:
             v = leaf_data(expr.env[name])
             option = bool(getattr(v, "option", False))
             if isinstance(v, RaggedLeaf) and v.array.type.dtype in _TEXT_TYPES:
@@ -870,32 +930,33 @@ class RaggedCompiledExpr(CompiledExpr):
             else:
                 shape, dtype = v.shape, v.dtype.newbyteorder("=")
                 rows = (isinstance(v, RaggedPlaceholder) and v.rows) or (False,) * len(shape)
-            if isinstance(v, Placeholder) and not name.startswith("$"):
-                label = name
-            else:  # a data leaf (restored from a pickle: `$k`)
-                label, k = f"_{k}", k + 1
             self._types.append((tuple(shape), dtype, option, rows))
-            shown.append((label, _typed_text(shape, dtype, option, rows)))
-        self.labels = tuple(label for label, _ in shown)
-        self.signature = signature_text(shown, str(expr.type))
+            shown.append((name, _typed_text(shape, dtype, option, rows)))
+        self.labels = self.params
+        self._names = self.params + tuple(f"captured array {k}"
+                                          for k in range(len(self.constants)))
+        self.signature = signature_text(shown[:len(self.params)], str(expr.type))
         self._fast = self._red = None
         self._nin = -1  # no native guard: every call goes through __call__'s checks
         self._setup_power_check()
 
     def _state(self) -> tuple:
-        nodes, leaves = super()._state()
+        nodes, leaves, consts = super()._state()
         # options travel with the leaves (a fifth field, `?var` dims a sixth), var dims in
         # their shapes
-        return nodes, tuple(leaf + (t[2], t[3]) for leaf, t in zip(leaves, self._types))
+        return nodes, tuple(leaf + (t[2], t[3]) for leaf, t in zip(leaves, self._types)), \
+            consts
 
     def _bind_ragged(self, inputs: tuple, casting: str, copies: bool = True) -> dict:
-        if len(inputs) != len(self.params):
+        if self._captured:
+            inputs = self._with_constants(inputs)
+        elif len(inputs) != len(self.params):
             raise TypeError(f"expected {len(self.params)} inputs {self.signature}, got "
                             f"{len(inputs)}")
         env, sizes = {}, {}
-        for i, (name, x) in enumerate(zip(self.params, inputs)):
+        for i, (name, x) in enumerate(zip(self._slots, inputs)):
             want, dtype, option, want_rows = self._types[i]
-            label = self.labels[i]
+            label = self._names[i]
             if not option and type(x) is not np.ndarray and (isinstance(
                     x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
                 present = _present_values(x)  # `?T` data, none missing: its values
@@ -1060,8 +1121,12 @@ def compile(expr: Any) -> CompiledExpr:
     '(a: N * float64, b: N * float64) -> N * float64'`, then `k(x, y, out=z)`.
 
     Args:
-        expr: a lazy expression; placeholders are parameters by name, concrete leaf
-            arrays are parameters `_0, _1, ...` in order of first appearance.
+        expr: a lazy expression; its placeholders are the parameters, by name, in order
+            of first appearance. The arrays it captured (NumPy or lazyk arrays, ragged
+            ones too, e.g. `w` in `x * w`) are constants, as in Numba and JAX: bound once
+            here and kept alive by the compiled expression (`k.constants`; not copied,
+            so an in-place change shows in later calls), never inputs of a call; a
+            pickle carries their values with the graph.
 
     Calls take inputs positionally or by parameter name (`k(a=x, b=y)`); an input of another
     numeric dtype is converted under the call's `casting=` ('same_kind' by default). A `?T`

@@ -1,6 +1,7 @@
 """`expr.explain()`: graph before/after each pass, kernel specs, layouts, kernel data, IR, asm."""
 from __future__ import annotations
 
+import html
 import sys
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import DeviceError
 from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
-from lazyk.frontend.exprparse import build
+from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
 from lazyk.frontend.spec import format_spec, param_values
@@ -125,12 +126,16 @@ def _ragged_sample(value: Any, sizes: dict) -> Any:
 
 class Explanation(str):
     """The text of `explain()`: a str whose repr is the text itself, so the REPL prints it
-    with its line breaks (`str(x)` and every str method work as before)."""
+    with its line breaks (`str(x)` and every str method work as before); a notebook shows
+    it as preformatted text."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
         return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
 
 
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
@@ -242,8 +247,14 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
 
 
 def explanation(expr: Any, target: str = "cpu") -> Explanation:
-    """`expr.explain(target=...)` (installed as `lazyk.hooks.explain`): 'cpu' shows passes,
-    kernel specs, layouts, LLVM IR and assembly; 'cuda' each kernel's NVVM IR and PTX."""
+    """Everything lazyk does with `expr`, as text: the graph before and after each pass, the
+    kernel specs, layouts, kernel data, LLVM IR and assembly (`target='cuda'`: each kernel's
+    NVVM IR and PTX instead).
+
+    `lazyk.explain(e)` is `e.explain()`. The text prints with its line breaks at a prompt
+    and as preformatted text in a notebook; it runs the expression once, on its data or
+    (for placeholders) on sample data.
+    """
     if target == "cuda":
         return Explanation(explain_cuda(expr))
     return Explanation(explain(expr))
@@ -295,5 +306,11 @@ def command(args: Any) -> int:
         print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
     except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        untyped = [n for n in names(args.expr) if n not in types] \
+            if isinstance(err, ExprParseError) and "is not defined" in err.reason else []
+        if untyped:  # how to give them their types
+            example = " ".join(f"--type {n}='N * float64'" for n in untyped)
+            print(f"hint: give each name's type with --type, e.g. lazyk explain "
+                  f"{args.expr!r} {example}", file=sys.stderr)
         return 1
     return 0

@@ -461,7 +461,8 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
 
     Args:
         expr: a lazy expression, an array/scalar, or a string (names from the dicts or
-            the caller's frame).
+            the caller's frame; a name bound to a Python list or tuple is read as
+            `lazyk.array` reads it, None a missing value).
         out: NumPy or lazyk array; the result broadcasts into it as assignment does.
             Overlap with an input (other than exact aliasing) goes through a temporary.
         order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives

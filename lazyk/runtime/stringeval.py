@@ -43,7 +43,8 @@ def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict
     Args:
         text: e.g. `"where(a > 0, sqrt(a), -b) * 2"`.
         local_dict, global_dict: where names are looked up; the calling frame's locals and
-            globals when left out (`_depth` frames up).
+            globals when left out (`_depth` frames up). Arrays, scalars, and Python lists
+            or tuples (read as `lazyk.array` reads them).
         out, order, casting: as `lazyk.evaluate`.
     Raises:
         ExprParseError: syntax errors, unknown names and functions (line, column, caret).
