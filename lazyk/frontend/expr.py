@@ -88,6 +88,11 @@ class Expr(Operators):
         self._node, self._env = node, env
         self._key = self._leaves = self._recipe = self.launch = None
 
+    def __reduce_ex__(self, protocol):
+        if type(self) is Expr:  # the graph and its leaves (not the runtime's `launch`)
+            return (Expr, (self.node, self.env))
+        return super().__reduce_ex__(protocol)
+
     @property
     def node(self) -> Node:
         """The graph (made now if the expression was built by structure: `_built`)."""
@@ -101,15 +106,12 @@ class Expr(Operators):
         return env if env is not None else _materialize(self)._env
 
     def structure(self) -> tuple | None:
-        """(structure key, its input arrays by position) of an expression of NumPy-backed
-        arrays built by structure (`_built`), else None: the key is `node.skey`, the arrays
-        those `node.names` name. `launch` is the runtime's to keep what it planned for
-        this expression object: a call that computes it, or gives NotImplemented."""
+        """(structure key, its input arrays by position) of an expression built by structure
+        (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays and lazyk
+        Arrays) those `node.names` name. `launch` is the runtime's to keep what it planned
+        for this expression object: a call that computes it, or gives NotImplemented."""
         key = self._key
-        if key is None:
-            return None
-        return key[1], tuple([v if type(v) is np.ndarray else v.numpy_view()
-                              for v in self._leaves])
+        return None if key is None else (key[1], self._leaves)
 
     # --- type, without running anything ---
     @property
@@ -352,16 +354,19 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
 
 
 # --- building by structure ------------------------------------------------------------------
-# An expression of NumPy-backed arrays (fixed dims of numbers) and Python scalars is built by
-# structure: its build key is the op (and its arguments) with its operands' tokens (an
-# array's dtype and shape, a scalar's type and value, an expression's own token) and which
+# An expression of lazyk / NumPy arrays of numbers and Python scalars is built by structure:
+# its build key is the op (and its arguments) with its operands' tokens (an array's dtype and
+# shape, or its lazyk type for var / option arrays; a scalar's type and value; an
+# expression's own token) and which
 # operands read the same array. The first build of a key runs the builders (typing, every
 # check, the graph); the result's structure key (`Node.skey`), dtype and shape are kept for
 # the key, so the same key over other arrays is a look-up and the expression's graph is
 # made only when something reads it (`Expr.node`: `_materialize` runs the same builders).
 # Values are (token, structure key, dtype, shape).
 _built: dict = {}
-_leaf_tokens: dict = {}  # (dtype, shape) of an array, (type, value) of a scalar -> token
+# (dtype, shape) of a NumPy-backed array, the lazyk type of a var / option one, (type,
+# value) of a scalar -> token
+_leaf_tokens: dict = {}
 _tokens = itertools.count(1)
 _BUILT_LIMIT = 1 << 14
 
@@ -376,9 +381,12 @@ def _token(x: Any) -> tuple | None:
         leaf, arrays = (t, x), ()
     elif t is Array:
         view = x.numpy_view()
-        if view is None or view.dtype not in _NATIVE_NUMERIC:
+        if view is not None and view.dtype in _NATIVE_NUMERIC:
+            leaf, arrays = (view.dtype, view.shape), (x,)
+        elif view is None and _plain_ragged(x):  # var dims, `?T`: the type says it all
+            leaf, arrays = x.type, (x,)
+        else:
             return None
-        leaf, arrays = (view.dtype, view.shape), (x,)
     elif t is np.ndarray and x.dtype in _NATIVE_NUMERIC:
         leaf, arrays = (x.dtype, x.shape), (x,)
     else:
@@ -391,9 +399,34 @@ def _token(x: Any) -> tuple | None:
     return tok, arrays
 
 
+def _plain_ragged(x: Array) -> bool:
+    """Whether arrays of `x`'s type are one input leaf of their own (numbers under var
+    dims, `?T`; not strings, records, missing rows against a fixed dim): known per type."""
+    t = x.type
+    got = _ragged_types.get(t)
+    if got is None:
+        try:
+            e = as_expr(x)
+        except Exception:  # noqa: BLE001 - (building with it raises it again)
+            got = False
+        else:
+            leaf = e.env.get(e.node.arg) if e.node.op == "input" else None
+            got = type(leaf) is RaggedLeaf and leaf.array is x
+        if len(_ragged_types) >= _BUILT_LIMIT:
+            _ragged_types.clear()
+        _ragged_types[t] = got
+    return got
+
+
+_ragged_types: dict = {}  # lazyk type of var / option arrays -> `_plain_ragged`
+
+
 def _build_key(head: tuple, args: tuple) -> tuple | None:
     """(build key, arrays by position) of `head` over operands `args`, or None when an
     operand has no token."""
+    if len(args) == 1:  # (an expression's arrays are distinct already)
+        got = _token(args[0])
+        return None if got is None else (head + (got[0],), got[1])
     if len(args) == 2:
         a, b = _token(args[0]), _token(args[1])
         if a is None or b is None:
@@ -1187,12 +1220,20 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     """
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna, "dtype": dtype,
           "initial": initial, "skipnan": skipnan}
-    try:  # (an axis list, an unhashable dtype: built at once)
-        head = (REDUCE_OP, op, axis, keepdims, skipna, dtype, arg_key(initial), skipnan)
-        hash(head)
-    except TypeError:
-        head = None
-    got = None if head is None else _build_key(head, (x,))
+    # by exact type: `keepdims=1`, `axis=True` are refused by the builder, never keyed
+    if keepdims.__class__ is not bool or skipna.__class__ is not bool or \
+            skipnan.__class__ is not bool or not (
+                axis is None or axis.__class__ is int or axis.__class__ is tuple and
+                builtins.all(a.__class__ is int for a in axis)):
+        return _reduce(op, x, **kw)
+    head = (REDUCE_OP, op, axis, keepdims, skipna, dtype,
+            initial if initial is None else arg_key(initial), skipnan)
+    if dtype is not None:
+        try:  # (an unhashable dtype: built at once)
+            hash(dtype)
+        except TypeError:
+            return _reduce(op, x, **kw)
+    got = _build_key(head, (x,))
     if got is not None:
         entry = _built.get(got[0])
         if entry is not None:

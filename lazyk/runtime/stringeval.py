@@ -17,16 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
 from lazyk.frontend.exprparse import Const, build, compile_string, names
 from lazyk.frontend.graph import arg_key, toposort
-from lazyk.frontend.leaves import OwnedView
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
 from lazyk.lru import LRU
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.launch import canonical, env_arrays, exponent_leaves, fortran_result, plan
+from lazyk.runtime.nest_launch import prepare as prepare_launch
 
 
 def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict | None = None,
@@ -427,9 +429,9 @@ class _Launch:
             return NotImplemented
 
 
-def _bind_expr(e) -> _Launch | None:
-    """The `_Launch` of `e` (kept on `e` for its next evaluation), or None for what the
-    entries do not run."""
+def _bind_expr(e) -> Any:
+    """The launch of `e` (a `_Launch`, or a `_NestRun` over var / option arrays; kept on `e`
+    for its next evaluation), or None for what the entries do not run."""
     got = e.structure()  # built by structure: its arrays by position, no graph
     if got is None:
         node = e.node
@@ -439,16 +441,25 @@ def _bind_expr(e) -> _Launch | None:
         env, values = e.env, []
         for n in names_:
             v = env[n]
-            values.append(v.view if type(v) is OwnedView else v)
+            t = type(v)
+            values.append(v.view if t is OwnedView else v.array if t is RaggedLeaf else v)
     else:
-        key, values, names_ = got[0], got[1], None
-    layout = None
+        key, values, names_ = got[0], [], None
+        for v in got[1]:  # (var / option lazyk arrays stay as they are)
+            view = v if type(v) is np.ndarray else v.numpy_view()
+            values.append(v if view is None else view)
+    layout, ragged = None, False
     for k, v in enumerate(values):
+        if type(v) is Array:
+            ragged = True
+            continue
         if type(v) is not np.ndarray or v.dtype not in _NATIVE_NUMERIC:
             return None
         if v.ndim >= 2:  # the layout class decides the order of a fresh result
             fl = v.flags
             layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous),)
+    if ragged:
+        return _bind_nest(e, key, names_, values)
     # (alignment is checked by the native guard, and at bind: BindError, the general path)
     full = key if layout is None else (key, layout)
     entry = _expr_entries.get(full)
@@ -461,6 +472,40 @@ def _bind_expr(e) -> _Launch | None:
         return None
     run = e.launch = _Launch(entry, values)
     return run
+
+
+# (structure key, the var / option arrays' types) -> the `NestLaunch` of that structure
+_nest_entries = LRU(256, "expression nests")
+
+
+def _bind_nest(e, key, names_, arrays: list) -> Any:
+    """The `_NestRun` of `e` over var / option lazyk arrays (its leaves: `arrays`, named
+    `names_` when known), or None where they are not all such or no prepared nest runs it."""
+    if not all(type(a) is Array for a in arrays):
+        return None
+    full = (key, tuple([a.type for a in arrays]))
+    entry = _nest_entries.get(full)
+    if entry is None:
+        expr_stats["plans"] += 1
+        names_ = e.node.names if names_ is None else names_
+        entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
+    if entry is False:
+        return None
+    run = e.launch = _NestRun(entry, arrays)
+    return run
+
+
+class _NestRun:
+    """An expression's prepared nest and arrays: calling it evaluates the expression, or
+    gives NotImplemented where the general path must."""
+
+    __slots__ = ("launch", "arrays")
+
+    def __init__(self, launch: Any, arrays: list):
+        self.launch, self.arrays = launch, arrays
+
+    def __call__(self) -> Any:
+        return self.launch(self.arrays)
 
 
 def _plan_expr(e, names_: tuple, values: list) -> Any:
