@@ -292,6 +292,16 @@ def test_ragged_fast_path_declines_what_it_does_not_cover():
         x, xl = rows(rng, lens)
         y, yl = rows(rng, lens)  # (their own offsets arrays)
         assert km(x, y).to_list() == [[u + v for u, v in zip(r, s)] for r, s in zip(xl, yl)]
+    # the same type over unaligned values: the prepared kernel's loads assume alignment
+    offsets = np.arange(0, 41, 4)
+    raw = np.frombuffer(np.arange(8 * 40 + 1, dtype=np.uint8).tobytes(), np.uint8)
+    unaligned = np.frombuffer(raw.data, np.float64, count=40, offset=1)
+    assert not unaligned.flags.aligned
+    k = lazyk.compile((px * 2).sum(axis=-1))
+    aligned = lazyk.from_offsets(offsets, np.arange(40.0))
+    k(aligned), k(aligned)
+    got = k(lazyk.from_offsets(offsets, unaligned))
+    np.testing.assert_allclose(got.to_numpy(), (unaligned * 2).reshape(10, 4).sum(axis=1))
     s = lazyk.array([["a", "bb"], [], ["ccc"]])
     for _ in range(2):
         assert (lazyk.str_len(s) * 2).eval().to_list() == [[2, 4], [], [6]]

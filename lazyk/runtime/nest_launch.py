@@ -15,8 +15,6 @@ a map) gives NotImplemented: the caller takes the general path.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from lazyk.backend.outputs import empty as fresh
@@ -46,6 +44,8 @@ class NestLaunch:
         self.levels, self.kinds = levels, [tuple(k) for k in kinds]
         self.labels = list(prep.labels)
         self.sel_kinds = list(prep.sel_kinds)
+        # the kernel's loads assume these dtypes and alignments (its spec)
+        self.loads = [(ops_[j].dtype, bool(ops_[j].aligned)) for j in self.labels]
         self.kern = prep.kernel(Fill())
         self.lay = self.kern.lay
         self.mapping = isinstance(prep.mode, Map)
@@ -70,8 +70,6 @@ class NestLaunch:
             np.frombuffer(params, np.uint8)
         self.template = template
         self.part = self.kern.part
-        self._words: dict = {}  # id(NestOperand) -> (it, its words per selected position)
-        self._lock = threading.Lock()
 
     def __call__(self, arrays) -> object:
         if RECORDERS:  # explain() records the nests the general path runs
@@ -90,9 +88,12 @@ class NestLaunch:
             return NotImplemented
         n0 = sizes[0]
         sel = [ops_[j] for j in self.labels]
+        if [(o.dtype, bool(o.aligned)) for o in sel] != self.loads:
+            return NotImplemented
         if get_num_threads() > 1:  # content enough for parts on several threads
             for o in sel:
-                if o.dims[1].length >= 2 * MIN_PART:
+                d = o.dims[-1]
+                if d.rows and d.length >= 2 * MIN_PART:
                     return NotImplemented
         block = self.template.copy()
         lay = self.lay
@@ -131,21 +132,21 @@ class NestLaunch:
 
     def _operand_words(self, o, j: int) -> np.ndarray:
         """Operand `o`'s kernel-data words at selected position j: its address, mask offset
-        and level words (kept while the operand is: `nest_operand` keeps it per array)."""
-        got = self._words.get((id(o), j))
-        if got is not None and got[0] is o:
-            return got[1]
+        and level words (kept with the operand, as `nest_plan` keeps its plans: an array's
+        operand is reused while the array lives)."""
+        kinds = self.sel_kinds[j]
+        words = o.__dict__.setdefault("launch_words", {})
+        got = words.get((kinds, len(self.levels)))
+        if got is not None:
+            return got
         w = np.zeros(self.lay["per_op"], np.int64)
         w[0], w[1] = o.ptr, o.mask_offset or 0
         lead = len(self.levels) - len(o.dims)
-        for k, level in enumerate(self.sel_kinds[j]):
+        for k, level in enumerate(kinds):
             if level.moves:
                 vals = level.words(o.dims[k - lead])
                 w[2 + WORDS * k:2 + WORDS * k + len(vals)] = vals
-        with self._lock:
-            if len(self._words) >= 64:
-                self._words.clear()
-            self._words[id(o), j] = (o, w)
+        words[kinds, len(self.levels)] = w
         return w
 
 
