@@ -215,6 +215,16 @@ def test_ragged_compiled_call_prepares_once_and_matches_the_reference():
         assert mapped.to_list() == [[u * 2 + v for u, v in zip(r, s)] for r, s in zip(xl, yl)]
     assert launch_stats["prepared"] == prepared
     assert nest_stats["plans"] == plans and nest_stats["compiles"] == compiles
+    # arrays that take turns: each call reads its own (the last call's words are kept)
+    (x1, l1), (x2, l2) = rows(rng, lens), rows(rng, lens)
+    for a, al in ((x1, l1), (x2, l2), (x1, l1), (x1, l1), (x2, l2)):
+        np.testing.assert_allclose(k(a, a).to_numpy(), [sum(3 * u for u in r) for r in al])
+    # and none is kept alive by the compiled expression
+    import weakref
+    gone = weakref.ref(x1)
+    del x1, a
+    gc.collect()
+    assert gone() is None
 
 
 def test_ragged_eval_of_rebuilt_expressions_prepares_once():

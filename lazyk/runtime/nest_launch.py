@@ -15,8 +15,12 @@ a map) gives NotImplemented: the caller takes the general path.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from lazyk.arrays.array import array
+from lazyk.arrays.interchange import masked
 from lazyk.backend.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
@@ -70,39 +74,33 @@ class NestLaunch:
             np.frombuffer(params, np.uint8)
         self.template = template
         self.part = self.kern.part
+        self._last: tuple = ((),)  # (weak refs to the last call's operands, `_bind`'s answer)
 
     def __call__(self, arrays) -> object:
         if RECORDERS:  # explain() records the nests the general path runs
             return NotImplemented
         ops_ = []
         for a, opt in zip(arrays, self.options):
-            o = nest_operand(RaggedLeaf(a, opt))
+            o = nest_operand(RaggedLeaf(a, opt))  # (checked on an array's first use)
             if o is None:
                 return NotImplemented
             ops_.append(o)
-        try:
-            levels, sizes, kinds = nest_plan(ops_)
-        except ValueError:  # (fixed sizes that do not broadcast: named by the general path)
-            return NotImplemented
-        if levels != self.levels or kinds != self.kinds:
-            return NotImplemented
+        last = self._last  # the operands of the last call and their kernel data
+        if len(last[0]) == len(ops_) and all(r() is o for r, o in zip(last[0], ops_)):
+            _, levels, sizes, content, block = last
+        else:
+            got = self._bind(ops_)
+            if got is None:
+                return NotImplemented
+            levels, sizes, content, block = got
+            self._last = (tuple(weakref.ref(o) for o in ops_), *got)
         n0 = sizes[0]
-        sel = [ops_[j] for j in self.labels]
-        if [(o.dtype, bool(o.aligned)) for o in sel] != self.loads:
-            return NotImplemented
-        if get_num_threads() > 1:  # content enough for parts on several threads
-            for o in sel:
-                d = o.dims[-1]
-                if d.rows and d.length >= 2 * MIN_PART:
-                    return NotImplemented
-        block = self.template.copy()
+        if content >= 2 * MIN_PART and get_num_threads() > 1:
+            return NotImplemented  # content enough for parts on several threads
+        block = block.copy()
         lay = self.lay
-        block[lay["sizes"]] = n0
-        for j, o in enumerate(sel):
-            at = lay["ops"] + j * lay["per_op"]
-            w = self._operand_words(o, j)
-            block[at:at + len(w)] = w
         if self.mapping:
+            sel = [ops_[j] for j in self.labels]
             offsets = offsets_rows(sel, self.sel_kinds, levels, sizes)
             if offsets is None:  # rows of several offsets arrays: a count pass first
                 return NotImplemented
@@ -128,7 +126,30 @@ class NestLaunch:
             return nest_result(out.astype(self.root_dtype, copy=False), mask, [n0, VAR],
                                {1: offsets}, [n0, nvals])
         values, mask = nest_reduced(out, flags, self.reduce_arg, self.option, self.skipna)
-        return nest_result(values.astype(self.red_dtype, copy=False), mask, [n0], {}, [n0])
+        values = values.astype(self.red_dtype, copy=False)
+        return array(values) if mask is None else masked(values, mask)
+
+    def _bind(self, ops_) -> tuple | None:
+        """(levels, sizes, the most content of an operand's rows, the kernel data with the
+        operands' words) of operands the prepared nest takes, else None."""
+        try:
+            levels, sizes, kinds = nest_plan(ops_)
+        except ValueError:  # (fixed sizes that do not broadcast: named by the general path)
+            return None
+        if levels != self.levels or kinds != self.kinds:
+            return None
+        sel = [ops_[j] for j in self.labels]
+        if [(o.dtype, bool(o.aligned)) for o in sel] != self.loads:
+            return None
+        block = self.template.copy()
+        lay = self.lay
+        block[lay["sizes"]] = sizes[0]
+        for j, o in enumerate(sel):
+            at = lay["ops"] + j * lay["per_op"]
+            w = self._operand_words(o, j)
+            block[at:at + len(w)] = w
+        content = max((o.dims[-1].length for o in sel if o.dims[-1].rows), default=0)
+        return levels, sizes, content, block
 
     def _operand_words(self, o, j: int) -> np.ndarray:
         """Operand `o`'s kernel-data words at selected position j: its address, mask offset
