@@ -331,3 +331,26 @@ def test_call_overhead_rows_are_checked_and_name_their_goals():
     assert all(r["vs_numpy"] > 0 for r in got)
     text = "\n".join(markdown(got))
     assert "## Call overhead" in text and "| O4 |" in text
+
+
+def test_fast_paths_from_several_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    px = lazyk.placeholder("x", "N * var * float64")
+    k = lazyk.compile((px * 2 - 1).sum(axis=-1))
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a, b = rng.random(64), rng.random(64)
+            dense = (2 * lazyk.array(a) + 3 * lazyk.array(b)).eval().to_numpy()
+            x, xl = rows(rng, rng.integers(0, 5, 16))
+            ragged = k(x).to_numpy()
+            again = (x * 2 - 1).sum(axis=-1).eval().to_numpy()
+            want = [sum(2 * u - 1 for u in r) for r in xl]
+            if not (np.allclose(dense, 2 * a + 3 * b) and np.allclose(ragged, want) and
+                    np.allclose(again, want)):
+                return False
+        return True
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(8)))
