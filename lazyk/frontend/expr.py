@@ -357,12 +357,11 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
 # An expression of lazyk / NumPy arrays of numbers and Python scalars is built by structure:
 # its build key is the op (and its arguments) with its operands' tokens (an array's dtype and
 # shape, or its lazyk type for var / option arrays; a scalar's type and value; an
-# expression's own token) and which
-# operands read the same array. The first build of a key runs the builders (typing, every
-# check, the graph); the result's structure key (`Node.skey`), dtype and shape are kept for
-# the key, so the same key over other arrays is a look-up and the expression's graph is
-# made only when something reads it (`Expr.node`: `_materialize` runs the same builders).
-# Values are (token, structure key, dtype, shape).
+# expression's own token) and which operands read the same array. The first build of a key
+# runs the builders (typing, every check, the graph); the result's structure key
+# (`Node.skey`), dtype and shape are kept for the key, so the same key over other arrays is
+# a look-up and the expression's graph is made only when something reads it (`Expr.node`:
+# `_materialize` runs the same builders). Values are (token, structure key, dtype, shape).
 _built: dict = {}
 # (dtype, shape) of a NumPy-backed array, the lazyk type of a var / option one, (type,
 # value) of a scalar -> token
@@ -991,7 +990,6 @@ def _apply(name: str, *args: Any) -> Expr:
     return Expr(Node(name, result, shape, typed), _merge_env(exprs))
 
 
-_NUMBER_KINDS = frozenset("biufc")
 NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
 
 

@@ -115,9 +115,9 @@ def _structure(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, key, arg) ->
     return got, names
 
 
-def make_node(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, arg=None) -> Node:
+def _intern(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, arg=None) -> Node:
     """`Node(op, dtype, shape, srcs, arg)` for fields already in their form (an np.dtype,
-    tuples): the expression builders' spelling."""
+    tuples)."""
     key = (op, dtype, shape, srcs, _intern_key(arg))  # (the sources by identity)
     ref = _table.get(key)
     if ref is not None:
@@ -142,7 +142,7 @@ def make_node(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, arg=None) -> 
 
 
 class _Fields:
-    """A node's fields: `make_node` fills them in with plain stores (a quarter of the cost
+    """A node's fields: `_intern` fills them in with plain stores (a quarter of the cost
     of `object.__setattr__`), then makes the object a `Node`, which refuses changes."""
 
     __slots__ = ("op", "dtype", "shape", "srcs", "arg", "skey", "names", "__weakref__")
@@ -168,7 +168,7 @@ class Node(_Fields):
         if not isinstance(dtype, np.dtype):
             dtype = np.dtype(dtype)
         # A dtype key keeps byte order and merges equal aliases (int64 / longlong on Linux).
-        return make_node(op, dtype, shape if type(shape) is tuple else tuple(shape),
+        return _intern(op, dtype, shape if type(shape) is tuple else tuple(shape),
                          srcs if type(srcs) is tuple else tuple(srcs), arg)
 
     def __setattr__(self, name, value):
