@@ -206,6 +206,11 @@ class Array(Operators):
                 "fixed type or use to_list()")
         return self._np
 
+    def numpy_view(self) -> np.ndarray | None:
+        """The zero-copy NumPy view `to_numpy` gives, or None where there is none (var dims,
+        options, strings)."""
+        return self._np
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
         `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing

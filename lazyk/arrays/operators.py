@@ -82,8 +82,9 @@ def _binary(name: str, reflected: bool = False):
     """Make a binary dunder that calls `lazyk.frontend.expr.<name>`, or returns NotImplemented."""
 
     def method(self, other):
-        expr = front_end()
-        if not expr.is_operand(other):
+        expr = _front_end[0] if _front_end else front_end()
+        t = type(other)
+        if t is not int and t is not float and not expr.is_operand(other):
             if isinstance(other, (str, bytes)):
                 # Never NotImplemented here: Python would answer `arr == "x"` with False.
                 return expr.text_operand(name, self, other, reflected)
@@ -102,8 +103,8 @@ def _binary(name: str, reflected: bool = False):
             if other is None or isinstance(other, (list, tuple, dict, set)):
                 expr.refuse_container(name, self, other, reflected)
             return NotImplemented
-        fn = getattr(expr, name)
-        return fn(other, self) if reflected else fn(self, other)
+        # (every name here is a binary ufunc of the front end: `apply` is its builder)
+        return expr.apply(name, other, self) if reflected else expr.apply(name, self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     method.__doc__ = f"Lazy `{name}` (see lazyk.frontend.expr.{name})."

@@ -8,6 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from lazyk.bench.overhead import markdown as overhead_markdown
+
 PEERS = ("numpy", "numexpr", "numba")
 BANDWIDTH_N = 10_000_000  # elements of the reference bandwidth kernels, unless set
 
@@ -84,6 +86,7 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"- {label}: median {med:.1f}; " + ", ".join(f"{k} {_num(x)}" for k, x in v.items()))
     lines.append("- call overhead at n = 1 (us): " + ", ".join(
         f"{k} {v:.2f}" for k, v in once.get("call_overhead_us", {}).items()))
+    lines += [""] + overhead_markdown(res.get("overhead", []))
     return "\n".join(lines) + "\n"
 
 

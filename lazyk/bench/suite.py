@@ -1,4 +1,5 @@
-"""`lazyk bench`: time the E1-E10 suite with lazyk, NumPy, numexpr and Numba in one run.
+"""`lazyk bench`: time the E1-E10 suite with lazyk, NumPy, numexpr and Numba in one run, then
+the call-overhead rows (`lazyk.bench.overhead`; alone with `--overhead`).
 
 Every row is the median of several timed batches after a warm-up call, on the same data for every
 tool; GB/s counts the bytes each call must move through memory, compared with a STREAM-style
@@ -24,6 +25,8 @@ import numpy as np
 
 import lazyk
 from lazyk.bench import dask_suite
+from lazyk.bench.overhead import markdown as overhead_markdown
+from lazyk.bench.overhead import overhead_rows
 from lazyk.bench.report import (
     BANDWIDTH_N,
     PEERS,
@@ -460,7 +463,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     once["call_overhead_us"] = call_overhead(samples)
     for key, value in once.items():
         print(f"  {key}: {short(value)}", flush=True)
-    return {"meta": meta, "bandwidth": bw, "rows": rows, "once": once}
+    return {"meta": meta, "bandwidth": bw, "rows": rows, "once": once,
+            "overhead": _overhead({t.family for t in tools}, samples, target)}
+
+
+def _overhead(families: set, samples: int, target: float) -> list[dict]:
+    """The call-overhead rows (`lazyk.bench.overhead`), printed as they are measured."""
+    print("call overhead:", flush=True)
+    rows = overhead_rows(families, samples, target)
+    for r in rows:
+        cell = f"{r['seconds'] * 1e6:9.1f} us (cpu {r['cpu_seconds'] * 1e6:.1f} us)" \
+            if "seconds" in r else "error: " + r["error"]
+        goal = f"  [{r['goal']}: {r['goal_met']}]" if "goal" in r else ""
+        print(f"  {r['case']} n={r['n']:<9,d} {r['tool']:30s} {cell}{goal}", flush=True)
+    return rows
+
+
+def run_overhead(args: argparse.Namespace) -> dict[str, Any]:
+    """`lazyk bench --overhead`: the call-overhead rows alone."""
+    families = set(args.tools or ("numpy", "numexpr", "numba", "lazyk"))
+    if _lazyk_ready() is not None:
+        families.discard("lazyk")
+    samples, target = (3, 0.003) if args.quick else (7, 0.01)
+    meta = {"processor": _cpu_name(), "cores": os.cpu_count() or 1,
+            "python": platform.python_version(), "numpy": np.__version__,
+            "versions": _versions(), "samples": samples,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    return {"meta": meta, "overhead": _overhead(families, samples, target)}
 
 
 def _out_of(fn: Callable[[], Any]) -> np.ndarray | None:
@@ -557,6 +586,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="elements for the copy/triad/read reference (default 1e7: main memory)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py; not yet run on a GPU)")
+    p.add_argument("--overhead", action="store_true",
+                   help="only the call-overhead rows (the lazy API, compiled and ragged calls at "
+                        "sizes where the call is the cost, against NumPy, numexpr and Numba)")
     p.add_argument("--dask", action="store_true",
                    help="E2, E6, E10 on a local 2-process Dask cluster: lazyk.dask.evaluate vs plain "
                         "dask.array, map_blocks(numexpr.evaluate) and map_blocks(compiled kernel)")
@@ -574,6 +606,15 @@ def command(args: argparse.Namespace) -> int:
     if getattr(args, "dask", False):
         return dask_suite.command(args)
     t0 = time.perf_counter()
+    if getattr(args, "overhead", False):
+        res = run_overhead(args)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "overhead.json").write_text(json.dumps(res, indent=1, default=str))
+        (out / "overhead.md").write_text("\n".join(overhead_markdown(res["overhead"])))
+        print(f"wrote {out / 'overhead.json'}, {out / 'overhead.md'} in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        return 0
     res = run(args)
     res["meta"]["wall_seconds"] = time.perf_counter() - t0
     out = Path(args.out)

@@ -12,6 +12,7 @@ import html
 import itertools
 import sys
 import weakref
+from _weakref import _remove_dead_weakref
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,17 @@ from lazyk.arrays.interchange import fixed_text_rows
 from lazyk.arrays.operators import Operators
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import leaves, ops
-from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
+from lazyk.frontend.graph import (
+    MAX_KEYED_INPUTS,
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    Node,
+    arg_key,
+    build_type,
+    dump,
+    has_rows,
+)
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import (
     DaskLeaf,
@@ -75,25 +86,54 @@ _STRING_TYPES = (dshape("string"), dshape("?string"), dshape("bytes"), dshape("?
 class Expr(Operators):
     """A lazy, typed array expression; nothing runs until `.eval()` or `lazyk.evaluate`.
 
-    `env` maps each input leaf's name to its data (a NumPy view) or a `Placeholder`.
+    `node` is its graph; `env` maps each input leaf's name to its data (a NumPy view) or a
+    `Placeholder`. An expression built again over arrays of the same dtypes and shapes
+    (`_built`) makes its graph only when something reads `node` or `env`.
     """
 
-    __slots__ = ("node", "env")
+    __slots__ = ("_node", "_env", "_key", "_leaves", "_recipe", "launch")
 
     def __init__(self, node: Node, env: dict):
-        self.node = node
-        self.env = env
+        self._node, self._env = node, env
+        self._key = self._leaves = self._recipe = self.launch = None
+
+    def __reduce_ex__(self, protocol):
+        if type(self) is Expr:  # the graph and its leaves (not the runtime's `launch`)
+            return (Expr, (self.node, self.env))
+        return super().__reduce_ex__(protocol)
+
+    @property
+    def node(self) -> Node:
+        """The graph (made now if the expression was built by structure: `_built`)."""
+        node = self._node
+        return node if node is not None else _materialize(self)._node
+
+    @property
+    def env(self) -> dict:
+        """Input name -> data of the graph's input leaves."""
+        env = self._env
+        return env if env is not None else _materialize(self)._env
+
+    def structure(self) -> tuple | None:
+        """(structure key, its input arrays by position) of an expression built by structure
+        (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays and lazyk
+        Arrays) those `node.names` name. `launch` is the runtime's to keep what it planned
+        for this expression object: a call that computes it, or gives NotImplemented."""
+        key = self._key
+        return None if key is None else (key[1], self._leaves)
 
     # --- type, without running anything ---
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype of the result."""
-        return self.node.dtype
+        key = self._key
+        return key[2] if key is not None else self._node.dtype
 
     @property
     def shape(self) -> tuple:
         """Result shape; symbolic dims are names (str)."""
-        return self.node.shape
+        key = self._key
+        return key[3] if key is not None else self._node.shape
 
     @property
     def ndim(self) -> int:
@@ -156,7 +196,10 @@ class Expr(Operators):
         """
         if out is not None:
             return hooks.evaluate(self, out=out, casting=casting)
-        out = hooks.evaluate(self)
+        run = self.launch  # (evaluated before: the runtime's launch of this very expression)
+        out = NotImplemented if run is None else run()
+        if out is NotImplemented:
+            out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
             return out  # e.g. a device array
         return lazyk_array(out)
@@ -420,6 +463,152 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
     return leaf.node
 
 
+# --- building by structure ------------------------------------------------------------------
+# An expression of lazyk / NumPy arrays of numbers and Python scalars is built by structure:
+# its build key is the op (and its arguments) with its operands' tokens (an array's dtype and
+# shape, or its lazyk type for var / option arrays; a scalar's type and value; an
+# expression's own token) and which operands read the same array. The first build of a key
+# runs the builders (typing, every check, the graph); the result's structure key
+# (`Node.skey`), dtype and shape are kept for the key, so the same key over other arrays is
+# a look-up and the expression's graph is made only when something reads it (`Expr.node`:
+# `_materialize` runs the same builders). Values are (token, structure key, dtype, shape).
+_built: dict = {}
+# (dtype, shape) of a NumPy-backed array, the lazyk type of a var / option one, (type,
+# value) of a scalar -> token
+_leaf_tokens: dict = {}
+_tokens = itertools.count(1)
+_BUILT_LIMIT = 1 << 14
+
+
+def _token(x: Any) -> tuple | None:
+    """(token, arrays by position) of an operand `_built` takes, else None."""
+    t = type(x)
+    if t is Expr:
+        key = x._key
+        return None if key is None else (key[0], x._leaves)
+    if t is int or (t is float and x == x and x != 0.0):  # (NaN, -0.0: by their graph)
+        leaf, arrays = (t, x), ()
+    elif t is Array:
+        view = x.numpy_view()
+        if view is not None and view.dtype in _NATIVE_NUMERIC:
+            leaf, arrays = (view.dtype, view.shape), (x,)
+        elif view is None and _plain_ragged(x):  # var dims, `?T`: the type says it all
+            leaf, arrays = x.type, (x,)
+        else:
+            return None
+    elif t is np.ndarray and x.dtype in _NATIVE_NUMERIC:
+        leaf, arrays = (x.dtype, x.shape), (x,)
+    else:
+        return None
+    tok = _leaf_tokens.get(leaf)
+    if tok is None:
+        if len(_leaf_tokens) >= _BUILT_LIMIT:
+            _leaf_tokens.clear()
+        tok = _leaf_tokens.setdefault(leaf, next(_tokens))
+    return tok, arrays
+
+
+def _plain_ragged(x: Array) -> bool:
+    """Whether arrays of `x`'s type are one input leaf of their own (numbers under var
+    dims, `?T`; not strings, records, missing rows against a fixed dim): known per type."""
+    t = x.type
+    got = _ragged_types.get(t)
+    if got is None:
+        try:
+            e = as_expr(x)
+        except Exception:  # noqa: BLE001 - (building with it raises it again)
+            got = False
+        else:
+            leaf = e.env.get(e.node.arg) if e.node.op == "input" else None
+            got = type(leaf) is RaggedLeaf and leaf.array is x
+        if len(_ragged_types) >= _BUILT_LIMIT:
+            _ragged_types.clear()
+        _ragged_types[t] = got
+    return got
+
+
+_ragged_types: dict = {}  # lazyk type of var / option arrays -> `_plain_ragged`
+
+
+def _build_key(head: tuple, args: tuple) -> tuple | None:
+    """(build key, arrays by position) of `head` over operands `args`, or None when an
+    operand has no token."""
+    if len(args) == 1:  # (an expression's arrays are distinct already)
+        got = _token(args[0])
+        return None if got is None else (head + (got[0],), got[1])
+    if len(args) == 2:
+        a, b = _token(args[0]), _token(args[1])
+        if a is None or b is None:
+            return None
+        x, y = a[1], b[1]
+        if not y or not x or (len(x) == 1 == len(y) and x[0] is not y[0]):
+            return head + (a[0], b[0]), x + y
+        toks, joined = (a[0], b[0]), x + y
+    else:
+        toks, joined = [], ()
+        for arg in args:
+            got = _token(arg)
+            if got is None:
+                return None
+            toks.append(got[0])
+            joined += got[1]
+        toks = tuple(toks)
+    # which operands read the same array: each array's first position
+    ids = [id(v) for v in joined]
+    same = tuple([ids.index(i) for i in ids])
+    arrays = tuple(v for k, v in enumerate(joined) if same[k] == k)
+    if len(arrays) > MAX_KEYED_INPUTS:
+        return None
+    return head + toks + (same,), arrays
+
+
+def _remember(got: tuple, e: Expr) -> Expr:
+    """Keep what building `got` (build key, arrays) gave: `e`'s structure, when its inputs
+    are those arrays in that order."""
+    key, arrays = got
+    node = e.node
+    names = node.names
+    if e._key is not None or names is None or len(names) != len(arrays) or \
+            builtins.any(_leaf_name(v) != n for v, n in zip(arrays, names)):
+        return e
+    entry = (next(_tokens), node.skey, node.dtype, node.shape)
+    if len(_built) >= _BUILT_LIMIT:
+        _built.clear()
+    _built[key] = entry
+    e._key, e._leaves = entry, arrays
+    return e
+
+
+def _deferred(entry: tuple, arrays: tuple, recipe: tuple) -> Expr:
+    """An expression of a known structure over `arrays`; `recipe` (builder, args, keywords)
+    makes its graph when it is read."""
+    e = object.__new__(Expr)
+    e._node = e._env = e.launch = None
+    e._key, e._leaves, e._recipe = entry, arrays, recipe
+    return e
+
+
+def _materialize(e: Expr) -> Expr:
+    """Make the graph of `e` and of the expressions it was built from (sources first; no
+    recursion: a chain of any length)."""
+    stack, seen = [(e, False)], set()
+    while stack:
+        x, ready = stack.pop()
+        recipe = x._recipe
+        if recipe is None:  # (made already; or meanwhile, by another thread)
+            continue
+        if ready:
+            fn, args, kw = recipe
+            got = fn(*args, **kw)
+            x._env, x._node, x._recipe = got.env, got.node, None
+        elif id(x) not in seen:
+            seen.add(id(x))
+            stack.append((x, True))
+            stack.extend((a, False) for a in (*recipe[1], *recipe[2].values())
+                         if type(a) is Expr and a._recipe is not None)
+    return e
+
+
 # --- leaves ---------------------------------------------------------------------------------
 
 def is_operand(x: Any) -> bool:
@@ -443,13 +632,29 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
     `{begin, size}` string elements (`ops.STRING`) come only from a lazyk string array
     (`leaves.text_view`): their pointers are read by kernels, so NumPy records are refused.
     """
-    if not (owner is not None and arr.dtype in (ops.STRING, ops.BYTES)):
-        check_dtype(arr.dtype, text=True)
+    dt = arr.dtype
+    if dt not in _NATIVE_NUMERIC:  # (those need no check and are typed as they are)
+        if not (owner is not None and dt in (ops.STRING, ops.BYTES)):
+            check_dtype(dt, text=True)
+        # Byte order and alignment belong to the data, not the type: the leaf is typed
+        # native and the kernel spec is specialised to the actual array at bind time.
+        dt = dt.newbyteorder("=")
     name = _leaf_name(arr if owner is None else owner)
-    # Byte order and alignment belong to the data, not the type: the leaf is typed native
-    # and the kernel spec is specialised to the actual array at bind time.
-    node = Node("input", arr.dtype.newbyteorder("="), arr.shape, (), name)
+    node = Node("input", dt, arr.shape, (), name)
     return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
+
+
+_NATIVE_NUMERIC = frozenset(ops.NUMERIC)
+
+
+class _NameRef(weakref.ref):
+    """A weak reference to an array that has an input name (`_leaf_name`)."""
+
+    __slots__ = ("key", "name")
+
+
+def _forget_name(ref: _NameRef) -> None:
+    _remove_dead_weakref(_names, ref.key)  # (only while the entry is this dead one)
 
 
 def _leaf_name(source: Any) -> str:
@@ -457,19 +662,19 @@ def _leaf_name(source: Any) -> str:
     object (`x - x.mean()` reads one input), new for any other."""
     key = id(source)
     got = _names.get(key)
-    if got is not None and got[0]() is source:
-        return got[1]
+    if got is not None and got() is source:
+        return got.name
     name = f"_{next(_counter)}"
     try:
-        ref = weakref.ref(source, lambda r: _names.get(key, (None,))[0] is r and
-                          _names.pop(key, None))
+        ref = _NameRef(source, _forget_name)
     except TypeError:  # not weakly referable: a new input each time
         return name
-    _names[key] = (ref, name)
+    ref.key, ref.name = key, name
+    _names[key] = ref
     return name
 
 
-_names: dict = {}  # id(array) -> (weakref to it, its input name)
+_names: dict = {}  # id(array) -> weak reference to it (`_NameRef`: its input name)
 
 
 def _same_source(a: Any, b: Any) -> bool:
@@ -522,6 +727,23 @@ def has_options(e: Expr) -> bool:
 
 def as_expr(x: Any) -> Expr:
     """Wrap an operand: Expr as is, arrays zero-copy, Python scalars weak (NEP 50)."""
+    t = type(x)
+    if t is Expr:
+        return x
+    if t is int or (t is float and x == x and x != 0.0):  # (NaN and -0.0: below)
+        node = _weak_nodes.get((t, x))
+        if node is None:
+            node = Node("scalar", np.dtype(np.int64 if t is int else np.float64), (), (), x)
+            if len(_weak_nodes) >= _WEAK_NODES_LIMIT:
+                _weak_nodes.clear()
+            _weak_nodes[t, x] = node
+        return Expr(node, {})
+    if t is Array:  # fixed dims of numbers: the NumPy view
+        view = x.numpy_view()
+        if view is not None and view.dtype in _NATIVE_NUMERIC:
+            return wrap_array(view, x)
+    elif t is np.ndarray:
+        return wrap_array(x)
     if isinstance(x, Expr):
         return x
     if isinstance(x, (str, bytes)):  # a string constant: a kernel parameter (spec.text_param)
@@ -575,6 +797,12 @@ def as_expr(x: Any) -> Expr:
             if hasattr(x, "__array__") else
             "use a NumPy array, a lazyk array, a Dask array or a Python scalar")
     raise TypeError(f"cannot use a {what} in a lazyk expression: {hint}")
+
+
+# Python scalars seen recently -> their node, held so that an expression built again
+# finds its constants interned (`(2 * a).node` is then one look-up).
+_weak_nodes: dict = {}
+_WEAK_NODES_LIMIT = 1024
 
 
 def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:
@@ -636,6 +864,15 @@ def placeholder(name: str, type: Any) -> Expr:
 
 
 def _merge_env(exprs) -> dict:
+    # (an env is never changed once made, so expressions may share one)
+    if len(exprs) == 2:
+        a, b = exprs[0].env, exprs[1].env
+        if not b or a is b:
+            return a
+        if not a:
+            return b
+        if a.keys().isdisjoint(b):
+            return {**a, **b}
     env: dict = {}
     for e in exprs:
         for k, v in e.env.items():
@@ -830,22 +1067,39 @@ def endswith(x: Any, suffix: Any) -> Expr:
 
 def apply(name: str, *args: Any) -> Expr:
     """Build the node for ufunc `name` on `args` (typed now; errors name op and types)."""
+    got = _build_key((name,), args)
+    if got is not None:
+        entry = _built.get(got[0])
+        if entry is not None:
+            return _deferred(entry, got[1], (_apply, (name,) + args, {}))
+        return _remember(got, _apply(name, *args))
+    return _apply(name, *args)
+
+
+def _apply(name: str, *args: Any) -> Expr:
     name = ALIASES.get(name, name)
     exprs = operands(name, args)
-    if builtins.any(is_text(e.dtype) for e in exprs):
-        if name not in COMPARISONS:
-            refuse_text(name, exprs)
-        return _text_apply(ops.TEXT_COMPARISONS[name], exprs, _op_text(name))
-    srcs = tuple(e.node for e in exprs)
+    srcs = tuple([e.node for e in exprs])
+    for src in srcs:
+        if src.dtype.kind not in "biufc" and builtins.any(is_text(e.dtype) for e in exprs):
+            if name not in COMPARISONS:
+                refuse_text(name, exprs)
+            return _text_apply(ops.TEXT_COMPARISONS[name], exprs, _op_text(name))
     if name in COMPARISONS:
         srcs = comparison_key(name, srcs)
-    if name == "clip":
+    elif name == "clip":
         srcs = clip_key(srcs)
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu":
         _check_int_exponent(srcs[1])
-    shape = broadcast_shapes(name, [s.shape for s in srcs])
-    typed = tuple(cast(s, d) for s, d in zip(srcs, loop))
+    if len(srcs) == 2:
+        a, b = srcs
+        shape = a.shape if a.shape == b.shape or not b.shape else \
+            broadcast_shapes(name, [a.shape, b.shape])
+        typed = (cast(a, loop[0]), cast(b, loop[1]))
+    else:
+        shape = broadcast_shapes(name, [s.shape for s in srcs])
+        typed = tuple([cast(s, d) for s, d in zip(srcs, loop)])
     return Expr(Node(name, result, shape, typed), _merge_env(exprs))
 
 
@@ -1085,6 +1339,32 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     result, so a slice with nothing to fold gives `initial` (except over a placeholder's
     symbolic dim that is empty at run time: that still raises ValueError).
     """
+    kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna, "dtype": dtype,
+          "initial": initial, "skipnan": skipnan}
+    # by exact type: `keepdims=1`, `axis=True` are refused by the builder, never keyed
+    if keepdims.__class__ is not bool or skipna.__class__ is not bool or \
+            skipnan.__class__ is not bool or not (
+                axis is None or axis.__class__ is int or axis.__class__ is tuple and
+                builtins.all(a.__class__ is int for a in axis)):
+        return _reduce(op, x, **kw)
+    head = (REDUCE_OP, op, axis, keepdims, skipna, dtype,
+            initial if initial is None else arg_key(initial), skipnan)
+    if dtype is not None:
+        try:  # (an unhashable dtype: built at once)
+            hash(dtype)
+        except TypeError:
+            return _reduce(op, x, **kw)
+    got = _build_key(head, (x,))
+    if got is not None:
+        entry = _built.get(got[0])
+        if entry is not None:
+            return _deferred(entry, got[1], (_reduce, (op, x), kw))
+        return _remember(got, _reduce(op, x, **kw))
+    return _reduce(op, x, **kw)
+
+
+def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
+            dtype: Any = None, initial: Any = None, skipnan: bool = False) -> Expr:
     for name, flag in (("keepdims", keepdims), ("skipna", skipna), ("skipnan", skipnan)):
         if not isinstance(flag, (bool, np.bool_)):  # "yes" or "no" would both be true
             raise TypeError(f"{op}: {name} must be True or False, not {flag!r}")

@@ -1,15 +1,18 @@
 """Immutable, hash-consed expression nodes: `Node(op, dtype, shape, srcs, arg)` and `dump()`.
 
 Equal nodes are one object (`Node(...) is Node(...)`), so CSE is identity and a graph's
-structure can be a cache key. `shape` holds ints and symbolic dim names (str).
+structure can be a cache key; each node also knows the structure below it with its inputs
+by position (`Node.skey`), so graphs built anew over new arrays share one key. `shape`
+holds ints and symbolic dim names (str).
 """
 from __future__ import annotations
 
+import itertools
 import weakref
+from _weakref import _remove_dead_weakref
 
 import numpy as np
 
-from lazyk.lru import lock
 from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
@@ -23,8 +26,21 @@ ROWS_OP = "rows"
 # arg = (tuples, slot, axis, position); `lazyk.frontend.tuples` builds it
 PICK_OP = "pick"
 
-_table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_lock = lock()  # (interning; fresh in a forked child)
+# Interning: key -> weak reference to the one node of that key; no lock. A node's death
+# removes its entry (`_forget`) with `_remove_dead_weakref` (CPython's, as WeakValueDictionary
+# uses it), which deletes an entry only if its node is dead, atomically: a live node another
+# thread stored under the key meanwhile is never dropped.
+_table: dict = {}
+
+# Structure keys: (op, dtype, shape, arg, the sources' structure keys, how their leaves
+# coincide) -> a small int, so a graph's structure with its leaves by position is known when
+# its root is made (`Node.skey`). Ints are never reused: the table may be dropped when full
+# (a structure then gets a new key: a cache miss, never a wrong hit).
+_structs: dict = {}
+_struct_ids = itertools.count(1)
+_STRUCTS_LIMIT = 1 << 15
+# Graphs with more distinct inputs than this have no structure key (a walk gives theirs).
+MAX_KEYED_INPUTS = 32
 
 
 def arg_key(arg):
@@ -40,53 +56,132 @@ def arg_key(arg):
     return arg
 
 
+def _intern_key(arg):
+    """`arg_key` for the interning table, faster for the common scalars: ints and bools by
+    type and value; a float by value unless NaN or a zero (their repr tells -0.0 apart)."""
+    t = type(arg)
+    if arg is None or t is str:
+        return arg
+    if t is int or t is bool:
+        return (t, arg)
+    if t is float and arg == arg and arg != 0.0:
+        return (t, arg)
+    return arg_key(arg)
 
 
-class Node:
+class _Ref(weakref.ref):
+    """A weak reference to an interned node that knows the node's key."""
+
+    __slots__ = ("key",)
+
+
+def _forget(ref: _Ref) -> None:
+    _remove_dead_weakref(_table, ref.key)
+
+
+def _structure(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, key, arg) -> tuple:
+    """(structure key, input names in order of first appearance) of a new node, or
+    (None, None) past MAX_KEYED_INPUTS inputs."""
+    if op == "input":
+        s, names = ("input", dtype, shape), (arg,)
+    elif not srcs:
+        s, names = (op, dtype, shape, key), ()
+    elif len(srcs) == 1:
+        src = srcs[0]
+        if src.skey is None:
+            return None, None
+        s, names = (op, dtype, shape, key, src.skey), src.names
+    elif len(srcs) == 2 and srcs[0].skey is not None and srcs[1].skey is not None and \
+            (len(srcs[0].names) + len(srcs[1].names) < 2 or
+             (len(srcs[0].names) == 1 == len(srcs[1].names) and
+              srcs[0].names[0] != srcs[1].names[0])):
+        a, b = srcs  # (the common case: no input read twice)
+        s, names = (op, dtype, shape, key, a.skey, b.skey), a.names + b.names
+    else:
+        keys, joined = [], ()
+        for src in srcs:
+            if src.skey is None:
+                return None, None
+            keys.append(src.skey)
+            joined += src.names
+        names = joined
+        same = None
+        if len(joined) > 1 and len(set(joined)) < len(joined):
+            names = tuple(dict.fromkeys(joined))
+            # which sources read the same input: the positions of each source's inputs
+            same = tuple(map(names.index, joined))
+        if len(names) > MAX_KEYED_INPUTS:
+            return None, None
+        s = (op, dtype, shape, key, tuple(keys), same)
+    got = _structs.get(s)
+    if got is None:
+        if len(_structs) >= _STRUCTS_LIMIT:
+            _structs.clear()
+        got = _structs.setdefault(s, next(_struct_ids))
+    return got, names
+
+
+def _intern(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, arg=None) -> Node:
+    """`Node(op, dtype, shape, srcs, arg)` for fields already in their form (an np.dtype,
+    tuples)."""
+    key = (op, dtype, shape, srcs, _intern_key(arg))  # (the sources by identity)
+    ref = _table.get(key)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+        _remove_dead_weakref(_table, key)
+    node = _Fields.__new__(_Fields)
+    node.op, node.dtype, node.shape, node.srcs, node.arg = op, dtype, shape, srcs, arg
+    node.skey, node.names = _structure(op, dtype, shape, srcs, key[4], arg)
+    node.__class__ = Node
+    mine = _Ref(node, _forget)
+    mine.key = key
+    ref = _table.setdefault(key, mine)
+    while ref is not mine:  # another thread's node, or (then) its dead entry
+        other = ref()
+        if other is not None:
+            return other
+        _remove_dead_weakref(_table, key)
+        ref = _table.setdefault(key, mine)
+    return node
+
+
+class _Fields:
+    """A node's fields: `_intern` fills them in with plain stores (a quarter of the cost
+    of `object.__setattr__`), then makes the object a `Node`, which refuses changes."""
+
+    __slots__ = ("op", "dtype", "shape", "srcs", "arg", "skey", "names", "__weakref__")
+
+
+class Node(_Fields):
     """One graph node; construct with `Node(op, dtype, shape, srcs, arg)` (interned).
 
     Leaves: `input` (arg = parameter name), `scalar` (a weak Python scalar, NEP 50;
     arg = value), `const` (a strong NumPy scalar; arg = value). `reduce` has
     arg = (op, axes, keepdims). Every other op names a row of `lazyk.frontend.ops.OPS`.
+
+    `skey` is the structure of the graph below the node with its inputs by position
+    (equal for graphs that differ only in their inputs' names) and `names` those inputs'
+    names in that order; both None for graphs of more than MAX_KEYED_INPUTS inputs.
+    Nodes compare and hash by identity (equal nodes are one object).
     """
 
-    __slots__ = ("op", "dtype", "shape", "srcs", "arg", "_key", "__weakref__")
+    __slots__ = ()
 
     def __new__(cls, op: str, dtype: np.dtype, shape: tuple = (), srcs: tuple = (),
                 arg=None) -> Node:
         if not isinstance(dtype, np.dtype):
             dtype = np.dtype(dtype)
-        if type(shape) is not tuple:
-            shape = tuple(shape)
-        if type(srcs) is not tuple:
-            srcs = tuple(srcs)
-        # dtype.str keeps byte order and merges equal aliases (int64 / longlong on Linux).
-        key = (op, dtype.str if dtype.kind != "V" else str(dtype), shape, tuple(map(id, srcs)),
-               arg_key(arg))
-        with _lock:
-            node = _table.get(key)
-            if node is None:
-                node = object.__new__(cls)
-                object.__setattr__(node, "op", op)
-                object.__setattr__(node, "dtype", dtype)
-                object.__setattr__(node, "shape", shape)
-                object.__setattr__(node, "srcs", srcs)
-                object.__setattr__(node, "arg", arg)
-                object.__setattr__(node, "_key", key)
-                _table[key] = node
-        return node
+        # A dtype key keeps byte order and merges equal aliases (int64 / longlong on Linux).
+        return _intern(op, dtype, shape if type(shape) is tuple else tuple(shape),
+                         srcs if type(srcs) is tuple else tuple(srcs), arg)
 
     def __setattr__(self, name, value):
         raise AttributeError("Node is immutable")
 
     def __reduce__(self):
         return (Node, (self.op, self.dtype, self.shape, self.srcs, self.arg))
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other) -> bool:
-        return self is other
 
     @property
     def ndim(self) -> int:

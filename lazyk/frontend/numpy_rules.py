@@ -19,6 +19,12 @@ from lazyk.frontend.graph import Node
 
 def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
     """NumPy broadcasting over ints and symbolic names; ShapeError names operands and sizes."""
+    if len(shapes) == 2:  # the common cases: equal shapes, or one 0-d operand
+        a, b = shapes
+        if a == b or not b:
+            return a
+        if not a:
+            return b
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = []
     for ax in range(ndim):
@@ -41,7 +47,7 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
 # --- typing ---------------------------------------------------------------------------------
 
 def _weak_type(node: Node):
-    return type(node.arg) if node.weak else node.dtype
+    return type(node.arg) if node.op == "scalar" else node.dtype
 
 
 def describe_node(node: Node) -> str:
@@ -51,9 +57,29 @@ def describe_node(node: Node) -> str:
 
 def resolve(name: str, srcs: tuple[Node, ...]) -> tuple[tuple[np.dtype, ...], np.dtype]:
     """Loop input dtypes and result dtype of ufunc `name`, NumPy-exact; DTypeError if none."""
-    key = tuple(_weak_type(s) for s in srcs)
-    if builtins.all(s.weak for s in srcs):
-        key = tuple(s.dtype for s in srcs)  # nothing to yield to: Python defaults
+    key, weak = [], 0
+    for s in srcs:
+        if s.op == "scalar":
+            key.append(type(s.arg))
+            weak += 1
+        else:
+            key.append(s.dtype)
+    # all weak: nothing to yield to, Python defaults
+    key = tuple([s.dtype for s in srcs]) if weak == len(srcs) else tuple(key)
+    got = _resolved.get((name, key))
+    if got is not None:
+        return got
+    got = _resolve(name, srcs, key)
+    if len(_resolved) >= 4096:
+        _resolved.clear()
+    _resolved[name, key] = got
+    return got
+
+
+_resolved: dict = {}  # (op, operand dtypes or weak classes) -> `resolve`'s answer
+
+
+def _resolve(name: str, srcs: tuple[Node, ...], key: tuple) -> tuple:
     row = ops.get(name)
     try:
         sig = row.resolve(*key)
@@ -71,20 +97,31 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
 
     `wrap=True` converts an out-of-range weak scalar C-style, as `np.where` does.
     """
+    if node.op not in _LEAF_VALUES:
+        if node.dtype == dtype:
+            return node
+        return Node("astype", np.dtype(dtype), node.shape, (node,))
     dtype = np.dtype(dtype)
-    if node.weak or node.op == "const":
-        try:
-            value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
-                np.asarray(node.arg, dtype=node.dtype).astype(dtype)
-        except OverflowError as err:
-            if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
-                raise OverflowError(f"Python integer {node.arg} out of bounds for "
-                                    f"{dtype}") from None
-            raise OverflowError(f"{err}") from None
-        return Node("const", dtype, (), (), value.item())
-    if node.dtype == dtype:
-        return node
-    return Node("astype", dtype, node.shape, (node,))
+    key = (node, dtype, wrap)
+    got = _consts.get(key)
+    if got is not None:
+        return got
+    try:
+        value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
+            np.asarray(node.arg, dtype=node.dtype).astype(dtype)
+    except OverflowError as err:
+        if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
+            raise OverflowError(f"Python integer {node.arg} out of bounds for "
+                                f"{dtype}") from None
+        raise OverflowError(f"{err}") from None
+    got = Node("const", dtype, (), (), value.item())
+    if len(_consts) >= 1024:
+        _consts.clear()
+    _consts[key] = got  # (held: a rebuilt expression finds it interned)
+    return got
+
+_LEAF_VALUES = ("scalar", "const")
+_consts: dict = {}  # (scalar or const node, dtype, wrap) -> its `cast`
 
 
 def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:

@@ -78,6 +78,7 @@ from lazyk.runtime.launch import (
     run_program,
     truth,
 )
+from lazyk.runtime.nest_launch import prepare as prepare_launch
 from lazyk.types.parse import dshape
 
 
@@ -939,6 +940,9 @@ class RaggedCompiledExpr(CompiledExpr):
         self._fast = self._red = None
         self._nin = -1  # no native guard: every call goes through __call__'s checks
         self._setup_power_check()
+        # the inputs' types (lazyk arrays, a call with the defaults) -> the `NestLaunch` a
+        # call over arrays of those types runs (False: the general path)
+        self._launches: dict = {}
 
     def _state(self) -> tuple:
         nodes, leaves, consts = super()._state()
@@ -1051,6 +1055,16 @@ class RaggedCompiledExpr(CompiledExpr):
         """Check the inputs against the parameter types and evaluate; returns a new lazyk
         Array (or NumPy array for fixed results), or `out` (a NumPy / fixed lazyk array
         for fixed results, a lazyk array of the result's type and row lengths otherwise)."""
+        key = None
+        if out is None and not named and casting == "same_kind":
+            # lazyk arrays of types seen before: every check of `_bind_ragged` depends on
+            # the types alone (interned: one look-up), and so does the prepared nest
+            key = tuple([x.type if type(x) is Array else None for x in inputs])
+            launch = self._launches.get(key)
+            if launch:
+                got = launch(inputs)
+                if got is not NotImplemented:
+                    return got
         if casting != "same_kind" and casting not in CASTINGS:
             raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
                              f"{casting!r}")
@@ -1062,7 +1076,15 @@ class RaggedCompiledExpr(CompiledExpr):
         if self._pcheck is not None:
             self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
-        return _ragged.evaluate(Expr(self.expr.node, env), out, casting)
+        expr = Expr(self.expr.node, env)
+        got = _ragged.evaluate(expr, out, casting)
+        if key is not None and None not in key and key not in self._launches:
+            same = all(type(v) is RaggedLeaf and v.array is x
+                       for v, x in zip(env.values(), inputs))  # (bound as they are)
+            if len(self._launches) >= 16:
+                self._launches.clear()
+            self._launches[key] = same and prepare_launch(expr, list(self.params)) or False
+        return got
 
     def bind(self, out: Any, *inputs: Any, **named: Any) -> Any:
         """Step 2 of the three-step flow for var / option data: returns a

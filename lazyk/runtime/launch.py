@@ -484,6 +484,11 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         DTypeError: an operand or `out` has a dtype lazyk does not compute with (long
             double, object, str, datetime, structured).
     """
+    if out is None and type(expr) is Expr and order == "K" and casting == "same_kind" and \
+            local_dict is None and global_dict is None:  # (`.eval()`: valid options)
+        done = _paths["expr"](expr)  # a dense structure seen before: a look-up and one call
+        if done is not NotImplemented:
+            return done
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
         return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,

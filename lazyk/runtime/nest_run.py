@@ -103,7 +103,7 @@ class NestFill:
         if self.reduce_arg is None:
             mask = flags.view(bool) if self.option else None
             return values.astype(self.dtype, copy=False), mask
-        values, mask = _nest_reduced(values, flags, self.reduce_arg,
+        values, mask = nest_reduced(values, flags, self.reduce_arg,
                                      self.option or self.qrows, self.skipna)
         if self.last_q:  # a missing row reduced along its axis
             mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
@@ -315,7 +315,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if isinstance(mode, Reduce) and not (option or qlev) and (
             reduce_arg[0] in ("sum", "prod", "any", "all") or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
-        flags = None  # every row has a value (`_nest_reduced` reads no flags)
+        flags = None  # every row has a value (`nest_reduced` reads no flags)
     words[3] = out.ctypes.data
     words[4] = 0 if flags is None else flags.ctypes.data
     for p in rvar:  # the fill pass checks every result row against these
@@ -340,7 +340,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
                                      offsets, xs_end, validity), present)
         return offsets_array(flat[1], got, check=None) if flat else got
-    values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
+    values, mask = nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
     if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
@@ -393,6 +393,13 @@ def _structure(root, red_node, reduce_arg, names) -> tuple:
     if reduce_arg is None:
         return key
     return key + ((red_node.op, red_node.dtype, len(red_node.shape), arg_key(reduce_arg)),)
+
+
+def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds):
+    """The structural plan `nest_run` makes for one nest over these operands (no where()
+    masks, no flattened rows), or None where the nest does not take the form: its `mode`,
+    `step`, `labels`, `sel_kinds`, `maskd`, `qlev`, `declined` and `kernel(npass)`."""
+    return _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, False, False)
 
 
 def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
@@ -695,7 +702,7 @@ def _pruned(raw, rl, rs, rvar, qres):
     return offsets, validity
 
 
-def _nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
+def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
     """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
     op = reduce_arg[0]
     extremum = op in ("min", "max")
@@ -817,6 +824,6 @@ def _all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipn
             valid = valid and count > 0
         if mean:  # as NumPy: in float64, truncated back for an integer dtype
             value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
-    return _nest_reduced(np.array([value], acc),
+    return nest_reduced(np.array([value], acc),
                          np.array([int(valid) | (int(seen) << 1)], np.uint8),
                          reduce_arg, anym, skipna, whole=True)

@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
-from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr, leaf_data
+from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
 from lazyk.frontend.exprparse import Const, build, compile_string, names
 from lazyk.frontend.graph import arg_key, toposort
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
 from lazyk.lru import LRU
@@ -33,6 +35,7 @@ from lazyk.runtime.launch import (
     int_exponents,
     plan,
 )
+from lazyk.runtime.nest_launch import prepare as prepare_launch
 
 
 def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict | None = None,
@@ -234,8 +237,20 @@ class _FastEntry:
             self.dispatch = Dispatcher(step.spec, step.consts)
         self._run = runtime.run_program
         self._thread_min = runtime.THREAD_MIN
+        # elementwise, one kernel, no checks of values: `__call__`'s first lines
+        self._plain = self.dispatch is not None and not exps and not recipe and \
+            not self.reduce
 
     def __call__(self, values: list, out: Any, casting: str) -> Any:
+        if self._plain and out is None:
+            arrays = [values[k] for k in self.order]
+            shape = arrays[0].shape
+            if all(a.shape == shape for a in arrays):
+                size = 1
+                for n in shape:
+                    size *= n
+                if size < self._thread_min:
+                    return self.dispatch(np.empty(shape, self.dtype), *arrays)
         prog = self.prog
         if self.exps:
             for k in self.exps:
@@ -367,13 +382,17 @@ _NAMES_LIMIT = 4096
 
 
 # ---------------------------------------------------------------- `.eval()` of expressions
-# A lazy expression's structure (the graph with its leaves by position, their dtypes,
-# shapes and layouts) -> `_FastEntry`; built on the first call, so a loop that builds the
-# same expression over new arrays each time plans once and then costs a look-up and the
-# native guard.
+# A lazy expression's structure (`Node.skey`: the graph with its inputs by position, their
+# dtypes and shapes; with the C / Fortran layout of inputs of 2 or more dims) ->
+# `_FastEntry`; built on the first call, so a loop that builds the same expression over new
+# arrays each time plans once and then costs a look-up and the native guard.
 _expr_entries = LRU(1024, "expression entries")
-# graph root -> (structure key, leaf names in order): the walk is done once per graph
+# graph root -> (structure key, input names in order): graphs of more inputs than a node's
+# structure key covers (`lazyk.frontend.graph.MAX_KEYED_INPUTS`) walk once per graph
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NATIVE_NUMERIC = frozenset(np.dtype(c) for c in "?bhilqBHILQefdFD")
+# evaluations planned into `_expr_entries` (a repeated structure plans once)
+expr_stats = {"plans": 0}
 
 
 def _fingerprint(root) -> tuple:
@@ -396,36 +415,115 @@ def _fingerprint(root) -> tuple:
 def evaluate_expr(e) -> Any:
     """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
     else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
-    key, names_ = _fingerprint(e.node)
-    env, values, layout = e.env, [], []
-    for n in names_:
-        v = leaf_data(env[n])
-        if type(v) is not np.ndarray or v.dtype.kind not in _NUMERIC or not v.dtype.isnative:
+    run = e.launch  # this very expression evaluated before: its entry and arrays
+    if run is None:
+        run = _bind_expr(e)
+        if run is None:
             return NotImplemented
-        values.append(v)
-        if v.ndim >= 2:
+    return run()
+
+
+class _Launch:
+    """An expression's entry and input arrays: calling it evaluates the expression, or gives
+    NotImplemented where the general path must (its errors have their usual form there)."""
+
+    __slots__ = ("entry", "values")
+
+    def __init__(self, entry: _FastEntry, values: tuple):
+        self.entry, self.values = entry, values
+
+    def __call__(self) -> Any:
+        try:
+            return self.entry(self.values, None, "same_kind")
+        except (ShapeError, BindError, OverflowError):
+            return NotImplemented
+
+
+def _bind_expr(e) -> Any:
+    """The launch of `e` (a `_Launch`, or a `_NestRun` over var / option arrays; kept on `e`
+    for its next evaluation), or None for what the entries do not run."""
+    got = e.structure()  # built by structure: its arrays by position, no graph
+    if got is None:
+        node = e.node
+        key, names_ = node.skey, node.names
+        if key is None:
+            key, names_ = _fingerprint(node)
+        env, values = e.env, []
+        for n in names_:
+            v = env[n]
+            t = type(v)
+            values.append(v.view if t is OwnedView else v.array if t is RaggedLeaf else v)
+    else:
+        key, values, names_ = got[0], [], None
+        for v in got[1]:  # (var / option lazyk arrays stay as they are)
+            view = v if type(v) is np.ndarray else v.numpy_view()
+            values.append(v if view is None else view)
+    layout, ragged = None, False
+    for k, v in enumerate(values):
+        if type(v) is Array:
+            ragged = True
+            continue
+        if type(v) is not np.ndarray or v.dtype not in _NATIVE_NUMERIC:
+            return None
+        if v.ndim >= 2:  # the layout class decides the order of a fresh result
             fl = v.flags
-            layout.append((fl.c_contiguous, fl.f_contiguous, fl.aligned))
-        else:
-            layout.append(v.flags.aligned)
-    full = (key, tuple(layout))
+            layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous),)
+    if ragged:
+        return _bind_nest(e, key, names_, values)
+    # (alignment is checked by the native guard, and at bind: BindError, the general path)
+    full = key if layout is None else (key, layout)
     entry = _expr_entries.get(full)
     if entry is None:
-        entry = _expr_entries.put(full, _plan_expr(e, values) or False)
+        expr_stats["plans"] += 1
+        if names_ is None:
+            names_ = e.node.names
+        entry = _expr_entries.put(full, _plan_expr(e, names_, values) or False)
     if entry is False:
-        return NotImplemented
-    try:
-        return entry(values, None, "same_kind")
-    except (ShapeError, BindError, OverflowError):
-        return NotImplemented  # the general path gives these errors their usual form
+        return None
+    run = e.launch = _Launch(entry, values)
+    return run
 
 
-def _plan_expr(e, values: list) -> Any:
-    """A `_FastEntry` for `e`'s structure, or None (the general path runs it)."""
-    data = env_arrays(e)
-    node, data = canonical(e.node, data)
-    which = {id(v): k for k, v in enumerate(values)}
-    inputs = {name: which[id(a)] for name, a in data.items()}
+# (structure key, the var / option arrays' types) -> the `NestLaunch` of that structure
+_nest_entries = LRU(256, "expression nests")
+
+
+def _bind_nest(e, key, names_, arrays: list) -> Any:
+    """The `_NestRun` of `e` over var / option lazyk arrays (its leaves: `arrays`, named
+    `names_` when known), or None where they are not all such or no prepared nest runs it."""
+    if not all(type(a) is Array for a in arrays):
+        return None
+    full = (key, tuple([a.type for a in arrays]))
+    entry = _nest_entries.get(full)
+    if entry is None:
+        expr_stats["plans"] += 1
+        names_ = e.node.names if names_ is None else names_
+        entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
+    if entry is False:
+        return None
+    run = e.launch = _NestRun(entry, arrays)
+    return run
+
+
+class _NestRun:
+    """An expression's prepared nest and arrays: calling it evaluates the expression, or
+    gives NotImplemented where the general path must."""
+
+    __slots__ = ("launch", "arrays")
+
+    def __init__(self, launch: Any, arrays: list):
+        self.launch, self.arrays = launch, arrays
+
+    def __call__(self) -> Any:
+        return self.launch(self.arrays)
+
+
+def _plan_expr(e, names_: tuple, values: list) -> Any:
+    """A `_FastEntry` for `e`'s structure, its inputs `names_` read from `values` (by
+    position: two inputs may be one array now and two others next time), or None (the
+    general path runs it)."""
+    node, inputs = canonical(e.node, {name: k for k, name in enumerate(names_)})
+    data = {name: values[k] for name, k in inputs.items()}
     if len(exponent_leaves(node)) != len(int_exponents(node)):
         return None  # a computed exponent: checked by evaluating it (the general path)
     prog = plan(node)
