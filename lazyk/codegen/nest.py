@@ -82,7 +82,7 @@ from lazyk.codegen.emit import (
     load_value,
     store_value,
 )
-from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce, Total
+from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Gathered, Map, Reduce, Total
 from lazyk.codegen.llvm import KernelGen, LayoutClass, for_loop
 from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_loop
 from lazyk.frontend import ops
@@ -101,8 +101,18 @@ def nest_layout(nlev: int, nin: int) -> dict:
 class _NestGen(NestFolds, KernelGen):
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode, npass,
                  skipna: bool, mean: bool, name: str, target: Any, where_masks: bool = False):
-        super().__init__(spec, LayoutClass(1, ""), name, target)
+        # outputs past the first are level values (a keep predicate, positions): the body
+        # computes them where their level needs them (`_level_values`), nothing stores them
+        self.full = spec
+        super().__init__(replace(spec, outputs=spec.outputs[:1]), LayoutClass(1, ""), name,
+                         target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
+        self.keep = mode.keep
+        self.gathered = {k for ks in kinds for k, lv in enumerate(ks)
+                         if isinstance(lv, Gathered)}
+        self.arg = self.red is not None and self.red.finish is not None
+        self._subs: dict = {}
+        self.grow: dict = {}  # operand taken at positions -> (its row's element 0, stride, n)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
         self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
         self.total = isinstance(mode, Total)
@@ -136,7 +146,10 @@ class _NestGen(NestFolds, KernelGen):
         # gets length -2 - n (missing; n keeps its raw structure)
         self.counting, self.marking = npass.counting, npass.marking
         self.deepest = npass.level if self.counting else -1
-        if self.counting and (self.deepest not in self.res or levels[self.deepest] is not VAR):
+        # the result levels whose rows are counted: var ones, and the level keeping elements
+        self.counted = {k for k in self.res if levels[k] is VAR or
+                        (self.keep is not None and k == self.keep.level)}
+        if self.counting and self.deepest not in self.counted:
             raise ops.NotSupportedError(f"no var result level to count in {npass}")
 
     def build(self) -> ir.Module:
@@ -159,9 +172,13 @@ class _NestGen(NestFolds, KernelGen):
         self.lens, self.cnt = {}, {}
         with b.goto_entry_block():
             self.pos = b.alloca(I64, name="pos")
-            for k in self.res:
-                if self.levels[k] is VAR:
-                    self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
+            for k in sorted(self.counted):
+                self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
+            if self.keep is not None:
+                self.kept = b.alloca(I64, name="kept")
+            if self.arg:
+                self.argat = b.alloca(I64, name="argat")  # the folded element's position
+                self.flat = b.alloca(I64, name="flat")  # elements folded so far (all axes)
         b.store(word(5), self.pos)
         for k in self.cnt:
             self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
@@ -182,8 +199,9 @@ class _NestGen(NestFolds, KernelGen):
             for k in range(self.nlev):
                 level = self.kinds[j][k]
                 base = at + 2 + WORDS * k
-                per.append(None if not level.moves else [word(base)] if not level.rows else
-                           [word(base + i) for i in range(WORDS)])
+                nw = 0 if not level.moves else WORDS if level.rows else \
+                    2 if isinstance(level, Gathered) else 1
+                per.append([word(base + i) for i in range(nw)] if nw else None)
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
@@ -197,7 +215,7 @@ class _NestGen(NestFolds, KernelGen):
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
                 self.fseen = b.alloca(I1, name="fseen")
-        if self.track or self.fold_q:  # what a gone operand reads instead: zero bytes
+        if self.track or self.fold_q or self.gathered:  # what a gone operand reads: zeros
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
@@ -205,12 +223,17 @@ class _NestGen(NestFolds, KernelGen):
             self.dummy = b.bitcast(self.dummy, P8)
         if not self.mapping:
             self.acc = self._acc_alloca(b)
+            if self.arg:
+                with b.goto_entry_block():
+                    self.accpos = b.alloca(I64, name="accpos")  # the best value's position
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
                 self.flen = b.alloca(I64, name="flen")
         if self.total:
             self._reset()
+        if self.arg:
+            b.store(self.c(0), self.flat)
         self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
                                             for j in range(self.nin)])
         if self.total:
@@ -258,12 +281,15 @@ class _NestGen(NestFolds, KernelGen):
         self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
         for j in range(self.nin):
             level, f = self.kinds[j][k], self.f[j][k]
+            taken = isinstance(level, Gathered)  # read at positions (`_gather`), not paired
             if not level.moves:
                 bases.append(ptrs[j])
                 steps.append(c(0))
             elif not level.rows:
                 bases.append(ptrs[j])
-                steps.append(f[0])
+                steps.append(c(0) if taken else f[0])
+                if taken:
+                    self.grow[j] = (ptrs[j], f[0], f[1])
             else:
                 delta, content, istride, stride, length = f[:5]
                 was = None if gone is None or gone[j] is None else \
@@ -299,6 +325,10 @@ class _NestGen(NestFolds, KernelGen):
                 if rgone is not None:
                     n = b.select(rgone, c(1), n)
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
+                if taken:
+                    steps.append(c(0))
+                    self.grow[j] = (bases[-1], stride, n)
+                    continue
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
         if self.levels[k] is FIXED:
@@ -322,6 +352,8 @@ class _NestGen(NestFolds, KernelGen):
         b, c = self.b, self.c
         gone = None if gone is None else list(gone)
         bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        keep = self.keep is not None and self.keep.level == k
+        want = None  # fill pass: the row's counted length
         if k in self.qrows:  # this row's present byte (fill pass)
             slot = b.load(self.qcnt[k])
             b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
@@ -338,26 +370,40 @@ class _NestGen(NestFolds, KernelGen):
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
             if self.counting:
-                b.store(n if miss is None else b.select(miss, c(-1), n), at)
+                got = self._count_kept(k, bases, steps, n, path) if keep else n
+                b.store(got if miss is None else b.select(miss, c(-1), got), at)
             else:
                 want = self._counted(slot, k)
                 if self.branch_q:  # a row the mark pass found missing: nothing under it
                     n = b.select(b.icmp_signed("==", want, c(0)), c(0), n)
-                self.check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
+                if not keep:  # (kept elements are checked against it one by one)
+                    self.check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
             b.store(b.add(slot, c(1)), self.cnt[k])
             if self.counting and k == self.deepest and not self.marking:
                 return
         if k == self.nlev - 1:
-            self._inner(k, bases, steps, n, path, miss, gone)
+            self._inner(k, bases, steps, n, path, miss, gone, want)
             return
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n
 
         def child(i):
             i = b.add(i, lo)
-            self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                        path + [i], gone)
+            at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                                    path + [i])
+            if not keep:
+                self._level(k + 1, at, path + [i], gone)
+                return
+            with b.if_then(self._keep_value(at, away)):
+                slot = self._next_kept(k, path, want)
+                self._level(k + 1, at, path + [i], gone)
+                b.store(b.add(slot, c(1)), self.kept)
+        if keep:
+            b.store(c(0), self.kept)
         for_loop(b, count, child, name=f"l{k}")
+        if keep and want is not None:
+            got = b.load(self.kept)
+            self.check(b.icmp_signed("==", got, want), 3, k, path, -1, got, want)
 
     def _counted(self, slot, k):
         """Fill pass: result row `slot` of var level k has offsets[slot + 1] - offsets[slot]
@@ -367,38 +413,145 @@ class _NestGen(NestFolds, KernelGen):
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
 
+    # ------------------------------------------------------------ kept elements, positions
+    def _level_values(self, outs, addr, away=None):
+        """The spec outputs `outs` (a keep predicate, positions) computed at one element of
+        their level (`addr`: each operand's address there; only the operands they read are
+        loaded): ({out: value}, {out: whether it is present, None when never missing})."""
+        b = self.b
+        sub = self._subs.get(outs)
+        if sub is None:
+            sub = self._subs[outs] = _sub_spec(self.full, outs)
+        got = emit_body(b, sub, self._loads(addr, sub), self.target, self._pv)
+        vals, pres = {}, {}
+        for out, v in zip(outs, got):
+            masks = []
+            for j in sorted(inputs_of(self.full, out)):
+                if self.masked[j]:
+                    m = b.gep(addr[j], [self.moff[j]])
+                    if away and j in away:
+                        m = b.select(away[j], self.dummy, m)
+                    masks.append(m)
+            vals[out], pres[out] = v, (self._present(masks) if masks else None)
+        return vals, pres
+
+    def _keep_value(self, addr, away=None):
+        """Whether the element at `addr` is kept (`Keep`): its mask is true, or missing."""
+        out = self.keep.out
+        vals, pres = self._level_values((out,), addr, away)
+        v = self.em.truth(vals[out], np.dtype(bool))
+        return v if pres[out] is None else self.b.or_(v, self.b.not_(pres[out]))
+
+    def _next_kept(self, k, path, want):
+        """The next kept element's position in its result row (fill pass: checked below the
+        counted length first, so nothing is written past the row)."""
+        b = self.b
+        slot = b.load(self.kept)
+        if want is not None:
+            nxt = b.add(slot, self.c(1))
+            self.check(b.icmp_signed("<", slot, want), 3, k, path, -1, nxt, want)
+        return slot
+
+    def _count_kept(self, k, bases, steps, n, path):
+        """Count pass of the level keeping elements: how many elements of this row it keeps."""
+        b, c = self.b, self.c
+        fixed0 = k == 0 and self.levels[0] is FIXED
+        lo = self.lo if fixed0 else c(0)
+        b.store(c(0), self.kept)
+
+        def each(i):
+            i = b.add(i, lo)
+            at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                                    path + [i])
+            b.store(b.add(b.load(self.kept), b.zext(self._keep_value(at, away), I64)),
+                    self.kept)
+        for_loop(b, b.sub(self.hi, self.lo) if fixed0 else n, each, name=f"kc{k}")
+        return b.load(self.kept)
+
+    def _gather(self, k, addr, path):
+        """`addr` with each operand taken at positions at level k moved to its element at
+        the position its spec output gives here (negative: from its row's end), checked
+        inside its row (else status 5: the position and the row's length); a missing
+        position reads zero bytes. Returns (addresses, {operand: its position is missing})."""
+        js = [j for j in range(self.nin) if isinstance(self.kinds[j][k], Gathered)]
+        if not js:
+            return addr, {}
+        b, c = self.b, self.c
+        outs = tuple(sorted({self.kinds[j][k].out for j in js}))
+        vals, pres = self._level_values(outs, addr)
+        addr, away = list(addr), {}
+        for j in js:
+            out = self.kinds[j][k].out
+            q, ok = vals[out], pres[out]
+            base, stride, n = self.grow[j]
+            at = b.select(b.icmp_signed("<", q, c(0)), b.add(q, n), q)
+            inside = b.and_(b.icmp_signed(">=", at, c(0)), b.icmp_signed("<", at, n))
+            if ok is not None:  # a missing position: nothing to check, nothing read
+                inside = b.or_(inside, b.not_(ok))
+                at = b.select(ok, at, c(0))
+            self.check(inside, 5, k, path, j, q, n)
+            p = b.gep(base, [b.mul(at, stride)])
+            if ok is not None:
+                away[j] = b.not_(ok)
+                p = b.select(ok, p, self.dummy)
+            addr[j] = p
+        return addr, away
+
     # ------------------------------------------------------------ innermost level
-    def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
+    def _inner(self, k, bases, steps, n, path, miss=None, gone=None, want=None):
         b, c = self.b, self.c
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         if k == 0 and self.levels[0] is FIXED:
             n = b.sub(self.hi, self.lo)
+        keep = self.keep is not None and self.keep.level == k
         if self.reducing:
             self._reset()
+        if keep:
+            b.store(c(0), self.kept)
         pos0 = b.load(self.pos)
 
-        def element(i, addr):
-            masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
-            if gone is not None and self.track:  # a gone operand reads zeros
-                away = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
-                        for g in gone]
-                masks = [m if away[j] is None else b.select(away[j], self.dummy, m)
-                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
-                                         masks)]
-                addr = [a if away[j] is None else b.select(away[j], self.dummy, a)
-                        for j, a in enumerate(addr)]
+        def act(r, addr, masks):
+            """Element r of the result row (kept elements: r counts them)."""
+            if self.arg and self.total:  # its position among the values of every axis
+                flat = b.load(self.flat)
+                b.store(flat, self.argat)
+                b.store(b.add(flat, c(1)), self.flat)
+            elif self.arg and self.reducing:
+                b.store(r, self.argat)
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
             elif not self.mapping:
                 self._fold(addr, masks)
             else:
-                self._write(addr, masks, b.add(pos0, b.sub(i, lo)), gone)
+                self._write(addr, masks, b.add(pos0, r), gone)
+
+        def element(i, addr):
+            addr, away = self._gather(k, addr, path + [i])
+            masks = [b.gep(addr[j], [self.moff[j]]) if j not in away else
+                     b.select(away[j], self.dummy, b.gep(addr[j], [self.moff[j]]))
+                     for j in range(self.nin) if self.masked[j]]
+            if gone is not None and self.track:  # a gone operand reads zeros
+                gn = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
+                      for g in gone]
+                masks = [m if gn[j] is None else b.select(gn[j], self.dummy, m)
+                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
+                                         masks)]
+                addr = [a if gn[j] is None else b.select(gn[j], self.dummy, a)
+                        for j, a in enumerate(addr)]
+            if not keep:
+                act(b.sub(i, lo), addr, masks)
+                return
+            with b.if_then(self._keep_value(addr, away)):
+                slot = self._next_kept(k, path, want)
+                act(slot, addr, masks)
+                b.store(b.add(slot, c(1)), self.kept)
 
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track:
+        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track or \
+                k in self.gathered or (keep and self.mapping) or self.arg:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
@@ -436,8 +589,15 @@ class _NestGen(NestFolds, KernelGen):
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         if self.reducing:
-            self._finish(pos0, n, miss)
+            # with elements kept: the row had elements when one was folded or missing
+            seen = b.add(b.load(self.count), b.zext(b.load(self.bad), I64)) if keep else n
+            self._finish(pos0, seen, miss)
             b.store(b.add(pos0, c(1)), self.pos)
+        elif self.mapping and keep:
+            got = b.load(self.kept)
+            if want is not None:
+                self.check(b.icmp_signed("==", got, want), 3, k, path, -1, got, want)
+            b.store(b.add(pos0, got), self.pos)
         elif self.mapping:
             b.store(b.add(pos0, n), self.pos)
 
@@ -449,14 +609,15 @@ class _NestGen(NestFolds, KernelGen):
             ok = b.and_(ok, b.icmp_unsigned("!=", b.load(m, align=1), ir.Constant(I8, 0)))
         return ok
 
-    def _loads(self, addr):
+    def _loads(self, addr, part=None):
         """Each input loaded as stored (`spec.inputs`) and converted in registers to the
         dtype the body computes it in (its `load` instruction's): an int32 leaf in a
-        float64 body, a byte-swapped leaf, no copy of either."""
-        b, spec = self.b, self.spec
+        float64 body, a byte-swapped leaf, no copy of either. `part`: a spec of some
+        outputs only (`_sub_spec`): only the inputs it reads (None for the others)."""
+        b, spec = self.b, part or self.spec
         want = {ins.attr: ins.dtype for ins in spec.body if ins.op == "load"}
         return [self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
-                             want.get(j, d))
+                             want.get(j, d)) if part is None or j in want else None
                 for j, (a, d, al) in enumerate(zip(addr, spec.inputs, spec.aligned))]
 
     def _values(self, addr):
@@ -538,6 +699,27 @@ class _NestGen(NestFolds, KernelGen):
 # (`_window_fold`) has no remainder loop whose length the CPU must guess.
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _sub_spec(spec, outs: tuple):
+    """`spec` computing only outputs `outs` (the instructions they need, in order)."""
+    need, todo = set(), [spec.outputs[o][0] for o in outs]
+    while todo:
+        i = todo.pop()
+        if i not in need:
+            need.add(i)
+            todo.extend(spec.body[i].args)
+    order = sorted(need)
+    at = {i: n for n, i in enumerate(order)}
+    body = tuple(replace(spec.body[i], args=tuple(at[a] for a in spec.body[i].args))
+                 for i in order)
+    return replace(spec, body=body, outputs=tuple((at[spec.outputs[o][0]], spec.outputs[o][1])
+                                                  for o in outs), reduce=None)
+
+
+def inputs_of(spec, out: int) -> set:
+    """The inputs output `out` of `spec` reads."""
+    return {ins.attr for ins in _sub_spec(spec, (out,)).body if ins.op == "load"}
 
 
 def _deciding(spec) -> set:

@@ -81,6 +81,8 @@ class NestFolds:
         bases, steps, na = top
 
         def each(i):
+            if self.arg:  # the folded element's position along the axis
+                b.store(i, self.argat)
             self._walk(self.axis + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
                        path + [i], upto, qs, ns, action)
         for_loop(b, na, each, name="fg")
@@ -299,6 +301,8 @@ class NestFolds:
         def each(i):
             at = path[:]
             at[self.axis] = i
+            if self.arg:  # the folded element's position along the axis
+                b.store(i, self.argat)
             top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
             skip = None  # element i under a missing row: skipped, its rows not paired
             for j in self._fold_ops(self.nlev - 1, True):
@@ -342,6 +346,7 @@ class NestFolds:
         # with the vector math library.
         libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
         return (not libm and not self.mapping and not self.marking and k == self.nlev - 1 and
+                not self.arg and k not in self.gathered and
                 self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
                 all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
                     for lv in (self.kinds[j][k] for j in range(self.nin))))
@@ -363,12 +368,20 @@ class NestFolds:
         for slot in lanes:
             b.store(em.const(acc, self.red.identity(acc)), slot)
 
+        keep = self.keep is not None and self.keep.level == k
+
         def fold(slot, e, inside=None):
-            """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
+            """Element e (an i64, maybe outside the row) into a lane, where `inside` (and
+            kept: `Keep`)."""
             addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
                     for j, (p, sz) in enumerate(zip(bases, isz))]
             v = self._values(addr)[0]
             take = inside
+            if keep:
+                kept = self._keep_value(addr)
+                take = kept if inside is None else b.and_(inside, kept)
+                if not masked:
+                    b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
             if masked:
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
                 gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
@@ -403,7 +416,7 @@ class NestFolds:
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
-        if not masked:
+        if not masked and not keep:
             b.store(b.add(b.load(self.count), n), self.count)
 
     def _lane_masks(self, x, pred, first=0):
@@ -438,14 +451,34 @@ class NestFolds:
         self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
         b.store(self.c(0), self.count)
         b.store(ir.Constant(I1, 0), self.bad)
+        if self.arg:  # no position yet
+            b.store(self.c(-1), self.accpos)
+
+    def _arg_combine(self, v):
+        """Arg-reductions: the value v (at position `argat`) takes the best's place where
+        the row's `combine` comparison holds strictly, or where it is NaN and the best is
+        not (the first NaN wins, as NumPy's), or where nothing is folded yet."""
+        b, em, dt = self.b, self.em, self.out_dts[0]
+        best, at = self._acc_load(b, self.acc), b.load(self.accpos)
+        take = b.or_(b.icmp_signed("<", at, self.c(0)),
+                     em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
+                              np.dtype(bool)))
+        if dt.kind == "f":
+            take = b.or_(take, b.and_(b.fcmp_unordered("uno", v, v),
+                                      b.fcmp_ordered("ord", best, best)))
+        self._acc_store(b, self.acc, b.select(take, v, best))
+        b.store(b.select(take, b.load(self.argat), at), self.accpos)
 
     def _fold(self, addr, masks):
         b = self.b
 
         def fold():
             res = self._values(addr)
-            self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(b, self.acc),
-                                                       res[0]))
+            if self.arg:
+                self._arg_combine(res[0])
+            else:
+                self._acc_store(b, self.acc, self._combine(
+                    self.em, self._acc_load(b, self.acc), res[0]))
             b.store(b.add(b.load(self.count), self.c(1)), self.count)
         if not masks:
             fold()
@@ -463,8 +496,12 @@ class NestFolds:
         dt = self.out_dts[0]
         cnt = b.load(self.count)
         bad = b.load(self.bad)
-        store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
-                    b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        if self.arg:  # the position (and, for the caller, nothing else)
+            b.store(self.red.finish(self._acc_load(b, self.acc), b.load(self.accpos)),
+                    b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
+        else:
+            store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
+                        b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
         seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
         flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
         b.store(flags, b.gep(self.outm, [at]), align=1)
@@ -489,14 +526,20 @@ class NestFolds:
         v = self._acc_load(b, self.acc)
         mj = any(self.masked)
         valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
-        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
+        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)) \
+                or self.arg:  # nothing folded: no value, no position
             valid = b.and_(valid, b.icmp_signed(">", cnt, c(0)))
         if self.mean and dt.kind in "iu":
             v = self._int_mean(v, cnt, dt)
         elif self.mean:
             cf = b.sitofp(cnt, lltype(self.acc_dtype))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
-        store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        if self.arg:  # the position, int64
+            b.store(self.red.finish(v, b.load(self.accpos)),
+                    b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
+        else:
+            store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
+                        dt)
         if miss is not None:
             valid = b.and_(valid, b.not_(miss))
         flags = b.or_(b.zext(valid, I8),

@@ -17,6 +17,10 @@ from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
 LEAF_OPS = ("input", "scalar", "const")
 REDUCE_OP = "reduce"
+# x[mask] and x[positions] (Awkward's selection and gather): srcs (x, mask or positions),
+# arg = the level of x they act at (the mask's / positions' last dim; their dims line up
+# with x's first dims)
+SELECT_OP, TAKE_OP = "select", "take"
 
 _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = threading.Lock()
@@ -43,7 +47,8 @@ class Node:
 
     Leaves: `input` (arg = parameter name), `scalar` (a weak Python scalar, NEP 50;
     arg = value), `const` (a strong NumPy scalar; arg = value). `reduce` has
-    arg = (op, axes, keepdims). Every other op names a row of `lazyk.frontend.ops.OPS`.
+    arg = (op, axes, keepdims); `select` / `take` have arg = the level they act at. Every
+    other op names a row of `lazyk.frontend.ops.OPS`.
     """
 
     __slots__ = ("op", "dtype", "shape", "srcs", "arg", "_key", "__weakref__")
@@ -220,6 +225,8 @@ def _arg_text(node: Node) -> str:
         skipna = len(node.arg) > 3 and bool(node.arg[3])
         initial = f" initial={node.arg[4]!r}" if len(node.arg) > 4 else ""
         return f" {op} axes={list(axes)} keepdims={bool(keep)} skipna={skipna}{initial}"
+    if node.op in (SELECT_OP, TAKE_OP):
+        return f" level={node.arg}"
     if node.arg is not None:
         return f" {node.arg}"
     return ""
