@@ -25,13 +25,19 @@ The rules (each function below restates its own in its docstring):
   its own axis gives a missing result, with `skipna` too (as Awkward's `ak.sum(x, axis=-1)`
   gives None for a None row); folded into other rows it is skipped under `skipna`, else it
   makes the result missing (the present rows must still line up). See `reduce`.
+- Awkward Array's vocabulary (`num`, `flatten`, `firsts`, `local_index`, `concatenate`,
+  `is_none`, `fill_none`, `pad_none`, `argmin` / `argmax`, `std` / `var`, `cumsum` /
+  `cumprod`, `sort` / `argsort`, `select`, `gather`, `combinations`, `argcombinations`,
+  `cartesian`, `histogram`): Awkward 2's results, in the last section of this file.
 
 Arithmetic on leaves runs through NumPy 0-d arrays, so overflow, rounding and NaN follow
 NumPy exactly; everything else is plain Python.
 """
 from __future__ import annotations
 
+import bisect
 import copy
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -40,7 +46,11 @@ import numpy as np
 from lazyk.errors import ShapeError
 
 __all__ = ["Dim", "RType", "RArray", "parse_type", "typeof", "array", "broadcast_types",
-           "elementwise", "where", "reduce", "REDUCERS"]
+           "elementwise", "where", "reduce", "REDUCERS",
+           "num", "flatten", "firsts", "local_index", "concatenate", "is_none", "fill_none",
+           "pad_none", "argmin", "argmax", "var", "std", "cumsum", "cumprod", "sort",
+           "argsort", "select", "gather", "records", "combinations", "argcombinations",
+           "cartesian", "histogram_bin_edges", "histogram"]
 
 REDUCERS = ("sum", "prod", "min", "max", "any", "all", "mean", "count")
 
@@ -596,3 +606,573 @@ def _wrap(data, level):
     if level == 0 or data is None:
         return [data] if level == 0 else None
     return [_wrap(x, level - 1) for x in data]
+
+
+# ---------------------------------------------------------------- Awkward Array's vocabulary
+# The functions below follow Awkward Array 2's names, signatures and results (checked against
+# Awkward 2.14 in tests/test_reference_vs_awkward.py); where Awkward's own results disagree
+# with each other, the rule chosen is stated in the docstring. They take RArrays and return
+# RArrays; a function that makes records (combinations, argcombinations, cartesian) returns
+# one RArray per field (a tuple, or a dict with `fields=` or dict input), and `records`
+# zips them into the tuples / dicts that `ak.to_list` shows. An `axis` counts the outer dim
+# as 0; a negative axis counts from the leaf (-1: the innermost dim).
+
+def _axis(axis: int, nd: int, lo: int = 0) -> int:
+    a = axis + nd if axis < 0 else axis
+    if not lo <= a < nd:
+        raise np.exceptions.AxisError(axis, nd)
+    return a
+
+
+def _rows(data, depth: int, fn):
+    """`fn` applied to every list at `depth` (0: `data` itself; the items of `data` are at
+    depth 1, ...); a missing row above `depth` stays missing, a missing list at `depth` is
+    passed to `fn` as None."""
+    if depth == 0:
+        return fn(data)
+    if data is None:
+        return None
+    return [_rows(x, depth - 1, fn) for x in data]
+
+
+def _typed(data, dims, dtype, option=False) -> RArray:
+    """An RArray of `data` with `dims` (the outer one gets the length of `data`)."""
+    dims = list(dims)
+    if dims:
+        dims[0] = Dim(len(data))
+    return RArray(RType(tuple(dims), np.dtype(dtype), bool(option)), data)
+
+
+def _opt(dims: tuple, level: int, option: bool):
+    """(dims, leaf option) with the items at depth `level` marked missing-able (a dim's flag,
+    or the leaf's where `level` is past the dims)."""
+    dims = list(dims)
+    if level < len(dims):
+        dims[level] = Dim(dims[level].size, dims[level].option or option)
+        return dims, False
+    return dims, option
+
+
+def _convert(data, dtype):
+    """Every leaf of `data` converted to `dtype` (missing stays missing)."""
+    if isinstance(data, list):
+        return [_convert(x, dtype) for x in data]
+    return None if data is None else _leaf(data, dtype)
+
+
+def _leaves(data, depth: int, keep_missing: bool) -> list:
+    """The leaves under `data` (depth levels of lists), in order; missing rows hold none."""
+    if depth == 0:
+        return [data] if keep_missing or data is not None else []
+    if data is None:
+        return []
+    return [v for x in data for v in _leaves(x, depth - 1, keep_missing)]
+
+
+def num(x: RArray, axis: int = 1) -> RArray:
+    """ak.num: the length of every list at `axis` (axis 0: the array's length, an int);
+    a missing list gives None."""
+    t = x.type
+    a = _axis(axis, t.ndim)
+    if a == 0:
+        return RArray(RType((), np.dtype("int64")), len(x.data))
+    data = _rows(x.data, a, lambda r: None if r is None else len(r))
+    return _typed(data, t.dims[:a], "int64", t.dims[a].option)
+
+
+def flatten(x: RArray, axis: int | None = 1) -> RArray:
+    """ak.flatten: the lists at `axis` joined into their parent list (a missing list among
+    them is dropped, missing values inside them stay); axis 0 drops missing rows at the top;
+    axis None gives every present leaf, missing values dropped."""
+    t = x.type
+    if axis is None:
+        return _typed(_leaves(x.data, t.ndim, False), (Dim(None),), t.dtype)
+    a = _axis(axis, t.ndim)
+    if a == 0:
+        dims = list(t.dims)
+        if t.ndim > 1:
+            dims[1] = Dim(dims[1].size)
+        return _typed([r for r in x.data if r is not None], dims, t.dtype,
+                      t.option and t.ndim > 1)
+    data = _rows(x.data, a - 1, lambda r: None if r is None else
+                 [v for row in r if row is not None for v in row])
+    outer, inner = t.dims[a - 1], t.dims[a]
+    size = (outer.size * inner.size if isinstance(outer.size, int) and
+            isinstance(inner.size, int) and not inner.option else None)
+    dims = t.dims[:a - 1] + (Dim(size, outer.option),) + t.dims[a + 1:]
+    return _typed(data, dims, t.dtype, t.option)
+
+
+def firsts(x: RArray, axis: int = 1) -> RArray:
+    """ak.firsts: the first item of every list at `axis` (>= 1), None for an empty or
+    missing list."""
+    t = x.type
+    a = _axis(axis, t.ndim, lo=1)
+    data = _rows(x.data, a, lambda r: r[0] if r else None)
+    dims, leaf = _opt(t.dims[:a] + t.dims[a + 1:], a, True)
+    return _typed(data, dims, t.dtype, leaf or t.option)
+
+
+def local_index(x: RArray, axis: int = -1) -> RArray:
+    """ak.local_index: every item's position in its list at `axis` (int64; what is below
+    that axis is dropped); a missing list stays missing."""
+    t = x.type
+    a = _axis(axis, t.ndim)
+    data = _rows(x.data, a, lambda r: None if r is None else list(range(len(r))))
+    return _typed(data, t.dims[:a + 1], "int64")
+
+
+def concatenate(arrays, axis: int = 1) -> RArray:
+    """ak.concatenate: the lists at `axis` of every array joined, in order (NumPy's result
+    dtype). The arrays walk together above `axis` (lengths must agree, else ShapeError; a
+    missing row there gives a missing row); a missing list at `axis` counts as empty
+    (Awkward's rule: the joined list is present)."""
+    arrays = list(arrays)
+    nds = {x.type.ndim for x in arrays}
+    if len(nds) != 1:
+        raise ValueError(f"concatenate needs arrays of one depth, got depths {sorted(nds)}")
+    nd = nds.pop()
+    a = _axis(axis, nd)
+    dtype = np.result_type(*[x.type.dtype for x in arrays])
+
+    def walk(items, level, path):
+        if level == a:
+            return [v for it in items if it is not None for v in it]
+        if any(it is None for it in items):
+            return None
+        lengths = [len(it) for it in items]
+        if len(set(lengths)) > 1:
+            raise ShapeError(f"{_where(path)}: the arrays have lengths {lengths}")
+        return [walk([it[i] for it in items], level + 1, path + (i,))
+                for i in range(lengths[0])]
+    data = _convert(walk([x.data for x in arrays], 0, ()), dtype)
+    dims = []
+    for k in range(nd):
+        ds = [x.type.dims[k] for x in arrays]
+        sizes = {d.size for d in ds}
+        if k == a:
+            size = (sum(d.size for d in ds) if all(isinstance(d.size, int) and not d.option
+                                                    for d in ds) else None)
+            dims.append(Dim(size))
+        else:
+            dims.append(Dim(sizes.pop() if len(sizes) == 1 else None,
+                            any(d.option for d in ds)))
+    return _typed(data, dims, dtype, any(x.type.option for x in arrays))
+
+
+def is_none(x: RArray, axis: int = 0) -> RArray:
+    """ak.is_none: True where an item of the lists at `axis` is missing (bool); a missing
+    list above stays missing."""
+    t = x.type
+    a = _axis(axis, t.ndim)
+    data = _rows(x.data, a, lambda r: None if r is None else [v is None for v in r])
+    return _typed(data, t.dims[:a + 1], bool)
+
+
+def fill_none(x: RArray, value) -> RArray:
+    """ak.fill_none (axis=-1): missing values replaced by `value`; missing rows stay. The
+    dtype is NumPy's promotion of the array's dtype and `value` with Python scalars weak
+    (Awkward treats a Python scalar as a NumPy array: int32 filled with 0 gives int64
+    there, int32 here; the values are equal). A type without missing values is returned
+    as it is (Awkward's rule: nothing to fill, no promotion)."""
+    t = x.type
+    if not t.option:
+        return x
+    dtype = np.result_type(t.dtype, value)
+    fill = _leaf(value, dtype)
+    data = _rows(x.data, t.ndim - 1, lambda r: None if r is None else
+                 [fill if v is None else _leaf(v, dtype) for v in r])
+    return _typed(data, t.dims, dtype)
+
+
+def pad_none(x: RArray, target: int, axis: int = 1, clip: bool = False) -> RArray:
+    """ak.pad_none: every list at `axis` padded with None to `target` items (`clip=True`:
+    also cut to `target`); a missing list stays missing."""
+    t = x.type
+    a = _axis(axis, t.ndim)
+    data = _rows(x.data, a, lambda r: None if r is None else
+                 (list(r) + [None] * (target - len(r)))[:target if clip else None])
+    d = t.dims[a]
+    size = target if clip else max(d.size, target) if isinstance(d.size, int) else None
+    dims, leaf = _opt(t.dims[:a] + (Dim(size, d.option),) + t.dims[a + 1:], a + 1, True)
+    return _typed(data, dims, t.dtype, leaf or t.option)
+
+
+# -- reductions that line lists up on the left (Awkward's rule) and skip missing values
+class _Group(list):
+    """The (position along the axis, value) pairs that fold into one result."""
+
+
+def _group(pairs, below: tuple):
+    """Fold the items (pos, subtree) of one list along the axis, with dims `below` under it:
+    the subtrees line up on the left (a fixed dim keeps its size even when nothing folds
+    into it); missing values and rows are skipped (their positions still count, so a
+    position takes the item back)."""
+    if not below:
+        return _Group((i, v) for i, v in pairs if v is not None)
+    rows = [(i, s) for i, s in pairs if s is not None]
+    n = below[0].size if isinstance(below[0].size, int) else \
+        max((len(s) for _, s in rows), default=0)
+    return [_group([(i, s[p]) for i, s in rows if p < len(s)], below[1:]) for p in range(n)]
+
+
+def _fold_left(x: RArray, axis, fn, keepdims: bool):
+    """`fn(group)` for every result of a left-aligned reduction over `axis` (None: all).
+    Returns (data, the result's dims, whether a missing list made a result missing)."""
+    t = x.type
+    if axis is None:
+        data = fn(_group(list(enumerate(_leaves(x.data, t.ndim, True))), ()))
+        dims = ()
+        for _ in range(t.ndim if keepdims else 0):
+            data, dims = [data], (Dim(1),) + dims
+        return data, dims, False
+    a = _axis(axis, t.ndim)
+
+    def finish(g):
+        return fn(g) if isinstance(g, _Group) else [finish(v) for v in g]
+
+    def one(row):
+        if row is None:
+            return None
+        out = finish(_group(list(enumerate(row)), t.dims[a + 1:]))
+        return [out] if keepdims else out
+    dims = t.dims[:a] + ((Dim(1),) if keepdims else ()) + tuple(
+        Dim(d.size) if isinstance(d.size, int) else Dim(None) for d in t.dims[a + 1:])
+    dims, leaf = _opt(dims, a, t.dims[a].option)  # a missing list: a missing result
+    return _rows(x.data, a, one), dims, leaf
+
+
+def _arg_best(better):
+    """Awkward's arg-reduction: the first present value, replaced by a later one only where
+    `better(later, best)` (a strict comparison: NaN wins only if it comes first)."""
+    def fn(group):
+        best = None
+        for i, v in group:
+            if best is None or better(v, best[1]):
+                best = (i, v)
+        return None if best is None else best[0]
+    return fn
+
+
+def argmax(x: RArray, axis: int | None = None, keepdims: bool = False) -> RArray:
+    """ak.argmax: the position of the largest present value along `axis` (None: in the
+    array's leaves, missing values counted, missing rows holding none); None where there is
+    none. Lists above a folded axis line up on the left. The first largest wins; NaN wins
+    only if it comes first (Awkward's strict comparison; NumPy's NaN always wins).
+    A position counts missing rows along the axis (so that `gather` takes the item back;
+    Awkward 2.14 counts only present rows when the folded axis is not the innermost one)."""
+    data, dims, _ = _fold_left(x, axis, _arg_best(lambda v, b: v > b), keepdims)
+    return _typed(data, dims, "int64", True) if dims else \
+        RArray(RType((), np.dtype("int64"), True), data)
+
+
+def argmin(x: RArray, axis: int | None = None, keepdims: bool = False) -> RArray:
+    """ak.argmin: as `argmax`, for the smallest value."""
+    data, dims, _ = _fold_left(x, axis, _arg_best(lambda v, b: v < b), keepdims)
+    return _typed(data, dims, "int64", True) if dims else \
+        RArray(RType((), np.dtype("int64"), True), data)
+
+
+def var(x: RArray, axis: int | None = None, ddof: int = 0) -> RArray:
+    """ak.var: sum((v - mean)^2) / (n - ddof) over the present values along `axis` (float64,
+    mean = sum / n in float64), NaN where n - ddof <= 0; a missing list at `axis` gives None.
+    Lists above a folded axis line up on the left."""
+    def fn(group):
+        vs = [np.float64(v) for _, v in group]
+        if len(vs) - ddof <= 0:
+            return float("nan")
+        with np.errstate(all="ignore"):
+            mean = sum(vs, np.float64(0)) / np.float64(len(vs))
+            return float(sum(((v - mean) ** 2 for v in vs), np.float64(0))
+                         / np.float64(len(vs) - ddof))
+    data, dims, option = _fold_left(x, axis, fn, False)
+    return _typed(data, dims, "float64", option) if dims else \
+        RArray(RType((), np.dtype("float64")), data)
+
+
+def std(x: RArray, axis: int | None = None, ddof: int = 0) -> RArray:
+    """ak.std: the square root of `var`."""
+    v = var(x, axis, ddof)
+    data = _rows(v.data, v.type.ndim, lambda s: None if s is None else float(np.sqrt(s)))
+    return RArray(v.type, data)
+
+
+# -- along the last axis
+def _scan(x: RArray, op: str) -> RArray:
+    t = x.type
+    dtype = getattr(np, op)(np.ones(1, t.dtype)).dtype
+    ufunc = np.add if op == "cumsum" else np.multiply
+
+    def row(r):
+        if r is None:
+            return None
+        out, acc = [], None
+        for v in r:
+            if v is None:
+                out.append(None)
+                continue
+            with np.errstate(all="ignore"):
+                acc = np.asarray(v, dtype) if acc is None else ufunc(acc, np.asarray(v, dtype))
+            out.append(np.asarray(acc).astype(dtype).item())
+        return out
+    return _typed(_rows(x.data, t.ndim - 1, row), t.dims, dtype, t.option)
+
+
+def cumsum(x: RArray) -> RArray:
+    """Running sums along the last axis, per list (NumPy's cumsum dtype: int32 and bool give
+    int64); a missing value stays missing and adds nothing (numpy.ma's and pandas' rule)."""
+    return _scan(x, "cumsum")
+
+
+def cumprod(x: RArray) -> RArray:
+    """Running products along the last axis, as `cumsum`."""
+    return _scan(x, "cumprod")
+
+
+def _order(r, ascending: bool) -> list:
+    """Stable order of a list's positions: present values sorted (NaN after every number, as
+    NumPy), then the missing ones in their order; descending keeps equal values in order."""
+    def key(i):
+        v = r[i]
+        return (1, 0.0) if isinstance(v, float) and v != v else (0, v)
+    present = [i for i, v in enumerate(r) if v is not None]
+    return (sorted(present, key=key, reverse=not ascending)
+            + [i for i, v in enumerate(r) if v is None])
+
+
+def sort(x: RArray, axis: int = -1, ascending: bool = True) -> RArray:
+    """ak.sort (stable) along the last axis: missing values last in either order; NaN sorts
+    above every number (last ascending, first descending; Awkward's NaN placement is
+    not an order)."""
+    t = x.type
+    _axis(axis, t.ndim, lo=t.ndim - 1)
+    data = _rows(x.data, t.ndim - 1, lambda r: None if r is None else
+                 [r[i] for i in _order(r, ascending)])
+    return RArray(t, data)
+
+
+def argsort(x: RArray, axis: int = -1, ascending: bool = True) -> RArray:
+    """ak.argsort (stable): the positions `sort` takes the items from (int64)."""
+    t = x.type
+    _axis(axis, t.ndim, lo=t.ndim - 1)
+    data = _rows(x.data, t.ndim - 1, lambda r: None if r is None else _order(r, ascending))
+    return _typed(data, t.dims, "int64")
+
+
+# -- selection and gather
+def select(x: RArray, mask: RArray) -> RArray:
+    """x[mask] with a boolean mask of k <= x's dims: the mask walks with x (lengths must
+    agree, else ShapeError); at its last dim the items where it is True are kept, where it
+    is missing the item becomes None. A mask of one dim selects rows; a missing row of x or
+    of the mask gives a missing row."""
+    k, t = mask.type.ndim, x.type
+    if mask.type.dtype != np.bool_ or not 1 <= k <= t.ndim:
+        raise TypeError(f"a mask is bool with 1 to {t.ndim} dims, got {mask.type}")
+
+    def walk(xd, md, level, path):
+        if xd is None or md is None:
+            return None
+        if len(xd) != len(md):
+            raise ShapeError(f"{_where(path)}: the mask has length {len(md)} and the array "
+                             f"{len(xd)}")
+        if level == k - 1:
+            return [None if m is None else v for v, m in zip(xd, md) if m is None or m]
+        return [walk(a, b, level + 1, path + (i,)) for i, (a, b) in enumerate(zip(xd, md))]
+    data = walk(x.data, mask.data, 0, ())
+    d = t.dims[k - 1]
+    dims = t.dims[:k - 1] + (Dim(None, d.option or mask.type.dims[k - 1].option),) + t.dims[k:]
+    dims, leaf = _opt(dims, k, mask.type.option)
+    return _typed(data, dims, t.dtype, leaf or t.option)
+
+
+def gather(x: RArray, index: RArray) -> RArray:
+    """x[index] with an integer index of k <= x's dims: the index walks with x (lengths must
+    agree above its last dim, else ShapeError); at its last dim each index picks an item of
+    x's list there (negative counts from the end; out of the list: IndexError naming the
+    row and the index); a missing index gives None, a missing row of either a missing row.
+    The index's last dim may be var or fixed (`argmax(..., keepdims=True)` gives a fixed 1
+    holding None for an empty list)."""
+    k, t = index.type.ndim, x.type
+    if index.type.dtype.kind not in "iu" or not 1 <= k <= t.ndim:
+        raise TypeError(f"an index is integer with 1 to {t.ndim} dims, got {index.type}")
+
+    def pick(xd, i, path):
+        j = i + len(xd) if i < 0 else i
+        if not 0 <= j < len(xd):
+            raise IndexError(f"index {i} is out of bounds for {_where(path)} of length "
+                             f"{len(xd)}")
+        return xd[j]
+
+    def walk(xd, idx, level, path):
+        if xd is None or idx is None:
+            return None
+        if level == k - 1:
+            return [None if i is None else pick(xd, i, path) for i in idx]
+        if len(xd) != len(idx):
+            raise ShapeError(f"{_where(path)}: the index has length {len(idx)} and the array "
+                             f"{len(xd)}")
+        return [walk(a, b, level + 1, path + (i,)) for i, (a, b) in enumerate(zip(xd, idx))]
+    data = walk(x.data, index.data, 0, ())
+    d = index.type.dims[k - 1]
+    dims = t.dims[:k - 1] + (Dim(d.size, d.option or t.dims[k - 1].option),) + t.dims[k:]
+    dims, leaf = _opt(dims, k, index.type.option)
+    return _typed(data, dims, t.dtype, leaf or t.option)
+
+
+# -- records
+def records(fields, depth: int):
+    """Zip field arrays (a tuple / list, or a dict of names) into Python tuples / dicts at
+    `depth` (the depth of the lists holding the records, plus one), as ak.to_list shows."""
+    names = list(fields) if isinstance(fields, dict) else None
+    parts = [f.data if isinstance(f, RArray) else f
+             for f in (fields.values() if names else fields)]
+
+    def z(items, level):
+        if level == depth:
+            return dict(zip(names, items)) if names else tuple(items)
+        if items[0] is None:
+            return None
+        return [z([it[i] for it in items], level + 1) for i in range(len(items[0]))]
+    return z(parts, 0)
+
+
+def _split(data, depth: int, n: int, fields, dims_of, dtypes, options):
+    """The record tuples at `depth` of `data` split into one RArray per field."""
+    out = []
+    for j in range(n):
+        part = _rows(data, depth - 1, lambda r, j=j: None if r is None else [t[j] for t in r])
+        out.append(_typed(part, dims_of(j), dtypes[j], options[j]))
+    return dict(zip(fields, out)) if fields else tuple(out)
+
+
+def _combos(x: RArray, n: int, axis: int, fields, of_positions: bool):
+    t = x.type
+    if n < 1:
+        raise ValueError(f"combinations of n >= 1 items, got n={n}")
+    if fields is not None and len(fields) != n:
+        raise ValueError(f"{len(fields)} field names for combinations of {n}")
+    a = _axis(axis, t.ndim)
+    data = _rows(x.data, a, lambda r: None if r is None else
+                 list(itertools.combinations(range(len(r)) if of_positions else r, n)))
+    new = (Dim(None, t.dims[a].option),)
+    if of_positions:
+        return _split(data, a + 1, n, fields, lambda j: t.dims[:a] + new, ["int64"] * n,
+                      [False] * n)
+    return _split(data, a + 1, n, fields, lambda j: t.dims[:a] + new + t.dims[a + 1:],
+                  [t.dtype] * n, [t.option] * n)
+
+
+def combinations(x: RArray, n: int, axis: int = 1, fields=None):
+    """ak.combinations: the n-tuples i < j (< k ...) of the items of every list at `axis`,
+    in lexicographic order of positions; a missing list stays missing. One RArray per field
+    (a tuple; a dict with `fields`): `records(result, axis + 1)` is what ak.to_list shows."""
+    return _combos(x, n, axis, fields, False)
+
+
+def argcombinations(x: RArray, n: int, axis: int = 1, fields=None):
+    """ak.argcombinations: the positions (int64) of `combinations`' items."""
+    return _combos(x, n, axis, fields, True)
+
+
+def cartesian(arrays, axis: int = 1, nested=None):
+    """ak.cartesian: every tuple of one item from each array's list at `axis` (the first
+    array's item varying slowest); `nested=True` (or a list of array positions, or of names
+    for dict input) opens a new list after those arrays. The arrays walk together above `axis` (lengths must agree, else
+    ShapeError); a missing row of any array there, or a missing list at `axis`, gives a
+    missing list (Awkward gives None for the first array's missing list but an empty list
+    for a later array's). One RArray per array (a tuple, or a dict for dict input), the
+    records at depth axis + 1 + the number of nested lists."""
+    names = list(arrays) if isinstance(arrays, dict) else None
+    xs = list(arrays.values()) if names else list(arrays)
+    nd = {x.type.ndim for x in xs}
+    if len(nd) != 1:
+        raise ValueError(f"cartesian needs arrays of one depth, got depths {sorted(nd)}")
+    a = _axis(axis, nd.pop())
+    m = len(xs)
+    opened = (list(range(m - 1)) if nested is True else [] if nested in (None, False)
+              else sorted(names.index(j) if names and j in names else j for j in nested))
+    if any(not 0 <= j < m - 1 for j in opened):
+        raise ValueError(f"nested positions must be in 0..{m - 2}, got {nested}")
+
+    def product(rows, j, prefix):
+        if j == m:
+            return [tuple(prefix)]
+        out = []
+        for v in rows[j]:
+            sub = product(rows, j + 1, prefix + [v])
+            if j in opened:
+                out.append(sub)
+            else:
+                out.extend(sub)
+        return out
+
+    def walk(items, level, path):
+        if any(it is None for it in items):
+            return None
+        if level == a:
+            return product(items, 0, [])
+        lengths = [len(it) for it in items]
+        if len(set(lengths)) > 1:
+            raise ShapeError(f"{_where(path)}: the arrays have lengths {lengths}")
+        return [walk([it[i] for it in items], level + 1, path + (i,))
+                for i in range(lengths[0])]
+    data = walk([x.data for x in xs], 0, ())
+    above = tuple(Dim(None, any(x.type.dims[k].option for x in xs)) for k in range(a + 1))
+    above = (Dim(len(data)),) + above[1:]
+    new = (Dim(None),) * len(opened)
+    return _split(data, a + 1 + len(opened), m, names,
+                  lambda j: above + new + xs[j].type.dims[a + 1:],
+                  [x.type.dtype for x in xs], [x.type.option for x in xs])
+
+
+# -- histogram
+def histogram_bin_edges(x: RArray, bins, range=None) -> list:
+    """numpy.histogram_bin_edges of the present values: `bins` edges as given, or `bins`
+    equal bins over `range` (default: the values' min and max; 0..1 without values; an
+    empty range widened by 0.5 on each side) computed by np.linspace in the values' float type (float32 data:
+    float32 edges)."""
+    values = np.array(_leaves(x.data, x.type.ndim, False), x.type.dtype)
+    if not isinstance(bins, int):
+        return [float(e) for e in bins]
+    if range is not None:
+        lo, hi = range
+        if lo > hi:
+            raise ValueError(f"max must be larger than min in range=({lo}, {hi})")
+    elif values.size:  # NumPy scalars of the data's dtype: the arithmetic below is NumPy's
+        lo, hi = values.min(), values.max()
+    else:
+        lo, hi = 0, 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"the range ({lo}, {hi}) is not finite: pass a finite range=")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    dtype = np.result_type(lo, hi, x.type.dtype)
+    if dtype.kind in "biu":
+        dtype = np.result_type(dtype, float)
+    return [float(e) for e in np.linspace(lo, hi, bins + 1, dtype=dtype)]
+
+
+def histogram(x: RArray, bins, range=None, weights: RArray | None = None) -> RArray:
+    """numpy.histogram's counts over every axis: a present value v counts in bin i where
+    edges[i] <= v < edges[i + 1], the last bin closed (`histogram_bin_edges`); values outside
+    the edges, NaN and missing values are not counted. Counts are int64; with `weights`
+    (an array of x's structure) each value adds its weight (missing weight: not counted) in
+    float64, then cast to the weights' dtype as NumPy does."""
+    edges = histogram_bin_edges(x, bins, range)
+    n = len(edges) - 1
+    values = _leaves(x.data, x.type.ndim, True)
+    if weights is None:
+        ws, dtype = [1] * len(values), np.dtype("int64")
+    else:
+        ws, dtype = _leaves(weights.data, weights.type.ndim, True), weights.type.dtype
+        if len(ws) != len(values):
+            raise ShapeError(f"weights hold {len(ws)} values and x {len(values)}")
+    acc = [0.0 if weights is not None else 0] * n
+    for v, w in zip(values, ws):
+        if v is None or w is None or (isinstance(v, float) and v != v):
+            continue
+        if not edges[0] <= v <= edges[-1]:
+            continue
+        i = min(bisect.bisect_right(edges, v) - 1, n - 1)
+        acc[i] += float(w) if weights is not None else 1
+    return _typed([_leaf(c, dtype) for c in acc], (Dim(n),), dtype)
