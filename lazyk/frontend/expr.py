@@ -1247,8 +1247,9 @@ def index_by(x: Any, key: Any) -> Expr:
     if not e.ndim:
         raise IndexError(f"a 0-d value ({e.type}) has no dims to select or gather along")
     if not 1 <= k.ndim <= e.ndim:
-        raise IndexError(f"a {what} of {k.ndim} dims ({k.type}) for {e.type}: its dims line "
-                         f"up with the first dims of the array (1 to {e.ndim} of them)")
+        raise IndexError(f"{'a mask' if what == 'mask' else 'positions'} of {k.ndim} dims "
+                         f"({k.type}) for {e.type}: their dims line up with the first dims "
+                         f"of the array (1 to {e.ndim} of them)")
     at = k.ndim - 1
     for d in range(at + (k.dtype == np.bool_)):
         n, m = e.shape[d], k.shape[d]

@@ -20,6 +20,7 @@ from lazyk.codegen.levels import (
     VAR,
     WORDS,
     FixedDimData,
+    Gathered,
     Reduce,
     Rows,
     RowsData,
@@ -301,7 +302,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
         return None
     ref = None
     for o, kd in zip(ops_, kinds):
-        if not kd[1].rows:
+        if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
         if kd[0] != Strided() or not _plain_rows(kd[1]):
             return None

@@ -38,6 +38,7 @@ from lazyk.frontend.leaves import is_ragged
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import Picks, nest_run
+from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
 _names = itertools.count()
@@ -238,7 +239,9 @@ def _bools(value) -> tuple:
     Python per element)."""
     if isinstance(value, np.ndarray):
         return np.asarray(value, bool).reshape(-1), None
-    tree = columns(value)
+    tree = columns(value if isinstance(value.type, FixedDim) else value[None])
+    while tree[0] in ("list", "regular"):  # (a one-row `var * bool` mask: its row)
+        tree = tree[2]
     if tree[0] == "option":
         return np.asarray(tree[2][1], bool), np.asarray(tree[1], bool)
     return np.asarray(tree[1], bool), None
