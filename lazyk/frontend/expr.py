@@ -961,8 +961,8 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
             any_in = option_in or builtins.any(flags)
             if op == "count":
                 option = False
-            elif op in ops.ARG_REDUCTIONS:
-                option = True  # nothing to point at: missing (an empty row)
+            elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
+                option = any_in or "var" in node.srcs[0].shape
             elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
                 option = any_in
             else:

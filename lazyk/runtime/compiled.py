@@ -68,6 +68,7 @@ from lazyk.runtime.launch import (
     prepare,
     run_program,
 )
+from lazyk.runtime.nest_select import needs_nest
 from lazyk.types.parse import dshape
 
 
@@ -85,9 +86,10 @@ class CompiledExpr:
 
     def __new__(cls, expr: Expr):
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
-        # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text)
+        # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text);
+        # and work only the loop nest runs (x[mask], x[positions], argmax)
         if cls is CompiledExpr and (any(_ragged_param(v) for v in expr.env.values()) or
-                                    _ragged.has_text_where(expr)):
+                                    _ragged.has_text_where(expr) or needs_nest(expr.node)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)
 
