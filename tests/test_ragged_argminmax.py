@@ -105,6 +105,24 @@ def test_nan_wins_as_in_numpy(case, op):
 
 
 @settings(deadline=None)
+@given(S.long_rows(dtypes=S.NUMERIC + ("bool",), nan=True), st.sampled_from(OPS),
+       st.integers(0, 30))
+def test_long_and_short_rows_side_by_side(case, op, pad):
+    """Rows of 0-40 values (ties, NaN, +-inf) after `pad` values of other rows: rows with
+    room after them in the content fold their first values with no branch on the row's
+    length, the others element by element; both give NumPy's position."""
+    t, d = case
+    dims = t.split(" * ")
+    dtype = np.dtype(dims[-1])
+    rows = [r for g in d for r in (g if dims[1] == "var" and len(dims) == 4 else [g])]
+    rows = [[0] * pad] + rows + [[0] * 5]
+    off = np.cumsum([0] + [len(r) for r in rows])
+    x = lazyk.from_offsets(off, np.array([v for r in rows for v in r], dtype))
+    want = [None if not r else int(getattr(np, op)(np.array(r, dtype))) for r in rows]
+    assert getattr(lazyk, op)(x, axis=1).to_list() == want
+
+
+@settings(deadline=None)
 @given(st.sampled_from(OPS), st.sampled_from(["int8", "uint16", "int64", "float32", "bool"]),
        st.integers(1, 4), st.integers(0, 5), st.booleans())
 def test_numpy_data_gives_numpys_answer(op, dtype, n, m, keepdims):

@@ -223,9 +223,10 @@ class _NestGen(NestFolds, KernelGen):
             self.dummy = b.bitcast(self.dummy, P8)
         if not self.mapping:
             self.acc = self._acc_alloca(b)
-            if self.arg:
+            if self.arg:  # positions: the best value's, the first folded, the first NaN
                 with b.goto_entry_block():
-                    self.accpos = b.alloca(I64, name="accpos")  # the best value's position
+                    self.accpos, self.accfirst, self.accnan = (
+                        b.alloca(I64, name=n) for n in ("accpos", "accfirst", "accnan"))
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
@@ -550,7 +551,9 @@ class _NestGen(NestFolds, KernelGen):
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
-        if (any(self.masked) and not self._windowed(k)) or not self.nin or self.track or \
+        if self._arg_peeled(k):
+            self._arg_rows(k, bases, n, isz, general)
+        elif (any(self.masked) and not self._windowed(k)) or not self.nin or self.track or \
                 k in self.gathered or (keep and self.mapping) or self.arg:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):

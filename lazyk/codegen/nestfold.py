@@ -16,6 +16,8 @@ from lazyk.codegen.llvm import for_loop
 from lazyk.frontend import ops
 
 WINDOW = 8
+# Elements of a row an arg-reduction folds with no branch on the row's length (`_arg_rows`).
+PEEL = 8
 # Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
 # fold with no branch on their length (a random length mispredicts such a branch).
 LEAD = 3
@@ -363,15 +365,21 @@ class NestFolds:
         dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
         masked = [j for j in range(self.nin) if self.masked[j]]
+        keep = self.keep is not None and self.keep.level == k
+        counted = bool(masked) or keep  # values folded: counted lane by lane
         with b.goto_entry_block():
             lanes = [b.alloca(lltype(acc), name=f"lane{q}") for q in range(WINDOW)]
+            # (one count per lane: a count across lanes would take each lane's mask bit
+            # out of the vector one by one)
+            counts = [b.alloca(I64, name=f"count{q}") for q in range(WINDOW)] if counted \
+                else []
         for slot in lanes:
             b.store(em.const(acc, self.red.identity(acc)), slot)
+        for slot in counts:
+            b.store(c(0), slot)
 
-        keep = self.keep is not None and self.keep.level == k
-
-        def fold(slot, e, inside=None):
-            """Element e (an i64, maybe outside the row) into a lane, where `inside` (and
+        def fold(q, e, inside=None):
+            """Element e (an i64, maybe outside the row) into lane q, where `inside` (and
             kept: `Keep`)."""
             addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
                     for j, (p, sz) in enumerate(zip(bases, isz))]
@@ -380,26 +388,25 @@ class NestFolds:
             if keep:
                 kept = self._keep_value(addr)
                 take = kept if inside is None else b.and_(inside, kept)
-                if not masked:
-                    b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
             if masked:
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
-                gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
+                gone = b.not_(ok) if take is None else b.and_(take, b.not_(ok))
                 b.store(b.or_(b.load(self.bad), gone), self.bad)
-                take = ok if inside is None else b.and_(inside, ok)
-                b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
+                take = ok if take is None else b.and_(take, ok)
+            if counted:
+                b.store(b.add(b.load(counts[q]), b.zext(take, I64)), counts[q])
             if take is not None:
                 v = b.select(take, v, ident)
-            b.store(self._combine(em, b.load(slot), v), slot)
+            b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
         # the leading windows: lane q takes element w * WINDOW + q while it is in the row
         for w in range(LEAD):
             for q, inside in enumerate(self._lane_masks(n, ">", w * WINDOW)):
-                fold(lanes[q], c(w * WINDOW + q), inside)
+                fold(q, c(w * WINDOW + q), inside)
 
         def block(i):
             at = b.mul(b.add(i, c(LEAD)), c(WINDOW), flags=("nuw", "nsw"))
-            for q, slot in enumerate(lanes):
-                fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
+            for q in range(WINDOW):
+                fold(q, b.add(at, c(q), flags=("nuw", "nsw")))
         # longer rows: the blocks after the leading windows, then the last window, lane q
         # taking element n - WINDOW + q where it is not folded yet (>= done); n > WINDOW:
         # the window starts inside the row
@@ -410,14 +417,18 @@ class NestFolds:
             done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
                             c(LEAD * WINDOW))
             last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
-            for q, slot in enumerate(lanes):
-                fold(slot, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
+            for q in range(WINDOW):
+                fold(q, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
-        if not masked and not keep:
-            b.store(b.add(b.load(self.count), n), self.count)
+        total = n
+        if counted:
+            total = b.load(counts[0])
+            for slot in counts[1:]:
+                total = b.add(total, b.load(slot))
+        b.store(b.add(b.load(self.count), total), self.count)
 
     def _lane_masks(self, x, pred, first=0):
         """Per lane q: `x pred first + q` (i1), from one vector compare of x against the
@@ -452,22 +463,125 @@ class NestFolds:
         b.store(self.c(0), self.count)
         b.store(ir.Constant(I1, 0), self.bad)
         if self.arg:  # no position yet
-            b.store(self.c(-1), self.accpos)
+            for slot in (self.accpos, self.accfirst, self.accnan):
+                b.store(self.c(-1), slot)
 
-    def _arg_combine(self, v):
-        """Arg-reductions: the value v (at position `argat`) takes the best's place where
-        the row's `combine` comparison holds strictly, or where it is NaN and the best is
-        not (the first NaN wins, as NumPy's), or where nothing is folded yet."""
-        b, em, dt = self.b, self.em, self.out_dts[0]
-        best, at = self._acc_load(b, self.acc), b.load(self.accpos)
-        take = b.or_(b.icmp_signed("<", at, self.c(0)),
-                     em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
-                              np.dtype(bool)))
+    def _arg_peeled(self, k) -> bool:
+        """Whether an arg-reduction folds the last level's rows by `_arg_rows`: plain
+        contiguous var rows (their content's bounds known), no missing values, nothing kept
+        or taken at positions."""
+        return (self.arg and self.reducing and k == self.nlev - 1 and self.levels[k] is VAR and
+                not any(self.masked) and not self.track and k not in self.gathered and
+                (self.keep is None or self.keep.level != k) and
+                all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
+                    for lv in (self.kinds[j][k] for j in range(self.nin))))
+
+    def _arg_rows(self, k, bases, n, isz, general):
+        """Arg-reductions over short rows: a row's first PEEL elements fold with no branch
+        on its length (those past it masked out: rows of random short lengths would
+        mispredict the loop's exit once a row), the rest in a loop; the peeled elements may
+        lie past the row, so only rows with PEEL elements of room in every operand's
+        content, all contiguous, take this path (the others: `general`, element by
+        element)."""
+        b, c = self.b, self.c
+        fast = ir.Constant(I1, 1)
+        for j in range(self.nin):
+            if self.kinds[j][k].moves:
+                start, stop = self.row_ends[j]
+                room = b.sub(self.f[j][k][4], c(PEEL))
+                fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
+                                           b.icmp_signed("<=", start, room)))
+                fast = b.and_(fast, b.icmp_signed("==", b.sub(stop, start), n))
+        with b.if_else(fast) as (then, otherwise):
+            with then:
+                self._arg_tree(k, bases, n, isz)
+                with b.if_then(b.icmp_signed(">", n, c(PEEL))):
+                    for_loop(b, b.sub(n, c(PEEL)), lambda i: general(b.add(i, c(PEEL))),
+                             name="ep")
+            with otherwise:
+                hinted_loop(b, n, general, "e", NO_VECTOR)
+
+    def _arg_tree(self, k, bases, n, isz):
+        """A row's first PEEL elements (those past the row: the identity, never better) by
+        pairs in a tree: the right one wins only where strictly better (its positions are
+        the later ones, so the first of equal values stays), three compares deep instead of
+        PEEL; the first NaN and the first position are found beside it (`_arg_position`)."""
+        b, c, em, dt = self.b, self.c, self.em, self.out_dts[0]
+        ident = em.const(dt, self.red.identity(dt))
+        op = ">" if self.red.combine == "greater" else "<"
+        pairs, nan = [], c(-1)
+        for q in range(PEEL):
+            inside = b.icmp_signed(">", n, c(q))
+            addr = [p if not self.kinds[j][k].moves else b.gep(p, [c(q * sz)])
+                    for j, (p, sz) in enumerate(zip(bases, isz))]
+            v = b.select(inside, self._values(addr)[0], ident)
+            pairs.append((v, c(q)))
+            if dt.kind == "f":
+                nan = b.select(b.and_(b.fcmp_unordered("uno", v, v),
+                                      b.icmp_signed("<", nan, c(0))), c(q), nan)
+
+        def right_wins(x, y):
+            if dt.kind == "f":
+                return b.fcmp_ordered(op, y, x)
+            return em.truth(em.apply(self.red.combine, [y, x], [dt, dt], np.dtype(bool)),
+                            np.dtype(bool))
+        while len(pairs) > 1:
+            pairs = [(b.select(w, y[0], x[0]), b.select(w, y[1], x[1]))
+                     for x, y in zip(pairs[::2], pairs[1::2]) for w in [right_wins(x[0], y[0])]]
+        (v, at), = pairs
+        best = self._acc_load(b, self.acc)
+        better = right_wins(best, v)
+        self._acc_store(b, self.acc, b.select(better, v, best))
+        b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
+        some = b.icmp_signed(">", n, c(0))
+        first = b.load(self.accfirst)
+        b.store(b.select(b.and_(some, b.icmp_signed("<", first, c(0))), c(0), first),
+                self.accfirst)
         if dt.kind == "f":
-            take = b.or_(take, b.and_(b.fcmp_unordered("uno", v, v),
-                                      b.fcmp_ordered("ord", best, best)))
-        self._acc_store(b, self.acc, b.select(take, v, best))
-        b.store(b.select(take, b.load(self.argat), at), self.accpos)
+            old = b.load(self.accnan)
+            b.store(b.select(b.icmp_signed("<", old, c(0)), nan, old), self.accnan)
+        b.store(b.add(b.load(self.count), b.select(b.icmp_signed(">", n, c(PEEL)), c(PEEL), n)),
+                self.count)
+
+    def _arg_combine(self, v, inside=None):
+        """Arg-reductions: the value v (at position `argat`) takes the best's place where
+        the row's `combine` comparison holds strictly (the first of equal values stays).
+        The best value's chain is that compare and a select only (a max / min
+        instruction): the first position folded (a row of only the identity, -inf for
+        argmax, has no strictly better value) and the first NaN's (NaN wins, as NumPy's)
+        are kept beside it and settled by `_arg_position`."""
+        b, em, dt = self.b, self.em, self.out_dts[0]
+        best, at, c = self._acc_load(b, self.acc), b.load(self.argat), self.c
+
+        def only(x):  # (`inside`: the element is in the row)
+            return x if inside is None else b.and_(x, inside)
+        if inside is not None:  # past the row: the identity, never strictly better (the
+            # best's chain stays a max / min)
+            v = b.select(inside, v, em.const(dt, self.red.identity(dt)))
+        if dt.kind == "f":
+            better = b.fcmp_ordered(">" if self.red.combine == "greater" else "<", v, best)
+            nan = b.load(self.accnan)
+            b.store(b.select(only(b.and_(b.fcmp_unordered("uno", v, v),
+                                         b.icmp_signed("<", nan, c(0)))), at, nan),
+                    self.accnan)
+        else:
+            better = em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
+                              np.dtype(bool))
+        self._acc_store(b, self.acc, b.select(better, v, best))
+        b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
+        first = b.load(self.accfirst)
+        b.store(b.select(only(b.icmp_signed("<", first, c(0))), at, first), self.accfirst)
+
+    def _arg_position(self):
+        """The best value's position: the first NaN's, else the last strictly better one's,
+        else the first position folded (-1: nothing folded)."""
+        b, c = self.b, self.c
+        pos = b.load(self.accpos)
+        pos = b.select(b.icmp_signed("<", pos, c(0)), b.load(self.accfirst), pos)
+        if self.out_dts[0].kind == "f":
+            nan = b.load(self.accnan)
+            pos = b.select(b.icmp_signed(">=", nan, c(0)), nan, pos)
+        return pos
 
     def _fold(self, addr, masks):
         b = self.b
@@ -497,7 +611,7 @@ class NestFolds:
         cnt = b.load(self.count)
         bad = b.load(self.bad)
         if self.arg:  # the position (and, for the caller, nothing else)
-            b.store(self.red.finish(self._acc_load(b, self.acc), b.load(self.accpos)),
+            b.store(self.red.finish(self._acc_load(b, self.acc), self._arg_position()),
                     b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
         else:
             store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
@@ -535,7 +649,7 @@ class NestFolds:
             cf = b.sitofp(cnt, lltype(self.acc_dtype))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
         if self.arg:  # the position, int64
-            b.store(self.red.finish(v, b.load(self.accpos)),
+            b.store(self.red.finish(v, self._arg_position()),
                     b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
         else:
             store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),

@@ -226,7 +226,7 @@ def _rows_kept(node: Node, env: dict) -> Node:
         raise ShapeError(f"x[mask]: the mask has length {len(values)} and the array {n}")
     kept = values if valid is None else values | ~valid
     pos = np.flatnonzero(kept).astype(np.int64)
-    if valid is None or valid[pos].all():
+    if valid is None:  # (a `?bool` mask's result is `?T`, missing values or not)
         leaf = wrap_array(pos)
     else:
         leaf = as_expr(masked(pos, valid[pos]))
@@ -235,14 +235,14 @@ def _rows_kept(node: Node, env: dict) -> Node:
 
 
 def _bools(value) -> tuple:
-    """(values, present flags or None) of a computed one-dim bool result (its columns: no
-    Python per element)."""
+    """(values, present flags or None when it is not `?bool`) of a computed one-dim bool
+    result (its columns: no Python per element)."""
     if isinstance(value, np.ndarray):
         return np.asarray(value, bool).reshape(-1), None
     tree = columns(value if isinstance(value.type, FixedDim) else value[None])
     while tree[0] in ("list", "regular"):  # (a one-row `var * bool` mask: its row)
         tree = tree[2]
-    if tree[0] == "option":
+    if tree[0] == "option":  # (present flags even when none is missing: the `?`)
         return np.asarray(tree[2][1], bool), np.asarray(tree[1], bool)
     return np.asarray(tree[1], bool), None
 
