@@ -62,6 +62,9 @@ EXAMPLES = {
                   "lazyk.startswith(names, 'ki').eval()",
     "endswith": "lazyk.endswith(lazyk.array(['kiwi', 'apple']), 'le').eval()",
     "count": "lazyk.count(lazyk.array([[1.0, None, float('nan')], [4.0]]), axis=-1).eval()",
+    "argmax": "x = lazyk.array([[1.0, 5.0, 5.0], [], [2.0]])\n"
+              "(lazyk.argmax(x, axis=1).eval(), x[lazyk.argmax(x, axis=1, keepdims=True)].eval())",
+    "argmin": "lazyk.argmin(lazyk.array([[3, 1, 1], [], [2]]), axis=-1).eval()",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "real": "lazyk.real(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
     "imag": "lazyk.imag(lazyk.array(np.array([1 + 2j, 3 - 1j]))).eval()",
