@@ -18,6 +18,7 @@ from lazyk.passes.fuse import fuse_elementwise
 from lazyk.runtime import launch as runtime
 from lazyk.runtime import ragged
 from lazyk.runtime.device import explain_cuda
+from lazyk.runtime.nest_select import needs_nest
 from lazyk.runtime.text_steps import has_text_where, select_text, text_result
 
 SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representative layout
@@ -115,9 +116,13 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     e = declared = as_expr(expr)
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
-    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
+    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()) or (
+            needs_nest(e.node) and any(isinstance(leaf_data(v), Placeholder)
+                                       for v in e.env.values())):
         e = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
         return ragged.explain(e, declared)  # var / option parameters: on sample arrays
+    if needs_nest(e.node):  # x[mask], x[positions], argmax: the loop-nest kernels
+        return ragged.explain(e)
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: the loop-nest kernels
     check_size(e.node)
