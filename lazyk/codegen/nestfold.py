@@ -543,7 +543,7 @@ class NestFolds:
         b.store(b.add(b.load(self.count), b.select(b.icmp_signed(">", n, c(PEEL)), c(PEEL), n)),
                 self.count)
 
-    def _arg_combine(self, v, inside=None):
+    def _arg_combine(self, v):
         """Arg-reductions: the value v (at position `argat`) takes the best's place where
         the row's `combine` comparison holds strictly (the first of equal values stays).
         The best value's chain is that compare and a select only (a max / min
@@ -552,25 +552,18 @@ class NestFolds:
         are kept beside it and settled by `_arg_position`."""
         b, em, dt = self.b, self.em, self.out_dts[0]
         best, at, c = self._acc_load(b, self.acc), b.load(self.argat), self.c
-
-        def only(x):  # (`inside`: the element is in the row)
-            return x if inside is None else b.and_(x, inside)
-        if inside is not None:  # past the row: the identity, never strictly better (the
-            # best's chain stays a max / min)
-            v = b.select(inside, v, em.const(dt, self.red.identity(dt)))
         if dt.kind == "f":
             better = b.fcmp_ordered(">" if self.red.combine == "greater" else "<", v, best)
             nan = b.load(self.accnan)
-            b.store(b.select(only(b.and_(b.fcmp_unordered("uno", v, v),
-                                         b.icmp_signed("<", nan, c(0)))), at, nan),
-                    self.accnan)
+            b.store(b.select(b.and_(b.fcmp_unordered("uno", v, v),
+                                    b.icmp_signed("<", nan, c(0))), at, nan), self.accnan)
         else:
             better = em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
                               np.dtype(bool))
         self._acc_store(b, self.acc, b.select(better, v, best))
         b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
         first = b.load(self.accfirst)
-        b.store(b.select(only(b.icmp_signed("<", first, c(0))), at, first), self.accfirst)
+        b.store(b.select(b.icmp_signed("<", first, c(0)), at, first), self.accfirst)
 
     def _arg_position(self):
         """The best value's position: the first NaN's, else the last strictly better one's,
