@@ -215,6 +215,11 @@ class _NestGen(NestFolds, KernelGen):
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
                 self.fseen = b.alloca(I1, name="fseen")
+        if self.keep is not None:  # where a dropped element is written (`_inner`)
+            with b.goto_entry_block():
+                spare = b.alloca(ir.ArrayType(I64, 2), name="spare")
+                spare.align = 16
+            self.spare = b.bitcast(spare, P8)
         if self.track or self.fold_q or self.gathered:  # what a gone operand reads: zeros
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
@@ -543,6 +548,17 @@ class _NestGen(NestFolds, KernelGen):
             if not keep:
                 act(b.sub(i, lo), addr, masks)
                 return
+            if self.mapping and want is not None and not self.where_masks:
+                # fill pass: every element written at the next kept slot, which only a kept
+                # element moves past (no branch on the mask); one past the row's counted
+                # length (dropped elements after its last kept one) goes to scratch
+                kp = self._keep_value(addr, away)
+                slot = b.load(self.kept)
+                fits = b.icmp_signed("<", slot, want)
+                self.check(b.or_(fits, b.not_(kp)), 3, k, path, -1, b.add(slot, c(1)), want)
+                self._write(addr, masks, b.add(pos0, slot), gone, spare=b.not_(fits))
+                b.store(b.add(slot, b.zext(kp, I64)), self.kept)
+                return
             with b.if_then(self._keep_value(addr, away)):
                 slot = self._next_kept(k, path, want)
                 act(slot, addr, masks)
@@ -626,10 +642,16 @@ class _NestGen(NestFolds, KernelGen):
     def _values(self, addr):
         return emit_body(self.b, self.spec, self._loads(addr), self.target, self._pv)
 
-    def _write(self, addr, masks, at, gone=None):
+    def _write(self, addr, masks, at, gone=None, spare=None):
+        """Store element `at`'s value (and present byte); `spare` (an i1): into scratch
+        instead (`_inner`: a dropped element past the row's last kept one)."""
         b = self.b
         dt = self.out_dts[0]
         dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
+        outm = self.outm
+        if spare is not None:
+            dst = b.select(spare, self.spare, dst)
+            outm = b.select(spare, b.gep(self.spare, [b.neg(at)]), outm)
         if self.where_masks and gone is not None and self.branch_q and self.qrows:
             # a where() branch's missing row at a fixed level (`?n`): the result row is
             # missing only where an element takes that branch
@@ -643,11 +665,11 @@ class _NestGen(NestFolds, KernelGen):
             return
         if self.where_masks:  # values of every element; the mask follows the body
             value, ok, _ = self._values_and_present(addr, gone)
-            b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+            b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
             store_value(b, value, dst, dt)
             return
         ok = self._present(masks)
-        b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+        b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
         with b.if_else(ok) as (then, otherwise):
             with then:  # a missing input's bytes are never computed with
                 store_value(b, self._values(addr)[0], dst, dt)
