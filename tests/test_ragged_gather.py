@@ -5,7 +5,8 @@ Positions of k dims line up with x's first k dims and pick, in each list of x's 
 the items at their positions (negative ones from the list's end): var rows of positions,
 the fixed size-1 dim `argmax(..., keepdims=True)` gives (missing for an empty row: the
 item is missing), `?int64` positions, rows taken at the outer dim; empty rows and arrays,
-`?T` values, `?var` rows, depth 2 and 3, reversed views. Gathers inside larger fused
+`?T` values, `?var` rows, depth 2 and 3, reversed views; a missing position above x's last
+dim gives a missing row (`?var`). Gathers inside larger fused
 expressions (two position arrays at one level, a fold after a gather) are compared with
 the reference evaluated step by step. A position outside its row raises IndexError naming
 the row and the position.
@@ -50,9 +51,9 @@ def gather_case(draw, layouts=LAYOUTS, one=None, option=None, k=None):
     k = k or draw(st.integers(1, len(dims)))
     one = draw(st.booleans()) if one is None else one
     one = one and k > 1 and not dims[k - 1].startswith("?")
-    # (a missing position above x's last dim, a missing row of the result: refused, below)
+    # (a missing position above a fixed dim of x, a missing `?n` row: refused, below)
     opt = one or (draw(st.booleans()) if option is None else option)
-    opt = opt and (k == len(dims) or option is True)
+    opt = opt and (k == len(dims) or dims[k] in ("var", "?var"))
     p = _positions(draw, d, k, opt, one)
     last = "1" if one else "?var" if dims[k - 1].startswith("?") else "var"
     ptype = " * ".join(dims[:k - 1] + [last, ("?" if opt else "") + "int64"])
@@ -211,11 +212,15 @@ def test_a_position_outside_its_row_names_the_row_and_the_position():
     with pytest.raises(IndexError, match=r"position 2 \(at \[0, 0\]\) .* row \[0\] of "
                        r"length 2"):
         y[lazyk.array([[2], [0]])].eval()
-    with pytest.raises(lazyk.NotSupportedError, match=r"a missing position above the "
-                       r"array's last dim would make a missing row"):
-        y[lazyk.array([[None], [0]])].eval()
+    got = y[lazyk.array([[None, -1], [0]])].eval()  # a missing position: a missing row
+    assert str(got.type) == "2 * var * ?var * float64"
+    assert got.to_list() == [[None, [3.0]], [[4.0]]]
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed "
+                       r"dim \(\?n\): a missing position above a fixed dim"):
+        lazyk.array([[[1.0], [2.0]], [[3.0]]])[lazyk.array([[None], [0]])].eval()
     q = lazyk.array([[1.0, 2.0], None], "2 * ?var * float64")
-    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed dim"):
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed dim "
+                       r"\(\?n\).*rows of the array that may be missing"):
         q[lazyk.argmax(q, axis=1, keepdims=True)].eval()
     with pytest.raises(IndexError, match=r"positions of 3 dims .*\(1 to 2 of them\)"):
         x[lazyk.array([[[0]], [], [], []])]

@@ -100,9 +100,14 @@ def test_mask_of_the_same_structure(case):
 
 
 @settings(deadline=None)
-@given(masked_case(same=False, option=False))
+@given(masked_case(same=False))
 def test_mask_of_fewer_dims_selects_rows(case):
+    """A missing mask element there keeps a missing row (`?var`; a fixed dim below:
+    refused, `test_errors_name_the_operands`)."""
     t, d, mt, m = case
+    dims = t.split(" * ")
+    k = mt.count("*")
+    assume(not mt.endswith("?bool") or k == len(dims) - 1 or "var" in dims[k])
     got = matches(lambda: R.select(RA(t, d), RA(mt, m)), lambda: L(t, d)[L(mt, m)], t, mt)
     if got == "match" and d is not None:
         assert L(t, d)[L(mt, m)].to_list() == awkward_select(d, m)
@@ -251,5 +256,6 @@ def test_errors_name_the_operands():
     with pytest.raises(lazyk.ShapeError, match="the mask has length 2 and the array 3"):
         one_row[np.array([True, False])].eval()
     q = lazyk.array([[[1.0], [2.0]], [[3.0]]])
-    with pytest.raises(lazyk.NotSupportedError, match=r"missing mask element above"):
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a "
+                       r"fixed dim \(\?n\): a missing mask element above a fixed dim"):
         q[lazyk.array([[True, None], [False]])].eval()

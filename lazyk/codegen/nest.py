@@ -354,10 +354,13 @@ class _NestGen(NestFolds, KernelGen):
             n = b.select(miss, c(0), n)
         return bases, steps, n, miss
 
-    def _level(self, k, ptrs, path, gone=None):
+    def _level(self, k, ptrs, path, gone=None, lost=None):
         b, c = self.b, self.c
         gone = None if gone is None else list(gone)
         bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        if lost is not None:  # the element above is missing (`child`): so is this row
+            miss = lost if miss is None else b.or_(miss, lost)
+            n = b.select(lost, c(0), n)
         keep = self.keep is not None and self.keep.level == k
         want = None  # fill pass: the row's counted length
         if k in self.qrows:  # this row's present byte (fill pass)
@@ -397,12 +400,20 @@ class _NestGen(NestFolds, KernelGen):
             i = b.add(i, lo)
             at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
                                     path + [i])
+            # a missing position, or a kept element whose mask is missing: the row below is
+            # missing (`lost`)
+            lost = None
+            for a in away.values():
+                lost = a if lost is None else b.or_(lost, a)
             if not keep:
-                self._level(k + 1, at, path + [i], gone)
+                self._level(k + 1, at, path + [i], gone, lost)
                 return
-            with b.if_then(self._keep_value(at, away)):
+            kept, unknown = self._keep_value(at, away, missing=True)
+            if unknown is not None:
+                lost = unknown if lost is None else b.or_(lost, unknown)
+            with b.if_then(kept):
                 slot = self._next_kept(k, path, want)
-                self._level(k + 1, at, path + [i], gone)
+                self._level(k + 1, at, path + [i], gone, lost)
                 b.store(b.add(slot, c(1)), self.kept)
         if keep:
             b.store(c(0), self.kept)
@@ -441,12 +452,15 @@ class _NestGen(NestFolds, KernelGen):
             vals[out], pres[out] = v, (self._present(masks) if masks else None)
         return vals, pres
 
-    def _keep_value(self, addr, away=None):
-        """Whether the element at `addr` is kept (`Keep`): its mask is true, or missing."""
+    def _keep_value(self, addr, away=None, missing=False):
+        """Whether the element at `addr` is kept (`Keep`): its mask is true, or missing;
+        `missing`: (that, whether the mask element is missing: None when never)."""
         out = self.keep.out
         vals, pres = self._level_values((out,), addr, away)
         v = self.em.truth(vals[out], np.dtype(bool))
-        return v if pres[out] is None else self.b.or_(v, self.b.not_(pres[out]))
+        gone = None if pres[out] is None else self.b.not_(pres[out])
+        kept = v if gone is None else self.b.or_(v, gone)
+        return (kept, gone) if missing else kept
 
     def _next_kept(self, k, path, want):
         """The next kept element's position in its result row (fill pass: checked below the

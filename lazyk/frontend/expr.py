@@ -1222,12 +1222,13 @@ def index_by(x: Any, key: Any) -> Expr:
 
     - Selection keeps the elements (or rows, for k < x.ndim) where the mask is true:
       that dim becomes var (a fixed dim too; the outer dim counts the kept rows); a
-      missing mask element (`?bool`) gives a missing element.
+      missing mask element (`?bool`) gives a missing element (a missing row above the
+      array's last dim).
     - Gather takes, per row of dim k - 1, the items at the positions (negative ones count
       from the row's end): that dim becomes the positions' own. A missing position
       (`?int64`, e.g. from `argmax(..., keepdims=True)` of an empty row) gives a missing
-      element; a position outside its row raises IndexError naming the row and the
-      position (when computed).
+      element (a missing row above the array's last dim); a position outside its row
+      raises IndexError naming the row and the position (when computed).
 
     Example: `x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0]])`; `x[x > 0]` gives
     `[[1.5, 3.0], [], []]` (type `3 * var * float64`), `(x[x > 0] * 2).sum(axis=-1)` folds
@@ -1237,6 +1238,9 @@ def index_by(x: Any, key: Any) -> Expr:
     Raises:
         IndexError: a key of no dims or more dims than x, or of another dtype.
         ShapeError: fixed dims of x and the key that differ (var rows: when computed).
+        NotSupportedError: (when computed) a missing mask element or position above a
+            fixed dim of x, or rows of x that may be missing where the positions' dim is
+            fixed (the result would have `?n` rows).
     """
     e, k = operands("[]", (x, key))
     refuse_text("[]", [e, k])

@@ -346,7 +346,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         return (out.astype(root.dtype, copy=False), None if flags is None else
                 flags.view(bool), dims, offsets, validity, present)
     if reduce_arg is None:
-        mask = flags.view(bool) if option else None
+        mask = flags.view(bool) if prep.value_option else None
         return fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
                                         offsets, xs_end, validity), present)
     values, mask = _nest_reduced(out, flags, reduce_arg, option or bool(qlev) or
@@ -497,14 +497,20 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
     if picks is not None:
-        # a missing mask element or position above the last level would be a missing row
-        # (`?var`) of the result: the nest writes none there; `?n` rows: no positions
+        # a missing mask element or position above the last level: a missing row (`?var`)
+        # of the result below it (a var level: a fixed one would be `?n` rows); `?n` rows
+        # take no positions
         lv = {1 + i: k for _, k, i in picks.taken}
         if picks.keep is not None:
             lv[1] = picks.keep
-        declined = declined or bool(qfix) or any(
-            k < nlev - 1 and any(maskd[j] for j in inputs_of(spec, out))
-            for out, k in lv.items())
+        lost = {k + 1 for out, k in lv.items()
+                if k < nlev - 1 and any(maskd[j] for j in inputs_of(spec, out))}
+        declined = declined or bool(qfix) or any(levels[k] is not VAR for k in lost)
+        qlev = qlev | lost
+    # missing values (`?T`) in the result: where an input the value reads may be missing,
+    # or a mask element or position of the last level (those above it: missing rows)
+    value_option = any(maskd[j] for j in inputs_of(spec, 0)) or picks is not None and any(
+        maskd[j] for out, k in lv.items() if k == nlev - 1 for j in inputs_of(spec, out))
     # an arg-reduction has no position for an empty row: a missing result where rows can be
     # empty or values missing (NumPy's fixed dims: an empty one raises ValueError)
     optional = arg and (VAR in levels or any(maskd) or bool(qlev) or picks is not None and
@@ -512,6 +518,7 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     return _Prep(mode=mode, axes=axes, step=step, spec=spec, acc=acc, labels=tuple(labels),
                  sel_kinds=tuple(sel_kinds), maskd=maskd, qlev=frozenset(qlev), qfix=qfix,
                  wq=wq, skipna=skipna, declined=declined, optional=optional,
+                 value_option=value_option,
                  kkey=(spec, tuple(levels), tuple(tuple(k) for k in sel_kinds), maskd, mode))
 
 

@@ -17,6 +17,8 @@ lowered into the nest's own iteration space, so the work around them fuses into 
 - `x[positions]` acting at level K becomes x's leaves renamed (`Gathered` operands, never
   paired with the result's rows at K) and the positions (a spec output, int64) taken at
   level K; the positions' rows are the result's there.
+- A missing mask element or position above x's last dim makes the row below it missing
+  (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
 
 Selections nested in each other, gathers of gathered values, several different masks in
 one expression, and forms the nest declines are computed first, innermost first, each in a
@@ -75,10 +77,10 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
             what, one = ("mask", "mask element") if root.op == SELECT_OP else \
                 ("positions", "position")
             raise NotSupportedError(
-                f"x[{what}] over {types}: a missing {one} above the array's last dim would "
-                "make a missing row (?var) of the result, which the loop nest does not write, "
-                "and missing rows against a fixed dim (?n) take no positions: replace the "
-                "missing ones first (lazyk.where)")
+                f"x[{what}] over {types}: the result would have missing rows against a "
+                f"fixed dim (?n): a missing {one} above a fixed dim of the array, or rows "
+                f"of the array that may be missing where the {what} dim is fixed; the loop "
+                "nest does not write those: replace the missing ones first (lazyk.where)")
         lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
         return evaluate_picks(lone, lone, None, env)
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
