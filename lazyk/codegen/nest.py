@@ -55,12 +55,24 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
                            length, row mask_offset (`?var`)
     then the parameter slots (16 bytes each).
 
+Selection and gather (`levels.Keep`, `levels.Gathered`): spec outputs past the first are
+level values, each computed at one element of its level from the operands that stay below
+it (`_level_values`: only the instructions it needs). A `Keep` level visits every element
+and keeps those whose mask output is true (or missing): its count pass counts the kept
+elements (`_count_kept`), its fill pass checks each kept element against the counted
+length before anything under it is written, and a fold there folds only kept values. An
+operand `Gathered` at a level reads its own row (checked, never paired) and, at each
+element, its element at the position output there (`_gather`; outside the row: status 5).
+A missing position, or a kept element whose mask is missing, above the last level makes
+the row below it missing (`lost`).
+
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
 length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
 the operand that set it or -1 for a fixed level), 4 (rows folded together over a middle
-level differ: words 3, 4 the two lengths) or 3 (a
-row length differs from the count pass); word 1 the level, word 2 the operand, words
-8 + k the index at each level down to the failing row. Accumulators live on the stack: no
+level differ: words 3, 4 the two lengths), 3 (a
+row length differs from the count pass) or 5 (a position outside its row: words 3, 4 =
+the position, the row's length; the path reaches the position); word 1 the level, word 2
+the operand, words 8 + k the index at each level down to the failing row. Accumulators live on the stack: no
 allocation, no shared state: thread-safe.
 """
 from __future__ import annotations
