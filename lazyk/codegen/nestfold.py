@@ -1,5 +1,7 @@
 """The folds of the loop-nest generator (`codegen.nest`, whose module doc describes the
-levels, operand kinds, modes and kernel data): a reduction's accumulators, the window fold
+levels, operand kinds, modes and kernel data): a reduction's accumulators (an
+arg-reduction's: the best value and its position, `_arg_combine`; a short row's first
+values as a tree, `_arg_rows`), the window fold
 of contiguous rows (WINDOW lanes at once, windows checked against every operand's content),
 and the folds over a middle level ("fold<a>[,<b>...]"): each result element walks its group,
 every element of the folded levels, with `?var` rows at or below a folded level
