@@ -77,6 +77,9 @@ EXAMPLES = {
                  "lazyk.cartesian({'a': a, 'b': b}).to_list()",
     "histogram": "x = lazyk.array([[0.5, 1.5, 1.5], [], [2.5, None]])\n"
                  "counts, edges = lazyk.histogram(x, 3, (0, 3))\n(counts, edges)",
+    "argmax": "x = lazyk.array([[1.0, 5.0, 5.0], [], [2.0]])\n"
+              "(lazyk.argmax(x, axis=1).eval(), x[lazyk.argmax(x, axis=1, keepdims=True)].eval())",
+    "argmin": "lazyk.argmin(lazyk.array([[3, 1, 1], [], [2]]), axis=-1).eval()",
     "positive": "lazyk.positive(lazyk.array([1, -2])).eval()",
     "num": "lazyk.num(lazyk.array([[1, 2, 3], [], None])).eval()",
     "flatten": "lazyk.flatten(lazyk.array([[1, 2], [], [3]])).eval()",

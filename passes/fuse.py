@@ -20,6 +20,7 @@ import numpy as np
 
 from lazyk.frontend import graph
 from lazyk.frontend.graph import REDUCE_OP, Node, toposort
+from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.spec import Instr, KernelSpec, pack_params
 
 
@@ -115,7 +116,9 @@ def fuse_elementwise(root: Node) -> Program:
         src = node.srcs[0]
         body, inputs, out, consts = _body_under(src, steps_of)
         reduce = "sum" if op == "mean" else op
-        spec = _spec(body, inputs, out, node.dtype, reduce)
+        # an arg-reduction folds values of their own dtype into a position (int64)
+        spec = _spec(body, inputs, out, src.dtype if op in ARG_REDUCTIONS else node.dtype,
+                     reduce)
         steps_of[id(node)] = len(steps)
         steps.append(Step(spec, inputs, node.shape, node.dtype, axes, keep, op == "mean",
                           pack_params(spec.params, consts)))

@@ -331,8 +331,11 @@ def test_closed_arrays_raise_cleanly():
         b[0]
 
 
-def test_mask_and_position_indices_point_to_where():
+def test_mask_and_position_arrays_select_lazily_lists_do_not():
     x = lazyk.array([1.0, -2.0])
-    for bad in (np.array([True, False]), [0, 1]):
-        with pytest.raises(IndexError, match="lazyk.where"):
-            x[bad]
+    assert isinstance(x[np.array([True, False])], lazyk.Expr)  # Awkward's selection
+    assert x[np.array([True, False])].to_list() == [1.0]
+    assert x[np.array([1, 0])].to_list() == [-2.0, 1.0]
+    with pytest.raises(IndexError, match=r"not list; a mask or positions select or gather "
+                       r"as one array"):
+        x[[0, 1]]

@@ -16,7 +16,7 @@ import numpy as np
 from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
-from lazyk.arrays import memory
+from lazyk.arrays import memory, operators
 from lazyk.arrays.infer import EMPTY, ZERO, check_lengths, infer_type, pack, template, with_dtype
 from lazyk.arrays.operators import Operators
 from lazyk.arrays.views import normalize_index, strided_view
@@ -309,7 +309,13 @@ class Array(Operators):
 
         An int or a partial slice on a var dim under a kept (sliced) dim has no strided view;
         that result is a copy, and an int past a row's end raises IndexError naming the row.
+
+        A bool or integer array (or expression) selects or gathers lazily, as Awkward Array
+        does: `x[x > 0]`, `x[lazyk.argmax(x, axis=1, keepdims=True)]` are expressions
+        (`lazyk.frontend.expr.index_by`).
         """
+        if operators.front_end().is_index_operand(index):  # x[mask], x[positions]: lazy
+            return operators.front_end().index_by(self, index)
         items = index if isinstance(index, tuple) else (index,)
         try:
             view = _view(self, items)

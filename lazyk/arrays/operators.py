@@ -146,6 +146,13 @@ def _reduction(name: str):
     return method
 
 
+def _arg(x, name: str, axis, out, keepdims: bool):
+    result = getattr(front_end(), name)(x, axis=axis, keepdims=keepdims)
+    if out is not None:
+        return hooks.evaluate(result, out=out, casting="unsafe")
+    return result
+
+
 class Operators:
     """Python operators and NumPy protocols that build lazy expressions (`lazyk.frontend.expr.Expr`)."""
 
@@ -212,6 +219,16 @@ class Operators:
         if order is not None:
             raise TypeError("argsort: 'order' (record fields) is not supported")
         return row_ops().argsort(self, axis=axis, ascending=ascending)
+
+    def argmax(self, axis=None, out=None, keepdims: bool = False):
+        """Lazy position of the largest value along `axis` (`lazyk.argmax`; `np.argmax(x)`
+        calls this)."""
+        return _arg(self, "argmax", axis, out, keepdims)
+
+    def argmin(self, axis=None, out=None, keepdims: bool = False):
+        """Lazy position of the smallest value along `axis` (`lazyk.argmin`; `np.argmin(x)`
+        calls this)."""
+        return _arg(self, "argmin", axis, out, keepdims)
 
     def tolist(self):
         """Nested Python lists, NumPy's spelling of `to_list()` (computes an expression)."""

@@ -25,9 +25,9 @@ def normalize_index(t: T.Type, items: tuple) -> tuple[list, list[str]]:
     for i in dims:
         if not (i is None or i is Ellipsis or isinstance(i, DIM_ITEMS)):
             raise IndexError(f"lazyk arrays take ints, slices, ..., None and field names as "
-                             f"indices (views), not {type(i).__name__}: selecting by a mask "
-                             "or a list of positions is not supported (lazyk.where(mask, x, "
-                             "fill) keeps the shape)")
+                             f"indices (views), not {type(i).__name__}; a mask or positions "
+                             "select or gather as one array on its own (x[mask], "
+                             "x[np.array([2, 0])], a bool or integer array or expression)")
     if sum(i is Ellipsis for i in dims) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(isinstance(i, DIM_ITEMS) for i in dims)

@@ -16,11 +16,16 @@ its rows:
   elements inside the content) before any element is read.
 - `MissingRows(rows)`: `?var`: an option wrapping rows; the row's present byte sits at its
   start index's address + the row mask offset, and a missing row's indices are never read.
+- `Gathered(inner, out)`: an operand taken at positions (`x[positions]`): it reads its own
+  row (or fixed dim) as `inner` does, never paired with the result's, and at the result's
+  element i its element at the position spec output `out` gives there (negative: from the
+  row's end; outside the row: reported, never read).
 
 The nest's result levels are `FIXED` or `VAR` (`Extent`); what it computes is a mode (`Map`,
 `Scan` along the last level, `Reduce` of the last level, `Total` over every level, `Fold` of a
-set of levels) and a pass
-(`Fill`, or `Count` / `Mark` of a result var level's rows). All are frozen and hashable:
+set of levels), maybe keeping only some elements of one level (`Keep`: `x[mask]`; that
+level's result rows are counted), and a pass (`Fill`, or `Count` / `Mark` of a result var
+level's rows). All are frozen and hashable:
 together with the KernelSpec they are the compile key of a nest kernel, never sizes.
 """
 from __future__ import annotations
@@ -246,6 +251,29 @@ class Pick:
         return f"{what} {self.slot} of the {self.tuples} over {self.inner}"
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """An operand taken at positions at this level: its own row (`inner`: `Strided`,
+    `Rows`, `MissingRows`) is read and checked, never paired with the result's; at the
+    result's element i it reads its element at the position spec output `out` computes
+    there. Words: `inner`'s, and a fixed dim's size after its stride (the positions'
+    bound)."""
+
+    inner: Strided | Rows
+    out: int
+    def words(self, dim) -> tuple:
+        return self.inner.words(dim) if self.rows else (dim.stride, dim.size)
+
+    def __getattr__(self, name: str):
+        # how its rows are read and checked (`width`, `inside`, `missing_here`, ...)
+        if name.startswith("__") or name in ("inner", "out"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __str__(self) -> str:
+        return f"{self.inner}, taken at the positions of output {self.out}"
+
+
 # ---------------------------------------------------------------- operand dims (bound data)
 @dataclass(frozen=True)
 class FixedDimData:
@@ -307,11 +335,14 @@ class PickDimData:
         return Pick(inner, self.tuples, self.slot, self.position)
 
 
-def operand_level(dim, extent: Extent):
+def operand_level(dim, extent: Extent, out: int | None = None):
     """The level an operand dim takes under a result level: a fixed 1 against var rows
-    stays, any other fixed dim is strided, a var dim reads its rows."""
+    stays, any other fixed dim is strided, a var dim reads its rows; taken at the positions
+    of spec output `out`, its own dim (`Gathered`)."""
     if isinstance(dim, PickDimData):
         return dim.level()
+    if out is not None:
+        return Gathered(Strided() if not dim.rows else dim.level(), out)
     if dim is None or (not dim.rows and dim.size == 1 and extent is VAR):
         return Stay()
     return Strided() if not dim.rows else dim.level()
@@ -319,13 +350,32 @@ def operand_level(dim, extent: Extent):
 
 # ---------------------------------------------------------------- modes and passes
 @dataclass(frozen=True)
+class Keep:
+    """Keep the elements of level `level` where spec output `out` (a bool) is true, or
+    missing (a missing mask element keeps a missing element): `x[mask]`. Work below and
+    after it visits only the kept elements; a result level there has its rows counted
+    (their lengths are the kept counts)."""
+
+    level: int
+    out: int
+
+    def __str__(self) -> str:
+        return f"keep{self.level} where output {self.out}"
+
+
+def _keeping(name: str, keep) -> str:
+    return name if keep is None else f"{name}, {keep}"
+
+
+@dataclass(frozen=True)
 class Map:
     """Elementwise: one value (and present byte for `?T`) per result element."""
 
+    keep: Keep | None = None
     axes = ()
 
     def __str__(self) -> str:
-        return "map"
+        return _keeping("map", self.keep)
 
 
 @dataclass(frozen=True)
@@ -345,20 +395,22 @@ class Scan(Map):
 class Reduce:
     """Fold the last level: one value per element of the level above."""
 
+    keep: Keep | None = None
     axes = ()
 
     def __str__(self) -> str:
-        return "reduce"
+        return _keeping("reduce", self.keep)
 
 
 @dataclass(frozen=True)
 class Total:
     """Fold every level: one partial result per part (the caller combines the parts)."""
 
+    keep: Keep | None = None
     axes = ()
 
     def __str__(self) -> str:
-        return "all"
+        return _keeping("all", self.keep)
 
 
 @dataclass(frozen=True)
@@ -366,6 +418,7 @@ class Fold:
     """Fold levels `axes` (any set but the last level alone or all)."""
 
     axes: tuple
+    keep = None
 
     def __str__(self) -> str:
         return "fold" + ",".join(map(str, self.axes))
@@ -382,6 +435,7 @@ class Bins:
 
     weighted: tuple
     axes = ()
+    keep = None
 
     @property
     def outputs(self) -> int:
@@ -451,6 +505,6 @@ class Mark:
 
 
 __all__ = ["Bins", "Check", "Combos", "Count", "Extent", "FIXED", "Fill", "FixedDimData",
-           "Fold", "Map", "Mark", "MissingRows", "Pick", "PickDimData", "Product", "Reduce",
-           "Rows", "RowsData", "Scan", "Stay", "Strided", "Total", "VAR", "WORDS",
-           "operand_level", "tuple_kind"]
+           "Fold", "Gathered", "Keep", "Map", "Mark", "MissingRows", "Pick", "PickDimData",
+           "Product", "Reduce", "Rows", "RowsData", "Scan", "Stay", "Strided", "Total", "VAR",
+           "WORDS", "operand_level", "tuple_kind"]

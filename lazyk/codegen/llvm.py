@@ -124,6 +124,9 @@ class KernelGen:
         return self._field(b, kd, 3 + self.lc.ndim * (1 + op) + d)
 
     def build(self) -> ir.Module:
+        if self.red is not None and self.red.finish is not None:
+            raise ops.NotSupportedError(f"{self.spec.reduce} folds positions: the loop nest "
+                                        "runs it (`codegen.nest`), not a flat kernel")
         body = self._emit_strided_body()
         self._emit_strided(body)
         self._emit_single(body)

@@ -58,12 +58,24 @@ Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
                            length, row mask_offset (`?var`)
     then the parameter slots (16 bytes each).
 
+Selection and gather (`levels.Keep`, `levels.Gathered`): spec outputs past the first are
+level values, each computed at one element of its level from the operands that stay below
+it (`_level_values`: only the instructions it needs). A `Keep` level visits every element
+and keeps those whose mask output is true (or missing): its count pass counts the kept
+elements (`_count_kept`), its fill pass checks each kept element against the counted
+length before anything under it is written, and a fold there folds only kept values. An
+operand `Gathered` at a level reads its own row (checked, never paired) and, at each
+element, its element at the position output there (`_gather`; outside the row: status 5).
+A missing position, or a kept element whose mask is missing, above the last level makes
+the row below it missing (`lost`).
+
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
 length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
 the operand that set it or -1 for a fixed level), 4 (rows folded together over a middle
-level differ: words 3, 4 the two lengths) or 3 (a
-row length differs from the count pass); word 1 the level, word 2 the operand, words
-8 + k the index at each level down to the failing row. Accumulators live on the stack: no
+level differ: words 3, 4 the two lengths), 3 (a
+row length differs from the count pass) or 5 (a position outside its row: words 3, 4 =
+the position, the row's length; the path reaches the position); word 1 the level, word 2
+the operand, words 8 + k the index at each level down to the failing row. Accumulators live on the stack: no
 allocation, no shared state: thread-safe.
 """
 from __future__ import annotations
@@ -92,6 +104,7 @@ from lazyk.codegen.levels import (
     Bins,
     Check,
     Fill,
+    Gathered,
     Map,
     Pick,
     Reduce,
@@ -119,8 +132,18 @@ def nest_layout(nlev: int, nin: int) -> dict:
 class _NestGen(NestFolds, KernelGen):
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode, npass,
                  skipna: bool, mean: bool, name: str, target: Any, where_masks: bool = False):
-        super().__init__(spec, LayoutClass(1, ""), name, target)
+        # outputs past the first are level values (a keep predicate, positions): the body
+        # computes them where their level needs them (`_level_values`), nothing stores them
+        self.full = spec
+        super().__init__(replace(spec, outputs=spec.outputs[:1]), LayoutClass(1, ""), name,
+                         target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
+        self.keep = mode.keep
+        self.gathered = {k for ks in kinds for k, lv in enumerate(ks)
+                         if isinstance(lv, Gathered)}
+        self.arg = self.red is not None and self.red.finish is not None
+        self._subs: dict = {}
+        self.grow: dict = {}  # operand taken at positions -> (its row's element 0, stride, n)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
         self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
         # Scan (a Map): each written value is the running fold of its row so far
@@ -171,7 +194,10 @@ class _NestGen(NestFolds, KernelGen):
         if self.checking and not isinstance(mode, (Map, Reduce)):
             raise ops.NotSupportedError(f"no check pass for mode {mode}")
         self.deepest = npass.level if self.counting else -1
-        if self.counting and (self.deepest not in self.res or levels[self.deepest] is not VAR):
+        # the result levels whose rows are counted: var ones, and the level keeping elements
+        self.counted = {k for k in self.res if levels[k] is VAR or
+                        (self.keep is not None and k == self.keep.level)}
+        if self.counting and self.deepest not in self.counted:
             raise ops.NotSupportedError(f"no var result level to count in {npass}")
 
     def build(self) -> ir.Module:
@@ -194,9 +220,13 @@ class _NestGen(NestFolds, KernelGen):
         self.lens, self.cnt = {}, {}
         with b.goto_entry_block():
             self.pos = b.alloca(I64, name="pos")
-            for k in self.res:
-                if self.levels[k] is VAR:
-                    self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
+            for k in sorted(self.counted):
+                self.cnt[k] = b.alloca(I64, name=f"cnt{k}")
+            if self.keep is not None:
+                self.kept = b.alloca(I64, name="kept")
+            if self.arg:
+                self.argat = b.alloca(I64, name="argat")  # the folded element's position
+                self.flat = b.alloca(I64, name="flat")  # elements folded so far (all axes)
         b.store(word(5), self.pos)
         for k in self.cnt:
             self.lens[k] = b.inttoptr(word(lay["lens"] + 2 * k), I64.as_pointer())
@@ -217,9 +247,10 @@ class _NestGen(NestFolds, KernelGen):
             for k in range(self.nlev):
                 level = self.kinds[j][k]
                 base = at + 2 + WORDS * k
-                # a fixed dim read at a tuple level: its stride and size
-                nw = WORDS if level.rows else 2 if isinstance(level, Pick) else 1
-                per.append(None if not level.moves else [word(base + i) for i in range(nw)])
+                # a fixed dim read at a tuple level or at positions: its stride and size
+                nw = 0 if not level.moves else WORDS if level.rows else \
+                    2 if isinstance(level, (Pick, Gathered)) else 1
+                per.append([word(base + i) for i in range(nw)] if nw else None)
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.em = Emitter(b, self.target)
@@ -233,7 +264,12 @@ class _NestGen(NestFolds, KernelGen):
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
                 self.fseen = b.alloca(I1, name="fseen")
-        if self.track or self.fold_q:  # what a gone operand reads instead: zero bytes
+        if self.keep is not None:  # where a dropped element is written (`_inner`)
+            with b.goto_entry_block():
+                spare = b.alloca(ir.ArrayType(I64, 2), name="spare")
+                spare.align = 16
+            self.spare = b.bitcast(spare, P8)
+        if self.track or self.fold_q or self.gathered:  # what a gone operand reads: zeros
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
@@ -249,6 +285,10 @@ class _NestGen(NestFolds, KernelGen):
                               for h in range(len(self.mode.weighted))]
         elif not self.mapping:
             self.acc = self._acc_alloca(b)
+            if self.arg:  # positions: the best value's, the first folded, the first NaN
+                with b.goto_entry_block():
+                    self.accpos, self.accfirst, self.accnan = (
+                        b.alloca(I64, name=n) for n in ("accpos", "accfirst", "accnan"))
             with b.goto_entry_block():
                 self.count = b.alloca(I64, name="count")
                 self.bad = b.alloca(I1, name="bad")
@@ -259,6 +299,8 @@ class _NestGen(NestFolds, KernelGen):
             with b.goto_entry_block():
                 self.sacc = b.alloca(ir.ArrayType(I8, 16), name="scan")
                 self.sacc.align = 16
+        if self.arg:
+            b.store(self.c(0), self.flat)
         self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None
                                             for j in range(self.nin)])
         if self.total:
@@ -306,12 +348,15 @@ class _NestGen(NestFolds, KernelGen):
         self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
         for j in range(self.nin):
             level, f = self.kinds[j][k], self.f[j][k]
+            taken = isinstance(level, Gathered)  # read at positions (`_gather`), not paired
             if not level.moves:
                 bases.append(ptrs[j])
                 steps.append(c(0))
             elif not level.rows:
                 bases.append(ptrs[j])
-                steps.append(f[0])
+                steps.append(c(0) if taken else f[0])
+                if taken:
+                    self.grow[j] = (ptrs[j], f[0], f[1])
                 if isinstance(level, Pick):  # a fixed dim's items: its size
                     lens[j] = f[1]
             else:
@@ -349,6 +394,10 @@ class _NestGen(NestFolds, KernelGen):
                 if rgone is not None:
                     n = b.select(rgone, c(1), n)
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
+                if taken:
+                    steps.append(c(0))
+                    self.grow[j] = (bases[-1], stride, n)
+                    continue
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
         if self.tuples[k] is not None:
@@ -372,10 +421,15 @@ class _NestGen(NestFolds, KernelGen):
                 self.slot_lens[k] = [b.select(miss, c(0), ln) for ln in self.slot_lens[k]]
         return bases, steps, n, miss
 
-    def _level(self, k, ptrs, path, gone=None):
+    def _level(self, k, ptrs, path, gone=None, lost=None):
         b, c = self.b, self.c
         gone = None if gone is None else list(gone)
         bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        if lost is not None:  # the element above is missing (`child`): so is this row
+            miss = lost if miss is None else b.or_(miss, lost)
+            n = b.select(lost, c(0), n)
+        keep = self.keep is not None and self.keep.level == k
+        want = None  # fill pass: the row's counted length
         if k in self.qrows:  # this row's present byte (fill pass)
             slot = b.load(self.qcnt[k])
             b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
@@ -392,18 +446,20 @@ class _NestGen(NestFolds, KernelGen):
             slot = b.load(self.cnt[k])
             at = b.gep(self.lens[k], [slot])
             if self.counting:
-                b.store(n if miss is None else b.select(miss, c(-1), n), at)
+                got = self._count_kept(k, bases, steps, n, path) if keep else n
+                b.store(got if miss is None else b.select(miss, c(-1), got), at)
             else:
                 want = self._counted(slot, k)
                 if self.branch_q:  # a row the mark pass found missing: nothing under it
                     n = b.select(b.icmp_signed("==", want, c(0)), c(0), n)
-                self.check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
+                if not keep:  # (kept elements are checked against it one by one)
+                    self.check(b.icmp_signed("==", n, want), 3, k, path, -1, n, want)
             b.store(b.add(slot, c(1)), self.cnt[k])
             if self.counting and k == self.deepest and not self.marking:
                 return
         if k == self.nlev - 1:
             if not self.checking:  # (the last level's rows are checked: no elements)
-                self._inner(k, bases, steps, n, path, miss, gone)
+                self._inner(k, bases, steps, n, path, miss, gone, want)
             return
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         count = b.sub(self.hi, self.lo) if k == 0 and self.levels[0] is FIXED else n
@@ -414,9 +470,29 @@ class _NestGen(NestFolds, KernelGen):
 
         def child(i):
             i = b.add(i, lo)
-            self._level(k + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                        path + [i], gone)
+            at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                                    path + [i])
+            # a missing position, or a kept element whose mask is missing: the row below is
+            # missing (`lost`)
+            lost = None
+            for a in away.values():
+                lost = a if lost is None else b.or_(lost, a)
+            if not keep:
+                self._level(k + 1, at, path + [i], gone, lost)
+                return
+            kept, unknown = self._keep_value(at, away, missing=True)
+            if unknown is not None:
+                lost = unknown if lost is None else b.or_(lost, unknown)
+            with b.if_then(kept):
+                slot = self._next_kept(k, path, want)
+                self._level(k + 1, at, path + [i], gone, lost)
+                b.store(b.add(slot, c(1)), self.kept)
+        if keep:
+            b.store(c(0), self.kept)
         for_loop(b, count, child, name=f"l{k}")
+        if keep and want is not None:
+            got = b.load(self.kept)
+            self.check(b.icmp_signed("==", got, want), 3, k, path, -1, got, want)
 
     def _counted(self, slot, k):
         """Fill pass: result row `slot` of var level k has offsets[slot + 1] - offsets[slot]
@@ -426,30 +502,118 @@ class _NestGen(NestFolds, KernelGen):
         return b.sub(b.load(b.gep(self.lens[k], [b.add(slot, self.c(1))])), lo)
 
 
+    # ------------------------------------------------------------ kept elements, positions
+    def _level_values(self, outs, addr, away=None):
+        """The spec outputs `outs` (a keep predicate, positions) computed at one element of
+        their level (`addr`: each operand's address there; only the operands they read are
+        loaded): ({out: value}, {out: whether it is present, None when never missing})."""
+        b = self.b
+        sub = self._subs.get(outs)
+        if sub is None:
+            sub = self._subs[outs] = _sub_spec(self.full, outs)
+        got = emit_body(b, sub, self._loads(addr, sub), self.target, self._pv)
+        vals, pres = {}, {}
+        for out, v in zip(outs, got):
+            masks = []
+            for j in sorted(inputs_of(self.full, out)):
+                if self.masked[j]:
+                    m = b.gep(addr[j], [self.moff[j]])
+                    if away and j in away:
+                        m = b.select(away[j], self.dummy, m)
+                    masks.append(m)
+            vals[out], pres[out] = v, (self._present(masks) if masks else None)
+        return vals, pres
+
+    def _keep_value(self, addr, away=None, missing=False):
+        """Whether the element at `addr` is kept (`Keep`): its mask is true, or missing;
+        `missing`: (that, whether the mask element is missing: None when never)."""
+        out = self.keep.out
+        vals, pres = self._level_values((out,), addr, away)
+        v = self.em.truth(vals[out], np.dtype(bool))
+        gone = None if pres[out] is None else self.b.not_(pres[out])
+        kept = v if gone is None else self.b.or_(v, gone)
+        return (kept, gone) if missing else kept
+
+    def _next_kept(self, k, path, want):
+        """The next kept element's position in its result row (fill pass: checked below the
+        counted length first, so nothing is written past the row)."""
+        b = self.b
+        slot = b.load(self.kept)
+        if want is not None:
+            nxt = b.add(slot, self.c(1))
+            self.check(b.icmp_signed("<", slot, want), 3, k, path, -1, nxt, want)
+        return slot
+
+    def _count_kept(self, k, bases, steps, n, path):
+        """Count pass of the level keeping elements: how many elements of this row it keeps."""
+        b, c = self.b, self.c
+        fixed0 = k == 0 and self.levels[0] is FIXED
+        lo = self.lo if fixed0 else c(0)
+        b.store(c(0), self.kept)
+
+        def each(i):
+            i = b.add(i, lo)
+            at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
+                                    path + [i])
+            b.store(b.add(b.load(self.kept), b.zext(self._keep_value(at, away), I64)),
+                    self.kept)
+        for_loop(b, b.sub(self.hi, self.lo) if fixed0 else n, each, name=f"kc{k}")
+        return b.load(self.kept)
+
+    def _gather(self, k, addr, path):
+        """`addr` with each operand taken at positions at level k moved to its element at
+        the position its spec output gives here (negative: from its row's end), checked
+        inside its row (else status 5: the position and the row's length); a missing
+        position reads zero bytes. Returns (addresses, {operand: its position is missing})."""
+        js = [j for j in range(self.nin) if isinstance(self.kinds[j][k], Gathered)]
+        if not js:
+            return addr, {}
+        b, c = self.b, self.c
+        outs = tuple(sorted({self.kinds[j][k].out for j in js}))
+        vals, pres = self._level_values(outs, addr)
+        addr, away = list(addr), {}
+        for j in js:
+            out = self.kinds[j][k].out
+            q, ok = vals[out], pres[out]
+            base, stride, n = self.grow[j]
+            at = b.select(b.icmp_signed("<", q, c(0)), b.add(q, n), q)
+            inside = b.and_(b.icmp_signed(">=", at, c(0)), b.icmp_signed("<", at, n))
+            if ok is not None:  # a missing position: nothing to check, nothing read
+                inside = b.or_(inside, b.not_(ok))
+                at = b.select(ok, at, c(0))
+            self.check(inside, 5, k, path, j, q, n)
+            p = b.gep(base, [b.mul(at, stride)])
+            if ok is not None:
+                away[j] = b.not_(ok)
+                p = b.select(ok, p, self.dummy)
+            addr[j] = p
+        return addr, away
+
     # ------------------------------------------------------------ innermost level
-    def _inner(self, k, bases, steps, n, path, miss=None, gone=None):
+    def _inner(self, k, bases, steps, n, path, miss=None, gone=None, want=None):
         b, c = self.b, self.c
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         lo = self.lo if k == 0 and self.levels[0] is FIXED else c(0)
         if k == 0 and self.levels[0] is FIXED:
             n = b.sub(self.hi, self.lo)
+        keep = self.keep is not None and self.keep.level == k
         if self.reducing:
             self._reset()
         if self.scan:  # each innermost row's running fold starts again
             self._scan_store(self.em.const(self.out_dts[0], 1 if self.scan == "multiply"
                                            else 0))
+        if keep:
+            b.store(c(0), self.kept)
         pos0 = b.load(self.pos)
 
-        def element(i, addr):
-            masks = [b.gep(addr[j], [self.moff[j]]) for j in range(self.nin) if self.masked[j]]
-            if gone is not None and self.track:  # a gone operand reads zeros
-                away = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
-                        for g in gone]
-                masks = [m if away[j] is None else b.select(away[j], self.dummy, m)
-                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
-                                         masks)]
-                addr = [a if away[j] is None else b.select(away[j], self.dummy, a)
-                        for j, a in enumerate(addr)]
+        def act(r, addr, masks):
+            """Element r of the result row (kept elements: r counts them)."""
+            if self.arg and self.total:  # its position among the values of every axis
+                flat = b.load(self.flat)
+                b.store(flat, self.argat)
+                b.store(b.add(flat, c(1)), self.flat)
+            elif self.arg and self.reducing:
+                b.store(r, self.argat)
             if self.marking:
                 self._mark(self._values_and_present(addr, gone)[2])
             elif self.binning:
@@ -457,15 +621,50 @@ class _NestGen(NestFolds, KernelGen):
             elif not self.mapping:
                 self._fold(addr, masks)
             else:
-                self._write(addr, masks, b.add(pos0, b.sub(i, lo)), gone)
+                self._write(addr, masks, b.add(pos0, r), gone)
+
+        def element(i, addr):
+            addr, away = self._gather(k, addr, path + [i])
+            masks = [b.gep(addr[j], [self.moff[j]]) if j not in away else
+                     b.select(away[j], self.dummy, b.gep(addr[j], [self.moff[j]]))
+                     for j in range(self.nin) if self.masked[j]]
+            if gone is not None and self.track:  # a gone operand reads zeros
+                gn = [None if g is None else b.icmp_signed("<", g, c(self.nlev))
+                      for g in gone]
+                masks = [m if gn[j] is None else b.select(gn[j], self.dummy, m)
+                         for j, m in zip([j for j in range(self.nin) if self.masked[j]],
+                                         masks)]
+                addr = [a if gn[j] is None else b.select(gn[j], self.dummy, a)
+                        for j, a in enumerate(addr)]
+            if not keep:
+                act(b.sub(i, lo), addr, masks)
+                return
+            if self.mapping and want is not None and not self.where_masks:
+                # fill pass: every element written at the next kept slot, which only a kept
+                # element moves past (no branch on the mask); one past the row's counted
+                # length (dropped elements after its last kept one) goes to scratch
+                kp = self._keep_value(addr, away)
+                slot = b.load(self.kept)
+                fits = b.icmp_signed("<", slot, want)
+                self.check(b.or_(fits, b.not_(kp)), 3, k, path, -1, b.add(slot, c(1)), want)
+                self._write(addr, masks, b.add(pos0, slot), gone, spare=b.not_(fits))
+                b.store(b.add(slot, b.zext(kp, I64)), self.kept)
+                return
+            with b.if_then(self._keep_value(addr, away)):
+                slot = self._next_kept(k, path, want)
+                act(slot, addr, masks)
+                b.store(b.add(slot, c(1)), self.kept)
 
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
         if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
             self._tuple_loop(k, bases, steps, element)
+        elif self._arg_peeled(k):
+            self._arg_rows(k, bases, n, isz, general)
         elif (any(self.masked) and not self._windowed(k) and not self.binning) or \
-                not self.nin or self.track:
+                not self.nin or self.track or k in self.gathered or (keep and self.mapping) \
+                or self.arg:
             for_loop(b, n, general, name="e")
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
@@ -506,8 +705,15 @@ class _NestGen(NestFolds, KernelGen):
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         if self.reducing:
-            self._finish(pos0, n, miss)
+            # with elements kept: the row had elements when one was folded or missing
+            seen = b.add(b.load(self.count), b.zext(b.load(self.bad), I64)) if keep else n
+            self._finish(pos0, seen, miss)
             b.store(b.add(pos0, c(1)), self.pos)
+        elif self.mapping and keep:
+            got = b.load(self.kept)
+            if want is not None:
+                self.check(b.icmp_signed("==", got, want), 3, k, path, -1, got, want)
+            b.store(b.add(pos0, got), self.pos)
         elif self.mapping:
             b.store(b.add(pos0, n), self.pos)
 
@@ -583,13 +789,15 @@ class _NestGen(NestFolds, KernelGen):
             ok = b.and_(ok, b.icmp_unsigned("!=", b.load(m, align=1), ir.Constant(I8, 0)))
         return ok
 
-    def _loads(self, addr):
+    def _loads(self, addr, part=None):
         """Each input loaded as stored (`spec.inputs`) and converted in registers to the
         dtype the body computes it in (its `load` instruction's): an int32 leaf in a
-        float64 body, a byte-swapped leaf, no copy of either."""
-        b, spec = self.b, self.spec
+        float64 body, a byte-swapped leaf, no copy of either. `part`: a spec of some
+        outputs only (`_sub_spec`): only the inputs it reads (None for the others)."""
+        b, spec = self.b, part or self.spec
         want = {ins.attr: ins.dtype for ins in spec.body if ins.op == "load"}
-        return [self.em.cast(self.posval[j], np.dtype(np.int64), want.get(j, d))
+        return [None if part is not None and j not in want else
+                self.em.cast(self.posval[j], np.dtype(np.int64), want.get(j, d))
                 if j in self.position else
                 self.em.cast(load_value(b, a, d, al), np.dtype(d).newbyteorder("="),
                              want.get(j, d))
@@ -598,10 +806,16 @@ class _NestGen(NestFolds, KernelGen):
     def _values(self, addr):
         return emit_body(self.b, self.spec, self._loads(addr), self.target, self._pv)
 
-    def _write(self, addr, masks, at, gone=None):
+    def _write(self, addr, masks, at, gone=None, spare=None):
+        """Store element `at`'s value (and present byte); `spare` (an i1): into scratch
+        instead (`_inner`: a dropped element past the row's last kept one)."""
         b = self.b
         dt = self.out_dts[0]
         dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
+        outm = self.outm
+        if spare is not None:
+            dst = b.select(spare, self.spare, dst)
+            outm = b.select(spare, b.gep(self.spare, [b.neg(at)]), outm)
         if self.where_masks and gone is not None and self.branch_q and self.qrows:
             # a where() branch's missing row at a fixed level (`?n`): the result row is
             # missing only where an element takes that branch
@@ -615,11 +829,11 @@ class _NestGen(NestFolds, KernelGen):
             return
         if self.where_masks:  # values of every element; the mask follows the body
             value, ok, _ = self._values_and_present(addr, gone)
-            b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+            b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
             store_value(b, self._scanned(value, ok), dst, dt)
             return
         ok = self._present(masks)
-        b.store(b.zext(ok, I8), b.gep(self.outm, [at]), align=1)
+        b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
         with b.if_else(ok) as (then, otherwise):
             with then:  # a missing input's bytes are never computed with
                 store_value(b, self._scanned(self._values(addr)[0]), dst, dt)
@@ -703,6 +917,27 @@ class _NestGen(NestFolds, KernelGen):
 # (`_window_fold`) has no remainder loop whose length the CPU must guess.
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _sub_spec(spec, outs: tuple):
+    """`spec` computing only outputs `outs` (the instructions they need, in order)."""
+    need, todo = set(), [spec.outputs[o][0] for o in outs]
+    while todo:
+        i = todo.pop()
+        if i not in need:
+            need.add(i)
+            todo.extend(spec.body[i].args)
+    order = sorted(need)
+    at = {i: n for n, i in enumerate(order)}
+    body = tuple(replace(spec.body[i], args=tuple(at[a] for a in spec.body[i].args))
+                 for i in order)
+    return replace(spec, body=body, outputs=tuple((at[spec.outputs[o][0]], spec.outputs[o][1])
+                                                  for o in outs), reduce=None)
+
+
+def inputs_of(spec, out: int) -> set:
+    """The inputs output `out` of `spec` reads."""
+    return {ins.attr for ins in _sub_spec(spec, (out,)).body if ins.op == "load"}
 
 
 def _deciding(spec) -> set:

@@ -1,5 +1,7 @@
 """The folds of the loop-nest generator (`codegen.nest`, whose module doc describes the
-levels, operand kinds, modes and kernel data): a reduction's accumulators, the window fold
+levels, operand kinds, modes and kernel data): a reduction's accumulators (an
+arg-reduction's: the best value and its position, `_arg_combine`; a short row's first
+values as a tree, `_arg_rows`), the window fold
 of contiguous rows (WINDOW lanes at once, windows checked against every operand's content),
 and the folds over a middle level ("fold<a>[,<b>...]"): each result element walks its group,
 every element of the folded levels, with `?var` rows at or below a folded level
@@ -19,6 +21,8 @@ WINDOW = 8
 # Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
 # that vectorizes), then the counters.
 BIN_BLOCK = 256
+# Elements of a row an arg-reduction folds with no branch on the row's length (`_arg_rows`).
+PEEL = 8
 # Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
 # fold with no branch on their length (a random length mispredicts such a branch).
 LEAD = 3
@@ -84,6 +88,8 @@ class NestFolds:
         bases, steps, na = top
 
         def each(i):
+            if self.arg:  # the folded element's position along the axis
+                b.store(i, self.argat)
             self._walk(self.axis + 1, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
                        path + [i], upto, qs, ns, action)
         for_loop(b, na, each, name="fg")
@@ -302,6 +308,8 @@ class NestFolds:
         def each(i):
             at = path[:]
             at[self.axis] = i
+            if self.arg:  # the folded element's position along the axis
+                b.store(i, self.argat)
             top_j = [b.gep(bases[j], [b.mul(i, steps[j])]) for j in range(self.nin)]
             skip = None  # element i under a missing row: skipped, its rows not paired
             for j in self._fold_ops(self.nlev - 1, True):
@@ -346,6 +354,7 @@ class NestFolds:
         libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
         return (not libm and not self.mapping and not self.marking and not self.binning and
                 self.tuples[k] is None and k == self.nlev - 1 and
+                not self.arg and k not in self.gathered and
                 self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
                 all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
                     for lv in (self.kinds[j][k] for j in range(self.nin))))
@@ -362,35 +371,48 @@ class NestFolds:
         dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
         masked = [j for j in range(self.nin) if self.masked[j]]
+        keep = self.keep is not None and self.keep.level == k
+        counted = bool(masked) or keep  # values folded: counted lane by lane
         with b.goto_entry_block():
             lanes = [b.alloca(lltype(acc), name=f"lane{q}") for q in range(WINDOW)]
+            # (one count per lane: a count across lanes would take each lane's mask bit
+            # out of the vector one by one)
+            counts = [b.alloca(I64, name=f"count{q}") for q in range(WINDOW)] if counted \
+                else []
         for slot in lanes:
             b.store(em.const(acc, self.red.identity(acc)), slot)
+        for slot in counts:
+            b.store(c(0), slot)
 
-        def fold(slot, e, inside=None):
-            """Element e (an i64, maybe outside the row) into a lane, where `inside`."""
+        def fold(q, e, inside=None):
+            """Element e (an i64, maybe outside the row) into lane q, where `inside` (and
+            kept: `Keep`)."""
             addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
                     for j, (p, sz) in enumerate(zip(bases, isz))]
             v = self._values(addr)[0]
             take = inside
+            if keep:
+                kept = self._keep_value(addr)
+                take = kept if inside is None else b.and_(inside, kept)
             if masked:
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
-                gone = b.not_(ok) if inside is None else b.and_(inside, b.not_(ok))
+                gone = b.not_(ok) if take is None else b.and_(take, b.not_(ok))
                 b.store(b.or_(b.load(self.bad), gone), self.bad)
-                take = ok if inside is None else b.and_(inside, ok)
-                b.store(b.add(b.load(self.count), b.zext(take, I64)), self.count)
+                take = ok if take is None else b.and_(take, ok)
+            if counted:
+                b.store(b.add(b.load(counts[q]), b.zext(take, I64)), counts[q])
             if take is not None:
                 v = b.select(take, v, ident)
-            b.store(self._combine(em, b.load(slot), v), slot)
+            b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
         # the leading windows: lane q takes element w * WINDOW + q while it is in the row
         for w in range(LEAD):
             for q, inside in enumerate(self._lane_masks(n, ">", w * WINDOW)):
-                fold(lanes[q], c(w * WINDOW + q), inside)
+                fold(q, c(w * WINDOW + q), inside)
 
         def block(i):
             at = b.mul(b.add(i, c(LEAD)), c(WINDOW), flags=("nuw", "nsw"))
-            for q, slot in enumerate(lanes):
-                fold(slot, b.add(at, c(q), flags=("nuw", "nsw")))
+            for q in range(WINDOW):
+                fold(q, b.add(at, c(q), flags=("nuw", "nsw")))
         # longer rows: the blocks after the leading windows, then the last window, lane q
         # taking element n - WINDOW + q where it is not folded yet (>= done); n > WINDOW:
         # the window starts inside the row
@@ -401,14 +423,18 @@ class NestFolds:
             done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
                             c(LEAD * WINDOW))
             last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
-            for q, slot in enumerate(lanes):
-                fold(slot, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
+            for q in range(WINDOW):
+                fold(q, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
         vals = [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
-        if not masked:
-            b.store(b.add(b.load(self.count), n), self.count)
+        total = n
+        if counted:
+            total = b.load(counts[0])
+            for slot in counts[1:]:
+                total = b.add(total, b.load(slot))
+        b.store(b.add(b.load(self.count), total), self.count)
 
     def _lane_masks(self, x, pred, first=0):
         """Per lane q: `x pred first + q` (i1), from one vector compare of x against the
@@ -516,14 +542,130 @@ class NestFolds:
         self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
         b.store(self.c(0), self.count)
         b.store(ir.Constant(I1, 0), self.bad)
+        if self.arg:  # no position yet
+            for slot in (self.accpos, self.accfirst, self.accnan):
+                b.store(self.c(-1), slot)
+
+    def _arg_peeled(self, k) -> bool:
+        """Whether an arg-reduction folds the last level's rows by `_arg_rows`: plain
+        contiguous var rows (their content's bounds known), no missing values, nothing kept
+        or taken at positions."""
+        return (self.arg and self.reducing and k == self.nlev - 1 and self.levels[k] is VAR and
+                not any(self.masked) and not self.track and k not in self.gathered and
+                (self.keep is None or self.keep.level != k) and
+                all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
+                    for lv in (self.kinds[j][k] for j in range(self.nin))))
+
+    def _arg_rows(self, k, bases, n, isz, general):
+        """Arg-reductions over short rows: a row's first PEEL elements fold with no branch
+        on its length (those past it masked out: rows of random short lengths would
+        mispredict the loop's exit once a row), the rest in a loop; the peeled elements may
+        lie past the row, so only rows with PEEL elements of room in every operand's
+        content, all contiguous, take this path (the others: `general`, element by
+        element)."""
+        b, c = self.b, self.c
+        fast = ir.Constant(I1, 1)
+        for j in range(self.nin):
+            if self.kinds[j][k].moves:
+                start, stop = self.row_ends[j]
+                room = b.sub(self.f[j][k][4], c(PEEL))
+                fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
+                                           b.icmp_signed("<=", start, room)))
+                fast = b.and_(fast, b.icmp_signed("==", b.sub(stop, start), n))
+        with b.if_else(fast) as (then, otherwise):
+            with then:
+                self._arg_tree(k, bases, n, isz)
+                with b.if_then(b.icmp_signed(">", n, c(PEEL))):
+                    for_loop(b, b.sub(n, c(PEEL)), lambda i: general(b.add(i, c(PEEL))),
+                             name="ep")
+            with otherwise:
+                hinted_loop(b, n, general, "e", NO_VECTOR)
+
+    def _arg_tree(self, k, bases, n, isz):
+        """A row's first PEEL elements (those past the row: the identity, never better) by
+        pairs in a tree: the right one wins only where strictly better (its positions are
+        the later ones, so the first of equal values stays), three compares deep instead of
+        PEEL; the first NaN and the first position are found beside it (`_arg_position`)."""
+        b, c, em, dt = self.b, self.c, self.em, self.out_dts[0]
+        ident = em.const(dt, self.red.identity(dt))
+        op = ">" if self.red.combine == "greater" else "<"
+        pairs, nan = [], c(-1)
+        for q in range(PEEL):
+            inside = b.icmp_signed(">", n, c(q))
+            addr = [p if not self.kinds[j][k].moves else b.gep(p, [c(q * sz)])
+                    for j, (p, sz) in enumerate(zip(bases, isz))]
+            v = b.select(inside, self._values(addr)[0], ident)
+            pairs.append((v, c(q)))
+            if dt.kind == "f":
+                nan = b.select(b.and_(b.fcmp_unordered("uno", v, v),
+                                      b.icmp_signed("<", nan, c(0))), c(q), nan)
+
+        def right_wins(x, y):
+            if dt.kind == "f":
+                return b.fcmp_ordered(op, y, x)
+            return em.truth(em.apply(self.red.combine, [y, x], [dt, dt], np.dtype(bool)),
+                            np.dtype(bool))
+        while len(pairs) > 1:
+            pairs = [(b.select(w, y[0], x[0]), b.select(w, y[1], x[1]))
+                     for x, y in zip(pairs[::2], pairs[1::2]) for w in [right_wins(x[0], y[0])]]
+        (v, at), = pairs
+        best = self._acc_load(b, self.acc)
+        better = right_wins(best, v)
+        self._acc_store(b, self.acc, b.select(better, v, best))
+        b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
+        some = b.icmp_signed(">", n, c(0))
+        first = b.load(self.accfirst)
+        b.store(b.select(b.and_(some, b.icmp_signed("<", first, c(0))), c(0), first),
+                self.accfirst)
+        if dt.kind == "f":
+            old = b.load(self.accnan)
+            b.store(b.select(b.icmp_signed("<", old, c(0)), nan, old), self.accnan)
+        b.store(b.add(b.load(self.count), b.select(b.icmp_signed(">", n, c(PEEL)), c(PEEL), n)),
+                self.count)
+
+    def _arg_combine(self, v):
+        """Arg-reductions: the value v (at position `argat`) takes the best's place where
+        the row's `combine` comparison holds strictly (the first of equal values stays).
+        The best value's chain is that compare and a select only (a max / min
+        instruction): the first position folded (a row of only the identity, -inf for
+        argmax, has no strictly better value) and the first NaN's (NaN wins, as NumPy's)
+        are kept beside it and settled by `_arg_position`."""
+        b, em, dt = self.b, self.em, self.out_dts[0]
+        best, at, c = self._acc_load(b, self.acc), b.load(self.argat), self.c
+        if dt.kind == "f":
+            better = b.fcmp_ordered(">" if self.red.combine == "greater" else "<", v, best)
+            nan = b.load(self.accnan)
+            b.store(b.select(b.and_(b.fcmp_unordered("uno", v, v),
+                                    b.icmp_signed("<", nan, c(0))), at, nan), self.accnan)
+        else:
+            better = em.truth(em.apply(self.red.combine, [v, best], [dt, dt], np.dtype(bool)),
+                              np.dtype(bool))
+        self._acc_store(b, self.acc, b.select(better, v, best))
+        b.store(b.select(better, at, b.load(self.accpos)), self.accpos)
+        first = b.load(self.accfirst)
+        b.store(b.select(b.icmp_signed("<", first, c(0)), at, first), self.accfirst)
+
+    def _arg_position(self):
+        """The best value's position: the first NaN's, else the last strictly better one's,
+        else the first position folded (-1: nothing folded)."""
+        b, c = self.b, self.c
+        pos = b.load(self.accpos)
+        pos = b.select(b.icmp_signed("<", pos, c(0)), b.load(self.accfirst), pos)
+        if self.out_dts[0].kind == "f":
+            nan = b.load(self.accnan)
+            pos = b.select(b.icmp_signed(">=", nan, c(0)), nan, pos)
+        return pos
 
     def _fold(self, addr, masks):
         b = self.b
 
         def fold():
             res = self._values(addr)
-            self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(b, self.acc),
-                                                       res[0]))
+            if self.arg:
+                self._arg_combine(res[0])
+            else:
+                self._acc_store(b, self.acc, self._combine(
+                    self.em, self._acc_load(b, self.acc), res[0]))
             b.store(b.add(b.load(self.count), self.c(1)), self.count)
         if not masks:
             fold()
@@ -541,8 +683,12 @@ class NestFolds:
         dt = self.out_dts[0]
         cnt = b.load(self.count)
         bad = b.load(self.bad)
-        store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
-                    b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        if self.arg:  # the position (and, for the caller, nothing else)
+            b.store(self.red.finish(self._acc_load(b, self.acc), self._arg_position()),
+                    b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
+        else:
+            store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
+                        b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
         seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
         flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
         b.store(flags, b.gep(self.outm, [at]), align=1)
@@ -567,14 +713,20 @@ class NestFolds:
         v = self._acc_load(b, self.acc)
         mj = any(self.masked)
         valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
-        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)):
+        if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)) \
+                or self.arg:  # nothing folded: no value, no position
             valid = b.and_(valid, b.icmp_signed(">", cnt, c(0)))
         if self.mean and dt.kind in "iu":
             v = self._int_mean(v, cnt, dt)
         elif self.mean:
             cf = b.sitofp(cnt, lltype(self.acc_dtype))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
-        store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
+        if self.arg:  # the position, int64
+            b.store(self.red.finish(v, self._arg_position()),
+                    b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
+        else:
+            store_value(b, self._narrowed(b, v), b.gep(self.out, [b.mul(at, c(dt.itemsize))]),
+                        dt)
         if miss is not None:
             valid = b.and_(valid, b.not_(miss))
         flags = b.or_(b.zext(valid, I8),

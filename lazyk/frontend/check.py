@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazyk.frontend import ops
-from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, Node, dump, toposort
+from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, SELECT_OP, TAKE_OP, Node, dump, toposort
 
 
 class GraphError(AssertionError):
@@ -52,9 +52,20 @@ def check_node(node: Node) -> str | None:
                      if keep or d not in axes)
         if node.shape != want:
             return f"reduction shape {node.shape}, expected {want}"
+        if op in ops.ARG_REDUCTIONS:  # positions of values of any ordered dtype
+            return None if node.dtype == np.int64 else f"{op} gives int64, not {node.dtype}"
         if src.dtype != node.dtype:
             return f"reduction operand {src.dtype} is not the accumulator dtype {node.dtype}"
         return None
+    if node.op in (SELECT_OP, TAKE_OP):
+        x, key = node.srcs
+        at, select = node.arg, node.op == SELECT_OP
+        if not (type(at) is int and 0 <= at < x.ndim and key.ndim == at + 1) or \
+                key.dtype != (np.bool_ if select else np.int64) or node.dtype != x.dtype:
+            return f"{node.op} at level {at} of {x.type_text()} by {key.type_text()}"
+        want = x.shape[:at] + ("var",) + x.shape[at + 1:] if select else \
+            key.shape + x.shape[at + 1:]
+        return None if node.shape == want else f"{node.op} shape {node.shape}, expected {want}"
     if node.op == "astype":
         if node.shape != node.srcs[0].shape:
             return "astype changes the shape"

@@ -24,13 +24,21 @@ from lazyk.arrays.array import Array, is_foreign, is_pandas, text_numpy
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.interchange import fixed_text_rows
 from lazyk.arrays.operators import Operators
-from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
+from lazyk.errors import (
+    CastingError,
+    DTypeError,
+    NotSupportedError,
+    ShapeError,
+    UnsupportedOperandError,
+)
 from lazyk.frontend import leaves, ops
 from lazyk.frontend.graph import (
     MAX_KEYED_INPUTS,
     PICK_OP,
     REDUCE_OP,
     ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
     Node,
     arg_key,
     build_type,
@@ -145,8 +153,9 @@ class Expr(Operators):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         node = self.node
         if not builtins.any(isinstance(v, RaggedLeaf) or _missing_rows(v)
-                            for v in self.env.values()) and not has_rows(node):
-            option = has_options(self) and not _skips_missing(node)
+                            for v in self.env.values()) and not has_rows(node) and \
+                not _indexes(node):
+            option = (has_options(self) and not _skips_missing(node)) or _none_for_empty(node)
             return build_type(node.shape, node.dtype, (), option)
         # var / option leaves: missing rows (`?var`) and values follow the graph
         dims, option = _option_flags(node, self.env)
@@ -256,8 +265,15 @@ class Expr(Operators):
         """`e[:, None]`, `e[None]`, `e[..., None]`: new axes of size 1 (NumPy's
         `np.newaxis`), e.g. to pair a per-row array with rows (`x * w[:, None]`); `e[:]`
         and `e[...]` are `e`. No copy: the new axes reach the arrays it is built from as
-        views. Other indexes (a gather or a strided read) are no graph node: evaluate
-        first, then index the result."""
+        views.
+
+        `e[mask]` and `e[positions]` (a bool or integer array or expression) select and
+        gather lazily, as Awkward Array does (`index_by`): the mask's or the positions'
+        dims line up with e's first dims, e.g. `x[x > 0]`,
+        `x[lazyk.argmax(x, axis=1, keepdims=True)]`. Other indexes (ints, partial slices)
+        are no graph node: evaluate first, then index the result."""
+        if is_index_operand(key):
+            return index_by(self, key)
         entries = _new_axis_key(key, self.ndim)
         if entries is None:
             raise TypeError(f"a lazy expression ({summary(self)}) cannot be indexed by "
@@ -392,6 +408,9 @@ def _axis_in_sources(node: Node, q: int) -> list:
     """(source, its position of the new axis) of each source that takes one."""
     if node.op == ROWS_OP:  # its sources keep their dims: the axis goes on its result
         return []
+    if node.op in (SELECT_OP, TAKE_OP):  # the mask / positions line up with x's first dims
+        x, key = node.srcs
+        return [(x, q), (key, q)] if q <= node.arg else [(x, q)]
     if node.op == REDUCE_OP:
         # right after the kept dim before it: the axes folded between two kept dims stay
         # next to the dim that takes their missing rows (`_option_flags`)
@@ -429,6 +448,11 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
         srcs = tuple(built[id(s), p] for s, p in _axis_in_sources(node, q))
         return node.replace(shape=shape, srcs=srcs,
                             arg=(tuples, slot, axis + (q <= axis), position))
+    if node.op in (SELECT_OP, TAKE_OP):
+        x, key = node.srcs
+        above = q <= node.arg
+        srcs = (built[id(x), q], built[id(key), q] if above else key)
+        return node.replace(shape=shape, srcs=srcs, arg=node.arg + above)
     if not node.ndim:  # a 0-d value: selected by a one-element mask, which has the dim
         if ops.text_unit(node.dtype):
             raise NotSupportedError(f"a new axis on a 0-d {node.type_text()} expression")
@@ -1274,6 +1298,9 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
                               (t is None and bool(getattr(leaf, "option", False))))
         elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
             memo[id(node)] = (list(node.arg[2]), bool(node.arg[3]))
+        elif node.op in (SELECT_OP, TAKE_OP):
+            memo[id(node)] = _indexed_flags(node, memo[id(node.srcs[0])],
+                                            memo[id(node.srcs[1])])
         elif node.op == REDUCE_OP:
             flags, option_in = memo[id(node.srcs[0])]
             op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
@@ -1294,6 +1321,8 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
             any_in = option_in or builtins.any(flags)
             if op == "count":
                 option = False
+            elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
+                option = any_in or "var" in node.srcs[0].shape
             elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
                 option = any_in
             else:
@@ -1318,6 +1347,32 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
                 option = option or so
             memo[id(node)] = (flags, option)
     return memo[id(root)]
+
+
+def _indexed_flags(node: Node, x: tuple, key: tuple) -> tuple[list, bool]:
+    """`_option_flags` of x[mask] / x[positions] at level L (the key's dims line up with
+    x's first L + 1): a missing row of either above or at L gives a missing row; a missing
+    mask element or position gives a missing element (a missing value at the last level, a
+    missing row below it otherwise)."""
+    (xf, xo), (kf, ko), at = x, key, node.arg
+    flags = [f or (d <= at and d < len(kf) and kf[d]) for d, f in enumerate(xf)]
+    if ko and at + 1 < len(flags):
+        flags[at + 1] = True
+    return flags, xo or (ko and at + 1 == len(flags))
+
+
+def _indexes(node: Node) -> bool:
+    """Whether the graph selects, gathers or takes positions (`argmax`): its missing values
+    follow `_option_flags` whatever its leaves."""
+    return builtins.any(n.op in (SELECT_OP, TAKE_OP) or
+                        (n.op == REDUCE_OP and n.arg[0] in ops.ARG_REDUCTIONS)
+                        for n in _toposort(node))
+
+
+def _none_for_empty(node: Node) -> bool:
+    """An arg-reduction over var rows: an empty row has no position (a missing result)."""
+    return node.op == REDUCE_OP and node.arg[0] in ops.ARG_REDUCTIONS and \
+        "var" in node.srcs[0].shape
 
 
 def _skips_missing(node: Node) -> bool:
@@ -1486,6 +1541,128 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
         present = apply("logical_or", apply("equal", e, e), apply("not_equal", e, e))
     return reduce("sum", present, axis=axis, keepdims=keepdims, skipna=True,
                   dtype=np.dtype(np.int64))
+
+
+def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
+    """Lazy position of the largest value along `axis` (Awkward's `ak.argmax`, NumPy's
+    `np.argmax`): int64, the first of equal values; a NaN wins over every number (the
+    first NaN, as NumPy). Missing values (`?T`) are skipped (their positions still
+    count); a row with nothing to point at (empty, or only missing values) gives a missing
+    result, so over var rows the result is `?int64`. `axis=None` points into the
+    flattened values (missing rows hold none). Over a middle axis, rows below it line up
+    as elementwise work lines them up (a row of length 1 stretches).
+
+    Example: `lazyk.argmax(lazyk.array([[1, 5, 5], [], [2]]), axis=1)` gives
+    `[1, None, 0]` (type `3 * ?int64`); `x[lazyk.argmax(x, axis=1, keepdims=True)]` takes
+    each row's largest value back (`[[5], [None], [2]]`).
+
+    Args:
+        x: an array or expression of bool, integer or float values.
+        axis: an int (negative counts from the last axis) or None (every axis).
+        keepdims: keep the reduced axis as a fixed dim of size 1 (the positions then
+            gather: `x[positions]`).
+
+    Raises:
+        TypeError: a tuple of axes, or keepdims not a bool.
+        DTypeError: complex or string values (no order to take a position from).
+    """
+    return _arg_reduce("argmax", x, axis, keepdims)
+
+
+def argmin(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
+    """Lazy position of the smallest value along `axis` (`ak.argmin`, `np.argmin`); the
+    rules of `argmax`.
+
+    Example: `lazyk.argmin(lazyk.array([[3, 1, 1], [], [2]]), axis=-1)` gives
+    `[1, None, 0]`.
+    """
+    return _arg_reduce("argmin", x, axis, keepdims)
+
+
+def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
+    if not isinstance(keepdims, (bool, np.bool_)):
+        raise TypeError(f"{op}: keepdims must be True or False, not {keepdims!r}")
+    if axis is not None and not isinstance(axis, (int, np.integer)) or \
+            isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"{op}: axis must be an int or None (one axis to point along), not "
+                        f"{axis!r}")
+    e = operands(op, (x,))[0]
+    refuse_text(op, [e])
+    try:
+        ops.get(op).resolve(e.dtype)
+    except DTypeError:
+        raise DTypeError(f"{op}: {describe_node(e.node)} values have no order to take a "
+                         "position from (bool, integer and float values do)") from None
+    axes = normalize_axes(axis, e.ndim, op)
+    shape = tuple((1 if d in axes else n) for d, n in enumerate(e.shape) if keepdims
+                  or d not in axes)
+    # missing values are skipped (as Awkward); the nest folds `?T` data under skipna
+    arg = (op, axes, bool(keepdims)) + ((True,) if has_options(e) else ())
+    return Expr(Node(REDUCE_OP, np.dtype(np.int64), shape, (e.node,), arg), e.env)
+
+
+# --- selection and gather -------------------------------------------------------------------
+
+def is_index_operand(key: Any) -> bool:
+    """Whether `key` indexes by values (a mask or positions: `index_by`) rather than by
+    place: a lazy expression, a lazyk array, or a NumPy array of bool or integers."""
+    if isinstance(key, (Expr, Array)):
+        return True
+    return isinstance(key, np.ndarray) and key.dtype.kind in "biufc" and key.ndim > 0
+
+
+def index_by(x: Any, key: Any) -> Expr:
+    """Lazy `x[mask]` (a bool key: selection) or `x[positions]` (an integer key: gather),
+    with Awkward Array's rules: the key's k dims line up with x's first k dims (they pair
+    as elementwise work pairs rows), and it acts at x's dim k - 1.
+
+    - Selection keeps the elements (or rows, for k < x.ndim) where the mask is true:
+      that dim becomes var (a fixed dim too; the outer dim counts the kept rows); a
+      missing mask element (`?bool`) gives a missing element (a missing row above the
+      array's last dim).
+    - Gather takes, per row of dim k - 1, the items at the positions (negative ones count
+      from the row's end): that dim becomes the positions' own. A missing position
+      (`?int64`, e.g. from `argmax(..., keepdims=True)` of an empty row) gives a missing
+      element (a missing row above the array's last dim); a position outside its row
+      raises IndexError naming the row and the position (when computed).
+
+    Example: `x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0]])`; `x[x > 0]` gives
+    `[[1.5, 3.0], [], []]` (type `3 * var * float64`), `(x[x > 0] * 2).sum(axis=-1)` folds
+    only the kept values in one loop nest, and `x[lazyk.array([[2, 0], [], [-1]])]` gives
+    `[[3.0, 1.5], [], [-1.0]]`.
+
+    Raises:
+        IndexError: a key of no dims or more dims than x, or of another dtype.
+        ShapeError: fixed dims of x and the key that differ (var rows: when computed).
+        NotSupportedError: (when computed) a missing mask element or position above a
+            fixed dim of x, or rows of x that may be missing where the positions' dim is
+            fixed (the result would have `?n` rows).
+    """
+    e, k = operands("[]", (x, key))
+    refuse_text("[]", [e, k])
+    if k.dtype.kind not in "biu":
+        raise IndexError(f"an index array selects (bool) or gathers (integers): got "
+                         f"{describe_node(k.node)} values")
+    what = "mask" if k.dtype == np.bool_ else "positions"
+    if not e.ndim:
+        raise IndexError(f"a 0-d value ({e.type}) has no dims to select or gather along")
+    if not 1 <= k.ndim <= e.ndim:
+        raise IndexError(f"{'a mask' if what == 'mask' else 'positions'} of {k.ndim} dims "
+                         f"({k.type}) for {e.type}: their dims line up with the first dims "
+                         f"of the array (1 to {e.ndim} of them)")
+    at = k.ndim - 1
+    for d in range(at + (k.dtype == np.bool_)):
+        n, m = e.shape[d], k.shape[d]
+        if isinstance(n, int) and isinstance(m, int) and n != m:
+            raise ShapeError(f"x[{what}]: dim {d} has size {n} in the array ({e.type}) and "
+                             f"{m} in the {what} ({k.type})")
+    env = _merge_env([e, k])
+    if k.dtype == np.bool_:
+        shape = e.shape[:at] + ("var",) + e.shape[at + 1:]
+        return Expr(Node(SELECT_OP, e.dtype, shape, (e.node, k.node), at), env)
+    shape = k.shape + e.shape[at + 1:]
+    node = Node(TAKE_OP, e.dtype, shape, (e.node, cast(k.node, np.dtype(np.int64))), at)
+    return Expr(node, env)
 
 
 def _make_reduction(op: str):

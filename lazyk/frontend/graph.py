@@ -25,6 +25,10 @@ ROWS_OP = "rows"
 # The item at one slot of each tuple of the rows at an axis (combinations, cartesian):
 # arg = (tuples, slot, axis, position); `lazyk.frontend.tuples` builds it
 PICK_OP = "pick"
+# x[mask] and x[positions] (Awkward's selection and gather): srcs (x, mask or positions),
+# arg = the level of x they act at (the mask's / positions' last dim; their dims line up
+# with x's first dims)
+SELECT_OP, TAKE_OP = "select", "take"
 
 # Interning: key -> weak reference to the one node of that key; no lock. A node's death
 # removes its entry (`_forget`) with `_remove_dead_weakref` (CPython's, as WeakValueDictionary
@@ -159,7 +163,8 @@ class Node(_Fields):
 
     Leaves: `input` (arg = parameter name), `scalar` (a weak Python scalar, NEP 50;
     arg = value), `const` (a strong NumPy scalar; arg = value). `reduce` has
-    arg = (op, axes, keepdims). Every other op names a row of `lazyk.frontend.ops.OPS`.
+    arg = (op, axes, keepdims); `select` / `take` have arg = the level they act at. Every
+    other op names a row of `lazyk.frontend.ops.OPS`.
 
     `skey` is the structure of the graph below the node with its inputs by position
     (equal for graphs that differ only in their inputs' names) and `names` those inputs'
@@ -315,6 +320,8 @@ def _arg_text(node: Node) -> str:
     if node.op == PICK_OP:
         tuples, slot, axis, position = node.arg
         return f" {'index' if position else 'item'} {slot} of the {tuples} at axis {axis}"
+    if node.op in (SELECT_OP, TAKE_OP):
+        return f" level={node.arg}"
     if node.arg is not None:
         return f" {node.arg}"
     return ""

@@ -70,6 +70,9 @@ class Op:
     empty: Any = None
     # reductions: the result is the fold divided by the number of values folded (mean)
     per_value: bool = False
+    # arg-reductions: the result from the accumulator (best value, its position); `combine`
+    # then names the comparison a later value must pass to take the best's place
+    finish: Callable[[Any, Any], Any] | None = None
     # calls a libm function (tens of cycles an element): the code around it should let the
     # loop vectorizer use the vector math library rather than compute wasted lanes
     calls_libm: bool = False
@@ -380,6 +383,26 @@ for _n, (_comb, _ident, _empty) in _REDUCTIONS.items():
     OPS[_n] = Op(_n, 1, "reduction", _wrap_resolve(_n, _red_resolve(_n)), getattr(np, _n),
                  None, complex_ok=True, identity=_ident, combine=_comb, empty=_empty,
                  per_value=_n == "mean")
+
+
+
+def _arg_resolve(dts, attr):
+    d = dts[0] if isinstance(dts[0], np.dtype) else np.asarray(_weak_value(dts[0])).dtype
+    if d.kind not in "biuf":
+        raise TypeError(f"no order of {d} values to take a position from")
+    return (d, np.dtype(np.int64))
+
+
+# Arg-reductions: the accumulator is (best value, its position), starting from (identity,
+# -1: nothing folded, a missing result). A later value takes the best's place only where
+# `combine` holds strictly (the first of equal values wins) or where it is NaN and the best
+# is not: the first NaN wins, as NumPy's argmax / argmin (Awkward's compare NaN as any other
+# value, so there a NaN wins only where it comes first). `finish` keeps the position.
+for _n, _comb, _low in (("argmax", "greater", True), ("argmin", "less", False)):
+    OPS[_n] = Op(_n, 1, "reduction", _wrap_resolve(_n, _arg_resolve), getattr(np, _n), None,
+                 identity=functools.partial(_limit, low=_low), combine=_comb,
+                 finish=lambda value, position: position)
+ARG_REDUCTIONS = ("argmax", "argmin")
 
 ELEMENTWISE = tuple(n for n, o in OPS.items() if o.kind == "elementwise")
 TEXT = tuple(n for n, o in OPS.items() if o.kind == "text")

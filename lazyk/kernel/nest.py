@@ -60,7 +60,8 @@ class NestKernel:
         status address; `parts`: (lo, hi, first position, {level: first row}) per part.
         `keep` holds every buffer the kernel reads or writes alive while it runs. Returns
         each part's status words (mode "all" leaves its count in word 6). Raises
-        ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row."""
+        ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row,
+        IndexError for a position outside its row (`x[positions]`)."""
         check_params(self.spec, params)
         nlev, n, nw = len(self.levels), len(parts), len(words)
         # each part its own kernel data and status: no shared scratch (rows of 64-byte
@@ -110,6 +111,10 @@ def _error(st: np.ndarray, labels: list) -> Exception:
     """The error a part's status words describe; `labels[j]`: how input j is named."""
     code, level, j = int(st[0]), int(st[1]), int(st[2])
     path = [int(i) for i in st[8:8 + level]]
+    if code == 5:  # a position outside its row (the path reaches the position itself)
+        row = f"row {path}" if path else "the array"
+        return IndexError(f"x[positions]: position {st[3]} (at {path + [int(st[8 + level])]}) "
+                          f"is out of range for {row} of length {st[4]}")
     where = f"row {path[0]}" if len(path) == 1 else f"row {path}" if path else "the top row"
     if code == 1:
         return ArrayConstructionError(

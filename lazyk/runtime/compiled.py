@@ -79,6 +79,7 @@ from lazyk.runtime.launch import (
     truth,
 )
 from lazyk.runtime.nest_launch import prepare as prepare_launch
+from lazyk.runtime.nest_select import needs_nest
 from lazyk.types.parse import dshape
 
 
@@ -99,9 +100,11 @@ class CompiledExpr:
 
     def __new__(cls, expr: Expr):
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
-        # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text)
+        # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text);
+        # and work only the loop nest runs (x[mask], x[positions], argmax)
         if cls is CompiledExpr and (any(_ragged_param(v) for v in expr.env.values()) or
-                                    _ragged.has_text_where(expr) or has_rows(expr.node)):
+                                    _ragged.has_text_where(expr) or has_rows(expr.node) or
+                                    needs_nest(expr.node)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)
 

@@ -20,6 +20,7 @@ from lazyk.runtime import launch as runtime
 from lazyk.runtime import ragged, row_steps
 from lazyk.runtime.device import explain_cuda
 from lazyk.runtime.nest_run import explain_nests
+from lazyk.runtime.nest_select import needs_nest
 from lazyk.runtime.ragged_rules import RECORDERS
 from lazyk.runtime.text_steps import has_text_where, select_text, text_result
 
@@ -146,9 +147,13 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
     sizes = symbol_sizes(e.node)
-    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()):
+    if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()) or (
+            needs_nest(e.node) and any(isinstance(leaf_data(v), Placeholder)
+                                       for v in e.env.values())):
         e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
         return ragged.explain(e, declared)  # var / option parameters: on sample arrays
+    if needs_nest(e.node):  # x[mask], x[positions], argmax: the loop-nest kernels
+        return ragged.explain(e)
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e)  # var / option leaves: the loop-nest kernels
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]

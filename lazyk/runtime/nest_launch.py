@@ -204,8 +204,9 @@ def prepare(expr, names: list) -> NestLaunch | None:
     levels, sizes, kinds = nest_plan(ops_)
     if tuple(levels) != (FIXED, VAR):
         return None
-    if reduce_arg is not None and (tuple(reduce_arg[1]) != (1,) or reduce_arg[2]):
-        return None
+    if reduce_arg is not None and (tuple(reduce_arg[1]) != (1,) or reduce_arg[2] or
+                                   reduce_arg[0] in ops.ARG_REDUCTIONS):
+        return None  # (arg-reductions: positions, none for an empty row)
     prep = prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds)
     if prep is None or prep.declined or prep.qlev or prep.wq or \
             not isinstance(prep.mode, (Map, Reduce)):

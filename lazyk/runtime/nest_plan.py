@@ -20,6 +20,7 @@ from lazyk.codegen.levels import (
     VAR,
     WORDS,
     FixedDimData,
+    Gathered,
     Pick,
     PickDimData,
     Reduce,
@@ -195,30 +196,34 @@ def is_nest_dim(t) -> bool:
                                                   isinstance(t.elem, VarDim))
 
 
-def nest_plan(ops_):
+def nest_plan(ops_, taken=None):
     """Result levels (`FIXED` / `VAR`), fixed sizes, and per operand its level class at
-    each level (`codegen.levels`).
+    each level (`codegen.levels`). `taken`: per operand None, or (level, spec output): it is
+    taken at the positions that output gives there (`Gathered`: its own dim there is
+    read, never paired; the level's extent is the other operands').
     Kept on the first operand for these operands (the operands of an Array are reused:
     `nest_operand`), so a repeated call over the same arrays plans once."""
     first, rest = ops_[0], ops_[1:]
     plans = first.__dict__.setdefault("plans", {})
-    key = tuple(map(id, rest))
+    taken = tuple(taken) if taken else (None,) * len(ops_)
+    key = (tuple(map(id, rest)), taken)
     got = plans.get(key)
     if got is not None and all(w() is o for w, o in zip(got[0], rest)):
         return got[1], list(got[2]), list(got[3])
-    levels, sizes, kinds = _nest_plan(ops_)
+    levels, sizes, kinds = _nest_plan(ops_, taken)
     if len(plans) >= 8:
         plans.clear()
     plans[key] = (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds))
     return levels, sizes, kinds
 
 
-def _nest_plan(ops_):
+def _nest_plan(ops_, taken):
     """`nest_plan` without the cache."""
     nlev = max(len(o.dims) for o in ops_)
     levels, sizes = [], []
     for k in range(nlev):
-        ds = [o.dims[k - nlev + len(o.dims)] for o in ops_ if k - nlev + len(o.dims) >= 0]
+        ds = [o.dims[k - nlev + len(o.dims)] for o, t in zip(ops_, taken)
+              if k - nlev + len(o.dims) >= 0 and (t is None or t[0] != k)]
         fixed = {d.size for d in ds if not d.rows and d.size != 1 and
                  not isinstance(d, PickDimData)}
         picks = [d for d in ds if isinstance(d, PickDimData)]
@@ -252,11 +257,12 @@ def _nest_plan(ops_):
             levels.append(FIXED)
             sizes.append(1)
     kinds = []
-    for o in ops_:
+    for o, t in zip(ops_, taken):
         lead = nlev - len(o.dims)
         # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
         # the operand stays where the result level is var
-        kinds.append(tuple(operand_level(o.dims[k - lead] if k >= lead else None, levels[k])
+        kinds.append(tuple(operand_level(o.dims[k - lead] if k >= lead else None, levels[k],
+                                         t[1] if t is not None and t[0] == k else None)
                            for k in range(nlev)))
     return tuple(levels), sizes, kinds
 
@@ -388,7 +394,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
         return None
     ref = None
     for o, kd in zip(ops_, kinds):
-        if not kd[1].rows:
+        if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
         if kd[0] != Strided() or not _plain_rows(kd[1]):
             return None

@@ -18,7 +18,7 @@ its fill pass here (`plan_fill`). `nest_run` returns None where the nest does no
 form; the caller names the types and the operation in a NotSupportedError."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from lazyk.codegen.levels import (
     Fill,
     FixedDimData,
     Fold,
+    Keep,
     Map,
     Mark,
     Pick,
@@ -42,10 +43,12 @@ from lazyk.codegen.levels import (
     Scan,
     Total,
 )
+from lazyk.codegen.nest import inputs_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expr import leaf_data
-from lazyk.frontend.graph import REDUCE_OP, arg_key, toposort
+from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, arg_key, toposort
+from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.nest import kernel_for, nest_kernel, nest_stats
 from lazyk.kernel.nest import split as nest_split
@@ -129,6 +132,8 @@ def plan_fill(expr):
         reduce_arg, root = root.arg, root.srcs[0]
     if any(n.op == REDUCE_OP for n in toposort(root)):
         return "a reduction feeding further work is computed first, from the values"
+    if any(n.op in (SELECT_OP, TAKE_OP) for n in toposort(root)):
+        return "a selection or gather (x[mask], x[positions]) has rows that follow the values"
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
@@ -143,15 +148,34 @@ def plan_fill(expr):
     return "the loop nest does not take it in one pass" if got is None else got
 
 
+@dataclass(frozen=True)
+class Picks:
+    """What a nest computes at some levels besides its value (`x[mask]`, `x[positions]`,
+    lowered by `nest_select`): `keep`, the nest level that keeps only the elements where
+    `roots[0]` (a bool graph) is true or missing (None: none), and `taken`: (leaf name,
+    level, index into `roots`) of each operand read at the positions that root (int64)
+    gives at that level. Spec output 1 + i computes `roots[i]`."""
+
+    keep: int | None
+    roots: tuple
+    taken: tuple
+
+    def outputs(self, names) -> list:
+        """Per leaf of `names`: None, or (level, spec output) where it is taken."""
+        at = {n: (k, 1 + i) for n, k, i in self.taken}
+        return [at.get(n) for n in names]
+
+
 def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts_only=False,
-              flat=None, plan=False, scan=None):
+              flat=None, plan=False, scan=None, picks=None):
     """The nest's result, or None where it does not take the form. `parts_only` (elementwise
     work only): (values, present flags, result dims, offsets, present rows of var levels,
     present bytes of `?n` levels) instead of the Array. `flat`: (operands, offsets, plan) from
     `flat_rows`: the rows of the last two levels as one `M * var` level; the result gets
     the offsets above it. `plan`: a `NestFill` after the count passes. `scan` ("add" or
     "multiply"; elementwise work only): the running fold of each innermost row instead of
-    the values (`levels.Scan`)."""
+    the values (`levels.Scan`). `picks`: elements kept and operands taken at positions
+    (`Picks`)."""
     ops_ = flat[0] if flat else [nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
@@ -161,25 +185,29 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             return None
         ops_ = [NestOperand([FixedDimData(1, 0)], o.ptr, o.dtype, o.mask_offset, o.aligned)
                 for o in ops_]
-    levels, sizes, kinds = flat[2] if flat else nest_plan(ops_)
+    if picks is not None and (scalar or plan or where_masks):
+        return None
+    levels, sizes, kinds = flat[2] if flat else \
+        nest_plan(ops_, picks.outputs(names) if picks else None)
     nlev = len(levels)
     if len(root.shape) != nlev - scalar + bool(flat):
         return None
     mode = Map() if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if isinstance(mode, Reduce) and not (flat or where_masks or plan) and axes == (nlev - 1,):
+    if isinstance(mode, Reduce) and not (flat or where_masks or plan or picks) and \
+            axes == (nlev - 1,):
         rows = flat_rows(ops_, levels, kinds, sizes)
         if rows is not None:
             try:
                 return nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
-    if reduce_arg is None and not (flat or where_masks or plan or parts_only):
+    if reduce_arg is None and not (flat or where_masks or plan or parts_only or scan or picks):
         items = flat_items(ops_, levels, kinds, sizes)
         if items is not None:  # one loop over the items of rows of one offsets array
             return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
     prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
-                     bool(flat), scan)
+                     bool(flat), scan, picks)
     if prep is None:
         return None
     mode, step, spec, acc, labels, sel_kinds, maskd = (
@@ -201,14 +229,19 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
     if isinstance(mode, Total):
         return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
-                         leaves, reduce_arg, red_node, bool(qlev))
-    # the result's levels (their level numbers in the nest), their kinds and sizes
+                         leaves, reduce_arg, red_node, bool(qlev), mode, prep.optional)
+    # the result's levels (their level numbers in the nest), their kinds and sizes; a level
+    # keeping elements has var rows in the result (their lengths counted)
     res = list(range(nlev)) if isinstance(mode, Map) else list(range(nlev - 1)) if \
         isinstance(mode, Reduce) else [k for k in range(nlev) if k not in axes]
     nres = len(res)
+    words, lay = nest_words(levels, sizes, sel, sel_kinds)  # (the source's fixed sizes)
+    if mode.keep is not None:
+        at = mode.keep.level
+        levels = tuple(VAR if k == at else lv for k, lv in enumerate(levels))
+        sizes = [0 if k == at else n for k, n in enumerate(sizes)]
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     rvar = [p for p in range(nres) if rl[p] is VAR]
-    words, lay = nest_words(levels, sizes, sel, sel_kinds)
     n0 = sizes[0] if levels[0] is FIXED else 1
     r_end = (rs[0] if rl[0] is FIXED else 1) if nres else 1
     offsets: dict = {}  # result level -> offsets of its rows
@@ -225,7 +258,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     passes = []  # (level, kernel, parts, rows, kernel data, lengths) of each count pass
     # elementwise over `N * var` rows of one offsets array: the result has its rows
     same = offsets_rows(sel, sel_kinds, levels, sizes) if isinstance(mode, Map) and not qlev \
-        else None
+        and mode.keep is None else None
     if same is not None:
         offsets[1] = same
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
@@ -336,11 +369,12 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         return (out.astype(root.dtype, copy=False), None if flags is None else
                 flags.view(bool), dims, offsets, validity, present)
     if reduce_arg is None:
-        mask = flags.view(bool) if option else None
+        mask = flags.view(bool) if prep.value_option else None
         got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
                                      offsets, xs_end, validity), present)
         return offsets_array(flat[1], got, check=None) if flat else got
-    values, mask = nest_reduced(out, flags, reduce_arg, option or bool(qlev), skipna)
+    values, mask = nest_reduced(out, flags, reduce_arg, option or bool(qlev) or
+                                prep.optional, skipna)
     if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
@@ -403,7 +437,7 @@ def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds):
 
 
 def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-              scan=None):
+              scan=None, picks=None):
     """The structural plan of `nest_run` (mode, fused step, spec, operand selection, missing
     row levels), or None where the nest does not take the form. Cached per structure (the
     graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
@@ -413,6 +447,9 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
     graph = (root, red_node, reduce_arg is None, tuple(names))
     shape = structures.get_or_build(graph, lambda: _structure(root, red_node, reduce_arg,
                                                               names))
+    if picks is not None:  # the level values' graphs, where they act, whom they take
+        shape = (shape, picks.keep, tuple(_structure(r, r, None, names) for r in picks.roots),
+                 tuple((names.index(n), k, i) for n, k, i in picks.taken))
     key = (shape, flat, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_), scan)
     got = plans.get(key)
@@ -420,17 +457,17 @@ def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_mask
         nest_stats["plan_hits"] += 1
         return None if got is _NO_PLAN else got
     got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-                scan)
+                scan, picks)
     plans.put(key, _NO_PLAN if got is None else got)
     nest_stats["plans"] += 1
     return got
 
 
 def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-          scan=None):
+          scan=None, picks=None):
     """`_prepared` without the cache."""
     nlev = len(levels)
-    mode = (Scan(scan) if scan else Map()) if reduce_arg is None else Reduce()
+    mode = (Scan(combine=scan) if scan else Map()) if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
     if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and nlev > 1:
         mode = Total()  # every axis: one partial fold per thread
@@ -439,14 +476,19 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
         # folded levels; rows of the kept levels below the first one fold element by
         # element, rows of length 1 stretching)
         mode = Fold(axes)
+    if picks is not None and (isinstance(mode, Fold) or where_masks or picks.keep == 0):
+        return None  # (a fold's group walk reads no positions; level 0 is no counted row)
+    if picks is not None and picks.keep is not None:
+        mode = replace(mode, keep=Keep(picks.keep, 1))
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
     got = fused_step(node, dict(zip(names, range(len(names)))), reduce=not isinstance(mode, Map),
-                     int_mean=True)
+                     int_mean=True, extra=picks.roots if picks is not None else ())
     if got is None:
         return None
     step, by_name = got
     spec = step.spec
-    acc = np.dtype(spec.outputs[0][1])
+    arg = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS
+    acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])  # (positions)
     sel = [ops_[by_name[n]] for n in step.inputs]
     sel_kinds = [kinds[by_name[n]] for n in step.inputs]
     labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
@@ -475,9 +517,29 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     # missing row; the last count pass marks those rows ("mark"), then they are pruned
     wq = bool(where_masks and qlev)
     skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
+    if picks is not None:
+        # a missing mask element or position above the last level: a missing row (`?var`)
+        # of the result below it (a var level: a fixed one would be `?n` rows); `?n` rows
+        # take no positions
+        lv = {1 + i: k for _, k, i in picks.taken}
+        if picks.keep is not None:
+            lv[1] = picks.keep
+        lost = {k + 1 for out, k in lv.items()
+                if k < nlev - 1 and any(maskd[j] for j in inputs_of(spec, out))}
+        declined = declined or bool(qfix) or any(levels[k] is not VAR for k in lost)
+        qlev = qlev | lost
+    # missing values (`?T`) in the result: where an input the value reads may be missing,
+    # or a mask element or position of the last level (those above it: missing rows)
+    value_option = any(maskd[j] for j in inputs_of(spec, 0)) or picks is not None and any(
+        maskd[j] for out, k in lv.items() if k == nlev - 1 for j in inputs_of(spec, out))
+    # an arg-reduction has no position for an empty row: a missing result where rows can be
+    # empty or values missing (NumPy's fixed dims: an empty one raises ValueError)
+    optional = arg and (VAR in levels or any(maskd) or bool(qlev) or picks is not None and
+                        picks.keep is not None)
     return _Prep(mode=mode, axes=axes, step=step, spec=spec, acc=acc, labels=tuple(labels),
                  sel_kinds=tuple(sel_kinds), maskd=maskd, qlev=frozenset(qlev), qfix=qfix,
-                 wq=wq, skipna=skipna, declined=declined,
+                 wq=wq, skipna=skipna, declined=declined, optional=optional,
+                 value_option=value_option,
                  kkey=(spec, tuple(levels), tuple(tuple(k) for k in sel_kinds), maskd, mode))
 
 
@@ -705,6 +767,14 @@ def _pruned(raw, rl, rs, rvar, qres):
 def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
     """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
     op = reduce_arg[0]
+    if op in ARG_REDUCTIONS:  # a position where something was folded (flag bit 0)
+        valid = (flags & 1).view(bool)
+        if any_mask:
+            return out, valid
+        if not valid.all():  # fixed dims only: NumPy's error
+            where = "array" if whole else f"row {int(np.argmin(valid))}"
+            raise ValueError(f"attempt to get {op} of an empty sequence ({where})")
+        return out, None
     extremum = op in ("min", "max")
     seeded = extremum and len(reduce_arg) > 4
     if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
@@ -780,20 +850,28 @@ def explain_nests(nests) -> str:
 
 
 def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
-              reduce_arg, red_node, qrows=False):
+              reduce_arg, red_node, qrows=False, mode=Total(), optional=False):
     """A reduction over every axis: each part folds its level-0 rows into one partial
     result; the partials combine here (the reference's rules for the total). `qrows`:
-    missing rows (`?var`), skipped under skipna, else the result is missing."""
+    missing rows (`?var`), skipped under skipna, else the result is missing. An
+    arg-reduction runs one part (its position counts every value before it)."""
     words, _ = nest_words(levels, sizes, sel, kinds)
-    parts = _all_parts(levels, sizes, sel, kinds)
-    acc = np.dtype(spec.outputs[0][1])
+    arg = reduce_arg[0] in ARG_REDUCTIONS
+    n0 = sizes[0] if levels[0] is FIXED else 1
+    parts = [(0, n0, 0, {})] if arg else _all_parts(levels, sizes, sel, kinds)
+    acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])
     out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
     words[3], words[4] = out.ctypes.data, flags.ctypes.data
-    kern = nest_kernel(spec, levels, kinds, maskd, Total(), Fill(), skipna, step.mean)
+    kern = nest_kernel(spec, levels, kinds, maskd, mode, Fill(), skipna, step.mean)
     statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     count = sum(int(st[6]) for st in statuses)
+    if arg:  # the one part's position; none when nothing was folded
+        values, mask = nest_reduced(out, np.array([int(count > 0)], np.uint8), reduce_arg,
+                                     optional, skipna, whole=True)
+        dims = [1] * len(levels) if reduce_arg[2] else []
+        return nest_result(values, mask, dims, {}, [])
     values, mask = _all_total(out, flags, count, reduce_arg, step.mean, any(maskd) or qrows,
                               skipna)
     dims = [1] * len(levels) if reduce_arg[2] else []

@@ -23,6 +23,7 @@ from lazyk.frontend.leaves import is_ragged, leaf_key
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime.nest_plan import positions
 from lazyk.runtime.nest_run import fixed_rows, nest_result, nest_run, rows_of, tree_array
+from lazyk.runtime.nest_select import evaluate_picks, has_picks
 from lazyk.runtime.ragged_rules import branch_masks, inline_reductions, selects
 from lazyk.types import FixedDim
 
@@ -143,6 +144,8 @@ def _evaluate_nest(expr):
         reduce_arg, root = root.arg, root.srcs[0]
     if any(n.op == REDUCE_OP for n in toposort(root)):
         root, expr = inline_reductions(root, expr)
+    if has_picks(root):  # x[mask], x[positions]: lowered into the nest (`nest_select`)
+        return evaluate_picks(root, red_node, reduce_arg, expr.env)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
     root, names = _one_leaf_per_array(root, names, expr.env)

@@ -24,6 +24,7 @@ from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device
 from lazyk.runtime.launch import as_out
 from lazyk.runtime.nest_run import explain_nests
+from lazyk.runtime.nest_select import needs_nest
 from lazyk.runtime.nest_steps import evaluate_nest
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_out import is_ragged_type, store
@@ -34,12 +35,24 @@ from lazyk.runtime.text_steps import lower as lower_strings
 
 
 def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
-    """`evaluate(expr, out, casting)` when a leaf is a var / option array, else
-    NotImplemented (the "ragged" evaluation path of `lazyk.runtime.launch.evaluate`)."""
-    if not any(is_ragged(leaf_data(v)) for v in expr.env.values()):
+    """`evaluate(expr, out, casting)` when a leaf is a var / option array or the graph
+    holds work only the loop nest runs (`x[mask]`, `x[positions]`, `argmax`), else
+    NotImplemented (the "ragged" evaluation path of `lazyk.runtime.launch.evaluate`). Over
+    NumPy leaves only, a result of fixed dims without missing values is a NumPy array."""
+    dense = not any(is_ragged(leaf_data(v)) for v in expr.env.values())
+    if dense and not needs_nest(expr.node):
         return NotImplemented
-    common_device({n: leaf_data(v) for n, v in expr.env.items()})  # never on the GPU
-    return evaluate(expr, out, casting)
+    where = common_device({n: leaf_data(v) for n, v in expr.env.items()})
+    if where != "cpu":  # (var / option data never is)
+        raise NotSupportedError(f"x[mask], x[positions] and argmax / argmin run on the CPU; "
+                                f"the operands are on {where}: move them with .to('cpu')")
+    got = evaluate(expr, out, casting)
+    if dense and out is None and isinstance(got, Array):
+        try:
+            return got.to_numpy()
+        except NotSupportedError:  # var dims (a selection) or missing values
+            return got
+    return got
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):

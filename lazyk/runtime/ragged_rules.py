@@ -4,6 +4,8 @@ computed first, the graph over the row iteration space, and the recorders `expla
 listens with."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from lazyk.frontend import ops
@@ -79,20 +81,59 @@ def rows_graph(root):
     return rewrite(root, visit)
 
 
-def fused_step(node, leaves: dict, reduce: bool, int_mean: bool = False):
+def fused_step(node, leaves: dict, reduce: bool, int_mean: bool = False, extra: tuple = ()):
     """(the one fused step computing `node` over the row space, its canonical input names
     -> `leaves` values), or None when that is not one kernel: several steps, a reduction
     missing or unexpected, an input that is not a leaf, a mean accumulated in an integer
     dtype (unless `int_mean`: the caller divides as NumPy does). Canonical names make the
-    same structure the same spec (one compile)."""
-    node, by_name = runtime.canonical(node, leaves)
-    prog = runtime.plan(rows_graph(node))
-    if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is not None) != reduce:
-        return None
-    step = prog.steps[0]
-    if any(n not in by_name for n in step.inputs):
+    same structure the same spec (one compile). `extra`: elementwise graphs over the same
+    leaves the step computes too, as spec outputs 1, 2, ... (`nest_run.Picks`)."""
+    names: dict = {}
+
+    def rename(n, srcs):  # leaves `$0, $1, ...` in order of appearance over every root
+        if n.op == "input":
+            return n.replace(arg=names.setdefault(n.arg, f"${len(names)}"))
+        return n.replace(srcs=srcs) if srcs != n.srcs else n
+    roots = [rewrite(r, rename) for r in (node, *extra)]
+    by_name = {names[k]: v for k, v in leaves.items() if k in names}
+    steps = []
+    for i, r in enumerate(roots):
+        prog = runtime.plan(rows_graph(r))
+        if len(prog.steps) != 1 or (prog.steps[0].spec.reduce is not None) != (reduce and
+                                                                                not i):
+            return None
+        steps.append(prog.steps[0])
+    step = steps[0]
+    if any(n not in by_name for s in steps for n in s.inputs):
         return None
     if step.mean and np.dtype(step.spec.outputs[0][1]).kind not in \
             ("fciu" if int_mean else "fc"):
         return None
-    return step, by_name
+    return (_with_outputs(step, steps[1:]) if extra else step), by_name
+
+
+def _with_outputs(step, more):
+    """`step` also computing the outputs of the elementwise steps `more` (their inputs
+    merged by name, their parameter slots after its own)."""
+    inputs, body = list(step.inputs), list(step.spec.body)
+    dtypes, outs = list(step.spec.inputs), list(step.spec.outputs)
+    nparam, consts = len(step.spec.params), step.consts
+    for part in more:
+        base = len(body)
+        for ins in part.spec.body:
+            if ins.op == "load":
+                name = part.inputs[ins.attr]
+                if name not in inputs:
+                    inputs.append(name)
+                    dtypes.append(part.spec.inputs[ins.attr])
+                ins = replace(ins, attr=inputs.index(name))
+            elif ins.op == "param":
+                ins = replace(ins, attr=ins.attr + nparam)
+            ins = replace(ins, args=tuple(a + base for a in ins.args))
+            body.append(ins)
+        outs.append((part.spec.outputs[0][0] + base, part.spec.outputs[0][1]))
+        nparam += len(part.spec.params)
+        consts += part.consts
+    spec = replace(step.spec, inputs=tuple(dtypes), aligned=(True,) * len(dtypes),
+                   body=tuple(body), outputs=tuple(outs))
+    return replace(step, spec=spec, inputs=tuple(inputs), consts=consts)

@@ -1,0 +1,260 @@
+"""`x[mask]` and `x[positions]` (Awkward's selection and gather) in the loop nest.
+
+The graph holds `select` / `take` nodes (`lazyk.frontend.expr.index_by`); here they are
+lowered into the nest's own iteration space, so the work around them fuses into one kernel
+(`nest_run.Picks`, `codegen.levels.Keep` / `Gathered`):
+
+- `x[mask]` acting at nest level K (K >= 1) becomes x itself, and the nest keeps the
+  elements of level K where the mask (a spec output) is true or missing: its count pass
+  counts the kept elements of each row, its fill pass writes only them, and a fold after
+  it folds only them (`(x[x > 0] * 2).sum(axis=-1)` is one nest, no count pass). The
+  mask's dims line up with x's first ones: a mask of fewer dims gets trailing axes of
+  size 1 here, where the data is known (views, no copy). Work outside the selection must
+  not move along level K (its rows there are the selection's: `x[m] + y` with y of the
+  selected lengths computes `x[m]` first).
+- `x[mask]` with a mask of one dim selects rows: the mask is computed (one pass over its
+  N values) and its kept rows become positions (`np.flatnonzero`), a gather at level 0.
+- `x[positions]` acting at level K becomes x's leaves renamed (`Gathered` operands, never
+  paired with the result's rows at K) and the positions (a spec output, int64) taken at
+  level K; the positions' rows are the result's there.
+- A missing mask element or position above x's last dim makes the row below it missing
+  (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
+
+Selections nested in each other, gathers of gathered values, several different masks in
+one expression, and forms the nest declines are computed first, innermost first, each in a
+nest of its own (`evaluate_picks`); their results are leaves of the rest. Nothing here
+loops over rows in Python.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from lazyk.arrays.array import Array, array
+from lazyk.arrays.interchange import columns, masked
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
+from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.ops import ARG_REDUCTIONS
+from lazyk.runtime import launch as runtime
+from lazyk.runtime.nest_run import Picks, nest_run
+from lazyk.types import FixedDim
+
+PICKS = (SELECT_OP, TAKE_OP)
+_names = itertools.count()
+
+
+def needs_nest(root: Node) -> bool:
+    """Whether `root` holds work only the loop nest runs (a selection, a gather, an
+    arg-reduction), whatever its leaves."""
+    return any(n.op in PICKS or (n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS)
+               for n in toposort(root))
+
+
+def has_picks(root: Node) -> bool:
+    """Whether `root` selects or gathers."""
+    return any(n.op in PICKS for n in toposort(root))
+
+
+def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
+    """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
+    in one nest where it takes them; the others computed first. A lazyk Array."""
+    env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
+    root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
+    got = _fused(root, red_node, reduce_arg, env)
+    if got is not None:
+        return got
+    picks = [n for n in toposort(root) if n.op in PICKS]
+    if len(picks) == 1 and picks[0] is root and reduce_arg is None:
+        # a lone selection or gather the nest declines: its operands first, then it alone
+        x, key = root.srcs
+        if x.op == "input" and key.op == "input":
+            data = [leaf_data(env[n.arg]) for n in (x, key)]
+            types = " and ".join(str(d.array.type) if is_ragged(d) else
+                                 f"{np.shape(d)} {np.asarray(d).dtype} array" for d in data)
+            what, one = ("mask", "mask element") if root.op == SELECT_OP else \
+                ("positions", "position")
+            raise NotSupportedError(
+                f"x[{what}] over {types}: the result would have missing rows against a "
+                f"fixed dim (?n): a missing {one} above a fixed dim of the array, or rows "
+                f"of the array that may be missing where the {what} dim is fixed; the loop "
+                "nest does not write those: replace the missing ones first (lazyk.where)")
+        lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
+        return evaluate_picks(lone, lone, None, env)
+    rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
+                   if n.op in PICKS else _same(n, srcs))
+    return _array(runtime.evaluate(Expr(red_node.replace(srcs=(rest,)) if reduce_arg else
+                                        rest, env)))
+
+
+# ---------------------------------------------------------------- what one nest takes
+def _same(node: Node, srcs: tuple) -> Node:
+    return node.replace(srcs=srcs) if srcs != node.srcs else node
+
+
+def _fusable(node: Node, env: dict, done: dict) -> Node:
+    """`node` in a form one nest takes (its sources already are): a selection's operands
+    hold no selection, a gather's neither selection nor gather, and at most one leaf of a
+    gathered value moves along the gathered level (several are computed together first);
+    a row selection (a mask of one dim) becomes a gather of the kept rows."""
+    if node.op not in PICKS:
+        return node
+    x, key = node.srcs
+    inner = PICKS if node.op == TAKE_OP else (SELECT_OP,)
+    x, key = (_without(s, inner, env, done) for s in (x, key))
+    if node.op == TAKE_OP and len(_moving(x, node.arg)) > 1:
+        x = _leaf(x, env)
+    node = _same(node, (x, key))
+    if node.op == SELECT_OP and node.arg == 0:
+        return _rows_kept(node, env)
+    return node
+
+
+def _without(node: Node, ops: tuple, env: dict, done: dict) -> Node:
+    """`node` with each selection / gather of `ops` in it computed first (a leaf)."""
+    if not any(n.op in ops for n in toposort(node)):
+        return node
+    return rewrite(node, lambda n, srcs: _computed(_same(n, srcs), env, done) if n.op in ops
+                   else _same(n, srcs))
+
+
+def _moving(x: Node, at: int) -> list:
+    """The leaves of `x` gathered at x's dim `at`: those with a dim there other than a
+    fixed 1 (a fixed 1 stretches as elementwise work stretches it), or, when all are 1,
+    every leaf with the dim (their one element is position 0)."""
+    leaves = [n for n in toposort(x) if n.op == "input"]
+    own = [n for n in leaves if at - (x.ndim - n.ndim) >= 0]
+    moving = [n for n in own if n.shape[at - (x.ndim - n.ndim)] != 1]
+    return moving or own
+
+
+def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
+    """The nest's result of `root` with its selections and gathers lowered (`Picks`), or
+    None where one nest does not take them."""
+    nd = root.ndim
+    order = toposort(root)
+    sels = [n for n in order if n.op == SELECT_OP]
+    if len({(s.srcs[1], s.arg + nd - s.ndim) for s in sels}) > 1:
+        return None  # several masks: each selection first
+    keep = None
+    if sels:
+        s = sels[0]
+        keep = s.arg + nd - s.ndim
+        inside = set(sels)
+        for n in toposort(root, descend=lambda n: n not in inside):
+            d = keep - (nd - n.ndim)
+            if n.op == "input" and d >= 0 and n.shape[d] != 1:
+                return None  # work beside the selection moves along its level
+    takes = [n for n in order if n.op == TAKE_OP]
+    roots, taken, renamed = [], [], {}
+    if sels:
+        m = sels[0].srcs[1]
+        extra = sels[0].ndim - sels[0].arg - 1
+        if extra and any(n.op == TAKE_OP for n in toposort(m)):
+            return None  # (the gathers inside would be lowered twice)
+        roots.append(_trailing(m, extra, env))
+    for t in takes:
+        x, pos = t.srcs
+        names = {}
+        for leaf in _moving(x, t.arg):  # its own operand, never one leaf with x elsewhere
+            name = f"{leaf.arg}~{next(_names)}"
+            env[name] = env[leaf.arg]
+            names[leaf] = leaf.replace(arg=name)
+            taken.append((name, t.arg + nd - t.ndim, len(roots)))
+        renamed[t] = rewrite(x, lambda n, srcs, names=names: names.get(n) or _same(n, srcs))
+        roots.append(_trailing(pos, t.ndim - t.arg - 1, env))
+
+    def lower(n, srcs):  # (a gather's sources hold no selection or gather: it is itself)
+        n = _same(n, srcs)
+        return n.srcs[0] if n.op == SELECT_OP else renamed[n] if n.op == TAKE_OP else n
+    value = rewrite(root, lower)
+    roots = [rewrite(r, lower) for r in roots]
+    used = list(dict.fromkeys(n.arg for r in (value, *roots) for n in toposort(r)
+                              if n.op == "input"))
+    leaves = [leaf_data(env[n]) for n in used]
+    picks = Picks(keep, tuple(roots), tuple(taken))
+    return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
+
+
+def _trailing(node: Node, n: int, env: dict) -> Node:
+    """`node` with n trailing axes of size 1 (its dims then line up with x's first dims
+    under the nest's right-aligned levels)."""
+    if not n:
+        return node
+    e = Expr(node, {k: v for k, v in env.items()})[(Ellipsis,) + (None,) * n]
+    env.update(e.env)
+    return e.node
+
+
+# ---------------------------------------------------------------- computed first
+def _computed(node: Node, env: dict, done: dict) -> Node:
+    """A leaf holding `node`'s value (a selection or gather computed in a nest of its own,
+    once per evaluation: `done`)."""
+    if node.op == "input":
+        return node
+    if node not in done:
+        got = evaluate_picks(node, node, None, env) if node.op in PICKS else \
+            runtime.evaluate(Expr(node, env))
+        done[node] = _as_leaf(got, env)
+    return done[node]
+
+
+def _leaf(node: Node, env: dict) -> Node:
+    """`node` as a leaf (computed now unless it is one)."""
+    return node if node.op == "input" else _as_leaf(runtime.evaluate(Expr(node, env)), env)
+
+
+def _as_leaf(value, env: dict) -> Node:
+    leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+    env.update(leaf.env)
+    return leaf.node
+
+
+def _array(value) -> Array:
+    """A lazyk Array of a result (NumPy ones from the fixed path wrapped)."""
+    return value if isinstance(value, Array) else array(value)
+
+
+def _rows_kept(node: Node, env: dict) -> Node:
+    """`x[mask]` of a mask of one dim as the gather of its kept rows: the mask computed
+    (a missing element keeps a missing row), `np.flatnonzero` of what it keeps."""
+    x, m = node.srcs
+    got = runtime.evaluate(Expr(m, env))
+    values, valid = _bools(got)
+    n = _outer(x, env)
+    if n is not None and len(values) != n:
+        raise ShapeError(f"x[mask]: the mask has length {len(values)} and the array {n}")
+    kept = values if valid is None else values | ~valid
+    pos = np.flatnonzero(kept).astype(np.int64)
+    if valid is None:  # (a `?bool` mask's result is `?T`, missing values or not)
+        leaf = wrap_array(pos)
+    else:
+        leaf = as_expr(masked(pos, valid[pos]))
+    env.update(leaf.env)
+    return Node(TAKE_OP, x.dtype, (len(pos),) + x.shape[1:], (x, leaf.node), 0)
+
+
+def _bools(value) -> tuple:
+    """(values, present flags or None when it is not `?bool`) of a computed one-dim bool
+    result (its columns: no Python per element)."""
+    if isinstance(value, np.ndarray):
+        return np.asarray(value, bool).reshape(-1), None
+    tree = columns(value if isinstance(value.type, FixedDim) else value[None])
+    while tree[0] in ("list", "regular"):  # (a one-row `var * bool` mask: its row)
+        tree = tree[2]
+    if tree[0] == "option":  # (present flags even when none is missing: the `?`)
+        return np.asarray(tree[2][1], bool), np.asarray(tree[1], bool)
+    return np.asarray(tree[1], bool), None
+
+
+def _outer(x: Node, env: dict):
+    """The outer length of `x` from a leaf of its rank, or None when none has it."""
+    for n in toposort(x):
+        if n.op == "input" and n.ndim == x.ndim:
+            if isinstance(n.shape[0], int):
+                return n.shape[0]
+            d = leaf_data(env[n.arg])
+            return len(d.array) if is_ragged(d) else None
+    return None

@@ -1,0 +1,215 @@
+"""`lazyk.argmax` / `lazyk.argmin` (a reduction kind of the loop nest: the accumulator holds
+the best value and its position) against the plain-Python reference
+(`tests/ragged_reference.py: argmax / argmin`), Awkward Array and NumPy.
+
+The position within the row along `axis` (the first of equal values), None where a row has
+nothing to point at (empty, or only missing values: `?int64`), missing values skipped (their
+positions still count), `axis=None` pointing into the flattened values; over fixed dims only
+NumPy's results (int64, ValueError for an empty axis). NaN: the first NaN wins, as NumPy's
+(Awkward's comparisons let a NaN win only where it comes first: checked against NumPy).
+"""
+from __future__ import annotations
+
+import awkward as ak
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk.frontend import ops
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_select import matches, nests
+from tests.test_ragged_today import RA, L
+
+LAYOUTS = S.LAYOUTS + ("N * ?var * T", "var * ?var * T", "N * ?var * var * T")
+DTYPES = S.NUMERIC + ("bool",)
+OPS = ("argmax", "argmin")
+
+
+def awkward_arg(op, d, axis, keepdims):
+    x = ak.Array(d)
+    got = getattr(ak, op)(x, axis=axis, keepdims=keepdims)
+    return got.to_list() if isinstance(got, ak.Array) else got
+
+
+def kept_rows(ref_fn, depth: int):
+    """The reference's keepdims result with a missing reduced row as lazyk gives it (as its
+    other reductions do): a row of one missing position (`[None]`, type `1 * ?int64`), where
+    Awkward's is a missing row (`None`, `?1`)."""
+    def ref():
+        r = ref_fn()
+        dims = list(r.type.dims)
+        if len(dims) < depth or not dims[depth - 1].option:
+            return r
+
+        def fill(v, k):
+            if k == depth - 1:
+                return [None] if v is None else v
+            return None if v is None else [fill(x, k + 1) for x in v]
+        dims[depth - 1] = R.Dim(1)
+        return R.RArray(R.RType(tuple(dims), r.type.dtype, True), fill(r.data, 0))
+    return ref
+
+
+@settings(deadline=None)
+@given(S.ragged(layouts=LAYOUTS, dtypes=DTYPES), st.sampled_from(OPS), st.booleans())
+def test_last_axis_against_the_reference_and_awkward(case, op, keepdims):
+    t, d = case
+    ref = lambda: getattr(R, op)(RA(t, d), -1, keepdims=keepdims)  # noqa: E731
+    got = matches(kept_rows(ref, t.count("*")) if keepdims else ref,
+                  lambda: getattr(lazyk, op)(L(t, d), axis=-1, keepdims=keepdims), t, t)
+    if got == "match" and d and not str(ak.Array(d).type).endswith("unknown") and \
+            "?var" not in t:
+        assert getattr(lazyk, op)(L(t, d), axis=-1, keepdims=keepdims).to_list() == \
+            awkward_arg(op, d, -1, keepdims)
+
+
+@settings(deadline=None)
+@given(S.ragged(layouts=LAYOUTS, dtypes=DTYPES), st.sampled_from(OPS))
+def test_every_axis_points_into_the_flattened_values(case, op):
+    t, d = case
+    got = getattr(lazyk, op)(L(t, d)).eval()
+    assert str(got.type) == "?int64"
+    want = getattr(R, op)(RA(t, d), None).data
+    assert got.to_list() == want
+    if d and not str(ak.Array(d).type).endswith("unknown"):
+        assert want == awkward_arg(op, d, None, False)
+
+
+@settings(deadline=None)
+@given(S.ragged(layouts=("N * var * 3 * T", "var * var * 2 * T", "3 * var * 4 * T"),
+                dtypes=S.NUMERIC, option_rows=False),
+       st.sampled_from(OPS), st.booleans())
+def test_a_middle_axis_over_fixed_dims(case, op, keepdims):
+    """Over axis 1 every group's rows line up (the fixed dim below), as Awkward lines them
+    up on the left. (A missing row there: `test_missing_rows_as_other_reductions`.)"""
+    t, d = case
+    matches(lambda: getattr(R, op)(RA(t, d), 1, keepdims=keepdims),
+            lambda: getattr(lazyk, op)(L(t, d), axis=1, keepdims=keepdims), t, t)
+
+
+@settings(deadline=None)
+@given(S.ragged(layouts=("N * var * T", "var * var * T", "N * var * var * T"),
+                dtypes=("float64", "float32"), options=False, nan=True), st.sampled_from(OPS))
+def test_nan_wins_as_in_numpy(case, op):
+    t, d = case
+
+    def rows(v, depth):
+        if depth == 1:
+            return None if not v else int(getattr(np, op)(np.array(v, t.split(" * ")[-1])))
+        return [rows(r, depth - 1) for r in v]
+    got = getattr(lazyk, op)(L(t, d), axis=-1).to_list()
+    assert got == rows(d, t.count("*"))
+
+
+@settings(deadline=None)
+@given(S.long_rows(dtypes=S.NUMERIC + ("bool",), nan=True), st.sampled_from(OPS),
+       st.integers(0, 30))
+def test_long_and_short_rows_side_by_side(case, op, pad):
+    """Rows of 0-40 values (ties, NaN, +-inf) after `pad` values of other rows: rows with
+    room after them in the content fold their first values with no branch on the row's
+    length, the others element by element; both give NumPy's position."""
+    t, d = case
+    dims = t.split(" * ")
+    dtype = np.dtype(dims[-1])
+    rows = [r for g in d for r in (g if dims[1] == "var" and len(dims) == 4 else [g])]
+    rows = [[0] * pad] + rows + [[0] * 5]
+    off = np.cumsum([0] + [len(r) for r in rows])
+    x = lazyk.from_offsets(off, np.array([v for r in rows for v in r], dtype))
+    want = [None if not r else int(getattr(np, op)(np.array(r, dtype))) for r in rows]
+    assert getattr(lazyk, op)(x, axis=1).to_list() == want
+
+
+@settings(deadline=None)
+@given(st.sampled_from(OPS), st.sampled_from(["int8", "uint16", "int64", "float32", "bool"]),
+       st.integers(1, 4), st.integers(0, 5), st.booleans())
+def test_numpy_data_gives_numpys_answer(op, dtype, n, m, keepdims):
+    a = (np.arange(n * m * 3).reshape(n, m, 3) * 7 % 5).astype(dtype)
+    for axis in (None, 0, 1, 2, -1):
+        if a.shape[axis] == 0 if axis is not None else a.size == 0:  # nothing to point at
+            with pytest.raises(ValueError, match=f"attempt to get {op} of an empty sequence"):
+                getattr(lazyk, op)(a, axis=axis, keepdims=keepdims).eval()
+            continue
+        got = getattr(lazyk, op)(a, axis=axis, keepdims=keepdims).to_numpy()
+        want = getattr(np, op)(a, axis=axis, keepdims=keepdims)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------- examples
+def test_examples_types_methods_and_numpy_functions():
+    x = lazyk.array([[1.0, 5.0, 5.0], [], [2.0], [None, 3.0, None]])
+    e = lazyk.argmax(x, axis=1)
+    assert isinstance(e, lazyk.Expr) and str(e.type) == "4 * ?int64"
+    assert e.to_list() == [1, None, 0, 1]
+    assert lazyk.argmin(x, axis=-1).to_list() == [0, None, 0, 1]
+    keep = lazyk.argmax(x, axis=1, keepdims=True).eval()
+    assert str(keep.type) == "4 * 1 * ?int64" and keep.to_list() == [[1], [None], [0], [1]]
+    assert lazyk.argmax(x).to_list() == 1 and lazyk.argmin(x).to_list() == 0
+    lazy = np.argmax(x, axis=1)  # NumPy calls the method: still lazy
+    assert isinstance(lazy, lazyk.Expr) and lazy.to_list() == [1, None, 0, 1]
+    assert (x * 2).argmin(axis=1).to_list() == [0, None, 0, 1]
+    assert isinstance(np.argmin(x * -1, axis=1), lazyk.Expr)
+    ints = lazyk.array([[3, 9, 9], [7]], "2 * var * int32")
+    got = lazyk.argmax(ints - 1, axis=1).eval()
+    assert str(got.type) == "2 * ?int64" and got.type.dtype == lazyk.dshape("?int64")
+    assert got.to_list() == [1, 0]
+
+
+def test_missing_rows_as_other_reductions():
+    """A missing row folded along its own axis gives a missing result, with keepdims a row
+    of one missing position (Awkward: a missing row), as lazyk's max gives; along a middle
+    axis it makes the result row below it missing."""
+    x = lazyk.array([[4.0, 9.0], None, []], "3 * ?var * float64")
+    got = lazyk.argmax(x, axis=1, keepdims=True).eval()
+    assert str(got.type) == "3 * 1 * ?int64" and got.to_list() == [[1], [None], [None]]
+    assert lazyk.max(x, axis=1, keepdims=True).to_list() == [[9.0], [None], [None]]
+    y = lazyk.array([[[1.0, 2.0, 3.0], [4.0, 0.0, 9.0]], None, []], "3 * ?var * 3 * float64")
+    got = lazyk.argmax(y, axis=1).eval()
+    assert str(got.type) == "3 * ?3 * ?int64"
+    assert got.to_list() == [[1, 0, 1], None, [None, None, None]]
+
+
+def test_fused_work_and_a_position_used_again():
+    x = lazyk.array([[1.0, -5.0, 2.0], [], [4.0, 3.0]])
+    assert nests(lazyk.argmin(x * x - 4, axis=-1)) == [("reduce", "fill")]
+    assert lazyk.argmin(x * x - 4, axis=-1).to_list() == [0, None, 1]
+    # a position feeding more work: the arg-reduction first, then the rest
+    assert (lazyk.argmax(x, axis=-1) + 10).to_list() == [12, None, 10]
+    assert lazyk.argmax(x[x < 3], axis=-1).to_list() == [2, None, None]
+
+
+def test_through_compile_placeholders():
+    p = lazyk.placeholder("x", "N * var * float64")
+    k = lazyk.compile(lazyk.argmin(p, axis=1))
+    assert k.signature == "(x: N * var * float64) -> N * ?int64"
+    assert k(lazyk.array([[3.0, 1.0], [], [2.0]])).to_list() == [1, None, 0]
+    d = lazyk.placeholder("d", "N * 3 * float32")
+    k = lazyk.compile(lazyk.argmax(d, axis=1))
+    assert k.signature == "(d: N * 3 * float32) -> N * int64"
+    a = np.array([[1, 5, 2], [7, 0, 7]], np.float32)
+    assert np.array_equal(np.asarray(k(a)), np.argmax(a, axis=1))
+
+
+def test_the_op_table_row():
+    row = ops.get("argmax")
+    assert row.kind == "reduction" and row.combine == "greater" and row.finish is not None
+    assert ops.get("argmin").combine == "less"
+    assert row.infer(np.dtype("float32")) == np.int64
+    assert row.identity(np.dtype("int8")) == -128
+
+
+def test_errors_name_the_operands():
+    x = lazyk.array([[1.0, 5.0], [2.0]])
+    with pytest.raises(TypeError, match=r"argmax: axis must be an int or None .* not \(0, 1\)"):
+        lazyk.argmax(x, axis=(0, 1))
+    with pytest.raises(TypeError, match="argmin: keepdims must be True or False"):
+        lazyk.argmin(x, axis=1, keepdims="yes")
+    with pytest.raises(lazyk.DTypeError, match="argmax: .*complex128 values have no order"):
+        lazyk.argmax(np.ones(3, complex))
+    with pytest.raises(lazyk.UnsupportedOperandError, match="argmin is not supported on "
+                       "strings"):
+        lazyk.argmin(lazyk.array(["a", "b"]))
+    with pytest.raises(np.exceptions.AxisError):
+        lazyk.argmax(x, axis=2)

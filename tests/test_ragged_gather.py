@@ -1,0 +1,229 @@
+"""`x[positions]` (Awkward's gather) in the loop nest, against the plain-Python reference
+(`tests/ragged_reference.py: gather`) and Awkward Array.
+
+Positions of k dims line up with x's first k dims and pick, in each list of x's dim k - 1,
+the items at their positions (negative ones from the list's end): var rows of positions,
+the fixed size-1 dim `argmax(..., keepdims=True)` gives (missing for an empty row: the
+item is missing), `?int64` positions, rows taken at the outer dim; empty rows and arrays,
+`?T` values, `?var` rows, depth 2 and 3, reversed views; a missing position above x's last
+dim gives a missing row (`?var`). Gathers inside larger fused
+expressions (two position arrays at one level, a fold after a gather) are compared with
+the reference evaluated step by step. A position outside its row raises IndexError naming
+the row and the position.
+"""
+from __future__ import annotations
+
+import awkward as ak
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_select import matches, nests
+from tests.test_ragged_today import RA, L
+
+LAYOUTS = S.LAYOUTS + ("N * ?var * T", "N * ?var * var * T")
+DTYPES = S.NUMERIC + ("bool",)
+
+
+def _positions(draw, d, depth: int, option: bool, one: bool):
+    """Positions into the lists at depth `depth` - 1 of data `d` (missing where d's rows
+    are): var rows of 0-3 positions inside each list, or one position (`one`) that is
+    missing where the list is empty; a missing position one time in five (`option`)."""
+    if d is None:
+        return None
+    if depth > 1:
+        return [_positions(draw, v, depth - 1, option, one) for v in d]
+    n = len(d)
+    count = 1 if one else 0 if not n else draw(st.integers(0, 3))
+    return [None if not n or (option and draw(st.integers(0, 4)) == 0) else
+            draw(st.integers(-n, n - 1)) for _ in range(count)]
+
+
+@st.composite
+def gather_case(draw, layouts=LAYOUTS, one=None, option=None, k=None):
+    """(x type, x data, positions type, positions data) with positions of k dims."""
+    t, d = draw(S.ragged(layouts=layouts, dtypes=DTYPES))
+    dims = t.split(" * ")[:-1]
+    k = k or draw(st.integers(1, len(dims)))
+    one = draw(st.booleans()) if one is None else one
+    one = one and k > 1 and not dims[k - 1].startswith("?")
+    # (a missing position above a fixed dim of x, a missing `?n` row: refused, below)
+    opt = one or (draw(st.booleans()) if option is None else option)
+    opt = opt and (k == len(dims) or dims[k] in ("var", "?var"))
+    p = _positions(draw, d, k, opt, one)
+    last = "1" if one else "?var" if dims[k - 1].startswith("?") else "var"
+    ptype = " * ".join(dims[:k - 1] + [last, ("?" if opt else "") + "int64"])
+    if k == 1:
+        ptype = f"{len(p)} * " + ("?" if opt else "") + "int64"
+    return t, d, ptype, p
+
+
+def awkward_gather(d, p):
+    x, idx = ak.Array(d), ak.Array(p)
+    if str(idx.type).endswith("unknown"):
+        idx = ak.values_astype(idx, np.int64)
+    return x[idx].to_list()
+
+
+@settings(deadline=None)
+@given(gather_case())
+def test_positions_against_the_reference_and_awkward(case):
+    t, d, pt, p = case
+    got = matches(lambda: R.gather(RA(t, d), RA(pt, p)), lambda: L(t, d)[L(pt, p)], t,
+                  pt if pt.count("*") > 1 else "")
+    if got == "match":
+        assert L(t, d)[L(pt, p)].to_list() == awkward_gather(d, p)
+
+
+@settings(deadline=None)
+@given(gather_case(layouts=("N * var * T", "N * var * var * T", "3 * var * 4 * T"), k=2,
+                   one=False))
+def test_positions_into_a_reversed_view(case):
+    t, d, pt, p = case
+    rev = [None if r is None else r[::-1] for r in d]
+    matches(lambda: R.gather(RA(t, rev), RA(pt, p)), lambda: L(t, d)[:, ::-1][L(pt, p)])
+
+
+@settings(deadline=None)
+@given(S.ragged(layouts=("N * var * T", "N * var * var * T", "3 * var * 4 * T"),
+                dtypes=S.NUMERIC, option_rows=False),
+       st.sampled_from(["argmax", "argmin"]))
+def test_the_best_of_each_row_taken_back(case, op):
+    """`x[argmax(x, axis=-1, keepdims=True)]`: Awkward's idiom (a missing item for an empty
+    row); lazyk keeps the fixed dim of size 1 the positions have, Awkward makes it var.
+    (Rows of x that may be missing against that fixed 1 are `?1` rows: refused, below.)"""
+    t, d = case
+    x = L(t, d)
+
+    def ref():
+        return R.gather(RA(t, d), getattr(R, op)(RA(t, d), -1, keepdims=True))
+    matches(ref, lambda: x[getattr(lazyk, op)(x, axis=-1, keepdims=True)])
+    ax = ak.Array(d)
+    if str(ax.type).endswith("unknown") or None in _flat(d):
+        return
+    want = ax[getattr(ak, op)(ax, axis=-1, keepdims=True)].to_list()
+    assert x[getattr(lazyk, op)(x, axis=-1, keepdims=True)].to_list() == want
+
+
+def _flat(d):
+    return [v for r in d for v in (_flat(r) if isinstance(r, list) else [r])] \
+        if isinstance(d, list) else [d]
+
+
+@settings(deadline=None, max_examples=30)  # (each example compiles a few nests)
+@given(gather_case(layouts=("N * var * T", "var * var * T", "N * var * var * T"), k=2,
+                   option=False, one=False), st.data())
+def test_two_position_arrays_in_one_fused_expression(case, data):
+    """`x[i] * 2 - x[j]` (Awkward's `lep[pairs.i]`, `lep[pairs.j]`) and a fold after it."""
+    t, d, pt, i = case
+    assume(not t.endswith("bool"))
+    j = [None if r is None else [data.draw(st.integers(-len(xr), len(xr) - 1)) if xr else 0
+                                 for _ in r] for r, xr in zip(i, d)]
+    x, rx = L(t, d), RA(t, d)
+
+    def ref():
+        return R.elementwise("subtract", R.elementwise("multiply", R.gather(rx, RA(pt, i)), 2),
+                             R.gather(rx, RA(pt, j)))
+    got = matches(ref, lambda: x[L(pt, i)] * 2 - x[L(pt, j)], t, pt)
+    if got == "match":
+        matches(lambda: R.reduce("sum", ref(), -1),
+                lambda: (x[L(pt, i)] * 2 - x[L(pt, j)]).sum(axis=-1), t, pt)
+
+
+# ---------------------------------------------------------------- examples
+def test_examples_types_and_dtypes():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    idx = lazyk.array([[2, 0], [], [-1], [0, 0, 3]])
+    e = x[idx]
+    assert isinstance(e, lazyk.Expr) and str(e.type) == "4 * var * float64"
+    got = e.eval()
+    assert str(got.type) == "4 * var * float64"
+    assert got.to_list() == [[3.0, 1.5], [], [-1.0], [4.0, 4.0, 7.0]]
+    best = x[lazyk.argmax(x, axis=1, keepdims=True)]
+    assert str(best.type) == "4 * 1 * ?float64"
+    assert best.to_list() == [[3.0], [None], [-1.0], [7.0]]
+    q = lazyk.array([[0, None, -1], [], [None], [1]])
+    got = x[q].eval()
+    assert str(got.type) == "4 * var * ?float64"
+    assert got.to_list() == [[1.5, None, 3.0], [], [None], [5.0]]
+    rows = x[np.array([3, 0, -1])].eval()
+    assert str(rows.type) == "3 * var * float64"
+    assert rows.to_list() == [[4.0, 5.0, -6.0, 7.0], [1.5, -2.0, 3.0], [4.0, 5.0, -6.0, 7.0]]
+    ints = lazyk.array([[10, 20, 30], [40]], "2 * var * int16")
+    got = ints[lazyk.array([[np.uint8(1)], [0]], "2 * var * uint8")].eval()
+    assert str(got.type) == "2 * var * int16" and got.to_list() == [[20], [40]]
+
+
+def test_depth_three_sublists_and_numpy_data():
+    y = lazyk.array([[[1, 2], [3]], [[4]], []])
+    got = y[lazyk.array([[1], [0], []])].eval()
+    assert str(got.type) == "3 * var * var * int64" and got.to_list() == [[[3]], [[4]], []]
+    assert got.to_list() == ak.Array(y.to_list())[ak.Array([[1], [0], []])].to_list()
+    a = np.arange(12.0).reshape(4, 3)
+    got = lazyk.array(a)[lazyk.array([[2, 0], [], [1], [-1, -1]])].eval()
+    assert got.to_list() == [[2.0, 0.0], [], [7.0], [11.0, 11.0]]
+    flat = np.array([3.0, -1.0, 4.0])
+    assert np.array_equal(lazyk.array(flat)[np.array([2, -3, 0])].to_numpy(),
+                          flat[np.array([2, -3, 0])])
+
+
+def test_a_fold_after_a_gather_is_one_nest():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    idx = lazyk.array([[2, 0], [], [-1], [0, 0, 3]])
+    assert nests((x[idx] * 2).sum(axis=-1)) == [("reduce", "fill")]
+    assert (x[idx] * 2).sum(axis=-1).to_list() == [9.0, 0.0, -2.0, 30.0]
+    # positions over one offsets array: their rows are the result's, no count pass either
+    idx = lazyk.from_offsets(np.array([0, 2, 2, 3, 6]), np.array([2, 0, -1, 0, 0, 3]))
+    assert nests(x[idx] + 1) == [("map", "fill")]
+    assert (x[idx] + 1).to_list() == [[4.0, 2.5], [], [0.0], [5.0, 5.0, 8.0]]
+
+
+def test_through_compile_placeholders():
+    p = lazyk.placeholder("x", "N * var * float64")
+    i = lazyk.placeholder("i", "N * var * int64")
+    k = lazyk.compile(p[i] * 2)
+    assert k.signature == "(x: N * var * float64, i: N * var * int64) -> N * var * float64"
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0]])
+    assert k(x, lazyk.array([[2, -3], [], [0]])).to_list() == [[6.0, 3.0], [], [-2.0]]
+    best = lazyk.compile(p[lazyk.argmax(p, axis=1, keepdims=True)])
+    assert best.signature == "(x: N * var * float64) -> N * 1 * ?float64"
+    assert best(x).to_list() == [[3.0], [None], [-1.0]]
+
+
+def test_a_position_outside_its_row_names_the_row_and_the_position():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    with pytest.raises(IndexError, match=r"position 3 \(at \[0, 1\]\) is out of range for "
+                       r"row \[0\] of length 3"):
+        x[lazyk.array([[2, 3], [], [-1], [0]])].eval()
+    with pytest.raises(IndexError, match=r"position -2 \(at \[2, 0\]\) is out of range for "
+                       r"row \[2\] of length 1"):
+        x[lazyk.array([[0], [], [-2], [0]])].eval()
+    with pytest.raises(IndexError, match=r"position 0 \(at \[1, 0\]\) .* row \[1\] of "
+                       r"length 0"):
+        (x[lazyk.array([[0], [0], [0], [0]])] * 2).sum(axis=-1).eval()
+    with pytest.raises(IndexError, match=r"position 4 \(at \[1\]\) is out of range for the "
+                       r"array of length 4"):
+        x[np.array([0, 4])].eval()
+    y = lazyk.array([[[1.0, 2.0], [3.0]], [[4.0]]])
+    with pytest.raises(IndexError, match=r"position 2 \(at \[0, 0\]\) .* row \[0\] of "
+                       r"length 2"):
+        y[lazyk.array([[2], [0]])].eval()
+    got = y[lazyk.array([[None, -1], [0]])].eval()  # a missing position: a missing row
+    assert str(got.type) == "2 * var * ?var * float64"
+    assert got.to_list() == [[None, [3.0]], [[4.0]]]
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed "
+                       r"dim \(\?n\): a missing position above a fixed dim"):
+        lazyk.array([[[1.0], [2.0]], [[3.0]]])[lazyk.array([[None], [0]])].eval()
+    q = lazyk.array([[1.0, 2.0], None], "2 * ?var * float64")
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed dim "
+                       r"\(\?n\).*rows of the array that may be missing"):
+        q[lazyk.argmax(q, axis=1, keepdims=True)].eval()
+    with pytest.raises(IndexError, match=r"positions of 3 dims .*\(1 to 2 of them\)"):
+        x[lazyk.array([[[0]], [], [], []])]
+    with pytest.raises(lazyk.ShapeError, match=r"dim 0 has size 4 in the array .* and 2 in "
+                       r"the positions"):
+        x[lazyk.array([[0], [0]])]

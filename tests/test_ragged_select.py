@@ -1,0 +1,261 @@
+"""`x[mask]` (Awkward's selection) in the loop nest, against the plain-Python reference
+(`tests/ragged_reference.py: select`) and Awkward Array.
+
+Layouts from `tests/ragged_strategies.py` (empty rows and arrays, length-1 rows, fixed dims,
+`?T` values, `?var` rows, depth 2 and 3, reversed views): a mask of the array's structure
+(`?bool` too: a missing element keeps a missing element) and masks of fewer dims (rows
+selected at that dim; the outer dim counts the kept rows). Selection inside larger fused
+expressions is compared with the reference evaluated step by step; the nest's passes are
+counted (a fold after a selection is one nest, no count pass). Errors: ShapeError for a mask
+that does not line up (naming the sizes), IndexError for masks of no or too many dims.
+"""
+from __future__ import annotations
+
+import awkward as ak
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from lazyk.runtime.ragged_rules import RECORDERS
+from tests import ragged_reference as R
+from tests import ragged_strategies as S
+from tests.test_ragged_today import RA, L, check
+
+LAYOUTS = S.LAYOUTS + ("N * ?var * T", "var * ?var * T", "N * ?var * var * T")
+DTYPES = S.NUMERIC + ("bool",)
+
+
+def _mask(draw, d, depth: int, option: bool):
+    """A mask of the first `depth` dims of data `d`: missing where d's rows are missing,
+    a missing element one time in five when `option`."""
+    if d is None:
+        return None
+    if depth == 0:
+        return None if option and draw(st.integers(0, 4)) == 0 else draw(st.booleans())
+    return [_mask(draw, v, depth - 1, option) for v in d]
+
+
+@st.composite
+def masked_case(draw, layouts=LAYOUTS, same=True, option=None):
+    """(x type, x data, mask type, mask data): a mask of x's structure (`same`) or of its
+    first k dims."""
+    t, d = draw(S.ragged(layouts=layouts, dtypes=DTYPES))
+    dims = t.split(" * ")[:-1]
+    k = len(dims) if same else draw(st.integers(1, len(dims)))
+    opt = draw(st.booleans()) if option is None else option
+    m = _mask(draw, d, k, opt)
+    return t, d, " * ".join(dims[:k] + [("?" if opt else "") + "bool"]), m
+
+
+def awkward_select(d, m):
+    x, mask = ak.Array(d), ak.Array(m)
+    if str(mask.type).endswith("unknown"):  # nothing inside: the same structure as bools
+        mask = ak.values_astype(mask, np.bool_)
+    return x[mask].to_list()
+
+
+def matches(ref_fn, lazyk_fn, t: str = "", mt: str = "") -> str:
+    """`check` (type string, values, or the same error); over a one-row array (`var * ...`,
+    type `t`) a selection below the outer dim (mask type `mt`: of 2 dims or more) keeps
+    the outer var dim (the reference gives it a length)."""
+    if t.startswith("var") and mt.count("*") > 1:
+        ref_fn = _outer_var(ref_fn)
+    got = check(ref_fn, lazyk_fn)
+    assert got in ("match", "raises"), f"lazyk refused: {got}"
+    return got
+
+
+def _outer_var(ref_fn):
+    def ref():
+        r = ref_fn()
+        dims = r.type.dims
+        if dims and not isinstance(r.data, list):
+            return r
+        return R.RArray(R.RType((R.Dim(None, dims[0].option),) + dims[1:], r.type.dtype,
+                                r.type.option), r.data) if dims else r
+    return ref
+
+
+def nests(e) -> list:
+    """(mode, pass) of each loop-nest kernel run computing `e`."""
+    rec: list = []
+    RECORDERS.append(rec)
+    try:
+        e.eval()
+    finally:
+        RECORDERS.remove(rec)
+    return [(str(k.mode), str(k.npass)) for _, k, _ in rec]
+
+
+# ---------------------------------------------------------------- against the reference
+@settings(deadline=None)
+@given(masked_case())
+def test_mask_of_the_same_structure(case):
+    t, d, mt, m = case
+    got = matches(lambda: R.select(RA(t, d), RA(mt, m)), lambda: L(t, d)[L(mt, m)], t, mt)
+    if got == "match" and d is not None:
+        assert L(t, d)[L(mt, m)].to_list() == awkward_select(d, m)
+
+
+@settings(deadline=None)
+@given(masked_case(same=False))
+def test_mask_of_fewer_dims_selects_rows(case):
+    """A missing mask element there keeps a missing row (`?var`; a fixed dim below:
+    refused, `test_errors_name_the_operands`)."""
+    t, d, mt, m = case
+    dims = t.split(" * ")
+    k = mt.count("*")
+    assume(not mt.endswith("?bool") or k == len(dims) - 1 or "var" in dims[k])
+    got = matches(lambda: R.select(RA(t, d), RA(mt, m)), lambda: L(t, d)[L(mt, m)], t, mt)
+    if got == "match" and d is not None:
+        assert L(t, d)[L(mt, m)].to_list() == awkward_select(d, m)
+
+
+@settings(deadline=None)
+@given(masked_case(layouts=("N * var * T", "N * var * var * T", "3 * var * 4 * T")))
+def test_selection_of_a_reversed_view(case):
+    t, d, mt, m = case
+    x = L(t, d)[:, ::-1]
+    rev = [None if r is None else r[::-1] for r in d]
+    mrev = [None if r is None else r[::-1] for r in m]
+    matches(lambda: R.select(RA(t, rev), RA(mt, mrev)), lambda: x[L(mt, mrev)])
+
+
+@settings(deadline=None)
+@given(masked_case(layouts=("N * var * T", "N * var * var * T", "N * ?var * T",
+                            "3 * var * 4 * T"), option=False),
+       st.sampled_from(["sum", "max", "mean", "count"]))
+def test_fold_after_a_selection_in_one_nest(case, op):
+    """`(x[m] * 2 + 1).op(axis=-1)`: the nest folds only the kept elements."""
+    t, d, mt, m = case
+    assume(not t.endswith("bool"))
+
+    def ref():
+        kept = R.elementwise("add", R.elementwise("multiply", R.select(RA(t, d), RA(mt, m)),
+                                                  2), 1)
+        return R.reduce(op, kept, -1)
+    matches(ref, lambda: getattr(lazyk, op)(L(t, d)[L(mt, m)] * 2 + 1, axis=-1))
+
+
+@settings(deadline=None, max_examples=30)  # (each example compiles a few nests)
+@given(masked_case(layouts=("N * var * T", "var * var * T", "N * var * var * T")))
+def test_selection_with_its_own_values_and_more_work(case):
+    """`x[x > c] - x[x > c] / 2` and a second mask of the same array: one mask per nest, the
+    selections of another mask computed first."""
+    t, d, _, _ = case
+    assume(not t.endswith("bool"))
+    x, rx = L(t, d), RA(t, d)
+
+    def ref():
+        sel = R.select(rx, R.elementwise("greater", rx, 0))
+        return R.elementwise("subtract", sel, R.elementwise("true_divide", sel, 2))
+    matches(ref, lambda: x[x > 0] - x[x > 0] / 2, t, t)
+
+    def twice():
+        sel = R.select(rx, R.elementwise("greater", rx, -2))
+        return R.select(sel, R.elementwise("less", sel, 2))
+    matches(twice, lambda: x[x > -2][x[x > -2] < 2], t, t)
+
+
+# ---------------------------------------------------------------- examples
+def test_awkward_examples_types_and_dtypes():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    e = x[x > 0]
+    assert isinstance(e, lazyk.Expr) and str(e.type) == "4 * var * float64"
+    got = e.eval()
+    assert str(got.type) == "4 * var * float64" and got.type.dtype == lazyk.dshape("float64")
+    assert got.to_list() == [[1.5, 3.0], [], [], [4.0, 5.0, 7.0]]
+    m = lazyk.array([[True, None, False], [], [None], [True, None, True, False]])
+    got = x[m].eval()
+    assert str(got.type) == "4 * var * ?float64"
+    assert got.to_list() == [[1.5, None], [], [None], [4.0, None, -6.0]]
+    rows = x[np.array([True, False, True, True])]
+    assert str(rows.type) == "var * var * float64"  # the count of kept rows: when computed
+    assert str(rows.eval().type) == "3 * var * float64"
+    assert rows.to_list() == [[1.5, -2.0, 3.0], [-1.0], [4.0, 5.0, -6.0, 7.0]]
+    by_sum = x[x.sum(axis=-1) > 0]
+    assert by_sum.to_list() == [[1.5, -2.0, 3.0], [4.0, 5.0, -6.0, 7.0]]
+    ints = lazyk.array([[1, 2, 3], [4]], "2 * var * int32")
+    got = ints[ints % 2 == 1].eval()
+    assert str(got.type) == "2 * var * int32" and got.to_list() == [[1, 3], []]
+
+
+def test_fixed_dims_become_var_and_numpy_data():
+    a = np.arange(12.0).reshape(4, 3)
+    got = lazyk.array(a)[lazyk.array(a) % 4 < 2].eval()
+    assert str(got.type) == "4 * var * float64"
+    assert got.to_list() == [list(r[r % 4 < 2]) for r in a] == [[0, 1], [4, 5], [8], [9]]
+    flat = np.array([3.0, -1.0, 4.0, -1.0, 5.0])
+    got = lazyk.array(flat)[flat > 0].eval()
+    assert got.to_list() == [3.0, 4.0, 5.0] and str(got.type) == "3 * float64"
+    assert np.array_equal(got.to_numpy(), flat[flat > 0])
+    empty = np.zeros((0, 3))
+    got = lazyk.array(empty)[empty > 0].eval()
+    assert str(got.type) == "0 * var * float64" and got.to_list() == []
+
+
+def test_depth_three_at_each_level():
+    y = lazyk.array([[[1.0, 2.0], [3.0]], [], [[4.0, 5.0, 6.0], [], [7.0]]])
+    assert y[y > 2].to_list() == [[[], [3.0]], [], [[4.0, 5.0, 6.0], [], [7.0]]]
+    m1 = lazyk.array([[True, False], [], [False, True, True]])
+    assert y[m1].to_list() == [[[1.0, 2.0]], [], [[], [7.0]]]
+    assert y[np.array([False, True, True])].to_list() == [[], [[4.0, 5.0, 6.0], [], [7.0]]]
+    ay = ak.Array(y.to_list())
+    assert y[m1].to_list() == ay[ak.Array(m1.to_list())].to_list()
+
+
+def test_missing_rows_stay_missing():
+    x = lazyk.array([[1.5, -2.0], None, [-1.0], [4.0, 5.0, -6.0]], "4 * ?var * float64")
+    got = x[x > 0].eval()
+    assert str(got.type) == "4 * ?var * float64"
+    assert got.to_list() == [[1.5], None, [], [4.0, 5.0]]
+    assert got.to_list() == awkward_select(x.to_list(), (x > 0).to_list())
+
+
+def test_a_fold_after_a_selection_is_one_nest_without_a_count_pass():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    assert nests((x[x > 0] * 2).sum(axis=-1)) == [("reduce, keep1 where output 1", "fill")]
+    assert (x[x > 0] * 2).sum(axis=-1).to_list() == [9.0, 0.0, 0.0, 32.0]
+    # a selection kept as such: its count pass counts the kept elements, then the fill
+    assert nests(x[x > 0] + 1) == [("map, keep1 where output 1", "count1"),
+                                   ("map, keep1 where output 1", "fill")]
+    # work beside the selection on the selected rows' own lengths: the selection first
+    z = lazyk.array([[1.0, 1.0], [], [], [2.0, 2.0, 2.0]])
+    assert (x[x > 0] + z).to_list() == [[2.5, 4.0], [], [], [6.0, 7.0, 9.0]]
+
+
+def test_through_compile_placeholders():
+    p = lazyk.placeholder("x", "N * var * float64")
+    m = lazyk.placeholder("m", "N * bool")
+    k = lazyk.compile((p[p > 0] * 2).sum(axis=-1))
+    assert k.signature == "(x: N * var * float64) -> N * float64"
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    assert k(x).to_list() == [9.0, 0.0, 0.0, 32.0]
+    rows = lazyk.compile(p[m])
+    got = rows(x, np.array([True, False, False, True]))
+    assert got.to_list() == [[1.5, -2.0, 3.0], [4.0, 5.0, -6.0, 7.0]]
+
+
+def test_errors_name_the_operands():
+    x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
+    with pytest.raises(lazyk.ShapeError, match=r"dim 0 has size 4 in the array .* and 5 in "
+                       r"the mask"):
+        x[np.array([True, False, False, True, True])]
+    with pytest.raises(lazyk.ShapeError, match=r"row 0: .*length 3.*length 2|length 2.*"
+                       r"length 3"):
+        x[lazyk.array([[True, False], [], [True], [True, False, True, True]])].eval()
+    with pytest.raises(IndexError, match=r"a mask of 3 dims \(4 \* var \* 1 \* bool\) for "
+                       r"4 \* var \* float64.*\(1 to 2 of them\)"):
+        x[lazyk.array([[[True]], [], [], []])]
+    with pytest.raises(IndexError, match="selects \\(bool\\) or gathers \\(integers\\): got "
+                       "2 \\* float64"):
+        x[np.array([1.5, 2.0])]
+    one_row = lazyk.array([[1.0], [2.0], [3.0]], "var * var * float64")  # (its length: data)
+    with pytest.raises(lazyk.ShapeError, match="the mask has length 2 and the array 3"):
+        one_row[np.array([True, False])].eval()
+    q = lazyk.array([[[1.0], [2.0]], [[3.0]]])
+    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a "
+                       r"fixed dim \(\?n\): a missing mask element above a fixed dim"):
+        q[lazyk.array([[True, None], [False]])].eval()
