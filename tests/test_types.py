@@ -225,8 +225,7 @@ def test_from_numpy_sizeless(np_dtype):
 
 
 # Each imports only modules before it; `types` gathers them all.
-STAGE = ["typebase", "elemtypes", "typebuild", "typefast", "typeparse", "promote", "unify",
-         "types"]
+STAGE = ["base", "elements", "build", "fastparse", "parse", "promote", "unify", "__init__"]
 
 
 def _stage_imports(name):
@@ -234,35 +233,38 @@ def _stage_imports(name):
     import ast
     from pathlib import Path
 
-    import lazyk
+    import lazyk.types
 
-    tree = ast.parse(Path(lazyk.__file__).with_name(f"{name}.py").read_text())
+    tree = ast.parse((Path(lazyk.types.__file__).parent / f"{name}.py").read_text())
     top, nested = set(), []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             nested += [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "lazyk":
+        if isinstance(node, ast.ImportFrom) and node.module == "lazyk.types":
             top |= {a.name for a in node.names if a.name in STAGE}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            top |= {m for m in STAGE if node.module == f"lazyk.{m}"}
+            top |= {m for m in STAGE if node.module == f"lazyk.types.{m}"}
         elif isinstance(node, ast.Import):
-            top |= {m for a in node.names for m in STAGE if a.name == f"lazyk.{m}"}
+            top |= {m for a in node.names for m in STAGE if a.name == f"lazyk.types.{m}"}
     return top, nested
 
 
 @pytest.mark.parametrize("name", STAGE)
 def test_types_stage_is_an_import_chain(name):
     top, nested = _stage_imports(name)
-    assert not nested, f"imports inside functions of lazyk/{name}.py"
+    assert not nested, f"imports inside functions of lazyk/types/{name}.py"
     later = set(STAGE[STAGE.index(name):])
-    assert not top & later, f"lazyk/{name}.py imports {top & later} (a cycle)"
+    assert not top & later, f"lazyk/types/{name}.py imports {top & later} (a cycle)"
 
 
 def test_types_module_still_names_the_whole_stage():
+    import importlib
+
     import lazyk
-    from lazyk.types import parse as typeparse
-    from lazyk.types import promote, unify
+
+    typeparse, promote, unify = (importlib.import_module(f"lazyk.types.{m}")
+                                 for m in ("parse", "promote", "unify"))
 
     t = lazyk.types
     assert t.dshape is typeparse.dshape is lazyk.dshape and t.promote is promote.promote

@@ -52,7 +52,7 @@ QUICK_SETTLE_S = {"after_openmp": 0.03, "other": 0.002}
 
 def load_suite(path: str | None = None):
     """Import benchmarks/bench_expr.py (next to the lazyk package in a source checkout)."""
-    candidates = [Path(path)] if path else [Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py",
+    candidates = [Path(path)] if path else [Path(__file__).resolve().parents[2] / "benchmarks" / "bench_expr.py",
                                             Path.cwd() / "benchmarks" / "bench_expr.py"]
     for p in candidates:
         if p.is_file():
@@ -630,7 +630,7 @@ def command(args: argparse.Namespace) -> int:
 
 def _command_cuda(args: argparse.Namespace) -> int:
     """`--device cuda`: benchmarks/bench_cuda.py's rows, as Markdown and JSON under --out."""
-    suite = Path(args.suite) if args.suite else Path(__file__).resolve().parents[1] / "benchmarks" / "bench_expr.py"
+    suite = Path(args.suite) if args.suite else Path(__file__).resolve().parents[2] / "benchmarks" / "bench_expr.py"
     spec = importlib.util.spec_from_file_location("lazyk_bench_cuda", suite.with_name("bench_cuda.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
