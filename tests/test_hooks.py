@@ -134,7 +134,7 @@ def test_hooks_reach_the_runtime_in_a_fresh_interpreter():
     # Importing a submodule first still runs lazyk/__init__ (and so installs the hooks).
     import subprocess
 
-    code = ("import numpy as np; from lazyk.array import array; "
+    code = ("import numpy as np; from lazyk.arrays.array import array; "
             "print((array(np.arange(3.0)) * 2).eval().to_list())")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)

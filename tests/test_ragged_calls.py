@@ -13,6 +13,7 @@ from hypothesis import given, settings
 
 import lazyk
 from lazyk.arrays import memory
+from lazyk.codegen.levels import FIXED, VAR
 from lazyk.kernel import nest as nest_kernel
 from lazyk.runtime import nest_plan
 from tests import ragged_reference as R
@@ -146,7 +147,7 @@ def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
     for n in (1, 2, 5, 40, 1000):
         off = np.zeros(n + 1, np.int64)
         np.cumsum(rng.integers(0, 30, n), out=off[1:])
-        for rl, upto in (("fv", 2), ("fv", 1), ("f", 1)):
+        for rl, upto in (((FIXED, VAR), 2), ((FIXED, VAR), 1), ((FIXED,), 1)):
             fast = nest_plan._weight(list(rl), [n, 0][:len(rl)], {1: off}, upto)
             assert hasattr(fast, "starts") or hasattr(fast, "rows")
 

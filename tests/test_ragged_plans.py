@@ -55,11 +55,9 @@ def _check(x, skipna=False):
 
 
 def test_second_call_is_a_plan_hit_and_another_structure_misses(monkeypatch):
-    from collections import OrderedDict
-
     from lazyk.runtime import nest_run
 
-    monkeypatch.setattr(nest_run, "_plans", OrderedDict())  # (plans other tests made)
+    nest_run.plans.clear()  # (plans other tests made)
     outer, inner, x = _var_var()
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     _check(a)
@@ -147,7 +145,8 @@ def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
 
     from lazyk.runtime import nest_run
 
-    monkeypatch.setattr(nest_run, "_PLANS", 3)
+    monkeypatch.setattr(nest_run.plans, "size", 3)
+    monkeypatch.setattr(nest_run.structures, "size", 3)
     outer, inner, x = _var_var(seed=7)
     arrays = [lazyk.from_offsets(outer, lazyk.from_offsets(inner, x.astype(dt)))
               for dt in (np.float64, np.float32, np.int64, np.int32, np.int16)]
@@ -159,7 +158,7 @@ def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
     with ThreadPoolExecutor(4) as pool:
         for i, got in pool.map(work, range(40)):
             assert got == want[i % len(arrays)]
-    assert len(nest_run._plans) <= 3 and len(nest_run._structures) <= 3
+    assert len(nest_run.plans) <= 3 and len(nest_run.structures) <= 3
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
