@@ -522,6 +522,8 @@ def _plan_expr(e, names_: tuple, values: list) -> Any:
     """A `_FastEntry` for `e`'s structure, its inputs `names_` read from `values` (by
     position: two inputs may be one array now and two others next time), or None (the
     general path runs it)."""
+    if any(n.dtype.kind not in _NUMERIC for n in toposort(e.node)):
+        return None  # strings (where() over strings, comparisons): their own steps
     node, inputs = canonical(e.node, {name: k for k, name in enumerate(names_)})
     data = {name: values[k] for name, k in inputs.items()}
     if len(exponent_leaves(node)) != len(int_exponents(node)):
