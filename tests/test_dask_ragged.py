@@ -915,13 +915,3 @@ def test_a_min_of_nothing_in_a_partition_does_not_poison_stretched_rows():
     got = ldask.evaluate(ldask.from_ragged(a, 1).min(axis=(0, 2, 3))).compute()
     assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
 
-
-@pytest.mark.xfail(strict=True, raises=lazyk.ShapeError,
-                   reason="known limit: a fold over a ?var level and the fixed level under it "
-                          "pairs var rows the reference folds after emptying them")
-def test_fold_over_missing_rows_and_a_fixed_level_matches_the_reference():
-    values = [[[[], []]], [[[0.0, 0.0], []]], None, None]
-    t = "4 * ?var * 2 * var * float64"
-    want = R.reduce("sum", R.array(values, t), axis=(0, 1), keepdims=False, skipna=False)
-    got = lazyk.array(values, type=t).sum(axis=(0, 1)).eval()
-    assert same(got.to_list(), want.data if hasattr(want, "data") else want)
