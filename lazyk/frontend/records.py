@@ -1,11 +1,16 @@
-"""Lazy records: `lazyk.zip({"pt": pt, "eta": eta})` keeps each field a lazy expression
-(`r.pt`, `r["pt"]` give it back, nothing computed) until the records are evaluated, when
-the fields are computed, lined up (lazyk's broadcasting) and laid out as a lazyk array of
-records (`N * var * {pt: float32, eta: float32}`), whose fields read as views again.
+"""Lazy records: `lazyk.zip({"pt": pt, "eta": eta})`, and the records `lazyk.combinations`,
+`lazyk.argcombinations` and `lazyk.cartesian` give. Each field is a lazy expression, or
+records itself (`combinations` of records: a field per slot, each the records of one
+item); `r.pt`, `r["pt"]` give it back, nothing computed. Evaluated, the fields are computed
+together (`lazyk.evaluate(e1, e2, ...)`: the work they share runs once), lined up above the
+records (lazyk's broadcasting; rows only, never values, are taken from the other fields)
+and laid out as a lazyk array of records (`N * var * {pt: float32, eta: float32}`,
+`N * var * (T, T)`), whose fields read as views again.
 
 Row operations take records field by field (`lazyk.flatten(r)`, `lazyk.firsts(r)`,
 `lazyk.pad_none(r, 2)`, `lazyk.concatenate([r, s])`); `lazyk.num(r)` counts the lists the
-fields share. A lazyk array of records is read the same way (its fields are views).
+fields share; an index other than a field name (`r[mask]`, `r[:, None]`) indexes every
+field. A lazyk array of records is read the same way (its fields are views).
 """
 from __future__ import annotations
 
@@ -20,14 +25,17 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.interchange import build_columns, columns
 from lazyk.arrays.restructure import length, ranges, spans, take
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import ShapeError
 from lazyk.frontend import expr as lx
+from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
 
 
 class Records:
-    """Lazy records (`lazyk.zip`): an ordered mapping of field names to lazy expressions
-    that line up; `r.name` and `r["name"]` give a field, `.eval()` the array of records.
+    """Lazy records (`lazyk.zip`, `lazyk.combinations`, `lazyk.cartesian`): an ordered
+    mapping of field names to lazy expressions (or records) that line up over the dims
+    above the records; `r.name` and `r["name"]` give a field (a tuple's also `r[0]`),
+    `.eval()` the array of records.
 
     Example: `r = lazyk.zip({"x": lazyk.array([[1, 2], []]), "y": lazyk.array([[0.5, 1.5],
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
@@ -36,44 +44,55 @@ class Records:
     __slots__ = ("_fields", "_depth", "_tuple")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False):
-        self._fields = dict(fields)
+        self._fields = {str(k): v for k, v in fields.items()}
         self._depth = depth
         self._tuple = is_tuple
 
     # --- fields, lazily
     @property
     def fields(self) -> list[str]:
-        """The field names, in order (a tuple's are "0", "1", ...)."""
-        return [str(k) for k in self._fields]
+        """The field names, in order (a tuple's are "0", "1", ...), as `ak.Array.fields`."""
+        return list(self._fields)
 
-    def __getitem__(self, name: Any) -> lx.Expr:
-        key = self._key(name)
-        if key is None:
-            raise KeyError(f"the records have no field {name!r} (fields: "
-                           f"{', '.join(self.fields)})")
-        return self._fields[key]
+    def __getitem__(self, key: Any):
+        if isinstance(key, str) or (self._tuple and isinstance(key, (int, np.integer))
+                                    and not isinstance(key, bool)):
+            got = self._fields.get(str(key))
+            if got is None:
+                raise KeyError(f"no field {key!r} in records with fields {self.fields}")
+            return got
+        if isinstance(key, (int, np.integer)):
+            raise KeyError(f"no field {key!r} in records with fields {self.fields}: an int "
+                           "names a field of a tuple only")
+        # an index of the records (a mask, a slice, new axes): each field's
+        before = self.leaves()[0].ndim
+        got = self.map(lambda e: e[key])
+        deeper = got.leaves()[0].ndim - before
+        return got if not deeper or got._depth is None else \
+            Records(got._fields, got._depth + deeper, got._tuple)
 
-    def __getattr__(self, name: str) -> lx.Expr:
+    def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        key = self._key(name)
-        if key is None:
-            raise AttributeError(f"records of type {self.type} have no field {name!r}")
-        return self._fields[key]
-
-    def _key(self, name: Any):
-        for k in self._fields:
-            if k == name or str(k) == str(name):
-                return k
-        return None
+        fields = object.__getattribute__(self, "_fields")
+        if name in fields:
+            return fields[name]
+        raise AttributeError(f"lazyk.Records has no attribute {name!r}: no field {name!r} "
+                             f"among the fields {list(fields)}")
 
     def __dir__(self):
-        return sorted(set(object.__dir__(self)) | {f for f in self.fields
-                                                     if f.isidentifier()})
+        return sorted(set(object.__dir__(self)) | {f for f in self._fields if f.isidentifier()})
 
     def items(self):
-        """(name, lazy field) pairs."""
+        """(name, field) pairs; a field is an expression or records."""
         return self._fields.items()
+
+    def leaves(self) -> list:
+        """Every field expression, depth first (the fields of records fields in place)."""
+        out: list = []
+        for f in self._fields.values():
+            out.extend(f.leaves() if isinstance(f, Records) else [f])
+        return out
 
     @property
     def is_tuple(self) -> bool:
@@ -81,44 +100,52 @@ class Records:
         return self._tuple
 
     def map(self, fn, dims: int | None = 0) -> Records:
-        """Records whose fields are `fn(field)` (a row operation on every field), with
-        `dims` more dims above them (None: as deep as the fields go)."""
+        """Records whose field expressions are `fn(field)` (records fields too, field by
+        field), which puts `dims` more dims above the records (None: as deep as the new
+        fields go)."""
         depth = None if self._depth is None or dims is None else \
-            builtins.max(self._depth + dims, 1)
-        return Records({k: fn(v) for k, v in self._fields.items()}, depth, self._tuple)
-
-    @property
-    def depth(self) -> int:
-        """How many dims lie above the records (the fields' dims below it are inside them)."""
-        nd = len(self.shape)
-        return nd if self._depth is None else builtins.min(self._depth, nd)
-
-    @property
-    def shape(self) -> tuple:
-        """The shape the fields line up to (ints, "var", symbols)."""
-        return broadcast_shapes("zip", [e.shape for e in self._fields.values()])
+            builtins.max(self._depth + dims, 0)
+        return Records({k: f.map(fn, dims) if isinstance(f, Records) else fn(f)
+                        for k, f in self._fields.items()}, depth, self._tuple)
 
     def with_fields(self, fields: dict) -> Records:
         """Records of other fields, at the same depth."""
         return Records(fields, self._depth, self._tuple)
 
     @property
-    def type(self):
-        """The records' lazyk type, e.g. `N * var * {pt: float32, eta: float32}`."""
+    def depth(self) -> int:
+        """How many dims lie above the records (the fields' dims below them are inside)."""
+        nd = len(self.shape)
+        return nd if self._depth is None else builtins.min(self._depth, nd)
+
+    ndim = depth
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of the dims above the records (ints, "var", symbols): the fields'
+        dims there, broadcast as lazyk's operands are."""
+        return broadcast_shapes("zip", [_outer(f, self._depth) for f in self._fields.values()])
+
+    @property
+    def type(self) -> T.Type:
+        """The records' lazyk type, e.g. `N * var * {pt: float32, eta: float32}` or
+        `N * var * (float64, float64)`."""
         shape, d = self.shape, self.depth
         rows = [False] * d
         elems = []
-        for k, e in self._fields.items():
-            t = e.type
-            lead = len(shape) - e.ndim
-            for j in range(e.ndim):  # the field's dims above the records
-                if lead + j >= d:
-                    break
+        for k, f in self._fields.items():
+            n = builtins.min(len(_outer(f, d)), d)  # the field's dims above the records
+            if isinstance(f, Records) and f.depth < d:
+                raise ShapeError(f"zip: records field {k!r} has its records {f.depth} dims "
+                                 f"down, above the records of the zip ({d} dims down): "
+                                 f"zip with depth_limit={f.depth}")
+            t = f.type
+            for j in range(d - n, d):
                 missing = isinstance(t, T.Option)
                 t = t.elem if missing else t
-                rows[lead + j] = rows[lead + j] or missing
+                rows[j] = rows[j] or missing
                 t = t.elem
-            elems.append((str(k), t))
+            elems.append((k, t))
         t = T.Tuple(tuple(e for _, e in elems)) if self._tuple else T.Record(tuple(elems))
         for k in range(d - 1, -1, -1):
             n = shape[k]
@@ -140,56 +167,109 @@ class Records:
     # --- computing
     def eval(self) -> Array:
         """Compute the fields and lay them out as a lazyk array of records (the fields'
-        values are copied into the records; their lists' offsets are shared)."""
-        names = list(self._fields)
-        exprs = list(self._fields.values())
-        shape, d = self.shape, self.depth
-        if any(e.shape != shape for e in exprs):
-            exprs = _lined_up(exprs)
-        trees = [_tree(hooks.evaluate(e)) for e in exprs]
-        got = _zipped(trees, names, d - 1)
+        values are copied into the records; their lists' offsets are shared).
+
+        Raises:
+            ShapeError: the fields' lists above the records do not line up (naming the row).
+        """
+        rec = self if _aligned(self) else _lined_up(self)
+        got = _built(rec)
         if got is None:  # the fields' lists differ: line them up (or name the rows)
-            trees = [_tree(hooks.evaluate(e)) for e in _lined_up(exprs)]
-            got = _zipped(trees, names, d - 1)
+            got = _built(_lined_up(self))
         if got is None:
-            raise ShapeError(f"zip: the fields {', '.join(map(str, names))} do not line up")
-        return build_columns(got)
+            raise ShapeError(f"zip: the fields {', '.join(self.fields)} do not line up above "
+                             f"the records ({self.depth} dims)")
+        return got
 
     def to_list(self):
-        """Compute and return nested Python lists of dicts (tuples for a tuple)."""
+        """Compute and return nested Python lists of dicts (tuples for a tuple), as
+        `ak.to_list`."""
         return self.eval().to_list()
 
     tolist = to_list
 
 
-_is_none: list = []  # lazyk.is_none (`lazyk.frontend.rowops` registers it: `use_is_none`)
+def _outer(f, depth: int | None) -> tuple:
+    """The dims of field `f` above the records: an expression's (its first `depth`),
+    records' above their own records."""
+    shape = f.shape[:f.depth] if isinstance(f, Records) else f.shape
+    return shape if depth is None else shape[:depth]
 
 
-def use_is_none(fn) -> None:
-    """Line fields up with `fn` (`lazyk.is_none`, registered when its module loads)."""
-    _is_none[:] = [fn]
+def _aligned(rec: Records) -> bool:
+    """Whether every field expression has the same dims above the records (of each records
+    field too): their values line up as they are, if their lists do."""
+    d = rec.depth
+    if len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()}) > 1:
+        return False
+    return all(_aligned(f) for f in rec._fields.values() if isinstance(f, Records))
 
 
-def _lined_up(exprs: list) -> list:
-    """Each field broadcast against the others (lazyk's rules; its missing values stay
-    its own): where(others' structure, f, f)."""
-    anchor = None
-    for e in exprs:
-        here = _is_none[0](e, axis=-1) if e.ndim else None
-        if here is not None:
-            here = lx.logical_or(here, lx.logical_not(here))  # True in e's structure
-            anchor = here if anchor is None else lx.logical_and(anchor, here)
-    if anchor is None:
-        return exprs
-    return [lx.where(anchor, e, e) for e in exprs]
+def _lined_up(rec: Records) -> Records:
+    """The records with each field expression broadcast against the others above the
+    records (lazyk's rules: a dim of 1 or a missing dim stretches, a missing row is
+    missing in every field; the other fields' rows are read, never their values)."""
+    rec = rec.with_fields({k: _lined_up(f) if isinstance(f, Records) else f
+                           for k, f in rec._fields.items()})
+    d = rec.depth
+    leaves = rec.leaves()
+    if all(isinstance(n, int) for e in leaves for n in e.shape[:d]) and \
+            not any(isinstance(e.type, T.Option) for e in leaves if e.ndim):
+        shape = broadcast_shapes("zip", [e.shape[:d] for e in leaves])
+        new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
+    else:
+        new = iter([_with_rows(e, leaves, d) for e in leaves])
+    return rec.map(lambda e: next(new))
 
 
-def _tree(value) -> tuple:
-    arr = value if isinstance(value, Array) else lazyk_array(np.asarray(value))
-    if isinstance(arr.type, T.FixedDim):
-        return columns(arr)
-    raise NotSupportedError(f"zip of a field of type {arr.type}: the fields need an outer "
-                            "fixed dim")
+def _stretched(e: lx.Expr, shape: tuple) -> lx.Expr:
+    """`e` broadcast to the fixed `shape` above the records."""
+    inner = builtins.max(e.ndim - len(shape), 0)
+    if e.shape[:len(shape)] == shape:
+        return e
+    return lx.where(np.ones(shape + (1,) * inner, bool), e, e)
+
+
+def _with_rows(e: lx.Expr, leaves: list, d: int) -> lx.Expr:
+    """`e` with the rows of every other field expression paired in above the records
+    (`with_rows`, the op a cartesian product's slots pair by)."""
+    x = e[(None,) * (d - e.ndim)] if e.ndim < d else e
+    node, env = x.node, dict(x.env)
+    seen = {e.node}
+    for o in leaves:
+        if o.node in seen or not o.ndim:
+            continue
+        seen.add(o.node)
+        y = o[(None,) * (d - o.ndim)] if o.ndim < d else o  # (its dims below: not read)
+        shape = broadcast_shapes("zip", [node.shape[:d], y.shape[:d]]) + node.shape[d:]
+        node = Node("with_rows", node.dtype, shape, (node, y.node), d)
+        env.update(y.env)
+    return lx.Expr(node, env)
+
+
+def _built(rec: Records) -> Array | None:
+    """The array of records over the fields' values (computed together); None where the
+    fields' lists above the records differ."""
+    leaves = rec.leaves()
+    values = hooks.evaluate_many(*leaves)
+    values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
+    top = all(isinstance(v.type, T.FixedDim) for v in values)  # else 0-d records
+    tree = _tree(rec, iter(values if top else [v[None] for v in values]), not top)
+    if tree is None:
+        return None
+    got = build_columns(tree)
+    return got if top else got[0]
+
+
+def _tree(rec: Records, values, extra: bool):
+    """The column tree of the records over the next values (`extra`: under a dim of 1
+    of their own); None where the fields' lists differ."""
+    trees = [_tree(f, values, extra) if isinstance(f, Records) else columns(next(values))
+             for f in rec._fields.values()]
+    if any(t is None for t in trees):
+        return None
+    names = [int(k) for k in rec._fields] if rec.is_tuple else list(rec._fields)
+    return _zipped(trees, names, rec.depth - 1 + extra)
 
 
 def _zipped(trees: list, names: list, depth: int):
@@ -222,7 +302,7 @@ def _zipped(trees: list, names: list, depth: int):
     lens = [spans(t)[1] for t in trees]
     if any(not np.array_equal(ln, lens[0]) for ln in lens[1:]):
         return None
-    kids = [take(t[2], ranges(spans(t)[0], ln)) for t, ln in zip(trees, lens)]
+    kids = [take(t[2], ranges(spans(t)[0], ln)) for t, ln in builtins.zip(trees, lens)]
     inner = _zipped(kids, names, depth - 1)
     if inner is None:
         return None
@@ -231,20 +311,24 @@ def _zipped(trees: list, names: list, depth: int):
     return ("list", off, inner)
 
 
-def zip(arrays: Any, depth_limit: int | None = None) -> Records:
-    """Lazy `ak.zip`: records whose fields are `arrays` (a dict of name -> array or
-    expression; a list or tuple gives a tuple, fields "0", "1", ...), nothing computed.
+def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
+    """Lazy `ak.zip`: records whose fields are `arrays` (a dict of name -> array,
+    expression or records; a list or tuple gives a tuple, fields "0", "1", ...), nothing
+    computed.
 
     The fields line up as lazyk's operands do (from the right: a per-event value meets
-    per-object values as `met[:, None]`); the records sit as deep as the fields' dims go,
-    or `depth_limit` dims down (the fields' dims below it are inside the records).
+    per-object values as `met[:, None]`); the records sit as deep as the fields' dims go
+    (a records field's: down to its records), or `depth_limit` dims down (the fields' dims
+    below it are inside the records).
 
     Example: `lazyk.zip({"x": x, "y": y}).eval()` for x, y of type `2 * var * int64` is an
     array of type `2 * var * {x: int64, y: int64}`; `r.x` gives x back.
 
     Raises:
-        ShapeError: the fields do not line up (now, or when evaluated, naming the row).
+        ShapeError: the fields do not line up (now, or when evaluated, naming the row); a
+            records field has its records above the zip's (give a depth_limit).
         ValueError: no fields, or a depth_limit below 1.
+        TypeError: not a dict, list or tuple; a field name that is not a str.
     """
     if isinstance(arrays, dict):
         items, is_tuple = list(arrays.items()), False
@@ -255,22 +339,25 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:
                         f"not {type(arrays).__name__}")
     if not items:
         raise ValueError("zip needs at least one field")
-    if depth_limit is not None and (not isinstance(depth_limit, (int, np.integer)) or
+    if depth_limit is not None and (isinstance(depth_limit, bool) or
+                                    not isinstance(depth_limit, (int, np.integer)) or
                                     depth_limit < 1):
         raise ValueError(f"zip: depth_limit must be None or an int >= 1, not {depth_limit!r}")
     fields = {}
     for k, v in items:
-        if not isinstance(k, (str, int)):
+        if not is_tuple and not isinstance(k, str):
             raise TypeError(f"zip: field names are str, not {type(k).__name__}")
-        fields[k] = lx.operands("zip", (v,))[0]
-    rec = Records(fields, depth_limit, is_tuple)
+        rec = record_fields(v)
+        fields[k] = rec if rec is not None else lx.operands("zip", (v,))[0]
+    rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
+    rec = Records(rec._fields, rec.depth, is_tuple)  # its depth now: row operations move it
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
     return rec
 
 
 def record_fields(x: Any) -> Records | None:
-    """`x` as Records: lazy records as they are, a lazyk array of records as its fields
-    (views); None for anything else."""
+    """`x` as Records: lazy records as they are, a lazyk array of records (or tuples) as
+    its fields (views; records fields as records); None for anything else."""
     if isinstance(x, Records):
         return x
     if not isinstance(x, Array):
@@ -284,6 +371,12 @@ def record_fields(x: Any) -> Records | None:
     if not isinstance(t, (T.Record, T.Tuple)):
         return None
     names = t.names if isinstance(t, T.Record) else tuple(str(k) for k in range(len(t.types)))
-    fields = {(n if isinstance(t, T.Record) else int(n)): lx.as_expr(x[n]) for n in names}
-    deep = all(e.ndim == depth for e in fields.values())  # fields of values: no limit
-    return Records(fields, None if deep else depth, isinstance(t, T.Tuple))
+    fields = {}
+    for n in names:
+        view = x[n]
+        rec = record_fields(view)
+        fields[n] = rec if rec is not None else lx.as_expr(view)
+    return Records(fields, depth, isinstance(t, T.Tuple))
+
+
+__all__ = ["Records", "record_fields", "zip"]

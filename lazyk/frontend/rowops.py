@@ -28,7 +28,7 @@ from lazyk.errors import DTypeError, NotSupportedError, ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
-from lazyk.frontend.records import record_fields, use_is_none
+from lazyk.frontend.records import record_fields
 
 __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts", "flatten",
            "is_none", "local_index", "num", "pad_none", "sort", "std", "var"]
@@ -489,5 +489,4 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     return lx.astype(result, out) if result.dtype != out else result
 
 
-use_is_none(is_none)  # lazyk.zip lines its fields up through it
 use_row_ops(sys.modules[__name__])  # x.std(), x.cumsum(), ... (lazyk.arrays.operators)

@@ -1,17 +1,15 @@
-"""Lazy records and the tuples of ragged rows: `zip`, `combinations`, `argcombinations`,
-`cartesian` (Awkward Array 2's names, signatures and results).
+"""The tuples of ragged rows: `combinations`, `argcombinations`, `cartesian` (Awkward Array
+2's names, signatures and results), as lazy records (`lazyk.frontend.records.Records`).
 
-A `RecordExpr` holds named fields (or positional ones, "0", "1", ..., for tuples), each an
-expression or a record, read as `r["x"]` or `r.x`; nothing runs until `.eval()`. A field of
-combinations or of a cartesian product is a `pick` node (`graph.PICK_OP`): the item at one
-slot of each tuple of the rows at an axis. Evaluated, the loop nest walks the tuples inside
-each row (a tuple level: `lazyk.codegen.levels.Combos` / `Product`), so work over the fields
-that ends in a reduction never stores a tuple; `.eval()` of the records themselves stores
-them, as records of Awkward's structure (`N * var * (T, T)`, `N * var * {a: T, b: T}`).
+A field of combinations or of a cartesian product is a `pick` node (`graph.PICK_OP`): the
+item at one slot of each tuple of the rows at an axis. Evaluated, the loop nest walks the
+tuples inside each row (a tuple level: `lazyk.codegen.levels.Combos` / `Product`), so work
+over the fields that ends in a reduction never stores a tuple; `.eval()` of the records
+themselves stores them, as records of Awkward's structure (`N * var * (T, T)`,
+`N * var * {a: T, b: T}`).
 """
 from __future__ import annotations
 
-import builtins
 import math
 import weakref
 from dataclasses import dataclass
@@ -19,17 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import hooks
-from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.arrays.interchange import build_columns, columns
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, leaf_data
-from lazyk.frontend.numpy_rules import broadcast_shapes
-from lazyk.frontend.records import Records
+from lazyk.frontend.records import Records, record_fields
 
 
 @dataclass(frozen=True)
@@ -78,193 +72,11 @@ class Product:
         return f"product of {self.m}"
 
 
-class RecordExpr:
-    """Lazy records: fields (expressions or records) that line up over the same dims, with
-    the records at depth `depth` (under that many dims). Read a field as `r["x"]` or
-    `r.x` (a tuple's as `r["0"]` or `r[0]`); `.eval()` computes the records.
-
-    Example: `lazyk.zip({"x": a, "y": a * 2})["y"]` is the expression `a * 2`.
-    """
-
-    __slots__ = ("_fields", "_depth", "_tuple")
-
-    def __init__(self, fields: dict, depth: int, is_tuple: bool = False):
-        self._fields, self._depth, self._tuple = dict(fields), depth, is_tuple
-
-    @property
-    def fields(self) -> list:
-        """The field names ("0", "1", ... for a tuple), as `ak.Array.fields`."""
-        return list(self._fields)
-
-    @property
-    def ndim(self) -> int:
-        """How many dims lie above the records."""
-        return self._depth
-
-    def __getitem__(self, key: Any):
-        if not isinstance(key, (str, int, np.integer)):  # an index of the records: each field's
-            return self.map(lambda e: e[key])
-        name = str(key) if isinstance(key, (int, np.integer)) and self._tuple else key
-        if not isinstance(name, str) or name not in self._fields:
-            raise KeyError(f"no field {key!r} in records with fields {self.fields}")
-        return self._fields[name]
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        fields = object.__getattribute__(self, "_fields")
-        if name in fields:
-            return fields[name]
-        raise AttributeError(f"records with fields {list(fields)} have no attribute {name!r}")
-
-    def __repr__(self) -> str:
-        return f"<lazyk.RecordExpr {self.type}>"
-
-    def leaves(self) -> list:
-        """Every field expression, depth first."""
-        out: list = []
-        for f in self._fields.values():
-            out.extend(f.leaves() if isinstance(f, RecordExpr) else [f])
-        return out
-
-    def map(self, fn, deeper: int = 0) -> RecordExpr:
-        """The records with `fn(expr)` for each field expression (the same names); `fn`
-        adds `deeper` dims above the records."""
-        return RecordExpr({k: f.map(fn, deeper) if isinstance(f, RecordExpr) else fn(f)
-                           for k, f in self._fields.items()}, self._depth + deeper,
-                          self._tuple)
-
-    @property
-    def type(self) -> T.Type:
-        """The records' lazyk type, e.g. `N * var * (float64, float64)`."""
-        elems, outer = [], None
-        for f in self._fields.values():
-            t = f.type if isinstance(f, RecordExpr) else f.type
-            dims, inner = _split_dims(t, self._depth)
-            outer = dims if outer is None else outer
-            elems.append(inner)
-        if self._tuple:
-            t = T.Tuple(tuple(elems))
-        else:
-            t = T.Record(tuple(builtins.zip(self._fields, elems)))
-        for d in reversed(outer or []):
-            t = d(t)
-        return t
-
-    def eval(self) -> Array:
-        """Compute the records: a lazyk Array of records (tuples) at depth `ndim`."""
-        exprs = _joined(self.leaves(), self._depth)
-        values = hooks.evaluate_many(*exprs) if len(exprs) > 1 else (hooks.evaluate(exprs[0]),)
-        values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
-        return self._assemble(iter(values))
-
-    def to_list(self) -> list:
-        """Compute and return nested Python lists of tuples / dicts (`ak.to_list`)."""
-        return self.eval().to_list()
-
-    def _assemble(self, values) -> Array:
-        arrays = [(k, f._assemble(values) if isinstance(f, RecordExpr) else next(values))
-                  for k, f in self._fields.items()]
-        top = all(isinstance(a.type, T.FixedDim) for _, a in arrays)
-        trees = [columns(a if top else a[None]) for _, a in arrays]
-        names = [int(k) for k, _ in arrays] if self._tuple else [k for k, _ in arrays]
-        got = build_columns(_zip_trees(trees, names, self._depth - top, self.fields))
-        return got if top else got[0]
-
-
-def _joined(exprs: list, depth: int) -> list:
-    """The field expressions broadcast against each other above the records (`with_rows`:
-    each takes the others' rows, never their values): a nested cartesian product's fields
-    have dims of 1 where the other fields have their lists."""
-    shapes = {e.shape[:depth] for e in exprs}
-    if len(shapes) == 1:
-        return exprs
-    if len({e.ndim for e in exprs}) > 1:
-        raise NotSupportedError(f"records over fields of shapes {sorted(map(str, shapes))} "
-                                "that broadcast, with dims of their own below the records")
-    out = []
-    for e in exprs:
-        node, env = e.node, dict(e.env)
-        for o in exprs:
-            if any(a == 1 and b != 1 for a, b in builtins.zip(node.shape, o.shape)):
-                shape = broadcast_shapes("with_rows", [node.shape, o.shape])
-                node = Node("with_rows", node.dtype, shape, (node, o.node), depth)
-                env.update(o.env)
-        out.append(Expr(node, env))
-    return out
-
-
-def _split_dims(t: T.Type, depth: int) -> tuple:
-    """(constructors of the first `depth` dims of `t`, the type under them)."""
-    dims = []
-    for _ in range(depth):
-        if isinstance(t, T.Option) and isinstance(t.elem, T.VarDim):
-            dims.append(lambda e: T.Option(T.VarDim(e)))
-            t = t.elem.elem
-        elif isinstance(t, T.VarDim):
-            dims.append(T.VarDim)
-            t = t.elem
-        elif isinstance(t, T.FixedDim):
-            dims.append(lambda e, n=t.size: T.FixedDim(n, e))
-            t = t.elem
-        elif isinstance(t, T.SymbolicDim):
-            dims.append(lambda e, n=t.name: T.SymbolicDim(n, e))
-            t = t.elem
-        else:
-            raise NotSupportedError(f"records at depth {depth} of a field of type {t}")
-    return dims, t
-
-
-def _zip_trees(trees: list, names: list, depth: int, shown: list) -> tuple:
-    """One column tree with a record node at `depth` (tree levels under the top) whose
-    fields are the trees' subtrees there; the trees above it must agree."""
-    if depth == 0:
-        return ("record", names, trees)
-    first = trees[0]
-    kind = first[0]
-    for t, name in builtins.zip(trees[1:], shown[1:]):
-        if t[0] != kind or (kind in ("list", "option") and not np.array_equal(t[1], first[1]))\
-                or (kind == "regular" and t[1] != first[1]):
-            raise ShapeError(f"field {name!r} does not line up with field {shown[0]!r} "
-                             f"above the records (depth {depth})")
-    if kind == "option":
-        if first[2][0] != "list":
-            raise NotSupportedError("records under missing fixed-size rows")
-        inner = _zip_trees([t[2] for t in trees], names, depth, shown)
-        return ("option", first[1], inner)
-    if kind in ("list", "regular"):
-        return (kind, first[1], _zip_trees([t[2] for t in trees], names, depth - 1, shown))
-    raise NotSupportedError(f"records at depth {depth} over {kind} columns")
-
-
 # ---------------------------------------------------------------- items
 def _item(x: Any):
-    """A field expression or records (`RecordExpr`; a lazyk array of records becomes one,
-    its fields views)."""
-    if isinstance(x, (RecordExpr, Expr)):
-        return x
-    if isinstance(x, Records):  # lazyk.zip's records
-        return RecordExpr({str(k): _item(v) for k, v in x.items()}, x.depth, x.is_tuple)
-    if isinstance(x, Array):
-        t = x.type
-        depth = 0
-        while isinstance(t, (T.Dim, T.Option)) and not isinstance(t, T.Option) or \
-                isinstance(t, T.Option) and isinstance(t.elem, T.Dim):
-            t = t.elem.elem if isinstance(t, T.Option) else t.elem
-            depth += 1
-        inner = t.elem if isinstance(t, T.Option) else t
-        if isinstance(inner, (T.Record, T.Tuple)):
-            keys = inner.names if isinstance(inner, T.Record) else \
-                [str(k) for k in range(len(inner.types))]
-            at = keys if isinstance(inner, T.Record) else range(len(keys))
-            return RecordExpr({k: _item(x[a] if isinstance(a, str) else _tuple_field(x, a))
-                               for k, a in builtins.zip(keys, at)}, depth, isinstance(inner, T.Tuple))
-    return as_expr(x)
-
-
-def _tuple_field(x: Array, k: int) -> Array:
-    """Field k of an array of tuples (`x["k"]`)."""
-    return x[str(k)]
+    """A field expression, or records (`lazyk.zip`'s, a lazyk array of records' fields)."""
+    rec = record_fields(x)
+    return rec if rec is not None else as_expr(x)
 
 
 def _depth_of(x) -> int:
@@ -273,7 +85,7 @@ def _depth_of(x) -> int:
 
 def _rows_expr(x) -> Expr:
     """An expression with the rows of `x` (its first field for records)."""
-    return x.leaves()[0] if isinstance(x, RecordExpr) else x
+    return x.leaves()[0] if isinstance(x, Records) else x
 
 
 def _axis(axis: int, depth: int, fn: str) -> int:
@@ -382,28 +194,8 @@ def _tuple_axis(x, axis: int, fn: str) -> int:
 
 
 # ---------------------------------------------------------------- public functions
-def zip(arrays: Any, depth_limit: int | None = None) -> RecordExpr:  # noqa: A001
-    """Lazy records from expressions or arrays of one structure (Awkward's `ak.zip`): a dict
-    gives named fields, a list or tuple positional ones ("0", "1", ...). The records sit
-    under the dims the fields share: `depth_limit` dims, by default as many as the
-    shallowest field has.
-
-    Example: `r = lazyk.zip({"x": a, "y": a * 2})`; `r.y` is `a * 2`, `r.eval()` records.
-    """
-    names = list(arrays) if isinstance(arrays, dict) else None
-    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
-    if not items:
-        raise ValueError("zip: no fields")
-    depth = depth_limit if depth_limit is not None else min(_depth_of(x) for x in items)
-    if any(_depth_of(x) < depth for x in items):
-        raise ShapeError(f"zip: depth_limit={depth} is deeper than a field's "
-                         f"{min(_depth_of(x) for x in items)} dims")
-    keys = names if names is not None else [str(k) for k in range(len(items))]
-    return RecordExpr(dict(builtins.zip(keys, items)), depth, names is None)
-
-
 def combinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
-                 fields: Any = None) -> RecordExpr:
+                 fields: Any = None) -> Records:
     """The n-tuples of the items of each row at `axis`, i < j (< k ...), in lexicographic
     order of their positions (Awkward's `ak.combinations`): records with a field per slot
     ("0", "1", ... or the names in `fields`); `replacement=True` takes i <= j. A missing
@@ -423,13 +215,13 @@ def combinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
     a = _tuple_axis(x, axis, "combinations")
     tuples = Combos(n, bool(replacement))
     got = {k: x.map(lambda e, s=s: _pick((e,), tuples, s, a, False, "combinations"))
-           if isinstance(x, RecordExpr) else _pick((x,), tuples, s, a, False, "combinations")
+           if isinstance(x, Records) else _pick((x,), tuples, s, a, False, "combinations")
            for s, k in enumerate(names)}
-    return RecordExpr(got, a + 1, is_tuple)
+    return Records(got, a + 1, is_tuple)
 
 
 def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
-                    fields: Any = None) -> RecordExpr:
+                    fields: Any = None) -> Records:
     """The positions (int64) of `combinations`' items within their rows
     (`ak.argcombinations`): records of n indices over the dims up to `axis`.
 
@@ -444,10 +236,10 @@ def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1
     tuples = Combos(n, bool(replacement))
     got = {k: _pick((rows,), tuples, s, a, True, "argcombinations")
            for s, k in enumerate(names)}
-    return RecordExpr(got, a + 1, is_tuple)
+    return Records(got, a + 1, is_tuple)
 
 
-def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
+def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     """Every tuple of one item from each array's row at `axis`, the first array's item
     varying slowest (Awkward's `ak.cartesian`): records with a field per array ("0",
     "1", ... for a list, the keys of a dict). `nested=True` opens a new list after each
@@ -498,7 +290,7 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
             k = names[j] if names is not None else str(j)
             x = items[j]
             if len(members) == 1:
-                fields[k] = x.map(widened, ng - 1) if isinstance(x, RecordExpr) else \
+                fields[k] = x.map(widened, ng - 1) if isinstance(x, Records) else \
                     widened(x)
                 continue
             tuples = Product(len(members))
@@ -506,8 +298,8 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> RecordExpr:
             def pick(e, s=s):
                 srcs = rows[:s] + (widened(e),) + rows[s + 1:]
                 return _pick(srcs, tuples, s, a + g, False, "cartesian")
-            fields[k] = x.map(pick, ng - 1) if isinstance(x, RecordExpr) else pick(x)
-    return RecordExpr(fields, a + ng, names is None)
+            fields[k] = x.map(pick, ng - 1) if isinstance(x, Records) else pick(x)
+    return Records(fields, a + ng, names is None)
 
 
 def has_picks(root: Node) -> bool:
@@ -515,4 +307,4 @@ def has_picks(root: Node) -> bool:
     return any(n.op == PICK_OP for n in toposort(root))
 
 
-__all__ = ["Combos", "Product", "RecordExpr", "argcombinations", "cartesian", "combinations", "has_picks", "zip"]
+__all__ = ["Combos", "Product", "argcombinations", "cartesian", "combinations", "has_picks"]

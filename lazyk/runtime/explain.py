@@ -232,7 +232,8 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
     """explain() of an expression with row operations: they are lowered first (scans run
     in a loop nest, is_none / fill_none fuse into the graph, the rest is computed with
     NumPy), then the graph that is left runs as any other."""
-    sample = Expr(e.node, {n: _ragged_sample(v) for n, v in e.env.items()})
+    sizes = symbol_sizes(e.node)
+    sample = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
     record: list = []
     RECORDERS.append(record)
     try:

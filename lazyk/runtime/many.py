@@ -12,12 +12,12 @@ import numpy as np
 from lazyk.frontend.expr import Expr, as_expr, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
-from lazyk.frontend.tuples import RecordExpr
+from lazyk.frontend.records import Records
 from lazyk.runtime import launch
 from lazyk.runtime.histograms import fill_histograms
 from lazyk.runtime.launch import evaluate as evaluate_one
 
-_LAZY = (Expr, Histogram, RecordExpr)
+_LAZY = (Expr, Histogram, Records)
 
 
 def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = None,
@@ -64,7 +64,7 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
     """
     if len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
         out, more = more[0], ()  # evaluate(expr, out)
-    if more or isinstance(expr, (Histogram, RecordExpr)):
+    if more or isinstance(expr, (Histogram, Records)):
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
                             "it, or one with it")
@@ -86,11 +86,11 @@ def evaluate_many(*items: Any) -> tuple:
         for i, counts in zip(group, fill_histograms([items[i] for i in group])):
             results[i] = counts
     exprs = {i: as_expr(x) for i, x in enumerate(items)
-             if not isinstance(x, (Histogram, RecordExpr))}
+             if not isinstance(x, (Histogram, Records))}
     exprs = _shared_reductions_once(exprs)
     done: dict = {}
     for i, x in enumerate(items):
-        if isinstance(x, RecordExpr):
+        if isinstance(x, Records):
             results[i] = x.eval()
         elif i in exprs:
             key = (exprs[i].node, tuple(sorted(map(id, exprs[i].env.values()))))

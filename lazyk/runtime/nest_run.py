@@ -202,6 +202,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 return nest_run(root, red_node, reduce_arg, names, leaves, flat=rows)
             except (ArrayConstructionError, ShapeError):
                 pass  # the full nest names the row [i, j] of the error
+    # (not for a scan: its running fold starts again at every row)
     if reduce_arg is None and not (flat or where_masks or plan or parts_only or scan or picks):
         items = flat_items(ops_, levels, kinds, sizes)
         if items is not None:  # one loop over the items of rows of one offsets array

@@ -61,7 +61,9 @@ def _lower(pick: Node, env: dict) -> Node:
 
 def _witnessed(node: Node, env: dict) -> Node:
     """`with_rows(x, y)` with y read as rows only: a witness of each array y reads (its
-    values and missing values unused), of its dims up to `node.arg` (None: all)."""
+    values and missing values unused), of its dims up to `node.arg` (None: all). With
+    `node.arg` = d, y's first d dims are the node's first d (y's dims below them, and the
+    node's, need not match: lazy records' fields line up above the records only)."""
     x, y = node.srcs
     if y.op == "input" and getattr(env.get(y.arg), "witness", False):
         return node
@@ -69,17 +71,19 @@ def _witnessed(node: Node, env: dict) -> Node:
         if n.op != "input" or not any(d != 1 for d in n.shape):
             continue
         entry = _entry(n, env)
-        cut = n.ndim if node.arg is None else node.arg - (y.ndim - n.ndim)
+        lead = y.ndim - n.ndim  # n's dims are y's last ones
+        cut = n.ndim if node.arg is None else min(n.ndim, node.arg - lead)
         if isinstance(entry, PickLeaf) and entry.cut is not None:
             cut = min(cut, entry.cut)
         if cut <= 0:
             continue
+        # dims of 1 after the cut, so that the witness ends where the node does
+        pad = n.ndim - cut if node.arg is None else node.ndim - lead - cut
         picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
                       if p[0] < cut)
         name = f"~rows{next(_names)}"
-        env[name] = PickLeaf(entry.array, False, picks, witness=True, cut=cut,
-                             pad=n.ndim - cut)
-        w = Node("input", n.dtype, n.shape[:cut] + (1,) * (n.ndim - cut), (), name)
+        env[name] = PickLeaf(entry.array, False, picks, witness=True, cut=cut, pad=pad)
+        w = Node("input", n.dtype, n.shape[:cut] + (1,) * pad, (), name)
         x = Node("with_rows", x.dtype, node.shape, (x, w))
     return x
 

@@ -1,0 +1,152 @@
+"""Lazy records (`lazyk.zip`, and the records of combinations / cartesian) against Awkward
+Array 2's `ak.zip`: depth_limit, tuples and records, fields that are records, fields of
+different dims, missing rows, `.fields`, `.type`, `to_list`, indexing, row operations and
+several results evaluated together."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import lazyk
+from tests import ragged_strategies as S
+from tests.test_ragged_reference import same
+
+ak = pytest.importorskip("awkward")
+from tests.test_ragged_reference import ak_array  # noqa: E402
+
+PT = [[1.0, 2.0], [], [3.0]]
+
+
+def _fixed_missing_below(t: str, depth: int) -> bool:
+    """Whether a field of type `t` keeps a fixed dim of missing values (`4 * ?T`) inside
+    records at `depth` (lazyk's records are C structs: no such field)."""
+    dims = t.split(" * ")[depth:-1]
+    return t.split(" * ")[-1].startswith("?") and any(not d.lstrip("?").startswith("var")
+                                                      for d in dims)
+
+
+@settings(max_examples=40, deadline=None)
+@given(S.ragged_pair(S.LAYOUTS + S.QNEST_LAYOUTS, S.NUMERIC, own_rows=True), st.data())
+def test_zip_matches_awkward(pair, data):
+    t1, d1, t2, d2 = pair
+    x, y = lazyk.array(d1, type=t1), lazyk.array(d2, type=t2)
+    ax, ay = ak_array(t1, d1), ak_array(t2, d2)
+    nd = x.type.ndim
+    limit = data.draw(st.sampled_from([None] + list(range(1, nd + 1))), label="depth_limit")
+    depth = nd if limit is None else limit
+    assume(not _fixed_missing_below(t1, depth) and not _fixed_missing_below(t2, depth))
+    named = data.draw(st.booleans(), label="named")
+    arrays, theirs = ({"x": x, "y": y}, {"x": ax, "y": ay}) if named else ((x, y), (ax, ay))
+    got = lazyk.zip(arrays, depth_limit=limit)
+    want = ak.zip(theirs, depth_limit=limit)
+    assert got.fields == want.fields == (["x", "y"] if named else ["0", "1"])
+    assert got.ndim == got.depth == depth
+    value = got.eval()
+    assert same(value.to_list(), want.to_list()), (t1, t2, limit)
+    assert str(value.type) == str(got.type)
+    assert same(got[got.fields[1]].eval().to_list(), y.to_list())  # the field, as given
+
+
+def test_fields_of_other_dims_below_the_records():
+    pt, n = lazyk.array(PT), lazyk.array([2, 0, 1])
+    apt, an = ak.Array(PT), ak.Array([2, 0, 1])
+    r = lazyk.zip({"pt": pt, "n": n}, depth_limit=1)
+    assert str(r.type) == "3 * {pt: var * float64, n: int64}" == str(ak.zip(
+        {"pt": apt, "n": an}, depth_limit=1).type)
+    assert r.to_list() == ak.zip({"pt": apt, "n": an}, depth_limit=1).to_list()
+    # lazyk broadcasts from the right, as NumPy: a per-list value meets its items as [:, None]
+    assert lazyk.zip({"pt": pt, "n": n[:, None]}).to_list() == ak.zip({"pt": apt,
+                                                                      "n": an}).to_list()
+    # depth 2: fields of their own inner lists, a list of 1 stretching above the records
+    x = lazyk.array([[[1.0], [2.0, 3.0]], [], [[4.0]]])
+    c = lazyk.array([[7], [], [8]])[:, :, None]
+    got = lazyk.zip({"x": x, "c": c}, depth_limit=2).to_list()
+    assert got == [[{"x": [1.0], "c": [7]}, {"x": [2.0, 3.0], "c": [7]}], [],
+                   [{"x": [4.0], "c": [8]}]]
+    # a depth_limit beyond the fields' dims is a limit, as Awkward's
+    assert lazyk.zip([pt, pt], depth_limit=5).to_list() == ak.zip([apt, apt],
+                                                                  depth_limit=5).to_list()
+
+
+def test_records_as_fields():
+    pt, n = lazyk.array(PT), lazyk.array([2, 0, 1])
+    apt, an = ak.Array(PT), ak.Array([2, 0, 1])
+    inner, a_inner = lazyk.zip({"x": pt, "y": pt * 2}), ak.zip({"x": apt, "y": apt * 2})
+    for fields, theirs, limit in (({"r": inner, "n": n}, {"r": a_inner, "n": an}, 1),
+                                  ({"r": inner, "z": pt}, {"r": a_inner, "z": apt}, None)):
+        got = lazyk.zip(fields, depth_limit=limit)
+        want = ak.zip(theirs, depth_limit=limit)
+        assert got.to_list() == want.to_list() and str(got.type) == str(want.type)
+    # an array of records is a records field too, its fields views
+    arr = inner.eval()
+    got = lazyk.zip({"r": arr, "n": n}, depth_limit=1)
+    assert got.r.x is not None and got.to_list() == ak.zip({"r": a_inner, "n": an},
+                                                           depth_limit=1).to_list()
+    assert [e.dtype for e in got.leaves()] == [np.float64, np.float64, np.int64]
+    with pytest.raises(lazyk.ShapeError, match="depth_limit=1"):
+        lazyk.zip({"r": lazyk.zip({"n": n}), "z": pt})  # its records above the zip's
+
+
+def test_zero_d_records_and_missing_rows():
+    pt = lazyk.array(PT)
+    assert lazyk.zip({"s": lazyk.sum(pt), "m": lazyk.max(pt)}).to_list() == {"s": 6.0,
+                                                                               "m": 3.0}
+    q = lazyk.array([[1.0, 2.0], None, [3.0]], "3 * ?var * float64")
+    got = lazyk.zip({"a": pt, "q": q})
+    want = ak.zip({"a": ak.Array(PT), "q": ak.Array([[1.0, 2.0], None, [3.0]])})
+    assert str(got.type) == "3 * ?var * {a: float64, q: float64}"  # missing in any field
+    assert got.to_list() == want.to_list()
+
+
+def test_indexing_and_row_operations_on_records():
+    x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0, 5.0]])
+    ax = ak.Array([[1.0, 2.0, 3.0], [], [4.0, 5.0]])
+    r, ar = lazyk.zip({"a": x, "b": x * 10}), ak.zip({"a": ax, "b": ax * 10})
+    assert r[:, None].ndim == 3 and r[:, None].to_list() == ar[:, np.newaxis].to_list()
+    pairs, a_pairs = lazyk.combinations(r, 2), ak.combinations(ar, 2)
+    assert pairs.ndim == 2 and pairs["0"].ndim == 2 and len(pairs.leaves()) == 4
+    assert lazyk.num(pairs).eval().to_list() == ak.num(a_pairs).to_list()
+    assert lazyk.flatten(pairs).to_list() == ak.flatten(a_pairs).to_list()
+    # firsts takes each field's first item: an empty list gives missing fields (Awkward:
+    # a missing record)
+    assert lazyk.firsts(pairs).to_list()[0] == ak.firsts(a_pairs).to_list()[0]
+    both = lazyk.concatenate([pairs, pairs], axis=1)
+    assert both.to_list() == ak.concatenate([a_pairs, a_pairs], axis=1).to_list()
+    nested = lazyk.cartesian({"p": r, "q": x}, nested=True)
+    assert nested.to_list() == ak.cartesian({"p": ar, "q": ax}, nested=True).to_list()
+
+
+def test_records_evaluate_with_other_results():
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0]])
+    z, pairs = lazyk.zip({"x": x, "y": x + 1}), lazyk.combinations(x, 2)
+    got_z, got_pairs, total = lazyk.evaluate(z, pairs, lazyk.sum(x))
+    assert got_z.to_list() == [[{"x": 1.0, "y": 2.0}, {"x": 2.0, "y": 3.0},
+                                {"x": 3.0, "y": 4.0}], [{"x": 4.0, "y": 5.0}]]
+    assert got_pairs.to_list() == [[(1.0, 2.0), (1.0, 3.0), (2.0, 3.0)], []]
+    assert float(total) == 10.0
+
+
+def test_errors_name_the_field():
+    x = lazyk.array(PT)
+    r, t = lazyk.zip({"x": x}), lazyk.zip([x, x])
+    assert t[1] is t["1"] and r.fields == ["x"]
+    with pytest.raises(KeyError, match="no field 'z'"):
+        r["z"]
+    with pytest.raises(KeyError, match="no field 0 .* a tuple only"):
+        r[0]
+    with pytest.raises(AttributeError, match="no attribute 'z': no field 'z'"):
+        r.z
+    with pytest.raises(TypeError, match="field names are str"):
+        lazyk.zip({1: x})
+    with pytest.raises(TypeError, match="takes a dict"):
+        lazyk.zip(x)
+    with pytest.raises(ValueError, match="depth_limit must be None or an int >= 1"):
+        lazyk.zip({"x": x}, depth_limit=0)
+    with pytest.raises(ValueError, match="at least one field"):
+        lazyk.zip({})
+    with pytest.raises(lazyk.ShapeError, match="row 0"):
+        lazyk.zip({"a": x, "b": lazyk.array([[1.0, 2.0, 3.0], [], [2.0]])}).eval()
+    with pytest.raises(lazyk.ShapeError, match="zip"):
+        lazyk.zip({"a": np.zeros((3, 2)), "b": np.zeros((4, 2))})
