@@ -14,6 +14,7 @@ except DeviceError as err:  # pragma: no cover - the cuda extra is a test depend
 
 from lazyk.codegen.gpu_nest import ENTRY, lower_nest  # noqa: E402
 from lazyk.kernel import nest as nest_kernel  # noqa: E402
+from lazyk.runtime import stringeval  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -28,6 +29,7 @@ def _fresh_ptx_cache(tmp_path_factory):
 def _nests(expr) -> list:
     """The nest kernels `expr` runs on the CPU (keys as `kernel.nest.kernel_for` takes)."""
     nest_kernel.kernels.clear()
+    stringeval._nest_entries.clear()  # (a structure evaluated before keeps its kernel there)
     expr.eval()
     return [k.key for k in nest_kernel.kernels.values()]
 

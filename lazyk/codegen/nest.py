@@ -133,10 +133,12 @@ class _NestGen(NestFolds, KernelGen):
     def __init__(self, spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode, npass,
                  skipna: bool, mean: bool, name: str, target: Any, where_masks: bool = False):
         # outputs past the first are level values (a keep predicate, positions): the body
-        # computes them where their level needs them (`_level_values`), nothing stores them
+        # computes them where their level needs them (`_level_values`), nothing stores them;
+        # histograms (Bins) count every output: a bin index, then its weight if any
         self.full = spec
-        super().__init__(replace(spec, outputs=spec.outputs[:1]), LayoutClass(1, ""), name,
-                         target)
+        if not isinstance(mode, Bins):
+            spec = replace(spec, outputs=spec.outputs[:1])
+        super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.keep = mode.keep
         self.gathered = {k for ks in kinds for k, lv in enumerate(ks)

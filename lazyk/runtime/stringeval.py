@@ -19,9 +19,18 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
 from lazyk.frontend.exprparse import Const, build, compile_string, names
-from lazyk.frontend.graph import arg_key, toposort
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    arg_key,
+    toposort,
+)
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
@@ -390,6 +399,9 @@ _expr_entries = LRU(1024, "expression entries")
 # graph root -> (structure key, input names in order): graphs of more inputs than a node's
 # structure key covers (`lazyk.frontend.graph.MAX_KEYED_INPUTS`) walk once per graph
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# ops the dense steps do not plan (a selection makes rows; row operations and tuples run
+# before the kernels that read them)
+_OWN_STEPS = frozenset((SELECT_OP, TAKE_OP, ROWS_OP, PICK_OP))
 _NATIVE_NUMERIC = frozenset(np.dtype(c) for c in "?bhilqBHILQefdFD")
 # evaluations planned into `_expr_entries` (a repeated structure plans once)
 expr_stats = {"plans": 0}
@@ -522,8 +534,9 @@ def _plan_expr(e, names_: tuple, values: list) -> Any:
     """A `_FastEntry` for `e`'s structure, its inputs `names_` read from `values` (by
     position: two inputs may be one array now and two others next time), or None (the
     general path runs it)."""
-    if any(n.dtype.kind not in _NUMERIC for n in toposort(e.node)):
-        return None  # strings (where() over strings, comparisons): their own steps
+    if any(n.dtype.kind not in _NUMERIC or n.op in _OWN_STEPS or
+           (n.op == REDUCE_OP and n.arg[0] in ops.ARG_REDUCTIONS) for n in toposort(e.node)):
+        return None  # strings, selections, row operations, tuples, argmax: their own steps
     node, inputs = canonical(e.node, {name: k for k, name in enumerate(names_)})
     data = {name: values[k] for name, k in inputs.items()}
     if len(exponent_leaves(node)) != len(int_exponents(node)):
