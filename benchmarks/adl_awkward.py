@@ -28,21 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adl_events  # noqa: E402
 import adl_kinematics as kin  # noqa: E402
-
-# histogram name -> (bins, low, high); numpy.histogram's range
-BINS = {
-    "Q1": (100, 0.0, 200.0),        # MET
-    "Q2": (100, 15.0, 60.0),        # jet pt
-    "Q3": (100, 15.0, 60.0),        # jet pt, |eta| < 1
-    "Q4": (100, 0.0, 200.0),        # MET, >= 2 jets with pt > 40
-    "Q5": (100, 0.0, 200.0),        # MET, opposite-charge dimuon with 60 < m < 120
-    "Q6_pt": (100, 15.0, 40.0),     # trijet pt, mass closest to 172.5
-    "Q6_btag": (100, 0.0, 1.0),     # max b-tag in that trijet
-    "Q7": (100, 15.0, 200.0),       # scalar sum of isolated jet pt
-    "Q8": (100, 0.0, 200.0),        # mT of MET and the leading lepton outside the Z pair
-}
-TOP_MASS = 172.5
-Z_MASS = 91.2
+from adl_kinematics import BINS, TOP_MASS, Z_MASS  # noqa: E402,F401
 
 
 class Filled(NamedTuple):

@@ -19,6 +19,22 @@ import math
 
 import numpy as np
 
+# the queries' histograms: name -> (bins, low, high); numpy.histogram's range
+BINS = {
+    "Q1": (100, 0.0, 200.0),        # MET
+    "Q2": (100, 15.0, 60.0),        # jet pt
+    "Q3": (100, 15.0, 60.0),        # jet pt, |eta| < 1
+    "Q4": (100, 0.0, 200.0),        # MET, >= 2 jets with pt > 40
+    "Q5": (100, 0.0, 200.0),        # MET, opposite-charge dimuon with 60 < m < 120
+    "Q6_pt": (100, 15.0, 40.0),     # trijet pt, mass closest to 172.5
+    "Q6_btag": (100, 0.0, 1.0),     # max b-tag in that trijet
+    "Q7": (100, 15.0, 200.0),       # scalar sum of isolated jet pt
+    "Q8": (100, 0.0, 200.0),        # mT of MET and the leading lepton outside the Z pair
+}
+TOP_MASS = 172.5
+Z_MASS = 91.2
+
+
 F64 = np.float64
 
 

@@ -9,8 +9,7 @@ the events (Q6's two histograms of one trijet search in one pass). The kinematic
 same `adl_kinematics` NumPy ufuncs (they dispatch to lazyk on lazyk expressions).
 
 Each query takes the events of `events(adl_events.to_lazyk(...))` and returns {histogram name:
-lazyk.histogram}. Queries that need operations lazyk does not have yet raise (AttributeError
-or TypeError naming them): `PENDING` says which.
+lazyk.histogram}.
 """
 from __future__ import annotations
 
@@ -23,18 +22,7 @@ import lazyk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adl_kinematics as kin  # noqa: E402
-from adl_awkward import BINS, TOP_MASS, Z_MASS  # noqa: E402,F401
-
-# what each query waits for (operations of the vocabulary not in lazyk yet)
-PENDING = {
-    "Q3": "selection x[mask]",
-    "Q4": "selection x[mask]",
-    "Q5": "selection x[mask], lazyk.num",
-    "Q6": "lazyk.num, selection, lazyk.argmin(keepdims=True) and x[index]",
-    "Q7": "selection x[mask], lazyk.concatenate, lazyk.num",
-    "Q8": "lazyk.num, selection, concatenate, argcombinations' take-back x[index], argmin, "
-          "firsts, is_none, local_index, argmax, full_like, flatten",
-}
+from adl_kinematics import BINS, TOP_MASS, Z_MASS  # noqa: E402,F401
 
 
 def events(columns: dict):

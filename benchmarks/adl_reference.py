@@ -24,9 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adl_kinematics as kin  # noqa: E402
 from adl_events import Events  # noqa: E402
-
-TOP_MASS = 172.5
-Z_MASS = 91.2
+from adl_kinematics import TOP_MASS, Z_MASS  # noqa: E402
 
 
 def numpy_counts(values: np.ndarray, bins: int, lo: float, hi: float) -> np.ndarray:

@@ -149,13 +149,16 @@ from lazyk.frontend.rowops import (
     fill_none,
     firsts,
     flatten,
+    full_like,
     is_none,
     local_index,
     num,
+    ones_like,
     pad_none,
     sort,
     std,
     var,
+    zeros_like,
 )
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.frontend.tuples import argcombinations, cartesian, combinations
@@ -275,6 +278,7 @@ __all__ = [
     "from_awkward",
     "from_offsets",
     "full",
+    "full_like",
     "get_num_threads",
     "greater",
     "greater_equal",
@@ -308,6 +312,7 @@ __all__ = [
     "negative",
     "not_equal",
     "num",
+    "ones_like",
     "pad_none",
     "placeholder",
     "positive",
@@ -341,5 +346,6 @@ __all__ = [
     "var",
     "where",
     "zeros",
+    "zeros_like",
     "zip",
 ]

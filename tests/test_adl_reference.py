@@ -156,3 +156,19 @@ def test_awkward_query_equals_reference(events, query):
         assert entries > 20, (name, entries)
         if query in ("Q4", "Q5", "Q6", "Q7", "Q8"):
             assert len(values) < N_EVENTS, name
+
+
+@pytest.mark.parametrize("query", sorted(adl_reference.QUERIES))
+def test_lazyk_query_equals_reference(events, query):
+    # the lazyk port (Awkward's code with ak. replaced by lazyk.): its histogram counts
+    # equal numpy.histogram's of the per-event reference values
+    import adl_lazyk
+
+    got = adl_lazyk.run(adl_lazyk.QUERIES[query], adl_lazyk.events(adl_events.to_lazyk(events)))
+    want = adl_reference.QUERIES[query](events)
+    assert sorted(got) == sorted(want)
+    for name, values in want.items():
+        bins, lo, hi = adl_lazyk.BINS[name]
+        assert got[name].dtype == np.int64, name
+        np.testing.assert_array_equal(got[name], adl_reference.numpy_counts(values, bins, lo, hi),
+                                      err_msg=name)

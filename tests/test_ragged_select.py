@@ -259,3 +259,37 @@ def test_errors_name_the_operands():
     with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a "
                        r"fixed dim \(\?n\): a missing mask element above a fixed dim"):
         q[lazyk.array([[True, None], [False]])].eval()
+
+
+def test_selections_of_selections_and_of_tuples():
+    # rows selected twice (the second mask computed from the first selection's rows)
+    x = lazyk.array(np.arange(6.0))
+    r = lazyk.array([[1.0, 2.0], [], [3.0], [4.0, 5.0, 6.0], [7.0], [8.0, 9.0]])
+    m1 = lazyk.num(r) >= 1
+    assert x[m1][lazyk.any(r[m1] > 4, axis=1)].eval().to_list() == [3.0, 4.0, 5.0]
+    short = (r[m1] * 2)[np.array([True, False, True])]
+    with pytest.raises(lazyk.ShapeError, match="mask has length 3 and the array 5"):
+        short.eval()
+    # values gathered at tuple positions, selected by a mask over the tuples
+    y = lazyk.array([[1.0, 2.0, 3.0], [], [4.0, 5.0]])
+    p = lazyk.argcombinations(y, 2, fields=["i", "j"])
+    keep = y[p.i] + 1.5 < y[p.j]
+    assert (y[p.i] + y[p.j])[keep].eval().to_list() == [[4.0], [], []]
+    assert p.i[keep].eval().to_list() == [[0], [], []]
+    h = lazyk.histogram(y[p.j][keep], 4, (0, 4)).to_numpy()
+    assert h.tolist() == [0, 0, 0, 1]
+
+
+def test_full_like_keeps_the_structure():
+    ak = pytest.importorskip("awkward")
+
+    data = [[1.5, None, np.nan], [], None]
+    x = lazyk.array(data)
+    got = lazyk.full_like(x, 7)
+    assert str(got.type) == "3 * ?var * ?float64"
+    assert got.eval().to_list() == ak.full_like(ak.Array(data), 7).tolist()
+    assert lazyk.zeros_like(x, dtype="int32").eval().to_list() == [[0, None, 0], [], None]
+    ones = lazyk.ones_like(lazyk.array(np.arange(3)))
+    assert ones.dtype == np.int64 and ones.eval().to_numpy().tolist() == [1, 1, 1]
+    with pytest.raises(TypeError, match="1000 does not fit int8"):
+        lazyk.full_like(lazyk.array(np.arange(3, dtype=np.int8)), 1000)

@@ -553,12 +553,17 @@ class _NestGen(NestFolds, KernelGen):
         lo = self.lo if fixed0 else c(0)
         b.store(c(0), self.kept)
 
-        def each(i):
-            i = b.add(i, lo)
-            at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
-                                    path + [i])
+        def count(addr, i):
+            at, away = self._gather(k, addr, path + [i])
             b.store(b.add(b.load(self.kept), b.zext(self._keep_value(at, away), I64)),
                     self.kept)
+        if self.tuples[k] is not None:  # the tuples of the row, as the fill pass walks them
+            self._tuple_loop(k, bases, steps, lambda t, addrs: count(addrs, t))
+            return b.load(self.kept)
+
+        def each(i):
+            i = b.add(i, lo)
+            count([b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)], i)
         for_loop(b, b.sub(self.hi, self.lo) if fixed0 else n, each, name=f"kc{k}")
         return b.load(self.kept)
 

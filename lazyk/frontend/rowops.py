@@ -311,6 +311,38 @@ def fill_none(x: Any, value: Any) -> lx.Expr:
     return _node("fill_none", dtype, shape, [e, v], (), new, vo, _merged([e, v]))
 
 
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> lx.Expr:
+    """Lazy `ak.full_like`: `x`'s structure (rows, missing rows and missing values) with
+    every present value `fill_value`, in `dtype` (default: `x`'s dtype; the value converted
+    as NumPy converts it, range checked). Fuses into the kernel that reads `x`.
+
+    Example: `lazyk.full_like(lazyk.array([[1.5, None], []]), 7)` is `[[7.0, None], []]`.
+    """
+    if record_fields(x) is not None:
+        raise NotSupportedError("full_like of records: take it of a field (r.name)")
+    e = _operand("full_like", x)
+    if fill_value is None:
+        raise TypeError("full_like: the fill value must not be None")
+    dt = e.dtype if dtype is None else np.dtype(dtype)
+    try:
+        v = np.array(fill_value, dtype=dt)
+    except (OverflowError, ValueError, TypeError) as err:
+        raise TypeError(f"full_like: fill value {fill_value!r} does not fit {dt}: {err}") \
+            from None
+    # (x == x is False at NaN: both branches are the value; a missing x stays missing)
+    return lx.where(e == e, v, v)
+
+
+def zeros_like(x: Any, dtype: Any = None) -> lx.Expr:
+    """Lazy `ak.zeros_like`: `full_like(x, 0, dtype)`."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: Any = None) -> lx.Expr:
+    """Lazy `ak.ones_like`: `full_like(x, 1, dtype)`."""
+    return full_like(x, 1, dtype)
+
+
 def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> lx.Expr:
     """Lazy `ak.pad_none`: every list at `axis` padded with None to `target` items
     (`clip=True`: also cut to `target`, giving a fixed dim of `target`); a missing list

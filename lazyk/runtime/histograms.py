@@ -34,6 +34,10 @@ from lazyk.runtime.ragged_rules import (
     rows_graph,
 )
 
+# what a histogram's one pass reads besides elementwise work (inner reductions are computed
+# first and read as leaves)
+_READ = ("input", "const", "scalar", REDUCE_OP)
+
 
 def fill_histograms(hists: list) -> list:
     """The counts of each histogram (NumPy arrays in its dtype), in as few passes as the
@@ -67,14 +71,13 @@ def _one_pass(hists: list, exprs: list | None = None):
         for e in (idx, w) if w is not None else (idx,):
             e = lower_picks(e)
             root = e.node
+            if any(n.op not in ELEMENTWISE and n.op not in _READ for n in toposort(root)):
+                return None  # (selections, gathers, row operations: the bins computed first)
             if any(n.op == REDUCE_OP for n in toposort(root)):
                 root, e = inline_reductions(root, e)
             env.update(e.env)
             roots.append(root)
         weighted.append(w is not None)
-    if any(n.op not in ELEMENTWISE and n.op not in ("input", "const", "scalar")
-           for r in roots for n in toposort(r)):
-        return None  # work the one pass does not compute: the bins computed first
     roots, names = _one_leaf_per_array(roots, env)
     leaves = [leaf_data(env[n]) for n in names]
     if not leaves:

@@ -37,7 +37,7 @@ from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged
-from lazyk.frontend.ops import ARG_REDUCTIONS
+from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.types import FixedDim
@@ -102,7 +102,8 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     if node.op not in PICKS:
         return node
     x, key = node.srcs
-    inner = PICKS if node.op == TAKE_OP else (SELECT_OP,)
+    # (a row selection becomes a gather: no gather inside it either)
+    inner = PICKS if node.op == TAKE_OP or node.arg == 0 else (SELECT_OP,)
     x, key = (_without(s, inner, env, done) for s in (x, key))
     if node.op == TAKE_OP and len(_moving(x, node.arg)) > 1:
         x = _leaf(x, env)
@@ -250,11 +251,23 @@ def _bools(value) -> tuple:
 
 
 def _outer(x: Node, env: dict):
-    """The outer length of `x` from a leaf of its rank, or None when none has it."""
-    for n in toposort(x):
-        if n.op == "input" and n.ndim == x.ndim:
-            if isinstance(n.shape[0], int):
-                return n.shape[0]
-            d = leaf_data(env[n.arg])
-            return len(d.array) if is_ragged(d) else None
+    """The outer length of `x`, from its leaves (through elementwise work and the picks
+    before it: rows gathered at positions have the positions' length), or None where
+    that is known only once computed."""
+    if x.op == "input":
+        if isinstance(x.shape[0], int):
+            return x.shape[0]
+        d = leaf_data(env[x.arg])
+        return len(d.array) if is_ragged(d) else None
+    if x.op in PICKS:
+        if x.arg != 0:  # (within rows: the outer length stays)
+            return _outer(x.srcs[0], env)
+        return _outer(x.srcs[1], env) if x.op == TAKE_OP else None
+    if x.op not in ELEMENTWISE:
+        return None
+    for s in x.srcs:
+        if s.ndim == x.ndim:
+            n = _outer(s, env)
+            if n is not None and n != 1:  # (a fixed 1 stretches)
+                return n
     return None

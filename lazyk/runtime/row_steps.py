@@ -22,7 +22,17 @@ from lazyk.arrays.array import Array, array
 from lazyk.arrays.interchange import build_columns, columns, offsets_array
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr, as_expr
-from lazyk.frontend.graph import LEAF_OPS, REDUCE_OP, ROWS_OP, Node, has_rows, rewrite, toposort
+from lazyk.frontend.graph import (
+    LEAF_OPS,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    has_rows,
+    rewrite,
+    toposort,
+)
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.ops import ELEMENTWISE
@@ -84,6 +94,11 @@ def _reshaped(node: Node, srcs: tuple) -> Node:
                       if keep or d not in axes)
     elif node.op in LEAF_OPS:
         shape = node.shape
+    elif node.op == SELECT_OP:  # (the selected level is var; the mask's dims line up)
+        x, at = srcs[0], node.arg
+        shape = x.shape[:at] + ("var",) + x.shape[at + 1:]
+    elif node.op == TAKE_OP:  # the positions' dims, then x's below them
+        shape = srcs[1].shape + srcs[0].shape[node.arg + 1:]
     else:
         shape = broadcast_shapes(node.op, [s.shape for s in srcs])
     return node.replace(srcs=srcs, shape=shape)
