@@ -113,7 +113,7 @@ def _result(llc_mb=32.0) -> dict:
 
 
 def test_chart_series_are_numpy_the_best_peer_and_lazyk() -> None:
-    from lazyk.benchreport import chart_series
+    from lazyk.bench.report import chart_series
 
     data = chart_series(_result())
     assert len(data["series"]) == 3 and data["series"][0] == "NumPy (= 1)"
@@ -133,7 +133,7 @@ def test_chart_series_are_numpy_the_best_peer_and_lazyk() -> None:
 
 
 def test_report_names_the_expressions_and_marks_cells_in_cache() -> None:
-    from lazyk.benchreport import markdown
+    from lazyk.bench.report import markdown
 
     md = markdown(_result())
     assert "| E7 | `where(a > b, a - b, b - a)` |" in md  # the cases table
@@ -146,7 +146,7 @@ def test_report_names_the_expressions_and_marks_cells_in_cache() -> None:
 
 def test_chart_draws_when_matplotlib_is_installed(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from lazyk.benchreport import chart
+    from lazyk.bench.report import chart
 
     path = tmp_path / "results.png"
     assert chart(_result(), path)

@@ -170,7 +170,7 @@ def test_repeated_eval_and_fresh_leaf_loop_plan_once():
     e = 7 * lazyk.array(a) - 5 * lazyk.array(b)
     for _ in range(5):
         np.testing.assert_allclose(e.eval().to_numpy(), 7 * a - 5 * b)
-    assert e.launch is not None
+    assert e._launch is not None
     assert stringeval.expr_stats["plans"] == before
     assert lazyk.stats()["compiles"] == compiles
 

@@ -199,9 +199,9 @@ def test_numpy_reductions_and_functions_stay_lazy_with_their_keywords():
 
 def test_numpy_functions_lazyk_lacks_are_refused_by_name():
     e = _expr()
-    for f, args in ((np.square, ()), (np.cbrt, ()), (np.std, ()), (np.cumsum, ()),
-                    (np.argmax, ()), (np.allclose, (1.0,)), (np.concatenate, ())):
-        call = (lambda: f([e, e])) if f is np.concatenate else (lambda: f(e, *args))
+    for f, args in ((np.cbrt, ()), (np.median, ()), (np.diff, ()), (np.unique, ()),
+                    (np.allclose, (1.0,)), (np.stack, ())):
+        call = (lambda: f([e, e])) if f is np.stack else (lambda: f(e, *args))
         with pytest.raises(lazyk.NotSupportedError) as info:
             call()
         msg = str(info.value)

@@ -113,7 +113,6 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
     # lock past the fork hook's wait): the child gets them all free.
     out = _run('''
         import threading, numpy as np, lazyk
-        from lazyk.frontend import graph
         from lazyk.kernel import flat as kernel
         from lazyk.kernel import nest as nest_kernel
         from lazyk.runtime import launch as runtime
@@ -122,7 +121,7 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")
         task = threads.StridedTask(1)
-        locks = [cpu._lock, kernel.kernels._lock, runtime.plans._lock, graph._lock,
+        locks = [cpu._lock, kernel.kernels._lock, runtime.plans._lock,
                  nest_kernel.kernels._lock, threads._pool_lock, threads._native_lock, outputs._idle_lock,
                  task._lock]
         held, release = threading.Event(), threading.Event()

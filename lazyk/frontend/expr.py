@@ -99,14 +99,14 @@ class Expr(Operators):
     (`_built`) makes its graph only when something reads `node` or `env`.
     """
 
-    __slots__ = ("_node", "_env", "_key", "_leaves", "_recipe", "launch")
+    __slots__ = ("_node", "_env", "_key", "_leaves", "_recipe", "_launch")
 
     def __init__(self, node: Node, env: dict):
         self._node, self._env = node, env
-        self._key = self._leaves = self._recipe = self.launch = None
+        self._key = self._leaves = self._recipe = self._launch = None
 
     def __reduce_ex__(self, protocol):
-        if type(self) is Expr:  # the graph and its leaves (not the runtime's `launch`)
+        if type(self) is Expr:  # the graph and its leaves (not the runtime's `_launch`)
             return (Expr, (self.node, self.env))
         return super().__reduce_ex__(protocol)
 
@@ -122,10 +122,10 @@ class Expr(Operators):
         env = self._env
         return env if env is not None else _materialize(self)._env
 
-    def structure(self) -> tuple | None:
+    def _structure(self) -> tuple | None:
         """(structure key, its input arrays by position) of an expression built by structure
         (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays and lazyk
-        Arrays) those `node.names` name. `launch` is the runtime's to keep what it planned
+        Arrays) those `node.names` name. `_launch` is the runtime's to keep what it planned
         for this expression object: a call that computes it, or gives NotImplemented."""
         key = self._key
         return None if key is None else (key[1], self._leaves)
@@ -205,7 +205,7 @@ class Expr(Operators):
         """
         if out is not None:
             return hooks.evaluate(self, out=out, casting=casting)
-        run = self.launch  # (evaluated before: the runtime's launch of this very expression)
+        run = self._launch  # (evaluated before: the runtime's launch of this very expression)
         out = NotImplemented if run is None else run()
         if out is NotImplemented:
             out = hooks.evaluate(self)
@@ -607,7 +607,7 @@ def _deferred(entry: tuple, arrays: tuple, recipe: tuple) -> Expr:
     """An expression of a known structure over `arrays`; `recipe` (builder, args, keywords)
     makes its graph when it is read."""
     e = object.__new__(Expr)
-    e._node = e._env = e.launch = None
+    e._node = e._env = e._launch = None
     e._key, e._leaves, e._recipe = entry, arrays, recipe
     return e
 

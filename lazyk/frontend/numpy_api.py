@@ -160,6 +160,13 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
                           casting="unsafe" if method == "reduce" else "same_kind")
 
 
+def _default(p: inspect.Parameter | None) -> Any:
+    """A NumPy parameter's default, None where it has none (or NumPy's "no value")."""
+    if p is None or p.default is inspect.Parameter.empty or p.default is np._NoValue:
+        return None
+    return p.default
+
+
 def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
     """`__array_function__` of lazyk expressions: the lazyk function of `FUNCTIONS`, else
     NotSupportedError naming the NumPy function (never a silent computation)."""
@@ -188,9 +195,7 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
                                 f"lazy expressions ({_subject(args)[1]}): evaluate first "
                                 f"(expr.eval()) and call {where} on the result")
     params = signature.parameters  # a NumPy default where the caller gave none
-    positional = [given.pop(a) if a in given else None if a not in params or
-                  params[a].default is inspect.Parameter.empty else params[a].default
-                  for a in row.args]
+    positional = [given.pop(a) if a in given else _default(params.get(a)) for a in row.args]
     out = given.pop("out", None) if row.out else None
     _refuse_keywords(where, given, row.keywords)
     result = row.fn(*positional, **given)

@@ -115,7 +115,7 @@ class Dispatcher:
         buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
                              self.spec.aligned, tuple(range(len(inputs))),
                              may_alias=self.spec.reduce is None)
-        ck._keep = None  # the guard must not keep this call's arrays alive
+        ck._keep = ck.out = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
         self._g = (buf, ck, tuple(a.dtype for a in arrays))
         return out

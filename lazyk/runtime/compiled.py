@@ -221,12 +221,12 @@ class CompiledExpr:
                 x = self._present_input(i, x)  # missing values never dropped
             a = x if isinstance(x, np.ndarray) and x.dtype not in _TEXT_ELEMENTS \
                 else _as_input(x)
-            if a.dtype == object and isinstance(x, (list, tuple)):
+            exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
+                a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
+            if a.dtype == object and isinstance(x, (list, tuple)) and exact is None:
                 # None in a list: missing values, named as such (or a value lazyk refuses)
                 x = self._present_input(i, _array(x))
                 a = _as_input(x)
-            exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
-                a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
             if exact is not None:
                 a = exact
             if isinstance(x, (list, tuple, int)) and (a.dtype.kind in "iu" or exact is not None) \

@@ -427,7 +427,7 @@ def _fingerprint(root) -> tuple:
 def evaluate_expr(e) -> Any:
     """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
     else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
-    run = e.launch  # this very expression evaluated before: its entry and arrays
+    run = e._launch  # this very expression evaluated before: its entry and arrays
     if run is None:
         run = _bind_expr(e)
         if run is None:
@@ -454,7 +454,7 @@ class _Launch:
 def _bind_expr(e) -> Any:
     """The launch of `e` (a `_Launch`, or a `_NestRun` over var / option arrays; kept on `e`
     for its next evaluation), or None for what the entries do not run."""
-    got = e.structure()  # built by structure: its arrays by position, no graph
+    got = e._structure()  # built by structure: its arrays by position, no graph
     if got is None:
         node = e.node
         key, names_ = node.skey, node.names
@@ -492,7 +492,7 @@ def _bind_expr(e) -> Any:
         entry = _expr_entries.put(full, _plan_expr(e, names_, values) or False)
     if entry is False:
         return None
-    run = e.launch = _Launch(entry, values)
+    run = e._launch = _Launch(entry, values)
     return run
 
 
@@ -513,7 +513,7 @@ def _bind_nest(e, key, names_, arrays: list) -> Any:
         entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
     if entry is False:
         return None
-    run = e.launch = _NestRun(entry, arrays)
+    run = e._launch = _NestRun(entry, arrays)
     return run
 
 
