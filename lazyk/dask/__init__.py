@@ -42,8 +42,10 @@ from typing import Any
 import numpy as np
 
 try:
+    import dask
     import dask.array as da
     from dask.base import get_scheduler, is_dask_collection, normalize_token, tokenize
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
     from dask.local import get_sync
     from dask.threaded import get as threaded_get
 except ImportError as err:  # pragma: no cover  (dask is an optional extra)
@@ -52,12 +54,14 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
 from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf
 from lazyk.dask.layers import evaluate_rows, from_delayed, from_ragged
-from lazyk.dask.partitions import reshaped
+from lazyk.dask.partitions import reshaped, unwrap
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
 from lazyk.frontend.exprparse import build
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
+from lazyk.frontend.histogram import Histogram
+from lazyk.frontend.histogram import histogram as hist
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
@@ -105,6 +109,10 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             global_dict = frame.f_globals if global_dict is None else global_dict
             del frame
         expr = build(expr, local_dict, global_dict)
+    if isinstance(expr, Histogram):
+        if out is not None:
+            return _store(_histogram(expr, split_every), out, casting)
+        return _histogram(expr, split_every)
     e = as_expr(expr)
     if out is not None:
         return _store(evaluate(e, split_every=split_every), out, casting)
@@ -125,6 +133,41 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             raise NotSupportedError("ragged (var) and missing-value (?T) data are not "
                                     "supported on Dask")
     return _evaluate(e.node, arrays, split_every)
+
+
+def _histogram(h: Histogram, split_every: Any) -> da.Array:
+    """A `lazyk.histogram` over Dask data: each partition's (or block's) bin of every value
+    computed by one blockwise layer, counted there by lazyk, and the counts summed in a
+    tree: a Dask array of numpy.histogram's counts."""
+    if h.range is None and isinstance(h.bins, int):
+        raise NotSupportedError(
+            "lazyk.dask: a histogram over Dask data needs range=(lo, hi) or the bin edges "
+            "(an automatic range reads the data twice: compute its min and max first)")
+    index = h.index()
+    parts = [evaluate(index, split_every=split_every)]
+    if h.weights is not None:  # the weights broadcast to the values, 0 out of the bins
+        parts.append(evaluate(lx.where(index >= 0, h.weight(), 0.0), split_every=split_every))
+        if isinstance(parts[0], da.Array):
+            parts[1] = parts[1].rechunk(parts[0].chunks)
+    keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]
+    n = h.nbins
+    name = f"lazyk-histogram-{tokenize(*parts, n)}"
+    layer = {(name, i, 0): (_bin_counts, n) + tuple(ks)
+             for i, ks in enumerate(zip(*keys))}
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
+    dt = np.dtype(np.int64 if h.weights is None else np.float64)
+    counts = da.Array(dsk, name, ((1,) * len(layer), (n,)), meta=np.empty((0, 0), dt))
+    total = counts.sum(axis=0, split_every=split_every)
+    return total.map_blocks(h.finish, dtype=h.dtype, meta=np.empty(0, h.dtype))
+
+
+def _bin_counts(n: int, index: Any, weights: Any = None) -> np.ndarray:
+    """Counts (or weights) of bins 0 .. n - 1 in one partition's bin indices (-1 and
+    missing ones in no bin), as a (1, n) block."""
+    index = unwrap(index)
+    w = None if weights is None else unwrap(weights)
+    got = hist(index, n, (0, n), weights=w).to_numpy()
+    return got.astype(np.float64 if weights is not None else np.int64).reshape(1, n)
 
 
 def _store(result: Any, out: Any, casting: str) -> Any:

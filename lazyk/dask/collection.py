@@ -33,7 +33,7 @@ from lazyk.dask.partitions import Part, buffers, build, concat, unwrap
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr
+from lazyk.frontend.expr import Expr, index_by, is_index_operand
 from lazyk.frontend.graph import Node
 from lazyk.frontend.leaves import RaggedLeaf, describe_ragged
 from lazyk.types.parse import dshape
@@ -260,6 +260,8 @@ class RaggedArray(_Collection, Expr):
         `r[i, 0]`): a slice of outer rows is a collection of the partitions' row views
         it reaches (partitions cut accordingly); an outer int is the one partition's
         row (a single result). Indices into inner dims apply to every partition."""
+        if is_index_operand(key):  # a mask or positions: lazy, as on one machine
+            return index_by(self, key)
         key = key if isinstance(key, tuple) else (key,)
         outer, rest = (key[0], key[1:]) if key else (slice(None), ())
         if outer is Ellipsis or any(k is None or k is Ellipsis for k in rest) or not \

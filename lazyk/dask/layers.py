@@ -73,7 +73,16 @@ from lazyk.errors import (
 from lazyk.frontend import expr as lx
 from lazyk.frontend import ops
 from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
-from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    arg_key,
+    rewrite,
+    toposort,
+)
 from lazyk.frontend.leaves import Placeholder, RaggedLeaf, describe_ragged
 from lazyk.types.parse import dshape
 
@@ -403,8 +412,14 @@ class _Planner:
             return node
         if not any(self._is_split(s) for s in srcs):
             return node
+        if node.op in (ROWS_OP, SELECT_OP, TAKE_OP) and not _keeps_rows(node, srcs):
+            raise NotSupportedError(
+                f"{_row_work(node)} of a collection split by rows gives each partition "
+                "another number of rows: not supported on Dask (work within the rows, "
+                "e.g. x[mask] with a mask of the rows' structure, lazyk.num(x, axis=1); "
+                "or compute the collection first)")
         for s in srcs:
-            if self._is_split(s) and s.ndim != node.ndim and node.op != REDUCE_OP:
+            if self._is_split(s) and s.ndim != node.ndim and node.op not in (REDUCE_OP, ROWS_OP):
                 raise ShapeError(
                     f"{node.op}: an operand split by rows ({s.type_text()}) must have as many "
                     f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
@@ -605,6 +620,23 @@ class _Planner:
         chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
             if ndim else ()
         return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
+
+
+def _keeps_rows(node: Node, srcs: tuple) -> bool:
+    """Whether row work (`lazyk.num`, `x[mask]`, ...) keeps the outer rows of its split
+    operands, so that each partition computes its own rows."""
+    if node.op in (SELECT_OP, TAKE_OP):  # (rows gathered by position: positions are global)
+        return node.arg > 0
+    n = srcs[0].shape[:1]
+    return bool(n) and node.shape[:1] == n and all(s.shape[:1] == n for s in srcs if s.ndim)
+
+
+def _row_work(node: Node) -> str:
+    if node.op == SELECT_OP:
+        return "selecting rows (x[mask], the mask of one dim)"
+    if node.op == TAKE_OP:
+        return "gathering rows (x[positions], the positions of one dim)"
+    return f"lazyk.{node.arg[0]} at axis {node.arg[1][0]}"
 
 
 def _show(counts: tuple) -> str:

@@ -1,0 +1,93 @@
+"""The ragged vocabulary on Dask collections (selection and gather within rows, row
+operations that keep the rows, arg-reductions, combinations, histograms): the answer equals
+one machine's whatever the partitions; work that changes the rows per partition is refused
+by name."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import lazyk
+
+pytest.importorskip("dask")
+import dask.array as da  # noqa: E402
+
+import lazyk.dask  # noqa: E402
+
+DATA = {"var": [[0.5, 3.0], [], [2.0, 7.5, 4.0], [5.0], [], [6.0, -1.0, 8.0], [9.0, 1.0]],
+        "?var": [[0.5, 3.0], [], [2.0, 7.5, 4.0], [5.0], None, [6.0, -1.0, 8.0], [9.0, 1.0]]}
+
+
+def both(rows_per_part: int, kind: str = "?var"):
+    x = lazyk.array(DATA[kind], type=f"7 * {kind} * float64")
+    return x, lazyk.dask.from_ragged(x, rows_per_part)
+
+
+def values(got):
+    return got.to_list() if hasattr(got, "to_list") else got.tolist()
+
+
+WORK = {
+    "num": lambda x: lazyk.num(x, axis=1),
+    "select": lambda x: x[x > 2],
+    "select then sum": lambda x: (x[x > 2] * 2).sum(axis=-1),
+    "argmax": lambda x: lazyk.argmax(x, axis=1),
+    "gather": lambda x: x[lazyk.argmin(x, axis=1, keepdims=True)],
+    "firsts": lambda x: lazyk.firsts(x),
+    "pad and fill": lambda x: lazyk.fill_none(lazyk.pad_none(x, 2), 0.0),
+    "is_none": lambda x: lazyk.is_none(x, axis=0),
+    "local_index": lambda x: lazyk.local_index(x),
+    "cumsum": lambda x: lazyk.cumsum(x, axis=1),
+    "sort": lambda x: lazyk.sort(x, axis=1, ascending=False),
+    "pairs": lambda x: lazyk.any(lazyk.combinations(x, 2)["0"] + 1 < lazyk.combinations(x, 2)["1"],
+                                 axis=1),
+    "full_like": lambda x: lazyk.full_like(x, 3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DATA))
+@pytest.mark.parametrize("rows_per_part", [1, 3, 7])
+@pytest.mark.parametrize("name", sorted(WORK))
+def test_row_work_matches_one_machine(name, rows_per_part, kind):
+    x, rows = both(rows_per_part, kind)
+    try:
+        want = WORK[name](x).eval()
+    except lazyk.NotSupportedError as err:  # the same refusal on Dask
+        with pytest.raises(lazyk.NotSupportedError, match=re.escape(str(err).split(" ")[0])):
+            lazyk.dask.evaluate(WORK[name](rows)).compute()
+        return
+    got = lazyk.dask.evaluate(WORK[name](rows)).compute()
+    assert values(got) == values(want), name
+
+
+@pytest.mark.parametrize("rows_per_part", [2, 5])
+def test_histograms_sum_the_partitions_counts(rows_per_part):
+    x, rows = both(rows_per_part)
+    for kw in ({}, {"weights": "w"}, {"density": True}):
+        args = dict(kw)
+        if "weights" in args:
+            args_one = dict(weights=(x * 0.5 + 1)[x > 0])
+            args = dict(weights=(rows * 0.5 + 1)[rows > 0])
+        else:
+            args_one = args
+        got = lazyk.dask.evaluate(lazyk.histogram(rows[rows > 0], 4, (0, 8), **args))
+        want = lazyk.histogram(x[x > 0], 4, (0, 8), **args_one).to_numpy()
+        value = got.compute()
+        assert value.dtype == want.dtype and value.shape == want.shape
+        np.testing.assert_allclose(value, want, rtol=1e-12)
+    a = np.arange(100) / 10
+    got = lazyk.dask.evaluate(lazyk.histogram(lazyk.sin(da.from_array(a, chunks=30)), 4,
+                                              (-1, 1)))
+    np.testing.assert_array_equal(got.compute(), np.histogram(np.sin(a), 4, (-1, 1))[0])
+
+
+def test_work_that_changes_the_rows_per_partition_is_refused():
+    _, rows = both(3)
+    with pytest.raises(lazyk.NotSupportedError, match="selecting rows .* not supported on Dask"):
+        lazyk.dask.evaluate(rows[lazyk.num(rows) > 1])
+    with pytest.raises(lazyk.NotSupportedError, match="lazyk.flatten at axis 1 .* Dask"):
+        lazyk.dask.evaluate(lazyk.flatten(rows))
+    with pytest.raises(lazyk.NotSupportedError, match="needs range=.* or the bin edges"):
+        lazyk.dask.evaluate(lazyk.histogram(rows, 3))
