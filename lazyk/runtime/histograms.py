@@ -17,7 +17,6 @@ from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.nest import kernel_for
 from lazyk.passes.fuse import fuse_outputs
-from lazyk.runtime import launch
 from lazyk.runtime.nest_plan import (
     flat_items,
     fold_parts,
@@ -39,26 +38,23 @@ from lazyk.runtime.ragged_rules import (
 _READ = ("input", "const", "scalar", REDUCE_OP)
 
 
-def fill_histograms(hists: list) -> list:
-    """The counts of each histogram (NumPy arrays in its dtype), in as few passes as the
-    rows they read allow: all in one, else one each."""
-    if len(hists) > 1:
-        got = _one_pass(hists)
-        if got is not None:
-            return got
-        return [c for h in hists for c in fill_histograms([h])]
-    got = _one_pass(hists)
-    if got is None:  # the bins of values computed first
-        h = hists[0]
-        idx = as_expr(launch.evaluate(h.index()))
-        w = h.weight()
-        w = None if w is None else as_expr(launch.evaluate(w))
-        got = _one_pass(hists, [(idx, w)])
-        if got is None:
+def fill_histograms(hists: list, computed: list | None = None) -> list | None:
+    """The counts of each histogram (NumPy arrays in its dtype) in one pass over their rows,
+    or None where the one pass does not take them. `computed`: each histogram's bin
+    indices and weights (or None) already computed (then each counts in a pass of its own
+    where they cannot share one)."""
+    if computed is None:
+        return _one_pass(hists)
+    pairs = [(as_expr(i), None if w is None else as_expr(w)) for i, w in computed]
+    got = _one_pass(hists, pairs) if len(hists) > 1 else None
+    if got is None:
+        got = [_one_pass([h], [p]) for h, p in zip(hists, pairs)]
+    for h, c in zip(hists, got):
+        if c is None:
             raise NotSupportedError(f"histogram of {h.x.type}" + (
                 "" if h.weights is None else f" with weights of type {h.weights.type}: "
                 "the weights broadcast to the values, not the values to the weights"))
-    return got
+    return [c[0] if isinstance(c, list) else c for c in got]
 
 
 def _one_pass(hists: list, exprs: list | None = None):

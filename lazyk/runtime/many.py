@@ -83,8 +83,15 @@ def evaluate_many(*items: Any) -> tuple:
         if isinstance(x, Histogram):
             hists.setdefault(x.index().shape, []).append(i)
     for group in hists.values():
-        for i, counts in zip(group, fill_histograms([items[i] for i in group])):
-            results[i] = counts
+        hs = [items[i] for i in group]
+        counts = fill_histograms(hs)
+        if counts is None:  # their bins computed first (the work they share once), counted
+            weighted = [h for h in hs if h.weights is not None]
+            got = evaluate_many(*[h.index() for h in hs], *[h.weight() for h in weighted])
+            weights = dict(zip(map(id, weighted), got[len(hs):]))
+            counts = fill_histograms(hs, [(i, weights.get(id(h))) for h, i in zip(hs, got)])
+        for i, c in zip(group, counts):
+            results[i] = c
     exprs = {i: as_expr(x) for i, x in enumerate(items)
              if not isinstance(x, (Histogram, Records))}
     exprs = _shared_reductions_once(exprs)
