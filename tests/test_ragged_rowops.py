@@ -111,8 +111,12 @@ def test_concatenate(pair, data):
 def test_pad_none(data, target, clip):
     ref_x, x = drawn(data)
     axis = data.draw(st.integers(0, ref_x.type.ndim - 1), label="axis")
-    check(lazyk.pad_none(x, target, axis=axis, clip=clip),
-          R.pad_none(ref_x, target, axis, clip=clip))
+    try:
+        e = lazyk.pad_none(x, target, axis=axis, clip=clip)
+    except lazyk.NotSupportedError as err:  # missing fixed-size lists in `?n` rows
+        assert clip and "fixed-size lists" in str(err) and axis + 1 < ref_x.type.ndim
+        return
+    check(e, R.pad_none(ref_x, target, axis, clip=clip))
 
 
 # ---------------------------------------------------------------- missing values

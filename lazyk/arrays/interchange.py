@@ -16,6 +16,7 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
+from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array, bool_mask, masked, use_field_copy
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
@@ -825,6 +826,10 @@ def _columns(a: Array) -> tuple:
     if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
         return _columns(_repack(a))
     if isinstance(x, T.FixedDim):
+        if x.size == 1 and stride != meta[3]:  # (rows of one: the outer stride steps)
+            one = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[4:], a.ptr,
+                                   owner, a.readonly)
+            return ("regular", 1, _columns(one))
         if stride != x.size * meta[3]:
             return _columns(_repack(a))
         flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
@@ -854,7 +859,10 @@ def _columns(a: Array) -> tuple:
                                  a.readonly)
         if offsets is None:
             if n and not bool(np.all(stops[:-1] == starts[1:])):
-                return _columns(_repack(a))  # rows out of order: one contiguous copy
+                # rows out of order (gathered rows): their items taken in row order
+                lens = (stops - starts).astype(np.int64)
+                return ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                        R.take(_columns(child), R.ranges(starts, lens)))
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
                        ).astype(M.INDEX_DTYPES[w])  # the same index width

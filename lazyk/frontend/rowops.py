@@ -370,6 +370,12 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> lx.Expr:
     shape = e.shape[:a] + (size,) + e.shape[a + 1:]
     new = list(rows)
     if a + 1 < e.ndim:
+        if clip and rows[a] and isinstance(e.shape[a + 1], int):
+            raise NotSupportedError(
+                f"pad_none(..., clip=True) at axis {axis} of {e.type}: rows that may be "
+                "missing, of fixed-size lists, would give missing fixed-size lists in "
+                "missing fixed-size rows, which lazyk does not build; pad without clip, "
+                "or fill_none the rows first")
         new[a + 1] = True
     return _node("pad_none", e.dtype, shape, [e], (a, target, bool(clip)), new,
                  option or a + 1 == e.ndim, e.env)

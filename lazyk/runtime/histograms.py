@@ -11,7 +11,7 @@ import numpy as np
 from lazyk.codegen.levels import FIXED, Bins, Fill
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import as_expr, leaf_data
-from lazyk.frontend.graph import REDUCE_OP, Node, rewrite, toposort
+from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_key
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
@@ -36,6 +36,7 @@ from lazyk.runtime.ragged_rules import (
 # what a histogram's one pass reads besides elementwise work (inner reductions are computed
 # first and read as leaves)
 _READ = ("input", "const", "scalar", REDUCE_OP)
+_FIRST = (SELECT_OP, TAKE_OP, ROWS_OP)  # (their values computed before the one pass)
 
 
 def fill_histograms(hists: list, computed: list | None = None) -> list | None:
@@ -65,10 +66,12 @@ def _one_pass(hists: list, exprs: list | None = None):
     roots, weighted = [], []
     for idx, w in exprs:
         for e in (idx, w) if w is not None else (idx,):
-            e = lower_picks(e)
+            if any(n.op in _FIRST for n in toposort(e.node)):
+                return None  # (selections, gathers, row operations: the bins computed first)
+            e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
             root = e.node
             if any(n.op not in ELEMENTWISE and n.op not in _READ for n in toposort(root)):
-                return None  # (selections, gathers, row operations: the bins computed first)
+                return None
             if any(n.op == REDUCE_OP for n in toposort(root)):
                 root, e = inline_reductions(root, e)
             env.update(e.env)

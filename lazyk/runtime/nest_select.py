@@ -32,17 +32,20 @@ import itertools
 import numpy as np
 
 from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import columns, masked
+from lazyk.arrays.interchange import build_columns, columns, masked
+from lazyk.arrays.restructure import take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.leaves import RaggedLeaf, is_ragged
+from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
+_LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
 
 
@@ -51,6 +54,34 @@ def needs_nest(root: Node) -> bool:
     arg-reduction), whatever its leaves."""
     return any(n.op in PICKS or (n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS)
                for n in toposort(root))
+
+
+def take_kept_rows(expr: Expr) -> Expr:
+    """`expr` with each selection of rows (`x[mask]`, a mask of one dim without missing
+    values) of elementwise work over arrays replaced by that work over the arrays' kept
+    rows, each array's rows taken once (NumPy): the work after it reads compact rows. The
+    others stay (the nest gathers them), their masks computed once."""
+    if not any(n.op == SELECT_OP and n.arg == 0 for n in toposort(expr.node)):
+        return expr
+    env, done = dict(expr.env), {}
+
+    def visit(node, srcs):
+        node = _same(node, srcs)
+        if node.op != SELECT_OP or node.arg != 0 or \
+                any(n.op in PICKS for n in toposort(node.srcs[0])):
+            return node
+        got = _rows_kept(node, env, done, gather=False)
+        if got is not None:
+            return got
+        values, valid, _ = done["kept", node.srcs[1]]  # (the mask computed once)
+        mask = wrap_array(values) if valid is None else as_expr(masked(values, valid))
+        env.update(mask.env)
+        return node.replace(srcs=(node.srcs[0], mask.node))
+    root = rewrite(expr.node, visit)
+    if root is expr.node:
+        return expr
+    used = {n.arg for n in toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
 
 
 def has_picks(root: Node) -> bool:
@@ -109,7 +140,7 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
         x = _leaf(x, env)
     node = _same(node, (x, key))
     if node.op == SELECT_OP and node.arg == 0:
-        return _rows_kept(node, env)
+        return _rows_kept(node, env, done)
     return node
 
 
@@ -218,23 +249,67 @@ def _array(value) -> Array:
     return value if isinstance(value, Array) else array(value)
 
 
-def _rows_kept(node: Node, env: dict) -> Node:
-    """`x[mask]` of a mask of one dim as the gather of its kept rows: the mask computed
+def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node | None:
+    """`x[mask]` of a mask of one dim: x over its leaves' kept rows, taken with NumPy once
+    per leaf (work after it then reads compact rows: one loop over their items), or the
+    gather of its kept rows where x is more than elementwise work; the mask computed
     (a missing element keeps a missing row), `np.flatnonzero` of what it keeps."""
     x, m = node.srcs
-    got = runtime.evaluate(Expr(m, env))
-    values, valid = _bools(got)
+    got = done.get(("kept", m))
+    if got is None:
+        values, valid = _bools(runtime.evaluate(Expr(m, env)))
+        kept = values if valid is None else values | ~valid
+        got = done["kept", m] = (values, valid, np.flatnonzero(kept).astype(np.int64))
+    values, valid, pos = got
+    if valid is not None and not gather:
+        return None
     n = _outer(x, env)
     if n is not None and len(values) != n:
         raise ShapeError(f"x[mask]: the mask has length {len(values)} and the array {n}")
-    kept = values if valid is None else values | ~valid
-    pos = np.flatnonzero(kept).astype(np.int64)
-    if valid is None:  # (a `?bool` mask's result is `?T`, missing values or not)
+    if valid is None:
+        taken = _taken(x, m, pos, len(values), env, done)
+        if taken is not None or not gather:
+            return taken
         leaf = wrap_array(pos)
-    else:
+    else:  # (a `?bool` mask's result is `?T`, missing values or not)
         leaf = as_expr(masked(pos, valid[pos]))
     env.update(leaf.env)
     return Node(TAKE_OP, x.dtype, (len(pos),) + x.shape[1:], (x, leaf.node), 0)
+
+
+def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> Node | None:
+    """Elementwise work `x` over its leaves' rows at `pos` (each leaf whose axis 0 holds
+    the n rows taken once, `restructure.take` over its columns), or None for other work."""
+    nodes = toposort(x)
+    if any(v.op not in ELEMENTWISE and v.op not in _LEAVES for v in nodes):
+        return None
+    new: dict = {}
+    for v in nodes:
+        if v.op != "input" or v.ndim != x.ndim:
+            continue
+        data = leaf_data(env[v.arg])
+        arr = data.array if type(data) is RaggedLeaf else \
+            array(data) if type(data) is np.ndarray else None
+        if arr is None or not isinstance(arr.type, FixedDim):
+            return None
+        if arr.type.size != n:
+            if arr.type.size == 1:  # (a fixed 1 stretches over every row)
+                continue
+            return None
+        got = done.get(("taken", v, m))
+        if got is None:
+            leaf = as_expr(build_columns(take(columns(arr), pos)))
+            env.update(leaf.env)
+            got = done["taken", v, m] = leaf.node
+        new[id(v)] = got
+
+    def visit(v, srcs):
+        if id(v) in new:
+            return new[id(v)]
+        if srcs == v.srcs or v.op in _LEAVES:
+            return v
+        return v.replace(srcs=srcs, shape=broadcast_shapes(v.op, [s.shape for s in srcs]))
+    return rewrite(x, visit)
 
 
 def _bools(value) -> tuple:

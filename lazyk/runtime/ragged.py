@@ -24,7 +24,7 @@ from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device
 from lazyk.runtime.launch import as_out
 from lazyk.runtime.nest_run import explain_nests
-from lazyk.runtime.nest_select import needs_nest
+from lazyk.runtime.nest_select import needs_nest, take_kept_rows
 from lazyk.runtime.nest_steps import evaluate_nest
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_out import is_ragged_type, store
@@ -65,6 +65,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
+    expr = take_kept_rows(expr)  # rows selected from arrays: their rows taken first
     expr = lower_picks(expr)  # combinations / cartesian: tuple levels of the nest
     done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
     if done is not NotImplemented:
