@@ -234,6 +234,38 @@ def type_text(shape: tuple, dtype: np.dtype) -> str:
     return " * ".join([str(d) for d in shape] + [name])
 
 
+def shared_reductions(root: "Node") -> set:
+    """The ids of the reductions that two or more parts of `root` computed apart read: the
+    masks of row selections (`x[mask]`, a mask of one dim) and the sources of row
+    operations are computed on their own, before the rest (`x[lazyk.num(y) > 0]` with x
+    computed from the same reduction of y): computing those reductions once first saves
+    their work twice."""
+    count: dict = {}
+    todo, parts = [root], set()
+    while todo:
+        top = todo.pop()
+        seen, found, stack = set(), set(), [top]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.op == REDUCE_OP:
+                found.add(id(n))
+            apart = n.srcs if n.op == ROWS_OP else \
+                n.srcs[1:] if n.op == SELECT_OP and n.arg == 0 else ()
+            for s in n.srcs:
+                if any(s is a for a in apart):
+                    if id(s) not in parts:
+                        parts.add(id(s))
+                        todo.append(s)
+                else:
+                    stack.append(s)
+        for r in found:
+            count[r] = count.get(r, 0) + 1
+    return {r for r, k in count.items() if k > 1}
+
+
 def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
     """The lazyk type of a shape (ints, "var", symbol names) over a NumPy dtype: dims whose
     flag in `rows` is set may be missing (`?var`), and so may the elements (`option`)."""

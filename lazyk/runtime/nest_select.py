@@ -36,7 +36,15 @@ from lazyk.arrays.interchange import build_columns, columns, masked
 from lazyk.arrays.restructure import take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
-from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    rewrite,
+    shared_reductions,
+    toposort,
+)
 from lazyk.frontend.leaves import RaggedLeaf, is_ragged
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
@@ -64,9 +72,12 @@ def take_kept_rows(expr: Expr) -> Expr:
     if not any(n.op == SELECT_OP and n.arg == 0 for n in toposort(expr.node)):
         return expr
     env, done = dict(expr.env), {}
+    shared = shared_reductions(expr.node)
 
     def visit(node, srcs):
         node = _same(node, srcs)
+        if id(node) in shared:  # a reduction a mask and the values read: computed once
+            return _leaf(node, env)
         if node.op != SELECT_OP or node.arg != 0 or \
                 any(n.op in PICKS for n in toposort(node.srcs[0])):
             return node

@@ -31,6 +31,7 @@ from lazyk.frontend.graph import (
     Node,
     has_rows,
     rewrite,
+    shared_reductions,
     toposort,
 )
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
@@ -61,8 +62,12 @@ def lower(expr, result: bool = False):
     itself a restructuring row operation, its computed value (an Array or NumPy array)."""
     env = dict(expr.env)
     top = expr.node if result and expr.node.op == ROWS_OP else None
+    shared = shared_reductions(expr.node)
 
     def visit(node, srcs):
+        if id(node) in shared:  # read by a row operation and the rest: computed once
+            node = node if srcs == node.srcs else _reshaped(node, srcs)
+            return _leaf(_computed(node, env), env, node.dtype)
         if node is top:
             value = _value(node, srcs, env)
             return value if isinstance(value, Node) else _Result(value)
