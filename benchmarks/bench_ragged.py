@@ -125,8 +125,10 @@ def build(rows: int, seed: int = 0) -> dict:
     inner, x2 = make_rows(rng, int(outer[-1]), 0, 20)
     mask = rng.random(len(x)) >= 0.10
     rowmask = rng.random(rows) >= 0.10
+    off01 = np.concatenate([[0], np.cumsum(rng.integers(0, 2, rows))]).astype(np.int64)
+    x01 = rng.standard_normal(int(off01[-1]))  # rows of 0 or 1 value
     return dict(off=off, x=x, y=y, off1=off1, x1=x1, y1=y1, outer=outer, inner=inner, x2=x2,
-                mask=mask, rowmask=rowmask)
+                mask=mask, rowmask=rowmask, off01=off01, x01=x01)
 
 
 def workloads(d: dict) -> list:
@@ -184,6 +186,11 @@ def workloads(d: dict) -> list:
 
     def np_l(_):
         return x[np.lexsort((x, rowid))]
+
+    off01, x01 = d["off01"], d["x01"]
+
+    def np_m(_):
+        return np_row_reduce(np.add, np.cos(x01), off01, 0.0)
 
     def ak_k(a):  # no ak.cumsum: a running sum over the flat values, each row's start taken off
         counts = ak.num(a[0])
@@ -248,6 +255,10 @@ def workloads(d: dict) -> list:
             "numpy": (None, np_l),
             "awkward": (lambda: (ak_var(off, x),), lambda a: ak.sort(a[0], axis=-1)),
             "lazyk": lz(lambda p: lazyk.sort(p, axis=-1), lx)}),
+        ("m", "cos(x).sum(axis=-1), rows of 0-1", 8 * (len(x01) + 2 * (len(off01) - 1) + 1), {
+            "numpy": (None, np_m),
+            "awkward": (lambda: (ak_var(off01, x01),), lambda a: ak.sum(np.cos(a[0]), axis=-1)),
+            "lazyk": lz(lambda p: lazyk.cos(p).sum(axis=-1), lambda: lazyk_var(off01, x01))}),
     ]
     return W
 
