@@ -214,3 +214,15 @@ def test_lazy_until_asked_and_errors():
         lazyk.histogram(x, 3, weights=x * 1j)
     with pytest.raises(TypeError, match="out= takes one expression"):
         lazyk.evaluate(h, h, out=np.empty(4))
+
+
+def test_numpy_histogram_of_an_expression_is_numpys_pair():
+    x = lazyk.array([[55.0, 21.0, 40.0], [], [18.0, 72.0]])
+    h = np.histogram(x * 1, 4, (0, 80))  # lazy until read
+    want = np.histogram([55.0, 21.0, 40.0, 18.0, 72.0], 4, (0, 80))
+    assert len(h) == 2
+    np.testing.assert_array_equal(h[0], want[0])
+    np.testing.assert_array_equal(h[1], want[1])
+    counts, edges = h
+    np.testing.assert_array_equal(counts, want[0])
+    assert counts.dtype == np.int64 and edges.dtype == want[1].dtype

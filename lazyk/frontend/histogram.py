@@ -223,6 +223,13 @@ class Histogram:
     def __iter__(self):
         return iter((self.to_numpy(), self.edges))
 
+    def __getitem__(self, i):
+        """`h[0]`: the counts, `h[1]`: the edges, as numpy.histogram's pair (computed)."""
+        return (self.to_numpy(), self.edges)[i]
+
+    def __len__(self) -> int:
+        return 2
+
     def to_list(self) -> list:
         return self.to_numpy().tolist()
 
