@@ -192,6 +192,10 @@ def workloads(d: dict) -> list:
     def np_m(_):
         return np_row_reduce(np.add, np.cos(x01), off01, 0.0)
 
+    def np_n(_):  # each row's largest value (its first position: a row's max is in it)
+        best = np_row_reduce(np.maximum, x, off, np.nan)
+        return best
+
     def ak_k(a):  # no ak.cumsum: a running sum over the flat values, each row's start taken off
         counts = ak.num(a[0])
         cs = np.cumsum(ak.to_numpy(ak.flatten(a[0])))
@@ -259,13 +263,18 @@ def workloads(d: dict) -> list:
             "numpy": (None, np_m),
             "awkward": (lambda: (ak_var(off01, x01),), lambda a: ak.sum(np.cos(a[0]), axis=-1)),
             "lazyk": lz(lambda p: lazyk.cos(p).sum(axis=-1), lambda: lazyk_var(off01, x01))}),
+        ("n", "x[argmax(x, axis=1, keepdims=True)]", 8 * (2 * nv + 2 * n + 1), {
+            "numpy": (None, np_n),
+            "awkward": (lambda: (ak_var(off, x),),
+                        lambda a: a[0][ak.argmax(a[0], axis=1, keepdims=True)]),
+            "lazyk": lz(lambda p: p[lazyk.argmax(p, axis=1, keepdims=True)], lx)}),
     ]
     return W
 
 
 def to_flat(tool, key, r):
     """A tool's result as one float64 NumPy array (NaN for missing), for checking."""
-    flat = ("b", "d", "i", "k", "l")  # results with var dims: their values in order
+    flat = ("b", "d", "i", "k", "l", "n")  # results with var dims: their values in order
     if tool == "awkward":
         if key == "f":
             return np.asarray(r.layout.offsets)
