@@ -219,11 +219,30 @@ def test_a_position_outside_its_row_names_the_row_and_the_position():
                        r"dim \(\?n\): a missing position above a fixed dim"):
         lazyk.array([[[1.0], [2.0]], [[3.0]]])[lazyk.array([[None], [0]])].eval()
     q = lazyk.array([[1.0, 2.0], None], "2 * ?var * float64")
-    with pytest.raises(lazyk.NotSupportedError, match=r"missing rows against a fixed dim "
-                       r"\(\?n\).*rows of the array that may be missing"):
-        q[lazyk.argmax(q, axis=1, keepdims=True)].eval()
+    got = q[lazyk.argmax(q, axis=1, keepdims=True)].eval()  # missing rows stay missing
+    assert str(got.type) == "2 * ?1 * ?float64" and got.to_list() == [[2.0], None]
+    with pytest.raises(lazyk.NotSupportedError, match=r"expressions over 2 \* \?1"):
+        (q[lazyk.argmax(q, axis=1, keepdims=True)] * 2).eval()  # (`?1` operands)
     with pytest.raises(IndexError, match=r"positions of 3 dims .*\(1 to 2 of them\)"):
         x[lazyk.array([[[0]], [], [], []])]
     with pytest.raises(lazyk.ShapeError, match=r"dim 0 has size 4 in the array .* and 2 in "
                        r"the positions"):
         x[lazyk.array([[0], [0]])]
+
+
+def test_take_back_over_rows_that_may_be_missing_matches_awkward():
+    ak = pytest.importorskip("awkward")
+    data = [[55.0, 21.0, 40.0], [], [18.0, 72.0], None, [3.0, None]]
+    x, a = lazyk.array(data), ak.Array(data)
+    for lf, af in ((lazyk.argmax, ak.argmax), (lazyk.argmin, ak.argmin)):
+        got = x[lf(x, axis=1, keepdims=True)].eval()
+        assert str(got.type) == "5 * ?1 * ?float64"
+        assert got.to_list() == a[af(a, axis=1, keepdims=True)].tolist()
+        best = lazyk.firsts(x[lf(x, axis=1, keepdims=True)]).eval()
+        assert best.to_list() == ak.firsts(a[af(a, axis=1, keepdims=True)]).tolist()
+    pos = [[0, 0], [], [1], [0], [-1]]
+    got = x[lazyk.array(pos)].eval()
+    assert str(got.type) == "5 * ?var * ?float64"
+    assert got.to_list() == a[ak.Array(pos)].tolist()
+    with pytest.raises(IndexError, match="position 3"):
+        x[lazyk.array([[3], [], [0], [0], [0]])].eval()

@@ -33,9 +33,9 @@ import numpy as np
 
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.interchange import build_columns, columns, masked
-from lazyk.arrays.restructure import take
+from lazyk.arrays.restructure import ranges, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
 from lazyk.frontend.graph import (
     REDUCE_OP,
     SELECT_OP,
@@ -49,7 +49,7 @@ from lazyk.frontend.leaves import RaggedLeaf, is_ragged
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.nest_run import Picks, nest_run
+from lazyk.runtime.nest_run import Picks, nest_run, tree_array
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
@@ -113,6 +113,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
         # a lone selection or gather the nest declines: its operands first, then it alone
         x, key = root.srcs
         if x.op == "input" and key.op == "input":
+            got = _gather_in_missing_rows(root, env)
+            if got is not None:
+                return got
             data = [leaf_data(env[n.arg]) for n in (x, key)]
             types = " and ".join(str(d.array.type) if is_ragged(d) else
                                  f"{np.shape(d)} {np.asarray(d).dtype} array" for d in data)
@@ -129,6 +132,50 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                    if n.op in PICKS else _same(n, srcs))
     return _array(runtime.evaluate(Expr(red_node.replace(srcs=(rest,)) if reduce_arg else
                                         rest, env)))
+
+
+def _gather_in_missing_rows(node: Node, env: dict) -> Array | None:
+    """`x[positions]` within the rows of `N * ?var * T` (Awkward's
+    `x[ak.argmax(x, axis=1, keepdims=True)]` over rows that may be missing): gathered from
+    x's rows with the missing ones as empty rows, then the result's rows missing where x's
+    are (`N * ?n * ?T` for positions of a fixed dim). None for other forms."""
+    x, key = node.srcs
+    data = leaf_data(env[x.arg])
+    if node.arg != 1 or x.ndim != 2 or not is_ragged(data):
+        return None
+    tree = columns(data.array)
+    if tree[0] != "option" or tree[2][0] != "list":
+        return None
+    valid, child = tree[1], tree[2][2]
+    starts, lens = spans(tree[2])
+    lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
+    rows = ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+            take(child, ranges(starts, lens)))
+    positions = _unread_in(columns(_array(runtime.evaluate(Expr(key, env)))), valid)
+    if positions is None:
+        return None
+    got = _array(runtime.evaluate(index_by(build_columns(rows), positions)))
+    gathered = columns(got)
+    if gathered[0] == "list":
+        return build_columns(("option", valid, gathered))
+    return tree_array(gathered, len(valid), None, {1: valid})
+
+
+def _unread_in(tree: tuple, valid: np.ndarray) -> Array | None:
+    """Positions (a columns tree of `N * k * int64` or `N * var * int64`) with those in the
+    missing rows of the array they index left out: missing (fixed k) or none (var)."""
+    if tree[0] == "regular":
+        k, child = tree[1], tree[2]
+        keep = np.repeat(valid, k)
+        child = ("option", child[1] & keep, child[2]) if child[0] == "option" else \
+            ("option", keep, child)
+        return tree_array(("regular", k, child), len(valid))
+    if tree[0] == "list":
+        starts, lens = spans(tree)
+        lens = np.where(valid, lens, 0)
+        return build_columns(("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
+                              take(tree[2], ranges(starts, lens))))
+    return None
 
 
 # ---------------------------------------------------------------- what one nest takes
