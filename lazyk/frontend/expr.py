@@ -1636,7 +1636,8 @@ def index_by(x: Any, key: Any) -> Expr:
         ShapeError: fixed dims of x and the key that differ (var rows: when computed).
         NotSupportedError: (when computed) a missing mask element or position above a
             fixed dim of x, or rows of x that may be missing where the positions' dim is
-            fixed (the result would have `?n` rows).
+            fixed, inside a larger expression (the result has `?n` rows, which are not
+            operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
     e, k = operands("[]", (x, key))
     refuse_text("[]", [e, k])
