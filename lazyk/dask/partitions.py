@@ -226,11 +226,10 @@ def concat(parts: list) -> Array:
             all(_plain(a) for a in arrays):
         return array(np.concatenate([a.to_numpy() for a in arrays]))
     try:
-        cols = [_columns(a) for a in arrays]
-    except NotSupportedError:  # strings, records: joined as Python values
+        return build(_cat([_columns(a) for a in arrays]))
+    except NotSupportedError:  # strings, records, `?n` rows: joined as Python values
         rows = [v for a in arrays for v in a.to_list()]
         return array(rows, T.FixedDim(len(rows), arrays[0].type.elem))
-    return build(_cat(cols))
 
 
 def _plain(a: Array) -> bool:
