@@ -213,16 +213,15 @@ def tuple_bounds(gen, tuples, slot: int, idx: list, lens: list) -> tuple:
 
 
 @dataclass(frozen=True)
-class Pick:
-    """An operand at a tuple level: its rows (`inner`: `Rows`, `MissingRows` or `Strided`)
-    read as they are, its element the item at the tuple's slot `slot`; `position`: the
-    element is that item's index (ak.argcombinations: an int64 value, no memory read)."""
+class AtTuples:
+    """Something read at the tuple level of tuples `tuples` (combinations, cartesian) at
+    slot `slot`, over `inner`, which it reads as `inner` reads (rows, words, sizes);
+    `position`: its value is the item's index, not the item."""
 
     inner: object
     tuples: object
     slot: int
     position: bool = False
-    moves = True
 
     @property
     def rows(self) -> bool:
@@ -232,10 +231,19 @@ class Pick:
     def missing(self) -> bool:
         return self.inner.missing
 
-    def __getattr__(self, name: str):  # its rows are read as the inner level reads them
+    def __getattr__(self, name: str):  # as the inner level / dim reads it
         if name == "inner" or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+@dataclass(frozen=True)
+class Pick(AtTuples):
+    """An operand at a tuple level: its rows (`inner`: `Rows`, `MissingRows` or `Strided`)
+    read as they are, its element the item at the tuple's slot `slot`; `position`: the
+    element is that item's index (ak.argcombinations: an int64 value, no memory read)."""
+
+    moves = True
 
     @property
     def stepping(self) -> bool:
@@ -308,27 +316,9 @@ class RowsData:
 
 
 @dataclass(frozen=True)
-class PickDimData:
+class PickDimData(AtTuples):
     """An operand dim read at a tuple level: its own dim (`inner`: `FixedDimData` or
     `RowsData`), the tuples and the slot it reads. A fixed dim's tuple count is fixed too."""
-
-    inner: object
-    tuples: object
-    slot: int
-    position: bool = False
-
-    @property
-    def rows(self) -> bool:
-        return self.inner.rows
-
-    @property
-    def missing(self) -> bool:
-        return self.inner.missing
-
-    def __getattr__(self, name: str):  # the inner dim's words (size, width, length, ...)
-        if name == "inner" or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def level(self) -> Pick:
         inner = self.inner.level() if self.inner.rows else Strided()
