@@ -860,9 +860,7 @@ def _columns(a: Array) -> tuple:
         if offsets is None:
             if n and not bool(np.all(stops[:-1] == starts[1:])):
                 # rows out of order (gathered rows): their items taken in row order
-                lens = (stops - starts).astype(np.int64)
-                return ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-                        R.take(_columns(child), R.ranges(starts, lens)))
+                return R.rows_at(_columns(child), starts, (stops - starts).astype(np.int64))
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
                        ).astype(M.INDEX_DTYPES[w])  # the same index width

@@ -82,6 +82,12 @@ def _offsets(lens: np.ndarray) -> np.ndarray:
     return off
 
 
+def rows_at(child: tuple, starts: np.ndarray, lens: np.ndarray) -> tuple:
+    """A "list" node of the rows of `child`'s items at `starts` (`lens` items each), one
+    after the other."""
+    return ("list", _offsets(lens), take(child, ranges(starts, lens)))
+
+
 def take(node: tuple, idx: np.ndarray) -> tuple:
     """The items at positions `idx` (valid int64 positions, in any order, repeats too)."""
     idx = np.asarray(idx, I64)

@@ -33,7 +33,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.interchange import build_columns, columns, masked
-from lazyk.arrays.restructure import ranges, spans, take
+from lazyk.arrays.restructure import rows_at, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
 from lazyk.frontend.graph import (
@@ -149,8 +149,7 @@ def _gather_in_missing_rows(node: Node, env: dict) -> Array | None:
     valid, child = tree[1], tree[2][2]
     starts, lens = spans(tree[2])
     lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
-    rows = ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-            take(child, ranges(starts, lens)))
+    rows = rows_at(child, starts, lens)
     positions = _unread_in(columns(_array(runtime.evaluate(Expr(key, env)))), valid)
     if positions is None:
         return None
@@ -173,8 +172,7 @@ def _unread_in(tree: tuple, valid: np.ndarray) -> Array | None:
     if tree[0] == "list":
         starts, lens = spans(tree)
         lens = np.where(valid, lens, 0)
-        return build_columns(("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-                              take(tree[2], ranges(starts, lens))))
+        return build_columns(rows_at(tree[2], starts, lens))
     return None
 
 
