@@ -44,6 +44,7 @@ from lazyk.frontend.graph import (
     build_type,
     dump,
     has_rows,
+    picked_shape,
 )
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import (
@@ -1658,12 +1659,10 @@ def index_by(x: Any, key: Any) -> Expr:
             raise ShapeError(f"x[{what}]: dim {d} has size {n} in the array ({e.type}) and "
                              f"{m} in the {what} ({k.type})")
     env = _merge_env([e, k])
-    if k.dtype == np.bool_:
-        shape = e.shape[:at] + ("var",) + e.shape[at + 1:]
-        return Expr(Node(SELECT_OP, e.dtype, shape, (e.node, k.node), at), env)
-    shape = k.shape + e.shape[at + 1:]
-    node = Node(TAKE_OP, e.dtype, shape, (e.node, cast(k.node, np.dtype(np.int64))), at)
-    return Expr(node, env)
+    op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
+    shape = picked_shape(op, e.shape, k.shape, at)
+    key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
+    return Expr(Node(op, e.dtype, shape, (e.node, key), at), env)
 
 
 def _make_reduction(op: str):

@@ -234,6 +234,12 @@ def type_text(shape: tuple, dtype: np.dtype) -> str:
     return " * ".join([str(d) for d in shape] + [name])
 
 
+def picked_shape(op: str, x: tuple, key: tuple, at: int) -> tuple:
+    """The shape of `x[key]` at x's dim `at`: a selection makes that dim var; a gather
+    gives the positions' dims, then x's below them."""
+    return x[:at] + ("var",) + x[at + 1:] if op == SELECT_OP else key + x[at + 1:]
+
+
 def shared_reductions(root: "Node") -> set:
     """The ids of the reductions that two or more parts of `root` computed apart read: the
     masks of row selections (`x[mask]`, a mask of one dim) and the sources of row

@@ -30,6 +30,7 @@ from lazyk.frontend.graph import (
     TAKE_OP,
     Node,
     has_rows,
+    picked_shape,
     rewrite,
     shared_reductions,
     toposort,
@@ -99,11 +100,8 @@ def _reshaped(node: Node, srcs: tuple) -> Node:
                       if keep or d not in axes)
     elif node.op in LEAF_OPS:
         shape = node.shape
-    elif node.op == SELECT_OP:  # (the selected level is var; the mask's dims line up)
-        x, at = srcs[0], node.arg
-        shape = x.shape[:at] + ("var",) + x.shape[at + 1:]
-    elif node.op == TAKE_OP:  # the positions' dims, then x's below them
-        shape = srcs[1].shape + srcs[0].shape[node.arg + 1:]
+    elif node.op in (SELECT_OP, TAKE_OP):
+        shape = picked_shape(node.op, srcs[0].shape, srcs[1].shape, node.arg)
     else:
         shape = broadcast_shapes(node.op, [s.shape for s in srcs])
     return node.replace(srcs=srcs, shape=shape)
