@@ -212,6 +212,8 @@ def test_lazy_until_asked_and_errors():
         lazyk.histogram(lazyk.array([[1.0, float("nan")]]), 3).to_numpy()
     with pytest.raises(lazyk.NotSupportedError, match="real numbers only"):
         lazyk.histogram(x, 3, weights=x * 1j)
+    with pytest.raises(lazyk.NotSupportedError, match=r"histogram of 1 \* string \(strings\)"):
+        lazyk.histogram(lazyk.array(["abc"]), 3, (0, 1))
     with pytest.raises(TypeError, match="out= takes one expression"):
         lazyk.evaluate(h, h, out=np.empty(4))
 

@@ -285,7 +285,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     """
     x = as_expr(a)
     if is_text(x.dtype) or x.dtype.kind == "c":
-        raise NotSupportedError(f"histogram of {x.dtype} values")
+        what = "strings" if is_text(x.dtype) else "complex numbers"
+        raise NotSupportedError(f"histogram of {x.type} ({what}): real numbers only")
     if x.ndim == 0:
         x = x[None]
     w = None
