@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from lazyk.codegen.levels import Fill, Map
 from lazyk.codegen.nest import generate_nest
-from lazyk.codegen.nvvm import CUDA, DATA_LAYOUT, TRIPLE, check_supported, legalize
+from lazyk.codegen.nvvm import CUDA, DATA_LAYOUT, TRIPLE, check_dtypes, legalize
 
 NAME = "lazyk_nest"
 ENTRY = "lazyk_nest_parts"
@@ -29,7 +29,7 @@ def _sreg(module: ir.Module, b: ir.IRBuilder, name: str) -> ir.Value:
 def lower_nest(spec, levels: tuple, kinds: tuple, masked: tuple, mode=Map(), npass=Fill(),
                skipna: bool = False, mean: bool = False, where_masks: bool = False) -> str:
     """NVVM IR text of one loop-nest kernel (arguments as `codegen.nest.generate_nest`)."""
-    check_supported(spec)
+    check_dtypes(spec)  # (outputs past the first are level values: the nest computes them)
     module = generate_nest(spec, levels, kinds, masked, mode, npass, skipna, mean, NAME,
                            target=CUDA, where_masks=where_masks)
     module.triple, module.data_layout = TRIPLE, DATA_LAYOUT

@@ -163,16 +163,21 @@ def _body_emitter():
 
 def check_supported(spec) -> None:
     """Raise NotSupportedError naming what the GPU path does not do yet."""
+    check_dtypes(spec)
+    if len(spec.outputs) != 1:
+        raise NotSupportedError("kernels with several outputs not supported on the GPU yet")
+    if spec.reduce is not None:
+        _reduction_row(spec.reduce)
+
+
+def check_dtypes(spec) -> None:
+    """Raise NotSupportedError for element types the GPU path does not compute yet."""
     for dt in (*spec.inputs, *spec.params, *(d for _, d in spec.outputs)):
         if ops.text_unit(dt):
             raise NotSupportedError("strings (string, fixed_string[n], NumPy S / U) are not "
                                     "supported on the GPU yet; compute on the CPU")
         if np.dtype(dt).kind not in "biufc":
             raise NotSupportedError(f"dtype {np.dtype(dt)} not supported on the GPU yet")
-    if len(spec.outputs) != 1:
-        raise NotSupportedError("kernels with several outputs not supported on the GPU yet")
-    if spec.reduce is not None:
-        _reduction_row(spec.reduce)
 
 
 class _Emitter:

@@ -212,6 +212,11 @@ class Histogram:
         """The counts (a NumPy array)."""
         return hooks.evaluate_many(self)[0]
 
+    def explain(self, target: str = "cpu") -> str:
+        """The kernels computing this runs (loop nests, specs, LLVM IR and assembly; with
+        `target='cuda'` their NVVM IR and PTX), as `Expr.explain`."""
+        return hooks.explain(self, target=target)
+
     def eval(self) -> Array:
         """The counts as a lazyk array."""
         return lazyk_array(self.to_numpy())

@@ -165,6 +165,11 @@ class Records:
         return shape[0]
 
     # --- computing
+    def explain(self, target: str = "cpu") -> str:
+        """The kernels computing this runs (loop nests, specs, LLVM IR and assembly; with
+        `target='cuda'` their NVVM IR and PTX), as `Expr.explain`."""
+        return hooks.explain(self, target=target)
+
     def eval(self) -> Array:
         """Compute the fields and lay them out as a lazyk array of records (the fields'
         values are copied into the records; their lists' offsets are shared).

@@ -8,17 +8,23 @@ from typing import Any
 import numpy as np
 
 from lazyk.arrays.array import array as lazyk_array
+from lazyk.backend import nvvmc
+from lazyk.codegen import gpu_nest
 from lazyk.errors import DeviceError
 from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
 from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
+from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
+from lazyk.frontend.records import Records
 from lazyk.frontend.spec import format_spec, param_values
 from lazyk.kernel import flat as kernel
+from lazyk.kernel import gpu
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.runtime import launch as runtime
 from lazyk.runtime import ragged, row_steps
 from lazyk.runtime.device import explain_cuda
+from lazyk.runtime.many import evaluate
 from lazyk.runtime.nest_run import explain_nests
 from lazyk.runtime.nest_select import needs_nest
 from lazyk.runtime.ragged_rules import RECORDERS
@@ -170,7 +176,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         with np.errstate(all="ignore"):
             runtime.run_program(prog, {n: leaf_data(v) for n, v in sample.items()})
     finally:
-        runtime.recorders.pop()
+        _drop(runtime.recorders, record)
     for k, step in enumerate(prog.steps):
         src = ", ".join(f"in{j} = {r}" if isinstance(r, str) else f"in{j} = kernel {r + 1}"
                         for j, r in enumerate(step.inputs))
@@ -239,7 +245,7 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
     try:
         low = row_steps.lower(sample)
     finally:
-        RECORDERS.remove(record)
+        _drop(RECORDERS, record)
     out = [f"== expression with row operations -> {e.type}",
            f"== graph as built\n{dump(e.node)}",
            "== row operations lowered (scans in their own loop nest, is_none / fill_none "
@@ -261,9 +267,113 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
     and as preformatted text in a notebook; it runs the expression once, on its data or
     (for placeholders) on sample data.
     """
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
+    if isinstance(expr, (Histogram, Records)):
+        return Explanation(_explain_evaluated(expr, target))
     if target == "cuda":
-        return Explanation(explain_cuda(expr))
+        e = as_expr(expr)
+        if _dense(e):
+            return Explanation(explain_cuda(e))
+        return Explanation(_explain_cuda_nests(e))
     return Explanation(explain(expr))
+
+
+def _dense(e: Expr) -> bool:
+    """Whether `e` runs as fixed-dim kernels only (no loop nest, no row operation)."""
+    return not (has_rows(e.node) or has_text_where(e) or needs_nest(e.node) or any(
+        isinstance(v, RaggedPlaceholder) or ragged.is_ragged(v) for v in e.env.values()))
+
+
+def _drop(recorders: list, record: list) -> None:
+    """Take `record` itself off `recorders` (not an equal list: `[] == []`)."""
+    recorders[:] = [r for r in recorders if r is not record]
+
+
+def _recording(run) -> tuple[list, list]:
+    """Run `run()` and give what it launched: the loop-nest kernels (kernel, parts) and the
+    fixed-dim kernels (spec, layout)."""
+    nests: list = []
+    launches: list = []
+    RECORDERS.append(nests)
+    runtime.recorders.append(launches)
+    try:
+        with np.errstate(all="ignore"):
+            run()
+    finally:
+        _drop(RECORDERS, nests)
+        _drop(runtime.recorders, launches)
+    return [r[1:] for r in nests if r[0] == "nest"], launches
+
+
+def _cuda_nests(nests: list) -> list[str]:
+    """NVVM IR and PTX of each loop-nest kernel: the same levels rendered for the GPU (one
+    part of the nest per GPU thread)."""
+    out = []
+    for k, (kern, nparts) in enumerate(nests):
+        levels = " * ".join(lv.value for lv in kern.levels)
+        out.append(f"=== CUDA loop-nest kernel {k}: {kern.mode}, pass {kern.npass}, "
+                   f"levels {levels} (entry {gpu_nest.ENTRY}: one part per thread)")
+        text = gpu_nest.lower_nest(*kern.key)
+        out += ["--- NVVM IR ---", text, "--- PTX (libNVVM -arch=compute_90 -fma=0) ---",
+                nvvmc.compile_ptx(text)]
+    return out
+
+
+def _cuda_launches(launches: list) -> list[str]:
+    out = []
+    for k, (spec, layout) in enumerate(launches):
+        out.append(f"=== CUDA kernel {k} (reduce={spec.reduce}) ===")
+        out.append(gpu.explain(spec, layout))
+    return out
+
+
+def _explain_cuda_nests(e: Expr) -> str:
+    """`explain(target='cuda')` of a var / option / row-operation expression: the kernels
+    it runs (on its data, or placeholders on sample data), each rendered for the GPU."""
+    cpu_text: list = []
+    nests, launches = _recording(lambda: cpu_text.append(explain(e, ir=False, asm=False)))
+    head = cpu_text[0].split("\n== loop-nest kernels", 1)[0]
+    out = ["== how the expression runs (as on the CPU, without LLVM IR and assembly)", head,
+           f"== its kernels rendered for the GPU: {len(nests)} loop nest(s), {len(launches)} "
+           "fixed-dim kernel(s); NVVM IR and PTX of each"]
+    return "\n".join(out + _cuda_nests(nests) + _cuda_launches(launches))
+
+
+def _on_samples(e: Any) -> Expr:
+    """`e` over sample arrays in place of its placeholders (`_ragged_sample`)."""
+    e = as_expr(e)
+    if not any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+        return e
+    sizes = symbol_sizes(e.node)
+    return Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
+
+
+def _explain_evaluated(obj: Any, target: str) -> str:
+    """explain() of a histogram or of records: the kernels their evaluation runs."""
+    if isinstance(obj, Records):
+        what = f"records {obj.type}: fields " + ", ".join(obj.fields)
+    else:
+        what = repr(obj)
+    if isinstance(obj, Records):
+        sample = obj.map(_on_samples)
+    else:
+        sample = Histogram(_on_samples(obj.x), obj.bins, obj.range,
+                           None if obj.weights is None else _on_samples(obj.weights),
+                           obj.density)
+    nests, launches = _recording(lambda: evaluate(sample))
+    out = [f"== {what}", f"== kernels: {len(nests)} loop nest(s), {len(launches)} fixed-dim "
+           "kernel(s)" + ("" if sample is obj else f" (run on sample data: {SYMBOL_SIZE} per "
+                          "symbolic dim, rows of lengths 0, 1, 2, 3, ...)")]
+    if target == "cuda":
+        return "\n".join(out + _cuda_nests(nests) + _cuda_launches(launches))
+    if nests:
+        out.append(explain_nests(nests))
+    for k, (spec, layout) in enumerate(launches):
+        out.append(f"== launch {k + 1}: layout after passes.dims\n{format_layout(layout)}")
+        out.append(format_spec(spec))
+        out.extend(_codegen(spec, layout, True, True))
+    return "\n".join(out)
 
 
 def _codegen(spec, layout, ir: bool, asm: bool) -> list[str]:

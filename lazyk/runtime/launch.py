@@ -147,8 +147,8 @@ def launch(spec, shape: tuple, out: np.ndarray, out_strides: tuple, arrays: list
         entry = launches.put(key, prepare(spec, shape, (out_strides,) + in_strides, reduced,
                                           consts))
     _, layout, compiled, kd, kd_address, size, offs = entry
-    if recorders:
-        recorders[-1].append((spec, layout))
+    for rec in recorders:  # (explain() records what ran)
+        rec.append((spec, layout))
     if size >= THREAD_MIN:
         # the kernel stage splits work over threads
         run_layout(spec, layout, out, arrays, consts)

@@ -160,7 +160,7 @@ def explain(expr, declared=None) -> str:
     try:
         evaluate(e)
     finally:
-        RECORDERS.remove(record)
+        RECORDERS[:] = [r for r in RECORDERS if r is not record]  # (not ==: [] == [])
     nests = [r[1:] for r in record if r[0] == "nest"]
 
     def text(v):
