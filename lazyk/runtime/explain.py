@@ -261,7 +261,9 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
 def explanation(expr: Any, target: str = "cpu") -> Explanation:
     """Everything lazyk does with `expr`, as text: the graph before and after each pass, the
     kernel specs, layouts, kernel data, LLVM IR and assembly (`target='cuda'`: each kernel's
-    NVVM IR and PTX instead).
+    NVVM IR and PTX instead, loop nests over var dims and missing values included). A
+    histogram or records (`lazyk.zip`, `lazyk.combinations`) show the kernels that compute
+    them.
 
     `lazyk.explain(e)` is `e.explain()`. The text prints with its line breaks at a prompt
     and as preformatted text in a notebook; it runs the expression once, on its data or
