@@ -1,4 +1,5 @@
-"""Bounded least-recently-used maps: the one cache implementation every stage uses.
+"""Bounded caches, the two every stage uses: `LRU` (least recently used goes first) for
+compiled code and costly plans, `Memo` (emptied when full) for what is cheap to make again.
 
 Thread-safe (one lock per map, held only for the dictionary work: values are built and
 dropped outside it, so the last reference to a compiled kernel never frees its code under
@@ -99,6 +100,29 @@ class LRU:
 
     def __repr__(self) -> str:
         return f"LRU({self.name or 'cache'}: {len(self)} of {self.size})"
+
+
+class Memo(dict):
+    """A bounded memo of values that are cheap to make again (parses, type rules, plans):
+    a plain dict whose `put` empties it once it holds `size` entries. A look-up is one dict
+    look-up, with no lock and no recency kept; use `LRU` for values that hold native code
+    or are costly to rebuild."""
+
+    __slots__ = ("size", "name")
+
+    def __init__(self, size: int, name: str = "") -> None:
+        super().__init__()
+        self.size, self.name = size, name
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        """Store `value` (emptying a full memo first) and return it."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = value
+        return value
+
+    def __repr__(self) -> str:
+        return f"Memo({self.name or 'memo'}: {len(self)} of {self.size})"
 
 
 def _after_fork_child() -> None:

@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from lazyk.errors import CompileError, DeviceError
+from lazyk.lru import Memo
 
 nvvmc = pytest.importorskip("lazyk.backend.nvvmc")
 try:
@@ -708,7 +709,7 @@ def fake_driver(monkeypatch):
     gpu.kernels.clear()
     monkeypatch.setattr(cuda, "_pool", cuda._Pool())  # pointers die with each fake arena
     from lazyk.runtime import device
-    monkeypatch.setattr(device, "_GEOMETRY", {})
+    monkeypatch.setattr(device, "_GEOMETRY", Memo(256))
     # Trees of 32 threads: the same code as 256 (which the ptxas tests compile) at an eighth
     # of the emulation's thread and barrier traffic.
     monkeypatch.setattr(nvvm, "REDUCE_BLOCK", 32)

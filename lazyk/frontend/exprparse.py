@@ -16,6 +16,7 @@ from lark import Token
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import ExprParseError, NotSupportedError, TypeParseError
 from lazyk.frontend import expr as lx
+from lazyk.lru import Memo
 
 MAX_DEPTH = 256  # deeper expressions are refused cleanly (Python itself stops near 200)
 
@@ -292,8 +293,7 @@ def _program(root: Any) -> tuple:
     return tuple(out)
 
 
-_CACHE: dict[str, tuple[Any, tuple]] = {}
-_CACHE_LIMIT = 4096
+_CACHE = Memo(4096, "parsed expression strings")  # text -> (call tree, program)
 
 
 def compile_string(text: str) -> tuple[Any, tuple]:
@@ -301,10 +301,7 @@ def compile_string(text: str) -> tuple[Any, tuple]:
     hit = _CACHE.get(text)
     if hit is None:
         root = parse(text)
-        hit = (root, _program(root))
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.clear()
-        _CACHE[text] = hit
+        hit = _CACHE.put(text, (root, _program(root)))
     return hit
 
 

@@ -25,6 +25,7 @@ from lazyk.frontend.expr import Expr, apply, as_expr, count, where
 from lazyk.frontend.expr import max as lazy_max
 from lazyk.frontend.expr import min as lazy_min
 from lazyk.frontend.leaves import is_text
+from lazyk.lru import Memo
 
 # the most edges of `bins` given as an array (each is one comparison per value)
 MAX_EDGES = 512
@@ -116,9 +117,7 @@ class Histogram:
             if got is None:
                 self._index = self._bin_index()
                 if key is not None:
-                    if len(_built) >= 256:
-                        _built.clear()
-                    _built[key] = (self._index.node, self._edges, self._uniform)
+                    _built.put(key, (self._index.node, self._edges, self._uniform))
             else:  # the same histogram of the same expression: its graph again
                 node, self._edges, self._uniform = got
                 self._index = Expr(node, self.x.env)
@@ -242,7 +241,7 @@ class Histogram:
 # (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
 # (each call of an analysis) reuses its graph; the nodes are interned, so the key's x node
 # is the very node of the same expression over the same arrays
-_built: dict = {}
+_built = Memo(256, "histogram graphs")
 
 
 def _subtract(a: Any, b: Any):

@@ -14,6 +14,7 @@ import numpy as np
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.graph import Node
+from lazyk.lru import Memo
 
 # --- shapes -------------------------------------------------------------------------------
 
@@ -69,14 +70,10 @@ def resolve(name: str, srcs: tuple[Node, ...]) -> tuple[tuple[np.dtype, ...], np
     got = _resolved.get((name, key))
     if got is not None:
         return got
-    got = _resolve(name, srcs, key)
-    if len(_resolved) >= 4096:
-        _resolved.clear()
-    _resolved[name, key] = got
-    return got
+    return _resolved.put((name, key), _resolve(name, srcs, key))
 
 
-_resolved: dict = {}  # (op, operand dtypes or weak classes) -> `resolve`'s answer
+_resolved = Memo(4096, "NumPy type rules")  # (op, operand dtypes or weak classes) -> `resolve`'s answer
 
 
 def _resolve(name: str, srcs: tuple[Node, ...], key: tuple) -> tuple:
@@ -115,13 +112,10 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
                                 f"{dtype}") from None
         raise OverflowError(f"{err}") from None
     got = Node("const", dtype, (), (), value.item())
-    if len(_consts) >= 1024:
-        _consts.clear()
-    _consts[key] = got  # (held: a rebuilt expression finds it interned)
-    return got
+    return _consts.put(key, got)  # (held: a rebuilt expression finds it interned)
 
 _LEAF_VALUES = ("scalar", "const")
-_consts: dict = {}  # (scalar or const node, dtype, wrap) -> its `cast`
+_consts = Memo(1024, "cast constants")  # (scalar or const node, dtype, wrap) -> its `cast`
 
 
 def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:

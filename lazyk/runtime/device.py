@@ -22,6 +22,7 @@ from lazyk.frontend import ops
 from lazyk.frontend.expr import as_expr, leaf_data
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.kernel import gpu
+from lazyk.lru import Memo
 from lazyk.passes.dims import simplify_dims
 from lazyk.runtime import launch as runtime
 
@@ -224,7 +225,7 @@ def _broadcast_strides(arr: DeviceArray, shape: tuple) -> tuple[int, ...]:
 # Per (step, operand geometry): everything a call needs besides the pointers, so a repeated
 # call skips the dims pass, spec specialisation and the kernel-cache lookup. Values hold the
 # step, so the id() in the key stays unique while the entry lives.
-_GEOMETRY: dict[tuple, tuple] = {}
+_GEOMETRY = Memo(256, "GPU launch geometry")
 
 
 def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
@@ -260,9 +261,7 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
     plan = _GEOMETRY.get(key)
     if plan is None or (plan[5] is not None and plan[5].module.handle is None):
         # new geometry, or its kernel was evicted (and unloaded) from the kernel cache
-        if len(_GEOMETRY) > 256:
-            _GEOMETRY.clear()
-        plan = _GEOMETRY[key] = _plan_step(step, arrays, device)
+        plan = _GEOMETRY.put(key, _plan_step(step, arrays, device))
     _, shape, alloc, result, layout, kernel, count = plan
     full = DeviceArray.empty(alloc, step.dtype, device)
     out = full if result == alloc else DeviceArray(result, full.dtype, full.ptr, device=device,

@@ -10,6 +10,7 @@ import numpy as np
 from lark import Token
 
 from lazyk.errors import TypeParseError
+from lazyk.lru import Memo
 from lazyk.types.base import (
     EllipsisDim,
     FixedDim,
@@ -91,9 +92,8 @@ def _error(text: str, message: str, tok: Any) -> TypeParseError:
         return TypeParseError(message, text, tok.line, tok.column)
     return TypeParseError(message, text, 1, 1)
 
-_CACHE: dict[str, Type] = {}
+_CACHE = Memo(10_000, "parsed types")
 _PY_SCALARS = (bool, int, float, complex)
-_CACHE_LIMIT = 10_000
 
 
 def dshape(text: Any) -> Type:
@@ -109,10 +109,7 @@ def dshape(text: Any) -> Type:
         return t
     if isinstance(text, str):
         t = parse(text)
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.clear()
-        _CACHE[text] = t
-        return t
+        return _CACHE.put(text, t)
     if isinstance(text, Type):
         return text
     if isinstance(text, np.dtype) or (isinstance(text, type) and (
