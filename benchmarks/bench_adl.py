@@ -11,7 +11,9 @@ Awkward Array + boost-histogram (`adl_awkward.py`), on NanoAOD-like events
    order alternating; the median of `--repeat` rounds), a query being everything from the
    event columns to the filled histogram(s). Report both medians, the ratio, lazyk's cold
    compile (a new process, an empty kernel cache: the first call) and its warm-cache first
-   call (a new process, the cache filled).
+   call (a new process, the cache filled), and how close lazyk comes to memory bandwidth:
+   the bytes of the event columns the query reads over its time, against a NumPy copy's
+   GB/s (bytes read + written) measured in the same run.
 
 Extra rows time parts of a query lazyk runs fused today: "Q5 pairs" (per event, whether an
 opposite-charge muon pair has mass in 60-120: `ak.any` over `ak.combinations` against the
@@ -105,6 +107,44 @@ def first_call(row: str, n_events: int, seed: int, cache: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def column_bytes(ev) -> dict:
+    """{column name: (bytes of its values, its collection or None, bytes of the offsets)}."""
+    out = {"met_pt": (ev.met_pt.nbytes, None, 0), "met_phi": (ev.met_phi.nbytes, None, 0)}
+    for prefix, c in (("Jet", ev.jets), ("Muon", ev.muons), ("Electron", ev.electrons)):
+        for name, values in c.fields.items():
+            out[f"{prefix}_{name}"] = (values.nbytes, prefix, c.offsets.nbytes)
+    return out
+
+
+def bytes_read(query, cols: dict, sizes: dict) -> int:
+    """Bytes of the event columns `query` reads (each collection's offsets once): the
+    columns its histograms' leaves view. (A leaf made while building, such as the
+    `var * 1` view a nested cartesian takes, views its column's memory block.)"""
+    memory = {id(getattr(a, "_owner", a)): name for name, a in cols.items()}
+    names = set()
+    for h in query(L.events(cols)).values():
+        for e in (h.x, h.weights):
+            for leaf in (() if e is None else e.env.values()):
+                a = getattr(leaf, "array", getattr(leaf, "owner", leaf))
+                name = memory.get(id(getattr(a, "_owner", a)))
+                if name is not None:
+                    names.add(name)
+    collections = {sizes[n][1]: sizes[n][2] for n in names}
+    return sum(sizes[n][0] for n in names) + sum(v for k, v in collections.items() if k)
+
+
+def copy_bandwidth(nbytes: int, repeat: int) -> float:
+    """GB/s of a NumPy copy (bytes read + written): the yardstick of the bandwidth column."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    times = []
+    for _ in range(repeat + 1):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return 2 * src.nbytes / statistics.median(times[1:]) / 1e9
+
+
 def timed(fn, ev) -> float:
     t0 = time.perf_counter()
     fn(ev)
@@ -125,13 +165,17 @@ def main(argv=None) -> int:
     rows = args.rows or list(ROWS)
     status = check(args.check_events, args.seed)
     ev = adl_events.generate(args.events, args.seed)
-    aev, lev = adl_events.to_awkward(ev), L.events(adl_events.to_lazyk(ev))
+    cols = adl_events.to_lazyk(ev)
+    aev, lev = adl_events.to_awkward(ev), L.events(cols)
+    copy = copy_bandwidth(ev.nbytes, args.repeat)
     print(f"ADL benchmark: {len(ev):,} events ({ev.nbytes / 1e6:.0f} MB of columns), "
           f"{lazyk.get_num_threads()} lazyk threads, median of {args.repeat} interleaved "
-          f"rounds; counts checked equal on {args.check_events:,} events\n")
+          f"rounds; counts checked equal on {args.check_events:,} events; NumPy copy "
+          f"bandwidth {copy:.1f} GB/s (read + write)\n")
     print("| query | Awkward (ms) | lazyk (ms) | Awkward / lazyk | lazyk cold compile (ms) "
-          "| lazyk first call, warm cache (ms) |")
-    print("|---|---|---|---|---|---|")
+          "| lazyk first call, warm cache (ms) | columns read (MB) | lazyk GB/s (of copy) |")
+    print("|---|---|---|---|---|---|---|---|")
+    sizes = column_bytes(ev)
     results = {}
     for row in rows:
         if status.get(row):
@@ -151,13 +195,18 @@ def main(argv=None) -> int:
             with tempfile.TemporaryDirectory() as cache:
                 cold = first_call(row, 1000, args.seed, cache)
                 warm = first_call(row, 1000, args.seed, cache)
+        read = bytes_read(lz, cols, sizes)
+        gbs = read / lz_t / 1e9
         results[row] = {"awkward_ms": a * 1e3, "lazyk_ms": lz_t * 1e3, "ratio": a / lz_t,
-                        "cold_compile_ms": cold * 1e3, "warm_cache_ms": warm * 1e3}
+                        "cold_compile_ms": cold * 1e3, "warm_cache_ms": warm * 1e3,
+                        "bytes_read": read, "lazyk_gb_s": gbs, "of_copy": gbs / copy}
         print(f"| {row} | {a * 1e3:.1f} | {lz_t * 1e3:.1f} | {a / lz_t:.1f}x | "
-              f"{cold * 1e3:.0f} | {warm * 1e3:.0f} |")
+              f"{cold * 1e3:.0f} | {warm * 1e3:.0f} | {read / 1e6:.1f} | "
+              f"{gbs:.1f} ({gbs / copy:.0%}) |")
     if args.json:
         Path(args.json).write_text(json.dumps({"events": len(ev), "repeat": args.repeat,
                                                "threads": lazyk.get_num_threads(),
+                                               "copy_gb_s": copy,
                                                "rows": results}, indent=1))
     return 0
 
