@@ -103,8 +103,8 @@ def _binary(name: str, reflected: bool = False):
             if other is None or isinstance(other, (list, tuple, dict, set)):
                 expr.refuse_container(name, self, other, reflected)
             return NotImplemented
-        # (every name here is a binary ufunc of the front end: `apply` is its builder)
-        return expr.apply(name, other, self) if reflected else expr.apply(name, self, other)
+        # (every name here is a binary ufunc of the front end: `binary` is its builder)
+        return expr.binary(name, other, self) if reflected else expr.binary(name, self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     method.__doc__ = f"Lazy `{name}` (see lazyk.frontend.expr.{name})."
