@@ -37,8 +37,8 @@ def evaluate(expr: Any, out: Any = None, casting: str = "same_kind") -> Any:
 
 
 def launch(expr: Any) -> Any:
-    """The runtime's launch of expression `expr`, kept on it (`expr._launch`): a call that
-    gives its value, or NotImplemented where only `evaluate` computes it."""
+    """The value of expression `expr` from the runtime's launch, kept on it for the next
+    evaluation (`expr._launch`, a call), or NotImplemented where only `evaluate` computes it."""
     fn = _services.get("launch")  # (no `_service` call: `.eval()` pays for this one)
     return (fn if fn is not None else _service("launch"))(expr)
 

@@ -83,6 +83,9 @@ def _binary(name: str, reflected: bool = False):
 
     def method(self, other):
         expr = _front_end[0] if _front_end else front_end()
+        got = expr.built(name, other, self) if reflected else expr.built(name, self, other)
+        if got is not None:  # (a structure built before: the operands were checked then)
+            return got
         t = type(other)
         if t is not int and t is not float and not expr.is_operand(other):
             if isinstance(other, (str, bytes)):
@@ -103,8 +106,8 @@ def _binary(name: str, reflected: bool = False):
             if other is None or isinstance(other, (list, tuple, dict, set)):
                 expr.refuse_container(name, self, other, reflected)
             return NotImplemented
-        # (every name here is a binary ufunc of the front end: `binary` is its builder)
-        return expr.binary(name, other, self) if reflected else expr.binary(name, self, other)
+        # (every name here is a binary ufunc of the front end: `apply` is its builder)
+        return expr.apply(name, other, self) if reflected else expr.apply(name, self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     method.__doc__ = f"Lazy `{name}` (see lazyk.frontend.expr.{name})."

@@ -125,9 +125,10 @@ class Expr(Operators):
 
     def _structure(self) -> tuple | None:
         """(structure key, its input arrays by position, flat) of an expression built by
-        structure (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays and
-        lazyk Arrays) those `node.names` name; flat: all of them NumPy arrays or views and a
-        result of less than 2 dims. `_launch` is the runtime's to keep what it planned for
+        structure (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays,
+        the views of NumPy-backed lazyk Arrays, var / option lazyk Arrays) the data of the
+        inputs `node.names` names; flat: all of them NumPy arrays and a result of less than
+        2 dims. `_launch` is the runtime's to keep what it planned for
         this expression object: a call that computes it, or gives NotImplemented."""
         key = self._key
         return None if key is None else (key[1], self._leaves, key[4])
@@ -208,7 +209,7 @@ class Expr(Operators):
         if out is not None:
             return hooks.evaluate(self, out=out, casting=casting)
         run = self._launch  # (evaluated before: the runtime's launch of this very expression)
-        out = (run if run is not None else hooks.launch(self))()
+        out = run() if run is not None else hooks.launch(self)
         if out is NotImplemented:
             out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
@@ -515,11 +516,11 @@ def _token(x: Any) -> tuple | None:
         return None if key is None else (key[0], x._leaves)
     if t is int or (t is float and x == x and x != 0.0):  # (NaN, -0.0: by their graph)
         return (t, x), ()
-    if t is Array:
+    if t is Array:  # (a NumPy-backed one by its view: what binding reads)
         view = x.numpy_view()
         if view is not None:
             dt = view.dtype
-            return ((dt, view.shape), (x,)) if dt in _NATIVE_NUMERIC else None
+            return ((dt, view.shape), (view,)) if dt in _NATIVE_NUMERIC else None
         return (x.type, (x,)) if _plain_ragged(x) else None  # var dims, `?T`: by type
     if t is np.ndarray and x.dtype in _NATIVE_NUMERIC:
         return (x.dtype, x.shape), (x,)
@@ -586,11 +587,15 @@ def _remember(got: tuple, e: Expr) -> Expr:
     key, arrays = got
     node = e.node
     names = node.names
-    if e._key is not None or names is None or len(names) != len(arrays) or \
-            builtins.any(_leaf_name(v) != n for v, n in zip(arrays, names)):
+    if e._key is not None or names is None or len(names) != len(arrays):
         return e
-    flat = len(node.shape) < 2 and builtins.all(
-        type(v) is np.ndarray or v.numpy_view() is not None for v in arrays)
+    env = e.env
+    for v, n in zip(arrays, names):
+        x = env[n]
+        t = type(x)
+        if (x.view if t is OwnedView else x.array if t is RaggedLeaf else x) is not v:
+            return e
+    flat = len(node.shape) < 2 and builtins.all(type(v) is np.ndarray for v in arrays)
     entry = (next(_tokens), node.skey, node.dtype, node.shape, flat)
     if len(_built) >= _BUILT_LIMIT:
         _built.clear()
@@ -1085,8 +1090,9 @@ def endswith(x: Any, suffix: Any) -> Expr:
     return _text_apply("endswith", operands("endswith", (x, suffix)), "endswith")
 
 
-def binary(name: str, x: Any, y: Any) -> Expr:
-    """`apply(name, x, y)`, the operators' builder: a look-up when the structure is known."""
+def built(name: str, x: Any, y: Any) -> Expr | None:
+    """ufunc `name` of `x` and `y` when that structure was built before (a look-up), else
+    None: then `apply` builds it. The operators' first step."""
     a = _token(x)
     if a is not None:
         b = _token(y)
@@ -1096,7 +1102,7 @@ def binary(name: str, x: Any, y: Any) -> Expr:
                 entry = _built.get((name, a[0], b[0]))  # (`_build_key`'s key)
                 if entry is not None:
                     return _deferred(entry, p + q, (_apply, (name, x, y), _NO_KEYWORDS))
-    return apply(name, x, y)
+    return None
 
 
 def apply(name: str, *args: Any) -> Expr:

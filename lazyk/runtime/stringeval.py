@@ -440,7 +440,7 @@ def evaluate_expr(e) -> Any:
     """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
     else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
     run = e._launch  # this very expression evaluated before: its entry and arrays
-    return (run if run is not None else launch_of(e))()
+    return run() if run is not None else launch(e)
 
 
 def _general() -> Any:
@@ -448,22 +448,25 @@ def _general() -> Any:
     return NotImplemented
 
 
-def launch_of(e) -> Any:
-    """The launch of `e`, kept on `e` for its next evaluation (`Expr.eval` calls it first): a
-    `_FastEntry.launch` of its arrays, a `_NestRun` over var / option arrays, or `_general`
-    for what the entries do not run. Each gives `e`'s value or NotImplemented."""
-    run = _bind_expr(e)
-    e._launch = run = _general if run is None else run
-    return run
+def launch(e) -> Any:
+    """`evaluate_expr` of `e` not evaluated before (`Expr.eval` calls it first); its launch
+    is kept on `e` for its next evaluation: a `_FastEntry.launch` of its arrays, a `_NestRun`
+    over var / option arrays, or `_general` for what the entries do not run."""
+    got = e._structure()
+    if got is not None and got[2]:  # flat: dtypes checked by the builder, no result order
+        entry = _expr_entries.get(got[0])
+        if entry:  # (planned before: the common case, in a few steps)
+            e._launch = partial(entry.launch, got[1])
+            return entry.launch(got[1])
+    run = e._launch = _bind_expr(e, got) or _general
+    return run()
 
 
-def _bind_expr(e) -> Any:
+def _bind_expr(e, got: tuple | None) -> Any:
     """The launch of `e` (its `_FastEntry`'s, or a `_NestRun` over var / option arrays), or
-    None for what the entries do not run."""
-    got = e._structure()  # built by structure: its arrays by position, no graph
-    if got is not None and got[2]:  # (dtypes checked by the builder; no result order)
-        return _dense_launch(e, got[0], None, [
-            v if type(v) is np.ndarray else v.numpy_view() for v in got[1]])
+    None for what the entries do not run; `got`: `e._structure()`."""
+    if got is not None and got[2]:
+        return _dense_launch(e, got[0], None, got[1])
     if got is None:
         node = e.node
         key, names_ = node.skey, node.names
@@ -494,7 +497,7 @@ def _bind_expr(e) -> Any:
     return _dense_launch(e, key if layout is None else (key, layout), names_, values)
 
 
-def _dense_launch(e, key, names_, values: list) -> Any:
+def _dense_launch(e, key, names_, values: Any) -> Any:
     """The launch of `e` (its entry's `launch` of `values`) over NumPy arrays `values` (its inputs `names_`, when known) from
     the entry of `key` (its structure, and the layout class of its inputs of 2 or more dims
     where the result has 2 or more), planned on a miss; None where the general path runs."""
@@ -559,4 +562,4 @@ def _plan_expr(e, names_: tuple, values: list) -> Any:
 
 runtime.install_path("string", evaluate_string)
 runtime.install_path("expr", evaluate_expr)
-hooks.install(launch=launch_of)
+hooks.install(launch=launch)
