@@ -252,6 +252,7 @@ class _FastEntry:
         self._plain = self.dispatch is not None and not exps and not recipe and \
             not self.reduce
         self._fresh = self.dispatch.fresh if self._plain else None
+        # `launch`'s values are the inputs by position (a string's values hold its scalars too)
         self._in_order = self.order == tuple(range(len(inputs)))
 
     def launch(self, values: list) -> Any:
@@ -269,7 +270,7 @@ class _FastEntry:
 
     def __call__(self, values: Any, out: Any, casting: str) -> Any:
         if self._plain and out is None:  # the last bind's geometry: one native call
-            got = self._fresh(values if self._in_order else [values[k] for k in self.order])
+            got = self._fresh([values[k] for k in self.order])
             if got is not None:
                 return got
         prog = self.prog
