@@ -128,8 +128,8 @@ class Expr(Operators):
         structure (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays,
         the views of NumPy-backed lazyk Arrays, var / option lazyk Arrays) the data of the
         inputs `node.names` names; flat: all of them NumPy arrays and a result of less than
-        2 dims. `_launch` is the runtime's to keep what it planned for
-        this expression object: a call that computes it, or gives NotImplemented."""
+        2 dims. `_launch` is the runtime's to keep what it planned for this expression
+        object: a call that computes it, or gives NotImplemented."""
         key = self._key
         return None if key is None else (key[1], self._leaves, key[4])
 

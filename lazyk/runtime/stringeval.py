@@ -499,9 +499,9 @@ def _bind_expr(e, got: tuple | None) -> Any:
 
 
 def _dense_launch(e, key, names_, values: Any) -> Any:
-    """The launch of `e` (its entry's `launch` of `values`) over NumPy arrays `values` (its inputs `names_`, when known) from
-    the entry of `key` (its structure, and the layout class of its inputs of 2 or more dims
-    where the result has 2 or more), planned on a miss; None where the general path runs."""
+    """The launch of `e` over NumPy arrays `values` (its inputs `names_`, when known): the
+    `launch` of the entry of `key` (its structure, with the layout class of its inputs of 2
+    or more dims unless it is flat), planned on a miss; None where the general path runs."""
     # (alignment is checked by the native guard, and at bind: BindError, the general path)
     entry = _expr_entries.get(key)
     if entry is None:
