@@ -1090,7 +1090,7 @@ def endswith(x: Any, suffix: Any) -> Expr:
     return _text_apply("endswith", operands("endswith", (x, suffix)), "endswith")
 
 
-def built(name: str, x: Any, y: Any) -> Expr | None:
+def apply_built(name: str, x: Any, y: Any) -> Expr | None:
     """ufunc `name` of `x` and `y` when that structure was built before (a look-up), else
     None: then `apply` builds it. The operators' first step."""
     a = _token(x)
