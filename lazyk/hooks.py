@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function")
+         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch")
 _services: dict[str, Callable] = {}
 
 
@@ -34,6 +34,13 @@ def _service(name: str) -> Callable:
 def evaluate(expr: Any, out: Any = None, casting: str = "same_kind") -> Any:
     """Compute `expr` (the runtime's `lazyk.evaluate`), into `out` when given."""
     return _service("evaluate")(expr, out=out, casting=casting)
+
+
+def launch(expr: Any) -> Any:
+    """The value of expression `expr` from the runtime's launch, kept on it for the next
+    evaluation (`expr._launch`, a call), or NotImplemented where only `evaluate` computes it."""
+    fn = _services.get("launch")  # (no `_service` call: `.eval()` pays for this one)
+    return (fn if fn is not None else _service("launch"))(expr)
 
 
 def evaluate_many(*exprs: Any) -> tuple:

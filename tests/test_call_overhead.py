@@ -189,6 +189,87 @@ def test_eval_results_and_errors_equal_the_general_path():
         np.testing.assert_array_equal(s.eval().to_numpy(), (a * 2).sum(axis=1))
 
 
+def test_first_eval_of_a_new_object_launches_the_planned_entry_without_a_graph():
+    rng = np.random.default_rng(8)
+    a, b = rng.random(40), rng.random(40)
+    (4 * lazyk.array(a) - lazyk.array(b)).eval()  # plans the structure
+    before, compiles = stringeval.expr_stats["plans"], lazyk.stats()["compiles"]
+    for _ in range(5):
+        a, b = rng.random(40), rng.random(40)
+        e = 4 * lazyk.array(a) - lazyk.array(b)
+        assert e._node is None and e._launch is None
+        got = e.eval()
+        assert e._node is None and e._launch is not None  # (launched from its arrays)
+        assert isinstance(got, lazyk.Array) and got.type == lazyk.dshape("40 * float64")
+        np.testing.assert_array_equal(got.to_numpy(), 4 * a - b)
+        np.testing.assert_array_equal(e.eval().to_numpy(), 4 * a - b)  # (kept: `_launch`)
+    assert stringeval.expr_stats["plans"] == before
+    assert lazyk.stats()["compiles"] == compiles
+    # what the entries do not run keeps the general path, evaluated again too
+    s = lazyk.array(np.array(["a", "bb"]))
+    for _ in range(2):
+        e = lazyk.str_len(s) * 2
+        assert e.eval().to_list() == [2, 4] and e.eval().to_list() == [2, 4]
+
+
+def _operands(rng):
+    """Pairs of arrays that differ from one pair to the next in one way: dtype, size,
+    strides, ndim, C / Fortran order, byte order, alignment, writeability, emptiness."""
+    x = rng.random(12) - 0.5
+    x[3] = 0.0
+    y = rng.random(12) - 0.5
+    c, d = x.reshape(3, 4), y.reshape(3, 4)
+    raw = np.zeros(12 * 8 + 1, np.uint8)[1:].view(np.float64)
+    raw[:] = x
+    ro = x.copy()
+    ro.flags.writeable = False
+    return [(x, y), (x.astype(np.float32), y.astype(np.float32)), (x[:11], y[:11]),
+            ((x * 10).astype(np.int32), (y * 10).astype(np.int32)),
+            (x[::2], y[::2]), (x[:6], y[:6]), (c, d), (np.asfortranarray(c), d.T.copy().T),
+            (c.T, d.T), (c[:, ::2], d[:, ::2]), (c, y[:4]), (x.astype(">f8"), y), (raw, y),
+            (ro, y), (x[:0], y[:0]), (np.array(1.5), np.array(-2.0)), (x, y)]
+
+
+@pytest.mark.parametrize("scalar", [2, 2.0, -3, 0.0, -0.0, float("nan"), np.float32(2)],
+                         ids=["2", "2.0", "-3", "0.0", "-0.0", "nan", "f32"])
+def test_new_leaves_of_other_kinds_never_reuse_a_wrong_entry(scalar):
+    """One expression over operands that change kind from one call to the next (and back):
+    each result is NumPy's (values, sign of zero, dtype, shape and, for 2-d, the order)."""
+    rng = np.random.default_rng(10)
+    pairs = _operands(rng)
+    for x, y in pairs + pairs[::-1]:
+        for fn in (lambda p, q: scalar * p + q, lambda p, q: p * scalar - q):
+            want = fn(x, y)
+            e = fn(lazyk.array(x), lazyk.array(y))
+            assert e.dtype == want.dtype and e.shape == want.shape, (x.dtype, x.shape)
+            got = e.eval().to_numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape, (x.dtype, x.shape)
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want)) or want.dtype.kind != "f"
+            if want.ndim == 2 and not want.flags.c_contiguous:
+                assert got.flags.f_contiguous == want.flags.f_contiguous
+
+
+def test_one_array_in_two_positions_and_other_arrays_after_it():
+    """Which operands read the same array is part of the structure: the same lazyk array
+    twice, two lazyk arrays over one NumPy array, a lazyk array and its own NumPy array,
+    then two distinct arrays, in every order."""
+    rng = np.random.default_rng(11)
+    a, b = rng.random(9), rng.random(9)
+    la = lazyk.array(a)
+    cases = [(lambda: la * 3 + la, 4 * a), (lambda: lazyk.array(a) * 3 + lazyk.array(a), 4 * a),
+             (lambda: la * 3 + a, 4 * a), (lambda: lazyk.array(a) * 3 + lazyk.array(b),
+                                         3 * a + b), (lambda: la * 3 + lazyk.array(b), 3 * a + b)]
+    for build, want in cases + cases[::-1] + cases:
+        e = build()
+        np.testing.assert_array_equal(e.eval().to_numpy(), want)
+        np.testing.assert_array_equal(e.eval().to_numpy(), want)
+    big = rng.random(70_000)  # threaded sizes: after small ones of the same expression
+    for x in (a, big, a, big):
+        np.testing.assert_array_equal((2 * lazyk.array(x) + lazyk.array(x)).eval().to_numpy(),
+                                      3 * x)
+
+
 # --- ragged calls and .eval() -----------------------------------------------------------------
 
 def test_ragged_compiled_call_prepares_once_and_matches_the_reference():

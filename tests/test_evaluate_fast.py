@@ -101,6 +101,31 @@ def test_result_order_follows_each_calls_layouts():
         assert got.flags.f_contiguous == (first.flags.f_contiguous and f.flags.f_contiguous)
 
 
+def test_a_repeated_plain_string_is_one_native_call(monkeypatch):
+    """After its first calls, an elementwise string runs through its kernel's native guard
+    on a new output (`Dispatcher.fresh`), also with a scalar whose value is part of the
+    program (a small integer: a literal of the kernel) among its names."""
+    from lazyk.kernel.dispatch import Dispatcher
+
+    ran, real = [], Dispatcher.fresh
+
+    def fresh(self, inputs):
+        out = real(self, inputs)
+        ran.append(out is not None)
+        return out
+    monkeypatch.setattr(Dispatcher, "fresh", fresh)
+    rng = _rng(12)
+    a, b, x = rng.random(33), rng.random(33), 2
+    for text, want in [("a*3 - b*7 + 0.125", a * 3 - b * 7 + 0.125),
+                       ("a*0.375 + b*x", a * 0.375 + b * x), ("x*b - a*0.625", x * b - a * 0.625)]:
+        del ran[:]
+        for _ in range(5):
+            got = lazyk.evaluate(text)
+            assert got.dtype == np.float64 and got.shape == (33,)
+            np.testing.assert_array_equal(got, want)
+        assert ran[-2:] == [True, True], (text, ran)
+
+
 def test_scalar_names_are_parameters_bound_per_call(builds):
     a = np.linspace(-2, 2, 101)
     f32 = a.astype(np.float32)

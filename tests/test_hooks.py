@@ -29,7 +29,7 @@ EARLY = ("lazyk.hooks", "lazyk.arrays.memory", "lazyk.arrays.indexpath", "lazyk.
 def test_every_hook_is_installed_by_import_lazyk():
     assert set(hooks.NAMES) == {"evaluate", "compile", "explain", "as_device_array",
                                 "to_device", "from_arrow", "from_awkward", "var_rows",
-                                "evaluate_many", "array_ufunc", "array_function"}
+                                "evaluate_many", "array_ufunc", "array_function", "launch"}
     assert all(name in hooks._services for name in hooks.NAMES)
     x = np.arange(6.0)
     e = lazyk.sqrt(lazyk.array(x)) * 2
@@ -55,6 +55,9 @@ def test_expr_methods_go_through_the_hooks(monkeypatch):
         return np.full(expr.shape, 7.0)
 
     monkeypatch.setitem(hooks._services, "evaluate", evaluate)
+    # `.eval()` asks the runtime's launch first; NotImplemented: `evaluate` computes it
+    monkeypatch.setitem(hooks._services, "launch",
+                        lambda expr: calls.append("launch") or NotImplemented)
     monkeypatch.setitem(hooks._services, "compile", lambda expr: ("compiled", expr))
     monkeypatch.setitem(hooks._services, "explain", lambda expr, target: f"text {target}")
     e = lazyk.array(np.arange(3.0)) + 1
@@ -63,7 +66,7 @@ def test_expr_methods_go_through_the_hooks(monkeypatch):
     assert e.to_numpy().tolist() == [7.0, 7.0, 7.0]
     assert e.compile() == ("compiled", e)
     assert e.explain() == "text cpu" and e.explain(target="cuda") == "text cuda"
-    assert calls == [("evaluate", "same_kind")] * 2
+    assert calls == ["launch", ("evaluate", "same_kind"), ("evaluate", "same_kind")]
 
 
 def test_reduction_out_goes_through_evaluate_with_unsafe_casting():

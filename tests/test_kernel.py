@@ -259,6 +259,35 @@ def test_dispatcher_guard_rebinds_on_any_change():
         d(out, raw, b)
 
 
+def test_dispatcher_fresh_runs_only_the_last_geometry():
+    """`fresh` writes a new output in one native call when the inputs have the last bind's
+    geometry, and runs nothing (None) for any other: shape, strides, dtype, alignment."""
+    from lazyk.kernel.dispatch import Dispatcher
+    d = Dispatcher(axpy())
+    rng = np.random.default_rng(8)
+    a, b = rng.random(5), rng.random(5)
+    assert d.fresh([a, b]) is None  # nothing bound yet
+    d(np.empty(5), a, b)
+    a2, b2 = rng.random(5), rng.random(5)
+    got = d.fresh([a2, b2])
+    assert got.dtype == F8 and got.shape == (5,) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, 2 * a2 + b2)
+    assert d.fresh((a2, b2)) is not got  # a new output each call
+    raw = np.zeros(41, np.uint8)[1:].view(F8)
+    for x, y in [(rng.random(6), rng.random(6)),              # another size
+                 (rng.random(10)[::2], b2),                   # other strides
+                 (rng.random(5).astype("f4"), b2),            # another dtype
+                 (rng.random(5).astype(">f8"), b2),           # another byte order
+                 (raw, b2),                                   # not aligned
+                 (rng.random((1, 5)), b2)]:                   # another ndim
+        assert d.fresh([x, y]) is None
+    assert d.fresh([a2, b2, b2]) is None  # another count
+    d(np.empty((2, 3)), rng.random((2, 3)), rng.random(3))  # a broadcast geometry
+    x, y = rng.random((2, 3)), rng.random(3)
+    np.testing.assert_array_equal(d.fresh([x, y]), 2 * x + y)
+    assert d.fresh([a2, b2]) is None
+
+
 def test_dispatcher_from_eight_threads():
     from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())

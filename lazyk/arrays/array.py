@@ -571,6 +571,7 @@ def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
 
 # ---------------------------------------------------------------- constructors
 builtins_type = type
+_NATIVE_NUMBERS = frozenset(np.dtype(c) for c in "?bhilqBHILQefdFD")
 _PYTHON_DATA = (list, tuple, dict, str, bytes, bool, int, float, complex, builtins_type(None),
                 np.generic)
 
@@ -603,6 +604,9 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         TypeParseError: a `type` that does not parse.
         NotSupportedError: NumPy object arrays and other data with no lazyk type.
     """
+    if builtins_type(obj) is np.ndarray and type is None and device is None and \
+            obj.dtype in _NATIVE_NUMBERS:  # (the common case first: a view, nothing to check)
+        return Array._wrap(obj)
     if device is not None and str(device) != "cpu":
         return array(obj, type).to(device)
     if isinstance(obj, np.ndarray) and obj.dtype.kind == "U" and not obj.dtype.isnative:

@@ -83,6 +83,10 @@ def _binary(name: str, reflected: bool = False):
 
     def method(self, other):
         expr = _front_end[0] if _front_end else front_end()
+        got = expr.apply_built(name, other, self) if reflected else \
+            expr.apply_built(name, self, other)
+        if got is not None:  # (a structure built before: the operands were checked then)
+            return got
         t = type(other)
         if t is not int and t is not float and not expr.is_operand(other):
             if isinstance(other, (str, bytes)):

@@ -124,12 +124,14 @@ class Expr(Operators):
         return env if env is not None else _materialize(self)._env
 
     def _structure(self) -> tuple | None:
-        """(structure key, its input arrays by position) of an expression built by structure
-        (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays and lazyk
-        Arrays) those `node.names` name. `_launch` is the runtime's to keep what it planned
-        for this expression object: a call that computes it, or gives NotImplemented."""
+        """(structure key, its input arrays by position, flat) of an expression built by
+        structure (`_built`), else None: the key is `node.skey`, the arrays (NumPy arrays,
+        the views of NumPy-backed lazyk Arrays, var / option lazyk Arrays) the data of the
+        inputs `node.names` names; flat: all of them NumPy arrays and a result of less than
+        2 dims. `_launch` is the runtime's to keep what it planned for this expression
+        object: a call that computes it, or gives NotImplemented."""
         key = self._key
-        return None if key is None else (key[1], self._leaves)
+        return None if key is None else (key[1], self._leaves, key[4])
 
     # --- type, without running anything ---
     @property
@@ -207,7 +209,7 @@ class Expr(Operators):
         if out is not None:
             return hooks.evaluate(self, out=out, casting=casting)
         run = self._launch  # (evaluated before: the runtime's launch of this very expression)
-        out = NotImplemented if run is None else run()
+        out = run() if run is not None else hooks.launch(self)
         if out is NotImplemented:
             out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
@@ -496,41 +498,33 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
 # runs the builders (typing, every check, the graph); the result's structure key
 # (`Node.skey`), dtype and shape are kept for the key, so the same key over other arrays is
 # a look-up and the expression's graph is made only when something reads it (`Expr.node`:
-# `_materialize` runs the same builders). Values are (token, structure key, dtype, shape).
+# `_materialize` runs the same builders). Values are (token, structure key, dtype, shape,
+# flat: see `Expr._structure`).
 _built: dict = {}
-# (dtype, shape) of a NumPy-backed array, the lazyk type of a var / option one, (type,
-# value) of a scalar -> token
-_leaf_tokens: dict = {}
 _tokens = itertools.count(1)
 _BUILT_LIMIT = 1 << 14
+_NO_KEYWORDS: dict = {}  # (a recipe's keywords; never written)
 
 
 def _token(x: Any) -> tuple | None:
-    """(token, arrays by position) of an operand `_built` takes, else None."""
+    """(token, arrays by position) of an operand `_built` takes, else None. A token is an
+    int (an expression's), a tuple (a scalar's type and value, an array's dtype and shape)
+    or a lazyk type (a var / option array's): kinds that never compare equal."""
     t = type(x)
     if t is Expr:
         key = x._key
         return None if key is None else (key[0], x._leaves)
     if t is int or (t is float and x == x and x != 0.0):  # (NaN, -0.0: by their graph)
-        leaf, arrays = (t, x), ()
-    elif t is Array:
+        return (t, x), ()
+    if t is Array:  # (a NumPy-backed one by its view: what binding reads)
         view = x.numpy_view()
-        if view is not None and view.dtype in _NATIVE_NUMERIC:
-            leaf, arrays = (view.dtype, view.shape), (x,)
-        elif view is None and _plain_ragged(x):  # var dims, `?T`: the type says it all
-            leaf, arrays = x.type, (x,)
-        else:
-            return None
-    elif t is np.ndarray and x.dtype in _NATIVE_NUMERIC:
-        leaf, arrays = (x.dtype, x.shape), (x,)
-    else:
-        return None
-    tok = _leaf_tokens.get(leaf)
-    if tok is None:
-        if len(_leaf_tokens) >= _BUILT_LIMIT:
-            _leaf_tokens.clear()
-        tok = _leaf_tokens.setdefault(leaf, next(_tokens))
-    return tok, arrays
+        if view is not None:
+            dt = view.dtype
+            return ((dt, view.shape), (view,)) if dt in _NATIVE_NUMERIC else None
+        return (x.type, (x,)) if _plain_ragged(x) else None  # var dims, `?T`: by type
+    if t is np.ndarray and x.dtype in _NATIVE_NUMERIC:
+        return (x.dtype, x.shape), (x,)
+    return None
 
 
 def _plain_ragged(x: Array) -> bool:
@@ -593,10 +587,16 @@ def _remember(got: tuple, e: Expr) -> Expr:
     key, arrays = got
     node = e.node
     names = node.names
-    if e._key is not None or names is None or len(names) != len(arrays) or \
-            builtins.any(_leaf_name(v) != n for v, n in zip(arrays, names)):
+    if e._key is not None or names is None or len(names) != len(arrays):
         return e
-    entry = (next(_tokens), node.skey, node.dtype, node.shape)
+    env = e.env
+    for v, n in zip(arrays, names):
+        x = env[n]
+        t = type(x)
+        if (x.view if t is OwnedView else x.array if t is RaggedLeaf else x) is not v:
+            return e
+    flat = len(node.shape) < 2 and builtins.all(type(v) is np.ndarray for v in arrays)
+    entry = (next(_tokens), node.skey, node.dtype, node.shape, flat)
     if len(_built) >= _BUILT_LIMIT:
         _built.clear()
     _built[key] = entry
@@ -1090,13 +1090,28 @@ def endswith(x: Any, suffix: Any) -> Expr:
     return _text_apply("endswith", operands("endswith", (x, suffix)), "endswith")
 
 
+def apply_built(name: str, x: Any, y: Any) -> Expr | None:
+    """ufunc `name` of `x` and `y` when that structure was built before (a look-up), else
+    None: then `apply` builds it. The operators' first step."""
+    a = _token(x)
+    if a is not None:
+        b = _token(y)
+        if b is not None:
+            p, q = a[1], b[1]
+            if not p or not q or (len(p) == 1 == len(q) and p[0] is not q[0]):
+                entry = _built.get((name, a[0], b[0]))  # (`_build_key`'s key)
+                if entry is not None:
+                    return _deferred(entry, p + q, (_apply, (name, x, y), _NO_KEYWORDS))
+    return None
+
+
 def apply(name: str, *args: Any) -> Expr:
     """Build the node for ufunc `name` on `args` (typed now; errors name op and types)."""
     got = _build_key((name,), args)
     if got is not None:
         entry = _built.get(got[0])
         if entry is not None:
-            return _deferred(entry, got[1], (_apply, (name,) + args, {}))
+            return _deferred(entry, got[1], (_apply, (name,) + args, _NO_KEYWORDS))
         return _remember(got, _apply(name, *args))
     return _apply(name, *args)
 

@@ -87,6 +87,15 @@ class Dispatcher:
             return out
         return self._miss(out, inputs)
 
+    def fresh(self, inputs: Any) -> Any:
+        """A new output written from `inputs` by one native call when they have the last
+        bind's geometry (its output's shape and dtype), else None (nothing run)."""
+        g = self._g
+        if g is None or len(inputs) != self._nin:
+            return None
+        out = np.empty(g[3], g[2][0])  # (a fresh array: C order, aligned, no overlap)
+        return out if self._fn(g[0], out, *inputs) == 0 else None
+
     def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
         """Execute with other parameter values (`pack_params` bytes); returns `out`.
 
@@ -117,7 +126,7 @@ class Dispatcher:
                              may_alias=self.spec.reduce is None)
         ck._keep = ck.out = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
-        self._g = (buf, ck, tuple(a.dtype for a in arrays))
+        self._g = (buf, ck, tuple(a.dtype for a in arrays), out.shape)
         return out
 
 

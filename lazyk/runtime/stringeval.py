@@ -13,10 +13,12 @@ import sys
 import threading
 import weakref
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend import ops
@@ -249,17 +251,28 @@ class _FastEntry:
         # elementwise, one kernel, no checks of values: `__call__`'s first lines
         self._plain = self.dispatch is not None and not exps and not recipe and \
             not self.reduce
+        self._fresh = self.dispatch.fresh if self._plain else None
+        # `launch`'s values are the inputs by position (a string's values hold its scalars too)
+        self._in_order = self.order == tuple(range(len(inputs)))
 
-    def __call__(self, values: list, out: Any, casting: str) -> Any:
-        if self._plain and out is None:
-            arrays = [values[k] for k in self.order]
-            shape = arrays[0].shape
-            if all(a.shape == shape for a in arrays):
-                size = 1
-                for n in shape:
-                    size *= n
-                if size < self._thread_min:
-                    return self.dispatch(np.empty(shape, self.dtype), *arrays)
+    def launch(self, values: list) -> Any:
+        """The value over `values` (an expression's inputs by position), or NotImplemented
+        where the general path must compute it (its errors have their usual form there)."""
+        fresh = self._fresh
+        if fresh is not None:  # the last bind's geometry: one native call
+            got = fresh(values if self._in_order else [values[k] for k in self.order])
+            if got is not None:
+                return got
+        try:
+            return self(values, None, "same_kind")
+        except (ShapeError, BindError, OverflowError):
+            return NotImplemented
+
+    def __call__(self, values: Any, out: Any, casting: str) -> Any:
+        if self._plain and out is None:  # the last bind's geometry: one native call
+            got = self._fresh([values[k] for k in self.order])
+            if got is not None:
+                return got
         prog = self.prog
         if self.exps:
             for k in self.exps:
@@ -428,33 +441,33 @@ def evaluate_expr(e) -> Any:
     """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
     else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
     run = e._launch  # this very expression evaluated before: its entry and arrays
-    if run is None:
-        run = _bind_expr(e)
-        if run is None:
-            return NotImplemented
+    return run() if run is not None else launch(e)
+
+
+def _general() -> Any:
+    """The launch of an expression the entries do not run: the general path runs it."""
+    return NotImplemented
+
+
+def launch(e) -> Any:
+    """`evaluate_expr` of `e` not evaluated before (`Expr.eval` calls it first); its launch
+    is kept on `e` for its next evaluation: a `_FastEntry.launch` of its arrays, a `_NestRun`
+    over var / option arrays, or `_general` for what the entries do not run."""
+    got = e._structure()
+    if got is not None and got[2]:  # flat: dtypes checked by the builder, no result order
+        entry = _expr_entries.get(got[0])
+        if entry:  # (planned before: the common case, in a few steps)
+            e._launch = partial(entry.launch, got[1])
+            return entry.launch(got[1])
+    run = e._launch = _bind_expr(e, got) or _general
     return run()
 
 
-class _Launch:
-    """An expression's entry and input arrays: calling it evaluates the expression, or gives
-    NotImplemented where the general path must (its errors have their usual form there)."""
-
-    __slots__ = ("entry", "values")
-
-    def __init__(self, entry: _FastEntry, values: tuple):
-        self.entry, self.values = entry, values
-
-    def __call__(self) -> Any:
-        try:
-            return self.entry(self.values, None, "same_kind")
-        except (ShapeError, BindError, OverflowError):
-            return NotImplemented
-
-
-def _bind_expr(e) -> Any:
-    """The launch of `e` (a `_Launch`, or a `_NestRun` over var / option arrays; kept on `e`
-    for its next evaluation), or None for what the entries do not run."""
-    got = e._structure()  # built by structure: its arrays by position, no graph
+def _bind_expr(e, got: tuple | None) -> Any:
+    """The launch of `e` (its `_FastEntry`'s, or a `_NestRun` over var / option arrays), or
+    None for what the entries do not run; `got`: `e._structure()`."""
+    if got is not None and got[2]:
+        return _dense_launch(e, got[0], None, got[1])
     if got is None:
         node = e.node
         key, names_ = node.skey, node.names
@@ -482,18 +495,21 @@ def _bind_expr(e) -> Any:
             layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous),)
     if ragged:
         return _bind_nest(e, key, names_, values)
+    return _dense_launch(e, key if layout is None else (key, layout), names_, values)
+
+
+def _dense_launch(e, key, names_, values: Any) -> Any:
+    """The launch of `e` over NumPy arrays `values` (its inputs `names_`, when known): the
+    `launch` of the entry of `key` (its structure, with the layout class of its inputs of 2
+    or more dims unless it is flat), planned on a miss; None where the general path runs."""
     # (alignment is checked by the native guard, and at bind: BindError, the general path)
-    full = key if layout is None else (key, layout)
-    entry = _expr_entries.get(full)
+    entry = _expr_entries.get(key)
     if entry is None:
         expr_stats["plans"] += 1
         if names_ is None:
             names_ = e.node.names
-        entry = _expr_entries.put(full, _plan_expr(e, names_, values) or False)
-    if entry is False:
-        return None
-    run = e._launch = _Launch(entry, values)
-    return run
+        entry = _expr_entries.put(key, _plan_expr(e, names_, values) or False)
+    return partial(entry.launch, values) if entry is not False else None
 
 
 # (structure key, the var / option arrays' types) -> the `NestLaunch` of that structure
@@ -511,10 +527,7 @@ def _bind_nest(e, key, names_, arrays: list) -> Any:
         expr_stats["plans"] += 1
         names_ = e.node.names if names_ is None else names_
         entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
-    if entry is False:
-        return None
-    run = e._launch = _NestRun(entry, arrays)
-    return run
+    return _NestRun(entry, arrays) if entry is not False else None
 
 
 class _NestRun:
@@ -550,3 +563,4 @@ def _plan_expr(e, names_: tuple, values: list) -> Any:
 
 runtime.install_path("string", evaluate_string)
 runtime.install_path("expr", evaluate_expr)
+hooks.install(launch=launch)
