@@ -427,7 +427,7 @@ def _view(a: Array, items: tuple) -> Array | None:
     return None if parts is None else Array._from_parts(*parts, a._readonly)
 
 
-# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.interchange.option_field`, a later
+# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field`, a later
 # stage, registers it when imported: `import lazyk` does).
 _field_copy: list = []
 
@@ -441,7 +441,7 @@ def _option_fields(a: Array, items: tuple) -> Array:
     """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
     missing", so the field is a read-only copy (`use_field_copy`)."""
     if not _field_copy:
-        raise RuntimeError("`import lazyk` (lazyk.arrays.interchange) reads fields of ?{x: ?T}")
+        raise RuntimeError("`import lazyk` (lazyk.arrays.columns) reads fields of ?{x: ?T}")
     dims, names = normalize_index(a.type, items)
     out = a[tuple(dims)] if dims else a
     for n in names:

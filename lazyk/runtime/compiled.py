@@ -15,17 +15,10 @@ from typing import Any
 import numpy as np
 
 from lazyk import types as _T
-from lazyk.arrays.array import Array, is_foreign, is_pandas
+from lazyk.arrays.array import Array, is_foreign, is_pandas, masked
 from lazyk.arrays.array import array as _array
-from lazyk.arrays.interchange import (
-    columns,
-    fixed_text_rows,
-    masked,
-    offsets_array,
-    regular,
-    text_array,
-    text_from_numpy,
-)
+from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
+from lazyk.arrays.columns import columns, fixed_text_rows
 from lazyk.errors import (
     BindError,
     CastingError,
