@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from lazyk import types as _T
-from lazyk.arrays.array import Array, is_foreign, is_pandas, masked
+from lazyk.arrays.array import Array, masked
 from lazyk.arrays.array import array as _array
 from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
 from lazyk.arrays.columns import columns, fixed_text_rows
+from lazyk.arrays.foreign import is_foreign, is_pandas
 from lazyk.errors import (
     BindError,
     CastingError,
