@@ -15,12 +15,13 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory, operators
+from lazyk.arrays.assign import assign
 from lazyk.arrays.conversions import Conversions
 from lazyk.arrays.display import format_values, html_view
 from lazyk.arrays.foreign import as_readable, from_foreign, is_foreign
 from lazyk.arrays.infer import infer_type, pack, with_dtype
 from lazyk.arrays.operators import Operators
-from lazyk.arrays.views import normalize_index, strided_view
+from lazyk.arrays.views import index_type, index_values, normalize_index, strided_view
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
@@ -281,7 +282,7 @@ class Array(Operators, Conversions):
             return
         dbuf, doffs = _region(dst, writable=True)
         sbuf, soffs = _region(src)
-        M.assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
+        assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
 
     def __getattr__(self, name: str) -> Array:
         if name.startswith("_") or name in _OWN_ATTRIBUTES:  # no recursion through properties
@@ -384,7 +385,7 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
         raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
     head = a[tuple(dims[:p])]
     rows = range(*dims[p].indices(len(head)))
-    want = M.index_type(a.type, dims)
+    want = index_type(a.type, dims)
     src = value if isinstance(value, Array) else _source(value, want)
     if src.ndim == want.ndim and isinstance(want, T.Dim):
         if len(src) not in (len(rows), 1):
@@ -403,8 +404,8 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
 def _copy_index(a: Array, items: tuple) -> Array:
     """`a[items]` as a new array, for indices that no strided view can express."""
     dims, names = normalize_index(a.type, items)
-    t = M.index_type(a.type, dims)
-    values = M.index_values(a.to_list(), a.type, dims, [])
+    t = index_type(a.type, dims)
+    values = index_values(a.to_list(), a.type, dims, [])
     out = array(values, t)
     for n in names:
         out = out[n]
