@@ -14,7 +14,6 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
-from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array, masked, use_field_copy
 from lazyk.arrays.buffers import (
     field_view,
@@ -25,6 +24,7 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
+from lazyk.arrays.trees import rows_at
 from lazyk.errors import NotSupportedError
 
 
@@ -164,7 +164,7 @@ def columns(a: Array) -> tuple:
         if offsets is None:
             if n and not bool(np.all(stops[:-1] == starts[1:])):
                 # rows out of order (gathered rows): their items taken in row order
-                return R.rows_at(columns(child), starts, (stops - starts).astype(np.int64))
+                return rows_at(columns(child), starts, (stops - starts).astype(np.int64))
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
                        ).astype(M.INDEX_DTYPES[w])  # the same index width
