@@ -16,6 +16,7 @@ from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, bool_mask, masked
+from lazyk.arrays.trees import offsets_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 
@@ -181,10 +182,8 @@ def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: 
     """A result array from flat values (and a present mask) without Python lists: `outer`
     fixed dims, then `last` ("var" with per-row `lengths`, a fixed size, or None)."""
     if last == "var":
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
         content = array(values) if mask is None else masked(values, mask)
-        return offsets_array(offsets, content, outer=tuple(outer), check=None)
+        return offsets_array(offsets_of(lengths), content, outer=tuple(outer), check=None)
     shape = tuple(outer) + (() if last is None else (int(last),))
     if mask is None:
         return array(np.asarray(values, order="C").reshape(shape))
@@ -254,9 +253,7 @@ def text_buffers(x: np.ndarray) -> tuple:
     nonzero = codes != 0
     lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0) \
         if width else np.zeros(n, np.int64)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    return offsets, codes[np.arange(width) < lens[:, None]].astype(np.uint8)
+    return offsets_of(lens), codes[np.arange(width) < lens[:, None]].astype(np.uint8)
 
 
 def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:

@@ -24,7 +24,7 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
-from lazyk.arrays.trees import rows_at
+from lazyk.arrays.trees import offsets_of, rows_at
 from lazyk.errors import NotSupportedError
 
 
@@ -195,8 +195,7 @@ def _text_columns(a: Array) -> tuple:
     n, stride, owner = a.type.size, a.meta[1], a.owner
     offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
     begins, sizes = M.read_pairs(owner.buffer, offs)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
+    offsets = offsets_of(sizes)
     blocks = M.string_blocks(memory.lookup(a.meta[2]))
     head = blocks[0]
     if n and int(begins[0]) >= head.address and \

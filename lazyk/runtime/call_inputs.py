@@ -418,17 +418,20 @@ class CallInputs:
         sizes: dict[str, tuple[str, int, int]] = {}
         for i, shape in enumerate(shapes):
             for ax, (want, n) in enumerate(zip(self._types[i][0], shape)):
-                if isinstance(want, str):
-                    seen = sizes.setdefault(want, (self._names[i], ax, n))
-                    if seen[2] != n:
-                        raise ShapeError(
-                            f"dimension {want} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
-                            f"but {n} in {self._names[i]!r} (axis {ax}); signature "
-                            f"{self.signature}")
-                elif want != n:
-                    raise ShapeError(
-                        f"input {self._names[i]!r}: axis {ax} has size {n}, the signature "
-                        f"says {want}: {self.signature}")
+                self._check_size(sizes, i, ax, want, n)
+
+    def _check_size(self, sizes: dict, i: int, ax: int, want: Any, n: int) -> None:
+        """Axis `ax` of input `i` against its parameter's: a fixed size equal, a symbol the
+        same size in every input (`sizes`: each symbol's first size, and where)."""
+        if isinstance(want, str):
+            seen = sizes.setdefault(want, (self._names[i], ax, n))
+            if seen[2] != n:
+                raise ShapeError(
+                    f"dimension {want} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
+                    f"but {n} in {self._names[i]!r} (axis {ax}); signature {self.signature}")
+        elif want != n:
+            raise ShapeError(f"input {self._names[i]!r}: axis {ax} has size {n}, the "
+                             f"signature says {want}: {self.signature}")
 
     def _bind_ragged(self, inputs: tuple, casting: str, copies: bool = True) -> dict:
         if self._captured:
@@ -491,17 +494,8 @@ class CallInputs:
                     raise mismatch(f"axis {ax} is {'a var' if n == 'var' else 'a fixed'} "
                                    f"dimension, the parameter's is "
                                    f"{'var' if w == 'var' else 'fixed'}")
-                if w == "var":
-                    continue
-                if isinstance(w, str):
-                    seen = sizes.setdefault(w, (label, ax, n))
-                    if seen[2] != n:
-                        raise ShapeError(
-                            f"dimension {w} is {seen[2]} in {seen[0]!r} (axis {seen[1]}) "
-                            f"but {n} in {label!r} (axis {ax}); signature {self.signature}")
-                elif w != n:
-                    raise ShapeError(f"input {label!r}: axis {ax} has size {n}, the "
-                                     f"signature says {w}: {self.signature}")
+                if w != "var":
+                    self._check_size(sizes, i, ax, w, n)
             if got_option != option:
                 raise mismatch("missing values (?T) in one but not the other: "
                                "the result's type follows the parameter's")
