@@ -165,8 +165,10 @@ class FastCalls:
                    else empty_out(shape, dtype))
         if size == 0:
             return out
-        if red is not None:
-            return self._run_reduce(key, entry, out, arrays, inputs, fresh)
+        if size >= THREAD_MIN and red is not None:
+            # a reduction's threaded sizes: the kernel stage (per-thread partials, combined)
+            run_layout(spec, layout, out, arrays, self._consts)
+            return out
         if size >= THREAD_MIN:
             # Repeated threaded call: a record per geometry with everything but the
             # data pointers filled in; one foreign call into the pool.
@@ -186,21 +188,6 @@ class FastCalls:
         src = self._src_type(
             *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
         compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-        if self._gfn is not None:
-            self._install_guard(key, entry, out, inputs, fresh)
-        return out
-
-    def _run_reduce(self, key: tuple, entry: tuple, out: np.ndarray, arrays: list,
-                    inputs: tuple, fresh: bool) -> np.ndarray:
-        """A reduction on the fast path: threaded sizes go to the kernel stage (per-thread
-        partials, combined there); small ones run here and get a native guard."""
-        spec, layout, compiled, _, kd_address, size, offs = entry
-        if size >= THREAD_MIN:
-            run_layout(spec, layout, out, arrays, self._consts)
-            return out
-        src = self._src_type(
-            *[data_pointer(a) + offs[k + 1] for k, a in enumerate(arrays)])
-        compiled.single(data_pointer(out) + offs[0], ctypes.addressof(src), kd_address)
-        if self._gfn is not None:  # a reduction's guard refuses any overlap with out
+        if self._gfn is not None:  # (a reduction's guard refuses any overlap with out)
             self._install_guard(key, entry, out, inputs, fresh)
         return out
