@@ -17,7 +17,7 @@ import numpy as np
 
 import lazyk
 import lazyk.dask as ld
-from lazyk.arrays.interchange import offsets_array
+from lazyk.arrays.buffers import offsets_array
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
 per = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import lazyk
-from lazyk.arrays.interchange import masked
+from lazyk.arrays.array import masked
 
 
 def _median_call(fn, repeat: int) -> float:

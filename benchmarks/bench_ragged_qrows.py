@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import lazyk
-from lazyk.arrays.interchange import offsets_array
+from lazyk.arrays.buffers import offsets_array
 
 
 def qrows(rows: int, outer: tuple, seed: int = 0):

@@ -32,8 +32,11 @@ from __future__ import annotations
 
 from lazyk import hooks as _hooks
 from lazyk import types  # noqa: F401
-from lazyk.arrays.array import Array, array, empty, full, zeros
-from lazyk.arrays.interchange import from_arrow, from_awkward, from_offsets, to_arrow, to_awkward
+from lazyk.arrays.array import Array, array
+from lazyk.arrays.buffers import from_offsets
+from lazyk.arrays.filled import empty, full, zeros
+from lazyk.arrays.formats.arrow import from_arrow, to_arrow
+from lazyk.arrays.formats.awkward import from_awkward, to_awkward
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.errors import (
     ArrayConstructionError,

@@ -13,7 +13,7 @@ import lazyk
 from lazyk.errors import CastingError, TypeMatchError
 from lazyk.kernel import dispatch
 from lazyk.kernel import flat as kernel
-from lazyk.runtime import compiled
+from lazyk.runtime import compiled, fast_calls
 from lazyk.runtime import launch as runtime
 
 
@@ -37,7 +37,7 @@ def _forbid(monkeypatch):
     monkeypatch.setattr(cpu, "JITModule", boom)
     monkeypatch.setattr(kernel, "JITModule", boom)
     monkeypatch.setattr(runtime, "prepare", boom)
-    monkeypatch.setattr(compiled, "prepare", boom)
+    monkeypatch.setattr(fast_calls, "prepare", boom)
 
 
 @pytest.mark.parametrize("n", [1, 7, 1000])
@@ -187,13 +187,13 @@ def test_mid_size_guard_releases_the_gil():
     import ctypes
 
     f = _f()
-    for n in (compiled._GUARD_MAX, compiled._GUARD_MAX + 1):
+    for n in (fast_calls._GUARD_MAX, fast_calls._GUARD_MAX + 1):
         a, b, o = np.ones(n), np.arange(n, dtype=np.float64), np.empty(n)
         f(a, b, out=o)
         g = f._g_out
         assert g is not None
         nogil = not (g[1]._flags_ & ctypes._FUNCFLAG_PYTHONAPI)
-        assert nogil == (n > compiled._GUARD_MAX)
+        assert nogil == (n > fast_calls._GUARD_MAX)
         o[:] = 0
         np.testing.assert_array_equal(f(a, b, out=o), a + b)
 

@@ -392,7 +392,7 @@ def test_strings_out_of_order_or_assigned_are_gathered():
 
 
 def test_bad_string_offsets_are_refused():
-    from lazyk.arrays.interchange import text_array
+    from lazyk.arrays.buffers import text_array
     chars = np.frombuffer(b"abcdef", np.uint8)
     assert text_array(np.array([0, 2, 6]), chars).to_list() == ["ab", "cdef"]
     for bad in ([0, 4, 2], [0, 7], [-1, 2]):
@@ -450,7 +450,7 @@ def test_arrow_records_in_expressions_and_list_contents_in_place():
 
 
 def test_records_from_columns_refuse_other_lengths():
-    from lazyk.arrays.interchange import records_array
+    from lazyk.arrays.buffers import records_array
     with pytest.raises(ArrayConstructionError, match="field 'b'"):
         records_array(["a", "b"], [lazyk.array(np.arange(3)), lazyk.array(np.arange(2))])
 
@@ -471,7 +471,7 @@ def test_arrow_table_becomes_records_one_per_row():
                                np.array([b"ab", b"", b"c\x00d"]), np.array([], dtype="U3"),
                                np.array(["", ""]), np.array(["kiwi", "fig"])[::-1]])
 def test_numpy_text_arrays_pack_into_strings(a):
-    from lazyk.arrays.interchange import text_from_numpy
+    from lazyk.arrays.buffers import text_from_numpy
     x = text_from_numpy(a)
     assert x.to_list() == a.tolist()
     assert str(x.type).endswith("string" if a.dtype.kind == "U" else "bytes")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
-from lazyk.arrays.interchange import masked
+from lazyk.arrays.array import masked
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.kernel.nest import nest_stats
 from tests import ragged_reference as R

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk.arrays.interchange import pairs_array
+from lazyk.arrays.buffers import pairs_array
 from lazyk.kernel import nest as nest_kernel
 
 

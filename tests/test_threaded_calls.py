@@ -10,6 +10,7 @@ import pytest
 import lazyk
 from lazyk.kernel import flat as _kernel
 from lazyk.runtime import compiled as _compiled
+from lazyk.runtime import fast_calls
 from lazyk.runtime.launch import THREAD_MIN
 
 N = 4 * THREAD_MIN  # above the threading threshold
@@ -44,7 +45,7 @@ def test_repeat_call_does_not_plan(monkeypatch):
     assert f._t_out is not None and f._t_new is not None
     monkeypatch.setattr(type(f), "_call_fast", _boom)
     for name in ("run_layout", "prepare", "broadcast_strides", "threaded_run"):
-        monkeypatch.setattr(_compiled, name, _boom)
+        monkeypatch.setattr(fast_calls, name, _boom)
     for name in ("run_layout", "bind", "plan"):
         monkeypatch.setattr(_kernel, name, _boom)
     monkeypatch.setattr(_kernel.BoundKernel, "__init__", _boom)
@@ -166,10 +167,11 @@ def test_one_thread_repeat_call_does_not_plan(monkeypatch):
         f(a, b)
     allocations = []
     real_empty = _compiled.empty_out
-    monkeypatch.setattr(_compiled, "empty_out",
-                        lambda *s: allocations.append(s) or real_empty(*s))
-    monkeypatch.setattr(_compiled, "run_layout", _boom)
-    monkeypatch.setattr(_compiled, "threaded_run", _boom)
+    for module in (_compiled, fast_calls):
+        monkeypatch.setattr(module, "empty_out",
+                            lambda *s: allocations.append(s) or real_empty(*s))
+    monkeypatch.setattr(fast_calls, "run_layout", _boom)
+    monkeypatch.setattr(fast_calls, "threaded_run", _boom)
     for name in ("run_layout", "bind", "plan"):
         monkeypatch.setattr(_kernel, name, _boom)
     a2, b2 = rng.random(N), rng.random(N)

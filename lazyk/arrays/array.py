@@ -7,8 +7,6 @@ through their arrmeta (docs/layout.md).
 """
 from __future__ import annotations
 
-import html
-import numbers
 from typing import Any
 
 import numpy as np
@@ -17,9 +15,13 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory, operators
-from lazyk.arrays.infer import EMPTY, ZERO, check_lengths, infer_type, pack, template, with_dtype
+from lazyk.arrays.assign import assign
+from lazyk.arrays.conversions import Conversions
+from lazyk.arrays.display import format_values, html_view
+from lazyk.arrays.foreign import as_readable, from_foreign, is_foreign
+from lazyk.arrays.infer import infer_type, pack, with_dtype
 from lazyk.arrays.operators import Operators
-from lazyk.arrays.views import normalize_index, strided_view
+from lazyk.arrays.views import index_type, index_values, normalize_index, strided_view
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
@@ -32,7 +34,7 @@ def _elem_type(dt: np.dtype) -> T.Type:
     return t
 
 
-class Array(Operators):
+class Array(Operators, Conversions):
     """A concrete lazyk array: `type`, `arrmeta`, a data pointer and an owner of the memory."""
 
     __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "__weakref__")
@@ -89,7 +91,7 @@ class Array(Operators):
         Raises:
             ValueError: arrmeta of the wrong length, or data outside a MemoryBlock owner.
         """
-        t = _as_type(type)
+        t = as_type(type)
         meta = tuple(np.frombuffer(bytes(arrmeta), np.int64).tolist()) if isinstance(
             arrmeta, (bytes, bytearray, memoryview, np.ndarray)) else tuple(map(int, arrmeta))
         if len(meta) != M.meta_len(t):
@@ -184,54 +186,6 @@ class Array(Operators):
             return bool(self._np.flags.aligned)
         return True  # lazyk lays out its own blocks aligned
 
-    # ------------------------------------------------------------ conversion
-    def to(self, device: Any):
-        """Copy to `'cuda'` (a `lazyk.runtime.device.DeviceArray`); `'cpu'` returns self."""
-        if device is None:
-            return self
-        return hooks.to_device(self, device)
-
-    def to_numpy(self) -> np.ndarray:
-        """Zero-copy NumPy view (fixed dims only).
-
-        Raises:
-            NotSupportedError: for var dims, options or strings (pad, or use `to_list`;
-                `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
-        """
-        if self._np is None:
-            raise NotSupportedError(
-                f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
-                "do not map to an ndarray, and strings live in lazyk's own form: "
-                "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
-                "fixed type or use to_list()")
-        return self._np
-
-    def numpy_view(self) -> np.ndarray | None:
-        """The zero-copy NumPy view `to_numpy` gives, or None where there is none (var dims,
-        options, strings)."""
-        return self._np
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
-        `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing
-        NUL characters)."""
-        arr = text_numpy(self)
-        if arr is not None:
-            return arr if dtype is None else arr.astype(dtype)
-        arr = self.to_numpy()
-        if dtype is not None and np.dtype(dtype) != arr.dtype:
-            if copy is False:
-                raise ValueError(f"converting '{self.type}' to {np.dtype(dtype)} needs a copy")
-            return arr.astype(dtype)
-        return arr.copy() if copy else arr
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        """DLPack capsule for fixed-dim numeric arrays (native byte order)."""
-        return self.to_numpy().__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)  # kDLCPU, device 0
-
     def to_list(self) -> Any:
         """Nested Python lists, dicts for records, None for missing values."""
         if self._np is not None:
@@ -242,7 +196,7 @@ class Array(Operators):
         return M.read(self.type, self.meta, 0, buf, offs)[0]
 
     def __repr__(self) -> str:
-        return f"array({_format(self)}, type={str(self.type)!r})"
+        return f"array({format_values(self)}, type={str(self.type)!r})"
 
     def _repr_html_(self) -> str:
         """A notebook's view: type, shape and the first and last rows (missing values
@@ -263,29 +217,6 @@ class Array(Operators):
             starts, stops = M.read_rows(buf, offs, *self.meta[1:3])
             return int(stops[0] - starts[0])
         raise TypeError("len() of a 0-d lazyk array")
-
-    def __bool__(self) -> bool:
-        return bool(self._scalar("the truth value"))
-
-    def __int__(self) -> int:
-        return int(self._scalar())
-
-    def __float__(self) -> float:
-        return float(self._scalar())
-
-    def __complex__(self) -> complex:
-        return complex(self._scalar())
-
-    def __index__(self) -> int:
-        return int(self._scalar())
-
-    def _scalar(self, what: str = "the Python value") -> Any:
-        if self.ndim:
-            raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
-        value = self.to_list()
-        if value is None:  # a `?T` value that is missing: never a silent False / error later
-            raise ValueError(f"{what} of a missing value is unknown (type '{self.type}')")
-        return value
 
     def __reduce__(self) -> tuple:
         # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
@@ -351,7 +282,7 @@ class Array(Operators):
             return
         dbuf, doffs = _region(dst, writable=True)
         sbuf, soffs = _region(src)
-        M.assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
+        assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
 
     def __getattr__(self, name: str) -> Array:
         if name.startswith("_") or name in _OWN_ATTRIBUTES:  # no recursion through properties
@@ -362,17 +293,6 @@ class Array(Operators):
         if isinstance(t, T.Record) and name in t.names:
             return self[name]
         raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
-
-
-def text_numpy(a: Array) -> np.ndarray | None:
-    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
-    types (var dims and missing values have no ndarray form)."""
-    t = a.type
-    while isinstance(t, T.FixedDim):
-        t = t.elem
-    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
-        return None
-    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
 
 
 def _np_type(arr: np.ndarray) -> T.Type:
@@ -427,7 +347,7 @@ def _view(a: Array, items: tuple) -> Array | None:
     return None if parts is None else Array._from_parts(*parts, a._readonly)
 
 
-# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.interchange.option_field`, a later
+# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field`, a later
 # stage, registers it when imported: `import lazyk` does).
 _field_copy: list = []
 
@@ -441,7 +361,7 @@ def _option_fields(a: Array, items: tuple) -> Array:
     """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
     missing", so the field is a read-only copy (`use_field_copy`)."""
     if not _field_copy:
-        raise RuntimeError("`import lazyk` (lazyk.arrays.interchange) reads fields of ?{x: ?T}")
+        raise RuntimeError("`import lazyk` (lazyk.arrays.columns) reads fields of ?{x: ?T}")
     dims, names = normalize_index(a.type, items)
     out = a[tuple(dims)] if dims else a
     for n in names:
@@ -465,7 +385,7 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
         raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
     head = a[tuple(dims[:p])]
     rows = range(*dims[p].indices(len(head)))
-    want = M.index_type(a.type, dims)
+    want = index_type(a.type, dims)
     src = value if isinstance(value, Array) else _source(value, want)
     if src.ndim == want.ndim and isinstance(want, T.Dim):
         if len(src) not in (len(rows), 1):
@@ -484,89 +404,12 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
 def _copy_index(a: Array, items: tuple) -> Array:
     """`a[items]` as a new array, for indices that no strided view can express."""
     dims, names = normalize_index(a.type, items)
-    t = M.index_type(a.type, dims)
-    values = M.index_values(a.to_list(), a.type, dims, [])
+    t = index_type(a.type, dims)
+    values = index_values(a.to_list(), a.type, dims, [])
     out = array(values, t)
     for n in names:
         out = out[n]
     return out
-
-
-HTML_ROWS = 10  # a notebook shows this many rows: the first and the last half of them
-_MISSING_HTML = '<i style="color:#888">missing</i>'
-
-
-def html_view(a: Array) -> str:
-    """`_repr_html_` of an array: a header (type, shape) and a table of its first and last
-    rows, each abbreviated like `repr`; only the rows shown are read."""
-    shape = "(" + ", ".join("var" if n is None else str(n) for n in a.shape) + \
-        ("," if len(a.shape) == 1 else "") + ")"
-    head = (f"<b>lazyk.Array</b> type <code>{html.escape(str(a.type))}</code>, shape "
-            f"<code>{shape}</code>")
-    if not a.ndim:
-        return f"<div>{head}<br><code>{_html_value(a.to_list())}</code></div>"
-    n = len(a)
-    half = HTML_ROWS // 2
-    index = list(range(n)) if n <= HTML_ROWS else \
-        list(range(half)) + [None] + list(range(n - half, n))
-    rows = []
-    for i in index:
-        if i is None:
-            rows.append(f'<tr><th></th><td>... {n - 2 * half:,} more rows ...</td></tr>')
-            continue
-        value = _html_value(a[i].to_list())
-        rows.append(f'<tr><th style="text-align:right">{i}</th>'
-                    f'<td style="text-align:left"><code>{value}</code></td></tr>')
-    return f"<div>{head}<table>{''.join(rows)}</table></div>"
-
-
-def _html_value(v: Any, depth: int = 0) -> str:
-    """A value as HTML: lists abbreviated (first and last 3 past 6), None as missing."""
-    if v is None:
-        return _MISSING_HTML
-    if isinstance(v, list):
-        if depth > 2 and v:
-            return "[...]"
-        items = v[:3] + [...] + v[-3:] if len(v) > 6 else v
-        return "[" + ", ".join("..." if x is ... else _html_value(x, depth + 1)
-                               for x in items) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{html.escape(str(k))}: {_html_value(x, depth + 1)}"
-                               for k, x in v.items()) + "}"
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_html_value(x, depth + 1) for x in v) + ")"
-    return html.escape(repr(v))
-
-
-def _format(a: Array) -> str:
-    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
-    if a._np is not None and a._np.size > 1000:
-        return _abbrev_np(a._np, a.type)
-    values = a.to_list()
-    return _abbrev(values, _count(values) > 1000)
-
-
-def _count(v: Any) -> int:
-    return sum(_count(x) for x in v) if isinstance(v, list) else 1
-
-
-def _abbrev(v: Any, short: bool) -> str:
-    if isinstance(v, list):
-        parts = [_abbrev(x, short) for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
-        if short and len(v) > 6:
-            parts[3:3] = ["..."]
-        return "[" + ", ".join(parts) + "]"
-    return repr(v)
-
-
-def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
-    if arr.ndim == 0:
-        return repr(arr.tolist()) if arr.dtype.names is None else \
-            repr(dict(zip(arr.dtype.names, arr.tolist())))
-    idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
-        else list(range(len(arr)))
-    parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]
-    return "[" + ", ".join(parts) + "]"
 
 
 # ---------------------------------------------------------------- constructors
@@ -576,7 +419,7 @@ _PYTHON_DATA = (list, tuple, dict, str, bytes, bool, int, float, complex, builti
                 np.generic)
 
 
-def _as_type(type: Any) -> T.Type:
+def as_type(type: Any) -> T.Type:
     if isinstance(type, T.Type):
         return type
     if isinstance(type, str):
@@ -617,15 +460,13 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
             _elem_type(dt.base if dt.subdtype else dt)  # validates (object dtype -> error)
         return Array._wrap(obj)
     if isinstance(obj, Array):
-        if type is None or _as_type(type) == obj.type:
+        if type is None or as_type(type) == obj.type:
             return obj
         return array(obj.to_list(), type)
     if is_foreign(obj):  # pyarrow / Awkward: their nulls become `?T`, lists var dims
         return array(from_foreign(obj), type)
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)):
-        obj = _foreign(obj)
-        if isinstance(obj, Array):  # a pandas column with missing values
-            return array(obj, type)
+        obj = as_readable(obj)  # (pandas columns with missing values: masked arrays)
     if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.kind in "biufc":
         # `?T` of the same dtype whether or not an entry is masked (vectorized)
         values = np.asarray(obj.data)
@@ -644,7 +485,7 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
             return array(np.asarray(obj))
     if not isinstance(obj, (_PYTHON_DATA, np.ndarray)) and hasattr(obj, "__iter__"):
         obj = list(obj)  # range, generators, ...: read once, as NumPy does
-    t = _as_type(type) if type is not None else infer_type(obj)
+    t = as_type(type) if type is not None else infer_type(obj)
     if isinstance(obj, np.ndarray):
         if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:
             return Array._wrap(obj)
@@ -653,74 +494,6 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         raise ArrayConstructionError(f"type '{t}' is symbolic; give concrete sizes")
     block, meta = pack(t, obj)
     return Array._from_parts(t, meta, block.address, block)
-
-
-def _foreign(obj: Any) -> Any:
-    """A foreign object as something `array` reads, or a TypeError naming its type.
-
-    Never iterates a large array-like element by element: lazy collections (Dask) are
-    refused at once, objects with `__array__` (pandas, xarray, ...) convert through NumPy.
-    """
-    if _is_scalar(obj):
-        return obj
-    cls = builtins_type(obj)
-    what = f"{cls.__module__}.{cls.__qualname__}"
-    if is_pandas(obj):
-        return from_pandas(obj)
-    if hasattr(obj, "__dask_graph__"):
-        raise TypeError(f"lazyk.array() got a {what}: a lazy Dask collection is not read "
-                        "into memory implicitly; use it in a lazyk expression and call "
-                        "lazyk.dask.evaluate(expr), or call .compute() on it first")
-    if hasattr(obj, "__array__") and not isinstance(obj, np.ma.MaskedArray):
-        return np.asarray(obj)
-    if not (hasattr(obj, "__iter__") or hasattr(obj, "__len__")):
-        raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
-                        "a scalar or nested lists")
-    return obj
-
-
-def is_foreign(obj: Any) -> bool:
-    """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
-    recognised by its class's module, so neither library is imported here."""
-    cls = builtins_type(obj)
-    mod, name = cls.__module__, cls.__name__
-    if mod.startswith("pyarrow"):  # not Buffer (a buffer: read as bytes), Scalar, Schema
-        return name.endswith("Array") or name in ("Table", "RecordBatch")
-    return mod.startswith("awkward") and (name == "Array" or mod.startswith("awkward.contents"))
-
-
-def from_foreign(obj: Any) -> Array:
-    """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
-    if builtins_type(obj).__module__.startswith("pyarrow"):
-        return hooks.from_arrow(obj)
-    return hooks.from_awkward(obj)
-
-
-def is_pandas(obj: Any) -> bool:
-    """Whether `obj` is a one-dimensional pandas column (Series, Index, extension array);
-    recognised by its class and methods, so pandas is never imported here."""
-    return builtins_type(obj).__module__.startswith("pandas") and getattr(obj, "ndim", 0) == 1 \
-        and all(hasattr(obj, n) for n in ("dtype", "isna", "to_numpy", "array"))
-
-
-def from_pandas(obj: Any) -> Array | np.ndarray | list:
-    """A pandas column as lazyk reads it: NumPy-backed ones as `np.asarray` gives them
-    (a view where pandas allows), nullable numbers and booleans (Int64, UInt8, Float32,
-    boolean, Arrow-backed ones) as `?T` from their values and a present mask, strings and
-    object columns as their Python values (missing ones None: `?string`)."""
-    dt = obj.dtype
-    if isinstance(dt, np.dtype) and dt.kind != "O":
-        return np.asarray(obj)
-    npdt = getattr(dt, "numpy_dtype", None)
-    if isinstance(npdt, np.dtype) and npdt.kind in "biuf" and getattr(dt, "kind", "") in "biuf":
-        return masked(obj.to_numpy(dtype=npdt, na_value=npdt.type(0)),
-                      ~np.asarray(obj.isna(), dtype=bool))
-    if getattr(dt, "kind", "") == "O":  # object / string columns: their Python values
-        # a copy: pandas may hand out a read-only view of its own values
-        values = np.array(obj.to_numpy(dtype=object), dtype=object, copy=True)
-        values[np.asarray(obj.isna(), dtype=bool)] = None
-        return values.tolist()
-    return np.asarray(obj)
 
 
 def masked(values: np.ndarray, mask: np.ndarray) -> Array:
@@ -763,112 +536,4 @@ def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
                                  f"{m.dtype} values")
 
 
-def _is_scalar(obj: Any) -> bool:
-    return isinstance(obj, (np.generic, numbers.Number, str, bytes)) or obj is None
-
-
-def full(type: Any, value: Any, lengths: list | None = None) -> Array:
-    """An array of `type` filled with `value`; var dims take row sizes from `lengths`.
-
-    `lengths` is a list of row sizes for a type with one var dim, or one flat list per var
-    dim (outermost first) for several, e.g. `full('2 * var * int32', 7, [3, 1])`. For a
-    `?var` dim a length None makes that row missing (`full('3 * ?var * int32', 7,
-    [2, None, 0])` is `[[7, 7], None, []]`); a plain `var` dim refuses None.
-    """
-    t = _as_type(type)
-    if t.is_symbolic:
-        raise ArrayConstructionError(f"type '{t}' is symbolic: zeros / empty / full need a "
-                                     "concrete type (fixed sizes; var dims with lengths=)")
-    levels, nested = check_lengths(lengths)
-    if M.is_plain(t):
-        if levels:
-            raise ArrayConstructionError(f"type '{t}' has no var dims; leave out lengths "
-                                         f"(got {lengths!r})")
-        dt = M.np_dtype(t.dtype) if t.ndim else M.np_dtype(t)
-        nbytes = int(np.prod(t.shape, dtype=object)) * dt.itemsize
-        if nbytes > np.iinfo(np.intp).max:
-            raise ArrayConstructionError(f"type '{t}' needs {nbytes} bytes, more than any "
-                                         f"array can hold ({np.iinfo(np.intp).max} bytes)")
-        try:
-            data = np.full(t.shape, value, dtype=dt)
-        except MemoryError:
-            raise MemoryError(f"cannot allocate {nbytes} bytes for type '{t}'") from None
-        except (OverflowError, ValueError, TypeError) as e:
-            raise ArrayConstructionError(f"fill value {value!r} does not fit '{t}': {e}") from None
-        return Array._wrap(data)
-    _check_row_count(t, levels, nested)
-    iters = [iter(x) for x in levels]
-    try:
-        result = template(t, value, iters, 0)
-    except MemoryError:
-        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
-                          f"{_values_bytes(t, levels):,} bytes") from None
-    for k, (it, given) in enumerate(zip(iters, levels)):
-        left = sum(1 for _ in it)
-        if left:
-            i = len(given) - left
-            where = f"lengths[{k}][{i}]" if nested else f"lengths[{i}]"
-            rows = f"has {i} rows" if i else "has no rows (or no such var dim)"
-            raise ArrayConstructionError(
-                f"{where}: too many row lengths for type '{t}' (var dim number {k} {rows}, "
-                f"{len(given)} lengths given)")
-    try:
-        return array(result, t)
-    except MemoryError:
-        raise MemoryError(f"cannot allocate type '{t}' with these lengths: its values need "
-                          f"{_values_bytes(t, levels):,} bytes") from None
-
-
-def _values_bytes(t: T.Type, levels: list) -> int:
-    """The bytes of the values of an array of `t` with var rows of the lengths `levels`
-    (offsets and masks not counted)."""
-    count, k = 1, 0
-    while isinstance(t, (T.FixedDim, T.VarDim, T.Option)):
-        if isinstance(t, T.FixedDim):
-            count *= t.size
-        elif isinstance(t, T.VarDim):
-            given = levels[k] if k < len(levels) else []
-            count, k = sum(n for n in given[:count] if n is not None), k + 1
-        t = t.elem
-    return count * t.itemsize
-
-
-def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
-    """ArrayConstructionError when `lengths` has fewer row sizes than the dims ahead of a
-    var dim make rows (dims down to the first option or record; the rest checks as it
-    fills)."""
-    whole, rows, k = t, 1, 0
-    while isinstance(t, (T.FixedDim, T.VarDim)):
-        if isinstance(t, T.FixedDim):
-            rows *= t.size
-        else:
-            given = levels[k] if k < len(levels) else []
-            if len(given) < rows:
-                where = f"lengths[{k}]" if nested or k else "lengths"
-                raise ArrayConstructionError(
-                    f"type '{whole}' needs {rows} row length{'s' * (rows != 1)} for its "
-                    f"var dim number {k}; {where} has {len(given)}")
-            rows, k = sum(n for n in given[:rows] if n is not None), k + 1
-        t = t.elem
-
-
-def zeros(type: Any, lengths: list | None = None) -> Array:
-    """An array of `type` filled with zeros ("" for strings); options are present."""
-    t = _as_type(type)
-    if M.is_plain(t):
-        return full(t, 0, lengths)
-    return full(t, ZERO, lengths)
-
-
-def empty(type: Any, lengths: list | None = None) -> Array:
-    """An array of `type` with zeroed memory: optional values missing, numbers 0, strings
-    empty; var rows take their sizes from `lengths` as in `full` (optional rows `?var` too:
-    present with the sizes given, missing where the length is None or `lengths` has none
-    for their dim), e.g. `empty('4 * ?var * ?float64', lengths=[3, None, 0, 1])`."""
-    t = _as_type(type)
-    if M.is_plain(t):
-        return zeros(t, lengths)
-    return full(t, EMPTY, lengths)
-
-
-__all__ = ["Array", "array", "empty", "zeros", "full", "TypeParseError"]
+__all__ = ["Array", "array", "TypeParseError"]

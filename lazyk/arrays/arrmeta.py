@@ -11,9 +11,8 @@ from functools import lru_cache
 import numpy as np
 
 from lazyk import types as T
-from lazyk.arrays.indexpath import Subset, Where
-from lazyk.arrays.memory import MemoryBlock, lookup
-from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
+from lazyk.arrays.memory import lookup
+from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 # One string element in the data: {char *begin; int64 size}.
 POINTER_SIZE_DTYPE = np.dtype([("begin", np.uint64), ("size", np.int64)])
@@ -132,25 +131,6 @@ def meta_dtype(t: T.Type) -> np.dtype:
     return np.dtype({"names": names, "formats": [np.int64] * len(names)})
 
 
-def contiguous_meta(t: T.Type, stride: int | None = None) -> tuple[int, ...]:
-    """C-order arrmeta for a plain (NumPy-representable) type laid out by `np_dtype`."""
-    out: list[int] = []
-    while isinstance(t, T.FixedDim):
-        out.append(t.size)
-        out.append(_plain_size(t.elem))
-        t = t.elem
-    if isinstance(t, (T.Record, T.Tuple)):
-        dt = np_dtype(t)
-        out += [dt.fields[n][1] for n in dt.names]
-        for _, f in fields_of(t):
-            out += contiguous_meta(f)
-    return tuple(out)
-
-
-def _plain_size(t: T.Type) -> int:
-    return np_dtype(t).itemsize if not isinstance(t, T.FixedDim) else t.size * _plain_size(t.elem)
-
-
 @lru_cache(maxsize=None)
 def np_dtype(t: T.Type) -> np.dtype:
     """NumPy dtype of a plain element type (records C-aligned, as lazyk allocates them)."""
@@ -217,7 +197,7 @@ def meta_np_dtype(t: T.Type, meta: tuple) -> np.dtype:
                          "itemsize": size})
     if isinstance(t, T.FixedDim):
         # A fixed dim inside a record: NumPy subarrays are C-contiguous.
-        if meta[1] != _plain_size(t.elem):
+        if meta[1] != np_dtype(t.elem).itemsize:
             raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
         return np.dtype((meta_np_dtype(t.elem, meta[2:]), (t.size,)))
     return np_dtype(t)
@@ -435,200 +415,11 @@ def string_blocks(block) -> list:
     return [block] + [b for b in block.keep or [] if hasattr(b, "buffer")]
 
 
-def _assign_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray,
-                    values: list) -> None:
-    """Point the string elements at `offs` to a new block holding `values`."""
-    data = [v.encode("utf-8") for v in values] if t.name == "string" else list(values)
-    lens = np.array(list(map(len, data)), np.int64)
-    chars = MemoryBlock(int(lens.sum()))
-    if len(data):
-        chars.buffer[:] = np.frombuffer(b"".join(data), np.uint8)
-    home = lookup(meta[at])  # readers look here, then in its keep list
-    home.keep = (home.keep or []) + [chars]
-    pairs = np.empty(len(offs), POINTER_SIZE_DTYPE)
-    pairs["begin"] = chars.address + (np.cumsum(lens) - lens)
-    pairs["size"] = lens
-    scatter(buf, offs, pairs.view(np.uint8).reshape(len(offs), 16))
 
 
-# ---------------------------------------------------------------- re-slicing rows
-def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
-    step = 1 if item.step is None else int(item.step)
-    if step == 0:
-        raise ValueError("slice step cannot be zero")
-    lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
-
-    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
-        if v is None:
-            return np.broadcast_to(default, sizes.shape).astype(np.int64)
-        v = int(v)
-        return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
-
-    start = clamp(item.start, 0 if step > 0 else sizes - 1)
-    stop = clamp(item.stop, sizes if step > 0 else -1)
-    span = stop - start if step > 0 else start - stop
-    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
-    return start, count
 
 
-def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: tuple,
-                 owner: object):
-    """(block of {start, stop} int64 pairs, C order over the kept fixed dims, new var arrmeta)
-    for the rows `item` selects; the content is not touched (a step becomes the stride).
-
-    `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
-    """
-    step = 1 if item.step is None else int(item.step)
-    ref, width, stop_delta, content, istride, stride, length = var_meta
-    offs = np.array([cur], np.int64)
-    for k in range(0, len(kept), 2):
-        offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
-    starts, stops = read_rows(buf, offs, width, stop_delta)
-    check_rows(starts, stops, var_meta)
-    if stride != istride:  # already a stepping view: index units are not row positions
-        return None
-    first, count = slice_rows(stops - starts, item)
-    new = np.where(count > 0, starts + first, 0)
-    pairs = np.stack([new, new + count], axis=1).astype(np.int64)
-    head = MemoryBlock(16 * max(len(offs), 1), keep=[owner])
-    head.buffer[:16 * len(offs)] = pairs.reshape(-1).view(np.uint8)
-    step_bytes = 16
-    for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
-        kept[k + 1] = step_bytes
-        step_bytes *= kept[k]
-    return head, (ref, 8, 8, content, istride, stride * step, length)
 
 
-def index_type(t: T.Type, dims: list) -> T.Type:
-    """Type of `dims` applied to `t` by the copying path (a consumed `?var` gives options)."""
-    if not dims:
-        return t
-    item, rest = dims[0], dims[1:]
-    if item is None:
-        return T.FixedDim(1, index_type(t, rest))
-    opt = isinstance(t, T.Option)
-    t = t.elem if opt else t
-    elem = index_type(t.elem, rest)
-    if isinstance(item, int):
-        return T.Option(elem) if opt and not isinstance(elem, T.Option) else elem
-    if isinstance(t, T.FixedDim):
-        out: T.Type = T.FixedDim(len(range(*item.indices(t.size))), elem)
-    else:
-        out = T.VarDim(elem)
-    return T.Option(out) if opt else out
 
 
-def index_values(v: object, t: T.Type, dims: list, path: list) -> object:
-    """Python-level `dims` applied to nested lists `v` (rows too short raise IndexError)."""
-    if not dims:
-        return v
-    item, rest = dims[0], dims[1:]
-    if item is None:
-        return [index_values(v, t, rest, path)]
-    if isinstance(t, T.Option):
-        if v is None:
-            return None
-        t = t.elem
-    if isinstance(item, int):
-        i = item + len(v) if item < 0 else item
-        if not 0 <= i < len(v):
-            where = "row " + ", ".join(map(str, path)) if path else "the array"
-            raise IndexError(f"index {item} is out of bounds: {where} has {len(v)} elements")
-        return index_values(v[i], t.elem, rest, path + [i])
-    return [index_values(v[i], t.elem, rest, path + [i]) for i in range(*item.indices(len(v)))]
-
-
-# ---------------------------------------------------------------- assignment with broadcasting
-def _sizes(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
-    """(sizes per item, child offsets function) of the dim `t` at `offs`."""
-    if isinstance(t, T.FixedDim):
-        size, stride = meta[at], meta[at + 1]
-        return np.full(len(offs), size, np.int64), offs, stride, buf, at + 2
-    block, first, sizes, stride = var_rows(meta, at, buf, offs)
-    return sizes, first, stride, block.buffer, at + VAR_META
-
-
-def _dims(t: T.Type) -> int:
-    n = 0
-    while True:
-        if isinstance(t, T.Option):
-            t = t.elem
-        elif isinstance(t, (T.FixedDim, T.VarDim)):
-            n, t = n + 1, t.elem
-        else:
-            return n
-
-
-def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarray,
-           st: T.Type, smeta: tuple, sat: int, sbuf: np.ndarray, soffs: np.ndarray,
-           where=None) -> None:
-    """Copy the elements at `soffs` (type st) into those at `doffs` (type dt), broadcasting.
-
-    Raises:
-        ShapeError: a source row that is neither the destination's length nor 1 (named).
-    """
-    where = where if where is not None else Where()
-    if isinstance(st, T.Option):
-        mask = gather(sbuf, soffs + smeta[sat], 1).reshape(-1).astype(bool)
-        if not isinstance(dt, T.Option) and not mask.all():
-            k = int(np.flatnonzero(~mask)[0])
-            raise ValueError(f"missing value at {where.name(k)} cannot be stored in '{dt}'")
-        if isinstance(dt, T.Option):
-            scatter(dbuf, doffs + dmeta[dat], mask.astype(np.uint8).reshape(-1, 1))
-            dt, dat = dt.elem, dat + 1
-        return assign(dt, dmeta, dat, dbuf, doffs[mask], st.elem, smeta, sat + 1, sbuf,
-                      soffs[mask], _subset(where, mask))
-    if isinstance(dt, T.Option):
-        scatter(dbuf, doffs + dmeta[dat], np.ones((len(doffs), 1), np.uint8))
-        return assign(dt.elem, dmeta, dat + 1, dbuf, doffs, st, smeta, sat, sbuf, soffs, where)
-    dn, sn = _dims(dt), _dims(st)
-    if dn > sn:  # the source broadcasts over this destination dim
-        sizes, starts, stride, buf, at = _sizes(dt, dmeta, dat, dbuf, doffs)
-        child = row_offsets(starts, sizes, stride)
-        return assign(dt.elem, dmeta, at, buf, child, st, smeta, sat, sbuf,
-                      np.repeat(soffs, sizes), where.rows(np.cumsum(sizes) - sizes))
-    if sn > dn:
-        raise ShapeError(f"cannot assign a value of type '{st}' to '{dt}': more dimensions")
-    if dn:
-        dsz, dstart, dstride, dbuf2, dat2 = _sizes(dt, dmeta, dat, dbuf, doffs)
-        ssz, sstart, sstride, sbuf2, sat2 = _sizes(st, smeta, sat, sbuf, soffs)
-        bad = np.flatnonzero((ssz != dsz) & (ssz != 1))
-        if len(bad):
-            k = int(bad[0])
-            row = where.name(k).strip("[]") or "0"
-            raise ShapeError(f"row {row} has {int(ssz[k])} elements, the destination has "
-                             f"{int(dsz[k])} (only equal lengths or 1 broadcast)")
-        dchild = row_offsets(dstart, dsz, dstride)
-        first = np.cumsum(dsz) - dsz
-        local = np.arange(len(dchild), dtype=np.int64) - np.repeat(first, dsz)
-        sstep = np.where(ssz == dsz, sstride, 0)
-        schild = np.repeat(sstart, dsz) + local * np.repeat(sstep, dsz)
-        return assign(dt.elem, dmeta, dat2, dbuf2, dchild, st.elem, smeta, sat2, sbuf2, schild,
-                      where.rows(first))
-    if isinstance(dt, (T.Record, T.Tuple)):
-        if not isinstance(st, (T.Record, T.Tuple)) or len(fields_of(st)) != len(fields_of(dt)):
-            raise ValueError(f"cannot assign '{st}' to record '{dt}'")
-        spos = field_meta_positions(st, sat)
-        for i, ((k, f), p) in enumerate(zip(fields_of(dt), field_meta_positions(dt, dat))):
-            j = st.names.index(k) if isinstance(st, T.Record) and isinstance(k, str) and \
-                k in st.names else i
-            assign(f, dmeta, p, dbuf, doffs + dmeta[dat + i], fields_of(st)[j][1], smeta,
-                   spos[j], sbuf, soffs + smeta[sat + j], where.field(k))
-        return None
-    if is_varlen(dt) or is_varlen(st):
-        if not (is_varlen(dt) and is_varlen(st) and dt.name == st.name):
-            raise ValueError(f"cannot assign '{st}' to '{dt}'")
-        # NOTE: the old characters stay allocated until the array goes away.
-        _assign_strings(dt, dmeta, dat, dbuf, doffs, read(st, smeta, sat, sbuf, soffs))
-        return None
-    sd, dd = np_dtype(st), np_dtype(dt)
-    vals = gather(sbuf, soffs, sd.itemsize).view(sd).reshape(-1)
-    out = vals.astype(dd, casting="unsafe")
-    scatter(dbuf, doffs, np.ascontiguousarray(out).view(np.uint8).reshape(len(doffs),
-                                                                          dd.itemsize))
-    return None
-
-
-def _subset(where, mask: np.ndarray) -> Subset:
-    return Subset(where, np.flatnonzero(mask))

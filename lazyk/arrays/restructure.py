@@ -1,188 +1,42 @@
-"""Restructuring ragged data with NumPy over column trees (`interchange.columns`): the row
+"""Restructuring ragged data with NumPy over column trees (`lazyk.arrays.trees`): the row
 operations that only move values (`num`, `flatten`, `firsts`, `local_index`,
 `concatenate`, `is_none`, `pad_none`, `sort`, `argsort`), vectorized over all rows at once,
 no Python loop per row; lists read through their offsets are reused in place where the
-result keeps them (zero-copy).
-
-A tree describes a sequence of items: ("numpy", values) | ("option", present, child) |
-("list", offsets, child) | ("regular", size, child[, count]) | ("text", kind, offsets,
-characters) | ("record", names, [child, ...]). Every function here takes and returns such
-trees; the root describes the items of the array's outer dim, so the lists at `axis` a
-(>= 1) are the items of the node `a - 1` list levels down (`at`).
+result keeps them (zero-copy). Every function here takes and returns trees; the root
+describes the items of the array's outer dim, so the lists at `axis` a (>= 1) are the items
+of the node `a - 1` list levels down (`at`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from lazyk.arrays.trees import (
+    I64,
+    at,
+    contiguous,
+    length,
+    offsets_of,
+    ranges,
+    slice_items,
+    spans,
+    take,
+    take_or_missing,
+    unwrap,
+)
 from lazyk.errors import NotSupportedError, ShapeError
-
-I64 = np.int64
-
-
-# ---------------------------------------------------------------- reading trees
-def length(node: tuple) -> int:
-    """How many items `node` describes."""
-    kind = node[0]
-    if kind == "numpy":
-        return len(node[1])
-    if kind == "option":
-        return len(node[1])
-    if kind in ("list", "text"):
-        return len(node[1 if kind == "list" else 2]) - 1
-    if kind == "regular":
-        if len(node) > 3:
-            return int(node[3])
-        return length(node[2]) // node[1] if node[1] else 0
-    if kind == "record":
-        return length(node[2][0]) if node[2] else 0
-    raise NotSupportedError(f"a column of kind {kind!r}")
-
-
-def spans(node: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, lengths) in the child of every list of a "list" / "regular" / "text" node
-    (int64)."""
-    kind = node[0]
-    if kind == "regular":
-        n, size = length(node), node[1]
-        return np.arange(n, dtype=I64) * size, np.full(n, size, I64)
-    off = np.asarray(node[1] if kind == "list" else node[2], dtype=I64)
-    return off[:-1], np.diff(off)
-
-
-def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """The positions starts[i] + 0 .. lens[i] - 1 of every i, one after the other (int64)."""
-    starts = np.asarray(starts, I64)
-    lens = np.asarray(lens, I64)
-    total = int(lens.sum())
-    if not total:
-        return np.zeros(0, I64)
-    if contiguous(starts, lens):  # lists one after the other (offsets): one run
-        return np.arange(int(starts[0]), int(starts[0]) + total, dtype=I64)
-    ends = np.cumsum(lens)
-    return np.arange(total, dtype=I64) + np.repeat(starts - (ends - lens), lens)
-
-
-def contiguous(starts: np.ndarray, lens: np.ndarray) -> bool:
-    """Whether each list starts where the one before it stops."""
-    return len(starts) < 2 or bool(np.array_equal(starts[1:], starts[:-1] + lens[:-1]))
-
-
-def items(node: tuple, idx: np.ndarray) -> np.ndarray:
-    """`node[1][idx]` of a "numpy" node for increasing positions `idx` (`ranges`): a view
-    where they are one run."""
-    if len(idx) and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
-            (len(idx) < 2 or int(idx[1]) == int(idx[0]) + 1):
-        return node[1][int(idx[0]):int(idx[0]) + len(idx)]
-    return node[1][idx]
-
-
-def _offsets(lens: np.ndarray) -> np.ndarray:
-    off = np.zeros(len(lens) + 1, I64)
-    np.cumsum(lens, out=off[1:])
-    return off
-
-
-def rows_at(child: tuple, starts: np.ndarray, lens: np.ndarray) -> tuple:
-    """A "list" node of the rows of `child`'s items at `starts` (`lens` items each), one
-    after the other."""
-    return ("list", _offsets(lens), take(child, ranges(starts, lens)))
-
-
-def take(node: tuple, idx: np.ndarray) -> tuple:
-    """The items at positions `idx` (valid int64 positions, in any order, repeats too)."""
-    idx = np.asarray(idx, I64)
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", node[1][idx])
-    if kind == "option":
-        return ("option", node[1][idx], take(node[2], idx))
-    if kind == "record":
-        return ("record", node[1], [take(c, idx) for c in node[2]])
-    if kind == "regular":
-        size = node[1]
-        inner = (idx[:, None] * size + np.arange(size, dtype=I64)).reshape(-1)
-        return ("regular", size, take(node[2], inner), len(idx))
-    starts, lens = spans(node)
-    starts, lens = starts[idx], lens[idx]
-    if kind == "text":
-        return ("text", node[1], _offsets(lens), node[3][ranges(starts, lens)])
-    return ("list", _offsets(lens), take(node[2], ranges(starts, lens)))
-
-
-def _slice(node: tuple, lo: int, hi: int) -> tuple:
-    """Items lo..hi - 1 (views where the node allows)."""
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", node[1][lo:hi])
-    if kind == "option":
-        return ("option", node[1][lo:hi], _slice(node[2], lo, hi))
-    if kind == "list":
-        return ("list", node[1][lo:hi + 1], node[2])
-    return take(node, np.arange(lo, hi, dtype=I64))
 
 
 def row_items(node: tuple) -> tuple:
     """The items of the one list of a "list" node of one list (an array `var * X`)."""
     starts, lens = spans(node)
-    return _slice(node[2], int(starts[0]), int(starts[0] + lens[0]))
-
-
-def blank(node: tuple, n: int) -> tuple:
-    """`n` items of the structure of `node`, all missing where they may be, empty lists,
-    zeros (what a missing item holds)."""
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", np.zeros(n, node[1].dtype))
-    if kind == "option":
-        return ("option", np.zeros(n, bool), blank(node[2], n))
-    if kind == "record":
-        return ("record", node[1], [blank(c, n) for c in node[2]])
-    if kind == "regular":
-        return ("regular", node[1], blank(node[2], n * node[1]), n)
-    if kind == "text":
-        return ("text", node[1], np.zeros(n + 1, I64), np.zeros(0, np.uint8))
-    return ("list", np.zeros(n + 1, I64), blank(node[2], 0))
-
-
-def take_or_missing(node: tuple, idx: np.ndarray, valid: np.ndarray) -> tuple:
-    """The items at `idx` where `valid`, missing elsewhere: an "option" node (an option
-    of the taken items merged into it)."""
-    valid = np.asarray(valid, bool)
-    if not length(node):
-        return ("option", np.zeros(len(idx), bool), _unwrap(blank(node, len(idx)))[1])
-    got = take(node, np.where(valid, idx, 0))
-    if got[0] == "option":
-        return ("option", got[1] & valid, got[2])
-    return ("option", valid, got)
-
-
-def at(node: tuple, depth: int, fn) -> tuple:
-    """`node` with `fn` applied to the node `depth` list levels down (options above it are
-    kept; a missing list there stays missing)."""
-    if depth == 0:
-        return fn(node)
-    kind = node[0]
-    if kind == "option":
-        return ("option", node[1], at(node[2], depth, fn))
-    if kind == "list":
-        return ("list", node[1], at(node[2], depth - 1, fn))
-    if kind == "regular":
-        return ("regular", node[1], at(node[2], depth - 1, fn), length(node))
-    raise NotSupportedError(f"no lists {depth} levels below a {kind} column")
-
-
-def _unwrap(node: tuple) -> tuple:
-    """(present mask or None, the node under it)."""
-    if node[0] == "option":
-        return node[1], node[2]
-    return None, node
+    return slice_items(node[2], int(starts[0]), int(starts[0] + lens[0]))
 
 
 # ---------------------------------------------------------------- the operations
 def num(tree: tuple, axis: int) -> tuple:
     """`ak.num` at `axis` >= 1: each list's length (int64); a missing list stays missing."""
     def lengths(node):
-        mask, inner = _unwrap(node)
+        mask, inner = unwrap(node)
         got = ("numpy", spans(inner)[1].astype(I64, copy=False))
         return got if mask is None else ("option", mask, got)
     return at(tree, axis - 1, lengths)
@@ -213,7 +67,7 @@ def flatten(tree: tuple, axis: int | None) -> tuple:
     if axis is None:
         return ("numpy", present_leaves(tree))
     if axis == 0:
-        mask, inner = _unwrap(tree)
+        mask, inner = unwrap(tree)
         return inner if mask is None else take(inner, np.flatnonzero(mask))
     if axis == 1:  # the outer items' lists joined into one
         return _join(("list", np.array([0, length(tree)], I64), tree))[2]
@@ -222,10 +76,10 @@ def flatten(tree: tuple, axis: int | None) -> tuple:
 
 def _join(node: tuple) -> tuple:
     """The lists of `node` (whose items are lists) with their lists' items joined."""
-    mask, outer = _unwrap(node)
+    mask, outer = unwrap(node)
     if outer[0] not in ("list", "regular"):
         raise NotSupportedError(f"flatten of {outer[0]} columns")
-    inner_mask, inner = _unwrap(outer[2])
+    inner_mask, inner = unwrap(outer[2])
     if inner[0] not in ("list", "regular", "text"):
         raise NotSupportedError(f"flatten of {inner[0]} columns")
     if inner[0] == "text":
@@ -238,7 +92,7 @@ def _join(node: tuple) -> tuple:
         # one outer list (the top): its inner lists' items, a slice of their content
         off = np.asarray(inner[1], I64)
         lo, hi = int(off[s1[0]]), int(off[s1[0] + n1[0]])
-        got = ("list", np.array([0, hi - lo], I64), _slice(inner[2], lo, hi))
+        got = ("list", np.array([0, hi - lo], I64), slice_items(inner[2], lo, hi))
     elif inner_mask is None and contiguous and inner[0] == "list":
         # the outer lists cover runs of inner lists: their offsets index the inner offsets
         off = np.asarray(inner[1])
@@ -252,7 +106,7 @@ def _join(node: tuple) -> tuple:
         keep = np.ones(len(js), bool) if inner_mask is None else inner_mask[js]
         lens = np.where(keep, n2[js], 0)
         sums = np.concatenate([[0], np.cumsum(lens)])
-        bounds = _offsets(n1)
+        bounds = offsets_of(n1)
         got = ("list", sums[bounds], take(inner[2], ranges(s2[js][keep], lens[keep])))
     return got if mask is None else ("option", mask, got)
 
@@ -260,7 +114,7 @@ def _join(node: tuple) -> tuple:
 def firsts(tree: tuple, axis: int) -> tuple:
     """`ak.firsts` at `axis` >= 1: each list's first item, missing for an empty list."""
     def first(node):
-        mask, inner = _unwrap(node)
+        mask, inner = unwrap(node)
         starts, lens = spans(inner)
         valid = lens > 0 if mask is None else (lens > 0) & mask
         return take_or_missing(inner[2], starts, valid)
@@ -274,13 +128,13 @@ def local_index(tree: tuple, axis: int) -> tuple:
         return ("numpy", np.arange(length(tree), dtype=I64))
 
     def index(node):
-        mask, inner = _unwrap(node)
+        mask, inner = unwrap(node)
         starts, lens = spans(inner)
         if inner[0] == "regular":
             got = ("regular", inner[1], ("numpy", np.tile(np.arange(inner[1], dtype=I64),
                                                           len(lens))), len(lens))
         else:
-            off = _offsets(lens)
+            off = offsets_of(lens)
             got = ("list", off, ("numpy", np.arange(int(off[-1]), dtype=I64) -
                                  np.repeat(off[:-1], lens)))
         return got if mask is None else ("option", mask, got)
@@ -306,7 +160,7 @@ def pad_none(tree: tuple, target: int, axis: int, clip: bool) -> tuple:
         return take_or_missing(tree, np.minimum(idx, max(n - 1, 0)), idx < n)
 
     def pad(node):
-        mask, inner = _unwrap(node)
+        mask, inner = unwrap(node)
         starts, lens = spans(inner)
         new = np.full(len(lens), target, I64) if clip else np.maximum(lens, target)
         pos = ranges(np.zeros(len(new), I64), new)
@@ -317,7 +171,7 @@ def pad_none(tree: tuple, target: int, axis: int, clip: bool) -> tuple:
         elif inner[0] == "regular":  # every list gets max(size, target) items
             got = ("regular", max(inner[1], target), items, len(new))
         else:
-            got = ("list", _offsets(new), items)
+            got = ("list", offsets_of(new), items)
         return got if mask is None else ("option", mask, got)
     return at(tree, axis - 1, pad)
 
@@ -329,9 +183,9 @@ def _join_items(nodes: list) -> tuple:
     kinds = {n[0] for n in nodes}
     if "option" in kinds:
         masks = [n[1] if n[0] == "option" else np.ones(length(n), bool) for n in nodes]
-        return ("option", np.concatenate(masks), _join_items([_unwrap(n)[1] for n in nodes]))
+        return ("option", np.concatenate(masks), _join_items([unwrap(n)[1] for n in nodes]))
     if len(kinds) > 1 and kinds <= {"list", "regular"}:
-        nodes = [("list", _offsets(spans(n)[1]), n[2]) if n[0] == "regular" else n
+        nodes = [("list", offsets_of(spans(n)[1]), n[2]) if n[0] == "regular" else n
                  for n in nodes]
         kinds = {"list"}
     if len(kinds) > 1:
@@ -343,7 +197,7 @@ def _join_items(nodes: list) -> tuple:
         if len({n[1] for n in nodes}) == 1:
             return ("regular", nodes[0][1], _join_items([n[2] for n in nodes]),
                     sum(length(n) for n in nodes))
-        nodes = [("list", _offsets(spans(n)[1]), n[2]) for n in nodes]
+        nodes = [("list", offsets_of(spans(n)[1]), n[2]) for n in nodes]
         kind = "list"
     if kind in ("list", "text"):
         parts, offs, base = [], [np.zeros(1, I64)], 0
@@ -369,8 +223,8 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
         return _join_items(trees)
     if axis == 1:  # (a missing list counts as empty)
         return _join_rows(trees)
-    masks = [_unwrap(t)[0] for t in trees]
-    inner = [_unwrap(t)[1] for t in trees]
+    masks = [unwrap(t)[0] for t in trees]
+    inner = [unwrap(t)[1] for t in trees]
     mask = None
     for m in masks:
         if m is not None:
@@ -404,7 +258,7 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
     if all(n[0] == "regular" for n in inner):
         got = ("regular", first[1], rows, length(first))
     else:
-        got = ("list", _offsets(lens[0]), rows)
+        got = ("list", offsets_of(lens[0]), rows)
     return got if mask is None else ("option", mask, got)
 
 
@@ -413,7 +267,7 @@ def _spread_rows(first: tuple, rows: tuple, keep: np.ndarray, n: int) -> tuple:
     n rows; the others empty (they are missing)."""
     lens = np.zeros(n, I64)
     lens[keep] = spans(first)[1]
-    return ("list", _offsets(lens), rows)
+    return ("list", offsets_of(lens), rows)
 
 
 def _join_rows(nodes: list) -> tuple:
@@ -426,7 +280,7 @@ def _join_rows(nodes: list) -> tuple:
                              f"has {length(node)}")
     parts = []
     for node in nodes:
-        lmask, lists = _unwrap(node)
+        lmask, lists = unwrap(node)
         if lists[0] not in ("list", "regular"):
             raise NotSupportedError(f"concatenate of {lists[0]} items")
         starts, lens = spans(lists)
@@ -437,14 +291,14 @@ def _join_rows(nodes: list) -> tuple:
     items = _join_items([take(lists[2], ranges(starts, lens)) for lists, starts, lens in parts])
     # row-major order: row i's items of operand 0, then of operand 1, ...
     base = np.cumsum([0] + [int(p[2].sum()) for p in parts[:-1]])
-    starts = np.stack([b + _offsets(p[2])[:-1] for b, p in zip(base, parts)], axis=1)
+    starts = np.stack([b + offsets_of(p[2])[:-1] for b, p in zip(base, parts)], axis=1)
     lens = np.stack([p[2] for p in parts], axis=1)
     order = ranges(starts.reshape(-1), lens.reshape(-1))
     items = take(items, order)
     if all(p[0][0] == "regular" for p in parts) and all(
-            _unwrap(node)[0] is None for node in nodes):  # fixed lists stay fixed
+            unwrap(node)[0] is None for node in nodes):  # fixed lists stay fixed
         return ("regular", sum(p[0][1] for p in parts), items, n)
-    return ("list", _offsets(total), items)
+    return ("list", offsets_of(total), items)
 
 
 # ---------------------------------------------------------------- sorting
@@ -499,7 +353,7 @@ def _row_items(lists: tuple):
     """(lens, each list's values one after the other, their missing flags or None, their
     positions in the values node or None where they are one run from `first`, first)."""
     starts, lens = spans(lists)
-    vmask, values = _unwrap(lists[2])
+    vmask, values = unwrap(lists[2])
     if values[0] != "numpy":
         raise NotSupportedError(f"sort of {values[0]} items")
     total = int(lens.sum())
@@ -515,19 +369,19 @@ def _row_items(lists: tuple):
 def _chunks(lens: np.ndarray, width: int):
     """(first item, end item, each item's place in a padded matrix of the lists) of runs
     of lists holding about CHUNK padded items."""
-    off = _offsets(lens)
+    off = offsets_of(lens)
     step = max(1, CHUNK // max(width, 1))
     for r0 in range(0, len(lens), step):
         r1 = min(r0 + step, len(lens))
         o0, o1 = int(off[r0]), int(off[r1])
-        at = np.arange(o1 - o0, dtype=I64) + np.repeat(
+        place = np.arange(o1 - o0, dtype=I64) + np.repeat(
             np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
-        yield o0, o1, r1 - r0, at
+        yield o0, o1, r1 - r0, place
 
 
-def _padded(key: np.ndarray, rows: int, width: int, at: np.ndarray) -> np.ndarray:
+def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.ndarray:
     padded = np.full(rows * width, _TOP, I64)
-    padded[at] = key
+    padded[place] = key
     return padded
 
 
@@ -536,7 +390,7 @@ def sorted_values(lists: tuple, ascending: bool):
     last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
     matrices of keys, a few lists at a time (cache-sized); equal keys are equal values,
     so no stable sort is needed."""
-    vmask, values = _unwrap(lists[2])
+    vmask, values = unwrap(lists[2])
     if values[0] != "numpy" or values[1].dtype.kind not in "biuf":
         return None
     lens, v, missing, _, _ = _row_items(lists)
@@ -545,11 +399,11 @@ def sorted_values(lists: tuple, ascending: bool):
         return None
     out = np.empty(len(v), v.dtype)
     present = None if missing is None else np.empty(len(v), bool)
-    for o0, o1, rows, at in _chunks(lens, width):
+    for o0, o1, rows, place in _chunks(lens, width):
         padded = _padded(sort_keys(v[o0:o1], None if missing is None else missing[o0:o1],
-                                   ascending), rows, width, at)
+                                   ascending), rows, width, place)
         padded.reshape(rows, width).sort(axis=1)
-        got = padded[at]
+        got = padded[place]
         out[o0:o1] = _from_keys(got, v.dtype, ascending)
         if present is not None:
             present[o0:o1] = got != _TOP - 1
@@ -565,14 +419,14 @@ def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, t
     lens, v, missing, idx, first = _row_items(lists)
     n = len(lens)
     width = int(lens.max()) if n else 0
-    off = _offsets(lens)
+    off = offsets_of(lens)
     if _keyable(v) and n * width <= 4 * len(v) + 4096:
         pos = np.empty(len(v), I64)
-        for o0, o1, rows, at in _chunks(lens, width):
+        for o0, o1, rows, place in _chunks(lens, width):
             padded = _padded(sort_keys(v[o0:o1], None if missing is None else
-                                       missing[o0:o1], ascending), rows, width, at)
+                                       missing[o0:o1], ascending), rows, width, place)
             pos[o0:o1] = np.argsort(padded.reshape(rows, width), axis=1,
-                                    kind="stable").reshape(-1)[at]
+                                    kind="stable").reshape(-1)[place]
     else:
         key = sort_keys(v, missing, ascending) if _keyable(v) else \
             (v if ascending else ~v)  # integers at the top of their range: their own order
@@ -580,15 +434,15 @@ def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, t
         keys = (key, rid) if missing is None else (key, missing, rid)
         order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
         pos = order - np.repeat(off[:-1], lens)
-    at = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
-    return (first + at if idx is None else idx[at]), lens, lists[2]
+    place = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
+    return (first + place if idx is None else idx[place]), lens, lists[2]
 
 
 def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
     """`ak.sort` (`positions`: `ak.argsort`) of the lists of the last dim (for one dim:
     the items themselves, one list)."""
     def one(node):
-        mask, lists = _unwrap(node)
+        mask, lists = unwrap(node)
         items = None if positions else sorted_values(lists, ascending)
         if items is not None:
             lens = spans(lists)[1]
@@ -599,7 +453,7 @@ def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
             pos, lens, values = sort_lists(lists, ascending)
             items = take(values, pos)
         got = ("regular", lists[1], items, len(lens)) if lists[0] == "regular" else \
-            ("list", _offsets(lens), items)
+            ("list", offsets_of(lens), items)
         return got if mask is None else ("option", mask, got)
     if ndim == 1:
         return one(("list", np.array([0, length(tree)], I64), tree))[2]

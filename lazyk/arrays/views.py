@@ -2,7 +2,9 @@
 
 `Array.__getitem__` builds its views here. Ints, slices, `...`, `None` and field names
 become a new type and arrmeta over the same memory; options and var dims are followed
-through their masks and {start, stop} row indices (docs/layout.md).
+through their masks and {start, stop} row indices (docs/layout.md); a slice of var rows
+under kept dims gets new index pairs (`reslice_rows`). Where no view exists, `index_type` and
+`index_values` give the copy's type and values.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
+from lazyk.arrays.arrmeta import check_rows, read_rows
 from lazyk.errors import NotSupportedError
 
 DIM_ITEMS = (int, np.integer, slice)
@@ -137,7 +140,7 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
             out_meta += list(var_meta)
         elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
             # Only fixed dims kept above: new {start, stop} pairs over the same content.
-            got = M.reslice_rows(cur_buf, cur, out_meta, item, var_meta, owner)
+            got = reslice_rows(cur_buf, cur, out_meta, item, var_meta, owner)
             if got is None:
                 return None
             head, new_meta = got
@@ -174,3 +177,90 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
     for w in reversed(wrap):
         t = w(t)
     return t, tuple(out_meta), base + cur, owner
+
+
+def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
+    step = 1 if item.step is None else int(item.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
+
+    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
+        if v is None:
+            return np.broadcast_to(default, sizes.shape).astype(np.int64)
+        v = int(v)
+        return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
+
+    start = clamp(item.start, 0 if step > 0 else sizes - 1)
+    stop = clamp(item.stop, sizes if step > 0 else -1)
+    span = stop - start if step > 0 else start - stop
+    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
+    return start, count
+
+
+def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: tuple,
+                 owner: object):
+    """(block of {start, stop} int64 pairs, C order over the kept fixed dims, new var arrmeta)
+    for the rows `item` selects; the content is not touched (a step becomes the stride).
+
+    `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
+    """
+    step = 1 if item.step is None else int(item.step)
+    ref, width, stop_delta, content, istride, stride, length = var_meta
+    offs = np.array([cur], np.int64)
+    for k in range(0, len(kept), 2):
+        offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
+    starts, stops = read_rows(buf, offs, width, stop_delta)
+    check_rows(starts, stops, var_meta)
+    if stride != istride:  # already a stepping view: index units are not row positions
+        return None
+    first, count = slice_rows(stops - starts, item)
+    new = np.where(count > 0, starts + first, 0)
+    pairs = np.stack([new, new + count], axis=1).astype(np.int64)
+    head = memory.MemoryBlock(16 * max(len(offs), 1), keep=[owner])
+    head.buffer[:16 * len(offs)] = pairs.reshape(-1).view(np.uint8)
+    step_bytes = 16
+    for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
+        kept[k + 1] = step_bytes
+        step_bytes *= kept[k]
+    return head, (ref, 8, 8, content, istride, stride * step, length)
+
+
+def index_type(t: T.Type, dims: list) -> T.Type:
+    """Type of `dims` applied to `t` by the copying path (a consumed `?var` gives options)."""
+    if not dims:
+        return t
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return T.FixedDim(1, index_type(t, rest))
+    opt = isinstance(t, T.Option)
+    t = t.elem if opt else t
+    elem = index_type(t.elem, rest)
+    if isinstance(item, int):
+        return T.Option(elem) if opt and not isinstance(elem, T.Option) else elem
+    if isinstance(t, T.FixedDim):
+        out: T.Type = T.FixedDim(len(range(*item.indices(t.size))), elem)
+    else:
+        out = T.VarDim(elem)
+    return T.Option(out) if opt else out
+
+
+def index_values(v: object, t: T.Type, dims: list, path: list) -> object:
+    """Python-level `dims` applied to nested lists `v` (rows too short raise IndexError)."""
+    if not dims:
+        return v
+    item, rest = dims[0], dims[1:]
+    if item is None:
+        return [index_values(v, t, rest, path)]
+    if isinstance(t, T.Option):
+        if v is None:
+            return None
+        t = t.elem
+    if isinstance(item, int):
+        i = item + len(v) if item < 0 else item
+        if not 0 <= i < len(v):
+            where = "row " + ", ".join(map(str, path)) if path else "the array"
+            raise IndexError(f"index {item} is out of bounds: {where} has {len(v)} elements")
+        return index_values(v[i], t.elem, rest, path + [i])
+    return [index_values(v[i], t.elem, rest, path + [i]) for i in range(*item.indices(len(v)))]

@@ -15,7 +15,6 @@ the steadier figure on a loaded machine. The goals (`GOALS`) are checked in the 
 """
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import time
 from typing import Any, Callable
@@ -23,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 import lazyk
+from lazyk.bench.measure import has
 
 ROWS = 100  # rows of the ragged cases
 # case -> (the lazyk row it speaks of, the goal as text, a check of (row, case rows))
@@ -38,21 +38,17 @@ GOALS: dict[str, tuple[str, str, Callable[[dict, dict], bool]]] = {
 }
 
 
-def _has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
 def _dense(n: int, families: set) -> tuple[dict[str, Callable[[], Any]], np.ndarray, dict]:
     """Tools for `2*a + 3*b` at n: (tool -> call, NumPy's result, the expression kept for O2)."""
     rng = np.random.default_rng(0)
     a, b = rng.random(n), rng.random(n)
     fns: dict[str, Callable[[], Any]] = {"numpy": lambda: 2 * a + 3 * b}
-    if "numexpr" in families and _has("numexpr"):
+    if "numexpr" in families and has("numexpr"):
         import numexpr as ne
 
         local = {"a": a, "b": b}
         fns["numexpr evaluate"] = lambda: ne.evaluate("2*a + 3*b", local_dict=local)
-    if "numba" in families and _has("numba"):
+    if "numba" in families and has("numba"):
         import numba
 
         @numba.njit
@@ -86,7 +82,7 @@ def _ragged(families: set) -> tuple[dict, dict, np.ndarray]:
         got[starts == offsets[1:]] = 0.0
         return got
     peers: dict[str, Callable[[], Any]] = {"numpy": numpy_rows}
-    if "numexpr" in families and _has("numexpr"):
+    if "numexpr" in families and has("numexpr"):
         import numexpr as ne
 
         local = {"x": cx, "y": cy}
@@ -97,7 +93,7 @@ def _ragged(families: set) -> tuple[dict, dict, np.ndarray]:
             got[starts == offsets[1:]] = 0.0
             return got
         peers["numexpr evaluate + reduceat"] = numexpr_rows
-    if "numba" in families and _has("numba"):
+    if "numba" in families and has("numba"):
         import numba
 
         @numba.njit

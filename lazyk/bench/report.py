@@ -8,10 +8,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from lazyk.bench.measure import BANDWIDTH_N
 from lazyk.bench.overhead import markdown as overhead_markdown
 
 PEERS = ("numpy", "numexpr", "numba")
-BANDWIDTH_N = 10_000_000  # elements of the reference bandwidth kernels, unless set
 
 
 def fmt_time(s: float) -> str:

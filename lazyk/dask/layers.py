@@ -50,8 +50,8 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from lazyk import types as T
-from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import from_arrow, masked
+from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.formats.arrow import from_arrow
 from lazyk.dask.collection import (
     RaggedArray,
     RowsLeaf,

@@ -23,8 +23,8 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import build_columns as build
-from lazyk.arrays.interchange import columns as _tree
+from lazyk.arrays.columns import build_columns as build
+from lazyk.arrays.columns import columns as _tree
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expr import Expr, as_expr, broadcast_shapes

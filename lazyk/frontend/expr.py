@@ -20,9 +20,11 @@ import numpy as np
 from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import operators
-from lazyk.arrays.array import Array, is_foreign, is_pandas, text_numpy
+from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.arrays.interchange import fixed_text_rows
+from lazyk.arrays.columns import fixed_text_rows
+from lazyk.arrays.conversions import text_numpy
+from lazyk.arrays.foreign import is_foreign, is_pandas
 from lazyk.arrays.operators import Operators
 from lazyk.errors import (
     CastingError,

@@ -23,8 +23,8 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.arrays.interchange import build_columns, columns
-from lazyk.arrays.restructure import length, ranges, spans, take
+from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import length, ranges, spans, take
 from lazyk.errors import ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.graph import Node

@@ -20,8 +20,7 @@ import weakref
 
 import numpy as np
 
-from lazyk.arrays.array import array
-from lazyk.arrays.interchange import masked
+from lazyk.arrays.array import array, masked
 from lazyk.backend.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce

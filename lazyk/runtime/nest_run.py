@@ -23,8 +23,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lazyk.arrays import arrmeta as M
-from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import columns, masked, offsets_array, regular
+from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.buffers import offsets_array, regular
+from lazyk.arrays.columns import columns
 from lazyk.arrays.memory import MemoryBlock, foreign
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.levels import (

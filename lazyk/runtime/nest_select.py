@@ -31,9 +31,9 @@ import itertools
 
 import numpy as np
 
-from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import build_columns, columns, masked
-from lazyk.arrays.restructure import rows_at, spans, take
+from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import rows_at, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
 from lazyk.frontend.graph import (

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazyk.arrays.array import array
-from lazyk.arrays.interchange import columns, masked, offsets_array
+from lazyk.arrays.array import array, masked
+from lazyk.arrays.buffers import offsets_array
+from lazyk.arrays.columns import columns
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce

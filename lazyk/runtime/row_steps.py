@@ -19,7 +19,8 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import build_columns, columns, offsets_array
+from lazyk.arrays.buffers import offsets_array
+from lazyk.arrays.columns import build_columns, columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import (

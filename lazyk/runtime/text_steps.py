@@ -32,15 +32,9 @@ import numpy as np
 
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
-from lazyk.arrays.array import Array, array
-from lazyk.arrays.interchange import (
-    build_rows,
-    columns,
-    masked,
-    offsets_array,
-    regular,
-    text_from_numpy,
-)
+from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.buffers import build_rows, offsets_array, regular, text_from_numpy
+from lazyk.arrays.columns import columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expr import Expr, as_expr, where

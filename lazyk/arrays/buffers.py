@@ -1,0 +1,433 @@
+"""Arrays over given buffers: offsets, index pairs, characters and record columns.
+
+A var dim's rows are read through index pairs (docs/layout.md), so an offsets array IS a
+var dim: `from_offsets` checks the offsets once (vectorized) and wraps them and the content
+without copying. Strings are `{begin, size}` elements over characters left in place; records
+are C structs, their fields written into one block.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory
+from lazyk.arrays.array import Array, array, bool_mask, masked
+from lazyk.arrays.trees import offsets_of
+from lazyk.errors import ArrayConstructionError, NotSupportedError
+
+
+# ---------------------------------------------------------------- building blocks
+def _content(content: Any) -> Array:
+    """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
+    if not isinstance(content, Array):
+        try:
+            raw = np.asarray(content)
+        except ValueError:  # ragged lists
+            raw = np.empty(0, object)
+        if raw.dtype == object:  # anything NumPy cannot give a dtype: named at once
+            what = "an object-dtype NumPy array (Python objects have no lazyk element type: " \
+                "give numbers or fixed-width strings)" if isinstance(content, np.ndarray) else \
+                f"{type(content).__module__}.{type(content).__qualname__} (ragged lists: lazyk.array)"
+            raise TypeError(f"from_offsets takes content as a NumPy array or a lazyk array, "
+                            f"not {what}")
+        content = array(raw)
+    c = content
+    if not isinstance(c.type, T.FixedDim):
+        raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
+                                     f"not '{c.type}'")
+    if isinstance(c.type.dtype, T.FixedString) and isinstance(c.owner, np.ndarray):
+        raw = c.to_numpy()  # fixed_string has no byte order: big-endian UTF-32 is swapped
+        if raw.dtype.kind == "U" and not raw.dtype.isnative:
+            c = array(raw.astype(raw.dtype.newbyteorder("=")))
+    return c
+
+
+def _content_block(c: Array) -> memory.MemoryBlock:
+    """The block holding the content's elements (NumPy data gets a block over its bytes)."""
+    if isinstance(c.owner, memory.MemoryBlock):
+        return c.owner
+    return memory.foreign(c.to_numpy())
+
+
+def _var_meta(c: Array, block: memory.MemoryBlock, width: int, stop_delta: int) -> tuple:
+    """Arrmeta of a var dim over the content `c` (its leading dim), then c's element arrmeta."""
+    length, stride = c.meta[0], c.meta[1]
+    return (block.ref, width, stop_delta, c.ptr, stride, stride, length) + tuple(c.meta[2:])
+
+
+def check_offsets(offsets: np.ndarray, length: int, full: bool = True) -> None:
+    """ArrayConstructionError naming the first bad entry: negative, decreasing or past the
+    content. `full=False` checks the shape and the two ends only (O(1)): readers check
+    every row they read (`0 <= start <= stop <= length`) before forming an address."""
+    if offsets.ndim != 1 or len(offsets) < 1:
+        raise ArrayConstructionError(f"offsets must be 1-d with n + 1 entries for n rows "
+                                     f"(shape {offsets.shape})")
+    if offsets[0] < 0:
+        raise ArrayConstructionError(f"offsets[0] = {int(offsets[0])} is negative")
+    if not full:
+        if offsets[-1] > length:
+            raise ArrayConstructionError(
+                f"offsets[{len(offsets) - 1}] = {int(offsets[-1])} is past the end of the "
+                f"content ({length} elements)")
+        return
+    down = offsets[1:] < offsets[:-1]
+    if down.any():
+        i = int(np.argmax(down)) + 1
+        raise ArrayConstructionError(
+            f"offsets[{i}] = {int(offsets[i])} is less than offsets[{i - 1}] = "
+            f"{int(offsets[i - 1])}: offsets must be non-decreasing")
+    if offsets[-1] > length:
+        i = int(np.argmax(offsets > length))
+        raise ArrayConstructionError(f"offsets[{i}] = {int(offsets[i])} is past the end of the "
+                                     f"content ({length} elements)")
+
+
+def as_offsets(offsets: Any) -> np.ndarray:
+    o = np.asarray(offsets)
+    if o.dtype.kind not in "iu" or o.dtype.itemsize not in (4, 8) or o.dtype.kind == "u":
+        raise ArrayConstructionError(f"offsets must be int32 or int64, not {o.dtype}")
+    if not o.dtype.isnative:
+        o = o.astype(o.dtype.newbyteorder("="))
+    return np.ascontiguousarray(o)  # a copy only for strided offsets
+
+
+def offsets_array(offsets: np.ndarray, content: Array, validity: Any = None,
+                  outer: tuple | None = None, check: bool | None = False) -> Array:
+    """`N * var * X` (or `N * ?var * X`) over int32/int64 `offsets` and the content `L * X`.
+
+    `outer` splits the N rows into several fixed dims (C order); `()` gives one `var * X`
+    row. The offsets are used in place unless `validity` needs a mask next to them.
+    `check`: True checks every offset now; False the shape and both ends (O(1): every
+    reader checks the rows it reads); None nothing (offsets lazyk computed itself).
+    """
+    c = _content(content)
+    w = offsets.dtype.itemsize
+    if check is not None:
+        check_offsets(offsets, c.meta[0], full=check)
+    n = len(offsets) - 1
+    cblock = _content_block(c)
+    readonly = c.readonly or not offsets.flags.writeable
+    head = _var_meta(c, cblock, w, w)
+    elem: T.Type = T.VarDim(c.type.elem)
+    if validity is None:
+        block = memory.foreign(offsets, keep=[cblock])
+        mask_meta: tuple = ()
+    else:  # the mask byte of row i sits mask_offset bytes after its start index
+        valid = bool_mask(validity, "validity")
+        if valid.shape != (n,):
+            raise ArrayConstructionError(f"validity needs one entry per row ({n}), "
+                                         f"not shape {valid.shape}")
+        mask_offset = -(-(n + 1) * w // 8) * 8
+        block = memory.MemoryBlock(mask_offset + n * w, keep=[cblock])
+        block.buffer[:(n + 1) * w] = offsets.view(np.uint8)
+        block.buffer[mask_offset:mask_offset + n * w].reshape(n, w)[:, 0] = valid
+        mask_meta, elem = (mask_offset,), T.Option(elem)
+    dims = (n,) if outer is None else tuple(outer)
+    lead: list[int] = []
+    step = w
+    for size in reversed(dims):
+        lead[:0] = [size, step]
+        step *= size
+    t = elem
+    for size in reversed(dims):
+        t = T.FixedDim(size, t)
+    meta = tuple(lead) + mask_meta + head
+    # The block is exactly the offsets (and mask): no extent check needed.
+    return Array._from_parts(t, meta, block.address, block, readonly)
+
+
+def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
+    """`N * var * X` from separate start and stop indices (Awkward's ListArray): the pairs are
+    copied into one {start, stop} block (O(N)), the content is not."""
+    c = _content(content)
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    if starts.shape != stops.shape or starts.ndim != 1:
+        raise ArrayConstructionError("starts and stops must be 1-d and of one length")
+    bad = (starts < 0) | (stops < starts) | (stops > c.meta[0])
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ArrayConstructionError(f"row {i}: starts/stops {int(starts[i])}..{int(stops[i])} "
+                                     f"are outside the content ({c.meta[0]} elements)")
+    cblock = _content_block(c)
+    block = memory.MemoryBlock(16 * len(starts), keep=[cblock])
+    block.buffer.view(np.int64).reshape(-1, 2)[:] = np.stack([starts, stops], axis=1)
+    t = T.FixedDim(len(starts), T.VarDim(c.type.elem))
+    meta = (len(starts), 16) + _var_meta(c, cblock, 8, 8)
+    return Array.from_parts(t, meta, block.address, block, c.readonly)
+
+
+def regular(c: Array, size: int, rows: int | None = None) -> Array:
+    """`M * X` viewed as `M/size * size * X` (no copy; the leading dim must be one stride);
+    `rows`: how many rows of size 0 (their count is not in `c`)."""
+    n, stride = c.meta[0], c.meta[1]
+    if size == 0 and rows is not None and n == 0:
+        rows = int(rows)
+    elif size <= 0 or n % size:
+        raise ArrayConstructionError(f"{n} elements do not split into rows of {size}")
+    else:
+        rows = n // size
+    t = T.FixedDim(rows, T.FixedDim(size, c.type.elem))
+    meta = (rows, size * stride, size, stride) + tuple(c.meta[2:])
+    owner = c.owner if isinstance(c.owner, memory.MemoryBlock) else c.to_numpy()
+    return Array.from_parts(t, meta, c.ptr, owner, c.readonly)
+
+
+def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: Any,
+               lengths: np.ndarray | None = None) -> Array:
+    """A result array from flat values (and a present mask) without Python lists: `outer`
+    fixed dims, then `last` ("var" with per-row `lengths`, a fixed size, or None)."""
+    if last == "var":
+        content = array(values) if mask is None else masked(values, mask)
+        return offsets_array(offsets_of(lengths), content, outer=tuple(outer), check=None)
+    shape = tuple(outer) + (() if last is None else (int(last),))
+    if mask is None:
+        return array(np.asarray(values, order="C").reshape(shape))
+    return masked(np.asarray(values).reshape(shape), np.asarray(mask).reshape(shape))
+
+
+# ---------------------------------------------------------------- public constructors
+def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None = None,
+               kind: str = "string") -> Array:
+    """`N * string` (or `bytes`; `?` where `valid` says) whose strings are the byte ranges
+    [offsets[i], offsets[i + 1]) of `chars` (uint8), which is not copied: the `{begin, size}`
+    elements are built (16 bytes each, vectorized), the characters stay where they are.
+    ArrayConstructionError for offsets that decrease or leave `chars`."""
+    offsets = np.asarray(offsets)
+    n = len(offsets) - 1
+    if offsets.ndim != 1 or n < 0 or offsets.dtype.kind not in "iu":
+        raise ArrayConstructionError("string offsets must be a 1-d integer array of n + 1 "
+                                     "entries")
+    offsets = offsets.astype(np.int64, copy=False)
+    chars = np.ascontiguousarray(chars).view(np.uint8).reshape(-1)
+    if n:
+        steps = np.diff(offsets)
+        if offsets[0] < 0 or offsets[-1] > len(chars) or (steps < 0).any():
+            i = int(np.argmax(steps < 0)) if (steps < 0).any() else 0
+            raise ArrayConstructionError(
+                f"string {i}: offsets {int(offsets[i])}, {int(offsets[i + 1])} decrease or "
+                f"leave the {len(chars)} bytes of characters")
+    text = memory.foreign(chars if len(chars) else np.zeros(1, np.uint8))
+    region = 16 * n
+    block = memory.MemoryBlock(max(region * (1 if valid is None else 2), 16), keep=[text])
+    pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
+    pairs["begin"] = text.address + offsets[:-1]
+    pairs["size"] = offsets[1:] - offsets[:-1]
+    leaf = kind
+    meta: tuple = (n, 16)
+    if valid is not None:  # the mask byte sits `region` bytes after each element
+        block.buffer[region:2 * region:16] = np.asarray(valid, bool)[:n]
+        leaf, meta = "?" + kind, meta + (region,)
+    return Array.from_parts(T.dshape(f"{n} * {leaf}"), meta + (text.ref,), block.address, block)
+
+
+def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
+    """A NumPy `U` (-> `string`, UTF-8) or `S` (-> `bytes`) array as lazyk strings of its
+    shape: packed with vectorized NumPy (a copy), no Python per string (ASCII text is
+    narrowed in one step; other text goes through `np.char.encode`)."""
+    offsets, chars = text_buffers(x)
+    kind = kind or ("string" if x.dtype.kind == "U" else "bytes")
+    out = text_array(offsets, chars, None, kind)
+    for size in reversed(x.shape[1:]):
+        out = regular(out, size)
+    return out
+
+
+def text_buffers(x: np.ndarray) -> tuple:
+    """(offsets, UTF-8 characters) of the strings of a NumPy `U` or `S` array, flattened
+    (`U` of either byte order is encoded; `S` bytes are taken as they are)."""
+    if x.dtype.kind == "U" and not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    flat = np.ascontiguousarray(x).reshape(-1)
+    n = len(flat)
+    unit = np.uint32 if x.dtype.kind == "U" else np.uint8
+    width = flat.dtype.itemsize // np.dtype(unit).itemsize
+    codes = flat.view(unit).reshape(n, width)
+    if x.dtype.kind == "U" and width and codes.max(initial=0) >= 128:  # UTF-8: encode
+        return text_buffers(np.char.encode(flat, "utf-8"))
+    # NumPy drops trailing NULs: a string ends after its last non-zero unit
+    nonzero = codes != 0
+    lens = np.where(nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0) \
+        if width else np.zeros(n, np.int64)
+    return offsets_of(lens), codes[np.arange(width) < lens[:, None]].astype(np.uint8)
+
+
+def records_array(names: list, columns: list, valid: np.ndarray | None = None) -> Array:
+    """`N * {name: T, ...}` (`?{...}` where `valid` says) from columns of N elements each
+    (lazyk arrays with a leading fixed dim N); names 0, 1, ... (ints) give a tuple
+    `N * (T, ...)`. lazyk records and tuples are C structs, so each
+    element's fields are written into one block (vectorized, one strided copy per field):
+    numbers and masks are copied, a var field gets its rows' `{start, stop}` indices over
+    the column's content (not copied), a string its `{begin, size}` element over the
+    column's characters."""
+    n = len(valid) if valid is not None else columns[0].type.size if columns else 0
+    for name, c in zip(names, columns):
+        if not isinstance(c.type, T.FixedDim) or c.type.size != n:
+            raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
+                                         "elements")
+    rec = T.Tuple(tuple(c.type.elem for c in columns)) if is_tuple_names(names) else \
+        T.Record(tuple((name, c.type.elem) for name, c in zip(names, columns)))
+    t = T.Option(rec) if valid is not None else rec
+    region = n * rec.itemsize
+    block = memory.MemoryBlock(max(region * (1 + _options_in(t)), 16), keep=[])
+
+    def slot(at: int, dtype, shape=()) -> np.ndarray:  # one field of every element
+        if not n:  # no elements: nothing to write (the offset may pass the block)
+            return np.empty((0,) + shape, dtype)
+        return np.ndarray((n,) + shape, dtype, block.buffer, at,
+                          (rec.itemsize,) + _c_strides(shape, np.dtype(dtype).itemsize))
+    counter = [0]
+    meta: tuple = ()
+    if valid is not None:
+        counter[0] += 1
+        slot(region, np.bool_)[:] = valid
+        meta = (region,)
+    meta += rec.offsets
+    for ft, off, c in zip(rec.types, rec.offsets, columns):
+        meta += _write_field(ft, c, block, slot, off, region, counter)
+    return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    """The strides of C-ordered `shape` (NumPy gives 0 for those of an empty array)."""
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+def is_tuple_names(names) -> bool:
+    """Whether column-tree field names are the positions of a tuple (0, 1, ...)."""
+    return len(names) > 0 and all(type(k) is int for k in names)
+
+
+def field_view(c: Array, k: int) -> Array:
+    """Field k of `N * {...}` or `N * (...)` as a view `N * T_k` (tuples have no field
+    names to index with)."""
+    t = c.type.elem
+    ft = t.types[k]
+    at = M.field_meta_positions(t, 2)[k]
+    meta = tuple(c.meta[:2]) + tuple(c.meta[at:at + M.meta_len(ft)])
+    return Array.from_parts(T.FixedDim(c.type.size, ft), meta, c.ptr + c.meta[2 + k], c.owner,
+                            c.readonly)
+
+
+def _options_in(t: T.Type) -> int:
+    """How many option positions one element of `t` has (var contents not counted)."""
+    if isinstance(t, T.Option):
+        return 1 + _options_in(t.elem)
+    if isinstance(t, (T.Record, T.Tuple)):
+        return sum(map(_options_in, t.types))
+    if isinstance(t, T.FixedDim):
+        return _options_in(t.elem)
+    return 0
+
+
+def _column(c: Array, at: int, dtype, shape=()) -> np.ndarray:
+    """A strided view of bytes `at` on from each element of column `c` (inside its block:
+    NumPy checks the extent)."""
+    if not c.type.size:  # no elements: an empty column's pointer may sit past its block
+        return np.empty((0,) + shape, dtype)
+    return np.ndarray((c.type.size,) + shape, dtype, c.owner.buffer,
+                      c.ptr - c.owner.address + at,
+                      (c.meta[1],) + tuple(np.dtype(dtype).itemsize for _ in shape))
+
+
+def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
+                 counter: list) -> tuple:
+    """Write column `c`'s elements (type `t`) at byte `off` of every record (`slot`); the
+    field's arrmeta."""
+    n = c.type.size
+    owned = isinstance(c.owner, memory.MemoryBlock)
+    if isinstance(t, T.Option) and owned:
+        counter[0] += 1
+        slot(counter[0] * region + off, np.bool_)[:] = _column(c, c.meta[2], np.uint8) != 0
+        inner = Array.from_parts(T.FixedDim(n, t.elem), (n, c.meta[1]) + c.meta[3:], c.ptr,
+                                 c.owner, True)
+        return (counter[0] * region,) + _write_field(t.elem, inner, block, slot, off, region,
+                                                     counter)
+    if isinstance(t, (T.Record, T.Tuple)):
+        meta = t.offsets
+        for k, (ft, at) in enumerate(zip(t.types, t.offsets)):
+            meta += _write_field(ft, field_view(c, k), block, slot, off + at, region, counter)
+        return meta
+    if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
+        values = c.to_numpy()
+        slot(off, values.dtype, values.shape[1:])[:] = values
+        # fixed dims: (size, stride) each, C order inside the record
+        strides = _c_strides(values.shape[1:], values.dtype.itemsize)
+        return tuple(x for size, step in builtins.zip(values.shape[1:], strides)
+                     for x in (size, step))
+    if isinstance(t, T.VarDim) and owned:
+        var = c.meta[2:2 + M.VAR_META]
+        w, dt = var[1], M.INDEX_DTYPES[var[1]]  # the column's index width (list, large_list)
+        starts, stops = _column(c, 0, dt), _column(c, var[2], dt)
+        M.check_rows(starts, stops, var)
+        slot(off, dt)[:] = starts
+        slot(off + w, dt)[:] = stops
+        block.keep += [c.owner, memory.lookup(var[0])]  # the rows' content stays there
+        return (var[0], w, w) + tuple(var[3:]) + tuple(c.meta[2 + M.VAR_META:])
+    if M.is_varlen(t) and owned:
+        slot(off, np.uint8, (16,))[:] = _column(c, 0, np.uint8, (16,))
+        block.keep += [c.owner, memory.lookup(c.meta[2])]
+        return (c.meta[2],)
+    return unsupported(t)
+
+
+def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
+                 check: bool = False) -> Array:
+    """A ragged array `N * var * T` over NumPy offsets and content, without copying either.
+
+    Row i is `content[offsets[i]:offsets[i + 1]]`. Construction is O(1) in the number of
+    rows: it checks the offsets' dtype and shape, `offsets[0] >= 0` and `offsets[-1] <=
+    len(content)`. Every use that reads rows (an expression, `to_list`, a view, `to_arrow`)
+    checks the rows it reads, vectorized, before touching the content: a decreasing offset
+    raises ArrayConstructionError naming the row there, never an out-of-bounds read (so
+    offsets changed in place after construction are caught too). `check=True` checks every
+    offset now instead (non-decreasing, inside the content), for the error up front.
+    `content` may itself be a ragged lazyk array (`var * var * T`).
+
+    Args:
+        offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
+        content: a NumPy array or a lazyk array with a leading fixed dimension
+            (big-endian NumPy `U` strings are swapped to native, a copy: `fixed_string`
+            has no byte order).
+        validity: optional bool per row (True = present): gives `N * ?var * T` (the
+            offsets are then copied next to a mask, and checked in full).
+        check: check every offset at construction (O(n), vectorized).
+
+    Raises:
+        ArrayConstructionError (a ValueError): naming the first bad offset (at
+            construction, or for a decreasing offset when the rows are first read).
+
+    Example:
+        >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
+        >>> str(x.type), x.to_list()
+        ('3 * var * float64', [[0.0, 1.0], [], [2.0, 3.0, 4.0]])
+        >>> y = lazyk.from_offsets(np.array([0, 1, 3], np.int32), x)
+        >>> str(y.type), y.to_list()
+        ('2 * var * var * float64', [[[0.0, 1.0]], [[], [2.0, 3.0, 4.0]]])
+    """
+    return offsets_array(as_offsets(offsets), _content(content), validity,
+                         check=bool(check or validity is not None))
+
+
+# ---------------------------------------------------------------- to Arrow / Awkward
+
+
+
+
+def unsupported(t: T.Type):
+    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, records, "
+                            "fixed and var dims, options)")
+
+
+
+
+
+

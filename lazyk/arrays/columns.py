@@ -1,0 +1,280 @@
+"""Column trees: a lazyk array as a tree of NumPy buffers and back.
+
+A tree is ("numpy", ndarray) | ("option", mask, child) | ("list", offsets, child) |
+("regular", size, child) | ("text", kind, offsets, characters) | ("record", names, children):
+the form Arrow, Awkward, Dask partitions and the NumPy row operations (`restructure`) read.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory
+from lazyk.arrays.array import Array, array, masked, use_field_copy
+from lazyk.arrays.buffers import (
+    field_view,
+    offsets_array,
+    records_array,
+    regular,
+    text_array,
+    text_buffers,
+    unsupported,
+)
+from lazyk.arrays.trees import offsets_of, rows_at
+from lazyk.errors import NotSupportedError
+
+
+def fixed_text_rows(a: Array) -> Array:
+    """`a` (dims, `?var` rows and `?T` over `fixed_string[n]` or `fixed_bytes[n]`
+    elements) with `string` (`bytes`) elements instead, for the string operations: the
+    fixed strings are packed into UTF-8 characters and 16-byte `{begin, size}` elements (a
+    copy of the elements only); fixed bytes keep their bytes in place (each value is all
+    n of them); the rows' indices are used in place where they are offsets. An array with
+    a fixed dim of size 0 holds no element: it is rebuilt from its (empty) rows."""
+    def rebuild(col: tuple) -> Array:
+        kind, child = col[0], col[-1]
+        if kind == "numpy":
+            if col[1].dtype.kind in "USV":
+                return rebuild(fixed_text(col[1]))
+            return array(col[1])
+        if kind == "text":
+            return text_array(col[2], col[3], None, col[1])
+        if kind == "list":
+            return offsets_array(col[1], rebuild(child))
+        if kind == "regular":
+            return regular(rebuild(child), col[1])
+        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "USV":
+            child = fixed_text(child[1])
+        if kind == "option" and child[0] == "text":
+            return text_array(child[2], child[3], col[1], child[1])
+        if kind == "option" and child[0] == "list":
+            return offsets_array(child[1], rebuild(child[2]), col[1])
+        raise NotSupportedError(f"string operations on {a.type}: fixed, var and ?var dims "
+                                "over fixed_string[n], fixed_bytes[n] or an option of them")
+    t = a.type
+    if isinstance(t.elem if isinstance(t, T.Option) else t, T.VarDim):
+        # an outermost (?)var dim: the one row of a fixed dim
+        one = Array.from_parts(T.FixedDim(1, t), (1, 16) + tuple(a.meta), a.ptr, a.owner,
+                               a.readonly)
+        return fixed_text_rows(one)[0]
+    while isinstance(t, (T.Dim, T.Option)):
+        if isinstance(t, T.FixedDim) and t.size == 0:  # no element: empty rows only
+            return array(a.to_list(), type=re.sub(r"fixed_(string|bytes)\[[^\]]*\]$",
+                                                  r"\1", str(a.type)))
+        t = t.elem
+    return rebuild(columns(a))
+
+
+def fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
+    """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
+    elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
+    code points), so it becomes `string` too; NotSupportedError for bytes that are not
+    UTF-8, which Arrow and Awkward strings cannot hold. `fixed_bytes[n]` (NumPy `V`)
+    elements become `bytes` of all their n bytes, over the same memory when it is
+    contiguous."""
+    if arr.dtype.kind == "V":
+        n, width = len(arr), arr.dtype.itemsize
+        chars = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        return ("text", "bytes", np.arange(n + 1, dtype=np.int64) * width, chars)
+    offsets, chars = text_buffers(arr)
+    if dest and arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
+        inner = offsets[:-1][offsets[:-1] < len(chars)]
+        try:  # valid as a whole, and no string starts inside a character: each is valid
+            bytes(chars).decode("utf-8")
+            ok = not ((chars[inner] & 0xC0) == 0x80).any()
+        except UnicodeDecodeError:
+            ok = False
+        if not ok:
+            raise NotSupportedError(
+                f"fixed_string[{arr.dtype.itemsize}] (NumPy {arr.dtype.str}) elements that "
+                f"are not UTF-8 text have no {dest} string type; convert the NumPy 'S' "
+                f"data itself (pyarrow.array and awkward.Array read it as binary)")
+    return ("text", "string", offsets, chars)
+
+
+def as_array(x: Any, fn: str) -> Array:
+    """`x` as a lazyk Array: NumPy arrays are wrapped, expressions evaluated."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, np.ndarray):
+        return array(x)
+    if hasattr(x, "eval") and hasattr(x, "node"):  # a lazyk expression
+        return x.eval()
+    raise TypeError(f"{fn} takes a lazyk Array, expression or NumPy array, not "
+                    f"{type(x).__name__}")
+
+
+def columns(a: Array) -> tuple:
+    """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
+    ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
+    offsets, characters) | ("record", names, [child per field]; a tuple's names are its
+    positions 0, 1, ... as ints). Offsets-form var dims and lazyk
+    mask blocks give their buffers in place; other layouts are repacked first."""
+    t = a.type
+    if not isinstance(t, T.FixedDim):
+        raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
+    if M.is_plain(t) and not _has_tuple(t):
+        arr = a.to_numpy()
+        if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
+            return ("record", arr.dtype.names, [columns(array(arr[k])) for k in arr.dtype.names])
+        if arr.ndim == 1:
+            return ("numpy", arr)
+        flat = np.ascontiguousarray(arr).reshape((arr.shape[0] * arr.shape[1],) +
+                                                 arr.shape[2:])  # (-1 fails on size 0)
+        return ("regular", arr.shape[1], columns(array(flat)))
+    n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
+    if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
+        return columns(_repack(a))
+    if isinstance(x, T.FixedDim):
+        if x.size == 1 and stride != meta[3]:  # (rows of one: the outer stride steps)
+            one = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[4:], a.ptr,
+                                   owner, a.readonly)
+            return ("regular", 1, columns(one))
+        if stride != x.size * meta[3]:
+            return columns(_repack(a))
+        flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
+                                a.ptr, owner, a.readonly)
+        return ("regular", x.size, columns(flat))
+    if isinstance(x, T.Option):
+        offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+        mask = M.gather(owner.buffer, offs + meta[2], 1).reshape(n) != 0
+        inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
+                                 a.readonly)
+        return ("option", mask, columns(inner))
+    if isinstance(x, T.VarDim):
+        var_meta = meta[2:2 + M.VAR_META]
+        ref, w, delta, content, istride, vstride, length = var_meta
+        if vstride != istride:
+            return columns(_repack(a))
+        offsets = None
+        if stride == w == delta:  # offsets form: the n + 1 indices in place
+            offsets = memory.view(a.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+            starts, stops = offsets[:-1], offsets[1:]
+        else:
+            offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+            starts, stops = M.read_rows(owner.buffer, offs, w, delta)
+        M.check_rows(starts, stops, var_meta)
+        child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
+                                 meta[2 + M.VAR_META:], content, memory.lookup(ref),
+                                 a.readonly)
+        if offsets is None:
+            if n and not bool(np.all(stops[:-1] == starts[1:])):
+                # rows out of order (gathered rows): their items taken in row order
+                return rows_at(columns(child), starts, (stops - starts).astype(np.int64))
+            # Rows back to back (lazyk's own pairs): their indices become offsets.
+            offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
+                       ).astype(M.INDEX_DTYPES[w])  # the same index width
+        return ("list", offsets, columns(child))
+    if M.is_varlen(x):
+        return ("text", x.name) + _text_columns(a)
+    if isinstance(x, (T.Record, T.Tuple)):  # each field a view of its own
+        keys = x.names if isinstance(x, T.Record) else tuple(range(len(x.types)))
+        return ("record", keys, [columns(field_view(a, k)) for k in range(len(keys))])
+    if M.is_plain(t):  # numbers inside a tuple
+        return ("numpy", a.to_numpy())
+    return unsupported(t)
+
+
+def _has_tuple(t: T.Type) -> bool:
+    """Whether a tuple type sits anywhere in `t` (NumPy would name its fields f0, f1, ...)."""
+    if isinstance(t, T.Tuple):
+        return True
+    if isinstance(t, T.Record):
+        return any(map(_has_tuple, t.types))
+    return isinstance(t, (T.Dim, T.Option)) and _has_tuple(t.elem)
+
+
+def _text_columns(a: Array) -> tuple:
+    """(offsets, characters) of `N * string` / `N * bytes`: the characters in place where
+    the strings lie back to back in one block (as `text_array` and Arrow lay them out), else
+    gathered into one buffer (vectorized, per block)."""
+    n, stride, owner = a.type.size, a.meta[1], a.owner
+    offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
+    begins, sizes = M.read_pairs(owner.buffer, offs)
+    offsets = offsets_of(sizes)
+    blocks = M.string_blocks(memory.lookup(a.meta[2]))
+    head = blocks[0]
+    if n and int(begins[0]) >= head.address and \
+            int(begins[0]) + int(offsets[-1]) <= head.address + head.size and \
+            bool(np.all(begins - begins[0] == offsets[:-1])):
+        lo = int(begins[0]) - head.address
+        return offsets, head.buffer[lo:lo + int(offsets[-1])]
+    chars, todo = np.empty(int(offsets[-1]), np.uint8), np.ones(n, bool)
+    for block in blocks:
+        starts = begins - block.address
+        # (an empty string reads nothing: a missing one's element is {0, 0})
+        inside = todo & (((starts >= 0) & (starts + sizes <= block.size)) | (sizes == 0))
+        k = sizes[inside]
+        within = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+        chars[np.repeat(offsets[:-1][inside], k) + within] = \
+            block.buffer[np.repeat(starts[inside], k) + within]
+        todo &= ~inside
+    if todo.any():
+        raise ValueError("string data points outside its memory blocks")
+    return offsets, chars
+
+
+def option_field(a: Array, name: str) -> Array:
+    """Field `name` of records that may be missing whose field may be missing too
+    (`... * ?{name: ?T}`), as a new `... * ?T` array (read-only): missing where the record
+    or the field is, as Arrow and Awkward read it. One mask cannot say both, so this is a
+    copy: the field's values and the AND of the two masks (vectorized)."""
+    if a.type.ndim == 0:
+        return option_field(a[None], name)[0]
+    out = build_columns(_pick(columns(a), name))
+    return Array._from_parts(out.type, out.meta, out.ptr, out.owner, True)
+
+
+def _pick(col: tuple, name: str) -> tuple:
+    """The column tree of field `name` under the dims of `col` (an "option" over records
+    ANDs its mask into the field's)."""
+    kind = col[0]
+    if kind == "record":
+        keys = [str(k) for k in col[1]]  # a tuple's fields are its positions "0", "1", ...
+        if name not in keys:
+            raise KeyError(f"the records have no field {name!r}")
+        return col[2][keys.index(name)]
+    if kind == "option" and col[2][0] == "record":
+        f = _pick(col[2], name)
+        return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)
+    if kind in ("option", "list", "regular"):
+        return (kind, col[1], _pick(col[2], name))
+    raise KeyError(f"no records with a field {name!r}")
+
+
+def build_columns(col: tuple) -> Array:
+    """A lazyk array from a column tree (`columns`): buffers used as they are."""
+    kind = col[0]
+    if kind == "numpy":
+        return array(np.ascontiguousarray(col[1]))
+    if kind == "regular":  # ("regular", 0, child, rows): rows of size 0 and their count
+        return regular(build_columns(col[2]), col[1], *col[3:])
+    if kind == "list":
+        return offsets_array(col[1], build_columns(col[2]), check=None)
+    if kind == "text":
+        return text_array(col[2], col[3], None, col[1])
+    if kind == "record":
+        return records_array(list(col[1]), [build_columns(f) for f in col[2]])
+    mask, child = col[1], col[2]
+    if child[0] == "numpy":
+        return masked(child[1], mask)
+    if child[0] == "list":
+        return offsets_array(child[1], build_columns(child[2]), validity=mask, check=None)
+    if child[0] == "text":
+        return text_array(child[2], child[3], mask, child[1])
+    if child[0] == "record":
+        return records_array(list(child[1]), [build_columns(f) for f in child[2]], mask)
+    raise NotSupportedError("missing fixed-size rows (?N * T) under a var dim or in a "
+                            "field of records (they are results, not rebuilt from columns)")
+
+
+def _repack(a: Array) -> Array:
+    """A copy in lazyk's packed form (contiguous rows), for views the tree cannot express."""
+    return array(a.to_list(), a.type)
+
+
+use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it

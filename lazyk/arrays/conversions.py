@@ -1,0 +1,98 @@
+"""Conversions of lazyk arrays: to NumPy (views, __array__, DLPack), to Python scalars, to a device."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.errors import NotSupportedError
+
+
+def text_numpy(a: Any) -> np.ndarray | None:
+    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
+    types (var dims and missing values have no ndarray form)."""
+    t = a.type
+    while isinstance(t, T.FixedDim):
+        t = t.elem
+    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
+        return None
+    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
+
+
+class Conversions:
+    """Array's conversions: NumPy views and protocols, DLPack, Python scalars, devices."""
+
+    __slots__ = ()
+
+    def to(self, device: Any):
+        """Copy to `'cuda'` (a `lazyk.runtime.device.DeviceArray`); `'cpu'` returns self."""
+        if device is None:
+            return self
+        return hooks.to_device(self, device)
+
+    def to_numpy(self) -> np.ndarray:
+        """Zero-copy NumPy view (fixed dims only).
+
+        Raises:
+            NotSupportedError: for var dims, options or strings (pad, or use `to_list`;
+                `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
+        """
+        if self._np is None:
+            raise NotSupportedError(
+                f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
+                "do not map to an ndarray, and strings live in lazyk's own form: "
+                "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
+                "fixed type or use to_list()")
+        return self._np
+
+    def numpy_view(self) -> np.ndarray | None:
+        """The zero-copy NumPy view `to_numpy` gives, or None where there is none (var dims,
+        options, strings)."""
+        return self._np
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(a)`: a view of fixed numeric arrays; fixed dims of `string` /
+        `bytes` (no missing values) give a new NumPy `U` / `S` array (NumPy drops trailing
+        NUL characters)."""
+        arr = text_numpy(self)
+        if arr is not None:
+            return arr if dtype is None else arr.astype(dtype)
+        arr = self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting '{self.type}' to {np.dtype(dtype)} needs a copy")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack capsule for fixed-dim numeric arrays (native byte order)."""
+        return self.to_numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU, device 0
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("the truth value"))
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        return int(self._scalar())
+
+    def _scalar(self, what: str = "the Python value") -> Any:
+        if self.ndim:
+            raise TypeError(f"only 0-d arrays convert to Python scalars (type '{self.type}')")
+        value = self.to_list()
+        if value is None:  # a `?T` value that is missing: never a silent False / error later
+            raise ValueError(f"{what} of a missing value is unknown (type '{self.type}')")
+        return value

@@ -1,0 +1,88 @@
+"""How arrays print: repr's values (abbreviated like NumPy past 1000 elements) and the
+notebook's HTML table."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+
+HTML_ROWS = 10  # a notebook shows this many rows: the first and the last half of them
+
+
+_MISSING_HTML = '<i style="color:#888">missing</i>'
+
+
+def html_view(a: Any) -> str:
+    """`_repr_html_` of an array: a header (type, shape) and a table of its first and last
+    rows, each abbreviated like `repr`; only the rows shown are read."""
+    shape = "(" + ", ".join("var" if n is None else str(n) for n in a.shape) + \
+        ("," if len(a.shape) == 1 else "") + ")"
+    head = (f"<b>lazyk.Array</b> type <code>{html.escape(str(a.type))}</code>, shape "
+            f"<code>{shape}</code>")
+    if not a.ndim:
+        return f"<div>{head}<br><code>{_html_value(a.to_list())}</code></div>"
+    n = len(a)
+    half = HTML_ROWS // 2
+    index = list(range(n)) if n <= HTML_ROWS else \
+        list(range(half)) + [None] + list(range(n - half, n))
+    rows = []
+    for i in index:
+        if i is None:
+            rows.append(f'<tr><th></th><td>... {n - 2 * half:,} more rows ...</td></tr>')
+            continue
+        value = _html_value(a[i].to_list())
+        rows.append(f'<tr><th style="text-align:right">{i}</th>'
+                    f'<td style="text-align:left"><code>{value}</code></td></tr>')
+    return f"<div>{head}<table>{''.join(rows)}</table></div>"
+
+
+def _html_value(v: Any, depth: int = 0) -> str:
+    """A value as HTML: lists abbreviated (first and last 3 past 6), None as missing."""
+    if v is None:
+        return _MISSING_HTML
+    if isinstance(v, list):
+        if depth > 2 and v:
+            return "[...]"
+        items = v[:3] + [...] + v[-3:] if len(v) > 6 else v
+        return "[" + ", ".join("..." if x is ... else _html_value(x, depth + 1)
+                               for x in items) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{html.escape(str(k))}: {_html_value(x, depth + 1)}"
+                               for k, x in v.items()) + "}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_html_value(x, depth + 1) for x in v) + ")"
+    return html.escape(repr(v))
+
+
+def format_values(a: Any) -> str:
+    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
+    if a._np is not None and a._np.size > 1000:
+        return _abbrev_np(a._np, a.type)
+    values = a.to_list()
+    return _abbrev(values, _count(values) > 1000)
+
+
+def _count(v: Any) -> int:
+    return sum(_count(x) for x in v) if isinstance(v, list) else 1
+
+
+def _abbrev(v: Any, short: bool) -> str:
+    if isinstance(v, list):
+        parts = [_abbrev(x, short) for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
+        if short and len(v) > 6:
+            parts[3:3] = ["..."]
+        return "[" + ", ".join(parts) + "]"
+    return repr(v)
+
+
+def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
+    if arr.ndim == 0:
+        return repr(arr.tolist()) if arr.dtype.names is None else \
+            repr(dict(zip(arr.dtype.names, arr.tolist())))
+    idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
+        else list(range(len(arr)))
+    parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]
+    return "[" + ", ".join(parts) + "]"

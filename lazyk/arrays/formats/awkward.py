@@ -1,0 +1,200 @@
+"""Awkward arrays to and from lazyk arrays, over the same buffers where the layouts agree.
+
+awkward is optional (`pip install 'lazyk[ragged]'`): imported inside the functions that need it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.buffers import (
+    as_offsets,
+    is_tuple_names,
+    offsets_array,
+    pairs_array,
+    records_array,
+    regular,
+    text_array,
+)
+from lazyk.arrays.columns import as_array, columns, fixed_text
+from lazyk.arrays.formats import need
+from lazyk.errors import NotSupportedError
+
+
+def from_awkward(x: Any) -> Array:
+    """A lazyk array over an Awkward Array's buffers.
+
+    ListOffsetArray and NumpyArray are used in place (offsets other than int32 / int64,
+    such as uint32, become an int64 copy of the offsets); RegularArray becomes a fixed dim (a
+    view); strings and bytestrings become `string` / `bytes` (characters in place, 16-byte
+    `{begin, size}` elements built over them); records become lazyk records (C structs: the
+    fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
+    option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
+    through a byte mask (copied, with the values of option numbers). Tuples become lazyk
+    tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
+    type first). Data of no element type yet (`ak.Array([[]])`, `ak.Array([[None]])`) reads
+    as float64, as `ak.to_numpy` does.
+
+    Example:
+        >>> import awkward as ak
+        >>> lazyk.from_awkward(ak.Array([[1, 2], [], [3]])).to_list()
+        [[1, 2], [], [3]]
+    """
+    ak = need("awkward")
+    if not isinstance(x, (ak.Array, ak.contents.Content, np.ndarray)):
+        raise TypeError(f"from_awkward takes an awkward.Array (or an Awkward layout or a "
+                        f"NumPy array), not {type(x).__name__}")
+    layout = ak.to_layout(x)
+    return _from_layout(ak, layout)
+
+
+def _text_layout(ak, layout, valid=None) -> Array | None:
+    """Awkward strings (lists of uint8 marked by a parameter) as `string` / `bytes`: the
+    characters in place; None for other layouts. Bare characters are refused rather than
+    read as numbers."""
+    kind = layout.parameter("__array__")
+    if kind in ("char", "byte"):
+        raise NotSupportedError(f"Awkward {kind} arrays (characters outside strings)")
+    if kind not in ("string", "bytestring"):
+        return None
+    if not isinstance(layout, ak.contents.ListOffsetArray):
+        layout = layout.to_ListOffsetArray64(True)
+    return text_array(np.asarray(layout.offsets.data), np.asarray(layout.content.data), valid,
+                      "string" if kind == "string" else "bytes")
+
+
+def _records_layout(ak, layout, valid=None) -> Array:
+    if not layout.contents:
+        raise NotSupportedError("Awkward records without fields")
+    n = len(layout)
+    # a tuple's fields are its positions: lazyk's tuple type `(A, B)`
+    names = list(range(len(layout.contents))) if layout.is_tuple else list(layout.fields)
+    return records_array(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
+
+
+def _from_layout(ak, layout) -> Array:
+    c = ak.contents
+    text = _text_layout(ak, layout)
+    if text is not None:
+        return text
+    if isinstance(layout, c.NumpyArray):
+        return array(np.asarray(layout.data))
+    if isinstance(layout, c.EmptyArray):  # no element type yet: float64, as ak.to_numpy
+        return array(np.zeros(0))
+    if isinstance(layout, c.ListOffsetArray):
+        return offsets_array(_awkward_offsets(layout.offsets),
+                             _from_layout(ak, layout.content))
+    if isinstance(layout, c.ListArray):
+        n = len(layout)
+        return pairs_array(np.asarray(layout.starts.data)[:n], np.asarray(layout.stops.data)[:n],
+                           _from_layout(ak, layout.content))
+    if isinstance(layout, c.RegularArray):
+        inner = _from_layout(ak, layout.content[:len(layout) * layout.size])
+        return regular(inner, layout.size) if layout.size else array(
+            np.zeros((len(layout), 0)))
+    if isinstance(layout, (c.ByteMaskedArray, c.BitMaskedArray, c.IndexedOptionArray,
+                           c.UnmaskedArray)):
+        n = len(layout)
+        valid = np.asarray(layout.mask_as_bool(valid_when=True))[:n]
+        if isinstance(layout, c.IndexedOptionArray) and isinstance(layout.content,
+                                                                   c.EmptyArray):
+            return masked(np.zeros(n), valid)  # every value missing (`ak.Array([None])`)
+        if isinstance(layout, c.IndexedOptionArray):  # gathers the values (a copy)
+            inner = layout.to_ByteMaskedArray(True).content[:n]
+        else:
+            inner = layout.content[:n]
+        text = _text_layout(ak, inner, valid)
+        if text is not None:
+            return text
+        if isinstance(inner, c.NumpyArray):
+            return masked(np.asarray(inner.data), valid)
+        if isinstance(inner, c.RecordArray):
+            return _records_layout(ak, inner, valid)
+        if isinstance(inner, (c.ListArray, c.RegularArray)):
+            inner = inner.to_ListOffsetArray64(True)
+        if isinstance(inner, c.ListOffsetArray):
+            return offsets_array(_awkward_offsets(inner.offsets),
+                                 _from_layout(ak, inner.content), valid)
+        if isinstance(inner, c.UnionArray):
+            _union(inner)
+        raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
+    if isinstance(layout, c.RecordArray):
+        return _records_layout(ak, layout)
+    if isinstance(layout, c.IndexedArray):
+        return _from_layout(ak, layout.project())
+    if isinstance(layout, c.UnionArray):
+        _union(layout)
+    raise NotSupportedError(f"Awkward layout {type(layout).__name__} (lists, regular arrays, "
+                            "records, numbers, strings and options of them)")
+
+
+def _awkward_offsets(index: Any) -> np.ndarray:
+    """An Awkward offsets index as lazyk offsets: int32 / int64 in place, other widths
+    (uint32) as an int64 copy of the offsets (the content stays in place)."""
+    o = np.asarray(index.data)
+    if o.dtype.kind in "iu" and o.dtype not in (np.int32, np.int64):
+        o = o.astype(np.int64)
+    return as_offsets(o)
+
+
+def _union(layout):
+    raise NotSupportedError(
+        f"Awkward union arrays ({layout.form.type}): a lazyk array holds one type; convert "
+        f"one of its types at a time (ak.Array(array.layout.project(i)) holds the elements "
+        f"of type i)")
+
+
+def to_awkward(x: Array) -> Any:
+    """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
+    `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray, records and
+    tuples -> RecordArray). Offsets-form var dims and values are not copied. Dates and
+    times stay NumPy datetime64 / timedelta64 (`time` is timedelta64[us]: Awkward has no
+    time of day), `fixed_string[n]` becomes strings (a copy), `fixed_bytes[n]`
+    bytestrings, non-native byte order native.
+
+    Example:
+        >>> lazyk.to_awkward(lazyk.array([[1, None], [3]])).tolist()
+        [[1, None], [3]]
+    """
+    ak = need("awkward")
+    x = as_array(x, "to_awkward")
+    return ak.Array(_awkward(ak, columns(x), len(x)))
+
+
+def _awkward(ak, col: tuple, n: int):
+    """Awkward content for column `col` of `n` elements (a fixed dim of size 0 keeps its
+    rows: `4 * 0 * T` is four empty lists)."""
+    c, kind = ak.contents, col[0]
+    if kind == "numpy":
+        arr = col[1]
+        if arr.dtype.kind in "US":
+            return _awkward(ak, fixed_text(arr, "Awkward"), n)
+        if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
+            k = arr.dtype.itemsize
+            raw = np.ascontiguousarray(arr).view(np.uint8)
+            return c.RegularArray(c.NumpyArray(raw, parameters={"__array__": "byte"}), k,
+                                  zeros_length=len(arr), parameters={"__array__": "bytestring"})
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return c.NumpyArray(arr)
+    if kind == "option":
+        mask = ak.index.Index8(col[1].astype(np.int8))
+        return c.ByteMaskedArray(mask, _awkward(ak, col[2], len(mask)), valid_when=True)
+    if kind == "record":
+        fields = [_awkward(ak, f, n) for f in col[2]]
+        names = None if is_tuple_names(col[1]) else list(col[1])  # None: an Awkward tuple
+        return c.RecordArray(fields, names, length=len(fields[0]) if fields else n)
+    if kind == "text":
+        string = col[1] == "string"
+        chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
+        return c.ListOffsetArray(ak.index.Index64(col[2]), chars, parameters={
+            "__array__": "string" if string else "bytestring"})
+    if kind == "list":
+        offsets = col[1]
+        index = ak.index.Index32 if offsets.dtype.itemsize == 4 else ak.index.Index64
+        inner = int(offsets[-1]) if len(offsets) else 0
+        return c.ListOffsetArray(index(offsets), _awkward(ak, col[2], inner))
+    inner = _awkward(ak, col[2], n * col[1])
+    return c.RegularArray(inner, col[1], zeros_length=n)
