@@ -135,8 +135,33 @@ class _Collection:
 
     @property
     def row_counts(self) -> tuple | None:
-        """Outer rows per partition, or None for a single result not split by rows."""
+        """Outer rows per partition (`nan` where they are known only once computed: rows
+        selected or flattened, as Dask's unknown chunk sizes), or None for a single result
+        not split by rows."""
         return self._counts
+
+    @property
+    def rows_known(self) -> bool:
+        """Whether every partition's number of rows is known before computing."""
+        return self._counts is None or not any(c != c for c in self._counts)
+
+    def compute_row_counts(self) -> Any:
+        """The same collection with its partitions' row counts known (as Dask's
+        `compute_chunk_sizes()`): it computes the partitions (persist the collection first
+        to keep them) and brings back only their sizes."""
+        if self.rows_known:
+            return self
+        name = f"lazyk-row-counts-{tokenize(self._name)}"
+        layer = {(name, i): (_row_count, k) for i, k in enumerate(self.__dask_keys__())}
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                              dependencies=[self])
+        import dask.array as da
+
+        sizes = da.Array(dsk, name, ((1,) * len(layer),), dtype=np.int64,
+                         meta=np.empty(0, np.int64))
+        counts = tuple(int(c) for c in sizes.compute())
+        t = T.FixedDim(sum(counts), self._ltype.elem)
+        return type(self)(self._dsk, self._name, counts, t)
 
     @property
     def name(self) -> str:
@@ -201,7 +226,8 @@ class RaggedArray(_Collection, Expr):
 
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
-        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        self._counts = None if counts is None else \
+            tuple(c if c != c else int(c) for c in counts)  # nan: known once computed
         try:
             shape, dtype, option = describe(t, held=True)
         except NotSupportedError:
@@ -268,6 +294,12 @@ class RaggedArray(_Collection, Expr):
                 isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
             raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
                                     "an int or a slice of outer rows, then ints and slices")
+        if not self.rows_known:
+            raise NotSupportedError(
+                f"indexing a lazyk.dask.RaggedArray with {key!r}: how many rows each "
+                "partition holds is known only once computed (rows selected or flattened); "
+                "r.compute_row_counts() gives the collection with its row counts known, or "
+                "compute it first")
         none = _typed(self._ltype, outer, rest)  # the result's type
         name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
         if self._counts is None:  # a single result: the key as it is
@@ -334,7 +366,8 @@ class RaggedRecords(_Collection, Operators):
 
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
-        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        self._counts = None if counts is None else \
+            tuple(c if c != c else int(c) for c in counts)
         self._fields: dict = {}  # one collection per field: one leaf name in expressions
 
     @property
@@ -413,6 +446,11 @@ def _take(key: tuple, part: Any, start: int | None) -> Part:
     """A partition's rows (views) for `key`; `start`: the first row's number in the
     result (None for a single row or result)."""
     return Part(unwrap(part)[key], start)
+
+
+def _row_count(part: Any) -> np.ndarray:
+    a = unwrap(part)
+    return np.array([a.type.size if isinstance(a.type, T.FixedDim) else 1], np.int64)
 
 
 def _field(field: str, part: Any) -> Part:

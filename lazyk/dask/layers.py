@@ -40,6 +40,7 @@ when their axis 0 is the rows' axis, else passed whole to every task; Python sca
 """
 from __future__ import annotations
 
+import math
 import numbers
 import uuid
 from typing import Any
@@ -61,8 +62,19 @@ from lazyk.dask.collection import (
     describe,
     temporal,
 )
-from lazyk.dask.partitions import Combine, FoldRows, Part, Task, build, nonempty, union, widen
+from lazyk.dask.partitions import (
+    Combine,
+    FoldRows,
+    Part,
+    Task,
+    build,
+    nonempty,
+    union,
+    unless_empty,
+    widen,
+)
 from lazyk.dask.partitions import columns as _columns
+from lazyk.dask.rowwork import COUNTS, KEEPS, mixed, row_effect, unsplit
 from lazyk.errors import (
     BindError,
     NotSupportedError,
@@ -71,7 +83,7 @@ from lazyk.errors import (
     UnsupportedOperandError,
 )
 from lazyk.frontend import expr as lx
-from lazyk.frontend import ops
+from lazyk.frontend import ops, rowops
 from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
 from lazyk.frontend.graph import (
     REDUCE_OP,
@@ -310,8 +322,11 @@ class _Planner:
             split_every = split_every.get(0)
         self.split_every = max(2, int(split_every or 8))
         self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
-        self.split: dict = {}  # nodes whose axis 0 is the partitioned rows' axis, by id
-        self.counts = self._counts()
+        # nodes whose axis 0 is the partitioned rows' axis, by id: (node, whether they are
+        # the collections' own rows, of known counts, or rows a selection / flatten made)
+        self.split: dict = {}
+        self.nparts = 1
+        self.counts = self._counts()  # the known rows per partition (None: no such leaf)
 
     # --- operands
     def _computable(self) -> None:
@@ -331,11 +346,19 @@ class _Planner:
                             f"{what}: unsupported operand type {v.rows.type} ({err}"
                             f"{held})") from None
 
-    def _counts(self) -> tuple:
-        seen = []
-        for name, v in self.env.items():
-            if isinstance(v, RowsLeaf) and v.rows.row_counts is not None:
-                seen.append((name, v.rows))
+    def _counts(self) -> tuple | None:
+        seen = [v.rows for v in self.env.values()
+                if isinstance(v, RowsLeaf) and v.rows.row_counts is not None]
+        if not seen:
+            return None
+        parts = {r.npartitions for r in seen}
+        if len(parts) > 1:
+            raise ShapeError(
+                "the partitioned operands are split differently: "
+                f"{' and '.join(f'{r.type} in {r.npartitions} partitions' for r in seen)}; "
+                "build them with the same rows per partition")
+        self.nparts = parts.pop()
+        seen = [("", r) for r in seen if r.rows_known]
         if not seen:
             return None
         counts = seen[0][1].row_counts
@@ -392,10 +415,20 @@ class _Planner:
             if isinstance(v, RowsLeaf) and (not _is_plain(Expr(root, self.env)) or
                                             temporal(v.rows.type.dtype)):
                 return r
-        return self._layer(root, whole=not self._is_split(root), prefix="lazyk-rows")
+        split = self._is_split(root)
+        return self._layer(root, whole=not split, prefix="lazyk-rows",
+                           known=not split or self._known(root))
 
     def _is_split(self, node: Node) -> bool:
         return id(node) in self.split
+
+    def _known(self, node: Node) -> bool:
+        """Whether split `node`'s rows are the collections' own (row counts known), not
+        rows that a selection or flatten made (known only once computed)."""
+        return self.split[id(node)][1]
+
+    def _row_counts(self, known: bool) -> tuple:
+        return self.counts if known else (math.nan,) * self.nparts
 
     def _visit(self, node: Node, srcs: tuple) -> Node:
         if srcs != node.srcs:
@@ -404,28 +437,34 @@ class _Planner:
             v = self.env[node.arg]
             if isinstance(v, RowsLeaf):
                 if v.rows.row_counts is not None:
-                    self.split[id(node)] = node
+                    self.split[id(node)] = (node, v.rows.rows_known)
                 return node
             shape = getattr(leaf_data(v), "shape", None)
             if shape is not None and self._split_here(tuple(shape)):
-                self.split[id(node)] = node
+                self.split[id(node)] = (node, True)
             return node
-        if not any(self._is_split(s) for s in srcs):
+        lines = {self._known(s) for s in srcs if self._is_split(s)}
+        if not lines:
             return node
-        if node.op in (ROWS_OP, SELECT_OP, TAKE_OP) and not _keeps_rows(node, srcs):
-            raise NotSupportedError(
-                f"{_row_work(node)} of a collection split by rows gives each partition "
-                "another number of rows: not supported on Dask (work within the rows, "
-                "e.g. x[mask] with a mask of the rows' structure, lazyk.num(x, axis=1); "
-                "or compute the collection first)")
+        effect = row_effect(node, srcs)
+        if effect == COUNTS:  # the rows of every partition counted, then summed
+            rows = Expr(node.srcs[0], self.env)
+            return rewrite(lx.count(rowops.is_none(rows, axis=0), axis=0).node, self._visit)
+        if len(lines) > 1:
+            raise mixed(node)
+        known = lines.pop()
+        picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP)  # operands line up from axis 0
         for s in srcs:
-            if self._is_split(s) and s.ndim != node.ndim and node.op not in (REDUCE_OP, ROWS_OP):
+            if not self._is_split(s) and not known and s.ndim and s.shape[0] != 1 and \
+                    (picks or s.ndim == node.ndim):
+                raise unsplit(node, s)
+            if self._is_split(s) and s.ndim != node.ndim and not picks and node.op != REDUCE_OP:
                 raise ShapeError(
                     f"{node.op}: an operand split by rows ({s.type_text()}) must have as many "
                     f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
         if node.op == REDUCE_OP and 0 in node.arg[1]:
             return self._global(node)
-        self.split[id(node)] = node
+        self.split[id(node)] = (node, known and effect == KEEPS)
         return node
 
     def _global(self, node: Node) -> Node:
@@ -438,7 +477,7 @@ class _Planner:
         if row is None or row.combine is None:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
         src_type = Expr(node.srcs[0], self.env).type
-        under = src_type.elem if isinstance(src_type, T.FixedDim) else None
+        under = src_type.elem if isinstance(src_type, (T.FixedDim, T.VarDim)) else None
         outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
         if (under.elem.elem if outer_missing else src_type).missing_var_rows:
             # NOTE: a fold of deeper missing rows is one missing row in its partial, which
@@ -473,10 +512,22 @@ class _Planner:
                                    str(under) if outer_missing else None)
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
-        parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
-                            prefix="lazyk-rows-partial", lazy=True)
-        # Partitions without rows add nothing (and their rows would not line up).
-        keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
+        if self._known(src):
+            parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
+                                prefix="lazyk-rows-partial", lazy=True)
+            # Partitions without rows add nothing (and their rows would not line up).
+            keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or \
+                [(parts.name, 0)]
+        else:  # rows a selection made, per partition: each folded unless it holds none
+            rows = self._source(src)
+            leaf = Node("input", src.dtype, src.shape, (), "x0")
+            task = Task(Node(REDUCE_OP, node.dtype, shape, (leaf,), arg), False, False)
+            name = f"lazyk-rows-partial-{tokenize(task, rows.name)}"
+            layer = {(name, i): (unless_empty, task, (rows.name, i))
+                     for i in range(self.nparts)}
+            parts = RaggedArray(HighLevelGraph.from_collections(
+                name, MaterializedLayer(layer), dependencies=[rows]), name, None, rows.type)
+            keys = list(layer)
         return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True, False),
                           Combine(node.arg, node.dtype.str, bool(node.arg[2])))
 
@@ -490,18 +541,22 @@ class _Planner:
         task = (fold, *[(src.name, i) for i in range(src.npartitions)])
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
                                               dependencies=[src])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
+
+    def _leaf(self, r: RaggedArray) -> Node:
+        """Collection `r` (a layer made here) as a leaf of the expression."""
+        self.env[r.name] = r.env[r.name]
+        self.rows[r.name] = r
+        return r.node
 
     def _source(self, src: Node) -> RaggedArray:
         """The partitions of `src`: a collection itself (its partitions, no copy), else a
         layer computing it per partition."""
         v = self.env.get(src.arg) if src.op == "input" else None
-        if isinstance(v, RowsLeaf) and v.rows.row_counts == self.counts:
+        if isinstance(v, RowsLeaf) and self._is_split(src):
             return v.rows
-        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
+        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True,
+                           known=self._known(src))
 
     def _fold_rows(self, node: Node, arg: tuple, depth: int, elem: str | None) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer
@@ -535,10 +590,7 @@ class _Planner:
         tasks[(name, 0)] = (final, *keys)
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
                                               dependencies=[parts])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
 
     def _seeded(self, node: Node, src: Expr) -> Node:
         """min / max of plain values without `initial`: a partition (or a part of one) with
@@ -562,10 +614,7 @@ class _Planner:
         task = (nonempty, op, (v.name, 0), (c.name, 0))
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
                                               dependencies=[v, c])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
 
     def _mean(self, node: Node) -> Expr:
         """mean = sum / count over the same axes; over ?T data an empty fold is missing."""
@@ -588,9 +637,12 @@ class _Planner:
         # state (either branch the same) puts it back.
         return lx.where(lx.equal(total, total), mean, mean)
 
-    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False) -> Any:
+    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False,
+               known: bool = True) -> Any:
         """ONE blockwise layer running `root` on each partition (or once, `whole`): a
-        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`)."""
+        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`). `known`:
+        whether the result's rows are the collections' own (else rows per partition are
+        known only once computed: `nan` counts, as Dask's unknown chunk sizes)."""
         names = [n.arg for n in toposort(root) if n.op == "input"]
         params = {name: f"x{i}" for i, name in enumerate(names)}
         task_root = rewrite(root, lambda n, s: n.replace(arg=params[n.arg]) if n.op == "input"
@@ -602,7 +654,7 @@ class _Planner:
         args: list = []
         for r in deps:
             args += [r.name, "i"]
-        task = Task(task_root, plain)
+        task = Task(task_root, plain, known)
         name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
         numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
         if plain and ndim == 0:
@@ -613,30 +665,13 @@ class _Planner:
                               new_axes={c: 1 for c in extra}, concatenate=True)
         dsk = HighLevelGraph.from_collections(name, layer, dependencies=deps)
         if not plain:
-            return RaggedArray(dsk, name, None if whole else self.counts, out.type)
+            return RaggedArray(dsk, name, None if whole else self._row_counts(known), out.type)
         import dask.array as da
 
         shape = tuple(root.shape)
-        chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
+        chunks = ((shape[0],) if whole else self._row_counts(known),) + tuple((n,) for n in shape[1:]) \
             if ndim else ()
         return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
-
-
-def _keeps_rows(node: Node, srcs: tuple) -> bool:
-    """Whether row work (`lazyk.num`, `x[mask]`, ...) keeps the outer rows of its split
-    operands, so that each partition computes its own rows."""
-    if node.op in (SELECT_OP, TAKE_OP):  # (rows gathered by position: positions are global)
-        return node.arg > 0
-    n = srcs[0].shape[:1]
-    return bool(n) and node.shape[:1] == n and all(s.shape[:1] == n for s in srcs if s.ndim)
-
-
-def _row_work(node: Node) -> str:
-    if node.op == SELECT_OP:
-        return "selecting rows (x[mask], the mask of one dim)"
-    if node.op == TAKE_OP:
-        return "gathering rows (x[positions], the positions of one dim)"
-    return f"lazyk.{node.arg[0]} at axis {node.arg[1][0]}"
 
 
 def _show(counts: tuple) -> str:

@@ -28,7 +28,17 @@ from lazyk.arrays.interchange import columns as _tree
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expr import Expr, as_expr, broadcast_shapes
-from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    arg_key,
+    picked_shape,
+    rewrite,
+    toposort,
+)
 
 
 def columns(a: Array) -> tuple:
@@ -137,6 +147,22 @@ def renumbered(err: Exception, rows: Any) -> Exception:
     try:
         new = type(err)(f"{head}{row}{msg[m.end():]}")
     except TypeError:  # an error type of other arguments: as it is
+        return err
+    new.__traceback__ = err.__traceback__
+    return new
+
+
+def within(err: Exception, start: int | None, stop: int | None) -> Exception:
+    """`err`, naming a row of rows selected or flattened in one partition, with the rows
+    of the collection that partition holds (the row's number counts within them)."""
+    msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else None
+    if msg is None or start is None or _ROW.match(msg) is None:
+        return err
+    rows = f"row {start}" if stop == start + 1 else f"rows {start}..{stop - 1}"
+    try:
+        new = type(err)(f"{msg} (the row counts within what was selected or flattened from "
+                        f"{rows})")
+    except TypeError:
         return err
     new.__traceback__ = err.__traceback__
     return new
@@ -301,6 +327,14 @@ def reshaped(node: Node, srcs: tuple) -> Node:
         return node.replace(shape=shape, srcs=srcs)
     if not srcs:
         return node
+    if node.op in (SELECT_OP, TAKE_OP):
+        return node.replace(shape=picked_shape(node.op, srcs[0].shape, srcs[1].shape,
+                                               node.arg), srcs=srcs)
+    if node.op == ROWS_OP:  # its builder typed it: only a kept outer dim follows the rows
+        old, shape = node.srcs[0].shape[:1], node.shape
+        if old and shape[:1] == old and srcs[0].shape[:1] != old:
+            shape = srcs[0].shape[:1] + shape[1:]
+        return node.replace(shape=shape, srcs=srcs)
     return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
 
 
@@ -313,16 +347,27 @@ def _graph_key(root: Node) -> str:
 
 
 class Task:
-    """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands."""
+    """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands.
+    `rows`: whether the result's outer rows are the operands' (errors then name the
+    collection's rows); a row selection or flatten makes new rows, numbered within their
+    partition (their place in the collection is known only once every partition ran)."""
 
-    __slots__ = ("root", "numpy", "_graphs")
+    __slots__ = ("root", "numpy", "rows", "_graphs")
 
-    def __init__(self, root: Node, numpy: bool):
-        self.root, self.numpy = root, numpy
+    def __init__(self, root: Node, numpy: bool, rows: bool = True):
+        self.root, self.numpy, self.rows = root, numpy, rows
         self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
 
     def __call__(self, *values: Any) -> Any:
         start, stop = span_of(values)
+        if not self.rows:  # new rows: errors name their place in the partition's source
+            try:
+                return self._run(values, None, None)
+            except ValueError as err:
+                raise within(err, start, stop) from None
+        return self._run(values, start, stop)
+
+    def _run(self, values: tuple, start: int | None, stop: int | None) -> Any:
         leaves = [as_expr(unwrap(v)) for v in values]
         if all(e.node.op == "input" for e in leaves):
             # NOTE: partitions of one size share the graph rebuilt at their shapes (most
@@ -367,10 +412,10 @@ class Task:
         return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
-        return (Task, (self.root, self.numpy))
+        return (Task, (self.root, self.numpy, self.rows))
 
     def __dask_tokenize__(self):
-        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy)
+        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy, self.rows)
 
 
 class Combine:
@@ -385,6 +430,12 @@ class Combine:
         self.arg, self.dtype, self.keepdims, self.final = arg, dtype, keepdims, final
 
     def __call__(self, *parts: Any) -> Any:
+        live = tuple(p for p in parts if not isinstance(p, NoRows))
+        if not live:  # no partition holds a row: the fold of no rows
+            if not self.final:
+                return parts[0]
+            live = (parts[0].fold(),)
+        parts = live
         if any(isinstance(p, Raw) for p in parts):
             return self._rows(parts)
         try:
@@ -436,6 +487,32 @@ class Combine:
     def __dask_tokenize__(self):
         return ("lazyk.runtime.rows-combine", arg_key(self.arg), self.dtype, self.keepdims,
                 self.final)
+
+
+class NoRows:
+    """A partition without rows (rows selected or flattened: how many is known only when
+    computed) in a fold over the rows' axis: it adds nothing (its partial's empty rows
+    would not line up with the others'), unless no partition holds a row; then its
+    partial (`fold()`) is the fold of no rows."""
+
+    __slots__ = ("task", "rows")
+
+    def __init__(self, task: Any, rows: Any):
+        self.task, self.rows = task, rows
+
+    def fold(self) -> Any:
+        return self.task(self.rows)
+
+    def __reduce__(self):
+        return (NoRows, (self.task, self.rows))
+
+
+def unless_empty(task: Any, rows: Any) -> Any:
+    """The partial fold `task(rows)` of one partition, or `NoRows` when it holds none."""
+    a = unwrap(rows)
+    if isinstance(a, Array) and isinstance(a.type, T.FixedDim) and a.type.size == 0:
+        return NoRows(task, rows)
+    return task(rows)
 
 
 class Raw:
