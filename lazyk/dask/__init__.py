@@ -178,6 +178,8 @@ def _store(result: Any, out: Any, casting: str) -> Any:
             "immutable; lazyk.dask.evaluate(expr) without out= gives the lazy result")
     if not isinstance(result, da.Array):  # a RaggedArray: lazyk stores it (storerows)
         return as_expr(result.compute()).eval(out=out, casting=casting)
+    if any(n != n for n in result.shape):  # rows selected: their number known once computed
+        return _store(da.from_array(result.compute(), chunks=-1), out, casting)
     target = out.to_numpy() if isinstance(out, Array) else out
     if not isinstance(target, np.ndarray):
         raise TypeError(f"out= must be a NumPy or lazyk array, not "

@@ -648,7 +648,7 @@ class _Planner:
         task_root = rewrite(root, lambda n, s: n.replace(arg=params[n.arg]) if n.op == "input"
                             else n.replace(srcs=s))
         out = Expr(root, self.env)
-        plain = not lazy and _is_plain(out)
+        plain = not lazy and _is_plain(out, not whole)
         ndim = root.ndim
         deps = [self._operand(name) for name in names]
         args: list = []
@@ -679,8 +679,12 @@ def _show(counts: tuple) -> str:
     return f"({text}{', ...' if len(counts) > 6 else ''})"
 
 
-def _is_plain(e: Expr) -> bool:
+def _is_plain(e: Expr, split: bool = False) -> bool:
+    """Whether `e` is fixed dims over plain values (`split`: its outer dim holds the
+    partitions' rows, var after a selection or flatten)."""
     t = e.type
+    if split and isinstance(t, T.VarDim):
+        t = t.elem
     while isinstance(t, T.FixedDim):
         t = t.elem
     return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays

@@ -53,10 +53,12 @@ def row_effect(node: Node, srcs: tuple) -> str:
                       f"lazyk.{name} at axis 0",
                       "works across the partitions' rows", "work within the rows, axis=1 "
                       "or deeper")
-    if name in ("pad_none", "concatenate") and axis == 0:
-        raise refusal(f"lazyk.{name} at axis 0",
-                      "needs the whole collection's rows (its row count, or collections "
-                      "joined end to end)", "work within the rows, axis=1 or deeper")
+    if name == "pad_none" and axis == 0:
+        raise refusal("lazyk.pad_none at axis 0", "needs the whole collection's row count",
+                      "pad within the rows, axis=1 or deeper")
+    if name == "concatenate" and axis == 0:
+        raise refusal("lazyk.concatenate at axis 0", "joins collections end to end",
+                      "concatenate within the rows, axis=1 or deeper")
     n = srcs[0].shape[:1]
     if n and node.shape[:1] == n and all(s.shape[:1] == n for s in srcs if s.ndim):
         return KEEPS
