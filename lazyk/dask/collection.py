@@ -9,9 +9,12 @@ computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one ma
 `compute()` concatenates the partitions (contents joined, offsets shifted). Indexing
 (`r[10:20]`, `r[:, 1:]`, `r[i]`) gives what one machine gives: slices are collections of
 the partitions' row views (cut accordingly), an outer int one row.
-`lazyk.dask.partitions` holds the partitions' data and what tasks run on them;
-`lazyk.dask.layers` makes collections (`from_ragged`, `from_delayed`) and turns expressions
-over them into Dask layers.
+After a row selection or flatten the partitions' row counts are known only once computed
+(`row_counts` holds `nan`, as Dask's unknown chunk sizes); `compute_row_counts()` brings
+them back, and until then slices of outer rows are refused.
+`lazyk.dask.partitions` holds the partitions' data; `lazyk.dask.sources` makes collections
+(`from_ragged`, `from_delayed`); `lazyk.dask.layers` turns expressions over them into Dask
+layers.
 
 `expr.eval()` over a collection raises NotSupportedError (nothing computes behind your back).
 """
