@@ -299,7 +299,7 @@ class RaggedArray(_Collection, Expr):
                                     "an int or a slice of outer rows, then ints and slices")
         if not self.rows_known:
             raise NotSupportedError(
-                f"indexing a lazyk.dask.RaggedArray with {key!r}: how many rows each "
+                "indexing the outer rows of a lazyk.dask.RaggedArray: how many rows each "
                 "partition holds is known only once computed (rows selected or flattened); "
                 "r.compute_row_counts() gives the collection with its row counts known, or "
                 "compute it first")
