@@ -158,7 +158,7 @@ REFUSED = {  # name: (work, why, what to do instead)
 def test_work_across_the_whole_collection_is_refused_by_name(name):
     _, rows = both(3)
     work, why, instead = REFUSED[name]
-    with pytest.raises(lazyk.NotSupportedError, match=f"^{name}.* split by rows .*{why}.*: not "
+    with pytest.raises(lazyk.NotSupportedError, match=f"^{name}.* split into partitions .*{why}.*: not "
                        f"supported on Dask \\(.*{instead}.*compute the collection first"):
         lazyk.dask.evaluate(work(rows))
 
@@ -207,3 +207,34 @@ def test_selection_on_a_local_cluster():
         s = lazyk.dask.evaluate(long(rows)).compute_row_counts()
         assert s.row_counts == (1, 1, 1, 1)
         assert s.compute().to_list() == long(x).eval().to_list()
+
+
+def test_row_work_over_dask_arrays_runs_on_their_chunks():
+    da = pytest.importorskip("dask.array")
+    a = np.array([[3.0, -1.0], [0.5, 2.0], [-4.0, 7.0], [1.0, 1.5], [9.0, -2.0]])
+    x = da.from_array(a, chunks=(2, 2))
+    got = lazyk.dask.evaluate(lazyk.sort(x, axis=1, ascending=False))
+    assert got.chunks == ((2, 2, 1), (2,))
+    np.testing.assert_array_equal(got.compute(), -np.sort(-a, axis=1))
+    np.testing.assert_array_equal(lazyk.dask.evaluate(lazyk.cumsum(x, axis=1)).compute(),
+                                  np.cumsum(a, axis=1))
+    am = lazyk.dask.evaluate(lazyk.argmax(x, axis=1)).compute()
+    assert am.dtype == np.int64
+    np.testing.assert_array_equal(am, np.argmax(a, axis=1))
+    np.testing.assert_array_equal(lazyk.dask.evaluate(lazyk.num(x, axis=1)).compute(),
+                                  [2] * 5)
+    s = lazyk.sin(x[:, 0])
+    picked = lazyk.dask.evaluate(s[s > 0])  # a dask.array of unknown chunk sizes
+    assert all(math.isnan(c) for c in picked.chunks[0])
+    np.testing.assert_array_equal(picked.compute(), np.sin(a[:, 0])[np.sin(a[:, 0]) > 0])
+    within = lazyk.dask.evaluate(lazyk.sin(x)[lazyk.sin(x) > 0]).compute()  # var rows
+    assert within.to_list() == [[v for v in row if v > 0] for row in np.sin(a).tolist()]
+    with pytest.raises(lazyk.NotSupportedError, match="^lazyk.sort at axis 0 of rows split "
+                       "into partitions"):
+        lazyk.dask.evaluate(lazyk.sort(x[:, 0]))
+    # a Dask array of unknown chunk sizes (boolean indexing) splits as such
+    flat = da.from_array(a.ravel(), chunks=4)
+    rows = lazyk.dask.from_ragged(flat[flat > 0])
+    assert str(rows.type) == "var * float64" and not rows.rows_known
+    total = lazyk.dask.evaluate(lazyk.sum(rows * 2)).compute()
+    assert float(total) == 2 * a[a > 0].sum()

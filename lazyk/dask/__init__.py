@@ -62,7 +62,8 @@ from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf
 from lazyk.dask.layers import evaluate_rows
 from lazyk.dask.partitions import unwrap
-from lazyk.dask.sources import from_delayed, from_ragged
+from lazyk.dask.rowwork import has_row_work
+from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
 from lazyk.dask.tasks import reshaped
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
@@ -141,6 +142,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         else:
             raise NotSupportedError("ragged (var) and missing-value (?T) data are not "
                                     "supported on Dask")
+    if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
+        return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
 
 

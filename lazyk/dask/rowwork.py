@@ -11,12 +11,20 @@ naming the operation and what to do instead.
 from __future__ import annotations
 
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
 
 KEEPS, MAKES, COUNTS = "keeps", "makes", "counts"
 
 # row operations that, at axis 0, work across the rows (positions, order, running folds)
 _ACROSS = ("local_index", "sort", "argsort", "cumsum", "cumprod")
+
+
+def has_row_work(root: Node) -> bool:
+    """Whether the graph of `root` does more than elementwise work and plain reductions
+    (row operations, selections, gathers, tuples, arg-reductions): over Dask arrays such
+    work runs on their chunks along axis 0 as partitions of rows."""
+    return any(n.op in (ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP) or
+               n.op == REDUCE_OP and n.arg[0] in ("argmin", "argmax") for n in toposort(root))
 
 
 def row_effect(node: Node, srcs: tuple) -> str:
@@ -68,7 +76,7 @@ def row_effect(node: Node, srcs: tuple) -> str:
 
 def refusal(what: str, why: str, instead: str) -> NotSupportedError:
     """The error for work a partition cannot do on its own rows."""
-    return NotSupportedError(f"{what} of a collection split by rows {why}: not supported on "
+    return NotSupportedError(f"{what} of rows split into partitions {why}: not supported on "
                              f"Dask ({instead}, or compute the collection first)")
 
 

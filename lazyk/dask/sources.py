@@ -19,10 +19,12 @@ from lazyk.dask.collection import RaggedArray, TypeOnly, collection, describe
 from lazyk.dask.partitions import Part, build, union, widen
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError, ShapeError, TypeMatchError
+from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
+from lazyk.frontend.graph import rewrite, toposort
 from lazyk.frontend.leaves import describe_ragged
 from lazyk.types.parse import dshape
 
-__all__ = ["block_data", "fixed_type", "from_delayed", "from_ragged"]
+__all__ = ["block_data", "fixed_type", "from_delayed", "from_ragged", "split_dask_leaves"]
 
 
 def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
@@ -169,33 +171,36 @@ def _widened(a: Array, elem: T.Type) -> Array:
 
 
 def _from_dask(x: Any) -> RaggedArray:
-    """A Dask array as a collection: its chunks along axis 0; masked chunks give `?T`."""
-    if x.ndim == 0 or any(not isinstance(c, int) or c != c for c in x.chunks[0]):
+    """A Dask array as a collection: its chunks along axis 0 (of sizes known, or known once
+    computed: `nan`, e.g. after boolean indexing); masked chunks give `?T`."""
+    if x.ndim == 0 or any(n != n for n in x.shape[1:]):
         raise NotSupportedError(f"from_ragged: a Dask array of shape {x.shape} (it needs an "
-                                "axis 0 of known chunk sizes)")
+                                "axis 0 to split, and inner dims of known size)")
     option = isinstance(x._meta, np.ma.MaskedArray)
     if x.ndim > 1:
         x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     name = f"lazyk-rows-{tokenize(x.name)}"
     rest = (0,) * (x.ndim - 1)
-    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).tolist()
+    known = not any(c != c for c in x.chunks[0])
+    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).astype(int).tolist() if known \
+        else [None] * len(x.chunks[0])
     layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
              for i in range(len(x.chunks[0]))}
-    t = fixed_type(x.shape, x.dtype)
-    if option:
-        dims = []
-        while isinstance(t, T.FixedDim):
-            dims.append(t.size)
-            t = t.elem
-        t = T.Option(t)
-        for n in reversed(dims):
-            t = T.FixedDim(n, t)
+    t = fixed_type((x.shape[0] if known else 0,) + x.shape[1:], x.dtype)
+    dims = []
+    while isinstance(t, T.FixedDim):
+        dims.append(t.size)
+        t = t.elem
+    t = T.Option(t) if option else t
+    for n in reversed(dims[1:]):
+        t = T.FixedDim(n, t)
+    t = T.FixedDim(dims[0], t) if known else T.VarDim(t)
     describe_ragged(TypeOnly(t))  # numeric element types only
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
     return RaggedArray(dsk, name, x.chunks[0], t)
 
 
-def _from_block(option: bool, block: Any, start: int = 0) -> Part:
+def _from_block(option: bool, block: Any, start: int | None = 0) -> Part:
     if not option:
         return Part(array(block_data(block)), start)
     values = np.ascontiguousarray(np.ma.getdata(block))
@@ -237,3 +242,31 @@ def block_data(x: Any) -> np.ndarray:
 def fixed_type(shape: tuple, dtype: Any) -> T.Type:
     return array(np.empty(tuple(shape), dtype)).type if not shape or not shape[0] else \
         T.FixedDim(shape[0], array(np.empty((0,) + tuple(shape[1:]), dtype)).type.elem)
+
+
+def split_dask_leaves(e: Expr) -> Expr:
+    """`e` with its Dask array leaves of the longest axis 0 made collections split by that
+    axis's chunks (the first leaf's; the others rechunked to match): row work over Dask
+    arrays runs on their chunks as partitions of rows. Shorter leaves stay as they are
+    (passed whole to every task)."""
+    sized = {k: leaf_data(v).array for k, v in e.env.items()
+             if isinstance(leaf_data(v), DaskLeaf) and leaf_data(v).array.ndim}
+    if not sized:
+        return e
+    n = max(x.shape[0] for x in sized.values())
+    chunks, nodes, env = None, {}, dict(e.env)
+    for name, x in sized.items():
+        if x.shape[0] != n:
+            continue
+        if chunks is None:
+            chunks = x.chunks[0]
+        elif x.chunks[0] != chunks:
+            x = x.rechunk({0: chunks})
+        r = _from_dask(x)
+        nodes[name] = r.node
+        del env[name]
+        env[r.name] = r.env[r.name]
+    root = rewrite(e.node, lambda node, srcs: nodes.get(node.arg, node) if node.op == "input"
+                   else node.replace(srcs=srcs) if srcs != node.srcs else node)
+    used = {node.arg for node in toposort(root) if node.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
