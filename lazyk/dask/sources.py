@@ -42,8 +42,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             one type but their row count (one per Parquet row group or Arrow chunk; parts
             without missing values where others have them get all-present masks), or a
             `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`),
-            or a Dask array (one partition per chunk along axis 0; NumPy masked-array
-            chunks become `?T`: masked = missing).
+            or a Dask array (one partition per chunk along axis 0, sizes unknown too, as
+            after boolean indexing: `nan` row counts; NumPy masked-array chunks become
+            `?T`: masked = missing).
         rows_per_part: outer rows per partition when `x` is one array (the last may be
             shorter); not used with a list or a ChunkedArray (ValueError).
     Raises:
