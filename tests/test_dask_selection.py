@@ -49,6 +49,8 @@ WORK = {
     "select, then mean": lambda x: lazyk.mean(long(x).sum(axis=1), axis=0),
     "select pairs, then sum over rows": lambda x: lazyk.sum(x[lazyk.num(x) == 2], axis=0),
     "select pairs, then min over rows": lambda x: lazyk.min(x[lazyk.num(x) == 2], axis=0),
+    "select nothing": lambda x: x[lazyk.num(x) > 9],
+    "select nothing, then flatten": lambda x: lazyk.flatten(x[lazyk.num(x) > 9]),
     "select nothing, then sum over rows": lambda x: lazyk.sum(x[lazyk.num(x) > 9], axis=0),
     "select nothing, then num": lambda x: lazyk.num(x[lazyk.num(x) > 9], axis=0),
     "flatten": lambda x: lazyk.flatten(x),
@@ -171,6 +173,10 @@ def test_selected_rows_do_not_meet_rows_of_unknown_place():
     with pytest.raises(lazyk.NotSupportedError, match="^add: an operand of type 4 \\* int64 "
                        "along rows selected.*cannot be split"):
         lazyk.dask.evaluate(lazyk.num(long(rows)) + np.arange(4))
+    other = lazyk.dask.from_ragged(x, 2)
+    with pytest.raises(lazyk.ShapeError, match="split differently: 7 \\* var \\* float64 in 3 "
+                       "partitions and 7 \\* var \\* float64 in 4 partitions"):
+        lazyk.dask.evaluate(lazyk.num(long(rows)) + lazyk.num(long(other)))
     # one value for every row broadcasts, as on one machine
     got = lazyk.dask.evaluate(lazyk.num(long(rows)) + np.arange(1)).compute()
     np.testing.assert_array_equal(got, [2, 3, 3, 2])
@@ -238,3 +244,20 @@ def test_row_work_over_dask_arrays_runs_on_their_chunks():
     assert str(rows.type) == "var * float64" and not rows.rows_known
     total = lazyk.dask.evaluate(lazyk.sum(rows * 2)).compute()
     assert float(total) == 2 * a[a > 0].sum()
+
+
+def test_selection_and_flatten_match_awkward():
+    ak = pytest.importorskip("awkward")
+    a = ak.Array(DATA["?var"])
+    for rows_per_part in (1, 3):
+        _, rows = both(rows_per_part, "?var")
+        picked = lazyk.dask.evaluate(rows[lazyk.num(rows) > 1]).compute()
+        assert picked.to_list() == a[ak.num(a) > 1].to_list()
+        flat = lazyk.dask.evaluate(lazyk.flatten(rows[lazyk.num(rows) > 1])).compute()
+        assert flat.tolist() == ak.flatten(a[ak.num(a) > 1]).to_list()
+        none = lazyk.dask.evaluate(lazyk.flatten(rows, axis=None)).compute()
+        assert none.tolist() == ak.flatten(a, axis=None).to_list()
+        top = lazyk.dask.evaluate(lazyk.flatten(rows, axis=0)).compute()
+        assert top.to_list() == ak.flatten(a, axis=0).to_list()
+        n = lazyk.dask.evaluate(lazyk.num(rows[lazyk.num(rows) > 1], axis=0)).compute()
+        assert int(n) == ak.num(a[ak.num(a) > 1], axis=0)
