@@ -76,6 +76,15 @@ def test_selected_rows_match_one_machine(name, rows_per_part, kind):
         assert str(got.type) == str(want.type)
 
 
+@pytest.mark.parametrize("name", ["select pairs, then sum over rows", "select nothing, then "
+                                  "sum over rows", "select pairs, then min over rows",
+                                  "flatten, then std", "select, then num at axis 0"])
+def test_a_tree_of_partials_skips_partitions_without_rows(name):
+    x, rows = both(1)  # 7 partitions, combined two at a time: some hold no selected row
+    got = lazyk.dask.evaluate(WORK[name](rows), split_every=2).compute()
+    assert values(got) == values(WORK[name](x).eval())
+
+
 def test_selection_and_flatten_match_a_python_reference():
     present = [r for r in DATA["?var"] if r is not None]
     for rows_per_part in (2, 5):

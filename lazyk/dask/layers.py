@@ -144,13 +144,12 @@ class _Planner:
                 f"{' and '.join(f'{r.type} in {r.npartitions} partitions' for r in seen)}; "
                 "build them with the same rows per partition")
         self.nparts = parts.pop()
-        seen = [("", r) for r in seen if r.rows_known]
-        if not seen:
+        known = [r for r in seen if r.rows_known]  # (rows selected: known once computed)
+        if not known:
             return None
-        counts = seen[0][1].row_counts
-        for name, r in seen[1:]:
+        a, counts = known[0], known[0].row_counts
+        for r in known[1:]:
             if r.row_counts != counts:
-                a = seen[0][1]
                 raise ShapeError(
                     f"the partitioned operands are split differently: {a.type} in "
                     f"{a.npartitions} partitions of {_show(counts)} rows and {r.type} in "
