@@ -270,3 +270,19 @@ def test_selection_and_flatten_match_awkward():
         assert top.to_list() == ak.flatten(a, axis=0).to_list()
         n = lazyk.dask.evaluate(lazyk.num(rows[lazyk.num(rows) > 1], axis=0)).compute()
         assert int(n) == ak.num(a[ak.num(a) > 1], axis=0)
+
+
+def test_per_event_values_meet_per_object_values_with_a_new_axis():
+    x = lazyk.array([[1.0, 2.0], [3.0], [4.0, 5.0, 6.0], []])
+    met = lazyk.array([10.0, 20.0, 30.0, 40.0])
+    rows, rmet = lazyk.dask.from_ragged(x, 2), lazyk.dask.from_ragged(met, 2)
+    for m, mx in ((lazyk.num(rows) >= 0, lazyk.num(x) >= 0), (lazyk.num(rows) > 1,
+                                                             lazyk.num(x) > 1)):
+        got = lazyk.dask.evaluate((rmet[m] * 2)[:, None] + rows[m]).compute()
+        want = [[2 * e + v for v in row] for e, row, keep in
+                zip(met.to_list(), x.to_list(), mx.eval().to_list()) if keep]
+        assert got.to_list() == want
+        assert got.to_list() == ((met[mx] * 2)[:, None] + x[mx]).eval().to_list()
+    with pytest.raises(lazyk.NotSupportedError, match="slice of outer rows, then ints, slices "
+                       "and new axes"):
+        lazyk.dask.evaluate((rows * 2)[None])

@@ -46,12 +46,18 @@ _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged):
 
 
 class TypeOnly:
-    """Stands for a partitioned array in an expression: its type, and no data to run on."""
+    """Stands for a partitioned array in an expression: its type, and no data to run on;
+    indexed (a new axis, `(r * 2)[:, None]`) it gives the collection `rows` indexed."""
 
-    __slots__ = ("type",)
+    __slots__ = ("type", "rows")
 
-    def __init__(self, t: T.Type):
-        self.type = t
+    def __init__(self, t: T.Type, rows: Any = None):
+        self.type, self.rows = t, rows
+
+    def __getitem__(self, key: Any) -> Any:
+        if self.rows is None:
+            raise NotSupportedError(_HINT)
+        return self.rows[key]
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -68,7 +74,7 @@ class RowsLeaf(RaggedLeaf):
     __slots__ = ("rows",)
 
     def __init__(self, rows: RaggedArray, t: T.Type, option: bool):
-        super().__init__(TypeOnly(t), option)
+        super().__init__(TypeOnly(t, rows), option)
         self.rows = rows
 
 
@@ -293,10 +299,15 @@ class RaggedArray(_Collection, Expr):
             return index_by(self, key)
         key = key if isinstance(key, tuple) else (key,)
         outer, rest = (key[0], key[1:]) if key else (slice(None), ())
-        if outer is Ellipsis or any(k is None or k is Ellipsis for k in rest) or not \
+        if outer is Ellipsis or outer is None or not \
                 isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
             raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
-                                    "an int or a slice of outer rows, then ints and slices")
+                                    "an int or a slice of outer rows, then ints, slices and "
+                                    "new axes (None)")
+        if outer == slice(None) and self._counts is not None:  # every row: each partition's
+            name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
+            layer = {(name, i): (_take_all, key, k) for i, k in enumerate(self.__dask_keys__())}
+            return self._derived(name, layer, self._counts, _typed(self._ltype, outer, rest))
         if not self.rows_known:
             raise NotSupportedError(
                 "indexing the outer rows of a lazyk.dask.RaggedArray: how many rows each "
@@ -435,10 +446,12 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
 def _typed(t: T.Type, outer: Any, rest: tuple) -> T.Type:
     """The type of a collection of type `t` indexed by `outer` then `rest` (the key
     applied to no rows of `t`: an inner index out of bounds raises when computed)."""
-    if not isinstance(t, T.FixedDim):
+    if not isinstance(t, (T.FixedDim, T.VarDim)):
         raise NotSupportedError(f"indexing a lazyk.dask result of type {t}: compute it, "
                                 "then index the lazyk array")
     got = array([], T.FixedDim(0, t.elem))[(slice(None),) + rest].type
+    if isinstance(t, T.VarDim):  # rows selected: every row (their count known once computed)
+        return T.VarDim(got.elem)
     if isinstance(outer, slice):
         lo, hi, step = outer.indices(t.size)
         return T.FixedDim(len(range(lo, hi, step)), got.elem)
@@ -449,6 +462,11 @@ def _take(key: tuple, part: Any, start: int | None) -> Part:
     """A partition's rows (views) for `key`; `start`: the first row's number in the
     result (None for a single row or result)."""
     return Part(unwrap(part)[key], start)
+
+
+def _take_all(key: tuple, part: Any) -> Part:
+    """A partition's rows (views) for `key` over every row: the rows keep their numbers."""
+    return Part(unwrap(part)[key], getattr(part, "start", None))
 
 
 def _row_count(part: Any) -> np.ndarray:
