@@ -16,7 +16,7 @@ dask = pytest.importorskip("dask")
 
 import lazyk  # noqa: E402,I001
 import lazyk.dask as ldask  # noqa: E402
-from lazyk.dask import partitions  # noqa: E402
+from lazyk.dask import folds, partitions  # noqa: E402
 from tests import ragged_reference as R  # noqa: E402
 from tests import ragged_strategies as S  # noqa: E402
 from tests.test_dask_ragged import same  # noqa: E402
@@ -159,7 +159,7 @@ def test_partitions_with_rows_of_size_0_and_deferred_rows_pickle():
         back = pickle.loads(pickle.dumps(p))
         assert str(back.array.type) == str(p.array.type)
         assert back.array.to_list() == p.array.to_list()
-    rows = partitions.Raw([partitions.Part(lazyk.array([[[1, 2]], [[3, 4, 5]]]), 4, 6)])
+    rows = folds.Raw([partitions.Part(lazyk.array([[[1, 2]], [[3, 4, 5]]]), 4, 6)])
     back = pickle.loads(pickle.dumps(rows))
     assert back.parts[0].array.to_list() == [[[1, 2]], [[3, 4, 5]]]
     assert (back.parts[0].start, back.parts[0].stop) == (4, 6)
@@ -241,12 +241,12 @@ def test_rows_form_of_views_and_partials():
     (a partial's 1 and the rows' n then fold together), views read from their own rows."""
     a = lazyk.array([[[[1], [2, 3]]], [[[4, 5], [6]]], [[[7], [8]], [[9], []]]],
                     type="3 * var * 2 * var * int32")[1:]
-    r = partitions.raw_form(a, ("sum", (0, 2), True), "int64")
+    r = folds.raw_form(a, ("sum", (0, 2), True), "int64")
     assert str(r.type) == "2 * var * var * var * int64"
     assert r.to_list() == [[[[4, 5], [6]]], [[[7], [8]], [[9], []]]]
     b = lazyk.array([[[]], [[], []], [[]]], type="3 * var * 0 * float64")[1:]
-    r = partitions.raw_form(b, ("max", (0, 2), True), "float64")
+    r = folds.raw_form(b, ("max", (0, 2), True), "float64")
     assert str(r.type) == "2 * var * var * float64" and r.to_list() == [[[], []], [[]]]
     c = lazyk.array([[True], [False, True]], type="2 * var * bool")
-    r = partitions.raw_form(c, ("sum", (0,), True), "int64")
+    r = folds.raw_form(c, ("sum", (0,), True), "int64")
     assert str(r.type) == "2 * var * int64" and r.to_list() == [[1], [0, 1]]

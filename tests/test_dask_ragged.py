@@ -19,7 +19,7 @@ dask = pytest.importorskip("dask")
 
 import lazyk  # noqa: E402,I001
 import lazyk.dask as ldask  # noqa: E402
-from lazyk.dask import partitions  # noqa: E402
+from lazyk.dask import partitions, tasks  # noqa: E402
 from lazyk.dask.partitions import concat  # noqa: E402
 from tests import ragged_reference as R  # noqa: E402
 from tests import ragged_strategies as S  # noqa: E402
@@ -522,8 +522,8 @@ def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
     """The graph rebuilt at a partition's shapes is kept per task function: partitions of
     one size rebuild it once (the per-task cost of our own on small partitions)."""
     calls = []
-    shape_of = partitions.reshaped
-    monkeypatch.setattr(partitions, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
+    shape_of = tasks.reshaped
+    monkeypatch.setattr(tasks, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
     y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]] * 4)
     counts = {}
     for step in (16, 4):  # one partition, then four of the same size

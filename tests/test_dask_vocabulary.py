@@ -1,7 +1,6 @@
 """The ragged vocabulary on Dask collections (selection and gather within rows, row
 operations that keep the rows, arg-reductions, combinations, histograms): the answer equals
-one machine's whatever the partitions; work that changes the rows per partition is refused
-by name."""
+one machine's whatever the partitions (row selection and flatten: tests/test_dask_selection.py)."""
 from __future__ import annotations
 
 import re
@@ -83,11 +82,7 @@ def test_histograms_sum_the_partitions_counts(rows_per_part):
     np.testing.assert_array_equal(got.compute(), np.histogram(np.sin(a), 4, (-1, 1))[0])
 
 
-def test_work_that_changes_the_rows_per_partition_is_refused():
+def test_a_histogram_needs_its_range_up_front():
     _, rows = both(3)
-    with pytest.raises(lazyk.NotSupportedError, match="selecting rows .* not supported on Dask"):
-        lazyk.dask.evaluate(rows[lazyk.num(rows) > 1])
-    with pytest.raises(lazyk.NotSupportedError, match="lazyk.flatten at axis 1 .* Dask"):
-        lazyk.dask.evaluate(lazyk.flatten(rows))
     with pytest.raises(lazyk.NotSupportedError, match="needs range=.* or the bin edges"):
         lazyk.dask.evaluate(lazyk.histogram(rows, 3))

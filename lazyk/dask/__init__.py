@@ -20,8 +20,15 @@ lazyk arrays, a `pyarrow.ChunkedArray`, a Dask array of masked chunks) or
 `RaggedArray`, a Dask collection of lazyk arrays split by outer rows that is also a lazyk
 operand (numbers, `?T` or strings; rows of records give a `RaggedRecords`, whose fields are
 `RaggedArray`s); `evaluate` over it gives one blockwise layer per expression
-(`lazyk.dask.layers`). A Dask array of NumPy masked arrays is refused in expressions (its
-mask would be ignored).
+(`lazyk.dask.layers`). Row selection (`x[mask]`, a mask of one dim) and `flatten` run per
+partition, their row counts known once computed (`nan`, as Dask's unknown chunk sizes);
+work that needs the whole collection's rows is refused by name (`lazyk.dask.rowwork`).
+A Dask array of NumPy masked arrays is refused in expressions (its mask would be ignored).
+
+Modules: `collection` (the collections), `sources` (making them), `partitions` (their
+data between tasks), `tasks` (one expression on one partition), `folds` (reductions over
+the rows' axis, partials combined), `rowwork` (what work does to the partitions' rows),
+`layers` (expressions over collections -> Dask layers).
 
 `evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
 (block by block under the local schedulers); Dask collections are immutable and refused as
@@ -53,8 +60,11 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
 
 from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf
-from lazyk.dask.layers import evaluate_rows, from_delayed, from_ragged
-from lazyk.dask.partitions import reshaped, unwrap
+from lazyk.dask.layers import evaluate_rows
+from lazyk.dask.partitions import unwrap
+from lazyk.dask.rowwork import has_row_work
+from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
+from lazyk.dask.tasks import reshaped
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
@@ -132,6 +142,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         else:
             raise NotSupportedError("ragged (var) and missing-value (?T) data are not "
                                     "supported on Dask")
+    if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
+        return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
 
 
@@ -178,6 +190,8 @@ def _store(result: Any, out: Any, casting: str) -> Any:
             "immutable; lazyk.dask.evaluate(expr) without out= gives the lazy result")
     if not isinstance(result, da.Array):  # a RaggedArray: lazyk stores it (storerows)
         return as_expr(result.compute()).eval(out=out, casting=casting)
+    if any(n != n for n in result.shape):  # rows selected: their number known once computed
+        return _store(da.from_array(result.compute(), chunks=-1), out, casting)
     target = out.to_numpy() if isinstance(out, Array) else out
     if not isinstance(target, np.ndarray):
         raise TypeError(f"out= must be a NumPy or lazyk array, not "

@@ -9,9 +9,12 @@ computed with: `lazyk.dask.evaluate` refuses expressions over them, as on one ma
 `compute()` concatenates the partitions (contents joined, offsets shifted). Indexing
 (`r[10:20]`, `r[:, 1:]`, `r[i]`) gives what one machine gives: slices are collections of
 the partitions' row views (cut accordingly), an outer int one row.
-`lazyk.dask.partitions` holds the partitions' data and what tasks run on them;
-`lazyk.dask.layers` makes collections (`from_ragged`, `from_delayed`) and turns expressions
-over them into Dask layers.
+After a row selection or flatten the partitions' row counts are known only once computed
+(`row_counts` holds `nan`, as Dask's unknown chunk sizes); `compute_row_counts()` brings
+them back, and until then slices of outer rows are refused.
+`lazyk.dask.partitions` holds the partitions' data; `lazyk.dask.sources` makes collections
+(`from_ragged`, `from_delayed`); `lazyk.dask.layers` turns expressions over them into Dask
+layers.
 
 `expr.eval()` over a collection raises NotSupportedError (nothing computes behind your back).
 """
@@ -43,12 +46,18 @@ _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged):
 
 
 class TypeOnly:
-    """Stands for a partitioned array in an expression: its type, and no data to run on."""
+    """Stands for a partitioned array in an expression: its type, and no data to run on;
+    indexed (a new axis, `(r * 2)[:, None]`) it gives the collection `rows` indexed."""
 
-    __slots__ = ("type",)
+    __slots__ = ("type", "rows")
 
-    def __init__(self, t: T.Type):
-        self.type = t
+    def __init__(self, t: T.Type, rows: Any = None):
+        self.type, self.rows = t, rows
+
+    def __getitem__(self, key: Any) -> Any:
+        if self.rows is None:
+            raise NotSupportedError(_HINT)
+        return self.rows[key]
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -65,7 +74,7 @@ class RowsLeaf(RaggedLeaf):
     __slots__ = ("rows",)
 
     def __init__(self, rows: RaggedArray, t: T.Type, option: bool):
-        super().__init__(TypeOnly(t), option)
+        super().__init__(TypeOnly(t, rows), option)
         self.rows = rows
 
 
@@ -135,8 +144,33 @@ class _Collection:
 
     @property
     def row_counts(self) -> tuple | None:
-        """Outer rows per partition, or None for a single result not split by rows."""
+        """Outer rows per partition (`nan` where they are known only once computed: rows
+        selected or flattened, as Dask's unknown chunk sizes), or None for a single result
+        not split by rows."""
         return self._counts
+
+    @property
+    def rows_known(self) -> bool:
+        """Whether every partition's number of rows is known before computing."""
+        return self._counts is None or not any(c != c for c in self._counts)
+
+    def compute_row_counts(self) -> Any:
+        """The same collection with its partitions' row counts known (as Dask's
+        `compute_chunk_sizes()`): it computes the partitions (persist the collection first
+        to keep them) and brings back only their sizes."""
+        if self.rows_known:
+            return self
+        name = f"lazyk-row-counts-{tokenize(self._name)}"
+        layer = {(name, i): (_row_count, k) for i, k in enumerate(self.__dask_keys__())}
+        dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
+                                              dependencies=[self])
+        import dask.array as da
+
+        sizes = da.Array(dsk, name, ((1,) * len(layer),), dtype=np.int64,
+                         meta=np.empty(0, np.int64))
+        counts = tuple(int(c) for c in sizes.compute())
+        t = T.FixedDim(sum(counts), self._ltype.elem)
+        return type(self)(self._dsk, self._name, counts, t)
 
     @property
     def name(self) -> str:
@@ -201,7 +235,8 @@ class RaggedArray(_Collection, Expr):
 
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
-        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        self._counts = None if counts is None else \
+            tuple(c if c != c else int(c) for c in counts)  # nan: known once computed
         try:
             shape, dtype, option = describe(t, held=True)
         except NotSupportedError:
@@ -264,10 +299,21 @@ class RaggedArray(_Collection, Expr):
             return index_by(self, key)
         key = key if isinstance(key, tuple) else (key,)
         outer, rest = (key[0], key[1:]) if key else (slice(None), ())
-        if outer is Ellipsis or any(k is None or k is Ellipsis for k in rest) or not \
+        if outer is Ellipsis or outer is None or not \
                 isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
             raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
-                                    "an int or a slice of outer rows, then ints and slices")
+                                    "an int or a slice of outer rows, then ints, slices and "
+                                    "new axes (None)")
+        if outer == slice(None) and self._counts is not None:  # every row: each partition's
+            name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
+            layer = {(name, i): (_take_all, key, k) for i, k in enumerate(self.__dask_keys__())}
+            return self._derived(name, layer, self._counts, _typed(self._ltype, outer, rest))
+        if not self.rows_known:
+            raise NotSupportedError(
+                "indexing the outer rows of a lazyk.dask.RaggedArray: how many rows each "
+                "partition holds is known only once computed (rows selected or flattened); "
+                "r.compute_row_counts() gives the collection with its row counts known, or "
+                "compute it first")
         none = _typed(self._ltype, outer, rest)  # the result's type
         name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
         if self._counts is None:  # a single result: the key as it is
@@ -334,7 +380,8 @@ class RaggedRecords(_Collection, Operators):
 
     def __init__(self, dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type):
         self._dsk, self._name, self._ltype = dsk, name, t
-        self._counts = None if counts is None else tuple(int(c) for c in counts)
+        self._counts = None if counts is None else \
+            tuple(c if c != c else int(c) for c in counts)
         self._fields: dict = {}  # one collection per field: one leaf name in expressions
 
     @property
@@ -399,10 +446,12 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
 def _typed(t: T.Type, outer: Any, rest: tuple) -> T.Type:
     """The type of a collection of type `t` indexed by `outer` then `rest` (the key
     applied to no rows of `t`: an inner index out of bounds raises when computed)."""
-    if not isinstance(t, T.FixedDim):
+    if not isinstance(t, (T.FixedDim, T.VarDim)):
         raise NotSupportedError(f"indexing a lazyk.dask result of type {t}: compute it, "
                                 "then index the lazyk array")
     got = array([], T.FixedDim(0, t.elem))[(slice(None),) + rest].type
+    if isinstance(t, T.VarDim):  # rows selected: every row (their count known once computed)
+        return T.VarDim(got.elem)
     if isinstance(outer, slice):
         lo, hi, step = outer.indices(t.size)
         return T.FixedDim(len(range(lo, hi, step)), got.elem)
@@ -413,6 +462,16 @@ def _take(key: tuple, part: Any, start: int | None) -> Part:
     """A partition's rows (views) for `key`; `start`: the first row's number in the
     result (None for a single row or result)."""
     return Part(unwrap(part)[key], start)
+
+
+def _take_all(key: tuple, part: Any) -> Part:
+    """A partition's rows (views) for `key` over every row: the rows keep their numbers."""
+    return Part(unwrap(part)[key], getattr(part, "start", None))
+
+
+def _row_count(part: Any) -> np.ndarray:
+    a = unwrap(part)
+    return np.array([a.type.size if isinstance(a.type, T.FixedDim) else 1], np.int64)
 
 
 def _field(field: str, part: Any) -> Part:

@@ -1,11 +1,7 @@
-"""Ragged and missing-value data on Dask: collections made, expressions turned into layers.
+"""Ragged and missing-value data on Dask: expressions over collections turned into layers.
 
-`lazyk.dask.from_ragged(x, rows_per_part)` (or a list of lazyk arrays, one per Parquet row
-group / Arrow chunk; a `pyarrow.ChunkedArray`; a Dask array, masked chunks giving `?T`) and
-`lazyk.dask.from_delayed(parts, type, row_counts)` (partitions made by Dask tasks) give a
-`RaggedArray` (`lazyk.dask.collection`, partitions in `lazyk.dask.partitions`): a Dask collection whose partitions are lazyk arrays holding
-consecutive outer rows. `lazyk.dask.evaluate(expr)` over one turns the expression into Dask
-layers:
+`lazyk.dask.evaluate(expr)` over `RaggedArray`s (`lazyk.dask.collection`, made by
+`lazyk.dask.sources`) turns the expression into Dask layers:
 
 - the work that keeps the rows (elementwise, reductions over inner axes) is ONE blockwise
   layer whose tasks run lazyk's kernels on one partition each. A result with var dims or
@@ -13,9 +9,10 @@ layers:
   `dask.array` whose chunks along axis 0 are the partitions' row counts;
 - a reduction over axis 0 (or all axes) runs per partition (keepdims), then lazyk combines
   the partial results in a tree (`sum prod min max any all count mean`, `skipna`,
-  `skipnan`, `initial`): a single-partition `RaggedArray`, or a `dask.array` when plain.
+  `skipnan`, `initial`; `lazyk.dask.folds`): a single-partition `RaggedArray`, or a
+  `dask.array` when plain.
   Over missing rows right under the outer rows (`N * ?var * ...`), or keeping var rows
-  below two folded axes, each partial says what it folded (`partitions.FoldRows`): a
+  below two folded axes, each partial says what it folded (`folds.FoldRows`): a
   partition folding nothing adds nothing, a missing row makes the result missing (unless
   `skipna`) while the present rows must still line up. Over missing rows deeper down
   (`N * var * ?var * T`) one task joins the partitions' rows and folds them (a partial
@@ -23,10 +20,19 @@ layers:
   partial of only missing rows is an empty row: docs/dask.md says what it costs).
   A larger expression may use it (`r - r.mean(axis=0)`): every partition task receives it.
   Rows that do not pair within a partition below a var row of length 1 (which another
-  partition's empty row may stretch to nothing) go on as rows (`partitions.Raw`): the
+  partition's empty row may stretch to nothing) go on as rows (`folds.Raw`): the
   step that sees every partition decides, so the answer (or error) is one machine's
   whatever the cuts. Folds over `N * ?var * ...` rows against a fixed dim give `?n`
   results: a collection that computes, not an operand (as on one machine).
+- a row selection (`x[mask]`, a mask of one dim) or `flatten` at axis 0, 1 or None runs in
+  each partition too, which keeps its kept rows: their counts are known once computed
+  (`nan` row counts and chunk sizes, as Dask's boolean indexing; `compute_row_counts()`).
+  Work after it fuses into the same tasks; reductions over the rows' axis fold each
+  partition's computed rows (a partition left with none adds nothing); `num` at axis 0
+  sums the partitions' row counts. Work that needs the whole collection's rows (positions,
+  order or running folds along axis 0, gathers of rows, `pad_none` / `concatenate` at axis
+  0) is refused by name (`lazyk.dask.rowwork`), and so are selected rows meeting rows not
+  selected alike (they need not line up partition by partition).
 
 Elements are numbers, `?T`, strings or bytes (`(r == "kiwi").sum(axis=-1)`,
 `lazyk.str_len(b)`; their partitions travel between processes and join as Python values)
@@ -40,8 +46,7 @@ when their axis 0 is the rows' axis, else passed whole to every task; Python sca
 """
 from __future__ import annotations
 
-import numbers
-import uuid
+import math
 from typing import Any
 
 import numpy as np
@@ -50,28 +55,24 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from lazyk import types as T
-from lazyk.arrays.array import Array, array, masked
-from lazyk.arrays.formats.arrow import from_arrow
 from lazyk.dask.collection import (
     RaggedArray,
     RowsLeaf,
-    TypeOnly,
-    collection,
     computable,
-    describe,
     temporal,
 )
-from lazyk.dask.partitions import Combine, FoldRows, Part, Task, build, nonempty, union, widen
-from lazyk.dask.partitions import columns as _columns
+from lazyk.dask.folds import Combine, FoldRows, nonempty, unless_empty
+from lazyk.dask.rowwork import COUNTS, KEEPS, mixed, row_effect, unsplit
+from lazyk.dask.sources import block_data, fixed_type
+from lazyk.dask.tasks import Task
 from lazyk.errors import (
     BindError,
     NotSupportedError,
     ShapeError,
-    TypeMatchError,
     UnsupportedOperandError,
 )
 from lazyk.frontend import expr as lx
-from lazyk.frontend import ops
+from lazyk.frontend import ops, rowops
 from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
 from lazyk.frontend.graph import (
     REDUCE_OP,
@@ -83,210 +84,7 @@ from lazyk.frontend.graph import (
     rewrite,
     toposort,
 )
-from lazyk.frontend.leaves import Placeholder, RaggedLeaf, describe_ragged
-from lazyk.types.parse import dshape
-
-
-# ---------------------------------------------------------------- making collections
-def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
-    """A Dask collection of lazyk arrays split by outer rows, for `lazyk.dask.evaluate`.
-
-    Example:
-        >>> x = lazyk.from_offsets(np.array([0, 2, 2, 5]), np.arange(5.0))
-        >>> r = lazyk.dask.from_ragged(x, 2)             # partitions of 2 and 1 rows
-        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
-        array([1., 0., 9.])
-
-    Args:
-        x: a lazyk array with a leading fixed dim (`N * var * T`, `N * ?var * ?T`, ...),
-            split into row slices (views: nothing is copied); or a list of lazyk arrays of
-            one type but their row count (one per Parquet row group or Arrow chunk; parts
-            without missing values where others have them get all-present masks), or a
-            `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`),
-            or a Dask array (one partition per chunk along axis 0; NumPy masked-array
-            chunks become `?T`: masked = missing).
-        rows_per_part: outer rows per partition when `x` is one array (the last may be
-            shorter); not used with a list or a ChunkedArray (ValueError).
-    Raises:
-        TypeError: an object that is not a lazyk array (naming its type).
-        NotSupportedError: element types the collections do not hold (tuples, fixed-size
-            strings and bytes; numbers, strings, bytes, dates, times and records are
-            taken).
-        ValueError: a missing or non-positive `rows_per_part`; parts of different types.
-    """
-    if type(x).__module__.startswith("dask.array") and hasattr(x, "chunks"):
-        return _from_dask(x)
-    if isinstance(x, Array):
-        if isinstance(rows_per_part, bool) or not isinstance(rows_per_part, numbers.Integral) \
-                or rows_per_part < 1:
-            raise ValueError(f"from_ragged(x, rows_per_part): rows_per_part must be a positive "
-                             f"int, not {rows_per_part!r}")
-        _elem(x)
-        n, step = x.type.size, int(rows_per_part)
-        parts = [x[i:i + step] for i in range(0, n, step)] or [x]
-    else:
-        chunks = getattr(x, "chunks", None)
-        arrow = type(x).__module__.startswith("pyarrow") and chunks is not None
-        if rows_per_part is not None and (isinstance(x, (list, tuple)) or arrow):
-            raise ValueError("rows_per_part applies to one lazyk array; the elements of a list "
-                             "and the chunks of a ChunkedArray are the partitions")
-        if arrow:
-            x = [from_arrow(c) for c in chunks]
-        if not isinstance(x, (list, tuple)) or not x:
-            raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
-                            f"pyarrow.ChunkedArray, not {type(x).__module__}."
-                            f"{type(x).__qualname__}")
-        parts = list(x)
-        for p in parts:
-            if not isinstance(p, Array):
-                raise TypeError(f"from_ragged: partitions must be lazyk arrays, not "
-                                f"{type(p).__module__}.{type(p).__qualname__}")
-        elem = _elem(parts[0])
-        for i, p in enumerate(parts):
-            try:
-                elem = union(elem, _elem(p))
-            except ValueError:
-                raise ValueError(f"from_ragged: partition {i} has type {p.type}, partition 0 "
-                                 f"{parts[0].type}: the rows must be of one type") from None
-        # Parts without missing values where others have them (an Arrow chunk or Parquet
-        # row group without nulls) get all-present masks: one type for every partition.
-        parts = [p if p.type.elem == elem else _widened(p, elem) for p in parts]
-    name = f"lazyk-rows-{uuid.uuid4().hex}"
-    counts = tuple(p.type.size for p in parts)
-    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    layer = MaterializedLayer({(name, i): Part(p, starts[i]) for i, p in enumerate(parts)})
-    t = T.FixedDim(sum(counts), parts[0].type.elem)
-    return collection(HighLevelGraph({name: layer}, {name: set()}), name, counts, t)
-
-
-def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
-    """A collection whose partitions are made by Dask tasks (e.g. one Parquet row group read
-    on a worker): each `dask.delayed` part gives a lazyk array (or an Arrow array, read with
-    `lazyk.from_arrow`) of the given type and row count.
-
-    Example:
-        >>> load = dask.delayed(lambda i: lazyk.array([[float(i)], []]))
-        >>> r = lazyk.dask.from_delayed([load(0), load(1)], "N * var * float64", [2, 2])
-        >>> lazyk.dask.evaluate(r.sum(axis=-1)).compute()
-        array([0., 0., 1., 0.])
-
-    Args:
-        parts: `dask.delayed` objects (or other single-key Dask collections).
-        type: the rows' type, e.g. `"N * var * ?float64"` (the leading dim is the rows).
-        row_counts: the rows of each part (known up front: results of reductions over
-            inner axes are `dask.array`s with these chunks).
-    Raises:
-        ShapeError / TypeMatchError (when computed): a part of another row count or type,
-            naming the part.
-    """
-    t = dshape(type)
-    if not isinstance(t, (T.FixedDim, T.SymbolicDim)):
-        raise NotSupportedError(f"from_delayed: type {t} has no outer rows (it needs a leading "
-                                "fixed or symbolic dimension)")
-    counts = tuple(int(c) for c in row_counts)
-    if len(counts) != len(parts) or any(c < 0 for c in counts):
-        raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts >= 0, "
-                         f"not {counts}")
-    whole = T.FixedDim(sum(counts), t.elem)
-    _check_elem(whole, "from_delayed")
-    name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
-    layer, start = {}, 0
-    for i, p in enumerate(parts):
-        key = p.__dask_keys__()
-        key = key[0] if isinstance(key, list) else key
-        layer[(name, i)] = (_checked_part, i, counts[i], str(t.elem), key, start)
-        start += counts[i]
-    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
-    return collection(dsk, name, counts, whole)
-
-
-def _checked_part(i: int, count: int, elem: str, part: Any, start: int = 0) -> Part:
-    if not isinstance(part, Array):
-        if type(part).__module__.startswith("pyarrow"):
-            part = from_arrow(part)
-        else:
-            raise TypeError(f"from_delayed: part {i} is a {type(part).__module__}."
-                            f"{type(part).__qualname__}, not a lazyk array")
-    want = dshape(elem)
-    t = part.type
-    if not isinstance(t, T.FixedDim) or t.size != count:
-        raise ShapeError(f"from_delayed: part {i} has type {t}, not {count} rows")
-    if t.elem != want:
-        try:
-            if union(want, t.elem) != want:
-                raise ValueError
-        except ValueError:
-            raise TypeMatchError(f"from_delayed: part {i} has type {t}, not {count} * "
-                                 f"{want}") from None
-        part = _widened(part, want)  # all-present masks
-    return Part(part, start)
-
-
-def _widened(a: Array, elem: T.Type) -> Array:
-    """`a` as rows of `elem` (its type with more options): all-present masks added to its
-    buffers; strings, bytes and dates, which have no buffers here, as Python values."""
-    try:
-        return build(widen(_columns(a), elem))
-    except NotSupportedError:
-        return array(a.to_list(), T.FixedDim(a.type.size, elem))
-
-
-def _from_dask(x: Any) -> RaggedArray:
-    """A Dask array as a collection: its chunks along axis 0; masked chunks give `?T`."""
-    if x.ndim == 0 or any(not isinstance(c, int) or c != c for c in x.chunks[0]):
-        raise NotSupportedError(f"from_ragged: a Dask array of shape {x.shape} (it needs an "
-                                "axis 0 of known chunk sizes)")
-    option = isinstance(x._meta, np.ma.MaskedArray)
-    if x.ndim > 1:
-        x = x.rechunk({d: -1 for d in range(1, x.ndim)})
-    name = f"lazyk-rows-{tokenize(x.name)}"
-    rest = (0,) * (x.ndim - 1)
-    starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).tolist()
-    layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
-             for i in range(len(x.chunks[0]))}
-    t = _fixed_type(x.shape, x.dtype)
-    if option:
-        dims = []
-        while isinstance(t, T.FixedDim):
-            dims.append(t.size)
-            t = t.elem
-        t = T.Option(t)
-        for n in reversed(dims):
-            t = T.FixedDim(n, t)
-    describe_ragged(TypeOnly(t))  # numeric element types only
-    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
-    return RaggedArray(dsk, name, x.chunks[0], t)
-
-
-def _from_block(option: bool, block: Any, start: int = 0) -> Part:
-    if not option:
-        return Part(array(_block(block)), start)
-    values = np.ascontiguousarray(np.ma.getdata(block))
-    return Part(masked(values, ~np.ma.getmaskarray(block)), start)
-
-
-def _elem(a: Array) -> T.Type:
-    t = a.type
-    if not isinstance(t, T.FixedDim):
-        raise NotSupportedError(f"from_ragged: an array of type {t} has no outer rows to "
-                                "split (it needs a leading fixed dimension)")
-    _check_elem(t, "from_ragged")
-    return t.elem
-
-
-def _check_elem(t: T.Type, what: str) -> None:
-    """NotSupportedError unless rows of type `t` hold numbers, strings or records."""
-    u = t
-    while isinstance(u, (T.FixedDim, T.VarDim)):
-        u = u.elem
-    if isinstance(u, T.Record):
-        return
-    try:
-        describe(t, held=True)
-    except (NotSupportedError, ValueError, TypeError):
-        raise NotSupportedError(f"{what}: rows of type {t} are not supported (fixed, var and "
-                                "?var dims over numbers, strings, bytes, dates, times or ?T; "
-                                "records under fixed and var dims)") from None
+from lazyk.frontend.leaves import Placeholder, RaggedLeaf
 
 
 # ---------------------------------------------------------------- expression -> layers
@@ -310,8 +108,11 @@ class _Planner:
             split_every = split_every.get(0)
         self.split_every = max(2, int(split_every or 8))
         self.rows: dict = {}  # leaf name -> RaggedArray (partitioned or whole)
-        self.split: dict = {}  # nodes whose axis 0 is the partitioned rows' axis, by id
-        self.counts = self._counts()
+        # nodes whose axis 0 is the partitioned rows' axis, by id: (node, whether they are
+        # the collections' own rows, of known counts, or rows a selection / flatten made)
+        self.split: dict = {}
+        self.nparts = 1
+        self.counts = self._counts()  # the known rows per partition (None: no such leaf)
 
     # --- operands
     def _computable(self) -> None:
@@ -331,17 +132,24 @@ class _Planner:
                             f"{what}: unsupported operand type {v.rows.type} ({err}"
                             f"{held})") from None
 
-    def _counts(self) -> tuple:
-        seen = []
-        for name, v in self.env.items():
-            if isinstance(v, RowsLeaf) and v.rows.row_counts is not None:
-                seen.append((name, v.rows))
+    def _counts(self) -> tuple | None:
+        seen = [v.rows for v in self.env.values()
+                if isinstance(v, RowsLeaf) and v.rows.row_counts is not None]
         if not seen:
             return None
-        counts = seen[0][1].row_counts
-        for name, r in seen[1:]:
+        parts = {r.npartitions for r in seen}
+        if len(parts) > 1:
+            raise ShapeError(
+                "the partitioned operands are split differently: "
+                f"{' and '.join(f'{r.type} in {r.npartitions} partitions' for r in seen)}; "
+                "build them with the same rows per partition")
+        self.nparts = parts.pop()
+        known = [r for r in seen if r.rows_known]  # (rows selected: known once computed)
+        if not known:
+            return None
+        a, counts = known[0], known[0].row_counts
+        for r in known[1:]:
             if r.row_counts != counts:
-                a = seen[0][1]
                 raise ShapeError(
                     f"the partitioned operands are split differently: {a.type} in "
                     f"{a.npartitions} partitions of {_show(counts)} rows and {r.type} in "
@@ -392,10 +200,20 @@ class _Planner:
             if isinstance(v, RowsLeaf) and (not _is_plain(Expr(root, self.env)) or
                                             temporal(v.rows.type.dtype)):
                 return r
-        return self._layer(root, whole=not self._is_split(root), prefix="lazyk-rows")
+        split = self._is_split(root)
+        return self._layer(root, whole=not split, prefix="lazyk-rows",
+                           known=not split or self._known(root))
 
     def _is_split(self, node: Node) -> bool:
         return id(node) in self.split
+
+    def _known(self, node: Node) -> bool:
+        """Whether split `node`'s rows are the collections' own (row counts known), not
+        rows that a selection or flatten made (known only once computed)."""
+        return self.split[id(node)][1]
+
+    def _row_counts(self, known: bool) -> tuple:
+        return self.counts if known else (math.nan,) * self.nparts
 
     def _visit(self, node: Node, srcs: tuple) -> Node:
         if srcs != node.srcs:
@@ -404,28 +222,34 @@ class _Planner:
             v = self.env[node.arg]
             if isinstance(v, RowsLeaf):
                 if v.rows.row_counts is not None:
-                    self.split[id(node)] = node
+                    self.split[id(node)] = (node, v.rows.rows_known)
                 return node
             shape = getattr(leaf_data(v), "shape", None)
             if shape is not None and self._split_here(tuple(shape)):
-                self.split[id(node)] = node
+                self.split[id(node)] = (node, True)
             return node
-        if not any(self._is_split(s) for s in srcs):
+        lines = {self._known(s) for s in srcs if self._is_split(s)}
+        if not lines:
             return node
-        if node.op in (ROWS_OP, SELECT_OP, TAKE_OP) and not _keeps_rows(node, srcs):
-            raise NotSupportedError(
-                f"{_row_work(node)} of a collection split by rows gives each partition "
-                "another number of rows: not supported on Dask (work within the rows, "
-                "e.g. x[mask] with a mask of the rows' structure, lazyk.num(x, axis=1); "
-                "or compute the collection first)")
+        effect = row_effect(node, srcs)
+        if effect == COUNTS:  # the rows of every partition counted, then summed
+            rows = Expr(node.srcs[0], self.env)
+            return rewrite(lx.count(rowops.is_none(rows, axis=0), axis=0).node, self._visit)
+        if len(lines) > 1:
+            raise mixed(node)
+        known = lines.pop()
+        picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP)  # operands line up from axis 0
         for s in srcs:
-            if self._is_split(s) and s.ndim != node.ndim and node.op not in (REDUCE_OP, ROWS_OP):
+            if not self._is_split(s) and not known and s.ndim and s.shape[0] != 1 and \
+                    (picks or s.ndim == node.ndim):
+                raise unsplit(node, s)
+            if self._is_split(s) and s.ndim != node.ndim and not picks and node.op != REDUCE_OP:
                 raise ShapeError(
                     f"{node.op}: an operand split by rows ({s.type_text()}) must have as many "
                     f"dims as the result ({node.type_text()}): its axis 0 holds the rows")
         if node.op == REDUCE_OP and 0 in node.arg[1]:
             return self._global(node)
-        self.split[id(node)] = node
+        self.split[id(node)] = (node, known and effect == KEEPS)
         return node
 
     def _global(self, node: Node) -> Node:
@@ -438,7 +262,7 @@ class _Planner:
         if row is None or row.combine is None:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
         src_type = Expr(node.srcs[0], self.env).type
-        under = src_type.elem if isinstance(src_type, T.FixedDim) else None
+        under = src_type.elem if isinstance(src_type, (T.FixedDim, T.VarDim)) else None
         outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
         if (under.elem.elem if outer_missing else src_type).missing_var_rows:
             # NOTE: a fold of deeper missing rows is one missing row in its partial, which
@@ -473,10 +297,22 @@ class _Planner:
                                    str(under) if outer_missing else None)
         src = node.srcs[0]
         shape = tuple(1 if d in axes else n for d, n in enumerate(src.shape))
-        parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
-                            prefix="lazyk-rows-partial", lazy=True)
-        # Partitions without rows add nothing (and their rows would not line up).
-        keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or [(parts.name, 0)]
+        if self._known(src):
+            parts = self._layer(Node(REDUCE_OP, node.dtype, shape, (src,), arg), whole=False,
+                                prefix="lazyk-rows-partial", lazy=True)
+            # Partitions without rows add nothing (and their rows would not line up).
+            keys = [(parts.name, i) for i, c in enumerate(self.counts) if c] or \
+                [(parts.name, 0)]
+        else:  # rows a selection made, per partition: each folded unless it holds none
+            rows = self._source(src)
+            leaf = Node("input", src.dtype, src.shape, (), "x0")
+            task = Task(Node(REDUCE_OP, node.dtype, shape, (leaf,), arg), False, False)
+            name = f"lazyk-rows-partial-{tokenize(task, rows.name)}"
+            layer = {(name, i): (unless_empty, task, (rows.name, i))
+                     for i in range(self.nparts)}
+            parts = RaggedArray(HighLevelGraph.from_collections(
+                name, MaterializedLayer(layer), dependencies=[rows]), name, None, rows.type)
+            keys = list(layer)
         return self._tree(node, keys, parts, Combine(arg, node.dtype.str, True, False),
                           Combine(node.arg, node.dtype.str, bool(node.arg[2])))
 
@@ -490,18 +326,22 @@ class _Planner:
         task = (fold, *[(src.name, i) for i in range(src.npartitions)])
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
                                               dependencies=[src])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
+
+    def _leaf(self, r: RaggedArray) -> Node:
+        """Collection `r` (a layer made here) as a leaf of the expression."""
+        self.env[r.name] = r.env[r.name]
+        self.rows[r.name] = r
+        return r.node
 
     def _source(self, src: Node) -> RaggedArray:
         """The partitions of `src`: a collection itself (its partitions, no copy), else a
         layer computing it per partition."""
         v = self.env.get(src.arg) if src.op == "input" else None
-        if isinstance(v, RowsLeaf) and v.rows.row_counts == self.counts:
+        if isinstance(v, RowsLeaf) and self._is_split(src):
             return v.rows
-        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True)
+        return self._layer(src, whole=False, prefix="lazyk-rows-source", lazy=True,
+                           known=self._known(src))
 
     def _fold_rows(self, node: Node, arg: tuple, depth: int, elem: str | None) -> Node:
         """A reduction over the rows' axis of data with missing rows right under the outer
@@ -535,10 +375,7 @@ class _Planner:
         tasks[(name, 0)] = (final, *keys)
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(tasks),
                                               dependencies=[parts])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
 
     def _seeded(self, node: Node, src: Expr) -> Node:
         """min / max of plain values without `initial`: a partition (or a part of one) with
@@ -562,10 +399,7 @@ class _Planner:
         task = (nonempty, op, (v.name, 0), (c.name, 0))
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer({(name, 0): task}),
                                               dependencies=[v, c])
-        whole = RaggedArray(dsk, name, None, Expr(node, self.env).type)
-        self.env[name] = whole.env[name]
-        self.rows[name] = whole
-        return whole.node
+        return self._leaf(RaggedArray(dsk, name, None, Expr(node, self.env).type))
 
     def _mean(self, node: Node) -> Expr:
         """mean = sum / count over the same axes; over ?T data an empty fold is missing."""
@@ -588,21 +422,24 @@ class _Planner:
         # state (either branch the same) puts it back.
         return lx.where(lx.equal(total, total), mean, mean)
 
-    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False) -> Any:
+    def _layer(self, root: Node, whole: bool, prefix: str, lazy: bool = False,
+               known: bool = True) -> Any:
         """ONE blockwise layer running `root` on each partition (or once, `whole`): a
-        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`)."""
+        `RaggedArray`, or a `dask.array` for a plain result (unless `lazy`). `known`:
+        whether the result's rows are the collections' own (else rows per partition are
+        known only once computed: `nan` counts, as Dask's unknown chunk sizes)."""
         names = [n.arg for n in toposort(root) if n.op == "input"]
         params = {name: f"x{i}" for i, name in enumerate(names)}
         task_root = rewrite(root, lambda n, s: n.replace(arg=params[n.arg]) if n.op == "input"
                             else n.replace(srcs=s))
         out = Expr(root, self.env)
-        plain = not lazy and _is_plain(out)
+        plain = not lazy and _is_plain(out, not whole)
         ndim = root.ndim
         deps = [self._operand(name) for name in names]
         args: list = []
         for r in deps:
             args += [r.name, "i"]
-        task = Task(task_root, plain)
+        task = Task(task_root, plain, known)
         name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
         numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
         if plain and ndim == 0:
@@ -613,30 +450,13 @@ class _Planner:
                               new_axes={c: 1 for c in extra}, concatenate=True)
         dsk = HighLevelGraph.from_collections(name, layer, dependencies=deps)
         if not plain:
-            return RaggedArray(dsk, name, None if whole else self.counts, out.type)
+            return RaggedArray(dsk, name, None if whole else self._row_counts(known), out.type)
         import dask.array as da
 
         shape = tuple(root.shape)
-        chunks = ((shape[0],) if whole else self.counts,) + tuple((n,) for n in shape[1:]) \
+        chunks = ((shape[0],) if whole else self._row_counts(known),) + tuple((n,) for n in shape[1:]) \
             if ndim else ()
         return da.Array(dsk, name, chunks, meta=np.empty((0,) * ndim, root.dtype))
-
-
-def _keeps_rows(node: Node, srcs: tuple) -> bool:
-    """Whether row work (`lazyk.num`, `x[mask]`, ...) keeps the outer rows of its split
-    operands, so that each partition computes its own rows."""
-    if node.op in (SELECT_OP, TAKE_OP):  # (rows gathered by position: positions are global)
-        return node.arg > 0
-    n = srcs[0].shape[:1]
-    return bool(n) and node.shape[:1] == n and all(s.shape[:1] == n for s in srcs if s.ndim)
-
-
-def _row_work(node: Node) -> str:
-    if node.op == SELECT_OP:
-        return "selecting rows (x[mask], the mask of one dim)"
-    if node.op == TAKE_OP:
-        return "gathering rows (x[positions], the positions of one dim)"
-    return f"lazyk.{node.arg[0]} at axis {node.arg[1][0]}"
 
 
 def _show(counts: tuple) -> str:
@@ -644,8 +464,12 @@ def _show(counts: tuple) -> str:
     return f"({text}{', ...' if len(counts) > 6 else ''})"
 
 
-def _is_plain(e: Expr) -> bool:
+def _is_plain(e: Expr, split: bool = False) -> bool:
+    """Whether `e` is fixed dims over plain values (`split`: its outer dim holds the
+    partitions' rows, var after a selection or flatten)."""
     t = e.type
+    if split and isinstance(t, T.VarDim):
+        t = t.elem
     while isinstance(t, T.FixedDim):
         t = t.elem
     return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
@@ -661,7 +485,7 @@ def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
         layer = {(name, i): a[bounds[i]:bounds[i + 1]]
                  for i in range(len(counts))}
     dsk = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
-    return RaggedArray(dsk, name, counts, _fixed_type(a.shape, a.dtype))
+    return RaggedArray(dsk, name, counts, fixed_type(a.shape, a.dtype))
 
 
 def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
@@ -673,22 +497,9 @@ def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
         keys = [(x.name,) + (0,) * x.ndim]
     else:
         keys = [(x.name, i) + rest for i in range(len(counts))]
-    layer = {(name, i): (_block, k) for i, k in enumerate(keys)}
+    layer = {(name, i): (block_data, k) for i, k in enumerate(keys)}
     dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[x])
-    return RaggedArray(dsk, name, counts, _fixed_type(x.shape, x.dtype))
-
-
-def _block(x: Any) -> np.ndarray:
-    if isinstance(x, np.ma.MaskedArray):
-        raise NotSupportedError("a Dask array of NumPy masked arrays in a lazyk expression: "
-                                "make its data a lazyk ?T collection (lazyk.dask.from_ragged "
-                                "of lazyk arrays with missing values)")
-    return np.asarray(x)
-
-
-def _fixed_type(shape: tuple, dtype: Any) -> T.Type:
-    return array(np.empty(tuple(shape), dtype)).type if not shape or not shape[0] else \
-        T.FixedDim(shape[0], array(np.empty((0,) + tuple(shape[1:]), dtype)).type.elem)
+    return RaggedArray(dsk, name, counts, fixed_type(x.shape, x.dtype))
 
 
 def _is_var(dim) -> bool:

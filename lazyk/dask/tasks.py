@@ -1,0 +1,127 @@
+"""Ragged and missing-value data on Dask: one expression run on one partition (`Task`).
+
+The expression's graph is rebuilt at the partition's shapes (`reshaped`; partitions of one
+size share it); errors name the collection's rows. A fold over the rows' axis whose rows do
+not pair within the partition hands them on as rows (`folds.Raw`), for the step that sees
+every partition to decide.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from lazyk.dask.folds import Raw, may_hide, raw_form
+from lazyk.dask.partitions import Part, renumbered, span_of, unwrap, within
+from lazyk.errors import ShapeError
+from lazyk.frontend.expr import Expr, as_expr, broadcast_shapes
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    arg_key,
+    picked_shape,
+    rewrite,
+    toposort,
+)
+
+
+def reshaped(node: Node, srcs: tuple) -> Node:
+    """`node` over new sources, with its shape computed again from theirs."""
+    if node.op == REDUCE_OP:
+        axes, keep = node.arg[1], node.arg[2]
+        shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
+                      if keep or d not in axes)
+        return node.replace(shape=shape, srcs=srcs)
+    if not srcs:
+        return node
+    if node.op in (SELECT_OP, TAKE_OP):
+        return node.replace(shape=picked_shape(node.op, srcs[0].shape, srcs[1].shape,
+                                               node.arg), srcs=srcs)
+    if node.op == ROWS_OP:  # its builder typed it: only a kept outer dim follows the rows
+        old, shape = node.srcs[0].shape[:1], node.shape
+        if old and shape[:1] == old and srcs[0].shape[:1] != old:
+            shape = srcs[0].shape[:1] + shape[1:]
+        return node.replace(shape=shape, srcs=srcs)
+    return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
+
+
+def _graph_key(root: Node) -> str:
+    order = toposort(root)
+    index = {id(n): k for k, n in enumerate(order)}
+    nodes = [(n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg_key(n.arg))
+             for n in order]
+    return hashlib.sha256(repr(nodes).encode()).hexdigest()
+
+
+class Task:
+    """Runs the expression `root` (leaves named x0, x1, ...) on one partition's operands.
+    `rows`: whether the result's outer rows are the operands' (errors then name the
+    collection's rows); a row selection or flatten makes new rows, numbered within their
+    partition (their place in the collection is known only once every partition ran)."""
+
+    __slots__ = ("root", "numpy", "rows", "_graphs")
+
+    def __init__(self, root: Node, numpy: bool, rows: bool = True):
+        self.root, self.numpy, self.rows = root, numpy, rows
+        self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
+
+    def __call__(self, *values: Any) -> Any:
+        start, stop = span_of(values)
+        if not self.rows:  # new rows: errors name their place in the partition's source
+            try:
+                return self._run(values, None, None)
+            except ValueError as err:
+                raise within(err, start, stop) from None
+        return self._run(values, start, stop)
+
+    def _run(self, values: tuple, start: int | None, stop: int | None) -> Any:
+        leaves = [as_expr(unwrap(v)) for v in values]
+        if all(e.node.op == "input" for e in leaves):
+            # NOTE: partitions of one size share the graph rebuilt at their shapes (most
+            # of the per-task cost of our own on small partitions); leaves keep names x<i>.
+            key = tuple((e.node.dtype, e.node.shape) for e in leaves)
+            root = self._graphs.get(key)
+            if root is None:
+                nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
+                root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
+                               else reshaped(n, s))
+                if len(self._graphs) > 64:
+                    self._graphs.clear()
+                self._graphs[key] = root
+            env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
+        else:  # constants: their own nodes
+            env = {}
+            for e in leaves:
+                env.update(e.env)
+            by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
+            root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
+                           else reshaped(n, s))
+        folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
+        try:
+            out = Expr(root, env).eval()
+        except ShapeError as err:
+            if not folds_rows:
+                raise renumbered(err, start) from None
+            # NOTE: rows that do not pair here may never meet in the whole fold (another
+            # partition's empty row empties their level): they go on as rows, and the
+            # fold that sees every partition's rows decides.
+            try:
+                rows = Expr(root.srcs[0], env).eval()
+            except ValueError:  # not the fold's: the error of one machine
+                raise renumbered(err, start) from None
+            if not may_hide(rows):
+                raise renumbered(err, start) from None
+            return Raw([Part(raw_form(rows, root.arg, root.dtype), start, stop)])
+        except ValueError as err:  # the collection's row, not the part's
+            raise renumbered(err, start) from None
+        if self.numpy:
+            return out.to_numpy()
+        return Part(out, start, stop if folds_rows else None)
+
+    def __reduce__(self):
+        return (Task, (self.root, self.numpy, self.rows))
+
+    def __dask_tokenize__(self):
+        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy, self.rows)
