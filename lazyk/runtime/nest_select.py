@@ -193,7 +193,7 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     inner = PICKS if node.op == TAKE_OP or node.arg == 0 else (SELECT_OP,)
     x, key = (_without(s, inner, env, done) for s in (x, key))
     if node.op == TAKE_OP and len(_moving(x, node.arg)) > 1:
-        x = _leaf(x, env)
+        x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
     node = _same(node, (x, key))
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
