@@ -28,12 +28,14 @@ loops over rows in Python.
 from __future__ import annotations
 
 import itertools
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.interchange import build_columns, columns, masked
-from lazyk.arrays.restructure import rows_at, spans, take
+from lazyk.arrays.restructure import ranges, rows_at, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
 from lazyk.frontend.graph import (
@@ -53,8 +55,30 @@ from lazyk.runtime.nest_run import Picks, nest_run, tree_array
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
+# NumPy row work shared by the steps of one evaluation (`rows_memo`): each step evaluates
+# on its own, and the fields of one collection would each find the same rows again.
+_memo: ContextVar = ContextVar("lazyk_rows_memo", default=None)
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
+
+
+@contextmanager
+def rows_memo():
+    """Within it, the steps of an evaluation share their NumPy row work (`rows_memo_dict`);
+    nested uses share the outermost one."""
+    if _memo.get() is not None:
+        yield
+        return
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def rows_memo_dict() -> dict | None:
+    """The dict of the enclosing `rows_memo`, None outside one."""
+    return _memo.get()
 
 
 def needs_nest(root: Node) -> bool:
@@ -354,7 +378,7 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
             return None
         got = done.get(("taken", v, m))
         if got is None:
-            leaf = as_expr(build_columns(take(columns(arr), pos)))
+            leaf = as_expr(build_columns(_take_rows(columns(arr), pos, m, done)))
             env.update(leaf.env)
             got = done["taken", v, m] = leaf.node
         new[id(v)] = got
@@ -366,6 +390,28 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
             return v
         return v.replace(srcs=srcs, shape=broadcast_shapes(v.op, [s.shape for s in srcs]))
     return rewrite(x, visit)
+
+
+def _take_rows(tree: tuple, pos: np.ndarray, m: Node, done: dict) -> tuple:
+    """`restructure.take(tree, pos)`, the positions of the items of a list column's kept
+    rows found once for all the columns over one offsets array (a collection's fields)."""
+    if tree[0] != "list" or tree[2][0] != "numpy":
+        return take(tree, pos)
+    off = tree[1]
+    memo = _memo.get()
+    memo = done if memo is None else memo
+    for seen, kept, got in memo.setdefault(("rows of", m), []):
+        if (seen is off or (len(seen) == len(off) and np.array_equal(seen, off))) and \
+                (kept is pos or np.array_equal(kept, pos)):
+            new_off, idx = got
+            break
+    else:
+        starts, lens = off[:-1][pos], np.diff(off)[pos]
+        new_off = np.zeros(len(pos) + 1, np.int64)
+        np.cumsum(lens, out=new_off[1:])
+        idx = ranges(starts, lens)
+        memo["rows of", m].append((off, pos, (new_off, idx)))
+    return ("list", new_off, ("numpy", tree[2][1][idx]))
 
 
 def _bools(value) -> tuple:
