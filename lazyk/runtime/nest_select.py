@@ -55,6 +55,9 @@ from lazyk.runtime.nest_run import Picks, nest_run, tree_array
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
+# `x[mask]` over rows of at most this many items on average takes the kept items with
+# NumPy (`_compressed`): the nest's passes cost more per row, NumPy more per item.
+SHORT_ROWS = 1.5
 # NumPy row work shared by the steps of one evaluation (`rows_memo`): each step evaluates
 # on its own, and the fields of one collection would each find the same rows again.
 _memo: ContextVar = ContextVar("lazyk_rows_memo", default=None)
@@ -129,6 +132,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     in one nest where it takes them; the others computed first. A lazyk Array."""
     env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
     root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
+    got = _compressed(root, env) if reduce_arg is None else None
+    if got is not None:
+        return got
     got = _fused(root, red_node, reduce_arg, env)
     if got is not None:
         return got
@@ -288,6 +294,41 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
     leaves = [leaf_data(env[n]) for n in used]
     picks = Picks(keep, tuple(roots), tuple(taken))
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
+
+
+def _compressed(node: Node, env: dict) -> Array | None:
+    """`x[mask]` of an array `N * var * T` (no missing rows or values) of short rows
+    (`SHORT_ROWS`) by a mask of its rows: the mask computed (a flat loop over the items),
+    the kept items taken with NumPy and each row's count read off a running count of the
+    mask; the nest's count and fill passes would each pay a row's bookkeeping per row.
+    None for other forms (the nest takes them, and names any row that does not line
+    up)."""
+    if node.op != SELECT_OP or node.arg != 1 or node.ndim != 2:
+        return None
+    x, m = node.srcs
+    if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)):
+        return None
+    arr = leaf_data(env[x.arg]).array
+    if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
+        return None
+    tree = columns(arr)
+    if tree[0] != "list" or tree[2][0] != "numpy" or \
+            int(tree[1][-1]) - int(tree[1][0]) > SHORT_ROWS * (len(tree[1]) - 1):
+        return None
+    mask = runtime.evaluate(Expr(m, env))
+    mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
+        else ("numpy",)
+    if mtree[0] != "list" or mtree[2][0] != "numpy":
+        return None
+    off, moff = np.asarray(tree[1], np.int64), np.asarray(mtree[1], np.int64)
+    if len(off) != len(moff) or not (moff is off or np.array_equal(off - off[0],
+                                                                  moff - moff[0])):
+        return None
+    keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
+    kept = np.zeros(len(keep) + 1, np.int64)
+    np.cumsum(keep, out=kept[1:])
+    values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
+    return build_columns(("list", kept[off - off[0]], ("numpy", values)))
 
 
 def _trailing(node: Node, n: int, env: dict) -> Node:
