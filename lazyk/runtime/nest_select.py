@@ -321,14 +321,14 @@ def _compressed(node: Node, env: dict) -> Array | None:
     if mtree[0] != "list" or mtree[2][0] != "numpy":
         return None
     off, moff = np.asarray(tree[1], np.int64), np.asarray(mtree[1], np.int64)
-    if len(off) != len(moff) or not (moff is off or np.array_equal(off - off[0],
-                                                                  moff - moff[0])):
+    if len(off) != len(moff) or not (moff is off or np.array_equal(
+            off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
         return None
     keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
     kept = np.zeros(len(keep) + 1, np.int64)
     np.cumsum(keep, out=kept[1:])
     values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
-    return build_columns(("list", kept[off - off[0]], ("numpy", values)))
+    return build_columns(("list", kept[off - off[0] if off[0] else off], ("numpy", values)))
 
 
 def _trailing(node: Node, n: int, env: dict) -> Node:
@@ -447,7 +447,8 @@ def _take_rows(tree: tuple, pos: np.ndarray, m: Node, done: dict) -> tuple:
             new_off, idx = got
             break
     else:
-        starts, lens = off[:-1][pos], np.diff(off)[pos]
+        starts = off[pos]
+        lens = off[pos + 1] - starts  # (the kept rows only)
         new_off = np.zeros(len(pos) + 1, np.int64)
         np.cumsum(lens, out=new_off[1:])
         idx = ranges(starts, lens)
