@@ -349,6 +349,29 @@ def test_fmod_integer_edges(dt):
     run(["fmod"], [x, y])
 
 
+@pytest.mark.parametrize("op", ["fmod", "remainder", "floor_divide"])
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_float_remainder_edges(op, dt):
+    """Float fmod / remainder / floor_divide bit for bit as NumPy across |x| < |y|,
+    |y| <= |x| < 2|y| (computed without a libm call) and beyond, zeros, infinities, NaN and
+    subnormals, both signs."""
+    ys = np.array([2 * np.pi, -2 * np.pi, 3, -3, 0, -0.0, np.inf, -np.inf, np.nan, 1e-300,
+                   5e-324, 1e30], dt)
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([rng.uniform(-30, 30, 200),
+                         [0, -0.0, np.inf, -np.inf, np.nan, 3, -3, 6, -6, 5.999999, 2 * np.pi,
+                          4 * np.pi, -4 * np.pi, 1e30, 2e30, -1e-310, 5e-324]]).astype(dt)
+    x, y = np.repeat(xs, len(ys)), np.tile(ys, len(xs))
+    with np.errstate(all="ignore"):
+        want = getattr(np, op)(x, y)
+    import lazyk
+
+    got = np.asarray(getattr(lazyk, op)(lazyk.array(x), lazyk.array(y)).eval())
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_numexpr_extra_front_end():
     """lazyk.frontend.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
     import lazyk

@@ -20,6 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import lazyk
+from lazyk.runtime.ragged_rules import RECORDERS
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_select import matches, nests
@@ -246,3 +247,28 @@ def test_take_back_over_rows_that_may_be_missing_matches_awkward():
     assert got.to_list() == a[ak.Array(pos)].tolist()
     with pytest.raises(IndexError, match="position 3"):
         x[lazyk.array([[3], [], [0], [0], [0]])].eval()
+
+
+def test_a_mask_that_gathers_read_by_several_row_operations_is_computed_once():
+    """`firsts(pairs.i[m])` and `firsts(pairs.j[m])` with the mask m gathering from the
+    items (`x[pairs.i] != x[pairs.j]`), in one evaluation: the mask's kernel runs once and
+    both results are the plain-Python ones."""
+    x = lazyk.array([[1, 2, 2, 3], [], [5, 5], [1, 4, 1], [7]], "5 * var * int64")
+    pairs = lazyk.argcombinations(x, 2, fields=["i", "j"])
+    m = x[pairs.i] != x[pairs.j]
+    first_i, first_j = lazyk.firsts(pairs.i[m]), lazyk.firsts(pairs.j[m])
+    rec: list = []
+    RECORDERS.append(rec)
+    try:
+        got = lazyk.evaluate(first_i * 10 + first_j)
+    finally:
+        RECORDERS.remove(rec)
+    want = []
+    for row in x.to_list():
+        found = [(i, j) for i in range(len(row)) for j in range(i + 1, len(row))
+                 if row[i] != row[j]]
+        want.append(found[0][0] * 10 + found[0][1] if found else None)
+    assert got.to_list() == want
+    masks = [str(k.npass) for _, k, _ in rec if any(ins.op == "not_equal"
+                                                     for ins in k.spec.body)]
+    assert masks.count("fill") == 1, masks

@@ -377,6 +377,42 @@ def test_row_operations_take_records_field_by_field():
         assert len(lazyk.concatenate([rec, rec], axis=1).eval().to_list()[0]) == 4
 
 
+def test_concatenate_of_collections_field_by_field_in_one_evaluation():
+    """The fields of two collections joined row by row, with a third collection of other
+    offsets and an event selection, in one evaluation: each row is the plain-Python join
+    (float32 and int32 promoted as NumPy promotes), whichever collections share offsets."""
+    rng = np.random.default_rng(3)
+    n = 500
+    cols = {}
+    for name in ("a", "b", "c"):
+        lens = rng.poisson(1.5, n)
+        off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        cols[name] = (off, rng.normal(size=off[-1]).astype(np.float32),
+                      rng.integers(-5, 5, off[-1]).astype(np.int32))
+    recs = {k: lazyk.zip({"x": lazyk.from_offsets(o, x), "i": lazyk.from_offsets(o, i)})
+            for k, (o, x, i) in cols.items()}
+    keep = np.asarray(lazyk.num(recs["a"]).eval()) >= 1
+    ab = lazyk.concatenate([recs["a"][keep], recs["b"][keep]], axis=1)
+    ca = lazyk.concatenate([recs["c"][keep], recs["a"][keep], recs["c"][keep]], axis=1)
+    got = lazyk.evaluate(ab.x + ab.i, ca.x * 2, ca.i)
+
+    def rows(name, field):
+        off, x, i = cols[name]
+        v = x if field == "x" else i
+        return [v[off[r]:off[r + 1]] for r in range(n) if keep[r]]
+
+    def joined(names, field):
+        return [np.concatenate(parts) for parts in zip(*(rows(k, field) for k in names))]
+    want = [[x + i for x, i in zip(joined("ab", "x"), joined("ab", "i"))],
+            [2 * x for x in joined("cac", "x")], joined("cac", "i")]
+    for g, w in zip(got, want):
+        lists = g.to_list()
+        assert len(lists) == len(w) == keep.sum()
+        for row, ref in zip(lists, w):
+            assert np.array_equal(np.asarray(row, ref.dtype), ref)
+    assert got[0].type.dtype.name == "float64" and got[2].type.dtype.name == "int32"
+
+
 # ---------------------------------------------------------------- methods, NumPy, new axes
 def test_methods_and_numpy_functions_stay_lazy():
     x = lazyk.array([[1.0, 2.0, 4.0], [], [3.0]])

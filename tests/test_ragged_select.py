@@ -226,6 +226,31 @@ def test_a_fold_after_a_selection_is_one_nest_without_a_count_pass():
     assert (x[x > 0] + z).to_list() == [[2.5, 4.0], [], [], [6.0, 7.0, 9.0]]
 
 
+def test_selection_over_short_rows_takes_the_kept_items_without_the_nest():
+    """`x[mask]` over rows of about one item (objects per event): the mask computed flat,
+    the kept items taken with NumPy: values, dtype and rows as the plain-Python selection,
+    for a view whose offsets start past 0, a mask over another array of the same rows, and
+    a mask whose rows do not line up (ShapeError naming the row)."""
+    rng = np.random.default_rng(5)
+    lens = rng.poisson(1.0, 400)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    vals = rng.normal(size=off[-1] + 7).astype(np.float32)
+    x = lazyk.from_offsets(off + 7, vals)  # (offsets past the content's start)
+    y = lazyk.from_offsets(off, rng.normal(size=off[-1]))
+    rows = [vals[7 + off[i]:7 + off[i + 1]] for i in range(400)]
+    yrows = y.to_list()
+    for got, keep in ((x[x > 0], [r > 0 for r in rows]),
+                      (x[y < 0.5], [np.array(r) < 0.5 for r in yrows])):
+        assert nests(got) == [("map", "fill")]  # (the mask's flat loop only)
+        arr = got.eval()
+        assert str(arr.type) == "400 * var * float32"
+        assert [np.asarray(r, np.float32).tolist() for r in arr.to_list()] == \
+            [r[k].tolist() for r, k in zip(rows, keep)]
+    bad = lazyk.from_offsets(np.concatenate([[0], off[1:] + 1]), np.zeros(off[-1] + 1))
+    with pytest.raises(lazyk.ShapeError, match="row 0"):
+        x[bad > 0].eval()
+
+
 def test_through_compile_placeholders():
     p = lazyk.placeholder("x", "N * var * float64")
     m = lazyk.placeholder("m", "N * bool")

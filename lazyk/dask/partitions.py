@@ -30,7 +30,7 @@ __all__ = ["Part", "build", "buffers", "cat", "columns", "concat", "cut", "entri
 
 
 def columns(a: Array) -> tuple:
-    """`interchange.columns` of `a` with the count of rows of size 0 on their nodes
+    """`columns.columns` of `a` with the count of rows of size 0 on their nodes
     (`("regular", 0, child, rows)`), which `build` needs and their child cannot tell."""
     return _counted(_tree(a), a.type.size)
 
@@ -255,7 +255,7 @@ def _plain(a: Array) -> bool:
 
 
 def cut(col: tuple, lo: int, hi: int) -> tuple:
-    """Entries lo..hi of a column tree (`interchange._columns`)."""
+    """Entries lo..hi of a column tree (`columns.columns`)."""
     kind = col[0]
     if kind == "numpy":
         return ("numpy", col[1][lo:hi])

@@ -241,11 +241,12 @@ def picked_shape(op: str, x: tuple, key: tuple, at: int) -> tuple:
 
 
 def shared_reductions(root: "Node") -> set:
-    """The ids of the reductions that two or more parts of `root` computed apart read: the
-    masks of row selections (`x[mask]`, a mask of one dim) and the sources of row
-    operations are computed on their own, before the rest (`x[lazyk.num(y) > 0]` with x
-    computed from the same reduction of y): computing those reductions once first saves
-    their work twice."""
+    """The ids of the reductions, and of the masks that gather (`x[m]` with m reading
+    `y[positions]`), that two or more parts of `root` computed apart read: the masks of
+    row selections (`x[mask]`, a mask of one dim) and the sources of row operations are
+    computed on their own, before the rest (`x[lazyk.num(y) > 0]` with x computed from the
+    same reduction of y; `firsts(pairs.i[m])` and `firsts(pairs.j[m])`): computing those
+    once first saves their work twice."""
     count: dict = {}
     todo, parts = [root], set()
     while todo:
@@ -258,6 +259,9 @@ def shared_reductions(root: "Node") -> set:
             seen.add(id(n))
             if n.op == REDUCE_OP:
                 found.add(id(n))
+            elif n.op == SELECT_OP and n.arg and \
+                    any(m.op == TAKE_OP for m in toposort(n.srcs[1])):
+                found.add(id(n.srcs[1]))
             apart = n.srcs if n.op == ROWS_OP else \
                 n.srcs[1:] if n.op == SELECT_OP and n.arg == 0 else ()
             for s in n.srcs:

@@ -73,11 +73,36 @@ def true_divide(em, args, loop, attr):
     return (b.select(first, r1, r2), b.select(first, i1, i2))
 
 
+def frem(em, x, y):
+    """C fmod (LLVM's frem, a libm call on the CPU) with no call where |x| < 2|y|, as when
+    an angle is wrapped into one period: x below |y|, else |x| - |y| with x's sign (exact
+    by Sterbenz's lemma, as fmod is). A helper of the module, always inlined, so the
+    branch sits in the caller's loop."""
+    m, t = em.module, x.type
+    name = f"lazyk_frem_{t}"
+    fn = m.globals.get(name)
+    if fn is None:
+        fn = ir.Function(m, ir.FunctionType(t, [t, t]), name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        fn.attributes.add("alwaysinline")
+        fx, fy = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        sub = type(em)(b, em.target)
+        ax, ay = sub.math("fabs", fx), sub.math("fabs", fy)
+        near = b.fcmp_ordered("<", ax, b.fmul(ay, ir.Constant(t, 2.0)))
+        with b.if_then(b.not_(near), likely=False):
+            b.ret(b.frem(fx, fy))  # (NaN, infinite x, zero y, |x| >= 2|y|)
+        b.ret(b.select(b.fcmp_ordered("<", ax, ay), fx,
+                       sub.math("copysign", b.fsub(ax, ay), fx)))
+    return em.b.call(fn, [x, y])
+
+
 def _float_divmod(em, x, y):
     """NumPy's npy_divmod: (floordiv, mod) with Python sign conventions, branchless."""
     b, t = em.b, x.type
     zero, one, half = (ir.Constant(t, v) for v in (0.0, 1.0, 0.5))
-    mod = b.frem(x, y)
+    mod = frem(em, x, y)
     div = b.fdiv(b.fsub(x, mod), y)
     fix = b.and_(b.fcmp_unordered("!=", mod, zero),
                  b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
@@ -491,7 +516,7 @@ def fmod(em, args, loop, attr):
     b, (x, y) = em.b, args
     k = _k(loop[0])
     if k == "f":
-        return b.frem(x, y)  # LLVM's frem is C fmod (NaN for y == 0 or x infinite)
+        return frem(em, x, y)  # C fmod (NaN for y == 0 or x infinite)
     t = x.type
     z = ir.Constant(t, 0)
     ys = _int_safe(em, x, y, k == "i")

@@ -220,8 +220,10 @@ _ufunc_row("add", lo.binary("fadd", "add", "or_"), True, commutes="biufc")
 _ufunc_row("subtract", lo.binary("fsub", "sub"), True)
 _ufunc_row("multiply", lo.multiply, True, commutes="biufc")
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
-_ufunc_row("floor_divide", lo.floor_divide)
-_ufunc_row("remainder", lo.remainder)
+# (float: fmod, a libm call unless |x| < 2|y|; integer: a division, tens of cycles, never
+# vectorized): a short row's fold should not compute wasted lanes of it
+_ufunc_row("floor_divide", lo.floor_divide, calls_libm=True)
+_ufunc_row("remainder", lo.remainder, calls_libm=True)
 _ufunc_row("power", lo.power, True, extra={"cmath": True}, calls_libm=True)
 _ufunc_row("negative", lo.negative, True)
 _ufunc_row("absolute", lo.absolute, True)

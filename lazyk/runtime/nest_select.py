@@ -28,12 +28,14 @@ loops over rows in Python.
 from __future__ import annotations
 
 import itertools
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import rows_at, spans, take
+from lazyk.arrays.trees import ranges, rows_at, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
 from lazyk.frontend.graph import (
@@ -53,8 +55,33 @@ from lazyk.runtime.nest_run import Picks, nest_run, tree_array
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
+# `x[mask]` over rows of at most this many items on average takes the kept items with
+# NumPy (`_compressed`): the nest's passes cost more per row, NumPy more per item.
+SHORT_ROWS = 1.5
+# NumPy row work shared by the steps of one evaluation (`rows_memo`): each step evaluates
+# on its own, and the fields of one collection would each find the same rows again.
+_memo: ContextVar = ContextVar("lazyk_rows_memo", default=None)
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
+
+
+@contextmanager
+def rows_memo():
+    """Within it, the steps of an evaluation share their NumPy row work (`rows_memo_dict`);
+    nested uses share the outermost one."""
+    if _memo.get() is not None:
+        yield
+        return
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def rows_memo_dict() -> dict | None:
+    """The dict of the enclosing `rows_memo`, None outside one."""
+    return _memo.get()
 
 
 def needs_nest(root: Node) -> bool:
@@ -105,6 +132,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     in one nest where it takes them; the others computed first. A lazyk Array."""
     env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
     root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
+    got = _compressed(root, env) if reduce_arg is None else None
+    if got is not None:
+        return got
     got = _fused(root, red_node, reduce_arg, env)
     if got is not None:
         return got
@@ -193,7 +223,7 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     inner = PICKS if node.op == TAKE_OP or node.arg == 0 else (SELECT_OP,)
     x, key = (_without(s, inner, env, done) for s in (x, key))
     if node.op == TAKE_OP and len(_moving(x, node.arg)) > 1:
-        x = _leaf(x, env)
+        x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
     node = _same(node, (x, key))
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
@@ -266,6 +296,41 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 
+def _compressed(node: Node, env: dict) -> Array | None:
+    """`x[mask]` of an array `N * var * T` (no missing rows or values) of short rows
+    (`SHORT_ROWS`) by a mask of its rows: the mask computed (a flat loop over the items),
+    the kept items taken with NumPy and each row's count read off a running count of the
+    mask; the nest's count and fill passes would each pay a row's bookkeeping per row.
+    None for other forms (the nest takes them, and names any row that does not line
+    up)."""
+    if node.op != SELECT_OP or node.arg != 1 or node.ndim != 2:
+        return None
+    x, m = node.srcs
+    if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)):
+        return None
+    arr = leaf_data(env[x.arg]).array
+    if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
+        return None
+    tree = columns(arr)
+    if tree[0] != "list" or tree[2][0] != "numpy" or \
+            int(tree[1][-1]) - int(tree[1][0]) > SHORT_ROWS * (len(tree[1]) - 1):
+        return None
+    mask = runtime.evaluate(Expr(m, env))
+    mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
+        else ("numpy",)
+    if mtree[0] != "list" or mtree[2][0] != "numpy":
+        return None
+    off, moff = np.asarray(tree[1], np.int64), np.asarray(mtree[1], np.int64)
+    if len(off) != len(moff) or not (moff is off or np.array_equal(
+            off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
+        return None
+    keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
+    kept = np.zeros(len(keep) + 1, np.int64)
+    np.cumsum(keep, out=kept[1:])
+    values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
+    return build_columns(("list", kept[off - off[0] if off[0] else off], ("numpy", values)))
+
+
 def _trailing(node: Node, n: int, env: dict) -> Node:
     """`node` with n trailing axes of size 1 (its dims then line up with x's first dims
     under the nest's right-aligned levels)."""
@@ -335,7 +400,7 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
 
 def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> Node | None:
     """Elementwise work `x` over its leaves' rows at `pos` (each leaf whose axis 0 holds
-    the n rows taken once, `restructure.take` over its columns), or None for other work."""
+    the n rows taken once, `trees.take` over its columns), or None for other work."""
     nodes = toposort(x)
     if any(v.op not in ELEMENTWISE and v.op not in _LEAVES for v in nodes):
         return None
@@ -354,7 +419,7 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
             return None
         got = done.get(("taken", v, m))
         if got is None:
-            leaf = as_expr(build_columns(take(columns(arr), pos)))
+            leaf = as_expr(build_columns(_take_rows(columns(arr), pos, m, done)))
             env.update(leaf.env)
             got = done["taken", v, m] = leaf.node
         new[id(v)] = got
@@ -366,6 +431,29 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
             return v
         return v.replace(srcs=srcs, shape=broadcast_shapes(v.op, [s.shape for s in srcs]))
     return rewrite(x, visit)
+
+
+def _take_rows(tree: tuple, pos: np.ndarray, m: Node, done: dict) -> tuple:
+    """`trees.take(tree, pos)`, the positions of the items of a list column's kept
+    rows found once for all the columns over one offsets array (a collection's fields)."""
+    if tree[0] != "list" or tree[2][0] != "numpy":
+        return take(tree, pos)
+    off = tree[1]
+    memo = _memo.get()
+    memo = done if memo is None else memo
+    for seen, kept, got in memo.setdefault(("rows of", m), []):
+        if (seen is off or (len(seen) == len(off) and np.array_equal(seen, off))) and \
+                (kept is pos or np.array_equal(kept, pos)):
+            new_off, idx = got
+            break
+    else:
+        starts = off[pos]
+        lens = off[pos + 1] - starts  # (the kept rows only)
+        new_off = np.zeros(len(pos) + 1, np.int64)
+        np.cumsum(lens, out=new_off[1:])
+        idx = ranges(starts, lens)
+        memo["rows of", m].append((off, pos, (new_off, idx)))
+    return ("list", new_off, ("numpy", tree[2][1][idx]))
 
 
 def _bools(value) -> tuple:

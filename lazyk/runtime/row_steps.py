@@ -21,6 +21,7 @@ from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import ranges
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import (
@@ -41,6 +42,7 @@ from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
 from lazyk.runtime.nest_run import tree_array
+from lazyk.runtime.nest_select import rows_memo, rows_memo_dict
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects
 
@@ -52,10 +54,11 @@ def evaluate_rows(expr, out=None, casting: str = "same_kind"):
     path of `lazyk.runtime.launch.evaluate`); NotImplemented without them."""
     if not has_rows(expr.node):
         return NotImplemented
-    low = lower(expr, result=out is None)
-    if not isinstance(low, Expr):  # the row operation's own result
-        return low
-    return launch.evaluate(low, out=out, casting=casting)
+    with rows_memo():
+        low = lower(expr, result=out is None)
+        if not isinstance(low, Expr):  # the row operation's own result
+            return low
+        return launch.evaluate(low, out=out, casting=casting)
 
 
 def lower(expr, result: bool = False):
@@ -79,7 +82,8 @@ def lower(expr, result: bool = False):
         if srcs == node.srcs:
             return node
         return _reshaped(node, srcs)
-    root = rewrite(expr.node, visit)
+    with rows_memo():
+        root = rewrite(expr.node, visit)
     if isinstance(root, _Result):
         return root.value
     used = {n.arg for n in toposort(root) if n.op == "input"}
@@ -368,9 +372,12 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     elif name == "pad_none":
         got = R.pad_none(tree, params[1], params[0], params[2])
     elif name == "concatenate":
-        trees = [_converted(_tree(v), node.dtype) if not is_text(node.dtype) else _tree(v)
-                 for v in values]
-        got = R.concatenate(trees, params[0])
+        trees = [_tree(v) for v in values]
+        got = _joined_rows(trees, node.dtype) if params[0] == 1 else None
+        if got is None:
+            trees = [_converted(t, node.dtype) for t in trees] if not is_text(node.dtype) \
+                else trees
+            got = R.concatenate(trees, params[0])
     elif name in ("sort", "argsort"):
         got = R.sort(tree, x.type.ndim, params[1], name == "argsort")
     elif name == "fill_none":  # strings: the values where present, else the fill
@@ -378,6 +385,37 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     else:
         raise NotSupportedError(f"row operation {name}")
     return built(got)
+
+
+def _joined_rows(trees: list, dtype: np.dtype) -> tuple | None:
+    """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each
+    operand's items scattered to their places in the joined rows, places found once per
+    evaluation (`rows_memo`) for every column over the same offsets (the fields of one
+    collection). None for other columns (`restructure.concatenate` joins them)."""
+    if dtype.kind not in "biufc" or len(trees) < 2 or \
+            any(t[0] != "list" or t[2][0] != "numpy" for t in trees) or \
+            len({len(t[1]) for t in trees}) > 1:
+        return None
+    offs = [np.asarray(t[1], np.int64) for t in trees]
+    memo = rows_memo_dict()
+    places = memo.setdefault("joined rows", []) if memo is not None else []
+    for seen, got in places:
+        if all(a is b or np.array_equal(a, b) for a, b in zip(seen, offs)):
+            out_off, dests = got
+            break
+    else:
+        lens = [np.diff(o) for o in offs]
+        out_off = np.zeros(len(offs[0]), np.int64)
+        np.cumsum(sum(lens), out=out_off[1:])
+        first, dests = out_off[:-1].copy(), []
+        for ln in lens:  # operand j's items follow those of operands before it in each row
+            dests.append(ranges(first, ln))
+            first += ln
+        places.append((offs, (out_off, dests)))
+    out = np.empty(int(out_off[-1]), dtype)
+    for t, o, dest in zip(trees, offs, dests):
+        out[dest] = t[2][1][o[0]:o[-1]]
+    return ("list", out_off, ("numpy", out))
 
 
 def built(tree: tuple) -> Array:
