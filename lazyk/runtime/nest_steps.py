@@ -16,6 +16,7 @@ import numpy as np
 from lazyk.arrays.array import array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import columns
+from lazyk.arrays.trees import offsets_of, ranges, take
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce
@@ -274,14 +275,14 @@ def _middle_first(parts, red_node, reduce_arg, q: int):
     lens = np.where(rows, np.diff(starts), 1)
     new = {k: o for k, o in offsets.items() if k < q}
     new[q] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    src = np.where(np.repeat(rows, lens), _ranges(starts[:-1], lens), -1)
+    src = np.where(np.repeat(rows, lens), ranges(starts[:-1], lens), -1)
     for k in range(q + 1, len(dims)):
         if dims[k] is VAR:
             o = offsets[k]
             n = np.where(src >= 0, o[src + 1] - o[src], 1)
             first = np.where(src >= 0, o[np.maximum(src, 0)], 0)
             new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-            src = np.where(np.repeat(src >= 0, n), _ranges(first, n), -1)
+            src = np.where(np.repeat(src >= 0, n), ranges(first, n), -1)
         else:
             n = int(dims[k])
             src = np.where(np.repeat(src >= 0, n),
@@ -370,7 +371,7 @@ def _filled_first(parts, red_node, reduce_arg):
             n, first = np.ones(len(s), np.int64), np.zeros(len(s), np.int64)
             n[real], first[real] = o[s[real] + 1] - o[s[real]], o[s[real]]
             new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-            src = np.where(np.repeat(real, n), _ranges(first, n), -1)
+            src = np.where(np.repeat(real, n), ranges(first, n), -1)
         else:
             n = int(d)
             src = np.where(np.repeat(real, n), (s[:, None] * n + np.arange(n)).reshape(-1),
@@ -424,30 +425,6 @@ def _filled_first(parts, red_node, reduce_arg):
     return got
 
 
-def _ranges(first, lens):
-    """The ranges first[i] .. first[i] + lens[i], concatenated."""
-    total = int(lens.sum())
-    seg = np.repeat(np.arange(len(lens)), lens)
-    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-    return (np.asarray(first)[seg] + np.arange(total) - off[seg]).astype(np.int64)
-
-
-def _take(node, idx):
-    """The columns node of the elements `idx` of `node` (in that order)."""
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", np.ascontiguousarray(node[1][idx]))
-    if kind == "option":
-        return ("option", node[1][idx], _take(node[2], idx))
-    if kind == "regular":
-        n = node[1]
-        return ("regular", n, _take(node[2], (idx[:, None] * n + np.arange(n)).reshape(-1)))
-    off = node[1]
-    lens = off[idx + 1] - off[idx]
-    return ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-            _take(node[2], _ranges(off[idx], lens)))
-
-
 def _drop_rows(result, p: int, drop, mark: bool):
     """`result` with its rows at var level p emptied where `drop` is True, and missing
     there when `mark` (a `?var` dim): NumPy over the offsets, no Python per row."""
@@ -465,8 +442,7 @@ def _drop_rows(result, p: int, drop, mark: bool):
             return inner if valid is None else ("option", valid, inner)
         off = lst[1]
         lens = np.where(drop, 0, np.diff(off))
-        inner = ("list", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-                 _take(lst[2], _ranges(off[:-1], lens)))
+        inner = ("list", offsets_of(lens), take(lst[2], ranges(off[:-1], lens)))
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return inner if valid is None else ("option", valid, inner)
@@ -540,13 +516,13 @@ def _present_rows_only(parts, red_node, rows):
     starts = offsets[1]
     lens = np.diff(starts)[rows]
     new = {1: np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)}
-    src = _ranges(starts[:-1][rows], lens)
+    src = ranges(starts[:-1][rows], lens)
     for k in range(2, len(dims)):
         if dims[k] is VAR:
             o = offsets[k]
             n = o[src + 1] - o[src]
             new[k] = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-            src = _ranges(o[src], n)
+            src = ranges(o[src], n)
         else:
             n = int(dims[k])
             src = (src[:, None] * n + np.arange(n)).reshape(-1)
@@ -601,10 +577,7 @@ def _rebuild(result, rows=None, leaf=None):
         # the last dim: drop its rows' values where `rows` says
         drop, mark = rows(off)
         lens = np.where(drop, 0, np.diff(off))
-        new = np.zeros(len(lens) + 1, np.int64)
-        np.cumsum(lens, out=new[1:])
-        seg = np.repeat(np.arange(len(lens)), lens)
-        idx = off[:-1][seg] + np.arange(int(new[-1])) - new[:-1][seg]
+        new, idx = offsets_of(lens), ranges(off[:-1], lens)
         kept = ("option", child[1][idx], ("numpy", child[2][1][idx])) \
             if child[0] == "option" else ("numpy", np.ascontiguousarray(child[1][idx]))
         if mark:
