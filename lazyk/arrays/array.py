@@ -49,7 +49,7 @@ class Array(Operators, Conversions):
         self._meta = None
         self._ptr = None
         self._owner = arr
-        self._readonly = (not arr.flags.writeable) if readonly is None else readonly
+        self._readonly = readonly  # (None: as the NumPy array says, read when asked)
         return self
 
     @classmethod
@@ -177,7 +177,8 @@ class Array(Operators, Conversions):
     @property
     def readonly(self) -> bool:
         """True for arrays over read-only memory (writing raises ValueError)."""
-        return self._readonly
+        got = self._readonly
+        return (not self._np.flags.writeable) if got is None else got
 
     @property
     def aligned(self) -> bool:
@@ -258,7 +259,7 @@ class Array(Operators, Conversions):
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""
-        if self._readonly:
+        if self.readonly:
             raise ValueError("assignment destination is read-only")
         items = index if isinstance(index, tuple) else (index,)
         try:
@@ -344,7 +345,7 @@ def _view(a: Array, items: tuple) -> Array | None:
         return Array._wrap(res, a._readonly)
     buf, offs = _region(a)
     parts = strided_view(t, a.meta, buf, int(offs[0]), a.ptr, a._owner, dims, names)
-    return None if parts is None else Array._from_parts(*parts, a._readonly)
+    return None if parts is None else Array._from_parts(*parts, a.readonly)
 
 
 # The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field`, a later
