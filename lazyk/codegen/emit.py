@@ -11,6 +11,7 @@ import numpy as np
 from llvmlite import ir
 
 from lazyk.frontend import ops
+from lazyk.frontend.lowering import inline_helper
 
 I1, I8, I16, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -387,17 +388,11 @@ def text_function(module: ir.Module, kind: str, unit: int) -> ir.Function:
     - `fixlen(p, n) -> i64`: n units less the trailing NUL units (NumPy S / U elements).
     Reads only units below the given lengths; no allocation, no state (thread-safe).
     """
-    name = f"lazyk_text_{kind}{unit}"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
     npairs = 2 if kind in ("cmp", "eq", "fixeq", "fixcmp") else 1
     ret = {"cmp": ir.IntType(32), "fixcmp": ir.IntType(32), "eq": I1, "fixeq": I1}.get(kind, I64)
-    fn = ir.Function(module, ir.FunctionType(ret, [P8, I64] * npairs), name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    fn.attributes.add("alwaysinline")  # a call per element costs more than the loop
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = inline_helper(module, f"lazyk_text_{kind}{unit}", ret, [P8, I64] * npairs)
+    if b is None:
+        return fn
     zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
     if kind == "fixlen":  # scan back from the end while the unit is NUL
         p, n = fn.args

@@ -17,6 +17,7 @@ from llvmlite import ir
 from lazyk.codegen import emit as cg
 from lazyk.errors import BindError, NotSupportedError
 from lazyk.frontend import ops
+from lazyk.frontend.lowering import inline_helper
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-"
@@ -69,13 +70,8 @@ class CudaTarget:
             fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), sym)
         if name not in _NAN_PROPAGATING:
             return fn
-        wrapped = f"lazyk_nv_{name}_{ty}"
-        wrap = module.globals.get(wrapped)
-        if wrap is None:
-            wrap = ir.Function(module, ir.FunctionType(ty, [ty, ty]), wrapped)
-            wrap.linkage = "internal"
-            wrap.attributes.add("alwaysinline")
-            b = ir.IRBuilder(wrap.append_basic_block("entry"))
+        wrap, b = inline_helper(module, f"lazyk_nv_{name}_{ty}", ty, [ty, ty])
+        if b is not None:
             x, y = wrap.args
             nan = b.fcmp_unordered("uno", x, y)
             b.ret(b.select(nan, b.fadd(x, y), b.call(fn, [x, y])))

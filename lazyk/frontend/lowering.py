@@ -73,21 +73,29 @@ def true_divide(em, args, loop, attr):
     return (b.select(first, r1, r2), b.select(first, i1, i2))
 
 
+def inline_helper(module: ir.Module, name: str, ret: ir.Type,
+                  args: list) -> tuple[ir.Function, ir.IRBuilder | None]:
+    """A helper function of `module`, internal and always inlined (a call per element
+    costs more than its body): (it, a builder at its entry when it is new, else None)."""
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn, None
+    fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("alwaysinline")
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
 def frem(em, x, y):
     """C fmod (LLVM's frem, a libm call on the CPU) with no call where |x| < 2|y|, as when
     an angle is wrapped into one period: x below |y|, else |x| - |y| with x's sign (exact
     by Sterbenz's lemma, as fmod is). A helper of the module, always inlined, so the
     branch sits in the caller's loop."""
-    m, t = em.module, x.type
-    name = f"lazyk_frem_{t}"
-    fn = m.globals.get(name)
-    if fn is None:
-        fn = ir.Function(m, ir.FunctionType(t, [t, t]), name)
-        fn.linkage = "internal"
-        fn.attributes.add("nounwind")
-        fn.attributes.add("alwaysinline")
+    t = x.type
+    fn, b = inline_helper(em.module, f"lazyk_frem_{t}", t, [t, t])
+    if b is not None:
         fx, fy = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
         sub = type(em)(b, em.target)
         ax, ay = sub.math("fabs", fx), sub.math("fabs", fy)
         near = b.fcmp_ordered("<", ax, b.fmul(ay, ir.Constant(t, 2.0)))
