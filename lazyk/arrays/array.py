@@ -505,20 +505,31 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
                                      f"{values.shape}")
-    raw = values.dtype.kind == "V" and values.dtype.names is None  # fixed_bytes[n]
-    if values.dtype.kind not in "biufcmM" and not raw:
-        raise NotSupportedError(f"missing values over {values.dtype} data")
-    size = values.nbytes
+    out, into, present = masked_empty(values.shape, values.dtype)
+    into[...] = values
+    present[...] = mask
+    return out
+
+
+def masked_empty(shape: tuple, dtype: np.dtype) -> tuple[Array, np.ndarray, np.ndarray]:
+    """A new `shape * ?T` array, every value missing (zero bytes), and writable views of its
+    values and of its present bytes (bool, one per value): filled in place, it is `masked`
+    without the copy."""
+    dtype = np.dtype(dtype)
+    raw = dtype.kind == "V" and dtype.names is None  # fixed_bytes[n]
+    if dtype.kind not in "biufcmM" and not raw:
+        raise NotSupportedError(f"missing values over {dtype} data")
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     block = memory.MemoryBlock(2 * size)
-    block.buffer[:size] = values.reshape(-1).view(np.uint8)
-    isz = values.dtype.itemsize
-    block.buffer[size:].reshape(-1, isz)[:, 0] = mask.reshape(-1)
-    t: T.Type = T.Option(M.type_from_numpy(values.dtype))
+    values = block.buffer[:size].view(dtype).reshape(shape)
+    present = np.lib.stride_tricks.as_strided(block.buffer[size:], values.shape,
+                                              values.strides).view(bool)
+    t: T.Type = T.Option(M.type_from_numpy(dtype))
     meta: list[int] = []
     for n, s in reversed(list(zip(values.shape, values.strides))):
         t = T.FixedDim(n, t)
         meta[:0] = [n, s]
-    return Array.from_parts(t, tuple(meta) + (size,), block.address, block)
+    return Array.from_parts(t, tuple(meta) + (size,), block.address, block), values, present
 
 
 def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:

@@ -24,7 +24,7 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
-from lazyk.arrays.trees import offsets_of, rows_at
+from lazyk.arrays.trees import OptionLeaf, offsets_of, rows_at
 from lazyk.errors import NotSupportedError
 
 
@@ -140,8 +140,7 @@ def columns(a: Array) -> tuple:
                                 a.ptr, owner, a.readonly)
         return ("regular", x.size, columns(flat))
     if isinstance(x, T.Option):
-        offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
-        mask = M.gather(owner.buffer, offs + meta[2], 1).reshape(n) != 0
+        mask = _strided_bytes(owner.buffer, a.ptr - owner.address + meta[2], stride, n) != 0
         inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
                                  a.readonly)
         return ("option", mask, columns(inner))
@@ -157,7 +156,8 @@ def columns(a: Array) -> tuple:
         else:
             offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
             starts, stops = M.read_rows(owner.buffer, offs, w, delta)
-        M.check_rows(starts, stops, var_meta)
+        if offsets is None or not _rising(offsets, length):
+            M.check_rows(starts, stops, var_meta)  # (names the first bad row)
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
                                  meta[2 + M.VAR_META:], content, memory.lookup(ref),
                                  a.readonly)
@@ -177,6 +177,25 @@ def columns(a: Array) -> tuple:
     if M.is_plain(t):  # numbers inside a tuple
         return ("numpy", a.to_numpy())
     return unsupported(t)
+
+
+def _strided_bytes(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray:
+    """Bytes start, start + step, ... (n of them) of `buf`, bounds-checked: a view."""
+    if n == 0:
+        return np.zeros(0, np.uint8)
+    lo, hi = sorted((start, start + step * (n - 1)))
+    if lo < 0 or hi >= len(buf):
+        raise ValueError(f"arrmeta points outside its memory block ({lo}..{hi + 1} of "
+                         f"{len(buf)})")
+    return np.lib.stride_tricks.as_strided(buf[start:], (n,), (step,), writeable=False)
+
+
+def _rising(offsets: np.ndarray, length: int) -> bool:
+    """Whether every row of `offsets` lies in 0..length: offsets that never decrease are
+    bounded by their first and last (one bool pass, no integer temporaries: cheaper than
+    `check_rows` on the starts and stops, which says which row is bad)."""
+    return len(offsets) < 2 or (int(offsets[0]) >= 0 and int(offsets[-1]) <= length and
+                                bool(np.all(offsets[1:] >= offsets[:-1])))
 
 
 def _has_tuple(t: T.Type) -> bool:
@@ -248,6 +267,8 @@ def _pick(col: tuple, name: str) -> tuple:
 
 def build_columns(col: tuple) -> Array:
     """A lazyk array from a column tree (`columns`): buffers used as they are."""
+    if isinstance(col, OptionLeaf):
+        return col.array
     kind = col[0]
     if kind == "numpy":
         return array(np.ascontiguousarray(col[1]))

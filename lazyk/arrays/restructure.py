@@ -16,6 +16,7 @@ from lazyk.arrays.trees import (
     contiguous,
     length,
     offsets_of,
+    option_leaf,
     ranges,
     slice_items,
     spans,
@@ -37,8 +38,15 @@ def num(tree: tuple, axis: int) -> tuple:
     """`ak.num` at `axis` >= 1: each list's length (int64); a missing list stays missing."""
     def lengths(node):
         mask, inner = unwrap(node)
-        got = ("numpy", spans(inner)[1].astype(I64, copy=False))
-        return got if mask is None else ("option", mask, got)
+        if mask is None:
+            return ("numpy", spans(inner)[1].astype(I64, copy=False))
+        got = option_leaf(len(mask), I64)  # (computed into lazyk's `?int64` form)
+        if inner[0] == "list":
+            np.subtract(inner[1][1:], inner[1][:-1], out=got[2][1])
+        else:
+            got[2][1][...] = spans(inner)[1]
+        got[1][...] = mask
+        return got
     return at(tree, axis - 1, lengths)
 
 
@@ -115,8 +123,14 @@ def firsts(tree: tuple, axis: int) -> tuple:
     """`ak.firsts` at `axis` >= 1: each list's first item, missing for an empty list."""
     def first(node):
         mask, inner = unwrap(node)
-        starts, lens = spans(inner)
-        valid = lens > 0 if mask is None else (lens > 0) & mask
+        if inner[0] == "list":  # a list is empty where its offsets meet (no lengths needed)
+            off = inner[1]
+            starts, valid = off[:-1], off[1:] > off[:-1]
+        else:
+            starts, lens = spans(inner)
+            valid = lens > 0
+        if mask is not None:
+            valid &= mask
         return take_or_missing(inner[2], starts, valid)
     return at(tree, axis - 1, first)
 

@@ -429,7 +429,8 @@ def built(tree: tuple) -> Array:
             marks[level] = np.asarray(node[1], bool)
             return strip(node[2], level)
         if kind == "option":
-            return ("option", node[1], strip(node[2], level))
+            child = strip(node[2], level)
+            return node if child is node[2] else ("option", node[1], child)
         if kind in ("list", "regular"):
             return (kind, node[1], strip(node[2], level + 1)) + tuple(node[3:])
         return node
