@@ -10,6 +10,7 @@ import pytest
 
 import lazyk
 from lazyk.arrays.array import masked, masked_empty
+from lazyk.arrays.columns import columns
 from lazyk.errors import ArrayConstructionError
 
 try:
@@ -165,3 +166,34 @@ def test_masked_empty_is_masked_filled_in_place(shape, dtype):
     assert got.to_list() == want.to_list()
     assert want.to_list() == np.ma.MaskedArray(values, ~mask).tolist() or \
         np.dtype(dtype).kind in "VM"  # (NumPy's own lists of those differ in form)
+
+
+@pytest.mark.parametrize("data,type_,axis,want", [
+    ([[1, None], [], [None]], "3 * var * ?int32", 1, [2, 0, 1]),
+    ([[[1, None]], [], [[None], [2, 3, None]]], "3 * var * var * ?int32", 2,
+     [[2], [], [1, 3]]),
+    ([[[1, None]], [], [[None], [2, 3, None]]], "3 * var * var * ?int32", 1, [1, 0, 2]),
+    ([[[1.0], [None, 2.0], []], [[], [], [None]]], "2 * 3 * var * ?float64", 2,
+     [[1, 2, 0], [0, 0, 1]]),
+    ([[[1, None]], None, [[None], []]], "3 * ?var * var * ?int8", 2, [[2], None, [1, 0]]),
+    ([[[1, None]], [[None], []]], "var * var * var * ?int8", 2, [[2], [1, 0]]),
+])
+def test_num_reads_only_the_lists(data, type_, axis, want):
+    """num needs the lengths of the lists at the axis, not their items (`?T` items below
+    are not read)."""
+    x = lazyk.array(data, type=type_)
+    assert lazyk.num(x, axis=axis).eval().to_list() == want
+    if ak is not None:
+        assert ak.num(ak.Array(data), axis=axis).to_list() == want
+    order = np.array([2, 0, 1] if len(data) == 3 else [1, 0])  # rows gathered
+    assert lazyk.num(x[order], axis=axis).eval().to_list() == [want[i] for i in order]
+    if type_.startswith("3 *"):  # a view whose rows step backwards
+        assert lazyk.num(x[::-1], axis=axis).eval().to_list() == want[::-1]
+
+
+def test_columns_leave_the_items_below_the_lists_unread():
+    x = lazyk.array([[1, None], [], [None]], type="3 * var * ?int32")
+    tree = columns(x, lists=1)
+    assert tree[0] == "list" and tree[1].tolist() == [0, 2, 2, 3]
+    assert tree[2] == ("unread", 3)
+    assert columns(x)[2][0] == "option"  # (read in full without `lists`)

@@ -108,12 +108,14 @@ def as_array(x: Any, fn: str) -> Array:
                     f"{type(x).__name__}")
 
 
-def columns(a: Array) -> tuple:
+def columns(a: Array, lists: int | None = None) -> tuple:
     """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
     ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
     offsets, characters) | ("record", names, [child per field]; a tuple's names are its
     positions 0, 1, ... as ints). Offsets-form var dims and lazyk
-    mask blocks give their buffers in place; other layouts are repacked first."""
+    mask blocks give their buffers in place; other layouts are repacked first. `lists`:
+    only that many list levels are read; the items of the var lists there are left unread
+    (an ("unread", count) node: what needs only the lists' lengths skips their content)."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
@@ -133,17 +135,17 @@ def columns(a: Array) -> tuple:
         if x.size == 1 and stride != meta[3]:  # (rows of one: the outer stride steps)
             one = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[4:], a.ptr,
                                    owner, a.readonly)
-            return ("regular", 1, columns(one))
+            return ("regular", 1, columns(one, _below(lists)))
         if stride != x.size * meta[3]:
             return columns(_repack(a))
         flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
                                 a.ptr, owner, a.readonly)
-        return ("regular", x.size, columns(flat))
+        return ("regular", x.size, columns(flat, _below(lists)))
     if isinstance(x, T.Option):
         mask = _strided_bytes(owner.buffer, a.ptr - owner.address + meta[2], stride, n) != 0
         inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
                                  a.readonly)
-        return ("option", mask, columns(inner))
+        return ("option", mask, columns(inner, lists))
     if isinstance(x, T.VarDim):
         var_meta = meta[2:2 + M.VAR_META]
         ref, w, delta, content, istride, vstride, length = var_meta
@@ -168,7 +170,8 @@ def columns(a: Array) -> tuple:
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
                        ).astype(M.INDEX_DTYPES[w])  # the same index width
-        return ("list", offsets, columns(child))
+        return ("list", offsets, ("unread", length) if lists == 1 else
+                columns(child, _below(lists)))
     if M.is_varlen(x):
         return ("text", x.name) + _text_columns(a)
     if isinstance(x, (T.Record, T.Tuple)):  # each field a view of its own
@@ -177,6 +180,10 @@ def columns(a: Array) -> tuple:
     if M.is_plain(t):  # numbers inside a tuple
         return ("numpy", a.to_numpy())
     return unsupported(t)
+
+
+def _below(lists: int | None) -> int | None:
+    return None if lists is None else lists - 1
 
 
 def _strided_bytes(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray:

@@ -323,14 +323,15 @@ def option_views(arr: Array) -> tuple[Array, Array]:
 
 
 # ---------------------------------------------------------------- restructured with NumPy
-def _tree(value: Array) -> tuple:
-    """The column tree of the items of `value`'s outer dim (of its one row for `var * X`)."""
+def _tree(value: Array, lists: int | None = None) -> tuple:
+    """The column tree of the items of `value`'s outer dim (of its one row for `var * X`),
+    down to `lists` list levels (`columns`)."""
     if isinstance(value.type, T.VarDim):
-        return R.row_items(columns(value[None]))
+        return R.row_items(columns(value[None], None if lists is None else lists + 1))
     if not isinstance(value.type, T.FixedDim):
         raise NotSupportedError(f"row operations on an array of type {value.type}: index "
                                 "its one row first (x[0]) or give it an outer fixed dim")
-    return columns(value)
+    return columns(value, lists)
 
 
 def _converted(tree: tuple, dtype: np.dtype) -> tuple:
@@ -358,10 +359,10 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
         if name == "sort":
             return np.flip(np.sort(np.flip(data, params[0]), axis=params[0],
                                    kind="stable"), params[0])
+    if name == "num":  # (the lengths of the lists at the axis: their items are not read)
+        return built(R.num(_tree(x, params[0]), params[0]))
     tree = _tree(x)
-    if name == "num":
-        got = R.num(tree, params[0])
-    elif name == "flatten":
+    if name == "flatten":
         got = R.flatten(tree, params[0])
     elif name == "firsts":
         got = R.firsts(tree, params[0])
