@@ -100,11 +100,6 @@ class _NVVM:
         self.libdevice = tc.libdevice.read_bytes()
         self.lib.nvvmGetErrorString.restype = ctypes.c_char_p
 
-    def version(self) -> tuple[int, int]:
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        self.lib.nvvmVersion(ctypes.byref(major), ctypes.byref(minor))
-        return major.value, minor.value
-
     def _check(self, status: int, prog, what: str) -> None:
         if status != 0:
             msg = self.lib.nvvmGetErrorString(status).decode()
@@ -173,11 +168,8 @@ def _serve(tc: Toolchain) -> None:
     while (req := _read_msg(inp)) is not None:
         try:
             nvvm = nvvm or _NVVM(tc)
-            if req["kind"] == "version":
-                reply = {"version": nvvm.version()}
-            else:
-                ptx, log = nvvm.compile(req["ir"], req["options"], req["libdevice"])
-                reply = {"ptx": ptx, "log": log}
+            ptx, log = nvvm.compile(req["ir"], req["options"], req["libdevice"])
+            reply = {"ptx": ptx, "log": log}
         except _WorkerError as err:
             reply = {"error": str(err), "log": err.log}
         except Exception as err:  # noqa: BLE001 - the reply carries every failure back
@@ -240,11 +232,6 @@ class Worker:
 
 _worker = Worker()
 atexit.register(_worker.close)  # a worker left running warns at interpreter exit
-
-
-def nvvm_version() -> tuple[int, int]:
-    """libNVVM's (major, minor), asked of the worker."""
-    return tuple(_worker.request({"kind": "version"})["version"])
 
 
 _disk = None  # lazyk.backend.objcache.ObjectCache, made on first use; False disables it

@@ -142,24 +142,6 @@ _pool_lock = threading.Lock()
 MAX_THREADS_PER_CORE = 4
 
 
-def run_in_threads(call, args_list: list) -> None:
-    """`call(*args)` for each entry, the first on this thread and the others on Python
-    threads started for them (a ctypes call releases the GIL, so native parts run on their
-    own cores); a part that gets no thread runs here. Returns when every part is done."""
-    workers = []
-    for args in args_list[1:]:
-        t = threading.Thread(target=call, args=args, daemon=True)
-        try:
-            t.start()
-            workers.append(t)
-        except RuntimeError:  # no thread to be had: run the part here
-            call(*args)
-    if args_list:
-        call(*args_list[0])
-    for t in workers:
-        t.join()
-
-
 def native() -> _Native:
     """The process's pool code, built exactly once.
 

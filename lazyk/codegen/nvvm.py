@@ -572,8 +572,3 @@ def lower(spec, lc: LayoutClass) -> str:
         if "on the GPU" in str(err):
             raise
         raise NotSupportedError(f"{err}: not supported on the GPU yet") from None
-
-
-def lower_with(spec, lc: LayoutClass, emit_body) -> str:
-    """Like `lower` with an explicit body emitter (tests, alternative generators)."""
-    return legalize(str(_Emitter(spec, lc, emit_body).build()))

@@ -47,10 +47,6 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
 
 # --- typing ---------------------------------------------------------------------------------
 
-def _weak_type(node: Node):
-    return type(node.arg) if node.op == "scalar" else node.dtype
-
-
 def describe_node(node: Node) -> str:
     """An operand as error messages name it: `Python int` or its type text."""
     return f"Python {type(node.arg).__name__}" if node.weak else node.type_text()

@@ -11,8 +11,7 @@ import numpy as np
 from lazyk.codegen.levels import FIXED, Bins, Fill
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expr import as_expr, leaf_data
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, leaf_key
+from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.nest import kernel_for
@@ -30,6 +29,7 @@ from lazyk.runtime.ragged_rules import (
     RECORDERS,
     branch_masks,
     inline_reductions,
+    one_leaf_per_array,
     rows_graph,
 )
 
@@ -77,7 +77,7 @@ def _one_pass(hists: list, exprs: list | None = None):
             env.update(e.env)
             roots.append(root)
         weighted.append(w is not None)
-    roots, names = _one_leaf_per_array(roots, env)
+    roots, names = one_leaf_per_array(roots, env)
     leaves = [leaf_data(env[n]) for n in names]
     if not leaves:
         return None
@@ -147,25 +147,6 @@ def _joined(roots: list) -> Node:
     return node
 
 
-def _one_leaf_per_array(roots: list, env: dict) -> tuple:
-    """Each array read through one input name (one operand of the nest), and the names."""
-    first, alias, names = {}, {}, []
-    for r in roots:
-        for n in toposort(r):
-            if n.op == "input" and n.arg not in alias:
-                v = env[n.arg]
-                key = leaf_key(v) if is_ragged(v) else ("data", id(leaf_data(v)))
-                alias[n.arg] = first.setdefault(key, n.arg)
-                if alias[n.arg] == n.arg:
-                    names.append(n.arg)
-
-    def rename(node, srcs):
-        if node.op == "input" and alias[node.arg] != node.arg:
-            return node.replace(arg=alias[node.arg])
-        return node.replace(srcs=srcs) if srcs != node.srcs else node
-    return [rewrite(r, rename) for r in roots], names
-
-
 def _same_rows(ops_, kinds, nlev: int) -> bool:
     """Whether every operand that reads rows at a level reads the same rows there (then no
     histogram's row stretches to another's length)."""
@@ -177,9 +158,4 @@ def _same_rows(ops_, kinds, nlev: int) -> bool:
     return True
 
 
-def explain_histogram(h) -> str:
-    """The bin index expression of a histogram (its graph)."""
-    return repr(h.index())
-
-
-__all__ = ["explain_histogram", "fill_histograms"]
+__all__ = ["fill_histograms"]

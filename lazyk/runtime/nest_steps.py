@@ -21,12 +21,17 @@ from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, leaf_key
+from lazyk.frontend.leaves import is_ragged
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime.nest_plan import positions
 from lazyk.runtime.nest_run import fixed_rows, nest_result, nest_run, rows_of, tree_array
 from lazyk.runtime.nest_select import evaluate_picks, has_picks
-from lazyk.runtime.ragged_rules import branch_masks, inline_reductions, selects
+from lazyk.runtime.ragged_rules import (
+    branch_masks,
+    inline_reductions,
+    one_leaf_per_array,
+    selects,
+)
 from lazyk.types import FixedDim
 
 
@@ -58,7 +63,7 @@ def scan_nest(expr, combine: str):
         root, expr = inline_reductions(root, expr)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
-    root, names = _one_leaf_per_array(root, names, expr.env)
+    (root,), names = one_leaf_per_array([root], expr.env, names)
     leaves = [leaf_data(expr.env[n]) for n in names]
     if not leaves or branch_masks(root, names, leaves):
         return None
@@ -150,7 +155,7 @@ def _evaluate_nest(expr):
         return evaluate_picks(root, red_node, reduce_arg, expr.env)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
-    root, names = _one_leaf_per_array(root, names, expr.env)
+    (root,), names = one_leaf_per_array([root], expr.env, names)
     leaves = [leaf_data(expr.env[n]) for n in names]
     got = None
     if leaves and not branch_masks(root, names, leaves):
@@ -584,22 +589,3 @@ def _rebuild(result, rows=None, leaf=None):
             valid = ~drop if valid is None else valid & ~drop
         return offsets_array(new, values(kept), valid, outer=outer, check=None)
     return build(tree, result.type.size if top else 1, None if top else ())
-
-
-def _one_leaf_per_array(root, names, env):
-    """`x * x`: each use of a ragged array is a leaf of its own; one operand reads its rows
-    once (one row check, no pairing with itself)."""
-    first, alias = {}, {}
-    for n in names:
-        v = env[n]
-        if is_ragged(v):
-            alias[n] = first.setdefault(leaf_key(v), n)
-    alias = {n: a for n, a in alias.items() if n != a}
-    if not alias:
-        return root, names
-
-    def rename(node, srcs):
-        if node.op == "input" and node.arg in alias:
-            return node.replace(arg=alias[node.arg])
-        return node.replace(srcs=srcs) if srcs != node.srcs else node
-    return rewrite(root, rename), [n for n in names if n not in alias]

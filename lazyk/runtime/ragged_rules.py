@@ -9,8 +9,9 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr, as_expr, wrap_array
+from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.frontend.leaves import is_ragged, leaf_key
 from lazyk.runtime import launch as runtime
 
 # explain(): while it runs an expression, each ragged kernel launch is appended to every
@@ -137,3 +138,28 @@ def _with_outputs(step, more):
     spec = replace(step.spec, inputs=tuple(dtypes), aligned=(True,) * len(dtypes),
                    body=tuple(body), outputs=tuple(outs))
     return replace(step, spec=spec, inputs=tuple(inputs), consts=consts)
+
+
+def one_leaf_per_array(roots: list, env: dict, names: list | None = None) -> tuple:
+    """(roots, names) with each array read through one input name: `x * x` is one operand
+    of a nest, which reads its rows once (one row check, no pairing with itself). `names`:
+    the input names in operand order (else the roots' order); the names left are returned
+    in that order."""
+    if names is None:
+        names = list(dict.fromkeys(n.arg for r in roots for n in toposort(r)
+                                   if n.op == "input"))
+    first, alias = {}, {}
+    for n in names:
+        v = env[n]
+        key = leaf_key(v) if is_ragged(v) else ("data", id(leaf_data(v)))
+        a = first.setdefault(key, n)
+        if a != n:
+            alias[n] = a
+    if not alias:
+        return roots, names
+
+    def rename(node, srcs):
+        if node.op == "input" and node.arg in alias:
+            return node.replace(arg=alias[node.arg])
+        return node.replace(srcs=srcs) if srcs != node.srcs else node
+    return [rewrite(r, rename) for r in roots], [n for n in names if n not in alias]

@@ -38,15 +38,6 @@ class Operand:
     rowmask: np.ndarray | None = None  # ?var: True = row present (a missing row is empty)
 
 
-def _flatten(items, depth: int):
-    if depth == 0:
-        return [items]
-    out = []
-    for x in items:
-        out.extend(_flatten(x, depth - 1))
-    return out
-
-
 def _bytes_at(addr: np.ndarray, width: int) -> np.ndarray:
     """`width` bytes at each address (uint8 rows), read through one NumPy view of the span."""
     if not len(addr):
