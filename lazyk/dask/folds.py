@@ -16,6 +16,7 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays.array import Array, array
+from lazyk.arrays.trees import length
 from lazyk.dask.partitions import (
     Part,
     build,
@@ -23,7 +24,6 @@ from lazyk.dask.partitions import (
     columns,
     concat,
     cut,
-    entries,
     renumbered,
     span_of,
     union,
@@ -208,7 +208,7 @@ def _var_at(col: tuple, axis: int) -> tuple:
         return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1))
     if axis > 1:
         return ("regular", col[1], _var_at(col[2], axis - 1)) + col[3:]
-    return ("list", np.arange(entries(col) + 1, dtype=np.int64) * col[1], col[2])
+    return ("list", np.arange(length(col) + 1, dtype=np.int64) * col[1], col[2])
 
 
 def joined(arrays: list) -> Array:
@@ -382,7 +382,7 @@ class FoldRows(Combine):
             if self.elem is not None:  # the present rows as var rows
                 col = col[2]
                 x = build(col)
-        lo, hi = 0, entries(col)  # the entries of these rows at each level down
+        lo, hi = 0, length(col)  # the entries of these rows at each level down
         for _ in range(self.depth):
             while col[0] == "option":
                 col = col[2]

@@ -23,9 +23,10 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.columns import build_columns as build
 from lazyk.arrays.columns import columns as _tree
+from lazyk.arrays.trees import length
 from lazyk.errors import NotSupportedError, ShapeError
 
-__all__ = ["Part", "build", "buffers", "cat", "columns", "concat", "cut", "entries",
+__all__ = ["Part", "build", "buffers", "cat", "columns", "concat", "cut",
            "renumbered", "span_of", "union", "unwrap", "widen", "within"]
 
 
@@ -205,7 +206,7 @@ def widen(col: tuple, elem: T.Type) -> tuple:
     `elem` has options."""
     if isinstance(elem, T.Option):
         if col[0] != "option":
-            col = ("option", np.ones(entries(col), bool), col)
+            col = ("option", np.ones(length(col), bool), col)
         return ("option", col[1], widen(col[2], elem.elem))
     if col[0] == "list":
         return ("list", col[1], widen(col[2], elem.elem))
@@ -214,21 +215,6 @@ def widen(col: tuple, elem: T.Type) -> tuple:
     if col[0] == "record":
         return ("record", col[1], [widen(f, elem.field(n)) for n, f in zip(col[1], col[2])])
     return col
-
-
-def entries(col: tuple) -> int:
-    kind = col[0]
-    if kind == "numpy":
-        return len(col[1])
-    if kind == "list":
-        return len(col[1]) - 1
-    if kind == "option":
-        return len(col[1])
-    if kind == "text":
-        return len(col[2]) - 1
-    if kind == "record":
-        return entries(col[2][0]) if col[2] else 0
-    return col[3] if len(col) > 3 else entries(col[2]) // max(col[1], 1)
 
 
 # ---------------------------------------------------------------- concatenation
