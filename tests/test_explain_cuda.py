@@ -62,6 +62,7 @@ def test_histograms_and_records_are_explained(target):
     r = lazyk.combinations(x, 2)
     text = lazyk.explain(r, target=target)
     assert text.startswith("== records") and "fields 0, 1" in text
+    assert "sample data" not in text and "sample data" not in h.explain(target=target)
     # the result is unchanged by explaining it
     assert lazyk.evaluate(h).tolist() == np.histogram([2, 4, 6], 4, (0, 8))[0].tolist()
 

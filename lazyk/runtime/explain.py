@@ -353,19 +353,20 @@ def _on_samples(e: Any) -> Expr:
 
 def _explain_evaluated(obj: Any, target: str) -> str:
     """explain() of a histogram or of records: the kernels their evaluation runs."""
+    exprs = obj.leaves() if isinstance(obj, Records) else [obj.x, obj.weights]
+    sampled = any(isinstance(leaf_data(v), Placeholder) for e in exprs if e is not None
+                  for v in as_expr(e).env.values())
     if isinstance(obj, Records):
         what = f"records {obj.type}: fields " + ", ".join(obj.fields)
+        sample = obj.map(_on_samples) if sampled else obj
     else:
         what = repr(obj)
-    if isinstance(obj, Records):
-        sample = obj.map(_on_samples)
-    else:
-        sample = Histogram(_on_samples(obj.x), obj.bins, obj.range,
-                           None if obj.weights is None else _on_samples(obj.weights),
-                           obj.density)
+        sample = obj if not sampled else Histogram(
+            _on_samples(obj.x), obj.bins, obj.range,
+            None if obj.weights is None else _on_samples(obj.weights), obj.density)
     nests, launches = _recording(lambda: evaluate(sample))
     out = [f"== {what}", f"== kernels: {len(nests)} loop nest(s), {len(launches)} fixed-dim "
-           "kernel(s)" + ("" if sample is obj else f" (run on sample data: {SYMBOL_SIZE} per "
+           "kernel(s)" + ("" if not sampled else f" (run on sample data: {SYMBOL_SIZE} per "
                           "symbolic dim, rows of lengths 0, 1, 2, 3, ...)")]
     if target == "cuda":
         return "\n".join(out + _cuda_nests(nests) + _cuda_launches(launches))
