@@ -286,6 +286,31 @@ def test_errors_name_the_operands():
         q[lazyk.array([[True, None], [False]])].eval()
 
 
+def test_rows_of_one_do_not_stretch_against_the_mask():
+    # a mask selects from rows of its own lengths: stretching a row of 1 would select values
+    # that are not there (Awkward refuses a mask row longer than the array's; a shorter one
+    # it reads as the positions of its true elements, which is no selection either)
+    cases = [([[1.0], [2.0, 3.0]], [[True, True, False], [True, False]], (0, 1, 3)),
+             ([[1.0, 5.0], [2.0, 3.0]], [[True], [True, False]], (0, 1, 2)),
+             ([[1.0, 5.0, 6.0], [2.0]], [[True, False, True], [True, True]], (1, 1, 2))]
+    for data, mask, words in cases[::2]:
+        with pytest.raises(IndexError):
+            ak.Array(data)[ak.Array(mask)]
+    for data, mask, words in cases:
+        for x in (lazyk.array(data), lazyk.array(data, "var * var * float64")):
+            for e in (x[lazyk.array(mask)], (x * 2)[lazyk.array(mask)],
+                      x[lazyk.array(mask)].sum(axis=-1)):
+                row, a, b = words
+                with pytest.raises(lazyk.ShapeError, match=rf"row {row}: .*(length {a}.*length "
+                                   rf"{b}|length {b}.*length {a})"):
+                    e.eval()
+    # a missing mask row pairs with any row (its result row is missing)
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    got = x[lazyk.array([None, [True]], "2 * ?var * bool")].eval()
+    want = ak.Array([[1.0, 2.0], [3.0]])[ak.Array([None, [True]])]
+    assert got.tolist() == want.tolist() == [None, [3.0]]
+
+
 def test_selections_of_selections_and_of_tuples():
     # rows selected twice (the second mask computed from the first selection's rows)
     x = lazyk.array(np.arange(6.0))

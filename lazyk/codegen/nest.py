@@ -345,6 +345,7 @@ class _NestGen(NestFolds, KernelGen):
         `gone`: per where() branch operand the level of its missing row so far (updated)."""
         b, c = self.b, self.c
         bases, steps, lens, miss = [], [], {}, None
+        gones = {}  # var operand -> its row is missing here
         fixed = k in self.fixed_q
         self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
         self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
@@ -395,6 +396,7 @@ class _NestGen(NestFolds, KernelGen):
                 n = b.sub(stop, start)
                 if rgone is not None:
                     n = b.select(rgone, c(1), n)
+                    gones[j] = rgone
                 bases.append(b.gep(b.inttoptr(content, P8), [b.mul(start, istride)]))
                 if taken:
                     steps.append(c(0))
@@ -402,13 +404,28 @@ class _NestGen(NestFolds, KernelGen):
                     continue
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
+        # a selection's level: the mask's rows and the array's pair exactly (no row of 1
+        # stretches, as in Awkward); a missing row pairs with any
+        strict = self.keep is not None and self.keep.level == k
         if self.tuples[k] is not None:
             n = self._tuple_rows(k, lens, path)
         elif self.levels[k] is FIXED:
             n = self.sizes[k]
             for j, ln in lens.items():
-                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                ok = b.icmp_signed("==", ln, n)
+                if strict:  # (a missing row pairs with any)
+                    ok = ok if gones.get(j) is None else b.or_(ok, gones[j])
+                else:
+                    ok = b.or_(ok, b.icmp_signed("==", ln, c(1)))
                 self.check(ok, 2, k, path, j, ln, n, c(-1))
+        elif strict:
+            n, src = c(1), c(-1)
+            for j, ln in lens.items():
+                ok = b.or_(b.icmp_signed("<", src, c(0)), b.icmp_signed("==", ln, n))
+                here = gones.get(j)
+                self.check(ok if here is None else b.or_(ok, here), 2, k, path, j, ln, n, src)
+                n = ln if here is None else b.select(here, n, ln)
+                src = c(j) if here is None else b.select(here, src, c(j))
         else:
             n, src = c(1), c(-1)  # src: the operand whose row set n
             for j, ln in lens.items():
