@@ -296,6 +296,12 @@ def test_errors_name_the_problem():
         lazyk.cartesian([x, x], nested=[1])
     with pytest.raises(lazyk.NotSupportedError, match="nested lists at axis 0"):
         lazyk.cartesian([x[0], x[0]], axis=0, nested=True)
+    three = lazyk.array([[1.0], [2.0], [3.0]])
+    with pytest.raises(lazyk.ShapeError, match=r"cartesian: the arrays do not line up at "
+                                               r"axis 0 \(array 'a' has 2, array 'b' has 3\)"):
+        lazyk.cartesian({"a": x, "b": three})
+    with pytest.raises(lazyk.ShapeError, match=r"array 0 has 2, array 1 has 3"):
+        lazyk.cartesian([x, three])
     c2, c3 = lazyk.combinations(x, 2), lazyk.combinations(x, 3)
     with pytest.raises(lazyk.NotSupportedError, match="combinations of 2 and combinations "
                                                       "of 3 meet"):

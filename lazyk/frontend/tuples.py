@@ -19,7 +19,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.errors import NotSupportedError
+from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expr import Expr, as_expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, leaf_data
@@ -193,6 +193,17 @@ def _tuple_axis(x, axis: int, fn: str) -> int:
     return a
 
 
+def _line_up(shapes: list, names: list | None) -> None:
+    """The dims above cartesian's axis pair up (equal sizes, or 1); else a ShapeError
+    naming the arrays, the axis and the sizes (a var dim's rows are checked as they run)."""
+    for ax in range(len(shapes[0])):
+        sized = [(j, s[ax]) for j, s in enumerate(shapes) if isinstance(s[ax], int)]
+        if len({d for _, d in sized if d != 1}) > 1:
+            what = ", ".join(f"array {names[j]!r} has {d}" if names else f"array {j} has {d}"
+                             for j, d in sized)
+            raise ShapeError(f"cartesian: the arrays do not line up at axis {ax} ({what})")
+
+
 # ---------------------------------------------------------------- public functions
 def combinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
                  fields: Any = None) -> Records:
@@ -268,6 +279,7 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     a = _axis(axis, min(depths), "cartesian")
     for x in items:
         _tuple_axis(x, a, "cartesian")
+    _line_up([_rows_expr(x).shape[:a] for x in items], names)
     if a == 0 and opened:
         raise NotSupportedError("cartesian with nested lists at axis 0 is not supported: "
                                 "nest the lists of a var dim (axis >= 1)")
