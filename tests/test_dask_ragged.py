@@ -916,3 +916,30 @@ def test_a_min_of_nothing_in_a_partition_does_not_poison_stretched_rows():
     got = ldask.evaluate(ldask.from_ragged(a, 1).min(axis=(0, 2, 3))).compute()
     assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
 
+
+
+def test_compiled_expressions_take_collections():
+    data = [[1.0, 2.0], [3.0], [], [4.0, 5.0, 6.0], [None, 7.0]]
+    x = lazyk.array(data, "5 * var * ?float64")
+    parts = ldask.from_ragged(x, 2)
+    px = lazyk.placeholder("x", "N * var * ?float64")
+    py = lazyk.placeholder("y", "N * float64")
+    y = np.arange(5.0)
+    for k, args in [(lazyk.compile((px * 2).sum(axis=-1)), (x,)),
+                    (lazyk.compile(px[px > 2.5] * 2), (x,)),
+                    (lazyk.compile(lazyk.num(px, axis=1) + py), (x, y)),
+                    (lazyk.compile(px.max(axis=-1) - py), (x, y))]:
+        want = k(*args)
+        got = k(parts, *[da.from_array(a, chunks=2) for a in args[1:]])
+        assert hasattr(got, "__dask_graph__")
+        got = got.compute()
+        assert str(got.type if hasattr(got, "type") else lazyk.array(got).type) == \
+            str(want.type if hasattr(want, "type") else lazyk.array(want).type)
+        assert lazyk.array(got).tolist() == lazyk.array(want).tolist()
+    k = lazyk.compile(px.sum(axis=-1) + py)
+    with pytest.raises(lazyk.TypeMatchError, match="size 4 but N is already 5"):
+        k(parts, da.arange(4.0, chunks=2))
+    with pytest.raises(lazyk.TypeMatchError, match="element type int64"):
+        k(ldask.from_ragged(lazyk.array([[1, 2]]), 1), da.arange(1.0, chunks=1))
+    with pytest.raises(lazyk.NotSupportedError, match="out= with Dask inputs"):
+        k(parts, da.from_array(y, chunks=2), out=np.empty(5))

@@ -75,7 +75,8 @@ from lazyk.frontend.histogram import histogram as hist
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.compiled import CompiledExpr
+from lazyk.runtime.compiled import CompiledExpr, RaggedCompiledExpr
+from lazyk.types.unify import solve
 
 __all__ = ["RaggedArray", "RaggedRecords", "evaluate", "from_delayed", "from_ragged"]
 
@@ -234,6 +235,8 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
                                 "lazyk.dask.evaluate(expr, out=...))")
     if len(inputs) != len(k.params):
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
+    if isinstance(k, RaggedCompiledExpr) or any(isinstance(x, RaggedArray) for x in inputs):
+        return _call_ragged(k, inputs)
     arrays = {}
     for i, (name, x) in enumerate(zip(k.params, inputs)):
         _refuse_masked(x)
@@ -261,6 +264,29 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
         return reshaped(node, srcs)
 
     return _evaluate(rewrite(k.expr.node, concrete), arrays, None)
+
+
+def _call_ragged(k: Any, inputs: tuple) -> Any:
+    """`k(*inputs)` for a compiled expression over var / option data called with
+    `lazyk.dask` collections (or Dask arrays): its graph over those collections, run as
+    `evaluate` runs an expression built on them."""
+    exprs = [as_expr(x) for x in inputs]
+    try:
+        solve(k.signature, *[e.type for e in exprs])
+    except TypeMatchError as err:
+        raise TypeMatchError(f"{k.signature}: {err}") from None
+    env = {name: v for name, v in k.expr.env.items() if name not in k.params}
+    leaves = {}
+    for name, e in zip(k.params, exprs):
+        env.update(e.env)
+        leaves[name] = e.node
+
+    def concrete(node: Node, srcs: tuple) -> Node:
+        if node.op == "input" and node.arg in leaves:
+            return leaves[node.arg]
+        return reshaped(node, srcs)
+
+    return evaluate(Expr(rewrite(k.expr.node, concrete), env))
 
 
 # ---------------------------------------------------------------- graph -> Dask layers

@@ -200,7 +200,7 @@ class CompiledExpr(CallInputs, FastCalls):
             done = self._call_fast(inputs, out)
             if done is not None:
                 return done
-        if any(is_dask_array(x) for x in inputs):  # a lazy Dask array, one blockwise layer
+        if any(is_dask(x) for x in inputs):  # a lazy Dask array, one blockwise layer
             if _dask_call is None:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
@@ -259,6 +259,11 @@ class CompiledExpr(CallInputs, FastCalls):
 
 # `lazyk.dask` installs its `call_compiled` here when imported (Dask is an optional extra).
 _dask_call: Any = None
+
+
+def is_dask(x: Any) -> bool:
+    """A Dask array or a `lazyk.dask` collection (recognised without importing Dask)."""
+    return is_dask_array(x) or isinstance(x, Expr) and hasattr(x, "__dask_graph__")
 
 
 def install_dask(call: Any) -> None:
@@ -386,6 +391,8 @@ class RaggedCompiledExpr(CompiledExpr):
                              f"{casting!r}")
         if named:
             inputs = self._by_name(inputs, named)
+        if _dask_call is not None and any(is_dask(x) for x in inputs):
+            return _dask_call(self, inputs, out)  # (lazyk.dask collections: loaded by then)
         env = self._bind_ragged(inputs, casting)
         if has_rows(self.expr.node):  # row operations first (lazyk.runtime.row_steps)
             return _rows.evaluate_rows(Expr(self.expr.node, env), out, casting)
