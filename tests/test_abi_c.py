@@ -109,3 +109,27 @@ def test_builder_zeroed_grows_and_destroys_once():
     kb.close()
     kb.close()
     assert calls == [kb.address]
+
+
+def test_a_ragged_loop_nest_is_a_ckernel(clib):
+    """The loop nest over var rows: each part's record is a ckernel_prefix and kernel data
+    that C code runs through the prefix's function (single request), moved or not."""
+    import lazyk
+    from lazyk.codegen.nest import PREFIX
+
+    x = lazyk.array([[1.0, 2.0], [], [3.0, 4.0, 5.0]])
+    k = lazyk.compile((lazyk.placeholder("x", "N * var * float64") * 2).sum(axis=-1))
+    out = np.zeros(3)
+    bound = k.bind(out, x)
+    blocks = bound._scratch()[0]  # this thread's records, every pointer in place
+    record = blocks[0]
+    prefix = abi.CKernelPrefix.from_address(record.ctypes.data)
+    assert prefix.function == bound._kern.single and prefix.destructor
+    words, lay = record[PREFIX:], bound._kern.lay
+    src = (ctypes.c_void_p * 1)(int(words[lay["ops"]]))  # the operand's data
+    for call in (lambda: clib.call_single(record.ctypes.data, int(words[3]), src),
+                 lambda: clib.move_and_call(record.ctypes.data, record.nbytes,
+                                            int(words[3]), src)):
+        out[:] = -1.0
+        call()
+        np.testing.assert_array_equal(out, [6.0, 0.0, 24.0])

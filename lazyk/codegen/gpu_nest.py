@@ -3,8 +3,8 @@
 The same generator emits the same levels, checks and folds as on the CPU; only the math
 names (`nvvm.CUDA`: libdevice) and the entry differ. The entry runs one part of the nest per
 GPU thread: `lazyk_nest_parts(i8 **kds, i64 nparts)`, thread i running
-`lazyk_nest_run(kds[i])` over the kernel data the host built for part i (as the CPU thread
-pool runs its parts), so the kernel data words, status words and results are the CPU's.
+`lazyk_nest_go(kds[i])` over the record the host built for part i (as the CPU thread pool
+runs its parts), so the records, status words and results are the CPU's.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def lower_nest(spec, levels: tuple, kinds: tuple, masked: tuple, mode=Map(), npa
     module = generate_nest(spec, levels, kinds, masked, mode, npass, skipna, mean, NAME,
                            target=CUDA, where_masks=where_masks)
     module.triple, module.data_layout = TRIPLE, DATA_LAYOUT
-    run = module.get_global(f"{NAME}_run")
+    run = module.get_global(f"{NAME}_go")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8.as_pointer(), I64]), ENTRY)
     kds, n = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))

@@ -46,14 +46,20 @@ those arrays (so no write leaves the result) and writes the values; "check" is t
 without the elements (nothing written: rows that cannot pair raise before a large result is
 allocated).
 
-Entry `{name}_run(int64 *kd)`; kernel data words (`nest_layout`):
+A nest kernel is a ckernel (`lazyk.kernel.abi`): `{name}_single(char *dst, char *const
+*src, ckernel_prefix *self)` runs the nest over the level-0 range its kernel data gives,
+`dst` the output values (or 0: count and check passes), `src[j]` operand j's data; after
+the prefix (function, destructor) come the kernel data words (`nest_layout`). The part
+entries run `{name}_go(self)` per part: the single request on the pointers the record
+holds (words 3 and each operand's first word). Words:
 
     0 status (address of int64[8 + nlev])   1 lo   2 hi  (level-0 range, a fixed level)
-    3 out values   4 out valid bytes   5 first output position
+    3 out values (for `_go`)   4 out valid bytes   5 first output position
     6 + k                  size of fixed result level k
     6 + nlev + 2k, +1      var result level k: its lengths array (count pass) or its
                            offsets (fill pass), first row number
-    6 + 3 nlev + j (2 + 6 nlev): operand j: address, mask_offset, then per level 6 words:
+    6 + 3 nlev + j (2 + 6 nlev): operand j: address (for `_go`), mask_offset, then per
+                           level 6 words:
                            fixed: stride; var: stop_delta, content, index_stride, stride,
                            length, row mask_offset (`?var`)
     then the parameter slots (16 bytes each).
@@ -119,6 +125,7 @@ from lazyk.codegen.nestfold import LEAD, NO_VECTOR, WINDOW, NestFolds, hinted_lo
 from lazyk.frontend import ops
 
 HEAD = 6
+PREFIX = 2  # words of the ckernel_prefix {function, destructor} before the kernel data words
 
 
 def nest_layout(nlev: int, nin: int) -> dict:
@@ -203,9 +210,12 @@ class _NestGen(NestFolds, KernelGen):
             raise ops.NotSupportedError(f"no var result level to count in {npass}")
 
     def build(self) -> ir.Module:
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [P8]), f"{self.name}_run")
-        kd8 = fn.args[0]
+        # the ckernel single request: dst, src, then the ckernel_prefix, the words after it
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [P8, P8.as_pointer(), P8]),
+                         f"{self.name}_single")
+        dst, src, me = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        kd8 = b.gep(me, [ir.Constant(I64, 8 * PREFIX)])
         self.b, self.fn = b, fn
         self._load_params(b, kd8)
         kd = b.bitcast(kd8, I64.as_pointer())
@@ -214,7 +224,7 @@ class _NestGen(NestFolds, KernelGen):
             return b.load(b.gep(kd, [ir.Constant(I64, i)]), align=8)
         self.status = b.inttoptr(word(0), I64.as_pointer())
         self.lo, self.hi = word(1), word(2)
-        self.out = b.inttoptr(word(3), P8)
+        self.out = dst
         self.outm = b.inttoptr(word(4), P8)
         lay = self.lay
         self.sizes = [word(lay["sizes"] + k) if self.levels[k] is FIXED else None
@@ -243,7 +253,7 @@ class _NestGen(NestFolds, KernelGen):
         self.ptr, self.moff, self.f = [], [], []
         for j in range(self.nin):
             at = lay["ops"] + j * lay["per_op"]
-            self.ptr.append(b.inttoptr(word(at), P8))
+            self.ptr.append(b.load(b.gep(src, [ir.Constant(I64, j)]), align=8))
             self.moff.append(word(at + 1) if self.masked[j] else None)
             per = []
             for k in range(self.nlev):
@@ -311,7 +321,25 @@ class _NestGen(NestFolds, KernelGen):
         b.position_at_end(self.fail)
         b.ret_void()
         self._emit_destroy()
+        self._emit_go(fn)
         return self.module
+
+    def _emit_go(self, single) -> None:
+        """`void <name>_go(i8 *self)`: the single request on the pointers a part's record
+        holds (word 3: the output values; each operand's first word: its data): what the
+        part entries run for each part (`self`: ckernel_prefix, then the words)."""
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [P8]), f"{self.name}_go")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        words = b.bitcast(b.gep(fn.args[0], [self.c(8 * PREFIX)]), I64.as_pointer())
+
+        def pointer(i):
+            return b.inttoptr(b.load(b.gep(words, [self.c(i)]), align=8), P8)
+        src = b.alloca(P8, self.c(max(self.nin, 1)), name="src")
+        for j in range(self.nin):
+            at = self.lay["ops"] + j * self.lay["per_op"]
+            b.store(pointer(at), b.gep(src, [self.c(j)]))
+        b.call(single, [pointer(3), src, fn.args[0]])
+        b.ret_void()
 
     # ------------------------------------------------------------ helpers
     def c(self, v):
@@ -1011,10 +1039,10 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Ma
 
 
 def add_part_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
-    """Add `void <name>_part(i8 **kds, i64 tid)`, which runs `<name>_run(kds[tid])`: the
-    entry the native thread pool calls (`backend.threads.parallel_for`), one kernel data
-    block per part. Returns the entry's name."""
-    run = module.get_global(f"{name}_run")
+    """Add `void <name>_part(i8 **kds, i64 tid)`, which runs `<name>_go(kds[tid])`: the
+    entry the native thread pool calls (`backend.threads.parallel_for`), one record
+    (ckernel_prefix + kernel data) per part. Returns the entry's name."""
+    run = module.get_global(f"{name}_go")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8, I64]), f"{name}_part")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     kds = b.bitcast(fn.args[0], P8.as_pointer())
@@ -1025,10 +1053,10 @@ def add_part_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
 
 def add_steal_entry(module: ir.Module, name: str = "lazyk_nest") -> str:
     """Add `void <name>_steal(i64 *arg, i64 tid)`, arg = {i8 **kds, n, next}: each thread
-    claims the next part (an atomic add on `next`) and runs `<name>_run(kds[i])` until the n
+    claims the next part (an atomic add on `next`) and runs `<name>_go(kds[i])` until the n
     parts are taken, so a thread the OS holds back leaves its parts to the others. Returns
     the entry's name."""
-    run = module.get_global(f"{name}_run")
+    run = module.get_global(f"{name}_go")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8, I64]), f"{name}_steal")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     arg = b.bitcast(fn.args[0], I64.as_pointer())

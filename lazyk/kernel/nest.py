@@ -10,7 +10,13 @@ import numpy as np
 
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.threads import get_num_threads, parallel_for
-from lazyk.codegen.nest import add_part_entry, add_steal_entry, generate_nest, nest_layout
+from lazyk.codegen.nest import (
+    PREFIX,
+    add_part_entry,
+    add_steal_entry,
+    generate_nest,
+    nest_layout,
+)
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.spec import check_params
 from lazyk.kernel.flat import count_kernel
@@ -36,11 +42,13 @@ class NestKernel:
         self.key, self.spec, self.levels, self.kinds = key, spec, levels, kinds
         self.masked, self.mode, self.npass = masked, mode, npass
         self.lay = nest_layout(len(levels), len(kinds))
-        names = (f"{_NAME}_part", f"{_NAME}_steal")
+        names = (f"{_NAME}_part", f"{_NAME}_steal", f"{_NAME}_single", f"{_NAME}_destroy")
         self.jit = JITModule(lambda: _with_part_entry(generate_nest(
             spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
             where_masks=where_masks)), names)
-        self.part, self.steal = (self.jit.addresses[n] for n in names)
+        self.part, self.steal, self.single, destroy = (self.jit.addresses[n] for n in names)
+        # the ckernel_prefix of every record of this kernel: {function, destructor}
+        self.prefix = np.array([self.single, destroy], np.int64)
 
     @property
     def ir(self) -> str:
@@ -63,20 +71,16 @@ class NestKernel:
         ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row,
         IndexError for a position outside its row (`x[positions]`)."""
         check_params(self.spec, params)
-        nlev, n, nw = len(self.levels), len(parts), len(words)
-        # each part its own kernel data and status: no shared scratch (rows of 64-byte
-        # multiples: every block as aligned as its own allocation was). One allocation
-        # holds the kernel data rows, the status rows, the part table and the steal words.
-        row = -(-(8 * nw + len(params)) // 64) * 64
-        rw, sw = row // 8, 8 + nlev
+        nlev, n = len(self.levels), len(parts)
+        # each part its own record (ckernel_prefix, kernel data) and status: no shared
+        # scratch (rows of 64-byte multiples: every record as aligned as its own allocation
+        # was). One allocation holds the records, the status rows, the part table and the
+        # steal words.
+        rw, sw = self.record_words(len(words), len(params)), 8 + nlev
         buf = np.zeros(n * (rw + sw + 1) + 3, np.int64)
         base = buf.ctypes.data
-        blocks = buf[:n * rw].reshape(n, rw)
+        blocks = self.records(buf[:n * rw].reshape(n, rw), words, params)
         statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)
-        blocks[:, :nw] = words
-        if params:
-            blocks.view(np.uint8)[:, 8 * nw:8 * nw + len(params)] = np.frombuffer(params,
-                                                                                  np.uint8)
         blocks[:, 0] = np.arange(base + 8 * n * rw, base + 8 * n * (rw + sw), 8 * sw)
         lens = self.lay["lens"]
         for t, (lo, hi, pos, firsts) in enumerate(parts):
@@ -84,8 +88,9 @@ class NestKernel:
             b[1], b[2], b[5] = lo, hi, pos
             for k, first in firsts.items():
                 b[lens + 2 * k + 1] = first
+        row = 8 * rw
         # the native pool's threads claim the parts one by one (the GIL released)
-        at = n * (rw + sw)  # the part table: each part's kernel data address
+        at = n * (rw + sw)  # the part table: each part's record address
         buf[at:at + n] = np.arange(base, base + 8 * n * rw, row)
         if n == 1:
             parallel_for(self.part, base + 8 * at, 1)
@@ -99,6 +104,25 @@ class NestKernel:
                 if st[0]:
                     raise _error(st, labels or list(range(len(self.kinds))))
         return statuses
+
+
+    @staticmethod
+    def record_words(nwords: int, nparams: int) -> int:
+        """int64 words of one part's record: the prefix, the kernel data words and the
+        parameter bytes, rounded up to 64 bytes."""
+        return -(-(8 * (PREFIX + nwords) + nparams) // 64) * 8
+
+    def records(self, rows: np.ndarray, words: np.ndarray, params: bytes) -> np.ndarray:
+        """Fill `rows` (int64, one record per row, `record_words` long) with the
+        ckernel_prefix, `words` and the parameter bytes; returns the view of the kernel
+        data words (row t, word i: the record's word i after the prefix)."""
+        nw = len(words)
+        rows[:, :PREFIX] = self.prefix
+        rows[:, PREFIX:PREFIX + nw] = words
+        if params:
+            at = 8 * (PREFIX + nw)
+            rows.view(np.uint8)[:, at:at + len(params)] = np.frombuffer(params, np.uint8)
+        return rows[:, PREFIX:]
 
 
 def _with_part_entry(module) -> str:

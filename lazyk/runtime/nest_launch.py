@@ -24,6 +24,7 @@ from lazyk.arrays.array import array, masked
 from lazyk.backend.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
+from lazyk.codegen.nest import PREFIX
 from lazyk.frontend import ops
 from lazyk.frontend.graph import REDUCE_OP, toposort
 from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
@@ -71,11 +72,10 @@ class NestLaunch:
                               self.sel_kinds)
         self.nwords = len(words)
         params = prep.step.consts
-        self.row = -(-(8 * self.nwords + len(params)) // 64) * 8  # (in words)
+        self.row = self.kern.record_words(self.nwords, len(params))
         self.table = self.row + 8 + len(levels)
         template = np.zeros(self.table + 1, np.int64)
-        template.view(np.uint8)[8 * self.nwords:8 * self.nwords + len(params)] = \
-            np.frombuffer(params, np.uint8)
+        self.kern.records(template[None, :self.row], np.zeros(self.nwords, np.int64), params)
         self.template = template
         self.part = self.kern.part
         self._last: tuple = ((),)  # (weak refs to the last call's operands, `_bind`'s answer)
@@ -104,24 +104,24 @@ class NestLaunch:
         if self.mapping and content >= MAP_ITEMS:
             return NotImplemented  # one loop over the items beats a loop per row
         block = block.copy()
-        lay = self.lay
+        lay, words = self.lay, block[PREFIX:]
         if self.mapping:
             sel = [ops_[j] for j in self.labels]
             offsets = offsets_rows(sel, self.sel_kinds, levels, sizes)
             if offsets is None:  # rows of several offsets arrays: a count pass first
                 return NotImplemented
             nvals = int(offsets[-1])
-            block[lay["lens"] + 2] = data_pointer(offsets)
+            words[lay["lens"] + 2] = data_pointer(offsets)
         else:
             nvals = n0
         out = fresh((nvals,), self.acc)
         flags = np.empty(nvals, np.uint8) if self.flagged else None
         addr = data_pointer(block)
-        block[0] = addr + 8 * self.row  # the status words
-        block[2] = n0
-        block[3] = data_pointer(out)
-        block[4] = 0 if flags is None else data_pointer(flags)
-        block[self.table] = addr
+        words[0] = addr + 8 * self.row  # the status words
+        words[2] = n0
+        words[3] = data_pointer(out)
+        words[4] = 0 if flags is None else data_pointer(flags)
+        block[self.table] = addr  # (the record)
         parallel_for(self.part, addr + 8 * self.table, 1)
         nest_stats["runs"] += 1
         status = block[self.row:self.table]
@@ -148,12 +148,12 @@ class NestLaunch:
         if [(o.dtype, bool(o.aligned)) for o in sel] != self.loads:
             return None
         block = self.template.copy()
-        lay = self.lay
-        block[lay["sizes"]] = sizes[0]
+        lay, words = self.lay, block[PREFIX:]  # (the kernel data words after the prefix)
+        words[lay["sizes"]] = sizes[0]
         for j, o in enumerate(sel):
             at = lay["ops"] + j * lay["per_op"]
             w = self._operand_words(o, j)
-            block[at:at + len(w)] = w
+            words[at:at + len(w)] = w
         content = max((o.dims[-1].length for o in sel if o.dims[-1].rows), default=0)
         return levels, sizes, content, block
 

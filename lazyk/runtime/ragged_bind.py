@@ -28,6 +28,7 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.memory import lookup
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.levels import VAR, Reduce
+from lazyk.codegen.nest import PREFIX
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
@@ -141,15 +142,14 @@ class RaggedBound:
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
         self._nstatus = 8 + nlev
-        blocks = []
-        for lo, hi, pos, firsts in fill.parts:
-            w = fill.words.copy()
+        self._nparts = n = len(fill.parts)
+        self._blocks = np.zeros((n, self._kern.record_words(len(fill.words), len(fill.consts))),
+                                np.int64)
+        words = self._kern.records(self._blocks, fill.words, fill.consts)
+        for w, (lo, hi, pos, firsts) in zip(words, fill.parts):
             w[1], w[2], w[5] = lo, hi, pos
             for k, first in firsts.items():
                 w[lay["lens"] + 2 * k + 1] = first
-            blocks.append(np.frombuffer(w.tobytes() + fill.consts, np.uint8))
-        self._blocks = np.stack(blocks) if blocks else np.zeros((0, 8), np.uint8)
-        self._nparts = len(blocks)
         self._local = threading.local()
         # values the kernel wrote need no rules applied: no missing values, and no
         # reduction that refuses empty rows (min, max, an integer mean)
@@ -252,15 +252,15 @@ class RaggedBound:
         flags = np.empty(fill.npartial or fill.nvals, np.uint8) if fill.flagged else None
         status = np.zeros((nparts, self._nstatus), np.int64)
         blocks = self._blocks.copy()
-        words = blocks.view(np.int64)
+        words = blocks[:, PREFIX:]  # (the kernel data words after each ckernel_prefix)
         words[:, 0] = status.ctypes.data + np.arange(nparts) * (8 * self._nstatus)
         words[:, 3] = self._direct or values.ctypes.data
         words[:, 4] = 0 if flags is None else flags.ctypes.data
-        table = (blocks.ctypes.data + np.arange(nparts) * blocks.shape[1]).astype(np.uintp)
+        table = (blocks.ctypes.data + np.arange(nparts) * blocks.strides[0]).astype(np.uintp)
         present = [np.empty(len(v), np.uint8) for v in fill.present.values()]
         for k, rows in zip(fill.present_words.values(), present):  # this thread's own
             words[:, k] = rows.ctypes.data
-        got = self._local.scratch = (blocks, words[:, :6].copy(), status, table,
+        got = self._local.scratch = (blocks, blocks[:, :PREFIX + 6].copy(), status, table,
                                      table.ctypes.data, values, flags, present)
         return got
 
@@ -289,7 +289,7 @@ class RaggedBound:
         if fill.recount is not None:
             self._same_rows()
         # the kernel only reads its data, but a part's words are restored all the same
-        blocks.view(np.int64)[:, :6] = head
+        blocks[:, :PREFIX + 6] = head
         status[:, 0] = 0
         if fill.npartial:
             flags[:] = 0  # the parts fold their elements' flags into these
