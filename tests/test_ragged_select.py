@@ -301,9 +301,21 @@ def test_rows_of_one_do_not_stretch_against_the_mask():
             for e in (x[lazyk.array(mask)], (x * 2)[lazyk.array(mask)],
                       x[lazyk.array(mask)].sum(axis=-1)):
                 row, a, b = words
-                with pytest.raises(lazyk.ShapeError, match=rf"row {row}: .*(length {a}.*length "
-                                   rf"{b}|length {b}.*length {a})"):
+                with pytest.raises(lazyk.ShapeError, match=(
+                        rf"x\[mask\] at row {row}: operand \w+ has length ({a}|{b}) and .* has "
+                        rf"length ({a}|{b}) \(a mask selects from rows of its own length\)")):
                     e.eval()
+    # a mask (or an array) with a fixed dim of 1 there: no stretching either
+    y = lazyk.array([[[1.0, 2.0], [4.0]], [[3.0]]])
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 0: operand \w+ has length 1 "
+                                               r"and the row has length 2"):
+        y[lazyk.array([[True], [False]], "2 * 1 * bool")].eval()
+    assert y[lazyk.array([[True, False], [False]])].eval().tolist() == [[[1.0, 2.0]], []]
+    one = lazyk.array([[1.0], [2.0]], "2 * 1 * float64")
+    assert one[lazyk.array([[True], [False]], "2 * var * bool")].eval().tolist() == [[1.0], []]
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 1: operand \w+ has length 1 "
+                                               r"and the row has length 2"):
+        one[lazyk.array([[True], [False, True]])].eval()
     # a missing mask row pairs with any row (its result row is missing)
     x = lazyk.array([[1.0, 2.0], [3.0]])
     got = x[lazyk.array([None, [True]], "2 * ?var * bool")].eval()

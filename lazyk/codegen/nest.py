@@ -77,7 +77,8 @@ the row below it missing (`lost`).
 
 Status: word 0 is 0 when every row was fine, else 1 (bad indices: words 3-5 = start, stop,
 length), 2 (rows do not pair: word 3 = the operand's row length, 4 = the result's, 5 =
-the operand that set it or -1 for a fixed level), 4 (rows folded together over a middle
+the operand that set it or -1 for a fixed level; 6: the same at a selection's level,
+where no row of 1 stretches), 4 (rows folded together over a middle
 level differ: words 3, 4 the two lengths), 3 (a
 row length differs from the count pass) or 5 (a position outside its row: words 3, 4 =
 the position, the row's length; the path reaches the position); word 1 the level, word 2
@@ -148,6 +149,11 @@ class _NestGen(NestFolds, KernelGen):
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.keep = mode.keep
+        # x[mask]: the operands of the value and of the mask; a side none of whose operands
+        # moves at the selected level is a fixed 1 there: the level must be 1 long
+        self.keep_sides = () if self.keep is None else tuple(
+            side for side in (inputs_of(self.full, 0), inputs_of(self.full, self.keep.out))
+            if side)
         self.gathered = {k for ks in kinds for k, lv in enumerate(ks)
                          if isinstance(lv, Gathered)}
         self.arg = self.red is not None and self.red.finish is not None
@@ -445,13 +451,13 @@ class _NestGen(NestFolds, KernelGen):
                     ok = ok if gones.get(j) is None else b.or_(ok, gones[j])
                 else:
                     ok = b.or_(ok, b.icmp_signed("==", ln, c(1)))
-                self.check(ok, 2, k, path, j, ln, n, c(-1))
+                self.check(ok, 6 if strict else 2, k, path, j, ln, n, c(-1))
         elif strict:
             n, src = c(1), c(-1)
             for j, ln in lens.items():
                 ok = b.or_(b.icmp_signed("<", src, c(0)), b.icmp_signed("==", ln, n))
                 here = gones.get(j)
-                self.check(ok if here is None else b.or_(ok, here), 2, k, path, j, ln, n, src)
+                self.check(ok if here is None else b.or_(ok, here), 6, k, path, j, ln, n, src)
                 n = ln if here is None else b.select(here, n, ln)
                 src = c(j) if here is None else b.select(here, src, c(j))
         else:
@@ -462,6 +468,10 @@ class _NestGen(NestFolds, KernelGen):
                 self.check(ok, 2, k, path, j, ln, n, src)
                 one = b.icmp_signed("==", ln, c(1))
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
+        for side in self.keep_sides if strict else ():
+            if not any(self.kinds[j][k].moves for j in side):
+                self.check(b.icmp_signed("==", n, c(1)), 6, k, path, min(side), c(1), n,
+                           c(-2))
         if miss is not None:  # nothing under a missing result row
             n = b.select(miss, c(0), n)
             if k in self.slot_lens:  # (nor a tuple)

@@ -150,6 +150,12 @@ def _error(st: np.ndarray, labels: list) -> Exception:
                               f"operand {labels[j]} has length {st[3]}")
         return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
                           f"has length {st[4]}")
+    if code == 6:  # (a selection's level: rows pair exactly)
+        other = "the fixed dim" if st[5] == -1 else "the row" if st[5] == -2 else \
+            f"operand {labels[int(st[5])]}"
+        return ShapeError(f"x[mask] at {where}: operand {labels[j]} has length {st[3]} and "
+                          f"{other} has length {st[4]} (a mask selects from rows of its "
+                          "own length)")
     if code == 4:
         return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
                           f"together (operand {labels[j]}; a reduction over an axis above a "
