@@ -307,15 +307,25 @@ def test_rows_of_one_do_not_stretch_against_the_mask():
                     e.eval()
     # a mask (or an array) with a fixed dim of 1 there: no stretching either
     y = lazyk.array([[[1.0, 2.0], [4.0]], [[3.0]]])
-    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 0: operand \w+ has length 1 "
-                                               r"and the row has length 2"):
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 0: operand \w+ has length 2 "
+                                               r"and the fixed dim has length 1"):
         y[lazyk.array([[True], [False]], "2 * 1 * bool")].eval()
     assert y[lazyk.array([[True, False], [False]])].eval().tolist() == [[[1.0, 2.0]], []]
     one = lazyk.array([[1.0], [2.0]], "2 * 1 * float64")
     assert one[lazyk.array([[True], [False]], "2 * var * bool")].eval().tolist() == [[1.0], []]
-    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 1: operand \w+ has length 1 "
-                                               r"and the row has length 2"):
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 1: operand \w+ has length 2 "
+                                               r"and the fixed dim has length 1"):
         one[lazyk.array([[True], [False, True]])].eval()
+    # rows above the selected level pair exactly too (a mask of 3 dims)
+    mask3 = lazyk.array([[[True, False], [True, True]], [[True]]])
+    for x3 in (lazyk.array([[[1.0, 2.0]], [[3.0]]]),
+               lazyk.array([[[1.0, 2.0]], [[3.0]]], "2 * var * var * float64")):
+        with pytest.raises(lazyk.ShapeError, match=r"x\[mask\] at row 0: operand \w+ has "
+                                                   r"length 2 and .* has length 1"):
+            x3[mask3].eval()
+    # the array's own operands still stretch among themselves, as elementwise work does
+    a, b = lazyk.array([[1.0, 2.0], [3.0]]), lazyk.array([[10.0], [20.0]])
+    assert (a * b)[a > 1.5].eval().tolist() == [[20.0], [60.0]]
     # a missing mask row pairs with any row (its result row is missing)
     x = lazyk.array([[1.0, 2.0], [3.0]])
     got = x[lazyk.array([None, [True]], "2 * ?var * bool")].eval()

@@ -344,10 +344,13 @@ class Keep:
     """Keep the elements of level `level` where spec output `out` (a bool) is true, or
     missing (a missing mask element keeps a missing element): `x[mask]`. Work below and
     after it visits only the kept elements; a result level there has its rows counted
-    (their lengths are the kept counts)."""
+    (their lengths are the kept counts). `array`: the inputs the selected array reads (its
+    rows and the mask's pair exactly at every level down to `level`: no row of 1 stretches
+    between them)."""
 
     level: int
     out: int
+    array: tuple = ()
 
     def __str__(self) -> str:
         return f"keep{self.level} where output {self.out}"

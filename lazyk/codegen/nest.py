@@ -149,11 +149,9 @@ class _NestGen(NestFolds, KernelGen):
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.keep = mode.keep
-        # x[mask]: the operands of the value and of the mask; a side none of whose operands
-        # moves at the selected level is a fixed 1 there: the level must be 1 long
-        self.keep_sides = () if self.keep is None else tuple(
-            side for side in (inputs_of(self.full, 0), inputs_of(self.full, self.keep.out))
-            if side)
+        # x[mask]: the operands of the selected array and of the mask (`_sides_agree`)
+        self.keep_sides = () if self.keep is None else (
+            set(self.keep.array) or inputs_of(self.full, 0), inputs_of(self.full, self.keep.out))
         self.gathered = {k for ks in kinds for k, lv in enumerate(ks)
                          if isinstance(lv, Gathered)}
         self.arg = self.red is not None and self.red.finish is not None
@@ -360,7 +358,8 @@ class _NestGen(NestFolds, KernelGen):
         br.set_weights([1 << 20, 1])
         b.position_at_end(bad)
         st = self.status
-        for i, v in enumerate([self.c(code), self.c(level), self.c(j), a, bb, cc]):
+        j = self.c(j) if isinstance(j, int) else j
+        for i, v in enumerate([self.c(code), self.c(level), j, a, bb, cc]):
             if v is not None:
                 b.store(v, b.gep(st, [self.c(i)]))
         for k, v in enumerate(path):
@@ -438,28 +437,16 @@ class _NestGen(NestFolds, KernelGen):
                     continue
                 steps.append(b.select(b.icmp_signed("==", n, c(1)), c(0), stride))
                 lens[j] = n
-        # a selection's level: the mask's rows and the array's pair exactly (no row of 1
-        # stretches, as in Awkward); a missing row pairs with any
-        strict = self.keep is not None and self.keep.level == k
+        if self.keep_sides and k <= self.keep.level and self.tuples[k] is None and \
+                (self.keep.array or k == self.keep.level):
+            self._sides_agree(k, lens, gones, path)
         if self.tuples[k] is not None:
             n = self._tuple_rows(k, lens, path)
         elif self.levels[k] is FIXED:
             n = self.sizes[k]
             for j, ln in lens.items():
-                ok = b.icmp_signed("==", ln, n)
-                if strict:  # (a missing row pairs with any)
-                    ok = ok if gones.get(j) is None else b.or_(ok, gones[j])
-                else:
-                    ok = b.or_(ok, b.icmp_signed("==", ln, c(1)))
-                self.check(ok, 6 if strict else 2, k, path, j, ln, n, c(-1))
-        elif strict:
-            n, src = c(1), c(-1)
-            for j, ln in lens.items():
-                ok = b.or_(b.icmp_signed("<", src, c(0)), b.icmp_signed("==", ln, n))
-                here = gones.get(j)
-                self.check(ok if here is None else b.or_(ok, here), 6, k, path, j, ln, n, src)
-                n = ln if here is None else b.select(here, n, ln)
-                src = c(j) if here is None else b.select(here, src, c(j))
+                ok = b.or_(b.icmp_signed("==", ln, n), b.icmp_signed("==", ln, c(1)))
+                self.check(ok, 2, k, path, j, ln, n, c(-1))
         else:
             n, src = c(1), c(-1)  # src: the operand whose row set n
             for j, ln in lens.items():
@@ -468,15 +455,41 @@ class _NestGen(NestFolds, KernelGen):
                 self.check(ok, 2, k, path, j, ln, n, src)
                 one = b.icmp_signed("==", ln, c(1))
                 n, src = b.select(one, n, ln), b.select(one, src, c(j))
-        for side in self.keep_sides if strict else ():
-            if not any(self.kinds[j][k].moves for j in side):
-                self.check(b.icmp_signed("==", n, c(1)), 6, k, path, min(side), c(1), n,
-                           c(-2))
         if miss is not None:  # nothing under a missing result row
             n = b.select(miss, c(0), n)
             if k in self.slot_lens:  # (nor a tuple)
                 self.slot_lens[k] = [b.select(miss, c(0), ln) for ln in self.slot_lens[k]]
         return bases, steps, n, miss
+
+    def _sides_agree(self, k, lens, gones, path) -> None:
+        """x[mask] at level k (at or above the selected one): the array's length there and
+        the mask's are equal, each side's the length of its rows (a row of 1 stretching
+        within a side, as elementwise work stretches it) or of the fixed level (1 where it
+        stays: a fixed 1, or no dim). A missing row pairs with any: a side whose rows are
+        all missing here is not compared (as Awkward's selection, no row of 1 stretches
+        across the sides)."""
+        b, c = self.b, self.c
+        got = []
+        for side in self.keep_sides:
+            moves = [j for j in side if self.kinds[j][k].moves and
+                     not isinstance(self.kinds[j][k], Gathered)]
+            fixed = [j for j in moves if j not in lens]
+            n = self.sizes[k] if fixed and self.levels[k] is FIXED else c(1)
+            seen = ir.Constant(I1, 1) if fixed or not moves else ir.Constant(I1, 0)
+            who = c(min(fixed)) if fixed else c(-1)  # (-1: a fixed dim, or 1 that stays)
+            for j in sorted(set(moves) & set(lens)):
+                here = b.not_(gones[j]) if j in gones else ir.Constant(I1, 1)
+                longer = b.and_(here, b.icmp_signed("!=", lens[j], c(1)))
+                n = b.select(longer, lens[j], n)
+                first = b.and_(here, b.icmp_signed("<", who, c(0)))  # (a row of 1 too)
+                who = b.select(b.or_(longer, first), c(j), who)
+                seen = b.or_(seen, here)
+            got.append((n, seen, who))
+        (na, sa, wa), (nm, sm, wm) = got
+        ok = b.or_(b.icmp_signed("==", na, nm), b.not_(b.and_(sa, sm)))
+        mask = b.icmp_signed(">=", wm, c(0))  # (else the array's operand is named)
+        self.check(ok, 6, k, path, b.select(mask, wm, wa), b.select(mask, nm, na),
+                   b.select(mask, na, nm), b.select(mask, wa, wm))
 
     def _level(self, k, ptrs, path, gone=None, lost=None):
         b, c = self.b, self.c

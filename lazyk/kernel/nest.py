@@ -151,8 +151,7 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
                           f"has length {st[4]}")
     if code == 6:  # (a selection's level: rows pair exactly)
-        other = "the fixed dim" if st[5] == -1 else "the row" if st[5] == -2 else \
-            f"operand {labels[int(st[5])]}"
+        other = "the fixed dim" if st[5] < 0 else f"operand {labels[int(st[5])]}"
         return ShapeError(f"x[mask] at {where}: operand {labels[j]} has length {st[3]} and "
                           f"{other} has length {st[4]} (a mask selects from rows of its "
                           "own length)")

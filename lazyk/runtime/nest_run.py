@@ -155,11 +155,13 @@ class Picks:
     lowered by `nest_select`): `keep`, the nest level that keeps only the elements where
     `roots[0]` (a bool graph) is true or missing (None: none), and `taken`: (leaf name,
     level, index into `roots`) of each operand read at the positions that root (int64)
-    gives at that level. Spec output 1 + i computes `roots[i]`."""
+    gives at that level. Spec output 1 + i computes `roots[i]`; `array` names the leaves
+    of the selected array."""
 
     keep: int | None
     roots: tuple
     taken: tuple
+    array: frozenset = frozenset()  # the leaves the selected array reads (`keep`)
 
     def outputs(self, names) -> list:
         """Per leaf of `names`: None, or (level, spec output) where it is taken."""
@@ -480,14 +482,15 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
         mode = Fold(axes)
     if picks is not None and (isinstance(mode, Fold) or where_masks or picks.keep == 0):
         return None  # (a fold's group walk reads no positions; level 0 is no counted row)
-    if picks is not None and picks.keep is not None:
-        mode = replace(mode, keep=Keep(picks.keep, 1))
     node = root if reduce_arg is None else red_node.replace(srcs=(root,))
     got = fused_step(node, dict(zip(names, range(len(names)))), reduce=not isinstance(mode, Map),
                      int_mean=True, extra=picks.roots if picks is not None else ())
     if got is None:
         return None
     step, by_name = got
+    if picks is not None and picks.keep is not None:  # (the array's inputs: `step.inputs`)
+        mode = replace(mode, keep=Keep(picks.keep, 1, tuple(
+            j for j, n in enumerate(step.inputs) if names[by_name[n]] in picks.array)))
     spec = step.spec
     arg = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS
     acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])  # (positions)

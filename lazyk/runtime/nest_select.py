@@ -292,7 +292,9 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
     used = list(dict.fromkeys(n.arg for r in (value, *roots) for n in toposort(r)
                               if n.op == "input"))
     leaves = [leaf_data(env[n]) for n in used]
-    picks = Picks(keep, tuple(roots), tuple(taken))
+    array = frozenset(n.arg for n in toposort(rewrite(sels[0].srcs[0], lower))
+                      if n.op == "input") if sels else frozenset()
+    picks = Picks(keep, tuple(roots), tuple(taken), array)
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 
