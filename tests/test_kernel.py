@@ -288,6 +288,25 @@ def test_dispatcher_fresh_runs_only_the_last_geometry():
     assert d.fresh([a2, b2]) is None
 
 
+def test_dispatcher_call_with_never_changes_its_own_values():
+    """`call_with` runs other parameter values; a call without them runs the dispatcher's
+    own values, at small and at threaded sizes, whichever came first."""
+    from lazyk.kernel.dispatch import Dispatcher
+    from lazyk.kernel.flat import pack_params
+
+    body = (Instr("load", F8, (), 0), Instr("param", F8, (), 0), Instr("multiply", F8, (0, 1)))
+    spec = KernelSpec((F8,), (True,), body, ((2, F8),))
+    for n in (6, 1 << 18):
+        a = np.arange(float(n))
+        d = Dispatcher(spec, pack_params(spec.params, (0.5,)))
+        for v in (2.0, -7.5):
+            got = d.call_with(pack_params(spec.params, (v,)), np.empty(n), a)
+            np.testing.assert_array_equal(got, a * v)
+            np.testing.assert_array_equal(d(np.empty(n), a), a * 0.5)
+            np.testing.assert_array_equal(d.call_with(pack_params(spec.params, (v,)),
+                                                      np.empty(n), a), a * v)
+
+
 def test_dispatcher_from_eight_threads():
     from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())

@@ -76,6 +76,7 @@ class Dispatcher:
         self.spec = spec
         self.params = check_params(spec, params)
         self._g = None
+        self._gp = None  # the guard of the last `call_with` bind (kernel data of other values)
         self._nin = len(spec.inputs)  # the guard entry takes exactly this many
         self._fn = guard_fn(1 + len(spec.inputs)) if (
             GUARD_OK and len(spec.outputs) == 1) else None
@@ -102,7 +103,7 @@ class Dispatcher:
         The guard and kernel data of the last bind are copied with `params` written in:
         the shared ones are never written, so concurrent calls stay safe.
         """
-        g = self._g
+        g = self._gp or self._g
         if g is not None and len(inputs) == self._nin:
             buf, ck = g[0], g[1]
             off = ck.compiled.params_offset
@@ -126,7 +127,13 @@ class Dispatcher:
                              may_alias=self.spec.reduce is None)
         ck._keep = ck.out = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
-        self._g = (buf, ck, tuple(a.dtype for a in arrays), out.shape)
+        g = (buf, ck, tuple(a.dtype for a in arrays), out.shape)
+        # NOTE: a guard over kernel data of other parameter values serves `call_with` only
+        # (it copies the kernel data): `d(out, ...)` then ran with the last call's values.
+        if params is None or params == self.params:
+            self._g = g
+        else:
+            self._gp = g
         return out
 
 
