@@ -357,6 +357,32 @@ def test_dispatcher_threaded_sizes_run_a_checked_pool_record(monkeypatch):
         np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
 
 
+def test_dispatcher_threaded_record_from_four_threads():
+    """Threads sharing one dispatcher at threaded sizes: a record busy in one thread makes
+    another bind its own; every result is right."""
+    from lazyk.kernel.dispatch import Dispatcher
+    d = Dispatcher(axpy())
+    n = 1 << 17
+    errors = []
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        for i in range(30):
+            m = n + (t + i) % 2  # two geometries: guards get replaced under the others
+            a, b = rng.random(m), rng.random(m)
+            got = d.fresh([a, b]) if i % 3 else None
+            if got is None:
+                got = d(np.empty(m), a, b)
+            if not np.array_equal(got, 2 * a + b):
+                errors.append((t, i))
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+
+
 def test_dispatcher_call_with_never_changes_its_own_values():
     """`call_with` runs other parameter values; a call without them runs the dispatcher's
     own values, at small and at threaded sizes, whichever came first."""
