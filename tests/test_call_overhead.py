@@ -398,6 +398,56 @@ def test_ragged_fast_path_declines_what_it_does_not_cover():
         assert (lazyk.str_len(s) * 2).eval().to_list() == [[2, 4], [], [6]]
 
 
+def _on_reused_block(x) -> bool:
+    """Whether array `x` lives in an output block that `lazyk.backend.outputs` reuses."""
+    while x is not None and not hasattr(x, "block"):
+        x = getattr(x, "base", None)
+    return x is not None
+
+
+def test_threaded_eval_runs_what_the_compiled_call_runs(monkeypatch):
+    """At threaded sizes `.eval()` over new leaves and `evaluate(string)` take the compiled
+    call's path: one native guard that runs a pool record of the same thread plan and
+    layout class, outputs from the same allocator; no bind and no Python pool call."""
+    from lazyk.backend import threads
+    from lazyk.kernel import dispatch
+
+    n = 1 << 22  # 32 MiB outputs: large enough that their blocks are reused
+    rng = np.random.default_rng(11)
+    a, b = rng.random(n), rng.random(n)
+    pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
+    k = lazyk.compile(2 * pa + 3 * pb)
+    local = {"a": a, "b": b}
+    for _ in range(3):  # each path plans and binds once
+        k(a, b)
+        e = 2 * lazyk.array(a) + 3 * lazyk.array(b)
+        e.eval()
+        lazyk.evaluate("2*a + 3*b", local_dict=local)
+    mine, theirs = e._launch.func.__self__.dispatch.threaded, k._t_new[4]
+    assert mine is not None and theirs is not None
+    plan = lambda r: (r.parts, *r.buf[8:13], r._ck.layout,  # noqa: E731
+                      r._ck.compiled.layout, r._ck.compiled.spec.aligned)
+    assert plan(mine) == plan(theirs)  # parts, chunks, layout (class), alignment
+    calls = []
+    real_bind, real_for = dispatch.bind, threads.parallel_for
+    monkeypatch.setattr(dispatch, "bind", lambda *x, **kw: calls.append("bind")
+                        or real_bind(*x, **kw))
+    monkeypatch.setattr(threads, "parallel_for", lambda *x: calls.append("pool")
+                        or real_for(*x))
+    for _ in range(2):
+        a2, b2 = rng.random(n), rng.random(n)
+        local = {"a": a2, "b": b2}
+        want = 2 * a2 + 3 * b2
+        got = [k(a2, b2), (2 * lazyk.array(a2) + 3 * lazyk.array(b2)).eval().to_numpy(),
+               lazyk.evaluate("2*a + 3*b", local_dict=local)]
+        for x in got:
+            assert type(x) is np.ndarray and x.shape == (n,) and x.dtype == np.float64
+            np.testing.assert_allclose(x, want, rtol=1e-15)
+            assert _on_reused_block(x)  # the compiled call's allocator
+        del got, x
+    assert calls == []
+
+
 # --- the bench rows ---------------------------------------------------------------------------
 
 def test_call_overhead_rows_are_checked_and_name_their_goals():

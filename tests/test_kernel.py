@@ -288,6 +288,120 @@ def test_dispatcher_fresh_runs_only_the_last_geometry():
     assert d.fresh([a2, b2]) is None
 
 
+def test_dispatcher_threaded_sizes_run_a_checked_pool_record(monkeypatch):
+    """At threaded sizes the guard runs a pool record (no bind, no Python pool call) and
+    checks what the single-threaded guard checks; any other geometry binds again."""
+    import lazyk
+    from lazyk.backend import threads
+    from lazyk.kernel import dispatch
+    from lazyk.kernel.dispatch import Dispatcher, ThreadedRun
+
+    n = 1 << 18
+    rng = np.random.default_rng(9)
+    d = Dispatcher(axpy())
+    a, b = rng.random(n), rng.random(n)
+    np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
+    run = d.threaded
+    assert isinstance(run, ThreadedRun)
+    assert run.parts == min(threads.nparts_for(n), threads.pool().nthreads)
+    binds, pool_runs = [], []
+    real_bind, real_run = dispatch.bind, threads.Pool.run
+    monkeypatch.setattr(dispatch, "bind", lambda *a, **k: binds.append(1) or real_bind(*a, **k))
+    monkeypatch.setattr(threads.Pool, "run",
+                        lambda *a, **k: pool_runs.append(1) or real_run(*a, **k))
+    for _ in range(3):
+        a, b = rng.random(n), rng.random(n)
+        got = d.fresh([a, b])
+        assert got.shape == (n,) and got.dtype == F8 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, 2 * a + b)
+        out = np.empty(n)
+        assert d(out, a, b) is out
+        np.testing.assert_array_equal(out, 2 * a + b)
+    assert binds == [] and pool_runs == [] and d.threaded is run
+    x = a.copy()
+    np.testing.assert_array_equal(d(x, x, b), 2 * a + b)  # exact alias: allowed
+    buf = rng.random(n + 1)
+    want = 2 * buf[:n] + b
+    try:
+        d(buf[1:], buf[:n], b)  # overlaps its input one element ahead: refused or right
+    except BindError:
+        pass
+    else:
+        np.testing.assert_array_equal(buf[1:], want)
+    ro = np.empty(n)
+    ro.flags.writeable = False
+    with pytest.raises(BindError, match="read-only"):
+        d(ro, a, b)
+    with pytest.raises(BindError, match="dtype"):
+        d(np.empty(n), a.astype("f4"), b)
+    raw = np.zeros(8 * n + 1, np.uint8)[1:].view(F8)
+    with pytest.raises(BindError, match="aligned"):
+        d(np.empty(n), raw, b)
+    for x, y in [(rng.random(n + 1), rng.random(n + 1)), (rng.random(2 * n)[::2], b)]:
+        assert d.fresh([x, y]) is None  # another geometry: nothing run
+        np.testing.assert_array_equal(d(np.empty(len(x)), x, y), 2 * x + y)  # binds
+    assert binds
+    # another thread count makes the record stale: `fresh` declines, a call re-plans it
+    before = threads.get_num_threads()
+    try:
+        d(np.empty(n), a, b)
+        old = d.threaded
+        lazyk.set_num_threads(1)
+        assert old.stale() and d.fresh([a, b]) is None
+        np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
+        assert d.threaded is not old and d.threaded.parts == 1
+        np.testing.assert_array_equal(d.fresh([a, b]), 2 * a + b)
+    finally:
+        lazyk.set_num_threads(before)
+    with lazyk.threads(1):  # a block's count is per thread: no record, every call binds
+        np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
+
+
+def test_dispatcher_threaded_record_from_four_threads():
+    """Threads sharing one dispatcher at threaded sizes: a record busy in one thread makes
+    another bind its own; every result is right."""
+    from lazyk.kernel.dispatch import Dispatcher
+    d = Dispatcher(axpy())
+    n = 1 << 17
+    errors = []
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        for i in range(30):
+            m = n + (t + i) % 2  # two geometries: guards get replaced under the others
+            a, b = rng.random(m), rng.random(m)
+            got = d.fresh([a, b]) if i % 3 else None
+            if got is None:
+                got = d(np.empty(m), a, b)
+            if not np.array_equal(got, 2 * a + b):
+                errors.append((t, i))
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+
+
+def test_dispatcher_call_with_never_changes_its_own_values():
+    """`call_with` runs other parameter values; a call without them runs the dispatcher's
+    own values, at small and at threaded sizes, whichever came first."""
+    from lazyk.kernel.dispatch import Dispatcher
+    from lazyk.kernel.flat import pack_params
+
+    body = (Instr("load", F8, (), 0), Instr("param", F8, (), 0), Instr("multiply", F8, (0, 1)))
+    spec = KernelSpec((F8,), (True,), body, ((2, F8),))
+    for n in (6, 1 << 18):
+        a = np.arange(float(n))
+        d = Dispatcher(spec, pack_params(spec.params, (0.5,)))
+        for v in (2.0, -7.5):
+            got = d.call_with(pack_params(spec.params, (v,)), np.empty(n), a)
+            np.testing.assert_array_equal(got, a * v)
+            np.testing.assert_array_equal(d(np.empty(n), a), a * 0.5)
+            np.testing.assert_array_equal(d.call_with(pack_params(spec.params, (v,)),
+                                                      np.empty(n), a), a * v)
+
+
 def test_dispatcher_from_eight_threads():
     from lazyk.kernel.dispatch import Dispatcher
     d = Dispatcher(axpy())

@@ -22,6 +22,10 @@ try:  # the native thread pool
     from lazyk.backend import threads as _threads
 except ImportError:  # pragma: no cover
     _threads = None
+try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
+    from lazyk.backend.outputs import empty as empty_out
+except ImportError:  # pragma: no cover
+    empty_out = np.empty
 
 
 def _layout_ok() -> bool:
@@ -68,14 +72,15 @@ class Dispatcher:
     """`d(out, *inputs)` runs `spec`: one native call when the arrays' geometry matches the last
     bind (checked natively: type, dtype, flags, shape, strides, overlap), else a full bind.
 
-    This is the repeated-call path for compiled expressions; large inputs (threaded) always
-    take the bind path, whose cost is negligible next to the work.
+    Threaded sizes get a guard too: it runs a `ThreadedRun` record on the pool, as a
+    compiled call's guard does.
     """
 
     def __init__(self, spec: KernelSpec, params: bytes = b""):
         self.spec = spec
         self.params = check_params(spec, params)
         self._g = None
+        self._gp = None  # the guard of the last `call_with` bind (kernel data of other values)
         self._nin = len(spec.inputs)  # the guard entry takes exactly this many
         self._fn = guard_fn(1 + len(spec.inputs)) if (
             GUARD_OK and len(spec.outputs) == 1) else None
@@ -93,8 +98,23 @@ class Dispatcher:
         g = self._g
         if g is None or len(inputs) != self._nin:
             return None
-        out = np.empty(g[3], g[2][0])  # (a fresh array: C order, aligned, no overlap)
+        run = g[4]
+        if run is None:
+            out = np.empty(g[3], g[2][0])  # (a fresh array: C order, aligned, no overlap)
+        elif run.stale():
+            # NOTE: checked before allocating: a second large allocation per call, one of
+            # them dropped, made glibc fault in fresh pages on every call.
+            return None
+        else:  # threaded sizes: the compiled call's allocator (large blocks are reused)
+            out = empty_out(g[3], g[2][0])
         return out if self._fn(g[0], out, *inputs) == 0 else None
+
+    @property
+    def threaded(self) -> ThreadedRun | None:
+        """The pool record the guard runs for the last bind's geometry (threaded sizes), or
+        None (no guard, or a single-threaded one)."""
+        g = self._g
+        return None if g is None else g[4]
 
     def call_with(self, params: bytes, out: Any, *inputs: Any) -> Any:
         """Execute with other parameter values (`pack_params` bytes); returns `out`.
@@ -102,8 +122,9 @@ class Dispatcher:
         The guard and kernel data of the last bind are copied with `params` written in:
         the shared ones are never written, so concurrent calls stay safe.
         """
-        g = self._g
-        if g is not None and len(inputs) == self._nin:
+        g = self._gp or self._g
+        # (a record guard's kernel data is its record's: the bind path writes other values)
+        if g is not None and g[4] is None and len(inputs) == self._nin:
             buf, ck = g[0], g[1]
             off = ck.compiled.params_offset
             kd = ctypes.create_string_buffer(
@@ -118,15 +139,34 @@ class Dispatcher:
         ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
         ck()
         arrays = (out,) + inputs
-        if (self._fn is None or ck._task is not None or ck._empty
+        if (self._fn is None or ck._empty
                 or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
             return out
-        buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets, arrays,
-                             self.spec.aligned, tuple(range(len(inputs))),
-                             may_alias=self.spec.reduce is None)
+        own = params is None or params == self.params
+        run = None
+        if ck._task is not None:
+            # NOTE: threaded sizes need the guard most: a bind there cost ~25 us of Python,
+            # and ~120 us after a kernel that streamed more than the last-level cache (every
+            # object the bind path touches then misses), against ~1 us for the guard.
+            run = record(ck) if own else None
+            if run is None:
+                return out
+            buf = abi.make_guard(run._native.record_go_address, run.address, run.offs, arrays,
+                                 self.spec.aligned, tuple(range(len(inputs))),
+                                 mode=abi.GUARD_RECORD)
+        else:
+            buf = abi.make_guard(ck.compiled.single_address, ck.address, ck.layout.offsets,
+                                 arrays, self.spec.aligned, tuple(range(len(inputs))),
+                                 may_alias=self.spec.reduce is None)
         ck._keep = ck.out = None  # the guard must not keep this call's arrays alive
         # NOTE: dtype objects are compared by identity; keep them alive with the guard
-        self._g = (buf, ck, tuple(a.dtype for a in arrays), out.shape)
+        g = (buf, ck, tuple(a.dtype for a in arrays), out.shape, run)
+        # NOTE: a guard over kernel data of other parameter values serves `call_with` only
+        # (it copies the kernel data): `d(out, ...)` then ran with the last call's values.
+        if own:
+            self._g = g
+        else:
+            self._gp = g
         return out
 
 
@@ -185,8 +225,15 @@ class ThreadedRun:
 def threaded_run(spec: KernelSpec, layout: Any, params: bytes = b"") -> ThreadedRun | None:
     """The reusable threaded record for a (spec, layout, params) run_layout has run, or None."""
     ck = prepared(spec, layout, params)
-    if (ck is None or ck._task is None or _threads is None or ck.compiled.nout != 1
-            or spec.reduce is not None or ck._empty or layout.ndim == 0
+    return None if ck is None else record(ck)
+
+
+def record(ck: BoundKernel) -> ThreadedRun | None:
+    """A reusable threaded record of bound kernel `ck` (it keeps `ck` alive), or None where
+    none fits: not threaded, a reduction, several outputs, an empty or 0-d layout, or a
+    `threads(n)` block open."""
+    if (ck._task is None or _threads is None or ck.compiled.nout != 1
+            or ck.compiled.spec.reduce is not None or ck._empty or ck.layout.ndim == 0
             or _threads.local_blocks()):  # a record's parts ignore per-thread counts
         return None
     run = ThreadedRun(ck, _threads.pool())

@@ -306,6 +306,9 @@ class _FastEntry:
                 if not self.reduce:
                     if size < self._thread_min:
                         o = np.empty(shape, self.dtype)
+                    elif consts is None and all(a.flags.aligned for a in arrays):
+                        # threaded: the bind (once) and its guard run a pool record
+                        o = runtime.empty_out(shape, self.dtype)
                 elif 0 < size < self._thread_min and len(prog.steps[0].axes) == len(shape):
                     o = np.empty((1,) * len(shape) if self.keepdims else (), self.dtype)
             elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
