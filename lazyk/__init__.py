@@ -170,7 +170,7 @@ from lazyk.runtime import compiled as _compiled
 from lazyk.runtime import device as _device
 from lazyk.runtime import explain as _explain
 from lazyk.runtime import many as _many
-from lazyk.runtime import nest_run as _nestrun
+from lazyk.runtime import nest_results as _nest_results
 from lazyk.runtime.compiled import CompiledExpr, compile
 from lazyk.runtime.device import DeviceArray  # CUDA itself loads only when a GPU array is used
 from lazyk.runtime.many import evaluate
@@ -182,7 +182,7 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
-               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nestrun.var_rows,
+               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nest_results.var_rows,
                evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
                array_function=_numpy_api.array_function)
 

@@ -80,7 +80,7 @@ def from_awkward(x: Any) -> Any:
 
 def var_rows(arr: Any) -> tuple:
     """An `N * ?n * T` array read as `?var` rows of n elements, and {dim: n}
-    (`lazyk.runtime.nest_run.var_rows`)."""
+    (`lazyk.runtime.nest_results.var_rows`)."""
     return _service("var_rows")(arr)
 
 

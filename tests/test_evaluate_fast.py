@@ -274,3 +274,20 @@ def test_scalar_parameters_from_several_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_string_memos_stay_bounded_and_results_right(monkeypatch):
+    # 12 distinct strings, each run 3 times (planned on the second call, served on the
+    # third) into memos of 4: they stay at their size and every result is NumPy's
+    from lazyk.lru import Memo
+    from lazyk.runtime import stringeval
+
+    monkeypatch.setattr(stringeval, "_FAST", Memo(4, "string programs"))
+    monkeypatch.setattr(stringeval, "_names_of", Memo(4, "string names"))
+    a, b = _rng(5).random(7), _rng(6).random(7)
+    for i in range(12):
+        for _ in range(3):
+            got = lazyk.evaluate(f"a * {i + 2} + b", local_dict={"a": a, "b": b})
+            np.testing.assert_allclose(got, a * (i + 2) + b)
+            assert got.dtype == np.float64 and got.shape == (7,)
+        assert 0 < len(stringeval._FAST) <= 4 and 0 < len(stringeval._names_of) <= 4

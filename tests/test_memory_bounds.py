@@ -140,7 +140,7 @@ def test_distinct_expressions_keep_caches_and_rss_bounded(tmp_path):
         from lazyk.frontend import exprparse
         exprparse._CACHE.size = 64  # parsed strings (4096 by default: ~1 KB each)
         from lazyk.runtime import stringeval
-        stringeval._NAMES_LIMIT = 64
+        stringeval._names_of.size = 64
         stringeval._expr_entries.size = 16  # expressions by structure (shapes included)
 
         def structure(i):

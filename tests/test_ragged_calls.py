@@ -14,6 +14,7 @@ from hypothesis import given, settings
 import lazyk
 from lazyk.arrays import memory
 from lazyk.codegen.levels import FIXED, VAR
+from lazyk.frontend.leaves import RaggedLeaf
 from lazyk.kernel import nest as nest_kernel
 from lazyk.runtime import nest_plan
 from tests import ragged_reference as R
@@ -154,3 +155,20 @@ def test_part_searches_in_numpy_are_the_bisection(monkeypatch, threads):
             def plain(r, rl=rl, upto=upto):
                 return nest_plan.positions(r, list(rl), [n, 0][:len(rl)], {1: off}, upto)[-1]
             assert nest_kernel.split(n, fast(n), fast) == nest_kernel.split(n, plain(n), plain)
+
+
+def test_plans_kept_on_an_operand_stay_bounded():
+    # one array against 12 partners: its operand keeps the last plans only (a Memo of 8)
+    rng = np.random.default_rng(3)
+    outer = np.concatenate([[0], np.cumsum(rng.integers(0, 5, 30))])
+    x = rng.random(int(outer[-1]))
+    a = lazyk.from_offsets(outer, x)
+    partners = []
+    for _ in range(12):
+        y = rng.random(len(x))
+        partners.append(lazyk.from_offsets(outer.copy(), y))  # kept: ids stay distinct
+        got = (a * partners[-1]).sum(axis=-1).eval()
+        want = [float((x * y)[lo:hi].sum()) for lo, hi in zip(outer[:-1], outer[1:])]
+        assert np.allclose(got.to_list(), want)
+    plans = nest_plan.nest_operand(RaggedLeaf(a, False)).plans
+    assert 0 < len(plans) <= plans.size == 8

@@ -1,6 +1,6 @@
-"""The loop nest's per-structure plan cache (`nest_run._prepared`): a second call of the same
-expression over arrays of the same types is served from it, a different structure is not,
-and a cached plan gives the right answer over every layout of those types (sizes, sliced
+"""The loop nest's per-structure plan cache (`nest_structure.prepared_plan`): a second call of
+the same expression over arrays of the same types is served from it, a different structure is
+not, and a cached plan gives the right answer over every layout of those types (sizes, sliced
 and stepping views, offsets not from 0, int32 offsets, index pairs, missing values and
 rows). A last-axis sum over `N * var * var` rows shares the input's int64 offsets."""
 from __future__ import annotations
@@ -55,9 +55,9 @@ def _check(x, skipna=False):
 
 
 def test_second_call_is_a_plan_hit_and_another_structure_misses(monkeypatch):
-    from lazyk.runtime import nest_run
+    from lazyk.runtime import nest_structure
 
-    nest_run.plans.clear()  # (plans other tests made)
+    nest_structure.plans.clear()  # (plans other tests made)
     outer, inner, x = _var_var()
     a = lazyk.from_offsets(outer, lazyk.from_offsets(inner, x))
     _check(a)
@@ -143,10 +143,10 @@ def test_the_result_shares_the_outer_offsets():
 def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    from lazyk.runtime import nest_run
+    from lazyk.runtime import nest_structure
 
-    monkeypatch.setattr(nest_run.plans, "size", 3)
-    monkeypatch.setattr(nest_run.structures, "size", 3)
+    monkeypatch.setattr(nest_structure.plans, "size", 3)
+    monkeypatch.setattr(nest_structure.structures, "size", 3)
     outer, inner, x = _var_var(seed=7)
     arrays = [lazyk.from_offsets(outer, lazyk.from_offsets(inner, x.astype(dt)))
               for dt in (np.float64, np.float32, np.int64, np.int32, np.int16)]
@@ -158,7 +158,7 @@ def test_plans_are_bounded_and_shared_between_threads(monkeypatch):
     with ThreadPoolExecutor(4) as pool:
         for i, got in pool.map(work, range(40)):
             assert got == want[i % len(arrays)]
-    assert len(nest_run.plans) <= 3 and len(nest_run.structures) <= 3
+    assert len(nest_structure.plans) <= 3 and len(nest_structure.structures) <= 3
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64])

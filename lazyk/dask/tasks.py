@@ -25,6 +25,7 @@ from lazyk.frontend.graph import (
     rewrite,
     toposort,
 )
+from lazyk.lru import Memo
 
 
 def reshaped(node: Node, srcs: tuple) -> Node:
@@ -65,7 +66,8 @@ class Task:
 
     def __init__(self, root: Node, numpy: bool, rows: bool = True):
         self.root, self.numpy, self.rows = root, numpy, rows
-        self._graphs: dict = {}  # leaf shapes and dtypes -> the graph at those shapes
+        # leaf shapes and dtypes -> the graph rebuilt at those shapes
+        self._graphs = Memo(64, "task graphs")
 
     def __call__(self, *values: Any) -> Any:
         start, stop = span_of(values)
@@ -87,9 +89,7 @@ class Task:
                 nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
                 root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
                                else reshaped(n, s))
-                if len(self._graphs) > 64:
-                    self._graphs.clear()
-                self._graphs[key] = root
+                self._graphs.put(key, root)
             env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
         else:  # constants: their own nodes
             env = {}

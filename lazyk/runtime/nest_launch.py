@@ -31,7 +31,8 @@ from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import MIN_PART, nest_stats, status_error
 from lazyk.runtime.nest_plan import nest_operand, nest_plan, nest_words, offsets_rows
-from lazyk.runtime.nest_run import nest_reduced, nest_result, prepared_plan
+from lazyk.runtime.nest_results import nest_reduced, nest_result
+from lazyk.runtime.nest_structure import prepared_plan
 from lazyk.runtime.ragged_rules import RECORDERS, selects
 from lazyk.types import Option
 

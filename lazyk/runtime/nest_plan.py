@@ -36,6 +36,7 @@ from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
 from lazyk.kernel import nest as nest_kernel
 from lazyk.kernel.nest import split as nest_split
+from lazyk.lru import Memo
 from lazyk.runtime.rows import check_extent
 from lazyk.types import FixedDim, Option, Scalar, VarDim
 
@@ -204,16 +205,16 @@ def nest_plan(ops_, taken=None):
     Kept on the first operand for these operands (the operands of an Array are reused:
     `nest_operand`), so a repeated call over the same arrays plans once."""
     first, rest = ops_[0], ops_[1:]
-    plans = first.__dict__.setdefault("plans", {})
+    plans = first.__dict__.get("plans")
+    if plans is None:
+        plans = first.plans = Memo(8, "nest plans of an operand")
     taken = tuple(taken) if taken else (None,) * len(ops_)
     key = (tuple(map(id, rest)), taken)
     got = plans.get(key)
     if got is not None and all(w() is o for w, o in zip(got[0], rest)):
         return got[1], list(got[2]), list(got[3])
     levels, sizes, kinds = _nest_plan(ops_, taken)
-    if len(plans) >= 8:
-        plans.clear()
-    plans[key] = (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds))
+    plans.put(key, (tuple(weakref.ref(o) for o in rest), levels, tuple(sizes), tuple(kinds)))
     return levels, sizes, kinds
 
 

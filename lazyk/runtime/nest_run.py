@@ -4,29 +4,30 @@
 `{begin, size}` elements read in place for the string operations), missing rows (`?var`)
 at any level; elementwise work with the seed broadcasting rules (`where` too) and
 reductions over any axis or tuple of axes, in one pass (with missing rows: one axis,
-every axis, or several axes below every `?var` dim; `lazyk.runtime.nest_steps` runs the others it
-takes in two). Rows (of stepping views too) are read
-in place from the arrmeta (every byte it lets the kernel address is checked inside its
-memory block first) and checked and paired inside the kernel; leaves in another numeric
-dtype than the body's are converted where loaded; ragged results are written by the kernel
-after a pass that counts their row lengths (none where the result has an operand's offsets;
-a last-axis reduction of `N * var * var` rows that follow each other runs over the inner
-rows as `M * var`, `nest_plan.flat_rows`). What `nest_run` decides from the structure alone
-is cached per structure (`_prepared`). The forms that run in two steps and the
-entry, `evaluate_nest`, are in `lazyk.runtime.nest_steps`; the bound call (`lazyk.runtime.ragged_bind`) plans
-its fill pass here (`plan_fill`). `nest_run` returns None where the nest does not take the
-form; the caller names the types and the operation in a NotSupportedError."""
+every axis, or several axes below every `?var` dim; `lazyk.runtime.nest_steps` runs the
+others it takes in two). Rows (of stepping views too) are read in place from the arrmeta
+(every byte it lets the kernel address is checked inside its memory block first) and
+checked and paired inside the kernel; leaves in another numeric dtype than the body's are
+converted where loaded; ragged results are written by the kernel after a pass that counts
+their row lengths (none where the result has an operand's offsets; a last-axis reduction
+of `N * var * var` rows that follow each other runs over the inner rows as `M * var`,
+`nest_plan.flat_rows`).
+
+This module runs the passes (count, check, fill) and plans the bound call's fill pass
+(`plan_fill`, for `lazyk.runtime.ragged_bind`). What the nest decides from the structure
+alone is `lazyk.runtime.nest_structure` (cached per structure); the result arrays are built
+by `lazyk.runtime.nest_results`; reductions over every axis run in
+`lazyk.runtime.nest_totals`. The forms that run in two steps and the entry,
+`evaluate_nest`, are in `lazyk.runtime.nest_steps`. `nest_run` returns None where the nest
+does not take the form; the caller names the types and the operation in a
+NotSupportedError."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from lazyk.arrays import arrmeta as M
-from lazyk.arrays.array import Array, array, masked
-from lazyk.arrays.buffers import offsets_array, regular
-from lazyk.arrays.columns import columns
-from lazyk.arrays.memory import MemoryBlock, foreign
+from lazyk.arrays.buffers import offsets_array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.levels import (
     FIXED,
@@ -36,45 +37,31 @@ from lazyk.codegen.levels import (
     Fill,
     FixedDimData,
     Fold,
-    Keep,
     Map,
     Mark,
-    Pick,
     Reduce,
-    Scan,
     Total,
 )
-from lazyk.codegen.nest import inputs_of
-from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
-from lazyk.frontend import ops
+from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.expr import leaf_data
-from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, arg_key, toposort
-from lazyk.frontend.ops import ARG_REDUCTIONS
+from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, toposort
 from lazyk.frontend.spec import format_spec
-from lazyk.kernel.nest import kernel_for, nest_kernel, nest_stats
-from lazyk.kernel.nest import split as nest_split
-from lazyk.lru import LRU
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
     flat_items,
     flat_rows,
-    index_weight,
     nest_operand,
     nest_parts,
     nest_plan,
     nest_words,
     offsets_rows,
-    one_part,
     positions,
 )
-from lazyk.runtime.ragged_rules import (
-    RECORDERS,
-    branch_masks,
-    fused_step,
-    seed,
-)
-from lazyk.types import FixedDim, Option, VarDim
+from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result
+from lazyk.runtime.nest_structure import prepared_plan
+from lazyk.runtime.nest_totals import all_parts, all_total, nest_all
+from lazyk.runtime.ragged_rules import RECORDERS, branch_masks
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -101,7 +88,7 @@ class NestFill:
         and flag bytes: the rules `evaluate_nest` applies. A reduction over every axis
         combines its parts' partial results (`count`: the elements they folded)."""
         if isinstance(self.mode, Total):
-            values, mask = _all_total(values, flags, count, self.reduce_arg, self.mean,
+            values, mask = all_total(values, flags, count, self.reduce_arg, self.mean,
                                       self.option or self.qrows, self.skipna)
             return values.astype(self.dtype, copy=False), mask
         if self.reduce_arg is None:
@@ -210,7 +197,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         items = flat_items(ops_, levels, kinds, sizes)
         if items is not None:  # one loop over the items of rows of one offsets array
             return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
-    prep = _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
+    prep = prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
                      bool(flat), scan, picks)
     if prep is None:
         return None
@@ -222,7 +209,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         return None
     if isinstance(mode, Total) and plan:  # partial results per part, combined by `NestFill.finish`
         words, _ = nest_words(levels, sizes, sel, sel_kinds)
-        parts = _all_parts(levels, sizes, sel, sel_kinds)
+        parts = all_parts(levels, sizes, sel, sel_kinds)
         return NestFill(
             kern=prep.kernel(Fill()), parts=parts, words=words, consts=step.consts,
             labels=labels, leaves=leaves,
@@ -232,8 +219,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
             offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
     if isinstance(mode, Total):
-        return _nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
-                         leaves, reduce_arg, red_node, bool(qlev), mode, prep.optional)
+        return nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
+                        leaves, reduce_arg, red_node, bool(qlev), mode, prep.optional)
     # the result's levels (their level numbers in the nest), their kinds and sizes; a level
     # keeping elements has var rows in the result (their lengths counted)
     res = list(range(nlev)) if isinstance(mode, Map) else list(range(nlev - 1)) if \
@@ -401,324 +388,6 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     return got
 
 
-class _Prep:
-    """What `nest_run` decides from the structure alone (`_prepared`)."""
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
-    def kernel(self, npass, where_masks: bool = False):
-        """The nest kernel of this plan for pass `npass` (looked up by its ready key: a
-        cleared kernel cache compiles again)."""
-        return kernel_for(self.kkey + (npass, self.skipna, bool(self.step.mean),
-                                       bool(where_masks)))
-
-
-plans = LRU(256, "nest plans")  # structure -> `_Prep` (or _NO_PLAN)
-_NO_PLAN = object()
-# graph -> its `_structure` (the nodes are held here, so their ids stay theirs)
-structures = LRU(256, "nest structures")
-
-
-def _structure(root, red_node, reduce_arg, names) -> tuple:
-    """The graph as the plan sees it: ops, dtypes, ranks, edges, args; inputs by their
-    position in `names` (never their names or sizes: the step runs over the row space)."""
-    order = toposort(root)
-    at = {id(n): i for i, n in enumerate(order)}
-    pos = {n: i for i, n in enumerate(names)}
-    key = tuple((n.op, n.dtype, len(n.shape), tuple(at[id(s)] for s in n.srcs),
-                 pos.get(n.arg, -1) if n.op == "input" else arg_key(n.arg)) for n in order)
-    if reduce_arg is None:
-        return key
-    return key + ((red_node.op, red_node.dtype, len(red_node.shape), arg_key(reduce_arg)),)
-
-
-def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds):
-    """The structural plan `nest_run` makes for one nest over these operands (no where()
-    masks, no flattened rows), or None where the nest does not take the form: its `mode`,
-    `step`, `labels`, `sel_kinds`, `maskd`, `qlev`, `declined` and `kernel(npass)`."""
-    return _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, False, False)
-
-
-def _prepared(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-              scan=None, picks=None):
-    """The structural plan of `nest_run` (mode, fused step, spec, operand selection, missing
-    row levels), or None where the nest does not take the form. Cached per structure (the
-    graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
-    options), never per data: a hit skips the canonical form, the fused step planning and
-    the kernel key building; sizes, addresses and rows are read on every call."""
-    # interned nodes: the same graph is one object
-    graph = (root, red_node, reduce_arg is None, tuple(names))
-    shape = structures.get_or_build(graph, lambda: _structure(root, red_node, reduce_arg,
-                                                              names))
-    if picks is not None:  # the level values' graphs, where they act, whom they take
-        shape = (shape, picks.keep, tuple(_structure(r, r, None, names) for r in picks.roots),
-                 tuple((names.index(n), k, i) for n, k, i in picks.taken))
-    key = (shape, flat, bool(where_masks), levels, tuple(kinds),
-           tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_), scan)
-    got = plans.get(key)
-    if got is not None:
-        nest_stats["plan_hits"] += 1
-        return None if got is _NO_PLAN else got
-    got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-                scan, picks)
-    plans.put(key, _NO_PLAN if got is None else got)
-    nest_stats["plans"] += 1
-    return got
-
-
-def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-          scan=None, picks=None):
-    """`_prepared` without the cache."""
-    nlev = len(levels)
-    mode = (Scan(combine=scan) if scan else Map()) if reduce_arg is None else Reduce()
-    axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and nlev > 1:
-        mode = Total()  # every axis: one partial fold per thread
-    elif isinstance(mode, Reduce) and axes != (nlev - 1,):
-        # any other axes: each result element folds its group (every element of the
-        # folded levels; rows of the kept levels below the first one fold element by
-        # element, rows of length 1 stretching)
-        mode = Fold(axes)
-    if picks is not None and (isinstance(mode, Fold) or where_masks or picks.keep == 0):
-        return None  # (a fold's group walk reads no positions; level 0 is no counted row)
-    node = root if reduce_arg is None else red_node.replace(srcs=(root,))
-    got = fused_step(node, dict(zip(names, range(len(names)))), reduce=not isinstance(mode, Map),
-                     int_mean=True, extra=picks.roots if picks is not None else ())
-    if got is None:
-        return None
-    step, by_name = got
-    if picks is not None and picks.keep is not None:  # (the array's inputs: `step.inputs`)
-        mode = replace(mode, keep=Keep(picks.keep, 1, tuple(
-            j for j, n in enumerate(step.inputs) if names[by_name[n]] in picks.array)))
-    spec = step.spec
-    arg = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS
-    acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])  # (positions)
-    sel = [ops_[by_name[n]] for n in step.inputs]
-    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
-    labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
-    # leaves stored in another dtype than the body computes in are converted where loaded
-    spec = replace(spec, inputs=tuple(o.dtype for o in sel),
-                   aligned=tuple(bool(o.aligned) for o in sel))
-    maskd = tuple(o.mask_offset is not None for o in sel)
-    # ?var levels: missing rows at any level; a missing row folded along a middle axis
-    # makes the result row below it missing (a var one; a fixed one, `?n`, and folds over
-    # several axes at or above them: `nest_steps._rows_first`, their group walk does not track
-    # missing rows)
-    qlev = {k for kd in sel_kinds for k in range(nlev) if kd[k].missing}
-    # against a fixed dim of n: `?n` rows (elementwise work and last-axis reductions;
-    # rows of `?0` have no room for their present byte)
-    qfix = frozenset(k for k in qlev if levels[k] is FIXED)
-    # folds over `?n` rows: `nest_steps._rows_first` (after the check of `?0` rows)
-    declined = bool(qfix and not isinstance(mode, (Map, Reduce))) or bool(
-        qlev and len(axes) > 1 and isinstance(mode, Fold) and max(qlev) >= axes[0]) or bool(
-        qlev and ((isinstance(mode, Total) and 0 in qlev) or
-                  (isinstance(mode, Fold) and axes[0] in qlev and levels[axes[0] + 1] is not VAR)))
-    # a fold over a middle level walks each group with its own row reads: tuple levels
-    # (combinations, cartesian) at or below it run the elementwise part first
-    tuples = {k for kd in sel_kinds for k in range(nlev) if isinstance(kd[k], Pick)}
-    declined = declined or bool(isinstance(mode, Fold) and tuples and max(tuples) >= axes[0])
-    # where() over missing rows: a row is missing where an element takes a branch's
-    # missing row; the last count pass marks those rows ("mark"), then they are pruned
-    wq = bool(where_masks and qlev)
-    skipna = bool(reduce_arg is not None and len(reduce_arg) > 3 and reduce_arg[3])
-    if picks is not None:
-        # a missing mask element or position above the last level: a missing row (`?var`)
-        # of the result below it (a var level: a fixed one would be `?n` rows); `?n` rows
-        # take no positions
-        lv = {1 + i: k for _, k, i in picks.taken}
-        if picks.keep is not None:
-            lv[1] = picks.keep
-        lost = {k + 1 for out, k in lv.items()
-                if k < nlev - 1 and any(maskd[j] for j in inputs_of(spec, out))}
-        declined = declined or bool(qfix) or any(levels[k] is not VAR for k in lost)
-        qlev = qlev | lost
-    # missing values (`?T`) in the result: where an input the value reads may be missing,
-    # or a mask element or position of the last level (those above it: missing rows)
-    value_option = any(maskd[j] for j in inputs_of(spec, 0)) or picks is not None and any(
-        maskd[j] for out, k in lv.items() if k == nlev - 1 for j in inputs_of(spec, out))
-    # an arg-reduction has no position for an empty row: a missing result where rows can be
-    # empty or values missing (NumPy's fixed dims: an empty one raises ValueError)
-    optional = arg and (VAR in levels or any(maskd) or bool(qlev) or picks is not None and
-                        picks.keep is not None)
-    return _Prep(mode=mode, axes=axes, step=step, spec=spec, acc=acc, labels=tuple(labels),
-                 sel_kinds=tuple(sel_kinds), maskd=maskd, qlev=frozenset(qlev), qfix=qfix,
-                 wq=wq, skipna=skipna, declined=declined, optional=optional,
-                 value_option=value_option,
-                 kkey=(spec, tuple(levels), tuple(tuple(k) for k in sel_kinds), maskd, mode))
-
-
-def fixed_rows(result, present: dict):
-    """`result` with the rows of result level p missing where `present[p]` is 0 (rows in
-    nest order: every row of a level counted, also under a missing fixed row): `?n` dims,
-    at any number of levels, over any dims. Laid out with NumPy, no Python per row: rows
-    over fixed dims and values get the values then one shadow for the rows' present
-    bytes (`_option_rows`); others a copy of their index block with that shadow after it
-    (`_option_fixed`)."""
-    if not present:
-        return result
-    top = isinstance(result.type, FixedDim)
-    tree = columns(result if top else result[None])
-    marks = {p + (not top): np.asarray(v) != 0 for p, v in present.items()}
-
-    if 0 in marks:  # the whole result is one row
-        got = tree_array(("regular", result.type.size, tree), 1, None, marks, 0) if top \
-            else None
-        got = None if got is None else got[0]
-    else:
-        got = tree_array(tree, result.type.size if top else 1, None if top else (), marks)
-    if got is None:
-        raise NotSupportedError(f"missing rows against a fixed dim (`?n` rows) in a result "
-                                f"of type {result.type}: its layout has no room for them")
-    return got
-
-
-def var_rows(arr) -> tuple:
-    """`arr` (`N * ?n * T`: missing rows against a fixed dim) with each `?n` dim as a
-    `?var` dim whose rows all have n elements (offsets 0, n, 2n, ...; a missing row keeps
-    its n slots, which nothing reads), and {dim: n}: the nest reads that, with a fixed n
-    to pair (`lazyk.frontend.expr`). (arr, {}) for an array without `?n` dims. The values stay in
-    place; only the offsets are new (NumPy, no Python per row)."""
-    sizes, t, j = {}, arr.type, 0
-    while isinstance(t, (FixedDim, VarDim, Option)):
-        if isinstance(t, Option):
-            t = t.elem
-            if not isinstance(t, (FixedDim, VarDim)):
-                break
-            if isinstance(t, FixedDim):
-                sizes[j] = t.size
-        t, j = t.elem, j + 1
-    if not sizes:
-        return arr, {}
-    if 0 in sizes or 1 in sizes.values():  # (a fixed 1 would stretch against var rows)
-        raise NotSupportedError(f"expressions over {arr.type}: missing rows against a "
-                                "fixed dim of 1 (`?1`), or an outermost `?n` dim")
-    top = isinstance(arr.type, FixedDim)
-    levels = {d + (not top) for d in sizes}
-
-    def walk(node, count, level):
-        kind = node[0]
-        if kind == "numpy":
-            return node
-        if kind == "option" and node[2][0] == "numpy":
-            return node
-        if kind == "option":
-            return ("option", node[1], walk(node[2], count, level))
-        if kind == "regular":
-            n = node[1]
-            inner = walk(node[2], count * n, level + 1)
-            if level in levels:
-                return ("list", np.arange(count + 1, dtype=np.int64) * n, inner)
-            return ("regular", n, inner)
-        return ("list", node[1], walk(node[2], int(node[1][-1]), level + 1))
-    count = arr.type.size if top else 1
-    got = tree_array(walk(columns(arr if top else arr[None]), count, 1), count,
-                     None if top else ())
-    if got is None:
-        raise NotSupportedError(f"expressions over {arr.type}: its layout of missing rows "
-                                "against a fixed dim")
-    return got, sizes
-
-
-def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
-    """The lazyk Array of a columns node describing `count` elements (`outer`: the fixed
-    dims of an outermost var dim, as `offsets_array`), with the rows at the levels of
-    `marks` missing where it is False (`?n`); None for a form it does not build."""
-    marks = marks or {}
-    kind = node[0]
-    if level in marks:
-        if kind != "regular":
-            return None
-        got = _option_rows(node, marks[level])
-        if got is None:
-            inner = tree_array(node[2], count * node[1], None, marks, level + 1)
-            got = None if inner is None else _option_fixed(inner, count, node[1],
-                                                           marks[level])
-        return got
-    if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
-        return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
-    if kind == "regular":
-        got = tree_array(node[2], count * node[1], None, marks, level + 1)
-        return None if got is None else rows_of(got, count, node[1])
-    if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
-        return None
-    valid = node[1] if kind == "option" else None
-    off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
-    got = tree_array(child, int(off[-1]), None, marks, level + 1)
-    return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
-
-
-def rows_of(inner, count: int, n: int):
-    """`count * n * X` over `inner` (`count * n` elements of X; `regular`, which cannot
-    tell the count when n is 0)."""
-    if n:
-        return regular(inner, n)
-    owner = inner.owner if isinstance(inner.owner, MemoryBlock) else inner.to_numpy()
-    return Array.from_parts(FixedDim(count, FixedDim(0, inner.type.elem)),
-                            (count, 0, 0, inner.meta[1]) + tuple(inner.meta[2:]), inner.ptr,
-                            owner)
-
-
-def _option_fixed(inner, rows: int, n: int, valid):
-    """`rows * ?n * Y` from `inner` (`rows * n` elements of Y, a leading fixed dim) and
-    each row's present flag: the block `inner` addresses copied, then a shadow where row
-    i's present byte sits at the row's address + mask_offset (a `?0` row takes one
-    alignment unit, so each row has an address of its own)."""
-    owner = inner.owner
-    if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
-        owner = foreign(owner)  # NumPy values: the bytes `inner` addresses lie in it
-    if not isinstance(owner, MemoryBlock):
-        return None
-    elem = FixedDim(n, inner.type.elem)
-    step = n * inner.meta[1] if n else Option(elem).itemsize
-    base = inner.ptr - owner.address
-    at = -(-max(owner.size, base + rows * step) // 8) * 8
-    block = MemoryBlock(at + rows * step, keep=[owner])
-    block.buffer[:owner.size] = owner.buffer[:owner.size]
-    if rows * step:
-        block.buffer[at:].reshape(rows, step)[:, 0] = valid
-    meta = (rows, step, at - base, n, inner.meta[1]) + tuple(inner.meta[2:])
-    return Array.from_parts(FixedDim(rows, Option(elem)), meta, block.address + base, block)
-
-
-def _option_rows(node, valid):
-    """`L * ?n * X` from a columns node of `L * n * X` (X fixed dims over values) and each
-    row's present flag, or None for other forms."""
-    if node[0] != "regular":
-        return None
-    shape, x = [node[1]], node[2]
-    while x[0] == "regular":
-        shape.append(x[1])
-        x = x[2]
-    mask = None
-    if x[0] == "option":
-        mask, x = x[1], x[2]
-    if x[0] != "numpy" or not shape[0] or not len(valid):
-        return None
-    values = np.ascontiguousarray(x[1])
-    rows = len(valid)
-    if values.size != rows * int(np.prod(shape)):
-        return None
-    size = values.nbytes
-    block = MemoryBlock((2 + (mask is not None)) * size)
-    block.buffer[:size] = values.view(np.uint8)
-    item = values.dtype.itemsize
-    rowbytes = size // rows if rows else item * int(np.prod(shape))
-    block.buffer[size:2 * size].reshape(-1)[np.arange(rows) * rowbytes] = valid
-    elem = M.type_from_numpy(values.dtype)
-    meta = []
-    if mask is not None:
-        block.buffer[2 * size:].reshape(-1, item)[:, 0] = mask
-        elem, meta = Option(elem), [2 * size]
-    step = item
-    for n in reversed(shape):
-        meta[:0] = [n, step]
-        elem = FixedDim(n, elem)
-        step *= n
-    t = FixedDim(rows, Option(elem))
-    return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
-
-
 def _recounter(passes, consts, labels, keep, counted, res, rvar, shape, lay):
     """`NestFill.recount` of where() over missing rows: the count passes bind ran (their
     kernels, parts and kernel data) run again on fresh lengths; the result's (offsets,
@@ -769,71 +438,6 @@ def _pruned(raw, rl, rs, rvar, qres):
     return offsets, validity
 
 
-def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
-    """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
-    op = reduce_arg[0]
-    if op in ARG_REDUCTIONS:  # a position where something was folded (flag bit 0)
-        valid = (flags & 1).view(bool)
-        if any_mask:
-            return out, valid
-        if not valid.all():  # fixed dims only: NumPy's error
-            where = "array" if whole else f"row {int(np.argmin(valid))}"
-            raise ValueError(f"attempt to get {op} of an empty sequence ({where})")
-        return out, None
-    extremum = op in ("min", "max")
-    seeded = extremum and len(reduce_arg) > 4
-    if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
-        return out, None  # a sum over plain values: every row has one (no pass over flags)
-    valid = (flags & 1).view(bool)  # (0 / 1 bytes: one pass, no copy to bool)
-    int_mean = op == "mean" and out.dtype.kind in "iu"
-    nonempty = (flags & 2) != 0 if seeded or int_mean else None
-    values = out
-    if seeded:
-        values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
-    if not any_mask:
-        if extremum and not valid.all():
-            where = "array" if whole else f"row {int(np.argmin(valid))}"
-            raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
-        if int_mean and not nonempty.all():
-            where = "array" if whole else f"row {int(np.argmin(nonempty))}"
-            raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
-                             "integer has no NaN")
-        return values, None
-    if skipna:
-        return values, (valid if (extremum and not seeded) or op == "mean" else None)
-    return values, valid
-
-
-def nest_result(values, mask, dims, offsets, xs, validity=None):
-    """The lazyk Array of a nest's result: fixed dims, var dims over their offsets (`?var`
-    where `validity` has the level's present rows)."""
-    var_at = [k for k, d in enumerate(dims) if d is VAR]
-    if not var_at:
-        shape = tuple(int(d) for d in dims)
-        values = np.asarray(values, order="C").reshape(shape)
-        return array(values) if mask is None else \
-            masked(values, mask.reshape(shape))
-    d = var_at[-1]
-    tail = tuple(int(n) for n in dims[d + 1:])
-    shape = (xs[d] if d < len(xs) else len(values),) + tail
-    values = values.reshape(shape)
-    cur = array(np.ascontiguousarray(values)) if mask is None else \
-        masked(values, mask.reshape(shape))
-    for k in range(d, -1, -1):
-        if dims[k] is VAR:
-            outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])
-            cur = offsets_array(offsets[k], cur, (validity or {}).get(k), outer=outer,
-                                check=False)
-        elif k > var_at[0] and dims[k]:
-            cur = regular(cur, int(dims[k]))
-        elif k > var_at[0]:  # `m * 0 * X`: m (the elements of the level above) from xs
-            t = FixedDim(xs[k - 1], FixedDim(0, cur.type.elem))
-            owner = cur.owner if isinstance(cur.owner, MemoryBlock) else cur.to_numpy()
-            cur = Array.from_parts(t, (xs[k - 1], 0, 0, cur.meta[1]) + tuple(cur.meta[2:]),
-                                   cur.ptr, owner)
-    return cur
-
-
 def explain_nests(nests) -> str:
     """explain() text of the loop-nest kernels that ran: levels, operands, IR, assembly."""
     many = "" if len(nests) < 2 else "; a part computed first (a keepdims reduction, say) " \
@@ -851,62 +455,3 @@ def explain_nests(nests) -> str:
         out.append(f"== LLVM IR\n{kern.ir}")
         out.append(f"== assembly\n{kern.jit.asm}")
     return "\n".join(out)
-
-
-
-def _nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leaves,
-              reduce_arg, red_node, qrows=False, mode=Total(), optional=False):
-    """A reduction over every axis: each part folds its level-0 rows into one partial
-    result; the partials combine here (the reference's rules for the total). `qrows`:
-    missing rows (`?var`), skipped under skipna, else the result is missing. An
-    arg-reduction runs one part (its position counts every value before it)."""
-    words, _ = nest_words(levels, sizes, sel, kinds)
-    arg = reduce_arg[0] in ARG_REDUCTIONS
-    n0 = sizes[0] if levels[0] is FIXED else 1
-    parts = [(0, n0, 0, {})] if arg else _all_parts(levels, sizes, sel, kinds)
-    acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])
-    out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
-    words[3], words[4] = out.ctypes.data, flags.ctypes.data
-    kern = nest_kernel(spec, levels, kinds, maskd, mode, Fill(), skipna, step.mean)
-    statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
-    for rec in RECORDERS:
-        rec.append(("nest", kern, len(parts)))
-    count = sum(int(st[6]) for st in statuses)
-    if arg:  # the one part's position; none when nothing was folded
-        values, mask = nest_reduced(out, np.array([int(count > 0)], np.uint8), reduce_arg,
-                                     optional, skipna, whole=True)
-        dims = [1] * len(levels) if reduce_arg[2] else []
-        return nest_result(values, mask, dims, {}, [])
-    values, mask = _all_total(out, flags, count, reduce_arg, step.mean, any(maskd) or qrows,
-                              skipna)
-    dims = [1] * len(levels) if reduce_arg[2] else []
-    return nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
-
-
-def _all_parts(levels, sizes, sel, kinds) -> list:
-    """Parts of a reduction over every axis: level-0 rows split by content, part t
-    writing partial result t."""
-    n0 = sizes[0] if levels[0] is FIXED else 1
-    bounds = [0, n0]
-    if levels[0] is FIXED and not one_part(sel, kinds, n0):
-        before = index_weight(sel, kinds, n0)
-        if before is not None:
-            bounds = nest_split(n0, before(n0), before)
-    return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-
-
-def _all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipna: bool):
-    """(value, present mask or None) of a reduction over every axis from the parts'
-    partial results, flag bytes and element count (the reference's rules for the total)."""
-    op, acc = reduce_arg[0], out.dtype
-    bad, seen = bool((flags & 1).any()), bool((flags & 2).any())
-    with np.errstate(all="ignore"):
-        value = ops.get(op).combine_ufunc().reduce(out).astype(acc)
-        valid = not bad if anym and not skipna else True
-        if op in ("min", "max") or (mean and (skipna or anym)):
-            valid = valid and count > 0
-        if mean:  # as NumPy: in float64, truncated back for an integer dtype
-            value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)
-    return nest_reduced(np.array([value], acc),
-                         np.array([int(valid) | (int(seen) << 1)], np.uint8),
-                         reduce_arg, anym, skipna, whole=True)

@@ -51,7 +51,8 @@ from lazyk.frontend.leaves import RaggedLeaf, is_ragged
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.nest_run import Picks, nest_run, tree_array
+from lazyk.runtime.nest_results import tree_array
+from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)

@@ -6,7 +6,7 @@ a fixed dim, `?0` too) and a missing row folded along its own axis above fixed d
 elementwise part first (`_rows_first`); so do folds over missing rows at several levels
 (`var * ?var * ?var * T`, `?var` with `?n`), each missing row filled at once
 (`_filled_first`); their results are rebuilt with NumPy over offsets
-and present flags (`_rebuild`, `nest_run.fixed_rows`), never per row in Python. where()
+and present flags (`_rebuild`, `nest_results.fixed_rows`), never per row in Python. where()
 operands that combine a missing row with other rows are computed first (`_parts_first`).
 What the nest does not take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
@@ -24,7 +24,8 @@ from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime.nest_plan import positions
-from lazyk.runtime.nest_run import fixed_rows, nest_result, nest_run, rows_of, tree_array
+from lazyk.runtime.nest_results import fixed_rows, nest_result, rows_of, tree_array
+from lazyk.runtime.nest_run import nest_run
 from lazyk.runtime.nest_select import evaluate_picks, has_picks
 from lazyk.runtime.ragged_rules import (
     branch_masks,

@@ -41,7 +41,7 @@ from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
-from lazyk.runtime.nest_run import tree_array
+from lazyk.runtime.nest_results import tree_array
 from lazyk.runtime.nest_select import rows_memo, rows_memo_dict
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects

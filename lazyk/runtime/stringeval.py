@@ -36,7 +36,7 @@ from lazyk.frontend.graph import (
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.kernel.dispatch import Dispatcher
-from lazyk.lru import LRU
+from lazyk.lru import LRU, Memo
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.launch import (
     canonical,
@@ -104,8 +104,9 @@ def re_evaluate(local_dict: dict | None = None, global_dict: dict | None = None,
 # ---------------------------------------------------------------- repeated evaluate(string)
 _last = threading.local()
 _MISS, _SEEN = object(), object()
-_FAST: dict = {}
-_FAST_LIMIT = 1024
+# (text, operand kinds, out dtype, order, casting) -> planned program (`_SEEN` after a
+# first call; None: not plannable)
+_FAST = Memo(1024, "string programs")
 _NUMERIC = frozenset("biufc")
 
 
@@ -177,9 +178,7 @@ def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order
     """The result of `evaluate(text)` from the cache of planned programs, or `_MISS`."""
     nm = _names_of.get(text)
     if nm is None:
-        if len(_names_of) >= _NAMES_LIMIT:
-            _names_of.clear()
-        nm = _names_of[text] = names(text)  # parses (syntax errors raise as before)
+        nm = _names_of.put(text, names(text))  # parses (syntax errors raise as before)
     values = []
     sig = []
     for n in nm:
@@ -216,10 +215,8 @@ def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order
     if entry is _MISS or entry is _SEEN:
         # Planned on the second call (a one-off string costs what it did), which itself
         # still runs the general path.
-        if len(_FAST) >= _FAST_LIMIT:
-            _FAST.clear()
-        _FAST[key] = _SEEN if entry is _MISS else _plan_fast(text, nm, values, sig, out,
-                                                               order)
+        _FAST.put(key, _SEEN if entry is _MISS else
+                  _plan_fast(text, nm, values, sig, out, order))
         return _MISS
     if entry is None:
         return _MISS
@@ -402,8 +399,7 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
     return _FastEntry(pa, inputs, recipe, exps)
 
 
-_names_of: dict = {}
-_NAMES_LIMIT = 4096
+_names_of = Memo(4096, "string names")  # text -> the names it reads, in order
 
 
 # ---------------------------------------------------------------- `.eval()` of expressions
