@@ -47,8 +47,8 @@ from lazyk.codegen.levels import (
 from lazyk.codegen.nest import inputs_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import leaf_data
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, arg_key, toposort
+from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.nest import kernel_for, nest_kernel, nest_stats
