@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import lazyk
+from lazyk.frontend import structure
 from lazyk.frontend.graph import MAX_KEYED_INPUTS, Node, dump, toposort
 from lazyk.kernel.nest import nest_stats
 from lazyk.runtime import stringeval
@@ -141,6 +142,20 @@ def test_deferred_expressions_work_everywhere_a_graph_does():
         np.testing.assert_array_equal(k(), a * 2 + 1)
         back = pickle.loads(pickle.dumps(e))
         np.testing.assert_array_equal(back.eval().to_numpy(), a * 2 + 1)
+
+
+def test_built_structures_stay_bounded_and_a_rebuild_gives_the_same(monkeypatch):
+    # a full memo is emptied: later builds type their graphs again and compute the same
+    monkeypatch.setattr(structure.built, "size", 4)
+    structure.built.clear()
+    xs = [np.arange(n, dtype=np.float64) - 2.5 for n in range(1, 11)]
+    for _ in range(2):
+        for x in xs:
+            e = 2 * lazyk.array(x) + 1
+            assert len(structure.built) <= 4
+            got = e.eval().to_numpy()
+            assert got.dtype == np.float64 and got.shape == x.shape
+            np.testing.assert_array_equal(got, 2 * x + 1)
 
 
 def test_a_long_chain_built_by_structure_materializes_without_recursion():

@@ -36,6 +36,7 @@ from lazyk.frontend.leaves import (
     text_view,
 )
 from lazyk.frontend.numpy_rules import describe_node
+from lazyk.lru import Memo
 from lazyk.types.parse import dshape
 
 _counter = itertools.count()
@@ -151,9 +152,7 @@ def as_expr(x: Any) -> Expr:
         node = _weak_nodes.get((t, x))
         if node is None:
             node = Node("scalar", np.dtype(np.int64 if t is int else np.float64), (), (), x)
-            if len(_weak_nodes) >= _WEAK_NODES_LIMIT:
-                _weak_nodes.clear()
-            _weak_nodes[t, x] = node
+            _weak_nodes.put((t, x), node)
         return Expr(node, {})
     if t is Array:  # fixed dims of numbers: the NumPy view
         view = x.numpy_view()
@@ -218,8 +217,7 @@ def as_expr(x: Any) -> Expr:
 
 # Python scalars seen recently -> their node, held so that an expression built again
 # finds its constants interned (`(2 * a).node` is then one look-up).
-_weak_nodes: dict = {}
-_WEAK_NODES_LIMIT = 1024
+_weak_nodes = Memo(1024, "Python scalar nodes")
 
 
 def _refuse_records(t: T.Type, dtype: np.dtype | None = None) -> None:

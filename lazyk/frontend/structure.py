@@ -14,8 +14,8 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import MAX_KEYED_INPUTS
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.operands import NATIVE_NUMERIC, as_expr
+from lazyk.lru import Memo
 
-# --- building by structure ------------------------------------------------------------------
 # An expression of lazyk / NumPy arrays of numbers and Python scalars is built by structure:
 # its build key is the op (and its arguments) with its operands' tokens (an array's dtype and
 # shape, or its lazyk type for var / option arrays; a scalar's type and value; an
@@ -25,9 +25,9 @@ from lazyk.frontend.operands import NATIVE_NUMERIC, as_expr
 # a look-up and the expression's graph is made only when something reads it (`Expr.node`:
 # `_materialize` runs the same builders). Values are (token, structure key, dtype, shape,
 # flat: see `Expr._structure`).
-built: dict = {}
-_tokens = itertools.count(1)
 _BUILT_LIMIT = 1 << 14
+built = Memo(_BUILT_LIMIT, "expressions built by structure")
+_tokens = itertools.count(1)
 NO_KEYWORDS: dict = {}  # (a recipe's keywords; never written)
 
 
@@ -65,13 +65,12 @@ def _plain_ragged(x: Array) -> bool:
         else:
             leaf = e.env.get(e.node.arg) if e.node.op == "input" else None
             got = type(leaf) is RaggedLeaf and leaf.array is x
-        if len(_ragged_types) >= _BUILT_LIMIT:
-            _ragged_types.clear()
-        _ragged_types[t] = got
+        _ragged_types.put(t, got)
     return got
 
 
-_ragged_types: dict = {}  # lazyk type of var / option arrays -> `_plain_ragged`
+# lazyk type of var / option arrays -> `_plain_ragged`
+_ragged_types = Memo(_BUILT_LIMIT, "ragged operand types")
 
 
 def build_key(head: tuple, args: tuple) -> tuple | None:
@@ -122,9 +121,7 @@ def remember(got: tuple, e: Expr) -> Expr:
             return e
     flat = len(node.shape) < 2 and builtins.all(type(v) is np.ndarray for v in arrays)
     entry = (next(_tokens), node.skey, node.dtype, node.shape, flat)
-    if len(built) >= _BUILT_LIMIT:
-        built.clear()
-    built[key] = entry
+    built.put(key, entry)
     e._key, e._leaves = entry, arrays
     return e
 
