@@ -214,6 +214,8 @@ class Expr(Operators):
         dims line up with e's first dims, e.g. `x[x > 0]`,
         `x[lazyk.argmax(x, axis=1, keepdims=True)]`. Other indexes (ints, partial slices)
         are no graph node: evaluate first, then index the result."""
+        # (the indexing builders wrap operands, which makes them a later module: they are
+        # reached through the registered front end, as the operators are)
         return operators.front_end().index_expr(self, key)
 
     def __int__(self) -> int:
