@@ -29,7 +29,8 @@ import lazyk  # noqa: E402
 from lazyk import errors  # noqa: E402
 from lazyk import types as T  # noqa: E402
 from lazyk.frontend import ops as _ops  # noqa: E402
-from lazyk.frontend.expr import ALIASES, REDUCTIONS  # noqa: E402
+from lazyk.frontend.reductions import REDUCTIONS  # noqa: E402
+from lazyk.frontend.ufuncs import ALIASES  # noqa: E402
 
 # One example per name: code whose last line is an expression (its value is shown). Names not
 # listed here get a generated example (elementwise functions and reductions).
@@ -381,7 +382,7 @@ def members(qual: str, cls: type, own: bool = False) -> list[tuple[str, str]]:
     for n in sorted(n for n in dir(cls) if not n.startswith("_") or n == "__call__"):
         home = next(k for k in cls.__mro__ if n in vars(k))
         if n == "__call__" and home is object or own and home.__module__ in (
-                "lazyk.frontend.expr", "lazyk.arrays.operators"):
+                "lazyk.frontend.expression", "lazyk.arrays.operators"):
             continue
         attr = inspect.getattr_static(cls, n)
         obj = getattr(cls, n)

@@ -53,13 +53,37 @@ from lazyk.errors import (
     UnsupportedOperandError,
 )
 from lazyk.frontend import numpy_api as _numpy_api
-from lazyk.frontend.expr import (
-    Expr,
+from lazyk.frontend.expression import Expr
+from lazyk.frontend.histogram import histogram
+from lazyk.frontend.operands import placeholder
+from lazyk.frontend.records import Records, zip
+from lazyk.frontend.reductions import all, any, argmax, argmin, count, max, mean, min, prod, sum
+from lazyk.frontend.rowops import (
+    argsort,
+    concatenate,
+    cumprod,
+    cumsum,
+    fill_none,
+    firsts,
+    flatten,
+    full_like,
+    is_none,
+    local_index,
+    num,
+    ones_like,
+    pad_none,
+    sort,
+    std,
+    var,
+    zeros_like,
+)
+from lazyk.frontend.spec import Instr, KernelSpec
+from lazyk.frontend.strings import endswith, startswith, str_len
+from lazyk.frontend.tuples import argcombinations, cartesian, combinations
+from lazyk.frontend.ufuncs import (
     abs,
     absolute,
     add,
-    all,
-    any,
     arccos,
     arccosh,
     arcsin,
@@ -67,8 +91,6 @@ from lazyk.frontend.expr import (
     arctan,
     arctan2,
     arctanh,
-    argmax,
-    argmin,
     astype,
     bitwise_and,
     bitwise_not,
@@ -81,9 +103,7 @@ from lazyk.frontend.expr import (
     copysign,
     cos,
     cosh,
-    count,
     divide,
-    endswith,
     equal,
     exp,
     expm1,
@@ -111,19 +131,14 @@ from lazyk.frontend.expr import (
     logical_not,
     logical_or,
     logical_xor,
-    max,
     maximum,
-    mean,
-    min,
     minimum,
     mod,
     multiply,
     negative,
     not_equal,
-    placeholder,
     positive,
     power,
-    prod,
     real,
     remainder,
     right_shift,
@@ -132,39 +147,13 @@ from lazyk.frontend.expr import (
     sin,
     sinh,
     sqrt,
-    startswith,
-    str_len,
     subtract,
-    sum,
     tan,
     tanh,
     true_divide,
     trunc,
     where,
 )
-from lazyk.frontend.histogram import histogram
-from lazyk.frontend.records import Records, zip
-from lazyk.frontend.rowops import (
-    argsort,
-    concatenate,
-    cumprod,
-    cumsum,
-    fill_none,
-    firsts,
-    flatten,
-    full_like,
-    is_none,
-    local_index,
-    num,
-    ones_like,
-    pad_none,
-    sort,
-    std,
-    var,
-    zeros_like,
-)
-from lazyk.frontend.spec import Instr, KernelSpec
-from lazyk.frontend.tuples import argcombinations, cartesian, combinations
 from lazyk.kernel.flat import public_stats as stats
 from lazyk.runtime import compiled as _compiled
 from lazyk.runtime import device as _device

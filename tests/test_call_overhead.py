@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import lazyk
-from lazyk.frontend import expr as E
-from lazyk.frontend.graph import MAX_KEYED_INPUTS, Node
+from lazyk.frontend import structure
+from lazyk.frontend.graph import MAX_KEYED_INPUTS, Node, dump, toposort
 from lazyk.kernel.nest import nest_stats
 from lazyk.runtime import stringeval
 from lazyk.runtime.nest_launch import launch_stats
@@ -93,8 +93,8 @@ def test_rebuilt_expression_is_a_look_up_with_the_same_graph():
     assert again._node is None  # (no graph made yet)
     assert again.dtype == np.float64 and again.shape == (50,)
     assert again.node.skey == eager.skey and again.node is not eager  # (other leaves)
-    assert E.dump(again.node).replace(again.node.names[0], "A").replace(
-        again.node.names[1], "B") == E.dump(eager).replace(eager.names[0], "A").replace(
+    assert dump(again.node).replace(again.node.names[0], "A").replace(
+        again.node.names[1], "B") == dump(eager).replace(eager.names[0], "A").replace(
         eager.names[1], "B")
     np.testing.assert_array_equal(again.eval().to_numpy(), 2 * a + 3 * b)
 
@@ -144,6 +144,20 @@ def test_deferred_expressions_work_everywhere_a_graph_does():
         np.testing.assert_array_equal(back.eval().to_numpy(), a * 2 + 1)
 
 
+def test_built_structures_stay_bounded_and_a_rebuild_gives_the_same(monkeypatch):
+    # a full memo is emptied: later builds type their graphs again and compute the same
+    monkeypatch.setattr(structure.built, "size", 4)
+    structure.built.clear()
+    xs = [np.arange(n, dtype=np.float64) - 2.5 for n in range(1, 11)]
+    for _ in range(2):
+        for x in xs:
+            e = 2 * lazyk.array(x) + 1
+            assert len(structure.built) <= 4
+            got = e.eval().to_numpy()
+            assert got.dtype == np.float64 and got.shape == x.shape
+            np.testing.assert_array_equal(got, 2 * x + 1)
+
+
 def test_a_long_chain_built_by_structure_materializes_without_recursion():
     a = np.ones(3)
     for _ in range(2):
@@ -151,7 +165,7 @@ def test_a_long_chain_built_by_structure_materializes_without_recursion():
         for _ in range(3000):
             e = e + 1.0
     assert e._node is None
-    assert e.node.op == "add" and len(E._toposort(e.node)) > 3000
+    assert e.node.op == "add" and len(toposort(e.node)) > 3000
     np.testing.assert_array_equal(e.eval().to_numpy(), a + 3000)
 
 

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk.frontend import expr as E
+from lazyk.frontend.leaves import leaf_data
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint8", "uint16", "float16", "float32",
           "float64", "complex128"]
@@ -200,7 +201,7 @@ def test_random_expressions_compiled_calls(data):
         except (TypeError, ValueError, OverflowError, lazyk.NotSupportedError):
             return
     k = lazyk.compile(e)
-    args = [E.leaf_data(e.env[name]) for name in k.params]
+    args = [leaf_data(e.env[name]) for name in k.params]
     with np.errstate(all="ignore"):
         check_equal(np.asarray(k(*args)), want, leaves=arrays)
         out = np.empty(want.shape, want.dtype)

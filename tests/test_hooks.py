@@ -23,7 +23,10 @@ sys.path.pop(0)
 # a later stage (they go through lazyk.hooks and the registered front end instead).
 EARLY = ("lazyk.hooks", "lazyk.arrays.memory", "lazyk.arrays.indexpath", "lazyk.arrays.arrmeta", "lazyk.arrays.infer",
          "lazyk.arrays.operators", "lazyk.arrays.views", "lazyk.arrays.array", "lazyk.frontend.graph", "lazyk.frontend.numpy_rules",
-         "lazyk.frontend.leaves", "lazyk.frontend.expr", "lazyk.frontend.check")
+         "lazyk.frontend.leaves", "lazyk.frontend.missing", "lazyk.frontend.expression",
+         "lazyk.frontend.operands", "lazyk.frontend.structure", "lazyk.frontend.strings",
+         "lazyk.frontend.ufuncs", "lazyk.frontend.indexing", "lazyk.frontend.reductions",
+         "lazyk.frontend.expr", "lazyk.frontend.check")
 
 
 def test_every_hook_is_installed_by_import_lazyk():

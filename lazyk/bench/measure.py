@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 import lazyk
-from lazyk.frontend.expr import as_expr
+from lazyk.frontend.operands import as_expr
 
 BANDWIDTH_N = 10_000_000  # elements of the reference bandwidth kernels, unless set
 

@@ -67,11 +67,13 @@ from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
 from lazyk.dask.tasks import reshaped
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
-from lazyk.frontend.expr import DaskLeaf, Expr, Placeholder, as_expr, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import build
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.histogram import histogram as hist
+from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime

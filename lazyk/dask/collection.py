@@ -36,8 +36,9 @@ from lazyk.dask.partitions import Part, buffers, build, concat, unwrap
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr, index_by, is_index_operand
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
+from lazyk.frontend.indexing import index_by, is_index_operand
 from lazyk.frontend.leaves import RaggedLeaf, describe_ragged
 from lazyk.types.parse import dshape
 

@@ -73,7 +73,7 @@ from lazyk.errors import (
 )
 from lazyk.frontend import expr as lx
 from lazyk.frontend import ops, rowops
-from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     REDUCE_OP,
     ROWS_OP,
@@ -84,7 +84,7 @@ from lazyk.frontend.graph import (
     rewrite,
     toposort,
 )
-from lazyk.frontend.leaves import Placeholder, RaggedLeaf
+from lazyk.frontend.leaves import DaskLeaf, Placeholder, RaggedLeaf, leaf_data
 
 
 # ---------------------------------------------------------------- expression -> layers

@@ -19,9 +19,9 @@ from lazyk.dask.collection import RaggedArray, TypeOnly, collection, describe
 from lazyk.dask.partitions import Part, build, union, widen
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError, ShapeError, TypeMatchError
-from lazyk.frontend.expr import DaskLeaf, Expr, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import rewrite, toposort
-from lazyk.frontend.leaves import describe_ragged
+from lazyk.frontend.leaves import DaskLeaf, describe_ragged, leaf_data
 from lazyk.types.parse import dshape
 
 __all__ = ["block_data", "fixed_type", "from_delayed", "from_ragged", "split_dask_leaves"]

@@ -13,7 +13,7 @@ from typing import Any
 from lazyk.dask.folds import Raw, may_hide, raw_form
 from lazyk.dask.partitions import Part, renumbered, span_of, unwrap, within
 from lazyk.errors import ShapeError
-from lazyk.frontend.expr import Expr, as_expr, broadcast_shapes
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     REDUCE_OP,
     ROWS_OP,
@@ -25,6 +25,8 @@ from lazyk.frontend.graph import (
     rewrite,
     toposort,
 )
+from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.operands import as_expr
 from lazyk.lru import Memo
 
 

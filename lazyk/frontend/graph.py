@@ -13,6 +13,7 @@ from _weakref import _remove_dead_weakref
 
 import numpy as np
 
+from lazyk.lru import Memo
 from lazyk.types import FixedDim, Option, SymbolicDim, VarDim, dshape
 
 # Ops that are not rows of lazyk.frontend.ops.OPS but graph structure.
@@ -38,11 +39,11 @@ _table: dict = {}
 
 # Structure keys: (op, dtype, shape, arg, the sources' structure keys, how their leaves
 # coincide) -> a small int, so a graph's structure with its leaves by position is known when
-# its root is made (`Node.skey`). Ints are never reused: the table may be dropped when full
-# (a structure then gets a new key: a cache miss, never a wrong hit).
-_structs: dict = {}
+# its root is made (`Node.skey`). Ints are never reused: the table may be dropped when full,
+# and two threads making one structure at once may each get one (a structure then gets a new
+# key: a cache miss, never a wrong hit).
+_structs = Memo(1 << 15, "graph structures")
 _struct_ids = itertools.count(1)
-_STRUCTS_LIMIT = 1 << 15
 # Graphs with more distinct inputs than this have no structure key (a walk gives theirs).
 MAX_KEYED_INPUTS = 32
 
@@ -119,9 +120,7 @@ def _structure(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, key, arg) ->
         s = (op, dtype, shape, key, tuple(keys), same)
     got = _structs.get(s)
     if got is None:
-        if len(_structs) >= _STRUCTS_LIMIT:
-            _structs.clear()
-        got = _structs.setdefault(s, next(_struct_ids))
+        got = _structs.put(s, next(_struct_ids))
     return got, names
 
 

@@ -21,10 +21,13 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.expr import Expr, apply, as_expr, count, where
-from lazyk.frontend.expr import max as lazy_max
-from lazyk.frontend.expr import min as lazy_min
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.leaves import is_text
+from lazyk.frontend.operands import as_expr
+from lazyk.frontend.reductions import count
+from lazyk.frontend.reductions import max as lazy_max
+from lazyk.frontend.reductions import min as lazy_min
+from lazyk.frontend.ufuncs import apply, where
 from lazyk.lru import Memo
 
 # the most edges of `bins` given as an array (each is one comparison per value)

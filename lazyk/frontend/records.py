@@ -26,9 +26,11 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import length, ranges, spans, take
 from lazyk.errors import ShapeError
-from lazyk.frontend import expr as lx
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.operands import as_expr, operands
+from lazyk.frontend.ufuncs import where
 
 
 class Records:
@@ -227,15 +229,15 @@ def _lined_up(rec: Records) -> Records:
     return rec.map(lambda e: next(new))
 
 
-def _stretched(e: lx.Expr, shape: tuple) -> lx.Expr:
+def _stretched(e: Expr, shape: tuple) -> Expr:
     """`e` broadcast to the fixed `shape` above the records."""
     inner = builtins.max(e.ndim - len(shape), 0)
     if e.shape[:len(shape)] == shape:
         return e
-    return lx.where(np.ones(shape + (1,) * inner, bool), e, e)
+    return where(np.ones(shape + (1,) * inner, bool), e, e)
 
 
-def _with_rows(e: lx.Expr, leaves: list, d: int) -> lx.Expr:
+def _with_rows(e: Expr, leaves: list, d: int) -> Expr:
     """`e` with the rows of every other field expression paired in above the records
     (`with_rows`, the op a cartesian product's slots pair by)."""
     x = e[(None,) * (d - e.ndim)] if e.ndim < d else e
@@ -249,7 +251,7 @@ def _with_rows(e: lx.Expr, leaves: list, d: int) -> lx.Expr:
         shape = broadcast_shapes("zip", [node.shape[:d], y.shape[:d]]) + node.shape[d:]
         node = Node("with_rows", node.dtype, shape, (node, y.node), d)
         env.update(y.env)
-    return lx.Expr(node, env)
+    return Expr(node, env)
 
 
 def _built(rec: Records) -> Array | None:
@@ -353,7 +355,7 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
         if not is_tuple and not isinstance(k, str):
             raise TypeError(f"zip: field names are str, not {type(k).__name__}")
         rec = record_fields(v)
-        fields[k] = rec if rec is not None else lx.operands("zip", (v,))[0]
+        fields[k] = rec if rec is not None else operands("zip", (v,))[0]
     rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
     rec = Records(rec._fields, rec.depth, is_tuple)  # its depth now: row operations move it
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
@@ -380,7 +382,7 @@ def record_fields(x: Any) -> Records | None:
     for n in names:
         view = x[n]
         rec = record_fields(view)
-        fields[n] = rec if rec is not None else lx.as_expr(view)
+        fields[n] = rec if rec is not None else as_expr(view)
     return Records(fields, depth, isinstance(t, T.Tuple))
 
 

@@ -25,17 +25,21 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError
-from lazyk.frontend import expr as lx
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import ROWS_OP, Node
+from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
+from lazyk.frontend.operands import as_expr, operands, refuse_text
 from lazyk.frontend.records import record_fields
+from lazyk.frontend.reductions import count, reduce
+from lazyk.frontend.ufuncs import astype, imag, maximum, real, sqrt, where
 
 __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts", "flatten",
            "is_none", "local_index", "num", "pad_none", "sort", "std", "var"]
 
 
 # ---------------------------------------------------------------- helpers
-def flags(e: lx.Expr) -> tuple[list, bool]:
+def flags(e: Expr) -> tuple[list, bool]:
     """(missing-row flag per dim, missing values?) of an expression, read from its type."""
     t, rows = e.type, []
     for _ in range(e.ndim):
@@ -46,15 +50,15 @@ def flags(e: lx.Expr) -> tuple[list, bool]:
     return rows, isinstance(t, T.Option)
 
 
-def _operand(name: str, x: Any) -> lx.Expr:
-    e = lx.operands(name, (x,))[0]
-    if lx.is_text(e.dtype) and name not in ("num", "flatten", "firsts", "local_index",
+def _operand(name: str, x: Any) -> Expr:
+    e = operands(name, (x,))[0]
+    if is_text(e.dtype) and name not in ("num", "flatten", "firsts", "local_index",
                                             "pad_none", "is_none", "concatenate"):
-        lx.refuse_text(name, [e])
+        refuse_text(name, [e])
     return e
 
 
-def _axis(name: str, e: lx.Expr, axis: Any, lo: int = 0, last: bool = False) -> int:
+def _axis(name: str, e: Expr, axis: Any, lo: int = 0, last: bool = False) -> int:
     """`axis` as a dim index of `e` in [lo, the last dim] (`last`: the last dim only)."""
     nd = e.ndim
     hi = nd - 1
@@ -74,18 +78,18 @@ def _axis(name: str, e: lx.Expr, axis: Any, lo: int = 0, last: bool = False) -> 
 
 
 def _node(name: str, dtype, shape: tuple, srcs: list, params: tuple, rows, option: bool,
-          env: dict) -> lx.Expr:
+          env: dict) -> Expr:
     node = Node(ROWS_OP, np.dtype(dtype), tuple(shape), tuple(s.node for s in srcs),
                 (name, tuple(params), tuple(bool(r) for r in rows), bool(option)))
-    return lx.Expr(node, env)
+    return Expr(node, env)
 
 
-def _var_dims(e: lx.Expr) -> bool:
+def _var_dims(e: Expr) -> bool:
     return "var" in e.shape
 
 
 # ---------------------------------------------------------------- structure
-def num(x: Any, axis: int = 1) -> lx.Expr:
+def num(x: Any, axis: int = 1) -> Expr:
     """Lazy `ak.num`: the length of every list at `axis` (int64); a missing list (`?var`)
     gives None; axis 0 gives the array's length (a 0-d result).
 
@@ -107,7 +111,7 @@ def num(x: Any, axis: int = 1) -> lx.Expr:
     return _node("num", np.int64, e.shape[:a], [e], (a,), rows[:a], a > 0 and rows[a], e.env)
 
 
-def flatten(x: Any, axis: int | None = 1) -> lx.Expr:
+def flatten(x: Any, axis: int | None = 1) -> Expr:
     """Lazy `ak.flatten`: the lists at `axis` joined into their parent lists (a missing
     list among them is dropped, missing values inside stay); `axis=0` drops the missing
     items at the top; `axis=None` gives every present value in order as one `M * T`
@@ -144,7 +148,7 @@ def flatten(x: Any, axis: int | None = 1) -> lx.Expr:
     return _node("flatten", e.dtype, shape, [e], (a,), new, option, e.env)
 
 
-def firsts(x: Any, axis: int = 1) -> lx.Expr:
+def firsts(x: Any, axis: int = 1) -> Expr:
     """Lazy `ak.firsts`: the first item of every list at `axis` (>= 1); None for an empty
     or missing list (the items become optional: `?T`, or `?var` lists).
 
@@ -167,7 +171,7 @@ def firsts(x: Any, axis: int = 1) -> lx.Expr:
     return _node("firsts", e.dtype, shape, [e], (a,), new, option or a == len(new), e.env)
 
 
-def local_index(x: Any, axis: int = -1) -> lx.Expr:
+def local_index(x: Any, axis: int = -1) -> Expr:
     """Lazy `ak.local_index`: every item's position in its list at `axis` (int64; what
     lies below that axis is dropped); a missing list stays missing.
 
@@ -186,7 +190,7 @@ def local_index(x: Any, axis: int = -1) -> lx.Expr:
                  e.env)
 
 
-def concatenate(arrays: Any, axis: int = 1) -> lx.Expr:
+def concatenate(arrays: Any, axis: int = 1) -> Expr:
     """Lazy `ak.concatenate`: the lists at `axis` of every operand joined, in order, with
     NumPy's result dtype; `axis=0` joins the operands one after the other. Above `axis`
     the operands walk together: their lengths must agree (else ShapeError naming the row
@@ -220,7 +224,7 @@ def concatenate(arrays: Any, axis: int = 1) -> lx.Expr:
                          f"got {types}")
     nd = nds[0]
     a = _axis("concatenate", es[0], axis)
-    texts = {lx.is_text(e.dtype) for e in es}
+    texts = {is_text(e.dtype) for e in es}
     if texts == {True}:
         dtype = es[0].dtype
     elif len(texts) > 1:
@@ -256,7 +260,7 @@ def _merged(es) -> dict:
 
 
 # ---------------------------------------------------------------- missing values
-def is_none(x: Any, axis: int = 0) -> lx.Expr:
+def is_none(x: Any, axis: int = 0) -> Expr:
     """Lazy `ak.is_none`: True where an item of the lists at `axis` is missing (bool);
     a missing list above stays missing. At the innermost axis it fuses into the kernel that
     reads the values.
@@ -280,7 +284,7 @@ def is_none(x: Any, axis: int = 0) -> lx.Expr:
     return _node("is_none", np.bool_, e.shape[:a + 1], [e], (a,), new, False, e.env)
 
 
-def fill_none(x: Any, value: Any) -> lx.Expr:
+def fill_none(x: Any, value: Any) -> Expr:
     """Lazy `ak.fill_none` (Awkward's default axis=-1): missing values replaced by `value`
     (a scalar, or an array that broadcasts against `x`); missing rows stay missing. The
     dtype is NumPy's promotion of `x`'s dtype and `value` (a Python scalar is weak: int32
@@ -296,8 +300,8 @@ def fill_none(x: Any, value: Any) -> lx.Expr:
                         "values)")
     if not option:
         return e
-    v = lx.as_expr(value)
-    dtype = lx.where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
+    v = as_expr(value)
+    dtype = where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
     if v.node.op in ("scalar", "const"):
         # the typed fill value: range checked as NumPy converts it
         fill = cast(v.node, dtype).arg
@@ -311,7 +315,7 @@ def fill_none(x: Any, value: Any) -> lx.Expr:
     return _node("fill_none", dtype, shape, [e, v], (), new, vo, _merged([e, v]))
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None) -> lx.Expr:
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Expr:
     """Lazy `ak.full_like`: `x`'s structure (rows, missing rows and missing values) with
     every present value `fill_value`, in `dtype` (default: `x`'s dtype; the value converted
     as NumPy converts it, range checked). Fuses into the kernel that reads `x`.
@@ -330,20 +334,20 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None) -> lx.Expr:
         raise TypeError(f"full_like: fill value {fill_value!r} does not fit {dt}: {err}") \
             from None
     # (x == x is False at NaN: both branches are the value; a missing x stays missing)
-    return lx.where(e == e, v, v)
+    return where(e == e, v, v)
 
 
-def zeros_like(x: Any, dtype: Any = None) -> lx.Expr:
+def zeros_like(x: Any, dtype: Any = None) -> Expr:
     """Lazy `ak.zeros_like`: `full_like(x, 0, dtype)`."""
     return full_like(x, 0, dtype)
 
 
-def ones_like(x: Any, dtype: Any = None) -> lx.Expr:
+def ones_like(x: Any, dtype: Any = None) -> Expr:
     """Lazy `ak.ones_like`: `full_like(x, 1, dtype)`."""
     return full_like(x, 1, dtype)
 
 
-def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> lx.Expr:
+def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     """Lazy `ak.pad_none`: every list at `axis` padded with None to `target` items
     (`clip=True`: also cut to `target`, giving a fixed dim of `target`); a missing list
     stays missing; the items become optional.
@@ -397,7 +401,7 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
     return e, a
 
 
-def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> lx.Expr:
+def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> Expr:
     """Lazy `ak.sort` (stable) along the last axis, per list: missing values last in either
     order; NaN above every number (NumPy's place: last ascending, first descending). Fixed
     data (no var dims) sorts along any axis. NumPy does the sorting (one stable sort over
@@ -410,7 +414,7 @@ def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) ->
     return _node("sort", e.dtype, e.shape, [e], (a, bool(ascending)), rows, option, e.env)
 
 
-def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> lx.Expr:
+def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> Expr:
     """Lazy `ak.argsort` (stable): the positions in each list that `sort` takes its items
     from (int64, never missing; a missing list stays missing).
 
@@ -422,7 +426,7 @@ def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True)
 
 
 # ---------------------------------------------------------------- running folds
-def _scan(name: str, x: Any, axis: Any, dtype: Any) -> lx.Expr:
+def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
     e = _operand(name, x)
     if axis is None:  # NumPy's rule: the flattened values
         e = flatten(e, axis=None) if e.ndim != 1 else e
@@ -441,12 +445,12 @@ def _scan(name: str, x: Any, axis: Any, dtype: Any) -> lx.Expr:
             out = getattr(np, name)(np.ones(1, e.dtype)).dtype
         except TypeError as err:
             raise DTypeError(f"{name} of {e.dtype}: {err}") from None
-    e = lx.Expr(cast(e.node, out), e.env)
+    e = Expr(cast(e.node, out), e.env)
     rows, option = flags(e)
     return _node(name, out, e.shape, [e], (a,), rows, option, e.env)
 
 
-def cumsum(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
+def cumsum(x: Any, axis: int | None = -1, dtype: Any = None) -> Expr:
     """Lazy running sums along `axis` (the last by default; per list for var dims), with
     NumPy's cumsum dtype (int32 and bool give int64) and order of additions; a missing
     value stays missing and adds nothing. `axis=None` runs over the flattened values, as
@@ -459,7 +463,7 @@ def cumsum(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
     return _scan("cumsum", x, axis, dtype)
 
 
-def cumprod(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
+def cumprod(x: Any, axis: int | None = -1, dtype: Any = None) -> Expr:
     """Lazy running products along `axis`, as `cumsum`.
 
     Example: `lazyk.cumprod(lazyk.array([[1, 2, 3], [4]]))` is `[[1, 2, 6], [4]]`.
@@ -469,7 +473,7 @@ def cumprod(x: Any, axis: int | None = -1, dtype: Any = None) -> lx.Expr:
 
 # ---------------------------------------------------------------- spread
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> lx.Expr:
+        skipna: bool = False, dtype: Any = None) -> Expr:
     """Lazy variance over `axis` (int, tuple, None): the sum of squared deviations from
     the mean over `n - ddof` (n: the values folded; `max(n - ddof, 0)` as NumPy, so no
     values give NaN). Two passes (the mean, then the deviations), each fused into one
@@ -486,7 +490,7 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
 
 
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> lx.Expr:
+        skipna: bool = False, dtype: Any = None) -> Expr:
     """Lazy standard deviation: the square root of `var` (same arguments and dtypes).
 
     Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
@@ -495,7 +499,7 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
 
 
 def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: bool,
-            dtype: Any) -> lx.Expr:
+            dtype: Any) -> Expr:
     e = _operand(name, x)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer, float)):
         raise TypeError(f"{name}: ddof must be a number, not {ddof!r}")
@@ -513,18 +517,18 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
         out = np.var(np.ones(2, e.dtype)).dtype
         work = np.dtype(np.float32) if e.dtype == np.float16 else \
             np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
-    xf = lx.astype(e, work) if e.dtype != work else e
-    total = lx.reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna)
-    n = lx.count(xf, axis=axes, keepdims=True)
+    xf = astype(e, work) if e.dtype != work else e
+    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna)
+    n = count(xf, axis=axes, keepdims=True)
     dev = xf - total / n
-    square = lx.real(dev) * lx.real(dev) + lx.imag(dev) * lx.imag(dev) if complex_ else \
+    square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else \
         dev * dev
-    ssd = lx.reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna)
-    left = lx.maximum(lx.count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
+    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna)
+    left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
     result = ssd / left
     if name == "std":
-        result = lx.sqrt(result)
-    return lx.astype(result, out) if result.dtype != out else result
+        result = sqrt(result)
+    return astype(result, out) if result.dtype != out else result
 
 
 use_row_ops(sys.modules[__name__])  # x.std(), x.cumsum(), ... (lazyk.arrays.operators)

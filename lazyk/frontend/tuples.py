@@ -20,9 +20,10 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.frontend.expr import Expr, as_expr
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields
 
 

@@ -24,14 +24,17 @@ from lazyk.errors import (
     TypeMatchError,
     UnsupportedOperandError,
 )
-from lazyk.frontend.expr import Expr, Placeholder, check_dtype, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, build_type, toposort, type_text
 from lazyk.frontend.leaves import (
     OwnedView,
+    Placeholder,
     RaggedLeaf,
     RaggedPlaceholder,
+    check_dtype,
     is_dask_array,
     is_text,
+    leaf_data,
     text_element,
     text_view,
 )

@@ -16,16 +16,20 @@ import numpy as np
 from lazyk import types as _T
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, NotSupportedError
-from lazyk.frontend.expr import NEGATIVE_INT_POWER, Expr, Placeholder, as_expr, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, arg_key, has_rows, toposort, type_text
 from lazyk.frontend.leaves import (
+    Placeholder,
     RaggedLeaf,
     RaggedPlaceholder,
     is_dask_array,
+    leaf_data,
     text_element,
     text_rows,
 )
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import dtype_text, text_dtype
+from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel import flat as _kernel
 from lazyk.runtime import ragged as _ragged
 from lazyk.runtime import ragged_bind as _ragbind

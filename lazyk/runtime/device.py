@@ -19,7 +19,8 @@ from lazyk.arrays.operators import Operators
 from lazyk.backend import cuda
 from lazyk.errors import DeviceError, NotSupportedError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import as_expr, leaf_data
+from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.kernel import gpu
 from lazyk.lru import Memo

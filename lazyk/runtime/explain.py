@@ -11,11 +11,12 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.backend import nvvmc
 from lazyk.codegen import gpu_nest
 from lazyk.errors import DeviceError
-from lazyk.frontend.expr import Expr, Placeholder, as_expr, leaf_data, placeholder
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
 from lazyk.frontend.histogram import Histogram
-from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
+from lazyk.frontend.leaves import Placeholder, RaggedLeaf, RaggedPlaceholder, leaf_data
+from lazyk.frontend.operands import as_expr, placeholder
 from lazyk.frontend.records import Records
 from lazyk.frontend.spec import format_spec, param_values
 from lazyk.kernel import flat as kernel

@@ -10,8 +10,9 @@ import numpy as np
 
 from lazyk.codegen.levels import FIXED, Bins, Fill
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.expr import as_expr, leaf_data
 from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
+from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.nest import kernel_for

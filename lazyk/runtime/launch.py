@@ -18,18 +18,13 @@ import numpy as np
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
-from lazyk.frontend.expr import (
-    NEGATIVE_INT_POWER,
-    Expr,
-    Placeholder,
-    apply,
-    as_expr,
-    cast,
-    check_dtype,
-    leaf_data,
-    reduce,
-)
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, dump, rewrite, toposort
+from lazyk.frontend.leaves import Placeholder, check_dtype, leaf_data
+from lazyk.frontend.numpy_rules import cast
+from lazyk.frontend.operands import as_expr
+from lazyk.frontend.reductions import reduce
+from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER, apply
 from lazyk.kernel import flat as kernel
 from lazyk.kernel.flat import data_pointer, run_layout
 from lazyk.lru import LRU

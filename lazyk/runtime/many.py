@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from lazyk.frontend.expr import Expr, as_expr, wrap_array
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
+from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
 from lazyk.runtime import launch
 from lazyk.runtime.histograms import fill_histograms

@@ -43,8 +43,8 @@ from lazyk.codegen.levels import (
     Total,
 )
 from lazyk.errors import ArrayConstructionError, ShapeError
-from lazyk.frontend.expr import leaf_data
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, toposort
+from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.spec import format_spec
 from lazyk.runtime.nest_plan import (
     NestOperand,

@@ -37,7 +37,7 @@ from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import ranges, rows_at, spans, take
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.frontend.expr import Expr, as_expr, index_by, leaf_data, wrap_array
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     REDUCE_OP,
     SELECT_OP,
@@ -47,8 +47,10 @@ from lazyk.frontend.graph import (
     shared_reductions,
     toposort,
 )
-from lazyk.frontend.leaves import RaggedLeaf, is_ragged
+from lazyk.frontend.indexing import index_by
+from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_results import tree_array

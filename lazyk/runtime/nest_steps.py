@@ -19,10 +19,12 @@ from lazyk.arrays.columns import columns
 from lazyk.arrays.trees import offsets_of, ranges, take
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.frontend.expr import Expr, as_expr, leaf_data, reduce
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.leaves import is_ragged, leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.reductions import reduce
 from lazyk.runtime.nest_plan import positions
 from lazyk.runtime.nest_results import fixed_rows, nest_result, rows_of, tree_array
 from lazyk.runtime.nest_run import nest_run

@@ -15,7 +15,7 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.expr import Expr
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
 from lazyk.frontend.ops import ELEMENTWISE, OPS

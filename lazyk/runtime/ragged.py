@@ -15,10 +15,11 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
-from lazyk.frontend.expr import Expr, as_expr, leaf_data
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import dump, rewrite, toposort
 from lazyk.frontend.leaves import describe_ragged as describe
-from lazyk.frontend.leaves import is_ragged
+from lazyk.frontend.leaves import is_ragged, leaf_data
+from lazyk.frontend.operands import as_expr
 from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device

@@ -31,9 +31,10 @@ from lazyk.codegen.levels import VAR, Reduce
 from lazyk.codegen.nest import PREFIX
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, text_element
+from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
+from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
 from lazyk.kernel.nest import status_error
 from lazyk.runtime import launch as runtime

@@ -9,9 +9,10 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr, as_expr, leaf_data, wrap_array
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
-from lazyk.frontend.leaves import is_ragged, leaf_key
+from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
+from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.runtime import launch as runtime
 
 # explain(): while it runs an expression, each ragged kernel launch is appended to every

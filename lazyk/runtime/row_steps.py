@@ -23,7 +23,7 @@ from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import ranges
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.expr import Expr, as_expr
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     LEAF_OPS,
     REDUCE_OP,
@@ -39,6 +39,7 @@ from lazyk.frontend.graph import (
 )
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
 from lazyk.runtime.nest_results import tree_array

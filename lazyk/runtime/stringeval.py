@@ -22,7 +22,6 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import NEGATIVE_INT_POWER, as_expr
 from lazyk.frontend.exprparse import Const, build, compile_string, names
 from lazyk.frontend.graph import (
     PICK_OP,
@@ -34,7 +33,9 @@ from lazyk.frontend.graph import (
     toposort,
 )
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
+from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel.dispatch import Dispatcher
 from lazyk.lru import LRU, Memo
 from lazyk.runtime import launch as runtime

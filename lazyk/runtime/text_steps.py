@@ -37,9 +37,11 @@ from lazyk.arrays.buffers import build_rows, offsets_array, regular, text_from_n
 from lazyk.arrays.columns import columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
-from lazyk.frontend.expr import Expr, as_expr, where
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, text_element, text_rows
+from lazyk.frontend.operands import as_expr
+from lazyk.frontend.ufuncs import where
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.launch import canonical, plan, run_program
 from lazyk.runtime.nest_steps import evaluate_nest

@@ -1,0 +1,232 @@
+"""Indexing expressions: new axes (`e[:, None]`), selection by a mask and gather by
+positions (`e[mask]`, `e[positions]`, as Awkward Array's).
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from lazyk import types as T
+from lazyk.arrays.array import Array
+from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend import ops
+from lazyk.frontend.expression import Expr, summary
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, picked_shape
+from lazyk.frontend.graph import toposort as _toposort
+from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf
+from lazyk.frontend.missing import option_flags
+from lazyk.frontend.numpy_rules import cast, describe_node
+from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
+
+
+def _key_text(key: Any) -> str:
+    """An index as it was written: `3:7`, `1, ::2`, `...`."""
+    def one(k):
+        if isinstance(k, slice):
+            parts = ["" if v is None else repr(v) for v in (k.start, k.stop, k.step)]
+            return ":".join(parts[:2] if k.step is None else parts)
+        return "..." if k is Ellipsis else repr(k)
+    return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
+
+
+def _new_axis_key(key: Any, ndim: int) -> list | None:
+    """The result dims of an index of only `None`, whole slices `:` and one `...`: None
+    for a new axis, True for a dim kept; None for any other index."""
+    items = key if isinstance(key, tuple) else (key,)
+    whole = [k for k in items if isinstance(k, slice) and k == slice(None)]
+    if builtins.any(k is not None and k is not Ellipsis and not
+                    (isinstance(k, slice) and k == slice(None)) for k in items):
+        return None
+    if builtins.sum(k is Ellipsis for k in items) > 1 or len(whole) > ndim:
+        return None
+    rest = [True] * (ndim - len(whole))
+    out: list = []
+    for k in items:
+        out.extend(rest if k is Ellipsis else [None] if k is None else [True])
+    return out + ([] if Ellipsis in items else rest)
+
+
+def _insert_axis(e: Expr, at: int) -> Expr:
+    """`e` with a new dim of size 1 at `at`: the elementwise nodes take it at the matching
+    place of their operands (those that broadcast from below it stay as they are), a
+    reduction before its first kept dim there, and each array leaf as a view (no copy)."""
+    need: dict = {id(e.node): {at}}
+    order = _toposort(e.node)
+    for node in reversed(order):  # users first: where each source needs the new axis
+        for q in need.get(id(node), ()):
+            for src, qs in _axis_in_sources(node, q):
+                need.setdefault(id(src), set()).add(qs)
+    env, built = dict(e.env), {}
+    for node in order:  # sources first
+        for q in need.get(id(node), ()):
+            built[id(node), q] = _with_axis(node, q, built, env)
+    root = built[id(e.node), at]
+    used = {n.arg for n in _toposort(root) if n.op == "input"}
+    return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def _axis_in_sources(node: Node, q: int) -> list:
+    """(source, its position of the new axis) of each source that takes one."""
+    if node.op == ROWS_OP:  # its sources keep their dims: the axis goes on its result
+        return []
+    if node.op in (SELECT_OP, TAKE_OP):  # the mask / positions line up with x's first dims
+        x, key = node.srcs
+        return [(x, q), (key, q)] if q <= node.arg else [(x, q)]
+    if node.op == REDUCE_OP:
+        # right after the kept dim before it: the axes folded between two kept dims stay
+        # next to the dim that takes their missing rows (`option_flags`)
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        kept = [d for d in range(src.ndim) if d not in axes]
+        return [(src, q if keep else kept[q - 1] + 1 if q else 0)]
+    if node.op == PICK_OP and node.arg[3]:  # tuple positions: the dims up to the axis
+        return [(s, q) for s in node.srcs]
+    # a 0-d source broadcasts as it is; the others take it (at 0 where it falls just
+    # before their dims: the evaluation takes a result's dims from its arrays)
+    lead = [node.ndim - s.ndim for s in node.srcs]
+    return [(s, q - n) for s, n in zip(node.srcs, lead) if q >= n and s.ndim]
+
+
+def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
+    shape = node.shape[:q] + (1,) + node.shape[q:]
+    if node.op == "input":
+        return _leaf_with_axis(node, q, env)
+    if node.op == ROWS_OP:  # a view of its result with the new axis
+        rows = list(node.arg[2])
+        rows.insert(q, False)
+        return Node(ROWS_OP, node.dtype, shape, (node,),
+                    ("newaxis", (q,), tuple(rows), node.arg[3]))
+    if node.op == REDUCE_OP:
+        src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        (_, qs), = _axis_in_sources(node, q)
+        rows = option_flags(src, env)[0] if keep else []
+        if keep and builtins.any(rows[a] for a in axes if a < q):  # its mark would move
+            raise NotSupportedError(f"a new axis at {q} after a keepdims {node.arg[0]} over "
+                                    "rows that may be missing: add it to the operand first")
+        arg = (node.arg[0], tuple(a + (a >= qs) for a in axes)) + tuple(node.arg[2:])
+        return node.replace(shape=shape, srcs=(built[id(src), qs],), arg=arg)
+    if node.op == PICK_OP:  # the tuples' axis moves with the new one
+        tuples, slot, axis, position = node.arg
+        srcs = tuple(built[id(s), p] for s, p in _axis_in_sources(node, q))
+        return node.replace(shape=shape, srcs=srcs,
+                            arg=(tuples, slot, axis + (q <= axis), position))
+    if node.op in (SELECT_OP, TAKE_OP):
+        x, key = node.srcs
+        above = q <= node.arg
+        srcs = (built[id(x), q], built[id(key), q] if above else key)
+        return node.replace(shape=shape, srcs=srcs, arg=node.arg + above)
+    if not node.ndim:  # a 0-d value: selected by a one-element mask, which has the dim
+        if ops.text_unit(node.dtype):
+            raise NotSupportedError(f"a new axis on a 0-d {node.type_text()} expression")
+        mask = as_expr(np.ones(1, bool))
+        env.update(mask.env)
+        return Node("where", node.dtype, (1,), (mask.node, node, node))
+    srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
+                 for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
+    return node.replace(shape=shape, srcs=srcs)
+
+
+def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
+    """An input with a new axis at `q`: a view of its array (a new input)."""
+    value = env[node.arg]
+    index = (slice(None),) * q + (None, Ellipsis)
+    if isinstance(value, OwnedView):
+        leaf = as_expr(value.owner[index])
+    elif isinstance(value, RaggedLeaf):
+        if isinstance(value.array.type, T.Option):  # `?var * T`: one row, maybe missing
+            raise NotSupportedError(f"a new axis on an array of type {value.array.type} (one "
+                                    "row that may be missing): index the array's rows first")
+        leaf = as_expr(value.array[index])
+    elif isinstance(value, np.ndarray):
+        leaf = as_expr(np.expand_dims(value, q))
+    else:
+        what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
+            f"input of type {node.type_text()}"
+        raise NotSupportedError(f"a new axis on the {what} ({type(value).__name__}): index "
+                                "arrays (NumPy or lazyk) only; declare a placeholder with the "
+                                "dim of size 1 instead, e.g. 'N * 1 * float64'")
+    env.update(leaf.env)
+    return leaf.node
+
+
+
+def is_index_operand(key: Any) -> bool:
+    """Whether `key` indexes by values (a mask or positions: `index_by`) rather than by
+    place: a lazy expression, a lazyk array, or a NumPy array of bool or integers."""
+    if isinstance(key, (Expr, Array)):
+        return True
+    return isinstance(key, np.ndarray) and key.dtype.kind in "biufc" and key.ndim > 0
+
+
+def index_by(x: Any, key: Any) -> Expr:
+    """Lazy `x[mask]` (a bool key: selection) or `x[positions]` (an integer key: gather),
+    with Awkward Array's rules: the key's k dims line up with x's first k dims (they pair
+    as elementwise work pairs rows), and it acts at x's dim k - 1.
+
+    - Selection keeps the elements (or rows, for k < x.ndim) where the mask is true:
+      that dim becomes var (a fixed dim too; the outer dim counts the kept rows); a
+      missing mask element (`?bool`) gives a missing element (a missing row above the
+      array's last dim).
+    - Gather takes, per row of dim k - 1, the items at the positions (negative ones count
+      from the row's end): that dim becomes the positions' own. A missing position
+      (`?int64`, e.g. from `argmax(..., keepdims=True)` of an empty row) gives a missing
+      element (a missing row above the array's last dim); a position outside its row
+      raises IndexError naming the row and the position (when computed).
+
+    Example: `x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0]])`; `x[x > 0]` gives
+    `[[1.5, 3.0], [], []]` (type `3 * var * float64`), `(x[x > 0] * 2).sum(axis=-1)` folds
+    only the kept values in one loop nest, and `x[lazyk.array([[2, 0], [], [-1]])]` gives
+    `[[3.0, 1.5], [], [-1.0]]`.
+
+    Raises:
+        IndexError: a key of no dims or more dims than x, or of another dtype.
+        ShapeError: fixed dims of x and the key that differ (var rows: when computed).
+        NotSupportedError: (when computed) a missing mask element or position above a
+            fixed dim of x, or rows of x that may be missing where the positions' dim is
+            fixed, inside a larger expression (the result has `?n` rows, which are not
+            operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
+    """
+    e, k = operands("[]", (x, key))
+    refuse_text("[]", [e, k])
+    if k.dtype.kind not in "biu":
+        raise IndexError(f"an index array selects (bool) or gathers (integers): got "
+                         f"{describe_node(k.node)} values")
+    what = "mask" if k.dtype == np.bool_ else "positions"
+    if not e.ndim:
+        raise IndexError(f"a 0-d value ({e.type}) has no dims to select or gather along")
+    if not 1 <= k.ndim <= e.ndim:
+        raise IndexError(f"{'a mask' if what == 'mask' else 'positions'} of {k.ndim} dims "
+                         f"({k.type}) for {e.type}: their dims line up with the first dims "
+                         f"of the array (1 to {e.ndim} of them)")
+    at = k.ndim - 1
+    for d in range(at + (k.dtype == np.bool_)):
+        n, m = e.shape[d], k.shape[d]
+        if isinstance(n, int) and isinstance(m, int) and n != m:
+            raise ShapeError(f"x[{what}]: dim {d} has size {n} in the array ({e.type}) and "
+                             f"{m} in the {what} ({k.type})")
+    env = merge_env([e, k])
+    op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
+    shape = picked_shape(op, e.shape, k.shape, at)
+    key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
+    return Expr(Node(op, e.dtype, shape, (e.node, key), at), env)
+
+
+def index_expr(expr: Expr, key: Any) -> Expr:
+    """`expr[key]` (`Expr.__getitem__`): selection or gather by an index array, else new
+    axes and whole dims."""
+    if is_index_operand(key):
+        return index_by(expr, key)
+    entries = _new_axis_key(key, expr.ndim)
+    if entries is None:
+        raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by "
+                        f"[{_key_text(key)}]: "
+                        "only new axes and whole dims work (e[:, None], e[None], "
+                        "e[..., None], e[:]); evaluate it first, e.g. "
+                        f"expr.eval()[{_key_text(key)}] (a view of the result), or "
+                        "index the arrays it is built from")
+    e = expr
+    for at, entry in enumerate(entries):  # ascending: each at its final position
+        if entry is None:
+            e = _insert_axis(e, at)
+    return e

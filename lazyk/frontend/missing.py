@@ -1,0 +1,127 @@
+"""Where an expression's rows and values may be missing: the `?var` / `?T` flags its type
+reads (`Expr.type`), by the rules the ragged evaluation follows.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from lazyk import types as T
+from lazyk.frontend import ops
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node
+from lazyk.frontend.graph import toposort as _toposort
+from lazyk.frontend.leaves import RaggedPlaceholder
+
+
+def missing_rows(v: Any) -> bool:
+    """Whether `v` is a placeholder with `?var` dims (missing rows)."""
+    return isinstance(v, RaggedPlaceholder) and builtins.any(v.rows)
+
+
+def option_flags(root: Node, env: dict) -> tuple[list, bool]:
+    """(missing-row flag per result dim, missing values?) of a graph over var / option
+    leaves, by the rules the ragged evaluation follows: a missing row combined with
+    anything is missing; a reduction marks the next kept dim (or the values) where it
+    folds a missing row, and its values are missing as in `lazyk.reduce`."""
+    memo: dict = {}
+    for node in _toposort(root):
+        if node.op == "input":
+            leaf = env.get(node.arg)
+            if missing_rows(leaf):  # a placeholder with `?var` dims
+                memo[id(node)] = (list(leaf.rows), leaf.option)
+                continue
+            flags, t = [], getattr(leaf, "array", None)
+            t = t.type if t is not None else None
+            while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
+                row = isinstance(t, T.Option)
+                t = t.elem if row else t
+                flags.append(row)
+                t = t.elem
+            flags += [False] * (node.ndim - len(flags))
+            # a placeholder has no array: its option flag says whether values are missing
+            memo[id(node)] = (flags, isinstance(t, T.Option) or
+                              (t is None and bool(getattr(leaf, "option", False))))
+        elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
+            memo[id(node)] = (list(node.arg[2]), bool(node.arg[3]))
+        elif node.op in (SELECT_OP, TAKE_OP):
+            memo[id(node)] = _indexed_flags(node, memo[id(node.srcs[0])],
+                                            memo[id(node.srcs[1])])
+        elif node.op == REDUCE_OP:
+            flags, option_in = memo[id(node.srcs[0])]
+            op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
+            skipna = op == "count" or (len(node.arg) > 3 and bool(node.arg[3]))
+            nd = len(flags)
+            axes = sorted(a % nd for a in axes) if nd else []
+            marks = set()
+            for a in axes:
+                if flags[a] and (not skipna or a == axes[0]):
+                    marks.add(next((i for i in range(a + 1, nd) if i not in axes), nd))
+            out = []
+            for i, f in enumerate(flags):
+                if i in axes:
+                    if keep:
+                        out.append(False)
+                    continue
+                out.append(bool(f and (i < axes[0] or not skipna)) or i in marks)
+            any_in = option_in or builtins.any(flags)
+            if op == "count":
+                option = False
+            elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
+                option = any_in or "var" in node.srcs[0].shape
+            elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
+                option = any_in
+            else:
+                option = any_in and not skipna
+            memo[id(node)] = (out, option or nd in marks)
+        elif node.op == PICK_OP:
+            # its item's rows and values (a position is never missing); a missing row of
+            # any array of a product at or above the axis is missing
+            _, slot, axis, position = node.arg
+            flags, option = memo[id(node.srcs[slot if len(node.srcs) > 1 else 0])]
+            flags = list(flags[:node.ndim])
+            for s in node.srcs:
+                sf = memo[id(s)][0]
+                flags[:axis + 1] = [f or g for f, g in zip(flags, sf[:axis + 1])]
+            memo[id(node)] = (flags, option and not position)
+        else:
+            nd, flags, option = node.ndim, [False] * node.ndim, False
+            for s in node.srcs:
+                sf, so = memo.get(id(s), ([], False))
+                for k in range(1, builtins.min(len(sf), nd) + 1):
+                    flags[-k] = flags[-k] or sf[-k]
+                option = option or so
+            memo[id(node)] = (flags, option)
+    return memo[id(root)]
+
+
+def _indexed_flags(node: Node, x: tuple, key: tuple) -> tuple[list, bool]:
+    """`option_flags` of x[mask] / x[positions] at level L (the key's dims line up with
+    x's first L + 1): a missing row of either above or at L gives a missing row; a missing
+    mask element or position gives a missing element (a missing value at the last level, a
+    missing row below it otherwise)."""
+    (xf, xo), (kf, ko), at = x, key, node.arg
+    flags = [f or (d <= at and d < len(kf) and kf[d]) for d, f in enumerate(xf)]
+    if ko and at + 1 < len(flags):
+        flags[at + 1] = True
+    return flags, xo or (ko and at + 1 == len(flags))
+
+
+def indexes(node: Node) -> bool:
+    """Whether the graph selects, gathers or takes positions (`argmax`): its missing values
+    follow `option_flags` whatever its leaves."""
+    return builtins.any(n.op in (SELECT_OP, TAKE_OP) or
+                        (n.op == REDUCE_OP and n.arg[0] in ops.ARG_REDUCTIONS)
+                        for n in _toposort(node))
+
+
+def none_for_empty(node: Node) -> bool:
+    """An arg-reduction over var rows: an empty row has no position (a missing result)."""
+    return node.op == REDUCE_OP and node.arg[0] in ops.ARG_REDUCTIONS and \
+        "var" in node.srcs[0].shape
+
+
+def skips_missing(node: Node) -> bool:
+    """A skipna sum/prod/any/all (and min/max with `initial`) has a value for every row,
+    so its result is not optional."""
+    return node.op == REDUCE_OP and len(node.arg) > 3 and bool(node.arg[3]) and (
+        node.arg[0] in ("sum", "prod", "any", "all") or len(node.arg) > 4)
