@@ -44,7 +44,7 @@ from lazyk.codegen.levels import (
     Scan,
     Total,
 )
-from lazyk.codegen.nest import inputs_of
+from lazyk.codegen.nest_selection import inputs_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expr import leaf_data
