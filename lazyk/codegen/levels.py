@@ -182,7 +182,7 @@ class MissingRows(Rows):
 # operand there is a `Pick`: its rows read as rows (or a fixed dim) are, and its element for
 # the tuple at slot s is item idx[s] of its row; other operands stay, or read the tuple's
 # linear number t as their element. The tuples are never stored: the loops run inside the
-# kernel's level (`codegen.nest._tuple_loop`).
+# kernel's level (`codegen.nest_walk._tuple_loop`).
 def tuple_count(gen, tuples, lens: list):
     """How many tuples (`Combos`, `Product`) rows of lengths `lens` (i64, one per slot)
     hold, in the kernel (an i64)."""

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk.codegen.levels import FIXED, VAR, Fold, Keep, Map, Pick, Reduce, Scan, Total
-from lazyk.codegen.nest import inputs_of
+from lazyk.codegen.nest_selection import inputs_of
 from lazyk.frontend.graph import arg_key, toposort
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.kernel.nest import kernel_for, nest_stats

@@ -1,0 +1,93 @@
+"""Histograms in the loop-nest generator (`codegen.nest`, mode `Bins`): each value's counter
+in the part's counters, by the bin index the body gives; a contiguous row by blocks, its
+bins first (a loop that vectorizes), then the counters. `NestBins` is a mixin of the
+generator (`codegen.nest._NestGen`)."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from lazyk.codegen.emit import I64
+from lazyk.codegen.llvm import for_loop
+from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
+
+# Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
+# that vectorizes), then the counters.
+BIN_BLOCK = 256
+
+
+class NestBins:
+    """The histogram counters of the loop-nest generator."""
+
+    def _bin(self, addr, masks):
+        """Histograms (`Bins`): each value's counter in this part's counters, by the bin
+        index the body gives (+1, or + its weight); nothing where an input is missing."""
+        b = self.b
+
+        def add():
+            vals = self._values(addr)
+            o = 0
+            for h, weighted in enumerate(self.mode.weighted):
+                self._count_bin(h, vals[o], vals[o + 1] if weighted else None)
+                o += 1 + bool(weighted)
+        if not masks:
+            add()
+            return
+        with b.if_then(self._present(masks)):
+            add()
+
+    def _count_bin(self, h, i, w=None):
+        """Counter i of histogram h += 1 (or w), where 0 <= i < its bins."""
+        b, c = self.b, self.c
+        with b.if_then(b.icmp_unsigned("<", i, self.bin_n[h])):  # (negatives too)
+            at = b.add(self.bin_base, b.add(self.bin_first[h], i))
+            if w is not None:
+                p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
+                b.store(b.fadd(b.load(p, align=8), w), p, align=8)
+            else:
+                p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
+                b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
+
+    def _bin_blocks(self, k, bases, n, lo, isz):
+        """Histograms over a contiguous row: per block of BIN_BLOCK elements, first every
+        value's bins (and weights) into arrays on the stack (no store to the counters in
+        that loop: it vectorizes), then the counters (a missing value: bin -1)."""
+        b, c = self.b, self.c
+        masked = [j for j in range(self.nin) if self.masked[j]]
+        with b.goto_entry_block():
+            slots = [b.alloca(ir.ArrayType(I64 if not wt else ir.DoubleType(), BIN_BLOCK),
+                              name=f"bins{q}")
+                     for q, wt in enumerate(self._bin_outputs())]
+
+        def block(blk):
+            first = b.mul(blk, c(BIN_BLOCK))
+            m = b.sub(n, first)
+            m = b.select(b.icmp_signed("<", m, c(BIN_BLOCK)), m, c(BIN_BLOCK))
+
+            def values(i):
+                at = b.add(b.add(first, i), lo)
+                addr = [p if not self.kinds[j][k].moves else
+                        b.gep(p, [b.mul(at, c(sz), flags=("nuw", "nsw"))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                vals = self._values(addr)
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
+                    if masked else None
+                for q, (v, wt) in enumerate(zip(vals, self._bin_outputs())):
+                    if ok is not None and not wt:
+                        v = b.select(ok, v, c(-1))
+                    b.store(v, b.gep(slots[q], [c(0), i]))
+            for_loop(b, m, values, name="bv")
+
+            def count(i):
+                o = 0
+                for h, weighted in enumerate(self.mode.weighted):
+                    bin_ = b.load(b.gep(slots[o], [c(0), i]))
+                    w = b.load(b.gep(slots[o + 1], [c(0), i])) if weighted else None
+                    o += 1 + bool(weighted)
+                    self._count_bin(h, bin_, w)
+            hinted_loop(b, m, count, "bc", NO_VECTOR)
+        blocks = b.sdiv(b.add(n, c(BIN_BLOCK - 1)), c(BIN_BLOCK))
+        for_loop(b, blocks, block, name="bb")
+
+    def _bin_outputs(self) -> list:
+        """Per body output of the histograms whether it is a weight."""
+        return [x for w in self.mode.weighted for x in ((False, True) if w else (False,))]
