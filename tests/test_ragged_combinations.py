@@ -336,3 +336,20 @@ def test_tuples_of_tuples():
     f, af = lazyk.combinations(c["0"], 2, axis=1), ak.combinations(ac["0"], 2, axis=1)
     assert f.to_list() == af.to_list()
     assert lazyk.sum(f["0"], axis=-1).eval().to_list() == ak.sum(af["0"], axis=-1).to_list()
+
+
+def test_an_empty_max_over_combinations_is_the_error_of_a_plain_max():
+    # a fold over the tuples' axis above a fixed dim: nothing missing, so empty rows have no
+    # identity, as for `max` over the rows themselves (the reference raises too)
+    x = lazyk.array([[], [], []], type="3 * var * 4 * float64")
+    c = lazyk.combinations(x, 2, axis=1)
+    for skipna in (False, True):
+        with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+            lazyk.max(c["0"] * 2 - c["1"], axis=1, skipna=skipna).eval()
+        with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+            lazyk.max(x, axis=1, skipna=skipna).eval()
+    y = lazyk.array([[[1.0, 2.0, 3.0, 4.0], [0.5, 5.0, 1.0, 1.0]], [], []],
+                    type="3 * var * 4 * float64")
+    got = lazyk.sum(lazyk.combinations(y, 2, axis=1)["1"], axis=1).eval()
+    assert str(got.type) == "3 * 4 * float64"
+    assert got.tolist() == [[0.5, 5.0, 1.0, 1.0], [0.0] * 4, [0.0] * 4]

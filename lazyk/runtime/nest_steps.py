@@ -390,6 +390,8 @@ def _filled_first(parts, red_node, reduce_arg):
     vals = np.where(ok, values[s] if len(values) else 0, 0).astype(values.dtype)
     if flags is not None and len(flags):
         ok &= flags[s]
+    elif not validity and not present:  # no missing rows or values: plain values (an
+        ok = None  # empty min / max is then NumPy's error, as over the rows themselves)
     inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     e = as_expr(inner)
     got = evaluate_nest(Expr(red_node.replace(srcs=(e.node,)), e.env))
