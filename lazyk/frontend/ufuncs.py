@@ -163,12 +163,6 @@ for _name in UNARY + BINARY:
     globals()[_name] = _make_ufunc(_name)
 for _alias, _target in ALIASES.items():
     globals()[_alias] = globals()[_target]
-# numexpr's functions beyond NumPy's basic set (rows of lazyk.frontend.ops.OPS like the others).
-arcsinh = _make_ufunc("arcsinh")
-arccosh = _make_ufunc("arccosh")
-arctanh = _make_ufunc("arctanh")
-fmod = _make_ufunc("fmod")
-copysign = _make_ufunc("copysign")
 
 
 def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
