@@ -91,6 +91,15 @@ def test_inference_refusals(data, message):
         lazyk.array(data)
 
 
+@pytest.mark.parametrize("data", [{2, 1}, frozenset([1.5]), {3}])
+def test_unordered_containers_are_refused_by_type(data):
+    with pytest.raises(TypeError, match=rf"cannot read a {type(data).__name__}: its items "
+                                        r"have no order"):
+        lazyk.array(data)
+    with pytest.raises(ArrayConstructionError, match="cannot store a set"):
+        lazyk.array([data]) if isinstance(data, set) else lazyk.array([set(data)])
+
+
 def test_type_that_does_not_parse():
     with pytest.raises(TypeParseError):
         lazyk.array([1], type="3 * int 8")

@@ -28,6 +28,9 @@ def as_readable(obj: Any) -> Any:
                         "lazyk.dask.evaluate(expr), or call .compute() on it first")
     if hasattr(obj, "__array__") and not isinstance(obj, np.ma.MaskedArray):
         return np.asarray(obj)
+    if isinstance(obj, (set, frozenset)):  # (NumPy makes a 0-d object array of one)
+        raise TypeError(f"lazyk.array() cannot read a {cls.__qualname__}: its items have no "
+                        "order; give a list (sorted(...), say)")
     if not (hasattr(obj, "__iter__") or hasattr(obj, "__len__")):
         raise TypeError(f"lazyk.array() cannot read a {what}: give a NumPy array, a buffer, "
                         "a scalar or nested lists")
