@@ -88,10 +88,9 @@ class NestKernel:
             b[1], b[2], b[5] = lo, hi, pos
             for k, first in firsts.items():
                 b[lens + 2 * k + 1] = first
-        row = 8 * rw
         # the native pool's threads claim the parts one by one (the GIL released)
         at = n * (rw + sw)  # the part table: each part's record address
-        buf[at:at + n] = np.arange(base, base + 8 * n * rw, row)
+        buf[at:at + n] = np.arange(base, base + 8 * n * rw, 8 * rw)
         if n == 1:
             parallel_for(self.part, base + 8 * at, 1)
         else:
@@ -104,7 +103,6 @@ class NestKernel:
                 if st[0]:
                     raise _error(st, labels or list(range(len(self.kinds))))
         return statuses
-
 
     @staticmethod
     def record_words(nwords: int, nparams: int) -> int:
