@@ -251,6 +251,44 @@ def test_fixed_dims_and_numpy_items():
                                         ak.from_numpy(x[:, :2], regulararray=True)]).to_list()
 
 
+FIXED_ROWS = [np.array([[1.0], [2.0]]), np.arange(6.0).reshape(2, 3), np.zeros((2, 0)),
+              np.arange(4.0).reshape(2, 2)]
+
+
+@pytest.mark.parametrize("x", FIXED_ROWS, ids=lambda x: "x".join(map(str, x.shape)))
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_fixed_rows_of_any_size_match_awkward(x, n):
+    """Rows of a fixed dim of 1 (or 0) are the array's own items at the tuples' axis, not
+    a broadcast: C(1, 2) is no pair."""
+    ax = ak.from_numpy(x, regulararray=True)
+    c = lazyk.combinations(x, n, axis=1)
+    want = ak.combinations(ax, n, axis=1)
+    assert c.to_list() == want.to_list()
+    assert c.eval().shape == (2, len(want[0]))
+    i = lazyk.argcombinations(x, n, axis=1)
+    assert i.to_list() == ak.argcombinations(ax, n, axis=1).to_list()
+    s = lazyk.sum(c["0"] * 2, axis=1).eval()
+    np.testing.assert_array_equal(s.to_numpy(), ak.to_numpy(ak.sum(want["0"] * 2, axis=1)))
+
+
+@pytest.mark.parametrize("x", FIXED_ROWS, ids=lambda x: "x".join(map(str, x.shape)))
+@pytest.mark.parametrize("y", [np.array([[7.0], [8.0]]), [[1.0, 2.0], [3.0]], [[], [3.0]]],
+                         ids=["fixed1", "var", "var-empty"])
+def test_cartesian_of_fixed_rows_of_any_size_matches_awkward(x, y):
+    ay = ak.from_numpy(y, regulararray=True) if isinstance(y, np.ndarray) else ak.Array(y)
+    want = ak.cartesian([ak.from_numpy(x, regulararray=True), ay], axis=1)
+    got = lazyk.cartesian([lazyk.array(x), lazyk.array(y)], axis=1)
+    assert got.to_list() == want.to_list()
+    assert lazyk.cartesian([lazyk.array(y), lazyk.array(x)], axis=1).to_list() == \
+        ak.cartesian([ay, ak.from_numpy(x, regulararray=True)], axis=1).to_list()
+
+
+def test_records_of_rows_of_size_0_keep_their_count():
+    z = np.zeros((2, 0))
+    r = lazyk.zip({"a": z, "b": z}).eval()
+    assert r.shape == (2, 0) and r.to_list() == [[], []]
+
+
 def test_a_per_event_value_broadcasts_over_the_pairs():
     x = lazyk.array([[1.0, 2.0, 3.0], [4.0, 5.0], []])
     w = np.array([10.0, 100.0, 1000.0])

@@ -1,7 +1,7 @@
 """Column trees: a lazyk array as a tree of NumPy buffers and back.
 
 A tree is ("numpy", ndarray) | ("option", mask, child) | ("list", offsets, child) |
-("regular", size, child) | ("text", kind, offsets, characters) | ("record", names, children):
+("regular", size, child[, count]) | ("text", kind, offsets, characters) | ("record", names, children):
 the form Arrow, Awkward, Dask partitions and the NumPy row operations (`restructure`) read.
 """
 from __future__ import annotations
@@ -127,7 +127,7 @@ def columns(a: Array, lists: int | None = None) -> tuple:
             return ("numpy", arr)
         flat = np.ascontiguousarray(arr).reshape((arr.shape[0] * arr.shape[1],) +
                                                  arr.shape[2:])  # (-1 fails on size 0)
-        return ("regular", arr.shape[1], columns(array(flat)))
+        return ("regular", arr.shape[1], columns(array(flat))) + _count(arr.shape)
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
     if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
         return columns(_repack(a))
@@ -140,7 +140,7 @@ def columns(a: Array, lists: int | None = None) -> tuple:
             return columns(_repack(a))
         flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
                                 a.ptr, owner, a.readonly)
-        return ("regular", x.size, columns(flat, _below(lists)))
+        return ("regular", x.size, columns(flat, _below(lists))) + _count((n, x.size))
     if isinstance(x, T.Option):
         mask = _strided_bytes(owner.buffer, a.ptr - owner.address + meta[2], stride, n) != 0
         inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
@@ -203,6 +203,11 @@ def _rising(offsets: np.ndarray, length: int) -> bool:
     `check_rows` on the starts and stops, which says which row is bad)."""
     return len(offsets) < 2 or (int(offsets[0]) >= 0 and int(offsets[-1]) <= length and
                                 bool(np.all(offsets[1:] >= offsets[:-1])))
+
+
+def _count(shape: tuple) -> tuple:
+    """The row count a "regular" node of rows of size 0 carries (its child cannot tell)."""
+    return (shape[0],) if shape[1] == 0 else ()
 
 
 def _has_tuple(t: T.Type) -> bool:

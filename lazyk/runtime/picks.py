@@ -92,9 +92,10 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
     """`node` with each array it reads at `axis` (right-aligned below it) read at the
     tuple level; what broadcasts along the axis (lacks it, or has 1 there) stays."""
     memo: dict = {}
+    own = node.shape[axis] == 1  # (the slot's rows are of 1: its arrays' 1s are items)
 
     def go(n: Node, a: int) -> Node:
-        if a < 0 or n.shape[a] == 1:
+        if a < 0 or (n.shape[a] == 1 and not own):
             return n
         key = (id(n), a)
         if key in memo:
@@ -169,9 +170,10 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
     """An operand that reads only the rows of `value`'s arrays at `axis` (the first array
     with that dim): their item index at `slot` as its value (`position`, dims up to the
     axis), or a witness (no value read; trailing dims of 1 up to `ndim`)."""
+    own = value.shape[axis] == 1  # (rows of 1 are the slot's own, not a broadcast)
     for n in toposort(value):
         a = axis - (value.ndim - n.ndim)
-        if n.op != "input" or a < 0 or n.shape[a] == 1:
+        if n.op != "input" or a < 0 or (n.shape[a] == 1 and not own):
             continue
         entry = _entry(n, env)
         picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
