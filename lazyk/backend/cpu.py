@@ -57,6 +57,9 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
 # process). The environment variable sets OPTIMIZE_IN_PROCESS at import.
 OPTIMIZE_IN_PROCESS = int(os.environ.get("LAZYK_OPTIMIZE_IN_PROCESS", "64"))
 HELPER_MODULES = 512
+# modules whose IR was generated in this process: a disk-cache hit with a structural key
+# generates none (Host.optimized counts the modules LLVM parsed and optimized)
+generated = [0]
 
 
 class Host:
@@ -287,6 +290,7 @@ class JITModule:
         """The IR handed to the backend (generated now if only a generator was given)."""
         if callable(self._source):
             self._source = self._source()
+            generated[0] += 1
         return self._source
 
     def optimized_ir(self) -> str:

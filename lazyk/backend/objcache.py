@@ -288,8 +288,9 @@ def _warn_unusable(directory: Path, why: str) -> None:
 
 
 def source_digest(*modules: str) -> str:
-    """sha256 over the source files of `modules` (once per process): a key part that changes
-    whenever the code generator changes, so a key made from a spec instead of IR stays sound."""
+    """sha256 over the source files of `modules` (a package: every .py file in its folder), once
+    per process: a key part that changes whenever the code generator changes, so a key made
+    from a spec instead of IR stays sound."""
     digest = _digests.get(modules)
     if digest is None:
         import importlib.util
@@ -298,9 +299,14 @@ def source_digest(*modules: str) -> str:
         for name in modules:
             spec = importlib.util.find_spec(name)
             origin = spec.origin if spec is not None else None
+            files = [origin] if origin and os.path.isfile(origin) else []
+            if spec is not None and spec.submodule_search_locations:
+                files = sorted(str(p) for d in spec.submodule_search_locations
+                               for p in Path(d).glob("*.py"))
             h.update(name.encode() + b"\0")
-            if origin and os.path.isfile(origin):
-                with open(origin, "rb") as f:
+            for path in files:
+                h.update(os.path.basename(path).encode() + b"\0")
+                with open(path, "rb") as f:
                     h.update(f.read())
         digest = _digests[modules] = h.hexdigest()
     return digest
