@@ -36,10 +36,11 @@ class _Binding:
 llvm = _Binding()  # lazyk.backend.cpu and .threads use this one too
 
 
-def target_machine(triple: str, cpu: str, features: str) -> Any:
-    """The host target machine every kernel is optimized and compiled for."""
+def target_machine(triple: str, cpu: str, features: str, opt: int = 3) -> Any:
+    """The host target machine every kernel is optimized and compiled for (`opt`: the code
+    generator's level)."""
     target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features, opt=3,
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt,
                                         codemodel="jitdefault", jit=True)
 
 
