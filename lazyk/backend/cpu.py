@@ -101,7 +101,7 @@ class Host:
         Raises:
             CompileError: LLVM rejected the IR, or the helper process died on it.
         """
-        mvec = _has(_vecmath, "rewrite") and _vecmath.load()
+        mvec = _has(_vecmath, "vector_name") and _vecmath.load()
         if (HELPER_MODULES and not self._helper_broken
                 and self.optimized["in_process"] >= OPTIMIZE_IN_PROCESS):
             # A helper that died between two kernels (killed, out of memory) is replaced
@@ -135,9 +135,10 @@ class Host:
                     raise CompileError(f"LLVM rejected generated IR: {out}\n{text}")
                 self.optimized["helper"] += 1
                 return out, obj
-        rewrite = (lambda t: _vecmath.rewrite(t, self.features, available=True)) if mvec else None
+        have = _vecmath.parse_features(self.features) if mvec else None
+        rename = (lambda name: _vecmath.vector_name(name, have)) if mvec else None
         try:
-            out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rewrite)
+            out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rename)
         except RuntimeError as e:
             raise CompileError(f"LLVM rejected generated IR: {e}\n{text}") from None
         finally:
