@@ -161,6 +161,8 @@ def test_source_digest_tracks_code() -> None:
     d = objcache.source_digest("lazyk.backend.objcache")
     assert d == objcache.source_digest("lazyk.backend.objcache") and len(d) == 64
     assert d != objcache.source_digest("lazyk.backend.vecmath")
+    package = objcache.source_digest("lazyk.backend")  # every module of the package
+    assert package == objcache.source_digest("lazyk.backend") and package != d
 
 
 def test_concurrent_writers_leave_a_whole_entry(tmp_path) -> None:

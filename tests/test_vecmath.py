@@ -156,3 +156,56 @@ def test_rewrite_names_and_fallbacks() -> None:
     out = vecmath.rewrite(ir, ["avx2", "avx512f"], available=True)
     assert "@_ZGVeN8vv_pow(" in out and "@_ZGVeN16v_sinf(" in out
     assert vecmath.rewrite(ir, "+avx2", available=False) == ir
+
+
+@pytest.mark.parametrize("func", ["sin", "pow"])
+def test_renaming_in_the_module_emits_the_text_rewrites_object(func: str) -> None:
+    """The backend renames the declarations (no second parse): the same machine code as the
+    text rewrite, which it replaced."""
+    from lazyk.backend import optworker
+
+    if not vecmath.load():
+        pytest.skip("no libmvec")
+    nargs = vecmath.FUNCTIONS[func][1]
+    ir = _TEMPLATE.format(f=func, width=256, params=", ".join(["double"] * nargs),
+                          args="double %va" if nargs == 1 else "double %va, double %vb")
+    tm = _target_machine()
+    features = llvm.get_host_cpu_features().flatten()
+    have = vecmath.parse_features(features)
+    layout = str(tm.target_data)
+    text, obj = optworker.compile_ir(tm, ir, tm.triple, layout,
+                                     lambda name: vecmath.vector_name(name, have))
+    mod = optworker.parse(ir, tm.triple, layout)
+    optworker.optimize(tm, mod)
+    want = vecmath.rewrite(str(mod), features)
+    assert text == want and "@_ZGV" in text
+    assert obj == tm.emit_object(optworker.parse(want, tm.triple, layout))
+    assert vecmath.vector_name("llvm.sin.v3f64", have) is None
+    assert vecmath.vector_name("llvm.fabs.v4f64", have) is None
+
+
+def test_helper_process_renames_too(tmp_path) -> None:
+    """The optimizer helper process (every module optimized there) emits libmvec calls too,
+    with NumPy's values."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np
+        import lazyk
+        from lazyk.backend import cpu, vecmath
+        from lazyk.kernel import flat
+        x = np.linspace(-20, 20, 10_003)
+        got = lazyk.evaluate(lazyk.sin(lazyk.array(x)) * 3.5 - 7)
+        np.testing.assert_allclose(got, np.sin(x) * 3.5 - 7, rtol=1e-13, atol=1e-13)
+        ir = "".join(k.jit.llvm_ir or "" for k in flat.kernels._data.values())
+        print(cpu.host().optimized["helper"], "_ZGV" in ir, vecmath.load())
+    """)
+    env = dict(os.environ, LAZYK_OPTIMIZE_IN_PROCESS="0", LAZYK_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split()
+    assert int(out[0]) >= 1
+    avx2 = "avx2" in vecmath.parse_features(llvm.get_host_cpu_features().flatten())
+    assert out[1] == str(out[2] == "True" and avx2)

@@ -3,8 +3,9 @@
 Entries are keyed by lazyk's and LLVM's versions, the CPU name and features and the hash of the
 IR handed to the backend *before* optimization, so a hit skips O3 and codegen altogether. Each
 entry is `MAGIC | HMAC-SHA256(secret; MAGIC, identity, key, payload) | len(payload) | payload`,
-written 0600 to a temporary file, fsynced and renamed into place (os.replace is atomic), so a
-reader sees a whole entry or none. The HMAC binds the payload to its own key and to this lazyk /
+written 0600 to a temporary file and renamed into place (os.replace is atomic), so a
+reader sees a whole entry or none (not fsynced: ~8 ms a kernel; an entry a crash left torn
+fails the HMAC and is compiled again). The HMAC binds the payload to its own key and to this lazyk /
 LLVM / CPU (`identity`) under a secret that only the user can read (`KEY_FILE`, 32 random bytes,
 0600): an entry that is torn, truncated, bit-flipped, of an older format, copied under another
 key's name, or written by anyone without the secret fails it, is deleted and recompiled (then
@@ -215,9 +216,10 @@ def read_private(path: str | os.PathLike[str], limit: int, *, secret: bool = Fal
         return f.read()
 
 
-def write_private(path: Path, *parts: bytes, replace: bool = True) -> None:
+def write_private(path: Path, *parts: bytes, replace: bool = True, sync: bool = True) -> None:
     """Write `parts` to `path` whole or not at all: a 0600 temporary file in the same directory,
-    fsynced, then renamed over `path` (`replace=False`: linked, so that an existing file wins)."""
+    fsynced (unless not `sync`), then renamed over `path` (`replace=False`: linked, so that an
+    existing file wins)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
         with open(fd, "wb") as f:
@@ -225,7 +227,8 @@ def write_private(path: Path, *parts: bytes, replace: bool = True) -> None:
             for part in parts:
                 f.write(part)
             f.flush()
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         if replace:
             os.replace(tmp, path)
         else:
@@ -288,8 +291,9 @@ def _warn_unusable(directory: Path, why: str) -> None:
 
 
 def source_digest(*modules: str) -> str:
-    """sha256 over the source files of `modules` (once per process): a key part that changes
-    whenever the code generator changes, so a key made from a spec instead of IR stays sound."""
+    """sha256 over the source files of `modules` (a package: every .py file in its folder), once
+    per process: a key part that changes whenever the code generator changes, so a key made
+    from a spec instead of IR stays sound."""
     digest = _digests.get(modules)
     if digest is None:
         import importlib.util
@@ -298,9 +302,14 @@ def source_digest(*modules: str) -> str:
         for name in modules:
             spec = importlib.util.find_spec(name)
             origin = spec.origin if spec is not None else None
+            files = [origin] if origin and os.path.isfile(origin) else []
+            if spec is not None and spec.submodule_search_locations:
+                files = sorted(str(p) for d in spec.submodule_search_locations
+                               for p in Path(d).glob("*.py"))
             h.update(name.encode() + b"\0")
-            if origin and os.path.isfile(origin):
-                with open(origin, "rb") as f:
+            for path in files:
+                h.update(os.path.basename(path).encode() + b"\0")
+                with open(path, "rb") as f:
                     h.update(f.read())
         digest = _digests[modules] = h.hexdigest()
     return digest
@@ -415,7 +424,7 @@ class ObjectCache:
             return
         try:
             write_private(self.path(key), _HEADER.pack(MAGIC, self._mac(key, obj), len(obj)),
-                          obj)
+                          obj, sync=False)
         except OSError as err:
             _warn_unusable(self.directory, _failure(self.directory, err))
             return

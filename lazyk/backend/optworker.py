@@ -12,7 +12,7 @@ The helper also emits the object code, so the calling process never parses kerne
 and code generation keep ~20 KB per module in LLVM's context and heap).
 
 Protocol on stdin/stdout (little-endian): a header line `triple\\tcpu\\tfeatures\\n`, then per
-module a request `<u8 libmvec rewrite?><u64 length><IR text>` answered with `<u8 status>
+module a request `<u8 libmvec names?><u64 length><IR text>` answered with `<u8 status>
 <u64 length><optimized IR text or error message><u64 length><object code>` (status 0 = ok,
 1 = LLVM rejected the IR).
 """
@@ -36,10 +36,11 @@ class _Binding:
 llvm = _Binding()  # lazyk.backend.cpu and .threads use this one too
 
 
-def target_machine(triple: str, cpu: str, features: str) -> Any:
-    """The host target machine every kernel is optimized and compiled for."""
+def target_machine(triple: str, cpu: str, features: str, opt: int = 3) -> Any:
+    """The host target machine every kernel is optimized and compiled for (`opt`: the code
+    generator's level)."""
     target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features, opt=3,
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt,
                                         codemodel="jitdefault", jit=True)
 
 
@@ -75,22 +76,29 @@ def parse(text: str, triple: str, data_layout: str) -> Any:
 
 
 def compile_ir(tm: Any, text: str, triple: str, data_layout: str,
-               rewrite: Any = None) -> tuple[str, bytes]:
-    """Parse, verify, optimize, optionally rewrite the optimized text (libmvec names), emit an
-    object: (optimized IR text, object code). RuntimeError if LLVM rejects the IR."""
+               rename: Any = None) -> tuple[str, bytes]:
+    """Parse, verify, optimize, optionally rename declared functions (`rename(name)`: the new
+    name or None; libmvec's names for vector math), emit an object: (optimized IR text, object
+    code). RuntimeError if LLVM rejects the IR."""
     mod = parse(text, triple, data_layout)
     optimize(tm, mod, text.count("\n") <= VECTORIZE_MAX_LINES)
-    out = str(mod)
-    if rewrite is not None:
-        new = rewrite(out)
-        if new != out:
-            out = new
-            mod = parse(out, triple, data_layout)
-    return out, tm.emit_object(mod)
+    if rename is not None:
+        # NOTE: in the module, not its text: no second parse (~5 ms a kernel). A name that is
+        # taken stays as it is (LLVM would add a suffix): those calls keep the scalar libm.
+        functions = list(mod.functions)
+        taken = {f.name for f in functions}
+        for f in functions:
+            new = rename(f.name) if f.is_declaration else None
+            if new and new not in taken:
+                f.name = new
+                taken.add(new)
+        mod.verify()
+    return str(mod), tm.emit_object(mod)
 
 
-def _vecmath_rewrite(features: str) -> Any:
-    """vecmath.rewrite for this CPU, loaded by path (importing lazyk here would cost ~0.2 s)."""
+def _vecmath_rename(features: str) -> Any:
+    """vecmath.vector_name for this CPU, loaded by path (importing lazyk here would cost
+    ~0.2 s)."""
     import importlib.util
     import os
 
@@ -98,7 +106,8 @@ def _vecmath_rewrite(features: str) -> Any:
     spec = importlib.util.spec_from_file_location("_lazyk_vecmath", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return lambda text: mod.rewrite(text, features, available=True)
+    have = mod.parse_features(features)
+    return lambda name: mod.vector_name(name, have)
 
 
 def _read(stream: Any, n: int) -> bytes:
@@ -121,17 +130,17 @@ def main() -> None:
     triple, cpu, features = inp.readline().decode().rstrip("\n").split("\t")
     tm = target_machine(triple, cpu, features)
     data_layout = str(tm.target_data)
-    rewrite = None
+    rename = None
     while True:
         try:
             mvec, n = struct.unpack("<BQ", _read(inp, 9))
             text = _read(inp, n).decode()
         except EOFError:
             return
-        if mvec and rewrite is None:
-            rewrite = _vecmath_rewrite(features)
+        if mvec and rename is None:
+            rename = _vecmath_rename(features)
         try:
-            opt, obj = compile_ir(tm, text, triple, data_layout, rewrite if mvec else None)
+            opt, obj = compile_ir(tm, text, triple, data_layout, rename if mvec else None)
             status, reply = 0, opt.encode()
         except RuntimeError as e:
             status, reply, obj = 1, str(e).encode(), b""

@@ -3,8 +3,9 @@
 The loop vectorizer turns `llvm.sin.f64` into `llvm.sin.v4f64`, which codegen would scalarize
 into four libm calls (~7 ns per element here). glibc's libmvec exports the same functions with
 the same vector signatures under x86 vector-ABI names (`_ZGVdN4v_sin` = AVX2, 4 x double), so
-renaming the call in the IR text is enough. `--vector-library=LIBMVEC` has no effect through
-llvmlite's pass builder (FACTS.md), hence the text rewrite.
+renaming the declared function is enough (`vector_name`: the backend renames it in the optimized
+module; `rewrite`: the same in IR text). `--vector-library=LIBMVEC` has no effect through
+llvmlite's pass builder (FACTS.md), hence the renaming.
 """
 from __future__ import annotations
 
@@ -80,12 +81,18 @@ def rewrite(ir_text: str, cpu_features: str | Iterable[str], *, available: bool 
     if not available:
         return ir_text
     features = parse_features(cpu_features)
+    return _INTRINSIC.sub(lambda m: "@" + (vector_name(m.group(0)[1:], features)
+                                           or m.group(0)[1:]), ir_text)
 
-    def rename(m: re.Match[str]) -> str:
-        func, lanes, elem = m.group(1), int(m.group(2)), m.group(3)
-        variant = _VARIANTS.get((elem, lanes))
-        if variant is None or variant[1] not in features:
-            return m.group(0)
-        return "@" + symbol(func, lanes, elem)
 
-    return _INTRINSIC.sub(rename, ir_text)
+def vector_name(name: str, features: frozenset[str]) -> str | None:
+    """libmvec's name for the intrinsic function `name` (`llvm.sin.v4f64`) on a CPU with
+    `features` (see `parse_features`), or None (not a vector math intrinsic, or no variant)."""
+    m = _INTRINSIC.fullmatch("@" + name)
+    if m is None:
+        return None
+    func, lanes, elem = m.group(1), int(m.group(2)), m.group(3)
+    variant = _VARIANTS.get((elem, lanes))
+    if variant is None or variant[1] not in features:
+        return None
+    return symbol(func, lanes, elem)

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
+from lazyk.backend.objcache import source_digest
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.nest import (
     PREFIX,
@@ -45,7 +46,7 @@ class NestKernel:
         names = (f"{_NAME}_part", f"{_NAME}_steal", f"{_NAME}_single", f"{_NAME}_destroy")
         self.jit = JITModule(lambda: _with_part_entry(generate_nest(
             spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
-            where_masks=where_masks)), names)
+            where_masks=where_masks)), names, key_text=structural_key(key))
         self.part, self.steal, self.single, destroy = (self.jit.addresses[n] for n in names)
         # the ckernel_prefix of every record of this kernel: {function, destructor}
         self.prefix = np.array([self.single, destroy], np.int64)
@@ -121,6 +122,18 @@ class NestKernel:
             at = 8 * (PREFIX + nw)
             rows.view(np.uint8)[:, at:at + len(params)] = np.frombuffer(params, np.uint8)
         return rows[:, PREFIX:]
+
+
+def structural_key(key: tuple) -> str | None:
+    """Disk-cache key text of a kernel key: its text and the code generator's sources, so a
+    hit skips IR generation (~20 ms a kernel); None where some part prints no stable text (an
+    object printed by its address: the IR then makes the key)."""
+    text = repr(key)
+    if " at 0x" in text:
+        return None
+    code = source_digest("lazyk.codegen", "lazyk.frontend", "lazyk.types", "lazyk.kernel.nest",
+                         "lazyk.kernel.abi")
+    return f"nest:{_NAME}|{text}|{code}"
 
 
 def _with_part_entry(module) -> str:
