@@ -3,7 +3,9 @@ computed by the fused elementwise body, and a `Bins` nest adds it to counters of
 thread's own part (`codegen.levels.Bins`); the parts' counters are added up here. Several
 histograms that read the same rows fill in one pass (one body with an index per
 histogram). Forms the one pass does not take (where() over missing values, missing rows
-against a fixed dim) compute the indices first, then bin those."""
+against a fixed dim) compute the indices first, then bin those. What a pass decides from
+its graph and its operands' layout is kept (`_forms`, `_graphs`, `_plans`): evaluating a
+histogram again reads its arrays' rows and runs the kernel."""
 from __future__ import annotations
 
 import numpy as np
@@ -117,12 +119,12 @@ def _one_pass(hists: list, exprs: list | None = None):
         ops_, (levels, sizes, kinds) = items[0], items[2]
     pkey = (graph, levels, tuple(kinds),
             tuple((o.dtype, bool(o.aligned), o.mask_offset is not None) for o in ops_))
-    plan = _plans.get(pkey) if not form.lower else None
+    plan = None if form.lower else _plans.get(pkey)
     if plan is None:
         plan = _Plan(graph, levels, kinds, ops_)
         if not form.lower:
             _plans.put(pkey, plan)
-    elif not form.lower:
+    else:
         stats["hits"] += 1
     sel = [ops_[j] for j in plan.labels]
     kern = kernel_for(plan.kkey)
