@@ -114,7 +114,7 @@ def _one_pass(hists: list, exprs: list | None = None):
         return None  # `?n` rows
     if len(hists) > 1 and not _same_rows(ops_, kinds, len(levels)):
         return None
-    items = flat_items(ops_, levels, kinds, sizes)
+    items = flat_items(ops_, levels, kinds, sizes, offsets=False)
     if items is not None:  # one loop over the items of rows of one offsets array
         ops_, (levels, sizes, kinds) = items[0], items[2]
     pkey = (graph, levels, tuple(kinds),
