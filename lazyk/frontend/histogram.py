@@ -314,7 +314,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         NotSupportedError: string data; complex weights; more than 512 edges as an array.
     """
     x = as_expr(a)
-    if is_text(x.dtype) or x.dtype.kind == "c":
+    if x.dtype.kind not in "biuf" and (is_text(x.dtype) or x.dtype.kind == "c"):
         what = "strings" if is_text(x.dtype) else "complex numbers"
         raise NotSupportedError(f"histogram of {x.type} ({what}): real numbers only")
     if x.ndim == 0:

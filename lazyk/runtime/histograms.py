@@ -142,7 +142,8 @@ def _one_pass(hists: list, exprs: list | None = None):
     table[0] *= BIN_LANES  # (each bin's lanes: `codegen.nest_bins`)
     buf = np.zeros(nt + len(parts) * table[0], np.int64)
     buf[:nt] = table
-    words[3], words[4] = buf.ctypes.data + 8 * nt, buf.ctypes.data
+    at = buf.ctypes.data
+    words[3], words[4] = at + 8 * nt, at
     kern.run(words, plan.params, parts, (leaves, buf), plan.labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
@@ -152,7 +153,7 @@ def _one_pass(hists: list, exprs: list | None = None):
         block = got[:, f:f + h.nbins]
         # (weights: lane 0 only; then the parts in order)
         block = block.view(np.float64)[:, :, 0] if w is not None else block.sum(axis=2)
-        counts.append(h.finish(block[0] if len(parts) == 1 else block.sum(axis=0)))
+        counts.append(h.finish(block[0].copy() if len(parts) == 1 else block.sum(axis=0)))
     return counts
 
 
