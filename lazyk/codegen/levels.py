@@ -424,7 +424,9 @@ class Bins:
     histogram, its bin index (int64; a value outside 0..n-1 is not counted), then for a
     `weighted` one its weight (float64, added instead of 1). A missing input (`?T`) or a
     missing row counts nowhere. Kernel data word 4 is the address of the bins table, int64:
-    the counters of one part, then per histogram its bin count and first counter."""
+    the counters of one part, then per histogram its bin count n and first bin. Bin i of a
+    histogram is `codegen.nest_bins.BIN_LANES` adjacent counters at (first + i) * lanes;
+    bin n counts the values in no bin (read by nobody)."""
 
     weighted: tuple
     axes = ()

@@ -13,6 +13,12 @@ from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
 # Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
 # that vectorizes), then the counters.
 BIN_BLOCK = 256
+# Counters per bin in a part: value i of a block adds to counter i % BIN_LANES of its bin
+# (adjacent words), so runs of one bin are BIN_LANES chains of increments, not one chain
+# that waits for each store; the caller adds the lanes up. Weights go to lane 0 only: their
+# float sums keep the order of the values. Each histogram has one more counter than bins,
+# for the values in no bin.
+BIN_LANES = 4
 
 
 class NestBins:
@@ -35,17 +41,20 @@ class NestBins:
         with b.if_then(self._present(masks)):
             add()
 
-    def _count_bin(self, h, i, w=None):
-        """Counter i of histogram h += 1 (or w), where 0 <= i < its bins."""
+    def _count_bin(self, h, i, w=None, lane=0):
+        """Counter i (lane `lane`) of histogram h += 1 (or w); an i outside 0..n-1 adds to
+        counter n, which counts nowhere (no branch on where the value lands)."""
         b, c = self.b, self.c
-        with b.if_then(b.icmp_unsigned("<", i, self.bin_n[h])):  # (negatives too)
-            at = b.add(self.bin_base, b.add(self.bin_first[h], i))
-            if w is not None:
-                p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
-                b.store(b.fadd(b.load(p, align=8), w), p, align=8)
-            else:
-                p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
-                b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
+        n = self.bin_n[h]
+        i = b.select(b.icmp_unsigned("<", i, n), i, n)  # (negatives too)
+        at = b.mul(b.add(self.bin_first[h], i), c(BIN_LANES))
+        at = b.add(self.bin_base, at if w is not None or not lane else b.add(at, c(lane)))
+        if w is not None:
+            p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
+            b.store(b.fadd(b.load(p, align=8), w), p, align=8)
+        else:
+            p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
+            b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
 
     def _bin_blocks(self, k, bases, n, lo, isz):
         """Histograms over a contiguous row: per block of BIN_BLOCK elements, first every
@@ -77,14 +86,21 @@ class NestBins:
                     b.store(v, b.gep(slots[q], [c(0), i]))
             for_loop(b, m, values, name="bv")
 
-            def count(i):
+            def count(i, lane=0):
                 o = 0
                 for h, weighted in enumerate(self.mode.weighted):
                     bin_ = b.load(b.gep(slots[o], [c(0), i]))
                     w = b.load(b.gep(slots[o + 1], [c(0), i])) if weighted else None
                     o += 1 + bool(weighted)
-                    self._count_bin(h, bin_, w)
-            hinted_loop(b, m, count, "bc", NO_VECTOR)
+                    self._count_bin(h, bin_, w, lane)
+
+            def lanes(q):  # BIN_LANES values, each to its own lane's counters
+                for lane in range(BIN_LANES):
+                    count(b.add(b.mul(q, c(BIN_LANES)), c(lane)), lane)
+            whole = b.udiv(m, c(BIN_LANES))
+            hinted_loop(b, whole, lanes, "bq", NO_VECTOR)
+            hinted_loop(b, b.sub(m, b.mul(whole, c(BIN_LANES))),
+                        lambda i: count(b.add(b.mul(whole, c(BIN_LANES)), i)), "bc", NO_VECTOR)
         blocks = b.sdiv(b.add(n, c(BIN_BLOCK - 1)), c(BIN_BLOCK))
         for_loop(b, blocks, block, name="bb")
 

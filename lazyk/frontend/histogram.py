@@ -12,6 +12,7 @@ end, so no counter is shared and no atomic is needed.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -146,17 +147,23 @@ class Histogram:
             return self._by_edges()
         first, last = self._uniform
         n, bin_type = self.bins, self._edges.dtype
+        it = _index_type(n + 1)
         keep = (x >= first) & (x <= last)
         v = x.astype(bin_type)
         # NumPy's estimate, ((v - first) / (last - first)) * n, lands within one bin of
         # the right one, which the two corrections against the edges then find: so does
-        # this estimate in float64 with a multiply (a divide costs more than the rest)
+        # this estimate in float64 with a multiply (a divide costs more than the rest). A
+        # value outside the range (or NaN) is counted nowhere, so it is estimated as
+        # `first`: the estimate is then 0..n, clamped to n - 1 before its conversion,
+        # and the conversion and the corrections run in int32 where n fits (AVX2
+        # converts four doubles to int32 at once, and to int64 one at a time).
         scale = np.float64(n) / np.float64(_subtract(last, first))
-        f = (v.astype(np.float64) - np.float64(first)) * scale
-        i = apply("minimum", apply("maximum", f.astype(np.int64), np.int64(0)), np.int64(n - 1))
-        i = i - (v < self._edge(i)).astype(np.int64)
-        up = (v >= self._edge(i + 1)) & (i != n - 1)
-        return where(keep, i + up.astype(np.int64), np.int64(-1))
+        f = (where(keep, v.astype(np.float64), np.float64(first)) - np.float64(first)) * scale
+        i = where(f < np.float64(n - 1), f, np.float64(n - 1)).astype(it)
+        i = i - (v < self._edge(i, top=False)).astype(it)  # (i < n)
+        # (edge i + 1 is read only where i < n - 1: never the last edge either)
+        up = (v >= self._edge(i + it.type(1), top=False)) & (i != it.type(n - 1))
+        return where(keep, i + up.astype(it), it.type(-1)).astype(np.int64)
 
     def _by_edges(self) -> Expr:
         """The bin as numpy.histogram's search of the edges finds it: the edges at or below
@@ -166,10 +173,11 @@ class Histogram:
             raise NotSupportedError(f"{len(edges)} bin edges found by comparisons: at most "
                                     f"{MAX_EDGES}")
         inside = (x >= edges[0]) & (x <= edges[-1])
-        i = as_expr(np.int64(0))
+        it = _index_type(len(edges))
+        i = as_expr(it.type(0))
         for e in edges[1:-1]:  # (the last bin closed)
-            i = i + apply("greater_equal", x, e).astype(np.int64)
-        return where(inside, i, np.int64(-1))
+            i = i + apply("greater_equal", x, e).astype(it)
+        return where(inside, i, it.type(-1)).astype(np.int64)
 
     def _linspace_edges(self) -> bool:
         """Whether `_edge` gives NumPy's edges bit for bit."""
@@ -177,10 +185,11 @@ class Histogram:
         with np.errstate(all="ignore"):
             return bool(np.array_equal(self._edge(k), self._edges))
 
-    def _edge(self, k):
-        """Edge k (an int64 expression, or a NumPy array of them) as np.linspace computes
-        it: k * step in the linspace dtype, plus the start (in its own dtype's promotion,
-        stored back), then in the edges' dtype; the last edge is `last` itself."""
+    def _edge(self, k, top: bool = True):
+        """Edge k (an integer expression, or a NumPy array of them) as np.linspace
+        computes it: k * step in the linspace dtype, plus the start (in its own dtype's
+        promotion, stored back), then in the edges' dtype; the last edge is `last` itself
+        (`top=False`: an expression where k < n, or whose value is not read at n)."""
         first, last = self._uniform
         n, bin_type = self.bins, self._edges.dtype
         dt = np.result_type(first, last)
@@ -194,7 +203,8 @@ class Histogram:
             y = (k.astype(dt) * step).astype(wide) + start.astype(wide)
             return np.where(k == n, self._edges[-1], y.astype(dt).astype(bin_type))
         y = (k.astype(dt) * step).astype(wide) + start.astype(wide)[()]
-        return where(k == n, bin_type.type(self._edges[-1]), y.astype(dt).astype(bin_type))
+        y = y.astype(dt).astype(bin_type)
+        return where(k == n, bin_type.type(self._edges[-1]), y) if top else y
 
     def weight(self) -> Expr | None:
         """Each value's weight as the counters add it (float64), or None."""
@@ -203,7 +213,8 @@ class Histogram:
     def finish(self, counts: np.ndarray) -> np.ndarray:
         """The counts in numpy.histogram's dtype (and density) from the float64 or int64
         counters the kernel added up."""
-        out = counts.astype(np.int64 if self.weights is None else self.weights.dtype)
+        out = counts.astype(np.int64 if self.weights is None else self.weights.dtype,
+                            copy=False)
         if self.density:
             db = np.array(np.diff(self.edges), float)
             return out / db / out.sum()
@@ -245,6 +256,18 @@ class Histogram:
 # (each call of an analysis) reuses its graph; the nodes are interned, so the key's x node
 # is the very node of the same expression over the same arrays
 _built = Memo(256, "histogram graphs")
+
+
+def _finite(v: Any) -> bool:
+    """np.isfinite of a range end (a Python int or float without NumPy's call)."""
+    if type(v) is int:
+        return True
+    return math.isfinite(v) if type(v) is float else bool(np.isfinite(v))
+
+
+def _index_type(n: int) -> np.dtype:
+    """The integer dtype bin indices up to `n` are computed in: int32 where they fit."""
+    return np.dtype(np.int32 if n < 2**31 - 1 else np.int64)
 
 
 def _subtract(a: Any, b: Any):
@@ -291,7 +314,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         NotSupportedError: string data; complex weights; more than 512 edges as an array.
     """
     x = as_expr(a)
-    if is_text(x.dtype) or x.dtype.kind == "c":
+    if x.dtype.kind not in "biuf" and (is_text(x.dtype) or x.dtype.kind == "c"):
         what = "strings" if is_text(x.dtype) else "complex numbers"
         raise NotSupportedError(f"histogram of {x.type} ({what}): real numbers only")
     if x.ndim == 0:
@@ -303,7 +326,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
             raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
     if isinstance(bins, str):
         raise NotSupportedError(f"bins={bins!r}: give a number of bins or the edges")
-    if np.ndim(bins) == 0:
+    if type(bins) is int or np.ndim(bins) == 0:
         try:
             bins = operator.index(bins)
         except TypeError:
@@ -314,7 +337,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
             first, last = range
             if first > last:
                 raise ValueError("max must be larger than min in range parameter.")
-            if not (np.isfinite(first) and np.isfinite(last)):
+            if not (_finite(first) and _finite(last)):
                 raise ValueError(f"supplied range of [{first}, {last}] is not finite")
     elif np.ndim(bins) == 1:
         bins = np.asarray(bins)

@@ -3,19 +3,31 @@ computed by the fused elementwise body, and a `Bins` nest adds it to counters of
 thread's own part (`codegen.levels.Bins`); the parts' counters are added up here. Several
 histograms that read the same rows fill in one pass (one body with an index per
 histogram). Forms the one pass does not take (where() over missing values, missing rows
-against a fixed dim) compute the indices first, then bin those."""
+against a fixed dim) compute the indices first, then bin those. What a pass decides from
+its graph and its operands' layout is kept (`_forms`, `_graphs`, `_plans`): evaluating a
+histogram again reads its arrays' rows and runs the kernel."""
 from __future__ import annotations
 
 import numpy as np
 
 from lazyk.codegen.levels import FIXED, Bins, Fill
+from lazyk.codegen.nest_bins import BIN_LANES
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
-from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    toposort,
+)
+from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.nest import kernel_for
+from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime.nest_plan import (
     flat_items,
@@ -38,6 +50,8 @@ from lazyk.runtime.ragged_rules import (
 # first and read as leaves)
 _READ = ("input", "const", "scalar", REDUCE_OP)
 _FIRST = (SELECT_OP, TAKE_OP, ROWS_OP)  # (their values computed before the one pass)
+_LOWER = (PICK_OP, "with_rows", REDUCE_OP)  # (lowered into leaves on every call)
+_ELEMENTWISE = frozenset(ELEMENTWISE)
 
 
 def fill_histograms(hists: list, computed: list | None = None) -> list | None:
@@ -61,77 +75,210 @@ def fill_histograms(hists: list, computed: list | None = None) -> list | None:
 
 def _one_pass(hists: list, exprs: list | None = None):
     """One Bins nest over every histogram of `hists`, or None where it does not take
-    them (then each runs on its own, or its bins are computed first)."""
+    them (then each runs on its own, or its bins are computed first). The graph work and
+    the kernel plan are kept per structure (`_forms`, `_graphs`, `_plans`): a repeated
+    pass reads the operands' layout, checks their rows and runs."""
     exprs = exprs or [(h.index(), h.weight()) for h in hists]
+    key = tuple(e.node if e is not None else None for pair in exprs for e in pair)
+    form = _forms.get(key)
+    if form is None:
+        form = _forms.put(key, _Form(key))
+    if form.first:
+        return None  # (selections, gathers, row operations: the bins computed first)
     env: dict = {}
-    roots, weighted = [], []
-    for idx, w in exprs:
-        for e in (idx, w) if w is not None else (idx,):
-            if any(n.op in _FIRST for n in toposort(e.node)):
-                return None  # (selections, gathers, row operations: the bins computed first)
+    for pair in exprs:
+        for e in pair:
+            if e is not None:
+                env.update(e.env)
+    if form.lower:  # tuples' items and inner reductions: new leaves on every call
+        got = _lowered(exprs)
+        if got is None:
+            return None
+        roots, env = got
+        graph = _Graph(roots, env)
+    else:
+        gkey = (key, _arrays(form.names, env))
+        graph = _graphs.get(gkey)
+        if graph is None:
+            graph = _graphs.put(gkey, _Graph(list(key), env))
+    if graph.declined or not graph.names:
+        return None
+    leaves = [leaf_data(env[n]) for n in graph.names]
+    ops_ = [nest_operand(v) for v in leaves]
+    if None in ops_:
+        return None
+    levels, sizes, kinds = _layout(leaves, ops_)
+    if not _counted_once(graph.shapes, levels, sizes):
+        return None
+    if any(kd[k].missing and levels[k] is FIXED for kd in kinds for k in range(len(levels))):
+        return None  # `?n` rows
+    if len(hists) > 1 and not _same_rows(ops_, kinds, len(levels)):
+        return None
+    items = flat_items(ops_, levels, kinds, sizes, offsets=False)
+    if items is not None:  # one loop over the items of rows of one offsets array
+        ops_, (levels, sizes, kinds) = items[0], items[2]
+    pkey = (graph, levels, tuple(kinds),
+            tuple((o.dtype, bool(o.aligned), o.mask_offset is not None) for o in ops_))
+    plan = None if form.lower else _plans.get(pkey)
+    if plan is None:
+        plan = _Plan(graph, levels, kinds, ops_)
+        if not form.lower:
+            _plans.put(pkey, plan)
+    else:
+        stats["hits"] += 1
+    sel = [ops_[j] for j in plan.labels]
+    kern = kernel_for(plan.kkey)
+    words, _ = nest_words(levels, sizes, sel, plan.kinds)
+    parts = fold_parts(levels, sizes, sel, plan.kinds)
+    # one buffer: the bins table (the counters of one part, then per histogram its bin
+    # count and first counter), then each part's counters (float64 ones: 0.0 is all zero
+    # bits)
+    table, firsts = [0], []
+    for h in hists:  # (one more counter than bins: the values in no bin)
+        firsts.append(table[0])
+        table += [h.nbins, table[0]]
+        table[0] += h.nbins + 1
+    total, nt = table[0], len(table)
+    table[0] *= BIN_LANES  # (each bin's lanes: `codegen.nest_bins`)
+    buf = np.zeros(nt + len(parts) * table[0], np.int64)
+    buf[:nt] = table
+    at = buf.ctypes.data
+    words[3], words[4] = at + 8 * nt, at
+    kern.run(words, plan.params, parts, (leaves, buf), plan.labels)
+    for rec in RECORDERS:
+        rec.append(("nest", kern, len(parts)))
+    got = buf[nt:].reshape(len(parts), total, BIN_LANES)
+    counts = []
+    for h, (_, w), f in zip(hists, exprs, firsts):
+        block = got[:, f:f + h.nbins]
+        # (weights: lane 0 only; then the parts in order)
+        block = block.view(np.float64)[:, :, 0] if w is not None else block.sum(axis=2)
+        counts.append(h.finish(block[0].copy() if len(parts) == 1 else block.sum(axis=0)))
+    return counts
+
+
+# an expression root tuple of a pass (per histogram its index node, then its weight node
+# if any, else None) -> its `_Form`: what the pass reads, from the graph alone
+_forms = Memo(512, "histogram pass forms")
+# (root tuple, which inputs read one array, which are `?T`) -> its `_Graph`
+_graphs = Memo(512, "histogram pass graphs")
+# (`_Graph`, nest levels, operand kinds, operand dtypes / alignment / masks) -> `_Plan`
+_plans = Memo(512, "histogram pass plans")
+# NumPy operands' shapes and strides -> their `nest_plan`
+_dense = Memo(256, "histogram dense layouts")
+# "graphs" / "plans": graph work and kernel plans made; "hits": passes that made neither
+stats = {"graphs": 0, "plans": 0, "hits": 0}
+
+
+class _Form:
+    """What a pass's expressions read: `first` (a selection, gather or row operation, or
+    an op the pass does not take: the bins computed first), `lower` (tuples' items or inner
+    reductions: lowered on every call, the graph then holds new leaves) or neither;
+    `names`: the input names in order."""
+
+    __slots__ = ("first", "lower", "names")
+
+    def __init__(self, roots: tuple):
+        nodes = toposort([r for r in roots if r is not None])
+        self.lower = any(n.op in _LOWER for n in nodes)
+        # (a lowered graph is checked again once lowered)
+        self.first = any(n.op in _FIRST or not self.lower and n.op not in _ELEMENTWISE
+                         and n.op not in _READ for n in nodes)
+        self.names = tuple(dict.fromkeys(n.arg for n in nodes if n.op == "input"))
+
+
+class _Graph:
+    """A pass's fused body over its roots (each array read through one input name), the
+    roots' shapes, and `declined`: where() takes the missing state of a branch (the bins
+    computed first)."""
+
+    def __init__(self, roots: list, env: dict):
+        # roots: per histogram its index, then its weight or None
+        self.weighted = tuple(w is not None for w in roots[1::2])
+        self.kinds = _kinds(self.weighted)
+        roots, self.names = one_leaf_per_array([r for r in roots if r is not None], env)
+        self.shapes = [r.shape for r, w in zip(roots, self.kinds) if not w]
+        self.declined = branch_masks(_joined(roots), self.names,
+                                     [leaf_data(env[n]) for n in self.names])
+        self.body, self.inputs, self.outs, self.consts = fuse_outputs(
+            [rows_graph(r) for r in roots])
+        stats["graphs"] += 1
+
+
+class _Plan:
+    """The kernel of a pass over operands of this layout: its key, the operands it reads
+    (`labels`, by position in the graph's names) and their kinds, the parameter bytes."""
+
+    def __init__(self, graph: _Graph, levels, kinds, ops_):
+        by_name = {n: j for j, n in enumerate(graph.names)}
+        self.labels = [by_name[n] for n in graph.inputs]
+        sel = [ops_[j] for j in self.labels]
+        self.kinds = [kinds[j] for j in self.labels]
+        spec = KernelSpec(inputs=tuple(o.dtype for o in sel),
+                          aligned=tuple(bool(o.aligned) for o in sel), body=graph.body,
+                          outputs=tuple((i, np.dtype(np.float64 if wt else np.int64))
+                                        for i, wt in zip(graph.outs, graph.kinds)))
+        maskd = tuple(o.mask_offset is not None for o in sel)
+        self.kkey = (spec, tuple(levels), tuple(tuple(k) for k in self.kinds), maskd,
+                     Bins(tuple(graph.weighted)), Fill(), False, False, False)
+        self.params = pack_params(spec.params, graph.consts)
+        stats["plans"] += 1
+
+
+def _layout(leaves: list, ops_: list) -> tuple:
+    """`nest_plan` of the operands; of NumPy arrays (their plan is a function of their
+    shapes and strides) kept per shapes and strides."""
+    if not all(type(v) is np.ndarray for v in leaves):
+        return nest_plan(ops_)
+    key = tuple((v.shape, v.strides) for v in leaves)
+    got = _dense.get(key)
+    if got is None:
+        got = _dense.put(key, nest_plan(ops_))
+    levels, sizes, kinds = got
+    return levels, list(sizes), list(kinds)
+
+
+def _lowered(exprs: list):
+    """(roots, env) of the expressions with tuples' items read at their slots and inner
+    reductions computed, or None where the pass does not take them."""
+    env: dict = {}
+    roots = []
+    for pair in exprs:
+        for e in pair:
+            if e is None:
+                roots.append(None)
+                continue
             e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
             root = e.node
-            if any(n.op not in ELEMENTWISE and n.op not in _READ for n in toposort(root)):
+            if any(n.op not in _ELEMENTWISE and n.op not in _READ for n in toposort(root)):
                 return None
             if any(n.op == REDUCE_OP for n in toposort(root)):
                 root, e = inline_reductions(root, e)
             env.update(e.env)
             roots.append(root)
-        weighted.append(w is not None)
-    roots, names = one_leaf_per_array(roots, env)
-    leaves = [leaf_data(env[n]) for n in names]
-    if not leaves:
-        return None
-    if branch_masks(_joined(roots), names, leaves):
-        return None  # where() takes the missing state of the branch: bins first
-    ops_ = [nest_operand(v) for v in leaves]
-    if any(o is None for o in ops_):
-        return None
-    levels, sizes, kinds = nest_plan(ops_)
-    nlev = len(levels)
-    for r, w in zip(roots, _kinds(weighted)):  # every histogram counts each value once
-        if not w and r.ndim != nlev or not w and any(
-                (lv is FIXED and r.shape[k] != n) or (lv is not FIXED and r.shape[k] != "var")
+    return roots, env
+
+
+def _arrays(names: tuple, env: dict) -> tuple:
+    """Per input name the first name that reads the same array, and whether it is `?T`
+    (what a pass's graph depends on besides the graph)."""
+    first: dict = {}
+    got = []
+    for j, n in enumerate(names):
+        v = env[n]
+        key = leaf_key(v) if is_ragged(v) else ("data", id(leaf_data(v)))
+        got.append((first.setdefault(key, j), bool(getattr(v, "option", False))))
+    return tuple(got)
+
+
+def _counted_once(shapes: list, levels, sizes) -> bool:
+    """Whether every histogram counts each value once: its index over every level."""
+    for shape in shapes:
+        if len(shape) != len(levels) or any(
+                (lv is FIXED and shape[k] != n) or (lv is not FIXED and shape[k] != "var")
                 for k, (lv, n) in enumerate(zip(levels, sizes))):
-            return None
-    if any(kd[k].missing and levels[k] is FIXED for kd in kinds for k in range(nlev)):
-        return None  # `?n` rows
-    if len(hists) > 1 and not _same_rows(ops_, kinds, nlev):
-        return None
-    items = flat_items(ops_, levels, kinds, sizes)
-    if items is not None:  # one loop over the items of rows of one offsets array
-        ops_, (levels, sizes, kinds) = items[0], items[2]
-    body, inputs, outs, consts = fuse_outputs([rows_graph(r) for r in roots])
-    by_name = {n: j for j, n in enumerate(names)}
-    sel = [ops_[by_name[n]] for n in inputs]
-    sel_kinds = [kinds[by_name[n]] for n in inputs]
-    spec = KernelSpec(inputs=tuple(o.dtype for o in sel),
-                      aligned=tuple(bool(o.aligned) for o in sel), body=body,
-                      outputs=tuple((i, np.dtype(np.float64 if wt else np.int64))
-                                    for i, wt in zip(outs, _kinds(weighted))))
-    maskd = tuple(o.mask_offset is not None for o in sel)
-    mode = Bins(tuple(weighted))
-    kern = kernel_for((spec, tuple(levels), tuple(tuple(k) for k in sel_kinds), maskd, mode,
-                       Fill(), False, False, False))
-    words, _ = nest_words(levels, sizes, sel, sel_kinds)
-    parts = fold_parts(levels, sizes, sel, sel_kinds)
-    nbins = [h.nbins for h in hists]
-    firsts = np.concatenate([[0], np.cumsum(nbins)]).astype(np.int64)
-    total = int(firsts[-1])
-    table = np.array([total] + [x for n, f in zip(nbins, firsts) for x in (n, f)], np.int64)
-    out = np.zeros(len(parts) * total, np.int64)  # (float64 counters: 0.0 is all zero bits)
-    words[3], words[4] = out.ctypes.data, table.ctypes.data
-    labels = [by_name[n] for n in inputs]
-    kern.run(words, pack_params(spec.params, consts), parts, (leaves, out, table), labels)
-    for rec in RECORDERS:
-        rec.append(("nest", kern, len(parts)))
-    got = out.reshape(len(parts), total)
-    counts = []
-    for h, wt, f, n in zip(hists, weighted, firsts, nbins):
-        block = got[:, f:f + n]
-        c = block.view(np.float64).sum(axis=0) if wt else block.sum(axis=0)
-        counts.append(h.finish(c))
-    return counts
+            return False
+    return True
 
 
 def _kinds(weighted: list) -> list:

@@ -346,13 +346,13 @@ def flat_rows(ops_, levels, kinds, sizes):
     return flat, off, ((FIXED, VAR), [int(off[-1]), 0], kinds2)
 
 
-def flat_items(ops_, levels, kinds, sizes):
+def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     """`N * var` rows that every operand with rows reads through one offsets array, and no
     operand stays at the rows (a per-row value): the items as one run of M, (the operands
-    as `M`, the offsets from 0, their plan), or None. Work item by item (elementwise,
-    histograms) then runs one loop over the items: no loop per row, none of a row's short
-    remainders (rows of one to four items are common). The offsets are checked here (the
-    kernel reads no row)."""
+    as `M`, the offsets from 0 (None with `offsets=False`: a fold over every item), their
+    plan), or None. Work item by item (elementwise, histograms) then runs one loop over
+    the items: no loop per row, none of a row's short remainders (rows of one to four
+    items are common). The offsets are checked here (the kernel reads no row)."""
     if tuple(levels) != (FIXED, VAR):
         return None
     ref, flat = None, list(ops_)
@@ -373,7 +373,7 @@ def flat_items(ops_, levels, kinds, sizes):
     ptr, n0, s0, width = ref
     off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
     lo, hi = int(off[0]), int(off[-1])
-    if lo < 0 or (np.diff(off) < 0).any():
+    if lo < 0 or (off[1:] < off[:-1]).any():
         return None  # bad rows: the full nest names them
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if kd[1].moves:
@@ -384,7 +384,8 @@ def flat_items(ops_, levels, kinds, sizes):
                                   r.content + lo * r.index_stride, o.dtype, o.mask_offset,
                                   o.aligned)
     kinds2 = [(Strided(),) if kd[1].moves else (kd[1],) for kd in kinds]
-    return flat, np.subtract(off, lo, dtype=np.int64), ((FIXED,), [hi - lo], kinds2)
+    return flat, np.subtract(off, lo, dtype=np.int64) if offsets else None, \
+        ((FIXED,), [hi - lo], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):

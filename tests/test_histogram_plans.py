@@ -1,0 +1,127 @@
+"""lazyk.histogram's repeated passes and its counters: a second evaluation of the same
+histogram (or of one built again over the same arrays) makes no graph, no plan and no
+kernel; counts equal numpy.histogram's at float32 edges, NaN, infinities, values on the
+edges, runs of one bin (the counters' lanes), every block remainder, weights (bit for bit:
+their float sums keep the values' order), ragged and `?T` input, and two histograms of one
+pass."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.kernel.nest import nest_stats
+from lazyk.runtime import histograms
+
+F32_EDGES = np.linspace(0.1, 0.7, 13, dtype=np.float32)
+
+
+def _stats() -> tuple:
+    return (histograms.stats["graphs"], histograms.stats["plans"], nest_stats["compiles"])
+
+
+def test_a_second_evaluation_makes_no_graph_plan_or_kernel():
+    x = lazyk.array(np.random.default_rng(1).random(1000).astype(np.float32) * 250)
+    h = lazyk.histogram(x, 100, (0, 200))
+    first = lazyk.evaluate(h)
+    made, hits = _stats(), histograms.stats["hits"]
+    again = lazyk.evaluate(h)
+    built_again = lazyk.evaluate(lazyk.histogram(x, 100, (0, 200)))  # (a new Histogram)
+    assert _stats() == made and histograms.stats["hits"] == hits + 2
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_array_equal(built_again, first)
+    # other arrays of the same layout: a graph of their own, the same kernel
+    y = lazyk.array(np.float32([1, 150, 199.5, 200, 250]))
+    assert lazyk.evaluate(lazyk.histogram(y, 100, (0, 200))).sum() == 4
+    assert nest_stats["compiles"] == made[2]
+
+
+def test_rows_are_checked_on_every_pass():
+    off = np.array([0, 2, 3])
+    x = lazyk.from_offsets(off, np.array([1.0, 2.0, 3.0]))  # (shares `off`)
+    h = lazyk.histogram(x, 3, (0, 3))
+    assert lazyk.evaluate(h).tolist() == [0, 1, 2]
+    off[1:] = [1, 50]  # offsets past the content: refused, never read
+    with pytest.raises(lazyk.ArrayConstructionError, match="outside the content"):
+        lazyk.evaluate(h)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 255, 256, 257, 1023, 5000])
+def test_values_on_edges_nan_and_outside(dt, n):
+    edges = F32_EDGES.astype(dt)
+    pool = np.concatenate([edges, np.nextafter(edges, dt(0)), np.nextafter(edges, dt(1)),
+                           np.array([np.nan, np.inf, -np.inf, 0.0999, 0.7001, -0.0], dt)])
+    x = np.random.default_rng(n).choice(pool, n).astype(dt)
+    for bins, r in ((12, (0.1, 0.7)), (7, (dt(0.1), dt(0.7))), (5, (0.1, 0.70000001)),
+                    (1, (0.1, 0.7)), (600, (0.1, 0.7)), (edges, None)):
+        want, want_edges = np.histogram(x, bins, r)
+        got, got_edges = lazyk.histogram(x, bins, r)
+        assert got.dtype == np.int64 and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_edges, want_edges)
+        assert got_edges.dtype == want_edges.dtype
+
+
+def test_runs_of_one_bin_count_in_every_lane():
+    x = np.full(10_001, 3.5, np.float32)
+    x[::7] = 9.0
+    for threads in (1, 2):
+        with lazyk.threads(threads):
+            got = lazyk.histogram(x, 10, (0, 10)).to_numpy()
+        np.testing.assert_array_equal(got, np.histogram(x, 10, (0, 10))[0])
+    big = np.full(3_000_000, 1.0)
+    with lazyk.threads(2):
+        assert lazyk.histogram(big, 4, (0, 4)).to_numpy().tolist() == [0, 3_000_000, 0, 0]
+
+
+def test_weights_are_numpys_sums_bit_for_bit():
+    rng = np.random.default_rng(3)
+    x = rng.random(3000).astype(np.float32) * 10
+    w = rng.normal(0, 1, 3000) * np.exp(rng.normal(0, 8, 3000))  # (sums that round)
+    want = np.histogram(x, 10, (0, 10), weights=w)[0]
+    got = lazyk.histogram(x, 10, (0, 10), weights=w).to_numpy()
+    assert got.dtype == want.dtype and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ragged_and_missing_values():
+    rng = np.random.default_rng(5)
+    lens = rng.poisson(4, 5000)
+    vals = (rng.exponential(40, int(lens.sum())) + 15).astype(np.float32)
+    vals[::11] = np.nan
+    x = lazyk.from_offsets(np.concatenate([[0], np.cumsum(lens)]), vals)
+    h = lazyk.histogram(x, 100, (0, 200))
+    want = np.histogram(vals, 100, (0, 200))[0]
+    np.testing.assert_array_equal(lazyk.evaluate(h), want)
+    np.testing.assert_array_equal(lazyk.evaluate(h), want)  # (the kept plan)
+    rows = [[1.0, None, 2.5, 2.0], None, [], [3.0, float("nan"), 4.0, None, 5.5]]
+    q = lazyk.array(rows, type="4 * ?var * ?float32")
+    flat = np.float32([v for r in rows if r for v in r if v is not None])
+    for _ in range(2):
+        got, edges = lazyk.histogram(q, 4, (1, 5))
+        np.testing.assert_array_equal(got, np.histogram(flat, 4, (1, 5))[0])
+        np.testing.assert_array_equal(edges, np.histogram(flat, 4, (1, 5))[1])
+
+
+def test_two_histograms_in_one_pass_twice():
+    rng = np.random.default_rng(6)
+    lens = rng.poisson(3, 4000)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    pt = rng.exponential(30, int(lens.sum())).astype(np.float32)
+    eta = rng.normal(0, 2, int(lens.sum()))
+    a, b = lazyk.from_offsets(off, pt), lazyk.from_offsets(off, eta)
+    h1, h2 = lazyk.histogram(a, 50, (0, 100)), lazyk.histogram(b, 7, (-4, 4), weights=a)
+    want1 = np.histogram(pt, 50, (0, 100))[0]
+    want2 = np.histogram(eta, 7, (-4, 4), weights=pt)[0]
+    for _ in range(2):
+        runs = nest_stats["runs"]
+        c1, c2 = lazyk.evaluate(h1, h2)
+        assert nest_stats["runs"] == runs + 1
+        np.testing.assert_array_equal(c1, want1)
+        np.testing.assert_array_equal(c2, want2)
+
+
+def test_bins_computed_in_int32():
+    h = lazyk.histogram(np.float32([1, 2]), 10, (0, 10))
+    assert ") : int32" in lazyk.explain(h)
