@@ -144,3 +144,16 @@ def test_selections_of_selections_and_mask_lengths():
     assert _py(twice.eval()) == [[2.0, 3.0], [4.0], [5.0, 6.0, 7.0]]
     with pytest.raises(lazyk.ShapeError, match="size 5 in the array"):
         (x * 2)[np.array([True, False])].eval()
+
+
+def test_int32_offsets_past_zero_and_no_rows():
+    off = np.array([3, 5, 5, 6, 9], np.int32)
+    v = np.arange(10, dtype=np.float32)
+    z = lazyk.zip({"a": lazyk.from_offsets(off, v), "b": lazyk.from_offsets(off, v * 2)})
+    sel = z[lazyk.num(z.a) >= 1]
+    got = (sel.a + sel.b).eval()
+    assert str(got.type) == "3 * var * float32"
+    assert got.to_list() == [[9.0, 12.0], [15.0], [18.0, 21.0, 24.0]]
+    e = lazyk.from_offsets(np.zeros(1, np.int64), np.zeros(0))
+    got = (e[lazyk.num(e) > 0] * 2).eval()
+    assert str(got.type) == "0 * var * float64" and got.to_list() == []
