@@ -24,7 +24,7 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
-from lazyk.arrays.trees import OptionLeaf, offsets_of, rows_at
+from lazyk.arrays.trees import OptionLeaf, memory_key, offsets_of, rows_at, rows_memo_dict
 from lazyk.errors import NotSupportedError
 
 
@@ -200,9 +200,21 @@ def _strided_bytes(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray
 def _rising(offsets: np.ndarray, length: int) -> bool:
     """Whether every row of `offsets` lies in 0..length: offsets that never decrease are
     bounded by their first and last (one bool pass, no integer temporaries: cheaper than
-    `check_rows` on the starts and stops, which says which row is bad)."""
-    return len(offsets) < 2 or (int(offsets[0]) >= 0 and int(offsets[-1]) <= length and
-                                bool(np.all(offsets[1:] >= offsets[:-1])))
+    `check_rows` on the starts and stops, which says which row is bad). Once per offsets
+    in an evaluation (`trees.rows_memo_dict`: the fields of a collection, the steps of
+    one evaluation read the same offsets)."""
+    if len(offsets) < 2 or int(offsets[0]) < 0 or int(offsets[-1]) > length:
+        return len(offsets) < 2
+    memo = rows_memo_dict()
+    seen = None if memo is None else memo.setdefault("rising", {})
+    key = memory_key(offsets)
+    if seen is not None and key in seen:
+        return True
+    if not bool(np.all(offsets[1:] >= offsets[:-1])):
+        return False
+    if seen is not None:
+        seen[key] = offsets  # (held: its memory stays these offsets')
+    return True
 
 
 def _count(shape: tuple) -> tuple:

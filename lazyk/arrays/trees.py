@@ -8,12 +8,31 @@ A tree describes a sequence of items (`lazyk.arrays.columns` builds it from an a
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import numpy as np
 
 from lazyk.arrays.array import Array, masked_empty
 from lazyk.errors import NotSupportedError
 
 I64 = np.int64
+# NumPy row work shared by the steps of one evaluation (`lazyk.runtime.nest_select.
+# rows_memo`): each step evaluates on its own, and the fields of one collection would each
+# find the same rows again.
+ROWS_MEMO: ContextVar = ContextVar("lazyk_rows_memo", default=None)
+
+
+def rows_memo_dict() -> dict | None:
+    """The dict of the enclosing `rows_memo`, None outside one."""
+    return ROWS_MEMO.get()
+
+
+def memory_key(a: np.ndarray) -> tuple:
+    """What identifies the values of NumPy array `a` while it lives and nothing writes to
+    it (within one evaluation): its memory and layout; another view of that memory with
+    the same layout has the same values."""
+    iface = a.__array_interface__
+    return iface["data"][0], a.shape, iface["strides"], a.dtype.str
 
 
 class OptionLeaf(tuple):

@@ -17,6 +17,7 @@ from lazyk.frontend.records import Records
 from lazyk.runtime import launch
 from lazyk.runtime.histograms import fill_histograms
 from lazyk.runtime.launch import evaluate as evaluate_one
+from lazyk.runtime.nest_select import rows_memo
 
 _LAZY = (Expr, Histogram, Records)
 
@@ -77,7 +78,12 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
 
 def evaluate_many(*items: Any) -> tuple:
     """Each item's value, in order (histograms: their counts; records: an array of
-    records), the work they share run once."""
+    records), the work they share run once (NumPy row work too: `rows_memo`)."""
+    with rows_memo():
+        return _evaluate_many(items)
+
+
+def _evaluate_many(items: tuple) -> tuple:
     results: list = [None] * len(items)
     hists: dict = {}  # one pass for the histograms whose bins are counted over one shape
     for i, x in enumerate(items):

@@ -29,13 +29,20 @@ from __future__ import annotations
 
 import itertools
 from contextlib import contextmanager
-from contextvars import ContextVar
 
 import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import ranges, rows_at, spans, take
+from lazyk.arrays.trees import (
+    ROWS_MEMO,
+    memory_key,
+    offsets_of,
+    rows_at,
+    rows_memo_dict,
+    spans,
+    take,
+)
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -61,9 +68,6 @@ PICKS = (SELECT_OP, TAKE_OP)
 # `x[mask]` over rows of at most this many items on average takes the kept items with
 # NumPy (`_compressed`): the nest's passes cost more per row, NumPy more per item.
 SHORT_ROWS = 1.5
-# NumPy row work shared by the steps of one evaluation (`rows_memo`): each step evaluates
-# on its own, and the fields of one collection would each find the same rows again.
-_memo: ContextVar = ContextVar("lazyk_rows_memo", default=None)
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
 
@@ -72,19 +76,14 @@ _names = itertools.count()
 def rows_memo():
     """Within it, the steps of an evaluation share their NumPy row work (`rows_memo_dict`);
     nested uses share the outermost one."""
-    if _memo.get() is not None:
+    if ROWS_MEMO.get() is not None:
         yield
         return
-    token = _memo.set({})
+    token = ROWS_MEMO.set({})
     try:
         yield
     finally:
-        _memo.reset(token)
-
-
-def rows_memo_dict() -> dict | None:
-    """The dict of the enclosing `rows_memo`, None outside one."""
-    return _memo.get()
+        ROWS_MEMO.reset(token)
 
 
 def needs_nest(root: Node) -> bool:
@@ -385,7 +384,8 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
     if got is None:
         values, valid = _bools(runtime.evaluate(Expr(m, env)))
         kept = values if valid is None else values | ~valid
-        got = done["kept", m] = (values, valid, np.flatnonzero(kept).astype(np.int64))
+        got = done["kept", m] = (values, valid,
+                                 np.flatnonzero(kept).astype(np.int64, copy=False))
     values, valid, pos = got
     if valid is not None and not gather:
         return None
@@ -393,7 +393,7 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
     if n is not None and len(values) != n:
         raise ShapeError(f"x[mask]: the mask has length {len(values)} and the array {n}")
     if valid is None:
-        taken = _taken(x, m, pos, len(values), env, done)
+        taken = _taken(x, m, values, pos, env, done)
         if taken is not None or not gather:
             return taken
         leaf = wrap_array(pos)
@@ -403,9 +403,11 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
     return Node(TAKE_OP, x.dtype, (len(pos),) + x.shape[1:], (x, leaf.node), 0)
 
 
-def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> Node | None:
-    """Elementwise work `x` over its leaves' rows at `pos` (each leaf whose axis 0 holds
-    the n rows taken once, `trees.take` over its columns), or None for other work."""
+def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
+           done: dict) -> Node | None:
+    """Elementwise work `x` over its leaves' rows where `keep` (at `pos`; each leaf whose
+    axis 0 holds those rows taken once, `_take_rows`), or None for other work."""
+    n = len(keep)
     nodes = toposort(x)
     if any(v.op not in ELEMENTWISE and v.op not in _LEAVES for v in nodes):
         return None
@@ -424,7 +426,7 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
             return None
         got = done.get(("taken", v, m))
         if got is None:
-            leaf = as_expr(build_columns(_take_rows(columns(arr), pos, m, done)))
+            leaf = as_expr(build_columns(_take_rows(columns(arr), keep, pos, done)))
             env.update(leaf.env)
             got = done["taken", v, m] = leaf.node
         new[id(v)] = got
@@ -438,27 +440,46 @@ def _taken(x: Node, m: Node, pos: np.ndarray, n: int, env: dict, done: dict) -> 
     return rewrite(x, visit)
 
 
-def _take_rows(tree: tuple, pos: np.ndarray, m: Node, done: dict) -> tuple:
-    """`trees.take(tree, pos)`, the positions of the items of a list column's kept
-    rows found once for all the columns over one offsets array (a collection's fields)."""
-    if tree[0] != "list" or tree[2][0] != "numpy":
+def _take_rows(tree: tuple, keep: np.ndarray, pos: np.ndarray, done: dict) -> tuple:
+    """The rows of `tree` where `keep` (their positions: `pos`): a list column of numbers
+    keeps the items of its kept rows (`_kept_items`: found once for all the columns over
+    one offsets array, a collection's fields, and each column taken once in an
+    evaluation); a column of numbers keeps its kept values (NumPy compress); other trees
+    `trees.take`."""
+    if tree[0] == "numpy" and tree[1].ndim == 1:
+        return tree if len(pos) == len(keep) else ("numpy", tree[1][keep])
+    if tree[0] != "list" or tree[2][0] != "numpy" or tree[2][1].ndim != 1:
         return take(tree, pos)
-    off = tree[1]
-    memo = _memo.get()
-    memo = done if memo is None else memo
-    for seen, kept, got in memo.setdefault(("rows of", m), []):
-        if (seen is off or (len(seen) == len(off) and np.array_equal(seen, off))) and \
-                (kept is pos or np.array_equal(kept, pos)):
-            new_off, idx = got
-            break
+    off, values = tree[1], tree[2][1]
+    new_off, items, taken = _kept_items(off, keep, done)
+    if items is None:  # (every row kept: the column itself)
+        return tree
+    key = memory_key(values)
+    if key not in taken:  # (values held: their memory stays theirs)
+        taken[key] = (values, values[int(off[0]):int(off[-1])][items])
+    return ("list", new_off, ("numpy", taken[key][1]))
+
+
+def _kept_items(off: np.ndarray, keep: np.ndarray, done: dict) -> tuple:
+    """(offsets of the kept rows, which of the items off[0]..off[-1] they hold or None
+    when every row is kept, {columns taken}) of rows `off` and kept rows `keep` (bool):
+    `np.repeat` of the rows' flags over their lengths, no positions of the items. Once
+    per offsets array and mask in an evaluation (`rows_memo`): offsets matched by their
+    memory (`trees.memory_key`), masks by identity, then by value (each step computes
+    its mask)."""
+    memo = rows_memo_dict()
+    memo = (done if memo is None else memo).setdefault("kept items", {})
+    seen = memo.setdefault(memory_key(off), [])
+    for held_off, held_keep, got in seen:  # (held_off: its memory stays this array's)
+        if held_keep is keep or np.array_equal(held_keep, keep):
+            return got
+    if bool(keep.all()):
+        got = (off, None, {})
     else:
-        starts = off[pos]
-        lens = off[pos + 1] - starts  # (the kept rows only)
-        new_off = np.zeros(len(pos) + 1, np.int64)
-        np.cumsum(lens, out=new_off[1:])
-        idx = ranges(starts, lens)
-        memo["rows of", m].append((off, pos, (new_off, idx)))
-    return ("list", new_off, ("numpy", tree[2][1][idx]))
+        lens = np.diff(off)
+        got = (offsets_of(lens[keep]), np.repeat(keep, lens), {})
+    seen.append((off, keep, got))
+    return got
 
 
 def _bools(value) -> tuple:

@@ -1,0 +1,159 @@
+"""`x[mask]` with a mask of one dim (rows kept from arrays of var rows: an event selection)
+inside larger expressions, against the plain-Python reference: masks that keep some rows,
+all of them, none; `?bool` masks; views (offsets past 0, slices, reversed rows); the
+fields of one collection sharing their rows' work; the errors of work on excluded rows."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.runtime import nest_select
+from tests import ragged_reference as R
+
+
+def _rows(n: int, seed: int, mean: float = 3.0):
+    rng = np.random.default_rng(seed)
+    lens = rng.poisson(mean, n)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    return rng, lens, off
+
+
+def _py(x) -> list:
+    return [[float(v) for v in r] for r in x.to_list()]
+
+
+def _views(seed: int):
+    """(lazyk array, its rows as Python lists) of several layouts of the same kind of
+    data: offsets from 0, offsets past the content's start, a slice, reversed rows, a
+    gathered-rows view (rows out of order)."""
+    rng, lens, off = _rows(60, seed)
+    vals = rng.normal(size=int(off[-1]) + 5)
+    plain = lazyk.from_offsets(off, vals[:off[-1]])
+    past = lazyk.from_offsets(off + 5, vals)
+    out = [(plain, _py(plain)), (past, _py(past))]
+    out.append((plain[7:51], _py(plain)[7:51]))
+    out.append((plain[::-1], _py(plain)[::-1]))
+    return rng, out
+
+
+@pytest.mark.parametrize("kind", ["some", "all", "none"])
+def test_rows_kept_then_elementwise_work_and_folds(kind):
+    rng, views = _views(1)
+    for x, rows in views:
+        n = len(rows)
+        keep = {"some": rng.random(n) < 0.6, "all": np.ones(n, bool),
+                "none": np.zeros(n, bool)}[kind]
+        want = [[2 * v + 1 for v in r] for r, k in zip(rows, keep) if k]
+        got = (x[keep] * 2 + 1).eval()
+        assert str(got.type) == f"{len(want)} * var * float64"
+        assert _py(got) == want
+        sums = lazyk.sum(x[keep] * 2 + 1, axis=1).eval()
+        assert np.asarray(sums).dtype == np.float64
+        np.testing.assert_allclose(np.asarray(sums), [sum(r) for r in want])
+        # the mask computed from the rows themselves, as an event selection is
+        sel = x[lazyk.num(x) >= 2]
+        ref = R.select(R.array(rows, f"{n} * var * float64"),
+                       R.array([len(r) >= 2 for r in rows], f"{n} * bool"))
+        assert _py(sel.eval()) == ref.to_list()
+
+
+def test_a_collection_shares_its_rows_work():
+    """The fields of one collection over one offsets array: the kept rows' offsets and
+    items found once per evaluation (fields and histograms of one `lazyk.evaluate`), each
+    field taken once; the values as Python's."""
+    rng, lens, off = _rows(500, 2)
+    a, b, c = (rng.normal(size=int(off[-1])).astype(np.float32) for _ in range(3))
+    ev = lazyk.zip({"j": lazyk.zip({"a": lazyk.from_offsets(off, a),
+                                    "b": lazyk.from_offsets(off, b),
+                                    "c": lazyk.from_offsets(off, c)}),
+                    "met": np.arange(500.0)}, depth_limit=1)
+    calls = []
+    real = nest_select.offsets_of
+
+    def counted(lens):
+        calls.append(len(lens))
+        return real(lens)
+    nest_select.offsets_of = counted
+    try:
+        sel = ev[lazyk.num(ev.j) >= 3]
+        s = sel.j.a * sel.j.b + sel.j.c
+        h1 = lazyk.histogram(lazyk.sum(s, axis=1), 10, (-10, 10))
+        h2 = lazyk.histogram(sel.met, 10, (0, 500))
+        got1, got2 = lazyk.evaluate(h1, h2)
+    finally:
+        nest_select.offsets_of = real
+    assert len(calls) == 1
+    keep = lens >= 3
+    rows = [(a[off[i]:off[i + 1]] * b[off[i]:off[i + 1]] + c[off[i]:off[i + 1]])
+            for i in range(500) if keep[i]]
+    sums = np.array([r.sum(dtype=np.float32) for r in rows], np.float32)
+    np.testing.assert_array_equal(got1, np.histogram(sums, 10, (-10, 10))[0])
+    np.testing.assert_array_equal(got2, np.histogram(np.arange(500.0)[keep], 10, (0, 500))[0])
+
+
+def test_combinations_and_argmin_after_a_row_selection():
+    """An event selection, then pairs per event and the pair closest to a target, the
+    histogram of its sum: as Python computes it."""
+    rng, lens, off = _rows(300, 3, mean=2.5)
+    pt = rng.uniform(0, 50, int(off[-1]))
+    x = lazyk.from_offsets(off + 0, pt)
+    sel = x[lazyk.num(x) >= 3]
+    pairs = lazyk.combinations(sel, 2, fields=["p", "q"])
+    s = pairs.p + pairs.q
+    best = lazyk.argmin(abs(s - 40), axis=1, keepdims=True)
+    got = lazyk.evaluate(lazyk.histogram(s[best], 20, (0, 100)))
+    want = []
+    for i in range(300):
+        r = pt[off[i]:off[i + 1]]
+        if len(r) < 3:
+            continue
+        sums = [r[p] + r[q] for p in range(len(r)) for q in range(p + 1, len(r))]
+        want.append(sums[int(np.argmin(np.abs(np.array(sums) - 40)))])
+    np.testing.assert_array_equal(got, np.histogram(want, 20, (0, 100))[0])
+
+
+def test_an_optional_mask_keeps_missing_rows():
+    x = lazyk.array([[1.0, 2.0], [], [3.0], [4.0, 5.0]])
+    m = lazyk.array([True, None, False, True], type="4 * ?bool")
+    got = (x[m] * 2).eval()
+    ref = R.elementwise("multiply", R.select(R.array(x.to_list(), "4 * var * float64"),
+                                             R.array(m.to_list(), "4 * ?bool")), 2)
+    assert str(got.type) == str(ref.type) == "3 * ?var * float64"
+    assert got.to_list() == ref.to_list() == [[2.0, 4.0], None, [8.0, 10.0]]
+
+
+def test_work_on_excluded_rows_raises_only_where_it_is_done():
+    """A reduction without identity over the kept rows only: the rows the mask excludes
+    (empty ones here) never raise; over all rows it does."""
+    x = lazyk.array([[1.0, 2.0], [], [3.0]])
+    kept = x[lazyk.num(x) >= 1]
+    assert lazyk.max(kept, axis=1).eval().to_list() == [2.0, 3.0]
+    assert lazyk.firsts(kept).eval().to_list() == [1.0, 3.0]
+    with pytest.raises(ValueError, match="no identity"):
+        lazyk.max(x, axis=1).eval()
+    with pytest.raises(ValueError, match="no identity"):
+        lazyk.max(x[lazyk.num(x) >= 0], axis=1).eval()
+
+
+def test_selections_of_selections_and_mask_lengths():
+    x = lazyk.array([[1.0], [], [2.0, 3.0], [4.0], [5.0, 6.0, 7.0]])
+    m1 = lazyk.num(x) >= 1
+    sel = x[m1]
+    twice = sel[lazyk.sum(sel, axis=1) > 2]
+    assert _py(twice.eval()) == [[2.0, 3.0], [4.0], [5.0, 6.0, 7.0]]
+    with pytest.raises(lazyk.ShapeError, match="size 5 in the array"):
+        (x * 2)[np.array([True, False])].eval()
+
+
+def test_int32_offsets_past_zero_and_no_rows():
+    off = np.array([3, 5, 5, 6, 9], np.int32)
+    v = np.arange(10, dtype=np.float32)
+    z = lazyk.zip({"a": lazyk.from_offsets(off, v), "b": lazyk.from_offsets(off, v * 2)})
+    sel = z[lazyk.num(z.a) >= 1]
+    got = (sel.a + sel.b).eval()
+    assert str(got.type) == "3 * var * float32"
+    assert got.to_list() == [[9.0, 12.0], [15.0], [18.0, 21.0, 24.0]]
+    e = lazyk.from_offsets(np.zeros(1, np.int64), np.zeros(0))
+    got = (e[lazyk.num(e) > 0] * 2).eval()
+    assert str(got.type) == "0 * var * float64" and got.to_list() == []
