@@ -40,8 +40,8 @@ def branch_masks(root, names, leaves) -> bool:
 
     def reads(node):
         return not masked.isdisjoint(input_names(node))
-    return "where" in graph_ops(root) and any(selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2]))
-               for n in toposort(root))
+    return "where" in graph_ops(root) and any(
+        selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2])) for n in toposort(root))
 
 
 def selects(node) -> bool:
