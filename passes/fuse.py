@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lazyk.frontend import graph
-from lazyk.frontend.graph import REDUCE_OP, Node, toposort
+from lazyk.frontend.graph import REDUCE_OP, Node, graph_ops, input_names, toposort
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.spec import Instr, KernelSpec, pack_params
 
@@ -95,10 +95,7 @@ def fuse_elementwise(root: Node) -> Program:
     """Cut the graph into kernel steps: one per reduction, one for trailing elementwise work."""
     steps: list[Step] = []
     steps_of: dict[int, int] = {}
-    params: list[str] = []
-    for node in toposort(root):
-        if node.op == "input" and node.arg not in params:
-            params.append(node.arg)
+    params = list(input_names(root))
     if root.op in ("const", "scalar"):
         return Program((), (), root.shape, root.dtype, root.arg)
     cuts = cut_points(root)
@@ -137,6 +134,8 @@ def cut_points(root: Node) -> set[int]:
     computes within its segment). Empty for graphs within the limit."""
     order = toposort(root)
     limit = graph.MAX_KERNEL_OPS
+    if len(order) <= limit:
+        return set()
     ops = [n for n in order if not n.is_leaf and n.op != REDUCE_OP]
     if len(ops) <= limit:
         return set()
@@ -160,7 +159,7 @@ def fuse_outputs(roots: list[Node]) -> tuple:
     """One body computing every node of `roots` (elementwise DAGs over leaves; a node they
     share is one SSA value): (body, input names, output index of each root, parameter
     values). For kernels with several outputs (the loop nest's histograms)."""
-    if any(n.op == REDUCE_OP for r in roots for n in toposort(r)):
+    if any(REDUCE_OP in graph_ops(r) for r in roots):
         raise ValueError("fuse_outputs: elementwise roots only")
     body, inputs, _, consts, index = _body_under(tuple(roots), {})
     return body, inputs, tuple(index[id(r)] for r in roots), consts
@@ -207,5 +206,7 @@ def _elementwise_order(root, steps_of: dict[int, int], own: bool) -> list[Node]:
     """Topological order of the DAG under `root` (a node or a tuple of them), not
     descending below reductions and materialised nodes (but into `root` itself when
     `own`)."""
+    if not steps_of and isinstance(root, Node) and REDUCE_OP not in graph_ops(root):
+        return toposort(root)  # (nothing to stop at: the graph's kept order)
     return toposort(root, descend=lambda n: n.op != REDUCE_OP and (
         id(n) not in steps_of or (own and n is root)))

@@ -19,6 +19,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.conversions import text_numpy
 from lazyk.arrays.operators import Operators
 from lazyk.errors import NotSupportedError
+from lazyk.frontend import ops
 from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import RaggedLeaf
@@ -29,6 +30,9 @@ from lazyk.frontend.missing import (
     option_flags,
     skips_missing,
 )
+
+_NUMBERS = frozenset(ops.NUMERIC)
+_wrap = Array._wrap
 
 
 class Expr(Operators):
@@ -153,7 +157,8 @@ class Expr(Operators):
             out = hooks.evaluate(self)
         if type(out) is not np.ndarray:
             return out  # e.g. a device array
-        return lazyk_array(out)
+        # (a result of numbers is wrapped as it is: `lazyk.array`'s first case, one call less)
+        return _wrap(out) if out.dtype in _NUMBERS else lazyk_array(out)
 
     def to_numpy(self) -> np.ndarray:
         """Compute into a new NumPy ndarray (GPU results are copied to the host).

@@ -204,6 +204,8 @@ class Node(_Fields):
 
     def replace(self, **changes) -> Node:
         """A node like this one with some fields changed (interned)."""
+        if len(changes) == 1 and type(changes.get("srcs")) is tuple:  # (most rewrites)
+            return _intern(self.op, self.dtype, self.shape, changes["srcs"], self.arg)
         fields = dict(op=self.op, dtype=self.dtype, shape=self.shape, srcs=self.srcs,
                       arg=self.arg)
         fields.update(changes)
@@ -239,13 +241,20 @@ def picked_shape(op: str, x: tuple, key: tuple, at: int) -> tuple:
     return x[:at] + ("var",) + x[at + 1:] if op == SELECT_OP else key + x[at + 1:]
 
 
-def shared_reductions(root: "Node") -> set:
+def shared_reductions(root: "Node") -> frozenset:
     """The ids of the reductions, and of the masks that gather (`x[m]` with m reading
     `y[positions]`), that two or more parts of `root` computed apart read: the masks of
     row selections (`x[mask]`, a mask of one dim) and the sources of row operations are
     computed on their own, before the rest (`x[lazyk.num(y) > 0]` with x computed from the
     same reduction of y; `firsts(pairs.i[m])` and `firsts(pairs.j[m])`): computing those
-    once first saves their work twice."""
+    once first saves their work twice. Kept per graph."""
+    got = _shared.get(root)
+    if got is None:
+        got = _shared.put(root, _shared_reductions(root))
+    return got
+
+
+def _shared_reductions(root: Node) -> frozenset:
     count: dict = {}
     todo, parts = [root], set()
     while todo:
@@ -258,8 +267,7 @@ def shared_reductions(root: "Node") -> set:
             seen.add(id(n))
             if n.op == REDUCE_OP:
                 found.add(id(n))
-            elif n.op == SELECT_OP and n.arg and \
-                    any(m.op == TAKE_OP for m in toposort(n.srcs[1])):
+            elif n.op == SELECT_OP and n.arg and TAKE_OP in graph_ops(n.srcs[1]):
                 found.add(id(n.srcs[1]))
             apart = n.srcs if n.op == ROWS_OP else \
                 n.srcs[1:] if n.op == SELECT_OP and n.arg == 0 else ()
@@ -272,7 +280,7 @@ def shared_reductions(root: "Node") -> set:
                     stack.append(s)
         for r in found:
             count[r] = count.get(r, 0) + 1
-    return {r for r, k in count.items() if k > 1}
+    return frozenset(r for r, k in count.items() if k > 1)
 
 
 def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
@@ -290,52 +298,85 @@ def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = F
     return t
 
 
+# Orders of the graphs walked (every evaluation walks its graph many times while it plans,
+# lowers and checks): root -> its `toposort` order, and root -> the ops in its graph.
+# Nodes are immutable, so neither goes stale; graphs of more than MAX_KEPT_ORDER nodes are
+# walked each time (the memo holds at most its size of roots, and their graphs, alive).
+_orders = Memo(1 << 10, "graph orders")
+_ops = Memo(1 << 10, "graph ops")
+_shared = Memo(1 << 10, "shared reductions")
+MAX_KEPT_ORDER = 4096
+
+
 def toposort(roots, descend=None) -> list[Node]:
     """All nodes reachable from `roots`, sources before users (iterative, no recursion limit).
 
     `descend(node)` False keeps `node` but does not visit its sources (e.g. stop at reductions).
     """
-    if isinstance(roots, Node):
-        roots = (roots,)
-    seen: set[int] = set()
+    if descend is None and type(roots) is Node:
+        got = _orders.get(roots)
+        if got is None:
+            got = _walk((roots,), None)
+            if len(got) <= MAX_KEPT_ORDER:
+                _orders.put(roots, tuple(got))
+            return got
+        return list(got)
+    return _walk((roots,) if isinstance(roots, Node) else tuple(roots), descend)
+
+
+def _walk(roots: tuple, descend) -> list[Node]:
+    # Depth first with an iterator per open node, sets of nodes (identity hashes): a third
+    # of the cost of pushing (node, done) pairs.
+    seen: set = set()
     order: list[Node] = []
-    stack = [(r, False) for r in reversed(tuple(roots))]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
+    add, app = seen.add, order.append
+    for root in roots:
+        if root in seen:
             continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if descend is not None and not descend(node):
-            continue
-        for s in reversed(node.srcs):
-            if id(s) not in seen:
-                stack.append((s, False))
+        add(root)
+        stack = [(root, iter(root.srcs if descend is None or descend(root) else ()))]
+        push, pop = stack.append, stack.pop
+        while stack:
+            node, it = stack[-1]
+            for s in it:
+                if s not in seen:
+                    add(s)
+                    push((s, iter(s.srcs if descend is None or descend(s) else ())))
+                    break
+            else:
+                pop()
+                app(node)
     return order
 
 
-_with_rows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def graph_ops(root: Node) -> frozenset:
+    """The ops of the nodes in the graph of `root` (kept per graph: every evaluation asks
+    whether its graph holds a reduction, a row operation, a selection, ...)."""
+    got = _ops.get(root)
+    if got is None:
+        got = _ops.put(root, frozenset(n.op for n in toposort(root)))
+    return got
+
+
+def input_names(root: Node) -> tuple:
+    """The names of the inputs of the graph of `root`, in order of first appearance (the
+    order of `toposort`)."""
+    if root.names is not None:
+        return root.names
+    return tuple(dict.fromkeys(n.arg for n in toposort(root) if n.op == "input"))
 
 
 def has_rows(root: Node) -> bool:
-    """Whether a row operation (`ROWS_OP`) is in the graph of `root` (cached per graph:
-    every evaluation asks)."""
-    got = _with_rows.get(root)
-    if got is None:
-        got = _with_rows[root] = any(n.op == ROWS_OP for n in toposort(root))
-    return got
+    """Whether a row operation (`ROWS_OP`) is in the graph of `root`."""
+    return ROWS_OP in graph_ops(root)
 
 
 def rewrite(root: Node, fn) -> Node:
     """Bottom-up rebuild: `fn(node, new_srcs) -> Node` is called once per node."""
-    new: dict[int, Node] = {}
+    new: dict[Node, Node] = {}
     for node in toposort(root):
-        srcs = tuple(new[id(s)] for s in node.srcs)
-        new[id(node)] = fn(node, srcs)
-    return new[id(root)]
+        new[node] = fn(node, tuple([new[s] for s in node.srcs]))
+    return new[root]
 
 
 # The most operations one kernel holds: a larger graph is cut into several kernels

@@ -41,8 +41,8 @@ def token(x: Any) -> tuple | None:
         return None if key is None else (key[0], x._leaves)
     if t is int or (t is float and x == x and x != 0.0):  # (NaN, -0.0: by their graph)
         return (t, x), ()
-    if t is Array:  # (a NumPy-backed one by its view: what binding reads)
-        view = x.numpy_view()
+    if t is Array:  # (a NumPy-backed one by its view, `numpy_view()`: what binding reads)
+        view = x._np
         if view is not None:
             dt = view.dtype
             return ((dt, view.shape), (view,)) if dt in NATIVE_NUMERIC else None

@@ -81,9 +81,16 @@ def apply_built(name: str, x: Any, y: Any) -> Expr | None:
             p, q = a[1], b[1]
             if not p or not q or (len(p) == 1 == len(q) and p[0] is not q[0]):
                 entry = built.get((name, a[0], b[0]))  # (`build_key`'s key)
-                if entry is not None:
-                    return deferred(entry, p + q, (_apply, (name, x, y), NO_KEYWORDS))
+                if entry is not None:  # `deferred(...)` inline: every operator's path
+                    e = _new_expr(Expr)
+                    e._node = e._env = e._launch = None
+                    e._key, e._leaves, e._recipe = entry, p + q, (_apply, (name, x, y),
+                                                                  NO_KEYWORDS)
+                    return e
     return None
+
+
+_new_expr = object.__new__
 
 
 def apply(name: str, *args: Any) -> Expr:

@@ -8,7 +8,6 @@ fast path (`lazyk.runtime.stringeval`) launch through these same public function
 from __future__ import annotations
 
 import ctypes
-import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Callable
@@ -19,7 +18,7 @@ from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import Node, dump, rewrite, toposort
+from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import Placeholder, check_dtype, leaf_data
 from lazyk.frontend.numpy_rules import cast
 from lazyk.frontend.operands import as_expr
@@ -27,7 +26,7 @@ from lazyk.frontend.reductions import reduce
 from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER, apply
 from lazyk.kernel import flat as kernel
 from lazyk.kernel.flat import data_pointer, run_layout
-from lazyk.lru import LRU
+from lazyk.lru import LRU, Memo
 from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
@@ -329,7 +328,7 @@ def env_arrays(expr: Expr) -> dict:
     return data
 
 
-_int_exponents: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+_int_exponents = Memo(1 << 10, "integer exponents")
 
 
 def int_exponents(root: Node) -> tuple[Node, ...]:
@@ -340,15 +339,14 @@ def int_exponents(root: Node) -> tuple[Node, ...]:
     if found is not None:
         return found
     exps = []
-    for node in toposort(root):
+    for node in toposort(root) if "power" in graph_ops(root) else ():
         if node.op == "power" and node.dtype.kind in "biu":
             x = node.srcs[1]
             while x.op == "astype" and x.srcs[0].dtype.kind in "biu":
                 x = x.srcs[0]
             if x.dtype.kind == "i" and x.op not in ("const", "scalar"):
                 exps.append(x)
-    found = _int_exponents[root] = tuple(dict.fromkeys(exps))
-    return found
+    return _int_exponents.put(root, tuple(dict.fromkeys(exps)))
 
 
 def exponent_leaves(root: Node) -> tuple:
@@ -361,7 +359,7 @@ def power_check(e: Expr) -> Expr | None:
     (`int_exponents`): a bool expression over some of `e`'s leaves, or None."""
     check = None
     for x in int_exponents(e.node):
-        env = {n.arg: e.env[n.arg] for n in toposort(x) if n.op == "input"}
+        env = {name: e.env[name] for name in input_names(x)}
         part = reduce("any", apply("less", Expr(x, env), 0), skipna=True)
         check = part if check is None else apply("logical_or", check, part)
     return check

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
@@ -119,6 +119,8 @@ def _shared_reductions_once(exprs: dict) -> dict:
     computed once and read as an array."""
     seen: dict = {}
     for e in exprs.values():
+        if REDUCE_OP not in graph_ops(e.node):
+            continue
         for n in toposort(e.node):
             if n.op == REDUCE_OP and n is not e.node:
                 seen.setdefault(id(n), [n, set()])[1].add(id(e))
@@ -136,7 +138,7 @@ def _shared_reductions_once(exprs: dict) -> dict:
         key = id(node)
         if key not in values:  # (sources first: a shared one inside is a leaf now)
             node = node.replace(srcs=srcs) if srcs != node.srcs else node
-            used = {m.arg for m in toposort(node) if m.op == "input"}
+            used = set(input_names(node))
             value = launch.evaluate(Expr(node, {k: v for k, v in env.items() if k in used}))
             leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
             env.update(leaf.env)
@@ -149,7 +151,7 @@ def _shared_reductions_once(exprs: dict) -> dict:
         new_env = dict(e.env)
         for leaf in values.values():
             new_env.update(leaf.env)
-        used = {m.arg for m in toposort(root) if m.op == "input"}
+        used = set(input_names(root))
         out[i] = Expr(root, {k: v for k, v in new_env.items() if k in used})
     return out
 

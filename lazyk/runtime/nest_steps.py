@@ -20,7 +20,7 @@ from lazyk.arrays.trees import offsets_of, ranges, take
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite
 from lazyk.frontend.leaves import is_ragged, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
@@ -62,9 +62,9 @@ def scan_nest(expr, combine: str):
     nest does not take the form (where() over missing values, a scalar): compute `expr`
     first, then scan its result."""
     root = expr.node
-    if any(n.op == REDUCE_OP for n in toposort(root)):
+    if REDUCE_OP in graph_ops(root):
         root, expr = inline_reductions(root, expr)
-    used = {n.arg for n in toposort(root) if n.op == "input"}
+    used = set(input_names(root))
     names = [n for n in expr.env if n in used]
     (root,), names = one_leaf_per_array([root], expr.env, names)
     leaves = [leaf_data(expr.env[n]) for n in names]
@@ -124,7 +124,7 @@ def _parts_first(expr, where_only: bool):
     env, done = dict(expr.env), []
 
     def combines(node):
-        names = {n.arg for n in toposort(node) if n.op == "input"}
+        names = set(input_names(node))
         return node.op not in ("input", REDUCE_OP) and len(names) > 1 and bool(names & qvar)
 
     def visit(node, srcs):
@@ -152,11 +152,11 @@ def _evaluate_nest(expr):
     root, red_node, reduce_arg = expr.node, expr.node, None
     if root.op == REDUCE_OP:
         reduce_arg, root = root.arg, root.srcs[0]
-    if any(n.op == REDUCE_OP for n in toposort(root)):
+    if REDUCE_OP in graph_ops(root):
         root, expr = inline_reductions(root, expr)
     if has_picks(root):  # x[mask], x[positions]: lowered into the nest (`nest_select`)
         return evaluate_picks(root, red_node, reduce_arg, expr.env)
-    used = {n.arg for n in toposort(root) if n.op == "input"}
+    used = set(input_names(root))
     names = [n for n in expr.env if n in used]
     (root,), names = one_leaf_per_array([root], expr.env, names)
     leaves = [leaf_data(expr.env[n]) for n in names]

@@ -10,7 +10,7 @@ import numpy as np
 
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
+from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.runtime import launch as runtime
@@ -39,9 +39,9 @@ def branch_masks(root, names, leaves) -> bool:
         return False
 
     def reads(node):
-        return any(n.op == "input" and n.arg in masked for n in toposort(node))
-    return any(selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2]))
-               for n in toposort(root))
+        return not masked.isdisjoint(input_names(node))
+    return "where" in graph_ops(root) and any(
+        selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2])) for n in toposort(root))
 
 
 def selects(node) -> bool:
@@ -147,8 +147,7 @@ def one_leaf_per_array(roots: list, env: dict, names: list | None = None) -> tup
     the input names in operand order (else the roots' order); the names left are returned
     in that order."""
     if names is None:
-        names = list(dict.fromkeys(n.arg for r in roots for n in toposort(r)
-                                   if n.op == "input"))
+        names = list(dict.fromkeys(n for r in roots for n in input_names(r)))
     first, alias = {}, {}
     for n in names:
         v = env[n]

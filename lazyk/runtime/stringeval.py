@@ -453,13 +453,14 @@ def launch(e) -> Any:
     """`evaluate_expr` of `e` not evaluated before (`Expr.eval` calls it first); its launch
     is kept on `e` for its next evaluation: a `_FastEntry.launch` of its arrays, a `_NestRun`
     over var / option arrays, or `_general` for what the entries do not run."""
-    got = e._structure()
-    if got is not None and got[2]:  # flat: dtypes checked by the builder, no result order
-        entry = _expr_entries.get(got[0])
+    key = e._key  # (`Expr._structure`, read inline: this is every new expression's path)
+    if key is not None and key[4]:  # flat: dtypes checked by the builder, no result order
+        entry = _expr_entries.get(key[1])
         if entry:  # (planned before: the common case, in a few steps)
-            e._launch = partial(entry.launch, got[1])
-            return entry.launch(got[1])
-    run = e._launch = _bind_expr(e, got) or _general
+            leaves = e._leaves
+            e._launch = partial(entry.launch, leaves)
+            return entry.launch(leaves)
+    run = e._launch = _bind_expr(e, e._structure()) or _general
     return run()
 
 
