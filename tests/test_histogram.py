@@ -228,3 +228,17 @@ def test_numpy_histogram_of_an_expression_is_numpys_pair():
     counts, edges = h
     np.testing.assert_array_equal(counts, want[0])
     assert counts.dtype == np.int64 and edges.dtype == want[1].dtype
+
+
+def test_weights_that_do_not_broadcast_are_refused_at_once():
+    x = np.arange(4.0, dtype=np.float32)
+    with pytest.raises(lazyk.ShapeError, match=r"weights \(3 \* float64\) do not broadcast to "
+                       r"the values \(4 \* float32\): axis 0 has 3 weights for 4 values"):
+        lazyk.histogram(x, 3, (0, 4), weights=np.ones(3))
+    grid = lazyk.array(np.ones((2, 3)))
+    with pytest.raises(lazyk.ShapeError, match="axis 0 has 3 weights for 2 values"):
+        lazyk.histogram(grid, 2, (0, 2), weights=np.ones((3, 3)))
+    got = lazyk.evaluate(lazyk.histogram(grid, 2, (0, 2), weights=np.array([1.0, 2.0, 3.0])))
+    want = np.histogram(np.ones((2, 3)), 2, (0, 2), weights=np.tile([1.0, 2.0, 3.0], (2, 1)))[0]
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype

@@ -21,7 +21,7 @@ import numpy as np
 from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
-from lazyk.errors import NotSupportedError
+from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.operands import as_expr
@@ -324,6 +324,12 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         w = as_expr(weights)
         if w.dtype.kind not in "biuf":
             raise NotSupportedError(f"histogram weights of dtype {w.dtype}: real numbers only")
+        # (fixed sizes checked here, at once; the axes right-aligned, as they broadcast)
+        for k, (nw, nx) in enumerate(zip(w.shape[::-1], x.shape[::-1])):
+            if type(nw) is int and type(nx) is int and nw != nx and nw != 1:
+                raise ShapeError(f"histogram: the weights ({w.type}) do not broadcast to the "
+                                 f"values ({x.type}): axis {x.ndim - 1 - k} has {nw} weights "
+                                 f"for {nx} values")
     if isinstance(bins, str):
         raise NotSupportedError(f"bins={bins!r}: give a number of bins or the edges")
     if type(bins) is int or np.ndim(bins) == 0:
