@@ -126,10 +126,11 @@ class NestKernel:
 
 def structural_key(key: tuple) -> str | None:
     """Disk-cache key text of a kernel key: its text and the code generator's sources, so a
-    hit skips IR generation (~20 ms a kernel); None where some part prints no stable text (an
-    object printed by its address: the IR then makes the key)."""
+    hit skips IR generation (~20 ms a kernel); None where some part prints no stable or no
+    whole text (an object printed by its address, a graph node printed by its type, an array
+    printed in part): the IR then makes the key."""
     text = repr(key)
-    if " at 0x" in text:
+    if " at 0x" in text or "Node(" in text or "..." in text:
         return None
     code = source_digest("lazyk.codegen", "lazyk.frontend", "lazyk.types", "lazyk.kernel.nest",
                          "lazyk.kernel.abi")
