@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
@@ -242,3 +242,40 @@ def test_weights_that_do_not_broadcast_are_refused_at_once():
     want = np.histogram(np.ones((2, 3)), 2, (0, 2), weights=np.tile([1.0, 2.0, 3.0], (2, 1)))[0]
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.data())
+def test_histogram_of_a_selection_counts_the_kept_values(data):
+    # the histogram of x[mask] counts x's values where the mask is true (its bins are
+    # computed in place, the selection is not gathered): the same counts as the
+    # selection's own values give, for element masks, row masks and `?bool` masks
+    t, d, x = drawn(data, dtypes=["float64", "float32", "int32"])
+    rt = R.parse_type(t)
+    if rt.ndim < 1:
+        return
+    cut = data.draw(st.sampled_from([-1, 0, 2]), label="cut")
+    by_rows = rt.ndim > 1 and data.draw(st.booleans(), label="row mask")
+    mask = lazyk.num(x, axis=1) > 1 if by_rows else x > cut
+    bins, rng = data.draw(st.sampled_from([(5, (-3, 3)), (3, (0, 1)),
+                                           (np.array([-2.0, 0.0, 0.5, 4.0]), None)]),
+                          label="bins")
+    kept = x[mask].eval()
+    values = [v for v in present_values(kept.to_list(), rt.ndim) if v is not None]
+    want = np.histogram(np.array(values, dtype=rt.dtype), bins, rng)[0]
+    np.testing.assert_array_equal(lazyk.histogram(x[mask], bins, rng).to_numpy(), want)
+
+
+def test_histogram_of_selected_rows_gathers_nothing():
+    rng = np.random.default_rng(4)
+    counts = rng.poisson(3, 5_000)
+    off = np.concatenate([[0], np.cumsum(counts)])
+    pt = lazyk.from_offsets(off, rng.exponential(30, int(counts.sum())))
+    met = rng.gamma(2, 15, len(counts))
+    picked = lazyk.array(met)[lazyk.sum(pt > 40, axis=1) >= 2]
+    h = lazyk.histogram(picked, 20, (0, 200))
+    passing = np.array([sum(v > 40 for v in row) >= 2 for row in pt.to_list()])
+    np.testing.assert_array_equal(h.to_numpy(), np.histogram(met[passing], 20, (0, 200))[0])
+    # the mask is folded over the jets, then one pass bins and counts every event's value
+    # where its mask is true: no kernel reads the selected rows
+    assert lazyk.explain(h).count("\n== nest ") == 2

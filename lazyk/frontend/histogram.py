@@ -23,7 +23,9 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
+from lazyk.frontend.graph import SELECT_OP
 from lazyk.frontend.leaves import is_text
+from lazyk.frontend.missing import option_flags
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import count
 from lazyk.frontend.reductions import max as lazy_max
@@ -140,11 +142,30 @@ class Histogram:
 
     def _bin_index(self) -> Expr:
         self._bin_edges()
+        x, keep = self._unselected()
+        i = self._by_edges(x) if self._uniform is None or not self._linspace_edges() \
+            else self._by_range(x)  # (edges the kernel cannot recompute exactly: by edges)
+        return i if keep is None else where(keep, i, np.int64(-1))
+
+    def _unselected(self) -> tuple:
+        """(values, mask or None). The histogram of `y[mask]` (a bool mask without missing
+        elements, no weights) counts y's values where the mask is true: their bins are
+        computed in place, and the selection's rows are never gathered."""
         x = self.x
-        if self._uniform is None:
-            return self._by_edges()
-        if not self._linspace_edges():  # (edges the kernel cannot recompute exactly)
-            return self._by_edges()
+        node = x.node
+        if self.weights is not None or node.op != SELECT_OP:
+            return x, None
+        y, m = node.srcs
+        flags, missing = option_flags(m, x.env)
+        if missing or any(flags):  # (a missing mask element is a missing value: kept so)
+            return x, None
+        keep = Expr(m, x.env)
+        if y.ndim > m.ndim:  # a row mask: it holds for every value of its row
+            keep = keep[(slice(None),) * m.ndim + (None,) * (y.ndim - m.ndim)]
+        return Expr(y, x.env), keep
+
+    def _by_range(self, x: Expr) -> Expr:
+        """The bin of each value of `x` among equal bins, as numpy.histogram finds it."""
         first, last = self._uniform
         n, bin_type = self.bins, self._edges.dtype
         it = _index_type(n + 1)
@@ -165,10 +186,10 @@ class Histogram:
         up = (v >= self._edge(i + it.type(1), top=False)) & (i != it.type(n - 1))
         return where(keep, i + up.astype(it), it.type(-1)).astype(np.int64)
 
-    def _by_edges(self) -> Expr:
+    def _by_edges(self, x: Expr) -> Expr:
         """The bin as numpy.histogram's search of the edges finds it: the edges at or below
         the value, inside [edges[0], edges[-1]]."""
-        x, edges = self.x, self._edges
+        edges = self._edges
         if len(edges) > MAX_EDGES:
             raise NotSupportedError(f"{len(edges)} bin edges found by comparisons: at most "
                                     f"{MAX_EDGES}")
