@@ -189,3 +189,14 @@ def test_shape_error_after_re_evaluate(n1, n2):
         lazyk.re_evaluate(local_dict={"a": a, "b": b})
     got = lazyk.re_evaluate(local_dict={"a": b, "b": b})  # and the plan still serves
     np.testing.assert_array_equal(got, b + b)
+
+
+def test_mappings_after_a_string_are_local_and_global_dicts_as_in_numexpr():
+    a, b = np.arange(4.0), np.full(4, 0.5)
+    np.testing.assert_array_equal(lazyk.evaluate("2*a + 3*b", {"a": a, "b": b}), 2 * a + 3 * b)
+    got = lazyk.evaluate("a - b", {"a": a}, {"a": b, "b": b})  # local names win
+    np.testing.assert_array_equal(got, a - b)
+    with pytest.raises(TypeError, match="at most two mappings"):
+        lazyk.evaluate("a", {"a": a}, {}, {})
+    with pytest.raises(TypeError, match="each given once"):
+        lazyk.evaluate("a", {"a": a}, local_dict={"a": a})

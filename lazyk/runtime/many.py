@@ -5,6 +5,7 @@ asked for twice is computed once. Records (`lazyk.zip`, combinations) and histog
 evaluate here too."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,8 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
             caller's frame), a `lazyk.histogram` (its counts) or records (`lazyk.zip`,
             `lazyk.combinations`: a lazyk array of records).
         more: more lazy results: a tuple of all results is returned. (A single array here
-            is `out`, as in `lazyk.evaluate(expr, out)`.)
+            is `out`, as in `lazyk.evaluate(expr, out)`; after a string, mappings are
+            `local_dict` and `global_dict`, as in `numexpr.evaluate(ex, local_dict)`.)
         out: NumPy or lazyk array; the result broadcasts into it as assignment does.
             Overlap with an input (other than exact aliasing) goes through a temporary.
         order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
@@ -64,6 +66,13 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         NotSupportedError: one fused kernel would hold more than
             `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
+    if isinstance(expr, str) and more and isinstance(more[0], Mapping):
+        if len(more) > 2 or local_dict is not None or (len(more) == 2 and global_dict is not None):
+            raise TypeError("evaluate(string, local_dict, global_dict) takes at most two "
+                            "mappings, each given once")
+        local_dict = more[0]  # numexpr's order: evaluate(ex, local_dict, global_dict)
+        global_dict = more[1] if len(more) == 2 else global_dict
+        more = ()
     if len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
         out, more = more[0], ()  # evaluate(expr, out)
     if more or isinstance(expr, (Histogram, Records)):
