@@ -104,7 +104,7 @@ def _every_cut(t, data, fn, refused=False):
     return want
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(cases())
 def test_rows_axis_folds_do_not_depend_on_the_cuts(case):
     t, data, op, axis, keepdims, skipna, initial = case

@@ -58,7 +58,7 @@ def axis_tuples(draw, nd: int):
     return tuple(a - nd if draw(st.booleans()) else a for a in axes)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int32", "bool"), option_rows=False, nan=True),
        st.sampled_from(OPS), st.booleans(), st.booleans(), st.data())
 def test_any_axes(arr, op, keepdims, skipna, data):
@@ -68,7 +68,7 @@ def test_any_axes(arr, op, keepdims, skipna, data):
     compare(op, a, ra, axes, keepdims, skipna)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int64"), option_rows=False),
        st.sampled_from(["min", "max"]), st.booleans(), st.booleans(), st.data())
 def test_min_max_initial(arr, op, keepdims, skipna, data):
@@ -78,7 +78,7 @@ def test_min_max_initial(arr, op, keepdims, skipna, data):
     compare(op, a, ra, axes, keepdims, skipna, initial=data.draw(st.sampled_from([0, 2])))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged_pair(layouts=NEST, broadcast=True, option_rows=False),
        st.sampled_from(["sum", "max", "mean"]), st.booleans(), st.data())
 def test_any_axes_of_an_expression(pair, op, skipna, data):

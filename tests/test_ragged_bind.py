@@ -105,7 +105,7 @@ def placeholder(t: str, name="x"):
     return lazyk.placeholder(name, t)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC), st.sampled_from([2, 0.5]))
 def test_elementwise_matches_reference(case, k):
     t, d = case
@@ -114,7 +114,7 @@ def test_elementwise_matches_reference(case, k):
                 lambda out: f.bind(out, lazyk.array(d, type=t)))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged_pair(layouts=LAYOUTS, own_rows=True, broadcast=True),
        st.sampled_from(["add", "multiply", "maximum"]))
 def test_binary_matches_reference(pair, op):
@@ -124,7 +124,7 @@ def test_binary_matches_reference(pair, op):
                 lambda out: f.bind(out, lazyk.array(d1, type=t1), lazyk.array(d2, type=t2)))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC), st.sampled_from(LAZYK_REDUCERS),
        st.booleans(), st.booleans())
 def test_last_axis_reductions_match_reference(case, op, keepdims, skipna):
@@ -417,7 +417,7 @@ def _changer(t: str, d, a):
                                          3)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=S.LAYOUTS + S.QVAR_LAYOUTS, dtypes=("float64", "int64", "float32")),
        st.sampled_from(sorted(STEPPED)))
 def test_reductions_feeding_more_work_bind_and_match_the_reference(case, form):
@@ -432,7 +432,7 @@ def test_reductions_feeding_more_work_bind_and_match_the_reference(case, form):
         assert got in ("match", "raises"), got
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS, dtypes=S.NUMERIC),
        st.sampled_from(LAZYK_REDUCERS), st.booleans(), st.booleans())
 def test_reductions_over_every_axis_bind_and_match_the_reference(case, op, keepdims, skipna):
@@ -449,7 +449,7 @@ def test_reductions_over_every_axis_bind_and_match_the_reference(case, op, keepd
     assert got in ("match", "raises"), got
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged_pair(layouts=S.LAYOUTS, option_rows=False),
        st.sampled_from([None, "sum", "max", "center"]), st.booleans())
 def test_where_over_missing_values_binds_and_matches_the_reference(pair, op, skipna):

@@ -62,7 +62,7 @@ FORMS = {
 }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(S.ragged_pair(layouts=QLAYOUTS, own_rows=True), st.sampled_from(sorted(FORMS)),
        st.lists(st.integers(0, 5), min_size=200, max_size=200))
 def test_where_over_missing_rows_binds_and_follows_value_changes(pair, form, draws):
@@ -164,7 +164,7 @@ def _paths(data, nd: int, level: int = 0, at=()):
     return [p for i, x in enumerate(data) for p in _paths(x, nd, level + 1, at + (i,))]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=S.LAYOUTS, dtypes=("int64",), option_rows=False),
        st.booleans(), st.lists(st.integers(0, 5), min_size=60, max_size=60))
 def test_where_over_missing_strings_binds_and_sees_strings_changed_in_place(case, fold, draws):

@@ -129,7 +129,7 @@ def test_parts_on_two_threads_match_one_part():
     assert one.to_list() == two.to_list() == _sums(outer, inner, x)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged(layouts=("N * var * var * T", "var * var * T", "N * var * T"),
               dtypes=("float64", "int32", "bool")))
 def test_repeated_calls_follow_the_reference(arr):

@@ -115,7 +115,7 @@ def _flat(d):
         if isinstance(d, list) else [d]
 
 
-@settings(deadline=None, max_examples=30)  # (each example compiles a few nests)
+@settings(deadline=None, max_examples=20)  # (each example compiles a few nests)
 @given(gather_case(layouts=("N * var * T", "var * var * T", "N * var * var * T"), k=2,
                    option=False, one=False), st.data())
 def test_two_position_arrays_in_one_fused_expression(case, data):

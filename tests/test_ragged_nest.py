@@ -45,7 +45,7 @@ def both(t, data):
     return lazyk.array(data, type=t), R.array(data, t)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged_pair(layouts=NEST, broadcast=True, option_rows=False),
        st.sampled_from(["add", "multiply", "subtract", "maximum"]))
 def test_elementwise_pairs(pair, op):
@@ -63,7 +63,7 @@ def test_elementwise_pairs(pair, op):
     check(fn(a, b), ref)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged_pair(layouts=NEST, broadcast=True, option_rows=False), st.booleans())
 def test_where_takes_the_missing_state_of_the_branch_taken(pair, reduce):
     ta, da, tb, db = pair
@@ -81,7 +81,7 @@ def test_where_takes_the_missing_state_of_the_branch_taken(pair, reduce):
     check(got.sum(axis=-1) if reduce else got, ref)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int64", "int32", "bool"), option_rows=False),
        st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean"]),
        st.booleans(), st.booleans())
@@ -102,7 +102,7 @@ def test_reduce_last_axis(arr, op, skipna, keepdims):
     check(got, ref)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int64", "bool"), option_rows=False),
        st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean"]),
        st.booleans(), st.booleans())
@@ -123,7 +123,7 @@ def test_reduce_every_axis(arr, op, skipna, keepdims):
     check(got, ref)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int64", "bool"), option_rows=False),
        st.sampled_from(["sum", "prod", "min", "max", "any", "all", "mean"]),
        st.booleans(), st.booleans(), st.data())
@@ -146,7 +146,7 @@ def test_reduce_one_middle_axis(arr, op, skipna, keepdims, data):
     check(getattr(a, op)(axis=axis, keepdims=keepdims, **kw).eval(), ref)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64", "int32", "bool"), option_rows=False),
        st.sampled_from(["sum", "prod", "any", "all", "min", "mean"]),
        st.booleans(), st.booleans(), st.data())
@@ -169,7 +169,7 @@ def test_reduce_several_axes(arr, op, skipna, keepdims, data):
     check(getattr(a, op)(axis=axes, keepdims=keepdims, **kw).eval(), ref)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged(layouts=NEST, dtypes=("float64",), options=False))
 def test_minmax_initial(arr):
     t, data = arr

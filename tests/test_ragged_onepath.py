@@ -99,7 +99,7 @@ def ref_type(t: str) -> str:
 
 
 # ---------------------------------------------------------------- stepping and sliced views
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged(layouts=LAYOUTS, dtypes=("float64", "int32", "bool"), option_rows=False),
        windows, st.data())
 def test_stepping_views_elementwise_and_reductions(arr, win, data):
@@ -122,7 +122,7 @@ def test_stepping_views_elementwise_and_reductions(arr, win, data):
         check(getattr(v, op)(axis=axis, skipna=True), ref)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged_pair(layouts=LAYOUTS, broadcast=True, option_rows=False), windows, st.data())
 def test_stepping_views_pair_with_other_operands(pair, win, data):
     ta, da, tb, db = pair
@@ -193,7 +193,7 @@ def _map(data, fn):
     return None if data is None else fn(data)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged_pair(layouts=LAYOUTS, dtypes=("int32",), broadcast=True, option_rows=False),
        st.sampled_from(MIXED), st.data())
 def test_leaves_in_other_dtypes_convert_where_loaded(pair, dtype, data):
@@ -273,7 +273,7 @@ def _cast(data, dtype):
     return None if data is None else np.asarray(data).astype(dtype).item()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(ragged(layouts=LAYOUTS, dtypes=("int32", "int64", "float64"), option_rows=False),
        st.sampled_from(["int64", "int32", "int16", "uint32"]), st.booleans(), st.data())
 def test_means_accumulated_in_an_integer_dtype(arr, dtype, skipna, data):

@@ -37,7 +37,7 @@ def _call(op, t, d, axes, keepdims, skipna):
     return ref, got
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QDEEP, dtypes=("float64", "int32"), nan=True, option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.sampled_from([(2, 3), (-2, -1)]), st.booleans(),
        st.booleans())
@@ -46,7 +46,7 @@ def test_several_axes_below_missing_rows_run_in_the_nest(case, op, axes, keepdim
     in_nest(*_call(op, t, d, axes, keepdims, skipna))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QALL, dtypes=("float64",), nan=True), st.sampled_from(LAZYK_REDUCERS),
        st.data())
 def test_several_axes_at_or_above_missing_rows_never_answer_wrong(case, op, data):
@@ -83,7 +83,7 @@ def test_several_axes_below_missing_rows_by_hand():
     assert got.to_list() == [[[[3.0]], [[4.0]]], None]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=("3 * N * ?var * T", "N * ?var * T"), dtypes=("float64", "int32"),
                 nan=True), st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_several_axes_at_or_above_missing_rows_of_fixed_dims_run_in_the_nest(case, op, data):
@@ -97,7 +97,7 @@ def test_several_axes_at_or_above_missing_rows_of_fixed_dims_run_in_the_nest(cas
     in_nest(*_call(op, t, d, axes, keepdims, skipna))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=("N * ?var * T", "3 * N * ?var * T"), dtypes=("float64", "int64"),
                 nan=True), st.integers(1, 3), st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_missing_rows_against_a_fixed_dim_folded_in_the_nest(case, n, op, data):
@@ -143,7 +143,7 @@ def test_folds_over_missing_rows_by_hand():
     assert (z + np.ones(2)).sum(skipna=True).to_list() == 13.0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(S.ragged(layouts=("N * ?var * var * var * T",), dtypes=("float64",), nan=True,
                 option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.sampled_from([(0, 2), (0, 2, 3), (0, 3)]),

@@ -33,7 +33,7 @@ def _all_axes(nd):
     return [None] + [a for k in range(1, nd + 1) for a in itertools.combinations(range(nd), k)]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QFIXED, dtypes=("float64", "int32", "bool"), nan=True),
        st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_reductions_of_missing_rows_against_a_fixed_dim(case, op, data):
@@ -42,7 +42,7 @@ def test_reductions_of_missing_rows_against_a_fixed_dim(case, op, data):
     in_nest(*_call(op, t, d, axes, data.draw(st.booleans()), data.draw(st.booleans())))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged_pair(layouts=QFIXED, own_rows=True, broadcast=True),
        st.sampled_from(("add", "multiply", "maximum", "greater")))
 def test_missing_rows_against_a_fixed_dim_as_operands(pair, op):

@@ -268,7 +268,7 @@ def test_awkward_option_of_list():
     assert (y + 1).to_list() == ak.to_list(b + 1)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=("N * var * T", "N * ?var * T"), dtypes=("float64",)), st.data())
 def test_where_branch_with_a_missing_row_is_missing_before_it_pairs(case, data):
     """`where(c, x + z, y)` with z's row missing: the branch's row is missing whatever x's
@@ -312,7 +312,7 @@ def _fit(rows, n, depth):
     return [r if r is None or len(r) == 1 else (r + [1.5] * n)[:n] for r in rows]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged_pair(layouts=("N * ?var * T", "3 * N * ?var * T"), dtypes=("float64",),
                      own_rows=True), st.integers(1, 3), st.sampled_from(["x", "a", "sum"]),
        st.data())

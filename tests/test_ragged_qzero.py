@@ -72,7 +72,7 @@ def test_missing_rows_against_a_dim_of_size_0(case, data):
             lambda: lazyk.sum(L(t, d) + zero, axis=axis, skipna=skipna))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(S.ragged(layouts=QZERO, dtypes=("float64", "int32"), option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_reductions_of_missing_rows_over_size_0(case, op, data):
@@ -105,7 +105,7 @@ QFIXED = ("N * ?var * 2 * T", "N * ?var * 2 * var * T", "var * ?var * 3 * T",
           "N * var * ?var * 2 * T", "2 * ?var * var * 2 * T", "N * ?var * 2 * 2 * var * T")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(S.ragged(layouts=QFIXED, dtypes=("float64", "int32"), nan=True, option_rows=False),
        st.sampled_from(LAZYK_REDUCERS), st.data())
 def test_folds_along_or_over_missing_rows_with_fixed_dims_below(case, op, data):

@@ -27,7 +27,7 @@ except ImportError:
 
 LAYOUTS = S.LAYOUTS + S.QNEST_LAYOUTS + ("N * ?var * T",)
 NESTED = tuple(t for t in LAYOUTS if t.count("*") >= 2)
-FEW = settings(max_examples=40)
+FEW = settings(max_examples=25)
 
 
 def drawn(data, layouts=LAYOUTS, dtypes=S.DTYPES, nan=False):

@@ -139,7 +139,7 @@ def test_fold_after_a_selection_in_one_nest(case, op):
     matches(ref, lambda: getattr(lazyk, op)(L(t, d)[L(mt, m)] * 2 + 1, axis=-1))
 
 
-@settings(deadline=None, max_examples=30)  # (each example compiles a few nests)
+@settings(deadline=None, max_examples=20)  # (each example compiles a few nests)
 @given(masked_case(layouts=("N * var * T", "var * var * T", "N * var * var * T")))
 def test_selection_with_its_own_values_and_more_work(case):
     """`x[x > c] - x[x > c] / 2` and a second mask of the same array: one mask per nest, the

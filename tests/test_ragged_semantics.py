@@ -101,7 +101,7 @@ def test_min_max_initial_matches_the_reference(case, op, initial):
     assert case_reduce((t, d), op, axis, keepdims, skipna, initial) in ("match", "raises")
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(hnp.arrays(st.sampled_from([np.float64, np.float32, np.int32, np.int64]),
                   hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4),
                   elements=st.integers(-5, 5)),
@@ -146,7 +146,7 @@ NAN_FUNCTIONS = {"sum": np.nansum, "prod": np.nanprod, "min": np.nanmin, "max": 
                  "mean": np.nanmean}
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(hnp.arrays(st.sampled_from([np.float64, np.float32]),
                   hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=4),
                   elements=st.sampled_from([np.nan, -1.5, 0.0, 2.0, 3.5])),

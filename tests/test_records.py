@@ -27,7 +27,7 @@ def _fixed_missing_below(t: str, depth: int) -> bool:
                                                       for d in dims)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(S.ragged_pair(S.LAYOUTS + S.QNEST_LAYOUTS, S.NUMERIC, own_rows=True), st.data())
 def test_zip_matches_awkward(pair, data):
     t1, d1, t2, d2 = pair

@@ -190,7 +190,7 @@ def typed(dims, option, leaf):
     return S.type_string(dims, leaf, option)
 
 
-@settings(max_examples=30)  # about 15 expressions per example
+@settings(max_examples=20)  # about 15 expressions per example
 @given(text_array(), TEXT)
 def test_nested_strings_with_a_python_str(case, c):
     dims, option, data = case

@@ -40,7 +40,7 @@ def _text_type(t: str, kind: str) -> str:
     return f"{head} * {leaf}" if head else leaf
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(S.ragged_pair(layouts=LAYOUTS, dtypes=("int64",), own_rows=True),
        st.sampled_from(["string", "bytes"]), st.sampled_from(["both", "scalar", "first"]))
 def test_where_over_strings_matches_the_reference(pair, kind, form):
@@ -87,7 +87,7 @@ def _lengths(data, kind):
     return None if data is None else len(_text(data, kind))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.text("ab\u00e9", max_size=4),
                           st.text("xyz\u20ac", max_size=4)), max_size=8),
        st.sampled_from([(), (2,), (2, 1)]))
