@@ -279,3 +279,69 @@ def test_histogram_of_selected_rows_gathers_nothing():
     # the mask is folded over the jets, then one pass bins and counts every event's value
     # where its mask is true: no kernel reads the selected rows
     assert lazyk.explain(h).count("\n== nest ") == 2
+
+
+def _events(seed: int = 5, n: int = 3_000):
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(2.5, n)
+    off = np.concatenate([[0], np.cumsum(counts)])
+    pt = rng.exponential(30, int(counts.sum()))
+    return counts, off, pt, rng.gamma(2, 15, n)
+
+
+def _reference(counts, pt, keep_rows):
+    """Per-row Python lists of the pt of the rows kept."""
+    rows, k = [], 0
+    for c, kept in zip(counts, keep_rows):
+        if kept:
+            rows.append(list(pt[k:k + c]))
+        k += c
+    return rows
+
+
+def test_histogram_after_a_row_selection_reads_all_rows_and_counts_the_kept():
+    counts, off, pt, met = _events()
+    x = lazyk.from_offsets(off, pt)
+    m = lazyk.num(x) >= 2
+    sel, met_sel = x[m], lazyk.array(met)[m]
+    kept = _reference(counts, pt, counts >= 2)
+    # pairs of the kept rows, a per-row mask over them, and a per-event value
+    pairs = lazyk.combinations(sel, 2)
+    mass = pairs["0"] + pairs["1"]
+    want_mass = [a + b for r in kept for i, a in enumerate(r) for b in r[i + 1:]]
+    h = lazyk.histogram(mass, 30, (0, 300))
+    np.testing.assert_array_equal(h.to_numpy(), np.histogram(want_mass, 30, (0, 300))[0])
+    assert "select" not in lazyk.frontend.graph.dump(h.index().node)  # nothing gathered
+    good = lazyk.any(mass > 90, axis=1)
+    want = [v for r, v in zip(kept, met[counts >= 2])
+            if any(a + b > 90 for i, a in enumerate(r) for b in r[i + 1:])]
+    h = lazyk.histogram(met_sel[good], 20, (0, 200))
+    np.testing.assert_array_equal(h.to_numpy(), np.histogram(want, 20, (0, 200))[0])
+    assert "select" not in lazyk.frontend.graph.dump(h.index().node)
+    # the largest pt of each kept row, by argmax and a gather inside the rows
+    lead = sel[lazyk.argmax(sel, axis=1, keepdims=True)]
+    h = lazyk.histogram(lead, 20, (0, 200))
+    np.testing.assert_array_equal(h.to_numpy(),
+                                  np.histogram([max(r) for r in kept], 20, (0, 200))[0])
+
+
+def test_histogram_of_selected_rows_with_work_across_rows_or_other_arrays():
+    # each of these reads more than the selected rows: the selection is computed as
+    # written, and the counts are the selection's
+    counts, off, pt, met = _events(6)
+    x = lazyk.from_offsets(off, pt)
+    m = lazyk.num(x) >= 2
+    kept = _reference(counts, pt, counts >= 2)
+    flat = np.concatenate([np.array(r) for r in kept])
+    n_kept = len(kept)
+    other = lazyk.array(np.arange(n_kept, dtype=np.float64))  # an array of the kept rows
+    cases = [
+        (x[m] - lazyk.mean(x[m]), flat - flat.mean()),  # a reduction over every row
+        (lazyk.sum(x[m], axis=1) + other, [sum(r) + i for i, r in enumerate(kept)]),
+        (x[m][lazyk.num(x[m]) >= 3], [v for r in kept if len(r) >= 3 for v in r]),
+    ]
+    y = lazyk.from_offsets(off, pt * 2)
+    cases.append((x[m] + y[lazyk.num(y) >= 2], flat * 3))  # two masks of one value
+    for got, want in cases:
+        h = lazyk.histogram(got, 25, (-100, 400))
+        np.testing.assert_allclose(h.to_numpy(), np.histogram(want, 25, (-100, 400))[0])

@@ -22,8 +22,9 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import SELECT_OP
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, SELECT_OP, TAKE_OP, Node, toposort
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.missing import option_flags
 from lazyk.frontend.operands import as_expr
@@ -150,14 +151,21 @@ class Histogram:
     def _unselected(self) -> tuple:
         """(values, mask or None). The histogram of `y[mask]` (a bool mask without missing
         elements, no weights) counts y's values where the mask is true: their bins are
-        computed in place, and the selection's rows are never gathered."""
+        computed in place, and the selection's rows are never gathered (nor the rows of
+        a row selection that every array of y and the mask is read through)."""
         x = self.x
-        node = x.node
-        if self.weights is not None or node.op != SELECT_OP:
+        if self.weights is not None:
             return x, None
-        y, m = node.srcs
-        flags, missing = option_flags(m, x.env)
-        if missing or any(flags):  # (a missing mask element is a missing value: kept so)
+        y, m = x.node, None
+        if y.op == SELECT_OP:
+            flags, missing = option_flags(y.srcs[1], x.env)
+            if not (missing or any(flags)):  # (a missing mask element: a missing value)
+                y, m = y.srcs
+        lifted = _lift_row_selection((y,) if m is None else (y, m), x.env)
+        if lifted is not None:
+            y, m, rows = lifted if m is not None else (lifted[0], None, lifted[1])
+            m = rows if m is None else Node("bitwise_and", m.dtype, m.shape, (rows, m))
+        if m is None:
             return x, None
         keep = Expr(m, x.env)
         if y.ndim > m.ndim:  # a row mask: it holds for every value of its row
@@ -271,6 +279,66 @@ class Histogram:
 
     def to_list(self) -> list:
         return self.to_numpy().tolist()
+
+
+def _lift_row_selection(roots: tuple, env: dict) -> tuple | None:
+    """(the roots over every row, then the row mask) where the roots read their arrays only
+    through one row selection `a[rows]` (a bool mask of one dim, nothing missing) and every
+    step after it is row-local (elementwise work, combinations, selections, gathers and
+    reductions inside the rows): then `f(a[rows])` is `f(a)[rows]`, and a histogram counts
+    `f(a)` where `rows` is true instead of gathering the selected rows first. Else None.
+
+    The rows the mask drops are computed too, so no step that can raise on a value (an
+    integer power) or read arrays of its own (a gather by positions from an array, an array
+    that is not selected) may follow the selection."""
+    rows = None
+    state: dict = {}  # node -> "const" (no arrays), "raw" (arrays as given), "lifted"
+    new: dict = {}
+    for node in [n for r in roots for n in toposort(r)]:
+        if node in state:
+            continue
+        got = {state[s] for s in node.srcs}
+        if node.op in ("scalar", "const") or (node.op == "input" and not node.ndim):
+            kind = "const"
+        elif node.op == "input" or "lifted" not in got:
+            kind = "raw" if node.op == "input" or "raw" in got else "const"
+        elif "raw" in got or not _row_local(node):
+            return None  # (arrays not selected meet selected rows, or rows mix)
+        else:
+            kind = "lifted"
+        if node.op == SELECT_OP and node.arg == 0 and node.srcs[1].ndim == 1 and \
+                state[node.srcs[0]] == "raw" == state[node.srcs[1]]:
+            if rows is None:
+                flags, missing = option_flags(node.srcs[1], env)
+                if missing or any(flags):
+                    return None
+                rows = node.srcs[1]
+            if node.srcs[1] is not rows:
+                return None
+            state[node], new[node] = "lifted", new[node.srcs[0]]
+            continue
+        state[node] = kind
+        new[node] = node if kind != "lifted" else node.replace(
+            srcs=tuple([new[s] for s in node.srcs]), shape=(rows.shape[0],) + node.shape[1:])
+    if rows is None or any(state[r] != "lifted" for r in roots):
+        return None
+    return tuple(new[r] for r in roots) + (rows,)
+
+
+def _row_local(node: Node) -> bool:
+    """Whether `node` computes each row from that row alone (and never raises on values)."""
+    if node.shape[:1] != ("var",):
+        return False
+    if node.op == "power" and node.dtype.kind in "iu":
+        return False
+    if node.op in ops.ELEMENTWISE:
+        return True
+    if node.op == REDUCE_OP:
+        nd = node.srcs[0].ndim
+        return 0 not in {a % nd for a in node.arg[1]}
+    if node.op == PICK_OP:
+        return node.arg[2] % node.srcs[0].ndim >= 1
+    return node.op in (SELECT_OP, TAKE_OP) and node.arg >= 1
 
 
 # (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
