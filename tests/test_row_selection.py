@@ -161,3 +161,27 @@ def test_int32_offsets_past_zero_and_no_rows():
     e = lazyk.from_offsets(np.zeros(1, np.int64), np.zeros(0))
     got = (e[lazyk.num(e) > 0] * 2).eval()
     assert str(got.type) == "0 * var * float64" and got.to_list() == []
+
+
+def test_an_element_mask_over_a_collection_is_computed_once():
+    """The fields of one collection selected by one mask of their items (`jets[jets.pt >
+    30]`): the mask is computed once per evaluation, its kept items found once; the
+    values as Python's."""
+    rng, lens, off = _rows(400, 3, mean=1.0)  # (short rows: items taken by NumPy)
+    a, b = (rng.normal(size=int(off[-1])) for _ in range(2))
+    jets = lazyk.zip({"a": lazyk.from_offsets(off, a), "b": lazyk.from_offsets(off, b)})
+    good = jets[jets.a > 0]
+    real, calls = nest_select.runtime.evaluate, []
+
+    def counted(e, *args, **kw):  # (masks of a var dim of bools)
+        calls.append(e.dtype == np.bool_ and e.ndim == 2)
+        return real(e, *args, **kw)
+    nest_select.runtime.evaluate = counted
+    try:
+        sa, sb = lazyk.evaluate(good.a, good.b)
+    finally:
+        nest_select.runtime.evaluate = real
+    assert sum(calls) == 1
+    rows = [(a[off[i]:off[i + 1]], b[off[i]:off[i + 1]]) for i in range(400)]
+    assert sa.to_list() == [list(ra[ra > 0]) for ra, _ in rows]
+    assert sb.to_list() == [list(rb[ra > 0]) for ra, rb in rows]

@@ -319,20 +319,43 @@ def _compressed(node: Node, env: dict) -> Array | None:
     if tree[0] != "list" or tree[2][0] != "numpy" or \
             int(tree[1][-1]) - int(tree[1][0]) > SHORT_ROWS * (len(tree[1]) - 1):
         return None
+    got = _mask_rows(m, env)
+    if got is None:
+        return None
+    moff, keep, kept, same = got
+    off = np.asarray(tree[1], np.int64)
+    if memory_key(off) not in same:
+        if len(off) != len(moff) or not (moff is off or np.array_equal(
+                off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
+            return None
+        same.add(memory_key(off))
+    values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
+    return build_columns(("list", kept, ("numpy", values)))
+
+
+def _mask_rows(m: Node, env: dict) -> tuple | None:
+    """(the mask's offsets, its items as bools, the kept items' offsets, the offsets known
+    to match) of a `N * var * bool` mask, computed once per evaluation (`rows_memo`: the
+    fields of one collection selected by one mask); None for other forms."""
+    memo = rows_memo_dict()
+    seen = None if memo is None else memo.setdefault("masks", {})
+    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
+    key = (m, tuple(map(id, leaves)))
+    if seen is not None and key in seen:
+        return seen[key][0]
     mask = runtime.evaluate(Expr(m, env))
     mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
         else ("numpy",)
-    if mtree[0] != "list" or mtree[2][0] != "numpy":
-        return None
-    off, moff = np.asarray(tree[1], np.int64), np.asarray(mtree[1], np.int64)
-    if len(off) != len(moff) or not (moff is off or np.array_equal(
-            off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
-        return None
-    keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
-    kept = np.zeros(len(keep) + 1, np.int64)
-    np.cumsum(keep, out=kept[1:])
-    values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
-    return build_columns(("list", kept[off - off[0] if off[0] else off], ("numpy", values)))
+    got = None
+    if mtree[0] == "list" and mtree[2][0] == "numpy":
+        moff = np.asarray(mtree[1], np.int64)
+        keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
+        kept = np.zeros(len(keep) + 1, np.int64)
+        np.cumsum(keep, out=kept[1:])
+        got = (moff, keep, kept[moff - moff[0] if moff[0] else moff], set())
+    if seen is not None:
+        seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
+    return got
 
 
 def _trailing(node: Node, n: int, env: dict) -> Node:
