@@ -345,3 +345,16 @@ def test_histogram_of_selected_rows_with_work_across_rows_or_other_arrays():
     for got, want in cases:
         h = lazyk.histogram(got, 25, (-100, 400))
         np.testing.assert_allclose(h.to_numpy(), np.histogram(want, 25, (-100, 400))[0])
+
+
+def test_positions_that_fit_only_the_selected_rows_are_not_read_on_the_others():
+    # the second item of each row of two or more: position 1 lies outside the rows the
+    # selection drops, so those rows are never gathered from
+    x = lazyk.array([[5.0, 7.0], [1.0], [], [3.0, 4.0, 9.0]])
+    sel = x[lazyk.num(x) >= 2]
+    second = sel[lazyk.argmin(sel, axis=1, keepdims=True) * 0 + 1]
+    np.testing.assert_array_equal(lazyk.histogram(second, 2, (0, 10)).to_numpy(), [1, 1])
+    lead = sel[lazyk.argmax(sel, axis=1, keepdims=True)]  # (argmax: always in its row)
+    h = lazyk.histogram(lead, 2, (0, 10))
+    np.testing.assert_array_equal(h.to_numpy(), [0, 2])
+    assert "select" not in lazyk.frontend.graph.dump(h.index().node)

@@ -288,9 +288,9 @@ def _lift_row_selection(roots: tuple, env: dict) -> tuple | None:
     reductions inside the rows): then `f(a[rows])` is `f(a)[rows]`, and a histogram counts
     `f(a)` where `rows` is true instead of gathering the selected rows first. Else None.
 
-    The rows the mask drops are computed too, so no step that can raise on a value (an
-    integer power) or read arrays of its own (a gather by positions from an array, an array
-    that is not selected) may follow the selection."""
+    The rows the mask drops are computed too, so no step that can raise on them (an integer
+    power; a gather by positions that may lie outside a dropped row) or that reads arrays of
+    its own (an array not selected) may follow the selection."""
     rows = None
     state: dict = {}  # node -> "const" (no arrays), "raw" (arrays as given), "lifted"
     new: dict = {}
@@ -338,7 +338,19 @@ def _row_local(node: Node) -> bool:
         return 0 not in {a % nd for a in node.arg[1]}
     if node.op == PICK_OP:
         return node.arg[2] % node.srcs[0].ndim >= 1
-    return node.op in (SELECT_OP, TAKE_OP) and node.arg >= 1
+    if node.op == TAKE_OP:  # (positions computed on a dropped row must lie in it too)
+        return node.arg >= 1 and _inside_rows(node.srcs[1])
+    return node.op == SELECT_OP and node.arg >= 1
+
+
+def _inside_rows(positions: Node) -> bool:
+    """Whether the positions are in their rows on every row: an argmin / argmax
+    (`keepdims=True`) or the positions of combinations (`argcombinations`)."""
+    while positions.op == "astype":
+        positions = positions.srcs[0]
+    if positions.op == REDUCE_OP:
+        return positions.arg[0] in ops.ARG_REDUCTIONS
+    return positions.op == PICK_OP and bool(positions.arg[3])
 
 
 # (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
