@@ -403,7 +403,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     NaN and missing values (`?T`, or a missing weight) are not counted. The edges are
     NumPy's (`np.linspace` in the data's float type: float32 for float32 data). `weights`
     broadcast against `a` (a per-event weight `w[:, None]` against per-object values); they
-    are added up in float64 (NumPy's sums where those are exact).
+    are added up in float64 (NumPy's sums where those are exact). A histogram of a selection
+    (`lazyk.histogram(met[mask], ...)`) counts the values where the mask is true, without
+    gathering the selected rows.
 
     Returns a lazy `Histogram`: `.to_numpy()` / `.eval()` give the counts, `.edges` the
     edges, and unpacking gives both as NumPy does.
