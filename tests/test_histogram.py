@@ -358,3 +358,16 @@ def test_positions_that_fit_only_the_selected_rows_are_not_read_on_the_others():
     h = lazyk.histogram(lead, 2, (0, 10))
     np.testing.assert_array_equal(h.to_numpy(), [0, 2])
     assert "select" not in lazyk.frontend.graph.dump(h.index().node)
+
+
+def test_a_mask_of_items_after_a_row_selection():
+    # sel.pt[abs(sel.eta) < 1]: the rows' mask and the items' mask both hold, each on its
+    # own dims
+    counts, off, pt, _ = _events(8)
+    eta = np.random.default_rng(8).normal(0, 2, len(pt))
+    x = lazyk.zip({"pt": lazyk.from_offsets(off, pt), "eta": lazyk.from_offsets(off, eta)})
+    sel = x[lazyk.num(x) >= 2]
+    h = lazyk.histogram(sel.pt[abs(sel.eta) < 1], 10, (0, 100))
+    keep = np.repeat(counts >= 2, counts) & (np.abs(eta) < 1)
+    np.testing.assert_array_equal(h.to_numpy(), np.histogram(pt[keep], 10, (0, 100))[0])
+    assert "select" not in lazyk.frontend.graph.dump(h.index().node)

@@ -161,15 +161,18 @@ class Histogram:
             flags, missing = option_flags(y.srcs[1], x.env)
             if not (missing or any(flags)):  # (a missing mask element: a missing value)
                 y, m = y.srcs
-        lifted = _lift_row_selection((y,) if m is None else (y, m), x.env)
+        masks = [] if m is None else [m]
+        lifted = _lift_row_selection((y, *masks), x.env)
         if lifted is not None:
-            y, m, rows = lifted if m is not None else (lifted[0], None, lifted[1])
-            m = rows if m is None else Node("bitwise_and", m.dtype, m.shape, (rows, m))
-        if m is None:
+            y, masks = lifted[0], [lifted[-1], *lifted[1:-1]]
+        if not masks:
             return x, None
-        keep = Expr(m, x.env)
-        if y.ndim > m.ndim:  # a row mask: it holds for every value of its row
-            keep = keep[(slice(None),) * m.ndim + (None,) * (y.ndim - m.ndim)]
+        keep = None
+        for m in masks:  # a mask of fewer dims holds for every value of its rows
+            k = Expr(m, x.env)
+            k = k if m.ndim == y.ndim else k[(slice(None),) * m.ndim + (None,) * (y.ndim -
+                                                                               m.ndim)]
+            keep = k if keep is None else keep & k
         return Expr(y, x.env), keep
 
     def _by_range(self, x: Expr) -> Expr:
