@@ -24,7 +24,7 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
-from lazyk.arrays.trees import OptionLeaf, memory_key, offsets_of, rows_at, rows_memo_dict
+from lazyk.arrays.trees import OptionLeaf, offsets_of, rising, rows_at
 from lazyk.errors import NotSupportedError
 
 
@@ -158,7 +158,7 @@ def columns(a: Array, lists: int | None = None) -> tuple:
         else:
             offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
             starts, stops = M.read_rows(owner.buffer, offs, w, delta)
-        if offsets is None or not _rising(offsets, length):
+        if offsets is None or not rising(offsets, length):
             M.check_rows(starts, stops, var_meta)  # (names the first bad row)
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
                                  meta[2 + M.VAR_META:], content, memory.lookup(ref),
@@ -195,26 +195,6 @@ def _strided_bytes(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray
         raise ValueError(f"arrmeta points outside its memory block ({lo}..{hi + 1} of "
                          f"{len(buf)})")
     return np.lib.stride_tricks.as_strided(buf[start:], (n,), (step,), writeable=False)
-
-
-def _rising(offsets: np.ndarray, length: int) -> bool:
-    """Whether every row of `offsets` lies in 0..length: offsets that never decrease are
-    bounded by their first and last (one bool pass, no integer temporaries: cheaper than
-    `check_rows` on the starts and stops, which says which row is bad). Once per offsets
-    in an evaluation (`trees.rows_memo_dict`: the fields of a collection, the steps of
-    one evaluation read the same offsets)."""
-    if len(offsets) < 2 or int(offsets[0]) < 0 or int(offsets[-1]) > length:
-        return len(offsets) < 2
-    memo = rows_memo_dict()
-    seen = None if memo is None else memo.setdefault("rising", {})
-    key = memory_key(offsets)
-    if seen is not None and key in seen:
-        return True
-    if not bool(np.all(offsets[1:] >= offsets[:-1])):
-        return False
-    if seen is not None:
-        seen[key] = offsets  # (held: its memory stays these offsets')
-    return True
 
 
 def _count(shape: tuple) -> tuple:

@@ -27,6 +27,26 @@ def rows_memo_dict() -> dict | None:
     return ROWS_MEMO.get()
 
 
+def rising(offsets: np.ndarray, length: int) -> bool:
+    """Whether every row of `offsets` lies in 0..length: offsets that never decrease are
+    bounded by their first and last (one bool pass, no integer temporaries: cheaper than
+    `check_rows` on the starts and stops, which says which row is bad). Once per offsets
+    in an evaluation (`rows_memo`: the fields of a collection, the steps of one evaluation
+    read the same offsets)."""
+    if len(offsets) < 2 or int(offsets[0]) < 0 or int(offsets[-1]) > length:
+        return len(offsets) < 2
+    memo = rows_memo_dict()
+    seen = None if memo is None else memo.setdefault("rising", {})
+    key = memory_key(offsets)
+    if seen is not None and key in seen:
+        return True
+    if not bool(np.all(offsets[1:] >= offsets[:-1])):
+        return False
+    if seen is not None:
+        seen[key] = offsets  # (held: its memory stays these offsets')
+    return True
+
+
 def memory_key(a: np.ndarray) -> tuple:
     """What identifies the values of NumPy array `a` while it lives and nothing writes to
     it (within one evaluation): its memory and layout; another view of that memory with

@@ -15,6 +15,7 @@ import numpy as np
 
 from lazyk.arrays import memory
 from lazyk.arrays.memory import view
+from lazyk.arrays.trees import rising
 from lazyk.codegen.levels import (
     FIXED,
     VAR,
@@ -367,13 +368,13 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
         if s0 != r.stop_delta or r.stride != r.index_stride or n0 != sizes[0] or not n0 or \
                 (ref or key) != key:
             return None
-        ref = key
+        ref, owner = key, o.owner
     if ref is None:
         return None
     ptr, n0, s0, width = ref
     off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
     lo, hi = int(off[0]), int(off[-1])
-    if lo < 0 or (off[1:] < off[:-1]).any():
+    if not rising(off, hi):
         return None  # bad rows: the full nest names them
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if kd[1].moves:
@@ -384,8 +385,11 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
                                   r.content + lo * r.index_stride, o.dtype, o.mask_offset,
                                   o.aligned)
     kinds2 = [(Strided(),) if kd[1].moves else (kd[1],) for kd in kinds]
-    return flat, np.subtract(off, lo, dtype=np.int64) if offsets else None, \
-        ((FIXED,), [hi - lo], kinds2)
+    if offsets and not lo and s0 == width == 8 and owner is not None:
+        off = view(ptr, (n0 + 1,), (8,), np.int64, owner)  # (shared, its memory kept alive)
+    elif offsets:
+        off = np.subtract(off, lo, dtype=np.int64)
+    return flat, off if offsets else None, ((FIXED,), [hi - lo], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):
