@@ -328,7 +328,7 @@ def _compressed(node: Node, env: dict) -> Array | None:
         if len(off) != len(moff) or not (moff is off or np.array_equal(
                 off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
-        same.add(memory_key(off))
+        same[memory_key(off)] = off  # (held: its memory stays these offsets')
     values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
     return build_columns(("list", kept, ("numpy", values)))
 
@@ -352,7 +352,7 @@ def _mask_rows(m: Node, env: dict) -> tuple | None:
         keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
         kept = np.zeros(len(keep) + 1, np.int64)
         np.cumsum(keep, out=kept[1:])
-        got = (moff, keep, kept[moff - moff[0] if moff[0] else moff], set())
+        got = (moff, keep, kept[moff - moff[0] if moff[0] else moff], {})
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got
