@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import struct
 import subprocess
@@ -12,6 +13,7 @@ from typing import Any, Callable
 from lazyk.backend import optworker
 from lazyk.backend.optworker import llvm
 from lazyk.errors import CompileError
+from lazyk.lru import LRU
 
 try:  # optional speed-ups: vector math, disk cache; each may be absent
     from lazyk.backend import vecmath as _vecmath
@@ -261,8 +263,18 @@ class JITModule:
                 self._link(self._compile(h, cache, key), names, h)
 
     def _compile(self, h: Host, cache: Any, key: str) -> bytes:
-        """Optimise and emit an object file for the source IR; store it in the disk cache."""
-        self.llvm_ir, obj = h.compile_ir(self.source_ir)
+        """Optimise and emit an object file for the source IR; store it in the disk cache.
+
+        Two structures may generate the same IR (a counting pass reads no values): code
+        compiled in this process is found again by the IR's digest.
+        """
+        text = self.source_ir
+        digest = hashlib.sha256(text.encode()).digest()
+        done = _by_source.get(digest)
+        if done is not None:
+            self.llvm_ir, obj = done
+        else:
+            self.llvm_ir, obj = _by_source.put(digest, h.compile_ir(text))
         if cache is not None:
             cache.store(key, obj)
         return obj
@@ -335,6 +347,8 @@ class JITModule:
 # on its own: in a reference cycle it could run an engine's finalizer before the finalizer
 # of a bound kernel whose destructor is code in that engine.
 _engines: dict[int, Any] = {}
+# (optimized IR, object code) of the last modules compiled here, by the SHA-256 of their IR
+_by_source = LRU(64, "compiled modules by IR")
 
 
 # Libraries whose symbols LLVM's code generator calls on its own (not named in our IR):
