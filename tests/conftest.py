@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 
 # CI draws the same examples on every run (derandomize): a CI result is reproducible, and a
 # failure found by the random `dev` profile is kept as a regression test of its own.
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
+settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True,
                           database=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

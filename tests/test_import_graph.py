@@ -3,11 +3,15 @@ module-private name used by another module.
 
 docs/import_graph.py reads the graph from the source (ast) and holds the stage order.
 """
+import functools
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
 import import_graph  # noqa: E402
+
+# the whole source is read once for the four checks below
+report = functools.cache(import_graph.report)
 
 
 def test_every_module_has_a_stage():
@@ -16,25 +20,25 @@ def test_every_module_has_a_stage():
 
 
 def test_no_circle():
-    assert not import_graph.report()["circles"], "import circle(s) among lazyk modules"
+    assert not report()["circles"], "import circle(s) among lazyk modules"
 
 
 def test_no_upward_import():
-    found = import_graph.report()["upward"]
+    found = report()["upward"]
     assert not found, (
         f"imports of a later stage from an earlier one: {found}; pass a function or an object "
         "down instead (lazyk.hooks; docs/import_graph.py has the stage order)")
 
 
 def test_no_import_inside_functions():
-    found = import_graph.report()["inside"]
+    found = report()["inside"]
     assert not found, (
         f"imports of lazyk modules inside functions: {found}; import at the top of the module "
         "(only optional heavy dependencies and DEFERRED modules are imported inside functions)")
 
 
 def test_no_private_name_used_across_modules():
-    found = import_graph.report()["private"]
+    found = report()["private"]
     assert not found, (
         f"module-private names used by another module: {found}; make the name public (no "
         "leading underscore) where another module needs it")
