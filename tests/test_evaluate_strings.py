@@ -200,3 +200,17 @@ def test_mappings_after_a_string_are_local_and_global_dicts_as_in_numexpr():
         lazyk.evaluate("a", {"a": a}, {}, {})
     with pytest.raises(TypeError, match="each given once"):
         lazyk.evaluate("a", {"a": a}, local_dict={"a": a})
+
+
+def test_a_misplaced_argument_after_a_string_is_named():
+    a = np.arange(4.0)
+    # a list of pairs is not a mapping: named as the argument it is, not as a missing name
+    with pytest.raises(TypeError, match="mappings\\) or out .*not list"):
+        lazyk.evaluate("a", [("a", a)])
+    with pytest.raises(TypeError, match="not int"):
+        lazyk.evaluate("a", 5)
+    with pytest.raises(TypeError, match="evaluate a string alone"):
+        lazyk.evaluate(lazyk.array(a) + 1, "a * 2")
+    out = np.empty(4)
+    assert lazyk.evaluate("a * 3", out) is out  # an array after a string is still `out`
+    np.testing.assert_array_equal(out, a * 3)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
@@ -75,6 +76,15 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         more = ()
     if len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
         out, more = more[0], ()  # evaluate(expr, out)
+        if isinstance(expr, str) and not isinstance(out, (np.ndarray, Array)):
+            # (before the string's names are looked up: a misplaced argument is named first)
+            raise TypeError(f"after a string, evaluate takes local_dict and global_dict "
+                            f"(mappings) or out (a NumPy or lazyk array), not "
+                            f"{type(out).__name__}")
+    for x in more:
+        if isinstance(x, str):
+            raise TypeError("several results are lazy expressions, not strings: evaluate "
+                            "a string alone, lazyk.evaluate('2*a + b')")
     if more or isinstance(expr, (Histogram, Records)):
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
