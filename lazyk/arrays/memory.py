@@ -13,6 +13,7 @@ BLOCK_ALIGNMENT = 64
 _next_ref = itertools.count(1)
 # blockref (the opaque id in var/string arrmeta) -> block; weak so a dropped array frees it.
 _registry: weakref.WeakValueDictionary[int, MemoryBlock] = weakref.WeakValueDictionary()
+blocks = _registry  # the live blocks by blockref: `ref in blocks` checks one is open
 
 
 class MemoryBlock:

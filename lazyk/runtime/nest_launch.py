@@ -27,10 +27,10 @@ from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
 from lazyk.codegen.nest import PREFIX
 from lazyk.frontend import ops
 from lazyk.frontend.graph import REDUCE_OP, toposort
-from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
+from lazyk.frontend.leaves import is_ragged, leaf_data
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import MIN_PART, nest_stats, status_error
-from lazyk.runtime.nest_plan import nest_operand, nest_plan, nest_words, offsets_rows
+from lazyk.runtime.nest_plan import array_operand, nest_operand, nest_plan, nest_words, offsets_rows
 from lazyk.runtime.nest_results import nest_reduced, nest_result
 from lazyk.runtime.nest_structure import prepared_plan
 from lazyk.runtime.ragged_rules import RECORDERS, selects
@@ -84,12 +84,9 @@ class NestLaunch:
     def __call__(self, arrays) -> object:
         if RECORDERS:  # explain() records the nests the general path runs
             return NotImplemented
-        ops_ = []
-        for a, opt in zip(arrays, self.options):
-            o = nest_operand(RaggedLeaf(a, opt))  # (checked on an array's first use)
-            if o is None:
-                return NotImplemented
-            ops_.append(o)
+        ops_ = [array_operand(a) for a in arrays]  # (checked on an array's first use)
+        if None in ops_:
+            return NotImplemented
         last = self._last  # the operands of the last call and their kernel data
         if len(last[0]) == len(ops_) and all(r() is o for r, o in zip(last[0], ops_)):
             _, levels, sizes, content, block = last
@@ -104,30 +101,28 @@ class NestLaunch:
             return NotImplemented  # content enough for parts on several threads
         if self.mapping and content >= MAP_ITEMS:
             return NotImplemented  # one loop over the items beats a loop per row
-        block = block.copy()
-        lay, words = self.lay, block[PREFIX:]
+        block = block.copy()  # (the kernel data words start at block[PREFIX])
         if self.mapping:
             sel = [ops_[j] for j in self.labels]
             offsets = offsets_rows(sel, self.sel_kinds, levels, sizes)
             if offsets is None:  # rows of several offsets arrays: a count pass first
                 return NotImplemented
             nvals = int(offsets[-1])
-            words[lay["lens"] + 2] = data_pointer(offsets)
+            block[PREFIX + self.lay["lens"] + 2] = data_pointer(offsets)
         else:
             nvals = n0
         out = fresh((nvals,), self.acc)
         flags = np.empty(nvals, np.uint8) if self.flagged else None
         addr = data_pointer(block)
-        words[0] = addr + 8 * self.row  # the status words
-        words[2] = n0
-        words[3] = data_pointer(out)
-        words[4] = 0 if flags is None else data_pointer(flags)
+        block[PREFIX] = addr + 8 * self.row  # the status words
+        block[PREFIX + 2] = n0
+        block[PREFIX + 3] = data_pointer(out)
+        block[PREFIX + 4] = 0 if flags is None else data_pointer(flags)
         block[self.table] = addr  # (the record)
         parallel_for(self.part, addr + 8 * self.table, 1)
         nest_stats["runs"] += 1
-        status = block[self.row:self.table]
-        if status[0]:
-            raise status_error(status, self.labels)
+        if block[self.row]:
+            raise status_error(block[self.row:self.table], self.labels)
         if self.mapping:
             mask = flags.view(bool) if self.option else None
             return nest_result(out.astype(self.root_dtype, copy=False), mask, [n0, VAR],

@@ -80,25 +80,31 @@ def nest_operand(leaf):
     if isinstance(leaf, PickLeaf):
         return _picked(leaf)
     if is_ragged(leaf):
-        arr = leaf.array
-        key = id(arr)
-        got = _operands.get(key)
-        if got is not None and got[0]() is arr and got[1] == id(arr.owner) and \
-                _open(got[2]):
-            return got[3]
-        got = _nest_operand(leaf)
-        if got is not None and got.dtype.kind in "biufc":
-            _operands[key] = (weakref.ref(arr, lambda r, k=key: _forget(k, r)),
-                              id(arr.owner), _refs(arr), got)
-        return got
+        return array_operand(leaf.array)
     return _nest_operand(leaf)
+
+
+def array_operand(arr):
+    """The `NestOperand` of a var / option lazyk Array (None where the nest does not read
+    it), checked on the array's first use and kept while the array, its owner and every
+    block its arrmeta names live."""
+    key = id(arr)
+    got = _operands.get(key)
+    if got is not None and got[0]() is arr and got[1] == id(arr.owner) and \
+            all(r in memory.blocks for r in got[2]):
+        return got[3]
+    got = _nest_operand(RaggedLeaf(arr, False))
+    if got is not None and got.dtype.kind in "biufc":
+        _operands[key] = (weakref.ref(arr, lambda r, k=key: _forget(k, r)),
+                          id(arr.owner), _refs(arr), got)
+    return got
 
 
 def _picked(leaf):
     """The operand of an array read at tuple levels: its dims there `PickDimData`; a
     position's dims end at its last tuple level (int64 values, none stored), a witness's
     values are never read (neither are their masks)."""
-    base = nest_operand(RaggedLeaf(leaf.array, False))
+    base = array_operand(leaf.array)
     if base is None:
         return None
     dims = list(base.dims)
@@ -112,16 +118,6 @@ def _picked(leaf):
         return NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
     return NestOperand(dims, base.ptr, base.dtype, base.mask_offset, base.aligned,
                        base.owner)
-
-
-def _open(refs) -> bool:
-    """Whether every block ref names an open block (`memory.lookup`)."""
-    try:
-        for r in refs:
-            memory.lookup(r)
-    except ValueError:
-        return False
-    return True
 
 
 def _forget(key: int, ref) -> None:
