@@ -22,7 +22,7 @@ import numpy as np
 
 from lazyk.arrays.array import array, masked
 from lazyk.backend.outputs import empty as fresh
-from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.backend.threads import get_num_threads, part_entry
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
 from lazyk.codegen.nest import PREFIX
 from lazyk.frontend import ops
@@ -119,7 +119,7 @@ class NestLaunch:
         block[PREFIX + 3] = data_pointer(out)
         block[PREFIX + 4] = 0 if flags is None else data_pointer(flags)
         block[self.table] = addr  # (the record)
-        parallel_for(self.part, addr + 8 * self.table, 1)
+        part_entry(self.part, content)(addr + 8 * self.table, 0)
         nest_stats["runs"] += 1
         if block[self.row]:
             raise status_error(block[self.row:self.table], self.labels)
