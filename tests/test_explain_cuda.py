@@ -80,3 +80,10 @@ def test_strings_and_unknown_targets_are_refused_by_name():
     with pytest.raises(ValueError, match="target must be 'cpu' or 'cuda', not 'gpu'"):
         x.sum().explain(target="gpu") if hasattr(x.sum(), "explain") else \
             lazyk.explain(x.sum(), target="gpu")
+
+
+def test_a_compiled_expression_is_explained_for_the_gpu():
+    f = lazyk.compile((lazyk.placeholder("p", "N * var * float64") * 2).sum(axis=-1))
+    text = f.explain(target="cuda")
+    assert NEST_ENTRY in text and "nvptx64-nvidia-cuda" in text
+    assert "define" in f.explain()  # the CPU's LLVM IR by default

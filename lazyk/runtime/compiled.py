@@ -256,9 +256,10 @@ class CompiledExpr(CallInputs, FastCalls):
             ck.before = lambda: self.check_powers(bound, "no")
         return ck
 
-    def explain(self) -> str:
-        """The explain text of the underlying expression."""
-        return self.expr.explain()
+    def explain(self, target: str = "cpu") -> str:
+        """The explain text of the underlying expression (`target='cuda'`: each kernel's
+        NVVM IR and PTX instead of LLVM IR and assembly)."""
+        return self.expr.explain(target=target)
 
 
 # `lazyk.dask` installs its `call_compiled` here when imported (Dask is an optional extra).
