@@ -300,7 +300,9 @@ def _compute_nested(node: Node, leaves: list, env: dict):
             if j != k:
                 e = e + 0 * other
         lined.append(e.eval())
-    if not isinstance(lined[0], Array) or "var" not in str(lined[0].type):
+    if not isinstance(lined[0], Array) or not any(
+            isinstance(d.elem if isinstance(d, Option) else d, VarDim)
+            for d in lined[0].type.dims):
         raise NotSupportedError(f"string operations on {node.type_text()}: the operands "
                                 "have no var dims in common")
     heads, at, inner, moff = _region(lined[0])
