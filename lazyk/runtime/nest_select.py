@@ -324,11 +324,12 @@ def _compressed(node: Node, env: dict) -> Array | None:
         return None
     moff, keep, kept, same = got
     off = np.asarray(tree[1], np.int64)
-    if memory_key(off) not in same:
+    key = memory_key(off)
+    if key not in same:
         if len(off) != len(moff) or not (moff is off or np.array_equal(
                 off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
-        same[memory_key(off)] = off  # (held: its memory stays these offsets')
+        same[key] = off  # (held: its memory stays these offsets')
     values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
     return build_columns(("list", kept, ("numpy", values)))
 
