@@ -166,6 +166,53 @@ def test_every_row_length_around_the_windows():
                                rtol=1e-12)
 
 
+def test_math_rows_fold_from_blocks():
+    """A body with math calls folds short rows from blocks of values computed ahead in one
+    vectorized loop: rows of every length 0-60 and around the block's size (255-257, 600),
+    shuffled; two operands over different offsets; float32 and int32 leaves; every
+    reduction against NumPy, row by row."""
+    rng = np.random.default_rng(12)
+    lens = rng.permutation(np.concatenate([np.tile(np.arange(61), 3), [255, 256, 257, 600]]))
+    off = np.concatenate([[0], np.cumsum(lens)])
+    v = rng.uniform(-3, 3, int(off[-1]))
+    w = rng.uniform(-3, 3, int(off[-1]))
+    x = lazyk.from_offsets(off, v)
+    # y's rows start 7 elements further into its content than x's
+    y = lazyk.from_offsets(off + 7, np.concatenate([np.full(7, np.nan), w]))
+    rows = list(zip(off[:-1], off[1:]))
+    for op in OPS:
+        kw = {"initial": 0.0} if op in ("min", "max") else {}
+        for e, vals, rtol in (
+                (lazyk.cos(x), np.cos(v), 1e-12),
+                (lazyk.cos(x) * lazyk.exp(y / 10), np.cos(v) * np.exp(w / 10), 1e-12),
+                (lazyk.sin(lazyk.from_offsets(off, v.astype(np.float32))),
+                 np.sin(v.astype(np.float32)), 1e-5),
+                (lazyk.exp(lazyk.from_offsets(off, (v * 3).astype(np.int32)) / 4),
+                 np.exp((v * 3).astype(np.int32) / 4), 1e-12)):
+            got = getattr(e, op)(axis=-1, **kw).eval()
+            assert str(got.type) == f"{len(rows)} * {vals.dtype if op not in ('any', 'all') else 'bool'}", \
+                (op, got.type)
+            got = np.array([np.nan if g is None else g for g in got.to_list()], np.float64)
+            wide = vals.astype(np.float64)  # (float32 values fold in float64)
+            want = [getattr(np, op)(wide[a:b], **kw) if b > a or op != "mean" else np.nan
+                    for a, b in rows]
+            np.testing.assert_allclose(got, np.array(want, np.float64), rtol=rtol,
+                                       atol=rtol, equal_nan=True, err_msg=f"{op} {vals.dtype}")
+
+
+def test_math_rows_call_the_vector_library():
+    """`cos(x).sum(axis=-1)` over short rows computes a block of values on the stack (no
+    allocation) and calls the vector math library, as `cos(x)` does."""
+    from lazyk.backend import vecmath
+    if not vecmath.load():
+        pytest.skip("libmvec not available")
+    x = lazyk.from_offsets(np.array([0, 1, 1, 4]), np.arange(4.0))
+    text = lazyk.cos(x).sum(axis=-1).explain()
+    ir, asm = text[:text.index("== assembly")], text[text.index("== assembly"):]
+    assert '%"block" = alloca double' in ir and "stage.body" in ir
+    assert "_ZGV" in asm and "cos" in asm
+
+
 @settings(max_examples=20, deadline=None)
 @given(ragged(layouts=("N * var * var * T", "N * var * ?var * T"), nan=True),
        st.sampled_from(OPS), st.booleans(), st.booleans())
@@ -246,6 +293,8 @@ GUARDED = textwrap.dedent("""
         got = np.array(x.sum(axis=-1).eval().to_list())
         want = np.array([v[a:b].sum() for a, b in zip(off[:-1], off[1:])])
         assert np.allclose(got, want), trial
+        got = np.array(lazyk.cos(x).sum(axis=-1).eval().to_list())  # blocks of values
+        assert np.allclose(got, [np.cos(v[a:b]).sum() for a, b in zip(off[:-1], off[1:])])
         y = lazyk.from_offsets(np.array([0, 1, len(off) - 1]), x)
         assert np.allclose(np.concatenate(y.max(axis=-1, initial=-1.0).eval().to_list()),
                            [max(v[a:b].max(initial=-1.0), -1.0)

@@ -275,6 +275,25 @@ class NestWalk:
                 not self.nin or self.track or k in self.gathered or (keep and self.mapping) \
                 or self.arg:
             for_loop(b, n, general, name="e")
+        elif self._staged(k):
+            # rows of contiguous content, none stretched: folded from blocks of values
+            # computed ahead (`_staged_fold`)
+            fast = ir.Constant(I1, 1)
+            for j in range(self.nin):
+                start, stop = self.row_ends[j]
+                fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
+                                           b.icmp_signed("==", b.sub(stop, start), n)))
+
+            def contiguous(i):
+                element(i, [b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
+                            for p, sz in zip(bases, isz)])
+            with b.if_else(fast) as (then, otherwise):
+                with then:
+                    self._staged_fold(bases, n, isz, k,
+                                      [self.row_ends[j][0] for j in range(self.nin)],
+                                      contiguous)
+                with otherwise:
+                    hinted_loop(b, n, general, "e", NO_VECTOR)
         elif self._windowed(k):
             # rows of contiguous content (a stride word: the same for every row), none
             # stretched (a row of 1 against longer ones: the plain loop), with the leading

@@ -17,6 +17,9 @@ WINDOW = 8
 # Windows a row's fold starts with, masked to the row: rows of up to LEAD * WINDOW elements
 # fold with no branch on their length (a random length mispredicts such a branch).
 LEAD = 3
+# Elements whose values a row fold with math calls computes at once (`_staged_fold`): many
+# short rows' worth, in one vectorized loop, into a buffer on the stack that stays in L1.
+STAGE = 256
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
@@ -37,30 +40,98 @@ def hinted_loop(b, n, body, name, hints) -> None:
 class NestWindows:
     """The window fold of the loop-nest generator."""
 
-    def _windowed(self, k):
-        """Whether the innermost level k folds its rows by windows (`_window_fold`): a
-        reduction into a real or integer accumulator over var rows (plain indices: their
-        content's bounds are known) or operands that stay."""
-        # NOTE: each window computes all its lanes, also those past the row: for a body
-        # that calls libm (`lazyk.cos(x).sum(axis=-1)`) that wasted work costs more than
-        # the branch it saves, so such rows take the plain loop, which LLVM vectorizes
-        # with the vector math library.
-        libm = any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
-        return (not libm and not self.mapping and not self.marking and not self.binning and
+    def _foldable(self, k):
+        """Whether the innermost level k's rows fold contiguously with no branch on their
+        length (`_window_fold`, `_staged_fold`): a reduction into a real or integer
+        accumulator over var rows (plain indices: their content's bounds are known) or
+        operands that stay."""
+        return (not self.mapping and not self.marking and not self.binning and
                 self.tuples[k] is None and k == self.nlev - 1 and
                 not self.arg and k not in self.gathered and
                 self.levels[k] is VAR and self.out_dts[0].kind in "biuf" and
                 all(not lv.moves or (lv.rows and not lv.missing and not lv.stepping)
                     for lv in (self.kinds[j][k] for j in range(self.nin))))
 
-    def _window_fold(self, bases, n, isz, k):
+    def _libm(self):
+        return any(ops.OPS[ins.op].calls_libm for ins in self.spec.body if ins.op in ops.OPS)
+
+    def _windowed(self, k):
+        """Whether level k folds its rows by windows (`_window_fold`): a body without math
+        calls (a window computes all its lanes, also those past the row: for a math call
+        that wasted work costs more than the branch it saves)."""
+        return self._foldable(k) and not self._libm()
+
+    def _staged(self, k):
+        """Whether level k folds its rows from a block of values computed ahead
+        (`_staged_fold`): a body with math calls over operands that all move along the
+        rows, with nothing missing, kept or numbered."""
+        return (self._foldable(k) and self._libm() and not any(self.masked) and
+                not self.position and (self.keep is None or self.keep.level != k) and
+                all(self.kinds[j][k].moves for j in range(self.nin)))
+
+    def _staged_fold(self, bases, n, isz, k, starts, general):
+        """Fold a contiguous row whose body calls math functions. Short rows (HEP events
+        hold a few objects each) would run those calls one by one; instead the body is
+        computed for a block of STAGE elements of content at once, from this row's start,
+        in one vectorized loop (the vector math library) into a buffer on the stack; the
+        rows that lie inside the block then fold from it by windows (`_window_fold`). A
+        row is inside the block when every operand's start is the same distance past the
+        block's: operands of equal row lengths over plain offsets keep that distance, so
+        consecutive rows share one block. A row longer than the block folds directly."""
+        b, c = self.b, self.c
+        with b.goto_entry_block():
+            firsts = [b.alloca(I64, name=f"stage{j}") for j in range(self.nin)]
+            have = b.alloca(I64, name="staged")  # the block's values computed (none yet)
+            for slot in (*firsts, have):
+                b.store(c(0), slot)
+        d = b.sub(starts[0], b.load(firsts[0]))
+        hit = b.and_(b.icmp_signed(">=", d, c(0)),
+                     b.icmp_signed("<=", b.add(d, n), b.load(have)))
+        for j in range(1, self.nin):
+            hit = b.and_(hit, b.icmp_signed("==", b.sub(starts[j], b.load(firsts[j])), d))
+        with b.if_else(b.icmp_signed(">", n, c(STAGE))) as (long, short):
+            with long:  # longer than a block: computed and folded in place (vectorized)
+                for_loop(b, n, general, name="el")
+            with short:
+                buf = self._stage_block(bases, isz, k, starts, firsts, have, hit)
+                at = b.select(hit, d, c(0))
+                self._window_fold(bases, n, isz, k,
+                                  value=lambda e: b.load(b.gep(buf, [b.add(at, e)])))
+
+    def _stage_block(self, bases, isz, k, starts, firsts, have, hit):
+        """Where the row's values are not in the block yet: the block computed again from
+        this row's start, up to STAGE elements inside every operand's content. Returns the
+        block's buffer (STAGE values and the windows' reach past them)."""
+        b, c = self.b, self.c
+        with b.if_then(b.not_(hit)):
+            m = c(STAGE)
+            for j in range(self.nin):
+                room = b.sub(self.f[j][k][4], starts[j])  # content left from the start
+                m = b.select(b.icmp_signed("<", room, m), room, m)
+                b.store(starts[j], firsts[j])
+            b.store(m, have)
+            slot = []
+
+            def compute(t):
+                v = self._values([b.gep(p, [b.mul(t, c(sz), flags=("nuw", "nsw"))])
+                                  for p, sz in zip(bases, isz)])[0]
+                if not slot:
+                    with b.goto_entry_block():
+                        slot.append(b.alloca(v.type, size=c(STAGE + LEAD * WINDOW),
+                                             name="block"))
+                b.store(v, b.gep(slot[0], [t]))
+            for_loop(b, m, compute, name="stage")
+        return slot[0]
+
+    def _window_fold(self, bases, n, isz, k, value=None):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
         accumulators take the row's first LEAD windows (lanes past n fold the identity);
         a longer row then its blocks of WINDOW after those and its last WINDOW elements
         (those not folded yet). The leading windows may reach past the row: the caller
         checked that they lie inside every operand's content
         (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
-        counts them. Float sums are reassociated (as NumPy's pairwise sums are)."""
+        counts them. Float sums are reassociated (as NumPy's pairwise sums are).
+        `value(e)`: element e's value read from elsewhere (`_staged_fold`'s block)."""
         b, c, em = self.b, self.c, self.em
         dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
@@ -81,10 +152,16 @@ class NestWindows:
         def fold(q, e, inside=None):
             """Element e (an i64, maybe outside the row) into lane q, where `inside` (and
             kept: `Keep`)."""
+            take = inside
+            if value is not None:
+                v = value(e)
+                if take is not None:
+                    v = b.select(take, v, ident)
+                b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
+                return
             addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
                     for j, (p, sz) in enumerate(zip(bases, isz))]
             v = self._values(addr)[0]
-            take = inside
             if keep:
                 kept = self._keep_value(addr)
                 take = kept if inside is None else b.and_(inside, kept)
