@@ -169,8 +169,8 @@ def test_every_row_length_around_the_windows():
 def test_math_rows_fold_from_blocks():
     """A body with math calls folds short rows from blocks of values computed ahead in one
     vectorized loop: rows of every length 0-60 and around the block's size (255-257, 600),
-    shuffled; two operands over different offsets; float32 and int32 leaves; every
-    reduction against NumPy, row by row."""
+    shuffled; two operands over different offsets; a 0-d leaf; float32 and int32 leaves;
+    every reduction against NumPy, row by row."""
     rng = np.random.default_rng(12)
     lens = rng.permutation(np.concatenate([np.tile(np.arange(61), 3), [255, 256, 257, 600]]))
     off = np.concatenate([[0], np.cumsum(lens)])
@@ -180,11 +180,15 @@ def test_math_rows_fold_from_blocks():
     # y's rows start 7 elements further into its content than x's
     y = lazyk.from_offsets(off + 7, np.concatenate([np.full(7, np.nan), w]))
     rows = list(zip(off[:-1], off[1:]))
+    per_row = rng.uniform(-1, 1, len(rows))
     for op in OPS:
         kw = {"initial": 0.0} if op in ("min", "max") else {}
         for e, vals, rtol in (
                 (lazyk.cos(x), np.cos(v), 1e-12),
                 (lazyk.cos(x) * lazyk.exp(y / 10), np.cos(v) * np.exp(w / 10), 1e-12),
+                (lazyk.cos(x * lazyk.array(np.float64(1.5))), np.cos(v * 1.5), 1e-12),
+                (lazyk.cos(x - lazyk.array(per_row)[:, None]),  # (not in blocks)
+                 np.cos(v - np.repeat(per_row, lens)), 1e-12),
                 (lazyk.sin(lazyk.from_offsets(off, v.astype(np.float32))),
                  np.sin(v.astype(np.float32)), 1e-5),
                 (lazyk.exp(lazyk.from_offsets(off, (v * 3).astype(np.int32)) / 4),
@@ -207,10 +211,11 @@ def test_math_rows_call_the_vector_library():
     if not vecmath.load():
         pytest.skip("libmvec not available")
     x = lazyk.from_offsets(np.array([0, 1, 1, 4]), np.arange(4.0))
-    text = lazyk.cos(x).sum(axis=-1).explain()
-    ir, asm = text[:text.index("== assembly")], text[text.index("== assembly"):]
-    assert '%"block" = alloca double' in ir and "stage.body" in ir
-    assert "_ZGV" in asm and "cos" in asm
+    for e in (lazyk.cos(x), lazyk.cos(x - lazyk.array(np.float64(1.5)))):
+        text = e.sum(axis=-1).explain()
+        ir, asm = text[:text.index("== assembly")], text[text.index("== assembly"):]
+        assert '%"block" = alloca double' in ir and "stage.body" in ir
+        assert "_ZGV" in asm and "cos" in asm
 
 
 @settings(max_examples=20, deadline=None)

@@ -279,19 +279,19 @@ class NestWalk:
             # rows of contiguous content, none stretched: folded from blocks of values
             # computed ahead (`_staged_fold`)
             fast = ir.Constant(I1, 1)
-            for j in range(self.nin):
+            moving = [j for j in range(self.nin) if self.kinds[j][k].moves]
+            for j in moving:
                 start, stop = self.row_ends[j]
                 fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
                                            b.icmp_signed("==", b.sub(stop, start), n)))
 
             def contiguous(i):
                 element(i, [b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
-                            for p, sz in zip(bases, isz)])
+                            if j in moving else p for j, (p, sz) in enumerate(zip(bases, isz))])
             with b.if_else(fast) as (then, otherwise):
                 with then:
                     self._staged_fold(bases, n, isz, k,
-                                      [self.row_ends[j][0] for j in range(self.nin)],
-                                      contiguous)
+                                      {j: self.row_ends[j][0] for j in moving}, contiguous)
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         elif self._windowed(k):

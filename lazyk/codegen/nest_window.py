@@ -64,10 +64,17 @@ class NestWindows:
     def _staged(self, k):
         """Whether level k folds its rows from a block of values computed ahead
         (`_staged_fold`): a body with math calls over operands that all move along the
-        rows, with nothing missing, kept or numbered."""
+        rows (or hold one value for the whole call), with nothing missing, kept or
+        numbered."""
         return (self._foldable(k) and self._libm() and not any(self.masked) and
                 not self.position and (self.keep is None or self.keep.level != k) and
-                all(self.kinds[j][k].moves for j in range(self.nin)))
+                any(self.kinds[j][k].moves for j in range(self.nin)) and
+                all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
+
+    def _constant(self, j):
+        """Whether operand j is one value for the whole call (a 0-d leaf): it moves at no
+        level."""
+        return not any(self.kinds[j][q].moves for q in range(self.nlev))
 
     def _staged_fold(self, bases, n, isz, k, starts, general):
         """Fold a contiguous row whose body calls math functions. Short rows (HEP events
@@ -84,10 +91,11 @@ class NestWindows:
             have = b.alloca(I64, name="staged")  # the block's values computed (none yet)
             for slot in (*firsts, have):
                 b.store(c(0), slot)
-        d = b.sub(starts[0], b.load(firsts[0]))
+        moving = [j for j in range(self.nin) if self.kinds[j][k].moves]
+        d = b.sub(starts[moving[0]], b.load(firsts[moving[0]]))
         hit = b.and_(b.icmp_signed(">=", d, c(0)),
                      b.icmp_signed("<=", b.add(d, n), b.load(have)))
-        for j in range(1, self.nin):
+        for j in moving[1:]:
             hit = b.and_(hit, b.icmp_signed("==", b.sub(starts[j], b.load(firsts[j])), d))
         with b.if_else(b.icmp_signed(">", n, c(STAGE))) as (long, short):
             with long:  # longer than a block: computed and folded in place (vectorized)
@@ -106,15 +114,17 @@ class NestWindows:
         with b.if_then(b.not_(hit)):
             m = c(STAGE)
             for j in range(self.nin):
-                room = b.sub(self.f[j][k][4], starts[j])  # content left from the start
-                m = b.select(b.icmp_signed("<", room, m), room, m)
-                b.store(starts[j], firsts[j])
+                if self.kinds[j][k].moves:
+                    room = b.sub(self.f[j][k][4], starts[j])  # content left from the start
+                    m = b.select(b.icmp_signed("<", room, m), room, m)
+                    b.store(starts[j], firsts[j])
             b.store(m, have)
             slot = []
 
             def compute(t):
                 v = self._values([b.gep(p, [b.mul(t, c(sz), flags=("nuw", "nsw"))])
-                                  for p, sz in zip(bases, isz)])[0]
+                                  if self.kinds[j][k].moves else p
+                                  for j, (p, sz) in enumerate(zip(bases, isz))])[0]
                 if not slot:
                     with b.goto_entry_block():
                         slot.append(b.alloca(v.type, size=c(STAGE + LEAD * WINDOW),
