@@ -169,8 +169,8 @@ def test_every_row_length_around_the_windows():
 def test_math_rows_fold_from_blocks():
     """A body with math calls folds short rows from blocks of values computed ahead in one
     vectorized loop: rows of every length 0-60 and around the block's size (255-257, 600),
-    shuffled; two operands over different offsets; a 0-d leaf; float32 and int32 leaves;
-    every reduction against NumPy, row by row."""
+    shuffled; two operands over different offsets; a 0-d leaf; float32 and int32 leaves; a
+    selection; every reduction against NumPy, row by row."""
     rng = np.random.default_rng(12)
     lens = rng.permutation(np.concatenate([np.tile(np.arange(61), 3), [255, 256, 257, 600]]))
     off = np.concatenate([[0], np.cumsum(lens)])
@@ -183,23 +183,26 @@ def test_math_rows_fold_from_blocks():
     per_row = rng.uniform(-1, 1, len(rows))
     for op in OPS:
         kw = {"initial": 0.0} if op in ("min", "max") else {}
-        for e, vals, rtol in (
-                (lazyk.cos(x), np.cos(v), 1e-12),
-                (lazyk.cos(x) * lazyk.exp(y / 10), np.cos(v) * np.exp(w / 10), 1e-12),
-                (lazyk.cos(x * lazyk.array(np.float64(1.5))), np.cos(v * 1.5), 1e-12),
+        for e, vals, rtol, sel in (
+                (lazyk.cos(x), np.cos(v), 1e-12, None),
+                (lazyk.cos(x) * lazyk.exp(y / 10), np.cos(v) * np.exp(w / 10), 1e-12, None),
+                (lazyk.cos(x * lazyk.array(np.float64(1.5))), np.cos(v * 1.5), 1e-12, None),
                 (lazyk.cos(x - lazyk.array(per_row)[:, None]),  # (not in blocks)
-                 np.cos(v - np.repeat(per_row, lens)), 1e-12),
+                 np.cos(v - np.repeat(per_row, lens)), 1e-12, None),
                 (lazyk.sin(lazyk.from_offsets(off, v.astype(np.float32))),
-                 np.sin(v.astype(np.float32)), 1e-5),
+                 np.sin(v.astype(np.float32)), 1e-5, None),
                 (lazyk.exp(lazyk.from_offsets(off, (v * 3).astype(np.int32)) / 4),
-                 np.exp((v * 3).astype(np.int32) / 4), 1e-12)):
+                 np.exp((v * 3).astype(np.int32) / 4), 1e-12, None),
+                (lazyk.cos(x)[lazyk.sin(y) > 0], np.cos(v), 1e-12, np.sin(w) > 0)):
             got = getattr(e, op)(axis=-1, **kw).eval()
             assert str(got.type) == f"{len(rows)} * {vals.dtype if op not in ('any', 'all') else 'bool'}", \
                 (op, got.type)
             got = np.array([np.nan if g is None else g for g in got.to_list()], np.float64)
             wide = vals.astype(np.float64)  # (float32 values fold in float64)
-            want = [getattr(np, op)(wide[a:b], **kw) if b > a or op != "mean" else np.nan
-                    for a, b in rows]
+            want = []
+            for a, b in rows:
+                r = wide[a:b] if sel is None else wide[a:b][sel[a:b]]
+                want.append(getattr(np, op)(r, **kw) if len(r) or op != "mean" else np.nan)
             np.testing.assert_allclose(got, np.array(want, np.float64), rtol=rtol,
                                        atol=rtol, equal_nan=True, err_msg=f"{op} {vals.dtype}")
 
@@ -211,7 +214,8 @@ def test_math_rows_call_the_vector_library():
     if not vecmath.load():
         pytest.skip("libmvec not available")
     x = lazyk.from_offsets(np.array([0, 1, 1, 4]), np.arange(4.0))
-    for e in (lazyk.cos(x), lazyk.cos(x - lazyk.array(np.float64(1.5)))):
+    for e in (lazyk.cos(x), lazyk.cos(x - lazyk.array(np.float64(1.5))),
+              lazyk.cos(x)[x > 1]):
         text = e.sum(axis=-1).explain()
         ir, asm = text[:text.index("== assembly")], text[text.index("== assembly"):]
         assert '%"block" = alloca double' in ir and "stage.body" in ir

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from lazyk.codegen.emit import I1, I64, lltype
+from lazyk.codegen.emit import I1, I8, I64, lltype
 from lazyk.codegen.levels import VAR
 from lazyk.codegen.llvm import for_loop
 from lazyk.frontend import ops
@@ -64,10 +64,9 @@ class NestWindows:
     def _staged(self, k):
         """Whether level k folds its rows from a block of values computed ahead
         (`_staged_fold`): a body with math calls over operands that all move along the
-        rows (or hold one value for the whole call), with nothing missing, kept or
-        numbered."""
+        rows (or hold one value for the whole call), with nothing missing or numbered."""
         return (self._foldable(k) and self._libm() and not any(self.masked) and
-                not self.position and (self.keep is None or self.keep.level != k) and
+                not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
                 all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
 
@@ -101,16 +100,22 @@ class NestWindows:
             with long:  # longer than a block: computed and folded in place (vectorized)
                 for_loop(b, n, general, name="el")
             with short:
-                buf = self._stage_block(bases, isz, k, starts, firsts, have, hit)
+                buf, kept = self._stage_block(bases, isz, k, starts, firsts, have, hit)
                 at = b.select(hit, d, c(0))
-                self._window_fold(bases, n, isz, k,
-                                  value=lambda e: b.load(b.gep(buf, [b.add(at, e)])))
+
+                def value(e):
+                    i = b.add(at, e)
+                    return (b.load(b.gep(buf, [i])), None if kept is None else
+                            b.trunc(b.load(b.gep(kept, [i])), I1))
+                self._window_fold(bases, n, isz, k, value=value)
 
     def _stage_block(self, bases, isz, k, starts, firsts, have, hit):
         """Where the row's values are not in the block yet: the block computed again from
         this row's start, up to STAGE elements inside every operand's content. Returns the
-        block's buffer (STAGE values and the windows' reach past them)."""
+        block's buffers (STAGE values and the windows' reach past them): the values, and
+        whether each is kept (None: no `Keep` at this level)."""
         b, c = self.b, self.c
+        keep = self.keep is not None and self.keep.level == k
         with b.if_then(b.not_(hit)):
             m = c(STAGE)
             for j in range(self.nin):
@@ -122,16 +127,20 @@ class NestWindows:
             slot = []
 
             def compute(t):
-                v = self._values([b.gep(p, [b.mul(t, c(sz), flags=("nuw", "nsw"))])
-                                  if self.kinds[j][k].moves else p
-                                  for j, (p, sz) in enumerate(zip(bases, isz))])[0]
+                addr = [b.gep(p, [b.mul(t, c(sz), flags=("nuw", "nsw"))])
+                        if self.kinds[j][k].moves else p
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                v = self._values(addr)[0]
                 if not slot:
                     with b.goto_entry_block():
-                        slot.append(b.alloca(v.type, size=c(STAGE + LEAD * WINDOW),
-                                             name="block"))
+                        size = c(STAGE + LEAD * WINDOW)
+                        slot.append(b.alloca(v.type, size=size, name="block"))
+                        slot.append(b.alloca(I8, size=size, name="kept") if keep else None)
                 b.store(v, b.gep(slot[0], [t]))
+                if keep:
+                    b.store(b.zext(self._keep_value(addr), I8), b.gep(slot[1], [t]))
             for_loop(b, m, compute, name="stage")
-        return slot[0]
+        return slot[0], slot[1]
 
     def _window_fold(self, bases, n, isz, k, value=None):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
@@ -141,7 +150,8 @@ class NestWindows:
         checked that they lie inside every operand's content
         (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
         counts them. Float sums are reassociated (as NumPy's pairwise sums are).
-        `value(e)`: element e's value read from elsewhere (`_staged_fold`'s block)."""
+        `value(e)`: element e's value and whether it is kept (None: no `Keep` here), read
+        from elsewhere (`_staged_fold`'s block)."""
         b, c, em = self.b, self.c, self.em
         dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
@@ -163,17 +173,14 @@ class NestWindows:
             """Element e (an i64, maybe outside the row) into lane q, where `inside` (and
             kept: `Keep`)."""
             take = inside
-            if value is not None:
-                v = value(e)
-                if take is not None:
-                    v = b.select(take, v, ident)
-                b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
-                return
-            addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
-                    for j, (p, sz) in enumerate(zip(bases, isz))]
-            v = self._values(addr)[0]
+            if value is None:
+                addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                v = self._values(addr)[0]
+                kept = self._keep_value(addr) if keep else None
+            else:
+                v, kept = value(e)
             if keep:
-                kept = self._keep_value(addr)
                 take = kept if inside is None else b.and_(inside, kept)
             if masked:
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
