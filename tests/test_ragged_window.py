@@ -207,6 +207,32 @@ def test_math_rows_fold_from_blocks():
                                        atol=rtol, equal_nan=True, err_msg=f"{op} {vals.dtype}")
 
 
+def test_math_rows_with_missing_values_fold_from_blocks():
+    """`?float64` values under a math call: each value and whether it is present go into
+    the block; skipna or not, every reduction against NumPy, row by row."""
+    rng = np.random.default_rng(13)
+    lens = rng.permutation(np.concatenate([np.tile(np.arange(40), 3), [300]]))
+    off = np.concatenate([[0], np.cumsum(lens)])
+    v = rng.uniform(-3, 3, int(off[-1]))
+    present = rng.random(len(v)) > 0.2
+    x = lazyk.from_offsets(off, lazyk.array(np.ma.masked_array(v, mask=~present)))
+    for op in OPS:
+        kw = {"initial": 0.0} if op in ("min", "max") else {}
+        for skipna in (True, False):
+            got = getattr(lazyk.cos(x), op)(axis=-1, skipna=skipna, **kw).eval().to_list()
+            want = []
+            for a, b in zip(off[:-1], off[1:]):
+                r = np.cos(v[a:b])[present[a:b]]
+                if not skipna and not present[a:b].all() or (op == "mean" and not len(r)):
+                    want.append(None)
+                else:
+                    want.append(getattr(np, op)(r, **kw))
+            assert [g is None for g in got] == [w is None for w in want], (op, skipna)
+            np.testing.assert_allclose([g for g in got if g is not None],
+                                       [w for w in want if w is not None], rtol=1e-12,
+                                       err_msg=f"{op} skipna={skipna}")
+
+
 def test_math_rows_call_the_vector_library():
     """`cos(x).sum(axis=-1)` over short rows computes a block of values on the stack (no
     allocation) and calls the vector math library, as `cos(x)` does."""
@@ -214,8 +240,10 @@ def test_math_rows_call_the_vector_library():
     if not vecmath.load():
         pytest.skip("libmvec not available")
     x = lazyk.from_offsets(np.array([0, 1, 1, 4]), np.arange(4.0))
+    q = lazyk.from_offsets(np.array([0, 1, 1, 4]),
+                           lazyk.array(np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0])))
     for e in (lazyk.cos(x), lazyk.cos(x - lazyk.array(np.float64(1.5))),
-              lazyk.cos(x)[x > 1]):
+              lazyk.cos(x)[x > 1], lazyk.cos(q)):
         text = e.sum(axis=-1).explain()
         ir, asm = text[:text.index("== assembly")], text[text.index("== assembly"):]
         assert '%"block" = alloca double' in ir and "stage.body" in ir

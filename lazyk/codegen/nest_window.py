@@ -64,9 +64,8 @@ class NestWindows:
     def _staged(self, k):
         """Whether level k folds its rows from a block of values computed ahead
         (`_staged_fold`): a body with math calls over operands that all move along the
-        rows (or hold one value for the whole call), with nothing missing or numbered."""
-        return (self._foldable(k) and self._libm() and not any(self.masked) and
-                not self.position and
+        rows (or hold one value for the whole call), none numbered."""
+        return (self._foldable(k) and self._libm() and not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
                 all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
 
@@ -100,22 +99,26 @@ class NestWindows:
             with long:  # longer than a block: computed and folded in place (vectorized)
                 for_loop(b, n, general, name="el")
             with short:
-                buf, kept = self._stage_block(bases, isz, k, starts, firsts, have, hit)
+                buf, kept, present = self._stage_block(bases, isz, k, starts, firsts, have,
+                                                       hit)
                 at = b.select(hit, d, c(0))
 
                 def value(e):
                     i = b.add(at, e)
-                    return (b.load(b.gep(buf, [i])), None if kept is None else
-                            b.trunc(b.load(b.gep(kept, [i])), I1))
+                    return (b.load(b.gep(buf, [i])),
+                            *(None if f is None else b.trunc(b.load(b.gep(f, [i])), I1)
+                              for f in (kept, present)))
                 self._window_fold(bases, n, isz, k, value=value)
 
     def _stage_block(self, bases, isz, k, starts, firsts, have, hit):
         """Where the row's values are not in the block yet: the block computed again from
         this row's start, up to STAGE elements inside every operand's content. Returns the
-        block's buffers (STAGE values and the windows' reach past them): the values, and
-        whether each is kept (None: no `Keep` at this level)."""
+        block's buffers (STAGE values and the windows' reach past them): the values,
+        whether each is kept (None: no `Keep` at this level) and present (None: no `?T`
+        operand)."""
         b, c = self.b, self.c
         keep = self.keep is not None and self.keep.level == k
+        masked = [j for j in range(self.nin) if self.masked[j]]
         with b.if_then(b.not_(hit)):
             m = c(STAGE)
             for j in range(self.nin):
@@ -135,12 +138,16 @@ class NestWindows:
                     with b.goto_entry_block():
                         size = c(STAGE + LEAD * WINDOW)
                         slot.append(b.alloca(v.type, size=size, name="block"))
-                        slot.append(b.alloca(I8, size=size, name="kept") if keep else None)
+                        for name, used in (("kept", keep), ("present", masked)):
+                            slot.append(b.alloca(I8, size=size, name=name) if used else None)
                 b.store(v, b.gep(slot[0], [t]))
                 if keep:
                     b.store(b.zext(self._keep_value(addr), I8), b.gep(slot[1], [t]))
+                if masked:
+                    ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
+                    b.store(b.zext(ok, I8), b.gep(slot[2], [t]))
             for_loop(b, m, compute, name="stage")
-        return slot[0], slot[1]
+        return tuple(slot)
 
     def _window_fold(self, bases, n, isz, k, value=None):
         """Fold a contiguous row of n elements with no branch on n's remainder: WINDOW lane
@@ -150,8 +157,8 @@ class NestWindows:
         checked that they lie inside every operand's content
         (`start <= length - LEAD * WINDOW`). Missing values (`?T`) fold the identity and count as `_fold`
         counts them. Float sums are reassociated (as NumPy's pairwise sums are).
-        `value(e)`: element e's value and whether it is kept (None: no `Keep` here), read
-        from elsewhere (`_staged_fold`'s block)."""
+        `value(e)`: element e's value, whether it is kept (None: no `Keep` here) and
+        present (None: nothing missing), read from elsewhere (`_staged_fold`'s block)."""
         b, c, em = self.b, self.c, self.em
         dt, acc = self.out_dts[0], self.acc_dtype  # (float32 sums: float64 lanes)
         ident = em.const(dt, self.red.identity(dt))
@@ -178,12 +185,13 @@ class NestWindows:
                         for j, (p, sz) in enumerate(zip(bases, isz))]
                 v = self._values(addr)[0]
                 kept = self._keep_value(addr) if keep else None
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
+                    if masked else None
             else:
-                v, kept = value(e)
+                v, kept, ok = value(e)
             if keep:
                 take = kept if inside is None else b.and_(inside, kept)
             if masked:
-                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
                 gone = b.not_(ok) if take is None else b.and_(take, b.not_(ok))
                 b.store(b.or_(b.load(self.bad), gone), self.bad)
                 take = ok if take is None else b.and_(take, ok)
