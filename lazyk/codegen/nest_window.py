@@ -64,8 +64,9 @@ class NestWindows:
     def _staged(self, k):
         """Whether level k folds its rows from a block of values computed ahead
         (`_staged_fold`): a body with math calls over operands that all move along the
-        rows (or hold one value for the whole call), none numbered."""
-        return (self._foldable(k) and self._libm() and not self.position and
+        rows (or hold one value for the whole call), none numbered; on the CPU."""
+        return (self.target.name == "cpu" and  # (a GPU thread has no vector math)
+                self._foldable(k) and self._libm() and not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
                 all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
 
