@@ -278,3 +278,20 @@ def test_native_code_is_built_once_and_shared() -> None:
     n = threads.native()
     assert threads.native() is n and threads.pool().native is n
     assert threads.strided_part_address() == n.strided_part != 0
+
+
+@pytest.mark.parametrize("nthreads,values,want", [(2, 3, 4), (2, 5, 6), (3, 4, 6), (2, 1, 1),
+                                                  (2, 100, 8)])
+def test_nest_parts_are_a_multiple_of_the_threads(nthreads, values, want):
+    """Loop-nest parts of about equal content, as many on each thread: 3 parts on 2 threads
+    left one thread twice the work of the other. `values`: content in MIN_PARTs."""
+    from lazyk.kernel import nest
+    n = 10**6
+
+    def before(r):
+        return r * values * nest.MIN_PART // n
+    with threads.threads(nthreads):
+        bounds = nest.split(n, before(n), before)
+    assert len(bounds) - 1 == want and bounds[0] == 0 and bounds[-1] == n
+    sizes = np.diff(bounds)
+    assert sizes.max() - sizes.min() <= 2

@@ -209,6 +209,8 @@ def split(n: int, total: int, before) -> list:
     with `rows` (before(r) = r) needs no search."""
     threads = get_num_threads()
     nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
+    if nparts > threads:  # a multiple of the threads: 3 equal parts on 2 threads ran 2 on one
+        nparts = min(-(-nparts // threads) * threads, n)
     if nparts <= 1:
         return [0, n]
     goals = [-(-total * t // nparts) for t in range(1, nparts)]  # (before(r) is an int)
