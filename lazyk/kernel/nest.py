@@ -20,7 +20,7 @@ from lazyk.codegen.nest import (
 )
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.spec import check_params
-from lazyk.kernel.flat import count_kernel
+from lazyk.kernel.flat import count_kernel, data_pointer
 from lazyk.lru import LRU
 
 # compiled nest kernels by structure (each ~64 KB of code)
@@ -79,7 +79,7 @@ class NestKernel:
         # steal words.
         rw, sw = self.record_words(len(words), len(params)), 8 + nlev
         buf = np.zeros(n * (rw + sw + 1) + 3, np.int64)
-        base = buf.ctypes.data
+        base = data_pointer(buf)
         blocks = self.records(buf[:n * rw].reshape(n, rw), words, params)
         statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)
         blocks[:, 0] = np.arange(base + 8 * n * rw, base + 8 * n * (rw + sw), 8 * sw)

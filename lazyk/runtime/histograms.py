@@ -26,6 +26,7 @@ from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
+from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import kernel_for
 from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
@@ -142,7 +143,7 @@ def _one_pass(hists: list, exprs: list | None = None):
     table[0] *= BIN_LANES  # (each bin's lanes: `codegen.nest_bins`)
     buf = np.zeros(nt + len(parts) * table[0], np.int64)
     buf[:nt] = table
-    at = buf.ctypes.data
+    at = data_pointer(buf)
     words[3], words[4] = at + 8 * nt, at
     kern.run(words, plan.params, parts, (leaves, buf), plan.labels)
     for rec in RECORDERS:

@@ -46,6 +46,7 @@ from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, toposort
 from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.spec import format_spec
+from lazyk.kernel.flat import data_pointer
 from lazyk.runtime.nest_plan import (
     NestOperand,
     count_parts,
@@ -264,7 +265,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         scratch = {q: np.empty(len(offsets[q]) - 1, np.int64) for q in rvar if q < p}
         for q in rvar:
             if q <= p:
-                w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+                w[lay["lens"] + 2 * res[q]] = data_pointer(lens if q == p else scratch[q])
         npass = (Mark if wq and p == rvar[-1] else Count)(res[p])
         kern = prep.kernel(npass, wq)
         parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
@@ -287,7 +288,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     nvals = xs_end[-1] if xs_end else 1
     if plan:  # `lazyk.runtime.ragged_bind`: the fill pass planned, run later on the same arrays
         for p in rvar:
-            words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+            words[lay["lens"] + 2 * res[p]] = data_pointer(offsets[p])
         dims = [] if scalar else [(VAR if rl[p] is VAR else rs[p]) for p in range(nres)]
         kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
         # (`?n` rows under where() over missing rows: which are missing follows the
@@ -305,9 +306,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         if rfix:
             w, vals = words.copy(), np.empty(nvals, acc)
             flags = np.empty(nvals, np.uint8) if any(maskd) or not isinstance(mode, Map) else None
-            w[3], w[4] = vals.ctypes.data, 0 if flags is None else flags.ctypes.data
+            w[3], w[4] = data_pointer(vals), 0 if flags is None else data_pointer(flags)
             for p in rfix:
-                w[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
+                w[lay["lens"] + 2 * res[p]] = data_pointer(present[p])
             kern.run(w, step.consts, parts, (keep, vals, flags, offsets, present), labels)
         return NestFill(
             kern=kern, parts=parts, present=present,
@@ -329,7 +330,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         w = words.copy()
         w[3] = w[4] = 0
         for p in rvar:
-            w[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+            w[lay["lens"] + 2 * res[p]] = data_pointer(offsets[p])
         parts = nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
         prep.kernel(Check(), where_masks and (any(maskd) or wq)).run(
             w, step.consts, parts, (keep, offsets), labels)
@@ -340,16 +341,16 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             reduce_arg[0] in ("sum", "prod", "any", "all") or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
         flags = None  # every row has a value (`nest_reduced` reads no flags)
-    words[3] = out.ctypes.data
-    words[4] = 0 if flags is None else flags.ctypes.data
+    words[3] = data_pointer(out)
+    words[4] = 0 if flags is None else data_pointer(flags)
     for p in rvar:  # the fill pass checks every result row against these
-        words[lay["lens"] + 2 * res[p]] = offsets[p].ctypes.data
+        words[lay["lens"] + 2 * res[p]] = data_pointer(offsets[p])
     # `?n` levels of the result: the fill pass writes each row's present byte
     rfix = [p for p in range(nres) if res[p] in qfix]
     present = {p: np.empty(positions(r_end, rl, rs, offsets, p)[-1] if p else 1, np.uint8)
                for p in rfix}
     for p in rfix:
-        words[lay["lens"] + 2 * res[p]] = present[p].ctypes.data
+        words[lay["lens"] + 2 * res[p]] = data_pointer(present[p])
     kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
     parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
@@ -400,7 +401,7 @@ def _recounter(passes, consts, labels, keep, counted, res, rvar, shape, lay):
             w = w0.copy()
             for q in rvar:
                 if q <= p:
-                    w[lay["lens"] + 2 * res[q]] = (lens if q == p else scratch[q]).ctypes.data
+                    w[lay["lens"] + 2 * res[q]] = data_pointer(lens if q == p else scratch[q])
             kern.run(w, consts, parts, (keep, lens, scratch), labels)
             if p == rvar[-1]:
                 raw = {**scratch, p: lens}
