@@ -9,6 +9,7 @@ import numpy as np
 from lazyk.codegen.levels import FIXED, Fill, Total
 from lazyk.frontend import ops
 from lazyk.frontend.ops import ARG_REDUCTIONS
+from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import nest_kernel
 from lazyk.kernel.nest import split as nest_split
 from lazyk.runtime.nest_plan import index_weight, nest_words, one_part
@@ -28,7 +29,7 @@ def nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leave
     parts = [(0, n0, 0, {})] if arg else all_parts(levels, sizes, sel, kinds)
     acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])
     out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
-    words[3], words[4] = out.ctypes.data, flags.ctypes.data
+    words[3], words[4] = data_pointer(out), data_pointer(flags)
     kern = nest_kernel(spec, levels, kinds, maskd, mode, Fill(), skipna, step.mean)
     statuses = kern.run(words, step.consts, parts, (leaves, out, flags), labels)
     for rec in RECORDERS:

@@ -36,6 +36,7 @@ from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
+from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import status_error
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import plan_fill
@@ -254,15 +255,15 @@ class RaggedBound:
         status = np.zeros((nparts, self._nstatus), np.int64)
         blocks = self._blocks.copy()
         words = blocks[:, PREFIX:]  # (the kernel data words after each ckernel_prefix)
-        words[:, 0] = status.ctypes.data + np.arange(nparts) * (8 * self._nstatus)
-        words[:, 3] = self._direct or values.ctypes.data
-        words[:, 4] = 0 if flags is None else flags.ctypes.data
-        table = (blocks.ctypes.data + np.arange(nparts) * blocks.strides[0]).astype(np.uintp)
+        words[:, 0] = data_pointer(status) + np.arange(nparts) * (8 * self._nstatus)
+        words[:, 3] = self._direct or data_pointer(values)
+        words[:, 4] = 0 if flags is None else data_pointer(flags)
+        table = (data_pointer(blocks) + np.arange(nparts) * blocks.strides[0]).astype(np.uintp)
         present = [np.empty(len(v), np.uint8) for v in fill.present.values()]
         for k, rows in zip(fill.present_words.values(), present):  # this thread's own
-            words[:, k] = rows.ctypes.data
+            words[:, k] = data_pointer(rows)
         got = self._local.scratch = (blocks, blocks[:, :PREFIX + 6].copy(), status, table,
-                                     table.ctypes.data, values, flags, present)
+                                     data_pointer(table), values, flags, present)
         return got
 
     before = None  # run before each call (see lazyk.kernel.BoundKernel.before)
