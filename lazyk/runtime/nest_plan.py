@@ -36,6 +36,7 @@ from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, text_rows
 from lazyk.frontend.ops import BYTES, STRING
 from lazyk.kernel import nest as nest_kernel
+from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import split as nest_split
 from lazyk.lru import Memo
 from lazyk.runtime.rows import check_extent
@@ -154,7 +155,7 @@ def _nest_operand(leaf):
     """`nest_operand` without the cache."""
     if isinstance(leaf, np.ndarray):
         al = leaf.dtype.alignment
-        ptr = leaf.__array_interface__["data"][0]
+        ptr = data_pointer(leaf)
         dims = [FixedDimData(n, s) for n, s in zip(leaf.shape, leaf.strides)]
         aligned = ptr % al == 0 and all(s % al == 0 for s in leaf.strides)
         return NestOperand(dims, ptr, leaf.dtype, None, aligned)
