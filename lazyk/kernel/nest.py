@@ -82,16 +82,16 @@ class NestKernel:
         base = data_pointer(buf)
         blocks = self.records(buf[:n * rw].reshape(n, rw), words, params)
         statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)
-        blocks[:, 0] = np.arange(base + 8 * n * rw, base + 8 * n * (rw + sw), 8 * sw)
         lens = self.lay["lens"]
+        at = n * (rw + sw)  # the part table: each part's record address
+        # (word by word: parts are few, and NumPy's vector calls cost more for so few)
         for t, (lo, hi, pos, firsts) in enumerate(parts):
             b = blocks[t]
-            b[1], b[2], b[5] = lo, hi, pos
+            b[0], b[1], b[2], b[5] = base + 8 * (n * rw + t * sw), lo, hi, pos
             for k, first in firsts.items():
                 b[lens + 2 * k + 1] = first
+            buf[at + t] = base + 8 * rw * t
         # the native pool's threads claim the parts one by one (the GIL released)
-        at = n * (rw + sw)  # the part table: each part's record address
-        buf[at:at + n] = np.arange(base, base + 8 * n * rw, 8 * rw)
         if n == 1:
             parallel_for(self.part, base + 8 * at, 1)
         else:
@@ -99,7 +99,7 @@ class NestKernel:
             parallel_for(self.steal, base + 8 * (at + n), min(get_num_threads(), n))
         del keep  # the buffers the kernel read stay alive until here
         nest_stats["runs"] += 1
-        if statuses[:, 0].any():
+        if (statuses[0, 0] if n == 1 else statuses[:, 0].any()):
             for st in statuses:
                 if st[0]:
                     raise _error(st, labels or list(range(len(self.kinds))))
