@@ -14,6 +14,9 @@ _next_ref = itertools.count(1)
 # blockref (the opaque id in var/string arrmeta) -> block; weak so a dropped array frees it.
 _registry: weakref.WeakValueDictionary[int, MemoryBlock] = weakref.WeakValueDictionary()
 blocks = _registry  # the live blocks by blockref: `ref in blocks` checks one is open
+# the registry's own dict, blockref -> weak reference: a block is open while its entry is
+# there and alive (`ref in blocks`, read with no method call on a hot path)
+open_refs = _registry.data
 
 
 class MemoryBlock:

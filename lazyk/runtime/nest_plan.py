@@ -85,10 +85,6 @@ def nest_operand(leaf):
     return _nest_operand(leaf)
 
 
-# the weak references of the open memory blocks by blockref (`memory.blocks`' own dict)
-_open_blocks = memory.blocks.data
-
-
 def array_operand(arr):
     """The `NestOperand` of a var / option lazyk Array (None where the nest does not read
     it), checked on the array's first use and kept while the array, its owner and every
@@ -97,7 +93,7 @@ def array_operand(arr):
     got = _operands.get(key)
     if got is not None and got[0]() is arr and got[1] == id(arr.owner):
         for r in got[2]:  # each block still open (`ref in memory.blocks`, inline)
-            w = _open_blocks.get(r)
+            w = memory.open_refs.get(r)
             if w is None or w() is None:
                 break
         else:
