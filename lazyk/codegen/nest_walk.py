@@ -267,6 +267,12 @@ class NestWalk:
         def general(i):
             i = b.add(i, lo)
             element(i, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)])
+
+        def contiguous(i):  # (every moving operand's stride its item size)
+            i = b.add(i, lo)
+            element(i, [p if not self.kinds[j][k].moves else
+                        b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))])
         if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
             self._tuple_loop(k, bases, steps, element)
         elif self._arg_peeled(k):
@@ -279,38 +285,17 @@ class NestWalk:
         elif self._staged(k):
             # rows of contiguous content, none stretched: folded from blocks of values
             # computed ahead (`_staged_fold`)
-            fast = ir.Constant(I1, 1)
-            moving = [j for j in range(self.nin) if self.kinds[j][k].moves]
-            for j in moving:
-                start, stop = self.row_ends[j]
-                fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
-                                           b.icmp_signed("==", b.sub(stop, start), n)))
-
-            def contiguous(i):
-                element(i, [b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
-                            if j in moving else p for j, (p, sz) in enumerate(zip(bases, isz))])
-            with b.if_else(fast) as (then, otherwise):
+            with b.if_else(self._whole_rows(k, n, isz)) as (then, otherwise):
                 with then:
-                    self._staged_fold(bases, n, isz, k,
-                                      {j: self.row_ends[j][0] for j in moving}, contiguous)
+                    self._staged_fold(bases, n, isz, k, contiguous)
                 with otherwise:
                     hinted_loop(b, n, general, "e", NO_VECTOR)
         elif self._windowed(k):
-            # rows of contiguous content (a stride word: the same for every row), none
-            # stretched (a row of 1 against longer ones: the plain loop), with the leading
-            # windows' room in the content (all but the last few rows): the window fold, no
-            # branch per element. Its last window, [stop - WINDOW, stop), runs only for
-            # rows longer than the leading windows: inside the content too.
-            fast = ir.Constant(I1, 1)
-            for j in range(self.nin):
-                if self.kinds[j][k].moves:
-                    start, stop = self.row_ends[j]
-                    room = b.sub(self.f[j][k][4], c(LEAD * WINDOW))  # length - LEAD * WINDOW
-                    fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3],
-                                                             c(isz[j])),
-                                               b.icmp_signed("<=", start, room)))
-                    fast = b.and_(fast, b.icmp_signed("==", b.sub(stop, start), n))
-            with b.if_else(fast) as (then, otherwise):
+            # rows of contiguous content, none stretched, with the leading windows' room in
+            # the content (all but the last few rows): the window fold, no branch per
+            # element. Its last window, [stop - WINDOW, stop), runs only for rows longer
+            # than the leading windows: inside the content too.
+            with b.if_else(self._whole_rows(k, n, isz, LEAD * WINDOW)) as (then, otherwise):
                 with then:
                     self._window_fold(bases, n, isz, k)
                 with otherwise:
@@ -318,14 +303,7 @@ class NestWalk:
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
             # vectorizes; other rows take the general strided loop.
-            fast = self._contiguous(k, steps, isz)
-
-            def contiguous(i):
-                i = b.add(i, lo)
-                element(i, [p if not self.kinds[j][k].moves else
-                            b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
-                            for j, (p, sz) in enumerate(zip(bases, isz))])
-            with b.if_else(fast) as (then, otherwise):
+            with b.if_else(self._contiguous(k, steps, isz)) as (then, otherwise):
                 with then:
                     if self.binning:  # bins of a block first (vectorized), then counted
                         self._bin_blocks(k, bases, n, lo, isz)
@@ -345,6 +323,22 @@ class NestWalk:
             b.store(b.add(pos0, got), self.pos)
         elif self.mapping:
             b.store(b.add(pos0, n), self.pos)
+
+    def _whole_rows(self, k, n, isz, room=0):
+        """Whether every moving var operand's row at level k is contiguous content (its
+        stride word the item size, the same for every row) of the result row's length n
+        (none stretched: a row of 1 against longer ones), with `room` elements of its
+        content from its start (an i1)."""
+        b, c, fast = self.b, self.c, ir.Constant(I1, 1)
+        for j in range(self.nin):
+            if self.kinds[j][k].moves:
+                start, stop = self.row_ends[j]
+                fast = b.and_(fast, b.and_(b.icmp_signed("==", self.f[j][k][3], c(isz[j])),
+                                           b.icmp_signed("==", b.sub(stop, start), n)))
+                if room:  # start <= length - room
+                    fast = b.and_(fast, b.icmp_signed("<=", start,
+                                                      b.sub(self.f[j][k][4], c(room))))
+        return fast
 
     def _contiguous(self, k, steps, isz):
         """Whether every moving operand's row at level k is contiguous (an i1)."""

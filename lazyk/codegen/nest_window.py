@@ -75,7 +75,7 @@ class NestWindows:
         level."""
         return not any(self.kinds[j][q].moves for q in range(self.nlev))
 
-    def _staged_fold(self, bases, n, isz, k, starts, general):
+    def _staged_fold(self, bases, n, isz, k, contiguous):
         """Fold a contiguous row whose body calls math functions. Short rows (HEP events
         hold a few objects each) would run those calls one by one; instead the body is
         computed for a block of STAGE elements of content at once, from this row's start,
@@ -85,12 +85,13 @@ class NestWindows:
         block's: operands of equal row lengths over plain offsets keep that distance, so
         consecutive rows share one block. A row longer than the block folds directly."""
         b, c = self.b, self.c
-        with b.goto_entry_block():
-            firsts = [b.alloca(I64, name=f"stage{j}") for j in range(self.nin)]
-            have = b.alloca(I64, name="staged")  # the block's values computed (none yet)
-            for slot in (*firsts, have):
-                b.store(c(0), slot)
         moving = [j for j in range(self.nin) if self.kinds[j][k].moves]
+        starts = {j: self.row_ends[j][0] for j in moving}
+        with b.goto_entry_block():
+            firsts = {j: b.alloca(I64, name=f"stage{j}") for j in moving}  # the block's
+            have = b.alloca(I64, name="staged")  # values computed (none yet)
+            for slot in (*firsts.values(), have):
+                b.store(c(0), slot)
         d = b.sub(starts[moving[0]], b.load(firsts[moving[0]]))
         hit = b.and_(b.icmp_signed(">=", d, c(0)),
                      b.icmp_signed("<=", b.add(d, n), b.load(have)))
@@ -98,7 +99,7 @@ class NestWindows:
             hit = b.and_(hit, b.icmp_signed("==", b.sub(starts[j], b.load(firsts[j])), d))
         with b.if_else(b.icmp_signed(">", n, c(STAGE))) as (long, short):
             with long:  # longer than a block: computed and folded in place (vectorized)
-                for_loop(b, n, general, name="el")
+                for_loop(b, n, contiguous, name="el")
             with short:
                 buf, kept, present = self._stage_block(bases, isz, k, starts, firsts, have,
                                                        hit)
@@ -122,11 +123,10 @@ class NestWindows:
         masked = [j for j in range(self.nin) if self.masked[j]]
         with b.if_then(b.not_(hit)):
             m = c(STAGE)
-            for j in range(self.nin):
-                if self.kinds[j][k].moves:
-                    room = b.sub(self.f[j][k][4], starts[j])  # content left from the start
-                    m = b.select(b.icmp_signed("<", room, m), room, m)
-                    b.store(starts[j], firsts[j])
+            for j, start in starts.items():
+                room = b.sub(self.f[j][k][4], start)  # content left from the start
+                m = b.select(b.icmp_signed("<", room, m), room, m)
+                b.store(start, firsts[j])
             b.store(m, have)
             slot = []
 
