@@ -338,6 +338,39 @@ def test_ragged_eval_of_rebuilt_expressions_prepares_once():
     assert launch_stats["prepared"] == prepared
 
 
+def test_new_ragged_expression_finds_its_nest_from_its_build_token(monkeypatch):
+    """A new expression over var / option arrays of types seen before launches its prepared
+    nest in one look-up (no binding by structure); other types, or one array in two places,
+    never reuse a wrong nest."""
+    rng = np.random.default_rng(6)
+    lens = rng.integers(0, 6, 20)
+    cases = [rows(rng, lens), rows(rng, lens)]
+    (cases[0][0] * 3 - cases[1][0]).sum(axis=-1).eval()
+    (cases[0][0] * 3 - cases[0][0]).sum(axis=-1).eval()
+
+    def refused(*args):
+        raise AssertionError("bound by structure again")
+    monkeypatch.setattr(stringeval, "_bind_expr", refused)
+    for _ in range(3):
+        (x, xl), (y, yl) = rows(rng, lens), rows(rng, lens)
+        got = (x * 3 - y).sum(axis=-1).eval()
+        assert got.type == lazyk.dshape("20 * float64")
+        np.testing.assert_allclose(
+            got.to_numpy(), [sum(u * 3 - v for u, v in zip(r, s)) for r, s in zip(xl, yl)])
+        got = (x * 3 - x).sum(axis=-1).eval()  # one array in both places
+        np.testing.assert_allclose(got.to_numpy(), [sum(2 * u for u in r) for r in xl])
+    monkeypatch.undo()
+    for dtype, missing in ((np.float32, 0.0), (np.int64, 0.0), (np.float64, 0.3)):
+        (x, xl), (y, yl) = rows(rng, lens, dtype, missing), rows(rng, lens, dtype, missing)
+        xl, yl = x.to_list(), y.to_list()
+        got = (x * 3 - y).sum(axis=-1).eval()
+        assert got.type == lazyk.dshape(f"20 * {'?' if missing else ''}{np.dtype(dtype)}")
+        want = [None if None in r + s else sum(3 * u - v for u, v in zip(r, s))
+                for r, s in zip(xl, yl)]
+        assert [g if g is None else pytest.approx(w, rel=1e-5)
+                for g, w in zip(got.to_list(), want)] == want
+
+
 def test_ragged_fast_path_with_missing_values_and_other_dtypes():
     rng = np.random.default_rng(5)
     lens = rng.integers(0, 6, 30)

@@ -46,27 +46,27 @@ def token(x: Any) -> tuple | None:
         if view is not None:
             dt = view.dtype
             return ((dt, view.shape), (view,)) if dt in NATIVE_NUMERIC else None
-        return (x.type, (x,)) if _plain_ragged(x) else None  # var dims, `?T`: by type
+        typ = x._type or x.type  # var dims, `?T`: by type
+        plain = _ragged_types.get(typ)
+        if plain is None:
+            plain = _plain_ragged(x, typ)
+        return (typ, (x,)) if plain else None
     if t is np.ndarray and x.dtype in NATIVE_NUMERIC:
         return (x.dtype, x.shape), (x,)
     return None
 
 
-def _plain_ragged(x: Array) -> bool:
-    """Whether arrays of `x`'s type are one input leaf of their own (numbers under var
-    dims, `?T`; not strings, records, missing rows against a fixed dim): known per type."""
-    t = x.type
-    got = _ragged_types.get(t)
-    if got is None:
-        try:
-            e = as_expr(x)
-        except Exception:  # noqa: BLE001 - (building with it raises it again)
-            got = False
-        else:
-            leaf = e.env.get(e.node.arg) if e.node.op == "input" else None
-            got = type(leaf) is RaggedLeaf and leaf.array is x
-        _ragged_types.put(t, got)
-    return got
+def _plain_ragged(x: Array, typ) -> bool:
+    """Whether arrays of `x`'s type `typ` are one input leaf of their own (numbers under var
+    dims, `?T`; not strings, records, missing rows against a fixed dim): kept per type."""
+    try:
+        e = as_expr(x)
+    except Exception:  # noqa: BLE001 - (building with it raises it again)
+        got = False
+    else:
+        leaf = e.env.get(e.node.arg) if e.node.op == "input" else None
+        got = type(leaf) is RaggedLeaf and leaf.array is x
+    return _ragged_types.put(typ, got)
 
 
 # lazyk type of var / option arrays -> `_plain_ragged`

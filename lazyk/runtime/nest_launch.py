@@ -20,7 +20,8 @@ import weakref
 
 import numpy as np
 
-from lazyk.arrays.array import array, masked
+from lazyk.arrays.array import Array, array, masked
+from lazyk.backend.outputs import REUSE_MIN_BYTES
 from lazyk.backend.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, part_entry
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
@@ -28,6 +29,7 @@ from lazyk.codegen.nest import PREFIX
 from lazyk.frontend import ops
 from lazyk.frontend.graph import REDUCE_OP, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data
+from lazyk.frontend.operands import NATIVE_NUMERIC
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import MIN_PART, nest_stats, status_error
 from lazyk.runtime.nest_plan import array_operand, nest_operand, nest_plan, nest_words, offsets_rows
@@ -40,6 +42,8 @@ from lazyk.types import Option
 # rows of one offsets array (vectorized, libm calls too) costs less than a loop per row
 # here plus the planning it saves (~100 us)
 MAP_ITEMS = 1 << 14
+# results of fewer values than this are plain `np.empty` arrays (`fresh` reuses larger ones)
+SMALL_OUT = REUSE_MIN_BYTES // 16
 # launches prepared (`prepare` calls that returned one): a repeated structure prepares once
 launch_stats = {"prepared": 0}
 
@@ -88,7 +92,7 @@ class NestLaunch:
         if None in ops_:
             return NotImplemented
         last = self._last  # the operands of the last call and their kernel data
-        if len(last[0]) == len(ops_) and all(r() is o for r, o in zip(last[0], ops_)):
+        if [r() for r in last[0]] == ops_:  # (operands compare by identity)
             _, levels, sizes, content, block = last
         else:
             got = self._bind(ops_)
@@ -111,7 +115,8 @@ class NestLaunch:
             block[PREFIX + self.lay["lens"] + 2] = data_pointer(offsets)
         else:
             nvals = n0
-        out = fresh((nvals,), self.acc)
+        acc = self.acc
+        out = np.empty(nvals, acc) if nvals < SMALL_OUT else fresh((nvals,), acc)
         flags = np.empty(nvals, np.uint8) if self.flagged else None
         addr = data_pointer(block)
         block[PREFIX] = addr + 8 * self.row  # the status words
@@ -129,7 +134,9 @@ class NestLaunch:
                                {1: offsets}, [n0, nvals])
         values, mask = nest_reduced(out, flags, self.reduce_arg, self.option, self.skipna)
         values = values.astype(self.red_dtype, copy=False)
-        return array(values) if mask is None else masked(values, mask)
+        if mask is None:
+            return Array._wrap(values) if values.dtype in NATIVE_NUMERIC else array(values)
+        return masked(values, mask)
 
     def _bind(self, ops_) -> tuple | None:
         """(levels, sizes, the most content of an operand's rows, the kernel data with the

@@ -460,6 +460,11 @@ def launch(e) -> Any:
             leaves = e._leaves
             e._launch = partial(entry.launch, leaves)
             return entry.launch(leaves)
+    elif key is not None:  # var / option leaves: their types are in the build token
+        entry = _nest_by_token.get(key[0])
+        if entry:
+            run = e._launch = _NestRun(entry, e._leaves)
+            return run()
     run = e._launch = _bind_expr(e, e._structure()) or _general
     return run()
 
@@ -515,6 +520,9 @@ def _dense_launch(e, key, names_, values: Any) -> Any:
 
 # (structure key, the var / option arrays' types) -> the `NestLaunch` of that structure
 _nest_entries = LRU(256, "expression nests")
+# an expression's build token (`lazyk.frontend.structure`: its structure and its leaves'
+# types) -> its `NestLaunch`: a new expression over var / option arrays in one look-up
+_nest_by_token = Memo(1024, "expression nests by build token")
 
 
 def _bind_nest(e, key, names_, arrays: list) -> Any:
@@ -528,6 +536,10 @@ def _bind_nest(e, key, names_, arrays: list) -> Any:
         expr_stats["plans"] += 1
         names_ = e.node.names if names_ is None else names_
         entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
+    key = e._key
+    if entry is not False and key is not None and len(e._leaves) == len(arrays) and \
+            all(a is b for a, b in zip(e._leaves, arrays)):
+        _nest_by_token.put(key[0], entry)  # (the token names these leaf types)
     return _NestRun(entry, arrays) if entry is not False else None
 
 
