@@ -29,7 +29,8 @@ def _fresh_ptx_cache(tmp_path_factory):
 def _nests(expr) -> list:
     """The nest kernels `expr` runs on the CPU (keys as `kernel.nest.kernel_for` takes)."""
     nest_kernel.kernels.clear()
-    stringeval._nest_entries.clear()  # (a structure evaluated before keeps its kernel there)
+    stringeval._nest_entries.clear()  # (a structure evaluated before keeps its kernel there,
+    stringeval._nest_by_token.clear()  # and under its build token)
     expr.eval()
     return [k.key for k in nest_kernel.kernels.values()]
 
