@@ -64,6 +64,10 @@ def empty(shape, dtype):
     """Like `np.empty`, but large arrays reuse idle blocks of earlier outputs (no page faults)."""
     global _idle_bytes
     # NOTE: on every fresh-output call: small arrays must cost no more than np.empty (~0.1 us).
+    if type(shape) is int and isinstance(dtype, _np_dtype):
+        if shape * dtype.itemsize < REUSE_MIN_BYTES:
+            return _np_empty(shape, dtype)
+        shape = (shape,)
     if type(shape) is tuple and isinstance(dtype, _np_dtype):
         count = _prod(shape)
         if count * dtype.itemsize < REUSE_MIN_BYTES:

@@ -21,7 +21,6 @@ import weakref
 import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
-from lazyk.backend.outputs import REUSE_MIN_BYTES
 from lazyk.backend.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, part_entry
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
@@ -42,8 +41,6 @@ from lazyk.types import Option
 # rows of one offsets array (vectorized, libm calls too) costs less than a loop per row
 # here plus the planning it saves (~100 us)
 MAP_ITEMS = 1 << 14
-# results of fewer values than this are plain `np.empty` arrays (`fresh` reuses larger ones)
-SMALL_OUT = REUSE_MIN_BYTES // 16
 # launches prepared (`prepare` calls that returned one): a repeated structure prepares once
 launch_stats = {"prepared": 0}
 
@@ -115,8 +112,7 @@ class NestLaunch:
             block[PREFIX + self.lay["lens"] + 2] = data_pointer(offsets)
         else:
             nvals = n0
-        acc = self.acc
-        out = np.empty(nvals, acc) if nvals < SMALL_OUT else fresh((nvals,), acc)
+        out = fresh(nvals, self.acc)
         flags = np.empty(nvals, np.uint8) if self.flagged else None
         addr = data_pointer(block)
         block[PREFIX] = addr + 8 * self.row  # the status words

@@ -536,9 +536,8 @@ def _bind_nest(e, key, names_, arrays: list) -> Any:
         expr_stats["plans"] += 1
         names_ = e.node.names if names_ is None else names_
         entry = _nest_entries.put(full, prepare_launch(e, list(names_)) or False)
-    key = e._key
-    if entry is not False and key is not None and len(e._leaves) == len(arrays) and \
-            all(a is b for a, b in zip(e._leaves, arrays)):
+    key = e._key  # (built by structure: `arrays` are its leaves, var / option arrays as they are)
+    if entry is not False and key is not None:
         _nest_by_token.put(key[0], entry)  # (the token names these leaf types)
     return _NestRun(entry, arrays) if entry is not False else None
 
