@@ -422,22 +422,38 @@ class Bins:
     """Histograms: fold every level into private counters per part (the caller adds the
     parts' counters up; no counter is shared between threads). The body's outputs are, per
     histogram, its bin index (int64; a value outside 0..n-1 is not counted), then for a
+    `corrected` one the value (float64: an index of n + 1 + e is the estimate e of a
+    value near an edge, corrected against the edges as numpy.histogram corrects it), then for a
     `weighted` one its weight (float64, added instead of 1). A missing input (`?T`) or a
     missing row counts nowhere. Kernel data word 4 is the address of the bins table, int64:
-    the counters of one part, then per histogram its bin count n and first bin. Bin i of a
-    histogram is `codegen.nest_bins.BIN_LANES` adjacent counters at (first + i) * lanes;
-    bin n counts the values in no bin (read by nobody)."""
+    the counters of one part, then per histogram its bin count n, first bin and where its
+    n + 1 edges (float64) start in the table. Bin i of a histogram is
+    `codegen.nest_bins.BIN_LANES` adjacent counters at (first + i) * lanes; bin n counts
+    the values in no bin (read by nobody)."""
 
     weighted: tuple
+    corrected: tuple = ()
     axes = ()
     keep = None
 
+    def slots(self) -> list:
+        """Per histogram its body outputs: (index, value or None, weight or None)."""
+        got, o = [], 0
+        for h, w in enumerate(self.weighted):
+            v = self.corrected[h] if self.corrected else False
+            got.append((o, o + 1 if v else None, o + 1 + v if w else None))
+            o += 1 + bool(v) + bool(w)
+        return got
+
     @property
     def outputs(self) -> int:
-        return len(self.weighted) + sum(map(bool, self.weighted))
+        return len(self.weighted) + sum(map(bool, self.weighted)) + sum(map(bool,
+                                                                            self.corrected))
 
     def __str__(self) -> str:
-        return "histograms " + ",".join("weighted" if w else "counts" for w in self.weighted)
+        return "histograms " + ",".join(
+            ("weighted" if w else "counts") + (" by estimate" if v else "")
+            for w, v in zip(self.weighted, self.corrected or (False,) * len(self.weighted)))
 
 
 def tuple_kind(kinds, k: int):

@@ -306,10 +306,12 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
             table = b.inttoptr(word(4), I64.as_pointer())
             at = b.mul(word(5), b.load(table, align=8))
             self.bin_base = at
-            self.bin_n = [b.load(b.gep(table, [self.c(1 + 2 * h)]), align=8)
-                          for h in range(len(self.mode.weighted))]
-            self.bin_first = [b.load(b.gep(table, [self.c(2 + 2 * h)]), align=8)
-                              for h in range(len(self.mode.weighted))]
+            nh = len(self.mode.weighted)
+            self.bin_n, self.bin_first, self.bin_edges = (
+                [b.load(b.gep(table, [self.c(w + 3 * h)]), align=8) for h in range(nh)]
+                for w in (1, 2, 3))
+            edges = b.bitcast(table, ir.DoubleType().as_pointer())
+            self.bin_edges = [b.gep(edges, [at]) for at in self.bin_edges]
         elif not self.mapping:
             self.acc = self._acc_alloca(b)
             if self.arg:  # positions: the best value's, the first folded, the first NaN

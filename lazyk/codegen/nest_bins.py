@@ -31,22 +31,41 @@ class NestBins:
 
         def add():
             vals = self._values(addr)
-            o = 0
-            for h, weighted in enumerate(self.mode.weighted):
-                self._count_bin(h, vals[o], vals[o + 1] if weighted else None)
-                o += 1 + bool(weighted)
+            for h, (i, v, w) in enumerate(self.mode.slots()):
+                self._count_bin(h, vals[i], None if w is None else vals[w], 0,
+                                None if v is None else lambda v=v: vals[v])
         if not masks:
             add()
             return
         with b.if_then(self._present(masks)):
             add()
 
-    def _count_bin(self, h, i, w=None, lane=0):
+    def _count_bin(self, h, i, w=None, lane=0, value=None):
         """Counter i (lane `lane`) of histogram h += 1 (or w); an i outside 0..n-1 adds to
-        counter n, which counts nowhere (no branch on where the value lands)."""
+        counter n, which counts nowhere (no branch on where the value lands). With the
+        value (`Bins.corrected`; a function that loads it), an i of n + 1 + e is the
+        estimate e of a value near an edge, corrected against the edges as numpy.histogram
+        corrects its estimate: down one where the value is below edge e, else up one
+        where it is at or above edge e + 1 (not past the last bin)."""
         b, c = self.b, self.c
         n = self.bin_n[h]
-        i = b.select(b.icmp_unsigned("<", i, n), i, n)  # (negatives too)
+        clamped = b.select(b.icmp_unsigned("<", i, n), i, n)  # (negatives too)
+        if value is not None:  # (the clamp first: the branch is taken by few values)
+            e = b.sub(i, b.add(n, c(1)))
+            before = b.block
+            with b.if_then(b.icmp_unsigned("<", e, n), likely=False):
+                edges, v = self.bin_edges[h], value()
+                below = b.fcmp_ordered("<", v, b.load(b.gep(edges, [e]), align=8))
+                above = b.fcmp_ordered(">=", v, b.load(b.gep(edges, [b.add(e, c(1))]),
+                                                        align=8))
+                up = b.and_(above, b.icmp_unsigned("<", e, b.sub(n, c(1))))
+                fixed = b.add(b.sub(e, b.zext(below, I64)), b.zext(up, I64))
+                near = b.block
+            got = b.phi(I64)
+            got.add_incoming(clamped, before)
+            got.add_incoming(fixed, near)
+            clamped = got
+        i = clamped
         at = b.mul(b.add(self.bin_first[h], i), c(BIN_LANES))
         at = b.add(self.bin_base, at if w is not None or not lane else b.add(at, c(lane)))
         if w is not None:
@@ -63,9 +82,9 @@ class NestBins:
         b, c = self.b, self.c
         masked = [j for j in range(self.nin) if self.masked[j]]
         with b.goto_entry_block():
-            slots = [b.alloca(ir.ArrayType(I64 if not wt else ir.DoubleType(), BIN_BLOCK),
+            slots = [b.alloca(ir.ArrayType(I64 if not real else ir.DoubleType(), BIN_BLOCK),
                               name=f"bins{q}")
-                     for q, wt in enumerate(self._bin_outputs())]
+                     for q, real in enumerate(self._bin_outputs())]
 
         def block(blk):
             first = b.mul(blk, c(BIN_BLOCK))
@@ -80,19 +99,18 @@ class NestBins:
                 vals = self._values(addr)
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
                     if masked else None
-                for q, (v, wt) in enumerate(zip(vals, self._bin_outputs())):
-                    if ok is not None and not wt:
+                for q, (v, real) in enumerate(zip(vals, self._bin_outputs())):
+                    if ok is not None and not real:
                         v = b.select(ok, v, c(-1))
                     b.store(v, b.gep(slots[q], [c(0), i]))
             for_loop(b, m, values, name="bv")
 
             def count(i, lane=0):
-                o = 0
-                for h, weighted in enumerate(self.mode.weighted):
-                    bin_ = b.load(b.gep(slots[o], [c(0), i]))
-                    w = b.load(b.gep(slots[o + 1], [c(0), i])) if weighted else None
-                    o += 1 + bool(weighted)
-                    self._count_bin(h, bin_, w, lane)
+                def slot(q):
+                    return b.load(b.gep(slots[q], [c(0), i]))
+                for h, (q, v, w) in enumerate(self.mode.slots()):
+                    self._count_bin(h, slot(q), None if w is None else slot(w), lane,
+                                    None if v is None else lambda v=v: slot(v))
 
             def lanes(q):  # BIN_LANES values, each to its own lane's counters
                 for lane in range(BIN_LANES):
@@ -105,5 +123,11 @@ class NestBins:
         for_loop(b, blocks, block, name="bb")
 
     def _bin_outputs(self) -> list:
-        """Per body output of the histograms whether it is a weight."""
-        return [x for w in self.mode.weighted for x in ((False, True) if w else (False,))]
+        """Per body output of the histograms whether it is a float64 (a value or a
+        weight), not a bin index."""
+        real = [False] * self.mode.outputs
+        for _, v, w in self.mode.slots():
+            for q in (v, w):
+                if q is not None:
+                    real[q] = True
+        return real

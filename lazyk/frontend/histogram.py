@@ -48,7 +48,8 @@ class Histogram:
     where they read the same rows.
     """
 
-    __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index")
+    __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index",
+                 "_estimate")
 
     def __init__(self, x: Expr, bins: Any, range: Any, weights: Expr | None, density: bool):
         self.x, self.bins, self.range, self.weights = x, bins, range, weights
@@ -56,6 +57,7 @@ class Histogram:
         self._edges: np.ndarray | None = None
         self._uniform: tuple | None = None
         self._index: Expr | None = None
+        self._estimate: tuple | None = None
 
     def __repr__(self) -> str:
         n = self.nbins
@@ -175,8 +177,59 @@ class Histogram:
             keep = k if keep is None else keep & k
         return Expr(y, x.env), keep
 
-    def _by_range(self, x: Expr) -> Expr:
-        """The bin of each value of `x` among equal bins, as numpy.histogram finds it."""
+    def estimate(self) -> tuple | None:
+        """(estimate, value, edges) where the bins are equal, else None, for a histogram
+        pass that finds numpy.histogram's bins without computing two edges per value
+        (`codegen.nest_bins`). The estimate (int64) is the bin where the value lies
+        clearly inside one (further from its edges than any rounding reaches), -1 where
+        it is in no bin, else the bin estimated within one of the right one plus n + 1:
+        the pass corrects those few against the edges (float64) as numpy.histogram does.
+        The value is in float64."""
+        if self._estimate is None:
+            key = self._key()
+            got = _built.get(("estimate", key)) if key is not None else None
+            if got is None:
+                got = self._estimated()
+                if key is not None:
+                    _built.put(("estimate", key), got)
+            self._estimate = got
+        if not self._estimate:
+            return None
+        i, v, edges = self._estimate
+        return Expr(i, self.x.env), Expr(v, self.x.env), edges
+
+    def _estimated(self) -> tuple:
+        self._bin_edges()
+        if self._uniform is None or not self._linspace_edges():
+            return ()
+        x, keep = self._unselected()
+        i, v, inside, f = self._estimate_of(x)
+        n = self.bins
+        near = self._rounding()
+        d = f - apply("floor", f)  # (where the value lies in its estimated bin, 0..1)
+        i = i.astype(np.int64)
+        i = where((d < near) | (d > 1 - near), i + np.int64(n + 1), i)
+        keep = inside if keep is None else inside & keep
+        i = where(keep, i, np.int64(-1))
+        return i.node, v.astype(np.float64).node, self._edges.astype(np.float64)
+
+    def _rounding(self) -> float:
+        """How far (in bins) an estimate may lie from where the value lies among the
+        edges: each edge is off its exact place by up to half a unit in the last place of
+        the edges' dtype (and a few of float64 from linspace), the estimate by a few units
+        of float64; four times their sum, at most 1/2 (then every estimate is corrected)."""
+        first, last = (float(v) for v in self._uniform)
+        big = max(abs(first), abs(last))
+        width = (last - first) / self.bins
+        bt = self._edges.dtype
+        unit = float(np.spacing(bt.type(big))) if bt.kind == "f" else 0.0
+        error = unit / width + 2.0 ** -48 * (big / width + self.bins)
+        return min(0.5, 4 * error) if math.isfinite(error) else 0.5
+
+    def _estimate_of(self, x: Expr) -> tuple:
+        """(estimate, value in the edges' dtype, inside the range, the float64 estimate)
+        of each value of `x`: the estimate of the bin within one of the right one (0
+        outside the range)."""
         first, last = self._uniform
         n, bin_type = self.bins, self._edges.dtype
         it = _index_type(n + 1)
@@ -192,6 +245,13 @@ class Histogram:
         scale = np.float64(n) / np.float64(_subtract(last, first))
         f = (where(keep, v.astype(np.float64), np.float64(first)) - np.float64(first)) * scale
         i = where(f < np.float64(n - 1), f, np.float64(n - 1)).astype(it)
+        return i, v, keep, f
+
+    def _by_range(self, x: Expr) -> Expr:
+        """The bin of each value of `x` among equal bins, as numpy.histogram finds it."""
+        n = self.bins
+        i, v, keep, _ = self._estimate_of(x)
+        it = i.dtype
         i = i - (v < self._edge(i, top=False)).astype(it)  # (i < n)
         # (edge i + 1 is read only where i < n - 1: never the last edge either)
         up = (v >= self._edge(i + it.type(1), top=False)) & (i != it.type(n - 1))

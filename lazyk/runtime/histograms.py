@@ -62,10 +62,10 @@ def fill_histograms(hists: list, computed: list | None = None) -> list | None:
     where they cannot share one)."""
     if computed is None:
         return _one_pass(hists)
-    pairs = [(as_expr(i), None if w is None else as_expr(w)) for i, w in computed]
-    got = _one_pass(hists, pairs) if len(hists) > 1 else None
+    given = [(as_expr(i), None, None if w is None else as_expr(w)) for i, w in computed]
+    got = _one_pass(hists, given) if len(hists) > 1 else None
     if got is None:
-        got = [_one_pass([h], [p]) for h, p in zip(hists, pairs)]
+        got = [_one_pass([h], [p]) for h, p in zip(hists, given)]
     for h, c in zip(hists, got):
         if c is None:
             raise NotSupportedError(f"histogram of {h.x.type}" + (
@@ -78,17 +78,28 @@ def _one_pass(hists: list, exprs: list | None = None):
     """One Bins nest over every histogram of `hists`, or None where it does not take
     them (then each runs on its own, or its bins are computed first). The graph work and
     the kernel plan are kept per structure (`_forms`, `_graphs`, `_plans`): a repeated
-    pass reads the operands' layout, checks their rows and runs."""
-    exprs = exprs or [(h.index(), h.weight()) for h in hists]
-    key = tuple(e.node if e is not None else None for pair in exprs for e in pair)
+    pass reads the operands' layout, checks their rows and runs. `exprs`: per histogram
+    (its bin index, None, its weight or None); by default, where the bins are equal, (the
+    estimate of its bin, the value, the weight or None), the estimate corrected in the
+    pass against the edges (`Histogram.estimate`)."""
+    edges = [None] * len(hists)
+    if exprs is None:
+        exprs = []
+        for k, h in enumerate(hists):
+            got = h.estimate()
+            if got is not None:
+                edges[k] = got[2]
+            exprs.append((h.index(), None, h.weight()) if got is None else
+                         (got[0], got[1], h.weight()))
+    key = tuple(e.node if e is not None else None for trio in exprs for e in trio)
     form = _forms.get(key)
     if form is None:
         form = _forms.put(key, _Form(key))
     if form.first:
         return None  # (selections, gathers, row operations: the bins computed first)
     env: dict = {}
-    for pair in exprs:
-        for e in pair:
+    for trio in exprs:
+        for e in trio:
             if e is not None:
                 env.update(e.env)
     if form.lower:  # tuples' items and inner reductions: new leaves on every call
@@ -132,17 +143,21 @@ def _one_pass(hists: list, exprs: list | None = None):
     words, _ = nest_words(levels, sizes, sel, plan.kinds)
     parts = fold_parts(levels, sizes, sel, plan.kinds)
     # one buffer: the bins table (the counters of one part, then per histogram its bin
-    # count and first counter), then each part's counters (float64 ones: 0.0 is all zero
-    # bits)
-    table, firsts = [0], []
-    for h in hists:  # (one more counter than bins: the values in no bin)
+    # count, first counter and where its edges start; then the edges), then each part's
+    # counters (float64 ones: 0.0 is all zero bits)
+    table, firsts, at_edges = [0], [], 1 + 3 * len(hists)
+    for h, e in zip(hists, edges):  # (one more counter than bins: the values in no bin)
         firsts.append(table[0])
-        table += [h.nbins, table[0]]
+        table += [h.nbins, table[0], 0 if e is None else at_edges]
         table[0] += h.nbins + 1
-    total, nt = table[0], len(table)
+        at_edges += 0 if e is None else len(e)
+    total, nt = table[0], at_edges
     table[0] *= BIN_LANES  # (each bin's lanes: `codegen.nest_bins`)
     buf = np.zeros(nt + len(parts) * table[0], np.int64)
-    buf[:nt] = table
+    buf[:len(table)] = table
+    for h, e in enumerate(edges):
+        if e is not None:
+            buf[table[3 + 3 * h]:][:len(e)] = e.view(np.int64)
     at = data_pointer(buf)
     words[3], words[4] = at + 8 * nt, at
     kern.run(words, plan.params, parts, (leaves, buf), plan.labels)
@@ -150,7 +165,7 @@ def _one_pass(hists: list, exprs: list | None = None):
         rec.append(("nest", kern, len(parts)))
     got = buf[nt:].reshape(len(parts), total, BIN_LANES)
     counts = []
-    for h, (_, w), f in zip(hists, exprs, firsts):
+    for h, (_, _, w), f in zip(hists, exprs, firsts):
         block = got[:, f:f + h.nbins]
         # (weights: lane 0 only; then the parts in order)
         block = block.view(np.float64)[:, :, 0] if w is not None else block.sum(axis=2)
@@ -194,9 +209,10 @@ class _Graph:
     computed first)."""
 
     def __init__(self, roots: list, env: dict):
-        # roots: per histogram its index, then its weight or None
-        self.weighted = tuple(w is not None for w in roots[1::2])
-        self.kinds = _kinds(self.weighted)
+        # roots: per histogram its index, then its value or None, then its weight or None
+        self.corrected = tuple(v is not None for v in roots[1::3])
+        self.weighted = tuple(w is not None for w in roots[2::3])
+        self.kinds = _kinds(self.corrected, self.weighted)
         roots, self.names = one_leaf_per_array([r for r in roots if r is not None], env)
         self.shapes = [r.shape for r, w in zip(roots, self.kinds) if not w]
         self.declined = branch_masks(_joined(roots), self.names,
@@ -221,7 +237,7 @@ class _Plan:
                                         for i, wt in zip(graph.outs, graph.kinds)))
         maskd = tuple(o.mask_offset is not None for o in sel)
         self.kkey = (spec, tuple(levels), tuple(tuple(k) for k in self.kinds), maskd,
-                     Bins(tuple(graph.weighted)), Fill(), False, False, False)
+                     Bins(graph.weighted, graph.corrected), Fill(), False, False, False)
         self.params = pack_params(spec.params, graph.consts)
         stats["plans"] += 1
 
@@ -282,9 +298,11 @@ def _counted_once(shapes: list, levels, sizes) -> bool:
     return True
 
 
-def _kinds(weighted: list) -> list:
-    """Per body output whether it is a weight: an index, then its weight if any."""
-    return [x for w in weighted for x in ((False, True) if w else (False,))]
+def _kinds(corrected: tuple, weighted: tuple) -> list:
+    """Per body output whether it is a float64 (a value or a weight), not a bin index: per
+    histogram an index, then its value if corrected, then its weight if any."""
+    return [x for v, w in zip(corrected, weighted)
+            for x in (False,) + (True,) * (bool(v) + bool(w))]
 
 
 def _joined(roots: list) -> Node:
