@@ -74,13 +74,9 @@ BINARY_OPERATORS = {
 UNARY_OPERATORS = {"-": "negative", "+": "positive", "~": "invert"}
 
 # numexpr function -> (lazyk.frontend.expr function, number of positional arguments).
-_UNARY_NAMES = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-                "arcsinh", "arccosh", "arctanh", "log", "log10", "log1p", "log2", "exp",
-                "expm1", "sqrt", "conj", "real", "imag", "ceil", "floor", "trunc", "rint",
-                "sign", "isnan", "isinf", "isfinite", "absolute", "negative", "invert",
-                "logical_not")
-_BINARY_NAMES = ("arctan2", "fmod", "hypot", "maximum", "minimum", "fmax", "fmin", "power",
-                 "remainder", "copysign", "logical_and", "logical_or", "logical_xor")
+# (every ufunc of the op table, by NumPy's name)
+_UNARY_NAMES = lx.UNARY + ("real", "imag")
+_BINARY_NAMES = lx.BINARY
 FUNCTIONS: dict[str, tuple[str, int]] = {
     **{n: (n, 1) for n in _UNARY_NAMES},
     **{n: (n, 2) for n in _BINARY_NAMES},

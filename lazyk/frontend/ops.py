@@ -339,8 +339,10 @@ _text_row("str_len", 1, np.strings.str_len, lo.str_len, np.dtype(np.int64))
 _text_row("startswith", 2, np.strings.startswith, lo.text_affix(False), np.dtype(bool))
 _text_row("endswith", 2, np.strings.endswith, lo.text_affix(True), np.dtype(bool))
 
-ALIASES = {"divide": "true_divide", "conjugate": "conj", "abs": "absolute", "pow": "power",
-           "mod": "remainder", "cast": "astype", "arctangent2": "arctan2"}
+# NumPy's other names of ufuncs in the table: lazyk functions of those names too
+UFUNC_ALIASES = {"divide": "true_divide", "mod": "remainder", "abs": "absolute",
+                 "conjugate": "conj", "bitwise_not": "invert", "pow": "power"}
+ALIASES = {**UFUNC_ALIASES, "cast": "astype", "arctangent2": "arctan2"}
 
 
 # ---------------------------------------------------------------- reductions

@@ -29,19 +29,16 @@ from lazyk.frontend.operands import as_expr, merge_env, op_text, operand_text, o
 from lazyk.frontend.strings import text_apply, text_where
 from lazyk.frontend.structure import NO_KEYWORDS, build_key, built, deferred, remember, token
 
-# Names are rows of lazyk.frontend.ops.OPS (NumPy's names; `conj` is NumPy's `conjugate`).
-UNARY = ("negative", "absolute", "invert", "logical_not", "sqrt", "exp", "expm1", "log",
-         "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-         "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "sign", "isnan", "isinf",
-         "isfinite", "conj")
-BINARY = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
-          "power", "arctan2", "hypot", "minimum", "maximum", "fmin", "fmax", "bitwise_and",
-          "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "less", "less_equal",
-          "greater", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
-          "logical_xor", "fmod", "copysign")
+# One builder per ufunc row of the op table (`lazyk.frontend.ops.OPS`, NumPy's names;
+# `conj` is NumPy's `conjugate`), by arity, and one per alias: a new ufunc is one row there.
+UNARY = tuple(n for n, op in ops.OPS.items() if op.kind == "elementwise" and
+              isinstance(op.numpy, np.ufunc) and op.arity == 1)
+BINARY = tuple(n for n, op in ops.OPS.items() if op.kind == "elementwise" and
+               isinstance(op.numpy, np.ufunc) and op.arity == 2)
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
-ALIASES = {"divide": "true_divide", "mod": "remainder", "abs": "absolute",
-           "conjugate": "conj", "bitwise_not": "invert", "pow": "power"}
+ALIASES = ops.UFUNC_ALIASES
+# every ufunc builder's name (`lazyk.frontend.expr` and `lazyk` export them all)
+UFUNCS = UNARY + BINARY + tuple(ALIASES)
 
 
 def text_operand(name: str, x: Any, text: str | bytes, reflected: bool = False) -> Expr:
@@ -152,7 +149,7 @@ def _make_ufunc(name: str):
             raise TypeError(f"{name}() takes {nin} argument(s), {len(args)} given")
         return apply(name, *args)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Lazy NumPy `{name}` (types and broadcasting exactly as NumPy)."
     return fn
 
