@@ -87,7 +87,7 @@ FUNCTIONS: dict[str, tuple[str, int]] = {
 # What to use instead of a numexpr function lazyk does not have.
 _INSTEAD = {"contains": "; startswith(s, prefix) and endswith(s, suffix) are supported"}
 # Reductions take the operand and an optional axis (positional or `axis=`).
-REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
+REDUCTIONS = lx.REDUCTIONS
 
 
 _KEYWORDS = frozenset(("and", "or", "not", "None", "lambda", "if", "else", "in", "is"))

@@ -124,4 +124,4 @@ def skips_missing(node: Node) -> bool:
     """A skipna sum/prod/any/all (and min/max with `initial`) has a value for every row,
     so its result is not optional."""
     return node.op == REDUCE_OP and len(node.arg) > 3 and bool(node.arg[3]) and (
-        node.arg[0] in ("sum", "prod", "any", "all") or len(node.arg) > 4)
+        ops.OPS[node.arg[0]].folds_to_identity or len(node.arg) > 4)

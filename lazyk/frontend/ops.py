@@ -81,6 +81,12 @@ class Op:
     commutes: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
+    @property
+    def folds_to_identity(self) -> bool:
+        """Reductions whose fold of nothing is their identity (sum, prod, any, all): every
+        row has a value, an empty one too."""
+        return self.empty is not None and not self.per_value
+
     def combine_ufunc(self) -> Any:
         """The NumPy ufunc that folds two partial results of this reduction (np.add, ...):
         what combines the parts of threads, partitions and `initial=`."""

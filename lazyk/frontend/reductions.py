@@ -18,7 +18,8 @@ from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.structure import build_key, built, deferred, remember
 from lazyk.frontend.ufuncs import apply, astype, where
 
-REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all")
+# the reductions that fold values (not positions), in the op table
+REDUCTIONS = tuple(n for n in ops.REDUCTIONS if n not in ops.ARG_REDUCTIONS)
 
 
 def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
@@ -140,9 +141,8 @@ def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: 
     the sum of the other values over their count."""
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna}
     nan = apply("isnan", e)
-    if op in ("sum", "prod", "any", "all", "mean"):
-        filler = 1 if op in ("prod", "all") else 0
-        kept = where(nan, filler, e)
+    if ops.OPS[op].empty is not None:  # (sum, prod, any, all, mean)
+        kept = where(nan, ops.OPS[op].identity(e.dtype), e)
         if op != "mean":
             return reduce(op, kept, dtype=dtype, **kw)
         want = reduce("mean", e, dtype=dtype, **kw).dtype

@@ -65,7 +65,7 @@ class NestLaunch:
         self.root_dtype, self.red_dtype = root.dtype, red_node.dtype
         self.reduce_arg = reduce_arg
         self.flagged = self.option or (
-            not self.mapping and not (reduce_arg[0] in ("sum", "prod", "any", "all") or (
+            not self.mapping and not (ops.OPS[reduce_arg[0]].folds_to_identity or (
                 reduce_arg[0] == "mean" and self.acc.kind not in "iu")))
         # the kernel data of one part: the words, the parameters after them (a row of
         # 64-byte multiples), then the status words, then the part table (the address of

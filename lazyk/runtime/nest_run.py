@@ -45,6 +45,7 @@ from lazyk.codegen.levels import (
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, toposort
 from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.ops import OPS
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.flat import data_pointer
 from lazyk.runtime.nest_plan import (
@@ -338,7 +339,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     option = any(maskd)
     flags = np.empty(nvals, np.uint8) if option or not isinstance(mode, Map) else None
     if isinstance(mode, Reduce) and not (option or qlev) and (
-            reduce_arg[0] in ("sum", "prod", "any", "all") or
+            OPS[reduce_arg[0]].folds_to_identity or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
         flags = None  # every row has a value (`nest_reduced` reads no flags)
     words[3] = data_pointer(out)
