@@ -355,6 +355,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         for j in range(self.nin):
             at = self.lay["ops"] + j * self.lay["per_op"]
             b.store(pointer(at), b.gep(src, [self.c(j)]))
+        single.attributes.add("noinline")  # one copy of the nest, not one per entry point
         b.call(single, [pointer(3), src, fn.args[0]])
         b.ret_void()
 
