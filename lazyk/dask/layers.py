@@ -276,21 +276,21 @@ class _Planner:
         folds_var = [a for a in axes if a > 1 and _is_var(dims[a])]
         if kept and kept[0] == 1 and folds_var and (
                 any(_is_var(dims[j]) and j > min(folds_var) for j in kept) or
-                op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None)):
+                ops.OPS[op].no_empty_fold and (len(node.arg) <= 4 or node.arg[4] is None)):
             # NOTE: a partial that folds no row along a var axis (under a kept row) has no
             # length for the var rows kept below it, which must line up with the others',
             # and a min / max of nothing there is a missing value that would poison them:
             # one task joins the partitions' rows and folds them.
             return self._gathered(node)
         src = Expr(node.srcs[0], self.env)
-        if op in ("min", "max") and len(node.arg) <= 4 and not lx.has_options(src) and \
+        if ops.OPS[op].no_empty_fold and len(node.arg) <= 4 and not lx.has_options(src) and \
                 node.dtype.kind in "biuf":
             return self._seeded(node, src)
         arg = (op, axes, True) + node.arg[3:]
         # NOTE: min / max of ?T data without `initial` fold nothing to a missing value that
         # would poison the others: where a partition may fold nothing (every axis above
         # the first kept one folded), partials say whether they folded anything.
-        unseeded = op in ("min", "max") and (len(node.arg) <= 4 or node.arg[4] is None) \
+        unseeded = ops.OPS[op].no_empty_fold and (len(node.arg) <= 4 or node.arg[4] is None) \
             and lx.has_options(src) and (not kept or kept[0] >= 2)
         if outer_missing or deep or unseeded:
             return self._fold_rows(node, arg, kept[0] - 1 if kept else len(src.shape) - 1,
@@ -383,14 +383,7 @@ class _Planner:
         extreme; a count over the same axes then raises NumPy's ValueError where the
         whole data has nothing to fold."""
         op, axes, keep = node.arg[:3]
-        dt = node.dtype
-        if dt.kind == "b":
-            seed: Any = op == "min"
-        elif dt.kind == "f":
-            seed = float("inf") if op == "min" else float("-inf")
-        else:
-            info = np.iinfo(dt)
-            seed = int(info.max if op == "min" else info.min)
+        seed = ops.OPS[op].identity(node.dtype)  # (the most extreme value of the dtype)
         value = rewrite(lx.reduce(op, src, axis=axes, keepdims=keep, initial=seed).node,
                         self._visit)
         count = rewrite(lx.count(src, axis=axes, keepdims=keep).node, self._visit)

@@ -82,6 +82,12 @@ class Op:
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
+    def no_empty_fold(self) -> bool:
+        """Reductions with no value for nothing (min, max): NumPy raises on an empty axis,
+        and an empty row gives a missing value; their identity only starts a fold."""
+        return self.kind == "reduction" and self.empty is None and self.finish is None
+
+    @property
     def folds_to_identity(self) -> bool:
         """Reductions whose fold of nothing is their identity (sum, prod, any, all): every
         row has a value, an empty one too."""

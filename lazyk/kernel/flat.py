@@ -460,7 +460,7 @@ class BoundKernel:
         """A reduction over an empty iteration space: outputs hold the identity (NumPy's rule;
         min/max have none and raise). The kernel itself never runs on empty layouts."""
         op = self.compiled.spec.reduce
-        if op in ("min", "max"):
+        if ops.get(op).no_empty_fold:
             raise ValueError(f"zero-size array to reduction operation {op} which has no "
                              "identity")
         for o in self._keep[0]:

@@ -280,7 +280,7 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
 def _fill_identity(out: DeviceArray, step) -> None:
     """A reduction over an empty axis: the op's identity (NaN for mean), as NumPy gives."""
     op = step.spec.reduce
-    if op in ("min", "max"):
+    if ops.get(op).no_empty_fold:
         raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
     value = np.nan if step.mean else ops.get(op).identity(out.dtype)
     cuda.copy_to_device(out.ptr, np.full(out.shape, value, out.dtype))

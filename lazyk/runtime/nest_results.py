@@ -14,7 +14,7 @@ from lazyk.arrays.columns import columns
 from lazyk.arrays.memory import MemoryBlock, foreign
 from lazyk.codegen.levels import VAR
 from lazyk.errors import NotSupportedError
-from lazyk.frontend.ops import ARG_REDUCTIONS
+from lazyk.frontend.ops import ARG_REDUCTIONS, OPS
 from lazyk.runtime.ragged_rules import seed
 from lazyk.types import FixedDim, Option, VarDim
 
@@ -201,7 +201,7 @@ def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fal
             where = "array" if whole else f"row {int(np.argmin(valid))}"
             raise ValueError(f"attempt to get {op} of an empty sequence ({where})")
         return out, None
-    extremum = op in ("min", "max")
+    extremum = OPS[op].no_empty_fold
     seeded = extremum and len(reduce_arg) > 4
     if not (any_mask or extremum or (op == "mean" and out.dtype.kind in "iu")):
         return out, None  # a sum over plain values: every row has one (no pass over flags)

@@ -66,7 +66,7 @@ def all_total(out, flags, count: int, reduce_arg, mean: bool, anym: bool, skipna
     with np.errstate(all="ignore"):
         value = ops.get(op).combine_ufunc().reduce(out).astype(acc)
         valid = not bad if anym and not skipna else True
-        if op in ("min", "max") or (mean and (skipna or anym)):
+        if ops.get(op).no_empty_fold or (mean and (skipna or anym)):
             valid = valid and count > 0
         if mean:  # as NumPy: in float64, truncated back for an integer dtype
             value = (value / (max(count, 1) if acc.kind in "iu" else count)).astype(acc)

@@ -136,7 +136,7 @@ class RaggedBound:
         self._place(out, result_option)
         self._inputs_rows = _input_rows(fill)
         reduce_arg = fill.reduce_arg
-        seeded = reduce_arg is not None and reduce_arg[0] in ("min", "max") and \
+        seeded = reduce_arg is not None and ops.OPS[reduce_arg[0]].no_empty_fold and \
             len(reduce_arg) > 4
         self._direct = 0 if seeded or fill.npartial or self._pick is not None or \
             self._shared(out) else \
@@ -156,7 +156,8 @@ class RaggedBound:
         # values the kernel wrote need no rules applied: no missing values, and no
         # reduction that refuses empty rows (min, max, an integer mean)
         plain = not fill.option and not fill.qrows and (
-            reduce_arg is None or reduce_arg[0] not in ("min", "max", "mean") or
+            reduce_arg is None or not (ops.OPS[reduce_arg[0]].no_empty_fold or
+                                       ops.OPS[reduce_arg[0]].per_value) or
             (reduce_arg[0] == "mean" and fill.acc.kind not in "iu"))
         self._noop = plain and bool(self._direct)
 
