@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
+from lazyk.frontend.ops import ARG_REDUCTIONS
 
 KEEPS, MAKES, COUNTS = "keeps", "makes", "counts"
 
@@ -24,7 +25,7 @@ def has_row_work(root: Node) -> bool:
     (row operations, selections, gathers, tuples, arg-reductions): over Dask arrays such
     work runs on their chunks along axis 0 as partitions of rows."""
     return any(n.op in (ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP) or
-               n.op == REDUCE_OP and n.arg[0] in ("argmin", "argmax") for n in toposort(root))
+               n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS for n in toposort(root))
 
 
 def row_effect(node: Node, srcs: tuple) -> str:
@@ -42,7 +43,7 @@ def row_effect(node: Node, srcs: tuple) -> str:
         return KEEPS
     if node.op == REDUCE_OP:
         op = node.arg[0]
-        if op in ("argmin", "argmax") and 0 in node.arg[1]:
+        if op in ARG_REDUCTIONS and 0 in node.arg[1]:
             raise refusal(f"lazyk.{op} over axis 0",
                           "gives places in the whole collection, which a partition does "
                           "not know", f"lazyk.{op} within the rows, axis=1 or deeper")
