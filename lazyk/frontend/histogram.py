@@ -8,7 +8,9 @@ it (in the edges' dtype: float32 data and a range of Python floats give float32 
 `bins` given as edges, the index counts the edges at or below the value (the last bin
 closed). NaN and missing values (`?T`) land in no bin. The loop nest then adds each value
 to its bin (`codegen.levels.Bins`): each thread fills counters of its own, added up at the
-end, so no counter is shared and no atomic is needed.
+end, so no counter is shared and no atomic is needed. There, equal bins take a shorter
+route to the same bins (`Histogram.estimate`): the estimate alone where the value lies
+clearly inside a bin, the two corrections against the edges only for values near one.
 """
 from __future__ import annotations
 
