@@ -16,6 +16,7 @@ from lark import Token
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import ExprParseError, NotSupportedError, TypeParseError
 from lazyk.frontend import expr as lx
+from lazyk.frontend import ops
 from lazyk.lru import Memo
 
 MAX_DEPTH = 256  # deeper expressions are refused cleanly (Python itself stops near 200)
@@ -184,7 +185,7 @@ def _reduction(name: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
     constant keywords of lazyk's reductions: `keepdims`, `skipna`, `skipnan` (True / False)
     and, for min and max, `initial` (a number)."""
     allowed = ("axis", "keepdims", "skipna", "skipnan") + (
-        ("initial",) if name in ("min", "max") else ())
+        ("initial",) if ops.OPS[name].no_empty_fold else ())
     forms = f"{name}(x), {name}(x, axis) or {name}(x, " + \
         ", ".join(f"{k}=..." for k in allowed) + ")"
     if not args or len(args) > 2:

@@ -68,7 +68,7 @@ def option_flags(root: Node, env: dict) -> tuple[list, bool]:
                 option = False
             elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
                 option = any_in or "var" in node.srcs[0].shape
-            elif op == "mean" or (op in ("min", "max") and len(node.arg) <= 4):
+            elif op == "mean" or (ops.OPS[op].no_empty_fold and len(node.arg) <= 4):
                 option = any_in
             else:
                 option = any_in and not skipna

@@ -146,8 +146,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         result = lx.apply(UFUNCS[ufunc], *inputs)
     elif method == "reduce" and ufunc in UFUNC_REDUCTIONS and len(inputs) == 1:
         op = UFUNC_REDUCTIONS[ufunc]
-        keywords = ("axis", "keepdims", "dtype") + (("initial",) if op in ("min", "max")
-                                                   else ())
+        keywords = ("axis", "keepdims", "dtype") + (
+            ("initial",) if ops.OPS[op].no_empty_fold else ())
         _refuse_keywords(where, kwargs, keywords)
         kwargs.setdefault("axis", 0)  # a ufunc's reduce folds axis 0 unless told
         result = lx.reduce(op, inputs[0], **kwargs)

@@ -65,7 +65,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
     refuse_text(op, [e])
     if skipna and not has_options(e):
         skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
-    if initial is not None and op not in ("min", "max"):
+    if initial is not None and not ops.OPS[op].no_empty_fold:
         raise NotSupportedError(f"{op}: initial= is supported for min and max only")
     if skipnan and e.dtype.kind in "fc":
         return _skip_nan(op, e, axis, keepdims, skipna, dtype, initial)
@@ -154,10 +154,10 @@ def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: 
         # nothing present: missing, as the mean of nothing over ?T data is
         return where(apply("equal", count(e, axis, keepdims), 0),
                      reduce("mean", kept, dtype=dtype, **kw).astype(want), value)
-    if op not in ("min", "max") or e.dtype.kind == "c":
+    if not ops.OPS[op].no_empty_fold or e.dtype.kind == "c":
         raise NotSupportedError(f"{op} with skipnan=True of {e.dtype} data")
-    inf = float("inf") if op == "min" else float("-inf")
-    red = reduce(op, where(nan, inf, e), initial=initial, **kw)
+    red = reduce(op, where(nan, ops.OPS[op].identity(np.dtype(np.float64)), e),
+                 initial=initial, **kw)
     if initial is not None:
         return red
     # a slice of only NaN gives NaN (np.nanmin); `red + nan` keeps a missing result missing
@@ -248,7 +248,7 @@ def _make_reduction(op: str):
     fn.__name__ = fn.__qualname__ = op  # errors name sum(), not the factory
     fn.__doc__ = (f"Lazy `{op}` over `axis` (int, tuple, None, negative), `keepdims=`, "
                   "`skipna=` (leave missing values out), `skipnan=` (leave NaN out)" +
-                  (", `initial=`" if op in ("min", "max") else "") + ".")
+                  (", `initial=`" if ops.OPS[op].no_empty_fold else "") + ".")
     return fn
 
 
