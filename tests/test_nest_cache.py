@@ -88,3 +88,19 @@ def test_two_structures_with_the_same_code_compile_it_once(tmp_path) -> None:
                          env=env, check=True)
     optimized, kernels = json.loads(out.stdout.splitlines()[-1])
     assert 0 < optimized < kernels, (optimized, kernels)
+
+
+def test_the_entry_points_call_one_copy_of_the_nest() -> None:
+    # the part and steal entries call the nest function; a copy of its loops in each would
+    # be optimized and emitted again (compile time), so each entry stays a few lines
+    import lazyk
+
+    x = lazyk.from_offsets(np.array([0, 2, 3], np.int64), np.array([1.0, 2.0, 3.0]))
+    e = x * 2  # (a small nest: LLVM would inline it into every entry point)
+    assert lazyk.evaluate(e).to_list() == [[2.0, 4.0], [6.0]]
+    asm = e.explain().split("== assembly", 1)[1]
+    for entry in ("lazyk_nest_part", "lazyk_nest_steal"):
+        body = asm.split(f"\n{entry}:", 1)[1].split(f".size\t{entry},", 1)[0]
+        code = [ln for ln in body.splitlines() if ln.strip() and
+                not ln.lstrip().startswith((".", "#"))]
+        assert "lazyk_nest_single" in body and len(code) < 40, (entry, len(code))
