@@ -307,11 +307,11 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
             at = b.mul(word(5), b.load(table, align=8))
             self.bin_base = at
             nh = len(self.mode.weighted)
-            self.bin_n, self.bin_first, self.bin_edges = (
+            self.bin_n, self.bin_first, edges_at = (
                 [b.load(b.gep(table, [self.c(w + 3 * h)]), align=8) for h in range(nh)]
                 for w in (1, 2, 3))
             edges = b.bitcast(table, ir.DoubleType().as_pointer())
-            self.bin_edges = [b.gep(edges, [at]) for at in self.bin_edges]
+            self.bin_edges = [b.gep(edges, [at]) for at in edges_at]
         elif not self.mapping:
             self.acc = self._acc_alloca(b)
             if self.arg:  # positions: the best value's, the first folded, the first NaN

@@ -91,7 +91,7 @@ class Op:
     def folds_to_identity(self) -> bool:
         """Reductions whose fold of nothing is their identity (sum, prod, any, all): every
         row has a value, an empty one too."""
-        return self.empty is not None and not self.per_value
+        return self.kind == "reduction" and self.empty is not None and not self.per_value
 
     def combine_ufunc(self) -> Any:
         """The NumPy ufunc that folds two partial results of this reduction (np.add, ...):

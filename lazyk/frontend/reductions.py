@@ -156,8 +156,7 @@ def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: 
                      reduce("mean", kept, dtype=dtype, **kw).astype(want), value)
     if not ops.OPS[op].no_empty_fold or e.dtype.kind == "c":
         raise NotSupportedError(f"{op} with skipnan=True of {e.dtype} data")
-    red = reduce(op, where(nan, ops.OPS[op].identity(np.dtype(np.float64)), e),
-                 initial=initial, **kw)
+    red = reduce(op, where(nan, ops.OPS[op].identity(e.dtype), e), initial=initial, **kw)
     if initial is not None:
         return red
     # a slice of only NaN gives NaN (np.nanmin); `red + nan` keeps a missing result missing
