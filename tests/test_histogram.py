@@ -395,3 +395,9 @@ def test_values_next_to_every_edge_match_numpy():
             np.testing.assert_array_equal(h.to_numpy(), want,
                                           err_msg=f"{dt.__name__} {bins} {rng}")
     assert "counts by estimate" in h.explain()
+
+
+def test_a_range_that_is_not_a_pair_is_refused_by_name():
+    for bad in ((0, 1, 2), (1,), 5):
+        with pytest.raises(ValueError, match="give a pair"):
+            lazyk.histogram(lazyk.array(np.arange(3.0)), 2, bad)

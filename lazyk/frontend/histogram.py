@@ -508,6 +508,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         if bins < 1:
             raise ValueError("`bins` must be positive, when an integer")
         if range is not None:
+            if np.ndim(range) != 1 or len(range) != 2:
+                raise ValueError(f"range={range!r}: give a pair (min, max)")
             first, last = range
             if first > last:
                 raise ValueError("max must be larger than min in range parameter.")

@@ -83,8 +83,9 @@ class Op:
 
     @property
     def no_empty_fold(self) -> bool:
-        """Reductions with no value for nothing (min, max): NumPy raises on an empty axis,
-        and an empty row gives a missing value; their identity only starts a fold."""
+        """Reductions with no value for nothing (min, max): an empty axis or row raises, as
+        in NumPy, unless `initial=` is given; over data with missing values an empty row
+        gives a missing value. Their identity only starts a fold."""
         return self.kind == "reduction" and self.empty is None and self.finish is None
 
     @property
