@@ -207,6 +207,48 @@ def test_math_rows_fold_from_blocks():
                                        atol=rtol, equal_nan=True, err_msg=f"{op} {vals.dtype}")
 
 
+def test_counts_of_trues_fold_by_running_sums(monkeypatch):
+    """`sum(x > c, axis=-1)` over rows of a few elements on average folds by running sums
+    (a row's count: the sum at its end less that at its start); over longer rows by
+    windows. Both against NumPy, row by row: rows of every length 0-9 and a few around the
+    block's size (255-257, 600), int32 and int64 offsets, a view starting mid-content,
+    several threads' parts, dtype= int32 and uint8 counts, a 0-d threshold, a comparison of
+    two operands, and the code path each takes."""
+    rng = np.random.default_rng(14)
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 256)  # several parts of these rows
+    for lens in (rng.permutation(np.concatenate([np.tile(np.arange(10), 300),
+                                                 [255, 256, 257, 600]])),  # short (~5)
+                 rng.integers(0, 41, 2000)):  # longer (~20): windows
+        off = np.concatenate([[0], np.cumsum(lens)])
+        v = rng.uniform(-1, 1, int(off[-1])).astype(np.float32)
+        w = rng.uniform(-1, 1, int(off[-1]))
+        rows = list(zip(off[:-1], off[1:]))
+        for width in (np.int64, np.int32):
+            x = lazyk.from_offsets(off.astype(width), v)
+            y = lazyk.from_offsets(off.astype(width), w)
+            for e, t, flags, kw in (
+                    (x > 0.25, "int64", v > 0.25, {}),
+                    (x > lazyk.array(np.float32(-0.5)), "int64", v > -0.5, {}),
+                    (x < y, "int64", v < w, {}),
+                    (x > 0, "int32", v > 0, {"dtype": np.int32}),
+                    (x > 0, "uint8", v > 0, {"dtype": np.uint8})):
+                got = e.sum(axis=-1, **kw).eval()
+                assert str(got.type) == f"{len(rows)} * {t}", got.type
+                want = [int(flags[a:b].sum()) % (256 if t == "uint8" else 1 << 62)
+                        for a, b in rows]
+                assert got.to_list() == want, (lens.mean(), width, t)
+                for threads in (1, 2, 3):  # parts that start at any row
+                    with lazyk.threads(threads):
+                        assert e.sum(axis=-1, **kw).eval().to_list() == want
+            view = x[7:-3]  # rows of a view: the offsets start mid-content
+            assert (view > 0.25).sum(axis=-1).eval().to_list() == \
+                [int((v[a:b] > 0.25).sum()) for a, b in rows[7:-3]]
+    ir = (lazyk.from_offsets(off, v) > 0).sum(axis=-1).explain()
+    assert '%"short" = alloca i1' in ir and '%"run" = alloca' in ir
+    # a sum of plain numbers folds by windows only
+    assert '%"run" = alloca' not in lazyk.from_offsets(off, v).sum(axis=-1).explain()
+
+
 def test_math_rows_with_missing_values_fold_from_blocks():
     """`?float64` values under a math call: each value and whether it is present go into
     the block; skipna or not, every reduction against NumPy, row by row."""

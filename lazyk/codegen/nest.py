@@ -163,6 +163,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # x[mask]: the operands of the selected array and of the mask (`_sides_agree`)
         self.keep_sides = () if self.keep is None else (
             set(self.keep.array) or inputs_of(self.full, 0), inputs_of(self.full, self.keep.out))
+        self.staged_short = None  # level 1 rows short on average (`_short_rows`)
         self.gathered = {k for ks in kinds for k, lv in enumerate(ks)
                          if isinstance(lv, Gathered)}
         self.arg = self.red is not None and self.red.finish is not None

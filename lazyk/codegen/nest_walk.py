@@ -153,6 +153,9 @@ class NestWalk:
                 k + 1, addrs, path + [t], gone))
             return
 
+        if k == 0 and self.staged_short is None and self._staged(1) and self._prefixed(1):
+            self.staged_short = self._short_rows(bases, steps)
+
         def child(i):
             i = b.add(i, lo)
             at, away = self._gather(k, [b.gep(p, [b.mul(i, s)]) for p, s in zip(bases, steps)],
@@ -282,24 +285,36 @@ class NestWalk:
                 not self.nin or self.track or k in self.gathered or (keep and self.mapping) \
                 or self.arg:
             for_loop(b, n, general, name="e")
-        elif self._staged(k):
-            # rows of contiguous content, none stretched: folded from blocks of values
-            # computed ahead (`_staged_fold`)
-            with b.if_else(self._whole_rows(k, n, isz)) as (then, otherwise):
-                with then:
-                    self._staged_fold(bases, n, isz, k, contiguous)
-                with otherwise:
-                    hinted_loop(b, n, general, "e", NO_VECTOR)
-        elif self._windowed(k):
-            # rows of contiguous content, none stretched, with the leading windows' room in
-            # the content (all but the last few rows): the window fold, no branch per
-            # element. Its last window, [stop - WINDOW, stop), runs only for rows longer
-            # than the leading windows: inside the content too.
-            with b.if_else(self._whole_rows(k, n, isz, LEAD * WINDOW)) as (then, otherwise):
-                with then:
-                    self._window_fold(bases, n, isz, k)
-                with otherwise:
-                    hinted_loop(b, n, general, "e", NO_VECTOR)
+        elif self._staged(k) or self._windowed(k):
+            def staged():
+                # rows of contiguous content, none stretched: folded from blocks of values
+                # (or running sums) computed ahead (`_staged_fold`)
+                with b.if_else(self._whole_rows(k, n, isz)) as (then, otherwise):
+                    with then:
+                        self._staged_fold(bases, n, isz, k, contiguous)
+                    with otherwise:
+                        hinted_loop(b, n, general, "e", NO_VECTOR)
+
+            def windowed():
+                # rows of contiguous content, none stretched, with the leading windows'
+                # room in the content (all but the last few rows): the window fold, no
+                # branch per element. Its last window, [stop - WINDOW, stop), runs only for
+                # rows longer than the leading windows: inside the content too.
+                with b.if_else(self._whole_rows(k, n, isz, LEAD * WINDOW)) as (then, other):
+                    with then:
+                        self._window_fold(bases, n, isz, k)
+                    with other:
+                        hinted_loop(b, n, general, "e", NO_VECTOR)
+            if self._staged(k) and self.staged_short is not None:  # short rows or long
+                with b.if_else(self.staged_short) as (short, long):
+                    with short:
+                        staged()
+                    with long:
+                        windowed()
+            elif self._staged(k) and self._libm():
+                staged()
+            else:
+                windowed()
         else:
             # Every moving operand contiguous in this row: constant strides, so LLVM
             # vectorizes; other rows take the general strided loop.

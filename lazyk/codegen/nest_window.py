@@ -4,10 +4,11 @@ operand's content; and the loops with `llvm.loop` hints (`hinted_loop`) the nest
 loops take. `NestWindows` is a mixin of the generator (`codegen.nest._NestGen`)."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I64, lltype
-from lazyk.codegen.levels import VAR
+from lazyk.codegen.levels import FIXED, VAR
 from lazyk.codegen.llvm import for_loop
 from lazyk.frontend import ops
 
@@ -20,6 +21,9 @@ LEAD = 3
 # Elements whose values a row fold with math calls computes at once (`_staged_fold`): many
 # short rows' worth, in one vectorized loop, into a buffer on the stack that stays in L1.
 STAGE = 256
+# Rows of at most this many elements on average fold counts of trues by running sums
+# (`_prefixed`); longer ones by windows.
+SHORT = 6
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
@@ -62,13 +66,50 @@ class NestWindows:
         return self._foldable(k) and not self._libm()
 
     def _staged(self, k):
-        """Whether level k folds its rows from a block of values computed ahead
-        (`_staged_fold`): a body with math calls over operands that all move along the
-        rows (or hold one value for the whole call), none numbered; on the CPU."""
+        """Whether level k folds its rows from a block computed ahead (`_staged_fold`): a
+        body with math calls, or an integer sum (`_prefixed`), over operands that all move
+        along the rows (or hold one value for the whole call), none numbered; on the CPU."""
         return (self.target.name == "cpu" and  # (a GPU thread has no vector math)
-                self._foldable(k) and self._libm() and not self.position and
+                self._foldable(k) and (self._libm() or self._prefixed(k)) and
+                not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
                 all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
+
+    def _prefixed(self, k):
+        """Whether a staged block holds running sums instead of values: a count of trues
+        (an integer sum of bools: `sum(pt > 40, axis=1)`) with no value missing and none
+        kept at level k. A row's count is the running sum at its end less that at its
+        start (integer adds wrap exactly), with no loop over the row: a short row costs two
+        loads, where a window would widen each lane's comparison to the count's width.
+        Rows of more than SHORT elements on average fold faster by windows, and so does a
+        sum of plain numbers: the running sums are taken where this call's rows at level 1
+        (under a fixed level 0) are short (`short_rows`)."""
+        body = self.spec.body
+        out = body[self.spec.outputs[0][0]]
+        return (k == 1 and self.levels[0] is FIXED and self.red is not None and
+                self.red.combine == "add" and
+                self.out_dts[0].kind in "iu" and not any(self.masked) and
+                not (self.keep is not None and self.keep.level == k) and
+                out.op == "astype" and body[out.args[0]].dtype == np.dtype(bool))
+
+    def _short_rows(self, bases, steps):
+        """At level 0 (fixed) of a nest whose level 1 folds by running sums (`_prefixed`):
+        whether this call's rows there hold at most SHORT elements on average, from the
+        first row's start and the last one's stop of the first operand with rows. (Both
+        are read again, and checked, by the walk; a wrong pair only picks the slower fold.)"""
+        b, c = self.b, self.c
+        j = next(j for j in range(self.nin) if self.kinds[j][1].moves)
+        width, delta = self.kinds[j][1].width, self.f[j][1][0]
+        with b.goto_entry_block():
+            slot = b.alloca(I1, name="short")
+        b.store(ir.Constant(I1, 1), slot)
+        rows = b.sub(self.hi, self.lo)
+        with b.if_then(b.icmp_signed(">", rows, c(0))):
+            first = self.index(b.gep(bases[j], [b.mul(self.lo, steps[j])]), width)
+            last = b.gep(bases[j], [b.mul(b.sub(self.hi, c(1)), steps[j])])
+            stop = self.index(b.gep(last, [delta]), width)
+            b.store(b.icmp_signed("<=", b.sub(stop, first), b.mul(rows, c(SHORT))), slot)
+        return b.load(slot)
 
     def _constant(self, j):
         """Whether operand j is one value for the whole call (a 0-d leaf): it moves at no
@@ -97,6 +138,7 @@ class NestWindows:
                      b.icmp_signed("<=", b.add(d, n), b.load(have)))
         for j in moving[1:]:
             hit = b.and_(hit, b.icmp_signed("==", b.sub(starts[j], b.load(firsts[j])), d))
+        prefixed = self._prefixed(k)
         with b.if_else(b.icmp_signed(">", n, c(STAGE))) as (long, short):
             with long:  # longer than a block: computed and folded in place (vectorized)
                 for_loop(b, n, contiguous, name="el")
@@ -104,6 +146,12 @@ class NestWindows:
                 buf, kept, present = self._stage_block(bases, isz, k, starts, firsts, have,
                                                        hit)
                 at = b.select(hit, d, c(0))
+                if prefixed:  # the running sums at the row's end and start
+                    row = b.sub(b.load(b.gep(buf, [b.add(at, n)])), b.load(b.gep(buf, [at])))
+                    self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(
+                        b, self.acc), row))
+                    b.store(b.add(b.load(self.count), n), self.count)
+                    return
 
                 def value(e):
                     i = b.add(at, e)
@@ -121,6 +169,10 @@ class NestWindows:
         b, c = self.b, self.c
         keep = self.keep is not None and self.keep.level == k
         masked = [j for j in range(self.nin) if self.masked[j]]
+        prefixed = self._prefixed(k)
+        if prefixed:  # running sums: the block's slot t + 1 holds the sum of values 0..t
+            with b.goto_entry_block():
+                run = b.alloca(lltype(self.acc_dtype), name="run")
         with b.if_then(b.not_(hit)):
             m = c(STAGE)
             for j, start in starts.items():
@@ -141,13 +193,21 @@ class NestWindows:
                         slot.append(b.alloca(v.type, size=size, name="block"))
                         for name, used in (("kept", keep), ("present", masked)):
                             slot.append(b.alloca(I8, size=size, name=name) if used else None)
+                if prefixed:
+                    v = self._combine(self.em, b.load(run), v)
+                    b.store(v, run)
+                    t = b.add(t, c(1))
                 b.store(v, b.gep(slot[0], [t]))
                 if keep:
                     b.store(b.zext(self._keep_value(addr), I8), b.gep(slot[1], [t]))
                 if masked:
                     ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked])
                     b.store(b.zext(ok, I8), b.gep(slot[2], [t]))
+            if prefixed:
+                b.store(self.em.const(self.acc_dtype, 0), run)
             for_loop(b, m, compute, name="stage")
+            if prefixed:  # (slot 0: the sum of no values)
+                b.store(self.em.const(self.acc_dtype, 0), b.gep(slot[0], [c(0)]))
         return tuple(slot)
 
     def _window_fold(self, bases, n, isz, k, value=None):
