@@ -180,3 +180,15 @@ def test_compiled_where_over_strings_and_what_bind_refuses():
     k = lazyk.compile(lazyk.where(x > 0, r, "z") == "a")
     out = lazyk.array([[False, False], [], [False]], type="3 * var * bool")
     assert k.bind(out, a, b)().to_list() == [[True, False], [], [False]]
+
+
+def test_where_over_strings_under_a_dim_of_size_0():
+    """where() over strings whose rows hold no rows (`3 * 0 * var * string`): empty rows of
+    the result's type, compared with the reference."""
+    for t, d in (("3 * 0 * var * int64", [[], [], []]), ("2 * 0 * int64", [[], []])):
+        x = lazyk.array(d, type=t)
+        s = lazyk.array(d, type=_text_type(t, "string"))
+        got = lazyk.where(x > 0, s, s).eval()
+        want = R.where(R.elementwise("greater", R.array(d, t), 0), R.array(d, t), R.array(d, t))
+        assert str(got.type) == _text_type(str(want.type), "string")
+        assert got.to_list() == want.data

@@ -456,8 +456,8 @@ def _select(node: Node, env: dict, record: list | None = None) -> Array:
     top = isinstance(begins.type, FixedDim)
     tb = columns(begins if top else begins[None])
     ts = columns(sizes if top else sizes[None])
-    while ts[0] != "numpy":
-        ts = ts[-1]
+    while ts[0] != "numpy":  # (the child: a "regular" node may hold its count after it)
+        ts = ts[2]
 
     def build(x, n: int):
         """The string Array of tree node `x` of n rows (elements)."""
