@@ -171,3 +171,35 @@ def test_a_missing_row_against_a_fixed_dim_pairs_with_any_row():
     # where() still pairs the fixed row with the other operands' rows under it
     with pytest.raises(lazyk.ShapeError):
         lazyk.where(a > 1, b, a).eval()
+
+
+def test_parts_over_missing_rows_are_planned_from_the_types(monkeypatch):
+    """Which parts run first (a missing row hides the rows it is combined with) is decided
+    from the operands' types, before any nest runs: no nest raises ShapeError on the way
+    to an answer, and `(xq + y) * 2`, which pairs nothing more, stays one nest."""
+    from lazyk.runtime import nest_steps
+    runs, raised = [], []
+    one = nest_steps._evaluate_nest
+
+    def counted(expr):
+        runs.append(expr)
+        try:
+            return one(expr)
+        except lazyk.ShapeError:
+            raised.append(expr)
+            raise
+    monkeypatch.setattr(nest_steps, "_evaluate_nest", counted)
+    xq = lazyk.array([[1.0, 2.0], None], type="2 * ?var * float64")
+    y = lazyk.array([[1.0, 2.0], []], type="2 * var * float64")
+    z = lazyk.array([[1.0, 2.0], [3.0, 4.0]], type="2 * var * float64")
+    a = L("2 * ?2 * float64", [None, [1.0, 2.0]])
+    b = L("2 * var * float64", [[], [1.0, 1.0]])
+    for e, want in ((xq + y) + z, [[3.0, 6.0], None]), ((a + b), [None, [2.0, 3.0]]), \
+            (lazyk.sum(a + b, axis=1), [None, 5.0]):
+        assert e.eval().to_list() == want
+    assert runs and not raised
+    runs.clear()
+    assert ((xq + y) * 2).eval().to_list() == [[4.0, 8.0], None]
+    assert len(runs) == 1 and not raised
+    with pytest.raises(lazyk.ShapeError):  # rows that do not line up: the user's
+        (xq + (y + z)).eval()

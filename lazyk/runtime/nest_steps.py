@@ -18,7 +18,7 @@ from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import columns
 from lazyk.arrays.trees import offsets_of, ranges, take
 from lazyk.codegen.levels import FIXED, VAR
-from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite
 from lazyk.frontend.leaves import is_ragged, leaf_data
@@ -41,18 +41,16 @@ from lazyk.types import FixedDim
 def evaluate_nest(expr):
     """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
     part, then the reduction of its result); NotSupportedError naming the types and the
-    operation for what the nest does not take."""
+    operation for what the nest does not take. Where one nest would pair rows that the
+    reference never pairs (a missing row hides the rows it is combined with), the parts
+    are computed first, decided from the operands' types (`_parts_first`,
+    `_fixed_last`): a ShapeError is always rows that do not line up."""
     first = _parts_first(expr, where_only=True)
+    first = _fixed_last(expr) if first is None else first
+    first = _parts_first(expr, where_only=False) if first is None else first
     if first is not None:
         return evaluate_nest(first)
-    try:
-        return _evaluate_nest(expr)
-    except ShapeError:
-        first = _fixed_last(expr)
-        first = _parts_first(expr, where_only=False) if first is None else first
-        if first is None:
-            raise
-        return evaluate_nest(first)
+    return _evaluate_nest(expr)
 
 
 def scan_nest(expr, combine: str):
@@ -116,7 +114,9 @@ def _parts_first(expr, where_only: bool):
     so a row missing there is missing whatever the length of the other operands' rows,
     which one nest would still pair. `where_only`: the operands of where() (one nest
     would pair the rows of a branch it does not take, or give an empty row where the
-    reference's row is missing); else every part (after one nest raised ShapeError)."""
+    reference's row is missing); else every part that meets another operand with dims
+    (`(xq + y) + z`: y's row would pair with z's where xq's row is missing; `(xq + y) * 2`
+    pairs nothing more: one nest)."""
     qvar = {n for n, v in expr.env.items()
             if is_ragged(leaf_data(v)) and leaf_data(v).array.type.missing_var_rows}
     if not qvar:
@@ -133,7 +133,8 @@ def _parts_first(expr, where_only: bool):
             return node
         new = list(node.srcs)
         for i, src in enumerate(new):
-            if combines(src):
+            meets = where_only or any(s.ndim for j, s in enumerate(new) if j != i)
+            if combines(src) and meets:
                 value = evaluate_nest(Expr(src, env))
                 if value.type.missing_fixed_rows:
                     continue  # `?n` rows: no leaf the nest reads (the one nest pairs them)
