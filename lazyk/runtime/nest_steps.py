@@ -21,7 +21,7 @@ from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite
-from lazyk.frontend.leaves import is_ragged, leaf_data
+from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.reductions import reduce
@@ -119,8 +119,8 @@ def _parts_first(expr, where_only: bool):
     pairs nothing more: one nest)."""
     qvar = {n for n, v in expr.env.items()
             if is_ragged(leaf_data(v)) and leaf_data(v).array.type.missing_var_rows}
-    if not qvar:
-        return None
+    if not qvar or (not where_only and any(isinstance(v, PickLeaf) for v in expr.env.values())):
+        return None  # (the tuples of combinations / cartesian: walked in one nest)
     env, done = dict(expr.env), []
 
     def combines(node):
