@@ -86,10 +86,13 @@ class Strided:
 class Rows:
     """Var rows read from the arrmeta: start / stop indices of `width` bytes; `stepping`:
     rows of a stepping view (stride != index stride), checked on their first and last
-    elements."""
+    elements; `shares`: the operand (an earlier one) whose rows these are, read from the
+    same index memory over content of the same length (the fields of one collection):
+    its start and stop, read and checked once (-1: read its own)."""
 
     width: int
     stepping: bool = False
+    shares: int = -1
     moves = True
     rows = True
     missing = False
@@ -100,7 +103,8 @@ class Rows:
 
     def __str__(self) -> str:
         return "var rows" + (" of a stepping view" if self.stepping else "") + \
-            f", int{8 * self.width} indices"
+            f", int{8 * self.width} indices" + \
+            (f", those of input {self.shares}" if self.shares >= 0 else "")
 
     # -- code (`gen` is the nest generator: its builder, dummy bytes and checks)
     def read(self, gen, j: int, m: int, p, f, path, gone=None, own: bool = True):

@@ -27,6 +27,7 @@ class NestWalk:
         fixed = k in self.fixed_q
         self.row_gone = ir.Constant(I1, 0)  # a `?var` row at a fixed level k is missing
         self.row_ends = {}  # each var operand's start and stop (`_window_fold`)
+        plain = set()  # operands whose row here is read as it is (no missing row above)
         for j in range(self.nin):
             level, f = self.kinds[j][k], self.f[j][k]
             taken = isinstance(level, Gathered)  # read at positions (`_gather`), not paired
@@ -47,10 +48,17 @@ class NestWalk:
 
                 def at(q, was=was):  # a gone operand's row is not there: read zeros
                     return q if was is None else b.select(was, self.dummy, q)
-                start = self.index(at(ptrs[j]), level.width)
-                stop = self.index(at(b.gep(ptrs[j], [delta])), level.width)
+                i = getattr(getattr(level, "inner", level), "shares", -1)
+                if i in plain and was is None:  # operand i's row: read and checked there
+                    start, stop = self.row_ends[i]
+                    ok = ir.Constant(I1, 1)
+                else:
+                    start = self.index(at(ptrs[j]), level.width)
+                    stop = self.index(at(b.gep(ptrs[j], [delta])), level.width)
+                    ok = level.inside(self, f, start, stop)
                 self.row_ends[j] = (start, stop)
-                ok = level.inside(self, f, start, stop)
+                if was is None and not level.missing:
+                    plain.add(j)
                 rgone = None
                 if level.missing:  # a missing row: indices unused, pairs with any row
                     rgone = level.missing_here(self, ptrs[j], f, None, at)

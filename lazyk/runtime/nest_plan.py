@@ -10,6 +10,7 @@ same arrays reads only their rows. Nothing here runs a kernel."""
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 
 import numpy as np
 
@@ -267,12 +268,40 @@ def _nest_plan(ops_, taken):
         kinds.append(tuple(operand_level(o.dims[k - lead] if k >= lead else None, levels[k],
                                          t[1] if t is not None and t[0] == k else None)
                            for k in range(nlev)))
-    return tuple(levels), sizes, kinds
+    return tuple(levels), sizes, _shared_rows(ops_, kinds, taken, nlev)
+
+
+def _shared_rows(ops_, kinds: list, taken, nlev: int) -> list:
+    """`kinds` with each operand's plain var rows marked as those of the first operand
+    that reads the same rows (`Rows.shares`): the same address, the same levels and dims
+    above (so the same index memory), the same index width, stop offset and content
+    length. The fields of one collection (`jets.pt`, `jets.eta`, ...) then read and check
+    a row once, not once per field. Decided from each call's own operands (the kinds are
+    part of the compiled structure: other arrays plan again)."""
+    first: dict = {}
+    for j, (o, kind, t) in enumerate(zip(ops_, kinds, taken)):
+        lead = nlev - len(o.dims)
+        for k in range(max(lead, 1), nlev):
+            level = kind[k]
+            pick = isinstance(level, Pick)
+            rows = level.inner if pick else level
+            if type(rows) is not Rows or rows.stepping or (t is not None and t[0] <= k):
+                continue
+            dim = o.dims[k - lead].inner if pick else o.dims[k - lead]
+            where = (k, lead, o.ptr, kind[:k], tuple(o.dims[:k - lead]), dim.width, dim.stop_delta,
+                     dim.length)
+            i = first.setdefault(where, j)
+            if i != j:
+                rows = replace(rows, shares=i)
+                kind = kind[:k] + (replace(level, inner=rows) if pick else rows,) + \
+                    kind[k + 1:]
+        kinds[j] = kind
+    return kinds
 
 
 def _plain_rows(level) -> bool:
     """Var rows of plain indices: neither a stepping view's nor `?var`."""
-    return level == Rows(level.width) if isinstance(level, Rows) else False
+    return type(level) is Rows and not level.stepping
 
 
 def _weighing_rows(level) -> bool:
