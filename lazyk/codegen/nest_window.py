@@ -83,7 +83,7 @@ class NestWindows:
         loads, where a window would widen each lane's comparison to the count's width.
         Rows of more than SHORT elements on average fold faster by windows, and so does a
         sum of plain numbers: the running sums are taken where this call's rows at level 1
-        (under a fixed level 0) are short (`short_rows`)."""
+        (under a fixed level 0) are short (`_short_rows`)."""
         body = self.spec.body
         out = body[self.spec.outputs[0][0]]
         return (k == 1 and self.levels[0] is FIXED and self.red is not None and
