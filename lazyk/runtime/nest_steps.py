@@ -77,6 +77,8 @@ def _fixed_last(expr):
     reduction or where() (x - 0 is x: only the pairing moves), or None when there is
     nothing to move: the reference pairs a `?n` operand's missing row with any row,
     while in one nest the fixed row would still pair with the rows under it."""
+    if not any(getattr(leaf_data(v), "dtype", None) == np.bool_ for v in expr.env.values()):
+        return None  # (no bool row: no `?n` operand; every evaluation asks, no graph walk)
     env, moved = dict(expr.env), []
 
     def fixed(node):
