@@ -69,12 +69,12 @@ def test_a_collection_shares_its_rows_work():
                                     "c": lazyk.from_offsets(off, c)}),
                     "met": np.arange(500.0)}, depth_limit=1)
     calls = []
-    real = nest_select.offsets_of
+    real = nest_select.RowCopy
 
-    def counted(lens):
-        calls.append(len(lens))
-        return real(lens)
-    nest_select.offsets_of = counted
+    def counted(offsets, positions=None):
+        calls.append(len(positions))
+        return real(offsets, positions)
+    nest_select.RowCopy = counted
     try:
         sel = ev[lazyk.num(ev.j) >= 3]
         s = sel.j.a * sel.j.b + sel.j.c
@@ -85,7 +85,7 @@ def test_a_collection_shares_its_rows_work():
         got1, got2 = lazyk.evaluate(h1, h2)
         assert len(calls) == 1  # (each counts its rows where the mask is true)
     finally:
-        nest_select.offsets_of = real
+        nest_select.RowCopy = real
     keep = lens >= 3
     rows = [(a[off[i]:off[i + 1]] * b[off[i]:off[i + 1]] + c[off[i]:off[i + 1]])
             for i in range(500) if keep[i]]

@@ -37,12 +37,12 @@ from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import (
     ROWS_MEMO,
     memory_key,
-    offsets_of,
     rows_at,
     rows_memo_dict,
     spans,
     take,
 )
+from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -466,42 +466,37 @@ def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
 
 def _take_rows(tree: tuple, keep: np.ndarray, pos: np.ndarray, done: dict) -> tuple:
     """The rows of `tree` where `keep` (their positions: `pos`): a list column of numbers
-    keeps the items of its kept rows (`_kept_items`: found once for all the columns over
+    copies the items of its kept rows (`_kept_rows`: planned once for all the columns over
     one offsets array, a collection's fields, and each column taken once in an
     evaluation); a column of numbers keeps its kept values (NumPy take); other trees
     `trees.take`."""
     if tree[0] == "numpy" and tree[1].ndim == 1:
         return tree if len(pos) == len(keep) else ("numpy", tree[1].take(pos))
-    if tree[0] != "list" or tree[2][0] != "numpy" or tree[2][1].ndim != 1:
+    if tree[0] != "list" or tree[2][0] != "numpy" or tree[2][1].ndim != 1 or \
+            not copies(tree[2][1].dtype):
         return take(tree, pos)
     off, values = tree[1], tree[2][1]
-    new_off, items, taken = _kept_items(off, keep, done)
-    if items is None:  # (every row kept: the column itself)
+    plan, taken = _kept_rows(off, keep, pos, done)
+    if plan is None:  # (every row kept: the column itself)
         return tree
     key = memory_key(values)
     if key not in taken:  # (values held: their memory stays theirs)
-        taken[key] = (values, values[int(off[0]):int(off[-1])].take(items))
-    return ("list", new_off, ("numpy", taken[key][1]))
+        taken[key] = (values, plan.fill([values], values.dtype))
+    return ("list", plan.offsets, ("numpy", taken[key][1]))
 
 
-def _kept_items(off: np.ndarray, keep: np.ndarray, done: dict) -> tuple:
-    """(offsets of the kept rows, the positions among the items off[0]..off[-1] of those
-    they hold or None when every row is kept, {columns taken}) of rows `off` and kept rows
-    `keep` (bool): `np.repeat` of the rows' flags over their lengths, then its trues. Once
-    per offsets array and mask in an evaluation (`rows_memo`): offsets matched by their
-    memory (`trees.memory_key`), masks by identity, then by value (each step computes
-    its mask)."""
+def _kept_rows(off: np.ndarray, keep: np.ndarray, pos: np.ndarray, done: dict) -> tuple:
+    """(the copy of the kept rows, a `RowCopy`, or None when every row is kept, {columns
+    taken}) of rows `off` and kept rows `keep` (bool; their positions `pos`). Once per
+    offsets array and mask in an evaluation (`rows_memo`): offsets matched by their memory
+    (`trees.memory_key`), masks by identity, then by value (each step computes its mask)."""
     memo = rows_memo_dict()
-    memo = (done if memo is None else memo).setdefault("kept items", {})
+    memo = (done if memo is None else memo).setdefault("kept rows", {})
     seen = memo.setdefault(memory_key(off), [])
     for held_off, held_keep, got in seen:  # (held_off: its memory stays this array's)
         if held_keep is keep or np.array_equal(held_keep, keep):
             return got
-    if bool(keep.all()):
-        got = (off, None, {})
-    else:
-        lens = np.diff(off)  # (the items' positions: `take` per column is ~3x a compress)
-        got = (offsets_of(lens[keep]), np.flatnonzero(np.repeat(keep, lens)), {})
+    got = (None if len(pos) == len(keep) else RowCopy([off], pos), {})
     seen.append((off, keep, got))
     return got
 

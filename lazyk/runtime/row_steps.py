@@ -21,7 +21,7 @@ from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import ranges
+from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -390,34 +390,25 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
 
 
 def _joined_rows(trees: list, dtype: np.dtype) -> tuple | None:
-    """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each
-    operand's items scattered to their places in the joined rows, places found once per
-    evaluation (`rows_memo`) for every column over the same offsets (the fields of one
-    collection). None for other columns (`restructure.concatenate` joins them)."""
-    if dtype.kind not in "biufc" or len(trees) < 2 or \
-            any(t[0] != "list" or t[2][0] != "numpy" for t in trees) or \
+    """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each row
+    the operands' rows one after the other, copied natively (`RowCopy`), the rows planned
+    once per evaluation (`rows_memo`) for every column over the same offsets (the fields
+    of one collection). None for other columns (`restructure.concatenate` joins them)."""
+    if dtype.kind not in "biufc" or not copies(dtype) or len(trees) < 2 or \
+            any(t[0] != "list" or t[2][0] != "numpy" or t[2][1].ndim != 1 for t in trees) or \
             len({len(t[1]) for t in trees}) > 1:
         return None
-    offs = [np.asarray(t[1], np.int64) for t in trees]
+    offs = [t[1] for t in trees]
     memo = rows_memo_dict()
-    places = memo.setdefault("joined rows", []) if memo is not None else []
-    for seen, got in places:
+    plans = memo.setdefault("joined rows", []) if memo is not None else []
+    for seen, plan in plans:
         if all(a is b or np.array_equal(a, b) for a, b in zip(seen, offs)):
-            out_off, dests = got
             break
     else:
-        lens = [np.diff(o) for o in offs]
-        out_off = np.zeros(len(offs[0]), np.int64)
-        np.cumsum(sum(lens), out=out_off[1:])
-        first, dests = out_off[:-1].copy(), []
-        for ln in lens:  # operand j's items follow those of operands before it in each row
-            dests.append(ranges(first, ln))
-            first += ln
-        places.append((offs, (out_off, dests)))
-    out = np.empty(int(out_off[-1]), dtype)
-    for t, o, dest in zip(trees, offs, dests):
-        out[dest] = t[2][1][o[0]:o[-1]]
-    return ("list", out_off, ("numpy", out))
+        plan = RowCopy(offs)
+        plans.append((offs, plan))
+    values = [t[2][1] if t[2][1].dtype == dtype else t[2][1].astype(dtype) for t in trees]
+    return ("list", plan.offsets, ("numpy", plan.fill(values, dtype)))
 
 
 def built(tree: tuple) -> Array:

@@ -1,0 +1,225 @@
+"""Native row copies: the items of whole rows of list columns moved into new rows, split over
+the thread pool. Selections of rows (`events[mask]`) and concatenations along an axis
+(`lazyk.concatenate(..., axis=1)`) of columns of numbers build their results with it: a
+NumPy version needs an item index per item (`np.repeat` over the row lengths), about 4x the
+time of copying the rows.
+
+`RowCopy(offsets, positions).fill(values, dtype)`: output row r holds, one source after the
+other, the items of row `positions[r]` (r itself without positions) of each source.
+Compiled once per process from IR text (through the disk cache)."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from lazyk.backend.cpu import JITModule
+from lazyk.backend.threads import nparts_for, parallel_for
+
+# Rows per part at least: a part is a few microseconds of copying before the pool pays.
+MIN_ROWS = 1 << 14
+
+# The argument record (int64 words): 0 rows, 1 parts, 2 out, 3 out offsets, 4 positions (0:
+# none), 5 sources, then per source: 6 + 4j its values (item 0), its stride in bytes, its
+# offsets (int64, absolute), its number of values.
+_IR = r"""
+define void @lazyk_copy_rows_W(ptr noalias %a, i64 %part) {
+entry:
+  %nrows = load i64, ptr %a
+  %pp = getelementptr i64, ptr %a, i64 1
+  %nparts = load i64, ptr %pp
+  %lo0 = mul i64 %nrows, %part
+  %lo = udiv i64 %lo0, %nparts
+  %part1 = add i64 %part, 1
+  %hi0 = mul i64 %nrows, %part1
+  %hi = udiv i64 %hi0, %nparts
+  %op = getelementptr i64, ptr %a, i64 2
+  %out = load ptr, ptr %op
+  %oop = getelementptr i64, ptr %a, i64 3
+  %outoff = load ptr, ptr %oop
+  %posp = getelementptr i64, ptr %a, i64 4
+  %pos = load ptr, ptr %posp
+  %hasp = icmp ne ptr %pos, null
+  %nsp = getelementptr i64, ptr %a, i64 5
+  %nsrc = load i64, ptr %nsp
+  %lp = getelementptr i64, ptr %outoff, i64 %hi
+  %limit = load i64, ptr %lp
+  br label %rows
+rows:
+  %r = phi i64 [%lo, %entry], [%r1, %nextrow]
+  %rdone = icmp uge i64 %r, %hi
+  br i1 %rdone, label %exit, label %row
+row:
+  br i1 %hasp, label %gather, label %same
+gather:
+  %pr = getelementptr i64, ptr %pos, i64 %r
+  %pg = load i64, ptr %pr
+  br label %start
+same:
+  br label %start
+start:
+  %p = phi i64 [%pg, %gather], [%r, %same]
+  %dp = getelementptr i64, ptr %outoff, i64 %r
+  %d0 = load i64, ptr %dp
+  br label %srcs
+srcs:
+  %j = phi i64 [0, %start], [%j1, %items_done]
+  %d = phi i64 [%d0, %start], [%dnext, %items_done]
+  %jdone = icmp eq i64 %j, %nsrc
+  br i1 %jdone, label %nextrow, label %src
+src:
+  %w0 = mul i64 %j, 4
+  %wb = add i64 %w0, 6
+  %bp = getelementptr i64, ptr %a, i64 %wb
+  %base = load ptr, ptr %bp
+  %sp = getelementptr i64, ptr %bp, i64 1
+  %stride = load i64, ptr %sp
+  %fp = getelementptr i64, ptr %bp, i64 2
+  %off = load ptr, ptr %fp
+  %np = getelementptr i64, ptr %bp, i64 3
+  %count = load i64, ptr %np
+  %sbp = getelementptr i64, ptr %off, i64 %p
+  %s = load i64, ptr %sbp
+  %sep = getelementptr i64, ptr %sbp, i64 1
+  %e = load i64, ptr %sep
+  %len = sub i64 %e, %s
+  %dnext = add i64 %d, %len
+  CHUNKS
+items:
+  %i = phi i64 [%s, %src], FROM_VEC[%i1, %item]
+  %dd = phi i64 [%d, %src], FROM_VEC_D[%dd1, %item]
+  %idone = icmp sge i64 %i, %e
+  br i1 %idone, label %items_done, label %item
+item:
+  %ib = mul i64 %i, %stride
+  %vp = getelementptr i8, ptr %base, i64 %ib
+  %v = load iBITS, ptr %vp, align 1
+  %tp = getelementptr iBITS, ptr %out, i64 %dd
+  store iBITS %v, ptr %tp, align 1
+  %i1 = add i64 %i, 1
+  %dd1 = add i64 %dd, 1
+  br label %items, !llvm.loop !BYTES0
+items_done:
+  %j1 = add i64 %j, 1
+  br label %srcs
+nextrow:
+  %r1 = add i64 %r, 1
+  br label %rows
+exit:
+  ret void
+}
+!BYTES0 = distinct !{!BYTES0, !BYTES1, !BYTES2}
+!BYTES1 = !{!"llvm.loop.vectorize.enable", i1 false}
+!BYTES2 = !{!"llvm.loop.unroll.disable"}
+"""
+# Items of 4 and 8 bytes in contiguous values move LANES at a time by whole-vector loads and
+# stores: a row of up to LANES items takes no branch on its length, where an item loop
+# mispredicted at nearly every row of 0-5 items (16 ns a row against 5). A store may run past
+# its row's items: the rows after it in the part (written later, by this thread) cover those
+# places, so a vector is stored only where it ends within the part's output (`%limit`) and
+# loaded only where it ends within the source's values; other rows take the item loop.
+# (AVX2 masked stores would need no such care, but cost ~10x a plain store on AMD's cores.)
+_CHUNKS = """%dense = icmp eq i64 %stride, BYTES
+  br i1 %dense, label %vec, label %items
+vec:
+  %c = phi i64 [0, %src], [%c1, %vec_body]
+  %si = add i64 %s, %c
+  %di = add i64 %d, %c
+  %se = add i64 %si, LANES
+  %de = add i64 %di, LANES
+  %in_src = icmp sle i64 %se, %count
+  %in_out = icmp sle i64 %de, %limit
+  %fits = and i1 %in_src, %in_out
+  br i1 %fits, label %vec_body, label %items
+vec_body:
+  %spc = getelementptr iBITS, ptr %base, i64 %si
+  %dpc = getelementptr iBITS, ptr %out, i64 %di
+  %vc = load <LANES x iBITS>, ptr %spc, align 1
+  store <LANES x iBITS> %vc, ptr %dpc, align 1
+  %c1 = add i64 %c, LANES
+  %more = icmp slt i64 %c1, %len
+  br i1 %more, label %vec, label %items_done"""
+_LANES = {4: 8, 8: 4}  # (32 bytes: one AVX2 register)
+
+
+def _ir(width: int) -> str:
+    """The copy function for items of `width` bytes."""
+    lanes = _LANES.get(width)
+    text = _IR.replace("_W(", f"_{width}(")  # (the item loop: a few items, left plain)
+    if lanes is None:
+        text = text.replace("CHUNKS", "br label %items").replace("FROM_VEC_D", "")
+        text = text.replace("FROM_VEC", "")
+    else:
+        text = text.replace("CHUNKS", _CHUNKS).replace("FROM_VEC_D", "[%di, %vec], ")
+        text = text.replace("FROM_VEC", "[%si, %vec], ")
+    return (text.replace("LANES", str(lanes)).replace("BYTES", str(width))
+            .replace("BITS", str(8 * width)))
+_WIDTHS = (1, 2, 4, 8, 16)
+_native: dict = {}
+_held: list = []
+_lock = threading.Lock()
+
+
+def _function(width: int) -> int:
+    """The native copy function for items of `width` bytes, compiled at first use."""
+    with _lock:
+        if width not in _native:
+            jit = JITModule(_ir(width), (f"lazyk_copy_rows_{width}",))
+            _held.append(jit)  # (kept: the machine code lives as long as the module)
+            _native[width] = jit.addresses[f"lazyk_copy_rows_{width}"]
+        return _native[width]
+
+
+def copies(dtype: np.dtype) -> bool:
+    """Whether `RowCopy` copies items of `dtype` (1, 2, 4, 8 or 16 bytes, no objects)."""
+    return dtype.itemsize in _WIDTHS and not dtype.hasobject
+
+
+class RowCopy:
+    """New rows made of whole rows of list columns: output row r holds, source after
+    source, the items of row `positions[r]` (row r without positions) of each source's
+    offsets. Built once for a set of offsets (the rows are checked here: lengths not
+    negative, positions within the rows); `fill` then copies the items of columns over
+    those offsets, on the thread pool.
+
+    `offsets`: the output's offsets (int64, from 0)."""
+
+    def __init__(self, offsets: list, positions: np.ndarray | None = None):
+        self.sources = [np.ascontiguousarray(off, np.int64) for off in offsets]
+        self.positions = None if positions is None else \
+            np.ascontiguousarray(positions, np.int64)
+        lens = [np.diff(off) for off in self.sources]
+        if any(len(n) and n.min() < 0 for n in lens):
+            raise ValueError("RowCopy: offsets that decrease")
+        if self.positions is not None:
+            if len(self.positions) and (self.positions.min() < 0 or
+                                        self.positions.max() >= len(lens[0])):
+                raise IndexError("RowCopy: a position outside the rows")
+            lens = [n[self.positions] for n in lens]
+        if len({len(n) for n in lens}) > 1:
+            raise ValueError("RowCopy: sources with different numbers of rows")
+        self.offsets = np.zeros(len(lens[0]) + 1, np.int64)
+        np.cumsum(sum(lens[1:], lens[0]), out=self.offsets[1:])
+
+    def fill(self, values: list, dtype: np.dtype) -> np.ndarray:
+        """A new `dtype` array of the rows' items, one values array (1-d, `dtype`'s size,
+        any stride) per source; each source's offsets must lie within its values."""
+        dtype = np.dtype(dtype)
+        out = np.empty(int(self.offsets[-1]), dtype)
+        nrows = len(self.offsets) - 1
+        words = [nrows, 0, out.ctypes.data, self.offsets.ctypes.data,
+                 0 if self.positions is None else self.positions.ctypes.data,
+                 len(values)]
+        for v, off in zip(values, self.sources, strict=True):
+            if v.ndim != 1 or v.dtype.itemsize != dtype.itemsize or \
+                    (len(off) and (off[0] < 0 or off[-1] > len(v))):
+                raise ValueError(f"RowCopy: values {v.dtype} {v.shape} for rows up to "
+                                 f"{off[-1] if len(off) else 0} of {dtype}")
+            words += [v.ctypes.data, v.strides[0], off.ctypes.data, len(v)]
+        if nrows and len(out):
+            nparts = nparts_for(nrows, MIN_ROWS)
+            words[1] = nparts
+            arg = (ctypes.c_int64 * len(words))(*words)
+            parallel_for(_function(dtype.itemsize), ctypes.addressof(arg), nparts)
+        return out

@@ -1,0 +1,103 @@
+"""Native copies of whole list rows (`lazyk.backend.rowcopy`): the rows of row selections
+and of concatenations along axis 1, against NumPy, on every item size, strided values,
+rows longer than a vector, rows that end at their values' end, and many thread parts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lazyk.backend import rowcopy
+from lazyk.backend.rowcopy import RowCopy
+
+
+def _expected(sources, positions, dtype):
+    rows = range(len(sources[0][1]) - 1) if positions is None else positions
+    return np.array([x for r in rows for v, off in sources for x in v[off[r]:off[r + 1]]],
+                    dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 11), min_size=0, max_size=60), st.integers(0, 5),
+       st.sampled_from(["i1", "i2", "f4", "f8", "c16"]), st.booleans(), st.integers(1, 4),
+       st.booleans())
+def test_rows_as_numpy_copies_them(lens, pad, dtype, strided, min_rows, select):
+    rng = np.random.default_rng(len(lens))
+    sources = []
+    for k in range(2):
+        ln = np.array(lens if k == 0 else lens[::-1], np.int64)
+        off = np.r_[pad, pad + np.cumsum(ln)]
+        n = int(off[-1])  # (rows end at the values' end: no vector may read past them)
+        base = (rng.random(2 * n if strided else n) * 100).astype(dtype)
+        sources.append((base[::2] if strided else base, off))
+    positions = np.flatnonzero(rng.random(len(lens)) < 0.5) if select else None
+    old = rowcopy.MIN_ROWS
+    rowcopy.MIN_ROWS = min_rows  # (many thread parts, each ending between rows)
+    try:
+        plan = RowCopy([off for _, off in sources], positions)
+        got = plan.fill([v for v, _ in sources], np.dtype(dtype))
+    finally:
+        rowcopy.MIN_ROWS = old
+    want = _expected(sources, positions, dtype)
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    n = len(lens) if positions is None else len(positions)
+    assert plan.offsets[0] == 0 and len(plan.offsets) == n + 1 and plan.offsets[-1] == len(want)
+
+
+def test_many_rows_over_threads():
+    """1e5 rows of 0-9 items, two sources, kept rows: as NumPy's repeat and take."""
+    rng = np.random.default_rng(3)
+    la, lb = rng.integers(0, 10, 100_000), rng.poisson(1.0, 100_000)
+    oa, ob = np.r_[0, np.cumsum(la)], np.r_[0, np.cumsum(lb)]
+    a, b = rng.random(oa[-1]).astype(np.float32), rng.random(ob[-1]).astype(np.float32)
+    keep = rng.random(100_000) < 0.4
+    got = RowCopy([oa], np.flatnonzero(keep)).fill([a], np.float32)
+    np.testing.assert_array_equal(got, a[np.repeat(keep, la)])
+    joined = RowCopy([oa, ob])
+    got = joined.fill([a, b], np.float32)
+    place = np.r_[0, np.cumsum(la + lb)]
+    first = np.repeat(place[:-1] - oa[:-1], la) + np.arange(oa[-1])
+    np.testing.assert_array_equal(got[first], a)
+    assert len(got) == oa[-1] + ob[-1]
+
+
+def test_bad_rows_are_refused_before_copying():
+    off = np.array([0, 2, 5])
+    with pytest.raises(ValueError, match="decrease"):
+        RowCopy([np.array([0, 3, 2])])
+    with pytest.raises(IndexError, match="position"):
+        RowCopy([off], np.array([0, 2]))
+    with pytest.raises(ValueError, match="numbers of rows"):
+        RowCopy([off, np.array([0, 1])])
+    with pytest.raises(ValueError, match="rows up to 5"):
+        RowCopy([off]).fill([np.zeros(4)], np.float64)
+    with pytest.raises(ValueError):
+        RowCopy([off]).fill([np.zeros(5, np.float32)], np.float64)
+
+
+def test_no_read_past_the_values():
+    """Values that end just before an unreadable page: every row read stays within them
+    (a whole-vector load past the last item would fault here)."""
+    import ctypes
+    import mmap
+    page = mmap.PAGESIZE
+    block = mmap.mmap(-1, 2 * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(block))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(base + page, page, 0) == 0  # PROT_NONE
+    try:
+        for dtype in ("f4", "f8", "i2"):
+            n = page // np.dtype(dtype).itemsize
+            values = np.frombuffer(block, dtype, count=n)  # (its last item ends the page)
+            values[:] = np.arange(n)
+            lens = np.array([0, 1, 2, 3] * (n // 8) + [n - 6 * (n // 8) - 3, 3])
+            off = np.r_[0, np.cumsum(lens)]
+            got = RowCopy([off], np.arange(len(lens))[::-1].copy()).fill([values], dtype)
+            want = np.concatenate([values[off[r]:off[r + 1]] for r in range(len(lens))[::-1]])
+            np.testing.assert_array_equal(got, want)
+            del values
+    finally:
+        libc.mprotect(base + page, page, 3)
