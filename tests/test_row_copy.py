@@ -101,3 +101,23 @@ def test_no_read_past_the_values():
             del values
     finally:
         libc.mprotect(base + page, page, 3)
+
+
+def test_tuple_slots_refuses_arrays_that_do_not_match():
+    from lazyk.arrays.array import masked_empty
+    from lazyk.backend.rowcopy import tuple_slots
+    first, listed = np.array([0, 0, 0, 1]), np.array([[0, 1]])
+    got, into, present = masked_empty((2, 2), np.int64)
+    off = np.array([0, 2, 4])
+    assert tuple_slots(off, np.array([0, -1]), None, first, listed, into, present)
+    assert got.to_list() == [[0, 1], [0, 1]]
+    assert not tuple_slots(off, np.array([0, 1]), None, first, listed, into, present)
+    assert tuple_slots(off, np.array([0, 1]), np.array([True, False]), first, listed,
+                       into, present)
+    assert got.to_list() == [[0, 1], [None, None]]
+    assert not tuple_slots(np.array([0, 2, 5]), np.array([0, 0]), None, first, listed,
+                           into, present)  # (a row longer than the table: refused)
+    with pytest.raises(ValueError):
+        tuple_slots(off, np.array([0]), None, first, listed, into, present)
+    with pytest.raises(ValueError):
+        tuple_slots(off, np.array([0, 0]), None, first[:-1], listed, into, present)

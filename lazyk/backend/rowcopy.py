@@ -1,12 +1,14 @@
-"""Native row copies: the items of whole rows of list columns moved into new rows, split over
-the thread pool. Selections of rows (`events[mask]`) and concatenations along an axis
+"""Native row work, split over the thread pool: the items of whole rows of list columns moved
+into new rows, and the slots of picked tuples. Selections of rows (`events[mask]`) and concatenations along an axis
 (`lazyk.concatenate(..., axis=1)`) of columns of numbers build their results with it: a
 NumPy version needs an item index per item (`np.repeat` over the row lengths), about 4x the
 time of copying the rows.
 
 `RowCopy(offsets, positions).fill(values, dtype)`: output row r holds, one source after the
 other, the items of row `positions[r]` (r itself without positions) of each source.
-Compiled once per process from IR text (through the disk cache)."""
+`tuple_slots`: tuple numbers within rows (an argmin over combinations) to the item
+positions of each tuple slot. Compiled once per process from IR text (through the disk
+cache)."""
 from __future__ import annotations
 
 import ctypes
@@ -223,3 +225,153 @@ class RowCopy:
             arg = (ctypes.c_int64 * len(words))(*words)
             parallel_for(_function(dtype.itemsize), ctypes.addressof(arg), nparts)
         return out
+
+
+# Tuple numbers to their slots' item positions: row r's tuple p[r] (of a row of l items:
+# tuple first[l] + p[r] of the listed tuples of every length up to nmax) gives
+# into[r, s] = listed[first[l] + p[r], s] and the present byte of (r, s). Words: 0 rows,
+# 1 parts, 2 offsets, 3 p, 4 valid bytes (0: all present), 5 first, 6 listed (at least one
+# tuple), 7 slots, 8 into, 9 present bytes (every 8th byte), 10 nmax, 11 + part: how many
+# present positions of the part lay outside their rows' tuples (their slots are 0).
+_SLOTS_IR = r"""
+define void @lazyk_tuple_slots(ptr noalias %a, i64 %part) {
+entry:
+  %nrows = load i64, ptr %a
+  %w1 = getelementptr i64, ptr %a, i64 1
+  %nparts = load i64, ptr %w1
+  %lo0 = mul i64 %nrows, %part
+  %lo = udiv i64 %lo0, %nparts
+  %part1 = add i64 %part, 1
+  %hi0 = mul i64 %nrows, %part1
+  %hi = udiv i64 %hi0, %nparts
+  %w2 = getelementptr i64, ptr %a, i64 2
+  %off = load ptr, ptr %w2
+  %w3 = getelementptr i64, ptr %a, i64 3
+  %pos = load ptr, ptr %w3
+  %w4 = getelementptr i64, ptr %a, i64 4
+  %valid = load ptr, ptr %w4
+  %hasv = icmp ne ptr %valid, null
+  %w5 = getelementptr i64, ptr %a, i64 5
+  %first = load ptr, ptr %w5
+  %w6 = getelementptr i64, ptr %a, i64 6
+  %listed = load ptr, ptr %w6
+  %w7 = getelementptr i64, ptr %a, i64 7
+  %slots = load i64, ptr %w7
+  %w8 = getelementptr i64, ptr %a, i64 8
+  %into = load ptr, ptr %w8
+  %w9 = getelementptr i64, ptr %a, i64 9
+  %present = load ptr, ptr %w9
+  %w10 = getelementptr i64, ptr %a, i64 10
+  %nmax = load i64, ptr %w10
+  br label %rows
+rows:
+  %r = phi i64 [%lo, %entry], [%r1, %next]
+  %bad = phi i64 [0, %entry], [%bad1, %next]
+  %rdone = icmp uge i64 %r, %hi
+  br i1 %rdone, label %exit, label %row
+row:
+  %op0 = getelementptr i64, ptr %off, i64 %r
+  %o0 = load i64, ptr %op0
+  %op1 = getelementptr i64, ptr %op0, i64 1
+  %o1 = load i64, ptr %op1
+  %l = sub i64 %o1, %o0
+  %lok = icmp ule i64 %l, %nmax
+  %lc = select i1 %lok, i64 %l, i64 0
+  %fp0 = getelementptr i64, ptr %first, i64 %lc
+  %f0 = load i64, ptr %fp0
+  %fp1 = getelementptr i64, ptr %fp0, i64 1
+  %f1 = load i64, ptr %fp1
+  %c = sub i64 %f1, %f0
+  %vp = getelementptr i8, ptr %valid, i64 %r
+  %vsafe = select i1 %hasv, ptr %vp, ptr %w1
+  %vb = load i8, ptr %vsafe
+  %vb1 = icmp ne i8 %vb, 0
+  %v = select i1 %hasv, i1 %vb1, i1 true
+  %pp = getelementptr i64, ptr %pos, i64 %r
+  %q0 = load i64, ptr %pp
+  %neg = icmp slt i64 %q0, 0
+  %qn = add i64 %q0, %c
+  %q = select i1 %neg, i64 %qn, i64 %q0
+  %qlo = icmp sge i64 %q, 0
+  %qhi = icmp slt i64 %q, %c
+  %qin = and i1 %qlo, %qhi
+  %inr = and i1 %qin, %lok
+  %use = and i1 %v, %inr
+  %notin = xor i1 %inr, true
+  %isbad = and i1 %v, %notin
+  %badn = zext i1 %isbad to i64
+  %bad1 = add i64 %bad, %badn
+  %at0 = add i64 %f0, %q
+  %at = select i1 %use, i64 %at0, i64 0
+  %atS = mul i64 %at, %slots
+  %rS = mul i64 %r, %slots
+  %pbyte = zext i1 %v to i8
+  br label %slot
+slot:
+  %s = phi i64 [0, %row], [%s1, %slot]
+  %li = add i64 %atS, %s
+  %lp = getelementptr i64, ptr %listed, i64 %li
+  %val = load i64, ptr %lp
+  %out = select i1 %use, i64 %val, i64 0
+  %idx = add i64 %rS, %s
+  %ip = getelementptr i64, ptr %into, i64 %idx
+  store i64 %out, ptr %ip
+  %pi = mul i64 %idx, 8
+  %ppb = getelementptr i8, ptr %present, i64 %pi
+  store i8 %pbyte, ptr %ppb
+  %s1 = add i64 %s, 1
+  %sdone = icmp eq i64 %s1, %slots
+  br i1 %sdone, label %next, label %slot
+next:
+  %r1 = add i64 %r, 1
+  br label %rows
+exit:
+  %bi = add i64 %part, 11
+  %bp = getelementptr i64, ptr %a, i64 %bi
+  store i64 %bad, ptr %bp
+  ret void
+}
+"""
+
+
+def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None,
+                first: np.ndarray, listed: np.ndarray, into: np.ndarray,
+                present: np.ndarray) -> bool:
+    """Write the slots' item positions of the tuples `positions` names into `into` (`N *
+    slots` int64, contiguous) and their present bytes into `present` (its `masked_empty`
+    view): row r's tuple positions[r] (negative: from the end) of its row of `off`, tuple
+    `first[l] + positions[r]` of `listed` (every tuple of rows of up to nmax items, one per
+    row of `listed`, `first`: nmax + 2 starts) for a row of l items. Missing where `valid`
+    is false. False (nothing else meant) where a present position lies outside its row's
+    tuples."""
+    off = np.ascontiguousarray(off, np.int64)
+    positions = np.ascontiguousarray(positions, np.int64)
+    nrows, slots = into.shape
+    nmax = len(first) - 2
+    if len(off) != nrows + 1 or len(positions) != nrows or not into.flags.c_contiguous or \
+            into.dtype != np.int64 or listed.shape[1:] != (slots,) or \
+            present.shape != into.shape or present.strides != into.strides or \
+            (valid is not None and len(valid) != nrows) or nmax < 0 or slots < 1 or \
+            first[0] != 0 or first[-1] != len(listed):
+        raise ValueError("tuple_slots: arrays that do not match")
+    if not len(listed):  # (rows of fewer items than slots: no tuple; one row to read)
+        listed = np.zeros((1, slots), np.int64)
+    listed = np.ascontiguousarray(listed, np.int64)
+    first = np.ascontiguousarray(first, np.int64)
+    if valid is not None:
+        valid = np.ascontiguousarray(valid, bool)
+    if nrows == 0:
+        return True
+    nparts = nparts_for(nrows, MIN_ROWS)
+    words = [nrows, nparts, off.ctypes.data, positions.ctypes.data,
+             0 if valid is None else valid.ctypes.data, first.ctypes.data,
+             listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,
+             nmax] + [0] * nparts
+    arg = (ctypes.c_int64 * len(words))(*words)
+    with _lock:
+        if "slots" not in _native:
+            jit = JITModule(_SLOTS_IR, ("lazyk_tuple_slots",))
+            _held.append(jit)
+            _native["slots"] = jit.addresses["lazyk_tuple_slots"]
+    parallel_for(_native["slots"], ctypes.addressof(arg), nparts)
+    return not any(arg[11:11 + nparts])
