@@ -139,3 +139,12 @@ def test_fixed_strings_and_bytes_under_an_outermost_var_dim_or_a_zero_dim():
     _check(lazyk.array(None, type="?var * fixed_bytes[2]") == b"ab", None, ["?var"], "bool")
     z = lazyk.array([[], []], type="2 * 0 * var * fixed_string[3]")
     _check(z == "abc", [[], []], ["2", "0", "var"], "bool")
+
+
+def test_fixed_bytes_under_a_fixed_1_below_missing_rows():
+    """`2 * ?var * 1 * fixed_bytes[4]` compared with bytes: the fixed 1 keeps its rows."""
+    x = lazyk.array([[[b"\x00\x00\x00\x00"]], None], type="2 * ?var * 1 * fixed_bytes[4]")
+    got = (x == b"").eval()
+    assert str(got.type) == "2 * ?var * 1 * bool"
+    assert got.to_list() == [[[False]], None]
+    assert (x == b"\x00\x00\x00\x00").eval().to_list() == [[[True]], None]

@@ -36,7 +36,8 @@ def fixed_text_rows(a: Array) -> Array:
     n of them); the rows' indices are used in place where they are offsets. An array with
     a fixed dim of size 0 holds no element: it is rebuilt from its (empty) rows."""
     def rebuild(col: tuple) -> Array:
-        kind, child = col[0], col[-1]
+        kind = col[0]
+        child = col[2] if kind in ("list", "regular", "option") else None
         if kind == "numpy":
             if col[1].dtype.kind in "USV":
                 return rebuild(fixed_text(col[1]))

@@ -13,10 +13,17 @@ lowered into the nest's own iteration space, so the work around them fuses into 
   not move along level K (its rows there are the selection's: `x[m] + y` with y of the
   selected lengths computes `x[m]` first).
 - `x[mask]` with a mask of one dim selects rows: the mask is computed (one pass over its
-  N values) and its kept rows become positions (`np.flatnonzero`), a gather at level 0.
+  N values) and its kept rows become positions (`np.flatnonzero`), a gather at level 0;
+  the list columns of numbers it reads are copied row by row natively once
+  (`backend.rowcopy.RowCopy`: a collection's fields share one plan).
 - `x[positions]` acting at level K becomes x's leaves renamed (`Gathered` operands, never
   paired with the result's rows at K) and the positions (a spec output, int64) taken at
   level K; the positions' rows are the result's there.
+- `f(fields of combinations)[positions]` with one tuple number per row (Awkward's
+  `f(pairs)[ak.argmin(g(pairs), axis=1, keepdims=True)]`) gathers each field's items at
+  the picked tuple's slots instead (`_picked_tuples`: the tuple numbers become item
+  positions natively, `backend.rowcopy.tuple_slots`), so f runs on one tuple per row,
+  never on every tuple.
 - A missing mask element or position above x's last dim makes the row below it missing
   (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
 
