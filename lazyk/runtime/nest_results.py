@@ -225,21 +225,44 @@ def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fal
     return values, valid
 
 
-def nest_result(values, mask, dims, offsets, xs, validity=None):
+def _in_place(packed: tuple, mask: np.ndarray, shape: tuple) -> Array:
+    """`masked_empty`'s one-dim `n * ?T` array (values written) with `mask` as its present
+    bytes, viewed as `shape` (C order, n elements)."""
+    arr, values, present = packed
+    present[...] = mask.reshape(present.shape)
+    values.reshape(shape)  # (the same elements: else ValueError, as a copy would raise)
+    if shape == values.shape:
+        return arr
+    t, meta, step = arr.type.elem, [], values.itemsize
+    for n in reversed(shape):
+        t = FixedDim(n, t)
+        meta[:0] = [n, step]
+        step *= n
+    return Array.from_parts(t, tuple(meta) + (arr.meta[-1],), arr.ptr, arr.owner)
+
+
+def nest_result(values, mask, dims, offsets, xs, validity=None, packed=None):
     """The lazyk Array of a nest's result: fixed dims, var dims over their offsets (`?var`
-    where `validity` has the level's present rows)."""
+    where `validity` has the level's present rows). `packed`: `masked_empty`'s (array,
+    values, present bytes) whose values are `values` (written in place): the mask goes
+    into its present bytes, no copy of the values."""
     var_at = [k for k, d in enumerate(dims) if d is VAR]
     if not var_at:
         shape = tuple(int(d) for d in dims)
+        if packed is not None and mask is not None:
+            return _in_place(packed, mask, shape)
         values = np.asarray(values, order="C").reshape(shape)
         return array(values) if mask is None else \
             masked(values, mask.reshape(shape))
     d = var_at[-1]
     tail = tuple(int(n) for n in dims[d + 1:])
     shape = (xs[d] if d < len(xs) else len(values),) + tail
-    values = values.reshape(shape)
-    cur = array(np.ascontiguousarray(values)) if mask is None else \
-        masked(values, mask.reshape(shape))
+    if packed is not None and mask is not None:
+        cur = _in_place(packed, mask, shape)
+    else:
+        values = values.reshape(shape)
+        cur = array(np.ascontiguousarray(values)) if mask is None else \
+            masked(values, mask.reshape(shape))
     for k in range(d, -1, -1):
         if dims[k] is VAR:
             outer = None if k != var_at[0] else tuple(int(n) for n in dims[:k])

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lazyk.arrays.array import masked_empty
 from lazyk.arrays.buffers import offsets_array
 from lazyk.backend.outputs import empty as fresh
 from lazyk.codegen.levels import (
@@ -335,8 +336,14 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         parts = nest_parts(levels, sizes, offsets, rvar, sel, sel_kinds, mode, res, n0)
         prep.kernel(Check(), where_masks and (any(maskd) or wq)).run(
             w, step.consts, parts, (keep, offsets), labels)
-    out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     option = any(maskd)
+    packed = None
+    if reduce_arg is None and not parts_only and prep.value_option and option and \
+            acc == root.dtype:  # `?T` values: written in place in the result's layout
+        packed = masked_empty((nvals,), acc)
+        out = packed[1]
+    else:
+        out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     flags = np.empty(nvals, np.uint8) if option or not isinstance(mode, Map) else None
     if isinstance(mode, Reduce) and not (option or qlev) and (
             OPS[reduce_arg[0]].folds_to_identity or
@@ -364,7 +371,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if reduce_arg is None:
         mask = flags.view(bool) if prep.value_option else None
         got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
-                                     offsets, xs_end, validity), present)
+                                     offsets, xs_end, validity, packed), present)
         return offsets_array(flat[1], got, check=None) if flat else got
     values, mask = nest_reduced(out, flags, reduce_arg, option or bool(qlev) or
                                 prep.optional, skipna)
