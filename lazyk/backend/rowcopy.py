@@ -12,12 +12,12 @@ cache)."""
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.threads import nparts_for, parallel_for
+from lazyk.lru import lock
 
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
@@ -160,7 +160,7 @@ def _ir(width: int) -> str:
 _WIDTHS = (1, 2, 4, 8, 16)
 _native: dict = {}
 _held: list = []
-_lock = threading.Lock()
+_lock = lock()  # (fresh in a forked child)
 
 
 def _function(width: int) -> int:

@@ -275,7 +275,8 @@ def _picked_tuples(node: Node, env: dict, done: dict) -> Node | None:
     if not picks or any(t[0] != "list" or t[2][0] != "numpy" for t in trees):
         return None
     off = trees[0][1]
-    if any(not (t[1] is off or np.array_equal(t[1], off)) for t in trees[1:]):
+    same = memory_key(off)  # (a collection's fields: one offsets array)
+    if any(not (memory_key(t[1]) == same or np.array_equal(t[1], off)) for t in trees[1:]):
         return None
     pos = _computed(pos, env, done)
     data = leaf_data(env[pos.arg])
