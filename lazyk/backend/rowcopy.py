@@ -22,20 +22,23 @@ from lazyk.lru import lock
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
 
+# Rows lo..hi of part `%part` of `nparts` (words 0 and 1 of the argument record: rows, parts).
+_PART_ROWS = """  %nrows = load i64, ptr %a
+  %w1 = getelementptr i64, ptr %a, i64 1
+  %nparts = load i64, ptr %w1
+  %lo0 = mul i64 %nrows, %part
+  %lo = udiv i64 %lo0, %nparts
+  %part1 = add i64 %part, 1
+  %hi0 = mul i64 %nrows, %part1
+  %hi = udiv i64 %hi0, %nparts"""
+
 # The argument record (int64 words): 0 rows, 1 parts, 2 out, 3 out offsets, 4 positions (0:
 # none), 5 sources, then per source: 6 + 4j its values (item 0), its stride in bytes, its
 # offsets (int64, absolute), its number of values.
 _IR = r"""
 define void @lazyk_copy_rows_W(ptr noalias %a, i64 %part) {
 entry:
-  %nrows = load i64, ptr %a
-  %pp = getelementptr i64, ptr %a, i64 1
-  %nparts = load i64, ptr %pp
-  %lo0 = mul i64 %nrows, %part
-  %lo = udiv i64 %lo0, %nparts
-  %part1 = add i64 %part, 1
-  %hi0 = mul i64 %nrows, %part1
-  %hi = udiv i64 %hi0, %nparts
+PART_ROWS
   %op = getelementptr i64, ptr %a, i64 2
   %out = load ptr, ptr %op
   %oop = getelementptr i64, ptr %a, i64 3
@@ -148,7 +151,7 @@ _LANES = {4: 8, 8: 4}  # (32 bytes: one AVX2 register)
 def _ir(width: int) -> str:
     """The copy function for items of `width` bytes."""
     lanes = _LANES.get(width)
-    text = _IR.replace("_W(", f"_{width}(")  # (the item loop: a few items, left plain)
+    text = _IR.replace("PART_ROWS", _PART_ROWS).replace("_W(", f"_{width}(")  # (the item loop: a few items, left plain)
     if lanes is None:
         text = text.replace("CHUNKS", "br label %items").replace("FROM_VEC_D", "")
         text = text.replace("FROM_VEC", "")
@@ -236,14 +239,7 @@ class RowCopy:
 _SLOTS_IR = r"""
 define void @lazyk_tuple_slots(ptr noalias %a, i64 %part) {
 entry:
-  %nrows = load i64, ptr %a
-  %w1 = getelementptr i64, ptr %a, i64 1
-  %nparts = load i64, ptr %w1
-  %lo0 = mul i64 %nrows, %part
-  %lo = udiv i64 %lo0, %nparts
-  %part1 = add i64 %part, 1
-  %hi0 = mul i64 %nrows, %part1
-  %hi = udiv i64 %hi0, %nparts
+PART_ROWS
   %w2 = getelementptr i64, ptr %a, i64 2
   %off = load ptr, ptr %w2
   %w3 = getelementptr i64, ptr %a, i64 3
@@ -370,7 +366,7 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
     arg = (ctypes.c_int64 * len(words))(*words)
     with _lock:
         if "slots" not in _native:
-            jit = JITModule(_SLOTS_IR, ("lazyk_tuple_slots",))
+            jit = JITModule(_SLOTS_IR.replace("PART_ROWS", _PART_ROWS), ("lazyk_tuple_slots",))
             _held.append(jit)
             _native["slots"] = jit.addresses["lazyk_tuple_slots"]
     parallel_for(_native["slots"], ctypes.addressof(arg), nparts)
