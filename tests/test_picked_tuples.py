@@ -29,13 +29,13 @@ def _tuples(n, m, replacement):
 def _picked(monkeypatch):
     """A list that grows by one each time positions become slot positions."""
     calls = []
-    real = nest_select._slot_positions
+    real = nest_select.slot_positions
 
     def counted(*args):
         got = real(*args)
         calls.append(got is not None)
         return got
-    monkeypatch.setattr(nest_select, "_slot_positions", counted)
+    monkeypatch.setattr(nest_select, "slot_positions", counted)
     return calls
 
 

@@ -12,6 +12,7 @@ cache)."""
 from __future__ import annotations
 
 import ctypes
+from typing import Callable
 
 import numpy as np
 
@@ -161,19 +162,18 @@ def _ir(width: int) -> str:
     return (text.replace("LANES", str(lanes)).replace("BYTES", str(width))
             .replace("BITS", str(8 * width)))
 _WIDTHS = (1, 2, 4, 8, 16)
-_native: dict = {}
-_held: list = []
+_native: dict = {}  # function name -> (its module, its address)
 _lock = lock()  # (fresh in a forked child)
 
 
-def _function(width: int) -> int:
-    """The native copy function for items of `width` bytes, compiled at first use."""
+def _function(name: str, ir: Callable[[], str]) -> int:
+    """The address of native function `name`, compiled from `ir()` at first use; its
+    module is kept for the life of the process."""
     with _lock:
-        if width not in _native:
-            jit = JITModule(_ir(width), (f"lazyk_copy_rows_{width}",))
-            _held.append(jit)  # (kept: the machine code lives as long as the module)
-            _native[width] = jit.addresses[f"lazyk_copy_rows_{width}"]
-        return _native[width]
+        if name not in _native:
+            jit = JITModule(ir(), (name,))
+            _native[name] = (jit, jit.addresses[name])
+        return _native[name][1]
 
 
 def copies(dtype: np.dtype) -> bool:
@@ -226,7 +226,8 @@ class RowCopy:
             nparts = nparts_for(nrows, MIN_ROWS)
             words[1] = nparts
             arg = (ctypes.c_int64 * len(words))(*words)
-            parallel_for(_function(dtype.itemsize), ctypes.addressof(arg), nparts)
+            parallel_for(_function(f"lazyk_copy_rows_{dtype.itemsize}",
+                                      lambda: _ir(dtype.itemsize)), ctypes.addressof(arg), nparts)
         return out
 
 
@@ -364,10 +365,6 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
              listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,
              nmax] + [0] * nparts
     arg = (ctypes.c_int64 * len(words))(*words)
-    with _lock:
-        if "slots" not in _native:
-            jit = JITModule(_SLOTS_IR.replace("PART_ROWS", _PART_ROWS), ("lazyk_tuple_slots",))
-            _held.append(jit)
-            _native["slots"] = jit.addresses["lazyk_tuple_slots"]
-    parallel_for(_native["slots"], ctypes.addressof(arg), nparts)
+    fn = _function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", _PART_ROWS))
+    parallel_for(fn, ctypes.addressof(arg), nparts)
     return not any(arg[11:11 + nparts])

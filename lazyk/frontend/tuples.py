@@ -10,6 +10,7 @@ themselves stores them, as records of Awkward's structure (`N * var * (T, T)`,
 """
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from dataclasses import dataclass
@@ -47,6 +48,16 @@ class Combos:
         """How many tuples rows of lengths `lens` (one per slot) hold."""
         top = lens[0] + self.n - 1 if self.replacement else lens[0]
         return math.comb(max(top, 0), self.n)
+
+    def listed(self, longest: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first, table): the tuples of rows of 0..`longest` items, in this order, one per
+        row of `table` (int64, `n` slots); a row of m items holds tuples first[m] up to
+        first[m + 1]."""
+        make = itertools.combinations_with_replacement if self.replacement else \
+            itertools.combinations
+        rows = [np.array(list(make(range(m), self.n)), np.int64).reshape(-1, self.n)
+                for m in range(longest + 1)]
+        return np.cumsum([0] + [len(r) for r in rows]), np.concatenate(rows)
 
     def __str__(self) -> str:
         return f"combinations of {self.n}" + (" with replacement" if self.replacement else "")

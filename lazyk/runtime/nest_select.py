@@ -21,8 +21,8 @@ lowered into the nest's own iteration space, so the work around them fuses into 
   level K; the positions' rows are the result's there.
 - `f(fields of combinations)[positions]` with one tuple number per row (Awkward's
   `f(pairs)[ak.argmin(g(pairs), axis=1, keepdims=True)]`) gathers each field's items at
-  the picked tuple's slots instead (`_picked_tuples`: the tuple numbers become item
-  positions natively, `backend.rowcopy.tuple_slots`), so f runs on one tuple per row,
+  the picked tuple's slots instead (`lazyk.runtime.tuple_picks`: the tuple numbers become
+  item positions natively), so f runs on one tuple per row,
   never on every tuple.
 - A missing mask element or position above x's last dim makes the row below it missing
   (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
@@ -39,7 +39,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from lazyk.arrays.array import Array, array, masked, masked_empty
+from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import (
     ROWS_MEMO,
@@ -49,7 +49,7 @@ from lazyk.arrays.trees import (
     spans,
     take,
 )
-from lazyk.backend.rowcopy import RowCopy, copies, tuple_slots
+from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -62,15 +62,14 @@ from lazyk.frontend.graph import (
     toposort,
 )
 from lazyk.frontend.indexing import index_by
-from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
+from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
-from lazyk.frontend.tuples import Combos
-from lazyk.lru import LRU
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_results import tree_array
 from lazyk.runtime.nest_run import Picks, nest_run
+from lazyk.runtime.tuple_picks import picked_fields, slot_positions
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
@@ -246,46 +245,21 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
 
 def _picked_tuples(node: Node, env: dict, done: dict) -> Node | None:
     """`f(tuple fields)[positions]` as f of each field's items gathered at the picked
-    tuples' slots: the positions (tuple numbers in each row: an argmin over the tuples with
-    `keepdims=True`) become each slot's item positions (`_slot_positions`), so only the
-    picked tuples are computed, never every tuple (the trijet of mass closest to 172.5:
-    its pt, not every trijet's). None for other forms: fields of one `combinations` of
-    `N * var * T` arrays over one offsets array (`PickLeaf`s), gathered at the tuples'
-    level, beside values that do not move along it."""
-    x, pos = node.srcs
-    if node.arg != 1 or x.ndim != 2:
+    tuples' slots (`lazyk.runtime.tuple_picks`): only the picked tuples are computed, never
+    every tuple (the trijet of mass closest to 172.5: its pt, not every trijet's). None
+    for other forms."""
+    found = picked_fields(node.srcs[0], env) if node.arg == 1 else None
+    if found is None:
         return None
-    picks, tuples = {}, None
-    for n in toposort(x):
-        if n.op != "input":
-            continue
-        entry = env[n.arg]
-        if type(entry) is not PickLeaf:
-            if n.ndim == 2 and n.shape[1] != 1:
-                return None  # (it moves along the tuples' level)
-            continue
-        if len(entry.picks) != 1 or entry.position or entry.witness or entry.cut is not None \
-                or entry.pad or n.ndim != 2 or entry.picks[0][0] != 1 or \
-                type(entry.picks[0][1]) is not Combos or \
-                tuples not in (None, entry.picks[0][1]):
-            return None
-        tuples = entry.picks[0][1]
-        picks[n] = entry
-    trees = [columns(e.array) for e in picks.values()]
-    if not picks or any(t[0] != "list" or t[2][0] != "numpy" for t in trees):
-        return None
-    off = trees[0][1]
-    same = memory_key(off)  # (a collection's fields: one offsets array)
-    if any(not (memory_key(t[1]) == same or np.array_equal(t[1], off)) for t in trees[1:]):
-        return None
-    pos = _computed(pos, env, done)
+    picks, tuples, off = found
+    pos = _computed(node.srcs[1], env, done)
     data = leaf_data(env[pos.arg])
     held = data.array if is_ragged(data) else data
     memo = rows_memo_dict()  # (the histograms of one evaluation pick the same tuples)
     memo = (done if memo is None else memo).setdefault("tuple slots", {})
     key = (id(held), memory_key(off), tuples)
     if key not in memo:  # (the arrays held: their ids stay theirs)
-        memo[key] = (held, off, _slot_positions(_array(held), off, tuples))
+        memo[key] = (held, off, slot_positions(_array(held), off, tuples))
     slots = memo[key][2]
     if slots is None:
         return None
@@ -301,45 +275,7 @@ def _picked_tuples(node: Node, env: dict, done: dict) -> Node | None:
         if srcs == v.srcs or v.op in _LEAVES:
             return v
         return v.replace(srcs=srcs, shape=broadcast_shapes(v.op, [s.shape for s in srcs]))
-    return rewrite(x, visit)
-
-
-# (tuples, most items in a row) -> (each m's first tuple number, [m's tuples] for every m):
-# the tuples of rows of up to that many items, listed once
-_tuple_tables = LRU(16, "tuple tables")
-MAX_TUPLES = 1 << 20
-
-
-def _slot_positions(positions: Array, off: np.ndarray, tuples) -> list | None:
-    """Per slot of `tuples`, the item positions of the tuples that `positions` (`N * 1 *
-    ?int64`: a tuple number in each row of offsets `off`, a negative one from the row's
-    end) name, as `N * 1 * ?int64` Arrays (views of one `N * slots` block), missing where
-    the position is. None where a position lies outside its row's tuples (the gather
-    raises its IndexError), for other layouts, and where the rows hold more than
-    MAX_TUPLES tuples in all lengths up to the longest."""
-    tree = columns(positions)
-    if tree[0] != "regular" or tree[1] != 1 or len(off) - 1 != len(positions):
-        return None
-    child = tree[2]
-    valid, child = (child[1], child[2]) if child[0] == "option" else (None, child)
-    if child[0] != "numpy" or child[1].dtype.kind not in "iu" or \
-            child[1].dtype.itemsize > 8 or child[1].dtype == np.uint64:
-        return None
-    nmax = int(np.diff(off).max()) if len(off) > 1 else 0
-    table = _tuple_tables.get((tuples, nmax))
-    if table is None:
-        if sum(tuples.count([m] * tuples.slots) for m in range(nmax + 1)) > MAX_TUPLES:
-            return None
-        make = itertools.combinations_with_replacement if tuples.replacement else \
-            itertools.combinations
-        rows = [np.array(list(make(range(m), tuples.n)), np.int64).reshape(-1, tuples.n)
-                for m in range(nmax + 1)]
-        first = np.cumsum([0] + [len(r) for r in rows])
-        table = _tuple_tables.put((tuples, nmax), (first, np.concatenate(rows)))
-    got, into, present = masked_empty((len(positions), tuples.n), np.int64)
-    if not tuple_slots(off, child[1], valid, *table, into, present):
-        return None
-    return [got[:, s:s + 1] for s in range(tuples.n)]
+    return rewrite(node.srcs[0], visit)
 
 
 def _without(node: Node, ops: tuple, env: dict, done: dict) -> Node:
