@@ -121,3 +121,72 @@ def test_tuple_slots_refuses_arrays_that_do_not_match():
         tuple_slots(off, np.array([0]), None, first, listed, into, present)
     with pytest.raises(ValueError):
         tuple_slots(off, np.array([0, 0]), None, first[:-1], listed, into, present)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 19), min_size=0, max_size=60), st.integers(0, 5),
+       st.sampled_from(["?", "i1", "i2", "f4", "f8", "c16"]), st.booleans(),
+       st.integers(1, 4), st.floats(0, 1))
+def test_kept_items_as_numpy_takes_them(lens, pad, dtype, strided, min_rows, share):
+    """`x[mask]` by a mask of x's own rows: the kept rows' offsets and items, rows of up to
+    8 items (one word of mask bytes) and longer, any part boundaries."""
+    from lazyk.backend.rowcopy import KeptItems
+    rng = np.random.default_rng(len(lens) + pad)
+    off = np.r_[pad, pad + np.cumsum(np.array(lens, np.int64))]
+    n = int(off[-1] - off[0])
+    keep = rng.random(n) < share
+    base = (rng.random(2 * n if strided else n) * 100).astype(dtype)
+    values = base[::2] if strided else base
+    old = rowcopy.MIN_ROWS
+    rowcopy.MIN_ROWS = min_rows
+    try:
+        plan = KeptItems(off, keep)
+        got = plan.fill(values)
+    finally:
+        rowcopy.MIN_ROWS = old
+    want = values[keep]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    running = np.r_[0, np.cumsum(keep)]
+    np.testing.assert_array_equal(plan.offsets, running[off - off[0]])
+
+
+def test_kept_items_read_no_mask_byte_past_the_mask():
+    """A mask that ends just before an unreadable page: rows near its end are counted item
+    by item (a word read past the last byte would fault here)."""
+    import ctypes
+    import mmap
+
+    from lazyk.backend.rowcopy import KeptItems
+    page = mmap.PAGESIZE
+    block = mmap.mmap(-1, 2 * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(block))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(base + page, page, 0) == 0  # PROT_NONE
+    try:
+        keep = np.frombuffer(block, np.bool_, count=page)
+        keep[:] = np.arange(page) % 3 == 0
+        lens = np.array([1, 0, 3, 8, 2] * (page // 14) + [page - 14 * (page // 14)])
+        off = np.r_[0, np.cumsum(lens)]
+        plan = KeptItems(off, keep)
+        np.testing.assert_array_equal(plan.offsets, np.r_[0, np.cumsum(keep)][off])
+        np.testing.assert_array_equal(plan.fill(np.arange(page)), np.flatnonzero(keep))
+        del keep
+    finally:
+        libc.mprotect(base + page, page, 3)
+
+
+def test_kept_items_refuse_rows_that_do_not_match():
+    from lazyk.backend.rowcopy import KeptItems
+    keep = np.ones(5, bool)
+    with pytest.raises(ValueError, match="decrease"):
+        KeptItems(np.array([0, 3, 2]), keep)
+    with pytest.raises(ValueError, match="mask's items"):
+        KeptItems(np.array([0, 3, 6]), keep)
+    plan = KeptItems(np.array([0, 2, 5]), keep)
+    with pytest.raises(ValueError, match="for 5 items"):
+        plan.fill(np.zeros(4))
+    with pytest.raises(ValueError):
+        plan.fill(np.zeros((5, 1)))
+    assert plan.fill(np.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -166,13 +166,15 @@ _native: dict = {}  # function name -> (its module, its address)
 _lock = lock()  # (fresh in a forked child)
 
 
-def _function(name: str, ir: Callable[[], str]) -> int:
-    """The address of native function `name`, compiled from `ir()` at first use; its
-    module is kept for the life of the process."""
+def _function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
+    """The address of native function `name`, compiled from `ir()` at first use with the
+    other functions `names` of its module; the module is kept for the life of the
+    process."""
     with _lock:
         if name not in _native:
-            jit = JITModule(ir(), (name,))
-            _native[name] = (jit, jit.addresses[name])
+            jit = JITModule(ir(), (name, *names))
+            for n in (name, *names):
+                _native[n] = (jit, jit.addresses[n])
         return _native[name][1]
 
 
@@ -228,6 +230,214 @@ class RowCopy:
             arg = (ctypes.c_int64 * len(words))(*words)
             parallel_for(_function(f"lazyk_copy_rows_{dtype.itemsize}",
                                       lambda: _ir(dtype.itemsize)), ctypes.addressof(arg), nparts)
+        return out
+
+
+# Items kept by a mask of the same rows, in three passes over parts of rows (words: 0 rows,
+# 1 parts, 2 row offsets (int64), 3 keep bytes (0 or 1), 4 kept offsets, 5 per part its kept
+# items, then its first output item, 6 the end of the keep bytes; 7 out, 8 values, 9 their
+# stride in bytes; 3 and 8 point at item 0 of the offsets): the kept items of each part,
+# their rows' offsets (a row of up to 8 items counted as one word's set bytes, no branch on
+# its length), then per column the kept items themselves (each stored, the output position
+# advanced past kept ones only: no branch on the mask).
+_KEEP_IR = r"""
+define void @lazyk_keep_count(ptr noalias %a, i64 %part) {
+entry:
+PART_ROWS
+KEEP_WORDS
+  br label %items
+items:
+  %i = phi i64 [%s, %entry], [%i1, %item]
+  %n = phi i64 [0, %entry], [%n1, %item]
+  %idone = icmp sge i64 %i, %e
+  br i1 %idone, label %exit, label %item
+item:
+  %kp = getelementptr i8, ptr %keep, i64 %i
+  %k = load i8, ptr %kp
+  %kb = icmp ne i8 %k, 0
+  %kz = zext i1 %kb to i64
+  %n1 = add i64 %n, %kz
+  %i1 = add i64 %i, 1
+  br label %items
+exit:
+  store i64 %n, ptr %bp
+  ret void
+}
+
+define void @lazyk_keep_rows(ptr noalias %a, i64 %part) {
+entry:
+PART_ROWS
+KEEP_WORDS
+  %w4 = getelementptr i64, ptr %a, i64 4
+  %kept = load ptr, ptr %w4
+  %w6 = getelementptr i64, ptr %a, i64 6
+  %kend = load i64, ptr %w6
+  br label %rows
+rows:
+  %r = phi i64 [%lo, %entry], [%r1, %row_done]
+  %d = phi i64 [%base, %entry], [%d2, %row_done]
+  %rdone = icmp uge i64 %r, %hi
+  br i1 %rdone, label %exit, label %row
+row:
+  %kr = getelementptr i64, ptr %kept, i64 %r
+  store i64 %d, ptr %kr
+  %op = getelementptr i64, ptr %off, i64 %r
+  %rs = load i64, ptr %op
+  %op1 = getelementptr i64, ptr %op, i64 1
+  %re = load i64, ptr %op1
+  %len = sub i64 %re, %rs
+  %short = icmp ule i64 %len, 8
+  %rs8 = add i64 %rs, 8
+  %room = icmp sle i64 %rs8, %kend
+  %fast = and i1 %short, %room
+  br i1 %fast, label %word, label %items
+word:
+  %wp = getelementptr i8, ptr %keep, i64 %rs
+  %wv = load i64, ptr %wp, align 1
+  %sh = shl i64 %len, 3
+  %sh7 = and i64 %sh, 63
+  %m0 = shl i64 1, %sh7
+  %m1 = sub i64 %m0, 1
+  %whole = icmp eq i64 %len, 8
+  %m = select i1 %whole, i64 -1, i64 %m1
+  %ones = and i64 %wv, 72340172838076673
+  %mine = and i64 %ones, %m
+  %c = call i64 @llvm.ctpop.i64(i64 %mine)
+  %dw = add i64 %d, %c
+  br label %row_done
+items:
+  %i = phi i64 [%rs, %row], [%i1, %item]
+  %d1 = phi i64 [%d, %row], [%dn, %item]
+  %idone = icmp sge i64 %i, %re
+  br i1 %idone, label %row_done, label %item
+item:
+  %kp = getelementptr i8, ptr %keep, i64 %i
+  %k = load i8, ptr %kp
+  %kb = icmp ne i8 %k, 0
+  %kz = zext i1 %kb to i64
+  %dn = add i64 %d1, %kz
+  %i1 = add i64 %i, 1
+  br label %items, !llvm.loop !0
+row_done:
+  %d2 = phi i64 [%d1, %items], [%dw, %word]
+  %r1 = add i64 %r, 1
+  br label %rows
+exit:
+  ret void
+}
+declare i64 @llvm.ctpop.i64(i64)
+
+define void @lazyk_keep_items_W(ptr noalias %a, i64 %part) {
+entry:
+  %spare = alloca iBITS
+PART_ROWS
+KEEP_WORDS
+  %w4 = getelementptr i64, ptr %a, i64 4
+  %kept = load ptr, ptr %w4
+  %lp = getelementptr i64, ptr %kept, i64 %hi
+  %limit = load i64, ptr %lp
+  %w7 = getelementptr i64, ptr %a, i64 7
+  %out = load ptr, ptr %w7
+  %w8 = getelementptr i64, ptr %a, i64 8
+  %vals = load ptr, ptr %w8
+  %w9 = getelementptr i64, ptr %a, i64 9
+  %stride = load i64, ptr %w9
+  br label %items
+items:
+  %i = phi i64 [%s, %entry], [%i1, %item]
+  %d = phi i64 [%base, %entry], [%dn, %item]
+  %idone = icmp sge i64 %i, %e
+  br i1 %idone, label %exit, label %item
+item:
+  %ib = mul i64 %i, %stride
+  %vp = getelementptr i8, ptr %vals, i64 %ib
+  %v = load iBITS, ptr %vp, align 1
+  %inside = icmp slt i64 %d, %limit
+  %tp = getelementptr iBITS, ptr %out, i64 %d
+  %to = select i1 %inside, ptr %tp, ptr %spare
+  store iBITS %v, ptr %to, align 1
+  %kp = getelementptr i8, ptr %keep, i64 %i
+  %k = load i8, ptr %kp
+  %kb = icmp ne i8 %k, 0
+  %kz = zext i1 %kb to i64
+  %dn = add i64 %d, %kz
+  %i1 = add i64 %i, 1
+  br label %items, !llvm.loop !0
+exit:
+  ret void
+}
+!0 = distinct !{!0, !1}
+!1 = !{!"llvm.loop.vectorize.enable", i1 false}
+"""
+# (each part's item range and its kept-items word; `%base`: the part's first output item,
+# once the count pass's words are turned into starts)
+_KEEP_WORDS = """  %w2 = getelementptr i64, ptr %a, i64 2
+  %off = load ptr, ptr %w2
+  %w3 = getelementptr i64, ptr %a, i64 3
+  %keep = load ptr, ptr %w3
+  %w5 = getelementptr i64, ptr %a, i64 5
+  %parts = load ptr, ptr %w5
+  %bp = getelementptr i64, ptr %parts, i64 %part
+  %base = load i64, ptr %bp
+  %sp = getelementptr i64, ptr %off, i64 %lo
+  %s = load i64, ptr %sp
+  %ep = getelementptr i64, ptr %off, i64 %hi
+  %e = load i64, ptr %ep"""
+
+
+def _keep_function(name: str, width: int = 1) -> int:
+    """`lazyk_keep_count`, `lazyk_keep_rows` (of the module of items of 1 byte) or
+    `lazyk_keep_items_{width}`."""
+    text = _KEEP_IR.replace("PART_ROWS", _PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
+    text = text.replace("_W(", f"_{width}(").replace("BITS", str(8 * width))
+    return _function(name, lambda: text, ("lazyk_keep_count", "lazyk_keep_rows",
+                                          f"lazyk_keep_items_{width}"))
+
+
+class KeptItems:
+    """The items of list rows that a mask of the same rows keeps (`x[mask]`), on the thread
+    pool: `offsets` (int64, from 0) are the kept rows' offsets, `fill(values)` a column's
+    kept items. `offsets_in`: the rows' offsets, their first item that of keep[0] (a bool
+    per item) and of every column filled; checked here (not decreasing, within `keep`)."""
+
+    def __init__(self, offsets_in: np.ndarray, keep: np.ndarray):
+        off = np.ascontiguousarray(offsets_in, np.int64)
+        self.keep = np.ascontiguousarray(keep if keep.dtype == bool else keep != 0)
+        nrows = len(off) - 1
+        if nrows < 0 or (nrows and (off[0] < 0 or np.any(off[1:] < off[:-1]) or
+                                    off[-1] - off[0] > len(self.keep))):
+            raise ValueError("KeptItems: row offsets that decrease or pass the mask's items")
+        self.first, self.rows = int(off[0]), off
+        self.nparts = nparts_for(nrows, MIN_ROWS)
+        self.starts = np.zeros(self.nparts + 1, np.int64)
+        self.offsets = np.empty(nrows + 1, np.int64)
+        self.words = [nrows, self.nparts, off.ctypes.data,
+                      self.keep.ctypes.data - self.first, self.offsets.ctypes.data,
+                      self.starts.ctypes.data, self.first + len(self.keep)]
+        if nrows:
+            arg = (ctypes.c_int64 * 7)(*self.words)
+            parallel_for(_keep_function("lazyk_keep_count"), ctypes.addressof(arg), self.nparts)
+            np.cumsum(self.starts[:-1], out=self.starts[1:])
+            self.starts[0] = 0
+            parallel_for(_keep_function("lazyk_keep_rows"), ctypes.addressof(arg), self.nparts)
+        self.offsets[-1] = self.starts[-1]
+
+    def fill(self, values: np.ndarray) -> np.ndarray:
+        """The kept items of `values` (1-d, any stride, values[k] beside keep[k]; items of
+        1, 2, 4, 8 or 16 bytes), in a new array of its dtype."""
+        width = values.dtype.itemsize
+        if values.ndim != 1 or width not in _WIDTHS or values.dtype.hasobject or \
+                len(values) < self.rows[-1] - self.first:
+            raise ValueError(f"KeptItems: values {values.dtype} {values.shape} for "
+                             f"{self.rows[-1] - self.first} items")
+        out = np.empty(int(self.offsets[-1]), values.dtype)
+        if len(out):
+            step = values.strides[0]
+            words = self.words + [out.ctypes.data, values.ctypes.data - self.first * step,
+                                  step]  # (as `keep`: item off[0] at values[0])
+            arg = (ctypes.c_int64 * len(words))(*words)
+            parallel_for(_keep_function(f"lazyk_keep_items_{width}", width),
+                         ctypes.addressof(arg), self.nparts)
         return out
 
 

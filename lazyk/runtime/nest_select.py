@@ -49,7 +49,7 @@ from lazyk.arrays.trees import (
     spans,
     take,
 )
-from lazyk.backend.rowcopy import RowCopy, copies
+from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -73,9 +73,6 @@ from lazyk.runtime.tuple_picks import picked_fields, slot_positions
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
-# `x[mask]` over rows of at most this many items on average takes the kept items with
-# NumPy (`_compressed`): the nest's passes cost more per row, NumPy more per item.
-SHORT_ROWS = 1.5
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
 
@@ -347,11 +344,11 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
 
 
 def _compressed(node: Node, env: dict) -> Array | None:
-    """`x[mask]` of an array `N * var * T` (no missing rows or values) of short rows
-    (`SHORT_ROWS`) by a mask of its rows: the mask computed (a flat loop over the items),
-    the kept items taken with NumPy and each row's count read off a running count of the
-    mask; the nest's count and fill passes would each pay a row's bookkeeping per row.
-    None for other forms (the nest takes them, and names any row that does not line
+    """`x[mask]` of an array `N * var * T` (no missing rows or values) by a mask of its
+    rows: the mask computed (a flat loop over the items), then the kept items taken and
+    each row's count read off the mask natively (`KeptItems`, shared by the columns one
+    mask selects); the nest's count and fill passes would each pay a row's bookkeeping per
+    row. None for other forms (the nest takes them, and names any row that does not line
     up)."""
     if node.op != SELECT_OP or node.arg != 1 or node.ndim != 2:
         return None
@@ -362,13 +359,12 @@ def _compressed(node: Node, env: dict) -> Array | None:
     if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
         return None
     tree = columns(arr)
-    if tree[0] != "list" or tree[2][0] != "numpy" or \
-            int(tree[1][-1]) - int(tree[1][0]) > SHORT_ROWS * (len(tree[1]) - 1):
+    if tree[0] != "list" or tree[2][0] != "numpy" or not copies(tree[2][1].dtype):
         return None
     got = _mask_rows(m, env)
     if got is None:
         return None
-    moff, keep, kept, same = got
+    moff, kept, same = got
     off = np.asarray(tree[1], np.int64)
     key = memory_key(off)
     if key not in same:
@@ -376,14 +372,14 @@ def _compressed(node: Node, env: dict) -> Array | None:
                 off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
         same[key] = off  # (held: its memory stays these offsets')
-    values = tree[2][1][off[0]:off[-1]][keep].astype(node.dtype, copy=False)
-    return build_columns(("list", kept, ("numpy", values)))
+    values = kept.fill(tree[2][1][off[0]:off[-1]]).astype(node.dtype, copy=False)
+    return build_columns(("list", kept.offsets, ("numpy", values)))
 
 
 def _mask_rows(m: Node, env: dict) -> tuple | None:
-    """(the mask's offsets, its items as bools, the kept items' offsets, the offsets known
-    to match) of a `N * var * bool` mask, computed once per evaluation (`rows_memo`: the
-    fields of one collection selected by one mask); None for other forms."""
+    """(the mask's offsets, its `KeptItems`, the offsets known to match) of a `N * var *
+    bool` mask, computed once per evaluation (`rows_memo`: the fields of one collection
+    selected by one mask); None for other forms."""
     memo = rows_memo_dict()
     seen = None if memo is None else memo.setdefault("masks", {})
     leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
@@ -396,10 +392,7 @@ def _mask_rows(m: Node, env: dict) -> tuple | None:
     got = None
     if mtree[0] == "list" and mtree[2][0] == "numpy":
         moff = np.asarray(mtree[1], np.int64)
-        keep = mtree[2][1][moff[0]:moff[-1]].astype(bool, copy=False)
-        kept = np.zeros(len(keep) + 1, np.int64)
-        np.cumsum(keep, out=kept[1:])
-        got = (moff, keep, kept[moff - moff[0] if moff[0] else moff], {})
+        got = (moff, KeptItems(moff, mtree[2][1][moff[0]:moff[-1]]), {})
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got
