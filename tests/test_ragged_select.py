@@ -365,3 +365,50 @@ def test_full_like_keeps_the_structure():
     assert ones.dtype == np.int64 and ones.eval().to_numpy().tolist() == [1, 1, 1]
     with pytest.raises(TypeError, match="1000 does not fit int8"):
         lazyk.full_like(lazyk.array(np.arange(3, dtype=np.int8)), 1000)
+
+
+def test_passes_split_by_what_they_read(monkeypatch):
+    """Fewer rows than two parts' worth, but many items per row (a count pass reads
+    them) or many operands per value (a fill reads each): both passes run in several
+    parts, and the values are those of one part."""
+    from lazyk.kernel import nest as nest_kernel
+
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 9, 3000)
+    flat = rng.normal(size=int(lens.sum()))
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    rows = [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+    x = lazyk.array(rows)
+    y = x * 2
+    e = (x + y * y - x * 3)[x > 0]
+    want = [[v + 4 * v * v - 3 * v for v in r if v > 0] for r in rows]
+    monkeypatch.setattr(nest_kernel, "MIN_PART", 2000)  # 3000 rows: one part by rows
+    rec: list = []
+    RECORDERS.append(rec)
+    try:
+        with lazyk.threads(2):
+            got = e.eval().to_list()
+    finally:
+        RECORDERS.remove(rec)
+    assert [np.allclose(g, w) and len(g) == len(w) for g, w in zip(got, want)] == \
+        [True] * len(rows)
+    assert [str(k.npass) for _, k, n in rec if n > 1], rec  # several parts
+    assert all(n > 1 for _, k, n in rec if "count" in str(k.npass)), rec
+
+
+def test_last_axis_fold_of_pairs_needs_no_count_pass():
+    """A last-axis reduction of `N * var * var` whose outer rows are one array's rows (a
+    jet's pairs with the event's leptons): the result has those rows, no count pass runs,
+    and the values are those of a Python loop (an empty inner row folds to the
+    identity)."""
+    jets = [[1.0, 2.0], [], [3.0], [0.5, 4.0, 6.0]]
+    leps = [[1.0], [2.0, 3.0], [], [0.25, 0.5]]
+    x, y = lazyk.array(jets), lazyk.array(leps)
+    pairs = lazyk.cartesian({"j": x, "l": y}, axis=1, nested=True)
+    e = lazyk.sum(pairs.j * pairs.l, axis=-1)
+    assert [p for _, p in nests(e)] == ["fill"]
+    assert e.eval().to_list() == [[j * sum(r) for j in js] for js, r in zip(jets, leps)]
+    far = lazyk.all(abs(pairs.j - pairs.l) >= 1, axis=-1)
+    assert [p for _, p in nests(far)] == ["fill"]
+    assert far.eval().to_list() == [[all(abs(j - v) >= 1 for v in r) for j in js]
+                                    for js, r in zip(jets, leps)]

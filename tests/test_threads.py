@@ -295,3 +295,18 @@ def test_nest_parts_are_a_multiple_of_the_threads(nthreads, values, want):
     assert len(bounds) - 1 == want and bounds[0] == 0 and bounds[-1] == n
     sizes = np.diff(bounds)
     assert sizes.max() - sizes.min() <= 2
+
+
+@pytest.mark.parametrize("weight,want", [(1, 1), (2, 2), (6, 6), (100, 8)])
+def test_nest_parts_weigh_the_values_each_unit_reads(weight, want):
+    """Content of one MIN_PART is one part; read by `weight` operands it is worth `weight`
+    parts (up to PARTS_PER_THREAD per thread, a multiple of the threads)."""
+    from lazyk.kernel import nest
+    n = 10**5
+
+    def before(r):
+        return r * nest.MIN_PART // n
+    before.rows = False
+    with threads.threads(2):
+        bounds = nest.split(n, before(n), before, weight)
+    assert len(bounds) - 1 == want and bounds[0] == 0 and bounds[-1] == n

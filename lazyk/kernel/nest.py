@@ -201,14 +201,17 @@ def kernel_for(key: tuple) -> NestKernel:
     return k
 
 
-def split(n: int, total: int, before) -> list:
+def split(n: int, total: int, before, weight: int = 1) -> list:
     """Bounds of level-0 parts holding about equal content: `before(r)` is a non-decreasing
-    estimate of the content before row r (`total` = before(n)); found by bisection, so
+    estimate of the content before row r (`total` = before(n)); `weight`: values read per
+    unit of content (a kernel reading six operands per value is worth splitting at a sixth of
+    the values of one reading one). Found by bisection, so
     O(parts * log n) probes, no pass over the rows. A `before` with `starts` (an array
     with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
     with `rows` (before(r) = r) needs no search."""
     threads = get_num_threads()
-    nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1, max(total, 0) // MIN_PART, n)
+    nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1,
+                 max(total, 0) * max(weight, 1) // MIN_PART, n)
     if nparts > threads:  # a multiple of the threads: 3 equal parts on 2 threads ran 2 on one
         nparts = min(-(-nparts // threads) * threads, n)
     if nparts <= 1:

@@ -436,15 +436,24 @@ def offsets_rows(ops_, kinds, levels, sizes):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         width, delta = o.dims[1].width, o.dims[1].stop_delta
-        key = (o.ptr, n0, s0, width)
-        if s0 != delta or n0 != sizes[0] or not n0 or (ref or key) != key:
+        key = (o.ptr, n0, s0, width, delta)
+        if n0 != sizes[0] or not n0 or (ref or key) != key:
             return None
         ref = key
     if ref is None:
         return None
-    ptr, n0, s0, width = ref
-    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
-    return np.subtract(off, off[0], dtype=np.int64)
+    ptr, n0, s0, width, delta = ref
+    dt = np.int32 if width == 4 else np.int64
+    if s0 == delta:  # an offsets array (the nest reads it)
+        off = _raw(ptr, (n0 + 1,), (s0,), dt)
+        return np.subtract(off, off[0], dtype=np.int64)
+    lens = np.subtract(_raw(ptr + delta, (n0,), (s0,), dt), _raw(ptr, (n0,), (s0,), dt),
+                       dtype=np.int64)  # (starts and stops)
+    if lens.min() < 0:
+        return None  # (the count pass names the row)
+    off = np.zeros(n0 + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    return off
 
 
 def nest_words(levels, sizes, sel, kinds):
@@ -482,11 +491,11 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
             return [(0, n0, 0, {})]
         before = index_weight(sel, kinds, n0)  # one result per row: weigh by content
         if before is not None:  # (result position = row)
-            bounds = nest_split(n0, before(n0), before)
+            bounds = nest_split(n0, before(n0), before, len(sel))
             return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
     if before is None:
         before = _weight(rl, rs, offsets, nres)
-    bounds = nest_split(n0, before(n0), before)
+    bounds = nest_split(n0, before(n0), before, len(sel))
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = positions(lo, rl, rs, offsets, nres)
@@ -494,15 +503,18 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     return parts
 
 
-def count_parts(levels, sizes, offsets, rvar, res, p, n0):
+def count_parts(levels, sizes, offsets, rvar, res, p, n0, sel, kinds):
     """Parts of the count pass of result var level `p`, level-0 rows split by how many
-    level-`p` rows they hold (known from the fixed sizes and the levels counted before)."""
+    level-`p` rows they hold (known from the fixed sizes and the levels counted before), or
+    for the first level by the content of the first var operand (the items the pass reads)."""
     counted = [q for q in rvar if q <= p]
     if levels[0] is not FIXED or not p or res[0] != 0:
         return [(0, n0, 0, {res[q]: 0 for q in counted})]  # level 0 is not split
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
     before = _weight(rl, rs, offsets, p)  # level-p rows before level-0 row r
-    bounds = nest_split(n0, before(n0), before)
+    if getattr(before, "rows", False) and not one_part(sel, kinds, n0):
+        before = index_weight(sel, kinds, n0) or before
+    bounds = nest_split(n0, before(n0), before, len(sel))
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = positions(lo, rl, rs, offsets, p)
@@ -532,7 +544,7 @@ def one_part(sel, kinds, n0) -> bool:
     for o, kind in zip(sel, kinds):
         if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             return n0 > 0 and o.dims[0].stride > 0 and \
-                o.dims[1].length < 2 * nest_kernel.MIN_PART
+                o.dims[1].length * len(sel) < 2 * nest_kernel.MIN_PART
     return False
 
 
@@ -576,7 +588,7 @@ def fold_parts(levels, sizes, sel, kinds) -> list:
                 return r * inner
             if inner == 1:
                 before.rows = True
-        bounds = nest_split(n0, before(n0), before)
+        bounds = nest_split(n0, before(n0), before, len(sel))
     return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 

@@ -250,9 +250,12 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     keep = [leaves]
     raw: dict = {}  # where() over missing rows: each level's marked lengths
     passes = []  # (level, kernel, parts, rows, kernel data, lengths) of each count pass
-    # elementwise over `N * var` rows of one offsets array: the result has its rows
-    same = offsets_rows(sel, sel_kinds, levels, sizes) if isinstance(mode, Map) and not qlev \
-        and mode.keep is None else None
+    # elementwise over `N * var` rows of one offsets array, or a reduction of the last axis
+    # of `N * var * var` whose operands' outer rows are those of one offsets array: the
+    # result has those rows
+    same = offsets_rows(sel, sel_kinds, levels[:nres], sizes) if not qlev and \
+        mode.keep is None and (isinstance(mode, Map) or (
+            isinstance(mode, Reduce) and nlev == 3 and levels[2] is VAR)) else None
     if same is not None:
         offsets[1] = same
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
@@ -270,7 +273,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                 w[lay["lens"] + 2 * res[q]] = data_pointer(lens if q == p else scratch[q])
         npass = (Mark if wq and p == rvar[-1] else Count)(res[p])
         kern = prep.kernel(npass, wq)
-        parts = count_parts(levels, sizes, offsets, rvar, res, p, n0)
+        parts = count_parts(levels, sizes, offsets, rvar, res, p, n0, sel, sel_kinds)
         kern.run(w, step.consts, parts, (keep, lens, scratch), labels)
         if wq and plan:
             passes.append((p, kern, parts, nrows, w, lens.copy()))

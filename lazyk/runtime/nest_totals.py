@@ -54,7 +54,7 @@ def all_parts(levels, sizes, sel, kinds) -> list:
     if levels[0] is FIXED and not one_part(sel, kinds, n0):
         before = index_weight(sel, kinds, n0)
         if before is not None:
-            bounds = nest_split(n0, before(n0), before)
+            bounds = nest_split(n0, before(n0), before, len(sel))
     return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
