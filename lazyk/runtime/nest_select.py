@@ -118,7 +118,7 @@ def take_kept_rows(expr: Expr) -> Expr:
         got = _rows_kept(node, env, done, gather=False)
         if got is not None:
             return got
-        values, valid, _ = done["kept", node.srcs[1]]  # (the mask computed once)
+        values, valid, _ = _kept_mask(node.srcs[1], env, done)  # (computed once)
         mask = wrap_array(values) if valid is None else as_expr(masked(values, valid))
         env.update(mask.env)
         return node.replace(srcs=(node.srcs[0], mask.node))
@@ -443,13 +443,7 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
     gather of its kept rows where x is more than elementwise work; the mask computed
     (a missing element keeps a missing row), `np.flatnonzero` of what it keeps."""
     x, m = node.srcs
-    got = done.get(("kept", m))
-    if got is None:
-        values, valid = _bools(runtime.evaluate(Expr(m, env)))
-        kept = values if valid is None else values | ~valid
-        got = done["kept", m] = (values, valid,
-                                 np.flatnonzero(kept).astype(np.int64, copy=False))
-    values, valid, pos = got
+    values, valid, pos = _kept_mask(m, env, done)
     if valid is not None and not gather:
         return None
     n = _outer(x, env)
@@ -464,6 +458,21 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
         leaf = as_expr(masked(pos, valid[pos]))
     env.update(leaf.env)
     return Node(TAKE_OP, x.dtype, (len(pos),) + x.shape[1:], (x, leaf.node), 0)
+
+
+def _kept_mask(m: Node, env: dict, done: dict) -> tuple:
+    """(values, validity or None, positions kept) of a mask of one dim: computed once per
+    evaluation (`rows_memo`: the fields of a collection selected by one mask)."""
+    memo = rows_memo_dict()
+    memo = (done if memo is None else memo).setdefault("kept", {})
+    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
+    key = (m, tuple(map(id, leaves)))
+    if key not in memo:  # (the leaves held: their ids stay theirs)
+        values, valid = _bools(runtime.evaluate(Expr(m, env)))
+        kept = values if valid is None else values | ~valid
+        memo[key] = ((values, valid, np.flatnonzero(kept).astype(np.int64, copy=False)),
+                     leaves)
+    return memo[key][0]
 
 
 def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
