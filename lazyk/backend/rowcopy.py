@@ -268,8 +268,6 @@ define void @lazyk_keep_rows(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
 KEEP_WORDS
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %kept = load ptr, ptr %w4
   %w6 = getelementptr i64, ptr %a, i64 6
   %kend = load i64, ptr %w6
   br label %rows
@@ -332,8 +330,6 @@ entry:
   %spare = alloca iBITS
 PART_ROWS
 KEEP_WORDS
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %kept = load ptr, ptr %w4
   %lp = getelementptr i64, ptr %kept, i64 %hi
   %limit = load i64, ptr %lp
   %w7 = getelementptr i64, ptr %a, i64 7
@@ -375,6 +371,8 @@ _KEEP_WORDS = """  %w2 = getelementptr i64, ptr %a, i64 2
   %off = load ptr, ptr %w2
   %w3 = getelementptr i64, ptr %a, i64 3
   %keep = load ptr, ptr %w3
+  %w4 = getelementptr i64, ptr %a, i64 4
+  %kept = load ptr, ptr %w4
   %w5 = getelementptr i64, ptr %a, i64 5
   %parts = load ptr, ptr %w5
   %bp = getelementptr i64, ptr %parts, i64 %part

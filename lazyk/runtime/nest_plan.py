@@ -446,6 +446,8 @@ def offsets_rows(ops_, kinds, levels, sizes):
     dt = np.int32 if width == 4 else np.int64
     if s0 == delta:  # an offsets array (the nest reads it)
         off = _raw(ptr, (n0 + 1,), (s0,), dt)
+        if not rising(off, int(off[-1])):
+            return None  # (rows that decrease: the count pass names the row)
         return np.subtract(off, off[0], dtype=np.int64)
     lens = np.subtract(_raw(ptr + delta, (n0,), (s0,), dt), _raw(ptr, (n0,), (s0,), dt),
                        dtype=np.int64)  # (starts and stops)
