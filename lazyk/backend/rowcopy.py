@@ -1,11 +1,13 @@
 """Native row work, split over the thread pool: the items of whole rows of list columns moved
-into new rows, and the slots of picked tuples. Selections of rows (`events[mask]`) and concatenations along an axis
+into new rows, the items a mask keeps, and the slots of picked tuples. Selections of rows
+(`events[mask]`), of items (`jets.pt[jets.pt > 30]`) and concatenations along an axis
 (`lazyk.concatenate(..., axis=1)`) of columns of numbers build their results with it: a
 NumPy version needs an item index per item (`np.repeat` over the row lengths), about 4x the
-time of copying the rows.
+time of copying the rows, and a boolean take of items costs about 10x `KeptItems.fill`.
 
 `RowCopy(offsets, positions).fill(values, dtype)`: output row r holds, one source after the
 other, the items of row `positions[r]` (r itself without positions) of each source.
+`KeptItems(offsets, keep).fill(values)`: each row's items where `keep` is true.
 `tuple_slots`: tuple numbers within rows (an argmin over combinations) to the item
 positions of each tuple slot. Compiled once per process from IR text (through the disk
 cache)."""

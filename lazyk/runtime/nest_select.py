@@ -7,7 +7,9 @@ lowered into the nest's own iteration space, so the work around them fuses into 
 - `x[mask]` acting at nest level K (K >= 1) becomes x itself, and the nest keeps the
   elements of level K where the mask (a spec output) is true or missing: its count pass
   counts the kept elements of each row, its fill pass writes only them, and a fold after
-  it folds only them (`(x[x > 0] * 2).sum(axis=-1)` is one nest, no count pass). The
+  it folds only them (`(x[x > 0] * 2).sum(axis=-1)` is one nest, no count pass). A
+  selection of an array's items that is the whole result is taken natively instead
+  (`backend.rowcopy.KeptItems`, `_compressed`: the mask computed in one flat loop). The
   mask's dims line up with x's first ones: a mask of fewer dims gets trailing axes of
   size 1 here, where the data is known (views, no copy). Work outside the selection must
   not move along level K (its rows there are the selection's: `x[m] + y` with y of the
