@@ -70,11 +70,11 @@ _SAME_CODE = textwrap.dedent("""
     import lazyk
     from lazyk.backend import cpu
     from lazyk.kernel import nest
-    words = [["a", "bb"], [], ["a"], ["ccc", "a", "d"]]
-    x = lazyk.array(words, type="4 * var * string")
+    words = [["a", "bb"], None, ["a"], ["ccc", "a", "d"]]  # (missing rows: counted)
+    x = lazyk.array(words, type="4 * ?var * string")
     eq, ne = lazyk.evaluate(x == "a"), lazyk.evaluate(x != "a")
-    assert eq.tolist() == [[w == "a" for w in r] for r in words]
-    assert ne.tolist() == [[w != "a" for w in r] for r in words]
+    assert eq.tolist() == [None if r is None else [w == "a" for w in r] for r in words]
+    assert ne.tolist() == [None if r is None else [w != "a" for w in r] for r in words]
     h = cpu.host().optimized
     print(json.dumps([h["in_process"] + h["helper"], nest.nest_stats["compiles"]]))
 """)

@@ -231,5 +231,5 @@ def test_stats_count_the_loop_nest_kernels():
     e.eval()
     again = lazyk.stats()
     assert total(first) > total(before)  # compiled, loaded from disk or found in memory
-    assert again["cache_hits"] > first["cache_hits"]
+    assert again["cache_hits"] >= first["cache_hits"]  # (a prepared call looks up none)
     assert (again["compiles"], again["disk_loads"]) == (first["compiles"], first["disk_loads"])

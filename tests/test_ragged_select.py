@@ -218,9 +218,10 @@ def test_a_fold_after_a_selection_is_one_nest_without_a_count_pass():
     x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0], [4.0, 5.0, -6.0, 7.0]])
     assert nests((x[x > 0] * 2).sum(axis=-1)) == [("reduce, keep1 where output 1", "fill")]
     assert (x[x > 0] * 2).sum(axis=-1).to_list() == [9.0, 0.0, 0.0, 32.0]
-    # a selection kept as such: its count pass counts the kept elements, then the fill
-    assert nests(x[x > 0] + 1) == [("map, keep1 where output 1", "count1"),
-                                   ("map, keep1 where output 1", "fill")]
+    # a selection kept as such: the kept items taken natively (the mask one flat map),
+    # then the map over them; no count pass
+    assert nests(x[x > 0] + 1) == [("map", "fill"), ("map", "fill")]
+    assert (x[x > 0] + 1).to_list() == [[2.5, 4.0], [], [], [5.0, 6.0, 8.0]]
     # work beside the selection on the selected rows' own lengths: the selection first
     z = lazyk.array([[1.0, 1.0], [], [], [2.0, 2.0, 2.0]])
     assert (x[x > 0] + z).to_list() == [[2.5, 4.0], [], [], [6.0, 7.0, 9.0]]
@@ -412,3 +413,22 @@ def test_last_axis_fold_of_pairs_needs_no_count_pass():
     assert [p for _, p in nests(far)] == ["fill"]
     assert far.eval().to_list() == [[all(abs(j - v) >= 1 for v in r) for j in js]
                                     for js, r in zip(jets, leps)]
+
+
+def test_a_selection_paired_with_other_rows_is_taken_first():
+    """`jets[jets.pt > 30]` paired with every lepton of its event (`cartesian(...,
+    nested=True)`) and folded over the leptons: the jets' kept items are taken natively
+    first, so the fold runs no count pass; values as a Python loop."""
+    rng = np.random.default_rng(11)
+    lens_j, lens_l = rng.integers(0, 6, 200), rng.integers(0, 4, 200)
+    jets = [rng.normal(30, 10, n).round(1).tolist() for n in lens_j]
+    leps = [rng.normal(0, 1, n).round(2).tolist() for n in lens_l]
+    j, lp = lazyk.array(jets), lazyk.array(leps)
+    kept = j[j > 30]
+    pairs = lazyk.cartesian({"j": kept, "l": lp}, axis=1, nested=True)
+    e = lazyk.all(pairs.j * pairs.l < 20, axis=-1)
+    passes = [p for _, p in nests(e)]
+    assert "count1" not in passes, passes
+    want = [[all(a * b < 20 for b in r) for a in js if a > 30] for js, r in zip(jets, leps)]
+    assert e.eval().to_list() == want
+    assert (kept + 1).eval().to_list() == [[a + 1 for a in js if a > 30] for js in jets]

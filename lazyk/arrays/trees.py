@@ -8,6 +8,7 @@ A tree describes a sequence of items (`lazyk.arrays.columns` builds it from an a
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import numpy as np
@@ -16,15 +17,28 @@ from lazyk.arrays.array import Array, masked_empty
 from lazyk.errors import NotSupportedError
 
 I64 = np.int64
-# NumPy row work shared by the steps of one evaluation (`lazyk.runtime.nest_select.
-# rows_memo`): each step evaluates on its own, and the fields of one collection would each
-# find the same rows again.
+# NumPy row work shared by the steps of one evaluation (`rows_memo`): each step evaluates
+# on its own, and the fields of one collection would each find the same rows again.
 ROWS_MEMO: ContextVar = ContextVar("lazyk_rows_memo", default=None)
 
 
 def rows_memo_dict() -> dict | None:
     """The dict of the enclosing `rows_memo`, None outside one."""
     return ROWS_MEMO.get()
+
+
+@contextmanager
+def rows_memo():
+    """Within it, the steps of an evaluation share their NumPy row work (`rows_memo_dict`);
+    nested uses share the outermost one."""
+    if ROWS_MEMO.get() is not None:
+        yield
+        return
+    token = ROWS_MEMO.set({})
+    try:
+        yield
+    finally:
+        ROWS_MEMO.reset(token)
 
 
 def rising(offsets: np.ndarray, length: int) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.arrays.array import Array
+from lazyk.arrays.trees import rows_memo
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
@@ -19,7 +20,6 @@ from lazyk.frontend.records import Records
 from lazyk.runtime import launch
 from lazyk.runtime.histograms import fill_histograms
 from lazyk.runtime.launch import evaluate as evaluate_one
-from lazyk.runtime.nest_select import rows_memo
 
 _LAZY = (Expr, Histogram, Records)
 

@@ -424,11 +424,12 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
 
 def offsets_rows(ops_, kinds, levels, sizes):
     """The offsets (from 0) of `N * var` rows that every var operand reads through one
-    offsets array, or None (no count pass needed: the fill pass checks each row's length
-    against them, and the kernel each row's indices)."""
+    offsets array, rising and within every such operand's content, or None (then a count
+    pass; none is needed here: the fill pass checks each row's length against them, and
+    the kernel each row's indices)."""
     if tuple(levels) != (FIXED, VAR):
         return None
-    ref = None
+    ref, length = None, None
     for o, kd in zip(ops_, kinds):
         if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
@@ -440,18 +441,19 @@ def offsets_rows(ops_, kinds, levels, sizes):
         if n0 != sizes[0] or not n0 or (ref or key) != key:
             return None
         ref = key
+        length = o.dims[1].length if length is None else min(length, o.dims[1].length)
     if ref is None:
         return None
     ptr, n0, s0, width, delta = ref
     dt = np.int32 if width == 4 else np.int64
     if s0 == delta:  # an offsets array (the nest reads it)
         off = _raw(ptr, (n0 + 1,), (s0,), dt)
-        if not rising(off, int(off[-1])):
-            return None  # (rows that decrease: the count pass names the row)
+        if not rising(off, length):
+            return None  # (the count pass names the row)
         return np.subtract(off, off[0], dtype=np.int64)
-    lens = np.subtract(_raw(ptr + delta, (n0,), (s0,), dt), _raw(ptr, (n0,), (s0,), dt),
-                       dtype=np.int64)  # (starts and stops)
-    if lens.min() < 0:
+    starts, stops = _raw(ptr, (n0,), (s0,), dt), _raw(ptr + delta, (n0,), (s0,), dt)
+    lens = np.subtract(stops, starts, dtype=np.int64)
+    if lens.min() < 0 or starts.min() < 0 or stops.max() > length:
         return None  # (the count pass names the row)
     off = np.zeros(n0 + 1, np.int64)
     np.cumsum(lens, out=off[1:])

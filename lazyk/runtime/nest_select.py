@@ -8,7 +8,8 @@ lowered into the nest's own iteration space, so the work around them fuses into 
   elements of level K where the mask (a spec output) is true or missing: its count pass
   counts the kept elements of each row, its fill pass writes only them, and a fold after
   it folds only them (`(x[x > 0] * 2).sum(axis=-1)` is one nest, no count pass). A
-  selection of an array's items that is the whole result is taken natively instead
+  selection of an array's items by a mask of its own rows whose level the result keeps
+  (where a count pass would count it) is taken natively first instead
   (`backend.rowcopy.KeptItems`, `_compressed`: the mask computed in one flat loop). The
   mask's dims line up with x's first ones: a mask of fewer dims gets trailing axes of
   size 1 here, where the data is known (views, no copy). Work outside the selection must
@@ -37,14 +38,12 @@ loops over rows in Python.
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
 
 import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import (
-    ROWS_MEMO,
     memory_key,
     rows_at,
     rows_memo_dict,
@@ -77,20 +76,6 @@ from lazyk.types import FixedDim
 PICKS = (SELECT_OP, TAKE_OP)
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
-
-
-@contextmanager
-def rows_memo():
-    """Within it, the steps of an evaluation share their NumPy row work (`rows_memo_dict`);
-    nested uses share the outermost one."""
-    if ROWS_MEMO.get() is not None:
-        yield
-        return
-    token = ROWS_MEMO.set({})
-    try:
-        yield
-    finally:
-        ROWS_MEMO.reset(token)
 
 
 def needs_nest(root: Node) -> bool:
@@ -312,6 +297,18 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
             d = keep - (nd - n.ndim)
             if n.op == "input" and d >= 0 and n.shape[d] != 1:
                 return None  # work beside the selection moves along its level
+        if reduce_arg is None or keep not in [a % nd for a in reduce_arg[1]]:
+            # the result keeps the selected level, which a count pass would count: an
+            # array's items selected by a mask of its rows are taken natively first
+            new = {}
+            for t in sels:
+                got = _compressed(t, env)
+                if got is None:
+                    break
+                new[t] = _as_leaf(got, env)
+            else:
+                return _fused(rewrite(root, lambda n, srcs: new.get(n) or _same(n, srcs)),
+                              red_node, reduce_arg, env)
     takes = [n for n in order if n.op == TAKE_OP]
     roots, taken, renamed = [], [], {}
     if sels:
@@ -352,7 +349,8 @@ def _compressed(node: Node, env: dict) -> Array | None:
     mask selects); the nest's count and fill passes would each pay a row's bookkeeping per
     row. None for other forms (the nest takes them, and names any row that does not line
     up)."""
-    if node.op != SELECT_OP or node.arg != 1 or node.ndim != 2:
+    if node.op != SELECT_OP or node.arg != 1 or node.ndim < 2 or \
+            any(n != 1 for n in node.shape[2:]):
         return None
     x, m = node.srcs
     if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)):
@@ -361,7 +359,13 @@ def _compressed(node: Node, env: dict) -> Array | None:
     if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
         return None
     tree = columns(arr)
-    if tree[0] != "list" or tree[2][0] != "numpy" or not copies(tree[2][1].dtype):
+    wraps = []  # (x[:, :, None] of the jets paired with the leptons: fixed 1s below)
+    item = tree[2] if tree[0] == "list" else ("none",)
+    while item[0] == "regular" and item[1] == 1:
+        wraps.append(item)
+        item = item[2]
+    if tree[0] != "list" or item[0] != "numpy" or item[1].ndim != 1 or \
+            not copies(item[1].dtype) or len(wraps) != node.ndim - 2:
         return None
     got = _mask_rows(m, env)
     if got is None:
@@ -374,8 +378,10 @@ def _compressed(node: Node, env: dict) -> Array | None:
                 off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
         same[key] = off  # (held: its memory stays these offsets')
-    values = kept.fill(tree[2][1][off[0]:off[-1]]).astype(node.dtype, copy=False)
-    return build_columns(("list", kept.offsets, ("numpy", values)))
+    child = ("numpy", kept.fill(item[1][off[0]:off[-1]]).astype(node.dtype, copy=False))
+    for w in reversed(wraps):
+        child = w[:2] + (child,) + w[3:]
+    return build_columns(("list", kept.offsets, child))
 
 
 def _mask_rows(m: Node, env: dict) -> tuple | None:

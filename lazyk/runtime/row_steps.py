@@ -21,6 +21,7 @@ from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import rows_memo, rows_memo_dict
 from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -43,7 +44,6 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
 from lazyk.runtime.nest_results import tree_array
-from lazyk.runtime.nest_select import rows_memo, rows_memo_dict
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects
 
