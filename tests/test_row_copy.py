@@ -3,6 +3,10 @@ and of concatenations along axis 1, against NumPy, on every item size, strided v
 rows longer than a vector, rows that end at their values' end, and many thread parts."""
 from __future__ import annotations
 
+import ctypes
+import mmap
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -77,11 +81,9 @@ def test_bad_rows_are_refused_before_copying():
         RowCopy([off]).fill([np.zeros(5, np.float32)], np.float64)
 
 
-def test_no_read_past_the_values():
-    """Values that end just before an unreadable page: every row read stays within them
-    (a whole-vector load past the last item would fault here)."""
-    import ctypes
-    import mmap
+@contextmanager
+def _before_a_guard_page():
+    """(a page of memory, its size) followed by an unreadable page (PROT_NONE)."""
     page = mmap.PAGESIZE
     block = mmap.mmap(-1, 2 * page)
     base = ctypes.addressof(ctypes.c_char.from_buffer(block))
@@ -89,6 +91,15 @@ def test_no_read_past_the_values():
     libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     assert libc.mprotect(base + page, page, 0) == 0  # PROT_NONE
     try:
+        yield block, page
+    finally:
+        libc.mprotect(base + page, page, 3)
+
+
+def test_no_read_past_the_values():
+    """Values that end just before an unreadable page: every row read stays within them
+    (a whole-vector load past the last item would fault here)."""
+    with _before_a_guard_page() as (block, page):
         for dtype in ("f4", "f8", "i2"):
             n = page // np.dtype(dtype).itemsize
             values = np.frombuffer(block, dtype, count=n)  # (its last item ends the page)
@@ -99,8 +110,6 @@ def test_no_read_past_the_values():
             want = np.concatenate([values[off[r]:off[r + 1]] for r in range(len(lens))[::-1]])
             np.testing.assert_array_equal(got, want)
             del values
-    finally:
-        libc.mprotect(base + page, page, 3)
 
 
 def test_tuple_slots_refuses_arrays_that_do_not_match():
@@ -154,17 +163,8 @@ def test_kept_items_as_numpy_takes_them(lens, pad, dtype, strided, min_rows, sha
 def test_kept_items_read_no_mask_byte_past_the_mask():
     """A mask that ends just before an unreadable page: rows near its end are counted item
     by item (a word read past the last byte would fault here)."""
-    import ctypes
-    import mmap
-
     from lazyk.backend.rowcopy import KeptItems
-    page = mmap.PAGESIZE
-    block = mmap.mmap(-1, 2 * page)
-    base = ctypes.addressof(ctypes.c_char.from_buffer(block))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    assert libc.mprotect(base + page, page, 0) == 0  # PROT_NONE
-    try:
+    with _before_a_guard_page() as (block, page):
         keep = np.frombuffer(block, np.bool_, count=page)
         keep[:] = np.arange(page) % 3 == 0
         lens = np.array([1, 0, 3, 8, 2] * (page // 14) + [page - 14 * (page // 14)])
@@ -173,8 +173,6 @@ def test_kept_items_read_no_mask_byte_past_the_mask():
         np.testing.assert_array_equal(plan.offsets, np.r_[0, np.cumsum(keep)][off])
         np.testing.assert_array_equal(plan.fill(np.arange(page)), np.flatnonzero(keep))
         del keep
-    finally:
-        libc.mprotect(base + page, page, 3)
 
 
 def test_kept_items_refuse_rows_that_do_not_match():

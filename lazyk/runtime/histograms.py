@@ -32,12 +32,12 @@ from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime.nest_plan import (
     flat_items,
-    fold_parts,
     nest_operand,
     nest_plan,
     nest_words,
     row_signature,
 )
+from lazyk.runtime.nest_totals import fold_parts
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_rules import (
     RECORDERS,

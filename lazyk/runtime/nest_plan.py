@@ -575,27 +575,6 @@ def index_weight(sel, kinds, n0):
     return None
 
 
-def fold_parts(levels, sizes, sel, kinds) -> list:
-    """Parts of a fold over every level into one result per part (histograms): level-0
-    rows split by content (the first var operand's), or by rows times the fixed dims below
-    them; part t writes result t."""
-    n0 = sizes[0] if levels[0] is FIXED else 1
-    bounds = [0, n0]
-    if levels[0] is FIXED and nest_kernel.get_num_threads() > 1 and n0 > 1:
-        before = index_weight(sel, kinds, n0) if len(levels) > 1 else None
-        if before is None:
-            inner = 1
-            for lv, n in zip(levels[1:], sizes[1:]):
-                inner *= n if lv is FIXED else 1
-
-            def before(r, inner=inner):
-                return r * inner
-            if inner == 1:
-                before.rows = True
-        bounds = nest_split(n0, before(n0), before, len(sel))
-    return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-
-
 def row_signature(o, kind, k: int, nlev: int):
     """Which rows operand `o` reads at nest level k (None: it reads none there): its row
     indices' address and the dims above (equal signatures: the same rows)."""

@@ -63,7 +63,7 @@ from lazyk.runtime.nest_plan import (
 )
 from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result
 from lazyk.runtime.nest_structure import prepared_plan
-from lazyk.runtime.nest_totals import all_parts, all_total, nest_all
+from lazyk.runtime.nest_totals import all_total, fold_parts, nest_all
 from lazyk.runtime.ragged_rules import RECORDERS, branch_masks
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
@@ -212,7 +212,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         return None
     if isinstance(mode, Total) and plan:  # partial results per part, combined by `NestFill.finish`
         words, _ = nest_words(levels, sizes, sel, sel_kinds)
-        parts = all_parts(levels, sizes, sel, sel_kinds)
+        parts = fold_parts(levels, sizes, sel, sel_kinds)
         return NestFill(
             kern=prep.kernel(Fill()), parts=parts, words=words, consts=step.consts,
             labels=labels, leaves=leaves,

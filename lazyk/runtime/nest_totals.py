@@ -1,5 +1,5 @@
 """Reductions over every axis in the loop nest (`levels.Total`): level-0 rows split into
-parts by content, each part folding its rows into one partial result (`all_parts`), the
+parts by content, each part folding its rows into one partial result (`fold_parts`), the
 partials combined by the reference's rules for the total (`all_total`); `nest_all` runs
 it."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from lazyk.codegen.levels import FIXED, Fill, Total
 from lazyk.frontend import ops
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.kernel.flat import data_pointer
-from lazyk.kernel.nest import nest_kernel
+from lazyk.kernel.nest import get_num_threads, nest_kernel
 from lazyk.kernel.nest import split as nest_split
 from lazyk.runtime.nest_plan import index_weight, nest_words, one_part
 from lazyk.runtime.nest_results import nest_reduced, nest_result
@@ -26,7 +26,7 @@ def nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leave
     words, _ = nest_words(levels, sizes, sel, kinds)
     arg = reduce_arg[0] in ARG_REDUCTIONS
     n0 = sizes[0] if levels[0] is FIXED else 1
-    parts = [(0, n0, 0, {})] if arg else all_parts(levels, sizes, sel, kinds)
+    parts = [(0, n0, 0, {})] if arg else fold_parts(levels, sizes, sel, kinds)
     acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])
     out, flags = np.empty(len(parts), acc), np.zeros(len(parts), np.uint8)
     words[3], words[4] = data_pointer(out), data_pointer(flags)
@@ -46,15 +46,25 @@ def nest_all(spec, step, levels, sizes, sel, kinds, maskd, skipna, labels, leave
     return nest_result(values.astype(red_node.dtype, copy=False), mask, dims, {}, [])
 
 
-def all_parts(levels, sizes, sel, kinds) -> list:
-    """Parts of a reduction over every axis: level-0 rows split by content, part t
-    writing partial result t."""
+def fold_parts(levels, sizes, sel, kinds) -> list:
+    """Parts of a fold over every level into one result per part (a reduction over every
+    axis, histograms): level-0 rows split by content (the first var operand's), or by rows
+    times the fixed dims below them; part t writes result t."""
     n0 = sizes[0] if levels[0] is FIXED else 1
     bounds = [0, n0]
-    if levels[0] is FIXED and not one_part(sel, kinds, n0):
-        before = index_weight(sel, kinds, n0)
-        if before is not None:
-            bounds = nest_split(n0, before(n0), before, len(sel))
+    deep = len(levels) > 1
+    if levels[0] is FIXED and n0 > 1 and get_num_threads() > 1 and \
+            not (deep and one_part(sel, kinds, n0)):
+        before = index_weight(sel, kinds, n0) if deep else None
+        if before is None:
+            inner = 1
+            for lv, n in zip(levels[1:], sizes[1:]):
+                inner *= n if lv is FIXED else 1
+
+            def before(r, inner=inner):
+                return r * inner
+            before.rows = inner == 1
+        bounds = nest_split(n0, before(n0), before, len(sel))
     return [(lo, hi, t, {}) for t, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
 
 
