@@ -174,8 +174,9 @@ def _function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
     process."""
     with _lock:
         if name not in _native:
-            jit = JITModule(ir(), (name, *names))
-            for n in (name, *names):
+            names = tuple(dict.fromkeys((name, *names)))
+            jit = JITModule(ir(), names)
+            for n in names:
                 _native[n] = (jit, jit.addresses[n])
         return _native[name][1]
 
@@ -242,7 +243,7 @@ class RowCopy:
 # their rows' offsets (a row of up to 8 items counted as one word's set bytes, no branch on
 # its length), then per column the kept items themselves (each stored, the output position
 # advanced past kept ones only: no branch on the mask).
-_KEEP_IR = r"""
+_KEEP_ROWS_IR = r"""
 define void @lazyk_keep_count(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
@@ -326,7 +327,8 @@ exit:
   ret void
 }
 declare i64 @llvm.ctpop.i64(i64)
-
+NO_VECTOR"""
+_KEEP_ITEMS_IR = r"""
 define void @lazyk_keep_items_W(ptr noalias %a, i64 %part) {
 entry:
   %spare = alloca iBITS
@@ -364,7 +366,8 @@ item:
 exit:
   ret void
 }
-!0 = distinct !{!0, !1}
+NO_VECTOR"""
+_NO_VECTOR = """!0 = distinct !{!0, !1}
 !1 = !{!"llvm.loop.vectorize.enable", i1 false}
 """
 # (each part's item range and its kept-items word; `%base`: the part's first output item,
@@ -385,13 +388,15 @@ _KEEP_WORDS = """  %w2 = getelementptr i64, ptr %a, i64 2
   %e = load i64, ptr %ep"""
 
 
-def _keep_function(name: str, width: int = 1) -> int:
-    """`lazyk_keep_count`, `lazyk_keep_rows` (of the module of items of 1 byte) or
-    `lazyk_keep_items_{width}`."""
-    text = _KEEP_IR.replace("PART_ROWS", _PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
-    text = text.replace("_W(", f"_{width}(").replace("BITS", str(8 * width))
-    return _function(name, lambda: text, ("lazyk_keep_count", "lazyk_keep_rows",
-                                          f"lazyk_keep_items_{width}"))
+def _keep_function(name: str, width: int = 0) -> int:
+    """`lazyk_keep_count` and `lazyk_keep_rows` (one module), or `lazyk_keep_items_{width}`
+    (a module per item width)."""
+    text = _KEEP_ITEMS_IR.replace("_W(", f"_{width}(").replace("BITS", str(8 * width)) \
+        if width else _KEEP_ROWS_IR
+    text = text.replace("PART_ROWS", _PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
+    names = (f"lazyk_keep_items_{width}",) if width else \
+        ("lazyk_keep_count", "lazyk_keep_rows")
+    return _function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
 
 
 class KeptItems:
