@@ -37,6 +37,7 @@ from lazyk.arrays.buffers import from_offsets
 from lazyk.arrays.filled import empty, full, zeros
 from lazyk.arrays.formats.arrow import from_arrow, to_arrow
 from lazyk.arrays.formats.awkward import from_awkward, to_awkward
+from lazyk.backend import rowcheck as _rowcheck
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.errors import (
     ArrayConstructionError,
@@ -108,7 +109,7 @@ _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
                from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nest_results.var_rows,
                evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
-               array_function=_numpy_api.array_function)
+               array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises)
 
 
 def _call_on_dask(k, inputs, out):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch")
+         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch", "rows_rise")
 _services: dict[str, Callable] = {}
 
 
@@ -92,3 +92,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
 def array_function(func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
     """NumPy's `__array_function__` on expressions (`lazyk.frontend.numpy_api.array_function`)."""
     return _service("array_function")(func, types, args, kwargs)
+
+
+def rows_rise(offsets: Any) -> bool:
+    """Whether 1-d integer `offsets` never decrease (`lazyk.backend.rowcheck.rises`: one
+    read, on the thread pool)."""
+    return _service("rows_rise")(offsets)

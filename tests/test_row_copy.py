@@ -188,3 +188,22 @@ def test_kept_items_refuse_rows_that_do_not_match():
     with pytest.raises(ValueError):
         plan.fill(np.zeros((5, 1)))
     assert plan.fill(np.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 9), min_size=0, max_size=80), st.sampled_from(["i4", "i8"]),
+       st.integers(1, 8), st.booleans(), st.booleans())
+def test_offsets_rise_as_numpy_says(steps, dtype, min_offsets, strided, threaded):
+    from lazyk import threads
+    from lazyk.backend import rowcheck
+    off = np.cumsum(np.r_[5, steps]).astype(dtype)
+    if strided:
+        off = np.repeat(off, 2)[::2]
+    old = rowcheck.MIN_OFFSETS
+    rowcheck.MIN_OFFSETS = min_offsets  # (many thread parts; a decrease across two parts)
+    try:
+        with threads(2 if threaded else 1):
+            got = rowcheck.rises(off)
+    finally:
+        rowcheck.MIN_OFFSETS = old
+    assert got is (bool(np.all(off[1:] >= off[:-1])))

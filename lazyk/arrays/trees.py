@@ -13,6 +13,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from lazyk import hooks
 from lazyk.arrays.array import Array, masked_empty
 from lazyk.errors import NotSupportedError
 
@@ -43,7 +44,7 @@ def rows_memo():
 
 def rising(offsets: np.ndarray, length: int) -> bool:
     """Whether every row of `offsets` lies in 0..length: offsets that never decrease are
-    bounded by their first and last (one bool pass, no integer temporaries: cheaper than
+    bounded by their first and last (one native pass on the thread pool: cheaper than
     `check_rows` on the starts and stops, which says which row is bad). Once per offsets
     in an evaluation (`rows_memo`: the fields of a collection, the steps of one evaluation
     read the same offsets)."""
@@ -54,7 +55,7 @@ def rising(offsets: np.ndarray, length: int) -> bool:
     key = memory_key(offsets)
     if seen is not None and key in seen:
         return True
-    if not bool(np.all(offsets[1:] >= offsets[:-1])):
+    if not hooks.rows_rise(offsets):
         return False
     if seen is not None:
         seen[key] = offsets  # (held: its memory stays these offsets')

@@ -168,7 +168,7 @@ _native: dict = {}  # function name -> (its module, its address)
 _lock = lock()  # (fresh in a forked child)
 
 
-def _function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
+def native_function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
     """The address of native function `name`, compiled from `ir()` at first use with the
     other functions `names` of its module; the module is kept for the life of the
     process."""
@@ -231,7 +231,7 @@ class RowCopy:
             nparts = nparts_for(nrows, MIN_ROWS)
             words[1] = nparts
             arg = (ctypes.c_int64 * len(words))(*words)
-            parallel_for(_function(f"lazyk_copy_rows_{dtype.itemsize}",
+            parallel_for(native_function(f"lazyk_copy_rows_{dtype.itemsize}",
                                       lambda: _ir(dtype.itemsize)), ctypes.addressof(arg), nparts)
         return out
 
@@ -396,7 +396,7 @@ def _keep_function(name: str, width: int = 0) -> int:
     text = text.replace("PART_ROWS", _PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
     names = (f"lazyk_keep_items_{width}",) if width else \
         ("lazyk_keep_count", "lazyk_keep_rows")
-    return _function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
+    return native_function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
 
 
 class KeptItems:
@@ -580,6 +580,6 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
              listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,
              nmax] + [0] * nparts
     arg = (ctypes.c_int64 * len(words))(*words)
-    fn = _function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", _PART_ROWS))
+    fn = native_function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", _PART_ROWS))
     parallel_for(fn, ctypes.addressof(arg), nparts)
     return not any(arg[11:11 + nparts])
