@@ -11,26 +11,19 @@ import ctypes
 
 import numpy as np
 
-from lazyk.backend.rowcopy import native_function
+from lazyk.backend.rowcopy import PART_ROWS, native_function
 from lazyk.backend.threads import nparts_for, parallel_for
 
 # Offsets per part at least: below this a part is a few microseconds, less than the pool's.
 MIN_OFFSETS = 1 << 16
 
-# The argument record (int64 words): 0 pairs (offsets - 1), 1 parts, 2 the offsets (item 0,
-# contiguous), 3 one int64 per part: set where the part holds a decrease. No branch in the
-# loop: an or over every pair (it vectorizes).
+# The argument record (int64 words): 0 pairs (offsets - 1: PART_ROWS's rows), 1 parts,
+# 2 the offsets (item 0, contiguous), 3 one int64 per part: set where the part holds a
+# decrease. No branch in the loop: an or over every pair (it vectorizes).
 _IR = r"""
 define void @lazyk_rises_BITS(ptr noalias %a, i64 %part) {
 entry:
-  %npairs = load i64, ptr %a
-  %w1 = getelementptr i64, ptr %a, i64 1
-  %nparts = load i64, ptr %w1
-  %lo0 = mul i64 %npairs, %part
-  %lo = udiv i64 %lo0, %nparts
-  %part1 = add i64 %part, 1
-  %hi0 = mul i64 %npairs, %part1
-  %hi = udiv i64 %hi0, %nparts
+PART_ROWS
   %w2 = getelementptr i64, ptr %a, i64 2
   %off = load ptr, ptr %w2
   %w3 = getelementptr i64, ptr %a, i64 3
@@ -71,6 +64,7 @@ def rises(offsets: np.ndarray) -> bool:
     flags = np.zeros(nparts, np.int64)
     arg = (ctypes.c_int64 * 4)(n, nparts, offsets.ctypes.data, flags.ctypes.data)
     parallel_for(native_function(f"lazyk_rises_{bits}",
-                                 lambda: _IR.replace("BITS", str(bits))),
+                                 lambda: _IR.replace("PART_ROWS", PART_ROWS)
+                                 .replace("BITS", str(bits))),
                  ctypes.addressof(arg), nparts)
     return not flags.any()

@@ -26,7 +26,7 @@ from lazyk.lru import lock
 MIN_ROWS = 1 << 14
 
 # Rows lo..hi of part `%part` of `nparts` (words 0 and 1 of the argument record: rows, parts).
-_PART_ROWS = """  %nrows = load i64, ptr %a
+PART_ROWS = """  %nrows = load i64, ptr %a
   %w1 = getelementptr i64, ptr %a, i64 1
   %nparts = load i64, ptr %w1
   %lo0 = mul i64 %nrows, %part
@@ -154,7 +154,7 @@ _LANES = {4: 8, 8: 4}  # (32 bytes: one AVX2 register)
 def _ir(width: int) -> str:
     """The copy function for items of `width` bytes."""
     lanes = _LANES.get(width)
-    text = _IR.replace("PART_ROWS", _PART_ROWS).replace("_W(", f"_{width}(")  # (the item loop: a few items, left plain)
+    text = _IR.replace("PART_ROWS", PART_ROWS).replace("_W(", f"_{width}(")  # (the item loop: a few items, left plain)
     if lanes is None:
         text = text.replace("CHUNKS", "br label %items").replace("FROM_VEC_D", "")
         text = text.replace("FROM_VEC", "")
@@ -393,7 +393,7 @@ def _keep_function(name: str, width: int = 0) -> int:
     (a module per item width)."""
     text = _KEEP_ITEMS_IR.replace("_W(", f"_{width}(").replace("BITS", str(8 * width)) \
         if width else _KEEP_ROWS_IR
-    text = text.replace("PART_ROWS", _PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
+    text = text.replace("PART_ROWS", PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
     names = (f"lazyk_keep_items_{width}",) if width else \
         ("lazyk_keep_count", "lazyk_keep_rows")
     return native_function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
@@ -580,6 +580,6 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
              listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,
              nmax] + [0] * nparts
     arg = (ctypes.c_int64 * len(words))(*words)
-    fn = native_function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", _PART_ROWS))
+    fn = native_function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", PART_ROWS))
     parallel_for(fn, ctypes.addressof(arg), nparts)
     return not any(arg[11:11 + nparts])
