@@ -1,18 +1,49 @@
-"""Native checks of rows, split over the thread pool: whether offsets never decrease.
+"""Native row functions (`native_function`: compiled from IR text once per process, through
+the disk cache; `PART_ROWS`: a part's rows of the thread pool's split) and the first of them:
+whether offsets never decrease (`rises`).
 
 Every evaluation checks the offsets of the var columns it reads before a kernel trusts
 them (a column's memory may have changed since the array was made). NumPy's
 `np.all(off[1:] >= off[:-1])` makes a temporary and reads the offsets twice (~0.7 ms for
 1e6 rows, a tenth of a histogram of 4e6 jets); this reads them once, a vector at a time, on
-every thread. Compiled once per process from IR text (through the disk cache)."""
+every thread."""
 from __future__ import annotations
 
 import ctypes
+from typing import Callable
 
 import numpy as np
 
-from lazyk.backend.rowcopy import PART_ROWS, native_function
+from lazyk.backend.cpu import JITModule
 from lazyk.backend.threads import nparts_for, parallel_for
+from lazyk.lru import lock
+
+# Rows lo..hi of part `%part` of `nparts` (words 0 and 1 of the argument record: rows, parts).
+PART_ROWS = """  %nrows = load i64, ptr %a
+  %w1 = getelementptr i64, ptr %a, i64 1
+  %nparts = load i64, ptr %w1
+  %lo0 = mul i64 %nrows, %part
+  %lo = udiv i64 %lo0, %nparts
+  %part1 = add i64 %part, 1
+  %hi0 = mul i64 %nrows, %part1
+  %hi = udiv i64 %hi0, %nparts"""
+
+_native: dict = {}  # function name -> (its module, its address)
+_lock = lock()  # (fresh in a forked child)
+
+
+def native_function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
+    """The address of native function `name`, compiled from `ir()` at first use with the
+    other functions `names` of its module; the module is kept for the life of the
+    process."""
+    with _lock:
+        if name not in _native:
+            names = tuple(dict.fromkeys((name, *names)))
+            jit = JITModule(ir(), names)
+            for n in names:
+                _native[n] = (jit, jit.addresses[n])
+        return _native[name][1]
+
 
 # Offsets per part at least: below this a part is a few microseconds, less than the pool's.
 MIN_OFFSETS = 1 << 16

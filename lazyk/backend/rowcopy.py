@@ -14,26 +14,14 @@ cache)."""
 from __future__ import annotations
 
 import ctypes
-from typing import Callable
 
 import numpy as np
 
-from lazyk.backend.cpu import JITModule
+from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
 from lazyk.backend.threads import nparts_for, parallel_for
-from lazyk.lru import lock
 
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
-
-# Rows lo..hi of part `%part` of `nparts` (words 0 and 1 of the argument record: rows, parts).
-PART_ROWS = """  %nrows = load i64, ptr %a
-  %w1 = getelementptr i64, ptr %a, i64 1
-  %nparts = load i64, ptr %w1
-  %lo0 = mul i64 %nrows, %part
-  %lo = udiv i64 %lo0, %nparts
-  %part1 = add i64 %part, 1
-  %hi0 = mul i64 %nrows, %part1
-  %hi = udiv i64 %hi0, %nparts"""
 
 # The argument record (int64 words): 0 rows, 1 parts, 2 out, 3 out offsets, 4 positions (0:
 # none), 5 sources, then per source: 6 + 4j its values (item 0), its stride in bytes, its
@@ -164,21 +152,6 @@ def _ir(width: int) -> str:
     return (text.replace("LANES", str(lanes)).replace("BYTES", str(width))
             .replace("BITS", str(8 * width)))
 _WIDTHS = (1, 2, 4, 8, 16)
-_native: dict = {}  # function name -> (its module, its address)
-_lock = lock()  # (fresh in a forked child)
-
-
-def native_function(name: str, ir: Callable[[], str], names: tuple = ()) -> int:
-    """The address of native function `name`, compiled from `ir()` at first use with the
-    other functions `names` of its module; the module is kept for the life of the
-    process."""
-    with _lock:
-        if name not in _native:
-            names = tuple(dict.fromkeys((name, *names)))
-            jit = JITModule(ir(), names)
-            for n in names:
-                _native[n] = (jit, jit.addresses[n])
-        return _native[name][1]
 
 
 def copies(dtype: np.dtype) -> bool:
@@ -199,16 +172,22 @@ class RowCopy:
         self.sources = [np.ascontiguousarray(off, np.int64) for off in offsets]
         self.positions = None if positions is None else \
             np.ascontiguousarray(positions, np.int64)
-        lens = [np.diff(off) for off in self.sources]
-        if any(len(n) and n.min() < 0 for n in lens):
+        if not all(rises(off) for off in self.sources):
             raise ValueError("RowCopy: offsets that decrease")
-        if self.positions is not None:
-            if len(self.positions) and (self.positions.min() < 0 or
-                                        self.positions.max() >= len(lens[0])):
-                raise IndexError("RowCopy: a position outside the rows")
-            lens = [n[self.positions] for n in lens]
-        if len({len(n) for n in lens}) > 1:
+        if len({len(off) for off in self.sources}) > 1:
             raise ValueError("RowCopy: sources with different numbers of rows")
+        if self.positions is None:  # (rows one after the other: the sources' offsets added)
+            self.offsets = np.zeros(max(len(self.sources[0]), 1), np.int64)
+            for off in self.sources:
+                if len(off):
+                    self.offsets += off
+                    self.offsets -= off[0]
+            return
+        lens = [np.diff(off) for off in self.sources]
+        if len(self.positions) and (self.positions.min() < 0 or
+                                    self.positions.max() >= len(lens[0])):
+            raise IndexError("RowCopy: a position outside the rows")
+        lens = [n[self.positions] for n in lens]
         self.offsets = np.zeros(len(lens[0]) + 1, np.int64)
         np.cumsum(sum(lens[1:], lens[0]), out=self.offsets[1:])
 
@@ -409,8 +388,8 @@ class KeptItems:
         off = np.ascontiguousarray(offsets_in, np.int64)
         self.keep = np.ascontiguousarray(keep if keep.dtype == bool else keep != 0)
         nrows = len(off) - 1
-        if nrows < 0 or (nrows and (off[0] < 0 or np.any(off[1:] < off[:-1]) or
-                                    off[-1] - off[0] > len(self.keep))):
+        if nrows < 0 or (nrows and (off[0] < 0 or off[-1] - off[0] > len(self.keep) or
+                                    not rises(off))):
             raise ValueError("KeptItems: row offsets that decrease or pass the mask's items")
         self.first, self.rows = int(off[0]), off
         self.nparts = nparts_for(nrows, MIN_ROWS)

@@ -374,8 +374,9 @@ def _compressed(node: Node, env: dict) -> Array | None:
     off = np.asarray(tree[1], np.int64)
     key = memory_key(off)
     if key not in same:
-        if len(off) != len(moff) or not (moff is off or np.array_equal(
-                off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
+        if len(off) != len(moff) or not (
+                moff is off or memory_key(moff) == key or np.array_equal(
+                    off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
         same[key] = off  # (held: its memory stays these offsets')
     child = ("numpy", kept.fill(item[1][off[0]:off[-1]]).astype(node.dtype, copy=False))

@@ -21,7 +21,7 @@ from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import rows_memo, rows_memo_dict
+from lazyk.arrays.trees import memory_key, rows_memo, rows_memo_dict
 from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -402,7 +402,8 @@ def _joined_rows(trees: list, dtype: np.dtype) -> tuple | None:
     memo = rows_memo_dict()
     plans = memo.setdefault("joined rows", []) if memo is not None else []
     for seen, plan in plans:
-        if all(a is b or np.array_equal(a, b) for a, b in zip(seen, offs)):
+        if all(a is b or memory_key(a) == memory_key(b) or np.array_equal(a, b)
+               for a, b in zip(seen, offs)):
             break
     else:
         plan = RowCopy(offs)
