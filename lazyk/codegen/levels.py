@@ -207,13 +207,16 @@ def tuple_count(gen, tuples, lens: list):
 def tuple_bounds(gen, tuples, slot: int, idx: list, lens: list) -> tuple:
     """(first, stop) of slot `slot`'s item index, given the indices of the slots before
     it: 0..L for a product's slot; after (or, with replacement, at) the previous index
-    for combinations."""
+    for combinations, leaving room for the slots after it (a row with no tuple, of fewer
+    than n items, runs no loop at all)."""
     b, c = gen.b, gen.c
     if isinstance(tuples, Product):
         return c(0), lens[slot]
+    last = tuples.n - 1 - slot
+    stop = lens[0] if tuples.replacement or not last else b.sub(lens[0], c(last))
     if not slot:
-        return c(0), lens[0]
-    return (idx[-1] if tuples.replacement else b.add(idx[-1], c(1))), lens[0]
+        return c(0), stop
+    return (idx[-1] if tuples.replacement else b.add(idx[-1], c(1))), stop
 
 
 @dataclass(frozen=True)
