@@ -446,7 +446,7 @@ def test_ragged_fast_path_declines_what_it_does_not_cover():
 
 
 def _on_reused_block(x) -> bool:
-    """Whether array `x` lives in an output block that `lazyk.backend.outputs` reuses."""
+    """Whether array `x` lives in an output block that `lazyk.arrays.outputs` reuses."""
     while x is not None and not hasattr(x, "block"):
         x = getattr(x, "base", None)
     return x is not None

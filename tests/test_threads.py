@@ -9,7 +9,8 @@ import pytest
 
 llvm = pytest.importorskip("llvmlite.binding")
 
-from lazyk.backend import outputs, threads  # noqa: E402
+from lazyk.arrays import outputs  # noqa: E402
+from lazyk.backend import threads  # noqa: E402
 
 _IR = r"""
 declare i64 @pthread_self()

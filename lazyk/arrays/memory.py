@@ -7,8 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.outputs import REUSE_MIN_BYTES
+from lazyk.arrays.outputs import empty as fresh
+
 # 64 bytes: a cache line and the widest AVX-512 vector, so kernels may use aligned loads.
 BLOCK_ALIGNMENT = 64
+_BYTES = np.dtype(np.uint8)
 
 _next_ref = itertools.count(1)
 # blockref (the opaque id in var/string arrmeta) -> block; weak so a dropped array frees it.
@@ -29,7 +33,11 @@ class MemoryBlock:
 
     def __init__(self, size: int, keep: Any = None):
         size = max(int(size), 0)
-        raw = np.zeros(size + BLOCK_ALIGNMENT, dtype=np.uint8)
+        if size < REUSE_MIN_BYTES:
+            raw = np.zeros(size + BLOCK_ALIGNMENT, dtype=np.uint8)
+        else:  # (a reused block, already faulted in: zeroed here)
+            raw = fresh(size + BLOCK_ALIGNMENT, _BYTES)
+            raw[...] = 0
         start = (-raw.ctypes.data) % BLOCK_ALIGNMENT
         self.buffer: np.ndarray | None = raw[start:start + size]
         self.address: int = raw.ctypes.data + start

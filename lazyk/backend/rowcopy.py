@@ -17,6 +17,7 @@ import ctypes
 
 import numpy as np
 
+from lazyk.arrays.outputs import empty as fresh
 from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
 from lazyk.backend.threads import nparts_for, parallel_for
 
@@ -195,7 +196,7 @@ class RowCopy:
         """A new `dtype` array of the rows' items, one values array (1-d, `dtype`'s size,
         any stride) per source; each source's offsets must lie within its values."""
         dtype = np.dtype(dtype)
-        out = np.empty(int(self.offsets[-1]), dtype)
+        out = fresh(int(self.offsets[-1]), dtype)
         nrows = len(self.offsets) - 1
         words = [nrows, 0, out.ctypes.data, self.offsets.ctypes.data,
                  0 if self.positions is None else self.positions.ctypes.data,
@@ -394,7 +395,7 @@ class KeptItems:
         self.first, self.rows = int(off[0]), off
         self.nparts = nparts_for(nrows, MIN_ROWS)
         self.starts = np.zeros(self.nparts + 1, np.int64)
-        self.offsets = np.empty(nrows + 1, np.int64)
+        self.offsets = fresh(nrows + 1, np.dtype(np.int64))
         self.words = [nrows, self.nparts, off.ctypes.data,
                       self.keep.ctypes.data - self.first, self.offsets.ctypes.data,
                       self.starts.ctypes.data, self.first + len(self.keep)]
@@ -414,7 +415,7 @@ class KeptItems:
                 len(values) < self.rows[-1] - self.first:
             raise ValueError(f"KeptItems: values {values.dtype} {values.shape} for "
                              f"{self.rows[-1] - self.first} items")
-        out = np.empty(int(self.offsets[-1]), values.dtype)
+        out = fresh(int(self.offsets[-1]), values.dtype)
         if len(out):
             step = values.strides[0]
             words = self.words + [out.ctypes.data, values.ctypes.data - self.first * step,

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.outputs import empty as empty_out
 from lazyk.backend.cpu import JITModule
 from lazyk.backend.objcache import source_digest
 from lazyk.frontend.spec import KernelSpec
@@ -22,10 +23,6 @@ try:  # the native thread pool
     from lazyk.backend import threads as _threads
 except ImportError:  # pragma: no cover
     _threads = None
-try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
-    from lazyk.backend.outputs import empty as empty_out
-except ImportError:  # pragma: no cover
-    empty_out = np.empty
 
 
 def _layout_ok() -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lazyk.arrays.outputs import empty as empty_out
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
@@ -31,11 +32,6 @@ from lazyk.passes.cse import eliminate_common_subexpressions
 from lazyk.passes.dims import simplify_dims
 from lazyk.passes.fold import fold_constants
 from lazyk.passes.fuse import Program, Step, fuse_elementwise
-
-try:  # large fresh outputs reuse idle blocks instead of faulting in new pages
-    from lazyk.backend.outputs import empty as empty_out
-except ImportError:  # pragma: no cover
-    empty_out = np.empty
 
 # Graph -> graph passes, in order; fusion (graph -> Program) always comes last.
 PASSES: tuple[tuple[str, Callable[[Node], Node]], ...] = (

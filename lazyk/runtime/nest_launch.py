@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
-from lazyk.backend.outputs import empty as fresh
+from lazyk.arrays.outputs import empty as fresh
 from lazyk.backend.threads import get_num_threads, part_entry
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
 from lazyk.codegen.nest import PREFIX

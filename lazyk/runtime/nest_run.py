@@ -29,7 +29,7 @@ import numpy as np
 
 from lazyk.arrays.array import masked_empty
 from lazyk.arrays.buffers import offsets_array
-from lazyk.backend.outputs import empty as fresh
+from lazyk.arrays.outputs import empty as fresh
 from lazyk.codegen.levels import (
     FIXED,
     VAR,
@@ -65,6 +65,8 @@ from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result
 from lazyk.runtime.nest_structure import prepared_plan
 from lazyk.runtime.nest_totals import all_total, fold_parts, nest_all
 from lazyk.runtime.ragged_rules import RECORDERS, branch_masks
+
+I64, U8 = np.dtype(np.int64), np.dtype(np.uint8)
 
 # Any nesting of fixed and var dims runs in one generated loop nest (`codegen.nest`): rows
 # read in place from the arrmeta, checked and paired inside the kernel, results written by
@@ -264,10 +266,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         if same is not None:
             break
         nrows = positions(r_end, rl, rs, offsets, p)[-1] if p else 1
-        lens = np.empty(nrows, np.int64)
+        lens = fresh(nrows, I64)
         w = words.copy()
         # earlier levels are written again with the same lengths: give them scratch copies
-        scratch = {q: np.empty(len(offsets[q]) - 1, np.int64) for q in rvar if q < p}
+        scratch = {q: fresh(len(offsets[q]) - 1, I64) for q in rvar if q < p}
         for q in rvar:
             if q <= p:
                 w[lay["lens"] + 2 * res[q]] = data_pointer(lens if q == p else scratch[q])
@@ -281,7 +283,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             raw = {**scratch, p: lens}
         for rec in RECORDERS:
             rec.append(("nest", kern, len(parts)))
-        off = np.zeros(nrows + 1, np.int64)
+        off = fresh(nrows + 1, I64)
+        off[0] = 0
         np.cumsum(np.maximum(lens, 0), out=off[1:])  # -1: a missing row, no elements
         offsets[p] = off
         if res[p] in qres:
@@ -306,11 +309,11 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
         # `?n` levels of the result: the fill pass writes each row's present byte (from
         # the inputs' missing rows, which each bound call checks): run it once now
-        present = {p: np.empty(positions(r_end, rl, rs, offsets, p)[-1] if p else 1,
-                               np.uint8) for p in rfix}
+        present = {p: fresh(positions(r_end, rl, rs, offsets, p)[-1] if p else 1, U8)
+                   for p in rfix}
         if rfix:
-            w, vals = words.copy(), np.empty(nvals, acc)
-            flags = np.empty(nvals, np.uint8) if any(maskd) or not isinstance(mode, Map) else None
+            w, vals = words.copy(), fresh(nvals, acc)
+            flags = fresh(nvals, U8) if any(maskd) or not isinstance(mode, Map) else None
             w[3], w[4] = data_pointer(vals), 0 if flags is None else data_pointer(flags)
             for p in rfix:
                 w[lay["lens"] + 2 * res[p]] = data_pointer(present[p])
@@ -347,7 +350,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         out = packed[1]
     else:
         out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
-    flags = np.empty(nvals, np.uint8) if option or not isinstance(mode, Map) else None
+    flags = fresh(nvals, U8) if option or not isinstance(mode, Map) else None
     if isinstance(mode, Reduce) and not (option or qlev) and (
             OPS[reduce_arg[0]].folds_to_identity or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
@@ -358,7 +361,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         words[lay["lens"] + 2 * res[p]] = data_pointer(offsets[p])
     # `?n` levels of the result: the fill pass writes each row's present byte
     rfix = [p for p in range(nres) if res[p] in qfix]
-    present = {p: np.empty(positions(r_end, rl, rs, offsets, p)[-1] if p else 1, np.uint8)
+    present = {p: fresh(positions(r_end, rl, rs, offsets, p)[-1] if p else 1, U8)
                for p in rfix}
     for p in rfix:
         words[lay["lens"] + 2 * res[p]] = data_pointer(present[p])
@@ -407,8 +410,8 @@ def _recounter(passes, consts, labels, keep, counted, res, rvar, shape, lay):
     def recount():
         raw = {}
         for p, kern, parts, nrows, w0, was in passes:
-            lens = np.empty(nrows, np.int64)
-            scratch = {q: np.empty(len(counted[q]) - 1, np.int64) for q in rvar if q < p}
+            lens = fresh(nrows, I64)
+            scratch = {q: fresh(len(counted[q]) - 1, I64) for q in rvar if q < p}
             w = w0.copy()
             for q in rvar:
                 if q <= p:
@@ -442,7 +445,8 @@ def _pruned(raw, rl, rs, rvar, qres):
         ok = lens >= 0
         prev = (n, ok, alive, p)
         kept = np.where(ok, n, 0)[alive]
-        off = np.zeros(len(kept) + 1, np.int64)
+        off = fresh(len(kept) + 1, I64)
+        off[0] = 0
         np.cumsum(kept, out=off[1:])
         offsets[p] = off
         if p in qres:

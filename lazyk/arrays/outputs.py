@@ -1,5 +1,6 @@
-"""Fresh output arrays for kernels: `empty(shape, dtype)` is `np.empty`, except that large
-arrays reuse the idle blocks of earlier outputs (already faulted in, no zeroing).
+"""Fresh large arrays: `empty(shape, dtype)` is `np.empty`, except that large arrays reuse the
+idle blocks of earlier ones (already faulted in, no zeroing). Kernel outputs, row copies and
+lazyk's own memory blocks (`memory.MemoryBlock`) take theirs here.
 """
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ _np_empty = _np.empty
 # A new 80 MB output costs more page faults than arithmetic (first touch: ~2-4 ms per 10 MB here,
 # huge pages measured no better on this VM). So large outputs come from blocks that earlier
 # outputs gave back when they died: already faulted in, no zeroing, like a caching allocator.
-# Below 32 MiB (glibc's largest dynamic mmap threshold) malloc itself reuses a freed block,
-# already faulted in, after the first free: np.empty costs 0.7 us there against ~5 us here.
-REUSE_MIN_BYTES = 1 << 25
+# From 2 MiB: malloc would reuse a freed block of that size too, but only until something
+# else in the process (a library's own large temporaries) makes glibc trim its heap or map
+# fresh pages; measured between Awkward Array calls, a ragged query then took ~2,600-5,400
+# page faults a call (~10-15% of its time), ~25 with these blocks. (np.empty: 0.7 us; here
+# ~5 us.)
+REUSE_MIN_BYTES = 1 << 21
 REUSE_MAX_IDLE = 1 << 30  # keep at most 1 GiB of idle blocks; beyond that give memory back
 _BLOCK_ROUND = 1 << 21
 _np_dtype = _np.dtype
