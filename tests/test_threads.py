@@ -96,6 +96,30 @@ def test_parts_run_on_distinct_threads(native) -> None:
     assert threads.pool() is pool and threads.nparts_for(10**9) == 2
 
 
+def test_rouse_wakes_sleeping_workers(native) -> None:
+    # A large evaluation wakes the workers as it starts planning, so none is still asleep
+    # (50-200 us to wake on a VM) when its first kernel comes.
+    import time
+    threads.set_num_threads(2)
+    ids = (ctypes.c_int64 * 2)()
+    threads.parallel_for(native.get_function_address("record"), ctypes.addressof(ids), 2)
+    pool = threads.pool()
+
+    def settle(want, seconds):
+        end = time.monotonic() + seconds
+        while pool._sleepers.value != want and time.monotonic() < end:
+            time.sleep(0.0005)
+        return pool._sleepers.value
+    assert settle(len(pool._threads), 5.0) == len(pool._threads)  # idle: asleep
+    threads.rouse()
+    assert settle(0, 0.5) == 0  # awake, spinning for the next job
+    assert settle(len(pool._threads), 5.0) == len(pool._threads)  # asleep again after it
+    with threads.threads(1):
+        threads.rouse()  # one thread: no worker is woken
+        time.sleep(0.01)
+        assert pool._sleepers.value == len(pool._threads)
+
+
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099, 100_003])
 @pytest.mark.parametrize("nthreads", [1, 2, 3])
 def test_chunks_cover_range(native, n: int, nthreads: int) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.arrays.trees import rows_memo
+from lazyk.backend.threads import rouse
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
@@ -103,6 +104,7 @@ def evaluate_many(*items: Any) -> tuple:
 
 
 def _evaluate_many(items: tuple) -> tuple:
+    rouse()  # (the workers spin while this plans: no wake-up at the first kernel)
     results: list = [None] * len(items)
     hists: dict = {}  # one pass for the histograms whose bins are counted over one shape
     for i, x in enumerate(items):

@@ -23,6 +23,7 @@ from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import memory_key, rows_memo, rows_memo_dict
 from lazyk.backend.rowcopy import RowCopy, copies
+from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -55,6 +56,7 @@ def evaluate_rows(expr, out=None, casting: str = "same_kind"):
     path of `lazyk.runtime.launch.evaluate`); NotImplemented without them."""
     if not has_rows(expr.node):
         return NotImplemented
+    rouse()  # (the workers spin while this plans: no wake-up at the first kernel)
     with rows_memo():
         low = lower(expr, result=out is None)
         if not isinstance(low, Expr):  # the row operation's own result
