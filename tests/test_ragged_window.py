@@ -208,16 +208,18 @@ def test_math_rows_fold_from_blocks():
 
 
 def test_counts_of_trues_fold_by_running_sums(monkeypatch):
-    """`sum(x > c, axis=-1)` over rows of a few elements on average folds by running sums
-    (a row's count: the sum at its end less that at its start); over longer rows by
+    """`sum(x > c, axis=-1)` over rows of at most 2 elements on average folds by running
+    sums (a row's count: the sum at its end less that at its start); over longer rows by
     windows. Both against NumPy, row by row: rows of every length 0-9 and a few around the
     block's size (255-257, 600), int32 and int64 offsets, a view starting mid-content,
     several threads' parts, dtype= int32 and uint8 counts, a 0-d threshold, a comparison of
     two operands, and the code path each takes."""
     rng = np.random.default_rng(14)
     monkeypatch.setattr(nest_kernel, "MIN_PART", 256)  # several parts of these rows
-    for lens in (rng.permutation(np.concatenate([np.tile(np.arange(10), 300),
-                                                 [255, 256, 257, 600]])),  # short (~5)
+    for lens in (rng.permutation(np.concatenate([np.tile([0, 1, 1, 2, 3], 500),
+                                                 [255, 256, 257, 600]])),  # short (~1.9)
+                 rng.permutation(np.concatenate([np.tile(np.arange(10), 300),
+                                                 [255, 256, 257, 600]])),  # ~5: windows
                  rng.integers(0, 41, 2000)):  # longer (~20): windows
         off = np.concatenate([[0], np.cumsum(lens)])
         v = rng.uniform(-1, 1, int(off[-1])).astype(np.float32)

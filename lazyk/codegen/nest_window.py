@@ -22,8 +22,10 @@ LEAD = 3
 # short rows' worth, in one vectorized loop, into a buffer on the stack that stays in L1.
 STAGE = 256
 # Rows of at most this many elements on average fold counts of trues by running sums
-# (`_prefixed`); longer ones by windows.
-SHORT = 6
+# (`_prefixed`); longer ones by windows. Measured on 1e6 rows of Poisson(lambda) items, one
+# thread: running sums win at lambda 0.5 (2.7 against 3.4 ms), windows from lambda 2.5
+# (3.4 against 3.9-6.3 ms; at lambda 4, HEP jets, 3.4 against 4.8-7.9 ms).
+SHORT = 2
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
