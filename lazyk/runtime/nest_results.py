@@ -214,7 +214,8 @@ def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fal
     if not any_mask:
         if extremum and not valid.all():
             where = "array" if whole else f"row {int(np.argmin(valid))}"
-            raise ValueError(f"zero-size {where} in reduction {op}, which has no identity")
+            raise ValueError(f"zero-size {where} in reduction {op}, which has no identity: "
+                             "pass initial=, or keep the rows that have items")
         if int_mean and not nonempty.all():
             where = "array" if whole else f"row {int(np.argmin(nonempty))}"
             raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
