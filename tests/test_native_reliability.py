@@ -116,7 +116,8 @@ def test_fork_while_threads_hold_lazyk_locks() -> None:
         from lazyk.kernel import flat as kernel
         from lazyk.kernel import nest as nest_kernel
         from lazyk.runtime import launch as runtime
-        from lazyk.backend import cpu, outputs, threads
+        from lazyk.arrays import outputs
+        from lazyk.backend import cpu, threads
         cpu._FORK_WAIT = 0.2
         x = np.arange(10.0)
         lazyk.evaluate("x + 1")

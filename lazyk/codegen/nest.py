@@ -282,6 +282,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 per.append([word(base + i) for i in range(nw)] if nw else None)
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
+        self.sink = None  # the block the failed checks write the status words in (`check`)
         self.em = Emitter(b, self.target)
         # one folded level over `?var` rows at or below it: `_qfold_level`; `?var` rows
         # below it (fold_q) are found first, element by element
@@ -366,21 +367,31 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         return ir.Constant(I64, v)
 
     def check(self, ok, code, level, path, j=-1, a=None, bb=None, cc=None):
-        """Continue when `ok`; else write the status words and return (a rare branch)."""
-        b = self.b
+        """Continue when `ok`; else write the status words and return (a rare branch). Every
+        check branches to one block that writes them from phis: a block of stores per check
+        made the largest of the ADL Q8 kernels 1,194 lines of IR instead of 855, and the
+        query's 28 kernels compiled in 1.35 s instead of 1.07-1.17 s."""
+        b, c = self.b, self.c
+        if self.sink is None:
+            here = b.block
+            block = self.fn.append_basic_block("bad")
+            b.position_at_end(block)
+            phis = [b.phi(I64, name=f"status{i}") for i in range(6 + self.nlev)]
+            for i, v in enumerate(phis):  # words 0-5, then the row path from word 8
+                b.store(v, b.gep(self.status, [c(i if i < 6 else i + 2)]))
+            b.branch(self.fail)
+            b.position_at_end(here)
+            self.sink = (block, phis)
+        block, phis = self.sink
         good = self.fn.append_basic_block("ok")
-        bad = self.fn.append_basic_block("bad")
-        br = b.cbranch(ok, good, bad)
+        br = b.cbranch(ok, good, block)
         br.set_weights([1 << 20, 1])
-        b.position_at_end(bad)
-        st = self.status
-        j = self.c(j) if isinstance(j, int) else j
-        for i, v in enumerate([self.c(code), self.c(level), j, a, bb, cc]):
-            if v is not None:
-                b.store(v, b.gep(st, [self.c(i)]))
-        for k, v in enumerate(path):
-            b.store(v, b.gep(st, [self.c(8 + k)]))
-        b.branch(self.fail)
+        values = [c(code), c(level), c(j) if isinstance(j, int) else j, a, bb, cc, *path]
+        assert len(values) <= len(phis), "a row path deeper than the nest"
+        values += [None] * (len(phis) - len(values))
+        here = b.block
+        for phi, v in zip(phis, values):
+            phi.add_incoming(c(0) if v is None else v, here)
         b.position_at_end(good)
 
     def index(self, p, width):
