@@ -21,6 +21,7 @@ from lazyk.arrays.outputs import empty as fresh
 from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
 from lazyk.backend.threads import nparts_for, parallel_for
 
+_I64 = np.dtype(np.int64)
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
 
@@ -178,11 +179,14 @@ class RowCopy:
         if len({len(off) for off in self.sources}) > 1:
             raise ValueError("RowCopy: sources with different numbers of rows")
         if self.positions is None:  # (rows one after the other: the sources' offsets added)
-            self.offsets = np.zeros(max(len(self.sources[0]), 1), np.int64)
-            for off in self.sources:
-                if len(off):
-                    self.offsets += off
-                    self.offsets -= off[0]
+            if not len(self.sources[0]):
+                self.offsets = np.zeros(1, np.int64)
+                return
+            base = sum(int(off[0]) for off in self.sources)
+            self.offsets = fresh(len(self.sources[0]), _I64)
+            np.subtract(self.sources[0], base, out=self.offsets)
+            for off in self.sources[1:]:
+                self.offsets += off
             return
         lens = [np.diff(off) for off in self.sources]
         if len(self.positions) and (self.positions.min() < 0 or
