@@ -131,8 +131,8 @@ def _wake(address: int) -> None:
 def rouse() -> None:
     """Wake the pool's sleeping workers without a job: they spin (~1 ms) for the next one.
     Called where a large evaluation starts planning: a worker asleep after an idle
-    millisecond takes 50-200 us to wake on this VM (an idle vCPU halts), as long as a
-    2-thread histogram of 1e6 values; woken now, it is spinning when the first kernel
+    millisecond takes 50-200 us to wake on a virtual machine (an idle vCPU halts), as long
+    as a 2-thread histogram of 1e6 values; woken now, it is spinning when the first kernel
     comes. No worker asleep (or one thread): nothing."""
     p = _pool
     if p is not None and p._sleepers.value > 0 and get_num_threads() > 1:
