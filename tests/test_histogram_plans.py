@@ -36,6 +36,27 @@ def test_a_second_evaluation_makes_no_graph_plan_or_kernel():
     assert nest_stats["compiles"] == made[2]
 
 
+def test_a_selection_by_an_inner_reduction_plans_once():
+    # `met[sum(pt > 40, axis=1) >= 2]`: the reduction is computed on every pass (a new
+    # array each time) and read under the same name, so the pass finds its graph and plan
+    rng = np.random.default_rng(3)
+    off = np.concatenate([[0], np.cumsum(rng.poisson(3, 500))])
+    pt = lazyk.from_offsets(off, (rng.random(int(off[-1])) * 100).astype(np.float32))
+    met = lazyk.array((rng.random(500) * 200).astype(np.float32))
+    flat = [pt.to_list()[i] for i in range(500)]
+    want = np.histogram(np.asarray(met)[[sum(v > 40 for v in r) >= 2 for r in flat]],
+                        20, (0, 200))[0]
+
+    def h():
+        return lazyk.histogram(met[lazyk.sum(pt > 40, axis=1) >= 2], 20, (0, 200))
+    first = lazyk.evaluate(h())
+    made, hits = _stats(), histograms.stats["hits"]
+    again = lazyk.evaluate(h())
+    assert _stats() == made and histograms.stats["hits"] == hits + 1
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(again, want)
+
+
 def test_rows_are_checked_on_every_pass():
     off = np.array([0, 2, 3])
     x = lazyk.from_offsets(off, np.array([1.0, 2.0, 3.0]))  # (shares `off`)

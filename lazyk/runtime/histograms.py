@@ -20,6 +20,7 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
+    rewrite,
     toposort,
 )
 from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
@@ -102,17 +103,18 @@ def _one_pass(hists: list, exprs: list | None = None):
         for e in trio:
             if e is not None:
                 env.update(e.env)
-    if form.lower:  # tuples' items and inner reductions: new leaves on every call
-        got = _lowered(exprs)
+    roots, names = list(key), form.names
+    if form.lower:  # tuples' items and inner reductions: new leaves (named alike each call)
+        got = _lowered(exprs, form.names)
         if got is None:
             return None
         roots, env = got
-        graph = _Graph(roots, env)
-    else:
-        gkey = (key, _arrays(form.names, env))
-        graph = _graphs.get(gkey)
-        if graph is None:
-            graph = _graphs.put(gkey, _Graph(list(key), env))
+        made = toposort([r for r in roots if r is not None])
+        names = tuple(dict.fromkeys(n.arg for n in made if n.op == "input"))
+    gkey = (tuple(roots), _arrays(names, env))
+    graph = _graphs.get(gkey)
+    if graph is None:
+        graph = _graphs.put(gkey, _Graph(roots, env))
     if graph.declined or not graph.names:
         return None
     leaves = [leaf_data(env[n]) for n in graph.names]
@@ -131,11 +133,9 @@ def _one_pass(hists: list, exprs: list | None = None):
         ops_, (levels, sizes, kinds) = items[0], items[2]
     pkey = (graph, levels, tuple(kinds),
             tuple((o.dtype, bool(o.aligned), o.mask_offset is not None) for o in ops_))
-    plan = None if form.lower else _plans.get(pkey)
+    plan = _plans.get(pkey)
     if plan is None:
-        plan = _Plan(graph, levels, kinds, ops_)
-        if not form.lower:
-            _plans.put(pkey, plan)
+        plan = _plans.put(pkey, _Plan(graph, levels, kinds, ops_))
     else:
         stats["hits"] += 1
     sel = [ops_[j] for j in plan.labels]
@@ -255,9 +255,12 @@ def _layout(leaves: list, ops_: list) -> tuple:
     return levels, list(sizes), list(kinds)
 
 
-def _lowered(exprs: list):
+def _lowered(exprs: list, names: tuple):
     """(roots, env) of the expressions with tuples' items read at their slots and inner
-    reductions computed, or None where the pass does not take them."""
+    reductions computed, or None where the pass does not take them. The leaves the
+    lowering makes are named by their order in the roots (not `names`, the inputs before
+    it), so that a pass of the same structure has the same roots and finds its graph and
+    plan again."""
     env: dict = {}
     roots = []
     for pair in exprs:
@@ -273,7 +276,16 @@ def _lowered(exprs: list):
                 root, e = inline_reductions(root, e)
             env.update(e.env)
             roots.append(root)
-    return roots, env
+    made = dict.fromkeys(n.arg for n in toposort([r for r in roots if r is not None])
+                         if n.op == "input" and n.arg not in names)
+    rename = {old: f"~lowered{k}" for k, old in enumerate(made)}
+
+    def canonical(n, srcs):
+        if n.op == "input" and n.arg in rename:
+            return n.replace(arg=rename[n.arg])
+        return n.replace(srcs=srcs) if srcs != n.srcs else n
+    roots = [None if r is None else rewrite(r, canonical) for r in roots]
+    return roots, {rename.get(k, k): v for k, v in env.items()}
 
 
 def _arrays(names: tuple, env: dict) -> tuple:
