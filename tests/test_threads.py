@@ -111,13 +111,14 @@ def test_rouse_wakes_sleeping_workers(native) -> None:
             time.sleep(0.0005)
         return pool._sleepers.value
     assert settle(len(pool._threads), 5.0) == len(pool._threads)  # idle: asleep
-    threads.rouse()
+    threads.rouse(threads.ROUSE_ROWS)
     assert settle(0, 0.5) == 0  # awake, spinning for the next job
     assert settle(len(pool._threads), 5.0) == len(pool._threads)  # asleep again after it
+    threads.rouse(threads.ROUSE_ROWS - 1)  # a small evaluation: no worker is woken
     with threads.threads(1):
-        threads.rouse()  # one thread: no worker is woken
-        time.sleep(0.01)
-        assert pool._sleepers.value == len(pool._threads)
+        threads.rouse(threads.ROUSE_ROWS)  # one thread: none either
+    time.sleep(0.01)
+    assert pool._sleepers.value == len(pool._threads)
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099, 100_003])

@@ -128,14 +128,20 @@ def _wake(address: int) -> None:
              ctypes.c_long(FUTEX_WAKE_PRIVATE), ctypes.c_int(2147483647))
 
 
-def rouse() -> None:
+# Inputs of at least this many rows wake the workers as their evaluation starts (`rouse`).
+ROUSE_ROWS = 1 << 16
+
+
+def rouse(rows: int) -> None:
     """Wake the pool's sleeping workers without a job: they spin (~1 ms) for the next one.
-    Called where a large evaluation starts planning: a worker asleep after an idle
-    millisecond takes 50-200 us to wake on a virtual machine (an idle vCPU halts), as long
-    as a 2-thread histogram of 1e6 values; woken now, it is spinning when the first kernel
-    comes. No worker asleep (or one thread): nothing."""
+    Called where an evaluation over `rows` rows starts planning: a worker asleep after an
+    idle millisecond takes 50-200 us to wake on a virtual machine (an idle vCPU halts), as
+    long as a 2-thread histogram of 1e6 values; woken now, it is spinning when the first
+    kernel comes. Fewer than ROUSE_ROWS rows, no worker asleep, or one thread: nothing
+    (small calls in a loop would keep the workers spinning for nothing)."""
     p = _pool
-    if p is not None and p._sleepers.value > 0 and get_num_threads() > 1:
+    if rows >= ROUSE_ROWS and p is not None and p._sleepers.value > 0 and \
+            get_num_threads() > 1:
         _wake(p.state)
 
 

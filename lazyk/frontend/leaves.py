@@ -157,6 +157,18 @@ class PickLeaf(RaggedLeaf):
                 self.cut, self.pad)
 
 
+def most_rows(envs) -> int:
+    """The longest outer dim of the arrays the env entries of `envs` (env dicts) hold."""
+    most = 0
+    for env in envs:
+        for v in env.values():
+            a = v.array if isinstance(v, RaggedLeaf) else leaf_data(v)
+            shape = getattr(a, "shape", ())
+            if shape and isinstance(shape[0], int):
+                most = max(most, shape[0])
+    return most
+
+
 def leaf_key(value) -> tuple:
     """What makes two ragged env entries one operand of a loop nest (`PickLeaf.key`)."""
     if isinstance(value, PickLeaf):

@@ -16,6 +16,7 @@ from lazyk.backend.threads import rouse
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
+from lazyk.frontend.leaves import most_rows
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
 from lazyk.runtime import launch
@@ -104,7 +105,8 @@ def evaluate_many(*items: Any) -> tuple:
 
 
 def _evaluate_many(items: tuple) -> tuple:
-    rouse()  # (the workers spin while this plans: no wake-up at the first kernel)
+    rouse(most_rows(getattr(x.x if isinstance(x, Histogram) else x, "env", {})
+                    for x in items))  # (the workers spin while this plans)
     results: list = [None] * len(items)
     hists: dict = {}  # one pass for the histograms whose bins are counted over one shape
     for i, x in enumerate(items):

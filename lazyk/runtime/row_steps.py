@@ -39,7 +39,7 @@ from lazyk.frontend.graph import (
     shared_reductions,
     toposort,
 )
-from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, most_rows
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
@@ -56,7 +56,7 @@ def evaluate_rows(expr, out=None, casting: str = "same_kind"):
     path of `lazyk.runtime.launch.evaluate`); NotImplemented without them."""
     if not has_rows(expr.node):
         return NotImplemented
-    rouse()  # (the workers spin while this plans: no wake-up at the first kernel)
+    rouse(most_rows([expr.env]))  # (the workers spin while this plans)
     with rows_memo():
         low = lower(expr, result=out is None)
         if not isinstance(low, Expr):  # the row operation's own result
