@@ -429,7 +429,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
     the kernel each row's indices)."""
     if tuple(levels) != (FIXED, VAR):
         return None
-    ref, length, owner = None, None, None
+    ref, length = None, None
     for o, kd in zip(ops_, kinds):
         if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
@@ -440,7 +440,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
         key = (o.ptr, n0, s0, width, delta)
         if n0 != sizes[0] or not n0 or (ref or key) != key:
             return None
-        ref, owner = key, owner or o.owner
+        ref = key
         length = o.dims[1].length if length is None else min(length, o.dims[1].length)
     if ref is None:
         return None
@@ -450,9 +450,7 @@ def offsets_rows(ops_, kinds, levels, sizes):
         off = _raw(ptr, (n0 + 1,), (s0,), dt)
         if not rising(off, length):
             return None  # (the count pass names the row)
-        if s0 == 8 and not off[0] and owner is not None:  # (int64 from 0: shared, kept alive)
-            return view(ptr, (n0 + 1,), (8,), np.int64, owner)
-        return np.subtract(off, off[0], dtype=np.int64)
+        return np.subtract(off, off[0], dtype=np.int64)  # (a copy: bound calls compare it)
     starts, stops = _raw(ptr, (n0,), (s0,), dt), _raw(ptr + delta, (n0,), (s0,), dt)
     lens = np.subtract(stops, starts, dtype=np.int64)
     if lens.min() < 0 or starts.min() < 0 or stops.max() > length:
