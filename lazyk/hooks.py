@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch", "rows_rise")
+         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch",
+         "rows_rise")
 _services: dict[str, Callable] = {}
 
 

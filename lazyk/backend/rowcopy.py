@@ -22,6 +22,7 @@ from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
 from lazyk.backend.threads import nparts_for, parallel_for
 
 _I64 = np.dtype(np.int64)
+
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
 
@@ -399,7 +400,7 @@ class KeptItems:
         self.first, self.rows = int(off[0]), off
         self.nparts = nparts_for(nrows, MIN_ROWS)
         self.starts = np.zeros(self.nparts + 1, np.int64)
-        self.offsets = fresh(nrows + 1, np.dtype(np.int64))
+        self.offsets = fresh(nrows + 1, _I64)
         self.words = [nrows, self.nparts, off.ctypes.data,
                       self.keep.ctypes.data - self.first, self.offsets.ctypes.data,
                       self.starts.ctypes.data, self.first + len(self.keep)]
