@@ -379,7 +379,8 @@ def test_values_next_to_every_edge_match_numpy():
     # from 0, narrow, wide and negative, in every float dtype and integers
     for dt in (np.float32, np.float64, np.float16, np.int64):
         for bins, rng in ((100, (0.0, 200.0)), (7, (-3.3, 9.1)), (1000, (1e4, 1e4 + 30.0)),
-                          (3, (-1e30, 1e30)), (64, (0.1, 0.7)), (50, (-5, 5))):
+                          (3, (-1e30, 1e30)), (64, (0.1, 0.7)), (50, (-5, 5)),
+                          (100, (123456.7, 123457.7)), (100, (15.0, 60.0))):
             if dt is np.float16 and max(abs(v) for v in rng) > 1e3:
                 continue  # (no finite float16 edges there)
             if dt is np.int64 and max(abs(v) for v in rng) > 1e15:
@@ -389,12 +390,16 @@ def test_values_next_to_every_edge_match_numpy():
             for _ in range(3):
                 near += [np.nextafter(near[-2 if len(near) > 1 else 0], -np.inf),
                          np.nextafter(near[-1], np.inf)]
-            x = np.concatenate(near + [np.linspace(*rng, 997)]).astype(dt)
+            spread = np.random.default_rng(bins).uniform(*rng, 3000)
+            x = np.concatenate(near + [np.linspace(*rng, 997), spread]).astype(dt)
             want = np.histogram(x, bins, rng)[0]
             h = lazyk.histogram(lazyk.array(x), bins, rng)
             np.testing.assert_array_equal(h.to_numpy(), want,
                                           err_msg=f"{dt.__name__} {bins} {rng}")
     assert "counts by estimate" in h.explain()
+    # float32 data far from float32's limits is estimated in float32
+    h = lazyk.histogram(lazyk.array(np.float32([20.0])), 100, (15.0, 60.0))
+    assert "floor(%9) : float32" in h.explain()
 
 
 def test_a_range_that_is_not_a_pair_is_refused_by_name():

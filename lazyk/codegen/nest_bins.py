@@ -44,9 +44,7 @@ class NestBins:
         """Counter i (lane `lane`) of histogram h += 1 (or w); an i outside 0..n-1 adds to
         counter n, which counts nowhere (no branch on where the value lands). With the
         value (`Bins.corrected`; a function that loads it), an i of n + 1 + e is the
-        estimate e of a value near an edge, corrected against the edges as numpy.histogram
-        corrects its estimate: down one where the value is below edge e, else up one
-        where it is at or above edge e + 1 (not past the last bin)."""
+        estimate e of a value near an edge, corrected (`_corrected`)."""
         b, c = self.b, self.c
         n = self.bin_n[h]
         clamped = b.select(b.icmp_unsigned("<", i, n), i, n)  # (negatives too)
@@ -54,33 +52,65 @@ class NestBins:
             e = b.sub(i, b.add(n, c(1)))
             before = b.block
             with b.if_then(b.icmp_unsigned("<", e, n), likely=False):
-                edges, v = self.bin_edges[h], value()
-                below = b.fcmp_ordered("<", v, b.load(b.gep(edges, [e]), align=8))
-                above = b.fcmp_ordered(">=", v, b.load(b.gep(edges, [b.add(e, c(1))]),
-                                                        align=8))
-                up = b.and_(above, b.icmp_unsigned("<", e, b.sub(n, c(1))))
-                fixed = b.add(b.sub(e, b.zext(below, I64)), b.zext(up, I64))
+                fixed = self._corrected(h, e, value())
                 near = b.block
             got = b.phi(I64)
             got.add_incoming(clamped, before)
             got.add_incoming(fixed, near)
             clamped = got
-        i = clamped
-        at = b.mul(b.add(self.bin_first[h], i), c(BIN_LANES))
+        at = b.mul(b.add(self.bin_first[h], clamped), c(BIN_LANES))
         at = b.add(self.bin_base, at if w is not None or not lane else b.add(at, c(lane)))
         if w is not None:
             p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
             b.store(b.fadd(b.load(p, align=8), w), p, align=8)
         else:
-            p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
-            b.store(b.add(b.load(p, align=8), c(1)), p, align=8)
+            self._add_one(at)
+
+    def _corrected(self, h, e, v):
+        """The bin of a value v whose estimate e (0..n-1) lies near an edge, corrected as
+        numpy.histogram corrects its estimate: down one where v is below edge e, else up
+        one where it is at or above edge e + 1 (not past the last bin)."""
+        b, c = self.b, self.c
+        n, edges = self.bin_n[h], self.bin_edges[h]
+        below = b.fcmp_ordered("<", v, b.load(b.gep(edges, [e]), align=8))
+        above = b.fcmp_ordered(">=", v, b.load(b.gep(edges, [b.add(e, c(1))]), align=8))
+        up = b.and_(above, b.icmp_unsigned("<", e, b.sub(n, c(1))))
+        return b.add(b.sub(e, b.zext(below, I64)), b.zext(up, I64))
+
+    def _add_one(self, at):
+        """Counter word `at` of this part's counters += 1."""
+        b = self.b
+        p = b.gep(b.bitcast(self.out, I64.as_pointer()), [at])
+        b.store(b.add(b.load(p, align=8), self.c(1)), p, align=8)
+
+    def _counter_word(self, h, i, at):
+        """The block pass's form of bin index i (of the value at block position `at`) of
+        an unweighted histogram h: its counter word in the part's counters (lane at %
+        BIN_LANES; an i outside 0..n-1: counter n), or -1 - e for an estimate e near an
+        edge, which the count pass corrects (`Bins.corrected`). Computed there, with
+        the bins: the count pass only loads a word and adds one."""
+        b, c = self.b, self.c
+        n = self.bin_n[h]
+        clamped = b.select(b.icmp_unsigned("<", i, n), i, n)  # (negatives too)
+        word = b.add(b.mul(b.add(self.bin_first[h], clamped), c(BIN_LANES)),
+                     b.and_(at, c(BIN_LANES - 1)))
+        if not self._is_corrected(h):
+            return word
+        e = b.sub(i, b.add(n, c(1)))
+        return b.select(b.icmp_unsigned("<", e, n), b.sub(c(-1), e), word)
+
+    def _is_corrected(self, h) -> bool:
+        return self.mode.slots()[h][1] is not None
 
     def _bin_blocks(self, k, bases, n, lo, isz):
         """Histograms over a contiguous row: per block of BIN_BLOCK elements, first every
         value's bins (and weights) into arrays on the stack (no store to the counters in
-        that loop: it vectorizes), then the counters (a missing value: bin -1)."""
+        that loop: it vectorizes), then the counters (a missing value: bin -1). An
+        unweighted histogram's block pass stores counter words (`_counter_word`)."""
         b, c = self.b, self.c
         masked = [j for j in range(self.nin) if self.masked[j]]
+        slots_of = self.mode.slots()
+        words = {q: h for h, (q, _, w) in enumerate(slots_of) if w is None}
         with b.goto_entry_block():
             slots = [b.alloca(ir.ArrayType(I64 if not real else ir.DoubleType(), BIN_BLOCK),
                               name=f"bins{q}")
@@ -102,23 +132,33 @@ class NestBins:
                 for q, (v, real) in enumerate(zip(vals, self._bin_outputs())):
                     if ok is not None and not real:
                         v = b.select(ok, v, c(-1))
+                    if q in words:
+                        v = self._counter_word(words[q], v, i)
                     b.store(v, b.gep(slots[q], [c(0), i]))
             for_loop(b, m, values, name="bv")
 
-            def count(i, lane=0):
+            def count(i):
                 def slot(q):
                     return b.load(b.gep(slots[q], [c(0), i]))
-                for h, (q, v, w) in enumerate(self.mode.slots()):
-                    self._count_bin(h, slot(q), None if w is None else slot(w), lane,
-                                    None if v is None else lambda v=v: slot(v))
-
-            def lanes(q):  # BIN_LANES values, each to its own lane's counters
-                for lane in range(BIN_LANES):
-                    count(b.add(b.mul(q, c(BIN_LANES)), c(lane)), lane)
-            whole = b.udiv(m, c(BIN_LANES))
-            hinted_loop(b, whole, lanes, "bq", NO_VECTOR)
-            hinted_loop(b, b.sub(m, b.mul(whole, c(BIN_LANES))),
-                        lambda i: count(b.add(b.mul(whole, c(BIN_LANES)), i)), "bc", NO_VECTOR)
+                for h, (q, v, w) in enumerate(slots_of):
+                    if w is not None:  # weights: lane 0, in the values' order
+                        self._count_bin(h, slot(q), slot(w), 0,
+                                        None if v is None else lambda v=v: slot(v))
+                        continue
+                    word = slot(q)
+                    if v is not None:  # an estimate near an edge: -1 - e (few values)
+                        before = b.block
+                        with b.if_then(b.icmp_signed("<", word, c(0)), likely=False):
+                            fixed = self._corrected(h, b.sub(c(-1), word), slot(v))
+                            fixed = b.add(b.mul(b.add(self.bin_first[h], fixed),
+                                                c(BIN_LANES)), b.and_(i, c(BIN_LANES - 1)))
+                            near = b.block
+                        got = b.phi(I64)
+                        got.add_incoming(word, before)
+                        got.add_incoming(fixed, near)
+                        word = got
+                    self._add_one(b.add(self.bin_base, word))
+            hinted_loop(b, m, count, "bq", NO_VECTOR)
         blocks = b.sdiv(b.add(n, c(BIN_BLOCK - 1)), c(BIN_BLOCK))
         for_loop(b, blocks, block, name="bb")
 
