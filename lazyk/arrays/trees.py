@@ -15,6 +15,7 @@ import numpy as np
 
 from lazyk import hooks
 from lazyk.arrays.array import Array, masked_empty
+from lazyk.arrays.outputs import empty
 from lazyk.errors import NotSupportedError
 
 I64 = np.int64
@@ -113,7 +114,8 @@ def spans(node: tuple) -> tuple[np.ndarray, np.ndarray]:
         n, size = length(node), node[1]
         return np.arange(n, dtype=I64) * size, np.full(n, size, I64)
     off = np.asarray(node[1] if kind == "list" else node[2], dtype=I64)
-    return off[:-1], np.diff(off)
+    # (into a reused block: a fresh one of a million rows faults 2,000 pages in)
+    return off[:-1], np.subtract(off[1:], off[:-1], out=empty(len(off) - 1, I64))
 
 
 def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
