@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk.kernel.nest import nest_stats
+from lazyk.runtime.ragged_rules import RECORDERS
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_reference import same
@@ -206,6 +207,47 @@ def test_invariant_mass_of_muon_pairs_fused():
     top = lazyk.max(m, axis=1, initial=-1.0).to_numpy()
     np.testing.assert_allclose(top, ak.to_numpy(ak.max(a_m, axis=1, initial=-1)),
                                rtol=1e-12)
+
+
+def test_item_math_of_several_fields_is_stored_in_one_pass():
+    """px, py, pz, E of each muon (math per item, stored once, not per pair) are computed in
+    one pass that writes four results, then the pairs' masses in one more; the same as
+    Awkward. Over a `?float64` pt the values are computed one by one, and are the same."""
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(2.0, 400)
+    n = int(counts.sum())
+    mu = {"pt": rng.exponential(30, n) + 5, "eta": rng.normal(0, 1.5, n),
+          "phi": rng.uniform(-np.pi, np.pi, n), "mass": np.full(n, 0.105)}
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+
+    def p4(c, lib):
+        px, py = c["pt"] * lib.cos(c["phi"]), c["pt"] * lib.sin(c["phi"])
+        pz = c["pt"] * lib.sinh(c["eta"])
+        e = lib.sqrt(px * px + py * py + pz * pz + c["mass"] * c["mass"])
+        return {"px": px, "py": py, "pz": pz, "e": e}
+
+    def mass(pairs):
+        a, b = pairs["0"], pairs["1"]
+        s = {k: a[k] + b[k] for k in ("px", "py", "pz", "e")}
+        return s["e"] * s["e"] - s["px"] * s["px"] - s["py"] * s["py"] - s["pz"] * s["pz"]
+
+    a_mu = {k: ak.unflatten(v, counts) for k, v in mu.items()}
+    want = ak.to_list(ak.sum(mass(ak.combinations(ak.zip(p4(a_mu, np)), 2)), axis=1))
+    for missing in (False, True):
+        fields = {k: lazyk.from_offsets(offsets, v) for k, v in mu.items()}
+        if missing:  # (a `?float64` pt that holds every value)
+            fields["pt"] = lazyk.from_offsets(offsets, lazyk.array(
+                mu["pt"].tolist(), type=f"{n} * ?float64"))
+        rec: list = []
+        RECORDERS.append(rec)
+        try:
+            got = lazyk.sum(mass(lazyk.combinations(lazyk.zip(p4(fields, lazyk)), 2)),
+                            axis=1).to_list()
+        finally:
+            RECORDERS.remove(rec)
+        maps = [str(k.mode) for _, k, _ in rec if str(k.mode).startswith("map")]
+        assert maps == (["map"] * 4 if missing else ["map of 4 results"]), maps
+        np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
 def test_records_of_an_array_of_records():

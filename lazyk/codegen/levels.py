@@ -369,13 +369,17 @@ def _keeping(name: str, keep) -> str:
 
 @dataclass(frozen=True)
 class Map:
-    """Elementwise: one value (and present byte for `?T`) per result element."""
+    """Elementwise: one value (and present byte for `?T`) per result element. `values` > 1:
+    the body's first `values` outputs, each into a result of its own (no `?T` operand, no
+    keep): several results over the same rows in one pass."""
 
     keep: Keep | None = None
+    values: int = 1
     axes = ()
 
     def __str__(self) -> str:
-        return _keeping("map", self.keep)
+        return _keeping("map" if self.values == 1 else f"map of {self.values} results",
+                        self.keep)
 
 
 @dataclass(frozen=True)

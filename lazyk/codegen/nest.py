@@ -156,8 +156,13 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # computes them where their level needs them (`_level_values`), nothing stores them;
         # histograms (Bins) count every output: a bin index, then its weight if any
         self.full = spec
+        self.written = mode.values if isinstance(mode, Map) else 1
         if not isinstance(mode, Bins):
-            spec = replace(spec, outputs=spec.outputs[:1])
+            spec = replace(spec, outputs=spec.outputs[:self.written])
+        if self.written > 1 and (mode.keep is not None or any(masked) or where_masks or
+                                 isinstance(mode, Scan) or not isinstance(npass, Fill)):
+            raise ops.NotSupportedError("several results of a map: values only (no missing "
+                                        "values, kept elements or running folds)")
         super().__init__(spec, LayoutClass(1, ""), name, target)
         self.levels, self.kinds, self.masked = tuple(levels), tuple(kinds), tuple(masked)
         self.keep = mode.keep
@@ -243,6 +248,11 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         self.lo, self.hi = word(1), word(2)
         self.out = dst
         self.outm = b.inttoptr(word(4), P8)
+        self.outs = [dst]
+        if self.written > 1:  # the other results' addresses: a table at word 4
+            table = b.inttoptr(word(4), I64.as_pointer())
+            self.outs += [b.inttoptr(b.load(b.gep(table, [ir.Constant(I64, q)]), align=8), P8)
+                          for q in range(self.written - 1)]
         lay = self.lay
         self.sizes = [word(lay["sizes"] + k) if self.levels[k] is FIXED else None
                       for k in range(self.nlev)]

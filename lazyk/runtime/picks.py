@@ -20,6 +20,7 @@ from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
 from lazyk.frontend.ops import ELEMENTWISE, OPS
 from lazyk.runtime import launch
+from lazyk.runtime.nest_maps import evaluate_maps
 
 _names = itertools.count()
 
@@ -30,6 +31,7 @@ def lower_picks(expr: Expr) -> Expr:
     if not any(n.op in (PICK_OP, "with_rows") for n in toposort(expr.node)):
         return expr
     env = dict(expr.env)
+    _computed_together(expr.node, env)
 
     def visit(node, srcs):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
@@ -117,6 +119,37 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
     return go(node, axis)
 
 
+def _computed_together(root: Node, env: dict) -> None:
+    """The math the picks under `root` store per item (`_push`), of one collection's rows,
+    computed in one pass where it takes them (`nest_maps`): px, py, pz and E of one
+    collection read its pt, eta, phi and mass once."""
+    found: dict = {}
+    for pick in toposort(root):
+        if pick.op != PICK_OP:
+            continue
+        tuples, slot, axis, position = pick.arg
+        value = pick.srcs[slot] if len(pick.srcs) > 1 else pick.srcs[0]
+        if position:
+            continue
+        own, todo, seen = value.shape[axis] == 1, [(value, axis)], set()
+        while todo:  # (the walk of `_push`, without computing)
+            n, a = todo.pop()
+            if a < 0 or (n.shape[a] == 1 and not own) or (id(n), a) in seen:
+                continue
+            seen.add((id(n), a))
+            if n.op in ELEMENTWISE and _costly(n):
+                found[id(n)] = n
+            elif n.op in ELEMENTWISE:
+                todo += [(s, a - (n.ndim - s.ndim)) for s in n.srcs]
+    by_shape: dict = {}
+    for n in found.values():
+        by_shape.setdefault(n.shape, []).append(n)
+    for nodes in by_shape.values():
+        values = evaluate_maps(nodes, env) if len(nodes) > 1 else None
+        for n, value in zip(nodes, values or ()):
+            _store(n, value, env)
+
+
 def _costly(n: Node) -> bool:
     """Whether elementwise work `n` calls a math function (tens of cycles an element)."""
     return any(m.op in OPS and OPS[m.op].calls_libm for m in toposort(n))
@@ -129,7 +162,13 @@ def _computed(n: Node, env: dict) -> Node:
     if id(n) in done:
         return done[id(n)][1]
     used = {m.arg for m in toposort(n) if m.op == "input"}
-    value = launch.evaluate(Expr(n, {k: v for k, v in env.items() if k in used}))
+    return _store(n, launch.evaluate(Expr(n, {k: v for k, v in env.items() if k in used})),
+                  env)
+
+
+def _store(n: Node, value, env: dict) -> Node:
+    """An input node over `value`, the value of `n`, kept for this lowering."""
+    done = env.setdefault(_DONE, {})
     if not isinstance(value, Array):
         value = lazyk_array(np.asarray(value))
     name = f"~computed{next(_names)}"
