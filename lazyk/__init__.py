@@ -37,6 +37,7 @@ from lazyk.arrays.buffers import from_offsets
 from lazyk.arrays.filled import empty, full, zeros
 from lazyk.arrays.formats.arrow import from_arrow, to_arrow
 from lazyk.arrays.formats.awkward import from_awkward, to_awkward
+from lazyk.backend import cpu as _cpu
 from lazyk.backend import rowcheck as _rowcheck
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.errors import (
@@ -121,6 +122,7 @@ def _call_on_dask(k, inputs, out):
 
 
 _compiled.install_dask(_call_on_dask)
+_cpu.warm_up()  # LLVM loads in the background while the program builds its data
 
 # `lazyk.explain(e)` is `e.explain()`: the function, not the module of the same name (which
 # stays importable as `lazyk.explain` through sys.modules, e.g. `from lazyk.explain import x`).

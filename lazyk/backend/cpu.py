@@ -237,6 +237,30 @@ def host() -> Host:
     return _host
 
 
+_warming: list = []
+
+
+def warm_up() -> None:
+    """Load LLVM (llvmlite's binding, ~40 ms), the host target and the vector math library
+    on a background thread, once per process: a program's first kernel, compiled or loaded
+    from the disk cache, then finds them ready. A kernel asked for meanwhile waits for them
+    (`_lock`), and so does a fork. `LAZYK_WARM_UP=0` leaves them to the first kernel."""
+    if _warming or _host is not None or os.environ.get("LAZYK_WARM_UP", "1") == "0":
+        return
+    _warming.append(threading.Thread(target=_warm, name="lazyk-warm-up", daemon=True))
+    _warming[0].start()
+
+
+def _warm() -> None:
+    try:
+        with _lock:  # (a fork waits for the imports and LLVM's set-up to finish)
+            host()
+            if _has(_vecmath, "load"):
+                _vecmath.load()
+    except Exception:  # pragma: no cover  (the first kernel meets it again and reports it)
+        pass
+
+
 class JITModule:
     """One compiled module in its own MCJIT engine; `close()` frees the machine code."""
 
