@@ -93,7 +93,9 @@ def check(n_events: int, seed: int) -> dict:
 
 
 def first_call(row: str, n_events: int, seed: int, cache: str) -> float:
-    """Seconds of the first lazyk call of `row` in a new process with kernel cache `cache`."""
+    """Seconds of the first lazyk call of `row` in a new process with kernel cache `cache`
+    (the process imports lazyk, which starts loading LLVM in the background, then builds
+    its events: a program's first call comes after its data, too)."""
     env = dict(os.environ, LAZYK_CACHE_DIR=cache)
     code = ("import sys, time; sys.path.insert(0, %r)\n"
             "import adl_events, adl_lazyk as L, bench_adl as B\n"
