@@ -25,12 +25,12 @@ def _expected(sources, positions, dtype):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 11), min_size=0, max_size=60), st.integers(0, 5),
        st.sampled_from(["i1", "i2", "f4", "f8", "c16"]), st.booleans(), st.integers(1, 4),
-       st.booleans())
-def test_rows_as_numpy_copies_them(lens, pad, dtype, strided, min_rows, select):
+       st.booleans(), st.integers(1, 3))
+def test_rows_as_numpy_copies_them(lens, pad, dtype, strided, min_rows, select, nsrc):
     rng = np.random.default_rng(len(lens))
     sources = []
-    for k in range(2):
-        ln = np.array(lens if k == 0 else lens[::-1], np.int64)
+    for k in range(nsrc):  # (one copy function per number of sources)
+        ln = np.array(lens[k:] + lens[:k], np.int64)
         off = np.r_[pad, pad + np.cumsum(ln)]
         n = int(off[-1])  # (rows end at the values' end: no vector may read past them)
         base = (rng.random(2 * n if strided else n) * 100).astype(dtype)
