@@ -32,7 +32,7 @@ class NestBins:
         def add():
             vals = self._values(addr)
             for h, (i, v, w) in enumerate(self.mode.slots()):
-                self._count_bin(h, vals[i], None if w is None else vals[w], 0,
+                self._count_bin(h, vals[i], None if w is None else vals[w],
                                 None if v is None else lambda v=v: vals[v])
         if not masks:
             add()
@@ -40,8 +40,8 @@ class NestBins:
         with b.if_then(self._present(masks)):
             add()
 
-    def _count_bin(self, h, i, w=None, lane=0, value=None):
-        """Counter i (lane `lane`) of histogram h += 1 (or w); an i outside 0..n-1 adds to
+    def _count_bin(self, h, i, w=None, value=None):
+        """Counter i (lane 0) of histogram h += 1 (or w); an i outside 0..n-1 adds to
         counter n, which counts nowhere (no branch on where the value lands). With the
         value (`Bins.corrected`; a function that loads it), an i of n + 1 + e is the
         estimate e of a value near an edge, corrected (`_corrected`)."""
@@ -58,8 +58,7 @@ class NestBins:
             got.add_incoming(clamped, before)
             got.add_incoming(fixed, near)
             clamped = got
-        at = b.mul(b.add(self.bin_first[h], clamped), c(BIN_LANES))
-        at = b.add(self.bin_base, at if w is not None or not lane else b.add(at, c(lane)))
+        at = b.add(self.bin_base, b.mul(b.add(self.bin_first[h], clamped), c(BIN_LANES)))
         if w is not None:
             p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
             b.store(b.fadd(b.load(p, align=8), w), p, align=8)
@@ -142,7 +141,7 @@ class NestBins:
                     return b.load(b.gep(slots[q], [c(0), i]))
                 for h, (q, v, w) in enumerate(slots_of):
                     if w is not None:  # weights: lane 0, in the values' order
-                        self._count_bin(h, slot(q), slot(w), 0,
+                        self._count_bin(h, slot(q), slot(w),
                                         None if v is None else lambda v=v: slot(v))
                         continue
                     word = slot(q)
