@@ -90,9 +90,12 @@ def _witnessed(node: Node, env: dict) -> Node:
     return x
 
 
-def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
+def _push(node: Node, axis: int, tuples, slot: int, count, env: dict,
+          found: dict | None = None) -> Node:
     """`node` with each array it reads at `axis` (right-aligned below it) read at the
-    tuple level; what broadcasts along the axis (lacks it, or has 1 there) stays."""
+    tuple level; what broadcasts along the axis (lacks it, or has 1 there) stays.
+    `found`: only collect (by id) the math the push would store per item, changing
+    nothing (`_computed_together`)."""
     memo: dict = {}
     own = node.shape[axis] == 1  # (the slot's rows are of 1: its arrays' 1s are items)
 
@@ -103,16 +106,19 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict) -> Node:
         if key in memo:
             return memo[key]
         shape = n.shape[:a] + (count,) + n.shape[a + 1:]
-        if n.op == "input":
+        if n.op in ELEMENTWISE and not _costly(n):
+            srcs = tuple(go(s, a - (n.ndim - s.ndim)) for s in n.srcs)
+            got = n if found is not None else n.replace(srcs=srcs, shape=shape)
+        elif found is not None:
+            if n.op in ELEMENTWISE:
+                found[id(n)] = n
+            got = n
+        elif n.op == "input":
             got = _picked(n, a, tuples, slot, shape, env)
-        elif n.op in ELEMENTWISE and _costly(n):
+        else:
             # a math function per item (px = pt * cos(phi)): stored per item once, not
-            # computed again for every tuple the item is in
-            got = _picked(_computed(n, env), a, tuples, slot, shape, env)
-        elif n.op in ELEMENTWISE:
-            got = n.replace(srcs=tuple(go(s, a - (n.ndim - s.ndim)) for s in n.srcs),
-                            shape=shape)
-        else:  # a reduction, say: computed first (over the items, not the tuples)
+            # computed again for every tuple the item is in; a reduction, say: computed
+            # first (over the items, not the tuples)
             got = _picked(_computed(n, env), a, tuples, slot, shape, env)
         memo[key] = got
         return got
@@ -125,22 +131,10 @@ def _computed_together(root: Node, env: dict) -> None:
     collection read its pt, eta, phi and mass once."""
     found: dict = {}
     for pick in toposort(root):
-        if pick.op != PICK_OP:
-            continue
-        tuples, slot, axis, position = pick.arg
-        value = pick.srcs[slot] if len(pick.srcs) > 1 else pick.srcs[0]
-        if position:
-            continue
-        own, todo, seen = value.shape[axis] == 1, [(value, axis)], set()
-        while todo:  # (the walk of `_push`, without computing)
-            n, a = todo.pop()
-            if a < 0 or (n.shape[a] == 1 and not own) or (id(n), a) in seen:
-                continue
-            seen.add((id(n), a))
-            if n.op in ELEMENTWISE and _costly(n):
-                found[id(n)] = n
-            elif n.op in ELEMENTWISE:
-                todo += [(s, a - (n.ndim - s.ndim)) for s in n.srcs]
+        if pick.op == PICK_OP and not pick.arg[3]:  # (positions read no values)
+            tuples, slot, axis, _ = pick.arg
+            value = pick.srcs[slot] if len(pick.srcs) > 1 else pick.srcs[0]
+            _push(value, axis, tuples, slot, pick.shape[axis], env, found)
     by_shape: dict = {}
     for n in found.values():
         by_shape.setdefault(n.shape, []).append(n)
