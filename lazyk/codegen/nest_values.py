@@ -78,32 +78,10 @@ class NestValues:
                 store_value(b, self.em.const(dt, 0), dst, dt)
 
     def _write_results(self, addr, at):
-        """Element `at`'s values, each into its own result (`Map.values`). The results are
-        fresh arrays, apart from each other and from every operand: the loads and stores
-        say so (alias scopes), else the vectorizer would check each pair of pointers at
-        run time, and gives up past a few pairs."""
-        b, m = self.b, self.b.module
-        block, start = b.block, len(b.block.instructions)
-        values = self._values(addr)
-        scope = [m.add_metadata([ir.MetaDataString(m, f"lazyk.{name}"), self._alias_domain()])
-                 for name in ("operands", *(f"result{q}" for q in range(self.written)))]
-        if b.block is block:
-            for ins in block.instructions[start:]:
-                if isinstance(ins, ir.LoadInstr):
-                    ins.set_metadata("alias.scope", m.add_metadata([scope[0]]))
-                    ins.set_metadata("noalias", m.add_metadata(scope[1:]))
-        for q, (v, out, dt) in enumerate(zip(values, self.outs, self.out_dts)):
-            first = len(b.block.instructions)
+        """Element `at`'s values, each into its own result (`Map.values`)."""
+        b = self.b
+        for v, out, dt in zip(self._values(addr), self.outs, self.out_dts):
             store_value(b, v, b.gep(out, [b.mul(at, self.c(dt.itemsize))]), dt)
-            for ins in b.block.instructions[first:]:
-                if isinstance(ins, ir.StoreInstr):
-                    ins.set_metadata("alias.scope", m.add_metadata([scope[1 + q]]))
-                    ins.set_metadata("noalias", m.add_metadata(
-                        [s for k, s in enumerate(scope) if k != 1 + q]))
-
-    def _alias_domain(self):
-        m = self.b.module
-        return m.add_metadata([ir.MetaDataString(m, "lazyk.results")])
 
     # ------------------------------------------------------------ running folds (Scan)
     def _scan_slot(self, part: int):
