@@ -88,11 +88,14 @@ class Rows:
     rows of a stepping view (stride != index stride), checked on their first and last
     elements; `shares`: the operand (an earlier one) whose rows these are, read from the
     same index memory over content of the same length (the fields of one collection):
-    its start and stop, read and checked once (-1: read its own)."""
+    its start and stop, read and checked once (-1: read its own); `step`: the stride and
+    index stride both this many bytes (contiguous content of 1-16 byte elements, the
+    usual layout): compiled in as constants, not read from the words (0: read them)."""
 
     width: int
     stepping: bool = False
     shares: int = -1
+    step: int = 0
     moves = True
     rows = True
     missing = False
@@ -104,7 +107,8 @@ class Rows:
     def __str__(self) -> str:
         return "var rows" + (" of a stepping view" if self.stepping else "") + \
             f", int{8 * self.width} indices" + \
-            (f", those of input {self.shares}" if self.shares >= 0 else "")
+            (f", those of input {self.shares}" if self.shares >= 0 else "") + \
+            (f", contiguous {self.step}-byte elements" if self.step else "")
 
     # -- code (`gen` is the nest generator: its builder, dummy bytes and checks)
     def read(self, gen, j: int, m: int, p, f, path, gone=None, own: bool = True):
@@ -319,7 +323,9 @@ class RowsData:
 
     def level(self) -> Rows:
         cls = MissingRows if self.missing else Rows
-        return cls(self.width, self.stride != self.index_stride)
+        step = self.stride if self.stride == self.index_stride and \
+            self.stride in (1, 2, 4, 8, 16) else 0
+        return cls(self.width, self.stride != self.index_stride, step=step)
 
 
 @dataclass(frozen=True)

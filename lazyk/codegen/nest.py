@@ -290,6 +290,8 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 nw = 0 if not level.moves else WORDS if level.rows else \
                     2 if isinstance(level, (Pick, Gathered)) else 1
                 per.append([word(base + i) for i in range(nw)] if nw else None)
+                if level.rows and level.step:  # (index stride and stride: constants)
+                    per[-1][2] = per[-1][3] = ir.Constant(I64, level.step)
             self.f.append(per)
         self.fail = fn.append_basic_block("fail")
         self.sink = None  # the block the failed checks write the status words in (`check`)

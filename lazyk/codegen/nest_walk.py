@@ -284,8 +284,15 @@ class NestWalk:
             element(i, [p if not self.kinds[j][k].moves else
                         b.gep(p, [b.mul(i, c(sz), flags=("nuw", "nsw"))])
                         for j, (p, sz) in enumerate(zip(bases, isz))])
-        if self.tuples[k] is not None:  # the tuples of the row: no contiguous fast path
-            self._tuple_loop(k, bases, steps, element)
+        if self.tuples[k] is not None:
+            # the tuples of the row; every moving operand contiguous there (rows of one
+            # collection's fields): constant strides, so the slots' items are read at one
+            # index each, not through a pointer and a stride register per operand
+            with b.if_else(self._contiguous(k, steps, isz)) as (then, otherwise):
+                with then:
+                    self._tuple_loop(k, bases, [c(sz) for sz in isz], element)
+                with otherwise:
+                    self._tuple_loop(k, bases, steps, element)
         elif self._arg_peeled(k):
             self._arg_rows(k, bases, n, isz, general)
         elif (any(self.masked) and not self._windowed(k) and not self._staged(k) and
