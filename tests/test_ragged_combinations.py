@@ -346,6 +346,43 @@ def test_a_per_event_value_broadcasts_over_the_pairs():
     assert lazyk.sum(s * c["0"], axis=1).eval().to_list() == [3 + 4 + 10.0, 36.0, 0.0]
 
 
+def test_contiguous_and_strided_rows_give_the_same_pairs():
+    """Contiguous content and a field of NumPy records (stride 16: no constant-stride fast
+    path over the tuples) give the same sums over pairs and triples, and a row of 1
+    stretches against the pairs' rows (steps of 0)."""
+    rng = np.random.default_rng(11)
+    counts = rng.integers(0, 7, 3_000)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    n = int(offsets[-1])
+    rec = np.zeros(n, [("x", "f8"), ("q", "i4"), ("pad", "i4")])
+    rec["x"], rec["q"] = rng.normal(0, 10, n), rng.choice([-1, 1], n)
+    plain = lazyk.from_offsets(offsets, np.ascontiguousarray(rec["x"]))
+    strided = lazyk.from_offsets(offsets, rec["x"])
+    charge = lazyk.from_offsets(offsets, rec["q"])
+    explained = lazyk.sum(lazyk.combinations(plain, 2)["0"], axis=1).explain()
+    assert "stride 8 bytes compiled in" in explained
+    assert "stride 16 bytes compiled in" in \
+        lazyk.sum(lazyk.combinations(strided, 2)["0"], axis=1).explain()
+    starts, stops = offsets[:-1], offsets[1:]
+    wv = rng.normal(0, 1, len(counts))
+    w = lazyk.from_offsets(np.arange(len(counts) + 1), wv)  # rows of 1
+    for x in (plain, strided):
+        pairs = lazyk.combinations(x, 2)
+        got = lazyk.sum(pairs["0"] * pairs["1"], axis=1).to_numpy()
+        tri = lazyk.combinations(lazyk.zip({"x": x, "q": charge}), 3)
+        top = lazyk.max(tri["0"].x + tri["1"].x * tri["2"].q, axis=1, initial=-1e9).to_numpy()
+        weighted = lazyk.sum((pairs["0"] + pairs["1"]) * w, axis=1).to_numpy()
+        for r in range(0, 3_000, 37):
+            v, q = rec["x"][starts[r]:stops[r]], rec["q"][starts[r]:stops[r]]
+            ij = [(i, j) for i in range(len(v)) for j in range(i + 1, len(v))]
+            np.testing.assert_allclose(got[r], sum(v[i] * v[j] for i, j in ij),
+                                       rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(weighted[r], sum(v[i] + v[j] for i, j in ij) * wv[r],
+                                       rtol=1e-12, atol=1e-9)
+            t = [v[i] + v[j] * q[k] for i, j in ij for k in range(j + 1, len(v))]
+            assert top[r] == (max(t) if t else -1e9)
+
+
 def test_threads_give_the_same_result():
     rng = np.random.default_rng(5)
     counts = rng.integers(0, 9, 40_000)

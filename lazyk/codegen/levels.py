@@ -9,9 +9,10 @@ its rows:
 - `Stay`: the operand lacks this dim, or has a fixed 1 against var rows: it reads the same
   element all along the level (no words).
 - `Strided`: a fixed dim: one byte stride (0 for a broadcast size 1).
-- `Rows(width, stepping)`: var rows: the operand's element at this level is its row's start
-  index (`width` bytes), the stop index `stop_delta` bytes later, element i at
-  `content + start * index_stride + i * stride` (docs/layout.md). Rows are checked
+- `Rows(width, stepping, shares, step)`: var rows: the operand's element at this level is its
+  row's start index (`width` bytes), the stop index `stop_delta` bytes later, element i at
+  `content + start * index_stride + i * stride` (docs/layout.md; `step`: both strides that
+  constant, compiled in). Rows are checked
   (`0 <= start <= stop <= length`, or for a stepping view `x[:, ::2]` its first and last
   elements inside the content) before any element is read.
 - `MissingRows(rows)`: `?var`: an option wrapping rows; the row's present byte sits at its
@@ -89,8 +90,8 @@ class Rows:
     elements; `shares`: the operand (an earlier one) whose rows these are, read from the
     same index memory over content of the same length (the fields of one collection):
     its start and stop, read and checked once (-1: read its own); `step`: the stride and
-    index stride both this many bytes (contiguous content of 1-16 byte elements, the
-    usual layout): compiled in as constants, not read from the words (0: read them)."""
+    index stride both this many bytes (1, 2, 4, 8 or 16: plain content, a field of small
+    records), compiled in as constants instead of read from the words (0: read them)."""
 
     width: int
     stepping: bool = False
@@ -108,7 +109,7 @@ class Rows:
         return "var rows" + (" of a stepping view" if self.stepping else "") + \
             f", int{8 * self.width} indices" + \
             (f", those of input {self.shares}" if self.shares >= 0 else "") + \
-            (f", contiguous {self.step}-byte elements" if self.step else "")
+            (f", stride {self.step} bytes compiled in" if self.step else "")
 
     # -- code (`gen` is the nest generator: its builder, dummy bytes and checks)
     def read(self, gen, j: int, m: int, p, f, path, gone=None, own: bool = True):
