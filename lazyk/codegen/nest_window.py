@@ -22,10 +22,11 @@ LEAD = 3
 # short rows' worth, in one vectorized loop, into a buffer on the stack that stays in L1.
 STAGE = 256
 # Rows of at most this many elements on average fold counts of trues by running sums
-# (`_prefixed`); longer ones by windows. Measured on 1e6 rows of Poisson(lambda) items, one
-# thread: running sums win at lambda 0.5 (2.7 against 3.4 ms), windows from lambda 2.5
-# (3.4 against 3.9-6.3 ms; at lambda 4, HEP jets, 3.4 against 4.8-7.9 ms).
-SHORT = 2
+# (`_prefixed`); longer ones by windows (a window's count: the popcount of its compare
+# bits). Measured on 1e6 rows of Poisson(lambda) items, one thread: running sums win at
+# lambda 1 (2.3 against 2.7 ms), windows from lambda 2 (2.6 against 2.9 ms; at lambda 4,
+# HEP jets, 2.7 ms).
+SHORT = 1.5
 # Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
 # WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
 NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
@@ -82,14 +83,17 @@ class NestWindows:
         (an integer sum of bools: `sum(pt > 40, axis=1)`) with no value missing and none
         kept at level k. A row's count is the running sum at its end less that at its
         start (integer adds wrap exactly), with no loop over the row: a short row costs two
-        loads, where a window would widen each lane's comparison to the count's width.
-        Rows of more than SHORT elements on average fold faster by windows, and so does a
+        loads. Rows of more than SHORT elements on average fold faster by windows, and so does a
         sum of plain numbers: the running sums are taken where this call's rows at level 1
         (under a fixed level 0) are short (`_short_rows`)."""
+        return k == 1 and self.levels[0] is FIXED and self._sums_bools(k)
+
+    def _sums_bools(self, k):
+        """Whether level k folds a count of trues: an integer sum of bools, with no value
+        missing and none kept at level k."""
         body = self.spec.body
         out = body[self.spec.outputs[0][0]]
-        return (k == 1 and self.levels[0] is FIXED and self.red is not None and
-                self.red.combine == "add" and
+        return (self.red is not None and self.red.combine == "add" and
                 self.out_dts[0].kind in "iu" and not any(self.masked) and
                 not (self.keep is not None and self.keep.level == k) and
                 out.op == "astype" and body[out.args[0]].dtype == np.dtype(bool))
@@ -110,7 +114,8 @@ class NestWindows:
             first = self.index(b.gep(bases[j], [b.mul(self.lo, steps[j])]), width)
             last = b.gep(bases[j], [b.mul(b.sub(self.hi, c(1)), steps[j])])
             stop = self.index(b.gep(last, [delta]), width)
-            b.store(b.icmp_signed("<=", b.sub(stop, first), b.mul(rows, c(SHORT))), slot)
+            b.store(b.icmp_signed("<=", b.mul(b.sub(stop, first), c(2)),
+                                  b.mul(rows, c(int(2 * SHORT)))), slot)
         return b.load(slot)
 
     def _constant(self, j):
@@ -263,15 +268,38 @@ class NestWindows:
             if take is not None:
                 v = b.select(take, v, ident)
             b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
+        trues = value is None and self._sums_bools(k) and acc == np.dtype(np.int64)
+        if trues:  # a count of trues: a window's count is the popcount of its compare bits
+            with b.goto_entry_block():
+                ones = b.alloca(I64, name="trues")
+            b.store(c(0), ones)
+            popcount = b.module.declare_intrinsic("llvm.ctpop", [ir.IntType(WINDOW)])
+
+        def window(es, insides):
+            """Lane q takes element es[q] where insides[q] (None: everywhere)."""
+            if not trues:
+                for q, (e, inside) in enumerate(zip(es, insides)):
+                    fold(q, e, inside)
+                return
+            bits = ir.Constant(ir.VectorType(I1, WINDOW), None)
+            for q, (e, inside) in enumerate(zip(es, insides)):
+                addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                v = self._values(addr)[0]
+                bit = b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+                bits = b.insert_element(bits, bit if inside is None else b.and_(bit, inside),
+                                        ir.Constant(ir.IntType(32), q))
+            got = b.call(popcount, [b.bitcast(bits, ir.IntType(WINDOW))])
+            b.store(b.add(b.load(ones), b.zext(got, I64)), ones)
         # the leading windows: lane q takes element w * WINDOW + q while it is in the row
         for w in range(LEAD):
-            for q, inside in enumerate(self._lane_masks(n, ">", w * WINDOW)):
-                fold(q, c(w * WINDOW + q), inside)
+            window([c(w * WINDOW + q) for q in range(WINDOW)],
+                   self._lane_masks(n, ">", w * WINDOW))
 
         def block(i):
             at = b.mul(b.add(i, c(LEAD)), c(WINDOW), flags=("nuw", "nsw"))
-            for q in range(WINDOW):
-                fold(q, b.add(at, c(q), flags=("nuw", "nsw")))
+            window([b.add(at, c(q), flags=("nuw", "nsw")) for q in range(WINDOW)],
+                   [None] * WINDOW)
         # longer rows: the blocks after the leading windows, then the last window, lane q
         # taking element n - WINDOW + q where it is not folded yet (>= done); n > WINDOW:
         # the window starts inside the row
@@ -281,10 +309,9 @@ class NestWindows:
                         "wb", NO_VECTOR)
             done = b.select(b.icmp_signed(">", whole, c(LEAD * WINDOW)), whole,
                             c(LEAD * WINDOW))
-            last = self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<=")
-            for q in range(WINDOW):
-                fold(q, b.add(b.sub(n, c(WINDOW)), c(q)), last[q])
-        vals = [b.load(slot) for slot in lanes]
+            window([b.add(b.sub(n, c(WINDOW)), c(q)) for q in range(WINDOW)],
+                   self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<="))
+        vals = [b.load(ones)] if trues else [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
             vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
