@@ -72,7 +72,7 @@ def memory_key(a: np.ndarray) -> tuple:
 
 
 class Column:
-    """A column tree node; `kind` names it in messages."""
+    """A node of a column tree: the items of one level (`kind`: its name in messages)."""
 
     __slots__ = ()
     kind = "node"
@@ -232,8 +232,8 @@ class Regular(Column):
 
 
 class Text(Column):
-    """Strings (`type_name` "string") or bytes ("bytes"): string i is chars[offsets[i]:offsets[i
-    + 1]] (uint8)."""
+    """Strings (`type_name` "string") or bytes ("bytes"): item i is the uint8 `chars`
+    offsets[i]..offsets[i + 1] - 1."""
 
     __slots__ = ("type_name", "offsets", "chars")
     kind = "text"
