@@ -574,8 +574,9 @@ def _rebuild(result, rows=None, leaf=None):
     tree = columns(result if top else result[None])
 
     def values(node):
-        got = (node.unwrap()[1].values, node.unwrap()[0])
-        return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
+        mask, x = node.unwrap()
+        return leaf(x.values, mask) if leaf else array(x.values) if mask is None else \
+            masked(x.values, mask)
 
     def build(node, count, outer=None):  # count: the elements `node` describes
         if isinstance(node.unwrap()[1], Leaf):
