@@ -11,6 +11,7 @@ import pytest
 import lazyk
 from lazyk.arrays.array import masked, masked_empty
 from lazyk.arrays.columns import columns
+from lazyk.arrays.trees import Lists, Masked, Unread
 from lazyk.errors import ArrayConstructionError
 
 try:
@@ -194,6 +195,6 @@ def test_num_reads_only_the_lists(data, type_, axis, want):
 def test_columns_leave_the_items_below_the_lists_unread():
     x = lazyk.array([[1, None], [], [None]], type="3 * var * ?int32")
     tree = columns(x, lists=1)
-    assert tree[0] == "list" and tree[1].tolist() == [0, 2, 2, 3]
-    assert tree[2] == ("unread", 3)
-    assert columns(x)[2][0] == "option"  # (read in full without `lists`)
+    assert isinstance(tree, Lists) and tree.offsets.tolist() == [0, 2, 2, 3]
+    assert isinstance(tree.child, Unread) and tree.child.count == 3
+    assert isinstance(columns(x).child, Masked)  # (read in full without `lists`)

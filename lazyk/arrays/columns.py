@@ -1,8 +1,8 @@
 """Column trees: a lazyk array as a tree of NumPy buffers and back.
 
-A tree is ("numpy", ndarray) | ("option", mask, child) | ("list", offsets, child) |
-("regular", size, child[, count]) | ("text", kind, offsets, characters) | ("record", names, children):
-the form Arrow, Awkward, Dask partitions and the NumPy row operations (`restructure`) read.
+A tree is made of the nodes of `lazyk.arrays.trees` (`Leaf`, `Masked`, `Lists`, `Regular`,
+`Text`, `Record`): the form Arrow, Awkward, Dask partitions and the NumPy row operations
+(`restructure`) read.
 """
 from __future__ import annotations
 
@@ -24,7 +24,20 @@ from lazyk.arrays.buffers import (
     text_buffers,
     unsupported,
 )
-from lazyk.arrays.trees import OptionLeaf, offsets_of, rising, rows_at
+from lazyk.arrays.trees import (
+    Column,
+    Leaf,
+    Lists,
+    Masked,
+    OptionLeaf,
+    Record,
+    Regular,
+    Text,
+    Unread,
+    offsets_of,
+    rising,
+    rows_at,
+)
 from lazyk.errors import NotSupportedError
 
 
@@ -35,25 +48,24 @@ def fixed_text_rows(a: Array) -> Array:
     copy of the elements only); fixed bytes keep their bytes in place (each value is all
     n of them); the rows' indices are used in place where they are offsets. An array with
     a fixed dim of size 0 holds no element: it is rebuilt from its (empty) rows."""
-    def rebuild(col: tuple) -> Array:
-        kind = col[0]
-        child = col[2] if kind in ("list", "regular", "option") else None
-        if kind == "numpy":
-            if col[1].dtype.kind in "USV":
-                return rebuild(fixed_text(col[1]))
-            return array(col[1])
-        if kind == "text":
-            return text_array(col[2], col[3], None, col[1])
-        if kind == "list":
-            return offsets_array(col[1], rebuild(child))
-        if kind == "regular":
-            return regular(rebuild(child), col[1])
-        if kind == "option" and child[0] == "numpy" and child[1].dtype.kind in "USV":
-            child = fixed_text(child[1])
-        if kind == "option" and child[0] == "text":
-            return text_array(child[2], child[3], col[1], child[1])
-        if kind == "option" and child[0] == "list":
-            return offsets_array(child[1], rebuild(child[2]), col[1])
+    def rebuild(col: Column) -> Array:
+        if isinstance(col, Leaf):
+            if col.values.dtype.kind in "USV":
+                return rebuild(fixed_text(col.values))
+            return array(col.values)
+        if isinstance(col, Text):
+            return text_array(col.offsets, col.chars, None, col.type_name)
+        if isinstance(col, Lists):
+            return offsets_array(col.offsets, rebuild(col.child))
+        if isinstance(col, Regular):
+            return regular(rebuild(col.child), col.size)
+        child = col.child if isinstance(col, Masked) else None
+        if isinstance(child, Leaf) and child.values.dtype.kind in "USV":
+            child = fixed_text(child.values)
+        if isinstance(child, Text):
+            return text_array(child.offsets, child.chars, col.present, child.type_name)
+        if isinstance(child, Lists):
+            return offsets_array(child.offsets, rebuild(child.child), col.present)
         raise NotSupportedError(f"string operations on {a.type}: fixed, var and ?var dims "
                                 "over fixed_string[n], fixed_bytes[n] or an option of them")
     t = a.type
@@ -70,7 +82,7 @@ def fixed_text_rows(a: Array) -> Array:
     return rebuild(columns(a))
 
 
-def fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
+def fixed_text(arr: np.ndarray, dest: str | None = None) -> Text:
     """A column tree leaf of `fixed_string[n]` elements (NumPy `U` / `S`) as `string`
     elements (offsets, characters: a copy). lazyk reads `S` text as UTF-8 (`str_len` counts
     code points), so it becomes `string` too; NotSupportedError for bytes that are not
@@ -80,7 +92,7 @@ def fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
     if arr.dtype.kind == "V":
         n, width = len(arr), arr.dtype.itemsize
         chars = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        return ("text", "bytes", np.arange(n + 1, dtype=np.int64) * width, chars)
+        return Text("bytes", np.arange(n + 1, dtype=np.int64) * width, chars)
     offsets, chars = text_buffers(arr)
     if dest and arr.dtype.kind == "S" and len(chars) and chars.max() >= 128:
         inner = offsets[:-1][offsets[:-1] < len(chars)]
@@ -94,7 +106,7 @@ def fixed_text(arr: np.ndarray, dest: str | None = None) -> tuple:
                 f"fixed_string[{arr.dtype.itemsize}] (NumPy {arr.dtype.str}) elements that "
                 f"are not UTF-8 text have no {dest} string type; convert the NumPy 'S' "
                 f"data itself (pyarrow.array and awkward.Array read it as binary)")
-    return ("text", "string", offsets, chars)
+    return Text("string", offsets, chars)
 
 
 def as_array(x: Any, fn: str) -> Array:
@@ -109,26 +121,24 @@ def as_array(x: Any, fn: str) -> Array:
                     f"{type(x).__name__}")
 
 
-def columns(a: Array, lists: int | None = None) -> tuple:
-    """The array as a tree of buffers: ("numpy", ndarray) | ("option", mask, child) |
-    ("list", offsets, child) | ("regular", size, child) | ("text", "string" / "bytes",
-    offsets, characters) | ("record", names, [child per field]; a tuple's names are its
-    positions 0, 1, ... as ints). Offsets-form var dims and lazyk
-    mask blocks give their buffers in place; other layouts are repacked first. `lists`:
-    only that many list levels are read; the items of the var lists there are left unread
-    (an ("unread", count) node: what needs only the lists' lengths skips their content)."""
+def columns(a: Array, lists: int | None = None) -> Column:
+    """The array as a tree of buffers (`lazyk.arrays.trees`; a tuple's field names are its
+    positions 0, 1, ... as ints). Offsets-form var dims and lazyk mask blocks give their
+    buffers in place; other layouts are repacked first. `lists`: only that many list levels
+    are read; the items of the var lists there are left unread (an `Unread` node: what
+    needs only the lists' lengths skips their content)."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
     if M.is_plain(t) and not _has_tuple(t):
         arr = a.to_numpy()
         if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
-            return ("record", arr.dtype.names, [columns(array(arr[k])) for k in arr.dtype.names])
+            return Record(arr.dtype.names, [columns(array(arr[k])) for k in arr.dtype.names])
         if arr.ndim == 1:
-            return ("numpy", arr)
+            return Leaf(arr)
         flat = np.ascontiguousarray(arr).reshape((arr.shape[0] * arr.shape[1],) +
                                                  arr.shape[2:])  # (-1 fails on size 0)
-        return ("regular", arr.shape[1], columns(array(flat))) + _count(arr.shape)
+        return Regular(arr.shape[1], columns(array(flat)), _count(arr.shape))
     n, stride, x, meta, owner = t.size, a.meta[1], t.elem, a.meta, a.owner
     if not isinstance(owner, memory.MemoryBlock) and not M.is_plain(t):
         return columns(_repack(a))
@@ -136,17 +146,17 @@ def columns(a: Array, lists: int | None = None) -> tuple:
         if x.size == 1 and stride != meta[3]:  # (rows of one: the outer stride steps)
             one = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[4:], a.ptr,
                                    owner, a.readonly)
-            return ("regular", 1, columns(one, _below(lists)))
+            return Regular(1, columns(one, _below(lists)))
         if stride != x.size * meta[3]:
             return columns(_repack(a))
         flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
                                 a.ptr, owner, a.readonly)
-        return ("regular", x.size, columns(flat, _below(lists))) + _count((n, x.size))
+        return Regular(x.size, columns(flat, _below(lists)), _count((n, x.size)))
     if isinstance(x, T.Option):
         mask = _strided_bytes(owner.buffer, a.ptr - owner.address + meta[2], stride, n) != 0
         inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
                                  a.readonly)
-        return ("option", mask, columns(inner, lists))
+        return Masked(mask, columns(inner, lists))
     if isinstance(x, T.VarDim):
         var_meta = meta[2:2 + M.VAR_META]
         ref, w, delta, content, istride, vstride, length = var_meta
@@ -171,15 +181,14 @@ def columns(a: Array, lists: int | None = None) -> tuple:
             # Rows back to back (lazyk's own pairs): their indices become offsets.
             offsets = (np.concatenate([starts[:1], stops]) if n else np.zeros(1, np.int64)
                        ).astype(M.INDEX_DTYPES[w])  # the same index width
-        return ("list", offsets, ("unread", length) if lists == 1 else
-                columns(child, _below(lists)))
+        return Lists(offsets, Unread(length) if lists == 1 else columns(child, _below(lists)))
     if M.is_varlen(x):
-        return ("text", x.name) + _text_columns(a)
+        return Text(x.name, *_text_columns(a))
     if isinstance(x, (T.Record, T.Tuple)):  # each field a view of its own
         keys = x.names if isinstance(x, T.Record) else tuple(range(len(x.types)))
-        return ("record", keys, [columns(field_view(a, k)) for k in range(len(keys))])
+        return Record(keys, [columns(field_view(a, k)) for k in range(len(keys))])
     if M.is_plain(t):  # numbers inside a tuple
-        return ("numpy", a.to_numpy())
+        return Leaf(a.to_numpy())
     return unsupported(t)
 
 
@@ -198,9 +207,9 @@ def _strided_bytes(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray
     return np.lib.stride_tricks.as_strided(buf[start:], (n,), (step,), writeable=False)
 
 
-def _count(shape: tuple) -> tuple:
-    """The row count a "regular" node of rows of size 0 carries (its child cannot tell)."""
-    return (shape[0],) if shape[1] == 0 else ()
+def _count(shape: tuple) -> int | None:
+    """The row count a `Regular` node of rows of size 0 carries (its child cannot tell)."""
+    return shape[0] if shape[1] == 0 else None
 
 
 def _has_tuple(t: T.Type) -> bool:
@@ -253,47 +262,52 @@ def option_field(a: Array, name: str) -> Array:
     return Array._from_parts(out.type, out.meta, out.ptr, out.owner, True)
 
 
-def _pick(col: tuple, name: str) -> tuple:
-    """The column tree of field `name` under the dims of `col` (an "option" over records
+def _pick(col: Column, name: str) -> Column:
+    """The column tree of field `name` under the dims of `col` (a `Masked` over records
     ANDs its mask into the field's)."""
-    kind = col[0]
-    if kind == "record":
-        keys = [str(k) for k in col[1]]  # a tuple's fields are its positions "0", "1", ...
+    if isinstance(col, Record):
+        keys = [str(k) for k in col.names]  # a tuple's fields are its positions "0", "1", ...
         if name not in keys:
             raise KeyError(f"the records have no field {name!r}")
-        return col[2][keys.index(name)]
-    if kind == "option" and col[2][0] == "record":
-        f = _pick(col[2], name)
-        return ("option", col[1] & f[1], f[2]) if f[0] == "option" else ("option", col[1], f)
-    if kind in ("option", "list", "regular"):
-        return (kind, col[1], _pick(col[2], name))
+        return col.children[keys.index(name)]
+    if isinstance(col, Masked) and isinstance(col.child, Record):
+        f = _pick(col.child, name)
+        return Masked(col.present & f.present, f.child) if isinstance(f, Masked) else \
+            Masked(col.present, f)
+    if isinstance(col, Masked):
+        return Masked(col.present, _pick(col.child, name))
+    if isinstance(col, Lists):
+        return Lists(col.offsets, _pick(col.child, name))
+    if isinstance(col, Regular):
+        return Regular(col.size, _pick(col.child, name))
     raise KeyError(f"no records with a field {name!r}")
 
 
-def build_columns(col: tuple) -> Array:
+def build_columns(col: Column) -> Array:
     """A lazyk array from a column tree (`columns`): buffers used as they are."""
     if isinstance(col, OptionLeaf):
         return col.array
-    kind = col[0]
-    if kind == "numpy":
-        return array(np.ascontiguousarray(col[1]))
-    if kind == "regular":  # ("regular", 0, child, rows): rows of size 0 and their count
-        return regular(build_columns(col[2]), col[1], *col[3:])
-    if kind == "list":
-        return offsets_array(col[1], build_columns(col[2]), check=None)
-    if kind == "text":
-        return text_array(col[2], col[3], None, col[1])
-    if kind == "record":
-        return records_array(list(col[1]), [build_columns(f) for f in col[2]])
-    mask, child = col[1], col[2]
-    if child[0] == "numpy":
-        return masked(child[1], mask)
-    if child[0] == "list":
-        return offsets_array(child[1], build_columns(child[2]), validity=mask, check=None)
-    if child[0] == "text":
-        return text_array(child[2], child[3], mask, child[1])
-    if child[0] == "record":
-        return records_array(list(child[1]), [build_columns(f) for f in child[2]], mask)
+    if isinstance(col, Leaf):
+        return array(np.ascontiguousarray(col.values))
+    if isinstance(col, Regular):  # (rows of size 0: their count)
+        return regular(build_columns(col.child), col.size, col.count)
+    if isinstance(col, Lists):
+        return offsets_array(col.offsets, build_columns(col.child), check=None)
+    if isinstance(col, Text):
+        return text_array(col.offsets, col.chars, None, col.type_name)
+    if isinstance(col, Record):
+        return records_array(list(col.names), [build_columns(f) for f in col.children])
+    mask, child = col.present, col.child
+    if isinstance(child, Leaf):
+        return masked(child.values, mask)
+    if isinstance(child, Lists):
+        return offsets_array(child.offsets, build_columns(child.child), validity=mask,
+                             check=None)
+    if isinstance(child, Text):
+        return text_array(child.offsets, child.chars, mask, child.type_name)
+    if isinstance(child, Record):
+        return records_array(list(child.names), [build_columns(f) for f in child.children],
+                             mask)
     raise NotSupportedError("missing fixed-size rows (?N * T) under a var dim or in a "
                             "field of records (they are results, not rebuilt from columns)")
 

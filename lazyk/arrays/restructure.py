@@ -4,7 +4,7 @@ operations that only move values (`num`, `flatten`, `firsts`, `local_index`,
 no Python loop per row; lists read through their offsets are reused in place where the
 result keeps them (zero-copy). Every function here takes and returns trees; the root
 describes the items of the array's outer dim, so the lists at `axis` a (>= 1) are the items
-of the node `a - 1` list levels down (`at`).
+of the node `a - 1` list levels down (`Column.at`).
 """
 from __future__ import annotations
 
@@ -12,224 +12,224 @@ import numpy as np
 
 from lazyk.arrays.trees import (
     I64,
-    at,
+    Column,
+    Leaf,
+    Lists,
+    Masked,
+    Regular,
+    Text,
     contiguous,
-    length,
     offsets_of,
     option_leaf,
     ranges,
-    slice_items,
-    spans,
-    take,
     take_or_missing,
-    unwrap,
 )
 from lazyk.errors import NotSupportedError, ShapeError
 
 
-def row_items(node: tuple) -> tuple:
-    """The items of the one list of a "list" node of one list (an array `var * X`)."""
-    starts, lens = spans(node)
-    return slice_items(node[2], int(starts[0]), int(starts[0] + lens[0]))
+def row_items(node: Lists) -> Column:
+    """The items of the one list of `Lists` of one list (an array `var * X`)."""
+    starts, lens = node.spans()
+    return node.child.slice(int(starts[0]), int(starts[0] + lens[0]))
 
 
 # ---------------------------------------------------------------- the operations
-def num(tree: tuple, axis: int) -> tuple:
+def num(tree: Column, axis: int) -> Column:
     """`ak.num` at `axis` >= 1: each list's length (int64); a missing list stays missing."""
     def lengths(node):
-        mask, inner = unwrap(node)
+        mask, inner = node.unwrap()
         if mask is None:
-            return ("numpy", spans(inner)[1].astype(I64, copy=False))
+            return Leaf(inner.spans()[1].astype(I64, copy=False))
         got = option_leaf(len(mask), I64)  # (computed into lazyk's `?int64` form)
-        if inner[0] == "list":
-            np.subtract(inner[1][1:], inner[1][:-1], out=got[2][1])
+        if isinstance(inner, Lists):
+            np.subtract(inner.offsets[1:], inner.offsets[:-1], out=got.child.values)
         else:
-            got[2][1][...] = spans(inner)[1]
-        got[1][...] = mask
+            got.child.values[...] = inner.spans()[1]
+        got.present[...] = mask
         return got
-    return at(tree, axis - 1, lengths)
+    return tree.at(axis - 1, lengths)
 
 
-def present_leaves(tree: tuple) -> np.ndarray:
+def present_leaves(tree: Column) -> np.ndarray:
     """Every present value under `tree`, in order (missing values and rows dropped)."""
-    idx = np.arange(length(tree), dtype=I64)
+    idx = np.arange(tree.length(), dtype=I64)
     node = tree
     while True:
-        kind = node[0]
-        if kind == "option":
-            idx = idx[node[1][idx]]
-            node = node[2]
-        elif kind in ("list", "regular"):
-            starts, lens = spans(node)
+        if isinstance(node, Masked):
+            idx = idx[node.present[idx]]
+        elif isinstance(node, (Lists, Regular)):
+            starts, lens = node.spans()
             idx = ranges(starts[idx], lens[idx])
-            node = node[2]
-        elif kind == "numpy":
-            return node[1][idx]
+        elif isinstance(node, Leaf):
+            return node.values[idx]
         else:
-            raise NotSupportedError(f"flatten(axis=None) of {kind} columns")
+            raise NotSupportedError(f"flatten(axis=None) of {node.kind} columns")
+        node = node.child
 
 
-def flatten(tree: tuple, axis: int | None) -> tuple:
+def flatten(tree: Column, axis: int | None) -> Column:
     """`ak.flatten`: None: every present value; 0: the present items; >= 1: the lists at
     `axis` joined into their parents (missing lists among them dropped)."""
     if axis is None:
-        return ("numpy", present_leaves(tree))
+        return Leaf(present_leaves(tree))
     if axis == 0:
-        mask, inner = unwrap(tree)
-        return inner if mask is None else take(inner, np.flatnonzero(mask))
+        mask, inner = tree.unwrap()
+        return inner if mask is None else inner.take(np.flatnonzero(mask))
     if axis == 1:  # the outer items' lists joined into one
-        return _join(("list", np.array([0, length(tree)], I64), tree))[2]
-    return at(tree, axis - 2, _join)
+        return _join(Lists(np.array([0, tree.length()], I64), tree)).child
+    return tree.at(axis - 2, _join)
 
 
-def _join(node: tuple) -> tuple:
+def _join(node: Column) -> Column:
     """The lists of `node` (whose items are lists) with their lists' items joined."""
-    mask, outer = unwrap(node)
-    if outer[0] not in ("list", "regular"):
-        raise NotSupportedError(f"flatten of {outer[0]} columns")
-    inner_mask, inner = unwrap(outer[2])
-    if inner[0] not in ("list", "regular", "text"):
-        raise NotSupportedError(f"flatten of {inner[0]} columns")
-    if inner[0] == "text":
+    mask, outer = node.unwrap()
+    if not isinstance(outer, (Lists, Regular)):
+        raise NotSupportedError(f"flatten of {outer.kind} columns")
+    inner_mask, inner = outer.child.unwrap()
+    if not isinstance(inner, (Lists, Regular, Text)):
+        raise NotSupportedError(f"flatten of {inner.kind} columns")
+    if isinstance(inner, Text):
         raise NotSupportedError("flatten of strings into characters")
-    s1, n1 = spans(outer)
-    s2, n2 = spans(inner)
+    s1, n1 = outer.spans()
+    s2, n2 = inner.spans()
     contiguous = len(s1) < 2 or bool(np.all(s1[1:] == s1[:-1] + n1[:-1]))
-    if inner_mask is None and contiguous and inner[0] == "list" and \
-            outer[0] == "list" and len(s1) == 1:
+    if inner_mask is None and contiguous and isinstance(inner, Lists) and \
+            isinstance(outer, Lists) and len(s1) == 1:
         # one outer list (the top): its inner lists' items, a slice of their content
-        off = np.asarray(inner[1], I64)
+        off = np.asarray(inner.offsets, I64)
         lo, hi = int(off[s1[0]]), int(off[s1[0] + n1[0]])
-        got = ("list", np.array([0, hi - lo], I64), slice_items(inner[2], lo, hi))
-    elif inner_mask is None and contiguous and inner[0] == "list":
+        got = Lists(np.array([0, hi - lo], I64), inner.child.slice(lo, hi))
+    elif inner_mask is None and contiguous and isinstance(inner, Lists):
         # the outer lists cover runs of inner lists: their offsets index the inner offsets
-        off = np.asarray(inner[1])
+        off = np.asarray(inner.offsets)
         cover = np.concatenate([s1, [s1[-1] + n1[-1]]]) if len(s1) else np.zeros(1, I64)
-        got = ("list", off[cover], inner[2])
-    elif inner_mask is None and contiguous and outer[0] == "regular" and \
-            inner[0] == "regular":
-        got = ("regular", outer[1] * inner[1], inner[2], length(outer))
+        got = Lists(off[cover], inner.child)
+    elif inner_mask is None and contiguous and isinstance(outer, Regular) and \
+            isinstance(inner, Regular):
+        got = Regular(outer.size * inner.size, inner.child, outer.length())
     else:
         js = ranges(s1, n1)  # every inner list, in order of its outer list
         keep = np.ones(len(js), bool) if inner_mask is None else inner_mask[js]
         lens = np.where(keep, n2[js], 0)
         sums = np.concatenate([[0], np.cumsum(lens)])
         bounds = offsets_of(n1)
-        got = ("list", sums[bounds], take(inner[2], ranges(s2[js][keep], lens[keep])))
-    return got if mask is None else ("option", mask, got)
+        got = Lists(sums[bounds], inner.child.take(ranges(s2[js][keep], lens[keep])))
+    return got if mask is None else Masked(mask, got)
 
 
-def firsts(tree: tuple, axis: int) -> tuple:
+def firsts(tree: Column, axis: int) -> Column:
     """`ak.firsts` at `axis` >= 1: each list's first item, missing for an empty list."""
     def first(node):
-        mask, inner = unwrap(node)
-        if inner[0] == "list":  # a list is empty where its offsets meet (no lengths needed)
-            off = inner[1]
+        mask, inner = node.unwrap()
+        if isinstance(inner, Lists):  # a list is empty where its offsets meet (no lengths)
+            off = inner.offsets
             starts, valid = off[:-1], off[1:] > off[:-1]
         else:
-            starts, lens = spans(inner)
+            starts, lens = inner.spans()
             valid = lens > 0
         if mask is not None:
             valid &= mask
-        return take_or_missing(inner[2], starts, valid)
-    return at(tree, axis - 1, first)
+        return take_or_missing(inner.child, starts, valid)
+    return tree.at(axis - 1, first)
 
 
-def local_index(tree: tuple, axis: int) -> tuple:
+def local_index(tree: Column, axis: int) -> Column:
     """`ak.local_index` at `axis`: each item's position in its list (what lies below is
     dropped); axis 0: the positions of the outer items."""
     if axis == 0:
-        return ("numpy", np.arange(length(tree), dtype=I64))
+        return Leaf(np.arange(tree.length(), dtype=I64))
 
     def index(node):
-        mask, inner = unwrap(node)
-        starts, lens = spans(inner)
-        if inner[0] == "regular":
-            got = ("regular", inner[1], ("numpy", np.tile(np.arange(inner[1], dtype=I64),
-                                                          len(lens))), len(lens))
+        mask, inner = node.unwrap()
+        starts, lens = inner.spans()
+        if isinstance(inner, Regular):
+            got = Regular(inner.size, Leaf(np.tile(np.arange(inner.size, dtype=I64),
+                                                   len(lens))), len(lens))
         else:
             off = offsets_of(lens)
-            got = ("list", off, ("numpy", np.arange(int(off[-1]), dtype=I64) -
-                                 np.repeat(off[:-1], lens)))
-        return got if mask is None else ("option", mask, got)
-    return at(tree, axis - 1, index)
+            got = Lists(off, Leaf(np.arange(int(off[-1]), dtype=I64) -
+                                  np.repeat(off[:-1], lens)))
+        return got if mask is None else Masked(mask, got)
+    return tree.at(axis - 1, index)
 
 
-def is_none(tree: tuple, axis: int) -> tuple:
+def is_none(tree: Column, axis: int) -> Column:
     """`ak.is_none` at `axis`: whether each item there is missing (bool)."""
     def missing(node):
-        if node[0] == "option":
-            return ("numpy", ~np.asarray(node[1], bool))
-        return ("numpy", np.zeros(length(node), bool))
-    return at(tree, axis, missing)
+        if isinstance(node, Masked):
+            return Leaf(~np.asarray(node.present, bool))
+        return Leaf(np.zeros(node.length(), bool))
+    return tree.at(axis, missing)
 
 
-def pad_none(tree: tuple, target: int, axis: int, clip: bool) -> tuple:
+def pad_none(tree: Column, target: int, axis: int, clip: bool) -> Column:
     """`ak.pad_none`: the lists at `axis` padded with missing items to `target` (cut to it
-    with `clip`: a "regular" node of `target`)."""
+    with `clip`: `Regular` lists of `target`)."""
     if axis == 0:
-        n = length(tree)
+        n = tree.length()
         size = target if clip else max(n, target)
         idx = np.arange(size, dtype=I64)
         return take_or_missing(tree, np.minimum(idx, max(n - 1, 0)), idx < n)
 
     def pad(node):
-        mask, inner = unwrap(node)
-        starts, lens = spans(inner)
+        mask, inner = node.unwrap()
+        starts, lens = inner.spans()
         new = np.full(len(lens), target, I64) if clip else np.maximum(lens, target)
         pos = ranges(np.zeros(len(new), I64), new)
         valid = pos < np.repeat(lens, new)
-        items = take_or_missing(inner[2], np.repeat(starts, new) + pos, valid)
+        items = take_or_missing(inner.child, np.repeat(starts, new) + pos, valid)
         if clip:
-            got = ("regular", target, items, len(new))
-        elif inner[0] == "regular":  # every list gets max(size, target) items
-            got = ("regular", max(inner[1], target), items, len(new))
+            got = Regular(target, items, len(new))
+        elif isinstance(inner, Regular):  # every list gets max(size, target) items
+            got = Regular(max(inner.size, target), items, len(new))
         else:
-            got = ("list", offsets_of(new), items)
-        return got if mask is None else ("option", mask, got)
-    return at(tree, axis - 1, pad)
+            got = Lists(offsets_of(new), items)
+        return got if mask is None else Masked(mask, got)
+    return tree.at(axis - 1, pad)
 
 
 # ---------------------------------------------------------------- concatenate
-def _join_items(nodes: list) -> tuple:
+def _join_items(nodes: list) -> Column:
     """The items of every node one after the other (axis 0): one structure, values of one
     dtype (the caller converted them), missing where a node's item is."""
-    kinds = {n[0] for n in nodes}
-    if "option" in kinds:
-        masks = [n[1] if n[0] == "option" else np.ones(length(n), bool) for n in nodes]
-        return ("option", np.concatenate(masks), _join_items([unwrap(n)[1] for n in nodes]))
-    if len(kinds) > 1 and kinds <= {"list", "regular"}:
-        nodes = [("list", offsets_of(spans(n)[1]), n[2]) if n[0] == "regular" else n
+    kinds = {type(n) for n in nodes}
+    if any(issubclass(k, Masked) for k in kinds):
+        masks = [n.present if isinstance(n, Masked) else np.ones(n.length(), bool)
                  for n in nodes]
-        kinds = {"list"}
+        return Masked(np.concatenate(masks), _join_items([n.unwrap()[1] for n in nodes]))
+    if len(kinds) > 1 and kinds <= {Lists, Regular}:
+        nodes = [Lists(offsets_of(n.spans()[1]), n.child) if isinstance(n, Regular) else n
+                 for n in nodes]
+        kinds = {Lists}
     if len(kinds) > 1:
-        raise NotSupportedError(f"concatenate of {' and '.join(sorted(kinds))} items")
+        raise NotSupportedError(f"concatenate of {' and '.join(sorted(k.kind for k in kinds))}"
+                                " items")
     kind = kinds.pop()
-    if kind == "numpy":
-        return ("numpy", np.concatenate([n[1] for n in nodes]))
-    if kind == "regular":
-        if len({n[1] for n in nodes}) == 1:
-            return ("regular", nodes[0][1], _join_items([n[2] for n in nodes]),
-                    sum(length(n) for n in nodes))
-        nodes = [("list", offsets_of(spans(n)[1]), n[2]) for n in nodes]
-        kind = "list"
-    if kind in ("list", "text"):
+    if kind is Leaf:
+        return Leaf(np.concatenate([n.values for n in nodes]))
+    if kind is Regular:
+        if len({n.size for n in nodes}) == 1:
+            return Regular(nodes[0].size, _join_items([n.child for n in nodes]),
+                           sum(n.length() for n in nodes))
+        nodes = [Lists(offsets_of(n.spans()[1]), n.child) for n in nodes]
+        kind = Lists
+    if kind in (Lists, Text):
         parts, offs, base = [], [np.zeros(1, I64)], 0
         for n in nodes:
-            starts, lens = spans(n)
+            starts, lens = n.spans()
             idx = ranges(starts, lens)
             parts.append(idx)
             offs.append(base + np.cumsum(lens))
             base += int(lens.sum())
         off = np.concatenate(offs)
-        if kind == "text":
-            return ("text", nodes[0][1], off, np.concatenate([n[3][i] for n, i in
-                                                               zip(nodes, parts)]))
-        return ("list", off, _join_items([take(n[2], i) for n, i in zip(nodes, parts)]))
-    raise NotSupportedError(f"concatenate of {kind} items")
+        if kind is Text:
+            return Text(nodes[0].type_name, off, np.concatenate([n.chars[i] for n, i in
+                                                                 zip(nodes, parts)]))
+        return Lists(off, _join_items([n.child.take(i) for n, i in zip(nodes, parts)]))
+    raise NotSupportedError(f"concatenate of {kind.kind} items")
 
 
-def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
+def concatenate(trees: list, axis: int, path: tuple = ()) -> Column:
     """`ak.concatenate`: the lists at `axis` of every tree joined per row (axis 0: the
     items one after the other). Above `axis` the trees walk together: lengths must agree
     (ShapeError naming the row), a missing row in any gives a missing row."""
@@ -237,16 +237,16 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
         return _join_items(trees)
     if axis == 1:  # (a missing list counts as empty)
         return _join_rows(trees)
-    masks = [unwrap(t)[0] for t in trees]
-    inner = [unwrap(t)[1] for t in trees]
+    masks = [t.unwrap()[0] for t in trees]
+    inner = [t.unwrap()[1] for t in trees]
     mask = None
     for m in masks:
         if m is not None:
             mask = m if mask is None else mask & m
-    kinds = {n[0] for n in inner}
-    if not kinds <= {"list", "regular"}:
-        raise NotSupportedError(f"concatenate below {' and '.join(sorted(kinds))} items")
-    lens = [spans(n)[1] for n in inner]
+    if not all(isinstance(n, (Lists, Regular)) for n in inner):
+        kinds = sorted({n.kind for n in inner})
+        raise NotSupportedError(f"concatenate below {' and '.join(kinds)} items")
+    lens = [n.spans()[1] for n in inner]
     present = np.ones(len(lens[0]), bool) if mask is None else mask
     for j, ln in enumerate(lens[1:], 1):
         bad = (ln != lens[0]) & present
@@ -259,60 +259,61 @@ def concatenate(trees: list, axis: int, path: tuple = ()) -> tuple:
     if mask is not None and not mask.all():
         # rows missing in one operand: their lists in the others are not read
         keep = np.flatnonzero(mask)
-        inner = [take(n, keep) for n in inner]
-        rows = concatenate([n[2] for n in inner], axis - 1, path)
+        inner = [n.take(keep) for n in inner]
+        rows = concatenate([n.child for n in inner], axis - 1, path)
         got = _spread_rows(inner[0], rows, keep, len(mask))
-        return ("option", mask, got)
+        return Masked(mask, got)
     kids = []
     for n in inner:  # each operand's items in row order (its lists may have gaps)
-        starts, ln = spans(n)
-        kids.append(take(n[2], ranges(starts, ln)))
+        starts, ln = n.spans()
+        kids.append(n.child.take(ranges(starts, ln)))
     rows = concatenate(kids, axis - 1, path)
     first = inner[0]
-    if all(n[0] == "regular" for n in inner):
-        got = ("regular", first[1], rows, length(first))
+    if all(isinstance(n, Regular) for n in inner):
+        got = Regular(first.size, rows, first.length())
     else:
-        got = ("list", offsets_of(lens[0]), rows)
-    return got if mask is None else ("option", mask, got)
+        got = Lists(offsets_of(lens[0]), rows)
+    return got if mask is None else Masked(mask, got)
 
 
-def _spread_rows(first: tuple, rows: tuple, keep: np.ndarray, n: int) -> tuple:
+def _spread_rows(first: Column, rows: Column, keep: np.ndarray, n: int) -> Lists:
     """The lists `rows` (of the kept rows `keep` of `first`) placed back at those rows of
     n rows; the others empty (they are missing)."""
     lens = np.zeros(n, I64)
-    lens[keep] = spans(first)[1]
-    return ("list", offsets_of(lens), rows)
+    lens[keep] = first.spans()[1]
+    return Lists(offsets_of(lens), rows)
 
 
-def _join_rows(nodes: list) -> tuple:
+def _join_rows(nodes: list) -> Column:
     """Row i of the result: row i of every node's lists joined (a missing list counts as
     empty, Awkward's rule)."""
-    n = length(nodes[0])
+    n = nodes[0].length()
     for j, node in enumerate(nodes[1:], 1):
-        if length(node) != n:
+        if node.length() != n:
             raise ShapeError(f"concatenate at axis 1: operand 0 has {n} rows and operand {j} "
-                             f"has {length(node)}")
+                             f"has {node.length()}")
     parts = []
     for node in nodes:
-        lmask, lists = unwrap(node)
-        if lists[0] not in ("list", "regular"):
-            raise NotSupportedError(f"concatenate of {lists[0]} items")
-        starts, lens = spans(lists)
+        lmask, lists = node.unwrap()
+        if not isinstance(lists, (Lists, Regular)):
+            raise NotSupportedError(f"concatenate of {lists.kind} items")
+        starts, lens = lists.spans()
         if lmask is not None:
             lens = np.where(lmask, lens, 0)
         parts.append((lists, starts, lens))
     total = sum(p[2] for p in parts)
-    items = _join_items([take(lists[2], ranges(starts, lens)) for lists, starts, lens in parts])
+    items = _join_items([lists.child.take(ranges(starts, lens))
+                         for lists, starts, lens in parts])
     # row-major order: row i's items of operand 0, then of operand 1, ...
     base = np.cumsum([0] + [int(p[2].sum()) for p in parts[:-1]])
     starts = np.stack([b + offsets_of(p[2])[:-1] for b, p in zip(base, parts)], axis=1)
     lens = np.stack([p[2] for p in parts], axis=1)
     order = ranges(starts.reshape(-1), lens.reshape(-1))
-    items = take(items, order)
-    if all(p[0][0] == "regular" for p in parts) and all(
-            unwrap(node)[0] is None for node in nodes):  # fixed lists stay fixed
-        return ("regular", sum(p[0][1] for p in parts), items, n)
-    return ("list", offsets_of(total), items)
+    items = items.take(order)
+    if all(isinstance(p[0], Regular) for p in parts) and all(
+            node.unwrap()[0] is None for node in nodes):  # fixed lists stay fixed
+        return Regular(sum(p[0].size for p in parts), items, n)
+    return Lists(offsets_of(total), items)
 
 
 # ---------------------------------------------------------------- sorting
@@ -363,21 +364,21 @@ def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
     return key.astype(dtype)
 
 
-def _row_items(lists: tuple):
+def _row_items(lists: Column):
     """(lens, each list's values one after the other, their missing flags or None, their
     positions in the values node or None where they are one run from `first`, first)."""
-    starts, lens = spans(lists)
-    vmask, values = unwrap(lists[2])
-    if values[0] != "numpy":
-        raise NotSupportedError(f"sort of {values[0]} items")
+    starts, lens = lists.spans()
+    vmask, values = lists.child.unwrap()
+    if not isinstance(values, Leaf):
+        raise NotSupportedError(f"sort of {values.kind} items")
     total = int(lens.sum())
     if contiguous(starts, lens):
         first = int(starts[0]) if len(starts) else 0
-        v = values[1][first:first + total]
+        v = values.values[first:first + total]
         missing = None if vmask is None else ~vmask[first:first + total]
         return lens, v, missing, None, first
     idx = ranges(starts, lens)
-    return lens, values[1][idx], None if vmask is None else ~vmask[idx], idx, 0
+    return lens, values.values[idx], None if vmask is None else ~vmask[idx], idx, 0
 
 
 def _chunks(lens: np.ndarray, width: int):
@@ -399,13 +400,13 @@ def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.nda
     return padded
 
 
-def sorted_values(lists: tuple, ascending: bool):
-    """The items of a "list" / "regular" node of numbers, each list sorted (missing values
+def sorted_values(lists: Column, ascending: bool):
+    """The items of `Lists` / `Regular` of numbers, each list sorted (missing values
     last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
     matrices of keys, a few lists at a time (cache-sized); equal keys are equal values,
     so no stable sort is needed."""
-    vmask, values = unwrap(lists[2])
-    if values[0] != "numpy" or values[1].dtype.kind not in "biuf":
+    vmask, values = lists.child.unwrap()
+    if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
     lens, v, missing, _, _ = _row_items(lists)
     width = int(lens.max()) if len(lens) else 0
@@ -421,11 +422,11 @@ def sorted_values(lists: tuple, ascending: bool):
         out[o0:o1] = _from_keys(got, v.dtype, ascending)
         if present is not None:
             present[o0:o1] = got != _TOP - 1
-    return ("numpy", out) if present is None else ("option", present, ("numpy", out))
+    return Leaf(out) if present is None else Masked(present, Leaf(out))
 
 
-def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """For a "list" / "regular" node over values: (the position in the values of every item
+def sort_lists(lists: Column, ascending: bool) -> tuple[np.ndarray, np.ndarray, Column]:
+    """For `Lists` / `Regular` over values: (the position in the values of every item
     in sorted order, the lists' lengths, the values' node), each list sorted stably with
     missing values last and NaN above every number (descending: first). Short lists (the
     common case) sort as the rows of padded matrices (NumPy's stable argsort of each
@@ -449,26 +450,26 @@ def sort_lists(lists: tuple, ascending: bool) -> tuple[np.ndarray, np.ndarray, t
         order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
         pos = order - np.repeat(off[:-1], lens)
     place = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
-    return (first + place if idx is None else idx[place]), lens, lists[2]
+    return (first + place if idx is None else idx[place]), lens, lists.child
 
 
-def sort(tree: tuple, ndim: int, ascending: bool, positions: bool) -> tuple:
+def sort(tree: Column, ndim: int, ascending: bool, positions: bool) -> Column:
     """`ak.sort` (`positions`: `ak.argsort`) of the lists of the last dim (for one dim:
     the items themselves, one list)."""
     def one(node):
-        mask, lists = unwrap(node)
+        mask, lists = node.unwrap()
         items = None if positions else sorted_values(lists, ascending)
         if items is not None:
-            lens = spans(lists)[1]
+            lens = lists.spans()[1]
         elif positions:
             pos, lens, values = sort_lists(lists, ascending)
-            items = ("numpy", pos - np.repeat(spans(lists)[0], lens))
+            items = Leaf(pos - np.repeat(lists.spans()[0], lens))
         else:
             pos, lens, values = sort_lists(lists, ascending)
-            items = take(values, pos)
-        got = ("regular", lists[1], items, len(lens)) if lists[0] == "regular" else \
-            ("list", offsets_of(lens), items)
-        return got if mask is None else ("option", mask, got)
+            items = values.take(pos)
+        got = Regular(lists.size, items, len(lens)) if isinstance(lists, Regular) else \
+            Lists(offsets_of(lens), items)
+        return got if mask is None else Masked(mask, got)
     if ndim == 1:
-        return one(("list", np.array([0, length(tree)], I64), tree))[2]
-    return at(tree, ndim - 2, one)
+        return one(Lists(np.array([0, tree.length()], I64), tree)).child
+    return tree.at(ndim - 2, one)

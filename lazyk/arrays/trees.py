@@ -1,10 +1,10 @@
-"""Column trees' items: lengths, spans, takes, slices and blanks, the primitives the row
-operations (`restructure`) and the nest's gathers are built from.
+"""Column trees: one node class per kind of items, with their lengths, spans, takes,
+slices and blanks, the primitives the row operations (`restructure`) and the nest's
+gathers are built from.
 
 A tree describes a sequence of items (`lazyk.arrays.columns` builds it from an array):
-("numpy", values) | ("option", present, child) | ("list", offsets, child) |
-("regular", size, child[, count]) | ("text", kind, offsets, characters) |
-("record", names, [child, ...]).
+`Leaf(values)` | `Masked(present, child)` | `Lists(offsets, child)` |
+`Regular(size, child, count)` | `Text(type_name, offsets, chars)` | `Record(names, children)`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from lazyk import hooks
-from lazyk.arrays.array import Array, masked_empty
+from lazyk.arrays.array import masked_empty
 from lazyk.arrays.outputs import empty
 from lazyk.errors import NotSupportedError
 
@@ -71,51 +71,218 @@ def memory_key(a: np.ndarray) -> tuple:
     return iface["data"][0], a.shape, iface["strides"], a.dtype.str
 
 
-class OptionLeaf(tuple):
-    """An ("option", present, ("numpy", values)) node over the memory of a new lazyk array
-    `n * ?T` (`array`), made by `option_leaf`: once filled in place, it is that array, with
-    no copy (`columns.build_columns`)."""
+class Column:
+    """A node of a column tree: the items of one level (`kind`: its name in messages)."""
 
-    array: Array
+    __slots__ = ()
+    kind = "node"
+
+    def length(self) -> int:
+        """How many items the node describes."""
+        raise NotSupportedError(f"a column of kind {self.kind!r}")
+
+    def unwrap(self) -> tuple:
+        """(present mask or None, the node under it)."""
+        return None, self
+
+    def slice(self, lo: int, hi: int) -> Column:
+        """Items lo..hi - 1 (views where the node allows)."""
+        return self.take(np.arange(lo, hi, dtype=I64))
+
+    def at(self, depth: int, fn) -> Column:
+        """The node with `fn` applied to the node `depth` list levels down (options above
+        it are kept; a missing list there stays missing)."""
+        if depth == 0:
+            return fn(self)
+        raise NotSupportedError(f"no lists {depth} levels below a {self.kind} column")
+
+
+class Leaf(Column):
+    """NumPy `values`, one item each (their first axis)."""
+
+    __slots__ = ("values",)
+    kind = "numpy"
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+    def length(self) -> int:
+        return len(self.values)
+
+    def take(self, idx: np.ndarray) -> Leaf:  # (np.take: about twice as fast as values[idx])
+        return Leaf(np.take(self.values, np.asarray(idx, I64), axis=0))
+
+    def slice(self, lo: int, hi: int) -> Leaf:
+        return Leaf(self.values[lo:hi])
+
+    def blank(self, n: int) -> Leaf:
+        return Leaf(np.zeros(n, self.values.dtype))
+
+
+class Masked(Column):
+    """The items of `child`, missing where `present` (bool, one per item) is False."""
+
+    __slots__ = ("present", "child")
+    kind = "option"
+
+    def __init__(self, present: np.ndarray, child: Column):
+        self.present, self.child = present, child
+
+    def length(self) -> int:
+        return len(self.present)
+
+    def unwrap(self) -> tuple:
+        return self.present, self.child
+
+    def take(self, idx: np.ndarray) -> Masked:
+        idx = np.asarray(idx, I64)
+        return Masked(np.take(self.present, idx), self.child.take(idx))
+
+    def slice(self, lo: int, hi: int) -> Masked:
+        return Masked(self.present[lo:hi], self.child.slice(lo, hi))
+
+    def blank(self, n: int) -> Masked:
+        return Masked(np.zeros(n, bool), self.child.blank(n))
+
+    def at(self, depth: int, fn) -> Column:
+        return fn(self) if depth == 0 else Masked(self.present, self.child.at(depth, fn))
+
+
+class OptionLeaf(Masked):
+    """A `Masked` over a `Leaf`, over the memory of a new lazyk array `n * ?T` (`array`),
+    made by `option_leaf`: once filled in place, it is that array, with no copy
+    (`columns.build_columns`)."""
+
+    __slots__ = ("array",)
 
 
 def option_leaf(n: int, dtype: np.dtype) -> OptionLeaf:
     """`n` missing values of `dtype` (numbers) to fill in place: write the values into
-    `leaf[2][1]` and the present flags into `leaf[1]`."""
+    `leaf.child.values` and the present flags into `leaf.present`."""
     got, values, present = masked_empty((n,), dtype)
-    leaf = OptionLeaf(("option", present, ("numpy", values)))
+    leaf = OptionLeaf(present, Leaf(values))
     leaf.array = got
     return leaf
 
 
-def length(node: tuple) -> int:
-    """How many items `node` describes."""
-    kind = node[0]
-    if kind == "numpy":
-        return len(node[1])
-    if kind == "option":
-        return len(node[1])
-    if kind in ("list", "text"):
-        return len(node[1 if kind == "list" else 2]) - 1
-    if kind == "regular":
-        if len(node) > 3:
-            return int(node[3])
-        return length(node[2]) // node[1] if node[1] else 0
-    if kind == "record":
-        return length(node[2][0]) if node[2] else 0
-    raise NotSupportedError(f"a column of kind {kind!r}")
+class Lists(Column):
+    """Lists of the items of `child`: list i is items offsets[i]..offsets[i + 1] - 1."""
+
+    __slots__ = ("offsets", "child")
+    kind = "list"
+
+    def __init__(self, offsets: np.ndarray, child: Column):
+        self.offsets, self.child = offsets, child
+
+    def length(self) -> int:
+        return len(self.offsets) - 1
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, lengths) in the child of every list (int64)."""
+        off = np.asarray(self.offsets, dtype=I64)
+        # (into a reused block: a fresh one of a million rows faults 2,000 pages in)
+        return off[:-1], np.subtract(off[1:], off[:-1], out=empty(len(off) - 1, I64))
+
+    def take(self, idx: np.ndarray) -> Lists:
+        starts, lens = self.spans()
+        idx = np.asarray(idx, I64)
+        return rows_at(self.child, starts[idx], lens[idx])
+
+    def slice(self, lo: int, hi: int) -> Lists:
+        return Lists(self.offsets[lo:hi + 1], self.child)
+
+    def blank(self, n: int) -> Lists:
+        return Lists(np.zeros(n + 1, I64), self.child.blank(0))
+
+    def at(self, depth: int, fn) -> Column:
+        return fn(self) if depth == 0 else Lists(self.offsets, self.child.at(depth - 1, fn))
 
 
-def spans(node: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, lengths) in the child of every list of a "list" / "regular" / "text" node
-    (int64)."""
-    kind = node[0]
-    if kind == "regular":
-        n, size = length(node), node[1]
+class Regular(Column):
+    """Lists of `size` items of `child` each; `count`: how many (rows of size 0 carry it,
+    their child cannot tell; None: the child's length over `size`)."""
+
+    __slots__ = ("size", "child", "count")
+    kind = "regular"
+
+    def __init__(self, size: int, child: Column, count: int | None = None):
+        self.size, self.child, self.count = size, child, count
+
+    def length(self) -> int:
+        if self.count is not None:
+            return int(self.count)
+        return self.child.length() // self.size if self.size else 0
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        n, size = self.length(), self.size
         return np.arange(n, dtype=I64) * size, np.full(n, size, I64)
-    off = np.asarray(node[1] if kind == "list" else node[2], dtype=I64)
-    # (into a reused block: a fresh one of a million rows faults 2,000 pages in)
-    return off[:-1], np.subtract(off[1:], off[:-1], out=empty(len(off) - 1, I64))
+
+    def take(self, idx: np.ndarray) -> Regular:
+        idx, size = np.asarray(idx, I64), self.size
+        inner = (idx[:, None] * size + np.arange(size, dtype=I64)).reshape(-1)
+        return Regular(size, self.child.take(inner), len(idx))
+
+    def blank(self, n: int) -> Regular:
+        return Regular(self.size, self.child.blank(n * self.size), n)
+
+    def at(self, depth: int, fn) -> Column:
+        if depth == 0:
+            return fn(self)
+        return Regular(self.size, self.child.at(depth - 1, fn), self.length())
+
+
+class Text(Column):
+    """Strings (`type_name` "string") or bytes ("bytes"): item i is the uint8 `chars`
+    offsets[i]..offsets[i + 1] - 1."""
+
+    __slots__ = ("type_name", "offsets", "chars")
+    kind = "text"
+
+    def __init__(self, type_name: str, offsets: np.ndarray, chars: np.ndarray):
+        self.type_name, self.offsets, self.chars = type_name, offsets, chars
+
+    length = Lists.length
+    spans = Lists.spans
+
+    def take(self, idx: np.ndarray) -> Text:
+        starts, lens = self.spans()
+        idx = np.asarray(idx, I64)
+        starts, lens = starts[idx], lens[idx]
+        return Text(self.type_name, offsets_of(lens), self.chars[ranges(starts, lens)])
+
+    def blank(self, n: int) -> Text:
+        return Text(self.type_name, np.zeros(n + 1, I64), np.zeros(0, np.uint8))
+
+
+class Record(Column):
+    """Records: field `names[k]` of item i is item i of `children[k]` (a tuple's names are
+    its positions 0, 1, ... as ints)."""
+
+    __slots__ = ("names", "children")
+    kind = "record"
+
+    def __init__(self, names, children: list):
+        self.names, self.children = names, children
+
+    def length(self) -> int:
+        return self.children[0].length() if self.children else 0
+
+    def take(self, idx: np.ndarray) -> Record:
+        idx = np.asarray(idx, I64)
+        return Record(self.names, [c.take(idx) for c in self.children])
+
+    def blank(self, n: int) -> Record:
+        return Record(self.names, [c.blank(n) for c in self.children])
+
+
+class Unread(Column):
+    """The `count` items below lists that `columns(..., lists=...)` left unread."""
+
+    __slots__ = ("count",)
+    kind = "unread"
+
+    def __init__(self, count: int):
+        self.count = count
 
 
 def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -136,113 +303,32 @@ def contiguous(starts: np.ndarray, lens: np.ndarray) -> bool:
     return len(starts) < 2 or bool(np.array_equal(starts[1:], starts[:-1] + lens[:-1]))
 
 
-def items(node: tuple, idx: np.ndarray) -> np.ndarray:
-    """`node[1][idx]` of a "numpy" node for increasing positions `idx` (`ranges`): a view
-    where they are one run."""
-    if len(idx) and int(idx[-1]) - int(idx[0]) == len(idx) - 1 and \
-            (len(idx) < 2 or int(idx[1]) == int(idx[0]) + 1):
-        return node[1][int(idx[0]):int(idx[0]) + len(idx)]
-    return node[1][idx]
-
-
 def offsets_of(lens: np.ndarray) -> np.ndarray:
     off = np.zeros(len(lens) + 1, I64)
     np.cumsum(lens, out=off[1:])
     return off
 
 
-def rows_at(child: tuple, starts: np.ndarray, lens: np.ndarray) -> tuple:
-    """A "list" node of the rows of `child`'s items at `starts` (`lens` items each), one
-    after the other."""
-    return ("list", offsets_of(lens), take(child, ranges(starts, lens)))
+def rows_at(child: Column, starts: np.ndarray, lens: np.ndarray) -> Lists:
+    """The rows of `child`'s items at `starts` (`lens` items each), one after the other."""
+    return Lists(offsets_of(lens), child.take(ranges(starts, lens)))
 
 
-def take(node: tuple, idx: np.ndarray) -> tuple:
-    """The items at positions `idx` (valid int64 positions, in any order, repeats too)."""
-    idx = np.asarray(idx, I64)
-    kind = node[0]
-    if kind == "numpy":  # (np.take: about twice as fast as node[1][idx])
-        return ("numpy", np.take(node[1], idx, axis=0))
-    if kind == "option":
-        return ("option", np.take(node[1], idx), take(node[2], idx))
-    if kind == "record":
-        return ("record", node[1], [take(c, idx) for c in node[2]])
-    if kind == "regular":
-        size = node[1]
-        inner = (idx[:, None] * size + np.arange(size, dtype=I64)).reshape(-1)
-        return ("regular", size, take(node[2], inner), len(idx))
-    starts, lens = spans(node)
-    starts, lens = starts[idx], lens[idx]
-    if kind == "text":
-        return ("text", node[1], offsets_of(lens), node[3][ranges(starts, lens)])
-    return ("list", offsets_of(lens), take(node[2], ranges(starts, lens)))
-
-
-def slice_items(node: tuple, lo: int, hi: int) -> tuple:
-    """Items lo..hi - 1 (views where the node allows)."""
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", node[1][lo:hi])
-    if kind == "option":
-        return ("option", node[1][lo:hi], slice_items(node[2], lo, hi))
-    if kind == "list":
-        return ("list", node[1][lo:hi + 1], node[2])
-    return take(node, np.arange(lo, hi, dtype=I64))
-
-
-def blank(node: tuple, n: int) -> tuple:
-    """`n` items of the structure of `node`, all missing where they may be, empty lists,
-    zeros (what a missing item holds)."""
-    kind = node[0]
-    if kind == "numpy":
-        return ("numpy", np.zeros(n, node[1].dtype))
-    if kind == "option":
-        return ("option", np.zeros(n, bool), blank(node[2], n))
-    if kind == "record":
-        return ("record", node[1], [blank(c, n) for c in node[2]])
-    if kind == "regular":
-        return ("regular", node[1], blank(node[2], n * node[1]), n)
-    if kind == "text":
-        return ("text", node[1], np.zeros(n + 1, I64), np.zeros(0, np.uint8))
-    return ("list", np.zeros(n + 1, I64), blank(node[2], 0))
-
-
-def take_or_missing(node: tuple, idx: np.ndarray, valid: np.ndarray) -> tuple:
-    """The items at `idx` where `valid`, missing elsewhere: an "option" node (an option
-    of the taken items merged into it)."""
+def take_or_missing(node: Column, idx: np.ndarray, valid: np.ndarray) -> Masked:
+    """The items at `idx` where `valid`, missing elsewhere (an option of the taken items
+    merged into it)."""
     valid = np.asarray(valid, bool)
-    if not length(node):
-        return ("option", np.zeros(len(idx), bool), unwrap(blank(node, len(idx)))[1])
-    if node[0] == "numpy" and node[1].ndim == 1 and node[1].dtype.kind in "biufcmM":
+    if not node.length():
+        return Masked(np.zeros(len(idx), bool), node.blank(len(idx)).unwrap()[1])
+    if isinstance(node, Leaf) and node.values.ndim == 1 and \
+            node.values.dtype.kind in "biufcmM":
         # into lazyk's `?T` form in place; a missing value's bytes are never read, so any
         # item will do there (`clip`)
-        leaf = option_leaf(len(idx), node[1].dtype)
-        np.take(node[1], idx, out=leaf[2][1], mode="clip")
-        leaf[1][...] = valid
+        leaf = option_leaf(len(idx), node.values.dtype)
+        np.take(node.values, idx, out=leaf.child.values, mode="clip")
+        leaf.present[...] = valid
         return leaf
-    got = take(node, np.where(valid, idx, 0))
-    if got[0] == "option":
-        return ("option", got[1] & valid, got[2])
-    return ("option", valid, got)
-
-
-def at(node: tuple, depth: int, fn) -> tuple:
-    """`node` with `fn` applied to the node `depth` list levels down (options above it are
-    kept; a missing list there stays missing)."""
-    if depth == 0:
-        return fn(node)
-    kind = node[0]
-    if kind == "option":
-        return ("option", node[1], at(node[2], depth, fn))
-    if kind == "list":
-        return ("list", node[1], at(node[2], depth - 1, fn))
-    if kind == "regular":
-        return ("regular", node[1], at(node[2], depth - 1, fn), length(node))
-    raise NotSupportedError(f"no lists {depth} levels below a {kind} column")
-
-
-def unwrap(node: tuple) -> tuple:
-    """(present mask or None, the node under it)."""
-    if node[0] == "option":
-        return node[1], node[2]
-    return None, node
+    got = node.take(np.where(valid, idx, 0))
+    if isinstance(got, Masked):
+        return Masked(got.present & valid, got.child)
+    return Masked(valid, got)

@@ -32,6 +32,7 @@ from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.operators import Operators
+from lazyk.arrays.trees import Regular
 from lazyk.dask.partitions import Part, buffers, build, concat, unwrap
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError
@@ -490,11 +491,11 @@ def _to_block(option: bool, part: Any) -> np.ndarray:
         return np.ma.masked_array(np.zeros((), part.dtype) if v is None else
                                   np.asarray(v, part.dtype), mask=v is None)
     col, sizes = _columns(part), [part.type.size]
-    while col[0] == "regular":
-        sizes.append(col[1])
-        col = col[2]
-    values = col[2][1].reshape(sizes)
-    return np.ma.masked_array(values, mask=~col[1].reshape(sizes))
+    while isinstance(col, Regular):
+        sizes.append(col.size)
+        col = col.child
+    values = col.child.values.reshape(sizes)
+    return np.ma.masked_array(values, mask=~col.present.reshape(sizes))
 
 
 def _finalize(parts: Any) -> Array:

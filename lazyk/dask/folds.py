@@ -16,7 +16,7 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays.array import Array, array
-from lazyk.arrays.trees import length
+from lazyk.arrays.trees import Column, Lists, Masked, Regular
 from lazyk.dask.partitions import (
     Part,
     build,
@@ -154,21 +154,22 @@ def may_hide(*arrays: Array) -> bool:
     for a in arrays:
         col = columns(a) if isinstance(a, Array) and isinstance(a.type, T.FixedDim) \
             else None
-        while col is not None and col[0] in ("option", "list", "regular"):
-            below = col[2]
-            if col[0] == "list" and "list" in _kinds(below) and \
-                    bool((np.diff(col[1]) == 1).any()):
+        while isinstance(col, (Masked, Lists, Regular)):
+            below = col.child
+            if isinstance(col, Lists) and _has_lists(below) and \
+                    bool((np.diff(col.offsets) == 1).any()):
                 return True
             col = below
     return False
 
 
-def _kinds(col: tuple) -> list:
-    out = []
-    while col[0] in ("option", "list", "regular"):
-        out.append(col[0])
-        col = col[2]
-    return out
+def _has_lists(col: Column) -> bool:
+    """Whether `Lists` lie among the options and lists at the top of `col`."""
+    while isinstance(col, (Masked, Lists, Regular)):
+        if isinstance(col, Lists):
+            return True
+        col = col.child
+    return False
 
 
 def _as_rows(p: Any, arg: tuple, dtype: Any) -> Part:
@@ -199,16 +200,15 @@ def raw_form(a: Array, arg: tuple, dtype: Any) -> Array:
     return build(col)
 
 
-def _var_at(col: tuple, axis: int) -> tuple:
+def _var_at(col: Column, axis: int) -> Column:
     """A column tree whose fixed dim `axis` (>= 1) is a var one (rows of its size)."""
-    kind = col[0]
-    if kind == "option":
-        return ("option", col[1], _var_at(col[2], axis))
-    if kind == "list":
-        return col if axis == 1 else ("list", col[1], _var_at(col[2], axis - 1))
+    if isinstance(col, Masked):
+        return Masked(col.present, _var_at(col.child, axis))
+    if isinstance(col, Lists):
+        return col if axis == 1 else Lists(col.offsets, _var_at(col.child, axis - 1))
     if axis > 1:
-        return ("regular", col[1], _var_at(col[2], axis - 1)) + col[3:]
-    return ("list", np.arange(length(col) + 1, dtype=np.int64) * col[1], col[2])
+        return Regular(col.size, _var_at(col.child, axis - 1), col.count)
+    return Lists(np.arange(col.length() + 1, dtype=np.int64) * col.size, col.child)
 
 
 def joined(arrays: list) -> Array:
@@ -242,30 +242,31 @@ def _ones(x: Any, axes: tuple) -> tuple:
     return inner
 
 
-def _at(col: tuple, axis: int, fn: Any) -> tuple:
+def _at(col: Column, axis: int, fn: Any) -> Column:
     """A column tree with `fn` applied to the node of dim `axis` (1: the first below the
     outer rows; an option above a dim's node belongs to it)."""
     if axis == 1:
         return fn(col)
-    kind = col[0]
-    if kind == "option":
-        return ("option", col[1], _at(col[2], axis, fn))
-    if kind in ("list", "regular"):
-        return (kind, col[1], _at(col[2], axis - 1, fn)) + col[3:]
-    raise ShapeError(f"no dimension {axis} in a column of {kind}")
+    if isinstance(col, Masked):
+        return Masked(col.present, _at(col.child, axis, fn))
+    if isinstance(col, Lists):
+        return Lists(col.offsets, _at(col.child, axis - 1, fn))
+    if isinstance(col, Regular):
+        return Regular(col.size, _at(col.child, axis - 1, fn), col.count)
+    raise ShapeError(f"no dimension {axis} in a column of {col.kind}")
 
 
-def _squeeze(col: tuple, axes: tuple) -> tuple:
+def _squeeze(col: Column, axes: tuple) -> Column:
     """The fixed dims of 1 at `axes` (>= 1) taken out of a column tree."""
     for a in sorted(axes, reverse=True):
-        col = _at(col, a, lambda c: c[2])
+        col = _at(col, a, lambda c: c.child)
     return col
 
 
-def _unsqueeze(col: tuple, axes: tuple) -> tuple:
+def _unsqueeze(col: Column, axes: tuple) -> Column:
     """Fixed dims of 1 put in at `axes` (>= 1, of the result)."""
     for a in sorted(axes):
-        col = _at(col, a, lambda c: ("regular", 1, c))
+        col = _at(col, a, lambda c: Regular(1, c))
     return col
 
 
@@ -367,8 +368,8 @@ class FoldRows(Combine):
     def _partial(self, x: Array, span: tuple) -> Folded:
         start = span[0]
         col, missing, rows = columns(x), None, start
-        if col[0] == "option":  # missing rows: fold the present ones
-            mask = np.asarray(col[1], bool)
+        if isinstance(col, Masked):  # missing rows: fold the present ones
+            mask = np.asarray(col.present, bool)
             if not mask.all():
                 rows = np.flatnonzero(mask) + (start or 0)  # the present rows' numbers
                 gone = int(np.argmin(mask))
@@ -376,21 +377,21 @@ class FoldRows(Combine):
                 edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.view(np.int8),
                                                                [0]])))
                 runs = list(zip(edges[::2], edges[1::2])) or [(0, 0)]
-                col = cat([("option", np.ones(b - a, bool), cut(col[2], a, b))
-                            for a, b in runs])
+                col = cat([Masked(np.ones(b - a, bool), cut(col.child, a, b))
+                           for a, b in runs])
                 x = build(col)
             if self.elem is not None:  # the present rows as var rows
-                col = col[2]
+                col = col.child
                 x = build(col)
-        lo, hi = 0, length(col)  # the entries of these rows at each level down
+        lo, hi = 0, col.length()  # the entries of these rows at each level down
         for _ in range(self.depth):
-            while col[0] == "option":
-                col = col[2]
-            if col[0] == "list":
-                lo, hi = int(col[1][lo]), int(col[1][hi])
+            while isinstance(col, Masked):
+                col = col.child
+            if isinstance(col, Lists):
+                lo, hi = int(col.offsets[lo]), int(col.offsets[hi])
             else:
-                lo, hi = lo * col[1], hi * col[1]
-            col = col[2]
+                lo, hi = lo * col.size, hi * col.size
+            col = col.child
         n = hi - lo
         keep = Combine(self.arg, self.dtype, True)
         try:

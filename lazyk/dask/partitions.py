@@ -23,32 +23,31 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.columns import build_columns as build
 from lazyk.arrays.columns import columns as _tree
-from lazyk.arrays.trees import length
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Regular, Text
 from lazyk.errors import NotSupportedError, ShapeError
 
 __all__ = ["Part", "build", "buffers", "cat", "columns", "concat", "cut",
            "renumbered", "span_of", "union", "unwrap", "widen", "within"]
 
 
-def columns(a: Array) -> tuple:
-    """`columns.columns` of `a` with the count of rows of size 0 on their nodes
-    (`("regular", 0, child, rows)`), which `build` needs and their child cannot tell."""
+def columns(a: Array) -> Column:
+    """`columns.columns` of `a` with the count of rows of size 0 on their `Regular` nodes,
+    which `build` needs and their child cannot tell."""
     return _counted(_tree(a), a.type.size)
 
 
 _columns = columns
 
 
-def _counted(col: tuple, n: int) -> tuple:
-    kind = col[0]
-    if kind == "option":
-        return ("option", col[1], _counted(col[2], n))
-    if kind == "list":
-        return ("list", col[1], _counted(col[2], int(col[1][-1])))  # the content's rows
-    if kind == "regular":
-        return ("regular", col[1], _counted(col[2], n * col[1])) + (() if col[1] else (n,))
-    if kind == "record":
-        return ("record", col[1], [_counted(f, n) for f in col[2]])
+def _counted(col: Column, n: int) -> Column:
+    if isinstance(col, Masked):
+        return Masked(col.present, _counted(col.child, n))
+    if isinstance(col, Lists):  # (the content's rows)
+        return Lists(col.offsets, _counted(col.child, int(col.offsets[-1])))
+    if isinstance(col, Regular):
+        return Regular(col.size, _counted(col.child, n * col.size), None if col.size else n)
+    if isinstance(col, Record):
+        return Record(col.names, [_counted(f, n) for f in col.children])
     return col
 
 
@@ -71,7 +70,7 @@ class Part:
             (Part, (self.array, self.start, self.stop))
 
 
-def buffers(a: Array) -> tuple | None:
+def buffers(a: Array) -> Column | None:
     """The column tree of `a`'s own rows (`build` makes it again), or None."""
     if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type):
         return None
@@ -82,7 +81,7 @@ def buffers(a: Array) -> tuple | None:
     return col if _buildable(col) else None
 
 
-def _unpack(col: tuple, start: int | None = None, stop: int | None = None) -> Part:
+def _unpack(col: Column, start: int | None = None, stop: int | None = None) -> Part:
     return Part(build(col), start, stop)
 
 
@@ -157,31 +156,32 @@ def within(err: Exception, start: int | None, stop: int | None) -> Exception:
     return new
 
 
-def _trim(col: tuple) -> tuple:
+def _trim(col: Column) -> Column:
     """A column tree cut to the entries its rows reach, offsets starting at 0."""
-    kind = col[0]
-    if kind == "list":
-        o = col[1]
+    if isinstance(col, Lists):
+        o = col.offsets
         lo, hi = int(o[0]), int(o[-1])
-        return ("list", o - o[0] if lo else o, _trim(cut(col[2], lo, hi)))
-    if kind == "text":  # only the characters its strings reach
-        o = col[2]
-        return ("text", col[1], o - o[0], col[3][int(o[0]):int(o[-1])])
-    if kind == "record":
-        return ("record", col[1], [_trim(f) for f in col[2]])
-    if kind in ("option", "regular"):
-        return (kind, col[1], _trim(col[2])) + col[3:]
+        return Lists(o - o[0] if lo else o, _trim(cut(col.child, lo, hi)))
+    if isinstance(col, Text):  # only the characters its strings reach
+        o = col.offsets
+        return Text(col.type_name, o - o[0], col.chars[int(o[0]):int(o[-1])])
+    if isinstance(col, Record):
+        return Record(col.names, [_trim(f) for f in col.children])
+    if isinstance(col, Masked):
+        return Masked(col.present, _trim(col.child))
+    if isinstance(col, Regular):
+        return Regular(col.size, _trim(col.child), col.count)
     return col
 
 
-def _buildable(col: tuple) -> bool:
-    if col[0] in ("numpy", "text"):
+def _buildable(col: Column) -> bool:
+    if isinstance(col, (Leaf, Text)):
         return True
-    if col[0] == "record":
-        return all(map(_buildable, col[2]))
-    if col[0] == "option" and col[2][0] not in ("numpy", "list", "text", "record"):
+    if isinstance(col, Record):
+        return all(map(_buildable, col.children))
+    if isinstance(col, Masked) and not isinstance(col.child, (Leaf, Lists, Text, Record)):
         return False
-    return _buildable(col[2])
+    return _buildable(col.child)
 
 
 def union(a: T.Type, b: T.Type) -> T.Type:
@@ -201,19 +201,20 @@ def union(a: T.Type, b: T.Type) -> T.Type:
     return T.Option(u) if oa or ob else u
 
 
-def widen(col: tuple, elem: T.Type) -> tuple:
+def widen(col: Column, elem: T.Type) -> Column:
     """A column tree (entries of type `elem` but for options) with all-present masks where
     `elem` has options."""
     if isinstance(elem, T.Option):
-        if col[0] != "option":
-            col = ("option", np.ones(length(col), bool), col)
-        return ("option", col[1], widen(col[2], elem.elem))
-    if col[0] == "list":
-        return ("list", col[1], widen(col[2], elem.elem))
-    if col[0] == "regular":
-        return ("regular", col[1], widen(col[2], elem.elem)) + col[3:]
-    if col[0] == "record":
-        return ("record", col[1], [widen(f, elem.field(n)) for n, f in zip(col[1], col[2])])
+        if not isinstance(col, Masked):
+            col = Masked(np.ones(col.length(), bool), col)
+        return Masked(col.present, widen(col.child, elem.elem))
+    if isinstance(col, Lists):
+        return Lists(col.offsets, widen(col.child, elem.elem))
+    if isinstance(col, Regular):
+        return Regular(col.size, widen(col.child, elem.elem), col.count)
+    if isinstance(col, Record):
+        return Record(col.names, [widen(f, elem.field(n))
+                                  for n, f in zip(col.names, col.children)])
     return col
 
 
@@ -240,52 +241,51 @@ def _plain(a: Array) -> bool:
         return False
 
 
-def cut(col: tuple, lo: int, hi: int) -> tuple:
+def cut(col: Column, lo: int, hi: int) -> Column:
     """Entries lo..hi of a column tree (`columns.columns`)."""
-    kind = col[0]
-    if kind == "numpy":
-        return ("numpy", col[1][lo:hi])
-    if kind == "option":
-        return ("option", col[1][lo:hi], cut(col[2], lo, hi))
-    if kind == "list":
-        return ("list", col[1][lo:hi + 1], col[2])
-    if kind == "text":
-        return ("text", col[1], col[2][lo:hi + 1], col[3])
-    if kind == "record":
-        return ("record", col[1], [cut(f, lo, hi) for f in col[2]])
-    size = col[1]
-    return ("regular", size, cut(col[2], lo * size, hi * size)) + \
-        (() if size else (hi - lo,))  # rows of size 0 carry their count
+    if isinstance(col, Leaf):
+        return Leaf(col.values[lo:hi])
+    if isinstance(col, Masked):
+        return Masked(col.present[lo:hi], cut(col.child, lo, hi))
+    if isinstance(col, Lists):
+        return Lists(col.offsets[lo:hi + 1], col.child)
+    if isinstance(col, Text):
+        return Text(col.type_name, col.offsets[lo:hi + 1], col.chars)
+    if isinstance(col, Record):
+        return Record(col.names, [cut(f, lo, hi) for f in col.children])
+    size = col.size
+    return Regular(size, cut(col.child, lo * size, hi * size),
+                   None if size else hi - lo)  # rows of size 0 carry their count
 
 
-def cat(cols: list) -> tuple:
-    kinds = {c[0] for c in cols}
-    if len(kinds) != 1 or kinds == {"regular"} and len({c[1] for c in cols}) != 1:
+def cat(cols: list) -> Column:
+    kinds = {Masked if isinstance(c, Masked) else type(c) for c in cols}
+    if len(kinds) != 1 or kinds == {Regular} and len({c.size for c in cols}) != 1:
         raise ShapeError("partitions of different types cannot be joined")
-    kind = cols[0][0]
-    if kind == "numpy":
-        return ("numpy", np.concatenate([c[1] for c in cols]))
-    if kind == "option":
-        return ("option", np.concatenate([c[1] for c in cols]), cat([c[2] for c in cols]))
-    if kind == "regular":
-        return ("regular", cols[0][1], cat([c[2] for c in cols])) + \
-            (() if cols[0][1] else (sum(c[3] for c in cols),))
-    if kind == "record":
-        if len({tuple(c[1]) for c in cols}) != 1:
+    first = cols[0]
+    if isinstance(first, Leaf):
+        return Leaf(np.concatenate([c.values for c in cols]))
+    if isinstance(first, Masked):
+        return Masked(np.concatenate([c.present for c in cols]), cat([c.child for c in cols]))
+    if isinstance(first, Regular):
+        return Regular(first.size, cat([c.child for c in cols]),
+                       None if first.size else sum(c.count for c in cols))
+    if isinstance(first, Record):
+        if len({tuple(c.names) for c in cols}) != 1:
             raise ShapeError("partitions of records with other fields cannot be joined")
-        return ("record", cols[0][1], [cat(list(f)) for f in zip(*(c[2] for c in cols))])
-    if kind == "text":  # offsets shifted, the characters their strings reach joined
+        return Record(first.names, [cat(list(f)) for f in zip(*(c.children for c in cols))])
+    if isinstance(first, Text):  # offsets shifted, the characters their strings reach joined
         offsets, chars, base = [np.zeros(1, np.int64)], [], 0
         for c in cols:
-            o = c[2].astype(np.int64)
+            o = c.offsets.astype(np.int64)
             offsets.append(o[1:] - o[0] + base)
             base += int(o[-1] - o[0])
-            chars.append(c[3][int(o[0]):int(o[-1])])
-        return ("text", cols[0][1], np.concatenate(offsets), np.concatenate(chars))
+            chars.append(c.chars[int(o[0]):int(o[-1])])
+        return Text(first.type_name, np.concatenate(offsets), np.concatenate(chars))
     offsets, children, base = [np.zeros(1, np.int64)], [], 0
     for c in cols:
-        o = c[1].astype(np.int64)
+        o = c.offsets.astype(np.int64)
         offsets.append(o[1:] - o[0] + base)
         base += int(o[-1] - o[0])
-        children.append(cut(c[2], int(o[0]), int(o[-1])))
-    return ("list", np.concatenate(offsets), cat(children))
+        children.append(cut(c.child, int(o[0]), int(o[-1])))
+    return Lists(np.concatenate(offsets), cat(children))

@@ -24,7 +24,7 @@ from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import length, ranges, spans, take
+from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
 from lazyk.errors import ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
@@ -283,39 +283,38 @@ def _zipped(trees: list, names: list, depth: int):
     """The column tree of records over the fields' trees (of the items of the outer dim),
     the records `depth` list levels down; None where the fields' lists differ."""
     if depth == 0:
-        if len({length(t) for t in trees}) > 1:
+        if len({t.length() for t in trees}) > 1:
             return None
-        return ("record", tuple(names), trees)
-    kinds = {t[0] for t in trees}
-    if len(kinds) != 1:
+        return Record(tuple(names), trees)
+    first = trees[0]
+    if len({type(t) for t in trees}) != 1:
         return None
-    kind = kinds.pop()
-    if kind == "option":
-        if any(not np.array_equal(t[1], trees[0][1]) for t in trees[1:]):
+    if isinstance(first, Masked):
+        if any(not np.array_equal(t.present, first.present) for t in trees[1:]):
             return None
-        inner = _zipped([t[2] for t in trees], names, depth)
-        return None if inner is None else ("option", trees[0][1], inner)
-    if kind == "regular":
-        if len({t[1] for t in trees}) != 1:
+        inner = _zipped([t.child for t in trees], names, depth)
+        return None if inner is None else Masked(first.present, inner)
+    if isinstance(first, Regular):
+        if len({t.size for t in trees}) != 1:
             return None
-        inner = _zipped([t[2] for t in trees], names, depth - 1)
-        return None if inner is None else ("regular", trees[0][1], inner, length(trees[0]))
-    if kind != "list":
+        inner = _zipped([t.child for t in trees], names, depth - 1)
+        return None if inner is None else Regular(first.size, inner, first.length())
+    if not isinstance(first, Lists):
         return None
-    off = trees[0][1]
-    if all(np.array_equal(t[1], off) for t in trees[1:]):
-        inner = _zipped([t[2] for t in trees], names, depth - 1)
-        return None if inner is None else ("list", off, inner)
-    lens = [spans(t)[1] for t in trees]
+    off = first.offsets
+    if all(np.array_equal(t.offsets, off) for t in trees[1:]):
+        inner = _zipped([t.child for t in trees], names, depth - 1)
+        return None if inner is None else Lists(off, inner)
+    lens = [t.spans()[1] for t in trees]
     if any(not np.array_equal(ln, lens[0]) for ln in lens[1:]):
         return None
-    kids = [take(t[2], ranges(spans(t)[0], ln)) for t, ln in builtins.zip(trees, lens)]
+    kids = [t.child.take(ranges(t.spans()[0], ln)) for t, ln in builtins.zip(trees, lens)]
     inner = _zipped(kids, names, depth - 1)
     if inner is None:
         return None
     off = np.zeros(len(lens[0]) + 1, np.int64)
     np.cumsum(lens[0], out=off[1:])
-    return ("list", off, inner)
+    return Lists(off, inner)
 
 
 def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001

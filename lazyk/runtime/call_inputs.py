@@ -16,6 +16,7 @@ from lazyk.arrays.array import array as _array
 from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
 from lazyk.arrays.columns import columns, fixed_text_rows
 from lazyk.arrays.foreign import is_foreign, is_pandas
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, Text
 from lazyk.errors import (
     BindError,
     CastingError,
@@ -60,8 +61,8 @@ def _present_values(x: Any) -> Any:
     if not isinstance(x.type, _T.FixedDim):
         return None  # (columns need a leading fixed dim)
     tree = columns(x)
-    if tree[0] == "option" and tree[2][0] == "numpy" and tree[1].all():
-        return tree[2][1]  # `?T` type, every value present
+    if isinstance(tree, Masked) and isinstance(tree.child, Leaf) and tree.present.all():
+        return tree.child.values  # `?T` type, every value present
     return None
 
 
@@ -124,9 +125,9 @@ def _leaf_values(value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     tree = columns(value.array)
-    while tree[0] in ("option", "list", "regular"):
-        tree = tree[2]
-    return tree[1].reshape(-1) if tree[0] == "numpy" else np.zeros(0)
+    while isinstance(tree, (Masked, Lists, Regular)):
+        tree = tree.child
+    return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
 
 
 def _has_option(t: Any) -> bool:
@@ -275,28 +276,26 @@ def _all_present(x: Any, option: bool, rows: tuple, var: tuple) -> Any:
     return _present(columns(x), option, rows[1:], var[1:], len(x))
 
 
-def _present(tree: tuple, option: bool, rows: tuple, var: tuple, count: int) -> Array:
+def _present(tree: Column, option: bool, rows: tuple, var: tuple, count: int) -> Array:
     """`count`: the number of elements `tree` holds (rows of size 0 hold no values)."""
-    mask = None
-    if tree[0] == "option":
-        mask, tree = tree[1], tree[2]
-    if tree[0] in ("list", "regular"):
-        inner = int(tree[1][-1]) if tree[0] == "list" else count * tree[1]
-        child = _present(tree[2], option, rows[1:], var[1:], inner)
-        if tree[0] == "regular" and var[:1] != (True,):
-            return regular(child, tree[1])
-        offsets = tree[1] if tree[0] == "list" else \
-            np.arange(count + 1, dtype=np.int64) * tree[1]
+    mask, tree = tree.unwrap()
+    if isinstance(tree, (Lists, Regular)):
+        lists = isinstance(tree, Lists)
+        inner = int(tree.offsets[-1]) if lists else count * tree.size
+        child = _present(tree.child, option, rows[1:], var[1:], inner)
+        if not lists and var[:1] != (True,):
+            return regular(child, tree.size)
+        offsets = tree.offsets if lists else np.arange(count + 1, dtype=np.int64) * tree.size
         if rows[:1] == (True,) and mask is None:
             mask = np.ones(len(offsets) - 1, bool)
         return offsets_array(offsets, child, validity=mask, check=None)
     if option and mask is None:
-        mask = np.ones(len(tree[2]) - 1 if tree[0] == "text" else len(tree[1]), bool)
-    if tree[0] == "text":
-        return text_array(tree[2], tree[3], mask, kind=tree[1])
-    if tree[0] == "numpy":
-        return _array(tree[1]) if mask is None else masked(tree[1], mask)
-    raise NotSupportedError(f"missing values added to {tree[0]} data")
+        mask = np.ones(tree.length(), bool)
+    if isinstance(tree, Text):
+        return text_array(tree.offsets, tree.chars, mask, kind=tree.type_name)
+    if isinstance(tree, Leaf):
+        return _array(tree.values) if mask is None else masked(tree.values, mask)
+    raise NotSupportedError(f"missing values added to {tree.kind} data")
 
 
 def leaf_order(root: Node) -> list[str]:

@@ -12,6 +12,7 @@ from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import offsets_array, regular
 from lazyk.arrays.columns import columns
 from lazyk.arrays.memory import MemoryBlock, foreign
+from lazyk.arrays.trees import Leaf, Lists, Masked, Regular
 from lazyk.codegen.levels import VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.ops import ARG_REDUCTIONS, OPS
@@ -33,7 +34,7 @@ def fixed_rows(result, present: dict):
     marks = {p + (not top): np.asarray(v) != 0 for p, v in present.items()}
 
     if 0 in marks:  # the whole result is one row
-        got = tree_array(("regular", result.type.size, tree), 1, None, marks, 0) if top \
+        got = tree_array(Regular(result.type.size, tree), 1, None, marks, 0) if top \
             else None
         got = None if got is None else got[0]
     else:
@@ -68,20 +69,17 @@ def var_rows(arr) -> tuple:
     levels = {d + (not top) for d in sizes}
 
     def walk(node, count, level):
-        kind = node[0]
-        if kind == "numpy":
+        if isinstance(node, Leaf) or isinstance(node, Masked) and isinstance(node.child, Leaf):
             return node
-        if kind == "option" and node[2][0] == "numpy":
-            return node
-        if kind == "option":
-            return ("option", node[1], walk(node[2], count, level))
-        if kind == "regular":
-            n = node[1]
-            inner = walk(node[2], count * n, level + 1)
+        if isinstance(node, Masked):
+            return Masked(node.present, walk(node.child, count, level))
+        if isinstance(node, Regular):
+            n = node.size
+            inner = walk(node.child, count * n, level + 1)
             if level in levels:
-                return ("list", np.arange(count + 1, dtype=np.int64) * n, inner)
-            return ("regular", n, inner)
-        return ("list", node[1], walk(node[2], int(node[1][-1]), level + 1))
+                return Lists(np.arange(count + 1, dtype=np.int64) * n, inner)
+            return Regular(n, inner)
+        return Lists(node.offsets, walk(node.child, int(node.offsets[-1]), level + 1))
     count = arr.type.size if top else 1
     got = tree_array(walk(columns(arr if top else arr[None]), count, 1), count,
                      None if top else ())
@@ -96,25 +94,24 @@ def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
     dims of an outermost var dim, as `offsets_array`), with the rows at the levels of
     `marks` missing where it is False (`?n`); None for a form it does not build."""
     marks = marks or {}
-    kind = node[0]
     if level in marks:
-        if kind != "regular":
+        if not isinstance(node, Regular):
             return None
         got = _option_rows(node, marks[level])
         if got is None:
-            inner = tree_array(node[2], count * node[1], None, marks, level + 1)
-            got = None if inner is None else _option_fixed(inner, count, node[1],
+            inner = tree_array(node.child, count * node.size, None, marks, level + 1)
+            got = None if inner is None else _option_fixed(inner, count, node.size,
                                                            marks[level])
         return got
-    if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
-        return array(node[1]) if kind == "numpy" else masked(node[2][1], node[1])
-    if kind == "regular":
-        got = tree_array(node[2], count * node[1], None, marks, level + 1)
-        return None if got is None else rows_of(got, count, node[1])
-    if kind not in ("list", "option") or (kind == "option" and node[2][0] != "list"):
+    valid, lists = node.unwrap()
+    if isinstance(lists, Leaf):
+        return array(lists.values) if valid is None else masked(lists.values, valid)
+    if isinstance(node, Regular):
+        got = tree_array(node.child, count * node.size, None, marks, level + 1)
+        return None if got is None else rows_of(got, count, node.size)
+    if not isinstance(lists, Lists):
         return None
-    valid = node[1] if kind == "option" else None
-    off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
+    off, child = lists.offsets, lists.child
     got = tree_array(child, int(off[-1]), None, marks, level + 1)
     return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
 
@@ -155,18 +152,16 @@ def _option_fixed(inner, rows: int, n: int, valid):
 def _option_rows(node, valid):
     """`L * ?n * X` from a columns node of `L * n * X` (X fixed dims over values) and each
     row's present flag, or None for other forms."""
-    if node[0] != "regular":
+    if not isinstance(node, Regular):
         return None
-    shape, x = [node[1]], node[2]
-    while x[0] == "regular":
-        shape.append(x[1])
-        x = x[2]
-    mask = None
-    if x[0] == "option":
-        mask, x = x[1], x[2]
-    if x[0] != "numpy" or not shape[0] or not len(valid):
+    shape, x = [node.size], node.child
+    while isinstance(x, Regular):
+        shape.append(x.size)
+        x = x.child
+    mask, x = x.unwrap()
+    if not isinstance(x, Leaf) or not shape[0] or not len(valid):
         return None
-    values = np.ascontiguousarray(x[1])
+    values = np.ascontiguousarray(x.values)
     rows = len(valid)
     if values.size != rows * int(np.prod(shape)):
         return None

@@ -44,11 +44,14 @@ import numpy as np
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import (
+    Column,
+    Leaf,
+    Lists,
+    Masked,
+    Regular,
     memory_key,
     rows_at,
     rows_memo_dict,
-    spans,
-    take,
 )
 from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
@@ -168,10 +171,10 @@ def _gather_in_missing_rows(node: Node, env: dict) -> Array | None:
     if node.arg != 1 or x.ndim != 2 or not is_ragged(data):
         return None
     tree = columns(data.array)
-    if tree[0] != "option" or tree[2][0] != "list":
+    if not isinstance(tree, Masked) or not isinstance(tree.child, Lists):
         return None
-    valid, child = tree[1], tree[2][2]
-    starts, lens = spans(tree[2])
+    valid, child = tree.present, tree.child.child
+    starts, lens = tree.child.spans()
     lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
     rows = rows_at(child, starts, lens)
     positions = _unread_in(columns(_array(runtime.evaluate(Expr(key, env)))), valid)
@@ -179,24 +182,24 @@ def _gather_in_missing_rows(node: Node, env: dict) -> Array | None:
         return None
     got = _array(runtime.evaluate(index_by(build_columns(rows), positions)))
     gathered = columns(got)
-    if gathered[0] == "list":
-        return build_columns(("option", valid, gathered))
+    if isinstance(gathered, Lists):
+        return build_columns(Masked(valid, gathered))
     return tree_array(gathered, len(valid), None, {1: valid})
 
 
-def _unread_in(tree: tuple, valid: np.ndarray) -> Array | None:
+def _unread_in(tree: Column, valid: np.ndarray) -> Array | None:
     """Positions (a columns tree of `N * k * int64` or `N * var * int64`) with those in the
     missing rows of the array they index left out: missing (fixed k) or none (var)."""
-    if tree[0] == "regular":
-        k, child = tree[1], tree[2]
+    if isinstance(tree, Regular):
+        k, child = tree.size, tree.child
         keep = np.repeat(valid, k)
-        child = ("option", child[1] & keep, child[2]) if child[0] == "option" else \
-            ("option", keep, child)
-        return tree_array(("regular", k, child), len(valid))
-    if tree[0] == "list":
-        starts, lens = spans(tree)
+        child = Masked(child.present & keep, child.child) if isinstance(child, Masked) else \
+            Masked(keep, child)
+        return tree_array(Regular(k, child), len(valid))
+    if isinstance(tree, Lists):
+        starts, lens = tree.spans()
         lens = np.where(valid, lens, 0)
-        return build_columns(rows_at(tree[2], starts, lens))
+        return build_columns(rows_at(tree.child, starts, lens))
     return None
 
 
@@ -360,18 +363,18 @@ def _compressed(node: Node, env: dict) -> Array | None:
         return None
     tree = columns(arr)
     wraps = []  # (x[:, :, None] of the jets paired with the leptons: fixed 1s below)
-    item = tree[2] if tree[0] == "list" else ("none",)
-    while item[0] == "regular" and item[1] == 1:
+    item = tree.child if isinstance(tree, Lists) else None
+    while isinstance(item, Regular) and item.size == 1:
         wraps.append(item)
-        item = item[2]
-    if tree[0] != "list" or item[0] != "numpy" or item[1].ndim != 1 or \
-            not copies(item[1].dtype) or len(wraps) != node.ndim - 2:
+        item = item.child
+    if not isinstance(tree, Lists) or not isinstance(item, Leaf) or item.values.ndim != 1 or \
+            not copies(item.values.dtype) or len(wraps) != node.ndim - 2:
         return None
     got = _mask_rows(m, env)
     if got is None:
         return None
     moff, kept, same = got
-    off = np.asarray(tree[1], np.int64)
+    off = np.asarray(tree.offsets, np.int64)
     key = memory_key(off)
     if key not in same:
         if len(off) != len(moff) or not (
@@ -379,10 +382,10 @@ def _compressed(node: Node, env: dict) -> Array | None:
                     off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
             return None
         same[key] = off  # (held: its memory stays these offsets')
-    child = ("numpy", kept.fill(item[1][off[0]:off[-1]]).astype(node.dtype, copy=False))
+    child = Leaf(kept.fill(item.values[off[0]:off[-1]]).astype(node.dtype, copy=False))
     for w in reversed(wraps):
-        child = w[:2] + (child,) + w[3:]
-    return build_columns(("list", kept.offsets, child))
+        child = Regular(w.size, child, w.count)
+    return build_columns(Lists(kept.offsets, child))
 
 
 def _mask_rows(m: Node, env: dict) -> tuple | None:
@@ -397,11 +400,11 @@ def _mask_rows(m: Node, env: dict) -> tuple | None:
         return seen[key][0]
     mask = runtime.evaluate(Expr(m, env))
     mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
-        else ("numpy",)
+        else None
     got = None
-    if mtree[0] == "list" and mtree[2][0] == "numpy":
-        moff = np.asarray(mtree[1], np.int64)
-        got = (moff, KeptItems(moff, mtree[2][1][moff[0]:moff[-1]]), {})
+    if isinstance(mtree, Lists) and isinstance(mtree.child, Leaf):
+        moff = np.asarray(mtree.offsets, np.int64)
+        got = (moff, KeptItems(moff, mtree.child.values[moff[0]:moff[-1]]), {})
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got
@@ -521,25 +524,25 @@ def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
     return rewrite(x, visit)
 
 
-def _take_rows(tree: tuple, keep: np.ndarray, pos: np.ndarray, done: dict) -> tuple:
+def _take_rows(tree: Column, keep: np.ndarray, pos: np.ndarray, done: dict) -> Column:
     """The rows of `tree` where `keep` (their positions: `pos`): a list column of numbers
     copies the items of its kept rows (`_kept_rows`: planned once for all the columns over
     one offsets array, a collection's fields, and each column taken once in an
     evaluation); a column of numbers keeps its kept values (NumPy take); other trees
-    `trees.take`."""
-    if tree[0] == "numpy" and tree[1].ndim == 1:
-        return tree if len(pos) == len(keep) else ("numpy", tree[1].take(pos))
-    if tree[0] != "list" or tree[2][0] != "numpy" or tree[2][1].ndim != 1 or \
-            not copies(tree[2][1].dtype):
-        return take(tree, pos)
-    off, values = tree[1], tree[2][1]
+    `Node.take`."""
+    if isinstance(tree, Leaf) and tree.values.ndim == 1:
+        return tree if len(pos) == len(keep) else Leaf(tree.values.take(pos))
+    if not isinstance(tree, Lists) or not isinstance(tree.child, Leaf) or \
+            tree.child.values.ndim != 1 or not copies(tree.child.values.dtype):
+        return tree.take(pos)
+    off, values = tree.offsets, tree.child.values
     plan, taken = _kept_rows(off, keep, pos, done)
     if plan is None:  # (every row kept: the column itself)
         return tree
     key = memory_key(values)
     if key not in taken:  # (values held: their memory stays theirs)
         taken[key] = (values, plan.fill([values], values.dtype))
-    return ("list", plan.offsets, ("numpy", taken[key][1]))
+    return Lists(plan.offsets, Leaf(taken[key][1]))
 
 
 def _kept_rows(off: np.ndarray, keep: np.ndarray, pos: np.ndarray, done: dict) -> tuple:
@@ -564,11 +567,11 @@ def _bools(value) -> tuple:
     if isinstance(value, np.ndarray):
         return np.asarray(value, bool).reshape(-1), None
     tree = columns(value if isinstance(value.type, FixedDim) else value[None])
-    while tree[0] in ("list", "regular"):  # (a one-row `var * bool` mask: its row)
-        tree = tree[2]
-    if tree[0] == "option":  # (present flags even when none is missing: the `?`)
-        return np.asarray(tree[2][1], bool), np.asarray(tree[1], bool)
-    return np.asarray(tree[1], bool), None
+    while isinstance(tree, (Lists, Regular)):  # (a one-row `var * bool` mask: its row)
+        tree = tree.child
+    if isinstance(tree, Masked):  # (present flags even when none is missing: the `?`)
+        return np.asarray(tree.child.values, bool), np.asarray(tree.present, bool)
+    return np.asarray(tree.values, bool), None
 
 
 def _outer(x: Node, env: dict):

@@ -16,7 +16,7 @@ import numpy as np
 from lazyk.arrays.array import array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import columns
-from lazyk.arrays.trees import offsets_of, ranges, take
+from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, offsets_of, ranges
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -446,19 +446,20 @@ def _drop_rows(result, p: int, drop, mark: bool):
     p += not top
 
     def walk(node, level):
-        if node[0] == "option" and node[2][0] != "numpy":
-            valid, lst = node[1], node[2]
+        if isinstance(node, Masked) and not isinstance(node.child, Leaf):
+            valid, lst = node.present, node.child
         else:
             valid, lst = None, node
         if level < p:
-            inner = (lst[0], lst[1], walk(lst[2], level + 1))
-            return inner if valid is None else ("option", valid, inner)
-        off = lst[1]
+            inner = Lists(lst.offsets, walk(lst.child, level + 1)) if isinstance(lst, Lists) \
+                else Regular(lst.size, walk(lst.child, level + 1))
+            return inner if valid is None else Masked(valid, inner)
+        off = lst.offsets
         lens = np.where(drop, 0, np.diff(off))
-        inner = ("list", offsets_of(lens), take(lst[2], ranges(off[:-1], lens)))
+        inner = Lists(offsets_of(lens), lst.child.take(ranges(off[:-1], lens)))
         if mark:
             valid = ~drop if valid is None else valid & ~drop
-        return inner if valid is None else ("option", valid, inner)
+        return inner if valid is None else Masked(valid, inner)
     return _built(walk(tree, 1), result.type.size if top else 1, None if top else ())
 
 
@@ -468,15 +469,16 @@ def _built(tree, count: int, outer):
     marks = {}
 
     def strip(node, level):
-        kind = node[0]
-        if kind == "numpy" or kind == "option" and node[2][0] == "numpy":
+        if isinstance(node, Leaf) or isinstance(node, Masked) and isinstance(node.child, Leaf):
             return node
-        if kind == "option" and node[2][0] == "regular":
-            marks[level] = node[1]
-            return strip(node[2], level)
-        if kind == "option":
-            return ("option", node[1], strip(node[2], level))
-        return (kind, node[1], strip(node[2], level + 1))
+        if isinstance(node, Masked) and isinstance(node.child, Regular):
+            marks[level] = node.present
+            return strip(node.child, level)
+        if isinstance(node, Masked):
+            return Masked(node.present, strip(node.child, level))
+        if isinstance(node, Regular):
+            return Regular(node.size, strip(node.child, level + 1))
+        return Lists(node.offsets, strip(node.child, level + 1))
     return tree_array(strip(tree, 1), count, outer, marks)
 
 
@@ -559,9 +561,9 @@ def _leaf_values(result) -> np.ndarray:
     if not result.type.dims:
         return np.asarray(result.to_numpy()).reshape(1)
     tree = columns(result if isinstance(result.type, FixedDim) else result[None])
-    while tree[0] != "numpy":
-        tree = tree[-1]
-    return tree[1]
+    while not isinstance(tree, Leaf):
+        tree = tree.child
+    return tree.values
 
 
 def _rebuild(result, rows=None, leaf=None):
@@ -572,27 +574,26 @@ def _rebuild(result, rows=None, leaf=None):
     tree = columns(result if top else result[None])
 
     def values(node):
-        got = (node[2][1], node[1]) if node[0] == "option" else (node[1], None)
-        return leaf(*got) if leaf else array(got[0]) if got[1] is None else masked(*got)
+        mask, x = node.unwrap()
+        return leaf(x.values, mask) if leaf else array(x.values) if mask is None else \
+            masked(x.values, mask)
 
     def build(node, count, outer=None):  # count: the elements `node` describes
-        kind = node[0]
-        if kind == "numpy" or (kind == "option" and node[2][0] == "numpy"):
+        if isinstance(node.unwrap()[1], Leaf):
             return values(node)
-        if kind == "regular":
-            return rows_of(build(node[2], count * node[1]), count, node[1])
-        valid = node[1] if kind == "option" else None
-        off, child = (node[2][1], node[2][2]) if kind == "option" else (node[1], node[2])
-        if rows is None or child[0] == "regular" or (
-                child[0] != "numpy" and not (child[0] == "option" and child[2][0] == "numpy")):
+        if isinstance(node, Regular):
+            return rows_of(build(node.child, count * node.size), count, node.size)
+        valid, lists = node.unwrap()
+        off, child = lists.offsets, lists.child
+        if rows is None or not isinstance(child.unwrap()[1], Leaf):
             return offsets_array(off, build(child, int(off[-1])), valid, outer=outer,
                                  check=None)
         # the last dim: drop its rows' values where `rows` says
         drop, mark = rows(off)
         lens = np.where(drop, 0, np.diff(off))
         new, idx = offsets_of(lens), ranges(off[:-1], lens)
-        kept = ("option", child[1][idx], ("numpy", child[2][1][idx])) \
-            if child[0] == "option" else ("numpy", np.ascontiguousarray(child[1][idx]))
+        kept = Masked(child.present[idx], Leaf(child.child.values[idx])) \
+            if isinstance(child, Masked) else Leaf(np.ascontiguousarray(child.values[idx]))
         if mark:
             valid = ~drop if valid is None else valid & ~drop
         return offsets_array(new, values(kept), valid, outer=outer, check=None)

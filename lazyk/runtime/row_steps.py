@@ -21,7 +21,16 @@ from lazyk.arrays import restructure as R
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import memory_key, rows_memo, rows_memo_dict
+from lazyk.arrays.trees import (
+    Column,
+    Leaf,
+    Lists,
+    Masked,
+    Regular,
+    memory_key,
+    rows_memo,
+    rows_memo_dict,
+)
 from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
@@ -326,7 +335,7 @@ def option_views(arr: Array) -> tuple[Array, Array]:
 
 
 # ---------------------------------------------------------------- restructured with NumPy
-def _tree(value: Array, lists: int | None = None) -> tuple:
+def _tree(value: Array, lists: int | None = None) -> Column:
     """The column tree of the items of `value`'s outer dim (of its one row for `var * X`),
     down to `lists` list levels (`columns`)."""
     if isinstance(value.type, T.VarDim):
@@ -337,15 +346,16 @@ def _tree(value: Array, lists: int | None = None) -> tuple:
     return columns(value, lists)
 
 
-def _converted(tree: tuple, dtype: np.dtype) -> tuple:
+def _converted(tree: Column, dtype: np.dtype) -> Column:
     """Every value of `tree` as `dtype`."""
-    kind = tree[0]
-    if kind == "numpy":
-        return tree if tree[1].dtype == dtype else ("numpy", tree[1].astype(dtype))
-    if kind in ("option", "list"):
-        return (kind, tree[1], _converted(tree[2], dtype))
-    if kind == "regular":
-        return (kind, tree[1], _converted(tree[2], dtype)) + tuple(tree[3:])
+    if isinstance(tree, Leaf):
+        return tree if tree.values.dtype == dtype else Leaf(tree.values.astype(dtype))
+    if isinstance(tree, Masked):
+        return Masked(tree.present, _converted(tree.child, dtype))
+    if isinstance(tree, Lists):
+        return Lists(tree.offsets, _converted(tree.child, dtype))
+    if isinstance(tree, Regular):
+        return Regular(tree.size, _converted(tree.child, dtype), tree.count)
     return tree
 
 
@@ -353,7 +363,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     """The result of row operation `name` over the computed sources."""
     x = values[0]
     if name == "num" and params[0] == 0:
-        return np.array(R.length(_tree(x)), np.int64)
+        return np.array(_tree(x).length(), np.int64)
     if name in ("sort", "argsort") and "var" not in node.shape and \
             not any(node.arg[2]) and not isinstance(x.type.dtype, T.Option):
         data = x.to_numpy()  # fixed data: NumPy's own, along any axis
@@ -391,16 +401,17 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     return built(got)
 
 
-def _joined_rows(trees: list, dtype: np.dtype) -> tuple | None:
+def _joined_rows(trees: list, dtype: np.dtype) -> Lists | None:
     """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each row
     the operands' rows one after the other, copied natively (`RowCopy`), the rows planned
     once per evaluation (`rows_memo`) for every column over the same offsets (the fields
     of one collection). None for other columns (`restructure.concatenate` joins them)."""
     if dtype.kind not in "biufc" or not copies(dtype) or len(trees) < 2 or \
-            any(t[0] != "list" or t[2][0] != "numpy" or t[2][1].ndim != 1 for t in trees) or \
-            len({len(t[1]) for t in trees}) > 1:
+            any(not isinstance(t, Lists) or not isinstance(t.child, Leaf) or
+                t.child.values.ndim != 1 for t in trees) or \
+            len({len(t.offsets) for t in trees}) > 1:
         return None
-    offs = [t[1] for t in trees]
+    offs = [t.offsets for t in trees]
     memo = rows_memo_dict()
     plans = memo.setdefault("joined rows", []) if memo is not None else []
     for seen, plan in plans:
@@ -410,30 +421,31 @@ def _joined_rows(trees: list, dtype: np.dtype) -> tuple | None:
     else:
         plan = RowCopy(offs)
         plans.append((offs, plan))
-    values = [t[2][1] if t[2][1].dtype == dtype else t[2][1].astype(dtype) for t in trees]
-    return ("list", plan.offsets, ("numpy", plan.fill(values, dtype)))
+    values = [t.child.values.astype(dtype, copy=False) for t in trees]
+    return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
 
 
-def built(tree: tuple) -> Array:
+def built(tree: Column) -> Array:
     """The lazyk Array of a column tree (missing fixed-size lists, `?n`, laid out with
     their present bytes)."""
     marks: dict = {}
 
     def strip(node, level):
-        kind = node[0]
-        if kind == "option" and node[2][0] == "regular":
-            marks[level] = np.asarray(node[1], bool)
-            return strip(node[2], level)
-        if kind == "option":
-            child = strip(node[2], level)
-            return node if child is node[2] else ("option", node[1], child)
-        if kind in ("list", "regular"):
-            return (kind, node[1], strip(node[2], level + 1)) + tuple(node[3:])
+        if isinstance(node, Masked) and isinstance(node.child, Regular):
+            marks[level] = np.asarray(node.present, bool)
+            return strip(node.child, level)
+        if isinstance(node, Masked):
+            child = strip(node.child, level)
+            return node if child is node.child else Masked(node.present, child)
+        if isinstance(node, Lists):
+            return Lists(node.offsets, strip(node.child, level + 1))
+        if isinstance(node, Regular):
+            return Regular(node.size, strip(node.child, level + 1), node.count)
         return node
     plain = strip(tree, 1)
     if not marks:
         return build_columns(plain)
-    got = tree_array(plain, R.length(plain), None, marks)
+    got = tree_array(plain, plain.length(), None, marks)
     if got is None:
         raise NotSupportedError("missing fixed-size lists (?n) in this layout")
     return got

@@ -35,6 +35,7 @@ from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import build_rows, offsets_array, regular, text_from_numpy
 from lazyk.arrays.columns import columns
+from lazyk.arrays.trees import Leaf, Lists, Regular
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
@@ -456,24 +457,21 @@ def _select(node: Node, env: dict, record: list | None = None) -> Array:
     top = isinstance(begins.type, FixedDim)
     tb = columns(begins if top else begins[None])
     ts = columns(sizes if top else sizes[None])
-    while ts[0] != "numpy":  # (the child: a "regular" node may hold its count after it)
-        ts = ts[2]
+    while not isinstance(ts, Leaf):
+        ts = ts.child
 
     def build(x, n: int):
         """The string Array of tree node `x` of n rows (elements)."""
-        if x[0] == "numpy":
-            return _text_leaf(x[1], ts[1], None, kind, home)
-        if x[0] == "option" and x[2][0] == "numpy":
-            return _text_leaf(x[2][1], ts[1], x[1], kind, home)
-        if x[0] == "option" and x[2][0] == "list":
-            return offsets_array(x[2][1], build(x[2][2], int(x[2][1][-1])), validity=x[1],
-                                 check=None)
-        if x[0] == "list":
-            return offsets_array(x[1], build(x[2], int(x[1][-1])), check=None)
-        if x[0] == "regular" and x[1]:
-            return regular(build(x[2], n * x[1]), x[1])
-        if x[0] == "regular":  # rows of size 0
-            c = build(x[2], 0)
+        valid, inner = x.unwrap()
+        if isinstance(inner, Leaf):
+            return _text_leaf(inner.values, ts.values, valid, kind, home)
+        if isinstance(inner, Lists):
+            return offsets_array(inner.offsets, build(inner.child, int(inner.offsets[-1])),
+                                 validity=valid, check=None)
+        if isinstance(x, Regular) and x.size:
+            return regular(build(x.child, n * x.size), x.size)
+        if isinstance(x, Regular):  # rows of size 0
+            c = build(x.child, 0)
             return Array.from_parts(FixedDim(n, FixedDim(0, c.type.elem)),
                                     (n, 0, 0, c.meta[1]) + tuple(c.meta[2:]), c.ptr,
                                     c.owner, c.readonly)

@@ -11,7 +11,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array, masked_empty
 from lazyk.arrays.columns import columns
-from lazyk.arrays.trees import memory_key
+from lazyk.arrays.trees import Leaf, Lists, Regular, memory_key
 from lazyk.backend.rowcopy import tuple_slots
 from lazyk.frontend.graph import Node, toposort
 from lazyk.frontend.leaves import PickLeaf
@@ -47,11 +47,13 @@ def picked_fields(x: Node, env: dict) -> tuple | None:
         tuples = entry.picks[0][1]
         picks[n] = entry
     trees = [columns(e.array) for e in picks.values()]
-    if not picks or any(t[0] != "list" or t[2][0] != "numpy" for t in trees):
+    if not picks or any(not isinstance(t, Lists) or not isinstance(t.child, Leaf)
+                        for t in trees):
         return None
-    off = trees[0][1]
+    off = trees[0].offsets
     same = memory_key(off)  # (a collection's fields: one offsets array)
-    if any(not (memory_key(t[1]) == same or np.array_equal(t[1], off)) for t in trees[1:]):
+    if any(not (memory_key(t.offsets) == same or np.array_equal(t.offsets, off))
+           for t in trees[1:]):
         return None
     return picks, tuples, off
 
@@ -64,12 +66,11 @@ def slot_positions(positions: Array, off: np.ndarray, tuples: Combos) -> list | 
     raises its IndexError), for other layouts, and where the rows hold more than
     MAX_TUPLES tuples in all lengths up to the longest."""
     tree = columns(positions)
-    if tree[0] != "regular" or tree[1] != 1 or len(off) - 1 != len(positions):
+    if not isinstance(tree, Regular) or tree.size != 1 or len(off) - 1 != len(positions):
         return None
-    child = tree[2]
-    valid, child = (child[1], child[2]) if child[0] == "option" else (None, child)
-    if child[0] != "numpy" or child[1].dtype.kind not in "iu" or \
-            child[1].dtype.itemsize > 8 or child[1].dtype == np.uint64:
+    valid, child = tree.child.unwrap()
+    if not isinstance(child, Leaf) or child.values.dtype.kind not in "iu" or \
+            child.values.dtype.itemsize > 8 or child.values.dtype == np.uint64:
         return None
     longest = int(np.diff(off).max()) if len(off) > 1 else 0
     table = _tables.get((tuples, longest))
@@ -78,6 +79,6 @@ def slot_positions(positions: Array, off: np.ndarray, tuples: Combos) -> list | 
             return None
         table = _tables.put((tuples, longest), tuples.listed(longest))
     got, into, present = masked_empty((len(positions), tuples.n), np.int64)
-    if not tuple_slots(off, child[1], valid, *table, into, present):
+    if not tuple_slots(off, child.values, valid, *table, into, present):
         return None
     return [got[:, s:s + 1] for s in range(tuples.n)]

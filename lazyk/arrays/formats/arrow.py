@@ -20,6 +20,7 @@ from lazyk.arrays.buffers import (
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
 from lazyk.arrays.formats import need
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
 
@@ -233,18 +234,17 @@ def _time_of_day(pa, at, t: T.Type):
     return at
 
 
-def _arrow(pa, col: tuple, valid: np.ndarray | None = None, count: int | None = None):
+def _arrow(pa, col: Column, valid: np.ndarray | None = None, count: int | None = None):
     """The Arrow array of a columns node (`count`: how many elements it describes, where
     known; fixed dims of size 0 need it)."""
-    kind = col[0]
     bits = None
     if valid is not None:
         bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
     nulls = -1 if valid is None else int(len(valid) - valid.sum())
-    if kind == "option":
-        return _arrow(pa, col[2], col[1], len(col[1]))
-    if kind == "numpy":
-        arr = col[1]
+    if isinstance(col, Masked):
+        return _arrow(pa, col.child, col.present, len(col.present))
+    if isinstance(col, Leaf):
+        arr = col.values
         if arr.dtype.kind in "USVcmM":
             return _arrow_leaf(pa, arr, valid)
         if arr.dtype == np.bool_ or valid is None and not arr.flags.c_contiguous:
@@ -254,36 +254,36 @@ def _arrow(pa, col: tuple, valid: np.ndarray | None = None, count: int | None = 
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
-    if kind == "record":
-        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col[2]],
-                                          names=[str(k) for k in col[1]],  # tuples: "0", ...
+    if isinstance(col, Record):
+        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col.children],
+                                          names=[str(k) for k in col.names],  # tuples: "0", ...
                                           mask=None if valid is None else pa.array(~valid))
-    if kind == "text":
-        offsets, chars = col[2], col[3]
+    if isinstance(col, Text):
+        offsets, chars = col.offsets, col.chars
         wide = len(chars) >= 2 ** 31
         at = pa.large_string() if wide else pa.string()
-        if col[1] == "bytes":
+        if col.type_name == "bytes":
             at = pa.large_binary() if wide else pa.binary()
         offsets = offsets.astype(np.int64 if wide else np.int32)
         return pa.Array.from_buffers(at, len(offsets) - 1, [bits, pa.py_buffer(offsets),
                                                              pa.py_buffer(chars)],
                                      null_count=nulls)
-    if kind == "list":
-        offsets = col[1]
-        child = _arrow(pa, col[2], count=int(offsets[-1]) if len(offsets) else 0)
+    if isinstance(col, Lists):
+        offsets = col.offsets
+        child = _arrow(pa, col.child, count=int(offsets[-1]) if len(offsets) else 0)
         lt = pa.list_(child.type) if offsets.dtype.itemsize == 4 else pa.large_list(child.type)
         return pa.Array.from_buffers(lt, len(offsets) - 1, [bits, pa.py_buffer(offsets)],
                                      null_count=nulls, children=[child])
-    if col[1] == 0 and count is not None:  # (from_arrays cannot tell how many rows)
-        child = _arrow(pa, col[2], count=0)
+    if col.size == 0 and count is not None:  # (from_arrays cannot tell how many rows)
+        child = _arrow(pa, col.child, count=0)
         return pa.Array.from_buffers(pa.list_(child.type, 0), count, [bits],
                                      null_count=nulls, children=[child])
-    child = _arrow(pa, col[2], count=None if count is None else count * col[1])
+    child = _arrow(pa, col.child, count=None if count is None else count * col.size)
     try:
-        return pa.FixedSizeListArray.from_arrays(child, col[1], mask=None if valid is None
+        return pa.FixedSizeListArray.from_arrays(child, col.size, mask=None if valid is None
                                                  else pa.array(~valid))
     except pa.ArrowInvalid as e:  # (fixed dims of size 0: `0 * T`, `?0 * T` rows)
-        raise NotSupportedError(f"to_arrow of a fixed dim of size {col[1]}: {e}") from None
+        raise NotSupportedError(f"to_arrow of a fixed dim of size {col.size}: {e}") from None
 
 
 def _arrow_leaf(pa, arr: np.ndarray, valid: np.ndarray | None):

@@ -20,6 +20,7 @@ from lazyk.arrays.buffers import (
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
 from lazyk.arrays.formats import need
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
 
@@ -163,12 +164,12 @@ def to_awkward(x: Array) -> Any:
     return ak.Array(_awkward(ak, columns(x), len(x)))
 
 
-def _awkward(ak, col: tuple, n: int):
+def _awkward(ak, col: Column, n: int):
     """Awkward content for column `col` of `n` elements (a fixed dim of size 0 keeps its
     rows: `4 * 0 * T` is four empty lists)."""
-    c, kind = ak.contents, col[0]
-    if kind == "numpy":
-        arr = col[1]
+    c = ak.contents
+    if isinstance(col, Leaf):
+        arr = col.values
         if arr.dtype.kind in "US":
             return _awkward(ak, fixed_text(arr, "Awkward"), n)
         if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
@@ -179,22 +180,22 @@ def _awkward(ak, col: tuple, n: int):
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return c.NumpyArray(arr)
-    if kind == "option":
-        mask = ak.index.Index8(col[1].astype(np.int8))
-        return c.ByteMaskedArray(mask, _awkward(ak, col[2], len(mask)), valid_when=True)
-    if kind == "record":
-        fields = [_awkward(ak, f, n) for f in col[2]]
-        names = None if is_tuple_names(col[1]) else list(col[1])  # None: an Awkward tuple
+    if isinstance(col, Masked):
+        mask = ak.index.Index8(col.present.astype(np.int8))
+        return c.ByteMaskedArray(mask, _awkward(ak, col.child, len(mask)), valid_when=True)
+    if isinstance(col, Record):
+        fields = [_awkward(ak, f, n) for f in col.children]
+        names = None if is_tuple_names(col.names) else list(col.names)  # None: an Awkward tuple
         return c.RecordArray(fields, names, length=len(fields[0]) if fields else n)
-    if kind == "text":
-        string = col[1] == "string"
-        chars = c.NumpyArray(col[3], parameters={"__array__": "char" if string else "byte"})
-        return c.ListOffsetArray(ak.index.Index64(col[2]), chars, parameters={
+    if isinstance(col, Text):
+        string = col.type_name == "string"
+        chars = c.NumpyArray(col.chars, parameters={"__array__": "char" if string else "byte"})
+        return c.ListOffsetArray(ak.index.Index64(col.offsets), chars, parameters={
             "__array__": "string" if string else "bytestring"})
-    if kind == "list":
-        offsets = col[1]
+    if isinstance(col, Lists):
+        offsets = col.offsets
         index = ak.index.Index32 if offsets.dtype.itemsize == 4 else ak.index.Index64
         inner = int(offsets[-1]) if len(offsets) else 0
-        return c.ListOffsetArray(index(offsets), _awkward(ak, col[2], inner))
-    inner = _awkward(ak, col[2], n * col[1])
-    return c.RegularArray(inner, col[1], zeros_length=n)
+        return c.ListOffsetArray(index(offsets), _awkward(ak, col.child, inner))
+    inner = _awkward(ak, col.child, n * col.size)
+    return c.RegularArray(inner, col.size, zeros_length=n)
