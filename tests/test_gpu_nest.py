@@ -46,6 +46,7 @@ EXPRESSIONS = {
     "map": lambda: lazyk.cos(y) * 2 + 1,
     "sum of libm": lambda: lazyk.cos(y).sum(axis=-1),
     "window fold": lambda: (y * 2).sum(axis=-1),
+    "count of trues": lambda: (y > 1).sum(axis=-1),
     "skipna mean over ?T": lambda: (x + y).mean(axis=-1, skipna=True),
     "total": lambda: y.max(),
     "var * var": lambda: (z * 2).sum(axis=-1),
