@@ -244,13 +244,17 @@ class NestWindows:
         for slot in counts:
             b.store(c(0), slot)
 
+        def element(e):
+            """The operands' addresses of element e (an i64) of the row."""
+            return [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
+                    for j, (p, sz) in enumerate(zip(bases, isz))]
+
         def fold(q, e, inside=None):
             """Element e (an i64, maybe outside the row) into lane q, where `inside` (and
             kept: `Keep`)."""
             take = inside
             if value is None:
-                addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
-                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                addr = element(e)
                 v = self._values(addr)[0]
                 kept = self._keep_value(addr) if keep else None
                 ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
@@ -283,8 +287,7 @@ class NestWindows:
                 return
             bits = ir.Constant(ir.VectorType(I1, WINDOW), None)
             for q, (e, inside) in enumerate(zip(es, insides)):
-                addr = [p if not self.kinds[j][k].moves else b.gep(p, [b.mul(e, c(sz))])
-                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                addr = element(e)
                 v = self._values(addr)[0]
                 bit = b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
                 bits = b.insert_element(bits, bit if inside is None else b.and_(bit, inside),
