@@ -20,7 +20,7 @@ reads zero bytes, never its own) and the fill pass writes the row's present byte
 6 + nlev + 2k: the bytes, +1: the first row). A where() branch's missing row is gone too:
 the "mark<s>" pass (count<s>, then every element) gives a row length -2 - n where an
 element takes it; at a fixed level the fill pass clears the row's present byte where an
-element takes it (`_write`). Folding one level ("fold<a>", `_qfold_level`) or all ("all"), a missing
+element takes it (`_write`). Folding one level ("fold<a>", `_fold_level`) or all ("all"), a missing
 row is skipped under skipna, else the result (row) is missing; "fold<a>,<b>..." over
 several levels takes `?var` rows only above level a.
 Innermost: the fused elementwise body (`emit_body`), `?T` masks at the value's address +
@@ -296,7 +296,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         self.fail = fn.append_basic_block("fail")
         self.sink = None  # the block the failed checks write the status words in (`check`)
         self.em = Emitter(b, self.target)
-        # one folded level over `?var` rows at or below it: `_qfold_level`; `?var` rows
+        # one folded level over `?var` rows at or below it (`nest_groups`); `?var` rows
         # below it (fold_q) are found first, element by element
         self.qfold = len(self.axes) == 1 and any(lv.missing for ks in self.kinds
                                                  for lv in ks[self.axis:])
@@ -305,7 +305,6 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         if self.fold_q:
             with b.goto_entry_block():
                 self.fmiss = b.alloca(I1, name="fmiss")
-                self.fseen = b.alloca(I1, name="fseen")
         if self.keep is not None:  # where a dropped element is written (`_inner`)
             with b.goto_entry_block():
                 spare = b.alloca(ir.ArrayType(I64, 2), name="spare")

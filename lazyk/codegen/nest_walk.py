@@ -127,11 +127,9 @@ class NestWalk:
             slot = b.load(self.qcnt[k])
             b.store(b.zext(b.not_(self.row_gone), I8), b.gep(self.qrows[k], [slot]), align=1)
             b.store(b.add(slot, c(1)), self.qcnt[k])
-        if k == self.axis and self.qfold:
-            self._qfold_level(k + 1, (bases, steps, n), path + [c(-1)], [], [], miss)
-            return
         if k == self.axis:
-            self._fold_level(k + 1, (bases, steps, n), path, {}, {})
+            self._fold_level(k + 1, (bases, steps, n), path, {}, {},
+                             miss if self.qfold else None)
             return
         if self.total and miss is not None and not self.skipna:
             b.store(b.or_(b.load(self.bad), miss), self.bad)  # a missing row folded in
