@@ -380,7 +380,8 @@ def test_values_next_to_every_edge_match_numpy():
     for dt in (np.float32, np.float64, np.float16, np.int64):
         for bins, rng in ((100, (0.0, 200.0)), (7, (-3.3, 9.1)), (1000, (1e4, 1e4 + 30.0)),
                           (3, (-1e30, 1e30)), (64, (0.1, 0.7)), (50, (-5, 5)),
-                          (100, (123456.7, 123457.7)), (100, (15.0, 60.0))):
+                          (100, (123456.7, 123457.7)), (64, (0.0, 16.0)), (3, (0, 3 * 2.0 ** -20)),
+                          (100, (15.0, 60.0))):
             if dt is np.float16 and max(abs(v) for v in rng) > 1e3:
                 continue  # (no finite float16 edges there)
             if dt is np.int64 and max(abs(v) for v in rng) > 1e15:
@@ -400,6 +401,28 @@ def test_values_next_to_every_edge_match_numpy():
     # float32 data far from float32's limits is estimated in float32
     h = lazyk.histogram(lazyk.array(np.float32([20.0])), 100, (15.0, 60.0))
     assert "floor(%9) : float32" in h.explain()
+
+
+def test_bins_of_a_power_of_two_width_from_zero_need_no_correction():
+    # value * (1 / width) is exact there: the estimate is the bin, nothing is corrected
+    tiny = [0.0, -0.0, 1e-40, 5e-324, np.inf, -np.inf, np.nan, -1e-30]
+    for dt in (np.float32, np.float64, np.int32):
+        for bins, rng in ((100, (0.0, 200.0)), (8, (0, 1)), (256, (0.0, 256.0))):
+            edges = np.histogram_bin_edges(np.zeros(0, dt), bins, rng)
+            near = [edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
+            x = np.concatenate(near + [np.float64(tiny)]) if dt is not np.int32 else \
+                np.arange(-3, 300)
+            x = x.astype(dt) if dt is not np.float32 else \
+                np.concatenate([x.astype(dt), np.nextafter(edges.astype(dt), dt(-np.inf))])
+            h = lazyk.histogram(lazyk.array(x), bins, rng)
+            np.testing.assert_array_equal(h.to_numpy(), np.histogram(x, bins, rng)[0],
+                                          err_msg=f"{dt.__name__} {bins} {rng}")
+            text = h.explain()
+            assert "counts by estimate" not in text and "floor(" not in text
+    # a width that is not a power of two, or a range not from 0: corrected near the edges
+    for rng in ((0.0, 30.0), (2.0, 202.0)):
+        h = lazyk.histogram(lazyk.array(np.linspace(0, 300, 7)), 100, rng)
+        assert "counts by estimate" in h.explain()
 
 
 def test_a_range_that_is_not_a_pair_is_refused_by_name():

@@ -186,7 +186,8 @@ class Histogram:
         clearly inside one (further from its edges than any rounding reaches), -1 where
         it is in no bin, else the bin estimated within one of the right one plus n + 1:
         the pass corrects those few against the edges (float64) as numpy.histogram does.
-        The value is in float64."""
+        The value is in float64; value and edges are None where no estimate needs a
+        correction (`_exact`)."""
         if self._estimate is None:
             key = self._key()
             got = _built.get(("estimate", key)) if key is not None else None
@@ -198,7 +199,7 @@ class Histogram:
         if not self._estimate:
             return None
         i, v, edges = self._estimate
-        return Expr(i, self.x.env), Expr(v, self.x.env), edges
+        return Expr(i, self.x.env), None if v is None else Expr(v, self.x.env), edges
 
     def _estimated(self) -> tuple:
         self._bin_edges()
@@ -207,13 +208,26 @@ class Histogram:
         x, keep = self._unselected()
         i, v, inside, f = self._estimate_of(x)
         n = self.bins
+        keep = inside if keep is None else inside & keep
+        if self._exact():  # nothing to correct: no value, no edges
+            return where(keep, i.astype(np.int64), np.int64(-1)).node, None, None
         near = self._rounding()
         d = f - apply("floor", f)  # (where the value lies in its estimated bin, 0..1)
         i = i.astype(np.int64)
         i = where((d < near) | (d > 1 - near), i + np.int64(n + 1), i)
-        keep = inside if keep is None else inside & keep
         i = where(keep, i, np.int64(-1))
         return i.node, v.astype(np.float64).node, self._edges.astype(np.float64)
+
+    def _exact(self) -> bool:
+        """Whether every estimate is the bin itself: bins of a width w that is a power of
+        two from 0, every edge k * w: the estimate, value * (1 / w), is then exact (a
+        product by a power of two; a value too small for that lies far below edge 1)."""
+        first, last = (float(v) for v in self._uniform)
+        w = (last - first) / self.bins
+        if first != 0 or not w > 0 or math.frexp(w)[0] != 0.5 or w * self.bins != last:
+            return False
+        k = np.arange(self.bins + 1, dtype=np.float64)
+        return bool(np.array_equal(self._edges, (k * w).astype(self._edges.dtype)))
 
     def _rounding(self) -> float:
         """How far (in bins) an estimate may lie from where the value lies among the
