@@ -318,6 +318,10 @@ def test_histogram_after_a_row_selection_reads_all_rows_and_counts_the_kept():
     h = lazyk.histogram(met_sel[good], 20, (0, 200))
     np.testing.assert_array_equal(h.to_numpy(), np.histogram(want, 20, (0, 200))[0])
     assert "select" not in lazyk.frontend.graph.dump(h.index().node)
+    # the row lengths (`num`) are computed first, then one pass folds the pairs and another
+    # bins and counts where both masks hold: no pass of its own for the bins
+    text = lazyk.explain(h)
+    assert text.count("\n== nest ") == 2 and "histograms counts" in text
     # the largest pt of each kept row, by argmax and a gather inside the rows
     lead = sel[lazyk.argmax(sel, axis=1, keepdims=True)]
     h = lazyk.histogram(lead, 20, (0, 200))

@@ -284,6 +284,8 @@ class Histogram:
         n = self.bins
         i, v, keep, _ = self._estimate_of(x)
         it = i.dtype
+        if self._exact():  # (the estimate is the bin)
+            return where(keep, i, it.type(-1)).astype(np.int64)
         i = i - (v < self._edge(i, top=False)).astype(it)  # (i < n)
         # (edge i + 1 is read only where i < n - 1: never the last edge either)
         up = (v >= self._edge(i + it.type(1), top=False)) & (i != it.type(n - 1))

@@ -20,6 +20,7 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
+    has_rows,
     rewrite,
     toposort,
 )
@@ -47,12 +48,13 @@ from lazyk.runtime.ragged_rules import (
     one_leaf_per_array,
     rows_graph,
 )
+from lazyk.runtime.row_steps import lower as lower_rows
 
-# what a histogram's one pass reads besides elementwise work (inner reductions are computed
-# first and read as leaves)
+# what a histogram's one pass reads besides elementwise work (inner reductions and row
+# operations, `num` say, are computed first and read as leaves)
 _READ = ("input", "const", "scalar", REDUCE_OP)
-_FIRST = (SELECT_OP, TAKE_OP, ROWS_OP)  # (their values computed before the one pass)
-_LOWER = (PICK_OP, "with_rows", REDUCE_OP)  # (lowered into leaves on every call)
+_FIRST = (SELECT_OP, TAKE_OP)  # (their values computed before the one pass)
+_LOWER = (PICK_OP, "with_rows", REDUCE_OP, ROWS_OP)  # (lowered into leaves on every call)
 _ELEMENTWISE = frozenset(ELEMENTWISE)
 
 
@@ -97,7 +99,7 @@ def _one_pass(hists: list, exprs: list | None = None):
     if form is None:
         form = _forms.put(key, _Form(key))
     if form.first:
-        return None  # (selections, gathers, row operations: the bins computed first)
+        return None  # (selections, gathers: the bins computed first)
     env: dict = {}
     for trio in exprs:
         for e in trio:
@@ -187,9 +189,10 @@ stats = {"graphs": 0, "plans": 0, "hits": 0}
 
 
 class _Form:
-    """What a pass's expressions read: `first` (a selection, gather or row operation, or
-    an op the pass does not take: the bins computed first), `lower` (tuples' items or inner
-    reductions: lowered on every call, the graph then holds new leaves) or neither;
+    """What a pass's expressions read: `first` (a selection or gather, or
+    an op the pass does not take: the bins computed first), `lower` (tuples' items, inner
+    reductions or row operations: lowered on every call, the graph then holds new leaves)
+    or neither;
     `names`: the input names in order."""
 
     __slots__ = ("first", "lower", "names")
@@ -256,8 +259,8 @@ def _layout(leaves: list, ops_: list) -> tuple:
 
 
 def _lowered(exprs: list, names: tuple):
-    """(roots, env) of the expressions with tuples' items read at their slots and inner
-    reductions computed, or None where the pass does not take them. The leaves the
+    """(roots, env) of the expressions with row operations and inner reductions computed
+    and tuples' items read at their slots, or None where the pass does not take them. The leaves the
     lowering makes are named by their order in the roots (not `names`, the inputs before
     it), so that a pass of the same structure has the same roots and finds its graph and
     plan again."""
@@ -268,6 +271,8 @@ def _lowered(exprs: list, names: tuple):
             if e is None:
                 roots.append(None)
                 continue
+            if has_rows(e.node):  # (row operations: computed, or fused into the graph)
+                e = lower_rows(e)
             e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
             root = e.node
             if any(n.op not in _ELEMENTWISE and n.op not in _READ for n in toposort(root)):
