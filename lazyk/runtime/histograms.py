@@ -189,10 +189,9 @@ stats = {"graphs": 0, "plans": 0, "hits": 0}
 
 
 class _Form:
-    """What a pass's expressions read: `first` (a selection or gather, or
-    an op the pass does not take: the bins computed first), `lower` (tuples' items, inner
-    reductions or row operations: lowered on every call, the graph then holds new leaves)
-    or neither;
+    """What a pass's expressions read: `first` (a selection or gather, or an op the pass
+    does not take: the bins computed first), `lower` (tuples' items, inner reductions or
+    row operations: lowered on every call, the graph then holds new leaves) or neither;
     `names`: the input names in order."""
 
     __slots__ = ("first", "lower", "names")
@@ -260,10 +259,10 @@ def _layout(leaves: list, ops_: list) -> tuple:
 
 def _lowered(exprs: list, names: tuple):
     """(roots, env) of the expressions with row operations and inner reductions computed
-    and tuples' items read at their slots, or None where the pass does not take them. The leaves the
-    lowering makes are named by their order in the roots (not `names`, the inputs before
-    it), so that a pass of the same structure has the same roots and finds its graph and
-    plan again."""
+    and tuples' items read at their slots, or None where the pass does not take them. The
+    leaves the lowering makes are named by their order in the roots (not `names`, the
+    inputs before it), so that a pass of the same structure has the same roots and finds
+    its graph and plan again."""
     env: dict = {}
     roots = []
     for pair in exprs:
