@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from llvmlite import ir
 
@@ -447,10 +448,19 @@ class Bins:
     the counters of one part, then per histogram its bin count n, first bin and where its
     n + 1 edges (float64) start in the table. Bin i of a histogram is
     `codegen.nest_bins.BIN_LANES` adjacent counters at (first + i) * lanes; bin n counts
-    the values in no bin (read by nobody)."""
+    the values in no bin (read by nobody).
+
+    `after` (a spec): histograms of row folds. The body's one output is folded over the
+    last level (its reduction), and at the end of each row `after` computes the outputs
+    above from the row's fold (its input 0) and the operands `after_inputs` names (its
+    inputs 1, 2, ...: operand numbers of the nest, read at the row); its parameters
+    follow the body's. A row's fold that has no value (min of an empty row) counts
+    nowhere."""
 
     weighted: tuple
     corrected: tuple = ()
+    after: Any = None
+    after_inputs: tuple = ()
     axes = ()
     keep = None
 
@@ -471,7 +481,8 @@ class Bins:
     def __str__(self) -> str:
         return "histograms " + ",".join(
             ("weighted" if w else "counts") + (" by estimate" if v else "")
-            for w, v in zip(self.weighted, self.corrected or (False,) * len(self.weighted)))
+            for w, v in zip(self.weighted, self.corrected or (False,) * len(self.weighted))) + (
+            "" if self.after is None else " of row folds")
 
 
 def tuple_kind(kinds, k: int):

@@ -108,6 +108,7 @@ from lazyk.codegen.emit import (
     P8,
     CPUTarget,
     Emitter,
+    load_params,
 )
 from lazyk.codegen.levels import (
     FIXED,
@@ -133,6 +134,7 @@ from lazyk.codegen.nest_values import NestValues, deciding_inputs
 from lazyk.codegen.nest_walk import NestWalk
 from lazyk.codegen.nest_window import NestWindows
 from lazyk.frontend import ops
+from lazyk.frontend.spec import PARAM_SLOT
 
 HEAD = 6
 PREFIX = 2  # words of the ckernel_prefix {function, destructor} before the kernel data words
@@ -157,7 +159,10 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # histograms (Bins) count every output: a bin index, then its weight if any
         self.full = spec
         self.written = mode.values if isinstance(mode, Map) else 1
-        if not isinstance(mode, Bins):
+        # histograms of row folds: the last level folds as a reduction's, each row's fold
+        # then counts in the histograms (`Bins.after`)
+        self.row_bins = isinstance(mode, Bins) and mode.after is not None
+        if not isinstance(mode, Bins) or self.row_bins:
             spec = replace(spec, outputs=spec.outputs[:self.written])
         if self.written > 1 and (mode.keep is not None or any(masked) or where_masks or
                                  isinstance(mode, Scan) or not isinstance(npass, Fill)):
@@ -176,11 +181,12 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         self._subs: dict = {}
         self.grow: dict = {}  # operand taken at positions -> (its row's element 0, stride, n)
         self.mode, self.npass, self.skipna, self.mean = mode, npass, skipna, mean
-        self.mapping, self.reducing = isinstance(mode, Map), isinstance(mode, Reduce)
+        self.mapping = isinstance(mode, Map)
+        self.reducing = isinstance(mode, Reduce) or self.row_bins
         # Scan (a Map): each written value is the running fold of its row so far
         self.scan = mode.combine if isinstance(mode, Scan) else None
         self.total = isinstance(mode, Total)
-        self.binning = isinstance(mode, Bins)
+        self.binning = isinstance(mode, Bins) and not self.row_bins
         self.where_masks = where_masks
         self.nlev = len(levels)
         # tuple levels (`Combos`, `Product`): the tuples each walks; operands that read a
@@ -202,7 +208,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # fill pass writes each row's present byte (a reduced last level: missing result)
         self.fixed_q = [k for k in range(self.nlev) if levels[k] is FIXED and
                         any(ks[k].missing for ks in kinds) and
-                        not (isinstance(mode, Reduce) and k == self.nlev - 1)]
+                        not (self.reducing and k == self.nlev - 1)]
         self.track = [j for j in range(self.nin) if j in self.branch_q or
                       any(kinds[j][k].missing for k in self.fixed_q)]
         self.lay = nest_layout(self.nlev, self.nin)
@@ -212,8 +218,8 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         # element over each result element's group
         self.axes = mode.axes
         self.axis = self.axes[0] if self.axes else -1
-        self.res = [] if isinstance(mode, (Total, Bins)) else list(range(self.nlev - 1)) \
-            if isinstance(mode, Reduce) else [k for k in range(self.nlev) if k not in self.axes]
+        self.res = [] if self.total or self.binning else list(range(self.nlev - 1)) \
+            if self.reducing else [k for k in range(self.nlev) if k not in self.axes]
         self.nres = len(self.res)
         # Count(s) counts the rows of result var level s (and of those above it); Mark(s)
         # then goes on to every element: a row whose element takes a branch's missing row
@@ -240,6 +246,9 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         kd8 = b.gep(me, [ir.Constant(I64, 8 * PREFIX)])
         self.b, self.fn = b, fn
         self._load_params(b, kd8)
+        if self.row_bins:  # (the parameters of `after` follow the body's)
+            self._pv_after = load_params(b, kd8, self.poff + PARAM_SLOT * len(self.params),
+                                         self.mode.after.params)
         kd = b.bitcast(kd8, I64.as_pointer())
 
         def word(i):
@@ -316,7 +325,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 self.dummy.align = 16
             b.store(ir.Constant(ir.ArrayType(I64, 2), [0, 0]), self.dummy)
             self.dummy = b.bitcast(self.dummy, P8)
-        if self.binning:  # this part's counters: out + part * (counters of a part)
+        if self.binning or self.row_bins:  # this part's counters: part * (a part's)
             table = b.inttoptr(word(4), I64.as_pointer())
             at = b.mul(word(5), b.load(table, align=8))
             self.bin_base = at
@@ -326,7 +335,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 for w in (1, 2, 3))
             edges = b.bitcast(table, ir.DoubleType().as_pointer())
             self.bin_edges = [b.gep(edges, [at]) for at in edges_at]
-        elif not self.mapping:
+        if not (self.mapping or self.binning):
             self.acc = self._acc_alloca(b)
             if self.arg:  # positions: the best value's, the first folded, the first NaN
                 with b.goto_entry_block():
@@ -429,9 +438,14 @@ def generate_nest(spec: Any, levels: tuple, kinds: tuple, masked: tuple, mode=Ma
     where_masks: (`Map`) a `where` in the body takes the missing state of its condition
     and of the branch it selects, not of all three.
     """
-    mapping = isinstance(mode, (Map, Bins))  # (a Scan too)
-    if isinstance(mode, Bins) and len(spec.outputs) != mode.outputs:
+    row_bins = isinstance(mode, Bins) and mode.after is not None
+    mapping = isinstance(mode, Map) or isinstance(mode, Bins) and not row_bins  # (Scan too)
+    if isinstance(mode, Bins) and len((mode.after or spec).outputs) != mode.outputs:
         raise ops.NotSupportedError(f"{mode} takes {mode.outputs} body outputs")
+    if row_bins and (len(mode.after_inputs) != len(mode.after.inputs) - 1 or
+                     tuple(levels) != (FIXED, VAR)):
+        raise ops.NotSupportedError("histograms of row folds: one operand per input of "
+                                    "`after` past the fold, levels fixed * var")
     if not mapping and spec.reduce is None:
         raise ops.NotSupportedError("a reducing nest needs a reduction")
     if mapping and spec.reduce is not None:

@@ -4,9 +4,10 @@ bins first (a loop that vectorizes), then the counters. `NestBins` is a mixin of
 generator (`codegen.nest._NestGen`)."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.emit import I64
+from lazyk.codegen.emit import I1, I8, I64, emit_body, lltype, load_value
 from lazyk.codegen.llvm import for_loop
 from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
 
@@ -39,6 +40,77 @@ class NestBins:
             return
         with b.if_then(self._present(masks)):
             add()
+
+    def _fold_blocks(self, bases, steps, lo, n, child):
+        """Histograms of row folds (`Bins.after`), level 0 by blocks of BIN_BLOCK rows:
+        each row of the block folded (`child`; `_finish` keeps the fold in the block's
+        buffer), then `after` for the whole block in one loop that vectorizes (each row's
+        fold and its operands' values at the row), then the counters (`_bin_blocks`)."""
+        b, c = self.b, self.c
+        dt = self.out_dts[0]
+        isz = [np.dtype(d).itemsize for d in self.spec.inputs]
+        t = I8 if dt.kind == "b" else lltype(dt)
+        with b.goto_entry_block():
+            self.fold_buf = b.alloca(ir.ArrayType(t, BIN_BLOCK), name="folds")
+            self.fold_ok = b.alloca(ir.ArrayType(I8, BIN_BLOCK), name="fold_ok") \
+                if self._fold_may_fail() else None
+        read = self.mode.after_inputs
+
+        def rows(first, m):
+            b.store(c(0), self.pos)  # (`_finish`: the row's place in the block)
+            for_loop(b, m, lambda i: child(b.add(first, i)), name="fr")
+
+        def values(first, m, store):
+            def at_row(contiguous):
+                def one(i):
+                    row = b.add(b.add(first, i), lo)
+                    addr = {j: b.gep(bases[j], [b.mul(row, c(isz[j]) if contiguous else
+                                                      steps[j])]) for j in read}
+                    v = b.load(b.gep(self.fold_buf, [c(0), i]))
+                    if dt.kind == "b":
+                        v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+                    ok = None if self.fold_ok is None else b.icmp_unsigned(
+                        "!=", b.load(b.gep(self.fold_ok, [c(0), i])), ir.Constant(I8, 0))
+                    store(i, self._after_values(v, addr), ok)
+                return one
+            fast = ir.Constant(I1, 1)
+            for j in read:
+                if self.kinds[j][0].moves:
+                    fast = b.and_(fast, b.icmp_signed("==", steps[j], c(isz[j])))
+            with b.if_else(fast) as (then, otherwise):
+                with then:
+                    for_loop(b, m, at_row(True), name="bv")
+                with otherwise:
+                    hinted_loop(b, m, at_row(False), "bs", NO_VECTOR)
+        self._blocks(n, values, rows)
+
+    def _fold_may_fail(self) -> bool:
+        """Whether a row's fold may have no value (min / max of an empty row): it then
+        counts nowhere."""
+        return self.red.combine in ("minimum", "maximum")
+
+    def _keep_fold(self, v, valid, at):
+        """`_finish` of a histogram of row folds: the row's fold v (and whether it has a
+        value) at place `at` of the block's buffers (`_fold_blocks`)."""
+        b = self.b
+        if self.out_dts[0].kind == "b":
+            v = b.zext(v, I8)
+        b.store(v, b.gep(self.fold_buf, [self.c(0), at]))
+        if self.fold_ok is not None:
+            b.store(b.zext(valid, I8), b.gep(self.fold_ok, [self.c(0), at]))
+
+    def _after_values(self, v, addr):
+        """The outputs of `after` (`Bins.after`) from a row's fold v (of the body's output
+        dtype, compute form) and the operands it reads at `addr` ({operand: address})."""
+        b, after = self.b, self.mode.after
+        want = {ins.attr: ins.dtype for ins in after.body if ins.op == "load"}
+        dt = self.out_dts[0]
+        loads = [self.em.cast(v, dt, want.get(0, dt))]
+        for q, j in enumerate(self.mode.after_inputs, 1):
+            d = after.inputs[q]
+            loads.append(self.em.cast(load_value(b, addr[j], d, after.aligned[q]),
+                                      np.dtype(d).newbyteorder("="), want.get(q, d)))
+        return emit_body(b, after, loads, self.target, self._pv_after)
 
     def _count_bin(self, h, i, w=None, value=None):
         """Counter i (lane 0) of histogram h += 1 (or w); an i outside 0..n-1 adds to
@@ -102,12 +174,31 @@ class NestBins:
         return self.mode.slots()[h][1] is not None
 
     def _bin_blocks(self, k, bases, n, lo, isz):
-        """Histograms over a contiguous row: per block of BIN_BLOCK elements, first every
-        value's bins (and weights) into arrays on the stack (no store to the counters in
-        that loop: it vectorizes), then the counters (a missing value: bin -1). An
-        unweighted histogram's block pass stores counter words (`_counter_word`)."""
+        """Histograms over a contiguous row, by blocks (`_blocks`): each element's values
+        from its operands' addresses."""
         b, c = self.b, self.c
         masked = [j for j in range(self.nin) if self.masked[j]]
+
+        def values(first, m, store):
+            def one(i):
+                at = b.add(b.add(first, i), lo)
+                addr = [p if not self.kinds[j][k].moves else
+                        b.gep(p, [b.mul(at, c(sz), flags=("nuw", "nsw"))])
+                        for j, (p, sz) in enumerate(zip(bases, isz))]
+                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
+                    if masked else None
+                store(i, self._values(addr), ok)
+            for_loop(b, m, one, name="bv")
+        self._blocks(n, values)
+
+    def _blocks(self, n, values, before=None):
+        """Histograms of n values by blocks of BIN_BLOCK: first every value's bins (and
+        weights) into arrays on the stack (`values(first, m, store)` calls `store(i, body
+        outputs, present or None)` for each of the block's m values, in a loop that
+        vectorizes: no store to the counters there), then the counters (a missing value:
+        bin -1). An unweighted histogram's block pass stores counter words
+        (`_counter_word`). `before(first, m)`: code run first in each block."""
+        b, c = self.b, self.c
         slots_of = self.mode.slots()
         words = {q: h for h, (q, _, w) in enumerate(slots_of) if w is None}
         with b.goto_entry_block():
@@ -115,26 +206,21 @@ class NestBins:
                               name=f"bins{q}")
                      for q, real in enumerate(self._bin_outputs())]
 
+        def store(i, vals, ok):
+            for q, (v, real) in enumerate(zip(vals, self._bin_outputs())):
+                if ok is not None and not real:
+                    v = b.select(ok, v, c(-1))
+                if q in words:
+                    v = self._counter_word(words[q], v, i)
+                b.store(v, b.gep(slots[q], [c(0), i]))
+
         def block(blk):
             first = b.mul(blk, c(BIN_BLOCK))
             m = b.sub(n, first)
             m = b.select(b.icmp_signed("<", m, c(BIN_BLOCK)), m, c(BIN_BLOCK))
-
-            def values(i):
-                at = b.add(b.add(first, i), lo)
-                addr = [p if not self.kinds[j][k].moves else
-                        b.gep(p, [b.mul(at, c(sz), flags=("nuw", "nsw"))])
-                        for j, (p, sz) in enumerate(zip(bases, isz))]
-                vals = self._values(addr)
-                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
-                    if masked else None
-                for q, (v, real) in enumerate(zip(vals, self._bin_outputs())):
-                    if ok is not None and not real:
-                        v = b.select(ok, v, c(-1))
-                    if q in words:
-                        v = self._counter_word(words[q], v, i)
-                    b.store(v, b.gep(slots[q], [c(0), i]))
-            for_loop(b, m, values, name="bv")
+            if before is not None:
+                before(first, m)
+            values(first, m, store)
 
             def count(i):
                 def slot(q):
@@ -146,14 +232,14 @@ class NestBins:
                         continue
                     word = slot(q)
                     if v is not None:  # an estimate near an edge: -1 - e (few values)
-                        before = b.block
+                        before_ = b.block
                         with b.if_then(b.icmp_signed("<", word, c(0)), likely=False):
                             fixed = self._corrected(h, b.sub(c(-1), word), slot(v))
                             fixed = b.add(b.mul(b.add(self.bin_first[h], fixed),
                                                 c(BIN_LANES)), b.and_(i, c(BIN_LANES - 1)))
                             near = b.block
                         got = b.phi(I64)
-                        got.add_incoming(word, before)
+                        got.add_incoming(word, before_)
                         got.add_incoming(fixed, near)
                         word = got
                     self._add_one(b.add(self.bin_base, word))

@@ -190,7 +190,8 @@ class NestReduce:
 
     def _finish(self, at, n, miss=None):
         """Store the result and its flags: bit 0 valid, bit 1 the row had elements, bit 2
-        the row was missing (`?var`)."""
+        the row was missing (`?var`). Histograms of row folds (`Bins.after`): kept for the
+        block's counting instead (`_keep_fold`)."""
         b, c = self.b, self.c
         dt = self.out_dts[0]
         cnt = b.load(self.count)
@@ -205,6 +206,9 @@ class NestReduce:
         elif self.mean:
             cf = b.sitofp(cnt, lltype(self.acc_dtype))
             v = (b.fdiv(v[0], cf), b.fdiv(v[1], cf)) if dt.kind == "c" else b.fdiv(v, cf)
+        if self.row_bins:  # (no missing row: the plan takes none)
+            self._keep_fold(self._narrowed(b, v), valid, at)
+            return
         if self.arg:  # the position, int64
             b.store(self.red.finish(v, self._arg_position()),
                     b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)

@@ -183,6 +183,9 @@ class NestWalk:
                 b.store(b.add(slot, c(1)), self.kept)
         if keep:
             b.store(c(0), self.kept)
+        if self.row_bins:  # (the level above the folded one)
+            self._fold_blocks(bases, steps, lo, count, child)
+            return
         for_loop(b, count, child, name=f"l{k}")
         if keep and want is not None:
             got = b.load(self.kept)

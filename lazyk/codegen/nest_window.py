@@ -76,7 +76,13 @@ class NestWindows:
                 self._foldable(k) and (self._libm() or self._prefixed(k)) and
                 not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
-                all(self.kinds[j][k].moves or self._constant(j) for j in range(self.nin)))
+                all(self.kinds[j][k].moves or self._constant(j) or j not in self._read()
+                    for j in range(self.nin)))
+
+    def _read(self):
+        """The operands the body reads (a histogram of row folds reads others at each
+        row's end)."""
+        return {ins.attr for ins in self.spec.body if ins.op == "load"}
 
     def _prefixed(self, k):
         """Whether a staged block holds running sums instead of values: a count of trues

@@ -19,7 +19,7 @@ from lazyk.codegen.nest import (
     nest_layout,
 )
 from lazyk.errors import ArrayConstructionError, ShapeError
-from lazyk.frontend.spec import check_params
+from lazyk.frontend.spec import PARAM_SLOT, check_params
 from lazyk.kernel.flat import count_kernel, data_pointer
 from lazyk.lru import LRU
 
@@ -71,7 +71,11 @@ class NestKernel:
         each part's status words (mode "all" leaves its count in word 6). Raises
         ArrayConstructionError / ShapeError (with the index path) when a part reports a bad row,
         IndexError for a position outside its row (`x[positions]`)."""
-        check_params(self.spec, params)
+        after = getattr(self.mode, "after", None)  # (its parameters follow the body's)
+        check_params(self.spec, params if after is None else
+                     params[:PARAM_SLOT * len(self.spec.params)])
+        if after is not None:
+            check_params(after, params[PARAM_SLOT * len(self.spec.params):])
         nlev, n = len(self.levels), len(parts)
         # each part its own record (ckernel_prefix, kernel data) and status: no shared
         # scratch (rows of 64-byte multiples: every record as aligned as its own allocation

@@ -8,9 +8,11 @@ its graph and its operands' layout is kept (`_forms`, `_graphs`, `_plans`): eval
 histogram again reads its arrays' rows and runs the kernel."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from lazyk.codegen.levels import FIXED, Bins, Fill
+from lazyk.codegen.levels import FIXED, VAR, Bins, Fill, Reduce
 from lazyk.codegen.nest_bins import BIN_LANES
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.graph import (
@@ -39,6 +41,7 @@ from lazyk.runtime.nest_plan import (
     nest_words,
     row_signature,
 )
+from lazyk.runtime.nest_structure import prepared_plan
 from lazyk.runtime.nest_totals import fold_parts
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_rules import (
@@ -107,10 +110,15 @@ def _one_pass(hists: list, exprs: list | None = None):
                 env.update(e.env)
     roots, names = list(key), form.names
     if form.lower:  # tuples' items and inner reductions: new leaves (named alike each call)
-        got = _lowered(exprs, form.names)
-        if got is None:
+        low = _lowered(exprs)
+        if low is None:
             return None
-        roots, env = got
+        if any(n.op == REDUCE_OP for e in low if e is not None for n in toposort(e.node)):
+            got = _row_folds(hists, edges, low, form.names)
+            if got is not None:
+                return got
+            low = [None if e is None else inline_reductions(e.node, e)[1] for e in low]
+        roots, env = _canonical(low, form.names)
         made = toposort([r for r in roots if r is not None])
         names = tuple(dict.fromkeys(n.arg for n in made if n.op == "input"))
     gkey = (tuple(roots), _arrays(names, env))
@@ -141,9 +149,17 @@ def _one_pass(hists: list, exprs: list | None = None):
     else:
         stats["hits"] += 1
     sel = [ops_[j] for j in plan.labels]
-    kern = kernel_for(plan.kkey)
-    words, _ = nest_words(levels, sizes, sel, plan.kinds)
-    parts = fold_parts(levels, sizes, sel, plan.kinds)
+    return _count(hists, edges, [w is not None for _, _, w in exprs], kernel_for(plan.kkey),
+                  levels, sizes, sel, plan.kinds, plan.params, leaves, plan.labels)
+
+
+def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leaves,
+           labels) -> list:
+    """Run the Bins nest `kern` over the operands `sel` (of kinds `kinds`; `labels`: their
+    numbers in `leaves`, as errors name them) and add its parts' counters up: the counts of
+    each histogram."""
+    words, _ = nest_words(levels, sizes, sel, kinds)
+    parts = fold_parts(levels, sizes, sel, kinds)
     # one buffer: the bins table (the counters of one part, then per histogram its bin
     # count, first counter and where its edges start; then the edges), then each part's
     # counters (float64 ones: 0.0 is all zero bits)
@@ -162,17 +178,140 @@ def _one_pass(hists: list, exprs: list | None = None):
             buf[table[3 + 3 * h]:][:len(e)] = e.view(np.int64)
     at = data_pointer(buf)
     words[3], words[4] = at + 8 * nt, at
-    kern.run(words, plan.params, parts, (leaves, buf), plan.labels)
+    kern.run(words, params, parts, (leaves, buf), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     got = buf[nt:].reshape(len(parts), total, BIN_LANES)
     counts = []
-    for h, (_, _, w), f in zip(hists, exprs, firsts):
+    for h, w, f in zip(hists, weighted, firsts):
         block = got[:, f:f + h.nbins]
         # (weights: lane 0 only; then the parts in order)
-        block = block.view(np.float64)[:, :, 0] if w is not None else block.sum(axis=2)
+        block = block.view(np.float64)[:, :, 0] if w else block.sum(axis=2)
         counts.append(h.finish(block[0].copy() if len(parts) == 1 else block.sum(axis=0)))
     return counts
+
+
+def _row_folds(hists: list, edges: list, low: list, names: tuple):
+    """The counts of histograms whose values are one per row of a fold over the last level
+    of rows (`met[sum(pt > 40, axis=1) >= 2]`), in one pass that folds each row and counts
+    its fold with the row's other values (`Bins.after`): the folds are never stored. None
+    where they do not take that form (then the folds are computed first)."""
+    roots, env = _canonical(low, names)
+    reds = {n for n in toposort([r for r in roots if r is not None]) if n.op == REDUCE_OP}
+    if len(reds) != 1:
+        return None
+    gkey = (tuple(roots), _arrays(tuple(dict.fromkeys(
+        n.arg for n in toposort([r for r in roots if r is not None]) if n.op == "input")), env))
+    graph = _fold_graphs.get(gkey)
+    if graph is None:
+        graph = _fold_graphs.put(gkey, _FoldGraph(roots, reds.pop(), env))
+    if graph.declined:
+        return None
+    leaves = [leaf_data(env[n]) for n in graph.names]
+    for j in graph.per_row:  # one value per row: a fixed dim of 1 against the rows
+        if type(leaves[j]) is not np.ndarray or leaves[j].ndim != 1:
+            return None
+        leaves[j] = leaves[j][:, None]
+    ops_ = [nest_operand(v) for v in leaves]
+    if None in ops_ or any(o.mask_offset is not None for o in ops_):
+        return None
+    levels, sizes, kinds = nest_plan(ops_)
+    if tuple(levels) != (FIXED, VAR) or any(lv.missing for kd in kinds for lv in kd):
+        return None
+    pkey = (graph, levels, tuple(kinds), tuple((o.dtype, bool(o.aligned)) for o in ops_))
+    plan = _fold_plans.get(pkey)
+    if plan is None:
+        plan = _fold_plans.put(pkey, _FoldPlan(graph, levels, kinds, ops_))
+    else:
+        stats["hits"] += 1
+    if plan.kkey is None:
+        return None
+    sel = [ops_[j] for j in plan.labels]
+    return _count(hists, edges, graph.weighted, kernel_for(plan.kkey), levels, sizes, sel,
+                  plan.kinds, plan.params, leaves, plan.labels)
+
+
+class _FoldGraph:
+    """A pass over row folds: the fold `red` (its input names first in `names`), the
+    graph `after` computes from the fold (`~fold`) and the names read once per row
+    (`per_row`: their positions in `names`); `declined` where the roots are not one value
+    per row, a value may be missing, or the fold is not a plain one over the last axis."""
+
+    def __init__(self, roots: list, red, env: dict):
+        self.red, self.declined = red, True
+        self.corrected = tuple(v is not None for v in roots[1::3])
+        self.weighted = tuple(w is not None for w in roots[2::3])
+        src = red.srcs[0]
+        if len(red.arg) != 3 or red.arg[0] not in _ROW_FOLDS or tuple(red.arg[1]) != (1,) \
+                or red.arg[2] or len(src.shape) != 2 or red.dtype.kind not in "biuf":
+            return
+        fold = Node("input", red.dtype, red.shape, (), "~fold")
+        after = [None if r is None else rewrite(
+            r, lambda n, srcs: fold if n is red else
+            n.replace(srcs=srcs) if srcs != n.srcs else n) for r in roots]
+        after = [r for r in after if r is not None]
+        if any(len(n.shape) > 1 for n in toposort(after)) or \
+                any(len(r.shape) != 1 for r in after):
+            return
+        folded = list(dict.fromkeys(n.arg for n in toposort(src) if n.op == "input"))
+        reads = list(dict.fromkeys(n.arg for n in toposort(after) if n.op == "input"))
+        self.names = tuple(folded + [n for n in reads if n != "~fold" and n not in folded])
+        if any(getattr(env[n], "option", False) for n in self.names):
+            return
+        self.per_row = [j for j, n in enumerate(self.names) if n not in folded]
+        body, inputs, outs, self.consts = fuse_outputs([rows_graph(r) for r in after])
+        # (`after` reads the fold as its input 0, then the others in their order)
+        order = ["~fold"] + [n for n in inputs if n != "~fold"]
+        at = {n: q for q, n in enumerate(order)}
+        self.body = tuple(replace(i, attr=at[inputs[i.attr]]) if i.op == "load" else i
+                          for i in body)
+        self.after_names = order
+        self.outs = tuple((i, np.dtype(np.float64 if real else np.int64))
+                          for i, real in zip(outs, _kinds(self.corrected, self.weighted)))
+        self.declined = False
+        stats["graphs"] += 1
+
+
+class _FoldPlan:
+    """The kernel of a pass over row folds for operands of this layout (`kkey`: None where
+    the fold does not take the one-pass form), the operands it reads (`labels`: the fold's,
+    then those read once per row) and their kinds, the parameter bytes."""
+
+    def __init__(self, graph: _FoldGraph, levels, kinds, ops_):
+        self.kkey = None
+        red = graph.red
+        prep = prepared_plan(red.srcs[0], red, red.arg, graph.names, ops_, levels, kinds)
+        if prep is None or not isinstance(prep.mode, Reduce) or prep.mode.keep is not None \
+                or prep.declined or prep.qlev or any(prep.maskd) or prep.skipna or \
+                prep.step.mean or prep.optional:
+            return
+        extra = [j for j in range(len(graph.names)) if j not in prep.labels]
+        self.labels = list(prep.labels) + extra
+        self.kinds = [kinds[j] for j in self.labels]
+        place = {graph.names[j]: q for q, j in enumerate(self.labels)}
+        spec = replace(prep.spec, inputs=prep.spec.inputs + tuple(ops_[j].dtype for j in extra),
+                       aligned=prep.spec.aligned + tuple(bool(ops_[j].aligned) for j in extra))
+        after = KernelSpec(
+            inputs=(red.dtype, *(ops_[graph.names.index(n)].dtype
+                                 for n in graph.after_names[1:])),
+            aligned=(True, *(bool(ops_[graph.names.index(n)].aligned)
+                             for n in graph.after_names[1:])),
+            body=graph.body, outputs=graph.outs)
+        mode = Bins(graph.weighted, graph.corrected, after=after,
+                    after_inputs=tuple(place[n] for n in graph.after_names[1:]))
+        self.kkey = (spec, tuple(levels), tuple(tuple(k) for k in self.kinds),
+                     (False,) * len(self.labels), mode, Fill(), False, False, False)
+        self.params = prep.step.consts + \
+            pack_params(after.params, graph.consts)
+        stats["plans"] += 1
+
+
+# the reductions a histogram of row folds folds in its pass
+_ROW_FOLDS = ("sum", "prod", "any", "all", "min", "max")
+# (roots, which inputs read one array, which are `?T`) -> its `_FoldGraph`
+_fold_graphs = Memo(512, "histogram row-fold graphs")
+# (`_FoldGraph`, nest levels, operand kinds, dtypes and alignment) -> `_FoldPlan`
+_fold_plans = Memo(512, "histogram row-fold plans")
 
 
 # an expression root tuple of a pass (per histogram its index node, then its weight node
@@ -257,29 +396,33 @@ def _layout(leaves: list, ops_: list) -> tuple:
     return levels, list(sizes), list(kinds)
 
 
-def _lowered(exprs: list, names: tuple):
-    """(roots, env) of the expressions with row operations and inner reductions computed
-    and tuples' items read at their slots, or None where the pass does not take them. The
-    leaves the lowering makes are named by their order in the roots (not `names`, the
-    inputs before it), so that a pass of the same structure has the same roots and finds
-    its graph and plan again."""
+def _lowered(exprs: list):
+    """The expressions (flat: per histogram its index, value, weight; None where absent)
+    with row operations computed or fused into the graph and tuples' items read at their
+    slots, or None where the pass does not take them."""
+    got = []
+    for trio in exprs:
+        for e in trio:
+            if e is not None:
+                if has_rows(e.node):  # (row operations: computed, or fused into the graph)
+                    e = lower_rows(e)
+                e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
+                if any(n.op not in _ELEMENTWISE and n.op not in _READ
+                       for n in toposort(e.node)):
+                    return None
+            got.append(e)
+    return got
+
+
+def _canonical(low: list, names: tuple):
+    """(roots, env) of the lowered expressions `low`, the leaves the lowering made named by
+    their order in the roots (not `names`, the inputs before it), so that a pass of the
+    same structure has the same roots and finds its graph and plan again."""
     env: dict = {}
-    roots = []
-    for pair in exprs:
-        for e in pair:
-            if e is None:
-                roots.append(None)
-                continue
-            if has_rows(e.node):  # (row operations: computed, or fused into the graph)
-                e = lower_rows(e)
-            e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
-            root = e.node
-            if any(n.op not in _ELEMENTWISE and n.op not in _READ for n in toposort(root)):
-                return None
-            if any(n.op == REDUCE_OP for n in toposort(root)):
-                root, e = inline_reductions(root, e)
+    for e in low:
+        if e is not None:
             env.update(e.env)
-            roots.append(root)
+    roots = [None if e is None else e.node for e in low]
     made = dict.fromkeys(n.arg for n in toposort([r for r in roots if r is not None])
                          if n.op == "input" and n.arg not in names)
     rename = {old: f"~lowered{k}" for k, old in enumerate(made)}

@@ -468,6 +468,11 @@ def explain_nests(nests) -> str:
             out.append(f"   input {j}{' (?T)' if kern.masked[j] else ''}: " +
                        ", ".join(map(str, kinds)))
         out.append(format_spec(kern.spec))
+        after = getattr(kern.mode, "after", None)
+        if after is not None:
+            reads = ", ".join(f"in{q} = input {j}" for q, j in enumerate(kern.mode.after_inputs, 1))
+            out.append(f"-- at each row's end, from its fold (in0){', ' + reads if reads else ''}:")
+            out.append(format_spec(after))
         out.append(f"== LLVM IR\n{kern.ir}")
         out.append(f"== assembly\n{kern.jit.asm}")
     return "\n".join(out)
