@@ -207,10 +207,11 @@ def test_math_rows_fold_from_blocks():
                                        atol=rtol, equal_nan=True, err_msg=f"{op} {vals.dtype}")
 
 
-def test_counts_of_trues_fold_by_running_sums(monkeypatch):
-    """`sum(x > c, axis=-1)` over rows of at most 1.5 elements on average folds by running
-    sums (a row's count: the sum at its end less that at its start); over longer rows by
-    windows (a window's count: the popcount of its compare bits; other count dtypes: lanes).
+def test_counts_of_trues_fold_from_bytes_or_windows(monkeypatch):
+    """`sum(x > c, axis=-1)` over rows of at most 8 elements on average folds from a block
+    of one byte per value (a row's count: 16 bytes at a time, masked to the row, summed
+    across); over longer rows by windows (a window's count: the popcount of its compare
+    bits; other count dtypes: lanes).
     Both against NumPy, row by row: rows of every length 0-9 and a few around the
     block's size (255-257, 600), int32 and int64 offsets, a view starting mid-content,
     several threads' parts, dtype= int32 and uint8 counts, a 0-d threshold, a comparison of
@@ -220,7 +221,7 @@ def test_counts_of_trues_fold_by_running_sums(monkeypatch):
     for lens in (rng.permutation(np.concatenate([np.tile([0, 1, 1, 2, 0], 500),
                                                  [255, 256, 257, 600]])),  # short (~1.3)
                  rng.permutation(np.concatenate([np.tile(np.arange(10), 300),
-                                                 [255, 256, 257, 600]])),  # ~5: windows
+                                                 [255, 256, 257, 600]])),  # ~5: bytes
                  rng.integers(0, 41, 2000)):  # longer (~20): windows
         off = np.concatenate([[0], np.cumsum(lens)])
         v = rng.uniform(-1, 1, int(off[-1])).astype(np.float32)
@@ -247,7 +248,8 @@ def test_counts_of_trues_fold_by_running_sums(monkeypatch):
             assert (view > 0.25).sum(axis=-1).eval().to_list() == \
                 [int((v[a:b] > 0.25).sum()) for a, b in rows[7:-3]]
     ir = (lazyk.from_offsets(off, v) > 0).sum(axis=-1).explain()
-    assert '%"short" = alloca i1' in ir and '%"run" = alloca' in ir and "llvm.ctpop.i8" in ir
+    assert '%"short" = alloca i1' in ir and "llvm.vector.reduce.add.v16i8" in ir and \
+        "llvm.ctpop.i8" in ir
     # a sum of plain numbers folds by windows only
     assert '%"run" = alloca' not in lazyk.from_offsets(off, v).sum(axis=-1).explain()
 

@@ -28,7 +28,7 @@ mask_offset. A reduction folds a contiguous row (`T` or `?T`) by
 windows of WINDOW lanes (`_window_fold`: no remainder loop), where the windows lie inside
 every operand's content (`start <= length - LEAD * WINDOW`); a body with math calls folds
 from a block of values computed ahead in one vectorized loop (`_staged_fold`), and a count
-of trues over short rows from a block of running sums (`_prefixed`); other rows take the
+of trues over short rows from a block of one byte per value (`_prefixed`); other rows take the
 plain loop.
 
 Modes: "map" writes one value (and a present byte for `?T` results) per result element, in

@@ -304,7 +304,7 @@ class NestWalk:
         elif self._staged(k) or self._windowed(k):
             def staged():
                 # rows of contiguous content, none stretched: folded from blocks of values
-                # (or running sums) computed ahead (`_staged_fold`)
+                # (or bytes of a count of trues) computed ahead (`_staged_fold`)
                 with b.if_else(self._whole_rows(k, n, isz)) as (then, otherwise):
                     with then:
                         self._staged_fold(bases, n, isz, k, contiguous)
