@@ -22,6 +22,7 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
+    graph_ops,
     has_rows,
     rewrite,
     toposort,
@@ -59,6 +60,7 @@ _READ = ("input", "const", "scalar", REDUCE_OP)
 _FIRST = (SELECT_OP, TAKE_OP)  # (their values computed before the one pass)
 _LOWER = (PICK_OP, "with_rows", REDUCE_OP, ROWS_OP)  # (lowered into leaves on every call)
 _ELEMENTWISE = frozenset(ELEMENTWISE)
+_TAKEN = _ELEMENTWISE | frozenset(_READ)  # (what a lowered graph may hold)
 
 
 def fill_histograms(hists: list, computed: list | None = None) -> list | None:
@@ -113,14 +115,13 @@ def _one_pass(hists: list, exprs: list | None = None):
         low = _lowered(exprs)
         if low is None:
             return None
-        if any(n.op == REDUCE_OP for e in low if e is not None for n in toposort(e.node)):
+        if any(REDUCE_OP in graph_ops(e.node) for e in low if e is not None):
             got = _row_folds(hists, edges, low, form.names)
             if got is not None:
                 return got
             low = [None if e is None else inline_reductions(e.node, e)[1] for e in low]
-        roots, env = _canonical(low, form.names)
-        made = toposort([r for r in roots if r is not None])
-        names = tuple(dict.fromkeys(n.arg for n in made if n.op == "input"))
+        canon, env = _canonical(low, form.names)
+        roots, names = list(canon.roots), canon.inputs
     gkey = (tuple(roots), _arrays(names, env))
     graph = _graphs.get(gkey)
     if graph is None:
@@ -196,15 +197,13 @@ def _row_folds(hists: list, edges: list, low: list, names: tuple):
     of rows (`met[sum(pt > 40, axis=1) >= 2]`), in one pass that folds each row and counts
     its fold with the row's other values (`Bins.after`): the folds are never stored. None
     where they do not take that form (then the folds are computed first)."""
-    roots, env = _canonical(low, names)
-    reds = {n for n in toposort([r for r in roots if r is not None]) if n.op == REDUCE_OP}
-    if len(reds) != 1:
+    canon, env = _canonical(low, names)
+    if len(canon.reductions) != 1:
         return None
-    gkey = (tuple(roots), _arrays(tuple(dict.fromkeys(
-        n.arg for n in toposort([r for r in roots if r is not None]) if n.op == "input")), env))
+    gkey = (canon.roots, _arrays(canon.inputs, env))
     graph = _fold_graphs.get(gkey)
     if graph is None:
-        graph = _fold_graphs.put(gkey, _FoldGraph(roots, reds.pop(), env))
+        graph = _fold_graphs.put(gkey, _FoldGraph(list(canon.roots), canon.reductions[0], env))
     if graph.declined:
         return None
     leaves = [leaf_data(env[n]) for n in graph.names]
@@ -407,32 +406,52 @@ def _lowered(exprs: list):
                 if has_rows(e.node):  # (row operations: computed, or fused into the graph)
                     e = lower_rows(e)
                 e = lower_picks(e)  # (tuples' items: computed, or read at the tuples' slots)
-                if any(n.op not in _ELEMENTWISE and n.op not in _READ
-                       for n in toposort(e.node)):
+                if not graph_ops(e.node) <= _TAKEN:
                     return None
             got.append(e)
     return got
 
 
 def _canonical(low: list, names: tuple):
-    """(roots, env) of the lowered expressions `low`, the leaves the lowering made named by
-    their order in the roots (not `names`, the inputs before it), so that a pass of the
-    same structure has the same roots and finds its graph and plan again."""
+    """(`_Canonical` form of the roots of the lowered expressions `low`, their env with the
+    leaves the lowering made renamed as the form names them)."""
+    key = (tuple(None if e is None else e.node for e in low), names)
+    form = _canonicals.get(key)
+    if form is None:
+        form = _canonicals.put(key, _Canonical(*key))
     env: dict = {}
     for e in low:
         if e is not None:
             env.update(e.env)
-    roots = [None if e is None else e.node for e in low]
-    made = dict.fromkeys(n.arg for n in toposort([r for r in roots if r is not None])
-                         if n.op == "input" and n.arg not in names)
-    rename = {old: f"~lowered{k}" for k, old in enumerate(made)}
+    return form, {form.rename.get(k, k): v for k, v in env.items()}
 
-    def canonical(n, srcs):
-        if n.op == "input" and n.arg in rename:
-            return n.replace(arg=rename[n.arg])
-        return n.replace(srcs=srcs) if srcs != n.srcs else n
-    roots = [None if r is None else rewrite(r, canonical) for r in roots]
-    return roots, {rename.get(k, k): v for k, v in env.items()}
+
+class _Canonical:
+    """Roots of lowered expressions whose leaves made by the lowering are named by their
+    order in the roots (not `names`, the inputs before it), so that a pass of the same
+    structure has the same roots and finds its graph and plan again: `roots`, `rename`
+    (old leaf name -> new), `inputs` (the input names in order), `reductions` (the
+    reduction nodes, in order)."""
+
+    __slots__ = ("roots", "rename", "inputs", "reductions")
+
+    def __init__(self, roots: tuple, names: tuple):
+        nodes = toposort([r for r in roots if r is not None])
+        made = dict.fromkeys(n.arg for n in nodes if n.op == "input" and n.arg not in names)
+        self.rename = rename = {old: f"~lowered{k}" for k, old in enumerate(made)}
+
+        def canonical(n, srcs):
+            if n.op == "input" and n.arg in rename:
+                return n.replace(arg=rename[n.arg])
+            return n.replace(srcs=srcs) if srcs != n.srcs else n
+        self.roots = tuple(None if r is None else rewrite(r, canonical) for r in roots)
+        nodes = toposort([r for r in self.roots if r is not None])
+        self.inputs = tuple(dict.fromkeys(n.arg for n in nodes if n.op == "input"))
+        self.reductions = [n for n in nodes if n.op == REDUCE_OP]
+
+
+# (lowered roots, input names before the lowering) -> their `_Canonical` form
+_canonicals = Memo(512, "histogram canonical roots")
 
 
 def _arrays(names: tuple, env: dict) -> tuple:
