@@ -8,6 +8,7 @@ its graph and its operands' layout is kept (`_forms`, `_graphs`, `_plans`): eval
 histogram again reads its arrays' rows and runs the kernel."""
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -207,11 +208,8 @@ def _row_folds(hists: list, edges: list, low: list, names: tuple):
     if graph.declined:
         return None
     leaves = [leaf_data(env[n]) for n in graph.names]
-    for j in graph.per_row:  # one value per row: a fixed dim of 1 against the rows
-        if type(leaves[j]) is not np.ndarray or leaves[j].ndim != 1:
-            return None
-        leaves[j] = leaves[j][:, None]
-    ops_ = [nest_operand(v) for v in leaves]
+    ops_ = [_per_row(v) if j in graph.per_row else nest_operand(v)
+            for j, v in enumerate(leaves)]
     if None in ops_ or any(o.mask_offset is not None for o in ops_):
         return None
     levels, sizes, kinds = nest_plan(ops_)
@@ -228,6 +226,24 @@ def _row_folds(hists: list, edges: list, low: list, names: tuple):
     sel = [ops_[j] for j in plan.labels]
     return _count(hists, edges, graph.weighted, kernel_for(plan.kkey), levels, sizes, sel,
                   plan.kinds, plan.params, leaves, plan.labels)
+
+
+def _per_row(v):
+    """The nest operand of a 1-d NumPy array read once per row (a fixed dim of 1 against
+    the rows), or None. Kept per array, so that a pass over the same arrays is the same
+    operands and finds its nest plan again (`nest_plan`)."""
+    if type(v) is not np.ndarray or v.ndim != 1:
+        return None
+    key = (id(v), data_pointer(v), v.shape, v.strides, v.dtype)
+    got = _per_row_operands.get(key)
+    if got is None or got[0]() is not v:
+        got = _per_row_operands.put(key, (weakref.ref(v), nest_operand(v[:, None])))
+    return got[1]
+
+
+# (a 1-d array's id, address, shape, strides, dtype) -> (a weak reference to it, its
+# operand read once per row)
+_per_row_operands = Memo(64, "histogram per-row operands")
 
 
 class _FoldGraph:
