@@ -1,7 +1,8 @@
 """Histograms in the loop-nest generator (`codegen.nest`, mode `Bins`): each value's counter
 in the part's counters, by the bin index the body gives; a contiguous row by blocks, its
-bins first (a loop that vectorizes), then the counters. `NestBins` is a mixin of the
-generator (`codegen.nest._NestGen`)."""
+bins first (a loop that vectorizes), then the counters. Histograms of row folds
+(`Bins.after`) fold each row of a block of rows, then bin the block's folds the same way.
+`NestBins` is a mixin of the generator (`codegen.nest._NestGen`)."""
 from __future__ import annotations
 
 import numpy as np
