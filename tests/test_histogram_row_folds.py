@@ -3,10 +3,15 @@ axis) and counts the row's value in the histogram (`Bins.after`); the folds are 
 stored. Compared with numpy.histogram over plain-Python folds."""
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lazyk
+from lazyk.kernel import nest as nest_kernel
 
 
 def _rows(seed: int, n: int = 2_000, lam: float = 3.0, dtype=np.float64):
@@ -117,3 +122,65 @@ def test_missing_values_take_the_path_that_folds_first():
     want = np.histogram([sum(v for v in r if v is not None) for r in rows], 20, (0, 400))[0]
     np.testing.assert_array_equal(h.to_numpy(), want)
     assert "of row folds" not in lazyk.explain(h)
+
+
+_OPS = {"sum": (lazyk.sum, np.sum), "prod": (lazyk.prod, np.prod), "min": (lazyk.min, np.min),
+        "max": (lazyk.max, np.max), "any": (lazyk.any, np.any), "all": (lazyk.all, np.all)}
+
+
+@st.composite
+def _row_fold_case(draw):
+    n = draw(st.integers(0, 60))
+    lens = draw(st.lists(st.sampled_from([0, 1, 1, 2, 3, 4, 9, 17, 40]), min_size=n,
+                         max_size=n))
+    dtype = draw(st.sampled_from(["float64", "float32", "int32", "int64"]))
+    nan = dtype.startswith("float") and draw(st.booleans())
+    vals = [draw(st.integers(-4, 4)) / (2 if dtype.startswith("float") else 1)
+            for _ in range(sum(lens))]
+    if nan and vals:
+        vals[draw(st.integers(0, len(vals) - 1))] = float("nan")
+    per_row = draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
+    op = draw(st.sampled_from(sorted(_OPS)))
+    form = draw(st.sampled_from(["fold", "selected", "weighted"]))
+    bins = draw(st.sampled_from([(8, (-8.0, 8.0)), (5, (-3.0, 7.5)), (16, (0.0, 16.0))]))
+    threads = draw(st.sampled_from([1, 2, 3]))
+    return lens, np.array(vals, dtype), np.array(per_row, np.float64), op, form, bins, threads
+
+
+@settings(max_examples=150, deadline=None)
+@given(_row_fold_case())
+def test_row_fold_histograms_match_a_per_row_reference(case):
+    lens, vals, per_row, op, form, bins, threads = case
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    rows = [vals[a:b] for a, b in zip(off[:-1], off[1:])]
+    lazy, ref = _OPS[op]
+    x = lazyk.from_offsets(off, vals)
+    src = x > 0 if op in ("any", "all") else x
+    folded = lazy(src, axis=1)
+    folds = []
+    for r in rows:  # NumPy per row (min / max of an empty row: no value)
+        r = r > 0 if op in ("any", "all") else r
+        folds.append(None if op in ("min", "max") and len(r) == 0 else ref(r))
+    weights = None
+    if form == "fold":
+        h = lazyk.histogram(folded, *bins)
+        data = [float(f) for f in folds if f is not None]
+    elif form == "selected":  # per-row values where the fold holds
+        bins = (bins[0], (0, 40))
+        mask = folded if op in ("any", "all") else folded > 1
+        h = lazyk.histogram(lazyk.array(per_row)[mask], *bins)
+        keep = [f is not None and (bool(f) if op in ("any", "all") else f > 1) for f in folds]
+        data = [p for p, k in zip(per_row, keep) if k]
+    else:  # the fold less a per-row value, weighted by another
+        h = lazyk.histogram(folded - lazyk.array(per_row), *bins,
+                            weights=lazyk.array(per_row) / 4)
+        data = [float(f) - p for f, p in zip(folds, per_row) if f is not None]
+        weights = [p / 4 for f, p in zip(folds, per_row) if f is not None]
+    with lazyk.threads(threads), mock.patch.object(nest_kernel, "MIN_PART", 8):
+        got = h.to_numpy()  # (several parts of these few rows)
+    with np.errstate(invalid="ignore"):
+        want = np.histogram(np.array(data, np.float64), bins[0], bins[1], weights=weights)[0]
+    if weights is None:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
