@@ -338,12 +338,13 @@ def _load_scalar(b: ir.IRBuilder, p8: ir.Value, t: ir.Type, nbytes: int, swap: b
     if swap and nbytes > 1:
         it = ir.IntType(8 * nbytes)
         raw = b.load(b.bitcast(p8, it.as_pointer()), align=align)
-        sw = b.call(_intrinsic(b.module, f"llvm.bswap.i{8 * nbytes}", it, [it]), [raw])
+        sw = b.call(intrinsic(b.module, f"llvm.bswap.i{8 * nbytes}", it, [it]), [raw])
         return sw if t == it else b.bitcast(sw, t)
     return b.load(b.bitcast(p8, t.as_pointer()), align=align)
 
 
-def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+    """The function `name` of `module`, declared (ret (args)) on first use."""
     fn = module.globals.get(name)
     return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, args), name)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.emit import I1, I8, I64, lltype
+from lazyk.codegen.emit import I1, I8, I64, intrinsic, lltype
 from lazyk.codegen.levels import FIXED, VAR
 from lazyk.codegen.llvm import for_loop
 from lazyk.frontend import ops
@@ -75,18 +75,15 @@ class NestWindows:
     def _staged(self, k):
         """Whether level k folds its rows from a block computed ahead (`_staged_fold`): a
         body with math calls, or an integer sum (`_prefixed`), over operands that all move
-        along the rows (or hold one value for the whole call), none numbered; on the CPU."""
+        along the rows (or hold one value for the whole call, or are read by a histogram of
+        row folds at each row's end only, not by the body), none numbered; on the CPU."""
+        read = {ins.attr for ins in self.spec.body if ins.op == "load"}
         return (self.target.name == "cpu" and  # (a GPU thread has no vector math)
                 self._foldable(k) and (self._libm() or self._prefixed(k)) and
                 not self.position and
                 any(self.kinds[j][k].moves for j in range(self.nin)) and
-                all(self.kinds[j][k].moves or self._constant(j) or j not in self._read()
+                all(self.kinds[j][k].moves or self._constant(j) or j not in read
                     for j in range(self.nin)))
-
-    def _read(self):
-        """The operands the body reads (a histogram of row folds reads others at each
-        row's end)."""
-        return {ins.attr for ins in self.spec.body if ins.op == "load"}
 
     def _prefixed(self, k):
         """Whether a staged block holds one byte per value (0 or 1) instead of values: a
@@ -230,20 +227,14 @@ class NestWindows:
         one load, one compare and one sum, with no branch on its length."""
         b, c = self.b, self.c
         vt = ir.VectorType(I8, SPAN)
-        total = self.module.globals.get(f"llvm.vector.reduce.add.v{SPAN}i8") or ir.Function(
-            self.module, ir.FunctionType(I8, [vt]), f"llvm.vector.reduce.add.v{SPAN}i8")
+        total = intrinsic(self.module, f"llvm.vector.reduce.add.v{SPAN}i8", I8, [vt])
         lanes = ir.Constant(vt, list(range(SPAN)))
 
         def chunk(q):
             left = b.sub(n, b.mul(q, c(SPAN)))
             left = b.trunc(b.select(b.icmp_signed("<", left, c(SPAN)), left, c(SPAN)), I8)
-            splat = b.shuffle_vector(
-                b.insert_element(ir.Constant(vt, ir.Undefined), left,
-                                 ir.Constant(ir.IntType(32), 0)),
-                ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), SPAN),
-                                                           [0] * SPAN))
             p = b.bitcast(b.gep(buf, [b.add(at, b.mul(q, c(SPAN)))]), vt.as_pointer())
-            v = b.select(b.icmp_unsigned("<", lanes, splat), b.load(p, align=1),
+            v = b.select(b.icmp_unsigned("<", lanes, self._splat(left, vt)), b.load(p, align=1),
                          ir.Constant(vt, None))
             return b.zext(b.call(total, [v]), I64)
         with b.goto_entry_block():
@@ -369,10 +360,15 @@ class NestWindows:
         longer vectorize)."""
         b = self.b
         vt = ir.VectorType(I64, WINDOW)
-        splat = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x,
-                                                  ir.Constant(ir.IntType(32), 0)),
-                                 ir.Constant(vt, ir.Undefined),
-                                 ir.Constant(ir.VectorType(ir.IntType(32), WINDOW),
-                                             [0] * WINDOW))
-        m = b.icmp_signed(pred, splat, ir.Constant(vt, list(range(first, first + WINDOW))))
+        m = b.icmp_signed(pred, self._splat(x, vt),
+                          ir.Constant(vt, list(range(first, first + WINDOW))))
         return [b.extract_element(m, ir.Constant(ir.IntType(32), q)) for q in range(WINDOW)]
+
+    def _splat(self, x, vt):
+        """A vector of type `vt` with x in every lane."""
+        b = self.b
+        return b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), x,
+                                                 ir.Constant(ir.IntType(32), 0)),
+                                ir.Constant(vt, ir.Undefined),
+                                ir.Constant(ir.VectorType(ir.IntType(32), vt.count),
+                                            [0] * vt.count))

@@ -273,7 +273,7 @@ class _FoldGraph:
         self.names = tuple(folded + [n for n in reads if n != "~fold" and n not in folded])
         if any(getattr(env[n], "option", False) for n in self.names):
             return
-        self.per_row = [j for j, n in enumerate(self.names) if n not in folded]
+        self.per_row = frozenset(j for j, n in enumerate(self.names) if n not in folded)
         body, inputs, outs, self.consts = fuse_outputs([rows_graph(r) for r in after])
         # (`after` reads the fold as its input 0, then the others in their order)
         order = ["~fold"] + [n for n in inputs if n != "~fold"]
@@ -306,18 +306,15 @@ class _FoldPlan:
         place = {graph.names[j]: q for q, j in enumerate(self.labels)}
         spec = replace(prep.spec, inputs=prep.spec.inputs + tuple(ops_[j].dtype for j in extra),
                        aligned=prep.spec.aligned + tuple(bool(ops_[j].aligned) for j in extra))
-        after = KernelSpec(
-            inputs=(red.dtype, *(ops_[graph.names.index(n)].dtype
-                                 for n in graph.after_names[1:])),
-            aligned=(True, *(bool(ops_[graph.names.index(n)].aligned)
-                             for n in graph.after_names[1:])),
-            body=graph.body, outputs=graph.outs)
+        read = [ops_[graph.names.index(n)] for n in graph.after_names[1:]]  # (after the fold)
+        after = KernelSpec(inputs=(red.dtype, *(o.dtype for o in read)),
+                           aligned=(True, *(bool(o.aligned) for o in read)),
+                           body=graph.body, outputs=graph.outs)
         mode = Bins(graph.weighted, graph.corrected, after=after,
                     after_inputs=tuple(place[n] for n in graph.after_names[1:]))
         self.kkey = (spec, tuple(levels), tuple(tuple(k) for k in self.kinds),
                      (False,) * len(self.labels), mode, Fill(), False, False, False)
-        self.params = prep.step.consts + \
-            pack_params(after.params, graph.consts)
+        self.params = prep.step.consts + pack_params(after.params, graph.consts)
         stats["plans"] += 1
 
 
