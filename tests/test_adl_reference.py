@@ -172,3 +172,19 @@ def test_lazyk_query_equals_reference(events, query):
         assert got[name].dtype == np.int64, name
         np.testing.assert_array_equal(got[name], adl_reference.numpy_counts(values, bins, lo, hi),
                                       err_msg=name)
+
+
+@pytest.mark.parametrize("query", ["Q4", "Q5", "Q7", "Q8"])
+def test_lazyk_query_on_events_read_from_awkward(events, query):
+    # the same port on `lazyk.from_awkward` of Awkward's events: an array of records,
+    # selected and gathered field by field (`ev[mask]`, `jets[jets.pt > 30]`)
+    pytest.importorskip("awkward")
+    import adl_lazyk
+
+    import lazyk
+    ev = lazyk.from_awkward(adl_events.to_awkward(events))
+    got = adl_lazyk.run(adl_lazyk.QUERIES[query], ev)
+    for name, values in adl_reference.QUERIES[query](events).items():
+        bins, lo, hi = adl_lazyk.BINS[name]
+        np.testing.assert_array_equal(got[name], adl_reference.numpy_counts(values, bins, lo, hi),
+                                      err_msg=name)

@@ -150,3 +150,29 @@ def test_errors_name_the_field():
         lazyk.zip({"a": x, "b": lazyk.array([[1.0, 2.0, 3.0], [], [2.0]])}).eval()
     with pytest.raises(lazyk.ShapeError, match="zip"):
         lazyk.zip({"a": np.zeros((3, 2)), "b": np.zeros((4, 2))})
+
+
+def test_an_array_of_records_selects_and_gathers_field_by_field():
+    # as Awkward's: `jets[jets.pt > 30]`, `events[mask]`, `jets[argmax(..., keepdims=True)]`
+    data = [{"met": 10.0, "jet": [{"pt": 50.0, "eta": 0.5}, {"pt": 20.0, "eta": -2.0}]},
+            {"met": 20.0, "jet": []},
+            {"met": 30.0, "jet": [{"pt": 35.0, "eta": 1.5}, {"pt": 40.0, "eta": 0.1}]}]
+    ev, aev = lazyk.from_awkward(ak.Array(data)), ak.Array(data)
+    jets, ajets = ev.jet, aev.jet
+    got = jets[jets.pt > 30]
+    assert isinstance(got, lazyk.Records) and got.type == lazyk.dshape("3 * var * {pt: float64, eta: float64}")
+    assert got.to_list() == ajets[ajets.pt > 30].to_list()
+    assert jets[jets.pt > 30].eta.eval().to_list() == [[0.5], [], [1.5, 0.1]]
+    kept = ev[lazyk.num(ev.jet) > 0]
+    assert kept.to_list() == aev[ak.num(aev.jet) > 0].to_list()
+    assert kept.jet.pt.eval().to_list() == [[50.0, 20.0], [35.0, 40.0]]
+    best = jets[lazyk.argmax(jets.pt, axis=1, keepdims=True)]
+    want = ajets[ak.argmax(ajets.pt, axis=1, keepdims=True)].to_list()
+    # the empty row's missing position: a record of missing fields (Awkward: a missing record)
+    assert want[1] == [None] and best.to_list()[1] == [{"pt": None, "eta": None}]
+    assert best.to_list()[::2] == want[::2]
+    want_pt = ajets.pt[ak.argmax(ajets.pt, axis=1, keepdims=True)].to_list()
+    assert best.pt.eval().to_list() == want_pt == [[50.0], [None], [40.0]]
+    # a mask of other rows is the usual ShapeError, naming the row
+    with pytest.raises(lazyk.ShapeError, match="row"):
+        jets[lazyk.array([[True], [], [True, False]])].to_list()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 
 from lazyk.arrays import operators
+from lazyk.arrays.array import Array
+from lazyk.frontend import indexing
 from lazyk.frontend import ufuncs as ufuncs
 from lazyk.frontend.expression import (
     SYMBOLS,
@@ -19,7 +21,6 @@ from lazyk.frontend.expression import (
     summary,
 )
 from lazyk.frontend.indexing import (
-    index_by,
     index_expr,
     is_index_operand,
 )
@@ -32,6 +33,7 @@ from lazyk.frontend.operands import (
     refuse_text,
     wrap_array,
 )
+from lazyk.frontend.records import record_fields
 from lazyk.frontend.reductions import (
     REDUCTIONS,
     all,
@@ -67,6 +69,15 @@ from lazyk.frontend.ufuncs import (
     text_operand,
     where,
 )
+
+
+def index_by(x, key):
+    """Lazy `x[mask]` / `x[positions]` (`lazyk.frontend.indexing.index_by`); a lazyk array of
+    records is indexed field by field, as lazy records are (`lazyk.Records`): each field
+    selected or gathered, as Awkward Array indexes an array of records."""
+    rec = record_fields(x) if isinstance(x, Array) else None
+    return indexing.index_by(x, key) if rec is None else rec[key]
+
 
 # every ufunc of the op table and its aliases (`lazyk.frontend.ufuncs.UFUNCS`), by NumPy's
 # name: a new ufunc is one row of the table
