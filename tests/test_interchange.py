@@ -429,6 +429,50 @@ def test_records_round_trip_through_arrow_and_awkward():
     assert lazyk.from_arrow(pa.array(RECORDS).slice(1, 2)).to_list() == RECORDS[1:3]
 
 
+def test_awkward_records_fields_read_their_columns_in_place():
+    # a field of records read from Awkward is Awkward's column itself (contiguous, no
+    # strided view of the records), lists of records give every field's lists over the same
+    # offsets; such records and fields are read-only, as Awkward's arrays are
+    ak = pytest.importorskip("awkward")
+    pt, eta = np.arange(5.0, dtype=np.float32), np.arange(5, dtype=np.int32)
+    events = ak.zip({"met": np.array([1.0, 2.0, 3.0]),
+                     "jet": ak.unflatten(ak.zip({"pt": pt, "eta": eta}), [2, 0, 3])},
+                    depth_limit=1)
+    x = lazyk.from_awkward(events)
+    assert str(x.type) == "3 * {met: float64, jet: var * {pt: float32, eta: int32}}"
+    jpt, jeta = x.jet.pt, x["jet"]["eta"]
+    assert jpt.to_list() == [[0.0, 1.0], [], [2.0, 3.0, 4.0]] == events.jet.pt.to_list()
+    assert jeta.to_list() == events.jet.eta.to_list()
+    layout = ak.to_layout(events)
+    met = np.asarray(x.met)
+    assert met.strides == (8,) and np.shares_memory(met, layout.content("met").data)
+    # the list content: Awkward's column, contiguous (arrmeta: its address, stride, size)
+    assert jpt.meta[5:8] == (layout.content("jet").content.content("pt").data.ctypes.data,
+                             4, 4)
+    assert x.readonly and jpt.readonly and x.jet.readonly
+    with pytest.raises(ValueError, match="read-only"):
+        x.jet.pt[0] = [9.0, 9.0]
+    with pytest.raises(ValueError, match="read-only"):
+        x["met"] = 0.0
+    assert x.to_list() == events.to_list()
+    assert (lazyk.sum(x.jet.pt, axis=1) + x.met).eval().to_list() == [2.0, 2.0, 12.0]
+    assert not lazyk.from_awkward(ak.Array([[1.0], []])).readonly  # lists stay writable
+
+
+def test_arrow_table_fields_read_their_columns_in_place():
+    pa = pytest.importorskip("pyarrow")
+    pt = pa.array(np.arange(5.0))
+    jets = pa.ListArray.from_arrays(pa.array([0, 2, 2, 5], pa.int32()),
+                                    pa.StructArray.from_arrays([pt], names=["pt"]))
+    x = lazyk.from_arrow(pa.table({"met": pa.array([1.0, 2.0, 3.0]), "jet": jets}))
+    assert str(x.type) == "3 * {met: float64, jet: var * {pt: float64}}"
+    assert x.jet.pt.meta[5:8] == (pt.buffers()[1].address, 8, 8)  # the column, in place
+    assert x.readonly and x.jet.pt.readonly
+    got = x.jet[x.jet.pt > 1.5].pt
+    assert got.eval().to_list() == [[], [], [2.0, 3.0, 4.0]]
+    assert lazyk.sum(x.jet.pt, axis=1).eval().to_list() == [1.0, 0.0, 9.0]
+
+
 def test_arrow_records_in_expressions_and_list_contents_in_place():
     pa = pytest.importorskip("pyarrow")
     n = 1000

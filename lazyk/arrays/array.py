@@ -37,7 +37,11 @@ def _elem_type(dt: np.dtype) -> T.Type:
 class Array(Operators, Conversions):
     """A concrete lazyk array: `type`, `arrmeta`, a data pointer and an owner of the memory."""
 
-    __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "__weakref__")
+    # `_columns`: for records read from columns (`lazyk.from_awkward`), each field as an array
+    # of its own over those columns (field name -> Array), else None: a field reads there,
+    # contiguous, rather than as a strided view of the records
+    __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "_columns",
+                 "__weakref__")
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -50,6 +54,7 @@ class Array(Operators, Conversions):
         self._ptr = None
         self._owner = arr
         self._readonly = readonly  # (None: as the NumPy array says, read when asked)
+        self._columns = None
         return self
 
     @classmethod
@@ -75,6 +80,7 @@ class Array(Operators, Conversions):
         self._np = None
         self._type, self._meta, self._ptr = t, tuple(meta), ptr
         self._owner, self._readonly = owner, readonly
+        self._columns = None
         return self
 
     @classmethod
@@ -246,6 +252,8 @@ class Array(Operators, Conversions):
         does: `x[x > 0]`, `x[lazyk.argmax(x, axis=1, keepdims=True)]` are expressions
         (`lazyk.frontend.expr.index_by`).
         """
+        if self._columns is not None and isinstance(index, str) and index in self._columns:
+            return self._columns[index]
         if operators.front_end().is_index_operand(index):  # x[mask], x[positions]: lazy
             return operators.front_end().index_by(self, index)
         items = index if isinstance(index, tuple) else (index,)

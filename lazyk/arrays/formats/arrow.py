@@ -12,14 +12,12 @@ from lazyk import types as T
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import (
     as_offsets,
-    offsets_array,
-    records_array,
     regular,
     text_array,
     unsupported,
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
-from lazyk.arrays.formats import need
+from lazyk.arrays.formats import column_lists, column_records, need
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
@@ -57,8 +55,8 @@ def from_arrow(x: Any) -> Array:
     """
     pa = need("pyarrow")
     if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
-        return records_array(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
-                                                    for k, c in zip(x.column_names, x.columns)])
+        return column_records(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
+                                                     for k, c in zip(x.column_names, x.columns)])
     if isinstance(x, pa.ChunkedArray):
         x = x.chunk(0) if x.num_chunks == 1 else x.combine_chunks()
     if not isinstance(x, pa.Array):
@@ -80,7 +78,7 @@ def from_arrow(x: Any) -> Array:
             np.zeros(1, np.int64 if wide else np.int32)
         content = _at("list values", from_arrow, x.values)
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
-        return offsets_array(as_offsets(offsets), content, valid)
+        return column_lists(as_offsets(offsets), content, valid)
     if pa.types.is_fixed_size_list(t):
         if x.null_count:
             raise NotSupportedError(f"missing rows in a fixed-size list ({t})")
@@ -106,9 +104,9 @@ def from_arrow(x: Any) -> Array:
             else array(values)
     if pa.types.is_struct(t):
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
-        return records_array([t.field(i).name for i in range(t.num_fields)],
-                             [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
-                              for i in range(t.num_fields)], valid) \
+        return column_records([t.field(i).name for i in range(t.num_fields)],
+                              [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
+                               for i in range(t.num_fields)], valid) \
             if t.num_fields else unsupported(t)
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         return _arrow_dates(pa, x)

@@ -14,12 +14,11 @@ from lazyk.arrays.buffers import (
     is_tuple_names,
     offsets_array,
     pairs_array,
-    records_array,
     regular,
     text_array,
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
-from lazyk.arrays.formats import need
+from lazyk.arrays.formats import column_lists, column_records, need
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
@@ -31,7 +30,10 @@ def from_awkward(x: Any) -> Array:
     such as uint32, become an int64 copy of the offsets); RegularArray becomes a fixed dim (a
     view); strings and bytestrings become `string` / `bytes` (characters in place, 16-byte
     `{begin, size}` elements built over them); records become lazyk records (C structs: the
-    fields are copied into one block, except list contents and characters); ListArray's starts and stops are copied into index pairs (the content is not);
+    fields are copied into one block, except list contents and characters; a field read
+    from records that cannot be missing, `x.pt` or `x["pt"]`, is the Awkward column itself,
+    its lists over the same offsets, and such records and their fields are read-only, as
+    Awkward's arrays are); ListArray's starts and stops are copied into index pairs (the content is not);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
     through a byte mask (copied, with the values of option numbers). Tuples become lazyk
     tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
@@ -72,7 +74,7 @@ def _records_layout(ak, layout, valid=None) -> Array:
     n = len(layout)
     # a tuple's fields are its positions: lazyk's tuple type `(A, B)`
     names = list(range(len(layout.contents))) if layout.is_tuple else list(layout.fields)
-    return records_array(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
+    return column_records(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
 
 
 def _from_layout(ak, layout) -> Array:
@@ -85,8 +87,7 @@ def _from_layout(ak, layout) -> Array:
     if isinstance(layout, c.EmptyArray):  # no element type yet: float64, as ak.to_numpy
         return array(np.zeros(0))
     if isinstance(layout, c.ListOffsetArray):
-        return offsets_array(_awkward_offsets(layout.offsets),
-                             _from_layout(ak, layout.content))
+        return column_lists(_awkward_offsets(layout.offsets), _from_layout(ak, layout.content))
     if isinstance(layout, c.ListArray):
         n = len(layout)
         return pairs_array(np.asarray(layout.starts.data)[:n], np.asarray(layout.stops.data)[:n],
