@@ -110,14 +110,15 @@ def fixed_text(arr: np.ndarray, dest: str | None = None) -> Text:
 
 
 def as_array(x: Any, fn: str) -> Array:
-    """`x` as a lazyk Array: NumPy arrays are wrapped, expressions evaluated."""
+    """`x` as a lazyk Array: NumPy arrays are wrapped, expressions and lazy records
+    (`lazyk.zip`, `r[mask]`) evaluated."""
     if isinstance(x, Array):
         return x
     if isinstance(x, np.ndarray):
         return array(x)
-    if hasattr(x, "eval") and hasattr(x, "node"):  # a lazyk expression
-        return x.eval()
-    raise TypeError(f"{fn} takes a lazyk Array, expression or NumPy array, not "
+    if hasattr(x, "eval") and (hasattr(x, "node") or hasattr(x, "leaves")):
+        return x.eval()  # a lazyk expression, or lazy records
+    raise TypeError(f"{fn} takes a lazyk Array, expression, records or NumPy array, not "
                     f"{type(x).__name__}")
 
 
