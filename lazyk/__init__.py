@@ -60,7 +60,19 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.histogram import histogram
 from lazyk.frontend.operands import placeholder
 from lazyk.frontend.records import Records, zip
-from lazyk.frontend.reductions import all, any, argmax, argmin, count, max, mean, min, prod, sum
+from lazyk.frontend.reductions import (
+    all,
+    any,
+    argmax,
+    argmin,
+    count,
+    count_nonzero,
+    max,
+    mean,
+    min,
+    prod,
+    sum,
+)
 from lazyk.frontend.rowops import (
     argsort,
     concatenate,
@@ -169,6 +181,7 @@ __all__ = [
     "compile",
     "concatenate",
     "count",
+    "count_nonzero",
     "cumprod",
     "cumsum",
     "dshape",

@@ -178,6 +178,10 @@ def test_numpy_reductions_and_functions_stay_lazy_with_their_keywords():
         (np.add.reduce(m, axis=1), np.add.reduce(mref, axis=1)),
         (np.maximum.reduce(m), np.maximum.reduce(mref)),
         (np.real(e), np.real(ref)),
+        (np.count_nonzero(m > 0, axis=1), np.count_nonzero(mref > 0, axis=1)),
+        (np.count_nonzero(m, axis=0, keepdims=True), np.count_nonzero(mref, axis=0,
+                                                                      keepdims=True)),
+        (np.count_nonzero(e), np.count_nonzero(ref)),
     ]
     for got, want in cases:
         assert isinstance(got, lazyk.Expr)
@@ -195,6 +199,20 @@ def test_numpy_reductions_and_functions_stay_lazy_with_their_keywords():
     out4 = np.empty(4)
     assert np.sin(e, out=out4) is out4
     np.testing.assert_allclose(out4, np.sin(ref))
+
+
+def test_count_nonzero_matches_awkward_over_rows_and_missing_values():
+    ak = pytest.importorskip("awkward")
+    for data in ([[1.0, 0.0, np.nan], [], [0.0], None, [None, 2.0]],
+                 [[[1, 0], []], [], [[0, 0, 3]]], [[True, False], [True, True]],
+                 [[0, None], [2, 3, 0]]):
+        x, a = lazyk.array(data), ak.Array(data)
+        total = lazyk.count_nonzero(x).eval()
+        assert int(total) == ak.count_nonzero(a) and str(total.type) == "int64"
+        got = lazyk.count_nonzero(x, axis=-1).eval()
+        assert got.to_list() == ak.count_nonzero(a, axis=-1).to_list(), data
+        assert str(got.type).endswith("int64")  # (?int64 over missing rows)
+    assert str(lazyk.count_nonzero(lazyk.array([[1, 0], [2]]), axis=1).type) == "2 * int64"
 
 
 def test_numpy_functions_lazyk_lacks_are_refused_by_name():

@@ -105,6 +105,8 @@ def _stable_sort(fn):
 FUNCTIONS.update({
     np.argmax: Function(lx.argmax, ("a", "axis"), ("keepdims",), required=1, out=False),
     np.argmin: Function(lx.argmin, ("a", "axis"), ("keepdims",), required=1, out=False),
+    np.count_nonzero: Function(lx.count_nonzero, ("a", "axis"), ("keepdims",), required=1,
+                               out=False),
     np.std: Function(rowops.std, ("a", "axis"), ("ddof", "keepdims"), {"correction": "ddof"},
                      required=1),
     np.var: Function(rowops.var, ("a", "axis"), ("ddof", "keepdims"), {"correction": "ddof"},

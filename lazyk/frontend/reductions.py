@@ -179,6 +179,19 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
                   dtype=np.dtype(np.int64))
 
 
+def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
+    """Lazy number of values that are not zero (not False) over `axis` (int64), as
+    `np.count_nonzero` and Awkward's `ak.count_nonzero`: NaN counts (it is not zero),
+    missing values (`?T`) never do.
+
+    Example: `lazyk.count_nonzero(lazyk.array([[1, 0, 3], [], [0]]), axis=1)` gives
+    `[2, 0, 0]`.
+    """
+    e = operands("count_nonzero", (x,))[0]
+    return reduce("sum", apply("not_equal", e, np.zeros((), e.dtype)), axis=axis,
+                  keepdims=keepdims, skipna=True, dtype=np.dtype(np.int64))
+
+
 def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
     """Lazy position of the largest value along `axis` (Awkward's `ak.argmax`, NumPy's
     `np.argmax`): int64, the first of equal values; a NaN wins over every number (the
