@@ -188,3 +188,24 @@ def test_lazyk_query_on_events_read_from_awkward(events, query):
         bins, lo, hi = adl_lazyk.BINS[name]
         np.testing.assert_array_equal(got[name], adl_reference.numpy_counts(values, bins, lo, hi),
                                       err_msg=name)
+
+
+@pytest.mark.parametrize("query", ["Q5", "Q8"])
+def test_lazyk_query_on_dask_partitions_of_awkward_events(events, query):
+    # the port over a Dask collection of those records (`lazyk.dask.from_ragged`): events
+    # selected (`ev[mask]`) and lists of records counted (`num(ev.Muon)`) per partition
+    pytest.importorskip("awkward")
+    dask = pytest.importorskip("dask")
+    import adl_lazyk
+
+    import lazyk
+    import lazyk.dask
+    ev = lazyk.dask.from_ragged(lazyk.from_awkward(adl_events.to_awkward(events)), 700)
+    hists = adl_lazyk.QUERIES[query](ev)
+    with dask.config.set(scheduler="sync"):
+        got = {k: lazyk.dask.evaluate(h).compute() for k, h in hists.items()}
+    for name, values in adl_reference.QUERIES[query](events).items():
+        bins, lo, hi = adl_lazyk.BINS[name]
+        counts = got[name][0] if isinstance(got[name], tuple) else got[name]
+        np.testing.assert_array_equal(counts, adl_reference.numpy_counts(values, bins, lo, hi),
+                                      err_msg=name)

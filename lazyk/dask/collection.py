@@ -41,6 +41,7 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.indexing import index_by, is_index_operand
 from lazyk.frontend.leaves import RaggedLeaf, describe_ragged
+from lazyk.frontend.records import record_fields
 from lazyk.types.parse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
@@ -395,6 +396,8 @@ class RaggedRecords(_Collection, Operators):
         got = self._fields.get(field) if isinstance(field, str) else None
         if got is not None:
             return got
+        if is_index_operand(field):  # r[mask], r[positions]: field by field, lazily
+            return record_fields(self)[field]
         dims, t = [], self._ltype
         while isinstance(t, (T.FixedDim, T.VarDim)):
             dims.append(t)

@@ -362,13 +362,17 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
 
 
 def record_fields(x: Any) -> Records | None:
-    """`x` as Records: lazy records as they are, a lazyk array of records (or tuples) as
-    its fields (views; records fields as records); None for anything else."""
+    """`x` as Records: lazy records as they are, a lazyk array of records (or tuples), or a
+    Dask collection of them, as its fields (views; records fields as records); None for
+    anything else."""
     if isinstance(x, Records):
         return x
-    if not isinstance(x, Array):
+    # a lazyk array, or a Dask collection of them (`lazyk.dask.RaggedRecords`)
+    if not isinstance(x, Array) and not hasattr(x, "__dask_graph__"):
         return None
-    t = x.type
+    t = getattr(x, "type", None)  # (a Dask array has none)
+    if not isinstance(t, T.Type):
+        return None
     depth = 0
     while isinstance(t, (T.Dim, T.Option)):
         if isinstance(t, T.Dim):
