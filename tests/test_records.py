@@ -173,6 +173,9 @@ def test_an_array_of_records_selects_and_gathers_field_by_field():
     assert best.to_list()[::2] == want[::2]
     want_pt = ajets.pt[ak.argmax(ajets.pt, axis=1, keepdims=True)].to_list()
     assert best.pt.eval().to_list() == want_pt == [[50.0], [None], [40.0]]
+    # Awkward's own records work as lazyk.from_awkward reads them
+    assert lazyk.num(ajets).eval().to_list() == [2, 0, 2]
+    assert lazyk.firsts(ajets).pt.eval().to_list() == [50.0, None, 35.0]
     # lazy records convert as arrays do (evaluated first)
     assert lazyk.to_awkward(got).to_list() == ajets[ajets.pt > 30].to_list()
     with pytest.raises(TypeError, match="records or NumPy array, not dict"):

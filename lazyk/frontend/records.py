@@ -24,6 +24,7 @@ from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.foreign import from_foreign, is_foreign
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
 from lazyk.errors import ShapeError
 from lazyk.frontend.expression import Expr
@@ -362,11 +363,13 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
 
 
 def record_fields(x: Any) -> Records | None:
-    """`x` as Records: lazy records as they are, a lazyk array of records (or tuples), or a
-    Dask collection of them, as its fields (views; records fields as records); None for
+    """`x` as Records: lazy records as they are, a lazyk array of records (or tuples), an
+    Arrow or Awkward one, or a Dask collection of them, as its fields (views; records fields as records); None for
     anything else."""
     if isinstance(x, Records):
         return x
+    if is_foreign(x):  # an Arrow or Awkward array, read as lazyk.from_arrow / from_awkward
+        x = from_foreign(x)
     # a lazyk array, or a Dask collection of them (`lazyk.dask.RaggedRecords`)
     if not isinstance(x, Array) and not hasattr(x, "__dask_graph__"):
         return None
