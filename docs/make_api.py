@@ -70,6 +70,8 @@ EXAMPLES = {
                   "lazyk.startswith(names, 'ki').eval()",
     "endswith": "lazyk.endswith(lazyk.array(['kiwi', 'apple']), 'le').eval()",
     "count": "lazyk.count(lazyk.array([[1.0, None, float('nan')], [4.0]]), axis=-1).eval()",
+    "count_nonzero": "lazyk.count_nonzero(lazyk.array([[1.0, 0.0, None], [], [float('nan')]]), "
+                     "axis=1).eval()",
     "combinations": "x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0]])\n"
                     "p = lazyk.combinations(x, 2)\n"
                     "(p.to_list(), lazyk.sum(p['0'] * p['1'], axis=1).eval())",
@@ -405,7 +407,7 @@ def _section(name: str, obj, module: str) -> str:
         return "Dask: `lazyk.dask`"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "Errors"
-    if name in REDUCTIONS or name == "count":
+    if name in REDUCTIONS or name in ("count", "count_nonzero"):
         return "Reductions"
     if _is_ufunc(name, obj):
         return "Elementwise functions"
