@@ -457,6 +457,12 @@ def test_awkward_records_fields_read_their_columns_in_place():
     assert x.to_list() == events.to_list()
     assert (lazyk.sum(x.jet.pt, axis=1) + x.met).eval().to_list() == [2.0, 2.0, 12.0]
     assert not lazyk.from_awkward(ak.Array([[1.0], []])).readonly  # lists stay writable
+    # after a selection in Awkward the lists are starts and stops (ListArray): their fields
+    # read compacted columns, contiguous too
+    picked = events[np.array([True, False, True])]
+    y = lazyk.from_awkward(picked)
+    assert y.jet.pt.meta[6:8] == (4, 4) and y.jet.eta.meta[6:8] == (4, 4)
+    assert y.to_list() == picked.to_list() and y.jet.pt.to_list() == [[0.0, 1.0], [2.0, 3.0, 4.0]]
 
 
 def test_arrow_table_fields_read_their_columns_in_place():

@@ -33,7 +33,8 @@ def from_awkward(x: Any) -> Array:
     fields are copied into one block, except list contents and characters; a field read
     from records that cannot be missing, `x.pt` or `x["pt"]`, is the Awkward column itself,
     its lists over the same offsets, and such records and their fields are read-only, as
-    Awkward's arrays are); ListArray's starts and stops are copied into index pairs (the content is not);
+    Awkward's arrays are); ListArray's starts and stops are copied into index pairs (the content is not; over records,
+    Awkward compacts the lists first, so each field reads a column of its own);
     option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
     through a byte mask (copied, with the values of option numbers). Tuples become lazyk
     tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
@@ -89,6 +90,9 @@ def _from_layout(ak, layout) -> Array:
     if isinstance(layout, c.ListOffsetArray):
         return column_lists(_awkward_offsets(layout.offsets), _from_layout(ak, layout.content))
     if isinstance(layout, c.ListArray):
+        if isinstance(layout.content, c.RecordArray):  # (as offsets: each field's lists
+            # over its own compacted column, read in place, not strided through the structs)
+            return _from_layout(ak, layout.to_ListOffsetArray64(True))
         n = len(layout)
         return pairs_array(np.asarray(layout.starts.data)[:n], np.asarray(layout.stops.data)[:n],
                            _from_layout(ak, layout.content))
