@@ -180,6 +180,10 @@ def test_an_array_of_records_selects_and_gathers_field_by_field():
     assert lazyk.to_awkward(got).to_list() == ajets[ajets.pt > 30].to_list()
     with pytest.raises(TypeError, match="records or NumPy array, not dict"):
         lazyk.to_awkward({"pt": 1})
+    # a mask of another length names the sizes and the records
+    with pytest.raises(lazyk.ShapeError, match=r"size 3 in the array .* 2 in the mask .* "
+                                               r"records 3 \* \{met"):
+        ev[lazyk.array([True, False])]
     # a mask of other rows is the usual ShapeError, naming the row
     with pytest.raises(lazyk.ShapeError, match="row"):
         jets[lazyk.array([[True], [], [True, False]])].to_list()

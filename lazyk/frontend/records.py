@@ -69,7 +69,11 @@ class Records:
                            "names a field of a tuple only")
         # an index of the records (a mask, a slice, new axes): each field's
         before = self.leaves()[0].ndim
-        got = self.map(lambda e: e[key])
+        try:
+            got = self.map(lambda e: e[key])
+        except ShapeError as err:  # (said of a field: name the records)
+            raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
+                from None
         deeper = got.leaves()[0].ndim - before
         return got if not deeper or got._depth is None else \
             Records(got._fields, got._depth + deeper, got._tuple)
