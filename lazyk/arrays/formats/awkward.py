@@ -35,11 +35,11 @@ def from_awkward(x: Any) -> Array:
     its lists over the same offsets, and such records and their fields are read-only, as
     Awkward's arrays are); ListArray's starts and stops are copied into index pairs (the
     content is not; over records, Awkward compacts the lists first, so each field reads a
-    column of its own); option types (ByteMasked, BitMasked, IndexedOption, Unmasked) become `?T` / `?var`
-    through a byte mask (copied, with the values of option numbers). Tuples become lazyk
-    tuples `(A, B)` (copied as records are). Unions raise NotSupportedError (select one
-    type first). Data of no element type yet (`ak.Array([[]])`, `ak.Array([[None]])`) reads
-    as float64, as `ak.to_numpy` does.
+    column of its own); option types (ByteMasked, BitMasked, IndexedOption, Unmasked)
+    become `?T` / `?var` through a byte mask (copied, with the values of option numbers).
+    Tuples become lazyk tuples `(A, B)` (copied as records are). Unions raise
+    NotSupportedError (select one type first). Data of no element type yet
+    (`ak.Array([[]])`, `ak.Array([[None]])`) reads as float64, as `ak.to_numpy` does.
 
     Example:
         >>> import awkward as ak
