@@ -147,6 +147,19 @@ def test_histograms_of_selected_rows_sum_the_partitions(rows_per_part):
     np.testing.assert_array_equal(counts.compute(), np.histogram(lengths, 3, (0, 3))[0])
 
 
+def test_a_histogram_graph_carries_no_data_in_its_last_task():
+    # the task that turns the summed counters into counts is a function of the counts:
+    # Dask tokenizes (pickles) and ships it, so it must not hold the expression's data
+    import pickle
+    x = lazyk.dask.from_ragged(lazyk.from_offsets(np.arange(0, 200_001, 2),
+                                                  np.arange(200_000.0)), 25_000)
+    h = lazyk.histogram(x, 10, (0, 200_000), density=True)
+    assert len(pickle.dumps(h.finisher())) < 2_000
+    got = lazyk.dask.evaluate(h).compute()
+    np.testing.assert_allclose(got, np.histogram(np.arange(200_000.0), 10, (0, 200_000),
+                                                 density=True)[0])
+
+
 REFUSED = {  # name: (work, why, what to do instead)
     "gathering rows": (lambda r: r[np.array([0, 2])], "place in the whole collection",
                        "x\\[mask\\]"),

@@ -457,6 +457,11 @@ def test_awkward_records_fields_read_their_columns_in_place():
     assert x.to_list() == events.to_list()
     assert (lazyk.sum(x.jet.pt, axis=1) + x.met).eval().to_list() == [2.0, 2.0, 12.0]
     assert not lazyk.from_awkward(ak.Array([[1.0], []])).readonly  # lists stay writable
+    # a slice of the records (a Dask partition's rows) reads the columns' rows in place
+    tail = x[1:]
+    assert tail.jet.pt.meta[5:8] == (jpt.meta[5], 4, 4) and tail.readonly
+    assert tail.jet.pt.to_list() == [[], [2.0, 3.0, 4.0]] and tail.to_list() == x.to_list()[1:]
+    assert x[::2].met.to_list() == [1.0, 3.0]
     # after a selection in Awkward the lists are starts and stops (ListArray): their fields
     # read compacted columns, contiguous too
     picked = events[np.array([True, False, True])]

@@ -263,7 +263,12 @@ class Array(Operators, Conversions):
             if not any(isinstance(i, str) for i in items):
                 raise
             return _option_fields(self, items)
-        return view if view is not None else _copy_index(self, items)
+        if view is None:
+            return _copy_index(self, items)
+        if self._columns is not None and isinstance(index, slice):  # (rows of the records:
+            # their columns' rows too, so the fields of a slice read columns in place)
+            view._columns = {k: c[index] for k, c in self._columns.items()}
+        return view
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""

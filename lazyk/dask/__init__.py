@@ -173,7 +173,8 @@ def _histogram(h: Histogram, split_every: Any) -> da.Array:
     dt = np.dtype(np.int64 if h.weights is None else np.float64)
     counts = da.Array(dsk, name, ((1,) * len(layer), (n,)), meta=np.empty((0, 0), dt))
     total = counts.sum(axis=0, split_every=split_every)
-    return total.map_blocks(h.finish, dtype=h.dtype, meta=np.empty(0, h.dtype))
+    # (a function of the counts alone: Dask tokenizes and ships it, never the data)
+    return total.map_blocks(h.finisher(), dtype=h.dtype, meta=np.empty(0, h.dtype))
 
 
 def _bin_counts(n: int, index: Any, weights: Any = None) -> np.ndarray:

@@ -14,6 +14,7 @@ clearly inside a bin, the two corrections against the edges only for values near
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any
@@ -339,12 +340,13 @@ class Histogram:
     def finish(self, counts: np.ndarray) -> np.ndarray:
         """The counts in numpy.histogram's dtype (and density) from the float64 or int64
         counters the kernel added up."""
-        out = counts.astype(np.int64 if self.weights is None else self.weights.dtype,
-                            copy=False)
-        if self.density:
-            db = np.array(np.diff(self.edges), float)
-            return out / db / out.sum()
-        return out
+        return self.finisher()(counts)
+
+    def finisher(self):
+        """`finish` as a function of the counts alone: it holds the counts' dtype (and the
+        edges, for a density), never the data (a Dask task carries it)."""
+        dtype = np.dtype(np.int64) if self.weights is None else self.weights.dtype
+        return functools.partial(_finished, dtype, self.edges if self.density else None)
 
     # ---------------------------------------------------------------- evaluation
     def to_numpy(self) -> np.ndarray:
@@ -559,6 +561,14 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     else:
         raise ValueError("`bins` must be 1d, when an array")
     return Histogram(x, bins, range, w, bool(density))
+
+
+def _finished(dtype: np.dtype, edges: np.ndarray | None, counts: np.ndarray) -> np.ndarray:
+    """The counts in `dtype`; with the bin edges, numpy.histogram's density."""
+    out = counts.astype(dtype, copy=False)
+    if edges is None:
+        return out
+    return out / np.array(np.diff(edges), float) / out.sum()
 
 
 __all__ = ["Histogram", "histogram"]
