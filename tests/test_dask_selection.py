@@ -147,6 +147,21 @@ def test_histograms_of_selected_rows_sum_the_partitions(rows_per_part):
     np.testing.assert_array_equal(counts.compute(), np.histogram(lengths, 3, (0, 3))[0])
 
 
+def test_a_partition_of_records_travels_as_columns_and_reads_them_in_place():
+    # between processes a partition pickles as its buffers; rebuilt, its records' fields
+    # read those columns (contiguous), as `lazyk.from_awkward` reads them
+    import pickle
+
+    from lazyk.dask.partitions import Part
+    data = [{"m": 1.0, "j": [{"pt": 5.0, "q": 1}]}, {"m": 2.0, "j": []},
+            {"m": 3.0, "j": [{"pt": 7.0, "q": -1}, {"pt": 8.0, "q": 1}]}]
+    x = lazyk.array(data)
+    got = pickle.loads(pickle.dumps(Part(x[1:], 1))).array
+    assert got.to_list() == data[1:] and got.readonly
+    assert got.j.pt.to_list() == [[], [7.0, 8.0]] and got.j.pt.meta[6:8] == (8, 8)
+    assert got.j.q.meta[6:8] == (8, 8) and got.m.to_list() == [2.0, 3.0]
+
+
 def test_a_histogram_graph_carries_no_data_in_its_last_task():
     # the task that turns the summed counters into counts is a function of the counts:
     # Dask tokenizes (pickles) and ships it, so it must not hold the expression's data

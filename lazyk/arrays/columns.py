@@ -16,6 +16,8 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, masked, use_field_copy
 from lazyk.arrays.buffers import (
+    column_lists,
+    column_records,
     field_view,
     offsets_array,
     records_array,
@@ -284,20 +286,26 @@ def _pick(col: Column, name: str) -> Column:
     raise KeyError(f"no records with a field {name!r}")
 
 
-def build_columns(col: Column) -> Array:
-    """A lazyk array from a column tree (`columns`): buffers used as they are."""
+def build_columns(col: Column, read_only: bool = False) -> Array:
+    """A lazyk array from a column tree (`columns`): buffers used as they are.
+    `read_only`: records that cannot be missing read their fields from the columns in
+    place, and are read-only (`column_records`), as `lazyk.from_awkward` reads them."""
     if isinstance(col, OptionLeaf):
         return col.array
     if isinstance(col, Leaf):
         return array(np.ascontiguousarray(col.values))
     if isinstance(col, Regular):  # (rows of size 0: their count)
-        return regular(build_columns(col.child), col.size, col.count)
+        return regular(build_columns(col.child, read_only), col.size, col.count)
     if isinstance(col, Lists):
-        return offsets_array(col.offsets, build_columns(col.child), check=None)
+        child = build_columns(col.child, read_only)
+        return column_lists(col.offsets, child, check=None) if read_only else \
+            offsets_array(col.offsets, child, check=None)
     if isinstance(col, Text):
         return text_array(col.offsets, col.chars, None, col.type_name)
     if isinstance(col, Record):
-        return records_array(list(col.names), [build_columns(f) for f in col.children])
+        fields = [build_columns(f, read_only) for f in col.children]
+        return column_records(list(col.names), fields) if read_only else \
+            records_array(list(col.names), fields)
     mask, child = col.present, col.child
     if isinstance(child, Leaf):
         return masked(child.values, mask)

@@ -82,7 +82,8 @@ def buffers(a: Array) -> Column | None:
 
 
 def _unpack(col: Column, start: int | None = None, stop: int | None = None) -> Part:
-    return Part(build(col), start, stop)
+    # (a partition is only read: its records' fields read their columns in place)
+    return Part(build(col, read_only=True), start, stop)
 
 
 def unwrap(x: Any) -> Any:

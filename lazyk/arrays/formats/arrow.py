@@ -12,12 +12,14 @@ from lazyk import types as T
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import (
     as_offsets,
+    column_lists,
+    column_records,
     regular,
     text_array,
     unsupported,
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
-from lazyk.arrays.formats import column_lists, column_records, need
+from lazyk.arrays.formats import need
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 

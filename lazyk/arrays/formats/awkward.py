@@ -11,6 +11,8 @@ import numpy as np
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import (
     as_offsets,
+    column_lists,
+    column_records,
     is_tuple_names,
     offsets_array,
     pairs_array,
@@ -18,7 +20,7 @@ from lazyk.arrays.buffers import (
     text_array,
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
-from lazyk.arrays.formats import column_lists, column_records, need
+from lazyk.arrays.formats import need
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
