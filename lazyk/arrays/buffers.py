@@ -434,7 +434,7 @@ def column_records(names: list, fields: list, valid: np.ndarray | None = None) -
     their columns are read-only (as Arrow's and Awkward's arrays are): no write may make
     them differ. Tuples keep the struct views."""
     out = records_array(names, fields, valid)
-    if valid is None and names and not isinstance(names[0], int):
+    if valid is None and not is_tuple_names(names):
         out._columns = {k: _read_only(f) for k, f in zip(names, fields)}
         _read_only(out)
     return out

@@ -297,15 +297,13 @@ def build_columns(col: Column, read_only: bool = False) -> Array:
     if isinstance(col, Regular):  # (rows of size 0: their count)
         return regular(build_columns(col.child, read_only), col.size, col.count)
     if isinstance(col, Lists):
-        child = build_columns(col.child, read_only)
-        return column_lists(col.offsets, child, check=None) if read_only else \
-            offsets_array(col.offsets, child, check=None)
+        lists = column_lists if read_only else offsets_array
+        return lists(col.offsets, build_columns(col.child, read_only), check=None)
     if isinstance(col, Text):
         return text_array(col.offsets, col.chars, None, col.type_name)
     if isinstance(col, Record):
-        fields = [build_columns(f, read_only) for f in col.children]
-        return column_records(list(col.names), fields) if read_only else \
-            records_array(list(col.names), fields)
+        records = column_records if read_only else records_array
+        return records(list(col.names), [build_columns(f, read_only) for f in col.children])
     mask, child = col.present, col.child
     if isinstance(child, Leaf):
         return masked(child.values, mask)

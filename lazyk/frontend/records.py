@@ -368,8 +368,8 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
 
 def record_fields(x: Any) -> Records | None:
     """`x` as Records: lazy records as they are, a lazyk array of records (or tuples), an
-    Arrow or Awkward one, or a Dask collection of them, as its fields (views; records fields as records); None for
-    anything else."""
+    Arrow or Awkward one, or a Dask collection of them, as its fields (views; records
+    fields as records); None for anything else."""
     if isinstance(x, Records):
         return x
     if is_foreign(x):  # an Arrow or Awkward array, read as lazyk.from_arrow / from_awkward
