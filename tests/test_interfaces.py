@@ -213,6 +213,11 @@ def test_count_nonzero_matches_awkward_over_rows_and_missing_values():
         assert got.to_list() == ak.count_nonzero(a, axis=-1).to_list(), data
         assert str(got.type).endswith("int64")  # (?int64 over missing rows)
     assert str(lazyk.count_nonzero(lazyk.array([[1, 0], [2]]), axis=1).type) == "2 * int64"
+    # strings count where they are not empty, as in NumPy
+    words = np.array(["a", "", "bc"])
+    assert int(lazyk.count_nonzero(lazyk.array(words)).eval()) == np.count_nonzero(words) == 2
+    assert int(lazyk.count_nonzero(lazyk.array(np.array([b"a", b""]))).eval()) == 1
+    assert int(lazyk.count_nonzero(lazyk.array(["a", None, ""])).eval()) == 1
 
 
 def test_numpy_functions_lazyk_lacks_are_refused_by_name():

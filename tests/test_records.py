@@ -176,6 +176,9 @@ def test_an_array_of_records_selects_and_gathers_field_by_field():
     # Awkward's own records work as lazyk.from_awkward reads them
     assert lazyk.num(ajets).eval().to_list() == [2, 0, 2]
     assert lazyk.firsts(ajets).pt.eval().to_list() == [50.0, None, 35.0]
+    # an Awkward mask or Awkward positions index as lazyk's do
+    assert ev[ak.num(aev.jet) > 0].met.eval().to_list() == [10.0, 30.0]
+    assert jets.pt[ajets.pt > 30].eval().to_list() == ajets.pt[ajets.pt > 30].to_list()
     # lazy records convert as arrays do (evaluated first)
     assert lazyk.to_awkward(got).to_list() == ajets[ajets.pt > 30].to_list()
     with pytest.raises(TypeError, match="records or NumPy array, not dict"):

@@ -10,6 +10,7 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays.array import Array
+from lazyk.arrays.foreign import is_foreign
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, summary
@@ -153,8 +154,9 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
 
 def is_index_operand(key: Any) -> bool:
     """Whether `key` indexes by values (a mask or positions: `index_by`) rather than by
-    place: a lazy expression, a lazyk array, or a NumPy array of bool or integers."""
-    if isinstance(key, (Expr, Array)):
+    place: a lazy expression, a lazyk array, an Arrow or Awkward array, or a NumPy array of
+    bool or integers."""
+    if isinstance(key, (Expr, Array)) or is_foreign(key):
         return True
     return isinstance(key, np.ndarray) and key.dtype.kind in "biufc" and key.ndim > 0
 

@@ -12,11 +12,11 @@ from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, has_rows
-from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder
+from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, is_text
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.structure import build_key, built, deferred, remember
-from lazyk.frontend.ufuncs import apply, astype, where
+from lazyk.frontend.ufuncs import apply, astype, text_operand, where
 
 # the reductions that fold values (not positions), in the op table
 REDUCTIONS = tuple(n for n in ops.REDUCTIONS if n not in ops.ARG_REDUCTIONS)
@@ -181,15 +181,20 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
 
 def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
     """Lazy number of values that are not zero (not False) over `axis` (int64), as
-    `np.count_nonzero` and Awkward's `ak.count_nonzero`: NaN counts (it is not zero),
-    missing values (`?T`) never do.
+    `np.count_nonzero` and Awkward's `ak.count_nonzero`: NaN counts (it is not zero), a
+    string counts where it is not empty, missing values (`?T`) never do.
 
     Example: `lazyk.count_nonzero(lazyk.array([[1, 0, 3], [], [0]]), axis=1)` gives
     `[2, 0, 0]`.
     """
     e = operands("count_nonzero", (x,))[0]
-    return reduce("sum", apply("not_equal", e, np.zeros((), e.dtype)), axis=axis,
-                  keepdims=keepdims, skipna=True, dtype=np.dtype(np.int64))
+    if is_text(e.dtype):  # (as NumPy: the strings that are not empty)
+        empty = b"" if e.dtype == ops.BYTES or e.dtype.kind == "S" else ""
+        nonzero = text_operand("not_equal", e, empty)
+    else:
+        nonzero = apply("not_equal", e, np.zeros((), e.dtype))
+    return reduce("sum", nonzero, axis=axis, keepdims=keepdims, skipna=True,
+                  dtype=np.dtype(np.int64))
 
 
 def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
