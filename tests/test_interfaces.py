@@ -218,6 +218,10 @@ def test_count_nonzero_matches_awkward_over_rows_and_missing_values():
     assert int(lazyk.count_nonzero(lazyk.array(words)).eval()) == np.count_nonzero(words) == 2
     assert int(lazyk.count_nonzero(lazyk.array(np.array([b"a", b""]))).eval()) == 1
     assert int(lazyk.count_nonzero(lazyk.array(["a", None, ""])).eval()) == 1
+    # a bad axis names the function the user called
+    for f in (lazyk.count_nonzero, lazyk.count):
+        with pytest.raises(np.exceptions.AxisError, match=f"^{f.__name__}: axis 3"):
+            f(lazyk.array([[1, 0], [2]]), axis=3)
 
 
 def test_numpy_functions_lazyk_lacks_are_refused_by_name():

@@ -171,6 +171,7 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
     Example: `lazyk.count(lazyk.array([[1, None, 3], [4]]), axis=-1)` gives `[2, 1]`.
     """
     e = operands("count", (x,))[0]
+    normalize_axes(axis, e.ndim, "count")  # (the error names count, not its sum)
     if skipnan and e.dtype.kind in "fc":
         present = apply("logical_not", apply("isnan", e))
     else:  # true for every value, NaN included; missing wherever x is
@@ -188,6 +189,7 @@ def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
     `[2, 0, 0]`.
     """
     e = operands("count_nonzero", (x,))[0]
+    normalize_axes(axis, e.ndim, "count_nonzero")
     if is_text(e.dtype):  # (as NumPy: the strings that are not empty)
         empty = b"" if e.dtype == ops.BYTES or e.dtype.kind == "S" else ""
         nonzero = text_operand("not_equal", e, empty)
