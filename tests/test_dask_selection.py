@@ -157,6 +157,8 @@ def test_a_partition_of_records_travels_as_columns_and_reads_them_in_place():
             {"m": 3.0, "j": [{"pt": 7.0, "q": -1}, {"pt": 8.0, "q": 1}]}]
     x = lazyk.array(data)
     got = pickle.loads(pickle.dumps(Part(x[1:], 1))).array
+    assert not got.built  # (no C structs until something needs the records whole)
+    assert lazyk.num(got.j).eval().to_list() == [0, 2] and not got.built
     assert got.to_list() == data[1:] and got.readonly
     assert got.j.pt.to_list() == [[], [7.0, 8.0]] and got.j.pt.meta[6:8] == (8, 8)
     assert got.j.q.meta[6:8] == (8, 8) and got.m.to_list() == [2.0, 3.0]

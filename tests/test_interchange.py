@@ -470,6 +470,50 @@ def test_awkward_records_fields_read_their_columns_in_place():
     assert y.to_list() == picked.to_list() and y.jet.pt.to_list() == [[0.0, 1.0], [2.0, 3.0, 4.0]]
 
 
+def test_records_read_from_awkward_build_no_structs_until_needed():
+    # reading copies nothing: the fields are the columns, and the C structs (and the lists'
+    # arrmeta over them) are built only when something needs the records whole
+    ak = pytest.importorskip("awkward")
+    jets = ak.zip({"pt": np.arange(6.0), "q": np.array([1, -1, 1, 1, -1, 1], np.int8)})
+    events = ak.zip({"met": np.array([5.0, 6.0, 7.0, 8.0]),
+                     "jet": ak.unflatten(jets, [2, 0, 3, 1])}, depth_limit=1)
+    data = events.to_list()
+    x = lazyk.from_awkward(events)
+    assert str(x.type) == "4 * {met: float64, jet: var * {pt: float64, q: int8}}"
+    assert not x.built and not x.jet.built and x.shape == (4,) and len(x) == 4
+    # row operations, selections, histograms and interchange read the columns
+    assert lazyk.num(x.jet).eval().to_list() == [2, 0, 3, 1]
+    assert x.jet[x.jet.pt > 1.5].pt.eval().to_list() == [[], [], [2.0, 3.0, 4.0], [5.0]]
+    assert lazyk.sum(x[x.met > 5.5].jet.pt, axis=1).eval().to_list() == [0.0, 9.0, 5.0]
+    assert lazyk.histogram(x.jet.pt, 3, (0, 6)).eval().tolist() == [2, 2, 2]
+    assert lazyk.to_awkward(x).to_list() == data and lazyk.to_arrow(x).to_pylist() == data
+    # slices of rows stay unbuilt: their columns' rows (the lists over the same content)
+    tail, jtail = x[1:], x.jet[2:]
+    assert not tail.built and not jtail.built
+    assert tail.jet.pt.to_list() == [[], [2.0, 3.0, 4.0], [5.0]]
+    assert lazyk.to_awkward(jtail).to_list() == events.jet[2:].to_list()
+    assert not x.built and not x.jet.built
+    # what needs the records whole builds them, once
+    assert jtail.to_list() == events.jet[2:].to_list() and x.jet[::2].to_list() == \
+        events.jet[::2].to_list()
+    assert tail.to_list() == data[1:] and x[1:3].to_list() == data[1:3]
+    assert x.to_list() == data and x.built and x.jet.built and x.readonly
+
+
+def test_records_read_from_columns_build_once_under_threads():
+    ak = pytest.importorskip("awkward")
+    from concurrent.futures import ThreadPoolExecutor
+    n = 20_000
+    events = ak.zip({"a": np.arange(n, dtype=np.int32),
+                     "l": ak.unflatten(ak.zip({"v": np.arange(2.0 * n)}), np.full(n, 2))},
+                    depth_limit=1)
+    x = lazyk.from_awkward(events)
+    with ThreadPoolExecutor(4) as pool:
+        metas = list(pool.map(lambda _: (x.meta, x.ptr, x.owner, x.l.meta), range(8)))
+    assert all(m == metas[0] for m in metas)  # one set of structs kept, for every thread
+    assert x.to_list()[-1] == {"a": n - 1, "l": [{"v": 2.0 * n - 2}, {"v": 2.0 * n - 1}]}
+
+
 def test_arrow_table_fields_read_their_columns_in_place():
     pa = pytest.importorskip("pyarrow")
     pt = pa.array(np.arange(5.0))

@@ -18,6 +18,7 @@ from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, bool_mask, masked
 from lazyk.arrays.trees import offsets_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError
+from lazyk.lru import lock
 
 
 # ---------------------------------------------------------------- building blocks
@@ -427,32 +428,118 @@ def unsupported(t: T.Type):
                             "fixed and var dims, options)")
 
 
-def column_records(names: list, fields: list, valid: np.ndarray | None = None) -> Array:
-    """`records_array(names, fields, valid)` (C structs); for records that cannot be
-    missing, each field also reads as its column (`Array._columns`: `x.pt` is the column
-    read in place, contiguous, not a strided view of the structs), and the records and
-    their columns are read-only (as Arrow's and Awkward's arrays are): no write may make
-    them differ. Tuples keep the struct views."""
-    out = records_array(names, fields, valid)
-    if valid is None and not is_tuple_names(names):
-        out._columns = {k: _read_only(f) for k, f in zip(names, fields)}
-        _read_only(out)
+class ColumnArray(Array):
+    """Records read from columns (`column_records`), or lists of them (`column_lists`): each
+    field is its column (`Array._columns`: `x.pt` reads the column in place, contiguous).
+    Their C structs, and the lists' arrmeta over them, are built only when something needs
+    the records whole (`to_list`, a slice's NumPy view, ...): reading from Awkward or Arrow
+    copies nothing. Read-only, as Arrow's and Awkward's arrays are: no write may make the
+    columns and the structs differ."""
+
+    __slots__ = ("_make", "_parts")
+
+    def _build(self) -> None:
+        make = self._make
+        if make is None:
+            return
+        whole = _read_only(make())  # (outside the lock: the content builds its own)
+        with _building:
+            if self._make is not None:  # (else another thread's are kept)
+                for name in _BUILT:
+                    getattr(Array, name).__set__(self, getattr(whole, name))
+                self._make = None
+
+    @property
+    def shape(self) -> tuple:
+        return self._type.shape
+
+    def __getitem__(self, index: Any) -> Array:
+        if isinstance(index, slice) and self._make is not None:  # rows of the records,
+            # still deferred: their columns' rows
+            names, fields = list(self._columns), list(self._columns.values())
+            if self._parts is None:
+                return column_records(names, [f[index] for f in fields])
+            offsets, content = self._parts
+            lo, hi, step = index.indices(len(offsets) - 1)
+            if step == 1:
+                return column_lists(offsets[lo:max(lo, hi) + 1], content, check=None)
+        return Array.__getitem__(self, index)
+
+    @property
+    def built(self) -> bool:
+        """Whether the C structs exist yet (something needed the records whole)."""
+        return self._make is None
+
+    @property
+    def parts(self) -> tuple | None:
+        """(offsets, content records) of lists of records; None for records."""
+        return self._parts
+
+
+_BUILT = ("_np", "_meta", "_ptr", "_owner")
+_building = lock()
+
+
+def _built_slot(name: str) -> property:
+    slot = getattr(Array, name)
+
+    def get(self: ColumnArray) -> Any:
+        if self._make is not None:
+            self._build()
+        return slot.__get__(self)
+    return property(get, slot.__set__)
+
+
+for _name in _BUILT:
+    setattr(ColumnArray, _name, _built_slot(_name))
+
+
+def _deferred(t: T.Type, columns: dict, make, parts: tuple | None = None) -> ColumnArray:
+    out = object.__new__(ColumnArray)
+    for name in _BUILT:
+        getattr(Array, name).__set__(out, None)
+    out._type, out._readonly, out._columns = t, True, columns
+    out._make, out._parts = make, parts
     return out
+
+
+def column_records(names: list, fields: list, valid: np.ndarray | None = None) -> Array:
+    """`records_array(names, fields, valid)`; for records that cannot be missing, a
+    `ColumnArray`: each field reads as its column, the C structs built on first need.
+    Tuples and records that may be missing are built at once, fields as struct views."""
+    if valid is not None or is_tuple_names(names):
+        return records_array(names, fields, valid)
+    n = fields[0].type.size if fields else 0
+    for name, c in zip(names, fields):
+        if not isinstance(c.type, T.FixedDim) or c.type.size != n:
+            raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
+                                         "elements")
+    t = T.FixedDim(n, T.Record(tuple((k, c.type.elem) for k, c in zip(names, fields))))
+    return _deferred(t, {k: _read_only(f) for k, f in zip(names, fields)},
+                     lambda: records_array(names, fields))
 
 
 def column_lists(offsets: np.ndarray, content: Array, valid: np.ndarray | None = None,
                  check: bool | None = False) -> Array:
-    """`offsets_array(offsets, content, valid, check=check)`; over `column_records`, each
-    field's lists too (their rows all over these offsets), for rows that cannot be missing."""
-    out = offsets_array(offsets, content, valid, check=check)
-    if content._columns is not None and valid is None:
-        out._columns = {k: column_lists(offsets, c, check=check)
-                        for k, c in content._columns.items()}
-        _read_only(out)
-    return out
+    """`offsets_array(offsets, content, valid, check=check)`; over `column_records`, for
+    rows that cannot be missing, a `ColumnArray` whose fields are lists over these offsets
+    (the lists' arrmeta built on first need)."""
+    if content._columns is None or valid is not None:
+        return offsets_array(offsets, content, valid, check=check)
+    if not isinstance(content.type, T.FixedDim):
+        raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
+                                     f"not '{content.type}'")
+    if check is not None:
+        check_offsets(offsets, content.type.size, full=check)
+    return _deferred(T.FixedDim(len(offsets) - 1, T.VarDim(content.type.elem)),
+                     {k: column_lists(offsets, c, check=None)
+                      for k, c in content._columns.items()},
+                     lambda: offsets_array(offsets, content, check=None), (offsets, content))
 
 
 def _read_only(x: Array) -> Array:
+    if isinstance(x, ColumnArray):  # (read-only already; nothing built)
+        return x
     x._readonly = True
     if x._np is not None:
         x._np = x._np.view()

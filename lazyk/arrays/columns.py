@@ -16,6 +16,7 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, masked, use_field_copy
 from lazyk.arrays.buffers import (
+    ColumnArray,
     column_lists,
     column_records,
     field_view,
@@ -133,6 +134,13 @@ def columns(a: Array, lists: int | None = None) -> Column:
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
+    if a._columns is not None:  # records read from columns: those columns, not the structs
+        if isinstance(t.elem, T.Record):
+            return Record(tuple(a._columns), [columns(c) for c in a._columns.values()])
+        if isinstance(a, ColumnArray) and a.parts is not None:
+            offsets, content = a.parts
+            return Lists(offsets, Unread(content.type.size) if lists == 1 else
+                         columns(content, _below(lists)))
     if M.is_plain(t) and not _has_tuple(t):
         arr = a.to_numpy()
         if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
