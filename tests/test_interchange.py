@@ -514,6 +514,21 @@ def test_records_read_from_columns_build_once_under_threads():
     assert x.to_list()[-1] == {"a": n - 1, "l": [{"v": 2.0 * n - 2}, {"v": 2.0 * n - 1}]}
 
 
+def test_arrow_extension_types_read_as_their_storage():
+    # `ak.to_arrow` (and Parquet files Awkward writes) give Awkward's Arrow extension types
+    ak = pytest.importorskip("awkward")
+    pa = pytest.importorskip("pyarrow")
+    events = ak.Array([{"m": 1.5, "j": [{"pt": 2.0, "q": None}, {"pt": 3.0, "q": 1}]},
+                       {"m": 2.5, "j": []}, {"m": 3.5, "j": None}])
+    for converted in (ak.to_arrow(events), ak.to_arrow_table(events)):
+        assert isinstance(converted.type if hasattr(converted, "type") else
+                          converted.schema.field(0).type, pa.ExtensionType)
+        x = lazyk.from_arrow(converted)
+        assert str(x.type) == "3 * {m: float64, j: ?var * {pt: float64, q: ?int64}}"
+        assert x.to_list() == events.to_list()
+        assert lazyk.num(x.j).eval().to_list() == [2, 0, None]
+
+
 def test_arrow_table_fields_read_their_columns_in_place():
     pa = pytest.importorskip("pyarrow")
     pt = pa.array(np.arange(5.0))

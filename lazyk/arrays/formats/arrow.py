@@ -38,8 +38,9 @@ def from_arrow(x: Any) -> Array:
     `{key, value}` structs in Arrow's own layout: `var * {key: K, value: V}` (offsets in
     place, keys and values copied into the records). Dictionary arrays (Parquet string
     columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
-    values, which then convert as above. Union arrays raise NotSupportedError (select one
-    type first). Dates, times, timestamps and durations become `date`, `time` (microseconds
+    values, which then convert as above. An extension type (Awkward's, from `ak.to_arrow`
+    or a Parquet file Awkward wrote) reads as its storage type. Union arrays raise
+    NotSupportedError (select one type first). Dates, times, timestamps and durations become `date`, `time` (microseconds
     since midnight), `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's:
     timestamps and durations in place, date32 / date64 / time32 widened (a copy). A
     timestamp with a time zone gives its UTC values (Arrow stores UTC instants; the zone is
@@ -65,6 +66,8 @@ def from_arrow(x: Any) -> Array:
         raise TypeError(f"from_arrow takes a pyarrow Array, ChunkedArray, Table or "
                         f"RecordBatch, not {type(x).__name__}")
     t = x.type
+    if isinstance(t, pa.ExtensionType):  # (Awkward's `ak.to_arrow`, Parquet it wrote, ...)
+        return from_arrow(x.storage)
     if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
         return from_arrow(x.dictionary_decode())
     if pa.types.is_union(t):
