@@ -226,7 +226,12 @@ class Array(Operators, Conversions):
         raise TypeError("len() of a 0-d lazyk array")
 
     def __reduce__(self) -> tuple:
-        # Pickles (and copy.deepcopy) carry the values and the type, never raw pointers.
+        # Pickles (and copy.deepcopy) carry the buffers (a ragged array's offsets and
+        # content, cut to what its rows reach) or the NumPy values, and the type; never raw
+        # pointers. Python values only where neither gives the type back.
+        got = _pickle_form[0](self) if _pickle_form else None
+        if got is not None:
+            return got
         data = self._np if self._np is not None else self.to_list()
         return (array, (data, self.type))
 
@@ -364,6 +369,13 @@ def _view(a: Array, items: tuple) -> Array | None:
 # The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field`, a later
 # stage, registers it when imported: `import lazyk` does).
 _field_copy: list = []
+_pickle_form: list = []
+
+
+def use_pickle_form(fn) -> None:
+    """Register `fn(array)`: the `__reduce__` value that pickles `array` as its buffers,
+    or None."""
+    _pickle_form[:] = [fn]
 
 
 def use_field_copy(fn) -> None:

@@ -465,6 +465,10 @@ class ColumnArray(Array):
                 return column_lists(offsets[lo:max(lo, hi) + 1], content, check=None)
         return Array.__getitem__(self, index)
 
+    def close(self) -> None:
+        self._make = self._columns = None  # (nothing is built after a close)
+        Array.close(self)
+
     @property
     def built(self) -> bool:
         """Whether the C structs exist yet (something needed the records whole)."""

@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
-from lazyk.arrays.array import Array, array, masked, use_field_copy
+from lazyk.arrays.array import Array, array, masked, use_field_copy, use_pickle_form
 from lazyk.arrays.buffers import (
     ColumnArray,
     column_lists,
@@ -327,9 +327,96 @@ def build_columns(col: Column, read_only: bool = False) -> Array:
                             "field of records (they are results, not rebuilt from columns)")
 
 
+def counted_columns(a: Array) -> Column:
+    """`columns(a)` with the count of rows of size 0 on their `Regular` nodes, which
+    `build_columns` needs and their child cannot tell."""
+    return _counted(columns(a), a.type.size)
+
+
+def _counted(col: Column, n: int) -> Column:
+    if isinstance(col, Masked):
+        return Masked(col.present, _counted(col.child, n))
+    if isinstance(col, Lists):  # (the content's rows)
+        return Lists(col.offsets, _counted(col.child, int(col.offsets[-1])))
+    if isinstance(col, Regular):
+        return Regular(col.size, _counted(col.child, n * col.size), None if col.size else n)
+    if isinstance(col, Record):
+        return Record(col.names, [_counted(f, n) for f in col.children])
+    return col
+
+
+def column_buffers(a: Array) -> Column | None:
+    """The column tree of `a`'s own rows (`build` makes it again), or None."""
+    if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type) and a._columns is None:
+        return None
+    try:
+        col = _trim(counted_columns(a))
+    except NotSupportedError:
+        return None
+    return col if _buildable(col) else None
+
+
+def _trim(col: Column) -> Column:
+    """A column tree cut to the entries its rows reach, offsets starting at 0."""
+    if isinstance(col, Lists):
+        o = col.offsets
+        lo, hi = int(o[0]), int(o[-1])
+        return Lists(o - o[0] if lo else o, _trim(cut(col.child, lo, hi)))
+    if isinstance(col, Text):  # only the characters its strings reach
+        o = col.offsets
+        return Text(col.type_name, o - o[0], col.chars[int(o[0]):int(o[-1])])
+    if isinstance(col, Record):
+        return Record(col.names, [_trim(f) for f in col.children])
+    if isinstance(col, Masked):
+        return Masked(col.present, _trim(col.child))
+    if isinstance(col, Regular):
+        return Regular(col.size, _trim(col.child), col.count)
+    return col
+
+
+def _buildable(col: Column) -> bool:
+    if isinstance(col, (Leaf, Text)):
+        return True
+    if isinstance(col, Record):
+        return all(map(_buildable, col.children))
+    if isinstance(col, Masked) and not isinstance(col.child, (Leaf, Lists, Text, Record)):
+        return False
+    return _buildable(col.child)
+
+
+def cut(col: Column, lo: int, hi: int) -> Column:
+    """Entries lo..hi of a column tree (`columns.columns`)."""
+    if isinstance(col, Leaf):
+        return Leaf(col.values[lo:hi])
+    if isinstance(col, Masked):
+        return Masked(col.present[lo:hi], cut(col.child, lo, hi))
+    if isinstance(col, Lists):
+        return Lists(col.offsets[lo:hi + 1], col.child)
+    if isinstance(col, Text):
+        return Text(col.type_name, col.offsets[lo:hi + 1], col.chars)
+    if isinstance(col, Record):
+        return Record(col.names, [cut(f, lo, hi) for f in col.children])
+    size = col.size
+    return Regular(size, cut(col.child, lo * size, hi * size),
+                   None if size else hi - lo)  # rows of size 0 carry their count
+
+
+def _pickled(a: Array) -> tuple | None:
+    """How `a` pickles as its buffers (`build_columns` rebuilds it: records read from
+    columns stay so), or None where NumPy holds it or the tree does not give its type back."""
+    col = column_buffers(a)
+    if col is None:
+        return None
+    read_only = bool(a.readonly)
+    if build_columns(col, read_only).type != a.type:
+        return None
+    return (build_columns, (col, read_only))
+
+
 def _repack(a: Array) -> Array:
     """A copy in lazyk's packed form (contiguous rows), for views the tree cannot express."""
     return array(a.to_list(), a.type)
 
 
 use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it
+use_pickle_form(_pickled)  # a ragged array or records pickle as their buffers

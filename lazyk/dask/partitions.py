@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from lazyk import types as T
-from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.columns import build_columns as build
-from lazyk.arrays.columns import columns as _tree
+from lazyk.arrays.columns import column_buffers as buffers
+from lazyk.arrays.columns import counted_columns, cut
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Regular, Text
 from lazyk.errors import NotSupportedError, ShapeError
 
@@ -30,25 +30,7 @@ __all__ = ["Part", "build", "buffers", "cat", "columns", "concat", "cut",
            "renumbered", "span_of", "union", "unwrap", "widen", "within"]
 
 
-def columns(a: Array) -> Column:
-    """`columns.columns` of `a` with the count of rows of size 0 on their `Regular` nodes,
-    which `build` needs and their child cannot tell."""
-    return _counted(_tree(a), a.type.size)
-
-
-_columns = columns
-
-
-def _counted(col: Column, n: int) -> Column:
-    if isinstance(col, Masked):
-        return Masked(col.present, _counted(col.child, n))
-    if isinstance(col, Lists):  # (the content's rows)
-        return Lists(col.offsets, _counted(col.child, int(col.offsets[-1])))
-    if isinstance(col, Regular):
-        return Regular(col.size, _counted(col.child, n * col.size), None if col.size else n)
-    if isinstance(col, Record):
-        return Record(col.names, [_counted(f, n) for f in col.children])
-    return col
+columns = counted_columns
 
 
 class Part:
@@ -68,17 +50,6 @@ class Part:
         col = buffers(self.array)
         return (_unpack, (col, self.start, self.stop)) if col is not None else \
             (Part, (self.array, self.start, self.stop))
-
-
-def buffers(a: Array) -> Column | None:
-    """The column tree of `a`'s own rows (`build` makes it again), or None."""
-    if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type):
-        return None
-    try:
-        col = _trim(_columns(a))
-    except NotSupportedError:
-        return None
-    return col if _buildable(col) else None
 
 
 def _unpack(col: Column, start: int | None = None, stop: int | None = None) -> Part:
@@ -157,34 +128,6 @@ def within(err: Exception, start: int | None, stop: int | None) -> Exception:
     return new
 
 
-def _trim(col: Column) -> Column:
-    """A column tree cut to the entries its rows reach, offsets starting at 0."""
-    if isinstance(col, Lists):
-        o = col.offsets
-        lo, hi = int(o[0]), int(o[-1])
-        return Lists(o - o[0] if lo else o, _trim(cut(col.child, lo, hi)))
-    if isinstance(col, Text):  # only the characters its strings reach
-        o = col.offsets
-        return Text(col.type_name, o - o[0], col.chars[int(o[0]):int(o[-1])])
-    if isinstance(col, Record):
-        return Record(col.names, [_trim(f) for f in col.children])
-    if isinstance(col, Masked):
-        return Masked(col.present, _trim(col.child))
-    if isinstance(col, Regular):
-        return Regular(col.size, _trim(col.child), col.count)
-    return col
-
-
-def _buildable(col: Column) -> bool:
-    if isinstance(col, (Leaf, Text)):
-        return True
-    if isinstance(col, Record):
-        return all(map(_buildable, col.children))
-    if isinstance(col, Masked) and not isinstance(col.child, (Leaf, Lists, Text, Record)):
-        return False
-    return _buildable(col.child)
-
-
 def union(a: T.Type, b: T.Type) -> T.Type:
     """The type of both with options wherever either has one (ValueError otherwise)."""
     oa, ob = isinstance(a, T.Option), isinstance(b, T.Option)
@@ -228,7 +171,7 @@ def concat(parts: list) -> Array:
             all(_plain(a) for a in arrays):
         return array(np.concatenate([a.to_numpy() for a in arrays]))
     try:
-        return build(cat([_columns(a) for a in arrays]))
+        return build(cat([columns(a) for a in arrays]))
     except NotSupportedError:  # strings, records, `?n` rows: joined as Python values
         rows = [v for a in arrays for v in a.to_list()]
         return array(rows, T.FixedDim(len(rows), arrays[0].type.elem))
@@ -240,23 +183,6 @@ def _plain(a: Array) -> bool:
         return True
     except NotSupportedError:
         return False
-
-
-def cut(col: Column, lo: int, hi: int) -> Column:
-    """Entries lo..hi of a column tree (`columns.columns`)."""
-    if isinstance(col, Leaf):
-        return Leaf(col.values[lo:hi])
-    if isinstance(col, Masked):
-        return Masked(col.present[lo:hi], cut(col.child, lo, hi))
-    if isinstance(col, Lists):
-        return Lists(col.offsets[lo:hi + 1], col.child)
-    if isinstance(col, Text):
-        return Text(col.type_name, col.offsets[lo:hi + 1], col.chars)
-    if isinstance(col, Record):
-        return Record(col.names, [cut(f, lo, hi) for f in col.children])
-    size = col.size
-    return Regular(size, cut(col.child, lo * size, hi * size),
-                   None if size else hi - lo)  # rows of size 0 carry their count
 
 
 def cat(cols: list) -> Column:
