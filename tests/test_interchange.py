@@ -525,8 +525,27 @@ def test_arrow_extension_types_read_as_their_storage():
                           converted.schema.field(0).type, pa.ExtensionType)
         x = lazyk.from_arrow(converted)
         assert str(x.type) == "3 * {m: float64, j: ?var * {pt: float64, q: ?int64}}"
-        assert x.to_list() == events.to_list()
         assert lazyk.num(x.j).eval().to_list() == [2, 0, None]
+        assert x.to_list() == events.to_list()
+
+
+def test_lists_of_records_that_may_be_missing_read_their_columns_too():
+    ak = pytest.importorskip("awkward")
+    pa = pytest.importorskip("pyarrow")
+    events = ak.Array([{"m": 1.5, "j": [{"pt": 2.0, "q": None}, {"pt": 3.0, "q": 1}]},
+                       {"m": 2.5, "j": []}, {"m": 3.5, "j": None},
+                       {"m": 4.5, "j": [{"pt": 5.0, "q": 2}]}])
+    data = events.to_list()
+    for x in (lazyk.from_awkward(events), lazyk.from_arrow(pa.array(data))):
+        assert str(x.j.type) == "4 * ?var * {pt: float64, q: ?int64}"
+        assert str(x.j.pt.type) == "4 * ?var * float64"
+        assert x.j.pt.to_list() == [[2.0, 3.0], [], None, [5.0]] and not x.built
+        assert lazyk.sum(x.j.pt, axis=1).eval().to_list() == [5.0, 0.0, None, 5.0]
+        assert x.j[x.j.pt > 2.5].q.eval().to_list() == [[1], [], None, [2]]
+        assert x[1:].j.pt.to_list() == [[], None, [5.0]] and x.j[2:].q.to_list() == [None, [2]]
+        assert lazyk.to_awkward(x).to_list() == data and not x.built
+        assert x.j[2:].to_list() == [None, [{"pt": 5.0, "q": 2}]]
+        assert x.to_list() == data and x.built
 
 
 def test_arrow_table_fields_read_their_columns_in_place():

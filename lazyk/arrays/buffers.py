@@ -459,10 +459,12 @@ class ColumnArray(Array):
             names, fields = list(self._columns), list(self._columns.values())
             if self._parts is None:
                 return column_records(names, [f[index] for f in fields])
-            offsets, content = self._parts
+            offsets, content, valid = self._parts
             lo, hi, step = index.indices(len(offsets) - 1)
             if step == 1:
-                return column_lists(offsets[lo:max(lo, hi) + 1], content, check=None)
+                return column_lists(offsets[lo:max(lo, hi) + 1], content,
+                                    None if valid is None else valid[lo:max(lo, hi)],
+                                    check=None)
         return Array.__getitem__(self, index)
 
     def close(self) -> None:
@@ -476,7 +478,8 @@ class ColumnArray(Array):
 
     @property
     def parts(self) -> tuple | None:
-        """(offsets, content records) of lists of records; None for records."""
+        """(offsets, content records, which rows are present or None) of lists of records;
+        None for records."""
         return self._parts
 
 
@@ -525,20 +528,28 @@ def column_records(names: list, fields: list, valid: np.ndarray | None = None) -
 
 def column_lists(offsets: np.ndarray, content: Array, valid: np.ndarray | None = None,
                  check: bool | None = False) -> Array:
-    """`offsets_array(offsets, content, valid, check=check)`; over `column_records`, for
-    rows that cannot be missing, a `ColumnArray` whose fields are lists over these offsets
-    (the lists' arrmeta built on first need)."""
-    if content._columns is None or valid is not None:
+    """`offsets_array(offsets, content, valid, check=check)`; over `column_records`, a
+    `ColumnArray` whose fields are lists over these offsets (missing where `valid` says;
+    the lists' arrmeta built on first need)."""
+    if content._columns is None:
         return offsets_array(offsets, content, valid, check=check)
     if not isinstance(content.type, T.FixedDim):
         raise ArrayConstructionError(f"the content needs a leading fixed dimension (N * ...), "
                                      f"not '{content.type}'")
     if check is not None:
         check_offsets(offsets, content.type.size, full=check)
-    return _deferred(T.FixedDim(len(offsets) - 1, T.VarDim(content.type.elem)),
-                     {k: column_lists(offsets, c, check=None)
+    elem: T.Type = T.VarDim(content.type.elem)
+    if valid is not None:
+        valid = bool_mask(valid, "validity")
+        if valid.shape != (len(offsets) - 1,):
+            raise ArrayConstructionError(f"validity needs one entry per row "
+                                         f"({len(offsets) - 1}), not shape {valid.shape}")
+        elem = T.Option(elem)
+    return _deferred(T.FixedDim(len(offsets) - 1, elem),
+                     {k: column_lists(offsets, c, valid, check=None)
                       for k, c in content._columns.items()},
-                     lambda: offsets_array(offsets, content, check=None), (offsets, content))
+                     lambda: offsets_array(offsets, content, valid, check=None),
+                     (offsets, content, valid))
 
 
 def _read_only(x: Array) -> Array:

@@ -138,9 +138,10 @@ def columns(a: Array, lists: int | None = None) -> Column:
         if isinstance(t.elem, T.Record):
             return Record(tuple(a._columns), [columns(c) for c in a._columns.values()])
         if isinstance(a, ColumnArray) and a.parts is not None:
-            offsets, content = a.parts
-            return Lists(offsets, Unread(content.type.size) if lists == 1 else
+            offsets, content, valid = a.parts
+            rows = Lists(offsets, Unread(content.type.size) if lists == 1 else
                          columns(content, _below(lists)))
+            return rows if valid is None else Masked(valid, rows)
     if M.is_plain(t) and not _has_tuple(t):
         arr = a.to_numpy()
         if arr.ndim == 1 and arr.dtype.names:  # records of numbers: a field view each
@@ -316,8 +317,8 @@ def build_columns(col: Column, read_only: bool = False) -> Array:
     if isinstance(child, Leaf):
         return masked(child.values, mask)
     if isinstance(child, Lists):
-        return offsets_array(child.offsets, build_columns(child.child), validity=mask,
-                             check=None)
+        lists = column_lists if read_only else offsets_array
+        return lists(child.offsets, build_columns(child.child, read_only), mask, check=None)
     if isinstance(child, Text):
         return text_array(child.offsets, child.chars, mask, child.type_name)
     if isinstance(child, Record):

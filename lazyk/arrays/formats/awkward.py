@@ -14,7 +14,6 @@ from lazyk.arrays.buffers import (
     column_lists,
     column_records,
     is_tuple_names,
-    offsets_array,
     pairs_array,
     regular,
     text_array,
@@ -123,8 +122,8 @@ def _from_layout(ak, layout) -> Array:
         if isinstance(inner, (c.ListArray, c.RegularArray)):
             inner = inner.to_ListOffsetArray64(True)
         if isinstance(inner, c.ListOffsetArray):
-            return offsets_array(_awkward_offsets(inner.offsets),
-                                 _from_layout(ak, inner.content), valid)
+            return column_lists(_awkward_offsets(inner.offsets),
+                                _from_layout(ak, inner.content), valid)
         if isinstance(inner, c.UnionArray):
             _union(inner)
         raise NotSupportedError(f"missing values over Awkward {type(inner).__name__}")
