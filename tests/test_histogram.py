@@ -434,3 +434,32 @@ def test_a_range_that_is_not_a_pair_is_refused_by_name():
     for bad in ((0, 1, 2), (1,), 5):
         with pytest.raises(ValueError, match="give a pair"):
             lazyk.histogram(lazyk.array(np.arange(3.0)), 2, bad)
+
+
+def test_the_same_query_over_new_arrays_bins_their_own_values():
+    # a histogram's bin graph is kept by the structure of its expression: over other
+    # arrays of that structure it reads those arrays, never the ones it was built for
+    rng = np.random.default_rng(4)
+    for bins, span in ((16, (0.0, 16.0)), (30, (0.3, 7.1))):  # exact bins, corrected bins
+        for _ in range(3):
+            counts = rng.poisson(3, 400)
+            values = rng.uniform(-1, 9, counts.sum()).astype(np.float32)
+            x = lazyk.from_offsets(np.concatenate([[0], np.cumsum(counts)]), values)
+            got = [lazyk.histogram(x[x > 2], bins, span).eval(),
+                   lazyk.histogram(x * 2, bins, span).eval()]
+            want = [np.histogram(values[values > 2], bins, span)[0],
+                    np.histogram(values * np.float32(2), bins, span)[0]]
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+
+
+def test_a_kept_bin_graph_is_not_reused_over_missing_mask_elements():
+    # `x[m]` with a bool mask and with a ?bool mask build alike but bin differently (a
+    # missing mask element gives a missing value: not counted)
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0], [5.0, 6.0]])
+    plain = lazyk.array([[True, False, True], [True], [False, True]])
+    maybe = lazyk.array([[True, None, True], [None], [False, True]], type="3 * var * ?bool")
+    for m, want in ((plain, [1, 0, 1, 1, 0, 1]), (maybe, [1, 0, 1, 0, 0, 1]),
+                    (plain, [1, 0, 1, 1, 0, 1])):
+        got = lazyk.histogram(x[m], 6, (0.5, 6.5)).eval()
+        np.testing.assert_array_equal(got, want)

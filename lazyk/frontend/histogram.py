@@ -34,6 +34,7 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import count
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.reductions import min as lazy_min
+from lazyk.frontend.structure import renamed, structure_of
 from lazyk.frontend.ufuncs import apply, where
 from lazyk.lru import Memo
 
@@ -129,9 +130,13 @@ class Histogram:
             if got is None:
                 self._index = self._bin_index()
                 if key is not None:
-                    _built.put(key, (self._index.node, self._edges, self._uniform))
-            else:  # the same histogram of the same expression: its graph again
-                node, self._edges, self._uniform = got
+                    _built.put(key, (self._index.node, self.x.node.names, self._edges,
+                                     self._uniform))
+            else:  # the same histogram of an expression of this structure: its graph
+                node, names, self._edges, self._uniform = got
+                if names != self.x.node.names:  # (over x's inputs, kept so)
+                    node = renamed(node, names, self.x.node.names)
+                    _built.put(key, (node, self.x.node.names, self._edges, self._uniform))
                 self._index = Expr(node, self.x.env)
         return self._index
 
@@ -144,7 +149,7 @@ class Histogram:
             else self.bins
         rng = None if self.range is None else tuple((type(v).__name__, repr(v))
                                                     for v in self.range)
-        return (self.x.node, edges, rng)
+        return (structure_of(self.x), edges, rng)
 
     def _bin_index(self) -> Expr:
         self._bin_edges()
@@ -195,7 +200,14 @@ class Histogram:
             if got is None:
                 got = self._estimated()
                 if key is not None:
-                    _built.put(("estimate", key), got)
+                    _built.put(("estimate", key), (got, self.x.node.names))
+            else:  # (kept for an expression of this structure: over x's inputs, kept so)
+                got, names = got
+                if got and names != self.x.node.names:
+                    i, v, edges = got
+                    got = (renamed(i, names, self.x.node.names),
+                           None if v is None else renamed(v, names, self.x.node.names), edges)
+                    _built.put(("estimate", key), (got, self.x.node.names))
             self._estimate = got
         if not self._estimate:
             return None

@@ -11,7 +11,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import MAX_KEYED_INPUTS
+from lazyk.frontend.graph import MAX_KEYED_INPUTS, Node, rewrite
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf
 from lazyk.frontend.operands import NATIVE_NUMERIC, as_expr
 from lazyk.lru import Memo
@@ -133,3 +133,37 @@ def deferred(entry: tuple, arrays: tuple, recipe: tuple) -> Expr:
     e._node = e._env = e._launch = None
     e._key, e._leaves, e._recipe = entry, arrays, recipe
     return e
+
+
+def structure_of(x: Expr) -> Any:
+    """What a graph built for `x` depends on: its structure and its leaves' types where
+    every leaf is a NumPy array or a lazyk array of its own (another expression of that
+    structure over arrays of those types builds the same graph over its own inputs:
+    `renamed`), else `x`'s graph itself."""
+    node = x.node
+    if node.skey is None or node.names is None:
+        return node
+    kinds = []
+    for name in node.names:
+        v = x.env.get(name)
+        t = type(v)
+        if t is RaggedLeaf:  # (its type says where values and rows may be missing)
+            kinds.append((v.array.type, v.option))
+        elif t is np.ndarray or t is OwnedView:  # (dtype and shape: the node's)
+            kinds.append(None)
+        else:  # placeholders, tuple picks, ...: by the graph itself
+            return node
+    return (node.skey, tuple(kinds))
+
+
+def renamed(node: Node, names: tuple, now: tuple | None) -> Node:
+    """`node`, a graph built over inputs `names`, over the inputs `now` (by position)."""
+    if now is None or names == now:
+        return node
+    new = dict(zip(names, now))
+
+    def rename(n: Node, srcs: tuple) -> Node:
+        if n.op == "input":
+            return n.replace(arg=new.get(n.arg, n.arg))
+        return n.replace(srcs=srcs) if srcs != n.srcs else n
+    return rewrite(node, rename)
