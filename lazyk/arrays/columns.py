@@ -347,7 +347,9 @@ def _counted(col: Column, n: int) -> Column:
 
 
 def column_buffers(a: Array) -> Column | None:
-    """The column tree of `a`'s own rows (`build` makes it again), or None."""
+    """The column tree of `a`'s own rows, cut to what they reach (`build_columns` makes
+    the array again: how ragged arrays pickle), or None where NumPy holds `a` or the tree
+    cannot hold it."""
     if not isinstance(a.type, T.FixedDim) or M.is_plain(a.type) and a._columns is None:
         return None
     try:

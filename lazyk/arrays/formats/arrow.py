@@ -40,8 +40,9 @@ def from_arrow(x: Any) -> Array:
     columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
     values, which then convert as above. An extension type (Awkward's, from `ak.to_arrow`
     or a Parquet file Awkward wrote) reads as its storage type. Union arrays raise
-    NotSupportedError (select one type first). Dates, times, timestamps and durations become `date`, `time` (microseconds
-    since midnight), `datetime[unit]` and `timedelta[unit]`, all int64 as NumPy's:
+    NotSupportedError (select one type first). Dates, times, timestamps and durations
+    become `date`, `time` (microseconds since midnight), `datetime[unit]` and
+    `timedelta[unit]`, all int64 as NumPy's:
     timestamps and durations in place, date32 / date64 / time32 widened (a copy). A
     timestamp with a time zone gives its UTC values (Arrow stores UTC instants; the zone is
     dropped). time64[ns] values are divided into microseconds (a copy) when every one is
