@@ -1,8 +1,9 @@
 """Ragged and missing-value data on Dask: the partitions' data.
 
 - `Part`: a partition between tasks, pickled as the buffers of its own rows (offsets
-  rebased, masks, values), never as Python lists or the content a row slice points into
-  (strings, bytes, dates and records travel as Python values);
+  rebased, masks, values, characters, record fields: `lazyk.arrays.columns.column_buffers`),
+  never as Python lists or the content a row slice points into; rebuilt read-only, its
+  records read their fields from those buffers;
 - `concat` / `build`: partitions joined along axis 0, column trees made into lazyk arrays;
   `union` / `widen`: parts with and without missing values made one type; `cut` / `cat`:
   column trees cut and joined;
