@@ -487,6 +487,8 @@ def test_records_read_from_awkward_build_no_structs_until_needed():
     assert lazyk.sum(x[x.met > 5.5].jet.pt, axis=1).eval().to_list() == [0.0, 9.0, 5.0]
     assert lazyk.histogram(x.jet.pt, 3, (0, 6)).eval().tolist() == [2, 2, 2]
     assert lazyk.to_awkward(x).to_list() == data and lazyk.to_arrow(x).to_pylist() == data
+    with pytest.raises(lazyk.UnsupportedOperandError, match="records are not operands"):
+        x.jet + 1  # (refused as it is: nothing built for the error)
     # slices of rows stay unbuilt: their columns' rows (the lists over the same content)
     tail, jtail = x[1:], x.jet[2:]
     assert not tail.built and not jtail.built

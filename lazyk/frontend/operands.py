@@ -15,6 +15,7 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
+from lazyk.arrays.buffers import ColumnArray
 from lazyk.arrays.columns import fixed_text_rows
 from lazyk.arrays.foreign import is_foreign, is_pandas
 from lazyk.errors import DTypeError, NotSupportedError, UnsupportedOperandError
@@ -180,6 +181,8 @@ def as_expr(x: Any) -> Expr:
             return as_expr(lazyk_array(x))
         return wrap_array(x)
     if isinstance(x, Array):
+        if isinstance(x, ColumnArray):  # records read from columns: refused unbuilt
+            _refuse_records(x.type)
         elem = x.type.dtype
         if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedBytes):
             x = fixed_text_rows(x)  # `bytes` elements over the fixed bytes (in place)
