@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import lazyk
 from lazyk import types as T
+from tests import ragged_strategies as S
 
 BASE = np.arange(24, dtype=np.int32).reshape(4, 6)
 
@@ -320,3 +321,19 @@ def test_each_option_position_has_its_own_shadow():
     assert masks == [[1, 0], [0, 1]]
     rows = lazyk.array([[1], None], type="2 * ?var * int8")
     assert _peek(rows.ptr + 16 + 8, ctypes.c_int64) == 0  # a missing row has size 0
+
+
+@given(S.ragged(layouts=S.LAYOUTS + S.QVAR_LAYOUTS + S.QNEST_LAYOUTS, nan=True),
+       st.integers(0, 4), st.integers(0, 4))
+def test_every_ragged_layout_pickles_to_the_same_type_and_values(case, lo, hi):
+    import pickle
+
+    t, data = case
+    x = lazyk.array(data, type=t)
+    parts = [x] if x.type.ndim == 0 or not isinstance(x.type, T.FixedDim) else \
+        [x, x[lo:max(lo, hi)], x[::2]]
+    for a in parts:
+        b = pickle.loads(pickle.dumps(a))
+        assert b.type == a.type
+        got, want = b.to_list(), a.to_list()
+        assert repr(got) == repr(want)  # (NaN where NaN was)
