@@ -436,6 +436,9 @@ class ColumnArray(Array):
     copies nothing. Read-only, as Arrow's and Awkward's arrays are: no write may make the
     columns and the structs differ."""
 
+    # `_make`: builds the structs (None once built); `_parts`: (offsets, content records,
+    # which rows are present or None) of lists of records, None for records. (No public
+    # names beyond `built`: an attribute would hide a record field of that name.)
     __slots__ = ("_make", "_parts")
 
     def _build(self) -> None:
@@ -476,11 +479,6 @@ class ColumnArray(Array):
         """Whether the C structs exist yet (something needed the records whole)."""
         return self._make is None
 
-    @property
-    def parts(self) -> tuple | None:
-        """(offsets, content records, which rows are present or None) of lists of records;
-        None for records."""
-        return self._parts
 
 
 _BUILT = ("_np", "_meta", "_ptr", "_owner")

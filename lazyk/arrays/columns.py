@@ -137,8 +137,8 @@ def columns(a: Array, lists: int | None = None) -> Column:
     if a._columns is not None:  # records read from columns: those columns, not the structs
         if isinstance(t.elem, T.Record):
             return Record(tuple(a._columns), [columns(c) for c in a._columns.values()])
-        if isinstance(a, ColumnArray) and a.parts is not None:
-            offsets, content, valid = a.parts
+        if isinstance(a, ColumnArray) and a._parts is not None:
+            offsets, content, valid = a._parts
             rows = Lists(offsets, Unread(content.type.size) if lists == 1 else
                          columns(content, _below(lists)))
             return rows if valid is None else Masked(valid, rows)
