@@ -436,32 +436,37 @@ class ColumnArray(Array):
     copies nothing. Read-only, as Arrow's and Awkward's arrays are: no write may make the
     columns and the structs differ."""
 
-    # `_make`: builds the structs (None once built); `_parts`: (offsets, content records,
-    # which rows are present or None) of lists of records, None for records. (No public
-    # names beyond `built`: an attribute would hide a record field of that name.)
-    __slots__ = ("_make", "_parts")
+    # `_pending`: the structs are not built yet; `_parts`: (offsets, content records, which
+    # rows are present or None) of lists of records, None for records (whose fields are
+    # `_columns`). (No public names beyond `built`: an attribute would hide a record field
+    # of that name.)
+    __slots__ = ("_pending", "_parts")
 
     def _build(self) -> None:
-        make = self._make
-        if make is None:
+        if not self._pending:
             return
-        whole = _read_only(make())  # (outside the lock: the content builds its own)
+        if self._parts is None:  # (outside the lock: the content builds its own)
+            whole = records_array(list(self._columns), list(self._columns.values()))
+        else:
+            offsets, content, valid = self._parts
+            whole = offsets_array(offsets, content, valid, check=None)
+        whole = _read_only(whole)
         with _building:
-            if self._make is not None:  # (else another thread's are kept)
+            if self._pending:  # (else another thread's are kept)
                 for name in _BUILT:
                     getattr(Array, name).__set__(self, getattr(whole, name))
-                self._make = None
+                self._pending = False
 
     @property
     def shape(self) -> tuple:
         return self._type.shape
 
     def __getitem__(self, index: Any) -> Array:
-        if isinstance(index, slice) and self._make is not None:  # rows of the records,
-            # still deferred: their columns' rows
-            names, fields = list(self._columns), list(self._columns.values())
+        if isinstance(index, slice) and self._pending:  # rows of the records, still
+            # deferred: their columns' rows
             if self._parts is None:
-                return column_records(names, [f[index] for f in fields])
+                return column_records(list(self._columns),
+                                      [f[index] for f in self._columns.values()])
             offsets, content, valid = self._parts
             lo, hi, step = index.indices(len(offsets) - 1)
             if step == 1:
@@ -471,13 +476,13 @@ class ColumnArray(Array):
         return Array.__getitem__(self, index)
 
     def close(self) -> None:
-        self._make = self._columns = None  # (nothing is built after a close)
+        self._pending, self._columns = False, None  # (nothing is built after a close)
         Array.close(self)
 
     @property
     def built(self) -> bool:
         """Whether the C structs exist yet (something needed the records whole)."""
-        return self._make is None
+        return not self._pending
 
 
 
@@ -489,7 +494,7 @@ def _built_slot(name: str) -> property:
     slot = getattr(Array, name)
 
     def get(self: ColumnArray) -> Any:
-        if self._make is not None:
+        if self._pending:
             self._build()
         return slot.__get__(self)
     return property(get, slot.__set__)
@@ -499,12 +504,12 @@ for _name in _BUILT:
     setattr(ColumnArray, _name, _built_slot(_name))
 
 
-def _deferred(t: T.Type, columns: dict, make, parts: tuple | None = None) -> ColumnArray:
+def _deferred(t: T.Type, columns: dict, parts: tuple | None = None) -> ColumnArray:
     out = object.__new__(ColumnArray)
     for name in _BUILT:
         getattr(Array, name).__set__(out, None)
     out._type, out._readonly, out._columns = t, True, columns
-    out._make, out._parts = make, parts
+    out._pending, out._parts = True, parts
     return out
 
 
@@ -520,8 +525,7 @@ def column_records(names: list, fields: list, valid: np.ndarray | None = None) -
             raise ArrayConstructionError(f"field {name!r}: {c.type}, the records need {n} "
                                          "elements")
     t = T.FixedDim(n, T.Record(tuple((k, c.type.elem) for k, c in zip(names, fields))))
-    return _deferred(t, {k: _read_only(f) for k, f in zip(names, fields)},
-                     lambda: records_array(names, fields))
+    return _deferred(t, {k: _read_only(f) for k, f in zip(names, fields)})
 
 
 def column_lists(offsets: np.ndarray, content: Array, valid: np.ndarray | None = None,
@@ -546,7 +550,6 @@ def column_lists(offsets: np.ndarray, content: Array, valid: np.ndarray | None =
     return _deferred(T.FixedDim(len(offsets) - 1, elem),
                      {k: column_lists(offsets, c, valid, check=None)
                       for k, c in content._columns.items()},
-                     lambda: offsets_array(offsets, content, valid, check=None),
                      (offsets, content, valid))
 
 
