@@ -357,6 +357,17 @@ def test_nan_propagating_minimum_and_fneg_legalized():
     assert "neg.f64" in nvvmc.compile_ptx(text)
 
 
+@pytest.mark.parametrize("op", ["remainder", "fmod", "floor_divide"])
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_float_remainder_calls_libdevice_fmod(op, dt):
+    # NVPTX lowers LLVM's frem to x - trunc(x / y) * y, off by an ulp of x on a real GPU
+    # where NumPy is exact: the far case calls libdevice's fmod instead.
+    text = nvvm.lower(binary_spec(dt, dt, op), flat(1, (True,) * 3))
+    assert " frem " not in text
+    assert ("__nv_fmodf" if dt == "f4" else "__nv_fmod") in text
+    assert nvvmc.compile_ptx(text)
+
+
 def test_kernel_data_layout_matches_struct():
     from llvmlite import binding as llvm
     td = llvm.create_target_data(nvvm.DATA_LAYOUT)

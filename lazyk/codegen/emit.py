@@ -44,6 +44,10 @@ class CPUTarget:
             fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), fname)
         return fn
 
+    def fmod(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        """C fmod: LLVM's frem, which the CPU backends lower to an exact libm call."""
+        return b.frem(x, y)
+
     def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
         """C99 complex function `name` (csqrt, cexp, ...) with the x86-64 SysV lowering clang
         uses: `{double, double} f(double, double)` and `<2 x float> f(<2 x float>)`."""

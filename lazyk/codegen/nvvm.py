@@ -39,7 +39,8 @@ _LIBDEVICE = {"minnum": "fmin", "maxnum": "fmax"}
 # NaN-propagating min/max (NumPy minimum/maximum): LLVM 7 has no llvm.minimum and libdevice
 # fmin ignores NaN, so these become small internal functions: fmin plus a select for NaN.
 _NAN_PROPAGATING = {"minimum": "fmin", "maximum": "fmax"}
-_ARITY2 = {"atan2", "pow", "copysign", "minimum", "maximum", "minnum", "maxnum", "hypot"}
+_ARITY2 = {"atan2", "pow", "copysign", "minimum", "maximum", "minnum", "maxnum", "hypot",
+           "fmod"}
 
 
 class CudaTarget:
@@ -55,6 +56,11 @@ class CudaTarget:
         if ty == ir.FloatType():
             return f"__nv_{base}f"
         raise NotSupportedError(f"{name} on {ty} not supported on the GPU yet")
+
+    def fmod(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+        """C fmod through libdevice: NVPTX lowers frem to x - trunc(x / y) * y, which is off
+        by up to an ulp of x where NumPy's remainder and fmod are exact."""
+        return b.call(self.math(b.module, "fmod", x.type), [x, y])
 
     def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
         """C99 complex math (csqrt, cexp, ...): libdevice has none."""

@@ -88,10 +88,10 @@ def inline_helper(module: ir.Module, name: str, ret: ir.Type,
 
 
 def frem(em, x, y):
-    """C fmod (LLVM's frem, a libm call on the CPU) with no call where |x| < 2|y|, as when
-    an angle is wrapped into one period: x below |y|, else |x| - |y| with x's sign (exact
-    by Sterbenz's lemma, as fmod is). A helper of the module, always inlined, so the
-    branch sits in the caller's loop."""
+    """C fmod (the target's: libm on the CPU, libdevice on the GPU) with no call where
+    |x| < 2|y|, as when an angle is wrapped into one period: x below |y|, else |x| - |y| with
+    x's sign (exact by Sterbenz's lemma, as fmod is). A helper of the module, always
+    inlined, so the branch sits in the caller's loop."""
     t = x.type
     fn, b = inline_helper(em.module, f"lazyk_frem_{t}", t, [t, t])
     if b is not None:
@@ -100,7 +100,7 @@ def frem(em, x, y):
         ax, ay = sub.math("fabs", fx), sub.math("fabs", fy)
         near = b.fcmp_ordered("<", ax, b.fmul(ay, ir.Constant(t, 2.0)))
         with b.if_then(b.not_(near), likely=False):
-            b.ret(b.frem(fx, fy))  # (NaN, infinite x, zero y, |x| >= 2|y|)
+            b.ret(em.target.fmod(b, fx, fy))  # (NaN, infinite x, zero y, |x| >= 2|y|)
         b.ret(b.select(b.fcmp_ordered("<", ax, ay), fx,
                        sub.math("copysign", b.fsub(ax, ay), fx)))
     return em.b.call(fn, [x, y])

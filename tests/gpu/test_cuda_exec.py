@@ -54,7 +54,8 @@ def binary(name, dt, reduce=None, out=None):
 
 
 @pytest.mark.parametrize("name", ["add", "subtract", "multiply", "true_divide", "floor_divide",
-                                  "remainder", "power", "minimum", "maximum", "arctan2", "hypot"])
+                                  "remainder", "fmod", "power", "minimum", "maximum", "arctan2",
+                                  "hypot"])
 @pytest.mark.parametrize("dt", ["float64", "float32", "int32", "uint8"])
 def test_binary_ops_match_numpy(name, dt):
     row = ops.OPS[name]
