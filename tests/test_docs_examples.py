@@ -39,6 +39,9 @@ import lazyk
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OPTIONAL = ("pyarrow", "awkward", "dask", "distributed")
+# lazyk functions that import an optional package themselves.
+NEEDS = {"to_awkward": "awkward", "from_awkward": "awkward", "to_arrow": "pyarrow",
+         "from_arrow": "pyarrow"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 
@@ -108,6 +111,9 @@ def _why_skip(code: str, tainted: set[str]) -> str | None:
             top = name.split(".")[0]
             if top in OPTIONAL and importlib.util.find_spec(top) is None:
                 return f"needs {top}, which is not installed"
+        if isinstance(node, ast.Attribute) and node.attr in NEEDS and \
+                importlib.util.find_spec(NEEDS[node.attr]) is None:
+            return f"needs {NEEDS[node.attr]}, which is not installed"
     if re.search(r"""device\s*=\s*["']cuda""", code) and not _gpu_available():
         return "needs an NVIDIA GPU and driver"
     if re.search(r"""target\s*=\s*["']cuda""", code) and not _toolchain_available():
