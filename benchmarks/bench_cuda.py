@@ -109,7 +109,10 @@ def run(sizes=None, quick: bool = False) -> list[dict]:
             if cpd is not None:
                 args = [cpd[k] for k in case.names]
                 tools["cupy"] = lambda args=args, case=case: case.numpy(*args)
-                fused = cp.fuse(case.numpy)
+                # CuPy's own functions (fuse traces them, not NumPy's), under a kernel name:
+                # fuse names the kernel after the function, and '<lambda>' does not compile.
+                fused = cp.fuse(kernel_name=f"bench_{case.id}")(
+                    lambda *a, case=case: case.lazyk(cp, *a))
                 tools["cupy.fuse"] = lambda args=args, fused=fused: fused(*args)
             sync = cuda.synchronize
             for tool, fn in tools.items():
