@@ -446,6 +446,7 @@ def test_cuda_array_interface_import_and_export():
 def test_missing_cuda_bindings_is_device_error(monkeypatch):
     from lazyk.backend import cuda
     monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    monkeypatch.setattr(cuda, "_driver", None)  # not imported yet, as in a new process
     with pytest.raises(DeviceError, match=r"pip install 'lazyk\[cuda\]'"):
         cuda.driver()
 
@@ -547,7 +548,7 @@ class FakeDriver:
         return self.ok(i)
 
     def cuDevicePrimaryCtxRetain(self, dev):
-        return self.ok("ctx")
+        return self.ok(0xC0)  # a context handle: an address
 
     def cuDeviceGetAttribute(self, attr, dev):
         return self.ok(self.ATTRS[attr])
@@ -556,7 +557,14 @@ class FakeDriver:
         return self.ok(b"Fake H100\0")
 
     def cuCtxSetCurrent(self, ctx):
+        self.current = ctx
         return self.ok()
+
+    def cuCtxGetCurrent(self):
+        return self.ok(getattr(self, "current", 0))
+
+    def cuDeviceTotalMem(self, dev):
+        return self.ok(self.arena.size)
 
     def cuMemAlloc(self, n):
         ptr = self.base + self.top
@@ -798,6 +806,14 @@ def test_emulated_launch_config_and_memory_pool(fake_driver, monkeypatch):
     before = len(fake_driver.live)
     del result  # a full pool frees for real
     assert len(fake_driver.live) == before - 1
+    # By default the pool keeps up to a quarter of the device's memory (an H200's 35 GiB
+    # hold a few 800 MB results of 1e8 float64 values; 1 GiB did not).
+    monkeypatch.setattr(cuda, "POOL_BYTES", None)
+    dev, pool = cuda.get_device(0), cuda._Pool()
+    assert dev.memory == fake_driver.arena.size
+    assert pool.give(dev, dev.memory // 8, 1) and pool.give(dev, dev.memory // 8, 2)
+    assert not pool.give(dev, dev.memory // 8, 3)
+    assert pool.take(0, dev.memory // 8) == 2
 
 
 def test_emulated_bench_suite_e1_to_e10(fake_driver):

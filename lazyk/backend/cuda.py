@@ -3,10 +3,10 @@
 Text in, launches out: NVVM IR or PTX text becomes a loaded module (`load_ir`), whose
 functions `launch` runs with raw parameter bytes; `lazyk.kernel.gpu` decides what to launch.
 
-NOTE: not yet run on a real GPU. Tests run this module
-against an emulated driver (host memory, the generated kernels JIT-compiled for the CPU), so
-the logic around each driver call is exercised; the real driver calls are not. Every failure
-to reach a driver becomes `DeviceError` with the reason.
+Tests without a GPU run this module against an emulated driver (host memory, the generated
+kernels JIT-compiled for the CPU), so the logic around each driver call is exercised there;
+`tests/gpu` runs it on a real GPU (an H200 so far). Every failure to reach a driver becomes
+`DeviceError` with the reason.
 """
 from __future__ import annotations
 
@@ -27,13 +27,19 @@ BLOCKS_PER_SM = 8
 BLOCK = 256
 
 
+_driver = None
+
+
 def driver():
     """The cuda-bindings driver module; DeviceError when the extra is not installed."""
-    try:
-        from cuda.bindings import driver as drv
-    except ImportError as err:
-        raise DeviceError(f"cuda-bindings is not installed ({err}): {_HINT}") from None
-    return drv
+    global _driver
+    if _driver is None:  # (an import statement per call costs microseconds per launch)
+        try:
+            from cuda.bindings import driver as drv
+        except ImportError as err:
+            raise DeviceError(f"cuda-bindings is not installed ({err}): {_HINT}") from None
+        _driver = drv
+    return _driver
 
 
 def check(result):
@@ -118,10 +124,14 @@ class Device:
     max_threads: int
     capability: tuple[int, int]
     name: str
+    memory: int  # bytes
 
     def activate(self) -> None:
-        """Make this device's primary context current on the calling thread."""
-        check(driver().cuCtxSetCurrent(self.context))
+        """Make this device's primary context current on the calling thread (asking first
+        costs a fifth of setting it; another library may have changed it since)."""
+        drv = driver()
+        if int(check(drv.cuCtxGetCurrent()) or 0) != int(self.context):
+            check(drv.cuCtxSetCurrent(self.context))
 
     def launch_config(self, n: int, block: int = BLOCK) -> tuple[int, int]:
         """(grid, block) for a grid-stride loop over n items: at most BLOCKS_PER_SM per SM."""
@@ -152,7 +162,8 @@ def get_device(ordinal: int = 0) -> Device:
         # The PTX is generated for compute_90; older GPUs cannot load it.
         raise DeviceError(f"{name} has compute capability {cap[0]}.{cap[1]}; lazyk needs 9.0+")
     d = Device(ordinal, dev, ctx, get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-               get(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), cap, name)
+               get(attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), cap, name,
+               int(check(drv.cuDeviceTotalMem(dev))))
     d.activate()
     return d
 
@@ -160,7 +171,8 @@ def get_device(ordinal: int = 0) -> Device:
 class _Pool:
     """Freed allocations kept per (device, size class) for reuse: cuMemAlloc/cuMemFree
     synchronize the device and cost far more than a small kernel, so a call that allocates
-    its output must not pay them every time. Bounded by POOL_BYTES per device.
+    its output must not pay them every time. Bounded per device by POOL_BYTES, or a quarter
+    of its memory; an allocation that runs out of memory frees the pool and tries again.
 
     NOTE: reuse is safe in stream order because lazyk launches on the legacy default stream
     (or synchronizes its own streams before results are freed).
@@ -187,12 +199,13 @@ class _Pool:
                 return ptrs.pop()
         return 0
 
-    def give(self, device: int, size: int, ptr: int) -> bool:
+    def give(self, device: Device, size: int, ptr: int) -> bool:
+        limit = device.memory // 4 if POOL_BYTES is None else POOL_BYTES
         with self.lock:
-            if self.bytes.get(device, 0) + size > POOL_BYTES:
+            if self.bytes.get(device.ordinal, 0) + size > limit:
                 return False
-            self.free.setdefault((device, size), []).append(ptr)
-            self.bytes[device] = self.bytes.get(device, 0) + size
+            self.free.setdefault((device.ordinal, size), []).append(ptr)
+            self.bytes[device.ordinal] = self.bytes.get(device.ordinal, 0) + size
             return True
 
     def release(self, device: Device) -> None:
@@ -206,7 +219,9 @@ class _Pool:
             check(driver().cuMemFree(p))
 
 
-POOL_BYTES = 1 << 30
+# None: a quarter of each device's memory. (A fixed 1 GiB freed every 800 MB result of a
+# 1e8-element call once smaller blocks were cached: cuMemFree + cuMemAlloc doubled its time.)
+POOL_BYTES: int | None = None
 _pool = _Pool()
 
 
@@ -230,7 +245,7 @@ class Buffer:
         """Return the allocation to the pool, or free it when the pool is full (idempotent)."""
         if self.ptr:
             ptr, self.ptr = self.ptr, 0
-            if not _pool.give(self.device.ordinal, self.size, ptr):
+            if not _pool.give(self.device, self.size, ptr):
                 self.device.activate()
                 check(driver().cuMemFree(ptr))
 

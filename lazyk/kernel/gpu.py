@@ -31,41 +31,78 @@ class CompiledKernel:
                  params: bytes = b"") -> None:
         """Bind (pack kernel data from the layout and the parameter values `params`, as
         `lazyk.frontend.spec.pack_params` writes them) and launch; pointers are device addresses."""
-        if layout.size == 0 and self.spec.reduce is None:
-            return
-        out += layout.offsets[0]
-        srcs = tuple(p + off for p, off in zip(srcs, layout.offsets[1:]))
-        check_aligned(self.spec, out, layout)
-        self.device.activate()
-        fn = self.module.function
-        if self.spec.reduce is not None and self.lc.full_reduction:
-            grid, _ = self.device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
-            # Partials are compute values (float16 accumulates as float, complex as two
-            # parts): 16 bytes covers all.
-            with cuda.Buffer(grid * 16, self.device) as scratch:
-                data = self.kd.pack(out, srcs, scratch.ptr, layout, params)
-                cuda.launch(fn(nvvm.ENTRY), grid, nvvm.REDUCE_BLOCK, [data], stream)
-                cuda.launch(fn(nvvm.FINISH), 1, nvvm.REDUCE_BLOCK,
-                            [data, np.int64(grid).tobytes()], stream)
-                cuda.synchronize(stream)  # scratch is freed on exit
+        self.prepare(layout, params)(out, srcs, stream)
+
+    def prepare(self, layout, params: bytes = b"") -> Launch:
+        """Everything a launch over `layout` needs but the pointers: a repeated call of the same
+        geometry only writes its pointers into the kernel data (`Launch.__call__`)."""
+        return Launch(self, layout, params)
+
+
+class Launch:
+    """One compiled kernel bound to one layout: entry, grid, block and the kernel data with
+    its pointer words left to fill."""
+
+    def __init__(self, kernel: CompiledKernel, layout, params: bytes):
+        self.kernel, self.layout = kernel, layout
+        spec, lc, device = kernel.spec, kernel.lc, kernel.device
+        self.empty = layout.size == 0 and spec.reduce is None
+        dt = np.dtype(spec.outputs[0][1])
+        self.align = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
+        check_aligned(spec, 0, layout)  # the strides; each call checks its pointer
+        self.offsets = layout.offsets
+        self.words = np.frombuffer(kernel.kd.pack(0, (0,) * len(spec.inputs), 0, layout,
+                                                  params), np.int64).copy()
+        self.scratch_word = 1 + max(len(spec.inputs), 1)
+        fn = kernel.module.function
+        self.full_reduction = spec.reduce is not None and lc.full_reduction
+        if self.full_reduction:
+            self.grid, _ = device.launch_config(layout.size, nvvm.REDUCE_BLOCK)
+            self.entry, self.finish = fn(nvvm.ENTRY), fn(nvvm.FINISH)
             return
         kept = layout.size
-        if self.spec.reduce is not None:
+        if spec.reduce is not None:
             kept = int(np.prod([n for n, r in zip(layout.shape, layout.reduced) if not r]))
-        grid, block = self.device.launch_config(kept)
+        grid, block = device.launch_config(kept)
         entry = nvvm.ENTRY
         inner = layout.shape[-1] if layout.shape else 0
-        if self.spec.reduce is None and self.lc.ndim >= 2 and inner >= ROWS_MIN:
+        if spec.reduce is None and lc.ndim >= 2 and inner >= ROWS_MIN:
             # Rows long enough for a block: no per-element index division (nvvm ROWS).
             entry, block = nvvm.ROWS, min(cuda.BLOCK, (inner + 31) // 32 * 32)
             rows = layout.size // inner
-            grid = max(1, min(rows, self.device.sm_count * cuda.BLOCKS_PER_SM
+            grid = max(1, min(rows, device.sm_count * cuda.BLOCKS_PER_SM
                               * (cuda.BLOCK // block)))
-        if self.lc.block_per_output:
+        if lc.block_per_output:
             # One block of REDUCE_BLOCK threads per output (the tree assumes that size).
-            grid = max(1, min(kept, self.device.sm_count * cuda.BLOCKS_PER_SM))
+            grid = max(1, min(kept, device.sm_count * cuda.BLOCKS_PER_SM))
             block = nvvm.REDUCE_BLOCK
-        cuda.launch(fn(entry), grid, block, [self.kd.pack(out, srcs, 0, layout, params)], stream)
+        self.entry, self.grid, self.block = fn(entry), grid, block
+
+    def __call__(self, out: int, srcs: tuple[int, ...], stream=0) -> None:
+        """Launch on device pointers `out` (the layout's first operand) and `srcs`."""
+        if self.empty:
+            return
+        out += self.offsets[0]
+        if out % self.align:
+            check_aligned(self.kernel.spec, out, self.layout)
+        words = self.words.copy()
+        words[0] = out
+        for k, (p, off) in enumerate(zip(srcs, self.offsets[1:])):
+            words[1 + k] = p + off
+        device = self.kernel.device
+        device.activate()
+        if not self.full_reduction:
+            cuda.launch(self.entry, self.grid, self.block, [words.tobytes()], stream)
+            return
+        # Partials are compute values (float16 accumulates as float, complex as two parts):
+        # 16 bytes covers all.
+        with cuda.Buffer(self.grid * 16, device) as scratch:
+            words[self.scratch_word] = scratch.ptr
+            data = words.tobytes()
+            cuda.launch(self.entry, self.grid, nvvm.REDUCE_BLOCK, [data], stream)
+            cuda.launch(self.finish, 1, nvvm.REDUCE_BLOCK, [data, np.int64(self.grid).tobytes()],
+                        stream)
+            cuda.synchronize(stream)  # scratch is freed on exit
 
 
 def check_aligned(spec, out: int, layout) -> None:

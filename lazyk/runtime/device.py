@@ -3,8 +3,8 @@ and running planned programs on the GPU (`run_program`, `explain_cuda`).
 
 The CUDA bindings themselves load only when a GPU is first used (`lazyk.backend.cuda.driver`).
 
-NOTE: not yet run on a real GPU. Tests drive it through an
-emulated driver that runs the generated kernels on the CPU (tests/test_nvvm.py).
+Tests without a GPU drive it through an emulated driver that runs the generated kernels on
+the CPU (tests/test_nvvm.py); `tests/gpu` runs it on a real one.
 """
 from __future__ import annotations
 
@@ -246,13 +246,15 @@ def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
     else:
         ostr = tuple(0 if r else st for r, st in zip(reduced, ostr))
         result = alloc if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
-    kernel = layout = None
+    launch = None
     if 0 not in shape:
         layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
                                reduced)
-        kernel = gpu.kernel(spec, layout, cuda.get_device(_ordinal(device)))
+        launch = gpu.kernel(spec, layout, cuda.get_device(_ordinal(device))).prepare(
+            layout, step.consts)
     count = math.prod(shape[d] for d in axes)
-    return step, shape, alloc, result, layout, kernel, count
+    nbytes = math.prod(alloc) * step.dtype.itemsize
+    return step, alloc, result, launch, count, nbytes, cuda.get_device(_ordinal(device))
 
 
 def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
@@ -260,20 +262,19 @@ def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
     device = arrays[0].device if arrays else "cuda:0"
     key = (id(step), device, *((a.shape, a.strides, a.dtype, a.ptr % 16) for a in arrays))
     plan = _GEOMETRY.get(key)
-    if plan is None or (plan[5] is not None and plan[5].module.handle is None):
+    if plan is None or (plan[3] is not None and plan[3].kernel.module.handle is None):
         # new geometry, or its kernel was evicted (and unloaded) from the kernel cache
         plan = _GEOMETRY.put(key, _plan_step(step, arrays, device))
-    _, shape, alloc, result, layout, kernel, count = plan
-    full = DeviceArray.empty(alloc, step.dtype, device)
-    out = full if result == alloc else DeviceArray(result, full.dtype, full.ptr, device=device,
-                                                   owner=full.owner)
-    if kernel is None:  # an empty dim
+    _, alloc, result, launch, count, nbytes, dev = plan
+    buf = cuda.Buffer(nbytes, dev)
+    out = DeviceArray(result, step.dtype, buf.ptr, device=device, owner=buf)
+    if launch is None:  # an empty dim
         if step.axes is not None and out.size:
             _fill_identity(out, step)
         return out
-    kernel(out.ptr, tuple(a.ptr for a in arrays), layout, params=step.consts)
+    launch(out.ptr, tuple(a.ptr for a in arrays))
     if step.mean:
-        _divide_in_place(out, count, kernel.device)
+        _divide_in_place(out, count, launch.kernel.device)
     return out
 
 
