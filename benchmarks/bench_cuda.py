@@ -2,7 +2,7 @@
 
 `run(sizes, quick)` returns one row per (case, n, tool); `python benchmarks/bench_cuda.py
 --quick` prints them as Markdown. Without a GPU it raises lazyk.DeviceError saying why.
-NOTE: not yet run on a real GPU.
+Results on an NVIDIA H200: benchmarks/results-cuda-2026-12-04.md.
 """
 from __future__ import annotations
 

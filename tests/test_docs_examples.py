@@ -108,7 +108,7 @@ def _why_skip(code: str, tainted: set[str]) -> str | None:
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module or ""] if isinstance(node, ast.ImportFrom) else []
         for name in names:
-            top = name.split(".")[0]
+            top = "dask" if name.startswith("lazyk.dask") else name.split(".")[0]
             if top in OPTIONAL and importlib.util.find_spec(top) is None:
                 return f"needs {top}, which is not installed"
         if isinstance(node, ast.Attribute) and node.attr in NEEDS and \

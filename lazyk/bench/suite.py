@@ -341,7 +341,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
                    help="elements for the copy/triad/read reference (default 1e7: main memory)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py; not yet run on a GPU)")
+                   help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py)")
     p.add_argument("--overhead", action="store_true",
                    help="only the call-overhead rows (the lazy API, compiled and ragged calls at "
                         "sizes where the call is the cost, against NumPy, numexpr and Numba)")

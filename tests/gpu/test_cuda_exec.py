@@ -1,6 +1,7 @@
 """Execution on an NVIDIA GPU: every op class against NumPy. Skips without a GPU and driver.
 
-NOTE: these tests have not been run on a real GPU yet.
+Run on an NVIDIA H200 (CUDA 13.0 driver) on 2026-12-04: all passed after the float
+remainder fix (NVPTX's frem is inexact; libdevice fmod is not).
 """
 import numpy as np
 import pytest
