@@ -1013,3 +1013,29 @@ def test_emulated_parameters_of_several_dtypes(fake_driver):
                                   .eval().to("cpu"), np.where(i16 > 0, 2.5, True))
     total = lx.sum(lx.as_expr(dx) * 2.0).eval().to("cpu")
     np.testing.assert_allclose(total, (x32 * 2.0).sum(dtype=np.float32), atol=1e-5)
+
+
+def test_emulated_gpu_expressions_skip_the_general_path(fake_driver, monkeypatch):
+    # A fixed-dim expression over GPU arrays is planned once per structure; later ones (the
+    # same expression, or one built anew over other arrays) run without the general path.
+    import lazyk
+    from lazyk.runtime import launch, stringeval
+    x = np.arange(10.0)
+    a, b = lazyk.array(x, device="cuda"), lazyk.array(x[::-1].copy(), device="cuda")
+    plans = stringeval.expr_stats["plans"]
+    np.testing.assert_array_equal((a * 2.0 + b).eval().to_numpy(), x * 2 + x[::-1])
+    assert stringeval.expr_stats["plans"] == plans + 1
+    general, check = [], launch.check_int_powers
+    monkeypatch.setattr(launch, "check_int_powers", lambda e: general.append(e))
+    e = b * 2.0 + a
+    np.testing.assert_array_equal(e.eval().to_numpy(), x[::-1] * 2 + x)
+    np.testing.assert_array_equal(e.eval().to_numpy(), x[::-1] * 2 + x)
+    assert not general and stringeval.expr_stats["plans"] == plans + 1
+    # integer exponents are checked on the device by the general path, every call
+    i = lazyk.array(np.array([1, 2, 3]), device="cuda")
+    j = lazyk.array(np.array([2, -1, 0]), device="cuda")
+    monkeypatch.setattr(launch, "check_int_powers", check)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (i ** j).eval()
+    with pytest.raises(lazyk.DeviceError, match="operands live on different devices"):
+        (a + x).eval()

@@ -144,3 +144,79 @@ def test_kernel_cache_per_device():
     k1 = gpu.kernel(spec, layout)
     k2 = gpu.kernel(spec, simplify_dims((99,), ((8,), (8,), (8,))))
     assert k1 is k2 and ".entry " + nvvm.ENTRY in k1.ptx
+
+
+def test_public_expressions_against_numpy():
+    import lazyk
+    x = RNG.standard_normal(100_001)
+    y = RNG.standard_normal(100_001).astype(np.float32)
+    dx, dy = lazyk.array(x, device="cuda"), lazyk.array(y, device="cuda")
+    got = lazyk.where(dx > dy, dx * 2 - dy, lazyk.exp(-abs(dy))).eval()
+    assert got.dtype == np.float64 and got.shape == x.shape
+    np.testing.assert_allclose(got.to_numpy(), np.where(x > y, x * 2 - y, np.exp(-np.abs(y))),
+                               rtol=1e-6)
+    assert (dx > 0).eval().to_numpy().dtype == np.bool_
+    np.testing.assert_allclose(dx.mean().eval().to_numpy(), x.mean(), rtol=1e-12)
+    m = RNG.standard_normal((333, 77))
+    dm = lazyk.array(m, device="cuda")
+    np.testing.assert_allclose(dm.sum(axis=0).eval().to_numpy(), m.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose((dm * dm).max(axis=1).eval().to_numpy(), (m * m).max(axis=1))
+
+
+def test_repeated_evaluation_reads_the_current_values():
+    # A call of a geometry seen before reuses its prepared launch: only pointers and values
+    # change, never a stale result.
+    import lazyk
+    from lazyk.backend import cuda
+    x = np.arange(1000.0)
+    d = lazyk.array(x, device="cuda")
+    e = d * 3 + 1
+    first = e.eval().to_numpy()
+    cuda.copy_to_device(d.ptr, x[::-1].copy())
+    second = e.eval().to_numpy()
+    np.testing.assert_array_equal(first, x * 3 + 1)
+    np.testing.assert_array_equal(second, x[::-1] * 3 + 1)
+    other = lazyk.array(x + 5, device="cuda")  # same geometry, another array
+    np.testing.assert_array_equal((other * 3 + 1).eval().to_numpy(), (x + 5) * 3 + 1)
+
+
+def test_threads_evaluate_at_once():
+    import threading
+
+    import lazyk
+    errors, n = [], 50_000
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(20):
+                a = rng.standard_normal(n)
+                d = lazyk.array(a, device="cuda")
+                got = (lazyk.sin(d) * 2 + d).eval().to_numpy()
+                total = (d * d).sum().eval().to_numpy()
+                np.testing.assert_allclose(got, np.sin(a) * 2 + a, rtol=1e-14)
+                np.testing.assert_allclose(total, (a * a).sum(), rtol=1e-10)
+        except Exception as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:2]
+
+
+def test_large_results_stay_in_the_pool():
+    # An 800 MB result is kept for the next call of that size (a pool of a quarter of the
+    # GPU's memory), not freed and allocated again each time.
+    import lazyk
+    from lazyk.backend import cuda
+    n = 100_000_000
+    dev = cuda.get_device(0)
+    if dev.memory < 16 * n * 8:
+        pytest.skip("needs 13 GB of GPU memory")
+    r = (lazyk.array(np.ones(n), device="cuda") + 1).eval()
+    assert DeviceArray((1,), r.dtype, r.ptr + 8 * (n - 1), owner=r).to_numpy()[0] == 2.0
+    size = cuda._Pool.size_class(8 * n)
+    del r
+    assert size in {s for (o, s) in cuda._pool.free if o == 0}
