@@ -406,7 +406,8 @@ def install_path(name: str, fn: Callable) -> None:
     _paths[name] = fn
 
 
-def _path(name: str) -> Callable:
+def evaluation_path(name: str) -> Callable:
+    """The installed evaluation path `name` (one of PATHS)."""
     fn = _paths.get(name)
     if fn is None:
         raise RuntimeError(f"lazyk's {name!r} evaluation path is not installed: import lazyk "
@@ -480,25 +481,26 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
             return done
     check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, str):
-        return _path("string")(expr, local_dict=local_dict, global_dict=global_dict, out=out,
-                               order=order, casting=casting, _depth=_depth + 1, _checked=True)
+        return evaluation_path("string")(expr, local_dict=local_dict, global_dict=global_dict,
+                                         out=out, order=order, casting=casting,
+                                         _depth=_depth + 1, _checked=True)
     e = as_expr(expr)
-    done = _path("rows")(e, out, casting)  # row operations: computed, or fused, first
+    done = evaluation_path("rows")(e, out, casting)  # row operations: computed, or fused, first
     if done is not NotImplemented:
         return done
     if out is None and order != "F":
-        done = _path("expr")(e)  # a dense structure seen before: a look-up and one call
+        done = evaluation_path("expr")(e)  # a dense structure seen before: a look-up and one call
         if done is not NotImplemented:
             return done
     check_int_powers(e)  # every path below: NumPy's ValueError, never a kernel's garbage
-    done = _path("text_where")(e, out, order, casting)  # where() over strings first
+    done = evaluation_path("text_where")(e, out, order, casting)  # where() over strings first
     if done is not NotImplemented:
         return done
-    done = _path("ragged")(e, out, casting)  # var / option leaves
+    done = evaluation_path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done
     data = env_arrays(e)
-    run_on_device = _path("device")(data)  # GPU leaves run there; mixed raise DeviceError
+    run_on_device = evaluation_path("device")(data)  # GPU leaves run there; mixed raise DeviceError
     if run_on_device is not None:
         return run_on_device(plan(e.node), data, out)
     node, data = canonical(e.node, data)

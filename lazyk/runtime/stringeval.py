@@ -589,7 +589,7 @@ def _device_launch(e, key, names_, values: list) -> Any:
     runner with the program of `e`'s structure), or None where the general path runs it:
     host arrays beside them, integer exponents (checked on the device by the general path)."""
     try:
-        run = runtime._paths["device"](dict(enumerate(values)))
+        run = runtime.evaluation_path("device")(dict(enumerate(values)))
     except Exception:  # noqa: BLE001 - mixed devices: the general path names the operands
         return None
     if run is None:
