@@ -9,7 +9,9 @@ the CPU (tests/test_nvvm.py); `tests/gpu` runs it on a real one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -499,6 +501,33 @@ def _dlpack(self, stream=None, max_version=None, dl_device=None, copy=None):
 DeviceArray.__dlpack__ = _dlpack
 DeviceArray.__dlpack_device__ = lambda self: (_KDL_CUDA, _ordinal(self.device))
 DeviceArray.from_dlpack = staticmethod(from_dlpack)
+
+
+# structure key -> (program, inputs by position) of an expression over GPU arrays, or False
+_EXPRESSIONS = Memo(256, "GPU expressions")
+
+
+def gpu_launch(key, values: list, planned) -> Callable | None:
+    """A call that evaluates an expression of structure `key` over GPU arrays `values` on
+    one device (what `.eval()` keeps for the next evaluation), or None where the general path
+    must: host arrays beside them (its error names the operands), or a structure `planned()`
+    does not plan (it gives (program, inputs, recipe, integer exponents) or None; integer
+    exponents are checked on the device by the general path)."""
+    try:
+        if not on_gpu(dict(enumerate(values))):
+            return None
+    except DeviceError:
+        return None
+    entry = _EXPRESSIONS.get(key)
+    if entry is None:
+        got = planned()
+        entry = _EXPRESSIONS.put(key, got is not None and not got[3] and got[:2])
+    return partial(_run_expression, entry, values) if entry else None
+
+
+def _run_expression(entry: tuple, values: list) -> DeviceArray:
+    prog, inputs = entry
+    return run_program(prog, {name: values[k] for name, k in inputs.items()})
 
 
 def runner_for(data: dict):

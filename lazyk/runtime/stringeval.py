@@ -39,6 +39,7 @@ from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel.dispatch import Dispatcher
 from lazyk.lru import LRU, Memo
 from lazyk.runtime import launch as runtime
+from lazyk.runtime.device import gpu_launch
 from lazyk.runtime.launch import (
     canonical,
     env_arrays,
@@ -495,7 +496,7 @@ def _bind_expr(e, got: tuple | None) -> Any:
             ragged = True
             continue
         if type(v) is not np.ndarray or v.dtype not in _NATIVE_NUMERIC:
-            return _device_launch(e, key, names_, values)
+            return gpu_launch(key, values, partial(_planned_once, e, names_, values))
         if v.ndim >= 2:  # the layout class decides the order of a fresh result
             fl = v.flags
             layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous),)
@@ -514,7 +515,8 @@ def _dense_launch(e, key, names_, values: Any) -> Any:
         expr_stats["plans"] += 1
         if names_ is None:
             names_ = e.node.names
-        entry = _expr_entries.put(key, _plan_expr(e, names_, values) or False)
+        got = _planned(e, names_, values)
+        entry = _expr_entries.put(key, False if got is None else _FastEntry(*got))
     return partial(entry.launch, values) if entry is not False else None
 
 
@@ -555,17 +557,17 @@ class _NestRun:
         return self.launch(self.arrays)
 
 
-def _plan_expr(e, names_: tuple, values: list) -> Any:
-    """A `_FastEntry` for `e`'s structure, its inputs `names_` read from `values` (by
-    position: two inputs may be one array now and two others next time), or None (the
-    general path runs it)."""
-    got = _planned(e, names_, values)
-    return None if got is None else _FastEntry(*got)
+def _planned_once(e, names_: tuple | None, values: list) -> tuple | None:
+    """`_planned`, counted in `expr_stats` (for a structure not seen before)."""
+    expr_stats["plans"] += 1
+    return _planned(e, e.node.names if names_ is None else names_, values)
 
 
 def _planned(e, names_: tuple, values: list) -> tuple | None:
     """(program, {program input: position in `values`}, [], the positions of integer
-    exponents) of `e`'s structure, or None where the general path runs it."""
+    exponents) of `e`'s structure, its inputs `names_` read from `values` (by position: two
+    inputs may be one array now and two others next time), or None where the general path
+    runs it: a `_FastEntry`'s arguments."""
     if any(n.dtype.kind not in _NUMERIC or n.op in _OWN_STEPS or
            (n.op == REDUCE_OP and n.arg[0] in ops.ARG_REDUCTIONS) for n in toposort(e.node)):
         return None  # strings, selections, row operations, tuples, argmax: their own steps
@@ -578,33 +580,6 @@ def _planned(e, names_: tuple, values: list) -> tuple | None:
         return None
     exps = tuple(dict.fromkeys(inputs[n] for n in exponent_leaves(node)))
     return prog, inputs, [], exps
-
-
-# structure key -> (the GPU runner, program, inputs) of an expression over GPU arrays
-_device_entries = LRU(256, "GPU expressions")
-
-
-def _device_launch(e, key, names_, values: list) -> Any:
-    """The launch of `e` over GPU arrays `values`, all on one device (the "device" path's
-    runner with the program of `e`'s structure), or None where the general path runs it:
-    host arrays beside them, integer exponents (checked on the device by the general path)."""
-    try:
-        run = runtime.evaluation_path("device")(dict(enumerate(values)))
-    except Exception:  # noqa: BLE001 - mixed devices: the general path names the operands
-        return None
-    if run is None:
-        return None
-    entry = _device_entries.get(key)
-    if entry is None:
-        expr_stats["plans"] += 1
-        got = _planned(e, e.node.names if names_ is None else names_, values)
-        entry = _device_entries.put(key, got is not None and not got[3] and (run, *got[:2]))
-    return partial(_run_on_device, entry, values) if entry is not False else None
-
-
-def _run_on_device(entry: tuple, values: list) -> Any:
-    run, prog, inputs = entry
-    return run(prog, {name: values[k] for name, k in inputs.items()}, None)
 
 
 runtime.install_path("string", evaluate_string)
