@@ -36,6 +36,39 @@ def test_a_second_evaluation_makes_no_graph_plan_or_kernel():
     assert nest_stats["compiles"] == made[2]
 
 
+def test_new_arrays_of_one_structure_make_no_graph_or_plan():
+    # The next chunk or Dask partition: new arrays, the same dtypes and shapes (or ragged
+    # types). Its pass finds the last one's graph and plan (inputs named by position).
+    rng = np.random.default_rng(5)
+
+    def chunk():
+        off = np.concatenate([[0], np.cumsum(rng.poisson(3, 400))])
+        pt = (rng.random(int(off[-1])) * 250).astype(np.float32)
+        return (lazyk.array((rng.random(400) * 250).astype(np.float32)),
+                lazyk.from_offsets(off, pt), rng.random(400), pt)
+
+    def passes(met, jets, w):
+        return lazyk.evaluate(lazyk.histogram(met, 50, (0, 200)),
+                              lazyk.histogram(met * 2, 40, (0, 400), weights=w),
+                              lazyk.histogram(jets, 20, (0, 200)))
+    passes(*chunk()[:3])
+    made = _stats()
+    for _ in range(3):
+        met, jets, w, pt = chunk()
+        a, b, c = passes(met, jets, w)
+        m = np.asarray(met)
+        np.testing.assert_array_equal(a, np.histogram(m, 50, (0, 200))[0])
+        np.testing.assert_allclose(b, np.histogram(m * 2, 40, (0, 400), weights=w)[0])
+        np.testing.assert_array_equal(c, np.histogram(pt, 20, (0, 200))[0])
+        # one array read twice is another structure than two arrays: its own graph
+        same = lazyk.evaluate(lazyk.histogram(met + met, 10, (0, 500)))
+        np.testing.assert_array_equal(same, np.histogram(m + m, 10, (0, 500))[0])
+        other = lazyk.array(m[::-1].copy())
+        two = lazyk.evaluate(lazyk.histogram(met + other, 10, (0, 500)))
+        np.testing.assert_array_equal(two, np.histogram(m + m[::-1], 10, (0, 500))[0])
+    assert _stats()[:2] == (made[0] + 2, made[1] + 2)  # (met + met, met + other: once)
+
+
 def test_a_selection_by_an_inner_reduction_plans_once():
     # `met[sum(pt > 40, axis=1) >= 2]`: the reduction is computed on every pass (a new
     # array each time) and read under the same name, so the pass finds its graph and plan

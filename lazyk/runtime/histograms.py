@@ -32,6 +32,7 @@ from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
+from lazyk.frontend.structure import renamed
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import kernel_for
 from lazyk.lru import Memo
@@ -101,16 +102,22 @@ def _one_pass(hists: list, exprs: list | None = None):
             exprs.append((h.index(), None, h.weight()) if got is None else
                          (got[0], got[1], h.weight()))
     key = tuple(e.node if e is not None else None for trio in exprs for e in trio)
-    form = _forms.get(key)
-    if form is None:
-        form = _forms.put(key, _Form(key))
-    if form.first:
-        return None  # (selections, gathers: the bins computed first)
     env: dict = {}
     for trio in exprs:
         for e in trio:
             if e is not None:
                 env.update(e.env)
+    got = _by_position(key, env)
+    if got is not None:  # (new arrays of a structure seen before: its form, graph and plan)
+        key, env = got[:2]
+    form = _forms.get(key)
+    if form is None:
+        form = _forms.put(key, _Form(key))
+    if form.first:
+        return None  # (selections, gathers: the bins computed first)
+    if form.lower and got is not None:  # (lowered from the expressions, by their names)
+        key = tuple(e.node if e is not None else None for trio in exprs for e in trio)
+        form, env = _forms.get(key) or _forms.put(key, _Form(key)), got[2]
     roots, names = list(key), form.names
     if form.lower:  # tuples' items and inner reductions: new leaves (named alike each call)
         low = _lowered(exprs)
@@ -393,6 +400,31 @@ class _Plan:
                      Bins(graph.weighted, graph.corrected), Fill(), False, False, False)
         self.params = pack_params(spec.params, graph.consts)
         stats["plans"] += 1
+
+
+# per root (None, or its structure key and its inputs' positions among the pass's inputs)
+# -> the roots over inputs named by position
+_positional = Memo(512, "histogram roots by position")
+
+
+def _by_position(key: tuple, env: dict) -> tuple | None:
+    """(the roots `key` over inputs named `~0, ~1, ...` in their order, the env by those
+    names, `env`), or None where a root has no structure key. Histograms of new arrays
+    (the next chunk, the next partition) then have the roots of the last ones."""
+    order: dict = {}
+    parts = []
+    for r in key:
+        if r is not None and (r.skey is None or r.names is None):
+            return None
+        parts.append(None if r is None else
+                     (r.skey, tuple([order.setdefault(n, len(order)) for n in r.names])))
+    pkey = tuple(parts)
+    roots = _positional.get(pkey)
+    if roots is None:
+        roots = _positional.put(pkey, tuple(
+            None if r is None else renamed(r, r.names, tuple(f"~{order[n]}" for n in r.names))
+            for r in key))
+    return roots, {f"~{k}": env[n] for n, k in order.items()}, env
 
 
 def _layout(leaves: list, ops_: list) -> tuple:
