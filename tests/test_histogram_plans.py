@@ -67,6 +67,18 @@ def test_new_arrays_of_one_structure_make_no_graph_or_plan():
         two = lazyk.evaluate(lazyk.histogram(met + other, 10, (0, 500)))
         np.testing.assert_array_equal(two, np.histogram(m + m[::-1], 10, (0, 500))[0])
     assert _stats()[:2] == (made[0] + 2, made[1] + 2)  # (met + met, met + other: once)
+    # a histogram of row folds (`met[sum(pt > 40, axis=1) >= 2]`): the same
+    counts = []
+    for k in range(3):
+        met, jets, _, pt = chunk()
+        counts.append(lazyk.evaluate(lazyk.histogram(met[lazyk.sum(jets > 40, axis=1) >= 2],
+                                                     20, (0, 200))))
+        want = np.histogram(np.asarray(met)[lazyk.sum(jets > 40, axis=1).eval() >= 2],
+                            20, (0, 200))[0]
+        np.testing.assert_array_equal(counts[-1], want)
+        if k == 0:
+            made = _stats()
+    assert _stats() == made
 
 
 def test_a_selection_by_an_inner_reduction_plans_once():

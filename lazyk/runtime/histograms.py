@@ -206,6 +206,10 @@ def _row_folds(hists: list, edges: list, low: list, names: tuple):
     its fold with the row's other values (`Bins.after`): the folds are never stored. None
     where they do not take that form (then the folds are computed first)."""
     canon, env = _canonical(low, names)
+    got = _by_position(canon.roots, env)
+    if got is not None:  # (new arrays of a structure seen before: its graph and plan)
+        key = (got[0], tuple(got[1]))
+        canon, env = _canonicals.get(key) or _canonicals.put(key, _Canonical(*key)), got[1]
     if len(canon.reductions) != 1:
         return None
     gkey = (canon.roots, _arrays(canon.inputs, env))
