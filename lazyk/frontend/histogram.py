@@ -53,7 +53,7 @@ class Histogram:
     """
 
     __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index",
-                 "_estimate")
+                 "_estimate", "_kept_index", "_kept_estimate")
 
     def __init__(self, x: Expr, bins: Any, range: Any, weights: Expr | None, density: bool):
         self.x, self.bins, self.range, self.weights = x, bins, range, weights
@@ -62,6 +62,7 @@ class Histogram:
         self._uniform: tuple | None = None
         self._index: Expr | None = None
         self._estimate: tuple | None = None
+        self._kept_index = self._kept_estimate = None  # (graph(s), the names they read)
 
     def __repr__(self) -> str:
         n = self.nbins
@@ -125,20 +126,27 @@ class Histogram:
     def index(self) -> Expr:
         """Each value's bin (int64; -1: in no bin), as numpy.histogram finds it."""
         if self._index is None:
+            node, names = self.kept_index()
+            if names != self.x.node.names:  # (over x's inputs, kept so)
+                node = renamed(node, names, self.x.node.names)
+                _built.put(self._key(), (node, self.x.node.names, self._edges, self._uniform))
+            self._index = Expr(node, self.x.env)
+        return self._index
+
+    def kept_index(self) -> tuple:
+        """(the bin index graph kept for x's structure, the input names it reads: those of
+        the x it was built for; `index()` reads x's, a histogram pass renames by position)."""
+        if self._kept_index is None:
             key = self._key()
             got = _built.get(key) if key is not None else None
             if got is None:
                 self._index = self._bin_index()
+                got = (self._index.node, self.x.node.names, self._edges, self._uniform)
                 if key is not None:
-                    _built.put(key, (self._index.node, self.x.node.names, self._edges,
-                                     self._uniform))
-            else:  # the same histogram of an expression of this structure: its graph
-                node, names, self._edges, self._uniform = got
-                if names != self.x.node.names:  # (over x's inputs, kept so)
-                    node = renamed(node, names, self.x.node.names)
-                    _built.put(key, (node, self.x.node.names, self._edges, self._uniform))
-                self._index = Expr(node, self.x.env)
-        return self._index
+                    _built.put(key, got)
+            node, names, self._edges, self._uniform = got
+            self._kept_index = (node, names)
+        return self._kept_index
 
     def _key(self):
         """What the bin index graph depends on (None: not kept: the edges come from the
@@ -186,33 +194,39 @@ class Histogram:
         return Expr(y, x.env), keep
 
     def estimate(self) -> tuple | None:
-        """(estimate, value, edges) where the bins are equal, else None, for a histogram
-        pass that finds numpy.histogram's bins without computing two edges per value
-        (`codegen.nest_bins`). The estimate (int64) is the bin where the value lies
-        clearly inside one (further from its edges than any rounding reaches), -1 where
-        it is in no bin, else the bin estimated within one of the right one plus n + 1:
-        the pass corrects those few against the edges (float64) as numpy.histogram does.
-        The value is in float64; value and edges are None where no estimate needs a
-        correction (`_exact`)."""
+        """(estimate, value, edges) where the bins are equal, else None, for a histogram pass
+        that finds numpy.histogram's bins without computing two edges per value
+        (`codegen.nest_bins`). The estimate (int64) is the bin where the value lies clearly
+        inside one (further from its edges than any rounding reaches), -1 where it is in no
+        bin, else the bin estimated within one of the right one plus n + 1: the pass
+        corrects those few against the edges (float64) as numpy.histogram does. The value
+        is in float64; value and edges are None where none needs a correction (`_exact`)."""
         if self._estimate is None:
-            key = self._key()
-            got = _built.get(("estimate", key)) if key is not None else None
-            if got is None:
-                got = self._estimated()
-                if key is not None:
-                    _built.put(("estimate", key), (got, self.x.node.names))
-            else:  # (kept for an expression of this structure: over x's inputs, kept so)
-                got, names = got
-                if got and names != self.x.node.names:
-                    i, v, edges = got
-                    got = (renamed(i, names, self.x.node.names),
-                           None if v is None else renamed(v, names, self.x.node.names), edges)
-                    _built.put(("estimate", key), (got, self.x.node.names))
+            got, names = self.kept_estimate()
+            now = self.x.node.names
+            if got and names != now:  # (over x's inputs, kept so)
+                i, v, edges = got
+                got = (renamed(i, names, now), None if v is None else renamed(v, names, now),
+                       edges)
+                _built.put(("estimate", self._key()), (got, now))
             self._estimate = got
         if not self._estimate:
             return None
         i, v, edges = self._estimate
         return Expr(i, self.x.env), None if v is None else Expr(v, self.x.env), edges
+
+    def kept_estimate(self) -> tuple:
+        """((estimate, value or None, edges), or () where the bins are not equal; the input
+        names they read), kept for x's structure as `kept_index` is."""
+        if self._kept_estimate is None:
+            key = self._key()
+            got = _built.get(("estimate", key)) if key is not None else None
+            if got is None:
+                got = (self._estimated(), self.x.node.names)
+                if key is not None:
+                    _built.put(("estimate", key), got)
+            self._kept_estimate = got
+        return self._kept_estimate
 
     def _estimated(self) -> tuple:
         self._bin_edges()

@@ -92,32 +92,22 @@ def _one_pass(hists: list, exprs: list | None = None):
     (its bin index, None, its weight or None); by default, where the bins are equal, (the
     estimate of its bin, the value, the weight or None), the estimate corrected in the
     pass against the edges (`Histogram.estimate`)."""
-    edges = [None] * len(hists)
-    if exprs is None:
-        exprs = []
-        for k, h in enumerate(hists):
-            got = h.estimate()
-            if got is not None:
-                edges[k] = got[2]
-            exprs.append((h.index(), None, h.weight()) if got is None else
-                         (got[0], got[1], h.weight()))
-    key = tuple(e.node if e is not None else None for trio in exprs for e in trio)
-    env: dict = {}
-    for trio in exprs:
-        for e in trio:
-            if e is not None:
-                env.update(e.env)
-    got = _by_position(key, env)
-    if got is not None:  # (new arrays of a structure seen before: its form, graph and plan)
-        key, env = got[:2]
-    form = _forms.get(key)
-    if form is None:
-        form = _forms.put(key, _Form(key))
+    edges, key = [None] * len(hists), None
+    if exprs is None:  # (the graphs kept for each x's structure, renamed by position)
+        got = _by_position(*_kept_roots(hists, edges))
+        if got is not None and not _form_of(got[0]).lower:
+            key, env = got
+        else:
+            exprs = [(h.index(), None, h.weight()) if e is None else (e[0], e[1], h.weight())
+                     for h, e in [(h, h.estimate()) for h in hists]]
+    if key is None:
+        key, env = _roots(exprs)
+        got = _by_position(key, env)
+        if got is not None and not _form_of(got[0]).lower:
+            key, env = got  # (new arrays of a structure seen before: its graph and plan)
+    form = _form_of(key)
     if form.first:
         return None  # (selections, gathers: the bins computed first)
-    if form.lower and got is not None:  # (lowered from the expressions, by their names)
-        key = tuple(e.node if e is not None else None for trio in exprs for e in trio)
-        form, env = _forms.get(key) or _forms.put(key, _Form(key)), got[2]
     roots, names = list(key), form.names
     if form.lower:  # tuples' items and inner reductions: new leaves (named alike each call)
         low = _lowered(exprs)
@@ -158,7 +148,7 @@ def _one_pass(hists: list, exprs: list | None = None):
     else:
         stats["hits"] += 1
     sel = [ops_[j] for j in plan.labels]
-    return _count(hists, edges, [w is not None for _, _, w in exprs], kernel_for(plan.kkey),
+    return _count(hists, edges, [w is not None for w in key[2::3]], kernel_for(plan.kkey),
                   levels, sizes, sel, plan.kinds, plan.params, leaves, plan.labels)
 
 
@@ -406,29 +396,67 @@ class _Plan:
         stats["plans"] += 1
 
 
+def _form_of(key: tuple) -> _Form:
+    form = _forms.get(key)
+    return form if form is not None else _forms.put(key, _Form(key))
+
+
+def _roots(exprs: list) -> tuple:
+    """(the roots of a pass over `exprs`, their env)."""
+    env: dict = {}
+    for trio in exprs:
+        for e in trio:
+            if e is not None:
+                env.update(e.env)
+    return tuple(e.node if e is not None else None for trio in exprs for e in trio), env
+
+
+def _kept_roots(hists: list, edges: list) -> tuple:
+    """(the roots of a pass over `hists` as their graphs were kept for their x's structure,
+    their env, per root a map from the names it reads to the inputs it reads now); fills
+    `edges` where the bins are equal (`Histogram.kept_index`, `kept_estimate`)."""
+    roots, env, maps = [], {}, []
+    for k, h in enumerate(hists):
+        est, names = h.kept_estimate()
+        if not est:
+            i, names = h.kept_index()
+            est = (i, None, None)
+        edges[k], w, now = est[2], h.weight(), dict(zip(names, h.x.node.names))
+        roots += [est[0], est[1], None if w is None else w.node]
+        maps += [now, now, None]
+        env.update(h.x.env)
+        if w is not None:
+            env.update(w.env)
+    return tuple(roots), env, maps
+
+
 # per root (None, or its structure key and its inputs' positions among the pass's inputs)
 # -> the roots over inputs named by position
 _positional = Memo(512, "histogram roots by position")
 
 
-def _by_position(key: tuple, env: dict) -> tuple | None:
+def _by_position(key: tuple, env: dict, maps: list | None = None) -> tuple | None:
     """(the roots `key` over inputs named `~0, ~1, ...` in their order, the env by those
-    names, `env`), or None where a root has no structure key. Histograms of new arrays
-    (the next chunk, the next partition) then have the roots of the last ones."""
+    names), or None where a root has no structure key. `maps`: per root, where its names
+    stand for other inputs of `env`, the map to them. Histograms of new arrays (the next
+    chunk, the next partition) then have the roots of the last ones."""
     order: dict = {}
     parts = []
-    for r in key:
-        if r is not None and (r.skey is None or r.names is None):
+    for k, r in enumerate(key):
+        if r is None:
+            parts.append(None)
+            continue
+        if r.skey is None or r.names is None:
             return None
-        parts.append(None if r is None else
-                     (r.skey, tuple([order.setdefault(n, len(order)) for n in r.names])))
+        now = [maps[k].get(n, n) for n in r.names] if maps and maps[k] else r.names
+        parts.append((r.skey, tuple([order.setdefault(n, len(order)) for n in now])))
     pkey = tuple(parts)
     roots = _positional.get(pkey)
     if roots is None:
         roots = _positional.put(pkey, tuple(
-            None if r is None else renamed(r, r.names, tuple(f"~{order[n]}" for n in r.names))
-            for r in key))
-    return roots, {f"~{k}": env[n] for n, k in order.items()}, env
+            None if r is None else renamed(r, r.names, tuple(f"~{p}" for p in part[1]))
+            for r, part in zip(key, parts)))
+    return roots, {f"~{k}": env[n] for n, k in order.items()}
 
 
 def _layout(leaves: list, ops_: list) -> tuple:
