@@ -92,19 +92,17 @@ def _one_pass(hists: list, exprs: list | None = None):
     (its bin index, None, its weight or None); by default, where the bins are equal, (the
     estimate of its bin, the value, the weight or None), the estimate corrected in the
     pass against the edges (`Histogram.estimate`)."""
-    edges, key = [None] * len(hists), None
-    if exprs is None:  # (the graphs kept for each x's structure, renamed by position)
-        got = _by_position(*_kept_roots(hists, edges))
-        if got is not None and not _form_of(got[0]).lower:
-            key, env = got
-        else:
+    # The roots named by position: new arrays of a structure seen before find its form,
+    # graph and plan. By default from the graphs kept for each x's structure; by the
+    # expressions' own names where the pass lowers them.
+    edges = [None] * len(hists)
+    got = _by_position(*(_kept_roots(hists, edges) if exprs is None else _roots(exprs)))
+    if got is None or _form_of(got[0]).lower:
+        if exprs is None:
             exprs = [(h.index(), None, h.weight()) if e is None else (e[0], e[1], h.weight())
                      for h, e in [(h, h.estimate()) for h in hists]]
-    if key is None:
-        key, env = _roots(exprs)
-        got = _by_position(key, env)
-        if got is not None and not _form_of(got[0]).lower:
-            key, env = got  # (new arrays of a structure seen before: its graph and plan)
+        got = _roots(exprs)
+    key, env = got
     form = _form_of(key)
     if form.first:
         return None  # (selections, gathers: the bins computed first)
