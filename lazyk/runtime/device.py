@@ -248,15 +248,13 @@ def _plan_step(step, arrays: list[DeviceArray], device: str) -> tuple:
     else:
         ostr = tuple(0 if r else st for r, st in zip(reduced, ostr))
         result = alloc if step.keepdims else tuple(n for n, r in zip(shape, reduced) if not r)
-    launch = None
+    launch, dev = None, cuda.get_device(_ordinal(device))
     if 0 not in shape:
         layout = simplify_dims(shape, (ostr, *(_broadcast_strides(a, shape) for a in arrays)),
                                reduced)
-        launch = gpu.kernel(spec, layout, cuda.get_device(_ordinal(device))).prepare(
-            layout, step.consts)
+        launch = gpu.kernel(spec, layout, dev).prepare(layout, step.consts)
     count = math.prod(shape[d] for d in axes)
-    nbytes = math.prod(alloc) * step.dtype.itemsize
-    return step, alloc, result, launch, count, nbytes, cuda.get_device(_ordinal(device))
+    return step, alloc, result, launch, count, math.prod(alloc) * step.dtype.itemsize, dev
 
 
 def run_step(step, arrays: list[DeviceArray]) -> DeviceArray:
