@@ -20,7 +20,7 @@ from lazyk.codegen.nest import (
 )
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.spec import PARAM_SLOT, check_params
-from lazyk.kernel.flat import count_kernel, data_pointer
+from lazyk.kernel.flat import count_kernel, data_pointer, line_zeros
 from lazyk.lru import LRU
 
 # compiled nest kernels by structure (each ~64 KB of code)
@@ -78,11 +78,11 @@ class NestKernel:
             check_params(after, params[PARAM_SLOT * len(self.spec.params):])
         nlev, n = len(self.levels), len(parts)
         # each part its own record (ckernel_prefix, kernel data) and status: no shared
-        # scratch (rows of 64-byte multiples: every record as aligned as its own allocation
-        # was). One allocation holds the records, the status rows, the part table and the
-        # steal words.
-        rw, sw = self.record_words(len(words), len(params)), 8 + nlev
-        buf = np.zeros(n * (rw + sw + 1) + 3, np.int64)
+        # scratch. One allocation from a cache line holds the records and the status rows
+        # (whole lines each: no line written by two threads), the part table and the steal
+        # words.
+        rw, sw = self.record_words(len(words), len(params)), -(-(8 + nlev) // 8) * 8
+        buf = line_zeros(n * (rw + sw + 1) + 3)
         base = data_pointer(buf)
         blocks = self.records(buf[:n * rw].reshape(n, rw), words, params)
         statuses = buf[n * rw:n * (rw + sw)].reshape(n, sw)

@@ -33,7 +33,7 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.frontend.structure import renamed
-from lazyk.kernel.flat import data_pointer
+from lazyk.kernel.flat import data_pointer, line_zeros
 from lazyk.kernel.nest import kernel_for
 from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
@@ -167,8 +167,11 @@ def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leav
         table[0] += h.nbins + 1
         at_edges += 0 if e is None else len(e)
     total, nt = table[0], at_edges
-    table[0] *= BIN_LANES  # (each bin's lanes: `codegen.nest_bins`)
-    buf = np.zeros(nt + len(parts) * table[0], np.int64)
+    # each bin's lanes (`codegen.nest_bins`); a part's counters in whole cache lines from a
+    # line's start: two threads never write one line
+    table[0] = -(-total * BIN_LANES // 8) * 8
+    nt = -(-nt // 8) * 8
+    buf = line_zeros(nt + len(parts) * table[0])
     buf[:len(table)] = table
     for h, e in enumerate(edges):
         if e is not None:
@@ -178,7 +181,8 @@ def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leav
     kern.run(words, params, parts, (leaves, buf), labels)
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
-    got = buf[nt:].reshape(len(parts), total, BIN_LANES)
+    got = buf[nt:].reshape(len(parts), table[0])[:, :total * BIN_LANES]
+    got = got.reshape(len(parts), total, BIN_LANES)
     counts = []
     for h, w, f in zip(hists, weighted, firsts):
         block = got[:, f:f + h.nbins]

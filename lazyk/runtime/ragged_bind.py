@@ -36,7 +36,7 @@ from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
-from lazyk.kernel.flat import data_pointer
+from lazyk.kernel.flat import data_pointer, line_zeros
 from lazyk.kernel.nest import status_error
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import plan_fill
@@ -143,10 +143,10 @@ class RaggedBound:
             self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
-        self._nstatus = 8 + nlev
+        self._nstatus = -(-(8 + nlev) // 8) * 8  # (whole cache lines: see line_zeros)
         self._nparts = n = len(fill.parts)
-        self._blocks = np.zeros((n, self._kern.record_words(len(fill.words), len(fill.consts))),
-                                np.int64)
+        rw = self._kern.record_words(len(fill.words), len(fill.consts))
+        self._blocks = line_zeros(n * rw).reshape(n, rw)
         words = self._kern.records(self._blocks, fill.words, fill.consts)
         for w, (lo, hi, pos, firsts) in zip(words, fill.parts):
             w[1], w[2], w[5] = lo, hi, pos
@@ -253,8 +253,9 @@ class RaggedBound:
         fill, nparts = self._fill, self._nparts
         values = None if self._direct else np.empty(fill.npartial or fill.nvals, fill.acc)
         flags = np.empty(fill.npartial or fill.nvals, np.uint8) if fill.flagged else None
-        status = np.zeros((nparts, self._nstatus), np.int64)
-        blocks = self._blocks.copy()
+        status = line_zeros(nparts * self._nstatus).reshape(nparts, self._nstatus)
+        blocks = line_zeros(self._blocks.size).reshape(self._blocks.shape)
+        blocks[...] = self._blocks
         words = blocks[:, PREFIX:]  # (the kernel data words after each ckernel_prefix)
         words[:, 0] = data_pointer(status) + np.arange(nparts) * (8 * self._nstatus)
         words[:, 3] = self._direct or data_pointer(values)
