@@ -65,16 +65,6 @@ def data_pointer(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def line_zeros(n: int) -> np.ndarray:
-    """n zero int64 words starting on a cache line (64 bytes). Threads write their own parts'
-    records and counters in such buffers: laid out in whole lines from an aligned start, no
-    line holds two parts' words. (NumPy aligns to 16 bytes: two threads writing one line
-    ran a histogram of row folds at half speed in some processes.)"""
-    raw = np.zeros(n + 7, np.int64)
-    skip = (-data_pointer(raw) % 64) // 8
-    return raw[skip:skip + n]
-
-
 # ---------------------------------------------------------------- compile + cache
 # compiled kernels by (spec, layout class, target): ~64 KB of code each
 kernels = LRU(256, "kernels")

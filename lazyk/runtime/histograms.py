@@ -33,8 +33,8 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.frontend.structure import renamed
-from lazyk.kernel.flat import data_pointer, line_zeros
-from lazyk.kernel.nest import kernel_for
+from lazyk.kernel.flat import data_pointer
+from lazyk.kernel.nest import kernel_for, line_zeros
 from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime.nest_plan import (

@@ -36,8 +36,8 @@ from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
-from lazyk.kernel.flat import data_pointer, line_zeros
-from lazyk.kernel.nest import status_error
+from lazyk.kernel.flat import data_pointer
+from lazyk.kernel.nest import line_zeros, status_error
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import plan_fill
 from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
