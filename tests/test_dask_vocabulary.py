@@ -61,6 +61,20 @@ def test_row_work_matches_one_machine(name, rows_per_part, kind):
     assert values(got) == values(want), name
 
 
+
+@pytest.mark.parametrize("kind", sorted(DATA))
+def test_a_compiled_pair_search_runs_on_collections(kind):
+    # the tuples planned over a placeholder, then called with a collection of rows: the
+    # collection `lazyk.dask.evaluate` gives, equal to one machine's
+    x, rows = both(3, kind)
+    p = lazyk.placeholder("p", f"N * {kind} * float64")
+    pairs = lazyk.combinations(p, 2, fields=["a", "b"])
+    k = lazyk.compile(lazyk.sum(pairs.a * pairs.b, axis=1, skipna=True))
+    want = lazyk.sum(lazyk.combinations(x, 2)["0"] * lazyk.combinations(x, 2)["1"], axis=1,
+                     skipna=True).eval()
+    assert values(k(x)) == values(want)
+    assert values(k(rows).compute()) == values(want)
+
 @pytest.mark.parametrize("rows_per_part", [2, 5])
 def test_histograms_sum_the_partitions_counts(rows_per_part):
     x, rows = both(rows_per_part)

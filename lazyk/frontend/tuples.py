@@ -23,7 +23,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
-from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, leaf_data
+from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, RaggedPlaceholder, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields
 
@@ -117,12 +117,18 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
     def visit(node, srcs):
         if node.op == "input":
             v = e.env[node.arg]
+            if isinstance(v, RaggedPlaceholder) and not hasattr(v, "array"):
+                env[node.arg] = v  # (each call binds a lazyk array of its type)
+                return node
             if isinstance(v, Placeholder):
-                what = f"a Dask array ({node.arg})" if hasattr(v, "array") else \
-                    f"placeholder {node.arg!r}"
-                raise NotSupportedError(f"{fn} of {what}: the tuples of rows run on arrays "
-                                        "(lazyk.array, NumPy), not in lazyk.compile or Dask "
-                                        "yet")
+                if hasattr(v, "array"):
+                    raise NotSupportedError(
+                        f"{fn} of a Dask array ({node.arg}): the tuples of rows run on "
+                        "lazyk arrays, NumPy arrays and collections of rows "
+                        "(lazyk.dask.from_ragged)")
+                raise NotSupportedError(
+                    f"{fn} of placeholder {node.arg!r} ({v!r}): in lazyk.compile the tuples "
+                    "run over var rows; declare it with var dims (N * var * T)")
             if isinstance(v, RaggedLeaf):
                 env[node.arg] = v
                 return node
