@@ -247,6 +247,32 @@ def test_numpy_functions_lazyk_lacks_are_refused_by_name():
     np.testing.assert_allclose(np.array(e), _ref())
 
 
+
+def test_numpy_functions_on_ragged_arrays_stay_lazy_and_fixed_ones_stay_numpy():
+    rows = [[3.0, 1.0, 2.0], [], [5.0, -1.0]]
+    x = lazyk.array(rows)
+    # np.sort does not go through a method (np.argsort, np.cumsum do): the same lazy sort
+    got = np.sort(x, axis=1)
+    assert isinstance(got, lazyk.Expr) and got.eval().to_list() == [[1.0, 2.0, 3.0], [],
+                                                                     [-1.0, 5.0]]
+    assert np.sort(x, axis=1, kind="stable").eval().to_list() == \
+        lazyk.sort(x, axis=1).eval().to_list()
+    counts, edges = np.histogram(x, 3, (-1, 5))
+    np.testing.assert_array_equal(counts, np.histogram(sum(rows, []), 3, (-1, 5))[0])
+    with pytest.raises(lazyk.NotSupportedError) as info:
+        np.median(x)
+    msg = str(info.value)
+    assert msg.startswith("numpy.median is not supported on lazyk arrays (an array of type "
+                          "'3 * var * float64')") and "pad and fill first" in msg
+    # fixed dims: NumPy's own functions, on the array's NumPy view, as before
+    d = lazyk.array(np.array([[3.0, 1.0], [0.5, 2.0]]))
+    got = np.sort(d, axis=1)
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, [[1.0, 3.0], [0.5, 2.0]])
+    assert np.concatenate([d, d]).shape == (4, 2) and float(np.median(d)) == 1.5
+    names = lazyk.array(np.array(["b", "a"]))
+    np.testing.assert_array_equal(np.sort(names), ["a", "b"])
+
 def test_short_form_names_an_expression_in_one_line():
     from lazyk.frontend.expr import summary
 

@@ -11,15 +11,35 @@ from lazyk.arrays import arrmeta as M
 from lazyk.errors import NotSupportedError
 
 
-def text_numpy(a: Any) -> np.ndarray | None:
-    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
-    types (var dims and missing values have no ndarray form)."""
+def _fixed_text(a: Any) -> str | None:
+    """"string" / "bytes" for fixed dims of text elements (no missing values), else None."""
     t = a.type
     while isinstance(t, T.FixedDim):
         t = t.elem
-    if not (M.is_varlen(t) and t.name in ("string", "bytes")):
+    return t.name if M.is_varlen(t) and t.name in ("string", "bytes") else None
+
+
+def text_numpy(a: Any) -> np.ndarray | None:
+    """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
+    types (var dims and missing values have no ndarray form)."""
+    kind = _fixed_text(a)
+    if kind is None:
         return None
-    return np.array(a.to_list(), dtype=str if t.name == "string" else bytes).reshape(a.shape)
+    return np.array(a.to_list(), dtype=str if kind == "string" else bytes).reshape(a.shape)
+
+
+def _has_numpy_form(args: tuple, kwargs: dict) -> bool:
+    """Whether every lazyk value among a NumPy function's arguments (and in their lists) is
+    an array with an ndarray form: fixed dims of numbers, or of text without missing values."""
+    for v in (*args, *kwargs.values()):
+        for w in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(w, Conversions):
+                if w._np is None and _fixed_text(w) is None:
+                    return False
+            elif hasattr(w, "__array_function__") and not isinstance(w, np.ndarray) and \
+                    type(w).__module__.startswith("lazyk."):
+                return False  # (a lazy expression)
+    return True
 
 
 class Conversions:
@@ -66,6 +86,15 @@ class Conversions:
                 raise ValueError(f"converting '{self.type}' to {np.dtype(dtype)} needs a copy")
             return arr.astype(dtype)
         return arr.copy() if copy else arr
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions on lazyk arrays: NumPy's own where every array has an ndarray form
+        (it reads `np.asarray` of them, as before); over var dims, missing values or
+        expressions lazyk's lazy function where it has one (`np.sort`, `np.cumsum`,
+        `np.std`, `np.histogram`, ...), else NotSupportedError naming the function."""
+        if _has_numpy_form(args, kwargs):
+            return func._implementation(*args, **kwargs)
+        return hooks.array_function(func, types, args, kwargs)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         """DLPack capsule for fixed-dim numeric arrays (native byte order)."""

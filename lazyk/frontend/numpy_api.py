@@ -248,7 +248,10 @@ def _subject(values: tuple) -> tuple[str, str]:
 
 def _refusal(where: str, values: tuple) -> str:
     what, name = _subject(values)
-    first = "evaluate first (expr.eval())" if what == "lazy expressions" else \
-        "convert first (np.asarray(a))"
-    return (f"{where} is not supported on {what} ({name}): {first} and call {where} on the "
-            "result, or build what you need from lazyk's functions (docs/api.md lists them)")
+    if what == "lazy expressions":
+        first = f"evaluate first (expr.eval()) and call {where} on the result"
+    else:  # (arrays of fixed dims never come here: NumPy's own function reads them)
+        first = ("var dims and missing values have no NumPy form: pad and fill first "
+                 "(lazyk.fill_none(lazyk.pad_none(a, n, axis=1), value)) or use a.to_list()")
+    return (f"{where} is not supported on {what} ({name}): {first}, or build what you need "
+            "from lazyk's functions (docs/api.md lists them)")
