@@ -434,6 +434,12 @@ def test_errors_name_the_problem():
     with pytest.raises(lazyk.NotSupportedError, match=r"placeholder 'p' \(p: N \* 3 \* "
                                                       r"float64\): .* var dims"):
         lazyk.combinations(lazyk.placeholder("p", "N * 3 * float64"), 2)
+    p = lazyk.placeholder("p", "N * var * float64")
+    with pytest.raises(lazyk.NotSupportedError, match=r"compile of records \(fields 0, 1\): "
+                                                      r"compile each field .*r\['0'\]"):
+        lazyk.compile(lazyk.combinations(p, 2))
+    with pytest.raises(lazyk.NotSupportedError, match="compile of a histogram"):
+        lazyk.compile(lazyk.histogram(p, 3, (0, 1)))
 
 
 COMPILED_ROWS = [[1.5, -2.0, 0.5, None], [], None, [3.0], [None, 4.0, -1.0], [2.0, 2.0]]

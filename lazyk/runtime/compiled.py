@@ -18,6 +18,7 @@ from lazyk.arrays.array import Array
 from lazyk.errors import BindError, NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, arg_key, has_rows, toposort, type_text
+from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import (
     Placeholder,
     RaggedLeaf,
@@ -29,6 +30,7 @@ from lazyk.frontend.leaves import (
 )
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import dtype_text, text_dtype
+from lazyk.frontend.records import Records
 from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel import flat as _kernel
 from lazyk.runtime import ragged as _ragged
@@ -491,6 +493,8 @@ def compile(expr: Any) -> CompiledExpr:
             integer does not fit an integer parameter.
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
         TypeError: `expr` is a string (an expression string has no parameter types).
+        NotSupportedError: `expr` is records (`lazyk.zip`, `lazyk.combinations`) or a
+            histogram: compile the expressions they are made of.
     """
     if isinstance(expr, (str, bytes)):
         raise TypeError(
@@ -498,4 +502,14 @@ def compile(expr: Any) -> CompiledExpr:
             "(it would be a string constant): build it from typed parameters, e.g. "
             "a = lazyk.placeholder('a', 'N * float64'); lazyk.compile(a * 2 + 1) (or run "
             "the text directly: lazyk.evaluate(text))")
+    if isinstance(expr, Records):
+        raise NotSupportedError(
+            f"lazyk.compile of records (fields {', '.join(expr.fields)}): compile each field "
+            f"(lazyk.compile(r[{expr.fields[0]!r}])) and call those, or .eval() the records "
+            "built over arrays")
+    if isinstance(expr, Histogram):
+        raise NotSupportedError(
+            "lazyk.compile of a histogram: compile the values it counts and take "
+            "lazyk.histogram of a call's result, or evaluate the histogram built over "
+            "arrays (lazyk.evaluate(h))")
     return CompiledExpr(as_expr(expr))
