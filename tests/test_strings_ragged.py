@@ -463,3 +463,26 @@ def test_bytes_refusals_name_type_and_operation(build):
     with pytest.raises(UnsupportedOperandError) as info:
         build(x)
     assert isinstance(info.value, NotSupportedError) and "var * ?bytes" in str(info.value)
+
+
+def test_records_with_string_fields_and_a_string_array_evaluated_alone():
+    from lazyk.frontend.operands import as_expr
+
+    s = lazyk.array([["bb", "a", "ccc"], [], ["z", "yy"]])
+    assert as_expr(s).eval() is s  # (as where() over strings gives: the array itself)
+    r = lazyk.zip({"s": s, "n": lazyk.str_len(s)})
+    assert r.eval().to_list() == [[{"s": "bb", "n": 2}, {"s": "a", "n": 1},
+                                   {"s": "ccc", "n": 3}], [], [{"s": "z", "n": 1},
+                                                               {"s": "yy", "n": 2}]]
+    q = lazyk.array([["b", None], None, ["z"]])
+    assert lazyk.zip({"s": q, "n": lazyk.str_len(q)}).eval().to_list() == \
+        [[{"s": "b", "n": 1}, {"s": None, "n": None}], None, [{"s": "z", "n": 1}]]
+    # numbers from picked strings compute; the picked strings themselves are refused
+    pairs = lazyk.combinations(s, 2)
+    assert lazyk.str_len(pairs["1"]).eval().to_list() == [[1, 3, 3], [], [2]]
+    assert (pairs["0"] == pairs["1"]).eval().to_list() == [[False] * 3, [], [False]]
+    for picked in (pairs, pairs["0"], lazyk.cartesian([s, lazyk.str_len(s)])["0"]):
+        with pytest.raises(lazyk.NotSupportedError, match=r"strings picked by combinations "
+                                                          r"or cartesian \(type 3 \* var \* "
+                                                          r"string\) are not a result yet"):
+            picked.eval()

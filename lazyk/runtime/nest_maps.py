@@ -11,7 +11,7 @@ from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.outputs import empty as fresh
 from lazyk.codegen.levels import Fill, Map
 from lazyk.frontend.graph import toposort
-from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.leaves import is_text, leaf_data
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.flat import data_pointer
@@ -29,8 +29,9 @@ def evaluate_maps(roots: list, env: dict) -> list | None:
     sharing those rows, computed in one pass; None where the pass does not take them
     (then each is evaluated on its own)."""
     if len(roots) < 2 or len({r.shape for r in roots}) > 1 or \
-            any(n.op not in ELEMENTWISE and n.op not in _LEAVES for n in toposort(roots)):
-        return None
+            any(n.op not in ELEMENTWISE and n.op not in _LEAVES or is_text(n.dtype)
+                for n in toposort(roots)):
+        return None  # (text: its own path, one result at a time)
     roots, names = one_leaf_per_array(list(roots), env)
     if not names:
         return None

@@ -18,7 +18,7 @@ from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import dump, rewrite, toposort
 from lazyk.frontend.leaves import describe_ragged as describe
-from lazyk.frontend.leaves import is_ragged, leaf_data
+from lazyk.frontend.leaves import is_ragged, is_text, leaf_data
 from lazyk.frontend.operands import as_expr
 from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
@@ -30,7 +30,7 @@ from lazyk.runtime.nest_steps import evaluate_nest
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_out import is_ragged_type, store
 from lazyk.runtime.ragged_rules import RECORDERS
-from lazyk.runtime.text_steps import computed, evaluate_text_where, has_text_where  # noqa: F401
+from lazyk.runtime.text_steps import computed, evaluate_text_where, has_text_where, text_result  # noqa: F401
 from lazyk.runtime.text_steps import fused as fuse_strings
 from lazyk.runtime.text_steps import lower as lower_strings
 
@@ -66,6 +66,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     both lengths otherwise), a dtype `casting` allows (CastingError), `?T` when the
     result has missing values; its values and validity are written in place.
     """
+    done = text_result(expr) if out is None else None  # a string array alone: itself
+    if done is not None:
+        return done
     expr = take_kept_rows(expr)  # rows selected from arrays: their rows taken first
     expr = lower_picks(expr)  # combinations / cartesian: tuple levels of the nest
     done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
@@ -80,6 +83,10 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     done = computed(before, expr) if out is None else None
     if done is not None:
         return done
+    if is_text(expr.node.dtype):  # (the kernel writes numbers: strings are picked by rows)
+        raise NotSupportedError(
+            f"strings picked by combinations or cartesian (type {expr.node.type_text()}) are not a "
+            "result yet: compute numbers from them (==, str_len, startswith, ...)")
     if out is None:
         return _evaluate(expr)
     if isinstance(out, Array) and is_ragged_type(out.type):
