@@ -440,6 +440,10 @@ def test_errors_name_the_problem():
         lazyk.compile(lazyk.combinations(p, 2))
     with pytest.raises(lazyk.NotSupportedError, match="compile of a histogram"):
         lazyk.compile(lazyk.histogram(p, 3, (0, 1)))
+    k = lazyk.compile(lazyk.sum(lazyk.combinations(p, 2)["0"], axis=1))
+    with pytest.raises(lazyk.NotSupportedError, match=r"bind\(\) of .*the tuples of "
+                                                      r"combinations .* call the compiled"):
+        k.bind(np.empty(2), lazyk.array([[1.0, 2.0], []]))
 
 
 COMPILED_ROWS = [[1.5, -2.0, 0.5, None], [], None, [3.0], [None, 4.0, -1.0], [2.0, 2.0]]

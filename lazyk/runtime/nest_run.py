@@ -44,7 +44,7 @@ from lazyk.codegen.levels import (
     Total,
 )
 from lazyk.errors import ArrayConstructionError, ShapeError
-from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, TAKE_OP, toposort
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, SELECT_OP, TAKE_OP, toposort
 from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.ops import OPS
 from lazyk.frontend.spec import format_spec
@@ -127,6 +127,8 @@ def plan_fill(expr):
         return "a reduction feeding further work is computed first, from the values"
     if any(n.op in (SELECT_OP, TAKE_OP) for n in toposort(root)):
         return "a selection or gather (x[mask], x[positions]) has rows that follow the values"
+    if any(n.op == PICK_OP for n in toposort(root)):
+        return "the tuples of combinations and cartesian products are walked when called"
     used = {n.arg for n in toposort(root) if n.op == "input"}
     names = [n for n in expr.env if n in used]
     leaves = [leaf_data(expr.env[n]) for n in names]
