@@ -8,6 +8,7 @@ import numpy as np
 from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
+from lazyk.arrays.operators import Operators
 from lazyk.errors import NotSupportedError
 
 
@@ -36,8 +37,7 @@ def _has_numpy_form(args: tuple, kwargs: dict) -> bool:
             if isinstance(w, Conversions):
                 if w._np is None and _fixed_text(w) is None:
                     return False
-            elif hasattr(w, "__array_function__") and not isinstance(w, np.ndarray) and \
-                    type(w).__module__.startswith("lazyk."):
+            elif isinstance(w, Operators):
                 return False  # (a lazy expression)
     return True
 

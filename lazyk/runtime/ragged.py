@@ -30,7 +30,12 @@ from lazyk.runtime.nest_steps import evaluate_nest
 from lazyk.runtime.picks import lower_picks
 from lazyk.runtime.ragged_out import is_ragged_type, store
 from lazyk.runtime.ragged_rules import RECORDERS
-from lazyk.runtime.text_steps import computed, evaluate_text_where, has_text_where, text_result  # noqa: F401
+from lazyk.runtime.text_steps import (  # noqa: F401
+    computed,
+    evaluate_text_where,
+    has_text_where,
+    text_result,
+)
 from lazyk.runtime.text_steps import fused as fuse_strings
 from lazyk.runtime.text_steps import lower as lower_strings
 
