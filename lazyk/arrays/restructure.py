@@ -153,6 +153,64 @@ def local_index(tree: Column, axis: int) -> Column:
     return tree.at(axis - 1, index)
 
 
+
+def select(tree: Column, mask: Column, at: int) -> Column:
+    """`x[mask]` for items the loop nest does not write (strings): the items of the lists
+    `at` list levels down kept where the mask (bools whose lists pair with the array's) is
+    true, a missing mask item giving a missing item; at 0, the rows. A missing row of
+    either stays missing. Options stay where either had them (the type is the same for
+    every partition of a collection). ShapeError names a row whose lengths differ."""
+    if at == 0:
+        return _kept(tree, mask)
+    xp, xs, xn, xchild = _spans(tree)
+    mp, ms, mn, mchild = _spans(mask)
+    ok = np.ones(len(xn), bool) if xp is None else xp.copy()
+    if mp is not None:
+        ok &= mp
+    bad = np.flatnonzero(ok & (xn != mn))
+    if len(bad):
+        r = int(bad[0])
+        raise ShapeError(f"x[mask]: row {r} at dim {at - 1} has length {int(xn[r])} in the "
+                         f"array and {int(mn[r])} in the mask (a mask selects from rows of "
+                         "its own length)")
+    lens = np.where(ok, xn, 0)
+    items, marks = xchild.take(ranges(xs, lens)), mchild.take(ranges(ms, lens))
+    if at == 1:
+        keep = _keep(marks)[0]
+        kept = np.concatenate([[0], np.cumsum(keep, dtype=I64)])
+        bounds = offsets_of(lens)
+        got = Lists(kept[bounds], _kept(items, marks))
+    else:
+        got = Lists(offsets_of(lens), select(items, marks, at - 1))
+    return got if xp is None and mp is None else Masked(ok, got)  # (the type says `?var`)
+
+
+def _spans(node: Column) -> tuple:
+    """(present rows or None, starts, lengths, items) of lists, missing ones or not."""
+    present = None
+    if isinstance(node, Masked):
+        present, node = np.asarray(node.present, bool), node.child
+    starts, lens = node.spans()
+    return present, starts, lens, node.child
+
+
+def _keep(mask: Column) -> tuple:
+    """(kept: true or missing, present or None) of a tree of bools."""
+    present = None
+    if isinstance(mask, Masked):
+        present, mask = np.asarray(mask.present, bool), mask.child
+    values = np.asarray(mask.values, bool)
+    return (values if present is None else values | ~present), present
+
+
+def _kept(items: Column, mask: Column) -> Column:
+    """The items where the mask item is true; missing where it is missing."""
+    keep, present = _keep(mask)
+    idx = np.flatnonzero(keep)
+    if present is None:
+        return items.take(idx)
+    return take_or_missing(items, idx, present[idx])  # (`?` in the type: missing or not)
+
 def is_none(tree: Column, axis: int) -> Column:
     """`ak.is_none` at `axis`: whether each item there is missing (bool)."""
     def missing(node):

@@ -16,10 +16,11 @@ from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, picked_shape
 from lazyk.frontend.graph import toposort as _toposort
-from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf
+from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, is_text
 from lazyk.frontend.missing import option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
+from lazyk.frontend.rowops import flags
 
 
 def _key_text(key: Any) -> str:
@@ -190,7 +191,8 @@ def index_by(x: Any, key: Any) -> Expr:
             operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
     e, k = operands("[]", (x, key))
-    refuse_text("[]", [e, k])
+    text = is_text(e.dtype) and k.dtype == np.bool_  # (strings select; they do not gather)
+    refuse_text("[]", [k] if text else [e, k])
     if k.dtype.kind not in "biu":
         raise IndexError(f"an index array selects (bool) or gathers (integers): got "
                          f"{describe_node(k.node)} values")
@@ -210,6 +212,17 @@ def index_by(x: Any, key: Any) -> Expr:
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
+    if text:  # strings move as whole items: a row operation over the computed mask
+        rows, option = flags(e)
+        mask_rows, mask_option = flags(k)
+        rows = [r or (d < len(mask_rows) and mask_rows[d]) for d, r in enumerate(rows)]
+        if mask_option:  # a missing mask item gives a missing item
+            if at + 1 < len(rows):
+                rows[at + 1] = True
+            else:
+                option = True
+        return Expr(Node(ROWS_OP, e.dtype, shape, (e.node, k.node),
+                         ("select", (at,), tuple(rows), option)), env)
     key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
     return Expr(Node(op, e.dtype, shape, (e.node, key), at), env)
 
