@@ -529,7 +529,7 @@ def test_string_selection_matches_awkward():
     assert checked > 80
 
 
-def test_string_selection_in_larger_work_compile_and_dask():
+def test_string_selection_and_gather_in_larger_work_compile_and_dask():
     s = lazyk.array([["bb", "a", "ccc"], [], ["z", "yy"], None, ["a"]],
                     type="5 * ?var * string")
     kept = [["bb", "ccc"], [], ["z", "yy"], None, []]
@@ -546,9 +546,45 @@ def test_string_selection_in_larger_work_compile_and_dask():
 
     rows = lazyk_dask.from_ragged(s, 2)  # (partitions with and without missing rows)
     assert lazyk_dask.evaluate(rows[rows != "a"]).compute().to_list() == kept
-    # strings do not gather yet; rows that differ in length are named
-    with pytest.raises(UnsupportedOperandError, match=r"\[\] is not supported on strings"):
-        s[lazyk.array([[0], [], [1], [0], [0]])]
+    # gathers: positions per row (negative from the end, missing: a missing item), the
+    # take-back of argmax(..., keepdims=True), rows; a position outside its row is named
+    pos = lazyk.array([[2, -3], [], [None], [0], [0]], type="5 * var * ?int64")
+    assert s[pos].eval().to_list() == [["ccc", "bb"], [], [None], None, ["a"]]
+    longest = s[lazyk.argmax(lazyk.str_len(s), axis=1, keepdims=True)]
+    assert longest.eval().to_list() == [["ccc"], [None], ["yy"], None, ["a"]]
+    assert lazyk.str_len(longest).eval().to_list() == [[3], [None], [2], None, [1]]
+    assert s[lazyk.array([4, 0, -3])].eval().to_list() == [["a"], ["bb", "a", "ccc"],
+                                                             ["z", "yy"]]
+    assert lazyk.compile(p[lazyk.argmax(lazyk.str_len(p), axis=1, keepdims=True)])(s) \
+        .to_list() == longest.eval().to_list()
+    with pytest.raises(IndexError, match=r"x\[positions\]: position 3 is out of range for "
+                                         r"row 0 of length 3"):
+        s[lazyk.array([[3], [], [0], [0], [0]])].eval()
+    with pytest.raises(IndexError, match=r"position 7 is out of range for the array of "
+                                         r"length 5"):
+        s[lazyk.array([7])].eval()
     with pytest.raises(lazyk.ShapeError, match=r"x\[mask\]: row 0 at dim 0 has length 3 "
                                                r"in the array and 2 in the mask"):
         s[lazyk.array([[True, False], [], [True, True], [], [True]])].eval()
+
+
+def test_string_gathers_match_awkward():
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(9)
+    checked = 0
+    for _ in range(120):
+        optv, optr, optp = rng.random(3) < [0.5, 0.5, 0.4]
+        data = [None if optr and rng.random() < 0.2 else
+                [None if optv and rng.random() < 0.25 else "".join(rng.choice(list("ab\u00e9z"),
+                                                                            rng.integers(0, 4)))
+                 for _ in range(int(rng.integers(0, 5)))] for _ in range(int(rng.integers(1, 6)))]
+        pos = [None if r is None else
+               [None if optp and rng.random() < 0.2 else int(rng.integers(-len(r), len(r)))
+                for _ in range(int(rng.integers(0, 4)))] if r else [] for r in data]
+        a, p = ak.Array(data), ak.Array(pos)
+        if "unknown" in str(a.type) or "unknown" in str(p.type):
+            continue
+        got = lazyk.from_awkward(a)[lazyk.from_awkward(p)].eval().to_list()
+        assert got == a[p].to_list(), (data, pos)
+        checked += 1
+    assert checked > 60

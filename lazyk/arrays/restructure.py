@@ -173,7 +173,7 @@ def select(tree: Column, mask: Column, at: int) -> Column:
         raise ShapeError(f"x[mask]: row {r} at dim {at - 1} has length {int(xn[r])} in the "
                          f"array and {int(mn[r])} in the mask (a mask selects from rows of "
                          "its own length)")
-    lens = np.where(ok, xn, 0)
+    lens, masked = np.where(ok, xn, 0), xp is not None or mp is not None
     items, marks = xchild.take(ranges(xs, lens)), mchild.take(ranges(ms, lens))
     if at == 1:
         keep = _keep(marks)[0]
@@ -181,8 +181,70 @@ def select(tree: Column, mask: Column, at: int) -> Column:
         bounds = offsets_of(lens)
         got = Lists(kept[bounds], _kept(items, marks))
     else:
-        got = Lists(offsets_of(lens), select(items, marks, at - 1))
-    return got if xp is None and mp is None else Masked(ok, got)  # (the type says `?var`)
+        got = _lists_like(tree, lens, select(items, marks, at - 1), masked)
+    return Masked(ok, got) if masked else got  # (`?var` in the type: missing or not)
+
+
+
+def gather(tree: Column, positions: Column, at: int) -> Column:
+    """`x[positions]` for items the loop nest does not write (strings): per list `at` - 1
+    list levels down (at 0: the array), the items at the positions of the matching list of
+    positions (negative ones count from the list's end); a missing position gives a missing
+    item, a missing row of either a missing row. IndexError names a position outside its
+    list; ShapeError a row whose lengths differ above."""
+    if at == 0:
+        return _taken(tree, positions, np.zeros(1, I64), np.array([tree.length()], I64), None)
+    xp, xs, xn, xchild = _spans(tree)
+    pp, ps, pn, pchild = _spans(positions)
+    ok = np.ones(len(xn), bool) if xp is None else xp.copy()
+    if pp is not None:
+        ok &= pp
+    lens, masked = np.where(ok, pn, 0), xp is not None or pp is not None
+    if at == 1:  # (the positions' lists: var, or fixed as argmax(..., keepdims=True)'s)
+        got = _lists_like(positions, lens, _taken(xchild, pchild.take(ranges(ps, lens)),
+                                                  xs, np.where(ok, xn, 0), lens), masked)
+    else:
+        bad = np.flatnonzero(ok & (xn != pn))
+        if len(bad):
+            r = int(bad[0])
+            raise ShapeError(f"x[positions]: row {r} at dim {at - 1} has length {int(xn[r])} "
+                             f"in the array and {int(pn[r])} in the positions")
+        got = _lists_like(tree, lens, gather(xchild.take(ranges(xs, lens)),
+                                             pchild.take(ranges(ps, lens)), at - 1), masked)
+    return Masked(ok, got) if masked else got
+
+
+def _taken(items: Column, positions: Column, starts, lens, per_row) -> Column:
+    """The items at each list's positions (`per_row`: how many positions each list has;
+    None for one list of all the items)."""
+    present = None
+    if isinstance(positions, Masked):
+        present, positions = np.asarray(positions.present, bool), positions.child
+    pos = np.asarray(positions.values, I64)
+    row = np.zeros(len(pos), I64) if per_row is None else \
+        np.repeat(np.arange(len(lens)), per_row)
+    n = lens[row]
+    fixed = np.where(pos < 0, pos + n, pos)
+    bad = (fixed < 0) | (fixed >= n)
+    if present is not None:
+        bad &= present
+        fixed = np.where(present, fixed, 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = "the array" if per_row is None else f"row {int(row[i])}"
+        raise IndexError(f"x[positions]: position {int(pos[i])} is out of range for {where} "
+                         f"of length {int(n[i])}")
+    idx = starts[row] + fixed
+    if present is None:
+        return items.take(idx)
+    return take_or_missing(items, idx, present)
+
+def _lists_like(node: Column, lens: np.ndarray, items: Column, masked: bool) -> Column:
+    """Lists of `lens` items each over `items`: fixed-size where `node`'s lists are and
+    none may be missing (a fixed dim stays fixed), else var (`?n` rows become `?var`)."""
+    if isinstance(node, Regular) and not masked:
+        return Regular(node.size, items, len(lens))
+    return Lists(offsets_of(lens), items)
 
 
 def _spans(node: Column) -> tuple:

@@ -191,7 +191,7 @@ def index_by(x: Any, key: Any) -> Expr:
             operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
     e, k = operands("[]", (x, key))
-    text = is_text(e.dtype) and k.dtype == np.bool_  # (strings select; they do not gather)
+    text = is_text(e.dtype)  # (strings select and gather as row operations)
     refuse_text("[]", [k] if text else [e, k])
     if k.dtype.kind not in "biu":
         raise IndexError(f"an index array selects (bool) or gathers (integers): got "
@@ -212,18 +212,22 @@ def index_by(x: Any, key: Any) -> Expr:
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
-    if text:  # strings move as whole items: a row operation over the computed mask
-        rows, option = flags(e)
-        mask_rows, mask_option = flags(k)
-        rows = [r or (d < len(mask_rows) and mask_rows[d]) for d, r in enumerate(rows)]
-        if mask_option:  # a missing mask item gives a missing item
+    key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
+    if text:  # strings move as whole items: a row operation over the computed key
+        rows, option = flags(e)  # (a gather's result has as many dims: the key's k, then
+        key_rows, key_option = flags(k)  # the array's below its dim k - 1)
+        rows = [r or (d < len(key_rows) and key_rows[d]) for d, r in enumerate(rows)]
+        if key_option:  # a missing mask item or position gives a missing item
             if at + 1 < len(rows):
                 rows[at + 1] = True
             else:
                 option = True
-        return Expr(Node(ROWS_OP, e.dtype, shape, (e.node, k.node),
-                         ("select", (at,), tuple(rows), option)), env)
-    key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
+        name = "select" if op == SELECT_OP else "gather"
+        # (fixed dims whose rows may be missing become var: `?var`, never `?n`)
+        shape = tuple("var" if d and rows[d] and isinstance(n, int) else n
+                      for d, n in enumerate(shape))
+        return Expr(Node(ROWS_OP, e.dtype, shape, (e.node, key),
+                         (name, (at,), tuple(rows), option)), env)
     return Expr(Node(op, e.dtype, shape, (e.node, key), at), env)
 
 

@@ -394,8 +394,8 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
             got = R.concatenate(trees, params[0])
     elif name in ("sort", "argsort"):
         got = R.sort(tree, x.type.ndim, params[1], name == "argsort")
-    elif name == "select":  # strings (`lazyk.frontend.indexing.index_by`)
-        got = R.select(tree, _tree(values[1]), params[0])
+    elif name in ("select", "gather"):  # strings (`lazyk.frontend.indexing.index_by`)
+        got = getattr(R, name)(tree, _tree(values[1]), params[0])
     elif name == "fill_none":  # strings: the values where present, else the fill
         raise NotSupportedError(f"fill_none of {x.type}: numbers only")
     else:
