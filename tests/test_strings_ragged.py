@@ -477,15 +477,33 @@ def test_records_with_string_fields_and_a_string_array_evaluated_alone():
     q = lazyk.array([["b", None], None, ["z"]])
     assert lazyk.zip({"s": q, "n": lazyk.str_len(q)}).eval().to_list() == \
         [[{"s": "b", "n": 1}, {"s": None, "n": None}], None, [{"s": "z", "n": 1}]]
-    # numbers from picked strings compute; the picked strings themselves are refused
+    # numbers from picked strings compute, and so do the picked strings themselves
     pairs = lazyk.combinations(s, 2)
     assert lazyk.str_len(pairs["1"]).eval().to_list() == [[1, 3, 3], [], [2]]
     assert (pairs["0"] == pairs["1"]).eval().to_list() == [[False] * 3, [], [False]]
-    for picked in (pairs, pairs["0"], lazyk.cartesian([s, lazyk.str_len(s)])["0"]):
-        with pytest.raises(lazyk.NotSupportedError, match=r"strings picked by combinations "
-                                                          r"or cartesian \(type 3 \* var \* "
-                                                          r"string\) are not a result yet"):
-            picked.eval()
+    assert pairs.eval().to_list() == [[("bb", "a"), ("bb", "ccc"), ("a", "ccc")], [],
+                                      [("z", "yy")]]
+    assert lazyk.cartesian([s, lazyk.str_len(s)])["0"].eval().to_list() == \
+        [["bb"] * 3 + ["a"] * 3 + ["ccc"] * 3, [], ["z", "z", "yy", "yy"]]
+    nested = lazyk.cartesian({"a": s, "b": s}, nested=True)
+    with pytest.raises(lazyk.NotSupportedError, match=r"a string result of type .* "
+                                                      r"records of a nested cartesian"):
+        nested.eval()
+
+
+def test_string_combinations_and_products_match_awkward():
+    ak = pytest.importorskip("awkward")
+    data = [["bb", "a", "ccc", None], [], ["z", "yy"], None, ["a"]]
+    s, a = lazyk.array(data, type="5 * ?var * ?string"), ak.Array(data)
+    n, an = lazyk.str_len(s), ak.Array([[2, 1, 3, None], [], [1, 2], None, [1]])
+    for got, want in (
+            (lazyk.combinations(s, 2), ak.combinations(a, 2)),
+            (lazyk.combinations(s, 3, fields=["x", "y", "z"]).y,
+             ak.combinations(a, 3, fields=["x", "y", "z"]).y),
+            (lazyk.cartesian({"s": s, "n": n}), ak.cartesian({"s": a, "n": an})),
+            (lazyk.cartesian({"s": s, "t": s[s != "a"]}).t,
+             ak.cartesian({"s": a, "t": a[a != "a"]}).t)):
+        assert got.eval().to_list() == want.to_list()
 
 
 def _bools_like(x, rng, missing):

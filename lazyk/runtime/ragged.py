@@ -16,10 +16,12 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import dump, rewrite, toposort
+from lazyk.frontend.graph import PICK_OP, dump, rewrite, toposort
+from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.leaves import is_ragged, is_text, leaf_data
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.rowops import local_index
 from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device
@@ -74,6 +76,17 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     done = text_result(expr) if out is None else None  # a string array alone: itself
     if done is not None:
         return done
+    node = expr.node
+    if node.op == PICK_OP and is_text(node.dtype) and not node.arg[3]:
+        # strings at a slot of combinations or a product: the same pick of the positions
+        # in the slot's lists (local_index), then the strings at those positions
+        axis, at = node.arg[2], node.arg[1] if len(node.srcs) > 1 else 0
+        value = Expr(node.srcs[at], expr.env)
+        index = local_index(value, axis)
+        pos = node.replace(dtype=index.dtype, shape=node.shape[:axis + 1],
+                           srcs=node.srcs[:at] + (index.node,) + node.srcs[at + 1:])
+        return runtime.evaluate(index_by(value, Expr(pos, {**expr.env, **index.env})),
+                                out=out, casting=casting)
     expr = take_kept_rows(expr)  # rows selected from arrays: their rows taken first
     expr = lower_picks(expr)  # combinations / cartesian: tuple levels of the nest
     done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
@@ -88,10 +101,11 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     done = computed(before, expr) if out is None else None
     if done is not None:
         return done
-    if is_text(expr.node.dtype):  # (the kernel writes numbers: strings are picked by rows)
+    if is_text(expr.node.dtype):  # (the kernel writes numbers; strings move by rows)
         raise NotSupportedError(
-            f"strings picked by combinations or cartesian (type {expr.node.type_text()}) are not a "
-            "result yet: compute numbers from them (==, str_len, startswith, ...)")
+            f"a string result of type {expr.node.type_text()} from this work (the records of "
+            "a nested cartesian product, say) is not computed yet: evaluate the fields one "
+            "by one, or compute numbers from the strings (==, str_len, startswith, ...)")
     if out is None:
         return _evaluate(expr)
     if isinstance(out, Array) and is_ragged_type(out.type):
