@@ -153,7 +153,6 @@ def local_index(tree: Column, axis: int) -> Column:
     return tree.at(axis - 1, index)
 
 
-
 def select(tree: Column, mask: Column, at: int) -> Column:
     """`x[mask]` for items the loop nest does not write (strings): the items of the lists
     `at` list levels down kept where the mask (bools whose lists pair with the array's) is
@@ -161,29 +160,17 @@ def select(tree: Column, mask: Column, at: int) -> Column:
     either stays missing. Options stay where either had them (the type is the same for
     every partition of a collection). ShapeError names a row whose lengths differ."""
     if at == 0:
-        return _kept(tree, mask)
-    xp, xs, xn, xchild = _spans(tree)
-    mp, ms, mn, mchild = _spans(mask)
-    ok = np.ones(len(xn), bool) if xp is None else xp.copy()
-    if mp is not None:
-        ok &= mp
-    bad = np.flatnonzero(ok & (xn != mn))
-    if len(bad):
-        r = int(bad[0])
-        raise ShapeError(f"x[mask]: row {r} at dim {at - 1} has length {int(xn[r])} in the "
-                         f"array and {int(mn[r])} in the mask (a mask selects from rows of "
-                         "its own length)")
-    lens, masked = np.where(ok, xn, 0), xp is not None or mp is not None
+        return _kept(tree, *_keep(mask))
+    ok, masked, (xs, xn, xchild), (ms, mn, mchild) = _paired(tree, mask, "mask", at - 1)
+    lens = np.where(ok, xn, 0)
     items, marks = xchild.take(ranges(xs, lens)), mchild.take(ranges(ms, lens))
     if at == 1:
-        keep = _keep(marks)[0]
+        keep, present = _keep(marks)
         kept = np.concatenate([[0], np.cumsum(keep, dtype=I64)])
-        bounds = offsets_of(lens)
-        got = Lists(kept[bounds], _kept(items, marks))
+        got = Lists(kept[offsets_of(lens)], _kept(items, keep, present))
     else:
         got = _lists_like(tree, lens, select(items, marks, at - 1), masked)
     return Masked(ok, got) if masked else got  # (`?var` in the type: missing or not)
-
 
 
 def gather(tree: Column, positions: Column, at: int) -> Column:
@@ -194,24 +181,35 @@ def gather(tree: Column, positions: Column, at: int) -> Column:
     list; ShapeError a row whose lengths differ above."""
     if at == 0:
         return _taken(tree, positions, np.zeros(1, I64), np.array([tree.length()], I64), None)
-    xp, xs, xn, xchild = _spans(tree)
-    pp, ps, pn, pchild = _spans(positions)
-    ok = np.ones(len(xn), bool) if xp is None else xp.copy()
-    if pp is not None:
-        ok &= pp
-    lens, masked = np.where(ok, pn, 0), xp is not None or pp is not None
+    ok, masked, (xs, xn, xchild), (ps, pn, pchild) = _paired(
+        tree, positions, "positions", at - 1 if at > 1 else None)
+    lens = np.where(ok, pn, 0)
     if at == 1:  # (the positions' lists: var, or fixed as argmax(..., keepdims=True)'s)
         got = _lists_like(positions, lens, _taken(xchild, pchild.take(ranges(ps, lens)),
                                                   xs, np.where(ok, xn, 0), lens), masked)
     else:
-        bad = np.flatnonzero(ok & (xn != pn))
-        if len(bad):
-            r = int(bad[0])
-            raise ShapeError(f"x[positions]: row {r} at dim {at - 1} has length {int(xn[r])} "
-                             f"in the array and {int(pn[r])} in the positions")
         got = _lists_like(tree, lens, gather(xchild.take(ranges(xs, lens)),
                                              pchild.take(ranges(ps, lens)), at - 1), masked)
     return Masked(ok, got) if masked else got
+
+
+def _paired(tree: Column, key: Column, what: str, dim: int | None) -> tuple:
+    """(rows present in both, whether either may miss rows, (starts, lengths, items) of the
+    array's lists and of the key's). With `dim`, the lists pair exactly (ShapeError naming
+    the row at that dim)."""
+    xp, xs, xn, xchild = _spans(tree)
+    kp, ks, kn, kchild = _spans(key)
+    ok = np.ones(len(xn), bool) if xp is None else xp.copy()
+    if kp is not None:
+        ok &= kp
+    bad = np.flatnonzero(ok & (xn != kn)) if dim is not None else ()
+    if len(bad):
+        r = int(bad[0])
+        raise ShapeError(f"x[{what}]: row {r} at dim {dim} has length {int(xn[r])} in "
+                         f"the array and {int(kn[r])} in the {what}"
+                         + (" (a mask selects from rows of its own length)"
+                            if what == "mask" else ""))
+    return ok, xp is not None or kp is not None, (xs, xn, xchild), (ks, kn, kchild)
 
 
 def _taken(items: Column, positions: Column, starts, lens, per_row) -> Column:
@@ -239,6 +237,7 @@ def _taken(items: Column, positions: Column, starts, lens, per_row) -> Column:
         return items.take(idx)
     return take_or_missing(items, idx, present)
 
+
 def _lists_like(node: Column, lens: np.ndarray, items: Column, masked: bool) -> Column:
     """Lists of `lens` items each over `items`: fixed-size where `node`'s lists are and
     none may be missing (a fixed dim stays fixed), else var (`?n` rows become `?var`)."""
@@ -265,13 +264,13 @@ def _keep(mask: Column) -> tuple:
     return (values if present is None else values | ~present), present
 
 
-def _kept(items: Column, mask: Column) -> Column:
-    """The items where the mask item is true; missing where it is missing."""
-    keep, present = _keep(mask)
+def _kept(items: Column, keep: np.ndarray, present) -> Column:
+    """The items where `keep`; missing where the mask item is missing (`present`)."""
     idx = np.flatnonzero(keep)
     if present is None:
         return items.take(idx)
     return take_or_missing(items, idx, present[idx])  # (`?` in the type: missing or not)
+
 
 def is_none(tree: Column, axis: int) -> Column:
     """`ak.is_none` at `axis`: whether each item there is missing (bool)."""
