@@ -46,5 +46,5 @@ def test_object_symbol_scan():
 
     mod = llvm.parse_assembly(CALLS.format(name="f", callee="lazyk_missing_callee"))
     mod.triple = h.triple
-    assert cpu.unresolved_symbols(h.tm.emit_object(mod)) == ["lazyk_missing_callee"]
-    assert cpu.unresolved_symbols(b"not an object") == []
+    assert cpu.object_symbols(h.tm.emit_object(mod))[1] == ["lazyk_missing_callee"]
+    assert cpu.object_symbols(b"not an object") == (None, [])

@@ -232,3 +232,44 @@ def test_closed_compiled_kernel_refuses_to_bind_but_bound_ones_still_run():
         print("ok")
     """)
     assert out.split() == ["ok"]
+
+
+def test_modules_linked_into_one_engine_each_run_their_own_code():
+    # Every kernel defines the same symbol names; modules linked into one shared engine must
+    # each get their own code, their calls between their own functions included, and an
+    # engine's code is freed once it is full and every module linked there is closed.
+    out = _run("""
+        import ctypes
+        from lazyk.backend import cpu
+
+        def ir(k):
+            return f'''
+        define i64 @lifetime_inner(i64 %x) noinline {{
+          %r = add i64 %x, {k}
+          ret i64 %r
+        }}
+        define i64 @lifetime_outer(i64 %x) {{
+          %r = call i64 @lifetime_inner(i64 %x)
+          %s = mul i64 %r, 1000
+          ret i64 %s
+        }}'''
+
+        n = 2 * cpu.SHARED_OBJECTS + 1
+        mods = [cpu.JITModule(ir(k), ("lifetime_outer",)) for k in range(n)]
+        fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+        got = [fn(m.addresses["lifetime_outer"])(7) for m in mods]
+        assert got == [(7 + k) * 1000 for k in range(n)], got
+        engines = list({id(m.engine): m.engine for m in mods}.values())
+        assert 2 <= len(engines) <= 4, len(engines)
+        first = mods[0].engine
+        mine = [m for m in mods if m.engine is first]
+        for m in mine[:-1]:
+            m.close()
+        assert not first.ee.closed  # one module linked there is still open
+        k = mods.index(mine[-1])
+        assert fn(mine[-1].addresses["lifetime_outer"])(0) == k * 1000
+        mine[-1].close()
+        assert first.ee.closed
+        print("ok")
+    """)
+    assert out.split()[0] == "ok"
