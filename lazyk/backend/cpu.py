@@ -320,6 +320,7 @@ class JITModule:
         engine = _SharedEngine.current(h) if defined is not None else _SharedEngine(h, 1)
         addresses = engine.link(obj, names)
         if not all(addresses.values()):
+            engine.release()
             raise CompileError(f"symbols missing after JIT: {addresses}\n{self.source_ir}")
         self.engine, self.addresses = engine, addresses
         _engines[id(self)] = engine
@@ -399,11 +400,17 @@ class _SharedEngine:
         return e
 
     def link(self, obj: bytes, names: tuple[str, ...]) -> dict[str, int]:
-        self.ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        self.ee.finalize_object()
-        self.linked += 1
+        # (counted live first: a module closed meanwhile by a garbage collection must not
+        # free this engine under the object being linked)
         self.live += 1
-        return {n: self.ee.get_function_address(n) for n in names}
+        self.linked += 1
+        try:
+            self.ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.ee.finalize_object()
+            return {n: self.ee.get_function_address(n) for n in names}
+        except BaseException:
+            self.release()
+            raise
 
     def release(self) -> None:
         """One module linked here is closed (call with `_lock` held)."""
