@@ -449,8 +449,8 @@ def load_runtime_libraries() -> None:
 
 
 def object_symbols(obj: bytes) -> tuple[set[str] | None, list[str]]:
-    """(names an ELF64 object defines, undefined names the process cannot resolve); for
-    another format (None, []): left to the linker."""
+    """(names an ELF64 object defines for others to call, undefined names the process
+    cannot resolve); for another format (None, []): left to the linker."""
     if obj[:4] != b"\x7fELF" or obj[4] != 2:
         return None, []
     shoff, = struct.unpack_from("<Q", obj, 0x28)
@@ -469,7 +469,8 @@ def object_symbols(obj: bytes) -> tuple[set[str] | None, list[str]]:
                 continue
             name = obj[strtab + name_at:obj.index(b"\0", strtab + name_at)].decode()
             if shndx != 0:
-                defined.add(name)
+                if info >> 4:  # global or weak: a local name is not in the engine's table
+                    defined.add(name)
             elif (info >> 4) != 2 and not llvm.address_of_symbol(name):  # weak may stay 0
                 missing.append(name)
     return defined, missing
