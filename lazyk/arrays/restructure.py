@@ -215,9 +215,7 @@ def _paired(tree: Column, key: Column, what: str, dim: int | None) -> tuple:
 def _taken(items: Column, positions: Column, starts, lens, per_row) -> Column:
     """The items at each list's positions (`per_row`: how many positions each list has;
     None for one list of all the items)."""
-    present = None
-    if isinstance(positions, Masked):
-        present, positions = np.asarray(positions.present, bool), positions.child
+    present, positions = _unwrapped(positions)
     pos = np.asarray(positions.values, I64)
     row = np.zeros(len(pos), I64) if per_row is None else \
         np.repeat(np.arange(len(lens)), per_row)
@@ -248,18 +246,20 @@ def _lists_like(node: Column, lens: np.ndarray, items: Column, masked: bool) -> 
 
 def _spans(node: Column) -> tuple:
     """(present rows or None, starts, lengths, items) of lists, missing ones or not."""
-    present = None
-    if isinstance(node, Masked):
-        present, node = np.asarray(node.present, bool), node.child
+    present, node = _unwrapped(node)
     starts, lens = node.spans()
     return present, starts, lens, node.child
 
 
+def _unwrapped(node: Column) -> tuple:
+    """(present flags as bools or None, the node under them)."""
+    present, node = node.unwrap()
+    return (None if present is None else np.asarray(present, bool)), node
+
+
 def _keep(mask: Column) -> tuple:
     """(kept: true or missing, present or None) of a tree of bools."""
-    present = None
-    if isinstance(mask, Masked):
-        present, mask = np.asarray(mask.present, bool), mask.child
+    present, mask = _unwrapped(mask)
     values = np.asarray(mask.values, bool)
     return (values if present is None else values | ~present), present
 
