@@ -17,7 +17,7 @@ from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, picked_shape
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, is_text
-from lazyk.frontend.missing import option_flags
+from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.rowops import flags
@@ -214,14 +214,7 @@ def index_by(x: Any, key: Any) -> Expr:
     shape = picked_shape(op, e.shape, k.shape, at)
     key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
     if text:  # strings move as whole items: a row operation over the computed key
-        rows, option = flags(e)  # (a gather's result has as many dims: the key's k, then
-        key_rows, key_option = flags(k)  # the array's below its dim k - 1)
-        rows = [r or (d < len(key_rows) and key_rows[d]) for d, r in enumerate(rows)]
-        if key_option:  # a missing mask item or position gives a missing item
-            if at + 1 < len(rows):
-                rows[at + 1] = True
-            else:
-                option = True
+        rows, option = indexed_flags(at, flags(e), flags(k))
         name = "select" if op == SELECT_OP else "gather"
         # (fixed dims whose rows may be missing become var: `?var`, never `?n`)
         shape = tuple("var" if d and rows[d] and isinstance(n, int) else n

@@ -44,7 +44,7 @@ def option_flags(root: Node, env: dict) -> tuple[list, bool]:
         elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
             memo[id(node)] = (list(node.arg[2]), bool(node.arg[3]))
         elif node.op in (SELECT_OP, TAKE_OP):
-            memo[id(node)] = _indexed_flags(node, memo[id(node.srcs[0])],
+            memo[id(node)] = indexed_flags(node.arg, memo[id(node.srcs[0])],
                                             memo[id(node.srcs[1])])
         elif node.op == REDUCE_OP:
             flags, option_in = memo[id(node.srcs[0])]
@@ -94,12 +94,12 @@ def option_flags(root: Node, env: dict) -> tuple[list, bool]:
     return memo[id(root)]
 
 
-def _indexed_flags(node: Node, x: tuple, key: tuple) -> tuple[list, bool]:
+def indexed_flags(at: int, x: tuple, key: tuple) -> tuple[list, bool]:
     """`option_flags` of x[mask] / x[positions] at level L (the key's dims line up with
     x's first L + 1): a missing row of either above or at L gives a missing row; a missing
     mask element or position gives a missing element (a missing value at the last level, a
     missing row below it otherwise)."""
-    (xf, xo), (kf, ko), at = x, key, node.arg
+    (xf, xo), (kf, ko) = x, key
     flags = [f or (d <= at and d < len(kf) and kf[d]) for d, f in enumerate(xf)]
     if ko and at + 1 < len(flags):
         flags[at + 1] = True
