@@ -35,6 +35,12 @@ MIN_PART = 1 << 18
 PARTS_PER_THREAD = 4
 
 
+def whole_lines(words: int) -> int:
+    """`words` int64 words rounded up to whole cache lines (8 words): a part's block of that
+    many, from a `line_zeros` line, shares no line with the next part's."""
+    return -(-words // 8) * 8
+
+
 def line_zeros(n: int) -> np.ndarray:
     """n zero int64 words starting on a cache line (64 bytes). Threads write their own parts'
     records and counters in such buffers: laid out in whole lines from an aligned start, no
@@ -91,7 +97,7 @@ class NestKernel:
         # scratch. One allocation from a cache line holds the records and the status rows
         # (whole lines each: no line written by two threads), the part table and the steal
         # words.
-        rw, sw = self.record_words(len(words), len(params)), -(-(8 + nlev) // 8) * 8
+        rw, sw = self.record_words(len(words), len(params)), whole_lines(8 + nlev)
         buf = line_zeros(n * (rw + sw + 1) + 3)
         base = data_pointer(buf)
         blocks = self.records(buf[:n * rw].reshape(n, rw), words, params)

@@ -34,7 +34,7 @@ from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.frontend.structure import renamed
 from lazyk.kernel.flat import data_pointer
-from lazyk.kernel.nest import kernel_for, line_zeros
+from lazyk.kernel.nest import kernel_for, line_zeros, whole_lines
 from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime.nest_plan import (
@@ -169,8 +169,8 @@ def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leav
     total, nt = table[0], at_edges
     # each bin's lanes (`codegen.nest_bins`); a part's counters in whole cache lines from a
     # line's start: two threads never write one line
-    table[0] = -(-total * BIN_LANES // 8) * 8
-    nt = -(-nt // 8) * 8
+    table[0] = whole_lines(total * BIN_LANES)
+    nt = whole_lines(nt)
     buf = line_zeros(nt + len(parts) * table[0])
     buf[:len(table)] = table
     for h, e in enumerate(edges):

@@ -37,7 +37,7 @@ from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
 from lazyk.kernel.flat import data_pointer
-from lazyk.kernel.nest import line_zeros, status_error
+from lazyk.kernel.nest import line_zeros, status_error, whole_lines
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import plan_fill
 from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
@@ -143,7 +143,7 @@ class RaggedBound:
             self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
         lay, nlev = self._kern.lay, len(self._kern.levels)
-        self._nstatus = -(-(8 + nlev) // 8) * 8  # (whole cache lines: see line_zeros)
+        self._nstatus = whole_lines(8 + nlev)
         self._nparts = n = len(fill.parts)
         rw = self._kern.record_words(len(fill.words), len(fill.consts))
         self._blocks = line_zeros(n * rw).reshape(n, rw)
