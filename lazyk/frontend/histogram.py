@@ -530,7 +530,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     broadcast against `a` (a per-event weight `w[:, None]` against per-object values); they
     are added up in float64 (NumPy's sums where those are exact). A histogram of a selection
     (`lazyk.histogram(met[mask], ...)`) counts the values where the mask is true, without
-    gathering the selected rows.
+    gathering the selected rows. The min or max of an empty row (`lazyk.max(pt, axis=1)`, or
+    a selection by it) counts nowhere, as Awkward's None; evaluated alone it is a ValueError.
 
     Returns a lazy `Histogram`: `.to_numpy()` / `.eval()` give the counts, `.edges` the
     edges, and unpacking gives both as NumPy does.
