@@ -268,6 +268,11 @@ class NestWindows:
             # out of the vector one by one)
             counts = [b.alloca(I64, name=f"count{q}") for q in range(WINDOW)] if counted \
                 else []
+            # a float min / max: whether each lane met a NaN, apart from its value
+            nans = [b.alloca(I1, name=f"nan{q}") for q in range(WINDOW)] \
+                if self._picks(acc) else []
+        for slot in nans:
+            b.store(ir.Constant(I1, 0), slot)
         for slot in lanes:
             b.store(em.const(acc, self.red.identity(acc)), slot)
         for slot in counts:
@@ -300,7 +305,11 @@ class NestWindows:
                 b.store(b.add(b.load(counts[q]), b.zext(take, I64)), counts[q])
             if take is not None:
                 v = b.select(take, v, ident)
-            b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
+            if nans:
+                b.store(b.or_(b.load(nans[q]), b.fcmp_unordered("uno", v, v)), nans[q])
+                b.store(self._pick(v, b.load(lanes[q])), lanes[q])
+            else:
+                b.store(self._combine(em, b.load(lanes[q]), v), lanes[q])
         trues = value is None and self._sums_bools(k) and acc == np.dtype(np.int64)
         if trues:  # a count of trues: a window's count is the popcount of its compare bits
             with b.goto_entry_block():
@@ -345,7 +354,13 @@ class NestWindows:
                    self._lane_masks(b.sub(b.add(done, c(WINDOW)), n), "<="))
         vals = [b.load(ones)] if trues else [b.load(slot) for slot in lanes]
         while len(vals) > 1:  # pairwise
-            vals = [self._combine(em, x, y) for x, y in zip(vals[::2], vals[1::2])]
+            vals = [self._pick(x, y) if nans else self._combine(em, x, y)
+                    for x, y in zip(vals[::2], vals[1::2])]
+        if nans:
+            nan = b.load(nans[0])
+            for slot in nans[1:]:
+                nan = b.or_(nan, b.load(slot))
+            vals[0] = b.select(nan, ir.Constant(vals[0].type, float("nan")), vals[0])
         self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
         total = n
         if counted:
@@ -353,6 +368,19 @@ class NestWindows:
             for slot in counts[1:]:
                 total = b.add(total, b.load(slot))
         b.store(b.add(b.load(self.count), total), self.count)
+
+    def _picks(self, dt) -> bool:
+        """Whether the window fold's lanes pick min / max of floats (`_pick`): their NaNs
+        are then kept apart (LLVM's `maximum` also orders -0.0 below 0.0, in a chain of
+        five vector steps that every window of every row waits on; a pick is one)."""
+        return self.red.combine in ("minimum", "maximum") and dt.kind == "f"
+
+    def _pick(self, x, y):
+        """The winner of x and y for a float min / max of non-NaN values: x where it wins
+        strictly, else y (ties fall either way, as in a fold)."""
+        b = self.b
+        return b.select(b.fcmp_ordered("<" if self.red.combine == "minimum" else ">", x, y),
+                        x, y)
 
     def _lane_masks(self, x, pred, first=0):
         """Per lane q: `x pred first + q` (i1), from one vector compare of x against the
