@@ -175,7 +175,7 @@ def test_sort_long_rows_and_integer_extremes():
     x = lazyk.array([[big, 1, None, big - 1, -big - 1], [], [0]], "3 * var * ?int64")
     assert lazyk.sort(x).eval().to_list() == [[-big - 1, 1, big - 1, big, None], [], [0]]
     assert lazyk.argsort(x, ascending=False).eval().to_list() == [[0, 3, 1, 4, 2], [], [0]]
-    rng = np.random.default_rng(2)  # one long row among short ones: one sort of all items
+    rng = np.random.default_rng(2)  # one long row among short ones: its own matrix
     lens = np.array([1000] + [2] * 10)
     values = rng.integers(0, 5, lens.sum()).astype(np.float64)
     off = np.concatenate([[0], np.cumsum(lens)])
@@ -184,6 +184,33 @@ def test_sort_long_rows_and_integer_extremes():
     want = [np.argsort(values[a:b], kind="stable").tolist() for a, b in zip(off, off[1:])]
     assert got == want
     assert lazyk.sort(y, ascending=False).eval().to_list()[0] == sorted(values[:1000])[::-1]
+
+
+def test_sort_rows_of_spread_lengths_by_length_class():
+    """Many short rows and a few long ones (lengths too spread for one padded matrix: the
+    rows sort by length class), with NaN, -0.0, ties and missing values, both orders:
+    values and positions against the plain-Python reference, stable."""
+    rng = np.random.default_rng(7)
+    lens = rng.integers(0, 6, 3000)
+    lens[[5, 700, 2999]] = [40, 300, 100]
+    data = []
+    for n in lens:
+        row = [float(v) for v in rng.integers(-3, 4, n)]
+        for i in range(n):
+            u = rng.random()
+            row[i] = np.nan if u < 0.05 else -0.0 if u < 0.1 else None if u < 0.15 else row[i]
+        data.append(row)
+    t = f"{len(data)} * var * ?float64"
+    x, ref_x = lazyk.array(data, t), R.array(data, t)
+    for ascending in (True, False):
+        check(lazyk.sort(x, ascending=ascending), R.sort(ref_x, ascending=ascending))
+        check(lazyk.argsort(x, ascending=ascending), R.argsort(ref_x, ascending=ascending))
+    plain = [[v for v in r if v is not None and v == v] for r in data]  # no missing, no NaN
+    off = np.concatenate([[0], np.cumsum([len(r) for r in plain])])
+    y = lazyk.from_offsets(off, np.array([v for r in plain for v in r], np.float32))
+    assert lazyk.sort(y).eval().to_list() == [sorted(r) for r in plain]
+    assert lazyk.argsort(y, ascending=False).eval().to_list() == \
+        [sorted(range(len(r)), key=lambda i: -r[i]) for r in plain]
 
 
 def test_sort_fixed_data_follows_numpy_along_any_axis():

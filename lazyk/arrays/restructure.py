@@ -500,6 +500,29 @@ def _row_items(lists: Column):
     return lens, values.values[idx], None if vmask is None else ~vmask[idx], idx, 0
 
 
+def _classes(lens: np.ndarray):
+    """The lists by length class: (the items of the class's lists one after the other, as
+    positions in all lists' items, or None for all of them; their lengths; the width of
+    the padded matrix they sort in). Lists padded at most 4x to the longest are one class;
+    else each class holds lengths up to a power of two, its width: a matrix row then pads
+    at most as many items as its list holds (one long list among a million short ones
+    costs a matrix of its own, not a million rows of its width)."""
+    if not len(lens):
+        return
+    off = offsets_of(lens)
+    width = int(lens.max())
+    if len(lens) * width <= 4 * int(off[-1]) + 4096:  # padded at most 4x: one matrix width
+        yield None, lens, width
+        return
+    cls = np.zeros(len(lens), np.int8)
+    long = lens > 1
+    cls[long] = np.ceil(np.log2(lens[long])).astype(np.int8)
+    present = np.bincount(cls, minlength=64)
+    for c in np.flatnonzero(present):
+        rows = np.flatnonzero(cls == c)
+        yield ranges(off[:-1][rows], lens[rows]), lens[rows], 1 << int(c)
+
+
 def _chunks(lens: np.ndarray, width: int):
     """(first item, end item, each item's place in a padded matrix of the lists) of runs
     of lists holding about CHUNK padded items."""
@@ -522,48 +545,50 @@ def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.nda
 def sorted_values(lists: Column, ascending: bool):
     """The items of `Lists` / `Regular` of numbers, each list sorted (missing values
     last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
-    matrices of keys, a few lists at a time (cache-sized); equal keys are equal values,
-    so no stable sort is needed."""
+    matrices of keys, lists of one length class (`_classes`) a few at a time
+    (cache-sized); equal keys are equal values, so no stable sort is needed."""
     vmask, values = lists.child.unwrap()
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
     lens, v, missing, _, _ = _row_items(lists)
-    width = int(lens.max()) if len(lens) else 0
-    if len(lens) * width > 4 * len(v) + 4096 or not _keyable(v):
+    if not _keyable(v):
         return None
     out = np.empty(len(v), v.dtype)
     present = None if missing is None else np.empty(len(v), bool)
-    for o0, o1, rows, place in _chunks(lens, width):
-        padded = _padded(sort_keys(v[o0:o1], None if missing is None else missing[o0:o1],
-                                   ascending), rows, width, place)
-        padded.reshape(rows, width).sort(axis=1)
-        got = padded[place]
-        out[o0:o1] = _from_keys(got, v.dtype, ascending)
-        if present is not None:
-            present[o0:o1] = got != _TOP - 1
+    for at, lens_c, width in _classes(lens):
+        for o0, o1, rows, place in _chunks(lens_c, width):
+            sel = slice(o0, o1) if at is None else at[o0:o1]
+            padded = _padded(sort_keys(v[sel], None if missing is None else missing[sel],
+                                       ascending), rows, width, place)
+            padded.reshape(rows, width).sort(axis=1)
+            got = padded[place]
+            out[sel] = _from_keys(got, v.dtype, ascending)
+            if present is not None:
+                present[sel] = got != _TOP - 1
     return Leaf(out) if present is None else Masked(present, Leaf(out))
 
 
 def sort_lists(lists: Column, ascending: bool) -> tuple[np.ndarray, np.ndarray, Column]:
     """For `Lists` / `Regular` over values: (the position in the values of every item
     in sorted order, the lists' lengths, the values' node), each list sorted stably with
-    missing values last and NaN above every number (descending: first). Short lists (the
-    common case) sort as the rows of padded matrices (NumPy's stable argsort of each
-    row, a few lists at a time); else one stable sort of all items by (list, key)."""
+    missing values last and NaN above every number (descending: first). Lists sort as the
+    rows of padded matrices (NumPy's stable argsort of each row), lists of one length class
+    (`_classes`) a few at a time; values with no key (int64 at the top of their range) in
+    one stable sort of all items by (list, value)."""
     lens, v, missing, idx, first = _row_items(lists)
     n = len(lens)
-    width = int(lens.max()) if n else 0
     off = offsets_of(lens)
-    if _keyable(v) and n * width <= 4 * len(v) + 4096:
+    if _keyable(v):
         pos = np.empty(len(v), I64)
-        for o0, o1, rows, place in _chunks(lens, width):
-            padded = _padded(sort_keys(v[o0:o1], None if missing is None else
-                                       missing[o0:o1], ascending), rows, width, place)
-            pos[o0:o1] = np.argsort(padded.reshape(rows, width), axis=1,
-                                    kind="stable").reshape(-1)[place]
+        for at, lens_c, width in _classes(lens):
+            for o0, o1, rows, place in _chunks(lens_c, width):
+                sel = slice(o0, o1) if at is None else at[o0:o1]
+                padded = _padded(sort_keys(v[sel], None if missing is None else
+                                           missing[sel], ascending), rows, width, place)
+                pos[sel] = np.argsort(padded.reshape(rows, width), axis=1,
+                                      kind="stable").reshape(-1)[place]
     else:
-        key = sort_keys(v, missing, ascending) if _keyable(v) else \
-            (v if ascending else ~v)  # integers at the top of their range: their own order
+        key = v if ascending else ~v  # integers at the top of their range: their own order
         rid = np.repeat(np.arange(n, dtype=I64), lens)
         keys = (key, rid) if missing is None else (key, missing, rid)
         order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
