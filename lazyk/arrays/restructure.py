@@ -503,7 +503,7 @@ def _row_items(lists: Column):
 def _classes(lens: np.ndarray):
     """The lists by length class: (the items of the class's lists one after the other, as
     positions in all lists' items, or None for all of them; their lengths; the width of
-    the padded matrix they sort in). Lists padded at most 4x to the longest are one class;
+    the padded matrix they sort in). Lists padded at most 8x to the longest are one class;
     else each class holds lengths up to a power of two, its width: a matrix row then pads
     at most as many items as its list holds (one long list among a million short ones
     costs a matrix of its own, not a million rows of its width)."""
@@ -511,12 +511,11 @@ def _classes(lens: np.ndarray):
         return
     off = offsets_of(lens)
     width = int(lens.max())
-    if len(lens) * width <= 4 * int(off[-1]) + 4096:  # padded at most 4x: one matrix width
+    if len(lens) * width <= 8 * int(off[-1]) + 4096:  # padded at most 8x: one matrix width
         yield None, lens, width
         return
-    cls = np.zeros(len(lens), np.int8)
-    long = lens > 1
-    cls[long] = np.ceil(np.log2(lens[long])).astype(np.int8)
+    # class c: lengths up to 2**c (0 and 1: class 0); frexp(n - 1)'s exponent
+    cls = np.frexp(np.maximum(lens - 1, 0).astype(np.float64))[1]
     present = np.bincount(cls, minlength=64)
     for c in np.flatnonzero(present):
         rows = np.flatnonzero(cls == c)
@@ -568,9 +567,11 @@ def sorted_values(lists: Column, ascending: bool):
     return Leaf(out) if present is None else Masked(present, Leaf(out))
 
 
-def sort_lists(lists: Column, ascending: bool) -> tuple[np.ndarray, np.ndarray, Column]:
+def sort_lists(lists: Column, ascending: bool,
+               within: bool = False) -> tuple[np.ndarray, np.ndarray, Column]:
     """For `Lists` / `Regular` over values: (the position in the values of every item
-    in sorted order, the lists' lengths, the values' node), each list sorted stably with
+    in sorted order (`within`: in its list), the lists' lengths, the values' node), each
+    list sorted stably with
     missing values last and NaN above every number (descending: first). Lists sort as the
     rows of padded matrices (NumPy's stable argsort of each row), lists of one length class
     (`_classes`) a few at a time; values with no key (int64 at the top of their range) in
@@ -593,6 +594,8 @@ def sort_lists(lists: Column, ascending: bool) -> tuple[np.ndarray, np.ndarray, 
         keys = (key, rid) if missing is None else (key, missing, rid)
         order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
         pos = order - np.repeat(off[:-1], lens)
+    if within:
+        return pos, lens, lists.child
     place = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
     return (first + place if idx is None else idx[place]), lens, lists.child
 
@@ -606,8 +609,8 @@ def sort(tree: Column, ndim: int, ascending: bool, positions: bool) -> Column:
         if items is not None:
             lens = lists.spans()[1]
         elif positions:
-            pos, lens, values = sort_lists(lists, ascending)
-            items = Leaf(pos - np.repeat(lists.spans()[0], lens))
+            pos, lens, _ = sort_lists(lists, ascending, within=True)
+            items = Leaf(pos)
         else:
             pos, lens, values = sort_lists(lists, ascending)
             items = values.take(pos)
