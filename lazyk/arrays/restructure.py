@@ -146,9 +146,7 @@ def local_index(tree: Column, axis: int) -> Column:
             got = Regular(inner.size, Leaf(np.tile(np.arange(inner.size, dtype=I64),
                                                    len(lens))), len(lens))
         else:
-            off = offsets_of(lens)
-            got = Lists(off, Leaf(np.arange(int(off[-1]), dtype=I64) -
-                                  np.repeat(off[:-1], lens)))
+            got = Lists(offsets_of(lens), Leaf(ranges(np.zeros(len(lens), I64), lens)))
         return got if mask is None else Masked(mask, got)
     return tree.at(axis - 1, index)
 
@@ -293,10 +291,19 @@ def pad_none(tree: Column, target: int, axis: int, clip: bool) -> Column:
     def pad(node):
         mask, inner = node.unwrap()
         starts, lens = inner.spans()
-        new = np.full(len(lens), target, I64) if clip else np.maximum(lens, target)
-        pos = ranges(np.zeros(len(new), I64), new)
-        valid = pos < np.repeat(lens, new)
-        items = take_or_missing(inner.child, np.repeat(starts, new) + pos, valid)
+        if clip:  # target positions per list, one column (position) at a time: NumPy's
+            # loops then run along the lists, not along rows of a few positions each
+            valid = np.empty((len(lens), target), bool)
+            at = np.empty((len(lens), target), I64)
+            for j in range(target):
+                np.less(j, lens, out=valid[:, j])
+                np.add(starts, j, out=at[:, j])
+            new = np.full(len(lens), target, I64)
+        else:
+            new = np.maximum(lens, target)
+            valid = ranges(np.zeros(len(new), I64), new) < np.repeat(lens, new)
+            at = ranges(starts, new)  # (past a list's end: missing, never read)
+        items = take_or_missing(inner.child, at.reshape(-1), valid.reshape(-1))
         if clip:
             got = Regular(target, items, len(new))
         elif isinstance(inner, Regular):  # every list gets max(size, target) items
