@@ -272,3 +272,40 @@ def test_a_mask_that_gathers_read_by_several_row_operations_is_computed_once():
     masks = [str(k.npass) for _, k, _ in rec if any(ins.op == "not_equal"
                                                      for ins in k.spec.body)]
     assert masks.count("fill") == 1, masks
+
+
+def test_an_item_or_a_slice_of_every_list_lazily():
+    """`e[:, i]` and `e[:, a:b]` of lazy expressions (Awkward's indexing of the lists at a
+    dim after the first): values, missing values and types as Awkward's, lazily (fused with
+    the work around them), records field by field; a list too short for its item raises
+    IndexError naming it; other keys stay a TypeError that says what works."""
+    d = [[1.5, -2.0, 3.0], [4.0, None], [], [6.0]]
+    x, a = lazyk.array(d, "4 * var * ?float64"), ak.Array(d)
+    long = x[lazyk.num(x) >= 1]
+    along = a[ak.num(a) >= 1]
+    for key in (0, -1):
+        got = (long * 2)[:, key]
+        assert str(got.type) == "var * ?float64"
+        assert got.eval().to_list() == (along * 2)[:, key].tolist()
+    for key in (slice(None, 2), slice(1, None), slice(-2, None), slice(None, -1),
+                slice(1, -1), slice(5, None), slice(-9, 9)):
+        got = (x * 2)[:, key]
+        assert str(got.type) == "4 * var * ?float64", key
+        assert got.eval().to_list() == (a * 2)[:, key].tolist(), key
+    assert lazyk.sum((x * 1)[:, 1:], axis=1, skipna=True).eval().to_list() == \
+        ak.sum(a[:, 1:], axis=1).tolist()
+    deep = [[[1, 2], [3]], [[4], [], [5, 6, 7]], [[8]]]
+    y, b = lazyk.array(deep), ak.Array(deep)
+    assert (y * 1)[:, 0].eval().to_list() == b[:, 0].tolist()
+    assert (y * 1)[:, :, :1].eval().to_list() == b[:, :, :1].tolist()
+    jets = lazyk.zip({"pt": lazyk.array([[3.0, 1.0], [2.0]]) * 1,
+                      "eta": lazyk.array([[0.1, 0.2], [0.3]]) * 1})
+    assert jets[:, 0].pt.eval().to_list() == [3.0, 2.0]
+    assert jets[:, 1:].eta.eval().to_list() == [[0.2], []]
+    assert (lazyk.array(np.array([[1, 2], [3, 4]], np.int8)) + np.int8(0))[:, 1].eval() \
+        .to_list() == [2, 4]
+    with pytest.raises(IndexError, match=r"row \[2\] of length 0"):
+        (x * 2)[:, 0].eval()
+    for key in ((slice(None), slice(None, None, 2)), 0, (0, slice(None))):
+        with pytest.raises(TypeError, match="one item or a slice of step 1"):
+            (x * 2)[key]

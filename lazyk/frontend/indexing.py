@@ -20,7 +20,9 @@ from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, is_text
 from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
-from lazyk.frontend.rowops import flags
+from lazyk.frontend.reductions import max as lazy_max
+from lazyk.frontend.rowops import flags, local_index, num, zeros_like
+from lazyk.frontend.ufuncs import maximum
 
 
 def _key_text(key: Any) -> str:
@@ -31,6 +33,36 @@ def _key_text(key: Any) -> str:
             return ":".join(parts[:2] if k.step is None else parts)
         return "..." if k is Ellipsis else repr(k)
     return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
+
+
+def _in_lists(e: Expr, key: Any) -> Expr | None:
+    """`e[:, i]` / `e[:, a:b]` (whole dims before and after; the dim after the first):
+    Awkward's item i of every list there (negative: from its end; a list too short for it
+    raises IndexError naming the list, when computed), or each list's items a to b (step
+    1; clipped to the list), lazily: a gather or a selection by the items' positions that
+    fuses like any other. An item at a fixed dim too; None for other keys."""
+    items = key if isinstance(key, tuple) else (key,)
+    picked = [d for d, k in enumerate(items) if not (isinstance(k, slice) and k == slice(None))]
+    if len(picked) != 1 or len(items) > e.ndim or is_text(e.dtype):
+        return None
+    d, k = picked[0], items[picked[0]]
+    if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
+                      isinstance(k, slice) and k.step in (None, 1) and e.shape[d] == "var"):
+        return None
+    ends = num(e, axis=d)[..., None]  # each list's length, against its items
+    if isinstance(k, slice):
+        def bound(b, default):
+            if b is None:
+                return default
+            b = int(b)
+            return b if b >= 0 else maximum(ends + b, 0)
+        at = local_index(e, axis=d)
+        lo, hi = bound(k.start, None), bound(k.stop, None)
+        keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
+            (at >= lo) & (at < hi)
+        return index_by(e, keep)
+    one = index_by(e, zeros_like(ends) + int(k))  # a dim of 1 at d: the item
+    return lazy_max(one, axis=d)  # (of one item: the item itself, in its own dtype)
 
 
 def _new_axis_key(key: Any, ndim: int) -> list | None:
@@ -231,10 +263,14 @@ def index_expr(expr: Expr, key: Any) -> Expr:
         return index_by(expr, key)
     entries = _new_axis_key(key, expr.ndim)
     if entries is None:
+        got = _in_lists(expr, key)
+        if got is not None:
+            return got
         raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by "
                         f"[{_key_text(key)}]: "
-                        "only new axes and whole dims work (e[:, None], e[None], "
-                        "e[..., None], e[:]); evaluate it first, e.g. "
+                        "new axes, whole dims and, at a var dim after the first, one item "
+                        "or a slice of step 1 work (e[:, None], e[:], e[:, 0], e[:, :2]); "
+                        "evaluate it first, e.g. "
                         f"expr.eval()[{_key_text(key)}] (a view of the result), or "
                         "index the arrays it is built from")
     e = expr
