@@ -160,6 +160,20 @@ def test_combinations_fused_into_a_reduction(data, n, op):
     assert nest_stats["runs"] > before
 
 
+def test_no_pairs_of_optional_values_fold_to_missing():
+    """A min / max over pairs where no row has a pair: missing results for `?T` values (as
+    for the values themselves), NumPy's ValueError for plain ones."""
+    for rows in ([[], [], []], [[[1.0, None, 2.0, 3.0]], [], []]):
+        x = lazyk.array(rows, "3 * var * 4 * ?float64")
+        c = lazyk.combinations(x, 2, axis=1)
+        got = lazyk.max(c["0"] * 2 - c["1"], axis=1).eval()
+        assert got.to_list() == [[None] * 4] * 3
+        assert str(got.type) == "3 * 4 * ?float64"
+    c = lazyk.combinations(lazyk.array([[], []], "2 * var * 4 * float64"), 2, axis=1)
+    with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+        lazyk.max(c["0"] - c["1"], axis=1).eval()
+
+
 @given(st.data())
 def test_combinations_over_all_axes_and_count(data):
     lx, rx, ax = drawn(data, dtypes=S.NUMERIC)
