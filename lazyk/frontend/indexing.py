@@ -22,6 +22,7 @@ from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.rowops import flags, local_index, num, zeros_like
+from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
 from lazyk.frontend.ufuncs import maximum
 
 
@@ -56,7 +57,9 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
                 return default
             b = int(b)
             return b if b >= 0 else maximum(ends + b, 0)
-        at = local_index(e, axis=d)
+        # (positions the kernels walk where they read the data as it is: no list of
+        # positions stored)
+        at = positions_in_lists(e, d) if reads_in_nest(e) else local_index(e, axis=d)
         lo, hi = bound(k.start, None), bound(k.stop, None)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
             (at >= lo) & (at < hi)

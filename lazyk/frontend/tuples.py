@@ -23,7 +23,14 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
-from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, RaggedPlaceholder, leaf_data
+from lazyk.frontend.leaves import (
+    OwnedView,
+    PickLeaf,
+    Placeholder,
+    RaggedLeaf,
+    RaggedPlaceholder,
+    leaf_data,
+)
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields
 
@@ -108,6 +115,21 @@ def _axis(axis: int, depth: int, fn: str) -> int:
         raise np.exceptions.AxisError(f"{fn}: axis={axis} is out of bounds for items with "
                                       f"{depth} dims")
     return a
+
+
+def reads_in_nest(e: Expr) -> bool:
+    """Whether every leaf of `e` is data the loop nest reads as it is (lazyk and NumPy
+    arrays; no placeholder and no Dask collection's rows, which a compiled call or a
+    partition binds later)."""
+    return all(type(v) in (RaggedLeaf, PickLeaf, OwnedView, np.ndarray)
+               for v in e.env.values())
+
+
+def positions_in_lists(e: Expr, axis: int) -> Expr:
+    """Each item's position in its list at `axis` >= 1 (int64, the dims up to `axis`; a
+    missing list stays missing), walked by the loop nest as the one slot of 1-tuples: it
+    fuses with the work around it (`reads_in_nest(e)` must hold)."""
+    return _pick((e,), Combos(1), 0, axis, True, "local_index")
 
 
 def _nest_leaves(e: Expr, fn: str) -> Expr:
