@@ -231,9 +231,10 @@ def gather(buf: np.ndarray, offs: np.ndarray, k: int) -> np.ndarray:
     step = int(offs[1] - offs[0]) if n > 1 else k
     if step >= k and int(offs[0]) + step * (n - 1) == int(offs[-1]) and \
             (n < 3 or bool(np.all(np.diff(offs) == step))):
-        # Evenly spaced (the common case): one strided copy instead of a fancy index.
-        start = int(offs[0])
-        return np.lib.stride_tricks.as_strided(buf[start:], (n, k), (step, 1)).copy()
+        # Evenly spaced (the common case): one strided copy of k-byte items instead of a
+        # fancy index (as (n, k) bytes, NumPy's copy loops k bytes at a time, per row)
+        items = np.ndarray((n,), f"V{k}", buffer=buf, offset=int(offs[0]), strides=(step,))
+        return items.copy().view(np.uint8).reshape(n, k)
     return buf[offs[:, None] + np.arange(k)]
 
 
@@ -267,8 +268,9 @@ def read_rows(buf: np.ndarray, offs: np.ndarray, width: int,
     if dt is None:
         raise ValueError(f"var arrmeta: index width {width} (4 or 8 bytes)")
     n = len(offs)
-    starts = gather(buf, offs, width).view(dt).reshape(n).astype(np.int64)
-    stops = gather(buf, offs + stop_delta, width).view(dt).reshape(n).astype(np.int64)
+    starts = gather(buf, offs, width).view(dt).reshape(n).astype(np.int64, copy=False)
+    stops = gather(buf, offs + stop_delta, width).view(dt).reshape(n).astype(np.int64,
+                                                                             copy=False)
     return starts, stops
 
 

@@ -186,17 +186,18 @@ def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("slice step cannot be zero")
     lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
 
-    def clamp(v: int | None, default: np.ndarray) -> np.ndarray:
+    def clamp(v: int | None, default):
         if v is None:
-            return np.broadcast_to(default, sizes.shape).astype(np.int64)
+            return default  # (a number broadcasts)
         v = int(v)
         return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
 
     start = clamp(item.start, 0 if step > 0 else sizes - 1)
     stop = clamp(item.stop, sizes if step > 0 else -1)
     span = stop - start if step > 0 else start - stop
-    count = np.maximum(0, (span + abs(step) - 1) // abs(step))
-    return start, count
+    count = np.maximum(span, 0) if abs(step) == 1 else \
+        np.maximum(0, (span + abs(step) - 1) // abs(step))
+    return np.broadcast_to(np.asarray(start, np.int64), sizes.shape), count
 
 
 def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: tuple,
@@ -216,10 +217,11 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: t
     if stride != istride:  # already a stepping view: index units are not row positions
         return None
     first, count = slice_rows(stops - starts, item)
-    new = np.where(count > 0, starts + first, 0)
-    pairs = np.stack([new, new + count], axis=1).astype(np.int64)
     head = memory.MemoryBlock(16 * max(len(offs), 1), keep=[owner])
-    head.buffer[:16 * len(offs)] = pairs.reshape(-1).view(np.uint8)
+    pairs = head.buffer[:16 * len(offs)].view(np.int64).reshape(len(offs), 2)
+    np.add(starts, first, out=pairs[:, 0])
+    pairs[:, 0][count == 0] = 0
+    np.add(pairs[:, 0], count, out=pairs[:, 1])
     step_bytes = 16
     for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
         kept[k + 1] = step_bytes
