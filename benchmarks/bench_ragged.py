@@ -127,8 +127,11 @@ def build(rows: int, seed: int = 0) -> dict:
     rowmask = rng.random(rows) >= 0.10
     off01 = np.concatenate([[0], np.cumsum(rng.integers(0, 2, rows))]).astype(np.int64)
     x01 = rng.standard_normal(int(off01[-1]))  # rows of 0 or 1 value
+    # rows of Poisson(4) values, as the jets of collision events
+    offp = np.concatenate([[0], np.cumsum(rng.poisson(4, rows))]).astype(np.int64)
+    xp = rng.standard_normal(int(offp[-1]))
     return dict(off=off, x=x, y=y, off1=off1, x1=x1, y1=y1, outer=outer, inner=inner, x2=x2,
-                mask=mask, rowmask=rowmask, off01=off01, x01=x01)
+                mask=mask, rowmask=rowmask, off01=off01, x01=x01, offp=offp, xp=xp)
 
 
 def workloads(d: dict) -> list:
@@ -191,6 +194,15 @@ def workloads(d: dict) -> list:
 
     def np_m(_):
         return np_row_reduce(np.add, np.cos(x01), off01, 0.0)
+
+    offp, xp = d["offp"], d["xp"]
+    lensp = np.diff(offp)
+
+    def np_o(_):
+        return xp[np.lexsort((xp, np.repeat(np.arange(len(lensp)), lensp)))]
+
+    def np_p(_):  # every value but each row's first
+        return (xp * 2)[np.arange(len(xp)) - np.repeat(offp[:-1], lensp) >= 1]
 
     def np_n(_):  # each row's largest value (its first position: a row's max is in it)
         best = np_row_reduce(np.maximum, x, off, np.nan)
@@ -268,13 +280,21 @@ def workloads(d: dict) -> list:
             "awkward": (lambda: (ak_var(off, x),),
                         lambda a: a[0][ak.argmax(a[0], axis=1, keepdims=True)]),
             "lazyk": lz(lambda p: p[lazyk.argmax(p, axis=1, keepdims=True)], lx)}),
+        ("o", "sort(x, axis=-1), rows Poisson(4)", 8 * (2 * len(xp) + len(offp)), {
+            "numpy": (None, np_o),
+            "awkward": (lambda: (ak_var(offp, xp),), lambda a: ak.sort(a[0], axis=-1)),
+            "lazyk": lz(lambda p: lazyk.sort(p, axis=-1), lambda: lazyk_var(offp, xp))}),
+        ("p", "(x * 2)[:, 1:], rows Poisson(4)", 8 * (2 * len(xp) + len(offp)), {
+            "numpy": (None, np_p),
+            "awkward": (lambda: (ak_var(offp, xp),), lambda a: (a[0] * 2)[:, 1:]),
+            "lazyk": lz(lambda p: (p * 2)[:, 1:], lambda: lazyk_var(offp, xp))}),
     ]
     return W
 
 
 def to_flat(tool, key, r):
     """A tool's result as one float64 NumPy array (NaN for missing), for checking."""
-    flat = ("b", "d", "i", "k", "l", "n")  # results with var dims: their values in order
+    flat = ("b", "d", "i", "k", "l", "n", "o", "p")  # results with var dims: values in order
     if tool == "awkward":
         if key == "f":
             return np.asarray(r.layout.offsets)
