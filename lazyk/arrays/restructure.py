@@ -1,8 +1,8 @@
 """Restructuring ragged data with NumPy over column trees (`lazyk.arrays.trees`): the row
 operations that only move values (`num`, `flatten`, `firsts`, `local_index`,
-`concatenate`, `is_none`, `pad_none`, `sort`, `argsort`), vectorized over all rows at once,
-no Python loop per row; lists read through their offsets are reused in place where the
-result keeps them (zero-copy). Every function here takes and returns trees; the root
+`concatenate`, `is_none`, `pad_none`; `sort` in `lazyk.arrays.sorting`), vectorized over
+all rows at once, no Python loop per row; lists read through their offsets are reused in
+place where the result keeps them (zero-copy). Every function here takes and returns trees; the root
 describes the items of the array's outer dim, so the lists at `axis` a (>= 1) are the items
 of the node `a - 1` list levels down (`Column.at`).
 """
@@ -92,19 +92,19 @@ def _join(node: Column) -> Column:
         raise NotSupportedError("flatten of strings into characters")
     s1, n1 = outer.spans()
     s2, n2 = inner.spans()
-    contiguous = len(s1) < 2 or bool(np.all(s1[1:] == s1[:-1] + n1[:-1]))
-    if inner_mask is None and contiguous and isinstance(inner, Lists) and \
+    runs = contiguous(s1, n1)  # the outer lists cover runs of inner lists
+    if inner_mask is None and runs and isinstance(inner, Lists) and \
             isinstance(outer, Lists) and len(s1) == 1:
         # one outer list (the top): its inner lists' items, a slice of their content
         off = np.asarray(inner.offsets, I64)
         lo, hi = int(off[s1[0]]), int(off[s1[0] + n1[0]])
         got = Lists(np.array([0, hi - lo], I64), inner.child.slice(lo, hi))
-    elif inner_mask is None and contiguous and isinstance(inner, Lists):
-        # the outer lists cover runs of inner lists: their offsets index the inner offsets
+    elif inner_mask is None and runs and isinstance(inner, Lists):
+        # their offsets index the inner offsets
         off = np.asarray(inner.offsets)
         cover = np.concatenate([s1, [s1[-1] + n1[-1]]]) if len(s1) else np.zeros(1, I64)
         got = Lists(off[cover], inner.child)
-    elif inner_mask is None and contiguous and isinstance(outer, Regular) and \
+    elif inner_mask is None and runs and isinstance(outer, Regular) and \
             isinstance(inner, Regular):
         got = Regular(outer.size * inner.size, inner.child, outer.length())
     else:
@@ -441,189 +441,3 @@ def _join_rows(nodes: list) -> Column:
         return Regular(sum(p[0].size for p in parts), items, n)
     return Lists(offsets_of(total), items)
 
-
-# ---------------------------------------------------------------- sorting
-_TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
-CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
-
-
-def _keyable(values: np.ndarray) -> bool:
-    """Whether every value has a `sort_keys` key below the keys kept for missing values
-    and padding (int64 / uint64 values at the top of their range have none)."""
-    if values.dtype.kind not in "iu" or values.dtype.itemsize < 8 or not len(values):
-        return values.dtype.kind in "biuf"
-    top = int(values.max())
-    return top < _TOP - 2 if values.dtype.kind == "i" else top < (1 << 63) + _TOP - 2
-
-
-def sort_keys(values: np.ndarray, missing, ascending: bool) -> np.ndarray:
-    """int64 keys whose order is the sort's (NaN above every number, one key; -0.0 and
-    0.0 one key; descending: reversed), missing values at _TOP - 1 (`_keyable` values)."""
-    kind = values.dtype.kind
-    if kind == "f":
-        v = values.astype(np.float64, copy=False)
-        bits = v.view(I64)
-        key = bits ^ ((bits >> 63) & _TOP)  # IEEE order as signed integers
-        key[v == 0] = 0
-        key[np.isnan(v)] = _TOP - 2
-    elif kind == "u" and values.dtype.itemsize == 8:
-        key = (values ^ np.uint64(1 << 63)).view(I64)
-    else:
-        key = values.astype(I64)
-    if not ascending:
-        key = ~key
-    if missing is not None:
-        key[missing] = _TOP - 1
-    return key
-
-
-def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
-    """The values of `sort_keys` keys (NaN canonical, -0.0 as 0.0)."""
-    key = key if ascending else ~key
-    if dtype.kind == "f":
-        bits = key ^ ((key >> 63) & _TOP)
-        out = bits.view(np.float64)
-        out[key == _TOP - 2] = np.nan
-        return out.astype(dtype, copy=False)
-    if dtype.kind == "u" and dtype.itemsize == 8:
-        return key.view(np.uint64) ^ np.uint64(1 << 63)
-    return key.astype(dtype)
-
-
-def _row_items(lists: Column):
-    """(lens, each list's values one after the other, their missing flags or None, their
-    positions in the values node or None where they are one run from `first`, first)."""
-    starts, lens = lists.spans()
-    vmask, values = lists.child.unwrap()
-    if not isinstance(values, Leaf):
-        raise NotSupportedError(f"sort of {values.kind} items")
-    total = int(lens.sum())
-    if contiguous(starts, lens):
-        first = int(starts[0]) if len(starts) else 0
-        v = values.values[first:first + total]
-        missing = None if vmask is None else ~vmask[first:first + total]
-        return lens, v, missing, None, first
-    idx = ranges(starts, lens)
-    return lens, values.values[idx], None if vmask is None else ~vmask[idx], idx, 0
-
-
-def _classes(lens: np.ndarray):
-    """The lists by length class: (the items of the class's lists one after the other, as
-    positions in all lists' items, or None for all of them; their lengths; the width of
-    the padded matrix they sort in). Lists padded at most 8x to the longest are one class;
-    else each class holds lengths up to a power of two, its width: a matrix row then pads
-    at most as many items as its list holds (one long list among a million short ones
-    costs a matrix of its own, not a million rows of its width)."""
-    if not len(lens):
-        return
-    off = offsets_of(lens)
-    width = int(lens.max())
-    if len(lens) * width <= 8 * int(off[-1]) + 4096:  # padded at most 8x: one matrix width
-        yield None, lens, width
-        return
-    # class c: lengths up to 2**c (0 and 1: class 0); frexp(n - 1)'s exponent
-    cls = np.frexp(np.maximum(lens - 1, 0).astype(np.float64))[1]
-    present = np.bincount(cls, minlength=64)
-    for c in np.flatnonzero(present):
-        rows = np.flatnonzero(cls == c)
-        yield ranges(off[:-1][rows], lens[rows]), lens[rows], 1 << int(c)
-
-
-def _chunks(lens: np.ndarray, width: int):
-    """(first item, end item, each item's place in a padded matrix of the lists) of runs
-    of lists holding about CHUNK padded items."""
-    off = offsets_of(lens)
-    step = max(1, CHUNK // max(width, 1))
-    for r0 in range(0, len(lens), step):
-        r1 = min(r0 + step, len(lens))
-        o0, o1 = int(off[r0]), int(off[r1])
-        place = np.arange(o1 - o0, dtype=I64) + np.repeat(
-            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
-        yield o0, o1, r1 - r0, place
-
-
-def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.ndarray:
-    padded = np.full(rows * width, _TOP, I64)
-    padded[place] = key
-    return padded
-
-
-def sorted_values(lists: Column, ascending: bool):
-    """The items of `Lists` / `Regular` of numbers, each list sorted (missing values
-    last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
-    matrices of keys, lists of one length class (`_classes`) a few at a time
-    (cache-sized); equal keys are equal values, so no stable sort is needed."""
-    vmask, values = lists.child.unwrap()
-    if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
-        return None
-    lens, v, missing, _, _ = _row_items(lists)
-    if not _keyable(v):
-        return None
-    out = np.empty(len(v), v.dtype)
-    present = None if missing is None else np.empty(len(v), bool)
-    for at, lens_c, width in _classes(lens):
-        for o0, o1, rows, place in _chunks(lens_c, width):
-            sel = slice(o0, o1) if at is None else at[o0:o1]
-            padded = _padded(sort_keys(v[sel], None if missing is None else missing[sel],
-                                       ascending), rows, width, place)
-            padded.reshape(rows, width).sort(axis=1)
-            got = padded[place]
-            out[sel] = _from_keys(got, v.dtype, ascending)
-            if present is not None:
-                present[sel] = got != _TOP - 1
-    return Leaf(out) if present is None else Masked(present, Leaf(out))
-
-
-def sort_lists(lists: Column, ascending: bool,
-               within: bool = False) -> tuple[np.ndarray, np.ndarray, Column]:
-    """For `Lists` / `Regular` over values: (the position in the values of every item
-    in sorted order (`within`: in its list), the lists' lengths, the values' node), each
-    list sorted stably with
-    missing values last and NaN above every number (descending: first). Lists sort as the
-    rows of padded matrices (NumPy's stable argsort of each row), lists of one length class
-    (`_classes`) a few at a time; values with no key (int64 at the top of their range) in
-    one stable sort of all items by (list, value)."""
-    lens, v, missing, idx, first = _row_items(lists)
-    n = len(lens)
-    off = offsets_of(lens)
-    if _keyable(v):
-        pos = np.empty(len(v), I64)
-        for at, lens_c, width in _classes(lens):
-            for o0, o1, rows, place in _chunks(lens_c, width):
-                sel = slice(o0, o1) if at is None else at[o0:o1]
-                padded = _padded(sort_keys(v[sel], None if missing is None else
-                                           missing[sel], ascending), rows, width, place)
-                pos[sel] = np.argsort(padded.reshape(rows, width), axis=1,
-                                      kind="stable").reshape(-1)[place]
-    else:
-        key = v if ascending else ~v  # integers at the top of their range: their own order
-        rid = np.repeat(np.arange(n, dtype=I64), lens)
-        keys = (key, rid) if missing is None else (key, missing, rid)
-        order = np.lexsort(keys) if len(v) else np.zeros(0, I64)
-        pos = order - np.repeat(off[:-1], lens)
-    if within:
-        return pos, lens, lists.child
-    place = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
-    return (first + place if idx is None else idx[place]), lens, lists.child
-
-
-def sort(tree: Column, ndim: int, ascending: bool, positions: bool) -> Column:
-    """`ak.sort` (`positions`: `ak.argsort`) of the lists of the last dim (for one dim:
-    the items themselves, one list)."""
-    def one(node):
-        mask, lists = node.unwrap()
-        items = None if positions else sorted_values(lists, ascending)
-        if items is not None:
-            lens = lists.spans()[1]
-        elif positions:
-            pos, lens, _ = sort_lists(lists, ascending, within=True)
-            items = Leaf(pos)
-        else:
-            pos, lens, values = sort_lists(lists, ascending)
-            items = values.take(pos)
-        got = Regular(lists.size, items, len(lens)) if isinstance(lists, Regular) else \
-            Lists(offsets_of(lens), items)
-        return got if mask is None else Masked(mask, got)
-    if ndim == 1:
-        return one(Lists(np.array([0, tree.length()], I64), tree)).child
-    return tree.at(ndim - 2, one)

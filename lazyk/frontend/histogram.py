@@ -530,13 +530,12 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     broadcast against `a` (a per-event weight `w[:, None]` against per-object values); they
     are added up in float64 (NumPy's sums where those are exact). A histogram of a selection
     (`lazyk.histogram(met[mask], ...)`) counts the values where the mask is true, without
-    gathering the selected rows. The min or max of an empty row (`lazyk.max(pt, axis=1)`, or
-    a selection by it) counts nowhere, as Awkward's None; evaluated alone it is a ValueError.
+    gathering the selected rows. An empty row's min or max (`lazyk.max(pt, axis=1)`, or a
+    selection by it) counts nowhere, as Awkward's None (evaluated alone: a ValueError).
 
     Returns a lazy `Histogram`: `.to_numpy()` / `.eval()` give the counts, `.edges` the
-    edges, and unpacking gives both as NumPy does.
-
-    Example: `counts, edges = lazyk.histogram(jets.pt, 100, (15, 60))`.
+    edges, and unpacking gives both as NumPy does
+    (`counts, edges = lazyk.histogram(jets.pt, 100, (15, 60))`).
 
     Raises:
         ValueError: bins < 1; `range` min > max or not finite; edges not increasing.

@@ -391,10 +391,9 @@ def _filled_first(parts, red_node, reduce_arg):
     ok = src >= 0
     s = np.maximum(src, 0)
     vals = np.where(ok, values[s] if len(values) else 0, 0).astype(values.dtype)
-    if flags is not None:  # `?T` values (none at all, maybe: still `?T`)
-        if len(flags):
-            ok &= flags[s]
-    elif not validity and not present:  # no missing rows or values: plain values (an
+    if flags is not None and len(flags):  # (`?T` values, none at all maybe: still `?T`)
+        ok &= flags[s]
+    elif flags is None and not validity and not present:  # plain values (an
         ok = None  # empty min / max is then NumPy's error, as over the rows themselves)
     inner = nest_result(vals, ok, dims, new, _counts(dims, new))
     e = as_expr(inner)

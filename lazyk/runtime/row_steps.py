@@ -18,6 +18,7 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays import restructure as R
+from lazyk.arrays import sorting
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
@@ -393,7 +394,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
                 else trees
             got = R.concatenate(trees, params[0])
     elif name in ("sort", "argsort"):
-        got = R.sort(tree, x.type.ndim, params[1], name == "argsort")
+        got = sorting.sort(tree, x.type.ndim, params[1], name == "argsort")
     elif name in ("select", "gather"):  # strings (`lazyk.frontend.indexing.index_by`)
         got = getattr(R, name)(tree, _tree(values[1]), params[0])
     elif name == "fill_none":  # strings: the values where present, else the fill
