@@ -288,7 +288,8 @@ def test_an_item_or_a_slice_of_every_list_lazily():
         assert str(got.type) == "var * ?float64"
         assert got.eval().to_list() == (along * 2)[:, key].tolist()
     for key in (slice(None, 2), slice(1, None), slice(-2, None), slice(None, -1),
-                slice(1, -1), slice(5, None), slice(-9, 9)):
+                slice(1, -1), slice(5, None), slice(-9, 9), slice(None, None, 1),
+                slice(2, None, 1)):
         got = (x * 2)[:, key]
         assert str(got.type) == "4 * var * ?float64", key
         assert got.eval().to_list() == (a * 2)[:, key].tolist(), key

@@ -43,7 +43,10 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
     1; clipped to the list), lazily: a gather or a selection by the items' positions that
     fuses like any other. An item at a fixed dim too; None for other keys."""
     items = key if isinstance(key, tuple) else (key,)
-    picked = [d for d, k in enumerate(items) if not (isinstance(k, slice) and k == slice(None))]
+    picked = [d for d, k in enumerate(items) if not (isinstance(k, slice) and k.start is None
+                                                      and k.stop is None and k.step in (None, 1))]
+    if not picked and len(items) <= e.ndim:  # (whole dims written `::1`)
+        return e
     if len(picked) != 1 or len(items) > e.ndim or is_text(e.dtype):
         return None
     d, k = picked[0], items[picked[0]]
