@@ -295,6 +295,10 @@ def test_an_item_or_a_slice_of_every_list_lazily():
         assert got.eval().to_list() == (a * 2)[:, key].tolist(), key
     assert lazyk.sum((x * 1)[:, 1:], axis=1, skipna=True).eval().to_list() == \
         ak.sum(a[:, 1:], axis=1).tolist()
+    q = [[1.0, 2.0, 3.0], None, [4.0]]  # missing lists: None for their item
+    qx, qa = lazyk.array(q, "3 * ?var * float64"), ak.Array(q)
+    for key in (0, -1, slice(1, None)):
+        assert (qx * 1)[:, key].eval().to_list() == (qa * 1)[:, key].tolist(), key
     deep = [[[1, 2], [3]], [[4], [], [5, 6, 7]], [[8]]]
     y, b = lazyk.array(deep), ak.Array(deep)
     assert (y * 1)[:, 0].eval().to_list() == b[:, 0].tolist()

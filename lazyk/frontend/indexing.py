@@ -21,7 +21,7 @@ from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
-from lazyk.frontend.rowops import flags, local_index, num, zeros_like
+from lazyk.frontend.rowops import firsts, flags, local_index, num, zeros_like
 from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
 from lazyk.frontend.ufuncs import maximum
 
@@ -38,8 +38,8 @@ def _key_text(key: Any) -> str:
 
 def _in_lists(e: Expr, key: Any) -> Expr | None:
     """`e[:, i]` / `e[:, a:b]` (whole dims before and after; the dim after the first):
-    Awkward's item i of every list there (negative: from its end; a list too short for it
-    raises IndexError naming the list, when computed), or each list's items a to b (step
+    Awkward's item i of every list there (negative: from its end; None for a missing list;
+    a list too short for it raises IndexError naming it, when computed), or items a to b (step
     1; clipped to the list), lazily: a gather or a selection by the items' positions that
     fuses like any other. An item at a fixed dim too; None for other keys."""
     items = key if isinstance(key, tuple) else (key,)
@@ -68,6 +68,8 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
             (at >= lo) & (at < hi)
         return index_by(e, keep)
     one = index_by(e, zeros_like(ends) + int(k))  # a dim of 1 at d: the item
+    if flags(e)[0][d]:  # lists that may be missing: the item, or None for a missing list
+        return firsts(one, axis=d)
     return lazy_max(one, axis=d)  # (of one item: the item itself, in its own dtype)
 
 
