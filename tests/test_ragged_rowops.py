@@ -186,6 +186,14 @@ def test_sort_long_rows_and_integer_extremes():
     assert lazyk.sort(y, ascending=False).eval().to_list()[0] == sorted(values[:1000])[::-1]
 
 
+def test_sort_of_records_says_to_order_by_a_field():
+    r = lazyk.zip({"pt": lazyk.array([[2.0, 1.0]]) * 1, "eta": lazyk.array([[0.5, 0.1]]) * 1})
+    for fn in (lazyk.sort, lazyk.argsort):
+        with pytest.raises(lazyk.NotSupportedError, match=r"of records: order them by a field"):
+            fn(r)
+    assert r[lazyk.argsort(r.pt, axis=1)].eta.eval().to_list() == [[0.1, 0.5]]
+
+
 def test_sort_rows_of_spread_lengths_by_length_class():
     """Many short rows and a few long ones (lengths too spread for one padded matrix: the
     rows sort by length class), with NaN, -0.0, ties and missing values, both orders:

@@ -387,6 +387,9 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
 
 # ---------------------------------------------------------------- order
 def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple:
+    if record_fields(x) is not None:
+        raise NotSupportedError(f"{name} of records: order them by a field, e.g. "
+                                "r[lazyk.argsort(r.pt, axis=1)]")
     e = _operand(name, x)
     if not isinstance(ascending, (bool, np.bool_)):
         raise TypeError(f"{name}: ascending must be True or False, not {ascending!r}")
