@@ -301,8 +301,10 @@ def pad_none(tree: Column, target: int, axis: int, clip: bool) -> Column:
             new = np.full(len(lens), target, I64)
         else:
             new = np.maximum(lens, target)
-            valid = ranges(np.zeros(len(new), I64), new) < np.repeat(lens, new)
             at = ranges(starts, new)  # (past a list's end: missing, never read)
+            valid = np.ones(len(at), bool)  # but where a short list is padded
+            short = lens < target
+            valid[ranges(offsets_of(new)[:-1][short] + lens[short], target - lens[short])] = False
         items = take_or_missing(inner.child, at.reshape(-1), valid.reshape(-1))
         if clip:
             got = Regular(target, items, len(new))
