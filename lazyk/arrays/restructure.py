@@ -2,9 +2,9 @@
 operations that only move values (`num`, `flatten`, `firsts`, `local_index`,
 `concatenate`, `is_none`, `pad_none`; `sort` in `lazyk.arrays.sorting`), vectorized over
 all rows at once, no Python loop per row; lists read through their offsets are reused in
-place where the result keeps them (zero-copy). Every function here takes and returns trees; the root
-describes the items of the array's outer dim, so the lists at `axis` a (>= 1) are the items
-of the node `a - 1` list levels down (`Column.at`).
+place where the result keeps them (zero-copy). Every function here takes and returns
+trees; the root describes the items of the array's outer dim, so the lists at `axis` a
+(>= 1) are the items of the node `a - 1` list levels down (`Column.at`).
 """
 from __future__ import annotations
 
