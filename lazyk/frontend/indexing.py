@@ -55,15 +55,12 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
         return None
     ends = num(e, axis=d)[..., None]  # each list's length, against its items
     if isinstance(k, slice):
-        def bound(b, default):
-            if b is None:
-                return default
-            b = int(b)
-            return b if b >= 0 else maximum(ends + b, 0)
+        def bound(b):  # (None: no bound)
+            return b if b is None or b >= 0 else maximum(ends + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
         # positions stored)
         at = positions_in_lists(e, d) if reads_in_nest(e) else local_index(e, axis=d)
-        lo, hi = bound(k.start, None), bound(k.stop, None)
+        lo, hi = bound(k.start), bound(k.stop)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
             (at >= lo) & (at < hi)
         return index_by(e, keep)

@@ -25,7 +25,6 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import (
     OwnedView,
-    PickLeaf,
     Placeholder,
     RaggedLeaf,
     RaggedPlaceholder,
@@ -121,7 +120,7 @@ def reads_in_nest(e: Expr) -> bool:
     """Whether every leaf of `e` is data the loop nest reads as it is (lazyk and NumPy
     arrays; no placeholder and no Dask collection's rows, which a compiled call or a
     partition binds later)."""
-    return all(type(v) in (RaggedLeaf, PickLeaf, OwnedView, np.ndarray)
+    return all(type(v) in (RaggedLeaf, OwnedView, np.ndarray)
                for v in e.env.values())
 
 
