@@ -114,8 +114,7 @@ def _chunks(lens: np.ndarray, width: int):
     for r0 in range(0, len(lens), step):
         r1 = min(r0 + step, len(lens))
         o0, o1 = int(off[r0]), int(off[r1])
-        place = np.arange(o1 - o0, dtype=I64) + np.repeat(
-            np.arange(r1 - r0, dtype=I64) * width - (off[r0:r1] - o0), lens[r0:r1])
+        place = ranges(np.arange(r1 - r0, dtype=I64) * width, lens[r0:r1])
         yield o0, o1, r1 - r0, place
 
 
