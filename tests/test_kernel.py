@@ -268,6 +268,8 @@ def test_dispatcher_fresh_runs_only_the_last_geometry():
     a, b = rng.random(5), rng.random(5)
     assert d.fresh([a, b]) is None  # nothing bound yet
     d(np.empty(5), a, b)
+    assert d.fresh([a, b]) is None  # one bind: no guard compiled yet
+    d(np.empty(5), a, b)
     a2, b2 = rng.random(5), rng.random(5)
     got = d.fresh([a2, b2])
     assert got.dtype == F8 and got.shape == (5,) and got.flags.c_contiguous
@@ -300,6 +302,8 @@ def test_dispatcher_threaded_sizes_run_a_checked_pool_record(monkeypatch):
     rng = np.random.default_rng(9)
     d = Dispatcher(axpy())
     a, b = rng.random(n), rng.random(n)
+    np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
+    assert d.threaded is None  # the guard comes with the second bind
     np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
     run = d.threaded
     assert isinstance(run, ThreadedRun)

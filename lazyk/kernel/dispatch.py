@@ -79,8 +79,10 @@ class Dispatcher:
         self._g = None
         self._gp = None  # the guard of the last `call_with` bind (kernel data of other values)
         self._nin = len(spec.inputs)  # the guard entry takes exactly this many
-        self._fn = guard_fn(1 + len(spec.inputs)) if (
-            GUARD_OK and len(spec.outputs) == 1) else None
+        # NOTE: the guard entries are compiled at the second bind, not the first: a kernel
+        # run once (a step of a larger evaluation) never pays their ~50 ms cold compile
+        self._fn = None
+        self._binds = 0 if GUARD_OK and len(spec.outputs) == 1 else -1
 
     def __call__(self, out: Any, *inputs: Any) -> Any:
         """Execute into `out`; returns `out`."""
@@ -91,7 +93,8 @@ class Dispatcher:
 
     def fresh(self, inputs: Any) -> Any:
         """A new output written from `inputs` by one native call when they have the last
-        bind's geometry (its output's shape and dtype), else None (nothing run)."""
+        bind's geometry (its output's shape and dtype), else None (nothing run; also before
+        the second bind, which makes the guard)."""
         g = self._g
         if g is None or len(inputs) != self._nin:
             return None
@@ -136,6 +139,11 @@ class Dispatcher:
         ck = bind(self.spec, out, *inputs, params=self.params if params is None else params)
         ck()
         arrays = (out,) + inputs
+        if self._fn is None and self._binds >= 0:
+            self._binds += 1
+            if self._binds >= 2:
+                self._fn = guard_fn(1 + self._nin)
+                self._binds = 0 if self._fn is not None else -1
         if (self._fn is None or ck._empty
                 or any(type(a) is not np.ndarray or a.ndim > abi.GUARD_MAXND for a in arrays)):
             return out
