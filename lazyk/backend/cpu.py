@@ -5,8 +5,6 @@ import atexit
 import hashlib
 import os
 import struct
-import subprocess
-import sys
 import threading
 from typing import Any, Callable
 
@@ -78,9 +76,11 @@ class Host:
         self.tm = self.new_target_machine()
         self.data_layout = str(self.tm.target_data)
         self.avx512 = "+avx512f" in self.features.split(",")
-        self.optimized = {"in_process": 0, "helper": 0, "helpers_started": 0}
-        self._helper: _Helper | None = None
+        self.optimized = {"in_process": 0, "helper": 0, "helpers_started": 0, "ahead": 0}
+        self._helper: optworker.Helper | None = None
         self._helper_broken = False
+        self._ahead: optworker.Helper | None = None  # compiles beside this process (`compile_ahead`)
+        self._ahead_broken = False
         load_runtime_libraries()
 
     def new_target_machine(self, opt: int = 3) -> Any:
@@ -116,7 +116,7 @@ class Host:
                     self._helper = helper = None
                 if helper is None:
                     try:
-                        self._helper = helper = _Helper(self)
+                        self._helper = helper = optworker.Helper(self.triple, self.cpu, self.features)
                         self.optimized["helpers_started"] += 1
                     except OSError:  # no helper process here: optimize in process
                         self._helper_broken = True
@@ -147,77 +147,91 @@ class Host:
             self.optimized["in_process"] += 1
         return out
 
-
-class _Helper:
-    """One optimizer process (lazyk/backend/optworker.py) talking over its stdin/stdout."""
-
-    def __init__(self, h: Host):
-        self.pid = os.getpid()  # a forked child starts its own
-        self.runs = 0
-        self.busy = False  # a request written, its reply not read yet
-        # NOTE: a session of its own: Ctrl-C in a terminal signals the whole foreground
-        # process group, and the helper must outlive a KeyboardInterrupt the caller catches
-        # (it exits when its stdin closes: with this process)
-        self.proc = subprocess.Popen(
-            [sys.executable, optworker.__file__], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
-            start_new_session=True)
-        self.proc.stdin.write(f"{h.triple}\t{h.cpu}\t{h.features}\n".encode())
-
-    def alive(self) -> bool:
-        """Whether the process still runs (it may have been killed since the last kernel)
-        and its pipe is between two requests (a KeyboardInterrupt while it compiled left a
-        reply in the pipe that must never answer the next request)."""
-        return not self.busy and self.proc.poll() is None
-
-    def compile(self, text: str, mvec: bool) -> tuple[bool, str, bytes]:
-        data = text.encode()
-        self.runs += 1
-        self.busy = True
-        self.proc.stdin.write(struct.pack("<BQ", bool(mvec), len(data)) + data)
-        self.proc.stdin.flush()
-        status, n = struct.unpack("<BQ", self._read(9))
-        out = self._read(n).decode()
-        (m,) = struct.unpack("<Q", self._read(8))
-        obj = self._read(m)
-        self.busy = False
-        return status == 0, out, obj
-
-    def _read(self, n: int) -> bytes:
-        data = self.proc.stdout.read(n)
-        if len(data) != n:
-            raise EOFError
-        return data
-
-    def close(self, kill: bool = False) -> Any:
-        """End the process (stdin closed: it exits); returns its exit status or None."""
-        if self.pid != os.getpid():  # a forked child: the helper is the parent's
-            for f in (self.proc.stdin, self.proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
+    def ahead_helper(self, start: bool = True) -> optworker.Helper | None:
+        """The helper process that compiles ahead, once started and ready (`start`: start
+        one if there is none; it is ready some 50 ms later). Call with `_lock` held."""
+        a = self._ahead
+        if a is not None and (a.pid != os.getpid() or not a.alive()
+                              or (a.runs >= HELPER_MODULES and not a.queue)):
+            a.close(kill=bool(a.queue) or a.busy)
+            self._ahead = a = None
+        if a is None:
+            if not start or not HELPER_MODULES or self._ahead_broken:
+                return None
+            try:
+                self._ahead = optworker.Helper(self.triple, self.cpu, self.features)
+            except OSError:  # no helper process here
+                self._ahead_broken = True
             return None
         try:
-            if kill:
-                self.proc.kill()
-            self.proc.stdin.close()
-        except OSError:
-            pass
+            return a if a.started(wait=False) else None
+        except (OSError, EOFError):
+            self._drop_ahead()
+            return None
+
+    def compile_ahead(self, text: str) -> bool:
+        """Start optimizing `text` in the ahead helper while this process goes on; `collect`
+        takes the result. False: no helper is ready. Call with `_lock` held."""
+        a = self.ahead_helper()
+        if a is None:
+            return False
+        digest = hashlib.sha256(text.encode()).digest()
+        if digest in a.queue or digest in a.done:
+            return True
         try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            self.proc.kill()
-            code = self.proc.wait()
-        self.proc.stdout.close()
-        return code
+            # earlier replies read first: a helper blocked writing a reply nobody reads
+            # would never read this request, and a long one would block this process too
+            self._receive(a)
+            a.submit(text, _has(_vecmath, "vector_name") and _vecmath.load())
+        except (OSError, EOFError, ValueError):
+            self._drop_ahead()
+            return False
+        a.queue.append(digest)
+        return True
+
+    def collect(self, digest: bytes) -> tuple[str, bytes] | None:
+        """The ahead helper's result for IR of this digest, or None (never asked of it, its
+        process died, or LLVM rejected the IR: compiled here, which reports it). Call with
+        `_lock` held."""
+        a = self._ahead
+        if a is None or a.pid != os.getpid() or (digest not in a.queue and
+                                                 digest not in a.done):
+            return None
+        try:
+            self._receive(a, digest)
+        except (OSError, EOFError, ValueError):
+            self._drop_ahead()
+            return None
+        ok, out, obj = a.done.pop(digest, (False, "", b""))
+        if not ok:
+            return None
+        self.optimized["ahead"] += 1
+        return out, obj
+
+    @staticmethod
+    def _receive(a: optworker.Helper, digest: bytes | None = None) -> None:
+        """Read the helper's replies in order, until the one for `digest` (None: all)."""
+        while a.queue and (digest is None or digest not in a.done):
+            a.busy = True  # (a reply read half way must never answer another request)
+            reply = a.reply()
+            a.busy = False
+            a.done[a.queue.pop(0)] = reply
+            if len(a.done) > 8:  # results nobody asked for (an error stopped the caller)
+                a.done.pop(next(iter(a.done)))
+
+    def _drop_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close(kill=True)
+            self._ahead = None
 
 
 def _close_helper() -> None:
     h = _host
-    if h is not None and h._helper is not None:
-        h._helper.close()
-        h._helper = None
+    if h is not None:
+        for name in ("_helper", "_ahead"):
+            if getattr(h, name) is not None:
+                getattr(h, name).close()
+                setattr(h, name, None)
 
 
 atexit.register(_close_helper)
@@ -262,6 +276,35 @@ def _warm() -> None:
         pass
 
 
+def start_helper() -> None:
+    """Start the helper process that compiles ahead (`compile_ahead`), if none runs: it is
+    ready some 50 ms later, by the time a program's first kernels have compiled."""
+    with _lock:
+        host().ahead_helper()
+
+
+def compile_ahead(ir_text: Callable[[], str], key_text: str) -> None:
+    """Start compiling the module a later `JITModule(ir_text, names, key_text)` will want, in
+    a helper process while this one goes on (a fill pass's kernel while its count passes
+    compile and run: two cores compile a query's first call). Nothing happens when its
+    object code is on disk, or no helper is ready: the first call starts one."""
+    h = host()
+    with _lock:
+        if h.ahead_helper() is None or key_text in _ahead_text:
+            return
+        cache, key = _disk_cache(key_text)
+        if cache is not None and cache.has(key):
+            return
+        text = ir_text()
+        generated[0] += 1
+        if h.compile_ahead(text):
+            _ahead_text.put(key_text, text)
+
+
+# IR text generated by `compile_ahead`, by its structural key, until its JITModule takes it
+_ahead_text = LRU(16, "IR compiled ahead")
+
+
 class JITModule:
     """One compiled module in its own MCJIT engine; `close()` frees the machine code."""
 
@@ -273,6 +316,8 @@ class JITModule:
         self._source = ir_text
         self._asm: str | None = None
         with _lock:
+            if key_text is not None and callable(ir_text):  # (generated by `compile_ahead`)
+                self._source = _ahead_text.pop(key_text, ir_text)
             cache, key = _disk_cache(key_text if key_text is not None else self.source_ir)
             obj = cache.load(key) if cache is not None else None
             self.from_disk = obj is not None  # lazyk.stats() counts disk loads apart
@@ -296,10 +341,9 @@ class JITModule:
         text = self.source_ir
         digest = hashlib.sha256(text.encode()).digest()
         done = _by_source.get(digest)
-        if done is not None:
-            self.llvm_ir, obj = done
-        else:
-            self.llvm_ir, obj = _by_source.put(digest, h.compile_ir(text))
+        if done is None:
+            done = _by_source.put(digest, h.collect(digest) or h.compile_ir(text))
+        self.llvm_ir, obj = done
         if cache is not None:
             cache.store(key, obj)
         return obj

@@ -408,6 +408,10 @@ class ObjectCache:
             pass
         return None
 
+    def has(self, key: str) -> bool:
+        """Whether an entry for `key` is stored (not verified: `load` does that)."""
+        return self._usable(create=False, warn=False) and self.path(key).is_file()
+
     def discard(self, key: str) -> None:
         """Delete `key`'s entry: it verified but did not link in this process."""
         self.corrupt += 1

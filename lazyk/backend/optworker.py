@@ -7,18 +7,26 @@ therefore optimizes its first kernels here and later ones in a helper process ru
 file (`python optworker.py`), which is replaced after a fixed number of modules: the leak is
 bounded and the results are the same (same llvmlite, CPU and options).
 
+A second helper compiles ahead: a module that a query will need next (a fill pass's kernel,
+`lazyk.backend.cpu.compile_ahead`) while the caller compiles and runs another, so a query's
+first call compiles on two cores.
+
 Only llvmlite is imported here, so the helper starts in a fraction of `import lazyk`'s time.
 The helper also emits the object code, so the calling process never parses kernel IR (parsing
 and code generation keep ~20 KB per module in LLVM's context and heap).
 
-Protocol on stdin/stdout (little-endian): a header line `triple\\tcpu\\tfeatures\\n`, then per
-module a request `<u8 libmvec names?><u64 length><IR text>` answered with `<u8 status>
-<u64 length><optimized IR text or error message><u64 length><object code>` (status 0 = ok,
-1 = LLVM rejected the IR).
+Protocol on stdin/stdout (little-endian): a header line `triple\\tcpu\\tfeatures\\n` answered
+by one byte once the target is ready, then per module a request `<u8 libmvec names?><u64
+length><IR text>` answered with `<u8 status><u64 length><optimized IR text or error
+message><u64 length><object code>` (status 0 = ok, 1 = LLVM rejected the IR). Requests may be
+written before the replies to earlier ones are read: they are answered in order.
 """
 from __future__ import annotations
 
+import os
+import select
 import struct
+import subprocess
 import sys
 from typing import Any
 
@@ -110,6 +118,90 @@ def _vecmath_rename(features: str) -> Any:
     return lambda name: mod.vector_name(name, have)
 
 
+class Helper:
+    """The caller's end of one optimizer process running this file, over its stdin/stdout."""
+
+    def __init__(self, triple: str, cpu: str, features: str):
+        self.pid = os.getpid()  # a forked child starts its own
+        self.runs = 0
+        self.busy = False  # a request written, its reply not read yet
+        self.ready = False  # its start-up byte read
+        self.queue: list[bytes] = []  # digests of the requests written ahead, in order
+        self.done: dict = {}  # digest -> reply, read while waiting for a later one
+        # NOTE: a session of its own: Ctrl-C in a terminal signals the whole foreground
+        # process group, and the helper must outlive a KeyboardInterrupt the caller catches
+        # (it exits when its stdin closes: with this process)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+            start_new_session=True)
+        self.proc.stdin.write(f"{triple}\t{cpu}\t{features}\n".encode())
+        self.proc.stdin.flush()
+
+    def alive(self) -> bool:
+        """Whether the process still runs (it may have been killed since the last kernel)
+        and its pipe is between two requests (a KeyboardInterrupt while it compiled left a
+        reply in the pipe that must never answer the next request)."""
+        return not self.busy and self.proc.poll() is None
+
+    def started(self, wait: bool = True) -> bool:
+        """Whether its start-up is done (`wait=False`: without waiting for it)."""
+        if not self.ready and (wait or select.select([self.proc.stdout], [], [], 0)[0]):
+            self.ready = self._read(1) == b"\1"
+        return self.ready
+
+    def compile(self, text: str, mvec: bool) -> tuple[bool, str, bytes]:
+        self.busy = True
+        self.submit(text, mvec)
+        self.started()  # (its start-up byte comes first)
+        reply = self.reply()
+        self.busy = False
+        return reply
+
+    def submit(self, text: str, mvec: bool) -> None:
+        """Write a request; `reply()` reads the replies in the same order."""
+        data = text.encode()
+        self.runs += 1
+        self.proc.stdin.write(struct.pack("<BQ", bool(mvec), len(data)) + data)
+        self.proc.stdin.flush()
+
+    def reply(self) -> tuple[bool, str, bytes]:
+        """(ok, optimized IR or LLVM's message, object code) of the oldest request."""
+        status, n = struct.unpack("<BQ", self._read(9))
+        out = self._read(n).decode()
+        (m,) = struct.unpack("<Q", self._read(8))
+        return status == 0, out, self._read(m)
+
+    def _read(self, n: int) -> bytes:
+        data = self.proc.stdout.read(n)
+        if len(data) != n:
+            raise EOFError
+        return data
+
+    def close(self, kill: bool = False) -> Any:
+        """End the process (stdin closed: it exits); returns its exit status or None."""
+        if self.pid != os.getpid():  # a forked child: the helper is the parent's
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            return None
+        try:
+            if kill:
+                self.proc.kill()
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self.proc.kill()
+            code = self.proc.wait()
+        self.proc.stdout.close()
+        return code
+
+
 def _read(stream: Any, n: int) -> bytes:
     data = stream.read(n)
     if len(data) != n:
@@ -130,6 +222,8 @@ def main() -> None:
     triple, cpu, features = inp.readline().decode().rstrip("\n").split("\t")
     tm = target_machine(triple, cpu, features)
     data_layout = str(tm.target_data)
+    out.write(b"\1")  # ready: a caller that has other work need not wait for the start-up
+    out.flush()
     rename = None
     while True:
         try:

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from lazyk.backend.cpu import JITModule
+from lazyk.backend.cpu import JITModule, compile_ahead, start_helper
 from lazyk.backend.objcache import source_digest
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.nest import (
@@ -60,9 +60,7 @@ class NestKernel:
         self.masked, self.mode, self.npass = masked, mode, npass
         self.lay = nest_layout(len(levels), len(kinds))
         names = (f"{_NAME}_part", f"{_NAME}_steal", f"{_NAME}_single", f"{_NAME}_destroy")
-        self.jit = JITModule(lambda: _with_part_entry(generate_nest(
-            spec, levels, kinds, masked, mode, npass, skipna, mean, _NAME,
-            where_masks=where_masks)), names, key_text=structural_key(key))
+        self.jit = JITModule(lambda: _source(key), names, key_text=structural_key(key))
         self.part, self.steal, self.single, destroy = (self.jit.addresses[n] for n in names)
         # the ckernel_prefix of every record of this kernel: {function, destructor}
         self.prefix = np.array([self.single, destroy], np.int64)
@@ -207,6 +205,21 @@ def nest_kernel(spec, levels: tuple, kinds: tuple, masked: tuple, mode: str, npa
                        mode, npass, bool(skipna), bool(mean), bool(where_masks)))
 
 
+def _source(key: tuple) -> str:
+    """The IR of the nest kernel for `key` (see `kernel_for`)."""
+    spec, levels, kinds, masked, mode, npass, skipna, mean, where_masks = key
+    return _with_part_entry(generate_nest(spec, levels, kinds, masked, mode, npass, skipna,
+                                          mean, _NAME, where_masks=where_masks))
+
+
+def kernel_ahead(key: tuple) -> None:
+    """Start compiling `kernel_for(key)`'s kernel beside this process's work (a fill pass
+    while its count passes compile and run), unless it is compiled already."""
+    text_key = None if key in kernels else structural_key(key)
+    if text_key is not None:
+        compile_ahead(lambda: _source(key), text_key)
+
+
 def kernel_for(key: tuple) -> NestKernel:
     """`nest_kernel` for its key tuple (spec, levels, kinds, masked, mode, npass, skipna,
     mean, where_masks), all tuples and bools as `nest_kernel` builds them."""
@@ -216,6 +229,8 @@ def kernel_for(key: tuple) -> NestKernel:
         count_kernel(True)
         return k
     k = kernels.put(key, NestKernel(key))
+    if not k.jit.from_disk:
+        start_helper()  # (a program that compiles one loop nest often compiles more)
     nest_stats["compiles"] += 1
     count_kernel(False, k.jit)
     return k

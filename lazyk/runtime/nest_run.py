@@ -263,7 +263,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     if same is not None:
         offsets[1] = same
     # count passes: result var rows' lengths, one var level at a time (rows of a level are
-    # the iterations of the level above, known once the levels above are counted)
+    # the iterations of the level above, known once the levels above are counted); the
+    # fill pass's kernel compiles meanwhile
+    if rvar and same is None:
+        prep.kernel_ahead(Fill(), where_masks and (any(maskd) or wq))
     for p in rvar:
         if same is not None:
             break

@@ -13,7 +13,7 @@ from lazyk.codegen.levels import FIXED, VAR, Fold, Keep, Map, Pick, Reduce, Scan
 from lazyk.codegen.nest_selection import inputs_of
 from lazyk.frontend.graph import arg_key, toposort
 from lazyk.frontend.ops import ARG_REDUCTIONS
-from lazyk.kernel.nest import kernel_for, nest_stats
+from lazyk.kernel.nest import kernel_ahead, kernel_for, nest_stats
 from lazyk.lru import LRU
 from lazyk.runtime.ragged_rules import fused_step
 
@@ -27,8 +27,14 @@ class _Prep:
     def kernel(self, npass, where_masks: bool = False):
         """The nest kernel of this plan for pass `npass` (looked up by its ready key: a
         cleared kernel cache compiles again)."""
-        return kernel_for(self.kkey + (npass, self.skipna, bool(self.step.mean),
-                                       bool(where_masks)))
+        return kernel_for(self._key(npass, where_masks))
+
+    def kernel_ahead(self, npass, where_masks: bool = False) -> None:
+        """Start compiling `kernel(npass, where_masks)` beside this process's work."""
+        kernel_ahead(self._key(npass, where_masks))
+
+    def _key(self, npass, where_masks: bool) -> tuple:
+        return self.kkey + (npass, self.skipna, bool(self.step.mean), bool(where_masks))
 
 
 plans = LRU(256, "nest plans")  # structure -> `_Prep` (or _NO_PLAN)
