@@ -89,3 +89,22 @@ def test_ir_llvm_rejects_ahead_is_reported_by_the_compile_here(tmp_path):
         print(cpu.host().optimized["ahead"])
     """, tmp_path / "cache")
     assert int(out) >= 1, out
+
+
+def test_a_query_that_fails_with_a_kernel_ahead_leaves_at_once(tmp_path):
+    # an error between sending a kernel ahead and taking it back (here, while taking it):
+    # at exit the helper is killed, not waited for (a reply nobody reads could block it)
+    out = _run("""
+        def error(self, digest):
+            raise ValueError("stopped")
+        cpu.Host.collect = error
+        try:
+            check()
+        except ValueError:
+            pass
+        helper = cpu.host()._ahead
+        assert helper.queue  # its reply never read
+        cpu._close_helper()
+        print(helper.proc.returncode)
+    """, tmp_path / "cache")
+    assert out.split() == ["-9"], out

@@ -165,8 +165,9 @@ class Host:
             return None
         try:
             return a if a.started(wait=False) else None
-        except (OSError, EOFError):
+        except (OSError, EOFError):  # it never started: none again in this process
             self._drop_ahead()
+            self._ahead_broken = True
             return None
 
     def compile_ahead(self, text: str) -> bool:
@@ -229,8 +230,9 @@ def _close_helper() -> None:
     h = _host
     if h is not None:
         for name in ("_helper", "_ahead"):
-            if getattr(h, name) is not None:
-                getattr(h, name).close()
+            helper = getattr(h, name)
+            if helper is not None:  # (one still compiling ahead: its reply is not wanted)
+                helper.close(kill=bool(helper.queue))
                 setattr(h, name, None)
 
 
