@@ -465,7 +465,7 @@ def test_threaded_eval_runs_what_the_compiled_call_runs(monkeypatch):
     pa, pb = lazyk.placeholder("a", "N * float64"), lazyk.placeholder("b", "N * float64")
     k = lazyk.compile(2 * pa + 3 * pb)
     local = {"a": a, "b": b}
-    for _ in range(3):  # each path plans and binds once
+    for _ in range(4):  # each path plans and binds (its guard comes at the second bind)
         k(a, b)
         e = 2 * lazyk.array(a) + 3 * lazyk.array(b)
         e.eval()
