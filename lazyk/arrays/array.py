@@ -530,22 +530,24 @@ def masked(values: np.ndarray, mask: np.ndarray) -> Array:
     if mask.shape != values.shape:
         raise ArrayConstructionError(f"the mask's shape {mask.shape} differs from the values' "
                                      f"{values.shape}")
-    out, into, present = masked_empty(values.shape, values.dtype)
+    out, into, present = masked_empty(values.shape, values.dtype, filled=True)
     into[...] = values
     present[...] = mask
     return out
 
 
-def masked_empty(shape: tuple, dtype: np.dtype) -> tuple[Array, np.ndarray, np.ndarray]:
+def masked_empty(shape: tuple, dtype: np.dtype,
+                 filled: bool = False) -> tuple[Array, np.ndarray, np.ndarray]:
     """A new `shape * ?T` array, every value missing (zero bytes), and writable views of its
     values and of its present bytes (bool, one per value): filled in place, it is `masked`
-    without the copy."""
+    without the copy. `filled=True`: the caller writes every value and present byte (the
+    bytes are not zeroed first)."""
     dtype = np.dtype(dtype)
     raw = dtype.kind == "V" and dtype.names is None  # fixed_bytes[n]
     if dtype.kind not in "biufcmM" and not raw:
         raise NotSupportedError(f"missing values over {dtype} data")
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    block = memory.MemoryBlock(2 * size)
+    block = memory.MemoryBlock(2 * size, zeroed=not filled)
     values = block.buffer[:size].view(dtype).reshape(shape)
     present = np.lib.stride_tricks.as_strided(block.buffer[size:], values.shape,
                                               values.strides).view(bool)

@@ -24,20 +24,23 @@ open_refs = _registry.data
 
 
 class MemoryBlock:
-    """A zero-initialised, 64-byte aligned byte block that lazyk arrays point into.
+    """A zero-initialised, 64-byte aligned byte block that lazyk arrays point into
+    (`zeroed=False`: a large block's bytes are left as they are, for a caller that writes
+    every one).
 
     `ref` is the integer written as `blockref` in arrmeta; `lookup(ref)` finds the block.
     """
 
     __slots__ = ("buffer", "address", "size", "ref", "keep", "__weakref__")
 
-    def __init__(self, size: int, keep: Any = None):
+    def __init__(self, size: int, keep: Any = None, zeroed: bool = True):
         size = max(int(size), 0)
         if size < REUSE_MIN_BYTES:
             raw = np.zeros(size + BLOCK_ALIGNMENT, dtype=np.uint8)
-        else:  # (a reused block, already faulted in: zeroed here)
+        else:  # (a reused block, already faulted in: zeroed here unless the caller fills it)
             raw = fresh(size + BLOCK_ALIGNMENT, _BYTES)
-            raw[...] = 0
+            if zeroed:
+                raw[...] = 0
         start = (-raw.ctypes.data) % BLOCK_ALIGNMENT
         self.buffer: np.ndarray | None = raw[start:start + size]
         self.address: int = raw.ctypes.data + start

@@ -157,9 +157,9 @@ class OptionLeaf(Masked):
 
 
 def option_leaf(n: int, dtype: np.dtype) -> OptionLeaf:
-    """`n` missing values of `dtype` (numbers) to fill in place: write the values into
-    `leaf.child.values` and the present flags into `leaf.present`."""
-    got, values, present = masked_empty((n,), dtype)
+    """`n` values of `dtype` (numbers) to fill in place: write every value into
+    `leaf.child.values` and every present flag into `leaf.present` (neither is zeroed)."""
+    got, values, present = masked_empty((n,), dtype, filled=True)
     leaf = OptionLeaf(present, Leaf(values))
     leaf.array = got
     return leaf
