@@ -119,6 +119,28 @@ def test_pad_none(data, target, clip):
     check(e, R.pad_none(ref_x, target, axis, clip=clip))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "bool", "uint16", "int32", "float32", "float64"])
+def test_pad_none_of_lists_of_numbers_copied_row_by_row(dtype):
+    """Lists of numbers padded without clip (copied natively, the padding a second source):
+    every dtype width, lists sliced out of a larger array, missing lists, targets below,
+    at and above the longest list."""
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 6, 40)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    values = rng.integers(0, 100, int(off[-1])).astype(dtype)
+    rows = [values[a:b].tolist() for a, b in zip(off[:-1], off[1:])]
+    valid = rng.random(40) > 0.2
+    for target in (0, 1, 3, 5, 9):
+        want = [r + [None] * max(target - len(r), 0) for r in rows]
+        x = lazyk.from_offsets(off, values)
+        got = lazyk.pad_none(x, target).eval()
+        assert got.to_list() == want
+        assert str(got.type) == str(x.type).replace("var * ", "var * ?")
+        assert lazyk.pad_none(x[7:31], target).eval().to_list() == want[7:31]
+        q = lazyk.pad_none(lazyk.from_offsets(off, values, validity=valid), target).eval()
+        assert q.to_list() == [w if v else None for w, v in zip(want, valid)]
+
+
 # ---------------------------------------------------------------- missing values
 @FEW
 @given(st.data(), st.sampled_from([0, -2, 1.5, True]))

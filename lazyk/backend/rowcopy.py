@@ -202,11 +202,17 @@ class RowCopy:
         self.offsets = np.zeros(len(lens[0]) + 1, np.int64)
         np.cumsum(sum(lens[1:], lens[0]), out=self.offsets[1:])
 
-    def fill(self, values: list, dtype: np.dtype) -> np.ndarray:
-        """A new `dtype` array of the rows' items, one values array (1-d, `dtype`'s size,
-        any stride) per source; each source's offsets must lie within its values."""
+    def fill(self, values: list, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+        """A new `dtype` array of the rows' items (or `out`, contiguous, of their number),
+        one values array (1-d, `dtype`'s size, any stride, 0 too) per source; each source's
+        offsets must lie within its values."""
         dtype = np.dtype(dtype)
-        out = fresh(int(self.offsets[-1]), dtype)
+        if out is None:
+            out = fresh(int(self.offsets[-1]), dtype)
+        elif out.shape != (int(self.offsets[-1]),) or out.dtype.itemsize != dtype.itemsize \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError(f"RowCopy: out {out.dtype} {out.shape} for "
+                             f"{int(self.offsets[-1])} items of {dtype}")
         nrows = len(self.offsets) - 1
         words = [nrows, 0, out.ctypes.data, self.offsets.ctypes.data,
                  0 if self.positions is None else self.positions.ctypes.data,

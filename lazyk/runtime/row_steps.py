@@ -29,6 +29,8 @@ from lazyk.arrays.trees import (
     Masked,
     Regular,
     memory_key,
+    offsets_of,
+    option_leaf,
     rows_memo,
     rows_memo_dict,
 )
@@ -385,7 +387,8 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     elif name == "is_none":
         got = R.is_none(tree, params[0])
     elif name == "pad_none":
-        got = R.pad_none(tree, params[1], params[0], params[2])
+        got = (None if params[0] != 1 or params[2] else _padded_rows(tree, params[1])) or \
+            R.pad_none(tree, params[1], params[0], params[2])
     elif name == "concatenate":
         trees = [_tree(v) for v in values]
         got = _joined_rows(trees, node.dtype) if params[0] == 1 else None
@@ -426,6 +429,34 @@ def _joined_rows(trees: list, dtype: np.dtype) -> Lists | None:
         plans.append((offs, plan))
     values = [t.child.values.astype(dtype, copy=False) for t in trees]
     return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
+
+
+def _padded_rows(tree: Column, target: int) -> Column | None:
+    """`pad_none` at axis 1 without clip, of lists of numbers: each list's items and then
+    missing ones up to `target`, copied natively row by row (`RowCopy`: the lists and the
+    padding as two sources, the padding read from one item, stride 0). None for other
+    trees (`restructure.pad_none` pads them)."""
+    mask, lists = tree.unwrap()
+    if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
+        return None
+    values = lists.child.values
+    if values.ndim != 1 or values.dtype.kind not in "biufcmM" or \
+            values.dtype.itemsize not in (1, 2, 4, 8):
+        return None
+    lens = np.diff(lists.offsets)
+    pads = offsets_of(np.maximum(target - lens, 0))
+    plan = RowCopy([lists.offsets, pads])
+    n, word = int(plan.offsets[-1]), np.dtype(f"<u{values.dtype.itemsize}")
+    got = option_leaf(n, values.dtype)
+    blank = np.broadcast_to(np.zeros((), values.dtype), int(pads[-1]))
+    plan.fill([values, blank], values.dtype, out=got.child.values)
+    # `?T` present bytes lie in a shadow of the values (one item each, its first byte read):
+    # whole items written, 1 for the lists' items, 0 for the padding
+    flags = got.array.owner.buffer[n * word.itemsize:2 * n * word.itemsize].view(word)
+    plan.fill([np.broadcast_to(np.ones((), word), len(values)),
+               np.broadcast_to(np.zeros((), word), len(blank))], word, out=flags)
+    rows = Lists(plan.offsets, got)
+    return rows if mask is None else Masked(mask, rows)
 
 
 def built(tree: Column) -> Array:
