@@ -64,3 +64,17 @@ def evaluate_maps(roots: list, env: dict) -> list | None:
     for rec in RECORDERS:
         rec.append(("nest", kern, len(parts)))
     return [offsets_array(offsets, lazyk_array(v), check=None) for v in values]
+
+
+def evaluate_together(nodes: list, env: dict) -> dict:
+    """{node: value} of those of `nodes` (elementwise graphs) that share their shape with
+    another, each such group computed in one pass where `evaluate_maps` takes it; the
+    others are left out (each computed on its own)."""
+    by_shape: dict = {}
+    for n in nodes:
+        by_shape.setdefault(n.shape, {})[n] = None  # (in order, each once)
+    got: dict = {}
+    for group in by_shape.values():
+        group = list(group)
+        got.update(zip(group, (evaluate_maps(group, env) if len(group) > 1 else None) or ()))
+    return got

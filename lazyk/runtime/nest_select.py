@@ -25,8 +25,7 @@ lowered into the nest's own iteration space, so the work around them fuses into 
 - `f(fields of combinations)[positions]` with one tuple number per row (Awkward's
   `f(pairs)[ak.argmin(g(pairs), axis=1, keepdims=True)]`) gathers each field's items at
   the picked tuple's slots instead (`lazyk.runtime.tuple_picks`: the tuple numbers become
-  item positions natively), so f runs on one tuple per row,
-  never on every tuple.
+  item positions natively), so f runs on one tuple per row, never on every tuple.
 - A missing mask element or position above x's last dim makes the row below it missing
   (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
 
@@ -50,7 +49,6 @@ from lazyk.arrays.trees import (
     Masked,
     Regular,
     memory_key,
-    rows_at,
     rows_memo_dict,
 )
 from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
@@ -71,9 +69,9 @@ from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.nest_results import tree_array
+from lazyk.runtime.nest_maps import evaluate_together
 from lazyk.runtime.nest_run import Picks, nest_run
-from lazyk.runtime.tuple_picks import picked_fields, slot_positions
+from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slot_positions
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
@@ -128,6 +126,10 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
     in one nest where it takes them; the others computed first. A lazyk Array."""
     env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
+    # the values gathered whole (`_fusable`) computed first, those of one shape in one pass:
+    # `p4[pairs.i].px`, `.py`, ... read the objects' pt, eta, phi once, one kernel
+    firsts = [n.srcs[0] for n in toposort(root) if n.op == TAKE_OP and _whole(n, env)]
+    done.update((x, _as_leaf(v, env)) for x, v in evaluate_together(firsts, env).items())
     root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
     got = _compressed(root, env) if reduce_arg is None else None
     if got is not None:
@@ -140,7 +142,7 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
         # a lone selection or gather the nest declines: its operands first, then it alone
         x, key = root.srcs
         if x.op == "input" and key.op == "input":
-            got = _gather_in_missing_rows(root, env)
+            got = gather_in_missing_rows(root, env)
             if got is not None:
                 return got
             data = [leaf_data(env[n.arg]) for n in (x, key)]
@@ -149,58 +151,16 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
             what, one = ("mask", "mask element") if root.op == SELECT_OP else \
                 ("positions", "position")
             raise NotSupportedError(
-                f"x[{what}] over {types}: the result would have missing rows against a "
-                f"fixed dim (?n): a missing {one} above a fixed dim of the array, or rows "
-                f"of the array that may be missing where the {what} dim is fixed; the loop "
-                "nest does not write those: replace the missing ones first (lazyk.where)")
+                f"x[{what}] over {types}: the result would have missing rows against a fixed "
+                f"dim (?n): a missing {one} above a fixed dim of the array, or rows of the "
+                f"array that may be missing where the {what} dim is fixed; the loop nest does "
+                "not write those: replace the missing ones first (lazyk.where)")
         lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
         return evaluate_picks(lone, lone, None, env)
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
                    if n.op in PICKS else _same(n, srcs))
     return _array(runtime.evaluate(Expr(red_node.replace(srcs=(rest,)) if reduce_arg else
                                         rest, env)))
-
-
-def _gather_in_missing_rows(node: Node, env: dict) -> Array | None:
-    """`x[positions]` within the rows of `N * ?var * T` (Awkward's
-    `x[ak.argmax(x, axis=1, keepdims=True)]` over rows that may be missing): gathered from
-    x's rows with the missing ones as empty rows, then the result's rows missing where x's
-    are (`N * ?n * ?T` for positions of a fixed dim). None for other forms."""
-    x, key = node.srcs
-    data = leaf_data(env[x.arg])
-    if node.arg != 1 or x.ndim != 2 or not is_ragged(data):
-        return None
-    tree = columns(data.array)
-    if not isinstance(tree, Masked) or not isinstance(tree.child, Lists):
-        return None
-    valid, child = tree.present, tree.child.child
-    starts, lens = tree.child.spans()
-    lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
-    rows = rows_at(child, starts, lens)
-    positions = _unread_in(columns(_array(runtime.evaluate(Expr(key, env)))), valid)
-    if positions is None:
-        return None
-    got = _array(runtime.evaluate(index_by(build_columns(rows), positions)))
-    gathered = columns(got)
-    if isinstance(gathered, Lists):
-        return build_columns(Masked(valid, gathered))
-    return tree_array(gathered, len(valid), None, {1: valid})
-
-
-def _unread_in(tree: Column, valid: np.ndarray) -> Array | None:
-    """Positions (a columns tree of `N * k * int64` or `N * var * int64`) with those in the
-    missing rows of the array they index left out: missing (fixed k) or none (var)."""
-    if isinstance(tree, Regular):
-        k, child = tree.size, tree.child
-        keep = np.repeat(valid, k)
-        child = Masked(child.present & keep, child.child) if isinstance(child, Masked) else \
-            Masked(keep, child)
-        return tree_array(Regular(k, child), len(valid))
-    if isinstance(tree, Lists):
-        starts, lens = tree.spans()
-        lens = np.where(valid, lens, 0)
-        return build_columns(rows_at(tree.child, starts, lens))
-    return None
 
 
 # ---------------------------------------------------------------- what one nest takes
@@ -228,6 +188,14 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
     return node
+
+
+def _whole(take: Node, env: dict) -> bool:
+    """Whether `_fusable` computes the gathered value of `take` (no selection or gather
+    in it) before the gather: several of its leaves move along the level, no tuples."""
+    x = take.srcs[0]
+    return x.op not in _LEAVES and not has_picks(x) and len(_moving(x, take.arg)) > 1 and \
+        (take.arg != 1 or picked_fields(x, env) is None)
 
 
 def _picked_tuples(node: Node, env: dict, done: dict) -> Node | None:
@@ -346,12 +314,11 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
 
 
 def _compressed(node: Node, env: dict) -> Array | None:
-    """`x[mask]` of an array `N * var * T` (no missing rows or values) by a mask of its
-    rows: the mask computed (a flat loop over the items), then the kept items taken and
-    each row's count read off the mask natively (`KeptItems`, shared by the columns one
-    mask selects); the nest's count and fill passes would each pay a row's bookkeeping per
-    row. None for other forms (the nest takes them, and names any row that does not line
-    up)."""
+    """`x[mask]` of an array `N * var * T` (no missing rows or values) by a mask of its rows:
+    the mask computed (a flat loop over the items), then the kept items taken and each
+    row's count read off the mask natively (`KeptItems`, shared by the columns one mask
+    selects), not a count and a fill pass paying a row's bookkeeping per row. None for
+    other forms (the nest takes them, and names any row that does not line up)."""
     if node.op != SELECT_OP or node.arg != 1 or node.ndim < 2 or \
             any(n != 1 for n in node.shape[2:]):
         return None

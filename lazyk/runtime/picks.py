@@ -20,7 +20,7 @@ from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
 from lazyk.frontend.ops import ELEMENTWISE, OPS
 from lazyk.runtime import launch
-from lazyk.runtime.nest_maps import evaluate_maps
+from lazyk.runtime.nest_maps import evaluate_together
 
 _names = itertools.count()
 
@@ -135,13 +135,8 @@ def _computed_together(root: Node, env: dict) -> None:
             tuples, slot, axis, _ = pick.arg
             value = pick.srcs[slot] if len(pick.srcs) > 1 else pick.srcs[0]
             _push(value, axis, tuples, slot, pick.shape[axis], env, found)
-    by_shape: dict = {}
-    for n in found.values():
-        by_shape.setdefault(n.shape, []).append(n)
-    for nodes in by_shape.values():
-        values = evaluate_maps(nodes, env) if len(nodes) > 1 else None
-        for n, value in zip(nodes, values or ()):
-            _store(n, value, env)
+    for n, value in evaluate_together(list(found.values()), env).items():
+        _store(n, value, env)
 
 
 def _costly(n: Node) -> bool:

@@ -1,22 +1,31 @@
-"""One tuple per row taken back from combinations: `f(fields)[positions]` where the fields are
+"""Gathers the loop nest does not take as they are (`nest_select`).
+
+One tuple per row taken back from combinations: `f(fields)[positions]` where the fields are
 those of one `lazyk.combinations` and the positions one tuple number per row (Awkward's
 `f(pairs)[ak.argmin(g(pairs), axis=1, keepdims=True)]`). `picked_fields` finds that form in
 a graph over `PickLeaf`s; `slot_positions` turns the tuple numbers into each slot's item
 positions (natively, `backend.rowcopy.tuple_slots`), so the fields are gathered there and
 f runs on one tuple per row (`nest_select._picked_tuples`), never on every tuple.
+
+Positions within rows that may be missing (`gather_in_missing_rows`): gathered from the
+rows with the missing ones as empty rows, then made missing again.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from lazyk.arrays.array import Array, masked_empty
-from lazyk.arrays.columns import columns
-from lazyk.arrays.trees import Leaf, Lists, Regular, memory_key
+from lazyk.arrays.array import Array, array, masked_empty
+from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, memory_key, rows_at
 from lazyk.backend.rowcopy import tuple_slots
+from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, toposort
-from lazyk.frontend.leaves import PickLeaf
+from lazyk.frontend.indexing import index_by
+from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
 from lazyk.frontend.tuples import Combos
 from lazyk.lru import LRU
+from lazyk.runtime import launch
+from lazyk.runtime.nest_results import tree_array
 
 # (tuples, most items in a row) -> `Combos.listed`: the tuples of rows of up to that many
 # items, listed once
@@ -82,3 +91,50 @@ def slot_positions(positions: Array, off: np.ndarray, tuples: Combos) -> list | 
     if not tuple_slots(off, child.values, valid, *table, into, present):
         return None
     return [got[:, s:s + 1] for s in range(tuples.n)]
+
+
+def gather_in_missing_rows(node: Node, env: dict) -> Array | None:
+    """`x[positions]` within the rows of `N * ?var * T` (Awkward's
+    `x[ak.argmax(x, axis=1, keepdims=True)]` over rows that may be missing): gathered from
+    x's rows with the missing ones as empty rows, then the result's rows missing where x's
+    are (`N * ?n * ?T` for positions of a fixed dim). None for other forms."""
+    x, key = node.srcs
+    data = leaf_data(env[x.arg])
+    if node.arg != 1 or x.ndim != 2 or not is_ragged(data):
+        return None
+    tree = columns(data.array)
+    if not isinstance(tree, Masked) or not isinstance(tree.child, Lists):
+        return None
+    valid, child = tree.present, tree.child.child
+    starts, lens = tree.child.spans()
+    lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
+    rows = rows_at(child, starts, lens)
+    positions = _unread_in(columns(_evaluated(Expr(key, env))), valid)
+    if positions is None:
+        return None
+    got = _evaluated(index_by(build_columns(rows), positions))
+    gathered = columns(got)
+    if isinstance(gathered, Lists):
+        return build_columns(Masked(valid, gathered))
+    return tree_array(gathered, len(valid), None, {1: valid})
+
+
+def _unread_in(tree: Column, valid: np.ndarray) -> Array | None:
+    """Positions (a columns tree of `N * k * int64` or `N * var * int64`) with those in the
+    missing rows of the array they index left out: missing (fixed k) or none (var)."""
+    if isinstance(tree, Regular):
+        k, child = tree.size, tree.child
+        keep = np.repeat(valid, k)
+        child = Masked(child.present & keep, child.child) if isinstance(child, Masked) else \
+            Masked(keep, child)
+        return tree_array(Regular(k, child), len(valid))
+    if isinstance(tree, Lists):
+        starts, lens = tree.spans()
+        lens = np.where(valid, lens, 0)
+        return build_columns(rows_at(tree.child, starts, lens))
+    return None
+
+
+def _evaluated(expr: Expr) -> Array:
+    value = launch.evaluate(expr)
+    return value if isinstance(value, Array) else array(value)
