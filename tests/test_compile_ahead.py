@@ -108,3 +108,16 @@ def test_a_query_that_fails_with_a_kernel_ahead_leaves_at_once(tmp_path):
         print(helper.proc.returncode)
     """, tmp_path / "cache")
     assert out.split() == ["-9"], out
+
+
+def test_no_python_to_start_a_helper_compiles_here(tmp_path):
+    # an embedded interpreter (no sys.executable): kernels compile in process, no error
+    out = _run("""
+        import sys
+        cpu._close_helper()
+        sys.executable = None
+        check()
+        h = cpu.host()
+        print(h.optimized["ahead"], h._ahead is None, h._ahead_broken)
+    """, tmp_path / "cache")
+    assert out.split() == ["0", "True", "True"], out

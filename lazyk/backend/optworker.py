@@ -128,6 +128,8 @@ class Helper:
         self.ready = False  # its start-up byte read
         self.queue: list[bytes] = []  # digests of the requests written ahead, in order
         self.done: dict = {}  # digest -> reply, read while waiting for a later one
+        if not sys.executable:  # (an embedded interpreter: the caller compiles in process)
+            raise OSError("no Python executable to run the optimizer process")
         # NOTE: a session of its own: Ctrl-C in a terminal signals the whole foreground
         # process group, and the helper must outlive a KeyboardInterrupt the caller catches
         # (it exits when its stdin closes: with this process)
