@@ -136,6 +136,33 @@ def test_missing_values_and_rows_are_not_counted():
         np.histogram([], 4)[1].tolist()
 
 
+def test_a_histogram_of_flattened_lists_counts_the_lists_in_place(monkeypatch):
+    """Every axis is counted, so `flatten` under a histogram (Awkward users write
+    `hist.fill(ak.flatten(x))`) changes no count: its lists are counted where they are
+    (missing lists and values nowhere), never flattened first."""
+    from lazyk.runtime import row_steps
+
+    x = lazyk.array([[1.0, None, 2.5], None, [], [3.0, float("nan"), 7.0]],
+                    type="4 * ?var * ?float64")
+    deep = lazyk.array([[[1.0], [2.0, 3.0]], [], [[4.0], [], [7.5]]])
+    ran = []
+    real = row_steps._restructured
+    monkeypatch.setattr(row_steps, "_restructured",
+                        lambda name, *a: ran.append(name) or real(name, *a))
+    for e, values in [(lazyk.flatten(x), [1.0, 2.5, 3.0, 7.0]),
+                      (lazyk.flatten(x, axis=None), [1.0, 2.5, 3.0, 7.0]),
+                      (lazyk.flatten(lazyk.flatten(deep)), [1.0, 2.0, 3.0, 4.0, 7.5]),
+                      (lazyk.flatten(deep, axis=2) * 2, [2.0, 4.0, 6.0, 8.0, 15.0])]:
+        got, edges = lazyk.histogram(e, 4, (0, 8))
+        want, want_edges = np.histogram(values, 4, (0, 8))
+        assert got.tolist() == want.tolist() and got.dtype == np.int64
+        assert edges.tolist() == want_edges.tolist()
+    assert ran == ["flatten"]  # only the one under other work
+    w = lazyk.array([[1.0, 5.0, None], None, [], [2.0, 2.0, 2.0]], type="4 * ?var * ?float64")
+    got = lazyk.histogram(lazyk.flatten(x), 3, (0, 6), weights=lazyk.flatten(w))
+    assert got.to_numpy().tolist() == [1.0, 2.0, 0.0]  # weights: flattened as given
+
+
 def test_per_event_weights_broadcast():
     jets = lazyk.array([[10.0, 20.0], [30.0], []])
     w = np.array([1.0, 2.0, 4.0])

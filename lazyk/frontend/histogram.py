@@ -27,7 +27,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, REDUCE_OP, SELECT_OP, TAKE_OP, Node, toposort
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.missing import option_flags
 from lazyk.frontend.operands import as_expr
@@ -77,9 +77,8 @@ class Histogram:
     def dtype(self) -> np.dtype:
         """The counts' dtype: int64; the weights' dtype with weights; float64 for
         `density=True` (numpy.histogram's rules)."""
-        if self.density:
-            return np.dtype(np.float64)
-        return np.dtype(np.int64) if self.weights is None else self.weights.dtype
+        plain = np.dtype(np.int64) if self.weights is None else self.weights.dtype
+        return np.dtype(np.float64) if self.density else plain
 
     @property
     def shape(self) -> tuple:
@@ -92,10 +91,8 @@ class Histogram:
         return self._edges
 
     def _bin_edges(self) -> None:
-        if self._edges is not None:
-            return
-        if not isinstance(self.bins, int):
-            self._edges = np.asarray(self.bins)
+        if self._edges is not None or not isinstance(self.bins, int):
+            self._edges = np.asarray(self.bins) if self._edges is None else self._edges
             return
         if self.range is not None:
             first, last = self.range
@@ -518,9 +515,9 @@ def _scalar(value: Any, dtype: np.dtype):
 
 def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = None,
               weights: Any = None) -> Histogram:
-    """numpy.histogram of the values of `a` over every axis, as a lazy reduction fused into
-    one loop nest with the work that computes `a` (ragged `var` dims, `?T` values,
-    combinations all fold in place; nothing is flattened or stored).
+    """numpy.histogram of the values of `a` over every axis, as a lazy reduction fused into one
+    loop nest with the work that computes `a` (`var` dims, `?T` values, combinations all fold
+    in place; nothing is flattened or stored, not even a `lazyk.flatten(x)` given here).
 
     Counts are int64 (the weights' dtype with `weights`, float64 with `density=True`), with
     numpy.histogram's bin rules: `bins` equal bins over `range` (the data's min and max by
@@ -542,6 +539,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         NotSupportedError: string data; complex weights; more than 512 edges as an array.
     """
     x = as_expr(a)
+    while weights is None and x.node.op == ROWS_OP and x.node.arg[0] == "flatten":
+        x = Expr(x.node.srcs[0], x.env)  # (every axis counted: the lists where they are)
     if x.dtype.kind not in "biuf" and (is_text(x.dtype) or x.dtype.kind == "c"):
         what = "strings" if is_text(x.dtype) else "complex numbers"
         raise NotSupportedError(f"histogram of {x.type} ({what}): real numbers only")
