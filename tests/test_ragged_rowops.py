@@ -69,6 +69,30 @@ def test_num(data):
     check(lazyk.num(x, axis=axis), ref)
 
 
+def test_num_of_lists_is_computed_by_the_kernel_that_reads_it(monkeypatch):
+    """The lengths of lists none of which is missing are offsets[1:] - offsets[:-1] in the
+    kernel that reads them: `num(a) + num(b) >= 3` stores no lengths (rows of int32
+    offsets, a sliced array and lists of lists too; missing lists keep the row operation)."""
+    from lazyk.runtime import row_steps
+
+    ran = []
+    real = row_steps._restructured
+    monkeypatch.setattr(row_steps, "_restructured",
+                        lambda name, *a: ran.append(name) or real(name, *a))
+    a = lazyk.from_offsets(np.array([0, 2, 2, 5, 9], np.int32), np.arange(9.0))
+    b = lazyk.array([[1], [2, 3, 4], [], [5]])
+    got = (lazyk.num(a) + lazyk.num(b) >= 3).eval()
+    assert got.to_list() == [True, True, True, True] and str(got.type) == "4 * bool"
+    assert lazyk.num(a).eval().to_list() == [2, 0, 3, 4]
+    assert lazyk.num(a).eval().to_numpy().dtype == np.int64
+    assert lazyk.num(b[1:]).eval().to_list() == [3, 0, 1]
+    deep = lazyk.array([[[1], [2, 3]], [], [[4]]])
+    assert lazyk.num(deep, axis=1).eval().to_list() == [2, 0, 1]
+    assert ran == []
+    q = lazyk.array([[1.0], None, []], type="3 * ?var * float64")
+    assert lazyk.num(q).eval().to_list() == [1, None, 0] and ran == ["num"]
+
+
 @FEW
 @given(st.data())
 def test_flatten(data):

@@ -112,6 +112,21 @@ class _Result:
         self.value = value
 
 
+def _lengths(value: Array, env: dict) -> Node | None:
+    """`num` at axis 1 of lists none of which is missing, as graph nodes: offsets[1:] -
+    offsets[:-1] over views of the offsets, computed by the kernel that reads the lengths
+    (`num(a) + num(b) >= 3`: one kernel, no lengths stored). None for other arrays."""
+    if not isinstance(value.type, T.FixedDim):
+        return None
+    tree = columns(value, 1)
+    if not isinstance(tree, Lists):
+        return None
+    off = np.asarray(tree.offsets)
+    e = (as_expr(off[1:]) - as_expr(off[:-1])).astype(np.int64)
+    env.update(e.env)
+    return e.node
+
+
 def _reshaped(node: Node, srcs: tuple) -> Node:
     """`node` over new sources, its shape taken from theirs."""
     if node.op == REDUCE_OP:
@@ -167,6 +182,10 @@ def _value(node: Node, srcs: tuple, env: dict):
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
+    if name == "num" and params[0] == 1:
+        lens = _lengths(values[0], env)
+        if lens is not None:
+            return lens
     got = _restructured(name, node, params, values)
     if isinstance(got, Array) and isinstance(got.type, T.FixedDim) and \
             isinstance(values[0].type, T.VarDim) and node.shape[:1] == ("var",):
