@@ -148,16 +148,16 @@ class Host:
             self.optimized["in_process"] += 1
         return out
 
-    def ahead_helper(self, start: bool = True) -> optworker.Helper | None:
-        """The helper process that compiles ahead, once started and ready (`start`: start
-        one if there is none; it is ready some 50 ms later). Call with `_lock` held."""
+    def ahead_helper(self) -> optworker.Helper | None:
+        """The helper process that compiles ahead, once started and ready (None meanwhile:
+        one is started if none runs, ready some 50 ms later). Call with `_lock` held."""
         a = self._ahead
         if a is not None and (a.pid != os.getpid() or not a.alive()
                               or (a.runs >= HELPER_MODULES and not a.queue)):
             a.close(kill=bool(a.queue) or a.busy)
             self._ahead = a = None
         if a is None:
-            if not start or not HELPER_MODULES or self._ahead_broken:
+            if not HELPER_MODULES or self._ahead_broken:
                 return None
             try:
                 self._ahead = optworker.Helper(self.triple, self.cpu, self.features)
