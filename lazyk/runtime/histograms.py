@@ -15,7 +15,7 @@ import numpy as np
 
 from lazyk.codegen.levels import FIXED, VAR, Bins, Fill, Reduce
 from lazyk.codegen.nest_bins import BIN_LANES
-from lazyk.errors import NotSupportedError
+from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.graph import (
     PICK_OP,
     REDUCE_OP,
@@ -70,6 +70,19 @@ def fill_histograms(hists: list, computed: list | None = None) -> list | None:
     or None where the one pass does not take them. `computed`: each histogram's bin
     indices and weights (or None) already computed (then each counts in a pass of its own
     where they cannot share one)."""
+    try:
+        return _filled(hists, computed)
+    except ShapeError as e:
+        weighed = [h for h in hists if h.weights is not None]
+        if len(weighed) != 1:
+            raise
+        h = weighed[0]
+        raise ShapeError(f"histogram: the weights ({h.weights.type}) do not broadcast to the "
+                         f"values ({h.x.type}): {e}") from None
+
+
+def _filled(hists: list, computed: list | None) -> list | None:
+    """`fill_histograms` without the operands named in its errors."""
     if computed is None:
         return _one_pass(hists)
     given = [(as_expr(i), None, None if w is None else as_expr(w)) for i, w in computed]
