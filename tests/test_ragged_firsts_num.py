@@ -198,3 +198,17 @@ def test_columns_leave_the_items_below_the_lists_unread():
     assert isinstance(tree, Lists) and tree.offsets.tolist() == [0, 2, 2, 3]
     assert isinstance(tree.child, Unread) and tree.child.count == 3
     assert isinstance(columns(x).child, Masked)  # (read in full without `lists`)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32, np.float64])
+def test_firsts_of_many_rows_over_threads_and_strided_values(dtype):
+    # enough rows for every thread to take a part; the values a strided view (a record field)
+    rng = np.random.default_rng(7)
+    lens = rng.integers(0, 4, 100_000)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    pairs = (rng.random((int(off[-1]), 2)) * 1000).astype(dtype)
+    got = lazyk.firsts(lazyk.from_offsets(off, pairs[:, 1])).eval()
+    present = lens > 0
+    want = np.where(present, pairs[np.minimum(off[:-1], len(pairs) - 1), 1], 0)
+    assert got.to_list() == [w.item() if p else None for w, p in zip(want, present)]
+    assert str(got.type) == f"100000 * ?{np.dtype(dtype).name}"

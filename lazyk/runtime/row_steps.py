@@ -34,6 +34,8 @@ from lazyk.arrays.trees import (
     rows_memo,
     rows_memo_dict,
 )
+from lazyk.backend.firsts import WIDTHS as FIRST_WIDTHS
+from lazyk.backend.firsts import first_items
 from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
@@ -400,7 +402,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     if name == "flatten":
         got = R.flatten(tree, params[0])
     elif name == "firsts":
-        got = R.firsts(tree, params[0])
+        got = (_first_items(tree) if params[0] == 1 else None) or R.firsts(tree, params[0])
     elif name == "local_index":
         got = R.local_index(tree, params[0])
     elif name == "is_none":
@@ -476,6 +478,21 @@ def _padded_rows(tree: Column, target: int) -> Column | None:
                np.broadcast_to(np.zeros((), word), len(blank))], word, out=flags)
     rows = Lists(plan.offsets, got)
     return rows if mask is None else Masked(mask, rows)
+
+
+def _first_items(tree: Column) -> Column | None:
+    """`firsts` at axis 1 of lists of numbers, natively in one pass (`first_items`); None
+    for other trees (`restructure.firsts` takes them)."""
+    mask, lists = tree.unwrap()
+    if mask is not None or not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
+        return None
+    values = lists.child.values
+    if values.ndim != 1 or not len(values) or values.dtype.kind not in "biufmM" or \
+            values.dtype.itemsize not in FIRST_WIDTHS:
+        return None
+    got = option_leaf(lists.length(), values.dtype)
+    first_items(lists.offsets, values, got.child.values, got.present)
+    return got
 
 
 def built(tree: Column) -> Array:
