@@ -8,9 +8,22 @@ from typing import Any
 
 from lazyk import types as T
 from lazyk.frontend import ops
-from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    input_names,
+)
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import RaggedPlaceholder
+from lazyk.lru import Memo
+
+# graph root and what its inputs are -> its flags: an expression's type is read many times
+# while it is built and evaluated, and each reading walked the whole graph
+_flags = Memo(1 << 10, "option flags")
 
 
 def missing_rows(v: Any) -> bool:
@@ -23,6 +36,24 @@ def option_flags(root: Node, env: dict) -> tuple[list, bool]:
     leaves, by the rules the ragged evaluation follows: a missing row combined with
     anything is missing; a reduction marks the next kept dim (or the values) where it
     folds a missing row, and its values are missing as in `lazyk.reduce`."""
+    key = (root, tuple([_leaf_kind(env.get(n)) for n in input_names(root)]))
+    got = _flags.get(key)
+    if got is None:
+        got = _flags.put(key, _option_flags(root, env))
+    return list(got[0]), got[1]
+
+
+def _leaf_kind(leaf: Any):
+    """What `option_flags` reads of an input: a placeholder's `?var` dims and option, an
+    array's type (interned: one object per type)."""
+    if missing_rows(leaf):
+        return tuple(leaf.rows), bool(leaf.option)
+    arr = getattr(leaf, "array", None)
+    return arr.type if arr is not None else bool(getattr(leaf, "option", False))
+
+
+def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
+    """`option_flags` without the memo."""
     memo: dict = {}
     for node in _toposort(root):
         if node.op == "input":
