@@ -59,12 +59,13 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
+    input_names,
     rewrite,
     shared_reductions,
     toposort,
 )
 from lazyk.frontend.indexing import index_by
-from lazyk.frontend.leaves import RaggedLeaf, is_ragged, leaf_data
+from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
@@ -179,15 +180,32 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     # (a row selection becomes a gather: no gather inside it either)
     inner = PICKS if node.op == TAKE_OP or node.arg == 0 else (SELECT_OP,)
     x, key = (_without(s, inner, env, done) for s in (x, key))
-    if node.op == TAKE_OP and len(_moving(x, node.arg)) > 1:
+    own = _tuples_at(x, node.arg, env)
+    if node.op == TAKE_OP and (own or len(_moving(x, node.arg)) > 1):
         picked = _picked_tuples(_same(node, (x, key)), env, done)
         if picked is not None:
             return picked
         x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
+    elif own or _tuples_at(key, node.arg, env):
+        # a mask over tuples selects among the same tuples only (`pairs[sfos]`); other
+        # rows (a slice of pair values, `p.b[:, 1:]`) meet them stored
+        if own != _tuples_at(key, node.arg, env):
+            x, key = _computed(x, env, done), _computed(key, env, done)
     node = _same(node, (x, key))
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
     return node
+
+
+def _tuples_at(x: Node, level: int, env: dict) -> frozenset:
+    """The tuples (combinations, products) that `x`'s leaves walk at x's dim `level`."""
+    found = set()
+    for n in toposort(x):
+        entry = env.get(n.arg) if n.op == "input" else None
+        if isinstance(entry, PickLeaf):
+            at = level - (x.ndim - n.ndim)
+            found.update(t for a, t, _ in entry.picks if a == at)
+    return frozenset(found)
 
 
 def _whole(take: Node, env: dict) -> bool:
@@ -290,6 +308,8 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
         roots.append(_trailing(m, extra, env))
     for t in takes:
         x, pos = t.srcs
+        if _tuples_at(x, t.arg, env):
+            return None  # (positions of tuples: the tuples' values are stored first)
         names = {}
         for leaf in _moving(x, t.arg):  # its own operand, never one leaf with x elsewhere
             name = f"{leaf.arg}~{next(_names)}"
@@ -390,12 +410,12 @@ def _trailing(node: Node, n: int, env: dict) -> Node:
 # ---------------------------------------------------------------- computed first
 def _computed(node: Node, env: dict, done: dict) -> Node:
     """A leaf holding `node`'s value (a selection or gather computed in a nest of its own,
-    once per evaluation: `done`)."""
-    if node.op == "input":
+    once per evaluation: `done`; an array read at tuple levels: the tuples' values)."""
+    if node.op == "input" and not isinstance(env.get(node.arg), PickLeaf):
         return node
     if node not in done:
         got = evaluate_picks(node, node, None, env) if node.op in PICKS else \
-            runtime.evaluate(Expr(node, env))
+            runtime.evaluate(Expr(node, {n: env[n] for n in input_names(node)}))
         done[node] = _as_leaf(got, env)
     return done[node]
 

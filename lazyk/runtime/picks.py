@@ -204,8 +204,11 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
         if n.op != "input" or a < 0 or (n.shape[a] == 1 and not own):
             continue
         entry = _entry(n, env)
-        picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
-                      if p[0] < a)
+        picks = entry.picks if isinstance(entry, PickLeaf) else ()
+        if any(at == a for at, _, _ in picks):  # rows of tuples: the tuples stored first
+            n = _computed(n, env)
+            entry, picks = env[n.arg], ()
+        picks = tuple(p for p in picks if p[0] < a)
         shape = n.shape[:a] + (count,)
         name = f"~rows{next(_names)}"
         env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),

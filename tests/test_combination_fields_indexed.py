@@ -1,0 +1,78 @@
+"""One field of `combinations` (or the pairs themselves) indexed per row: gathered at
+positions (`argmax(..., keepdims=True)`, `argsort`, given positions), items and slices of its
+lists. The positions count the tuples, not the items they were made from. Compared with a
+plain-Python reference (and Awkward where it is installed)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import lazyk
+
+try:
+    import awkward as ak
+except ImportError:
+    ak = None
+
+ROWS = [[50.0, 45.0, 12.0, 60.0], [1.0, 2.0, 7.0], [], [3.0], [8.0, 0.5]]
+
+
+def pairs_of(rows: list, n: int = 2) -> list:
+    return [list(itertools.combinations(r, n)) for r in rows]
+
+
+def test_a_field_gathered_at_the_best_pair():
+    pt = lazyk.array(ROWS)
+    p = lazyk.combinations(pt, 2, fields=["a", "b"])
+    i = lazyk.argmax(p.a + p.b, axis=1, keepdims=True)
+    ref = [[max(r, key=sum)] if r else [None] for r in pairs_of(ROWS)]
+    assert p.b[i].eval().to_list() == [[None if t is None else t[1] for t in r] for r in ref]
+    assert p.a[i].eval().to_list() == [[None if t is None else t[0] for t in r] for r in ref]
+    two = lazyk.combinations(lazyk.array(ROWS[:2]), 2, fields=["a", "b"])
+    best = two.b[lazyk.argmax(two.a + two.b, axis=1, keepdims=True)]
+    assert lazyk.sum(best, axis=1).eval().to_list() == [60.0, 7.0]
+    got = p[i].eval().to_list()
+    assert got[0] == [{"a": 50.0, "b": 60.0}] and got[1] == [{"a": 2.0, "b": 7.0}]
+    if ak is not None:
+        ap = ak.combinations(ak.Array(ROWS), 2, fields=["a", "b"])
+        ai = ak.argmax(ap.a + ap.b, axis=1, keepdims=True)
+        assert p.b[i].eval().to_list() == ap.b[ai].to_list()
+
+
+def test_a_field_gathered_at_given_positions_and_sorted():
+    pt = lazyk.array(ROWS)
+    p = lazyk.combinations(pt, 2, fields=["a", "b"])
+    b = [[t[1] for t in r] for r in pairs_of(ROWS)]
+    pos = [[len(r) - 1, 0] if r else [] for r in b]
+    got = p.b[lazyk.array(pos, "5 * var * int64")].eval()
+    assert got.to_list() == [[r[k] for k in q] for r, q in zip(b, pos)]
+    assert got.type == lazyk.dshape("5 * var * float64")
+    order = p.b[lazyk.argsort(p.b, axis=1)].eval().to_list()
+    assert order == [sorted(r) for r in b]
+    with pytest.raises(IndexError):
+        p.b[lazyk.array([[6], [0], [], [], [0]], "5 * var * int64")].eval()
+
+
+def test_items_and_slices_of_a_field():
+    pt = lazyk.array(ROWS[:2])
+    p = lazyk.combinations(pt, 2, fields=["a", "b"])
+    b = [[t[1] for t in r] for r in pairs_of(ROWS[:2])]
+    a = [[t[0] for t in r] for r in pairs_of(ROWS[:2])]
+    assert p.b[:, 1].eval().to_list() == [r[1] for r in b]
+    assert p.a[:, 1].eval().to_list() == [r[1] for r in a]
+    assert p.b[:, 1:].eval().to_list() == [r[1:] for r in b]
+    assert (p.a + p.b)[:, :2].eval().to_list() == [[u + v for u, v in zip(ra[:2], rb[:2])]
+                                                   for ra, rb in zip(a, b)]
+
+
+def test_triplets_and_equal_rows():
+    t = lazyk.combinations(lazyk.array(ROWS[:2]), 3)
+    i = lazyk.argmax(t["0"] + t["1"] + t["2"], axis=1, keepdims=True)
+    assert t[i].eval().to_list() == [[(50.0, 45.0, 60.0)], [(1.0, 2.0, 7.0)]]
+    grid = np.array([[50.0, 45.0, 12.0, 60.0], [1.0, 2.0, 7.0, 3.0]])
+    q = lazyk.combinations(lazyk.array(grid), 2, fields=["a", "b"])
+    j = lazyk.argmax(q.a + q.b, axis=1, keepdims=True)
+    assert q.b[j].eval().to_list() == [[60.0], [3.0]]
+    assert q.b[:, 1].eval().to_list() == [12.0, 7.0]
