@@ -190,3 +190,25 @@ def test_an_array_of_records_selects_and_gathers_field_by_field():
     # a mask of other rows is the usual ShapeError, naming the row
     with pytest.raises(lazyk.ShapeError, match="row"):
         jets[lazyk.array([[True], [], [True, False]])].to_list()
+
+
+def test_row_operations_see_a_per_event_field_stretched_to_the_lists():
+    # lazyk.zip({"met": met[:, None], "pt": pt}): met stretches to pt's lists, in any order
+    rows = [[5.0, 1.0, 9.0], [3.0], [], [8.0, 0.5]]
+    met = [1.0, 2.0, 3.0, 4.0]
+    pt, m = lazyk.array(rows), lazyk.array(met)
+    wide = [[{"met": v, "pt": p} for p in r] for v, r in zip(met, rows)]
+    for r in (lazyk.zip({"met": m[:, None], "pt": pt}), lazyk.zip({"pt": pt, "met": m[:, None]})):
+        assert lazyk.num(r).eval().to_list() == [len(w) for w in rows]
+        assert lazyk.local_index(r).eval().to_list() == [list(range(len(w))) for w in rows]
+        flat = lazyk.flatten(r).eval().to_list()
+        assert [sorted(d.items()) for d in flat] == [sorted(d.items()) for w in wide for d in w]
+        both = lazyk.concatenate([r, r], axis=1).eval().to_list()
+        assert [[sorted(d.items()) for d in w] for w in both] == \
+            [[sorted(d.items()) for d in w + w] for w in wide]
+        first = lazyk.firsts(r).eval().to_list()
+        assert [d["pt"] for d in first] == [w[0] if w else None for w in rows]
+        assert [d["met"] for d in first] == [v if w else None for v, w in zip(met, rows)]
+        padded = lazyk.pad_none(r, 2, clip=True).eval().to_list()
+        assert [[d["met"] for d in w] for w in padded] == \
+            [[v if k < len(w) else None for k in range(2)] for v, w in zip(met, rows)]

@@ -396,4 +396,12 @@ def record_fields(x: Any) -> Records | None:
     return Records(fields, depth, isinstance(t, T.Tuple))
 
 
-__all__ = ["Records", "record_fields", "zip"]
+def lined_up_fields(x: Any) -> Records | None:
+    """`record_fields(x)` with each field broadcast against the others above the records
+    (`lazyk.zip({"met": met[:, None], "pt": pt})`: met stretched to pt's lists), as row
+    operations on the records see them; None for anything else."""
+    rec = record_fields(x)
+    return rec if rec is None or _aligned(rec) else _lined_up(rec)
+
+
+__all__ = ["Records", "lined_up_fields", "record_fields", "zip"]

@@ -30,7 +30,7 @@ from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
 from lazyk.frontend.operands import as_expr, operands, refuse_text
-from lazyk.frontend.records import record_fields
+from lazyk.frontend.records import lined_up_fields, record_fields
 from lazyk.frontend.reductions import count, reduce
 from lazyk.frontend.ufuncs import astype, imag, maximum, real, sqrt, where
 
@@ -99,7 +99,7 @@ def num(x: Any, axis: int = 1) -> Expr:
     Raises:
         numpy.exceptions.AxisError: `axis` is not a dim of `x` (a ValueError).
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:  # the lists the fields share
         return num(next(iter(rec.items()))[1], axis)
     e = _operand("num", x)
@@ -122,7 +122,7 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
 
     Example: `lazyk.flatten(lazyk.array([[1, 2], [], [3]]))` is `[1, 2, 3]`.
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:
         return rec.map(lambda f: flatten(f, axis), -1 if axis is not None else None)
     e = _operand("flatten", x)
@@ -155,7 +155,7 @@ def firsts(x: Any, axis: int = 1) -> Expr:
     Example: `lazyk.firsts(lazyk.array([[1, 2], [], [3]]))` is `[1, None, 3]` of type
     `3 * ?int64`.
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:  # each field's first item (missing fields, not missing records)
         return rec.map(lambda f: firsts(f, axis), -1)
     e = _operand("firsts", x)
@@ -177,7 +177,7 @@ def local_index(x: Any, axis: int = -1) -> Expr:
 
     Example: `lazyk.local_index(lazyk.array([[5, 6], [], [7]]))` is `[[0, 1], [], [0]]`.
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:
         return local_index(next(iter(rec.items()))[1], axis)
     e = _operand("local_index", x)
@@ -208,7 +208,7 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
     if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
         raise TypeError("concatenate takes a list or tuple of arrays or expressions, not "
                         f"{type(arrays).__name__}")
-    recs = [record_fields(a) for a in arrays]
+    recs = [lined_up_fields(a) for a in arrays]
     if any(r is not None for r in recs):
         if any(r is None or r.fields != recs[0].fields for r in recs):
             raise TypeError("concatenate: records join with records of the same fields")
@@ -268,7 +268,7 @@ def is_none(x: Any, axis: int = 0) -> Expr:
     Example: `lazyk.is_none(lazyk.array([[1, None], None]), axis=1)` is
     `[[False, True], None]`; with `axis=0`, `[False, True]`.
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:  # lists above the records, missing as the fields' are
         if axis >= rec.depth or axis < -len(rec.shape):
             raise NotSupportedError(f"is_none of records of type {rec.type} at axis {axis}: "
@@ -355,7 +355,7 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     Example: `lazyk.pad_none(lazyk.array([[1], [2, 3, 4]]), 2)` is
     `[[1, None], [2, 3, 4]]`; with `clip=True`, `[[1, None], [2, 3]]` of type `2 * 2 * ?int64`.
     """
-    rec = record_fields(x)
+    rec = lined_up_fields(x)
     if rec is not None:
         return rec.map(lambda f: pad_none(f, target, axis, clip), 0)
     e = _operand("pad_none", x)
