@@ -212,3 +212,14 @@ def test_row_operations_see_a_per_event_field_stretched_to_the_lists():
         padded = lazyk.pad_none(r, 2, clip=True).eval().to_list()
         assert [[d["met"] for d in w] for w in padded] == \
             [[v if k < len(w) else None for k in range(2)] for v, w in zip(met, rows)]
+
+
+def test_records_are_not_operands_of_numpy_or_lazyk_functions():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    r = lazyk.zip({"a": x, "b": x * 2})
+    for call in (lambda: np.sum(r), lambda: np.max(r, axis=1), lambda: np.sort(r),
+                 lambda: np.sin(r), lambda: np.asarray(r), lambda: lazyk.sum(r, axis=1)):
+        with pytest.raises(lazyk.UnsupportedOperandError, match=r"records are not operands; "
+                           r"use a field \(r\.a\)"):
+            call()
+    assert np.sum(r.a, axis=1).eval().to_list() == [3.0, 3.0]

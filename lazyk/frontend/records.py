@@ -8,7 +8,8 @@ and laid out as a lazyk array of records (`N * var * {pt: float32, eta: float32}
 `N * var * (T, T)`), whose fields read as views again.
 
 Row operations take records field by field (`lazyk.flatten(r)`, `lazyk.firsts(r)`,
-`lazyk.pad_none(r, 2)`, `lazyk.concatenate([r, s])`); `lazyk.num(r)` counts the lists the
+`lazyk.pad_none(r, 2)`, `lazyk.concatenate([r, s])`), each field stretched against the others
+first (a per-event field among per-object ones); `lazyk.num(r)` counts the lists the
 fields share; an index other than a field name (`r[mask]`, `r[:, None]`) indexes every
 field. A lazyk array of records is read the same way (its fields are views).
 """
@@ -26,7 +27,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.foreign import from_foreign, is_foreign
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
-from lazyk.errors import ShapeError
+from lazyk.errors import ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
@@ -170,6 +171,25 @@ class Records:
         if not shape or not isinstance(shape[0], int):
             raise TypeError("len() of records whose length is not known before evaluation")
         return shape[0]
+
+    # --- not operands: arithmetic, reductions and NumPy's functions take a field
+    def _refused(self, what: str):
+        raise UnsupportedOperandError(
+            f"{what} of records ({self.type}): records are not operands; use a field "
+            f"(r.{next(iter(self._fields))}), or .eval() them")
+
+    @classmethod
+    def __lazyk_expr__(cls, x):
+        x._refused("an expression")
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._refused(f"numpy.{func.__name__}")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._refused(f"numpy.{ufunc.__name__}")
+
+    def __array__(self, dtype=None, copy=None):
+        self._refused("numpy.asarray")
 
     # --- computing
     def explain(self, target: str = "cpu") -> str:
