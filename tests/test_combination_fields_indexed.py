@@ -76,3 +76,39 @@ def test_triplets_and_equal_rows():
     j = lazyk.argmax(q.a + q.b, axis=1, keepdims=True)
     assert q.b[j].eval().to_list() == [[60.0], [3.0]]
     assert q.b[:, 1].eval().to_list() == [12.0, 7.0]
+
+
+X = [[5.0, 1.0, 9.0, 2.0], [3.0, 0.1], [], [8.0, 0.5, 4.0]]
+
+
+def _cumsum(r: list) -> list:
+    return [float(v) for v in np.cumsum(r)] if r else []
+
+
+def test_slices_and_running_sums_after_selections_gathers_and_tuples():
+    x = lazyk.array(X)
+    kept = [[v for v in r if v > 1] for r in X]
+    assert x[x > 1][:, 1:].eval().to_list() == [r[1:] for r in kept]
+    assert x[x > 1][:, :1].eval().to_list() == [r[:1] for r in kept]
+    assert (x * 2)[:, 1:][:, 1:].eval().to_list() == [[2 * v for v in r[2:]] for r in X]
+    assert lazyk.cumsum(x[x > 1], axis=1).eval().to_list() == [_cumsum(r) for r in kept]
+    ordered = lazyk.cumsum(x[lazyk.argsort(x, axis=1)], axis=1).eval().to_list()
+    assert ordered == [_cumsum(sorted(r)) for r in X]
+    seconds = [[t[1] for t in r] for r in pairs_of(X)]
+    got = lazyk.cumsum(lazyk.combinations(x, 2)["1"], axis=1).eval().to_list()
+    assert got == [_cumsum(r) for r in seconds]
+    p = lazyk.combinations(x, 2)
+    assert (p["0"] + p["1"])[:, 1:].eval().to_list() == \
+        [[a + b for a, b in r[1:]] for r in pairs_of(X)]
+
+
+def test_a_cartesian_product_sliced_and_its_slot_combined():
+    x = lazyk.array(X)
+    c = lazyk.cartesian({"a": x, "b": x * 10})
+    want = [[{"a": a, "b": 10 * b} for a in r for b in r][:2] for r in X]
+    assert c[:, :2].eval().to_list() == want
+    pairs = lazyk.combinations(c.b, 2)
+    got = lazyk.sum(pairs["0"] * pairs["1"], axis=1).eval().to_list()
+    slot_b = [[10 * b for _ in r for b in r] for r in X]
+    assert got == pytest.approx([sum(u * v for u, v in itertools.combinations(r, 2))
+                                 for r in slot_b])

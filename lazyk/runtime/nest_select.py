@@ -59,7 +59,6 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
-    input_names,
     rewrite,
     shared_reductions,
     toposort,
@@ -415,7 +414,7 @@ def _computed(node: Node, env: dict, done: dict) -> Node:
         return node
     if node not in done:
         got = evaluate_picks(node, node, None, env) if node.op in PICKS else \
-            runtime.evaluate(Expr(node, {n: env[n] for n in input_names(node)}))
+            runtime.evaluate(Expr(node, env))
         done[node] = _as_leaf(got, env)
     return done[node]
 

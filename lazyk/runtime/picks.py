@@ -16,7 +16,16 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    rewrite,
+    toposort,
+)
 from lazyk.frontend.leaves import OwnedView, PickLeaf, RaggedLeaf, leaf_data
 from lazyk.frontend.ops import ELEMENTWISE, OPS
 from lazyk.runtime import launch
@@ -43,6 +52,7 @@ def lower_picks(expr: Expr) -> Expr:
     return Expr(root, {k: v for k, v in env.items() if k in used})
 
 
+_NEW_ROWS = (SELECT_OP, TAKE_OP, ROWS_OP, REDUCE_OP)  # (work whose rows are not its arrays')
 _DONE = "~values computed"  # env key of the values `_computed` stored during a lowering
 
 
@@ -106,7 +116,12 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict,
         if key in memo:
             return memo[key]
         shape = n.shape[:a] + (count,) + n.shape[a + 1:]
-        if n.op in ELEMENTWISE and not _costly(n):
+        if found is None and n.op != "input" and any(
+                _walks_tuples(m, a - (n.ndim - m.ndim), env) for m in toposort(n)):
+            # tuples of tuples at one dim (combinations of a product's slot): the inner
+            # tuples' values stored first, whole (a product's slots pair by their rows)
+            got = _picked(_computed(n, env), a, tuples, slot, shape, env)
+        elif n.op in ELEMENTWISE and not _costly(n):
             srcs = tuple(go(s, a - (n.ndim - s.ndim)) for s in n.srcs)
             got = n if found is not None else n.replace(srcs=srcs, shape=shape)
         elif found is not None:
@@ -193,22 +208,30 @@ def _picked(n: Node, a: int, tuples, slot: int, shape: tuple, env: dict) -> Node
     return Node("input", n.dtype, shape, (), name)
 
 
+def _walks_tuples(n: Node, a: int, env: dict) -> bool:
+    """Whether input `n` is read at tuples at its dim `a`."""
+    entry = env.get(n.arg) if n.op == "input" else None
+    return isinstance(entry, PickLeaf) and any(at == a for at, _, _ in entry.picks)
+
+
 def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env: dict,
                position: bool) -> Node:
     """An operand that reads only the rows of `value`'s arrays at `axis` (the first array
     with that dim): their item index at `slot` as its value (`position`, dims up to the
     axis), or a witness (no value read; trailing dims of 1 up to `ndim`)."""
     own = value.shape[axis] == 1  # (rows of 1 are the slot's own, not a broadcast)
+    if any(n.op in _NEW_ROWS or _walks_tuples(n, axis - (value.ndim - n.ndim), env)
+           for n in toposort(value)):
+        # rows its arrays do not have (`x[x > 1][:, 1:]`), or tuples (`pairs.b[:, 1:]`):
+        # the value stored first, its rows read
+        value = _computed(value, env)
     for n in toposort(value):
         a = axis - (value.ndim - n.ndim)
         if n.op != "input" or a < 0 or (n.shape[a] == 1 and not own):
             continue
         entry = _entry(n, env)
-        picks = entry.picks if isinstance(entry, PickLeaf) else ()
-        if any(at == a for at, _, _ in picks):  # rows of tuples: the tuples stored first
-            n = _computed(n, env)
-            entry, picks = env[n.arg], ()
-        picks = tuple(p for p in picks if p[0] < a)
+        picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
+                      if p[0] < a)
         shape = n.shape[:a] + (count,)
         name = f"~rows{next(_names)}"
         env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),

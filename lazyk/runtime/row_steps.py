@@ -42,11 +42,13 @@ from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     LEAF_OPS,
+    PICK_OP,
     REDUCE_OP,
     ROWS_OP,
     SELECT_OP,
     TAKE_OP,
     Node,
+    graph_ops,
     has_rows,
     picked_shape,
     rewrite,
@@ -198,6 +200,9 @@ def _value(node: Node, srcs: tuple, env: dict):
 
 
 # ---------------------------------------------------------------- running folds
+_PICKED = frozenset((SELECT_OP, TAKE_OP, PICK_OP, "with_rows"))
+
+
 def _scan(name: str, src: Node, axis: int, env: dict):
     combine = "add" if name == "cumsum" else "multiply"
     e = Expr(src, env)
@@ -209,8 +214,10 @@ def _scan(name: str, src: Node, axis: int, env: dict):
             raise NotSupportedError(f"{name} along axis {axis} of {value.type}: along the "
                                     "last axis only, for missing values") from None
         return getattr(np, name)(data, axis=axis)
-    got = scan_nest(e, combine)
-    if got is None:  # its values first (where() over missing values, say), then the scan
+    # (selections, gathers and tuples: their values first, as where() over missing
+    # values, then the scan)
+    got = None if graph_ops(src) & _PICKED else scan_nest(e, combine)
+    if got is None:
         got = scan_nest(as_expr(_computed(src, env)), combine)
     if got is None:
         raise NotSupportedError(f"{name} of {Expr(src, env).type}")
