@@ -27,7 +27,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.foreign import from_foreign, is_foreign
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
-from lazyk.errors import ShapeError, UnsupportedOperandError
+from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
@@ -205,9 +205,15 @@ class Records:
             ShapeError: the fields' lists above the records do not line up (naming the row).
         """
         rec = self if _aligned(self) else _lined_up(self)
-        got = _built(rec)
-        if got is None:  # the fields' lists differ: line them up (or name the rows)
-            got = _built(_lined_up(self))
+        try:
+            got = _built(rec)
+            if got is None:  # the fields' lists differ: line them up (or name the rows)
+                got = _built(_lined_up(self))
+        except NotSupportedError as err:
+            raise NotSupportedError(
+                f"records of type {self.type} are not laid out as one array ({err}); "
+                "evaluate their fields (r.name, or lazyk.evaluate(r.a, r.b)), or take "
+                "lazyk.firsts(r) of a gather at one position per row") from None
         if got is None:
             raise ShapeError(f"zip: the fields {', '.join(self.fields)} do not line up above "
                              f"the records ({self.depth} dims)")
