@@ -24,12 +24,12 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays.operators import use_row_ops
-from lazyk.errors import DTypeError, NotSupportedError, ShapeError
+from lazyk.errors import DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
-from lazyk.frontend.operands import as_expr, operands, refuse_text
+from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.records import lined_up_fields, record_fields
 from lazyk.frontend.reductions import count, reduce
 from lazyk.frontend.ufuncs import astype, imag, maximum, real, sqrt, where
@@ -300,8 +300,12 @@ def fill_none(x: Any, value: Any) -> Expr:
                         "values)")
     if not option:
         return e
-    v = as_expr(value)
-    dtype = where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
+    v = operands("fill_none", (value,))[0]
+    try:
+        dtype = where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
+    except UnsupportedOperandError:
+        raise UnsupportedOperandError(f"fill_none: a value of type {v.type} does not fill "
+                                      f"missing values of {e.type} (no common type)") from None
     if v.node.op in ("scalar", "const"):
         # the typed fill value: range checked as NumPy converts it
         fill = cast(v.node, dtype).arg
