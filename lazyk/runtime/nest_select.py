@@ -26,6 +26,8 @@ lowered into the nest's own iteration space, so the work around them fuses into 
   `f(pairs)[ak.argmin(g(pairs), axis=1, keepdims=True)]`) gathers each field's items at
   the picked tuple's slots instead (`lazyk.runtime.tuple_picks`: the tuple numbers become
   item positions natively), so f runs on one tuple per row, never on every tuple.
+- Positions or a mask that count tuples other than the ones x walks there (a field of
+  pairs gathered at `argsort` positions, `pairs.b[:, 1:]`) meet x's tuples stored first.
 - A missing mask element or position above x's last dim makes the row below it missing
   (a var one: `?var`; against a fixed dim, `?n`, the nest declines).
 
@@ -185,7 +187,7 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
         if picked is not None:
             return picked
         x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
-    elif own or _tuples_at(key, node.arg, env):
+    elif node.op == SELECT_OP and (own or _tuples_at(key, node.arg, env)):
         # a mask over tuples selects among the same tuples only (`pairs[sfos]`); other
         # rows (a slice of pair values, `p.b[:, 1:]`) meet them stored
         if own != _tuples_at(key, node.arg, env):
