@@ -314,3 +314,16 @@ def test_an_item_or_a_slice_of_every_list_lazily():
     for key in ((slice(None), slice(None, None, 2)), 0, (0, slice(None))):
         with pytest.raises(TypeError, match="one item or a slice of step 1"):
             (x * 2)[key]
+
+
+@pytest.mark.parametrize("op", ["sum", "count", "max", "mean", "prod"])
+def test_reductions_of_a_gather_with_empty_rows_skip_its_missing_values(op):
+    # the gather's None for an empty row is a missing value: skipna (and count) skip it
+    # in the fused reduction as over the gathered array
+    pt = lazyk.array([[50.0, 45.0], [], [3.0]])
+    x = pt[lazyk.argmax(pt, axis=1, keepdims=True)]
+    kw = {} if op == "count" else {"skipna": True}
+    fused = getattr(lazyk, op)(x, axis=1, **kw)
+    first = getattr(lazyk, op)(x.eval(), axis=1, **kw)
+    assert fused.eval().to_list() == first.eval().to_list()
+    assert str(fused.type) == str(first.eval().type)

@@ -240,12 +240,15 @@ class Expr(Operators):
 
 
 def has_options(e: Expr) -> bool:
-    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too), or a row
-    operation in it gives missing values or rows (`lazyk.firsts`, `lazyk.pad_none`)."""
+    """Whether any leaf of `e` is a `?T` array (its result is then `?T` too), a row
+    operation in it gives missing values or rows (`lazyk.firsts`, `lazyk.pad_none`), or a
+    gather or selection does (`x[lazyk.argmax(x, axis=1, keepdims=True)]`: None for an
+    empty row)."""
     return builtins.any(getattr(v, "option", False) or missing_rows(v)
                         for v in e.env.values()) or builtins.any(
         n.op == ROWS_OP and (n.arg[3] or builtins.any(n.arg[2]))
-        for n in _toposort(e.node))  # missing rows (`?var`) too
+        for n in _toposort(e.node)) or (  # missing rows (`?var`) too
+        indexes(e.node) and e.type.missing_values)
 
 def summary(e: Expr, limit: int = 80) -> str:
     """A one-line name for `e` in messages, about `limit` characters long:
