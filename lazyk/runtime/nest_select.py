@@ -187,11 +187,11 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
         if picked is not None:
             return picked
         x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
-    elif node.op == SELECT_OP and (own or _tuples_at(key, node.arg, env)):
-        # a mask over tuples selects among the same tuples only (`pairs[sfos]`); other
-        # rows (a slice of pair values, `p.b[:, 1:]`) meet them stored
-        if own != _tuples_at(key, node.arg, env):
-            x, key = _computed(x, env, done), _computed(key, env, done)
+    elif node.op == SELECT_OP and own and _tuples_at(key, node.arg, env) - own:
+        # a mask that walks other tuples than x there (a slice of pair values,
+        # `p.b[:, 1:]`, walks the pairs' positions) meets x's tuples stored; a mask of
+        # plain rows pairs with x's tuples in the nest (`pairs[sfos]`, lengths checked)
+        x, key = _computed(x, env, done), _computed(key, env, done)
     node = _same(node, (x, key))
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
