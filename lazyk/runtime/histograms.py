@@ -77,8 +77,8 @@ def fill_histograms(hists: list, computed: list | None = None) -> list | None:
         if len(weighed) != 1:
             raise
         h = weighed[0]
-        raise ShapeError(f"histogram: the weights ({h.weights.type}) do not broadcast to the "
-                         f"values ({h.x.type}): {e}") from None
+        raise ShapeError(f"histogram of values ({h.x.type}) with weights ({h.weights.type}): "
+                         f"{e}") from None
 
 
 def _filled(hists: list, computed: list | None) -> list | None:
