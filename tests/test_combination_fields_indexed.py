@@ -8,6 +8,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lazyk
 
@@ -112,3 +114,40 @@ def test_a_cartesian_product_sliced_and_its_slot_combined():
     slot_b = [[10 * b for _ in r for b in r] for r in X]
     assert got == pytest.approx([sum(u * v for u, v in itertools.combinations(r, 2))
                                  for r in slot_b])
+
+
+def _reference(rows: list, n: int, slot: int, how: str, k: int) -> list:
+    """The slot's values of each row's n-tuples, indexed as `how` says (plain Python)."""
+    got = []
+    for r in rows:
+        tuples = list(itertools.combinations(r, n))
+        v = [t[slot] for t in tuples]
+        if how == "best":  # at the tuple of the largest sum: [None] for a row with none
+            got.append([max(tuples, key=sum)[slot]] if tuples else [None])
+        elif how == "sorted":
+            got.append(sorted(v))
+        elif how == "slice":
+            got.append(v[k:])
+        else:  # "running"
+            got.append(_cumsum(v))
+    return got
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 9).map(float), max_size=5), min_size=1, max_size=8),
+       st.sampled_from([2, 3]), st.data(), st.sampled_from(["best", "sorted", "slice", "running"]),
+       st.integers(0, 3))
+def test_a_slot_of_tuples_indexed_per_row_matches_the_reference(rows, n, data, how, k):
+    slot = data.draw(st.integers(0, n - 1))
+    t = lazyk.combinations(lazyk.array(rows, f"{len(rows)} * var * float64"), n)
+    v = t[str(slot)]
+    if how == "best":
+        total = t["0"] + t["1"] + (t["2"] if n == 3 else 0)
+        got = v[lazyk.argmax(total, axis=1, keepdims=True)]
+    elif how == "sorted":
+        got = v[lazyk.argsort(v, axis=1)]
+    elif how == "slice":
+        got = v[:, k:]
+    else:
+        got = lazyk.cumsum(v, axis=1)
+    assert got.eval().to_list() == _reference(rows, n, slot, how, k)
