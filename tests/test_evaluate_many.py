@@ -1,6 +1,6 @@
 """lazyk.evaluate(e1, e2, ...): a tuple of results equal to one evaluation each, the work
 they share run once (a reduction both read, a result asked twice, histograms over the same
-rows in one pass), `evaluate(expr, out)` as before, records and histograms as results."""
+rows in one pass), `out=` by keyword, records and histograms as results."""
 import numpy as np
 import pytest
 
@@ -38,10 +38,16 @@ def test_a_shared_reduction_runs_once():
     assert nest_stats["runs"] - before == apart // 2 and h1 is h2
 
 
-def test_out_positionally_and_errors():
+def test_out_by_keyword_and_errors():
     a, out = np.arange(3.0), np.empty(3)
-    assert lazyk.evaluate(lazyk.array(a) * 2, out) is out
+    assert lazyk.evaluate(lazyk.array(a) * 2, out=out) is out
     np.testing.assert_array_equal(out, a * 2)
+    m = lazyk.array([1.0, 2.0, 3.0])
+    for second in (m, np.empty(3)):  # never written as if it were out
+        with pytest.raises(TypeError, match=r"more lazy results after its first argument.*"
+                           r"out=a"):
+            lazyk.evaluate(m * 10, second)
+    assert m.to_list() == [1.0, 2.0, 3.0]
     with pytest.raises(TypeError, match="out= takes one expression"):
         lazyk.evaluate(lazyk.array(a) * 2, lazyk.array(a), out=out)
 

@@ -42,9 +42,10 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         expr: a lazy expression, an array/scalar, a string (names from the dicts or the
             caller's frame), a `lazyk.histogram` (its counts) or records (`lazyk.zip`,
             `lazyk.combinations`: a lazyk array of records).
-        more: more lazy results: a tuple of all results is returned. (A single array here
-            is `out`, as in `lazyk.evaluate(expr, out)`; after a string, mappings are
-            `local_dict` and `global_dict`, as in `numexpr.evaluate(ex, local_dict)`.)
+        more: more lazy results: a tuple of all results is returned. (After a string,
+            mappings are `local_dict` and `global_dict`, as in
+            `numexpr.evaluate(ex, local_dict)`, and an array is `out`; after an expression,
+            an array to write into is given as `out=`.)
         out: NumPy or lazyk array; the result broadcasts into it as assignment does.
             Overlap with an input (other than exact aliasing) goes through a temporary.
         order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
@@ -76,13 +77,19 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         local_dict = more[0]  # numexpr's order: evaluate(ex, local_dict, global_dict)
         global_dict = more[1] if len(more) == 2 else global_dict
         more = ()
-    if len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
-        out, more = more[0], ()  # evaluate(expr, out)
-        if isinstance(expr, str) and not isinstance(out, (np.ndarray, Array)):
+    if len(more) == 1 and out is None and isinstance(expr, str) and \
+            not isinstance(more[0], (_LAZY, str)):
+        out, more = more[0], ()  # evaluate(string, out): a string is evaluated alone
+        if not isinstance(out, (np.ndarray, Array)):
             # (before the string's names are looked up: a misplaced argument is named first)
             raise TypeError(f"after a string, evaluate takes local_dict and global_dict "
                             f"(mappings) or out (a NumPy or lazyk array), not "
                             f"{type(out).__name__}")
+    elif len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
+        # (an array here would be ambiguous: another result, or where to write the first)
+        raise TypeError(f"evaluate takes more lazy results after its first argument, not "
+                        f"a {type(more[0]).__name__}: pass the array to write into as out= "
+                        "(lazyk.evaluate(expr, out=a))")
     for x in more:
         if isinstance(x, str):
             raise TypeError("several results are lazy expressions, not strings: evaluate "
