@@ -595,3 +595,28 @@ def test_stepped_bound_call_from_several_threads_at_once(small_parts):
             errors.append(e)
 
     _in_threads(work, errors)
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_bound_arg_reduction_writes_none_for_an_empty_row(op, keepdims):
+    x = lazyk.placeholder("x", "N * var * float64")
+    a = lazyk.array([[1.0, 5.0], [], [7.0, 2.0, 3.0]])
+    f = lazyk.compile(getattr(lazyk, op)(x, axis=1, keepdims=keepdims))
+    want = f(a).to_list()
+    assert None in (want if not keepdims else [r[0] for r in want])
+    shape = "3 * 1 * ?int64" if keepdims else "3 * ?int64"
+    for start in (lazyk.full(shape, 0), lazyk.array([[None]] * 3 if keepdims else [None] * 3,
+                                                    shape)):
+        assert f.bind(start, a)().to_list() == want
+
+
+def test_bound_result_without_missing_values_marks_an_optional_out_present():
+    xm = lazyk.placeholder("x", "N * var * ?float64")
+    am = lazyk.array([[1.0, None], [], [None], [4.0, 2.0]], "4 * var * ?float64")
+    f = lazyk.compile(lazyk.std(xm, axis=1, skipna=True))
+    assert str(f.signature).endswith("-> N * float64")  # as the call gives
+    got = f(am)
+    assert str(got.type) == "4 * float64"
+    bound = f.bind(lazyk.array([None] * 4, "4 * ?float64"), am)().to_list()
+    np.testing.assert_array_equal(np.array(bound, float), got.to_numpy())

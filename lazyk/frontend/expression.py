@@ -28,7 +28,6 @@ from lazyk.frontend.missing import (
     missing_rows,
     none_for_empty,
     option_flags,
-    skips_missing,
 )
 
 _NUMBERS = frozenset(ops.NUMERIC)
@@ -100,9 +99,8 @@ class Expr(Operators):
         node = self.node
         if not builtins.any(isinstance(v, RaggedLeaf) or missing_rows(v)
                             for v in self.env.values()) and not has_rows(node) and \
-                not indexes(node):
-            option = (has_options(self) and not skips_missing(node)) or none_for_empty(node)
-            return build_type(node.shape, node.dtype, (), option)
+                not indexes(node) and not has_options(self):
+            return build_type(node.shape, node.dtype, (), none_for_empty(node))
         # var / option leaves: missing rows (`?var`) and values follow the graph
         dims, option = option_flags(node, self.env)
         return build_type(node.shape, node.dtype, tuple(dims), option)

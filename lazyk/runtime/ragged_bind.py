@@ -39,7 +39,7 @@ from lazyk.frontend.ops import text_unit
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import line_zeros, status_error, whole_lines
 from lazyk.runtime import launch as runtime
-from lazyk.runtime.nest_run import plan_fill
+from lazyk.runtime.nest_run import NestFill, plan_fill
 from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
 from lazyk.runtime.ragged_rules import branch_masks, selects
 from lazyk.types import Option
@@ -159,7 +159,8 @@ class RaggedBound:
             reduce_arg is None or not (ops.OPS[reduce_arg[0]].no_empty_fold or
                                        ops.OPS[reduce_arg[0]].per_value) or
             (reduce_arg[0] == "mean" and fill.acc.kind not in "iu"))
-        self._noop = plain and bool(self._direct)
+        self._noop = plain and bool(self._direct) and self._mask is None  # (out's mask:
+        # written each call, all present where the result has no missing values)
 
     def _place(self, out, result_option: bool) -> None:
         """Check `out` against the result's structure; locate its element (and mask)
@@ -479,6 +480,11 @@ def _bound(expr: Expr, out, signature: str) -> RaggedBound:
     if isinstance(fill, str):
         raise NotSupportedError(f"bind() of {signature}: {fill}: call the compiled "
                                 "expression instead")
+    if fill.reduce_arg is not None and fill.reduce_arg[0] in ops.ARG_REDUCTIONS and \
+            not fill.option and expr.type.missing_values:
+        # an arg-reduction over var rows: None for an empty row (its flag says nothing
+        # was folded), as a call gives
+        fill = NestFill(**{**fill.__dict__, "option": True})
     return RaggedBound(fill, out, signature)
 
 
