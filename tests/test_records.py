@@ -223,3 +223,15 @@ def test_records_are_not_operands_of_numpy_or_lazyk_functions():
                            r"use a field \(r\.a\)"):
             call()
     assert np.sum(r.a, axis=1).eval().to_list() == [3.0, 3.0]
+
+
+def test_records_with_a_per_event_field_selected_by_a_mask_of_the_objects():
+    x = lazyk.array([[1.0, 5.0], [], [7.0, 2.0, 3.0]])
+    met = lazyk.array([1.0, 2.0, 3.0])
+    z = lazyk.zip({"pt": x, "met": met[:, None]})
+    sel = z[z.pt > 1]
+    want = [[{"pt": p, "met": m} for p in r if p > 1]
+            for m, r in zip([1.0, 2.0, 3.0], [[1.0, 5.0], [], [7.0, 2.0, 3.0]])]
+    assert sel.eval().to_list() == want
+    assert sel.met.eval().to_list() == [[d["met"] for d in r] for r in want]
+    assert (sel.pt - sel.met).eval().to_list() == [[d["pt"] - d["met"] for d in r] for r in want]

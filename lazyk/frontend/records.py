@@ -68,10 +68,12 @@ class Records:
         if isinstance(key, (int, np.integer)):
             raise KeyError(f"no field {key!r} in records with fields {self.fields}: an int "
                            "names a field of a tuple only")
-        # an index of the records (a mask, a slice, new axes): each field's
-        before = self.leaves()[0].ndim
+        # an index of the records (a mask, a slice, new axes): each field's, the fields
+        # stretched against each other first (a per-event field among per-object ones)
+        base = self if _aligned(self) else _lined_up(self)
+        before = base.leaves()[0].ndim
         try:
-            got = self.map(lambda e: e[key])
+            got = base.map(lambda e: e[key])
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
