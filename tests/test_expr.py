@@ -227,3 +227,12 @@ def test_where_on_default_width_dtypes(dtype):
     # float64/int64/complex128 (np.dtype('f8') == float is True).
     x = sample(dtype)
     assert_same(lazyk.where(np.isfinite(x), x, 0).eval(), np.where(np.isfinite(x), x, 0))
+
+
+@pytest.mark.parametrize("lo, hi", [(None, 2.5), (1, None), (None, None), (1, 2)])
+def test_clip_takes_none_for_no_bound_as_numpy(lo, hi):
+    a = np.arange(4)
+    got = np.asarray(lazyk.clip(lazyk.array(a), lo, hi).eval())
+    want = np.clip(a, lo, hi)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype

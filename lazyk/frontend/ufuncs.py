@@ -211,7 +211,13 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
 
 
 def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
-    """Lazy `np.clip(x, a_min, a_max)` with NumPy's clip typing."""
+    """Lazy `np.clip(x, a_min, a_max)` with NumPy's clip typing; a bound of None is no
+    bound (both None: `x` itself)."""
+    if a_min is None and a_max is None:
+        return as_expr(x)
+    if a_min is None or a_max is None:
+        return apply("minimum" if a_min is None else "maximum", x,
+                     a_max if a_min is None else a_min)
     return apply("clip", x, a_min, a_max)
 
 
