@@ -398,6 +398,10 @@ class RaggedRecords(_Collection, Operators):
             return got
         if is_index_operand(field):  # r[mask], r[positions]: field by field, lazily
             return record_fields(self)[field]
+        if not isinstance(field, str):
+            raise NotSupportedError(
+                f"indexing the rows of a lazyk.dask.RaggedRecords with {field!r}: index its "
+                "fields (r.x[1:3]), or compute the records first (r.compute()[1:3])")
         dims, t = [], self._ltype
         while isinstance(t, (T.FixedDim, T.VarDim)):
             dims.append(t)

@@ -212,6 +212,8 @@ class Records:
             if got is None:  # the fields' lists differ: line them up (or name the rows)
                 got = _built(_lined_up(self))
         except NotSupportedError as err:
+            if not self.type.missing_fixed_rows:
+                raise
             raise NotSupportedError(
                 f"records of type {self.type} are not laid out as one array ({err}); "
                 "evaluate their fields (r.name, or lazyk.evaluate(r.a, r.b)), or take "
