@@ -943,3 +943,14 @@ def test_compiled_expressions_take_collections():
         k(ldask.from_ragged(lazyk.array([[1, 2]]), 1), da.arange(1.0, chunks=1))
     with pytest.raises(lazyk.NotSupportedError, match="out= with Dask inputs"):
         k(parts, da.from_array(y, chunks=2), out=np.empty(5))
+
+
+@pytest.mark.parametrize("per_part", [1, 2, 5])
+def test_rows_of_strings_selected_by_a_mask_of_rows(per_part):
+    rows_ = [["kiwi", "x"], [], ["fig"], [None, "a", "bc"], []]
+    s = ldask.from_ragged(lazyk.array(rows_, "5 * var * ?string"), per_part)
+    with dask.config.set(scheduler="synchronous"):
+        got = ldask.evaluate(s[lazyk.num(s) > 0]).compute()
+        lengths = ldask.evaluate(lazyk.str_len(s[lazyk.num(s) > 0])).compute()
+    assert got.to_list() == [r for r in rows_ if r]
+    assert lengths.to_list() == [[None if v is None else len(v) for v in r] for r in rows_ if r]

@@ -56,6 +56,9 @@ def row_effect(node: Node, srcs: tuple) -> str:
         return MAKES
     if name == "num" and axis == 0:
         return COUNTS
+    if name in ("select", "gather") and axis == 0:  # (strings: a row operation)
+        return row_effect(Node(SELECT_OP if name == "select" else TAKE_OP, node.dtype,
+                               node.shape, node.srcs, 0), srcs)
     if name in _ACROSS and axis == 0:
         raise refusal(f"lazyk.{name} at axis 0 (axis=None runs along the flattened "
                       "values)" if name in ("cumsum", "cumprod") else
