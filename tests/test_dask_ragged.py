@@ -954,3 +954,13 @@ def test_rows_of_strings_selected_by_a_mask_of_rows(per_part):
         lengths = ldask.evaluate(lazyk.str_len(s[lazyk.num(s) > 0])).compute()
     assert got.to_list() == [r for r in rows_ if r]
     assert lengths.to_list() == [[None if v is None else len(v) for v in r] for r in rows_ if r]
+
+
+def test_an_index_out_of_a_row_names_the_collections_row():
+    w = lazyk.array([[1.0, 5.0], [2.0], [], [7.0]])
+    d = ldask.from_ragged(w, 2)
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(IndexError, match=r"row 2 has 0 elements"):
+            ldask.evaluate(d[:, 0]).compute()
+        with pytest.raises(IndexError, match=r"\(at \[2, 0\]\) is out of range for row \[2\]"):
+            ldask.evaluate(d[lazyk.array([[0], [0], [0], [0]])]).compute()

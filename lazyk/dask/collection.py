@@ -33,7 +33,7 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array
 from lazyk.arrays.operators import Operators
 from lazyk.arrays.trees import Regular
-from lazyk.dask.partitions import Part, buffers, build, concat, unwrap
+from lazyk.dask.partitions import Part, buffers, build, concat, renumbered, unwrap
 from lazyk.dask.partitions import columns as _columns
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
@@ -475,7 +475,11 @@ def _take(key: tuple, part: Any, start: int | None) -> Part:
 
 def _take_all(key: tuple, part: Any) -> Part:
     """A partition's rows (views) for `key` over every row: the rows keep their numbers."""
-    return Part(unwrap(part)[key], getattr(part, "start", None))
+    start = getattr(part, "start", None)
+    try:
+        return Part(unwrap(part)[key], start)
+    except IndexError as err:  # (an item a row does not have: the collection's row named)
+        raise renumbered(err, start) from None
 
 
 def _row_count(part: Any) -> np.ndarray:

@@ -70,7 +70,7 @@ def span_of(values: Any) -> tuple:
 
 # "row 3: ...", "row [3, 1]: ...", "var row 3 of ...", "zero-size row 3 in ...": the first
 # index is the outer row of the partition a task ran on
-_ROW = re.compile(r"^((?:var |zero-size )?row \[?)(\d+)")
+_ROW = re.compile(r"((?:var |zero-size )?row \[?)(\d+)")
 
 
 def renumbered(err: Exception, rows: Any) -> Exception:
@@ -78,7 +78,7 @@ def renumbered(err: Exception, rows: Any) -> Exception:
     first row's number, the numbers of the partition's rows (an array), or the parts
     joined (`Part`s with their rows; a partial reduction stands for the rows it folded)."""
     msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else None
-    m = _ROW.match(msg) if msg is not None else None
+    m = _ROW.search(msg) if msg is not None else None
     if m is None or rows is None:
         return err
     local, head = int(m.group(2)), m.group(1)
@@ -105,8 +105,11 @@ def renumbered(err: Exception, rows: Any) -> Exception:
             row, head = f"{p.start}..{p.stop - 1}", head.replace("row", "rows", 1)
     if row == m.group(2):
         return err
+    # (a path that names the row again, `(at [2, 0])`, names the collection's row too)
+    at = re.compile(rf"\bat \[{m.group(2)}\b")
+    lead, rest = (at.sub(f"at [{row}", t) for t in (msg[:m.start()], msg[m.end():]))
     try:
-        new = type(err)(f"{head}{row}{msg[m.end():]}")
+        new = type(err)(f"{lead}{head}{row}{rest}")
     except TypeError:  # an error type of other arguments: as it is
         return err
     new.__traceback__ = err.__traceback__

@@ -116,7 +116,7 @@ class Task:
             if not may_hide(rows):
                 raise renumbered(err, start) from None
             return Raw([Part(raw_form(rows, root.arg, root.dtype), start, stop)])
-        except ValueError as err:  # the collection's row, not the part's
+        except (ValueError, IndexError) as err:  # the collection's row, not the part's
             raise renumbered(err, start) from None
         if self.numpy:
             return out.to_numpy()
