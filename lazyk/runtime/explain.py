@@ -15,7 +15,13 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
 from lazyk.frontend.histogram import Histogram
-from lazyk.frontend.leaves import Placeholder, RaggedLeaf, RaggedPlaceholder, leaf_data
+from lazyk.frontend.leaves import (
+    Placeholder,
+    RaggedLeaf,
+    RaggedPlaceholder,
+    is_text,
+    leaf_data,
+)
 from lazyk.frontend.operands import as_expr, placeholder
 from lazyk.frontend.records import Records
 from lazyk.frontend.spec import format_spec, param_values
@@ -153,6 +159,10 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         return _explain_rows(e, ir, asm)
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
+    if e.node.op == "input" and is_text(e.dtype) and \
+            isinstance(leaf_data(e.env[e.node.arg]), np.ndarray):
+        return (f"== expression: {type_text(e.shape, e.dtype)}\n== no kernel: the strings "
+                "themselves (evaluating them copies them)")
     sizes = symbol_sizes(e.node)
     if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()) or (
             needs_nest(e.node) and any(isinstance(leaf_data(v), Placeholder)
@@ -274,6 +284,8 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
         raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
     if isinstance(expr, (Histogram, Records)):
         return Explanation(_explain_evaluated(expr, target))
+    if hasattr(expr, "expr") and callable(getattr(expr, "explain", None)):
+        return Explanation(expr.explain(target=target))  # a compiled expression's
     if target == "cuda":
         e = as_expr(expr)
         if _dense(e):

@@ -20,7 +20,7 @@ from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, toposort
-from lazyk.frontend.leaves import Placeholder, check_dtype, leaf_data
+from lazyk.frontend.leaves import Placeholder, check_dtype, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import reduce
@@ -499,6 +499,9 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     done = evaluation_path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done
+    if e.node.op == "input" and out is None and is_text(e.dtype) and \
+            isinstance(leaf_data(e.env[e.node.arg]), np.ndarray):
+        return np.array(leaf_data(e.env[e.node.arg]))  # fixed strings: a copy, no kernel
     data = env_arrays(e)
     run_on_device = evaluation_path("device")(data)  # GPU leaves run there; mixed raise DeviceError
     if run_on_device is not None:

@@ -1,0 +1,25 @@
+"""`lazyk.explain` of what is not a computed expression: a compiled function (its
+expression's text) and fixed strings themselves (no kernel), and `lazyk.evaluate` of fixed
+strings (a copy, no kernel)."""
+from __future__ import annotations
+
+import numpy as np
+
+import lazyk
+
+
+def test_explain_of_a_compiled_function_is_its_expressions():
+    p = lazyk.placeholder("p", "N * float64")
+    f = lazyk.compile(p * 2)
+    assert str(lazyk.explain(f)) == str(f.explain())
+    assert "== LLVM IR" in str(lazyk.explain(f))
+
+
+def test_fixed_strings_explain_and_evaluate_without_a_kernel():
+    data = np.array(["ab", "c"])
+    a = lazyk.array(data)
+    text = str(lazyk.explain(a))
+    assert text.startswith("== expression: 2 * fixed_string[2, 'utf32']") and "no kernel" in text
+    got = lazyk.evaluate(a)
+    np.testing.assert_array_equal(got, data)
+    assert got.dtype == data.dtype and not np.shares_memory(got, data)
