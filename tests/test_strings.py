@@ -270,3 +270,10 @@ def test_fixed_width_with_nul_and_wide_elements(width):
             np.testing.assert_array_equal(
                 lazyk.evaluate(op(lazyk.array(arr), other)),
                 [op(v, o) for v, o in zip(values, ["ab", "ab\x00", "", "a\x00b", "ab"])])
+
+
+def test_a_lone_surrogate_is_refused_naming_the_item():
+    with pytest.raises(lazyk.ArrayConstructionError, match=r"item \[1\] .*no UTF-8 form"):
+        lazyk.array(["ok", "\ud800"])
+    with pytest.raises(lazyk.ArrayConstructionError, match=r"item \[1, 1\]"):
+        lazyk.array([["ok"], ["a", "\ud800"]], "2 * var * string")

@@ -361,6 +361,14 @@ def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, r
     return meta
 
 
+def _encodes(x: str) -> bool:
+    try:
+        x.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                   where: Where) -> list[int]:
     want = str if t.name == "string" else bytes
@@ -369,7 +377,12 @@ def _pack_strings(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
         raise ArrayConstructionError(
             f"item {where.name(i)} is a {_describe(items[i])} ({items[i]!r:.40}), the type says "
             f"{t}")
-    data = [x.encode("utf-8") for x in items] if want is str else list(items)
+    try:
+        data = [x.encode("utf-8") for x in items] if want is str else list(items)
+    except UnicodeEncodeError:  # a lone surrogate ('\ud800'): no UTF-8 form
+        i = _first(items, lambda x: not _encodes(x))
+        raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) has no UTF-8 "
+                                     f"form (a lone surrogate), the type says {t}") from None
     lens = list(map(len, data))
     chars = MemoryBlock(sum(lens), keep=None)
     block.keep.append(chars)
@@ -436,7 +449,8 @@ def _fixed_strings(t: T.Type, items: list, where: Where) -> list:
         try:
             data = [x.encode(codec) for x in items]
         except UnicodeEncodeError:
-            i = _first(items, lambda x: not x.isascii())
+            i = _first(items, lambda x: not x.isascii() if codec == "ascii" else
+                       not _encodes(x))
             raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) is not "
                                          f"{codec}, the type says {t}") from None
         lens = list(map(len, data))
