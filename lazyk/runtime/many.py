@@ -88,8 +88,8 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
     elif len(more) == 1 and out is None and not isinstance(more[0], (_LAZY, str)):
         # (an array here would be ambiguous: another result, or where to write the first)
         raise TypeError(f"evaluate takes more lazy results after its first argument, not "
-                        f"a {type(more[0]).__name__}: pass the array to write into as out= "
-                        "(lazyk.evaluate(expr, out=a))")
+                        f"an object of type {type(more[0]).__name__}: pass the array to write "
+                        "into as out= (lazyk.evaluate(expr, out=a))")
     for x in more:
         if isinstance(x, str):
             raise TypeError("several results are lazy expressions, not strings: evaluate "
