@@ -9,10 +9,8 @@ import ctypes
 import numpy as np
 
 from lazyk.backend.rowcheck import PART_ROWS, native_function
+from lazyk.backend.rowcopy import MIN_ROWS
 from lazyk.backend.threads import nparts_for, parallel_for
-
-# Rows per part at least: a part is a few microseconds before the pool pays.
-MIN_ROWS = 1 << 14
 
 # The argument record (int64 words): 0 rows, 1 parts, 2 the offsets (item 0, contiguous),
 # 3 the values (item 0), 4 their stride in bytes, 5 their number (at least 1), 6 out values,

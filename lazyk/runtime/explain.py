@@ -30,6 +30,7 @@ from lazyk.kernel import gpu
 from lazyk.passes.fuse import fuse_elementwise
 from lazyk.runtime import launch as runtime
 from lazyk.runtime import ragged, row_steps
+from lazyk.runtime.compiled import CompiledExpr
 from lazyk.runtime.device import explain_cuda
 from lazyk.runtime.many import evaluate
 from lazyk.runtime.nest_run import explain_nests
@@ -284,8 +285,8 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
         raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
     if isinstance(expr, (Histogram, Records)):
         return Explanation(_explain_evaluated(expr, target))
-    if hasattr(expr, "expr") and callable(getattr(expr, "explain", None)):
-        return Explanation(expr.explain(target=target))  # a compiled expression's
+    if isinstance(expr, CompiledExpr):
+        return Explanation(expr.explain(target=target))  # its expression's
     if target == "cuda":
         e = as_expr(expr)
         if _dense(e):

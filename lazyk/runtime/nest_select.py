@@ -73,6 +73,7 @@ from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_maps import evaluate_together
 from lazyk.runtime.nest_run import Picks, nest_run
+from lazyk.runtime.picks import tuples_at
 from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slot_positions
 from lazyk.types import FixedDim
 
@@ -181,13 +182,13 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     # (a row selection becomes a gather: no gather inside it either)
     inner = PICKS if node.op == TAKE_OP or node.arg == 0 else (SELECT_OP,)
     x, key = (_without(s, inner, env, done) for s in (x, key))
-    own = _tuples_at(x, node.arg, env)
+    own = tuples_at(x, node.arg, env)
     if node.op == TAKE_OP and (own or len(_moving(x, node.arg)) > 1):
         picked = _picked_tuples(_same(node, (x, key)), env, done)
         if picked is not None:
             return picked
         x = _computed(x, env, done)  # (once: `p4[i].px + p4[j].px` gathers it twice)
-    elif node.op == SELECT_OP and own and _tuples_at(key, node.arg, env) - own:
+    elif node.op == SELECT_OP and own and tuples_at(key, node.arg, env) - own:
         # a mask that walks other tuples than x there (a slice of pair values,
         # `p.b[:, 1:]`, walks the pairs' positions) meets x's tuples stored; a mask of
         # plain rows pairs with x's tuples in the nest (`pairs[sfos]`, lengths checked)
@@ -196,17 +197,6 @@ def _fusable(node: Node, env: dict, done: dict) -> Node:
     if node.op == SELECT_OP and node.arg == 0:
         return _rows_kept(node, env, done)
     return node
-
-
-def _tuples_at(x: Node, level: int, env: dict) -> frozenset:
-    """The tuples (combinations, products) that `x`'s leaves walk at x's dim `level`."""
-    found = set()
-    for n in toposort(x):
-        entry = env.get(n.arg) if n.op == "input" else None
-        if isinstance(entry, PickLeaf):
-            at = level - (x.ndim - n.ndim)
-            found.update(t for a, t, _ in entry.picks if a == at)
-    return frozenset(found)
 
 
 def _whole(take: Node, env: dict) -> bool:
@@ -309,7 +299,7 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
         roots.append(_trailing(m, extra, env))
     for t in takes:
         x, pos = t.srcs
-        if _tuples_at(x, t.arg, env):
+        if tuples_at(x, t.arg, env):
             return None  # (positions of tuples: the tuples' values are stored first)
         names = {}
         for leaf in _moving(x, t.arg):  # its own operand, never one leaf with x elsewhere

@@ -116,8 +116,7 @@ def _push(node: Node, axis: int, tuples, slot: int, count, env: dict,
         if key in memo:
             return memo[key]
         shape = n.shape[:a] + (count,) + n.shape[a + 1:]
-        if found is None and n.op != "input" and any(
-                _walks_tuples(m, a - (n.ndim - m.ndim), env) for m in toposort(n)):
+        if found is None and n.op != "input" and tuples_at(n, a, env):
             # tuples of tuples at one dim (combinations of a product's slot): the inner
             # tuples' values stored first, whole (a product's slots pair by their rows)
             got = _picked(_computed(n, env), a, tuples, slot, shape, env)
@@ -208,10 +207,16 @@ def _picked(n: Node, a: int, tuples, slot: int, shape: tuple, env: dict) -> Node
     return Node("input", n.dtype, shape, (), name)
 
 
-def _walks_tuples(n: Node, a: int, env: dict) -> bool:
-    """Whether input `n` is read at tuples at its dim `a`."""
-    entry = env.get(n.arg) if n.op == "input" else None
-    return isinstance(entry, PickLeaf) and any(at == a for at, _, _ in entry.picks)
+def tuples_at(x: Node, level: int, env: dict) -> frozenset:
+    """The tuples (combinations, products) that the inputs of `x` walk at x's dim `level`
+    (lowered picks: `PickLeaf`s)."""
+    found = set()
+    for n in toposort(x):
+        entry = env.get(n.arg) if n.op == "input" else None
+        if isinstance(entry, PickLeaf):
+            at = level - (x.ndim - n.ndim)
+            found.update(t for a, t, _ in entry.picks if a == at)
+    return frozenset(found)
 
 
 def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env: dict,
@@ -220,8 +225,7 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
     with that dim): their item index at `slot` as its value (`position`, dims up to the
     axis), or a witness (no value read; trailing dims of 1 up to `ndim`)."""
     own = value.shape[axis] == 1  # (rows of 1 are the slot's own, not a broadcast)
-    if any(n.op in _NEW_ROWS or _walks_tuples(n, axis - (value.ndim - n.ndim), env)
-           for n in toposort(value)):
+    if any(n.op in _NEW_ROWS for n in toposort(value)) or tuples_at(value, axis, env):
         # rows its arrays do not have (`x[x > 1][:, 1:]`), or tuples (`pairs.b[:, 1:]`):
         # the value stored first, its rows read
         value = _computed(value, env)
