@@ -606,3 +606,25 @@ def test_string_gathers_match_awkward():
         assert got == a[p].to_list(), (data, pos)
         checked += 1
     assert checked > 60
+
+
+@pytest.mark.parametrize("data", [
+    [["a", "x", "b"], ["y"], ["x", "q"], ["c", "d"]],
+    [["a", "x", "b"], None, ["c", "x"]],
+    [[["a", "x"], ["b"]], [], [["x", "q", "r"]]],
+])
+def test_items_and_slices_of_selected_strings_match_awkward(data):
+    ak = pytest.importorskip("awkward")
+    v, a = lazyk.array(data), ak.Array(data)
+    keys = [(slice(None), 0), (slice(None), -1), (slice(None), slice(None, 1)),
+            (slice(None), slice(1, None)), (slice(None), slice(-1, None))]
+    if len(ak.ravel(a)) and a.ndim == 3:
+        keys = keys[2:] + [(slice(None), slice(None), 0), (slice(None), slice(None), -1),
+                           (slice(None), slice(None), slice(1, None))]
+    for key in keys:
+        got = v[v != "x"][key]
+        assert got.eval().to_list() == a[a != "x"][key].to_list(), key
+        assert str(got.type).endswith("string")
+    if a.ndim == 3:  # an empty list has no item 0, as in Awkward
+        with pytest.raises(IndexError, match="row 1"):
+            v[v != "x"][:, 0].eval()

@@ -21,7 +21,7 @@ from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
-from lazyk.frontend.rowops import firsts, flags, local_index, num, zeros_like
+from lazyk.frontend.rowops import firsts, flags, flatten, local_index, num, zeros_like
 from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
 from lazyk.frontend.ufuncs import maximum
 
@@ -47,7 +47,7 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
                                                       and k.stop is None and k.step in (None, 1))]
     if not picked and len(items) <= e.ndim:  # (whole dims written `::1`)
         return e
-    if len(picked) != 1 or len(items) > e.ndim or is_text(e.dtype):
+    if len(picked) != 1 or len(items) > e.ndim:
         return None
     d, k = picked[0], items[picked[0]]
     if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
@@ -58,8 +58,9 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
         def bound(b):  # (None: no bound)
             return b if b is None or b >= 0 else maximum(ends + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
-        # positions stored)
-        at = positions_in_lists(e, d) if reads_in_nest(e) else local_index(e, axis=d)
+        # positions stored; strings move as row operations)
+        walked = reads_in_nest(e) and not is_text(e.dtype)
+        at = positions_in_lists(e, d) if walked else local_index(e, axis=d)
         lo, hi = bound(k.start), bound(k.stop)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
             (at >= lo) & (at < hi)
@@ -67,6 +68,8 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
     one = index_by(e, zeros_like(ends) + int(k))  # a dim of 1 at d: the item
     if flags(e)[0][d]:  # lists that may be missing: the item, or None for a missing list
         return firsts(one, axis=d)
+    if is_text(e.dtype):  # (strings: the dim of 1 joins the dim above it)
+        return flatten(one, axis=d)
     return lazy_max(one, axis=d)  # (of one item: the item itself, in its own dtype)
 
 
