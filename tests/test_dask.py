@@ -79,6 +79,19 @@ def test_reductions_every_axis(op):
     np.testing.assert_allclose(got, ref(X * 2), rtol=1e-12)
 
 
+@pytest.mark.parametrize("op", ["min", "max", "sum", "mean"])
+def test_reductions_skip_empty_blocks(op):
+    n = np.arange(12.0).reshape(4, 3) - 5
+    a = da.from_array(n, chunks=((2, 0, 2), (3,)))
+    for axis in (None, 0, 1):
+        got = ldask.evaluate(getattr(lazyk, op)(a * 2, axis=axis)).compute()
+        np.testing.assert_allclose(got, getattr(np, op)(n * 2, axis=axis))
+    if op in ("min", "max"):  # nothing at all to fold: NumPy's error, in lazyk's words
+        empty = da.from_array(np.empty((0, 3)), chunks=((0,), (3,)))
+        with pytest.raises(ValueError, match="zero-size"):
+            ldask.evaluate(getattr(lazyk, op)(empty, axis=0)).compute()
+
+
 def test_sum_of_product_never_materialises_the_product():
     r = ldask.evaluate("sum(a*b)", local_dict={"a": _da(X, 100), "b": _da(Y, 100)})
     np.testing.assert_allclose(r.compute(), np.sum(X * Y), rtol=1e-13)

@@ -295,7 +295,7 @@ def _call_ragged(k: Any, inputs: tuple) -> Any:
 # ---------------------------------------------------------------- graph -> Dask layers
 def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
     """Innermost reductions first, each replaced by a leaf holding its Dask result."""
-    arrays = dict(arrays)
+    arrays = {name: _without_empty_blocks(x) for name, x in arrays.items()}
 
     def visit(node: Node, srcs: tuple) -> Node:
         if srcs != node.srcs:
@@ -316,6 +316,15 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
                         align_arrays=True, concatenate=True,
                         meta=np.empty((0,) * root.ndim, root.dtype),
                         name=_name("lazyk", k, names, arrays))
+
+
+def _without_empty_blocks(x: da.Array) -> da.Array:
+    """`x` without its blocks of size 0 along dims that hold items: a min or max of such a
+    block has nothing to fold, though the whole dim does."""
+    chunks = tuple(tuple(c for c in cs if c) or cs for cs in x.chunks)
+    if chunks == x.chunks or any(np.isnan(c) for cs in x.chunks for c in cs):
+        return x
+    return x.rechunk(chunks)
 
 
 def _blockwise_args(k: Any, names: dict, arrays: dict, ndim: int) -> list:

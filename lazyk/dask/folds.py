@@ -428,6 +428,6 @@ def nonempty(op: str, value: Any, count: Any) -> Any:
             else:
                 flat.append(v)
     if (np.asarray(flat) == 0).any():
-        raise ValueError(f"zero-size array to reduction operation {op}imum which has no "
-                         "identity")
+        raise ValueError(f"zero-size array in reduction {op}, which has no identity: pass "
+                         "initial=, or keep the rows that have items")
     return value
