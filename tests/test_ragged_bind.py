@@ -329,7 +329,7 @@ def test_numpy_rows_are_read_in_place():
     b = s.bind(out, rows)
     rows[1] = 10
     np.testing.assert_array_equal(b(), [1.0, 20.0, 9.0])
-    with pytest.raises(BindError, match="input 'x': a NumPy array in C order"):
+    with pytest.raises(BindError, match="input 'x' is a NumPy array not in C order"):
         s.bind(out, rows.T)
 
 

@@ -228,7 +228,8 @@ class CompiledExpr(CallInputs, FastCalls):
 
         Inputs are positional or by parameter name, as in a call. Returns a
         `lazyk.kernel.flat.BoundKernel`: `ck()` executes and returns `out`, `ck.address` is the
-        `ckernel_prefix *` a C caller can run. Only for one-kernel elementwise expressions.
+        `ckernel_prefix *` a C caller can run; an expression with reductions binds as the
+        loop nest's bound call (`lazyk.runtime.ragged_bind.RaggedBound` or `StepsBound`).
         The bound kernel reads the very arrays given, so inputs are never converted: an
         input of another dtype raises CastingError (convert it first, or call the compiled
         expression, which converts under `casting=`). `ck()` raises NumPy's ValueError when
@@ -243,13 +244,19 @@ class CompiledExpr(CallInputs, FastCalls):
             inputs = self._by_name(inputs, named)
         if self._captured:
             inputs = self._with_constants(inputs)
-        if self._fast is None or self._red is not None:
-            raise NotSupportedError(
-                f"bind() needs a one-kernel elementwise expression; {self.signature} "
-                f"runs {len(self.program.steps)} step(s): call the compiled expression instead")
+        if has_rows(self.expr.node):
+            raise NotSupportedError(f"bind() of {self.signature}: row operations (sort, "
+                                    "cumsum, ...) give new arrays each call: call the "
+                                    "compiled expression instead")
         # the bound kernel reads these very arrays: a converted copy would never see changes
         data = self._bind_inputs(inputs, "no", "bind() converts no input: pass an array of "
                                  "the parameter's dtype, or call the compiled expression")
+        if self._fast is None or self._red is not None:  # reductions: the loop nest's bind
+            bound = _ragbind.bind(Expr(self.expr.node, data), out, self.signature)
+            if self._pcheck is not None:
+                bound.before = lambda: self.check_powers(tuple(data[p] for p in self.params),
+                                                         "no")
+            return bound
         arrays = [data[self._slots[k]] for k in self._fast[0]]
         ck = _kernel.bind(self._fast[1], as_out(out), *arrays, params=self._consts)
         ck.out = out  # returned by each call, as a bound ragged call returns its out
@@ -446,11 +453,13 @@ class RaggedCompiledExpr(CompiledExpr):
         if named:
             inputs = self._by_name(inputs, named)
         if len(inputs) == len(self.params):
-            for label, x in zip(self.labels, inputs):
-                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and x.ndim:
-                    raise BindError(f"input {label!r}: a NumPy array in C order, or a lazyk "
-                                    "array (its rows would be a copy the bound call never "
-                                    "sees changes of)")
+            for label, x, t in zip(self.labels, inputs, self._types):
+                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and "var" in t[0]:
+                    raise BindError(f"input {label!r} is a NumPy array not in C order "
+                                    f"(strides {x.strides}): bind() reads the very arrays "
+                                    "given, and this one's rows would be a copy the bound "
+                                    "call never sees changes of; pass np.ascontiguousarray"
+                                    "(x) or a lazyk array")
         if has_rows(self.expr.node):
             raise NotSupportedError("bind() of an expression with row operations (num, "
                                     "flatten, sort, cumsum, ...): call the compiled "
