@@ -214,3 +214,19 @@ def test_masked_inputs_without_masked_values_on_the_ragged_path():
     assert r([[1.0, 2.0], [3.0]], y).to_list() == [[1.0, 4.0], [3.0, 6.0]]
     with pytest.raises(lazyk.TypeMatchError, match="missing values"):
         r([[1.0, 2.0], [3.0]], np.ma.masked_array([1, 2], mask=[False, True]))
+
+
+def test_bound_calls_refuse_pickling_and_say_what_to_pickle():
+    import pickle
+    p = lazyk.placeholder("p", "N * float64")
+    q = lazyk.placeholder("q", "N * var * float64")
+    for bound in (lazyk.compile(p * 2).bind(np.empty(3), np.ones(3)),
+                  lazyk.compile(q.sum(axis=1)).bind(np.empty(1), lazyk.array([[1.0]])),
+                  lazyk.compile(p - p.sum()).bind(np.empty(3), np.ones(3))):
+        with pytest.raises(TypeError, match="pickle the compiled expression"):
+            pickle.dumps(bound)
+
+
+def test_negative_of_bools_points_to_logical_not():
+    with pytest.raises(lazyk.DTypeError, match="use ~"):
+        -lazyk.array([True, False])

@@ -233,3 +233,13 @@ def test_stats_count_the_loop_nest_kernels():
     assert total(first) > total(before)  # compiled, loaded from disk or found in memory
     assert again["cache_hits"] >= first["cache_hits"]  # (a prepared call looks up none)
     assert (again["compiles"], again["disk_loads"]) == (first["compiles"], first["disk_loads"])
+
+
+@pytest.mark.parametrize("t", ["N * var * float64", "N * ?var * ?float64",
+                               "N * 3 * var * int32"])
+def test_an_empty_list_is_no_rows_of_the_parameter_type(t):
+    q = lazyk.placeholder("q", t)
+    got = lazyk.compile(q * 2)([])
+    assert str(got.type) == "0 * " + t[4:] and got.to_list() == []
+    total = lazyk.compile(q.sum(axis=-1))([])
+    assert len(total) == 0 and str(total.type).startswith("0 * ")

@@ -78,7 +78,9 @@ def _resolve(name: str, srcs: tuple[Node, ...], key: tuple) -> tuple:
         sig = row.resolve(*key)
     except DTypeError:
         types = " and ".join(describe_node(s) for s in srcs)
-        raise DTypeError(f"{name}: unsupported operand type(s) {types}") from None
+        hint = " (as in NumPy: use ~ for the logical not of bools)" if name == "negative" \
+            and key == (np.dtype(bool),) else ""
+        raise DTypeError(f"{name}: unsupported operand type(s) {types}{hint}") from None
     if not row.supported(sig):
         types = " and ".join(describe_node(s) for s in srcs)
         raise NotSupportedError(f"{name} on {types} (complex lowering not implemented)")

@@ -336,6 +336,13 @@ def layout_class(spec: KernelSpec, layout: Any) -> LayoutClass:
 
 
 # ---------------------------------------------------------------- bound kernels
+def refuse_pickle(bound: Any) -> None:
+    """`__reduce__` of a bound call: it points into arrays of this process."""
+    raise TypeError(f"a bound call ({type(bound).__name__}) points into the arrays it was "
+                    "bound to in this process and cannot be pickled: pickle the compiled "
+                    "expression (lazyk.compile) and bind it where it runs")
+
+
 class BoundKernel:
     """A ckernel: kernel data (prefix, shape, strides) plus the operands' data pointers.
 
@@ -348,6 +355,7 @@ class BoundKernel:
     # run before each call (lazyk.compile's bind: the checks a kernel cannot make, e.g. an
     # integer power's negative exponents); a C caller of `address` runs the kernel alone
     before: Any = None
+    __reduce__ = refuse_pickle
 
     # NOTE: `dst` lives in a one-element list that the thread plans' closures share, so they
     # need not capture `self`: a closure over self made every threaded bound kernel a reference

@@ -449,6 +449,9 @@ class CallInputs:
                     x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
                 present = _present_values(x)  # `?T` data, none missing: its values
                 x = x if present is None else present
+            if isinstance(x, (list, tuple)) and not len(x) and len(want) > 1:
+                # `[]`: no rows, of the parameter's type (Awkward's empty array)
+                x = _array(x, typed_text((0,) + tuple(want[1:]), dtype, option, want_rows))
             dims, got, got_option, value, text, qrows = input_type(x)
             expected = typed_text(want, dtype, option, want_rows)
 

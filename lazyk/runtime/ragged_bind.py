@@ -36,7 +36,7 @@ from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, text_element
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import text_unit
-from lazyk.kernel.flat import data_pointer
+from lazyk.kernel.flat import data_pointer, refuse_pickle
 from lazyk.kernel.nest import line_zeros, status_error, whole_lines
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import NestFill, plan_fill
@@ -119,6 +119,7 @@ class RaggedBound:
     """
 
     scratch = False  # computes into scratch of a `StepsBound` (not into the user's out)
+    __reduce__ = refuse_pickle
 
     def __init__(self, fill, out, signature: str):
         self.signature = signature
@@ -372,6 +373,8 @@ class StepsBound:
     several threads are safe but run one at a time on one bound object (its steps share
     its scratch); bind once per thread for calls in parallel.
     """
+
+    __reduce__ = refuse_pickle
 
     def __init__(self, steps: list, last: RaggedBound, signature: str, again=None):
         self.signature = signature
