@@ -964,3 +964,12 @@ def test_an_index_out_of_a_row_names_the_collections_row():
             ldask.evaluate(d[:, 0]).compute()
         with pytest.raises(IndexError, match=r"\(at \[2, 0\]\) is out of range for row \[2\]"):
             ldask.evaluate(d[lazyk.array([[0], [0], [0], [0]])]).compute()
+
+
+def test_explain_shows_the_work_of_one_partition():
+    d = ldask.from_ragged(lazyk.array([[1.0, None], None, [2.0]]), 2)
+    text = lazyk.explain(lazyk.sum(d * 2, axis=1, skipna=True))
+    assert text.startswith("== the work of one Dask partition")
+    assert "N * ?var * ?float64" in text and "define" in text  # the type and the LLVM IR
+    s = ldask.from_ragged(lazyk.array([["a", "b"], [], None]), 2)
+    assert "row operations" in (s[s != "a"]).explain()

@@ -40,8 +40,9 @@ from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.indexing import index_by, is_index_operand
-from lazyk.frontend.leaves import RaggedLeaf, describe_ragged
+from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, describe_ragged
 from lazyk.frontend.records import record_fields
+from lazyk.runtime.call_inputs import rows_of
 from lazyk.types.parse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
@@ -79,6 +80,13 @@ class RowsLeaf(RaggedLeaf):
     def __init__(self, rows: RaggedArray, t: T.Type, option: bool):
         super().__init__(TypeOnly(t, rows), option)
         self.rows = rows
+
+    def stand_in(self, name: str) -> RaggedPlaceholder:
+        """A parameter of the partitions' type: `explain` shows the kernels each partition
+        runs (on sample data)."""
+        t = self.array.type
+        shape, dtype, option = describe(t)
+        return RaggedPlaceholder(name, ("N",) + shape[1:], dtype, option, rows_of(t))
 
 
 # ---------------------------------------------------------------- the collection

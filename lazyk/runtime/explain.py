@@ -156,6 +156,11 @@ class Explanation(str):
 def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
     e = declared = as_expr(expr)
+    if any(hasattr(v, "stand_in") for v in e.env.values()):  # partitioned (lazyk.dask)
+        e = declared = Expr(e.node, {n: v.stand_in(n) if hasattr(v, "stand_in") else v
+                                     for n, v in e.env.items()})
+        return ("== the work of one Dask partition (N rows; a reduction over the rows' axis "
+                "then combines the partitions' results):\n" + explain(e, ir, asm))
     if has_rows(e.node):
         return _explain_rows(e, ir, asm)
     if has_text_where(e):
