@@ -277,3 +277,9 @@ def test_a_lone_surrogate_is_refused_naming_the_item():
         lazyk.array(["ok", "\ud800"])
     with pytest.raises(lazyk.ArrayConstructionError, match=r"item \[1, 1\]"):
         lazyk.array([["ok"], ["a", "\ud800"]], "2 * var * string")
+
+
+def test_utf16_fixed_strings_are_a_type_but_not_an_array():
+    assert str(lazyk.dshape("2 * fixed_string[4, 'utf16']")) == "2 * fixed_string[4, 'utf16']"
+    with pytest.raises(NotSupportedError, match="fixed_string\\[4, 'utf16'\\].*'utf32'"):
+        lazyk.array(["ab", "c"], "2 * fixed_string[4, 'utf16']")

@@ -145,6 +145,10 @@ def np_dtype(t: T.Type) -> np.dtype:
                          "offsets": list(t.offsets), "itemsize": t.itemsize})
     if isinstance(t, T.FixedString) and t.encoding == "utf8":
         return np.dtype(f"S{t.size}")  # UTF-8 bytes, NUL-padded
+    if isinstance(t, T.FixedString) and t.encoding == "utf16":
+        raise NotSupportedError(f"lazyk arrays do not hold {t} (the type describes memory "
+                                "only): use fixed_string[N] (utf8), fixed_string[N, 'utf32'] "
+                                "or string")
     return t.to_numpy()
 
 
