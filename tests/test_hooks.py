@@ -154,3 +154,15 @@ def test_early_stages_import_nothing_later_or_inside_functions():
     bad = [(a, b, line) for a, b, inner, line in import_graph.edges()
            if a in EARLY and (inner or order(b) > order(a))]
     assert not bad, f"imports inside functions or of later stages: {bad}"
+
+
+def test_ufunc_methods_lazyk_lacks_run_numpys_on_fixed_arrays():
+    x = lazyk.array(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(np.maximum.accumulate(x, axis=1),
+                                  np.maximum.accumulate(np.arange(6.0).reshape(2, 3), axis=1))
+    np.testing.assert_array_equal(np.add.outer(lazyk.array([1, 2]), lazyk.array([10, 20])),
+                                  [[11, 21], [12, 22]])
+    with pytest.raises(lazyk.NotSupportedError, match="var dims"):  # no NumPy form
+        np.maximum.accumulate(lazyk.array([[1.0], [2.0, 3.0]]), axis=1)
+    with pytest.raises(lazyk.NotSupportedError, match="evaluate first"):  # lazy: never eager
+        np.maximum.accumulate(x * 2, axis=1)

@@ -154,12 +154,34 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         kwargs.setdefault("axis", 0)  # a ufunc's reduce folds axis 0 unless told
         result = lx.reduce(op, inputs[0], **kwargs)
     else:
-        raise NotSupportedError(_refusal(where, inputs))
+        plain = _numpy_forms(inputs)
+        if plain is None:
+            raise NotSupportedError(_refusal(where, inputs))
+        # arrays (not expressions) of fixed dims: NumPy's own ufunc method on their values
+        if out is not None:
+            kwargs["out"] = out
+        return getattr(ufunc, method)(*plain, **kwargs)
     if out is None:
         return result
     # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
     return hooks.evaluate(result, out=out,
                           casting="unsafe" if method == "reduce" else "same_kind")
+
+
+def _numpy_forms(values: tuple) -> tuple | None:
+    """`values` with each lazyk array as its NumPy form; None when one is a lazy
+    expression or has no NumPy form (var dims, missing values)."""
+    got = []
+    for v in values:
+        if isinstance(v, lx.Expr):
+            return None
+        if isinstance(v, Array):
+            try:
+                v = v.to_numpy()
+            except NotSupportedError:
+                return None
+        got.append(v)
+    return tuple(got)
 
 
 def _default(p: inspect.Parameter | None) -> Any:
