@@ -197,3 +197,14 @@ def test_time_of_day_reads_as_python_times():
         [dt.time(1, 2, 3), None]
     with pytest.raises(ValueError, match="not a time of day"):
         lazyk.array(np.array([-1], "m8[us]"), type="1 * time").to_list()
+
+
+def test_big_endian_dates_times_and_strings_read_their_values():
+    d = np.array(["2024-01-02", "NaT"], dtype=">M8[D]")
+    assert lazyk.array(d).to_list() == [dt.date(2024, 1, 2), None]
+    m = np.array([5, "NaT"], dtype=">m8[s]")
+    assert lazyk.array(m).to_list() == [dt.timedelta(seconds=5), None]
+    r = np.array([(1, "2024-01-02", "ab")], dtype=[("a", ">i4"), ("d", ">M8[D]"), ("s", ">U2")])
+    got = lazyk.array(r)
+    assert got.to_list() == [{"a": 1, "d": dt.date(2024, 1, 2), "s": "ab"}]
+    assert str(got.type) == "1 * {a: >int32, d: date, s: fixed_string[2, 'utf32']}"

@@ -27,6 +27,19 @@ from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
 
 
+def _orderless_native(dt: np.dtype) -> np.dtype:
+    """`dt` with its elements of types that carry no byte order (fixed_string, date, time,
+    timedelta: kinds U, m, M) in the machine's order, inside records and sub-arrays too."""
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return np.dtype((_orderless_native(base), shape))
+    if dt.fields is not None:
+        return np.dtype({"names": list(dt.names), "offsets": [dt.fields[n][1] for n in dt.names],
+                         "formats": [_orderless_native(dt.fields[n][0]) for n in dt.names],
+                         "itemsize": dt.itemsize})
+    return dt.newbyteorder("=") if dt.kind in "UmM" else dt
+
+
 def _elem_type(dt: np.dtype) -> T.Type:
     t = _ELEM_CACHE.get(dt)
     if t is None:
@@ -478,8 +491,10 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         return Array._wrap(obj)
     if device is not None and str(device) != "cpu":
         return array(obj, type).to(device)
-    if isinstance(obj, np.ndarray) and obj.dtype.kind == "U" and not obj.dtype.isnative:
-        obj = obj.astype(obj.dtype.newbyteorder("="))  # fixed_string has no byte order: a copy
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "UVmM":
+        native = _orderless_native(obj.dtype)
+        if native != obj.dtype:  # strings, dates and times have no byte order: a copy
+            obj = obj.astype(native)
     if builtins_type(obj) is np.ndarray and type is None:
         dt = obj.dtype
         if dt not in _ELEM_CACHE:
