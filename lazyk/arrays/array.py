@@ -40,6 +40,27 @@ def _orderless_native(dt: np.dtype) -> np.dtype:
     return dt.newbyteorder("=") if dt.kind in "UmM" else dt
 
 
+def _masked_records(obj: np.ma.MaskedArray) -> tuple[list, T.Type]:
+    """(rows as dicts, type) of a masked NumPy record array: a field with masked entries
+    is `?T` (missing there), the others keep their type."""
+    names, mask = obj.dtype.names, np.ma.getmaskarray(obj)
+    fields = []
+    for n in names:
+        ft = obj.dtype.fields[n][0]
+        if ft.names or ft.subdtype:
+            raise NotSupportedError(f"a masked NumPy record array with a field of records "
+                                    f"or sub-arrays ({n!r}: {ft}): pass obj.filled() or a list")
+        t = M.type_from_numpy(ft)
+        fields.append((n, T.Option(t) if mask[n].any() else t))
+    t = T.Record(tuple(fields))
+    for size in reversed(obj.shape):
+        t = T.FixedDim(size, t)
+
+    def rows(v):
+        return [rows(x) for x in v] if isinstance(v, list) else dict(zip(names, v))
+    return rows(obj.tolist()), t
+
+
 def _elem_type(dt: np.dtype) -> T.Type:
     t = _ELEM_CACHE.get(dt)
     if t is None:
@@ -275,6 +296,8 @@ class Array(Operators, Conversions):
         if operators.front_end().is_index_operand(index):  # x[mask], x[positions]: lazy
             return operators.front_end().index_by(self, index)
         items = index if isinstance(index, tuple) else (index,)
+        if self._np is None and any(isinstance(i, (bool, np.bool_)) for i in items):
+            items = _bool_items(items)
         try:
             view = _view(self, items)
         except NotSupportedError:
@@ -363,6 +386,15 @@ def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- indexing
+def _bool_items(items: tuple) -> tuple:
+    """NumPy's meaning of a bool index: `True` is a new axis (None); `False` (a new axis
+    of size 0) has no view over var dims."""
+    if any(i is False or i is np.False_ for i in items):
+        raise IndexError("x[False] (a new axis of size 0) is not supported on arrays with "
+                         "var dims or missing values: x[None][:0] gives that view")
+    return tuple(None if isinstance(i, (bool, np.bool_)) else i for i in items)
+
+
 def _view(a: Array, items: tuple) -> Array | None:
     """The view `a[items]` over the same memory, or None when no strided view exists."""
     t = a.type
@@ -513,7 +545,9 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         values = np.asarray(obj.data)
         return masked(values.astype(values.dtype.newbyteorder("="), copy=False),
                       ~np.ma.getmaskarray(obj))
-    if isinstance(obj, np.ma.MaskedArray):
+    if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.names:
+        obj, type = _masked_records(obj)
+    elif isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
         return array(obj.view(np.ndarray))

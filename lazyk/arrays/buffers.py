@@ -24,6 +24,8 @@ from lazyk.lru import lock
 # ---------------------------------------------------------------- building blocks
 def _content(content: Any) -> Array:
     """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
+    if isinstance(content, np.ma.MaskedArray):  # its masked values are missing: `?T`
+        content = array(content)
     if not isinstance(content, Array):
         try:
             raw = np.asarray(content)

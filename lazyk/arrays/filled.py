@@ -35,8 +35,8 @@ def full(type: Any, value: Any, lengths: list | None = None) -> Array:
         if nbytes > np.iinfo(np.intp).max:
             raise ArrayConstructionError(f"type '{t}' needs {nbytes} bytes, more than any "
                                          f"array can hold ({np.iinfo(np.intp).max} bytes)")
-        try:
-            data = np.full(t.shape, value, dtype=dt)
+        try:  # (zeros: zeroed memory, "" for strings where np.full would write "0")
+            data = np.zeros(t.shape, dt) if value is ZERO else np.full(t.shape, value, dt)
         except MemoryError:
             raise MemoryError(f"cannot allocate {nbytes} bytes for type '{t}'") from None
         except (OverflowError, ValueError, TypeError) as e:
@@ -101,8 +101,6 @@ def _check_row_count(t: T.Type, levels: list, nested: bool) -> None:
 def zeros(type: Any, lengths: list | None = None) -> Array:
     """An array of `type` filled with zeros ("" for strings); options are present."""
     t = as_type(type)
-    if M.is_plain(t):
-        return full(t, 0, lengths)
     return full(t, ZERO, lengths)
 
 

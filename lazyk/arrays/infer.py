@@ -23,7 +23,7 @@ from lazyk.arrays.arrmeta import (
 )
 from lazyk.arrays.indexpath import Subset, Where
 from lazyk.arrays.memory import MemoryBlock
-from lazyk.errors import ArrayConstructionError
+from lazyk.errors import ArrayConstructionError, NotSupportedError
 
 SEQUENCES = (list, tuple, np.ndarray)
 _NONE = type(None)
@@ -83,7 +83,13 @@ def _infer(items: list, where: Where) -> T.Type:
     if not kinds:
         t: T.Type = T.Scalar("float64")  # NumPy's choice for data with no values
     elif seq and seq == kinds:
-        lens = list(map(len, present))
+        try:
+            lens = list(map(len, present))
+        except TypeError:  # 0-d NumPy arrays: no length
+            i = _first(present, lambda x: isinstance(x, np.ndarray) and not x.ndim)
+            raise ArrayConstructionError(
+                f"item {where.name(i)} is a 0-d NumPy array ({present[i]!r:.40}): give its "
+                "value (x.item()), or make the list a NumPy array first (np.asarray)") from None
         child = list(chain.from_iterable(present))
         elem = _infer(child, where.rows(_starts(lens)))
         if not optional and len(set(lens)) == 1:
@@ -214,10 +220,24 @@ def template(t: T.Type, value: Any, lengths: list, level: int) -> Any:
     if isinstance(t, T.Tuple):
         return tuple(template(f, value, lengths, level) for f in t.types)
     if value is None or value is ZERO or value is EMPTY:
-        if is_varlen(t):
-            return "" if t.name == "string" else b""
-        return False if t == T.Scalar("bool") else 0
+        return _zero(t)
     return value
+
+
+def _zero(t: T.Type) -> Any:
+    """The zero of a leaf type as Python data: 0, False, "", b"", zero bytes, 1970-01-01."""
+    if is_varlen(t):
+        return "" if t.name == "string" else b""
+    if isinstance(t, T.FixedString) or t == T.Scalar("char"):
+        return ""
+    if isinstance(t, T.FixedBytes):
+        return bytes(t.size)
+    if t == T.Scalar("bool"):
+        return False
+    try:
+        return np.zeros((), np_dtype(t)).item()  # (dates and times: the epoch)
+    except NotSupportedError:
+        return 0
 
 
 def _var_row(t: T.VarDim, value: Any, lengths: list, level: int, n: Any) -> list:
@@ -421,6 +441,11 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                                              f"but the type '{t}' is not an option ('?{t}')")
             raise ArrayConstructionError(
                 f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
+    if isinstance(t, T.FixedBytes) and items:  # (NumPy would cut longer values silently)
+        if any(isinstance(x, (bytes, bytearray)) and len(x) > t.size for x in items):
+            i = _first(items, lambda x: isinstance(x, (bytes, bytearray)) and len(x) > t.size)
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) has "
+                                         f"{len(items[i])} bytes, the type {t} holds {t.size}")
     try:
         vals = np.array(items, dtype=dt) if items else np.zeros(0, dt)
     except (OverflowError, ValueError, TypeError) as e:

@@ -1,0 +1,58 @@
+"""Arrays a new user builds from NumPy, masked arrays, lists and types: values, types and
+errors (each case once gave a wrong answer or a raw exception)."""
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import ArrayConstructionError
+
+
+def test_from_offsets_keeps_the_mask_of_masked_content():
+    x = lazyk.from_offsets(np.array([0, 2, 3]), np.ma.array([1.0, 2.0, 3.0],
+                                                            mask=[False, True, False]))
+    assert str(x.type) == "2 * var * ?float64"
+    assert x.to_list() == [[1.0, None], [3.0]]
+    assert x.sum(axis=-1).eval().to_list() == [None, 3.0]
+
+
+def test_masked_record_arrays_stay_records_with_missing_fields():
+    m = np.ma.array([[(1, 2.0, "a")], [(3, 4.0, "b")]],
+                    mask=[[(True, False, False)], [(False, False, True)]],
+                    dtype=[("a", "i4"), ("b", "f8"), ("s", "U2")])
+    x = lazyk.array(m)
+    assert str(x.type) == "2 * 1 * {a: ?int32, b: float64, s: ?fixed_string[2, 'utf32']}"
+    assert x.to_list() == [[{"a": None, "b": 2.0, "s": "a"}], [{"a": 3, "b": 4.0, "s": None}]]
+
+
+def test_a_bool_index_of_a_ragged_array_is_numpys_new_axis():
+    r = lazyk.array([[1, 2, 3], [], [4]])
+    assert str(r[True].type) == "1 * 3 * var * int64"
+    assert r[True].to_list() == [[[1, 2, 3], [], [4]]]
+    with pytest.raises(IndexError, match="x\\[False\\]"):
+        r[False]
+
+
+@pytest.mark.parametrize("t, want", [
+    ("2 * fixed_string[3]", ["", ""]),
+    ("2 * fixed_string[3, 'utf32']", ["", ""]),
+    ("2 * ?fixed_string[3]", ["", ""]),
+    ("2 * ?fixed_bytes[2]", [b"\0\0", b"\0\0"]),
+    ("2 * {a: fixed_string[2], b: int32}", [{"a": "", "b": 0}] * 2),
+    ("1 * ?date", [__import__("datetime").date(1970, 1, 1)]),
+])
+def test_zeros_of_strings_are_empty_strings(t, want):
+    assert lazyk.zeros(t).to_list() == want
+    assert lazyk.zeros(t.replace("2 * ", "2 * var * ", 1) if t.startswith("2") else t,
+                       **({"lengths": [1, 1]} if t.startswith("2") else {})).to_list() == \
+        ([[w] for w in want] if t.startswith("2") else want)
+
+
+def test_too_long_fixed_bytes_are_refused_not_cut():
+    with pytest.raises(ArrayConstructionError, match="item \\[0\\].*6 bytes.*holds 4"):
+        lazyk.array([b"abcdef"], type="1 * fixed_bytes[4]")
+    assert lazyk.array([b"ab"], type="1 * fixed_bytes[4]").to_list() == [b"ab\0\0"]
+
+
+def test_zero_dim_numpy_arrays_in_a_list_are_named():
+    with pytest.raises(ArrayConstructionError, match="item \\[2\\] is a 0-d NumPy array"):
+        lazyk.array([None, [1], np.array(2)])
