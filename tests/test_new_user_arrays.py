@@ -56,3 +56,17 @@ def test_too_long_fixed_bytes_are_refused_not_cut():
 def test_zero_dim_numpy_arrays_in_a_list_are_named():
     with pytest.raises(ArrayConstructionError, match="item \\[2\\] is a 0-d NumPy array"):
         lazyk.array([None, [1], np.array(2)])
+
+
+def test_explain_of_a_string_reads_names_from_the_caller():
+    b = np.arange(3.0)  # noqa: F841 (read by name)
+    assert lazyk.explain("b * 2 + 1").startswith("== expression: 3 * float64")
+    with pytest.raises(lazyk.ExprParseError, match="'zz' is not defined"):
+        lazyk.explain("zz + 1")
+
+
+def test_repr_never_raises_and_shows_fields_alike_at_any_length():
+    a = lazyk.array(np.array([b"\xff\xfe", b"ok"]))  # bytes that are not text
+    assert repr(a).startswith("array([b'\\xff\\xfe', b'ok']")
+    big = lazyk.array([{"x": i, "y": [i, i]} for i in range(1001)])
+    assert repr(big).startswith("array([{'x': 0, 'y': [0, 0]}, {'x': 1, 'y': [1, 1]}")

@@ -61,7 +61,12 @@ def format_values(a: Any) -> str:
     """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
     if a._np is not None and a._np.size > 1000:
         return _abbrev_np(a._np, a.type)
-    values = a.to_list()
+    try:
+        values = a.to_list()
+    except ValueError:  # (bytes of a fixed_string that are not text: shown as NumPy does)
+        if a._np is None:
+            raise
+        return _abbrev_np(a._np, a.type)
     return _abbrev(values, _count(values) > 1000)
 
 
@@ -78,10 +83,15 @@ def _abbrev(v: Any, short: bool) -> str:
     return repr(v)
 
 
+def _plain(v: Any) -> Any:
+    """A record field's value as Python data (its sub-arrays as lists)."""
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
 def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
     if arr.ndim == 0:
         return repr(arr.tolist()) if arr.dtype.names is None else \
-            repr(dict(zip(arr.dtype.names, arr.tolist())))
+            repr({n: _plain(v) for n, v in zip(arr.dtype.names, arr.tolist())})
     idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
         else list(range(len(arr)))
     parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]

@@ -282,12 +282,19 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
     histogram or records (`lazyk.zip`, `lazyk.combinations`) show the kernels that compute
     them.
 
-    `lazyk.explain(e)` is `e.explain()`. The text prints with its line breaks at a prompt
+    `lazyk.explain(e)` is `e.explain()`; a numexpr-style string takes its names from the
+    caller's frame, as `lazyk.evaluate` does (`lazyk.explain("2*a + b")`). The text prints with its line breaks at a prompt
     and as preformatted text in a notebook; it runs the expression once, on its data or
     (for placeholders) on sample data.
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
+    if isinstance(expr, str):  # names from the caller's frame, as `lazyk.evaluate` reads them
+        frame = sys._getframe(1)  # (the caller of `lazyk.explain`, which is this function)
+        try:
+            expr = build(expr, frame.f_locals, frame.f_globals)
+        finally:
+            del frame
     if isinstance(expr, (Histogram, Records)):
         return Explanation(_explain_evaluated(expr, target))
     if isinstance(expr, CompiledExpr):
