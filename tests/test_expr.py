@@ -236,3 +236,17 @@ def test_clip_takes_none_for_no_bound_as_numpy(lo, hi):
     want = np.clip(a, lo, hi)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int64, np.uint64])
+def test_integers_compare_exactly_with_python_ints_beyond_their_range(dt):
+    info = np.iinfo(dt)
+    a = np.array([info.min, info.min + 1, 0, info.max - 1, info.max], dt)
+    for s in (info.max + 1, info.min - 1, 2**63, 2**64, -2**63 - 1, 2**70, -1):
+        for op in ("==", "!=", "<", "<=", ">", ">="):
+            for text in (f"a {op} s", f"s {op} a"):
+                want = eval(text, {"a": a, "s": s})
+                got = eval(text, {"a": lazyk.array(a), "s": s}).eval()
+                np.testing.assert_array_equal(np.asarray(got), want, err_msg=text)
+    x = lazyk.array([1, None, 3])
+    assert (x < 2**70).eval().to_list() == [True, None, True]

@@ -132,19 +132,26 @@ def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:
             saturated(hi, info.max, isinstance(hi.arg, int) and hi.arg > info.max))
 
 
-def comparison_key(name: str, srcs: tuple[Node, ...]) -> tuple[Node, ...]:
-    """NumPy compares an integer array with an out-of-range Python int exactly; widen to do so."""
-    ints = [s for s in srcs if not s.weak and s.dtype.kind in "iu"]
-    for s in srcs:
-        if s.weak and isinstance(s.arg, int) and ints:
-            info = np.iinfo(ints[0].dtype)
-            if not info.min <= s.arg <= info.max:
-                wide = np.int64 if ints[0].dtype != np.uint64 and -2**63 <= s.arg < 2**63 \
-                    else np.float64
-                return tuple(cast(t, wide) if not t.weak else
-                             Node("const", np.dtype(wide), (), (), wide(t.arg).item())
-                             for t in srcs)
-    return srcs
+_BEYOND = {  # op -> (x OP s where s is above every x, where s is below every x)
+    "equal": (False, False), "not_equal": (True, True), "less": (True, False),
+    "less_equal": (True, False), "greater": (False, True), "greater_equal": (False, True)}
+_FLIPPED = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+            "greater_equal": "less_equal"}
+
+
+def comparison_beyond(name: str, srcs: tuple[Node, ...]) -> tuple[Node, bool] | None:
+    """NumPy compares an integer array with a Python int outside its dtype's range exactly:
+    (the array, the answer for every element), or None for an int within range."""
+    if len(srcs) != 2:
+        return None
+    for k, (x, s) in enumerate((srcs, srcs[::-1])):
+        if s.weak and isinstance(s.arg, int) and not x.weak and x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            if info.min <= s.arg <= info.max:
+                return None
+            op = _FLIPPED.get(name, name) if k else name  # (s OP x is x OP' s)
+            return x, _BEYOND[op][s.arg < info.min]
+    return None
 
 
 # --- reductions -----------------------------------------------------------------------------
