@@ -230,3 +230,20 @@ def test_bound_calls_refuse_pickling_and_say_what_to_pickle():
 def test_negative_of_bools_points_to_logical_not():
     with pytest.raises(lazyk.DTypeError, match="use ~"):
         -lazyk.array([True, False])
+
+
+def test_a_lazy_expression_as_out_is_refused_everywhere():
+    a = np.arange(4.0)
+    o = lazyk.array(np.zeros(4)) * 1
+    x = lazyk.placeholder("x", "N * float64")
+    r = lazyk.array([[1.0], []])
+    for call in (lambda: lazyk.evaluate(lazyk.array(a) * 10, out=o),
+                 lambda: (lazyk.array(a) * 10).eval(out=o),
+                 lambda: lazyk.evaluate("a * 10", out=o),
+                 lambda: lazyk.compile(x * 10)(a, out=o),
+                 lambda: lazyk.compile(x.sum())(a, out=o),
+                 lambda: lazyk.compile(x * 10).bind(o, a),
+                 lambda: np.add(lazyk.array(a), 1, out=o),
+                 lambda: lazyk.evaluate(r * 2, out=r * 1)):
+        with pytest.raises(TypeError, match="not a lazy expression"):
+            call()

@@ -18,7 +18,7 @@ from lazyk.arrays.outputs import empty as empty_out
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import Placeholder, check_dtype, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast
@@ -214,11 +214,19 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
 
 # --- programs and outputs ---------------------------------------------------------------------
 
+def refuse_lazy_out(out: Any) -> None:
+    """TypeError for a lazy expression given as `out=` (it has no memory to write into)."""
+    if isinstance(out, Expr):
+        raise TypeError(f"out must be a NumPy or lazyk array to write into, not a lazy "
+                        f"expression ({summary(out)}): evaluate it first (expr.eval())")
+
+
 def as_out(out: Any, what: str | None = "out=") -> np.ndarray:
     """`out` as the NumPy array a result is stored into; an array of no NumPy equivalent
     raises NotSupportedError naming `what` (the argument; None: the array's own error)."""
     if isinstance(out, np.ndarray):
         return out
+    refuse_lazy_out(out)
     to_numpy = getattr(out, "to_numpy", None)
     if to_numpy is None:
         raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")

@@ -25,7 +25,7 @@ from lazyk.frontend.rowops import local_index
 from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import common_device
-from lazyk.runtime.launch import as_out
+from lazyk.runtime.launch import as_out, refuse_lazy_out
 from lazyk.runtime.nest_run import explain_nests
 from lazyk.runtime.nest_select import needs_nest, take_kept_rows
 from lazyk.runtime.nest_steps import evaluate_nest
@@ -113,6 +113,7 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
             raise ValueError("out= is read-only: pass a writeable array")
         return store(_evaluate(expr), out, casting)
 
+    refuse_lazy_out(out)
     try:
         target = as_out(out)
     except Exception:
