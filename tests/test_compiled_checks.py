@@ -239,7 +239,7 @@ def test_a_lazy_expression_as_out_is_refused_everywhere():
     r = lazyk.array([[1.0], []])
     for call in (lambda: lazyk.evaluate(lazyk.array(a) * 10, out=o),
                  lambda: (lazyk.array(a) * 10).eval(out=o),
-                 lambda: lazyk.evaluate("a * 10", out=o),
+                 lambda: lazyk.evaluate("v * 10", {"v": a}, out=o),
                  lambda: lazyk.compile(x * 10)(a, out=o),
                  lambda: lazyk.compile(x.sum())(a, out=o),
                  lambda: lazyk.compile(x * 10).bind(o, a),
