@@ -250,3 +250,10 @@ def test_integers_compare_exactly_with_python_ints_beyond_their_range(dt):
                 np.testing.assert_array_equal(np.asarray(got), want, err_msg=text)
     x = lazyk.array([1, None, 3])
     assert (x < 2**70).eval().to_list() == [True, None, True]
+
+
+def test_where_and_fill_none_take_python_ints_beyond_int64_with_floats():
+    a = np.array([0.5, 2.0])
+    np.testing.assert_array_equal(lazyk.where(lazyk.array(a) > 1, a, 2**64).eval(),
+                                  np.where(a > 1, a, 2**64))
+    assert lazyk.fill_none(lazyk.array([0.5, None]), 2**64).eval().to_list() == [0.5, 2.0**64]

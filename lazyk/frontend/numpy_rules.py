@@ -102,7 +102,9 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
     if got is not None:
         return got
     try:
-        value = np.asarray(node.arg, dtype=dtype) if node.weak and not wrap else \
+        # (a Python int becomes a float directly: wrapping applies to integer dtypes only)
+        value = np.asarray(node.arg, dtype=dtype) if node.weak and (
+            not wrap or dtype.kind in "fc") else \
             np.asarray(node.arg, dtype=node.dtype).astype(dtype)
     except OverflowError as err:
         if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
