@@ -61,3 +61,19 @@ def test_records_and_histograms_as_results():
     assert lazyk.evaluate(h).tolist() == [1, 3]
     assert lazyk.evaluate(lazyk.zip({"x": x})).to_list() == [[{"x": 1.0}, {"x": 2.0},
                                                               {"x": 3.0}], [{"x": 4.0}]]
+
+
+def test_several_results_are_fresh_arrays_in_the_order_asked():
+    m = lazyk.array(np.ones((2, 3)))
+    assert all(r.flags.f_contiguous for r in lazyk.evaluate(m * 2, m + 1, order="F"))
+    t = lazyk.array(np.ones((3, 2)).T)
+    assert all(r.flags.c_contiguous for r in lazyk.evaluate(t * 2, t + 1, order="C"))
+    e = lazyk.array(np.arange(4.0)) * 2
+    r1, r2 = lazyk.evaluate(e, e)
+    r1[0] = 99.0
+    np.testing.assert_array_equal(r2, [0.0, 2.0, 4.0, 6.0])
+    x = lazyk.array([[1.0], []]) * 2
+    g1, g2 = lazyk.evaluate(x, x)
+    assert g1 is not g2 and g1.to_list() == g2.to_list() == [[2.0], []]
+    with pytest.raises(ValueError, match="order"):
+        lazyk.evaluate(m * 2, m + 1, order="X")

@@ -5,6 +5,7 @@ asked for twice is computed once. Records (`lazyk.zip`, combinations) and histog
 evaluate here too."""
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +53,7 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
             a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
             Fortran-contiguous (and not C-contiguous); otherwise C order. Ignored when
             `out` is given and for ragged / option and GPU results (always C order).
+            Several results take 'C' or 'F'; with 'A' / 'K' they are in C order.
         casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
             'same_kind', 'unsafe'; checked on every call).
         local_dict, global_dict: mappings (or None) for a string's names.
@@ -98,10 +100,26 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
                             "it, or one with it")
+        launch.check_options(order, casting)
         got = evaluate_many(expr, *more)
-        return got if more else got[0]
+        return _laid_out(got, order) if more else got[0]
     return evaluate_one(expr, out, local_dict, global_dict, order, casting,
                         _depth=_depth + 1)
+
+
+def _laid_out(results: tuple, order: str) -> tuple:
+    """Several results as fresh arrays, one per result (an expression given twice gives
+    two), in `order` ('C' / 'F'; 'A' and 'K' keep what was computed)."""
+    seen: set = set()
+    out = []
+    for r in results:
+        if id(r) in seen:  # (the same work asked twice: computed once, copied once)
+            r = r.copy() if isinstance(r, np.ndarray) else copy.deepcopy(r)
+        seen.add(id(r))
+        if isinstance(r, np.ndarray) and r.ndim > 1 and order in "CF":
+            r = np.asarray(r, order=order)
+        out.append(r)
+    return tuple(out)
 
 
 def evaluate_many(*items: Any) -> tuple:
