@@ -70,3 +70,40 @@ def test_repr_never_raises_and_shows_fields_alike_at_any_length():
     assert repr(a).startswith("array([b'\\xff\\xfe', b'ok']")
     big = lazyk.array([{"x": i, "y": [i, i]} for i in range(1001)])
     assert repr(big).startswith("array([{'x': 0, 'y': [0, 0]}, {'x': 1, 'y': [1, 1]}")
+
+
+def test_augmented_operators_write_into_the_array_as_numpys_do():
+    a = np.arange(4.0)
+    A = B = lazyk.array(a)
+    A += 1
+    A *= A
+    assert A is B
+    np.testing.assert_array_equal(a, [1.0, 4.0, 9.0, 16.0])
+    r = R = lazyk.array([[1.0, 2.0], [], [3.0]])
+    r += 1
+    assert r is R and r.to_list() == [[2.0, 3.0], [], [4.0]]
+    i = lazyk.array(np.arange(3))
+    with pytest.raises(lazyk.CastingError, match="same_kind"):
+        i += 1.5
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    x = lazyk.array(ro)
+    with pytest.raises(ValueError, match="read-only"):
+        x += 1
+
+
+def test_compiled_calls_name_inputs_in_shape_and_list_errors():
+    x = lazyk.placeholder("x", "N * float64")
+    f = lazyk.compile(x + lazyk.array(np.ones(3)))
+    with pytest.raises(lazyk.ShapeError, match="x \\(4,\\), captured array 0 \\(3,\\)"):
+        f(np.ones(4))
+    with pytest.raises(lazyk.TypeMatchError, match="input 'x'.*lists of different lengths"):
+        lazyk.compile(x * 2)([[1.0], [2.0, 3.0]])
+
+
+@pytest.mark.parametrize("fn", [lazyk.argmin, lazyk.argmax])
+def test_arg_reductions_of_a_zero_dim_value_are_position_zero(fn):
+    z = lazyk.array(np.array(3.0))
+    assert int(np.asarray(fn(z).eval())) == int(fn(np.array(3.0)).eval()) == 0
+    with pytest.raises(np.exceptions.AxisError):
+        fn(z, axis=1)

@@ -77,6 +77,20 @@ class Array(Operators, Conversions):
     __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "_columns",
                  "__weakref__")
 
+    # NumPy's augmented operators write into the array (a lazy expression has none)
+    __iadd__ = operators.in_place("add")
+    __isub__ = operators.in_place("subtract")
+    __imul__ = operators.in_place("multiply")
+    __itruediv__ = operators.in_place("true_divide")
+    __ifloordiv__ = operators.in_place("floor_divide")
+    __imod__ = operators.in_place("remainder")
+    __ipow__ = operators.in_place("power")
+    __iand__ = operators.in_place("bitwise_and")
+    __ior__ = operators.in_place("bitwise_or")
+    __ixor__ = operators.in_place("bitwise_xor")
+    __ilshift__ = operators.in_place("left_shift")
+    __irshift__ = operators.in_place("right_shift")
+
     # ------------------------------------------------------------ construction
     @classmethod
     def _wrap(cls, arr: np.ndarray, readonly: bool | None = None) -> Array:

@@ -115,6 +115,23 @@ def _binary(name: str, reflected: bool = False):
     return method
 
 
+def in_place(name: str):
+    """`a += b` (and the other augmented operators) on a lazyk array: NumPy's in-place
+    operator, `lazyk.evaluate(a + b, out=a)` under casting 'same_kind'."""
+    binary = _binary(name)
+
+    def method(self, other):
+        result = binary(self, other)
+        if result is NotImplemented:
+            return NotImplemented
+        hooks.evaluate(result, out=self)
+        return self
+
+    method.__name__ = f"__i{name}__"
+    method.__doc__ = f"In-place `{name}` into this array's memory (NumPy's augmented operator)."
+    return method
+
+
 def _unary(name: str):
     """Make a unary dunder that calls `lazyk.frontend.expr.<name>`."""
 

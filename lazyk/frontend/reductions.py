@@ -244,6 +244,8 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
                         f"{axis!r}")
     e = operands(op, (x,))[0]
     refuse_text(op, [e])
+    if not e.ndim and axis in (None, 0, -1):  # a 0-d value: NumPy's position 0 of itself
+        return _arg_reduce(op, e[None], 0, False)
     try:
         ops.get(op).resolve(e.dtype)
     except DTypeError:

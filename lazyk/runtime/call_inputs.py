@@ -336,8 +336,15 @@ class CallInputs:
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
                                               is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
-            a = x if isinstance(x, np.ndarray) and x.dtype not in TEXT_ELEMENTS \
-                else _as_input(x)
+            try:
+                a = x if isinstance(x, np.ndarray) and x.dtype not in TEXT_ELEMENTS \
+                    else _as_input(x)
+            except ValueError:  # NumPy's "inhomogeneous shape": lists of other lengths
+                if not isinstance(x, (list, tuple)):
+                    raise
+                raise TypeMatchError(f"input {self._names[i]!r}: expected "
+                                     f"{type_text(shape, dtype)}, got lists of different "
+                                     f"lengths (var rows): {self.signature}") from None
             exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
                 a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
             if a.dtype == object and isinstance(x, (list, tuple)) and exact is None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from lazyk import types as _T
 from lazyk.arrays.array import Array
-from lazyk.errors import BindError, NotSupportedError
+from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, arg_key, has_rows, toposort, type_text
 from lazyk.frontend.histogram import Histogram
@@ -217,10 +217,13 @@ class CompiledExpr(CallInputs, FastCalls):
         data = self._bind_inputs(inputs, casting)
         if on_gpu(data):  # GPU inputs run there
             return run_on_device(self.program, data, out)
-        if out is None:
-            return run_program(self.program, data)
-        target = as_out(out)
-        run_program(self.program, data, target, casting=casting)
+        try:
+            if out is None:
+                return run_program(self.program, data)
+            run_program(self.program, data, as_out(out), casting=casting)
+        except ShapeError as err:  # (the inputs by name: the kernel knows only shapes)
+            shapes = ", ".join(f"{n} {data[s].shape}" for n, s in zip(self._names, self._slots))
+            raise ShapeError(f"{err} (inputs: {shapes}): {self.signature}") from None
         return out
 
     def bind(self, out: Any, *inputs: Any, **named: Any) -> Any:
