@@ -670,3 +670,25 @@ def test_from_arrow_zero_rows_without_offsets_buffer(kind, type_text):
                        text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["0", *type_text.split(), "[]", "[]"]
+
+
+def test_arrow_fixed_lists_of_size_zero_nulls_and_missing_rows():
+    pa = pytest.importorskip("pyarrow")
+    a = pa.array([[], []], type=pa.list_(pa.int32(), 0))
+    assert str(lazyk.from_arrow(a).type) == "2 * 0 * int32"
+    assert lazyk.to_arrow(lazyk.from_arrow(a)).type == a.type
+    s = pa.array([[], []], type=pa.list_(pa.string(), 0))
+    assert str(lazyk.from_arrow(s).type) == "2 * 0 * string"
+    # no values at all: float64, as lazyk.array and Awkward type it
+    assert str(lazyk.from_arrow(pa.array([[], []])).type) == "2 * var * float64"
+    assert lazyk.from_arrow(pa.array([None, None])).to_list() == [None, None]
+    # rows that may be missing, as to_arrow writes `?n` rows: read back as `?var` rows
+    y = (lazyk.from_arrow(pa.array([[1.0, 2.0], None])) + np.ones((2, 2))).eval()
+    back = lazyk.from_arrow(lazyk.to_arrow(y))
+    assert str(back.type) == "2 * ?var * float64" and back.to_list() == [[2.0, 3.0], None]
+
+
+def test_awkward_regular_arrays_of_size_zero_keep_their_type():
+    ak = pytest.importorskip("awkward")
+    k = ak.to_regular(ak.Array(np.zeros((2, 0), "i4")), axis=1)
+    assert str(lazyk.from_awkward(k).type) == "2 * 0 * int32"

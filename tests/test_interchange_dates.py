@@ -208,3 +208,15 @@ def test_big_endian_dates_times_and_strings_read_their_values():
     got = lazyk.array(r)
     assert got.to_list() == [{"a": 1, "d": dt.date(2024, 1, 2), "s": "ab"}]
     assert str(got.type) == "1 * {a: >int32, d: date, s: fixed_string[2, 'utf32']}"
+
+
+def test_python_dates_times_and_durations_infer_their_types():
+    a = lazyk.array([dt.date(2024, 1, 2), None])
+    assert str(a.type) == "2 * ?date" and a.to_list() == [dt.date(2024, 1, 2), None]
+    b = lazyk.array([dt.datetime(2024, 1, 2, 3, 4)])
+    assert str(b.type) == "1 * datetime" and b.to_list() == [dt.datetime(2024, 1, 2, 3, 4)]
+    c = lazyk.array([dt.time(1, 2), dt.time(23, 59, 59, 999999), None])
+    assert str(c.type) == "3 * ?time"
+    assert c.to_list() == [dt.time(1, 2), dt.time(23, 59, 59, 999999), None]
+    d = lazyk.array([[dt.timedelta(seconds=5)], []])
+    assert d.to_list() == [[dt.timedelta(seconds=5)], []]

@@ -107,3 +107,26 @@ def test_arg_reductions_of_a_zero_dim_value_are_position_zero(fn):
     assert int(np.asarray(fn(z).eval())) == int(fn(np.array(3.0)).eval()) == 0
     with pytest.raises(np.exceptions.AxisError):
         fn(z, axis=1)
+
+
+def test_arrays_eval_and_explain_as_expressions_do():
+    r = lazyk.array([{"x": 1}, {"x": 2}])
+    z = lazyk.zip({"x": lazyk.array([1, 2])})
+    for field in (r.x, z.x):  # an array's field, a lazy field: one way to get values
+        assert field.eval().to_list() == [1, 2]
+        assert field.explain().startswith("== expression")
+    out = np.zeros(2, np.int64)
+    assert r.x.eval(out=out) is out and out.tolist() == [1, 2]
+
+
+def test_numpy_record_scalars_are_zero_dim_records():
+    s = np.array([(1, 2.5)], dtype=[("a", "i4"), ("b", "f8")])
+    r = lazyk.array(s[0])
+    assert str(r.type) == "{a: int32, b: float64}" and r.to_list() == {"a": 1, "b": 2.5}
+    assert str(lazyk.array(np.zeros(1, "V2")[0]).type) == "fixed_bytes[2]"
+
+
+def test_expression_repr_shows_missing_values_in_every_line():
+    lines = repr(lazyk.array([1, None]) + 1).splitlines()
+    assert lines[1].startswith("%0 = input") and lines[1].endswith(": 2 * ?int64")
+    assert lines[-1].endswith(": 2 * ?int64")

@@ -43,12 +43,14 @@ def test_fresh_venv_parses_a_type(wheel, tmp_path):
 def _check_fresh_venv(wheel: Path, env_dir: Path, tmp_path: Path) -> None:
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
+    # (no PYTHONPATH: a checkout on it would make pip see lazyk installed already)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    str(wheel)], check=True, capture_output=True, text=True)
+                    str(wheel)], check=True, capture_output=True, text=True, env=env,
+                   cwd=tmp_path)
     code = ("import lazyk, sys; t = lazyk.dshape('3 * var * {x: float64, y: ?int32}');"
             "assert lazyk.dshape(str(t)) is t; assert 'site-packages' in lazyk.__file__;"
             "print(t.ndim, t.shape)")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     res = subprocess.run([str(py), "-c", code], capture_output=True, text=True, env=env,
                          cwd=tmp_path)
     assert res.returncode == 0, res.stderr

@@ -250,6 +250,16 @@ class Array(Operators, Conversions):
         buf, offs = _region(self)
         return M.read(self.type, self.meta, 0, buf, offs)[0]
 
+    def eval(self, out: Any = None, casting: str = "same_kind") -> Any:
+        """The array itself (it holds its values): code that takes arrays and lazy
+        expressions alike calls `.eval()`; with `out`, its values stored there, as
+        `lazyk.evaluate(a, out=out)`."""
+        return self if out is None else hooks.evaluate(self, out=out, casting=casting)
+
+    def explain(self, target: str = "cpu") -> str:
+        """`lazyk.explain(a)`: what evaluating this array runs (a copy, or no kernel)."""
+        return hooks.explain(self, target=target)
+
     def __repr__(self) -> str:
         return f"array({format_values(self)}, type={str(self.type)!r})"
 
@@ -537,6 +547,8 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         return Array._wrap(obj)
     if device is not None and str(device) != "cpu":
         return array(obj, type).to(device)
+    if isinstance(obj, np.void):  # a NumPy record (or raw bytes) scalar: a 0-d array of it
+        obj = np.array(obj, obj.dtype)
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "UVmM":
         native = _orderless_native(obj.dtype)
         if native != obj.dtype:  # strings, dates and times have no byte order: a copy

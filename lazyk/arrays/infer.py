@@ -5,6 +5,7 @@ Both walk nested lists one nesting level at a time over a flat list of items, so
 """
 from __future__ import annotations
 
+import datetime
 from itertools import chain, repeat
 from numbers import Number
 from operator import is_not
@@ -30,6 +31,8 @@ _NONE = type(None)
 _PY_SCALARS = {bool: T.Scalar("bool"), int: T.Scalar("int64"), float: T.Scalar("float64"),
                complex: T.Scalar("complex128"), str: T.Scalar("string"),
                bytes: T.Scalar("bytes")}
+_PY_TEMPORAL = ((datetime.datetime, "datetime"), (datetime.date, "date"),
+                (datetime.time, "time"), (datetime.timedelta, "timedelta"))
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -131,6 +134,9 @@ def _scalar_of(kind: type, items: list) -> T.Type:
     for base, t in _PY_SCALARS.items():
         if issubclass(kind, base):
             return t
+    for base, text in _PY_TEMPORAL:  # (datetime before date: a datetime is a date)
+        if issubclass(kind, base):
+            return T.dshape(text)
     raise ArrayConstructionError(f"cannot store a {kind.__name__} in a lazyk array")
 
 
@@ -441,6 +447,10 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                                              f"but the type '{t}' is not an option ('?{t}')")
             raise ArrayConstructionError(
                 f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
+    if t == T.Scalar("time"):  # times of day: microseconds since midnight
+        items = [datetime.timedelta(hours=x.hour, minutes=x.minute, seconds=x.second,
+                                    microseconds=x.microsecond)
+                 if isinstance(x, datetime.time) else x for x in items]
     if isinstance(t, T.FixedBytes) and items:  # (NumPy would cut longer values silently)
         if any(isinstance(x, (bytes, bytearray)) and len(x) > t.size for x in items):
             i = _first(items, lambda x: isinstance(x, (bytes, bytearray)) and len(x) > t.size)

@@ -106,7 +106,7 @@ class Expr(Operators):
         return build_type(node.shape, node.dtype, tuple(dims), option)
 
     def __repr__(self) -> str:
-        return f"<lazyk.Expr {self.type}>\n{dump(self.node)}"
+        return f"<lazyk.Expr {self.type}>\n{typed_dump(self)}"
 
     def _repr_html_(self) -> str:
         """A notebook's view: the short form and the type; nothing is computed."""
@@ -330,3 +330,14 @@ def _materialize(e: Expr) -> Expr:
             stack.extend((a, False) for a in (*recipe[1], *recipe[2].values())
                          if type(a) is Expr and a._recipe is not None)
     return e
+
+
+def typed_dump(e: Expr) -> str:
+    """`graph.dump` with each node's type as evaluation gives it: missing rows (`?var`)
+    and missing values (`?T`) shown (they follow from the leaves)."""
+    lines = dump(e.node).split("\n")
+    for k, node in enumerate(_toposort(e.node)):
+        plain = node.type_text()
+        if lines[k].endswith(" : " + plain):
+            lines[k] = lines[k][:-len(plain)] + str(Expr(node, e.env).type)
+    return "\n".join(lines)

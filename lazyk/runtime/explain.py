@@ -11,9 +11,9 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.backend import nvvmc
 from lazyk.codegen import gpu_nest
 from lazyk.errors import DeviceError
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, typed_dump
 from lazyk.frontend.exprparse import ExprParseError, build, names
-from lazyk.frontend.graph import REDUCE_OP, dump, has_rows, toposort, type_text
+from lazyk.frontend.graph import REDUCE_OP, has_rows, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import (
     Placeholder,
@@ -215,7 +215,7 @@ def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
     """where() over strings runs as numeric where()s of the selected strings' `begin` and
     `size` halves (no character is copied), then whatever uses the selected strings."""
     types = ", ".join(f"{n}: {_leaf_type(v)}" for n, v in e.env.items())
-    out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{dump(e.node)}"]
+    out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{typed_dump(e)}"]
     if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
         out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
         sizes = symbol_sizes(e.node)
@@ -264,10 +264,10 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
     finally:
         _drop(RECORDERS, record)
     out = [f"== expression with row operations -> {e.type}",
-           f"== graph as built\n{dump(e.node)}",
+           f"== graph as built\n{typed_dump(e)}",
            "== row operations lowered (scans in their own loop nest, is_none / fill_none "
            "fused into the graph that reads them, the others computed with NumPy over the "
-           f"offsets)\n{dump(low.node)}"]
+           f"offsets)\n{typed_dump(low)}"]
     nests = [r[1:] for r in record if r[0] == "nest"]
     if nests:
         out.append(explain_nests(nests))

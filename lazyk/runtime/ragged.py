@@ -15,8 +15,8 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
-from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, dump, rewrite, toposort
+from lazyk.frontend.expression import Expr, typed_dump
+from lazyk.frontend.graph import PICK_OP, rewrite, toposort
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.leaves import is_ragged, is_text, leaf_data
@@ -202,19 +202,8 @@ def explain(expr, declared=None) -> str:
     sample = "" if declared is None else \
         "\n== (run on sample arrays: 8 per symbolic dim, rows of lengths 0, 1, 2, 3, ...)"
     return "\n".join([f"== ragged expression over ({inputs}) -> {shown.type}{sample}",
-                      f"== graph as built\n{dump_typed(shown)}",
+                      f"== graph as built\n{typed_dump(shown)}",
                       explain_nests(nests)])
-
-
-def dump_typed(e) -> str:
-    """`graph.dump` with each node's type as the ragged evaluation gives it: missing rows
-    (`?var`) and missing values (`?T`) shown."""
-    lines = dump(e.node).split("\n")
-    for k, node in enumerate(toposort(e.node)):
-        plain = node.type_text()
-        if lines[k].endswith(" : " + plain):
-            lines[k] = lines[k][:-len(plain)] + str(Expr(node, e.env).type)
-    return "\n".join(lines)
 
 
 runtime.install_path("ragged", evaluate_if_ragged)

@@ -71,6 +71,9 @@ def from_arrow(x: Any) -> Array:
         return from_arrow(x.storage)
     if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
         return from_arrow(x.dictionary_decode())
+    if pa.types.is_null(t):  # no values (pyarrow's type of `[[], []]`): float64, as lists
+        n = len(x)  # and Awkward give; every value missing
+        return masked(np.zeros(n), np.zeros(n, bool)) if n else array(np.zeros(0))
     if pa.types.is_union(t):
         raise NotSupportedError(
             f"Arrow union arrays ({t}): a lazyk array holds one type; select the values of "
@@ -86,11 +89,12 @@ def from_arrow(x: Any) -> Array:
         valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else None
         return column_lists(as_offsets(offsets), content, valid)
     if pa.types.is_fixed_size_list(t):
-        if x.null_count:
-            raise NotSupportedError(f"missing rows in a fixed-size list ({t})")
         k = t.list_size
         inner = _at("list values", from_arrow, x.values.slice(x.offset * k, len(x) * k))
-        return regular(inner, k) if k else array(np.zeros((len(x), 0)))
+        if x.null_count:  # rows that may be missing: `?var` rows of k items
+            valid = x.is_valid().to_numpy(zero_copy_only=False)
+            return column_lists(np.arange(len(x) + 1, dtype=np.int64) * k, inner, valid)
+        return regular(inner, k, len(x))
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
             pa.types.is_large_binary(t):
         _, off_buf, char_buf = x.buffers()
@@ -138,8 +142,6 @@ def _arrow_hint(pa, t) -> str:
         return cast.format("string()")
     if str(t) == "binary_view":
         return cast.format("binary()")
-    if pa.types.is_null(t):
-        return cast.format("float64()") + " (every value missing; any numeric type)"
     if str(t).startswith("run_end_encoded"):
         return "; decode it first: pyarrow.compute.run_end_decode(col)"
     return ""

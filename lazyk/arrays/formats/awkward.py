@@ -99,8 +99,7 @@ def _from_layout(ak, layout) -> Array:
                            _from_layout(ak, layout.content))
     if isinstance(layout, c.RegularArray):
         inner = _from_layout(ak, layout.content[:len(layout) * layout.size])
-        return regular(inner, layout.size) if layout.size else array(
-            np.zeros((len(layout), 0)))
+        return regular(inner, layout.size, len(layout))
     if isinstance(layout, (c.ByteMaskedArray, c.BitMaskedArray, c.IndexedOptionArray,
                            c.UnmaskedArray)):
         n = len(layout)
