@@ -257,3 +257,14 @@ def test_where_and_fill_none_take_python_ints_beyond_int64_with_floats():
     np.testing.assert_array_equal(lazyk.where(lazyk.array(a) > 1, a, 2**64).eval(),
                                   np.where(a > 1, a, 2**64))
     assert lazyk.fill_none(lazyk.array([0.5, None]), 2**64).eval().to_list() == [0.5, 2.0**64]
+
+
+def test_power_of_one_half_is_numpys_square_root():
+    x = np.array([-np.inf, -0.0, 4.0, np.nan])
+    with np.errstate(invalid="ignore"):
+        for v in (x, x.astype(np.float32), np.array([4, 9])):
+            got = (lazyk.array(v) ** 0.5).eval()
+            want = v ** 0.5
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype and np.signbit(got).tolist() == \
+                np.signbit(want).tolist()

@@ -120,6 +120,9 @@ def _apply(name: str, *args: Any) -> Expr:
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu":
         _check_int_exponent(srcs[1])
+    if name == "power" and result.kind in "fc" and srcs[1].op in ("scalar", "const") and \
+            srcs[1].arg == 0.5 and srcs[0].ndim:  # NumPy's fast path: sqrt (-inf -> nan)
+        return _apply("sqrt", Expr(cast(srcs[0], loop[0]), merge_env(exprs[:1])))
     if len(srcs) == 2:
         a, b = srcs
         shape = a.shape if a.shape == b.shape or not b.shape else \
