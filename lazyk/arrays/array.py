@@ -19,46 +19,12 @@ from lazyk.arrays.assign import assign
 from lazyk.arrays.conversions import Conversions
 from lazyk.arrays.display import format_values, html_view
 from lazyk.arrays.foreign import as_readable, from_foreign, is_foreign
-from lazyk.arrays.infer import infer_type, pack, with_dtype
+from lazyk.arrays.infer import infer_type, masked_records, pack, with_dtype
 from lazyk.arrays.operators import Operators
-from lazyk.arrays.views import index_type, index_values, normalize_index, strided_view
+from lazyk.arrays.views import bool_items, index_type, index_values, normalize_index, strided_view
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
-
-
-def _orderless_native(dt: np.dtype) -> np.dtype:
-    """`dt` with its elements of types that carry no byte order (fixed_string, date, time,
-    timedelta: kinds U, m, M) in the machine's order, inside records and sub-arrays too."""
-    if dt.subdtype is not None:
-        base, shape = dt.subdtype
-        return np.dtype((_orderless_native(base), shape))
-    if dt.fields is not None:
-        return np.dtype({"names": list(dt.names), "offsets": [dt.fields[n][1] for n in dt.names],
-                         "formats": [_orderless_native(dt.fields[n][0]) for n in dt.names],
-                         "itemsize": dt.itemsize})
-    return dt.newbyteorder("=") if dt.kind in "UmM" else dt
-
-
-def _masked_records(obj: np.ma.MaskedArray) -> tuple[list, T.Type]:
-    """(rows as dicts, type) of a masked NumPy record array: a field with masked entries
-    is `?T` (missing there), the others keep their type."""
-    names, mask = obj.dtype.names, np.ma.getmaskarray(obj)
-    fields = []
-    for n in names:
-        ft = obj.dtype.fields[n][0]
-        if ft.names or ft.subdtype:
-            raise NotSupportedError(f"a masked NumPy record array with a field of records "
-                                    f"or sub-arrays ({n!r}: {ft}): pass obj.filled() or a list")
-        t = M.type_from_numpy(ft)
-        fields.append((n, T.Option(t) if mask[n].any() else t))
-    t = T.Record(tuple(fields))
-    for size in reversed(obj.shape):
-        t = T.FixedDim(size, t)
-
-    def rows(v):
-        return [rows(x) for x in v] if isinstance(v, list) else dict(zip(names, v))
-    return rows(obj.tolist()), t
 
 
 def _elem_type(dt: np.dtype) -> T.Type:
@@ -321,7 +287,7 @@ class Array(Operators, Conversions):
             return operators.front_end().index_by(self, index)
         items = index if isinstance(index, tuple) else (index,)
         if self._np is None and any(isinstance(i, (bool, np.bool_)) for i in items):
-            items = _bool_items(items)
+            items = bool_items(items)
         try:
             view = _view(self, items)
         except NotSupportedError:
@@ -410,15 +376,6 @@ def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- indexing
-def _bool_items(items: tuple) -> tuple:
-    """NumPy's meaning of a bool index: `True` is a new axis (None); `False` (a new axis
-    of size 0) has no view over var dims."""
-    if any(i is False or i is np.False_ for i in items):
-        raise IndexError("x[False] (a new axis of size 0) is not supported on arrays with "
-                         "var dims or missing values: x[None][:0] gives that view")
-    return tuple(None if isinstance(i, (bool, np.bool_)) else i for i in items)
-
-
 def _view(a: Array, items: tuple) -> Array | None:
     """The view `a[items]` over the same memory, or None when no strided view exists."""
     t = a.type
@@ -550,7 +507,7 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
     if isinstance(obj, np.void):  # a NumPy record (or raw bytes) scalar: a 0-d array of it
         obj = np.array(obj, obj.dtype)
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "UVmM":
-        native = _orderless_native(obj.dtype)
+        native = M.orderless_native(obj.dtype)
         if native != obj.dtype:  # strings, dates and times have no byte order: a copy
             obj = obj.astype(native)
     if builtins_type(obj) is np.ndarray and type is None:
@@ -572,7 +529,7 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         return masked(values.astype(values.dtype.newbyteorder("="), copy=False),
                       ~np.ma.getmaskarray(obj))
     if isinstance(obj, np.ma.MaskedArray) and type is None and obj.dtype.names:
-        obj, type = _masked_records(obj)
+        obj, type = masked_records(obj)
     elif isinstance(obj, np.ma.MaskedArray):
         obj = obj.tolist()  # masked entries become None, so they land in an option mask
     elif type is None and isinstance(obj, np.ndarray):
@@ -632,22 +589,6 @@ def masked_empty(shape: tuple, dtype: np.dtype,
         t = T.FixedDim(n, t)
         meta[:0] = [n, s]
     return Array.from_parts(t, tuple(meta) + (size,), block.address, block), values, present
-
-
-def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
-    """`mask` as a bool array: bool values, or integers that are all 0 or 1; anything else
-    (0.5, "no") is a mistake, not a truth value (ArrayConstructionError naming it)."""
-    m = np.asarray(mask)
-    if m.dtype == bool:
-        return m
-    if m.dtype.kind in "iu":
-        bad = np.flatnonzero((m != 0) & (m != 1))
-        if not len(bad):
-            return m.astype(bool)
-        raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
-                                     f"{m.reshape(-1)[bad[0]]!r} at position {int(bad[0])}")
-    raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
-                                 f"{m.dtype} values")
 
 
 __all__ = ["Array", "array", "TypeParseError"]

@@ -208,6 +208,19 @@ def meta_np_dtype(t: T.Type, meta: tuple) -> np.dtype:
 
 
 @lru_cache(maxsize=1024)
+def orderless_native(dt: np.dtype) -> np.dtype:
+    """`dt` with its elements of types that carry no byte order (fixed_string, date, time,
+    timedelta: kinds U, m, M) in the machine's order, inside records and sub-arrays too."""
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return np.dtype((orderless_native(base), shape))
+    if dt.fields is not None:
+        return np.dtype({"names": list(dt.names), "offsets": [dt.fields[n][1] for n in dt.names],
+                         "formats": [orderless_native(dt.fields[n][0]) for n in dt.names],
+                         "itemsize": dt.itemsize})
+    return dt.newbyteorder("=") if dt.kind in "UmM" else dt
+
+
 def type_from_numpy(dt: np.dtype) -> T.Type:
     """lazyk element type of a NumPy dtype; records of any packing (offsets go in arrmeta)."""
     if dt.subdtype is not None:

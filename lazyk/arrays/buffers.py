@@ -15,13 +15,29 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
-from lazyk.arrays.array import Array, array, bool_mask, masked
+from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.trees import offsets_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 from lazyk.lru import lock
 
 
 # ---------------------------------------------------------------- building blocks
+def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
+    """`mask` as a bool array: bool values, or integers that are all 0 or 1; anything else
+    (0.5, "no") is a mistake, not a truth value (ArrayConstructionError naming it)."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m
+    if m.dtype.kind in "iu":
+        bad = np.flatnonzero((m != 0) & (m != 1))
+        if not len(bad):
+            return m.astype(bool)
+        raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                     f"{m.reshape(-1)[bad[0]]!r} at position {int(bad[0])}")
+    raise ArrayConstructionError(f"{what} takes bool values (or integers 0 / 1), not "
+                                 f"{m.dtype} values")
+
+
 def _content(content: Any) -> Array:
     """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
     if isinstance(content, np.ma.MaskedArray):  # its masked values are missing: `?T`

@@ -21,6 +21,7 @@ from lazyk.arrays.arrmeta import (
     n_shadows,
     np_dtype,
     scatter,
+    type_from_numpy,
 )
 from lazyk.arrays.indexpath import Subset, Where
 from lazyk.arrays.memory import MemoryBlock
@@ -175,6 +176,27 @@ def _int_type(items: list, where: Where) -> T.Type:
     i = _first(items, lambda x: type(x) is int and not (_INT64[0] <= x < 2**64))
     raise ArrayConstructionError(f"integer {items[i]} at {where.name(i)} does not fit in "
                                  "int64 or uint64")
+
+
+def masked_records(obj: np.ma.MaskedArray) -> tuple[list, T.Type]:
+    """(rows as dicts, type) of a masked NumPy record array: a field with masked entries
+    is `?T` (missing there), the others keep their type."""
+    names, mask = obj.dtype.names, np.ma.getmaskarray(obj)
+    fields = []
+    for n in names:
+        ft = obj.dtype.fields[n][0]
+        if ft.names or ft.subdtype:
+            raise NotSupportedError(f"a masked NumPy record array with a field of records "
+                                    f"or sub-arrays ({n!r}: {ft}): pass obj.filled() or a list")
+        t = type_from_numpy(ft)
+        fields.append((n, T.Option(t) if mask[n].any() else t))
+    t = T.Record(tuple(fields))
+    for size in reversed(obj.shape):
+        t = T.FixedDim(size, t)
+
+    def rows(v):
+        return [rows(x) for x in v] if isinstance(v, list) else dict(zip(names, v))
+    return rows(obj.tolist()), t
 
 
 # ---------------------------------------------------------------- typed templates

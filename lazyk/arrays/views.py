@@ -21,6 +21,15 @@ from lazyk.errors import NotSupportedError
 DIM_ITEMS = (int, np.integer, slice)
 
 
+def bool_items(items: tuple) -> tuple:
+    """NumPy's meaning of a bool index: `True` is a new axis (None); `False` (a new axis
+    of size 0) has no view over var dims."""
+    if any(i is False or i is np.False_ for i in items):
+        raise IndexError("x[False] (a new axis of size 0) is not supported on arrays with "
+                         "var dims or missing values: x[None][:0] gives that view")
+    return tuple(None if isinstance(i, (bool, np.bool_)) else i for i in items)
+
+
 def normalize_index(t: T.Type, items: tuple) -> tuple[list, list[str]]:
     """Dim items with `...` expanded, and the field names (applied after the dims)."""
     names = [i for i in items if isinstance(i, str)]

@@ -283,9 +283,9 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
     them.
 
     `lazyk.explain(e)` is `e.explain()`; a numexpr-style string takes its names from the
-    caller's frame, as `lazyk.evaluate` does (`lazyk.explain("2*a + b")`). The text prints with its line breaks at a prompt
-    and as preformatted text in a notebook; it runs the expression once, on its data or
-    (for placeholders) on sample data.
+    caller's frame, as `lazyk.evaluate` does (`lazyk.explain("2*a + b")`). The text
+    prints with its line breaks at a prompt and as preformatted text in a notebook; it
+    runs the expression once, on its data or (for placeholders) on sample data.
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
