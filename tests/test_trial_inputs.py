@@ -295,8 +295,8 @@ def test_refused_arrow_types_suggest_a_conversion():
     import decimal
 
     import pyarrow.compute as pc
-    cases = [(pa.array([decimal.Decimal("1.5")]), "float64()"),
-             (pa.array([None]), "float64()")]
+    cases = [(pa.array([decimal.Decimal("1.5")]), "float64()")]
+    assert lazyk.from_arrow(pa.array([None])).to_list() == [None]  # (null: no values)
     if hasattr(pa, "string_view"):
         cases.append((pa.array(["a"], pa.string_view()), "string()"))
     for x, target in cases:
