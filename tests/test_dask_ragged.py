@@ -973,3 +973,12 @@ def test_explain_shows_the_work_of_one_partition():
     assert "N * ?var * ?float64" in text and "define" in text  # the type and the LLVM IR
     s = ldask.from_ragged(lazyk.array([["a", "b"], [], None]), 2)
     assert "row operations" in (s[s != "a"]).explain()
+
+
+def test_a_record_field_called_name_reads_as_on_one_machine():
+    pa = pytest.importorskip("pyarrow")
+    rows = lazyk.from_arrow(pa.table({"name": ["kiwi", "fig", None], "price": [3.0, 1.0, 2.0]}))
+    q = ldask.from_ragged(rows, 2)
+    want = lazyk.evaluate((rows.name == "kiwi") | (rows.price < 2)).to_list()
+    assert ldask.evaluate((q.name == "kiwi") | (q.price < 2)).compute().tolist() == want
+    assert q.compute().to_list() == rows.to_list()

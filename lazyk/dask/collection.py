@@ -400,6 +400,15 @@ class RaggedRecords(_Collection, Operators):
         """The lazyk type of the whole collection."""
         return self._ltype
 
+    @property
+    def name(self) -> Any:  # type: ignore[override]
+        """The field `name` where the records have one (as `r.name` reads on one machine),
+        else the Dask key name of the partitions."""
+        try:
+            return self["name"]
+        except KeyError:
+            return self._name
+
     def __getitem__(self, field: str) -> Any:
         got = self._fields.get(field) if isinstance(field, str) else None
         if got is not None:
