@@ -558,3 +558,25 @@ def test_explain_shows_the_row_operations_and_the_scan_nest():
     text = str((lazyk.cumsum(x * 2) + lazyk.num(x)[:, None]).explain())
     assert "rows(%0) num[1]" in text and "== row operations lowered" in text
     assert "scan add" in text  # the scan's own loop nest, with the elementwise work in it
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "uint8", "float64"])
+@pytest.mark.parametrize("ascending", [True, False])
+def test_sort_at_the_ends_of_integer_ranges_with_missing_values(dtype, ascending):
+    lo, hi = (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)) if dtype != "float64" \
+        else (-np.inf, np.inf)
+    vals = [lo, hi, 0, 1, 2, 3] + ([lo + 1, lo + 2, hi - 1, hi - 2] if dtype != "float64"
+                                   else [-0.0, 0.0])
+    vals = [float(v) for v in vals] if dtype == "float64" else vals
+    rng = np.random.default_rng(7)
+    rows = [[None if rng.random() < 0.2 else vals[int(rng.integers(len(vals)))]
+             for _ in range(int(rng.integers(0, 7)))] for _ in range(40)]
+    x = lazyk.array(rows, type=f"40 * var * ?{dtype}")
+
+    def order(row):  # stable, missing values last (Awkward's and NumPy's rule)
+        present = [i for i, v in enumerate(row) if v is not None]
+        present.sort(key=lambda i: row[i], reverse=not ascending)
+        return present + [i for i, v in enumerate(row) if v is None]
+    assert lazyk.argsort(x, ascending=ascending).eval().to_list() == [order(r) for r in rows]
+    got = lazyk.sort(x, ascending=ascending).eval().to_list()
+    assert str(got) == str([[r[i] for i in order(r)] for r in rows])  # (-0.0 keeps its sign)

@@ -24,11 +24,15 @@ _TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then N
 CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
 
 
-def _keyable(values: np.ndarray) -> bool:
+def _keyable(values: np.ndarray, ascending: bool) -> bool:
     """Whether every value has a `sort_keys` key below the keys kept for missing values
-    and padding (int64 / uint64 values at the top of their range have none)."""
+    and padding (int64 / uint64 values at the top of their range have none; descending,
+    at the bottom: their keys are reversed)."""
     if values.dtype.kind not in "iu" or values.dtype.itemsize < 8 or not len(values):
         return values.dtype.kind in "biuf"
+    if not ascending:  # (~key: the smallest values take the largest keys)
+        low = int(values.min())
+        return low > -_TOP + 1 if values.dtype.kind == "i" else low > 2
     top = int(values.max())
     return top < _TOP - 2 if values.dtype.kind == "i" else top < (1 << 63) + _TOP - 2
 
@@ -133,7 +137,8 @@ def sorted_values(lists: Column, ascending: bool):
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
     lens, v, missing, _, _ = _row_items(lists)
-    if not _keyable(v):
+    if not _keyable(v, ascending) or v.dtype.kind == "f" and bool(
+            (np.signbit(v) & (v == 0)).any()):  # (-0.0 keeps its sign: by positions)
         return None
     out = np.empty(len(v), v.dtype)
     present = None if missing is None else np.empty(len(v), bool)
@@ -162,7 +167,7 @@ def sort_lists(lists: Column, ascending: bool,
     lens, v, missing, idx, first = _row_items(lists)
     n = len(lens)
     off = offsets_of(lens)
-    if _keyable(v):
+    if _keyable(v, ascending):
         pos = np.empty(len(v), I64)
         for at, lens_c, width in _classes(lens):
             for o0, o1, rows, place in _chunks(lens_c, width):
