@@ -356,3 +356,17 @@ def test_dask_leaves_of_unsupported_dtypes_are_refused(dtype):
         ldask.evaluate(lazyk.sin(a))
     with pytest.raises(lazyk.UnsupportedOperandError):
         ldask.evaluate("a + 1")
+
+
+def test_float32_sums_round_once_whatever_the_chunks():
+    rng = np.random.default_rng(7)
+    h = rng.standard_normal(1000).astype(np.float32)
+    exact = np.float32(h.astype(np.float64).sum())
+    for chunks in (7, 100, 1000):
+        got = ldask.evaluate(lazyk.sum(da.from_array(h, chunks=chunks))).compute()
+        assert got.dtype == np.float32 and got == exact
+    col = ldask.from_ragged(lazyk.array(h.reshape(100, 10)), 7)
+    assert np.asarray(ldask.evaluate(lazyk.sum(col)).compute()) == exact
+    m = h.reshape(100, 10)
+    got = ldask.evaluate(lazyk.sum(da.from_array(m, chunks=(7, 3)), axis=0)).compute()
+    np.testing.assert_array_equal(got, m.astype(np.float64).sum(axis=0).astype(np.float32))

@@ -73,6 +73,7 @@ from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, ty
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.histogram import histogram as hist
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
+from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
@@ -348,20 +349,23 @@ def _reduction(node: Node, arrays: dict, split_every: Any) -> da.Array:
     op, axes, keepdims = node.arg[:3]
     src = node.srcs[0]
     fold = "sum" if op == "mean" else op
-    partial_node = Node(REDUCE_OP, node.dtype,
+    acc = partial_dtype(fold, node.dtype)  # (float32 sums: float64 partials, as one machine)
+    partial_node = Node(REDUCE_OP, acc,
                         tuple(1 if d in axes else n for d, n in enumerate(src.shape)),
-                        (src,), (fold, axes, True))
+                        (cast(src, acc),), (fold, axes, True))
     k, names = _kernel(partial_node)
     partials = da.blockwise(*_blockwise_args(k, names, arrays, src.ndim), dtype=node.dtype,
                             align_arrays=True, concatenate=True,
                             adjust_chunks={ax: 1 for ax in axes},
                             meta=np.empty((0,) * src.ndim, node.dtype),
                             name=_name("lazyk-partial", k, names, arrays))
-    dt = node.dtype.str
+    dt = acc.str
     aggregate = _Fold(fold, dt)
     if op == "mean":
         count = int(np.prod([src.shape[d] for d in axes]))
         aggregate = functools.partial(_divide_after, aggregate, count)
+    if acc != node.dtype:
+        aggregate = functools.partial(_rounded, aggregate, node.dtype.str)
     return da.reduction(partials, _keep, aggregate, axis=axes, keepdims=keepdims,
                         dtype=node.dtype, split_every=split_every,
                         combine=_Fold(fold, dt), concatenate=True,
@@ -498,6 +502,12 @@ def _fold_kernel(op: str, dtype: str, ndim: int, axes: tuple, keepdims: bool) ->
     p = lx.placeholder("p", " * ".join([f"D{i}" for i in range(ndim)] + [np.dtype(dtype).name]))
     dt = None if op in ("any", "all") else np.dtype(dtype)
     return CompiledExpr(lx.reduce(op, p, axis=axes, keepdims=keepdims, dtype=dt))
+
+
+def _rounded(fold: Any, to: str, x: np.ndarray, axis: Any = None,
+             keepdims: bool = False) -> np.ndarray:
+    """`fold`'s result (added in a wider type) rounded once to the result's dtype `to`."""
+    return np.asarray(fold(x, axis=axis, keepdims=keepdims)).astype(to)
 
 
 def _divide_after(fold: _Fold, count: int, x: np.ndarray, axis: Any = None,

@@ -85,6 +85,7 @@ from lazyk.frontend.graph import (
     toposort,
 )
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, RaggedLeaf, leaf_data
+from lazyk.frontend.numpy_rules import cast, partial_dtype
 
 
 # ---------------------------------------------------------------- expression -> layers
@@ -258,6 +259,11 @@ class _Planner:
         op, axes = node.arg[:2]
         if op == "mean":
             return rewrite(self._mean(node).node, self._visit)
+        wide = partial_dtype(op, node.dtype)
+        if wide != node.dtype:  # float32 partials add in float64, rounded once at the end
+            src = self._visit(cast(node.srcs[0], wide), node.srcs)
+            got = self._global(Node(REDUCE_OP, wide, node.shape, (src,), node.arg))
+            return self._visit(cast(got, node.dtype), (got,))
         row = ops.OPS.get(op)
         if row is None or row.combine is None:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")

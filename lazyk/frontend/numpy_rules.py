@@ -177,6 +177,16 @@ def normalize_axes(axis: Any, ndim: int, op: str = "reduce") -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def partial_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    """The dtype a split reduction's partial results keep (Dask's partitions): a float16 /
+    float32 (complex64) sum or product adds in float64 (complex128), as one kernel does,
+    and rounds once at the end."""
+    if op in ("sum", "prod") and dtype.kind in "fc" and \
+            dtype.itemsize < (16 if dtype.kind == "c" else 8):
+        return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
+    return dtype
+
+
 @functools.lru_cache(maxsize=256)
 def reduce_dtype(op: str, dtype: np.dtype) -> np.dtype:
     """NumPy's result dtype for reduction `op` of `dtype` (sum of int8 is int64, ...)."""
