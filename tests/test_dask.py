@@ -370,3 +370,13 @@ def test_float32_sums_round_once_whatever_the_chunks():
     m = h.reshape(100, 10)
     got = ldask.evaluate(lazyk.sum(da.from_array(m, chunks=(7, 3)), axis=0)).compute()
     np.testing.assert_array_equal(got, m.astype(np.float64).sum(axis=0).astype(np.float32))
+
+
+def test_row_operations_over_dask_arrays_compute_or_refuse_by_name():
+    A = np.array([[0.0, 3.0, 1.0], [4.0, 0.0, 2.0]])
+    a = _da(A, 1)
+    def f(x): return lazyk.firsts(lazyk.sin(x)[lazyk.argmax(x, axis=1, keepdims=True)])
+    got = ldask.evaluate(f(a)).compute()
+    assert got.to_list() == lazyk.evaluate(f(A)).to_list()
+    with pytest.raises(lazyk.NotSupportedError, match="cumsum"):
+        ldask.evaluate(lazyk.cumsum(a, axis=None)).compute()

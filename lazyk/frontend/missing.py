@@ -48,8 +48,8 @@ def _leaf_kind(leaf: Any):
     array's type (interned: one object per type)."""
     if missing_rows(leaf):
         return tuple(leaf.rows), bool(leaf.option)
-    arr = getattr(leaf, "array", None)
-    return arr.type if arr is not None else bool(getattr(leaf, "option", False))
+    t = getattr(getattr(leaf, "array", None), "type", None)  # (a Dask array has none)
+    return t if t is not None else bool(getattr(leaf, "option", False))
 
 
 def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
@@ -61,8 +61,7 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
             if missing_rows(leaf):  # a placeholder with `?var` dims
                 memo[id(node)] = (list(leaf.rows), leaf.option)
                 continue
-            flags, t = [], getattr(leaf, "array", None)
-            t = t.type if t is not None else None
+            flags, t = [], getattr(getattr(leaf, "array", None), "type", None)
             while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
                 row = isinstance(t, T.Option)
                 t = t.elem if row else t
