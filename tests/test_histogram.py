@@ -500,3 +500,12 @@ def test_a_kept_bin_graph_is_not_reused_over_missing_mask_elements():
                     (plain, [1, 0, 1, 1, 0, 1])):
         got = lazyk.histogram(x[m], 6, (0.5, 6.5)).eval()
         np.testing.assert_array_equal(got, want)
+
+
+def test_bools_without_a_range_bin_as_numpys_uint8():
+    b = np.array([True, False, True])
+    for x in (lazyk.array(b), lazyk.array([[True, False], [True]])):
+        counts, edges = lazyk.histogram(x, 2)
+        want = np.histogram(b, 2)
+        np.testing.assert_array_equal(counts, want[0])
+        np.testing.assert_array_equal(edges, want[1])
