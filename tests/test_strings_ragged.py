@@ -628,3 +628,12 @@ def test_items_and_slices_of_selected_strings_match_awkward(data):
     if a.ndim == 3:  # an empty list has no item 0, as in Awkward
         with pytest.raises(IndexError, match="row 1"):
             v[v != "x"][:, 0].eval()
+
+
+def test_pad_none_clip_of_strings_with_missing_lists_matches_awkward():
+    ak = pytest.importorskip("awkward")
+    data = [["kiwi", "x"], [], None, ["café", None, ""]]
+    e = lazyk.pad_none(lazyk.array(data), 2, clip=True)
+    assert str(e.type) == "4 * ?var * ?string" == str(e.eval().type)
+    assert e.eval().to_list() == ak.pad_none(ak.Array(data), 2, clip=True).to_list()
+    assert lazyk.str_len(e).eval().to_list() == [[4, 1], [None, None], None, [4, None]]

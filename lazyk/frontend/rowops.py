@@ -375,6 +375,8 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     target = int(target)
     n = e.shape[a]
     size = target if clip else builtins.max(n, target) if isinstance(n, int) else "var"
+    if clip and rows[a] and is_text(e.dtype):  # (missing lists of strings: `?var`, not `?n`)
+        size = "var"
     shape = e.shape[:a] + (size,) + e.shape[a + 1:]
     new = list(rows)
     if a + 1 < e.ndim:

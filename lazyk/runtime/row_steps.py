@@ -523,9 +523,23 @@ def built(tree: Column) -> Array:
     if not marks:
         return build_columns(plain)
     got = tree_array(plain, plain.length(), None, marks)
-    if got is None:
-        raise NotSupportedError("missing fixed-size lists (?n) in this layout")
-    return got
+    return got if got is not None else build_columns(_as_var_rows(tree))
+
+
+def _as_var_rows(node: Column) -> Column:
+    """The tree with its missing fixed-size lists (`?n`) as missing var rows (`?var`): the
+    layout strings and records take."""
+    if isinstance(node, Masked) and isinstance(node.child, Regular):
+        r = node.child
+        offsets = np.arange(r.length() + 1, dtype=np.int64) * r.size
+        return Masked(node.present, Lists(offsets, _as_var_rows(r.child)))
+    if isinstance(node, Masked):
+        return Masked(node.present, _as_var_rows(node.child))
+    if isinstance(node, Lists):
+        return Lists(node.offsets, _as_var_rows(node.child))
+    if isinstance(node, Regular):
+        return Regular(node.size, _as_var_rows(node.child), node.count)
+    return node
 
 
 launch.install_path("rows", evaluate_rows)
