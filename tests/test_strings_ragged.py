@@ -637,3 +637,16 @@ def test_pad_none_clip_of_strings_with_missing_lists_matches_awkward():
     assert str(e.type) == "4 * ?var * ?string" == str(e.eval().type)
     assert e.eval().to_list() == ak.pad_none(ak.Array(data), 2, clip=True).to_list()
     assert lazyk.str_len(e).eval().to_list() == [[4, 1], [None, None], None, [4, None]]
+
+
+def test_string_parameters_read_numpy_bytes_as_utf8_text():
+    s = lazyk.placeholder("s", "N * string")
+    k = lazyk.compile(lazyk.str_len(s))
+    np.testing.assert_array_equal(k(np.array([b"ab", b"caf\xc3\xa9"])), [2, 4])
+    np.testing.assert_array_equal(lazyk.compile(s == "ab")(np.array([b"ab", b"x"])),
+                                  [True, False])
+    with pytest.raises(lazyk.TypeMatchError, match="input 's'.*not UTF-8"):
+        k(np.array([b"\xff"]))
+    b = lazyk.placeholder("b", "N * bytes")  # bytes parameters keep bytes
+    np.testing.assert_array_equal(lazyk.compile(b == b"ab")(np.array([b"ab", b"x"])),
+                                  [True, False])

@@ -157,6 +157,18 @@ def text_input(x: Any) -> Any:
     return x
 
 
+def text_for(x: Any, element: np.dtype, label: str) -> Any:
+    """`text_input(x)` for a string (or bytes) parameter: NumPy `S` bytes read as UTF-8
+    text for a string parameter, as `lazyk.array` reads them."""
+    if element == _STRING_ELEMENT and isinstance(x, np.ndarray) and x.dtype.kind == "S":
+        try:
+            x = np.char.decode(x, "utf-8")
+        except UnicodeDecodeError:
+            raise TypeMatchError(f"input {label!r}: a string parameter takes text; these "
+                                 f"NumPy bytes ({x.dtype}) are not UTF-8") from None
+    return text_input(x)
+
+
 _STRING, _BYTES = dshape("string"), dshape("bytes")
 
 
@@ -459,6 +471,8 @@ class CallInputs:
             if isinstance(x, (list, tuple)) and not len(x) and len(want) > 1:
                 # `[]`: no rows, of the parameter's type (Awkward's empty array)
                 x = _array(x, typed_text((0,) + tuple(want[1:]), dtype, option, want_rows))
+            if dtype in TEXT_ELEMENTS:
+                x = text_for(x, dtype, label)
             dims, got, got_option, value, text, qrows = input_type(x)
             expected = typed_text(want, dtype, option, want_rows)
 

@@ -44,7 +44,7 @@ from lazyk.runtime.call_inputs import (
     leaf_order,
     ragged_param,
     rows_of,
-    text_input,
+    text_for,
     typed_text,
 )
 from lazyk.runtime.device import on_gpu
@@ -212,8 +212,8 @@ class CompiledExpr(CallInputs, FastCalls):
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
             return _dask_call(self, inputs[:len(self.params)], out)
         if len(inputs) == len(self._slots):  # strs for string parameters: a string array
-            inputs = tuple(text_input(x) if t[1] in TEXT_ELEMENTS else x
-                           for x, t in zip(inputs, self._types))  # held for the call
+            inputs = tuple(text_for(x, t[1], n) if t[1] in TEXT_ELEMENTS else x
+                           for x, t, n in zip(inputs, self._types, self._names))  # held
         data = self._bind_inputs(inputs, casting)
         if on_gpu(data):  # GPU inputs run there
             return run_on_device(self.program, data, out)
