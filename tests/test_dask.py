@@ -380,3 +380,16 @@ def test_row_operations_over_dask_arrays_compute_or_refuse_by_name():
     assert got.to_list() == lazyk.evaluate(f(A)).to_list()
     with pytest.raises(lazyk.NotSupportedError, match="cumsum"):
         ldask.evaluate(lazyk.cumsum(a, axis=None)).compute()
+
+
+def test_compiled_calls_convert_dask_inputs_as_numpy_inputs():
+    x = lazyk.placeholder("x", "N * float64")
+    k = lazyk.compile(x * 2 + 1)
+    for a in (da.arange(5, chunks=2), da.arange(5, chunks=2).astype(np.float32)):
+        got = k(a).compute()
+        assert got.dtype == np.float64 and got.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
+    xr = lazyk.placeholder("xr", "N * var * float64")
+    col = ldask.from_ragged(lazyk.array([[1, 2], [3]]), 1)
+    assert lazyk.compile(xr * 2)(col).compute().to_list() == [[2.0, 4.0], [6.0]]
+    with pytest.raises(lazyk.TypeMatchError):
+        k(da.from_array(np.array([1 + 2j]), chunks=1))  # (complex to float: not same_kind)

@@ -247,6 +247,9 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
         if not hasattr(x, "chunks"):
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
+        if np.dtype(x.dtype).newbyteorder("=") != dtype and x.ndim == len(shape) and \
+                np.can_cast(x.dtype, dtype, "same_kind"):
+            x = x.astype(dtype)  # (converted as a call converts NumPy inputs)
         if np.dtype(x.dtype).newbyteorder("=") != dtype or x.ndim != len(shape):
             raise TypeMatchError(f"input {k.labels[i]!r}: expected {type_text(shape, dtype)}, "
                                  f"got {type_text(x.shape, np.dtype(x.dtype))}")
@@ -275,6 +278,10 @@ def _call_ragged(k: Any, inputs: tuple) -> Any:
     `lazyk.dask` collections (or Dask arrays): its graph over those collections, run as
     `evaluate` runs an expression built on them."""
     exprs = [as_expr(x) for x in inputs]
+    for i, (e, t) in enumerate(zip(exprs, k._types)):  # numbers converted as a call does
+        if e.dtype != t[1] and e.dtype.kind in "biuf" and t[1].kind in "biufc" and \
+                np.can_cast(e.dtype, t[1], "same_kind"):
+            exprs[i] = lx.astype(e, t[1])
     try:
         solve(k.signature, *[e.type for e in exprs])
     except TypeMatchError as err:
