@@ -135,8 +135,10 @@ def test_compiled_kernel_on_dask_arrays():
     np.testing.assert_allclose(r.compute(), M * 2 + V)
     k2 = lazyk.compile(lazyk.sum(p * q, axis=1))
     np.testing.assert_allclose(k2(_da(M, 8), V).compute(), (M * V).sum(axis=1))
+    np.testing.assert_allclose(k(_da(M.astype(np.float32), 8), V).compute(),  # converted
+                               M.astype(np.float32) * 2 + V)
     with pytest.raises(lazyk.TypeMatchError):
-        k(_da(M.astype(np.float32), 8), V)
+        k(_da(M.astype(np.complex128), 8), V)
 
 
 def test_processes_scheduler():
