@@ -984,3 +984,17 @@ def test_a_record_field_called_name_reads_as_on_one_machine():
     want = lazyk.evaluate((rows.name == "kiwi") | (rows.price < 2)).to_list()
     assert ldask.evaluate((q.name == "kiwi") | (q.price < 2)).compute().tolist() == want
     assert q.compute().to_list() == rows.to_list()
+
+
+def test_lazy_records_over_collections_evaluate_to_record_collections():
+    x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0, 5.0]])
+    X = ldask.from_ragged(x, 2)
+    p = ldask.evaluate(lazyk.combinations(X, 2))
+    assert isinstance(p, ldask.RaggedRecords) and str(p.type) == "3 * var * (float64, float64)"
+    assert p.compute().to_list() == lazyk.combinations(x, 2).eval().to_list()
+    assert ldask.evaluate(p["0"] + p["1"]).compute().to_list() == [[3.0, 4.0, 5.0], [], [9.0]]
+    z = ldask.evaluate(lazyk.zip({"a": X, "b": X * 2}))
+    assert z.compute().to_list() == lazyk.zip({"a": x, "b": x * 2}).eval().to_list()
+    r = lazyk.array([{"x": [1.0], "y": 3}, {"x": [], "y": 1}, {"x": [5.0, 6.0], "y": 4}])
+    q = ldask.from_ragged(r, 2)
+    assert ldask.evaluate(q[q.y > 2]).compute().to_list() == r[r.y > 2].eval().to_list()

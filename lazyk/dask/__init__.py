@@ -59,12 +59,12 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
     raise ImportError("lazyk.dask needs Dask: pip install 'lazyk[dask]'") from err
 
 from lazyk.arrays.array import Array
-from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf
+from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf, collection
 from lazyk.dask.layers import evaluate_rows
 from lazyk.dask.partitions import unwrap
 from lazyk.dask.rowwork import has_row_work
 from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
-from lazyk.dask.tasks import reshaped
+from lazyk.dask.tasks import records_shape, reshaped, zip_part
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expression import Expr
@@ -75,6 +75,7 @@ from lazyk.frontend.histogram import histogram as hist
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.records import Records
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
@@ -127,6 +128,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         if out is not None:
             return _store(_histogram(expr, split_every), out, casting)
         return _histogram(expr, split_every)
+    if isinstance(expr, Records) and out is None:
+        return _records(expr, split_every)
     e = as_expr(expr)
     if out is not None:
         return _store(evaluate(e, split_every=split_every), out, casting)
@@ -298,6 +301,24 @@ def _call_ragged(k: Any, inputs: tuple) -> Any:
         return reshaped(node, srcs)
 
     return evaluate(Expr(rewrite(k.expr.node, concrete), env))
+
+
+def _records(rec: Records, split_every: Any) -> RaggedRecords:
+    """Records over collections: each field computed, then each partition's fields laid
+    out as one array of records (`zip_part`), a collection of the records' type."""
+    parts = [evaluate(f, split_every=split_every) for f in rec.leaves()]
+    parts = [from_ragged(p) if isinstance(p, da.Array) else p for p in parts]  # (plain)
+    if not all(isinstance(p, RaggedArray) for p in parts) or \
+            len({p.npartitions for p in parts}) != 1:
+        raise NotSupportedError(f"records ({rec.type}) on Dask are laid out partition by "
+                                "partition from fields split by the same rows: compute the "
+                                "fields (lazyk.dask.evaluate(r.x, r.y))")
+    shape = records_shape(rec)
+    name = f"lazyk-records-{tokenize([p.name for p in parts], shape)}"
+    layer = {(name, i): (zip_part, shape, *[(p.name, i) for p in parts])
+             for i in range(parts[0].npartitions)}
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
+    return collection(dsk, name, parts[0]._counts, rec.type)
 
 
 # ---------------------------------------------------------------- graph -> Dask layers

@@ -425,11 +425,12 @@ class RaggedRecords(_Collection, Operators):
             t = t.elem
         missing = isinstance(t, T.Option)  # ?{...}: a field of a missing record is missing
         t = t.elem if missing else t
-        if not isinstance(field, str) or not isinstance(t, T.Record) or \
-                field not in t.names:
+        names = [str(k) for k in range(len(t.types))] if isinstance(t, T.Tuple) else \
+            list(getattr(t, "names", ()))  # (a tuple's fields: "0", "1", ...)
+        if not isinstance(field, str) or field not in names:
             raise KeyError(f"{field!r}: the records {self._ltype} have fields "
-                           f"{', '.join(getattr(t, 'names', ()))}")
-        ft = t.types[t.names.index(field)]
+                           f"{', '.join(names)}")
+        ft = t.types[names.index(field)]
         ft = T.Option(ft) if missing and not isinstance(ft, T.Option) else ft
         for d in reversed(dims):
             ft = T.FixedDim(d.size, ft) if isinstance(d, T.FixedDim) else T.VarDim(ft)
@@ -465,7 +466,7 @@ def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) 
     while isinstance(u, (T.FixedDim, T.VarDim)):
         u = u.elem
     u = u.elem if isinstance(u, T.Option) else u
-    cls = RaggedRecords if isinstance(u, T.Record) else RaggedArray
+    cls = RaggedRecords if isinstance(u, (T.Record, T.Tuple)) else RaggedArray
     return cls(dsk, name, counts, t)
 
 

@@ -27,6 +27,7 @@ from lazyk.frontend.graph import (
 )
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.records import Records
 from lazyk.lru import Memo
 
 
@@ -127,3 +128,23 @@ class Task:
 
     def __dask_tokenize__(self):
         return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy, self.rows)
+
+
+def records_shape(rec: Records) -> tuple:
+    """(depth, tuple?, [(name, records_shape or None for an expression field)]): what
+    `zip_part` rebuilds the records from (no expression travels with the tasks)."""
+    return (rec._depth, rec.is_tuple, tuple((k, records_shape(f) if isinstance(f, Records)
+                                             else None) for k, f in rec.items()))
+
+
+def zip_part(shape: tuple, *parts: Any) -> Part:
+    """One partition of records: the partitions of their fields (`Records.leaves` order)
+    laid out as one array of records, as `Records.eval` does on one machine."""
+    values = iter(unwrap(p) for p in parts)
+
+    def rebuilt(s):
+        depth, is_tuple, fields = s
+        return Records({k: rebuilt(f) if f is not None else as_expr(next(values))
+                        for k, f in fields}, depth, is_tuple)
+    start, _ = span_of(parts)
+    return Part(rebuilt(shape).eval(), start)
