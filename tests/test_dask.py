@@ -395,3 +395,10 @@ def test_compiled_calls_convert_dask_inputs_as_numpy_inputs():
     assert lazyk.compile(xr * 2)(col).compute().to_list() == [[2.0, 4.0], [6.0]]
     with pytest.raises(lazyk.TypeMatchError):
         k(da.from_array(np.array([1 + 2j]), chunks=1))  # (complex to float: not same_kind)
+
+
+def test_a_new_axis_on_an_expression_over_dask_arrays():
+    A = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    a = _da(A, 1)
+    got = ldask.evaluate(a - lazyk.mean(a, axis=1)[:, None]).compute()
+    np.testing.assert_array_equal(got, A - A.mean(axis=1)[:, None])

@@ -16,7 +16,7 @@ from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, picked_shape
 from lazyk.frontend.graph import toposort as _toposort
-from lazyk.frontend.leaves import OwnedView, Placeholder, RaggedLeaf, is_text
+from lazyk.frontend.leaves import DaskLeaf, OwnedView, Placeholder, RaggedLeaf, is_text
 from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
@@ -182,6 +182,8 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
         leaf = as_expr(value.array[index])
     elif isinstance(value, np.ndarray):
         leaf = as_expr(np.expand_dims(value, q))
+    elif isinstance(value, DaskLeaf):  # (a Dask array takes the new axis as NumPy does)
+        leaf = as_expr(value.array[index])
     else:
         what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
             f"input of type {node.type_text()}"
