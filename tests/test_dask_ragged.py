@@ -998,3 +998,12 @@ def test_lazy_records_over_collections_evaluate_to_record_collections():
     r = lazyk.array([{"x": [1.0], "y": 3}, {"x": [], "y": 1}, {"x": [5.0, 6.0], "y": 4}])
     q = ldask.from_ragged(r, 2)
     assert ldask.evaluate(q[q.y > 2]).compute().to_list() == r[r.y > 2].eval().to_list()
+
+
+def test_dask_masks_and_empty_chunked_arrays():
+    pa = pytest.importorskip("pyarrow")
+    X = ldask.from_ragged(lazyk.array([[1.0, 2.0], [], [3.0], [4.0]]), 2)
+    m = da.from_array(np.array([True, False, True, True]), chunks=2)
+    assert ldask.evaluate(X[m]).compute().to_list() == [[1.0, 2.0], [3.0], [4.0]]
+    c = ldask.from_ragged(pa.chunked_array([], pa.list_(pa.float64())))
+    assert str(c.type) == "0 * var * float64" and c.compute().to_list() == []

@@ -40,7 +40,7 @@ from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.indexing import index_by, is_index_operand
-from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, describe_ragged
+from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, describe_ragged, is_dask_array
 from lazyk.frontend.records import record_fields
 from lazyk.runtime.call_inputs import rows_of
 from lazyk.types.parse import dshape
@@ -306,8 +306,8 @@ class RaggedArray(_Collection, Expr):
         `r[i, 0]`): a slice of outer rows is a collection of the partitions' row views
         it reaches (partitions cut accordingly); an outer int is the one partition's
         row (a single result). Indices into inner dims apply to every partition."""
-        if is_index_operand(key):  # a mask or positions: lazy, as on one machine
-            return index_by(self, key)
+        if is_index_operand(key) or is_dask_array(key) and key.dtype.kind in "biu":
+            return index_by(self, key)  # a mask or positions: lazy, as on one machine
         key = key if isinstance(key, tuple) else (key,)
         outer, rest = (key[0], key[1:]) if key else (slice(None), ())
         if outer is Ellipsis or outer is None or not \

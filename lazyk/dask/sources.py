@@ -70,8 +70,8 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         if rows_per_part is not None and (isinstance(x, (list, tuple)) or arrow):
             raise ValueError("rows_per_part applies to one lazyk array; the elements of a list "
                              "and the chunks of a ChunkedArray are the partitions")
-        if arrow:
-            x = [from_arrow(c) for c in chunks]
+        if arrow:  # (no chunks: one empty partition of the chunked array's type)
+            x = [from_arrow(c) for c in chunks] or [from_arrow(x.combine_chunks())]
         if not isinstance(x, (list, tuple)) or not x:
             raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
                             f"pyarrow.ChunkedArray, not {type(x).__module__}."
