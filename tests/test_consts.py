@@ -70,11 +70,14 @@ def test_spec_never_holds_a_constant_value():
 def test_small_integer_exponents_are_baked_others_are_parameters():
     a = np.linspace(0.1, 3, 33)
     la = lazyk.array(a)
-    for p, baked in [(2, True), (2.0, True), (-1, True), (0.5, True), (3, True),
+    for p, baked in [(2, True), (2.0, True), (-1, True), (0.5, None), (3, True),
                      (2.7, False), (100.0, False)]:
         step = plan((la ** p).node).steps[0]
         ops = [i.op for i in step.spec.body]
-        assert ("const" in ops) == baked and ("param" in ops) == (not baked), (p, ops)
+        if baked is None:  # x ** 0.5: NumPy's square root
+            assert ops == ["load", "sqrt"], ops
+        else:
+            assert ("const" in ops) == baked and ("param" in ops) == (not baked), (p, ops)
         np.testing.assert_allclose((la ** p).eval().to_numpy(), a ** p, rtol=1e-15)
     i = np.arange(-5, 6, dtype=np.int32)
     for p in (0, 1, 2, 3, 7, 20, 31):

@@ -108,8 +108,8 @@ class Histogram:
                 first, last = _scalar(lo, self.x.dtype), _scalar(hi, self.x.dtype)
                 if not (np.isfinite(first) and np.isfinite(last)):
                     raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
-        if self.x.dtype == bool:  # numpy: bools are histogrammed as uint8
-            first, last = np.uint8(first), np.uint8(last)
+                if self.x.dtype == bool:  # numpy: bools are histogrammed as uint8
+                    first, last = np.uint8(first), np.uint8(last)
         if first == last:  # numpy: an empty range is widened
             first, last = first - 0.5, last + 0.5
         bin_type = np.result_type(first, last, np.empty(0, self.x.dtype))
