@@ -327,3 +327,34 @@ def test_reductions_of_a_gather_with_empty_rows_skip_its_missing_values(op):
     first = getattr(lazyk, op)(x.eval(), axis=1, **kw)
     assert fused.eval().to_list() == first.eval().to_list()
     assert str(fused.type) == str(first.eval().type)
+
+
+def test_gathers_within_lists_that_may_be_missing_at_depth_three():
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(5)
+
+    def rows(n):
+        return [None if rng.random() < 0.3 else
+                [float(rng.integers(0, 9)) for _ in range(int(rng.integers(0, 4)))]
+                for _ in range(n)]
+    checked = 0
+    for _ in range(60):
+        data = [rows(int(rng.integers(0, 4))) for _ in range(int(rng.integers(1, 6)))]
+        a = ak.Array(data)
+        if "unknown" in str(a.type) or a.ndim != 3:
+            continue
+        x = lazyk.from_awkward(a)  # N * var * ?var * float64
+        for how in ("argmin", "argmax"):
+            got = x[getattr(lazyk, how)(x, axis=2, keepdims=True)].eval().to_list()
+            assert got == a[getattr(ak, how)(a, axis=2, keepdims=True)].to_list(), data
+        want = [[None if r is None else sorted(r) for r in e] for e in data]
+        assert x[lazyk.argsort(x, axis=2)].eval().to_list() == want, data
+        checked += 1
+    assert checked > 30
+    a = ak.Array([[[1.0, 2.0], [3.0]], None, [[4.0]], []])
+    x = lazyk.from_awkward(a)  # N * ?var * var * float64: lists of lists gathered
+    m = lazyk.fill_none(lazyk.num(x), 0) > 0
+    assert x[m][:, 0].eval().to_list() == [[1.0, 2.0], [4.0]]
+    p = lazyk.argmax(lazyk.num(x, axis=2), axis=1, keepdims=True)
+    assert x[p].eval().to_list() == \
+        a[ak.argmax(ak.num(a, axis=2), axis=1, keepdims=True)].to_list()

@@ -16,7 +16,17 @@ import numpy as np
 
 from lazyk.arrays.array import Array, array, masked_empty
 from lazyk.arrays.columns import build_columns, columns
-from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, memory_key, rows_at
+from lazyk.arrays.trees import (
+    Column,
+    Leaf,
+    Lists,
+    Masked,
+    Regular,
+    memory_key,
+    offsets_of,
+    ranges,
+    rows_at,
+)
 from lazyk.backend.rowcopy import tuple_slots
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node, toposort
@@ -100,23 +110,50 @@ def gather_in_missing_rows(node: Node, env: dict) -> Array | None:
     are (`N * ?n * ?T` for positions of a fixed dim). None for other forms."""
     x, key = node.srcs
     data = leaf_data(env[x.arg])
-    if node.arg != 1 or x.ndim != 2 or not is_ragged(data):
+    if node.arg not in (1, 2) or x.ndim <= node.arg or not is_ragged(data):
         return None
-    tree = columns(data.array)
+    tree, pos = columns(data.array), columns(_evaluated(Expr(key, env)))
+    outer = None
+    if node.arg == 2:  # `N * var * ?var * T`: the rows of every list, one after the other
+        if not isinstance(tree, Lists) or not isinstance(pos, Lists) or \
+                not np.array_equal(tree.spans()[1], pos.spans()[1]):
+            return None
+        outer, tree, pos = tree, _flat_rows(tree), _flat_rows(pos)
     if not isinstance(tree, Masked) or not isinstance(tree.child, Lists):
         return None
     valid, child = tree.present, tree.child.child
     starts, lens = tree.child.spans()
     lens = np.where(valid, lens, 0)  # (a missing row: an empty one, its rows never read)
     rows = rows_at(child, starts, lens)
-    positions = _unread_in(columns(_evaluated(Expr(key, env))), valid)
+    positions = _unread_in(pos, valid)
     if positions is None:
         return None
-    got = _evaluated(index_by(build_columns(rows), positions))
-    gathered = columns(got)
-    if isinstance(gathered, Lists):
-        return build_columns(Masked(valid, gathered))
-    return tree_array(gathered, len(valid), None, {1: valid})
+    gathered = columns(_evaluated(index_by(build_columns(rows), positions)))
+    level = 1
+    if outer is not None:  # (back under the outer lists)
+        gathered, level = Lists(offsets_of(outer.spans()[1]), gathered), 2
+    if isinstance(columns_at(gathered, level), Lists):
+        return build_columns(_masked_at(gathered, level, valid))
+    return tree_array(gathered, len(outer.spans()[1]) if outer is not None else len(valid),
+                      None, {level: valid})
+
+
+def _flat_rows(lists: Lists) -> Column:
+    """The items of every list, one after the other (a list's rows, from its start)."""
+    starts, lens = lists.spans()
+    return lists.child.take(ranges(starts, lens))
+
+
+def columns_at(tree: Column, level: int) -> Column:
+    """The node at `level` (1: the tree itself) down a chain of lists."""
+    return tree if level == 1 else columns_at(tree.child, level - 1)
+
+
+def _masked_at(tree: Column, level: int, valid: np.ndarray) -> Column:
+    """`tree` with the node at `level` missing where `valid` is False."""
+    if level == 1:
+        return Masked(valid, tree)
+    return Lists(tree.offsets, _masked_at(tree.child, level - 1, valid))
 
 
 def _unread_in(tree: Column, valid: np.ndarray) -> Array | None:
