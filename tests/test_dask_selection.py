@@ -316,3 +316,10 @@ def test_per_event_values_meet_per_object_values_with_a_new_axis():
     with pytest.raises(lazyk.NotSupportedError, match="slice of outer rows, then ints, slices "
                        "and new axes"):
         lazyk.dask.evaluate((rows * 2)[None])
+
+
+def test_an_index_error_in_selected_rows_says_where_the_rows_came_from():
+    x = lazyk.array([[1.0], [2.0, 3.0], [4.0], [5.0, 6.0], [7.0, 8.0], [9.0]])
+    X = lazyk.dask.from_ragged(x, 2)
+    with pytest.raises(IndexError, match="selected or flattened from rows"):
+        lazyk.dask.evaluate(X[lazyk.num(X) > 1][:, 2]).compute()

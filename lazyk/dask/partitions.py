@@ -120,7 +120,7 @@ def within(err: Exception, start: int | None, stop: int | None) -> Exception:
     """`err`, naming a row of rows selected or flattened in one partition, with the rows
     of the collection that partition holds (the row's number counts within them)."""
     msg = err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else None
-    if msg is None or start is None or _ROW.match(msg) is None:
+    if msg is None or start is None or _ROW.search(msg) is None:
         return err
     rows = f"row {start}" if stop == start + 1 else f"rows {start}..{stop - 1}"
     try:

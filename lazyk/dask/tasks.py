@@ -77,7 +77,7 @@ class Task:
         if not self.rows:  # new rows: errors name their place in the partition's source
             try:
                 return self._run(values, None, None)
-            except ValueError as err:
+            except (ValueError, IndexError) as err:
                 raise within(err, start, stop) from None
         return self._run(values, start, stop)
 
