@@ -1007,3 +1007,11 @@ def test_dask_masks_and_empty_chunked_arrays():
     assert ldask.evaluate(X[m]).compute().to_list() == [[1.0, 2.0], [3.0], [4.0]]
     c = ldask.from_ragged(pa.chunked_array([], pa.list_(pa.float64())))
     assert str(c.type) == "0 * var * float64" and c.compute().to_list() == []
+
+
+def test_a_lazyk_string_array_joins_a_string_collection():
+    tags = lazyk.array([["kiwi", "x"], [], None, ["café", None, ""]])
+    want = lazyk.array(["kiwi", "b", "c", "café"])[:, None]
+    got = ldask.evaluate(ldask.from_ragged(tags, 2) == want).compute()
+    assert got.to_list() == lazyk.evaluate(tags == want).to_list() == \
+        [[True, False], [], None, [True, None, False]]

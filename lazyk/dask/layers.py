@@ -55,6 +55,7 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from lazyk import types as T
+from lazyk.arrays.array import Array
 from lazyk.dask.collection import (
     RaggedArray,
     RowsLeaf,
@@ -84,7 +85,7 @@ from lazyk.frontend.graph import (
     rewrite,
     toposort,
 )
-from lazyk.frontend.leaves import DaskLeaf, Placeholder, RaggedLeaf, leaf_data
+from lazyk.frontend.leaves import DaskLeaf, OwnedView, Placeholder, RaggedLeaf, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 
 
@@ -178,6 +179,8 @@ class _Planner:
                     f"a lazyk array of type {data.array.type} in an expression over "
                     "partitioned rows: make it a collection too, lazyk.dask.from_ragged(x, "
                     "rows_per_part), with the same rows per partition")
+            elif isinstance(v, OwnedView) and is_text(np.asarray(data).dtype):  # strings
+                r = _numpy_rows(v.owner, self._split_here(v.owner.type.shape))
             else:
                 data = np.asarray(data)
                 r = _numpy_rows(data, self._split_here(data.shape))
@@ -474,8 +477,9 @@ def _is_plain(e: Expr, split: bool = False) -> bool:
     return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
 
 
-def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
-    """A NumPy operand as a collection: row slices (views) or the whole array once."""
+def _numpy_rows(a: Any, counts: tuple | None) -> RaggedArray:
+    """A NumPy (or fixed lazyk) operand as a collection: row slices (views) or the whole
+    array once."""
     name = f"lazyk-operand-{tokenize(a, counts)}"
     if counts is None:
         layer = {(name, 0): a}
@@ -484,7 +488,8 @@ def _numpy_rows(a: np.ndarray, counts: tuple | None) -> RaggedArray:
         layer = {(name, i): a[bounds[i]:bounds[i + 1]]
                  for i in range(len(counts))}
     dsk = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
-    return RaggedArray(dsk, name, counts, fixed_type(a.shape, a.dtype))
+    t = a.type if isinstance(a, Array) else fixed_type(a.shape, a.dtype)
+    return RaggedArray(dsk, name, counts, t)
 
 
 def _dask_rows(x: Any, counts: tuple | None) -> RaggedArray:
