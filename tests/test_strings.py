@@ -283,3 +283,10 @@ def test_utf16_fixed_strings_are_a_type_but_not_an_array():
     assert str(lazyk.dshape("2 * fixed_string[4, 'utf16']")) == "2 * fixed_string[4, 'utf16']"
     with pytest.raises(NotSupportedError, match="fixed_string\\[4, 'utf16'\\].*'utf32'"):
         lazyk.array(["ab", "c"], "2 * fixed_string[4, 'utf16']")
+
+
+def test_a_python_string_without_utf8_form_is_refused_when_used():
+    s = lazyk.array(["a", "é"])
+    np.testing.assert_array_equal((s == "é").eval(), [False, True])
+    with pytest.raises(UnsupportedOperandError, match="no UTF-8 form"):
+        s == "\ud800"

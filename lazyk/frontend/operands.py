@@ -165,6 +165,13 @@ def as_expr(x: Any) -> Expr:
         return x
     if isinstance(x, (str, bytes)):  # a string constant: a kernel parameter (spec.text_param)
         value = str(x) if isinstance(x, str) else bytes(x)
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise UnsupportedOperandError(
+                    f"the string {value!r:.40} has no UTF-8 form ({err.reason} at {err.start}): "
+                    "lazyk strings are UTF-8 text") from None
         return Expr(Node("const", ops.STRING, (), (), value), {})
     # NOTE: before the Python checks: np.float64 subclasses float but is strong.
     if isinstance(x, np.generic):
