@@ -235,3 +235,15 @@ def test_records_with_a_per_event_field_selected_by_a_mask_of_the_objects():
     assert sel.eval().to_list() == want
     assert sel.met.eval().to_list() == [[d["met"] for d in r] for r in want]
     assert (sel.pt - sel.met).eval().to_list() == [[d["pt"] - d["met"] for d in r] for r in want]
+
+
+def test_lazy_records_refuse_every_operator_naming_the_fields():
+    muons = lazyk.zip({"pt": lazyk.array([[45.0, 40.0], [30.0]]),
+                       "q": lazyk.array([[1, -1], [1]])})
+    pairs = lazyk.combinations(muons, 2)
+    for f in (lambda: pairs["0"] == pairs["1"], lambda: muons != muons,
+              lambda: muons == 1, lambda: muons + 1, lambda: 1 - muons, lambda: -muons,
+              lambda: muons < 2):
+        with pytest.raises(lazyk.UnsupportedOperandError, match="use a field"):
+            f()
+    assert lazyk.num(muons).eval().to_list() == [2, 1]  # (still records: row operations)

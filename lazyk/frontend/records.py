@@ -231,6 +231,24 @@ class Records:
     tolist = to_list
 
 
+def _refuse_operator(symbol: str):
+    def method(self, *other):
+        self._refused(f"the operator {symbol}")
+    return method
+
+
+# (records compared with == must not fall back to Python's identity: a silent False)
+for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                       ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("and", "&"),
+                       ("or", "|"), ("xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
+    setattr(Records, f"__{_name}__", _refuse_operator(_symbol))
+    setattr(Records, f"__r{_name}__", _refuse_operator(_symbol))
+for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"),
+                       ("ge", ">="), ("neg", "-"), ("pos", "+"), ("abs", "abs()"),
+                       ("invert", "~")):
+    setattr(Records, f"__{_name}__", _refuse_operator(_symbol))
+
+
 def _outer(f, depth: int | None) -> tuple:
     """The dims of field `f` above the records: an expression's (its first `depth`),
     records' above their own records."""
