@@ -247,3 +247,14 @@ def test_a_lazy_expression_as_out_is_refused_everywhere():
                  lambda: lazyk.evaluate(r * 2, out=r * 1)):
         with pytest.raises(TypeError, match="not a lazy expression"):
             call()
+
+
+def test_a_lazy_expression_as_an_input_is_named():
+    x = lazyk.placeholder("x", "N * float64")
+    f = lazyk.compile(x * 2)
+    f(np.ones(3))
+    with pytest.raises(TypeError, match="input 'x' is a lazy expression"):
+        f(lazyk.array(np.arange(3.0)) + 1)
+    q = lazyk.placeholder("q", "N * var * float64")
+    with pytest.raises(TypeError, match="input 'q' is a lazy expression"):
+        lazyk.compile(q * 2)(lazyk.array([[1.0]]) * 2)

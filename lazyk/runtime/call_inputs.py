@@ -25,7 +25,7 @@ from lazyk.errors import (
     TypeMatchError,
     UnsupportedOperandError,
 )
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import Node, build_type, toposort, type_text
 from lazyk.frontend.leaves import (
     OwnedView,
@@ -64,6 +64,14 @@ def _present_values(x: Any) -> Any:
     if isinstance(tree, Masked) and isinstance(tree.child, Leaf) and tree.present.all():
         return tree.child.values  # `?T` type, every value present
     return None
+
+
+def _refuse_expression(label: str, x: Any) -> None:
+    """TypeError for a lazy expression given as an input (a call takes data)."""
+    if isinstance(x, Expr) and not hasattr(x, "__dask_graph__"):
+        raise TypeError(f"input {label!r} is a lazy expression ({summary(x)}): a compiled "
+                        "expression takes arrays; evaluate it first (expr.eval()), or "
+                        "compile the whole expression")
 
 
 def _refuse_lazy(x: Any) -> None:
@@ -344,6 +352,7 @@ class CallInputs:
                             f"{len(inputs)}")
         data = {}
         for i, (name, x) in enumerate(zip(self._slots, inputs)):
+            _refuse_expression(self._names[i], x)
             shape, dtype = self._types[i]
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
                                               is_foreign(x) or is_pandas(x)):
@@ -464,6 +473,7 @@ class CallInputs:
         for i, (name, x) in enumerate(zip(self._slots, inputs)):
             want, dtype, option, want_rows = self._types[i]
             label = self._names[i]
+            _refuse_expression(label, x)
             if not option and type(x) is not np.ndarray and (isinstance(
                     x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
                 present = _present_values(x)  # `?T` data, none missing: its values
