@@ -402,3 +402,9 @@ def test_a_new_axis_on_an_expression_over_dask_arrays():
     a = _da(A, 1)
     got = ldask.evaluate(a - lazyk.mean(a, axis=1)[:, None]).compute()
     np.testing.assert_array_equal(got, A - A.mean(axis=1)[:, None])
+
+
+def test_evaluate_takes_one_expression_on_dask():
+    a = _da(np.arange(4.0), 2)
+    with pytest.raises(TypeError, match="takes one expression"):
+        ldask.evaluate(a * 2, a + 1)

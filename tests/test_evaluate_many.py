@@ -78,3 +78,9 @@ def test_several_results_are_fresh_arrays_in_the_order_asked():
     assert g1 is not g2 and g1.to_list() == g2.to_list() == [[2.0], []]
     with pytest.raises(ValueError, match="order"):
         lazyk.evaluate(m * 2, m + 1, order="X")
+
+
+def test_a_string_with_more_results_is_refused_clearly():
+    e = lazyk.array(np.arange(3.0)) * 2
+    with pytest.raises(TypeError, match="evaluate a string alone"):
+        lazyk.evaluate("x + 1", e)

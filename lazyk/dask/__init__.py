@@ -43,6 +43,7 @@ import functools
 import hashlib
 import itertools
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -116,7 +117,14 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
             `out=` a Dask collection.
         BindError: a placeholder leaf (it has no data; use `lazyk.compile` and call it).
         ShapeError, CastingError: a result that does not fit `out`.
+        TypeError: `local_dict` / `global_dict` that are not mappings (several results are
+            evaluated one by one: `lazyk.dask.evaluate(e1)`, `lazyk.dask.evaluate(e2)`).
     """
+    for what, d in (("local_dict", local_dict), ("global_dict", global_dict)):
+        if d is not None and not isinstance(d, Mapping):
+            raise TypeError(f"lazyk.dask.evaluate takes one expression; its {what} must be a "
+                            f"mapping, not {type(d).__name__} (several results: evaluate "
+                            "them one by one, dask.compute computes them together)")
     if isinstance(expr, str):
         if local_dict is None or global_dict is None:
             frame = sys._getframe(_depth)

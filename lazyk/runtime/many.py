@@ -92,10 +92,14 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         raise TypeError(f"evaluate takes more lazy results after its first argument, not "
                         f"an object of type {type(more[0]).__name__}: pass the array to write "
                         "into as out= (lazyk.evaluate(expr, out=a))")
-    for x in more:
+    for x in more if not isinstance(expr, str) else ():
         if isinstance(x, str):
             raise TypeError("several results are lazy expressions, not strings: evaluate "
                             "a string alone, lazyk.evaluate('2*a + b')")
+    if isinstance(expr, str) and more:
+        raise TypeError("several results are lazy expressions, not strings: evaluate a "
+                        "string alone (lazyk.evaluate('2*a + b'), its names from the "
+                        "caller or from local_dict / global_dict)")
     if more or isinstance(expr, (Histogram, Records)):
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
