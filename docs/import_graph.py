@@ -33,7 +33,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dask", ("lazyk.dask",)),
     ("api", ("lazyk",)),
     ("bench", ("lazyk.bench",)),
-    ("cli", ("lazyk.cli",)),
+    ("cli", ("lazyk.cli", "lazyk.__main__")),
 )
 # Optional heavy dependencies: imported inside the functions that need them, and only there.
 OPTIONAL = ("dask", "distributed", "pyarrow", "awkward", "matplotlib", "cuda", "numba",

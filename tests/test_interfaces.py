@@ -404,3 +404,14 @@ def test_expression_html_shows_short_form_and_type_without_computing():
     assert "<code>sqrt(x) &lt; 2.0</code>" in text and "type <code>N * bool</code>" in text
     rows = lazyk.array([[1, None], [3]]) + 1
     assert "type <code>2 * var * ?int64</code>" in rows._repr_html_()
+
+
+def test_python_dash_m_lazyk_is_the_command():
+    import subprocess
+    import sys
+    ok = subprocess.run([sys.executable, "-m", "lazyk", "parse", "3 * var * int32"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("3 * var * int32")
+    bad = subprocess.run([sys.executable, "-m", "lazyk", "parse", "int33"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "^" in bad.stderr
