@@ -137,7 +137,7 @@ def test_compiled_kernel_on_dask_arrays():
     np.testing.assert_allclose(k2(_da(M, 8), V).compute(), (M * V).sum(axis=1))
     np.testing.assert_allclose(k(_da(M.astype(np.float32), 8), V).compute(),  # converted
                                M.astype(np.float32) * 2 + V)
-    with pytest.raises(lazyk.TypeMatchError):
+    with pytest.raises(lazyk.CastingError, match="casting='same_kind'"):
         k(_da(M.astype(np.complex128), 8), V)
 
 
@@ -393,8 +393,15 @@ def test_compiled_calls_convert_dask_inputs_as_numpy_inputs():
     xr = lazyk.placeholder("xr", "N * var * float64")
     col = ldask.from_ragged(lazyk.array([[1, 2], [3]]), 1)
     assert lazyk.compile(xr * 2)(col).compute().to_list() == [[2.0, 4.0], [6.0]]
-    with pytest.raises(lazyk.TypeMatchError):
-        k(da.from_array(np.array([1 + 2j]), chunks=1))  # (complex to float: not same_kind)
+    with pytest.raises(lazyk.CastingError):  # (complex to float: not same_kind)
+        k(da.from_array(np.array([1 + 2j]), chunks=1))
+    got = k(da.from_array(np.array([2.5]), chunks=1).astype(np.float64), casting="no")
+    assert got.compute().tolist() == [6.0]
+    i8 = lazyk.compile(lazyk.placeholder("y", "N * int8") + 1)
+    with pytest.raises(lazyk.CastingError, match="casting='unsafe'"):
+        i8(da.from_array(np.array([1.7]), chunks=1))
+    assert i8(da.from_array(np.array([1.7]), chunks=1), casting="unsafe").compute().tolist() \
+        == [2]
 
 
 def test_a_new_axis_on_an_expression_over_dask_arrays():

@@ -242,8 +242,10 @@ def _refuse_masked(x: Any) -> None:
             "lazyk arrays")
 
 
-def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
-    """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array."""
+def call_compiled(k: Any, inputs: tuple, out: Any = None,
+                  casting: str = "same_kind") -> da.Array:
+    """`k(*inputs)` for a `lazyk.compile` result called with Dask arrays: a Dask array
+    (numbers of another dtype converted under `casting`, as for NumPy inputs)."""
     if out is not None:
         raise NotSupportedError("out= with Dask inputs: the result is a lazy Dask array "
                                 "(store it with dask.array.store, or fill an array with "
@@ -251,16 +253,15 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     if len(inputs) != len(k.params):
         raise TypeError(f"expected {len(k.params)} inputs {k.signature}, got {len(inputs)}")
     if isinstance(k, RaggedCompiledExpr) or any(isinstance(x, RaggedArray) for x in inputs):
-        return _call_ragged(k, inputs)
+        return _call_ragged(k, inputs, casting)
     arrays = {}
     for i, (name, x) in enumerate(zip(k.params, inputs)):
         _refuse_masked(x)
         if not hasattr(x, "chunks"):
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
-        if np.dtype(x.dtype).newbyteorder("=") != dtype and x.ndim == len(shape) and \
-                np.can_cast(x.dtype, dtype, "same_kind"):
-            x = x.astype(dtype)  # (converted as a call converts NumPy inputs)
+        if np.dtype(x.dtype).newbyteorder("=") != dtype and x.ndim == len(shape):
+            x = x.astype(k._cast_input(i, np.empty(0, x.dtype), dtype, casting).dtype)
         if np.dtype(x.dtype).newbyteorder("=") != dtype or x.ndim != len(shape):
             raise TypeMatchError(f"input {k.labels[i]!r}: expected {type_text(shape, dtype)}, "
                                  f"got {type_text(x.shape, np.dtype(x.dtype))}")
@@ -284,14 +285,17 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None) -> da.Array:
     return _evaluate(rewrite(k.expr.node, concrete), arrays, None)
 
 
-def _call_ragged(k: Any, inputs: tuple) -> Any:
+def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
     """`k(*inputs)` for a compiled expression over var / option data called with
     `lazyk.dask` collections (or Dask arrays): its graph over those collections, run as
     `evaluate` runs an expression built on them."""
     exprs = [as_expr(x) for x in inputs]
     for i, (e, t) in enumerate(zip(exprs, k._types)):  # numbers converted as a call does
-        if e.dtype != t[1] and e.dtype.kind in "biuf" and t[1].kind in "biufc" and \
-                np.can_cast(e.dtype, t[1], "same_kind"):
+        if e.dtype != t[1] and e.dtype.kind in "biuf" and t[1].kind in "biufc":
+            if not np.can_cast(e.dtype, t[1], casting):
+                raise CastingError(f"input {k.labels[i]!r}: cannot cast {e.dtype} to the "
+                                   f"parameter's {t[1]} under casting={casting!r} (pass "
+                                   f"casting='unsafe' to convert anyway): {k.signature}")
             exprs[i] = lx.astype(e, t[1])
     try:
         solve(k.signature, *[e.type for e in exprs])

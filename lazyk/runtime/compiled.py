@@ -210,7 +210,7 @@ class CompiledExpr(CallInputs, FastCalls):
             if _dask_call is None:
                 raise NotSupportedError("calling a compiled expression on Dask arrays needs "
                                         "`import lazyk.dask` (pip install 'lazyk[dask]')")
-            return _dask_call(self, inputs[:len(self.params)], out)
+            return _dask_call(self, inputs[:len(self.params)], out, casting)
         if len(inputs) == len(self._slots):  # strs for string parameters: a string array
             inputs = tuple(text_for(x, t[1], n) if t[1] in TEXT_ELEMENTS else x
                            for x, t, n in zip(inputs, self._types, self._names))  # held
@@ -284,7 +284,8 @@ def is_dask(x: Any) -> bool:
 
 
 def install_dask(call: Any) -> None:
-    """Run calls with Dask array inputs through `call(compiled, inputs, out)` (lazyk.dask)."""
+    """Run calls with Dask array inputs through `call(compiled, inputs, out, casting)`
+    (lazyk.dask)."""
     global _dask_call
     _dask_call = call
 
@@ -409,7 +410,7 @@ class RaggedCompiledExpr(CompiledExpr):
         if named:
             inputs = self._by_name(inputs, named)
         if _dask_call is not None and any(is_dask(x) for x in inputs):
-            return _dask_call(self, inputs, out)  # (lazyk.dask collections: loaded by then)
+            return _dask_call(self, inputs, out, casting)  # (lazyk.dask collections: loaded by then)
         env = self._bind_ragged(inputs, casting)
         if has_rows(self.expr.node):  # row operations first (lazyk.runtime.row_steps)
             return _rows.evaluate_rows(Expr(self.expr.node, env), out, casting)
