@@ -1015,3 +1015,15 @@ def test_a_lazyk_string_array_joins_a_string_collection():
     got = ldask.evaluate(ldask.from_ragged(tags, 2) == want).compute()
     assert got.to_list() == lazyk.evaluate(tags == want).to_list() == \
         [[True, False], [], None, [True, None, False]]
+
+
+def test_an_operand_of_fewer_dims_broadcasts_from_the_right_whatever_its_length():
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0, 4.0, 4.0], [5.0, 6.0, 7.0]], "3 * var * float64")
+    w = np.array([10.0, 20.0, 30.0])  # (as long as the rows: still one weight per item)
+    want = (x * w).eval().to_list()
+    for n in (1, 2, 3):
+        got = ldask.evaluate(ldask.from_ragged(x, n) * w).compute()  # (3 * 3: NumPy's)
+        assert np.asarray(got).tolist() == want
+    r = lazyk.array([[1.0], [2.0, 3.0], [4.0]])
+    got = ldask.evaluate(lazyk.num(ldask.from_ragged(r, 2)) * np.array([1.0, 2.0, 3.0]))
+    assert got.compute().tolist() == [1.0, 4.0, 3.0]  # (as many dims: split by the rows)

@@ -76,6 +76,7 @@ from lazyk.frontend import expr as lx
 from lazyk.frontend import ops, rowops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
+    PICK_OP,
     REDUCE_OP,
     ROWS_OP,
     SELECT_OP,
@@ -93,6 +94,9 @@ from lazyk.frontend.numpy_rules import cast, partial_dtype
 def evaluate_rows(e: Expr, split_every: Any = None) -> Any:
     """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc)."""
     return _Planner(e, split_every).run()
+
+
+_NOT_ELEMENTWISE = (REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP)
 
 
 class _Planner:
@@ -115,6 +119,10 @@ class _Planner:
         self.split: dict = {}
         self.nparts = 1
         self.counts = self._counts()  # the known rows per partition (None: no such leaf)
+        # leaves that elementwise work reads with fewer dims than it has: they broadcast
+        # from the right, so their axis 0 is not the rows' (`x * w`, w one weight per item)
+        self.trailing = {s.arg for n in toposort(self.root) if n.op not in _NOT_ELEMENTWISE
+                         for s in n.srcs if s.op == "input" and 0 < s.ndim < n.ndim}
 
     # --- operands
     def _computable(self) -> None:
@@ -170,7 +178,7 @@ class _Planner:
         else:
             data = self.dask.get(name) or leaf_data(v)
             if isinstance(data, DaskLeaf):
-                r = _dask_rows(data.array, self._split_here(data.array.shape))
+                r = _dask_rows(data.array, self._split_here(data.array.shape, name))
             elif isinstance(data, Placeholder):
                 raise BindError(f"placeholder {name!r} has no data: lazyk.compile the "
                                 "expression and call it on each partition")
@@ -180,18 +188,20 @@ class _Planner:
                     "partitioned rows: make it a collection too, lazyk.dask.from_ragged(x, "
                     "rows_per_part), with the same rows per partition")
             elif isinstance(v, OwnedView) and is_text(np.asarray(data).dtype):  # strings
-                r = _numpy_rows(v.owner, self._split_here(v.owner.type.shape))
+                r = _numpy_rows(v.owner, self._split_here(v.owner.type.shape, name))
             else:
                 data = np.asarray(data)
-                r = _numpy_rows(data, self._split_here(data.shape))
+                r = _numpy_rows(data, self._split_here(data.shape, name))
         self.rows[name] = r
         return r
 
-    def _split_here(self, shape: tuple) -> tuple | None:
-        """The row counts when an operand of this shape is split by the rows (its axis 0
-        is as long as theirs), else None (it goes whole to every task)."""
+    def _split_here(self, shape: tuple, name: str) -> tuple | None:
+        """The row counts when operand `name` of this shape is split by the rows (its axis
+        0 is as long as theirs and lines up with them), else None (it goes whole to every
+        task)."""
         n = sum(self.counts) if self.counts else None
-        if self.counts and len(shape) >= 1 and shape[0] == n and n != 1:
+        if self.counts and len(shape) >= 1 and shape[0] == n and n != 1 and \
+                name not in self.trailing:
             return self.counts
         return None
 
@@ -229,7 +239,7 @@ class _Planner:
                     self.split[id(node)] = (node, v.rows.rows_known)
                 return node
             shape = getattr(leaf_data(v), "shape", None)
-            if shape is not None and self._split_here(tuple(shape)):
+            if shape is not None and self._split_here(tuple(shape), node.arg):
                 self.split[id(node)] = (node, True)
             return node
         lines = {self._known(s) for s in srcs if self._is_split(s)}
