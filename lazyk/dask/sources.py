@@ -73,9 +73,9 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
         if arrow:  # (no chunks: one empty partition of the chunked array's type)
             x = [from_arrow(c) for c in chunks] or [from_arrow(x.combine_chunks())]
         if not isinstance(x, (list, tuple)) or not x:
-            raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them or a "
-                            f"pyarrow.ChunkedArray, not {type(x).__module__}."
-                            f"{type(x).__qualname__}")
+            raise TypeError(f"from_ragged takes a lazyk Array, a non-empty list of them, a "
+                            f"pyarrow.ChunkedArray or a Dask array, not "
+                            f"{type(x).__module__}.{type(x).__qualname__}")
         parts = list(x)
         for p in parts:
             if not isinstance(p, Array):
