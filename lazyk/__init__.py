@@ -125,12 +125,12 @@ _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises)
 
 
-def _call_on_dask(k, inputs, out):
+def _call_on_dask(k, inputs, out, casting="same_kind"):
     # `k(dask_array)`: lazyk.dask imports dask.array, so it loads only when a Dask array
     # reaches a compiled expression (dask itself is loaded by then); it then installs itself.
     import lazyk.dask
 
-    return lazyk.dask.call_compiled(k, inputs, out)
+    return lazyk.dask.call_compiled(k, inputs, out, casting)
 
 
 _compiled.install_dask(_call_on_dask)
