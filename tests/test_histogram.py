@@ -509,3 +509,12 @@ def test_bools_without_a_range_bin_as_numpys_uint8():
         want = np.histogram(b, 2)
         np.testing.assert_array_equal(counts, want[0])
         np.testing.assert_array_equal(edges, want[1])
+
+
+def test_an_empty_rows_max_counts_nowhere_with_an_automatic_range():
+    pt = lazyk.array([[45.0, 10.0], [], [50.0]])
+    counts, edges = lazyk.histogram(lazyk.max(pt, axis=1), 2)
+    np.testing.assert_array_equal(counts, [1, 1])
+    np.testing.assert_array_equal(edges, [45.0, 47.5, 50.0])
+    np.testing.assert_array_equal(lazyk.histogram(lazyk.max(pt, axis=1), 2, (0, 100))[0],
+                                  [1, 1])

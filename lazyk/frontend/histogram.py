@@ -31,7 +31,7 @@ from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.missing import option_flags
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.reductions import count
+from lazyk.frontend.reductions import count, folded_rows
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.reductions import min as lazy_min
 from lazyk.frontend.structure import renamed, structure_of
@@ -99,9 +99,9 @@ class Histogram:
             dt = self.x.dtype
             top = np.inf if dt.kind == "f" else True if dt.kind == "b" else np.iinfo(dt).max
             low = -np.inf if dt.kind == "f" else False if dt.kind == "b" else np.iinfo(dt).min
-            lo, hi, present = hooks.evaluate_many(
-                lazy_min(self.x, skipna=True, initial=top),
-                lazy_max(self.x, skipna=True, initial=low), count(self.x))
+            x = folded_rows(self.x)  # (an empty row's max counts nowhere)
+            lo, hi, present = hooks.evaluate_many(lazy_min(x, skipna=True, initial=top),
+                                                  lazy_max(x, skipna=True, initial=low), count(x))
             if not int(_scalar(present, np.int64)):
                 first, last = 0, 1
             else:

@@ -260,6 +260,21 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
 
 
 
+def folded_rows(x: Expr) -> Expr:
+    """`x`, a min / max of rows without `initial`, with the rows that fold nothing (an
+    empty row: a ValueError when computed) left out (`x[count > 0]`); `x` itself for
+    anything else."""
+    node = x.node
+    if node.op != REDUCE_OP or node.arg[0] not in ("min", "max") or len(node.arg) > 4 or \
+            has_options(x):
+        return x
+    op, axes, keep = node.arg[:3]
+    src = Expr(node.srcs[0], x.env)
+    seed = ops.OPS[op].identity(node.dtype)  # (any value: the rows it stands in are dropped)
+    seeded = reduce(op, src, axis=axes, keepdims=keep, initial=seed)
+    return seeded[count(src, axis=axes, keepdims=keep) > 0]
+
+
 def _make_reduction(op: str):
     def fn(x, axis=None, keepdims: bool = False, skipna: bool = False, dtype=None,
            initial=None, skipnan: bool = False):
