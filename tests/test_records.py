@@ -247,3 +247,20 @@ def test_lazy_records_refuse_every_operator_naming_the_fields():
         with pytest.raises(lazyk.UnsupportedOperandError, match="use a field"):
             f()
     assert lazyk.num(muons).eval().to_list() == [2, 1]  # (still records: row operations)
+
+
+def test_zip_of_fields_whose_lists_differ_is_an_error_not_one_fields_answer():
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0], [5.0, 6.0]])
+    y = lazyk.array([[10.0, 20.0], [30.0, 40.0, 50.0], []])
+    r = lazyk.zip({"a": x, "b": y})
+    for f in (lambda: lazyk.num(r), lambda: lazyk.firsts(r).b, lambda: r[lazyk.num(x) > 0].b,
+              lambda: r):
+        with pytest.raises(lazyk.ShapeError, match="row 0"):
+            f().eval()
+    # fields of independent arrays whose lists agree: as one array's
+    z = lazyk.array([[5.0, 6.0], [7.0]])
+    w = lazyk.array([[1.0, 2.0], [3.0]])
+    r2 = lazyk.zip({"x": w, "y": z})
+    assert r2[r2.x > 1].eval().to_list() == [[{"x": 2.0, "y": 6.0}], [{"x": 3.0, "y": 7.0}]]
+    assert r2[:, :1].eval().to_list() == [[{"x": 1.0, "y": 5.0}], [{"x": 3.0, "y": 7.0}]]
+    assert lazyk.num(r2).eval().to_list() == [2, 1]

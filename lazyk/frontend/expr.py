@@ -22,6 +22,7 @@ from lazyk.frontend.expression import (
 )
 from lazyk.frontend.indexing import (
     index_expr,
+    index_like,
     is_index_operand,
 )
 from lazyk.frontend.operands import (
@@ -109,6 +110,7 @@ __all__ = [
     "imag",
     "index_by",
     "index_expr",
+    "index_like",
     "infix",
     "is_index_operand",
     "is_operand",

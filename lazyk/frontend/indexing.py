@@ -36,15 +36,33 @@ def _key_text(key: Any) -> str:
     return ", ".join(map(one, key)) if isinstance(key, tuple) else one(key)
 
 
-def _in_lists(e: Expr, key: Any) -> Expr | None:
+def _picked(items: tuple) -> list:
+    """The dims an index picks in (those not whole: `:` or `::1`)."""
+    return [d for d, k in enumerate(items) if not (isinstance(k, slice) and k.start is None
+                                                    and k.stop is None and k.step in (None, 1))]
+
+
+def index_like(e: Expr, key: Any, like: Expr, depth: int) -> Expr:
+    """`e[key]`, where an item or a slice of lists above `depth` takes its positions from
+    `like`'s lists (the fields of records: one mask, one set of positions, for all)."""
+    items = key if isinstance(key, tuple) else (key,)
+    picked = _picked(items) if not is_index_operand(key) else []
+    if len(picked) == 1 and picked[0] < depth:
+        got = _in_lists(e, key, like)
+        if got is not None:
+            return got
+    return e[key]
+
+
+def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     """`e[:, i]` / `e[:, a:b]` (whole dims before and after; the dim after the first):
     Awkward's item i of every list there (negative: from its end; None for a missing list;
     a list too short for it raises IndexError naming it, when computed), or items a to b (step
     1; clipped to the list), lazily: a gather or a selection by the items' positions that
-    fuses like any other. An item at a fixed dim too; None for other keys."""
+    fuses like any other. An item at a fixed dim too; None for other keys. `like`: the
+    expression whose lists give the positions (`e` by default)."""
     items = key if isinstance(key, tuple) else (key,)
-    picked = [d for d, k in enumerate(items) if not (isinstance(k, slice) and k.start is None
-                                                      and k.stop is None and k.step in (None, 1))]
+    picked = _picked(items)
     if not picked and len(items) <= e.ndim:  # (whole dims written `::1`)
         return e
     if len(picked) != 1 or len(items) > e.ndim:
@@ -53,14 +71,15 @@ def _in_lists(e: Expr, key: Any) -> Expr | None:
     if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
                       isinstance(k, slice) and k.step in (None, 1) and e.shape[d] == "var"):
         return None
-    ends = num(e, axis=d)[..., None]  # each list's length, against its items
+    like = e if like is None else like
+    ends = num(like, axis=d)[..., None]  # each list's length, against its items
     if isinstance(k, slice):
         def bound(b):  # (None: no bound)
             return b if b is None or b >= 0 else maximum(ends + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
         # positions stored; strings move as row operations)
-        walked = reads_in_nest(e) and not is_text(e.dtype)
-        at = positions_in_lists(e, d) if walked else local_index(e, axis=d)
+        walked = reads_in_nest(like) and not is_text(like.dtype)
+        at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
         lo, hi = bound(k.start), bound(k.stop)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
             (at >= lo) & (at < hi)

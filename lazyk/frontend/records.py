@@ -22,6 +22,7 @@ import numpy as np
 
 from lazyk import hooks
 from lazyk import types as T
+from lazyk.arrays import operators
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
@@ -29,7 +30,8 @@ from lazyk.arrays.foreign import from_foreign, is_foreign
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import Node
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
+from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
 from lazyk.frontend.ufuncs import where
@@ -71,9 +73,11 @@ class Records:
         # an index of the records (a mask, a slice, new axes): each field's, the fields
         # stretched against each other first (a per-event field among per-object ones)
         base = self if _aligned(self) else _lined_up(self)
-        before = base.leaves()[0].ndim
-        try:
-            got = base.map(lambda e: e[key])
+        first = base.leaves()[0]
+        before = first.ndim
+        try:  # (an item or slice of the lists of records: one set of positions for all)
+            index_like = operators.front_end().index_like  # (a later module, as for Expr)
+            got = base.map(lambda e: index_like(e, key, first, base.depth))
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
@@ -258,11 +262,50 @@ def _outer(f, depth: int | None) -> tuple:
 
 def _aligned(rec: Records) -> bool:
     """Whether every field expression has the same dims above the records (of each records
-    field too): their values line up as they are, if their lists do."""
+    field too) and, where those hold var dims, the same lists (`_rows_key`): their values
+    line up as they are."""
     d = rec.depth
-    if len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()}) > 1:
+    leaves = rec.leaves()
+    if len({e.shape[:d] if e.ndim >= d else None for e in leaves}) > 1:
         return False
+    if any(n == "var" for e in leaves for n in e.shape[:d]) and \
+            len({_rows_key(e.node, d, e.env, {}) for e in leaves}) > 1:
+        return False  # (lists that may differ: lined up, which checks them)
     return all(_aligned(f) for f in rec._fields.values() if isinstance(f, Records))
+
+
+def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
+    """What gives `node`'s first `d` dims their lists: equal keys, the same lists (arrays
+    over the same offsets; the same selections, gathers and row operations of them; fields
+    lined up together); elementwise work keeps its operands' lists."""
+    if "var" not in node.shape[:d]:
+        return None  # (no lists there)
+    got = memo.get((node, d))
+    if got is not None:
+        return got
+    if node.op == "input":
+        a = getattr(leaf_data(env.get(node.arg)), "array", None)
+        got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("input", node.arg)
+    elif node.op in (SELECT_OP, TAKE_OP):
+        x, key = node.srcs  # (a selection inside the records leaves the lists above alone)
+        got = _rows_key(x, d, env, memo) if node.arg >= d else \
+            (node.op, node.arg, _rows_key(x, d, env, memo), key)
+    elif node.op == "with_rows":  # fields lined up: the lists of all of them, paired
+        keys: set = set()
+        for s in node.srcs:
+            k = _rows_key(s, builtins.min(d, s.ndim), env, memo)
+            keys |= k[1] if isinstance(k, tuple) and k[:1] == ("paired",) else {k}
+        got = ("paired", frozenset(keys - {None}))
+    elif node.op in (ROWS_OP, PICK_OP, REDUCE_OP):  # (their own lists: every dim counts)
+        arg = node.arg[:1] + node.arg[2:] if node.op == PICK_OP else node.arg  # (any slot)
+        got = (node.op, arg_key(arg),
+               tuple(_rows_key(s, s.ndim, env, memo) for s in node.srcs))
+    else:  # elementwise: its operands' dims are its last ones
+        keys = {_rows_key(s, d - (node.ndim - s.ndim), env, memo) for s in node.srcs
+                if d - (node.ndim - s.ndim) > 0} - {None}
+        got = keys.pop() if len(keys) == 1 else frozenset(keys)
+    memo[(node, d)] = got
+    return got
 
 
 def _lined_up(rec: Records) -> Records:
