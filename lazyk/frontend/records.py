@@ -285,7 +285,9 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
         return got
     if node.op == "input":
         a = getattr(leaf_data(env.get(node.arg)), "array", None)
-        got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("input", node.arg)
+        # (a parameter's or a Dask collection's lists are known only when it runs: taken
+        # as the others')
+        got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("unknown",)
     elif node.op in (SELECT_OP, TAKE_OP):
         x, key = node.srcs  # (a selection inside the records leaves the lists above alone)
         got = _rows_key(x, d, env, memo) if node.arg >= d else \
