@@ -193,7 +193,11 @@ def test_two_histograms_in_one_pass_twice():
 
 def test_bins_computed_in_int32():
     h = lazyk.histogram(np.float32([1, 2]), 10, (0, 10))
-    assert ") : int32" in lazyk.explain(h)
+    text = lazyk.explain(h)
+    assert ") : int32" in text
+    assert "-> <i4" in text  # (the pass's counter words in int32 too)
+    wide = lazyk.histogram(np.float64([1, 2]), 10, (0.1, 0.7))  # (corrected estimates)
+    assert wide.estimate()[0].dtype == np.int32 and "-> <i4" in lazyk.explain(wide)
 
 
 def test_parts_write_only_their_own_cache_lines(monkeypatch):

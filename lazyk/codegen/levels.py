@@ -440,7 +440,7 @@ class Fold:
 class Bins:
     """Histograms: fold every level into private counters per part (the caller adds the
     parts' counters up; no counter is shared between threads). The body's outputs are, per
-    histogram, its bin index (int64; a value outside 0..n-1 is not counted), then for a
+    histogram, its bin index (int32 or int64; a value outside 0..n-1 is not counted), then for a
     `corrected` one the value (float64: an index of n + 1 + e is the estimate e of a
     value near an edge, corrected against the edges as numpy.histogram corrects it), then for a
     `weighted` one its weight (float64, added instead of 1). A missing input (`?T`) or a

@@ -194,7 +194,8 @@ class Histogram:
     def estimate(self) -> tuple | None:
         """(estimate, value, edges) where the bins are equal, else None, for a histogram pass
         that finds numpy.histogram's bins without computing two edges per value
-        (`codegen.nest_bins`). The estimate (int64) is the bin where the value lies clearly
+        (`codegen.nest_bins`). The estimate (int32 where 2n + 2 fits, else int64: the
+        pass computes with it in its dtype) is the bin where the value lies clearly
         inside one (further from its edges than any rounding reaches), -1 where it is in no
         bin, else the bin estimated within one of the right one plus n + 1: the pass
         corrects those few against the edges (float64) as numpy.histogram does. The value
@@ -234,13 +235,14 @@ class Histogram:
         i, v, inside, f = self._estimate_of(x)
         n = self.bins
         keep = inside if keep is None else inside & keep
+        it = _index_type(2 * n + 2)  # (an estimate near an edge: n + 1 + e)
+        i = i.astype(it)
         if self._exact():  # nothing to correct: no value, no edges
-            return where(keep, i.astype(np.int64), np.int64(-1)).node, None, None
+            return where(keep, i, it.type(-1)).node, None, None
         near = self._rounding()
         d = f - apply("floor", f)  # (where the value lies in its estimated bin, 0..1)
-        i = i.astype(np.int64)
-        i = where((d < near) | (d > 1 - near), i + np.int64(n + 1), i)
-        i = where(keep, i, np.int64(-1))
+        i = where((d < near) | (d > 1 - near), i + it.type(n + 1), i)
+        i = where(keep, i, it.type(-1))
         return i.node, v.astype(np.float64).node, self._edges.astype(np.float64)
 
     def _exact(self) -> bool:

@@ -117,7 +117,7 @@ class NestKernel:
             parallel_for(self.steal, base + 8 * (at + n), min(get_num_threads(), n))
         del keep  # the buffers the kernel read stay alive until here
         nest_stats["runs"] += 1
-        if (statuses[0, 0] if n == 1 else statuses[:, 0].any()):
+        if (statuses[0, 0] if n == 1 else np.count_nonzero(statuses[:, 0])):
             for st in statuses:
                 if st[0]:
                     raise _error(st, labels or list(range(len(self.kinds))))

@@ -180,6 +180,9 @@ def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leav
         table[0] += h.nbins + 1
         at_edges += 0 if e is None else len(e)
     total, nt = table[0], at_edges
+    if total * BIN_LANES >= 2**31 and any(d == np.int32 for _, d in kern.spec.outputs):
+        raise NotSupportedError(f"{total:,} bins counted in one pass: at most "
+                                f"{2**31 // BIN_LANES:,}")
     # each bin's lanes (`codegen.nest_bins`); a part's counters in whole cache lines from a
     # line's start: two threads never write one line
     table[0] = whole_lines(total * BIN_LANES)
@@ -196,13 +199,20 @@ def _count(hists, edges, weighted, kern, levels, sizes, sel, kinds, params, leav
         rec.append(("nest", kern, len(parts)))
     got = buf[nt:].reshape(len(parts), table[0])[:, :total * BIN_LANES]
     got = got.reshape(len(parts), total, BIN_LANES)
-    counts = []
+    counts, lanes = [], None
     for h, w, f in zip(hists, weighted, firsts):
-        block = got[:, f:f + h.nbins]
-        # (weights: lane 0 only; then the parts in order)
-        block = block.view(np.float64)[:, :, 0] if w else block.sum(axis=2)
-        counts.append(h.finish(block[0].copy() if len(parts) == 1 else block.sum(axis=0)))
+        if w:  # weights: lane 0 only, the parts added in order
+            block = got[:, f:f + h.nbins, 0].view(np.float64)
+            counts.append(h.finish(block[0].copy() if len(parts) == 1 else block.sum(axis=0)))
+            continue
+        if lanes is None:  # every counter: the parts added (whole rows), then each bin's lanes
+            lanes = (got[0] if len(parts) == 1 else got.sum(axis=0)) @ _ONE_PER_LANE
+        counts.append(h.finish(lanes[f:f + h.nbins]))
     return counts
+
+
+_ONE_PER_LANE = np.ones(BIN_LANES, np.int64)  # (a product adds a bin's lanes: NumPy's sum
+# over a short last axis costs several times more)
 
 
 def _row_folds(hists: list, edges: list, low: list, names: tuple):
@@ -388,6 +398,11 @@ class _Graph:
                                      [leaf_data(env[n]) for n in self.names])
         self.body, self.inputs, self.outs, self.consts = fuse_outputs(
             [rows_graph(r) for r in roots])
+        # each output's dtype: a bin index in its own (int32 where the bins fit: the pass
+        # computes its counter words in int32), a value or a weight float64
+        self.dtypes = tuple(np.dtype(np.float64) if real else
+                            np.dtype(np.int32 if r.dtype == np.int32 else np.int64)
+                            for r, real in zip(roots, self.kinds))
         stats["graphs"] += 1
 
 
@@ -402,8 +417,7 @@ class _Plan:
         self.kinds = [kinds[j] for j in self.labels]
         spec = KernelSpec(inputs=tuple(o.dtype for o in sel),
                           aligned=tuple(bool(o.aligned) for o in sel), body=graph.body,
-                          outputs=tuple((i, np.dtype(np.float64 if wt else np.int64))
-                                        for i, wt in zip(graph.outs, graph.kinds)))
+                          outputs=tuple(zip(graph.outs, graph.dtypes)))
         maskd = tuple(o.mask_offset is not None for o in sel)
         self.kkey = (spec, tuple(levels), tuple(tuple(k) for k in self.kinds), maskd,
                      Bins(graph.weighted, graph.corrected), Fill(), False, False, False)
