@@ -194,12 +194,11 @@ class Histogram:
     def estimate(self) -> tuple | None:
         """(estimate, value, edges) where the bins are equal, else None, for a histogram pass
         that finds numpy.histogram's bins without computing two edges per value
-        (`codegen.nest_bins`). The estimate (int32 where 2n + 2 fits, else int64: the
-        pass computes with it in its dtype) is the bin where the value lies clearly
-        inside one (further from its edges than any rounding reaches), -1 where it is in no
-        bin, else the bin estimated within one of the right one plus n + 1: the pass
-        corrects those few against the edges (float64) as numpy.histogram does. The value
-        is in float64; value and edges are None where none needs a correction (`_exact`)."""
+        (`codegen.nest_bins`). The estimate (int32 where 2n + 2 fits) is the bin where the
+        value lies clearly inside one (further from its edges than any rounding reaches),
+        -1 where it is in no bin, else the bin estimated within one of the right one plus
+        n + 1: the pass corrects those few against the edges (float64) as numpy.histogram
+        does. The value is float64; value and edges are None where nothing is corrected."""
         if self._estimate is None:
             got, names = self.kept_estimate()
             now = self.x.node.names
@@ -234,9 +233,8 @@ class Histogram:
         x, keep = self._unselected()
         i, v, inside, f = self._estimate_of(x)
         n = self.bins
-        keep = inside if keep is None else inside & keep
         it = _index_type(2 * n + 2)  # (an estimate near an edge: n + 1 + e)
-        i = i.astype(it)
+        i, keep = i.astype(it), inside if keep is None else inside & keep
         if self._exact():  # nothing to correct: no value, no edges
             return where(keep, i, it.type(-1)).node, None, None
         near = self._rounding()
