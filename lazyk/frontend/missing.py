@@ -148,10 +148,3 @@ def none_for_empty(node: Node) -> bool:
     """An arg-reduction over var rows: an empty row has no position (a missing result)."""
     return node.op == REDUCE_OP and node.arg[0] in ops.ARG_REDUCTIONS and \
         "var" in node.srcs[0].shape
-
-
-def skips_missing(node: Node) -> bool:
-    """A skipna sum/prod/any/all (and min/max with `initial`) has a value for every row,
-    so its result is not optional."""
-    return node.op == REDUCE_OP and len(node.arg) > 3 and bool(node.arg[3]) and (
-        ops.OPS[node.arg[0]].folds_to_identity or len(node.arg) > 4)
