@@ -518,3 +518,36 @@ def test_an_empty_rows_max_counts_nowhere_with_an_automatic_range():
     np.testing.assert_array_equal(edges, [45.0, 47.5, 50.0])
     np.testing.assert_array_equal(lazyk.histogram(lazyk.max(pt, axis=1), 2, (0, 100))[0],
                                   [1, 1])
+
+
+def test_float32_range_scalars_bin_as_numpy_with_their_float32_edges():
+    # np.linspace computes the edges in float32 (then float64): edge 55 is 0.0 exactly,
+    # not the float64 value near 4.8e-8, and a value of 0 is in bin 55
+    r = (np.float32(-3.3), np.float32(2.7))
+    for x in (np.zeros(4, np.int64), np.float64([0.0, 1e-9, -1e-9, 0.6, -0.6])):
+        counts, edges = lazyk.histogram(x, 100, r)
+        want, want_edges = np.histogram(x, 100, r)
+        np.testing.assert_array_equal(counts, want)
+        np.testing.assert_array_equal(edges, want_edges)
+
+
+def test_an_automatic_range_over_a_selection_that_keeps_nothing_is_0_to_1():
+    a = lazyk.array(np.array([1.0, -1.0, 2.0]))
+    counts, edges = lazyk.histogram(a[a > 5], 3)
+    want = np.histogram(np.zeros(0), 3)
+    np.testing.assert_array_equal(counts, want[0])
+    np.testing.assert_array_equal(edges, want[1])
+    # (its min and max: `initial` where nothing is kept, as NumPy's)
+    assert lazyk.evaluate(lazyk.min(a[a > 5], initial=np.inf)) == np.inf
+    assert lazyk.evaluate(lazyk.max(a[a > 0], initial=-np.inf)) == 2.0
+
+
+def test_a_weighted_histogram_of_a_selection_after_an_unweighted_one():
+    # the unweighted one bins the values in place (the selection never gathered); the
+    # weighted one reads the selected values and weights: each keeps its own bin graph
+    x, w = np.array([1.0, -1.0, 2.0, -3.0, 0.5]), np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    a, m = lazyk.array(x), lazyk.array(x) > 0
+    np.testing.assert_array_equal(lazyk.histogram(a[m], 3, (0, 3))[0], [1, 1, 1])
+    got = lazyk.histogram(a[m], 3, (0, 3), weights=lazyk.array(w)[m])[0]
+    np.testing.assert_array_equal(got, np.histogram(x[x > 0], 3, (0, 3), weights=w[x > 0])[0])
+    np.testing.assert_array_equal(lazyk.histogram(a[m], 3, (0, 3))[0], [1, 1, 1])

@@ -358,3 +358,20 @@ def test_gathers_within_lists_that_may_be_missing_at_depth_three():
     p = lazyk.argmax(lazyk.num(x, axis=2), axis=1, keepdims=True)
     assert x[p].eval().to_list() == \
         a[ak.argmax(ak.num(a, axis=2), axis=1, keepdims=True)].to_list()
+
+
+def test_a_selection_by_a_mask_of_a_take_back_keeps_its_missing_values():
+    # x[argmax(x, keepdims=True)] is None for an empty row; (b > 5) is missing there, and
+    # a missing mask element keeps a missing element, fused as evaluated first (Awkward's)
+    rows = [[10.0, 30.0, 20.0], [], [1.0], [7.0, 2.0]]
+    x, a = lazyk.array(rows), ak.Array(rows)
+    b, ab = x[lazyk.argmax(x, axis=1, keepdims=True)], a[ak.argmax(a, axis=1, keepdims=True)]
+    want = ak.to_list(ab[ab > 5])
+    assert want == [[30.0], [None], [], [7.0]]
+    assert b[b > 5].eval().to_list() == want
+    assert (lambda e: e[e > 5])(b.eval()).eval().to_list() == want
+    assert lazyk.num(b[b > 5]).eval().to_list() == ak.to_list(ak.num(ab[ab > 5]))
+    # (Awkward's sum skips missing values: lazyk's with skipna=True)
+    assert lazyk.sum(b[b > 5], axis=1, skipna=True).eval().to_list() == ak.to_list(
+        ak.sum(ab[ab > 5], axis=1))
+    assert lazyk.sum(b[b > 5], axis=1).eval().to_list() == [30.0, None, 0.0, 7.0]

@@ -60,14 +60,19 @@ class NestSelection:
         got = emit_body(b, sub, self._loads(addr, sub), self.target, self._pv)
         vals, pres = {}, {}
         for out, v in zip(outs, got):
-            masks = []
+            masks, gone = [], []
             for j in sorted(inputs_of(self.full, out)):
                 if self.masked[j]:
                     m = b.gep(addr[j], [self.moff[j]])
                     if away and j in away:
                         m = b.select(away[j], self.dummy, m)
                     masks.append(m)
-            vals[out], pres[out] = v, (self._present(masks) if masks else None)
+                elif away and j in away:  # (taken at a missing position: missing)
+                    gone.append(away[j])
+            ok = self._present(masks) if masks else None
+            for g in gone:
+                ok = b.and_(ok if ok is not None else ir.Constant(I1, 1), b.not_(g))
+            vals[out], pres[out] = v, ok
         return vals, pres
 
     def _keep_value(self, addr, away=None, missing=False):

@@ -148,14 +148,14 @@ class Histogram:
 
     def _key(self):
         """What the bin index graph depends on (None: not kept: the edges come from the
-        data)."""
+        data); weighted, a selection's values are binned as they are (rows gathered)."""
         if self.range is None and isinstance(self.bins, int):
             return None
-        edges = (self.bins.dtype.str, self.bins.tobytes()) if not isinstance(self.bins, int) \
-            else self.bins
+        edges = self.bins if isinstance(self.bins, int) else (self.bins.dtype.str,
+                                                              self.bins.tobytes())
         rng = None if self.range is None else tuple((type(v).__name__, repr(v))
                                                     for v in self.range)
-        return (structure_of(self.x), edges, rng)
+        return (structure_of(self.x), edges, rng, self.weights is None)
 
     def _bin_index(self) -> Expr:
         self._bin_edges()
@@ -262,12 +262,12 @@ class Histogram:
     def _error(self, ft: np.dtype) -> float:
         """How far (in bins) an estimate in `ft` may lie from where the value lies among
         the edges: each edge is off its exact place by up to half a unit in the last place
-        of the edges' dtype (and a few of float64 from linspace), the estimate by a few
-        units of `ft` (inf: too far to tell)."""
+        of the coarser of the edges' dtype and linspace's (float32 range scalars: float32
+        edges, stored as float64), the estimate by a few units of `ft` (inf: too far)."""
         first, last = (float(v) for v in self._uniform)
         big = max(abs(first), abs(last))
         width = (last - first) / self.bins
-        bt = self._edges.dtype
+        bt = min(self._linspace_dtype(), self._edges.dtype, key=lambda d: d.itemsize)
         unit = float(np.spacing(bt.type(big))) if bt.kind == "f" else 0.0
         ulps = 2.0 ** -48 if ft == np.float64 else 2.0 ** -21
         error = unit / width + 2.0 ** -48 * (big / width) + ulps * (big / width + self.bins)
@@ -336,16 +336,18 @@ class Histogram:
         with np.errstate(all="ignore"):
             return bool(np.array_equal(self._edge(k), self._edges))
 
+    def _linspace_dtype(self) -> np.dtype:
+        """The dtype np.linspace computes the edges in (then stored in the edges' dtype)."""
+        dt = np.result_type(*self._uniform)
+        return dt if dt.kind == "f" else np.result_type(dt, 1.0)
+
     def _edge(self, k, top: bool = True):
         """Edge k (an integer expression, or a NumPy array of them) as np.linspace
         computes it: k * step in the linspace dtype, plus the start (in its own dtype's
         promotion, stored back), then in the edges' dtype; the last edge is `last` itself
         (`top=False`: an expression where k < n, or whose value is not read at n)."""
         first, last = self._uniform
-        n, bin_type = self.bins, self._edges.dtype
-        dt = np.result_type(first, last)
-        if dt.kind != "f":
-            dt = np.result_type(dt, 1.0)
+        n, bin_type, dt = self.bins, self._edges.dtype, self._linspace_dtype()
         start = np.asarray(first)
         wide = np.result_type(dt, start.dtype)
         step = np.subtract(np.asarray(last, dt), np.asarray(first, dt), dtype=dt) / n
@@ -484,9 +486,7 @@ _built = Memo(256, "histogram graphs")
 
 def _finite(v: Any) -> bool:
     """np.isfinite of a range end (a Python int or float without NumPy's call)."""
-    if type(v) is int:
-        return True
-    return math.isfinite(v) if type(v) is float else bool(np.isfinite(v))
+    return type(v) is int or (math.isfinite(v) if type(v) is float else bool(np.isfinite(v)))
 
 
 def _index_type(n: int) -> np.dtype:

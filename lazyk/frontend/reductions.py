@@ -87,7 +87,8 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
         initial = _initial_value(op, initial, acc)
         # var / option data (or parameters of those types) fold `initial` into each row
         if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
-                            for v in e.env.values()) and not has_rows(e.node):
+                            for v in e.env.values()) and not has_rows(e.node) and \
+                "var" not in [node.shape[d] for d in axes]:  # (a selection's rows: as var)
             return _seeded_fixed(op, e, axes, keepdims, acc, initial)
     arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
     if initial is not None:  # the ragged path folds `initial` into each row's result
