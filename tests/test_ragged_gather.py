@@ -375,3 +375,22 @@ def test_a_selection_by_a_mask_of_a_take_back_keeps_its_missing_values():
     assert lazyk.sum(b[b > 5], axis=1, skipna=True).eval().to_list() == ak.to_list(
         ak.sum(ab[ab > 5], axis=1))
     assert lazyk.sum(b[b > 5], axis=1).eval().to_list() == [30.0, None, 0.0, 7.0]
+
+
+def test_an_item_of_fixed_size_lists_that_may_be_missing():
+    # `N * ?2 * ?T` (pad_none(clip=True) of `?var` rows): [:, i] is missing where the
+    # list or the value is, as an array, lazily, and after pad_none (Awkward's)
+    q = lazyk.array([[1.0, None], None, [3.0, 7.0]], type="3 * ?2 * ?float64")
+    want = {0: [1.0, None, 3.0], 1: [None, None, 7.0], -1: [None, None, 7.0]}
+    for i, w in want.items():
+        assert q[:, i].to_list() == w
+        assert (q * 1)[:, i].eval().to_list() == w
+    with pytest.raises(IndexError, match="position 2"):
+        (q * 1)[:, 2].eval()
+    b = lazyk.array([[True, None], None, [False, True]], type="3 * ?2 * ?bool")
+    assert (b & True)[:, 1].eval().to_list() == b[:, 1].to_list() == [None, None, True]
+    rows = [[10.0, 30.0, 20.0], None, [1.0]]
+    x, a = lazyk.array(rows), ak.Array(rows)
+    for i in (0, 1):
+        assert lazyk.pad_none(x, 2, clip=True)[:, i].eval().to_list() == ak.to_list(
+            ak.pad_none(a, 2, clip=True)[:, i])

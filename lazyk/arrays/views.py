@@ -161,6 +161,8 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
         adjust = len(out_meta) - 4  # the content address moves with field / index views
         single = False
         t, at = t.elem, at + M.VAR_META
+    if wrap and wrap[-1] is T.Option and isinstance(t, T.Option):
+        return None  # (an int into `?n * ?T` rows: one mask cannot say row or value missing)
     for n in names:
         optional = isinstance(t, T.Option)
         if optional:  # a field of a maybe-missing record is maybe missing: `?{x: T}`.x is `?T`

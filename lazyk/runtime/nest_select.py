@@ -144,6 +144,8 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     if len(picks) == 1 and picks[0] is root and reduce_arg is None:
         # a lone selection or gather the nest declines: its operands first, then it alone
         x, key = root.srcs
+        if root.op == TAKE_OP and _paired(x, env):  # (positions are checked in each row)
+            x = x.srcs[0]
         if x.op == "input" and key.op == "input":
             got = gather_in_missing_rows(root, env)
             if got is not None:
@@ -159,6 +161,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 f"array that may be missing where the {what} dim is fixed; the loop nest does "
                 "not write those: replace the missing ones first (lazyk.where)")
         lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
+        if any(s.op != "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
+            raise NotSupportedError(f"x[{'mask' if root.op == SELECT_OP else 'positions'}] "
+                                    f"over {x.shape} {x.dtype} operands computed as {x.op}")
         return evaluate_picks(lone, lone, None, env)
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
                    if n.op in PICKS else _same(n, srcs))
@@ -409,6 +414,16 @@ def _computed(node: Node, env: dict, done: dict) -> Node:
             runtime.evaluate(Expr(node, env))
         done[node] = _as_leaf(got, env)
     return done[node]
+
+
+def _paired(x: Node, env: dict) -> bool:
+    """Whether `x` is `?n` rows as a lazyk array gives them (`as_expr`): its `?var` rows
+    paired with the fixed n (`x - zeros(n)`, `x * ones(n)`), never one leaf."""
+    if x.op not in ("subtract", "multiply") or x.srcs[0].op != "input":
+        return False
+    fixed = x.srcs[1].srcs[0] if x.srcs[1].op == "astype" else x.srcs[1]
+    return fixed.op == "input" and is_ragged(env[x.srcs[0].arg]) and \
+        not is_ragged(env[fixed.arg])
 
 
 def _leaf(node: Node, env: dict) -> Node:
