@@ -543,3 +543,28 @@ def test_an_empty_max_over_combinations_is_the_error_of_a_plain_max():
     got = lazyk.sum(lazyk.combinations(y, 2, axis=1)["1"], axis=1).eval()
     assert str(got.type) == "3 * 4 * float64"
     assert got.tolist() == [[0.5, 5.0, 1.0, 1.0], [0.0] * 4, [0.0] * 4]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fields_of_combinations_with_as_many_tuples_as_items(n):
+    # 3 items give 3 pairs, 4 items 4 triples: a selection of the tuples' fields reads the
+    # tuples, never the items their rows line up with (Awkward's)
+    k = 3 if n == 2 else 4
+    rows = [[30.0, 20.0, 10.0, 5.0][:k], [3.0, 2.0, 1.0, 0.5][:k], []]
+    qs = [[1, -1, 1, -1][:k], [-1, -1, 1, 1][:k], []]
+    a = ak.zip({"pt": rows, "q": qs})
+    x = lazyk.from_awkward(a)
+    names = ["a", "b", "c"][:n]
+    p, ap = lazyk.combinations(x, n, fields=names), ak.combinations(a, n, fields=names)
+    ip = lazyk.argcombinations(x.pt, n, fields=names)
+    aip = ak.argcombinations(a.pt, n, fields=names)
+    keep, akeep = p.a.q != p.b.q, ap.a.q != ap.b.q
+    for f in names:
+        assert p[keep][f].pt.eval().to_list() == ak.to_list(ap[akeep][f].pt)
+        assert ip[f][keep].eval().to_list() == ak.to_list(aip[f][akeep])
+    m, am = (p.a.pt + p.b.pt)[keep], (ap.a.pt + ap.b.pt)[akeep]
+    best = lazyk.firsts(p[keep][lazyk.argmin(abs(m - 25), axis=1, keepdims=True)].b.pt)
+    abest = ak.firsts(ap[akeep][ak.argmin(abs(am - 25), axis=1, keepdims=True)].b.pt)
+    assert best.eval().to_list() == ak.to_list(abest)
+    assert lazyk.sum(p[keep].b.pt, axis=1).eval().to_list() == ak.to_list(
+        ak.sum(ap[akeep].b.pt, axis=1))

@@ -339,7 +339,8 @@ def _compressed(node: Node, env: dict) -> Array | None:
             any(n != 1 for n in node.shape[2:]):
         return None
     x, m = node.srcs
-    if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)):
+    if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)) or \
+            isinstance(env[x.arg], PickLeaf):  # (a combination's field: not its array's rows)
         return None
     arr = leaf_data(env[x.arg]).array
     if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
