@@ -551,3 +551,23 @@ def test_a_weighted_histogram_of_a_selection_after_an_unweighted_one():
     got = lazyk.histogram(a[m], 3, (0, 3), weights=lazyk.array(w)[m])[0]
     np.testing.assert_array_equal(got, np.histogram(x[x > 0], 3, (0, 3), weights=w[x > 0])[0])
     np.testing.assert_array_equal(lazyk.histogram(a[m], 3, (0, 3))[0], [1, 1, 1])
+
+
+def test_each_evaluation_reads_the_data_and_its_range_as_they_are_then():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    h = lazyk.histogram(lazyk.array(x), 3)
+    np.testing.assert_array_equal(h.to_numpy(), [1, 1, 2])
+    x[:] = [10.0, 20.0, 30.0, 40.0]  # (in place: the same array)
+    counts, edges = h
+    want = np.histogram(x, 3)
+    np.testing.assert_array_equal(counts, want[0])
+    np.testing.assert_array_equal(edges, want[1])
+    # edges given as an array are the histogram's own: changing the caller's array later
+    # changes neither what counts nor what `.edges` shows
+    v, given = np.full(4, 0.9), np.array([0.0, 0.5, 1.0])
+    h = lazyk.histogram(v, given)
+    given[1] = 0.95
+    np.testing.assert_array_equal(h.to_numpy(), [0, 4])
+    np.testing.assert_array_equal(h.edges, [0.0, 0.5, 1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        lazyk.histogram(v, [0.0, np.nan, 1.0])

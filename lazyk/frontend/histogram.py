@@ -25,9 +25,9 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
-from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, toposort
+from lazyk.frontend.graph import ROWS_OP, SELECT_OP
+from lazyk.frontend.histogram_rows import lift_row_selection
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.missing import option_flags
 from lazyk.frontend.operands import as_expr
@@ -85,9 +85,17 @@ class Histogram:
 
     @property
     def edges(self) -> np.ndarray:
-        """The bin edges (n + 1 of them; `range=None` computes the data's min and max)."""
+        """The bin edges (n + 1 of them; `range=None`: from the data's min and max, as the
+        last evaluation found them)."""
         self._bin_edges()
         return self._edges
+
+    def reread(self) -> None:
+        """Forget edges found from the data (`range=None`): an evaluation reads the data's
+        min and max again (arrays may have changed in place since)."""
+        if self._key() is None:
+            self._edges = self._uniform = self._index = self._estimate = None
+            self._kept_index = self._kept_estimate = None
 
     def _bin_edges(self) -> None:
         if self._edges is not None or not isinstance(self.bins, int):
@@ -178,7 +186,7 @@ class Histogram:
             if not (missing or any(flags)):  # (a missing mask element: a missing value)
                 y, m = y.srcs
         masks = [] if m is None else [m]
-        lifted = _lift_row_selection((y, *masks), x.env)
+        lifted = lift_row_selection((y, *masks), x.env)
         if lifted is not None:
             y, masks = lifted[0], [lifted[-1], *lifted[1:-1]]
         if not masks:
@@ -406,78 +414,6 @@ class Histogram:
         return self.to_numpy().tolist()
 
 
-def _lift_row_selection(roots: tuple, env: dict) -> tuple | None:
-    """(the roots over every row, then the row mask) where the roots read their arrays only
-    through one row selection `a[rows]` (a bool mask of one dim, nothing missing) and every
-    step after it is row-local (elementwise work, combinations, selections, gathers and
-    reductions inside the rows): then `f(a[rows])` is `f(a)[rows]`, and a histogram counts
-    `f(a)` where `rows` is true instead of gathering the selected rows first. Else None.
-
-    The rows the mask drops are computed too, so no step that can raise on them (an integer
-    power; a gather by positions that may lie outside a dropped row) or that reads arrays of
-    its own (an array not selected) may follow the selection."""
-    rows = None
-    state: dict = {}  # node -> "const" (no arrays), "raw" (arrays as given), "lifted"
-    new: dict = {}
-    for node in [n for r in roots for n in toposort(r)]:
-        if node in state:
-            continue
-        got = {state[s] for s in node.srcs}
-        if node.op in ("scalar", "const") or (node.op == "input" and not node.ndim):
-            kind = "const"
-        elif node.op == "input" or "lifted" not in got:
-            kind = "raw" if node.op == "input" or "raw" in got else "const"
-        elif "raw" in got or not _row_local(node):
-            return None  # (arrays not selected meet selected rows, or rows mix)
-        else:
-            kind = "lifted"
-        if node.op == SELECT_OP and node.arg == 0 and node.srcs[1].ndim == 1 and \
-                state[node.srcs[0]] == "raw" == state[node.srcs[1]]:
-            if rows is None:
-                flags, missing = option_flags(node.srcs[1], env)
-                if missing or any(flags):
-                    return None
-                rows = node.srcs[1]
-            if node.srcs[1] is not rows:
-                return None
-            state[node], new[node] = "lifted", new[node.srcs[0]]
-            continue
-        state[node] = kind
-        new[node] = node if kind != "lifted" else node.replace(
-            srcs=tuple([new[s] for s in node.srcs]), shape=(rows.shape[0],) + node.shape[1:])
-    if rows is None or any(state[r] != "lifted" for r in roots):
-        return None
-    return tuple(new[r] for r in roots) + (rows,)
-
-
-def _row_local(node: Node) -> bool:
-    """Whether `node` computes each row from that row alone (and never raises on values)."""
-    if node.shape[:1] != ("var",):
-        return False
-    if node.op == "power" and node.dtype.kind in "iu":
-        return False
-    if node.op in ops.ELEMENTWISE:
-        return True
-    if node.op == REDUCE_OP:
-        nd = node.srcs[0].ndim
-        return 0 not in {a % nd for a in node.arg[1]}
-    if node.op == PICK_OP:
-        return node.arg[2] % node.srcs[0].ndim >= 1
-    if node.op == TAKE_OP:  # (positions computed on a dropped row must lie in it too)
-        return node.arg >= 1 and _inside_rows(node.srcs[1])
-    return node.op == SELECT_OP and node.arg >= 1
-
-
-def _inside_rows(positions: Node) -> bool:
-    """Whether the positions are in their rows on every row: an argmin / argmax
-    (`keepdims=True`) or the positions of combinations (`argcombinations`)."""
-    while positions.op == "astype":
-        positions = positions.srcs[0]
-    if positions.op == REDUCE_OP:
-        return positions.arg[0] in ops.ARG_REDUCTIONS
-    return positions.op == PICK_OP and bool(positions.arg[3])
-
-
 # (x node, bins, range) -> (bin index node, edges, uniform range): a histogram built again
 # (each call of an analysis) reuses its graph; the nodes are interned, so the key's x node
 # is the very node of the same expression over the same arrays
@@ -533,7 +469,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
 
     Returns a lazy `Histogram`: `.to_numpy()` / `.eval()` give the counts, `.edges` the
     edges, and unpacking gives both as NumPy does
-    (`counts, edges = lazyk.histogram(jets.pt, 100, (15, 60))`).
+    (`counts, edges = lazyk.histogram(jets.pt, 100, (15, 60))`). Each evaluation reads the
+    data as it is then (with `range=None`, its min and max too); edges given as an array
+    are copied when the histogram is made.
 
     Raises:
         ValueError: bins < 1; `range` min > max or not finite; edges not increasing.
@@ -576,7 +514,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
             if not (_finite(first) and _finite(last)):
                 raise ValueError(f"supplied range of [{first}, {last}] is not finite")
     elif np.ndim(bins) == 1:
-        bins = np.asarray(bins)
+        bins = np.array(bins)  # (a copy: the edges as given now, as they count and show)
+        if bins.dtype.kind in "fc" and np.isnan(bins).any():
+            raise ValueError(f"`bins` holds NaN: {bins}")
         if np.any(bins[:-1] > bins[1:]):
             raise ValueError("`bins` must increase monotonically, when an array")
         if len(bins) < 2:

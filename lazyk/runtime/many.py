@@ -140,6 +140,7 @@ def _evaluate_many(items: tuple) -> tuple:
     hists: dict = {}  # one pass for the histograms whose bins are counted over one shape
     for i, x in enumerate(items):
         if isinstance(x, Histogram):
+            x.reread()  # (edges from the data: read now)
             hists.setdefault(x.kept_index()[0].shape, []).append(i)
     for group in hists.values():
         hs = [items[i] for i in group]
