@@ -236,7 +236,8 @@ class Histogram:
 
     def _estimated(self) -> tuple:
         self._bin_edges()
-        if self._uniform is None or not self._linspace_edges():
+        if self._uniform is None or not self._linspace_edges() or \
+                self._numpy_steps():  # (corrected as NumPy corrects: `_by_range`)
             return ()
         x, keep = self._unselected()
         i, v, inside, f = self._estimate_of(x)
@@ -247,14 +248,17 @@ class Histogram:
             return where(keep, i, it.type(-1)).node, None, None
         near = self._rounding()
         d = f - apply("floor", f)  # (where the value lies in its estimated bin, 0..1)
-        i = where((d < near) | (d > 1 - near), i + it.type(n + 1), i)
+        i = where((d <= near) | (d >= 1 - near), i + it.type(n + 1), i)  # (1/2: every one)
         i = where(keep, i, it.type(-1))
         return i.node, v.astype(np.float64).node, self._edges.astype(np.float64)
 
     def _exact(self) -> bool:
         """Whether every estimate is the bin itself: bins of a width w that is a power of
         two from 0, every edge k * w: the estimate, value * (1 / w), is then exact (a
-        product by a power of two; a value too small for that lies far below edge 1)."""
+        product by a power of two; a value too small for that lies far below edge 1). Not
+        where NumPy's own steps are followed (`_numpy_steps`)."""
+        if self._numpy_steps():
+            return False
         first, last = (float(v) for v in self._uniform)
         w = (last - first) / self.bins
         if first != 0 or not w > 0 or math.frexp(w)[0] != 0.5 or w * self.bins != last:
@@ -281,6 +285,18 @@ class Histogram:
         error = unit / width + 2.0 ** -48 * (big / width) + ulps * (big / width + self.bins)
         return error if math.isfinite(error) else math.inf
 
+    def _numpy_steps(self) -> tuple | None:
+        """(dtype of x - first, of the estimate) where NumPy subtracts in float16 (its
+        estimate is then off by a bin or more, and its one correction each way is its
+        answer) or the bins are too narrow for a multiply (n / width overflows): the
+        estimate is then computed step by step as NumPy does. Else None."""
+        first, last = self._uniform
+        d1 = np.result_type(np.empty(0, self.x.dtype), first)
+        with np.errstate(all="ignore"):
+            narrow = not np.isfinite(np.float64(self.bins) / np.float64(_subtract(last, first)))
+        return (d1, np.result_type(d1, np.result_type(last, first))) \
+            if d1 == np.float16 or narrow else None
+
     def _estimate_dtype(self) -> np.dtype:
         """The float dtype the estimate is computed in: float32 for float32 edges (float32
         data: twice the values per vector instruction) where its error leaves most values
@@ -305,10 +321,17 @@ class Histogram:
         # the estimate is then 0..n, clamped to n - 1 before its conversion, and the
         # conversion and the corrections run in int32 where n fits (AVX2 converts four
         # doubles to int32 at once, and to int64 one at a time).
-        ft = self._estimate_dtype()
-        scale = ft.type(np.float64(n) / np.float64(_subtract(last, first)))
-        start = ft.type(first)
-        f = (where(keep, v.astype(ft), start) - start) * scale
+        steps = self._numpy_steps()
+        if steps is not None:  # ((x - first) / (last - first) * n, each step as NumPy types it)
+            d1, ft = steps
+            start = d1.type(first)
+            f = (where(keep, x.astype(d1), start) - start).astype(ft) / _subtract(last, first)
+            f = f * ft.type(n)
+        else:
+            ft = self._estimate_dtype()
+            scale = ft.type(np.float64(n) / np.float64(_subtract(last, first)))
+            start = ft.type(first)
+            f = (where(keep, v.astype(ft), start) - start) * scale
         i = where(f < ft.type(n - 1), f, ft.type(n - 1)).astype(it)
         return i, v, keep, f
 
