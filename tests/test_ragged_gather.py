@@ -394,3 +394,17 @@ def test_an_item_of_fixed_size_lists_that_may_be_missing():
     for i in (0, 1):
         assert lazyk.pad_none(x, 2, clip=True)[:, i].eval().to_list() == ak.to_list(
             ak.pad_none(a, 2, clip=True)[:, i])
+
+
+def test_a_gather_selected_by_a_mask_of_other_arrays_with_its_rows():
+    # the gathered values have the rows of their positions: a mask of those lengths built
+    # from another array selects them (Awkward's pt[argsort(pt)][btag > 0.5])
+    pt, btag = [[30.0, 20.0, 40.0], [3.0, 2.0], []], [[0.9, 0.1, 0.6], [0.2, 0.7], []]
+    lpt, lb = lazyk.array(pt), lazyk.array(btag)
+    apt, ab = ak.Array(pt), ak.Array(btag)
+    o, ao = lazyk.argsort(lpt, ascending=False), ak.argsort(apt, ascending=False)
+    want = ak.to_list(apt[ao][ab > 0.5])
+    assert lpt[o][lb > 0.5].eval().to_list() == want == [[40.0, 20.0], [2.0], []]
+    assert lpt[o].eval()[lb > 0.5].eval().to_list() == want
+    with pytest.raises(lazyk.ShapeError):  # (rows of other lengths: still refused)
+        lpt[o][lazyk.array([[True], [True, False], []])].eval()

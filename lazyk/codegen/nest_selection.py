@@ -29,6 +29,9 @@ class NestSelection:
         b, c = self.b, self.c
         got = []
         for side in self.keep_sides:
+            # an operand taken at positions has the rows of its positions
+            side = set(side).union(*(inputs_of(self.full, self.kinds[j][k].out) for j in side
+                                     if isinstance(self.kinds[j][k], Gathered)))
             moves = [j for j in side if self.kinds[j][k].moves and
                      not isinstance(self.kinds[j][k], Gathered)]
             fixed = [j for j in moves if j not in lens]
