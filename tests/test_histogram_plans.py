@@ -235,3 +235,34 @@ def test_parts_write_only_their_own_cache_lines(monkeypatch):
     assert seen["counters"] % 64 == 0
     for address in seen["records"] + seen["statuses"]:
         assert address % 64 == 0
+
+
+def test_a_pass_over_the_same_numpy_arrays_runs_bound(monkeypatch):
+    from lazyk.runtime import bin_counts
+    planned = []
+    real = histograms._one_pass
+    monkeypatch.setattr(histograms, "_one_pass", lambda *a: planned.append(1) or real(*a))
+    rng = np.random.default_rng(8)
+    v, w = rng.random(5000) * 10, rng.random(5000)
+    x = lazyk.array(v)
+    hist = lambda: lazyk.histogram(x * 2.0, 20, (0, 20), weights=w)  # noqa: E731
+    want = np.histogram(v * 2.0, 20, (0, 20), weights=w)[0]
+    np.testing.assert_array_equal(hist().to_numpy(), want)
+    assert len(planned) == 1
+    np.testing.assert_array_equal(hist().to_numpy(), want)  # (built again: bound)
+    assert len(planned) == 1
+    v[:10] = 19.5  # values changed in place: read by the bound pass
+    np.testing.assert_array_equal(hist().to_numpy(), np.histogram(v * 2.0, 20, (0, 20),
+                                                                   weights=w)[0])
+    assert len(planned) == 1
+    with lazyk.threads(1):  # (other threads: planned again)
+        np.testing.assert_array_equal(lazyk.histogram(x * 2.0, 20, (0, 20), weights=w)[0],
+                                      np.histogram(v * 2.0, 20, (0, 20), weights=w)[0])
+    # other arrays of the same expression (a new one where a dead one was): their own pass
+    for n in (3000, 5000):
+        y = rng.random(n) * 10
+        got = lazyk.histogram(lazyk.array(y) * 2.0, 20, (0, 20)).to_numpy()
+        np.testing.assert_array_equal(got, np.histogram(y * 2.0, 20, (0, 20))[0])
+    # edges from the data, or rows: never kept bound
+    assert bin_counts.pass_key([lazyk.histogram(x, 20)]) is None
+    assert bin_counts.pass_key([lazyk.histogram(lazyk.array([[1.0], []]), 2, (0, 2))]) is None

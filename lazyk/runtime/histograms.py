@@ -36,7 +36,7 @@ from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import kernel_for
 from lazyk.lru import Memo
 from lazyk.passes.fuse import fuse_outputs
-from lazyk.runtime.bin_counts import count_bins
+from lazyk.runtime.bin_counts import BoundBins, bound_counts, keep_bound
 from lazyk.runtime.nest_plan import (
     flat_items,
     nest_operand,
@@ -60,6 +60,15 @@ _FIRST = (SELECT_OP, TAKE_OP)  # (their values computed before the one pass)
 _LOWER = (PICK_OP, "with_rows", REDUCE_OP, ROWS_OP)  # (lowered into leaves on every call)
 _ELEMENTWISE = frozenset(ELEMENTWISE)
 _TAKEN = _ELEMENTWISE | frozenset(_READ)  # (what a lowered graph may hold)
+
+
+def bound_histograms(hists: list) -> list | None:
+    """The counts of `hists` where a pass over the very same NumPy arrays ran before (kept
+    bound: `runtime.bin_counts`), else None."""
+    got = bound_counts(hists)
+    if got is not None:
+        stats["hits"] += 1
+    return got
 
 
 def fill_histograms(hists: list, computed: list | None = None) -> list | None:
@@ -156,8 +165,12 @@ def _one_pass(hists: list, exprs: list | None = None):
     else:
         stats["hits"] += 1
     sel = [ops_[j] for j in plan.labels]
-    return count_bins(hists, edges, [w is not None for w in key[2::3]], kernel_for(plan.kkey),
-                  levels, sizes, sel, plan.kinds, plan.params, leaves, plan.labels)
+    bound = BoundBins(hists, edges, [w is not None for w in key[2::3]], kernel_for(plan.kkey),
+                      levels, sizes, sel, plan.kinds, plan.params, plan.labels)
+    if exprs is None and not form.lower and all(lv is FIXED for lv in levels) and \
+            all(o.mask_offset is None for o in ops_):  # (dense: its words never go stale)
+        keep_bound(hists, bound)
+    return bound.run(hists, leaves)
 
 
 def _row_folds(hists: list, edges: list, low: list, names: tuple):
@@ -195,8 +208,8 @@ def _row_folds(hists: list, edges: list, low: list, names: tuple):
     if plan.kkey is None:
         return None
     sel = [ops_[j] for j in plan.labels]
-    return count_bins(hists, edges, graph.weighted, kernel_for(plan.kkey), levels, sizes, sel,
-                  plan.kinds, plan.params, leaves, plan.labels)
+    return BoundBins(hists, edges, graph.weighted, kernel_for(plan.kkey), levels, sizes, sel,
+                     plan.kinds, plan.params, plan.labels).run(hists, leaves)
 
 
 def _per_row(v):
