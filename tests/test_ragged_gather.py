@@ -312,7 +312,7 @@ def test_an_item_or_a_slice_of_every_list_lazily():
     with pytest.raises(IndexError, match=r"row \[2\] of length 0"):
         (x * 2)[:, 0].eval()
     for key in ((slice(None), slice(None, None, 2)), 0, (0, slice(None))):
-        with pytest.raises(TypeError, match="one item or a slice of step 1"):
+        with pytest.raises(TypeError, match=r"a slice \(of step 1 at a var dim\)"):
             (x * 2)[key]
 
 
@@ -408,3 +408,18 @@ def test_a_gather_selected_by_a_mask_of_other_arrays_with_its_rows():
     assert lpt[o].eval()[lb > 0.5].eval().to_list() == want
     with pytest.raises(lazyk.ShapeError):  # (rows of other lengths: still refused)
         lpt[o][lazyk.array([[True], [True, False], []])].eval()
+
+
+def test_a_slice_of_a_fixed_dim_of_an_expression():
+    # `pad_none(x, 2, clip=True)[:, 1:]` (Awkward's), and a dense expression's `e[:, a:b:c]`
+    # (NumPy's): the dim stays fixed
+    x, a = lazyk.array([[10.0, 30.0, 20.0], [], [1.0]]), ak.Array([[10.0, 30.0, 20.0], [], [1.0]])
+    for sl in (slice(1, None), slice(None, 1), slice(None, None, -1), slice(5, 9)):
+        got = lazyk.pad_none(x, 2, clip=True)[:, sl].eval()
+        assert got.to_list() == ak.to_list(ak.pad_none(a, 2, clip=True)[:, sl])
+    m = np.arange(24.0).reshape(2, 3, 4)
+    e = lazyk.array(m) * 2
+    for sl in (slice(1, None), slice(None, None, 2), slice(-2, None), slice(3, 0, -1)):
+        got = e[:, sl].eval()
+        assert str(got.type) == f"2 * {len(range(*sl.indices(3)))} * 4 * float64"
+        np.testing.assert_array_equal(got.to_numpy(), (m * 2)[:, sl])

@@ -59,7 +59,8 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     Awkward's item i of every list there (negative: from its end; None for a missing list;
     a list too short for it raises IndexError naming it, when computed), or items a to b (step
     1; clipped to the list), lazily: a gather or a selection by the items' positions that
-    fuses like any other. An item at a fixed dim too; None for other keys. `like`: the
+    fuses like any other. An item or any slice at a fixed dim too (a gather at positions
+    known now: the dim stays fixed, as NumPy's); None for other keys. `like`: the
     expression whose lists give the positions (`e` by default)."""
     items = key if isinstance(key, tuple) else (key,)
     picked = _picked(items)
@@ -68,11 +69,14 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     if len(picked) != 1 or len(items) > e.ndim:
         return None
     d, k = picked[0], items[picked[0]]
+    fixed = isinstance(e.shape[d], int)
     if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
-                      isinstance(k, slice) and k.step in (None, 1) and e.shape[d] == "var"):
+                      isinstance(k, slice) and (fixed or k.step in (None, 1))):
         return None
     like = e if like is None else like
     ends = num(like, axis=d)[..., None]  # each list's length, against its items
+    if isinstance(k, slice) and fixed:  # (a fixed dim: its items' positions known now)
+        return index_by(e, zeros_like(ends) + np.arange(e.shape[d])[k])
     if isinstance(k, slice):
         def bound(b):  # (None: no bound)
             return b if b is None or b >= 0 else maximum(ends + int(b), 0)
@@ -297,8 +301,9 @@ def index_expr(expr: Expr, key: Any) -> Expr:
             return got
         raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by "
                         f"[{_key_text(key)}]: "
-                        "new axes, whole dims and, at a var dim after the first, one item "
-                        "or a slice of step 1 work (e[:, None], e[:], e[:, 0], e[:, :2]); "
+                        "new axes, whole dims and, at the dim after the first, one item or "
+                        "a slice (of step 1 at a var dim) work (e[:, None], e[:], e[:, 0], "
+                        "e[:, :2]); "
                         "evaluate it first, e.g. "
                         f"expr.eval()[{_key_text(key)}] (a view of the result), or "
                         "index the arrays it is built from")
