@@ -423,3 +423,16 @@ def test_a_slice_of_a_fixed_dim_of_an_expression():
         got = e[:, sl].eval()
         assert str(got.type) == f"2 * {len(range(*sl.indices(3)))} * 4 * float64"
         np.testing.assert_array_equal(got.to_numpy(), (m * 2)[:, sl])
+
+
+def test_a_slice_of_lists_selected_by_a_mask_with_missing_elements():
+    # events selected by a ?bool mask (a missing element: a missing list), then their
+    # leading items (Awkward's)
+    rows = [[10.0, 30.0, 20.0], [], [1.0], [4.0, 5.0]]
+    y, a = lazyk.array(rows), ak.Array(rows)
+    m, am = lazyk.firsts(y) > 5, ak.firsts(a) > 5
+    for sl in (slice(None, 2), slice(1, None), slice(-1, None)):
+        assert y[m][:, sl].eval().to_list() == ak.to_list(a[am][:, sl])
+    q = lazyk.array([True, None, False, True], type="4 * ?bool")
+    aq = ak.Array([True, None, False, True])
+    assert y[q][:, :2].eval().to_list() == ak.to_list(a[aq][:, :2])

@@ -82,7 +82,8 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
             return b if b is None or b >= 0 else maximum(ends + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
         # positions stored; strings move as row operations)
-        walked = reads_in_nest(like) and not is_text(like.dtype)
+        walked = reads_in_nest(like) and not is_text(like.dtype) and \
+            not any(flags(like)[0])  # (lists that may be missing: their positions computed)
         at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
         lo, hi = bound(k.start), bound(k.stop)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
