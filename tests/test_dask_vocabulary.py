@@ -45,6 +45,8 @@ WORK = {
     "full_like": lambda x: lazyk.full_like(x, 3),
     "leading two": lambda x: x[lazyk.argsort(x, axis=1, ascending=False)][:, :2],
     "gather then a mask": lambda x: x[lazyk.argsort(x, axis=1)][x > 2],
+    "pairs of values over the leading one": lambda x: lazyk.sum(lazyk.combinations(
+        x / lazyk.pad_none(x, 1)[:, 0][:, None], 2)["0"], axis=1, skipna=True),
 }
 
 

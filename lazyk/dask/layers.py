@@ -182,6 +182,9 @@ class _Planner:
             elif isinstance(data, Placeholder):
                 raise BindError(f"placeholder {name!r} has no data: lazyk.compile the "
                                 "expression and call it on each partition")
+            elif isinstance(data, RaggedLeaf) and not data.array.type.ndim and \
+                    not data.option:  # (a lazyk scalar: whole to every partition)
+                r = _numpy_rows(np.asarray(data.array.to_numpy()), None)
             elif isinstance(data, RaggedLeaf):
                 raise NotSupportedError(
                     f"a lazyk array of type {data.array.type} in an expression over "
