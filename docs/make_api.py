@@ -76,6 +76,7 @@ EXAMPLES = {
                     "p = lazyk.combinations(x, 2)\n"
                     "(p.to_list(), lazyk.sum(p['0'] * p['1'], axis=1).eval())",
     "argcombinations": "lazyk.argcombinations(lazyk.array([[1.5, 2.5, 3.5], []]), 2).to_list()",
+    "argcartesian": "lazyk.argcartesian([lazyk.array([[1.5, 2.5], []]), lazyk.array([[7], [8]])]).to_list()",
     "cartesian": "a, b = lazyk.array([[1, 2], [3]]), lazyk.array([[10], [20, 30]])\n"
                  "lazyk.cartesian({'a': a, 'b': b}).to_list()",
     "histogram": "x = lazyk.array([[0.5, 1.5, 1.5], [], [2.5, None]])\n"

@@ -94,7 +94,7 @@ from lazyk.frontend.rowops import (
 )
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.frontend.strings import endswith, startswith, str_len
-from lazyk.frontend.tuples import argcombinations, cartesian, combinations
+from lazyk.frontend.tuples import argcartesian, argcombinations, cartesian, combinations
 from lazyk.frontend.ufuncs import (
     astype,
     clip,
@@ -169,6 +169,7 @@ __all__ = [
     "__version__",
     "all",
     "any",
+    "argcartesian",
     "argcombinations",
     "argmax",
     "argmin",

@@ -568,3 +568,19 @@ def test_fields_of_combinations_with_as_many_tuples_as_items(n):
     assert best.eval().to_list() == ak.to_list(abest)
     assert lazyk.sum(p[keep].b.pt, axis=1).eval().to_list() == ak.to_list(
         ak.sum(ap[akeep].b.pt, axis=1))
+
+
+def test_argcartesian_matches_awkward():
+    a, b = [[1.5, 2.5], [], [3.0], [4.0, 5.0]], [[7, 8, 9], [1], [], [2]]
+    la, lb, aa, ab = lazyk.array(a), lazyk.array(b), ak.Array(a), ak.Array(b)
+    assert lazyk.argcartesian([la, lb]).eval().to_list() == ak.to_list(ak.argcartesian([aa, ab]))
+    for nested in (None, True):
+        got = lazyk.argcartesian({"x": la, "y": lb}, nested=nested).eval().to_list()
+        assert got == ak.to_list(ak.argcartesian({"x": aa, "y": ab}, nested=nested))
+    # the positions take the items back (as `argcombinations`')
+    p, ap = lazyk.argcartesian([la, lb]), ak.argcartesian([aa, ab])
+    assert (la[p["0"]] * lb[p["1"]]).eval().to_list() == ak.to_list(aa[ap["0"]] * ab[ap["1"]])
+    deep = [[[1, 2], [3]], [[4]]]
+    ld, ad = lazyk.array(deep), ak.Array(deep)
+    assert lazyk.argcartesian([ld, ld], axis=2).eval().to_list() == ak.to_list(
+        ak.argcartesian([ad, ad], axis=2))

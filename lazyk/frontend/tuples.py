@@ -32,6 +32,7 @@ from lazyk.frontend.leaves import (
 )
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields
+from lazyk.frontend.rowops import local_index
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,22 @@ def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1
     return Records(got, a + 1, is_tuple)
 
 
+def argcartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
+    """The positions (int64) of `cartesian`'s items within their rows (`ak.argcartesian`):
+    records of one index per array, over the dims up to `axis`.
+
+    Example: `lazyk.argcartesian([lazyk.array([[1.5, 2.5]]), lazyk.array([[7]])]).to_list()`
+    gives `[[(0, 0), (1, 0)]]`.
+    """
+    names = list(arrays) if isinstance(arrays, dict) else None
+    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
+    if not items:
+        raise ValueError("argcartesian: no arrays")
+    a = _axis(axis, min(_depth_of(x) for x in items), "argcartesian")
+    at = [local_index(_rows_expr(x), axis=a) for x in items]
+    return cartesian(at if names is None else dict(zip(names, at)), axis=a, nested=nested)
+
+
 def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     """Every tuple of one item from each array's row at `axis`, the first array's item
     varying slowest (Awkward's `ak.cartesian`): records with a field per array ("0",
@@ -358,4 +375,4 @@ def has_picks(root: Node) -> bool:
     return any(n.op == PICK_OP for n in toposort(root))
 
 
-__all__ = ["Combos", "Product", "argcombinations", "cartesian", "combinations", "has_picks"]
+__all__ = ["Combos", "Product", "argcartesian", "argcombinations", "cartesian", "combinations", "has_picks"]
