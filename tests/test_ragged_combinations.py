@@ -584,3 +584,13 @@ def test_argcartesian_matches_awkward():
     ld, ad = lazyk.array(deep), ak.Array(deep)
     assert lazyk.argcartesian([ld, ld], axis=2).eval().to_list() == ak.to_list(
         ak.argcartesian([ad, ad], axis=2))
+
+
+def test_cartesian_of_something_else_than_a_list_or_dict_is_refused_by_type():
+    x = lazyk.array([[1.0, 2.0]])
+    for fn in (lazyk.cartesian, lazyk.argcartesian):
+        for bad, name in (({1, 2}, "set"), (x, "Array"), (5, "int")):
+            with pytest.raises(TypeError, match=f"list or a dict of arrays, not {name}"):
+                fn(bad)
+        with pytest.raises(ValueError, match="no arrays"):
+            fn([])

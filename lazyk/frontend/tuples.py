@@ -290,6 +290,17 @@ def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1
     return Records(got, a + 1, is_tuple)
 
 
+def _arrays_of(arrays: Any, fn: str) -> tuple:
+    """(the keys of a dict of arrays or None, the arrays) of `cartesian`'s argument."""
+    if not isinstance(arrays, (list, tuple, dict)):
+        raise TypeError(f"{fn}: give a list or a dict of arrays, not {type(arrays).__name__}")
+    names = list(arrays) if isinstance(arrays, dict) else None
+    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
+    if not items:
+        raise ValueError(f"{fn}: no arrays")
+    return names, items
+
+
 def argcartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     """The positions (int64) of `cartesian`'s items within their rows (`ak.argcartesian`):
     records of one index per array, over the dims up to `axis`.
@@ -297,10 +308,7 @@ def argcartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     Example: `lazyk.argcartesian([lazyk.array([[1.5, 2.5]]), lazyk.array([[7]])]).to_list()`
     gives `[[(0, 0), (1, 0)]]`.
     """
-    names = list(arrays) if isinstance(arrays, dict) else None
-    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
-    if not items:
-        raise ValueError("argcartesian: no arrays")
+    names, items = _arrays_of(arrays, "argcartesian")
     a = _axis(axis, min(_depth_of(x) for x in items), "argcartesian")
     at = [local_index(_rows_expr(x), axis=a) for x in items]
     return cartesian(at if names is None else dict(zip(names, at)), axis=a, nested=nested)
@@ -316,10 +324,7 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     Example: `c = lazyk.cartesian({"jet": jets, "lep": leps}, nested=True)`;
     `lazyk.all(c.jet.eta - c.lep.eta > 0.4, axis=-1)` is one value per jet.
     """
-    names = list(arrays) if isinstance(arrays, dict) else None
-    items = [_item(x) for x in (arrays.values() if names is not None else arrays)]
-    if not items:
-        raise ValueError("cartesian: no arrays")
+    names, items = _arrays_of(arrays, "cartesian")
     depths = {_depth_of(x) for x in items}
     m = len(items)
     if nested is True:
