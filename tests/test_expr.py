@@ -268,3 +268,15 @@ def test_power_of_one_half_is_numpys_square_root():
             np.testing.assert_array_equal(got, want)
             assert got.dtype == want.dtype and np.signbit(got).tolist() == \
                 np.signbit(want).tolist()
+
+
+def test_bools_squared_are_int8_as_numpys_square():
+    b = np.array([True, False])
+    for got, want in ((lazyk.array(b) ** 2, b ** 2), (np.square(lazyk.array(b)), np.square(b)),
+                      (lazyk.array(b) ** 3, b ** 3), (np.power(lazyk.array(b), 2),
+                                                       np.power(b, 2))):
+        got = got.eval()
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    assert (lazyk.array([[True], [False, True]]) ** 2).type == lazyk.dshape("2 * var * int8")
+    assert (lazyk.array([True, None]) ** 2).eval().to_list() == [1, None]

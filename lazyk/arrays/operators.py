@@ -195,7 +195,14 @@ class Operators:
     __rfloordiv__ = _binary("floor_divide", True)
     __mod__ = _binary("remainder")
     __rmod__ = _binary("remainder", True)
-    __pow__ = _binary("power")
+    _power = _binary("power")
+
+    def __pow__(self, other):
+        # NumPy's `x ** 2` is `np.square(x)`, whose bool loop gives int8 (`np.power`: int64)
+        if type(other) is int and other == 2 and str(self.dtype).lstrip("?") == "bool":
+            return self.astype("int8")._power(2)
+        return self._power(other)
+
     __rpow__ = _binary("power", True)
     __and__ = _binary("bitwise_and")
     __rand__ = _binary("bitwise_and", True)
