@@ -1,17 +1,18 @@
 """Loop-nest kernels over ragged layouts: the loop nest follows the result type.
 
-One level per result dim, outermost first. A fixed level is a counted loop; every operand
-advances by its own byte stride there (kind 'f'), or not at all (kind 'n': the operand lacks
-the dim or has a fixed 1 there, so it broadcasts). At a var operand's level (kind '4' or
-'8', the index width) the operand's element is its row's start index (docs/layout.md): the
+One level per result dim, outermost first; each operand reads it through its level object
+(`codegen.levels`). A fixed level is a counted loop; every operand advances by its own byte
+stride there (`Strided`), or not at all (`Stay`: the operand lacks the dim or has a fixed 1
+there, so it broadcasts). At a var operand's level (`Rows`, of 4- or 8-byte indices) the
+operand's element is its row's start index (docs/layout.md): the
 kernel reads start and stop, checks `0 <= start <= stop <= length` (else it reports the row
 and returns: no address outside the content is ever formed), and pairs the rows: equal
 lengths, a length-1 row stretching, or a fixed result level of size n that every row must
-match (or be 1). A stepping view's rows (kind '4s' / '8s': stride != index_stride, from
-`x[:, ::2]`, `x[:, ::-1]`) are checked on their first and last elements instead (both inside
-the `length` content elements; the multiply-adds checked for overflow): the window is part
-of the compiled structure, so unsliced rows pay nothing for it. At a `?var` level (kind
-'4q' / '8q', '4sq' / '8sq') the row's mask byte sits at its
+match (or be 1). A stepping view's rows (`Rows(stepping=True)`: stride != index_stride,
+from `x[:, ::2]`, `x[:, ::-1]`) are checked on their first and last elements instead (both
+inside the `length` content elements; the multiply-adds checked for overflow): the window
+is part of the compiled structure, so unsliced rows pay nothing for it. At a `?var` level
+(`MissingRows`, an option wrapping rows) the row's mask byte sits at its
 start index's address + the row mask_offset: a missing row's indices are never used, it
 pairs with any row, and the result row is missing (the count pass writes length -1, the
 result has no elements under it; "reduce" over a missing last row sets flag bit 2). At a
