@@ -23,7 +23,7 @@ from lazyk.lru import Memo
 
 # graph root and what its inputs are -> its flags: an expression's type is read many times
 # while it is built and evaluated, and each reading walked the whole graph
-_flags = Memo(1 << 10, "option flags")
+_flags = Memo(1 << 13, "option flags")
 
 
 def missing_rows(v: Any) -> bool:
@@ -53,75 +53,111 @@ def _leaf_kind(leaf: Any):
 
 
 def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
-    """`option_flags` without the memo."""
+    """`option_flags` without the memo of whole graphs: each node's flags from its sources',
+    the nodes of graphs seen before (their inputs' kinds the same) found in the memo, so
+    a graph built step by step is walked once, not once per step."""
     memo: dict = {}
-    for node in _toposort(root):
-        if node.op == "input":
-            leaf = env.get(node.arg)
-            if missing_rows(leaf):  # a placeholder with `?var` dims
-                memo[id(node)] = (list(leaf.rows), leaf.option)
-                continue
-            flags, t = [], getattr(getattr(leaf, "array", None), "type", None)
-            while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
-                row = isinstance(t, T.Option)
-                t = t.elem if row else t
-                flags.append(row)
-                t = t.elem
-            flags += [False] * (node.ndim - len(flags))
-            # a placeholder has no array: its option flag says whether values are missing
-            memo[id(node)] = (flags, isinstance(t, T.Option) or
-                              (t is None and bool(getattr(leaf, "option", False))))
-        elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
-            memo[id(node)] = (list(node.arg[2]), bool(node.arg[3]))
-        elif node.op in (SELECT_OP, TAKE_OP):
-            memo[id(node)] = indexed_flags(node.arg, memo[id(node.srcs[0])],
-                                            memo[id(node.srcs[1])])
-        elif node.op == REDUCE_OP:
-            flags, option_in = memo[id(node.srcs[0])]
-            op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
-            skipna = op == "count" or (len(node.arg) > 3 and bool(node.arg[3]))
-            nd = len(flags)
-            axes = sorted(a % nd for a in axes) if nd else []
-            marks = set()
-            for a in axes:
-                if flags[a] and (not skipna or a == axes[0]):
-                    marks.add(next((i for i in range(a + 1, nd) if i not in axes), nd))
-            out = []
-            for i, f in enumerate(flags):
-                if i in axes:
-                    if keep:
-                        out.append(False)
-                    continue
-                out.append(bool(f and (i < axes[0] or not skipna)) or i in marks)
-            any_in = option_in or builtins.any(flags)
-            if op == "count":
-                option = False
-            elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
-                option = any_in or "var" in node.srcs[0].shape
-            elif op == "mean" or (ops.OPS[op].no_empty_fold and len(node.arg) <= 4):
-                option = any_in
-            else:
-                option = any_in and not skipna
-            memo[id(node)] = (out, option or nd in marks)
-        elif node.op == PICK_OP:
-            # its item's rows and values (a position is never missing); a missing row of
-            # any array of a product at or above the axis is missing
-            _, slot, axis, position = node.arg
-            flags, option = memo[id(node.srcs[slot if len(node.srcs) > 1 else 0])]
-            flags = list(flags[:node.ndim])
-            for s in node.srcs:
-                sf = memo[id(s)][0]
-                flags[:axis + 1] = [f or g for f, g in zip(flags, sf[:axis + 1])]
-            memo[id(node)] = (flags, option and not position)
-        else:
-            nd, flags, option = node.ndim, [False] * node.ndim, False
-            for s in node.srcs:
-                sf, so = memo.get(id(s), ([], False))
-                for k in range(1, builtins.min(len(sf), nd) + 1):
-                    flags[-k] = flags[-k] or sf[-k]
-                option = option or so
-            memo[id(node)] = (flags, option)
+    kinds: dict = {}
+
+    def key_of(node):
+        if node.op == "input" or node.names is None:
+            return None
+        got = []
+        for name in node.names:
+            k = kinds.get(name, kinds)
+            if k is kinds:
+                k = kinds[name] = _leaf_kind(env.get(name))
+            got.append(k)
+        return node, tuple(got)
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        key = key_of(node)
+        got = None if key is None else _flags.get(key)
+        if got is not None:
+            memo[id(node)] = got
+            stack.pop()
+            continue
+        pending = [s for s in node.srcs if id(s) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        flags, option = _node_flags(node, memo, env)
+        memo[id(node)] = got = (tuple(flags), option)
+        if key is not None:
+            _flags.put(key, got)
     return memo[id(root)]
+
+
+def _node_flags(node: Node, memo: dict, env: dict) -> tuple[list, bool]:
+    """(flags, option) of one node from its sources' in `memo` (by id)."""
+    if node.op == "input":
+        leaf = env.get(node.arg)
+        if missing_rows(leaf):  # a placeholder with `?var` dims
+            return list(leaf.rows), leaf.option
+        flags, t = [], getattr(getattr(leaf, "array", None), "type", None)
+        while isinstance(t, (T.FixedDim, T.VarDim, T.Option)) and len(flags) < node.ndim:
+            row = isinstance(t, T.Option)
+            t = t.elem if row else t
+            flags.append(row)
+            t = t.elem
+        flags += [False] * (node.ndim - len(flags))
+        # a placeholder has no array: its option flag says whether values are missing
+        return flags, isinstance(t, T.Option) or (
+            t is None and bool(getattr(leaf, "option", False)))
+    elif node.op == ROWS_OP:  # its builder typed it (`lazyk.frontend.rowops`)
+        return (list(node.arg[2]), bool(node.arg[3]))
+    elif node.op in (SELECT_OP, TAKE_OP):
+        return indexed_flags(node.arg, memo[id(node.srcs[0])], memo[id(node.srcs[1])])
+    elif node.op == REDUCE_OP:
+        flags, option_in = memo[id(node.srcs[0])]
+        op, axes, keep = node.arg[0], tuple(node.arg[1]), node.arg[2]
+        skipna = op == "count" or (len(node.arg) > 3 and bool(node.arg[3]))
+        nd = len(flags)
+        axes = sorted(a % nd for a in axes) if nd else []
+        marks = set()
+        for a in axes:
+            if flags[a] and (not skipna or a == axes[0]):
+                marks.add(next((i for i in range(a + 1, nd) if i not in axes), nd))
+        out = []
+        for i, f in enumerate(flags):
+            if i in axes:
+                if keep:
+                    out.append(False)
+                continue
+            out.append(bool(f and (i < axes[0] or not skipna)) or i in marks)
+        any_in = option_in or builtins.any(flags)
+        if op == "count":
+            option = False
+        elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
+            option = any_in or "var" in node.srcs[0].shape
+        elif op == "mean" or (ops.OPS[op].no_empty_fold and len(node.arg) <= 4):
+            option = any_in
+        else:
+            option = any_in and not skipna
+        return (out, option or nd in marks)
+    elif node.op == PICK_OP:
+        # its item's rows and values (a position is never missing); a missing row of
+        # any array of a product at or above the axis is missing
+        _, slot, axis, position = node.arg
+        flags, option = memo[id(node.srcs[slot if len(node.srcs) > 1 else 0])]
+        flags = list(flags[:node.ndim])
+        for s in node.srcs:
+            sf = memo[id(s)][0]
+            flags[:axis + 1] = [f or g for f, g in zip(flags, sf[:axis + 1])]
+        return (flags, option and not position)
+    else:
+        nd, flags, option = node.ndim, [False] * node.ndim, False
+        for s in node.srcs:
+            sf, so = memo.get(id(s), ([], False))
+            for k in range(1, builtins.min(len(sf), nd) + 1):
+                flags[-k] = flags[-k] or sf[-k]
+            option = option or so
+        return (flags, option)
 
 
 def indexed_flags(at: int, x: tuple, key: tuple) -> tuple[list, bool]:
