@@ -635,6 +635,26 @@ def test_to_awkward_zero_width_dims_under_var_and_options():
         assert lazyk.to_awkward(x).tolist() == data == x.to_list()
 
 
+def test_to_awkward_records_write_to_arrow_and_parquet(tmp_path):
+    ak = pytest.importorskip("awkward")
+    pytest.importorskip("pyarrow")
+    y = lazyk.array([[1.0, 2.0], [], [3.0]])
+    a = lazyk.to_awkward(lazyk.zip({"a": y, "b": y + 1}).eval())
+    want = [[{"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 3.0}], [], [{"a": 3.0, "b": 4.0}]]
+    assert ak.to_arrow(a).to_pylist() == want  # (each field a contiguous buffer)
+    ak.to_parquet(a, tmp_path / "r.parquet")
+    assert ak.from_parquet(tmp_path / "r.parquet").tolist() == want
+
+
+def test_from_awkward_categorical_values_with_missing_ones():
+    ak = pytest.importorskip("awkward")
+    pa = pytest.importorskip("pyarrow")
+    for values in (["x", None, "y", "x"], [1.5, None, 2.5], ["x", "y"]):
+        a = ak.from_arrow(pa.array(values).dictionary_encode())  # (Parquet's dictionaries)
+        assert a.layout.parameter("__array__") == "categorical"
+        assert lazyk.from_awkward(a).to_list() == values
+
+
 _EMPTY_ARROW = """
 import sys
 import pyarrow as pa, lazyk

@@ -594,3 +594,17 @@ def test_cartesian_of_something_else_than_a_list_or_dict_is_refused_by_type():
                 fn(bad)
         with pytest.raises(ValueError, match="no arrays"):
             fn([])
+
+
+def test_tuples_over_fixed_dims_match_awkward_on_one_machine_and_on_dask():
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    la, aa = lazyk.array(a), ak.Array(a)
+    want = [[tuple(p) for p in row] for row in ak.to_list(ak.argcartesian([aa, aa]))]
+    assert lazyk.argcartesian([la, la]).eval().to_list() == want
+    one = lazyk.argcombinations(la, 2).eval()
+    assert str(one.type) == "3 * 1 * (int64, int64)" and one.to_list() == [[(0, 1)]] * 3
+    dd = pytest.importorskip("lazyk.dask")
+    import dask
+    with dask.config.set(scheduler="synchronous"):
+        got = dd.evaluate(lazyk.argcombinations(dd.from_ragged(la, 2), 2)).compute()
+    assert got.type == one.type and got.to_list() == one.to_list()  # (tuples, not f0 / f1)

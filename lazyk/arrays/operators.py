@@ -198,9 +198,10 @@ class Operators:
     _power = _binary("power")
 
     def __pow__(self, other):
-        # NumPy's `x ** 2` is `np.square(x)`, whose bool loop gives int8 (`np.power`: int64)
-        if type(other) is int and other == 2 and str(self.dtype).lstrip("?") == "bool":
-            return self.astype("int8")._power(2)
+        # NumPy's `x ** 2` and `x ** -1` are square and reciprocal, not np.power
+        t = type(other)
+        if (t is int or t is float) and (other == 2 or other == -1):
+            return (_front_end[0] if _front_end else front_end()).power_operator(self, other)
         return self._power(other)
 
     __rpow__ = _binary("power", True)

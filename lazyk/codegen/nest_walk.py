@@ -221,8 +221,11 @@ class NestWalk:
         if self.reducing:
             self._reset()
         if self.scan:  # each innermost row's running fold starts again
-            self._scan_store(self.em.const(self.out_dts[0], 1 if self.scan == "multiply"
-                                           else 0))
+            # (a float sum starts from -0.0, the identity: a first -0.0 stays -0.0)
+            dt = self.out_dts[0]
+            self._scan_store(self.em.const(dt, 1 if self.scan == "multiply" else
+                                           complex(-0.0, -0.0) if dt.kind == "c" else
+                                           -0.0 if dt.kind == "f" else 0))
         if keep:
             b.store(c(0), self.kept)
         pos0 = b.load(self.pos)

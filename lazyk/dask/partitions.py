@@ -182,9 +182,8 @@ def concat(parts: list) -> Array:
 
 
 def _plain(a: Array) -> bool:
-    try:
-        a.to_numpy()
-        return True
+    try:  # (records and tuples are joined as columns: NumPy would make them f0, f1 fields)
+        return a.to_numpy().dtype.names is None
     except NotSupportedError:
         return False
 

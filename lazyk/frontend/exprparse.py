@@ -7,6 +7,7 @@ those functions, so types, broadcasting and errors are exactly lazyk's (NumPy's)
 from __future__ import annotations
 
 import ast
+import operator
 from importlib import resources
 from typing import Any
 
@@ -312,8 +313,35 @@ def names(text: str) -> tuple[str, ...]:
 
 
 def _complex(expr: Any, real: Any, imag: Any) -> Any:
-    """numexpr's complex(re, im) as re + im*1j with NumPy's typing."""
-    return expr.add(real, expr.multiply(imag, 1j))
+    """numexpr's complex(re, im): the complex number of those parts, typed as NumPy types
+    re + im * 1j."""
+    return expr.apply("complex", real, imag)
+
+
+_INT_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+            "negative": operator.neg, "positive": operator.pos, "invert": operator.invert,
+            "power": pow, "floor_divide": operator.floordiv, "remainder": operator.mod,
+            "left_shift": operator.lshift, "right_shift": operator.rshift,
+            "bitwise_and": operator.and_, "bitwise_or": operator.or_,
+            "bitwise_xor": operator.xor}
+
+
+def _exact_ints(func: str, args: list) -> int | None:
+    """`func` of integer literals computed exactly, as Python does (NumPy would compute
+    in int64 and wrap), or None where NumPy's answer differs otherwise (a division by
+    zero, a negative power or shift) or `func` is no integer arithmetic."""
+    fn = _INT_OPS.get(func)
+    if fn is None or not args or any(type(a) is not int for a in args):
+        return None
+    if func in ("floor_divide", "remainder") and args[1] == 0 or \
+            func in ("power", "left_shift", "right_shift") and args[1] < 0:
+        return None
+    bits = abs(args[0]).bit_length() * args[1] if func == "power" else \
+        args[0].bit_length() + args[1] if func == "left_shift" else 0
+    if bits > 4096:
+        raise OverflowError(f"integer literal arithmetic {func}{tuple(args)}: a number of "
+                            "more than 4096 bits")
+    return fn(*args)
 
 
 def build(text: str, local_dict: dict | None = None, global_dict: dict | None = None) -> Any:
@@ -352,6 +380,14 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
                                                            operands[len(node.args):]))
             if node.func == "complex":
                 values.append(_complex(lx, *args))
+                continue
+            if node.func == "power" and type(args[1]) in (int, float) and \
+                    args[1] in (2, -1) and hasattr(args[0], "dtype"):
+                values.append(lx.power_operator(*args))  # (as Python's x ** 2 on arrays)
+                continue
+            exact = _exact_ints(node.func, args) if not kw else None
+            if exact is not None:  # (Python's exact ints: 2**63 never wraps to -2**63)
+                values.append(exact)
                 continue
             fn = getattr(lx, node.func, None)
             if fn is None:

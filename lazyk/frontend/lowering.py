@@ -49,6 +49,26 @@ def multiply(em, args, loop, attr):
     return b.and_(x, y) if k == "b" else b.mul(x, y)
 
 
+def reciprocal(em, args, loop, attr):
+    """1 / x; complex: NumPy's own algorithm (not 1 / x by Smith's division: the signs of
+    its zeros and its infinities differ)."""
+    b, k = em.b, _k(loop[0])
+    if k == "f":
+        return b.fdiv(ir.Constant(args[0].type, 1.0), args[0])
+    if k != "c":
+        raise NotSupportedError(f"reciprocal of {np.dtype(loop[0])} values (integers: use "
+                                "1 / x, true division)")
+    re, im = args[0]
+    one = ir.Constant(re.type, 1.0)
+    first = b.fcmp_ordered("<=", em.math("fabs", im), em.math("fabs", re))
+    r1 = b.fdiv(im, re)
+    d1 = b.fadd(re, b.fmul(im, r1))
+    r2 = b.fdiv(re, im)
+    d2 = b.fadd(b.fmul(re, r2), im)
+    return (b.select(first, b.fdiv(one, d1), b.fdiv(r2, d2)),
+            b.select(first, b.fdiv(b.fneg(r1), d1), b.fdiv(b.fneg(one), d2)))
+
+
 def true_divide(em, args, loop, attr):
     b, (x, y) = em.b, args
     if _k(loop[0]) != "c":

@@ -122,13 +122,16 @@ def clip_key(srcs: tuple[Node, ...]) -> tuple[Node, ...]:
     """NumPy drops an integer clip bound beyond the array's range on the side it cannot
     matter (`np.clip(int8, 0, 1000)`); one on the other side still overflows."""
     x, lo, hi = srcs
-    if x.weak or x.dtype.kind not in "iu":
+    if x.weak:
         return srcs
-    info = np.iinfo(x.dtype)
+    loop = np.result_type(*(s.dtype for s in srcs if not s.weak))  # (the weak bounds' loop)
+    if loop.kind not in "iu":
+        return srcs
+    info = np.iinfo(loop)
 
     def saturated(bound: Node, edge: int, beyond: bool) -> Node:
         if bound.weak and isinstance(bound.arg, int) and beyond:
-            return Node("const", x.dtype, (), (), edge)
+            return Node("const", loop, (), (), edge)
         return bound
     return (x, saturated(lo, info.min, isinstance(lo.arg, int) and lo.arg < info.min),
             saturated(hi, info.max, isinstance(hi.arg, int) and hi.arg > info.max))

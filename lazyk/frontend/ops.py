@@ -208,6 +208,24 @@ def _realimag_resolve(dts: tuple, attr: Any) -> tuple:
     return (d, out)
 
 
+def _complex_resolve(dts: tuple, attr: Any) -> tuple:
+    # NumPy's typing of re + im * 1j; both parts cast to its real type
+    out = np.result_type(*(_weak_value(d) for d in dts), 1j)
+    if any((d if isinstance(d, np.dtype) else np.dtype(type(_weak_value(d)))).kind not in "biuf"
+           for d in dts):
+        raise DTypeError("complex(re, im) takes real numbers")
+    part = np.empty(0, out).real.dtype
+    return (part, part, out)
+
+
+def _complex_numpy(re: Any, im: Any) -> np.ndarray:
+    re, im = np.asarray(re), np.asarray(im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), _complex_resolve(
+        (re.dtype, im.dtype), None)[2])
+    out.real, out.imag = re, im  # (not re + im * 1j: an infinite im would make re NaN)
+    return out
+
+
 def _clip_resolve(dts: tuple, attr: Any) -> tuple:
     if _clip_ufunc is not None:
         return _clip_ufunc.resolve_dtypes(dts + (None,))
@@ -233,6 +251,7 @@ _ufunc_row("add", lo.binary("fadd", "add", "or_"), True, commutes="biufc")
 _ufunc_row("subtract", lo.binary("fsub", "sub"), True)
 _ufunc_row("multiply", lo.multiply, True, commutes="biufc")
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
+_ufunc_row("reciprocal", lo.reciprocal, True)
 # (float: fmod, a libm call unless |x| < 2|y|; integer: a division, tens of cycles, never
 # vectorized): a short row's fold should not compute wasted lanes of it
 _ufunc_row("floor_divide", lo.floor_divide, calls_libm=True)
@@ -280,6 +299,8 @@ _ufunc_row("isfinite", lo.isclass("isfinite"), True)
 _ufunc_row("conj", lo.conj, True, uf=np.conjugate)
 _row("clip", 3, _clip_resolve, np.clip, lo.clip, complex_ok=True)
 _row("where", 3, _where_resolve, np.where, lo.where, complex_ok=True)
+_row("complex", 2, _complex_resolve, _complex_numpy, lambda em, a, loop, attr: tuple(a),
+     complex_ok=True)
 _row("real", 1, _realimag_resolve, np.real, lo.real, complex_ok=True)
 _row("imag", 1, _realimag_resolve, np.imag, lo.imag, complex_ok=True)
 _row("astype", 1, _astype_resolve, None, lo.astype, complex_ok=True)

@@ -12,7 +12,7 @@ from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, has_rows
-from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, is_text
+from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.structure import build_key, built, deferred, remember
@@ -75,6 +75,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
         acc = np.dtype(bool)
     elif dtype is not None:
         acc = np.dtype(dtype)
+        check_dtype(acc, f"{op}(dtype=...)")
     else:
         acc = reduce_dtype(op, node.dtype)
     if op == "mean" and dtype is None:

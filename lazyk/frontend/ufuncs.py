@@ -175,6 +175,18 @@ for _alias, _target in ALIASES.items():
     globals()[_alias] = globals()[_target]
 
 
+def power_operator(x: Any, e: Any) -> Expr:
+    """Python's `x ** e` as NumPy computes it for arrays: `x ** 2` is `np.square(x)` (of
+    bools: int8, where `np.power` gives int64) and `x ** -1` of complex values
+    `np.reciprocal(x)` (an infinite x gives 0, where `np.power` gives NaN)."""
+    dt = str(getattr(x, "dtype", "")).lstrip("?")
+    if type(e) is int and e == 2 and dt == "bool":
+        return apply("power", astype(x, "int8"), 2)
+    if type(e) in (int, float) and e == -1 and dt.startswith("complex"):
+        return apply("reciprocal", x)
+    return apply("power", x, e)
+
+
 def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     """Lazy conversion; CastingError when `casting` forbids it (e.g. 'safe' float -> int)."""
     e = as_expr(x)
@@ -222,6 +234,11 @@ def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
     if a_min is None and a_max is None:
         return as_expr(x)
     if a_min is None or a_max is None:
+        bound, e = a_max if a_min is None else a_min, as_expr(x)
+        if type(bound) is int and e.dtype.kind in "iu" and (
+                bound >= np.iinfo(e.dtype).max if a_min is None else
+                bound <= np.iinfo(e.dtype).min):
+            return e  # (a bound beyond the values' range, on the side it cannot matter)
         return apply("minimum" if a_min is None else "maximum", x,
                      a_max if a_min is None else a_min)
     return apply("clip", x, a_min, a_max)

@@ -366,6 +366,11 @@ class CallInputs:
                 raise TypeMatchError(f"input {self._names[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got lists of different "
                                      f"lengths (var rows): {self.signature}") from None
+            if type(x) is int and a.dtype == object and dtype.kind in "fc":
+                a = np.asarray(x, dtype)  # (an int past int64 for a float: NumPy's rounding)
+            elif type(x) is int and a.dtype == object and dtype.kind in "iu":
+                raise OverflowError(f"input {self._names[i]!r}: Python integer {x} out of "
+                                    f"bounds for {dtype}: {self.signature}")
             exact = _exact_ints(x, a) if isinstance(x, (list, tuple)) and \
                 a.dtype.kind in "fO" and dtype.kind in "iu" else None  # ints past int64
             if a.dtype == object and isinstance(x, (list, tuple)) and exact is None:

@@ -200,7 +200,9 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         out = np.empty(rshape, step.dtype)
     if any(shape[d] == 0 for d in axes):
         # NumPy raises for min/max over an empty axis even when the result is empty too.
-        out[...] = ops.get("mean" if step.mean else step.spec.reduce).empty_value()
+        value = np.asarray(ops.get("mean" if step.mean else step.spec.reduce).empty_value())
+        with np.errstate(invalid="ignore"):  # (NaN as an integer dtype: NumPy's cast too)
+            out[...] = value.astype(out.dtype)
         return out
     if out.size == 0:
         return out
@@ -258,7 +260,11 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
     if out is not None:
         _check_out(prog, out, casting)
     if not prog.steps:
-        value = np.asarray(prog.value, dtype=prog.dtype)
+        try:
+            value = np.asarray(prog.value, dtype=prog.dtype)
+        except OverflowError:  # (a Python int, as NumPy says it of weak scalars)
+            raise OverflowError(f"Python integer {prog.value} out of bounds for "
+                                f"{prog.dtype}") from None
         if out is None:
             return value.reshape(prog.shape).copy()
         copy_cast(out, value)

@@ -57,6 +57,7 @@ from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
+    PICK_OP,
     REDUCE_OP,
     SELECT_OP,
     TAKE_OP,
@@ -84,9 +85,12 @@ _names = itertools.count()
 
 def needs_nest(root: Node) -> bool:
     """Whether `root` holds work only the loop nest runs (a selection, a gather, an
-    arg-reduction), whatever its leaves."""
-    return any(n.op in PICKS or (n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS)
+    arg-reduction, the items of combinations or products), whatever its leaves."""
+    return any(n.op in _NEST_ONLY or (n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS)
                for n in toposort(root))
+
+
+_NEST_ONLY = frozenset(PICKS + (PICK_OP, "with_rows"))
 
 
 def take_kept_rows(expr: Expr) -> Expr:

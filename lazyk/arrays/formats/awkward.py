@@ -81,6 +81,9 @@ def _records_layout(ak, layout, valid=None) -> Array:
 
 def _from_layout(ak, layout) -> Array:
     c = ak.contents
+    if layout.parameter("__array__") == "categorical":  # (Arrow dictionaries): the values
+        layout = layout.copy(parameters={k: v for k, v in layout.parameters.items()
+                                         if k != "__array__"})
     text = _text_layout(ak, layout)
     if text is not None:
         return text
@@ -155,7 +158,8 @@ def _union(layout):
 def to_awkward(x: Array) -> Any:
     """An Awkward Array over the lazyk array's buffers (`N * var * T` -> ListOffsetArray,
     `?T` -> ByteMaskedArray (mask copied), fixed inner dims -> RegularArray, records and
-    tuples -> RecordArray). Offsets-form var dims and values are not copied. Dates and
+    tuples -> RecordArray). Offsets-form var dims and values are not copied (the fields of
+records stored as structs are: each becomes a contiguous buffer). Dates and
     times stay NumPy datetime64 / timedelta64 (`time` is timedelta64[us]: Awkward has no
     time of day), `fixed_string[n]` becomes strings (a copy), `fixed_bytes[n]`
     bytestrings, non-native byte order native.
@@ -184,7 +188,9 @@ def _awkward(ak, col: Column, n: int):
                                   zeros_length=len(arr), parameters={"__array__": "bytestring"})
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
-        return c.NumpyArray(arr)
+        # (a field of records stored as structs is strided: Arrow and Parquet writers
+        # take contiguous buffers only)
+        return c.NumpyArray(np.ascontiguousarray(arr))
     if isinstance(col, Masked):
         mask = ak.index.Index8(col.present.astype(np.int8))
         return c.ByteMaskedArray(mask, _awkward(ak, col.child, len(mask)), valid_when=True)

@@ -1,0 +1,118 @@
+"""Edge cases where lazyk must give NumPy's (or numexpr's) values and dtypes: literals,
+complex numbers, signed zeros, integer bounds, empty folds and the errors of bad dtypes."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import lazyk
+from lazyk.errors import UnsupportedOperandError
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    for part in ((lambda v: v.real), (lambda v: v.imag)) if want.dtype.kind == "c" else \
+            ((lambda v: v),):
+        g, w = part(got), part(want)
+        signed = ~np.isnan(w) if w.dtype.kind in "fc" else np.ones(w.shape, bool)
+        assert np.signbit(g[signed]).tolist() == np.signbit(w[signed]).tolist()  # (not NaN's)
+
+
+def test_complex_of_parts_keeps_infinite_and_nan_imaginary_parts():
+    re = np.array([1.0, 2.0, 3.0])
+    im = np.array([np.inf, np.nan, -np.inf])
+    got = lazyk.evaluate("complex(re, im)")
+    want = np.empty(3, complex)
+    want.real, want.imag = re, im
+    np.testing.assert_array_equal(got, want)  # (re + im*1j would make the real parts NaN)
+    f32 = lazyk.evaluate("complex(a, b)", local_dict={"a": re.astype(np.float32), "b": 1})
+    assert f32.dtype == np.complex64 and f32.tolist() == [1 + 1j, 2 + 1j, 3 + 1j]
+    with pytest.raises(lazyk.DTypeError):
+        lazyk.evaluate("complex(re, 1j)")
+
+
+def test_integer_literals_in_strings_are_exact_python_ints():
+    d = np.array([-5, 0, 7])
+    np.testing.assert_array_equal(lazyk.evaluate("d > 2**63"), d > 2**63)
+    np.testing.assert_array_equal(lazyk.evaluate("d + 2**62"), d + 2**62)
+    np.testing.assert_array_equal(lazyk.evaluate("d < -2**63 + 1"), d < -2**63 + 1)
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        lazyk.evaluate("2**63")
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        lazyk.evaluate("d * 2**63")
+    with pytest.raises(OverflowError, match="4096 bits"):
+        lazyk.evaluate("10**10000 > d")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(lazyk.evaluate("7 // 0 + d"), np.int64(7) // 0 + d)
+
+
+def test_powers_two_and_minus_one_are_numpys_square_and_reciprocal():
+    b = np.array([True, False])
+    for got in ((lazyk.array(b) ** 2).eval(), lazyk.evaluate("b**2")):
+        _same_bits(got, b ** 2)  # int8 (np.power: int64)
+    vals = [np.inf, -np.inf, np.nan, 0.0, -0.0, 2.0, -2.5, 1e-308]
+    z = np.array([complex(a, c) for a in vals for c in vals])
+    with np.errstate(all="ignore"):
+        want = z ** -1
+        for got in ((lazyk.array(z) ** -1).eval(), lazyk.evaluate("z**-1"),
+                    np.reciprocal(lazyk.array(z)).eval()):
+            _same_bits(got, want)
+        z64 = z.astype(np.complex64)
+        _same_bits(np.reciprocal(lazyk.array(z64)).eval(), np.reciprocal(z64))
+        _same_bits(np.power(lazyk.array(z[:3]), -1).eval(), np.power(z[:3], -1))
+    with pytest.raises(lazyk.NotSupportedError, match="reciprocal of int64"):
+        np.reciprocal(lazyk.array(np.array([1, 2]))).eval()
+
+
+def test_cumsum_keeps_a_leading_negative_zero():
+    for dt in (np.float64, np.float32, np.float16):
+        a = np.array([-0.0, 0.0, 1.0, -0.0], dt)
+        _same_bits(lazyk.cumsum(lazyk.array(a)).eval(), np.cumsum(a))
+    z = np.array([complex(-0.0, -0.0), 0j, complex(-0.0, 0.0)])
+    _same_bits(lazyk.cumsum(lazyk.array(z)).eval(), np.cumsum(z))
+    rows = lazyk.cumsum(lazyk.array([[-0.0, 1.0], [], [-0.0]]), axis=1).eval().to_list()
+    assert rows == [[0.0, 1.0], [], [0.0]] and np.signbit(rows[0][0]) and np.signbit(rows[2][0])
+
+
+@pytest.mark.parametrize("lo, hi", [(-129, None), (None, 300), (-200, 100), (0, 1000),
+                                    (np.int16(200), 300), (np.int16(-300), 1000),
+                                    (200, None), (None, -200)])
+def test_clip_python_int_bounds_beyond_the_dtype(lo, hi):
+    a = np.array([0, 1, -1, 100, -128, 127], np.int8)
+    try:
+        want = np.clip(a, lo, hi)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            lazyk.clip(lazyk.array(a), lo, hi).eval()
+        return
+    _same_bits(lazyk.clip(lazyk.array(a), lo, hi).eval(), want)
+
+
+def test_mean_of_an_empty_axis_in_an_integer_dtype():
+    a = np.zeros((0, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dt in ("int64", "int16", "float32"):
+            _same_bits(lazyk.array(a).mean(axis=0, dtype=dt).eval(),
+                       np.mean(a, axis=0, dtype=dt))
+
+
+def test_compiled_scalars_take_python_ints_past_int64():
+    x = lazyk.placeholder("x", "N * float64")
+    f = lazyk.compile(x * lazyk.placeholder("s", "float64"))
+    np.testing.assert_array_equal(f(np.arange(3.0), 2**70), np.arange(3.0) * 2**70)
+    g = lazyk.compile(lazyk.placeholder("y", "N * int64") * lazyk.placeholder("s", "int64"))
+    with pytest.raises(OverflowError, match="'s': Python integer .* out of bounds for int64"):
+        g(np.arange(3), 2**70)
+
+
+def test_reduction_dtypes_lazyk_does_not_compute_are_refused_by_name():
+    a = lazyk.array(np.arange(4.0))
+    for dt in (object, "U3"):
+        with pytest.raises(UnsupportedOperandError, match=r"sum\(dtype=...\)"):
+            a.sum(dtype=dt)
