@@ -655,6 +655,20 @@ def test_from_awkward_categorical_values_with_missing_ones():
         assert lazyk.from_awkward(a).to_list() == values
 
 
+def test_records_with_string_fields_after_selections_and_flatten():
+    ak = pytest.importorskip("awkward")
+    pa = pytest.importorskip("pyarrow")
+    t = pa.table({"b": pa.array([1.0, 2.0, 3.0]), "s": pa.array(["x", "y", "zz"])})
+    tx = lazyk.from_arrow(t)
+    assert tx[tx.b > 1].eval().to_list() == [r for r in t.to_pylist() if r["b"] > 1]
+    j = ak.Array([[{"pt": 10.0, "n": "a"}, {"pt": 3.0, "n": None}, {"pt": 30.0, "n": "c"}],
+                  [], [{"pt": 7.0, "n": "e"}]])
+    x = lazyk.from_awkward(j)
+    assert x[x.pt > 6].eval().to_list() == j[j.pt > 6].to_list()
+    assert lazyk.flatten(x).eval().to_list() == ak.flatten(j).to_list()
+    assert x[lazyk.num(x) > 0].eval().to_list() == j[ak.num(j) > 0].to_list()
+
+
 _EMPTY_ARROW = """
 import sys
 import pyarrow as pa, lazyk

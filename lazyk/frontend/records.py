@@ -288,10 +288,14 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
         # (a parameter's or a Dask collection's lists are known only when it runs: taken
         # as the others')
         got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("unknown",)
-    elif node.op in (SELECT_OP, TAKE_OP):
+    elif node.op in (SELECT_OP, TAKE_OP) or (node.op == ROWS_OP and node.arg[0] in (
+            "select", "gather")):  # (strings select and gather as row operations)
         x, key = node.srcs  # (a selection inside the records leaves the lists above alone)
-        got = _rows_key(x, d, env, memo) if node.arg >= d else \
-            (node.op, node.arg, _rows_key(x, d, env, memo), key)
+        at = node.arg if node.op != ROWS_OP else node.arg[1][0]
+        op = node.op if node.op != ROWS_OP else SELECT_OP if node.arg[0] == "select" \
+            else TAKE_OP
+        got = _rows_key(x, d, env, memo) if at >= d else \
+            (op, at, _rows_key(x, d, env, memo), key)
     elif node.op == "with_rows":  # fields lined up: the lists of all of them, paired
         keys: set = set()
         for s in node.srcs:
@@ -299,7 +303,10 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
             keys |= k[1] if isinstance(k, tuple) and k[:1] == ("paired",) else {k}
         got = ("paired", frozenset(keys - {None}))
     elif node.op in (ROWS_OP, PICK_OP, REDUCE_OP):  # (their own lists: every dim counts)
-        arg = node.arg[:1] + node.arg[2:] if node.op == PICK_OP else node.arg  # (any slot)
+        # (a pick at any slot; a row operation's flags follow its operands' lists, whose
+        # keys are part of this one, and its values' option is no list)
+        arg = node.arg[:1] + node.arg[2:] if node.op == PICK_OP else \
+            node.arg[:2] if node.op == ROWS_OP else node.arg
         got = (node.op, arg_key(arg),
                tuple(_rows_key(s, s.ndim, env, memo) for s in node.srcs))
     else:  # elementwise: its operands' dims are its last ones
