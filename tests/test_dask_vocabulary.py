@@ -104,3 +104,19 @@ def test_a_histogram_needs_its_range_up_front():
     _, rows = both(3)
     with pytest.raises(lazyk.NotSupportedError, match="needs range=.* or the bin edges"):
         lazyk.dask.evaluate(lazyk.histogram(rows, 3))
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 3])
+def test_records_under_rows_that_may_be_missing(rows_per_part):
+    # (Parquet's list<struct> column with a null list)
+    ev = lazyk.array([{"met": 1.0, "Jet": [{"pt": 10.0}, {"pt": 20.0}]},
+                      {"met": 2.0, "Jet": None}, {"met": 3.0, "Jet": []},
+                      {"met": 4.0, "Jet": [{"pt": 30.0}]}])
+    d = lazyk.dask.from_ragged(ev, rows_per_part)
+    assert str(d.Jet.pt.type) == "4 * ?var * float64"
+    got = lazyk.dask.evaluate(lazyk.num(d.Jet.pt, axis=1)).compute()
+    assert values(got) == [2, None, 0, 1] == lazyk.num(ev.Jet.pt, axis=1).eval().to_list()
+    x, dx = both(rows_per_part)
+    one = lazyk.zip({"a": x, "b": x * 2})
+    assert values(lazyk.dask.evaluate(lazyk.zip({"a": dx, "b": dx * 2})).compute()) == \
+        one.eval().to_list()

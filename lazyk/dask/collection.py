@@ -420,9 +420,9 @@ class RaggedRecords(_Collection, Operators):
                 f"indexing the rows of a lazyk.dask.RaggedRecords with {field!r}: index its "
                 "fields (r.x[1:3]), or compute the records first (r.compute()[1:3])")
         dims, t = [], self._ltype
-        while isinstance(t, (T.FixedDim, T.VarDim)):
-            dims.append(t)
-            t = t.elem
+        while isinstance(t, (T.FixedDim, T.VarDim)) or _missing_rows(t):
+            dims.append(t)  # (`?var`: rows that may be missing)
+            t = t.elem.elem if _missing_rows(t) else t.elem
         missing = isinstance(t, T.Option)  # ?{...}: a field of a missing record is missing
         t = t.elem if missing else t
         names = [str(k) for k in range(len(t.types))] if isinstance(t, T.Tuple) else \
@@ -433,7 +433,9 @@ class RaggedRecords(_Collection, Operators):
         ft = t.types[names.index(field)]
         ft = T.Option(ft) if missing and not isinstance(ft, T.Option) else ft
         for d in reversed(dims):
-            ft = T.FixedDim(d.size, ft) if isinstance(d, T.FixedDim) else T.VarDim(ft)
+            dim = d.elem if _missing_rows(d) else d
+            ft = T.FixedDim(dim.size, ft) if isinstance(dim, T.FixedDim) else T.VarDim(ft)
+            ft = T.Option(ft) if _missing_rows(d) else ft
         name = f"lazyk-field-{tokenize(self._name, field)}"
         layer = {(name, i): (_field, field, k) for i, k in enumerate(self.__dask_keys__())}
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
@@ -460,10 +462,15 @@ class RaggedRecords(_Collection, Operators):
                                 "fields, r.x or r['x'])")
 
 
+def _missing_rows(t: T.Type) -> bool:
+    """Whether `t` is a dim whose rows may be missing (`?var * ...`, `?n * ...`)."""
+    return isinstance(t, T.Option) and isinstance(t.elem, (T.FixedDim, T.VarDim))
+
+
 def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) -> Any:
     """A `RaggedRecords` for records under the dims, else a `RaggedArray`."""
     u = t
-    while isinstance(u, (T.FixedDim, T.VarDim)):
+    while isinstance(u, (T.FixedDim, T.VarDim)) or _missing_rows(u):
         u = u.elem
     u = u.elem if isinstance(u, T.Option) else u
     cls = RaggedRecords if isinstance(u, (T.Record, T.Tuple)) else RaggedArray
