@@ -55,9 +55,17 @@ def reciprocal(em, args, loop, attr):
     b, k = em.b, _k(loop[0])
     if k == "f":
         return b.fdiv(ir.Constant(args[0].type, 1.0), args[0])
-    if k != "c":
-        raise NotSupportedError(f"reciprocal of {np.dtype(loop[0])} values (integers: use "
-                                "1 / x, true division)")
+    if k in "iu":  # NumPy's: (T)(1.0 / x), so 0 except for 1 and -1; 1 / 0 is inf, which
+        x = args[0]  # converts to the lowest int32 / int64 (0 in narrower and unsigned types)
+        t = x.type
+        zero = ir.Constant(t, 0)
+        got = b.select(b.icmp_signed("==", x, ir.Constant(t, 1)), ir.Constant(t, 1), zero)
+        if k == "i":
+            got = b.select(b.icmp_signed("==", x, ir.Constant(t, -1)), x, got)
+        if k == "i" and t.width >= 32:
+            got = b.select(b.icmp_signed("==", x, zero), ir.Constant(t, -1 << (t.width - 1)),
+                           got)
+        return got
     re, im = args[0]
     one = ir.Constant(re.type, 1.0)
     first = b.fcmp_ordered("<=", em.math("fabs", im), em.math("fabs", re))
