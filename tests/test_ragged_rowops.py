@@ -278,6 +278,39 @@ def test_sort_fixed_data_follows_numpy_along_any_axis():
     assert np.array_equal(desc, [[np.nan, 3.0, 1.0], [2.0, 2.0, -1.0]], equal_nan=True)
 
 
+
+def _lanes_sorted(v, mask, axis, ascending):
+    """Plain-Python reference: each lane along `axis` sorted (NaN above numbers), missing
+    values last; (values with None, positions)."""
+    mv, mm = np.moveaxis(v, axis, -1), np.moveaxis(mask, axis, -1)
+    vals, pos = np.empty(mv.shape, object), np.empty(mv.shape, int)
+    for idx in np.ndindex(mv.shape[:-1]):
+        row = [(i, float(mv[idx][i])) for i in range(mv.shape[-1]) if not mm[idx][i]]
+        row.sort(key=(lambda t: (np.isnan(t[1]), 0 if np.isnan(t[1]) else t[1])) if ascending
+                 else (lambda t: (not np.isnan(t[1]), 0 if np.isnan(t[1]) else -t[1])))
+        order = [i for i, _ in row] + [i for i in range(mv.shape[-1]) if mm[idx][i]]
+        pos[idx] = order
+        for k, i in enumerate(order):
+            vals[idx + (k,)] = None if mm[idx][i] else float(mv[idx][i])
+    return np.moveaxis(vals, -1, axis).tolist(), np.moveaxis(pos, -1, axis)
+
+
+@FEW
+@given(st.data())
+def test_sort_fixed_data_with_missing_values_along_any_axis(data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    n = int(np.prod(shape))
+    v = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, np.nan]), min_size=n,
+                                    max_size=n))).reshape(shape)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n))).reshape(shape)
+    x = lazyk.array(np.ma.MaskedArray(v, mask))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    ascending = data.draw(st.booleans())
+    want, positions = _lanes_sorted(v, mask, axis, ascending)
+    assert str(lazyk.sort(x, axis=axis, ascending=ascending).eval().to_list()) == str(want)
+    got = lazyk.argsort(x, axis=axis, ascending=ascending).eval()
+    np.testing.assert_array_equal(np.asarray(got), positions)
+
 # ---------------------------------------------------------------- running folds
 @FEW
 @given(st.data(), st.sampled_from(["cumsum", "cumprod"]))

@@ -19,7 +19,7 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays import restructure as R
 from lazyk.arrays import sorting
-from lazyk.arrays.array import Array, array
+from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import (
@@ -403,6 +403,11 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
         if name == "sort":
             return np.flip(np.sort(np.flip(data, params[0]), axis=params[0],
                                    kind="stable"), params[0])
+    if name in ("sort", "argsort") and "var" not in node.shape and \
+            not any(node.arg[2]) and params[0] != x.type.ndim - 1:
+        got = _sorted_fixed_options(x, name, params)
+        if got is not None:
+            return got
     if name == "num":  # (the lengths of the lists at the axis: their items are not read)
         return built(R.num(_tree(x, params[0]), params[0]))
     tree = _tree(x)
@@ -433,6 +438,34 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     else:
         raise NotSupportedError(f"row operation {name}")
     return built(got)
+
+
+def _fixed_parts(x: Array) -> tuple | None:
+    """(values, present) of fixed `?T` data, each of its shape; None for anything else."""
+    tree = _tree(x)
+    while isinstance(tree, Regular):
+        tree = tree.child
+    if not (isinstance(tree, Masked) and isinstance(tree.child, Leaf)):
+        return None
+    n = int(np.prod(x.shape))
+    return (tree.child.values[:n].reshape(x.shape),
+            np.asarray(tree.present[:n], bool).reshape(x.shape))
+
+
+def _sorted_fixed_options(x: Array, name: str, params: tuple):
+    """sort / argsort of fixed `?T` data along an axis other than the last: that axis
+    moved last, its rows sorted as lists are (missing values last), moved back."""
+    parts = _fixed_parts(x)
+    if parts is None:
+        return None
+    axis = params[0]
+    values, present = (np.moveaxis(p, axis, -1) for p in parts)
+    moved = masked(values, present)
+    got = built(sorting.sort(_tree(moved), moved.type.ndim, params[1], name == "argsort"))
+    if name == "argsort":
+        return np.moveaxis(got.to_numpy(), -1, axis)
+    values, present = (np.moveaxis(p, -1, axis) for p in _fixed_parts(got))
+    return masked(values, present)
 
 
 def _joined_rows(trees: list, dtype: np.dtype) -> Lists | None:
