@@ -319,6 +319,17 @@ def test_cumsum_cumprod(data, op):
     check(getattr(lazyk, op)(x), getattr(R, op)(ref_x))
 
 
+def test_running_folds_over_every_axis_keep_missing_values_in_place():
+    m = np.ma.MaskedArray([[1, 2], [3, 4]], [[False, True], [False, False]])
+    got = lazyk.cumsum(lazyk.array(m), axis=None).eval()
+    assert got.to_list() == np.ma.cumsum(m, axis=None).tolist(fill_value=None)
+    assert str(got.type) == "4 * ?int64"
+    x = lazyk.array([[1, None], [3, 4, 5]], type="2 * var * ?int64")
+    assert lazyk.cumsum(x, axis=None).eval().to_list() == [1, None, 4, 8, 13]
+    deep = lazyk.array([[[1, 2], [3]], [], [[None, 4]]])
+    assert lazyk.cumprod(deep, axis=None).eval().to_list() == [1, 2, 6, None, 24]
+
+
 def test_cumsum_fuses_with_its_inputs_and_follows_numpy():
     x = lazyk.from_offsets(np.array([0, 3, 3, 5]), np.array([1, 2, 3, 4, 5], np.int32))
     before = lazyk.kernel.nest.nest_stats["runs"]

@@ -437,8 +437,9 @@ def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True)
 # ---------------------------------------------------------------- running folds
 def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
     e = _operand(name, x)
-    if axis is None:  # NumPy's rule: the flattened values
-        e = flatten(e, axis=None) if e.ndim != 1 else e
+    if axis is None:  # NumPy's rule: the flattened values (missing ones kept in place)
+        while e.ndim > 1:
+            e = flatten(e, axis=1)
         axis = -1
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
