@@ -319,6 +319,14 @@ def test_cumsum_cumprod(data, op):
     check(getattr(lazyk, op)(x), getattr(R, op)(ref_x))
 
 
+def test_is_none_of_strings_that_cannot_be_missing():
+    for x in (lazyk.array(["a", "b"]), lazyk.array(np.array(["a", "bb"])),
+              lazyk.array([b"a", b"b"]), lazyk.array([{"s": "a", "x": 1}, {"s": "b", "x": 2}]).s):
+        assert lazyk.is_none(x).eval().to_list() == [False, False]
+    rows = lazyk.array([["a", "b"], [], ["c"]])
+    assert lazyk.is_none(rows, axis=1).eval().to_list() == [[False, False], [], [False]]
+
+
 def test_running_folds_over_every_axis_keep_missing_values_in_place():
     m = np.ma.MaskedArray([[1, 2], [3, 4]], [[False, True], [False, False]])
     got = lazyk.cumsum(lazyk.array(m), axis=None).eval()

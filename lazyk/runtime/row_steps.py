@@ -238,6 +238,8 @@ def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
         return None
     shape = node.shape
     if name == "is_none":
+        if present is None and is_text(value.dtype):
+            return None  # (strings are not cast to bool: the rows give the shape)
         if present is None:  # nothing is missing: False in the value's shape
             true = Node("const", np.dtype(bool), (), (), True)
             false = Node("const", np.dtype(bool), (), (), False)
