@@ -120,3 +120,13 @@ def test_reduction_dtypes_lazyk_does_not_compute_are_refused_by_name():
     for dt in (object, "U3"):
         with pytest.raises(UnsupportedOperandError, match=r"sum\(dtype=...\)"):
             a.sum(dtype=dt)
+
+
+def test_where_and_fill_none_take_python_ints_that_only_uint64_holds():
+    c, x = np.array([True, False]), np.array([1, 2], np.uint64)
+    _same_bits(lazyk.where(lazyk.array(c), lazyk.array(x), 2**63).eval(),
+               np.where(c, x, 2**63))
+    got = lazyk.fill_none(lazyk.array([1, None], type="2 * ?uint64"), 2**63).eval()
+    assert got.to_list() == [1, 2**63] and str(got.type) == "2 * uint64"
+    with pytest.raises(OverflowError):
+        lazyk.where(lazyk.array(c), lazyk.array(x), 2**64).eval()

@@ -102,9 +102,12 @@ def cast(node: Node, dtype: np.dtype, wrap: bool = False) -> Node:
     if got is not None:
         return got
     try:
-        # (a Python int becomes a float directly: wrapping applies to integer dtypes only)
+        # (a Python int becomes a float directly, or an integer of the dtype it fits: 2**63
+        # as uint64; wrapping applies to integer dtypes only)
+        fits = node.weak and type(node.arg) is int and dtype.kind in "iu" and \
+            np.iinfo(dtype).min <= node.arg <= np.iinfo(dtype).max
         value = np.asarray(node.arg, dtype=dtype) if node.weak and (
-            not wrap or dtype.kind in "fc") else \
+            not wrap or dtype.kind in "fc" or fits) else \
             np.asarray(node.arg, dtype=node.dtype).astype(dtype)
     except OverflowError as err:
         if isinstance(node.arg, int):  # name the value and the dtype, as NumPy does
