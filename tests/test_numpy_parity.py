@@ -130,3 +130,12 @@ def test_where_and_fill_none_take_python_ints_that_only_uint64_holds():
     assert got.to_list() == [1, 2**63] and str(got.type) == "2 * uint64"
     with pytest.raises(OverflowError):
         lazyk.where(lazyk.array(c), lazyk.array(x), 2**64).eval()
+
+
+def test_astype_takes_option_type_strings_and_refuses_other_types_by_name():
+    x = lazyk.array([1, None])
+    assert lazyk.astype(x, "?float32").eval().to_list() == [1.0, None]
+    assert str(lazyk.astype(x, "?float32").type) == "2 * ?float32"
+    for bad in ("string", "3 * float32", "var * int8", "{a: int8}"):
+        with pytest.raises(lazyk.NotSupportedError, match="converts numbers to another number"):
+            lazyk.astype(x, bad)

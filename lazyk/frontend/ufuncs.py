@@ -191,10 +191,20 @@ def astype(x: Any, dtype: Any, casting: str = "unsafe") -> Expr:
     """Lazy conversion; CastingError when `casting` forbids it (e.g. 'safe' float -> int)."""
     e = as_expr(x)
     refuse_text("astype", [e])
+    if isinstance(dtype, str) and dtype.strip().startswith("?"):
+        # ('?float32': the values converted, missing ones stay missing, as with 'float32')
+        dtype = dtype.strip()[1:]
     try:  # NumPy's dtype spellings first ('f8', 'int' = int64), as ndarray.astype
         target = np.dtype(dtype)
-    except TypeError:  # then the lazyk type language ('complex[float32]', 'real')
-        target = parse_fixed_type(dtype)[1]
+    except (TypeError, ValueError):  # then the lazyk type language ('complex[float32]')
+        try:
+            shape, target = parse_fixed_type(dtype)
+        except NotSupportedError:
+            shape = None
+        if shape != ():
+            raise NotSupportedError(f"astype to {dtype!r}: lazyk converts numbers to another "
+                                    "number type: give one, such as 'float32' or 'int64' "
+                                    "(missing values stay missing)") from None
     if not np.can_cast(e.dtype, target, casting):
         raise CastingError(f"astype: cannot cast {e.dtype} to {target} under casting="
                            f"{casting!r}")
