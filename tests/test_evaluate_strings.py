@@ -174,6 +174,17 @@ def test_cli_explain_string_constant(capsys):
     assert "number and a string" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text, t", [("sum(a, axis=-1)", "a=N * var * float64"),
+                                     ("a + 1", "a=N * ?float64"), ("a + 1", "a=N * float64")])
+def test_cli_explain_leaves_out_ir_and_assembly_of_every_kernel(capsys, text, t):
+    assert main(["explain", text, "--type", t, "--no-ir", "--no-asm"]) == 0
+    out = capsys.readouterr().out
+    assert "== LLVM IR" not in out and "== assembly" not in out
+    assert "== kernel" in out or "== loop-nest kernels" in out
+    assert main(["explain", text, "--type", t, "--no-ir"]) == 0
+    out = capsys.readouterr().out
+    assert "== LLVM IR" not in out and "== assembly" in out
+
 @pytest.mark.parametrize("n1, n2", [(2, 3), (3, 2), (100_000, 300_000)])
 def test_shape_error_after_re_evaluate(n1, n2):
     a = b = np.arange(float(n2))

@@ -174,11 +174,11 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
             needs_nest(e.node) and any(isinstance(leaf_data(v), Placeholder)
                                        for v in e.env.values())):
         e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
-        return ragged.explain(e, declared)  # var / option parameters: on sample arrays
+        return ragged.explain(e, declared, ir, asm)  # var / option parameters: on samples
     if needs_nest(e.node):  # x[mask], x[positions], argmax: the loop-nest kernels
-        return ragged.explain(e)
+        return ragged.explain(e, ir=ir, asm=asm)
     if any(ragged.is_ragged(v) for v in e.env.values()):
-        return ragged.explain(e)  # var / option leaves: the loop-nest kernels
+        return ragged.explain(e, ir=ir, asm=asm)  # var / option leaves: loop-nest kernels
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = runtime.run_passes(e.node, check=True, trace=trace)
@@ -270,7 +270,7 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
            f"offsets)\n{typed_dump(low)}"]
     nests = [r[1:] for r in record if r[0] == "nest"]
     if nests:
-        out.append(explain_nests(nests))
+        out.append(explain_nests(nests, ir, asm))
     out.append(explain(low, ir, asm))
     return "\n".join(out)
 

@@ -459,8 +459,9 @@ def _pruned(raw, rl, rs, rvar, qres):
     return offsets, validity
 
 
-def explain_nests(nests) -> str:
-    """explain() text of the loop-nest kernels that ran: levels, operands, IR, assembly."""
+def explain_nests(nests, ir: bool = True, asm: bool = True) -> str:
+    """explain() text of the loop-nest kernels that ran: levels, operands, IR, assembly
+    (each left out when `ir` / `asm` is False)."""
     many = "" if len(nests) < 2 else "; a part computed first (a keepdims reduction, say) " \
         "runs its own nest, and count passes size new var rows before the fill pass"
     out = [f"== loop-nest kernels: {len(nests)} (the loop nest follows the result type; "
@@ -478,6 +479,8 @@ def explain_nests(nests) -> str:
             reads = ", ".join(f"in{q} = input {j}" for q, j in enumerate(kern.mode.after_inputs, 1))
             out.append(f"-- at each row's end, from its fold (in0){', ' + reads if reads else ''}:")
             out.append(format_spec(after))
-        out.append(f"== LLVM IR\n{kern.ir}")
-        out.append(f"== assembly\n{kern.jit.asm}")
+        if ir:
+            out.append(f"== LLVM IR\n{kern.ir}")
+        if asm:
+            out.append(f"== assembly\n{kern.jit.asm}")
     return "\n".join(out)

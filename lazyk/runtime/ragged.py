@@ -176,7 +176,7 @@ def _in_parts(expr, cuts: set):
     return Expr(root, {n.arg: env[n.arg] for n in toposort(root) if n.op == "input"})
 
 
-def explain(expr, declared=None) -> str:
+def explain(expr, declared=None, ir: bool = True, asm: bool = True) -> str:
     """How a var / option expression runs: the graph, then each loop-nest kernel (levels,
     operands, spec, LLVM IR, assembly). Runs the expression once on its data; `declared`
     (the same graph over placeholders, `expr` then over sample arrays) gives the types
@@ -203,7 +203,7 @@ def explain(expr, declared=None) -> str:
         "\n== (run on sample arrays: 8 per symbolic dim, rows of lengths 0, 1, 2, 3, ...)"
     return "\n".join([f"== ragged expression over ({inputs}) -> {shown.type}{sample}",
                       f"== graph as built\n{typed_dump(shown)}",
-                      explain_nests(nests)])
+                      explain_nests(nests, ir, asm)])
 
 
 runtime.install_path("ragged", evaluate_if_ragged)
