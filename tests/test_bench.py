@@ -46,6 +46,17 @@ def test_bench_smoke(tmp_path, capsys) -> None:
     assert overhead["lazyk evaluate('a + b')"] > 0 and overhead["lazyk (a + b).eval()"] > 0
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--sizes", "-5"], "--sizes: must be at least 1"), (["--sizes", "x"], "not a number"),
+    (["--cases", "E99"], "--cases: unknown E99"), (["--adl", "--adl-events", "0"], "at least 1")])
+def test_bench_refuses_bad_arguments_with_a_usage_error(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        args = build_parser().parse_args(["bench", "--tools", "lazyk", "--out", str(tmp_path),
+                                          *argv])
+        args.func(args)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_suite_cases_match_numpy() -> None:
     suite = bench.load_suite()
     assert [c.id for c in suite.CASES] == [f"E{i}" for i in range(1, 11)]

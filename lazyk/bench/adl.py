@@ -9,6 +9,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from lazyk.bench.measure import count_arg
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `--adl` options of `lazyk bench`."""
@@ -17,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "against Awkward Array + boost-histogram on --adl-events NanoAOD-like "
                         "events; prints the table, writes results-adl.json under --out "
                         "(needs awkward and boost-histogram)")
-    p.add_argument("--adl-events", type=lambda s: int(float(s)), default=1_000_000,
+    p.add_argument("--adl-events", type=count_arg, default=1_000_000,
                    help="events for --adl (default 1e6; --quick: 1e4)")
     p.add_argument("--adl-repeat", type=int, default=5,
                    help="interleaved rounds for --adl (the median is reported)")

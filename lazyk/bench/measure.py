@@ -3,6 +3,7 @@ STREAM-style bandwidth each row is compared with, one-off costs (`import lazyk`,
 compile, load from the disk cache), the call overhead at n = 1, and the machine."""
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -270,3 +271,14 @@ def llc_mb() -> float | None:
         except ValueError:
             pass
     return max(sizes) if sizes else None
+
+
+def count_arg(text: str) -> int:
+    """A positive element count ('1e6' too), or argparse's usage error."""
+    try:
+        n = int(float(text))
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return n

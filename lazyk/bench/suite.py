@@ -28,6 +28,7 @@ from lazyk.bench.measure import (
     bandwidth,
     calibrate,
     call_overhead,
+    count_arg,
     cpu_name,
     has,
     lazyk_ready,
@@ -176,6 +177,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tools, notes = make_tools(ncores)
     if args.tools:
         tools = [t for t in tools if t.family in args.tools]
+    unknown = sorted(set(args.cases or ()) - {c.id for c in suite.CASES})
+    if unknown:
+        print(f"lazyk bench: error: argument --cases: unknown {', '.join(unknown)} (choose "
+              f"from {', '.join(c.id for c in suite.CASES)})", file=sys.stderr)
+        raise SystemExit(2)
     cases = [c for c in suite.CASES if not args.cases or c.id in args.cases]
     for note in notes:
         print(f"note: {note}", flush=True)
@@ -332,13 +338,13 @@ def _annotate(rows: list[dict], cases, bw: dict, llc_mb: float | None = None) ->
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The `lazyk bench` options."""
     p.add_argument("--quick", action="store_true", help="sizes 1e3-1e6, fewer samples (about a minute)")
-    p.add_argument("--sizes", type=lambda s: int(float(s)), nargs="+", metavar="N", help="element counts")
+    p.add_argument("--sizes", type=count_arg, nargs="+", metavar="N", help="element counts")
     p.add_argument("--cases", nargs="+", metavar="E", help="only these cases (E1 ... E10)")
     p.add_argument("--out", default="bench-results", help="directory for JSON, Markdown and PNG")
     p.add_argument("--suite", default=None, help="path to bench_expr.py")
     p.add_argument("--tools", nargs="+", metavar="T", choices=("numpy", "numexpr", "numba", "lazyk"),
                    help="only these tools (default: every one installed)")
-    p.add_argument("--bandwidth-n", type=lambda s: int(float(s)), default=BANDWIDTH_N,
+    p.add_argument("--bandwidth-n", type=count_arg, default=BANDWIDTH_N,
                    help="elements for the copy/triad/read reference (default 1e7: main memory)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: E1-E10 on the GPU against CuPy (benchmarks/bench_cuda.py)")
@@ -348,9 +354,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask", action="store_true",
                    help="E2, E6, E10 on a local 2-process Dask cluster: lazyk.dask.evaluate vs plain "
                         "dask.array, map_blocks(numexpr.evaluate) and map_blocks(compiled kernel)")
-    p.add_argument("--dask-n", type=lambda s: int(float(s)), default=200_000_000,
+    p.add_argument("--dask-n", type=count_arg, default=200_000_000,
                    help="elements per array for --dask (default 2e8: 1.6 GB per float64 array)")
-    p.add_argument("--dask-chunk", type=lambda s: int(float(s)), default=10_000_000,
+    p.add_argument("--dask-chunk", type=count_arg, default=10_000_000,
                    help="elements per chunk for --dask (default 1e7)")
     p.add_argument("--dask-samples", type=int, default=5, help="timed runs per row for --dask")
 
