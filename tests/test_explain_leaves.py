@@ -4,6 +4,7 @@ strings (a copy, no kernel)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import lazyk
 
@@ -23,3 +24,12 @@ def test_fixed_strings_explain_and_evaluate_without_a_kernel():
     got = lazyk.evaluate(a)
     np.testing.assert_array_equal(got, data)
     assert got.dtype == data.dtype and not np.shares_memory(got, data)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_arrays_of_records_and_dates_explain_that_they_run_no_kernel(target):
+    for a in (lazyk.array([{"x": 1, "y": 2.0}]), lazyk.array([[{"x": 1}], []]),
+              lazyk.array(np.array(["2020-01-01"], "datetime64[D]"))):
+        text = lazyk.explain(a, target=target)
+        assert text.startswith(f"== array: {a.type}") and "no kernel" in text
+        assert a.explain(target=target) == text

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.backend import nvvmc
 from lazyk.codegen import gpu_nest
-from lazyk.errors import DeviceError
+from lazyk.errors import DeviceError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr, typed_dump
 from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, has_rows, toposort, type_text
@@ -299,6 +300,13 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
         return Explanation(_explain_evaluated(expr, target))
     if isinstance(expr, CompiledExpr):
         return Explanation(expr.explain(target=target))  # its expression's
+    if isinstance(expr, Array):
+        try:
+            as_expr(expr)
+        except (NotSupportedError, UnsupportedOperandError):  # records, dates: no operands
+            return Explanation(f"== array: {expr.type}\n== no kernel: evaluating an array "
+                               "gives the array itself (its elements are no operands of "
+                               "kernels: take its fields, or numbers from its elements)")
     if target == "cuda":
         e = as_expr(expr)
         if _dense(e):
