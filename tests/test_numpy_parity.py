@@ -139,3 +139,14 @@ def test_astype_takes_option_type_strings_and_refuses_other_types_by_name():
     for bad in ("string", "3 * float32", "var * int8", "{a: int8}"):
         with pytest.raises(lazyk.NotSupportedError, match="converts numbers to another number"):
             lazyk.astype(x, bad)
+
+
+def test_numpy_string_dtype_is_refused_by_name_at_every_entry():
+    a = np.array(["kiwi", "x"], dtype=np.dtypes.StringDType())
+    s = lazyk.compile(lazyk.placeholder("s", "N * string") == "kiwi")
+    f = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    for call in (lambda: lazyk.evaluate("a == 'kiwi'", {"a": a}),
+                 lambda: lazyk.array(["kiwi", "x"]) == a, lambda: s(a), lambda: f(a)):
+        with pytest.raises(UnsupportedOperandError, match=r"StringDType\): convert with"):
+            call()
+    np.testing.assert_array_equal(s(a.astype(str)), [True, False])

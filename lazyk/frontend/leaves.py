@@ -91,6 +91,9 @@ def check_dtype(dtype: np.dtype, what: str = "operand", text: bool = False) -> N
     """UnsupportedOperandError unless `dtype` is a numeric dtype the op table computes with
     (bool, int8-64, uint8-64, float16/32/64, complex64/128, either byte order), or with
     `text=True` a NumPy `S<n>` / native `U<n>` string dtype."""
+    if dtype.kind == "T":  # (NumPy 2's variable-width StringDType: no byte order, no size)
+        raise UnsupportedOperandError(f"unsupported {what} dtype {dtype!r} (NumPy "
+                                      "StringDType): convert with .astype(str) first")
     if text and dtype.kind in "SU":
         if dtype.kind == "U" and not dtype.isnative:
             raise UnsupportedOperandError(

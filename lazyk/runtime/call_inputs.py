@@ -87,6 +87,8 @@ def _refuse_lazy(x: Any) -> None:
 
 def _as_input(x: Any) -> np.ndarray:
     _refuse_lazy(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "T":
+        check_dtype(x.dtype, "input")  # (StringDType: refused by name)
     if is_pandas(x):  # as lazyk.array reads it
         x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
@@ -366,6 +368,8 @@ class CallInputs:
                 raise TypeMatchError(f"input {self._names[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got lists of different "
                                      f"lengths (var rows): {self.signature}") from None
+            if a.dtype.kind == "T":  # (NumPy's StringDType: refused by name)
+                check_dtype(a.dtype, f"input {self._names[i]!r}")
             if type(x) is int and a.dtype == object and dtype.kind in "fc":
                 a = np.asarray(x, dtype)  # (an int past int64 for a float: NumPy's rounding)
             elif type(x) is int and a.dtype == object and dtype.kind in "iu":
