@@ -93,7 +93,8 @@ def check_dtype(dtype: np.dtype, what: str = "operand", text: bool = False) -> N
     `text=True` a NumPy `S<n>` / native `U<n>` string dtype."""
     if dtype.kind == "T":  # (NumPy 2's variable-width StringDType: no byte order, no size)
         raise UnsupportedOperandError(f"unsupported {what} dtype {dtype!r} (NumPy "
-                                      "StringDType): convert with .astype(str) first")
+                                      "StringDType): convert with .astype('U<n>') first, n "
+                                      "the longest string's length")
     if text and dtype.kind in "SU":
         if dtype.kind == "U" and not dtype.isnative:
             raise UnsupportedOperandError(
