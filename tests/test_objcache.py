@@ -138,6 +138,17 @@ def test_store_is_atomic_and_clear(tmp_path) -> None:
         cache.store("../k" + "0" * 60, b"payload")
 
 
+def test_a_directory_at_one_entrys_name_loses_that_entry_only(tmp_path) -> None:
+    import warnings
+    cache = objcache.ObjectCache(tmp_path)
+    (tmp_path / ("a" * 64 + objcache.SUFFIX)).mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no "the cache directory is unusable")
+        cache.store("a" * 64, b"payload")
+        cache.store("b" * 64, b"other")
+    assert cache.load("a" * 64) is None and cache.load("b" * 64) == b"other"
+
+
 def test_new_process_loads_from_cache(tmp_path) -> None:
     script = COMPILE + textwrap.dedent(f'''
         import json

@@ -430,6 +430,12 @@ class ObjectCache:
             write_private(self.path(key), _HEADER.pack(MAGIC, self._mac(key, obj), len(obj)),
                           obj, sync=False)
         except OSError as err:
+            p = self.path(key)
+            if isinstance(err, IsADirectoryError) or (p.exists() and not p.is_file()):
+                # something else at this one entry's name: that kernel is not stored, the
+                # others are
+                _log.debug("lazyk: kernel cache entry %s not stored: %s", p, err)
+                return
             _warn_unusable(self.directory, _failure(self.directory, err))
             return
         self._stores += 1
