@@ -236,12 +236,12 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
     pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
     pairs["begin"] = text.address + offsets[:-1]
     pairs["size"] = offsets[1:] - offsets[:-1]
-    leaf = kind
+    leaf = T.Scalar(kind)
     meta: tuple = (n, 16)
     if valid is not None:  # the mask byte sits `region` bytes after each element
         block.buffer[region:2 * region:16] = np.asarray(valid, bool)[:n]
-        leaf, meta = "?" + kind, meta + (region,)
-    return Array.from_parts(T.dshape(f"{n} * {leaf}"), meta + (text.ref,), block.address, block)
+        leaf, meta = T.Option(leaf), meta + (region,)
+    return Array.from_parts(T.FixedDim(n, leaf), meta + (text.ref,), block.address, block)
 
 
 def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:

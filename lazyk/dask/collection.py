@@ -43,7 +43,6 @@ from lazyk.frontend.indexing import index_by, is_index_operand
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, describe_ragged, is_dask_array
 from lazyk.frontend.records import record_fields
 from lazyk.runtime.call_inputs import rows_of
-from lazyk.types.parse import dshape
 
 _HINT = ("this expression has partitioned lazyk leaves (lazyk.dask.from_ragged): "
          "lazyk.dask.evaluate(expr) gives a Dask collection (then .compute() it)")
@@ -109,9 +108,8 @@ def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
         return describe_ragged(TypeOnly(t))
     # text is typed as its `{begin, size}` elements read as complex128 numbers, dates and
     # times as their int64 storage (the collection's `type` names them)
-    dims = str(t)[:-len(str(u))]
-    proxy = dshape(dims + ("?" if isinstance(u, T.Option) else "") +
-                   ("complex128" if name else "int64"))
+    number = T.Scalar("complex128" if name else "int64")
+    proxy = T.with_element(t, lambda e: T.Option(number) if isinstance(e, T.Option) else number)
     shape, _, option = describe_ragged(TypeOnly(proxy))
     return shape, _TEXT[name] if name else np.dtype(np.int64), option
 

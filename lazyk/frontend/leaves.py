@@ -15,7 +15,7 @@ import numpy as np
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import ops
 from lazyk.frontend.graph import build_type, type_text
-from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim
+from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim, with_element
 from lazyk.types.parse import dshape
 
 
@@ -319,17 +319,18 @@ def text_rows(array, nested: bool = False):
     `?var` rows, records); `nested=True` takes fixed, var and `?var` dims in any order
     (`var * var * string`: `lazyk.runtime.text_steps` reads those itself).
     """
-    t, head = array.type, []
+    t, dims = array.type, []
     while isinstance(t, (FixedDim, VarDim)) or \
             nested and isinstance(t, Option) and isinstance(t.elem, VarDim):
-        head.append(str(t.size) if isinstance(t, FixedDim) else
-                    "var" if isinstance(t, VarDim) else "?var")
+        dims.append(t)
         t = t.elem if not isinstance(t, Option) else t.elem.elem
     option = isinstance(t, Option)
     inner = t.elem if option else t
-    if text_element(inner) is None or not nested and "var" in head[:-1]:
+    if text_element(inner) is None or not nested and any(
+            not isinstance(d, FixedDim) for d in dims[:-1]):
         raise NotSupportedError(f"string operations on {array.type}: only fixed, var and "
                                 "?var dims over string, ?string, bytes or ?bytes")
-    proxy = dshape(" * ".join(head + [("?" if option else "") + "complex128"]))
+    number = Scalar("complex128")  # (a `{begin, size}` element read as one complex number)
+    proxy = with_element(array.type, lambda e: Option(number) if option else number)
     return type(array).from_parts(proxy, array.meta[:-1], array.ptr, array.owner,
                                   readonly=True)

@@ -328,17 +328,6 @@ def _leaf_views(node: Node, env: dict) -> tuple:
     return out[0], out[1]
 
 
-def _retyped(t, leaf):
-    """`t` with its element type replaced by `leaf(element)` (dims and `?var` kept)."""
-    if isinstance(t, T.Option) and isinstance(t.elem, (T.FixedDim, T.VarDim)):
-        return T.Option(_retyped(t.elem, leaf))
-    if isinstance(t, T.FixedDim):
-        return T.FixedDim(t.size, _retyped(t.elem, leaf))
-    if isinstance(t, T.VarDim):
-        return T.VarDim(_retyped(t.elem, leaf))
-    return leaf(t)
-
-
 def option_views(arr: Array) -> tuple[Array, Array]:
     """(values, present) of an array of `?T` elements: its values as `T` and its present
     bytes as `bool`, both views of its memory (read-only; no copy): a `?T` element's
@@ -356,13 +345,13 @@ def option_views(arr: Array) -> tuple[Array, Array]:
                 u, k = u.elem, k + 1
             content, k = k + 3, k + 7
         u = u.elem
-    values = Array.from_parts(_retyped(t, lambda e: e.elem), meta, arr.ptr, arr.owner, True)
+    values = Array.from_parts(T.with_element(t, lambda e: e.elem), meta, arr.ptr, arr.owner, True)
     if content is None:
-        present = Array.from_parts(_retyped(t, lambda e: _BOOL), meta, arr.ptr + moff,
+        present = Array.from_parts(T.with_element(t, _BOOL), meta, arr.ptr + moff,
                                    arr.owner, True)
     else:
         shifted = meta[:content] + (meta[content] + moff,) + meta[content + 1:]
-        present = Array.from_parts(_retyped(t, lambda e: _BOOL), shifted, arr.ptr, arr.owner,
+        present = Array.from_parts(T.with_element(t, _BOOL), shifted, arr.ptr, arr.owner,
                                    True)
     return values, present
 

@@ -55,7 +55,7 @@ from lazyk.runtime.rows import (
     line_up,
     row_view,
 )
-from lazyk.types import FixedDim, Option, Scalar, VarDim, dshape
+from lazyk.types import FixedDim, Option, Scalar, VarDim, with_element
 
 _TEXT = frozenset(ops.TEXT)
 
@@ -199,26 +199,40 @@ def _nested(value) -> bool:
 
 
 def _region(arr: Array):
-    """The last var dim of `arr`: (dims text up to it, its arrmeta position, the fixed dims
-    under it [(size, stride)], the element mask offset or None)."""
-    t, meta, k, heads, at, inner = arr.type, arr.meta, 0, [], None, []
+    """The last var dim of `arr`: (its arrmeta position, the fixed dims under it [(size,
+    stride)], the element mask offset or None)."""
+    t, meta, k, at, inner = arr.type, arr.meta, 0, None, []
     while True:
         if isinstance(t, FixedDim):
-            heads.append(str(t.size))
             inner.append((meta[k], meta[k + 1]))
             k, t = k + 2, t.elem
         elif isinstance(t, VarDim) or isinstance(t, Option) and isinstance(t.elem, VarDim):
             if isinstance(t, Option):  # ?var: its row mask word comes first
-                heads.append("?var")
                 k, t = k + 1, t.elem
-            else:
-                heads.append("var")
             at, inner = k, []
-            k, t = k + 7, t.elem
+            k, t = k + M.VAR_META, t.elem
         else:
             break
     moff = meta[k] if isinstance(t, Option) else None
-    return heads[:len(heads) - len(inner)], at, inner, moff
+    return at, inner, moff
+
+
+def _under_last_var(t, elem):
+    """`t` (with a var dim) with what lies under its last var dim replaced by `elem`."""
+    if isinstance(t, Option):  # (a `?var` dim)
+        return Option(_under_last_var(t.elem, elem))
+    if isinstance(t, VarDim) and not _has_var(t.elem):
+        return VarDim(elem)
+    inner = _under_last_var(t.elem, elem)
+    return FixedDim(t.size, inner) if isinstance(t, FixedDim) else VarDim(inner)
+
+
+def _has_var(t) -> bool:
+    while isinstance(t, (FixedDim, VarDim, Option)):
+        if isinstance(t, VarDim):
+            return True
+        t = t.elem
+    return False
 
 
 def _content_view(arr: Array, dtype: np.dtype, at: int, inner: list, extra: int = 0):
@@ -238,7 +252,7 @@ def _content_view(arr: Array, dtype: np.dtype, at: int, inner: list, extra: int 
     return out
 
 
-def _with_content(arr: Array, heads: list, at: int, content: Array,
+def _with_content(arr: Array, at: int, content: Array,
                   readonly: bool = False) -> Array:
     """`arr` with its last var dim's content replaced by `content` (`L * inner * X`, C
     order, one element per old content element): the same index buffers, new elements."""
@@ -257,7 +271,7 @@ def _with_content(arr: Array, heads: list, at: int, content: Array,
     head = (block.ref,) + arr.meta[at + 1:at + 3] + (content.ptr, new_istride, new_stride,
                                                      content.meta[0])
     meta = arr.meta[:at] + head + tuple(content.meta[2:])
-    t = dshape(" * ".join(heads + [str(content.type.elem)]))
+    t = _under_last_var(arr.type, content.type.elem)
     owner = arr.owner
     if isinstance(owner, memory.MemoryBlock) and owner.buffer is not None:
         # a block over the same index bytes that keeps the new content alive too
@@ -278,7 +292,7 @@ def _indexed(value):
         return bits, np.arange(flat.size, dtype=np.int64).reshape(np.shape(value)), dt
     proxy = text_rows(value.array, nested=True)
     check_extent(proxy)  # every content element (and mask byte) lies inside its block
-    heads, at, inner, moff = _region(proxy)
+    at, inner, moff = _region(proxy)
     elems = _content_view(proxy, np.dtype(np.complex128), at, inner)
     numbers = np.arange(elems.size, dtype=np.int64).reshape(elems.shape)
     if moff is None:
@@ -286,7 +300,7 @@ def _indexed(value):
     else:
         present = _content_view(proxy, np.dtype(np.uint8), at, inner, moff) != 0
         content = masked(numbers, present)
-    return elems.reshape(-1), _with_content(proxy, heads, at, content, readonly=True), \
+    return elems.reshape(-1), _with_content(proxy, at, content, readonly=True), \
         _elements(value.array)
 
 
@@ -306,7 +320,7 @@ def _compute_nested(node: Node, leaves: list, env: dict):
             for d in lined[0].type.dims):
         raise NotSupportedError(f"string operations on {node.type_text()}: the operands "
                                 "have no var dims in common")
-    heads, at, inner, moff = _region(lined[0])
+    at, inner, moff = _region(lined[0])
     mask = None
     if moff is not None:  # missing where any operand is: its element is never read
         mask = _content_view(lined[0], np.dtype(np.uint8), at, inner, moff).reshape(-1) != 0
@@ -327,7 +341,7 @@ def _compute_nested(node: Node, leaves: list, env: dict):
     values = np.asarray(values).reshape(shape)
     content = array(np.ascontiguousarray(values)) if mask is None else \
         masked(values, mask.reshape(shape))
-    return _with_content(lined[0], heads, at, content)
+    return _with_content(lined[0], at, content)
 
 
 # ------------------------------------------------ where(c, s, t) over strings and bytes
@@ -429,11 +443,10 @@ def _half(arr: Array, dtype: str, at: int) -> Array:
     for k, what in found[last + 1:]:
         if what == "option":
             meta[k] -= at
-    text = str(arr.type)
-    head = text[:text.rindex(t.name)]
-    return Array.from_parts(dshape(head + dtype), tuple(meta), arr.ptr + (at if last < 0
-                                                                          else 0),
-                            arr.owner, arr.readonly)
+    number = Scalar(dtype)
+    typ = with_element(arr.type, lambda e: Option(number) if isinstance(e, Option) else number)
+    return Array.from_parts(typ, tuple(meta), arr.ptr + (at if last < 0 else 0), arr.owner,
+                            arr.readonly)
 
 
 def _elements_of(t) -> bool:
@@ -497,14 +510,15 @@ def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
     meta, step = (), 16
     for size in reversed(shape):
         meta, step = (size, step) + meta, step * size
-    leaf = kind
+    t = Scalar(kind)
     if valid is not None:  # the mask byte sits `region` bytes after each element
         valid = np.asarray(valid, bool).reshape(-1)
         pairs["begin"][~valid] = 0
         pairs["size"][~valid] = 0
         block.buffer[region:2 * region:16] = valid
-        leaf, meta = "?" + kind, meta + (region,)
-    t = dshape(" * ".join([str(size) for size in shape] + [leaf]))
+        t, meta = Option(t), meta + (region,)
+    for size in reversed(shape):
+        t = FixedDim(size, t)
     return Array.from_parts(t, meta + (home.ref,), block.address, block)
 
 

@@ -22,6 +22,7 @@ from lazyk.types.base import (
     SymbolicDim,
     Type,
     VarDim,
+    with_element,
 )
 from lazyk.types.elements import (
     Datetime,
@@ -42,5 +43,5 @@ __all__ = [
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",
     "Record", "Function", "from_numpy", "promote", "dshape", "match", "solve", "broadcast",
-    "MAX_DEPTH", "SCALAR_NAMES",
+    "MAX_DEPTH", "SCALAR_NAMES", "with_element",
 ]

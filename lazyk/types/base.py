@@ -524,6 +524,19 @@ class Scalar(Type):
 
 # ---------------------------------------------------------------- signatures
 # Here, with the base: every constructor refuses a function type as a part (check_type).
+def with_element(t: Type, leaf: Any) -> Type:
+    """`t` with the element type under its fixed, var and `?var` dims replaced by `leaf`
+    (a type, or a function of the old element: `?T` included, so `lambda e: e.elem` drops the
+    option)."""
+    if isinstance(t, Option) and isinstance(t.elem, (FixedDim, VarDim)):
+        return Option(with_element(t.elem, leaf))
+    if isinstance(t, FixedDim):
+        return FixedDim(t.size, with_element(t.elem, leaf))
+    if isinstance(t, VarDim):
+        return VarDim(with_element(t.elem, leaf))
+    return leaf(t) if callable(leaf) else leaf
+
+
 class Function(Type):
     """`(N * float64, scale: float64) -> N * float64`: a signature."""
 
