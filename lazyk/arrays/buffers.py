@@ -442,8 +442,10 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
 
 
 def unsupported(t: T.Type):
-    raise NotSupportedError(f"conversion of '{t}' (numbers, bools, strings, bytes, records, "
-                            "fixed and var dims, options)")
+    raise NotSupportedError(f"records or tuples with an element of type '{t}' are not laid "
+                            "out in one array yet (their elements may be numbers, bools, "
+                            "strings, bytes, records, var dims, options, and fixed dims of "
+                            "numbers): evaluate their fields one by one")
 
 
 class ColumnArray(Array):
