@@ -6,6 +6,7 @@ ints; `encode` gives the raw bytes a C caller reads, `meta_dtype` names every fi
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -26,6 +27,67 @@ VAR_META = 7
 INDEX_DTYPES = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
 VARLEN_SCALARS = frozenset({"string", "bytes"})
+
+@dataclass(frozen=True)
+class FixedWords:
+    """A fixed dim's arrmeta words at index `at`: its size and byte stride."""
+
+    at: int
+    size: int
+    stride: int
+
+
+@dataclass(frozen=True)
+class RowsWords:
+    """A var dim's arrmeta words (`VAR_META` of them, from index `at`), and for a `?var` dim
+    its row mask_offset (the word before them; None for `var`)."""
+
+    at: int
+    ref: int
+    width: int
+    stop_delta: int
+    content: int
+    index_stride: int
+    stride: int
+    length: int
+    row_mask: int | None = None
+
+    @property
+    def content_at(self) -> int:
+        """The index of its content word (the address its rows' start indices count from)."""
+        return self.at + 3
+
+    @property
+    def words(self) -> tuple:
+        """The `VAR_META` words, as the arrmeta holds them."""
+        return (self.ref, self.width, self.stop_delta, self.content, self.index_stride,
+                self.stride, self.length)
+
+
+def rows_at(meta: tuple, at: int) -> RowsWords:
+    """The var dim whose words start at index `at` of `meta`."""
+    return RowsWords(at, *meta[at:at + VAR_META])
+
+
+def dims_words(t: T.Type, meta: tuple) -> tuple[list, T.Type, int]:
+    """The fixed, var and `?var` dims of `t` (outermost first) as their arrmeta words
+    (`FixedWords`, `RowsWords`), the element type under them, and the index of its first
+    word: the one walk of an arrmeta's dims."""
+    dims, k = [], 0
+    while True:
+        if isinstance(t, T.FixedDim):
+            dims.append(FixedWords(k, meta[k], meta[k + 1]))
+            k += 2
+        elif isinstance(t, T.VarDim) or isinstance(t, T.Option) and isinstance(t.elem,
+                                                                              T.VarDim):
+            row_mask = None
+            if isinstance(t, T.Option):  # ?var: the row mask_offset word first
+                row_mask, t, k = meta[k], t.elem, k + 1
+            dims.append(RowsWords(k, *meta[k:k + VAR_META], row_mask))
+            k += VAR_META
+        else:
+            return dims, t, k
+        t = t.elem
 
 
 def is_varlen(t: T.Type) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk.arrays import memory
+from lazyk.arrays.arrmeta import FixedWords, RowsWords, dims_words
 from lazyk.arrays.memory import view
 from lazyk.arrays.trees import rising
 from lazyk.codegen.levels import (
@@ -41,7 +42,7 @@ from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import split as nest_split
 from lazyk.lru import Memo
 from lazyk.runtime.rows import check_extent
-from lazyk.types import FixedDim, Option, Scalar, VarDim
+from lazyk.types import Option, Scalar
 
 
 class NestOperand:
@@ -134,18 +135,8 @@ def _forget(key: int, ref) -> None:
 
 
 def _refs(arr) -> tuple:
-    """The block refs of the var dims of `arr`'s arrmeta (`nest_operand`'s walk)."""
-    t, meta, k, refs = arr.type, arr.meta, 0, []
-    while is_nest_dim(t):
-        if isinstance(t, FixedDim):
-            k += 2
-        else:
-            if isinstance(t, Option):
-                t, k = t.elem, k + 1
-            refs.append(meta[k])
-            k += 7
-        t = t.elem
-    return tuple(refs)
+    """The block refs of the var dims of `arr`'s arrmeta."""
+    return tuple(d.ref for d in dims_words(arr.type, arr.meta)[0] if isinstance(d, RowsWords))
 
 
 def _nest_operand(leaf):
@@ -159,27 +150,21 @@ def _nest_operand(leaf):
     if not is_ragged(leaf):
         return None
     arr = leaf.array
-    t, meta, k, dims = arr.type, arr.meta, 0, []
-    addrs = [arr.ptr]
-    while is_nest_dim(t):
-        if isinstance(t, FixedDim):
-            dims.append(FixedDimData(meta[k], meta[k + 1]))
-            addrs.append(meta[k + 1])
-            k += 2
+    words, t, k = dims_words(arr.type, arr.meta)
+    dims, addrs = [], [arr.ptr]
+    for d in words:
+        if isinstance(d, FixedWords):
+            dims.append(FixedDimData(d.size, d.stride))
+            addrs.append(d.stride)
+        elif d.width not in (4, 8):
+            return None
         else:
-            row_moff = None
-            if isinstance(t, Option):  # ?var: the row mask_offset word first
-                row_moff, t, k = meta[k], t.elem, k + 1
-            _, width, delta, content, istride, stride, length = meta[k:k + 7]
-            if width not in (4, 8):
-                return None
-            dims.append(RowsData(width, delta, content, istride, stride, length, row_moff))
-            addrs += [content, istride, stride]
-            k += 7
-        t = t.elem
+            dims.append(RowsData(d.width, d.stop_delta, d.content, d.index_stride, d.stride,
+                                 d.length, d.row_mask))
+            addrs += [d.content, d.index_stride, d.stride]
     moff = None
     if isinstance(t, Option):
-        moff, t = meta[k], t.elem
+        moff, t = arr.meta[k], t.elem
     if not isinstance(t, Scalar):
         return None
     if t.name in ("string", "bytes"):  # `{begin, size}` elements (lazyk.runtime.text_steps fuses them)
@@ -192,12 +177,6 @@ def _nest_operand(leaf):
     check_extent(arr)  # the kernel trusts the arrmeta's addresses and lengths
     return NestOperand(dims, arr.ptr, dt, moff, all(a % dt.alignment == 0 for a in addrs),
                        None if arr.readonly else arr.owner)
-
-
-def is_nest_dim(t) -> bool:
-    """Whether the nest reads `t` as a dim: fixed, var or `?var`."""
-    return isinstance(t, (FixedDim, VarDim)) or (isinstance(t, Option) and
-                                                  isinstance(t.elem, VarDim))
 
 
 def nest_plan(ops_, taken=None):

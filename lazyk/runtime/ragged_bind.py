@@ -22,7 +22,6 @@ import threading
 
 import numpy as np
 
-from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.arrays.memory import lookup
@@ -536,19 +535,9 @@ def _leaf_memory(v) -> list:
         return [v]
     a = v.array
     try:
-        found = [_block(a)[0]]
-        t, meta, k = a.type, a.meta, 0
-        while True:
-            if isinstance(t, T.FixedDim):
-                k += 2
-            elif isinstance(t, T.Option) and isinstance(t.elem, T.VarDim):
-                k += 1
-            elif isinstance(t, T.VarDim):
-                found.append(lookup(meta[k]).buffer)  # the rows' content block
-                k += M.VAR_META
-            else:
-                return found
-            t = t.elem
+        found = [_block(a)[0]]  # and the rows' content blocks
+        return found + [lookup(d.ref).buffer for d in M.dims_words(a.type, a.meta)[0]
+                        if isinstance(d, M.RowsWords)]
     except (BindError, ValueError):
         return [None]
 

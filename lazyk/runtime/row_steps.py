@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazyk import types as T
+from lazyk.arrays import arrmeta as M
 from lazyk.arrays import restructure as R
 from lazyk.arrays import sorting
 from lazyk.arrays.array import Array, array, masked
@@ -335,17 +336,10 @@ def option_views(arr: Array) -> tuple[Array, Array]:
     t, meta = arr.type, tuple(arr.meta)
     moff, meta = meta[-1], meta[:-1]
     # the innermost var dim's content word moves the elements (else the data pointer)
-    k, content, u = 0, None, t
-    while isinstance(u, (T.FixedDim, T.VarDim)) or (isinstance(u, T.Option) and
-                                                     isinstance(u.elem, T.VarDim)):
-        if isinstance(u, T.FixedDim):
-            k += 2
-        else:
-            if isinstance(u, T.Option):
-                u, k = u.elem, k + 1
-            content, k = k + 3, k + 7
-        u = u.elem
-    values = Array.from_parts(T.with_element(t, lambda e: e.elem), meta, arr.ptr, arr.owner, True)
+    rows = [d for d in M.dims_words(t, meta)[0] if isinstance(d, M.RowsWords)]
+    content = rows[-1].content_at if rows else None
+    values = Array.from_parts(T.with_element(t, lambda e: e.elem), meta, arr.ptr, arr.owner,
+                              True)
     if content is None:
         present = Array.from_parts(T.with_element(t, _BOOL), meta, arr.ptr + moff,
                                    arr.owner, True)

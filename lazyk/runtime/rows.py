@@ -202,19 +202,10 @@ def check_extent(array) -> None:
     dims over a scalar `T` or `?T` lets a kernel address lies inside its memory block: the
     top dims' index words, row mask bytes (or elements) in the owner's block, each var dim's `length` content
     elements in the block it names. Rows checked against `length` then stay inside too."""
-    levels, t, meta, k = [], array.type, array.meta, 0
-    while isinstance(t, (FixedDim, VarDim)) or isinstance(t, Option) and \
-            isinstance(t.elem, VarDim):
-        if isinstance(t, FixedDim):
-            levels.append((meta[k], meta[k + 1]))
-            k += 2
-        else:
-            row_mask = None
-            if isinstance(t, Option):  # ?var: the row mask_offset word, then the var dim's
-                row_mask, t, k = meta[k], t.elem, k + 1
-            levels.append(tuple(meta[k:k + M.VAR_META]) + (row_mask,))
-            k += M.VAR_META
-        t = t.elem
+    meta = array.meta
+    words, t, k = M.dims_words(array.type, meta)
+    levels = [(d.size, d.stride) if isinstance(d, M.FixedWords) else d.words + (d.row_mask,)
+              for d in words]
     option = isinstance(t, Option)
     itemsize = (t.elem if option else t).to_numpy().itemsize
 

@@ -201,20 +201,14 @@ def _nested(value) -> bool:
 def _region(arr: Array):
     """The last var dim of `arr`: (its arrmeta position, the fixed dims under it [(size,
     stride)], the element mask offset or None)."""
-    t, meta, k, at, inner = arr.type, arr.meta, 0, None, []
-    while True:
-        if isinstance(t, FixedDim):
-            inner.append((meta[k], meta[k + 1]))
-            k, t = k + 2, t.elem
-        elif isinstance(t, VarDim) or isinstance(t, Option) and isinstance(t.elem, VarDim):
-            if isinstance(t, Option):  # ?var: its row mask word comes first
-                k, t = k + 1, t.elem
-            at, inner = k, []
-            k, t = k + M.VAR_META, t.elem
+    words, t, k = M.dims_words(arr.type, arr.meta)
+    at, inner = None, []
+    for d in words:
+        if isinstance(d, M.RowsWords):
+            at, inner = d.at, []
         else:
-            break
-    moff = meta[k] if isinstance(t, Option) else None
-    return at, inner, moff
+            inner.append((d.size, d.stride))
+    return at, inner, arr.meta[k] if isinstance(t, Option) else None
 
 
 def _under_last_var(t, elem):
@@ -238,7 +232,8 @@ def _has_var(t) -> bool:
 def _content_view(arr: Array, dtype: np.dtype, at: int, inner: list, extra: int = 0):
     """The last var dim's `length` content elements (times the fixed dims under it) as one
     read-only NumPy view of `dtype` at `extra` bytes from each element (C order)."""
-    content, istride, length = arr.meta[at + 3], arr.meta[at + 4], arr.meta[at + 6]
+    rows = M.rows_at(arr.meta, at)
+    content, istride, length = rows.content, rows.index_stride, rows.length
     shape = (length,) + tuple(n for n, _ in inner)
     strides = (istride,) + tuple(s for _, s in inner)
     if 0 in shape:
@@ -256,7 +251,8 @@ def _with_content(arr: Array, at: int, content: Array,
                   readonly: bool = False) -> Array:
     """`arr` with its last var dim's content replaced by `content` (`L * inner * X`, C
     order, one element per old content element): the same index buffers, new elements."""
-    stride, istride = arr.meta[at + 5], arr.meta[at + 4]
+    rows = M.rows_at(arr.meta, at)
+    stride, istride = rows.stride, rows.index_stride
     new_istride = content.meta[1]
     if stride == istride:
         new_stride = new_istride
@@ -268,8 +264,8 @@ def _with_content(arr: Array, at: int, content: Array,
     block = content.owner
     if not isinstance(block, memory.MemoryBlock):  # NumPy values: a block over them
         block = memory.foreign(content.to_numpy())
-    head = (block.ref,) + arr.meta[at + 1:at + 3] + (content.ptr, new_istride, new_stride,
-                                                     content.meta[0])
+    head = (block.ref, rows.width, rows.stop_delta, content.ptr, new_istride, new_stride,
+            content.meta[0])
     meta = arr.meta[:at] + head + tuple(content.meta[2:])
     t = _under_last_var(arr.type, content.type.elem)
     owner = arr.owner
@@ -337,7 +333,7 @@ def _compute_nested(node: Node, leaves: list, env: dict):
         s.replace(shape=(total,)) if s.op == "input" else s for s in node.srcs))
     flat, data = canonical(flat, data)
     values = run_program(plan(flat), data)
-    shape = (lined[0].meta[at + 6],) + tuple(n for n, _ in inner)
+    shape = (M.rows_at(lined[0].meta, at).length,) + tuple(n for n, _ in inner)
     values = np.asarray(values).reshape(shape)
     content = array(np.ascontiguousarray(values)) if mask is None else \
         masked(values, mask.reshape(shape))
