@@ -50,29 +50,21 @@ def multiply(em, args, loop, attr):
 
 
 def reciprocal(em, args, loop, attr):
-    """1 / x; complex: NumPy's own algorithm (not 1 / x by Smith's division: the signs of
-    its zeros and its infinities differ)."""
-    b, k = em.b, _k(loop[0])
+    """1 / x as NumPy: integers (T)(1.0 / x) (1 / 0 = inf: the lowest int32 / int64, else 0);
+    complex by NumPy's algorithm (not Smith's division: signs of zeros, infinities differ)."""
+    b, k, x = em.b, _k(loop[0]), args[0]
     if k == "f":
-        return b.fdiv(ir.Constant(args[0].type, 1.0), args[0])
-    if k in "iu":  # NumPy's: (T)(1.0 / x), so 0 except for 1 and -1; 1 / 0 is inf, which
-        x = args[0]  # converts to the lowest int32 / int64 (0 in narrower and unsigned types)
-        t = x.type
-        zero = ir.Constant(t, 0)
-        got = b.select(b.icmp_signed("==", x, ir.Constant(t, 1)), ir.Constant(t, 1), zero)
-        if k == "i":
-            got = b.select(b.icmp_signed("==", x, ir.Constant(t, -1)), x, got)
-        if k == "i" and t.width >= 32:
-            got = b.select(b.icmp_signed("==", x, zero), ir.Constant(t, -1 << (t.width - 1)),
-                           got)
-        return got
-    re, im = args[0]
-    one = ir.Constant(re.type, 1.0)
+        return b.fdiv(ir.Constant(x.type, 1.0), x)
+    if k in "iu":
+        c = [ir.Constant(x.type, v) for v in (0, 1, -1, -1 << (x.type.width - 1))]
+        got = b.select(b.icmp_signed("==", x, c[1]), c[1], c[0])
+        got = b.select(b.icmp_signed("==", x, c[2]), x, got) if k == "i" else got
+        return b.select(b.icmp_signed("==", x, c[0]), c[3], got) if k == "i" and \
+            x.type.width >= 32 else got
+    (re, im), one = x, ir.Constant(x[0].type, 1.0)
     first = b.fcmp_ordered("<=", em.math("fabs", im), em.math("fabs", re))
-    r1 = b.fdiv(im, re)
-    d1 = b.fadd(re, b.fmul(im, r1))
-    r2 = b.fdiv(re, im)
-    d2 = b.fadd(b.fmul(re, r2), im)
+    r1, r2 = b.fdiv(im, re), b.fdiv(re, im)
+    d1, d2 = b.fadd(re, b.fmul(im, r1)), b.fadd(b.fmul(re, r2), im)
     return (b.select(first, b.fdiv(one, d1), b.fdiv(r2, d2)),
             b.select(first, b.fdiv(b.fneg(r1), d1), b.fdiv(b.fneg(one), d2)))
 
@@ -520,9 +512,7 @@ def real(em, args, loop, attr):
 
 
 def imag(em, args, loop, attr):
-    if _k(loop[0]) == "c":
-        return args[0][1]
-    return em.const(loop[-1], 0)
+    return args[0][1] if _k(loop[0]) == "c" else em.const(loop[-1], 0)
 
 
 def conj(em, args, loop, attr):
