@@ -475,3 +475,21 @@ def test_error_lines_are_counted_like_the_parser(text):
     with pytest.raises(TypeParseError) as info:
         dshape(text)
     _check_error(text, info.value)
+
+
+def test_one_level_too_deep_is_refused_at_the_token_that_crosses_the_limit():
+    n = lazyk.types.MAX_DEPTH  # (n levels around an element: one too many)
+    for text, line in (("pointer[\n" * n + "int32" + "]" * n, n),
+                       ("var *\n" * n + "int32", n)):
+        with pytest.raises(TypeParseError, match="nested deeper than") as info:
+            dshape(text)
+        assert info.value.line == line
+
+
+def test_deeply_nested_records_and_tuples_parse_at_once():
+    import time
+    for open_, close in (("{a: ", "}"), ("(", ", int8)")):
+        start = time.perf_counter()
+        t = dshape(open_ * 100 + "int32" + close * 100)
+        assert time.perf_counter() - start < 5.0  # (each level laid out once, not 2**depth)
+        assert dshape(str(t)) is t

@@ -425,7 +425,7 @@ def check_depth(text: str) -> None:
             levels[-1] += 1
         else:
             continue
-        if len(levels) + sum(levels) > MAX_DEPTH + 1:
+        if len(levels) + sum(levels) > MAX_DEPTH:  # (the element under them: one more)
             line, col = _position(text, m.start())
             raise TypeParseError(f"type nested deeper than {MAX_DEPTH} levels", text, line, col)
 

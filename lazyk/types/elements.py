@@ -3,6 +3,7 @@ variables), compounds (tuples, records) and `from_numpy`. `lazyk.types` gathers 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -207,6 +208,7 @@ class TypeVar(Type):
 
 
 # ---------------------------------------------------------------- compounds
+@lru_cache(maxsize=4096)  # (types are interned: nested records lay out each level once)
 def _layout(types: tuple[Type, ...]) -> tuple[tuple[int, ...], int, int]:
     """C-struct layout: (field offsets, padded itemsize, alignment)."""
     offsets, end, align = [], 0, 1
