@@ -337,3 +337,18 @@ def test_every_ragged_layout_pickles_to_the_same_type_and_values(case, lo, hi):
         assert b.type == a.type
         got, want = b.to_list(), a.to_list()
         assert repr(got) == repr(want)  # (NaN where NaN was)
+
+
+def test_chars_and_dates_that_do_not_fit_their_type_are_refused_by_position():
+    import datetime as dt
+    for bad in (["ab"], [65], [1.5], [True], [[1, 2]]):
+        with pytest.raises(lazyk.ArrayConstructionError, match=r"item \[0\] .* not one character"):
+            lazyk.array(bad, type="1 * char")
+    assert lazyk.array(["a", ""], type="2 * char").to_list() == ["a", ""]
+    for d in (dt.datetime(1, 1, 1), dt.datetime(9999, 1, 1)):
+        with pytest.raises(lazyk.ArrayConstructionError, match=r"item \[1\] .* outside the range"):
+            lazyk.array([dt.datetime(2000, 1, 1), d], type="2 * datetime[unit='ns']")
+    with pytest.raises(lazyk.ArrayConstructionError, match="outside the range"):
+        lazyk.array([dt.timedelta(days=300 * 365)], type="1 * timedelta[unit='ns']")
+    got = lazyk.array([dt.datetime(2020, 1, 1, 12)], type="1 * date").to_list()
+    assert got == [dt.date(2020, 1, 1)]  # (a coarser unit truncates, as NumPy)

@@ -469,6 +469,13 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                                              f"but the type '{t}' is not an option ('?{t}')")
             raise ArrayConstructionError(
                 f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
+    if t == T.Scalar("char"):  # one character (NumPy would convert and cut silently)
+        bad = _bad_kinds(items, lambda k: issubclass(k, str))
+        i = bad[0] if bad else _first(items, lambda x: len(x) > 1) if any(
+            len(x) > 1 for x in items) else None
+        if i is not None:
+            raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) is not one "
+                                         "character, the type says char")
     if t == T.Scalar("time"):  # times of day: microseconds since midnight
         items = [datetime.timedelta(hours=x.hour, minutes=x.minute, seconds=x.second,
                                     microseconds=x.microsecond)
@@ -484,6 +491,8 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
         i = _first_unfit(items, dt)
         raise ArrayConstructionError(
             f"item {where.name(i)} ({items[i]!r:.40}) does not fit {t}: {e}") from None
+    if dt.kind in "mM" and dt != np.dtype(f"{dt.kind}8[us]"):
+        _check_temporal_range(items, vals, dt, t, where)
     if dt.kind in "iu" and any(issubclass(k, np.integer) for k in set(map(type, items))):
         # NumPy wraps NumPy integers silently on a narrowing cast; Python ints raise above.
         i = next((i for i, x in enumerate(items) if isinstance(x, Number) and
@@ -491,6 +500,25 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
         if i is not None:
             raise ArrayConstructionError(f"item {where.name(i)} ({items[i]}) does not fit {t}")
     scatter(block.buffer, offs, vals.reshape(-1).view(np.uint8).reshape(len(items), dt.itemsize))
+
+
+def _check_temporal_range(items: list, vals: np.ndarray, dt: np.dtype, t: T.Type,
+                          where: Where) -> None:
+    """ArrayConstructionError for a Python date, time or duration outside the range of `dt`
+    (NumPy wraps those silently: 0001-01-01 in nanoseconds is a date in 1754)."""
+    py = (datetime.date, datetime.timedelta)
+    at = [i for i, x in enumerate(items) if isinstance(x, py)]
+    if not at:
+        return
+    exact = np.array([items[i] for i in at], dtype=f"{dt.kind}8[us]")  # (Python's own unit)
+    with np.errstate(over="ignore"):
+        back = vals.reshape(-1)[at].astype(exact.dtype)
+    # (a coarser unit only truncates, by less than a day; a wrapped value is centuries off)
+    wrong = np.flatnonzero(np.abs((back - exact).astype(np.int64)) >= 86_400_000_000)
+    if len(wrong):
+        i = at[wrong[0]]
+        raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.60}) is outside the "
+                                     f"range of {t}")
 
 
 def _fixed_strings(t: T.Type, items: list, where: Where) -> list:
