@@ -352,3 +352,11 @@ def test_chars_and_dates_that_do_not_fit_their_type_are_refused_by_position():
         lazyk.array([dt.timedelta(days=300 * 365)], type="1 * timedelta[unit='ns']")
     got = lazyk.array([dt.datetime(2020, 1, 1, 12)], type="1 * date").to_list()
     assert got == [dt.date(2020, 1, 1)]  # (a coarser unit truncates, as NumPy)
+
+
+def test_a_field_of_tuples_read_as_lists_says_how_to_give_a_tuple_type():
+    for a in (lazyk.array([(1, 2.0), (3, 4.0)]), lazyk.array([[(1, 2.0)], []])):
+        with pytest.raises(KeyError, match="Python tuples in lists are read as lists"):
+            a["0"]
+    t = lazyk.array([[(1, 2.0)], []], type="2 * var * (int64, float64)")
+    assert t["0"].to_list() == [[1], []]

@@ -14,7 +14,7 @@ import numpy as np
 from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
-from lazyk.arrays import memory, operators
+from lazyk.arrays import memory, operators, views
 from lazyk.arrays.assign import assign
 from lazyk.arrays.conversions import Conversions
 from lazyk.arrays.display import format_values, html_view
@@ -384,7 +384,8 @@ def _view(a: Array, items: tuple) -> Array | None:
         res = a._np[tuple(dims) + (Ellipsis,)]
         for n in names:
             if res.dtype.names is None or n not in res.dtype.names:
-                raise KeyError(f"type '{t}' has no field {n!r}")
+                raise KeyError(f"type '{t}' has no field {n!r}" + (
+                    "" if res.dtype.names else views.NO_FIELDS))
             res = res[n]
         return Array._wrap(res, a._readonly)
     buf, offs = _region(a)

@@ -20,6 +20,10 @@ from lazyk.errors import NotSupportedError
 
 DIM_ITEMS = (int, np.integer, slice)
 
+# (lazyk.array reads a Python tuple as a list, as NumPy does)
+NO_FIELDS = (": its elements are not records (Python tuples in lists are read as lists, as "
+             "NumPy reads them: give a tuple type, e.g. type='N * (int64, float64)')")
+
 
 def bool_items(items: tuple) -> tuple:
     """NumPy's meaning of a bool index: `True` is a new axis (None); `False` (a new axis
@@ -176,7 +180,7 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
         if n not in keys:
             raise KeyError(f"type '{t}' has no field {n!r}" + (
                 f" (a tuple's fields are its positions: {', '.join(map(repr, keys))})"
-                if isinstance(t, T.Tuple) else ""))
+                if isinstance(t, T.Tuple) else "" if isinstance(t, T.Record) else NO_FIELDS))
         k = keys.index(n)
         if optional and isinstance(t.types[k], T.Option):
             raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "
