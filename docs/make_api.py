@@ -158,6 +158,9 @@ EXAMPLES = {
     "SymbolicDim": "lazyk.types.SymbolicDim('N', lazyk.types.Scalar('float64'))",
     "EllipsisDim": "lazyk.types.EllipsisDim(None, lazyk.types.Scalar('float64'))",
     "Option": "lazyk.types.Option(lazyk.types.Scalar('int64'))",
+    "with_element": "t = lazyk.dshape('3 * ?var * ?float32')\n"
+                    "(lazyk.types.with_element(t, lazyk.types.Scalar('bool')), "
+                    "lazyk.types.with_element(t, lambda e: e.elem))",
     "Scalar": "t = lazyk.types.Scalar('int32', '>')\n(t, t.itemsize)",
     "Timedelta": "lazyk.types.Timedelta('ms')",
     "Datetime": "lazyk.types.Datetime('ns')",
