@@ -38,12 +38,10 @@ class FixedWords:
 
 
 @dataclass(frozen=True)
-class RowsWords:
-    """A var dim's arrmeta words (`VAR_META` of them, from index `at`), and for a `?var` dim
-    its row mask_offset (the word before them; None for `var`)."""
+class VarWords:
+    """What a var dim's arrmeta words say of its rows (docs/layout.md), and for a `?var` dim
+    its row mask_offset (None for `var`)."""
 
-    at: int
-    ref: int
     width: int
     stop_delta: int
     content: int
@@ -51,6 +49,15 @@ class RowsWords:
     stride: int
     length: int
     row_mask: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowsWords(VarWords):
+    """A var dim's arrmeta words (`VAR_META` of them, from index `at`; `ref`: its content
+    block) and for a `?var` dim its row mask_offset (the word before them)."""
+
+    at: int
+    ref: int
 
     @property
     def content_at(self) -> int:
@@ -66,7 +73,7 @@ class RowsWords:
 
 def rows_at(meta: tuple, at: int) -> RowsWords:
     """The var dim whose words start at index `at` of `meta`."""
-    return RowsWords(at, *meta[at:at + VAR_META])
+    return RowsWords(*meta[at + 1:at + VAR_META], at=at, ref=meta[at])
 
 
 def dims_words(t: T.Type, meta: tuple) -> tuple[list, T.Type, int]:
@@ -83,7 +90,7 @@ def dims_words(t: T.Type, meta: tuple) -> tuple[list, T.Type, int]:
             row_mask = None
             if isinstance(t, T.Option):  # ?var: the row mask_offset word first
                 row_mask, t, k = meta[k], t.elem, k + 1
-            dims.append(RowsWords(k, *meta[k:k + VAR_META], row_mask))
+            dims.append(RowsWords(*meta[k + 1:k + VAR_META], row_mask, at=k, ref=meta[k]))
             k += VAR_META
         else:
             return dims, t, k

@@ -37,6 +37,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from lazyk.arrays.arrmeta import VarWords
 from lazyk.codegen.emit import I8, P8
 from lazyk.frontend.tuples import Combos, Product
 
@@ -307,16 +308,9 @@ class FixedDimData:
 
 
 @dataclass(frozen=True)
-class RowsData:
+class RowsData(VarWords):
     """A var dim of an operand (`?var` when `row_mask` is not None): its arrmeta words."""
 
-    width: int
-    stop_delta: int
-    content: int
-    index_stride: int
-    stride: int
-    length: int
-    row_mask: int | None = None
     rows = True
 
     @property
