@@ -608,3 +608,11 @@ def test_tuples_over_fixed_dims_match_awkward_on_one_machine_and_on_dask():
     with dask.config.set(scheduler="synchronous"):
         got = dd.evaluate(lazyk.argcombinations(dd.from_ragged(la, 2), 2)).compute()
     assert got.type == one.type and got.to_list() == one.to_list()  # (tuples, not f0 / f1)
+
+
+def test_a_selection_over_rows_of_a_fixed_size_that_may_be_missing_says_so():
+    x = lazyk.array([[1.0, -2.0, -1.0], [-3.0, None, 1.0]])
+    y = lazyk.from_awkward(ak.Array([None, [2.0, -1.0, -1.0], [-1.0, 2.0, -3.0]])[1:])
+    with pytest.raises(lazyk.NotSupportedError, match=r"2 \* \?3 \* \?bool: one has fixed-size "
+                                                       r"rows that may be missing"):
+        x[y > x].eval()

@@ -79,6 +79,7 @@ from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slo
 from lazyk.types import FixedDim
 
 PICKS = (SELECT_OP, TAKE_OP)
+_NEST_ONLY = frozenset(PICKS + (PICK_OP, "with_rows"))  # (work no flat kernel runs)
 _LEAVES = ("input", "const", "scalar")
 _names = itertools.count()
 
@@ -88,9 +89,6 @@ def needs_nest(root: Node) -> bool:
     arg-reduction, the items of combinations or products), whatever its leaves."""
     return any(n.op in _NEST_ONLY or (n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS)
                for n in toposort(root))
-
-
-_NEST_ONLY = frozenset(PICKS + (PICK_OP, "with_rows"))
 
 
 def take_kept_rows(expr: Expr) -> Expr:
@@ -166,8 +164,14 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                 "not write those: replace the missing ones first (lazyk.where)")
         lone = root.replace(srcs=(_leaf(x, env), _leaf(key, env)))
         if any(s.op != "input" for s in lone.srcs):  # (no leaf holds them: never a loop)
-            raise NotSupportedError(f"x[{'mask' if root.op == SELECT_OP else 'positions'}] "
-                                    f"over {x.shape} {x.dtype} operands computed as {x.op}")
+            what = "mask" if root.op == SELECT_OP else "positions"
+            tx, tk = Expr(x, env).type, Expr(key, env).type
+            raise NotSupportedError(f"x[{what}] over {tx} and {tk}: " + (
+                "one has fixed-size rows that may be missing (?n: a fixed dim met ?var rows), "
+                "which the loop nest reads from no array; give the operands rows that cannot "
+                "be missing (var), or var dims" if tx.missing_fixed_rows or
+                tk.missing_fixed_rows else "not computed in one loop nest: evaluate the "
+                "operands first"))
         return evaluate_picks(lone, lone, None, env)
     rest = rewrite(root, lambda n, srcs: _computed(_same(n, srcs), env, done)
                    if n.op in PICKS else _same(n, srcs))
