@@ -158,6 +158,8 @@ EXAMPLES = {
     "SymbolicDim": "lazyk.types.SymbolicDim('N', lazyk.types.Scalar('float64'))",
     "EllipsisDim": "lazyk.types.EllipsisDim(None, lazyk.types.Scalar('float64'))",
     "Option": "lazyk.types.Option(lazyk.types.Scalar('int64'))",
+    "with_value": "lazyk.types.with_value(lazyk.dshape('3 * ?var * ?string'), "
+                  "lazyk.types.Scalar('int64'))",
     "with_element": "t = lazyk.dshape('3 * ?var * ?float32')\n"
                     "(lazyk.types.with_element(t, lazyk.types.Scalar('bool')), "
                     "lazyk.types.with_element(t, lambda e: e.elem))",

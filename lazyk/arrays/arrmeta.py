@@ -71,9 +71,9 @@ class RowsWords(VarWords):
                 self.stride, self.length)
 
 
-def rows_at(meta: tuple, at: int) -> RowsWords:
+def rows_at(meta: tuple, at: int, row_mask: int | None = None) -> RowsWords:
     """The var dim whose words start at index `at` of `meta`."""
-    return RowsWords(*meta[at + 1:at + VAR_META], at=at, ref=meta[at])
+    return RowsWords(*meta[at + 1:at + VAR_META], row_mask, at=at, ref=meta[at])
 
 
 def dims_words(t: T.Type, meta: tuple) -> tuple[list, T.Type, int]:
@@ -90,7 +90,7 @@ def dims_words(t: T.Type, meta: tuple) -> tuple[list, T.Type, int]:
             row_mask = None
             if isinstance(t, T.Option):  # ?var: the row mask_offset word first
                 row_mask, t, k = meta[k], t.elem, k + 1
-            dims.append(RowsWords(*meta[k + 1:k + VAR_META], row_mask, at=k, ref=meta[k]))
+            dims.append(rows_at(meta, k, row_mask))
             k += VAR_META
         else:
             return dims, t, k

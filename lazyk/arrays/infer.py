@@ -471,8 +471,7 @@ def _pack_scalars(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray,
                 f"item {where.name(ok_bad[0])} is a {_describe(x)} ({x!r:.40}), the type says {t}")
     if t == T.Scalar("char"):  # one character (NumPy would convert and cut silently)
         bad = _bad_kinds(items, lambda k: issubclass(k, str))
-        i = bad[0] if bad else _first(items, lambda x: len(x) > 1) if any(
-            len(x) > 1 for x in items) else None
+        i = bad[0] if bad else next((i for i, x in enumerate(items) if len(x) > 1), None)
         if i is not None:
             raise ArrayConstructionError(f"item {where.name(i)} ({items[i]!r:.40}) is not one "
                                          "character, the type says char")

@@ -108,8 +108,7 @@ def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
         return describe_ragged(TypeOnly(t))
     # text is typed as its `{begin, size}` elements read as complex128 numbers, dates and
     # times as their int64 storage (the collection's `type` names them)
-    number = T.Scalar("complex128" if name else "int64")
-    proxy = T.with_element(t, lambda e: T.Option(number) if isinstance(e, T.Option) else number)
+    proxy = T.with_value(t, T.Scalar("complex128" if name else "int64"))
     shape, _, option = describe_ragged(TypeOnly(proxy))
     return shape, _TEXT[name] if name else np.dtype(np.int64), option
 
@@ -417,10 +416,7 @@ class RaggedRecords(_Collection, Operators):
             raise NotSupportedError(
                 f"indexing the rows of a lazyk.dask.RaggedRecords with {field!r}: index its "
                 "fields (r.x[1:3]), or compute the records first (r.compute()[1:3])")
-        dims, t = [], self._ltype
-        while isinstance(t, (T.FixedDim, T.VarDim)) or _missing_rows(t):
-            dims.append(t)  # (`?var`: rows that may be missing)
-            t = t.elem.elem if _missing_rows(t) else t.elem
+        t = _element(self._ltype)
         missing = isinstance(t, T.Option)  # ?{...}: a field of a missing record is missing
         t = t.elem if missing else t
         names = [str(k) for k in range(len(t.types))] if isinstance(t, T.Tuple) else \
@@ -430,10 +426,7 @@ class RaggedRecords(_Collection, Operators):
                            f"{', '.join(names)}")
         ft = t.types[names.index(field)]
         ft = T.Option(ft) if missing and not isinstance(ft, T.Option) else ft
-        for d in reversed(dims):
-            dim = d.elem if _missing_rows(d) else d
-            ft = T.FixedDim(dim.size, ft) if isinstance(dim, T.FixedDim) else T.VarDim(ft)
-            ft = T.Option(ft) if _missing_rows(d) else ft
+        ft = T.with_element(self._ltype, ft)  # (under the records' dims)
         name = f"lazyk-field-{tokenize(self._name, field)}"
         layer = {(name, i): (_field, field, k) for i, k in enumerate(self.__dask_keys__())}
         dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer),
@@ -460,16 +453,17 @@ class RaggedRecords(_Collection, Operators):
                                 "fields, r.x or r['x'])")
 
 
-def _missing_rows(t: T.Type) -> bool:
-    """Whether `t` is a dim whose rows may be missing (`?var * ...`, `?n * ...`)."""
-    return isinstance(t, T.Option) and isinstance(t.elem, (T.FixedDim, T.VarDim))
+def _element(t: T.Type) -> T.Type:
+    """The element under the fixed, var and `?var` dims of `t` (`?T` included)."""
+    while isinstance(t, (T.FixedDim, T.VarDim)) or isinstance(t, T.Option) and \
+            isinstance(t.elem, (T.FixedDim, T.VarDim)):
+        t = t.elem
+    return t
 
 
 def collection(dsk: HighLevelGraph, name: str, counts: tuple | None, t: T.Type) -> Any:
     """A `RaggedRecords` for records under the dims, else a `RaggedArray`."""
-    u = t
-    while isinstance(u, (T.FixedDim, T.VarDim)) or _missing_rows(u):
-        u = u.elem
+    u = _element(t)
     u = u.elem if isinstance(u, T.Option) else u
     cls = RaggedRecords if isinstance(u, (T.Record, T.Tuple)) else RaggedArray
     return cls(dsk, name, counts, t)

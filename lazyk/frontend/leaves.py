@@ -15,7 +15,7 @@ import numpy as np
 from lazyk.errors import NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import ops
 from lazyk.frontend.graph import build_type, type_text
-from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim, with_element
+from lazyk.types import EllipsisDim, FixedDim, Option, Scalar, SymbolicDim, VarDim, with_value
 from lazyk.types.parse import dshape
 
 
@@ -330,7 +330,7 @@ def text_rows(array, nested: bool = False):
             not isinstance(d, FixedDim) for d in dims[:-1]):
         raise NotSupportedError(f"string operations on {array.type}: only fixed, var and "
                                 "?var dims over string, ?string, bytes or ?bytes")
-    number = Scalar("complex128")  # (a `{begin, size}` element read as one complex number)
-    proxy = with_element(array.type, lambda e: Option(number) if option else number)
+    # (a `{begin, size}` element read as one complex number)
+    proxy = with_value(array.type, Scalar("complex128"))
     return type(array).from_parts(proxy, array.meta[:-1], array.ptr, array.owner,
                                   readonly=True)

@@ -139,7 +139,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         out = out[0] if len(out) == 1 else out
     if method == "__call__" and ufunc is np.square and len(inputs) == 1:
         x = inputs[0]  # x * x, as NumPy's square computes it (bools: its int8 loop)
-        x = lx.astype(x, "int8") if str(getattr(x, "dtype", "")).lstrip("?") == "bool" else x
+        x = lx.astype(x, "int8") if lx.as_expr(x).dtype.kind == "b" else x
         inputs, ufunc = (x, x), np.multiply
     if method == "__call__" and ufunc in UFUNCS:
         dt = kwargs.pop("dtype", None)

@@ -179,10 +179,10 @@ def power_operator(x: Any, e: Any) -> Expr:
     """Python's `x ** e` as NumPy computes it for arrays: `x ** 2` is `np.square(x)` (of
     bools: int8, where `np.power` gives int64) and `x ** -1` of complex values
     `np.reciprocal(x)` (an infinite x gives 0, where `np.power` gives NaN)."""
-    dt = str(getattr(x, "dtype", "")).lstrip("?")
-    if type(e) is int and e == 2 and dt == "bool":
+    kind = as_expr(x).dtype.kind  # (the values' dtype, missing or not)
+    if type(e) is int and e == 2 and kind == "b":
         return apply("power", astype(x, "int8"), 2)
-    if type(e) in (int, float) and e == -1 and dt.startswith("complex"):
+    if type(e) in (int, float) and e == -1 and kind == "c":
         return apply("reciprocal", x)
     return apply("power", x, e)
 

@@ -425,32 +425,18 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     return built(got)
 
 
-def _fixed_parts(x: Array) -> tuple | None:
-    """(values, present) of fixed `?T` data, each of its shape; None for anything else."""
-    tree = _tree(x)
-    while isinstance(tree, Regular):
-        tree = tree.child
-    if not (isinstance(tree, Masked) and isinstance(tree.child, Leaf)):
-        return None
-    n = int(np.prod(x.shape))
-    return (tree.child.values[:n].reshape(x.shape),
-            np.asarray(tree.present[:n], bool).reshape(x.shape))
-
-
 def _sorted_fixed_options(x: Array, name: str, params: tuple):
     """sort / argsort of fixed `?T` data along an axis other than the last: that axis
     moved last, its rows sorted as lists are (missing values last), moved back."""
-    parts = _fixed_parts(x)
-    if parts is None:
+    if not isinstance(x.type.dtype, T.Option):
         return None
     axis = params[0]
-    values, present = (np.moveaxis(p, axis, -1) for p in parts)
+    values, present = (np.moveaxis(v.to_numpy(), axis, -1) for v in option_views(x))
     moved = masked(values, present)
     got = built(sorting.sort(_tree(moved), moved.type.ndim, params[1], name == "argsort"))
     if name == "argsort":
         return np.moveaxis(got.to_numpy(), -1, axis)
-    values, present = (np.moveaxis(p, -1, axis) for p in _fixed_parts(got))
-    return masked(values, present)
+    return masked(*(np.moveaxis(v.to_numpy(), -1, axis) for v in option_views(got)))
 
 
 def _joined_rows(trees: list, dtype: np.dtype) -> Lists | None:

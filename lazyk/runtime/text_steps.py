@@ -55,7 +55,7 @@ from lazyk.runtime.rows import (
     line_up,
     row_view,
 )
-from lazyk.types import FixedDim, Option, Scalar, VarDim, with_element
+from lazyk.types import FixedDim, Option, Scalar, VarDim, with_value
 
 _TEXT = frozenset(ops.TEXT)
 
@@ -439,8 +439,7 @@ def _half(arr: Array, dtype: str, at: int) -> Array:
     for k, what in found[last + 1:]:
         if what == "option":
             meta[k] -= at
-    number = Scalar(dtype)
-    typ = with_element(arr.type, lambda e: Option(number) if isinstance(e, Option) else number)
+    typ = with_value(arr.type, Scalar(dtype))
     return Array.from_parts(typ, tuple(meta), arr.ptr + (at if last < 0 else 0), arr.owner,
                             arr.readonly)
 

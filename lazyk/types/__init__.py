@@ -23,6 +23,7 @@ from lazyk.types.base import (
     Type,
     VarDim,
     with_element,
+    with_value,
 )
 from lazyk.types.elements import (
     Datetime,
@@ -43,5 +44,5 @@ __all__ = [
     "Type", "Dim", "FixedDim", "VarDim", "SymbolicDim", "EllipsisDim", "Option", "Scalar",
     "Timedelta", "Datetime", "FixedString", "FixedBytes", "Pointer", "TypeVar", "Tuple",
     "Record", "Function", "from_numpy", "promote", "dshape", "match", "solve", "broadcast",
-    "MAX_DEPTH", "SCALAR_NAMES", "with_element",
+    "MAX_DEPTH", "SCALAR_NAMES", "with_element", "with_value",
 ]

@@ -537,6 +537,12 @@ def with_element(t: Type, leaf: Any) -> Type:
     return leaf(t) if callable(leaf) else leaf
 
 
+def with_value(t: Type, value: Type) -> Type:
+    """`t` with its element's value type replaced by `value`, its dims and options kept
+    (`3 * ?var * ?string` -> `3 * ?var * ?complex128`)."""
+    return with_element(t, lambda e: Option(value) if isinstance(e, Option) else value)
+
+
 class Function(Type):
     """`(N * float64, scale: float64) -> N * float64`: a signature."""
 
