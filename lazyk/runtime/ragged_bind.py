@@ -41,7 +41,7 @@ from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import NestFill, plan_fill
 from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
 from lazyk.runtime.ragged_rules import branch_masks, selects
-from lazyk.types import Option
+from lazyk.types import Option, Scalar, with_element
 
 _U8 = np.dtype(np.uint8)
 
@@ -195,7 +195,8 @@ class RaggedBound:
     def _walk(self, skel: Array, out: Array, result_option: bool) -> None:
         rdims, _, _ = qdims_of(skel.type)
         odims, oelem, oopt = qdims_of(out.type)
-        rtext = _with_option(str(skel.type), result_option, self._fill.dtype)
+        value = Scalar(str(self._fill.dtype))
+        rtext = with_element(skel.type, Option(value) if result_option else value)
         if len(rdims) != len(odims) or any(
                 not same_dim(a, b) and not (isinstance(a, int) and isinstance(b, int))
                 for a, b in zip(rdims, odims)):
@@ -551,11 +552,6 @@ def _block(a: Array) -> tuple:
         return owner.reshape(-1).view(np.uint8), np.array([a.ptr - owner.ctypes.data])
     raise BindError(f"out: a {a.type} array over memory bind cannot address; pass an array "
                     "made by lazyk")
-
-
-def _with_option(text: str, option: bool, dtype: np.dtype) -> str:
-    return text.rsplit(" * ", 1)[0] + " * ?" + str(dtype) if option and " * " in text else \
-        text.rsplit(" * ", 1)[0] + f" * {dtype}" if " * " in text else str(dtype)
 
 
 def _numpy_out(out, fill, dims: list, keepdims: bool) -> np.ndarray:
