@@ -252,6 +252,36 @@ def test_selection_over_short_rows_takes_the_kept_items_without_the_nest():
         x[bad > 0].eval()
 
 
+def test_a_mask_that_may_be_missing_over_short_rows_is_taken_natively():
+    """`x[mask]` with a `var * ?bool` mask (computed from a per-row value that may be
+    missing, as `firsts` gives) over rows of about one item: the mask computed once in its
+    flat loop and the kept items taken natively for each field it selects; a missing mask
+    element keeps a missing element, as in Awkward."""
+    rng = np.random.default_rng(9)
+    lens = rng.poisson(1.5, 300)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    pt, phi = rng.normal(size=off[-1]).astype(np.float32), rng.normal(size=off[-1])
+    first = [int(rng.integers(0, n)) if n and rng.integers(0, 4) else None for n in lens]
+    a_pt, a_phi = (ak.unflatten(v, lens) for v in (pt, phi))
+    a_first = ak.Array(first)
+    mask = ak.local_index(a_pt) != a_first[:, None]
+    x_pt, x_phi = (lazyk.from_offsets(off, v) for v in (pt, phi))
+    i = lazyk.from_awkward(a_first)
+    m = lazyk.local_index(x_pt) != i[:, None]
+    for x, a in ((x_pt, a_pt), (x_phi, a_phi)):
+        got = x[m]
+        assert nests(got) == [("map", "fill")]  # (the mask's flat loop only)
+        arr = got.eval()
+        assert str(arr.type) == f"300 * var * ?{a.layout.content.dtype}"
+        assert arr.to_list() == a[mask].to_list()
+    # a mask leaf with missing elements
+    am = ak.Array([[True, None, False], [], [None, True], [False]])
+    ax = ak.Array([[1.0, 2.0, 3.0], [], [4.0, 5.0], [6.0]])
+    got = lazyk.from_awkward(ax)[lazyk.from_awkward(am)].eval()
+    assert str(got.type) == "4 * var * ?float64"
+    assert got.to_list() == ax[am].to_list() == [[1.0, None], [], [None, 5.0], []]
+
+
 def test_through_compile_placeholders():
     p = lazyk.placeholder("x", "N * var * float64")
     m = lazyk.placeholder("m", "N * bool")

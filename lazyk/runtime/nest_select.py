@@ -365,7 +365,9 @@ def _compressed(node: Node, env: dict) -> Array | None:
     got = _mask_rows(m, env)
     if got is None:
         return None
-    moff, kept, same = got
+    moff, kept, same, present = got
+    if present is not None and wraps:  # (a missing mask element: a missing `1 * T` row)
+        return None
     off = np.asarray(tree.offsets, np.int64)
     key = memory_key(off)
     if key not in same:
@@ -375,15 +377,19 @@ def _compressed(node: Node, env: dict) -> Array | None:
             return None
         same[key] = off  # (held: its memory stays these offsets')
     child = Leaf(kept.fill(item.values[off[0]:off[-1]]).astype(node.dtype, copy=False))
+    if present is not None:  # a missing mask element keeps a missing element (Awkward)
+        child = Masked(present, child)
     for w in reversed(wraps):
         child = Regular(w.size, child, w.count)
     return build_columns(Lists(kept.offsets, child))
 
 
 def _mask_rows(m: Node, env: dict) -> tuple | None:
-    """(the mask's offsets, its `KeptItems`, the offsets known to match) of a `N * var *
-    bool` mask, computed once per evaluation (`rows_memo`: the fields of one collection
-    selected by one mask); None for other forms."""
+    """(the mask's offsets, its `KeptItems`, the offsets known to match, which kept items
+    are present: None without missing mask elements) of a `N * var * bool` or `N * var *
+    ?bool` mask (a missing element keeps a missing item), computed once per evaluation
+    (`rows_memo`: the fields of one collection selected by one mask); None for other
+    forms."""
     memo = rows_memo_dict()
     seen = None if memo is None else memo.setdefault("masks", {})
     leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
@@ -394,9 +400,16 @@ def _mask_rows(m: Node, env: dict) -> tuple | None:
     mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
         else None
     got = None
-    if isinstance(mtree, Lists) and isinstance(mtree.child, Leaf):
+    item = mtree.child if isinstance(mtree, Lists) else None
+    if isinstance(item, Masked) and isinstance(item.child, Leaf):
         moff = np.asarray(mtree.offsets, np.int64)
-        got = (moff, KeptItems(moff, mtree.child.values[moff[0]:moff[-1]]), {})
+        present = np.asarray(item.present[moff[0]:moff[-1]], bool)
+        kept = KeptItems(moff, np.asarray(item.child.values[moff[0]:moff[-1]], bool) |
+                         ~present)
+        got = (moff, kept, {}, kept.fill(present))
+    if isinstance(item, Leaf):
+        moff = np.asarray(mtree.offsets, np.int64)
+        got = (moff, KeptItems(moff, item.values[moff[0]:moff[-1]]), {}, None)
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got
