@@ -10,7 +10,7 @@ lowered into the nest's own iteration space, so the work around them fuses into 
   it folds only them (`(x[x > 0] * 2).sum(axis=-1)` is one nest, no count pass). A
   selection of an array's items by a mask of its own rows whose level the result keeps
   (where a count pass would count it) is taken natively first instead
-  (`backend.rowcopy.KeptItems`, `_compressed`: the mask computed in one flat loop). The
+  (`backend.rowcopy.KeptItems`, `kept_items.compressed`: the mask computed in one flat loop). The
   mask's dims line up with x's first ones: a mask of fewer dims gets trailing axes of
   size 1 here, where the data is known (views, no copy). Work outside the selection must
   not move along level K (its rows there are the selection's: `x[m] + y` with y of the
@@ -53,7 +53,7 @@ from lazyk.arrays.trees import (
     memory_key,
     rows_memo_dict,
 )
-from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
+from lazyk.backend.rowcopy import RowCopy, copies
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -72,6 +72,7 @@ from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
+from lazyk.runtime.kept_items import compressed
 from lazyk.runtime.nest_maps import evaluate_together
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.runtime.picks import tuples_at
@@ -136,7 +137,7 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     firsts = [n.srcs[0] for n in toposort(root) if n.op == TAKE_OP and _whole(n, env)]
     done.update((x, _as_leaf(v, env)) for x, v in evaluate_together(firsts, env).items())
     root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
-    got = _compressed(root, env) if reduce_arg is None else None
+    got = compressed(root, env) if reduce_arg is None else None
     if got is not None:
         return got
     got = _fused(root, red_node, reduce_arg, env)
@@ -295,7 +296,7 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
             # array's items selected by a mask of its rows are taken natively first
             new = {}
             for t in sels:
-                got = _compressed(t, env)
+                got = compressed(t, env)
                 if got is None:
                     break
                 new[t] = _as_leaf(got, env)
@@ -335,84 +336,6 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
                       if n.op == "input") if sels else frozenset()
     picks = Picks(keep, tuple(roots), tuple(taken), array)
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
-
-
-def _compressed(node: Node, env: dict) -> Array | None:
-    """`x[mask]` of an array `N * var * T` (no missing rows or values) by a mask of its rows:
-    the mask computed (a flat loop over the items), then the kept items taken and each
-    row's count read off the mask natively (`KeptItems`, shared by the columns one mask
-    selects), not a count and a fill pass paying a row's bookkeeping per row. None for
-    other forms (the nest takes them, and names any row that does not line up)."""
-    if node.op != SELECT_OP or node.arg != 1 or node.ndim < 2 or \
-            any(n != 1 for n in node.shape[2:]):
-        return None
-    x, m = node.srcs
-    if x.op != "input" or m.ndim != 2 or not is_ragged(env.get(x.arg)) or \
-            isinstance(env[x.arg], PickLeaf):  # (a combination's field: not its array's rows)
-        return None
-    arr = leaf_data(env[x.arg]).array
-    if not isinstance(arr.type, FixedDim):  # (`var * var * T`: one row of rows)
-        return None
-    tree = columns(arr)
-    wraps = []  # (x[:, :, None] of the jets paired with the leptons: fixed 1s below)
-    item = tree.child if isinstance(tree, Lists) else None
-    while isinstance(item, Regular) and item.size == 1:
-        wraps.append(item)
-        item = item.child
-    if not isinstance(tree, Lists) or not isinstance(item, Leaf) or item.values.ndim != 1 or \
-            not copies(item.values.dtype) or len(wraps) != node.ndim - 2:
-        return None
-    got = _mask_rows(m, env)
-    if got is None:
-        return None
-    moff, kept, same, present = got
-    if present is not None and wraps:  # (a missing mask element: a missing `1 * T` row)
-        return None
-    off = np.asarray(tree.offsets, np.int64)
-    key = memory_key(off)
-    if key not in same:
-        if len(off) != len(moff) or not (
-                moff is off or memory_key(moff) == key or np.array_equal(
-                    off - off[0] if off[0] else off, moff - moff[0] if moff[0] else moff)):
-            return None
-        same[key] = off  # (held: its memory stays these offsets')
-    child = Leaf(kept.fill(item.values[off[0]:off[-1]]).astype(node.dtype, copy=False))
-    if present is not None:  # a missing mask element keeps a missing element (Awkward)
-        child = Masked(present, child)
-    for w in reversed(wraps):
-        child = Regular(w.size, child, w.count)
-    return build_columns(Lists(kept.offsets, child))
-
-
-def _mask_rows(m: Node, env: dict) -> tuple | None:
-    """(the mask's offsets, its `KeptItems`, the offsets known to match, which kept items
-    are present: None without missing mask elements) of a `N * var * bool` or `N * var *
-    ?bool` mask (a missing element keeps a missing item), computed once per evaluation
-    (`rows_memo`: the fields of one collection selected by one mask); None for other
-    forms."""
-    memo = rows_memo_dict()
-    seen = None if memo is None else memo.setdefault("masks", {})
-    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
-    key = (m, tuple(map(id, leaves)))
-    if seen is not None and key in seen:
-        return seen[key][0]
-    mask = runtime.evaluate(Expr(m, env))
-    mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
-        else None
-    got = None
-    item = mtree.child if isinstance(mtree, Lists) else None
-    if isinstance(item, Masked) and isinstance(item.child, Leaf):
-        moff = np.asarray(mtree.offsets, np.int64)
-        present = np.asarray(item.present[moff[0]:moff[-1]], bool)
-        kept = KeptItems(moff, np.asarray(item.child.values[moff[0]:moff[-1]], bool) |
-                         ~present)
-        got = (moff, kept, {}, kept.fill(present))
-    if isinstance(item, Leaf):
-        moff = np.asarray(mtree.offsets, np.int64)
-        got = (moff, KeptItems(moff, item.values[moff[0]:moff[-1]]), {}, None)
-    if seen is not None:
-        seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
-    return got
 
 
 def _trailing(node: Node, n: int, env: dict) -> Node:
