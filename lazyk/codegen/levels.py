@@ -355,14 +355,18 @@ class Keep:
     after it visits only the kept elements; a result level there has its rows counted
     (their lengths are the kept counts). `array`: the inputs the selected array reads (its
     rows and the mask's pair exactly at every level down to `level`: no row of 1 stretches
-    between them)."""
+    between them). `every_position`: an arg-reduction of the kept elements gives their
+    positions among all the row's elements (`x[m][argmin(y[m], keepdims=True)]` then
+    gathers x's own rows: x[m] is never stored)."""
 
     level: int
     out: int
     array: tuple = ()
+    every_position: bool = False
 
     def __str__(self) -> str:
-        return f"keep{self.level} where output {self.out}"
+        return f"keep{self.level} where output {self.out}" + (
+            ", positions in the whole row" if self.every_position else "")
 
 
 def _keeping(name: str, keep) -> str:

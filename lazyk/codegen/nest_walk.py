@@ -276,7 +276,8 @@ class NestWalk:
                 return
             with b.if_then(self._keep_value(addr, away)):
                 slot = self._next_kept(k, path, want)
-                act(slot, addr, masks)
+                act(b.sub(i, lo) if self.arg and self.keep.every_position else slot, addr,
+                    masks)
                 b.store(b.add(slot, c(1)), self.kept)
 
         def general(i):

@@ -21,6 +21,11 @@ from lazyk.frontend.leaves import most_rows
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
 from lazyk.runtime import launch
+from lazyk.runtime.best_picks import (
+    best_positions,
+    gathered_from_whole_rows,
+    whole_row_positions,
+)
 from lazyk.runtime.histograms import bound_histograms, fill_histograms
 from lazyk.runtime.launch import evaluate as evaluate_one
 
@@ -184,20 +189,31 @@ def _shared_reductions_once(exprs: dict) -> dict:
     shared = {k for k, (_, users) in seen.items() if len(users) > 1}
     if not shared:
         return exprs
+    # positions only gathers from a selection read (`best_picks`): in whole rows
+    best = {id(e): best_positions(e.node) for e in exprs.values()}
+    best = {k for k in shared if all(k in best[u] for u in seen[k][1])}
     env: dict = {}
     for e in exprs.values():
         env.update(e.env)
     values: dict = {}
+    whole: set = set()
 
     def visit(node, srcs):
         if id(node) not in shared:
-            return node.replace(srcs=srcs) if srcs != node.srcs else node
+            got = gathered_from_whole_rows(node, srcs, whole)
+            return got if got is not None else \
+                node.replace(srcs=srcs) if srcs != node.srcs else node
         key = id(node)
         if key not in values:  # (sources first: a shared one inside is a leaf now)
             node = node.replace(srcs=srcs) if srcs != node.srcs else node
             used = set(input_names(node))
-            value = launch.evaluate(Expr(node, {k: v for k, v in env.items() if k in used}))
+            ex = Expr(node, {k: v for k, v in env.items() if k in used})
+            value = whole_row_positions(ex) if key in best else None
+            in_whole_rows = value is not None
+            value = launch.evaluate(ex) if value is None else value
             leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
+            if in_whole_rows:
+                whole.add(leaf.node)
             env.update(leaf.env)
             values[key] = leaf
         return values[key].node

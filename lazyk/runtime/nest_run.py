@@ -150,12 +150,14 @@ class Picks:
     `roots[0]` (a bool graph) is true or missing (None: none), and `taken`: (leaf name,
     level, index into `roots`) of each operand read at the positions that root (int64)
     gives at that level. Spec output 1 + i computes `roots[i]`; `array` names the leaves
-    of the selected array."""
+    of the selected array; `every_position`: an arg-reduction gives the kept elements'
+    positions among all the row's elements (`Keep.every_position`)."""
 
     keep: int | None
     roots: tuple
     taken: tuple
     array: frozenset = frozenset()  # the leaves the selected array reads (`keep`)
+    every_position: bool = False
 
     def outputs(self, names) -> list:
         """Per leaf of `names`: None, or (level, spec output) where it is taken."""

@@ -132,11 +132,7 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
     in one nest where it takes them; the others computed first. A lazyk Array."""
     env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
-    # the values gathered whole (`_fusable`) computed first, those of one shape in one pass:
-    # `p4[pairs.i].px`, `.py`, ... read the objects' pt, eta, phi once, one kernel
-    firsts = [n.srcs[0] for n in toposort(root) if n.op == TAKE_OP and _whole(n, env)]
-    done.update((x, _as_leaf(v, env)) for x, v in evaluate_together(firsts, env).items())
-    root = rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
+    root = _prepared(root, env, done)
     got = compressed(root, env) if reduce_arg is None else None
     if got is not None:
         return got
@@ -180,7 +176,24 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
                                         rest, env)))
 
 
+def positions_in_whole_rows(root: Node, red_node: Node, env: dict):
+    """The arg-reduction `red_node` (keepdims) of `root`, work over one selection `y[m]` at
+    the folded level, as positions among all the elements of m's rows, not among the kept
+    ones (`Keep.every_position`); None where one nest does not take it."""
+    env = dict(env)
+    return _fused(_prepared(root, env, {}), red_node, red_node.arg, env, every_position=True)
+
+
 # ---------------------------------------------------------------- what one nest takes
+def _prepared(root: Node, env: dict, done: dict) -> Node:
+    """`root` with each selection and gather in a form one nest takes (`_fusable`); the
+    values gathered whole computed first, those of one shape in one pass: `p4[pairs.i].px`,
+    `.py`, ... read the objects' pt, eta, phi once, one kernel."""
+    firsts = [n.srcs[0] for n in toposort(root) if n.op == TAKE_OP and _whole(n, env)]
+    done.update((x, _as_leaf(v, env)) for x, v in evaluate_together(firsts, env).items())
+    return rewrite(root, lambda n, srcs: _fusable(_same(n, srcs), env, done))
+
+
 def _same(node: Node, srcs: tuple) -> Node:
     return node.replace(srcs=srcs) if srcs != node.srcs else node
 
@@ -274,7 +287,7 @@ def _moving(x: Node, at: int) -> list:
     return moving or own
 
 
-def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
+def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bool = False):
     """The nest's result of `root` with its selections and gathers lowered (`Picks`), or
     None where one nest does not take them."""
     nd = root.ndim
@@ -302,7 +315,7 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
                 new[t] = _as_leaf(got, env)
             else:
                 return _fused(rewrite(root, lambda n, srcs: new.get(n) or _same(n, srcs)),
-                              red_node, reduce_arg, env)
+                              red_node, reduce_arg, env, every_position)
     takes = [n for n in order if n.op == TAKE_OP]
     roots, taken, renamed = [], [], {}
     if sels:
@@ -334,7 +347,10 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict):
     leaves = [leaf_data(env[n]) for n in used]
     array = frozenset(n.arg for n in toposort(rewrite(sels[0].srcs[0], lower))
                       if n.op == "input") if sels else frozenset()
-    picks = Picks(keep, tuple(roots), tuple(taken), array)
+    if every_position and (keep is None or reduce_arg is None or
+                           list(reduce_arg[1]) != [keep] or reduce_arg[0] not in ARG_REDUCTIONS):
+        return None
+    picks = Picks(keep, tuple(roots), tuple(taken), array, every_position)
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 

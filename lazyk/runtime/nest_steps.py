@@ -29,28 +29,26 @@ from lazyk.runtime.nest_plan import positions
 from lazyk.runtime.nest_results import fixed_rows, nest_result, rows_of, tree_array
 from lazyk.runtime.nest_run import nest_run
 from lazyk.runtime.nest_select import evaluate_picks, has_picks
-from lazyk.runtime.ragged_rules import (
-    branch_masks,
-    inline_reductions,
-    one_leaf_per_array,
-    selects,
-)
+from lazyk.runtime.ragged_rules import branch_masks, inline_reductions, one_leaf_per_array, selects
 from lazyk.types import FixedDim
 
 
 def evaluate_nest(expr):
     """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
     part, then the reduction of its result); NotSupportedError naming the types and the
-    operation for what the nest does not take. Where one nest would pair rows that the
-    reference never pairs (a missing row hides the rows it is combined with), the parts
-    are computed first, decided from the operands' types (`_parts_first`,
-    `_fixed_last`): a ShapeError is always rows that do not line up."""
+    operation for what the nest does not take."""
+    first = parts_first(expr)
+    return _evaluate_nest(expr) if first is None else evaluate_nest(first)
+
+
+def parts_first(expr):
+    """`expr` with the parts one nest must not pair computed first, decided from the
+    operands' types, or None where it runs as one nest: where one nest would pair rows
+    that the reference never pairs (a missing row hides the rows it is combined with).
+    A ShapeError is then always rows that do not line up."""
     first = _parts_first(expr, where_only=True)
     first = _fixed_last(expr) if first is None else first
-    first = _parts_first(expr, where_only=False) if first is None else first
-    if first is not None:
-        return evaluate_nest(first)
-    return _evaluate_nest(expr)
+    return _parts_first(expr, where_only=False) if first is None else first
 
 
 def scan_nest(expr, combine: str):

@@ -72,7 +72,8 @@ def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_
                                                               names))
     if picks is not None:  # the level values' graphs, where they act, whom they take
         shape = (shape, picks.keep, tuple(_structure(r, r, None, names) for r in picks.roots),
-                 tuple((names.index(n), k, i) for n, k, i in picks.taken))
+                 tuple((names.index(n), k, i) for n, k, i in picks.taken),
+                 picks.every_position)
     key = (shape, flat, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_), scan)
     got = plans.get(key)
@@ -109,7 +110,8 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     step, by_name = got
     if picks is not None and picks.keep is not None:  # (the array's inputs: `step.inputs`)
         mode = replace(mode, keep=Keep(picks.keep, 1, tuple(
-            j for j, n in enumerate(step.inputs) if names[by_name[n]] in picks.array)))
+            j for j, n in enumerate(step.inputs) if names[by_name[n]] in picks.array),
+            picks.every_position))
     spec = step.spec
     arg = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS
     acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])  # (positions)

@@ -61,6 +61,11 @@ from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch
+from lazyk.runtime.best_picks import (
+    best_positions,
+    gathered_from_whole_rows,
+    whole_row_positions,
+)
 from lazyk.runtime.nest_results import tree_array
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects
@@ -88,8 +93,18 @@ def lower(expr, result: bool = False):
     env = dict(expr.env)
     top = expr.node if result and expr.node.op == ROWS_OP else None
     shared = shared_reductions(expr.node)
+    best, whole = best_positions(expr.node), set()  # (`lazyk.runtime.best_picks`)
 
     def visit(node, srcs):
+        if id(node) in best:  # positions in whole rows, for gathers from unselected rows
+            value = whole_row_positions(Expr(_reshaped(node, srcs), env))
+            if value is not None:
+                leaf = _leaf(value, env, node.dtype)
+                whole.add(leaf)
+                return leaf
+        got = gathered_from_whole_rows(node, srcs, whole)  # x[m][p] -> x[p]
+        if got is not None:
+            return got
         if id(node) in shared:  # read by a row operation and the rest: computed once
             node = node if srcs == node.srcs else _reshaped(node, srcs)
             return _leaf(_computed(node, env), env, node.dtype)
