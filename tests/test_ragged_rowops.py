@@ -276,6 +276,16 @@ def test_sort_fixed_data_follows_numpy_along_any_axis():
                               np.argsort(a, axis=axis, kind="stable"))
     desc = lazyk.sort(a, ascending=False).to_numpy()
     assert np.array_equal(desc, [[np.nan, 3.0, 1.0], [2.0, 2.0, -1.0]], equal_nan=True)
+    # descending along every axis: stable (ties in their order), NaN first
+    b = np.array([[[3.0, 1.0], [np.nan, 2.0]], [[0.0, 2.0], [3.0, 2.0]], [[3.0, 5.0],
+                  [1.0, 1.0]]])
+    key = np.where(np.isnan(b), -np.inf, -b)
+    for axis in (0, 1, 2, -1):
+        want = np.argsort(key, axis=axis, kind="stable")
+        got = lazyk.argsort(b, axis=axis, ascending=False).to_numpy()
+        assert got.tolist() == want.tolist(), axis
+        assert np.array_equal(lazyk.sort(b, axis=axis, ascending=False).to_numpy(),
+                              np.take_along_axis(b, want, axis), equal_nan=True)
 
 
 

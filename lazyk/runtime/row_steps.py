@@ -400,9 +400,13 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
         data = x.to_numpy()  # fixed data: NumPy's own, along any axis
         if params[1]:
             return getattr(np, name)(data, axis=params[0], kind="stable")
+        # descending and stable: the flipped data sorted ascending, flipped back (ties
+        # then keep their order; NaN first, as NumPy's last ascending)
+        axis, flipped = params[0], np.flip(data, params[0])
         if name == "sort":
-            return np.flip(np.sort(np.flip(data, params[0]), axis=params[0],
-                                   kind="stable"), params[0])
+            return np.flip(np.sort(flipped, axis=axis, kind="stable"), axis)
+        return np.flip(data.shape[axis] - 1 - np.argsort(flipped, axis=axis, kind="stable"),
+                       axis)
     if name in ("sort", "argsort") and "var" not in node.shape and \
             not any(node.arg[2]) and params[0] != x.type.ndim - 1:
         got = _sorted_fixed_options(x, name, params)
