@@ -107,8 +107,8 @@ def test_option_parameter_takes_data_without_missing_values():
         assert str(got.type) == "2 * float64" and got.to_list() == [3.0, 9.0]
     got = k(lazyk.from_arrow(pa.array([[3.0], [4.0, None]])))
     assert got.to_list() == [3.0, 4.0]
-    got = k(np.arange(6.0).reshape(2, 3))  # fixed rows as var rows
-    assert got.to_list() == [3.0, 12.0]
+    got = k(np.arange(6.0).reshape(2, 3))  # fixed rows as var rows; NumPy in, NumPy out
+    assert isinstance(got, np.ndarray) and got.tolist() == [3.0, 12.0]
 
 
 def test_option_parameter_result_keeps_the_promised_type():
@@ -155,6 +155,26 @@ def test_missing_values_for_a_parameter_without_them_name_what_differs():
                        match=r"elements are \?float64, the parameter's float64"):
         k(lazyk.array([[1.0, None]]))
     assert k([[1.0, 2.0]]).tolist() == [3.0]  # fixed rows for var: accepted
+
+
+def test_ragged_data_of_an_option_type_with_nothing_missing_is_taken():
+    """Awkward / Arrow / lazyk data typed `?T` or `?var` with no value or row missing (a
+    slice past the missing ones included) fills a parameter without `?`; data with one
+    missing where the call reads it is refused, naming what differs."""
+    ak = pytest.importorskip("awkward")
+    pa = pytest.importorskip("pyarrow")
+    k = lazyk.compile(lazyk.placeholder("p", "N * var * float64").sum(axis=-1))
+    cases = [(ak.Array([[1.0, None], [2.0]])[:, :1], [1.0, 2.0]),
+             (ak.Array([[1.0], None, [2.0, 3.0]])[[0, 2]], [1.0, 5.0]),
+             (pa.array([[1.0, 2.0], [None]])[0:1], [3.0]),
+             (lazyk.array([[1.0, 2.0], [4.0]], type="2 * ?var * ?float64"), [3.0, 4.0])]
+    for data, want in cases:
+        got = k(data)
+        assert got.tolist() == want and got.dtype == np.float64
+    for bad in (ak.Array([[1.0, None], [2.0]]), ak.Array([[1.0], None]),
+                pa.array([[1.0, 2.0], [None]])[1:2]):
+        with pytest.raises(lazyk.errors.TypeMatchError, match="missing"):
+            k(bad)
 
 
 def test_fixed_rows_with_missing_values_for_a_var_parameter():

@@ -150,3 +150,36 @@ def test_numpy_string_dtype_is_refused_by_name_at_every_entry():
         with pytest.raises(UnsupportedOperandError, match=r"StringDType\): convert with .astype\('U<n>'\)"):
             call()
     np.testing.assert_array_equal(s(a.astype("U4")), [True, False])
+
+
+def test_results_over_numpy_data_are_numpy_arrays_for_every_operation():
+    """`lazyk.evaluate` and a compiled expression over NumPy data give NumPy arrays for
+    fixed results (scans and arg-reductions too, as sums do); `.eval()` gives lazyk arrays;
+    over lazyk arrays with var rows the result stays a lazyk array."""
+    a = np.array([3.0, 1.0, 2.0])
+    x = lazyk.placeholder("x", "N * float64")
+    cases = {"sum": (lazyk.sum, np.sum(a)), "cumsum": (lazyk.cumsum, np.cumsum(a)),
+             "cumprod": (lazyk.cumprod, np.cumprod(a)), "argmax": (lazyk.argmax, 0),
+             "argmin": (lazyk.argmin, 1), "sort": (lazyk.sort, np.sort(a))}
+    for name, (fn, want) in cases.items():
+        for got in (lazyk.compile(fn(x))(a), lazyk.compile(fn(x))(x=a), lazyk.evaluate(fn(a)),
+                    lazyk.evaluate(fn(lazyk.array(a)))):
+            assert isinstance(got, np.ndarray), name
+            np.testing.assert_array_equal(got, want)
+        assert isinstance(fn(a).eval(), lazyk.Array)
+    rows = lazyk.array([[1.0, 2.0], [3.0]])
+    p = lazyk.placeholder("p", "N * var * float64")
+    assert isinstance(lazyk.compile(lazyk.cumsum(p, axis=1))(rows), lazyk.Array)
+    assert isinstance(lazyk.evaluate(lazyk.cumsum(rows, axis=1)), lazyk.Array)
+
+
+def test_size_as_numpy_and_a_dask_array_indexed_by_an_expression_is_refused_clearly():
+    assert lazyk.array(np.zeros((3, 4))).sum(axis=0).size == 4
+    assert (lazyk.array(np.zeros((3, 4))) + 1).size == 12
+    with pytest.raises(TypeError, match="var or symbolic dims"):
+        (lazyk.array([[1.0], []]) + 1).size  # noqa: B018
+    da = pytest.importorskip("dask.array")
+    rows = lazyk.array([[], [1.0, 5.0], [], [2.0], [0.5, 0.7]])
+    met = da.from_array(np.arange(5.0), chunks=2)
+    with pytest.raises(lazyk.NotSupportedError, match="evaluate first"):
+        met[lazyk.num(rows) >= 1]

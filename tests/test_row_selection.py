@@ -185,3 +185,18 @@ def test_an_element_mask_over_a_collection_is_computed_once():
     rows = [(a[off[i]:off[i + 1]], b[off[i]:off[i + 1]]) for i in range(400)]
     assert sa.to_list() == [list(ra[ra > 0]) for ra, _ in rows]
     assert sb.to_list() == [list(rb[ra > 0]) for ra, rb in rows]
+
+
+def test_a_mask_that_may_be_missing_keeps_missing_fixed_size_rows():
+    """Rows of fixed size selected by a `?bool` mask (`x[lazyk.firsts(x, axis=1) > 0]`): a
+    missing element keeps a missing row (`?n`), as Awkward; work after it reads them."""
+    ak = pytest.importorskip("awkward")
+    n = np.array([[-1.0, 2.5], [2.5, 4.0], [0.0, 7.25], [-1.0, -3.5]])
+    x, a = lazyk.array(n), ak.to_regular(ak.Array(n), axis=1)
+    m = [True, None, False, True]
+    got = x[lazyk.array(m)].eval()
+    assert str(got.type) == "3 * ?2 * float64"
+    assert got.to_list() == a[ak.Array(m)].to_list() == [[-1.0, 2.5], None, [-1.0, -3.5]]
+    sel = x[lazyk.firsts(x, axis=1) > 0]
+    assert sel.eval().to_list() == a[ak.firsts(a, axis=1) > 0].to_list() == [[2.5, 4.0]]
+    assert (sel * 2).eval().to_list() == [[5.0, 8.0]]

@@ -94,6 +94,15 @@ class Expr(Operators):
         return self.node.ndim
 
     @property
+    def size(self) -> int:
+        """Number of result elements (NumPy's `size`); TypeError where a dim is var or
+        symbolic (known once computed)."""
+        if not builtins.all(isinstance(n, int) for n in self.shape):
+            raise TypeError(f"size of an expression with var or symbolic dims "
+                            f"({summary(self)}): known once computed (.eval())")
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         node = self.node

@@ -14,7 +14,7 @@ from lazyk import types as _T
 from lazyk.arrays.array import Array, masked
 from lazyk.arrays.array import array as _array
 from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
-from lazyk.arrays.columns import columns, fixed_text_rows
+from lazyk.arrays.columns import build_columns, columns, fixed_text_rows
 from lazyk.arrays.foreign import is_foreign, is_pandas
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, Text
 from lazyk.errors import (
@@ -63,7 +63,25 @@ def _present_values(x: Any) -> Any:
     tree = columns(x)
     if isinstance(tree, Masked) and isinstance(tree.child, Leaf) and tree.present.all():
         return tree.child.values  # `?T` type, every value present
-    return None
+    plain = _without_options(tree, 0, tree.length())  # (rows and values: none missing)
+    return None if plain is None else build_columns(plain)
+
+
+def _without_options(tree: Column, lo: int, hi: int) -> Column | None:
+    """`tree` with its option levels dropped, or None where one of the items `lo:hi` it
+    describes (and those below them) is missing. Items no row reads are not looked at (a
+    slice of data with missing values elsewhere)."""
+    if isinstance(tree, Masked):
+        return _without_options(tree.child, lo, hi) if tree.present[lo:hi].all() else None
+    if isinstance(tree, Lists):
+        off = np.asarray(tree.offsets)
+        child = _without_options(tree.child, int(off[lo]), int(off[hi])) if hi > lo else \
+            _without_options(tree.child, 0, 0)
+        return None if child is None else Lists(tree.offsets, child)
+    if isinstance(tree, Regular):
+        child = _without_options(tree.child, lo * tree.size, hi * tree.size)
+        return None if child is None else Regular(tree.size, child, tree.count)
+    return tree if isinstance(tree, Leaf) else None
 
 
 def _refuse_expression(label: str, x: Any) -> None:

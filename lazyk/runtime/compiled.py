@@ -50,7 +50,16 @@ from lazyk.runtime.call_inputs import (
 from lazyk.runtime.device import on_gpu
 from lazyk.runtime.device import run_program as run_on_device
 from lazyk.runtime.fast_calls import FastCalls
-from lazyk.runtime.launch import CASTINGS, as_out, empty_out, plan, power_check, run_program, truth
+from lazyk.runtime.launch import (
+    CASTINGS,
+    as_out,
+    empty_out,
+    numpy_if_fixed,
+    plan,
+    power_check,
+    run_program,
+    truth,
+)
 from lazyk.runtime.nest_launch import prepare as prepare_launch
 from lazyk.runtime.nest_select import needs_nest
 
@@ -392,8 +401,15 @@ class RaggedCompiledExpr(CompiledExpr):
 
     def __call__(self, *inputs, out: Any = None, casting: str = "same_kind", **named):
         """Check the inputs against the parameter types and evaluate; returns a new lazyk
-        Array (or NumPy array for fixed results), or `out` (a NumPy / fixed lazyk array
-        for fixed results, a lazyk array of the result's type and row lengths otherwise)."""
+        Array (a NumPy array where every input is a NumPy array and the result has fixed
+        dims without missing values), or `out` (a NumPy / fixed lazyk array for fixed
+        results, a lazyk array of the result's type and row lengths otherwise)."""
+        got = self._call(inputs, out, casting, named)
+        given = list(inputs) + list(named.values())
+        return numpy_if_fixed(got) if out is None and given and all(
+            isinstance(x, np.ndarray) for x in given) else got
+
+    def _call(self, inputs, out, casting, named):
         key = None
         if out is None and not named and casting == "same_kind":
             # lazyk arrays of types seen before: every check of `_bind_ragged` depends on

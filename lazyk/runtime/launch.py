@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.arrays.outputs import empty as empty_out
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
@@ -252,6 +253,17 @@ def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> 
         if not exact and np.shares_memory(out, a):
             return True
     return False
+
+
+def numpy_if_fixed(value: Any) -> Any:
+    """`value`, a lazyk Array of fixed dims without missing values, as its NumPy array
+    (results over NumPy data are NumPy arrays); anything else as it is."""
+    if isinstance(value, Array):
+        try:
+            return value.to_numpy()
+        except NotSupportedError:  # var dims or missing values
+            return value
+    return value
 
 
 def run_program(prog: Program, data: dict, out: np.ndarray | None = None,

@@ -74,6 +74,7 @@ from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.kept_items import compressed
 from lazyk.runtime.nest_maps import evaluate_together
+from lazyk.runtime.nest_results import fixed_rows
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.runtime.picks import tuples_at
 from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slot_positions
@@ -421,9 +422,30 @@ def _rows_kept(node: Node, env: dict, done: dict, gather: bool = True) -> Node |
             return taken
         leaf = wrap_array(pos)
     else:  # (a `?bool` mask's result is `?T`, missing values or not)
+        got = _kept_fixed_rows(x, values | ~valid, valid, pos, env, done)
+        if got is not None:
+            return got
         leaf = as_expr(masked(pos, valid[pos]))
     env.update(leaf.env)
     return Node(TAKE_OP, x.dtype, (len(pos),) + x.shape[1:], (x, leaf.node), 0)
+
+
+def _kept_fixed_rows(x: Node, keep: np.ndarray, valid: np.ndarray, pos: np.ndarray,
+                     env: dict, done: dict) -> Node | None:
+    """The fixed-size rows of an array that a `?bool` mask keeps, taken natively: a missing
+    mask element keeps a missing row (`?n` rows, which the nest does not write). None
+    for other arrays and work (the nest gathers them)."""
+    if x.op != "input" or x.ndim < 2 or not all(isinstance(d, int) for d in x.shape[1:]):
+        return None
+    data = leaf_data(env[x.arg])
+    arr = data.array if type(data) is RaggedLeaf else \
+        array(data) if type(data) is np.ndarray else None
+    if arr is None or not isinstance(arr.type, FixedDim):
+        return None
+    rows = build_columns(_take_rows(columns(arr), keep, pos, done))
+    leaf = as_expr(fixed_rows(rows, {1: valid[pos]}))
+    env.update(leaf.env)
+    return leaf.node
 
 
 def _kept_mask(m: Node, env: dict, done: dict) -> tuple:

@@ -55,12 +55,7 @@ def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
         raise NotSupportedError(f"x[mask], x[positions] and argmax / argmin run on the CPU; "
                                 f"the operands are on {where}: move them with .to('cpu')")
     got = evaluate(expr, out, casting)
-    if dense and out is None and isinstance(got, Array):
-        try:
-            return got.to_numpy()
-        except NotSupportedError:  # var dims (a selection) or missing values
-            return got
-    return got
+    return runtime.numpy_if_fixed(got) if dense and out is None else got
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):
