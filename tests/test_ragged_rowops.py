@@ -642,3 +642,17 @@ def test_sort_at_the_ends_of_integer_ranges_with_missing_values(dtype, ascending
     assert lazyk.argsort(x, ascending=ascending).eval().to_list() == [order(r) for r in rows]
     got = lazyk.sort(x, ascending=ascending).eval().to_list()
     assert str(got) == str([[r[i] for i in order(r)] for r in rows])  # (-0.0 keeps its sign)
+
+
+def test_rows_of_zero_size_fixed_dims():
+    """Lists whose items are fixed dims holding no values (`var * 1 * 0 * T`): pad_none
+    gives Awkward's missing rows; combinations of them, whose records would hold fields
+    of no bytes, are refused naming the type."""
+    ak = pytest.importorskip("awkward")
+    c = ak.contents
+    a = ak.Array(c.ListOffsetArray(ak.index.Index64(np.array([0, 1, 3, 3])), c.RegularArray(
+        c.RegularArray(c.NumpyArray(np.zeros(0, np.float32)), 0, zeros_length=3), 1)))
+    x = lazyk.from_awkward(a)
+    assert lazyk.pad_none(x, 1, axis=1).eval().to_list() == ak.pad_none(a, 1, axis=1).to_list()
+    with pytest.raises(lazyk.NotSupportedError, match="fixed dims holding no values"):
+        lazyk.combinations(x, 2).eval()

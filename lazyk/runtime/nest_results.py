@@ -130,15 +130,16 @@ def rows_of(inner, count: int, n: int):
 def _option_fixed(inner, rows: int, n: int, valid):
     """`rows * ?n * Y` from `inner` (`rows * n` elements of Y, a leading fixed dim) and
     each row's present flag: the block `inner` addresses copied, then a shadow where row
-    i's present byte sits at the row's address + mask_offset (a `?0` row takes one
-    alignment unit, so each row has an address of its own)."""
+    i's present byte sits at the row's address + mask_offset (a row of no bytes, `?0` or
+    over zero-size dims, takes one alignment unit, so each row has an address of its
+    own)."""
     owner = inner.owner
     if isinstance(owner, np.ndarray) and owner.flags.c_contiguous:
         owner = foreign(owner)  # NumPy values: the bytes `inner` addresses lie in it
     if not isinstance(owner, MemoryBlock):
         return None
     elem = FixedDim(n, inner.type.elem)
-    step = n * inner.meta[1] if n else Option(elem).itemsize
+    step = n * inner.meta[1] or Option(elem).itemsize  # (rows of no bytes: one unit)
     base = inner.ptr - owner.address
     at = -(-max(owner.size, base + rows * step) // 8) * 8
     block = MemoryBlock(at + rows * step, keep=[owner])
@@ -159,8 +160,8 @@ def _option_rows(node, valid):
         shape.append(x.size)
         x = x.child
     mask, x = x.unwrap()
-    if not isinstance(x, Leaf) or not shape[0] or not len(valid):
-        return None
+    if not isinstance(x, Leaf) or 0 in shape or not len(valid):
+        return None  # (rows of no values: no room for their present bytes)
     values = np.ascontiguousarray(x.values)
     rows = len(valid)
     if values.size != rows * int(np.prod(shape)):
