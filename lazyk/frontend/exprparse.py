@@ -106,7 +106,9 @@ class _Fail(Exception):
 def _call(func: str, args: tuple, kwargs: tuple, tok: Token) -> Call:
     node = Call(func, args, kwargs, tok.line, tok.column)
     if node.depth > MAX_DEPTH:
-        raise _Fail(f"expression nested deeper than {MAX_DEPTH} levels", tok)
+        raise _Fail(f"expression nested deeper than {MAX_DEPTH} levels (each operator of a "
+                    "chain such as a+b+c+... is one level): evaluate it in parts, or build "
+                    "it with Python operators on lazyk arrays", tok)
     return node
 
 
