@@ -183,3 +183,16 @@ def test_size_as_numpy_and_a_dask_array_indexed_by_an_expression_is_refused_clea
     met = da.from_array(np.arange(5.0), chunks=2)
     with pytest.raises(lazyk.NotSupportedError, match="evaluate first"):
         met[lazyk.num(rows) >= 1]
+
+
+def test_ufunc_reductions_of_a_0d_result_take_axis_0_and_minus_1_as_numpy():
+    x = np.arange(6.0)
+    for op in ("sum", "prod", "min", "max", "any", "all"):
+        for axis in (0, -1):
+            want = getattr(np, op)(getattr(np, op)(x), axis=axis)
+            got = getattr(lazyk, op)(getattr(lazyk, op)(lazyk.array(x)), axis=axis).eval()
+            assert got.to_numpy().tolist() == np.asarray(want).tolist(), (op, axis)
+    with pytest.raises(np.exceptions.AxisError):
+        lazyk.sum(lazyk.sum(lazyk.array(x)), axis=(0,))  # (a tuple is checked, as NumPy)
+    with pytest.raises(np.exceptions.AxisError):
+        lazyk.mean(lazyk.sum(lazyk.array(x)), axis=0)  # (mean: NumPy refuses it too)

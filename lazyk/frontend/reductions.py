@@ -56,6 +56,9 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     return _reduce(op, x, **kw)
 
 
+_UFUNC_REDUCTIONS = ("sum", "prod", "min", "max", "any", "all")
+
+
 def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
             dtype: Any = None, initial: Any = None, skipnan: bool = False) -> Expr:
     for name, flag in (("keepdims", keepdims), ("skipna", skipna), ("skipnan", skipnan)):
@@ -69,6 +72,9 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
         raise NotSupportedError(f"{op}: initial= is supported for min and max only")
     if skipnan and e.dtype.kind in "fc":
         return _skip_nan(op, e, axis, keepdims, skipna, dtype, initial)
+    if not e.ndim and op in _UFUNC_REDUCTIONS and isinstance(axis, (int, np.integer)) and \
+            not isinstance(axis, (bool, np.bool_)) and axis in (0, -1):
+        axis = ()  # (NumPy's ufunc reductions take axis 0 / -1 of a 0-d array as no axis)
     axes = normalize_axes(axis, e.ndim, op)
     node = e.node
     if op in ("any", "all"):
