@@ -200,3 +200,22 @@ def test_a_mask_that_may_be_missing_keeps_missing_fixed_size_rows():
     sel = x[lazyk.firsts(x, axis=1) > 0]
     assert sel.eval().to_list() == a[ak.firsts(a, axis=1) > 0].to_list() == [[2.5, 4.0]]
     assert (sel * 2).eval().to_list() == [[5.0, 8.0]]
+
+
+def test_a_missing_position_reads_no_row_words_of_the_gathered_array():
+    """`x[lazyk.num(x) > 3]` over `?var` rows: the mask is missing where a row is, and the
+    gather at a missing position reads nothing of x (its row words and present byte are
+    zeros): the present bytes of a large array lie megabytes past its row words, where a
+    read from anywhere else faults."""
+    ak = pytest.importorskip("awkward")
+    n = 2_000_000
+    counts = np.zeros(n, np.int64)
+    counts[::997] = 5
+    a = ak.mask(ak.unflatten(np.arange(counts.sum(), dtype=np.float64), counts),
+                np.arange(n) % 3 != 1)
+    x = lazyk.from_awkward(a)
+    with lazyk.threads(1):
+        got = x[lazyk.num(x) > 3].eval()
+    want = a[ak.num(a) > 3]
+    assert str(got.type) == f"{len(want)} * ?var * float64"
+    assert got.to_list() == want.to_list()

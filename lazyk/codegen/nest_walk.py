@@ -18,9 +18,11 @@ from lazyk.codegen.nest_window import LEAD, NO_VECTOR, WINDOW, hinted_loop
 class NestWalk:
     """The level walk of the loop-nest generator: rows, passes, tuple levels, the inner loop."""
 
-    def _rows(self, k, ptrs, path, gone=None):
+    def _rows(self, k, ptrs, path, gone=None, lost=None):
         """Per operand at level k: (element-0 address, step); the result length n.
-        `gone`: per where() branch operand the level of its missing row so far (updated)."""
+        `gone`: per where() branch operand the level of its missing row so far (updated).
+        `lost`: the element above is missing (a missing position: an operand gathered
+        there points at the dummy bytes), so every row here is read from the dummy."""
         b, c = self.b, self.c
         bases, steps, lens, miss = [], [], {}, None
         gones = {}  # var operand -> its row is missing here
@@ -45,9 +47,12 @@ class NestWalk:
                 delta, content, istride, stride, length = f[:5]
                 was = None if gone is None or gone[j] is None else \
                     b.icmp_signed("<", gone[j], c(self.nlev))
+                # a gone operand's row, or any row under a missing position, is not
+                # there: its words and present byte read zeros (the dummy bytes)
+                away = was if lost is None else lost if was is None else b.or_(was, lost)
 
-                def at(q, was=was):  # a gone operand's row is not there: read zeros
-                    return q if was is None else b.select(was, self.dummy, q)
+                def at(q, away=away):
+                    return q if away is None else b.select(away, self.dummy, q)
                 i = getattr(getattr(level, "inner", level), "shares", -1)
                 if i in plain and was is None:  # operand i's row: read and checked there
                     start, stop = self.row_ends[i]
@@ -117,7 +122,7 @@ class NestWalk:
     def _level(self, k, ptrs, path, gone=None, lost=None):
         b, c = self.b, self.c
         gone = None if gone is None else list(gone)
-        bases, steps, n, miss = self._rows(k, ptrs, path, gone)
+        bases, steps, n, miss = self._rows(k, ptrs, path, gone, lost)
         if lost is not None:  # the element above is missing (`child`): so is this row
             miss = lost if miss is None else b.or_(miss, lost)
             n = b.select(lost, c(0), n)
