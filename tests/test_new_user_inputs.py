@@ -1,5 +1,7 @@
 """Inputs a new user passes: Python ints past int64, pandas Series, string lists, data without
 missing values for `?T` parameters, and the errors for mistakes."""
+import re
+
 import numpy as np
 import pytest
 
@@ -174,6 +176,16 @@ def test_ragged_data_of_an_option_type_with_nothing_missing_is_taken():
     for bad in (ak.Array([[1.0, None], [2.0]]), ak.Array([[1.0], None]),
                 pa.array([[1.0, 2.0], [None]])[1:2]):
         with pytest.raises(lazyk.errors.TypeMatchError, match="missing"):
+            k(bad)
+
+
+def test_var_rows_and_strings_for_a_numeric_fixed_parameter_name_both_types():
+    k = lazyk.compile(lazyk.placeholder("p", "N * 3 * float64").sum(axis=-1))
+    for bad, got in ((lazyk.array([[1.0, 2.0, 3.0], [4.0]]), "2 * var * float64"),
+                     (lazyk.array(["ab", "c"]), "2 * string")):
+        with pytest.raises(lazyk.errors.TypeMatchError,
+                           match=re.escape(f"input 'p': expected N * 3 * float64, got {got}: "
+                                           "(p: N * 3 * float64)")):
             k(bad)
 
 

@@ -167,6 +167,15 @@ def _has_option(t: Any) -> bool:
     return False
 
 
+def _has_var(t: Any) -> bool:
+    """Whether a lazyk type has a var dim."""
+    while isinstance(t, (_T.FixedDim, _T.VarDim, _T.Option)):
+        if isinstance(t, _T.VarDim):
+            return True
+        t = t.elem
+    return False
+
+
 def text_input(x: Any) -> Any:
     """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
     `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
@@ -377,6 +386,11 @@ class CallInputs:
             if type(x) is not np.ndarray and (isinstance(x, (np.ma.MaskedArray, Array)) or
                                               is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
+            if isinstance(x, Array) and not is_text(dtype) and (
+                    x.type.dtype in (_STRING, _BYTES) or _has_var(x.type)):
+                raise TypeMatchError(f"input {self._names[i]!r}: expected "
+                                     f"{type_text(shape, dtype)}, got {x.type}: "
+                                     f"{self.signature}")
             try:
                 a = x if isinstance(x, np.ndarray) and x.dtype not in TEXT_ELEMENTS \
                     else _as_input(x)
