@@ -257,3 +257,10 @@ def test_empty_nullable_pandas_series():
     pd = pytest.importorskip("pandas")
     a = lazyk.array(pd.Series([], dtype="Int64"))
     assert str(a.type) == "0 * ?int64" and a.to_list() == []
+
+
+def test_python_ints_past_64_bits_for_a_float_parameter_convert_as_numpy():
+    k = lazyk.compile(lazyk.placeholder("x", "N * float64") * 1)
+    got = k([2**70, 1.5])
+    np.testing.assert_array_equal(got, np.asarray([2**70, 1.5], np.float64))
+    np.testing.assert_array_equal(k([2**70]), [float(2**70)])

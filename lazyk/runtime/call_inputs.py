@@ -402,8 +402,10 @@ class CallInputs:
                                      f"lengths (var rows): {self.signature}") from None
             if a.dtype.kind == "T":  # (NumPy's StringDType: refused by name)
                 check_dtype(a.dtype, f"input {self._names[i]!r}")
-            if type(x) is int and a.dtype == object and dtype.kind in "fc":
-                a = np.asarray(x, dtype)  # (an int past int64 for a float: NumPy's rounding)
+            if (type(x) is int or isinstance(x, (list, tuple)) and all(
+                    type(v) in (int, float) for v in a.flat)) and a.dtype == object and \
+                    dtype.kind in "fc":
+                a = np.asarray(x, dtype)  # (ints past int64 for a float: NumPy's rounding)
             elif type(x) is int and a.dtype == object and dtype.kind in "iu":
                 raise OverflowError(f"input {self._names[i]!r}: Python integer {x} out of "
                                     f"bounds for {dtype}: {self.signature}")
