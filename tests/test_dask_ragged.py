@@ -694,6 +694,12 @@ def test_partitions_made_by_tasks():
         ldask.from_delayed(parts[:1], "N * var * int64", [3]).compute()
     with pytest.raises(ValueError, match="row counts"):
         ldask.from_delayed(parts, "N * var * float64", [3])
+    with pytest.raises(ValueError, match=r"row counts \(known integers >= 0\), not \[nan, 3"):
+        ldask.from_delayed(parts, "N * var * float64", [float("nan"), 3, 3])
+    with pytest.raises(ValueError, match="no parts"):
+        ldask.from_delayed([], "N * var * float64", [])
+    assert ldask.from_delayed(parts, "N * var * ?float64", [3.0, 3, np.int64(3)]).row_counts \
+        == (3, 3, 3)
 
 
 # ---------------------------------------------------------------- a 2-process cluster

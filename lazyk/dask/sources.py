@@ -5,6 +5,7 @@ computed)."""
 from __future__ import annotations
 
 import numbers
+import operator
 import uuid
 from typing import Any
 
@@ -123,10 +124,18 @@ def from_delayed(parts: list, type: Any, row_counts: list) -> RaggedArray:
     if not isinstance(t, (T.FixedDim, T.SymbolicDim)):
         raise NotSupportedError(f"from_delayed: type {t} has no outer rows (it needs a leading "
                                 "fixed or symbolic dimension)")
-    counts = tuple(int(c) for c in row_counts)
-    if len(counts) != len(parts) or any(c < 0 for c in counts):
-        raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts >= 0, "
-                         f"not {counts}")
+    if not len(parts):
+        raise ValueError("from_delayed: no parts (a collection needs at least one; "
+                         "lazyk.dask.from_ragged(lazyk.array([], type=...)) makes an empty "
+                         "one)")
+    try:  # (2.0 is 2; NaN, Dask's unknown size, 2.5 and "2" are no counts)
+        counts = tuple(int(c) if isinstance(c, float) and c.is_integer() else
+                       operator.index(c) for c in row_counts)
+    except TypeError:
+        counts = None
+    if counts is None or len(counts) != len(parts) or any(c < 0 for c in counts):
+        raise ValueError(f"from_delayed: {len(parts)} parts need as many row counts (known "
+                         f"integers >= 0), not {list(row_counts)}")
     whole = T.FixedDim(sum(counts), t.elem)
     _check_elem(whole, "from_delayed")
     name = f"lazyk-rows-{tokenize([p.__dask_keys__() for p in parts], str(whole), counts)}"
