@@ -414,8 +414,8 @@ def test_ragged_fast_path_raises_shape_error_naming_the_row():
                                                        r"operand 1 has length 4"):
                 run()
     assert launch_stats["prepared"] == prepared
-    with pytest.raises(lazyk.TypeMatchError):
-        k(x, lazyk.array([[1, 2]] * 10, type="10 * var * ?float64"))
+    with pytest.raises(lazyk.TypeMatchError):  # (a missing value for a parameter without)
+        k(x, lazyk.array([[1, None, 2]] * 10, type="10 * var * ?float64"))
 
 
 def test_ragged_fast_path_declines_what_it_does_not_cover():

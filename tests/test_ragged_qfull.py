@@ -232,9 +232,11 @@ def test_compiled_placeholders_with_missing_rows_check_inputs():
     assert k(a).to_list() == [[2.0], None, []]
     k2 = pickle.loads(pickle.dumps(k))
     assert k2.signature == k.signature and k2(x=a).to_list() == [[2.0], None, []]
-    for bad in (L("2 * ?var * ?float64", [[1.0], None]), [[1.0], [None]]):
+    for bad in (L("2 * ?var * ?float64", [[None], None]), [[1.0], [None]]):
         with pytest.raises(lazyk.TypeMatchError, match=r"expected N \* \?var \* float64"):
             k(bad)
+    # ?T values of which none is missing are taken; the missing rows stay
+    assert k(L("2 * ?var * ?float64", [[1.0], None])).to_list() == [[2.0], None]
     # var rows (every row present) fill a ?var parameter; the result keeps ?var
     for rows, want in ((L("2 * var * float64", [[1.0], []]), [[2.0], []]),
                        ([[1.0], [2.0]], [[2.0], [4.0]])):

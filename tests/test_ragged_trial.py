@@ -110,9 +110,10 @@ def test_compiled_var_parameter_takes_fixed_rows():
     k = lazyk.compile((lazyk.placeholder("x", "N * var * float64") * 2).sum(axis=-1))
     a = np.arange(12.0).reshape(3, 4)
     for x in (a, np.asfortranarray(a), a[::2, ::-1], np.arange(6).reshape(2, 3)):
-        got = k(x)
+        got = k(x)  # (NumPy in, NumPy out)
         want = (np.asarray(x, np.float64) * 2).sum(axis=-1)
-        assert got.type == lazyk.dshape(f"{len(want)} * float64")
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64 and \
+            got.shape == want.shape
         np.testing.assert_array_equal(np.asarray(got.tolist()), want)
     assert k([[1.0, 2.0], [3.0, 4.0]]).tolist() == [6.0, 14.0]
     assert k(np.ones((2, 0))).tolist() == [0.0, 0.0]

@@ -272,10 +272,11 @@ def meta_np_dtype(t: T.Type, meta: tuple) -> np.dtype:
         # A fixed dim inside a record: NumPy subarrays are C-contiguous.
         if meta[1] != np_dtype(t.elem).itemsize:
             raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
-        if not t.size or not meta_np_dtype(t.elem, meta[2:]).itemsize:
+        elem = meta_np_dtype(t.elem, meta[2:])
+        if not elem.itemsize:  # (`1 * 0 * T`: NumPy has no subarray of empty subarrays)
             raise NotSupportedError(f"a record field of fixed dims holding no values ({t}): "
                                     "NumPy lays out no such field")
-        return np.dtype((meta_np_dtype(t.elem, meta[2:]), (t.size,)))
+        return np.dtype((elem, (t.size,)))
     return np_dtype(t)
 
 

@@ -46,10 +46,12 @@ from lazyk.runtime.launch import as_out
 from lazyk.types.parse import dshape
 
 
-def _present_values(x: Any) -> Any:
+def _present_values(x: Any, rows: tuple | None = ()) -> Any:
     """A masked / pyarrow / Awkward / pandas / lazyk input as a lazyk Array (read as
     lazyk.array reads it) or, for `?T` elements of which none is missing, their values; None
-    where a value is missing."""
+    where a value is missing. Missing rows (`?var`) are kept at the dims where `rows` (a
+    flag per dim) says the parameter has them, else dropped where none is missing; with
+    `rows` None, the options of 1-d values only are dropped (no copy)."""
     if isinstance(x, np.ma.MaskedArray):
         if not np.ma.getmaskarray(x).any():
             return np.asarray(x.data)
@@ -63,23 +65,30 @@ def _present_values(x: Any) -> Any:
     tree = columns(x)
     if isinstance(tree, Masked) and isinstance(tree.child, Leaf) and tree.present.all():
         return tree.child.values  # `?T` type, every value present
-    plain = _without_options(tree, 0, tree.length())  # (rows and values: none missing)
+    if rows is None:  # (only 1-d values)
+        return None
+    plain = _without_options(tree, 0, tree.length(), tuple(rows)[1:])
     return None if plain is None else build_columns(plain)
 
 
-def _without_options(tree: Column, lo: int, hi: int) -> Column | None:
-    """`tree` with its option levels dropped, or None where one of the items `lo:hi` it
+def _without_options(tree: Column, lo: int, hi: int, rows: tuple) -> Column | None:
+    """`tree` with its option levels dropped (but the `?var` rows of the dims that `rows`
+    flags, from the tree's first dim on), or None where one of the items `lo:hi` it
     describes (and those below them) is missing. Items no row reads are not looked at (a
     slice of data with missing values elsewhere)."""
     if isinstance(tree, Masked):
-        return _without_options(tree.child, lo, hi) if tree.present[lo:hi].all() else None
+        if isinstance(tree.child, Lists) and rows[:1] == (True,):  # (`?var` wanted)
+            child = _without_options(tree.child, lo, hi, rows)
+            return None if child is None else Masked(tree.present, child)
+        return _without_options(tree.child, lo, hi, rows) if tree.present[lo:hi].all() \
+            else None
     if isinstance(tree, Lists):
         off = np.asarray(tree.offsets)
-        child = _without_options(tree.child, int(off[lo]), int(off[hi])) if hi > lo else \
-            _without_options(tree.child, 0, 0)
+        child = _without_options(tree.child, int(off[lo]), int(off[hi]), rows[1:]) \
+            if hi > lo else _without_options(tree.child, 0, 0, rows[1:])
         return None if child is None else Lists(tree.offsets, child)
     if isinstance(tree, Regular):
-        child = _without_options(tree.child, lo * tree.size, hi * tree.size)
+        child = _without_options(tree.child, lo * tree.size, hi * tree.size, rows[1:])
         return None if child is None else Regular(tree.size, child, tree.count)
     return tree if isinstance(tree, Leaf) else None
 
@@ -519,7 +528,8 @@ class CallInputs:
             _refuse_expression(label, x)
             if not option and type(x) is not np.ndarray and (isinstance(
                     x, (np.ma.MaskedArray, Array)) or is_foreign(x) or is_pandas(x)):
-                present = _present_values(x)  # `?T` data, none missing: its values
+                # `?T` data, none missing: its values (a call; bind reads the arrays given)
+                present = _present_values(x, want_rows if copies else None)
                 x = x if present is None else present
             if isinstance(x, (list, tuple)) and not len(x) and len(want) > 1:
                 # `[]`: no rows, of the parameter's type (Awkward's empty array)
