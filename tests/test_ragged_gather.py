@@ -436,3 +436,22 @@ def test_a_slice_of_lists_selected_by_a_mask_with_missing_elements():
     q = lazyk.array([True, None, False, True], type="4 * ?bool")
     aq = ak.Array([True, None, False, True])
     assert y[q][:, :2].eval().to_list() == ak.to_list(a[aq][:, :2])
+
+
+def test_python_lists_of_positions_or_bools_index_as_numpy_arrays_do():
+    x = lazyk.array([[1.0], [2.0, 3.0], []])
+    assert x[[2, 0]].eval().to_list() == [[], [1.0]]
+    assert (x * 2)[[1]].eval().to_list() == [[4.0, 6.0]]
+    assert x[[True, False, True]].eval().to_list() == [[1.0], []]
+    with pytest.raises(IndexError, match="position 5 .* length 3"):
+        x[[5]].eval()
+    with pytest.raises(IndexError, match="take ints, slices"):
+        x[["a", 1]]  # noqa: B018
+
+
+def test_sort_takes_stable_false_and_sorts_stably():
+    x = lazyk.array([[3, 1, 3, 2], [], [1, 1]])
+    for stable in (True, False):
+        assert lazyk.argsort(x, stable=stable).eval().to_list() == [[1, 3, 0, 2], [], [0, 1]]
+    with pytest.raises(TypeError, match="stable must be True or False"):
+        lazyk.sort(x, stable="yes")

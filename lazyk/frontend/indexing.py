@@ -221,10 +221,13 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
 
 def is_index_operand(key: Any) -> bool:
     """Whether `key` indexes by values (a mask or positions: `index_by`) rather than by
-    place: a lazy expression, a lazyk array, an Arrow or Awkward array, or a NumPy array of
-    bool or integers."""
+    place: a lazy expression, a lazyk array, an Arrow or Awkward array, a NumPy array of
+    bool or integers, or a Python list of them."""
     if isinstance(key, (Expr, Array)) or is_foreign(key):
         return True
+    if isinstance(key, list) and key and all(isinstance(k, (int, np.integer, np.bool_))
+                                             for k in key):
+        return True  # (a list of ints or bools, as NumPy and Awkward read it)
     return isinstance(key, np.ndarray) and key.dtype.kind in "biufc" and key.ndim > 0
 
 
@@ -256,6 +259,8 @@ def index_by(x: Any, key: Any) -> Expr:
             fixed, inside a larger expression (the result has `?n` rows, which are not
             operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
+    if isinstance(key, list) and is_index_operand(key):  # (NumPy's reading of the list)
+        key = np.asarray(key)
     e, k = operands("[]", (x, key))
     text = is_text(e.dtype)  # (strings select and gather as row operations)
     refuse_text("[]", [k] if text else [e, k])

@@ -399,8 +399,8 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
     e = _operand(name, x)
     if not isinstance(ascending, (bool, np.bool_)):
         raise TypeError(f"{name}: ascending must be True or False, not {ascending!r}")
-    if stable is not True:
-        raise ValueError(f"{name}: lazyk sorts are always stable (stable=True)")
+    if not isinstance(stable, (bool, np.bool_)):  # (False: a stable order is one too)
+        raise TypeError(f"{name}: stable must be True or False, not {stable!r}")
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     if e.dtype.kind == "c":
