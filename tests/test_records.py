@@ -146,7 +146,8 @@ def test_errors_name_the_field():
         lazyk.zip({"x": x}, depth_limit=0)
     with pytest.raises(ValueError, match="at least one field"):
         lazyk.zip({})
-    with pytest.raises(lazyk.ShapeError, match="row 0"):
+    with pytest.raises(lazyk.ShapeError, match=r"zip: the fields 'a', 'b' do not line up "
+                       r"above the records: row 0"):
         lazyk.zip({"a": x, "b": lazyk.array([[1.0, 2.0, 3.0], [], [2.0]])}).eval()
     with pytest.raises(lazyk.ShapeError, match="zip"):
         lazyk.zip({"a": np.zeros((3, 2)), "b": np.zeros((4, 2))})

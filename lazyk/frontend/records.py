@@ -215,6 +215,9 @@ class Records:
             got = _built(rec)
             if got is None:  # the fields' lists differ: line them up (or name the rows)
                 got = _built(_lined_up(self))
+        except ShapeError as err:  # (the kernel names rows and operands, not the fields)
+            raise ShapeError(f"zip: the fields {', '.join(map(repr, self.fields))} do not "
+                             f"line up above the records: {err}") from None
         except NotSupportedError as err:
             if not self.type.missing_fixed_rows:
                 raise
