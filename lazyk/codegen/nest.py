@@ -320,7 +320,8 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 spare = b.alloca(ir.ArrayType(I64, 2), name="spare")
                 spare.align = 16
             self.spare = b.bitcast(spare, P8)
-        if self.track or self.fold_q or self.gathered:  # what a gone operand reads: zeros
+        if self.track or self.fold_q or self.gathered or self.keep is not None:
+            # what a gone operand, or a row under a missing element, reads: zeros
             with b.goto_entry_block():
                 self.dummy = b.alloca(ir.ArrayType(I64, 2), name="dummy")
                 self.dummy.align = 16
