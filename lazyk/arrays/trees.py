@@ -339,3 +339,25 @@ def take_or_missing(node: Column, idx: np.ndarray, valid: np.ndarray) -> Masked:
     if isinstance(got, Masked):
         return Masked(got.present & valid, got.child)
     return Masked(valid, got)
+
+
+def without_options(tree: Column, lo: int, hi: int, rows: tuple) -> Column | None:
+    """`tree` with its option levels dropped (but the `?var` rows of the dims that `rows`
+    flags, from the tree's first dim on), or None where one of the items `lo:hi` it
+    describes (and those below them) is missing. Items no row reads are not looked at (a
+    slice of data with missing values elsewhere)."""
+    if isinstance(tree, Masked):
+        if isinstance(tree.child, Lists) and rows[:1] == (True,):  # (`?var` wanted)
+            child = without_options(tree.child, lo, hi, rows)
+            return None if child is None else Masked(tree.present, child)
+        return without_options(tree.child, lo, hi, rows) if tree.present[lo:hi].all() \
+            else None
+    if isinstance(tree, Lists):
+        off = np.asarray(tree.offsets)
+        child = without_options(tree.child, int(off[lo]), int(off[hi]), rows[1:]) \
+            if hi > lo else without_options(tree.child, 0, 0, rows[1:])
+        return None if child is None else Lists(tree.offsets, child)
+    if isinstance(tree, Regular):
+        child = without_options(tree.child, lo * tree.size, hi * tree.size, rows[1:])
+        return None if child is None else Regular(tree.size, child, tree.count)
+    return tree if isinstance(tree, Leaf) else None

@@ -16,7 +16,7 @@ from lazyk.arrays.array import array as _array
 from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
 from lazyk.arrays.columns import build_columns, columns, fixed_text_rows
 from lazyk.arrays.foreign import is_foreign, is_pandas
-from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, Text
+from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, Text, without_options
 from lazyk.errors import (
     BindError,
     CastingError,
@@ -67,30 +67,8 @@ def _present_values(x: Any, rows: tuple | None = ()) -> Any:
         return tree.child.values  # `?T` type, every value present
     if rows is None:  # (only 1-d values)
         return None
-    plain = _without_options(tree, 0, tree.length(), tuple(rows)[1:])
+    plain = without_options(tree, 0, tree.length(), tuple(rows)[1:])
     return None if plain is None else build_columns(plain)
-
-
-def _without_options(tree: Column, lo: int, hi: int, rows: tuple) -> Column | None:
-    """`tree` with its option levels dropped (but the `?var` rows of the dims that `rows`
-    flags, from the tree's first dim on), or None where one of the items `lo:hi` it
-    describes (and those below them) is missing. Items no row reads are not looked at (a
-    slice of data with missing values elsewhere)."""
-    if isinstance(tree, Masked):
-        if isinstance(tree.child, Lists) and rows[:1] == (True,):  # (`?var` wanted)
-            child = _without_options(tree.child, lo, hi, rows)
-            return None if child is None else Masked(tree.present, child)
-        return _without_options(tree.child, lo, hi, rows) if tree.present[lo:hi].all() \
-            else None
-    if isinstance(tree, Lists):
-        off = np.asarray(tree.offsets)
-        child = _without_options(tree.child, int(off[lo]), int(off[hi]), rows[1:]) \
-            if hi > lo else _without_options(tree.child, 0, 0, rows[1:])
-        return None if child is None else Lists(tree.offsets, child)
-    if isinstance(tree, Regular):
-        child = _without_options(tree.child, lo * tree.size, hi * tree.size, rows[1:])
-        return None if child is None else Regular(tree.size, child, tree.count)
-    return tree if isinstance(tree, Leaf) else None
 
 
 def _refuse_expression(label: str, x: Any) -> None:
