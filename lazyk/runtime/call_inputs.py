@@ -58,7 +58,7 @@ def _present_values(x: Any, rows: tuple | None = ()) -> Any:
         x = _array(x)
     elif not isinstance(x, Array):
         x = _array(x)  # as lazyk.from_arrow / lazyk.from_awkward read it
-    if not _has_option(x.type):
+    if not x.type.missing_values:
         return x
     if not isinstance(x.type, _T.FixedDim):
         return None  # (columns need a leading fixed dim)
@@ -143,24 +143,6 @@ def _leaf_values(value: Any) -> np.ndarray:
     while isinstance(tree, (Masked, Lists, Regular)):
         tree = tree.child
     return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
-
-
-def _has_option(t: Any) -> bool:
-    """Whether a lazyk type has missing values (`?T` or `?var`) at any level."""
-    while isinstance(t, (_T.FixedDim, _T.VarDim, _T.Option)):
-        if isinstance(t, _T.Option):
-            return True
-        t = t.elem
-    return False
-
-
-def _has_var(t: Any) -> bool:
-    """Whether a lazyk type has a var dim."""
-    while isinstance(t, (_T.FixedDim, _T.VarDim, _T.Option)):
-        if isinstance(t, _T.VarDim):
-            return True
-        t = t.elem
-    return False
 
 
 def text_input(x: Any) -> Any:
@@ -374,7 +356,9 @@ class CallInputs:
                                               is_foreign(x) or is_pandas(x)):
                 x = self._present_input(i, x)  # missing values never dropped
             if isinstance(x, Array) and not is_text(dtype) and (
-                    x.type.dtype in (_STRING, _BYTES) or _has_var(x.type)):
+                    x.type.dtype in (_STRING, _BYTES) or any(isinstance(
+                        d.elem if isinstance(d, _T.Option) else d, _T.VarDim)
+                        for d in x.type.dims)):  # (var rows or strings: no NumPy form)
                 raise TypeMatchError(f"input {self._names[i]!r}: expected "
                                      f"{type_text(shape, dtype)}, got {x.type}: "
                                      f"{self.signature}")
