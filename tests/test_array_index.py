@@ -207,9 +207,9 @@ def test_edge_indices():
     a = lazyk.array([[1, 2], [3]])
     assert a[None, 1].to_list() == [[3]] and str(a[None, 1].type) == "1 * var * int64"
     assert a[np.int64(1)].to_list() == [3]
-    for bad in (1.5, [0, 1]):
-        with pytest.raises(IndexError, match="take ints, slices"):
-            a[bad]
+    with pytest.raises(IndexError, match="take ints, slices"):
+        a[1.5]
+    assert a[[1, 0]].eval().to_list() == [[3], [1, 2]]  # (a list gathers, as NumPy's)
     with pytest.raises(IndexError, match="single ellipsis"):
         a[..., ...]
     assert lazyk.array([1, None])[1].to_list() is None
@@ -331,11 +331,12 @@ def test_closed_arrays_raise_cleanly():
         b[0]
 
 
-def test_mask_and_position_arrays_select_lazily_lists_do_not():
+def test_mask_and_position_arrays_and_lists_select_lazily():
     x = lazyk.array([1.0, -2.0])
     assert isinstance(x[np.array([True, False])], lazyk.Expr)  # Awkward's selection
     assert x[np.array([True, False])].to_list() == [1.0]
     assert x[np.array([1, 0])].to_list() == [-2.0, 1.0]
+    assert x[[1, 0]].to_list() == [-2.0, 1.0] and x[[False, True]].to_list() == [-2.0]
     with pytest.raises(IndexError, match=r"not list; a mask or positions select or gather "
                        r"as one array"):
-        x[[0, 1]]
+        x[[0, "a"]]
