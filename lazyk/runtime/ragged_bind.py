@@ -39,7 +39,7 @@ from lazyk.kernel.flat import data_pointer, refuse_pickle
 from lazyk.kernel.nest import line_zeros, status_error, whole_lines
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.nest_run import NestFill, plan_fill
-from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of, same_dim
+from lazyk.runtime.ragged_out import is_ragged_type, pair_rows, qdims_of
 from lazyk.runtime.ragged_rules import branch_masks, selects
 from lazyk.types import Option, Scalar, with_element
 
@@ -197,16 +197,15 @@ class RaggedBound:
         odims, oelem, oopt = qdims_of(out.type)
         value = Scalar(str(self._fill.dtype))
         rtext = with_element(skel.type, Option(value) if result_option else value)
-        if len(rdims) != len(odims) or any(
-                not same_dim(a, b) and not (isinstance(a, int) and isinstance(b, int))
-                for a, b in zip(rdims, odims)):
+        if len(rdims) != len(odims) or any(not b.takes(a) and not (a.fixed and b.fixed)
+                                           for a, b in zip(rdims, odims)):
             raise BindError(f"out has type {out.type}, the result {rtext}: out needs the "
                             "result's dimensions (?var where the result has missing rows, "
                             "?n where it has missing rows of a fixed size n)")
         for level, (a, b) in enumerate(zip(rdims, odims)):
-            if isinstance(a, int) and isinstance(b, int) and a != b:
-                raise ShapeError(f"out: dimension {level} has size {b}, the result's has "
-                                 f"size {a} ({rtext})")
+            if a.fixed and b.fixed and a.size != b.size:
+                raise ShapeError(f"out: dimension {level} has size {b.size}, the result's "
+                                 f"has size {a.size} ({rtext})")
         odt = oelem.to_numpy() if hasattr(oelem, "to_numpy") else None
         if odt is None or odt.newbyteorder("=") != self._fill.dtype or not odt.isnative:
             raise BindError(f"out has elements {oelem}, the result {self._fill.dtype}: "
@@ -221,7 +220,7 @@ class RaggedBound:
                                                            obuf, ooffs)
         self._rows = [(_Slots(buf, offs, _U8), ok) for buf, offs, ok in rows]
         # the `?n` levels' entries of those masks: (entry, the fill pass's present bytes)
-        qlevels = [k for k, d in enumerate(odims) if isinstance(d, str) and d[0] == "?"]
+        qlevels = [k for k, d in enumerate(odims) if d.missing]
         self._qn = [(i, list(self._fill.present).index(k)) for i, k in enumerate(qlevels)
                     if self._follow and k in self._fill.present]
         for i, j in self._qn:
@@ -514,7 +513,7 @@ def _input_rows(fill) -> list:
             continue
         a = v.array
         dims = qdims_of(a.type)[0]
-        if not any(isinstance(d, str) and d.startswith("?") for d in dims):
+        if not any(d.missing for d in dims):
             continue
         try:
             buf, offs = _block(a)
@@ -522,7 +521,7 @@ def _input_rows(fill) -> list:
             raise BindError(f"input {name!r}: a {a.type} array over memory bind cannot "
                             "address (its missing rows are checked on each call); pass "
                             "an array made by lazyk") from None
-        levels = [k for k, d in enumerate(dims) if isinstance(d, str) and d.startswith("?")]
+        levels = [k for k, d in enumerate(dims) if d.missing]
         rows = pair_rows(a.meta, a.meta, dims, dims, buf, offs, buf, offs)[-1]
         for level, (b, o, ok) in zip(levels, rows):
             slots = _Slots(b, o, _U8)

@@ -6,6 +6,7 @@ out's row mask, and the present rows' lengths must match."""
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,31 +27,20 @@ def is_ragged_type(t) -> bool:
     return isinstance(t, T.Option)
 
 
-def _dims_of(t) -> tuple[list, T.Type, bool]:
-    """(dims: sizes or "var", element type, option) of an array type."""
-    dims = []
-    while isinstance(t, (T.FixedDim, T.VarDim)):
-        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
-        t = t.elem
-    option = isinstance(t, T.Option)
-    return dims, t.elem if option else t, option
-
-
 def store(result: Array, out: Array, casting: str) -> Array:
     """`result` written into `out`, a lazyk array of its structure: the same dims and row
     lengths (ShapeError naming the row otherwise), a dtype `casting` allows (CastingError),
     `?T` when the result has missing values; values and validity in place."""
     rt, ot = result.type, out.type
-    rdims, relem, ropt = _dims_of(rt)
-    odims, oelem, oopt = _dims_of(ot)
-    if isinstance(relem, (T.VarDim, T.FixedDim)) or \
-            isinstance(oelem, (T.VarDim, T.FixedDim)):  # rows under an Option: ?var, ?n
+    rdims, relem, ropt = qdims_of(rt)
+    odims, oelem, oopt = qdims_of(ot)
+    if any(d.missing for d in rdims + odims):  # rows that may be missing: ?var, ?n
         return _store_rows(result, out, casting)
     if len(rdims) != len(odims) or any(a != b for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions and row lengths")
     rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
-    if "var" in rdims[:-1]:  # var dims above the last: checked per level, then assigned
+    if any(d.size is None for d in rdims[:-1]):  # var dims above the last: per level
         _same_rows(result, out)
         out[...] = result
         return out
@@ -81,17 +71,32 @@ def store(result: Array, out: Array, casting: str) -> Array:
     return out
 
 
+@dataclass(frozen=True)
+class Dim:
+    """One dim of an array type as out= pairs it: `size` (None for var rows) and whether
+    its rows may be missing (`?var`, `?n`)."""
+
+    size: int | None
+    missing: bool = False
+
+    @property
+    def fixed(self) -> bool:
+        """A fixed dim whose rows are never missing (`n`)."""
+        return self.size is not None and not self.missing
+
+    def takes(self, result: Dim) -> bool:
+        """Whether out's dim takes the result's dim (a missing-rows dim takes plain rows)."""
+        return self.size == result.size and (self.missing or not result.missing)
+
+
 def qdims_of(t) -> tuple[list, T.Type, bool]:
-    """(dims: sizes, "var", "?var" or "?n" (missing rows of a fixed size n); element type;
-    whether `?T`) of an array type."""
+    """(its `Dim`s; element type; whether `?T`) of an array type."""
     dims = []
     while isinstance(t, (T.FixedDim, T.VarDim)) or (
             isinstance(t, T.Option) and isinstance(t.elem, (T.VarDim, T.FixedDim))):
-        if isinstance(t, T.Option):
-            dims.append("?var" if isinstance(t.elem, T.VarDim) else f"?{t.elem.size}")
-            t = t.elem.elem
-            continue
-        dims.append(t.size if isinstance(t, T.FixedDim) else "var")
+        missing = isinstance(t, T.Option)
+        t = t.elem if missing else t
+        dims.append(Dim(t.size if isinstance(t, T.FixedDim) else None, missing))
         t = t.elem
     option = isinstance(t, T.Option)
     return dims, t.elem if option else t, option
@@ -105,7 +110,7 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     rt, ot = result.type, out.type
     rdims, relem, ropt = qdims_of(rt)
     odims, oelem, oopt = qdims_of(ot)
-    if len(rdims) != len(odims) or any(not same_dim(a, b) for a, b in zip(rdims, odims)):
+    if len(rdims) != len(odims) or any(not b.takes(a) for a, b in zip(rdims, odims)):
         raise ShapeError(f"out has type {ot}, the result {rt}: out needs the result's "
                          "dimensions (?var where the result has missing rows, ?n where "
                          "it has missing rows of a fixed size n) and row lengths")
@@ -131,11 +136,6 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     return out
 
 
-def same_dim(a, b) -> bool:
-    """Whether out's dim b takes the result's dim a (a missing-rows dim takes plain rows)."""
-    return a == b or (a == "var" and b == "?var") or (isinstance(a, int) and b == f"?{a}")
-
-
 def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
     """Walk a result's and out's dims together, from the byte offsets of their first
     elements (`roffs`, `ooffs`) in their memory (`rbuf`, `obuf`) to those of their values,
@@ -146,27 +146,20 @@ def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
     ra = oa = 0
     rows = []
     for level, (rd, od) in enumerate(zip(rdims, odims)):
-        if isinstance(od, str) and od[1:].isdigit():  # `?n` rows: a mask byte, then n * X
-            ok = np.ones(len(roffs), bool)
-            if isinstance(rd, str):
-                ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
-                ra += 1
+        ok = np.ones(len(roffs), bool)
+        if rd.missing:  # its rows' present bytes, before the dim's own words
+            ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
+            ra += 1
+        if od.missing:
             rows.append((obuf, ooffs + om[oa], ok.astype(np.uint8)))
             oa += 1
-            roffs, ooffs = roffs[ok], ooffs[ok]
-            rd = od = int(od[1:])
-        if isinstance(rd, int):
+        if rd.size is not None:
+            if rd.missing:  # a missing `?n` row: nothing under it is written
+                roffs, ooffs = roffs[ok], ooffs[ok]
             roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
             ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
             ra, oa = ra + 2, oa + 2
             continue
-        ok = np.ones(len(roffs), bool)
-        if rd == "?var":
-            ok = M.gather(rbuf, roffs + rm[ra], 1).reshape(-1) != 0
-            ra += 1
-        if od == "?var":
-            rows.append((obuf, ooffs + om[oa], ok.astype(np.uint8)))
-            oa += 1
         roffs, ooffs = roffs[ok], ooffs[ok]  # a missing row: nothing under it is written
         rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
         ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
