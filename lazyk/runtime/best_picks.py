@@ -36,12 +36,15 @@ from lazyk.runtime.ragged_rules import inline_reductions
 def best_positions(root: Node) -> set:
     """The ids of the arg-reductions in `root` that only `x[m][positions]` gathers read
     (`_best_of_selection`): their positions can count every element of m's rows."""
+    order = toposort(root)
+    if not any(n.op == TAKE_OP and n.srcs[0].op == SELECT_OP for n in order):
+        return set()  # (every evaluation with row operations asks: most have none)
     readers: dict = {}
-    for n in toposort(root):
+    for n in order:
         for s in n.srcs:
             readers.setdefault(id(s), []).append(n)
     found = set()
-    for n in toposort(root):
+    for n in order:
         pos = n.srcs[1] if n.op == TAKE_OP else None
         if pos is not None and pos is not root and id(pos) not in found and all(
                 r.op == TAKE_OP and r.srcs[1] is pos and _best_of_selection(r)

@@ -21,7 +21,7 @@ from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
 from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, toposort
-from lazyk.frontend.leaves import Placeholder, check_dtype, is_text, leaf_data
+from lazyk.frontend.leaves import Placeholder, check_dtype, is_ragged, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import reduce
@@ -255,9 +255,12 @@ def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> 
     return False
 
 
-def numpy_if_fixed(value: Any) -> Any:
+def numpy_if_fixed(value: Any, env: dict | None = None) -> Any:
     """`value`, a lazyk Array of fixed dims without missing values, as its NumPy array
-    (results over NumPy data are NumPy arrays); anything else as it is."""
+    (results over NumPy data are NumPy arrays: none where a leaf of `env`, the
+    expression's, is a var / option array); anything else as it is."""
+    if env is not None and any(is_ragged(leaf_data(v)) for v in env.values()):
+        return value
     if isinstance(value, Array):
         try:
             return value.to_numpy()

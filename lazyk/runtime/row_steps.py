@@ -56,14 +56,7 @@ from lazyk.frontend.graph import (
     shared_reductions,
     toposort,
 )
-from lazyk.frontend.leaves import (
-    OwnedView,
-    RaggedLeaf,
-    is_ragged,
-    is_text,
-    leaf_data,
-    most_rows,
-)
+from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, most_rows
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
@@ -88,9 +81,8 @@ def evaluate_rows(expr, out=None, casting: str = "same_kind"):
     rouse(most_rows([expr.env]))  # (the workers spin while this plans)
     with rows_memo():
         low = lower(expr, result=out is None)
-        if not isinstance(low, Expr):  # the row operation's own result (over NumPy data:
-            return low if any(is_ragged(leaf_data(v)) for v in expr.env.values()) else \
-                launch.numpy_if_fixed(low)  # a NumPy array where it has fixed dims)
+        if not isinstance(low, Expr):  # the row operation's own result
+            return launch.numpy_if_fixed(low, expr.env)
         return launch.evaluate(low, out=out, casting=casting)
 
 
