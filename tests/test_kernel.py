@@ -307,7 +307,7 @@ def test_dispatcher_threaded_sizes_run_a_checked_pool_record(monkeypatch):
     np.testing.assert_array_equal(d(np.empty(n), a, b), 2 * a + b)
     run = d.threaded
     assert isinstance(run, ThreadedRun)
-    assert run.parts == min(threads.nparts_for(n), threads.pool().nthreads)
+    assert run.parts == min(threads.parts_for(n), threads.pool().nthreads)
     binds, pool_runs = [], []
     real_bind, real_run = dispatch.bind, threads.Pool.run
     monkeypatch.setattr(dispatch, "bind", lambda *a, **k: binds.append(1) or real_bind(*a, **k))

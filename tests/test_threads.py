@@ -93,7 +93,7 @@ def test_parts_run_on_distinct_threads(native) -> None:
     assert all(ids) and ids[0] == threading.get_ident()  # pthread_self() values
     assert set(ids) <= {threading.get_ident()} | {t.ident for t in pool._threads}
     threads.set_num_threads(2)  # fewer threads: same pool, fewer parts
-    assert threads.pool() is pool and threads.nparts_for(10**9) == 2
+    assert threads.pool() is pool and threads.parts_for(10**9) == 2
 
 
 def test_rouse_wakes_sleeping_workers(native) -> None:
@@ -149,10 +149,10 @@ def test_chunks_cover_range(native, n: int, nthreads: int) -> None:
 
 def test_below_threshold_runs_one_part() -> None:
     threads.set_num_threads(2)
-    assert threads.nparts_for(threads.MIN_CHUNK) == 1
-    assert threads.nparts_for(4 * threads.MIN_CHUNK) == 2
+    assert threads.parts_for(threads.MIN_CHUNK) == 1
+    assert threads.parts_for(4 * threads.MIN_CHUNK) == 2
     threads.set_num_threads(1)
-    assert threads.nparts_for(10**9) == 1
+    assert threads.parts_for(10**9) == 1
 
 
 def test_concurrent_callers(native) -> None:

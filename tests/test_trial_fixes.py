@@ -130,7 +130,7 @@ def test_threads_blocks_in_two_python_threads_do_not_interfere():
             with lazyk.threads(n):
                 mine.set()
                 assert other.wait(10)
-                seen[name] = (lazyk.get_num_threads(), pool.nparts_for(10**8))
+                seen[name] = (lazyk.get_num_threads(), pool.parts_for(10**8))
                 np.testing.assert_allclose(k(x), np.sin(x) * 2, rtol=1e-15)
                 if name == "A":
                     a_done.set()

@@ -10,7 +10,7 @@ import numpy as np
 
 from lazyk.backend.rowcheck import PART_ROWS, native_function
 from lazyk.backend.rowcopy import MIN_ROWS
-from lazyk.backend.threads import nparts_for, parallel_for
+from lazyk.backend.threads import parallel_for, parts_for
 
 # The argument record (int64 words): 0 rows, 1 parts, 2 the offsets (item 0, contiguous),
 # 3 the values (item 0), 4 their stride in bytes, 5 their number (at least 1), 6 out values,
@@ -77,7 +77,7 @@ def first_items(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
         raise ValueError("first_items: arrays that do not match")
     if nrows == 0:
         return
-    nparts = nparts_for(nrows, MIN_ROWS)
+    nparts = parts_for(nrows, MIN_ROWS)
     words = [nrows, nparts, offsets.ctypes.data, values.ctypes.data, values.strides[0],
              len(values), out.ctypes.data, present.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)

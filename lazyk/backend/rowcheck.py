@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from lazyk.backend.cpu import JITModule
-from lazyk.backend.threads import nparts_for, parallel_for
+from lazyk.backend.threads import parallel_for, parts_for
 from lazyk.lru import lock
 
 # Rows lo..hi of part `%part` of `nparts` (words 0 and 1 of the argument record: rows, parts).
@@ -91,7 +91,7 @@ def rises(offsets: np.ndarray) -> bool:
     if n < 1 or offsets.dtype.kind != "i" or bits not in (32, 64) or \
             offsets.strides[0] != offsets.dtype.itemsize or n < MIN_OFFSETS:
         return n < 1 or bool(np.all(offsets[1:] >= offsets[:-1]))
-    nparts = nparts_for(n, MIN_OFFSETS)
+    nparts = parts_for(n, MIN_OFFSETS)
     flags = np.zeros(nparts, np.int64)
     arg = (ctypes.c_int64 * 4)(n, nparts, offsets.ctypes.data, flags.ctypes.data)
     parallel_for(native_function(f"lazyk_rises_{bits}",

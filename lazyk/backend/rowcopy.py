@@ -19,7 +19,7 @@ import numpy as np
 
 from lazyk.arrays.outputs import empty as fresh
 from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
-from lazyk.backend.threads import nparts_for, parallel_for
+from lazyk.backend.threads import parallel_for, parts_for
 
 _I64 = np.dtype(np.int64)
 
@@ -224,7 +224,7 @@ class RowCopy:
                                  f"{off[-1] if len(off) else 0} of {dtype}")
             words += [v.ctypes.data, v.strides[0], off.ctypes.data, len(v)]
         if nrows and len(out):
-            nparts = nparts_for(nrows, MIN_ROWS)
+            nparts = parts_for(nrows, MIN_ROWS)
             words[1] = nparts
             arg = (ctypes.c_int64 * len(words))(*words)
             name = f"lazyk_copy_rows_{dtype.itemsize}_{len(values)}"
@@ -410,7 +410,7 @@ class KeptItems:
                                     not rises(off))):
             raise ValueError("KeptItems: row offsets that decrease or pass the mask's items")
         self.first, self.rows = int(off[0]), off
-        self.nparts = nparts_for(nrows, MIN_ROWS)
+        self.nparts = parts_for(nrows, MIN_ROWS)
         self.starts = np.zeros(self.nparts + 1, np.int64)
         self.offsets = fresh(nrows + 1, _I64)
         self.words = [nrows, self.nparts, off.ctypes.data,
@@ -571,7 +571,7 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
         valid = np.ascontiguousarray(valid, bool)
     if nrows == 0:
         return True
-    nparts = nparts_for(nrows, MIN_ROWS)
+    nparts = parts_for(nrows, MIN_ROWS)
     words = [nrows, nparts, off.ctypes.data, positions.ctypes.data,
              0 if valid is None else valid.ctypes.data, first.ctypes.data,
              listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,

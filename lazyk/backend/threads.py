@@ -336,12 +336,16 @@ def pool() -> Pool:
     return p
 
 
-def nparts_for(count: int, min_chunk: int = MIN_CHUNK) -> int:
-    """How many parts to split `count` outer elements into: 1 below the size threshold."""
-    n = get_num_threads()
-    if n == 1 or count < 2 * min_chunk:
+def parts_for(work: int, min_work: int = MIN_CHUNK, threads: int | None = None,
+              per_thread: int = 1) -> int:
+    """How many thread parts `work` is worth, for every runner: 1 on one thread or below two
+    parts of `min_work` (the work a part must hold to pay for waking a thread: the runner
+    says in its own unit), else up to `per_thread` parts per thread of at least `min_work`
+    each. `threads`: the thread count to split for (default: `get_num_threads()`)."""
+    n = get_num_threads() if threads is None else threads
+    if n <= 1 or work < 2 * min_work:
         return 1
-    return min(n, count // min_chunk)
+    return min(n * per_thread, work // min_work)
 
 
 def parallel_for(fn_address: int, arg_address: int, nparts: int) -> None:
@@ -408,7 +412,7 @@ class StridedTask:
              count: int, self_ptr: int, min_chunk: int, dst_chunk_stride: int,
              max_parts: int | None) -> int:
         b = self.buf
-        parts = min(nparts_for(count, min_chunk), self.max_parts)
+        parts = min(parts_for(count, min_chunk), self.max_parts)
         if max_parts is not None:
             parts = max(1, min(parts, max_parts))
         if parts == 1:

@@ -197,7 +197,7 @@ class ThreadedRun:
         self.pool = pool
         # One part (one thread set) keeps a record too: the caller's native guard runs it in
         # one foreign call instead of run_layout's Python path (~10 us at n = 1e5).
-        self.parts = parts = min(_threads.nparts_for(count, min_chunk), pool.nthreads)
+        self.parts = parts = min(_threads.parts_for(count, min_chunk), pool.nthreads)
         task = _threads.StridedTask(nin, parts)
         chunk = _threads.chunk_size(count, parts)
         nchunks = -(-count // chunk)

@@ -10,7 +10,7 @@ import numpy as np
 
 from lazyk.backend.cpu import JITModule, compile_ahead, start_helper
 from lazyk.backend.objcache import source_digest
-from lazyk.backend.threads import get_num_threads, parallel_for
+from lazyk.backend.threads import get_num_threads, parallel_for, parts_for
 from lazyk.codegen.nest import (
     PREFIX,
     add_part_entry,
@@ -245,8 +245,8 @@ def split(n: int, total: int, before, weight: int = 1) -> list:
     with before(r) = starts[r] - base for r < n) and `base` is searched in NumPy; one
     with `rows` (before(r) = r) needs no search."""
     threads = get_num_threads()
-    nparts = min(threads * PARTS_PER_THREAD if threads > 1 else 1,
-                 max(total, 0) * max(weight, 1) // MIN_PART, n)
+    nparts = min(parts_for(max(total, 0) * max(weight, 1), MIN_PART, threads,
+                           PARTS_PER_THREAD), n)
     if nparts > threads:  # a multiple of the threads: 3 equal parts on 2 threads ran 2 on one
         nparts = min(-(-nparts // threads) * threads, n)
     if nparts <= 1:

@@ -22,7 +22,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.outputs import empty as fresh
-from lazyk.backend.threads import get_num_threads, part_entry
+from lazyk.backend.threads import part_entry, parts_for
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
 from lazyk.codegen.nest import PREFIX
 from lazyk.frontend import ops
@@ -98,7 +98,7 @@ class NestLaunch:
             levels, sizes, content, block = got
             self._last = (tuple(weakref.ref(o) for o in ops_), *got)
         n0 = sizes[0]
-        if content >= 2 * MIN_PART and get_num_threads() > 1:
+        if parts_for(content, MIN_PART) > 1:
             return NotImplemented  # content enough for parts on several threads
         if self.mapping and content >= MAP_ITEMS:
             return NotImplemented  # one loop over the items beats a loop per row

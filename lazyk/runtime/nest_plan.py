@@ -18,6 +18,7 @@ from lazyk.arrays import memory
 from lazyk.arrays.arrmeta import FixedWords, RowsWords, dims_words
 from lazyk.arrays.memory import view
 from lazyk.arrays.trees import rising
+from lazyk.backend.threads import parts_for
 from lazyk.codegen.levels import (
     FIXED,
     VAR,
@@ -526,8 +527,8 @@ def one_part(sel, kinds, n0) -> bool:
         return True
     for o, kind in zip(sel, kinds):
         if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
-            return n0 > 0 and o.dims[0].stride > 0 and \
-                o.dims[1].length * len(sel) < 2 * nest_kernel.MIN_PART
+            return n0 > 0 and o.dims[0].stride > 0 and parts_for(
+                o.dims[1].length * len(sel), nest_kernel.MIN_PART, 2) == 1
     return False
 
 
