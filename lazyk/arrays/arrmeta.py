@@ -363,9 +363,9 @@ def read_rows(buf: np.ndarray, offs: np.ndarray, width: int,
     return starts, stops
 
 
-def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
+def check_rows(starts: np.ndarray, stops: np.ndarray, rows: VarWords) -> None:
     """ArrayConstructionError (a ValueError) naming the first row that reaches outside the
-    var dim's content (vectorized).
+    content of the var dim `rows` (vectorized).
 
     Every reader of var rows calls this (or `lazyk.runtime.rows`' equivalent) on the indices it
     read, before any address is computed: offsets wrapped in O(1) (`from_offsets`), changed
@@ -373,7 +373,7 @@ def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
     """
     if not len(starts):
         return
-    _, _, _, _, istride, stride, length = var_meta
+    istride, stride, length = rows.index_stride, rows.stride, rows.length
     n = stops - starts
     if stride == istride:
         # Three reductions (no temporaries) in the common case; the mask only on failure.
@@ -397,12 +397,12 @@ def check_rows(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> None:
 
 def var_rows(meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray):
     """(content block, byte offset of each row's element 0 in it, row sizes, stride)."""
-    var_meta = tuple(meta[at:at + VAR_META])
-    ref, width, stop_delta, content, istride, stride, _ = var_meta
-    starts, stops = read_rows(buf, offs, width, stop_delta)
-    check_rows(starts, stops, var_meta)
-    block = lookup(ref)
-    return block, content - block.address + starts * istride, stops - starts, stride
+    rows = rows_at(meta, at)
+    starts, stops = read_rows(buf, offs, rows.width, rows.stop_delta)
+    check_rows(starts, stops, rows)
+    block = lookup(rows.ref)
+    return block, rows.content - block.address + starts * rows.index_stride, stops - starts, \
+        rows.stride
 
 
 def row_offsets(starts: np.ndarray, sizes: np.ndarray, stride: int) -> np.ndarray:

@@ -8,6 +8,7 @@ are C structs, their fields written into one block.
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -383,14 +384,14 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
         return tuple(x for size, step in builtins.zip(values.shape[1:], strides)
                      for x in (size, step))
     if isinstance(t, T.VarDim) and owned:
-        var = c.meta[2:2 + M.VAR_META]
-        w, dt = var[1], M.INDEX_DTYPES[var[1]]  # the column's index width (list, large_list)
-        starts, stops = _column(c, 0, dt), _column(c, var[2], dt)
+        var = M.rows_at(c.meta, 2)
+        w, dt = var.width, M.INDEX_DTYPES[var.width]  # the column's index width (list, large_list)
+        starts, stops = _column(c, 0, dt), _column(c, var.stop_delta, dt)
         M.check_rows(starts, stops, var)
         slot(off, dt)[:] = starts
         slot(off + w, dt)[:] = stops
-        block.keep += [c.owner, memory.lookup(var[0])]  # the rows' content stays there
-        return (var[0], w, w) + tuple(var[3:]) + tuple(c.meta[2 + M.VAR_META:])
+        block.keep += [c.owner, memory.lookup(var.ref)]  # the rows' content stays there
+        return replace(var, width=w, stop_delta=w).words + tuple(c.meta[2 + M.VAR_META:])
     if M.is_varlen(t) and owned:
         slot(off, np.uint8, (16,))[:] = _column(c, 0, np.uint8, (16,))
         block.keep += [c.owner, memory.lookup(c.meta[2])]

@@ -170,9 +170,10 @@ def columns(a: Array, lists: int | None = None) -> Column:
                                  a.readonly)
         return Masked(mask, columns(inner, lists))
     if isinstance(x, T.VarDim):
-        var_meta = meta[2:2 + M.VAR_META]
-        ref, w, delta, content, istride, vstride, length = var_meta
-        if vstride != istride:
+        var = M.rows_at(meta, 2)
+        w, delta, content, istride, length = var.width, var.stop_delta, var.content, \
+            var.index_stride, var.length
+        if var.stride != istride:
             return columns(_repack(a))
         offsets = None
         if stride == w == delta:  # offsets form: the n + 1 indices in place
@@ -182,9 +183,9 @@ def columns(a: Array, lists: int | None = None) -> Column:
             offs = a.ptr - owner.address + np.arange(n, dtype=np.int64) * stride
             starts, stops = M.read_rows(owner.buffer, offs, w, delta)
         if offsets is None or not rising(offsets, length):
-            M.check_rows(starts, stops, var_meta)  # (names the first bad row)
+            M.check_rows(starts, stops, var)  # (names the first bad row)
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
-                                 meta[2 + M.VAR_META:], content, memory.lookup(ref),
+                                 meta[2 + M.VAR_META:], content, memory.lookup(var.ref),
                                  a.readonly)
         if offsets is None:
             if n and not bool(np.all(stops[:-1] == starts[1:])):

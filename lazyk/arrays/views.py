@@ -8,6 +8,7 @@ under kept dims gets new index pairs (`reslice_rows`). Where no view exists, `in
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -118,11 +119,13 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
                 single = False
             t, at = t.elem, at + 2
             continue
-        var_meta = tuple(meta[at:at + M.VAR_META])
-        ref, _, _, content, istride, stride, length = var_meta
+        var = M.rows_at(meta, at)
+        ref, content, istride, stride, length = var.ref, var.content, var.index_stride, \
+            var.stride, var.length
         if single:
-            starts, stops = M.read_rows(cur_buf, np.array([cur], np.int64), *var_meta[1:3])
-            M.check_rows(starts, stops, var_meta)
+            starts, stops = M.read_rows(cur_buf, np.array([cur], np.int64), var.width,
+                                        var.stop_delta)
+            M.check_rows(starts, stops, var)
             begin, size = int(starts[0]), int(stops[0] - starts[0])
             block = memory.lookup(ref)
             if isinstance(item, int):
@@ -147,13 +150,15 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
             head.buffer[:16] = np.array(pair, np.int64).view(np.uint8)
             owner, cur_buf, cur, base = head, head.buffer, 0, head.address
             wrap.append(T.VarDim)
-            out_meta += [ref, 8, 8, content, istride, stride * step, length]
+            out_meta += replace(var, width=8, stop_delta=8, content=content,
+                                index_stride=istride, stride=stride * step,
+                                length=length).words
         elif isinstance(item, slice) and item == slice(None):
             wrap.append(T.VarDim)
-            out_meta += list(var_meta)
+            out_meta += var.words
         elif isinstance(item, slice) and adjust is None and T.Option not in wrap:
             # Only fixed dims kept above: new {start, stop} pairs over the same content.
-            got = reslice_rows(cur_buf, cur, out_meta, item, var_meta, owner)
+            got = reslice_rows(cur_buf, cur, out_meta, item, var, owner)
             if got is None:
                 return None
             head, new_meta = got
@@ -215,7 +220,7 @@ def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(np.asarray(start, np.int64), sizes.shape), count
 
 
-def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: tuple,
+def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var: M.RowsWords,
                  owner: object):
     """(block of {start, stop} int64 pairs, C order over the kept fixed dims, new var arrmeta)
     for the rows `item` selects; the content is not touched (a step becomes the stride).
@@ -223,12 +228,12 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: t
     `kept` is the kept dims' arrmeta ({size, stride} pairs); their strides are rewritten.
     """
     step = 1 if item.step is None else int(item.step)
-    ref, width, stop_delta, content, istride, stride, length = var_meta
+    width, stop_delta, istride, stride = var.width, var.stop_delta, var.index_stride, var.stride
     offs = np.array([cur], np.int64)
     for k in range(0, len(kept), 2):
         offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
     starts, stops = read_rows(buf, offs, width, stop_delta)
-    check_rows(starts, stops, var_meta)
+    check_rows(starts, stops, var)
     if stride != istride:  # already a stepping view: index units are not row positions
         return None
     first, count = slice_rows(stops - starts, item)
@@ -241,7 +246,7 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var_meta: t
     for k in range(len(kept) - 2, -1, -2):  # the kept dims become C-contiguous over the pairs
         kept[k + 1] = step_bytes
         step_bytes *= kept[k]
-    return head, (ref, 8, 8, content, istride, stride * step, length)
+    return head, replace(var, width=8, stop_delta=8, stride=stride * step).words
 
 
 def index_type(t: T.Type, dims: list) -> T.Type:

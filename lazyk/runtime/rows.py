@@ -21,7 +21,7 @@ from lazyk.arrays import memory
 from lazyk.errors import ShapeError
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.ops import cast_values
-from lazyk.types import FixedDim, Option, VarDim
+from lazyk.types import Option
 
 
 @dataclass
@@ -156,18 +156,17 @@ def _indices(ptr: int, outer: tuple, strides: tuple, rows, width: int,
     return starts, stops
 
 
-def _checked_lengths(starts: np.ndarray, stops: np.ndarray, var_meta: tuple) -> np.ndarray:
+def _checked_lengths(starts: np.ndarray, stops: np.ndarray, var: M.RowsWords) -> np.ndarray:
     """Each row's length; ValueError when a row reaches outside the content. Offsets
     (`stops` is `starts` shifted by one in the same buffer) need one min over the lengths
     and the two ends: non-decreasing indices that start >= 0 and end <= length stay inside."""
     lengths = stops - starts
-    _, _, _, _, istride, stride, length = var_meta
-    if len(starts) and stride == istride and stops.base is not None and \
+    if len(starts) and var.stride == var.index_stride and stops.base is not None and \
             stops.base is starts.base and \
             stops.ctypes.data == starts.ctypes.data + 8 and \
-            starts[0] >= 0 and stops[-1] <= length and lengths.min() >= 0:
+            starts[0] >= 0 and stops[-1] <= var.length and lengths.min() >= 0:
         return lengths
-    M.check_rows(starts, stops, var_meta)
+    M.check_rows(starts, stops, var)
     return lengths
 
 
@@ -183,18 +182,17 @@ def _check_inside(block, a0: int, a1: int, spans) -> None:
                              "content bytes past the block's ends)")
 
 
-def _check_content(var_meta: tuple, itemsize: int, mask_offset: int | None) -> None:
+def _check_content(var: M.RowsWords, itemsize: int, mask_offset: int | None) -> None:
     """ValueError unless the `length` content elements (and their ?T mask bytes) lie inside
     the block the var dim names: rows checked against `length` then stay inside too."""
-    ref, _, _, content, istride, _, length = var_meta
-    block = memory.lookup(ref)  # ValueError for a stale or made-up block ref
-    if length <= 0:
+    block = memory.lookup(var.ref)  # ValueError for a stale or made-up block ref
+    if var.length <= 0:
         return  # nothing is addressable (negative lengths fail the row check)
-    span = (length - 1) * istride
+    span = (var.length - 1) * var.index_stride
     lo, hi = min(0, span), max(0, span) + itemsize
     spans = [(lo, hi)] if mask_offset is None else \
         [(lo, hi), (lo + mask_offset, hi - itemsize + mask_offset + 1)]
-    _check_inside(block, content, content, spans)
+    _check_inside(block, var.content, var.content, spans)
 
 
 def check_extent(array) -> None:
@@ -203,27 +201,24 @@ def check_extent(array) -> None:
     top dims' index words, row mask bytes (or elements) in the owner's block, each var dim's `length` content
     elements in the block it names. Rows checked against `length` then stay inside too."""
     meta = array.meta
-    words, t, k = M.dims_words(array.type, meta)
-    levels = [(d.size, d.stride) if isinstance(d, M.FixedWords) else d.words + (d.row_mask,)
-              for d in words]
+    levels, t, k = M.dims_words(array.type, meta)
     option = isinstance(t, Option)
     itemsize = (t.elem if option else t).to_numpy().itemsize
 
     def spans(j: int) -> list:  # byte ranges read below level j, from its address
         if j == len(levels):
             return [(0, itemsize)] + ([(meta[k], meta[k] + 1)] if option else [])
-        if len(levels[j]) == 2:  # fixed: n elements `stride` apart
-            n, stride = levels[j]
-            lo, hi = min(0, (n - 1) * stride), max(0, (n - 1) * stride)
-            return [(a + lo, b + hi) for a, b in spans(j + 1)] if n > 0 else []
-        ref, width, stop_delta, content, istride, _, length, row_mask = levels[j]
+        d = levels[j]
+        if isinstance(d, M.FixedWords):  # n elements `stride` apart
+            lo, hi = sorted((0, (d.size - 1) * d.stride))
+            return [(a + lo, b + hi) for a, b in spans(j + 1)] if d.size > 0 else []
         inner = spans(j + 1)
-        block = memory.lookup(ref)  # a stale or made-up ref: refused as the readers do
-        if length > 0 and inner:
-            span = (length - 1) * istride
-            _check_inside(block, content + min(0, span), content + max(0, span), inner)
-        mask = [] if row_mask is None else [(row_mask, row_mask + 1)]  # the row's mask byte
-        return [(0, width), (stop_delta, stop_delta + width)] + mask
+        block = memory.lookup(d.ref)  # a stale or made-up ref: refused as the readers do
+        if d.length > 0 and inner:
+            lo, hi = sorted((0, (d.length - 1) * d.index_stride))
+            _check_inside(block, d.content + lo, d.content + hi, inner)
+        mask = [] if d.row_mask is None else [(d.row_mask, d.row_mask + 1)]  # its mask byte
+        return [(0, d.width), (d.stop_delta, d.stop_delta + d.width)] + mask
     _check_inside(array.owner, array.ptr, array.ptr, spans(0))
 
 
@@ -237,37 +232,31 @@ def row_view(array, memo: dict | None = None) -> RowView:
     (`rowmask` False) are empty rows: their indices are never used.
     """
     shape, _, _ = describe(array)
-    t, qvar = array.type, False
-    while isinstance(t, (FixedDim, VarDim)) or isinstance(t, Option) and \
-            isinstance(t.elem, VarDim):
-        qvar = qvar or isinstance(t, Option)
-        t = t.elem.elem if isinstance(t, Option) else t.elem
+    dims, t, k = M.dims_words(array.type, array.meta)  # (rows of fixed dims, then the last)
     option = isinstance(t, Option)
     elem = (t.elem if option else t).to_numpy()
+    mask_offset = int(array.meta[k]) if option else None
     present = None
-    meta, k = array.meta, 0
     outer = shape[:-1] if shape else ()
+    strides = tuple(d.stride for d in dims[:-1])
 
     def addresses():
         rows = np.array([array.ptr], np.int64)
-        for j, n in enumerate(outer):
-            rows = (rows[:, None] + np.arange(n, dtype=np.int64) * meta[2 * j + 1]).reshape(-1)
+        for n, step in zip(outer, strides):
+            rows = (rows[:, None] + np.arange(n, dtype=np.int64) * step).reshape(-1)
         return rows
-    k = 2 * len(outer)
     aligned = None
     al = np.dtype(elem).alignment
-    if not shape:
+    last = dims[-1] if dims else None
+    if last is None:
         lengths, stride, rows = np.ones(1, np.int64), 0, addresses()
-    elif shape[-1] == "var":
-        row_offset = None
-        if qvar:  # ?var: {mask_offset}, then the var dim's arrmeta
-            row_offset, k = int(meta[k]), k + 1
-        var_meta = tuple(meta[k:k + M.VAR_META])
-        _, width, stop_delta, content, istride, stride, _ = var_meta
-        _check_content(var_meta, np.dtype(elem).itemsize,
-                       int(meta[k + M.VAR_META]) if option else None)
-        strides = tuple(meta[1:2 * len(outer):2])
-        key = (array.ptr, tuple(outer), strides) + var_meta[1:3] + var_meta[4:]
+    elif isinstance(last, M.RowsWords):
+        qvar, row_offset = last.row_mask is not None, last.row_mask
+        width, stop_delta, content = last.width, last.stop_delta, last.content
+        istride, stride = last.index_stride, last.stride
+        _check_content(last, np.dtype(elem).itemsize, mask_offset)
+        key = (array.ptr, tuple(outer), strides, width, stop_delta, istride, stride,
+               last.length)
         got = None if memo is None or qvar else memo.get(key)
         if got is None and all(outer):
             # the index words (and row masks) of every row inside the owner's block
@@ -279,14 +268,13 @@ def row_view(array, memo: dict | None = None) -> RowView:
             present = _bytes_at(addresses() + row_offset, 1).reshape(-1) != 0
             starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
             starts, stops = np.where(present, starts, 0), np.where(present, stops, 0)
-            got = (starts, _checked_lengths(starts, stops, var_meta), {})
+            got = (starts, _checked_lengths(starts, stops, last), {})
         elif got is None:
             starts, stops = _indices(array.ptr, outer, strides, addresses, width, stop_delta)
-            got = (starts, _checked_lengths(starts, stops, var_meta), {})
+            got = (starts, _checked_lengths(starts, stops, last), {})
             if memo is not None:
                 memo[key] = got
         starts, lengths, done = got
-        k += M.VAR_META
         # element-0 addresses: content + start * index_stride; an operand with the same
         # index stride shifts another's addresses by the distance between the contents
         other = done.get(istride)
@@ -300,11 +288,9 @@ def row_view(array, memo: dict | None = None) -> RowView:
             else None
     else:
         rows = addresses()
-        lengths, stride = np.full(len(rows), meta[k], np.int64), meta[k + 1]
-        k += 2
-    var = bool(shape) and shape[-1] == "var"
-    return RowView(tuple(outer), lengths, rows, int(stride), elem,
-                   int(meta[k]) if option else None, var,
+        lengths, stride = np.full(len(rows), last.size, np.int64), last.stride
+    var = isinstance(last, M.RowsWords)
+    return RowView(tuple(outer), lengths, rows, int(stride), elem, mask_offset, var,
                    None if var or not shape else shape[-1], aligned, present)
 
 
