@@ -133,17 +133,19 @@ def test_compiled_call_with_out():
 
 
 def test_var_var_out_through_assignment():
-    from lazyk.runtime.ragged_out import _same_rows
+    from lazyk.runtime.ragged_out import store
 
     inner = lazyk.from_offsets(np.array([0, 2, 2, 3]), np.array([1.0, 2.0, 3.0]))
     x = lazyk.from_offsets(np.array([0, 1, 3]), inner)  # 2 * var * var * float64
     same = lazyk.from_offsets(np.array([0, 1, 3]), lazyk.from_offsets(np.array([0, 2, 2, 3]),
                                                                       np.zeros(3)))
-    _same_rows(x, same)  # every level's row lengths agree: no error
+    assert store(x, same, "same_kind") is same  # every level's row lengths agree
+    assert same.to_list() == x.to_list()
     other = lazyk.from_offsets(np.array([0, 1, 3]), lazyk.from_offsets(np.array([0, 2, 3, 3]),
                                                                        np.zeros(3)))
     with pytest.raises(ShapeError, match=r"dimension 2 \(var\), row 1 .*length 0, out has length 1"):
-        _same_rows(x, other)
+        store(x, other, "same_kind")
+    assert other.to_list() == [[[0.0, 0.0]], [[0.0], []]]  # nothing written
     try:
         want = (x * 2).eval().to_list()
     except NotSupportedError:

@@ -41,7 +41,7 @@ def store(result: Array, out: Array, casting: str) -> Array:
                          "dimensions and row lengths")
     rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
     if any(d.size is None for d in rdims[:-1]):  # var dims above the last: per level
-        _same_rows(result, out)
+        pair_rows(result.meta, out.meta, rdims, odims, *_start(result), *_start(out))
         out[...] = result
         return out
     rv, ov = row_view(result), row_view(out)  # fixed dims, then at most one var dim
@@ -116,8 +116,7 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
                          "it has missing rows of a fixed size n) and row lengths")
     rdt, odt = _check_elements(rt, ot, relem, oelem, ropt, oopt, casting)
     rm, om = result.meta, out.meta
-    rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
-    obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
+    (rbuf, roffs), (obuf, ooffs) = _start(result), _start(out)
     writes = []  # (buffer, byte offsets, bytes): nothing is written until all is checked
     rbuf, roffs, obuf, ooffs, ra, oa, rows = pair_rows(rm, om, rdims, odims, rbuf, roffs,
                                                        obuf, ooffs)
@@ -134,6 +133,12 @@ def _store_rows(result: Array, out: Array, casting: str) -> Array:
     for buf, offs, data in writes:
         _put(buf, offs, data)
     return out
+
+
+def _start(a: Array) -> tuple:
+    """(bytes of its memory block, byte offset of its element 0 there) of an array with var
+    dims (such arrays live in MemoryBlocks)."""
+    return a.owner.buffer, np.array([a.ptr - a.owner.address])
 
 
 def pair_rows(rm, om, rdims, odims, rbuf, roffs, obuf, ooffs) -> tuple:
@@ -196,36 +201,6 @@ def _put(buf: np.ndarray, offs: np.ndarray, data: np.ndarray) -> None:
         buf[lo:hi].reshape(-1, k)[rel // k] = data
         return
     buf[offs[:, None] + np.arange(k)] = data
-
-
-def _same_rows(result: Array, out: Array) -> None:
-    """ShapeError naming the first var row whose length differs between the two arrays
-    (same dims assumed; every var level compared, vectorized)."""
-    rt, rm, ot, om = result.type, result.meta, out.type, out.meta
-    # arrays with var dims live in MemoryBlocks: (block bytes, offset of element 0)
-    rbuf, roffs = result.owner.buffer, np.array([result.ptr - result.owner.address])
-    obuf, ooffs = out.owner.buffer, np.array([out.ptr - out.owner.address])
-    ra = oa = 0
-    level = 0
-    while isinstance(rt, (T.FixedDim, T.VarDim)):
-        if isinstance(rt, T.FixedDim):
-            roffs = (roffs[:, None] + np.arange(rm[ra]) * rm[ra + 1]).reshape(-1)
-            ooffs = (ooffs[:, None] + np.arange(om[oa]) * om[oa + 1]).reshape(-1)
-            ra, oa = ra + 2, oa + 2
-        else:
-            rb, rfirst, rsz, rstride = M.var_rows(rm, ra, rbuf, roffs)
-            ob, ofirst, osz, ostride = M.var_rows(om, oa, obuf, ooffs)
-            bad = rsz != osz
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ShapeError(f"dimension {level} (var), row {i} (counted over the dims "
-                                 f"above): the result has length {int(rsz[i])}, out has "
-                                 f"length {int(osz[i])}")
-            roffs, rbuf = M.row_offsets(rfirst, rsz, rstride), rb.buffer
-            ooffs, obuf = M.row_offsets(ofirst, osz, ostride), ob.buffer
-            ra, oa = ra + M.VAR_META, oa + M.VAR_META
-        level += 1
-        rt, ot = rt.elem, ot.elem
 
 
 def _dense(v, total: int):
