@@ -46,7 +46,7 @@ from lazyk.codegen.levels import (
 from lazyk.errors import ArrayConstructionError, ShapeError
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, SELECT_OP, TAKE_OP, toposort
 from lazyk.frontend.leaves import leaf_data
-from lazyk.frontend.ops import OPS
+from lazyk.frontend.ops import ARG_REDUCTIONS, OPS
 from lazyk.frontend.spec import format_spec
 from lazyk.kernel.flat import data_pointer
 from lazyk.runtime.nest_plan import (
@@ -206,8 +206,15 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         items = flat_items(ops_, levels, kinds, sizes)
         if items is not None:  # one loop over the items of rows of one offsets array
             return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
+    items = reduce_arg is not None and not (flat or where_masks or plan or picks) and \
+        not reduce_arg[2] and reduce_arg[0] not in ARG_REDUCTIONS and \
+        tuple(reduce_arg[1]) == tuple(range(nlev)) and \
+        flat_items(ops_, levels, kinds, sizes, offsets=False)
+    if items:  # a fold over every item of rows of one offsets array: one run of the items
+        ops_, (levels, sizes, kinds) = items[0], items[2]
+        nlev = 1
     prep = prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks,
-                     bool(flat), scan, picks)
+                         bool(flat), scan, picks, every_item=bool(items))
     if prep is None:
         return None
     mode, step, spec, acc, labels, sel_kinds, maskd = (

@@ -57,12 +57,14 @@ def _structure(root, red_node, reduce_arg, names) -> tuple:
 
 
 def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks=False,
-                  flat=False, scan=None, picks=None):
+                  flat=False, scan=None, picks=None, every_item=False):
     """The structural plan `nest_run` makes for one nest over these operands (mode, fused
     step, spec, operand selection, missing row levels: its `mode`, `step`, `labels`,
     `sel_kinds`, `maskd`, `qlev`, `declined` and `kernel(npass)`), or None where the nest
     does not take the form. `where_masks`: where() over missing values; `flat`: the rows of
-    the last two levels as one (`nest_plan.flat_rows`). Cached per structure (the
+    the last two levels as one (`nest_plan.flat_rows`); `every_item`: a fold over every
+    axis of rows read as one run of their items (`nest_plan.flat_items`, one level). Cached
+    per structure (the
     graph, the leaves' dtypes, alignment and masks, the nest levels and operand kinds,
     options), never per data: a hit skips the canonical form, the fused step planning and
     the kernel key building; sizes, addresses and rows are read on every call."""
@@ -74,26 +76,27 @@ def prepared_plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_
         shape = (shape, picks.keep, tuple(_structure(r, r, None, names) for r in picks.roots),
                  tuple((names.index(n), k, i) for n, k, i in picks.taken),
                  picks.every_position)
-    key = (shape, flat, bool(where_masks), levels, tuple(kinds),
+    key = (shape, flat, every_item, bool(where_masks), levels, tuple(kinds),
            tuple((o.dtype, o.mask_offset is not None, bool(o.aligned)) for o in ops_), scan)
     got = plans.get(key)
     if got is not None:
         nest_stats["plan_hits"] += 1
         return None if got is _NO_PLAN else got
     got = _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-                scan, picks)
+                scan, picks, every_item)
     plans.put(key, _NO_PLAN if got is None else got)
     nest_stats["plans"] += 1
     return got
 
 
 def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, flat,
-          scan=None, picks=None):
+          scan=None, picks=None, every_item=False):
     """`prepared_plan` without the cache."""
     nlev = len(levels)
     mode = (Scan(combine=scan) if scan else Map()) if reduce_arg is None else Reduce()
-    axes = () if reduce_arg is None else (nlev - 1,) if flat else tuple(reduce_arg[1])
-    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and nlev > 1:
+    axes = () if reduce_arg is None else (nlev - 1,) if flat or every_item else \
+        tuple(reduce_arg[1])
+    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and (nlev > 1 or every_item):
         mode = Total()  # every axis: one partial fold per thread
     elif isinstance(mode, Reduce) and axes != (nlev - 1,):
         # any other axes: each result element folds its group (every element of the
