@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I32, I64, emit_body, lltype, load_value
 from lazyk.codegen.llvm import for_loop
+from lazyk.codegen.nest_selection import inputs_of
 from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
 
 # Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
@@ -33,19 +34,37 @@ class NestBins:
 
     def _bin(self, addr, masks):
         """Histograms (`Bins`): each value's counter in this part's counters, by the bin
-        index the body gives (+1, or + its weight); nothing where an input is missing."""
+        index the body gives (+1, or + its weight); nothing in a histogram where an input
+        it reads is missing (`masks`: the present bytes of the masked inputs, in order)."""
         b = self.b
-
-        def add():
-            vals = self._values(addr)
-            for h, (i, v, w) in enumerate(self.mode.slots()):
+        vals = self._values(addr)
+        for h, (i, v, w) in enumerate(self.mode.slots()):
+            def add(h=h, i=i, v=v, w=w):
                 self._count_bin(h, vals[i], None if w is None else vals[w],
-                                None if v is None else lambda v=v: vals[v])
-        if not masks:
-            add()
-            return
-        with b.if_then(self._present(masks)):
-            add()
+                                None if v is None else lambda: vals[v])
+            reads = self._masks_read()[h]
+            if not reads:
+                add()
+                continue
+            with b.if_then(self._present([masks[k] for k in reads])):
+                add()
+
+    def _masks_read(self) -> list:
+        """Per histogram, the masked inputs its outputs read (their places among the masked
+        inputs): a missing value leaves out only the histograms that read it."""
+        masked = [j for j in range(self.nin) if self.masked[j]]
+        got = []
+        for slot in self.mode.slots():
+            reads = set().union(*(inputs_of(self.spec, q) for q in slot if q is not None)) \
+                if masked else ()
+            got.append([k for k, j in enumerate(masked) if j in reads])
+        return got
+
+    def _folds_read(self) -> list:
+        """Per histogram of row folds, whether its outputs read the row's fold (`after`'s
+        input 0): a row whose fold has no value leaves out only those histograms."""
+        return [any(0 in inputs_of(self.mode.after, q) for q in slot if q is not None)
+                for slot in self.mode.slots()]
 
     def _fold_blocks(self, bases, steps, lo, n, child):
         """Histograms of row folds (`Bins.after`), level 0 by blocks of BIN_BLOCK rows:
@@ -77,7 +96,9 @@ class NestBins:
                         v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
                     ok = None if self.fold_ok is None else b.icmp_unsigned(
                         "!=", b.load(b.gep(self.fold_ok, [c(0), i])), ir.Constant(I8, 0))
-                    store(i, self._after_values(v, addr), ok)
+                    store(i, self._after_values(v, addr), None if ok is None else {
+                        slot[0]: ok for slot, reads in zip(self.mode.slots(),
+                                                           self._folds_read()) if reads})
                 return one
             fast = ir.Constant(I1, 1)
             for j in read:
@@ -201,19 +222,22 @@ class NestBins:
                 addr = [p if not self.kinds[j][k].moves else
                         b.gep(p, [b.mul(at, c(sz), flags=("nuw", "nsw"))])
                         for j, (p, sz) in enumerate(zip(bases, isz))]
-                ok = self._present([b.gep(addr[j], [self.moff[j]]) for j in masked]) \
-                    if masked else None
-                store(i, self._values(addr), ok)
+                oks = {slot[0]: self._present([b.gep(addr[masked[k]], [self.moff[masked[k]]])
+                                               for k in reads])
+                       for slot, reads in zip(self.mode.slots(), self._masks_read()) if reads}
+                store(i, self._values(addr), oks)
             for_loop(b, m, one, name="bv")
         self._blocks(n, values)
 
     def _blocks(self, n, values, before=None):
         """Histograms of n values by blocks of BIN_BLOCK: first every value's bins (and
         weights) into arrays on the stack (`values(first, m, store)` calls `store(i, body
-        outputs, present or None)` for each of the block's m values, in a loop that
+        outputs, present)` for each of the block's m values, in a loop that
         vectorizes: no store to the counters there), then the counters (a missing value:
         bin -1). An unweighted histogram's block pass stores counter words
-        (`_counter_word`). `before(first, m)`: code run first in each block."""
+        (`_counter_word`); `present` is {body output: whether its value is present} (an
+        output missing from it is present). `before(first, m)`: code run first in each
+        block."""
         b, c = self.b, self.c
         slots_of = self.mode.slots()
         words = {q: h for h, (q, _, w) in enumerate(slots_of) if w is None}
@@ -222,8 +246,9 @@ class NestBins:
             slots = [b.alloca(ir.ArrayType(t, BIN_BLOCK), name=f"bins{q}")
                      for q, t in enumerate(types)]
 
-        def store(i, vals, ok):
+        def store(i, vals, present):
             for q, (v, real) in enumerate(zip(vals, self._bin_outputs())):
+                ok = present.get(q) if present else None
                 if ok is not None and not real:
                     v = b.select(ok, v, ir.Constant(v.type, -1))
                 if q in words:

@@ -272,15 +272,23 @@ def folded_rows(x: Expr) -> Expr:
     """`x`, a min / max of rows without `initial`, with the rows that fold nothing (an
     empty row: a ValueError when computed) left out (`x[count > 0]`); `x` itself for
     anything else."""
+    got = seeded_fold(x)
+    return x if got is None else got[0][got[1] > 0]
+
+
+def seeded_fold(x: Expr) -> tuple | None:
+    """(x with an `initial`, how many values each result folds) of `x`, a min / max without
+    `initial` over values that are never missing (a result that folds nothing is a
+    ValueError), else None. The seed stands in for results that fold nothing."""
     node = x.node
     if node.op != REDUCE_OP or node.arg[0] not in ("min", "max") or len(node.arg) > 4 or \
             has_options(x):
-        return x
+        return None
     op, axes, keep = node.arg[:3]
     src = Expr(node.srcs[0], x.env)
-    seed = ops.OPS[op].identity(node.dtype)  # (any value: the rows it stands in are dropped)
-    seeded = reduce(op, src, axis=axes, keepdims=keep, initial=seed)
-    return seeded[count(src, axis=axes, keepdims=keep) > 0]
+    seed = ops.OPS[op].identity(node.dtype)
+    return (reduce(op, src, axis=axes, keepdims=keep, initial=seed),
+            count(src, axis=axes, keepdims=keep))
 
 
 def _make_reduction(op: str):

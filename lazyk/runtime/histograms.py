@@ -134,7 +134,8 @@ def _one_pass(hists: list, exprs: list | None = None):
             got = _row_folds(hists, edges, low, form.names)
             if got is not None:
                 return got
-            low = [None if e is None else inline_reductions(e.node, e)[1] for e in low]
+            low = [None if e is None else inline_reductions(e.node, e, empty_missing=True)[1]
+                   for e in low]
         canon, env = _canonical(low, form.names)
         roots, names = list(canon.roots), canon.inputs
     gkey = (tuple(roots), _arrays(names, env))

@@ -8,11 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from lazyk.arrays.array import masked
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr, wrap_array
+from lazyk.frontend.reductions import seeded_fold
 from lazyk.runtime import launch as runtime
 
 # explain(): while it runs an expression, each ragged kernel launch is appended to every
@@ -50,8 +52,10 @@ def selects(node) -> bool:
     return node.op == "where" and node.srcs[0].op not in ("const", "scalar")
 
 
-def inline_reductions(root, expr):
-    """Evaluate inner reductions (innermost first) and replace each by an input leaf."""
+def inline_reductions(root, expr, empty_missing: bool = False):
+    """Evaluate inner reductions (innermost first) and replace each by an input leaf.
+    `empty_missing`: a min / max's result that folds nothing is a missing value, as in
+    Awkward (a result of fixed dims), instead of the ValueError."""
 
     env = dict(expr.env)
 
@@ -59,7 +63,12 @@ def inline_reductions(root, expr):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != REDUCE_OP:
             return node
-        value = runtime.evaluate(Expr(node, env))
+        seeded = seeded_fold(Expr(node, env)) if empty_missing else None
+        value = None if seeded is None else runtime.evaluate(seeded[0])
+        if isinstance(value, np.ndarray):  # (missing where nothing was folded)
+            value = masked(value, np.asarray(runtime.evaluate(seeded[1])) > 0)
+        elif seeded is None or value is None:
+            value = runtime.evaluate(Expr(node, env))
         leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
         env.update(leaf.env)
         return leaf.node

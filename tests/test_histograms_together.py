@@ -1,0 +1,84 @@
+"""Histograms evaluated together (`lazyk.evaluate(h1, h2, ...)`, one pass where they share
+rows) count exactly what each counts alone: a missing value, or a row whose min / max
+folds nothing, leaves out only the histograms that read it. Against numpy.histogram of
+the plain-Python values (Awkward's None counts nowhere)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+
+
+def _np(values, bins, rng):
+    return np.histogram(np.asarray([v for v in values if v is not None], float), bins,
+                        rng)[0].tolist()
+
+
+def _row_max(rows, skip_missing=True):
+    out = []
+    for r in rows:
+        vals = [v for v in r if v is not None] if skip_missing else r
+        out.append(max(vals) if vals else None)
+    return out
+
+
+def _check_together(hists, wants):
+    alone = [lazyk.evaluate(h).tolist() for h in hists]
+    assert alone == wants
+    together = [c.tolist() for c in lazyk.evaluate(*hists)]
+    assert together == wants
+
+
+def test_a_missing_value_leaves_out_only_the_histograms_that_read_it():
+    rows = [[10.0, 50.0], [], [30.0], [5.0, None]]
+    pt = lazyk.array(rows)  # 4 * var * ?float64
+    w = [1.0, 2.0, 3.0, 4.0]
+    sums = [sum(v for v in r if v is not None) for r in rows]
+    _check_together(
+        [lazyk.histogram(lazyk.max(pt, axis=1, skipna=True), 3, (0, 60)),
+         lazyk.histogram(lazyk.sum(pt, axis=1, skipna=True), 3, (0, 60)),
+         lazyk.histogram(lazyk.array(w), 3, (0, 6))],
+        [_np(_row_max(rows), 3, (0, 60)), _np(sums, 3, (0, 60)), _np(w, 3, (0, 6))])
+
+
+def test_a_missing_element_leaves_out_only_its_own_histogram():
+    x = lazyk.array([1.0, None, 3.0, 4.5, None], type="5 * ?float64")
+    y = lazyk.array([0.5, 1.5, None, 2.5, 3.5], type="5 * ?float64")
+    _check_together([lazyk.histogram(x, 4, (0, 5)), lazyk.histogram(y, 4, (0, 5)),
+                     lazyk.histogram(x + y, 4, (0, 10))],
+                    [_np([1.0, None, 3.0, 4.5, None], 4, (0, 5)),
+                     _np([0.5, 1.5, None, 2.5, 3.5], 4, (0, 5)),
+                     _np([1.5, None, None, 7.0, None], 4, (0, 10))])
+
+
+@pytest.mark.parametrize("n", [7, 3000])
+def test_a_row_whose_max_folds_nothing_counts_nowhere_in_its_histogram_only(n):
+    rng = np.random.default_rng(n)
+    lens = rng.integers(0, 4, n)
+    off = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    values = rng.uniform(0, 60, int(off[-1]))
+    rows = [values[off[i]:off[i + 1]].tolist() for i in range(n)]
+    pt = lazyk.from_offsets(off, values)
+    met = rng.uniform(0, 6, n)
+    _check_together(
+        [lazyk.histogram(lazyk.max(pt, axis=1), 3, (0, 60)),
+         lazyk.histogram(lazyk.max(pt, axis=1, initial=0.0), 3, (0, 60)),
+         lazyk.histogram(met, 3, (0, 6))],
+        [_np(_row_max(rows), 3, (0, 60)),
+         _np([max(r, default=0.0) for r in rows], 3, (0, 60)), _np(met, 3, (0, 6))])
+
+
+def test_folds_that_fold_nothing_in_larger_expressions_count_nowhere():
+    rows = [[10.0, 50.0], [], [30.0]]
+    pt = lazyk.array(rows)
+    pairs = lazyk.combinations(pt, 2)
+    hi, lo = _row_max(rows), [min(r) if r else None for r in rows]
+    _check_together(
+        [lazyk.histogram(lazyk.max(pt, axis=1) - lazyk.min(pt, axis=1), 3, (0, 60)),
+         lazyk.histogram(lazyk.max(pairs["0"] + pairs["1"], axis=1), 3, (0, 100))],
+        [_np([None if a is None else a - b for a, b in zip(hi, lo)], 3, (0, 60)),
+         _np([60.0, None, None], 3, (0, 100))])
+    nested = lazyk.array([[[1.0], []], [[2.0, 3.0]]])
+    assert lazyk.evaluate(lazyk.histogram(lazyk.max(nested, axis=2), 3, (0, 6))).tolist() == \
+        _np([1.0, 3.0], 3, (0, 6))
