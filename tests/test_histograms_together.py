@@ -82,3 +82,18 @@ def test_folds_that_fold_nothing_in_larger_expressions_count_nowhere():
     nested = lazyk.array([[[1.0], []], [[2.0, 3.0]]])
     assert lazyk.evaluate(lazyk.histogram(lazyk.max(nested, axis=2), 3, (0, 6))).tolist() == \
         _np([1.0, 3.0], 3, (0, 6))
+
+
+def test_selections_by_folds_over_missing_rows_keep_their_own_rows():
+    rows = [None, [15.87, None], None, [40.0, 3.0]]
+    pt = lazyk.array(rows)  # 4 * ?var * ?float64
+    met = [6.2, 25.9, 31.0, 55.5]
+    mx = lazyk.max(pt, axis=1, skipna=True, initial=-50.0)
+    cnt = lazyk.sum(pt > 0, axis=1, skipna=True)
+    py_mx = [None if r is None else max([v for v in r if v is not None] + [-50.0]) for r in rows]
+    py_cnt = [None if r is None else sum(v is not None and v > 0 for v in r) for r in rows]
+    _check_together(
+        [lazyk.histogram(lazyk.array(met)[mx > 5], 5, (0, 100)),
+         lazyk.histogram(lazyk.array(met)[cnt >= 2], 5, (0, 100))],
+        [_np([m for m, k in zip(met, py_mx) if k is not None and k > 5], 5, (0, 100)),
+         _np([m for m, k in zip(met, py_cnt) if k is not None and k >= 2], 5, (0, 100))])

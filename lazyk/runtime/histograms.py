@@ -92,7 +92,9 @@ def _filled(hists: list, computed: list | None) -> list | None:
     if computed is None:
         return _one_pass(hists)
     given = [(as_expr(i), None, None if w is None else as_expr(w)) for i, w in computed]
-    got = _one_pass(hists, given) if len(hists) > 1 else None
+    # (one pass over indices of one shape: a selection's may have fewer rows than another's)
+    got = _one_pass(hists, given) if len(hists) > 1 and \
+        len({e[0].node.shape for e in given}) == 1 else None
     if got is None:
         got = [_one_pass([h], [p]) for h, p in zip(hists, given)]
     for h, c in zip(hists, got):
