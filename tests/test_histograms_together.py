@@ -97,3 +97,10 @@ def test_selections_by_folds_over_missing_rows_keep_their_own_rows():
          lazyk.histogram(lazyk.array(met)[cnt >= 2], 5, (0, 100))],
         [_np([m for m, k in zip(met, py_mx) if k is not None and k > 5], 5, (0, 100)),
          _np([m for m, k in zip(met, py_cnt) if k is not None and k >= 2], 5, (0, 100))])
+
+
+def test_out_is_refused_for_one_histogram_naming_what_it_is():
+    h = lazyk.histogram(lazyk.array([[1.0, 2.0], [], [3.0]]), 2, (0, 4))
+    with pytest.raises(TypeError, match="a Histogram's result comes back as a new array"):
+        lazyk.evaluate(h, out=np.zeros(2, np.int64))
+    assert lazyk.evaluate(h).tolist() == [1, 2]

@@ -650,3 +650,12 @@ def test_string_parameters_read_numpy_bytes_as_utf8_text():
     b = lazyk.placeholder("b", "N * bytes")  # bytes parameters keep bytes
     np.testing.assert_array_equal(lazyk.compile(b == b"ab")(np.array([b"ab", b"x"])),
                                   [True, False])
+
+
+def test_out_for_a_string_result_is_refused_as_such():
+    s = lazyk.placeholder("s", "N * var * ?string")
+    v = lazyk.placeholder("v", "N * var * float64")
+    k = lazyk.compile(s[v > 1])
+    assert k([["a", "b", None], []], [[1.0, 2.0, 3.0], []]).to_list() == [["b", None], []]
+    with pytest.raises(lazyk.NotSupportedError, match="out= for a string result"):
+        k([["a", "b", None], []], [[1.0, 2.0, 3.0], []], out=lazyk.array([["x", "y"], []]))

@@ -106,6 +106,9 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
                         "string alone (lazyk.evaluate('2*a + b'), its names from the "
                         "caller or from local_dict / global_dict)")
     if more or isinstance(expr, (Histogram, Records)):
+        if out is not None and not more:
+            raise TypeError(f"out= takes an expression's values; a {type(expr).__name__}'s "
+                            "result comes back as a new array: evaluate it without out=")
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
                             "it, or one with it")

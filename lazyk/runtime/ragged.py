@@ -96,6 +96,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
     done = computed(before, expr) if out is None else None
     if done is not None:
         return done
+    if is_text(expr.node.dtype) and out is not None:
+        raise NotSupportedError(f"out= for a string result ({expr.node.type_text()}): "
+                                "strings come back as a new array; evaluate without out=")
     if is_text(expr.node.dtype):  # (the kernel writes numbers; strings move by rows)
         raise NotSupportedError(
             f"a string result of type {expr.node.type_text()} from this work (the records of "
