@@ -1,4 +1,6 @@
 """Ragged arrays from offsets, Arrow and Awkward: values, zero copy, bad offsets, views."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -456,7 +458,13 @@ def test_awkward_records_fields_read_their_columns_in_place():
         x["met"] = 0.0
     assert x.to_list() == events.to_list()
     assert (lazyk.sum(x.jet.pt, axis=1) + x.met).eval().to_list() == [2.0, 2.0, 12.0]
-    assert not lazyk.from_awkward(ak.Array([[1.0], []])).readonly  # lists stay writable
+    lists = lazyk.from_awkward(ak.Array([[1.0], []]))
+    assert lists.readonly  # (a write would change the Awkward array)
+    with pytest.raises(ValueError, match="read-only"):
+        lists += 1
+    mine = copy.deepcopy(lists)
+    mine += 1
+    assert not mine.readonly and mine.to_list() == [[2.0], []] and lists.to_list() == [[1.0], []]
     # a slice of the records (a Dask partition's rows) reads the columns' rows in place
     tail = x[1:]
     assert tail.jet.pt.meta[5:8] == (jpt.meta[5], 4, 4) and tail.readonly

@@ -33,14 +33,15 @@ def from_awkward(x: Any) -> Array:
     `{begin, size}` elements built over them); records become lazyk records (C structs: the
     fields are copied into one block, except list contents and characters; a field read
     from records that cannot be missing, `x.pt` or `x["pt"]`, is the Awkward column itself,
-    its lists over the same offsets, and such records and their fields are read-only, as
-    Awkward's arrays are); ListArray's starts and stops are copied into index pairs (the
+    its lists over the same offsets); ListArray's starts and stops are copied into index pairs (the
     content is not; over records, Awkward compacts the lists first, so each field reads a
     column of its own); option types (ByteMasked, BitMasked, IndexedOption, Unmasked)
     become `?T` / `?var` through a byte mask (copied, with the values of option numbers).
     Tuples become lazyk tuples `(A, B)` (copied as records are). Unions raise
     NotSupportedError (select one type first). Data of no element type yet
     (`ak.Array([[]])`, `ak.Array([[None]])`) reads as float64, as `ak.to_numpy` does.
+    The result is read-only, as Awkward's arrays are (writes would change the Awkward
+    arrays that share its buffers): `copy.deepcopy` of it is a writable copy.
 
     Example:
         >>> import awkward as ak
@@ -51,8 +52,10 @@ def from_awkward(x: Any) -> Array:
     if not isinstance(x, (ak.Array, ak.contents.Content, np.ndarray)):
         raise TypeError(f"from_awkward takes an awkward.Array (or an Awkward layout or a "
                         f"NumPy array), not {type(x).__name__}")
-    layout = ak.to_layout(x)
-    return _from_layout(ak, layout)
+    got = _from_layout(ak, ak.to_layout(x))
+    # read-only, as Awkward's arrays are: writes would change Awkward arrays that share them
+    return got if got.readonly else Array.from_parts(got.type, got.meta, got.ptr, got.owner,
+                                                     readonly=True)
 
 
 def _text_layout(ak, layout, valid=None) -> Array | None:
