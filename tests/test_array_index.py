@@ -340,3 +340,10 @@ def test_mask_and_position_arrays_and_lists_select_lazily():
     with pytest.raises(IndexError, match=r"not list; a mask or positions select or gather "
                        r"as one array"):
         x[[0, "a"]]
+
+
+def test_one_lazy_position_says_how_to_gather_with_it():
+    a = lazyk.array(np.array([3.0, 1.0, 5.0]))
+    with pytest.raises(IndexError, match=r"keepdims=True\)\] \(a one-item array\)"):
+        a[np.argmax(a)]
+    assert a[lazyk.argmax(a, axis=0, keepdims=True)].eval().to_list() == [5.0]

@@ -270,6 +270,11 @@ def index_by(x: Any, key: Any) -> Expr:
     what = "mask" if k.dtype == np.bool_ else "positions"
     if not e.ndim:
         raise IndexError(f"a 0-d value ({e.type}) has no dims to select or gather along")
+    if what == "positions" and not k.ndim:
+        raise IndexError(f"one lazy position ({k.type}, such as lazyk.argmax(x)) for "
+                         f"{e.type}: gather with positions of one dim, "
+                         "x[lazyk.argmax(x, axis=0, keepdims=True)] (a one-item array), or "
+                         "compute the position first, x[int(lazyk.evaluate(position))]")
     if not 1 <= k.ndim <= e.ndim:
         raise IndexError(f"{'a mask' if what == 'mask' else 'positions'} of {k.ndim} dims "
                          f"({k.type}) for {e.type}: their dims line up with the first dims "
