@@ -734,3 +734,12 @@ def test_awkward_regular_arrays_of_size_zero_keep_their_type():
     ak = pytest.importorskip("awkward")
     k = ak.to_regular(ak.Array(np.zeros((2, 0), "i4")), axis=1)
     assert str(lazyk.from_awkward(k).type) == "2 * 0 * int32"
+
+
+def test_array_reads_arrow_extension_arrays_as_from_arrow_does():
+    ak = pytest.importorskip("awkward")
+    pytest.importorskip("pyarrow")
+    a = ak.Array([[1.0, 2.0], [], [3.0]])
+    t = ak.to_arrow(a)  # an Arrow extension array of Awkward's
+    assert lazyk.array(t).to_list() == lazyk.from_arrow(t).to_list() == a.to_list()
+    assert (lazyk.array(t) * 2).eval().to_list() == [[2.0, 4.0], [], [6.0]]

@@ -40,16 +40,26 @@ def as_readable(obj: Any) -> Any:
 def is_foreign(obj: Any) -> bool:
     """Whether `obj` is a pyarrow or Awkward array (Array, ChunkedArray, Table, layout);
     recognised by its class's module, so neither library is imported here."""
+    if _arrow_class(obj) is not None:  # not Buffer (a buffer: read as bytes), Scalar, Schema
+        return True
     cls = type(obj)
     mod, name = cls.__module__, cls.__name__
-    if mod.startswith("pyarrow"):  # not Buffer (a buffer: read as bytes), Scalar, Schema
-        return name.endswith("Array") or name in ("Table", "RecordBatch")
     return mod.startswith("awkward") and (name == "Array" or mod.startswith("awkward.contents"))
+
+
+def _arrow_class(obj: Any) -> type | None:
+    """The pyarrow array class `obj` is (or derives from: extension arrays of other
+    libraries, such as what `ak.to_arrow` gives), or None."""
+    for cls in type(obj).__mro__:
+        if cls.__module__.startswith("pyarrow") and (
+                cls.__name__.endswith("Array") or cls.__name__ in ("Table", "RecordBatch")):
+            return cls
+    return None
 
 
 def from_foreign(obj: Any) -> Any:
     """A pyarrow or Awkward array as `lazyk.from_arrow` / `lazyk.from_awkward` read it."""
-    if type(obj).__module__.startswith("pyarrow"):
+    if _arrow_class(obj) is not None:
         return hooks.from_arrow(obj)
     return hooks.from_awkward(obj)
 
