@@ -104,3 +104,22 @@ def test_out_is_refused_for_one_histogram_naming_what_it_is():
     with pytest.raises(TypeError, match="a Histogram's result comes back as a new array"):
         lazyk.evaluate(h, out=np.zeros(2, np.int64))
     assert lazyk.evaluate(h).tolist() == [1, 2]
+
+
+def test_folds_over_selections_that_fold_nothing_count_nowhere_weighted_too():
+    rows = [[10.0, 50.0], [], [30.0], [5.0]]
+    pt = lazyk.array(rows)
+    met = [1.0, 2.0, 3.0, 4.0]
+    w = [0.5, 1.0, 2.0, 4.0]
+    kept = [[v for v in r if v > 20] for r in rows]
+    lo = [min(r) if r else None for r in kept]
+    hi = [max(r) if r else None for r in kept]
+    sel = [m for m, h in zip(met, hi) if h is not None and h > 40]
+    sel_w = [x for x, h in zip(w, hi) if h is not None and h > 40]
+    h_lo = lazyk.histogram(lazyk.min(pt[pt > 20], axis=1), 3, (0, 60))
+    h_met = lazyk.histogram(lazyk.array(met)[lazyk.max(pt[pt > 20], axis=1) > 40], 4, (0, 4))
+    h_w = lazyk.histogram(lazyk.array(met)[lazyk.max(pt[pt > 20], axis=1) > 40], 4, (0, 4),
+                          weights=lazyk.array(w)[lazyk.max(pt[pt > 20], axis=1) > 40])
+    want_w = np.histogram(sel, 4, (0, 4), weights=sel_w)[0].tolist()
+    _check_together([h_lo, h_met, h_w],
+                    [_np(lo, 3, (0, 60)), _np(sel, 4, (0, 4)), want_w])

@@ -28,6 +28,7 @@ from lazyk.runtime.best_picks import (
 )
 from lazyk.runtime.histograms import bound_histograms, fill_histograms
 from lazyk.runtime.launch import evaluate as evaluate_one
+from lazyk.runtime.ragged_rules import inline_reductions
 
 _LAZY = (Expr, Histogram, Records)
 
@@ -159,7 +160,8 @@ def _evaluate_many(items: tuple) -> tuple:
         counts = fill_histograms(hs)
         if counts is None:  # their bins computed first (the work they share once), counted
             weighted = [h for h in hs if h.weights is not None]
-            got = evaluate_many(*[h.index() for h in hs], *[h.weight() for h in weighted])
+            got = evaluate_many(*[_nowhere_if_empty(h.index()) for h in hs],
+                                *[_nowhere_if_empty(h.weight()) for h in weighted])
             weights = dict(zip(map(id, weighted), got[len(hs):]))
             counts = fill_histograms(hs, [(i, weights.get(id(h))) for h, i in zip(hs, got)])
         for i, c in zip(group, counts):
@@ -177,6 +179,14 @@ def _evaluate_many(items: tuple) -> tuple:
                 done[key] = launch.evaluate(exprs[i])
             results[i] = done[key]
     return tuple(results)
+
+
+def _nowhere_if_empty(index: Expr) -> Expr:
+    """A histogram's bin index with its min / max folds computed first, a result that folds
+    nothing missing (its value counts nowhere, as Awkward's None) instead of a ValueError."""
+    if not any(n.op == REDUCE_OP and n.arg[0] in ("min", "max") for n in toposort(index.node)):
+        return index
+    return inline_reductions(index.node, index, empty_missing=True)[1]
 
 
 def _shared_reductions_once(exprs: dict) -> dict:
