@@ -196,3 +196,14 @@ def test_ufunc_reductions_of_a_0d_result_take_axis_0_and_minus_1_as_numpy():
         lazyk.sum(lazyk.sum(lazyk.array(x)), axis=(0,))  # (a tuple is checked, as NumPy)
     with pytest.raises(np.exceptions.AxisError):
         lazyk.mean(lazyk.sum(lazyk.array(x)), axis=0)  # (mean: NumPy refuses it too)
+
+
+def test_ragged_compiled_scalars_refuse_python_ints_past_int64_as_dense_ones_do():
+    x = lazyk.placeholder("x", "N * var * float64")
+    i = lazyk.placeholder("i", "int64")
+    k = lazyk.compile(x * i)
+    assert k([[1.0], []], 3).to_list() == [[3.0], []]
+    with pytest.raises(OverflowError, match="'i': Python integer .* out of bounds for int64"):
+        k([[1.0], []], 2**70)
+    f = lazyk.compile(x * lazyk.placeholder("s", "float64"))
+    assert f([[1.0], []], 2**70).to_list() == [[float(2**70)], []]

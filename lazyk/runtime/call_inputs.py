@@ -498,6 +498,8 @@ class CallInputs:
                 x = _array(x, typed_text((0,) + tuple(want[1:]), dtype, option, want_rows))
             if dtype in TEXT_ELEMENTS:
                 x = text_for(x, dtype, label)
+            if type(x) is int and dtype.kind in "fc" and not -2**63 <= x < 2**64:
+                x = np.asarray(x, dtype)  # (an int past 64 bits for a float: NumPy's rounding)
             dims, got, got_option, value, text, qrows = input_type(x)
             expected = typed_text(want, dtype, option, want_rows)
 
@@ -557,6 +559,9 @@ class CallInputs:
             if tuple(qrows) != tuple(want_rows):
                 raise mismatch("missing rows (?var) in one but not the other: "
                                "the result's type follows the parameter's")
+            if type(x) is int and got.kind == "O" and dtype.kind in "iu":  # past 64 bits
+                raise OverflowError(f"input {label!r}: Python integer {x} out of bounds for "
+                                    f"{dtype}: {self.signature}")
             if got.newbyteorder("=") != dtype:
                 python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
                     dtype.kind in "iu"
