@@ -212,3 +212,24 @@ def test_firsts_of_many_rows_over_threads_and_strided_values(dtype):
     want = np.where(present, pairs[np.minimum(off[:-1], len(pairs) - 1), 1], 0)
     assert got.to_list() == [w.item() if p else None for w, p in zip(want, present)]
     assert str(got.type) == f"100000 * ?{np.dtype(dtype).name}"
+
+
+def test_num_of_computed_lists_is_counted_in_their_kernel():
+    """num of a selection or of combinations counts the lists where they are computed (a
+    fold of the same nest), never storing them; missing values keep the row operation."""
+    from lazyk.frontend.graph import REDUCE_OP, graph_ops
+
+    rng = np.random.default_rng(4)
+    lens = rng.integers(0, 6, 400)
+    off = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    values = rng.random(int(off[-1]))
+    rows = [values[off[i]:off[i + 1]].tolist() for i in range(len(lens))]
+    x = lazyk.from_offsets(off, values)
+    sel = lazyk.num(x[x > 0.5], axis=1)
+    assert REDUCE_OP in graph_ops(sel.node) and "num" not in graph_ops(sel.node)
+    assert lazyk.evaluate(sel).tolist() == [sum(v > 0.5 for v in r) for r in rows]
+    pairs = lazyk.num(lazyk.combinations(x, 2), axis=1)
+    assert lazyk.evaluate(pairs).tolist() == [len(r) * (len(r) - 1) // 2 for r in rows]
+    assert lazyk.evaluate(lazyk.num(x, axis=1)).tolist() == [len(r) for r in rows]
+    q = lazyk.array([[1.0, None, 3.0], [], [None]])  # missing values count as items
+    assert np.asarray(lazyk.evaluate(lazyk.num(q * 2, axis=1))).tolist() == [3, 0, 1]

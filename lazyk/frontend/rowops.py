@@ -107,7 +107,12 @@ def num(x: Any, axis: int = 1) -> Expr:
         raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
                                       "it has no lists")
     a = _axis("num", e, axis)
-    rows, _ = flags(e)
+    rows, option = flags(e)
+    if a == e.ndim - 1 and e.shape[a] == "var" and e.node.op != "input" and not option and \
+            not any(rows) and e.dtype.kind in "biufc":
+        # computed lists (a selection, combinations): counted in the kernel that computes
+        # them, never stored
+        return count(e, axis=a)
     return _node("num", np.int64, e.shape[:a], [e], (a,), rows[:a], a > 0 and rows[a], e.env)
 
 
