@@ -233,3 +233,19 @@ def test_num_of_computed_lists_is_counted_in_their_kernel():
     assert lazyk.evaluate(lazyk.num(x, axis=1)).tolist() == [len(r) for r in rows]
     q = lazyk.array([[1.0, None, 3.0], [], [None]])  # missing values count as items
     assert np.asarray(lazyk.evaluate(lazyk.num(q * 2, axis=1))).tolist() == [3, 0, 1]
+
+
+def test_count_of_a_selection_reads_only_its_mask():
+    from lazyk.frontend.graph import SELECT_OP, graph_ops
+
+    x = lazyk.array([[1.0, 5.0, np.nan], [], [7.0, 3.0]])
+    for e in (lazyk.num(x[x > 2], axis=1), lazyk.count(x[x > 2], axis=-1)):
+        assert SELECT_OP not in graph_ops(e.node)
+        assert lazyk.evaluate(e).tolist() == [1, 0, 2]
+    assert lazyk.evaluate(lazyk.count(x[x == x], axis=1)).tolist() == [2, 0, 2]  # NaN: no
+    e = lazyk.count(x[x > -1], axis=1, skipnan=True)  # (NaN > -1 is False)
+    assert lazyk.evaluate(e).tolist() == [2, 0, 2]
+    e = lazyk.count(x[~(x < 2)], axis=1, skipnan=True)  # NaN kept, then left out
+    assert lazyk.evaluate(e).tolist() == [1, 0, 2]
+    q = lazyk.array([[1.0, None], [4.0]])  # missing values: counted where present
+    assert np.asarray(lazyk.evaluate(lazyk.count(q[q > 0], axis=1))).tolist() == [1, 1]

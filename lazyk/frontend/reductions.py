@@ -11,7 +11,7 @@ import numpy as np
 from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
-from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, has_rows
+from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, Node, arg_key, has_rows
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
@@ -179,7 +179,13 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
     Example: `lazyk.count(lazyk.array([[1, None, 3], [4]]), axis=-1)` gives `[2, 1]`.
     """
     e = operands("count", (x,))[0]
-    normalize_axes(axis, e.ndim, "count")  # (the error names count, not its sum)
+    axes = normalize_axes(axis, e.ndim, "count")  # (the error names count, not its sum)
+    node = e.node
+    if node.op == SELECT_OP and not skipnan and axes == (e.ndim - 1,) and \
+            node.srcs[1].ndim == e.ndim and not has_options(e):
+        # the items a mask keeps (num(x[x > c])): its true values, x never read
+        return reduce("sum", Expr(node.srcs[1], e.env), axis=axes, keepdims=keepdims,
+                      dtype=np.dtype(np.int64))
     if skipnan and e.dtype.kind in "fc":
         present = apply("logical_not", apply("isnan", e))
     else:  # true for every value, NaN included; missing wherever x is
