@@ -462,7 +462,8 @@ def test_awkward_records_fields_read_their_columns_in_place():
     assert lists.readonly  # (a write would change the Awkward array)
     with pytest.raises(ValueError, match="read-only"):
         lists += 1
-    mine = copy.deepcopy(lists)
+    mine = lists.copy()
+    assert not copy.deepcopy(lists).readonly
     mine += 1
     assert not mine.readonly and mine.to_list() == [[2.0], []] and lists.to_list() == [[1.0], []]
     # a slice of the records (a Dask partition's rows) reads the columns' rows in place

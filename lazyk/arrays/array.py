@@ -7,6 +7,7 @@ through their arrmeta (docs/layout.md).
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -258,6 +259,11 @@ class Array(Operators, Conversions):
             return got
         data = self._np if self._np is not None else self.to_list()
         return (array, (data, self.type))
+
+    def copy(self) -> Array:
+        """A writable copy in memory of its own (values, rows, strings), of the same type:
+        of a read-only array too (`lazyk.from_awkward`, `lazyk.from_arrow`)."""
+        return copy.deepcopy(self)
 
     def close(self) -> None:
         """Drop this array's reference to its memory (other views keep it alive)."""

@@ -41,7 +41,7 @@ def from_awkward(x: Any) -> Array:
     NotSupportedError (select one type first). Data of no element type yet
     (`ak.Array([[]])`, `ak.Array([[None]])`) reads as float64, as `ak.to_numpy` does.
     The result is read-only, as Awkward's arrays are (writes would change the Awkward
-    arrays that share its buffers): `copy.deepcopy` of it is a writable copy.
+    arrays that share its buffers): `.copy()` gives a writable copy.
 
     Example:
         >>> import awkward as ak
