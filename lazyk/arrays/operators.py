@@ -124,6 +124,9 @@ def in_place(name: str):
         result = binary(self, other)
         if result is NotImplemented:
             return NotImplemented
+        if self.readonly:
+            raise ValueError(f"this {self.type} array is read-only (another library's memory, "
+                             "or a view of read-only data): a.copy() gives a writable one")
         hooks.evaluate(result, out=self)
         return self
 
