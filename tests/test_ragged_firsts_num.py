@@ -249,3 +249,15 @@ def test_count_of_a_selection_reads_only_its_mask():
     assert lazyk.evaluate(e).tolist() == [1, 0, 2]
     q = lazyk.array([[1.0, None], [4.0]])  # missing values: counted where present
     assert np.asarray(lazyk.evaluate(lazyk.count(q[q > 0], axis=1))).tolist() == [1, 1]
+
+
+def test_num_of_records_inside_their_fields_lists_is_records_of_each_fields():
+    ak = pytest.importorskip("awkward")
+    rows = [[[1.0, 2.0], [], [3.0]], [[4.0]], []]
+    c = lazyk.combinations(lazyk.array(rows), 2)
+    want = ak.combinations(ak.Array(rows), 2)
+    for axis in (0, 1, 2, -1, -2):
+        got = lazyk.num(c, axis=axis)
+        got = got.eval() if hasattr(got, "eval") else got
+        got = got.to_list() if hasattr(got, "to_list") else np.asarray(got).tolist()
+        assert got == ak.to_list(ak.num(want, axis=axis)), axis

@@ -100,8 +100,15 @@ def num(x: Any, axis: int = 1) -> Expr:
         numpy.exceptions.AxisError: `axis` is not a dim of `x` (a ValueError).
     """
     rec = lined_up_fields(x)
-    if rec is not None:  # the lists the fields share
-        return num(next(iter(rec.items()))[1], axis)
+    if rec is not None:
+        inner = {(axis if axis >= 0 else f.ndim + axis) >= rec.depth for _, f in rec.items()}
+        if inner == {True}:  # lists inside the fields: records of each field's (Awkward's)
+            return rec.map(lambda f: num(f, axis))
+        if inner == {True, False}:
+            raise np.exceptions.AxisError(f"num: axis {axis} is inside some fields' lists and "
+                                          "above others' (fields of different depths): pass "
+                                          "a positive axis, or take num of a field")
+        return num(next(iter(rec.items()))[1], axis)  # the lists the fields share
     e = _operand("num", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
