@@ -65,6 +65,8 @@ EXPRESSIONS = {
     "product with a witness": lambda: lazyk.cartesian([y, q])["0"].max(axis=1, initial=0.0),
     "positions": lambda: lazyk.argcombinations(z, 2)["1"] * 2,
     "histogram": lambda: lazyk.histogram(x * y, 4, (0, 4)),
+    "arg-reduction of short rows": lambda: lazyk.argmax(y, axis=1),
+    "arg-reduction of int rows": lambda: lazyk.argmin(i32, axis=1),
 }
 
 

@@ -213,3 +213,22 @@ def test_errors_name_the_operands():
         lazyk.argmin(lazyk.array(["a", "b"]))
     with pytest.raises(np.exceptions.AxisError):
         lazyk.argmax(x, axis=2)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8"])
+def test_short_rows_pick_their_best_by_one_vector_reduction(dtype):
+    """A row's first values fold as vector work (a reduction, a compare, the first set
+    bit): ties give the first position, NaN wins (the first one), -0.0 equals 0.0, rows
+    longer than the peeled values go on element by element; as Awkward."""
+    ak = pytest.importorskip("awkward")
+    kind = np.dtype(dtype).kind
+    rows = [[1, 5, 5, 2], [], [3], [7, 7], list(range(12)), [2, 9, 1, 9, 0, 3, 4, 9, 9, 1],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 4], [6, 2, 6]]
+    if kind == "f":
+        rows += [[np.nan, 1.0, np.nan], [-0.0, 0.0], [-np.inf, -np.inf], [np.inf, 1.0]]
+    x = lazyk.array(rows, type=f"{len(rows)} * var * {dtype}")
+    a = ak.values_astype(ak.Array(rows), dtype)
+    for fn, ref in ((lazyk.argmax, ak.argmax), (lazyk.argmin, ak.argmin)):
+        e = fn(x, axis=1)
+        assert e.eval().to_list() == ak.to_list(ref(a, axis=1)), fn.__name__
+        assert "llvm.vector.reduce" in lazyk.explain(e)
