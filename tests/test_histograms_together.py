@@ -123,3 +123,14 @@ def test_folds_over_selections_that_fold_nothing_count_nowhere_weighted_too():
     want_w = np.histogram(sel, 4, (0, 4), weights=sel_w)[0].tolist()
     _check_together([h_lo, h_met, h_w],
                     [_np(lo, 3, (0, 60)), _np(sel, 4, (0, 4)), want_w])
+
+
+def test_a_selection_by_a_fold_of_selected_rows():
+    rows = [[5.0, 7.0], [1.0], [], [3.0, 4.0, 9.0]]
+    x = lazyk.array(rows)
+    xm = x[lazyk.num(x) >= 2]
+    kept = [r for r in rows if len(r) >= 2]
+    for e, want in ((xm[lazyk.sum(xm, axis=1) >= 13], [r for r in kept if sum(r) >= 13]),
+                    (xm[lazyk.num(xm) >= 3], [r for r in kept if len(r) >= 3])):
+        flat = [v for r in want for v in r]
+        assert lazyk.evaluate(lazyk.histogram(e, 5, (0, 10))).tolist() == _np(flat, 5, (0, 10))

@@ -207,3 +207,12 @@ def test_ragged_compiled_scalars_refuse_python_ints_past_int64_as_dense_ones_do(
         k([[1.0], []], 2**70)
     f = lazyk.compile(x * lazyk.placeholder("s", "float64"))
     assert f([[1.0], []], 2**70).to_list() == [[float(2**70)], []]
+
+
+def test_min_max_with_initial_keep_the_dtype_asked_for():
+    a = np.array([[300, -2], [7, 8]], dtype=np.int64)
+    got = lazyk.max(lazyk.array(a), axis=1, dtype="int8", initial=5).eval()
+    want = np.maximum.reduce(a, axis=1, dtype="int8", initial=5)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    f = lazyk.min(lazyk.array(np.array([1.0, 2.0])), dtype="float32", initial=5.0).eval()
+    assert np.asarray(f).dtype == np.float32 and float(f) == 1.0

@@ -197,6 +197,8 @@ class Histogram:
             k = k if m.ndim == y.ndim else k[(slice(None),) * m.ndim + (None,) * (y.ndim -
                                                                                m.ndim)]
             keep = k if keep is None else keep & k
+        if not set(keep.env) <= set(x.env):  # (a fold under a new axis reads a new leaf:
+            return x, None  # the index reads x's arrays only)
         return Expr(y, x.env), keep
 
     def estimate(self) -> tuple | None:

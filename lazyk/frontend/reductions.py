@@ -138,7 +138,7 @@ def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,
         true = Node("const", np.dtype(bool), (), (), True)
         return Expr(Node("where", acc, shaped.shape, (true, seed, cast(shaped.node, acc))),
                     e.env)
-    red = reduce(op, e, axis=axes, keepdims=keepdims)
+    red = reduce(op, e, axis=axes, keepdims=keepdims, dtype=acc)
     return apply("minimum" if op == "min" else "maximum", red, Expr(seed, {}))
 
 
