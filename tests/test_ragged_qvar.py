@@ -343,3 +343,21 @@ def test_where_over_missing_rows_against_a_fixed_dim(pair, n, form, data):
         matches(lambda: R.reduce(op, ref_where(), axis, keepdims=keepdims, skipna=skipna),
                 lambda: getattr(lazyk, op)(got_where(), axis=axis, keepdims=keepdims,
                                            skipna=skipna))
+
+
+def test_assignment_keeps_missing_rows_missing():
+    x = lazyk.array([[1.0, None], [], None, [3.0]])  # 4 * ?var * ?float64
+    x[...] = 5.0
+    assert x.to_list() == [[5.0, 5.0], [], None, [5.0]]
+    z = lazyk.from_offsets(np.array([0, 1, 3]), np.arange(3.0), validity=np.array([True, False]))
+    z[...] = 5.0  # (the missing row's storage is never written nor shown)
+    assert z.to_list() == [[5.0], None]
+    w = lazyk.from_offsets(np.array([0, 1, 3]), np.arange(3.0), validity=np.array([True, False]))
+    with pytest.raises(ValueError, match="cannot make a missing row present"):
+        w[1] = [7.0]
+    assert w.to_list() == [[0.0], None]
+    y = lazyk.array([[1.0, None], [], None, [3.0]])
+    y[...] = lazyk.array([[2.0, 2.0], [], None, [4.0]])  # missing where the source is
+    assert y.to_list() == [[2.0, 2.0], [], None, [4.0]]
+    with pytest.raises(ValueError, match="cannot make a missing row present"):
+        y[...] = lazyk.array([[2.0, 2.0], [], [], [4.0]])

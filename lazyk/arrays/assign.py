@@ -74,10 +74,19 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
             k = int(np.flatnonzero(~mask)[0])
             raise ValueError(f"missing value at {where.name(k)} cannot be stored in '{dt}'")
         if isinstance(dt, T.Option):
+            if isinstance(dt.elem, (T.FixedDim, T.VarDim)):
+                _present_rows(dbuf, doffs + dmeta[dat], mask, where)
             scatter(dbuf, doffs + dmeta[dat], mask.astype(np.uint8).reshape(-1, 1))
             dt, dat = dt.elem, dat + 1
         return assign(dt, dmeta, dat, dbuf, doffs[mask], st.elem, smeta, sat + 1, sbuf,
                       soffs[mask], _subset(where, mask))
+    if isinstance(dt, T.Option) and isinstance(dt.elem, (T.FixedDim, T.VarDim)):
+        if _dims(dt) > _dims(st):  # a value for every element: a missing row has none
+            keep = gather(dbuf, doffs + dmeta[dat], 1).reshape(-1) != 0
+            return assign(dt.elem, dmeta, dat + 1, dbuf, doffs[keep], st, smeta, sat, sbuf,
+                          soffs[keep], _subset(where, keep))
+        _present_rows(dbuf, doffs + dmeta[dat], np.ones(len(doffs), bool), where)
+        return assign(dt.elem, dmeta, dat + 1, dbuf, doffs, st, smeta, sat, sbuf, soffs, where)
     if isinstance(dt, T.Option):
         scatter(dbuf, doffs + dmeta[dat], np.ones((len(doffs), 1), np.uint8))
         return assign(dt.elem, dmeta, dat + 1, dbuf, doffs, st, smeta, sat, sbuf, soffs, where)
@@ -127,6 +136,18 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
     scatter(dbuf, doffs, np.ascontiguousarray(out).view(np.uint8).reshape(len(doffs),
                                                                           dd.itemsize))
     return None
+
+
+def _present_rows(dbuf: np.ndarray, mask_at: np.ndarray, given: np.ndarray, where) -> None:
+    """ValueError where a row is given for a missing destination row: assignment writes
+    values into the rows an array has, it never makes a missing row present."""
+    missing = gather(dbuf, mask_at, 1).reshape(-1) == 0
+    bad = np.flatnonzero(missing & given)
+    if len(bad):
+        raise ValueError(f"row {where.name(int(bad[0]))} of the destination is missing: "
+                         "assignment writes into the rows an array has and cannot make a "
+                         "missing row present (build a new array, e.g. with lazyk.where or "
+                         "lazyk.fill_none)")
 
 
 def _subset(where, mask: np.ndarray) -> Subset:
