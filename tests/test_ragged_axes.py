@@ -212,3 +212,17 @@ def test_numpy_operand_broadcasts_into_the_fold():
     for op in ("max", "count"):
         for axes in ((0, 1), (1, 2), (0, 2)):
             compare(op, b * w, ref, axes)
+
+
+def test_a_fold_over_no_axis_is_each_value_as_numpy():
+    rows = [[1.0, 0.0], [], [2.0, 3.0, 4.0]]
+    r = lazyk.array(rows)
+    for op in ("sum", "max", "min", "mean", "prod"):
+        got = getattr(lazyk, op)(r, axis=()).eval()
+        assert got.to_list() == rows and str(got.type) == "3 * var * float64", op
+    assert lazyk.count(r, axis=()).eval().to_list() == [[1, 1], [], [1, 1, 1]]
+    assert lazyk.count_nonzero(r, axis=()).eval().to_list() == [[1, 0], [], [1, 1, 1]]
+    assert lazyk.any(r, axis=()).eval().to_list() == [[True, False], [], [True] * 3]
+    assert lazyk.max(r, axis=(), initial=2.5).eval().to_list() == [[2.5, 2.5], [], [2.5, 3, 4]]
+    i = lazyk.array([[1, 2], [3]], type="2 * var * int32")
+    assert str(lazyk.sum(i, axis=()).eval().type) == "2 * var * int64"

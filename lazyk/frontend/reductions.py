@@ -90,6 +90,18 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
+    if not axes and ("var" in node.shape or has_rows(node)):
+        # a fold over no axis: each value alone (NumPy's axis=()), elementwise
+        if skipna and has_options(e) and op not in ("mean", "min", "max"):
+            raise NotSupportedError(f"{op}(axis=(), skipna=True) over missing values: use "
+                                    "lazyk.fill_none")
+        value = Expr(cast(node, acc), e.env)
+        if initial is not None:
+            value = apply("minimum" if op == "min" else "maximum", value,
+                          Expr(Node("const", acc, (), (), _initial_value(op, initial, acc)),
+                               {}))
+        return astype(value, np.float16) if op == "mean" and dtype is None and \
+            node.dtype == np.float16 else value
     if initial is not None:
         initial = _initial_value(op, initial, acc)
         # var / option data (or parameters of those types) fold `initial` into each row
