@@ -240,3 +240,14 @@ def test_numexpr_extra_functions_evaluate():
                            ("copysign(b, a)", np.copysign(b, a))]:
             got = lazyk.evaluate(text, local_dict={"a": a, "b": b})
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("text, said", [
+    ("a + None", "None is not a value in an expression"),
+    ("a and a", "use & | ~ for and, or, not"),
+    ("a if a else a", "use where"),
+    ("lambda: a", "lambda is not supported in an expression"),
+])
+def test_python_keywords_say_what_to_write_instead(text, said):
+    with pytest.raises(ExprParseError, match=said):
+        stringeval.evaluate_string(text, {"a": np.arange(3.0)})

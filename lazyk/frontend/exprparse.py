@@ -95,6 +95,18 @@ REDUCTIONS = lx.REDUCTIONS
 _KEYWORDS = frozenset(("and", "or", "not", "None", "lambda", "if", "else", "in", "is"))
 
 
+def _keyword(tok) -> str:
+    """What to write instead of a Python keyword the expression language does not have."""
+    if str(tok) == "None":
+        return ("None is not a value in an expression: missing values come from the "
+                "arrays (?T types); compute with lazyk.fill_none or lazyk.is_none")
+    if str(tok) in ("if", "else"):
+        return f"{tok!s} is not supported: use where(condition, a, b)"
+    if str(tok) in ("and", "or", "not"):
+        return f"{tok!s} is not supported: use & | ~ for and, or, not"
+    return f"{tok!s} is not supported in an expression"
+
+
 class _Fail(Exception):
     """Raised inside the Transformer; turned into a positioned ExprParseError."""
 
@@ -134,7 +146,7 @@ class _Build(lark.Transformer):
         if tok in ("True", "False"):
             return Const(tok == "True")
         if tok in _KEYWORDS:
-            raise _Fail(f"{tok!s} is not supported: use & | ~ for and, or, not", tok)
+            raise _Fail(_keyword(tok), tok)
         return Name(str(tok), tok.line, tok.column)
 
     def group(self, c: list) -> Any:
@@ -265,7 +277,7 @@ def parse(text: str) -> Any:
         if tok.type == "COMPARE":
             msg = "chained comparisons are not supported: write (a < b) & (b < c)"
         elif tok.type == "NAME" and tok in _KEYWORDS:
-            msg = f"{tok!s} is not supported: use & | ~ for and, or, not"
+            msg = _keyword(tok)
         else:
             msg = f"unexpected {str(tok)!r}; expected {expected}"
         raise ExprParseError(msg, text, tok.line, tok.column) from None
