@@ -33,3 +33,12 @@ def test_arrays_of_records_and_dates_explain_that_they_run_no_kernel(target):
         text = lazyk.explain(a, target=target)
         assert text.startswith(f"== array: {a.type}") and "no kernel" in text
         assert a.explain(target=target) == text
+
+
+def test_explain_describes_an_expression_its_data_makes_fail():
+    x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0]])
+    for e, error in ((x.max(axis=1), "ValueError: zero-size row 1"),
+                     (x.sum(axis=0), "ShapeError"),
+                     (x[lazyk.array([[5], [], [0]])], "IndexError")):
+        text = str(lazyk.explain(e))
+        assert "== graph as built" in text and f"raised {error}" in text

@@ -11,7 +11,7 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.backend import nvvmc
 from lazyk.codegen import gpu_nest
-from lazyk.errors import DeviceError, NotSupportedError, UnsupportedOperandError
+from lazyk.errors import DeviceError, NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr, typed_dump
 from lazyk.frontend.exprparse import ExprParseError, build, names
 from lazyk.frontend.graph import REDUCE_OP, has_rows, toposort, type_text
@@ -296,6 +296,19 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
             expr = build(expr, frame.f_locals, frame.f_globals)
         finally:
             del frame
+    try:
+        return _explanation(expr, target)
+    except (ShapeError, IndexError, ValueError) as err:  # (the data's: explain says so)
+        if not isinstance(expr, Expr):
+            raise
+        return Explanation(f"== expression: {expr.type}\n== graph as built\n"
+                           f"{typed_dump(expr)}\n== running it on its data raised "
+                           f"{type(err).__name__}: {err}\n(explain runs the expression once; "
+                           "the kernels it would run are shown for data it runs on)")
+
+
+def _explanation(expr: Any, target: str) -> Explanation:
+    """`explanation` of an expression, array, histogram, records or compiled expression."""
     if isinstance(expr, (Histogram, Records)):
         return Explanation(_explain_evaluated(expr, target))
     if isinstance(expr, CompiledExpr):
