@@ -347,3 +347,13 @@ def test_one_lazy_position_says_how_to_gather_with_it():
     with pytest.raises(IndexError, match=r"keepdims=True\)\] \(a one-item array\)"):
         a[np.argmax(a)]
     assert a[lazyk.argmax(a, axis=0, keepdims=True)].eval().to_list() == [5.0]
+
+
+def test_assignment_through_rows_checks_every_row_before_writing():
+    x = lazyk.from_offsets(np.array([0, 3, 3, 5]), np.arange(5.0))  # [[0, 1, 2], [], [3, 4]]
+    with pytest.raises(IndexError, match="row 1: index 0 is out of bounds"):
+        x[:, 0] = 9
+    assert x.to_list() == [[0.0, 1.0, 2.0], [], [3.0, 4.0]]
+    y = lazyk.from_offsets(np.array([0, 3, 4, 6]), np.arange(6.0))
+    y[:, 0] = 9
+    assert y.to_list() == [[9.0, 1.0, 2.0], [9.0], [9.0, 5.0]]

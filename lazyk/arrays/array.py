@@ -453,11 +453,13 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
     else:
         parts = [src] * len(rows)
     rest = tuple(dims[p + 1:]) + tuple(names)
-    for r, part in zip(rows, parts):
+    for r in rows:  # every row's index checked before the first is written (as NumPy)
         try:
-            head[(r,) + rest] = part
-        except IndexError as e:  # NOTE: earlier rows are already written, as in a loop
+            head[(r,) + rest]
+        except IndexError as e:
             raise IndexError(f"row {r}: {e}") from None
+    for r, part in zip(rows, parts):
+        head[(r,) + rest] = part
 
 
 def _copy_index(a: Array, items: tuple) -> Array:
