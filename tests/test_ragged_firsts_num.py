@@ -256,8 +256,16 @@ def test_num_of_records_inside_their_fields_lists_is_records_of_each_fields():
     rows = [[[1.0, 2.0], [], [3.0]], [[4.0]], []]
     c = lazyk.combinations(lazyk.array(rows), 2)
     want = ak.combinations(ak.Array(rows), 2)
-    for axis in (0, 1, 2, -1, -2):
-        got = lazyk.num(c, axis=axis)
-        got = got.eval() if hasattr(got, "eval") else got
-        got = got.to_list() if hasattr(got, "to_list") else np.asarray(got).tolist()
-        assert got == ak.to_list(ak.num(want, axis=axis)), axis
+    x, y = [[1.0, 2.0], [], [3.0]], [[1.0], [2.0, 3.0], []]
+    z = lazyk.zip({"a": lazyk.array(x), "y": lazyk.array(y)}, depth_limit=1)
+    zw = ak.zip({"a": ak.Array(x), "y": ak.Array(y)}, depth_limit=1)
+    for got_of, ref, axes in ((lazyk.num, ak.num, (0, 1, 2, -1, -2)),
+                              (lazyk.local_index, ak.local_index, (1, 2, -1, -2))):
+        for recs, awk in ((c, want), (z, zw)):
+            for axis in axes:
+                if axis == 2 and recs is z:
+                    continue
+                got = got_of(recs, axis=axis)
+                got = got.eval() if hasattr(got, "eval") else got
+                got = got.to_list() if hasattr(got, "to_list") else np.asarray(got).tolist()
+                assert got == ak.to_list(ref(awk, axis=axis)), (got_of.__name__, axis)

@@ -101,13 +101,8 @@ def num(x: Any, axis: int = 1) -> Expr:
     """
     rec = lined_up_fields(x)
     if rec is not None:
-        inner = {(axis if axis >= 0 else f.ndim + axis) >= rec.depth for _, f in rec.items()}
-        if inner == {True}:  # lists inside the fields: records of each field's (Awkward's)
+        if _inside_fields("num", rec, axis):  # records of each field's (Awkward's)
             return rec.map(lambda f: num(f, axis))
-        if inner == {True, False}:
-            raise np.exceptions.AxisError(f"num: axis {axis} is inside some fields' lists and "
-                                          "above others' (fields of different depths): pass "
-                                          "a positive axis, or take num of a field")
         return num(next(iter(rec.items()))[1], axis)  # the lists the fields share
     e = _operand("num", x)
     if not e.ndim:
@@ -121,6 +116,18 @@ def num(x: Any, axis: int = 1) -> Expr:
         # them, never stored
         return count(e, axis=a)
     return _node("num", np.int64, e.shape[:a], [e], (a,), rows[:a], a > 0 and rows[a], e.env)
+
+
+def _inside_fields(name: str, rec, axis: int) -> bool:
+    """Whether `axis` of records lies inside their fields' own lists (below the records),
+    not at lists the fields share; AxisError where it is inside some fields and above
+    others (fields of different depths)."""
+    inner = {(axis if axis >= 0 else f.ndim + axis) >= rec.depth for _, f in rec.items()}
+    if inner == {True, False}:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} is inside some fields' lists and "
+                                      "above others' (fields of different depths): pass a "
+                                      f"positive axis, or take {name} of a field")
+    return inner == {True}
 
 
 def flatten(x: Any, axis: int | None = 1) -> Expr:
@@ -191,7 +198,9 @@ def local_index(x: Any, axis: int = -1) -> Expr:
     """
     rec = lined_up_fields(x)
     if rec is not None:
-        return local_index(next(iter(rec.items()))[1], axis)
+        if _inside_fields("local_index", rec, axis):  # records of each field's (Awkward's)
+            return rec.map(lambda f: local_index(f, axis))
+        return local_index(next(iter(rec.items()))[1], axis)  # the lists the fields share
     e = _operand("local_index", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"local_index: axis {axis} of a 0-d operand "
