@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.emit import I1, I8, I64, intrinsic, lltype, store_value
+from lazyk.codegen.emit import I1, I8, I64, lltype, store_value
 from lazyk.codegen.levels import VAR
 from lazyk.codegen.llvm import for_loop
 from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
@@ -66,11 +66,10 @@ class NestReduce:
                 hinted_loop(b, n, general, "e", NO_VECTOR)
 
     def _arg_tree(self, k, bases, n, isz):
-        """A row's first PEEL elements (those past the row: the identity, never better): on
-        the CPU as vector work (`_arg_lanes`), else by pairs in a tree (the right one wins
-        only where strictly better: its positions are the later ones, so the first of equal
-        values stays), three compares deep instead of PEEL; the first NaN and the first
-        position are found beside it (`_arg_position`)."""
+        """A row's first PEEL elements (those past the row: the identity, never better) by
+        pairs in a tree: the right one wins only where strictly better (its positions are
+        the later ones, so the first of equal values stays), three compares deep instead of
+        PEEL; the first NaN and the first position are found beside it (`_arg_position`)."""
         b, c, em, dt = self.b, self.c, self.em, self.out_dts[0]
         ident = em.const(dt, self.red.identity(dt))
         op = ">" if self.red.combine == "greater" else "<"
@@ -90,14 +89,10 @@ class NestReduce:
                 return b.fcmp_ordered(op, y, x)
             return em.truth(em.apply(self.red.combine, [y, x], [dt, dt], np.dtype(bool)),
                             np.dtype(bool))
-        if dt.kind in "fiu" and self.target.name == "cpu":  # (libNVVM: no vector reductions)
-            v, at = self._arg_lanes([x for x, _ in pairs], dt)
-        else:
-            while len(pairs) > 1:
-                pairs = [(b.select(w, y[0], x[0]), b.select(w, y[1], x[1]))
-                         for x, y in zip(pairs[::2], pairs[1::2])
-                         for w in [right_wins(x[0], y[0])]]
-            (v, at), = pairs
+        while len(pairs) > 1:
+            pairs = [(b.select(w, y[0], x[0]), b.select(w, y[1], x[1]))
+                     for x, y in zip(pairs[::2], pairs[1::2]) for w in [right_wins(x[0], y[0])]]
+        (v, at), = pairs
         best = self._acc_load(b, self.acc)
         better = right_wins(best, v)
         self._acc_store(b, self.acc, b.select(better, v, best))
@@ -111,34 +106,6 @@ class NestReduce:
             b.store(b.select(b.icmp_signed("<", old, c(0)), nan, old), self.accnan)
         b.store(b.add(b.load(self.count), b.select(b.icmp_signed(">", n, c(PEEL)), c(PEEL), n)),
                 self.count)
-
-    def _arg_lanes(self, values, dt):
-        """(the best of PEEL values, the first lane holding it) as vector work: one
-        reduction to the best value (NaN lanes left out: the first NaN is found beside it),
-        one compare of every lane with it, the first set bit of the mask."""
-        b = self.b
-        t = lltype(dt)
-        vt = ir.VectorType(t, PEEL)
-        vec = ir.Constant(vt, ir.Undefined)
-        for q, x in enumerate(values):
-            vec = b.insert_element(vec, x, ir.Constant(ir.IntType(32), q))
-        suffix = f"v{PEEL}{'f' if dt.kind == 'f' else 'i'}{8 * dt.itemsize}"
-        if dt.kind == "f":
-            kind = "fmax" if self.red.combine == "greater" else "fmin"
-        else:
-            kind = ("s" if dt.kind == "i" else "u") + \
-                ("max" if self.red.combine == "greater" else "min")
-        best = b.call(intrinsic(b.module, f"llvm.vector.reduce.{kind}.{suffix}", t, [vt]), [vec])
-        splat = b.insert_element(ir.Constant(vt, ir.Undefined), best,
-                                 ir.Constant(ir.IntType(32), 0))
-        splat = b.shuffle_vector(splat, ir.Constant(vt, ir.Undefined),
-                                 ir.Constant(ir.VectorType(ir.IntType(32), PEEL), [0] * PEEL))
-        same = b.fcmp_ordered("==", vec, splat) if dt.kind == "f" else \
-            b.icmp_signed("==", vec, splat)
-        bits = b.bitcast(same, ir.IntType(PEEL))
-        first = b.call(intrinsic(b.module, f"llvm.cttz.i{PEEL}", ir.IntType(PEEL),
-                                 [ir.IntType(PEEL), I1]), [bits, ir.Constant(I1, 0)])
-        return best, b.zext(first, I64)
 
     def _arg_combine(self, v):
         """Arg-reductions: the value v (at position `argat`) takes the best's place where
