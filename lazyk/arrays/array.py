@@ -251,9 +251,8 @@ class Array(Operators, Conversions):
         raise TypeError("len() of a 0-d lazyk array")
 
     def __reduce__(self) -> tuple:
-        # Pickles (and copy.deepcopy) carry the buffers (a ragged array's offsets and
-        # content, cut to what its rows reach) or the NumPy values, and the type; never raw
-        # pointers. Python values only where neither gives the type back.
+        # Pickles (and copy.deepcopy) carry the buffers (a ragged array's offsets and content,
+        # cut to what its rows reach) or the NumPy values and the type, never raw pointers.
         got = _pickle_form[0](self) if _pickle_form else None
         if got is not None:
             return got
@@ -261,8 +260,7 @@ class Array(Operators, Conversions):
         return (array, (data, self.type))
 
     def copy(self) -> Array:
-        """A writable copy in memory of its own (values, rows, strings), of the same type:
-        of a read-only array too (`lazyk.from_awkward`, `lazyk.from_arrow`)."""
+        """A writable copy in memory of its own, of read-only arrays too (`from_awkward`)."""
         return copy.deepcopy(self)
 
     def close(self) -> None:
@@ -310,17 +308,17 @@ class Array(Operators, Conversions):
     def __setitem__(self, index: Any, value: Any) -> None:
         """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""
         if self.readonly:
-            raise ValueError("assignment destination is read-only")
+            raise ValueError("assignment destination is read-only: a.copy() is writable")
         items = index if isinstance(index, tuple) else (index,)
         try:
             dst = _view(self, items)
         except NotSupportedError:
             if not any(isinstance(i, str) for i in items):
                 raise
-            raise NotSupportedError(
-                f"assignment to a field of '{self.type}' through {items!r}: a field that may "
-                "be missing of a record that may be missing has no view (reading it gives a "
-                "copy); assign whole records instead, e.g. r[i] = {'x': 1}") from None
+            raise NotSupportedError(f"assignment to a field of '{self.type}' through "
+                                    f"{items!r}: a field that may be missing of a record "
+                                    "that may be missing has no view (reading it gives a "
+                                    "copy); assign whole records, e.g. r[i] = {'x': 1}") from None
         if dst is None:
             _assign_per_row(self, items, value)
             return
@@ -331,9 +329,8 @@ class Array(Operators, Conversions):
         if dst._np is not None and src._np is not None:
             np.copyto(dst._np, src._np, casting="unsafe")
             return
-        dbuf, doffs = _region(dst, writable=True)
-        sbuf, soffs = _region(src)
-        assign(dst.type, dst.meta, 0, dbuf, doffs, src.type, src.meta, 0, sbuf, soffs)
+        assign(dst.type, dst.meta, 0, *_region(dst, writable=True), src.type, src.meta, 0,
+               *_region(src))
 
     def __getattr__(self, name: str) -> Array:
         if name.startswith("_") or name in _OWN_ATTRIBUTES:  # no recursion through properties
