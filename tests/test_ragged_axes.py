@@ -226,3 +226,11 @@ def test_a_fold_over_no_axis_is_each_value_as_numpy():
     assert lazyk.max(r, axis=(), initial=2.5).eval().to_list() == [[2.5, 2.5], [], [2.5, 3, 4]]
     i = lazyk.array([[1, 2], [3]], type="2 * var * int32")
     assert str(lazyk.sum(i, axis=()).eval().type) == "2 * var * int64"
+
+
+def test_a_fold_over_no_axis_of_missing_values_keeps_them():
+    x = lazyk.array([[1.0, None]])  # 1 * 2 * ?float64
+    assert lazyk.sum(x, axis=()).eval().to_list() == [[1.0, None]]
+    assert lazyk.max(x, axis=(), skipna=True).eval().to_list() == [[1.0, None]]
+    with pytest.raises(lazyk.NotSupportedError, match="fill_none"):
+        lazyk.sum(x, axis=(), skipna=True)

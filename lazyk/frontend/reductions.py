@@ -90,7 +90,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
-    if not axes and ("var" in node.shape or has_rows(node)):
+    if not axes and ("var" in node.shape or has_rows(node) or has_options(e)):
         # a fold over no axis: each value alone (NumPy's axis=()), elementwise
         if skipna and has_options(e) and op not in ("mean", "min", "max"):
             raise NotSupportedError(f"{op}(axis=(), skipna=True) over missing values: use "
