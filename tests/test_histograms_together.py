@@ -134,3 +134,13 @@ def test_a_selection_by_a_fold_of_selected_rows():
                     (xm[lazyk.num(xm) >= 3], [r for r in kept if len(r) >= 3])):
         flat = [v for r in want for v in r]
         assert lazyk.evaluate(lazyk.histogram(e, 5, (0, 10))).tolist() == _np(flat, 5, (0, 10))
+
+
+def test_a_fold_of_inner_lists_that_folds_nothing_is_missing_not_a_seed():
+    """`max` over the innermost lists of `N * var * var`: an empty list's max is missing,
+    so `y[max < 5]` leaves that item out (a stand-in seed of -inf would pass `< 5`)."""
+    p3 = lazyk.array([[[1.0], []], [[2.0, 3.0]]])
+    y = lazyk.array([[10.0, 20.0], [30.0]])
+    h = lazyk.histogram(y[lazyk.max(p3, axis=2) < 5], 4, (0, 40))
+    _check_together([h, lazyk.histogram(y, 4, (0, 40))],
+                    [_np([10.0, 30.0], 4, (0, 40)), _np([10.0, 20.0, 30.0], 4, (0, 40))])

@@ -9,6 +9,8 @@ from dataclasses import replace
 import numpy as np
 
 from lazyk.arrays.array import masked
+from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.trees import Leaf, Lists, Masked
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
@@ -63,11 +65,11 @@ def inline_reductions(root, expr, empty_missing: bool = False):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != REDUCE_OP:
             return node
-        seeded = seeded_fold(Expr(node, env)) if empty_missing else None
-        value = None if seeded is None else runtime.evaluate(seeded[0])
-        if isinstance(value, np.ndarray):  # (missing where nothing was folded)
-            value = masked(value, np.asarray(runtime.evaluate(seeded[1])) > 0)
-        elif seeded is None or value is None:
+        seeded = seeded_fold(Expr(node, {n: env[n] for n in input_names(node)})) \
+            if empty_missing else None  # (its own leaves: another fold's may be missing)
+        value = None if seeded is None else _missing_where(runtime.evaluate(seeded[0]),
+                                                            runtime.evaluate(seeded[1]))
+        if value is None:
             value = runtime.evaluate(Expr(node, env))
         leaf = wrap_array(value) if isinstance(value, np.ndarray) else as_expr(value)
         env.update(leaf.env)
@@ -75,6 +77,24 @@ def inline_reductions(root, expr, empty_missing: bool = False):
 
     new_root = rewrite(root, visit)
     return new_root, Expr(new_root, env)
+
+
+def _missing_where(values, counts):
+    """`values` missing where `counts` (how many values each folded: the same dims) is 0,
+    or None where their items do not line up (then the fold is computed as written)."""
+    if isinstance(values, np.ndarray):
+        return masked(values, np.asarray(counts) > 0)
+
+    def mark(v, n):
+        if isinstance(v, Leaf) and isinstance(n, Leaf) and len(v.values) == len(n.values):
+            return Masked(np.asarray(n.values) > 0, v)
+        if isinstance(v, Lists) and isinstance(n, Lists) and int(v.offsets[0]) == 0 and \
+                np.array_equal(v.offsets, n.offsets):
+            child = mark(v.child, n.child)
+            return None if child is None else Lists(v.offsets, child)
+        return None
+    got = mark(columns(values), columns(counts))
+    return None if got is None else build_columns(got)
 
 
 def rows_graph(root):
