@@ -38,11 +38,10 @@ class NestBins:
         it reads is missing (`masks`: the present bytes of the masked inputs, in order)."""
         b = self.b
         vals = self._values(addr)
-        for h, (i, v, w) in enumerate(self.mode.slots()):
+        for h, ((i, v, w), reads) in enumerate(zip(self.mode.slots(), self._masks_read())):
             def add(h=h, i=i, v=v, w=w):
                 self._count_bin(h, vals[i], None if w is None else vals[w],
                                 None if v is None else lambda: vals[v])
-            reads = self._masks_read()[h]
             if not reads:
                 add()
                 continue
@@ -80,6 +79,7 @@ class NestBins:
             self.fold_ok = b.alloca(ir.ArrayType(I8, BIN_BLOCK), name="fold_ok") \
                 if self._fold_may_fail() else None
         read = self.mode.after_inputs
+        folds = self._folds_read()
 
         def rows(first, m):
             b.store(c(0), self.pos)  # (`_finish`: the row's place in the block)
@@ -97,8 +97,7 @@ class NestBins:
                     ok = None if self.fold_ok is None else b.icmp_unsigned(
                         "!=", b.load(b.gep(self.fold_ok, [c(0), i])), ir.Constant(I8, 0))
                     store(i, self._after_values(v, addr), None if ok is None else {
-                        slot[0]: ok for slot, reads in zip(self.mode.slots(),
-                                                           self._folds_read()) if reads})
+                        slot[0]: ok for slot, reads in zip(self.mode.slots(), folds) if reads})
                 return one
             fast = ir.Constant(I1, 1)
             for j in read:
@@ -215,6 +214,7 @@ class NestBins:
         from its operands' addresses."""
         b, c = self.b, self.c
         masked = [j for j in range(self.nin) if self.masked[j]]
+        slot_reads = list(zip(self.mode.slots(), self._masks_read()))
 
         def values(first, m, store):
             def one(i):
@@ -224,7 +224,7 @@ class NestBins:
                         for j, (p, sz) in enumerate(zip(bases, isz))]
                 oks = {slot[0]: self._present([b.gep(addr[masked[k]], [self.moff[masked[k]]])
                                                for k in reads])
-                       for slot, reads in zip(self.mode.slots(), self._masks_read()) if reads}
+                       for slot, reads in slot_reads if reads}
                 store(i, self._values(addr), oks)
             for_loop(b, m, one, name="bv")
         self._blocks(n, values)
