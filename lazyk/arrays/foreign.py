@@ -50,6 +50,8 @@ def is_foreign(obj: Any) -> bool:
 def _arrow_class(obj: Any) -> type | None:
     """The pyarrow array class `obj` is (or derives from: extension arrays of other
     libraries, such as what `ak.to_arrow` gives), or None."""
+    if type(obj).__module__.startswith(("builtins", "numpy", "lazyk")):
+        return None  # (the common operands: no walk of their classes)
     for cls in type(obj).__mro__:
         if cls.__module__.startswith("pyarrow") and (
                 cls.__name__.endswith("Array") or cls.__name__ in ("Table", "RecordBatch")):
