@@ -160,6 +160,7 @@ class NestBins:
             clamped = got
         at = b.add(self.bin_base, b.mul(b.add(self.bin_first[h], clamped), c(BIN_LANES)))
         if w is not None:
+            w = _double(b, w)
             p = b.gep(b.bitcast(self.out, ir.DoubleType().as_pointer()), [at])
             b.store(b.fadd(b.load(p, align=8), w), p, align=8)
         else:
@@ -171,6 +172,7 @@ class NestBins:
         one where it is at or above edge e + 1 (not past the last bin)."""
         b, c = self.b, self.c
         n, edges = self.bin_n[h], self.bin_edges[h]
+        v = _double(b, v)  # (a float32 value in float32 edges: compared alike as float64)
         below = b.fcmp_ordered("<", v, b.load(b.gep(edges, [e]), align=8))
         above = b.fcmp_ordered(">=", v, b.load(b.gep(edges, [b.add(e, c(1))]), align=8))
         up = b.and_(above, b.icmp_unsigned("<", e, b.sub(n, c(1))))
@@ -291,18 +293,24 @@ class NestBins:
         for_loop(b, blocks, block, name="bb")
 
     def _bin_types(self) -> list:
-        """The LLVM type of each body output of the histograms: double for a value or a
-        weight, i32 or i64 for a bin index (as the body computes it)."""
+        """The LLVM type of each body output of the histograms: float or double for a value
+        or a weight, i32 or i64 for a bin index (as the body computes it)."""
         spec = self.mode.after if self.row_bins else self.spec
-        return [ir.DoubleType() if real else I32 if spec.outputs[q][1] == np.int32 else I64
+        return [lltype(spec.outputs[q][1]) if real else
+                I32 if spec.outputs[q][1] == np.int32 else I64
                 for q, real in enumerate(self._bin_outputs())]
 
     def _bin_outputs(self) -> list:
-        """Per body output of the histograms whether it is a float64 (a value or a
-        weight), not a bin index."""
+        """Per body output of the histograms whether it is a float (a value or a weight),
+        not a bin index."""
         real = [False] * self.mode.outputs
         for _, v, w in self.mode.slots():
             for q in (v, w):
                 if q is not None:
                     real[q] = True
         return real
+
+
+def _double(b, v):
+    """A float value as a double (a double as it is)."""
+    return b.fpext(v, ir.DoubleType()) if v.type == ir.FloatType() else v

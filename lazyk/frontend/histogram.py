@@ -208,7 +208,8 @@ class Histogram:
         value lies clearly inside one (further from its edges than any rounding reaches),
         -1 where it is in no bin, else the bin estimated within one of the right one plus
         n + 1: the pass corrects those few against the edges (float64) as numpy.histogram
-        does. The value is float64; value and edges are None where nothing is corrected."""
+        does. The value is float32 or float64 (in the edges' dtype), the edges float64; value
+        and edges are None where nothing is corrected."""
         if self._estimate is None:
             got, names = self.kept_estimate()
             now = self.x.node.names
@@ -252,7 +253,9 @@ class Histogram:
         d = f - apply("floor", f)  # (where the value lies in its estimated bin, 0..1)
         i = where((d <= near) | (d >= 1 - near), i + it.type(n + 1), i)  # (1/2: every one)
         i = where(keep, i, it.type(-1))
-        return i.node, v.astype(np.float64).node, self._edges.astype(np.float64)
+        v = v if v.dtype == np.float32 else v.astype(np.float64)  # (float32: twice the
+        # values per vector instruction; compared with float32 edges exactly as float64)
+        return i.node, v.node, self._edges.astype(np.float64)
 
     def _exact(self) -> bool:
         """Whether every estimate is the bin itself: bins of a width w that is a power of

@@ -268,8 +268,9 @@ class _FoldGraph:
         self.body = tuple(replace(i, attr=at[inputs[i.attr]]) if i.op == "load" else i
                           for i in body)
         self.after_names = order
-        self.outs = tuple((i, np.dtype(np.float64 if real else np.int64))
-                          for i, real in zip(outs, _kinds(self.corrected, self.weighted)))
+        self.outs = tuple((i, _stored(r) if real else np.dtype(np.int64))
+                          for i, r, real in zip(outs, after,
+                                                _kinds(self.corrected, self.weighted)))
         self.declined = False
         stats["graphs"] += 1
 
@@ -360,8 +361,8 @@ class _Graph:
         self.body, self.inputs, self.outs, self.consts = fuse_outputs(
             [rows_graph(r) for r in roots])
         # each output's dtype: a bin index in its own (int32 where the bins fit: the pass
-        # computes its counter words in int32), a value or a weight float64
-        self.dtypes = tuple(np.dtype(np.float64) if real else
+        # computes its counter words in int32), a value or a weight `_stored`
+        self.dtypes = tuple(_stored(r) if real else
                             np.dtype(np.int32 if r.dtype == np.int32 else np.int64)
                             for r, real in zip(roots, self.kinds))
         stats["graphs"] += 1
@@ -548,6 +549,12 @@ def _kinds(corrected: tuple, weighted: tuple) -> list:
     histogram an index, then its value if corrected, then its weight if any."""
     return [x for v, w in zip(corrected, weighted)
             for x in (False,) + (True,) * (bool(v) + bool(w))]
+
+
+def _stored(root: Node) -> np.dtype:
+    """The dtype a pass keeps a value or a weight in: float32 as it is (twice the values
+    per vector instruction), any other float64."""
+    return np.dtype(np.float32 if root.dtype == np.float32 else np.float64)
 
 
 def _joined(roots: list) -> Node:
