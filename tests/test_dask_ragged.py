@@ -1033,3 +1033,21 @@ def test_an_operand_of_fewer_dims_broadcasts_from_the_right_whatever_its_length(
     r = lazyk.array([[1.0], [2.0, 3.0], [4.0]])
     got = ldask.evaluate(lazyk.num(ldask.from_ragged(r, 2)) * np.array([1.0, 2.0, 3.0]))
     assert got.compute().tolist() == [1.0, 4.0, 3.0]  # (as many dims: split by the rows)
+
+
+def test_float32_folds_over_missing_rows_against_a_fixed_dim():
+    # a sum over (0, 1) of `N * ?var * 2 * var * float32` has `?2` rows: Dask's partials
+    # add in float32 there (its float64 partials could not be rounded as `?2` operands)
+    t = "3 * ?var * 2 * var * float32"
+    rows = [[[[1.5], [2.0, 3.0]], [[0.5], [1.0, 1.0]]], None, [[[4.0], [5.0, 6.0]]]]
+    for values, ty in ((rows, t), ([], "0" + t[1:]), ([rows[0], rows[2]], "2" + t[1:])):
+        a = lazyk.array(values, type=ty)
+        for skipna in (False, True):
+            want = a.sum(axis=(0, 1), skipna=skipna).eval()
+            for cuts in (1, 2):
+                got = ldask.evaluate(ldask.from_ragged(a, cuts).sum(axis=(0, 1),
+                                                                    skipna=skipna)).compute()
+                assert str(got.type) == str(want.type)
+                assert got.to_list() == want.to_list()
+    assert want.to_list() == [[6.0], [8.0, 10.0]]
+    assert str(lazyk.array(rows, type=t).sum(axis=(0, 1)).eval().type) == "?2 * var * ?float32"

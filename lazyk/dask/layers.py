@@ -276,7 +276,9 @@ class _Planner:
         if op == "mean":
             return rewrite(self._mean(node).node, self._visit)
         wide = partial_dtype(op, node.dtype)
-        if wide != node.dtype:  # float32 partials add in float64, rounded once at the end
+        if wide != node.dtype and not Expr(node, self.env).type.missing_fixed_rows:
+            # float32 partials add in float64, rounded once at the end (not where the
+            # result has `?n` rows: results, not operands of that rounding)
             src = self._visit(cast(node.srcs[0], wide), node.srcs)
             got = self._global(Node(REDUCE_OP, wide, node.shape, (src,), node.arg))
             return self._visit(cast(got, node.dtype), (got,))
