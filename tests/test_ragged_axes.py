@@ -232,5 +232,13 @@ def test_a_fold_over_no_axis_of_missing_values_keeps_them():
     x = lazyk.array([[1.0, None]])  # 1 * 2 * ?float64
     assert lazyk.sum(x, axis=()).eval().to_list() == [[1.0, None]]
     assert lazyk.max(x, axis=(), skipna=True).eval().to_list() == [[1.0, None]]
-    with pytest.raises(lazyk.NotSupportedError, match="fill_none"):
-        lazyk.sum(x, axis=(), skipna=True)
+    # skipping a value alone folds nothing: the fold of nothing, as NumPy's sum of no value
+    for op, want in (("sum", [[1.0, 0.0]]), ("prod", [[1.0, 1.0]]), ("any", [[True, False]]),
+                     ("all", [[True, True]])):
+        got = getattr(lazyk, op)(x, axis=(), skipna=True).eval()
+        assert got.to_list() == want and "?" not in str(got.type), op
+    assert lazyk.count(x, axis=()).eval().to_list() == [[1, 0]]
+    assert lazyk.count_nonzero(x, axis=()).eval().to_list() == [[1, 0]]
+    r = lazyk.array([[1, None], None, [3]], type="3 * ?var * ?int32")
+    got = lazyk.count(r, axis=()).eval()
+    assert got.to_list() == [[1, 0], None, [1]] and str(got.type) == "3 * ?var * int64"

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from lazyk import types as T
 from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
-from lazyk.frontend.graph import REDUCE_OP, SELECT_OP, Node, arg_key, has_rows
+from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, Node, arg_key, has_rows
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
@@ -92,10 +93,12 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
                   or d not in axes)
     if not axes and ("var" in node.shape or has_rows(node) or has_options(e)):
         # a fold over no axis: each value alone (NumPy's axis=()), elementwise
-        if skipna and has_options(e) and op not in ("mean", "min", "max"):
-            raise NotSupportedError(f"{op}(axis=(), skipna=True) over missing values: use "
-                                    "lazyk.fill_none")
         value = Expr(cast(node, acc), e.env)
+        if skipna and has_options(e) and ops.OPS[op].folds_to_identity:
+            # a missing value alone folds nothing: the fold of nothing (0, 1, False, True)
+            fill = np.asarray(ops.OPS[op].empty_value()).astype(acc).item()
+            value = Expr(Node(ROWS_OP, acc, node.shape, (value.node,),
+                              ("fill_none", (fill,), _missing_rows(e), False)), e.env)
         if initial is not None:
             value = apply("minimum" if op == "min" else "maximum", value,
                           Expr(Node("const", acc, (), (), _initial_value(op, initial, acc)),
@@ -116,6 +119,15 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)
+
+
+def _missing_rows(e: Expr) -> tuple:
+    """Per dim of `e`, whether its rows may be missing (`?var`, `?n`)."""
+    t, rows = e.type, []
+    for _ in range(e.ndim):
+        rows.append(isinstance(t, T.Option))
+        t = (t.elem if rows[-1] else t).elem
+    return tuple(rows)
 
 
 def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
