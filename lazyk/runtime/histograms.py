@@ -268,7 +268,7 @@ class _FoldGraph:
         self.body = tuple(replace(i, attr=at[inputs[i.attr]]) if i.op == "load" else i
                           for i in body)
         self.after_names = order
-        self.outs = tuple((i, _stored(r) if real else np.dtype(np.int64))
+        self.outs = tuple((i, _stored(r) if real else _index_dtype(r))
                           for i, r, real in zip(outs, after,
                                                 _kinds(self.corrected, self.weighted)))
         self.declined = False
@@ -360,10 +360,8 @@ class _Graph:
                                      [leaf_data(env[n]) for n in self.names])
         self.body, self.inputs, self.outs, self.consts = fuse_outputs(
             [rows_graph(r) for r in roots])
-        # each output's dtype: a bin index in its own (int32 where the bins fit: the pass
-        # computes its counter words in int32), a value or a weight `_stored`
-        self.dtypes = tuple(_stored(r) if real else
-                            np.dtype(np.int32 if r.dtype == np.int32 else np.int64)
+        # each output's dtype: a bin index `_index_dtype`, a value or a weight `_stored`
+        self.dtypes = tuple(_stored(r) if real else _index_dtype(r)
                             for r, real in zip(roots, self.kinds))
         stats["graphs"] += 1
 
@@ -549,6 +547,12 @@ def _kinds(corrected: tuple, weighted: tuple) -> list:
     histogram an index, then its value if corrected, then its weight if any."""
     return [x for v, w in zip(corrected, weighted)
             for x in (False,) + (True,) * (bool(v) + bool(w))]
+
+
+def _index_dtype(root: Node) -> np.dtype:
+    """The dtype a pass keeps a bin index in: int32 as it is (the pass computes its
+    counter words in int32, eight to a vector instruction), any other int64."""
+    return np.dtype(np.int32 if root.dtype == np.int32 else np.int64)
 
 
 def _stored(root: Node) -> np.dtype:
