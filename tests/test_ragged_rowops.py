@@ -91,6 +91,21 @@ def test_num_of_lists_is_computed_by_the_kernel_that_reads_it(monkeypatch):
     assert ran == []
     q = lazyk.array([[1.0], None, []], type="3 * ?var * float64")
     assert lazyk.num(q).eval().to_list() == [1, None, 0] and ran == ["num"]
+    # missing lists read by more work: computed by its kernel from the rows' own bytes
+    ran.clear()
+    v = np.arange(9.0)
+    for off in (np.array([0, 2, 2, 5, 9, 9]), np.array([0, 2, 2, 5, 9, 9], np.int32)):
+        m = lazyk.from_offsets(off, v, validity=np.array([1, 0, 1, 1, 1], bool))
+        got = (lazyk.num(m) + lazyk.num(m) * 10 + 1).eval()
+        assert got.to_list() == [23, None, 34, 45, 1] and str(got.type) == "5 * ?int64"
+        assert (lazyk.num(m[1:]) >= 3).eval().to_list() == [None, True, True, False]
+        assert lazyk.sum(lazyk.num(m), skipna=True).eval() == 9
+    assert ran == []
+    bad = lazyk.from_offsets(np.array([0, 2, 3, 5]), v, validity=np.ones(3, bool))
+    at = bad.ptr - bad.owner.address  # (its own copy of the offsets, changed in place)
+    bad.owner.buffer[at + 16:at + 24].view(np.int64)[0] = 1
+    with pytest.raises(ValueError, match="row 1"):
+        (lazyk.num(bad) + 1).eval()
 
 
 @FEW

@@ -18,8 +18,8 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory, sorting
 from lazyk.arrays import restructure as R
-from lazyk.arrays import sorting
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
@@ -32,6 +32,7 @@ from lazyk.arrays.trees import (
     memory_key,
     offsets_of,
     option_leaf,
+    rising,
     rows_memo,
     rows_memo_dict,
 )
@@ -109,7 +110,7 @@ def lower(expr, result: bool = False):
             node = node if srcs == node.srcs else _reshaped(node, srcs)
             return _leaf(_computed(node, env), env, node.dtype)
         if node is top:
-            value = _value(node, srcs, env)
+            value = _value(node, srcs, env, top=True)
             return value if isinstance(value, Node) else _Result(value)
         if node.op == ROWS_OP:
             value = _value(node, srcs, env)
@@ -132,17 +133,43 @@ class _Result:
         self.value = value
 
 
-def _lengths(value: Array, env: dict) -> Node | None:
-    """`num` at axis 1 of lists none of which is missing, as graph nodes: offsets[1:] -
-    offsets[:-1] over views of the offsets, computed by the kernel that reads the lengths
-    (`num(a) + num(b) >= 3`: one kernel, no lengths stored). None for other arrays."""
+def _lengths(value: Array, env: dict, fused: bool) -> Node | None:
+    """`num` at axis 1 of lists as graph nodes: offsets[1:] - offsets[:-1] over views of
+    the offsets (`?var` rows, where a kernel reads the lengths (`fused`): views that read
+    the rows' own missing bytes), computed by the kernel that reads the lengths (`num(a) +
+    num(b) >= 3`: one kernel, no lengths stored). None for other arrays."""
     if not isinstance(value.type, T.FixedDim):
         return None
+    if isinstance(value.type.elem, T.Option):
+        return _missing_lengths(value, env) if fused else None
     tree = columns(value, 1)
     if not isinstance(tree, Lists):
         return None
     off = np.asarray(tree.offsets)
     e = (as_expr(off[1:]) - as_expr(off[:-1])).astype(np.int64)
+    env.update(e.env)
+    return e.node
+
+
+def _missing_lengths(value: Array, env: dict) -> Node | None:
+    """`_lengths` of `N * ?var` rows in offsets form: each row's start and stop read as
+    `N * ?int` views whose missing bytes are the rows' own (a row's missing byte lies at
+    one distance from its start index, and one word less from its stop)."""
+    t, meta, owner = value.type, value.meta, value.owner
+    if not isinstance(t.elem.elem, T.VarDim) or not isinstance(owner, memory.MemoryBlock):
+        return None
+    n, stride, gone = t.size, meta[1], meta[2]
+    rows = M.rows_at(meta, 3, gone)
+    w = rows.width
+    if not n or not stride == w == rows.stop_delta or rows.stride != rows.index_stride:
+        return None
+    offsets = memory.view(value.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+    if not rising(offsets, rows.length):
+        M.check_rows(offsets[:-1], offsets[1:], rows)  # (names the first bad row)
+    index = T.FixedDim(n, T.Option(M.type_from_numpy(M.INDEX_DTYPES[w])))
+    starts, stops = (Array.from_parts(index, (n, stride, gone - k), value.ptr + k, owner,
+                                      True) for k in (0, w))
+    e = (as_expr(stops) - as_expr(starts)).astype(np.int64)
     env.update(e.env)
     return e.node
 
@@ -186,9 +213,10 @@ def _leaf(value, env: dict, dtype: np.dtype) -> Node:
     return cast(e.node, dtype) if e.dtype != dtype and not is_text(e.dtype) else e.node
 
 
-def _value(node: Node, srcs: tuple, env: dict):
+def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
     """A row operation over its (lowered) sources: graph nodes that compute it in the
-    kernel reading it, or its value (an Array or NumPy array)."""
+    kernel reading it, or its value (an Array or NumPy array). `top`: the result itself
+    (no kernel reads it)."""
     name, params = node.arg[0], node.arg[1]
     if name in ("cumsum", "cumprod"):
         return _scan(name, srcs[0], params[0], env)
@@ -203,7 +231,7 @@ def _value(node: Node, srcs: tuple, env: dict):
             return got
     values = [_computed(s, env) for s in srcs]
     if name == "num" and params[0] == 1:
-        lens = _lengths(values[0], env)
+        lens = _lengths(values[0], env, fused=not top)
         if lens is not None:
             return lens
     got = _restructured(name, node, params, values)
