@@ -415,3 +415,29 @@ def test_python_dash_m_lazyk_is_the_command():
     bad = subprocess.run([sys.executable, "-m", "lazyk", "parse", "int33"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "^" in bad.stderr
+
+
+def test_explain_shows_only_its_own_kernels_while_other_threads_run_some():
+    import re
+    import threading
+
+    stop = threading.Event()
+    busy = lazyk.array(np.arange(3.0))
+    rows = lazyk.array([[1.0], [2.0, 3.0]])
+
+    def work():
+        while not stop.is_set():
+            (lazyk.sin(busy) * 2 + 1).eval()
+            (rows * 2).sum(axis=-1).eval()
+    t = threading.Thread(target=work)
+    t.start()
+    try:
+        x = lazyk.placeholder("x", "N * float64")
+        for _ in range(20):
+            text = lazyk.explain(lazyk.sin(x) * 2 + 1)
+            assert re.findall(r"shape \(\d+,\)", text) == ["shape (8,)"]
+            text = lazyk.explain(lazyk.array([[1.0], [2.0, 3.0, 4.0]]).sum(axis=-1))
+            assert "== loop-nest kernels: 1 " in text and text.count("== nest ") == 1
+    finally:
+        stop.set()
+        t.join()

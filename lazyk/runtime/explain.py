@@ -194,7 +194,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         with np.errstate(all="ignore"):
             runtime.run_program(prog, {n: leaf_data(v) for n, v in sample.items()})
     finally:
-        _drop(runtime.recorders, record)
+        runtime.recorders.remove(record)
     for k, step in enumerate(prog.steps):
         src = ", ".join(f"in{j} = {r}" if isinstance(r, str) else f"in{j} = kernel {r + 1}"
                         for j, r in enumerate(step.inputs))
@@ -263,7 +263,7 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
     try:
         low = row_steps.lower(sample)
     finally:
-        _drop(RECORDERS, record)
+        RECORDERS.remove(record)
     out = [f"== expression with row operations -> {e.type}",
            f"== graph as built\n{typed_dump(e)}",
            "== row operations lowered (scans in their own loop nest, is_none / fill_none "
@@ -334,11 +334,6 @@ def _dense(e: Expr) -> bool:
         isinstance(v, RaggedPlaceholder) or ragged.is_ragged(v) for v in e.env.values()))
 
 
-def _drop(recorders: list, record: list) -> None:
-    """Take `record` itself off `recorders` (not an equal list: `[] == []`)."""
-    recorders[:] = [r for r in recorders if r is not record]
-
-
 def _recording(run) -> tuple[list, list]:
     """Run `run()` and give what it launched: the loop-nest kernels (kernel, parts) and the
     fixed-dim kernels (spec, layout)."""
@@ -350,8 +345,8 @@ def _recording(run) -> tuple[list, list]:
         with np.errstate(all="ignore"):
             run()
     finally:
-        _drop(RECORDERS, nests)
-        _drop(runtime.recorders, launches)
+        RECORDERS.remove(nests)
+        runtime.recorders.remove(launches)
     return [r[1:] for r in nests if r[0] == "nest"], launches
 
 

@@ -8,6 +8,7 @@ fast path (`lazyk.runtime.stringeval`) launch through these same public function
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Callable
@@ -93,8 +94,29 @@ def out_strides(out: np.ndarray, shape: tuple, axes, keepdims: bool) -> tuple:
     return tuple(strides)
 
 
-# explain() pushes a list here to see each launched (spec, layout); empty in normal runs.
-recorders: list[list] = []
+class Recorders(threading.local):
+    """The lists `explain()` records what runs into, this thread's only: a kernel another
+    thread launches meanwhile is not the explained expression's. Empty in normal runs."""
+
+    def __init__(self) -> None:
+        self.lists: list[list] = []
+
+    def __iter__(self):
+        return iter(self.lists)
+
+    def __bool__(self) -> bool:
+        return bool(self.lists)
+
+    def append(self, record: list) -> None:
+        self.lists.append(record)
+
+    def remove(self, record: list) -> None:
+        """Take `record` itself off (not an equal list: `[] == []`)."""
+        self.lists[:] = [r for r in self.lists if r is not record]
+
+
+# explain() pushes a list here to see each launched (spec, layout)
+recorders = Recorders()
 # (id(spec), shape, strides...) -> (spec, layout, compiled kernel, kernel data); the spec in
 # the value keeps its id from being reused while the entry lives. An LRU: each entry is < 1 KB
 # but holds its kernel's code (~64 KB) alive after the kernel cache has dropped it. The kernel

@@ -186,7 +186,7 @@ def explain(expr, declared=None, ir: bool = True, asm: bool = True) -> str:
     try:
         evaluate(e)
     finally:
-        RECORDERS[:] = [r for r in RECORDERS if r is not record]  # (not ==: [] == [])
+        RECORDERS.remove(record)
     nests = [r[1:] for r in record if r[0] == "nest"]
 
     def text(v):

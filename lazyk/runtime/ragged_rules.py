@@ -19,9 +19,9 @@ from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.reductions import seeded_fold
 from lazyk.runtime import launch as runtime
 
-# explain(): while it runs an expression, each ragged kernel launch is appended to every
-# list in here as ("nest", kernel, parts)
-RECORDERS: list = []
+# explain(): while it runs an expression, each ragged kernel launch of its thread is
+# appended to every list in here as ("nest", kernel, parts)
+RECORDERS = runtime.Recorders()
 
 
 def seed(values, valid, reduce_arg, empty, missing_seen: bool):
