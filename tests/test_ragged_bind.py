@@ -260,6 +260,32 @@ def test_changed_row_lengths_raise_naming_the_row():
         b()
 
 
+def test_a_bound_fold_over_every_item_reads_them_as_one_run():
+    # rows of one offsets array folded over every axis: one loop over the items, whose
+    # offsets each call checks again (the items, where they start and end, and rising)
+    x = lazyk.placeholder("x", "N * var * float64")
+    off, vals = np.array([0, 2, 3, 3, 6]), np.arange(1.0, 7.0)
+    a = lazyk.from_offsets(off, vals)
+    for fn, want in ((lambda e: e.sum(), 21.0), (lambda e: lazyk.max(e * 2), 12.0),
+                     (lambda e: e.mean(), 3.5), (lambda e: (e > 2).sum(), 4)):
+        f = lazyk.compile(fn(x))
+        out = np.zeros((), f(a).dtype)
+        b = f.bind(out, a)
+        assert b._fill.items is not None
+        assert b() == want == f(a) == fn(a).eval()
+    b = lazyk.compile(x.sum()).bind(np.zeros(()), a)
+    vals[0] = 10.0  # values changed in place: seen
+    assert b() == 30.0
+    off[1] = 1  # rows of other lengths over the same items: the same total
+    assert b() == 30.0 == a.sum().eval()
+    off[4] = 5  # fewer items
+    with pytest.raises(ShapeError, match="items 0..5 now, 0..6 at bind: bind again"):
+        b()
+    off[4], off[2] = 6, 0  # rows out of order
+    with pytest.raises(lazyk.ArrayConstructionError, match=r"offsets\[2\] = 0"):
+        b()
+
+
 def test_bad_out_is_refused_at_bind_naming_out_and_the_row():
     x = lazyk.placeholder("x", "N * var * float64")
     f = lazyk.compile(x * 2)

@@ -360,7 +360,8 @@ def flat_rows(ops_, levels, kinds, sizes):
 def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     """`N * var` rows that every operand with rows reads through one offsets array, and no
     operand stays at the rows (a per-row value): the items as one run of M, (the operands
-    as `M`, the offsets from 0 (None with `offsets=False`: a fold over every item), their
+    as `M`, the offsets from 0 (with `offsets=False`, a fold over every item: the offsets
+    as they are, unchecked, then the first and last: what a bound call checks again), their
     plan), or None. Work item by item (elementwise, histograms) then runs one loop over
     the items: no loop per row, none of a row's short remainders (rows of one to four
     items are common). The offsets are checked here (the kernel reads no row)."""
@@ -382,8 +383,8 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     if ref is None:
         return None
     ptr, n0, s0, width = ref
-    off = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest reads)
-    lo, hi = int(off[0]), int(off[-1])
+    off = raw = _raw(ptr, (n0 + 1,), (s0,), np.int32 if width == 4 else np.int64)  # (nest
+    lo, hi = int(off[0]), int(off[-1])  # reads)
     if not rising(off, hi):
         return None  # bad rows: the full nest names them
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
@@ -399,7 +400,7 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
         off = view(ptr, (n0 + 1,), (8,), np.int64, owner)  # (shared, its memory kept alive)
     elif offsets:
         off = np.subtract(off, lo, dtype=np.int64)
-    return flat, off if offsets else None, ((FIXED,), [hi - lo], kinds2)
+    return flat, off if offsets else (raw, lo, hi), ((FIXED,), [hi - lo], kinds2)
 
 
 def offsets_rows(ops_, kinds, levels, sizes):

@@ -85,6 +85,9 @@ class NestFill:
     `recount`: where() over missing rows (the result's rows follow the values), a call that
     runs the count passes again and gives the result's (offsets, validity) now; else None."""
 
+    items = None  # a fold over every item of rows of one offsets array, read as one run:
+    # (those offsets, their first and last at bind), which each bound call checks again
+
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
@@ -206,7 +209,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         items = flat_items(ops_, levels, kinds, sizes)
         if items is not None:  # one loop over the items of rows of one offsets array
             return nest_run(root, red_node, reduce_arg, names, leaves, flat=items)
-    items = reduce_arg is not None and not (flat or where_masks or plan or picks) and \
+    items = reduce_arg is not None and not (flat or where_masks or picks) and \
         not reduce_arg[2] and reduce_arg[0] not in ARG_REDUCTIONS and \
         tuple(reduce_arg[1]) == tuple(range(nlev)) and \
         flat_items(ops_, levels, kinds, sizes, offsets=False)
@@ -233,7 +236,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             flagged=True, option=any(maskd), qrows=bool(qlev), last_q=False, mean=step.mean,
             skipna=skipna, reduce_arg=reduce_arg,
             keep_axes=tuple(range(nlev)) if reduce_arg[2] else (), mode=mode, dims=[],
-            offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={})
+            offsets={}, xs_end=[], validity={}, recount=None, present={}, present_words={},
+            items=items[1] if items else None)
     if isinstance(mode, Total):
         return nest_all(spec, step, levels, sizes, sel, sel_kinds, maskd, skipna, labels,
                         leaves, reduce_arg, red_node, bool(qlev), mode, prep.optional)

@@ -22,13 +22,14 @@ import threading
 
 import numpy as np
 
+from lazyk import hooks
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.arrays.memory import lookup
 from lazyk.backend.threads import get_num_threads, parallel_for
 from lazyk.codegen.levels import VAR, Reduce
 from lazyk.codegen.nest import PREFIX
-from lazyk.errors import BindError, NotSupportedError, ShapeError
+from lazyk.errors import ArrayConstructionError, BindError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, rewrite, toposort
@@ -102,6 +103,21 @@ class _ArraySlots:
         return o.ctypes.data if ok and o.size else 0
 
 
+def _same_items(offsets: np.ndarray, lo: int, hi: int) -> None:
+    """A bound fold over every item of rows read as one run of items lo..hi (checked
+    inside their content at bind): the rows still start at lo, end at hi, and rise (their
+    items are then those same ones)."""
+    first, last = int(offsets[0]), int(offsets[-1])
+    if (first, last) != (lo, hi):
+        raise ShapeError(f"the input's rows hold items {first}..{last} now, {lo}..{hi} at "
+                         "bind: bind again")
+    if not hooks.rows_rise(offsets):
+        i = int(np.argmax(offsets[1:] < offsets[:-1])) + 1
+        raise ArrayConstructionError(f"offsets[{i}] = {int(offsets[i])} is less than "
+                                     f"offsets[{i - 1}] = {int(offsets[i - 1])}: offsets "
+                                     "must be non-decreasing")
+
+
 class RaggedBound:
     """A compiled var / option expression bound to its inputs and `out`: `b()` computes
     into `out` and returns it.
@@ -112,7 +128,10 @@ class RaggedBound:
     the bound structure and raises ShapeError (naming the row) when a row's length
     changed, ArrayConstructionError when its indices leave the content, and each call
     checks the inputs' `?var` row masks (ShapeError naming the input and the row that
-    turned missing, or present); bind again after such changes.
+    turned missing, or present); bind again after such changes. A fold over every item of
+    rows of one offsets array reads the items as one run: each call checks that the rows
+    still start and end where they did and rise (rows of other lengths over the same items
+    give the same fold).
     Thread-safe: each thread has its own kernel data, status words and scratch values;
     calls at once into the same `out` write the same values.
     """
@@ -291,6 +310,8 @@ class RaggedBound:
                                  f"over the present rows above) is "
                                  f"{'missing' if ok[i] else 'present'} now, "
                                  f"{'present' if ok[i] else 'missing'} at bind: bind again")
+        if fill.items is not None:
+            _same_items(*fill.items)
         if fill.recount is not None:
             self._same_rows()
         # the kernel only reads its data, but a part's words are restored all the same
