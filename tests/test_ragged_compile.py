@@ -243,3 +243,19 @@ def test_an_empty_list_is_no_rows_of_the_parameter_type(t):
     assert str(got.type) == "0 * " + t[4:] and got.to_list() == []
     total = lazyk.compile(q.sum(axis=-1))([])
     assert len(total) == 0 and str(total.type).startswith("0 * ")
+
+
+def test_a_new_axis_on_a_fold_of_placeholders_is_its_keepdims_form():
+    # `mean(p, axis=1)[:, None]` (a per-row value meeting the row's items): the new axis
+    # lies where the folded one was, so no placeholder needs one
+    p = lazyk.placeholder("x", "N * var * float64")
+    rows = [[1.0, 4.0, 2.0], [], [3.0, 5.0]]
+    x = lazyk.array(rows)
+    f = lazyk.compile(p[p > lazyk.mean(p, axis=1)[:, None]])
+    assert f(x).to_list() == [[4.0], [], [5.0]]
+    g = lazyk.compile(p - lazyk.max(p, axis=1)[:, None])
+    assert g(lazyk.array([[1.0, 4.0], [2.0]])).to_list() == [[-3.0, 0.0], [0.0]]
+    d = lazyk.placeholder("d", "N * M * float64")
+    h = lazyk.compile(d - d.mean(axis=1)[:, None])
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(h(a), a - a.mean(axis=1)[:, None])

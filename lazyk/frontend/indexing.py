@@ -141,6 +141,8 @@ def _axis_in_sources(node: Node, q: int) -> list:
         x, key = node.srcs
         return [(x, q), (key, q)] if q <= node.arg else [(x, q)]
     if node.op == REDUCE_OP:
+        if _kept_in_place(node, q):  # (its keepdims form: nothing below takes the axis)
+            return []
         # right after the kept dim before it: the axes folded between two kept dims stay
         # next to the dim that takes their missing rows (`option_flags`)
         src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
@@ -165,6 +167,8 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
                     ("newaxis", (q,), tuple(rows), node.arg[3]))
     if node.op == REDUCE_OP:
         src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
+        if _kept_in_place(node, q):
+            return node.replace(shape=shape, arg=(node.arg[0], axes, True) + node.arg[3:])
         (_, qs), = _axis_in_sources(node, q)
         rows = option_flags(src, env)[0] if keep else []
         if keep and builtins.any(rows[a] for a in axes if a < q):  # its mark would move
@@ -191,6 +195,14 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
     srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
                  for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
     return node.replace(shape=shape, srcs=srcs)
+
+
+def _kept_in_place(node: Node, q: int) -> bool:
+    """Whether a new axis at `q` of reduction `node` over one axis lies where its folded
+    axis was (`mean(x, axis=1)[:, None]`): then it is the reduction with keepdims, its
+    operand as it is (a placeholder takes no new axis)."""
+    axes, keep = node.arg[1], node.arg[2]
+    return not keep and tuple(axes) == (q,)
 
 
 def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
