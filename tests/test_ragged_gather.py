@@ -455,3 +455,19 @@ def test_sort_takes_stable_false_and_sorts_stably():
         assert lazyk.argsort(x, stable=stable).eval().to_list() == [[1, 3, 0, 2], [], [0, 1]]
     with pytest.raises(TypeError, match="stable must be True or False"):
         lazyk.sort(x, stable="yes")
+
+
+def test_positions_gather_from_rows_of_their_own_length_above_the_gathered_level():
+    # as Awkward's jagged gather (and NumPy's on fixed dims): a row of 1 of positions does
+    # not stretch over a longer row of the array above the level gathered
+    rows = [[[3.0, 1.0, 2.0], [0.0, 5.0, -1.0]], [[7.0, 8.0, 9.0], [1.0, 1.0, 10.0]]]
+    x = lazyk.array(rows, type="2 * var * var * float64")
+    with pytest.raises(lazyk.ShapeError, match=r"x\[positions\] at row 0: .* length 2 .* "
+                                               r"length 1"):
+        x[lazyk.argmax(x, axis=1, keepdims=True)].eval()
+    got = x[lazyk.argmax(x, axis=2, keepdims=True)].eval()  # (rows that pair: the maxima)
+    assert got.to_list() == [[[3.0], [5.0]], [[9.0], [10.0]]]
+    y = lazyk.array([[[1.0, 2.0]], [[3.0]]], type="2 * var * var * float64")
+    idx = lazyk.array([[[1], [0]], [[0]]], type="2 * var * var * int64")
+    with pytest.raises(lazyk.ShapeError, match=r"x\[positions\]"):
+        y[idx].eval()

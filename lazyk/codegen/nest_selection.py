@@ -19,16 +19,18 @@ class NestSelection:
     """Kept elements and gathers of the loop-nest generator."""
 
     # ------------------------------------------------------------ kept elements, positions
-    def _sides_agree(self, k, lens, gones, path) -> None:
-        """x[mask] at level k (at or above the selected one): the array's length there and
-        the mask's are equal, each side's the length of its rows (a row of 1 stretching
-        within a side, as elementwise work stretches it) or of the fixed level (1 where it
-        stays: a fixed 1, or no dim). A missing row pairs with any: a side whose rows are
-        all missing here is not compared (as Awkward's selection, no row of 1 stretches
-        across the sides)."""
+    def _sides_agree(self, k, lens, gones, path, sides, code: int = 6) -> None:
+        """x[mask] at level k (at or above the selected one; `sides`: the operands of the
+        array and of the mask), or x[positions] above the gathered level (code 7: of the
+        array taken and of the positions): the array's length there and the other side's
+        are equal, each side's the length of its rows (a row of 1 stretching within a side,
+        as elementwise work stretches it) or of the fixed level (1 where it stays: a fixed
+        1, or no dim). A missing row pairs with any: a side whose rows are all missing here
+        is not compared (as Awkward's selection and gather, no row of 1 stretches across
+        the sides)."""
         b, c = self.b, self.c
         got = []
-        for side in self.keep_sides:
+        for side in sides:
             # an operand taken at positions has the rows of its positions
             side = set(side).union(*(inputs_of(self.full, self.kinds[j][k].out) for j in side
                                      if isinstance(self.kinds[j][k], Gathered)))
@@ -49,7 +51,7 @@ class NestSelection:
         (na, sa, wa), (nm, sm, wm) = got
         ok = b.or_(b.icmp_signed("==", na, nm), b.not_(b.and_(sa, sm)))
         mask = b.icmp_signed(">=", wm, c(0))  # (else the array's operand is named)
-        self.check(ok, 6, k, path, b.select(mask, wm, wa), b.select(mask, nm, na),
+        self.check(ok, code, k, path, b.select(mask, wm, wa), b.select(mask, nm, na),
                    b.select(mask, na, nm), b.select(mask, wa, wm))
 
     def _level_values(self, outs, addr, away=None):

@@ -97,7 +97,10 @@ class NestWalk:
                 lens[j] = n
         if self.keep_sides and k <= self.keep.level and self.tuples[k] is None and \
                 (self.keep.array or k == self.keep.level):
-            self._sides_agree(k, lens, gones, path)
+            self._sides_agree(k, lens, gones, path, self.keep_sides)
+        for at, sides in self.take_sides:
+            if k < at and self.tuples[k] is None:
+                self._sides_agree(k, lens, gones, path, sides, 7)
         if self.tuples[k] is not None:
             n = self._tuple_rows(k, lens, path)
         elif self.levels[k] is FIXED:

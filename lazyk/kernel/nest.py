@@ -185,6 +185,11 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         return ShapeError(f"x[mask] at {where}: operand {labels[j]} has length {st[3]} and "
                           f"{other} has length {st[4]} (a mask selects from rows of its "
                           "own length)")
+    if code == 7:  # (above a gathered level: rows pair exactly)
+        other = "the fixed dim" if st[5] < 0 else f"operand {labels[int(st[5])]}"
+        return ShapeError(f"x[positions] at {where}: operand {labels[j]} has length {st[3]} "
+                          f"and {other} has length {st[4]} (positions gather from rows of "
+                          "their own length: no row of 1 stretches)")
     if code == 4:
         return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
                           f"together (operand {labels[j]}; a reduction over an axis above a "
