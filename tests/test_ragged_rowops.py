@@ -589,6 +589,12 @@ def test_methods_and_numpy_functions_stay_lazy():
         assert same(value, want) if isinstance(want, list) else np.allclose(value, want)
     out = np.empty(4)
     assert np.var(la * 1, axis=0, out=out) is out and np.allclose(out, np.var(a, axis=0))
+    # axis=None: NumPy's flattened values, missing ones kept (sorted last, as NumPy's
+    # masked sort; missing rows hold none)
+    q = lazyk.array([[3.0, None, 2.0], None, [5.0, 4.0]])
+    assert np.sort(q, axis=None).eval().to_list() == [2.0, 3.0, 4.0, 5.0, None]
+    assert np.argsort(q, axis=None).eval().to_list() == [2, 0, 4, 3, 1]
+    assert np.cumsum(q).eval().to_list() == [3.0, None, 5.0, 10.0, 14.0]
 
 
 def test_new_axes_on_row_operations():

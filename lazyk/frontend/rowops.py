@@ -455,13 +455,21 @@ def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True)
     return _node("argsort", np.int64, e.shape, [e], (a, bool(ascending)), rows, False, e.env)
 
 
+def ravel(x: Any) -> Expr:
+    """Lazy values of `x` in order as one dim, as NumPy's `axis=None` takes them: missing
+    values kept in place (missing rows hold none). Unlike `flatten(x, axis=None)`, which
+    drops missing values (Awkward's rule)."""
+    e = _operand("ravel", x)
+    while e.ndim > 1:
+        e = flatten(e, axis=1)
+    return e
+
+
 # ---------------------------------------------------------------- running folds
 def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
     e = _operand(name, x)
     if axis is None:  # NumPy's rule: the flattened values (missing ones kept in place)
-        while e.ndim > 1:
-            e = flatten(e, axis=1)
-        axis = -1
+        e, axis = ravel(e), -1
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     ragged = _var_dims(e) or builtins.any(flags(e)[0])
