@@ -259,3 +259,23 @@ def test_a_new_axis_on_a_fold_of_placeholders_is_its_keepdims_form():
     h = lazyk.compile(d - d.mean(axis=1)[:, None])
     a = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(h(a), a - a.mean(axis=1)[:, None])
+
+
+def test_new_axes_on_placeholders_are_views_of_each_calls_arrays():
+    p = lazyk.placeholder("x", "N * var * float64")
+    w = lazyk.placeholder("w", "N * var * float64")
+    x = lazyk.array([[1.0, 2.0], [], [3.0]])
+    y = lazyk.array([[10.0], [1.0], [5.0, 6.0]])
+    f = lazyk.compile(p[:, :, None] * p[:, None, :])
+    assert f(x).to_list() == (x[:, :, None] * x[:, None, :]).eval().to_list()
+    c = lazyk.cartesian({"a": p, "b": w}, nested=True)
+    g = lazyk.compile(lazyk.sum(lazyk.sum(c["a"] - c["b"], axis=2), axis=1))
+    assert g(x, y).tolist() == [-17.0, 0.0, -5.0]
+    d = lazyk.placeholder("d", "N * float64")
+    a = np.arange(3.0)
+    np.testing.assert_array_equal(lazyk.compile(d[:, None] * d[None, :])(a), np.outer(a, a))
+    q = lazyk.placeholder("q", "N * ?var * ?float64")
+    z = lazyk.array([[1.0, None], None, []], type="3 * ?var * ?float64")
+    got = lazyk.compile(q[:, :, None] + 1)(z)
+    assert got.to_list() == [[[2.0], [None]], None, []]
+    assert str(got.type) == "3 * ?var * 1 * ?float64"

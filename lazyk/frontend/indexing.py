@@ -220,6 +220,11 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
         leaf = as_expr(np.expand_dims(value, q))
     elif isinstance(value, DaskLeaf):  # (a Dask array takes the new axis as NumPy does)
         leaf = as_expr(value.array[index])
+    elif isinstance(value, Placeholder):  # a parameter: a view of each call's array
+        rows, option = option_flags(node, env)
+        rows.insert(q, False)
+        return Node(ROWS_OP, node.dtype, node.shape[:q] + (1,) + node.shape[q:], (node,),
+                    ("newaxis", (q,), tuple(rows), option))
     else:
         what = f"parameter {node.arg!r}" if isinstance(value, Placeholder) else \
             f"input of type {node.type_text()}"
