@@ -589,3 +589,14 @@ def test_float16_data_and_subnormal_widths_bin_as_numpy():
         got, edges = lazyk.histogram(x, n, r)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(edges, want_edges)
+
+
+def test_values_in_missing_rows_of_a_fixed_size_count_where_present():
+    x = lazyk.array([None, [1.5, 0.0], [2.0]], type="3 * ?var * float64")
+    p = lazyk.pad_none(x, 2, clip=True)  # 3 * ?2 * ?float64
+    assert str(p.eval().type) == "3 * ?2 * ?float64"
+    got = lazyk.histogram(p, 3, (0, 3)).to_numpy()
+    np.testing.assert_array_equal(got, np.histogram([1.5, 0.0, 2.0], 3, (0, 3))[0])
+    assert got.dtype == np.int64
+    with pytest.raises(lazyk.NotSupportedError, match=r"\?n.*flatten"):
+        lazyk.histogram(p, 3, (0, 3), weights=p * 2).to_numpy()

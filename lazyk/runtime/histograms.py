@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from lazyk.arrays.array import Array
 from lazyk.codegen.levels import FIXED, VAR, Bins, Fill, Reduce
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.graph import (
@@ -30,6 +31,7 @@ from lazyk.frontend.graph import (
 from lazyk.frontend.leaves import is_ragged, leaf_data, leaf_key
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.rowops import flatten
 from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.frontend.structure import renamed
 from lazyk.kernel.flat import data_pointer
@@ -91,18 +93,33 @@ def _filled(hists: list, computed: list | None) -> list | None:
     """`fill_histograms` without the operands named in its errors."""
     if computed is None:
         return _one_pass(hists)
-    given = [(as_expr(i), None, None if w is None else as_expr(w)) for i, w in computed]
+    given = [(as_expr(_present(i) if w is None else i), None,
+              None if w is None else as_expr(w)) for i, w in computed]
     # (one pass over indices of one shape: a selection's may have fewer rows than another's)
     got = _one_pass(hists, given) if len(hists) > 1 and \
         len({e[0].node.shape for e in given}) == 1 else None
     if got is None:
         got = [_one_pass([h], [p]) for h, p in zip(hists, given)]
-    for h, c in zip(hists, got):
+    for h, c, (i, _) in zip(hists, got, computed):
+        if c is None and h.weights is not None and getattr(i, "type", None) is not None \
+                and i.type.missing_fixed_rows:
+            raise NotSupportedError(f"histogram of {h.x.type} with weights: missing rows of a "
+                                    "fixed size (?n) are counted without weights only; "
+                                    "flatten the values and the weights first "
+                                    "(lazyk.flatten(x, axis=None))")
         if c is None:
             raise NotSupportedError(f"histogram of {h.x.type}" + (
                 "" if h.weights is None else f" with weights of type {h.weights.type}: "
                 "the weights broadcast to the values, not the values to the weights"))
     return [c[0] if isinstance(c, list) else c for c in got]
+
+
+def _present(index):
+    """Computed bin indices with `?n` rows (a pass reads none: results, not operands) as
+    their present values (a missing row or value counts nowhere); others as they are."""
+    if isinstance(index, Array) and index.type.missing_fixed_rows:
+        return flatten(index, axis=None).eval()
+    return index
 
 
 def _one_pass(hists: list, exprs: list | None = None):
