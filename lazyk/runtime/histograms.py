@@ -115,8 +115,7 @@ def _filled(hists: list, computed: list | None) -> list | None:
 
 
 def _present(index):
-    """Computed bin indices with `?n` rows (a pass reads none: results, not operands) as
-    their present values (a missing row or value counts nowhere); others as they are."""
+    """Computed bin indices with `?n` rows (no pass reads them) as their present values."""
     if isinstance(index, Array) and index.type.missing_fixed_rows:
         return flatten(index, axis=None).eval()
     return index
