@@ -677,3 +677,14 @@ def test_rows_of_zero_size_fixed_dims():
     assert lazyk.pad_none(x, 1, axis=1).eval().to_list() == ak.pad_none(a, 1, axis=1).to_list()
     with pytest.raises(lazyk.NotSupportedError, match="fixed dims holding no values"):
         lazyk.combinations(x, 2).eval()
+
+
+def test_slices_of_row_operation_results_over_lists_of_lists():
+    rows = [[[3.0, 1.0, 2.0], [], [0.0, -5.0]], [], [[7.0], [9.0, 8.0]]]
+    x = lazyk.array(rows, type="3 * var * var * float64")
+    got = lazyk.sort(x)[:, :1].eval()
+    assert got.to_list() == [[[1.0, 2.0, 3.0]], [], [[7.0]]]
+    assert str(got.type) == "3 * var * var * float64"
+    assert lazyk.cumsum(x)[:, 1:].eval().to_list() == [[[], [0.0, -5.0]], [], [[9.0, 17.0]]]
+    assert lazyk.argsort(x)[:, -1:].eval().to_list() == [[[1, 0]], [], [[1, 0]]]
+    assert "sort" in str(lazyk.explain(lazyk.sort(x)[:, :1]))

@@ -15,6 +15,7 @@ from lazyk.dask.partitions import Part, renumbered, span_of, unwrap, within
 from lazyk.errors import ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
+    PICK_OP,
     REDUCE_OP,
     ROWS_OP,
     SELECT_OP,
@@ -28,6 +29,7 @@ from lazyk.frontend.graph import (
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records
+from lazyk.frontend.tuples import repicked
 from lazyk.lru import Memo
 
 
@@ -43,6 +45,8 @@ def reshaped(node: Node, srcs: tuple) -> Node:
     if node.op in (SELECT_OP, TAKE_OP):
         return node.replace(shape=picked_shape(node.op, srcs[0].shape, srcs[1].shape,
                                                node.arg), srcs=srcs)
+    if node.op == PICK_OP:
+        return repicked(node, srcs)
     if node.op == ROWS_OP:  # its builder typed it: only a kept outer dim follows the rows
         old, shape = node.srcs[0].shape[:1], node.shape
         if old and shape[:1] == old and srcs[0].shape[:1] != old:

@@ -186,23 +186,35 @@ def _pick(exprs: tuple, tuples, slot: int, axis: int, position: bool, fn: str) -
     `axis`; `exprs`: the value's source (and for a product each slot's rows, the value's
     at `slot`)."""
     exprs = tuple(_nest_leaves(e, fn) for e in exprs)
-    value = exprs[slot if len(exprs) > 1 else 0]
     sizes = [e.shape[axis] for e in exprs]
-    if all(isinstance(n, int) for n in sizes):
-        count: Any = tuples.count(sizes)
-    elif any(n != "var" and not isinstance(n, int) for n in sizes):
+    if any(n != "var" and not isinstance(n, int) for n in sizes):
         raise NotSupportedError(f"{fn} along a symbolic dim ({sizes})")
-    else:
-        count = "var"
-    shape = list(value.shape[:axis + 1] if position else value.shape)
-    shape[axis] = count
+    value = exprs[slot if len(exprs) > 1 else 0]
+    shape = _pick_shape([e.shape for e in exprs], tuples, slot, axis, position)
     env: dict = {}
     for e in exprs:
         env.update(e.env)
     dtype = np.dtype(np.int64) if position else value.dtype
-    node = Node(PICK_OP, dtype, tuple(shape), tuple(e.node for e in exprs),
+    node = Node(PICK_OP, dtype, shape, tuple(e.node for e in exprs),
                 (tuples, slot, axis, position))
     return Expr(node, env)
+
+
+def _pick_shape(shapes: list, tuples, slot: int, axis: int, position: bool) -> tuple:
+    """The shape of a pick over sources of these shapes: the value's (its dims up to the
+    axis for positions), the axis holding the count of tuples."""
+    sizes = [s[axis] for s in shapes]
+    value = shapes[slot if len(shapes) > 1 else 0]
+    shape = list(value[:axis + 1] if position else value)
+    shape[axis] = tuples.count(sizes) if all(isinstance(n, int) for n in sizes) else "var"
+    return tuple(shape)
+
+
+def repicked(node: Node, srcs: tuple) -> Node:
+    """Pick `node` over new sources, its shape computed again from theirs."""
+    tuples, slot, axis, position = node.arg
+    return node.replace(shape=_pick_shape([s.shape for s in srcs], tuples, slot, axis,
+                                          position), srcs=srcs)
 
 
 def _names(fields, n: int, fn: str) -> tuple:

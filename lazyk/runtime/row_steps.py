@@ -61,6 +61,7 @@ from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, mos
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.tuples import repicked
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
@@ -184,6 +185,8 @@ def _reshaped(node: Node, srcs: tuple) -> Node:
         shape = node.shape
     elif node.op in (SELECT_OP, TAKE_OP):
         shape = picked_shape(node.op, srcs[0].shape, srcs[1].shape, node.arg)
+    elif node.op == PICK_OP:
+        return repicked(node, srcs)
     else:
         shape = broadcast_shapes(node.op, [s.shape for s in srcs])
     return node.replace(srcs=srcs, shape=shape)
