@@ -179,7 +179,9 @@ def test_new_axes_on_ragged_expressions(case, data):
         e = x.sum(axis=axis)
     at = data.draw(st.integers(0, ref.type.ndim))
     key = (slice(None),) * at + (None, Ellipsis)
-    if t.startswith("?"):  # one row that may be missing: refused, naming the type
+    if t.startswith("?") and not (form == "reduce" and at == axis):
+        # one row that may be missing: refused, naming the type (a new axis where a sum's
+        # folded axis was is the sum with keepdims: computed)
         with pytest.raises(lazyk.NotSupportedError, match=r"\?var \* "):
             e[key]
         return
