@@ -688,12 +688,3 @@ def test_slices_of_row_operation_results_over_lists_of_lists():
     assert lazyk.cumsum(x)[:, 1:].eval().to_list() == [[[], [0.0, -5.0]], [], [[9.0, 17.0]]]
     assert lazyk.argsort(x)[:, -1:].eval().to_list() == [[[1, 0]], [], [[1, 0]]]
     assert "sort" in str(lazyk.explain(lazyk.sort(x)[:, :1]))
-
-
-def test_spread_of_one_dim_of_values_keeps_numpys_dtype():
-    x = lazyk.from_offsets(np.array([0, 3, 3, 5]), np.array([1, 2, 4, 3, 5], np.float32))
-    flat = np.array([1, 2, 4, 3, 5], np.float32)
-    got = lazyk.std(lazyk.flatten(x)).eval()
-    assert str(got.type) == "float32" and np.isclose(float(got), np.std(flat))
-    assert str(lazyk.var(lazyk.flatten(x), ddof=1).eval().type) == "float32"
-    assert str(lazyk.std(x, axis=1).eval().type) == "3 * float64"  # lists: Awkward's

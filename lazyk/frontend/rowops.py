@@ -519,9 +519,8 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
     kernel with the work before it. `skipna=True` leaves missing values out, as lazyk's
     other reductions (without it, a missing value makes the result missing).
 
-    The dtype is NumPy's for fixed data and one dim of values (float32 stays float32,
-    integers give float64, complex its real dtype: `flatten(x)` too) and float64 over
-    lists (var dims below the first: Awkward's `ak.var`).
+    The dtype is NumPy's for fixed data (float32 stays float32, integers give float64,
+    complex its real dtype) and float64 over var dims (Awkward's `ak.var`).
 
     Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
     `[1.5555555555555556, nan]`.
@@ -550,8 +549,8 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     if dtype is not None:
         out = np.dtype(dtype)
         work = out if out.kind in "fc" else np.dtype(np.float64)
-    elif "var" in e.shape[1:] or builtins.any(flags(e)[0]):  # (lists: not a computed
-        out = np.dtype(np.float64)  # length alone, flatten(x)); Awkward's
+    elif _var_dims(e) or builtins.any(flags(e)[0]):
+        out = np.dtype(np.float64)  # Awkward's
         work = np.dtype(np.complex128 if complex_ else np.float64)
     else:
         out = np.var(np.ones(2, e.dtype)).dtype
