@@ -688,3 +688,15 @@ def test_slices_of_row_operation_results_over_lists_of_lists():
     assert lazyk.cumsum(x)[:, 1:].eval().to_list() == [[[], [0.0, -5.0]], [], [[9.0, 17.0]]]
     assert lazyk.argsort(x)[:, -1:].eval().to_list() == [[[1, 0]], [], [[1, 0]]]
     assert "sort" in str(lazyk.explain(lazyk.sort(x)[:, :1]))
+
+
+def test_initial_of_a_fold_over_a_row_operations_result():
+    x = lazyk.array([[1.0, 5.0], [], [7.0]])
+    flat = np.array([1.0, 5.0, 7.0])
+    assert lazyk.max(lazyk.flatten(x), initial=10.0).eval() == np.max(flat, initial=10.0)
+    assert lazyk.min(lazyk.flatten(x), initial=0.0).eval() == np.min(flat, initial=0.0)
+    assert lazyk.max(lazyk.flatten(x[x > 100]), initial=-1.0).eval() == -1.0
+    assert lazyk.max(lazyk.num(x), initial=10).eval() == 10
+    assert lazyk.max(lazyk.sort(lazyk.flatten(x)), initial=10.0).eval() == 10.0
+    got = lazyk.max(lazyk.sort(x), axis=1, initial=6.0).eval()  # (rows: each seeded)
+    assert got.to_list() == [6.0, 6.0, 7.0]

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays import memory
+from lazyk.arrays.array import Array
 from lazyk.arrays.trees import (
     I64,
     Column,
@@ -22,6 +26,7 @@ from lazyk.arrays.trees import (
     offsets_of,
     option_leaf,
     ranges,
+    rising,
     take_or_missing,
 )
 from lazyk.errors import NotSupportedError, ShapeError
@@ -48,6 +53,26 @@ def num(tree: Column, axis: int) -> Column:
         got.present[...] = mask
         return got
     return tree.at(axis - 1, lengths)
+
+
+def missing_rows_bounds(a: Array) -> tuple | None:
+    """(starts, stops) of `N * ?var` rows in offsets form as `N * ?int` views whose missing
+    bytes are the rows' own (a row's missing byte lies at one distance from its start
+    index, and one word less from its stop), the rows checked; None for other layouts."""
+    t, meta, owner = a.type, a.meta, a.owner
+    if not isinstance(t.elem.elem, T.VarDim) or not isinstance(owner, memory.MemoryBlock):
+        return None
+    n, stride, gone = t.size, meta[1], meta[2]
+    rows = M.rows_at(meta, 3, gone)
+    w = rows.width
+    if not n or not stride == w == rows.stop_delta or rows.stride != rows.index_stride:
+        return None
+    offsets = memory.view(a.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
+    if not rising(offsets, rows.length):
+        M.check_rows(offsets[:-1], offsets[1:], rows)  # (names the first bad row)
+    index = T.FixedDim(n, T.Option(M.type_from_numpy(M.INDEX_DTYPES[w])))
+    return tuple(Array.from_parts(index, (n, stride, gone - k), a.ptr + k, owner, True)
+                 for k in (0, w))
 
 
 def present_leaves(tree: Column) -> np.ndarray:

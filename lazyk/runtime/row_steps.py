@@ -18,8 +18,8 @@ import numpy as np
 
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
-from lazyk.arrays import memory, sorting
 from lazyk.arrays import restructure as R
+from lazyk.arrays import sorting
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
@@ -32,7 +32,6 @@ from lazyk.arrays.trees import (
     memory_key,
     offsets_of,
     option_leaf,
-    rising,
     rows_memo,
     rows_memo_dict,
 )
@@ -61,6 +60,7 @@ from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, mos
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
+from lazyk.frontend.reductions import reduce
 from lazyk.frontend.tuples import repicked
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
@@ -118,6 +118,14 @@ def lower(expr, result: bool = False):
             return value if isinstance(value, Node) else _leaf(value, env, node.dtype)
         if srcs == node.srcs:
             return node
+        if node.op == REDUCE_OP and len(node.arg) > 4:  # `initial`: as its new source takes it
+            op, axes, keep, skipna, initial = node.arg
+            used = {n.arg for n in toposort(srcs[0]) if n.op == "input"}
+            e = reduce(op, Expr(srcs[0], {k: v for k, v in env.items() if k in used}),
+                       axis=axes, keepdims=keep, skipna=skipna, dtype=node.dtype,
+                       initial=initial)
+            env.update(e.env)
+            return e.node
         return _reshaped(node, srcs)
     with rows_memo():
         root = rewrite(expr.node, visit)
@@ -142,35 +150,17 @@ def _lengths(value: Array, env: dict, fused: bool) -> Node | None:
     if not isinstance(value.type, T.FixedDim):
         return None
     if isinstance(value.type.elem, T.Option):
-        return _missing_lengths(value, env) if fused else None
+        got = R.missing_rows_bounds(value) if fused else None
+        if got is None:
+            return None
+        e = (as_expr(got[1]) - as_expr(got[0])).astype(np.int64)
+        env.update(e.env)
+        return e.node
     tree = columns(value, 1)
     if not isinstance(tree, Lists):
         return None
     off = np.asarray(tree.offsets)
     e = (as_expr(off[1:]) - as_expr(off[:-1])).astype(np.int64)
-    env.update(e.env)
-    return e.node
-
-
-def _missing_lengths(value: Array, env: dict) -> Node | None:
-    """`_lengths` of `N * ?var` rows in offsets form: each row's start and stop read as
-    `N * ?int` views whose missing bytes are the rows' own (a row's missing byte lies at
-    one distance from its start index, and one word less from its stop)."""
-    t, meta, owner = value.type, value.meta, value.owner
-    if not isinstance(t.elem.elem, T.VarDim) or not isinstance(owner, memory.MemoryBlock):
-        return None
-    n, stride, gone = t.size, meta[1], meta[2]
-    rows = M.rows_at(meta, 3, gone)
-    w = rows.width
-    if not n or not stride == w == rows.stop_delta or rows.stride != rows.index_stride:
-        return None
-    offsets = memory.view(value.ptr, (n + 1,), (w,), M.INDEX_DTYPES[w], owner, True)
-    if not rising(offsets, rows.length):
-        M.check_rows(offsets[:-1], offsets[1:], rows)  # (names the first bad row)
-    index = T.FixedDim(n, T.Option(M.type_from_numpy(M.INDEX_DTYPES[w])))
-    starts, stops = (Array.from_parts(index, (n, stride, gone - k), value.ptr + k, owner,
-                                      True) for k in (0, w))
-    e = (as_expr(stops) - as_expr(starts)).astype(np.int64)
     env.update(e.env)
     return e.node
 
