@@ -104,9 +104,8 @@ class _ArraySlots:
 
 
 def _same_items(offsets: np.ndarray, lo: int, hi: int) -> None:
-    """A bound fold over every item of rows read as one run of items lo..hi (checked
-    inside their content at bind): the rows still start at lo, end at hi, and rise (their
-    items are then those same ones)."""
+    """A bound fold over every item of rows read as one run of items lo..hi: the rows
+    still start at lo, end at hi, and rise (rows of other lengths give the same fold)."""
     first, last = int(offsets[0]), int(offsets[-1])
     if (first, last) != (lo, hi):
         raise ShapeError(f"the input's rows hold items {first}..{last} now, {lo}..{hi} at "
@@ -129,9 +128,7 @@ class RaggedBound:
     changed, ArrayConstructionError when its indices leave the content, and each call
     checks the inputs' `?var` row masks (ShapeError naming the input and the row that
     turned missing, or present); bind again after such changes. A fold over every item of
-    rows of one offsets array reads the items as one run: each call checks that the rows
-    still start and end where they did and rise (rows of other lengths over the same items
-    give the same fold).
+    rows of one offsets array reads them as one run (`_same_items` checks each call).
     Thread-safe: each thread has its own kernel data, status words and scratch values;
     calls at once into the same `out` write the same values.
     """
