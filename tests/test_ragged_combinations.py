@@ -616,3 +616,32 @@ def test_a_selection_over_rows_of_a_fixed_size_that_may_be_missing_says_so():
     with pytest.raises(lazyk.NotSupportedError, match=r"2 \* \?3 \* \?bool: one has fixed-size "
                                                        r"rows that may be missing"):
         x[y > x].eval()
+
+
+def test_records_with_a_per_event_field_stretched_to_the_objects():
+    # `zip({"met": met[:, None], "pt": pt})`: the records' lists are pt's, whatever the
+    # field order (as Awkward's broadcast records)
+    ak = pytest.importorskip("awkward")
+    pt = [[10.0, 20.0, 30.0], [], [5.0], [7.0, 8.0]]
+    met = [1.0, 2.0, 3.0, 4.0]
+    A = ak.zip({"met": met, "pt": pt})
+    r = lazyk.zip({"met": lazyk.array(met)[:, None], "pt": lazyk.array(pt)})
+    assert lazyk.argcombinations(r, 2).eval().to_list() == ak.argcombinations(A, 2).to_list()
+    c = lazyk.cartesian({"a": r, "b": lazyk.array(pt)})
+    C = ak.cartesian({"a": A, "b": pt})
+    assert (c.a.met + c.b).eval().to_list() == (C.a.met + C.b).to_list()
+    p = lazyk.combinations(r, 2)
+    P = ak.combinations(A, 2)
+    assert lazyk.num(p["0"].met).eval().to_list() == ak.num(P["0"].met).to_list()
+    assert lazyk.sum(p["0"].met + p["1"].pt, axis=1).eval().to_list() == \
+        ak.sum(P["0"].met + P["1"].pt, axis=1).to_list()
+
+
+def test_a_stretched_field_beside_missing_values_keeps_its_own():
+    # the field whose lists the records take is read for its rows only: its missing values
+    # never mark the stretched field's values
+    pt = [[10.0, None, 30.0], [], [5.0], [7.0, 8.0]]
+    r = lazyk.zip({"met": lazyk.array([1.0, 2.0, 3.0, 5.0])[:, None], "pt": lazyk.array(pt)})
+    p = lazyk.combinations(r, 2)
+    assert p["1"].met.eval().to_list() == [[1.0, 1.0, 1.0], [], [], [5.0]]
+    assert (p["0"].met + p["1"].pt).eval().to_list() == [[None, 31.0, 31.0], [], [], [13.0]]

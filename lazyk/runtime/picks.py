@@ -203,7 +203,11 @@ def _picked(n: Node, a: int, tuples, slot: int, shape: tuple, env: dict) -> Node
         n = _computed(n, env)
         entry, picks = env[n.arg], ()
     name = f"~pick{next(_names)}"
-    env[name] = PickLeaf(entry.array, entry.option, picks + ((a, tuples, slot),))
+    if isinstance(entry, PickLeaf) and entry.witness:  # (still its rows only)
+        env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),), witness=True,
+                             cut=entry.cut, pad=entry.pad)
+    else:
+        env[name] = PickLeaf(entry.array, entry.option, picks + ((a, tuples, slot),))
     return Node("input", n.dtype, shape, (), name)
 
 
