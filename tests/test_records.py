@@ -265,3 +265,12 @@ def test_zip_of_fields_whose_lists_differ_is_an_error_not_one_fields_answer():
     assert r2[r2.x > 1].eval().to_list() == [[{"x": 2.0, "y": 6.0}], [{"x": 3.0, "y": 7.0}]]
     assert r2[:, :1].eval().to_list() == [[{"x": 1.0, "y": 5.0}], [{"x": 3.0, "y": 7.0}]]
     assert lazyk.num(r2).eval().to_list() == [2, 1]
+
+
+def test_records_with_a_string_field_of_one_dim():
+    s = lazyk.array(["x", "yz"])
+    r = lazyk.zip({"a": lazyk.array([1.0, 2.0]), "s": s})
+    assert r.eval().to_list() == [{"a": 1.0, "s": "x"}, {"a": 2.0, "s": "yz"}]
+    assert r.s.eval().to_list() == ["x", "yz"]
+    got = lazyk.zip({"b": lazyk.array([b"q"])})
+    assert got.eval().to_list() == [{"b": b"q"}]

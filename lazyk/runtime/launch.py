@@ -550,9 +550,12 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     done = evaluation_path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done
-    if e.node.op == "input" and out is None and is_text(e.dtype) and \
-            isinstance(leaf_data(e.env[e.node.arg]), np.ndarray):
-        return np.array(leaf_data(e.env[e.node.arg]))  # fixed strings: a copy, no kernel
+    if e.node.op == "input" and out is None and is_text(e.dtype):  # strings: a copy
+        leaf = e.env[e.node.arg]
+        if isinstance(getattr(leaf, "owner", None), Array):  # (not its {begin, size} slots)
+            return leaf.owner.copy()
+        if isinstance(leaf_data(leaf), np.ndarray):
+            return np.array(leaf_data(leaf))  # fixed strings, no kernel
     data = env_arrays(e)
     run_on_device = evaluation_path("device")(data)  # GPU leaves run there; mixed raise DeviceError
     if run_on_device is not None:
