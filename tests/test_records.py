@@ -274,3 +274,9 @@ def test_records_with_a_string_field_of_one_dim():
     assert r.s.eval().to_list() == ["x", "yz"]
     got = lazyk.zip({"b": lazyk.array([b"q"])})
     assert got.eval().to_list() == [{"b": b"q"}]
+
+
+def test_iterating_records_gives_each_record():
+    r = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], [], [3.0]]), "q": lazyk.array([[1, -1], [], [1]])})
+    assert [x.to_list() for x in r] == [x.to_list() for x in r.eval()]
+    assert [x.to_list() for x in r][0] == [{"pt": 1.0, "q": 1}, {"pt": 2.0, "q": -1}]

@@ -172,6 +172,10 @@ class Records:
     def __repr__(self) -> str:
         return f"<lazyk.Records {self.type}>"
 
+    def __iter__(self):
+        """The records one by one, computed first (as iterating an Awkward array)."""
+        return iter(self.eval())
+
     def __len__(self) -> int:
         shape = self.shape
         if not shape or not isinstance(shape[0], int):
