@@ -280,3 +280,14 @@ def test_iterating_records_gives_each_record():
     r = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], [], [3.0]]), "q": lazyk.array([[1, -1], [], [1]])})
     assert [x.to_list() for x in r] == [x.to_list() for x in r.eval()]
     assert [x.to_list() for x in r][0] == [{"pt": 1.0, "q": 1}, {"pt": 2.0, "q": -1}]
+
+
+def test_concatenate_records_with_the_same_fields_in_another_order():
+    pt, eta = [[1.0, 2.0], [], [3.0]], [[0.1, 0.2], [], [0.3]]
+    r1 = lazyk.zip({"pt": lazyk.array(pt), "eta": lazyk.array(eta)})
+    r2 = lazyk.zip({"eta": lazyk.array(eta), "pt": lazyk.array(pt)})
+    got = lazyk.concatenate([r1, r2], axis=1)
+    assert got.pt.eval().to_list() == [[1.0, 2.0, 1.0, 2.0], [], [3.0, 3.0]]
+    assert got.eta.eval().to_list() == [[0.1, 0.2, 0.1, 0.2], [], [0.3, 0.3]]
+    with pytest.raises(TypeError, match="same fields"):
+        lazyk.concatenate([r1, lazyk.zip({"pt": lazyk.array(pt)})], axis=1)

@@ -231,8 +231,10 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
                         f"{type(arrays).__name__}")
     recs = [lined_up_fields(a) for a in arrays]
     if any(r is not None for r in recs):
-        if any(r is None or r.fields != recs[0].fields for r in recs):
-            raise TypeError("concatenate: records join with records of the same fields")
+        if any(r is None or sorted(r.fields) != sorted(recs[0].fields) for r in recs):
+            names = [None if r is None else r.fields for r in recs]
+            raise TypeError("concatenate: records join with records of the same fields (in "
+                            f"any order), got fields {names}")
         return recs[0].with_fields({k: concatenate([r[k] for r in recs], axis)
                                     for k, _ in recs[0].items()})
     es = [_operand("concatenate", a) for a in arrays]
