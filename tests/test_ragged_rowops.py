@@ -700,3 +700,17 @@ def test_initial_of_a_fold_over_a_row_operations_result():
     assert lazyk.max(lazyk.sort(lazyk.flatten(x)), initial=10.0).eval() == 10.0
     got = lazyk.max(lazyk.sort(x), axis=1, initial=6.0).eval()  # (rows: each seeded)
     assert got.to_list() == [6.0, 6.0, 7.0]
+
+
+def test_num_of_a_selection_checks_the_mask_and_keeps_the_parameters():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\]"):
+        lazyk.num(x[lazyk.array([[True], [True, False]])]).eval()
+    assert lazyk.num(x[x > 1.5]).eval().to_list() == [1, 1]
+    p = lazyk.placeholder("pt", "N * var * float64")
+    q = lazyk.placeholder("q", "N * var * int64")
+    r = lazyk.zip({"pt": p, "q": q})
+    f = lazyk.compile(lazyk.num(r[r.q > 0], axis=1))
+    assert f.signature == "(pt: N * var * float64, q: N * var * int64) -> N * int64"
+    pt, qd = [[10.0, 20.0, 30.0], [], [5.0], [7.0, 8.0]], [[1, -1, 1], [], [1], [-1, 1]]
+    assert f(pt, qd).tolist() == f(pt=pt, q=qd).tolist() == [2, 0, 1, 1]

@@ -12,7 +12,16 @@ from lazyk import types as T
 from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, SELECT_OP, Node, arg_key, has_rows
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    Node,
+    arg_key,
+    has_rows,
+    input_names,
+    toposort,
+)
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
@@ -206,7 +215,7 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
     axes = normalize_axes(axis, e.ndim, "count")  # (the error names count, not its sum)
     node = e.node
     if node.op == SELECT_OP and not skipnan and axes == (e.ndim - 1,) and \
-            node.srcs[1].ndim == e.ndim and not has_options(e):
+            node.srcs[1].ndim == e.ndim and not has_options(e) and _same_rows(*node.srcs):
         # the items a mask keeps (num(x[x > c])): its true values, x never read
         return reduce("sum", Expr(node.srcs[1], e.env), axis=axes, keepdims=keepdims,
                       dtype=np.dtype(np.int64))
@@ -216,6 +225,14 @@ def count(x: Any, axis: Any = None, keepdims: bool = False, skipnan: bool = Fals
         present = apply("logical_or", apply("equal", e, e), apply("not_equal", e, e))
     return reduce("sum", present, axis=axis, keepdims=keepdims, skipna=True,
                   dtype=np.dtype(np.int64))
+
+
+def _same_rows(x: Node, mask: Node) -> bool:
+    """Whether `x` and `mask` have the same rows by construction: elementwise work over
+    the same arrays (then the mask's count is the selection's, its rows never checked)."""
+    nodes = toposort(x) + toposort(mask)
+    return input_names(x) == input_names(mask) and \
+        builtins.all(n.is_leaf or n.op in ops.ELEMENTWISE for n in nodes)
 
 
 def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
