@@ -323,3 +323,14 @@ def test_an_index_error_in_selected_rows_says_where_the_rows_came_from():
     X = lazyk.dask.from_ragged(x, 2)
     with pytest.raises(IndexError, match="selected or flattened from rows"):
         lazyk.dask.evaluate(X[lazyk.num(X) > 1][:, 2]).compute()
+
+
+def test_rows_selected_by_different_masks_are_refused_by_name():
+    # a partition's rows kept by two masks need not pair (one row would stretch)
+    x = lazyk.array([[1.0], [10.0], [100.0], [1000.0]], type="4 * var * float64")
+    m1, m2 = np.array([True, False, False, True]), np.array([True, True, False, False])
+    d = lazyk.dask.from_ragged(x, 2)
+    with pytest.raises(lazyk.NotSupportedError, match="different masks"):
+        lazyk.dask.evaluate(d[m1] + d[m2])
+    got = lazyk.dask.evaluate(d[m1] + d[m1]).compute()
+    assert got.to_list() == (x[m1] + x[m1]).eval().to_list()

@@ -117,6 +117,7 @@ class _Planner:
         # nodes whose axis 0 is the partitioned rows' axis, by id: (node, whether they are
         # the collections' own rows, of known counts, or rows a selection / flatten made)
         self.split: dict = {}
+        self.made: dict = {}  # split nodes by id -> what made their rows (None: their own)
         self.nparts = 1
         self.counts = self._counts()  # the known rows per partition (None: no such leaf)
         # leaves that elementwise work reads with fewer dims than it has: they broadcast
@@ -254,6 +255,9 @@ class _Planner:
             return rewrite(lx.count(rowops.is_none(rows, axis=0), axis=0).node, self._visit)
         if len(lines) > 1:
             raise mixed(node)
+        made = {self.made.get(id(s)) for s in srcs if self._is_split(s)}
+        if len(made) > 1:  # (rows two masks made: a partition's counts may differ)
+            raise mixed(node, "rows selected by different masks meet")
         known = lines.pop()
         picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP)  # operands line up from axis 0
         for s in srcs:
@@ -267,6 +271,8 @@ class _Planner:
         if node.op == REDUCE_OP and 0 in node.arg[1]:
             return self._global(node)
         self.split[id(node)] = (node, known and effect == KEEPS)
+        self.made[id(node)] = made.pop() if effect == KEEPS else \
+            node.srcs[1] if node.op == SELECT_OP else node  # (what made its rows)
         return node
 
     def _global(self, node: Node) -> Node:

@@ -84,12 +84,13 @@ def refusal(what: str, why: str, instead: str) -> NotSupportedError:
                              f"Dask ({instead}, or compute the collection first)")
 
 
-def mixed(node: Node) -> NotSupportedError:
-    """The error for new rows (a selection, a flatten) meeting the rows they came from."""
+def mixed(node: Node, meet: str = "rows selected or flattened from a collection meet "
+          "the collection's own rows") -> NotSupportedError:
+    """The error for new rows (a selection, a flatten) meeting the rows they came from, or
+    other new rows."""
     what = node.arg[0] if node.op in (REDUCE_OP, ROWS_OP) else node.op
     return NotSupportedError(
-        f"{what}: rows selected or flattened from a collection meet the collection's own "
-        "rows, which need not line up partition by partition: not supported on Dask "
+        f"{what}: {meet}, which need not line up partition by partition: not supported on Dask "
         "(select every operand with the same mask, x[m] * y[m]; or compute the selection "
         "first)")
 
