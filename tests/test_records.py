@@ -291,3 +291,13 @@ def test_concatenate_records_with_the_same_fields_in_another_order():
     assert got.eta.eval().to_list() == [[0.1, 0.2, 0.1, 0.2], [], [0.3, 0.3]]
     with pytest.raises(TypeError, match="same fields"):
         lazyk.concatenate([r1, lazyk.zip({"pt": lazyk.array(pt)})], axis=1)
+
+
+def test_records_projected_onto_a_list_of_fields():
+    r = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], []]), "q": lazyk.array([[1, -1], []]),
+                   "e": lazyk.array([[0.1, 0.2], []])})
+    p = r[["q", "pt"]]
+    assert p.fields == ["q", "pt"]
+    assert p.eval().to_list() == [[{"q": 1, "pt": 1.0}, {"q": -1, "pt": 2.0}], []]
+    with pytest.raises(KeyError, match="'x'"):
+        r[["x"]]

@@ -70,6 +70,11 @@ class Records:
         if isinstance(key, (int, np.integer)):
             raise KeyError(f"no field {key!r} in records with fields {self.fields}: an int "
                            "names a field of a tuple only")
+        if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
+            missing = [k for k in key if k not in self._fields]  # (Awkward's projection)
+            if missing:
+                raise KeyError(f"no field {missing[0]!r} in records with fields {self.fields}")
+            return Records({k: self._fields[k] for k in key}, self._depth, False)
         # an index of the records (a mask, a slice, new axes): each field's, the fields
         # stretched against each other first (a per-event field among per-object ones)
         base = self if _aligned(self) else _lined_up(self)
