@@ -301,3 +301,14 @@ def test_records_projected_onto_a_list_of_fields():
     assert p.eval().to_list() == [[{"q": 1, "pt": 1.0}, {"q": -1, "pt": 2.0}], []]
     with pytest.raises(KeyError, match="'x'"):
         r[["x"]]
+
+
+def test_records_with_a_string_field_of_lists():
+    a, s = [[1.0, 2.0], [], [3.0]], [["x", "y"], [], ["z"]]
+    r = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array(s)})
+    assert r.eval().to_list() == [[{"a": 1.0, "s": "x"}, {"a": 2.0, "s": "y"}], [],
+                                  [{"a": 3.0, "s": "z"}]]
+    assert r.s.eval().to_list() == s
+    bad = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array([["x"], [], ["z"]])})
+    with pytest.raises(lazyk.ShapeError, match="zip"):
+        bad.eval()
