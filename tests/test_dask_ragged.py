@@ -1051,3 +1051,17 @@ def test_float32_folds_over_missing_rows_against_a_fixed_dim():
                 assert got.to_list() == want.to_list()
     assert want.to_list() == [[6.0], [8.0, 10.0]]
     assert str(lazyk.array(rows, type=t).sum(axis=(0, 1)).eval().type) == "?2 * var * ?float32"
+
+
+def test_records_under_rows_that_may_be_missing():
+    pa = pytest.importorskip("pyarrow")
+    rows = [[{"pt": 10.0, "q": 1}], None, [], [{"pt": 30.0, "q": -1}, {"pt": 5.0, "q": 1}]]
+    a = lazyk.from_arrow(pa.array(rows))  # 4 * ?var * {pt: float64, q: int64}
+    for cuts in (1, 2, [1, 3]):
+        d = split(a, cuts)
+        for fn in (lambda r: lazyk.sum(r.pt, axis=1), lambda r: r.pt * r.q,
+                   lambda r: lazyk.num(r.pt[r.q > 0], axis=1)):
+            got = ldask.evaluate(fn(d)).compute()
+            want = fn(a).eval()
+            assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
+    assert ldask.from_ragged(a, 2).compute().to_list() == rows

@@ -229,7 +229,8 @@ def _elem(a: Array) -> T.Type:
 def _check_elem(t: T.Type, what: str) -> None:
     """NotSupportedError unless rows of type `t` hold numbers, strings or records."""
     u = t
-    while isinstance(u, (T.FixedDim, T.VarDim)):
+    while isinstance(u, (T.FixedDim, T.VarDim)) or \
+            isinstance(u, T.Option) and isinstance(u.elem, T.VarDim):  # (?var rows too)
         u = u.elem
     if isinstance(u, T.Record):
         return
