@@ -180,14 +180,13 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                          if isinstance(lv, Gathered)}
         # x[positions]: per gathered level and positions, the operands taken there and
         # those of the positions, whose rows above it pair exactly (`_sides_agree`)
-        taken = {(k, lv.out): set() for ks in kinds for k, lv in enumerate(ks)
-                 if isinstance(lv, Gathered)}
+        taken: dict = {}
         for j, ks in enumerate(kinds):
             for k, lv in enumerate(ks):
                 if isinstance(lv, Gathered):
-                    taken[k, lv.out].add(j)
+                    taken.setdefault((k, lv.out), set()).add(j)
         self.take_sides = [(k, (xs, inputs_of(self.full, out)))
-                           for (k, out), xs in sorted(taken.items(), key=lambda t: t[0])]
+                           for (k, out), xs in sorted(taken.items())]
         self.arg = self.red is not None and self.red.finish is not None
         self._subs: dict = {}
         self.grow: dict = {}  # operand taken at positions -> (its row's element 0, stride, n)

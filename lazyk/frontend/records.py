@@ -219,9 +219,8 @@ class Records:
         Raises:
             ShapeError: the fields' lists above the records do not line up (naming the row).
         """
-        d = self.depth  # (fields of one shape above the records: built as they are when
-        # their lists turn out equal, strings too; else lined up)
-        same = len({e.shape[:d] if e.ndim >= d else None for e in self.leaves()}) == 1
+        same = one_shape(self)  # (built as they are when their lists turn out equal,
+        # strings too; else lined up)
         rec = self if same or _aligned(self) else _lined_up(self)
         try:
             got = _built(rec)
@@ -281,7 +280,7 @@ def _aligned(rec: Records) -> bool:
     line up as they are."""
     d = rec.depth
     leaves = rec.leaves()
-    if len({e.shape[:d] if e.ndim >= d else None for e in leaves}) > 1:
+    if not one_shape(rec):
         return False
     if any(n == "var" for e in leaves for n in e.shape[:d]) and \
             len({_rows_key(e.node, d, e.env, {}) for e in leaves}) > 1:
@@ -509,6 +508,13 @@ def record_fields(x: Any) -> Records | None:
         rec = record_fields(view)
         fields[n] = rec if rec is not None else as_expr(view)
     return Records(fields, depth, isinstance(t, T.Tuple))
+
+
+def one_shape(rec: Records) -> bool:
+    """Whether every field of `rec` has one shape above the records (their lists may
+    still differ; a field of dims of 1 beside others' lists has another)."""
+    d = rec.depth
+    return len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()}) == 1
 
 
 def lined_up_fields(x: Any) -> Records | None:

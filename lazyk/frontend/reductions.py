@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import types as T
 from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, has_options
@@ -23,6 +22,7 @@ from lazyk.frontend.graph import (
     toposort,
 )
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
+from lazyk.frontend.missing import option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node, normalize_axes, reduce_dtype
 from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.structure import build_key, built, deferred, remember
@@ -107,7 +107,8 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
             # a missing value alone folds nothing: the fold of nothing (0, 1, False, True)
             fill = np.asarray(ops.OPS[op].empty_value()).astype(acc).item()
             value = Expr(Node(ROWS_OP, acc, node.shape, (value.node,),
-                              ("fill_none", (fill,), _missing_rows(e), False)), e.env)
+                              ("fill_none", (fill,), tuple(option_flags(node, e.env)[0]),
+                               False)), e.env)
         if initial is not None:
             value = apply("minimum" if op == "min" else "maximum", value,
                           Expr(Node("const", acc, (), (), _initial_value(op, initial, acc)),
@@ -128,15 +129,6 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
     if op == "mean" and dtype is None and node.dtype == np.float16:
         red = cast(red, np.dtype(np.float16))
     return Expr(red, e.env)
-
-
-def _missing_rows(e: Expr) -> tuple:
-    """Per dim of `e`, whether its rows may be missing (`?var`, `?n`)."""
-    t, rows = e.type, []
-    for _ in range(e.ndim):
-        rows.append(isinstance(t, T.Option))
-        t = (t.elem if rows[-1] else t).elem
-    return tuple(rows)
 
 
 def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
