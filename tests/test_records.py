@@ -312,3 +312,15 @@ def test_records_with_a_string_field_of_lists():
     bad = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array([["x"], [], ["z"]])})
     with pytest.raises(lazyk.ShapeError, match="zip"):
         bad.eval()
+
+
+def test_string_field_of_records_in_lists_that_may_be_missing():
+    # the fields of one array's records share its lists: row operations and selections
+    # move the strings with the numbers (Awkward's answers)
+    a = ak.Array([[{"pt": 1.0, "nm": "a"}, {"pt": None, "nm": None}], None, [],
+                  [{"pt": 3.0, "nm": "c"}, {"pt": -1.0, "nm": "d"}]])
+    r = lazyk.from_awkward(a)
+    assert lazyk.firsts(r).nm.eval().to_list() == ak.firsts(a).nm.to_list()
+    assert lazyk.flatten(r).nm.eval().to_list() == ak.flatten(a).nm.to_list()
+    assert r[r.pt > 0].nm.eval().to_list() == a[a.pt > 0].nm.to_list()
+    assert r[r.pt > 0].pt.eval().to_list() == a[a.pt > 0].pt.to_list()

@@ -47,12 +47,14 @@ class Records:
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
     """
 
-    __slots__ = ("_fields", "_depth", "_tuple")
+    __slots__ = ("_fields", "_depth", "_tuple", "_one_array")
 
-    def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False):
+    def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
+                 one_array: bool = False):
         self._fields = {str(k): v for k, v in fields.items()}
         self._depth = depth
         self._tuple = is_tuple
+        self._one_array = one_array  # (the fields of one array's records: the same lists)
 
     # --- fields, lazily
     @property
@@ -278,6 +280,8 @@ def _aligned(rec: Records) -> bool:
     """Whether every field expression has the same dims above the records (of each records
     field too) and, where those hold var dims, the same lists (`_rows_key`): their values
     line up as they are."""
+    if rec._one_array:
+        return True
     d = rec.depth
     leaves = rec.leaves()
     if not one_shape(rec):
@@ -507,7 +511,7 @@ def record_fields(x: Any) -> Records | None:
         view = x[n]
         rec = record_fields(view)
         fields[n] = rec if rec is not None else as_expr(view)
-    return Records(fields, depth, isinstance(t, T.Tuple))
+    return Records(fields, depth, isinstance(t, T.Tuple), one_array=True)
 
 
 def one_shape(rec: Records) -> bool:
