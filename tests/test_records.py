@@ -324,3 +324,15 @@ def test_string_field_of_records_in_lists_that_may_be_missing():
     assert lazyk.flatten(r).nm.eval().to_list() == ak.flatten(a).nm.to_list()
     assert r[r.pt > 0].nm.eval().to_list() == a[a.pt > 0].nm.to_list()
     assert r[r.pt > 0].pt.eval().to_list() == a[a.pt > 0].pt.to_list()
+
+
+def test_a_missing_per_event_field_leaves_the_other_fields_present():
+    # zip({"met": met[:, None], "pt": pt}): a missing met is a missing value of that field
+    # only; pt's values stay (Awkward's answer for met[:, np.newaxis])
+    met, pt = ak.Array([1.0, None, 3.0, None]), ak.Array([[1.0, 2.0], [5.0], [], [7.0, 8.0]])
+    a = ak.zip({"met": met[:, np.newaxis], "pt": pt})
+    r = lazyk.zip({"met": lazyk.from_awkward(met)[:, None], "pt": lazyk.from_awkward(pt)})
+    assert lazyk.flatten(r).pt.eval().to_list() == ak.flatten(a).pt.to_list()
+    assert lazyk.flatten(r).met.eval().to_list() == ak.flatten(a).met.to_list()
+    assert lazyk.firsts(r).pt.eval().to_list() == ak.firsts(a).pt.to_list()
+    assert r.eval().to_list() == a.to_list()

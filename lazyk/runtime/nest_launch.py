@@ -201,8 +201,10 @@ def prepare(expr, names: list) -> NestLaunch | None:
         if t.missing_var_rows or t.missing_fixed_rows or text_type(t):
             return None  # missing rows: parts computed first; strings: their own step
         options.append(v.option)
-    if any(options) and any(selects(n) for n in nodes):
-        return None  # where() takes each element's missing state from its branch
+    if any(options) and any(selects(n) or n.op == "with_rows" for n in nodes):
+        # where() takes each element's missing state from its branch; with_rows(x, y)
+        # reads y's rows, never its missing values (`picks._witnessed`)
+        return None
     ops_ = [nest_operand(v) for v in leaves]
     if any(o is None for o in ops_):
         return None
