@@ -1065,3 +1065,19 @@ def test_records_under_rows_that_may_be_missing():
             want = fn(a).eval()
             assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
     assert ldask.from_ragged(a, 2).compute().to_list() == rows
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_extrema_whose_groups_one_partition_leaves_empty(op):
+    # `N * ?var * 2 * var` over (0, 1, 3): each partition holds one row, whose inner lists
+    # leave one of the two kept positions empty; the other partition fills it
+    a = lazyk.array([[[[], [1.0]]], [[[3.0], []]], None], type="3 * ?var * 2 * var * float64")
+    want = getattr(lazyk, op)(a, axis=(0, 1, 3), skipna=True).eval().to_list()
+    assert want == [3.0, 1.0]
+    for rows in (1, 2):
+        x = ldask.from_ragged(a, rows)
+        got = ldask.evaluate(getattr(lazyk, op)(x, axis=(0, 1, 3), skipna=True)).compute()
+        assert got.to_list() == want
+    empty = lazyk.array([[[[], []]]], type="1 * ?var * 2 * var * float64")
+    got = ldask.evaluate(getattr(lazyk, op)(ldask.from_ragged(empty, 1), axis=(0, 1, 3)))
+    assert got.compute().to_list() == [None, None]  # (as one machine: nothing to fold)

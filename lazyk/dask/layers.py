@@ -312,6 +312,12 @@ class _Planner:
             # and a min / max of nothing there is a missing value that would poison them:
             # one task joins the partitions' rows and folds them.
             return self._gathered(node)
+        if outer_missing and kept and ops.OPS[op].no_empty_fold and (
+                len(node.arg) <= 4 or node.arg[4] is None) and \
+                any(_is_var(dims[a]) for a in axes if a > kept[0]):
+            # NOTE: a min / max over var rows below a kept dim folds nothing where a
+            # partition's rows there are empty, which others may fill: joined, then folded
+            return self._gathered(node)
         src = Expr(node.srcs[0], self.env)
         if ops.OPS[op].no_empty_fold and len(node.arg) <= 4 and not lx.has_options(src) and \
                 node.dtype.kind in "biuf":
