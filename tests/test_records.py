@@ -309,9 +309,23 @@ def test_records_with_a_string_field_of_lists():
     assert r.eval().to_list() == [[{"a": 1.0, "s": "x"}, {"a": 2.0, "s": "y"}], [],
                                   [{"a": 3.0, "s": "z"}]]
     assert r.s.eval().to_list() == s
-    bad = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array([["x"], [], ["z"]])})
-    with pytest.raises(lazyk.ShapeError, match="zip"):
+    one = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array([["x"], [], ["z"]])})
+    assert one.eval().to_list() == [[{"a": 1.0, "s": "x"}, {"a": 2.0, "s": "x"}], [],
+                                    [{"a": 3.0, "s": "z"}]]  # (a row of 1 stretches)
+    bad = lazyk.zip({"a": lazyk.array(a), "s": lazyk.array([["x", "y", "w"], [], ["z"]])})
+    with pytest.raises(lazyk.ShapeError, match="row 0: operand 0 has length 2 and operand 1 "
+                       "has length 3"):
         bad.eval()
+    p = [[1.0, 3.0], [], [5.0, 0.5, 7.0], None]  # other arrays' lists, some missing
+    s = [["a", "b"], [], ["c", None, "e"], None]
+    pa, sa = ak.Array(p), ak.Array(s)
+    r = lazyk.zip({"p": lazyk.from_awkward(pa), "f": lazyk.from_awkward(sa)})
+    z = ak.zip({"p": pa, "f": sa})
+    assert r.eval().to_list() == z.to_list()
+    assert r[r.p > 2].eval().to_list() == z[z.p > 2].to_list()
+    assert lazyk.firsts(r).f.eval().to_list() == ak.firsts(z).f.to_list()
+    pick = lazyk.argmax(r.p, axis=1, keepdims=True)
+    assert r[pick].f.eval().to_list() == z[ak.argmax(z.p, axis=1, keepdims=True)].f.to_list()
 
 
 def test_string_field_of_records_in_lists_that_may_be_missing():

@@ -31,7 +31,7 @@ from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
-from lazyk.frontend.leaves import is_text, leaf_data
+from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
 from lazyk.frontend.ufuncs import where
@@ -221,12 +221,12 @@ class Records:
         Raises:
             ShapeError: the fields' lists above the records do not line up (naming the row).
         """
-        same = one_shape(self)  # (built as they are when their lists turn out equal,
-        # strings too; else lined up)
+        same = one_shape(self)  # (built as they are when their lists turn out equal;
+        # else lined up)
         rec = self if same or _aligned(self) else _lined_up(self)
         try:
             got = _built(rec)
-            if got is None and not (same and any(is_text(e.dtype) for e in self.leaves())):
+            if got is None and rec is self:
                 got = _built(_lined_up(self))  # lists that differ: lined up (or named)
         except ShapeError as err:  # (the kernel names rows and operands, not the fields)
             raise ShapeError(f"zip: the fields {', '.join(map(repr, self.fields))} do not "

@@ -16,10 +16,11 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr, typed_dump
-from lazyk.frontend.graph import PICK_OP, rewrite, toposort
+from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.leaves import is_ragged, is_text, leaf_data
+from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.rowops import local_index
 from lazyk.passes.fuse import cut_points
@@ -82,6 +83,8 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
                            srcs=node.srcs[:at] + (index.node,) + node.srcs[at + 1:])
         return runtime.evaluate(index_by(value, Expr(pos, {**expr.env, **index.env})),
                                 out=out, casting=casting)
+    if node.op == "with_rows" and is_text(node.dtype):
+        return runtime.evaluate(_paired_strings(node, expr.env), out=out, casting=casting)
     expr = take_kept_rows(expr)  # rows selected from arrays: their rows taken first
     expr = lower_picks(expr)  # combinations / cartesian: tuple levels of the nest
     done = evaluate_text_where(expr, out, casting=casting)  # where() over strings first
@@ -101,9 +104,9 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
                                 "strings come back as a new array; evaluate without out=")
     if is_text(expr.node.dtype):  # (the kernel writes numbers; strings move by rows)
         raise NotSupportedError(
-            f"a string result of type {expr.node.type_text()} from this work (the records of "
-            "a nested cartesian product, say) is not computed yet: evaluate the fields one "
-            "by one, or compute numbers from the strings (==, str_len, startswith, ...)")
+            f"a string result of type {expr.node.type_text()} from this work is not "
+            "computed yet: evaluate the fields one by one, or compute numbers from the "
+            "strings (==, str_len, startswith, ...)")
     if out is None:
         return _evaluate(expr)
     if isinstance(out, Array) and is_ragged_type(out.type):
@@ -145,6 +148,23 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         raise ShapeError(f"result {result.type} does not broadcast into out with shape "
                          f"{target.shape}: {err}") from None
     return out
+
+
+def _paired_strings(node, env: dict) -> Expr:
+    """`with_rows(x, y)` of strings (lazy records' fields lined up): x gathered, level by
+    level from the top, at the positions in its own lists paired with y's rows, so that
+    its dims and rows of 1 stretch and y's missing rows are missing (strings move by
+    gathers, never through the kernel's body)."""
+    x, y = node.srcs
+    value, d = Expr(x, env), node.arg or node.ndim
+    for k in range(d):
+        if k < d - 1 and value.shape[k] != "var" and value.shape[k] == node.shape[k]:
+            continue  # (a fixed dim of the node's size: nothing to pair there)
+        index = as_expr(local_index(value, k).eval())  # (its own lists: a new leaf)
+        shape = broadcast_shapes("zip", [index.shape, y.shape[:k + 1]])
+        pos = Node("with_rows", index.dtype, shape, (index.node, y), k + 1)
+        value = index_by(value, Expr(pos, {**env, **value.env, **index.env}))
+    return value
 
 
 def _evaluate(expr):
