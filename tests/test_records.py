@@ -350,3 +350,17 @@ def test_a_missing_per_event_field_leaves_the_other_fields_present():
     assert lazyk.flatten(r).met.eval().to_list() == ak.flatten(a).met.to_list()
     assert lazyk.firsts(r).pt.eval().to_list() == ak.firsts(a).pt.to_list()
     assert r.eval().to_list() == a.to_list()
+
+
+def test_records_with_strings_selected_by_a_mask_with_missing_values():
+    # a missing mask element gives a missing row; the rows it hides differ from field to
+    # field (the strings keep theirs), which must not stop the records lining up
+    pa = pytest.importorskip("pyarrow")
+    t = pa.table({"met": pa.array([10.0, None, 30.0, 40.0]),
+                  "jets": pa.array([[{"pt": 1.0, "f": "a"}], [{"pt": 2.0, "f": "b"}], [],
+                                    [{"pt": 4.0, "f": None}]])})
+    ev, a = lazyk.from_arrow(t), ak.from_arrow(t)
+    assert ev[ev.met > 20].jets.eval().to_list() == a[a.met > 20].jets.to_list()
+    j = lazyk.from_arrow(pa.array([[{"pt": 1.0, "f": "a"}], [{"pt": 2.0, "f": "b"}]]))
+    got = j[lazyk.array([None, True], type="2 * ?bool")].eval()
+    assert got.to_list() == [None, [{"pt": 2.0, "f": "b"}]]

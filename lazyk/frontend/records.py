@@ -402,6 +402,20 @@ def _tree(rec: Records, values, extra: bool):
     return _zipped(trees, names, rec.depth - 1 + extra)
 
 
+def _emptied(tree, present: np.ndarray):
+    """`tree` with the lists of its missing rows (`present` false) empty: what a missing
+    row hides differs from field to field (a selection keeps it in one, not another)."""
+    if not isinstance(tree, Lists):
+        return tree
+    starts, lens = tree.spans()
+    if not lens[~np.asarray(present, bool)].any():
+        return tree
+    lens = np.where(present, lens, 0)
+    off = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    return Lists(off, tree.child.take(ranges(starts, lens)))
+
+
 def _zipped(trees: list, names: list, depth: int):
     """The column tree of records over the fields' trees (of the items of the outer dim),
     the records `depth` list levels down; None where the fields' lists differ."""
@@ -415,7 +429,7 @@ def _zipped(trees: list, names: list, depth: int):
     if isinstance(first, Masked):
         if any(not np.array_equal(t.present, first.present) for t in trees[1:]):
             return None
-        inner = _zipped([t.child for t in trees], names, depth)
+        inner = _zipped([_emptied(t.child, first.present) for t in trees], names, depth)
         return None if inner is None else Masked(first.present, inner)
     if isinstance(first, Regular):
         if len({t.size for t in trees}) != 1:
