@@ -220,3 +220,14 @@ def test_python_dates_times_and_durations_infer_their_types():
     assert c.to_list() == [dt.time(1, 2), dt.time(23, 59, 59, 999999), None]
     d = lazyk.array([[dt.timedelta(seconds=5)], []])
     assert d.to_list() == [[dt.timedelta(seconds=5)], []]
+
+
+def test_lazy_work_over_records_with_a_date_field_names_the_field():
+    t = pa.table({"x": [1.0, 2.0, 3.0], "ts": pa.array([0, 10, 20], pa.timestamp("s"))})
+    ev = lazyk.from_arrow(t)
+    assert ev.x[ev.x > 1].eval().to_list() == [2.0, 3.0]  # (a field on its own)
+    with pytest.raises(lazyk.UnsupportedOperandError, match=r"field 'ts' of records .* "
+                       r"datetime64\[s\].* zip the fields it needs first"):
+        ev[ev.x > 1]
+    r = lazyk.zip({"x": ev["x"]})
+    assert r[r.x > 1].eval().to_list() == [{"x": 2.0}, {"x": 3.0}]

@@ -524,7 +524,13 @@ def record_fields(x: Any) -> Records | None:
     for n in names:
         view = x[n]
         rec = record_fields(view)
-        fields[n] = rec if rec is not None else as_expr(view)
+        try:
+            fields[n] = rec if rec is not None else as_expr(view)
+        except UnsupportedOperandError as err:  # (dates, times: held, not computed with)
+            raise UnsupportedOperandError(
+                f"field {n!r} of records of type {x.type}: {err}; lazy work (a selection, a "
+                f"gather, a row operation) takes the records' fields, so zip the fields it "
+                f"needs first: lazyk.zip({{name: x[name] for name in [...]}})") from None
     return Records(fields, depth, isinstance(t, T.Tuple), one_array=True)
 
 
