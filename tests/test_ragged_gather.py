@@ -222,8 +222,10 @@ def test_a_position_outside_its_row_names_the_row_and_the_position():
     q = lazyk.array([[1.0, 2.0], None], "2 * ?var * float64")
     got = q[lazyk.argmax(q, axis=1, keepdims=True)].eval()  # missing rows stay missing
     assert str(got.type) == "2 * ?1 * ?float64" and got.to_list() == [[2.0], None]
-    with pytest.raises(lazyk.NotSupportedError, match=r"expressions over 2 \* \?1"):
-        (q[lazyk.argmax(q, axis=1, keepdims=True)] * 2).eval()  # (`?1` operands)
+    lead = q[lazyk.argmax(q, axis=1, keepdims=True)]  # (`?1` operands: rows of 1)
+    assert (lead * 2).eval().to_list() == [[4.0], None]
+    assert (lead + lazyk.array([[1.0, 2.0], [3.0]])).eval().to_list() == [[3.0, 4.0], None]
+    assert lazyk.histogram(lazyk.flatten(lead), 2, (0, 4))[0].tolist() == [0, 1]
     with pytest.raises(IndexError, match=r"positions of 3 dims .*\(1 to 2 of them\)"):
         x[lazyk.array([[[0]], [], [], []])]
     with pytest.raises(lazyk.ShapeError, match=r"dim 0 has size 4 in the array .* and 2 in "

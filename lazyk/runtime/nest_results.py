@@ -62,9 +62,8 @@ def var_rows(arr) -> tuple:
         t, j = t.elem, j + 1
     if not sizes:
         return arr, {}
-    if 0 in sizes or 1 in sizes.values():  # (a fixed 1 would stretch against var rows)
-        raise NotSupportedError(f"expressions over {arr.type}: missing rows against a "
-                                "fixed dim of 1 (`?1`), or an outermost `?n` dim")
+    if 0 in sizes:
+        raise NotSupportedError(f"expressions over {arr.type}: an outermost `?n` dim")
     top = isinstance(arr.type, FixedDim)
     levels = {d + (not top) for d in sizes}
 
