@@ -291,3 +291,24 @@ def test_string_memos_stay_bounded_and_results_right(monkeypatch):
             np.testing.assert_allclose(got, a * (i + 2) + b)
             assert got.dtype == np.float64 and got.shape == (7,)
         assert 0 < len(stringeval._FAST) <= 4 and 0 < len(stringeval._names_of) <= 4
+
+
+@pytest.mark.parametrize("text", ["x*(s-t)", "x*(s//t)", "x*(s%t)", "x*maximum(s,t)",
+                                  "x*(s<t)", "where(x>s, s-t, t-s)", "x*(s+t)", "s*t*x"])
+def test_scalars_folded_together_are_computed_on_every_call(text):
+    # the same string, called with the same scalars and then others: never a frozen value
+    x = np.arange(1, 4, dtype=np.float64)
+    for s, t in [(1.5, 1 / 3)] * 3 + [(4.0, 2.5), (0.25, 7.0)]:
+        got = lazyk.evaluate(text, local_dict={"x": x, "s": s, "t": t})
+        want = eval(text, {"where": np.where, "maximum": np.maximum}, {"x": x, "s": s, "t": t})
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("s", [-2**31, 2**31 - 1, -2**40, 2**63 - 1, 2**64 - 1, 3])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64])
+def test_large_python_ints_over_floats_on_every_call(s, dt):
+    x = np.ones(4, dt)
+    for _ in range(4):  # (planned on the second call, run so from the third)
+        got = lazyk.evaluate("x * s", local_dict={"x": x, "s": s})
+        np.testing.assert_array_equal(got, x * s)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import lazyk
 from lazyk import NotSupportedError, TypeParseError
 from lazyk.frontend import exprparse
 from lazyk.frontend.exprparse import ExprParseError, parse
@@ -251,3 +252,15 @@ def test_numexpr_extra_functions_evaluate():
 def test_python_keywords_say_what_to_write_instead(text, said):
     with pytest.raises(ExprParseError, match=said):
         stringeval.evaluate_string(text, {"a": np.arange(3.0)})
+
+
+@pytest.mark.parametrize("code", ["x*(2.5+1)", "x*(s+1)", "s*s*x", "-s*x", "x*(s-t)",
+                                  "x*s**2", "x*(s>t)", "x/(s*t)"])
+def test_operators_over_python_numbers_stay_weak(code):
+    # NumPy's rule (NEP 50): Python numbers combined by operators are Python numbers, so a
+    # float32 array keeps its dtype, as it does in the same Python code
+    x = np.arange(1, 4, dtype=np.float32)
+    env = {"x": x, "s": 2.0, "t": 0.5}
+    got, want = lazyk.evaluate(code, local_dict=env), eval(code, {}, env)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -358,6 +358,29 @@ def _exact_ints(func: str, args: list) -> int | None:
     return fn(*args)
 
 
+_NUMBER_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+               "true_divide": operator.truediv, "floor_divide": operator.floordiv,
+               "remainder": operator.mod, "power": pow, "negative": operator.neg,
+               "positive": operator.pos, "less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
+               "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
+
+
+def _weak_numbers(func: str, args: list) -> Any:
+    """An operator over Python numbers, one of them a float or complex, computed as Python
+    does: a Python number, weak as in NumPy's `x * (s + 1)` (NEP 50); None otherwise (a
+    division by zero: lazyk's inf or nan)."""
+    fn = _NUMBER_OPS.get(func)
+    if fn is None or not args or any(type(a) not in (int, float, complex) for a in args) or \
+            all(type(a) is int for a in args):
+        return None
+    try:
+        got = fn(*args)
+    except (ArithmeticError, ValueError):
+        return None
+    # (a negative float to a fractional power: Python's complex, NumPy's nan)
+    return None if type(got) is complex and complex not in map(type, args) else got
+
+
 def build(text: str, local_dict: dict | None = None, global_dict: dict | None = None) -> Any:
     """The lazy expression for `text` with names taken from the two dicts (local first).
 
@@ -399,7 +422,9 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
                     args[1] in (2, -1) and hasattr(args[0], "dtype"):
                 values.append(lx.power_operator(*args))  # (as Python's x ** 2 on arrays)
                 continue
-            exact = _exact_ints(node.func, args) if not kw else None
+            exact = None if kw else _exact_ints(node.func, args)
+            if exact is None and not kw:
+                exact = _weak_numbers(node.func, args)
             if exact is not None:  # (Python's exact ints: 2**63 never wraps to -2**63)
                 values.append(exact)
                 continue

@@ -22,7 +22,7 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend import ops
-from lazyk.frontend.exprparse import Const, build, compile_string, names
+from lazyk.frontend.exprparse import Const, Name, build, compile_string, names
 from lazyk.frontend.graph import (
     PICK_OP,
     REDUCE_OP,
@@ -149,7 +149,10 @@ def _sentinels(cls: Any, literals: list, count: int) -> list | None:
     if kind is int:
         neg, bits = cls[1], cls[2]
         lo, hi = max(17, 1 << (bits - 1)), (1 << bits) - 1
-        cands = (-(u + 1) if neg else u for u in range(lo, hi + 1))
+        # from both ends of the range: far apart, so that they stay apart in a float32
+        # parameter too
+        ends = (u for j in range((hi - lo) // 2 + 1) for u in (lo + j, hi - j))
+        cands = (-(u + 1) if neg else u for u in ends)
     elif isinstance(kind, np.dtype) and kind.kind in "iu":
         info = np.iinfo(kind)
         cands = (-u if cls[1] else u for u in range(17, min(info.max, 2000)))
@@ -173,6 +176,14 @@ def _as_param(v: Any, dt: np.dtype) -> bytes:
     if isinstance(v, np.generic):
         v = np.asarray(v).astype(dt)
     return pack_params((dt,), (v,))
+
+
+def _same_param(v: Any, dt: np.dtype, got: bytes) -> bool:
+    """Whether `v` converted to a kernel parameter of `dt` has the bytes `got`."""
+    try:
+        return _as_param(v, dt) == got
+    except (OverflowError, ValueError, TypeError):
+        return False
 
 
 def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order: str,
@@ -347,13 +358,23 @@ def _template(text: str, nm: tuple, values: list, sentinels: dict) -> tuple:
 def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: str) -> Any:
     """A `_FastEntry` for these operand kinds, or None when the program's structure could
     depend on more than the kinds (then every call takes the general path)."""
-    literals = []
+    literals, consts, kinds = [], [], {}
+    arrays = {n for n, v in zip(nm, values) if type(v) is np.ndarray}
     for node in compile_string(text)[1]:
         if isinstance(node, Const):
             v = node.value
+            kinds[id(node)] = "const"
             if isinstance(v, (str, bytes)):
                 continue  # a string constant: no numeric sentinel can meet it
+            consts.append(v)
             literals += [v.real, v.imag] if isinstance(v, complex) else [float(v)]
+        elif isinstance(node, Name):
+            kinds[id(node)] = "array" if node.name in arrays else "scalar"
+        else:
+            got = {kinds[id(a)] for a in list(node.args) + [v for _, v in node.kwargs]}
+            if got == {"scalar"} or got == {"scalar", "const"}:
+                return None  # scalars folded together when built: no parameter slot
+            kinds[id(node)] = "array" if "array" in got else "const"
     scalars = [k for k, v in enumerate(values) if type(v) is not np.ndarray]
     sa, sb = {}, {}
     for k in scalars:
@@ -377,6 +398,7 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
             return None
     elif out.dtype != pa.dtype:
         return None  # the general path converts inside the kernel (another program)
+    fixed = consts + [values[k] for k in scalars if k not in sa]  # (the same in both)
     recipe = []
     for k, (x, y) in enumerate(zip(pa.steps, pb.steps)):
         if (x.spec is not y.spec or x.inputs != y.inputs or x.axes != y.axes
@@ -386,8 +408,11 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
         for slot, dt in enumerate(x.spec.params):
             at = slice(PARAM_SLOT * slot, PARAM_SLOT * (slot + 1))
             ca, cb = x.consts[at], y.consts[at]
-            if ca == cb:
-                continue  # a literal (or a special value, which is part of the key)
+            if ca == cb:  # a literal, or a special value (part of the key); else two
+                # stand-ins that met in this dtype (large ints in float32): no recipe
+                if not any(_same_param(c, dt, ca) for c in fixed):
+                    return None
+                continue
             try:
                 src = [j for j in sa
                        if _as_param(sa[j], dt) == ca and _as_param(sb[j], dt) == cb]
