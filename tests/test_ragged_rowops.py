@@ -714,3 +714,19 @@ def test_num_of_a_selection_checks_the_mask_and_keeps_the_parameters():
     assert f.signature == "(pt: N * var * float64, q: N * var * int64) -> N * int64"
     pt, qd = [[10.0, 20.0, 30.0], [], [5.0], [7.0, 8.0]], [[1, -1, 1], [], [1], [-1, 1]]
     assert f(pt, qd).tolist() == f(pt=pt, q=qd).tolist() == [2, 0, 1, 1]
+
+
+def test_running_folds_and_orders_of_a_0d_array_as_numpy():
+    x = np.array(5.0)
+    a = lazyk.array(x)
+    for got, want in [(lazyk.cumsum(a), np.cumsum(x)), (lazyk.cumprod(a), np.cumprod(x)),
+                      (lazyk.sort(a, axis=None), np.sort(x, axis=None)),
+                      (lazyk.argsort(a), np.argsort(x))]:
+        v = got.eval().to_numpy()
+        assert v.shape == want.shape == (1,) and v.dtype == want.dtype and (v == want).all()
+    with pytest.raises(np.exceptions.AxisError):
+        lazyk.sort(a).eval()  # (NumPy: axis -1 of a 0-d array)
+    y = np.array([[100], [100], [100]], dtype=np.int8)  # dtype= along a leading axis
+    got = lazyk.cumsum(lazyk.array(y), axis=0, dtype=np.int8).eval().to_numpy()
+    want = np.cumsum(y, axis=0, dtype=np.int8)
+    assert got.dtype == want.dtype and (got == want).all()

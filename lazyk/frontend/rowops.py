@@ -424,6 +424,8 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
         raise TypeError(f"{name}: ascending must be True or False, not {ascending!r}")
     if not isinstance(stable, (bool, np.bool_)):  # (False: a stable order is one too)
         raise TypeError(f"{name}: stable must be True or False, not {stable!r}")
+    if not e.ndim and (axis is None or axis == -1 and name == "argsort"):  # (NumPy's)
+        e, axis = e[None], -1
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     if e.dtype.kind == "c":
@@ -464,14 +466,14 @@ def ravel(x: Any) -> Expr:
     e = _operand("ravel", x)
     while e.ndim > 1:
         e = flatten(e, axis=1)
-    return e
+    return e if e.ndim else e[None]
 
 
 # ---------------------------------------------------------------- running folds
 def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
     e = _operand(name, x)
-    if axis is None:  # NumPy's rule: the flattened values (missing ones kept in place)
-        e, axis = ravel(e), -1
+    if axis is None or (axis == -1 and not e.ndim):  # NumPy's rule: the flattened values
+        e, axis = ravel(e), -1  # (missing ones kept in place)
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     ragged = _var_dims(e) or builtins.any(flags(e)[0])

@@ -250,7 +250,7 @@ def _scan(name: str, src: Node, axis: int, env: dict):
         except NotSupportedError:
             raise NotSupportedError(f"{name} along axis {axis} of {value.type}: along the "
                                     "last axis only, for missing values") from None
-        return getattr(np, name)(data, axis=axis)
+        return getattr(np, name)(data, axis=axis, dtype=data.dtype)  # (cast already)
     # (selections, gathers and tuples: their values first, as where() over missing
     # values, then the scan)
     got = None if graph_ops(src) & _PICKED else scan_nest(e, combine)
