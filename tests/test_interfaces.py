@@ -264,6 +264,9 @@ def test_numpy_functions_on_ragged_arrays_stay_lazy_and_fixed_ones_stay_numpy():
     msg = str(info.value)
     assert msg.startswith("numpy.median is not supported on lazyk arrays (an array of type "
                           "'3 * var * float64')") and "pad and fill first" in msg
+    for f, name in [(np.linalg.norm, "numpy.linalg.norm"), (np.fft.fft, "numpy.fft.fft")]:
+        with pytest.raises(lazyk.NotSupportedError, match=rf"^{name} is not supported"):
+            f(x * 2)  # (a function of a NumPy submodule: named by its full name)
     # fixed dims: NumPy's own functions, on the array's NumPy view, as before
     d = lazyk.array(np.array([[3.0, 1.0], [0.5, 2.0]]))
     got = np.sort(d, axis=1)

@@ -198,7 +198,8 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
     NotSupportedError naming the NumPy function (never a silent computation)."""
     if any(not issubclass(t, (Operators, np.ndarray)) for t in types):
         return NotImplemented  # another library's array: its rules first
-    where = f"numpy.{func.__name__}"
+    module = getattr(func, "__module__", None) or "numpy"  # (numpy.linalg.norm by its name)
+    where = f"{'numpy' if module.startswith('numpy._') else module}.{func.__name__}"
     row = FUNCTIONS.get(func)
     if row is None:
         raise NotSupportedError(_refusal(where, args + tuple(kwargs.values())))
