@@ -188,6 +188,18 @@ def test_cli_explain(capsys):
     assert "sin(%" in out and "== LLVM IR" in out and "== assembly" not in out
     assert main(["explain", "a & 1.5", "--type", "a=N * float32"]) == 1
     assert "bitwise_and" in capsys.readouterr().err
+    assert main(["explain", "a + 300", "--type", "a=N * int8"]) == 1  # (one line, no trace)
+    err = capsys.readouterr().err
+    assert err.startswith("error: OverflowError: ") and "Traceback" not in err
+    assert main(["explain", "a", "--type", "a=N * string", "--no-asm"]) == 0
+    assert "no kernel: the strings themselves" in capsys.readouterr().out
+
+
+def test_compile_of_a_string_parameter_alone():
+    s = lazyk.placeholder("s", "N * string")
+    k = lazyk.compile(s)
+    assert k.signature == "(s: N * string) -> N * string"
+    assert k(["a", "bc"]).to_list() == ["a", "bc"]
 
 
 def test_compiled_kernel_from_many_threads():

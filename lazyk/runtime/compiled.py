@@ -24,6 +24,7 @@ from lazyk.frontend.leaves import (
     RaggedLeaf,
     RaggedPlaceholder,
     is_dask_array,
+    is_text,
     leaf_data,
     text_element,
     text_rows,
@@ -81,10 +82,11 @@ class CompiledExpr(CallInputs, FastCalls):
 
     def __new__(cls, expr: Expr):
         # Var / option parameters (placeholders or arrays): the ragged evaluation path.
-        # where() over strings too: it gives a string array (lazyk.runtime.text_steps.select_text);
+        # string results too (where() over strings: lazyk.runtime.text_steps.select_text);
         # and work only the loop nest runs (x[mask], x[positions], argmax)
         if cls is CompiledExpr and (any(ragged_param(v) for v in expr.env.values()) or
                                     _ragged.has_text_where(expr) or has_rows(expr.node) or
+                                    is_text(expr.node.dtype) or
                                     needs_nest(expr.node)):
             cls = RaggedCompiledExpr
         return object.__new__(cls)

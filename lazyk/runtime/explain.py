@@ -167,7 +167,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
     if e.node.op == "input" and is_text(e.dtype) and \
-            isinstance(leaf_data(e.env[e.node.arg]), np.ndarray):
+            isinstance(leaf_data(e.env[e.node.arg]), (np.ndarray, Placeholder)):
         return (f"== expression: {type_text(e.shape, e.dtype)}\n== no kernel: the strings "
                 "themselves (evaluating them copies them)")
     sizes = symbol_sizes(e.node)
@@ -465,7 +465,8 @@ def command(args: Any) -> int:
                 return 1
             return 0
         print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
-    except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError) as err:
+    except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError,
+            ArithmeticError, LookupError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         untyped = [n for n in names(args.expr) if n not in types] \
             if isinstance(err, ExprParseError) and "is not defined" in err.reason else []
