@@ -347,3 +347,15 @@ def test_sigkill_during_writes_leaves_no_bad_entry(tmp_path) -> None:
         # a whole entry from one store, or none: never a torn one
         assert got is None or (len(got) == 4_000_000 and len(set(got)) == 1)
     assert objcache.ObjectCache(tmp_path).info()["entries"] <= 1  # half-written temps are no entries
+
+
+def test_info_says_why_a_directory_cannot_be_made(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    info = objcache.ObjectCache(blocker / "cache").info()  # (a file where a parent goes)
+    assert info["problem"] and "not a directory" in info["problem"]
+    fresh = tmp_path / "new" / "cache"
+    assert objcache.ObjectCache(fresh).info()["problem"] is None
+    assert not (tmp_path / "new").exists()  # (info made nothing that stays)
+    if os.path.isdir("/proc/self") and os.geteuid() == 0:  # (root may "write" /proc)
+        assert objcache.ObjectCache("/proc/lazyk-none").info()["problem"]

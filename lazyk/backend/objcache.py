@@ -281,6 +281,24 @@ def _failure(directory: Path, err: OSError) -> str:
     return problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
 
 
+def _cannot_make(directory: Path) -> str | None:
+    """Why a missing `directory` cannot be made (tried, and what was made removed again),
+    or None (it exists, or it can be made)."""
+    made = [d for d in (directory, *directory.parents) if not d.exists()]
+    if not made:
+        return None
+    try:
+        make_private_dirs(directory)
+    except OSError as err:
+        return _failure(directory, err)
+    for d in made:  # (deepest first)
+        try:
+            os.rmdir(d)
+        except OSError:
+            break  # (another process began using it meanwhile)
+    return None
+
+
 def _warn_unusable(directory: Path, why: str) -> None:
     """Say once per process and directory that nothing is cached there."""
     if str(directory) in _warned:
@@ -493,8 +511,9 @@ class ObjectCache:
         directory cannot hold the cache (None when it can)."""
         self._usable(create=False, warn=False)
         entries = [st.st_size for path, st in self._files() if path.endswith(SUFFIX)]
+        why = self._refused or problem(self.directory) or _cannot_make(self.directory)
         return {"directory": str(self.directory), "entries": len(entries),
-                "bytes": sum(entries), "problem": self._refused or problem(self.directory)}
+                "bytes": sum(entries), "problem": why}
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until at most 80% of `max_bytes` remain."""
