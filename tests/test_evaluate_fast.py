@@ -99,6 +99,17 @@ def test_result_order_follows_each_calls_layouts():
         got = lazyk.evaluate("first + f")
         np.testing.assert_array_equal(got, first + f)
         assert got.flags.f_contiguous == (first.flags.f_contiguous and f.flags.f_contiguous)
+    # order 'K' over an input whose axes are permuted: its memory order, as NumPy's; a
+    # sliced input (axes in C order) and order 'C' give C order
+    x = np.arange(24.0).reshape(2, 3, 4).transpose(2, 0, 1)
+    z = np.arange(48.0).reshape(2, 3, 8)[:, :, ::2]
+    for _ in range(3):  # (the planned entries too)
+        for got, want in [(lazyk.evaluate("x * 2"), np.multiply(x, 2)),
+                          (lazyk.evaluate(lazyk.array(x) * 2), np.multiply(x, 2)),
+                          (lazyk.evaluate("z * 2"), z * 2),
+                          (lazyk.evaluate("x * 2", order="C"), np.multiply(x, 2, order="C"))]:
+            np.testing.assert_array_equal(got, want)
+            assert got.strides == want.strides
 
 
 def test_a_repeated_plain_string_is_one_native_call(monkeypatch):

@@ -493,6 +493,27 @@ def fortran_result(order: str, data: dict) -> bool:
         and not all(a.flags.c_contiguous for a in arrays)
 
 
+def kept_layout(order: str, data: dict, shape: tuple) -> np.ndarray | None:
+    """With order 'K', an input of the result's `shape` whose axes lie in memory in
+    another order than C or F (a transposed view): a fresh result takes its layout, as
+    NumPy's; else None."""
+    if order != "K" or len(shape) < 3:  # (of 2 dims, C or F order is every order)
+        return None
+    for a in data.values():
+        if isinstance(a, np.ndarray) and a.shape == tuple(shape) and permuted(a):
+            return a
+    return None
+
+
+def permuted(a: np.ndarray) -> bool:
+    """Whether `a`'s axes lie in memory in neither C nor F order (strides not falling, nor
+    rising, over its dims longer than 1)."""
+    if a.ndim < 3 or a.flags.c_contiguous or a.flags.f_contiguous:
+        return False
+    s = [abs(st) for st, n in zip(a.strides, a.shape) if n > 1]
+    return any(x < y for x, y in zip(s, s[1:])) and any(x > y for x, y in zip(s, s[1:]))
+
+
 def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
              global_dict: dict | None = None, order: str = "K",
              casting: str = "same_kind", _depth: int = 1):
@@ -508,7 +529,9 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
             Overlap with an input (other than exact aliasing) goes through a temporary.
         order: memory layout of a fresh result ('C', 'F', 'A', 'K' as NumPy): 'F' gives
             a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
-            Fortran-contiguous (and not C-contiguous); otherwise C order. Ignored when
+            Fortran-contiguous (and not C-contiguous); 'K' keeps the memory order of an
+            input of the result's shape whose axes are permuted (`x.transpose(2, 0, 1)`),
+            as NumPy's; otherwise C order. Ignored when
             `out` is given and for ragged / option and GPU results (always C order).
         casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
             'same_kind', 'unsafe'; checked on every call).
@@ -562,9 +585,13 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         return run_on_device(plan(e.node), data, out)
     node, data = canonical(e.node, data)
     if out is None:
-        if order == "C" or len(e.shape) < 2 or not fortran_result(order, data):
+        like = kept_layout(order, data, e.shape)
+        if like is not None:  # (its axes' memory order, written in place below)
+            out = np.empty_like(like, dtype=e.dtype)
+        elif order == "C" or len(e.shape) < 2 or not fortran_result(order, data):
             return run_program(plan(node), data)
-        out = np.empty(e.shape, e.dtype, order="F")  # written in place below
+        else:
+            out = np.empty(e.shape, e.dtype, order="F")  # written in place below
     target = as_out(out)
     _check_result_shape(e.shape, target)
     if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \

@@ -46,6 +46,8 @@ from lazyk.runtime.launch import (
     exponent_leaves,
     fortran_result,
     int_exponents,
+    kept_layout,
+    permuted,
     plan,
 )
 from lazyk.runtime.nest_launch import prepare as prepare_launch
@@ -394,7 +396,8 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
     if not pa.steps or len(pa.steps) != len(pb.steps) or pa.dtype != pb.dtype:
         return None
     if out is None:
-        if order != "C" and len(pa.shape) >= 2 and fortran_result(order, data):
+        if order != "C" and len(pa.shape) >= 2 and (
+                fortran_result(order, data) or kept_layout(order, data, pa.shape) is not None):
             return None
     elif out.dtype != pa.dtype:
         return None  # the general path converts inside the kernel (another program)
@@ -524,7 +527,8 @@ def _bind_expr(e, got: tuple | None) -> Any:
             return gpu_launch(key, values, partial(_planned_once, e, names_, values))
         if v.ndim >= 2:  # the layout class decides the order of a fresh result
             fl = v.flags
-            layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous),)
+            layout = (layout or ()) + ((k, fl.c_contiguous, fl.f_contiguous,
+                                        v.ndim > 2 and permuted(v)),)
     if ragged:
         return _bind_nest(e, key, names_, values)
     return _dense_launch(e, key if layout is None else (key, layout), names_, values)
@@ -601,8 +605,9 @@ def _planned(e, names_: tuple, values: list) -> tuple | None:
     if len(exponent_leaves(node)) != len(int_exponents(node)):
         return None  # a computed exponent: checked by evaluating it (the general path)
     prog = plan(node)
-    if not prog.steps or (len(prog.shape) >= 2 and fortran_result("K", data)):
-        return None
+    if not prog.steps or (len(prog.shape) >= 2 and (
+            fortran_result("K", data) or kept_layout("K", data, prog.shape) is not None)):
+        return None  # (a fresh result in another layout than C: the general path)
     exps = tuple(dict.fromkeys(inputs[n] for n in exponent_leaves(node)))
     return prog, inputs, [], exps
 
