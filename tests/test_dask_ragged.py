@@ -781,6 +781,11 @@ def test_masked_dask_arrays_map_to_missing_values():
         ldask.evaluate(lazyk.sin(hidden)).compute()
     x = ldask.from_ragged(m)  # chunks along axis 0 are the partitions; masked = missing
     assert x.row_counts == (4, 4, 1) and str(x.type) == "9 * 3 * ?float64"
+    v = da.from_array(np.ma.array([1.0, 2.0, 3.0, 4.0, 5.0], mask=[0, 1, 0, 0, 0]), chunks=2,
+                      asarray=False)  # boolean indexing: sizes unknown, plain metadata
+    kept = ldask.from_ragged(v[v > 1.5])
+    assert str(kept.type) == "var * ?float64"
+    assert kept.compute().to_list() == [None, 3.0, 4.0, 5.0]  # (as Dask computes it)
     s = ldask.evaluate(x.sum(axis=-1))  # a missing value makes the row's sum missing
     got = s.to_dask_array()
     assert got.chunks == ((4, 4, 1),)

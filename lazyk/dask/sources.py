@@ -45,7 +45,8 @@ def from_ragged(x: Any, rows_per_part: int | None = None) -> RaggedArray:
             `pyarrow.ChunkedArray` (one partition per chunk, through `lazyk.from_arrow`),
             or a Dask array (one partition per chunk along axis 0, sizes unknown too, as
             after boolean indexing: `nan` row counts; NumPy masked-array chunks become
-            `?T`: masked = missing).
+            `?T`: masked = missing, also after boolean indexing of masked chunks, whose
+            Dask metadata no longer says so).
         rows_per_part: outer rows per partition when `x` is one array (the last may be
             shorter); not used with a list or a ChunkedArray (ValueError).
     Raises:
@@ -186,12 +187,15 @@ def _from_dask(x: Any) -> RaggedArray:
     if x.ndim == 0 or any(n != n for n in x.shape[1:]):
         raise NotSupportedError(f"from_ragged: a Dask array of shape {x.shape} (it needs an "
                                 "axis 0 to split, and inner dims of known size)")
-    option = isinstance(x._meta, np.ma.MaskedArray)
+    known = not any(c != c for c in x.chunks[0])
+    # (boolean indexing gives plain metadata over masked chunks: an input's says so)
+    option = isinstance(x._meta, np.ma.MaskedArray) or not known and any(
+        getattr(layer, "collection_annotations", None) and str(layer.collection_annotations.get(
+            "chunk_type", "")).startswith("numpy.ma.") for layer in x.dask.layers.values())
     if x.ndim > 1:
         x = x.rechunk({d: -1 for d in range(1, x.ndim)})
     name = f"lazyk-rows-{tokenize(x.name)}"
     rest = (0,) * (x.ndim - 1)
-    known = not any(c != c for c in x.chunks[0])
     starts = np.concatenate([[0], np.cumsum(x.chunks[0])]).astype(int).tolist() if known \
         else [None] * len(x.chunks[0])
     layer = {(name, i): (_from_block, option, (x.name, i) + rest, starts[i])
