@@ -1086,3 +1086,17 @@ def test_extrema_whose_groups_one_partition_leaves_empty(op):
     empty = lazyk.array([[[[], []]]], type="1 * ?var * 2 * var * float64")
     got = ldask.evaluate(getattr(lazyk, op)(ldask.from_ragged(empty, 1), axis=(0, 1, 3)))
     assert got.compute().to_list() == [None, None]  # (as one machine: nothing to fold)
+
+
+def test_numpy_operands_as_long_as_the_rows_that_never_meet_them():
+    # w pairs with the fold over the rows (2 values), not with the 2 rows: whole, as on
+    # one machine; beside the rows, the same w is split with them
+    x = lazyk.array([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0]]], type="2 * var * 2 * float64")
+    w = np.array([1.0, 2.0])
+    d = ldask.from_ragged(x, 1)
+    for e in (lambda a: lazyk.sum(a, axis=(0, 1)) + w,
+              lambda a: lazyk.sum(lazyk.sum(a, axis=-1), axis=-1) * w):
+        want = e(x).eval()
+        got = ldask.evaluate(e(d)).compute()
+        assert np.asarray(got).tolist() == np.asarray(want.to_numpy() if hasattr(
+            want, "to_numpy") else want).tolist()

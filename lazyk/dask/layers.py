@@ -124,6 +124,25 @@ class _Planner:
         # from the right, so their axis 0 is not the rows' (`x * w`, w one weight per item)
         self.trailing = {s.arg for n in toposort(self.root) if n.op not in _NOT_ELEMENTWISE
                          for s in n.srcs if s.op == "input" and 0 < s.ndim < n.ndim}
+        self.trailing |= self._apart()
+
+    def _apart(self) -> set:
+        """Leaves that never meet the collections' rows along their axis 0 (`sum(x, axis=0)
+        + w`: w pairs with the fold, not with the rows), whatever their length."""
+        nodes = toposort(self.root)
+        rows: set = set()  # nodes whose axis 0 is the collections' rows
+        for n in nodes:
+            if n.op == "input":
+                if isinstance(self.env.get(n.arg), RowsLeaf):
+                    rows.add(id(n))
+            elif any(id(s) in rows for s in n.srcs) and not (
+                    n.op == REDUCE_OP and 0 in n.arg[1]):
+                rows.add(id(n))
+        for n in reversed(nodes):  # (each node before its operands)
+            if id(n) in rows and not (n.op == REDUCE_OP and 0 in n.arg[1]):
+                rows.update(id(s) for s in n.srcs  # (right-aligned: the same ndim)
+                            if n.op in (SELECT_OP, TAKE_OP, ROWS_OP) or s.ndim == n.ndim)
+        return {n.arg for n in nodes if n.op == "input" and id(n) not in rows}
 
     # --- operands
     def _computable(self) -> None:
