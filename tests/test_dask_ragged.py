@@ -1100,3 +1100,21 @@ def test_numpy_operands_as_long_as_the_rows_that_never_meet_them():
         got = ldask.evaluate(e(d)).compute()
         assert np.asarray(got).tolist() == np.asarray(want.to_numpy() if hasattr(
             want, "to_numpy") else want).tolist()
+
+
+def test_one_collection_paired_twice_in_one_expression():
+    # jet cleaning against two lepton collections: two nested products of the same jets
+    j = lazyk.array([[1.0, 2.0], [], [3.0]])
+    m = lazyk.array([[1.5], [2.0, 5.0], []])
+    e = lazyk.array([[0.5, 9.0], [1.0], [2.0]])
+
+    def clean(j, m, e):
+        cm = lazyk.cartesian({"j": j, "l": m}, nested=True)
+        ce = lazyk.cartesian({"j": j, "l": e}, nested=True)
+        return lazyk.all(abs(cm.j - cm.l) > 0.2, axis=-1) & \
+            lazyk.all(abs(ce.j - ce.l) > 0.2, axis=-1)
+    want = clean(j, m, e).eval().to_list()
+    assert want == [[True, True], [], [True]]
+    for k in (1, 2):
+        got = ldask.evaluate(clean(*(ldask.from_ragged(a, k) for a in (j, m, e))))
+        assert got.compute().to_list() == want
