@@ -1,6 +1,8 @@
 """Fresh large arrays: `empty(shape, dtype)` is `np.empty`, except that large arrays reuse the
 idle blocks of earlier ones (already faulted in, no zeroing). Kernel outputs, row copies and
-lazyk's own memory blocks (`memory.MemoryBlock`) take theirs here.
+lazyk's own memory blocks (`memory.MemoryBlock`) take theirs here. The memory order of a
+fresh result under NumPy's `order=` rules is decided here too (`fortran_result`,
+`kept_layout`).
 """
 from __future__ import annotations
 
@@ -104,3 +106,33 @@ def idle_bytes() -> int:
     """Bytes held in idle output blocks."""
     return _idle_bytes
 
+
+# ---------------------------------------------------------------- memory order
+def fortran_result(order: str, data: dict) -> bool:
+    """Whether a fresh result is Fortran-ordered: 'F', or 'A'/'K' over Fortran inputs."""
+    if order == "F":
+        return True
+    arrays = [a for a in data.values() if isinstance(a, _np.ndarray) and a.ndim >= 2]
+    return bool(arrays) and all(a.flags.f_contiguous for a in arrays) \
+        and not all(a.flags.c_contiguous for a in arrays)
+
+
+def kept_layout(order: str, data: dict, shape: tuple) -> _np.ndarray | None:
+    """With order 'K', an input of the result's `shape` whose axes lie in memory in
+    another order than C or F (a transposed view): a fresh result takes its layout, as
+    NumPy's; else None."""
+    if order != "K" or len(shape) < 3:  # (of 2 dims, C or F order is every order)
+        return None
+    for a in data.values():
+        if isinstance(a, _np.ndarray) and a.shape == tuple(shape) and permuted(a):
+            return a
+    return None
+
+
+def permuted(a: _np.ndarray) -> bool:
+    """Whether `a`'s axes lie in memory in neither C nor F order (strides not falling, nor
+    rising, over its dims longer than 1)."""
+    if a.ndim < 3 or a.flags.c_contiguous or a.flags.f_contiguous:
+        return False
+    s = [abs(st) for st, n in zip(a.strides, a.shape) if n > 1]
+    return any(x < y for x, y in zip(s, s[1:])) and any(x > y for x, y in zip(s, s[1:]))

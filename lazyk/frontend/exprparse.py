@@ -326,6 +326,23 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def folds_scalars(text: str, arrays: set) -> bool:
+    """Whether `text` calls a function (an operator) of names not in `arrays` (scalars) and
+    literals only: built, the call is folded into one value (`s - t`)."""
+    kinds: dict = {}
+    for node in compile_string(text)[1]:
+        if isinstance(node, Const):
+            kinds[id(node)] = "const"
+        elif isinstance(node, Name):
+            kinds[id(node)] = "array" if node.name in arrays else "scalar"
+        else:
+            got = {kinds[id(a)] for a in list(node.args) + [v for _, v in node.kwargs]}
+            if "scalar" in got and "array" not in got:
+                return True
+            kinds[id(node)] = "array" if "array" in got else "const"
+    return False
+
+
 def _complex(expr: Any, real: Any, imag: Any) -> Any:
     """numexpr's complex(re, im): the complex number of those parts, typed as NumPy types
     re + im * 1j."""

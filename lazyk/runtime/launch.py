@@ -17,6 +17,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.arrays.outputs import empty as empty_out
+from lazyk.arrays.outputs import fortran_result, kept_layout
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
@@ -482,36 +483,6 @@ def check_options(order: Any, casting: Any, local_dict: Any = None,
         if d is not None and not isinstance(d, (dict, Mapping)):
             raise TypeError(f"{what} must be a mapping (dict) or None, not "
                             f"{type(d).__name__}")
-
-
-def fortran_result(order: str, data: dict) -> bool:
-    """Whether a fresh result is Fortran-ordered: 'F', or 'A'/'K' over Fortran inputs."""
-    if order == "F":
-        return True
-    arrays = [a for a in data.values() if isinstance(a, np.ndarray) and a.ndim >= 2]
-    return bool(arrays) and all(a.flags.f_contiguous for a in arrays) \
-        and not all(a.flags.c_contiguous for a in arrays)
-
-
-def kept_layout(order: str, data: dict, shape: tuple) -> np.ndarray | None:
-    """With order 'K', an input of the result's `shape` whose axes lie in memory in
-    another order than C or F (a transposed view): a fresh result takes its layout, as
-    NumPy's; else None."""
-    if order != "K" or len(shape) < 3:  # (of 2 dims, C or F order is every order)
-        return None
-    for a in data.values():
-        if isinstance(a, np.ndarray) and a.shape == tuple(shape) and permuted(a):
-            return a
-    return None
-
-
-def permuted(a: np.ndarray) -> bool:
-    """Whether `a`'s axes lie in memory in neither C nor F order (strides not falling, nor
-    rising, over its dims longer than 1)."""
-    if a.ndim < 3 or a.flags.c_contiguous or a.flags.f_contiguous:
-        return False
-    s = [abs(st) for st, n in zip(a.strides, a.shape) if n > 1]
-    return any(x < y for x, y in zip(s, s[1:])) and any(x > y for x, y in zip(s, s[1:]))
 
 
 def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,

@@ -20,9 +20,10 @@ import numpy as np
 
 from lazyk import hooks
 from lazyk.arrays.array import Array
+from lazyk.arrays.outputs import fortran_result, kept_layout, permuted
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend import ops
-from lazyk.frontend.exprparse import Const, Name, build, compile_string, names
+from lazyk.frontend.exprparse import Const, build, compile_string, folds_scalars, names
 from lazyk.frontend.graph import (
     PICK_OP,
     REDUCE_OP,
@@ -44,10 +45,7 @@ from lazyk.runtime.launch import (
     canonical,
     env_arrays,
     exponent_leaves,
-    fortran_result,
     int_exponents,
-    kept_layout,
-    permuted,
     plan,
 )
 from lazyk.runtime.nest_launch import prepare as prepare_launch
@@ -151,8 +149,7 @@ def _sentinels(cls: Any, literals: list, count: int) -> list | None:
     if kind is int:
         neg, bits = cls[1], cls[2]
         lo, hi = max(17, 1 << (bits - 1)), (1 << bits) - 1
-        # from both ends of the range: far apart, so that they stay apart in a float32
-        # parameter too
+        # (from both ends of the range: apart in a float32 parameter too)
         ends = (u for j in range((hi - lo) // 2 + 1) for u in (lo + j, hi - j))
         cands = (-(u + 1) if neg else u for u in ends)
     elif isinstance(kind, np.dtype) and kind.kind in "iu":
@@ -181,8 +178,7 @@ def _as_param(v: Any, dt: np.dtype) -> bytes:
 
 
 def _same_param(v: Any, dt: np.dtype, got: bytes) -> bool:
-    """Whether `v` converted to a kernel parameter of `dt` has the bytes `got`."""
-    try:
+    try:  # (`v` as a kernel parameter of `dt` has the bytes `got`)
         return _as_param(v, dt) == got
     except (OverflowError, ValueError, TypeError):
         return False
@@ -228,8 +224,7 @@ def _fast_evaluate(text: str, local_dict: Any, global_dict: Any, out: Any, order
     key = (text, tuple(sig), osig, order, casting)
     entry = _FAST.get(key, _MISS)
     if entry is _MISS or entry is _SEEN:
-        # Planned on the second call (a one-off string costs what it did), which itself
-        # still runs the general path.
+        # planned on the second call (which runs the general path): a one-off string costs
         _FAST.put(key, _SEEN if entry is _MISS else
                   _plan_fast(text, nm, values, sig, out, order))
         return _MISS
@@ -360,23 +355,16 @@ def _template(text: str, nm: tuple, values: list, sentinels: dict) -> tuple:
 def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: str) -> Any:
     """A `_FastEntry` for these operand kinds, or None when the program's structure could
     depend on more than the kinds (then every call takes the general path)."""
-    literals, consts, kinds = [], [], {}
-    arrays = {n for n, v in zip(nm, values) if type(v) is np.ndarray}
+    if folds_scalars(text, {n for n, v in zip(nm, values) if type(v) is np.ndarray}):
+        return None  # scalars folded together when built: no parameter slot takes them
+    literals, consts = [], []
     for node in compile_string(text)[1]:
         if isinstance(node, Const):
             v = node.value
-            kinds[id(node)] = "const"
             if isinstance(v, (str, bytes)):
                 continue  # a string constant: no numeric sentinel can meet it
             consts.append(v)
             literals += [v.real, v.imag] if isinstance(v, complex) else [float(v)]
-        elif isinstance(node, Name):
-            kinds[id(node)] = "array" if node.name in arrays else "scalar"
-        else:
-            got = {kinds[id(a)] for a in list(node.args) + [v for _, v in node.kwargs]}
-            if got == {"scalar"} or got == {"scalar", "const"}:
-                return None  # scalars folded together when built: no parameter slot
-            kinds[id(node)] = "array" if "array" in got else "const"
     scalars = [k for k, v in enumerate(values) if type(v) is not np.ndarray]
     sa, sb = {}, {}
     for k in scalars:
@@ -395,11 +383,10 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
         return None  # computed integer exponents: the general path checks their values
     if not pa.steps or len(pa.steps) != len(pb.steps) or pa.dtype != pb.dtype:
         return None
-    if out is None:
-        if order != "C" and len(pa.shape) >= 2 and (
-                fortran_result(order, data) or kept_layout(order, data, pa.shape) is not None):
-            return None
-    elif out.dtype != pa.dtype:
+    if out is None and order != "C" and len(pa.shape) >= 2 and (
+            fortran_result(order, data) or kept_layout(order, data, pa.shape) is not None):
+        return None
+    if out is not None and out.dtype != pa.dtype:
         return None  # the general path converts inside the kernel (another program)
     fixed = consts + [values[k] for k in scalars if k not in sa]  # (the same in both)
     recipe = []
@@ -416,11 +403,7 @@ def _plan_fast(text: str, nm: tuple, values: list, sig: list, out: Any, order: s
                 if not any(_same_param(c, dt, ca) for c in fixed):
                     return None
                 continue
-            try:
-                src = [j for j in sa
-                       if _as_param(sa[j], dt) == ca and _as_param(sb[j], dt) == cb]
-            except (OverflowError, ValueError, TypeError):
-                return None
+            src = [j for j in sa if _same_param(sa[j], dt, ca) and _same_param(sb[j], dt, cb)]
             if len(src) != 1:
                 return None  # a value computed from a scalar (folded): no recipe for it
             slots.append((slot, src[0], dt))
