@@ -645,3 +645,15 @@ def test_a_stretched_field_beside_missing_values_keeps_its_own():
     p = lazyk.combinations(r, 2)
     assert p["1"].met.eval().to_list() == [[1.0, 1.0, 1.0], [], [], [5.0]]
     assert (p["0"].met + p["1"].pt).eval().to_list() == [[None, 31.0, 31.0], [], [], [13.0]]
+
+
+def test_gathers_from_full_like_at_pair_positions():
+    # a field made by full_like (a flavour), read at the positions of the pairs
+    a = lazyk.array([[1], [1, -1]], type="2 * var * int32")
+    b = lazyk.array([[], [1]], type="2 * var * int32")
+    f = lazyk.full_like(a, 13)
+    assert f[lazyk.argcartesian([f, f])["0"]].eval().to_list() == [[13], [13, 13, 13, 13]]
+    fl = lazyk.concatenate([lazyk.full_like(a, 13), lazyk.full_like(b, 11)], axis=1)
+    pairs = lazyk.argcombinations(fl, 2, fields=["i", "j"])
+    assert fl[pairs.i].eval().to_list() == [[], [13, 13, 13]]
+    assert fl[pairs.j].eval().to_list() == [[], [13, 11, 11]]

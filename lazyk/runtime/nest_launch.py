@@ -153,7 +153,8 @@ class NestLaunch:
             at = lay["ops"] + j * lay["per_op"]
             w = self._operand_words(o, j)
             words[at:at + len(w)] = w
-        content = max((o.dims[-1].length for o in sel if o.dims[-1].rows), default=0)
+        content = max((o.dims[-1].length for o in sel if o.dims and o.dims[-1].rows),
+                      default=0)  # (a 0-d operand: a scalar, no rows)
         return levels, sizes, content, block
 
     def _operand_words(self, o, j: int) -> np.ndarray:
