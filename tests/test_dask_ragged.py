@@ -1118,3 +1118,15 @@ def test_one_collection_paired_twice_in_one_expression():
     for k in (1, 2):
         got = ldask.evaluate(clean(*(ldask.from_ragged(a, k) for a in (j, m, e))))
         assert got.compute().to_list() == want
+
+
+def test_fixed_lazyk_operands_with_missing_values_split_with_the_rows():
+    v = lazyk.array([[1.0, 2.0], [], [3.0]], type="3 * var * float64")
+    m = lazyk.array([True, None, True])  # (3 * ?bool: a row mask that may be missing)
+    w = lazyk.array([1.0, None, 2.0])
+    for k in (1, 2, 3):
+        d = ldask.from_ragged(v, k)
+        assert ldask.evaluate(d[m]).compute().to_list() == v[m].eval().to_list() == \
+            [[1.0, 2.0], None, [3.0]]
+        assert ldask.evaluate(d * w[:, None]).compute().to_list() == \
+            (v * w[:, None]).eval().to_list()

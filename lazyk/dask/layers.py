@@ -205,6 +205,8 @@ class _Planner:
             elif isinstance(data, RaggedLeaf) and not data.array.type.ndim and \
                     not data.option:  # (a lazyk scalar: whole to every partition)
                 r = _numpy_rows(np.asarray(data.array.to_numpy()), None)
+            elif _fixed_shape(data) is not None:  # fixed dims of `?T`: views, as NumPy's
+                r = _numpy_rows(data.array, self._split_here(_fixed_shape(data), name))
             elif isinstance(data, RaggedLeaf):
                 raise NotSupportedError(
                     f"a lazyk array of type {data.array.type} in an expression over "
@@ -261,7 +263,8 @@ class _Planner:
                 if v.rows.row_counts is not None:
                     self.split[id(node)] = (node, v.rows.rows_known)
                 return node
-            shape = getattr(leaf_data(v), "shape", None)
+            data = leaf_data(v)
+            shape = getattr(data, "shape", None) or _fixed_shape(data)
             if shape is not None and self._split_here(tuple(shape), node.arg):
                 self.split[id(node)] = (node, True)
             return node
@@ -521,6 +524,16 @@ def _is_plain(e: Expr, split: bool = False) -> bool:
     while isinstance(t, T.FixedDim):
         t = t.elem
     return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
+
+
+def _fixed_shape(data: Any) -> tuple | None:
+    """The shape of a lazyk array of fixed dims (`3 * ?bool`) read as a leaf, else None."""
+    t = getattr(getattr(data, "array", None), "type", None) if isinstance(data, RaggedLeaf) \
+        else None
+    if t is None or not t.ndim or t.missing_rows or \
+            not all(isinstance(n, int) for n in t.shape):
+        return None
+    return tuple(t.shape)
 
 
 def _numpy_rows(a: Any, counts: tuple | None) -> RaggedArray:
