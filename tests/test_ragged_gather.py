@@ -473,3 +473,26 @@ def test_positions_gather_from_rows_of_their_own_length_above_the_gathered_level
     idx = lazyk.array([[[1], [0]], [[0]]], type="2 * var * var * int64")
     with pytest.raises(lazyk.ShapeError, match=r"x\[positions\]"):
         y[idx].eval()
+
+
+def test_slices_and_take_backs_of_pairs_made_by_broadcasting_match_awkward():
+    # the closest b to each a: pairs a[:, :, None] - b[:, None, :] (or a nested product),
+    # whose operands have rows of 1 above the level sliced or gathered; the pairs' own
+    # rows there are the broadcast ones
+    rng = np.random.default_rng(3)
+    rows_a = [list(np.round(rng.normal(size=rng.poisson(2)), 2)) for _ in range(40)]
+    rows_b = [list(np.round(rng.normal(size=rng.poisson(3)), 2)) for _ in range(40)]
+    a = lazyk.array(rows_a, type="40 * var * float64")
+    b = lazyk.array(rows_b, type="40 * var * float64")
+    A, B = ak.Array(rows_a), ak.Array(rows_b)
+    m, M = a[:, :, None] - b[:, None, :], A[:, :, np.newaxis] - B[:, np.newaxis, :]
+    c = lazyk.cartesian({"x": a, "y": b}, nested=True)
+    C = ak.cartesian({"x": A, "y": B}, nested=True)
+    d, D = c.x - c.y, C.x - C.y
+    for x, X in ((m, M), (d, D)):
+        assert x[:, :, :1].eval().to_list() == X[:, :, :1].to_list()
+        assert x[:, :, 1:].eval().to_list() == X[:, :, 1:].to_list()
+        closest = x[lazyk.argmin(abs(x), axis=2, keepdims=True)]
+        assert closest.eval().to_list() == \
+            X[ak.argmin(abs(X), axis=2, keepdims=True)].to_list()
+        assert x[lazyk.argsort(x, axis=2)].eval().to_list() == X[ak.argsort(X, axis=2)].to_list()

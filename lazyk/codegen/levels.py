@@ -296,6 +296,28 @@ class Gathered:
         return f"{self.inner}, taken at the positions of output {self.out}"
 
 
+@dataclass(frozen=True)
+class Beside:
+    """An operand of an array taken at the positions of spec output `out` at this level
+    that is not taken itself (a fixed 1 there: it stretches along the level, read as
+    `inner` reads it); above the level its rows are the array's, which the positions'
+    rows pair with exactly."""
+
+    inner: Stay | Strided
+    out: int
+
+    def words(self, dim) -> tuple:
+        return self.inner.words(dim)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("inner", "out"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __str__(self) -> str:
+        return f"{self.inner}, beside the positions of output {self.out}"
+
+
 # ---------------------------------------------------------------- operand dims (bound data)
 @dataclass(frozen=True)
 class FixedDimData:
@@ -334,17 +356,19 @@ class PickDimData(AtTuples):
         return Pick(inner, self.tuples, self.slot, self.position)
 
 
-def operand_level(dim, extent: Extent, out: int | None = None):
+def operand_level(dim, extent: Extent, out: int | None = None, beside: bool = False):
     """The level an operand dim takes under a result level: a fixed 1 against var rows
     stays, any other fixed dim is strided, a var dim reads its rows; taken at the positions
-    of spec output `out`, its own dim (`Gathered`)."""
+    of spec output `out`, its own dim (`Gathered`); `beside` them, as it is (`Beside`)."""
     if isinstance(dim, PickDimData):
         return dim.level()
-    if out is not None:
+    if out is not None and not beside:
         return Gathered(Strided() if not dim.rows else dim.level(), out)
     if dim is None or (not dim.rows and dim.size == 1 and extent is VAR):
-        return Stay()
-    return Strided() if not dim.rows else dim.level()
+        got = Stay()
+    else:
+        got = Strided() if not dim.rows else dim.level()
+    return Beside(got, out) if beside else got
 
 
 # ---------------------------------------------------------------- modes and passes

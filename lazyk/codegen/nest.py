@@ -115,6 +115,7 @@ from lazyk.codegen.levels import (
     FIXED,
     VAR,
     WORDS,
+    Beside,
     Bins,
     Check,
     Fill,
@@ -183,7 +184,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         taken: dict = {}
         for j, ks in enumerate(kinds):
             for k, lv in enumerate(ks):
-                if isinstance(lv, Gathered):
+                if isinstance(lv, (Gathered, Beside)):  # (the array's operands)
                     taken.setdefault((k, lv.out), set()).add(j)
         self.take_sides = [(k, (xs, inputs_of(self.full, out)))
                            for (k, out), xs in sorted(taken.items())]

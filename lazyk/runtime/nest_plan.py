@@ -207,7 +207,7 @@ def _nest_plan(ops_, taken):
     levels, sizes = [], []
     for k in range(nlev):
         ds = [o.dims[k - nlev + len(o.dims)] for o, t in zip(ops_, taken)
-              if k - nlev + len(o.dims) >= 0 and (t is None or t[0] != k)]
+              if k - nlev + len(o.dims) >= 0 and (t is None or t[0] != k or len(t) > 2)]
         fixed = {d.size for d in ds if not d.rows and d.size != 1 and
                  not isinstance(d, PickDimData)}
         picks = [d for d in ds if isinstance(d, PickDimData)]
@@ -246,7 +246,7 @@ def _nest_plan(ops_, taken):
         # a fixed 1 broadcasts: stride 0 at a fixed level (no other structure for size 1),
         # the operand stays where the result level is var
         kinds.append(tuple(operand_level(o.dims[k - lead] if k >= lead else None, levels[k],
-                                         t[1] if t is not None and t[0] == k else None)
+                                         *(t[1:] if t is not None and t[0] == k else ()))
                            for k in range(nlev)))
     return tuple(levels), sizes, _shared_rows(ops_, kinds, taken, nlev)
 

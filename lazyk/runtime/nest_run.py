@@ -161,10 +161,15 @@ class Picks:
     taken: tuple
     array: frozenset = frozenset()  # the leaves the selected array reads (`keep`)
     every_position: bool = False
+    # (leaf name, level, index into `roots`) of the other leaves of a gathered array: a
+    # fixed 1 there, they stretch along it, yet their rows above are the array's
+    beside: tuple = ()
 
     def outputs(self, names) -> list:
-        """Per leaf of `names`: None, or (level, spec output) where it is taken."""
-        at = {n: (k, 1 + i) for n, k, i in self.taken}
+        """Per leaf of `names`: None, or (level, spec output) where it is taken, or (level,
+        spec output, True) where it lies beside the operands taken there (`beside`)."""
+        at = {n: (k, 1 + i, True) for n, k, i in self.beside}
+        at.update({n: (k, 1 + i) for n, k, i in self.taken})
         return [at.get(n) for n in names]
 
 

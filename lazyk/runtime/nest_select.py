@@ -318,7 +318,7 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
                 return _fused(rewrite(root, lambda n, srcs: new.get(n) or _same(n, srcs)),
                               red_node, reduce_arg, env, every_position)
     takes = [n for n in order if n.op == TAKE_OP]
-    roots, taken, renamed = [], [], {}
+    roots, taken, renamed, beside = [], [], {}, []
     if sels:
         m = sels[0].srcs[1]
         extra = sels[0].ndim - sels[0].arg - 1
@@ -330,11 +330,14 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
         if tuples_at(x, t.arg, env):
             return None  # (positions of tuples: the tuples' values are stored first)
         names = {}
-        for leaf in _moving(x, t.arg):  # its own operand, never one leaf with x elsewhere
+        moving = _moving(x, t.arg)
+        for leaf in moving:  # its own operand, never one leaf with x elsewhere
             name = f"{leaf.arg}~{next(_names)}"
             env[name] = env[leaf.arg]
             names[leaf] = leaf.replace(arg=name)
             taken.append((name, t.arg + nd - t.ndim, len(roots)))
+        beside += [(n.arg, t.arg + nd - t.ndim, len(roots)) for n in toposort(x)
+                   if n.op == "input" and n not in moving and n.ndim > t.arg - (x.ndim - n.ndim)]
         renamed[t] = rewrite(x, lambda n, srcs, names=names: names.get(n) or _same(n, srcs))
         roots.append(_trailing(pos, t.ndim - t.arg - 1, env))
 
@@ -351,7 +354,7 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
     if every_position and (keep is None or reduce_arg is None or
                            list(reduce_arg[1]) != [keep] or reduce_arg[0] not in ARG_REDUCTIONS):
         return None
-    picks = Picks(keep, tuple(roots), tuple(taken), array, every_position)
+    picks = Picks(keep, tuple(roots), tuple(taken), array, every_position, tuple(beside))
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 

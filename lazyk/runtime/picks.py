@@ -62,7 +62,13 @@ def _lower(pick: Node, env: dict) -> Node:
     value = srcs[slot] if len(srcs) > 1 else srcs[0]
     count = pick.shape[axis]
     if position:
-        return _rows_leaf(value, axis, tuples, slot, count, pick.ndim, env, position=True)
+        got = _rows_leaf(value, axis, tuples, slot, count, pick.ndim, env, position=True)
+        if len({n.arg for n in toposort(value) if n.op == "input" and
+                value.ndim - n.ndim < axis}) > 1:  # (a[:, :, None] - b[:, None, :])
+            # the rows above the axis are the value's, its arrays' broadcast: paired in
+            got = _witnessed(Node("with_rows", got.dtype, pick.shape[:axis + 1],
+                                  (got, value), axis), env)
+        return got
     got = _push(value, axis, tuples, slot, count, env)
     for s, src in enumerate(srcs if len(srcs) > 1 else ()):
         if s != slot:  # a product's other slots: their rows alone
