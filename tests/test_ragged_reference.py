@@ -451,3 +451,12 @@ def test_vocabulary_result_types_and_values():
         R.firsts(x, 0)
     with pytest.raises(np.exceptions.AxisError):
         R.sort(f, axis=1)  # the last axis only
+
+
+def test_a_value_per_row_against_lists_says_to_add_an_axis():
+    pt = lazyk.array([[1.0, 2.0, 3.0], [], [4.0], [5.0]])
+    met = lazyk.array([10.0, 20.0, 30.0, 40.0])
+    with pytest.raises(lazyk.ShapeError, match=r"row 0: operand 0 has length 3, the fixed "
+                       r"dim has length 4 \(operands broadcast from the right.*v\[:, None\]"):
+        (pt * met).eval()
+    assert (pt * met[:, None]).eval().to_list() == [[10.0, 20.0, 30.0], [], [120.0], [200.0]]

@@ -178,8 +178,10 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         if st[5] >= 0:
             return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
                               f"operand {labels[j]} has length {st[3]}")
+        hint = " (operands broadcast from the right, as in NumPy: one value per outer row " \
+            "pairs with the rows' lists as v[:, None])" if level == 1 else ""
         return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
-                          f"has length {st[4]}")
+                          f"has length {st[4]}{hint}")
     if code == 6:  # (a selection's level: rows pair exactly)
         other = "the fixed dim" if st[5] < 0 else f"operand {labels[int(st[5])]}"
         return ShapeError(f"x[mask] at {where}: operand {labels[j]} has length {st[3]} and "
