@@ -1130,3 +1130,20 @@ def test_fixed_lazyk_operands_with_missing_values_split_with_the_rows():
             [[1.0, 2.0], None, [3.0]]
         assert ldask.evaluate(d * w[:, None]).compute().to_list() == \
             (v * w[:, None]).eval().to_list()
+
+
+def test_folds_over_the_leading_object_of_rows_that_may_be_missing():
+    # the take-back at argmax(keepdims=True) of ?var rows (rows of 1 that may be missing),
+    # folded over the rows' axis: a partition of missing rows only adds nothing
+    x = lazyk.array([None, [-2.0, 2.0], [2.0, 0.0], [1.0]], type="4 * ?var * float64")
+
+    def lead(z):
+        return z[lazyk.argmax(z, axis=1, keepdims=True)]
+    for f in (lambda z: lazyk.sum(lead(z), axis=0, skipna=True),
+              lambda z: lazyk.mean(lead(z), axis=0, skipna=True),
+              lambda z: lazyk.count(lead(z), axis=0), lambda z: lead(z) * 2):
+        want = f(x).eval().to_list()
+        for k in (1, 2, 4):
+            got = ldask.evaluate(f(ldask.from_ragged(x, k))).compute()
+            assert (got.to_list() if hasattr(got, "to_list") else
+                    np.asarray(got).tolist()) == want

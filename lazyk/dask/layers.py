@@ -314,6 +314,11 @@ class _Planner:
         if row is None or row.combine is None:
             raise NotSupportedError(f"{op} over axis 0 of partitioned rows")
         src_type = Expr(node.srcs[0], self.env).type
+        if _missing_ones(src_type):
+            # NOTE: rows of 1 that may be missing (a take-back at argmax(keepdims=True) of
+            # `?var` rows) fold as rows of 1 that stretch: a partition of missing rows only
+            # would give an empty row that wins: the partitions' rows joined, then folded
+            return self._gathered(node)
         under = src_type.elem if isinstance(src_type, (T.FixedDim, T.VarDim)) else None
         outer_missing = isinstance(under, T.Option) and isinstance(under.elem, T.VarDim)
         if (under.elem.elem if outer_missing else src_type).missing_var_rows:
@@ -524,6 +529,15 @@ def _is_plain(e: Expr, split: bool = False) -> bool:
     while isinstance(t, T.FixedDim):
         t = t.elem
     return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
+
+
+def _missing_ones(t: T.Type) -> bool:
+    """Whether type `t` has rows of 1 that may be missing (`N * ?1 * T`)."""
+    while isinstance(t, (T.Dim, T.Option)):
+        if isinstance(t, T.Option) and isinstance(t.elem, T.FixedDim) and t.elem.size == 1:
+            return True
+        t = t.elem
+    return False
 
 
 def _fixed_shape(data: Any) -> tuple | None:

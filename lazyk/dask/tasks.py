@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import numpy as np
+
 from lazyk.dask.folds import Raw, may_hide, raw_form
 from lazyk.dask.partitions import Part, renumbered, span_of, unwrap, within
-from lazyk.errors import ShapeError
+from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
     PICK_OP,
@@ -61,6 +63,21 @@ def _graph_key(root: Node) -> str:
     nodes = [(n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg_key(n.arg))
              for n in order]
     return hashlib.sha256(repr(nodes).encode()).hexdigest()
+
+
+def plain(out: Any, root: Any) -> np.ndarray:
+    """`out` as the NumPy array of `root`'s fixed shape: rows of 1 that one machine gives
+    as var rows (a fold over rows of 1 that may be missing) fit it."""
+    try:
+        return out.to_numpy()
+    except NotSupportedError:
+        if out.type.missing_values:
+            raise
+        got = np.asarray(out.to_list(), root.dtype)
+        if got.ndim != root.ndim or any(isinstance(n, int) and n != m
+                                        for n, m in zip(root.shape, got.shape)):
+            raise
+        return got
 
 
 class Task:
@@ -124,7 +141,7 @@ class Task:
         except (ValueError, IndexError) as err:  # the collection's row, not the part's
             raise renumbered(err, start) from None
         if self.numpy:
-            return out.to_numpy()
+            return plain(out, self.root)
         return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
