@@ -20,7 +20,8 @@ its rows:
 - `Gathered(inner, out)`: an operand taken at positions (`x[positions]`): it reads its own
   row (or fixed dim) as `inner` does, never paired with the result's, and at the result's
   element i its element at the position spec output `out` gives there (negative: from the
-  row's end; outside the row: reported, never read).
+  row's end; outside the row: reported, never read). `Beside(inner, out)`: another operand
+  of that array, a fixed 1 there (it stretches); its rows above are the array's too.
 
 The nest's result levels are `FIXED` or `VAR` (`Extent`); what it computes is a mode (`Map`,
 `Scan` along the last level, `Reduce` of the last level, `Total` over every level, `Fold` of a
@@ -566,7 +567,7 @@ class Mark:
         return f"mark{self.level}"
 
 
-__all__ = ["Bins", "Check", "Combos", "Count", "Extent", "FIXED", "Fill", "FixedDimData",
+__all__ = ["Beside", "Bins", "Check", "Combos", "Count", "Extent", "FIXED", "Fill", "FixedDimData",
            "Fold", "Gathered", "Keep", "Map", "Mark", "MissingRows", "Pick", "PickDimData",
            "Product", "Reduce", "Rows", "RowsData", "Scan", "Stay", "Strided", "Total", "VAR",
            "WORDS", "operand_level", "tuple_kind"]
