@@ -658,3 +658,11 @@ def test_out_for_a_string_result_is_refused_as_such():
     assert k([["a", "b", None], []], [[1.0, 2.0, 3.0], []]).to_list() == [["b", None], []]
     with pytest.raises(lazyk.NotSupportedError, match="out= for a string result"):
         k([["a", "b", None], []], [[1.0, 2.0, 3.0], []], out=lazyk.array([["x", "y"], []]))
+
+
+def test_fill_none_of_numbers_computed_from_strings():
+    s = lazyk.array(["a", None, "b"])
+    assert lazyk.fill_none(s == "a", False).eval().to_list() == [True, False, False]
+    assert lazyk.fill_none(lazyk.str_len(s), 0).eval().to_list() == [1, 0, 1]
+    r = lazyk.array([["a", None], None, ["bc"]], type="3 * ?var * ?string")
+    assert lazyk.fill_none(lazyk.str_len(r), -1).eval().to_list() == [[1, -1], None, [2]]

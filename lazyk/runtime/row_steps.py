@@ -220,6 +220,9 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
     last = not srcs[0].ndim or params[:1] == (srcs[0].ndim - 1,)
     if name in ("fill_none", "is_none") and (name == "fill_none" or last):
         got = _fused_missing(name, node, srcs, env)
+        if got is None and not is_text(srcs[0].dtype):  # (numbers from strings: computed)
+            leaf = _leaf(_computed(srcs[0], env), env, srcs[0].dtype)
+            got = _fused_missing(name, node, (leaf,) + srcs[1:], env)
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
