@@ -266,3 +266,13 @@ def test_a_pass_over_the_same_numpy_arrays_runs_bound(monkeypatch):
     # edges from the data, or rows: never kept bound
     assert bin_counts.pass_key([lazyk.histogram(x, 20)]) is None
     assert bin_counts.pass_key([lazyk.histogram(lazyk.array([[1.0], []]), 2, (0, 2))]) is None
+
+
+def test_range_bounds_of_zero_dims_and_lazy_ones():
+    d = np.array([0.5, 1.5, 2.5])
+    x = lazyk.array(d)
+    counts, edges = lazyk.histogram(x, 2, (0, lazyk.array(np.array(3.0))))
+    want = np.histogram(d, 2, (0, np.array(3.0)))
+    assert counts.tolist() == want[0].tolist() and edges.tolist() == want[1].tolist()
+    with pytest.raises(TypeError, match="a lazy value .* not computed yet"):
+        lazyk.histogram(x, 2, (x.min(), x.max()))

@@ -534,9 +534,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
         if bins < 1:
             raise ValueError("`bins` must be positive, when an integer")
         if range is not None:
-            if np.ndim(range) != 1 or len(range) != 2:
+            if isinstance(range, (Expr, Array)) or np.ndim(range) != 1 or len(range) != 2:
                 raise ValueError(f"range={range!r}: give a pair (min, max)")
-            first, last = range
+            range = first, last = tuple(_bound(v) for v in range)
             if first > last:
                 raise ValueError("max must be larger than min in range parameter.")
             if not (_finite(first) and _finite(last)):
@@ -555,6 +555,22 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     else:
         raise ValueError("`bins` must be 1d, when an array")
     return Histogram(x, bins, range, w, bool(density))
+
+
+def _bound(v: Any) -> Any:
+    """A `range` bound as a Python number: a 0-d array's value (as NumPy takes it); a lazy
+    value is refused (the range is part of the histogram's plan)."""
+    if isinstance(v, Expr):
+        raise TypeError(f"histogram range: a lazy value ({v.type}) is not computed yet; give "
+                        "numbers, or range=None (the data's own min and max, computed in the "
+                        "same pass)")
+    if isinstance(v, Array):
+        v = v.to_numpy()
+    if isinstance(v, np.ndarray):
+        if v.ndim:
+            raise ValueError(f"histogram range: a bound of shape {v.shape}; give numbers")
+        v = v[()]
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _finished(dtype: np.dtype, edges: np.ndarray | None, counts: np.ndarray) -> np.ndarray:
