@@ -558,8 +558,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
 
 
 def _bound(v: Any) -> Any:
-    """A `range` bound as a Python number: a 0-d array's value (as NumPy takes it); a lazy
-    value is refused (the range is part of the histogram's plan)."""
+    """A `range` bound as a number: a 0-d array's value (as NumPy takes it); a lazy value
+    is refused (the range is part of the histogram's plan)."""
     if isinstance(v, Expr):
         raise TypeError(f"histogram range: a lazy value ({v.type}) is not computed yet; give "
                         "numbers, or range=None (the data's own min and max, computed in the "
@@ -569,8 +569,8 @@ def _bound(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         if v.ndim:
             raise ValueError(f"histogram range: a bound of shape {v.shape}; give numbers")
-        v = v[()]
-    return v.item() if isinstance(v, np.generic) else v
+        v = v[()]  # (a NumPy scalar: its dtype counts, as in NumPy's edges)
+    return v
 
 
 def _finished(dtype: np.dtype, edges: np.ndarray | None, counts: np.ndarray) -> np.ndarray:
