@@ -600,3 +600,9 @@ def test_values_in_missing_rows_of_a_fixed_size_count_where_present():
     assert got.dtype == np.int64
     with pytest.raises(lazyk.NotSupportedError, match=r"\?n.*flatten"):
         lazyk.histogram(p, 3, (0, 3), weights=p * 2).to_numpy()
+
+
+def test_explain_of_a_histogram_its_data_makes_fail():
+    x = lazyk.array([[1.0, 2.0], [], [3.0]])
+    text = str(lazyk.explain(lazyk.histogram(x[lazyk.array([[5], [], [0]])], 2, (0, 4))))
+    assert "== running it on its data raised IndexError" in text

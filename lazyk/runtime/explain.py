@@ -299,10 +299,13 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
     try:
         return _explanation(expr, target)
     except (ShapeError, IndexError, ValueError) as err:  # (the data's: explain says so)
-        if not isinstance(expr, Expr):
+        if isinstance(expr, Expr):
+            head = f"== expression: {expr.type}\n== graph as built\n{typed_dump(expr)}"
+        elif isinstance(expr, (Histogram, Records)):
+            head = f"== {expr!r}"
+        else:
             raise
-        return Explanation(f"== expression: {expr.type}\n== graph as built\n"
-                           f"{typed_dump(expr)}\n== running it on its data raised "
+        return Explanation(f"{head}\n== running it on its data raised "
                            f"{type(err).__name__}: {err}\n(explain runs the expression once; "
                            "the kernels it would run are shown for data it runs on)")
 
