@@ -948,8 +948,11 @@ def test_compiled_expressions_take_collections():
             str(want.type if hasattr(want, "type") else lazyk.array(want).type)
         assert lazyk.array(got).tolist() == lazyk.array(want).tolist()
     k = lazyk.compile(px.sum(axis=-1) + py)
-    with pytest.raises(lazyk.TypeMatchError, match="size 4 but N is already 5"):
+    with pytest.raises(lazyk.ShapeError, match=r"dimension N is 5 in 'x' \(axis 0\) but 4 in "
+                       r"'y'"):  # (as a call on one machine)
         k(parts, da.arange(4.0, chunks=2))
+    with pytest.raises(lazyk.ShapeError, match=r"dimension N is 5 in 'x' \(axis 0\) but 4"):
+        k(x, np.arange(4.0))
     ints = k(ldask.from_ragged(lazyk.array([[1, 2]]), 1), da.arange(1.0, chunks=1))
     assert ints.compute().tolist() == [3.0]  # (numbers converted, as a call converts them)
     with pytest.raises(lazyk.TypeMatchError, match="element type complex128"):

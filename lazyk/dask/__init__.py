@@ -297,6 +297,11 @@ def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
                                    f"parameter's {t[1]} under casting={casting!r} (pass "
                                    f"casting='unsafe' to convert anyway): {k.signature}")
             exprs[i] = lx.astype(e, t[1])
+    sizes: dict = {}  # (symbols of two sizes: the ShapeError of a call on one machine)
+    for i, e in enumerate(exprs):
+        for ax, (want, n) in enumerate(zip(k._types[i][0], e.shape)):
+            if isinstance(n, int) and want != "var":
+                k._check_size(sizes, i, ax, want, n)
     try:
         solve(k.signature, *[e.type for e in exprs])
     except TypeMatchError as err:
