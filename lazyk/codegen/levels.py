@@ -275,17 +275,12 @@ class Pick(AtTuples):
 
 
 @dataclass(frozen=True)
-class Gathered:
-    """An operand taken at positions at this level: its own row (`inner`: `Strided`,
-    `Rows`, `MissingRows`) is read and checked, never paired with the result's; at the
-    result's element i it reads its element at the position spec output `out` computes
-    there. Words: `inner`'s, and a fixed dim's size after its stride (the positions'
-    bound)."""
+class _AtPositions:
+    """An operand's level (`inner`) at the level where an array is taken at the positions
+    of spec output `out`: read and checked as `inner` is."""
 
-    inner: Strided | Rows
+    inner: Stay | Strided | Rows
     out: int
-    def words(self, dim) -> tuple:
-        return self.inner.words(dim) if self.rows else (dim.stride, dim.size)
 
     def __getattr__(self, name: str):
         # how its rows are read and checked (`width`, `inside`, `missing_here`, ...)
@@ -293,27 +288,31 @@ class Gathered:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+
+@dataclass(frozen=True)
+class Gathered(_AtPositions):
+    """An operand taken at positions at this level: its own row (`inner`: `Strided`,
+    `Rows`, `MissingRows`) is read and checked, never paired with the result's; at the
+    result's element i it reads its element at the position spec output `out` computes
+    there. Words: `inner`'s, and a fixed dim's size after its stride (the positions'
+    bound)."""
+
+    def words(self, dim) -> tuple:
+        return self.inner.words(dim) if self.rows else (dim.stride, dim.size)
+
     def __str__(self) -> str:
         return f"{self.inner}, taken at the positions of output {self.out}"
 
 
 @dataclass(frozen=True)
-class Beside:
+class Beside(_AtPositions):
     """An operand of an array taken at the positions of spec output `out` at this level
     that is not taken itself (a fixed 1 there: it stretches along the level, read as
     `inner` reads it); above the level its rows are the array's, which the positions'
     rows pair with exactly."""
 
-    inner: Stay | Strided
-    out: int
-
     def words(self, dim) -> tuple:
         return self.inner.words(dim)
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("inner", "out"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def __str__(self) -> str:
         return f"{self.inner}, beside the positions of output {self.out}"

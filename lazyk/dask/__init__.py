@@ -233,8 +233,7 @@ def _store(result: Any, out: Any, casting: str) -> Any:
 
 
 def _refuse_masked(x: Any) -> None:
-    """NotSupportedError for NumPy masked data (a Dask array of them, or one block): a
-    kernel would read the masked values as data."""
+    """NotSupportedError for NumPy masked data (a Dask array or block): read as data."""
     if isinstance(getattr(x, "_meta", x), np.ma.MaskedArray):
         raise NotSupportedError(
             "a Dask array of NumPy masked arrays in a lazyk expression: its mask would be "
@@ -286,9 +285,8 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
 
 
 def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
-    """`k(*inputs)` for a compiled expression over var / option data called with
-    `lazyk.dask` collections (or Dask arrays): its graph over those collections, run as
-    `evaluate` runs an expression built on them."""
+    """`k(*inputs)` of a compiled expression over var / option data with `lazyk.dask`
+    collections (or Dask arrays): its graph over them, run as `evaluate` runs one."""
     exprs = [as_expr(x) for x in inputs]
     for i, (e, t) in enumerate(zip(exprs, k._types)):  # numbers converted as a call does
         if e.dtype != t[1] and e.dtype.kind in "biuf" and t[1].kind in "biufc":
