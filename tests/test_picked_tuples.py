@@ -108,3 +108,41 @@ def test_positions_from_the_end_and_outside_the_tuples(monkeypatch):
     with pytest.raises(IndexError, match=r"row \[1\]"):
         s[lazyk.array(np.array([[0], [6], [0]]))].eval()
     assert calls[-1] is False
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=0, max_size=30), st.integers(2, 3),
+       st.integers(0, 2**16))
+def test_argcombinations_taken_back(lens, n, seed):
+    """`pairs[best]` of argcombinations (Awkward's `firsts(pairs[argmin(..., keepdims=True)])`
+    in a Z search): each slot's position in the picked tuple."""
+    off, pt, _ = _rows(lens, seed)
+    x = lazyk.from_offsets(off, pt)
+    tup = lazyk.argcombinations(x, n, fields=[f"s{k}" for k in range(n)])
+    total = sum(x[getattr(tup, f"s{k}")] for k in range(n))
+    best = lazyk.argmin(abs(total - 60.0), axis=1, keepdims=True)
+    picked = tup[best]
+    got = lazyk.evaluate(*(getattr(picked, f"s{k}") for k in range(n)),
+                         lazyk.firsts(picked)[f"s{n - 1}"])
+    want = []
+    for r in range(len(lens)):
+        ts = _tuples(n, lens[r], False)
+        want.append(ts[int(np.argmin([abs(sum(pt[off[r] + i] for i in t) - 60.0)
+                                      for t in ts]))] if ts else None)
+    for k in range(n):
+        assert str(got[k].type) == f"{len(lens)} * 1 * ?int64"
+        assert got[k].to_list() == [[None if w is None else w[k]] for w in want]
+    assert got[n].to_list() == [None if w is None else w[n - 1] for w in want]
+
+
+def test_argcombinations_taken_back_read_the_picked_tuple(monkeypatch):
+    """The positions of argcombinations taken back are the slots' positions: no tuple's
+    index stored, no copy kernel (the argmin's nest alone)."""
+    calls = _picked(monkeypatch)
+    off, pt, _ = _rows([4, 0, 3, 5, 1], 3)
+    x = lazyk.from_offsets(off, pt)
+    pairs = lazyk.argcombinations(x, 2, fields=["i", "j"])
+    best = lazyk.argmin(abs(x[pairs.i] * x[pairs.j] - 400.0), axis=1, keepdims=True)
+    text = str(lazyk.explain(pairs[best].j))
+    assert "== nest 1:" in text and "== nest 2:" not in text
+    assert calls and all(calls)

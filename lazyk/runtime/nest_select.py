@@ -133,7 +133,11 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
     in one nest where it takes them; the others computed first. A lazyk Array."""
     env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
-    root = _prepared(root, env, done)
+    given, root = root, _prepared(root, env, done)
+    if reduce_arg is None and root.op == "input" and given.op != "input":
+        leaf = env[root.arg]  # (a gather answered whole, `_picked_tuples`: no copy)
+        if isinstance(leaf, RaggedLeaf) and not isinstance(leaf, PickLeaf):
+            return leaf.array
     got = compressed(root, env) if reduce_arg is None else None
     if got is not None:
         return got
@@ -257,7 +261,8 @@ def _picked_tuples(node: Node, env: dict, done: dict) -> Node | None:
         return None
     taken = {}
     for n, entry in picks.items():
-        e = index_by(entry.array, slots[entry.picks[0][2]])
+        at = slots[entry.picks[0][2]]  # (a position pick's value: the slot's position)
+        e = as_expr(at) if entry.position else index_by(entry.array, at)
         env.update(e.env)
         taken[n] = e.node
 

@@ -46,7 +46,8 @@ MAX_TUPLES = 1 << 20
 def picked_fields(x: Node, env: dict) -> tuple | None:
     """({leaf: its PickLeaf}, the Combos, the rows' offsets) of `x` (`N * var`, taken back
     at its tuples' level) where every leaf that moves along that level is a field of one
-    `combinations` of `N * var * T` arrays over one offsets array; None for other forms."""
+    `combinations` of `N * var * T` arrays over one offsets array, or a position of one
+    `argcombinations` (`PickLeaf.position`); None for other forms."""
     if x.ndim != 2:
         return None
     picks, tuples = {}, None
@@ -58,7 +59,9 @@ def picked_fields(x: Node, env: dict) -> tuple | None:
             if n.ndim == 2 and n.shape[1] != 1:
                 return None  # (it moves along the tuples' level)
             continue
-        if len(entry.picks) != 1 or entry.position or entry.witness or entry.cut is not None \
+        # (a position reads only its rows: the dims up to them, `cut`)
+        cut = entry.cut is not None and not (entry.position and entry.cut == 2)
+        if len(entry.picks) != 1 or entry.witness or cut \
                 or entry.pad or n.ndim != 2 or entry.picks[0][0] != 1 or \
                 type(entry.picks[0][1]) is not Combos or \
                 tuples not in (None, entry.picks[0][1]):
