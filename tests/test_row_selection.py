@@ -219,3 +219,35 @@ def test_a_missing_position_reads_no_row_words_of_the_gathered_array():
     want = a[ak.num(a) > 3]
     assert str(got.type) == f"{len(want)} * ?var * float64"
     assert got.to_list() == want.to_list()
+
+
+@pytest.mark.parametrize("kind", ["some", "all", "none"])
+def test_concatenate_of_rows_one_mask_keeps(monkeypatch, kind):
+    """`concatenate([mu[m], el[m]], axis=1)` (the kept events' leptons) copies the kept rows
+    straight from the unselected arrays: equal to the selections joined; views, dtypes
+    promoted as concatenate promotes them, a mask of the wrong length named."""
+    from lazyk.runtime import kept_items
+    joined = []
+    real = kept_items.joined_rows
+    monkeypatch.setattr(kept_items, "joined_rows",
+                        lambda *a: joined.append(a[2] is not None) or real(*a))
+    rng, views = _views(2)
+    _, lens, off = _rows(60, 3, 1.5)
+    other = lazyk.from_offsets(off, rng.integers(-9, 9, int(off[-1])).astype(np.int32))
+    other_rows = other.to_list()
+    for x, rows in views[:3]:  # (60, 60, 44 rows)
+        y, y_rows = (other, other_rows) if len(rows) == 60 else (other[7:51], other_rows[7:51])
+        keep = {"some": lazyk.num(x) + lazyk.num(y) >= 4, "all": lazyk.num(x) >= 0,
+                "none": lazyk.num(x) < 0}[kind]
+        flags = [len(a) + len(b) >= 4 for a, b in zip(rows, y_rows)] if kind == "some" \
+            else [kind == "all"] * len(rows)
+        got = lazyk.concatenate([x[keep], y[keep]], axis=1).eval()
+        want = [a + [float(v) for v in b] for a, b, k in zip(rows, y_rows, flags) if k]
+        assert str(got.type) == f"{len(want)} * var * float64"
+        assert _py(got) == want
+        assert lazyk.sum(lazyk.concatenate([y[keep], y[keep]], axis=1), axis=1).eval() \
+            .tolist() == [2 * sum(b) for b, k in zip(y_rows, flags) if k]
+    assert joined and all(joined)
+    x = views[0][0]
+    with pytest.raises(lazyk.ShapeError, match="size 60"):
+        lazyk.concatenate([x[np.ones(5, bool)], x[np.ones(5, bool)]], axis=1).eval()

@@ -2,18 +2,24 @@
 mask computed in one flat loop, each row's kept count read off it and the kept items of
 every column it selects copied, instead of a loop nest's count and fill passes, which pay a
 row's bookkeeping per row (rows of about one object per event). `lazyk.runtime.nest_select`
-uses it where the selection's result is stored."""
+uses it where the selection's result is stored.
+
+`concatenate` at axis 1 of lists of numbers (`joined_rows`) copies each row's lists one
+after the other natively (`RowCopy`); of rows one mask keeps (`joined_kept_rows`: the kept
+events' muons and electrons), it copies the kept rows straight from the unselected arrays,
+never storing the selections first."""
 from __future__ import annotations
 
 import numpy as np
 
+from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, memory_key, rows_memo_dict
-from lazyk.backend.rowcopy import KeptItems, copies
+from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import SELECT_OP, Node, toposort
-from lazyk.frontend.leaves import PickLeaf, is_ragged, leaf_data
+from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
 from lazyk.runtime import launch as runtime
 from lazyk.types import FixedDim
 
@@ -91,6 +97,72 @@ def mask_rows(m: Node, env: dict) -> tuple | None:
     if isinstance(item, Leaf):
         moff = np.asarray(mtree.offsets, np.int64)
         got = (moff, KeptItems(moff, item.values[moff[0]:moff[-1]]), {}, None)
+    if seen is not None:
+        seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
+    return got
+
+
+def joined_rows(trees: list, dtype: np.dtype, kept: np.ndarray | None = None) -> Lists | None:
+    """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each row
+    the operands' rows one after the other (of the rows at `kept` only, where given),
+    copied natively (`RowCopy`), the rows planned once per evaluation (`rows_memo`) for
+    every column over the same offsets (the fields of one collection). None for other
+    columns (`restructure.concatenate` joins them)."""
+    if dtype.kind not in "biufc" or not copies(dtype) or len(trees) < 2 or \
+            any(not isinstance(t, Lists) or not isinstance(t.child, Leaf) or
+                t.child.values.ndim != 1 for t in trees) or \
+            len({len(t.offsets) for t in trees}) > 1:
+        return None
+    offs = [t.offsets for t in trees]
+    memo = rows_memo_dict()
+    plans = memo.setdefault("joined rows", []) if memo is not None else []
+    for seen, at, plan in plans:
+        if at is kept and all(a is b or memory_key(a) == memory_key(b) or np.array_equal(a, b)
+                              for a, b in zip(seen, offs)):
+            break
+    else:
+        plan = RowCopy(offs, kept)
+        plans.append((offs, kept, plan))
+    values = [t.child.values.astype(dtype, copy=False) for t in trees]
+    return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
+
+
+def joined_kept_rows(srcs: tuple, dtype: np.dtype, env: dict) -> Array | None:
+    """`concatenate` at axis 1 of `x[m]`, `y[m]`, ... (arrays of lists, one mask `m` of
+    their rows, no missing mask element): the rows m keeps, joined straight from x, y, ...
+    (`joined_rows` at m's kept positions). None for other forms."""
+    if len(srcs) < 2 or any(s.op != SELECT_OP or s.arg != 0 or s.srcs[0].op != "input" or
+                            s.srcs[1] is not srcs[0].srcs[1] for s in srcs):
+        return None
+    leaves = [env[s.srcs[0].arg] for s in srcs]
+    if any(type(v) is not RaggedLeaf or not isinstance(v.array.type, FixedDim)
+           for v in leaves):
+        return None
+    kept = kept_rows(srcs[0].srcs[1], env)
+    trees = [columns(v.array) for v in leaves]
+    if kept is None or any(not isinstance(t, Lists) or len(t.offsets) - 1 != kept[1]
+                           for t in trees):
+        return None  # (rows that do not line up: the selection names them)
+    got = joined_rows(trees, dtype, kept[0])
+    return None if got is None else build_columns(got)
+
+
+def kept_rows(m: Node, env: dict) -> tuple | None:
+    """(the positions a mask of rows keeps, its length) of a `N * bool` mask without
+    missing elements, computed once per evaluation (`rows_memo`); None for other masks."""
+    memo = rows_memo_dict()
+    seen = None if memo is None else memo.setdefault("kept rows", {})
+    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
+    key = (m, tuple(map(id, leaves)))
+    if seen is not None and key in seen:
+        return seen[key][0]
+    got = None
+    if m.ndim == 1 and m.dtype == np.bool_:
+        mask = runtime.evaluate(Expr(m, env))
+        if isinstance(mask, Array):
+            mask = mask.to_numpy() if not isinstance(mask.type.dtype, T.Option) else None
+        if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.ndim == 1:
+            got = (np.flatnonzero(mask), len(mask))
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got

@@ -29,15 +29,13 @@ from lazyk.arrays.trees import (
     Lists,
     Masked,
     Regular,
-    memory_key,
     offsets_of,
     option_leaf,
     rows_memo,
-    rows_memo_dict,
 )
 from lazyk.backend.firsts import WIDTHS as FIRST_WIDTHS
 from lazyk.backend.firsts import first_items
-from lazyk.backend.rowcopy import RowCopy, copies
+from lazyk.backend.rowcopy import RowCopy
 from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -68,6 +66,7 @@ from lazyk.runtime.best_picks import (
     gathered_from_whole_rows,
     whole_row_positions,
 )
+from lazyk.runtime.kept_items import joined_kept_rows, joined_rows
 from lazyk.runtime.nest_results import tree_array
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects
@@ -223,6 +222,10 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         if got is None and not is_text(srcs[0].dtype):  # (numbers from strings: computed)
             leaf = _leaf(_computed(srcs[0], env), env, srcs[0].dtype)
             got = _fused_missing(name, node, (leaf,) + srcs[1:], env)
+        if got is not None:
+            return got
+    if name == "concatenate" and params[0] == 1:
+        got = joined_kept_rows(srcs, node.dtype, env)  # (`x[m]`, `y[m]`: copied once)
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
@@ -452,7 +455,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
             R.pad_none(tree, params[1], params[0], params[2])
     elif name == "concatenate":
         trees = [_tree(v) for v in values]
-        got = _joined_rows(trees, node.dtype) if params[0] == 1 else None
+        got = joined_rows(trees, node.dtype) if params[0] == 1 else None
         if got is None:
             trees = [_converted(t, node.dtype) for t in trees] if not is_text(node.dtype) \
                 else trees
@@ -480,30 +483,6 @@ def _sorted_fixed_options(x: Array, name: str, params: tuple):
     if name == "argsort":
         return np.moveaxis(got.to_numpy(), -1, axis)
     return masked(*(np.moveaxis(v.to_numpy(), -1, axis) for v in option_views(got)))
-
-
-def _joined_rows(trees: list, dtype: np.dtype) -> Lists | None:
-    """`concatenate` at axis 1 of lists of numbers (no missing lists or values): each row
-    the operands' rows one after the other, copied natively (`RowCopy`), the rows planned
-    once per evaluation (`rows_memo`) for every column over the same offsets (the fields
-    of one collection). None for other columns (`restructure.concatenate` joins them)."""
-    if dtype.kind not in "biufc" or not copies(dtype) or len(trees) < 2 or \
-            any(not isinstance(t, Lists) or not isinstance(t.child, Leaf) or
-                t.child.values.ndim != 1 for t in trees) or \
-            len({len(t.offsets) for t in trees}) > 1:
-        return None
-    offs = [t.offsets for t in trees]
-    memo = rows_memo_dict()
-    plans = memo.setdefault("joined rows", []) if memo is not None else []
-    for seen, plan in plans:
-        if all(a is b or memory_key(a) == memory_key(b) or np.array_equal(a, b)
-               for a, b in zip(seen, offs)):
-            break
-    else:
-        plan = RowCopy(offs)
-        plans.append((offs, plan))
-    values = [t.child.values.astype(dtype, copy=False) for t in trees]
-    return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
 
 
 def _padded_rows(tree: Column, target: int) -> Column | None:
