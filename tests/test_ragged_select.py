@@ -254,9 +254,10 @@ def test_selection_over_short_rows_takes_the_kept_items_without_the_nest():
 
 def test_a_mask_that_may_be_missing_over_short_rows_is_taken_natively():
     """`x[mask]` with a `var * ?bool` mask (computed from a per-row value that may be
-    missing, as `firsts` gives) over rows of about one item: the mask computed once in its
-    flat loop and the kept items taken natively for each field it selects; a missing mask
-    element keeps a missing element, as in Awkward."""
+    missing, as `firsts` gives) over rows of about one item: the mask computed once (its
+    count and fill passes: the items' positions walked, never stored) and the kept items
+    taken natively for each field it selects; a missing mask element keeps a missing
+    element, as in Awkward."""
     rng = np.random.default_rng(9)
     lens = rng.poisson(1.5, 300)
     off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
@@ -270,7 +271,7 @@ def test_a_mask_that_may_be_missing_over_short_rows_is_taken_natively():
     m = lazyk.local_index(x_pt) != i[:, None]
     for x, a in ((x_pt, a_pt), (x_phi, a_phi)):
         got = x[m]
-        assert nests(got) == [("map", "fill")]  # (the mask's flat loop only)
+        assert nests(got) == [("map", "count1"), ("map", "fill")]  # (the mask's only)
         arr = got.eval()
         assert str(arr.type) == f"300 * var * ?{a.layout.content.dtype}"
         assert arr.to_list() == a[mask].to_list()

@@ -251,3 +251,33 @@ def test_concatenate_of_rows_one_mask_keeps(monkeypatch, kind):
     x = views[0][0]
     with pytest.raises(lazyk.ShapeError, match="size 60"):
         lazyk.concatenate([x[np.ones(5, bool)], x[np.ones(5, bool)]], axis=1).eval()
+
+
+def test_local_index_of_selected_rows_is_walked_by_the_kernel(monkeypatch):
+    """`local_index` of computed rows (the kept events' leptons) read by more work is walked
+    by the kernel that reads it (no positions stored); its value alone is still stored. The
+    leptons outside a picked pair, then the leading one, equal Awkward's."""
+    import awkward as ak
+
+    from lazyk.arrays import restructure
+    rng, lens, off = _rows(200, 4, 2.5)
+    pt = rng.uniform(5, 50, int(off[-1]))
+    a = ak.unflatten(pt, lens)
+    x = lazyk.from_offsets(off, pt)
+    sel, asel = x[lazyk.num(x) >= 3], a[ak.num(a) >= 3]
+    i, j = lazyk.argmin(sel, axis=1), lazyk.argmax(sel, axis=1)
+    ai, aj = ak.argmin(asel, axis=1), ak.argmax(asel, axis=1)
+    assert lazyk.local_index(sel).eval().to_list() == ak.local_index(asel).to_list()
+    stored = []
+    real = restructure.local_index
+    monkeypatch.setattr(restructure, "local_index", lambda *a: stored.append(1) or real(*a))
+    index, aindex = lazyk.local_index(sel), ak.local_index(asel)
+    others = sel[(index != i[:, None]) & (index != j[:, None])]
+    aothers = asel[(aindex != ai) & (aindex != aj)]
+    lead = others[lazyk.argmax(others, axis=1, keepdims=True)]
+    alead = aothers[ak.argmax(aothers, axis=1, keepdims=True)]
+    got = lazyk.evaluate(others, lead, lazyk.sum(index * sel, axis=1))
+    assert got[0].to_list() == aothers.to_list()
+    assert got[1].to_list() == alead.to_list()
+    np.testing.assert_allclose(np.asarray(got[2]), ak.to_numpy(ak.sum(aindex * asel, axis=1)))
+    assert not stored

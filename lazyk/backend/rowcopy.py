@@ -18,6 +18,7 @@ import ctypes
 import numpy as np
 
 from lazyk.arrays.outputs import empty as fresh
+from lazyk.arrays.trees import rising
 from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
 from lazyk.backend.threads import parallel_for, parts_for
 
@@ -180,7 +181,8 @@ class RowCopy:
         self.sources = [np.ascontiguousarray(off, np.int64) for off in offsets]
         self.positions = None if positions is None else \
             np.ascontiguousarray(positions, np.int64)
-        if not all(rises(off) for off in self.sources):
+        # (once per offsets in an evaluation: the fields of a collection share them)
+        if not all(rising(off, int(off[-1]) if len(off) else 0) for off in self.sources):
             raise ValueError("RowCopy: offsets that decrease")
         if len({len(off) for off in self.sources}) > 1:
             raise ValueError("RowCopy: sources with different numbers of rows")

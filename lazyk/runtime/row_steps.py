@@ -59,7 +59,8 @@ from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.reductions import reduce
-from lazyk.frontend.tuples import repicked
+from lazyk.frontend.rowops import flags
+from lazyk.frontend.tuples import positions_in_lists, repicked
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
@@ -229,6 +230,12 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
+    if name == "local_index" and not top and srcs[0].shape[params[0]] == "var" and \
+            not is_text(srcs[0].dtype) and not any(flags(as_expr(values[0]))[0]):
+        # (lists that cannot be missing: the kernel reading the positions walks them)
+        e = positions_in_lists(as_expr(values[0]), params[0])
+        env.update(e.env)
+        return e.node
     if name == "num" and params[0] == 1:
         lens = _lengths(values[0], env, fused=not top)
         if lens is not None:
