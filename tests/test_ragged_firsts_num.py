@@ -269,3 +269,19 @@ def test_num_of_records_inside_their_fields_lists_is_records_of_each_fields():
                 got = got.eval() if hasattr(got, "eval") else got
                 got = got.to_list() if hasattr(got, "to_list") else np.asarray(got).tolist()
                 assert got == ak.to_list(ref(awk, axis=axis)), (got_of.__name__, axis)
+
+
+def test_firsts_of_one_item_rows_that_may_be_missing():
+    """`firsts` of `N * 1 * ?T` (a take-back at argmin(keepdims=True)) is those items: as
+    Awkward, missing where they are, in a new array (the source's memory never shared)."""
+    import awkward as ak
+    a = ak.to_regular(ak.Array([[1.5], [None], [3.0], [None]]), axis=1)
+    x = lazyk.from_awkward(a)
+    got = lazyk.firsts(x).eval()
+    assert str(x.type) == "4 * 1 * ?float64" and str(got.type) == "4 * ?float64"
+    assert got.to_list() == ak.firsts(a).to_list() == [1.5, None, 3.0, None]
+    source = columns(x).child.unwrap()[1].values
+    assert not np.shares_memory(columns(got).unwrap()[1].values, source)
+    assert (lazyk.firsts(x) * 2).eval().to_list() == [3.0, None, 6.0, None]
+    plain = lazyk.array(np.arange(3.0).reshape(3, 1))  # (present values: firsts gives ?T)
+    assert str(lazyk.firsts(plain).eval().type) == "3 * ?float64"

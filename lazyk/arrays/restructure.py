@@ -146,6 +146,9 @@ def firsts(tree: Column, axis: int) -> Column:
     """`ak.firsts` at `axis` >= 1: each list's first item, missing for an empty list."""
     def first(node):
         mask, inner = node.unwrap()
+        if mask is None and isinstance(inner, Regular) and inner.size == 1 and \
+                isinstance(inner.child, Masked) and inner.child.length() == inner.length():
+            return inner.child  # (lists of one item that may be missing: those items)
         if isinstance(inner, Lists):  # a list is empty where its offsets meet (no lengths)
             off = inner.offsets
             starts, valid = off[:-1], off[1:] > off[:-1]
