@@ -46,7 +46,8 @@ def test_zip_matches_awkward(pair, data):
     value = got.eval()
     assert same(value.to_list(), want.to_list()), (t1, t2, limit)
     assert str(value.type) == str(got.type)
-    assert same(got[got.fields[1]].eval().to_list(), y.to_list())  # the field, as given
+    # the field, its rows missing where any field's are (Awkward's)
+    assert same(got[got.fields[1]].eval().to_list(), want[want.fields[1]].to_list())
 
 
 def test_fields_of_other_dims_below_the_records():
@@ -364,3 +365,23 @@ def test_records_with_strings_selected_by_a_mask_with_missing_values():
     j = lazyk.from_arrow(pa.array([[{"pt": 1.0, "f": "a"}], [{"pt": 2.0, "f": "b"}]]))
     got = j[lazyk.array([None, True], type="2 * ?bool")].eval()
     assert got.to_list() == [None, [{"pt": 2.0, "f": "b"}]]
+
+
+def test_a_missing_row_of_one_field_is_missing_in_every_field():
+    """zip of a `?var` field and a `var` one: the records' missing rows hide every field's
+    row, read lazily too (`r.b`, its folds, combinations of the records), as Awkward's."""
+    a_l, b_l = [[1.0, 2.0], None, [3.0]], [[10, 20], [7, 8], [30]]
+    a, b = lazyk.array(a_l), lazyk.array(b_l)
+    r = lazyk.zip({"a": a, "b": b})
+    w = ak.zip({"a": ak.Array(a_l), "b": ak.Array(b_l)})
+    assert r.b.eval().to_list() == w.b.to_list() == [[10, 20], None, [30]]
+    assert lazyk.sum(r.b, axis=1).eval().to_list() == ak.sum(w.b, axis=1).to_list()
+    p, wp = lazyk.combinations(r, 2), ak.combinations(w, 2)
+    assert lazyk.sum(p["0"].b + p["1"].b, axis=1).eval().to_list() == \
+        ak.sum(wp["0"].b + wp["1"].b, axis=1).to_list() == [30, None, 0]
+    assert r.eval().to_list() == w.to_list()
+    # missing rows in different fields: missing where either is
+    c = lazyk.array([[5, 6], [2, 3, 4], None])
+    r2, w2 = lazyk.zip({"a": a, "c": c}), ak.zip({"a": ak.Array(a_l), "c": c.to_list()})
+    assert r2.c.eval().to_list() == w2.c.to_list() == [[5, 6], None, None]
+    assert r2.a.eval().to_list() == w2.a.to_list() == [[1.0, 2.0], None, None]

@@ -150,6 +150,11 @@ def _node_flags(node: Node, memo: dict, env: dict) -> tuple[list, bool]:
             sf = memo[id(s)][0]
             flags[:axis + 1] = [f or g for f, g in zip(flags, sf[:axis + 1])]
         return (flags, option and not position)
+    elif node.op == "with_rows":  # x's values; y's rows above the records (`arg` dims)
+        (xf, xo), (yf, _) = (memo.get(id(s), ([], False)) for s in node.srcs)
+        flags = list(xf[-node.ndim:]) if node.ndim else []
+        flags = [False] * (node.ndim - len(flags)) + flags
+        return [f or (k < node.arg and k < len(yf) and yf[k]) for k, f in enumerate(flags)], xo
     else:
         nd, flags, option = node.ndim, [False] * node.ndim, False
         for s in node.srcs:

@@ -462,7 +462,8 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
     The fields line up as lazyk's operands do (from the right: a per-event value meets
     per-object values as `met[:, None]`); the records sit as deep as the fields' dims go
     (a records field's: down to its records), or `depth_limit` dims down (the fields' dims
-    below it are inside the records).
+    below it are inside the records). A row missing in one field is missing in every
+    field (`r.b` of `zip({"a": a, "b": b})` is missing where a's row is, as in Awkward).
 
     Example: `lazyk.zip({"x": x, "y": y}).eval()` for x, y of type `2 * var * int64` is an
     array of type `2 * var * {x: int64, y: int64}`; `r.x` gives x back.
@@ -495,7 +496,20 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
     rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
     rec = Records(rec._fields, rec.depth, is_tuple)  # its depth now: row operations move it
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
+    if _missing_rows(rec) and not _aligned(rec):  # (a missing row: missing in every field)
+        rec = _lined_up(rec)
     return rec
+
+
+def _missing_rows(rec: Records) -> bool:
+    """Whether a field of `rec` may have missing rows above the records."""
+    for e in rec.leaves():
+        t = e.type
+        for _ in range(builtins.min(rec.depth, e.ndim)):
+            if isinstance(t, T.Option):
+                return True
+            t = t.elem
+    return False
 
 
 def record_fields(x: Any) -> Records | None:
