@@ -385,3 +385,22 @@ def test_a_missing_row_of_one_field_is_missing_in_every_field():
     r2, w2 = lazyk.zip({"a": a, "c": c}), ak.zip({"a": ak.Array(a_l), "c": c.to_list()})
     assert r2.c.eval().to_list() == w2.c.to_list() == [[5, 6], None, None]
     assert r2.a.eval().to_list() == w2.a.to_list() == [[1.0, 2.0], None, None]
+
+
+@pytest.mark.parametrize("rows", ["3", "var", "?var"])
+def test_is_none_of_records_is_each_fields(rows):
+    """`is_none(records, axis)` at the records' own level: records of each field's answer
+    (Awkward's), whatever the field order; an array's missing records (`?{...}`) are its
+    own. `fill_none` of a field lined up with another reads that field's values only."""
+    a_l, b_l = [[1, None, None]], [[None, 2, None]]
+    want = ak.is_none(ak.zip({"a": ak.Array(a_l), "b": ak.Array(b_l)}), axis=1).to_list()
+    for order in (("a", "b"), ("b", "a")):
+        cols = {"a": lazyk.array(a_l, type=f"1 * {rows} * ?int64"),
+                "b": lazyk.array(b_l, type=f"1 * {rows} * ?int64")}
+        r = lazyk.zip({k: cols[k] for k in order})
+        got = lazyk.is_none(r, axis=1).eval().to_list()
+        assert got == want
+        assert lazyk.fill_none(r.b, -1).eval().to_list() == [[-1, 2, -1]]
+    a = ak.Array([[{"a": 1, "b": None}, None, {"a": None, "b": None}]])
+    assert lazyk.is_none(lazyk.from_awkward(a), axis=1).eval().to_list() == \
+        ak.is_none(a, axis=1).to_list() == [[False, True, False]]

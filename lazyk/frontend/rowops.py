@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 
 from lazyk import types as T
+from lazyk.arrays.array import Array
+from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.operators import use_row_ops
+from lazyk.arrays.trees import Leaf, Lists, Masked, Record, Regular
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import ROWS_OP, Node
@@ -296,7 +299,12 @@ def is_none(x: Any, axis: int = 0) -> Expr:
         if axis >= rec.depth or axis < -len(rec.shape):
             raise NotSupportedError(f"is_none of records of type {rec.type} at axis {axis}: "
                                     f"at an axis above the records (< {rec.depth})")
-        return is_none(next(iter(rec.items()))[1], axis)
+        if axis % rec.depth < rec.depth - 1:
+            return is_none(next(iter(rec.items()))[1], axis)
+        # the records themselves: an array's missing records (`?{...}`), else each
+        # field's missing values (records of bools, as Awkward's)
+        missing = _missing_records(x) if isinstance(x, Array) else None
+        return rec.map(lambda f: is_none(f, axis)) if missing is None else missing
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)
@@ -305,6 +313,25 @@ def is_none(x: Any, axis: int = 0) -> Expr:
     new = rows[:a + 1]
     new[a] = rows[a] if a else False
     return _node("is_none", np.bool_, e.shape[:a + 1], [e], (a,), new, False, e.env)
+
+
+def _missing_records(x: Array) -> Array | None:
+    """Where the records of array `x` (`N * var * ?{...}`) are missing (bool, the lists
+    above as x's); None for records that cannot be missing."""
+    def walk(node):
+        if isinstance(node, Masked) and isinstance(node.child, (Record, Masked)):
+            inner = walk(node.child)
+            if isinstance(node.child, Record) or inner is None:
+                return None if not isinstance(node.child, Record) else \
+                    Leaf(~np.asarray(node.present, bool))
+            return Masked(node.present, inner)
+        if isinstance(node, (Lists, Regular)):
+            inner = walk(node.child)
+            return None if inner is None else Lists(node.offsets, inner) \
+                if isinstance(node, Lists) else Regular(node.size, inner, node.count)
+        return None
+    got = walk(columns(x))
+    return None if got is None else build_columns(got)
 
 
 def fill_none(x: Any, value: Any) -> Expr:

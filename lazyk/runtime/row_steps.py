@@ -337,6 +337,9 @@ def _split(node: Node, env: dict, memo: dict) -> tuple:
             raise _Staged
         leaf = _leaf(_computed(node, env), env, node.dtype)  # a reduction, say
         got = _split(leaf, env, memo)
+    elif node.op == "with_rows":  # (y read for its rows only: its missing values unused)
+        (vx, px), (vy, _) = (_split(s, env, memo) for s in node.srcs)
+        got = (node.replace(srcs=(vx, vy)), px)
     elif selects(node):  # missing where the condition is, else where the branch taken is
         (vc, pc), (vx, px), (vy, py) = (_split(s, env, memo) for s in node.srcs)
         value = node.replace(srcs=(vc, vx, vy))
