@@ -404,3 +404,19 @@ def test_is_none_of_records_is_each_fields(rows):
     a = ak.Array([[{"a": 1, "b": None}, None, {"a": None, "b": None}]])
     assert lazyk.is_none(lazyk.from_awkward(a), axis=1).eval().to_list() == \
         ak.is_none(a, axis=1).to_list() == [[False, True, False]]
+
+
+def test_flatten_of_records_with_no_axis_gives_every_fields_values():
+    """`flatten(records, axis=None)`: every field's present values, field after field (as
+    Awkward's), never records made of values from different records."""
+    a_l, b_l = [[1, None, None], [], [5]], [[None, 2, None], [], [6]]
+    r = lazyk.zip({"a": lazyk.array(a_l), "b": lazyk.array(b_l)})
+    w = ak.zip({"a": ak.Array(a_l), "b": ak.Array(b_l)})
+    assert lazyk.flatten(r, axis=None).eval().to_list() == \
+        ak.flatten(w, axis=None).to_list() == [1, 5, 2, 6]
+    x_l = [[1.0, 2.0, None], [], [3.0, 4.0]]
+    x, ax = lazyk.array(x_l), ak.Array(x_l)
+    for got, want in ((lazyk.combinations(x, 2), ak.combinations(ax, 2)),
+                      (lazyk.cartesian([x, x]), ak.cartesian([ax, ax]))):
+        assert lazyk.flatten(got, axis=None).eval().to_list() == \
+            ak.flatten(want, axis=None).to_list()

@@ -140,13 +140,16 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     (missing values dropped).
 
     The result's outer length is known only once it is computed: until then its lazy type
-    shows `var` there. Zero-copy where the lists' offsets allow (no missing lists).
+    shows `var` there. Zero-copy where the lists' offsets allow (no missing lists). Of
+    records, `axis=None` gives every field's values, one field after the other (Awkward's).
 
     Example: `lazyk.flatten(lazyk.array([[1, 2], [], [3]]))` is `[1, 2, 3]`.
     """
     rec = lined_up_fields(x)
+    if rec is not None and axis is None:  # every field's values, field after field (Awkward)
+        return concatenate([flatten(f, None) for f in rec.leaves()], axis=0)
     if rec is not None:
-        return rec.map(lambda f: flatten(f, axis), -1 if axis is not None else None)
+        return rec.map(lambda f: flatten(f, axis), -1)
     e = _operand("flatten", x)
     rows, option = flags(e)
     if axis is None:
