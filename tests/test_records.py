@@ -420,3 +420,15 @@ def test_flatten_of_records_with_no_axis_gives_every_fields_values():
                       (lazyk.cartesian([x, x]), ak.cartesian([ax, ax]))):
         assert lazyk.flatten(got, axis=None).eval().to_list() == \
             ak.flatten(want, axis=None).to_list()
+
+
+def test_is_none_of_records_taken_back_is_whether_the_record_is_missing():
+    """Records derived from zip's (a take-back, firsts) are missing as a whole: `is_none`
+    gives one bool per record, as Awkward's option of records does."""
+    x_l = [[1.0, 2.0, 3.0], [], [4.0], [5.0, 0.5]]
+    x, ax = lazyk.array(x_l), ak.Array(x_l)
+    p, ap = (m.argcombinations(v, 2, fields=["i", "j"]) for m, v in ((lazyk, x), (ak, ax)))
+    best = lazyk.firsts(p[lazyk.argmin(x[p.i] + x[p.j], axis=1, keepdims=True)])
+    abest = ak.firsts(ap[ak.argmin(ax[ap.i] + ax[ap.j], axis=1, keepdims=True)])
+    assert lazyk.is_none(best).eval().tolist() == ak.is_none(abest).to_list() == \
+        [False, True, True, False]

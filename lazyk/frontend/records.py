@@ -47,14 +47,23 @@ class Records:
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
     """
 
-    __slots__ = ("_fields", "_depth", "_tuple", "_one_array")
+    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_own_fields")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
-                 one_array: bool = False):
+                 one_array: bool = False, own_fields: bool = False):
         self._fields = {str(k): v for k, v in fields.items()}
         self._depth = depth
         self._tuple = is_tuple
         self._one_array = one_array  # (the fields of one array's records: the same lists)
+        # (zip's: each field's missing values its own; records derived from them, a take-back
+        # or firsts, are missing as a whole: every field at once)
+        self._own_fields = own_fields
+
+    @property
+    def own_fields(self) -> bool:
+        """Whether the records are `lazyk.zip`'s: a missing value is one field's, the
+        records themselves are never missing (else a missing record is every field's)."""
+        return self._own_fields
 
     # --- fields, lazily
     @property
@@ -339,6 +348,7 @@ def _lined_up(rec: Records) -> Records:
     """The records with each field expression broadcast against the others above the
     records (lazyk's rules: a dim of 1 or a missing dim stretches, a missing row is
     missing in every field; the other fields' rows are read, never their values)."""
+    own = rec.own_fields
     rec = rec.with_fields({k: _lined_up(f) if isinstance(f, Records) else f
                            for k, f in rec._fields.items()})
     d = rec.depth
@@ -349,7 +359,9 @@ def _lined_up(rec: Records) -> Records:
         new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:
         new = iter([_with_rows(e, leaves, d) for e in leaves])
-    return rec.map(lambda e: next(new))
+    got = rec.map(lambda e: next(new))
+    got._own_fields = own  # (the same records, their fields lined up)
+    return got
 
 
 def _stretched(e: Expr, shape: tuple) -> Expr:
@@ -494,7 +506,8 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
         rec = record_fields(v)
         fields[k] = rec if rec is not None else operands("zip", (v,))[0]
     rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
-    rec = Records(rec._fields, rec.depth, is_tuple)  # its depth now: row operations move it
+    # (its depth now: row operations move it)
+    rec = Records(rec._fields, rec.depth, is_tuple, own_fields=True)
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
     if _missing_rows(rec) and not _aligned(rec):  # (a missing row: missing in every field)
         rec = _lined_up(rec)

@@ -304,10 +304,19 @@ def is_none(x: Any, axis: int = 0) -> Expr:
                                     f"at an axis above the records (< {rec.depth})")
         if axis % rec.depth < rec.depth - 1:
             return is_none(next(iter(rec.items()))[1], axis)
-        # the records themselves: an array's missing records (`?{...}`), else each
-        # field's missing values (records of bools, as Awkward's)
-        missing = _missing_records(x) if isinstance(x, Array) else None
-        return rec.map(lambda f: is_none(f, axis)) if missing is None else missing
+        # the records themselves: an array's missing records (`?{...}`); zip's records are
+        # never missing: each field's missing values (records of bools, as Awkward's);
+        # records derived from them (firsts, a take-back) are missing as a whole
+        if isinstance(x, Array):
+            missing = _missing_records(x)
+            return rec.map(lambda f: is_none(f, axis)) if missing is None else missing
+        if rec.own_fields:
+            return rec.map(lambda f: is_none(f, axis))
+        every = None
+        for f in rec.leaves():
+            f = is_none(f, axis)
+            every = f if every is None else every & f
+        return every
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)
