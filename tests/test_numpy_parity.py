@@ -216,3 +216,17 @@ def test_min_max_with_initial_keep_the_dtype_asked_for():
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
     f = lazyk.min(lazyk.array(np.array([1.0, 2.0])), dtype="float32", initial=5.0).eval()
     assert np.asarray(f).dtype == np.float32 and float(f) == 1.0
+
+
+def test_sort_and_argsort_with_no_axis_take_the_flattened_values():
+    """`lazyk.sort(x, axis=None)`, `lazyk.argsort` and the method: NumPy's flattened order
+    (missing values last, kept), as `np.sort(x, axis=None)` gives over lazyk."""
+    x = lazyk.array([[3.0, None], [1.0, 2.0]])
+    assert lazyk.sort(x, axis=None).eval().to_list() == [1.0, 2.0, 3.0, None]
+    assert lazyk.argsort(x, axis=None).eval().tolist() == [2, 3, 0, 1]
+    assert x.argsort(axis=None).eval().tolist() == np.argsort(x, axis=None).eval().tolist()
+    dense = np.array([[3.0, 0.0], [2.0, 1.0]])
+    np.testing.assert_array_equal(lazyk.sort(lazyk.array(dense), axis=None).eval(),
+                                  np.sort(dense, axis=None))
+    np.testing.assert_array_equal(lazyk.argsort(lazyk.array(dense), axis=None).eval(),
+                                  np.argsort(dense, axis=None, kind="stable"))

@@ -98,7 +98,7 @@ def _stable_sort(fn):
     """np.sort / np.argsort over lazyk: stable sorts (any `kind` gives NumPy's stable
     order; `order=` is for structured arrays)."""
     def sort(a: Any, axis: Any = -1, kind: Any = None, stable: Any = None) -> lx.Expr:
-        return fn(rowops.ravel(a), axis=-1) if axis is None else fn(a, axis=axis)
+        return fn(a, axis=axis)
     return sort
 
 

@@ -454,7 +454,7 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
 
 
 # ---------------------------------------------------------------- order
-def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple:
+def _order(name: str, x: Any, axis: int | None, ascending: bool, stable: bool) -> tuple:
     if record_fields(x) is not None:
         raise NotSupportedError(f"{name} of records: order them by a field, e.g. "
                                 "r[lazyk.argsort(r.pt, axis=1)]")
@@ -465,6 +465,8 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
         raise TypeError(f"{name}: stable must be True or False, not {stable!r}")
     if not e.ndim and (axis is None or axis == -1 and name == "argsort"):  # (NumPy's)
         e, axis = e[None], -1
+    elif axis is None:  # NumPy's: the flattened values (missing ones kept in place)
+        e, axis = ravel(e), -1
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     if e.dtype.kind == "c":
@@ -474,11 +476,12 @@ def _order(name: str, x: Any, axis: int, ascending: bool, stable: bool) -> tuple
     return e, a
 
 
-def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> Expr:
+def sort(x: Any, axis: int | None = -1, ascending: bool = True, stable: bool = True) -> Expr:
     """Lazy `ak.sort` (stable) along the last axis, per list: missing values last in either
     order; NaN above every number (NumPy's place: last ascending, first descending). Fixed
-    data (no var dims) sorts along any axis. NumPy does the sorting (one stable sort over
-    all lists at once, no Python loop per list).
+    data (no var dims) sorts along any axis; `axis=None` sorts the flattened values, as
+    NumPy's. NumPy does the sorting (one stable sort over all lists at once, no Python
+    loop per list).
 
     Example: `lazyk.sort(lazyk.array([[3, 1, None, 2], []]))` is `[[1, 2, 3, None], []]`.
     """
@@ -487,7 +490,7 @@ def sort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) ->
     return _node("sort", e.dtype, e.shape, [e], (a, bool(ascending)), rows, option, e.env)
 
 
-def argsort(x: Any, axis: int = -1, ascending: bool = True, stable: bool = True) -> Expr:
+def argsort(x: Any, axis: int | None = -1, ascending: bool = True, stable: bool = True) -> Expr:
     """Lazy `ak.argsort` (stable): the positions in each list that `sort` takes its items
     from (int64, never missing; a missing list stays missing).
 
