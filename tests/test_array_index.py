@@ -357,3 +357,18 @@ def test_assignment_through_rows_checks_every_row_before_writing():
     y = lazyk.from_offsets(np.array([0, 3, 4, 6]), np.arange(6.0))
     y[:, 0] = 9
     assert y.to_list() == [[9.0, 1.0, 2.0], [9.0], [9.0, 5.0]]
+
+
+def test_assigning_none_to_every_value_broadcasts_it():
+    """`x[...] = None` over `?T` values (any dims above them) makes every value missing, as
+    `x[0] = None` does for one; missing rows stay missing; values that cannot be missing
+    refuse it, naming the first place."""
+    x = lazyk.array([1.0, None])
+    x[...] = None
+    assert x.to_list() == [None, None]
+    r = lazyk.array([[1.0, None], None, [2.0]])
+    r[...] = None
+    assert str(r.type) == "3 * ?var * ?float64" and r.to_list() == [[None, None], None, [None]]
+    v = lazyk.array([[1.0, 3.0], [4.0]])
+    with pytest.raises(ValueError, match=r"missing value at \[0, 0\]"):
+        v[...] = None

@@ -68,7 +68,7 @@ def assign(dt: T.Type, dmeta: tuple, dat: int, dbuf: np.ndarray, doffs: np.ndarr
         ShapeError: a source row that is neither the destination's length nor 1 (named).
     """
     where = where if where is not None else Where()
-    if isinstance(st, T.Option):
+    if isinstance(st, T.Option) and _dims(st) >= _dims(dt):  # (else it broadcasts first)
         mask = gather(sbuf, soffs + smeta[sat], 1).reshape(-1).astype(bool)
         if not isinstance(dt, T.Option) and not mask.all():
             k = int(np.flatnonzero(~mask)[0])
