@@ -372,3 +372,12 @@ def test_assigning_none_to_every_value_broadcasts_it():
     v = lazyk.array([[1.0, 3.0], [4.0]])
     with pytest.raises(ValueError, match=r"missing value at \[0, 0\]"):
         v[...] = None
+
+
+def test_indexing_by_a_lazy_scalar_is_refused_in_one_line():
+    """`x[:, i]` with a lazy scalar `i`: one line naming it and the gather to use."""
+    x = lazyk.from_offsets(np.array([0, 2, 3]), np.arange(3.0))
+    i = lazyk.sum(lazyk.array(np.array([0, 1])))
+    with pytest.raises(TypeError, match=r"by a lazy scalar \(Expr") as err:
+        _ = (x * 2)[:, i]
+    assert "\n" not in str(err.value) and "x[positions]" in str(err.value)

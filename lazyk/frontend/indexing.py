@@ -327,6 +327,13 @@ def index_expr(expr: Expr, key: Any) -> Expr:
         got = _in_lists(expr, key)
         if got is not None:
             return got
+        lazy = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Expr)]
+        if lazy:
+            raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by a lazy "
+                            f"scalar ({summary(lazy[0])}): an item or a slice is a Python "
+                            "int; for positions known only when it runs, gather with an "
+                            "index array of one position per row (x[positions], positions "
+                            "of shape N * 1)")
         raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by "
                         f"[{_key_text(key)}]: "
                         "new axes, whole dims and, at the dim after the first, one item or "
