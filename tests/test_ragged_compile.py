@@ -279,3 +279,16 @@ def test_new_axes_on_placeholders_are_views_of_each_calls_arrays():
     got = lazyk.compile(q[:, :, None] + 1)(z)
     assert got.to_list() == [[[2.0], [None]], None, []]
     assert str(got.type) == "3 * ?var * 1 * ?float64"
+
+
+def test_lists_holding_only_missing_values_take_the_parameter_type():
+    """Python lists whose values are all None (no number to infer a dtype from) are read
+    in the parameter's type, as `lazyk.array(x, type=...)` reads them."""
+    x = lazyk.placeholder("x", "N * ?var * ?int32")
+    k = lazyk.compile(x * 2)
+    got = k([[None], None, [None, None]])
+    assert str(got.type) == "3 * ?var * ?int32"
+    assert got.to_list() == [[None], None, [None, None]]
+    assert k([[None], None, [3, None]]).to_list() == [[None], None, [6, None]]
+    with pytest.raises(lazyk.CastingError, match="cannot cast float64 to int32"):
+        k([[1.5], None])

@@ -145,6 +145,19 @@ def _leaf_values(value: Any) -> np.ndarray:
     return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
 
 
+def _present_numbers(value: Any) -> np.ndarray:
+    """The numbers of an input that are present (a NumPy array or ragged leaf)."""
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1)
+    tree = columns(value.array)
+    while isinstance(tree, (Lists, Regular)) or (isinstance(tree, Masked) and
+                                                 not isinstance(tree.child, Leaf)):
+        tree = tree.child
+    if isinstance(tree, Masked):
+        return tree.child.values.reshape(-1)[np.asarray(tree.present, bool).reshape(-1)]
+    return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
+
+
 def text_input(x: Any) -> Any:
     """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
     `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
@@ -567,8 +580,12 @@ class CallInputs:
                     dtype.kind in "iu"
                 if python_ints:  # Python integers never wrap around; those that fit pass
                     _check_range(label, _leaf_values(value), dtype)
-                if isinstance(x, (list, tuple)) and not _leaf_values(value).size:
-                    pass  # no numbers (`[]`, `[[], []]`): no element type to refuse
+                if isinstance(x, (list, tuple)) and not _present_numbers(value).size:
+                    # no numbers (`[]`, `[[None], None]`): no element type to refuse; the
+                    # lists in the parameter's type
+                    if isinstance(value, RaggedLeaf):
+                        value = input_type(_array(x, typed_text(
+                            (len(x),) + tuple(want[1:]), dtype, option, want_rows)))[3]
                 elif not np.can_cast(got, dtype, casting) and not (python_ints and
                                                                   casting != "no"):
                     raise CastingError(
