@@ -247,6 +247,11 @@ def test_concatenate_of_rows_one_mask_keeps(monkeypatch, kind):
         assert _py(got) == want
         assert lazyk.sum(lazyk.concatenate([y[keep], y[keep]], axis=1), axis=1).eval() \
             .tolist() == [2 * sum(b) for b, k in zip(y_rows, flags) if k]
+        # elementwise work over the selections (a flavour per collection, a scaled field)
+        tag = lazyk.concatenate([lazyk.full_like(x[keep], 0), x[keep] * 2 + 1,
+                                 lazyk.full_like(y[keep], 1)], axis=1).eval()
+        assert tag.to_list() == [[0.0] * len(a) + [2 * v + 1 for v in a] + [1.0] * len(b)
+                                 for a, b, k in zip(rows, y_rows, flags) if k]
     assert joined and all(joined)
     x = views[0][0]
     with pytest.raises(lazyk.ShapeError, match="size 60"):

@@ -196,13 +196,18 @@ class RowCopy:
             for off in self.sources[1:]:
                 self.offsets += off
             return
-        lens = [np.diff(off) for off in self.sources]
-        if len(self.positions) and (self.positions.min() < 0 or
-                                    self.positions.max() >= len(lens[0])):
+        pos = self.positions
+        if len(pos) and (pos.min() < 0 or pos.max() >= len(self.sources[0]) - 1):
             raise IndexError("RowCopy: a position outside the rows")
-        lens = [n[self.positions] for n in lens]
-        self.offsets = np.zeros(len(lens[0]) + 1, np.int64)
-        np.cumsum(sum(lens[1:], lens[0]), out=self.offsets[1:])
+        # (each source's lengths at the positions only: two gathers, not a diff of all)
+        after = pos + 1
+        total = np.zeros(len(pos), np.int64)
+        for off in self.sources:
+            total += off.take(after)
+            total -= off.take(pos)
+        self.offsets = np.empty(len(pos) + 1, np.int64)
+        self.offsets[0] = 0
+        np.cumsum(total, out=self.offsets[1:])
 
     def fill(self, values: list, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
         """A new `dtype` array of the rows' items (or `out`, contiguous, of their number),

@@ -20,6 +20,8 @@ from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import SELECT_OP, Node, toposort
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
+from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.runtime import launch as runtime
 from lazyk.types import FixedDim
 
@@ -129,22 +131,48 @@ def joined_rows(trees: list, dtype: np.dtype, kept: np.ndarray | None = None) ->
 
 def joined_kept_rows(srcs: tuple, dtype: np.dtype, env: dict) -> Array | None:
     """`concatenate` at axis 1 of `x[m]`, `y[m]`, ... (arrays of lists, one mask `m` of
-    their rows, no missing mask element): the rows m keeps, joined straight from x, y, ...
-    (`joined_rows` at m's kept positions). None for other forms."""
-    if len(srcs) < 2 or any(s.op != SELECT_OP or s.arg != 0 or s.srcs[0].op != "input" or
-                            s.srcs[1] is not srcs[0].srcs[1] for s in srcs):
+    their rows, no missing mask element; elementwise work over such selections too, as
+    `full_like(x[m], 1)`): the rows m keeps, joined straight from x, y, ... (the work done
+    over all their rows first; `joined_rows` at m's kept positions). None for other forms."""
+    if len(srcs) < 2 or not srcs[0].ndim:
         return None
-    leaves = [env[s.srcs[0].arg] for s in srcs]
-    if any(type(v) is not RaggedLeaf or not isinstance(v.array.type, FixedDim)
-           for v in leaves):
+    mask = next((n.srcs[1] for n in toposort(srcs[0]) if n.op == SELECT_OP), None)
+    whole = [_unselected(s, mask) for s in srcs] if mask is not None else [None]
+    if any(w is None for w in whole):
         return None
-    kept = kept_rows(srcs[0].srcs[1], env)
-    trees = [columns(v.array) for v in leaves]
+    values = []
+    for w in whole:
+        v = env[w.arg] if w.op == "input" else None
+        if v is None:  # (elementwise work over the arrays: over all their rows)
+            v = runtime.evaluate(Expr(w, env))
+            v = RaggedLeaf(v, False) if isinstance(v, Array) else None
+        if type(v) is not RaggedLeaf or not isinstance(v.array.type, FixedDim):
+            return None
+        values.append(v.array)
+    kept = kept_rows(mask, env)
+    trees = [columns(v) for v in values]
     if kept is None or any(not isinstance(t, Lists) or len(t.offsets) - 1 != kept[1]
                            for t in trees):
         return None  # (rows that do not line up: the selection names them)
     got = joined_rows(trees, dtype, kept[0])
     return None if got is None else build_columns(got)
+
+
+def _unselected(node: Node, mask: Node) -> Node | None:
+    """`node` (`N * var` elementwise work over selections `x[mask]` of arrays' rows) with
+    each selection read as its array, x: the work over all the rows; None for other forms
+    (a leaf that is not selected, other masks, other work)."""
+    if node.op == SELECT_OP:
+        x = node.srcs[0]
+        return x if node.arg == 0 and node.srcs[1] is mask and x.op == "input" else None
+    if node.op in ("const", "scalar") or (node.op == "input" and not node.ndim):
+        return node
+    if node.op not in ELEMENTWISE or not node.srcs or node.ndim != 2:
+        return None
+    srcs = tuple(_unselected(s, mask) for s in node.srcs)
+    if any(s is None or s.ndim == 1 for s in srcs):  # (one value per kept row: not lined up)
+        return None
+    return node.replace(srcs=srcs, shape=broadcast_shapes(node.op, [s.shape for s in srcs]))
 
 
 def kept_rows(m: Node, env: dict) -> tuple | None:
