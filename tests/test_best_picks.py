@@ -104,6 +104,17 @@ def test_pairs_of_same_flavour_closest_to_a_mass():
     mass = (l1.pt + l2.pt)[sfos]
     best = lazyk.firsts(pairs[sfos][lazyk.argmin(abs(mass - 91.2), axis=1, keepdims=True)])
     got_i, got_j = (e.eval().to_list() for e in (best.i, best.j))
+    # the pair read by several row operations (firsts of both fields, is_none of them):
+    # the pair mask is folded inside the arg-reduction's nest, never stored (no count pass
+    # sizing it), and no tuple's index is stored
+    has = ~lazyk.is_none(best)
+    then = lazyk.sum(lep.pt[has], axis=1) + best.i[has] + best.j[has]
+    runs = _nests(then)
+    assert not any(npass.startswith("count") for _, npass in runs), runs
+    assert sum("positions in the whole row" in mode for mode, _ in runs) == 1
+    sums = [sum(pt[off[r]:off[r + 1]]) for r, n in enumerate(lens) if n >= 2]
+    np.testing.assert_allclose(then.eval().to_list(), [s + i + j for s, i, j in
+                                             zip(sums, got_i, got_j) if i is not None])
     want_i, want_j = [], []
     for r, n in enumerate(lens):
         if n < 2:

@@ -24,6 +24,8 @@ from lazyk.frontend.graph import (
     Node,
     graph_ops,
     picked_shape,
+    rewrite,
+    shared_reductions,
     toposort,
 )
 from lazyk.frontend.ops import ARG_REDUCTIONS
@@ -95,3 +97,25 @@ def gathered_from_whole_rows(node: Node, srcs: tuple, whole: set) -> Node | None
     x = srcs[0].srcs[0]
     return node.replace(srcs=(x, srcs[1]),
                         shape=picked_shape(TAKE_OP, x.shape, srcs[1].shape, node.arg))
+
+
+def shared_beside_best(root: Node, best: set) -> frozenset:
+    """`graph.shared_reductions` of `root` as the lowering reads it once the `best`
+    arg-reductions are computed and their `x[m][p]` gathers read `x[p]` (`lower`): a mask m
+    that only those gathers and the arg-reductions read is never stored on its own (the
+    Z search's same-flavour pair mask: folded inside the arg-reduction's nest)."""
+    if not best:
+        return shared_reductions(root)
+    back: dict = {}  # id(rewritten node) -> id(the node it stands for)
+
+    def visit(node, srcs):
+        if id(node) in best:
+            got = Node("input", node.dtype, node.shape, (), f"~best{id(node)}")
+        elif node.op == TAKE_OP and node.srcs[0].op == SELECT_OP and id(node.srcs[1]) in best:
+            got = node.replace(srcs=(srcs[0].srcs[0], srcs[1]))
+        else:
+            got = node.replace(srcs=srcs) if srcs != node.srcs else node
+        back[id(got)] = id(node)
+        return got
+    new = rewrite(root, visit)
+    return frozenset(back.get(i, i) for i in shared_reductions(new))

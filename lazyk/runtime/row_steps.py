@@ -51,7 +51,6 @@ from lazyk.frontend.graph import (
     has_rows,
     picked_shape,
     rewrite,
-    shared_reductions,
     toposort,
 )
 from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, most_rows
@@ -65,6 +64,7 @@ from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
     gathered_from_whole_rows,
+    shared_beside_best,
     whole_row_positions,
 )
 from lazyk.runtime.kept_items import joined_kept_rows, joined_rows
@@ -94,8 +94,8 @@ def lower(expr, result: bool = False):
     itself a restructuring row operation, its computed value (an Array or NumPy array)."""
     env = dict(expr.env)
     top = expr.node if result and expr.node.op == ROWS_OP else None
-    shared = shared_reductions(expr.node)
     best, whole = best_positions(expr.node), set()  # (`lazyk.runtime.best_picks`)
+    shared = shared_beside_best(expr.node, best)
 
     def visit(node, srcs):
         if id(node) in best:  # positions in whole rows, for gathers from unselected rows
