@@ -47,7 +47,7 @@ class Records:
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
     """
 
-    __slots__ = ("_fields", "_depth", "_tuple", "_one_array")
+    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_shape")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
                  one_array: bool = False):
@@ -55,6 +55,7 @@ class Records:
         self._depth = depth
         self._tuple = is_tuple
         self._one_array = one_array  # (the fields of one array's records: the same lists)
+        self._shape = None  # (kept: the fields never change, nor do their shapes)
 
     # --- fields, lazily
     @property
@@ -84,7 +85,8 @@ class Records:
         before = first.ndim
         try:  # (an item or slice of the lists of records: one set of positions for all)
             index_like = operators.front_end().index_like  # (a later module, as for Expr)
-            got = base.map(lambda e: index_like(e, key, first, base.depth))
+            depth = base.depth
+            got = base.map(lambda e: index_like(e, key, first, depth))
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
@@ -145,7 +147,11 @@ class Records:
     def shape(self) -> tuple:
         """The shape of the dims above the records (ints, "var", symbols): the fields'
         dims there, broadcast as lazyk's operands are."""
-        return broadcast_shapes("zip", [_outer(f, self._depth) for f in self._fields.values()])
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = broadcast_shapes(
+                "zip", [_outer(f, self._depth) for f in self._fields.values()])
+        return shape
 
     @property
     def type(self) -> T.Type:
