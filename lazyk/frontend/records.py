@@ -47,7 +47,7 @@ class Records:
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
     """
 
-    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_shape")
+    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_shape", "_lists_aligned")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
                  one_array: bool = False):
@@ -55,7 +55,8 @@ class Records:
         self._depth = depth
         self._tuple = is_tuple
         self._one_array = one_array  # (the fields of one array's records: the same lists)
-        self._shape = None  # (kept: the fields never change, nor do their shapes)
+        # (kept once known: the fields never change, nor do their shapes and lists)
+        self._shape = self._lists_aligned = None
 
     # --- fields, lazily
     @property
@@ -286,6 +287,13 @@ def _aligned(rec: Records) -> bool:
     """Whether every field expression has the same dims above the records (of each records
     field too) and, where those hold var dims, the same lists (`_rows_key`): their values
     line up as they are."""
+    got = rec._lists_aligned
+    if got is None:
+        got = rec._lists_aligned = _fields_aligned(rec)
+    return got
+
+
+def _fields_aligned(rec: Records) -> bool:
     if rec._one_array:
         return True
     d = rec.depth
