@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import types as T
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
@@ -40,14 +39,9 @@ __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts",
 
 # ---------------------------------------------------------------- helpers
 def flags(e: Expr) -> tuple[list, bool]:
-    """(missing-row flag per dim, missing values?) of an expression, read from its type."""
-    t, rows = e.type, []
-    for _ in range(e.ndim):
-        missing = isinstance(t, T.Option)
-        t = t.elem if missing else t
-        rows.append(missing)
-        t = t.elem
-    return rows, isinstance(t, T.Option)
+    """(missing-row flag per dim, missing values?) of an expression, as its type has them."""
+    rows, option = type_flags(e)
+    return [bool(r) for r in rows[:e.ndim]] + [False] * (e.ndim - len(rows)), bool(option)
 
 
 def _operand(name: str, x: Any) -> Expr:
