@@ -262,15 +262,19 @@ def _shared_reductions(root: Node) -> frozenset:
         seen, found, stack = set(), set(), [top]
         while stack:
             n = stack.pop()
-            if id(n) in seen:
+            if n in seen:  # (nodes hash by identity)
                 continue
-            seen.add(id(n))
-            if n.op == REDUCE_OP:
+            seen.add(n)
+            op = n.op
+            if op == REDUCE_OP:
                 found.add(id(n))
-            elif n.op == SELECT_OP and n.arg and TAKE_OP in graph_ops(n.srcs[1]):
+            elif op == SELECT_OP and n.arg and TAKE_OP in graph_ops(n.srcs[1]):
                 found.add(id(n.srcs[1]))
-            apart = n.srcs if n.op == ROWS_OP else \
-                n.srcs[1:] if n.op == SELECT_OP and n.arg == 0 else ()
+            apart = n.srcs if op == ROWS_OP else \
+                n.srcs[1:] if op == SELECT_OP and n.arg == 0 else ()
+            if not apart:  # (most nodes: every source in this part)
+                stack.extend(n.srcs)
+                continue
             for s in n.srcs:
                 if any(s is a for a in apart):
                     if id(s) not in parts:
