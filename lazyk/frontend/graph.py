@@ -378,8 +378,10 @@ def has_rows(root: Node) -> bool:
 def rewrite(root: Node, fn) -> Node:
     """Bottom-up rebuild: `fn(node, new_srcs) -> Node` is called once per node."""
     new: dict[Node, Node] = {}
-    for node in toposort(root):
-        new[node] = fn(node, tuple([new[s] for s in node.srcs]))
+    order = _orders.get(root)  # (the kept order itself: read, not copied)
+    for node in toposort(root) if order is None else order:
+        srcs = node.srcs  # (a leaf's: the empty tuple, as is)
+        new[node] = fn(node, tuple([new[s] for s in srcs]) if srcs else srcs)
     return new[root]
 
 
