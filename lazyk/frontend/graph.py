@@ -111,8 +111,9 @@ def _structure(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, key, arg) ->
             joined += src.names
         names = joined
         same = None
-        if len(joined) > 1 and len(set(joined)) < len(joined):
-            names = tuple(dict.fromkeys(joined))
+        first = dict.fromkeys(joined) if len(joined) > 1 else joined
+        if len(first) < len(joined):
+            names = tuple(first)
             # which sources read the same input: the positions of each source's inputs
             same = tuple(map(names.index, joined))
         if len(names) > MAX_KEYED_INPUTS:
