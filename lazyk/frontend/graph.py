@@ -63,7 +63,8 @@ def arg_key(arg):
 
 def _intern_key(arg):
     """`arg_key` for the interning table, faster for the common scalars: ints and bools by
-    type and value; a float by value unless NaN or a zero (their repr tells -0.0 apart)."""
+    type and value; a float by value unless NaN or a zero (their repr tells -0.0 apart);
+    a tuple item by item (a row operation's flags: no repr of each bool)."""
     t = type(arg)
     if arg is None or t is str:
         return arg
@@ -71,6 +72,8 @@ def _intern_key(arg):
         return (t, arg)
     if t is float and arg == arg and arg != 0.0:
         return (t, arg)
+    if t is tuple:
+        return tuple([_intern_key(a) for a in arg])
     return arg_key(arg)
 
 
