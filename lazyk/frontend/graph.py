@@ -294,6 +294,16 @@ def _shared_reductions(root: Node) -> frozenset:
 def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
     """The lazyk type of a shape (ints, "var", symbol names) over a NumPy dtype: dims whose
     flag in `rows` is set may be missing (`?var`), and so may the elements (`option`)."""
+    # (types are interned: a kept one is the one built again; the dims' types are in the
+    # key, as 1 and True are equal keys but not equal dims)
+    key = (dtype, tuple(shape), tuple(map(type, shape)), tuple(map(bool, rows)), bool(option))
+    got = _types.get(key)
+    if got is None:
+        got = _types.put(key, _build_type(shape, dtype, rows, option))
+    return got
+
+
+def _build_type(shape: tuple, dtype: np.dtype, rows: tuple, option: bool):
     t = dshape(type_text((), dtype))
     if option:
         t = Option(t)
@@ -313,6 +323,7 @@ def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = F
 _orders = Memo(1 << 10, "graph orders")
 _ops = Memo(1 << 10, "graph ops")
 _shared = Memo(1 << 10, "shared reductions")
+_types = Memo(1 << 12, "built types")
 MAX_KEPT_ORDER = 4096
 
 
