@@ -20,6 +20,7 @@ from lazyk.arrays.trees import (
     Leaf,
     Lists,
     Masked,
+    Record,
     Regular,
     Text,
     contiguous,
@@ -159,6 +160,21 @@ def firsts(tree: Column, axis: int) -> Column:
             valid &= mask
         return take_or_missing(inner.child, starts, valid)
     return tree.at(axis - 1, first)
+
+
+def missing_records(tree: Column) -> Column | None:
+    """Where the records below the lists of `tree` are missing (`?{...}`): a bool leaf in
+    their place, the lists above kept; None where they cannot be missing."""
+    if isinstance(tree, Masked):
+        if isinstance(tree.child, Record):
+            return Leaf(~np.asarray(tree.present, bool))
+        inner = missing_records(tree.child)  # (lists that may be missing, above)
+        return None if inner is None else Masked(tree.present, inner)
+    if isinstance(tree, (Lists, Regular)):
+        inner = missing_records(tree.child)
+        return None if inner is None else Lists(tree.offsets, inner) \
+            if isinstance(tree, Lists) else Regular(tree.size, inner, tree.count)
+    return None
 
 
 def local_index(tree: Column, axis: int) -> Column:

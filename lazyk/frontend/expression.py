@@ -106,13 +106,8 @@ class Expr(Operators):
     def type(self):
         """The result as a lazyk type, e.g. `3 * 4 * float64` or `N * float64`."""
         node = self.node
-        if not builtins.any(isinstance(v, RaggedLeaf) or missing_rows(v)
-                            for v in self.env.values()) and not has_rows(node) and \
-                not indexes(node) and not has_options(self):
-            return build_type(node.shape, node.dtype, (), none_for_empty(node))
-        # var / option leaves: missing rows (`?var`) and values follow the graph
-        dims, option = option_flags(node, self.env)
-        return build_type(node.shape, node.dtype, tuple(dims), option)
+        rows, option = type_flags(self)
+        return build_type(node.shape, node.dtype, rows, option)
 
     def __repr__(self) -> str:
         return f"<lazyk.Expr {self.type}>\n{typed_dump(self)}"
@@ -244,6 +239,19 @@ class Expr(Operators):
         """Compile once for every input of the same types (`lazyk.compile`)."""
         return hooks.compile(self)
 
+
+
+def type_flags(e: Expr) -> tuple[tuple, bool]:
+    """(missing-row flags of the first dims, missing values?) of `e.type`, without
+    building the type (row operations read them for every operand)."""
+    node = e.node
+    if not builtins.any(isinstance(v, RaggedLeaf) or missing_rows(v)
+                        for v in e.env.values()) and not has_rows(node) and \
+            not indexes(node) and not has_options(e):
+        return (), none_for_empty(node)
+    # var / option leaves: missing rows (`?var`) and values follow the graph
+    dims, option = option_flags(node, e.env)
+    return tuple(dims), option
 
 
 def has_options(e: Expr) -> bool:

@@ -63,7 +63,8 @@ def arg_key(arg):
 
 def _intern_key(arg):
     """`arg_key` for the interning table, faster for the common scalars: ints and bools by
-    type and value; a float by value unless NaN or a zero (their repr tells -0.0 apart)."""
+    type and value; a float by value unless NaN or a zero (their repr tells -0.0 apart);
+    a tuple item by item (a row operation's flags: no repr of each bool)."""
     t = type(arg)
     if arg is None or t is str:
         return arg
@@ -71,6 +72,8 @@ def _intern_key(arg):
         return (t, arg)
     if t is float and arg == arg and arg != 0.0:
         return (t, arg)
+    if t is tuple:
+        return tuple([_intern_key(a) for a in arg])
     return arg_key(arg)
 
 
@@ -111,8 +114,9 @@ def _structure(op: str, dtype: np.dtype, shape: tuple, srcs: tuple, key, arg) ->
             joined += src.names
         names = joined
         same = None
-        if len(joined) > 1 and len(set(joined)) < len(joined):
-            names = tuple(dict.fromkeys(joined))
+        first = dict.fromkeys(joined) if len(joined) > 1 else joined
+        if len(first) < len(joined):
+            names = tuple(first)
             # which sources read the same input: the positions of each source's inputs
             same = tuple(map(names.index, joined))
         if len(names) > MAX_KEYED_INPUTS:
@@ -262,15 +266,19 @@ def _shared_reductions(root: Node) -> frozenset:
         seen, found, stack = set(), set(), [top]
         while stack:
             n = stack.pop()
-            if id(n) in seen:
+            if n in seen:  # (nodes hash by identity)
                 continue
-            seen.add(id(n))
-            if n.op == REDUCE_OP:
+            seen.add(n)
+            op = n.op
+            if op == REDUCE_OP:
                 found.add(id(n))
-            elif n.op == SELECT_OP and n.arg and TAKE_OP in graph_ops(n.srcs[1]):
+            elif op == SELECT_OP and n.arg and TAKE_OP in graph_ops(n.srcs[1]):
                 found.add(id(n.srcs[1]))
-            apart = n.srcs if n.op == ROWS_OP else \
-                n.srcs[1:] if n.op == SELECT_OP and n.arg == 0 else ()
+            apart = n.srcs if op == ROWS_OP else \
+                n.srcs[1:] if op == SELECT_OP and n.arg == 0 else ()
+            if not apart:  # (most nodes: every source in this part)
+                stack.extend(n.srcs)
+                continue
             for s in n.srcs:
                 if any(s is a for a in apart):
                     if id(s) not in parts:
@@ -286,6 +294,16 @@ def _shared_reductions(root: Node) -> frozenset:
 def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
     """The lazyk type of a shape (ints, "var", symbol names) over a NumPy dtype: dims whose
     flag in `rows` is set may be missing (`?var`), and so may the elements (`option`)."""
+    # (types are interned: a kept one is the one built again; the dims' types are in the
+    # key, as 1 and True are equal keys but not equal dims)
+    key = (dtype, tuple(shape), tuple(map(type, shape)), tuple(map(bool, rows)), bool(option))
+    got = _types.get(key)
+    if got is None:
+        got = _types.put(key, _build_type(shape, dtype, rows, option))
+    return got
+
+
+def _build_type(shape: tuple, dtype: np.dtype, rows: tuple, option: bool):
     t = dshape(type_text((), dtype))
     if option:
         t = Option(t)
@@ -305,6 +323,7 @@ def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = F
 _orders = Memo(1 << 10, "graph orders")
 _ops = Memo(1 << 10, "graph ops")
 _shared = Memo(1 << 10, "shared reductions")
+_types = Memo(1 << 12, "built types")
 MAX_KEPT_ORDER = 4096
 
 
@@ -374,8 +393,10 @@ def has_rows(root: Node) -> bool:
 def rewrite(root: Node, fn) -> Node:
     """Bottom-up rebuild: `fn(node, new_srcs) -> Node` is called once per node."""
     new: dict[Node, Node] = {}
-    for node in toposort(root):
-        new[node] = fn(node, tuple([new[s] for s in node.srcs]))
+    order = _orders.get(root)  # (the kept order itself: read, not copied)
+    for node in toposort(root) if order is None else order:
+        srcs = node.srcs  # (a leaf's: the empty tuple, as is)
+        new[node] = fn(node, tuple([new[s] for s in srcs]) if srcs else srcs)
     return new[root]
 
 

@@ -14,7 +14,16 @@ from lazyk.arrays.foreign import is_foreign
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr, summary
-from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, picked_shape
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    input_names,
+    picked_shape,
+)
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import DaskLeaf, OwnedView, Placeholder, RaggedLeaf, is_text
 from lazyk.frontend.missing import indexed_flags, option_flags
@@ -129,7 +138,7 @@ def _insert_axis(e: Expr, at: int) -> Expr:
         for q in need.get(id(node), ()):
             built[id(node), q] = _with_axis(node, q, built, env)
     root = built[id(e.node), at]
-    used = {n.arg for n in _toposort(root) if n.op == "input"}
+    used = set(input_names(root))  # (the names the node keeps: no walk)
     return Expr(root, {k: v for k, v in env.items() if k in used})
 
 

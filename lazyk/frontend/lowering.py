@@ -570,11 +570,9 @@ TEXT_PAD = 64
 def text_unit(dt) -> int:
     """Bytes per code unit of a text dtype (1: UTF-8 / bytes, 4: UTF-32); 0 for other dtypes."""
     dt = np.dtype(dt)
-    if dt == STRING or dt == BYTES or dt.kind == "S":
-        return 1
-    if dt == STRING32 or dt.kind == "U":
-        return 4
-    return 0
+    if dt.kind != "V":  # (numbers and NumPy text: no compare with structured dtypes)
+        return 1 if dt.kind == "S" else 4 if dt.kind == "U" else 0
+    return 1 if dt == STRING or dt == BYTES else 4 if dt == STRING32 else 0
 
 
 def text_compare(pred: str):

@@ -69,18 +69,20 @@ def _option_flags(root: Node, env: dict) -> tuple[list, bool]:
                 k = kinds[name] = _leaf_kind(env.get(name))
             got.append(k)
         return node, tuple(got)
-    stack = [root]
+    stack, keys = [root], {}
     while stack:
         node = stack[-1]
         if id(node) in memo:
             stack.pop()
             continue
-        key = key_of(node)
-        got = None if key is None else _flags.get(key)
-        if got is not None:
-            memo[id(node)] = got
-            stack.pop()
-            continue
+        key = keys.get(id(node), keys)
+        if key is keys:  # (the first visit: its key once, not again after its sources)
+            key = keys[id(node)] = key_of(node)
+            got = None if key is None else _flags.get(key)
+            if got is not None:
+                memo[id(node)] = got
+                stack.pop()
+                continue
         pending = [s for s in node.srcs if id(s) not in memo]
         if pending:
             stack.extend(pending)

@@ -26,6 +26,9 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
             return a
         if not a:
             return b
+    elif shapes and type(shapes[0]) is tuple and 1 not in shapes[0] and \
+            all(s == shapes[0] for s in shapes):
+        return shapes[0]  # (one shape, or equal ones: a records' fields, their dims)
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = []
     for ax in range(ndim):

@@ -301,6 +301,8 @@ def merge_env(exprs) -> dict:
             return b
         if a.keys().isdisjoint(b):
             return {**a, **b}
+        if all(a.get(k, a) is v for k, v in b.items()):
+            return a  # (b reads only what a reads: the merge is a)
     env: dict = {}
     for e in exprs:
         for k, v in e.env.items():

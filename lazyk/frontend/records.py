@@ -47,7 +47,8 @@ class Records:
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
     """
 
-    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_own_fields")
+    __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_own_fields", "_shape",
+                 "_lists_aligned")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
                  one_array: bool = False, own_fields: bool = False):
@@ -58,6 +59,8 @@ class Records:
         # (zip's: each field's missing values its own; records derived from them, a take-back
         # or firsts, are missing as a whole: every field at once)
         self._own_fields = own_fields
+        # (kept once known: the fields never change, nor do their shapes and lists)
+        self._shape = self._lists_aligned = None
 
     @property
     def own_fields(self) -> bool:
@@ -93,7 +96,8 @@ class Records:
         before = first.ndim
         try:  # (an item or slice of the lists of records: one set of positions for all)
             index_like = operators.front_end().index_like  # (a later module, as for Expr)
-            got = base.map(lambda e: index_like(e, key, first, base.depth))
+            depth = base.depth
+            got = base.map(lambda e: index_like(e, key, first, depth))
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
@@ -154,7 +158,11 @@ class Records:
     def shape(self) -> tuple:
         """The shape of the dims above the records (ints, "var", symbols): the fields'
         dims there, broadcast as lazyk's operands are."""
-        return broadcast_shapes("zip", [_outer(f, self._depth) for f in self._fields.values()])
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = broadcast_shapes(
+                "zip", [_outer(f, self._depth) for f in self._fields.values()])
+        return shape
 
     @property
     def type(self) -> T.Type:
@@ -289,6 +297,13 @@ def _aligned(rec: Records) -> bool:
     """Whether every field expression has the same dims above the records (of each records
     field too) and, where those hold var dims, the same lists (`_rows_key`): their values
     line up as they are."""
+    got = rec._lists_aligned
+    if got is None:
+        got = rec._lists_aligned = _fields_aligned(rec)
+    return got
+
+
+def _fields_aligned(rec: Records) -> bool:
     if rec._one_array:
         return True
     d = rec.depth

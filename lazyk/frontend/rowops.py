@@ -22,13 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.operators import use_row_ops
-from lazyk.arrays.trees import Leaf, Lists, Masked, Record, Regular
+from lazyk.arrays.restructure import missing_records
 from lazyk.errors import DTypeError, NotSupportedError, ShapeError, UnsupportedOperandError
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
@@ -43,14 +42,9 @@ __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts",
 
 # ---------------------------------------------------------------- helpers
 def flags(e: Expr) -> tuple[list, bool]:
-    """(missing-row flag per dim, missing values?) of an expression, read from its type."""
-    t, rows = e.type, []
-    for _ in range(e.ndim):
-        missing = isinstance(t, T.Option)
-        t = t.elem if missing else t
-        rows.append(missing)
-        t = t.elem
-    return rows, isinstance(t, T.Option)
+    """(missing-row flag per dim, missing values?) of an expression, as its type has them."""
+    rows, option = type_flags(e)
+    return [bool(r) for r in rows[:e.ndim]] + [False] * (e.ndim - len(rows)), bool(option)
 
 
 def _operand(name: str, x: Any) -> Expr:
@@ -308,8 +302,9 @@ def is_none(x: Any, axis: int = 0) -> Expr:
         # never missing: each field's missing values (records of bools, as Awkward's);
         # records derived from them (firsts, a take-back) are missing as a whole
         if isinstance(x, Array):
-            missing = _missing_records(x)
-            return rec.map(lambda f: is_none(f, axis)) if missing is None else missing
+            missing = missing_records(columns(x))
+            return rec.map(lambda f: is_none(f, axis)) if missing is None else \
+                build_columns(missing)
         if rec.own_fields:
             return rec.map(lambda f: is_none(f, axis))
         every = None
@@ -325,25 +320,6 @@ def is_none(x: Any, axis: int = 0) -> Expr:
     new = rows[:a + 1]
     new[a] = rows[a] if a else False
     return _node("is_none", np.bool_, e.shape[:a + 1], [e], (a,), new, False, e.env)
-
-
-def _missing_records(x: Array) -> Array | None:
-    """Where the records of array `x` (`N * var * ?{...}`) are missing (bool, the lists
-    above as x's); None for records that cannot be missing."""
-    def walk(node):
-        if isinstance(node, Masked) and isinstance(node.child, (Record, Masked)):
-            inner = walk(node.child)
-            if isinstance(node.child, Record) or inner is None:
-                return None if not isinstance(node.child, Record) else \
-                    Leaf(~np.asarray(node.present, bool))
-            return Masked(node.present, inner)
-        if isinstance(node, (Lists, Regular)):
-            inner = walk(node.child)
-            return None if inner is None else Lists(node.offsets, inner) \
-                if isinstance(node, Lists) else Regular(node.size, inner, node.count)
-        return None
-    got = walk(columns(x))
-    return None if got is None else build_columns(got)
 
 
 def fill_none(x: Any, value: Any) -> Expr:
