@@ -657,3 +657,18 @@ def test_gathers_from_full_like_at_pair_positions():
     pairs = lazyk.argcombinations(fl, 2, fields=["i", "j"])
     assert fl[pairs.i].eval().to_list() == [[], [13, 13, 13]]
     assert fl[pairs.j].eval().to_list() == [[], [13, 11, 11]]
+
+
+def test_a_nested_products_field_taken_back_names_the_records_form():
+    """`c["1"][idx]` of a nested cartesian product (a field kept as given, a dim of 1 that
+    stretches in elementwise work only): the ShapeError says to take the records first;
+    `c[idx]["1"]` is Awkward's closest b to each a."""
+    import awkward as ak
+    ev, ev2 = [[8.0, 7.0], [4.0, 7.0, 5.0]], [[4.0], [1.0, 6.0]]
+    c = lazyk.cartesian([lazyk.array(ev), lazyk.array(ev2)], nested=True)
+    idx = lazyk.argmin(abs(c["0"] - c["1"]), axis=2, keepdims=True)
+    ca = ak.cartesian([ak.Array(ev), ak.Array(ev2)], nested=True)
+    want = ca["1"][ak.argmin(abs(ca["0"] - ca["1"]), axis=2, keepdims=True)].to_list()
+    assert c[idx]["1"].eval().to_list() == want
+    with pytest.raises(lazyk.ShapeError, match=r"r\[positions\]\.field"):
+        c["1"][idx].eval()

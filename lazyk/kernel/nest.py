@@ -190,9 +190,12 @@ def _error(st: np.ndarray, labels: list) -> Exception:
                           "own length)")
     if code == 7:  # (above a gathered level: rows pair exactly)
         other = "the fixed dim" if st[5] < 0 else f"operand {labels[int(st[5])]}"
+        one = "; a dim of 1 of x (a per-event value, a field of records kept as given) " \
+            "stretches in elementwise work only: take the records first, " \
+            "r[positions].field, or stretch x first" if st[5] < 0 and st[4] == 1 else ""
         return ShapeError(f"x[positions] at {where}: operand {labels[j]} has length {st[3]} "
                           f"and {other} has length {st[4]} (positions gather from rows of "
-                          "their own length: no row of 1 stretches)")
+                          f"their own length: no row of 1 stretches{one})")
     if code == 4:
         return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
                           f"together (operand {labels[j]}; a reduction over an axis above a "
