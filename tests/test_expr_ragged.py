@@ -555,3 +555,14 @@ def test_fused_outer_and_total_reductions_against_a_python_reference(seed):
                     assert np.isnan(g), ctx
                 else:
                     assert g == pytest.approx(w), ctx
+
+
+def test_an_empty_inner_list_is_named_by_its_path():
+    """min / max / argmax over the inner lists of lists: the empty list is named by its
+    path, [event, list], as lazyk's other row errors name rows."""
+    x = lazyk.array([[[1.0], [2.0, 3.0]], [], [[4.0], [], [5.0]]])
+    with pytest.raises(ValueError, match=r"zero-size row \[2, 1\] in reduction min"):
+        lazyk.min(x, axis=2).eval()
+    with pytest.raises(ValueError, match=r"empty sequence \(row \[0, 0\]\)"):
+        lazyk.argmax(lazyk.array(np.zeros((2, 0, 3))), axis=1).eval()
+    assert lazyk.max(x, axis=2, initial=0.0).eval().to_list() == [[1.0, 3.0], [], [4.0, 0.0, 5.0]]

@@ -185,15 +185,17 @@ def _option_rows(node, valid):
     return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
 
 
-def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False):
-    """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`)."""
+def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False,
+                 row_name=str):
+    """Values and present flags of a reduction (the rules of `tests/ragged_reference.py`).
+    `row_name(k)`: how an error names result value k (its path in the result's lists)."""
     op = reduce_arg[0]
     if op in ARG_REDUCTIONS:  # a position where something was folded (flag bit 0)
         valid = (flags & 1).view(bool)
         if any_mask:
             return out, valid
         if not valid.all():  # fixed dims only: NumPy's error
-            where = "array" if whole else f"row {int(np.argmin(valid))}"
+            where = "array" if whole else f"row {row_name(int(np.argmin(valid)))}"
             raise ValueError(f"attempt to get {op} of an empty sequence ({where})")
         return out, None
     extremum = OPS[op].no_empty_fold
@@ -208,17 +210,32 @@ def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=Fal
         values, valid = seed(values, valid, reduce_arg, ~nonempty, any_mask and not skipna)
     if not any_mask:
         if extremum and not valid.all():
-            where = "array" if whole else f"row {int(np.argmin(valid))}"
+            where = "array" if whole else f"row {row_name(int(np.argmin(valid)))}"
             raise ValueError(f"zero-size {where} in reduction {op}, which has no identity: "
                              "pass initial=, or keep the rows that have items")
         if int_mean and not nonempty.all():
-            where = "array" if whole else f"row {int(np.argmin(nonempty))}"
+            where = "array" if whole else f"row {row_name(int(np.argmin(nonempty)))}"
             raise ValueError(f"zero-size {where} in a mean of dtype {out.dtype}: an "
                              "integer has no NaN")
         return values, None
     if skipna:
         return values, (valid if (extremum and not seeded) or op == "mean" else None)
     return values, valid
+
+
+def row_path(k: int, dims: list, offsets: dict) -> str:
+    """Result value k named by its path in the result's lists, `[i, j]` (`dims`: per
+    result level a size or VAR; `offsets`: the var levels' offsets by level)."""
+    path = []
+    for p in range(len(dims) - 1, 0, -1):
+        if isinstance(dims[p], int):
+            k, at = divmod(k, dims[p]) if dims[p] else (k, 0)
+        else:
+            off = offsets[p]
+            parent = int(np.searchsorted(off, k, "right")) - 1
+            k, at = parent, k - int(off[parent])
+        path.append(at)
+    return str(k) if not path else str([k, *path[::-1]])
 
 
 def _in_place(packed: tuple, mask: np.ndarray, shape: tuple) -> Array:

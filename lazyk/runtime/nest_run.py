@@ -61,7 +61,7 @@ from lazyk.runtime.nest_plan import (
     offsets_rows,
     positions,
 )
-from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result
+from lazyk.runtime.nest_results import fixed_rows, nest_reduced, nest_result, row_path
 from lazyk.runtime.nest_structure import prepared_plan
 from lazyk.runtime.nest_totals import all_total, fold_parts, nest_all
 from lazyk.runtime.ragged_rules import RECORDERS, branch_masks
@@ -402,8 +402,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         got = fixed_rows(nest_result(out.astype(root.dtype, copy=False), mask, dims,
                                      offsets, xs_end, validity, packed), present)
         return offsets_array(flat[1], got, check=None) if flat else got
+    shape = ([None, VAR], {1: flat[1]}) if flat else (dims, offsets)
     values, mask = nest_reduced(out, flags, reduce_arg, option or bool(qlev) or
-                                prep.optional, skipna)
+                                prep.optional, skipna,
+                                row_name=lambda k: row_path(k, *shape))
     if nlev - 1 in qlev and isinstance(mode, Reduce):  # a missing row reduced along its axis
         mask = (flags & 4) == 0 if mask is None else mask & ((flags & 4) == 0)
     if qlev and step.mean and mask is not None:  # an empty mean of ?var input: missing
