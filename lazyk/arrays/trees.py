@@ -219,6 +219,8 @@ class Regular(Column):
 
     def take(self, idx: np.ndarray) -> Regular:
         idx, size = np.asarray(idx, I64), self.size
+        if size == 1:  # (a per-event value under a dim of 1: its items' own positions)
+            return Regular(1, self.child.take(idx), len(idx))
         inner = (idx[:, None] * size + np.arange(size, dtype=I64)).reshape(-1)
         return Regular(size, self.child.take(inner), len(idx))
 
