@@ -79,26 +79,35 @@ def mask_rows(m: Node, env: dict) -> tuple | None:
     ?bool` mask (a missing element keeps a missing item), computed once per evaluation
     (`rows_memo`: the fields of one collection selected by one mask); None for other
     forms."""
-    memo = rows_memo_dict()
-    seen = None if memo is None else memo.setdefault("masks", {})
-    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
-    key = (m, tuple(map(id, leaves)))
-    if seen is not None and key in seen:
-        return seen[key][0]
+    return _once_per_mask("masks", m, env, lambda: _mask_rows(m, env))
+
+
+def _mask_rows(m: Node, env: dict) -> tuple | None:
     mask = runtime.evaluate(Expr(m, env))
     mtree = columns(mask) if isinstance(mask, Array) and isinstance(mask.type, FixedDim) \
         else None
-    got = None
     item = mtree.child if isinstance(mtree, Lists) else None
     if isinstance(item, Masked) and isinstance(item.child, Leaf):
         moff = np.asarray(mtree.offsets, np.int64)
         present = np.asarray(item.present[moff[0]:moff[-1]], bool)
         kept = KeptItems(moff, np.asarray(item.child.values[moff[0]:moff[-1]], bool) |
                          ~present)
-        got = (moff, kept, {}, kept.fill(present))
+        return moff, kept, {}, kept.fill(present)
     if isinstance(item, Leaf):
         moff = np.asarray(mtree.offsets, np.int64)
-        got = (moff, KeptItems(moff, item.values[moff[0]:moff[-1]]), {}, None)
+        return moff, KeptItems(moff, item.values[moff[0]:moff[-1]]), {}, None
+    return None
+
+
+def _once_per_mask(name: str, m: Node, env: dict, compute):
+    """`compute()` once per evaluation (`rows_memo`) for mask `m` over these leaves."""
+    memo = rows_memo_dict()
+    seen = None if memo is None else memo.setdefault(name, {})
+    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
+    key = (m, tuple(map(id, leaves)))
+    if seen is not None and key in seen:
+        return seen[key][0]
+    got = compute()
     if seen is not None:
         seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
     return got
@@ -178,19 +187,15 @@ def _unselected(node: Node, mask: Node) -> Node | None:
 def kept_rows(m: Node, env: dict) -> tuple | None:
     """(the positions a mask of rows keeps, its length) of a `N * bool` mask without
     missing elements, computed once per evaluation (`rows_memo`); None for other masks."""
-    memo = rows_memo_dict()
-    seen = None if memo is None else memo.setdefault("kept rows", {})
-    leaves = tuple(env[n.arg] for n in toposort(m) if n.op == "input")
-    key = (m, tuple(map(id, leaves)))
-    if seen is not None and key in seen:
-        return seen[key][0]
-    got = None
-    if m.ndim == 1 and m.dtype == np.bool_:
-        mask = runtime.evaluate(Expr(m, env))
-        if isinstance(mask, Array):
-            mask = mask.to_numpy() if not isinstance(mask.type.dtype, T.Option) else None
-        if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.ndim == 1:
-            got = (np.flatnonzero(mask), len(mask))
-    if seen is not None:
-        seen[key] = (got, leaves)  # (the leaves held: their ids stay theirs)
-    return got
+    return _once_per_mask("kept rows", m, env, lambda: _kept_rows(m, env))
+
+
+def _kept_rows(m: Node, env: dict) -> tuple | None:
+    if m.ndim != 1 or m.dtype != np.bool_:
+        return None
+    mask = runtime.evaluate(Expr(m, env))
+    if isinstance(mask, Array):
+        mask = mask.to_numpy() if not isinstance(mask.type.dtype, T.Option) else None
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.ndim == 1:
+        return np.flatnonzero(mask), len(mask)
+    return None
