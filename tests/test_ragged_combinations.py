@@ -170,7 +170,7 @@ def test_no_pairs_of_optional_values_fold_to_missing():
         assert got.to_list() == [[None] * 4] * 3
         assert str(got.type) == "3 * 4 * ?float64"
     c = lazyk.combinations(lazyk.array([[], []], "2 * var * 4 * float64"), 2, axis=1)
-    with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+    with pytest.raises(ValueError, match=r"zero-size row \[0, 0\] in reduction max"):
         lazyk.max(c["0"] - c["1"], axis=1).eval()
 
 
@@ -534,9 +534,9 @@ def test_an_empty_max_over_combinations_is_the_error_of_a_plain_max():
     x = lazyk.array([[], [], []], type="3 * var * 4 * float64")
     c = lazyk.combinations(x, 2, axis=1)
     for skipna in (False, True):
-        with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+        with pytest.raises(ValueError, match=r"zero-size row \[0, 0\] in reduction max"):
             lazyk.max(c["0"] * 2 - c["1"], axis=1, skipna=skipna).eval()
-        with pytest.raises(ValueError, match="zero-size row 0 in reduction max"):
+        with pytest.raises(ValueError, match=r"zero-size row \[0, 0\] in reduction max"):
             lazyk.max(x, axis=1, skipna=skipna).eval()
     y = lazyk.array([[[1.0, 2.0, 3.0, 4.0], [0.5, 5.0, 1.0, 1.0]], [], []],
                     type="3 * var * 4 * float64")
