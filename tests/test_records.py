@@ -401,6 +401,11 @@ def test_is_none_of_records_is_each_fields(rows):
         got = lazyk.is_none(r, axis=1).eval().to_list()
         assert got == want
         assert lazyk.fill_none(r.b, -1).eval().to_list() == [[-1, 2, -1]]
+        # a selection of rows, a slice and flatten keep zip's records as they are
+        keep = np.array([True])
+        assert lazyk.is_none(r[keep], axis=1).eval().to_list() == want
+        assert lazyk.is_none(lazyk.flatten(r), axis=0).eval().to_list() == want[0]
+        assert lazyk.is_none(r[:, :2], axis=1).eval().to_list() == [want[0][:2]]
     a = ak.Array([[{"a": 1, "b": None}, None, {"a": None, "b": None}]])
     assert lazyk.is_none(lazyk.from_awkward(a), axis=1).eval().to_list() == \
         ak.is_none(a, axis=1).to_list() == [[False, True, False]]

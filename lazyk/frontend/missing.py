@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+import numpy as np
+
 from lazyk import types as T
 from lazyk.frontend import ops
 from lazyk.frontend.graph import (
@@ -191,3 +193,22 @@ def none_for_empty(node: Node) -> bool:
     """An arg-reduction over var rows: an empty row has no position (a missing result)."""
     return node.op == REDUCE_OP and node.arg[0] in ops.ARG_REDUCTIONS and \
         "var" in node.srcs[0].shape
+
+
+def rows_may_miss(exprs: list, depth: int) -> bool:
+    """Whether an expression of `exprs` may have missing rows in its first `depth` dims."""
+    for e in exprs:
+        t = e.type
+        for _ in range(builtins.min(depth, e.ndim)):
+            if isinstance(t, T.Option):
+                return True
+            t = t.elem
+    return False
+
+
+def keeps_present(k) -> bool:
+    """Whether index item `k` keeps or drops items, never making one missing (a slice, a
+    new axis, a bool mask without missing elements)."""
+    dt = getattr(k, "dtype", None)
+    dt = dt.to_numpy() if isinstance(dt, T.Scalar) else dt  # (a lazyk array's element)
+    return k is None or k is Ellipsis or isinstance(k, slice) or dt == np.bool_

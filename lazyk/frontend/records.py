@@ -32,6 +32,7 @@ from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
 from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
 from lazyk.frontend.ufuncs import where
@@ -102,8 +103,13 @@ class Records:
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
         deeper = got.leaves()[0].ndim - before
-        return got if not deeper or got._depth is None else \
+        got = got if not deeper or got._depth is None else \
             Records(got._fields, got._depth + deeper, got._tuple)
+        # (zip's records stay as they are under a selection or slice; positions that may be
+        # missing, as a take-back's, miss whole records)
+        got._own_fields = self._own_fields and all(map(keeps_present, key if isinstance(
+            key, tuple) else (key,)))
+        return got
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -524,20 +530,10 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
     # (its depth now: row operations move it)
     rec = Records(rec._fields, rec.depth, is_tuple, own_fields=True)
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
-    if _missing_rows(rec) and not _aligned(rec):  # (a missing row: missing in every field)
+    if rows_may_miss(rec.leaves(), rec.depth) and not _aligned(rec):
+        # (a row missing in one field is missing in every field)
         rec = _lined_up(rec)
     return rec
-
-
-def _missing_rows(rec: Records) -> bool:
-    """Whether a field of `rec` may have missing rows above the records."""
-    for e in rec.leaves():
-        t = e.type
-        for _ in range(builtins.min(rec.depth, e.ndim)):
-            if isinstance(t, T.Option):
-                return True
-            t = t.elem
-    return False
 
 
 def record_fields(x: Any) -> Records | None:
