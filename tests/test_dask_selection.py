@@ -334,3 +334,15 @@ def test_rows_selected_by_different_masks_are_refused_by_name():
         lazyk.dask.evaluate(d[m1] + d[m2])
     got = lazyk.dask.evaluate(d[m1] + d[m1]).compute()
     assert got.to_list() == (x[m1] + x[m1]).eval().to_list()
+
+
+def test_flatten_of_records_with_no_axis_is_refused_by_its_name():
+    """`flatten(records, axis=None)` joins the fields' values end to end: refused on Dask,
+    the message naming it and what works (each field flattened)."""
+    x, rows = both(3)
+    r = lazyk.zip({"a": rows, "b": rows * 2})
+    with pytest.raises(lazyk.NotSupportedError, match=r"flatten of records with axis=None.*"
+                       r"flatten each field"):
+        lazyk.dask.evaluate(lazyk.flatten(r, axis=None))
+    got = lazyk.dask.evaluate(lazyk.flatten(r.b, axis=None)).compute()
+    assert list(got) == [2 * v for v in lazyk.flatten(x, axis=None).eval().tolist()]

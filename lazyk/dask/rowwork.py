@@ -68,9 +68,11 @@ def row_effect(node: Node, srcs: tuple) -> str:
     if name == "pad_none" and axis == 0:
         raise refusal("lazyk.pad_none at axis 0", "needs the whole collection's row count",
                       "pad within the rows, axis=1 or deeper")
-    if name == "concatenate" and axis == 0:
-        raise refusal("lazyk.concatenate at axis 0", "joins collections end to end",
-                      "concatenate within the rows, axis=1 or deeper")
+    if name == "concatenate" and axis == 0:  # (also flatten(records, axis=None): fields)
+        raise refusal("lazyk.concatenate at axis 0 (or flatten of records with axis=None, "
+                      "which joins their fields' values)", "joins collections end to end",
+                      "concatenate within the rows, axis=1 or deeper, or flatten each "
+                      "field")
     n = srcs[0].shape[:1]
     if n and node.shape[:1] == n and all(s.shape[:1] == n for s in srcs if s.ndim):
         return KEEPS
