@@ -98,18 +98,16 @@ class Records:
         try:  # (an item or slice of the lists of records: one set of positions for all)
             index_like = operators.front_end().index_like  # (a later module, as for Expr)
             depth = base.depth
-            got = base.map(lambda e: index_like(e, key, first, depth))
+            # (a selection or slice keeps zip's records as they are; positions that may
+            # be missing, as a take-back's, miss whole records)
+            same = all(map(keeps_present, key if isinstance(key, tuple) else (key,)))
+            got = base.map(lambda e: index_like(e, key, first, depth), same=same)
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
         deeper = got.leaves()[0].ndim - before
-        got = got if not deeper or got._depth is None else \
-            Records(got._fields, got._depth + deeper, got._tuple)
-        # (zip's records stay as they are under a selection or slice; positions that may be
-        # missing, as a take-back's, miss whole records)
-        got._own_fields = self._own_fields and all(map(keeps_present, key if isinstance(
-            key, tuple) else (key,)))
-        return got
+        return got if not deeper or got._depth is None else \
+            Records(got._fields, got._depth + deeper, got._tuple, own_fields=got.own_fields)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -139,18 +137,20 @@ class Records:
         """Whether the records are a tuple (fields "0", "1", ...)."""
         return self._tuple
 
-    def map(self, fn, dims: int | None = 0) -> Records:
+    def map(self, fn, dims: int | None = 0, same: bool = False) -> Records:
         """Records whose field expressions are `fn(field)` (records fields too, field by
         field), which puts `dims` more dims above the records (None: as deep as the new
-        fields go)."""
+        fields go). `same`: fn keeps the records as they are (a selection, a slice, the
+        fields lined up), zip's records stay zip's (`own_fields`)."""
         depth = None if self._depth is None or dims is None else \
             builtins.max(self._depth + dims, 0)
         return Records({k: f.map(fn, dims) if isinstance(f, Records) else fn(f)
-                        for k, f in self._fields.items()}, depth, self._tuple)
+                        for k, f in self._fields.items()}, depth, self._tuple,
+                       own_fields=same and self._own_fields)
 
     def with_fields(self, fields: dict) -> Records:
-        """Records of other fields, at the same depth."""
-        return Records(fields, self._depth, self._tuple)
+        """Records of other fields, at the same depth (zip's stay zip's)."""
+        return Records(fields, self._depth, self._tuple, own_fields=self._own_fields)
 
     @property
     def depth(self) -> int:
@@ -369,7 +369,6 @@ def _lined_up(rec: Records) -> Records:
     """The records with each field expression broadcast against the others above the
     records (lazyk's rules: a dim of 1 or a missing dim stretches, a missing row is
     missing in every field; the other fields' rows are read, never their values)."""
-    own = rec.own_fields
     rec = rec.with_fields({k: _lined_up(f) if isinstance(f, Records) else f
                            for k, f in rec._fields.items()})
     d = rec.depth
@@ -380,9 +379,7 @@ def _lined_up(rec: Records) -> Records:
         new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:
         new = iter([_with_rows(e, leaves, d) for e in leaves])
-    got = rec.map(lambda e: next(new))
-    got._own_fields = own  # (the same records, their fields lined up)
-    return got
+    return rec.map(lambda e: next(new), same=True)
 
 
 def _stretched(e: Expr, shape: tuple) -> Expr:

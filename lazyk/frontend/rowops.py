@@ -143,9 +143,7 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     if rec is not None and axis is None:  # every field's values, field after field (Awkward)
         return concatenate([flatten(f, None) for f in rec.leaves()], axis=0)
     if rec is not None:
-        got = rec.map(lambda f: flatten(f, axis), -1)
-        got._own_fields = rec.own_fields  # (the same records, fewer lists above them)
-        return got
+        return rec.map(lambda f: flatten(f, axis), -1, same=True)  # (fewer lists above)
     e = _operand("flatten", x)
     rows, option = flags(e)
     if axis is None:

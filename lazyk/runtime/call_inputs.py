@@ -135,18 +135,9 @@ def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
                            f"parameter's {dtype} ({info.min} to {info.max})")
 
 
-def _leaf_values(value: Any) -> np.ndarray:
-    """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0)."""
-    if isinstance(value, np.ndarray):
-        return value.reshape(-1)
-    tree = columns(value.array)
-    while isinstance(tree, (Masked, Lists, Regular)):
-        tree = tree.child
-    return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
-
-
-def _present_numbers(value: Any) -> np.ndarray:
-    """The numbers of an input that are present (a NumPy array or ragged leaf)."""
+def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
+    """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0, or
+    left out with `present`)."""
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     tree = columns(value.array)
@@ -154,7 +145,8 @@ def _present_numbers(value: Any) -> np.ndarray:
                                                  not isinstance(tree.child, Leaf)):
         tree = tree.child
     if isinstance(tree, Masked):
-        return tree.child.values.reshape(-1)[np.asarray(tree.present, bool).reshape(-1)]
+        values = tree.child.values.reshape(-1)
+        return values[np.asarray(tree.present, bool).reshape(-1)] if present else values
     return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
 
 
@@ -580,7 +572,7 @@ class CallInputs:
                     dtype.kind in "iu"
                 if python_ints:  # Python integers never wrap around; those that fit pass
                     _check_range(label, _leaf_values(value), dtype)
-                if isinstance(x, (list, tuple)) and not _present_numbers(value).size:
+                if isinstance(x, (list, tuple)) and not _leaf_values(value, present=True).size:
                     # no numbers (`[]`, `[[None], None]`): no element type to refuse; the
                     # lists in the parameter's type
                     if isinstance(value, RaggedLeaf):

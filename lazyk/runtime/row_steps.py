@@ -231,11 +231,12 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
             return got
     values = [_computed(s, env) for s in srcs]
     if name == "local_index" and not top and srcs[0].shape[params[0]] == "var" and \
-            not is_text(srcs[0].dtype) and not any(flags(as_expr(values[0]))[0]):
-        # (lists that cannot be missing: the kernel reading the positions walks them)
-        e = positions_in_lists(as_expr(values[0]), params[0])
-        env.update(e.env)
-        return e.node
+            not is_text(srcs[0].dtype):
+        x = as_expr(values[0])
+        if not any(flags(x)[0]):  # (lists that cannot be missing: walked by the kernel)
+            e = positions_in_lists(x, params[0])
+            env.update(e.env)
+            return e.node
     if name == "num" and params[0] == 1:
         lens = _lengths(values[0], env, fused=not top)
         if lens is not None:
