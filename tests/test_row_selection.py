@@ -286,3 +286,13 @@ def test_local_index_of_selected_rows_is_walked_by_the_kernel(monkeypatch):
     assert got[1].to_list() == alead.to_list()
     np.testing.assert_allclose(np.asarray(got[2]), ak.to_numpy(ak.sum(aindex * asel, axis=1)))
     assert not stored
+
+
+def test_concatenate_of_work_over_two_selections_checks_only_the_kept_rows():
+    """Work over two arrays' selections (`x[m] * y[m]`) joined: rows that the mask drops
+    are never paired (they may not line up); the kept rows as the plain-Python work."""
+    x = lazyk.array([[1.0, 2.0], [3.0, 3.5], [4.0, 5.0]])
+    y = lazyk.array([[10.0, 20.0], [1.0, 2.0, 3.0], [6.0, 7.0]])  # (row 1: other length)
+    m = np.array([True, False, True])
+    got = lazyk.concatenate([x[m] * y[m], x[m]], axis=1).eval()
+    assert got.to_list() == [[10.0, 40.0, 1.0, 2.0], [24.0, 35.0, 4.0, 5.0]]

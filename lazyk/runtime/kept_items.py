@@ -147,8 +147,9 @@ def joined_kept_rows(srcs: tuple, dtype: np.dtype, env: dict) -> Array | None:
         return None
     mask = next((n.srcs[1] for n in toposort(srcs[0]) if n.op == SELECT_OP), None)
     whole = [_unselected(s, mask) for s in srcs] if mask is not None else [None]
-    if any(w is None for w in whole):
-        return None
+    if any(w is None or len({n.arg for n in toposort(w) if n.op == "input" and n.ndim}) != 1
+           for w in whole):  # (work over one array's rows: no rows of two arrays meet where
+        return None  # the mask drops them, which could not line up)
     values = []
     for w in whole:
         v = env[w.arg] if w.op == "input" else None
