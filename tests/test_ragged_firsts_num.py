@@ -285,3 +285,31 @@ def test_firsts_of_one_item_rows_that_may_be_missing():
     assert (lazyk.firsts(x) * 2).eval().to_list() == [3.0, None, 6.0, None]
     plain = lazyk.array(np.arange(3.0).reshape(3, 1))  # (present values: firsts gives ?T)
     assert str(lazyk.firsts(plain).eval().type) == "3 * ?float64"
+
+
+def test_firsts_of_a_computed_take_back_views_its_memory():
+    """`firsts(x[argmin(x, keepdims=True)])`: the `N * 1 * ?T` take-back is made by the
+    evaluation, so firsts views its memory (no copy); the input's memory is never shared,
+    and the values and missing rows are Awkward's."""
+    import awkward as ak
+    a = ak.Array([[3.0, 1.0, 2.0], [], [5.0], [None, 4.0], [None]])
+    x = lazyk.from_awkward(a)
+    got = lazyk.firsts(x[lazyk.argmin(x, axis=1, keepdims=True)]).eval()
+    want = ak.firsts(a[ak.argmin(a, axis=1, keepdims=True)])
+    assert str(got.type) == "5 * ?float64" and got.to_list() == want.to_list()
+    assert got.to_list() == [1.0, None, 5.0, 4.0, None]
+    source = columns(x).child.child.values
+    assert not np.shares_memory(columns(got).unwrap()[1].values, source)
+    pos = lazyk.firsts(lazyk.argmin(x, axis=1, keepdims=True)).eval()
+    assert pos.to_list() == ak.firsts(ak.argmin(a, axis=1, keepdims=True)).to_list()
+    assert str(pos.type) == "5 * ?int64"
+
+
+def test_kept_rows_of_missing_values_are_lazyk_arrays():
+    """Rows kept from `?T` values (`x[m]`, `firsts(...)[m]`) keep their missing values."""
+    x = lazyk.array([1.5, None, 3.0, None, 7.0], "5 * ?float64")
+    m = lazyk.array([True, True, False, True, True])
+    assert x[m].eval().to_list() == [1.5, None, None, 7.0]
+    rows = lazyk.array([[1, 2], [], [None, 4], [5]], "4 * var * ?int64")
+    keep = lazyk.array([False, True, True, True])
+    assert lazyk.firsts(rows)[keep].eval().to_list() == [None, None, 5]

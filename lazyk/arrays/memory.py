@@ -23,6 +23,11 @@ blocks = _registry  # the live blocks by blockref: `ref in blocks` checks one is
 open_refs = _registry.data
 
 
+def next_block() -> int:
+    """A number below the `ref` of every block made from now on."""
+    return next(_next_ref)
+
+
 class MemoryBlock:
     """A zero-initialised, 64-byte aligned byte block that lazyk arrays point into
     (`zeroed=False`: a large block's bytes are left as they are, for a caller that writes

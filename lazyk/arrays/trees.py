@@ -15,6 +15,7 @@ import numpy as np
 
 from lazyk import hooks
 from lazyk.arrays.array import masked_empty
+from lazyk.arrays.memory import next_block
 from lazyk.arrays.outputs import empty
 from lazyk.errors import NotSupportedError
 
@@ -36,7 +37,7 @@ def rows_memo():
     if ROWS_MEMO.get() is not None:
         yield
         return
-    token = ROWS_MEMO.set({})
+    token = ROWS_MEMO.set({"blocks from": next_block()})  # (memory made within it)
     try:
         yield
     finally:
@@ -136,7 +137,13 @@ class Masked(Column):
 
     def take(self, idx: np.ndarray) -> Masked:
         idx = np.asarray(idx, I64)
-        return Masked(np.take(self.present, idx), self.child.take(idx))
+        values = self.child.values if type(self.child) is Leaf else None
+        if values is None or values.ndim != 1 or values.dtype.kind not in "biufcmM":
+            return Masked(np.take(self.present, idx), self.child.take(idx))
+        leaf = option_leaf(len(idx), values.dtype)  # (into lazyk's `?T` form: no copy later)
+        np.take(self.present, idx, out=leaf.present)  # (checks idx: `clip` for the values)
+        np.take(values, idx, out=leaf.child.values, mode="clip")
+        return leaf
 
     def slice(self, lo: int, hi: int) -> Masked:
         return Masked(self.present[lo:hi], self.child.slice(lo, hi))

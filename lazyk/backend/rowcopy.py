@@ -19,7 +19,7 @@ import numpy as np
 
 from lazyk.arrays.outputs import empty as fresh
 from lazyk.arrays.trees import rising
-from lazyk.backend.rowcheck import PART_ROWS, native_function, rises
+from lazyk.backend.rowcheck import PART_ROWS, native_function, rises, rows_at
 from lazyk.backend.threads import parallel_for, parts_for
 
 _I64 = np.dtype(np.int64)
@@ -196,18 +196,7 @@ class RowCopy:
             for off in self.sources[1:]:
                 self.offsets += off
             return
-        pos = self.positions
-        if len(pos) and (pos.min() < 0 or pos.max() >= len(self.sources[0]) - 1):
-            raise IndexError("RowCopy: a position outside the rows")
-        # (each source's lengths at the positions only: two gathers, not a diff of all)
-        after = pos + 1
-        total = np.zeros(len(pos), np.int64)
-        for off in self.sources:
-            total += off.take(after)
-            total -= off.take(pos)
-        self.offsets = np.empty(len(pos) + 1, np.int64)
-        self.offsets[0] = 0
-        np.cumsum(total, out=self.offsets[1:])
+        self.offsets = rows_at(self.sources, self.positions)
 
     def fill(self, values: list, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
         """A new `dtype` array of the rows' items (or `out`, contiguous, of their number),

@@ -371,6 +371,10 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
             acc == root.dtype:  # `?T` values: written in place in the result's layout
         packed = masked_empty((nvals,), acc)
         out = packed[1]
+    elif reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS and not parts_only and \
+            (option or qlev or prep.optional) and acc == red_node.dtype:
+        packed = masked_empty((nvals,), acc)  # (positions that may be missing: in place)
+        out = packed[1]
     else:
         out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     flags = fresh(nvals, U8) if option or not isinstance(mode, Map) else None
@@ -422,7 +426,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                            [VAR if d is VAR else FIXED for d in dims],
                            [0 if d is VAR else d for d in dims], offsets, nlev)
     got = fixed_rows(nest_result(values.astype(red_node.dtype, copy=False), mask, dims,
-                                   offsets, xs_end, validity), present)
+                                   offsets, xs_end, validity, packed), present)
     if flat:
         got = offsets_array(flat[1], got, check=None)
     return got

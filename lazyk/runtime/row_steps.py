@@ -23,6 +23,7 @@ from lazyk.arrays import sorting
 from lazyk.arrays.array import Array, array, masked
 from lazyk.arrays.buffers import offsets_array
 from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.memory import MemoryBlock
 from lazyk.arrays.trees import (
     Column,
     Leaf,
@@ -32,6 +33,7 @@ from lazyk.arrays.trees import (
     offsets_of,
     option_leaf,
     rows_memo,
+    rows_memo_dict,
 )
 from lazyk.backend.firsts import WIDTHS as FIRST_WIDTHS
 from lazyk.backend.firsts import first_items
@@ -241,7 +243,8 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         lens = _lengths(values[0], env, fused=not top)
         if lens is not None:
             return lens
-    got = _restructured(name, node, params, values)
+    got = _ones_viewed(values[0]) if name == "firsts" and params[0] == 1 else None
+    got = _restructured(name, node, params, values) if got is None else got
     if isinstance(got, Array) and isinstance(got.type, T.FixedDim) and \
             isinstance(values[0].type, T.VarDim) and node.shape[:1] == ("var",):
         # an array of one row (`var * X`) stays one: its items are the result's
@@ -522,6 +525,19 @@ def _padded_rows(tree: Column, target: int) -> Column | None:
                np.broadcast_to(np.zeros((), word), len(blank))], word, out=flags)
     rows = Lists(plan.offsets, got)
     return rows if mask is None else Masked(mask, rows)
+
+
+def _ones_viewed(x: Array) -> Array | None:
+    """`firsts` of `n * 1 * ?number` in memory made by this evaluation (no input's): that
+    memory viewed as `n * ?number` (its items: no copy); None for other arrays."""
+    t, meta, memo = x.type, x.meta, rows_memo_dict()
+    if not (isinstance(t, T.FixedDim) and isinstance(t.elem, T.FixedDim) and
+            t.elem.size == 1 and isinstance(t.elem.elem, T.Option) and
+            isinstance(t.elem.elem.elem, T.Scalar)) or not isinstance(x.owner, MemoryBlock) or \
+            memo is None or x.owner.ref < memo["blocks from"]:
+        return None
+    return Array.from_parts(T.FixedDim(t.size, t.elem.elem), (t.size, meta[1]) + meta[4:],
+                            x.ptr, x.owner, x.readonly)
 
 
 def _first_items(tree: Column) -> Column | None:
