@@ -41,6 +41,7 @@ from lazyk.passes.fuse import fuse_outputs
 from lazyk.runtime.bin_counts import BoundBins, bound_counts, keep_bound
 from lazyk.runtime.nest_plan import (
     flat_items,
+    kinds_of,
     nest_operand,
     nest_plan,
     row_signature,
@@ -306,7 +307,7 @@ class _FoldPlan:
             return
         extra = [j for j in range(len(graph.names)) if j not in prep.labels]
         self.labels = list(prep.labels) + extra
-        self.kinds = [kinds[j] for j in self.labels]
+        self.kinds = kinds_of(kinds, self.labels)
         place = {graph.names[j]: q for q, j in enumerate(self.labels)}
         spec = replace(prep.spec, inputs=prep.spec.inputs + tuple(ops_[j].dtype for j in extra),
                        aligned=prep.spec.aligned + tuple(bool(ops_[j].aligned) for j in extra))
@@ -390,7 +391,7 @@ class _Plan:
         by_name = {n: j for j, n in enumerate(graph.names)}
         self.labels = [by_name[n] for n in graph.inputs]
         sel = [ops_[j] for j in self.labels]
-        self.kinds = [kinds[j] for j in self.labels]
+        self.kinds = kinds_of(kinds, self.labels)
         spec = KernelSpec(inputs=tuple(o.dtype for o in sel),
                           aligned=tuple(bool(o.aligned) for o in sel), body=graph.body,
                           outputs=tuple(zip(graph.outs, graph.dtypes)))

@@ -17,7 +17,14 @@ from lazyk.frontend.spec import KernelSpec, pack_params
 from lazyk.kernel.flat import data_pointer
 from lazyk.kernel.nest import kernel_for
 from lazyk.passes.fuse import fuse_outputs
-from lazyk.runtime.nest_plan import flat_items, nest_operand, nest_parts, nest_plan, nest_words
+from lazyk.runtime.nest_plan import (
+    flat_items,
+    kinds_of,
+    nest_operand,
+    nest_parts,
+    nest_plan,
+    nest_words,
+)
 from lazyk.runtime.ragged_rules import RECORDERS, one_leaf_per_array
 
 _LEAVES = ("input", "scalar", "const")
@@ -47,7 +54,7 @@ def evaluate_maps(roots: list, env: dict) -> list | None:
     body, inputs, outs, consts = fuse_outputs(roots)
     by_name = {n: j for j, n in enumerate(names)}
     labels = [by_name[n] for n in inputs]
-    sel, sel_kinds = [ops_[j] for j in labels], [kinds[j] for j in labels]
+    sel, sel_kinds = [ops_[j] for j in labels], kinds_of(kinds, labels)
     spec = KernelSpec(inputs=tuple(o.dtype for o in sel),
                       aligned=tuple(bool(o.aligned) for o in sel), body=body,
                       outputs=tuple((i, r.dtype) for i, r in zip(outs, roots)))

@@ -256,18 +256,19 @@ def _shared_rows(ops_, kinds: list, taken, nlev: int) -> list:
     that reads the same rows (`Rows.shares`): the same address, the same levels and dims
     above (so the same index memory), the same index width, stop offset and content
     length. The fields of one collection (`jets.pt`, `jets.eta`, ...) then read and check
-    a row once, not once per field. Decided from each call's own operands (the kinds are
+    a row once, not once per field; gathered there (`lep.pt[pairs.i]`), each position is
+    checked against that one row once. Decided from each call's own operands (the kinds are
     part of the compiled structure: other arrays plan again)."""
     first: dict = {}
     for j, (o, kind, t) in enumerate(zip(ops_, kinds, taken)):
         lead = nlev - len(o.dims)
         for k in range(max(lead, 1), nlev):
             level = kind[k]
-            pick = isinstance(level, Pick)
+            pick = isinstance(level, (Pick, Gathered))  # (a gathered operand's own rows)
             rows = level.inner if pick else level
-            if type(rows) is not Rows or rows.stepping or (t is not None and t[0] <= k):
+            if type(rows) is not Rows or rows.stepping or (t is not None and t[0] < k):
                 continue
-            dim = o.dims[k - lead].inner if pick else o.dims[k - lead]
+            dim = o.dims[k - lead].inner if isinstance(level, Pick) else o.dims[k - lead]
             where = (k, lead, o.ptr, kind[:k], tuple(o.dims[:k - lead]), dim.width, dim.stop_delta,
                      dim.length)
             i = first.setdefault(where, j)
@@ -277,6 +278,24 @@ def _shared_rows(ops_, kinds: list, taken, nlev: int) -> list:
                     kind[k + 1:]
         kinds[j] = kind
     return kinds
+
+
+def kinds_of(kinds: list, order: list) -> list:
+    """The kinds of operands `order` (their numbers in `kinds`), in that order: rows marked
+    as another operand's (`Rows.shares`) are renumbered to the first operand of `order`
+    that reads them (none before: read here)."""
+    first, got = {}, []
+    for new, old in enumerate(order):
+        kind = list(kinds[old])
+        for k, level in enumerate(kind):
+            wrap = isinstance(level, (Pick, Gathered))
+            rows = level.inner if wrap else level
+            if type(rows) is Rows:
+                i = first.setdefault((k, rows.shares if rows.shares >= 0 else old), new)
+                rows = replace(rows, shares=-1 if i == new else i)
+                kind[k] = replace(level, inner=rows) if wrap else rows
+        got.append(tuple(kind))
+    return got
 
 
 def _plain_rows(level) -> bool:

@@ -15,6 +15,7 @@ from lazyk.frontend.graph import arg_key, toposort
 from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.kernel.nest import kernel_ahead, kernel_for, nest_stats
 from lazyk.lru import LRU
+from lazyk.runtime.nest_plan import kinds_of
 from lazyk.runtime.ragged_rules import fused_step
 
 
@@ -119,7 +120,7 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     arg = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS
     acc = np.dtype(np.int64) if arg else np.dtype(spec.outputs[0][1])  # (positions)
     sel = [ops_[by_name[n]] for n in step.inputs]
-    sel_kinds = [kinds[by_name[n]] for n in step.inputs]
+    sel_kinds = kinds_of(kinds, [by_name[n] for n in step.inputs])
     labels = [by_name[n] for n in step.inputs]  # errors name the user's operand numbers
     # leaves stored in another dtype than the body computes in are converted where loaded
     spec = replace(spec, inputs=tuple(o.dtype for o in sel),
