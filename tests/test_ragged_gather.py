@@ -496,3 +496,22 @@ def test_slices_and_take_backs_of_pairs_made_by_broadcasting_match_awkward():
         assert closest.eval().to_list() == \
             X[ak.argmin(abs(X), axis=2, keepdims=True)].to_list()
         assert x[lazyk.argsort(x, axis=2)].eval().to_list() == X[ak.argsort(X, axis=2)].to_list()
+
+
+def test_fields_gathered_at_pair_positions_read_their_shared_rows_once():
+    """Fields of one collection gathered at the positions of pairs of its rows read and
+    check each row once (`those of input 0`) and give Awkward's values; an array of other
+    rows gathered at the same positions is still checked row by row."""
+    a = ak.Array([[1.0, 2.0, 3.0], [], [4.0], [5.0, 6.0, 7.0, 8.0]])
+    b, c = a * 10, a - 1
+    la, lb, lc = (lazyk.from_awkward(v) for v in (a, b, c))
+    pairs = lazyk.argcombinations(la, 2, fields=["i", "j"])
+    e = lazyk.sum(la[pairs.i] * lb[pairs.j] - lc[pairs.j], axis=1)
+    p = ak.argcombinations(a, 2, fields=["i", "j"])
+    want = ak.sum(a[p.i] * b[p.j] - c[p.j], axis=1)
+    assert e.eval().to_list() == want.to_list()
+    text = str(lazyk.explain(e))
+    assert "those of input" in text and "taken at the positions" in text
+    short = lazyk.array([[1.0, 2.0, 3.0], [], [4.0], [5.0, 6.0]], "4 * var * float64")
+    with pytest.raises(IndexError, match=r"position 2 .* row \[3\] of length 2"):
+        lazyk.sum(la[pairs.i] * short[pairs.j], axis=1).eval()
