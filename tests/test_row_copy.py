@@ -50,6 +50,34 @@ def test_rows_as_numpy_copies_them(lens, pad, dtype, strided, min_rows, select, 
     assert plan.offsets[0] == 0 and len(plan.offsets) == n + 1 and plan.offsets[-1] == len(want)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 11), min_size=0, max_size=60), st.integers(1, 3),
+       st.integers(1, 4), st.sampled_from(["i1", "f4", "f8", "c16"]), st.booleans(),
+       st.integers(1, 4))
+def test_several_columns_in_one_pass_as_each_alone(lens, nsrc, ncol, dtype, select, min_rows):
+    """`fill_many`: the fields of one collection (columns over the same offsets, strided or
+    not) copied in one pass give what each column's own `fill` gives."""
+    rng = np.random.default_rng(len(lens) + 7 * ncol)
+    offs = [np.r_[0, np.cumsum(np.array(lens[k:] + lens[:k], np.int64))] for k in range(nsrc)]
+    columns = [[(rng.random(2 * int(off[-1])) * 100).astype(dtype)[::1 + (c + j) % 2]
+                [:int(off[-1])] for j, off in enumerate(offs)] for c in range(ncol)]
+    positions = np.flatnonzero(rng.random(len(lens)) < 0.6) if select else None
+    old = rowcopy.MIN_ROWS
+    rowcopy.MIN_ROWS = min_rows
+    try:
+        plan = RowCopy(offs, positions)
+        got = plan.fill_many(columns, np.dtype(dtype))
+    finally:
+        rowcopy.MIN_ROWS = old
+    assert len(got) == ncol
+    for values, g in zip(columns, got):
+        want = _expected(list(zip(values, offs)), positions, dtype)
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(g, want)
+    with pytest.raises(ValueError, match="values arrays"):
+        plan.fill_many([columns[0][:-1] + [columns[0][-1]] * 2], np.dtype(dtype))
+
+
 def test_many_rows_over_threads():
     """1e5 rows of 0-9 items, two sources, kept rows: as NumPy's repeat and take."""
     rng = np.random.default_rng(3)

@@ -228,8 +228,8 @@ def test_concatenate_of_rows_one_mask_keeps(monkeypatch, kind):
     promoted as concatenate promotes them, a mask of the wrong length named."""
     from lazyk.runtime import kept_items
     joined = []
-    real = kept_items.joined_rows
-    monkeypatch.setattr(kept_items, "joined_rows",
+    real = kept_items._joining
+    monkeypatch.setattr(kept_items, "_joining",
                         lambda *a: joined.append(a[2] is not None) or real(*a))
     rng, views = _views(2)
     _, lens, off = _rows(60, 3, 1.5)
@@ -256,6 +256,42 @@ def test_concatenate_of_rows_one_mask_keeps(monkeypatch, kind):
     x = views[0][0]
     with pytest.raises(lazyk.ShapeError, match="size 60"):
         lazyk.concatenate([x[np.ones(5, bool)], x[np.ones(5, bool)]], axis=1).eval()
+
+
+def test_fields_of_kept_rows_joined_in_one_pass(monkeypatch):
+    """The fields of two collections' kept rows joined (`concatenate` of `zip`s of `mu[m]`
+    and `el[m]`) are copied in one pass per item size, each equal to Awkward's."""
+    import awkward as ak
+
+    from lazyk.backend.rowcopy import RowCopy
+    passes = []
+    real = RowCopy.fill_many
+    monkeypatch.setattr(RowCopy, "fill_many",
+                        lambda self, cols, *a: passes.append(len(cols)) or real(self, cols, *a))
+    rng = np.random.default_rng(5)
+    n = 300
+    mu, el = ({"pt": ak.unflatten(rng.random(total), counts),
+               "q": ak.unflatten(rng.integers(-1, 2, total).astype(np.int32), counts)}
+              for total, counts in ((600, rng.multinomial(600, [1 / n] * n)),
+                                    (500, rng.multinomial(500, [1 / n] * n))))
+    mu, el = ak.zip(mu), ak.zip(el)  # (lists of records: the fields share their offsets)
+    keep = ak.num(mu.pt) + ak.num(el.pt) >= 3
+    lm, le = lazyk.from_awkward(mu), lazyk.from_awkward(el)
+    m = lazyk.num(lm.pt) + lazyk.num(le.pt) >= 3
+
+    def leptons(c, flavour):
+        c = c[m]
+        return lazyk.zip({"pt": c.pt, "q": c.q, "f": lazyk.full_like(c.q, flavour)})
+    lep = lazyk.concatenate([leptons(lm, 0), leptons(le, 1)], axis=1)
+    got = lazyk.evaluate(lazyk.sum(lep.pt, axis=1), lazyk.sum(lep.q * lep.f, axis=1),
+                         lazyk.num(lep.q, axis=1))
+    apt = ak.concatenate([mu.pt[keep], el.pt[keep]], axis=1)
+    aq = ak.concatenate([mu.q[keep], el.q[keep]], axis=1)
+    af = ak.concatenate([0 * mu.q[keep], 0 * el.q[keep] + 1], axis=1)
+    np.testing.assert_allclose(np.asarray(got[0]), ak.to_numpy(ak.sum(apt, axis=1)))
+    assert np.asarray(got[1]).tolist() == ak.sum(aq * af, axis=1).to_list()
+    assert np.asarray(got[2]).tolist() == ak.num(aq, axis=1).to_list()
+    assert 2 in passes  # (q and f: one pass over the rows; pt alone: float64)
 
 
 def test_local_index_of_selected_rows_is_walked_by_the_kernel(monkeypatch):

@@ -27,26 +27,32 @@ _I64 = np.dtype(np.int64)
 # Rows per part at least: a part is a few microseconds of copying before the pool pays.
 MIN_ROWS = 1 << 14
 
-# The argument record (int64 words): 0 rows, 1 parts, 2 out, 3 out offsets, 4 positions (0:
-# none), 5 sources (also compiled into the function: its loop over them unrolls, so each
-# source's words load once per part, not once per row: a row of 0-5 items took twice the
-# time), then per source: 6 + 4j its values (item 0), its stride in bytes, its offsets
-# (int64, absolute), its number of values.
-_IR = r"""
-define void @lazyk_copy_rows_W(ptr noalias %a, i64 %part) {
+# The argument record (int64 words): 0 rows, 1 parts, 2 out offsets, 3 positions (0: none),
+# then per column c its output (4 + c), per source j its offsets (int64, absolute; 4 + C + j),
+# and per source j and column c (4 + C + S + 3 (j C + c)) its values (item 0), their stride
+# in bytes and their number. The sources and columns are compiled in (unrolled): each
+# source's row is read once for every column (the fields of a collection), and the words
+# load once per part, not once per row (a row of 0-5 items took twice the time).
+#
+# Items of 4 and 8 bytes in contiguous values move LANES at a time by whole-vector loads and
+# stores: a row of up to LANES items takes no branch on its length, where an item loop
+# mispredicted at nearly every row of 0-5 items (16 ns a row against 5). A store may run past
+# its row's items: the rows after it in the part (written later, by this thread) cover those
+# places, so a vector is stored only where it ends within the part's output (`%limit`) and
+# loaded only where it ends within the source's values; other rows take the item loop.
+# (AVX2 masked stores would need no such care, but cost ~10x a plain store on AMD's cores.)
+_HEAD = r"""
+define void @NAME(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %op = getelementptr i64, ptr %a, i64 2
-  %out = load ptr, ptr %op
-  %oop = getelementptr i64, ptr %a, i64 3
+  %oop = getelementptr i64, ptr %a, i64 2
   %outoff = load ptr, ptr %oop
-  %posp = getelementptr i64, ptr %a, i64 4
+  %posp = getelementptr i64, ptr %a, i64 3
   %pos = load ptr, ptr %posp
   %hasp = icmp ne ptr %pos, null
-  %nsrc = add i64 0, NSRC
   %lp = getelementptr i64, ptr %outoff, i64 %hi
   %limit = load i64, ptr %lp
-  br label %rows
+WORDS  br label %rows
 rows:
   %r = phi i64 [%lo, %entry], [%r1, %nextrow]
   %rdone = icmp uge i64 %r, %hi
@@ -61,105 +67,101 @@ same:
   br label %start
 start:
   %p = phi i64 [%pg, %gather], [%r, %same]
+  %p1 = add i64 %p, 1
   %dp = getelementptr i64, ptr %outoff, i64 %r
   %d0 = load i64, ptr %dp
-  br label %srcs
-srcs:
-  %j = phi i64 [0, %start], [%j1, %items_done]
-  %d = phi i64 [%d0, %start], [%dnext, %items_done]
-  %jdone = icmp eq i64 %j, %nsrc
-  br i1 %jdone, label %nextrow, label %src
-src:
-  %w0 = mul i64 %j, 4
-  %wb = add i64 %w0, 6
-  %bp = getelementptr i64, ptr %a, i64 %wb
-  %base = load ptr, ptr %bp
-  %sp = getelementptr i64, ptr %bp, i64 1
-  %stride = load i64, ptr %sp
-  %fp = getelementptr i64, ptr %bp, i64 2
-  %off = load ptr, ptr %fp
-  %np = getelementptr i64, ptr %bp, i64 3
-  %count = load i64, ptr %np
-  %sbp = getelementptr i64, ptr %off, i64 %p
-  %s = load i64, ptr %sbp
-  %sep = getelementptr i64, ptr %sbp, i64 1
-  %e = load i64, ptr %sep
-  %len = sub i64 %e, %s
-  %dnext = add i64 %d, %len
-  CHUNKS
-items:
-  %i = phi i64 [%s, %src], FROM_VEC[%i1, %item]
-  %dd = phi i64 [%d, %src], FROM_VEC_D[%dd1, %item]
-  %idone = icmp sge i64 %i, %e
-  br i1 %idone, label %items_done, label %item
-item:
-  %ib = mul i64 %i, %stride
-  %vp = getelementptr i8, ptr %base, i64 %ib
-  %v = load iBITS, ptr %vp, align 1
-  %tp = getelementptr iBITS, ptr %out, i64 %dd
-  store iBITS %v, ptr %tp, align 1
-  %i1 = add i64 %i, 1
-  %dd1 = add i64 %dd, 1
-  br label %items, !llvm.loop !BYTES0
-items_done:
-  %j1 = add i64 %j, 1
-  br label %srcs, !llvm.loop !90
+"""
+_TAIL = r"""  br label %nextrow
 nextrow:
   %r1 = add i64 %r, 1
   br label %rows
 exit:
   ret void
 }
-!BYTES0 = distinct !{!BYTES0, !BYTES1, !BYTES2}
-!90 = distinct !{!90, !91}
-!91 = !{!"llvm.loop.unroll.full"}
-!BYTES1 = !{!"llvm.loop.vectorize.enable", i1 false}
-!BYTES2 = !{!"llvm.loop.unroll.disable"}
+!90 = distinct !{!90, !91, !92}
+!91 = !{!"llvm.loop.vectorize.enable", i1 false}
+!92 = !{!"llvm.loop.unroll.disable"}
 """
-# Items of 4 and 8 bytes in contiguous values move LANES at a time by whole-vector loads and
-# stores: a row of up to LANES items takes no branch on its length, where an item loop
-# mispredicted at nearly every row of 0-5 items (16 ns a row against 5). A store may run past
-# its row's items: the rows after it in the part (written later, by this thread) cover those
-# places, so a vector is stored only where it ends within the part's output (`%limit`) and
-# loaded only where it ends within the source's values; other rows take the item loop.
-# (AVX2 masked stores would need no such care, but cost ~10x a plain store on AMD's cores.)
-_CHUNKS = """%dense = icmp eq i64 %stride, BYTES
-  br i1 %dense, label %vec, label %items
-vec:
-  %c = phi i64 [0, %src], [%c1, %vec_body]
-  %si = add i64 %s, %c
-  %di = add i64 %d, %c
-  %se = add i64 %si, LANES
-  %de = add i64 %di, LANES
-  %in_src = icmp sle i64 %se, %count
-  %in_out = icmp sle i64 %de, %limit
-  %fits = and i1 %in_src, %in_out
-  br i1 %fits, label %vec_body, label %items
-vec_body:
-  %spc = getelementptr iBITS, ptr %base, i64 %si
-  %dpc = getelementptr iBITS, ptr %out, i64 %di
-  %vc = load <LANES x iBITS>, ptr %spc, align 1
-  store <LANES x iBITS> %vc, ptr %dpc, align 1
-  %c1 = add i64 %c, LANES
-  %more = icmp slt i64 %c1, %len
-  br i1 %more, label %vec, label %items_done"""
+# one source's row (its start, stop and length; the next source's first output place)
+_SOURCE = r"""  %s_J = load i64, ptr %sb_J
+  %sep_J = getelementptr i64, ptr %off_J, i64 %p1
+  %e_J = load i64, ptr %sep_J
+  %len_J = sub i64 %e_J, %s_J
+  %d_NEXT = add i64 %d_J, %len_J
+"""
+# one column's items of that row (labels and values suffixed _J_C)
+_ITEMS = r"""  br label %go_X
+go_X:
+CHUNKS
+items_X:
+  %i_X = phi i64 [%s_J, %go_X], FROM_VEC[%i1_X, %item_X]
+  %dd_X = phi i64 [%d_J, %go_X], FROM_VEC_D[%dd1_X, %item_X]
+  %idone_X = icmp sge i64 %i_X, %e_J
+  br i1 %idone_X, label %done_X, label %item_X
+item_X:
+  %ib_X = mul i64 %i_X, %stride_X
+  %vp_X = getelementptr i8, ptr %base_X, i64 %ib_X
+  %v_X = load iBITS, ptr %vp_X, align 1
+  %tp_X = getelementptr iBITS, ptr %out_C, i64 %dd_X
+  store iBITS %v_X, ptr %tp_X, align 1
+  %i1_X = add i64 %i_X, 1
+  %dd1_X = add i64 %dd_X, 1
+  br label %items_X, !llvm.loop !90
+done_X:
+"""
+_CHUNKS = r"""  %dense_X = icmp eq i64 %stride_X, BYTES
+  br i1 %dense_X, label %vec_X, label %items_X
+vec_X:
+  %c_X = phi i64 [0, %go_X], [%c1_X, %vbody_X]
+  %si_X = add i64 %s_J, %c_X
+  %di_X = add i64 %d_J, %c_X
+  %se_X = add i64 %si_X, LANES
+  %de_X = add i64 %di_X, LANES
+  %insrc_X = icmp sle i64 %se_X, %count_X
+  %inout_X = icmp sle i64 %de_X, %limit
+  %fits_X = and i1 %insrc_X, %inout_X
+  br i1 %fits_X, label %vbody_X, label %items_X
+vbody_X:
+  %spc_X = getelementptr iBITS, ptr %base_X, i64 %si_X
+  %dpc_X = getelementptr iBITS, ptr %out_C, i64 %di_X
+  %vc_X = load <LANES x iBITS>, ptr %spc_X, align 1
+  store <LANES x iBITS> %vc_X, ptr %dpc_X, align 1
+  %c1_X = add i64 %c_X, LANES
+  %more_X = icmp slt i64 %c1_X, %len_J
+  br i1 %more_X, label %vec_X, label %done_X"""
 _LANES = {4: 8, 8: 4}  # (32 bytes: one AVX2 register)
 
 
-def _ir(width: int, nsrc: int) -> str:
-    """The copy function for items of `width` bytes from `nsrc` sources (a constant: the
-    loop over the sources unrolls, and their words load once per part, not per row)."""
+def _word(name: str, at: int, ptr: bool = True) -> str:
+    return (f"  %{name}w = getelementptr i64, ptr %a, i64 {at}\n"
+            f"  %{name} = load {'ptr' if ptr else 'i64'}, ptr %{name}w\n")
+
+
+def _ir(width: int, nsrc: int, ncol: int) -> str:
+    """The copy function for `ncol` columns of items of `width` bytes from `nsrc` sources
+    each (constants: its loops over them unroll)."""
     lanes = _LANES.get(width)
-    text = _IR.replace("PART_ROWS", PART_ROWS).replace("_W(", f"_{width}_{nsrc}(")
-    text = text.replace("NSRC", str(nsrc))
-    if lanes is None:
-        text = text.replace("CHUNKS", "br label %items").replace("FROM_VEC_D", "")
-        text = text.replace("FROM_VEC", "")
-    else:
-        text = text.replace("CHUNKS", _CHUNKS).replace("FROM_VEC_D", "[%di, %vec], ")
-        text = text.replace("FROM_VEC", "[%si, %vec], ")
+    words = "".join(_word(f"out_{c}", 4 + c) for c in range(ncol))
+    words += "".join(_word(f"off_{j}", 4 + ncol + j) for j in range(nsrc))
+    body = "  %d_0 = add i64 %d0, 0\n"
+    for j in range(nsrc):
+        body += f"  %sb_{j} = getelementptr i64, ptr %off_{j}, i64 %p\n"
+        body += _SOURCE.replace("NEXT", str(j + 1)).replace("_J", f"_{j}")
+        for c in range(ncol):
+            x = f"{j}_{c}"
+            at = 4 + ncol + nsrc + 3 * (j * ncol + c)
+            words += (_word(f"base_{x}", at) + _word(f"stride_{x}", at + 1, False) +
+                      _word(f"count_{x}", at + 2, False))
+            part = _ITEMS.replace("CHUNKS", _CHUNKS if lanes else "  br label %items_X")
+            part = part.replace("FROM_VEC_D", "[%di_X, %vec_X], " if lanes else "")
+            part = part.replace("FROM_VEC", "[%si_X, %vec_X], " if lanes else "")
+            body += part.replace("_X", f"_{x}").replace("_J", f"_{j}").replace("_C", f"_{c}")
+    text = _HEAD.replace("PART_ROWS", PART_ROWS).replace("WORDS", words) + body + _TAIL
+    text = text.replace("NAME", f"lazyk_copy_rows_{width}_{nsrc}_{ncol}")
     return (text.replace("LANES", str(lanes)).replace("BYTES", str(width))
             .replace("BITS", str(8 * width)))
+
+
 _WIDTHS = (1, 2, 4, 8, 16)
 
 
@@ -202,31 +204,42 @@ class RowCopy:
         """A new `dtype` array of the rows' items (or `out`, contiguous, of their number),
         one values array (1-d, `dtype`'s size, any stride, 0 too) per source; each source's
         offsets must lie within its values."""
-        dtype = np.dtype(dtype)
-        if out is None:
-            out = fresh(int(self.offsets[-1]), dtype)
-        elif out.shape != (int(self.offsets[-1]),) or out.dtype.itemsize != dtype.itemsize \
-                or not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError(f"RowCopy: out {out.dtype} {out.shape} for "
-                             f"{int(self.offsets[-1])} items of {dtype}")
-        nrows = len(self.offsets) - 1
-        words = [nrows, 0, out.ctypes.data, self.offsets.ctypes.data,
-                 0 if self.positions is None else self.positions.ctypes.data,
-                 len(values)]
-        for v, off in zip(values, self.sources, strict=True):
-            if v.ndim != 1 or v.dtype.itemsize != dtype.itemsize or \
-                    (len(off) and (off[0] < 0 or off[-1] > len(v))):
-                raise ValueError(f"RowCopy: values {v.dtype} {v.shape} for rows up to "
-                                 f"{off[-1] if len(off) else 0} of {dtype}")
-            words += [v.ctypes.data, v.strides[0], off.ctypes.data, len(v)]
-        if nrows and len(out):
+        return self.fill_many([values], dtype, None if out is None else [out])[0]
+
+    def fill_many(self, columns: list, dtype: np.dtype, outs: list | None = None) -> list:
+        """`fill` of several columns over these rows (each a values array per source) in
+        one pass: each row of each source is read once for all of them."""
+        dtype, total = np.dtype(dtype), int(self.offsets[-1])
+        if outs is None:
+            outs = [fresh(total, dtype) for _ in columns]
+        for out in outs:
+            if out.shape != (total,) or out.dtype.itemsize != dtype.itemsize \
+                    or not out.flags.c_contiguous or not out.flags.writeable:
+                raise ValueError(f"RowCopy: out {out.dtype} {out.shape} for {total} items "
+                                 f"of {dtype}")
+        nrows, nsrc, ncol = len(self.offsets) - 1, len(self.sources), len(columns)
+        words = [nrows, 0, self.offsets.ctypes.data,
+                 0 if self.positions is None else self.positions.ctypes.data]
+        words += [out.ctypes.data for out in outs] + [off.ctypes.data for off in self.sources]
+        for j, off in enumerate(self.sources):
+            for values in columns:
+                if len(values) != nsrc:
+                    raise ValueError(f"RowCopy: {len(values)} values arrays for {nsrc} "
+                                     "sources")
+                v = values[j]
+                if v.ndim != 1 or v.dtype.itemsize != dtype.itemsize or \
+                        (len(off) and (off[0] < 0 or off[-1] > len(v))):
+                    raise ValueError(f"RowCopy: values {v.dtype} {v.shape} for rows up to "
+                                     f"{off[-1] if len(off) else 0} of {dtype}")
+                words += [v.ctypes.data, v.strides[0], len(v)]
+        if nrows and total and ncol:
             nparts = parts_for(nrows, MIN_ROWS)
             words[1] = nparts
             arg = (ctypes.c_int64 * len(words))(*words)
-            name = f"lazyk_copy_rows_{dtype.itemsize}_{len(values)}"
-            parallel_for(native_function(name, lambda: _ir(dtype.itemsize, len(values))),
+            name = f"lazyk_copy_rows_{dtype.itemsize}_{nsrc}_{ncol}"
+            parallel_for(native_function(name, lambda: _ir(dtype.itemsize, nsrc, ncol)),
                          ctypes.addressof(arg), nparts)
-        return out
+        return outs
 
 
 # Items kept by a mask of the same rows, in three passes over parts of rows (words: 0 rows,

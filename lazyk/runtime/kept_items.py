@@ -15,10 +15,11 @@ import numpy as np
 from lazyk import types as T
 from lazyk.arrays.array import Array
 from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.outputs import empty as fresh
 from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, memory_key, rows_memo_dict
 from lazyk.backend.rowcopy import KeptItems, RowCopy, copies
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import SELECT_OP, Node, toposort
+from lazyk.frontend.graph import ROWS_OP, SELECT_OP, Node, toposort
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.ops import ELEMENTWISE
@@ -119,6 +120,16 @@ def joined_rows(trees: list, dtype: np.dtype, kept: np.ndarray | None = None) ->
     copied natively (`RowCopy`), the rows planned once per evaluation (`rows_memo`) for
     every column over the same offsets (the fields of one collection). None for other
     columns (`restructure.concatenate` joins them)."""
+    plan = _joining(trees, dtype, kept)
+    if plan is None:
+        return None
+    values = [t.child.values.astype(dtype, copy=False) for t in trees]
+    return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
+
+
+def _joining(trees: list, dtype: np.dtype, kept) -> RowCopy | None:
+    """The `RowCopy` that joins `trees` (planned once per evaluation), None for columns it
+    does not join."""
     if dtype.kind not in "biufc" or not copies(dtype) or len(trees) < 2 or \
             any(not isinstance(t, Lists) or not isinstance(t.child, Leaf) or
                 t.child.values.ndim != 1 for t in trees) or \
@@ -130,19 +141,56 @@ def joined_rows(trees: list, dtype: np.dtype, kept: np.ndarray | None = None) ->
     for seen, at, plan in plans:
         if at is kept and all(a is b or memory_key(a) == memory_key(b) or np.array_equal(a, b)
                               for a, b in zip(seen, offs)):
-            break
-    else:
-        plan = RowCopy(offs, kept)
-        plans.append((offs, kept, plan))
-    values = [t.child.values.astype(dtype, copy=False) for t in trees]
-    return Lists(plan.offsets, Leaf(plan.fill(values, dtype)))
+            return plan
+    plan = RowCopy(offs, kept)
+    plans.append((offs, kept, plan))
+    return plan
 
 
-def joined_kept_rows(srcs: tuple, dtype: np.dtype, env: dict) -> Array | None:
+def join_ahead(root: Node, env: dict) -> None:
+    """The `concatenate`s at axis 1 of rows one mask keeps in `root` that join the same
+    rows (the fields of the kept events' muons and electrons) copied in one pass per item
+    size (`RowCopy.fill_many`: each row read once for all of them); `joined_kept_rows`
+    then finds them (`rows_memo`). (Each is materialised where it is read in any case.)"""
+    memo = rows_memo_dict()
+    if memo is None:
+        return
+    done, groups = memo.setdefault("joined kept", {}), {}
+    for node in toposort(root):
+        if node.op != ROWS_OP or node.arg[0] != "concatenate" or node.arg[1][0] != 1 or \
+                node in done:
+            continue
+        parts = _kept_parts(node.srcs, node.dtype, env)
+        plan = None if parts is None else _joining(parts[0], node.dtype, parts[1])
+        if plan is not None:
+            groups.setdefault((id(plan), node.dtype.itemsize), []).append((node, parts[0], plan))
+    for group in groups.values():
+        plan = group[0][2]
+        outs = plan.fill_many([[t.child.values.astype(n.dtype, copy=False) for t in trees]
+                               for n, trees, _ in group], group[0][0].dtype,
+                              [fresh(int(plan.offsets[-1]), n.dtype) for n, _, _ in group])
+        for (node, _, _), out in zip(group, outs):
+            done[node] = build_columns(Lists(plan.offsets, Leaf(out)))
+
+
+def joined_kept_rows(node: Node, srcs: tuple, env: dict) -> Array | None:
     """`concatenate` at axis 1 of `x[m]`, `y[m]`, ... (arrays of lists, one mask `m` of
     their rows, no missing mask element; elementwise work over such selections too, as
     `full_like(x[m], 1)`): the rows m keeps, joined straight from x, y, ... (the work done
-    over all their rows first; `joined_rows` at m's kept positions). None for other forms."""
+    over all their rows first; `joined_rows` at m's kept positions): `node` over its
+    sources `srcs`. None for other forms."""
+    memo, dtype = rows_memo_dict(), node.dtype
+    got = None if memo is None else memo.get("joined kept", {}).get(node)
+    if got is not None:
+        return got
+    parts = _kept_parts(srcs, dtype, env)
+    got = None if parts is None else joined_rows(parts[0], dtype, parts[1])
+    return None if got is None else build_columns(got)
+
+
+def _kept_parts(srcs: tuple, dtype: np.dtype, env: dict) -> tuple | None:
+    """(the column trees of the unselected arrays, m's kept positions) that
+    `joined_kept_rows` joins; None for other forms."""
     if len(srcs) < 2 or not srcs[0].ndim:
         return None
     mask = next((n.srcs[1] for n in toposort(srcs[0]) if n.op == SELECT_OP), None)
@@ -164,8 +212,7 @@ def joined_kept_rows(srcs: tuple, dtype: np.dtype, env: dict) -> Array | None:
     if kept is None or any(not isinstance(t, Lists) or len(t.offsets) - 1 != kept[1]
                            for t in trees):
         return None  # (rows that do not line up: the selection names them)
-    got = joined_rows(trees, dtype, kept[0])
-    return None if got is None else build_columns(got)
+    return trees, kept[0]
 
 
 def _unselected(node: Node, mask: Node) -> Node | None:

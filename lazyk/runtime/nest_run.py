@@ -373,7 +373,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         out = packed[1]
     elif reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS and not parts_only and \
             (option or qlev or prep.optional) and acc == red_node.dtype:
-        packed = masked_empty((nvals,), acc)  # (positions that may be missing: in place)
+        # (positions that may be missing, in place: the kernel writes each one, -1 for none)
+        packed = masked_empty((nvals,), acc, filled=True)
         out = packed[1]
     else:
         out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks

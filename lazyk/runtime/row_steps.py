@@ -69,7 +69,7 @@ from lazyk.runtime.best_picks import (
     shared_beside_best,
     whole_row_positions,
 )
-from lazyk.runtime.kept_items import joined_kept_rows, joined_rows
+from lazyk.runtime.kept_items import join_ahead, joined_kept_rows, joined_rows
 from lazyk.runtime.nest_results import tree_array
 from lazyk.runtime.nest_steps import scan_nest
 from lazyk.runtime.ragged_rules import selects
@@ -130,6 +130,7 @@ def lower(expr, result: bool = False):
             return e.node
         return _reshaped(node, srcs)
     with rows_memo():
+        join_ahead(expr.node, env)  # (the fields of a collection joined in one pass)
         root = rewrite(expr.node, visit)
     if isinstance(root, _Result):
         return root.value
@@ -228,7 +229,7 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         if got is not None:
             return got
     if name == "concatenate" and params[0] == 1:
-        got = joined_kept_rows(srcs, node.dtype, env)  # (`x[m]`, `y[m]`: copied once)
+        got = joined_kept_rows(node, srcs, env)  # (`x[m]`, `y[m]`: copied once)
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]

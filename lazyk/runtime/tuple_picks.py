@@ -100,7 +100,8 @@ def slot_positions(positions: Array, off: np.ndarray, tuples: Combos) -> list | 
         if sum(tuples.count([m] * tuples.slots) for m in range(longest + 1)) > MAX_TUPLES:
             return None
         table = _tables.put((tuples, longest), tuples.listed(longest))
-    got, into, present = masked_empty((len(positions), tuples.n), np.int64)
+    # (`tuple_slots` writes every value and present byte: nothing to zero first)
+    got, into, present = masked_empty((len(positions), tuples.n), np.int64, filled=True)
     if not tuple_slots(off, child.values, valid, *table, into, present):
         return None
     return [got[:, s:s + 1] for s in range(tuples.n)]
