@@ -372,6 +372,41 @@ def test_float_remainder_edges(op, dt):
     assert np.array_equal(np.signbit(got), np.signbit(want))
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_float_fmod_is_exact_where_the_quotient_rounds_and_vectorizes(dt):
+    """The CPU's fmod (trunc and fma, widened by the loop vectorizer): x one ulp either side
+    of k * y (the quotient rounds to k), huge quotients and infinities among ordinary values
+    in one vector (those elements take libm's), bit for bit as NumPy; inside a ragged
+    reduction too. The optimized kernel calls a vector variant."""
+    import lazyk
+
+    dt = np.dtype(dt).type
+    rng = np.random.default_rng(7)
+    y = (rng.uniform(0.1, 10, 3000) * rng.choice([-1, 1], 3000)).astype(dt)
+    k = rng.integers(-2000, 2000, 3000).astype(dt)
+    exact = (k * y).astype(dt)
+    x = np.concatenate([exact, np.nextafter(exact, dt(np.inf)), np.nextafter(exact, dt(-np.inf))])
+    y = np.tile(y, 3)
+    x[::97], y[::89] = dt(1e30), dt(np.inf)  # (lanes of the slow path among the others)
+    for op in ("fmod", "remainder"):
+        with np.errstate(all="ignore"):
+            want = getattr(np, op)(x, y)
+        got = np.asarray(getattr(lazyk, op)(lazyk.array(x), lazyk.array(y)).eval())
+        assert np.array_equal(got, want, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+    lens = rng.integers(0, 6, 2000)
+    off = np.r_[0, np.cumsum(lens)]
+    vals = rng.uniform(-30, 30, int(off[-1])).astype(dt)
+    rows = lazyk.from_offsets(off, vals)
+    got = np.asarray(lazyk.sum(lazyk.fmod(rows, dt(2 * np.pi)), axis=1).eval())
+    want = np.array([np.fmod(vals[a:b], dt(2 * np.pi)).sum(dtype=got.dtype)
+                     for a, b in zip(off[:-1], off[1:])])
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dt is np.float32 else 1e-12,
+                               atol=1e-4 if dt is np.float32 else 0)  # (sums in another order)
+    text = str(lazyk.explain(lazyk.fmod(lazyk.array(x), lazyk.array(y))))
+    assert any("call <" in line and "@lazyk.fmod.v" in line for line in text.splitlines())
+
+
 def test_numexpr_extra_front_end():
     """lazyk.frontend.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
     import lazyk

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 from llvmlite import ir
 
+from lazyk.codegen.vector_fmod import fmod_call
 from lazyk.frontend import ops
 from lazyk.frontend.lowering import inline_helper
 
@@ -31,6 +32,7 @@ class CPUTarget:
     """Math calls as LLVM intrinsics where they exist, else libm (`expm1`, `log1p`, `hypot`)."""
 
     name = "cpu"
+    fmod_widens = True  # (`fmod` vectorizes: no branch around it in the caller's loop)
 
     def math(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
         """The function to call for math op `name` on scalar type `ty` (float or double)."""
@@ -46,8 +48,8 @@ class CPUTarget:
         return fn
 
     def fmod(self, b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-        """C fmod: LLVM's frem, which the CPU backends lower to an exact libm call."""
-        return b.frem(x, y)
+        """C fmod, exact, as a call the loop vectorizer widens (`codegen.vector_fmod`)."""
+        return fmod_call(b, x, y)
 
     def cmath(self, module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
         """C99 complex function `name` (csqrt, cexp, ...) with the x86-64 SysV lowering clang

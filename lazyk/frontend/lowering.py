@@ -111,7 +111,11 @@ def frem(em, x, y):
     """C fmod (the target's: libm on the CPU, libdevice on the GPU) with no call where
     |x| < 2|y|, as when an angle is wrapped into one period: x below |y|, else |x| - |y| with
     x's sign (exact by Sterbenz's lemma, as fmod is). A helper of the module, always
-    inlined, so the branch sits in the caller's loop."""
+    inlined, so the branch sits in the caller's loop. A target whose fmod the loop
+    vectorizer widens (the CPU's: exact, with no libm call for most elements) is called
+    as it is."""
+    if getattr(em.target, "fmod_widens", False):
+        return em.target.fmod(em.b, x, y)
     t = x.type
     fn, b = inline_helper(em.module, f"lazyk_frem_{t}", t, [t, t])
     if b is not None:

@@ -252,8 +252,9 @@ _ufunc_row("subtract", lo.binary("fsub", "sub"), True)
 _ufunc_row("multiply", lo.multiply, True, commutes="biufc")
 _ufunc_row("true_divide", lo.true_divide, True, uf=np.divide)
 _ufunc_row("reciprocal", lo.reciprocal, True)
-# (float: fmod, a libm call unless |x| < 2|y|; integer: a division, tens of cycles, never
-# vectorized): a short row's fold should not compute wasted lanes of it
+# (float: fmod, a call on the CPU (vectorized, `codegen.vector_fmod`), libdevice's on the GPU;
+# integer: a division, tens of cycles, never vectorized): a short row's fold should not
+# compute wasted lanes of it
 _ufunc_row("floor_divide", lo.floor_divide, calls_libm=True)
 _ufunc_row("remainder", lo.remainder, calls_libm=True)
 _ufunc_row("power", lo.power, True, extra={"cmath": True}, calls_libm=True)

@@ -171,8 +171,8 @@ class CompiledKernel:
 
 def _structural_key(spec: KernelSpec, layout: LayoutClass) -> str:
     """Disk-cache key text from the spec, the layout class and the code generator's sources."""
-    code = source_digest("lazyk.codegen.llvm", "lazyk.codegen.emit", "lazyk.frontend.ops", "lazyk.frontend.lowering",
-                         "lazyk.kernel.flat", "lazyk.kernel.abi")
+    code = source_digest("lazyk.codegen", "lazyk.frontend.ops", "lazyk.frontend.lowering",
+                         "lazyk.kernel.flat", "lazyk.kernel.abi")  # (every generator module)
     return f"spec:{_NAME}|{spec!r}|{layout!r}|{code}"
 
 
