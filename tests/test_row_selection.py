@@ -324,6 +324,17 @@ def test_local_index_of_selected_rows_is_walked_by_the_kernel(monkeypatch):
     assert not stored
 
 
+def test_two_results_of_one_take_back_of_rows_selected_by_their_positions():
+    """`lazyk.evaluate` of two results reading one take-back of rows selected by
+    `local_index` (the leading object outside a pair, used twice) gives each alone."""
+    x = lazyk.array([[50.0, 40.0, 30.0], [1.0], [], [2.0, 9.0, 4.0]])
+    o = x[lazyk.local_index(x) != 1]
+    lead = o[lazyk.argmax(o, axis=1, keepdims=True)]
+    a, b = lazyk.evaluate(lead, lead * 2)
+    assert a.to_list() == lead.eval().to_list() == [[50.0], [1.0], [None], [4.0]]
+    assert b.to_list() == [[100.0], [2.0], [None], [8.0]]
+
+
 def test_concatenate_of_work_over_two_selections_checks_only_the_kept_rows():
     """Work over two arrays' selections (`x[m] * y[m]`) joined: rows that the mask drops
     are never paired (they may not line up); the kept rows as the plain-Python work."""

@@ -78,7 +78,9 @@ def _best_of_selection(take: Node) -> bool:
 def whole_row_positions(expr: Expr):
     """The value of `expr`, one of `best_positions`, as positions among all the elements
     of the mask's rows (a lazyk Array); None where one nest does not take it (then it is
-    computed as written)."""
+    computed as written; so are graphs whose row operations are not lowered yet)."""
+    if ROWS_OP in graph_ops(expr.node):
+        return None
     expr = lower_picks(take_kept_rows(expr))
     red = expr.node
     if red.op != REDUCE_OP or parts_first(expr) is not None:
