@@ -112,8 +112,7 @@ def frem(em, x, y):
     |x| < 2|y|, as when an angle is wrapped into one period: x below |y|, else |x| - |y| with
     x's sign (exact by Sterbenz's lemma, as fmod is). A helper of the module, always
     inlined, so the branch sits in the caller's loop. A target whose fmod the loop
-    vectorizer widens (the CPU's: exact, with no libm call for most elements) is called
-    as it is."""
+    vectorizer widens (the CPU's: exact, few libm calls) is called as it is."""
     if getattr(em.target, "fmod_widens", False):
         return em.target.fmod(em.b, x, y)
     t = x.type

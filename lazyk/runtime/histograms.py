@@ -298,8 +298,7 @@ class _FoldPlan:
     then those read once per row) and their kinds, the parameter bytes."""
 
     def __init__(self, graph: _FoldGraph, levels, kinds, ops_):
-        self.kkey = None
-        red = graph.red
+        self.kkey, red = None, graph.red
         prep = prepared_plan(red.srcs[0], red, red.arg, graph.names, ops_, levels, kinds)
         if prep is None or not isinstance(prep.mode, Reduce) or prep.mode.keep is not None \
                 or prep.declined or prep.qlev or any(prep.maskd) or prep.skipna or \
