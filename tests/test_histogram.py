@@ -583,7 +583,12 @@ def test_float16_data_and_subnormal_widths_bin_as_numpy():
              (rng.normal(0, 100, 2000).astype(np.float16), 257, None),
              (rng.normal(0, 100, 2000).astype(np.float16), 1929, (-123.4, 250.7)),
              (np.float64([1e-310, 2e-310, 3e-310]), 7, None),  # (n / width overflows)
-             (np.float64([0.0, 5e-324, 1e-323, 1.5e-323, 2e-323]), 4, (0, 2e-323))]
+             (np.float64([0.0, 5e-324, 1e-323, 1.5e-323, 2e-323]), 4, (0, 2e-323)),
+             # (float32 edges: n / width past float32's range; subnormal float32 edges,
+             # whose linspace step has few bits, with float64 values near them)
+             (np.float32([0.0, 1e-38, 2.5e-38, 5e-38, 7.5e-38, 9.9e-38]), 100, (0.0, 1e-37)),
+             (np.r_[2.598441755382151e-40, rng.uniform(3.86e-41, 4.67e-40, 500)], 64,
+              (np.float32(3.8572e-41), np.float32(4.67683e-40)))]
     for x, n, r in cases:
         want, want_edges = np.histogram(x, n, r)
         got, edges = lazyk.histogram(x, n, r)

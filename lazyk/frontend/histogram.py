@@ -286,8 +286,12 @@ class Histogram:
         width = (last - first) / self.bins
         bt = min(self._linspace_dtype(), self._edges.dtype, key=lambda d: d.itemsize)
         unit = float(np.spacing(bt.type(big))) if bt.kind == "f" else 0.0
+        # (linspace's step rounded: edge k off by k times its error, which subnormal steps
+        # of few significant bits make large)
+        step = self.bins * float(np.spacing(bt.type(width))) if bt.kind == "f" else 0.0
         ulps = 2.0 ** -48 if ft == np.float64 else 2.0 ** -21
-        error = unit / width + 2.0 ** -48 * (big / width) + ulps * (big / width + self.bins)
+        error = (unit + step) / width + 2.0 ** -48 * (big / width) + \
+            ulps * (big / width + self.bins)
         return error if math.isfinite(error) else math.inf
 
     def _numpy_steps(self) -> tuple | None:
@@ -306,7 +310,12 @@ class Histogram:
         """The float dtype the estimate is computed in: float32 for float32 edges (float32
         data: twice the values per vector instruction) where its error leaves most values
         clear of the corrections, else float64."""
-        if self._edges.dtype == np.float32 and 4 * self._error(np.dtype(np.float32)) < 0.125:
+        first, last = self._uniform
+        with np.errstate(all="ignore"):  # (bins narrower than float32's n / max: float64)
+            fits = np.isfinite(np.float32(np.float64(self.bins) / np.float64(_subtract(last,
+                                                                                   first))))
+        if self._edges.dtype == np.float32 and fits and \
+                4 * self._error(np.dtype(np.float32)) < 0.125:
             return np.dtype(np.float32)
         return np.dtype(np.float64)
 
