@@ -322,3 +322,15 @@ def test_initial_out_of_range_on_dask():
         lazyk.max(x, initial=200)
     got = np.asarray(ldask.evaluate(lazyk.max(x, initial=100)).compute())
     assert got.dtype == np.int8 and got == 100
+
+
+def test_out_that_cannot_hold_missing_values_is_named_with_its_type():
+    """A result that may be missing into a lazyk `out=` without `?`: the message names
+    out's type and the result's and says why (the values may be missing)."""
+    x = lazyk.array([1.0, None, 2.0])
+    with pytest.raises(lazyk.NotSupportedError,
+                       match=r"out= of type '3 \* float64' for a '3 \* \?float64' result "
+                             r"\(its values may be missing"):
+        lazyk.evaluate(x * 2, out=lazyk.array([0.0, 0.0, 0.0]))
+    with pytest.raises(lazyk.NotSupportedError, match=r"float64 array\[3\]"):
+        lazyk.evaluate(x * 2, out=np.zeros(3))

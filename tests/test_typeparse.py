@@ -228,6 +228,9 @@ INVALID = [
     ("string[0]", 1, 8, "at least 1"),
     ("string[3, 'klingon']", 1, 11, "encoding"),
     ("bytes[8]", 1, 1, "fixed_bytes[N]"),
+    ("N * 0x10 * int8", 1, 6, "unexpected 'x' in the dimension 0x10"),
+    ("N * 1e3 * int8", 1, 6, "unexpected 'e' in the dimension 1e3"),
+    ("3 int8", 1, 1, "dimension 3 has no dtype"),
 ]
 
 

@@ -134,10 +134,14 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         except Exception:
             value = None
     if value is None:
-        raise NotSupportedError(f"out= of type {target.dtype} array{list(target.shape)} "
-                                f"for a {result.type} result: pass a lazyk array of the "
-                                "result's type and row lengths (e.g. lazyk.full(type, 0, "
-                                "lengths=...) or lazyk.from_offsets(offsets, np.empty(n)))")
+        what = f"'{out.type}'" if isinstance(out, Array) else \
+            f"{target.dtype} array{list(target.shape)}"
+        why = " (its values may be missing: out= must be able to hold None)" \
+            if result.type.missing_values else ""
+        raise NotSupportedError(f"out= of type {what} for a '{result.type}' result{why}: "
+                                "pass a lazyk array of the result's type and row lengths "
+                                "(e.g. lazyk.full(type, 0, lengths=...) or "
+                                "lazyk.from_offsets(offsets, np.empty(n)))")
     if not np.can_cast(value.dtype, target.dtype, casting):
 
         raise CastingError(f"cannot store the {value.dtype} result into out of dtype "

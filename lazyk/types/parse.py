@@ -64,6 +64,12 @@ def _slow_parse(text: str) -> Type:
         stack = getattr(err.state, "value_stack", None) or [None]
         last = stack[-1]
         if isinstance(last, Token) and last.type == "INT" and set(err.expected) == {"STAR"}:
+            if tok.type != "$END" and (tok.line, tok.column) == (last.line,
+                                                                 last.column + len(last)):
+                raise TypeParseError(f"unexpected {str(tok)[:1]!r} in the dimension "
+                                     f"{last!s}{str(tok)}: a dimension is a whole number in "
+                                     "decimal, as in '16 * int8'",
+                                     text, tok.line, tok.column) from None
             raise TypeParseError(f"dimension {last!s} has no dtype after it: dimensions come "
                                  "before the dtype, as in '3 * int32'",
                                  text, last.line, last.column) from None
