@@ -359,3 +359,15 @@ def test_info_says_why_a_directory_cannot_be_made(tmp_path):
     assert not (tmp_path / "new").exists()  # (info made nothing that stays)
     if os.path.isdir("/proc/self") and os.geteuid() == 0:  # (root may "write" /proc)
         assert objcache.ObjectCache("/proc/lazyk-none").info()["problem"]
+
+
+def test_structural_keys_digest_every_code_generator_module(monkeypatch):
+    """Kernels found on disk by their spec (no IR made) must be keyed by every module that
+    generates their code: a change to any of them is another key, never stale code."""
+    from lazyk.kernel import flat, nest
+    seen = []
+    for mod in (flat, nest):
+        monkeypatch.setattr(mod, "source_digest", lambda *m: seen.append(m) or "x")
+    flat._structural_key(None, None)
+    nest.structural_key(("a key",))
+    assert all("lazyk.codegen" in modules for modules in seen) and len(seen) == 2
