@@ -259,9 +259,9 @@ def test_fixed_width_with_nul_and_wide_elements(width):
         values = [x.decode() if isinstance(x, bytes) else str(x) for x in arr.tolist()]
         for c in ("ab", "ab\x00", "a\x00b", "", "\x00", "a", "ab" * (width // 2),
                   "ab" * (width // 2) + "x"):
-            for op in OPS:
+            for op in OPS:  # (NumPy's rule: the constant ends before its trailing NULs)
                 np.testing.assert_array_equal(lazyk.evaluate(op(lazyk.array(arr), c)),
-                                              python(op, values, [c] * len(values)),
+                                              python(op, values, [c.rstrip("\0")] * len(values)),
                                               err_msg=f"{dt} {c!r}")
         if dt[0] == "U":
             continue  # UTF-32 against UTF-8 is refused
@@ -290,3 +290,20 @@ def test_a_python_string_without_utf8_form_is_refused_when_used():
     np.testing.assert_array_equal((s == "é").eval(), [False, True])
     with pytest.raises(UnsupportedOperandError, match="no UTF-8 form"):
         s == "\ud800"
+
+
+def test_constants_ending_in_nul_compare_with_numpy_fixed_width_as_numpy():
+    """NumPy 'S' / 'U' strings end before their trailing NULs, and so do the constants
+    NumPy compares them with; lazyk's own strings (from lists, Arrow) keep every byte."""
+    sb, u = np.array([b"ab", b"a"]), np.array(["a", "b", ""])
+    cases = [(lazyk.array(sb) == b"a\x00", sb == b"a\x00"),
+             (lazyk.array(sb) < b"a\x00", sb < b"a\x00"),
+             (lazyk.array(u) == "b\x00", u == "b\x00"),
+             (lazyk.array(u) == "\x00", u == "\x00"),
+             (lazyk.startswith(lazyk.array(u), "a\x00"), np.char.startswith(u, "a\x00")),
+             (lazyk.endswith(lazyk.array(u), "\x00"), np.char.endswith(u, "\x00"))]
+    for got, want in cases:
+        assert np.asarray(got.eval()).tolist() == want.tolist()
+    s = lazyk.array(["a\x00", "a", ""])
+    assert np.asarray((s == "a\x00").eval()).tolist() == [True, False, False]
+    assert np.asarray(lazyk.endswith(s, "\x00").eval()).tolist() == [True, False, False]

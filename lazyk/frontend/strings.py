@@ -34,6 +34,12 @@ def text_apply(row: str, exprs: list[Expr], what: str) -> Expr:
             f"{what}: operand types {types}: bytes and str have no common type (bytes "
             "compare with bytes: a Python bytes, a bytes array or a NumPy 'S' array); "
             "encode the str first, e.g. 'kiwi'.encode()")
+    if data and builtins.all(d.kind in "SU" for d in data):
+        # (NumPy's fixed-width strings end before their trailing NULs: so do constants
+        # compared with them, as NumPy converts them to the array's dtype)
+        srcs = [Node("const", n.dtype, (), (), n.arg.rstrip(b"\0" if isinstance(n.arg, bytes)
+                                                             else "\0"))
+                if n.op == "const" else n for n in srcs]
     units = {ops.text_unit(d) for d in data}
     mixed = len({type(n.arg) for n in srcs}) > 1  # all constants: Python str and bytes
     if len(units) > 1 or (not data and mixed):
