@@ -494,8 +494,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: bool | None = 
     in place; nothing is flattened or stored, not even a `lazyk.flatten(x)` given here).
 
     Counts are int64 (the weights' dtype with `weights`, float64 with `density=True`), with
-    numpy.histogram's bin rules: `bins` equal bins over `range` (the data's min and max by
-    default), or `bins` as the edges; the last bin is closed; values outside the range,
+    numpy.histogram's bin rules: `bins` equal bins over `range` (by default the min and max
+    of the present values, a value whose weight is missing too), or `bins` as the edges; the last bin is closed; values outside the range,
     NaN and missing values (`?T`, or a missing weight) are not counted. The edges are
     NumPy's (`np.linspace` in the data's float type: float32 for float32 data). `weights`
     broadcast against `a` (a per-event weight `w[:, None]` against per-object values); they
