@@ -101,6 +101,8 @@ def test_bad_rows_are_refused_before_copying():
         RowCopy([np.array([0, 3, 2])])
     with pytest.raises(IndexError, match="position"):
         RowCopy([off], np.array([0, 2]))
+    with pytest.raises(IndexError, match="position 0 outside the 0 rows"):  # (no offsets)
+        RowCopy([np.zeros(0, np.int64)], np.array([0]))
     with pytest.raises(ValueError, match="numbers of rows"):
         RowCopy([off, np.array([0, 1])])
     with pytest.raises(ValueError, match="rows up to 5"):

@@ -166,12 +166,12 @@ def rows_at(sources: list, positions: np.ndarray) -> np.ndarray:
     checked to rise). IndexError for a position outside the rows."""
     nsrc, n = len(sources), len(positions)
     out = np.empty(n + 1, np.int64)
-    arg = (ctypes.c_int64 * (5 + nsrc))(n, len(sources[0]) - 1, positions.ctypes.data,
+    arg = (ctypes.c_int64 * (5 + nsrc))(n, max(len(sources[0]) - 1, 0), positions.ctypes.data,
                                          out.ctypes.data, 0,
                                          *(off.ctypes.data for off in sources))
     parallel_for(native_function(f"lazyk_rows_at_{nsrc}", lambda: _rows_at_ir(nsrc)),
                  ctypes.addressof(arg), 1)
     if arg[4]:
         raise IndexError(f"RowCopy: position {positions[arg[4] - 1]} outside the "
-                         f"{len(sources[0]) - 1} rows")
+                         f"{max(len(sources[0]) - 1, 0)} rows")
     return out

@@ -155,12 +155,12 @@ def join_ahead(root: Node, env: dict) -> None:
     memo = rows_memo_dict()
     if memo is None:
         return
-    done, groups = memo.setdefault("joined kept", {}), {}
+    done, tried, groups = memo.setdefault("joined kept", {}), memo.setdefault("kept parts", {}), {}
     for node in toposort(root):
         if node.op != ROWS_OP or node.arg[0] != "concatenate" or node.arg[1][0] != 1 or \
-                node in done:
+                node in tried:
             continue
-        parts = _kept_parts(node.srcs, node.dtype, env)
+        parts = tried[node] = _kept_parts(node.srcs, node.dtype, env)
         plan = None if parts is None else _joining(parts[0], node.dtype, parts[1])
         if plan is not None:
             groups.setdefault((id(plan), node.dtype.itemsize), []).append((node, parts[0], plan))
@@ -179,11 +179,13 @@ def joined_kept_rows(node: Node, srcs: tuple, env: dict) -> Array | None:
     `full_like(x[m], 1)`): the rows m keeps, joined straight from x, y, ... (the work done
     over all their rows first; `joined_rows` at m's kept positions): `node` over its
     sources `srcs`. None for other forms."""
-    memo, dtype = rows_memo_dict(), node.dtype
-    got = None if memo is None else memo.get("joined kept", {}).get(node)
+    memo, dtype = rows_memo_dict() or {}, node.dtype
+    got = memo.get("joined kept", {}).get(node)
     if got is not None:
         return got
-    parts = _kept_parts(srcs, dtype, env)
+    tried = memo.get("kept parts", {})  # (`join_ahead` looked at these sources already)
+    parts = tried[node] if srcs == node.srcs and node in tried else \
+        _kept_parts(srcs, dtype, env)
     got = None if parts is None else joined_rows(parts[0], dtype, parts[1])
     return None if got is None else build_columns(got)
 

@@ -264,8 +264,7 @@ def _shared_rows(ops_, kinds: list, taken, nlev: int) -> list:
         lead = nlev - len(o.dims)
         for k in range(max(lead, 1), nlev):
             level = kind[k]
-            pick = isinstance(level, (Pick, Gathered))  # (a gathered operand's own rows)
-            rows = level.inner if pick else level
+            rows = _own_rows(level)
             if type(rows) is not Rows or rows.stepping or (t is not None and t[0] < k):
                 continue
             dim = o.dims[k - lead].inner if isinstance(level, Pick) else o.dims[k - lead]
@@ -274,8 +273,7 @@ def _shared_rows(ops_, kinds: list, taken, nlev: int) -> list:
             i = first.setdefault(where, j)
             if i != j:
                 rows = replace(rows, shares=i)
-                kind = kind[:k] + (replace(level, inner=rows) if pick else rows,) + \
-                    kind[k + 1:]
+                kind = kind[:k] + (_with_rows(level, rows),) + kind[k + 1:]
         kinds[j] = kind
     return kinds
 
@@ -288,14 +286,23 @@ def kinds_of(kinds: list, order: list) -> list:
     for new, old in enumerate(order):
         kind = list(kinds[old])
         for k, level in enumerate(kind):
-            wrap = isinstance(level, (Pick, Gathered))
-            rows = level.inner if wrap else level
+            rows = _own_rows(level)
             if type(rows) is Rows:
                 i = first.setdefault((k, rows.shares if rows.shares >= 0 else old), new)
-                rows = replace(rows, shares=-1 if i == new else i)
-                kind[k] = replace(level, inner=rows) if wrap else rows
+                kind[k] = _with_rows(level, replace(rows, shares=-1 if i == new else i))
         got.append(tuple(kind))
     return got
+
+
+def _own_rows(level):
+    """The rows an operand's level reads itself: a tuple level's or a gathered operand's
+    (their `inner`), or the level."""
+    return level.inner if isinstance(level, (Pick, Gathered)) else level
+
+
+def _with_rows(level, rows):
+    """`level` reading `rows` (see `_own_rows`)."""
+    return replace(level, inner=rows) if isinstance(level, (Pick, Gathered)) else rows
 
 
 def _plain_rows(level) -> bool:
