@@ -48,3 +48,25 @@ def test_object_symbol_scan():
     mod.triple = h.triple
     assert cpu.object_symbols(h.tm.emit_object(mod))[1] == ["lazyk_missing_callee"]
     assert cpu.object_symbols(b"not an object") == (None, [])
+
+
+def test_wide_vectors_on_cpus_whose_512_bit_vectors_run_at_full_speed():
+    from lazyk.backend.optworker import wide_vectors
+
+    assert wide_vectors("+avx2,+avx512f,+fma", "sapphirerapids").endswith(",-prefer-256-bit")
+    for features, name in (("+avx2,+avx512f", "skylake-avx512"), ("+avx2,-avx512f", "emeraldrapids"),
+                           ("+avx2", "znver3")):
+        assert wide_vectors(features, name) == features
+
+
+def test_vector_math_loop_uses_the_hosts_preferred_width():
+    import lazyk
+    from lazyk.backend.objcache import host_target
+
+    wide = host_target()[1].endswith(",-prefer-256-bit")
+    assert cpu.host().features == host_target()[1]  # (the cache key names what is compiled)
+    x = lazyk.array(np.linspace(0, 1, 1000))
+    asm = str(lazyk.cos(x * 2.0).explain())
+    assert ("zmm" in asm) == wide
+    np.testing.assert_allclose(lazyk.cos(x * 2.0).to_numpy(), np.cos(np.linspace(0, 1, 1000) * 2.0),
+                               rtol=0, atol=1e-14)

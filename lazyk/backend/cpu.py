@@ -71,7 +71,8 @@ class Host:
         llvm.initialize_native_asmprinter()
         self.triple = llvm.get_process_triple()
         self.cpu = llvm.get_host_cpu_name()
-        self.features = llvm.get_host_cpu_features().flatten()
+        self.features = optworker.wide_vectors(llvm.get_host_cpu_features().flatten(),
+                                               self.cpu)
         target = llvm.Target.from_triple(self.triple)
         self._target = target
         self.tm = self.new_target_machine()

@@ -88,12 +88,16 @@ _host: tuple[str, str] | None = None
 
 
 def host_target() -> tuple[str, str]:
-    """(CPU name, feature string) of this machine, as LLVM sees them; cached per process."""
+    """(CPU name, feature string) of this machine, as lazyk compiles for them; cached per
+    process."""
     global _host
     if _host is None:
         import llvmlite.binding as llvm
 
-        _host = (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+        from lazyk.backend.optworker import wide_vectors
+
+        cpu = llvm.get_host_cpu_name()
+        _host = (cpu, wide_vectors(llvm.get_host_cpu_features().flatten(), cpu))
     return _host
 
 

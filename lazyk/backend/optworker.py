@@ -44,6 +44,21 @@ class _Binding:
 llvm = _Binding()  # lazyk.backend.cpu and .threads use this one too
 
 
+# CPUs whose 512-bit vectors run at full speed: LLVM still tunes them for 256-bit vectors
+# (after older AVX-512 parts that slowed down on them). Measured on an Emerald Rapids host:
+# vector cos 4M float64 1.97 -> 1.40 ms, exp float32 -29%, the ADL histogram queries 3-13%
+# faster, memory-bound loops unchanged.
+WIDE_VECTOR_CPUS = frozenset({"sapphirerapids", "emeraldrapids", "graniterapids",
+                              "graniterapids-d", "diamondrapids"})
+
+
+def wide_vectors(features: str, cpu: str) -> str:
+    """The host's features, told to prefer 512-bit vectors on `WIDE_VECTOR_CPUS`."""
+    if cpu in WIDE_VECTOR_CPUS and "+avx512f" in features.split(","):
+        return features + ",-prefer-256-bit"
+    return features
+
+
 def target_machine(triple: str, cpu: str, features: str, opt: int = 3) -> Any:
     """The host target machine every kernel is optimized and compiled for (`opt`: the code
     generator's level)."""
