@@ -37,6 +37,7 @@ import time
 import warnings
 from pathlib import Path
 
+from lazyk.backend.optworker import wide_vectors
 from lazyk.version import __version__
 
 MAGIC = b"LZKOBJ3\n"  # LZKOBJ1/2 entries (sha256, no secret) are misses
@@ -93,8 +94,6 @@ def host_target() -> tuple[str, str]:
     global _host
     if _host is None:
         import llvmlite.binding as llvm
-
-        from lazyk.backend.optworker import wide_vectors
 
         cpu = llvm.get_host_cpu_name()
         _host = (cpu, wide_vectors(llvm.get_host_cpu_features().flatten(), cpu))

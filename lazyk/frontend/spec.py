@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from lazyk import lru
 from lazyk.errors import BindError
 from lazyk.frontend.graph import type_text
 from lazyk.frontend.lowering import STRING32, TEXT_PAD, text_unit
@@ -106,7 +106,7 @@ PARAM_SLOT = 16  # bytes per parameter slot in kernel data (a complex128 fits)
 # bytes object kept here for the life of the process, so kernel data built once (cached
 # launch entries, compiled dispatchers) stays valid. One entry per distinct string.
 _texts: dict = {}
-_texts_lock = threading.Lock()
+_texts_lock = lru.lock()
 
 
 def text_param(dt: np.dtype, value: str | bytes) -> bytes:

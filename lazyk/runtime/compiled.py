@@ -8,7 +8,6 @@ foreign call into a native guard that checks all that and runs the kernel (~1 us
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from lazyk.frontend.ops import dtype_text, text_dtype
 from lazyk.frontend.records import Records
 from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel import flat as _kernel
+from lazyk.lru import Memo
 from lazyk.runtime import ragged as _ragged
 from lazyk.runtime import ragged_bind as _ragbind
 from lazyk.runtime import row_steps as _rows
@@ -301,8 +301,7 @@ def install_dask(call: Any) -> None:
     _dask_call = call
 
 
-_restored: dict = {}
-_restored_lock = threading.Lock()
+_restored = Memo(256, "restored expressions")
 
 
 def _restore(nodes: tuple, leaves: tuple, consts: tuple = ()) -> CompiledExpr:
@@ -326,10 +325,7 @@ def _restore(nodes: tuple, leaves: tuple, consts: tuple = ()) -> CompiledExpr:
     for name, value in consts:  # a captured array: its env entry, as the expression had it
         env[name], = as_expr(value).env.values()
     k = CompiledExpr(Expr(built[-1], env))
-    with _restored_lock:
-        if len(_restored) > 256:
-            _restored.clear()
-        return _restored.setdefault(key, k)
+    return _restored.put(key, k)
 
 
 def _state_token(state: tuple, *extra: Any) -> str:
