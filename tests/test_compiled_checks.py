@@ -258,3 +258,36 @@ def test_a_lazy_expression_as_an_input_is_named():
     q = lazyk.placeholder("q", "N * var * float64")
     with pytest.raises(TypeError, match="input 'q' is a lazy expression"):
         lazyk.compile(q * 2)(lazyk.array([[1.0]]) * 2)
+
+
+def test_selection_and_gather_pair_dims_of_one_size_when_compiled():
+    # two names for the paired dims: refused when built, as elementwise work refuses them
+    met, keep = lazyk.placeholder("met", "M * float64"), lazyk.placeholder("keep", "N * bool")
+    with pytest.raises(lazyk.ShapeError, match=r"x\[mask\]: dim 0 is M in the array .* N in "
+                                               r"the mask .* one name"):
+        met[keep]
+    pt = lazyk.placeholder("pt", "N * var * float64")
+    with pytest.raises(lazyk.ShapeError, match="one name"):
+        met[lazyk.num(pt, axis=1) > 0]
+    same = lazyk.compile(lazyk.placeholder("met", "N * float64")[lazyk.num(pt, axis=1) > 0])
+    assert same(np.array([1.0, 2.0, 3.0]), [[1.0], [], [2.0, 3.0]]).tolist() == [1.0, 3.0]
+    # a name against a captured array's size: that size, checked at the call (a row of 1
+    # does not stretch between array and key)
+    dense = lazyk.compile(met[np.array([True, False, True])])
+    assert dense(np.array([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0]
+    for n in (1, 2, 4):
+        with pytest.raises(lazyk.ShapeError, match=rf"dim 0 .* has size {n} in the array and 3 "
+                                                   r"in the mask"):
+            dense(np.arange(float(n)))
+    x = lazyk.placeholder("x", "M * var * float64")
+    rows = lazyk.compile(x[lazyk.array([[True], [False], [True]], type="3 * var * bool")])
+    assert rows([[1.0], [2.0], [3.0]]).to_list() == [[1.0], [], [3.0]]
+    with pytest.raises(lazyk.ShapeError, match=r"size 1 in the array and 3 in the mask"):
+        rows([[1.0]])
+    positions = lazyk.placeholder("p", "M * var * int64")
+    gather = lazyk.compile(lazyk.array([[1.0, 2.0], [3.0], [4.0]])[positions])
+    assert gather([[1], [0], [0]]).to_list() == [[2.0], [3.0], [4.0]]
+    for bad in ([[0]], [[0]] * 4):
+        with pytest.raises(lazyk.ShapeError, match=r"x\[positions\]: dim 0 .* has size 3 in "
+                                                   r"the array"):
+            gather(bad)

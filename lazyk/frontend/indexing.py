@@ -311,6 +311,10 @@ def index_by(x: Any, key: Any) -> Expr:
         if isinstance(n, int) and isinstance(m, int) and n != m:
             raise ShapeError(f"x[{what}]: dim {d} has size {n} in the array ({e.type}) and "
                              f"{m} in the {what} ({k.type})")
+        if n != m and "var" not in (n, m) and isinstance(n, str) and isinstance(m, str):
+            # (as elementwise work: two names may stand for two sizes)
+            raise ShapeError(f"x[{what}]: dim {d} is {n} in the array ({e.type}) and {m} in "
+                             f"the {what} ({k.type}): give the dims one name")
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
@@ -324,6 +328,24 @@ def index_by(x: Any, key: Any) -> Expr:
         return Expr(Node(ROWS_OP, e.dtype, shape, (e.node, key),
                          (name, (at,), tuple(rows), option)), env)
     return Expr(Node(op, e.dtype, shape, (e.node, key), at), env)
+
+
+def index_pairs(root: Node) -> list:
+    """The dims that `x[mask]` / `x[positions]` in the graph of `root` pair where one side is
+    a symbol and the other a size or another symbol (a compiled call checks them once
+    the symbols have sizes: no row of 1 stretches, as in `index_by`): (dim, x's size, the
+    key's, "mask" / "positions", x's type text, the key's)."""
+    pairs = []
+    for node in _toposort(root):
+        if node.op not in (SELECT_OP, TAKE_OP):
+            continue
+        x, key = node.srcs
+        for d in range(node.arg + (node.op == SELECT_OP)):
+            n, m = x.shape[d], key.shape[d]
+            if n != m and "var" not in (n, m) and (isinstance(n, str) or isinstance(m, str)):
+                pairs.append((d, n, m, "mask" if node.op == SELECT_OP else "positions",
+                              x.type_text(), key.type_text()))
+    return pairs
 
 
 def index_expr(expr: Expr, key: Any) -> Expr:

@@ -27,6 +27,7 @@ from lazyk.errors import (
 )
 from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import Node, build_type, toposort, type_text
+from lazyk.frontend.indexing import index_pairs
 from lazyk.frontend.leaves import (
     OwnedView,
     Placeholder,
@@ -468,6 +469,21 @@ class CallInputs:
         for i, shape in enumerate(shapes):
             for ax, (want, n) in enumerate(zip(self._types[i][0], shape)):
                 self._check_size(sizes, i, ax, want, n)
+        self._check_picks(sizes)
+
+    def _check_picks(self, sizes: dict) -> None:
+        """`x[mask]` / `x[positions]` whose array and key pair a symbol with a size (or
+        another symbol): the sizes the inputs give them are equal (a row of 1 does not
+        stretch between array and key, as when the sizes are known)."""
+        pairs = self.__dict__.get("_index_pairs")
+        if pairs is None:
+            pairs = self._index_pairs = index_pairs(self.expr.node)
+        for d, n, m, what, xt, kt in pairs:
+            a, b = (sizes[v][2] if v in sizes else v for v in (n, m))
+            if isinstance(a, int) and isinstance(b, int) and a != b:
+                raise ShapeError(f"x[{what}]: dim {d} ({n} in the array, {xt}; {m} in the "
+                                 f"{what}, {kt}) has size {a} in the array and {b} in the "
+                                 f"{what}: {self.signature}")
 
     def _check_size(self, sizes: dict, i: int, ax: int, want: Any, n: int) -> None:
         """Axis `ax` of input `i` against its parameter's: a fixed size equal, a symbol the
@@ -587,4 +603,5 @@ class CallInputs:
                     value = value.astype(dtype)
             env[name] = (_text_var_rows(value) if isinstance(value, OwnedView) else
                          _var_rows(value)) if rows else value
+        self._check_picks(sizes)
         return env
