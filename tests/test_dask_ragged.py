@@ -1150,3 +1150,15 @@ def test_folds_over_the_leading_object_of_rows_that_may_be_missing():
             got = ldask.evaluate(f(ldask.from_ragged(x, k))).compute()
             assert (got.to_list() if hasattr(got, "to_list") else
                     np.asarray(got).tolist()) == want
+
+
+def test_ragged_and_plain_results_computed_together_come_back_in_place():
+    # dask.compute groups collections by their optimizer and answers group by group: the
+    # ragged results share dask.array's, so a fold's plain result keeps its place
+    rows = ldask.from_ragged(lazyk.array([[1.0, 2.0], [], [3.0], [4.0, 5.0]]), 2)
+    ragged, plain, ragged2 = (ldask.evaluate(rows * 10), ldask.evaluate(rows.sum(axis=-1)),
+                              ldask.evaluate(rows + 1))
+    r1, p, r2 = dask.compute(ragged, plain, ragged2, scheduler="sync")
+    assert r1.to_list() == [[10.0, 20.0], [], [30.0], [40.0, 50.0]]
+    assert p.tolist() == [3.0, 0.0, 3.0, 9.0]
+    assert r2.to_list() == [[2.0, 3.0], [], [4.0], [5.0, 6.0]]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import dask
+import dask.array
 import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -215,9 +216,10 @@ class _Collection:
 
     __dask_scheduler__ = staticmethod(threaded_get)
 
-    @staticmethod
-    def __dask_optimize__(dsk: Any, keys: Any, **kwargs: Any) -> Any:
-        return dsk
+    # dask.array's optimizer: `dask.compute` groups collections by their optimizer and
+    # returns the groups' results in group order, so lazyk's ragged results computed with
+    # dask.array results (a fold's plain result) would come back out of place
+    __dask_optimize__ = staticmethod(dask.array.Array.__dask_optimize__)
 
     def compute(self, **kwargs: Any) -> Array:
         """The whole array (partitions concatenated along axis 0) as one lazyk array."""
