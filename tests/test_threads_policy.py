@@ -61,9 +61,14 @@ def test_set_num_threads_limits():
                 lazyk.set_num_threads(bad)
         with pytest.raises(TypeError):
             lazyk.set_num_threads(1.5)
-        with pytest.warns(RuntimeWarning, match="capped"):
+        with pytest.warns(RuntimeWarning, match=r"lazyk\.set_num_threads\(\d+\): capped") as w:
             lazyk.set_num_threads(1000 * _cores())
+        assert w[0].filename == __file__  # (the user's line)
         assert lazyk.get_num_threads() == threads.MAX_THREADS_PER_CORE * _cores()
+        with pytest.warns(RuntimeWarning, match=r"lazyk\.threads\(\d+\): capped") as w:
+            with lazyk.threads(1000 * _cores()):
+                assert lazyk.get_num_threads() == threads.MAX_THREADS_PER_CORE * _cores()
+        assert w[0].filename == __file__
     finally:
         lazyk.set_num_threads(before)
     assert lazyk.get_num_threads() == before

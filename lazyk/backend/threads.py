@@ -243,7 +243,7 @@ _local_count: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 _blocks = 0  # `threads(n)` blocks open in any Python thread (planned records are off then)
 
 
-def _checked_count(n: int) -> int:
+def _checked_count(n: int, what: str = "set_num_threads", stacklevel: int = 3) -> int:
     import operator
 
     if isinstance(n, bool):
@@ -254,7 +254,7 @@ def _checked_count(n: int) -> int:
         raise TypeError(f"number of threads must be an int, not {type(n).__name__}") from None
     if n < 1:
         raise ValueError(f"number of threads must be >= 1, got {n}")
-    return _capped(n, f"lazyk.set_num_threads({n})", stacklevel=3)
+    return _capped(n, f"lazyk.{what}({n})", stacklevel=stacklevel)
 
 
 def set_num_threads(n: int) -> None:
@@ -310,7 +310,7 @@ def threads(n: int):
     """
     global _blocks
 
-    n = _checked_count(n)
+    n = _checked_count(n, "threads", stacklevel=4)  # (the block's `with` line)
     with _pool_lock:
         _blocks += 1
         # records planned before the block are stale; none are planned while blocks are open
