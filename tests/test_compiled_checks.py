@@ -291,3 +291,34 @@ def test_selection_and_gather_pair_dims_of_one_size_when_compiled():
         with pytest.raises(lazyk.ShapeError, match=r"x\[positions\]: dim 0 .* has size 3 in "
                                                    r"the array"):
             gather(bad)
+
+
+def test_zip_of_two_parameters_lines_up_their_rows_at_each_call():
+    x, y = (lazyk.placeholder(n, "N * var * float64") for n in ("x", "y"))
+    q = lazyk.placeholder("q", "N * ?var * float64")
+    r = lazyk.zip({"a": x, "b": y})
+    num, first, total = (lazyk.compile(e) for e in (
+        lazyk.num(r, axis=1), lazyk.firsts(r, axis=1).b,
+        lazyk.sum(lazyk.zip({"a": x, "q": q}).a, axis=1)))
+    assert "y" in num.signature and "y" in first.signature  # (a field read for its rows)
+    for ys, want in (([[1.0, 2.0, 3.0], [3.0, 5.0]], [3, 2]),  # x's row of 1 stretches
+                     ([[1.0, 2.0, 3.0], [3.0]], [3, 1])):
+        got = num([[1.0, 2.0, 3.0], [4.0]], ys)
+        assert got.tolist() == want == lazyk.num(lazyk.zip(
+            {"a": lazyk.array([[1.0, 2.0, 3.0], [4.0]]), "b": lazyk.array(ys)}), axis=1).tolist()
+    for f in (num, first):
+        with pytest.raises(lazyk.ShapeError, match=r"row 0: operand 0 has length 3 and operand "
+                                                   r"1 has length 2"):
+            f([[1.0, 2.0, 3.0], [4.0]], [[1.0, 2.0], [3.0]])
+    # a row missing in one field is missing in every field (Awkward's zip)
+    assert total([[1.0, 2.0], [3.0]], [[1.0, 2.0], None]).to_list() == [3.0, None]
+
+
+def test_lists_of_only_none_take_the_parameters_type():
+    for t, data, want in (("N * ?var * float64", [None, None], [True, True]),
+                          ("N * ?var * ?float64", [[None], None], [False, True])):
+        k = lazyk.compile(lazyk.is_none(lazyk.placeholder("x", t)))
+        assert np.asarray(k(data)).tolist() == want
+    k = lazyk.compile(lazyk.is_none(lazyk.placeholder("x", "N * var * ?float64")))
+    with pytest.raises(lazyk.TypeMatchError, match="expected N \\* var \\* \\?float64"):
+        k([None, None])  # (missing rows where the parameter has none)

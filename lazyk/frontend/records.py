@@ -333,9 +333,9 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
         return got
     if node.op == "input":
         a = getattr(leaf_data(env.get(node.arg)), "array", None)
-        # (a parameter's or a Dask collection's lists are known only when it runs: taken
-        # as the others')
-        got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("unknown",)
+        # (a parameter's or a Dask collection's lists are known only when it runs: its
+        # own, lined up with another's, which checks them then)
+        got = ("lists", a.ptr, a.meta[:2]) if isinstance(a, Array) else ("input", node.arg)
     elif node.op in (SELECT_OP, TAKE_OP) or (node.op == ROWS_OP and node.arg[0] in (
             "select", "gather")):  # (strings select and gather as row operations)
         x, key = node.srcs  # (a selection inside the records leaves the lists above alone)
