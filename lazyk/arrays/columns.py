@@ -25,8 +25,10 @@ from lazyk.arrays.buffers import (
     regular,
     text_array,
     text_buffers,
+    text_from_numpy,
     unsupported,
 )
+from lazyk.arrays.foreign import is_pandas
 from lazyk.arrays.trees import (
     Column,
     Leaf,
@@ -424,3 +426,21 @@ def _repack(a: Array) -> Array:
 
 use_field_copy(option_field)  # `r.x` of `?{x: ?T}` records reads through it
 use_pickle_form(_pickled)  # a ragged array or records pickle as their buffers
+
+
+def text_input(x: Any) -> Any:
+    """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
+    `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
+    same bytes); other inputs as they are."""
+    if isinstance(x, Array):
+        elem = x.type.dtype
+        if isinstance(elem.elem if isinstance(elem, T.Option) else elem, T.FixedBytes):
+            return fixed_text_rows(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "US" and 0 not in x.shape[1:]:
+        return text_from_numpy(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "US":
+        kind = "string" if x.dtype.kind == "U" else "bytes"
+        return array(x.tolist(), type=" * ".join([*map(str, x.shape), kind]))
+    if isinstance(x, (list, tuple)) or is_pandas(x):
+        return array(x)
+    return x

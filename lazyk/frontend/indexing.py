@@ -348,6 +348,17 @@ def index_pairs(root: Node) -> list:
     return pairs
 
 
+def check_index_sizes(pairs: list, sizes: dict, signature: str) -> None:
+    """ShapeError where a pair of `index_pairs` has two sizes once `sizes` (symbol -> size)
+    gives the symbols theirs: no row of 1 stretches between array and key."""
+    for d, n, m, what, xt, kt in pairs:
+        a, b = (sizes.get(v, v) for v in (n, m))
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            raise ShapeError(f"x[{what}]: dim {d} ({n} in the array, {xt}; {m} in the "
+                             f"{what}, {kt}) has size {a} in the array and {b} in the "
+                             f"{what}: {signature}")
+
+
 def index_expr(expr: Expr, key: Any) -> Expr:
     """`expr[key]` (`Expr.__getitem__`): selection or gather by an index array, else new
     axes and whole dims."""

@@ -13,8 +13,8 @@ import numpy as np
 from lazyk import types as _T
 from lazyk.arrays.array import Array, masked
 from lazyk.arrays.array import array as _array
-from lazyk.arrays.buffers import offsets_array, regular, text_array, text_from_numpy
-from lazyk.arrays.columns import build_columns, columns, fixed_text_rows
+from lazyk.arrays.buffers import offsets_array, regular, text_array
+from lazyk.arrays.columns import build_columns, columns, text_input
 from lazyk.arrays.foreign import is_foreign, is_pandas
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Regular, Text, without_options
 from lazyk.errors import (
@@ -27,7 +27,7 @@ from lazyk.errors import (
 )
 from lazyk.frontend.expression import Expr, summary
 from lazyk.frontend.graph import Node, build_type, toposort, type_text
-from lazyk.frontend.indexing import index_pairs
+from lazyk.frontend.indexing import check_index_sizes, index_pairs
 from lazyk.frontend.leaves import (
     OwnedView,
     Placeholder,
@@ -136,6 +136,11 @@ def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
                            f"parameter's {dtype} ({info.min} to {info.max})")
 
 
+def _no_numbers(x: Any) -> bool:
+    """Whether Python lists hold no numbers: only lists and None."""
+    return all(v is None or isinstance(v, (list, tuple)) and _no_numbers(v) for v in x)
+
+
 def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
     """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0, or
     left out with `present`)."""
@@ -149,24 +154,6 @@ def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
         values = tree.child.values.reshape(-1)
         return values[np.asarray(tree.present, bool).reshape(-1)] if present else values
     return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
-
-
-def text_input(x: Any) -> Any:
-    """Lists of str (or bytes), NumPy `U` (or `S`) arrays and pandas columns as a lazyk
-    `string` (`bytes`) array (a copy), lazyk `fixed_bytes[n]` arrays as `bytes` (over the
-    same bytes); other inputs as they are."""
-    if isinstance(x, Array):
-        elem = x.type.dtype
-        if isinstance(elem.elem if isinstance(elem, _T.Option) else elem, _T.FixedBytes):
-            return fixed_text_rows(x)
-    if isinstance(x, np.ndarray) and x.dtype.kind in "US" and 0 not in x.shape[1:]:
-        return text_from_numpy(x)
-    if isinstance(x, np.ndarray) and x.dtype.kind in "US":
-        kind = "string" if x.dtype.kind == "U" else "bytes"
-        return _array(x.tolist(), type=" * ".join([*map(str, x.shape), kind]))
-    if isinstance(x, (list, tuple)) or is_pandas(x):
-        return _array(x)
-    return x
 
 
 def text_for(x: Any, element: np.dtype, label: str) -> Any:
@@ -472,18 +459,12 @@ class CallInputs:
         self._check_picks(sizes)
 
     def _check_picks(self, sizes: dict) -> None:
-        """`x[mask]` / `x[positions]` whose array and key pair a symbol with a size (or
-        another symbol): the sizes the inputs give them are equal (a row of 1 does not
-        stretch between array and key, as when the sizes are known)."""
-        pairs = self.__dict__.get("_index_pairs")
-        if pairs is None:
-            pairs = self._index_pairs = index_pairs(self.expr.node)
-        for d, n, m, what, xt, kt in pairs:
-            a, b = (sizes[v][2] if v in sizes else v for v in (n, m))
-            if isinstance(a, int) and isinstance(b, int) and a != b:
-                raise ShapeError(f"x[{what}]: dim {d} ({n} in the array, {xt}; {m} in the "
-                                 f"{what}, {kt}) has size {a} in the array and {b} in the "
-                                 f"{what}: {self.signature}")
+        """`x[mask]` / `x[positions]` pairing a symbol with a size: equal sizes once the
+        inputs give the symbols theirs (`sizes`: symbol -> (input, axis, size))."""
+        if "_index_pairs" not in self.__dict__:
+            self._index_pairs = index_pairs(self.expr.node)
+        check_index_sizes(self._index_pairs, {k: v[2] for k, v in sizes.items()},
+                          self.signature)
 
     def _check_size(self, sizes: dict, i: int, ax: int, want: Any, n: int) -> None:
         """Axis `ax` of input `i` against its parameter's: a fixed size equal, a symbol the
@@ -514,9 +495,13 @@ class CallInputs:
                 # `?T` data, none missing: its values (a call; bind reads the arrays given)
                 present = _present_values(x, want_rows if copies else None)
                 x = x if present is None else present
-            if isinstance(x, (list, tuple)) and not len(x) and len(want) > 1:
-                # `[]`: no rows, of the parameter's type (Awkward's empty array)
-                x = _array(x, typed_text((0,) + tuple(want[1:]), dtype, option, want_rows))
+            if isinstance(x, (list, tuple)) and len(want) > 1 and _no_numbers(x):
+                # `[]`, `[None, [None]]`: of the parameter's type (Awkward's empty array)
+                try:
+                    x = _array(x, typed_text((len(x),) + tuple(want[1:]), dtype, option,
+                                             want_rows))
+                except (TypeError, ValueError):
+                    pass  # (refused below, naming the parameter)
             if dtype in TEXT_ELEMENTS:
                 x = text_for(x, dtype, label)
             if type(x) is int and dtype.kind in "fc" and not -2**63 <= x < 2**64:
