@@ -230,3 +230,45 @@ def test_sort_and_argsort_with_no_axis_take_the_flattened_values():
                                   np.sort(dense, axis=None))
     np.testing.assert_array_equal(lazyk.argsort(lazyk.array(dense), axis=None).eval(),
                                   np.argsort(dense, axis=None, kind="stable"))
+
+
+def test_ufunc_dtype_follows_numpys_casting_rule():
+    n = np.array([1.5, -2.5, 3.7])
+    for x in (lazyk.array(n), lazyk.array(n) * 1, lazyk.array([[1.5, -2.5], [], [3.7]])):
+        with pytest.raises(TypeError, match=r"Cannot cast ufunc 'add' input 0 from "
+                                            r"dtype\('float64'\) to dtype\('int64'\)"):
+            np.add(x, 1, dtype=np.int64)
+    with pytest.raises(TypeError, match="No loop matching"):
+        np.sqrt(lazyk.array(n) * 1, dtype=np.int64)
+    got = np.add(lazyk.array(n) * 1, 1, dtype=np.int64, casting="unsafe").eval()
+    want = np.add(n, 1, dtype=np.int64, casting="unsafe")
+    assert got.to_numpy().tolist() == want.tolist() and got.to_numpy().dtype == want.dtype
+    got = np.add(lazyk.array(np.array([1, 2])) * 1, 1.5, dtype="f4").eval().to_numpy()
+    assert got.dtype == np.float32 and got.tolist() == [2.5, 3.5]
+
+
+def test_numpy_functions_on_fixed_arrays_and_edge_keywords_answer_as_numpy():
+    n = np.arange(6.0).reshape(2, 3)
+    a = lazyk.array(n)
+    assert np.astype(a, np.int32).tolist() == np.astype(n, np.int32).tolist()
+    assert np.sum(a, where=n > 1) == np.sum(n, where=n > 1) == 14.0
+    assert np.sum(a, initial=100.0) == 115.0
+    assert np.clip(a * 1).eval().to_numpy().tolist() == n.tolist()  # (no bounds: the values)
+    assert np.concatenate([a * 1, a * 1], axis=None).eval().to_numpy().tolist() == \
+        np.concatenate([n, n], axis=None).tolist()
+    rows = lazyk.concatenate([lazyk.array([[1.0], [2.0, 3.0]]), lazyk.array([[4.0], []])],
+                             axis=None)
+    assert rows.eval().to_list() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_records_project_a_list_of_fields_whatever_they_come_from():
+    ak = pytest.importorskip("awkward")
+    A = ak.zip({"pt": [[45.0, 40.0], [], [30.0]], "eta": [[0.1, -1.2], [], [0.5]],
+                "q": [[1, -1], [], [1]]})
+    want = A[["pt", "q"]].to_list()
+    assert lazyk.from_awkward(A)[["pt", "q"]].to_list() == want
+    assert lazyk.array(A.to_list())[["pt", "q"]].to_list() == want
+    z = lazyk.zip({k: lazyk.array(A[k].to_list()) for k in A.fields})
+    assert z[["pt", "q"]].eval().to_list() == want
+    with pytest.raises(TypeError, match=r"lazy records .* cannot be indexed by slice\(1, 3"):
+        z[1:3]

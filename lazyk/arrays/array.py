@@ -276,19 +276,19 @@ class Array(Operators, Conversions):
     # ------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Array:
         """A view for ints, slices, `...`, `None` and field names (a copy where no view exists);
-        a tuple's fields are named by position, "0", "1", ... (as in Awkward Array).
-
-        An int or a partial slice on a var dim under a kept (sliced) dim has no strided view;
-        that result is a copy, and an int past a row's end raises IndexError naming the row.
-
-        A bool or integer array (or expression) selects or gathers lazily, as Awkward Array
-        does: `x[x > 0]`, `x[lazyk.argmax(x, axis=1, keepdims=True)]` are expressions
-        (`lazyk.frontend.expr.index_by`).
-        """
+        a tuple's fields are named by position, "0", "1", ... (as in Awkward Array); a list
+        of field names, the records of those fields. An int or a partial slice on a var dim
+        under a kept (sliced) dim has no strided view: a copy, and an int past a row's end
+        raises IndexError naming the row. A bool or integer array (or expression) selects or
+        gathers lazily, as Awkward Array does: `x[x > 0]`, `x[lazyk.argmax(x, axis=1,
+        keepdims=True)]` are expressions (`lazyk.frontend.expr.index_by`)."""
         if self._columns is not None and isinstance(index, str) and index in self._columns:
             return self._columns[index]
         if operators.front_end().is_index_operand(index):  # x[mask], x[positions]: lazy
             return operators.front_end().index_by(self, index)
+        if type(index) is list and index and all(isinstance(k, str) for k in index) and \
+                (fields := operators.front_end().record_fields(self)) is not None:
+            return fields[index].eval()  # (Awkward's projection: r[["pt", "q"]])
         items = index if isinstance(index, tuple) else (index,)
         if self._np is None and any(isinstance(i, (bool, np.bool_)) for i in items):
             items = bool_items(items)

@@ -61,9 +61,9 @@ def _reduction(op: str, keywords: tuple, skipnan: bool = False) -> Function:
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None) -> lx.Expr:
-    """np.clip with either bound left out (None), as NumPy allows."""
+    """np.clip with either bound left out (None), as NumPy allows (both: the values)."""
     if a_min is None and a_max is None:
-        raise ValueError("numpy.clip: one of a_min or a_max must be given")
+        return lx.as_expr(a)
     if a_min is None:
         return lx.minimum(a, a_max)
     return lx.maximum(a, a_min) if a_max is None else lx.clip(a, a_min, a_max)
@@ -141,13 +141,17 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         x = inputs[0]  # x * x, as NumPy's square computes it (bools: its int8 loop)
         x = lx.astype(x, "int8") if lx.as_expr(x).dtype.kind == "b" else x
         inputs, ufunc = (x, x), np.multiply
+    casting = "unsafe"  # (a reduction into `out`, as NumPy stores it)
     if method == "__call__" and ufunc in UFUNCS:
-        dt = kwargs.pop("dtype", None)
+        dt, casting = kwargs.pop("dtype", None), kwargs.pop("casting", "same_kind")
         _refuse_keywords(where, kwargs, ())
-        if dt is not None:  # NumPy's loop of that dtype: the operands cast to it
+        loop = None if dt is None else _loop(ufunc, inputs, dt, casting)
+        if loop is not None:  # NumPy's loop of that output dtype: the operands cast to it
             inputs = tuple(x if isinstance(x, (bool, int, float, complex)) else
-                           lx.astype(x, dt) for x in inputs)
+                           lx.astype(x, t) for x, t in zip(inputs, loop))
         result = lx.apply(UFUNCS[ufunc], *inputs)
+        if loop is not None and result.dtype != loop[-1]:
+            result = lx.astype(result, loop[-1])
     elif method == "reduce" and ufunc in UFUNC_REDUCTIONS and len(inputs) == 1:
         op = UFUNC_REDUCTIONS[ufunc]
         keywords = ("axis", "keepdims", "dtype") + (
@@ -165,9 +169,18 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return getattr(ufunc, method)(*plain, **kwargs)
     if out is None:
         return result
-    # NumPy casts a reduction into `out` unsafely, a ufunc call under 'same_kind'.
-    return hooks.evaluate(result, out=out,
-                          casting="unsafe" if method == "reduce" else "same_kind")
+    # NumPy casts a reduction into `out` unsafely, a ufunc call under `casting`
+    return hooks.evaluate(result, out=out, casting=casting)
+
+
+def _loop(ufunc: np.ufunc, inputs: tuple, dt: Any, casting: str) -> tuple:
+    """The dtypes of NumPy's loop of `ufunc` giving `dt` for these operands (inputs, then
+    the output); NumPy's TypeError where none takes them under `casting`."""
+    kinds = tuple(np.dtype(bool) if isinstance(x, bool) else type(x)
+                  if isinstance(x, (int, float, complex)) else lx.as_expr(x).dtype
+                  for x in inputs)
+    return ufunc.resolve_dtypes(kinds + (None,) * ufunc.nout, casting=casting,
+                                signature=(None,) * ufunc.nin + (np.dtype(dt),) * ufunc.nout)
 
 
 def _numpy_forms(values: tuple) -> tuple | None:

@@ -105,6 +105,11 @@ class Records:
         except ShapeError as err:  # (said of a field: name the records)
             raise ShapeError(f"{err}, indexing each field of the records {self.type}") \
                 from None
+        except TypeError as err:  # (said of a field's expression: name the records)
+            raise TypeError(f"lazy records {self.type} cannot be indexed by {key!r}: "
+                            "index each field's way (r[:, 0], r[:, :2], r[mask], r[:, None]),"
+                            " or evaluate them first (r.eval()[...], a view of the result)"
+                            ) from err
         deeper = got.leaves()[0].ndim - before
         return got if not deeper or got._depth is None else \
             Records(got._fields, got._depth + deeper, got._tuple, own_fields=got.own_fields)

@@ -219,7 +219,7 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
     counts as empty (Awkward's rule).
 
     Example: `lazyk.concatenate([x, y], axis=1)` of `[[1], []]` and `[[2], [3]]` is
-    `[[1, 2], [3]]`.
+    `[[1, 2], [3]]`. `axis=None` joins the operands' values, each flattened (NumPy's).
 
     Raises:
         ValueError: no operands, or operands of different numbers of dims.
@@ -229,6 +229,8 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
     if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
         raise TypeError("concatenate takes a list or tuple of arrays or expressions, not "
                         f"{type(arrays).__name__}")
+    if axis is None:
+        return concatenate([flatten(a, axis=None) for a in arrays], axis=0)
     recs = [lined_up_fields(a) for a in arrays]
     if any(r is not None for r in recs):
         if any(r is None or sorted(r.fields) != sorted(recs[0].fields) for r in recs):
