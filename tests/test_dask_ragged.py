@@ -1162,3 +1162,16 @@ def test_ragged_and_plain_results_computed_together_come_back_in_place():
     assert r1.to_list() == [[10.0, 20.0], [], [30.0], [40.0, 50.0]]
     assert p.tolist() == [3.0, 0.0, 3.0, 9.0]
     assert r2.to_list() == [[2.0, 3.0], [], [4.0], [5.0, 6.0]]
+
+
+def test_zip_of_rows_two_masks_made_is_refused_as_their_arithmetic_is():
+    met = lazyk.array([1.0, 2.0, 3.0, 4.0])
+    m1, m2 = lazyk.array([True, False, True, True]), lazyk.array([True, True, True, False])
+    dmet, d1, d2 = (ldask.from_ragged(a, 2) for a in (met, m1, m2))
+    for fields in ({"a": dmet[d1], "b": dmet[d2]}, {"a": dmet[d1], "b": dmet}):
+        with pytest.raises(lazyk.NotSupportedError, match=r"with_rows: rows selected"):
+            ldask.evaluate(lazyk.zip(fields)).compute()
+    # fields of the same rows pair partition by partition, as on one machine
+    x, y = lazyk.array([[1.0, 2.0], [3.0], []]), lazyk.array([[5.0, 6.0], [7.0], []])
+    got = ldask.evaluate(lazyk.zip({"a": ldask.from_ragged(x, 2), "b": ldask.from_ragged(y, 2)}))
+    assert got.compute().to_list() == lazyk.zip({"a": x, "b": y}).eval().to_list()

@@ -92,9 +92,9 @@ class Conversions:
         (it reads `np.asarray` of them, as before); over var dims, missing values or
         expressions lazyk's lazy function where it has one (`np.sort`, `np.cumsum`,
         `np.std`, `np.histogram`, ...), else NotSupportedError naming the function."""
-        if _has_numpy_form(args, kwargs):  # (the arrays themselves as their ndarrays:
-            # some implementations take ndarrays only, np.astype)
-            args = tuple(a.to_numpy() if isinstance(a, Conversions) else a for a in args)
+        if _has_numpy_form(args, kwargs):
+            if func is getattr(np, "astype", None):  # (NumPy's takes an ndarray only)
+                args = (args[0].to_numpy(),) + args[1:]
             return func._implementation(*args, **kwargs)
         return hooks.array_function(func, types, args, kwargs)
 

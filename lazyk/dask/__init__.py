@@ -76,7 +76,7 @@ from lazyk.frontend.histogram import histogram as hist
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.records import Records
+from lazyk.frontend.records import Records, lined_up_fields
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
@@ -321,6 +321,7 @@ def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
 def _records(rec: Records, split_every: Any) -> RaggedRecords:
     """Records over collections: each field computed, then each partition's fields laid
     out as one array of records (`zip_part`), a collection of the records' type."""
+    rec = lined_up_fields(rec)  # (fields of other rows: paired, or refused, as one machine)
     parts = [evaluate(f, split_every=split_every) for f in rec.leaves()]
     parts = [from_ragged(p) if isinstance(p, da.Array) else p for p in parts]  # (plain)
     if not all(isinstance(p, RaggedArray) for p in parts) or \
