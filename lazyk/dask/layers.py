@@ -279,7 +279,8 @@ class _Planner:
             raise mixed(node)
         made = {self.made.get(id(s)) for s in srcs if self._is_split(s)}
         if len(made) > 1:  # (rows two masks made: a partition's counts may differ)
-            raise mixed(node, "rows selected by different masks meet")
+            raise mixed(node, "rows selected by different masks (or flattened from "
+                              "different arrays) meet")
         known = lines.pop()
         picks = node.op in (SELECT_OP, TAKE_OP, ROWS_OP)  # operands line up from axis 0
         for s in srcs:

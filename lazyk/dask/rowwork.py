@@ -93,8 +93,9 @@ def mixed(node: Node, meet: str = "rows selected or flattened from a collection 
     what = node.arg[0] if node.op in (REDUCE_OP, ROWS_OP) else node.op
     return NotSupportedError(
         f"{what}: {meet}, which need not line up partition by partition: not supported on Dask "
-        "(select every operand with the same mask, x[m] * y[m]; or compute the selection "
-        "first)")
+        "(select every operand with the same mask, x[m] * y[m]; flatten after the "
+        "elementwise work, lazyk.flatten(x * y), and histogram the lists themselves, "
+        "lazyk.histogram(x, weights=y); or compute the selection first)")
 
 
 def unsplit(node: Node, operand: Node) -> NotSupportedError:
