@@ -225,3 +225,13 @@ def test_a_misplaced_argument_after_a_string_is_named():
     out = np.empty(4)
     assert lazyk.evaluate("a * 3", out) is out  # an array after a string is still `out`
     np.testing.assert_array_equal(out, a * 3)
+
+
+def test_numexprs_positional_order_with_out():
+    a, b, out = np.ones(3), np.arange(3.0), np.zeros(3)
+    assert lazyk.evaluate("a + b", {"a": a, "b": b}, None, out) is out
+    assert out.tolist() == [1.0, 2.0, 3.0]
+    assert lazyk.evaluate("a + b", {"a": a}, {"b": b}).tolist() == [1.0, 2.0, 3.0]
+    assert lazyk.evaluate("a + b", None).tolist() == [1.0, 2.0, 3.0]  # (the caller's names)
+    with pytest.raises(TypeError, match="takes each at most once"):
+        lazyk.evaluate("a + b", {"a": a, "b": b}, None, out, out=out)

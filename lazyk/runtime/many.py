@@ -62,7 +62,8 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
             Several results take 'C' or 'F'; with 'A' / 'K' they are in C order.
         casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
             'same_kind', 'unsafe'; checked on every call).
-        local_dict, global_dict: mappings (or None) for a string's names.
+        local_dict, global_dict: mappings (or None) for a string's names; numexpr's
+            positional order works too, `evaluate(string, local_dict, global_dict, out)`.
 
     Returns:
         A new NumPy array (a lazyk Array for var / option results, histogram counts as
@@ -78,12 +79,14 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         NotSupportedError: one fused kernel would hold more than
             `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
-    if isinstance(expr, str) and more and isinstance(more[0], Mapping):
-        if len(more) > 2 or local_dict is not None or (len(more) == 2 and global_dict is not None):
-            raise TypeError("evaluate(string, local_dict, global_dict) takes at most two "
-                            "mappings, each given once")
-        local_dict = more[0]  # numexpr's order: evaluate(ex, local_dict, global_dict)
-        global_dict = more[1] if len(more) == 2 else global_dict
+    if isinstance(expr, str) and more and (more[0] is None or isinstance(more[0], Mapping)):
+        # numexpr's order: evaluate(ex, local_dict, global_dict, out)
+        if len(more) > 3 or local_dict is not None or (len(more) > 1 and global_dict
+                                                       is not None) or (len(more) > 2 and
+                                                                        out is not None):
+            raise TypeError("evaluate(string, local_dict, global_dict, out) takes each at "
+                            "most once, by place or by name")
+        local_dict, global_dict, out = (more + (global_dict, out)[len(more) - 1:])[:3]
         more = ()
     if len(more) == 1 and out is None and isinstance(expr, str) and \
             not isinstance(more[0], (_LAZY, str)):
