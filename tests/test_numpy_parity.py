@@ -270,3 +270,13 @@ def test_records_project_a_list_of_fields_whatever_they_come_from():
     assert z[["pt", "q"]].eval().to_list() == want
     with pytest.raises(TypeError, match=r"lazy records .* cannot be indexed by slice\(1, 3"):
         z[1:3]
+
+
+def test_matmul_operator_answers_as_numpy_or_is_refused_by_name():
+    n = np.arange(4.0).reshape(2, 2)
+    a = lazyk.array(n)
+    assert np.asarray(a @ a).tolist() == (n @ n).tolist()
+    assert np.asarray(np.ones((2, 2)) @ a).tolist() == (np.ones((2, 2)) @ n).tolist()
+    for f in (lambda: (a * 1) @ a, lambda: a @ (a * 1)):
+        with pytest.raises(lazyk.NotSupportedError, match="numpy.matmul"):
+            f()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from lazyk import hooks
 from lazyk.errors import UnsupportedOperandError
 
@@ -208,6 +210,13 @@ class Operators:
         return self._power(other)
 
     __rpow__ = _binary("power", True)
+
+    def __matmul__(self, other):  # (NumPy's for arrays of fixed dims, else refused by name)
+        return np.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return np.matmul(other, self)
+
     __and__ = _binary("bitwise_and")
     __rand__ = _binary("bitwise_and", True)
     __or__ = _binary("bitwise_or")
