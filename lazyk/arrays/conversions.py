@@ -65,7 +65,8 @@ class Conversions:
                 f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
                 "do not map to an ndarray, and strings live in lazyk's own form: "
                 "np.asarray(a) copies fixed strings into a NumPy U array); pad it to a "
-                "fixed type or use to_list()")
+                "fixed type, or for Awkward or Arrow use lazyk.to_awkward(a) / "
+                "lazyk.to_arrow(a), or to_list()")
         return self._np
 
     def numpy_view(self) -> np.ndarray | None:
