@@ -207,9 +207,11 @@ def test_mappings_after_a_string_are_local_and_global_dicts_as_in_numexpr():
     np.testing.assert_array_equal(lazyk.evaluate("2*a + 3*b", {"a": a, "b": b}), 2 * a + 3 * b)
     got = lazyk.evaluate("a - b", {"a": a}, {"a": b, "b": b})  # local names win
     np.testing.assert_array_equal(got, a - b)
-    with pytest.raises(TypeError, match="at most two mappings"):
-        lazyk.evaluate("a", {"a": a}, {}, {})
-    with pytest.raises(TypeError, match="each given once"):
+    with pytest.raises(TypeError, match="out must be a NumPy or lazyk array, not dict"):
+        lazyk.evaluate("a", {"a": a}, {}, {})  # (numexpr's order: the third is out)
+    with pytest.raises(TypeError, match="at most once"):
+        lazyk.evaluate("a", {"a": a}, {}, None, None)
+    with pytest.raises(TypeError, match="at most once"):
         lazyk.evaluate("a", {"a": a}, local_dict={"a": a})
 
 

@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -308,7 +309,19 @@ def _warn_unusable(directory: Path, why: str) -> None:
         return
     _warned.add(str(directory))
     warnings.warn(f"lazyk: the kernel cache directory {directory} is unusable ({why}); "
-                  "kernels are compiled anew in each process", RuntimeWarning, stacklevel=3)
+                  "kernels are compiled anew in each process", RuntimeWarning,
+                  stacklevel=_user_level())
+
+
+def _user_level() -> int:
+    """The warnings stack level of the first caller outside lazyk (the user's line)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent)  # (lazyk/)
 
 
 def source_digest(*modules: str) -> str:
