@@ -273,8 +273,7 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
                                     "var / option or string array: make it a parameter "
                                     "(lazyk.placeholder) and pass it as a Dask array")
         arrays[name] = da.from_array(view, chunks=-1)
-    # The same graph with the actual sizes: each input becomes a leaf holding its array.
-    sizes = {name: tuple(arrays[name].shape) for name in arrays}
+    sizes = {name: tuple(arrays[name].shape) for name in arrays}  # (the graph at these sizes)
 
     def concrete(node: Node, srcs: tuple) -> Node:
         if node.op == "input":
@@ -319,9 +318,9 @@ def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
 
 
 def _records(rec: Records, split_every: Any) -> RaggedRecords:
-    """Records over collections: each field computed, then each partition's fields laid
-    out as one array of records (`zip_part`), a collection of the records' type."""
-    rec = lined_up_fields(rec)  # (fields of other rows: paired, or refused, as one machine)
+    """Records over collections: each field computed, lined up with the others as on one
+    machine, then each partition's fields laid out as one array of records (`zip_part`)."""
+    rec = lined_up_fields(rec)  # (fields of other rows: paired, or refused by name)
     parts = [evaluate(f, split_every=split_every) for f in rec.leaves()]
     parts = [from_ragged(p) if isinstance(p, da.Array) else p for p in parts]  # (plain)
     if not all(isinstance(p, RaggedArray) for p in parts) or \
