@@ -67,3 +67,11 @@ def test_design_doc_lists_every_module():
     missing = [m for m, path in import_graph.modules().items()
                if path.name != "__init__.py" and path.name not in block]
     assert not missing, f"docs/design.md 'Modules, by stage' does not list: {missing}"
+
+
+def test_no_module_over_600_lines():
+    root = Path(__file__).resolve().parent.parent
+    long = [f"{p.relative_to(root)} ({n})" for p in sorted((root / "lazyk").rglob("*.py"))
+            + sorted((root / "passes").rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > 600]
+    assert not long, f"modules over 600 lines: {long}; split them by what they hold"
