@@ -463,8 +463,9 @@ class CallInputs:
         inputs give the symbols theirs (`sizes`: symbol -> (input, axis, size))."""
         if "_index_pairs" not in self.__dict__:
             self._index_pairs = index_pairs(self.expr.node)
-        check_index_sizes(self._index_pairs, {k: v[2] for k, v in sizes.items()},
-                          self.signature)
+        if self._index_pairs:  # (most expressions have none: no work per call)
+            check_index_sizes(self._index_pairs, {k: v[2] for k, v in sizes.items()},
+                              self.signature)
 
     def _check_size(self, sizes: dict, i: int, ax: int, want: Any, n: int) -> None:
         """Axis `ax` of input `i` against its parameter's: a fixed size equal, a symbol the

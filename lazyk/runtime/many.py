@@ -86,7 +86,9 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
                                                                         out is not None):
             raise TypeError("evaluate(string, local_dict, global_dict, out) takes each at "
                             "most once, by place or by name")
-        local_dict, global_dict, out = (more + (global_dict, out)[len(more) - 1:])[:3]
+        local_dict = more[0]
+        global_dict = more[1] if len(more) > 1 else global_dict
+        out = more[2] if len(more) > 2 else out
         more = ()
     if len(more) == 1 and out is None and isinstance(expr, str) and \
             not isinstance(more[0], (_LAZY, str)):
