@@ -133,8 +133,8 @@ def test_arrmeta_gather_equals_list_reading():
         for _ in outer:
             rows = [r for row in rows for r in row]
         flat = [v for r in rows for v in r]
-        return (tuple(outer), shape[-1] == "var",
-                None if shape[-1] == "var" or not outer and not array.type.shape else shape[-1],
+        return (tuple(outer), shape[-1] is None,
+                None if shape[-1] is None or not outer and not array.type.shape else shape[-1],
                 np.array([len(r) for r in rows]),
                 np.array([0 if v is None else v for v in flat], "f8"),
                 np.array([v is not None for v in flat]) if option else None)
@@ -566,3 +566,15 @@ def test_an_empty_inner_list_is_named_by_its_path():
     with pytest.raises(ValueError, match=r"empty sequence \(row \[0, 0\]\)"):
         lazyk.argmax(lazyk.array(np.zeros((2, 0, 3))), axis=1).eval()
     assert lazyk.max(x, axis=2, initial=0.0).eval().to_list() == [[1.0, 3.0], [], [4.0, 0.0, 5.0]]
+
+
+def test_expression_shape_says_none_for_var_dims_as_its_result_does():
+    x = A([[1.0, 2.0], [3.0]], "2 * var * float64")
+    for e in (x * 2, x[x > 1.5], lazyk.pad_none(x, 3), lazyk.num(x)):
+        got = e.eval()
+        assert e.shape == got.shape, (e.type, e.shape, got.shape)
+    assert (x * 2).shape == (2, None) and str((x * 2).type) == "2 * var * float64"
+    # (an outer length known only once computed: var before, its size after)
+    assert lazyk.flatten(x).shape == (None,) and lazyk.flatten(x).eval().shape == (3,)
+    p = lazyk.placeholder("p", "N * var * float64") * 2
+    assert p.shape == ("N", None) and lazyk.compile(p).signature.endswith("N * var * float64")

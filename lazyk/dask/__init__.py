@@ -297,7 +297,7 @@ def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
     sizes: dict = {}  # (symbols of two sizes: the ShapeError of a call on one machine)
     for i, e in enumerate(exprs):
         for ax, (want, n) in enumerate(zip(k._types[i][0], e.shape)):
-            if isinstance(n, int) and want != "var":
+            if isinstance(n, int) and want is not None:
                 k._check_size(sizes, i, ax, want, n)
     try:
         solve(k.signature, *[e.type for e in exprs])

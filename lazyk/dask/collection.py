@@ -94,7 +94,7 @@ _TEXT = {"string": ops.STRING, "bytes": ops.BYTES}
 
 
 def describe(t: T.Type, held: bool = False) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', dtype, option?) of rows of type `t` in expressions: fixed, var and
+    """(shape with None for var, dtype, option?) of rows of type `t` in expressions: fixed, var and
     `?var` dims over numeric `T` / `?T` or over `string` / `bytes` (`?string`, `?bytes`;
     dtype `ops.STRING` / `ops.BYTES`); NotSupportedError for other element types. With
     `held`, date / time elements too (dtype their NumPy one): collections hold them, and

@@ -63,7 +63,7 @@ def check_node(node: Node) -> str | None:
         if not (type(at) is int and 0 <= at < x.ndim and key.ndim == at + 1) or \
                 key.dtype != (np.bool_ if select else np.int64) or node.dtype != x.dtype:
             return f"{node.op} at level {at} of {x.type_text()} by {key.type_text()}"
-        want = x.shape[:at] + ("var",) + x.shape[at + 1:] if select else \
+        want = x.shape[:at] + (None,) + x.shape[at + 1:] if select else \
             key.shape + x.shape[at + 1:]
         return None if node.shape == want else f"{node.op} shape {node.shape}, expected {want}"
     if node.op == "astype":

@@ -84,7 +84,8 @@ class Expr(Operators):
 
     @property
     def shape(self) -> tuple:
-        """Result shape; symbolic dims are names (str)."""
+        """Result shape: an int per fixed dim, None per var dim (as `Array.shape` and the
+        evaluated result say), a name (str) per symbolic dim."""
         key = self._key
         return key[3] if key is not None else self._node.shape
 

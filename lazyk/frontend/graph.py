@@ -224,25 +224,26 @@ class Node(_Fields):
 
 
 def type_text(shape: tuple, dtype: np.dtype) -> str:
-    """Datashape text for a shape (ints and symbol names) and a NumPy dtype."""
+    """Datashape text for a shape (ints, None for var, symbol names) and a NumPy dtype."""
+    dims = ["var" if d is None else str(d) for d in shape]
     dt = np.dtype(dtype)
     if dt.kind in "SUV":  # text dtypes of the op table (lazyk.frontend.ops.STRING, NumPy S / U)
         name = "string" if dt.names and dt.names[0].startswith("utf") else \
             "bytes" if dt.names and dt.names[0].startswith("bytes") else \
             f"fixed_string[{dt.itemsize}]" if dt.kind == "S" else \
             f"fixed_string[{dt.itemsize // 4}, 'utf32']" if dt.kind == "U" else dt.name
-        return " * ".join([str(d) for d in shape] + [name])
+        return " * ".join(dims + [name])
     name = np.dtype(dtype).name
     order = np.dtype(dtype).byteorder
     if order in "<>" and order != ("<" if np.little_endian else ">"):
         name = order + name
-    return " * ".join([str(d) for d in shape] + [name])
+    return " * ".join(dims + [name])
 
 
 def picked_shape(op: str, x: tuple, key: tuple, at: int) -> tuple:
     """The shape of `x[key]` at x's dim `at`: a selection makes that dim var; a gather
     gives the positions' dims, then x's below them."""
-    return x[:at] + ("var",) + x[at + 1:] if op == SELECT_OP else key + x[at + 1:]
+    return x[:at] + (None,) + x[at + 1:] if op == SELECT_OP else key + x[at + 1:]
 
 
 def shared_reductions(root: "Node") -> frozenset:
@@ -292,7 +293,7 @@ def _shared_reductions(root: Node) -> frozenset:
 
 
 def build_type(shape: tuple, dtype: np.dtype, rows: tuple = (), option: bool = False):
-    """The lazyk type of a shape (ints, "var", symbol names) over a NumPy dtype: dims whose
+    """The lazyk type of a shape (ints, None for var, symbol names) over a NumPy dtype: dims whose
     flag in `rows` is set may be missing (`?var`), and so may the elements (`option`)."""
     # (types are interned: a kept one is the one built again; the dims' types are in the
     # key, as 1 and True are equal keys but not equal dims)
@@ -309,7 +310,7 @@ def _build_type(shape: tuple, dtype: np.dtype, rows: tuple, option: bool):
         t = Option(t)
     for k in range(len(shape) - 1, -1, -1):
         d = shape[k]
-        t = FixedDim(d, t) if isinstance(d, int) else VarDim(t) if d == "var" else \
+        t = FixedDim(d, t) if isinstance(d, int) else VarDim(t) if d is None else \
             SymbolicDim(d, t)
         if k < len(rows) and rows[k]:
             t = Option(t)

@@ -54,7 +54,7 @@ def lift_row_selection(roots: tuple, env: dict) -> tuple | None:
 
 def _row_local(node: Node) -> bool:
     """Whether `node` computes each row from that row alone (and never raises on values)."""
-    if node.shape[:1] != ("var",):
+    if node.shape[:1] != (None,):
         return False
     if node.op == "power" and node.dtype.kind in "iu":
         return False

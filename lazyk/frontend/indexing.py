@@ -311,7 +311,7 @@ def index_by(x: Any, key: Any) -> Expr:
         if isinstance(n, int) and isinstance(m, int) and n != m:
             raise ShapeError(f"x[{what}]: dim {d} has size {n} in the array ({e.type}) and "
                              f"{m} in the {what} ({k.type})")
-        if n != m and "var" not in (n, m) and isinstance(n, str) and isinstance(m, str):
+        if n != m and isinstance(n, str) and isinstance(m, str):
             # (as elementwise work: two names may stand for two sizes)
             raise ShapeError(f"x[{what}]: dim {d} is {n} in the array ({e.type}) and {m} in "
                              f"the {what} ({k.type}): give the dims one name")
@@ -323,7 +323,7 @@ def index_by(x: Any, key: Any) -> Expr:
         rows, option = indexed_flags(at, flags(e), flags(k))
         name = "select" if op == SELECT_OP else "gather"
         # (fixed dims whose rows may be missing become var: `?var`, never `?n`)
-        shape = tuple("var" if d and rows[d] and isinstance(n, int) else n
+        shape = tuple(None if d and rows[d] and isinstance(n, int) else n
                       for d, n in enumerate(shape))
         return Expr(Node(ROWS_OP, e.dtype, shape, (e.node, key),
                          (name, (at,), tuple(rows), option)), env)
@@ -342,7 +342,7 @@ def index_pairs(root: Node) -> list:
         x, key = node.srcs
         for d in range(node.arg + (node.op == SELECT_OP)):
             n, m = x.shape[d], key.shape[d]
-            if n != m and "var" not in (n, m) and (isinstance(n, str) or isinstance(m, str)):
+            if n != m and None not in (n, m) and (isinstance(n, str) or isinstance(m, str)):
                 pairs.append((d, n, m, "mask" if node.op == SELECT_OP else "positions",
                               x.type_text(), key.type_text()))
     return pairs

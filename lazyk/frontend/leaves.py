@@ -33,7 +33,7 @@ class Placeholder:
 
 class RaggedPlaceholder(Placeholder):
     """A parameter with var dims or missing values: `placeholder('x', 'N * var * ?float64')`.
-    `shape` holds "var" for a var dim; `option` marks `?T` elements, `rows` (one flag per
+    `shape` holds None for a var dim; `option` marks `?T` elements, `rows` (one flag per
     dim) `?var` dims (missing rows). Only `lazyk.compile` runs it (on lazyk arrays of that
     type)."""
 
@@ -186,9 +186,9 @@ def is_ragged(value) -> bool:
 
 
 def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
-    """(shape with 'var', NumPy dtype, option?) of a lazyk Array of a supported form: fixed
+    """(shape with None for var, NumPy dtype, option?) of a lazyk Array of a supported form: fixed
     and var dims in any order over numeric `T` or `?T` (the evaluation step says which
-    forms and operations it runs); a `?var` dim (missing rows) is 'var' in the shape and
+    forms and operations it runs); a `?var` dim (missing rows) is None in the shape and
     counts as an option."""
     t = array.type
     dims = []
@@ -197,7 +197,7 @@ def describe_ragged(array) -> tuple[tuple, np.dtype, bool]:
             isinstance(t, Option) and isinstance(t.elem, VarDim):
         if isinstance(t, Option):
             rows_missing, t = True, t.elem
-        dims.append(t.size if isinstance(t, FixedDim) else "var")
+        dims.append(t.size if isinstance(t, FixedDim) else None)
         t = t.elem
     option = isinstance(t, Option)
     if option:
@@ -244,7 +244,7 @@ def text_view(array) -> np.ndarray:
 
 def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
     """(dims, native dtype, option) of a placeholder type: fixed, symbolic and `var` dims
-    (a var dim is "var" in dims) over a numeric `T` or `?T`, or over `string` / `?string`
+    (a var dim is None in dims) over a numeric `T` or `?T`, or over `string` / `?string`
     (dtype `ops.STRING`) or `bytes` / `?bytes` (`ops.BYTES`); `with_rows` adds a flag per dim for `?var` dims (missing rows;
     refused without it). TypeParseError for malformed text; NotSupportedError, naming the
     type, for ellipsis dims, records and other element types."""
@@ -257,7 +257,7 @@ def parse_placeholder_type(type: Any, with_rows: bool = False) -> tuple:
         rows.append(isinstance(node, Option))
         node = node.elem if rows[-1] else node
         dims.append(node.size if isinstance(node, FixedDim) else
-                    "var" if isinstance(node, VarDim) else node.name)
+                    None if isinstance(node, VarDim) else node.name)
         node = node.elem
     if isinstance(node, Option) and isinstance(node.elem, (FixedDim, SymbolicDim)):
         dim = node.elem.size if isinstance(node.elem, FixedDim) else node.elem.name

@@ -138,7 +138,7 @@ def _node_flags(node: Node, memo: dict, env: dict) -> tuple[list, bool]:
         if op == "count":
             option = False
         elif op in ops.ARG_REDUCTIONS:  # an empty row has nothing to point at
-            option = any_in or "var" in node.srcs[0].shape
+            option = any_in or None in node.srcs[0].shape
         elif op == "mean" or (ops.OPS[op].no_empty_fold and len(node.arg) <= 4):
             option = any_in
         else:
@@ -192,7 +192,7 @@ def indexes(node: Node) -> bool:
 def none_for_empty(node: Node) -> bool:
     """An arg-reduction over var rows: an empty row has no position (a missing result)."""
     return node.op == REDUCE_OP and node.arg[0] in ops.ARG_REDUCTIONS and \
-        "var" in node.srcs[0].shape
+        None in node.srcs[0].shape
 
 
 def rows_may_miss(exprs: list, depth: int) -> bool:

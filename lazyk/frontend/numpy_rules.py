@@ -37,7 +37,7 @@ def broadcast_shapes(op: str, shapes: list[tuple]) -> tuple:
         sizes = {d for _, d in dims if d != 1}
         if len(sizes) > 1:
             ints = {d for d in sizes if isinstance(d, int)}
-            syms = sizes - ints - {"var"}  # var rows take the size of the dim (or 1)
+            syms = sizes - ints - {None}  # var rows take the size of the dim (or 1)
             if len(ints) > 1 or len(syms) > 1:
                 detail = ", ".join(f"operand {k} has {d}" for k, d in dims)
                 raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} "

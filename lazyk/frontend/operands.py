@@ -286,7 +286,7 @@ def placeholder(name: str, type: Any) -> Expr:
                          "keyword has that name; choose another name")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
-    if option or "var" in shape:  # run by lazyk.compile on lazyk arrays of that type
+    if option or None in shape:  # run by lazyk.compile on lazyk arrays of that type
         return Expr(node, {name: RaggedPlaceholder(name, shape, dtype, option, rows)})
     return Expr(node, {name: Placeholder(name, shape, dtype)})
 

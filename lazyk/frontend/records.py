@@ -167,7 +167,7 @@ class Records:
 
     @property
     def shape(self) -> tuple:
-        """The shape of the dims above the records (ints, "var", symbols): the fields'
+        """The shape of the dims above the records (ints, None for var, symbols): the fields'
         dims there, broadcast as lazyk's operands are."""
         shape = self._shape
         if shape is None:
@@ -198,7 +198,7 @@ class Records:
         t = T.Tuple(tuple(e for _, e in elems)) if self._tuple else T.Record(tuple(elems))
         for k in range(d - 1, -1, -1):
             n = shape[k]
-            t = T.FixedDim(n, t) if isinstance(n, int) else T.VarDim(t) if n == "var" else \
+            t = T.FixedDim(n, t) if isinstance(n, int) else T.VarDim(t) if n is None else \
                 T.SymbolicDim(n, t)
             if rows[k]:
                 t = T.Option(t)
@@ -321,7 +321,7 @@ def _fields_aligned(rec: Records) -> bool:
     leaves = rec.leaves()
     if not one_shape(rec):
         return False
-    if any(n == "var" for e in leaves for n in e.shape[:d]) and \
+    if any(n is None for e in leaves for n in e.shape[:d]) and \
             len({_rows_key(e.node, d, e.env, {}) for e in leaves}) > 1:
         return False  # (lists that may differ: lined up, which checks them)
     return all(_aligned(f) for f in rec._fields.values() if isinstance(f, Records))
@@ -331,7 +331,7 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
     """What gives `node`'s first `d` dims their lists: equal keys, the same lists (arrays
     over the same offsets; the same selections, gathers and row operations of them; fields
     lined up together); elementwise work keeps its operands' lists."""
-    if "var" not in node.shape[:d]:
+    if None not in node.shape[:d]:
         return None  # (no lists there)
     got = memo.get((node, d))
     if got is not None:

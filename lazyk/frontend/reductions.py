@@ -100,7 +100,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
-    if not axes and ("var" in node.shape or has_rows(node) or has_options(e)):
+    if not axes and (None in node.shape or has_rows(node) or has_options(e)):
         # a fold over no axis: each value alone (NumPy's axis=()), elementwise
         value = Expr(cast(node, acc), e.env)
         if skipna and has_options(e) and ops.OPS[op].folds_to_identity:
@@ -120,7 +120,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
         # var / option data (or parameters of those types) fold `initial` into each row
         if not builtins.any(isinstance(v, (RaggedLeaf, RaggedPlaceholder))
                             for v in e.env.values()) and not has_rows(e.node) and \
-                "var" not in [node.shape[d] for d in axes]:  # (a selection's rows: as var)
+                None not in [node.shape[d] for d in axes]:  # (a selection's rows: as var)
             return _seeded_fixed(op, e, axes, keepdims, acc, initial)
     arg = (op, axes, bool(keepdims)) + ((True,) if skipna else ())
     if initial is not None:  # the ragged path folds `initial` into each row's result

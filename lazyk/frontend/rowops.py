@@ -82,7 +82,7 @@ def _node(name: str, dtype, shape: tuple, srcs: list, params: tuple, rows, optio
 
 
 def _var_dims(e: Expr) -> bool:
-    return "var" in e.shape
+    return None in e.shape
 
 
 # ---------------------------------------------------------------- structure
@@ -107,7 +107,7 @@ def num(x: Any, axis: int = 1) -> Expr:
                                       "it has no lists")
     a = _axis("num", e, axis)
     rows, option = flags(e)
-    if a == e.ndim - 1 and e.shape[a] == "var" and e.node.op != "input" and not option and \
+    if a == e.ndim - 1 and e.shape[a] is None and e.node.op != "input" and not option and \
             not any(rows) and e.dtype.kind in "biufc":
         # computed lists (a selection, combinations): counted in the kernel that computes
         # them, never stored
@@ -147,7 +147,7 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     e = _operand("flatten", x)
     rows, option = flags(e)
     if axis is None:
-        return _node("flatten", e.dtype, ("var",), [e], (None,), [False], False, e.env)
+        return _node("flatten", e.dtype, (None,), [e], (None,), [False], False, e.env)
     if not e.ndim:
         raise np.exceptions.AxisError(f"flatten: axis {axis} of a 0-d operand ({e.type})")
     a = _axis("flatten", e, axis)
@@ -155,13 +155,13 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
         drops = (e.ndim > 1 and rows[1]) or (e.ndim == 1 and option)
         if not drops:
             return e  # Awkward's rule: nothing missing at the top, nothing to drop
-        shape = ("var",) + e.shape[1:]
+        shape = (None,) + e.shape[1:]
         new = [False] + [False] + rows[2:] if e.ndim > 1 else [False]
         return _node("flatten", e.dtype, shape, [e], (0,), new[:e.ndim], option and e.ndim > 1,
                      e.env)
     outer, inner = e.shape[a - 1], e.shape[a]
     size = outer * inner if isinstance(outer, int) and isinstance(inner, int) and \
-        not rows[a] else "var"
+        not rows[a] else None
     shape = e.shape[:a - 1] + (size,) + e.shape[a + 1:]
     new = rows[:a - 1] + [rows[a - 1]] + rows[a + 1:]
     return _node("flatten", e.dtype, shape, [e], (a,), new, option, e.env)
@@ -263,7 +263,7 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
         if k == a:
             fixed = builtins.all(isinstance(n, int) for n in sizes) and \
                 not builtins.any(f[0][k] for f in fl)
-            shape.append(builtins.sum(sizes) if fixed else "var")
+            shape.append(builtins.sum(sizes) if fixed else None)
             rows.append(False if k else builtins.any(f[0][k] for f in fl))
             continue
         ints = {n for n in sizes if isinstance(n, int)}
@@ -271,7 +271,7 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
             types = " and ".join(str(e.type) for e in es)
             raise ShapeError(f"concatenate at axis {axis}: operands of types {types} have "
                              f"fixed dims of sizes {sorted(ints)} at axis {k}")
-        shape.append(sizes[0] if len(set(sizes)) == 1 else "var")
+        shape.append(sizes[0] if len(set(sizes)) == 1 else None)
         rows.append(builtins.any(f[0][k] for f in fl))
     return _node("concatenate", dtype, tuple(shape), es, (a,), rows,
                  builtins.any(f[1] for f in fl), _merged(es))
@@ -414,9 +414,9 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     rows, option = flags(e)
     target = int(target)
     n = e.shape[a]
-    size = target if clip else builtins.max(n, target) if isinstance(n, int) else "var"
+    size = target if clip else builtins.max(n, target) if isinstance(n, int) else None
     if clip and rows[a] and is_text(e.dtype):  # (missing lists of strings: `?var`, not `?n`)
-        size = "var"
+        size = None
     shape = e.shape[:a] + (size,) + e.shape[a + 1:]
     new = list(rows)
     if a + 1 < e.ndim:

@@ -190,7 +190,7 @@ def _pick(exprs: tuple, tuples, slot: int, axis: int, position: bool, fn: str) -
     at `slot`)."""
     exprs = tuple(_nest_leaves(e, fn) for e in exprs)
     sizes = [e.shape[axis] for e in exprs]
-    if any(n != "var" and not isinstance(n, int) for n in sizes):
+    if any(n is not None and not isinstance(n, int) for n in sizes):
         raise NotSupportedError(f"{fn} along a symbolic dim ({sizes})")
     value = exprs[slot if len(exprs) > 1 else 0]
     shape = _pick_shape([e.shape for e in exprs], tuples, slot, axis, position)
@@ -209,7 +209,7 @@ def _pick_shape(shapes: list, tuples, slot: int, axis: int, position: bool) -> t
     sizes = [s[axis] for s in shapes]
     value = shapes[slot if len(shapes) > 1 else 0]
     shape = list(value[:axis + 1] if position else value)
-    shape[axis] = tuples.count(sizes) if all(isinstance(n, int) for n in sizes) else "var"
+    shape[axis] = tuples.count(sizes) if all(isinstance(n, int) for n in sizes) else None
     return tuple(shape)
 
 
@@ -241,7 +241,7 @@ def _check_n(n: Any, fn: str) -> int:
 def _tuple_axis(x, axis: int, fn: str) -> int:
     a = _axis(axis, _depth_of(x), fn)
     shape = _rows_expr(x).shape
-    if a == 0 and shape and shape[0] != "var":
+    if a == 0 and shape and shape[0] is not None:
         raise NotSupportedError(f"{fn} along axis 0 (across the {shape[0]} elements of the "
                                 "outermost dim) is not supported: combine the rows of a "
                                 "var dim (axis >= 1), e.g. of x[None] with axis=1")

@@ -219,7 +219,7 @@ def rows_of(t: Any) -> tuple:
 
 
 def input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
-    """(dims with "var", dtype, option, env value, type text, `?var` flag per dim) of a
+    """(dims with None for var, dtype, option, env value, type text, `?var` flag per dim) of a
     call's input: a lazyk Array (var / option ones become ragged leaves), a NumPy array,
     nested lists or a scalar."""
     _refuse_lazy(x)
@@ -231,18 +231,18 @@ def input_type(x: Any) -> tuple[tuple, np.dtype, bool, Any, str, tuple]:
         t, dims, rows = x.type, [], rows_of(x.type)
         while isinstance(t, (_T.FixedDim, _T.VarDim)) or len(dims) < len(rows):
             t = t.elem if isinstance(t, _T.Option) else t
-            dims.append(t.size if isinstance(t, _T.FixedDim) else "var")
+            dims.append(t.size if isinstance(t, _T.FixedDim) else None)
             t = t.elem
         option = isinstance(t, _T.Option)
         elem = t.elem if option else t
         if text_element(elem) is not None:  # string / bytes elements: rows, or a view
-            value = RaggedLeaf(x, option or any(rows)) if option or "var" in dims else \
+            value = RaggedLeaf(x, option or any(rows)) if option or None in dims else \
                 OwnedView(text_view(x), x)
             return tuple(dims), text_element(elem), option, value, str(x.type), rows
         if not isinstance(elem, _T.Scalar) or elem.kind not in "biufc":
             return tuple(dims), np.dtype("V8"), option, None, str(x.type), rows
         dtype = elem.to_numpy()
-        if option or "var" in dims:
+        if option or None in dims:
             return tuple(dims), dtype, option, RaggedLeaf(x, option or any(rows)), \
                 str(x.type), rows
         x = x.to_numpy()
@@ -511,7 +511,7 @@ class CallInputs:
             expected = typed_text(want, dtype, option, want_rows)
 
             fixed_rows = isinstance(value, RaggedLeaf) and 0 not in dims and any(
-                w == "var" and n != "var" for w, n in zip(want, dims))
+                w is None and n is not None for w, n in zip(want, dims))
             if value is not None and len(dims) == len(want) and not any(
                     q and not w for q, w in zip(qrows, want_rows)) and (
                     (option and not got_option) or tuple(qrows) != tuple(want_rows) or
@@ -530,7 +530,7 @@ class CallInputs:
                                     "or call the compiled expression")
                 if isinstance(a.type, _T.FixedDim):
                     dims, got, got_option, value, _, qrows = input_type(_all_present(
-                        a, option, want_rows, tuple(w == "var" for w in want)))
+                        a, option, want_rows, tuple(w is None for w in want)))
 
             def mismatch(why: str):
                 return TypeMatchError(f"input {label!r}: expected {expected}, got {text} "
@@ -545,16 +545,16 @@ class CallInputs:
             if len(dims) != len(want):
                 raise mismatch(f"{len(dims)} dimensions, not {len(want)}")
             # fixed rows (NumPy, rectangular lists) are var rows of one length
-            rows = want[-1:] == ("var",) and isinstance(value, (np.ndarray, OwnedView)) and \
+            rows = want[-1:] == (None,) and isinstance(value, (np.ndarray, OwnedView)) and \
                 len(dims) > 0
             if rows:
-                dims = tuple(dims[:-1]) + ("var",)
+                dims = tuple(dims[:-1]) + (None,)
             for ax, (w, n) in enumerate(zip(want, dims)):
-                if (w == "var") != (n == "var"):
-                    raise mismatch(f"axis {ax} is {'a var' if n == 'var' else 'a fixed'} "
+                if (w is None) != (n is None):
+                    raise mismatch(f"axis {ax} is {'a var' if n is None else 'a fixed'} "
                                    f"dimension, the parameter's is "
-                                   f"{'var' if w == 'var' else 'fixed'}")
-                if w != "var":
+                                   f"{'var' if w is None else 'fixed'}")
+                if w is not None:
                     self._check_size(sizes, i, ax, w, n)
             if got_option != option:
                 raise mismatch("missing values (?T) in one but not the other: "

@@ -318,7 +318,7 @@ def _restore(nodes: tuple, leaves: tuple, consts: tuple = ()) -> CompiledExpr:
         dtype = text_dtype(dt)
         rows = tuple(option[1]) if len(option) > 1 else ()  # `?var` dims
         option = bool(option and option[0])
-        if option or "var" in shape:  # a var / option parameter
+        if option or None in shape:  # a var / option parameter
             env[name] = RaggedPlaceholder(name, shape, dtype, option, rows)
         else:
             env[name] = Placeholder(name, shape, dtype)
@@ -358,7 +358,7 @@ class RaggedCompiledExpr(CompiledExpr):
         self.expr = expr
         self.program = None
         self.params = tuple(dict.fromkeys(leaf_order(expr.node)))
-        # (dims with "var", native dtype, option, `?var` flag per dim) per parameter
+        # (dims with None for var, native dtype, option, `?var` flag per dim) per parameter
         self._capture(expr)
         self._types = []
         shown = []
@@ -472,7 +472,7 @@ class RaggedCompiledExpr(CompiledExpr):
             inputs = self._by_name(inputs, named)
         if len(inputs) == len(self.params):
             for label, x, t in zip(self.labels, inputs, self._types):
-                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and "var" in t[0]:
+                if isinstance(x, np.ndarray) and not x.flags.c_contiguous and None in t[0]:
                     raise BindError(f"input {label!r} is a NumPy array not in C order "
                                     f"(strides {x.strides}): bind() reads the very arrays "
                                     "given, and this one's rows would be a copy the bound "

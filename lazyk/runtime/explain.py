@@ -74,19 +74,19 @@ def symbol_sizes(root) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for node in toposort(root):
         for d in node.shape:
-            if isinstance(d, str) and d != "var":
+            if isinstance(d, str):
                 sizes.setdefault(d, SYMBOL_SIZE)
         if node.is_leaf or node.op == REDUCE_OP:
             continue
         for src in node.srcs:
             for d, n in zip(reversed(src.shape), reversed(node.shape)):
-                if isinstance(d, str) and d != "var" and isinstance(n, int) and n != 1:
+                if isinstance(d, str) and isinstance(n, int) and n != 1:
                     sizes[d] = n
     return sizes
 
 
 def _size(d: Any, sizes: dict) -> Any:
-    return sizes.get(d, SYMBOL_SIZE) if isinstance(d, str) and d != "var" else d
+    return sizes.get(d, SYMBOL_SIZE) if isinstance(d, str) else d
 
 
 def _sample_leaf(value: Any, sizes: dict) -> Any:
@@ -128,9 +128,10 @@ def _ragged_sample(value: Any, sizes: dict) -> Any:
                 return word.encode() if elem == "bytes" else word
             return k % 7
         d = dims[0]
-        n = row % 4 if d == "var" else _size(d, sizes)
+        n = row % 4 if d is None else _size(d, sizes)
         return [fill(dims[1:], i) for i in range(n)]
-    dims = [("?" if k < len(rows) and rows[k] else "") + str(_size(d, sizes))
+    dims = [("?" if k < len(rows) and rows[k] else "") + ("var" if d is None else
+                                                           str(_size(d, sizes)))
             for k, d in enumerate(v.shape)]
     data = fill(tuple(v.shape), 1)
     option = getattr(v, "option", False)

@@ -552,7 +552,7 @@ def _counted_once(shapes: list, levels, sizes) -> bool:
     """Whether every histogram counts each value once: its index over every level."""
     for shape in shapes:
         if len(shape) != len(levels) or any(
-                (lv is FIXED and shape[k] != n) or (lv is not FIXED and shape[k] != "var")
+                (lv is FIXED and shape[k] != n) or (lv is not FIXED and shape[k] is not None)
                 for k, (lv, n) in enumerate(zip(levels, sizes))):
             return False
     return True

@@ -162,7 +162,7 @@ def _paired_strings(node, env: dict) -> Expr:
     x, y = node.srcs
     value, d = Expr(x, env), node.arg or node.ndim
     for k in range(d):
-        if k < d - 1 and value.shape[k] != "var" and value.shape[k] == node.shape[k]:
+        if k < d - 1 and value.shape[k] is not None and value.shape[k] == node.shape[k]:
             continue  # (a fixed dim of the node's size: nothing to pair there)
         index = as_expr(local_index(value, k).eval())  # (its own lists: a new leaf)
         shape = broadcast_shapes("zip", [index.shape, y.shape[:k + 1]])

@@ -233,7 +233,7 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
-    if name == "local_index" and not top and srcs[0].shape[params[0]] == "var" and \
+    if name == "local_index" and not top and srcs[0].shape[params[0]] is None and \
             not is_text(srcs[0].dtype):
         x = as_expr(values[0])
         if not any(flags(x)[0]):  # (lists that cannot be missing: walked by the kernel)
@@ -247,7 +247,7 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
     got = _ones_viewed(values[0]) if name == "firsts" and params[0] == 1 else None
     got = _restructured(name, node, params, values) if got is None else got
     if isinstance(got, Array) and isinstance(got.type, T.FixedDim) and \
-            isinstance(values[0].type, T.VarDim) and node.shape[:1] == ("var",):
+            isinstance(values[0].type, T.VarDim) and node.shape[:1] == (None,):
         # an array of one row (`var * X`) stays one: its items are the result's
         got = offsets_array(np.array([0, got.type.size], np.int64), got, outer=(),
                             check=None)
@@ -437,7 +437,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     x = values[0]
     if name == "num" and params[0] == 0:
         return np.array(_tree(x).length(), np.int64)
-    if name in ("sort", "argsort") and "var" not in node.shape and \
+    if name in ("sort", "argsort") and None not in node.shape and \
             not any(node.arg[2]) and not isinstance(x.type.dtype, T.Option):
         data = x.to_numpy()  # fixed data: NumPy's own, along any axis
         if params[1]:
@@ -449,7 +449,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
             return np.flip(np.sort(flipped, axis=axis, kind="stable"), axis)
         return np.flip(data.shape[axis] - 1 - np.argsort(flipped, axis=axis, kind="stable"),
                        axis)
-    if name in ("sort", "argsort") and "var" not in node.shape and \
+    if name in ("sort", "argsort") and None not in node.shape and \
             not any(node.arg[2]) and params[0] != x.type.ndim - 1:
         got = _sorted_fixed_options(x, name, params)
         if got is not None:
