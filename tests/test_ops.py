@@ -407,6 +407,29 @@ def test_float_fmod_is_exact_where_the_quotient_rounds_and_vectorizes(dt):
     assert any("call <" in line and "@lazyk.fmod.v" in line for line in text.splitlines())
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_float_fmod_by_a_value_the_optimizer_finds_constant(dt):
+    """`x % (x > x)` divides by a zero the optimizer proves constant, where lazyk's own
+    folding does not: the kernel still compiles and answers as NumPy (it did not: the
+    constant argument was dropped from the call its vector variants describe)."""
+    import lazyk
+
+    x = np.array([1.5, -2.5, 3.0, 0.0, -7.25] * 9, dt)
+    a = lazyk.array(x)
+    with np.errstate(all="ignore"):
+        cases = [(a % (a > a), x % (x > x)), ((a > a) // a, (x > x) // x),
+                 (lazyk.fmod(a, a > a), np.fmod(x, x > x)),
+                 (lazyk.fmod(a, a - a + 2), np.fmod(x, x - x + 2))]
+        for e, want in cases:
+            got = np.asarray(e.eval())
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want, equal_nan=True)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+        rows = lazyk.array([x[:3].tolist(), [], x[3:].tolist()], type=f"3 * var * {dt}")
+        got = lazyk.sum(lazyk.fmod(rows, rows > rows), axis=1).eval().to_list()
+        assert np.isnan(got[0]) and got[1] == 0 and np.isnan(got[2])
+
+
 def test_numexpr_extra_front_end():
     """lazyk.frontend.expr functions and numexpr strings reach the rows; wrong arity is a TypeError."""
     import lazyk

@@ -48,11 +48,13 @@ def _variants(t: ir.Type) -> str:
 
 def _functions(module: ir.Module) -> dict:
     """The scalar fmod of each float type and its vector variants, defined in `module` (the
-    variants kept alive for the vectorizer by `llvm.compiler.used`)."""
+    variants kept alive for the vectorizer by `llvm.compiler.used`; the scalars listed there
+    too, so no interprocedural pass drops an argument it finds constant: a call whose
+    arguments no longer match its declared variants is invalid IR)."""
     scalars, variants = {}, []
     for t in (_F64, _F32):
         scalars[t] = _define(module, t, 1)
-        variants += [_define(module, t, n) for n in _LANES[t]]
+        variants += [scalars[t]] + [_define(module, t, n) for n in _LANES[t]]
     p8 = ir.IntType(8).as_pointer()
     used = ir.GlobalVariable(module, ir.ArrayType(p8, len(variants)), "llvm.compiler.used")
     used.linkage = "appending"
