@@ -83,6 +83,22 @@ def test_cumsum_keeps_a_leading_negative_zero():
     assert rows == [[0.0, 1.0], [], [0.0]] and np.signbit(rows[0][0]) and np.signbit(rows[2][0])
 
 
+def test_complex_cumprod_starts_from_the_first_value():
+    """A row's first running product is its first value itself: (1+0j) * (inf+0j) would
+    be inf+nanj."""
+    c = np.array([[complex(np.inf, 0), 2 + 0j, 3], [1j, complex(0, np.inf), 2]])
+    with np.errstate(invalid="ignore"):
+        for axis in (0, 1):
+            _same_bits(lazyk.cumprod(lazyk.array(c), axis=axis).eval(), np.cumprod(c, axis))
+        f = np.array([np.inf, 2.0])
+        _same_bits(lazyk.cumprod(lazyk.array(f), dtype=np.complex128).eval(),
+                   np.cumprod(f, dtype=np.complex128))
+    rows = lazyk.array([[complex(np.inf, 0), 2], [], [None, complex(np.inf, 0), 2]],
+                       type="3 * var * ?complex128")
+    got = lazyk.cumprod(rows, axis=1).eval().to_list()
+    assert str(got) == "[[(inf+0j), (inf+nanj)], [], [None, (inf+0j), (inf+nanj)]]"
+
+
 @pytest.mark.parametrize("lo, hi", [(-129, None), (None, 300), (-200, 100), (0, 1000),
                                     (np.int16(200), 300), (np.int16(-300), 1000),
                                     (200, None), (None, -200)])

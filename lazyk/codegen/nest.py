@@ -363,6 +363,7 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
             with b.goto_entry_block():
                 self.sacc = b.alloca(ir.ArrayType(I8, 16), name="scan")
                 self.sacc.align = 16
+                self.sfirst = b.alloca(I1, name="scanfirst")
         if self.arg:
             b.store(self.c(0), self.flat)
         self._level(0, list(self.ptr), [], [self.c(self.nlev) if j in self.track else None

@@ -106,6 +106,11 @@ class NestValues:
         new = ops.get(self.scan).llvm(self.em, [acc, v], (dt, dt, dt), None)
         if dt == np.float16:  # computed in float: each running value rounds as NumPy's
             new = b.fpext(b.fptrunc(new, ir.HalfType()), new.type)
+        if parts == 2:  # the row's first value as it is: (1+0j) * (inf+0j) is inf+nanj
+            first = b.load(self.sfirst)
+            new = tuple(b.select(first, x, y) for x, y in zip(v, new))
+            b.store(b.and_(first, b.not_(ok)) if ok is not None else ir.Constant(I1, 0),
+                    self.sfirst)
         if ok is not None:
             new = tuple(b.select(ok, x, y) for x, y in zip(new, acc)) if parts == 2 else \
                 b.select(ok, new, acc)

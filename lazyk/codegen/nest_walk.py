@@ -234,6 +234,7 @@ class NestWalk:
             self._scan_store(self.em.const(dt, 1 if self.scan == "multiply" else
                                            complex(-0.0, -0.0) if dt.kind == "c" else
                                            -0.0 if dt.kind == "f" else 0))
+            b.store(ir.Constant(I1, 1), self.sfirst)
         if keep:
             b.store(c(0), self.kept)
         pos0 = b.load(self.pos)
