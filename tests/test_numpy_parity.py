@@ -296,3 +296,35 @@ def test_matmul_operator_answers_as_numpy_or_is_refused_by_name():
     for f in (lambda: (a * 1) @ a, lambda: a @ (a * 1)):
         with pytest.raises(lazyk.NotSupportedError, match="numpy.matmul"):
             f()
+
+
+def test_clip_of_a_python_scalar_types_it_as_an_array_as_numpy():
+    """np.clip makes its clipped value an array: a Python number there is not weak."""
+    x = np.array([1.0, 2.0], np.float32)
+    u = np.array([1, 2], np.uint16)
+    for args in [(-3.25, x, x), (-2**31, u, u), (5, u, 3), (2.5, None, x), (3, 1, 2)]:
+        want = np.clip(*args)
+        got = np.asarray(lazyk.clip(*[lazyk.array(a) if isinstance(a, np.ndarray) else a
+                                      for a in args]).eval())
+        assert got.dtype == want.dtype and np.array_equal(got, want), args
+
+
+def test_variance_of_complex_values_in_a_real_dtype_and_numpy_keywords():
+    """var / std of complex data with a real dtype= answer as NumPy's (the mean of the
+    real parts, the complex deviations from it); np.std / np.var take dtype=, and
+    np.positive is lazy."""
+    z = np.array([1 + 1j, 3 - 1j, 2 + 5j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        for fn in ("var", "std"):
+            want = getattr(np, fn)(z, dtype=np.float64)
+            got = np.asarray(getattr(lazyk, fn)(lazyk.array(z), dtype=np.float64).eval())
+            assert got.dtype == want.dtype and np.isclose(got, want, rtol=1e-14, atol=0)
+    a = lazyk.array(np.arange(5.0))
+    got = np.std(a * 2, dtype=np.float32)
+    assert isinstance(got, lazyk.Expr)
+    np.testing.assert_allclose(np.asarray(got.eval()), np.std(np.arange(5.0) * 2,
+                                                              dtype=np.float32), rtol=1e-6)
+    assert np.asarray(got.eval()).dtype == np.float32
+    pos = np.positive(a * 2)
+    assert isinstance(pos, lazyk.Expr) and np.asarray(pos.eval()).tolist() == [0, 2, 4, 6, 8]

@@ -107,10 +107,10 @@ FUNCTIONS.update({
     np.argmin: Function(lx.argmin, ("a", "axis"), ("keepdims",), required=1, out=False),
     np.count_nonzero: Function(lx.count_nonzero, ("a", "axis"), ("keepdims",), required=1,
                                out=False),
-    np.std: Function(rowops.std, ("a", "axis"), ("ddof", "keepdims"), {"correction": "ddof"},
-                     required=1),
-    np.var: Function(rowops.var, ("a", "axis"), ("ddof", "keepdims"), {"correction": "ddof"},
-                     required=1),
+    np.std: Function(rowops.std, ("a", "axis"), ("ddof", "keepdims", "dtype"),
+                     {"correction": "ddof"}, required=1),
+    np.var: Function(rowops.var, ("a", "axis"), ("ddof", "keepdims", "dtype"),
+                     {"correction": "ddof"}, required=1),
     np.cumsum: Function(lambda a, axis=None, dtype=None: rowops.cumsum(a, axis, dtype),
                         ("a", "axis", "dtype"), required=1),
     np.cumprod: Function(lambda a, axis=None, dtype=None: rowops.cumprod(a, axis, dtype),
@@ -142,7 +142,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         x = lx.astype(x, "int8") if lx.as_expr(x).dtype.kind == "b" else x
         inputs, ufunc = (x, x), np.multiply
     casting = "unsafe"  # (a reduction into `out`, as NumPy stores it)
-    if method == "__call__" and ufunc in UFUNCS:
+    if method == "__call__" and ufunc is np.positive and len(inputs) == 1 and not kwargs:
+        result = lx.positive(inputs[0])  # (the value itself: no op row of its own)
+    elif method == "__call__" and ufunc in UFUNCS:
         dt, casting = kwargs.pop("dtype", None), kwargs.pop("casting", "same_kind")
         _refuse_keywords(where, kwargs, ())
         loop = None if dt is None else _loop(ufunc, inputs, dt, casting)

@@ -583,6 +583,8 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     xf = astype(e, work) if e.dtype != work else e
     total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna)
     n = count(xf, axis=axes, keepdims=True)
+    if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
+        xf = astype(e, np.result_type(work, np.complex64))
     dev = xf - total / n
     square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else \
         dev * dev

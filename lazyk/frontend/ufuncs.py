@@ -241,6 +241,8 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
 def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
     """Lazy `np.clip(x, a_min, a_max)` with NumPy's clip typing; a bound of None is no
     bound (both None: `x` itself)."""
+    if isinstance(x, (bool, int, float, complex)):
+        x = np.asarray(x)  # (np.clip's: the clipped value is an array, never a weak scalar)
     if a_min is None and a_max is None:
         return as_expr(x)
     if a_min is None or a_max is None:
