@@ -744,3 +744,36 @@ def test_array_reads_arrow_extension_arrays_as_from_arrow_does():
     t = ak.to_arrow(a)  # an Arrow extension array of Awkward's
     assert lazyk.array(t).to_list() == lazyk.from_arrow(t).to_list() == a.to_list()
     assert (lazyk.array(t) * 2).eval().to_list() == [[2.0, 4.0], [], [6.0]]
+
+
+def test_records_holding_fixed_dims_of_padded_records_read_and_build_whole():
+    """A record field of fixed dims of records with tail padding (`{b: int64, c:
+    float32}`: 16 bytes a record) steps by the padded size; Arrow's fixed-size lists of
+    structs build whole records (to_list), at the top, in lists, in tables."""
+    pa = pytest.importorskip("pyarrow")
+    v = [{"a": [{"b": 1, "c": 2.5}, {"b": 3, "c": 4.0}], "z": 7}]
+    x = lazyk.array(v, type="1 * {a: 2 * {b: int64, c: float32}, z: int8}")
+    assert x.to_list() == v and x.a.b.to_list() == [[1, 3]]
+    inner = pa.struct([("b", pa.int64()), ("c", pa.float32())])
+    t = pa.struct([("a", pa.list_(inner, 2)), ("z", pa.int8())])
+    a = pa.array([v[0], None, {"a": [{"b": 5, "c": 6.0}, {"b": 7, "c": 8.0}], "z": 9}], t)
+    for arr in (a, pa.array([[v[0]], [], None], pa.list_(t)),
+                pa.table({"s": a, "k": pa.array([1, 2, 3])}),
+                pa.array([{"a": [{"b": 1}]}], pa.struct([("a", pa.list_(
+                    pa.struct([("b", pa.int64())]), 1))]))):
+        assert lazyk.from_arrow(arr).to_list() == arr.to_pylist()
+
+
+def test_sliced_lists_of_missing_records_with_a_fixed_size_list_field():
+    """Lists whose content runs past the rows used (a sliced Arrow array) of records that
+    may be missing, with a fixed-size list field: expressions read only the rows used."""
+    pa = pytest.importorskip("pyarrow")
+    t = pa.list_(pa.struct([("f", pa.list_(pa.int64(), 2))]))
+    full = pa.array([[{"f": [1, 5]}], [None, {"f": [2, 6]}], [{"f": [3, 7]}, None]], t)
+    for a in (full.slice(0, 1), full.slice(1, 1), full.slice(0, 2), full.slice(1), full):
+        x, py = lazyk.from_arrow(a), a.to_pylist()
+        assert lazyk.num(x).eval().to_list() == [len(r) for r in py]
+        assert (x.f + 1).eval().to_list() == [
+            [None if e is None else [v + 1 for v in e["f"]] for e in r] for r in py]
+        assert lazyk.firsts(x).f.eval().to_list() == [
+            None if not r or r[0] is None else r[0]["f"] for r in py]

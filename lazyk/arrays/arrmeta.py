@@ -273,6 +273,11 @@ def meta_np_dtype(t: T.Type, meta: tuple) -> np.dtype:
         if meta[1] != np_dtype(t.elem).itemsize:
             raise NotSupportedError(f"strided fixed dim inside a record field ({t})")
         elem = meta_np_dtype(t.elem, meta[2:])
+        if elem.fields is not None and elem.itemsize < meta[1]:  # records' tail padding:
+            elem = np.dtype({"names": elem.names,  # (NumPy's subarray steps by itemsize)
+                             "formats": [elem.fields[n][0] for n in elem.names],
+                             "offsets": [elem.fields[n][1] for n in elem.names],
+                             "itemsize": meta[1]})
         if not elem.itemsize:  # (`1 * 0 * T`: NumPy has no subarray of empty subarrays)
             raise NotSupportedError(f"a record field of fixed dims holding no values ({t}): "
                                     "NumPy lays out no such field")

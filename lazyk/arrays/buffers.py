@@ -7,7 +7,6 @@ are C structs, their fields written into one block.
 """
 from __future__ import annotations
 
-import builtins
 from dataclasses import replace
 from typing import Any
 
@@ -378,11 +377,13 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
         return meta
     if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
         values = c.to_numpy()
-        slot(off, values.dtype, values.shape[1:])[:] = values
-        # fixed dims: (size, stride) each, C order inside the record
-        strides = _c_strides(values.shape[1:], values.dtype.itemsize)
-        return tuple(x for size, step in builtins.zip(values.shape[1:], strides)
-                     for x in (size, step))
+        # (in the element type's own layout: a column's records may be packed otherwise)
+        shape, dt = values.shape[1:], M.np_dtype(t)
+        dt = dt.subdtype[0] if dt.subdtype is not None else dt
+        slot(off, dt, shape)[:] = values
+        # fixed dims: (size, stride) each, C order inside the record; then the offsets
+        # of the records they hold
+        return M.meta_from_numpy(dt, shape, _c_strides(shape, dt.itemsize))
     if isinstance(t, T.VarDim) and owned:
         var = M.rows_at(c.meta, 2)
         w, dt = var.width, M.INDEX_DTYPES[var.width]  # the column's index width (list, large_list)

@@ -68,6 +68,8 @@ def var_rows(arr) -> tuple:
     levels = {d + (not top) for d in sizes}
 
     def walk(node, count, level):
+        if node.length() > count:  # (content past the last row: a sliced Arrow array's)
+            node = node.slice(0, count)
         if isinstance(node, Leaf) or isinstance(node, Masked) and isinstance(node.child, Leaf):
             return node
         if isinstance(node, Masked):
