@@ -777,3 +777,21 @@ def test_sliced_lists_of_missing_records_with_a_fixed_size_list_field():
             [None if e is None else [v + 1 for v in e["f"]] for e in r] for r in py]
         assert lazyk.firsts(x).f.eval().to_list() == [
             None if not r or r[0] is None else r[0]["f"] for r in py]
+
+
+def test_records_with_fixed_dims_of_strings_or_missing_values_build_whole():
+    """Struct fields that are fixed-size lists of strings or of values that may be
+    missing: the records build whole (their Python values), as `lazyk.array` builds that
+    type; a struct with no fields is refused by name."""
+    pa = pytest.importorskip("pyarrow")
+    t = pa.struct([("a", pa.list_(pa.string(), 2)), ("b", pa.list_(pa.int64(), 2))])
+    a = pa.array([{"a": ["x", "yz"], "b": [1, None]}, None, {"a": ["", None], "b": [3, 4]}], t)
+    x = lazyk.from_arrow(a)
+    assert str(x.type) == "3 * ?{a: 2 * ?string, b: 2 * ?int64}"
+    assert x.to_list() == a.to_pylist()
+    tb = pa.table({"s": a, "k": [1, 2, 3]})
+    assert lazyk.from_arrow(tb).to_list() == tb.to_pylist()
+    rows = pa.array([[a[0].as_py()], [], None], pa.list_(t))
+    assert lazyk.from_arrow(rows).to_list() == rows.to_pylist()
+    with pytest.raises(NotSupportedError, match="struct with no fields"):
+        lazyk.from_arrow(pa.array([{}], pa.struct([])))

@@ -306,9 +306,22 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
         slot(region, np.bool_)[:] = valid
         meta = (region,)
     meta += rec.offsets
-    for ft, off, c in zip(rec.types, rec.offsets, columns):
-        meta += _write_field(ft, c, block, slot, off, region, counter)
+    try:
+        for ft, off, c in zip(rec.types, rec.offsets, columns):
+            meta += _write_field(ft, c, block, slot, off, region, counter)
+    except NotSupportedError:  # a field not copied column by column (fixed dims of
+        return _from_values(names, columns, valid, T.FixedDim(n, t))  # strings, of ?T)
     return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+
+
+def _from_values(names: list, columns: list, valid: np.ndarray | None, t: T.Type) -> Array:
+    """The records built from their fields' Python values (None where `valid` is False)."""
+    cols = [c.to_list() for c in columns]
+    rows = [tuple(v) for v in zip(*cols)] if is_tuple_names(names) else \
+        [dict(zip(names, v)) for v in zip(*cols)]
+    if valid is not None:
+        rows = [r if ok else None for r, ok in zip(rows, valid)]
+    return array(rows, type=t)
 
 
 def _c_strides(shape: tuple, itemsize: int) -> tuple:

@@ -16,7 +16,6 @@ from lazyk.arrays.buffers import (
     column_records,
     regular,
     text_array,
-    unsupported,
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
 from lazyk.arrays.formats import need
@@ -117,7 +116,7 @@ def from_arrow(x: Any) -> Array:
         return column_records([t.field(i).name for i in range(t.num_fields)],
                               [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
                                for i in range(t.num_fields)], valid) \
-            if t.num_fields else unsupported(t)
+            if t.num_fields else _no_fields(t)
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
@@ -131,6 +130,11 @@ def from_arrow(x: Any) -> Array:
         return masked(values, x.is_valid().to_numpy(zero_copy_only=False))
     values = x.to_numpy(zero_copy_only=not pa.types.is_boolean(t))
     return array(values)
+
+
+def _no_fields(t: Any):
+    raise NotSupportedError(f"Arrow {t}: a struct with no fields has no lazyk record type "
+                            "(records have at least one field)")
 
 
 def _arrow_hint(pa, t) -> str:
