@@ -177,6 +177,10 @@ def test_explain_shows_every_stage():
                  "== launch 1: layout after passes.dims", "kernel data", "== LLVM IR",
                  "== assembly"):
         assert part in text, part
+    # the level stack, dense as ragged: one fixed level after coalescing
+    assert "\nlevels fixed (" in text
+    ragged = lazyk.sum(lazyk.array([[1.0, 2.0], [3.0]]) * 2, axis=1).explain()
+    assert "levels fixed * var" in ragged
 
 
 def test_cli_explain(capsys):

@@ -45,7 +45,10 @@ SYMBOL_SIZE = 8  # placeholders get this size per symbolic dim for a representat
 def format_layout(layout) -> str:
     """The simplified loop nest: shape, per-operand strides (output first), offsets."""
     names = ["out"] + [f"in{k}" for k in range(len(layout.strides) - 1)]
-    lines = [f"shape {layout.shape} (ndim {layout.ndim}), reduced {layout.reduced}"]
+    levels = " * ".join(["fixed"] * layout.ndim) or "none (one element)"
+    lines = [f"levels {levels} (a strided loop each; stride 0: broadcast, or folded into "
+             "the output)",
+             f"shape {layout.shape} (ndim {layout.ndim}), reduced {layout.reduced}"]
     for name, st, off in zip(names, layout.strides, layout.offsets):
         lines.append(f"  {name:>4}: strides {st}, offset {off}")
     return "\n".join(lines)
