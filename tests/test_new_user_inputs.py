@@ -264,3 +264,21 @@ def test_python_ints_past_64_bits_for_a_float_parameter_convert_as_numpy():
     got = k([2**70, 1.5])
     np.testing.assert_array_equal(got, np.asarray([2**70, 1.5], np.float64))
     np.testing.assert_array_equal(k([2**70]), [float(2**70)])
+
+
+def test_truth_value_of_many_values_is_refused_before_anything_runs():
+    """NumPy's rule, without computing: an expression of more than one value (or of a var
+    or symbolic dim) has no truth value; one value, in any number of dims of 1, has."""
+    big = lazyk.array(np.arange(3.0)) * 2
+    for e in (big, lazyk.array([[1.0], []]) * 2, lazyk.placeholder("p", "N * float64") > 0):
+        with pytest.raises(ValueError, match="ambiguous.*lazyk.any"):
+            bool(e)
+    assert bool(lazyk.array(np.ones((1, 1))) > 0) is True
+
+
+def test_dask_leaves_in_a_one_machine_evaluation_are_refused_by_name():
+    da = pytest.importorskip("dask.array")
+    c = da.from_array(np.arange(12.0).reshape(4, 3), chunks=(2, 3))
+    for e in (lazyk.argmax(c, axis=1), lazyk.argmax(c, axis=1, keepdims=True), lazyk.sin(c)):
+        with pytest.raises(lazyk.NotSupportedError, match="lazyk.dask.evaluate"):
+            e.eval()

@@ -361,15 +361,21 @@ def _check_result_shape(shape: tuple, out: np.ndarray) -> None:
                          f"{out.shape}")
 
 
+def _refuse_dask_leaves(expr: Expr) -> None:
+    for value in expr.env.values():
+        v = leaf_data(value)
+        if isinstance(v, Placeholder) and hasattr(v, "array"):  # a Dask array leaf
+            raise NotSupportedError(  # (lazyk.frontend.expr.DaskLeaf)
+                "this expression has Dask array leaves: lazyk.dask.evaluate(expr) gives "
+                "a Dask array (then .compute() it), or compute the Dask arrays first")
+
+
 def env_arrays(expr: Expr) -> dict:
     data = {}
+    _refuse_dask_leaves(expr)
     for name, value in expr.env.items():
         v = leaf_data(value)
         if isinstance(v, Placeholder):
-            if hasattr(v, "array"):  # a Dask array leaf (lazyk.frontend.expr.DaskLeaf)
-                raise NotSupportedError(
-                    "this expression has Dask array leaves: lazyk.dask.evaluate(expr) gives "
-                    "a Dask array (then .compute() it), or compute the Dask arrays first")
             raise BindError(f"placeholder {name!r} has no data: compile the expression and "
                             "call it with arrays")
         data[name] = v
@@ -541,6 +547,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
     done = evaluation_path("text_where")(e, out, order, casting)  # where() over strings first
     if done is not NotImplemented:
         return done
+    _refuse_dask_leaves(e)  # (before the loop nest, which reads every leaf's memory)
     done = evaluation_path("ragged")(e, out, casting)  # var / option leaves
     if done is not NotImplemented:
         return done
