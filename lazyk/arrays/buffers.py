@@ -391,8 +391,10 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
     if M.is_plain(T.FixedDim(n, t)):  # numbers, bools, fixed dims of them
         values = c.to_numpy()
         # (in the element type's own layout: a column's records may be packed otherwise)
-        shape, dt = values.shape[1:], M.np_dtype(t)
-        dt = dt.subdtype[0] if dt.subdtype is not None else dt
+        inner = t
+        while isinstance(inner, T.FixedDim):
+            inner = inner.elem
+        shape, dt = values.shape[1:], M.np_dtype(inner)
         slot(off, dt, shape)[:] = values
         # fixed dims: (size, stride) each, C order inside the record; then the offsets
         # of the records they hold
