@@ -463,3 +463,31 @@ def test_a_selection_paired_with_other_rows_is_taken_first():
     want = [[all(a * b < 20 for b in r) for a in js if a > 30] for js, r in zip(jets, leps)]
     assert e.eval().to_list() == want
     assert (kept + 1).eval().to_list() == [[a + 1 for a in js if a > 30] for js in jets]
+
+
+def test_selection_of_one_row_that_may_be_missing_is_refused_with_the_way_round():
+    """A top-level `?var` array is one row that may be missing: `x[mask]` there is refused
+    when built, naming the type and `x[None]` (which selects)."""
+    y = lazyk.array([1.0, -2.0, 3.0], type="?var * float64")
+    for build in (lambda: y[y > 0], lambda: y[lazyk.array([True, False, True])],
+                  lambda: lazyk.array([1.0, 2.0, 3.0])[y > 0]):
+        with pytest.raises(lazyk.NotSupportedError, match=r"\?var \* (float64|bool).*x\[None\]"):
+            build()
+    z = y[None]
+    assert z[z > 0].eval().to_list() == [[1.0, 3.0]]
+
+
+def test_error_messages_show_selections_gathers_and_row_operations_as_written():
+    import re
+
+    from lazyk.frontend.expression import summary
+
+    r = lazyk.array([[3.0, 1.0], [], [2.0]])
+
+    def shown(e):  # (arrays are named _0, _1, ... in the order they were first used)
+        return re.sub(r"_\d+", "x", summary(e))
+    assert shown(r[lazyk.argsort(r, axis=1)]).startswith("Expr(x[argsort(x)]")
+    assert shown(r[r > 1]).startswith("Expr(x[x > 1.0]")
+    assert shown((r + 1)[lazyk.argmax(r, axis=1, keepdims=True)]).startswith(
+        "Expr((x + 1.0)[argmax(x, axis=1)]")
+    assert shown(lazyk.sort(r) + 1).startswith("Expr(sort(x) + 1.0")

@@ -20,7 +20,16 @@ from lazyk.arrays.conversions import text_numpy
 from lazyk.arrays.operators import Operators
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import ops
-from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, Node, build_type, dump, has_rows
+from lazyk.frontend.graph import (
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    build_type,
+    dump,
+    has_rows,
+)
 from lazyk.frontend.graph import toposort as _toposort
 from lazyk.frontend.leaves import RaggedLeaf
 from lazyk.frontend.missing import (
@@ -318,6 +327,11 @@ def infix(root: Node, limit: int = 60) -> str:
             every = len(axes) == node.srcs[0].ndim
             axis = "" if every else f", axis={axes[0] if len(axes) == 1 else axes}"
             text, prec = f"{node.arg[0]}({parts[0][0]}{axis})", 12
+        elif node.op in (SELECT_OP, TAKE_OP):  # x[mask], x[positions]
+            (x, xp), (key, _) = parts
+            text, prec = f"{x if xp >= 12 else f'({x})'}[{key}]", 12
+        elif node.op == ROWS_OP and isinstance(node.arg[0], str):  # sort(x), num(x), ...
+            text, prec = f"{node.arg[0]}({', '.join(t for t, _ in parts)})", 12
         else:
             text, prec = f"{node.op}({', '.join(t for t, _ in parts)})", 12
         # each text is kept a little past the limit, so a shared subgraph costs no more

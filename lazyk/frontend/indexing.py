@@ -296,6 +296,11 @@ def index_by(x: Any, key: Any) -> Expr:
     what = "mask" if k.dtype == np.bool_ else "positions"
     if not e.ndim:
         raise IndexError(f"a 0-d value ({e.type}) has no dims to select or gather along")
+    for side in (e, k):
+        if side.ndim and flags(side)[0][0]:  # (one row that may be missing, as row work)
+            raise NotSupportedError(f"x[{what}] with an operand of type {side.type} (one row "
+                                    "that may be missing): give it an outer fixed dim "
+                                    "first, x[None]")
     if what == "positions" and not k.ndim:
         raise IndexError(f"one lazy position ({k.type}, such as lazyk.argmax(x)) for "
                          f"{e.type}: gather with positions of one dim, "

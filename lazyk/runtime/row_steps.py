@@ -414,8 +414,9 @@ def _tree(value: Array, lists: int | None = None) -> Column:
     if isinstance(value.type, T.VarDim):
         return R.row_items(columns(value[None], None if lists is None else lists + 1))
     if not isinstance(value.type, T.FixedDim):
-        raise NotSupportedError(f"row operations on an array of type {value.type}: index "
-                                "its one row first (x[0]) or give it an outer fixed dim")
+        raise NotSupportedError(f"row operations on an array of type {value.type} (one row "
+                                "that may be missing): give it an outer fixed dim first, "
+                                "x[None]")
     return columns(value, lists)
 
 
