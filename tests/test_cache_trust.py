@@ -410,3 +410,36 @@ def test_clear_and_prune_delete_only_lazyk_entries(tmp_path):
     assert not (cache / objcache.KEY_FILE).exists() and (cache / "main.o").exists()
     again, _ = _victim(cache)  # a new key: the cache works again
     assert again["compiles"] >= 1 and (cache / objcache.KEY_FILE).exists()
+
+
+def test_link_made_by_another_user_is_not_followed(shared_tmp):
+    """A link someone else made (in a shared sticky directory, say) could point the cache
+    into any directory of yours: it is refused before anything is made or written."""
+    user = _nobody()
+    if user is None:
+        pytest.skip("needs root and a 'nobody' user to play the other user")
+    mine = objcache.Path(shared_tmp) / "private"
+    mine.mkdir(mode=0o700)
+    link = objcache.Path(shared_tmp) / "cache-link"
+    link.symlink_to(mine)
+    os.lchown(link, *user)
+    stats, err = _victim(link)
+    assert f"{link} is a link made by uid {user[0]}" in err, err
+    assert stats["disk_loads"] == 0 and list(mine.iterdir()) == []  # nothing written there
+
+
+def test_link_to_a_missing_directory_is_refused(tmp_path):
+    """Nothing makes a link's missing target (someone else could, between the check and
+    the use): the cache is refused, naming both."""
+    link = tmp_path / "cache-link"
+    link.symlink_to(tmp_path / "not-yet")
+    stats, err = _victim(link)
+    assert "does not exist" in err and "links to a missing directory" in err, err
+    assert not (tmp_path / "not-yet").exists()
+
+
+def test_a_path_that_cannot_be_checked_warns_and_evaluates(tmp_path):
+    """A path part too long (or one you may not enter) leaves the cache unusable with a
+    warning; evaluation goes on."""
+    stats, err = _victim(tmp_path / ("a" * 300))
+    assert "unusable" in err and "File name too long" in err, err

@@ -328,3 +328,15 @@ def test_variance_of_complex_values_in_a_real_dtype_and_numpy_keywords():
     assert np.asarray(got.eval()).dtype == np.float32
     pos = np.positive(a * 2)
     assert isinstance(pos, lazyk.Expr) and np.asarray(pos.eval()).tolist() == [0, 2, 4, 6, 8]
+
+
+def test_nan_constants_keep_their_sign_whichever_came_first():
+    """Constants are interned by value: every NaN prints as `nan`, so the key holds its
+    bits (a -nan after a nan was the nan)."""
+    a = np.arange(3.0)
+    x = lazyk.array(a)
+    for first, then in ((np.nan, -np.nan), (-np.nan, np.nan)):
+        for s in (first, then):
+            for got in (lazyk.evaluate(lazyk.where(x > 9, x, s)), (x * 0 + s).eval()):
+                assert np.array_equal(np.signbit(np.asarray(got)),
+                                      np.signbit(np.where(a > 9, a, s)))

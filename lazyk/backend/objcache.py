@@ -170,14 +170,33 @@ def untrusted(directory: str | os.PathLike[str]) -> str | None:
 def problem(directory: Path) -> str | None:
     """Why `directory` cannot hold the cache (a file in its place, not writable, or `untrusted`),
     or None."""
-    for d in (directory, *directory.parents):  # the first part that exists decides
-        if d.exists():
-            if not d.is_dir():
-                return f"{d} is not a directory"
-            if not os.access(d, os.W_OK | os.X_OK):
-                return f"{d} is not writable"
-            break
-    return untrusted(directory)
+    try:
+        for d in (directory, *directory.parents):  # the first part that exists decides
+            if d.exists():
+                if not d.is_dir():
+                    return f"{d} is not a directory"
+                if not os.access(d, os.W_OK | os.X_OK):
+                    return f"{d} is not writable"
+                break
+    except OSError as err:  # (a part you may not enter, a name too long, a loop of links)
+        return f"{err.filename or directory}: {err.strerror or err}"
+    return foreign_link(directory) or untrusted(directory)
+
+
+def foreign_link(directory: str | os.PathLike[str]) -> str | None:
+    """Why a symbolic link on the path as given is not to be followed (one that someone
+    other than you or root made: it could point the cache anywhere), or None."""
+    uid = os.geteuid()
+    path = Path(os.path.abspath(directory))
+    for d in (path, *path.parents):
+        try:
+            st = os.lstat(d)
+        except OSError:
+            continue  # (missing parts: made by `make_private_dirs`, judged by `untrusted`)
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (uid, 0):
+            return (f"{d} is a link made by uid {st.st_uid}, not by you (uid {uid}): point "
+                    "LAZYK_CACHE_DIR at a directory of your own")
+    return None
 
 
 def make_private_dirs(directory: Path) -> None:
@@ -282,7 +301,8 @@ def remove_entry(path: str | os.PathLike[str]) -> bool:
 
 def _failure(directory: Path, err: OSError) -> str:
     """Why writing to `directory` failed, in words."""
-    return problem(directory) or f"{type(err).__name__}: {err.strerror or err}"
+    return problem(directory) or (f"{err.filename}: {err.strerror}" if err.filename else
+                                  f"{type(err).__name__}: {err.strerror or err}")
 
 
 def _cannot_make(directory: Path) -> str | None:
@@ -303,14 +323,16 @@ def _cannot_make(directory: Path) -> str | None:
     return None
 
 
-def _warn_unusable(directory: Path, why: str) -> None:
-    """Say once per process and directory that nothing is cached there."""
+def _warn_unusable(directory: Path, why: str, loads: bool = False) -> None:
+    """Say once per process and directory that nothing is cached there (`loads`: nothing
+    new; what is stored there still loads)."""
     if str(directory) in _warned:
         return
     _warned.add(str(directory))
-    warnings.warn(f"lazyk: the kernel cache directory {directory} is unusable ({why}); "
-                  "kernels are compiled anew in each process", RuntimeWarning,
-                  stacklevel=_user_level())
+    then = "new kernels are not stored (those stored there still load)" if loads else \
+        "kernels are compiled anew in each process"
+    warnings.warn(f"lazyk: the kernel cache directory {directory} is unusable ({why}); {then}",
+                  RuntimeWarning, stacklevel=_user_level())
 
 
 def _user_level() -> int:
@@ -375,14 +397,29 @@ class ObjectCache:
     def _usable(self, create: bool, warn: bool = True) -> bool:
         """Whether entries may be read and written (`create`: make the directory first)."""
         if self._secret is None and self._refused is None:
-            if not create and not self.directory.is_dir():
-                return False  # nothing stored yet
             try:
+                if not create and not self.directory.is_dir():
+                    return False  # nothing stored yet
+                why = foreign_link(self.directory)  # (before anything is made through it)
+                if why:
+                    raise UntrustedError(why)
                 if create:
                     make_private_dirs(self.directory)
                 self._real = Path(os.path.realpath(self.directory))
-                self._refused = untrusted(self._real)  # a read-only private cache still loads
-                if self._refused is None:
+                # the directory itself must exist now, and be judged: a link to a missing
+                # one is refused (else someone could make it between the check and the use)
+                try:
+                    is_dir = stat.S_ISDIR(os.lstat(self._real).st_mode)
+                except FileNotFoundError:
+                    is_dir = None
+                if not is_dir:
+                    raise UntrustedError(
+                        f"{self._real} " + ("is not a directory" if is_dir is False else
+                                            f"does not exist ({self.directory} links to a "
+                                            "missing directory): make it, or point "
+                                            "LAZYK_CACHE_DIR at a directory of your own"))
+                self._refused = untrusted(self._real)
+                if self._refused is None:  # (a read-only private cache still loads)
                     self._secret = read_secret(self._real)
             except UntrustedError as err:
                 self._refused = str(err)
@@ -470,7 +507,8 @@ class ObjectCache:
                 # others are
                 _log.debug("lazyk: kernel cache entry %s not stored: %s", p, err)
                 return
-            _warn_unusable(self.directory, _failure(self.directory, err))
+            _warn_unusable(self.directory, _failure(self.directory, err),
+                           loads=self._secret is not None)
             return
         self._stores += 1
         if _PRUNE_EVERY and self._stores % _PRUNE_EVERY == 1:

@@ -55,6 +55,8 @@ def arg_key(arg):
     if isinstance(arg, tuple):
         return tuple(arg_key(a) for a in arg)
     if isinstance(arg, (bool, int, float, complex, np.generic)):
+        if arg != arg:  # NaN: its sign and payload too (every NaN's repr is "nan")
+            return (type(arg).__name__, np.asarray(arg).tobytes())
         return (type(arg).__name__, repr(arg))
     if isinstance(arg, np.dtype):
         return ("dtype", arg.str, arg.name)
