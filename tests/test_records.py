@@ -437,3 +437,17 @@ def test_is_none_of_records_taken_back_is_whether_the_record_is_missing():
     abest = ak.firsts(ap[ak.argmin(ax[ap.i] + ax[ap.j], axis=1, keepdims=True)])
     assert lazyk.is_none(best).eval().tolist() == ak.is_none(abest).to_list() == \
         [False, True, True, False]
+
+
+def test_records_whose_fields_stretch_a_list_of_one_slice_and_combine_as_lined_up():
+    """zip pairs a list of 1 with a longer one (it stretches): slices and combinations of
+    the records see the lined-up lists, as the evaluated records have them."""
+    r = lazyk.zip({"a": lazyk.array([[1, 2, 3], [4]]), "b": lazyk.array([[1, 2, 3], [3, 5]])})
+    whole = r.eval().to_list()
+    assert r[:, :2].eval().to_list() == [row[:2] for row in whole]
+    assert r[:, 1:].a.eval().to_list() == [[x["a"] for x in row[1:]] for row in whole]
+    c = lazyk.combinations(r, 2)
+    want = [[(x, y) for i, x in enumerate(row) for y in row[i + 1:]] for row in whole]
+    assert lazyk.num(c, axis=1).eval().to_list() == [len(w) for w in want]
+    assert c["0"].a.eval().to_list() == [[x["a"] for x, _ in w] for w in want]
+    assert c["1"].b.eval().to_list() == [[y["b"] for _, y in w] for w in want]

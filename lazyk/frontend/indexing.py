@@ -21,6 +21,7 @@ from lazyk.frontend.graph import (
     SELECT_OP,
     TAKE_OP,
     Node,
+    graph_ops,
     input_names,
     picked_shape,
 )
@@ -91,8 +92,10 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
             return b if b is None or b >= 0 else maximum(ends + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
         # positions stored; strings move as row operations)
+        # (lists that may be missing, or paired with other fields' lists as lined-up
+        # records' are: their positions computed)
         walked = reads_in_nest(like) and not is_text(like.dtype) and \
-            not any(flags(like)[0])  # (lists that may be missing: their positions computed)
+            not any(flags(like)[0]) and "with_rows" not in graph_ops(like.node)
         at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
         lo, hi = bound(k.start), bound(k.stop)
         keep = (at >= lo) if hi is None else (at < hi) if lo is None else \

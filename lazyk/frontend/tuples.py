@@ -31,7 +31,7 @@ from lazyk.frontend.leaves import (
     leaf_data,
 )
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.records import Records, lined_up_fields, one_shape, record_fields
+from lazyk.frontend.records import Records, lined_up_fields, record_fields
 from lazyk.frontend.rowops import local_index
 
 
@@ -96,7 +96,7 @@ def _item(x: Any):
     """A field expression, or records (`lazyk.zip`'s, a lazyk array of records' fields),
     a field of dims of 1 stretched to the others' lists (`met[:, None]` beside `pt`)."""
     rec = record_fields(x)
-    if rec is not None and not one_shape(rec):
+    if rec is not None:  # (fields of other lists, or of dims of 1: paired, as zip pairs them)
         rec = lined_up_fields(x)
     return rec if rec is not None else as_expr(x)
 
