@@ -186,13 +186,12 @@ def problem(directory: Path) -> str | None:
 def foreign_link(directory: str | os.PathLike[str]) -> str | None:
     """Why a symbolic link on the path as given is not to be followed (one that someone
     other than you or root made: it could point the cache anywhere), or None."""
-    uid = os.geteuid()
-    path = Path(os.path.abspath(directory))
+    uid, path = os.geteuid(), Path(os.path.abspath(directory))
     for d in (path, *path.parents):
         try:
             st = os.lstat(d)
-        except OSError:
-            continue  # (missing parts: made by `make_private_dirs`, judged by `untrusted`)
+        except OSError:  # (missing parts: made by `make_private_dirs`, judged by `untrusted`)
+            continue
         if stat.S_ISLNK(st.st_mode) and st.st_uid not in (uid, 0):
             return (f"{d} is a link made by uid {st.st_uid}, not by you (uid {uid}): point "
                     "LAZYK_CACHE_DIR at a directory of your own")
@@ -324,8 +323,7 @@ def _cannot_make(directory: Path) -> str | None:
 
 
 def _warn_unusable(directory: Path, why: str, loads: bool = False) -> None:
-    """Say once per process and directory that nothing is cached there (`loads`: nothing
-    new; what is stored there still loads)."""
+    """Say once per process and directory that nothing is cached there (`loads`: new)."""
     if str(directory) in _warned:
         return
     _warned.add(str(directory))
@@ -406,18 +404,14 @@ class ObjectCache:
                 if create:
                     make_private_dirs(self.directory)
                 self._real = Path(os.path.realpath(self.directory))
-                # the directory itself must exist now, and be judged: a link to a missing
-                # one is refused (else someone could make it between the check and the use)
-                try:
-                    is_dir = stat.S_ISDIR(os.lstat(self._real).st_mode)
-                except FileNotFoundError:
-                    is_dir = None
+                try:  # (judged now: a link to a missing directory is refused, else
+                    is_dir = stat.S_ISDIR(os.lstat(self._real).st_mode)  # someone could
+                except FileNotFoundError:  # make it between the check and the first write)
+                    raise UntrustedError(f"{self._real} does not exist ({self.directory} links "
+                                         "to a missing directory): make it, or point "
+                                         "LAZYK_CACHE_DIR at a directory of your own") from None
                 if not is_dir:
-                    raise UntrustedError(
-                        f"{self._real} " + ("is not a directory" if is_dir is False else
-                                            f"does not exist ({self.directory} links to a "
-                                            "missing directory): make it, or point "
-                                            "LAZYK_CACHE_DIR at a directory of your own"))
+                    raise UntrustedError(f"{self._real} is not a directory")
                 self._refused = untrusted(self._real)
                 if self._refused is None:  # (a read-only private cache still loads)
                     self._secret = read_secret(self._real)
