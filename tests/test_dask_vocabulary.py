@@ -120,3 +120,23 @@ def test_records_under_rows_that_may_be_missing(rows_per_part):
     one = lazyk.zip({"a": x, "b": x * 2})
     assert values(lazyk.dask.evaluate(lazyk.zip({"a": dx, "b": dx * 2})).compute()) == \
         one.eval().to_list()
+
+
+def test_a_missing_total_explained_histograms_and_unfit_weights():
+    """A 0-d `?T` result as a Dask array (masked); explain() of a histogram over a
+    collection shows one partition's work; weights that do not broadcast to the values are
+    refused as on one machine."""
+    x = lazyk.array([[1.0, None], [3.0]])
+    total = lazyk.dask.evaluate(lazyk.sum(lazyk.dask.from_ragged(x, 1))).to_dask_array()
+    got = total.compute(scheduler="sync")
+    assert np.ma.is_masked(got) and got.dtype == np.float64
+    r = lazyk.dask.from_ragged(lazyk.array([[1.0, 2.0], [3.0]]), 1)
+    text = lazyk.histogram(r, 3, (0, 4)).explain()
+    assert text.startswith("== the work of one Dask partition") and "loop nest" in text
+    w = lazyk.array([[4, 3, 2]], type="1 * var * int64")
+    for values in (np.array([True]), da.from_array(np.array([True]), chunks=1)):
+        with pytest.raises(lazyk.NotSupportedError, match="the weights broadcast to the values"):
+            h = lazyk.histogram(values, 3, (-2, 4), weights=lazyk.dask.from_ragged(w, 1)
+                                if isinstance(values, da.Array) else w)
+            lazyk.dask.evaluate(h).compute(scheduler="sync") if isinstance(values, da.Array) \
+                else h.eval()

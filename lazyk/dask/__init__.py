@@ -27,7 +27,7 @@ A Dask array of NumPy masked arrays is refused in expressions (its mask would be
 
 Modules: `collection` (the collections), `sources` (making them), `partitions` (their
 data between tasks), `tasks` (one expression on one partition), `folds` (reductions over
-the rows' axis, partials combined), `rowwork` (what work does to the partitions' rows),
+the rows' axis, partials combined; histograms' counts), `rowwork` (what work does to the partitions' rows),
 `layers` (expressions over collections -> Dask layers).
 
 `evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
@@ -50,7 +50,6 @@ from typing import Any
 import numpy as np
 
 try:
-    import dask
     import dask.array as da
     from dask.base import get_scheduler, is_dask_collection, normalize_token, tokenize
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -61,8 +60,8 @@ except ImportError as err:  # pragma: no cover  (dask is an optional extra)
 
 from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf, collection
+from lazyk.dask.folds import histogram_counts
 from lazyk.dask.layers import evaluate_rows
-from lazyk.dask.partitions import unwrap
 from lazyk.dask.rowwork import has_row_work
 from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
 from lazyk.dask.tasks import records_shape, reshaped, zip_part
@@ -72,7 +71,6 @@ from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import build
 from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
 from lazyk.frontend.histogram import Histogram
-from lazyk.frontend.histogram import histogram as hist
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
@@ -134,8 +132,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         expr = build(expr, local_dict, global_dict)
     if isinstance(expr, Histogram):
         if out is not None:
-            return _store(_histogram(expr, split_every), out, casting)
-        return _histogram(expr, split_every)
+            return _store(histogram_counts(expr, split_every, evaluate), out, casting)
+        return histogram_counts(expr, split_every, evaluate)
     if isinstance(expr, Records) and out is None:
         return _records(expr, split_every)
     e = as_expr(expr)
@@ -160,42 +158,6 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
         return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
-
-
-def _histogram(h: Histogram, split_every: Any) -> da.Array:
-    """A `lazyk.histogram` over Dask data: each partition's (or block's) bin of every value
-    computed by one blockwise layer, counted there by lazyk, and the counts summed in a
-    tree: a Dask array of numpy.histogram's counts."""
-    if h.range is None and isinstance(h.bins, int):
-        raise NotSupportedError(
-            "lazyk.dask: a histogram over Dask data needs range=(lo, hi) or the bin edges "
-            "(an automatic range reads the data twice: compute its min and max first)")
-    index = h.index()
-    parts = [evaluate(index, split_every=split_every)]
-    if h.weights is not None:  # the weights broadcast to the values, 0 out of the bins
-        parts.append(evaluate(lx.where(index >= 0, h.weight(), 0.0), split_every=split_every))
-        if isinstance(parts[0], da.Array):
-            parts[1] = parts[1].rechunk(parts[0].chunks)
-    keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]
-    n = h.nbins
-    name = f"lazyk-histogram-{tokenize(*parts, n)}"
-    layer = {(name, i, 0): (_bin_counts, n) + tuple(ks)
-             for i, ks in enumerate(zip(*keys))}
-    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
-    dt = np.dtype(np.int64 if h.weights is None else np.float64)
-    counts = da.Array(dsk, name, ((1,) * len(layer), (n,)), meta=np.empty((0, 0), dt))
-    total = counts.sum(axis=0, split_every=split_every)
-    # (a function of the counts alone: Dask tokenizes and ships it, never the data)
-    return total.map_blocks(h.finisher(), dtype=h.dtype, meta=np.empty(0, h.dtype))
-
-
-def _bin_counts(n: int, index: Any, weights: Any = None) -> np.ndarray:
-    """Counts (or weights) of bins 0 .. n - 1 in one partition's bin indices (-1 and
-    missing ones in no bin), as a (1, n) block."""
-    index = unwrap(index)
-    w = None if weights is None else unwrap(weights)
-    got = hist(index, n, (0, n), weights=w).to_numpy()
-    return got.astype(np.float64 if weights is not None else np.int64).reshape(1, n)
 
 
 def _store(result: Any, out: Any, casting: str) -> Any:

@@ -516,10 +516,10 @@ def _to_block(option: bool, part: Any) -> np.ndarray:
         return np.asarray(part)
     if not option:
         return part.to_numpy()
-    if not isinstance(part.type, T.FixedDim):  # 0-d
-        v = part.to_list()
-        return np.ma.masked_array(np.zeros((), part.dtype) if v is None else
-                                  np.asarray(v, part.dtype), mask=v is None)
+    if not isinstance(part.type, T.FixedDim):  # 0-d: a `?T` value
+        v, dtype = part.to_list(), part.type.elem.to_numpy()
+        return np.ma.masked_array(np.zeros((), dtype) if v is None else
+                                  np.asarray(v, dtype), mask=v is None)
     col, sizes = _columns(part), [part.type.size]
     while isinstance(col, Regular):
         sizes.append(col.size)

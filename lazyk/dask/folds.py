@@ -33,6 +33,7 @@ from lazyk.dask.partitions import (
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.graph import arg_key
+from lazyk.frontend.histogram import histogram as hist
 
 
 class Combine:
@@ -431,3 +432,50 @@ def nonempty(op: str, value: Any, count: Any) -> Any:
         raise ValueError(f"zero-size array in reduction {op}, which has no identity: pass "
                          "initial=, or keep the rows that have items")
     return value
+
+
+# ---------------------------------------------------------------- histograms
+def histogram_counts(h: Any, split_every: Any, evaluate: Any) -> Any:
+    """A `lazyk.histogram` over Dask data: each partition's (or block's) bin of every value
+    computed by one blockwise layer (`evaluate`: lazyk.dask's), counted there by lazyk, and
+    the counts summed in a tree: a Dask array of numpy.histogram's counts."""
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    if h.range is None and isinstance(h.bins, int):
+        raise NotSupportedError(
+            "lazyk.dask: a histogram over Dask data needs range=(lo, hi) or the bin edges "
+            "(an automatic range reads the data twice: compute its min and max first)")
+    index = h.index()
+    parts = [evaluate(index, split_every=split_every)]
+    if h.weights is not None:  # the weights broadcast to the values, 0 out of the bins
+        w = lx.where(index >= 0, h.weight(), 0.0)
+        if w.ndim != index.ndim or (None in w.shape) != (None in index.shape):
+            raise NotSupportedError(f"histogram of {h.x.type} with weights of type "
+                                    f"{h.weights.type}: the weights broadcast to the values, "
+                                    "not the values to the weights")
+        parts.append(evaluate(w, split_every=split_every))
+        if isinstance(parts[0], da.Array):
+            parts[1] = parts[1].rechunk(parts[0].chunks)
+    keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]
+    n = h.nbins
+    name = f"lazyk-histogram-{tokenize(*parts, n)}"
+    layer = {(name, i, 0): (_bin_counts, n) + tuple(ks)
+             for i, ks in enumerate(zip(*keys))}
+    dsk = HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=parts)
+    dt = np.dtype(np.int64 if h.weights is None else np.float64)
+    counts = da.Array(dsk, name, ((1,) * len(layer), (n,)), meta=np.empty((0, 0), dt))
+    total = counts.sum(axis=0, split_every=split_every)
+    # (a function of the counts alone: Dask tokenizes and ships it, never the data)
+    return total.map_blocks(h.finisher(), dtype=h.dtype, meta=np.empty(0, h.dtype))
+
+
+def _bin_counts(n: int, index: Any, weights: Any = None) -> np.ndarray:
+    """Counts (or weights) of bins 0 .. n - 1 in one partition's bin indices (-1 and
+    missing ones in no bin), as a (1, n) block."""
+    index = unwrap(index)
+    w = None if weights is None else unwrap(weights)
+    got = hist(index, n, (0, n), weights=w).to_numpy()
+    return got.astype(np.float64 if weights is not None else np.int64).reshape(1, n)

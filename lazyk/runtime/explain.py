@@ -162,8 +162,7 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     """Everything lazyk does with `expr`, as text (runs it once on its data or sample data)."""
     e = declared = as_expr(expr)
     if any(hasattr(v, "stand_in") for v in e.env.values()):  # partitioned (lazyk.dask)
-        e = declared = Expr(e.node, {n: v.stand_in(n) if hasattr(v, "stand_in") else v
-                                     for n, v in e.env.items()})
+        e = declared = _stood_in(e)
         return ("== the work of one Dask partition (N rows; a reduction over the rows' axis "
                 "then combines the partitions' results):\n" + explain(e, ir, asm))
     if has_rows(e.node):
@@ -400,9 +399,25 @@ def _on_samples(e: Any) -> Expr:
     return Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
 
 
+def _stood_in(e: Any) -> Expr:
+    """`e` with placeholders in place of its partitioned leaves (lazyk.dask)."""
+    e = as_expr(e)
+    return Expr(e.node, {n: v.stand_in(n) if hasattr(v, "stand_in") else v
+                         for n, v in e.env.items()})
+
+
 def _explain_evaluated(obj: Any, target: str) -> str:
     """explain() of a histogram or of records: the kernels their evaluation runs."""
     exprs = obj.leaves() if isinstance(obj, Records) else [obj.x, obj.weights]
+    if any(hasattr(v, "stand_in") for e in exprs if e is not None  # partitioned (lazyk.dask)
+           for v in as_expr(e).env.values()):
+        if isinstance(obj, Records):
+            obj = obj.map(_stood_in)
+        else:
+            obj = Histogram(_stood_in(obj.x), obj.bins, obj.range, None if obj.weights is None
+                            else _stood_in(obj.weights), obj.density)
+        return ("== the work of one Dask partition (N rows; the partitions' counts are "
+                "then added):\n" + _explain_evaluated(obj, target))
     sampled = any(isinstance(leaf_data(v), Placeholder) for e in exprs if e is not None
                   for v in as_expr(e).env.values())
     if isinstance(obj, Records):
