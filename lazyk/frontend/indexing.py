@@ -377,6 +377,12 @@ def index_expr(expr: Expr, key: Any) -> Expr:
         got = _in_lists(expr, key)
         if got is not None:
             return got
+        items = key if isinstance(key, tuple) else (key,)
+        if items and isinstance(items[0], slice) and expr.ndim and \
+                isinstance(expr.shape[0], int) and _new_axis_key(items[1:], expr.ndim - 1):
+            # outer rows e[1:], e[::-1]: a gather at positions known now, then the rest
+            rows = index_by(expr, np.arange(expr.shape[0])[items[0]])
+            return rows[(slice(None),) + items[1:]] if items[1:] else rows
         lazy = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Expr)]
         if lazy:
             raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by a lazy "
@@ -386,9 +392,9 @@ def index_expr(expr: Expr, key: Any) -> Expr:
                             "of shape N * 1)")
         raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by "
                         f"[{_key_text(key)}]: "
-                        "new axes, whole dims and, at the dim after the first, one item or "
-                        "a slice (of step 1 at a var dim) work (e[:, None], e[:], e[:, 0], "
-                        "e[:, :2]); "
+                        "new axes, whole dims, a slice of the outer rows where their number "
+                        "is known (e[1:]) and, at the dim after the first, one item or a "
+                        "slice (of step 1 at a var dim) work (e[:, None], e[:, 0], e[:, :2]); "
                         "evaluate it first, e.g. "
                         f"expr.eval()[{_key_text(key)}] (a view of the result), or "
                         "index the arrays it is built from")
