@@ -282,3 +282,23 @@ def test_dask_leaves_in_a_one_machine_evaluation_are_refused_by_name():
     for e in (lazyk.argmax(c, axis=1), lazyk.argmax(c, axis=1, keepdims=True), lazyk.sin(c)):
         with pytest.raises(lazyk.NotSupportedError, match="lazyk.dask.evaluate"):
             e.eval()
+
+
+def test_a_closed_array_is_refused_by_every_reader():
+    """close() drops the array's memory: calls, expressions and histograms that had read
+    the array before refuse it afterwards (they read freed memory before)."""
+    p = lazyk.placeholder("p", "N * var * float64")
+    f = lazyk.compile(p.sum(axis=-1))
+    rows = [[]] * 2000
+    rows[-1] = [1.0, 2.0]
+    x = lazyk.array(rows, type="2000 * var * float64")
+    assert f(x)[-1] == 3.0 and lazyk.histogram(x, 3, (0, 3)).eval().tolist() == [0, 1, 1]
+    x.close()
+    for use in (lambda: f(x), lambda: (x * 2).eval(), lambda: lazyk.histogram(x, 3, (0, 3)).eval(),
+                lambda: x.to_list()):
+        with pytest.raises(ValueError, match="closed"):
+            use()
+    with lazyk.array(np.arange(3.0)) as y:
+        assert (y * 2).eval().tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(ValueError, match="closed"):
+        (y * 2).eval()

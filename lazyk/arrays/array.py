@@ -21,7 +21,7 @@ from lazyk.arrays.conversions import Conversions
 from lazyk.arrays.display import format_values, html_view
 from lazyk.arrays.foreign import as_readable, from_foreign, is_foreign
 from lazyk.arrays.infer import infer_type, masked_records, pack, with_dtype
-from lazyk.arrays.operators import Operators
+from lazyk.arrays.operators import InPlace, Operators
 from lazyk.arrays.views import bool_items, index_type, index_values, normalize_index, strided_view
 from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
 
@@ -35,7 +35,7 @@ def _elem_type(dt: np.dtype) -> T.Type:
     return t
 
 
-class Array(Operators, Conversions):
+class Array(Operators, InPlace, Conversions):
     """A concrete lazyk array: `type`, `arrmeta`, a data pointer and an owner of the memory."""
 
     # `_columns`: for records read from columns (`lazyk.from_awkward`), each field as an array
@@ -43,20 +43,6 @@ class Array(Operators, Conversions):
     # contiguous, rather than as a strided view of the records
     __slots__ = ("_np", "_type", "_meta", "_ptr", "_owner", "_readonly", "_columns",
                  "__weakref__")
-
-    # NumPy's augmented operators write into the array (a lazy expression has none)
-    __iadd__ = operators.in_place("add")
-    __isub__ = operators.in_place("subtract")
-    __imul__ = operators.in_place("multiply")
-    __itruediv__ = operators.in_place("true_divide")
-    __ifloordiv__ = operators.in_place("floor_divide")
-    __imod__ = operators.in_place("remainder")
-    __ipow__ = operators.in_place("power")
-    __iand__ = operators.in_place("bitwise_and")
-    __ior__ = operators.in_place("bitwise_or")
-    __ixor__ = operators.in_place("bitwise_xor")
-    __ilshift__ = operators.in_place("left_shift")
-    __irshift__ = operators.in_place("right_shift")
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -151,7 +137,7 @@ class Array(Operators, Conversions):
     def meta(self) -> tuple[int, ...]:
         """Arrmeta as a tuple of ints (see docs/layout.md)."""
         if self._meta is None:
-            a = self._np
+            a = self._np if self._np is not None else self.owner  # (closed: ValueError)
             self._meta = M.meta_from_numpy(a.dtype, a.shape, a.strides)
         return self._meta
 
@@ -164,13 +150,17 @@ class Array(Operators, Conversions):
     @property
     def ptr(self) -> int:
         """Address of the first element (a var dim's start index, a scalar, ...)."""
-        if self._ptr is None:
-            self._ptr = self._np.__array_interface__["data"][0]
+        if self._ptr is None or self._owner is None:
+            self._ptr = self._np.__array_interface__["data"][0] if self.owner is not None \
+                else 0  # (closed: ValueError)
         return self._ptr
 
     @property
     def owner(self) -> Any:
-        """The object that keeps this array's memory alive."""
+        """The object that keeps this array's memory alive (ValueError once `close()` has
+        dropped it: no kernel reads freed memory)."""
+        if self._owner is None:
+            raise ValueError("this lazyk array was closed: close() dropped its memory")
         return self._owner
 
     @property
@@ -367,9 +357,7 @@ _OWN_ATTRIBUTES = frozenset(n for n in dir(Array) if not n.startswith("_"))
 
 def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 buffer, [offset of the array's first element]) for the arrmeta readers."""
-    owner = a._owner
-    if owner is None:
-        raise ValueError("this lazyk array was closed")
+    owner = a.owner
     if isinstance(owner, memory.MemoryBlock):
         return owner.buffer, np.array([a.ptr - owner.address], np.int64)
     arr = a._np

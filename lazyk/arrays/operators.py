@@ -137,6 +137,24 @@ def in_place(name: str):
     return method
 
 
+class InPlace:
+    """NumPy's augmented operators, which write into the array (a lazy expression has none)."""
+
+    __slots__ = ()
+    __iadd__ = in_place("add")
+    __isub__ = in_place("subtract")
+    __imul__ = in_place("multiply")
+    __itruediv__ = in_place("true_divide")
+    __ifloordiv__ = in_place("floor_divide")
+    __imod__ = in_place("remainder")
+    __ipow__ = in_place("power")
+    __iand__ = in_place("bitwise_and")
+    __ior__ = in_place("bitwise_or")
+    __ixor__ = in_place("bitwise_xor")
+    __ilshift__ = in_place("left_shift")
+    __irshift__ = in_place("right_shift")
+
+
 def _unary(name: str):
     """Make a unary dunder that calls `lazyk.frontend.expr.<name>`."""
 
