@@ -672,3 +672,16 @@ def test_a_nested_products_field_taken_back_names_the_records_form():
     assert c[idx]["1"].eval().to_list() == want
     with pytest.raises(lazyk.ShapeError, match=r"r\[positions\]\.field"):
         c["1"][idx].eval()
+
+
+def test_more_tuples_than_an_int64_counts_is_an_error_not_a_wrapped_count():
+    """Rows so long that their pairs (or their product) pass int64 are refused naming the
+    row (a wrapped count sized the result too small). Stride-0 content: no memory."""
+    def row(n):
+        return lazyk.from_offsets(np.array([0, n]), np.broadcast_to(np.zeros(1), (n,)))
+    for e in (lazyk.cartesian([row(2**32), row(2**32)]), lazyk.combinations(row(2**33), 2)):
+        for run in (lambda: lazyk.num(e, axis=1).eval(), e.eval):
+            with pytest.raises(ValueError, match="row 0: .* more tuples than an int64 counts"):
+                run()
+    assert lazyk.num(lazyk.combinations(row(2**21), 3), axis=1).eval().tolist() == \
+        [2**21 * (2**21 - 1) * (2**21 - 2) // 6]

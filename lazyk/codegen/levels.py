@@ -196,20 +196,29 @@ class MissingRows(Rows):
 # linear number t as their element. The tuples are never stored: the loops run inside the
 # kernel's level (`codegen.nest_walk._tuple_loop`).
 def tuple_count(gen, tuples, lens: list):
-    """How many tuples (`Combos`, `Product`) rows of lengths `lens` (i64, one per slot)
-    hold, in the kernel (an i64)."""
+    """(how many tuples (`Combos`, `Product`) rows of lengths `lens` (i64, one per slot)
+    hold, whether that count fits an int64), in the kernel (an i64, an i1)."""
     b, c = gen.b, gen.c
+    fits = ir.Constant(ir.IntType(1), 1)
+
+    def times(x, y):  # x * y of counts, and whether it overflowed (y > 0 and x > max / y)
+        over = b.and_(b.icmp_signed(">", y, c(0)), b.icmp_signed(
+            ">", x, b.sdiv(c(2 ** 63 - 1), b.select(b.icmp_signed(">", y, c(0)), y, c(1)))))
+        return b.mul(x, y), b.not_(over)
     if isinstance(tuples, Product):
         got = lens[0]
         for ln in lens[1:]:
-            got = b.mul(got, ln)
-        return got
+            got, ok = times(got, ln)
+            fits = b.and_(fits, ok)
+        return got, fits
     n = tuples.n
     top = b.add(lens[0], c(n - 1)) if tuples.replacement else lens[0]
     got = c(1)
     for q in range(n):  # C(top, n) = prod (top - q) / (q + 1), exact at each step
-        got = b.sdiv(b.mul(got, b.sub(top, c(q))), c(q + 1))
-    return b.select(b.icmp_signed("<", top, c(n)), c(0), got)
+        step, ok = times(got, b.sub(top, c(q)))
+        got, fits = b.sdiv(step, c(q + 1)), b.and_(fits, ok)
+    few = b.icmp_signed("<", top, c(n))
+    return b.select(few, c(0), got), b.or_(few, fits)
 
 
 def tuple_bounds(gen, tuples, slot: int, idx: list, lens: list) -> tuple:

@@ -414,7 +414,11 @@ class NestWalk:
             glen[g] = (b.select(one, have, ln), b.select(one, src, c(j)))
         slots = [glen[tup.group(s)][0] for s in range(tup.slots)]
         self.slot_lens[k] = slots
-        n = tuple_count(self, tup, slots) if self.levels[k] is VAR else self.sizes[k]
+        if self.levels[k] is VAR:
+            n, fits = tuple_count(self, tup, slots)
+            self.check(fits, 8, k, path, -1, slots[0], c(tup.slots))
+        else:
+            n = self.sizes[k]
         for j, ln in lens.items():
             if not isinstance(self.kinds[j][k], Pick):
                 ok = b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n))

@@ -196,6 +196,9 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         return ShapeError(f"x[positions] at {where}: operand {labels[j]} has length {st[3]} "
                           f"and {other} has length {st[4]} (positions gather from rows of "
                           f"their own length: no row of 1 stretches{one})")
+    if code == 8:  # (combinations or a product of long rows: the count past int64)
+        return ValueError(f"{where}: its rows (of {st[3]} items, {st[4]} slots) hold more "
+                          "tuples than an int64 counts")
     if code == 4:
         return ShapeError(f"{where}: rows of length {st[4]} and {st[3]} do not fold "
                           f"together (operand {labels[j]}; a reduction over an axis above a "
