@@ -515,3 +515,13 @@ def test_fields_gathered_at_pair_positions_read_their_shared_rows_once():
     short = lazyk.array([[1.0, 2.0, 3.0], [], [4.0], [5.0, 6.0]], "4 * var * float64")
     with pytest.raises(IndexError, match=r"position 2 .* row \[3\] of length 2"):
         lazyk.sum(la[pairs.i] * short[pairs.j], axis=1).eval()
+
+
+def test_uint64_positions_past_int64_are_out_of_range_not_from_the_end():
+    x = lazyk.array([[1.0, 2, 3], [], [4.0, 5]])
+    for big in (2**64 - 1, 2**63):
+        i = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([big, 0], np.uint64))
+        with pytest.raises(IndexError, match="past int64"):
+            x[i].eval()
+    i = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([2, 1], np.uint64))
+    assert x[i].eval().to_list() == [[3.0], [], [5.0]]

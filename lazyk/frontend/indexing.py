@@ -33,7 +33,7 @@ from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.rowops import firsts, flags, flatten, local_index, num, zeros_like
 from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
-from lazyk.frontend.ufuncs import maximum
+from lazyk.frontend.ufuncs import astype, maximum, where
 
 
 def _key_text(key: Any) -> str:
@@ -326,6 +326,8 @@ def index_by(x: Any, key: Any) -> Expr:
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
+    if op == TAKE_OP and k.dtype == np.uint64:  # (past int64: out of every row, not -1)
+        k = where(k > np.uint64(2 ** 63 - 1), np.int64(-2 ** 63), astype(k, np.int64))
     key = k.node if op == SELECT_OP else cast(k.node, np.dtype(np.int64))
     if text:  # strings move as whole items: a row operation over the computed key
         rows, option = indexed_flags(at, flags(e), flags(k))
