@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazyk.backend import rowcopy
-from lazyk.backend.rowcopy import RowCopy
+from lazyk.backend.rowcopy import KeptItems, RowCopy
 
 
 def _expected(sources, positions, dtype):
@@ -237,3 +237,14 @@ def test_offsets_rise_as_numpy_says(steps, dtype, min_offsets, strided, threaded
     finally:
         rowcheck.MIN_OFFSETS = old
     assert got is (bool(np.all(off[1:] >= off[:-1])))
+
+
+def test_kept_items_read_the_offsets_they_checked():
+    """The passes run on a copy of the offsets checked: another thread changing the
+    caller's offsets meanwhile cannot send them outside the items."""
+    off = np.array([0, 2, 2, 5], np.int64)
+    keep = np.array([True, False, True, True, False])
+    k = KeptItems(off, keep)
+    off[1] = 2**40  # (after the check)
+    assert k.rows is not off and k.rows.tolist() == [0, 2, 2, 5]
+    assert k.fill(np.arange(5.0)).tolist() == [0.0, 2.0, 3.0]

@@ -412,7 +412,8 @@ class KeptItems:
     per item) and of every column filled; checked here (not decreasing, within `keep`)."""
 
     def __init__(self, offsets_in: np.ndarray, keep: np.ndarray):
-        off = np.ascontiguousarray(offsets_in, np.int64)
+        # a copy: every pass reads the offsets it checked (the caller's may change meanwhile)
+        off = np.array(offsets_in, np.int64)
         self.keep = np.ascontiguousarray(keep if keep.dtype == bool else keep != 0)
         nrows = len(off) - 1
         if nrows < 0 or (nrows and (off[0] < 0 or off[-1] - off[0] > len(self.keep) or
