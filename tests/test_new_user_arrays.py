@@ -130,3 +130,14 @@ def test_expression_repr_shows_missing_values_in_every_line():
     lines = repr(lazyk.array([1, None]) + 1).splitlines()
     assert lines[1].startswith("%0 = input") and lines[1].endswith(": 2 * ?int64")
     assert lines[-1].endswith(": 2 * ?int64")
+
+
+def test_a_huge_slice_step_and_invalid_utf8_strings_answer_clearly():
+    x = lazyk.array([[1.0, 2, 3], [], [4.0, 5]])
+    assert x[:, ::2**62].to_list() == [[1.0], [], [4.0]]
+    assert x[:, ::-2**62].to_list() == [[3.0], [], [5.0]]
+    pa = pytest.importorskip("pyarrow")
+    offsets = pa.py_buffer(np.array([0, 2, 4], np.int32).tobytes())
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"ab\xff\xfe")])
+    with pytest.raises(ValueError, match=r"string 1 .* is not valid UTF-8"):
+        lazyk.from_arrow(bad).to_list()

@@ -478,7 +478,7 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         if todo.any():
             raise ValueError("string data points outside its memory blocks")
         if t.name == "string":
-            return [p.decode("utf-8") for p in pieces]
+            return [_utf8(p, i) for i, p in enumerate(pieces)]
         return pieces
     dt = np_dtype(t)
     vals = gather(buf, offs, dt.itemsize).view(dt).reshape(n)
@@ -493,6 +493,14 @@ def _time_of_day(v: datetime.timedelta, t: T.Type) -> datetime.time:
     if not datetime.timedelta(0) <= v < datetime.timedelta(days=1):
         raise ValueError(f"a {t} element ({v}) is not a time of day (0 to 24 h)")
     return (datetime.datetime.min + v).time()
+
+
+def _utf8(b: bytes, i: int) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"string {i} ({b[:40]!r}) is not valid UTF-8 ({err.reason} at byte "
+                         f"{err.start}): read such data as bytes") from None
 
 
 def _text(b: bytes, t: T.Type) -> str:

@@ -229,6 +229,8 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var: M.Rows
     """
     step = 1 if item.step is None else int(item.step)
     width, stop_delta, istride, stride = var.width, var.stop_delta, var.index_stride, var.stride
+    # (a step past any row picks each row's first item: as big a one as int64 strides hold)
+    step = max(-(2 ** 62 // max(abs(stride), 1)), min(step, 2 ** 62 // max(abs(stride), 1)))
     offs = np.array([cur], np.int64)
     for k in range(0, len(kept), 2):
         offs = (offs[:, None] + np.arange(kept[k], dtype=np.int64) * kept[k + 1]).reshape(-1)
