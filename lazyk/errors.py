@@ -19,7 +19,9 @@ class TypeParseError(ValueError):
     def _render(self) -> str:
         lines = self.text.split("\n")  # lines as the parser counts them: "\n" ends one
         src = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
-        caret = " " * max(self.column - 1, 0) + "^"
+        # (tabs kept before the caret: it lands under the column however tabs expand)
+        caret = "".join(c if c == "\t" else " " for c in src[:max(self.column - 1, 0)])
+        caret += " " * max(self.column - 1 - len(src), 0) + "^"
         return f"{self.reason} (line {self.line}, column {self.column})\n  {src}\n  {caret}"
 
 

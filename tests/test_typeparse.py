@@ -496,3 +496,12 @@ def test_deeply_nested_records_and_tuples_parse_at_once():
         t = dshape(open_ * 100 + "int32" + close * 100)
         assert time.perf_counter() - start < 5.0  # (each level laid out once, not 2**depth)
         assert dshape(str(t)) is t
+
+
+def test_the_caret_keeps_the_lines_tabs():
+    """Tabs before the column stay tabs under it: the caret lands under the character
+    however a terminal expands them."""
+    with pytest.raises(lazyk.TypeParseError) as err:
+        lazyk.dshape("3 * \tvar * flot64")
+    src, caret = str(err.value).split("\n")[1:]
+    assert caret.index("^") == src.index("flot64") and caret[src.index("\t")] == "\t"
