@@ -302,3 +302,8 @@ def test_a_closed_array_is_refused_by_every_reader():
         assert (y * 2).eval().tolist() == [0.0, 2.0, 4.0]
     with pytest.raises(ValueError, match="closed"):
         (y * 2).eval()
+
+
+def test_truth_value_of_one_value_under_a_var_dim_is_computed():
+    x = lazyk.array(np.array([3.0]))
+    assert bool(x[x > 1]) is True

@@ -350,3 +350,10 @@ def test_outer_rows_of_an_expression_slice_as_numpy():
     assert (x * 1)[::-1].eval().to_list() == x[::-1].to_list()
     with pytest.raises(TypeError, match="outer rows where their number is known"):
         lazyk.placeholder("p", "N * float64")[1:]
+
+
+def test_outer_rows_of_one_dim_expressions_slice_as_numpy():
+    a = lazyk.array([[1.0, 2, 3], [], [4, 5]])
+    assert np.asarray((lazyk.array(np.arange(4.0)) * 2)[1:].eval()).tolist() == [2.0, 4.0, 6.0]
+    assert np.asarray(lazyk.num(a, axis=1)[::-1].eval()).tolist() == [2, 0, 3]
+    assert np.asarray(lazyk.sum(a, axis=1)[1:].eval()).tolist() == [0.0, 9.0]

@@ -451,3 +451,13 @@ def test_records_whose_fields_stretch_a_list_of_one_slice_and_combine_as_lined_u
     assert lazyk.num(c, axis=1).eval().to_list() == [len(w) for w in want]
     assert c["0"].a.eval().to_list() == [[x["a"] for x, _ in w] for w in want]
     assert c["1"].b.eval().to_list() == [[y["b"] for _, y in w] for w in want]
+
+
+def test_combinations_of_records_whose_fields_are_selections_by_one_mask():
+    a = lazyk.array([[1.0, 2, 3], [], [4, 5]])
+    b = lazyk.array([[1, 2, 3], [], [4, 5]])
+    m = a > 1.5
+    z = lazyk.zip({"x": a[m], "y": b[m]})
+    assert lazyk.combinations(z, 2).eval().to_list() == [
+        [({"x": 2.0, "y": 2}, {"x": 3.0, "y": 3})], [], [({"x": 4.0, "y": 4}, {"x": 5.0, "y": 5})]]
+    assert lazyk.num(lazyk.cartesian([z, a]), axis=1).eval().to_list() == [6, 0, 4]

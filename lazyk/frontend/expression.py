@@ -214,9 +214,8 @@ class Expr(Operators):
         return hooks.array_function(func, types, args, kwargs)
 
     def __bool__(self) -> bool:
-        shape = self.shape
-        if len(shape) and not (builtins.all(n == 1 for n in shape)):  # (NumPy's rule, known
-            raise ValueError(  # before anything runs unless every dim is 1)
+        if builtins.any(n is not None and n != 1 for n in self.shape):  # (NumPy's rule,
+            raise ValueError(  # known before anything runs; var dims: once computed)
                 f"the truth value of an expression of type {self.type} is ambiguous (it is "
                 "not one value): use lazyk.any(e) or lazyk.all(e), or index with it")
         out = hooks.evaluate(self)  # a 0-d `?bool` result is a lazyk Array: its own rule

@@ -381,7 +381,8 @@ def index_expr(expr: Expr, key: Any) -> Expr:
             return got
         items = key if isinstance(key, tuple) else (key,)
         if items and isinstance(items[0], slice) and expr.ndim and \
-                isinstance(expr.shape[0], int) and _new_axis_key(items[1:], expr.ndim - 1):
+                isinstance(expr.shape[0], int) and \
+                _new_axis_key(items[1:], expr.ndim - 1) is not None:
             # outer rows e[1:], e[::-1]: a gather at positions known now, then the rest
             rows = index_by(expr, np.arange(expr.shape[0])[items[0]])
             return rows[(slice(None),) + items[1:]] if items[1:] else rows

@@ -22,7 +22,7 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
+from lazyk.frontend.graph import PICK_OP, SELECT_OP, TAKE_OP, Node, graph_ops, rewrite, toposort
 from lazyk.frontend.leaves import (
     OwnedView,
     Placeholder,
@@ -31,7 +31,7 @@ from lazyk.frontend.leaves import (
     leaf_data,
 )
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.records import Records, lined_up_fields, record_fields
+from lazyk.frontend.records import Records, lined_up_fields, one_shape, record_fields
 from lazyk.frontend.rowops import local_index
 
 
@@ -96,9 +96,10 @@ def _item(x: Any):
     """A field expression, or records (`lazyk.zip`'s, a lazyk array of records' fields),
     a field of dims of 1 stretched to the others' lists (`met[:, None]` beside `pt`)."""
     rec = record_fields(x)
-    if rec is not None:  # (fields of other lists, or of dims of 1: paired, as zip pairs them)
-        rec = lined_up_fields(x)
-    return rec if rec is not None else as_expr(x)
+    if rec is not None and (not one_shape(rec) or not any(
+            op in graph_ops(e.node) for e in rec.leaves() for op in (SELECT_OP, TAKE_OP))):
+        rec = lined_up_fields(x)  # (fields of other lists, or of dims of 1: paired as zip
+    return rec if rec is not None else as_expr(x)  # pairs them; selections' as they are)
 
 
 def _depth_of(x) -> int:
