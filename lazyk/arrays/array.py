@@ -137,7 +137,8 @@ class Array(Operators, InPlace, Conversions):
     def meta(self) -> tuple[int, ...]:
         """Arrmeta as a tuple of ints (see docs/layout.md)."""
         if self._meta is None:
-            a = self._np if self._np is not None else self.owner  # (closed: ValueError)
+            self._memory()
+            a = self._np
             self._meta = M.meta_from_numpy(a.dtype, a.shape, a.strides)
         return self._meta
 
@@ -150,15 +151,18 @@ class Array(Operators, InPlace, Conversions):
     @property
     def ptr(self) -> int:
         """Address of the first element (a var dim's start index, a scalar, ...)."""
-        if self._ptr is None or self._owner is None:
-            self._ptr = self._np.__array_interface__["data"][0] if self.owner is not None \
-                else 0  # (closed: ValueError)
+        self._memory()
+        if self._ptr is None:
+            self._ptr = self._np.__array_interface__["data"][0]
         return self._ptr
 
     @property
     def owner(self) -> Any:
         """The object that keeps this array's memory alive (ValueError once `close()` has
         dropped it: no kernel reads freed memory)."""
+        return self._memory()
+
+    def _memory(self) -> Any:
         if self._owner is None:
             raise ValueError("this lazyk array was closed: close() dropped its memory")
         return self._owner
@@ -357,7 +361,7 @@ _OWN_ATTRIBUTES = frozenset(n for n in dir(Array) if not n.startswith("_"))
 
 def _region(a: Array, writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 buffer, [offset of the array's first element]) for the arrmeta readers."""
-    owner = a.owner
+    owner = a._memory()
     if isinstance(owner, memory.MemoryBlock):
         return owner.buffer, np.array([a.ptr - owner.address], np.int64)
     arr = a._np

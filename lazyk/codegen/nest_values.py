@@ -106,7 +106,8 @@ class NestValues:
         new = ops.get(self.scan).llvm(self.em, [acc, v], (dt, dt, dt), None)
         if dt == np.float16:  # computed in float: each running value rounds as NumPy's
             new = b.fpext(b.fptrunc(new, ir.HalfType()), new.type)
-        if parts == 2:  # the row's first value as it is: (1+0j) * (inf+0j) is inf+nanj
+        if parts == 2 and self.scan == "multiply":  # the row's first value as it is:
+            # (1+0j) * (inf+0j) is inf+nanj (a sum's -0-0j identity adds exactly)
             first = b.load(self.sfirst)
             new = tuple(b.select(first, x, y) for x, y in zip(v, new))
             b.store(b.and_(first, b.not_(ok)) if ok is not None else ir.Constant(I1, 0),

@@ -406,28 +406,25 @@ def _stood_in(e: Any) -> Expr:
                          for n, v in e.env.items()})
 
 
+def _mapped(obj: Any, fn) -> Any:
+    """Records or a histogram with `fn` applied to each of its expressions."""
+    if isinstance(obj, Records):
+        return obj.map(fn)
+    return Histogram(fn(obj.x), obj.bins, obj.range,
+                     None if obj.weights is None else fn(obj.weights), obj.density)
+
+
 def _explain_evaluated(obj: Any, target: str) -> str:
     """explain() of a histogram or of records: the kernels their evaluation runs."""
     exprs = obj.leaves() if isinstance(obj, Records) else [obj.x, obj.weights]
-    if any(hasattr(v, "stand_in") for e in exprs if e is not None  # partitioned (lazyk.dask)
-           for v in as_expr(e).env.values()):
-        if isinstance(obj, Records):
-            obj = obj.map(_stood_in)
-        else:
-            obj = Histogram(_stood_in(obj.x), obj.bins, obj.range, None if obj.weights is None
-                            else _stood_in(obj.weights), obj.density)
+    leaves = [v for e in exprs if e is not None for v in as_expr(e).env.values()]
+    if any(hasattr(v, "stand_in") for v in leaves):  # partitioned (lazyk.dask)
         return ("== the work of one Dask partition (N rows; the partitions' counts are "
-                "then added):\n" + _explain_evaluated(obj, target))
-    sampled = any(isinstance(leaf_data(v), Placeholder) for e in exprs if e is not None
-                  for v in as_expr(e).env.values())
-    if isinstance(obj, Records):
-        what = f"records {obj.type}: fields " + ", ".join(obj.fields)
-        sample = obj.map(_on_samples) if sampled else obj
-    else:
-        what = repr(obj)
-        sample = obj if not sampled else Histogram(
-            _on_samples(obj.x), obj.bins, obj.range,
-            None if obj.weights is None else _on_samples(obj.weights), obj.density)
+                "then added):\n" + _explain_evaluated(_mapped(obj, _stood_in), target))
+    sampled = any(isinstance(leaf_data(v), Placeholder) for v in leaves)
+    what = f"records {obj.type}: fields " + ", ".join(obj.fields) \
+        if isinstance(obj, Records) else repr(obj)
+    sample = _mapped(obj, _on_samples) if sampled else obj
     nests, launches = _recording(lambda: evaluate(sample))
     out = [f"== {what}", f"== kernels: {len(nests)} loop nest(s), {len(launches)} fixed-dim "
            "kernel(s)" + ("" if not sampled else f" (run on sample data: {SYMBOL_SIZE} per "
