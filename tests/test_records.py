@@ -461,3 +461,39 @@ def test_combinations_of_records_whose_fields_are_selections_by_one_mask():
     assert lazyk.combinations(z, 2).eval().to_list() == [
         [({"x": 2.0, "y": 2}, {"x": 3.0, "y": 3})], [], [({"x": 4.0, "y": 4}, {"x": 5.0, "y": 5})]]
     assert lazyk.num(lazyk.cartesian([z, a]), axis=1).eval().to_list() == [6, 0, 4]
+
+
+def _zipped_rows(a: list, b: list) -> list:
+    """Plain-Python zip of two lists of lists, a list of 1 stretching (to 0 too)."""
+    out = []
+    for x, y in zip(a, b):
+        n = len(y) if len(x) == 1 else len(x)
+        assert len(y) in (1, n)
+        out.append([{"a": x[i if len(x) > 1 else 0], "b": y[i if len(y) > 1 else 0]}
+                    for i in range(n)])
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 9), min_size=0, max_size=3),
+                          st.lists(st.integers(0, 9), min_size=0, max_size=3),
+                          st.lists(st.integers(0, 9), min_size=0, max_size=2)),
+                min_size=1, max_size=5))
+def test_records_whose_field_is_a_selection_line_up_by_the_kept_lists(rows):
+    """A field that is a selection (`b[b > 4]`) lines up by the lists it keeps, not by the
+    lists it selects from: a kept list of 0 beside a list of 1 gives an empty list (the 1
+    stretches); the records' combinations and products see those lists."""
+    A = [[float(v) for v in r[0]] for r in rows]
+    B = [[float(v) for v in r[1]] for r in rows]
+    C = [[float(v) for v in r[2]] for r in rows]
+    kept = [[v for v in row if v > 4] for row in B]
+    assume(all(len(x) == len(y) or 1 in (len(x), len(y)) for x, y in zip(A, kept)))
+    n = len(rows)
+    a, b, c = (lazyk.array(v, f"{n} * var * float64") for v in (A, B, C))
+    r = lazyk.zip({"a": a * 2.0, "b": b[b > 4]})
+    want = _zipped_rows([[2.0 * v for v in row] for row in A], kept)
+    assert r.eval().to_list() == want
+    assert lazyk.cartesian([r, c]).eval().to_list() == \
+        [[(x, y) for x in w for y in z] for w, z in zip(want, C)]
+    assert lazyk.combinations(r, 2).eval().to_list() == \
+        [[(x, y) for i, x in enumerate(w) for y in w[i + 1:]] for w in want]

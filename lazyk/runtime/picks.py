@@ -85,6 +85,8 @@ def _witnessed(node: Node, env: dict) -> Node:
     x, y = node.srcs
     if y.op == "input" and getattr(env.get(y.arg), "witness", False):
         return node
+    if any(n.op in _NEW_ROWS for n in toposort(y)):  # rows its arrays do not have
+        y = _computed(y, env)  # (`b[b > 3]`): the value stored first, its rows read
     for n in toposort(y):
         if n.op != "input" or not any(d != 1 for d in n.shape):
             continue
