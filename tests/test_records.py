@@ -497,3 +497,17 @@ def test_records_whose_field_is_a_selection_line_up_by_the_kept_lists(rows):
         [[(x, y) for x in w for y in z] for w, z in zip(want, C)]
     assert lazyk.combinations(r, 2).eval().to_list() == \
         [[(x, y) for i, x in enumerate(w) for y in w[i + 1:]] for w in want]
+
+
+def test_cartesian_of_records_whose_fields_stretch_a_list_of_one_pairs_the_lined_up_lists():
+    r = lazyk.zip({"a": lazyk.array([[4.0], [1.0, 2.0]]), "b": lazyk.array([[3.0, 5.0], [7.0, 8.0]])})
+    c = lazyk.array([[10.0, 20.0, 30.0], [40.0]])
+    whole = r.eval()
+    for make in (lambda r: lazyk.cartesian([r, c]), lambda r: lazyk.cartesian([c, r]),
+                 lambda r: lazyk.cartesian({"x": r, "y": c}, nested=True),
+                 lambda r: lazyk.argcartesian([r, c])):
+        assert make(r).eval().to_list() == make(whole).eval().to_list()
+    assert lazyk.cartesian([r, c]).eval().to_list()[0] == [
+        ({"a": 4.0, "b": b}, y) for b in (3.0, 5.0) for y in (10.0, 20.0, 30.0)]
+    p = lazyk.cartesian([r, c])
+    assert (p["0"].a + p["1"]).sum(axis=1).eval().to_list() == [144.0, 83.0]
