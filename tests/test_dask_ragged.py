@@ -524,7 +524,7 @@ def test_partitions_of_one_size_share_the_rebuilt_graph(monkeypatch):
     one size rebuild it once (the per-task cost of our own on small partitions)."""
     calls = []
     shape_of = tasks.reshaped
-    monkeypatch.setattr(tasks, "reshaped", lambda n, s: calls.append(n) or shape_of(n, s))
+    monkeypatch.setattr(tasks, "reshaped", lambda n, s, env=None: calls.append(n) or shape_of(n, s, env))
     y = lazyk.array([[1.0, 2.0], [3.0], [], [4.0]] * 4)
     counts = {}
     for step in (16, 4):  # one partition, then four of the same size

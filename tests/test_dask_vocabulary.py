@@ -140,3 +140,22 @@ def test_a_missing_total_explained_histograms_and_unfit_weights():
                                 if isinstance(values, da.Array) else w)
             lazyk.dask.evaluate(h).compute(scheduler="sync") if isinstance(values, da.Array) \
                 else h.eval()
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 3])
+def test_min_max_with_initial_where_a_partition_folds_no_value(rows_per_part):
+    """A partition whose rows hold no value (or whose selection keeps none) folds to
+    `initial`, as one machine's fold of nothing does; without `initial` the others decide."""
+    x = lazyk.array([[1.0, 3.0], [], [], [], [-5.0]], "5 * var * float64")
+    c = lazyk.dask.from_ragged(x, rows_per_part)
+    cases = [lambda v: lazyk.max(lazyk.flatten(v), axis=0, initial=0.0),
+             lambda v: lazyk.min(lazyk.flatten(v[v > 2]), axis=0, initial=9.0),
+             lambda v: lazyk.max(lazyk.flatten(v[v > 100]), axis=0, initial=7.0),
+             lambda v: lazyk.min(lazyk.flatten(v[v > 2]), axis=0),
+             lambda v: lazyk.max(v, initial=-1.0)]
+    for make in cases:
+        want = make(x).eval().to_numpy()
+        got = lazyk.dask.evaluate(make(c)).compute(scheduler="sync")
+        assert np.asarray(got).tolist() == want.tolist() and np.asarray(got).dtype == want.dtype
+    assert [lazyk.dask.evaluate(make(c)).compute(scheduler="sync").item()
+            for make in cases] == [3.0, 3.0, 7.0, 3.0, 3.0]

@@ -64,7 +64,7 @@ from lazyk.dask.folds import histogram_counts
 from lazyk.dask.layers import evaluate_rows
 from lazyk.dask.rowwork import has_row_work
 from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
-from lazyk.dask.tasks import records_shape, reshaped, zip_part
+from lazyk.dask.tasks import records_shape, zip_part
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expression import Expr
@@ -75,6 +75,7 @@ from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, lined_up_fields
+from lazyk.frontend.tuples import reshaped
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime

@@ -17,44 +17,16 @@ from lazyk.dask.partitions import Part, renumbered, span_of, unwrap, within
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
-    PICK_OP,
     REDUCE_OP,
-    ROWS_OP,
-    SELECT_OP,
-    TAKE_OP,
     Node,
     arg_key,
-    picked_shape,
     rewrite,
     toposort,
 )
-from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records
-from lazyk.frontend.tuples import repicked
+from lazyk.frontend.tuples import reshaped
 from lazyk.lru import Memo
-
-
-def reshaped(node: Node, srcs: tuple) -> Node:
-    """`node` over new sources, with its shape computed again from theirs."""
-    if node.op == REDUCE_OP:
-        axes, keep = node.arg[1], node.arg[2]
-        shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
-                      if keep or d not in axes)
-        return node.replace(shape=shape, srcs=srcs)
-    if not srcs:
-        return node
-    if node.op in (SELECT_OP, TAKE_OP):
-        return node.replace(shape=picked_shape(node.op, srcs[0].shape, srcs[1].shape,
-                                               node.arg), srcs=srcs)
-    if node.op == PICK_OP:
-        return repicked(node, srcs)
-    if node.op == ROWS_OP:  # its builder typed it: only a kept outer dim follows the rows
-        old, shape = node.srcs[0].shape[:1], node.shape
-        if old and shape[:1] == old and srcs[0].shape[:1] != old:
-            shape = srcs[0].shape[:1] + shape[1:]
-        return node.replace(shape=shape, srcs=srcs)
-    return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
 
 
 def _graph_key(root: Node) -> str:
@@ -107,21 +79,23 @@ class Task:
         if all(e.node.op == "input" for e in leaves):
             # NOTE: partitions of one size share the graph rebuilt at their shapes (most
             # of the per-task cost of our own on small partitions); leaves keep names x<i>.
-            key = tuple((e.node.dtype, e.node.shape) for e in leaves)
+            env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
+            # (a leaf's kind too: a min / max with `initial` is built for its leaves)
+            key = tuple((e.node.dtype, e.node.shape, type(v)) for e, v in
+                        zip(leaves, env.values()))
             root = self._graphs.get(key)
             if root is None:
                 nodes = {f"x{i}": e.node.replace(arg=f"x{i}") for i, e in enumerate(leaves)}
                 root = rewrite(self.root, lambda n, s: nodes[n.arg] if n.op == "input"
-                               else reshaped(n, s))
+                               else reshaped(n, s, env))
                 self._graphs.put(key, root)
-            env = {f"x{i}": e.env[e.node.arg] for i, e in enumerate(leaves)}
         else:  # constants: their own nodes
             env = {}
             for e in leaves:
                 env.update(e.env)
             by_name = {f"x{i}": e.node for i, e in enumerate(leaves)}
             root = rewrite(self.root, lambda n, s: by_name[n.arg] if n.op == "input"
-                           else reshaped(n, s))
+                           else reshaped(n, s, env))
         folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         try:
             out = Expr(root, env).eval()

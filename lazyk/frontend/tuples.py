@@ -22,7 +22,18 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import PICK_OP, SELECT_OP, TAKE_OP, Node, graph_ops, rewrite, toposort
+from lazyk.frontend.graph import (
+    PICK_OP,
+    REDUCE_OP,
+    ROWS_OP,
+    SELECT_OP,
+    TAKE_OP,
+    Node,
+    graph_ops,
+    picked_shape,
+    rewrite,
+    toposort,
+)
 from lazyk.frontend.leaves import (
     OwnedView,
     Placeholder,
@@ -30,8 +41,10 @@ from lazyk.frontend.leaves import (
     RaggedPlaceholder,
     leaf_data,
 )
+from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, lined_up_fields, one_shape, record_fields
+from lazyk.frontend.reductions import reduce
 from lazyk.frontend.rowops import local_index
 
 
@@ -214,11 +227,38 @@ def _pick_shape(shapes: list, tuples, slot: int, axis: int, position: bool) -> t
     return tuple(shape)
 
 
-def repicked(node: Node, srcs: tuple) -> Node:
-    """Pick `node` over new sources, its shape computed again from theirs."""
-    tuples, slot, axis, position = node.arg
-    return node.replace(shape=_pick_shape([s.shape for s in srcs], tuples, slot, axis,
-                                          position), srcs=srcs)
+def reshaped(node: Node, srcs: tuple, env: dict | None = None) -> Node:
+    """`node` over new sources (a graph rebuilt at other shapes: a partition's, a computed
+    part's), its shape computed again from theirs. A min / max with `initial` is built
+    again as `lazyk.min` builds it over its new source (`env`: the leaves): over fixed
+    dims `initial` is folded in after (an empty axis gives it), over rows into each row."""
+    if node.op == REDUCE_OP:
+        if len(node.arg) > 4 and env is not None:
+            op, axes, keep, skipna, initial = node.arg
+            used = {n.arg: env[n.arg] for n in toposort(srcs[0]) if n.op == "input"}
+            e = reduce(op, Expr(srcs[0], used), axis=axes, keepdims=keep, skipna=skipna,
+                       dtype=node.dtype, initial=initial)
+            env.update(e.env)
+            return e.node
+        axes, keep = node.arg[1], node.arg[2]
+        shape = tuple((1 if d in axes else n) for d, n in enumerate(srcs[0].shape)
+                      if keep or d not in axes)
+        return node.replace(shape=shape, srcs=srcs)
+    if not srcs:
+        return node
+    if node.op in (SELECT_OP, TAKE_OP):
+        return node.replace(shape=picked_shape(node.op, srcs[0].shape, srcs[1].shape,
+                                               node.arg), srcs=srcs)
+    if node.op == PICK_OP:
+        tuples, slot, axis, position = node.arg
+        return node.replace(shape=_pick_shape([s.shape for s in srcs], tuples, slot, axis,
+                                              position), srcs=srcs)
+    if node.op == ROWS_OP:  # its builder typed it: only a kept outer dim follows the rows
+        old, shape = node.srcs[0].shape[:1], node.shape
+        if old and shape[:1] == old and srcs[0].shape[:1] != old:
+            shape = srcs[0].shape[:1] + shape[1:]
+        return node.replace(shape=shape, srcs=srcs)
+    return node.replace(shape=broadcast_shapes(node.op, [s.shape for s in srcs]), srcs=srcs)
 
 
 def _names(fields, n: int, fn: str) -> tuple:

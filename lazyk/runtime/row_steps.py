@@ -42,16 +42,13 @@ from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
-    LEAF_OPS,
     PICK_OP,
-    REDUCE_OP,
     ROWS_OP,
     SELECT_OP,
     TAKE_OP,
     Node,
     graph_ops,
     has_rows,
-    picked_shape,
     rewrite,
     toposort,
 )
@@ -59,9 +56,8 @@ from lazyk.frontend.leaves import OwnedView, RaggedLeaf, is_ragged, is_text, mos
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ops import ELEMENTWISE
-from lazyk.frontend.reductions import reduce
 from lazyk.frontend.rowops import flags
-from lazyk.frontend.tuples import positions_in_lists, repicked
+from lazyk.frontend.tuples import positions_in_lists, reshaped
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
@@ -101,7 +97,7 @@ def lower(expr, result: bool = False):
 
     def visit(node, srcs):
         if id(node) in best:  # positions in whole rows, for gathers from unselected rows
-            value = whole_row_positions(Expr(_reshaped(node, srcs), env))
+            value = whole_row_positions(Expr(reshaped(node, srcs, env), env))
             if value is not None:
                 leaf = _leaf(value, env, node.dtype)
                 whole.add(leaf)
@@ -110,7 +106,7 @@ def lower(expr, result: bool = False):
         if got is not None:
             return got
         if id(node) in shared:  # read by a row operation and the rest: computed once
-            node = node if srcs == node.srcs else _reshaped(node, srcs)
+            node = node if srcs == node.srcs else reshaped(node, srcs, env)
             return _leaf(_computed(node, env), env, node.dtype)
         if node is top:
             value = _value(node, srcs, env, top=True)
@@ -120,15 +116,7 @@ def lower(expr, result: bool = False):
             return value if isinstance(value, Node) else _leaf(value, env, node.dtype)
         if srcs == node.srcs:
             return node
-        if node.op == REDUCE_OP and len(node.arg) > 4:  # `initial`: as its new source takes it
-            op, axes, keep, skipna, initial = node.arg
-            used = {n.arg for n in toposort(srcs[0]) if n.op == "input"}
-            e = reduce(op, Expr(srcs[0], {k: v for k, v in env.items() if k in used}),
-                       axis=axes, keepdims=keep, skipna=skipna, dtype=node.dtype,
-                       initial=initial)
-            env.update(e.env)
-            return e.node
-        return _reshaped(node, srcs)
+        return reshaped(node, srcs, env)
     with rows_memo():
         join_ahead(expr.node, env)  # (the fields of a collection joined in one pass)
         root = rewrite(expr.node, visit)
@@ -166,23 +154,6 @@ def _lengths(value: Array, env: dict, fused: bool) -> Node | None:
     e = (as_expr(off[1:]) - as_expr(off[:-1])).astype(np.int64)
     env.update(e.env)
     return e.node
-
-
-def _reshaped(node: Node, srcs: tuple) -> Node:
-    """`node` over new sources, its shape taken from theirs."""
-    if node.op == REDUCE_OP:
-        axes, keep = node.arg[1], node.arg[2]
-        shape = tuple(1 if d in axes else n for d, n in enumerate(srcs[0].shape)
-                      if keep or d not in axes)
-    elif node.op in LEAF_OPS:
-        shape = node.shape
-    elif node.op in (SELECT_OP, TAKE_OP):
-        shape = picked_shape(node.op, srcs[0].shape, srcs[1].shape, node.arg)
-    elif node.op == PICK_OP:
-        return repicked(node, srcs)
-    else:
-        shape = broadcast_shapes(node.op, [s.shape for s in srcs])
-    return node.replace(srcs=srcs, shape=shape)
 
 
 def _computed(node: Node, env: dict):
