@@ -1,6 +1,7 @@
 """Owned memory blocks and zero-copy NumPy views over raw pointers."""
 from __future__ import annotations
 
+import ctypes
 import itertools
 import weakref
 from typing import Any
@@ -21,6 +22,29 @@ blocks = _registry  # the live blocks by blockref: `ref in blocks` checks one is
 # the registry's own dict, blockref -> weak reference: a block is open while its entry is
 # there and alive (`ref in blocks`, read with no method call on a hot path)
 open_refs = _registry.data
+
+
+def _probe_data_offset() -> int | None:
+    # PyArrayObject is {PyObject_HEAD; char *data; ...}: reading the field directly costs
+    # ~0.2 us against ~1.7 us for `a.ctypes.data`. Verified here, else we use the slow way.
+    a = np.arange(3.0)[1:]
+    try:
+        if ctypes.c_void_p.from_address(id(a) + 16).value == a.ctypes.data:
+            return 16
+    except Exception:  # pragma: no cover
+        pass
+    return None  # pragma: no cover
+
+
+_DATA_OFFSET = _probe_data_offset()
+_from_address = ctypes.c_void_p.from_address
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """Address of element 0 of a NumPy array."""
+    if _DATA_OFFSET is not None and type(a) is np.ndarray:
+        return _from_address(id(a) + _DATA_OFFSET).value or 0
+    return a.ctypes.data
 
 
 def next_block() -> int:
@@ -134,7 +158,7 @@ def foreign(arr: np.ndarray, keep: Any = None) -> MemoryBlock:
     block = MemoryBlock.__new__(MemoryBlock)
     if arr.flags.c_contiguous and arr.dtype.itemsize:  # the common case, in a few us
         block.buffer = arr.reshape(-1).view(np.uint8)  # (read-only stays read-only)
-        block.address, block.size = arr.ctypes.data, arr.nbytes
+        block.address, block.size = data_pointer(arr), arr.nbytes
     else:
         lo, hi = extent(arr.shape, arr.strides, arr.dtype.itemsize)
         address = arr.__array_interface__["data"][0] + lo

@@ -53,14 +53,14 @@ def rising(offsets: np.ndarray, length: int) -> bool:
     if len(offsets) < 2 or int(offsets[0]) < 0 or int(offsets[-1]) > length:
         return len(offsets) < 2
     memo = rows_memo_dict()
-    seen = None if memo is None else memo.setdefault("rising", {})
-    key = memory_key(offsets)
-    if seen is not None and key in seen:
+    if memo is None:
+        return hooks.rows_rise(offsets)
+    seen, key = memo.setdefault("rising", {}), memory_key(offsets)
+    if key in seen:
         return True
     if not hooks.rows_rise(offsets):
         return False
-    if seen is not None:
-        seen[key] = offsets  # (held: its memory stays these offsets')
+    seen[key] = offsets  # (held: its memory stays these offsets')
     return True
 
 

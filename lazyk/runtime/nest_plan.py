@@ -45,6 +45,8 @@ from lazyk.lru import Memo
 from lazyk.runtime.rows import check_extent
 from lazyk.types import Option, Scalar
 
+STRIDED = Strided()  # (compared on every call: made once)
+
 
 class NestOperand:
     """One leaf as the nest reads it: per own dim a `FixedDimData` (size, stride) or a
@@ -346,7 +348,7 @@ def flat_rows(ops_, levels, kinds, sizes):
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if not kd[0].moves and not kd[1].moves:
             continue
-        if kd[0] != Strided() or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not _plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         r = o.dims[1]
@@ -379,7 +381,7 @@ def flat_rows(ops_, levels, kinds, sizes):
     if off is None:
         return None
     # the flat nest's plan (`nest_plan` of the flat operands): the inner rows are level 0
-    kinds2 = [(kd[0] if not kd[1].moves else Strided(), kd[2]) for kd in kinds]
+    kinds2 = [(kd[0] if not kd[1].moves else STRIDED, kd[2]) for kd in kinds]
     return flat, off, ((FIXED, VAR), [int(off[-1]), 0], kinds2)
 
 
@@ -397,7 +399,7 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
     for j, (o, kd) in enumerate(zip(ops_, kinds)):
         if not kd[0].moves and not kd[1].moves:
             continue
-        if kd[0] != Strided() or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not _plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         r = o.dims[1]
@@ -421,7 +423,7 @@ def flat_items(ops_, levels, kinds, sizes, offsets: bool = True):
             flat[j] = NestOperand([FixedDimData(hi - lo, r.index_stride)],
                                   r.content + lo * r.index_stride, o.dtype, o.mask_offset,
                                   o.aligned)
-    kinds2 = [(Strided(),) if kd[1].moves else (kd[1],) for kd in kinds]
+    kinds2 = [(STRIDED,) if kd[1].moves else (kd[1],) for kd in kinds]
     if offsets and not lo and s0 == width == 8 and owner is not None:
         off = view(ptr, (n0 + 1,), (8,), np.int64, owner)  # (shared, its memory kept alive)
     elif offsets:
@@ -440,21 +442,24 @@ def offsets_rows(ops_, kinds, levels, sizes):
     for o, kd in zip(ops_, kinds):
         if not kd[1].rows or isinstance(kd[1], Gathered):  # (read at positions, not paired)
             continue
-        if kd[0] != Strided() or not _plain_rows(kd[1]):
+        if kd[0] != STRIDED or not _plain_rows(kd[1]):
             return None
         n0, s0 = o.dims[0].size, o.dims[0].stride
         width, delta = o.dims[1].width, o.dims[1].stop_delta
         key = (o.ptr, n0, s0, width, delta)
         if n0 != sizes[0] or not n0 or (ref or key) != key:
             return None
-        ref = key
+        ref, reader = key, o
         length = o.dims[1].length if length is None else min(length, o.dims[1].length)
     if ref is None:
         return None
     ptr, n0, s0, width, delta = ref
     dt = np.int32 if width == 4 else np.int64
     if s0 == delta:  # an offsets array (the nest reads it)
-        off = _raw(ptr, (n0 + 1,), (s0,), dt)
+        views = reader.__dict__.setdefault("offsets_views", {})  # (kept as its memory is)
+        off = views.get(ref)
+        if off is None:
+            off = views[ref] = _raw(ptr, (n0 + 1,), (s0,), dt)
         if not rising(off, length):
             return None  # (the count pass names the row)
         return np.subtract(off, off[0], dtype=np.int64)  # (a copy: bound calls compare it)
@@ -553,7 +558,7 @@ def one_part(sel, kinds, n0) -> bool:
     if nest_kernel.get_num_threads() == 1:  # (what `split` reads, at call time)
         return True
     for o, kind in zip(sel, kinds):
-        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == STRIDED and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             return n0 > 0 and o.dims[0].stride > 0 and parts_for(
                 o.dims[1].length * len(sel), nest_kernel.MIN_PART, 2) == 1
     return False
@@ -564,7 +569,7 @@ def index_weight(sel, kinds, n0):
     a bad index only unbalances the split: the kernel checks every row)."""
     for o, kind in zip(sel, kinds):
         # (an operand of its own level-0 size: a broadcast one has fewer index entries)
-        if kind[0] == Strided() and _weighing_rows(kind[1]) and o.dims[0].size == n0:
+        if kind[0] == STRIDED and _weighing_rows(kind[1]) and o.dims[0].size == n0:
             width, delta = o.dims[1].width, o.dims[1].stop_delta
             stride = o.dims[0].stride
             if n0 == 0 or stride <= 0:  # (reversed views: split by rows)
