@@ -491,3 +491,31 @@ def test_error_messages_show_selections_gathers_and_row_operations_as_written():
     assert shown((r + 1)[lazyk.argmax(r, axis=1, keepdims=True)]).startswith(
         "Expr((x + 1.0)[argmax(x, axis=1)]")
     assert shown(lazyk.sort(r) + 1).startswith("Expr(sort(x) + 1.0")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-4, 4), st.one_of(st.none(), st.integers(-4, 4)),
+                                   st.booleans()), max_size=4), min_size=1, max_size=5))
+def test_selection_of_a_where_between_missing_values_keeps_the_chosen_branch(rows):
+    """where(c, x, y) with `?T` y: an element where c holds is x's value, present even
+    where y's is missing; a selection, a slice and a take-back of it keep that (a selection
+    read y's missing state for every element)."""
+    n = len(rows)
+    X = [[float(a) for a, _, _ in r] for r in rows]
+    Y = [[b for _, b, _ in r] for r in rows]
+    M = [[k for _, _, k in r] for r in rows]
+    x = lazyk.array(X, f"{n} * var * float64")
+    y = lazyk.array(Y, f"{n} * var * ?int64")
+    m = lazyk.array(M, f"{n} * var * bool")
+    w = lazyk.where(x > 0, x, y)
+    ref = [[a if a > 0 else (None if b is None else float(b)) for a, b in zip(xr, yr)]
+           for xr, yr in zip(X, Y)]
+    assert w[m].eval().to_list() == [[v for v, k in zip(r, mr) if k] for r, mr in zip(ref, M)]
+    assert w[:, :2].eval().to_list() == [r[:2] for r in ref]
+    assert (w * 2)[x > -5].eval().to_list() == [[None if v is None else 2 * v for v in r]
+                                                 for r in ref]
+    k = lazyk.compile(lazyk.where(lazyk.placeholder("x", "N * var * float64") > 0,
+                                  lazyk.placeholder("x", "N * var * float64"),
+                                  lazyk.placeholder("y", "N * var * ?int64"))
+                      [lazyk.placeholder("m", "N * var * bool")])
+    assert k(x, y, m).to_list() == [[v for v, k in zip(r, mr) if k] for r, mr in zip(ref, M)]

@@ -77,6 +77,7 @@ from lazyk.runtime.nest_maps import evaluate_together
 from lazyk.runtime.nest_results import fixed_rows
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.runtime.picks import tuples_at
+from lazyk.runtime.ragged_rules import inline_branches
 from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slot_positions
 from lazyk.types import FixedDim
 
@@ -132,7 +133,8 @@ def has_picks(root: Node) -> bool:
 def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
     in one nest where it takes them; the others computed first. A lazyk Array."""
-    env, done = dict(env), {}  # done: node -> the leaf of its value, computed once
+    root, e = inline_branches(root, Expr(root, env), PICKS)  # (where() over missing values)
+    env, done = dict(e.env), {}  # done: node -> the leaf of its value, computed once
     given, root = root, _prepared(root, env, done)
     if reduce_arg is None and root.op == "input" and given.op != "input":
         leaf = env[root.arg]  # (a gather answered whole, `_picked_tuples`: no copy)

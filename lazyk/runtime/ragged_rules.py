@@ -48,6 +48,29 @@ def branch_masks(root, names, leaves) -> bool:
         selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2])) for n in toposort(root))
 
 
+def inline_branches(root, expr, picks: tuple):
+    """`root` with each where() below it that selects between branches reading `?T` leaves,
+    and itself reads no `picks` op (a selection, a gather), computed first (its missing
+    state is the selected branch's) and read as a leaf; (root, expr) as they are when there
+    is none. A selection of such a where() then reads its values and missing state."""
+    masked = {n for n, v in expr.env.items() if getattr(leaf_data(v), "option", False)}
+    if not masked or "where" not in graph_ops(root):
+        return root, expr
+    env = dict(expr.env)
+
+    def visit(node, srcs):
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node is root or not selects(node) or \
+                all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]) or \
+                any(n.op in picks for n in toposort(node)):
+            return node
+        leaf = as_expr(runtime.evaluate(Expr(node, {n: env[n] for n in input_names(node)})))
+        env.update(leaf.env)
+        return leaf.node
+    new_root = rewrite(root, visit)
+    return (root, expr) if new_root is root else (new_root, Expr(new_root, env))
+
+
 def selects(node) -> bool:
     """A `where` with a computed condition. `where(True, k, x)` is how `imag` and
     comparisons with a str spell a value of x's shape: missing where x is (all masks)."""
