@@ -685,3 +685,46 @@ def test_more_tuples_than_an_int64_counts_is_an_error_not_a_wrapped_count():
                 run()
     assert lazyk.num(lazyk.combinations(row(2**21), 3), axis=1).eval().tolist() == \
         [2**21 * (2**21 - 1) * (2**21 - 2) // 6]
+
+
+def _pyrows(x) -> list:
+    return x.eval().to_list() if hasattr(x, "eval") else x.to_list()
+
+
+def test_nested_cartesian_of_sliced_work_pairs_the_sliced_items():
+    """`cartesian([(y - 1)[:, -2:], z], nested=True)` opens a list per item of the slice:
+    those of the last two items (it took the first two, and a row that the slice empties
+    kept one)."""
+    y = lazyk.array([[5, 2, -3], [1], []])
+    z = lazyk.array([[5.0, 1.0], [2.0], [-2.0]])
+    for s in ((y - 1)[:, -2:], (y - 1)[:, 1:], abs(y)[:, :1], (y * 2)[y > 1]):
+        rows, zs = _pyrows(s), _pyrows(z)
+        want = [[[(a, b) for b in zr] for a in sr] for sr, zr in zip(rows, zs)]
+        assert lazyk.cartesian([s, z], nested=True).eval().to_list() == want
+        assert lazyk.cartesian([s, z]).eval().to_list() == \
+            [[t for group in w for t in group] for w in want]
+
+
+def test_a_mask_of_item_positions_selects_the_items_of_deeper_data():
+    """x of `N * var * 2` selected by a mask of `N * var` built from item positions
+    (`local_index(y) >= 1`, as a slice builds it): the mask's dims line up with x's first."""
+    y = lazyk.array([[5, 2, -3], [1], []])
+    x = lazyk.array([[[5, 6], [2, 7], [-3, 8]], [[1, 9]], []], "3 * var * 2 * int64")
+    m = lazyk.local_index(y) >= 1
+    want = [[item for item, k in zip(row, keep) if k]
+            for row, keep in zip(x.to_list(), m.eval().to_list())]
+    assert x[m].eval().to_list() == want == [[[2, 7], [-3, 8]], [], []]
+    assert (x - 1)[m].eval().to_list() == [[[a - 1 for a in item] for item in row]
+                                           for row in want]
+
+
+def test_a_new_axis_on_positions_of_combinations():
+    y = lazyk.array([[5, 2, -3], [1], []])
+    x = lazyk.array([[[5, 6], [2, 7], [-3, 8]], [[1, 9]], []], "3 * var * 2 * int64")
+    p = lazyk.argcombinations(y, 2)
+    assert p["0"][:, :, None].eval().to_list() == [[[0], [0], [1]], [], []]
+    first = [[row[0] for _ in range(len(row) * (len(row) - 1) // 2)] if row else []
+             for row in x.to_list()]
+    assert (p["1"][:, :, None] + x[:, :1, :]).eval().to_list() == [
+        [[j + a for a in f] for j, f in zip(js, fs)]
+        for js, fs in zip(p["1"].eval().to_list(), first)]

@@ -26,7 +26,7 @@ from lazyk.frontend.graph import (
     picked_shape,
 )
 from lazyk.frontend.graph import toposort as _toposort
-from lazyk.frontend.leaves import DaskLeaf, OwnedView, Placeholder, RaggedLeaf, is_text
+from lazyk.frontend.leaves import DaskLeaf, OwnedView, PickLeaf, Placeholder, RaggedLeaf, is_text
 from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
@@ -221,6 +221,9 @@ def _leaf_with_axis(node: Node, q: int, env: dict) -> Node:
     """An input with a new axis at `q`: a view of its array (a new input)."""
     value = env[node.arg]
     index = (slice(None),) * q + (None, Ellipsis)
+    if isinstance(value, PickLeaf):  # (an array read at tuple levels: the loop nest's)
+        raise NotSupportedError("a new axis on the items of combinations or products: "
+                                "evaluate them first")
     if isinstance(value, OwnedView):
         leaf = as_expr(value.owner[index])
     elif isinstance(value, RaggedLeaf):

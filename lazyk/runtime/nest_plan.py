@@ -121,11 +121,10 @@ def _picked(leaf):
     for at, tuples, slot in leaf.picks:
         dims[at] = PickDimData(dims[at], tuples, slot, leaf.position and
                                (at, tuples, slot) == leaf.picks[-1])
-    if leaf.position:
-        return NestOperand(dims[:leaf.cut], base.ptr, np.dtype(np.int64), None, True)
-    if leaf.witness:  # its rows only: no values, no mask
+    if leaf.position or leaf.witness:  # a witness: its rows only, no values, no mask
         dims = dims[:leaf.cut] + [FixedDimData(1, 0)] * leaf.pad
-        return NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
+        return NestOperand(dims, base.ptr, np.dtype(np.int64), None, True) if \
+            leaf.position else NestOperand(dims, base.ptr, base.dtype, None, base.aligned)
     return NestOperand(dims, base.ptr, base.dtype, base.mask_offset, base.aligned,
                        base.owner)
 

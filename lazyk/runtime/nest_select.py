@@ -370,6 +370,8 @@ def _trailing(node: Node, n: int, env: dict) -> Node:
     under the nest's right-aligned levels)."""
     if not n:
         return node
+    if any(isinstance(env.get(m.arg), PickLeaf) for m in toposort(node) if m.op == "input"):
+        node = _leaf(node, env)  # (positions in tuples: the values computed first)
     e = Expr(node, {k: v for k, v in env.items()})[(Ellipsis,) + (None,) * n]
     env.update(e.env)
     return e.node

@@ -250,11 +250,11 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
                       if p[0] < a)
         shape = n.shape[:a] + (count,)
         name = f"~rows{next(_names)}"
+        # (dims of 1 after the axis: it lines up with the pick's own dims below it)
         env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),
                              position=position, witness=not position, cut=a + 1,
-                             pad=0 if position else ndim - axis - 1)
-        if position:
-            return Node("input", np.dtype(np.int64), shape, (), name)
-        return Node("input", n.dtype, shape + (1,) * (ndim - axis - 1), (), name)
+                             pad=ndim - axis - 1)
+        return Node("input", np.dtype(np.int64) if position else n.dtype,
+                    shape + (1,) * (ndim - axis - 1), (), name)
     raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads no "
                             "array with rows there")
