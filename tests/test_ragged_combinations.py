@@ -728,3 +728,21 @@ def test_a_new_axis_on_positions_of_combinations():
     assert (p["1"][:, :, None] + x[:, :1, :]).eval().to_list() == [
         [[j + a for a in f] for j, f in zip(js, fs)]
         for js, fs in zip(p["1"].eval().to_list(), first)]
+
+
+def test_slices_of_combinations_over_rows_that_may_be_missing():
+    """A slice of the pairs of `?var * var` rows keeps whole pairs (the tuples' items are
+    stored first): the kernel once walked every pair under a kept level, past the counts."""
+    x = lazyk.array([None, [[3.0], [1.0]], None, [[-1.0, 2.0, -3.0]],
+                     [[-1.0, -3.0], [-3.0, -1.0, 5.0, -2.0]]], type="5 * ?var * ?var * float64")
+    rows = x.to_list()
+    for repl in (False, True):
+        p = lazyk.combinations(x, 2, replacement=repl)
+        want = [None if r is None else
+                [(a, b) for i, a in enumerate(r) for b in r[i + (0 if repl else 1):]][1:]
+                for r in rows]
+        assert p[:, 1:].eval().to_list() == want
+        assert p["0"][:, 1:].eval().to_list() == [None if w is None else [a for a, _ in w]
+                                                  for w in want]
+    y = lazyk.array([[[1.0], [2.0], [3.0]]], type="1 * ?var * var * float64")
+    assert lazyk.combinations(y, 2)["1"][:, 1:].eval().to_list() == [[[3.0], [3.0]]]

@@ -152,6 +152,9 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
         x, key = root.srcs
         if root.op == TAKE_OP and _paired(x, env):  # (positions are checked in each row)
             x = x.srcs[0]
+        if x.op == "input" and isinstance(env.get(x.arg), PickLeaf):  # (tuples' items)
+            return evaluate_picks(root.replace(srcs=(_computed(x, env, done), key)), red_node,
+                                  None, env)
         if x.op == "input" and key.op == "input":
             got = gather_in_missing_rows(root, env)
             if got is not None:
@@ -331,6 +334,8 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
         extra = sels[0].ndim - sels[0].arg - 1
         if extra and any(n.op == TAKE_OP for n in toposort(m)):
             return None  # (the gathers inside would be lowered twice)
+        if tuples_at(sels[0].srcs[0], sels[0].arg, env):
+            return None  # (tuples kept by a mask: the tuples' values are stored first)
         roots.append(_trailing(m, extra, env))
     for t in takes:
         x, pos = t.srcs
