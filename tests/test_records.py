@@ -511,3 +511,46 @@ def test_cartesian_of_records_whose_fields_stretch_a_list_of_one_pairs_the_lined
         ({"a": 4.0, "b": b}, y) for b in (3.0, 5.0) for y in (10.0, 20.0, 30.0)]
     p = lazyk.cartesian([r, c])
     assert (p["0"].a + p["1"]).sum(axis=1).eval().to_list() == [144.0, 83.0]
+
+
+def test_positions_of_records_take_every_fields_missing_rows():
+    """argcombinations / argcartesian of records whose second field's row is missing:
+    the row of positions is missing too, as the records' row is (they read the first
+    field's rows only)."""
+    x = lazyk.array([[1.0, 2.0, 3.0], [], [4.0, 5.0]], type="3 * var * float64")
+    y = lazyk.array([None, None, [1, 2]], type="3 * ?var * int64")
+    r = lazyk.zip({"a": x, "b": y})
+    assert r.eval().to_list() == [None, None, [{"a": 4.0, "b": 1}, {"a": 5.0, "b": 2}]]
+    for repl in (False, True):
+        want = [None, None, [(0, 0), (0, 1), (1, 1)] if repl else [(0, 1)]]
+        assert lazyk.argcombinations(r, 2, replacement=repl).eval().to_list() == want
+        assert lazyk.num(lazyk.argcombinations(r, 2, replacement=repl), axis=1
+                         ).eval().to_list() == [None, None, len(want[2])]
+    z = lazyk.array([[7.0], [8.0], [9.0]])
+    assert lazyk.argcartesian([r, z]).eval().to_list() == [None, None, [(0, 0), (1, 0)]]
+    ax = ak.zip({"a": ak.Array(x.to_list()), "b": ak.Array(y.to_list())})
+    assert ak.argcombinations(ax, 2).to_list() == [None, None, [(0, 1)]]
+
+
+def test_records_with_a_field_of_fixed_rows_that_may_be_missing():
+    """A field of `?2` rows (`pad_none(..., clip=True)` of `?var` rows) beside one of plain
+    fixed rows: a missing row is missing in the records (num, combinations, positions), as
+    in Awkward; laying the records out whole is refused by name."""
+    x = lazyk.array([[1.0, 2.0], None], type="2 * ?var * float64")
+    r = lazyk.zip({"a": lazyk.array([[5, 6], [7, 8]]), "b": lazyk.pad_none(x, 2, clip=True)})
+    ar = ak.zip({"a": ak.Array([[5, 6], [7, 8]]),
+                 "b": ak.pad_none(ak.Array([[1.0, 2.0], None]), 2, clip=True)})
+    assert lazyk.num(r, axis=1).eval().to_list() == ak.num(ar, axis=1).to_list() == [2, None]
+    assert lazyk.argcombinations(r, 2).eval().to_list() == [[(0, 1)], None]
+    assert lazyk.combinations(r, 2).eval().to_list() == [
+        [({"a": 5, "b": 1.0}, {"a": 6, "b": 2.0})], None]
+    with pytest.raises(lazyk.NotSupportedError, match="not laid out as one array"):
+        r.eval()
+
+
+def test_a_mask_of_records_with_fixed_rows_that_may_be_missing_is_refused_by_name():
+    y = lazyk.array([[1, 2], None], type="2 * ?var * int64")
+    r = lazyk.zip({"a": lazyk.pad_none(lazyk.firsts(y)[:, None], 2), "b": y})
+    for mask in (r.a > 0, lazyk.array([[True, False], [True, False]])):
+        with pytest.raises(lazyk.NotSupportedError, match="may be missing"):
+            r[mask].eval()

@@ -158,7 +158,8 @@ def _node_flags(node: Node, memo: dict, env: dict) -> tuple[list, bool]:
         (xf, xo), (yf, _) = (memo.get(id(s), ([], False)) for s in node.srcs)
         flags = list(xf[-node.ndim:]) if node.ndim else []
         flags = [False] * (node.ndim - len(flags)) + flags
-        return [f or (k < node.arg and k < len(yf) and yf[k]) for k, f in enumerate(flags)], xo
+        upto = node.ndim if node.arg is None else node.arg  # (None: every dim)
+        return [f or (k < upto and k < len(yf) and yf[k]) for k, f in enumerate(flags)], xo
     else:
         nd, flags, option = node.ndim, [False] * node.ndim, False
         for s in node.srcs:

@@ -29,7 +29,7 @@ from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.foreign import from_foreign, is_foreign
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
 from lazyk.frontend.leaves import leaf_data
 from lazyk.frontend.missing import keeps_present, rows_may_miss
@@ -324,14 +324,19 @@ def _fields_aligned(rec: Records) -> bool:
     if any(n is None for e in leaves for n in e.shape[:d]) and \
             len({_rows_key(e.node, d, e.env, {}) for e in leaves}) > 1:
         return False  # (lists that may differ: lined up, which checks them)
+    if len(leaves) > 1 and any(any(type_flags(e)[0][:d]) for e in leaves if e.ndim) and \
+            all(n is not None for e in leaves for n in e.shape[:d]) and \
+            len({_rows_key(e.node, d, e.env, {}, True) for e in leaves}) > 1:
+        return False  # (fixed rows that may be missing, `?n`: missing in every field)
     return all(_aligned(f) for f in rec._fields.values() if isinstance(f, Records))
 
 
-def _rows_key(node: Node, d: int, env: dict, memo: dict) -> Any:
+def _rows_key(node: Node, d: int, env: dict, memo: dict, fixed: bool = False) -> Any:
     """What gives `node`'s first `d` dims their lists: equal keys, the same lists (arrays
     over the same offsets; the same selections, gathers and row operations of them; fields
-    lined up together); elementwise work keeps its operands' lists."""
-    if None not in node.shape[:d]:
+    lined up together); elementwise work keeps its operands' lists. `fixed`: of fixed dims
+    too (their missing rows)."""
+    if None not in node.shape[:d] and not fixed:
         return None  # (no lists there)
     got = memo.get((node, d))
     if got is not None:
@@ -379,7 +384,8 @@ def _lined_up(rec: Records) -> Records:
     d = rec.depth
     leaves = rec.leaves()
     if all(isinstance(n, int) for e in leaves for n in e.shape[:d]) and \
-            not any(isinstance(e.type, T.Option) for e in leaves if e.ndim):
+            not any(isinstance(e.type, T.Option) or any(type_flags(e)[0][:d])
+                    for e in leaves if e.ndim):  # (`?n` rows: a missing row in every field)
         shape = broadcast_shapes("zip", [e.shape[:d] for e in leaves])
         new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:

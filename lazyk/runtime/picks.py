@@ -14,6 +14,7 @@ import numpy as np
 
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
+from lazyk.arrays.arrmeta import RowsWords, dims_words
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import (
@@ -235,12 +236,31 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
                position: bool) -> Node:
     """An operand that reads only the rows of `value`'s arrays at `axis` (the first array
     with that dim): their item index at `slot` as its value (`position`, dims up to the
-    axis), or a witness (no value read; trailing dims of 1 up to `ndim`)."""
+    axis), or a witness (no value read; trailing dims of 1 up to `ndim`). Positions pair in
+    the other arrays' rows there as witnesses of the slot (their missing rows are the
+    tuples' too: `argcombinations` of records whose second field's row is missing)."""
     own = value.shape[axis] == 1  # (rows of 1 are the slot's own, not a broadcast)
     if any(n.op in _NEW_ROWS for n in toposort(value)) or tuples_at(value, axis, env):
         # rows its arrays do not have (`x[x > 1][:, 1:]`), or tuples (`pairs.b[:, 1:]`):
         # the value stored first, its rows read
         value = _computed(value, env)
+    got = None
+    for n in _slot_leaves(value, axis, tuples, slot, count, ndim, env, position, own):
+        got = n if got is None else Node("with_rows", got.dtype, got.shape, (got, n))
+        if not position:
+            return got
+        position = False  # (the rest: witnesses)
+    if got is not None:
+        return got
+    raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads no "
+                            "array with rows there")
+
+
+def _slot_leaves(value: Node, axis: int, tuples, slot: int, count, ndim: int, env: dict,
+                 position: bool, own: bool):
+    """`_rows_leaf`'s operands, one per array of `value` with rows at `axis` (arrays of
+    the same rows there, the fields of one collection, once)."""
+    seen = set()
     for n in toposort(value):
         a = axis - (value.ndim - n.ndim)
         if n.op != "input" or a < 0 or (n.shape[a] == 1 and not own):
@@ -248,13 +268,26 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
         entry = _entry(n, env)
         picks = tuple(p for p in (entry.picks if isinstance(entry, PickLeaf) else ())
                       if p[0] < a)
+        key = (a, picks, _rows_of(entry.array, a))
+        if key in seen:
+            continue
+        seen.add(key)
         shape = n.shape[:a] + (count,)
         name = f"~rows{next(_names)}"
         # (dims of 1 after the axis: it lines up with the pick's own dims below it)
         env[name] = PickLeaf(entry.array, False, picks + ((a, tuples, slot),),
                              position=position, witness=not position, cut=a + 1,
                              pad=ndim - axis - 1)
-        return Node("input", np.dtype(np.int64) if position else n.dtype,
-                    shape + (1,) * (ndim - axis - 1), (), name)
-    raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads no "
-                            "array with rows there")
+        yield Node("input", np.dtype(np.int64) if position else n.dtype,
+                   shape + (1,) * (ndim - axis - 1), (), name)
+
+
+def _rows_of(arr: Array, a: int) -> tuple:
+    """What gives `arr`'s rows down to its dim `a`: its address and the arrmeta words of
+    its dims above `a`, and at `a` those of its rows without their content's (the fields
+    of one collection: equal)."""
+    dims = dims_words(arr.type, arr.meta)[0][:a + 1]
+    last = dims[-1] if dims else None
+    if isinstance(last, RowsWords):
+        last = (last.width, last.stop_delta, last.row_mask)
+    return (arr.ptr, tuple(dims[:-1]), last)
