@@ -746,3 +746,20 @@ def test_slices_of_combinations_over_rows_that_may_be_missing():
                                                   for w in want]
     y = lazyk.array([[[1.0], [2.0], [3.0]]], type="1 * ?var * var * float64")
     assert lazyk.combinations(y, 2)["1"][:, 1:].eval().to_list() == [[[3.0], [3.0]]]
+
+
+@pytest.mark.parametrize("t", ["2 * var * 2 * float64", "2 * ?var * 2 * float64"])
+def test_masks_of_pairs_of_fixed_size_lists(t):
+    """Pairs of `var * 2` items selected by a mask of the pairs (a slice, a comparison of
+    the other slot): the kept pairs' items (every pair's were written, past the count)."""
+    x = lazyk.array([[[1.0, 1.5], [2.0, 2.5], [3.0, 3.5]], [[4.0, 4.5]]], type=t)
+    rows = x.to_list()
+    p = lazyk.combinations(x, 2)
+    pairs = [[(a, b) for i, a in enumerate(r) for b in r[i + 1:]] for r in rows]
+    assert p["0"][:, 1:].eval().to_list() == [[a for a, _ in w[1:]] for w in pairs]
+    assert p[:, 1:].eval().to_list() == [w[1:] for w in pairs]
+    assert (p["0"].sum(axis=-1))[:, 1:].eval().to_list() == [[sum(a) for a, _ in w[1:]]
+                                                             for w in pairs]
+    if "?" not in t:
+        assert (p["0"] * 2)[p["1"][:, :, 0] > 2.5].eval().to_list() == [
+            [[2 * v for v in a] for a, b in w if b[0] > 2.5] for w in pairs]

@@ -730,3 +730,42 @@ def test_running_folds_and_orders_of_a_0d_array_as_numpy():
     got = lazyk.cumsum(lazyk.array(y), axis=0, dtype=np.int8).eval().to_numpy()
     want = np.cumsum(y, axis=0, dtype=np.int8)
     assert got.dtype == want.dtype and (got == want).all()
+
+
+def test_argsort_of_int64_at_both_ends_keeps_missing_values_in_order():
+    """Rows that need the stable sort of all items (int64 at both ends of its range) with
+    missing values whose slots hold other bytes (`pad_none`'s): missing values come last,
+    in their order, ascending or not."""
+    top, bottom = 2**63 - 1, -2**63
+    x = lazyk.pad_none(lazyk.array([[top, bottom], [None, 5]], type="2 * var * ?int64"), 3,
+                       clip=True)
+    assert lazyk.argsort(x, ascending=False).eval().to_list() == [[0, 1, 2], [1, 0, 2]]
+    assert lazyk.argsort(x).eval().to_list() == [[1, 0, 2], [1, 0, 2]]
+    w = lazyk.array([[10.0, 20.0, 30.0], [10.0, 20.0, 30.0]])
+    assert w[lazyk.argsort(x, ascending=False)].eval().to_list() == [[10.0, 20.0, 30.0],
+                                                                      [20.0, 10.0, 30.0]]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@pytest.mark.parametrize("clip", [True, False])
+def test_pad_none_inside_rows_of_a_slice(n, clip):
+    """pad_none at axis 2 of `var * ?var` rows sliced from the middle (their items lie
+    after other rows' items): the padded rows, missing rows kept."""
+    x = lazyk.array([[None, [1.0]], [None], [[2.0, 3.0]]], type="3 * var * ?var * float64")
+
+    def pad(row):
+        if row is None:
+            return None
+        row = row + [None] * max(0, n - len(row))
+        return row[:n] if clip else row
+    for sl in (slice(0, 1), slice(1, 3), slice(1, 2), slice(2, 3)):
+        assert lazyk.pad_none(x[sl], n, axis=2, clip=clip).eval().to_list() == \
+            [[pad(r) for r in rows] for rows in x.to_list()[sl]]
+
+
+def test_take_back_over_fixed_rows_that_may_be_missing():
+    """`x[argmax(x, axis=1, keepdims=True)]` of `?2` rows (pad_none of `?var` rows)."""
+    z = lazyk.array([[1.0, 2.0], None, [3.0, 0.5]], type="3 * ?var * float64")
+    pz = lazyk.pad_none(z, 2, clip=True)
+    assert pz[lazyk.argmax(pz, axis=1, keepdims=True)].eval().to_list() == [[2.0], None, [3.0]]
+    assert pz[lazyk.argmin(pz, axis=1, keepdims=True)].eval().to_list() == [[1.0], None, [0.5]]

@@ -178,6 +178,8 @@ def sort_lists(lists: Column, ascending: bool,
                                       kind="stable").reshape(-1)[place]
     else:
         key = v if ascending else ~v  # integers at the top of their range: their own order
+        if missing is not None:  # (one key: missing values keep their order, whatever
+            key = np.where(missing, 0, key)  # bytes their slots hold)
         rid = np.repeat(np.arange(n, dtype=I64), lens)
         keys = (key, rid) if missing is None else (key, missing, rid)
         order = np.lexsort(keys) if len(v) else np.zeros(0, I64)

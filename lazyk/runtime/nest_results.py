@@ -113,7 +113,8 @@ def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
     if not isinstance(lists, Lists):
         return None
     off, child = lists.offsets, lists.child
-    got = tree_array(child, int(off[-1]), None, marks, level + 1)
+    got = tree_array(child, child.length(), None, marks, level + 1)  # (all its items:
+    # rows sliced from the middle leave some before and after them)
     return None if got is None else offsets_array(off, got, valid, outer=outer, check=None)
 
 

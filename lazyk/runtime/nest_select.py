@@ -156,7 +156,7 @@ def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
             return evaluate_picks(root.replace(srcs=(_computed(x, env, done), key)), red_node,
                                   None, env)
         if x.op == "input" and key.op == "input":
-            got = gather_in_missing_rows(root, env)
+            got = gather_in_missing_rows(root.replace(srcs=(x, key)), env)
             if got is not None:
                 return got
             data = [leaf_data(env[n.arg]) for n in (x, key)]
@@ -334,8 +334,8 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
         extra = sels[0].ndim - sels[0].arg - 1
         if extra and any(n.op == TAKE_OP for n in toposort(m)):
             return None  # (the gathers inside would be lowered twice)
-        if tuples_at(sels[0].srcs[0], sels[0].arg, env):
-            return None  # (tuples kept by a mask: the tuples' values are stored first)
+        if sels[0].ndim > sels[0].arg + 1 and tuples_at(sels[0].srcs[0], sels[0].arg, env):
+            return None  # (tuples of lists kept by a mask: the tuples' items stored first)
         roots.append(_trailing(m, extra, env))
     for t in takes:
         x, pos = t.srcs
