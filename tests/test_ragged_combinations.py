@@ -763,3 +763,22 @@ def test_masks_of_pairs_of_fixed_size_lists(t):
     if "?" not in t:
         assert (p["0"] * 2)[p["1"][:, :, 0] > 2.5].eval().to_list() == [
             [[2 * v for v in a] for a, b in w if b[0] > 2.5] for w in pairs]
+
+
+def test_nested_cartesian_of_selections_and_gathers_that_may_be_missing():
+    """`cartesian([x[x > 1], z], nested=True)` with `?T` x (a missing mask element keeps a
+    missing item) and with a take-back at `argmin(keepdims=True)` (an empty row's position
+    is missing): the new list axis goes on the selection's result, as in Awkward."""
+    x = lazyk.array([[1.0, None, 3.0], [4.0]])
+    z = lazyk.array([[10.0], [20.0, 30.0]])
+    ax, az = ak.Array(x.to_list()), ak.Array(z.to_list())
+    assert lazyk.cartesian([(x * 2)[x > 1], z], nested=True).eval().to_list() == \
+        ak.cartesian([(ax * 2)[ax > 1], az], nested=True).to_list()
+    y = lazyk.array([[1.0, 2.0], [], [3.0]])
+    w = lazyk.array([[5.0], [6.0, 7.0], [8.0]])
+    e = y - y.sum(axis=1, keepdims=True)
+    i = lazyk.argmin(y, axis=1, keepdims=True)
+    ay, aw = ak.Array(y.to_list()), ak.Array(w.to_list())
+    ae = ay - ak.sum(ay, axis=1, keepdims=True)
+    want = ak.cartesian([ae[ak.argmin(ay, axis=1, keepdims=True)], aw], nested=True).to_list()
+    assert lazyk.cartesian([e[i], w], nested=True).eval().to_list() == want

@@ -134,7 +134,7 @@ def _insert_axis(e: Expr, at: int) -> Expr:
     order = _toposort(e.node)
     for node in reversed(order):  # users first: where each source needs the new axis
         for q in need.get(id(node), ()):
-            for src, qs in _axis_in_sources(node, q):
+            for src, qs in _axis_in_sources(node, q, e.env):
                 need.setdefault(id(src), set()).add(qs)
     env, built = dict(e.env), {}
     for node in order:  # sources first
@@ -145,9 +145,9 @@ def _insert_axis(e: Expr, at: int) -> Expr:
     return Expr(root, {k: v for k, v in env.items() if k in used})
 
 
-def _axis_in_sources(node: Node, q: int) -> list:
+def _axis_in_sources(node: Node, q: int, env: dict | None = None) -> list:
     """(source, its position of the new axis) of each source that takes one."""
-    if node.op == ROWS_OP:  # its sources keep their dims: the axis goes on its result
+    if node.op == ROWS_OP or _on_result(node, q, env):  # the axis goes on its result
         return []
     if node.op in (SELECT_OP, TAKE_OP):  # the mask / positions line up with x's first dims
         x, key = node.srcs
@@ -172,11 +172,12 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
     shape = node.shape[:q] + (1,) + node.shape[q:]
     if node.op == "input":
         return _leaf_with_axis(node, q, env)
-    if node.op == ROWS_OP:  # a view of its result with the new axis
-        rows = list(node.arg[2])
+    if node.op == ROWS_OP or _on_result(node, q, env):  # a view of its result with the axis
+        rows, option = (list(node.arg[2]), node.arg[3]) if node.op == ROWS_OP else \
+            option_flags(node, env)
         rows.insert(q, False)
         return Node(ROWS_OP, node.dtype, shape, (node,),
-                    ("newaxis", (q,), tuple(rows), node.arg[3]))
+                    ("newaxis", (q,), tuple(rows), option))
     if node.op == REDUCE_OP:
         src, axes, keep = node.srcs[0], node.arg[1], node.arg[2]
         if _kept_in_place(node, q):
@@ -207,6 +208,15 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
     srcs = tuple(built[id(s), q - n] if q >= n and s.ndim else s
                  for s, n in ((s, node.ndim - s.ndim) for s in node.srcs))
     return node.replace(shape=shape, srcs=srcs)
+
+
+def _on_result(node: Node, q: int, env: dict | None) -> bool:
+    """Whether a new axis at `q` below the level a selection or gather acts at goes on
+    its result: where its mask elements or positions may be missing (a missing one under
+    the new dim of 1 would be a missing row of fixed size, `?1`, that one loop nest does
+    not write)."""
+    return env is not None and node.op in (SELECT_OP, TAKE_OP) and q > node.arg and \
+        option_flags(node.srcs[1], env)[1]
 
 
 def _kept_in_place(node: Node, q: int) -> bool:
