@@ -782,3 +782,12 @@ def test_nested_cartesian_of_selections_and_gathers_that_may_be_missing():
     ae = ay - ak.sum(ay, axis=1, keepdims=True)
     want = ak.cartesian([ae[ak.argmin(ay, axis=1, keepdims=True)], aw], nested=True).to_list()
     assert lazyk.cartesian([e[i], w], nested=True).eval().to_list() == want
+
+
+def test_negative_slices_of_items_over_rows_that_may_be_missing():
+    a = ak.to_regular(ak.Array([[[1, 2], [3, 4], [5, 6]], None, []]), axis=2)
+    x = lazyk.from_awkward(a)  # 3 * ?var * 2 * int64
+    for sl in (slice(None, -1), slice(-2, None), slice(1, -1)):
+        assert lazyk.combinations(x, 2)["1"][:, sl].eval().to_list() == \
+            ak.combinations(a, 2)["1"][:, sl].to_list()
+        assert x[:, sl].eval().to_list() == a[:, sl].to_list()

@@ -519,3 +519,15 @@ def test_selection_of_a_where_between_missing_values_keeps_the_chosen_branch(row
                                   lazyk.placeholder("y", "N * var * ?int64"))
                       [lazyk.placeholder("m", "N * var * bool")])
     assert k(x, y, m).to_list() == [[v for v, k in zip(r, mr) if k] for r, mr in zip(ref, M)]
+
+
+def test_where_between_selections_over_missing_values():
+    """where(c[m], x[m], y[m]) with `?T` y: the chosen branch's value and missing state."""
+    x = lazyk.array([[1, 2, 3], [4]])
+    y = lazyk.array([[None, 20, None], [40]])
+    c = lazyk.array([[True, True, False], [True]])
+    m = lazyk.array([[True, True, True], [True]])
+    w = lazyk.where(c[m], x[m], y[m])
+    assert w.eval().to_list() == [[1, 2, None], [4]]
+    assert lazyk.sum(w, axis=1, skipna=True).eval().to_list() == [3, 4]
+    assert w[:, 1:].eval().to_list() == [[2, None], []]

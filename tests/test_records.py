@@ -554,3 +554,15 @@ def test_a_mask_of_records_with_fixed_rows_that_may_be_missing_is_refused_by_nam
     for mask in (r.a > 0, lazyk.array([[True, False], [True, False]])):
         with pytest.raises(lazyk.NotSupportedError, match="may be missing"):
             r[mask].eval()
+
+
+def test_positions_of_records_whose_fields_have_different_missing_fixed_rows():
+    f = [[1, 2, 3], None, [5, 6]]
+    g = [None, [4], [5, 6]]
+    r = lazyk.zip({"f": lazyk.pad_none(lazyk.array(f), 2, clip=True),
+                   "g": lazyk.pad_none(lazyk.array(g), 2, clip=True)})
+    ar = ak.zip({"f": ak.pad_none(ak.Array(f), 2, clip=True),
+                 "g": ak.pad_none(ak.Array(g), 2, clip=True)})
+    assert lazyk.argcombinations(r, 2).eval().to_list() == \
+        ak.argcombinations(ar, 2).to_list() == [None, None, [(0, 1)]]
+    assert lazyk.num(r, axis=1).eval().to_list() == [None, None, 2]

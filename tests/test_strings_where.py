@@ -192,3 +192,13 @@ def test_where_over_strings_under_a_dim_of_size_0():
         want = R.where(R.elementwise("greater", R.array(d, t), 0), R.array(d, t), R.array(d, t))
         assert str(got.type) == _text_type(str(want.type), "string")
         assert got.to_list() == want.data
+
+
+def test_where_over_a_string_field_of_lined_up_records():
+    """where() over `r.name` of records whose fields were lined up (`?var` rows: the
+    field is computed, not a string array): the field's strings are computed first."""
+    s = lazyk.array([[], ["a", "b"], None], type="3 * ?var * string")
+    x = lazyk.array([[], [4.0, -1.0], None], type="3 * ?var * float64")
+    r = lazyk.zip({"name": s, "pt": x})
+    assert lazyk.where(r.pt > 0, r.name, "zz").eval().to_list() == [[], ["a", "zz"], None]
+    assert lazyk.where(x > 0, s, "zz").eval().to_list() == [[], ["a", "zz"], None]

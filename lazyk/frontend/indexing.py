@@ -31,7 +31,7 @@ from lazyk.frontend.missing import indexed_flags, option_flags
 from lazyk.frontend.numpy_rules import cast, describe_node
 from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
-from lazyk.frontend.rowops import firsts, flags, flatten, local_index, num, zeros_like
+from lazyk.frontend.rowops import fill_none, firsts, flags, flatten, local_index, num, zeros_like
 from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
 from lazyk.frontend.ufuncs import astype, maximum, where
 
@@ -88,8 +88,11 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     if isinstance(k, slice) and fixed:  # (a fixed dim: its items' positions known now)
         return index_by(e, zeros_like(ends) + np.arange(e.shape[d])[k])
     if isinstance(k, slice):
+        # (a missing list has no items: its length 0 keeps the mask's values present)
+        lens = fill_none(ends, 0) if any(flags(like)[0][:d + 1]) else ends
+
         def bound(b):  # (None: no bound)
-            return b if b is None or b >= 0 else maximum(ends + int(b), 0)
+            return b if b is None or b >= 0 else maximum(lens + int(b), 0)
         # (positions the kernels walk where they read the data as it is: no list of
         # positions stored; strings move as row operations)
         # (lists that may be missing, or paired with other fields' lists as lined-up

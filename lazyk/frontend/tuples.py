@@ -45,7 +45,7 @@ from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, lined_up_fields, one_shape, record_fields
 from lazyk.frontend.reductions import reduce
-from lazyk.frontend.rowops import local_index
+from lazyk.frontend.rowops import flags, local_index
 
 
 @dataclass(frozen=True)
@@ -340,6 +340,10 @@ def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1
     x = _item(array)
     a = _tuple_axis(x, axis, "argcombinations")
     rows = _rows_expr(x)
+    if isinstance(x, Records) and len(x.leaves()) > 1 and any(flags(rows)[0][:a + 1]):
+        # fields whose rows may be missing, lined up: the combinations of the positions of
+        # the lined-up rows' items (a missing row of any field is missing)
+        return combinations(local_index(rows, axis=a), n, replacement, a, fields)
     tuples = Combos(n, bool(replacement))
     got = {k: _pick((rows,), tuples, s, a, True, "argcombinations")
            for s, k in enumerate(names)}

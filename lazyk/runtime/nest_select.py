@@ -77,7 +77,7 @@ from lazyk.runtime.nest_maps import evaluate_together
 from lazyk.runtime.nest_results import fixed_rows
 from lazyk.runtime.nest_run import Picks, nest_run
 from lazyk.runtime.picks import tuples_at
-from lazyk.runtime.ragged_rules import inline_branches
+from lazyk.runtime.ragged_rules import branch_masks, inline_branches
 from lazyk.runtime.tuple_picks import gather_in_missing_rows, picked_fields, slot_positions
 from lazyk.types import FixedDim
 
@@ -367,6 +367,8 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
                            list(reduce_arg[1]) != [keep] or reduce_arg[0] not in ARG_REDUCTIONS):
         return None
     picks = Picks(keep, tuple(roots), tuple(taken), array, every_position, tuple(beside))
+    if branch_masks(value, used, leaves):  # (where() of selections over missing values:
+        return None  # the selections first, then where() takes each branch's state)
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 

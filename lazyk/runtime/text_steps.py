@@ -373,6 +373,9 @@ def select_text(expr: Expr, record: list | None = None) -> Expr:
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node.op != "where" or not ops.text_unit(node.dtype):
             return node
+        # (a computed string branch, a lined-up records field say: its strings first)
+        node = node.replace(srcs=node.srcs[:1] + tuple(
+            s if s.op in ("const", "input") else _leaf_of(s, env) for s in node.srcs[1:]))
         leaf = as_expr(_select(node, env, record))
         env.update(leaf.env)
         return leaf.node
@@ -380,6 +383,14 @@ def select_text(expr: Expr, record: list | None = None) -> Expr:
     root = rewrite(expr.node, visit)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     return Expr(root, {k: v for k, v in env.items() if k in used})
+
+
+def _leaf_of(node: Node, env: dict) -> Node:
+    """A leaf holding the value of `node` (computed now)."""
+    leaf = as_expr(runtime.evaluate(Expr(node, {n.arg: env[n.arg] for n in toposort(node)
+                                                if n.op == "input"})))
+    env.update(leaf.env)
+    return leaf.node
 
 
 def text_result(expr: Expr):
