@@ -666,3 +666,13 @@ def test_fill_none_of_numbers_computed_from_strings():
     assert lazyk.fill_none(lazyk.str_len(s), 0).eval().to_list() == [1, 0, 1]
     r = lazyk.array([["a", None], None, ["bc"]], type="3 * ?var * ?string")
     assert lazyk.fill_none(lazyk.str_len(r), -1).eval().to_list() == [[1, -1], None, [2]]
+
+
+@pytest.mark.parametrize("data,t", [([["a", "b"], [], ["c"]], None),
+                                    ([["a", None], None, ["é", ""]], "3 * ?var * ?string"),
+                                    ([[["x"], []], [["y", "z"]]], None)])
+def test_flatten_of_strings_with_no_axis_gives_every_present_string(data, t):
+    ak = pytest.importorskip("awkward")
+    x = lazyk.array(data, type=t) if t else lazyk.array(data)
+    assert lazyk.flatten(x, axis=None).eval().to_list() == \
+        ak.flatten(ak.Array(data), axis=None).to_list()

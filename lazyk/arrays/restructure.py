@@ -76,7 +76,7 @@ def missing_rows_bounds(a: Array) -> tuple | None:
                  for k in (0, w))
 
 
-def present_leaves(tree: Column) -> np.ndarray:
+def present_leaves(tree: Column) -> Column:
     """Every present value under `tree`, in order (missing values and rows dropped)."""
     idx = np.arange(tree.length(), dtype=I64)
     node = tree
@@ -86,8 +86,8 @@ def present_leaves(tree: Column) -> np.ndarray:
         elif isinstance(node, (Lists, Regular)):
             starts, lens = node.spans()
             idx = ranges(starts[idx], lens[idx])
-        elif isinstance(node, Leaf):
-            return node.values[idx]
+        elif isinstance(node, (Leaf, Text)):  # (strings: their {begin, size} taken)
+            return node.take(idx)
         else:
             raise NotSupportedError(f"flatten(axis=None) of {node.kind} columns")
         node = node.child
@@ -97,7 +97,7 @@ def flatten(tree: Column, axis: int | None) -> Column:
     """`ak.flatten`: None: every present value; 0: the present items; >= 1: the lists at
     `axis` joined into their parents (missing lists among them dropped)."""
     if axis is None:
-        return Leaf(present_leaves(tree))
+        return present_leaves(tree)
     if axis == 0:
         mask, inner = tree.unwrap()
         return inner if mask is None else inner.take(np.flatnonzero(mask))
