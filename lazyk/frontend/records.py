@@ -324,8 +324,8 @@ def _fields_aligned(rec: Records) -> bool:
     if any(n is None for e in leaves for n in e.shape[:d]) and \
             len({_rows_key(e.node, d, e.env, {}) for e in leaves}) > 1:
         return False  # (lists that may differ: lined up, which checks them)
-    if len(leaves) > 1 and any(any(type_flags(e)[0][:d]) for e in leaves if e.ndim) and \
-            all(n is not None for e in leaves for n in e.shape[:d]) and \
+    if len(leaves) > 1 and all(n is not None for e in leaves for n in e.shape[:d]) and \
+            any(any(type_flags(e)[0][:d]) for e in leaves if e.ndim) and \
             len({_rows_key(e.node, d, e.env, {}, True) for e in leaves}) > 1:
         return False  # (fixed rows that may be missing, `?n`: missing in every field)
     return all(_aligned(f) for f in rec._fields.values() if isinstance(f, Records))

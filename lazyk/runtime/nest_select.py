@@ -366,9 +366,9 @@ def _fused(root: Node, red_node: Node, reduce_arg, env: dict, every_position: bo
     if every_position and (keep is None or reduce_arg is None or
                            list(reduce_arg[1]) != [keep] or reduce_arg[0] not in ARG_REDUCTIONS):
         return None
-    picks = Picks(keep, tuple(roots), tuple(taken), array, every_position, tuple(beside))
     if branch_masks(value, used, leaves):  # (where() of selections over missing values:
         return None  # the selections first, then where() takes each branch's state)
+    picks = Picks(keep, tuple(roots), tuple(taken), array, every_position, tuple(beside))
     return nest_run(value, red_node, reduce_arg, used, leaves, picks=picks)
 
 

@@ -237,23 +237,21 @@ def _rows_leaf(value: Node, axis: int, tuples, slot: int, count, ndim: int, env:
     """An operand that reads only the rows of `value`'s arrays at `axis` (the first array
     with that dim): their item index at `slot` as its value (`position`, dims up to the
     axis), or a witness (no value read; trailing dims of 1 up to `ndim`). Positions pair in
-    the other arrays' rows there as witnesses of the slot (their missing rows are the
-    tuples' too: `argcombinations` of records whose second field's row is missing)."""
+    the other arrays' rows there (their missing rows are the tuples' too: `argcombinations`
+    of records whose second field's row is missing)."""
     own = value.shape[axis] == 1  # (rows of 1 are the slot's own, not a broadcast)
     if any(n.op in _NEW_ROWS for n in toposort(value)) or tuples_at(value, axis, env):
         # rows its arrays do not have (`x[x > 1][:, 1:]`), or tuples (`pairs.b[:, 1:]`):
         # the value stored first, its rows read
         value = _computed(value, env)
-    got = None
-    for n in _slot_leaves(value, axis, tuples, slot, count, ndim, env, position, own):
-        got = n if got is None else Node("with_rows", got.dtype, got.shape, (got, n))
-        if not position:
-            return got
-        position = False  # (the rest: witnesses)
-    if got is not None:
-        return got
-    raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads no "
-                            "array with rows there")
+    leaves = _slot_leaves(value, axis, tuples, slot, count, ndim, env, position, own)
+    got = next(leaves, None)
+    if got is None:
+        raise NotSupportedError(f"the {tuples} at axis {axis} of an expression that reads "
+                                "no array with rows there")
+    for other in leaves if position else ():  # (read for its rows only)
+        got = Node("with_rows", got.dtype, got.shape, (got, other))
+    return got
 
 
 def _slot_leaves(value: Node, axis: int, tuples, slot: int, count, ndim: int, env: dict,

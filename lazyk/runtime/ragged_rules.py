@@ -64,11 +64,17 @@ def inline_branches(root, expr, picks: tuple):
                 all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]) or \
                 any(n.op in picks for n in toposort(node)):
             return node
-        leaf = as_expr(runtime.evaluate(Expr(node, {n: env[n] for n in input_names(node)})))
-        env.update(leaf.env)
-        return leaf.node
+        return computed_leaf(node, env)
     new_root = rewrite(root, visit)
     return (root, expr) if new_root is root else (new_root, Expr(new_root, env))
+
+
+def computed_leaf(node, env: dict):
+    """An input node over the value of `node` (computed now from the leaves in `env`,
+    which takes the new leaf's entry)."""
+    leaf = as_expr(runtime.evaluate(Expr(node, {n: env[n] for n in input_names(node)})))
+    env.update(leaf.env)
+    return leaf.node
 
 
 def selects(node) -> bool:

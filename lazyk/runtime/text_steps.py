@@ -46,6 +46,7 @@ from lazyk.frontend.ufuncs import where
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.launch import canonical, plan, run_program
 from lazyk.runtime.nest_steps import evaluate_nest
+from lazyk.runtime.ragged_rules import computed_leaf
 from lazyk.runtime.rows import (
     Operand,
     Structure,
@@ -375,7 +376,7 @@ def select_text(expr: Expr, record: list | None = None) -> Expr:
             return node
         # (a computed string branch, a lined-up records field say: its strings first)
         node = node.replace(srcs=node.srcs[:1] + tuple(
-            s if s.op in ("const", "input") else _leaf_of(s, env) for s in node.srcs[1:]))
+            s if s.op in ("const", "input") else computed_leaf(s, env) for s in node.srcs[1:]))
         leaf = as_expr(_select(node, env, record))
         env.update(leaf.env)
         return leaf.node
@@ -383,14 +384,6 @@ def select_text(expr: Expr, record: list | None = None) -> Expr:
     root = rewrite(expr.node, visit)
     used = {n.arg for n in toposort(root) if n.op == "input"}
     return Expr(root, {k: v for k, v in env.items() if k in used})
-
-
-def _leaf_of(node: Node, env: dict) -> Node:
-    """A leaf holding the value of `node` (computed now)."""
-    leaf = as_expr(runtime.evaluate(Expr(node, {n.arg: env[n.arg] for n in toposort(node)
-                                                if n.op == "input"})))
-    env.update(leaf.env)
-    return leaf.node
 
 
 def text_result(expr: Expr):
