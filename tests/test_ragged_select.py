@@ -531,3 +531,22 @@ def test_where_between_selections_over_missing_values():
     assert w.eval().to_list() == [[1, 2, None], [4]]
     assert lazyk.sum(w, axis=1, skipna=True).eval().to_list() == [3, 4]
     assert w[:, 1:].eval().to_list() == [[2, None], []]
+
+
+def test_a_fixed_mask_over_rows_that_may_be_missing_keeps_them_missing():
+    """A missing row selected by a mask of a fixed dim stays missing (the mask's length
+    there does not matter); a present row pairs with the mask exactly."""
+    x = lazyk.array([[1, 2], None, [3, 4]], type="3 * ?var * int64")
+    f = np.array([[1, 2], [3, 4], [5, 6]])
+    want = [[], None, [3, 4]]
+    assert x[f > 2].eval().to_list() == want
+    assert x[lazyk.array(f) > 2].eval().to_list() == want
+    assert (x * 2)[f > 2].sum(axis=1).eval().to_list() == [0, None, 14]
+    s = lazyk.array([["a", "b"], None, ["c", "d"]], type="3 * ?var * string")
+    assert s[f > 2].eval().to_list() == [[], None, ["c", "d"]]
+    deep = lazyk.array([[[1], [2, 3]], None, [[4], []]], type="3 * ?var * var * int64")
+    assert deep[f > 2].eval().to_list() == [[], None, [[4], []]]
+    wrong = lazyk.array([[1, 2], None, [3, 4, 5]], type="3 * ?var * int64")
+    with pytest.raises(lazyk.ShapeError, match="row 2: operand 1 has length 2 and operand 0 "
+                                               "has length 3"):
+        wrong[f > 2].eval()

@@ -339,6 +339,11 @@ def index_by(x: Any, key: Any) -> Expr:
             # (as elementwise work: two names may stand for two sizes)
             raise ShapeError(f"x[{what}]: dim {d} is {n} in the array ({e.type}) and {m} in "
                              f"the {what} ({k.type}): give the dims one name")
+    if what == "mask" and isinstance(k.shape[at], int) and e.shape[at] is None and \
+            flags(e)[0][at] and not flags(k)[1]:
+        # a fixed mask dim over rows that may be missing: the mask as var rows (`k[k | True]`),
+        # so a missing row stays missing whatever the mask's length there
+        k = index_by(k, k | True)
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
