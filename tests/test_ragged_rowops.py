@@ -417,6 +417,22 @@ def test_std_var_fixed_data_follow_numpy():
     assert kept.shape == (5, 1)
 
 
+def test_var_of_an_integer_dtype_truncates_as_numpy_and_std_refuses_it():
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        a = rng.integers(-50, 50, (int(rng.integers(1, 5)), int(rng.integers(2, 6))))
+        for dt in (np.int64, np.int32, np.uint8):
+            for axis in (0, 1, None):
+                with np.errstate(all="ignore"):
+                    want = np.var(a, axis=axis, dtype=dt)
+                got = lazyk.var(a, axis=axis, dtype=dt).to_numpy()
+                assert got.dtype == want.dtype and np.array_equal(got, want), (a, dt, axis)
+    x = lazyk.array([[0, 10, -2], [1]], type="2 * var * int64")
+    assert lazyk.var(x, axis=1, dtype=np.int64).eval().to_list() == [28, 0]
+    with pytest.raises(TypeError, match="std with dtype=int64"):
+        lazyk.std(x, axis=1, dtype=np.int64)
+
+
 def test_std_var_skipna_and_missing_rows():
     x = lazyk.array([[1.0, None, 3.0], None, []], "3 * ?var * ?float64")
     assert lazyk.var(x, axis=-1).eval().to_list()[:2] == [None, None]  # no skipna

@@ -57,8 +57,7 @@ def _operand(name: str, x: Any) -> Expr:
 
 def _axis(name: str, e: Expr, axis: Any, lo: int = 0, last: bool = False) -> int:
     """`axis` as a dim index of `e` in [lo, the last dim] (`last`: the last dim only)."""
-    nd = e.ndim
-    hi = nd - 1
+    nd, hi = e.ndim, e.ndim - 1
     lo = hi if last else lo
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{name}: axis must be an int, not {type(axis).__name__}")
@@ -66,8 +65,7 @@ def _axis(name: str, e: Expr, axis: Any, lo: int = 0, last: bool = False) -> int
     if not lo <= a <= hi:
         what = f"axis {axis} is out of bounds for an operand of type {e.type} ({nd} dims)"
         if last and 0 <= a < nd:
-            what = f"axis {axis} of an operand of type {e.type}: only the last axis over " \
-                "var dims"
+            what = f"axis {axis} of an operand of type {e.type}: only the last axis over var dims"
         elif 0 <= a < lo:
             what = f"axis {axis} of an operand of type {e.type}: the axis must be >= {lo}"
         raise np.exceptions.AxisError(f"{name}: {what}")
@@ -544,7 +542,8 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
     other reductions (without it, a missing value makes the result missing).
 
     The dtype is NumPy's for fixed data (float32 stays float32, integers give float64,
-    complex its real dtype) and float64 over var dims (Awkward's `ak.var`).
+    complex its real dtype) and float64 over var dims (Awkward's `ak.var`); `dtype=` an
+    integer sums in it and truncates the mean and the result, as NumPy does.
 
     Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
     `[1.5555555555555556, nan]`.
@@ -554,7 +553,8 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
 
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
         skipna: bool = False, dtype: Any = None) -> Expr:
-    """Lazy standard deviation: the square root of `var` (same arguments and dtypes).
+    """Lazy standard deviation: the square root of `var` (same arguments and dtypes; an
+    integer `dtype=` is a TypeError, as in NumPy).
 
     Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
     """
@@ -569,10 +569,14 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     axes = normalize_axes(axis, e.ndim, name)
     if e.dtype.kind not in "biufc":
         raise DTypeError(f"{name} of {e.dtype}: numbers only")
-    complex_ = e.dtype.kind == "c"
+    complex_, ints = e.dtype.kind == "c", None  # ints: NumPy's integer dtype= (truncates)
     if dtype is not None:
         out = np.dtype(dtype)
-        work = out if out.kind in "fc" else np.dtype(np.float64)
+        if out.kind in "biu" and (name == "std" or out.kind == "b"):
+            raise TypeError(f"{name} with dtype={out}: not an integer (nor in NumPy); "
+                            "pass a float dtype, or astype the result")
+        ints = out if out.kind in "iu" else None
+        work = out if out.kind in "fciu" else np.dtype(np.float64)
     elif _var_dims(e) or builtins.any(flags(e)[0]):
         out = np.dtype(np.float64)  # Awkward's
         work = np.dtype(np.complex128 if complex_ else np.float64)
@@ -581,18 +585,15 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
         work = np.dtype(np.float32) if e.dtype == np.float16 else \
             np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
     xf = astype(e, work) if e.dtype != work else e
-    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna)
-    n = count(xf, axis=axes, keepdims=True)
+    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna, dtype=ints)
+    mean = total / count(xf, axis=axes, keepdims=True)
     if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
         xf = astype(e, np.result_type(work, np.complex64))
-    dev = xf - total / n
-    square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else \
-        dev * dev
-    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna)
+    dev = xf - (mean if ints is None else astype(mean, ints))
+    square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
+    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
     left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
-    result = ssd / left
-    if name == "std":
-        result = sqrt(result)
+    result = sqrt(ssd / left) if name == "std" else ssd / left
     return astype(result, out) if result.dtype != out else result
 
 
