@@ -322,3 +322,19 @@ def test_lists_of_only_none_take_the_parameters_type():
     k = lazyk.compile(lazyk.is_none(lazyk.placeholder("x", "N * var * ?float64")))
     with pytest.raises(lazyk.TypeMatchError, match="expected N \\* var \\* \\?float64"):
         k([None, None])  # (missing rows where the parameter has none)
+
+
+def test_a_new_axis_on_a_parameter_with_inputs_in_fortran_order():
+    m = lazyk.placeholder("m", "M * N * float64")
+    w = lazyk.placeholder("w", "M * float64")
+    f = lazyk.compile(m * w[:, None])
+    a, v = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0])
+    want = a * v[:, None]
+    for x in (np.asfortranarray(a), np.ascontiguousarray(a.T).T):
+        np.testing.assert_array_equal(np.asarray(f(x, v)), want)
+    out = np.empty((2, 3), order="F")
+    f(a, v, out=out)
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(lazyk.ShapeError, match=r"result of shape \(2, 3\) into output of "
+                                               r"shape \(3, 2\)"):
+        f(a, v, out=np.empty((3, 2), order="F"))

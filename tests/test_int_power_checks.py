@@ -123,3 +123,11 @@ def test_dask_blocks():
         ld.evaluate("a ** (b - 2)", local_dict={"a": a, "b": b + 2}).compute()
     ok = da.from_array(np.array([1, 2, 3, 1]), chunks=2)
     np.testing.assert_array_equal(k(a, ok).compute(), numpy_power([2, 3, 5, 7], [1, 2, 3, 1]))
+
+
+def test_exponents_of_one_value_from_an_arg_reduction():
+    a = lazyk.array(np.array([3, 1, 2]))
+    assert (a ** lazyk.argmin(a)).to_numpy().tolist() == [3, 1, 2]
+    assert (a ** (lazyk.argmax(a) + 1)).to_numpy().tolist() == [3, 1, 2]
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (a ** (lazyk.argmin(a) - 5)).eval()

@@ -1,9 +1,8 @@
 """Launching programs: PASSES in order, fusion, then one kernel per step (`evaluate`).
 
-`plan(node)` runs the graph passes once per graph (cached); a call then only binds
-(shapes, strides, the dims pass: `prepare`) and launches one kernel per step (`launch`,
-`run_step`, `run_program`). `lazyk.runtime.compiled`, `lazyk.runtime.ragged`, `lazyk.dask` and the string
-fast path (`lazyk.runtime.stringeval`) launch through these same public functions.
+`plan(node)` runs the graph passes once per graph (cached); a call then only binds (shapes,
+strides, the dims pass: `prepare`) and launches one kernel per step (`launch`, `run_step`,
+`run_program`), as `runtime.compiled`, `runtime.ragged`, `lazyk.dask` and `runtime.stringeval` do.
 """
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from lazyk.arrays.outputs import fortran_result, kept_layout
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.check import check_graph
-from lazyk.frontend.expression import Expr, summary
+from lazyk.frontend.expression import Expr, summary, type_flags
 from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.leaves import Placeholder, check_dtype, is_ragged, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast
@@ -412,9 +411,9 @@ def power_check(e: Expr) -> Expr | None:
     """`any(exponent < 0)` over the exponents of `e`'s integer powers that may be negative
     (`int_exponents`): a bool expression over some of `e`'s leaves, or None."""
     check = None
-    for x in int_exponents(e.node):
-        env = {name: e.env[name] for name in input_names(x)}
-        part = reduce("any", apply("less", Expr(x, env), 0), skipna=True)
+    for x in int_exponents(e.node):  # (a 0-d value never missing: itself, not any())
+        part = apply("less", Expr(x, {name: e.env[name] for name in input_names(x)}), 0)
+        part = reduce("any", part, skipna=True) if x.ndim or type_flags(part)[1] else part
         check = part if check is None else apply("logical_or", check, part)
     return check
 
@@ -558,24 +557,25 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         if isinstance(leaf_data(leaf), np.ndarray):
             return np.array(leaf_data(leaf))  # fixed strings, no kernel
     data = env_arrays(e)
-    run_on_device = evaluation_path("device")(data)  # GPU leaves run there; mixed raise DeviceError
-    if run_on_device is not None:
-        return run_on_device(plan(e.node), data, out)
+    on_device = evaluation_path("device")(data)  # GPU leaves run there; mixed raise DeviceError
+    if on_device is not None:
+        return on_device(plan(e.node), data, out)
     node, data = canonical(e.node, data)
+    sized = all(isinstance(d, int) for d in e.shape)  # (a compiled graph's dims: symbols)
     if out is None:
-        like = kept_layout(order, data, e.shape)
+        like = kept_layout(order, data, e.shape) if sized else None
         if like is not None:  # (its axes' memory order, written in place below)
             out = np.empty_like(like, dtype=e.dtype)
-        elif order == "C" or len(e.shape) < 2 or not fortran_result(order, data):
+        elif order == "C" or len(e.shape) < 2 or not sized or not fortran_result(order, data):
             return run_program(plan(node), data)
         else:
             out = np.empty(e.shape, e.dtype, order="F")  # written in place below
     target = as_out(out)
-    _check_result_shape(e.shape, target)
+    if sized:  # (else the kernel's own check, from the data's shapes)
+        _check_result_shape(e.shape, target)
     if target.dtype.kind in "biufc" and np.can_cast(node.dtype, target.dtype, casting) \
             and target.dtype.newbyteorder("=") != node.dtype and node.op != "reduce":
-        # Convert inside the kernel so the store is the only pass over `out`.
-        node = cast(node, target.dtype.newbyteorder("="))
+        node = cast(node, target.dtype.newbyteorder("="))  # (in the kernel: one store pass)
         run_program(plan(node), data, target, casting="unsafe")
     else:
         run_program(plan(node), data, target, casting=casting)
