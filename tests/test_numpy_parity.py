@@ -46,6 +46,10 @@ def test_integer_literals_in_strings_are_exact_python_ints():
         lazyk.evaluate("d * 2**63")
     with pytest.raises(OverflowError, match="4096 bits"):
         lazyk.evaluate("10**10000 > d")
+    np.testing.assert_array_equal(lazyk.evaluate("d > abs(-2**63)"), d > abs(-2**63))
+    np.testing.assert_array_equal(lazyk.evaluate("d + abs(-2.5)"), d + abs(-2.5))
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        lazyk.evaluate("abs(-2**63) + 0 * d")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(lazyk.evaluate("7 // 0 + d"), np.int64(7) // 0 + d)

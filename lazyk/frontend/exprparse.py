@@ -351,7 +351,7 @@ def _complex(expr: Any, real: Any, imag: Any) -> Any:
 
 _INT_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
             "negative": operator.neg, "positive": operator.pos, "invert": operator.invert,
-            "power": pow, "floor_divide": operator.floordiv, "remainder": operator.mod,
+            "absolute": abs, "power": pow, "floor_divide": operator.floordiv, "remainder": operator.mod,
             "left_shift": operator.lshift, "right_shift": operator.rshift,
             "bitwise_and": operator.and_, "bitwise_or": operator.or_,
             "bitwise_xor": operator.xor}
@@ -377,7 +377,7 @@ def _exact_ints(func: str, args: list) -> int | None:
 
 _NUMBER_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
                "true_divide": operator.truediv, "floor_divide": operator.floordiv,
-               "remainder": operator.mod, "power": pow, "negative": operator.neg,
+               "remainder": operator.mod, "power": pow, "negative": operator.neg, "absolute": abs,
                "positive": operator.pos, "less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
                "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
