@@ -131,3 +131,13 @@ def test_exponents_of_one_value_from_an_arg_reduction():
     assert (a ** (lazyk.argmax(a) + 1)).to_numpy().tolist() == [3, 1, 2]
     with pytest.raises(ValueError, match="negative integer powers"):
         (a ** (lazyk.argmin(a) - 5)).eval()
+
+
+def test_a_power_with_no_elements_checks_no_exponent():
+    for a, b in [(np.array([], np.int64), -1), (np.zeros((3, 0), np.uint32), np.int32(-3)),
+                 (np.zeros((0, 2), np.int64), np.array([-1, 2]))]:
+        want = a ** b
+        got = (lazyk.array(a) ** (lazyk.array(b) if isinstance(b, np.ndarray) else b)).eval()
+        assert got.to_numpy().shape == want.shape and got.to_numpy().dtype == want.dtype
+    with pytest.raises(ValueError, match="negative integer powers"):
+        lazyk.array(np.array([1])) ** -1

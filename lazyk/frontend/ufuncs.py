@@ -118,7 +118,8 @@ def _apply(name: str, *args: Any) -> Expr:
     elif name == "clip":
         srcs = clip_key(srcs)
     loop, result = resolve(name, srcs)
-    if name == "power" and result.kind in "biu":
+    if name == "power" and result.kind in "biu" and \
+            0 not in broadcast_shapes(name, [s.shape for s in srcs]):  # (no element: none)
         _check_int_exponent(srcs[1])
     if name == "power" and result.kind in "fc" and srcs[1].op in ("scalar", "const") and \
             srcs[1].arg == 0.5 and srcs[0].ndim:  # NumPy's fast path: sqrt (-inf -> nan)

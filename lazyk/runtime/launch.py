@@ -385,15 +385,15 @@ _int_exponents = Memo(1 << 10, "integer exponents")
 
 
 def int_exponents(root: Node) -> tuple[Node, ...]:
-    """The exponents of integer `power` nodes that may hold negative values: signed and not
-    constants (a negative constant is refused when the node is built). Integer-to-integer
-    casts (the loop's widening) are looked through; they keep the sign. Cached per graph."""
+    """The exponents of integer `power` nodes with elements that may hold negative values:
+    signed and not constants (a negative constant is refused when the node is built).
+    Integer casts (the loop's widening) are looked through: they keep the sign. Cached."""
     found = _int_exponents.get(root)
     if found is not None:
         return found
     exps = []
     for node in toposort(root) if "power" in graph_ops(root) else ():
-        if node.op == "power" and node.dtype.kind in "biu":
+        if node.op == "power" and node.dtype.kind in "biu" and 0 not in node.shape:
             x = node.srcs[1]
             while x.op == "astype" and x.srcs[0].dtype.kind in "biu":
                 x = x.srcs[0]
