@@ -231,3 +231,14 @@ def test_short_rows_pick_the_first_best_position_as_awkward(dtype):
     for fn, ref in ((lazyk.argmax, ak.argmax), (lazyk.argmin, ak.argmin)):
         e = fn(x, axis=1)
         assert e.eval().to_list() == ak.to_list(ref(a, axis=1)), fn.__name__
+
+
+def test_an_axis_of_length_0_is_numpys_error_whatever_the_other_dims_hold():
+    for shape, axis in [((0, 0), 1), ((0, 0), 0), ((3, 0), 1), ((0, 3), None)]:
+        with pytest.raises(ValueError, match="argmax of an empty sequence"):
+            np.argmax(np.zeros(shape), axis=axis)
+        with pytest.raises(ValueError, match="argmax of an empty sequence"):
+            lazyk.argmax(lazyk.array(np.zeros(shape)), axis=axis).eval()
+    assert lazyk.argmin(lazyk.array(np.zeros((0, 3))), axis=1).eval().to_numpy().shape == (0,)
+    empty = lazyk.array([], type="0 * var * int64")  # (Awkward's: an empty result)
+    assert lazyk.argmax(empty, axis=1).eval().to_list() == []

@@ -267,6 +267,7 @@ def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
 
     Raises:
         TypeError: a tuple of axes, or keepdims not a bool.
+        ValueError: a fixed axis of length 0 (NumPy's error).
         DTypeError: complex or string values (no order to take a position from).
     """
     return _arg_reduce("argmax", x, axis, keepdims)
@@ -299,6 +300,8 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
         raise DTypeError(f"{op}: {describe_node(e.node)} values have no order to take a "
                          "position from (bool, integer and float values do)") from None
     axes = normalize_axes(axis, e.ndim, op)
+    if None not in e.shape and 0 in (e.shape[d] for d in axes):  # (NumPy's, fixed dims)
+        raise ValueError(f"attempt to get {op} of an empty sequence ({e.type}, axis {axis})")
     shape = tuple((1 if d in axes else n) for d, n in enumerate(e.shape) if keepdims
                   or d not in axes)
     # missing values are skipped (as Awkward); the nest folds `?T` data under skipna
