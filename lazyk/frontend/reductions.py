@@ -300,10 +300,11 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
         raise DTypeError(f"{op}: {describe_node(e.node)} values have no order to take a "
                          "position from (bool, integer and float values do)") from None
     axes = normalize_axes(axis, e.ndim, op)
-    if None not in e.shape and 0 in (e.shape[d] for d in axes):  # (NumPy's, fixed dims)
-        raise ValueError(f"attempt to get {op} of an empty sequence ({e.type}, axis {axis})")
     shape = tuple((1 if d in axes else n) for d, n in enumerate(e.shape) if keepdims
                   or d not in axes)
+    if None not in e.shape and 0 in shape and 0 in (e.shape[d] for d in axes):
+        # NumPy's error with no result to fold into (else the kernel names the row)
+        raise ValueError(f"attempt to get {op} of an empty sequence ({e.type}, axis {axis})")
     # missing values are skipped (as Awkward); the nest folds `?T` data under skipna
     arg = (op, axes, bool(keepdims)) + ((True,) if has_options(e) else ())
     return Expr(Node(REDUCE_OP, np.dtype(np.int64), shape, (e.node,), arg), e.env)

@@ -252,11 +252,11 @@ def as_out(out: Any, what: str | None = "out=") -> np.ndarray:
     if isinstance(out, np.ndarray):
         return out
     refuse_lazy_out(out)
-    to_numpy = getattr(out, "to_numpy", None)
-    if to_numpy is None:
-        raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
+    if not isinstance(out, Array):  # (foreign arrays, Awkward's too, are only read)
+        kind = f"{type(out).__module__.split('.')[0]}.{type(out).__name__}"
+        raise TypeError(f"out must be a NumPy or lazyk array, not {kind.removeprefix('builtins.')}")
     try:
-        return to_numpy()
+        return out.to_numpy()
     except NotSupportedError:  # var dims, options, strings: say which argument it was
         if what is None:
             raise
