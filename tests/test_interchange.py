@@ -336,10 +336,18 @@ def test_random_views_of_offsets_arrays_match_python_and_evaluate():
 
 
 def test_from_offsets_names_foreign_content():
-    for content, name in ((object(), "builtins.object"), ([[1.0], [2.0, 3.0]], "builtins.list")):
-        with pytest.raises(TypeError, match=f"not {name}"):
-            lazyk.from_offsets(np.array([0, 1]), content)
+    with pytest.raises(TypeError, match="not builtins.object"):
+        lazyk.from_offsets(np.array([0, 1]), object())
     assert lazyk.from_offsets(np.array([0, 1, 2]), [1.0, 2.0]).to_list() == [[1.0], [2.0]]
+    # lists, Arrow and Awkward content read as lazyk.array reads them (None: missing)
+    assert lazyk.from_offsets(np.array([0, 1]), [[1.0], [2.0, 3.0]]).to_list() == [[[1.0]]]
+    want = ("2 * var * ?int64", [[1], [None, 3]])
+    got = lazyk.from_offsets(np.array([0, 1, 3]), [1, None, 3])
+    assert (str(got.type), got.to_list()) == want
+    pa = pytest.importorskip("pyarrow")
+    for content in (pa.array([1, None, 3]), pa.chunked_array([[1], [None, 3]])):
+        got = lazyk.from_offsets(np.array([0, 1, 3]), content)
+        assert (str(got.type), got.to_list()) == want
 
 
 # ---------------------------------------------------------------- strings and bytes

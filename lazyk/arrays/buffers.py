@@ -16,6 +16,7 @@ from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory
 from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.foreign import is_foreign
 from lazyk.arrays.trees import offsets_of
 from lazyk.errors import ArrayConstructionError, NotSupportedError
 from lazyk.lru import lock
@@ -40,17 +41,14 @@ def bool_mask(mask: Any, what: str = "the mask") -> np.ndarray:
 
 def _content(content: Any) -> Array:
     """The content as a lazyk array with a leading fixed dim (NumPy arrays are viewed)."""
-    if isinstance(content, np.ma.MaskedArray):  # its masked values are missing: `?T`
-        content = array(content)
+    if isinstance(content, (np.ma.MaskedArray, list, tuple)) or is_foreign(content):
+        content = array(content)  # masked values, None, Arrow's nulls: missing (`?T`)
     if not isinstance(content, Array):
-        try:
-            raw = np.asarray(content)
-        except ValueError:  # ragged lists
-            raw = np.empty(0, object)
+        raw = np.asarray(content)  # (lists and foreign arrays are read above)
         if raw.dtype == object:  # anything NumPy cannot give a dtype: named at once
             what = "an object-dtype NumPy array (Python objects have no lazyk element type: " \
                 "give numbers or fixed-width strings)" if isinstance(content, np.ndarray) else \
-                f"{type(content).__module__}.{type(content).__qualname__} (ragged lists: lazyk.array)"
+                f"{type(content).__module__}.{type(content).__qualname__}"
             raise TypeError(f"from_offsets takes content as a NumPy array or a lazyk array, "
                             f"not {what}")
         content = array(raw)
@@ -432,7 +430,8 @@ def from_offsets(offsets: Any, content: Any, *, validity: Any = None,
         offsets: int32 or int64 NumPy array of n + 1 entries for n rows.
         content: a NumPy array or a lazyk array with a leading fixed dimension
             (big-endian NumPy `U` strings are swapped to native, a copy: `fixed_string`
-            has no byte order).
+            has no byte order); a list, Arrow or Awkward array is read as `lazyk.array`
+            reads it (None and nulls: missing values).
         validity: optional bool per row (True = present): gives `N * ?var * T` (the
             offsets are then copied next to a mask, and checked in full).
         check: check every offset at construction (O(n), vectorized).
