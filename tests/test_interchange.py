@@ -803,3 +803,13 @@ def test_records_with_fixed_dims_of_strings_or_missing_values_build_whole():
     assert lazyk.from_arrow(rows).to_list() == rows.to_pylist()
     with pytest.raises(NotSupportedError, match="struct with no fields"):
         lazyk.from_arrow(pa.array([{}], pa.struct([])))
+
+
+def test_records_of_no_fields_and_empty_fixed_fields_export_as_records():
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("awkward")
+    for data in ([{}, {}], [{"a": 1, "r": {}}], [{}, None], [{"x": []}], [[{}], []]):
+        x = lazyk.array(data)
+        assert lazyk.to_awkward(x).tolist() == data
+        assert lazyk.to_arrow(x).to_pylist() == data
+    assert lazyk.to_arrow(lazyk.array([{}])).type == pa.struct([])

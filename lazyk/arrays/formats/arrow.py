@@ -255,6 +255,9 @@ def _arrow(pa, col: Column, valid: np.ndarray | None = None, count: int | None =
         return _arrow(pa, col.child, col.present, len(col.present))
     if isinstance(col, Leaf):
         arr = col.values
+        if arr.dtype.names == ():  # records of no fields (`{}`): a struct of none
+            return pa.array([{} if v else None for v in (np.ones(len(arr), bool) if valid
+                             is None else valid)], type=pa.struct([]))
         if arr.dtype.kind in "USVcmM":
             return _arrow_leaf(pa, arr, valid)
         if arr.dtype == np.bool_ or valid is None and not arr.flags.c_contiguous:
@@ -265,7 +268,7 @@ def _arrow(pa, col: Column, valid: np.ndarray | None = None, count: int | None =
         return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
                                      [bits, pa.py_buffer(arr)], null_count=nulls)
     if isinstance(col, Record):
-        return pa.StructArray.from_arrays([_arrow(pa, f) for f in col.children],
+        return pa.StructArray.from_arrays([_arrow(pa, f, count=count) for f in col.children],
                                           names=[str(k) for k in col.names],  # tuples: "0", ...
                                           mask=None if valid is None else pa.array(~valid))
     if isinstance(col, Text):

@@ -182,6 +182,8 @@ def _awkward(ak, col: Column, n: int):
     c = ak.contents
     if isinstance(col, Leaf):
         arr = col.values
+        if arr.dtype.names == ():  # records of no fields (`{}`)
+            return c.RecordArray([], [], length=len(arr))
         if arr.dtype.kind in "US":
             return _awkward(ak, fixed_text(arr, "Awkward"), n)
         if arr.dtype.kind == "V":  # fixed_bytes[n]: Awkward bytestrings of n bytes
