@@ -813,3 +813,12 @@ def test_records_of_no_fields_and_empty_fixed_fields_export_as_records():
         assert lazyk.to_awkward(x).tolist() == data
         assert lazyk.to_arrow(x).to_pylist() == data
     assert lazyk.to_arrow(lazyk.array([{}])).type == pa.struct([])
+
+
+def test_dictionary_fields_under_null_structs_read_as_missing():
+    pa = pytest.importorskip("pyarrow")
+    t = pa.struct([("y", pa.dictionary(pa.int32(), pa.string()))])
+    for a in (pa.array([None], type=t), pa.array([[None]], type=pa.list_(t)),
+              pa.array([{"y": "a"}, None, {"y": "b"}], type=t),
+              pa.array(["a", "b", None, "a"]).dictionary_encode()):
+        assert lazyk.from_arrow(a).to_list() == a.to_pylist()

@@ -69,7 +69,10 @@ def from_arrow(x: Any) -> Array:
     if isinstance(t, pa.ExtensionType):  # (Awkward's `ak.to_arrow`, Parquet it wrote, ...)
         return from_arrow(x.storage)
     if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
-        return from_arrow(x.dictionary_decode())
+        import pyarrow.compute as pc  # (under a struct's null, an index may point nowhere)
+        inside = pc.less(x.indices, len(x.dictionary)).fill_null(True)
+        return from_arrow(pa.DictionaryArray.from_arrays(pc.if_else(
+            inside, x.indices, None), x.dictionary).dictionary_decode())
     if pa.types.is_null(t):  # no values (pyarrow's type of `[[], []]`): float64, as lists
         n = len(x)  # and Awkward give; every value missing
         return masked(np.zeros(n), np.zeros(n, bool)) if n else array(np.zeros(0))
