@@ -307,3 +307,12 @@ def test_a_closed_array_is_refused_by_every_reader():
 def test_truth_value_of_one_value_under_a_var_dim_is_computed():
     x = lazyk.array(np.array([3.0]))
     assert bool(x[x > 1]) is True
+
+
+def test_a_type_of_huge_fixed_dims_is_checked_against_the_data_before_any_memory():
+    for t, data, row in [("10000000000 * int8", [1, 2], r"\(top level\) has 2"),
+                         ("2 * 10000000000 * int8", [[1], [2]], "0 has 1"),
+                         ("9223372036854775807 * int8", [1], r"\(top level\) has 1")]:
+        with pytest.raises(lazyk.ArrayConstructionError, match=f"row {row} elements, the "
+                                                               "type says"):
+            lazyk.array(data, type=t)

@@ -328,6 +328,13 @@ def pack(t: T.Type, obj: Any) -> tuple[MemoryBlock, tuple[int, ...]]:
     Raises:
         ArrayConstructionError: naming the first item that does not fit `t` and its index path.
     """
+    first, row, path = t, obj, []  # (the first rows' sizes: no memory for a wrong type)
+    while isinstance(first, T.FixedDim) and isinstance(row, SEQUENCES):
+        if len(row) != first.size:
+            raise ArrayConstructionError(f"row {', '.join(path) or '(top level)'} has "
+                                         f"{len(row)} elements, the type says {first.size} "
+                                         f"({first})")
+        first, row, path = first.elem, row[0] if len(row) else None, path + ["0"]
     block = MemoryBlock(t.itemsize * (1 + n_shadows(t)), keep=[])
     meta = _pack(t, [obj], block, np.zeros(1, np.int64), t.itemsize, [0], Where())
     return block, tuple(meta)
