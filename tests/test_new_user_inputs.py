@@ -10,7 +10,7 @@ from lazyk.errors import ArrayConstructionError
 
 
 # ---------------------------------------------------------------- ints past int64
-@pytest.mark.parametrize("data, where", [([2**63, -1], "[0]"), ([[1.0], [2**63, -1]], "[1, 0]"),
+@pytest.mark.parametrize("data, where", [([2**63, -1], "[0]"), ([[1], [2**63, -1]], "[1, 0]"),
                                          ([-5, 3, 2**64 - 1], "[2]")])
 def test_uint64_and_negative_ints_raise_a_clear_error(data, where):
     with pytest.raises(ArrayConstructionError, match=rf"integer \d+ at {re_esc(where)}.*"
@@ -316,3 +316,17 @@ def test_a_type_of_huge_fixed_dims_is_checked_against_the_data_before_any_memory
         with pytest.raises(lazyk.ArrayConstructionError, match=f"row {row} elements, the "
                                                                "type says"):
             lazyk.array(data, type=t)
+
+
+def test_type_and_data_mistakes_say_what_to_write():
+    with pytest.raises(ArrayConstructionError, match="function signature"):
+        lazyk.array([1, 2], type="(int32) -> int32")
+    with pytest.raises(ArrayConstructionError, match=r"give the whole array's type, '3 \* int8'"):
+        lazyk.array([1, 2, 3], type=np.int8)
+    assert lazyk.array(3, type=np.int8).to_list() == 3
+    # ints beside floats are floats, whatever their size (as Python's arithmetic)
+    assert lazyk.array([[1.0], [2**63, -1]]).to_list() == [[1.0], [2.0**63, -1.0]]
+    big = lazyk.array([2**70, 1.5])
+    assert str(big.type) == "2 * float64" and big.to_list() == [float(2**70), 1.5]
+    with pytest.raises(ArrayConstructionError, match="does not fit in int64 or uint64"):
+        lazyk.array([2**70, 1])

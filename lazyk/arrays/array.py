@@ -546,8 +546,15 @@ def array(obj: Any, type: Any = None, device: Any = None) -> Array:
         if M.is_plain(t) and T.from_numpy(obj.dtype, obj.shape) == t:
             return Array._wrap(obj)
         obj = obj.tolist()
+    if isinstance(t, T.Function):
+        raise ArrayConstructionError(f"type '{t}' is a function signature (a kernel's), not an "
+                                     "array's type such as '3 * int32'")
     if t.is_symbolic:
         raise ArrayConstructionError(f"type '{t}' is symbolic; give concrete sizes")
+    if isinstance(t, T.Scalar) and isinstance(obj, (list, tuple)):
+        raise ArrayConstructionError(f"the data is a list of {len(obj)} items and the type "
+                                     f"'{t}' has no dimension: give the whole array's type, "
+                                     f"'{len(obj)} * {t}' (or 'var * ...' dims for rows)")
     block, meta = pack(t, obj)
     return Array._from_parts(t, meta, block.address, block)
 

@@ -153,8 +153,9 @@ def _infer_scalar(items: list, kinds: set, where: Where) -> T.Type:
             f"mixed incompatible types: {a.__name__} at {where.name(i)} and {b.__name__} "
             f"at {where.name(j)}")
     result = None
+    floats = any(issubclass(k, (float, complex, np.inexact)) for k in kinds)
     for k, t in ts.items():
-        if k is int:
+        if k is int and not floats:  # (beside floats, ints of any size are floats: NumPy's)
             t = _int_type(items, where)
         result = t if result is None else T.promote(result, t)
     return result
