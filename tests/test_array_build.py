@@ -82,7 +82,6 @@ def test_explicit_type_refusals_name_the_item(data, text, message):
     ([1, "a"], r"mixed incompatible types: str at \[1\] and int at \[0\]"),
     ([[1, 2], 3], r"non-rectangular data: item \[0\] is a list but item \[1\] is a int"),
     ([[1, [2]], [3, 4]], "non-rectangular"),
-    ([{"x": 1}, {"y": 2}], "records with different fields"),
     ([2**64], "does not fit in int64 or uint64"),
     ([object()], "cannot store a object"),
 ])
@@ -262,3 +261,18 @@ def test_numpy_datetime_items_are_typed_as_numpy_types_them(items):
     z = lazyk.array(items + [None])
     assert str(z.type) == f"{len(items) + 1} * ?{T.from_numpy(want.dtype)}"
     assert z.to_list()[-1] is None
+
+
+def test_records_that_lack_fields_read_as_awkward_reads_them():
+    """A field some dicts lack is missing there (`?T`), in order of first appearance."""
+    ak = pytest.importorskip("awkward")
+    for data in ([{"x": 1, "y": 2.0}, {"x": 3}], [{"a": [1]}, {"b": "s"}, {}],
+                 [[{"x": 1}], [{"y": 2}]], [{"x": 1}, {"y": 2}]):
+        got = lazyk.array(data)
+        assert got.to_list() == ak.Array(data).to_list()
+    assert str(lazyk.array([{"x": 1, "y": 2.0}, {"x": 3}]).type) == \
+        "2 * {x: int64, y: ?float64}"
+    t = "1 * {x: int32, y: ?float64}"
+    assert lazyk.array([{"x": 1}], type=t).to_list() == [{"x": 1, "y": None}]
+    with pytest.raises(ArrayConstructionError, match=r"a field a record may lack is an option"):
+        lazyk.array([{"x": 1}], type="1 * {x: int32, y: float64}")

@@ -114,13 +114,13 @@ def _infer(items: list, where: Where) -> T.Type:
 
 
 def _infer_record(present: list[dict], where: Where) -> T.Type:
+    """Every field any record has, in order of appearance; a field some records lack is
+    missing there (`?T`), as Awkward reads such dicts."""
     keys = tuple(present[0])
-    for i, d in enumerate(present):
-        if tuple(d) != keys and set(d) != set(keys):
-            raise ArrayConstructionError(
-                f"records with different fields: {sorted(keys)} and {sorted(d)} "
-                f"(item {i} of this level, {where.name(i)})")
-    return T.Record(tuple((k, _infer([d[k] for d in present], where.field(k))) for k in keys))
+    if any(tuple(d) != keys for d in present):
+        keys = tuple(dict.fromkeys(k for d in present for k in d))
+    return T.Record(tuple((k, _infer([d.get(k) for d in present], where.field(k)))
+                          for k in keys))
 
 
 def _scalar_of(kind: type, items: list) -> T.Type:
@@ -399,12 +399,13 @@ def _pack_fields(t: T.Type, items: list, block: MemoryBlock, offs: np.ndarray, r
     cols: list[list] = [[] for _ in fields]
     for i, x in enumerate(items):
         if isinstance(x, dict) and isinstance(t, T.Record):
-            if len(x) != len(names) or any(k not in x for k in names):
+            if x.keys() - set(names) or any(
+                    k not in x and not isinstance(f, T.Option) for k, f in fields):
                 raise ArrayConstructionError(
                     f"item {where.name(i)} has fields {sorted(map(str, x))}, the type says "
-                    f"{list(names)} ({t})")
+                    f"{list(names)} ({t}; a field a record may lack is an option, ?T)")
             for c, k in zip(cols, names):
-                c.append(x[k])
+                c.append(x.get(k))  # (a field the type makes optional: missing)
         elif isinstance(x, (tuple, list)) and len(x) == len(names):
             for c, v in zip(cols, x):
                 c.append(v)
