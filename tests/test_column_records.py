@@ -63,3 +63,9 @@ def test_column_records_equal_awkward_before_and_after_building(data, lo, hi, so
     assert x.to_list() == events.to_list() and x.built
     assert x.jets.pt.to_list() == events.jets.pt.to_list()
     np.testing.assert_array_equal(np.asarray(x.met), np.asarray(events.met))
+
+
+def test_a_field_of_optional_records_in_rows_of_size_0():
+    x = lazyk.array([[], []], type="2 * 0 * ?{a: ?int64}")
+    assert x["a"].to_list() == [[], []] and str(x["a"].type) == "2 * 0 * ?int64"
+    assert lazyk.num(x).eval().to_list() == [0, 0]

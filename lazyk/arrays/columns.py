@@ -294,7 +294,7 @@ def _pick(col: Column, name: str) -> Column:
     if isinstance(col, Lists):
         return Lists(col.offsets, _pick(col.child, name))
     if isinstance(col, Regular):
-        return Regular(col.size, _pick(col.child, name))
+        return Regular(col.size, _pick(col.child, name), col.count)
     raise KeyError(f"no records with a field {name!r}")
 
 
