@@ -525,3 +525,12 @@ def test_uint64_positions_past_int64_are_out_of_range_not_from_the_end():
             x[i].eval()
     i = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([2, 1], np.uint64))
     assert x[i].eval().to_list() == [[3.0], [], [5.0]]
+    # a compiled int64 parameter: a uint64 value past int64 is refused, not wrapped
+    k = lazyk.compile(lazyk.placeholder("x", "N * var * float64")[
+        lazyk.placeholder("i", "N * var * int64")])
+    assert k(x, i).to_list() == [[3.0], [], [5.0]]
+    big = lazyk.from_offsets(np.array([0, 1, 1, 2]), np.array([2**64 - 1, 0], np.uint64))
+    with pytest.raises(lazyk.CastingError, match="does not fit the parameter's int64"):
+        k(x, big)
+    with pytest.raises(IndexError, match=r"position -9223372036854775808 \(or a uint64"):
+        k(x, [[-2**63], [], [0]])

@@ -167,7 +167,7 @@ def _error(st: np.ndarray, labels: list) -> Exception:
     path = [int(i) for i in st[8:8 + level]]
     if code == 5:  # a position outside its row (the path reaches the position itself)
         row = f"row {path}" if path else "the array"
-        pos = "past int64 (a uint64 position)" if st[3] == -2 ** 63 else st[3]
+        pos = f"{st[3]} (or a uint64 one past int64)" if st[3] == -2 ** 63 else st[3]
         return IndexError(f"x[positions] (or an index of lists, x[:, i]): position {pos} "
                           f"(at {path + [int(st[8 + level])]}) is out of range for {row} of "
                           f"length {st[4]}")

@@ -572,7 +572,8 @@ class CallInputs:
             if got.newbyteorder("=") != dtype:
                 python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
                     dtype.kind in "iu"
-                if python_ints:  # Python integers never wrap around; those that fit pass
+                wraps = got.kind == "u" and dtype.kind == "i" and casting != "unsafe"
+                if python_ints or wraps:  # Python ints (and uint64s) never wrap around
                     _check_range(label, _leaf_values(value), dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value, present=True).size:
                     # no numbers (`[]`, `[[None], None]`): no element type to refuse; the
