@@ -556,15 +556,15 @@ class CallInputs:
                                    f"{'var' if w is None else 'fixed'}")
                 if w is not None:
                     self._check_size(sizes, i, ax, w, n)
-            if got_option != option:
-                raise mismatch("missing values (?T) in one but not the other: "
-                               "the result's type follows the parameter's")
             if (dtype in TEXT_ELEMENTS or got in TEXT_ELEMENTS) and got != dtype:
                 raise mismatch("string parameters take lazyk string arrays (lazyk.array("
                                "list_of_str)), bytes parameters bytes arrays (lazyk.array("
                                "list_of_bytes)), other parameters neither")
             if tuple(qrows) != tuple(want_rows):
                 raise mismatch("missing rows (?var) in one but not the other: "
+                               "the result's type follows the parameter's")
+            if got_option != option:
+                raise mismatch("missing values (?T) in one but not the other: "
                                "the result's type follows the parameter's")
             if type(x) is int and got.kind == "O" and dtype.kind in "iu":  # past 64 bits
                 raise OverflowError(f"input {label!r}: Python integer {x} out of bounds for "
