@@ -338,3 +338,10 @@ def test_a_new_axis_on_a_parameter_with_inputs_in_fortran_order():
     with pytest.raises(lazyk.ShapeError, match=r"result of shape \(2, 3\) into output of "
                                                r"shape \(3, 2\)"):
         f(a, v, out=np.empty((3, 2), order="F"))
+
+
+def test_bind_of_row_operations_names_them():
+    m = lazyk.placeholder("m", "M * N * float64")
+    w = lazyk.placeholder("w", "M * float64")
+    with pytest.raises(lazyk.NotSupportedError, match=r"\(here: newaxis\).*call the compiled"):
+        lazyk.compile(m * w[:, None]).bind(np.ones((2, 3)), np.ones(2))

@@ -16,7 +16,7 @@ from lazyk import types as _T
 from lazyk.arrays.array import Array
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.graph import Node, arg_key, has_rows, toposort, type_text
+from lazyk.frontend.graph import ROWS_OP, Node, arg_key, has_rows, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import (
     Placeholder,
@@ -479,9 +479,10 @@ class RaggedCompiledExpr(CompiledExpr):
                                     "call never sees changes of; pass np.ascontiguousarray"
                                     "(x) or a lazyk array")
         if has_rows(self.expr.node):
-            raise NotSupportedError("bind() of an expression with row operations (num, "
-                                    "flatten, sort, cumsum, ...): call the compiled "
-                                    "expression instead")
+            names = sorted({str(n.arg[0]) for n in toposort(self.expr.node) if n.op == ROWS_OP})
+            raise NotSupportedError(f"bind() of an expression with row operations (here: "
+                                    f"{', '.join(names)}), such as num, flatten, sort or a new "
+                                    "axis x[:, None]: call the compiled expression instead")
         env = self._bind_ragged(inputs, "no", copies=False)  # it reads these very arrays
         bound = _ragbind.bind(Expr(self.expr.node, env), out, self.signature)
         if self._pcheck is not None:  # each call checks the arrays bound, as they are then
