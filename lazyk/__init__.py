@@ -39,6 +39,7 @@ from lazyk.arrays.formats.arrow import from_arrow, to_arrow
 from lazyk.arrays.formats.awkward import from_awkward, to_awkward
 from lazyk.backend import cpu as _cpu
 from lazyk.backend import rowcheck as _rowcheck
+from lazyk.backend import rowsort as _rowsort
 from lazyk.backend.threads import get_num_threads, set_num_threads, threads
 from lazyk.errors import (
     ArrayConstructionError,
@@ -122,7 +123,8 @@ _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
                from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nest_results.var_rows,
                evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
-               array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises)
+               array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises,
+               sort_rows=_rowsort.sort_rows)
 
 
 def _call_on_dask(k, inputs, out, casting="same_kind"):

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
          "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch",
-         "rows_rise")
+         "rows_rise", "sort_rows")
 _services: dict[str, Callable] = {}
 
 
@@ -99,3 +99,9 @@ def rows_rise(offsets: Any) -> bool:
     """Whether 1-d integer `offsets` never decrease (`lazyk.backend.rowcheck.rises`: one
     read, on the thread pool)."""
     return _service("rows_rise")(offsets)
+
+
+def sort_rows(offsets: Any, keys: Any, positions: Any) -> None:
+    """Sort each short list of int64 `keys` in place, stably, with their `positions`:
+    `lazyk.backend.rowsort.sort_rows`, on the thread pool."""
+    _service("sort_rows")(offsets, keys, positions)

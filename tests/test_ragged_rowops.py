@@ -785,3 +785,27 @@ def test_take_back_over_fixed_rows_that_may_be_missing():
     pz = lazyk.pad_none(z, 2, clip=True)
     assert pz[lazyk.argmax(pz, axis=1, keepdims=True)].eval().to_list() == [[2.0], None, [3.0]]
     assert pz[lazyk.argmin(pz, axis=1, keepdims=True)].eval().to_list() == [[1.0], None, [0.5]]
+
+
+def test_short_lists_sort_natively_and_stably_like_numpy():
+    from lazyk.backend.rowsort import sort_rows
+    rng = np.random.default_rng(3)
+    lens = rng.integers(0, 12, 3000)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    keys = rng.integers(-4, 4, int(off[-1])).astype(np.int64)
+    got, pos = keys.copy(), np.empty_like(keys)
+    sort_rows(off, got, pos)  # (several parts on the thread pool)
+    for r in range(0, len(lens), 7):
+        seg = keys[off[r]:off[r + 1]]
+        order = np.argsort(seg, kind="stable")
+        assert np.array_equal(got[off[r]:off[r + 1]], seg[order])
+        assert np.array_equal(pos[off[r]:off[r + 1]], order)
+    if ak is None:
+        return
+    x = lazyk.from_offsets(off, keys.astype(np.float64))
+    a = ak.unflatten(keys.astype(np.float64), lens)
+    for asc in (True, False):
+        assert lazyk.sort(x, ascending=asc).eval().to_list() == \
+            ak.sort(a, ascending=asc).to_list()
+        assert lazyk.argsort(x, ascending=asc).eval().to_list() == \
+            ak.argsort(a, ascending=asc, stable=True).to_list()
