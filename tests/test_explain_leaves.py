@@ -42,3 +42,22 @@ def test_explain_describes_an_expression_its_data_makes_fail():
                      (x[lazyk.array([[5], [], [0]])], "IndexError")):
         text = str(lazyk.explain(e))
         assert "== graph as built" in text and f"raised {error}" in text
+
+
+def test_explain_of_placeholders_runs_on_sample_data_that_fits_the_work():
+    P = lazyk.placeholder
+    v = P("v", "N * var * float64")
+    for e in (v.max(axis=1), v.sum(axis=0), v[P("q", "N * var * int64")],
+              lazyk.any(P("b", "N * var * bool"), axis=1),
+              lazyk.where(P("c", "N * bool"), P("s", "N * string"), "zz") == "kiwi"):
+        text = e.explain()
+        assert "raised" not in text and "define" in text, text[:400]
+
+
+def test_explain_says_what_evaluation_raises():
+    x = lazyk.array([[1.0, -2.0], [], [4.0]])
+    assert x.sum().sum().eval().to_list() == 3.0  # (a fold of one value: itself)
+    e = lazyk.array(np.arange(6).reshape(2, 3)) ** lazyk.array(np.array([1, -1, 2]))
+    assert "raised ValueError: Integers to negative integer powers" in e.explain()
+    w = lazyk.placeholder("v", "N * var * float64") + lazyk.placeholder("m", "N * M * float64")
+    assert "running it on sample data for its placeholders raised ShapeError" in w.explain()

@@ -100,8 +100,8 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
             np.dtype(np.float64) if node.dtype.kind in "biu" else node.dtype
     shape = tuple((1 if d in axes else n) for d, n in enumerate(node.shape) if keepdims
                   or d not in axes)
-    if not axes and (None in node.shape or has_rows(node) or has_options(e)):
-        # a fold over no axis: each value alone (NumPy's axis=()), elementwise
+    if not axes and (not node.shape or None in node.shape or has_rows(node) or has_options(e)):
+        # a fold over no axis (a 0-d value's too): each value alone (NumPy's axis=())
         value = Expr(cast(node, acc), e.env)
         if skipna and has_options(e) and ops.OPS[op].folds_to_identity:
             # a missing value alone folds nothing: the fold of nothing (0, 1, False, True)

@@ -14,7 +14,7 @@ from lazyk.codegen import gpu_nest
 from lazyk.errors import DeviceError, NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr, typed_dump
 from lazyk.frontend.exprparse import ExprParseError, build, names
-from lazyk.frontend.graph import REDUCE_OP, has_rows, toposort, type_text
+from lazyk.frontend.graph import REDUCE_OP, has_rows, rewrite, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import (
     Placeholder,
@@ -26,6 +26,7 @@ from lazyk.frontend.leaves import (
 from lazyk.frontend.operands import as_expr, placeholder
 from lazyk.frontend.records import Records
 from lazyk.frontend.spec import format_spec, param_values
+from lazyk.frontend.tuples import reshaped
 from lazyk.kernel import flat as kernel
 from lazyk.kernel import gpu
 from lazyk.passes.fuse import fuse_elementwise
@@ -105,8 +106,9 @@ def _sample_leaf(value: Any, sizes: dict) -> Any:
 
 def _ragged_sample(value: Any, sizes: dict) -> Any:
     """Sample data for a parameter: `sizes` (or SYMBOL_SIZE) per symbolic dim, var rows of
-    lengths 0, 1, 2, 3, ..., every third value missing for `?T`, every fourth row for `?var`
-    (other leaves as they are)."""
+    2 values (rows that line up, none empty: a min, a fold over rows, a take-back at 0
+    answer), every third value missing for `?T`, every fourth row for `?var`; ints 0 (a
+    position inside every row, an exponent), bools both ways (other leaves as they are)."""
     v = leaf_data(value)
     if not isinstance(v, Placeholder):
         return value
@@ -129,9 +131,10 @@ def _ragged_sample(value: Any, sizes: dict) -> Any:
             if text_kind:
                 word = "kiwi x fig  plum a b".split(" ")[k % 7]
                 return word.encode() if elem == "bytes" else word
-            return k % 7
+            kind = np.dtype(v.dtype).kind
+            return bool(k % 2) if kind == "b" else 0 if kind in "iu" else k % 7
         d = dims[0]
-        n = row % 4 if d is None else _size(d, sizes)
+        n = 2 if d is None else _size(d, sizes)
         return [fill(dims[1:], i) for i in range(n)]
     dims = [("?" if k < len(rows) and rows[k] else "") + ("var" if d is None else
                                                            str(_size(d, sizes)))
@@ -183,6 +186,8 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
         return ragged.explain(e, ir=ir, asm=asm)
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e, ir=ir, asm=asm)  # var / option leaves: loop-nest kernels
+    if not any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+        runtime.check_int_powers(e)  # (NumPy's ValueError before any kernel: explain says so)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
     root = runtime.run_passes(e.node, check=True, trace=trace)
@@ -223,7 +228,14 @@ def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
     if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
         out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
         sizes = symbol_sizes(e.node)
-        e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
+        env = {n: _ragged_sample(v, sizes) for n, v in e.env.items()}
+
+        def sized(node, srcs):  # (the graph at the samples' sizes, not the symbols)
+            shape = getattr(leaf_data(env[node.arg]), "shape", None) if node.op == "input" \
+                else None
+            return node.replace(shape=tuple(shape)) if shape is not None and \
+                len(shape) == len(node.shape) else reshaped(node, srcs, env)
+        e = Expr(rewrite(e.node, sized), env)
     parts: list = []
     rest = select_text(e, parts)
     out.append(f"== where() over strings: {len(parts)}; each selects the {{begin, size}} "
@@ -301,16 +313,20 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
             del frame
     try:
         return _explanation(expr, target)
-    except (ShapeError, IndexError, ValueError) as err:  # (the data's: explain says so)
+    except (ShapeError, IndexError, ValueError, NotSupportedError) as err:  # (explain says so)
+        if isinstance(err, NotSupportedError) and target != "cpu":
+            raise  # (what the GPU does not take: refused by name)
         if isinstance(expr, Expr):
             head = f"== expression: {expr.type}\n== graph as built\n{typed_dump(expr)}"
         elif isinstance(expr, (Histogram, Records)):
             head = f"== {expr!r}"
         else:
             raise
-        return Explanation(f"{head}\n== running it on its data raised "
-                           f"{type(err).__name__}: {err}\n(explain runs the expression once; "
-                           "the kernels it would run are shown for data it runs on)")
+        on = "sample data for its placeholders" if isinstance(expr, Expr) and any(
+            isinstance(leaf_data(v), Placeholder) for v in expr.env.values()) else "its data"
+        return Explanation(f"{head}\n== running it on {on} raised {type(err).__name__}: "
+                           f"{err}\n(explain runs the expression once; the kernels it would "
+                           "run are shown for data it runs on)")
 
 
 def _explanation(expr: Any, target: str) -> Explanation:
@@ -428,7 +444,7 @@ def _explain_evaluated(obj: Any, target: str) -> str:
     nests, launches = _recording(lambda: evaluate(sample))
     out = [f"== {what}", f"== kernels: {len(nests)} loop nest(s), {len(launches)} fixed-dim "
            "kernel(s)" + ("" if not sampled else f" (run on sample data: {SYMBOL_SIZE} per "
-                          "symbolic dim, rows of lengths 0, 1, 2, 3, ...)")]
+                          "symbolic dim, rows of 2 values)")]
     if target == "cuda":
         return "\n".join(out + _cuda_nests(nests) + _cuda_launches(launches))
     if nests:

@@ -222,7 +222,7 @@ def explain(expr, declared=None, ir: bool = True, asm: bool = True) -> str:
         return " * ".join([*map(str, np.shape(d)), str(np.asarray(d).dtype)])
     inputs = ", ".join(f"{name}: {text(v)}" for name, v in shown.env.items())
     sample = "" if declared is None else \
-        "\n== (run on sample arrays: 8 per symbolic dim, rows of lengths 0, 1, 2, 3, ...)"
+        "\n== (run on sample arrays: 8 per symbolic dim, rows of 2 values)"
     return "\n".join([f"== ragged expression over ({inputs}) -> {shown.type}{sample}",
                       f"== graph as built\n{typed_dump(shown)}",
                       explain_nests(nests, ir, asm)])
