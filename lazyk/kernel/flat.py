@@ -374,6 +374,10 @@ class BoundKernel:
         self._run_lock = threading.Lock()
         self._task = self._thread_plan(compiled, layout)
 
+    def __repr__(self) -> str:
+        return f"<lazyk bound kernel, shape {tuple(self.layout.shape)}, ckernel at " \
+            f"{self.address:#x}>"
+
     def _fill(self, compiled: CompiledKernel, layout: Any, params: bytes) -> None:
         nd = layout.ndim
         vals = [compiled.single_address, compiled.destroy_address, nd, *layout.shape]
