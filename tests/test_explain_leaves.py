@@ -61,3 +61,10 @@ def test_explain_says_what_evaluation_raises():
     assert "raised ValueError: Integers to negative integer powers" in e.explain()
     w = lazyk.placeholder("v", "N * var * float64") + lazyk.placeholder("m", "N * M * float64")
     assert "running it on sample data for its placeholders raised ShapeError" in w.explain()
+
+
+def test_explain_of_records_counts_every_kernel_their_evaluation_runs():
+    a = lazyk.array(np.arange(3.0))
+    r = lazyk.zip({"a": lazyk.sin(a) * 2 + a.sum(), "b": lazyk.array(np.arange(3)) ** 2})
+    r.a.eval(), r.b.eval()  # (evaluated before: explain still sees each launch)
+    assert "== kernels: 0 loop nest(s), 3 fixed-dim kernel(s)" in lazyk.explain(r)

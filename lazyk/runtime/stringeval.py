@@ -1,5 +1,4 @@
-"""`lazyk.evaluate(string)`: numexpr's `evaluate` and `re_evaluate`, with a fast path for
-repeated strings.
+"""`lazyk.evaluate(string)`: numexpr's `evaluate` and `re_evaluate`, fast for repeated strings.
 
 A string is parsed and built into a lazy expression by `lazyk.frontend.exprparse` and run by
 `lazyk.runtime.launch.evaluate`. A repeated `evaluate(text)` over arrays of the same dtypes, ndims
@@ -451,9 +450,10 @@ def _fingerprint(root) -> tuple:
 
 def evaluate_expr(e) -> Any:
     """The value of a dense lazy expression from `_expr_entries`, or NotImplemented (anything
-    else: var / option / string / GPU / Dask leaves, placeholders, Fortran results)."""
+    else: var / option / string / GPU / Dask leaves, placeholders, Fortran results; while
+    explain() records each launch: the general path)."""
     run = e._launch  # this very expression evaluated before: its entry and arrays
-    return run() if run is not None else launch(e)
+    return NotImplemented if runtime.recorders else run() if run is not None else launch(e)
 
 
 def _general() -> Any:
