@@ -159,3 +159,26 @@ def test_min_max_with_initial_where_a_partition_folds_no_value(rows_per_part):
         assert np.asarray(got).tolist() == want.tolist() and np.asarray(got).dtype == want.dtype
     assert [lazyk.dask.evaluate(make(c)).compute(scheduler="sync").item()
             for make in cases] == [3.0, 3.0, 7.0, 3.0, 3.0]
+
+
+def test_bytes_results_empty_partitions_and_one_row_masks_as_one_machine():
+    ev = lazyk.dask.evaluate
+    b = lazyk.array([[b"ab", b"2"], [b"x"]], type="2 * var * bytes")
+    for k in (1, 2):
+        q = lazyk.dask.from_ragged(b, k)
+        assert ev(lazyk.flatten(q)).compute(scheduler="sync").to_list() == [b"ab", b"2", b"x"]
+        assert ev(q[:, 0]).compute(scheduler="sync").to_list() == [b"ab", b"x"]
+    # min / max of flattened ?var rows where a partition holds no value
+    x = lazyk.array([None, [2.5], []], type="3 * ?var * float64")
+    for k in (1, 2):
+        q = lazyk.dask.from_ragged(x, k)
+        assert ev(lazyk.min(lazyk.flatten(q), axis=0)).compute(scheduler="sync") == 2.5
+        assert ev(lazyk.max(lazyk.flatten(q))).compute(scheduler="sync") == 2.5
+    none = lazyk.dask.from_ragged(lazyk.array([None, []], type="2 * ?var * float64"), 1)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation min"):
+        ev(lazyk.min(lazyk.flatten(none))).compute(scheduler="sync")
+    # one row in all, a partition of none: a mask of length 1 lines up with the row
+    y = lazyk.array([[1.0, 2.0]], type="1 * var * float64")
+    q = lazyk.dask.from_ragged([y[0:1], y[1:1]])
+    assert ev(q[np.array([True])]).compute(scheduler="sync").to_list() == [[1.0, 2.0]]
+    assert ev(q * np.array([2.0])).compute(scheduler="sync").to_list() == [[2.0, 4.0]]

@@ -128,7 +128,8 @@ class NoRows:
 def unless_empty(task: Any, rows: Any) -> Any:
     """The partial fold `task(rows)` of one partition, or `NoRows` when it holds none."""
     a = unwrap(rows)
-    if isinstance(a, Array) and isinstance(a.type, T.FixedDim) and a.type.size == 0:
+    if isinstance(a, Array) and isinstance(a.type, T.FixedDim) and a.type.size == 0 or \
+            isinstance(a, np.ndarray) and a.ndim and not len(a):  # (plain values: NumPy)
         return NoRows(task, rows)
     return task(rows)
 
@@ -350,8 +351,12 @@ class FoldRows(Combine):
             rows.append(raw_form(none, self.arg, self.dtype))
             return Combine.__call__(self, joined(rows))
         skipna = len(self.arg) > 3 and bool(self.arg[3])
-        return Combine.__call__(self, missing) if missing is not None and not skipna \
-            else Part(value.array)
+        if missing is not None and not skipna:
+            return Combine.__call__(self, missing)
+        if value is None:  # no partition folded a value: NumPy's error, as one machine's
+            raise ValueError(f"zero-size array to reduction operation {self.arg[0]} which "
+                             "has no identity")
+        return Part(value.array)
 
     def _rows(self, parts: list) -> list:
         """Partials (`Folded`: what they folded, their missing row) and rows as rows."""
@@ -398,7 +403,7 @@ class FoldRows(Combine):
         try:
             value = Part(keep(x).array, *span)
         except ValueError as err:  # ShapeError: the collection's row, not the part's
-            if self.elem is None or n:
+            if n:
                 raise renumbered(err, rows) from None
             value = None  # a fold of nothing (a min of no values): the last step's
         if missing is not None and self.elem is None:

@@ -225,8 +225,7 @@ class _Planner:
         0 is as long as theirs and lines up with them), else None (it goes whole to every
         task)."""
         n = sum(self.counts) if self.counts else None
-        if self.counts and len(shape) >= 1 and shape[0] == n and n != 1 and \
-                name not in self.trailing:
+        if self.counts and len(shape) >= 1 and shape[0] == n and name not in self.trailing:
             return self.counts
         return None
 
@@ -529,7 +528,7 @@ def _is_plain(e: Expr, split: bool = False) -> bool:
         t = t.elem
     while isinstance(t, T.FixedDim):
         t = t.elem
-    return isinstance(t, T.Scalar) and t.name != "string"  # strings stay lazyk arrays
+    return isinstance(t, T.Scalar) and t.name not in ("string", "bytes")  # (lazyk arrays)
 
 
 def _missing_ones(t: T.Type) -> bool:
