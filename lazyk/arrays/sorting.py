@@ -1,8 +1,9 @@
 """Sorting the lists of ragged data over column trees (`lazyk.arrays.trees`): `ak.sort` /
 `ak.argsort` of the lists of the last dim, every list at once. Values become int64 keys in
-the sort's order (`sort_keys`); lists sort as the rows of padded NumPy matrices of keys
-(NumPy's vectorized sorts), lists of one length class a few at a time (no Python loop per
-list), and short lists argsort natively in place (`hooks.sort_rows`: a stable sort).
+the sort's order (`sort_keys`); short lists argsort natively (`hooks.sort_rows`: a stable
+insertion sort each) and sort by a take at those positions; longer ones sort as the rows
+of padded NumPy matrices of keys, lists of one length class a few at a time (no Python
+loop per list).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from lazyk.errors import NotSupportedError
 
 _TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
 CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
-SHORT = 48  # lists of at most this many items argsort natively (`hooks.sort_rows`)
+SHORT = 48  # lists of at most this many items sort natively (`hooks.sort_rows`)
 
 
 def short(lens: np.ndarray) -> bool:
@@ -139,14 +140,17 @@ def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.nda
 
 def sorted_values(lists: Column, ascending: bool):
     """The items of `Lists` / `Regular` of numbers, each list sorted (missing values
-    last), as a node; None where `sort_lists` takes it. Lists sort as the rows of padded
-    matrices of keys, lists of one length class (`_classes`) a few at a time
-    (cache-sized); equal keys are equal values, so no stable sort is needed."""
+    last), as a node; None where `sort_lists` takes it (short lists of up to 8 items on
+    average: its native argsort and a take cost less; measured on 1e6 lists of Poisson(4)
+    and of 0-19 items). Lists sort as the rows of padded matrices of keys, lists of one
+    length class (`_classes`) a few at a time (cache-sized); equal keys are equal values,
+    so no stable sort is needed."""
     vmask, values = lists.child.unwrap()
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
     lens, v, missing, _, _ = _row_items(lists)
-    if not _keyable(v, ascending) or v.dtype.kind == "f" and bool(
+    if short(lens) and len(v) <= 8 * len(lens) or not _keyable(v, ascending) or \
+            v.dtype.kind == "f" and bool(
             (np.signbit(v) & (v == 0)).any()):  # (-0.0 keeps its sign: by positions)
         return None
     out = np.empty(len(v), v.dtype)
