@@ -182,3 +182,13 @@ def test_bytes_results_empty_partitions_and_one_row_masks_as_one_machine():
     q = lazyk.dask.from_ragged([y[0:1], y[1:1]])
     assert ev(q[np.array([True])]).compute(scheduler="sync").to_list() == [[1.0, 2.0]]
     assert ev(q * np.array([2.0])).compute(scheduler="sync").to_list() == [[2.0, 4.0]]
+
+
+def test_zip_of_collections_says_how_a_per_row_field_lines_up():
+    x = lazyk.dask.from_ragged(lazyk.array([[1.0, 2.0], []]), 1)
+    y = lazyk.dask.from_ragged(lazyk.array(np.array([2, 3])), 1)
+    with pytest.raises(lazyk.NotSupportedError, match=r"per-row value meets lists as "
+                                                      r"v\[:, None\], zip's fields too"):
+        lazyk.dask.evaluate(lazyk.zip({"x": x, "y": y}))
+    got = lazyk.dask.evaluate(lazyk.zip({"x": x, "y": y[:, None]})).compute(scheduler="sync")
+    assert got.to_list() == [[{"x": 1.0, "y": 2}, {"x": 2.0, "y": 2}], []]

@@ -311,9 +311,11 @@ class RaggedArray(_Collection, Expr):
         outer, rest = (key[0], key[1:]) if key else (slice(None), ())
         if outer is Ellipsis or outer is None or not \
                 isinstance(outer, (slice, int, np.integer)) or isinstance(outer, bool):
+            lead = " (a new leading axis: the outer dim is the partitions' rows; a per-row " \
+                "value meets lists as v[:, None], zip's fields too)" if outer is None else ""
             raise NotSupportedError(f"indexing a lazyk.dask.RaggedArray with {key!r}: "
                                     "an int or a slice of outer rows, then ints, slices and "
-                                    "new axes (None)")
+                                    f"new axes (None){lead}")
         if outer == slice(None) and self._counts is not None:  # every row: each partition's
             name = f"lazyk-rows-index-{tokenize(self._name, repr(key))}"
             layer = {(name, i): (_take_all, key, k) for i, k in enumerate(self.__dask_keys__())}
