@@ -180,11 +180,12 @@ def sort_lists(lists: Column, ascending: bool,
     lens, v, missing, idx, first = _row_items(lists)
     n = len(lens)
     off = offsets_of(lens)
-    if _keyable(v, ascending) and short(lens):  # short lists: natively (NumPy's stable
-        # argsort of a padded matrix's rows took about half as long again)
+    keyable = _keyable(v, ascending)
+    if keyable and short(lens):  # short lists: natively (NumPy's stable argsort of a
+        # padded matrix's rows took about half as long again)
         pos = np.empty(len(v), I64)
         hooks.sort_rows(off, sort_keys(v, missing, ascending), pos)
-    elif _keyable(v, ascending):
+    elif keyable:
         pos = np.empty(len(v), I64)
         for at, lens_c, width in _classes(lens):
             for o0, o1, rows, place in _chunks(lens_c, width):

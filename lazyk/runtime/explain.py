@@ -93,6 +93,11 @@ def _size(d: Any, sizes: dict) -> Any:
     return sizes.get(d, SYMBOL_SIZE) if isinstance(d, str) else d
 
 
+def _sampled(leaves) -> bool:
+    """Whether any of the leaves is a placeholder (explain then runs on sample data)."""
+    return any(isinstance(leaf_data(v), Placeholder) for v in leaves)
+
+
 def _sample_leaf(value: Any, sizes: dict) -> Any:
     """Sample data for a fixed-dims placeholder: ones, or short words for string / bytes
     elements (a `{begin, size}` leaf over real characters); other leaves as they are."""
@@ -178,15 +183,14 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
                 "themselves (evaluating them copies them)")
     sizes = symbol_sizes(e.node)
     if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()) or (
-            needs_nest(e.node) and any(isinstance(leaf_data(v), Placeholder)
-                                       for v in e.env.values())):
+            needs_nest(e.node) and _sampled(e.env.values())):
         e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
         return ragged.explain(e, declared, ir, asm)  # var / option parameters: on samples
     if needs_nest(e.node):  # x[mask], x[positions], argmax: the loop-nest kernels
         return ragged.explain(e, ir=ir, asm=asm)
     if any(ragged.is_ragged(v) for v in e.env.values()):
         return ragged.explain(e, ir=ir, asm=asm)  # var / option leaves: loop-nest kernels
-    if not any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+    if not _sampled(e.env.values()):
         runtime.check_int_powers(e)  # (NumPy's ValueError before any kernel: explain says so)
     out = [f"== expression: {type_text(e.shape, e.dtype)}"]
     trace: list = []
@@ -225,7 +229,7 @@ def _explain_text_where(e: Expr, ir: bool, asm: bool) -> str:
     `size` halves (no character is copied), then whatever uses the selected strings."""
     types = ", ".join(f"{n}: {_leaf_type(v)}" for n, v in e.env.items())
     out = [f"== expression over ({types}) -> {e.type}", f"== graph as built\n{typed_dump(e)}"]
-    if any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+    if _sampled(e.env.values()):
         out.append(f"== (run on sample data: {SYMBOL_SIZE} per symbolic dim)")
         sizes = symbol_sizes(e.node)
         env = {n: _ragged_sample(v, sizes) for n, v in e.env.items()}
@@ -322,8 +326,8 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
             head = f"== {expr!r}"
         else:
             raise
-        on = "sample data for its placeholders" if isinstance(expr, Expr) and any(
-            isinstance(leaf_data(v), Placeholder) for v in expr.env.values()) else "its data"
+        on = "sample data for its placeholders" if isinstance(expr, Expr) and \
+            _sampled(expr.env.values()) else "its data"
         return Explanation(f"{head}\n== running it on {on} raised {type(err).__name__}: "
                            f"{err}\n(explain runs the expression once; the kernels it would "
                            "run are shown for data it runs on)")
@@ -409,7 +413,7 @@ def _explain_cuda_nests(e: Expr) -> str:
 def _on_samples(e: Any) -> Expr:
     """`e` over sample arrays in place of its placeholders (`_ragged_sample`)."""
     e = as_expr(e)
-    if not any(isinstance(leaf_data(v), Placeholder) for v in e.env.values()):
+    if not _sampled(e.env.values()):
         return e
     sizes = symbol_sizes(e.node)
     return Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
@@ -437,7 +441,7 @@ def _explain_evaluated(obj: Any, target: str) -> str:
     if any(hasattr(v, "stand_in") for v in leaves):  # partitioned (lazyk.dask)
         return ("== the work of one Dask partition (N rows; the partitions' counts are "
                 "then added):\n" + _explain_evaluated(_mapped(obj, _stood_in), target))
-    sampled = any(isinstance(leaf_data(v), Placeholder) for v in leaves)
+    sampled = _sampled(leaves)
     what = f"records {obj.type}: fields " + ", ".join(obj.fields) \
         if isinstance(obj, Records) else repr(obj)
     sample = _mapped(obj, _on_samples) if sampled else obj
