@@ -116,6 +116,27 @@ def test_input_dtype_converts_under_casting():
     assert lazyk.compile(i * 2)(f, casting="unsafe").to_list() == [[2], [4, 6]]
 
 
+@pytest.mark.parametrize("param, data", [
+    ("N * var * float64", [[1, 2], [], [3]]),
+    ("N * ?var * ?float32", [[0.1, None], None, [3.0]]),
+    ("N * var * ?var * int8", [[[1], None, []], [], [[2, -3]]]),
+])
+def test_row_operations_give_the_parameters_dtype(param, data):
+    """Row operations that move values (firsts, flatten, pad_none, a row mask) convert
+    inputs of another dtype to the parameter's, as the signature says and arithmetic does."""
+    x = lazyk.placeholder("x", param)
+    dtype = np.dtype(param.split("* ")[-1].lstrip("?"))
+    arr = lazyk.array(data)
+    same = lazyk.array(data, type=param.replace("N", str(len(data))))
+    for f in (lazyk.firsts, lazyk.flatten, lambda v: lazyk.pad_none(v, 2),
+              lambda v: v[lazyk.num(v, axis=1) > 0]):
+        k = lazyk.compile(f(x))
+        got = k(arr)
+        assert str(got.type).split(" * ")[-1].lstrip("?") == str(dtype)
+        assert str(got.type).split(" * ")[1:] == k.signature.split("-> ")[1].split(" * ")[1:]
+        assert got.to_list() == k(same).to_list() == f(same).eval().to_list()
+
+
 @pytest.mark.parametrize("bad, error, match", [
     # fixed rows are var rows of one length: then the rows must line up
     (np.ones((3, 2)), ShapeError, r"row 2: operand (0 has length 2 and operand 1 has length 0|"

@@ -427,7 +427,8 @@ class RaggedCompiledExpr(CompiledExpr):
             return _dask_call(self, inputs, out, casting)  # (lazyk.dask collections: loaded by then)
         env = self._bind_ragged(inputs, casting)
         if has_rows(self.expr.node):  # row operations first (lazyk.runtime.row_steps)
-            return _rows.evaluate_rows(Expr(self.expr.node, env), out, casting)
+            return _rows.evaluate_rows(Expr(self.expr.node, self._as_declared(env)), out,
+                                       casting)
         if self._pcheck is not None:
             self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
