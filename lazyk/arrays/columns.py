@@ -444,3 +444,12 @@ def text_input(x: Any) -> Any:
     if isinstance(x, (list, tuple)) or is_pandas(x):
         return array(x)
     return x
+
+
+def converted(x: Array, dtype: np.dtype) -> Array:
+    """Array `x` with its values converted to `dtype` (offsets and masks reused)."""
+    def cast(node: Column) -> Column:
+        mask, leaf = node.unwrap()
+        leaf = Leaf(leaf.values.astype(dtype))
+        return leaf if mask is None else Masked(mask, leaf)
+    return build_columns(columns(x).at(len(x.shape) - 1, cast))

@@ -279,15 +279,6 @@ def _text_var_rows(value: OwnedView) -> RaggedLeaf:
     return RaggedLeaf(offsets_array(offsets, flat, outer=v.shape[:-1], check=None), False)
 
 
-def _converted(x: Array, dtype: np.dtype) -> Array:
-    """Array `x` with its values converted to `dtype` (offsets and masks reused)."""
-    def cast(node: Column) -> Column:
-        mask, leaf = node.unwrap()
-        leaf = Leaf(leaf.values.astype(dtype))
-        return leaf if mask is None else Masked(mask, leaf)
-    return build_columns(columns(x).at(len(x.shape) - 1, cast))
-
-
 def _all_present(x: Any, option: bool, rows: tuple, var: tuple) -> Any:
     """Input `x` (a lazyk Array) in its parameter's form: `?T` values when `option`, `?var`
     rows where `rows` says (every value and row present), fixed dims as var rows of one
@@ -466,17 +457,6 @@ class CallInputs:
             for ax, (want, n) in enumerate(zip(self._types[i][0], shape)):
                 self._check_size(sizes, i, ax, want, n)
         self._check_picks(sizes)
-
-    def _as_declared(self, env: dict) -> dict:
-        """`env` with every var / option array converted to its parameter's dtype: row
-        operations (`firsts`, `flatten`, ...) move values as they are, where a kernel
-        converts each value as it loads it."""
-        env = dict(env)
-        for name, (_, dtype, _, _) in zip(self._slots, self._types):
-            v = env.get(name)
-            if type(v) is RaggedLeaf and v.array.dtype != dtype and dtype.kind in "biufc":
-                env[name] = RaggedLeaf(_converted(v.array, dtype), v.option)
-        return env
 
     def _check_picks(self, sizes: dict) -> None:
         """`x[mask]` / `x[positions]` pairing a symbol with a size: equal sizes once the

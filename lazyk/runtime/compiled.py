@@ -14,6 +14,7 @@ import numpy as np
 
 from lazyk import types as _T
 from lazyk.arrays.array import Array
+from lazyk.arrays.columns import converted
 from lazyk.errors import BindError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import ROWS_OP, Node, arg_key, has_rows, toposort, type_text
@@ -441,6 +442,17 @@ class RaggedCompiledExpr(CompiledExpr):
                 self._launches.clear()
             self._launches[key] = same and prepare_launch(expr, list(self.params)) or False
         return got
+
+    def _as_declared(self, env: dict) -> dict:
+        """`env` with every var / option array converted to its parameter's dtype: row
+        operations (`firsts`, `flatten`, ...) move values as they are, where a kernel
+        converts each value as it loads it."""
+        env = dict(env)
+        for name, (_, dtype, _, _) in zip(self._slots, self._types):
+            v = env.get(name)
+            if type(v) is RaggedLeaf and v.array.dtype != dtype and dtype.kind in "biufc":
+                env[name] = RaggedLeaf(converted(v.array, dtype), v.option)
+        return env
 
     def bind(self, out: Any, *inputs: Any, **named: Any) -> Any:
         """Step 2 of the three-step flow for var / option data: returns a
