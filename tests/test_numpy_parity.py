@@ -53,6 +53,14 @@ def test_integer_literals_in_strings_are_exact_python_ints():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(lazyk.evaluate("7 // 0 + d"), np.int64(7) // 0 + d)
+    # a negative power of integer literals is Python's float, as numexpr gives it
+    got = lazyk.evaluate("2**-2 + d")
+    np.testing.assert_array_equal(got, 2**-2 + d)
+    assert got.dtype == np.float64 and lazyk.evaluate("(-2)**-1") == -0.5
+    with pytest.raises(ZeroDivisionError):
+        lazyk.evaluate("0**-1 + d")
+    with pytest.raises(ValueError, match="negative integer powers"):
+        lazyk.evaluate("d**-2")
 
 
 def test_powers_two_and_minus_one_are_numpys_square_and_reciprocal():

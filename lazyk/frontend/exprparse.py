@@ -357,15 +357,18 @@ _INT_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.
             "bitwise_xor": operator.xor}
 
 
-def _exact_ints(func: str, args: list) -> int | None:
+def _exact_ints(func: str, args: list) -> int | float | None:
     """`func` of integer literals computed exactly, as Python does (NumPy would compute
     in int64 and wrap), or None where NumPy's answer differs otherwise (a division by
-    zero, a negative power or shift) or `func` is no integer arithmetic."""
+    zero, a negative shift) or `func` is no integer arithmetic. A negative power is
+    Python's float, as numexpr gives it (`2**-1` is 0.5)."""
     fn = _INT_OPS.get(func)
     if fn is None or not args or any(type(a) is not int for a in args):
         return None
+    if func == "power" and args[1] < 0:
+        return float(args[0]) ** args[1]  # (0**-1: Python's ZeroDivisionError, as numexpr)
     if func in ("floor_divide", "remainder") and args[1] == 0 or \
-            func in ("power", "left_shift", "right_shift") and args[1] < 0:
+            func in ("left_shift", "right_shift") and args[1] < 0:
         return None
     bits = abs(args[0]).bit_length() * args[1] if func == "power" else \
         args[0].bit_length() + args[1] if func == "left_shift" else 0
