@@ -268,7 +268,8 @@ def argmax(x: Any, axis: Any = None, keepdims: bool = False) -> Expr:
     Raises:
         TypeError: a tuple of axes, or keepdims not a bool.
         ValueError: a fixed axis of length 0 (NumPy's error).
-        DTypeError: complex or string values (no order to take a position from).
+        DTypeError: string values (no order to take a position from).
+        NotSupportedError: complex values.
     """
     return _arg_reduce("argmax", x, axis, keepdims)
 
@@ -297,6 +298,11 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
     try:
         ops.get(op).resolve(e.dtype)
     except DTypeError:
+        if e.dtype.kind == "c":  # (NumPy orders them by real, then imaginary part)
+            raise NotSupportedError(f"{op}: positions of complex values ({e.dtype}) are not "
+                                    "supported yet (NumPy orders them by real part, then "
+                                    f"imaginary part; min and max do); {op} of x.real gives "
+                                    "the real parts' order") from None
         raise DTypeError(f"{op}: {describe_node(e.node)} values have no order to take a "
                          "position from (bool, integer and float values do)") from None
     axes = normalize_axes(axis, e.ndim, op)
