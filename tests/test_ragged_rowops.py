@@ -158,6 +158,18 @@ def test_pad_none(data, target, clip):
     check(e, R.pad_none(ref_x, target, axis, clip=clip))
 
 
+def test_a_missing_row_mask_over_clipped_rows_says_what_it_refuses():
+    """A row mask that may be missing over `?n` rows (pad_none(clip=True) of missing rows)
+    is refused naming the mask; a filled mask selects."""
+    p = lazyk.pad_none(lazyk.array([[1.0, 2.0], None, [3.0]]), 3, clip=True)
+    m = lazyk.num(p, axis=1) >= 2
+    with pytest.raises(lazyk.NotSupportedError, match=r"x\[mask\]: a row mask that may be "
+                       r"missing \(3 \* \?bool\) over rows .* \(3 \* \?3 \* \?float64"):
+        p[m]
+    assert p[lazyk.fill_none(m, False)].eval().to_list() == [[1.0, 2.0, None],
+                                                              [3.0, None, None]]
+
+
 @pytest.mark.parametrize("dtype", ["int8", "bool", "uint16", "int32", "float32", "float64"])
 def test_pad_none_of_lists_of_numbers_copied_row_by_row(dtype):
     """Lists of numbers padded without clip (copied natively, the padding a second source):

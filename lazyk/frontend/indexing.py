@@ -344,6 +344,12 @@ def index_by(x: Any, key: Any) -> Expr:
         # a fixed mask dim over rows that may be missing: the mask as var rows (`k[k | True]`),
         # so a missing row stays missing whatever the mask's length there
         k = index_by(k, k | True)
+    if what == "mask" and at == 0 and flags(k)[1] and any(
+            r and isinstance(n, int) for r, n in zip(flags(e)[0][1:], e.shape[1:])):
+        raise NotSupportedError(f"x[mask]: a row mask that may be missing ({k.type}) over "
+                                f"rows that may be missing against a fixed dim ({e.type}, "
+                                "`?n`) is not supported yet: fill the mask first "
+                                "(x[lazyk.fill_none(mask, False)] drops those rows)")
     env = merge_env([e, k])
     op = SELECT_OP if k.dtype == np.bool_ else TAKE_OP
     shape = picked_shape(op, e.shape, k.shape, at)
