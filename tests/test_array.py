@@ -283,6 +283,51 @@ def test_pickle_round_trip():
         assert b.type == a.type and b.to_list() == a.to_list() and b.ptr != a.ptr
 
 
+_STRINGS_IN_ANOTHER_PROCESS = """
+import pickle, sys
+import lazyk
+s = lazyk.array(["kiwi", "fig"])
+r = lazyk.zip({"x": lazyk.array([1, 2]), "y": s})
+saved = pickle.dumps([s == "fig", lazyk.str_len(s), r["y"] == "kiwi", s[::-1] == "fig"])
+sys.stdout.write(saved.hex())
+"""
+
+
+def test_string_expressions_pickle_into_another_process():
+    """A string input's `{begin, size}` elements are made again from the string array where
+    the expression is unpickled (they held the first process's addresses: a crash)."""
+    import pickle
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, "-c", _STRINGS_IN_ANOTHER_PROCESS], check=True,
+                         capture_output=True, text=True).stdout
+    exprs = pickle.loads(bytes.fromhex(got))
+    assert [e.eval().tolist() for e in exprs] == [[False, True], [4, 3], [True, False],
+                                                  [True, False]]
+
+
+def test_copied_and_unpickled_expressions_get_inputs_of_their_own():
+    """A copy or an unpickled expression never shares an input name with another input:
+    it combines with its original, and histograms evaluated together keep their data."""
+    import copy
+    import pickle
+
+    a = np.array([1.0, 2.0])
+    e = lazyk.array(a) * 2
+    d = copy.deepcopy(e)
+    a[:] = [5.0, 6.0]
+    got = lazyk.evaluate(lazyk.histogram(d, 2, (0, 16)), lazyk.histogram(e, 2, (0, 16)))
+    assert [g.tolist() for g in got] == [[2, 0], [0, 2]]
+    for other in (copy.deepcopy(e), pickle.loads(pickle.dumps(e))):
+        assert (e + other).eval().tolist() == [20.0, 24.0]
+    x = lazyk.array([1.0, 2.0])
+    z = pickle.loads(pickle.dumps(lazyk.zip({"a": x * 2, "b": x + 1})))
+    assert z.eval().to_list() == [{"a": 2.0, "b": 2.0}, {"a": 4.0, "b": 3.0}]
+    p = pickle.loads(pickle.dumps(lazyk.placeholder("x", "N * float64") * 2))
+    assert "input x" in str(p)  # (a placeholder keeps its name)
+
+
 def test_ragged_arrays_and_records_pickle_as_their_buffers():
     # a ragged array pickles its offsets and content (cut to what its rows reach), not
     # Python values; records read from columns come back reading columns, read-only

@@ -29,9 +29,10 @@ from lazyk.frontend.graph import (
     build_type,
     dump,
     has_rows,
+    rewrite,
 )
 from lazyk.frontend.graph import toposort as _toposort
-from lazyk.frontend.leaves import RaggedLeaf
+from lazyk.frontend.leaves import Placeholder, RaggedLeaf, fresh_name
 from lazyk.frontend.missing import (
     indexes,
     missing_rows,
@@ -41,6 +42,28 @@ from lazyk.frontend.missing import (
 
 _NUMBERS = frozenset(ops.NUMERIC)
 _wrap = Array._wrap
+
+
+def _read_back(node: Node, env: dict) -> Expr:
+    """An expression unpickled or copied: inputs named by a counter (in this process or
+    another) get new names, so they never share one with another input here."""
+    new = {}
+    for name, value in env.items():
+        base = name.split("~")[0]
+        if base[:1] == "_" and base[1:].isdigit() and not isinstance(value, Placeholder):
+            new.setdefault(base, fresh_name())
+
+    def renamed(name: str) -> str:
+        base, sep, rest = name.partition("~")
+        return new.get(base, base) + sep + rest
+
+    def rename(n: Node, srcs: tuple) -> Node:
+        if n.op == "input":
+            return n.replace(arg=renamed(n.arg))
+        return n.replace(srcs=srcs) if srcs != n.srcs else n
+    if not new:
+        return Expr(node, env)
+    return Expr(rewrite(node, rename), {renamed(k): v for k, v in env.items()})
 
 
 class Expr(Operators):
@@ -59,7 +82,7 @@ class Expr(Operators):
 
     def __reduce_ex__(self, protocol):
         if type(self) is Expr:  # the graph and its leaves (not the runtime's `_launch`)
-            return (Expr, (self.node, self.env))
+            return (_read_back, (self.node, self.env))
         return super().__reduce_ex__(protocol)
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import itertools
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,14 @@ def _dtype_name(dtype: np.dtype) -> str:
             "S": "bytes", "V": "void / structured"}.get(dtype.kind, dtype.name)
 
 
+_names = itertools.count()
+
+
+def fresh_name() -> str:
+    """A new input name (`_0`, `_1`, ...), never given out before in this process."""
+    return f"_{next(_names)}"
+
+
 class OwnedView:
     """A NumPy view plus the lazyk Array that owns its memory (kept alive together)."""
 
@@ -123,6 +132,17 @@ class OwnedView:
 
     def __init__(self, view: np.ndarray, owner: Any):
         self.view, self.owner = view, owner
+
+    def __reduce__(self):
+        if self.view.dtype in (ops.STRING, ops.BYTES):
+            # (`{begin, size}` elements point into the owner's memory: made again from the
+            # owner where it is unpickled, never pickled as this process's addresses)
+            return _text_view_of, (self.owner,)
+        return OwnedView, (self.view, self.owner)
+
+
+def _text_view_of(owner: Any) -> OwnedView:
+    return OwnedView(text_view(owner), owner)
 
 
 def leaf_data(value) -> np.ndarray | Placeholder:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import builtins
-import itertools
 import weakref
 from _weakref import _remove_dead_weakref
 from typing import Any
@@ -30,6 +29,7 @@ from lazyk.frontend.leaves import (
     RaggedPlaceholder,
     check_dtype,
     describe_ragged,
+    fresh_name,
     is_dask_array,
     is_text,
     leaf_data,
@@ -40,7 +40,6 @@ from lazyk.frontend.numpy_rules import describe_node
 from lazyk.lru import Memo
 from lazyk.types.parse import dshape
 
-_counter = itertools.count()
 _STRING_TYPES = (dshape("string"), dshape("?string"), dshape("bytes"), dshape("?bytes"))
 
 
@@ -54,7 +53,7 @@ def is_operand(x: Any) -> bool:
 
 
 def _wrap_dask(x: Any) -> Expr:
-    name = f"_{next(_counter)}"
+    name = fresh_name()
     leaf = DaskLeaf(name, x)
     return Expr(Node("input", leaf.dtype, leaf.shape, (), name), {name: leaf})
 
@@ -97,7 +96,7 @@ def _leaf_name(source: Any) -> str:
     got = _names.get(key)
     if got is not None and got() is source:
         return got.name
-    name = f"_{next(_counter)}"
+    name = fresh_name()
     try:
         ref = _NameRef(source, _forget_name)
     except TypeError:  # not weakly referable: a new input each time
