@@ -84,7 +84,9 @@ class Records:
             return got
         if isinstance(key, (int, np.integer)):
             raise KeyError(f"no field {key!r} in records with fields {self.fields}: an int "
-                           "names a field of a tuple only")
+                           "names a field of a tuple only; the lazy records hold no items "
+                           f"to index (r.eval()[{key}] is record {key}, r[mask] and r[1:] "
+                           "select lazily)")
         if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
             missing = [k for k in key if k not in self._fields]  # (Awkward's projection)
             if missing:
