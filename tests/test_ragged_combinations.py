@@ -659,10 +659,9 @@ def test_gathers_from_full_like_at_pair_positions():
     assert fl[pairs.j].eval().to_list() == [[], [13, 11, 11]]
 
 
-def test_a_nested_products_field_taken_back_names_the_records_form():
-    """`c["1"][idx]` of a nested cartesian product (a field kept as given, a dim of 1 that
-    stretches in elementwise work only): the ShapeError says to take the records first;
-    `c[idx]["1"]` is Awkward's closest b to each a."""
+def test_a_nested_products_field_taken_back_is_awkwards():
+    """`c["1"][idx]` of a nested cartesian product (a field with the records' lists) and
+    `c[idx]["1"]` are both Awkward's closest b to each a."""
     import awkward as ak
     ev, ev2 = [[8.0, 7.0], [4.0, 7.0, 5.0]], [[4.0], [1.0, 6.0]]
     c = lazyk.cartesian([lazyk.array(ev), lazyk.array(ev2)], nested=True)
@@ -670,8 +669,29 @@ def test_a_nested_products_field_taken_back_names_the_records_form():
     ca = ak.cartesian([ak.Array(ev), ak.Array(ev2)], nested=True)
     want = ca["1"][ak.argmin(abs(ca["0"] - ca["1"]), axis=2, keepdims=True)].to_list()
     assert c[idx]["1"].eval().to_list() == want
-    with pytest.raises(lazyk.ShapeError, match=r"r\[positions\]\.field"):
-        c["1"][idx].eval()
+    assert c["1"][idx].eval().to_list() == want
+
+
+def test_a_field_of_nested_products_folds_and_counts_per_record_as_awkward():
+    """A field of `cartesian(..., nested=True)` or of a zip with a per-event value has the
+    records' lists: folds, counts and firsts of it alone give one value per record (they
+    folded the field's own dims: one value per event)."""
+    import awkward as ak
+    j, m = [[1.0, 2.0], [], [3.0]], [[10.0], [20.0, 30.0], []]
+    c = lazyk.cartesian([lazyk.array(j), lazyk.array(m)], nested=True)
+    ca = ak.cartesian([ak.Array(j), ak.Array(m)], nested=True)
+    assert c["1"].eval().to_list() == ca["1"].to_list()
+    for f, g in ((lazyk.sum, ak.sum), (lazyk.num, ak.num), (lazyk.firsts, ak.firsts)):
+        assert f(c["1"], axis=2).eval().to_list() == g(ca["1"], axis=2).to_list()
+    assert lazyk.sum(c["1"] > 15, axis=2).eval().to_list() == \
+        ak.sum(ca["1"] > 15, axis=2).to_list()
+    assert lazyk.sum(c["1"] - c["0"], axis=2).eval().to_list() == \
+        ak.sum(ca["1"] - ca["0"], axis=2).to_list()
+    met = [1.0, 2.0, 3.0]
+    z = lazyk.zip({"pt": lazyk.array(j), "met": lazyk.array(met)[:, None]})
+    za = ak.zip({"pt": ak.Array(j), "met": ak.Array(met)})
+    assert z.met.eval().to_list() == za.met.to_list()
+    assert lazyk.sum(z.met, axis=1).eval().to_list() == ak.sum(za.met, axis=1).to_list()
 
 
 def test_more_tuples_than_an_int64_counts_is_an_error_not_a_wrapped_count():

@@ -370,3 +370,55 @@ def without_options(tree: Column, lo: int, hi: int, rows: tuple) -> Column | Non
         child = without_options(tree.child, lo * tree.size, hi * tree.size, rows[1:])
         return None if child is None else Regular(tree.size, child, tree.count)
     return tree if isinstance(tree, Leaf) else None
+
+
+def _emptied(tree, present: np.ndarray):
+    """`tree` with the lists of its missing rows (`present` false) empty: what a missing
+    row hides differs from field to field (a selection keeps it in one, not another)."""
+    if not isinstance(tree, Lists):
+        return tree
+    starts, lens = tree.spans()
+    if not lens[~np.asarray(present, bool)].any():
+        return tree
+    lens = np.where(present, lens, 0)
+    off = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    return Lists(off, tree.child.take(ranges(starts, lens)))
+
+
+def zipped(trees: list, names: list, depth: int):
+    """The column tree of records over the fields' trees (of the items of the outer dim),
+    the records `depth` list levels down; None where the fields' lists differ."""
+    if depth == 0:
+        if len({t.length() for t in trees}) > 1:
+            return None
+        return Record(tuple(names), trees)
+    first = trees[0]
+    if len({type(t) for t in trees}) != 1:
+        return None
+    if isinstance(first, Masked):
+        if any(not np.array_equal(t.present, first.present) for t in trees[1:]):
+            return None
+        inner = zipped([_emptied(t.child, first.present) for t in trees], names, depth)
+        return None if inner is None else Masked(first.present, inner)
+    if isinstance(first, Regular):
+        if len({t.size for t in trees}) != 1:
+            return None
+        inner = zipped([t.child for t in trees], names, depth - 1)
+        return None if inner is None else Regular(first.size, inner, first.length())
+    if not isinstance(first, Lists):
+        return None
+    off = first.offsets
+    if all(np.array_equal(t.offsets, off) for t in trees[1:]):
+        inner = zipped([t.child for t in trees], names, depth - 1)
+        return None if inner is None else Lists(off, inner)
+    lens = [t.spans()[1] for t in trees]
+    if any(not np.array_equal(ln, lens[0]) for ln in lens[1:]):
+        return None
+    kids = [t.child.take(ranges(t.spans()[0], ln)) for t, ln in zip(trees, lens)]
+    inner = zipped(kids, names, depth - 1)
+    if inner is None:
+        return None
+    off = np.zeros(len(lens[0]) + 1, np.int64)
+    np.cumsum(lens[0], out=off[1:])
+    return Lists(off, inner)

@@ -27,11 +27,11 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.foreign import from_foreign, is_foreign
-from lazyk.arrays.trees import Lists, Masked, Record, Regular, ranges
+from lazyk.arrays.trees import zipped
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
-from lazyk.frontend.leaves import leaf_data
+from lazyk.frontend.leaves import is_text, leaf_data
 from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
@@ -49,7 +49,7 @@ class Records:
     """
 
     __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_own_fields", "_shape",
-                 "_lists_aligned")
+                 "_lists_aligned", "_lined")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
                  one_array: bool = False, own_fields: bool = False):
@@ -61,7 +61,7 @@ class Records:
         # or firsts, are missing as a whole: every field at once)
         self._own_fields = own_fields
         # (kept once known: the fields never change, nor do their shapes and lists)
-        self._shape = self._lists_aligned = None
+        self._shape = self._lists_aligned = self._lined = None
 
     @property
     def own_fields(self) -> bool:
@@ -78,10 +78,9 @@ class Records:
     def __getitem__(self, key: Any):
         if isinstance(key, str) or (self._tuple and isinstance(key, (int, np.integer))
                                     and not isinstance(key, bool)):
-            got = self._fields.get(str(key))
-            if got is None:
+            if str(key) not in self._fields:
                 raise KeyError(f"no field {key!r} in records with fields {self.fields}")
-            return got
+            return self._field(str(key))
         if isinstance(key, (int, np.integer)):
             raise KeyError(f"no field {key!r} in records with fields {self.fields}: an int "
                            "names a field of a tuple only; the lazy records hold no items "
@@ -121,9 +120,20 @@ class Records:
             raise AttributeError(name)
         fields = object.__getattribute__(self, "_fields")
         if name in fields:
-            return fields[name]
+            return self._field(name)
         raise AttributeError(f"lazyk.Records has no attribute {name!r}: no field {name!r} "
                              f"among the fields {list(fields)}")
+
+    def _field(self, name: str):
+        """Field `name` with the records' lists (as Awkward's): a field given with other
+        dims (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) is
+        stretched against the other fields, so a fold or row operation of it alone sees
+        one value per record."""
+        if _one_shape(self):  # (lists that may differ are checked where used)
+            return self._fields[name]
+        if self._lined is None:
+            self._lined = _lined_up(self, shapes_only=True)
+        return self._lined._fields[name]
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | {f for f in self._fields if f.isidentifier()})
@@ -377,11 +387,14 @@ def _rows_key(node: Node, d: int, env: dict, memo: dict, fixed: bool = False) ->
     return got
 
 
-def _lined_up(rec: Records) -> Records:
+def _lined_up(rec: Records, shapes_only: bool = False) -> Records:
     """The records with each field expression broadcast against the others above the
     records (lazyk's rules: a dim of 1 or a missing dim stretches, a missing row is
-    missing in every field; the other fields' rows are read, never their values)."""
-    rec = rec.with_fields({k: _lined_up(f) if isinstance(f, Records) else f
+    missing in every field; the other fields' rows are read, never their values).
+    `shapes_only`: records fields whose fields have one shape are kept as they are (their
+    lists, which may differ, are checked where used)."""
+    rec = rec.with_fields({k: f if not isinstance(f, Records) else
+                           f if shapes_only and _one_shape(f) else _lined_up(f, shapes_only)
                            for k, f in rec._fields.items()})
     d = rec.depth
     leaves = rec.leaves()
@@ -391,8 +404,31 @@ def _lined_up(rec: Records) -> Records:
         shape = broadcast_shapes("zip", [e.shape[:d] for e in leaves])
         new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:
-        new = iter([_with_rows(e, leaves, d) for e in leaves])
+        new = iter([_with_rows(e, others, d) for e, others in _partners(rec)])
     return rec.map(lambda e: next(new), same=True)
+
+
+def _partners(rec: Records) -> list:
+    """(leaf, the leaves whose rows it pairs in) for every leaf of `rec`, depth first: one
+    leaf of each other field (each field's leaves share their lists, lined up first), the
+    one of the same name where there is one (`pairs.jet.eta` pairs in `pairs.lep.eta`, so
+    work over both reads the two arrays alone: `ufuncs` drops pairings both sides hold)."""
+    groups = [[(name, f)] if not isinstance(f, Records) else _named_leaves(f)
+              for name, f in rec._fields.items()]
+    got = []
+    for g, group in enumerate(groups):
+        for name, e in group:
+            got.append((e, [next((o for n, o in other if n == name), other[0][1])
+                            for h, other in enumerate(groups) if h != g and other]))
+    return got
+
+
+def _named_leaves(rec: Records) -> list:
+    """(the innermost field name, leaf) of every leaf of `rec`, depth first."""
+    out: list = []
+    for name, f in rec._fields.items():
+        out.extend(_named_leaves(f) if isinstance(f, Records) else [(name, f)])
+    return out
 
 
 def _stretched(e: Expr, shape: tuple) -> Expr:
@@ -442,59 +478,7 @@ def _tree(rec: Records, values, extra: bool):
     if any(t is None for t in trees):
         return None
     names = [int(k) for k in rec._fields] if rec.is_tuple else list(rec._fields)
-    return _zipped(trees, names, rec.depth - 1 + extra)
-
-
-def _emptied(tree, present: np.ndarray):
-    """`tree` with the lists of its missing rows (`present` false) empty: what a missing
-    row hides differs from field to field (a selection keeps it in one, not another)."""
-    if not isinstance(tree, Lists):
-        return tree
-    starts, lens = tree.spans()
-    if not lens[~np.asarray(present, bool)].any():
-        return tree
-    lens = np.where(present, lens, 0)
-    off = np.zeros(len(lens) + 1, np.int64)
-    np.cumsum(lens, out=off[1:])
-    return Lists(off, tree.child.take(ranges(starts, lens)))
-
-
-def _zipped(trees: list, names: list, depth: int):
-    """The column tree of records over the fields' trees (of the items of the outer dim),
-    the records `depth` list levels down; None where the fields' lists differ."""
-    if depth == 0:
-        if len({t.length() for t in trees}) > 1:
-            return None
-        return Record(tuple(names), trees)
-    first = trees[0]
-    if len({type(t) for t in trees}) != 1:
-        return None
-    if isinstance(first, Masked):
-        if any(not np.array_equal(t.present, first.present) for t in trees[1:]):
-            return None
-        inner = _zipped([_emptied(t.child, first.present) for t in trees], names, depth)
-        return None if inner is None else Masked(first.present, inner)
-    if isinstance(first, Regular):
-        if len({t.size for t in trees}) != 1:
-            return None
-        inner = _zipped([t.child for t in trees], names, depth - 1)
-        return None if inner is None else Regular(first.size, inner, first.length())
-    if not isinstance(first, Lists):
-        return None
-    off = first.offsets
-    if all(np.array_equal(t.offsets, off) for t in trees[1:]):
-        inner = _zipped([t.child for t in trees], names, depth - 1)
-        return None if inner is None else Lists(off, inner)
-    lens = [t.spans()[1] for t in trees]
-    if any(not np.array_equal(ln, lens[0]) for ln in lens[1:]):
-        return None
-    kids = [t.child.take(ranges(t.spans()[0], ln)) for t, ln in builtins.zip(trees, lens)]
-    inner = _zipped(kids, names, depth - 1)
-    if inner is None:
-        return None
-    off = np.zeros(len(lens[0]) + 1, np.int64)
-    np.cumsum(lens[0], out=off[1:])
-    return Lists(off, inner)
+    return zipped(trees, names, rec.depth - 1 + extra)
 
 
 def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
@@ -580,6 +564,14 @@ def record_fields(x: Any) -> Records | None:
                 f"gather, a row operation) takes the records' fields, so zip the fields it "
                 f"needs first: lazyk.zip({{name: x[name] for name in [...]}})") from None
     return Records(fields, depth, isinstance(t, T.Tuple), one_array=True)
+
+
+def _one_shape(rec: Records) -> bool:
+    """`one_shape` of the fields that are not strings (strings taken back hold `?var`
+    rows where numbers hold `?1`)."""
+    d = rec.depth
+    return len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()
+                if not is_text(e.dtype)}) < 2
 
 
 def one_shape(rec: Records) -> bool:

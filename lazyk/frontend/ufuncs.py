@@ -117,6 +117,8 @@ def _apply(name: str, *args: Any) -> Expr:
             return _apply("equal" if beyond[1] else "not_equal", x, x)
     elif name == "clip":
         srcs = clip_key(srcs)
+    if builtins.any(s.op == "with_rows" for s in srcs):
+        srcs = _unpaired(srcs)
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu" and \
             0 not in broadcast_shapes(name, [s.shape for s in srcs]):  # (no element: none)
@@ -133,6 +135,31 @@ def _apply(name: str, *args: Any) -> Expr:
         shape = broadcast_shapes(name, [s.shape for s in srcs])
         typed = tuple([cast(s, d) for s, d in zip(srcs, loop)])
     return Expr(Node(name, result, shape, typed), merge_env(exprs))
+
+
+def _unpaired(srcs: tuple) -> tuple:
+    """`srcs` without the `with_rows` pairings (record fields stretched to the records'
+    lists) whose paired-in rows another operand itself holds: broadcasting pairs them
+    alike (`pairs.jet.eta - pairs.lep.eta` reads two arrays, not four)."""
+    chains = []
+    for s in srcs:
+        chain = [s]
+        while chain[-1].op == "with_rows":
+            chain.append(chain[-1].srcs[0])
+        chains.append(chain)
+    bases, partners, depths = [], set(), set()
+    for i, chain in enumerate(chains):
+        others = {n for j, c in enumerate(chains) if j != i for n in c}
+        k = 0
+        while chain[k].op == "with_rows" and chain[k].srcs[1] in others:
+            partners.add(chain[k].srcs[1])
+            depths.add(chain[k].arg)
+            k += 1
+        bases.append(chain[k])
+    if len(depths) == 1 and partners <= set(bases) and builtins.all(
+            b.ndim in (0, *depths) for b in bases):
+        return tuple(bases)
+    return srcs
 
 
 NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
