@@ -464,8 +464,9 @@ class RaggedCompiledExpr(CompiledExpr):
         row lengths and missing rows), checks `out` against that structure once and
         prepares the kernel data. A call runs only the kernel (no LLVM, no count pass, no
         Python per row) and sees in-place changes of the inputs' values; changing their
-        structure (row lengths, missing rows) needs a new bind (a changed row length, or a
-        `?var` row that turned missing or present, raises ShapeError naming the row). A
+        structure (row lengths, missing rows) needs a new bind where the result holds those
+        rows (a changed row length, or a `?var` row that turned missing or present, raises
+        ShapeError naming the row; a reduction of the rows reads each as it is). A
         where() over missing rows gives rows that follow the values: each call counts them
         again and raises ShapeError naming the result's row that changed (bind again). An
         input without the `?` of its parameter (`T` data for `?T`, `var` rows for `?var`)
