@@ -117,7 +117,8 @@ def _apply(name: str, *args: Any) -> Expr:
             return _apply("equal" if beyond[1] else "not_equal", x, x)
     elif name == "clip":
         srcs = clip_key(srcs)
-    if builtins.any(s.op == "with_rows" for s in srcs):
+    if builtins.any(s.op == "with_rows" or s.op == "astype" and s.srcs[0].op == "with_rows"
+                    for s in srcs):
         srcs = _unpaired(srcs)
     loop, result = resolve(name, srcs)
     if name == "power" and result.kind in "biu" and \
@@ -143,23 +144,31 @@ def _unpaired(srcs: tuple) -> tuple:
     alike (`pairs.jet.eta - pairs.lep.eta` reads two arrays, not four)."""
     chains = []
     for s in srcs:
+        if s.op == "astype" and s.srcs[0].op == "with_rows":  # the cast below the pairing
+            w = s.srcs[0]
+            x = w.srcs[0]
+            s = w.replace(dtype=s.dtype, srcs=(s.replace(shape=x.shape, srcs=(x,)), w.srcs[1]))
         chain = [s]
         while chain[-1].op == "with_rows":
             chain.append(chain[-1].srcs[0])
         chains.append(chain)
     bases, partners, depths = [], set(), set()
     for i, chain in enumerate(chains):
-        others = {n for j, c in enumerate(chains) if j != i for n in c}
+        others = {m for j, c in enumerate(chains) if j != i for n in c for m in (n, _uncast(n))}
         k = 0
         while chain[k].op == "with_rows" and chain[k].srcs[1] in others:
             partners.add(chain[k].srcs[1])
             depths.add(chain[k].arg)
             k += 1
         bases.append(chain[k])
-    if len(depths) == 1 and partners <= set(bases) and builtins.all(
-            b.ndim in (0, *depths) for b in bases):
+    if len(depths) == 1 and partners <= {_uncast(b) for b in bases} | set(bases) and \
+            builtins.all(b.ndim in (0, *depths) for b in bases):
         return tuple(bases)
     return srcs
+
+
+def _uncast(n: Node) -> Node:
+    return n.srcs[0] if n.op == "astype" else n
 
 
 NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
