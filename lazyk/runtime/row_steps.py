@@ -204,7 +204,7 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
         if got is not None:
             return got
     values = [_computed(s, env) for s in srcs]
-    if name == "local_index" and not top and srcs[0].shape[params[0]] is None and \
+    if name == "local_index" and srcs[0].shape[params[0]] is None and \
             not is_text(srcs[0].dtype):
         x = as_expr(values[0])
         if not any(flags(x)[0]):  # (lists that cannot be missing: walked by the kernel)
