@@ -694,6 +694,34 @@ def test_a_field_of_nested_products_folds_and_counts_per_record_as_awkward():
     assert lazyk.sum(z.met, axis=1).eval().to_list() == ak.sum(za.met, axis=1).to_list()
 
 
+def test_fields_of_nested_products_of_records_with_per_event_fields_are_awkwards():
+    """Records with a per-event field (`met[:, None]`) or a string field on either side of
+    `cartesian(..., nested=True)`: each field alone, and fields together, have the product's
+    lists (a per-event value repeated per object, no value where a side has no objects)."""
+    import awkward as ak
+    pt, met, x = [[1.0, 2.0], [3.0], []], [10.0, 20.0, 30.0], [[5.0, 6.0, 7.0], [], [8.0]]
+    tags = ["t", "u", "v"]
+    lz = lazyk.zip({"x": lazyk.array(x), "pt": lazyk.array(met)[:, None],
+                    "tag": lazyk.array(tags)[:, None]})
+    az = ak.zip({"x": ak.Array(x), "pt": ak.Array(met), "tag": ak.Array(tags)})
+    for order in ((0, 1), (1, 0)):
+        sides = [lazyk.zip({"pt": lazyk.array(pt)}), lz]
+        asides = [ak.zip({"pt": ak.Array(pt)}), az]
+        c = lazyk.cartesian({k: sides[i] for k, i in zip("ab", order)}, nested=True)
+        ca = ak.cartesian({k: asides[i] for k, i in zip("ab", order)}, nested=True)
+        for f in (lambda r: r.a.pt, lambda r: r.b.pt, lambda r: r.a.pt - r.b.pt):
+            assert f(c).eval().to_list() == f(ca).to_list()
+            assert lazyk.num(f(c), axis=2).eval().to_list() == ak.num(f(ca), axis=2).to_list()
+            assert lazyk.sum(f(c), axis=2).eval().to_list() == ak.sum(f(ca), axis=2).to_list()
+        side = "b" if order == (0, 1) else "a"
+        assert c[side].tag.eval().to_list() == ca[side].tag.to_list()
+    s = lazyk.cartesian([lazyk.array(pt), lazyk.array([["p", "q"], ["r"], []])], nested=True)
+    sa = ak.cartesian([ak.Array(pt), ak.Array([["p", "q"], ["r"], []])], nested=True)
+    assert s["1"].eval().to_list() == sa["1"].to_list()
+    assert lazyk.sum(s["1"] == "p", axis=2).eval().to_list() == \
+        ak.sum(sa["1"] == "p", axis=2).to_list()
+
+
 def test_more_tuples_than_an_int64_counts_is_an_error_not_a_wrapped_count():
     """Rows so long that their pairs (or their product) pass int64 are refused naming the
     row (a wrapped count sized the result too small). Stride-0 content: no memory."""

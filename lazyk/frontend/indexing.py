@@ -152,7 +152,7 @@ def _axis_in_sources(node: Node, q: int, env: dict | None = None) -> list:
     """(source, its position of the new axis) of each source that takes one."""
     if node.op == ROWS_OP or _on_result(node, q, env):  # the axis goes on its result
         return []
-    if node.op in (SELECT_OP, TAKE_OP):  # the mask / positions line up with x's first dims
+    if node.op in (SELECT_OP, TAKE_OP, "with_rows"):  # (key / rows: x's first dims)
         x, key = node.srcs
         return [(x, q), (key, q)] if q <= node.arg else [(x, q)]
     if node.op == REDUCE_OP:
@@ -197,7 +197,7 @@ def _with_axis(node: Node, q: int, built: dict, env: dict) -> Node:
         srcs = tuple(built[id(s), p] for s, p in _axis_in_sources(node, q))
         return node.replace(shape=shape, srcs=srcs,
                             arg=(tuples, slot, axis + (q <= axis), position))
-    if node.op in (SELECT_OP, TAKE_OP):
+    if node.op in (SELECT_OP, TAKE_OP, "with_rows"):
         x, key = node.srcs
         above = q <= node.arg
         srcs = (built[id(x), q], built[id(key), q] if above else key)

@@ -567,11 +567,19 @@ def record_fields(x: Any) -> Records | None:
 
 
 def _one_shape(rec: Records) -> bool:
-    """`one_shape` of the fields that are not strings (strings taken back hold `?var`
-    rows where numbers hold `?1`)."""
+    """`one_shape`, where a string field's var dim matches a dim of 1 of the other fields
+    (strings taken back hold `?var` rows where numbers hold `?1`)."""
     d = rec.depth
-    return len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()
-                if not is_text(e.dtype)}) < 2
+    shapes = [(e.shape[:d] if e.ndim >= d else None, is_text(e.dtype)) for e in rec.leaves()]
+    numbers = {sh for sh, text in shapes if not text}
+    if len(numbers) > 1:
+        return False
+    if not numbers:
+        return len({sh for sh, _ in shapes}) < 2
+    (want,) = numbers
+    return all(sh == want or sh is not None and want is not None and len(sh) == len(want) and
+               all(a == b or a is None and b == 1 for a, b in builtins.zip(sh, want))
+               for sh, text in shapes if text)
 
 
 def one_shape(rec: Records) -> bool:
