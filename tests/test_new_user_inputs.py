@@ -330,3 +330,16 @@ def test_type_and_data_mistakes_say_what_to_write():
     assert str(big.type) == "2 * float64" and big.to_list() == [float(2**70), 1.5]
     with pytest.raises(ArrayConstructionError, match="does not fit in int64 or uint64"):
         lazyk.array([2**70, 1])
+
+
+def test_bytes_expression_and_mask_assignment_say_what_to_do():
+    """An expression read as bytes is refused (numexpr takes str), and NumPy's a[mask] = v
+    says it is not supported and what computes the new values."""
+    with pytest.raises(TypeError, match=r"a str expression, not bytes \(b'a\*2'\): decode"):
+        lazyk.evaluate(b"a*2")
+    b = lazyk.array(np.array([1.0, 60.0]))
+    for key in (b > 50, np.array([True, False]), [0, 1]):
+        with pytest.raises(lazyk.NotSupportedError, match=r"a\[mask\] = v .* lazyk.where"):
+            b[key] = 0.0
+    b[1:] = 3.0
+    assert b.to_list() == [1.0, 3.0]

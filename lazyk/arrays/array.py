@@ -1,10 +1,8 @@
 """Concrete typed arrays: a type, arrmeta and a data pointer into memory an owner keeps alive.
-
 Arrays NumPy can hold (fixed dims over numbers, records, fixed strings) keep a NumPy view as
 their source of truth, so `lazyk.array(ndarray)` and `to_numpy()` cost a few microseconds and
 share memory. Arrays with var dims, options or strings live in `MemoryBlock`s and are read
-through their arrmeta (docs/layout.md).
-"""
+through their arrmeta (docs/layout.md)."""
 from __future__ import annotations
 
 import copy
@@ -304,6 +302,9 @@ class Array(Operators, InPlace, Conversions):
         if self.readonly:
             raise ValueError("assignment destination is read-only: a.copy() is writable")
         items = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(i, (list, np.ndarray)) or hasattr(i, "node") for i in items):
+            raise NotSupportedError("a[mask] = v and a[positions] = v are not supported: "
+                                    "lazyk.where(mask, v, a) computes the new values")
         try:
             dst = _view(self, items)
         except NotSupportedError:

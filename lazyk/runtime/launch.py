@@ -1,9 +1,7 @@
 """Launching programs: PASSES in order, fusion, then one kernel per step (`evaluate`).
-
 `plan(node)` runs the graph passes once per graph (cached); a call then only binds (shapes,
 strides, the dims pass: `prepare`) and launches one kernel per step (`launch`, `run_step`,
-`run_program`), as `runtime.compiled`, `runtime.ragged`, `lazyk.dask` and `runtime.stringeval` do.
-"""
+`run_program`), as `runtime.compiled`, `runtime.ragged`, `lazyk.dask` and `runtime.stringeval` do."""
 from __future__ import annotations
 
 import ctypes
@@ -507,8 +505,8 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
             a Fortran-ordered result; 'A' / 'K' do when every input of 2 or more dims is
             Fortran-contiguous (and not C-contiguous); 'K' keeps the memory order of an
             input of the result's shape whose axes are permuted (`x.transpose(2, 0, 1)`),
-            as NumPy's; otherwise C order. Ignored when
-            `out` is given and for ragged / option and GPU results (always C order).
+            as NumPy's; otherwise C order. Ignored when `out` is given and for ragged /
+            option and GPU results (always C order).
         casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
             'same_kind', 'unsafe'; checked on every call).
         local_dict, global_dict: mappings (or None) for a string's names.
@@ -530,6 +528,8 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         if done is not NotImplemented:
             return done
     check_options(order, casting, local_dict, global_dict)
+    if isinstance(expr, bytes):  # (numexpr's strings are str: bytes are read from a file)
+        raise TypeError(f"evaluate takes a str expression, not bytes ({expr[:40]!r}): decode it")
     if isinstance(expr, str):
         return evaluation_path("string")(expr, local_dict=local_dict, global_dict=global_dict,
                                          out=out, order=order, casting=casting,
