@@ -343,3 +343,10 @@ def test_bytes_expression_and_mask_assignment_say_what_to_do():
             b[key] = 0.0
     b[1:] = 3.0
     assert b.to_list() == [1.0, 3.0]
+
+
+def test_a_compiled_call_given_a_histogram_names_the_input():
+    f = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
+    with pytest.raises(TypeError, match="inputs must be NumPy or lazyk arrays, lists or "
+                       "scalars, not Histogram"):
+        f(lazyk.histogram(np.arange(4.0), 2))

@@ -108,7 +108,7 @@ def _as_input(x: Any) -> np.ndarray:
     if isinstance(x, np.ndarray) and x.dtype in TEXT_ELEMENTS:  # pointers: never trusted
         raise UnsupportedOperandError(f"inputs must be NumPy or lazyk arrays: {x.dtype} "
                                       "NumPy records are not string arrays")
-    if isinstance(x, np.ndarray) or hasattr(x, "to_numpy"):
+    if isinstance(x, (np.ndarray, Array)):
         return as_out(x, None)
     raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
                     f"not {type(x).__name__}")
