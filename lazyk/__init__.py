@@ -28,7 +28,6 @@ the benchmarks (`lazyk bench`). Documentation: README.md, docs/guide.md (the use
 docs/ragged.md (ragged and missing data), docs/api.md (every public name with an example),
 docs/types.md (the type syntax), docs/design.md and docs/layout.md (internals, memory layout).
 """
-from __future__ import annotations
 
 from lazyk import hooks as _hooks
 from lazyk import types  # noqa: F401
