@@ -167,7 +167,9 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
                         "(lazyk.dask.from_ragged)")
                 raise NotSupportedError(
                     f"{fn} of placeholder {node.arg!r} ({v!r}): in lazyk.compile the tuples "
-                    "run over var rows; declare it with var dims (N * var * T)")
+                    "run over var rows; declare it with var dims (N * var * T), or, for a "
+                    "value per row, use it after the tuples are made (pairs.a.pt * "
+                    f"{node.arg}[:, None])")
             if isinstance(v, RaggedLeaf):
                 env[node.arg] = v
                 return node
