@@ -350,3 +350,15 @@ def test_a_compiled_call_given_a_histogram_names_the_input():
     with pytest.raises(TypeError, match="inputs must be NumPy or lazyk arrays, lists or "
                        "scalars, not Histogram"):
         f(lazyk.histogram(np.arange(4.0), 2))
+
+
+def test_the_truth_of_an_array_is_numpys():
+    """One value (any number of dims of size 1) has a truth value, as in NumPy; more or
+    none is ambiguous, naming lazyk.any / lazyk.all; a missing value's is unknown."""
+    assert bool(lazyk.array([1.0])) and not bool(lazyk.array([[0]])) and bool(lazyk.array(3.0))
+    for a in (lazyk.array([1.0, 2.0]), lazyk.array(np.zeros(0)),
+              lazyk.array([[1.0]], type="1 * var * float64")):
+        with pytest.raises(ValueError, match="ambiguous .* lazyk.any"):
+            bool(a)
+    with pytest.raises(ValueError, match="missing value is unknown"):
+        bool(lazyk.array([None], type="1 * ?int64"))

@@ -107,6 +107,11 @@ class Conversions:
         return (1, 0)  # kDLCPU, device 0
 
     def __bool__(self) -> bool:
+        if self.ndim and None not in self.shape and int(np.prod(self.shape)) == 1:
+            return bool(self[(0,) * self.ndim])  # (one value, as NumPy's)
+        if self.ndim:
+            raise ValueError(f"the truth value of an array of type '{self.type}' is ambiguous "
+                             "(it is not one value): use lazyk.any(a) or lazyk.all(a)")
         return bool(self._scalar("the truth value"))
 
     def __int__(self) -> int:
