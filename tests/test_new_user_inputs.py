@@ -362,3 +362,11 @@ def test_the_truth_of_an_array_is_numpys():
             bool(a)
     with pytest.raises(ValueError, match="missing value is unknown"):
         bool(lazyk.array([None], type="1 * ?int64"))
+
+
+def test_float32_and_float16_values_print_in_their_own_digits():
+    assert repr(lazyk.array(np.float32([0.1, np.nan]))) == "array([0.1, nan], type='2 * float32')"
+    assert repr(lazyk.array([[0.1, None]], type="1 * var * ?float32")) == \
+        "array([[0.1, None]], type='1 * var * ?float32')"
+    assert repr(lazyk.array(np.float16([1.1]))) == "array([1.1], type='1 * float16')"
+    assert "0.1, 0.2, ..., 199.7" in repr(lazyk.array(np.arange(2000, dtype=np.float32) / 10))

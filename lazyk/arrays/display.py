@@ -58,29 +58,36 @@ def _html_value(v: Any, depth: int = 0) -> str:
 
 
 def format_values(a: Any) -> str:
-    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements."""
+    """Values for repr, abbreviated like NumPy (first and last 3) past 1000 elements;
+    float32 and float16 values in their own shortest digits (0.1, not 0.10000000149...)."""
+    elem = a.type.dtype
+    elem = elem.elem if isinstance(elem, T.Option) else elem
+    single = {"float32": np.float32, "float16": np.float16}.get(getattr(elem, "name", None))
+    fmt = repr if single is None else \
+        (lambda x: str(single(x)) if isinstance(x, float) else repr(x))
     if a._np is not None and a._np.size > 1000:
-        return _abbrev_np(a._np, a.type)
+        return _abbrev_np(a._np, a.type, fmt)
     try:
         values = a.to_list()
     except ValueError:  # (bytes of a fixed_string that are not text: shown as NumPy does)
         if a._np is None:
             raise
-        return _abbrev_np(a._np, a.type)
-    return _abbrev(values, _count(values) > 1000)
+        return _abbrev_np(a._np, a.type, fmt)
+    return _abbrev(values, _count(values) > 1000, fmt)
 
 
 def _count(v: Any) -> int:
     return sum(_count(x) for x in v) if isinstance(v, list) else 1
 
 
-def _abbrev(v: Any, short: bool) -> str:
+def _abbrev(v: Any, short: bool, fmt=repr) -> str:
     if isinstance(v, list):
-        parts = [_abbrev(x, short) for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
+        parts = [_abbrev(x, short, fmt)
+                 for x in (v[:3] + v[-3:] if short and len(v) > 6 else v)]
         if short and len(v) > 6:
             parts[3:3] = ["..."]
         return "[" + ", ".join(parts) + "]"
-    return repr(v)
+    return fmt(v)
 
 
 def _plain(v: Any) -> Any:
@@ -88,11 +95,11 @@ def _plain(v: Any) -> Any:
     return v.tolist() if isinstance(v, np.ndarray) else v
 
 
-def _abbrev_np(arr: np.ndarray, t: T.Type) -> str:
+def _abbrev_np(arr: np.ndarray, t: T.Type, fmt=repr) -> str:
     if arr.ndim == 0:
-        return repr(arr.tolist()) if arr.dtype.names is None else \
+        return fmt(arr.tolist()) if arr.dtype.names is None else \
             repr({n: _plain(v) for n, v in zip(arr.dtype.names, arr.tolist())})
     idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
         else list(range(len(arr)))
-    parts = ["..." if i is None else _abbrev_np(arr[i], t) for i in idx]
+    parts = ["..." if i is None else _abbrev_np(arr[i], t, fmt) for i in idx]
     return "[" + ", ".join(parts) + "]"
