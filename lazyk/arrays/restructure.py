@@ -77,9 +77,18 @@ def missing_rows_bounds(a: Array) -> tuple | None:
 
 
 def present_leaves(tree: Column) -> Column:
-    """Every present value under `tree`, in order (missing values and rows dropped)."""
-    idx = np.arange(tree.length(), dtype=I64)
-    node = tree
+    """Every present value under `tree`, in order (missing values and rows dropped); a
+    slice of the values (no copy) while no level is missing anything."""
+    lo, hi, node = 0, tree.length(), tree
+    while isinstance(node, (Lists, Regular)):  # (a run of items: the next level's run)
+        if isinstance(node, Lists):
+            lo, hi = (int(node.offsets[lo]), int(node.offsets[hi])) if hi > lo else (0, 0)
+        else:
+            lo, hi = lo * node.size, hi * node.size
+        node = node.child
+    if isinstance(node, (Leaf, Text)):
+        return node.slice(lo, hi)
+    idx = np.arange(lo, hi, dtype=I64)
     while True:
         if isinstance(node, Masked):
             idx = idx[node.present[idx]]
