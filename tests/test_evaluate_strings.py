@@ -174,6 +174,15 @@ def test_cli_explain_string_constant(capsys):
     assert "number and a string" in capsys.readouterr().err
 
 
+def test_cli_explain_refuses_a_type_given_twice_or_for_no_name(capsys):
+    args = ["explain", "a + b", "--type", "a=N * float64", "--type", "b=N * float64"]
+    assert main(args + ["--type", "c=N * float64"]) == 2
+    assert "--type c: the expression has no name 'c' (its names: a, b)" in \
+        capsys.readouterr().err
+    assert main(args + ["--type", "a=3 * float64"]) == 2
+    assert "once per name, got 'a=3 * float64'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text, t", [("sum(a, axis=-1)", "a=N * var * float64"),
                                      ("a + 1", "a=N * ?float64"), ("a + 1", "a=N * float64")])
 def test_cli_explain_leaves_out_ir_and_assembly_of_every_kernel(capsys, text, t):

@@ -490,10 +490,15 @@ def command(args: Any) -> int:
     types = {}
     for item in args.type:
         name, sep, t = item.partition("=")
-        if not sep:
-            print(f"error: --type wants NAME=TYPE, got {item!r}", file=sys.stderr)
+        if not sep or name.strip() in types:
+            print(f"error: --type wants NAME=TYPE once per name, got {item!r}", file=sys.stderr)
             return 2
         types[name.strip()] = t.strip().strip("'\"")
+    unused = sorted(set(types) - set(names(args.expr)))
+    if unused:  # (a typo: that name's type would be silently ignored)
+        print(f"error: --type {unused[0]}: the expression has no name {unused[0]!r} (its "
+              f"names: {', '.join(names(args.expr)) or 'none'})", file=sys.stderr)
+        return 2
     try:
         e = build_from_text(args.expr, types)
         if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
