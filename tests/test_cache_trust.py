@@ -273,12 +273,16 @@ def test_special_entry_is_skipped_without_hanging(tmp_path, kind):
         assert stat.S_ISREG(os.lstat(path).st_mode) and os.path.getsize(path) < 1 << 20
 
 
-@pytest.mark.parametrize("kind", ["fifo", "link", "huge", "foreign", "group_writable"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "link", "huge", "foreign",
+                                  "group_writable"])
 def test_read_private_checks_the_open_file(tmp_path, kind):
     path = tmp_path / "entry"
     want = {"fifo": "not a regular file", "link": "symbolic link", "huge": "more than 100",
-            "foreign": "owned by uid", "group_writable": "writable by group or others"}[kind]
-    if kind == "fifo":
+            "foreign": "owned by uid", "group_writable": "writable by group or others",
+            "directory": f"{path} is not a regular file"}[kind]
+    if kind == "directory":  # (the message names the path, not the descriptor)
+        path.mkdir()
+    elif kind == "fifo":
         os.mkfifo(path, 0o600)
     elif kind == "link":
         (tmp_path / "real").write_bytes(b"x")

@@ -5,9 +5,9 @@ IR handed to the backend *before* optimization, so a hit skips O3 and codegen al
 entry is `MAGIC | HMAC-SHA256(secret; MAGIC, identity, key, payload) | len(payload) | payload`,
 written 0600 to a temporary file and renamed into place (os.replace is atomic), so a
 reader sees a whole entry or none (not fsynced: ~8 ms a kernel; an entry a crash left torn
-fails the HMAC and is compiled again). The HMAC binds the payload to its own key and to this lazyk /
-LLVM / CPU (`identity`) under a secret that only the user can read (`KEY_FILE`, 32 random bytes,
-0600): an entry that is torn, truncated, bit-flipped, of an older format, copied under another
+fails the HMAC and is compiled again). The HMAC binds the payload to its own key and to this
+lazyk / LLVM / CPU (`identity`) under a secret only the user can read (`KEY_FILE`, 32 random
+bytes, 0600): an entry that is torn, truncated, bit-flipped, of an older format, copied under another
 key's name, or written by anyone without the secret fails it, is deleted and recompiled (then
 replaced), never executed.
 
@@ -19,8 +19,7 @@ without following links (`read_private`). Otherwise nothing is read or written t
 warning says why once per process.
 
 Two ways in: `attach(engine)` wires llvmlite's MCJIT object cache (module name = key), or
-`load(key)` / `store(key, obj)` for a backend that adds object files itself.
-"""
+`load(key)` / `store(key, obj)` for a backend that adds object files itself."""
 from __future__ import annotations
 
 import errno
@@ -216,18 +215,19 @@ def make_private_dirs(directory: Path) -> None:
 def read_private(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
     """The bytes of `path` if it is a regular file of the user's that nobody else may write
     (`secret`: nor read), of at most `limit` bytes; else UntrustedError (or OSError, e.g.
-    FileNotFoundError). Links are not followed and a FIFO never blocks: fstat checks the
-    file that was opened."""
+    FileNotFoundError). Links are not followed, a FIFO never blocks: fstat checks the file
+    opened."""
     try:
         fd = os.open(path, _OPEN)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise UntrustedError(f"{path} is a symbolic link") from None
         raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # (a directory's fd: open() would raise, naming the fd)
+        os.close(fd)
+        raise UntrustedError(f"{path} is not a regular file")
     with open(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UntrustedError(f"{path} is not a regular file")
         why = why_not_private(st, path)
         if why is None and secret and st.st_mode & 0o077:
             why = f"{path} is readable by group or others"
