@@ -722,6 +722,17 @@ def test_fields_of_nested_products_of_records_with_per_event_fields_are_awkwards
         ak.sum(sa["1"] == "p", axis=2).to_list()
 
 
+def test_a_row_against_the_tuples_names_them():
+    """Tuples never stretch: a row of another length than a row's tuples (other than 1) is a
+    ShapeError that names the tuples; a row of 1 stretches to them."""
+    c = lazyk.combinations(lazyk.array([[1.0, 8.0], [1.0, 2.0, 3.0]]), 2)["0"]
+    with pytest.raises(lazyk.ShapeError, match=r"row 0: operand \d has length 0 and the row "
+                       r"holds 1 tuples \(combinations / cartesian\)"):
+        (c + lazyk.array([[], [1.0, 1.0, 1.0]])).eval()
+    assert (c + lazyk.array([[5.0], [1.0, 1.0, 1.0]])).eval().to_list() == [[6.0],
+                                                                           [2.0, 2.0, 3.0]]
+
+
 def test_more_tuples_than_an_int64_counts_is_an_error_not_a_wrapped_count():
     """Rows so long that their pairs (or their product) pass int64 are refused naming the
     row (a wrapped count sized the result too small). Stride-0 content: no memory."""

@@ -422,7 +422,7 @@ class NestWalk:
         for j, ln in lens.items():
             if not isinstance(self.kinds[j][k], Pick):
                 ok = b.or_(b.icmp_signed("==", ln, c(1)), b.icmp_signed("==", ln, n))
-                self.check(ok, 2, k, path, j, ln, n, c(-1))
+                self.check(ok, 2, k, path, j, ln, n, c(-2))  # (-2: against the tuples)
         return n
 
     def _tuple_loop(self, k, bases, steps, body):

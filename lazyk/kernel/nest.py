@@ -180,6 +180,10 @@ def _error(st: np.ndarray, labels: list) -> Exception:
         if st[5] >= 0:
             return ShapeError(f"{where}: operand {labels[int(st[5])]} has length {st[4]} and "
                               f"operand {labels[j]} has length {st[3]}")
+        if st[5] == -2:  # (a tuple level: its count comes from the rows, never stretches)
+            return ShapeError(f"{where}: operand {labels[j]} has length {st[3]} and the row "
+                              f"holds {st[4]} tuples (combinations / cartesian): a row of 1 "
+                              "stretches to the tuples, never the tuples to a row")
         hint = " (operands broadcast from the right, as in NumPy: one value per outer row " \
             "pairs with the rows' lists as v[:, None])" if level == 1 else ""
         return ShapeError(f"{where}: operand {labels[j]} has length {st[3]}, the fixed dim "
