@@ -129,7 +129,7 @@ class Records:
         dims (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) is
         stretched against the other fields, so a fold or row operation of it alone sees
         one value per record."""
-        if _one_shape(self):  # (lists that may differ are checked where used)
+        if one_shape(self, taken_strings=True):  # (lists that may differ are checked where used)
             return self._fields[name]
         if self._lined is None:
             self._lined = _lined_up(self, shapes_only=True)
@@ -394,7 +394,7 @@ def _lined_up(rec: Records, shapes_only: bool = False) -> Records:
     `shapes_only`: records fields whose fields have one shape are kept as they are (their
     lists, which may differ, are checked where used)."""
     rec = rec.with_fields({k: f if not isinstance(f, Records) else
-                           f if shapes_only and _one_shape(f) else _lined_up(f, shapes_only)
+                           f if shapes_only and one_shape(f, True) else _lined_up(f, shapes_only)
                            for k, f in rec._fields.items()})
     d = rec.depth
     leaves = rec.leaves()
@@ -566,27 +566,20 @@ def record_fields(x: Any) -> Records | None:
     return Records(fields, depth, isinstance(t, T.Tuple), one_array=True)
 
 
-def _one_shape(rec: Records) -> bool:
-    """`one_shape`, where a string field's var dim matches a dim of 1 of the other fields
-    (strings taken back hold `?var` rows where numbers hold `?1`)."""
+def one_shape(rec: Records, taken_strings: bool = False) -> bool:
+    """Whether every field of `rec` has one shape above the records (their lists may
+    still differ; a field of dims of 1 beside others' lists has another). `taken_strings`:
+    a string field's var dim matches a dim of 1 of the other fields (strings taken back
+    hold `?var` rows where numbers hold `?1`)."""
     d = rec.depth
     shapes = [(e.shape[:d] if e.ndim >= d else None, is_text(e.dtype)) for e in rec.leaves()]
-    numbers = {sh for sh, text in shapes if not text}
-    if len(numbers) > 1:
-        return False
-    if not numbers:
-        return len({sh for sh, _ in shapes}) < 2
+    numbers = {sh for sh, text in shapes if not (text and taken_strings)}
+    if len(numbers) != 1:
+        return not numbers and len({sh for sh, _ in shapes}) == 1
     (want,) = numbers
     return all(sh == want or sh is not None and want is not None and len(sh) == len(want) and
                all(a == b or a is None and b == 1 for a, b in builtins.zip(sh, want))
-               for sh, text in shapes if text)
-
-
-def one_shape(rec: Records) -> bool:
-    """Whether every field of `rec` has one shape above the records (their lists may
-    still differ; a field of dims of 1 beside others' lists has another)."""
-    d = rec.depth
-    return len({e.shape[:d] if e.ndim >= d else None for e in rec.leaves()}) == 1
+               for sh, text in shapes if text and taken_strings)
 
 
 def lined_up_fields(x: Any) -> Records | None:
