@@ -69,3 +69,20 @@ def test_a_field_of_optional_records_in_rows_of_size_0():
     x = lazyk.array([[], []], type="2 * 0 * ?{a: ?int64}")
     assert x["a"].to_list() == [[], []] and str(x["a"].type) == "2 * 0 * ?int64"
     assert lazyk.num(x).eval().to_list() == [0, 0]
+
+
+def test_evaluated_records_read_their_columns_and_copy_writable():
+    """`zip(...).eval()` reads each field from its computed column (read-only, nothing
+    copied); `.copy()` of it, or of records read from Awkward, is writable C structs."""
+    x, y = lazyk.array([[1.0, 2.0], [], [3.0]]), lazyk.array([[4, 5], [], [6]])
+    r = lazyk.zip({"a": x * 2, "b": y}).eval()
+    assert isinstance(r, lazyk.arrays.buffers.ColumnArray) and r.readonly and not r.built
+    assert r.to_list() == [[{"a": 2.0, "b": 4}, {"a": 4.0, "b": 5}], [], [{"a": 6.0, "b": 6}]]
+    with pytest.raises(ValueError, match="read-only"):
+        r[0] = r[2]
+    for ro in (r, lazyk.from_awkward(ak.Array([{"x": 1, "y": [1, 2]}, {"x": 2, "y": []}]))):
+        c = ro.copy()
+        assert not c.readonly and c.type == ro.type and c.to_list() == ro.to_list()
+    c = lazyk.zip({"a": lazyk.array([1.0, 2.0]), "b": lazyk.array([3, 4])}).eval().copy()
+    c[0] = {"a": 5.0, "b": 6}
+    assert c.to_list() == [{"a": 5.0, "b": 6}, {"a": 2.0, "b": 4}]

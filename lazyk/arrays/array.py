@@ -253,6 +253,10 @@ class Array(Operators, InPlace, Conversions):
 
     def copy(self) -> Array:
         """A writable copy in memory of its own, of read-only arrays too (`from_awkward`)."""
+        got = _pickle_form[0](self) if _pickle_form else None
+        if got is not None:  # (its buffers copied, built writable: records as C structs)
+            build, (col, _) = got
+            return build(copy.deepcopy(col), False)
         return copy.deepcopy(self)
 
     def close(self) -> None:

@@ -255,8 +255,10 @@ class Records:
         return hooks.explain(self, target=target)
 
     def eval(self) -> Array:
-        """Compute the fields and lay them out as a lazyk array of records (the fields'
-        values are copied into the records; their lists' offsets are shared).
+        """Compute the fields and return them as a lazyk array of records. Records that
+        cannot be missing read each field from its computed column in place, nothing
+        copied, and are read-only (`.copy()` gives a writable array of C structs); tuples
+        and records that may be missing are C structs at once.
 
         Raises:
             ShapeError: the fields' lists above the records do not line up (naming the row).
@@ -466,7 +468,7 @@ def _built(rec: Records) -> Array | None:
     tree = _tree(rec, iter(values if top else [v[None] for v in values]), not top)
     if tree is None:
         return None
-    got = build_columns(tree)
+    got = build_columns(tree, read_only=True)
     return got if top else got[0]
 
 
