@@ -821,3 +821,22 @@ def test_short_lists_sort_natively_and_stably_like_numpy():
             ak.sort(a, ascending=asc).to_list()
         assert lazyk.argsort(x, ascending=asc).eval().to_list() == \
             ak.argsort(a, ascending=asc, stable=True).to_list()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "int16", "complex64"])
+def test_pad_none_and_firsts_of_numbers_in_one_native_pass_equal_awkward(dtype):
+    """pad_none (cut or not) and firsts of lists of numbers, empty and missing lists and
+    rows of values too: one native pass writes items and present flags."""
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(7)
+    for data in ([[1, 2, 3, 4], [], [5]], [[1, 2], None, [3, 4, 5, 6]], [[], []],
+                 [list(rng.integers(0, 9, k)) if k >= 0 else None
+                  for k in rng.integers(-1, 6, 300)]):
+        x = lazyk.array(data).astype(dtype).eval()
+        a = ak.Array(x.to_list())
+        for target in (0, 1, 3, 5):
+            for clip in (False, True):
+                got = lazyk.pad_none(x, target, clip=clip).eval()
+                assert got.to_list() == ak.pad_none(a, target, clip=clip).to_list()
+                assert str(got.type).endswith(f" * ?{dtype}")
+        assert lazyk.firsts(x).eval().to_list() == ak.firsts(a).to_list()

@@ -6,8 +6,8 @@ In import order:
   `objcache` the on-disk object cache (the user's own, private directory only);
 - `poolcode` the thread pool's native code as IR text; `threads` the pool and the one rule
   for how many parts a piece of work is split into;
-- `rowcheck`, `rowcopy`, `firsts` native row work compiled once per process (offsets checks,
-  rows copied, items kept, first items);
+- `rowcheck`, `rowcopy`, `padded` native row work compiled once per process (offsets checks,
+  rows copied, items kept, lists padded or cut);
 - `nvvmc` NVVM IR -> PTX (libNVVM in a worker process, ptxas); `cuda` the CUDA driver.
 
 Never sees a graph or a type: text in, addresses and launches out. Imports only the errors,

@@ -35,9 +35,8 @@ from lazyk.arrays.trees import (
     rows_memo,
     rows_memo_dict,
 )
-from lazyk.backend.firsts import WIDTHS as FIRST_WIDTHS
-from lazyk.backend.firsts import first_items
-from lazyk.backend.rowcopy import RowCopy
+from lazyk.backend.padded import WIDTHS as PAD_WIDTHS
+from lazyk.backend.padded import padded_items
 from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -432,13 +431,14 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     if name == "flatten":
         got = R.flatten(tree, params[0])
     elif name == "firsts":
-        got = (_first_items(tree) if params[0] == 1 else None) or R.firsts(tree, params[0])
+        got = (_padded(tree, 1, True, firsts=True) if params[0] == 1 else None) or \
+            R.firsts(tree, params[0])
     elif name == "local_index":
         got = R.local_index(tree, params[0])
     elif name == "is_none":
         got = R.is_none(tree, params[0])
     elif name == "pad_none":
-        got = (None if params[0] != 1 or params[2] else _padded_rows(tree, params[1])) or \
+        got = (_padded(tree, params[1], params[2]) if params[0] == 1 else None) or \
             R.pad_none(tree, params[1], params[0], params[2])
     elif name == "concatenate":
         trees = [_tree(v) for v in values]
@@ -472,31 +472,24 @@ def _sorted_fixed_options(x: Array, name: str, params: tuple):
     return masked(*(np.moveaxis(v.to_numpy(), -1, axis) for v in option_views(got)))
 
 
-def _padded_rows(tree: Column, target: int) -> Column | None:
-    """`pad_none` at axis 1 without clip, of lists of numbers: each list's items and then
-    missing ones up to `target`, copied natively row by row (`RowCopy`: the lists and the
-    padding as two sources, the padding read from one item, stride 0). None for other
-    trees (`restructure.pad_none` pads them)."""
+def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Column | None:
+    """`pad_none` at axis 1 of lists of numbers (`firsts`: each list's first item, missing
+    for an empty list), natively in one pass over the rows (`padded_items`); None for other
+    trees (`restructure.pad_none` / `firsts` take them)."""
     mask, lists = tree.unwrap()
-    if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
+    if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf) or \
+            (firsts and mask is not None):
         return None
     values = lists.child.values
     if values.ndim != 1 or values.dtype.kind not in "biufcmM" or \
-            values.dtype.itemsize not in (1, 2, 4, 8):
+            values.dtype.itemsize not in PAD_WIDTHS:
         return None
-    lens = np.diff(lists.offsets)
-    pads = offsets_of(np.maximum(target - lens, 0))
-    plan = RowCopy([lists.offsets, pads])
-    n, word = int(plan.offsets[-1]), np.dtype(f"<u{values.dtype.itemsize}")
-    got = option_leaf(n, values.dtype)
-    blank = np.broadcast_to(np.zeros((), values.dtype), int(pads[-1]))
-    plan.fill([values, blank], values.dtype, out=got.child.values)
-    # `?T` present bytes lie in a shadow of the values (one item each, its first byte read):
-    # whole items written, 1 for the lists' items, 0 for the padding
-    flags = got.array.owner.buffer[n * word.itemsize:2 * n * word.itemsize].view(word)
-    plan.fill([np.broadcast_to(np.ones((), word), len(values)),
-               np.broadcast_to(np.zeros((), word), len(blank))], word, out=flags)
-    rows = Lists(plan.offsets, got)
+    new = None if clip else offsets_of(np.maximum(np.diff(lists.offsets), target))
+    got = option_leaf(lists.length() * target if clip else int(new[-1]), values.dtype)
+    padded_items(lists.offsets, values, got.child.values, got.present, target, new)
+    if firsts:
+        return got
+    rows = Regular(target, got, lists.length()) if clip else Lists(new, got)
     return rows if mask is None else Masked(mask, rows)
 
 
@@ -511,21 +504,6 @@ def _ones_viewed(x: Array) -> Array | None:
         return None
     return Array.from_parts(T.FixedDim(t.size, t.elem.elem), (t.size, meta[1]) + meta[4:],
                             x.ptr, x.owner, x.readonly)
-
-
-def _first_items(tree: Column) -> Column | None:
-    """`firsts` at axis 1 of lists of numbers, natively in one pass (`first_items`); None
-    for other trees (`restructure.firsts` takes them)."""
-    mask, lists = tree.unwrap()
-    if mask is not None or not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
-        return None
-    values = lists.child.values
-    if values.ndim != 1 or not len(values) or values.dtype.kind not in "biufmM" or \
-            values.dtype.itemsize not in FIRST_WIDTHS:
-        return None
-    got = option_leaf(lists.length(), values.dtype)
-    first_items(lists.offsets, values, got.child.values, got.present)
-    return got
 
 
 def built(tree: Column) -> Array:
