@@ -28,9 +28,7 @@ _ELEM_CACHE: dict[np.dtype, T.Type] = {}
 
 def _elem_type(dt: np.dtype) -> T.Type:
     t = _ELEM_CACHE.get(dt)
-    if t is None:
-        t = _ELEM_CACHE[dt] = M.type_from_numpy(dt)
-    return t
+    return t if t is not None else _ELEM_CACHE.setdefault(dt, M.type_from_numpy(dt))
 
 
 class Array(Operators, InPlace, Conversions):
@@ -253,11 +251,8 @@ class Array(Operators, InPlace, Conversions):
 
     def copy(self) -> Array:
         """A writable copy in memory of its own, of read-only arrays too (`from_awkward`)."""
-        got = _pickle_form[0](self) if _pickle_form else None
-        if got is not None:  # (its buffers copied, built writable: records as C structs)
-            build, (col, _) = got
-            return build(copy.deepcopy(col), False)
-        return copy.deepcopy(self)
+        got = _pickle_form[0](self) if _pickle_form else None  # (buffers, built writable)
+        return got[0](copy.deepcopy(got[1][0]), False) if got else copy.deepcopy(self)
 
     def close(self) -> None:
         """Drop this array's reference to its memory (other views keep it alive)."""
