@@ -822,3 +822,19 @@ def test_dictionary_fields_under_null_structs_read_as_missing():
               pa.array([{"y": "a"}, None, {"y": "b"}], type=t),
               pa.array(["a", "b", None, "a"]).dictionary_encode()):
         assert lazyk.from_arrow(a).to_list() == a.to_pylist()
+
+
+def test_arrow_extension_types_read_as_their_storage_and_tables_need_a_column():
+    """Arrow's own extension types (bool8, json, uuid) read as their storage, bool8 as
+    bools; a Table of no columns is refused, not read as no rows."""
+    pa = pytest.importorskip("pyarrow")
+    if not all(hasattr(pa, k) for k in ("bool8", "json_", "uuid")):
+        pytest.skip("a pyarrow without Arrow's canonical extension types")
+    got = lazyk.from_arrow(pa.array([1, 0, None, 5], pa.bool8()))
+    assert got.to_list() == [True, False, None, True] and str(got.type) == "4 * ?bool"
+    assert lazyk.from_arrow(pa.array(['{"a": 1}', None], pa.json_())).to_list() == \
+        ['{"a": 1}', None]
+    assert lazyk.from_arrow(pa.array([bytes(range(16))], pa.uuid())).to_list() == \
+        [bytes(range(16))]
+    with pytest.raises(lazyk.NotSupportedError, match="no columns .2 rows."):
+        lazyk.from_arrow(pa.table({"a": [1, 2]}).drop_columns(["a"]))

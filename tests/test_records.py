@@ -171,9 +171,9 @@ def test_an_array_of_records_selects_and_gathers_field_by_field():
     assert kept.jet.pt.eval().to_list() == [[50.0, 20.0], [35.0, 40.0]]
     best = jets[lazyk.argmax(jets.pt, axis=1, keepdims=True)]
     want = ajets[ak.argmax(ajets.pt, axis=1, keepdims=True)].to_list()
-    # the empty row's missing position: a record of missing fields (Awkward: a missing record)
-    assert want[1] == [None] and best.to_list()[1] == [{"pt": None, "eta": None}]
-    assert best.to_list()[::2] == want[::2]
+    # the empty row's missing position: a missing record, as Awkward's
+    assert want[1] == [None] and best.to_list() == want
+    assert str(best.type) == "3 * 1 * ?{pt: ?float64, eta: ?float64}"
     want_pt = ajets.pt[ak.argmax(ajets.pt, axis=1, keepdims=True)].to_list()
     assert best.pt.eval().to_list() == want_pt == [[50.0], [None], [40.0]]
     # Awkward's own records work as lazyk.from_awkward reads them
@@ -209,11 +209,11 @@ def test_row_operations_see_a_per_event_field_stretched_to_the_lists():
         both = lazyk.concatenate([r, r], axis=1).eval().to_list()
         assert [[sorted(d.items()) for d in w] for w in both] == \
             [[sorted(d.items()) for d in w + w] for w in wide]
-        first = lazyk.firsts(r).eval().to_list()
-        assert [d["pt"] for d in first] == [w[0] if w else None for w in rows]
-        assert [d["met"] for d in first] == [v if w else None for v, w in zip(met, rows)]
+        first = lazyk.firsts(r).eval().to_list()  # (None for an empty list, as Awkward's)
+        assert [d and d["pt"] for d in first] == [w[0] if w else None for w in rows]
+        assert [d and d["met"] for d in first] == [v if w else None for v, w in zip(met, rows)]
         padded = lazyk.pad_none(r, 2, clip=True).eval().to_list()
-        assert [[d["met"] for d in w] for w in padded] == \
+        assert [[d and d["met"] for d in w] for w in padded] == \
             [[v if k < len(w) else None for k in range(2)] for v, w in zip(met, rows)]
 
 
@@ -567,3 +567,29 @@ def test_positions_of_records_whose_fields_have_different_missing_fixed_rows():
     assert lazyk.argcombinations(r, 2).eval().to_list() == \
         ak.argcombinations(ar, 2).to_list() == [None, None, [(0, 1)]]
     assert lazyk.num(r, axis=1).eval().to_list() == [None, None, 2]
+
+
+def test_records_made_missing_are_missing_records_as_awkwards():
+    """firsts of an empty list, pad_none's padding, a missing mask element and a gather at a
+    missing position give missing records (`?{...}`), not records of missing fields; records
+    whose fields are all missing in the data stay records."""
+    data = [[{"pt": 1.0, "q": None}, {"pt": 2.0, "q": 1}], [], None,
+            [{"pt": None, "q": None}, {"pt": 3.0, "q": -1}]]
+    a = ak.Array(data)
+    x = lazyk.from_awkward(a)
+    z = lazyk.zip({"pt": x.pt, "q": x.q})
+    b = ak.Array([d for d in data if d is not None])  # (`?N * {...}`: not laid out)
+    for r in (x, z):
+        y = lazyk.from_awkward(b) if r is x else lazyk.zip({"pt": b.pt, "q": b.q})
+        got = lazyk.firsts(r)
+        assert got.eval().to_list() == ak.firsts(a).to_list()
+        assert lazyk.is_none(got).eval().to_list() == ak.is_none(ak.firsts(a)).to_list()
+        assert lazyk.pad_none(y, 3, clip=True).eval().to_list() == \
+            ak.pad_none(b, 3, clip=True).to_list()
+        assert r[r.q > 0].eval().to_list() == a[a.q > 0].to_list()
+        best = y[lazyk.argmax(y.pt, axis=1, keepdims=True)]
+        want = b[ak.argmax(b.pt, axis=1, keepdims=True)]
+        assert best.eval().to_list() == want.to_list()
+        assert lazyk.firsts(best).eval().to_list() == ak.firsts(want).to_list()
+        assert lazyk.to_awkward(got).to_list() == ak.firsts(a).to_list()
+        assert lazyk.to_arrow(got).null_count == 2

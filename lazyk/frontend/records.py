@@ -24,10 +24,7 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import operators
 from lazyk.arrays.array import Array
-from lazyk.arrays.array import array as lazyk_array
-from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.foreign import from_foreign, is_foreign
-from lazyk.arrays.trees import zipped
 from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, Node, arg_key
@@ -35,6 +32,7 @@ from lazyk.frontend.leaves import is_text, leaf_data
 from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
+from lazyk.frontend.record_layout import built, everywhere, may_miss, present_in
 from lazyk.frontend.ufuncs import where
 
 
@@ -49,10 +47,10 @@ class Records:
     """
 
     __slots__ = ("_fields", "_depth", "_tuple", "_one_array", "_own_fields", "_shape",
-                 "_lists_aligned", "_lined")
+                 "_lists_aligned", "_lined", "_present")
 
     def __init__(self, fields: dict, depth: int | None = None, is_tuple: bool = False,
-                 one_array: bool = False, own_fields: bool = False):
+                 one_array: bool = False, own_fields: bool = False, present: Any = None):
         self._fields = {str(k): v for k, v in fields.items()}
         self._depth = depth
         self._tuple = is_tuple
@@ -62,6 +60,32 @@ class Records:
         self._own_fields = own_fields
         # (kept once known: the fields never change, nor do their shapes and lists)
         self._shape = self._lists_aligned = self._lined = None
+        # where the records themselves are: None (everywhere), a bool expression with their
+        # dims, or (records, fn): what fn (a selection, firsts) makes of those records' flags
+        self._present = present
+
+    @property
+    def present(self) -> Expr | None:
+        """Where the records themselves are present (a bool expression with the records'
+        dims), or None where no record can be missing: a gather at a missing position,
+        `firsts` of an empty list and a missing mask element give missing records (`?{...}`),
+        as in Awkward; their fields are missing there too."""
+        p = self._present
+        if not isinstance(p, tuple):
+            return p
+        parent, fn = p
+        base, ops = parent.present, operators.row_ops()
+        whole = [k for k, e in enumerate(parent.leaves()) if not may_miss(e, parent.depth)]
+        if base is None and whole:  # a field never missing on its own: missing with them
+            f = self.leaves()[whole[0]]
+            p = ~ops.is_none(f, builtins.max(self.depth - 1, 0)) \
+                if may_miss(f, self.depth) else None
+        else:
+            got = fn(base if base is not None else everywhere(parent))
+            p = ops.fill_none(got, False) if may_miss(got, got.ndim) else \
+                got if base is not None else None
+        self._present = p
+        return p
 
     @property
     def own_fields(self) -> bool:
@@ -90,7 +114,8 @@ class Records:
             missing = [k for k in key if k not in self._fields]  # (Awkward's projection)
             if missing:
                 raise KeyError(f"no field {missing[0]!r} in records with fields {self.fields}")
-            return Records({k: self._fields[k] for k in key}, self._depth, False)
+            return Records({k: self._fields[k] for k in key}, self._depth, False,
+                           present=self._present)
         # an index of the records (a mask, a slice, new axes): each field's, the fields
         # stretched against each other first (a per-event field among per-object ones)
         base = self if _aligned(self) else _lined_up(self)
@@ -113,7 +138,8 @@ class Records:
                             ) from err
         deeper = got.leaves()[0].ndim - before
         return got if not deeper or got._depth is None else \
-            Records(got._fields, got._depth + deeper, got._tuple, own_fields=got.own_fields)
+            Records(got._fields, got._depth + deeper, got._tuple, own_fields=got.own_fields,
+                    present=got._present)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -154,20 +180,23 @@ class Records:
         """Whether the records are a tuple (fields "0", "1", ...)."""
         return self._tuple
 
-    def map(self, fn, dims: int | None = 0, same: bool = False) -> Records:
+    def map(self, fn, dims: int | None = 0, same: bool = False, flags: bool = True) -> Records:
         """Records whose field expressions are `fn(field)` (records fields too, field by
         field), which puts `dims` more dims above the records (None: as deep as the new
         fields go). `same`: fn keeps the records as they are (a selection, a slice, the
-        fields lined up), zip's records stay zip's (`own_fields`)."""
+        fields lined up), zip's records stay zip's (`own_fields`). `flags`: the records are
+        present where fn of their present flags says (else where they were)."""
         depth = None if self._depth is None or dims is None else \
             builtins.max(self._depth + dims, 0)
         return Records({k: f.map(fn, dims) if isinstance(f, Records) else fn(f)
                         for k, f in self._fields.items()}, depth, self._tuple,
-                       own_fields=same and self._own_fields)
+                       own_fields=same and self._own_fields,
+                       present=(self, fn) if flags else self._present)
 
     def with_fields(self, fields: dict) -> Records:
         """Records of other fields, at the same depth (zip's stay zip's)."""
-        return Records(fields, self._depth, self._tuple, own_fields=self._own_fields)
+        return Records(fields, self._depth, self._tuple, own_fields=self._own_fields,
+                       present=self._present)
 
     @property
     def depth(self) -> int:
@@ -208,6 +237,7 @@ class Records:
                 t = t.elem
             elems.append((k, t))
         t = T.Tuple(tuple(e for _, e in elems)) if self._tuple else T.Record(tuple(elems))
+        t = T.Option(t) if self.present is not None else t
         for k in range(d - 1, -1, -1):
             n = shape[k]
             t = T.FixedDim(n, t) if isinstance(n, int) else T.VarDim(t) if n is None else \
@@ -267,9 +297,9 @@ class Records:
         # else lined up)
         rec = self if same or _aligned(self) else _lined_up(self)
         try:
-            got = _built(rec)
+            got = built(rec)
             if got is None and rec is self:
-                got = _built(_lined_up(self))  # lists that differ: lined up (or named)
+                got = built(_lined_up(self))  # lists that differ: lined up (or named)
         except ShapeError as err:  # (the kernel names rows and operands, not the fields)
             raise ShapeError(f"zip: the fields {', '.join(map(repr, self.fields))} do not "
                              f"line up above the records: {err}") from None
@@ -407,7 +437,7 @@ def _lined_up(rec: Records, shapes_only: bool = False) -> Records:
         new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:
         new = iter([_with_rows(e, others, d) for e, others in _partners(rec)])
-    return rec.map(lambda e: next(new), same=True)
+    return rec.map(lambda e: next(new), same=True, flags=False)
 
 
 def _partners(rec: Records) -> list:
@@ -456,31 +486,6 @@ def _with_rows(e: Expr, leaves: list, d: int) -> Expr:
         node = Node("with_rows", node.dtype, shape, (node, y.node), d)
         env.update(y.env)
     return Expr(node, env)
-
-
-def _built(rec: Records) -> Array | None:
-    """The array of records over the fields' values (computed together); None where the
-    fields' lists above the records differ."""
-    leaves = rec.leaves()
-    values = hooks.evaluate_many(*leaves)
-    values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
-    top = all(isinstance(v.type, T.FixedDim) for v in values)  # else 0-d records
-    tree = _tree(rec, iter(values if top else [v[None] for v in values]), not top)
-    if tree is None:
-        return None
-    got = build_columns(tree, read_only=True)
-    return got if top else got[0]
-
-
-def _tree(rec: Records, values, extra: bool):
-    """The column tree of the records over the next values (`extra`: under a dim of 1
-    of their own); None where the fields' lists differ."""
-    trees = [_tree(f, values, extra) if isinstance(f, Records) else columns(next(values))
-             for f in rec._fields.values()]
-    if any(t is None for t in trees):
-        return None
-    names = [int(k) for k in rec._fields] if rec.is_tuple else list(rec._fields)
-    return zipped(trees, names, rec.depth - 1 + extra)
 
 
 def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
@@ -546,11 +551,9 @@ def record_fields(x: Any) -> Records | None:
     t = getattr(x, "type", None)  # (a Dask array has none)
     if not isinstance(t, T.Type):
         return None
-    depth = 0
+    depth = missing = 0  # (missing: the records themselves may be, `?{...}`)
     while isinstance(t, (T.Dim, T.Option)):
-        if isinstance(t, T.Dim):
-            depth += 1
-        t = t.elem
+        depth, missing, t = depth + isinstance(t, T.Dim), isinstance(t, T.Option), t.elem
     if not isinstance(t, (T.Record, T.Tuple)):
         return None
     names = t.names if isinstance(t, T.Record) else tuple(str(k) for k in range(len(t.types)))
@@ -565,7 +568,8 @@ def record_fields(x: Any) -> Records | None:
                 f"field {n!r} of records of type {x.type}: {err}; lazy work (a selection, a "
                 f"gather, a row operation) takes the records' fields, so zip the fields it "
                 f"needs first: lazyk.zip({{name: x[name] for name in [...]}})") from None
-    return Records(fields, depth, isinstance(t, T.Tuple), one_array=True)
+    present = present_in(x) if missing and depth and isinstance(x, Array) else None
+    return Records(fields, depth, isinstance(t, T.Tuple), one_array=True, present=present)
 
 
 def one_shape(rec: Records, taken_strings: bool = False) -> bool:

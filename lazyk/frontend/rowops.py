@@ -173,7 +173,7 @@ def firsts(x: Any, axis: int = 1) -> Expr:
     `3 * ?int64`.
     """
     rec = lined_up_fields(x)
-    if rec is not None:  # each field's first item (missing fields, not missing records)
+    if rec is not None:  # each field's first item (a missing record where a list is empty)
         return rec.map(lambda f: firsts(f, axis), -1)
     e = _operand("firsts", x)
     if e.ndim < 2:
@@ -298,20 +298,16 @@ def is_none(x: Any, axis: int = 0) -> Expr:
                                     f"at an axis above the records (< {rec.depth})")
         if axis % rec.depth < rec.depth - 1:
             return is_none(next(iter(rec.items()))[1], axis)
-        # the records themselves: an array's missing records (`?{...}`); zip's records are
-        # never missing: each field's missing values (records of bools, as Awkward's);
-        # records derived from them (firsts, a take-back) are missing as a whole
+        # the records themselves: an array's missing records (`?{...}`), or those a gather,
+        # firsts or a mask made missing; zip's records are never missing: each field's
+        # missing values (records of bools, as Awkward's)
         if isinstance(x, Array):
             missing = missing_records(columns(x))
             return rec.map(lambda f: is_none(f, axis)) if missing is None else \
                 build_columns(missing)
-        if rec.own_fields:
-            return rec.map(lambda f: is_none(f, axis))
-        every = None
-        for f in rec.leaves():
-            f = is_none(f, axis)
-            every = f if every is None else every & f
-        return every
+        if rec.present is not None:
+            return ~rec.present
+        return rec.map(lambda f: is_none(f, axis)) if rec.own_fields else ~rec.everywhere()
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)

@@ -38,7 +38,8 @@ def from_arrow(x: Any) -> Array:
     place, keys and values copied into the records). Dictionary arrays (Parquet string
     columns often read as these) are decoded by Arrow (`dictionary_decode`): a copy of the
     values, which then convert as above. An extension type (Awkward's, from `ak.to_arrow`
-    or a Parquet file Awkward wrote) reads as its storage type. Union arrays raise
+    or a Parquet file Awkward wrote; Arrow's json, uuid) reads as its storage type (Arrow's
+    bool8 as bools). A Table of no columns raises NotSupportedError. Union arrays raise
     NotSupportedError (select one type first). Dates, times, timestamps and durations
     become `date`, `time` (microseconds since midnight), `datetime[unit]` and
     `timedelta[unit]`, all int64 as NumPy's:
@@ -58,6 +59,9 @@ def from_arrow(x: Any) -> Array:
     """
     pa = need("pyarrow")
     if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
+        if not x.num_columns:
+            raise NotSupportedError(f"an Arrow {type(x).__name__} of no columns ({x.num_rows} "
+                                    "rows): lazyk records have at least one field")
         return column_records(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
                                                      for k, c in zip(x.column_names, x.columns)])
     if isinstance(x, pa.ChunkedArray):
@@ -66,7 +70,10 @@ def from_arrow(x: Any) -> Array:
         raise TypeError(f"from_arrow takes a pyarrow Array, ChunkedArray, Table or "
                         f"RecordBatch, not {type(x).__name__}")
     t = x.type
-    if isinstance(t, pa.ExtensionType):  # (Awkward's `ak.to_arrow`, Parquet it wrote, ...)
+    if isinstance(t, pa.BaseExtensionType):  # (Awkward's `ak.to_arrow`, Arrow's own, ...)
+        if t.extension_name == "arrow.bool8":  # (bools stored as int8: 0 is False)
+            import pyarrow.compute as pc
+            return from_arrow(pc.not_equal(x.storage, 0))
         return from_arrow(x.storage)
     if pa.types.is_dictionary(t):  # Arrow's own decode: the values gathered (a copy)
         import pyarrow.compute as pc  # (under a struct's null, an index may point nowhere)

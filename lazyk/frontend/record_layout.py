@@ -1,0 +1,88 @@
+"""Lazy records laid out: their fields, and where the records themselves are present,
+computed together (`lazyk.evaluate(e1, e2, ...)`: the work they share runs once) and zipped
+into a lazyk array of records whose fields read their columns in place."""
+from __future__ import annotations
+
+import numpy as np
+
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays import operators
+from lazyk.arrays.array import Array
+from lazyk.arrays.array import array as lazyk_array
+from lazyk.arrays.columns import build_columns, columns
+from lazyk.arrays.restructure import missing_records
+from lazyk.arrays.trees import Lists, Masked, Record, Regular, zipped
+from lazyk.frontend.expression import Expr
+from lazyk.frontend.operands import as_expr
+
+_PRESENT = object()  # (the name of the present flags among the fields, while zipped)
+
+
+def built(rec) -> Array | None:
+    """The array of lazy records `rec` over the fields' values, missing where `rec.present`
+    is False; None where the fields' lists above the records differ."""
+    present = rec.present
+    leaves = rec.leaves() + ([present] if present is not None else [])
+    values = hooks.evaluate_many(*leaves)
+    values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
+    top = all(isinstance(v.type, T.FixedDim) for v in values)  # else 0-d records
+    values = iter(values if top else [v[None] for v in values])
+    tree = _tree(rec, values, not top, present is not None)
+    if tree is None:
+        return None
+    got = build_columns(_missing_where_absent(tree), read_only=True)
+    return got if top else got[0]
+
+
+def _tree(rec, values, extra: bool, flags: bool = False):
+    """The column tree of the records over the next values (`extra`: under a dim of 1
+    of their own; `flags`: the present flags last, as one more field); None where the
+    fields' lists differ."""
+    trees = [columns(next(values)) if isinstance(f, Expr) else _tree(f, values, extra)
+             for _, f in rec.items()]
+    names = [int(k) for k, _ in rec.items()] if rec.is_tuple else [k for k, _ in rec.items()]
+    if flags:
+        trees.append(columns(next(values)))
+        names.append(_PRESENT)
+    if any(t is None for t in trees):
+        return None
+    return zipped(trees, names, rec.depth - 1 + extra)
+
+
+def _missing_where_absent(tree):
+    """`tree` with the present flags zipped in as a last field made the records' own
+    missing flags (`?{...}`)."""
+    if isinstance(tree, Record):
+        if not tree.names or tree.names[-1] is not _PRESENT:
+            return tree
+        flags = np.asarray(tree.children[-1].values, bool)
+        return Masked(flags, Record(tree.names[:-1], tree.children[:-1]))
+    if isinstance(tree, Masked):
+        return Masked(tree.present, _missing_where_absent(tree.child))
+    if isinstance(tree, Regular):
+        return Regular(tree.size, _missing_where_absent(tree.child), tree.count)
+    return Lists(tree.offsets, _missing_where_absent(tree.child))
+
+
+def may_miss(e: Expr, d: int) -> bool:
+    """Whether `e`'s items `d` dims down (records' fields: at the records) may be missing."""
+    t = e.type
+    for _ in range(d):
+        t = t.elem.elem if isinstance(t, T.Option) else t.elem
+    return isinstance(t, T.Option)
+
+
+def everywhere(rec) -> Expr:
+    """True at every record of `rec` (missing where a row above them is)."""
+    if not rec.depth:
+        return as_expr(np.True_)
+    leaf = max(rec.leaves(), key=lambda e: e.ndim)
+    return operators.row_ops().local_index(leaf, rec.depth - 1) >= 0
+
+
+def present_in(x: Array) -> Expr | None:
+    """Where the records of array `x` (`... * ?{...}`) are present; None where none is
+    missing."""
+    missing = missing_records(columns(x))
+    return None if missing is None else ~as_expr(build_columns(missing))
