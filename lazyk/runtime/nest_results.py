@@ -169,11 +169,12 @@ def _option_rows(node, valid):
     if values.size != rows * int(np.prod(shape)):
         return None
     size = values.nbytes
-    block = MemoryBlock((2 + (mask is not None)) * size)
-    block.buffer[:size] = values.view(np.uint8)
+    block = MemoryBlock((2 + (mask is not None)) * size, zeroed=False)
+    block.buffer[:size] = values.view(np.uint8).reshape(-1)
+    block.buffer[size:] = 0  # (the shadows: only each row's / item's first byte is set)
     item = values.dtype.itemsize
     rowbytes = size // rows if rows else item * int(np.prod(shape))
-    block.buffer[size:2 * size].reshape(-1)[np.arange(rows) * rowbytes] = valid
+    block.buffer[size:2 * size].reshape(rows, rowbytes)[:, 0] = valid
     elem = M.type_from_numpy(values.dtype)
     meta = []
     if mask is not None:

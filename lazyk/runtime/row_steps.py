@@ -477,8 +477,7 @@ def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Colu
     for an empty list), natively in one pass over the rows (`padded_items`); None for other
     trees (`restructure.pad_none` / `firsts` take them)."""
     mask, lists = tree.unwrap()
-    if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf) or \
-            (firsts and mask is not None):
+    if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
         return None
     values = lists.child.values
     if values.ndim != 1 or values.dtype.kind not in "biufcmM" or \
@@ -487,7 +486,9 @@ def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Colu
     new = None if clip else offsets_of(np.maximum(np.diff(lists.offsets), target))
     got = option_leaf(lists.length() * target if clip else int(new[-1]), values.dtype)
     padded_items(lists.offsets, values, got.child.values, got.present, target, new)
-    if firsts:
+    if firsts:  # (missing where the list is)
+        if mask is not None:
+            np.logical_and(got.present, np.asarray(mask, bool), out=got.present)
         return got
     rows = Regular(target, got, lists.length()) if clip else Lists(new, got)
     return rows if mask is None else Masked(mask, rows)
