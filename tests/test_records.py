@@ -591,5 +591,8 @@ def test_records_made_missing_are_missing_records_as_awkwards():
         want = b[ak.argmax(b.pt, axis=1, keepdims=True)]
         assert best.eval().to_list() == want.to_list()
         assert lazyk.firsts(best).eval().to_list() == ak.firsts(want).to_list()
+        best = r[lazyk.argmax(r.pt, axis=1, keepdims=True)]  # (missing rows too)
+        assert lazyk.firsts(best).eval().to_list() == \
+            ak.firsts(a[ak.argmax(a.pt, axis=1, keepdims=True)]).to_list()
         assert lazyk.to_awkward(got).to_list() == ak.firsts(a).to_list()
         assert lazyk.to_arrow(got).null_count == 2

@@ -54,7 +54,8 @@ class Records:
         self._fields = {str(k): v for k, v in fields.items()}
         self._depth = depth
         self._tuple = is_tuple
-        self._one_array = one_array  # (the fields of one array's records: the same lists)
+        # (the fields of one array's records, or fn of them all in `map`: the same lists)
+        self._one_array = one_array
         # (zip's: each field's missing values its own; records derived from them, a take-back
         # or firsts, are missing as a whole: every field at once)
         self._own_fields = own_fields
@@ -190,7 +191,7 @@ class Records:
             builtins.max(self._depth + dims, 0)
         return Records({k: f.map(fn, dims) if isinstance(f, Records) else fn(f)
                         for k, f in self._fields.items()}, depth, self._tuple,
-                       own_fields=same and self._own_fields,
+                       one_array=self._one_array, own_fields=same and self._own_fields,
                        present=(self, fn) if flags else self._present)
 
     def with_fields(self, fields: dict) -> Records:
