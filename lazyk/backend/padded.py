@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-from lazyk.backend.rowcheck import PART_ROWS, native_function
+from lazyk.backend.rowcheck import native_function, row_kernel
 from lazyk.backend.rowcopy import MIN_ROWS
 from lazyk.backend.threads import parallel_for, parts_for
 
@@ -21,23 +21,8 @@ _IR = r"""
 define void @lazyk_padded_items_BITS(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %w2 = getelementptr i64, ptr %a, i64 2
-  %off = load ptr, ptr %w2
-  %w3 = getelementptr i64, ptr %a, i64 3
-  %base = load ptr, ptr %w3
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %stride = load i64, ptr %w4
-  %w5 = getelementptr i64, ptr %a, i64 5
-  %count = load i64, ptr %w5
+WORDS 2 off:ptr base:ptr stride:i64 count:i64 out:ptr flags:ptr target:i64 noff:ptr
   %last = sub i64 %count, 1
-  %w6 = getelementptr i64, ptr %a, i64 6
-  %out = load ptr, ptr %w6
-  %w7 = getelementptr i64, ptr %a, i64 7
-  %flags = load ptr, ptr %w7
-  %w8 = getelementptr i64, ptr %a, i64 8
-  %target = load i64, ptr %w8
-  %w9 = getelementptr i64, ptr %a, i64 9
-  %noff = load ptr, ptr %w9
   %cut = icmp eq ptr %noff, null
   br label %rows
 rows:
@@ -122,5 +107,5 @@ def padded_items(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
              0 if new_offsets is None else new_offsets.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)
     name = f"lazyk_padded_items_{8 * width}"
-    text = _IR.replace("PART_ROWS", PART_ROWS).replace("BITS", str(8 * width))
+    text = row_kernel(_IR).replace("BITS", str(8 * width))
     parallel_for(native_function(name, lambda: text), ctypes.addressof(arg), nparts)

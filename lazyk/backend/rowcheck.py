@@ -28,6 +28,25 @@ PART_ROWS = """  %nrows = load i64, ptr %a
   %hi0 = mul i64 %nrows, %part1
   %hi = udiv i64 %hi0, %nparts"""
 
+
+
+def row_kernel(text: str) -> str:
+    """The IR text of a row kernel with its shorthands written out: `PART_ROWS`, and a line
+    `WORDS k name:type ...` (words k, k + 1, ... of the argument record `%a` loaded as
+    `%name`, type ptr or i64)."""
+    out = []
+    for line in text.replace("PART_ROWS", PART_ROWS).split("\n"):
+        parts = line.split()
+        if parts[:1] != ["WORDS"]:
+            out.append(line)
+            continue
+        for k, word in enumerate(parts[2:], int(parts[1])):
+            name, ty = word.split(":")
+            out += [f"  %w{k} = getelementptr i64, ptr %a, i64 {k}",
+                    f"  %{name} = load {ty}, ptr %w{k}"]
+    return "\n".join(out)
+
+
 _native: dict = {}  # function name -> (its module, its address)
 _lock = lock()  # (fresh in a forked child)
 
@@ -55,10 +74,7 @@ _IR = r"""
 define void @lazyk_rises_BITS(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %w2 = getelementptr i64, ptr %a, i64 2
-  %off = load ptr, ptr %w2
-  %w3 = getelementptr i64, ptr %a, i64 3
-  %flags = load ptr, ptr %w3
+WORDS 2 off:ptr flags:ptr
   br label %loop
 loop:
   %i = phi i64 [%lo, %entry], [%i1, %body]
@@ -95,8 +111,7 @@ def rises(offsets: np.ndarray) -> bool:
     flags = np.zeros(nparts, np.int64)
     arg = (ctypes.c_int64 * 4)(n, nparts, offsets.ctypes.data, flags.ctypes.data)
     parallel_for(native_function(f"lazyk_rises_{bits}",
-                                 lambda: _IR.replace("PART_ROWS", PART_ROWS)
-                                 .replace("BITS", str(bits))),
+                                 lambda: row_kernel(_IR).replace("BITS", str(bits))),
                  ctypes.addressof(arg), nparts)
     return not flags.any()
 

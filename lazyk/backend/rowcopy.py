@@ -19,7 +19,7 @@ import numpy as np
 
 from lazyk.arrays.outputs import empty as fresh
 from lazyk.arrays.trees import rising
-from lazyk.backend.rowcheck import PART_ROWS, native_function, rises, rows_at
+from lazyk.backend.rowcheck import native_function, rises, row_kernel, rows_at
 from lazyk.backend.threads import parallel_for, parts_for
 
 _I64 = np.dtype(np.int64)
@@ -45,14 +45,11 @@ _HEAD = r"""
 define void @NAME(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %oop = getelementptr i64, ptr %a, i64 2
-  %outoff = load ptr, ptr %oop
-  %posp = getelementptr i64, ptr %a, i64 3
-  %pos = load ptr, ptr %posp
+WORDS 2 outoff:ptr pos:ptr
   %hasp = icmp ne ptr %pos, null
   %lp = getelementptr i64, ptr %outoff, i64 %hi
   %limit = load i64, ptr %lp
-WORDS  br label %rows
+COLUMN_WORDS  br label %rows
 rows:
   %r = phi i64 [%lo, %entry], [%r1, %nextrow]
   %rdone = icmp uge i64 %r, %hi
@@ -133,8 +130,7 @@ _LANES = {4: 8, 8: 4}  # (32 bytes: one AVX2 register)
 
 
 def _word(name: str, at: int, ptr: bool = True) -> str:
-    return (f"  %{name}w = getelementptr i64, ptr %a, i64 {at}\n"
-            f"  %{name} = load {'ptr' if ptr else 'i64'}, ptr %{name}w\n")
+    return f"WORDS {at} {name}:{'ptr' if ptr else 'i64'}\n"
 
 
 def _ir(width: int, nsrc: int, ncol: int) -> str:
@@ -156,7 +152,7 @@ def _ir(width: int, nsrc: int, ncol: int) -> str:
             part = part.replace("FROM_VEC_D", "[%di_X, %vec_X], " if lanes else "")
             part = part.replace("FROM_VEC", "[%si_X, %vec_X], " if lanes else "")
             body += part.replace("_X", f"_{x}").replace("_J", f"_{j}").replace("_C", f"_{c}")
-    text = _HEAD.replace("PART_ROWS", PART_ROWS).replace("WORDS", words) + body + _TAIL
+    text = row_kernel(_HEAD.replace("COLUMN_WORDS", words) + body + _TAIL)
     text = text.replace("NAME", f"lazyk_copy_rows_{width}_{nsrc}_{ncol}")
     return (text.replace("LANES", str(lanes)).replace("BYTES", str(width))
             .replace("BITS", str(8 * width)))
@@ -277,8 +273,7 @@ define void @lazyk_keep_rows(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
 KEEP_WORDS
-  %w6 = getelementptr i64, ptr %a, i64 6
-  %kend = load i64, ptr %w6
+WORDS 6 kend:i64
   br label %rows
 rows:
   %r = phi i64 [%lo, %entry], [%r1, %row_done]
@@ -342,12 +337,7 @@ PART_ROWS
 KEEP_WORDS
   %lp = getelementptr i64, ptr %kept, i64 %hi
   %limit = load i64, ptr %lp
-  %w7 = getelementptr i64, ptr %a, i64 7
-  %out = load ptr, ptr %w7
-  %w8 = getelementptr i64, ptr %a, i64 8
-  %vals = load ptr, ptr %w8
-  %w9 = getelementptr i64, ptr %a, i64 9
-  %stride = load i64, ptr %w9
+WORDS 7 out:ptr vals:ptr stride:i64
   br label %items
 items:
   %i = phi i64 [%s, %entry], [%i1, %item]
@@ -378,14 +368,7 @@ _NO_VECTOR = """!0 = distinct !{!0, !1}
 """
 # (each part's item range and its kept-items word; `%base`: the part's first output item,
 # once the count pass's words are turned into starts)
-_KEEP_WORDS = """  %w2 = getelementptr i64, ptr %a, i64 2
-  %off = load ptr, ptr %w2
-  %w3 = getelementptr i64, ptr %a, i64 3
-  %keep = load ptr, ptr %w3
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %kept = load ptr, ptr %w4
-  %w5 = getelementptr i64, ptr %a, i64 5
-  %parts = load ptr, ptr %w5
+_KEEP_WORDS = """WORDS 2 off:ptr keep:ptr kept:ptr parts:ptr
   %bp = getelementptr i64, ptr %parts, i64 %part
   %base = load i64, ptr %bp
   %sp = getelementptr i64, ptr %off, i64 %lo
@@ -399,7 +382,7 @@ def _keep_function(name: str, width: int = 0) -> int:
     (a module per item width)."""
     text = _KEEP_ITEMS_IR.replace("_W(", f"_{width}(").replace("BITS", str(8 * width)) \
         if width else _KEEP_ROWS_IR
-    text = text.replace("PART_ROWS", PART_ROWS).replace("KEEP_WORDS", _KEEP_WORDS)
+    text = row_kernel(text.replace("KEEP_WORDS", _KEEP_WORDS))
     names = (f"lazyk_keep_items_{width}",) if width else \
         ("lazyk_keep_count", "lazyk_keep_rows")
     return native_function(name, lambda: text.replace("NO_VECTOR", _NO_VECTOR), names)
@@ -463,25 +446,8 @@ _SLOTS_IR = r"""
 define void @lazyk_tuple_slots(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %w2 = getelementptr i64, ptr %a, i64 2
-  %off = load ptr, ptr %w2
-  %w3 = getelementptr i64, ptr %a, i64 3
-  %pos = load ptr, ptr %w3
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %valid = load ptr, ptr %w4
+WORDS 2 off:ptr pos:ptr valid:ptr first:ptr listed:ptr slots:i64 into:ptr present:ptr nmax:i64
   %hasv = icmp ne ptr %valid, null
-  %w5 = getelementptr i64, ptr %a, i64 5
-  %first = load ptr, ptr %w5
-  %w6 = getelementptr i64, ptr %a, i64 6
-  %listed = load ptr, ptr %w6
-  %w7 = getelementptr i64, ptr %a, i64 7
-  %slots = load i64, ptr %w7
-  %w8 = getelementptr i64, ptr %a, i64 8
-  %into = load ptr, ptr %w8
-  %w9 = getelementptr i64, ptr %a, i64 9
-  %present = load ptr, ptr %w9
-  %w10 = getelementptr i64, ptr %a, i64 10
-  %nmax = load i64, ptr %w10
   br label %rows
 rows:
   %r = phi i64 [%lo, %entry], [%r1, %next]
@@ -587,6 +553,6 @@ def tuple_slots(off: np.ndarray, positions: np.ndarray, valid: np.ndarray | None
              listed.ctypes.data, slots, into.ctypes.data, present.ctypes.data,
              nmax] + [0] * nparts
     arg = (ctypes.c_int64 * len(words))(*words)
-    fn = native_function("lazyk_tuple_slots", lambda: _SLOTS_IR.replace("PART_ROWS", PART_ROWS))
+    fn = native_function("lazyk_tuple_slots", lambda: row_kernel(_SLOTS_IR))
     parallel_for(fn, ctypes.addressof(arg), nparts)
     return not any(arg[11:11 + nparts])

@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-from lazyk.backend.rowcheck import PART_ROWS, native_function
+from lazyk.backend.rowcheck import native_function, row_kernel
 from lazyk.backend.rowcopy import MIN_ROWS
 from lazyk.backend.threads import parallel_for, parts_for
 
@@ -18,12 +18,7 @@ _IR = r"""
 define void @lazyk_sort_rows(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
-  %w2 = getelementptr i64, ptr %a, i64 2
-  %off = load ptr, ptr %w2
-  %w3 = getelementptr i64, ptr %a, i64 3
-  %keys = load ptr, ptr %w3
-  %w4 = getelementptr i64, ptr %a, i64 4
-  %pos = load ptr, ptr %w4
+WORDS 2 off:ptr keys:ptr pos:ptr
   br label %row
 row:
   %r = phi i64 [%lo, %entry], [%r1, %next]
@@ -107,6 +102,6 @@ def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> N
     nparts = parts_for(nrows, MIN_ROWS)
     words = [nrows, nparts, offsets.ctypes.data, keys.ctypes.data, positions.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)
-    text = _IR.replace("PART_ROWS", PART_ROWS)
+    text = row_kernel(_IR)
     parallel_for(native_function("lazyk_sort_rows", lambda: text), ctypes.addressof(arg),
                  nparts)
