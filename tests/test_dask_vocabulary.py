@@ -192,3 +192,18 @@ def test_zip_of_collections_says_how_a_per_row_field_lines_up():
         lazyk.dask.evaluate(lazyk.zip({"x": x, "y": y}))
     got = lazyk.dask.evaluate(lazyk.zip({"x": x, "y": y[:, None]})).compute(scheduler="sync")
     assert got.to_list() == [[{"x": 1.0, "y": 2}, {"x": 2.0, "y": 2}], []]
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 3])
+def test_records_made_missing_stay_missing_records(rows_per_part):
+    """firsts, pad_none and gathers of records on Dask give missing records (`?{...}`),
+    as on one machine and in Awkward."""
+    pt = lazyk.array([[1.0, 2.0], [], [3.0], []])
+    one = lazyk.zip({"pt": pt, "q": pt * 2})
+    d = lazyk.dask.from_ragged(pt, rows_per_part)
+    z = lazyk.zip({"pt": d, "q": d * 2})
+    for f in (lazyk.firsts, lambda r: lazyk.pad_none(r, 2),
+              lambda r: r[lazyk.argmax(r.pt, axis=1, keepdims=True)]):
+        want = f(one).eval().to_list()
+        assert None in (want if f is lazyk.firsts else [v for w in want for v in w])
+        assert values(lazyk.dask.evaluate(f(z)).compute()) == want

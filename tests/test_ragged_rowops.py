@@ -842,3 +842,21 @@ def test_pad_none_and_firsts_of_numbers_in_one_native_pass_equal_awkward(dtype):
                 assert got.to_list() == ak.pad_none(a, target, clip=clip).to_list()
                 assert str(got.type).endswith(f" * ?{dtype}")
         assert lazyk.firsts(x).eval().to_list() == ak.firsts(a).to_list()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "complex64", "complex128"])
+def test_flatten_of_lists_that_may_be_missing_equals_awkward(dtype):
+    """flatten at axis 1 of `?var` rows of numbers: a slice of the values where the missing
+    rows hold no items, else the present rows copied natively."""
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(11)
+    data = [list(rng.integers(0, 9, k)) if k >= 0 else None for k in rng.integers(-1, 6, 400)]
+    x = lazyk.array(data, type=f"{len(data)} * ?var * int64").astype(dtype).eval()
+    got = lazyk.flatten(x).eval()
+    assert got.to_list() == ak.flatten(ak.Array(x.to_list())).to_list()
+    assert str(got.type).endswith(f" * {dtype}")
+    off, values = np.array([1, 3, 5, 6]), np.arange(7).astype(dtype)  # (a missing row with
+    for valid in ([True, False, True], [True, True, True], [False] * 3):  # items: skipped)
+        y = lazyk.from_offsets(off, values, validity=np.array(valid))
+        want = [v for r, ok in enumerate(valid) if ok for v in values[off[r]:off[r + 1]]]
+        assert lazyk.flatten(y).eval().to_list() == [v.item() for v in want]

@@ -596,3 +596,28 @@ def test_records_made_missing_are_missing_records_as_awkwards():
             ak.firsts(a[ak.argmax(a.pt, axis=1, keepdims=True)]).to_list()
         assert lazyk.to_awkward(got).to_list() == ak.firsts(a).to_list()
         assert lazyk.to_arrow(got).null_count == 2
+
+
+def test_missing_records_inside_records_concatenated_and_pickled():
+    """Missing records as a field of records (pairs of padded records, an event's list of
+    muons, a zip of firsts), concatenated, tested by is_none and pickled lazily."""
+    import pickle
+    pt = lazyk.array([[1.0], []])
+    p = lazyk.combinations(lazyk.pad_none(lazyk.zip({"pt": pt}), 2), 2, fields=["a", "b"])
+    assert p.eval().to_list() == [[{"a": {"pt": 1.0}, "b": None}], [{"a": None, "b": None}]]
+    assert str(p.eval().type) == str(p.type) == "2 * var * {a: ?{pt: ?float64}, b: ?{pt: ?float64}}"
+    data = [{"mu": [{"pt": 1.0}, None], "met": 1.0}, {"mu": [], "met": 2.0}]
+    ev, a = lazyk.from_awkward(ak.Array(data)), ak.Array(data)
+    assert ev[lazyk.num(ev.mu) >= 1].eval().to_list() == a[ak.num(a.mu) >= 1].to_list()
+    z = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], []]), "q": lazyk.array([[1, 2], []])})
+    r = lazyk.zip({"lead": lazyk.firsts(z), "met": lazyk.array([5.0, 6.0])}, depth_limit=1)
+    assert r.eval().to_list() == [{"lead": {"pt": 1.0, "q": 1}, "met": 5.0},
+                                  {"lead": None, "met": 6.0}]
+    mu = ev.mu
+    for axis in (0, 1):
+        got = lazyk.concatenate([mu, mu], axis=axis).eval().to_list()
+        assert got == ak.concatenate([a.mu, a.mu], axis=axis).to_list()
+    assert lazyk.is_none(lazyk.combinations(z, 2)["0"], axis=1).eval().to_list() == \
+        [[False], []]
+    padded = lazyk.pad_none(z, 3)
+    assert pickle.loads(pickle.dumps(padded)).eval().to_list() == padded.eval().to_list()

@@ -126,20 +126,23 @@ class Task:
 
 
 def records_shape(rec: Records) -> tuple:
-    """(depth, tuple?, [(name, records_shape or None for an expression field)]): what
-    `zip_part` rebuilds the records from (no expression travels with the tasks)."""
+    """(depth, tuple?, [(name, records_shape or None for an expression field)], present
+    flags?): what `zip_part` rebuilds the records from (no expression travels with the
+    tasks)."""
     return (rec._depth, rec.is_tuple, tuple((k, records_shape(f) if isinstance(f, Records)
-                                             else None) for k, f in rec.items()))
+                                             else None) for k, f in rec.items()),
+            rec.present is not None)
 
 
 def zip_part(shape: tuple, *parts: Any) -> Part:
-    """One partition of records: the partitions of their fields (`Records.leaves` order)
-    laid out as one array of records, as `Records.eval` does on one machine."""
+    """One partition of records: the partitions of their fields and present flags
+    (`record_layout.with_flags` order) laid out as one array of records, as `Records.eval`
+    does on one machine."""
     values = iter(unwrap(p) for p in parts)
 
     def rebuilt(s):
-        depth, is_tuple, fields = s
-        return Records({k: rebuilt(f) if f is not None else as_expr(next(values))
-                        for k, f in fields}, depth, is_tuple)
+        depth, is_tuple, fields, flags = s
+        got = {k: rebuilt(f) if f is not None else as_expr(next(values)) for k, f in fields}
+        return Records(got, depth, is_tuple, present=as_expr(next(values)) if flags else None)
     start, _ = span_of(parts)
     return Part(rebuilt(shape).eval(), start)

@@ -22,27 +22,32 @@ _PRESENT = object()  # (the name of the present flags among the fields, while zi
 def built(rec) -> Array | None:
     """The array of lazy records `rec` over the fields' values, missing where `rec.present`
     is False; None where the fields' lists above the records differ."""
-    present = rec.present
-    leaves = rec.leaves() + ([present] if present is not None else [])
-    values = hooks.evaluate_many(*leaves)
+    values = hooks.evaluate_many(*with_flags(rec))
     values = [v if isinstance(v, Array) else lazyk_array(np.asarray(v)) for v in values]
     top = all(isinstance(v.type, T.FixedDim) for v in values)  # else 0-d records
     values = iter(values if top else [v[None] for v in values])
-    tree = _tree(rec, values, not top, present is not None)
+    tree = _tree(rec, values, not top)
     if tree is None:
         return None
     got = build_columns(_missing_where_absent(tree), read_only=True)
     return got if top else got[0]
 
 
-def _tree(rec, values, extra: bool, flags: bool = False):
-    """The column tree of the records over the next values (`extra`: under a dim of 1
-    of their own; `flags`: the present flags last, as one more field); None where the
+def with_flags(rec) -> list:
+    """The field expressions of `rec`, depth first, each records' present flags (where
+    some may be missing) after their fields: what is computed to lay them out."""
+    got = [f for _, e in rec.items() for f in ([e] if isinstance(e, Expr) else with_flags(e))]
+    return got + ([rec.present] if rec.present is not None else [])
+
+
+def _tree(rec, values, extra: bool):
+    """The column tree of the records over the next values (`_with_flags`' order; `extra`:
+    under a dim of 1 of their own), present flags as one more field; None where the
     fields' lists differ."""
     trees = [columns(next(values)) if isinstance(f, Expr) else _tree(f, values, extra)
              for _, f in rec.items()]
     names = [int(k) for k, _ in rec.items()] if rec.is_tuple else [k for k, _ in rec.items()]
-    if flags:
+    if rec.present is not None:
         trees.append(columns(next(values)))
         names.append(_PRESENT)
     if any(t is None for t in trees):
@@ -51,18 +56,21 @@ def _tree(rec, values, extra: bool, flags: bool = False):
 
 
 def _missing_where_absent(tree):
-    """`tree` with the present flags zipped in as a last field made the records' own
-    missing flags (`?{...}`)."""
+    """`tree` with the present flags zipped in as a last field (of records fields too) made
+    the records' own missing flags (`?{...}`)."""
     if isinstance(tree, Record):
+        kids = [_missing_where_absent(c) for c in tree.children]
         if not tree.names or tree.names[-1] is not _PRESENT:
-            return tree
+            return Record(tree.names, kids)
         flags = np.asarray(tree.children[-1].values, bool)
-        return Masked(flags, Record(tree.names[:-1], tree.children[:-1]))
+        return Masked(flags, Record(tree.names[:-1], kids[:-1]))
     if isinstance(tree, Masked):
         return Masked(tree.present, _missing_where_absent(tree.child))
     if isinstance(tree, Regular):
         return Regular(tree.size, _missing_where_absent(tree.child), tree.count)
-    return Lists(tree.offsets, _missing_where_absent(tree.child))
+    if isinstance(tree, Lists):
+        return Lists(tree.offsets, _missing_where_absent(tree.child))
+    return tree  # (values, strings: no records below)
 
 
 def may_miss(e: Expr, d: int) -> bool:
@@ -86,3 +94,15 @@ def present_in(x: Array) -> Expr | None:
     missing."""
     missing = missing_records(columns(x))
     return None if missing is None else ~as_expr(build_columns(missing))
+
+
+def mapped_flags(rec, parent, fn) -> Expr | None:
+    """Where records `rec`, `parent.map(fn)`, are present (None: everywhere)."""
+    base, ops = parent.present, operators.row_ops()
+    whole = [k for k, e in enumerate(parent.leaves()) if not may_miss(e, parent.depth)]
+    if base is None and whole:  # a field never missing on its own: missing with them
+        f = rec.leaves()[whole[0]]
+        return ~ops.is_none(f, max(rec.depth - 1, 0)) if may_miss(f, rec.depth) else None
+    got = fn(base if base is not None else everywhere(parent))
+    return ops.fill_none(got, False) if may_miss(got, got.ndim) else \
+        got if base is not None else None

@@ -32,7 +32,7 @@ from lazyk.frontend.leaves import is_text, leaf_data
 from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
-from lazyk.frontend.record_layout import built, everywhere, may_miss, present_in
+from lazyk.frontend.record_layout import built, mapped_flags, present_in
 from lazyk.frontend.ufuncs import where
 
 
@@ -72,21 +72,13 @@ class Records:
         `firsts` of an empty list and a missing mask element give missing records (`?{...}`),
         as in Awkward; their fields are missing there too."""
         p = self._present
-        if not isinstance(p, tuple):
-            return p
-        parent, fn = p
-        base, ops = parent.present, operators.row_ops()
-        whole = [k for k, e in enumerate(parent.leaves()) if not may_miss(e, parent.depth)]
-        if base is None and whole:  # a field never missing on its own: missing with them
-            f = self.leaves()[whole[0]]
-            p = ~ops.is_none(f, builtins.max(self.depth - 1, 0)) \
-                if may_miss(f, self.depth) else None
-        else:
-            got = fn(base if base is not None else everywhere(parent))
-            p = ops.fill_none(got, False) if may_miss(got, got.ndim) else \
-                got if base is not None else None
-        self._present = p
+        if isinstance(p, tuple):
+            p = self._present = mapped_flags(self, *p)
         return p
+
+    def __reduce__(self):  # (the flags worked out: a (records, fn) pair holds a closure)
+        return (Records, (self._fields, self._depth, self._tuple, self._one_array,
+                          self._own_fields, self.present))
 
     @property
     def own_fields(self) -> bool:
@@ -194,10 +186,11 @@ class Records:
                        one_array=self._one_array, own_fields=same and self._own_fields,
                        present=(self, fn) if flags else self._present)
 
-    def with_fields(self, fields: dict) -> Records:
-        """Records of other fields, at the same depth (zip's stay zip's)."""
+    def with_fields(self, fields: dict, present: Expr | None = None) -> Records:
+        """Records of other fields, at the same depth (zip's stay zip's), present where
+        `present` says (None: where these are)."""
         return Records(fields, self._depth, self._tuple, own_fields=self._own_fields,
-                       present=self._present)
+                       present=self._present if present is None else present)
 
     @property
     def depth(self) -> int:

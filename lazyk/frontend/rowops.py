@@ -32,6 +32,7 @@ from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
 from lazyk.frontend.operands import operands, refuse_text
+from lazyk.frontend.record_layout import everywhere
 from lazyk.frontend.records import lined_up_fields, record_fields
 from lazyk.frontend.reductions import count, reduce
 from lazyk.frontend.ufuncs import astype, imag, maximum, real, sqrt, where
@@ -235,8 +236,10 @@ def concatenate(arrays: Any, axis: int = 1) -> Expr:
             names = [None if r is None else r.fields for r in recs]
             raise TypeError("concatenate: records join with records of the same fields (in "
                             f"any order), got fields {names}")
+        present = None if all(r.present is None for r in recs) else concatenate(
+            [everywhere(r) if r.present is None else r.present for r in recs], axis)
         return recs[0].with_fields({k: concatenate([r[k] for r in recs], axis)
-                                    for k, _ in recs[0].items()})
+                                    for k, _ in recs[0].items()}, present)
     es = [_operand("concatenate", a) for a in arrays]
     if not es:
         raise ValueError("concatenate needs at least one array")
@@ -307,7 +310,7 @@ def is_none(x: Any, axis: int = 0) -> Expr:
                 build_columns(missing)
         if rec.present is not None:
             return ~rec.present
-        return rec.map(lambda f: is_none(f, axis)) if rec.own_fields else ~rec.everywhere()
+        return rec.map(lambda f: is_none(f, axis)) if rec.own_fields else ~everywhere(rec)
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)

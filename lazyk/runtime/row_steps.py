@@ -37,6 +37,7 @@ from lazyk.arrays.trees import (
 )
 from lazyk.backend.padded import WIDTHS as PAD_WIDTHS
 from lazyk.backend.padded import padded_items
+from lazyk.backend.rowcopy import RowCopy
 from lazyk.backend.threads import rouse
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.expression import Expr
@@ -429,7 +430,7 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
         return built(R.num(_tree(x, params[0]), params[0]))
     tree = _tree(x)
     if name == "flatten":
-        got = R.flatten(tree, params[0])
+        got = (_kept_rows(tree) if params[0] == 1 else None) or R.flatten(tree, params[0])
     elif name == "firsts":
         got = (_padded(tree, 1, True, firsts=True) if params[0] == 1 else None) or \
             R.firsts(tree, params[0])
@@ -470,6 +471,22 @@ def _sorted_fixed_options(x: Array, name: str, params: tuple):
     if name == "argsort":
         return np.moveaxis(got.to_numpy(), -1, axis)
     return masked(*(np.moveaxis(v.to_numpy(), -1, axis) for v in option_views(got)))
+
+
+def _kept_rows(tree: Column) -> Column | None:
+    """`flatten` at axis 1 of lists of numbers some of which are missing: the present
+    lists' items, a slice of the values where the missing lists are empty, else copied
+    natively row by row (`RowCopy`); None for other trees (`restructure.flatten`)."""
+    mask, lists = tree.unwrap()
+    if mask is None or not isinstance(lists, Lists) or not isinstance(lists.child, Leaf) or \
+            lists.child.values.ndim != 1 or lists.child.values.dtype.kind not in "biufcmM" or \
+            lists.child.values.dtype.itemsize not in PAD_WIDTHS:
+        return None
+    off, mask = np.asarray(lists.offsets, np.int64), np.asarray(mask, bool)
+    if not (off[1:] - off[:-1])[~mask].any():  # (a missing list's items: none)
+        return lists.child.slice(int(off[0]), int(off[-1]))
+    values = lists.child.values
+    return Leaf(RowCopy([off], np.flatnonzero(mask)).fill([values], values.dtype))
 
 
 def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Column | None:
