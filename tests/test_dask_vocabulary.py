@@ -207,3 +207,10 @@ def test_records_made_missing_stay_missing_records(rows_per_part):
         want = f(one).eval().to_list()
         assert None in (want if f is lazyk.firsts else [v for w in want for v in w])
         assert values(lazyk.dask.evaluate(f(z)).compute()) == want
+
+
+def test_rows_of_records_that_may_be_missing_are_refused_by_name():
+    ak = pytest.importorskip("awkward")
+    x = lazyk.from_awkward(ak.Array([[{"pt": 1.0}, None], []]))
+    with pytest.raises(lazyk.NotSupportedError, match=r"records that may be missing \(\?\{"):
+        lazyk.dask.from_ragged(x, 1)

@@ -238,6 +238,10 @@ def _check_elem(t: T.Type, what: str) -> None:
         u = u.elem
     if isinstance(u, T.Record):
         return
+    if isinstance(u, T.Option) and isinstance(u.elem, (T.Record, T.Tuple)):
+        raise NotSupportedError(f"{what}: rows of type {t}: records that may be missing "
+                                "(?{...}) are not split into partitions; records that are "
+                                "never missing are, under fixed, var and ?var dims")
     try:
         describe(t, held=True)
     except (NotSupportedError, ValueError, TypeError):
