@@ -214,3 +214,12 @@ def test_rows_of_records_that_may_be_missing_are_refused_by_name():
     x = lazyk.from_awkward(ak.Array([[{"pt": 1.0}, None], []]))
     with pytest.raises(lazyk.NotSupportedError, match=r"records that may be missing \(\?\{"):
         lazyk.dask.from_ragged(x, 1)
+
+
+def test_pairs_of_records_made_missing_match_one_machine():
+    pt = lazyk.array([[1.0, 2.0], [], [3.0]])
+    one = lazyk.zip({"pt": pt, "q": pt * 2})
+    d = lazyk.dask.from_ragged(pt, 1)
+    got = lazyk.dask.evaluate(lazyk.combinations(lazyk.pad_none(lazyk.zip({"pt": d, "q": d * 2}),
+                                                                2), 2)).compute()
+    assert values(got) == lazyk.combinations(lazyk.pad_none(one, 2), 2).eval().to_list()

@@ -621,3 +621,23 @@ def test_missing_records_inside_records_concatenated_and_pickled():
         [[False], []]
     padded = lazyk.pad_none(z, 3)
     assert pickle.loads(pickle.dumps(padded)).eval().to_list() == padded.eval().to_list()
+
+
+def test_nested_cartesian_and_is_none_of_records_that_may_be_missing():
+    """cartesian(nested=True) of records that may be missing lines up their present flags
+    with the fields; is_none of records whose field is such records gives that field's
+    records missing or not, lazily and evaluated, as Awkward's."""
+    a = ak.Array([[{"pt": 1.0}, None], []])
+    x = lazyk.from_awkward(a)
+    for pair in (({"x": x, "y": x}, {"x": a, "y": a}),
+                 ([x, lazyk.array([[1.0, 2.0], []])], [a, ak.Array([[1.0, 2.0], []])])):
+        got = lazyk.cartesian(pair[0], nested=True)
+        assert got.eval().to_list() == ak.cartesian(pair[1], nested=True).to_list()
+    z = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], [], [3.0]])})
+    r = lazyk.zip({"f": lazyk.firsts(z), "n": lazyk.array([1, 2, 3])}, depth_limit=1)
+    want = [{"f": False, "n": False}, {"f": True, "n": False}, {"f": False, "n": False}]
+    assert lazyk.is_none(r).eval().to_list() == lazyk.is_none(r.eval()).eval().to_list() == want
+    p = lazyk.combinations(lazyk.pad_none(z, 2), 2, fields=["a", "b"])
+    assert lazyk.is_none(p, axis=1).eval().to_list() == \
+        lazyk.is_none(p.eval(), axis=1).eval().to_list() == \
+        [[{"a": False, "b": False}], [{"a": True, "b": True}], [{"a": False, "b": True}]]

@@ -14,7 +14,10 @@ from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.restructure import missing_records
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, zipped
 from lazyk.frontend.expression import Expr
+from lazyk.frontend.graph import Node
+from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.ufuncs import where
 
 _PRESENT = object()  # (the name of the present flags among the fields, while zipped)
 
@@ -106,3 +109,28 @@ def mapped_flags(rec, parent, fn) -> Expr | None:
     got = fn(base if base is not None else everywhere(parent))
     return ops.fill_none(got, False) if may_miss(got, got.ndim) else \
         got if base is not None else None
+
+
+def stretched(e: Expr, shape: tuple) -> Expr:
+    """`e` broadcast to the fixed `shape` above the records."""
+    inner = max(e.ndim - len(shape), 0)
+    if e.shape[:len(shape)] == shape:
+        return e
+    return where(np.ones(shape + (1,) * inner, bool), e, e)
+
+
+def with_rows(e: Expr, leaves: list, d: int) -> Expr:
+    """`e` with the rows of every other field expression paired in above the records
+    (`with_rows`, the op a cartesian product's slots pair by)."""
+    x = e[(None,) * (d - e.ndim)] if e.ndim < d else e
+    node, env = x.node, dict(x.env)
+    seen = {e.node}
+    for o in leaves:
+        if o.node in seen or not o.ndim:
+            continue
+        seen.add(o.node)
+        y = o[(None,) * (d - o.ndim)] if o.ndim < d else o  # (its dims below: not read)
+        shape = broadcast_shapes("zip", [node.shape[:d], y.shape[:d]]) + node.shape[d:]
+        node = Node("with_rows", node.dtype, shape, (node, y.node), d)
+        env.update(y.env)
+    return Expr(node, env)

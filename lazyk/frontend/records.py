@@ -32,8 +32,14 @@ from lazyk.frontend.leaves import is_text, leaf_data
 from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
-from lazyk.frontend.record_layout import built, mapped_flags, present_in
-from lazyk.frontend.ufuncs import where
+from lazyk.frontend.record_layout import (
+    built,
+    mapped_flags,
+    present_in,
+    stretched,
+    with_flags,
+    with_rows,
+)
 
 
 class Records:
@@ -82,8 +88,9 @@ class Records:
 
     @property
     def own_fields(self) -> bool:
-        """Whether the records are `lazyk.zip`'s: a missing value is one field's, the
-        records themselves are never missing (else a missing record is every field's)."""
+        """Whether the records are `lazyk.zip`'s or `combinations`' / `cartesian`'s: a
+        missing value is one field's (`is_none` of them: each field's), the records are
+        missing only where a row operation makes them so (`present`)."""
         return self._own_fields
 
     # --- fields, lazily
@@ -181,7 +188,7 @@ class Records:
         present where fn of their present flags says (else where they were)."""
         depth = None if self._depth is None or dims is None else \
             builtins.max(self._depth + dims, 0)
-        return Records({k: f.map(fn, dims) if isinstance(f, Records) else fn(f)
+        return Records({k: f.map(fn, dims, flags=flags) if isinstance(f, Records) else fn(f)
                         for k, f in self._fields.items()}, depth, self._tuple,
                        one_array=self._one_array, own_fields=same and self._own_fields,
                        present=(self, fn) if flags else self._present)
@@ -423,63 +430,50 @@ def _lined_up(rec: Records, shapes_only: bool = False) -> Records:
                            f if shapes_only and one_shape(f, True) else _lined_up(f, shapes_only)
                            for k, f in rec._fields.items()})
     d = rec.depth
-    leaves = rec.leaves()
+    leaves = with_flags(rec)
     if all(isinstance(n, int) for e in leaves for n in e.shape[:d]) and \
             not any(isinstance(e.type, T.Option) or any(type_flags(e)[0][:d])
                     for e in leaves if e.ndim):  # (`?n` rows: a missing row in every field)
         shape = broadcast_shapes("zip", [e.shape[:d] for e in leaves])
-        new = iter([_stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
+        new = iter([stretched(e, shape) for e in leaves])  # fixed dims: NumPy's broadcast
     else:
-        new = iter([_with_rows(e, others, d) for e, others in _partners(rec)])
-    return rec.map(lambda e: next(new), same=True, flags=False)
+        new = iter([with_rows(e, others, d) for e, others in _partners(rec)])
+    return _rebuilt(rec, new)
+
+
+def _rebuilt(rec: Records, new) -> Records:
+    """`rec` over the next expressions (`with_flags` order: present flags too)."""
+    fields = {k: _rebuilt(f, new) if isinstance(f, Records) else next(new)
+              for k, f in rec._fields.items()}
+    return Records(fields, rec._depth, rec._tuple, rec._one_array, rec._own_fields,
+                   next(new) if rec.present is not None else None)
 
 
 def _partners(rec: Records) -> list:
-    """(leaf, the leaves whose rows it pairs in) for every leaf of `rec`, depth first: one
-    leaf of each other field (each field's leaves share their lists, lined up first), the
-    one of the same name where there is one (`pairs.jet.eta` pairs in `pairs.lep.eta`, so
-    work over both reads the two arrays alone: `ufuncs` drops pairings both sides hold)."""
+    """(leaf, the leaves whose rows it pairs in) for every leaf of `rec` (`with_flags`
+    order): one leaf of each other field (each field's leaves share their lists, lined up
+    first), the one of the same name where there is one (`pairs.jet.eta` pairs in
+    `pairs.lep.eta`, so work over both reads the two arrays alone: `ufuncs` drops pairings
+    both sides hold); present flags (name None) pair in the first leaf of each other field."""
     groups = [[(name, f)] if not isinstance(f, Records) else _named_leaves(f)
-              for name, f in rec._fields.items()]
+              for name, f in rec._fields.items()] + [[(None, rec.present)]] * (
+                  rec.present is not None)
     got = []
     for g, group in enumerate(groups):
         for name, e in group:
             got.append((e, [next((o for n, o in other if n == name), other[0][1])
-                            for h, other in enumerate(groups) if h != g and other]))
+                            for h, other in enumerate(groups) if h != g and other and
+                            other[0][0] is not None]))
     return got
 
 
 def _named_leaves(rec: Records) -> list:
-    """(the innermost field name, leaf) of every leaf of `rec`, depth first."""
+    """(the innermost field name, leaf) of every leaf of `rec` (`with_flags` order: each
+    records' present flags, named None, after their fields)."""
     out: list = []
     for name, f in rec._fields.items():
         out.extend(_named_leaves(f) if isinstance(f, Records) else [(name, f)])
-    return out
-
-
-def _stretched(e: Expr, shape: tuple) -> Expr:
-    """`e` broadcast to the fixed `shape` above the records."""
-    inner = builtins.max(e.ndim - len(shape), 0)
-    if e.shape[:len(shape)] == shape:
-        return e
-    return where(np.ones(shape + (1,) * inner, bool), e, e)
-
-
-def _with_rows(e: Expr, leaves: list, d: int) -> Expr:
-    """`e` with the rows of every other field expression paired in above the records
-    (`with_rows`, the op a cartesian product's slots pair by)."""
-    x = e[(None,) * (d - e.ndim)] if e.ndim < d else e
-    node, env = x.node, dict(x.env)
-    seen = {e.node}
-    for o in leaves:
-        if o.node in seen or not o.ndim:
-            continue
-        seen.add(o.node)
-        y = o[(None,) * (d - o.ndim)] if o.ndim < d else o  # (its dims below: not read)
-        shape = broadcast_shapes("zip", [node.shape[:d], y.shape[:d]]) + node.shape[d:]
-        node = Node("with_rows", node.dtype, shape, (node, y.node), d)
-        env.update(y.env)
-    return Expr(node, env)
+    return out + ([(None, rec.present)] if rec.present is not None else [])
 
 
 def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001

@@ -302,15 +302,14 @@ def is_none(x: Any, axis: int = 0) -> Expr:
         if axis % rec.depth < rec.depth - 1:
             return is_none(next(iter(rec.items()))[1], axis)
         # the records themselves: an array's missing records (`?{...}`), or those a gather,
-        # firsts or a mask made missing; zip's records are never missing: each field's
-        # missing values (records of bools, as Awkward's)
-        if isinstance(x, Array):
-            missing = missing_records(columns(x))
-            return rec.map(lambda f: is_none(f, axis)) if missing is None else \
-                build_columns(missing)
-        if rec.present is not None:
-            return ~rec.present
-        return rec.map(lambda f: is_none(f, axis)) if rec.own_fields else ~everywhere(rec)
+        # firsts or a mask made missing
+        missing = missing_records(columns(x)) if isinstance(x, Array) else None
+        if missing is not None or rec.present is not None:
+            return build_columns(missing) if missing is not None else ~rec.present
+        # records never missing: zip's, combinations' and an array's give each field's (a
+        # records field's: whether its records are missing), others False, as Awkward's
+        return rec.with_fields({k: is_none(f, axis) for k, f in rec.items()}) \
+            if rec.own_fields or isinstance(x, Array) else ~everywhere(rec)
     e = _operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)

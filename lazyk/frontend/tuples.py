@@ -326,7 +326,7 @@ def combinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
     got = {k: x.map(lambda e, s=s: _pick((e,), tuples, s, a, False, "combinations"))
            if isinstance(x, Records) else _pick((x,), tuples, s, a, False, "combinations")
            for s, k in enumerate(names)}
-    return Records(got, a + 1, is_tuple)
+    return Records(got, a + 1, is_tuple, own_fields=True)
 
 
 def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1,
@@ -349,7 +349,7 @@ def argcombinations(array: Any, n: int, replacement: bool = False, axis: int = 1
     tuples = Combos(n, bool(replacement))
     got = {k: _pick((rows,), tuples, s, a, True, "argcombinations")
            for s, k in enumerate(names)}
-    return Records(got, a + 1, is_tuple)
+    return Records(got, a + 1, is_tuple, own_fields=True)
 
 
 def _arrays_of(arrays: Any, fn: str) -> tuple:
@@ -434,7 +434,7 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
                 srcs = rows[:s] + (widened(e),) + rows[s + 1:]
                 return _pick(srcs, tuples, s, a + g, False, "cartesian")
             fields[k] = x.map(pick, ng - 1) if isinstance(x, Records) else pick(x)
-    return Records(fields, a + ng, names is None)
+    return Records(fields, a + ng, names is None, own_fields=True)
 
 
 def has_picks(root: Node) -> bool:
