@@ -223,3 +223,14 @@ def test_pairs_of_records_made_missing_match_one_machine():
     got = lazyk.dask.evaluate(lazyk.combinations(lazyk.pad_none(lazyk.zip({"pt": d, "q": d * 2}),
                                                                 2), 2)).compute()
     assert values(got) == lazyk.combinations(lazyk.pad_none(one, 2), 2).eval().to_list()
+
+
+def test_a_collection_of_records_that_may_be_missing_is_refused_as_input():
+    """Records that may be missing, computed on Dask, are not read back as lazy records (their
+    missing records would be lost): a clear refusal; their fields still work."""
+    pt = lazyk.array([[1.0, 2.0], [], [3.0]])
+    d = lazyk.dask.from_ragged(pt, 2)
+    e = lazyk.dask.evaluate(lazyk.pad_none(lazyk.zip({"pt": d}), 2))
+    assert values(lazyk.dask.evaluate(e.pt).compute()) == [[1.0, 2.0], [None, None], [3.0, None]]
+    with pytest.raises(lazyk.NotSupportedError, match="records that may be missing"):
+        lazyk.firsts(e)

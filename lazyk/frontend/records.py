@@ -556,7 +556,11 @@ def record_fields(x: Any) -> Records | None:
                 f"field {n!r} of records of type {x.type}: {err}; lazy work (a selection, a "
                 f"gather, a row operation) takes the records' fields, so zip the fields it "
                 f"needs first: lazyk.zip({{name: x[name] for name in [...]}})") from None
-    present = present_in(x) if missing and depth and isinstance(x, Array) else None
+    if missing and depth and not isinstance(x, Array):
+        raise NotSupportedError(f"records that may be missing ({x.type}) in a Dask collection "
+                                "are not read as lazy records: work on their fields (r.pt), or "
+                                "in the graph that made them")
+    present = present_in(x) if missing and depth else None
     return Records(fields, depth, isinstance(t, T.Tuple), one_array=True, present=present)
 
 
