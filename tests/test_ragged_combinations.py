@@ -452,6 +452,8 @@ def test_errors_name_the_problem():
     with pytest.raises(lazyk.NotSupportedError, match=r"compile of records \(fields 0, 1\): "
                                                       r"compile each field .*r\['0'\]"):
         lazyk.compile(lazyk.combinations(p, 2))
+    with pytest.raises(lazyk.NotSupportedError, match=r"lazyk.compile\(r\['a'\]\['x'\]\)"):
+        lazyk.compile(lazyk.combinations(lazyk.zip({"x": p}), 2, fields=["a", "b"]))
     with pytest.raises(lazyk.NotSupportedError, match="compile of a histogram"):
         lazyk.compile(lazyk.histogram(p, 3, (0, 1)))
     k = lazyk.compile(lazyk.sum(lazyk.combinations(p, 2)["0"], axis=1))

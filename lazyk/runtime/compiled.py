@@ -545,10 +545,13 @@ def compile(expr: Any) -> CompiledExpr:
             "a = lazyk.placeholder('a', 'N * float64'); lazyk.compile(a * 2 + 1) (or run "
             "the text directly: lazyk.evaluate(text))")
     if isinstance(expr, Records):
+        path, f = "", expr
+        while isinstance(f, Records):  # (the first leaf field: records fields are records)
+            path, f = path + f"[{f.fields[0]!r}]", f[f.fields[0]]
         raise NotSupportedError(
             f"lazyk.compile of records (fields {', '.join(expr.fields)}): compile each field "
-            f"(lazyk.compile(r[{expr.fields[0]!r}])) and call those, or .eval() the records "
-            "built over arrays")
+            f"of numbers or strings (lazyk.compile(r{path})) and call those, or .eval() the "
+            "records built over arrays")
     if isinstance(expr, Histogram):
         raise NotSupportedError(
             "lazyk.compile of a histogram: compile the values it counts and take "
