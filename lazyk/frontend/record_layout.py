@@ -44,7 +44,7 @@ def with_flags(rec) -> list:
 
 
 def _tree(rec, values, extra: bool):
-    """The column tree of the records over the next values (`_with_flags`' order; `extra`:
+    """The column tree of the records over the next values (`with_flags`' order; `extra`:
     under a dim of 1 of their own), present flags as one more field; None where the
     fields' lists differ."""
     trees = [columns(next(values)) if isinstance(f, Expr) else _tree(f, values, extra)

@@ -62,8 +62,7 @@ class Records:
         self._tuple = is_tuple
         # (the fields of one array's records, or fn of them all in `map`: the same lists)
         self._one_array = one_array
-        # (zip's: each field's missing values its own; records derived from them, a take-back
-        # or firsts, are missing as a whole: every field at once)
+        # (zip's, combinations': each field's missing values its own: `own_fields`)
         self._own_fields = own_fields
         # (kept once known: the fields never change, nor do their shapes and lists)
         self._shape = self._lists_aligned = self._lined = None
