@@ -30,10 +30,7 @@ rows:
   %done = icmp uge i64 %r, %hi
   br i1 %done, label %exit, label %row
 row:
-  %sp = getelementptr i64, ptr %off, i64 %r
-  %s = load i64, ptr %sp
-  %ep = getelementptr i64, ptr %sp, i64 1
-  %e = load i64, ptr %ep
+ROW off r s e
   br i1 %cut, label %cut_row, label %grown_row
 cut_row:
   %o1 = mul i64 %r, %target

@@ -31,12 +31,20 @@ PART_ROWS = """  %nrows = load i64, ptr %a
 
 
 def row_kernel(text: str) -> str:
-    """The IR text of a row kernel with its shorthands written out: `PART_ROWS`, and a line
+    """The IR text of a row kernel with its shorthands written out: `PART_ROWS`, a line
     `WORDS k name:type ...` (words k, k + 1, ... of the argument record `%a` loaded as
-    `%name`, type ptr or i64)."""
+    `%name`, type ptr or i64) and a line `ROW off r start stop` (row `%r` of the int64
+    offsets `%off`: `%start`, `%stop`)."""
     out = []
     for line in text.replace("PART_ROWS", PART_ROWS).split("\n"):
         parts = line.split()
+        if parts[:1] == ["ROW"]:
+            off, r, lo, hi = parts[1:]
+            out += [f"  %{lo}.p = getelementptr i64, ptr %{off}, i64 %{r}",
+                    f"  %{lo} = load i64, ptr %{lo}.p",
+                    f"  %{hi}.p = getelementptr i64, ptr %{lo}.p, i64 1",
+                    f"  %{hi} = load i64, ptr %{hi}.p"]
+            continue
         if parts[:1] != ["WORDS"]:
             out.append(line)
             continue

@@ -283,10 +283,7 @@ rows:
 row:
   %kr = getelementptr i64, ptr %kept, i64 %r
   store i64 %d, ptr %kr
-  %op = getelementptr i64, ptr %off, i64 %r
-  %rs = load i64, ptr %op
-  %op1 = getelementptr i64, ptr %op, i64 1
-  %re = load i64, ptr %op1
+ROW off r rs re
   %len = sub i64 %re, %rs
   %short = icmp ule i64 %len, 8
   %rs8 = add i64 %rs, 8
@@ -455,10 +452,7 @@ rows:
   %rdone = icmp uge i64 %r, %hi
   br i1 %rdone, label %exit, label %row
 row:
-  %op0 = getelementptr i64, ptr %off, i64 %r
-  %o0 = load i64, ptr %op0
-  %op1 = getelementptr i64, ptr %op0, i64 1
-  %o1 = load i64, ptr %op1
+ROW off r o0 o1
   %l = sub i64 %o1, %o0
   %lok = icmp ule i64 %l, %nmax
   %lc = select i1 %lok, i64 %l, i64 0

@@ -25,10 +25,7 @@ row:
   %more = icmp ult i64 %r, %hi
   br i1 %more, label %body, label %exit
 body:
-  %sp = getelementptr i64, ptr %off, i64 %r
-  %s = load i64, ptr %sp
-  %ep = getelementptr i64, ptr %sp, i64 1
-  %e = load i64, ptr %ep
+ROW off r s e
   %n = sub i64 %e, %s
   %kb = getelementptr i64, ptr %keys, i64 %s
   %pb = getelementptr i64, ptr %pos, i64 %s
