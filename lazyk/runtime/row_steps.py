@@ -473,26 +473,9 @@ def _sorted_fixed_options(x: Array, name: str, params: tuple):
     return masked(*(np.moveaxis(v.to_numpy(), -1, axis) for v in option_views(got)))
 
 
-def _kept_rows(tree: Column) -> Column | None:
-    """`flatten` at axis 1 of lists of numbers some of which are missing: the present
-    lists' items, a slice of the values where the missing lists are empty, else copied
-    natively row by row (`RowCopy`); None for other trees (`restructure.flatten`)."""
-    mask, lists = tree.unwrap()
-    if mask is None or not isinstance(lists, Lists) or not isinstance(lists.child, Leaf) or \
-            lists.child.values.ndim != 1 or lists.child.values.dtype.kind not in "biufcmM" or \
-            lists.child.values.dtype.itemsize not in PAD_WIDTHS:
-        return None
-    off, mask = np.asarray(lists.offsets, np.int64), np.asarray(mask, bool)
-    if not (off[1:] - off[:-1])[~mask].any():  # (a missing list's items: none)
-        return lists.child.slice(int(off[0]), int(off[-1]))
-    values = lists.child.values
-    return Leaf(RowCopy([off], np.flatnonzero(mask)).fill([values], values.dtype))
-
-
-def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Column | None:
-    """`pad_none` at axis 1 of lists of numbers (`firsts`: each list's first item, missing
-    for an empty list), natively in one pass over the rows (`padded_items`); None for other
-    trees (`restructure.pad_none` / `firsts` take them)."""
+def _number_lists(tree: Column) -> tuple | None:
+    """(missing-list flags or None, the lists, their values) of lists of numbers the native
+    row functions copy (items of 1, 2, 4 or 8 bytes); None for other trees."""
     mask, lists = tree.unwrap()
     if not isinstance(lists, Lists) or not isinstance(lists.child, Leaf):
         return None
@@ -500,6 +483,31 @@ def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Colu
     if values.ndim != 1 or values.dtype.kind not in "biufcmM" or \
             values.dtype.itemsize not in PAD_WIDTHS:
         return None
+    return mask, lists, values
+
+
+def _kept_rows(tree: Column) -> Column | None:
+    """`flatten` at axis 1 of lists of numbers some of which are missing: the present
+    lists' items, a slice of the values where the missing lists are empty, else copied
+    natively row by row (`RowCopy`); None for other trees (`restructure.flatten`)."""
+    got = _number_lists(tree)
+    if got is None or got[0] is None:
+        return None
+    mask, lists, values = got
+    off, mask = np.asarray(lists.offsets, np.int64), np.asarray(mask, bool)
+    if not (off[1:] - off[:-1])[~mask].any():  # (a missing list's items: none)
+        return lists.child.slice(int(off[0]), int(off[-1]))
+    return Leaf(RowCopy([off], np.flatnonzero(mask)).fill([values], values.dtype))
+
+
+def _padded(tree: Column, target: int, clip: bool, firsts: bool = False) -> Column | None:
+    """`pad_none` at axis 1 of lists of numbers (`firsts`: each list's first item, missing
+    for an empty list), natively in one pass over the rows (`padded_items`); None for other
+    trees (`restructure.pad_none` / `firsts` take them)."""
+    got = _number_lists(tree)
+    if got is None:
+        return None
+    mask, lists, values = got
     new = None if clip else offsets_of(np.maximum(np.diff(lists.offsets), target))
     got = option_leaf(lists.length() * target if clip else int(new[-1]), values.dtype)
     padded_items(lists.offsets, values, got.child.values, got.present, target, new)
