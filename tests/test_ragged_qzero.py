@@ -98,6 +98,10 @@ def test_missing_rows_of_size_0_by_hand():
     # `?n` arrays are operands too: the same answers from the evaluated array
     assert lazyk.sum(y.eval()).to_list() is None
     assert lazyk.sum(y.eval(), axis=0, skipna=True).to_list() == []
+    # rows of size 0 folded over two axes: the result's row holds one item of no bytes
+    z = L("2 * var * ?var * 0 * float64", [[], [[[]]]])
+    assert lazyk.sum(z, axis=(0, 1)).eval().to_list() == [[]]
+    assert lazyk.sum(z, axis=(0, 1), keepdims=True).eval().to_list() == [[[[]]]]
 
 
 # ---------------------------------------------------------------- fixed dims below `?var`

@@ -79,7 +79,7 @@ def var_rows(arr) -> tuple:
             inner = walk(node.child, count * n, level + 1)
             if level in levels:
                 return Lists(np.arange(count + 1, dtype=np.int64) * n, inner)
-            return Regular(n, inner)
+            return Regular(n, inner, count)
         return Lists(node.offsets, walk(node.child, int(node.offsets[-1]), level + 1))
     count = arr.type.size if top else 1
     got = tree_array(walk(columns(arr if top else arr[None]), count, 1), count,

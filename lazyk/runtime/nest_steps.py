@@ -450,7 +450,7 @@ def _drop_rows(result, p: int, drop, mark: bool):
             valid, lst = None, node
         if level < p:
             inner = Lists(lst.offsets, walk(lst.child, level + 1)) if isinstance(lst, Lists) \
-                else Regular(lst.size, walk(lst.child, level + 1))
+                else Regular(lst.size, walk(lst.child, level + 1), lst.count)
             return inner if valid is None else Masked(valid, inner)
         off = lst.offsets
         lens = np.where(drop, 0, np.diff(off))
@@ -475,7 +475,7 @@ def _built(tree, count: int, outer):
         if isinstance(node, Masked):
             return Masked(node.present, strip(node.child, level))
         if isinstance(node, Regular):
-            return Regular(node.size, strip(node.child, level + 1))
+            return Regular(node.size, strip(node.child, level + 1), node.count)
         return Lists(node.offsets, strip(node.child, level + 1))
     return tree_array(strip(tree, 1), count, outer, marks)
 
