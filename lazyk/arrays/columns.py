@@ -132,10 +132,13 @@ def columns(a: Array, lists: int | None = None) -> Column:
     positions 0, 1, ... as ints). Offsets-form var dims and lazyk mask blocks give their
     buffers in place; other layouts are repacked first. `lists`: only that many list levels
     are read; the items of the var lists there are left unread (an `Unread` node: what
-    needs only the lists' lengths skips their content)."""
+    needs only the lists' lengths skips their content; 0: only whether the items are
+    missing is read, not their lists)."""
     t = a.type
     if not isinstance(t, T.FixedDim):
         raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
+    if lists == 0 and isinstance(t.elem, (T.VarDim, T.FixedDim)):
+        return Unread(t.size)  # (lists are never missing themselves: not even their rows read)
     if a._columns is not None:  # records read from columns: those columns, not the structs
         if isinstance(t.elem, T.Record):
             return Record(tuple(a._columns), [columns(c) for c in a._columns.values()])

@@ -293,6 +293,12 @@ class Unread(Column):
     def __init__(self, count: int):
         self.count = count
 
+    def length(self) -> int:
+        return int(self.count)
+
+    def take(self, idx: np.ndarray) -> Unread:
+        return Unread(len(idx))
+
 
 def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """The positions starts[i] + 0 .. lens[i] - 1 of every i, one after the other (int64)."""

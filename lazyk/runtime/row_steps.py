@@ -428,16 +428,18 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
             return got
     if name == "num":  # (the lengths of the lists at the axis: their items are not read)
         return built(R.num(_tree(x, params[0]), params[0]))
+    if name == "is_none" and params[0] == 0 and isinstance(x.type, T.FixedDim):
+        return built(R.is_none(columns(x, 0), 0))  # (whether missing: no lists read)
     tree = _tree(x)
     if name == "flatten":
         got = (_kept_rows(tree) if params[0] == 1 else None) or R.flatten(tree, params[0])
     elif name == "firsts":
         got = (_padded(tree, 1, True, firsts=True) if params[0] == 1 else None) or \
             R.firsts(tree, params[0])
-    elif name == "local_index":
-        got = R.local_index(tree, params[0])
     elif name == "is_none":
         got = R.is_none(tree, params[0])
+    elif name == "local_index":
+        got = R.local_index(tree, params[0])
     elif name == "pad_none":
         got = (_padded(tree, params[1], params[2]) if params[0] == 1 else None) or \
             R.pad_none(tree, params[1], params[0], params[2])
