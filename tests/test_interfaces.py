@@ -201,6 +201,33 @@ def test_numpy_reductions_and_functions_stay_lazy_with_their_keywords():
     np.testing.assert_allclose(out4, np.sin(ref))
 
 
+def test_reductions_into_out_follow_numpys_rules():
+    a = np.array([[1.5, 2.5], [3.0, 7.25]])
+    x = lazyk.array(a)
+    for call in (lambda o: np.sum(x, axis=0, out=o), lambda o: x.sum(axis=0, out=o),
+                 lambda o: np.std(x, axis=0, out=o), lambda o: np.add.reduce(x, out=o),
+                 lambda o: x.argmax(axis=0, out=o), lambda o: np.cumsum(x, axis=0, out=o)):
+        with pytest.raises(lazyk.ShapeError, match=r"out= of shape \(3, 2\).*exactly"):
+            call(np.zeros((3, 2)))  # (NumPy refuses it; no result copied into every row)
+        np.sum(a, axis=0, out=np.zeros(2))  # (what NumPy takes)
+    with pytest.raises(lazyk.ShapeError, match=r"\(5,\).*\(\)"):
+        x.sum(out=np.zeros(5))
+    # float sums, means and variances go into int outs unsafely, as NumPy stores them
+    for f in (np.sum, np.mean, np.var, np.max):
+        got, want = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        f(x, axis=0, out=got)
+        f(a, axis=0, out=want)
+        np.testing.assert_array_equal(got, want)
+    # ... but not a standard deviation (a square root) or positions into a float out
+    with pytest.raises(lazyk.CastingError, match="float64.*int64"):
+        np.std(x, axis=0, out=np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="argmax.*float64"):
+        np.argmax(x * 1, axis=0, out=np.zeros(2))
+    got = np.zeros(2, np.int32)
+    np.argmax(x * 1, axis=0, out=got)
+    np.testing.assert_array_equal(got, np.argmax(a, axis=0))
+
+
 def test_count_nonzero_matches_awkward_over_rows_and_missing_values():
     ak = pytest.importorskip("awkward")
     for data in ([[1.0, 0.0, np.nan], [], [0.0], None, [None, 2.0]],

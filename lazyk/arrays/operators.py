@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk import hooks
-from lazyk.errors import UnsupportedOperandError
+from lazyk.errors import ShapeError, UnsupportedOperandError
 
 _front_end: list[ModuleType] = []
 
@@ -39,6 +39,26 @@ def row_ops() -> ModuleType:
     return _row_ops[0]
 
 
+def store_reduced(result: Any, out: Any, name: str) -> Any:
+    """`result` (reduction or running fold `name`) written into `out` under NumPy's rules
+    for it: `out` has the result's shape exactly (a reduction does not broadcast into it);
+    values go in unsafely (a float sum into int out), but a standard deviation (a square
+    root) only under same_kind, and positions (argmin / argmax) only into integer outs."""
+    if out is None:
+        return result
+    shape = getattr(out, "shape", None)
+    want = tuple(result.shape)
+    if isinstance(shape, tuple) and None not in want and tuple(shape) != want:
+        raise ShapeError(f"{name}: out= of shape {tuple(shape)} for a result of shape "
+                         f"{want}: a reduction's output has the result's shape exactly")
+    dtype = getattr(out, "dtype", None)
+    if name in ("argmin", "argmax") and isinstance(dtype, np.dtype) and \
+            not np.can_cast(dtype, np.intp, "safe"):
+        raise TypeError(f"{name}: out= of dtype {dtype} cannot hold positions: pass an "
+                        "integer array (int64)")
+    return hooks.evaluate(result, out=out, casting="same_kind" if name == "std" else "unsafe")
+
+
 def _spread(name: str):
     """`x.std(...)` / `x.var(...)`, with NumPy's spellings (`np.std(lazy)` stays lazy)."""
 
@@ -53,7 +73,7 @@ def _spread(name: str):
             ddof = correction
         result = getattr(row_ops(), name)(self, axis=axis, ddof=ddof, keepdims=keepdims,
                                           skipna=skipna, dtype=dtype)
-        return result if out is None else hooks.evaluate(result, out=out, casting="unsafe")
+        return store_reduced(result, out, name)
 
     method.__name__ = name
     method.__doc__ = f"Lazy `{name}` over `axis` (see lazyk.{name}); NumPy's keywords."
@@ -65,7 +85,7 @@ def _running(name: str):
 
     def method(self, axis=None, dtype=None, out=None):
         result = getattr(row_ops(), name)(self, axis=axis, dtype=dtype)
-        return result if out is None else hooks.evaluate(result, out=out, casting="unsafe")
+        return store_reduced(result, out, name)
 
     method.__name__ = name
     method.__doc__ = f"Lazy `{name}` along `axis` (None: the flattened values; see lazyk.{name})."
@@ -180,10 +200,7 @@ def _reduction(name: str):
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,
                                      dtype=dtype, initial=initial, skipnan=skipnan)
-        if out is not None:
-            # NumPy stores a reduction into `out` with unsafe casting (float sum -> int out).
-            return hooks.evaluate(result, out=out, casting="unsafe")
-        return result
+        return store_reduced(result, out, name)
 
     method.__name__ = name
     method.__doc__ = f"Lazy reduction `{name}` over `axis` (int, tuple, None, negative)."
@@ -191,10 +208,7 @@ def _reduction(name: str):
 
 
 def _arg(x, name: str, axis, out, keepdims: bool):
-    result = getattr(front_end(), name)(x, axis=axis, keepdims=keepdims)
-    if out is not None:
-        return hooks.evaluate(result, out=out, casting="unsafe")
-    return result
+    return store_reduced(getattr(front_end(), name)(x, axis=axis, keepdims=keepdims), out, name)
 
 
 class Operators:

@@ -18,7 +18,7 @@ import numpy as np
 
 from lazyk import hooks
 from lazyk.arrays.array import Array
-from lazyk.arrays.operators import Operators
+from lazyk.arrays.operators import Operators, store_reduced
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import expr as lx
 from lazyk.frontend import histogram, ops, rowops
@@ -37,15 +37,15 @@ class Function:
     """How a NumPy function maps onto lazyk: `fn` takes the NumPy parameters named in
     `args` positionally (the first `required` of them must be given; the others default to
     None) and those in `keywords` by the same name; `aliases` renames NumPy keywords
-    (`np.clip(x, min=0)` is `a_min`); `out=` computes into `out` under `casting` (NumPy's
-    rule for that function)."""
+    (`np.clip(x, min=0)` is `a_min`); `out=` computes into `out` under same_kind casting,
+    or NumPy's rules for reduction `reduces` (`lazyk.arrays.operators.store_reduced`)."""
 
     fn: Callable[..., Any]
     args: tuple[str, ...]
     keywords: tuple[str, ...] = ()
     aliases: dict = field(default_factory=dict)
     out: bool = True
-    casting: str = "same_kind"
+    reduces: str = ""  # a reduction's name: out= under NumPy's rules for it (store_reduced)
     required: int | None = None  # None: every one of `args`
 
 
@@ -55,9 +55,8 @@ _MINMAX = ("axis", "keepdims", "initial")
 
 def _reduction(op: str, keywords: tuple, skipnan: bool = False) -> Function:
     fn = getattr(lx, op)
-    # NumPy stores a reduction into `out` with unsafe casting (a float sum into int out)
     return Function(functools.partial(fn, skipnan=True) if skipnan else fn, ("a",), keywords,
-                    casting="unsafe")
+                    reduces=op)
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None) -> lx.Expr:
@@ -103,18 +102,18 @@ def _stable_sort(fn):
 
 
 FUNCTIONS.update({
-    np.argmax: Function(lx.argmax, ("a", "axis"), ("keepdims",), required=1, out=False),
-    np.argmin: Function(lx.argmin, ("a", "axis"), ("keepdims",), required=1, out=False),
+    np.argmax: Function(lx.argmax, ("a", "axis"), ("keepdims",), required=1, reduces="argmax"),
+    np.argmin: Function(lx.argmin, ("a", "axis"), ("keepdims",), required=1, reduces="argmin"),
     np.count_nonzero: Function(lx.count_nonzero, ("a", "axis"), ("keepdims",), required=1,
                                out=False),
     np.std: Function(rowops.std, ("a", "axis"), ("ddof", "keepdims", "dtype"),
-                     {"correction": "ddof"}, required=1),
+                     {"correction": "ddof"}, required=1, reduces="std"),
     np.var: Function(rowops.var, ("a", "axis"), ("ddof", "keepdims", "dtype"),
-                     {"correction": "ddof"}, required=1),
+                     {"correction": "ddof"}, required=1, reduces="var"),
     np.cumsum: Function(lambda a, axis=None, dtype=None: rowops.cumsum(a, axis, dtype),
-                        ("a", "axis", "dtype"), required=1),
+                        ("a", "axis", "dtype"), required=1, reduces="cumsum"),
     np.cumprod: Function(lambda a, axis=None, dtype=None: rowops.cumprod(a, axis, dtype),
-                         ("a", "axis", "dtype"), required=1),
+                         ("a", "axis", "dtype"), required=1, reduces="cumprod"),
     np.sort: Function(_stable_sort(rowops.sort), ("a", "axis", "kind"), ("stable",),
                       out=False, required=1),
     np.argsort: Function(_stable_sort(rowops.argsort), ("a", "axis", "kind"), ("stable",),
@@ -141,7 +140,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         x = inputs[0]  # x * x, as NumPy's square computes it (bools: its int8 loop)
         x = lx.astype(x, "int8") if lx.as_expr(x).dtype.kind == "b" else x
         inputs, ufunc = (x, x), np.multiply
-    casting = "unsafe"  # (a reduction into `out`, as NumPy stores it)
+    casting = "same_kind"
     if method == "__call__" and ufunc is np.positive and len(inputs) == 1 and not kwargs:
         result = lx.positive(inputs[0])  # (the value itself: no op row of its own)
     elif method == "__call__" and ufunc in UFUNCS:
@@ -160,7 +159,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             ("initial",) if ops.OPS[op].no_empty_fold else ())
         _refuse_keywords(where, kwargs, keywords)
         kwargs.setdefault("axis", 0)  # a ufunc's reduce folds axis 0 unless told
-        result = lx.reduce(op, inputs[0], **kwargs)
+        return store_reduced(lx.reduce(op, inputs[0], **kwargs), out, op)
     else:
         plain = _numpy_forms(inputs)
         if plain is None:
@@ -171,7 +170,6 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return getattr(ufunc, method)(*plain, **kwargs)
     if out is None:
         return result
-    # NumPy casts a reduction into `out` unsafely, a ufunc call under `casting`
     return hooks.evaluate(result, out=out, casting=casting)
 
 
@@ -241,9 +239,9 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict) -> A
     out = given.pop("out", None) if row.out else None
     _refuse_keywords(where, given, row.keywords)
     result = row.fn(*positional, **given)
-    if out is None:
-        return result
-    return hooks.evaluate(result, out=out, casting=row.casting)
+    if row.reduces:
+        return store_reduced(result, out, row.reduces)
+    return result if out is None else hooks.evaluate(result, out=out, casting="same_kind")
 
 
 _signature = functools.lru_cache(maxsize=None)(inspect.signature)  # the table's functions
