@@ -121,9 +121,18 @@ def test_python_integers_out_of_range_raise():
         lazyk.array([2**31], type="1 * int32")
     out = k([2**31 - 1, -(2**31)])
     assert out.dtype == np.int32 and out.tolist() == [2**31 - 1, -(2**31)]
-    # NumPy int64 arrays keep NumPy's same_kind conversion (as ndarray.astype)
+    # integer arrays that do not fit either (one rule for every kernel: sums and sorts alike);
+    # casting='unsafe' wraps them around as ndarray.astype does
     big = np.array([2**31, 5])
-    np.testing.assert_array_equal(k(big), big.astype(np.int32))
+    with pytest.raises(lazyk.CastingError, match="'x'.*2147483648.*int32"):
+        k(big)
+    with pytest.raises(lazyk.CastingError, match="'x'.*200.*int8"):
+        lazyk.compile(lazyk.sum(lazyk.placeholder("x", "N * int8")))(np.array([1, 200], np.uint8))
+    with pytest.raises(lazyk.CastingError, match="'x'.*200.*int8"):
+        lazyk.compile(lazyk.cumsum(lazyk.placeholder("x", "N * int8"), axis=0))(
+            np.array([1, 200], np.uint8))
+    np.testing.assert_array_equal(k(big, casting="unsafe"), big.astype(np.int32))
+    np.testing.assert_array_equal(k(np.array([7, -3])), [7, -3])  # (values that fit)
     ku = lazyk.compile(lazyk.placeholder("x", "N * uint8") + 0)
     with pytest.raises(lazyk.CastingError, match="-1.*uint8"):
         ku([-1])

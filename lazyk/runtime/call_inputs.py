@@ -124,8 +124,7 @@ def _exact_ints(x: Any, a: np.ndarray) -> np.ndarray | None:
 
 
 def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
-    """Python integers for an integer parameter must fit it (as in lazyk.array), never
-    wrap around."""
+    """Integers for a narrower integer parameter fit it (as in lazyk.array): no wrapping."""
     if not a.size:
         return
     info = np.iinfo(dtype)
@@ -134,6 +133,12 @@ def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
         bad = lo if lo < info.min else hi
         raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
                            f"parameter's {dtype} ({info.min} to {info.max})")
+
+
+def _narrows(got: np.dtype, dtype: np.dtype, casting: str) -> bool:
+    """Whether integers of `got` may wrap around as `dtype` (checked unless 'unsafe')."""
+    return casting != "unsafe" and got.kind in "iu" and dtype.kind in "iu" and \
+        not np.can_cast(got, dtype, "safe")
 
 
 def _no_numbers(x: Any) -> bool:
@@ -427,6 +432,8 @@ class CallInputs:
             raise CastingError(f"input {self._names[i]!r}: cannot cast {a.dtype} to the "
                                f"parameter's {dtype} under casting={casting!r} ({hint}): "
                                f"{self.signature}")
+        if _narrows(a.dtype, dtype, casting):
+            _check_range(self.labels[i], a, dtype)
         return a.astype(dtype)
 
     def _by_name(self, inputs: tuple, named: dict) -> tuple:
@@ -572,8 +579,7 @@ class CallInputs:
             if got.newbyteorder("=") != dtype:
                 python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
                     dtype.kind in "iu"
-                wraps = got.kind == "u" and dtype.kind == "i" and casting != "unsafe"
-                if python_ints or wraps:  # Python ints (and uint64s) never wrap around
+                if python_ints or _narrows(got, dtype, casting):  # never wrap around
                     _check_range(label, _leaf_values(value), dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value, present=True).size:
                     # no numbers (`[]`, `[[None], None]`): no element type to refuse; the

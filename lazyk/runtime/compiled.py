@@ -519,7 +519,8 @@ def compile(expr: Any) -> CompiledExpr:
             pickle carries their values with the graph.
 
     Calls take inputs positionally or by parameter name (`k(a=x, b=y)`); an input of another
-    numeric dtype is converted under the call's `casting=` ('same_kind' by default). A `?T`
+    numeric dtype is converted under the call's `casting=` ('same_kind' by default; integers
+    that do not fit a narrower integer parameter are refused, wrapped only under 'unsafe'). A `?T`
     parameter also takes `T` data (every value present; the result keeps the `?T` type the
     signature promises), a `?var` one `var` rows; string parameters take lists of str and
     NumPy unicode arrays (copied into a string array), bytes parameters lists of bytes and
@@ -531,8 +532,8 @@ def compile(expr: Any) -> CompiledExpr:
         TypeMatchError: (on call) an input's ndim differs from its parameter, or it has
             missing values where its parameter has none.
         CastingError: (on call) `casting` forbids converting an input to its parameter's
-            dtype (e.g. float64 into an int32 parameter under 'same_kind'), or a Python
-            integer does not fit an integer parameter.
+            dtype (e.g. float64 into an int32 parameter under 'same_kind'), or an
+            integer does not fit an integer parameter (unless 'unsafe').
         ShapeError: (on call) a symbolic dim has two sizes, or inputs do not broadcast.
         TypeError: `expr` is a string (an expression string has no parameter types).
         NotSupportedError: `expr` is records (`lazyk.zip`, `lazyk.combinations`) or a
