@@ -234,6 +234,23 @@ def test_fill_none_of_an_expression_and_arrays():
         lazyk.fill_none(lazyk.array([[1, None]], "1 * var * ?int8"), 1000)
 
 
+def test_fill_none_of_folds_that_read_several_computed_values_read_each_its_own():
+    # std reads two computed folds (a sum of squares that may be missing, a count that is
+    # not); each is read from its own values on every evaluation (the count was at times
+    # read from the sum's leaf: inf and NaN, or wrong comparisons)
+    ak = pytest.importorskip("awkward")
+    for rows in ([[0.05, 0.62], [0.56]] * 3, [[0.05, 0.62], [0.56], [0.3, None, 0.5]] * 3):
+        for t in ("var * ?float64", "?var * ?float64"):
+            x = lazyk.array(rows, f"{len(rows)} * {t}")
+            for f, g in ((lazyk.std, ak.std), (lazyk.var, ak.var)):
+                ref = ak.to_list(ak.fill_none(g(ak.Array(rows), axis=1), 0.0))
+                e = lazyk.fill_none(f(x, axis=1, skipna=True), 0.0)
+                for _ in range(30):
+                    np.testing.assert_allclose((e + 0.5).eval().to_list(),
+                                               np.add(ref, 0.5), rtol=1e-12)
+                    assert (e > 0.05).eval().to_list() == [v > 0.05 for v in ref]
+
+
 # ---------------------------------------------------------------- order
 @FEW
 @given(st.data(), st.booleans())

@@ -300,8 +300,8 @@ def _split(node: Node, env: dict, memo: dict) -> tuple:
     """(the graph of `node`'s values over leaves without missing values, whether each is
     present as a bool graph or None when none can be missing). Missing rows (`?var`) stay
     in both."""
-    got = memo.get(id(node))
-    if got is not None:
+    got = memo.get(node)  # (keyed by the node, which the memo holds: the leaves made here
+    if got is not None:  # die after their views are taken, and their ids come back)
         return got
     if node.op == "input":
         got = _leaf_views(node, env)
@@ -333,7 +333,7 @@ def _split(node: Node, env: dict, memo: dict) -> tuple:
         for _, p in parts:
             present = _and(present, p)
         got = (node.replace(srcs=tuple(v for v, _ in parts)), present)
-    memo[id(node)] = got
+    memo[node] = got
     return got
 
 
