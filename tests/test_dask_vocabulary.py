@@ -234,3 +234,29 @@ def test_a_collection_of_records_that_may_be_missing_is_refused_as_input():
     assert values(lazyk.dask.evaluate(e.pt).compute()) == [[1.0, 2.0], [None, None], [3.0, None]]
     with pytest.raises(lazyk.NotSupportedError, match="records that may be missing"):
         lazyk.firsts(e)
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2])
+def test_a_mean_over_nothing_selected_is_nan_beside_values_that_may_be_missing(rows_per_part):
+    # the mean's own operand has no missing values (`num` of `?float64` values has none)
+    x = lazyk.array([[0.5], [1.0, 2.0]], type="2 * var * ?float64")
+    m = lazyk.array(np.array([0.3, 0.4]))
+    e = lambda x, m: lazyk.mean(m[lazyk.num(x, axis=1) > 2])  # noqa: E731
+    assert np.isnan(lazyk.evaluate(e(x, m)))
+    dx, dm = (lazyk.dask.from_ragged(a, rows_per_part) for a in (x, m))
+    assert np.isnan(lazyk.dask.evaluate(e(dx, dm)).compute())
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 2, 3])
+def test_histogram_weights_that_may_be_missing_per_event(rows_per_part):
+    v = lazyk.array(np.array([0.1, 0.6, 0.7, 0.2]))
+    w = lazyk.array([1.0, None, 2.0, 0.5], type="4 * ?float64")
+    x = lazyk.array([[3.0], [], [1.5, 2.0], [4.0]], type="4 * var * float64")
+    dv, dw, dx = (lazyk.dask.from_ragged(a, rows_per_part) for a in (v, w, x))
+    for one, dask, want in ((lazyk.histogram(v, 2, (0, 1), weights=w),
+                             lazyk.histogram(dv, 2, (0, 1), weights=dw), [1.5, 2.0]),
+                            (lazyk.histogram(v, 2, (0, 1), weights=lazyk.firsts(x)),
+                             lazyk.histogram(dv, 2, (0, 1), weights=lazyk.firsts(dx)),
+                             [7.0, 1.5])):  # (a missing weight counts nothing)
+        np.testing.assert_allclose(lazyk.evaluate(one), want)
+        np.testing.assert_allclose(lazyk.dask.evaluate(dask).compute(), want)

@@ -462,7 +462,7 @@ def histogram_counts(h: Any, split_every: Any, evaluate: Any) -> Any:
                                     f"{h.weights.type}: the weights broadcast to the values, "
                                     "not the values to the weights")
         parts.append(evaluate(w, split_every=split_every))
-        if isinstance(parts[0], da.Array):
+        if isinstance(parts[0], da.Array) and isinstance(parts[1], da.Array):
             parts[1] = parts[1].rechunk(parts[0].chunks)
     keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]
     n = h.nbins

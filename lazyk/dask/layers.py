@@ -466,7 +466,7 @@ class _Planner:
                           dtype=node.dtype)
         n = lx.count(src, axis=axes, keepdims=keep)
         value = lx.astype(lx.true_divide(total, n), node.dtype)
-        if not lx.has_options(src):
+        if not src.type.missing_values:  # (its type: `num` of `?T` values has none)
             return value  # 0 / 0: NaN, as NumPy's mean of nothing
         nothing = lx.astype(lx.reduce("min", src, axis=axes, keepdims=keep, skipna=True),
                             node.dtype)  # missing exactly where nothing is present

@@ -296,9 +296,11 @@ def has_options(e: Expr) -> bool:
     operation in it gives missing values or rows (`lazyk.firsts`, `lazyk.pad_none`), or a
     gather or selection does (`x[lazyk.argmax(x, axis=1, keepdims=True)]`: None for an
     empty row)."""
-    return builtins.any(getattr(v, "option", False) or missing_rows(v)
-                        for v in e.env.values()) or builtins.any(
-        n.op == ROWS_OP and (n.arg[3] or builtins.any(n.arg[2]))
+    env = e.env  # (its own leaves only: an environment may hold others' too)
+    return builtins.any(
+        getattr(env.get(n.arg), "option", False) or missing_rows(env.get(n.arg))
+        if n.op == "input"
+        else n.op == ROWS_OP and (n.arg[3] or builtins.any(n.arg[2]))
         for n in _toposort(e.node)) or (  # missing rows (`?var`) too
         indexes(e.node) and e.type.missing_values)
 
