@@ -749,6 +749,24 @@ def test_initial_of_a_fold_over_a_row_operations_result():
     assert got.to_list() == [6.0, 6.0, 7.0]
 
 
+def test_initial_of_a_fold_over_computed_folds_inside_a_larger_expression():
+    # the inner fold is computed first; the outer one, now over fixed dims, still folds
+    # `initial` (it was dropped: max(..., initial=100) + 1 gave the max + 1)
+    x = lazyk.array([[1.0, 2.0], [3.0]], "2 * var * float64")
+    sums = np.array([3.0, 3.0])
+    assert lazyk.evaluate(lazyk.max(lazyk.sum(x, axis=1), initial=100.0) + 1) == 101.0
+    assert lazyk.evaluate(lazyk.min(lazyk.sum(x, axis=1), initial=-5.0) + 1) == -4.0
+    assert lazyk.evaluate(lazyk.max(lazyk.num(x, axis=1), initial=10) * 2) == 20
+    assert lazyk.evaluate(lazyk.max(lazyk.sum(x, axis=1), initial=1.0) + 1) == \
+        np.max(sums, initial=1.0) + 1
+    empty = lazyk.array([], "0 * var * float64")  # (nothing folded: initial itself)
+    assert lazyk.evaluate(lazyk.max(lazyk.sum(empty, axis=1), initial=0.0) + 1) == 1.0
+    y = lazyk.array([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0]]], "2 * var * 2 * float64")
+    got = lazyk.evaluate(lazyk.max(lazyk.sum(y, axis=1), axis=1, initial=7.0, keepdims=True) - 1)
+    np.testing.assert_array_equal(got.to_numpy() if hasattr(got, "to_numpy") else got,
+                                  [[6.0], [6.0]])
+
+
 def test_num_of_a_selection_checks_the_mask_and_keeps_the_parameters():
     x = lazyk.array([[1.0, 2.0], [3.0]])
     with pytest.raises(lazyk.ShapeError, match=r"x\[mask\]"):

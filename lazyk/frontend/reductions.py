@@ -19,6 +19,7 @@ from lazyk.frontend.graph import (
     arg_key,
     has_rows,
     input_names,
+    rewrite,
     toposort,
 )
 from lazyk.frontend.leaves import RaggedLeaf, RaggedPlaceholder, check_dtype, is_text
@@ -165,6 +166,22 @@ def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,
                     e.env)
     red = reduce(op, e, axis=axes, keepdims=keepdims, dtype=acc)
     return apply("minimum" if op == "min" else "maximum", red, Expr(seed, {}))
+
+
+def seeded_fixed_folds(root: Node) -> Node:
+    """`root` with every min / max that folds `initial` over sized fixed dims (a fold built
+    over var data, whose operands were computed since) as `_seeded_fixed` builds it: the
+    kernels of fixed dims fold no `initial` themselves (the loop nest's over symbolic
+    dims, `R * L`, do)."""
+    def visit(node: Node, srcs: tuple) -> Node:
+        node = node.replace(srcs=srcs) if srcs != node.srcs else node
+        if node.op != REDUCE_OP or len(node.arg) < 5 or node.arg[4] is None or \
+                not builtins.all(type(n) is int for n in node.srcs[0].shape):
+            return node
+        op, axes, keepdims, _, initial = node.arg[:5]
+        return _seeded_fixed(op, Expr(node.srcs[0], {}), axes, keepdims, node.dtype,
+                             initial).node
+    return rewrite(root, visit)
 
 
 def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: Any,

@@ -23,7 +23,7 @@ from lazyk.frontend.graph import Node, dump, graph_ops, input_names, rewrite, to
 from lazyk.frontend.leaves import Placeholder, check_dtype, is_ragged, is_text, leaf_data
 from lazyk.frontend.numpy_rules import cast
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.reductions import reduce
+from lazyk.frontend.reductions import reduce, seeded_fixed_folds
 from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER, apply
 from lazyk.kernel import flat as kernel
 from lazyk.kernel.flat import data_pointer, run_layout
@@ -61,7 +61,7 @@ def plan(root: Node) -> Program:
     prog = plans.get(root)
     if prog is not None:
         return prog
-    return plans.put(root, fuse_elementwise(run_passes(root)))
+    return plans.put(root, fuse_elementwise(run_passes(seeded_fixed_folds(root))))
 
 
 # --- executing one step -----------------------------------------------------------------------
