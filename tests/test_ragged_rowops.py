@@ -145,6 +145,19 @@ def test_concatenate(pair, data):
     check(lazyk.concatenate([x, y, x], axis=axis), R.concatenate([rx, ry, rx], axis))
 
 
+def test_concatenate_joins_along_axis_0_unless_told_as_awkward_and_numpy():
+    ak = pytest.importorskip("awkward")
+    x, y = [[1], []], [[2], [3]]
+    got = lazyk.concatenate([lazyk.array(x), lazyk.array(y)]).eval()
+    assert got.to_list() == ak.concatenate([ak.Array(x), ak.Array(y)]).tolist() == \
+        [[1], [], [2], [3]]
+    assert lazyk.concatenate([lazyk.array(x), lazyk.array(y)], axis=1).eval().to_list() == \
+        [[1, 2], [3]]
+    a, b = np.ones((2, 3)), np.zeros((2, 3))
+    np.testing.assert_array_equal(lazyk.concatenate([a, b]).eval().to_numpy(),
+                                  np.concatenate([a, b]))
+
+
 @FEW
 @given(st.data(), st.integers(0, 5), st.booleans())
 def test_pad_none(data, target, clip):

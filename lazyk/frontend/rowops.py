@@ -210,9 +210,10 @@ def local_index(x: Any, axis: int = -1) -> Expr:
                  e.env)
 
 
-def concatenate(arrays: Any, axis: int = 1) -> Expr:
+def concatenate(arrays: Any, axis: int = 0) -> Expr:
     """Lazy `ak.concatenate`: the lists at `axis` of every operand joined, in order, with
-    NumPy's result dtype; `axis=0` joins the operands one after the other. Above `axis`
+    NumPy's result dtype; `axis=0` (Awkward's and NumPy's default) joins the operands one
+    after the other, `axis=1` each row's lists (an event's muons and electrons). Above `axis`
     the operands walk together: their lengths must agree (else ShapeError naming the row
     and the lengths); a missing row there gives a missing row; a missing list at `axis`
     counts as empty (Awkward's rule).
