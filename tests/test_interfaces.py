@@ -392,6 +392,13 @@ def test_cli_explain_without_types_hints_at_type(capsys):
         "--type a='N * float64' --type b='N * float64'\n" in err
     assert main(["explain", "sin(a) * 2", "--type", "a=N * float64", "--no-asm"]) == 0
     assert "%1 = sin(%0) : N * float64" in capsys.readouterr().out
+    # an expression that does not parse: one line and a caret, no traceback
+    for text, where in (("a +", "column 4"), ("frob(a)", "unknown function frob"),
+                        ("a[0]", "column 2")):
+        assert main(["explain", text, "--type", "a=N * float64"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ExprParseError: ") and where in err
+        assert "Traceback" not in err and "^" in err
 
 
 def test_cli_parse_prints_no_blank_line_around_an_error(capsys):

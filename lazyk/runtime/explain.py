@@ -494,12 +494,12 @@ def command(args: Any) -> int:
             print(f"error: --type wants NAME=TYPE once per name, got {item!r}", file=sys.stderr)
             return 2
         types[name.strip()] = t.strip().strip("'\"")
-    unused = sorted(set(types) - set(names(args.expr)))
-    if unused:  # (a typo: that name's type would be silently ignored)
-        print(f"error: --type {unused[0]}: the expression has no name {unused[0]!r} (its "
-              f"names: {', '.join(names(args.expr)) or 'none'})", file=sys.stderr)
-        return 2
     try:
+        unused = sorted(set(types) - set(names(args.expr)))
+        if unused:  # (a typo: that name's type would be silently ignored)
+            print(f"error: --type {unused[0]}: the expression has no name {unused[0]!r} (its "
+                  f"names: {', '.join(names(args.expr)) or 'none'})", file=sys.stderr)
+            return 2
         e = build_from_text(args.expr, types)
         if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
             try:
