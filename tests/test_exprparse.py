@@ -264,3 +264,20 @@ def test_operators_over_python_numbers_stay_weak(code):
     got, want = lazyk.evaluate(code, local_dict=env), eval(code, {}, env)
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float32])
+@pytest.mark.parametrize("s, t", [(1.5, True), (-3, True), (2, False), (2**31, True)])
+def test_a_python_bool_beside_python_numbers_is_python_s_0_or_1(dtype, s, t):
+    # `s - t` is a Python number in the same Python code, weak as the others
+    x = np.arange(1, 4, dtype=dtype)
+    env = {"x": x, "s": s, "t": t}
+    try:
+        want = eval("x*(s-t)", {}, env)
+    except OverflowError:  # (2**31 - 1 for int8: NumPy's refusal too)
+        with pytest.raises(OverflowError):
+            lazyk.evaluate("x*(s-t)", local_dict=env)
+        return
+    got = lazyk.evaluate("x*(s-t)", local_dict=env)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -363,7 +363,8 @@ def _exact_ints(func: str, args: list) -> int | float | None:
     zero, a negative shift) or `func` is no integer arithmetic. A negative power is
     Python's float, as numexpr gives it (`2**-1` is 0.5)."""
     fn = _INT_OPS.get(func)
-    if fn is None or not args or any(type(a) is not int for a in args):
+    if fn is None or not args or any(type(a) not in (int, bool) for a in args) or \
+            all(type(a) is bool for a in args):  # (a bool is Python's 0 or 1 beside a number)
         return None
     if func == "power" and args[1] < 0:
         return float(args[0]) ** args[1]  # (0**-1: Python's ZeroDivisionError, as numexpr)
@@ -390,8 +391,8 @@ def _weak_numbers(func: str, args: list) -> Any:
     does: a Python number, weak as in NumPy's `x * (s + 1)` (NEP 50); None otherwise (a
     division by zero: lazyk's inf or nan)."""
     fn = _NUMBER_OPS.get(func)
-    if fn is None or not args or any(type(a) not in (int, float, complex) for a in args) or \
-            all(type(a) is int for a in args):
+    if fn is None or not args or any(type(a) not in (int, float, complex, bool) for a in args) \
+            or all(type(a) in (int, bool) for a in args):
         return None
     try:
         got = fn(*args)
