@@ -260,3 +260,20 @@ def test_histogram_weights_that_may_be_missing_per_event(rows_per_part):
                              [7.0, 1.5])):  # (a missing weight counts nothing)
         np.testing.assert_allclose(lazyk.evaluate(one), want)
         np.testing.assert_allclose(lazyk.dask.evaluate(dask).compute(), want)
+
+
+@pytest.mark.parametrize("rows_per_part", [1, 3])
+def test_histograms_of_a_max_over_rows_that_may_be_empty_count_them_nowhere(rows_per_part):
+    # as on one machine (Awkward's None): each partition's bins skip the empty rows
+    x = lazyk.array(DATA["var"], type="7 * var * float64")
+    m = lazyk.array(np.linspace(0.0, 9.0, 7))
+    dx, dm = lazyk.dask.from_ragged(x, rows_per_part), lazyk.dask.from_ragged(m, rows_per_part)
+    forms = [lambda x, m: lazyk.histogram(lazyk.max(x, axis=1), 3, (0, 9)),  # noqa: E731
+             lambda x, m: lazyk.histogram(m, 3, (0, 9), weights=lazyk.max(x, axis=1)),
+             lambda x, m: lazyk.histogram(lazyk.max(x, axis=1) - lazyk.min(x, axis=1), 3,
+                                          (0, 9)),
+             lambda x, m: lazyk.histogram(m[lazyk.max(x, axis=1) > 4], 3, (0, 9))]
+    for f in forms:
+        want = lazyk.evaluate(f(x, m))
+        np.testing.assert_allclose(lazyk.dask.evaluate(f(dx, dm)).compute(), want)
+    np.testing.assert_array_equal(lazyk.evaluate(forms[0](x, m)), [0, 2, 3])  # (5 of 7)

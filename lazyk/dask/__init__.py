@@ -134,8 +134,8 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         expr = build(expr, local_dict, global_dict)
     if isinstance(expr, Histogram):
         if out is not None:
-            return _store(histogram_counts(expr, split_every, evaluate), out, casting)
-        return histogram_counts(expr, split_every, evaluate)
+            return _store(histogram_counts(expr, split_every, _bins), out, casting)
+        return histogram_counts(expr, split_every, _bins)
     if isinstance(expr, Records) and out is None:
         return _records(expr, split_every)
     e = as_expr(expr)
@@ -160,6 +160,18 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
     if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
         return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
+
+
+def _bins(e: Any, split_every: Any = None) -> Any:
+    """`evaluate` of a histogram's bins or weights: a min / max of a row that folds nothing
+    (`lazyk.max(pt, axis=1)` of an event without jets) is missing there, so it counts
+    nowhere, as on one machine."""
+    e = as_expr(e)
+    if any(isinstance(v, RowsLeaf) for v in e.env.values()):
+        return evaluate_rows(e, split_every, bins=True)
+    if has_row_work(e.node):
+        return evaluate_rows(split_dask_leaves(e), split_every, bins=True)
+    return evaluate(e, split_every=split_every)
 
 
 def _store(result: Any, out: Any, casting: str) -> Any:

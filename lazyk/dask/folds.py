@@ -454,14 +454,14 @@ def histogram_counts(h: Any, split_every: Any, evaluate: Any) -> Any:
             "lazyk.dask: a histogram over Dask data needs range=(lo, hi) or the bin edges "
             "(an automatic range reads the data twice: compute its min and max first)")
     index = h.index()
-    parts = [evaluate(index, split_every=split_every)]
+    parts = [evaluate(index, split_every)]
     if h.weights is not None:  # the weights broadcast to the values, 0 out of the bins
         w = lx.where(index >= 0, h.weight(), 0.0)
         if w.ndim != index.ndim or (None in w.shape) != (None in index.shape):
             raise NotSupportedError(f"histogram of {h.x.type} with weights of type "
                                     f"{h.weights.type}: the weights broadcast to the values, "
                                     "not the values to the weights")
-        parts.append(evaluate(w, split_every=split_every))
+        parts.append(evaluate(w, split_every))
         if isinstance(parts[0], da.Array) and isinstance(parts[1], da.Array):
             parts[1] = parts[1].rechunk(parts[0].chunks)
     keys = [list(dask.core.flatten(p.__dask_keys__())) for p in parts]

@@ -91,9 +91,10 @@ from lazyk.frontend.numpy_rules import cast, partial_dtype
 
 
 # ---------------------------------------------------------------- expression -> layers
-def evaluate_rows(e: Expr, split_every: Any = None) -> Any:
-    """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc)."""
-    return _Planner(e, split_every).run()
+def evaluate_rows(e: Expr, split_every: Any = None, bins: bool = False) -> Any:
+    """`lazyk.dask.evaluate` for an expression with `RaggedArray` leaves (see module doc);
+    `bins`: a histogram's bins or weights (a min / max that folds nothing counts nowhere)."""
+    return _Planner(e, split_every, bins).run()
 
 
 _NOT_ELEMENTWISE = (REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP)
@@ -102,7 +103,8 @@ _NOT_ELEMENTWISE = (REDUCE_OP, ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP)
 class _Planner:
     """Turns one expression over collections into Dask layers (`run`)."""
 
-    def __init__(self, e: Expr, split_every: Any):
+    def __init__(self, e: Expr, split_every: Any, bins: bool = False):
+        self.bins = bins
         # Dask array leaves are typed like placeholders here (the array is kept aside).
         self.dask = {k: leaf_data(v) for k, v in e.env.items()
                      if isinstance(leaf_data(v), DaskLeaf)}
@@ -495,7 +497,7 @@ class _Planner:
         args: list = []
         for r in deps:
             args += [r.name, "i"]
-        task = Task(task_root, plain, known)
+        task = Task(task_root, plain, known, self.bins)
         name = f"{prefix}-{tokenize(task, [r.name for r in deps], whole)}"
         numblocks = {r.name: (1 if whole else r.npartitions,) for r in deps}
         if plain and ndim == 0:

@@ -20,13 +20,16 @@ from lazyk.frontend.graph import (
     REDUCE_OP,
     Node,
     arg_key,
+    graph_ops,
     rewrite,
     toposort,
 )
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records
+from lazyk.frontend.rowops import fill_none
 from lazyk.frontend.tuples import reshaped
 from lazyk.lru import Memo
+from lazyk.runtime.ragged_rules import inline_reductions
 
 
 def _graph_key(root: Node) -> str:
@@ -58,10 +61,13 @@ class Task:
     collection's rows); a row selection or flatten makes new rows, numbered within their
     partition (their place in the collection is known only once every partition ran)."""
 
-    __slots__ = ("root", "numpy", "rows", "_graphs")
+    __slots__ = ("root", "numpy", "rows", "bins", "_graphs")
 
-    def __init__(self, root: Node, numpy: bool, rows: bool = True):
+    def __init__(self, root: Node, numpy: bool, rows: bool = True, bins: bool = False):
+        # `bins`: a histogram's bins or weights, where a min / max that folds nothing
+        # counts nowhere (bin -1, weight 0), as on one machine, not a ValueError
         self.root, self.numpy, self.rows = root, numpy, rows
+        self.bins = bins
         # leaf shapes and dtypes -> the graph rebuilt at those shapes
         self._graphs = Memo(64, "task graphs")
 
@@ -98,7 +104,12 @@ class Task:
                            else reshaped(n, s, env))
         folds_rows = self.root.op == REDUCE_OP and 0 in self.root.arg[1]
         try:
-            out = Expr(root, env).eval()
+            e = Expr(root, env)
+            if self.bins and REDUCE_OP in graph_ops(root):
+                e = inline_reductions(root, e, empty_missing=True)[1]
+                e = fill_none(e, -1 if root.dtype.kind in "iu" else 0) if \
+                    e.type.missing_values else e
+            out = e.eval()
         except ShapeError as err:
             if not folds_rows:
                 raise renumbered(err, start) from None
@@ -119,10 +130,11 @@ class Task:
         return Part(out, start, stop if folds_rows else None)
 
     def __reduce__(self):
-        return (Task, (self.root, self.numpy, self.rows))
+        return (Task, (self.root, self.numpy, self.rows, self.bins))
 
     def __dask_tokenize__(self):
-        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy, self.rows)
+        return ("lazyk.runtime.rows-task", _graph_key(self.root), self.numpy, self.rows,
+                self.bins)
 
 
 def records_shape(rec: Records) -> tuple:
