@@ -277,3 +277,11 @@ def test_histograms_of_a_max_over_rows_that_may_be_empty_count_them_nowhere(rows
         want = lazyk.evaluate(f(x, m))
         np.testing.assert_allclose(lazyk.dask.evaluate(f(dx, dm)).compute(), want)
     np.testing.assert_array_equal(lazyk.evaluate(forms[0](x, m)), [0, 2, 3])  # (5 of 7)
+
+
+def test_a_result_of_unknown_row_counts_says_how_to_use_it_again():
+    x = lazyk.array([[0.5, 0.1], [], [0.9]], type="3 * var * float64")
+    flat = lazyk.dask.evaluate(lazyk.flatten(lazyk.dask.from_ragged(x, 2)))
+    with pytest.raises(lazyk.NotSupportedError, match=r"unknown shape.*from_ragged"):
+        lazyk.dask.evaluate(lazyk.sum(flat))
+    assert lazyk.dask.evaluate(lazyk.sum(lazyk.dask.from_ragged(flat))).compute() == 1.5

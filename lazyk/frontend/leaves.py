@@ -68,7 +68,9 @@ class DaskLeaf(Placeholder):
         shape = tuple(array.shape)
         if builtins.any(not isinstance(n, int) for n in shape):  # NaN sizes: chunks not known yet
             raise NotSupportedError(f"a dask array of unknown shape {shape} cannot be used in "
-                                    "a lazyk expression; call .compute_chunk_sizes() first")
+                                    "a lazyk expression: make it a collection of rows, "
+                                    "lazyk.dask.from_ragged(a) (nothing is computed), or "
+                                    "call .compute_chunk_sizes() first")
         dtype = np.dtype(array.dtype)
         check_dtype(dtype, "Dask array")  # long double & co. would be garbage in a kernel
         super().__init__(name, shape, dtype.newbyteorder("="))
