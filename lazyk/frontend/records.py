@@ -307,9 +307,10 @@ class Records:
             if not self.type.missing_fixed_rows:
                 raise
             raise NotSupportedError(
-                f"records of type {self.type} are not laid out as one array ({err}); "
-                "evaluate their fields (r.name, or lazyk.evaluate(r.a, r.b)), or take "
-                "lazyk.firsts(r) of a gather at one position per row") from None
+                f"records of type {self.type}: records in rows of a fixed size that may be "
+                "missing (`?N`, as firsts of a fixed dim makes them) are not laid out as one "
+                "array yet; evaluate their fields (r.name, or lazyk.evaluate(r.a, r.b)), or "
+                "make those dims var (lazyk.array(rows, type='N * var * ...'))") from None
         if got is None:
             raise ShapeError(f"zip: the fields {', '.join(self.fields)} do not line up above "
                              f"the records ({self.depth} dims)")
