@@ -313,3 +313,19 @@ def test_lists_holding_only_missing_values_take_the_parameter_type():
     assert k([[None], None, [3, None]]).to_list() == [[None], None, [6, None]]
     with pytest.raises(lazyk.CastingError, match="cannot cast float64 to int32"):
         k([[1.5], None])
+
+
+def test_a_selection_of_whole_rows_gives_the_parameters_dtype():
+    # the kept rows are taken from the input as given, then read as the parameter's dtype
+    i = lazyk.placeholder("i", "N * var * int64")
+    got = lazyk.compile(i[lazyk.sum(i, axis=1) > 2])([[1.7, 2.2], [0.5]], casting="unsafe")
+    assert str(got.type) == "1 * var * int64" and got.to_list() == [[1, 2]]
+    x = lazyk.placeholder("x", "N * var * float32")
+    e = lazyk.placeholder("e", "N * float64")
+    got = lazyk.compile(x[e > 0] * 1)([[0.1, 2.7], [1.3]], [1.0, -1.0])
+    want = lazyk.array([[0.1, 2.7], [1.3]], "2 * var * float32")[np.array([True, False])]
+    assert str(got.type) == "1 * var * float32" and got.to_list() == want.eval().to_list()
+    q = lazyk.placeholder("q", "N * 2 * int8")
+    m = lazyk.placeholder("m", "N * ?bool")
+    got = lazyk.compile(q[m])(np.array([[300, 1], [2, 3]]), [True, None], casting="unsafe")
+    assert got.to_list() == [[44, 1], None] and "int8" in str(got.type)

@@ -68,7 +68,7 @@ from lazyk.frontend.graph import (
 )
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import PickLeaf, RaggedLeaf, is_ragged, leaf_data
-from lazyk.frontend.numpy_rules import broadcast_shapes
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.ops import ARG_REDUCTIONS, ELEMENTWISE
 from lazyk.runtime import launch as runtime
@@ -464,7 +464,7 @@ def _kept_fixed_rows(x: Node, keep: np.ndarray, valid: np.ndarray, pos: np.ndarr
     rows = build_columns(_take_rows(columns(arr), keep, pos, done))
     leaf = as_expr(fixed_rows(rows, {1: valid[pos]}))
     env.update(leaf.env)
-    return leaf.node
+    return cast(leaf.node, x.dtype)
 
 
 def _kept_mask(m: Node, env: dict, done: dict) -> tuple:
@@ -506,8 +506,8 @@ def _taken(x: Node, m: Node, keep: np.ndarray, pos: np.ndarray, env: dict,
         got = done.get(("taken", v, m))
         if got is None:
             leaf = as_expr(build_columns(_take_rows(columns(arr), keep, pos, done)))
-            env.update(leaf.env)
-            got = done["taken", v, m] = leaf.node
+            env.update(leaf.env)  # (in the parameter's dtype: a compiled call's input may
+            got = done["taken", v, m] = cast(leaf.node, v.dtype)  # be of another)
         new[id(v)] = got
 
     def visit(v, srcs):
