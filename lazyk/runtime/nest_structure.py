@@ -97,8 +97,9 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     mode = (Scan(combine=scan) if scan else Map()) if reduce_arg is None else Reduce()
     axes = () if reduce_arg is None else (nlev - 1,) if flat or every_item else \
         tuple(reduce_arg[1])
-    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and (nlev > 1 or every_item):
-        mode = Total()  # every axis: one partial fold per thread
+    if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and (
+            nlev > 1 or every_item or levels[0] is FIXED):
+        mode = Total()  # every axis: one partial fold per thread (one fixed dim too)
     elif isinstance(mode, Reduce) and axes != (nlev - 1,):
         # any other axes: each result element folds its group (every element of the
         # folded levels; rows of the kept levels below the first one fold element by
