@@ -641,3 +641,28 @@ def test_nested_cartesian_and_is_none_of_records_that_may_be_missing():
     assert lazyk.is_none(p, axis=1).eval().to_list() == \
         lazyk.is_none(p.eval(), axis=1).eval().to_list() == \
         [[{"a": False, "b": False}], [{"a": True, "b": True}], [{"a": False, "b": True}]]
+
+
+def test_row_operations_inside_the_fields_keep_the_records_where_and_as_they_are():
+    # at an axis inside the fields' own lists each field answers, and records that may be
+    # missing stay missing exactly where they were (as Awkward); they were the operation
+    # applied to the records' presence (local_index 0: missing) or one level too high
+    ak = pytest.importorskip("awkward")
+    vals = [[{"u": [1, 2], "v": [10.0]}, None, {"u": [], "v": [20.0, 30.0]}],
+            [{"u": [3], "v": []}]]
+    a = ak.Array(vals)
+    for x in (lazyk.from_awkward(a), lazyk.array(vals)):
+        for axis in (2, -1):
+            assert lazyk.local_index(x, axis=axis).to_list() == \
+                ak.local_index(a, axis=axis).tolist()
+            assert lazyk.num(x, axis=axis).to_list() == ak.num(a, axis=axis).tolist()
+            assert lazyk.firsts(x, axis=axis).to_list() == ak.firsts(a, axis=axis).tolist()
+        assert lazyk.pad_none(x, 2, axis=2).to_list() == ak.pad_none(a, 2, axis=2).tolist()
+    top = [{"u": [1]}, None, {"u": [2, 3]}]
+    assert lazyk.num(lazyk.array(top), axis=-1).to_list() == [{"u": 1}, None, {"u": 2}]
+    assert lazyk.local_index(lazyk.array(top), axis=-1).to_list() == \
+        [{"u": [0]}, None, {"u": [0, 1]}]
+    # records of list fields, never missing: firsts inside the fields keeps the records
+    b = ak.Array([[{"u": [1], "v": [10.0, 20.0]}, {"u": [], "v": [5.0]}]])
+    assert lazyk.firsts(lazyk.from_awkward(b), axis=2).to_list() == \
+        ak.firsts(b, axis=2).tolist()

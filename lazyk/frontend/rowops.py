@@ -96,10 +96,9 @@ def num(x: Any, axis: int = 1) -> Expr:
         numpy.exceptions.AxisError: `axis` is not a dim of `x` (a ValueError).
     """
     rec = lined_up_fields(x)
-    if rec is not None:
-        if _inside_fields("num", rec, axis):  # records of each field's (Awkward's)
-            return rec.map(lambda f: num(f, axis))
-        return num(next(iter(rec.items()))[1], axis)  # the lists the fields share
+    if rec is not None:  # each field's (Awkward's), else the lists the fields share
+        return _in_fields("num", rec, axis, lambda f: num(f, axis),
+                          lambda: num(next(iter(rec.items()))[1], axis))
     e = _operand("num", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
@@ -114,16 +113,16 @@ def num(x: Any, axis: int = 1) -> Expr:
     return _node("num", np.int64, e.shape[:a], [e], (a,), rows[:a], a > 0 and rows[a], e.env)
 
 
-def _inside_fields(name: str, rec, axis: int) -> bool:
-    """Whether `axis` of records lies inside their fields' own lists (below the records),
-    not at lists the fields share; AxisError where it is inside some fields and above
-    others (fields of different depths)."""
+def _in_fields(name: str, rec, axis: int, fn, other):
+    """Records of `fn` of each field where `axis` lies inside the fields' own lists (below
+    the records: they stay where and as they are, Awkward's), else `other()` (lists the
+    fields share); AxisError where it is inside some fields and above others."""
     inner = {(axis if axis >= 0 else f.ndim + axis) >= rec.depth for _, f in rec.items()}
     if inner == {True, False}:
         raise np.exceptions.AxisError(f"{name}: axis {axis} is inside some fields' lists and "
                                       "above others' (fields of different depths): pass a "
                                       f"positive axis, or take {name} of a field")
-    return inner == {True}
+    return rec.map(fn, 0, flags=False) if inner == {True} else other()
 
 
 def flatten(x: Any, axis: int | None = 1) -> Expr:
@@ -141,8 +140,9 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     rec = lined_up_fields(x)
     if rec is not None and axis is None:  # every field's values, field after field (Awkward)
         return concatenate([flatten(f, None) for f in rec.leaves()], axis=0)
-    if rec is not None:
-        return rec.map(lambda f: flatten(f, axis), -1, same=True)  # (fewer lists above)
+    if rec is not None:  # (inside the fields, or fewer lists above the records)
+        return _in_fields("flatten", rec, axis, lambda f: flatten(f, axis),
+                          lambda: rec.map(lambda f: flatten(f, axis), -1, same=True))
     e = _operand("flatten", x)
     rows, option = flags(e)
     if axis is None:
@@ -175,7 +175,8 @@ def firsts(x: Any, axis: int = 1) -> Expr:
     """
     rec = lined_up_fields(x)
     if rec is not None:  # each field's first item (a missing record where a list is empty)
-        return rec.map(lambda f: firsts(f, axis), -1)
+        return _in_fields("firsts", rec, axis, lambda f: firsts(f, axis),
+                          lambda: rec.map(lambda f: firsts(f, axis), -1))
     e = _operand("firsts", x)
     if e.ndim < 2:
         raise np.exceptions.AxisError(f"firsts: axis {axis} of an operand of type {e.type}: "
@@ -196,10 +197,9 @@ def local_index(x: Any, axis: int = -1) -> Expr:
     Example: `lazyk.local_index(lazyk.array([[5, 6], [], [7]]))` is `[[0, 1], [], [0]]`.
     """
     rec = lined_up_fields(x)
-    if rec is not None:
-        if _inside_fields("local_index", rec, axis):  # records of each field's (Awkward's)
-            return rec.map(lambda f: local_index(f, axis))
-        return local_index(next(iter(rec.items()))[1], axis)  # the lists the fields share
+    if rec is not None:  # each field's (Awkward's), else the lists the fields share
+        return _in_fields("local_index", rec, axis, lambda f: local_index(f, axis),
+                          lambda: local_index(next(iter(rec.items()))[1], axis))
     e = _operand("local_index", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"local_index: axis {axis} of a 0-d operand "
@@ -397,8 +397,9 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     `[[1, None], [2, 3, 4]]`; with `clip=True`, `[[1, None], [2, 3]]` of type `2 * 2 * ?int64`.
     """
     rec = lined_up_fields(x)
-    if rec is not None:
-        return rec.map(lambda f: pad_none(f, target, axis, clip), 0)
+    if rec is not None:  # (inside the fields: the records stay present where they were)
+        return _in_fields("pad_none", rec, axis, lambda f: pad_none(f, target, axis, clip),
+                          lambda: rec.map(lambda f: pad_none(f, target, axis, clip), 0))
     e = _operand("pad_none", x)
     if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) \
             or target < 0:
