@@ -676,3 +676,14 @@ def test_flatten_of_strings_with_no_axis_gives_every_present_string(data, t):
     x = lazyk.array(data, type=t) if t else lazyk.array(data)
     assert lazyk.flatten(x, axis=None).eval().to_list() == \
         ak.flatten(ak.Array(data), axis=None).to_list()
+
+
+def test_concatenate_of_strings_with_bytes_is_refused():
+    s = lazyk.array([["x", "é"], []])
+    b = lazyk.array([[b"x"], [b"\xff"]])
+    for pair in ([s, b], [b, s]):
+        with pytest.raises(TypeError, match="strings with bytes"):
+            lazyk.concatenate(pair, axis=1)
+    assert lazyk.concatenate([s, s], axis=1).eval().to_list() == [["x", "é", "x", "é"], []]
+    assert lazyk.concatenate([np.array(["a"]), np.array(["abc"])]).eval().to_list() == \
+        ["a", "abc"]

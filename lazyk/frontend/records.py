@@ -303,7 +303,7 @@ class Records:
         except ShapeError as err:  # (the kernel names rows and operands, not the fields)
             raise ShapeError(f"zip: the fields {', '.join(map(repr, self.fields))} do not "
                              f"line up above the records: {err}") from None
-        except NotSupportedError as err:
+        except NotSupportedError:
             if not self.type.missing_fixed_rows:
                 raise
             raise NotSupportedError(

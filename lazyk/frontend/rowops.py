@@ -32,6 +32,7 @@ from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
 from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
 from lazyk.frontend.operands import operands, refuse_text
+from lazyk.frontend.ops import BYTES
 from lazyk.frontend.record_layout import everywhere
 from lazyk.frontend.records import lined_up_fields, record_fields
 from lazyk.frontend.reductions import count, reduce
@@ -114,9 +115,8 @@ def num(x: Any, axis: int = 1) -> Expr:
 
 
 def _in_fields(name: str, rec, axis: int, fn, other):
-    """Records of `fn` of each field where `axis` lies inside the fields' own lists (below
-    the records: they stay where and as they are, Awkward's), else `other()` (lists the
-    fields share); AxisError where it is inside some fields and above others."""
+    """`fn` of each field where `axis` lies inside the fields' own lists (the records stay
+    as they are, Awkward's), else `other()`; AxisError where it is inside some only."""
     inner = {(axis if axis >= 0 else f.ndim + axis) >= rec.depth for _, f in rec.items()}
     if inner == {True, False}:
         raise np.exceptions.AxisError(f"{name}: axis {axis} is inside some fields' lists and "
@@ -227,8 +227,7 @@ def concatenate(arrays: Any, axis: int = 0) -> Expr:
             lengths there (when evaluated).
     """
     if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
-        raise TypeError("concatenate takes a list or tuple of arrays or expressions, not "
-                        f"{type(arrays).__name__}")
+        raise TypeError(f"concatenate takes a list or tuple of arrays, not {type(arrays).__name__}")
     if axis is None:
         return concatenate([flatten(a, axis=None) for a in arrays], axis=0)
     recs = [lined_up_fields(a) for a in arrays]
@@ -246,12 +245,13 @@ def concatenate(arrays: Any, axis: int = 0) -> Expr:
         raise ValueError("concatenate needs at least one array")
     nds = sorted({e.ndim for e in es})
     if len(nds) != 1 or not nds[0]:
-        types = ", ".join(str(e.type) for e in es)
-        raise ValueError(f"concatenate: the operands need one number of dims (1 or more), "
-                         f"got {types}")
+        raise ValueError("concatenate: the operands need one number of dims (1 or more), "
+                         f"got {', '.join(str(e.type) for e in es)}")
     nd = nds[0]
     a = _axis("concatenate", es[0], axis)
     texts = {is_text(e.dtype) for e in es}
+    if texts == {True} and len({e.dtype.kind == "S" or e.dtype == BYTES for e in es}) > 1:
+        raise TypeError(f"concatenate: strings with bytes ({', '.join(str(e.type) for e in es)})")
     if texts == {True}:
         dtype = es[0].dtype
     elif len(texts) > 1:
