@@ -4,6 +4,8 @@ different dims, missing rows, `.fields`, `.type`, `to_list`, indexing, row opera
 several results evaluated together."""
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -666,3 +668,11 @@ def test_row_operations_inside_the_fields_keep_the_records_where_and_as_they_are
     b = ak.Array([[{"u": [1], "v": [10.0, 20.0]}, {"u": [], "v": [5.0]}]])
     assert lazyk.firsts(lazyk.from_awkward(b), axis=2).to_list() == \
         ak.firsts(b, axis=2).tolist()
+
+
+def test_records_with_trailing_padding_copy_and_pickle():
+    # {y: float64, q: bool} spans 9 bytes in a 16-byte record: the copy keeps lazyk's layout
+    for x in (lazyk.array([{"y": 1.5, "q": True}, {"y": 2.5, "q": False}]),
+              lazyk.array([[{"y": 1.5, "q": True}], [{"y": 0.5, "q": False}]])):
+        for got in (x.copy(), pickle.loads(pickle.dumps(x))):
+            assert got.to_list() == x.to_list() and got.type == x.type

@@ -241,12 +241,13 @@ class Array(Operators, InPlace, Conversions):
         raise TypeError("len() of a 0-d lazyk array")
 
     def __reduce__(self) -> tuple:
-        # Pickles (and copy.deepcopy) carry the buffers (a ragged array's offsets and content,
-        # cut to what its rows reach) or the NumPy values and the type, never raw pointers.
+        # Pickles and deep copies carry buffers (cut to what rows reach) or values, no pointers
         got = _pickle_form[0](self) if _pickle_form else None
         if got is not None:
             return got
         data = self._np if self._np is not None else self.to_list()
+        if isinstance(data, np.ndarray) and data.dtype.fields is not None:  # (records as lazyk
+            data = data.astype(M.np_dtype(self.type.dtype))  # lays them out, padding and all)
         return (array, (data, self.type))
 
     def copy(self) -> Array:
