@@ -676,3 +676,11 @@ def test_records_with_trailing_padding_copy_and_pickle():
               lazyk.array([[{"y": 1.5, "q": True}], [{"y": 0.5, "q": False}]])):
         for got in (x.copy(), pickle.loads(pickle.dumps(x))):
             assert got.to_list() == x.to_list() and got.type == x.type
+
+
+def test_records_in_fixed_rows_that_may_be_missing_are_refused_by_name_whatever_the_size():
+    x = lazyk.array([[{"pt": 37.4}], None, []])
+    for n in (1, 2):
+        with pytest.raises(lazyk.NotSupportedError, match=r"\?N.*clip=False"):
+            lazyk.pad_none(x, n, axis=1, clip=True).eval()
+    assert lazyk.pad_none(x.pt, 1, axis=1, clip=True).to_list() == [[37.4], None, [None]]

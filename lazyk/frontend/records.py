@@ -306,11 +306,14 @@ class Records:
         except NotSupportedError:
             if not self.type.missing_fixed_rows:
                 raise
+            got = None
+        if got is None and self.type.missing_fixed_rows:
             raise NotSupportedError(
                 f"records of type {self.type}: records in rows of a fixed size that may be "
-                "missing (`?N`, as firsts of a fixed dim makes them) are not laid out as one "
-                "array yet; evaluate their fields (r.name, or lazyk.evaluate(r.a, r.b)), or "
-                "make those dims var (lazyk.array(rows, type='N * var * ...'))") from None
+                "missing (`?N`: pad_none(..., clip=True) of lists that may be missing, firsts "
+                "of a fixed dim) are not laid out as one array yet; evaluate their fields "
+                "(r.name, or lazyk.evaluate(r.a, r.b)), leave clip=False, or read the lists "
+                "as var (lazyk.array(rows, type='N * var * ...'))")
         if got is None:
             raise ShapeError(f"zip: the fields {', '.join(self.fields)} do not line up above "
                              f"the records ({self.depth} dims)")
