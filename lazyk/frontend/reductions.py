@@ -173,15 +173,19 @@ def seeded_fixed_folds(root: Node) -> Node:
     over var data, whose operands were computed since) as `_seeded_fixed` builds it: the
     kernels of fixed dims fold no `initial` themselves (the loop nest's over symbolic
     dims, `R * L`, do)."""
+    def seeded(node: Node) -> bool:
+        return node.op == REDUCE_OP and len(node.arg) > 4 and node.arg[4] is not None and \
+            builtins.all(type(n) is int for n in node.srcs[0].shape)
+
     def visit(node: Node, srcs: tuple) -> Node:
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
-        if node.op != REDUCE_OP or len(node.arg) < 5 or node.arg[4] is None or \
-                not builtins.all(type(n) is int for n in node.srcs[0].shape):
+        if not seeded(node):
             return node
         op, axes, keepdims, _, initial = node.arg[:5]
         return _seeded_fixed(op, Expr(node.srcs[0], {}), axes, keepdims, node.dtype,
                              initial).node
-    return rewrite(root, visit)
+    # (a look first: every plan of a new graph passes here, nearly all without such folds)
+    return rewrite(root, visit) if builtins.any(map(seeded, toposort(root))) else root
 
 
 def _skip_nan(op: str, e: Expr, axis: Any, keepdims: bool, skipna: bool, dtype: Any,
