@@ -664,6 +664,8 @@ def test_row_operations_inside_the_fields_keep_the_records_where_and_as_they_are
     assert lazyk.num(lazyk.array(top), axis=-1).to_list() == [{"u": 1}, None, {"u": 2}]
     assert lazyk.local_index(lazyk.array(top), axis=-1).to_list() == \
         [{"u": [0]}, None, {"u": [0, 1]}]
+    with pytest.raises(ValueError, match="flatten: axis 2 is inside the records' fields"):
+        lazyk.flatten(lazyk.array(vals), axis=2)  # (as Awkward: no made-up records)
     # records of list fields, never missing: firsts inside the fields keeps the records
     b = ak.Array([[{"u": [1], "v": [10.0, 20.0]}, {"u": [], "v": [5.0]}]])
     assert lazyk.firsts(lazyk.from_awkward(b), axis=2).to_list() == \

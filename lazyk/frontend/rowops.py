@@ -122,6 +122,8 @@ def _in_fields(name: str, rec, axis: int, fn, other):
         raise np.exceptions.AxisError(f"{name}: axis {axis} is inside some fields' lists and "
                                       "above others' (fields of different depths): pass a "
                                       f"positive axis, or take {name} of a field")
+    if inner == {True} and fn is None:  # (Awkward refuses them too)
+        raise ValueError(f"{name}: axis {axis} is inside the records' fields: {name} a field")
     return rec.map(fn, 0, flags=False) if inner == {True} else other()
 
 
@@ -131,17 +133,15 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     items at the top; `axis=None` gives every present value in order as one `M * T`
     (missing values dropped).
 
-    The result's outer length is known only once it is computed: until then its lazy type
-    shows `var` there. Zero-copy where the lists' offsets allow (no missing lists). Of
-    records, `axis=None` gives every field's values, one field after the other (Awkward's).
-
+    The result's outer length is known once computed (its lazy type: `var`). Of records,
+    `axis=None` gives every field's values, one field after the other (Awkward's).
     Example: `lazyk.flatten(lazyk.array([[1, 2], [], [3]]))` is `[1, 2, 3]`.
     """
     rec = lined_up_fields(x)
     if rec is not None and axis is None:  # every field's values, field after field (Awkward)
         return concatenate([flatten(f, None) for f in rec.leaves()], axis=0)
     if rec is not None:  # (inside the fields, or fewer lists above the records)
-        return _in_fields("flatten", rec, axis, lambda f: flatten(f, axis),
+        return _in_fields("flatten", rec, axis, None,
                           lambda: rec.map(lambda f: flatten(f, axis), -1, same=True))
     e = _operand("flatten", x)
     rows, option = flags(e)
