@@ -329,3 +329,22 @@ def test_a_selection_of_whole_rows_gives_the_parameters_dtype():
     m = lazyk.placeholder("m", "N * ?bool")
     got = lazyk.compile(q[m])(np.array([[300, 1], [2, 3]]), [True, None], casting="unsafe")
     assert got.to_list() == [[44, 1], None] and "int8" in str(got.type)
+
+
+def test_integers_that_do_not_fit_are_refused_on_every_call_and_only_in_the_rows():
+    r = lazyk.placeholder("r", "N * var * int8")
+    f = lazyk.compile(lazyk.sum(r, axis=1))
+    assert f(lazyk.array([[1, 2], [3]])).to_list() == [3, 3]
+    for _ in range(2):  # (a call over arrays of a type seen before checks them too)
+        with pytest.raises(lazyk.CastingError, match="300"):
+            f(lazyk.array([[1, 2], [300]]))
+    g = lazyk.compile(lazyk.sum(lazyk.placeholder("r", "N * var * int16"), axis=1))
+    assert g(lazyk.array([[1, 40000], [], [3]])[1:]).to_list() == [0, 3]  # (not in the view)
+
+
+def test_bound_arg_reductions_over_one_fixed_dim():
+    for dt in (np.float64, np.int32):
+        a = lazyk.placeholder("a", f"N * {np.dtype(dt)}")
+        v = np.array([3, 1, 2, 5], dt)
+        for fn, want in ((lazyk.argmin, 1), (lazyk.argmax, 3)):
+            assert lazyk.compile(fn(a)).bind(np.zeros((), np.int64), v)() == want

@@ -125,17 +125,14 @@ def _exact_ints(x: Any, a: np.ndarray) -> np.ndarray | None:
 
 def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
     """Integers for a narrower integer parameter fit it (as in lazyk.array): no wrapping."""
-    if not a.size:
-        return
     info = np.iinfo(dtype)
-    lo, hi = a.min(), a.max()
-    if lo < info.min or hi > info.max:
-        bad = lo if lo < info.min else hi
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        bad = a.min() if a.min() < info.min else a.max()
         raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
                            f"parameter's {dtype} ({info.min} to {info.max})")
 
 
-def _narrows(got: np.dtype, dtype: np.dtype, casting: str) -> bool:
+def narrows(got: np.dtype, dtype: np.dtype, casting: str) -> bool:
     """Whether integers of `got` may wrap around as `dtype` (checked unless 'unsafe')."""
     return casting != "unsafe" and got.kind in "iu" and dtype.kind in "iu" and \
         not np.can_cast(got, dtype, "safe")
@@ -152,13 +149,16 @@ def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     tree = columns(value.array)
+    lo, hi = 0, tree.length()  # (the items the rows reach: a slice's lie between)
     while isinstance(tree, (Lists, Regular)) or (isinstance(tree, Masked) and
                                                  not isinstance(tree.child, Leaf)):
+        lo, hi = (int(tree.offsets[lo]), int(tree.offsets[hi])) if isinstance(tree, Lists) \
+            else (lo * tree.size, hi * tree.size) if isinstance(tree, Regular) else (lo, hi)
         tree = tree.child
     if isinstance(tree, Masked):
-        values = tree.child.values.reshape(-1)
-        return values[np.asarray(tree.present, bool).reshape(-1)] if present else values
-    return tree.values.reshape(-1) if isinstance(tree, Leaf) else np.zeros(0)
+        values = tree.child.values.reshape(-1)[lo:hi]
+        return values[np.asarray(tree.present, bool)[lo:hi]] if present else values
+    return tree.values.reshape(-1)[lo:hi] if isinstance(tree, Leaf) else np.zeros(0)
 
 
 def text_for(x: Any, element: np.dtype, label: str) -> Any:
@@ -432,7 +432,7 @@ class CallInputs:
             raise CastingError(f"input {self._names[i]!r}: cannot cast {a.dtype} to the "
                                f"parameter's {dtype} under casting={casting!r} ({hint}): "
                                f"{self.signature}")
-        if _narrows(a.dtype, dtype, casting):
+        if narrows(a.dtype, dtype, casting):
             _check_range(self.labels[i], a, dtype)
         return a.astype(dtype)
 
@@ -579,7 +579,7 @@ class CallInputs:
             if got.newbyteorder("=") != dtype:
                 python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
                     dtype.kind in "iu"
-                if python_ints or _narrows(got, dtype, casting):  # never wrap around
+                if python_ints or narrows(got, dtype, casting):  # never wrap around
                     _check_range(label, _leaf_values(value), dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value, present=True).size:
                     # no numbers (`[]`, `[[None], None]`): no element type to refuse; the

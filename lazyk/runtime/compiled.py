@@ -44,6 +44,7 @@ from lazyk.runtime.call_inputs import (
     CallInputs,
     input_type,
     leaf_order,
+    narrows,
     ragged_param,
     rows_of,
     text_for,
@@ -437,7 +438,9 @@ class RaggedCompiledExpr(CompiledExpr):
         got = _ragged.evaluate(expr, out, casting)
         if key is not None and None not in key and key not in self._launches:
             same = all(type(v) is RaggedLeaf and v.array is x
-                       for v, x in zip(env.values(), inputs))  # (bound as they are)
+                       for v, x in zip(env.values(), inputs)) and not any(
+                narrows(input_type(x)[1], t[1], casting) for x, t in zip(inputs, self._types))
+            # (bound as they are; integers a parameter may not hold: their values checked)
             if len(self._launches) >= 16:
                 self._launches.clear()
             self._launches[key] = same and prepare_launch(expr, list(self.params)) or False
