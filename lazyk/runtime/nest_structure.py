@@ -98,7 +98,7 @@ def _plan(root, red_node, reduce_arg, names, ops_, levels, kinds, where_masks, f
     axes = () if reduce_arg is None else (nlev - 1,) if flat or every_item else \
         tuple(reduce_arg[1])
     if isinstance(mode, Reduce) and axes == tuple(range(nlev)) and (
-            nlev > 1 or every_item or levels[0] is FIXED):
+            nlev > 1 or every_item or levels[0] is FIXED and reduce_arg[0] not in ARG_REDUCTIONS):
         mode = Total()  # every axis: one partial fold per thread (one fixed dim too)
     elif isinstance(mode, Reduce) and axes != (nlev - 1,):
         # any other axes: each result element folds its group (every element of the
