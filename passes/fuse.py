@@ -30,7 +30,9 @@ class Step:
 
     `inputs` holds leaf names (str) or earlier step numbers (int). For a reduction,
     `axes` are the reduced axes of the iteration shape and `mean` asks for a division
-    by the number of reduced elements after the kernel. `consts` are the values of the
+    by the number of reduced elements after the kernel; `seeded` marks a min / max whose
+    `initial` is folded in after it (over dims sized only at run time), so that a fold over
+    nothing gives its identity instead of NumPy's error. `consts` are the values of the
     spec's parameter slots as kernel-data bytes (`lazyk.frontend.spec.pack_params`).
     """
 
@@ -42,6 +44,7 @@ class Step:
     keepdims: bool = False
     mean: bool = False
     consts: bytes = b""
+    seeded: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ def fuse_elementwise(root: Node) -> Program:
                      reduce)
         steps_of[id(node)] = len(steps)
         steps.append(Step(spec, inputs, node.shape, node.dtype, axes, keep, op == "mean",
-                          pack_params(spec.params, consts)))
+                          pack_params(spec.params, consts),
+                          len(node.arg) > 4 and node.arg[4] is not None))
     if root.op != REDUCE_OP:
         body, inputs, out, consts = _body_under(root, steps_of)
         spec = _spec(body, inputs, out, root.dtype, None)

@@ -54,6 +54,23 @@ def test_initial_in_range_equals_numpy(data, op, initial):
     assert got.to_list() == [want.item(), empty.item()]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int16])
+def test_initial_over_a_placeholder_dim_empty_at_run_time(dtype):
+    p = lazyk.placeholder("x", f"N * M * {np.dtype(dtype).name}")
+    fns = {"max": lazyk.compile(lazyk.max(p, initial=5)),
+           "max+1": lazyk.compile(lazyk.max(p + 1, axis=1, initial=5) + 1),
+           "min*2": lazyk.compile(lazyk.min(p, axis=0, initial=-3) * 2)}
+    refs = {"max": lambda a: np.max(a, initial=5),
+            "max+1": lambda a: np.max(a + 1, axis=1, initial=5) + 1,
+            "min*2": lambda a: np.min(a, axis=0, initial=-3) * 2}
+    for shape in [(0, 3), (3, 0), (0, 0), (2, 3)]:
+        a = np.arange(np.prod(shape), dtype=dtype).reshape(shape) - 2
+        for name, f in fns.items():
+            want, got = refs[name](a), np.asarray(f(a))
+            assert got.shape == want.shape and got.dtype == want.dtype, (name, shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {shape}")
+
+
 def test_initial_refuses_complex_for_integers():
     with pytest.raises(TypeError, match="initial"):
         lazyk.array(A8).max(initial=1j)

@@ -40,8 +40,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     `skipna=True` leaves missing values (`?T`) out of the fold; `skipnan=True` leaves NaN
     out (NumPy's `nansum`, `nanprod`, `nanmin`, `nanmax`, `nanmean`); both together skip
     both, as pandas' `skipna` does. `initial` (min and max only) is folded into every
-    result, so a slice with nothing to fold gives `initial` (except over a placeholder's
-    symbolic dim that is empty at run time: that still raises ValueError).
+    result, so a slice with nothing to fold gives `initial`.
     """
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna, "dtype": dtype,
           "initial": initial, "skipnan": skipnan}
@@ -165,6 +164,10 @@ def _seeded_fixed(op: str, e: Expr, axes: tuple, keepdims: bool, acc: np.dtype,
         return Expr(Node("where", acc, shaped.shape, (true, seed, cast(shaped.node, acc))),
                     e.env)
     red = reduce(op, e, axis=axes, keepdims=keepdims, dtype=acc)
+    if not builtins.all(isinstance(n, int) for n in extent):
+        # a placeholder's dim, empty or not at run time: the fold keeps `initial` in its
+        # arguments, so that one over nothing gives its identity (`passes.fuse.Step.seeded`)
+        red = Expr(red.node.replace(arg=red.node.arg[:3] + (False, initial)), red.env)
     return apply("minimum" if op == "min" else "maximum", red, Expr(seed, {}))
 
 
