@@ -961,6 +961,28 @@ def test_compiled_expressions_take_collections():
         k(parts, da.from_array(y, chunks=2), out=np.empty(5))
 
 
+def test_compiled_calls_on_dask_refuse_integers_that_do_not_fit():
+    px, py = lazyk.placeholder("x", "N * var * int8"), lazyk.placeholder("y", "N * int8")
+    rows_ = lazyk.from_offsets(np.array([0, 2, 3]), np.array([1, 2, 5]))
+    big = lazyk.from_offsets(np.array([0, 2, 3]), np.array([1, 300, 5]))
+    k = lazyk.compile(lazyk.sum(px, axis=1) + py)
+    ok = k(ldask.from_ragged(rows_, 1), da.from_array(np.array([1, 2]), chunks=1))
+    assert ok.compute().tolist() == [4, 7]
+    for x, y, name, bad in [(big, np.array([1, 2]), "x", 300), (rows_, np.array([1, 300]), "y", 300)]:
+        got = k(ldask.from_ragged(x, 1), da.from_array(y, chunks=1))  # (checked as computed)
+        with pytest.raises(lazyk.CastingError, match=f"'{name}': the value {bad} does not fit"):
+            got.compute()
+    shifted = ldask.from_ragged(rows_, 1) + 200  # (an expression over a collection)
+    with pytest.raises(lazyk.CastingError, match="'x': the value 20[1-5] does not fit"):
+        k(shifted, da.from_array(np.array([1, 2]), chunks=1)).compute()
+    wrapped = k(shifted, da.from_array(np.array([1, 2]), chunks=1), casting="unsafe")
+    assert wrapped.compute().tolist() == [(201 + 202 - 512) + 1, (205 - 256) + 2]
+    dense = lazyk.compile(lazyk.placeholder("z", "N * int8") * 2)
+    with pytest.raises(lazyk.CastingError, match="'z': the value 300 does not fit"):
+        dense(da.from_array(np.array([1, 300, 5]), chunks=2)).compute()
+    assert dense(da.from_array(np.array([1, 3, 5]), chunks=2)).compute().tolist() == [2, 6, 10]
+
+
 @pytest.mark.parametrize("per_part", [1, 2, 5])
 def test_rows_of_strings_selected_by_a_mask_of_rows(per_part):
     rows_ = [["kiwi", "x"], [], ["fig"], [None, "a", "bc"], []]

@@ -80,6 +80,7 @@ from lazyk.frontend.tuples import reshaped
 from lazyk.lru import LRU
 from lazyk.runtime import compiled
 from lazyk.runtime import launch as runtime
+from lazyk.runtime.call_inputs import check_fits, narrows
 from lazyk.runtime.compiled import CompiledExpr, RaggedCompiledExpr
 from lazyk.types.unify import solve
 
@@ -236,7 +237,10 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
             x = da.asarray(np.asarray(x))
         shape, dtype = k._types[i]
         if np.dtype(x.dtype).newbyteorder("=") != dtype and x.ndim == len(shape):
-            x = x.astype(k._cast_input(i, np.empty(0, x.dtype), dtype, casting).dtype)
+            want = k._cast_input(i, np.empty(0, x.dtype), dtype, casting).dtype
+            # integers that may not fit: each block's values checked as it is converted
+            x = x.map_blocks(functools.partial(_cast_block, k, i, want, casting), dtype=want) \
+                if narrows(np.dtype(x.dtype), want, casting) else x.astype(want)
         if np.dtype(x.dtype).newbyteorder("=") != dtype or x.ndim != len(shape):
             raise TypeMatchError(f"input {k.labels[i]!r}: expected {type_text(shape, dtype)}, "
                                  f"got {type_text(x.shape, np.dtype(x.dtype))}")
@@ -259,6 +263,24 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
     return _evaluate(rewrite(k.expr.node, concrete), arrays, None)
 
 
+def _cast_block(k: Any, i: int, dtype: np.dtype, casting: str, block: np.ndarray) -> np.ndarray:
+    """One block of input i of compiled `k` in its parameter's dtype: CastingError for a value
+    that does not fit, as for a NumPy input."""
+    return k._cast_input(i, block, dtype, casting)
+
+
+def _checked(x: Any, e: Expr, label: str, dtype: np.dtype) -> Any:
+    """Input `x` (its expression `e`) as a collection whose partitions are checked to fit
+    the integer `dtype` when computed (`check_fits`)."""
+    if isinstance(x, da.Array):
+        return x.map_blocks(functools.partial(check_fits, label, dtype=dtype), dtype=x.dtype)
+    c = x if isinstance(x, RaggedArray) else evaluate(e)
+    name = f"lazyk-fits-{tokenize(c.name, label, str(dtype))}"
+    layer = {(name, j): (check_fits, label, key, dtype)
+             for j, key in enumerate(c.__dask_keys__())}
+    return c._derived(name, layer, c.row_counts, c.type)
+
+
 def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
     """`k(*inputs)` of a compiled expression over var / option data with `lazyk.dask`
     collections (or Dask arrays): its graph over them, run as `evaluate` runs one."""
@@ -269,6 +291,8 @@ def _call_ragged(k: Any, inputs: tuple, casting: str = "same_kind") -> Any:
                 raise CastingError(f"input {k.labels[i]!r}: cannot cast {e.dtype} to the "
                                    f"parameter's {t[1]} under casting={casting!r} (pass "
                                    f"casting='unsafe' to convert anyway): {k.signature}")
+            if narrows(e.dtype, t[1], casting):  # each partition's numbers checked
+                exprs[i] = e = as_expr(_checked(inputs[i], e, k.labels[i], t[1]))
             exprs[i] = lx.astype(e, t[1])
     sizes: dict = {}  # (symbols of two sizes: the ShapeError of a call on one machine)
     for i, e in enumerate(exprs):

@@ -143,12 +143,20 @@ def _no_numbers(x: Any) -> bool:
     return all(v is None or isinstance(v, (list, tuple)) and _no_numbers(v) for v in x)
 
 
+def check_fits(label: str, x: Any, dtype: np.dtype) -> Any:
+    """`x` (a lazyk array, or a holder of one as `.array`) once its numbers, where its rows
+    reach, are checked to fit the integer `dtype`: CastingError naming input `label`
+    otherwise (as a call checks)."""
+    _check_range(label, _leaf_values(x), dtype)
+    return x
+
+
 def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
-    """The numbers of an input (a NumPy array or ragged leaf; missing ones read as 0, or
-    left out with `present`)."""
+    """The numbers of an input (a NumPy array, a lazyk array or a holder of one; missing
+    ones read as 0, or left out with `present`)."""
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
-    tree = columns(value.array)
+    tree = columns(getattr(value, "array", value))  # (a leaf's, a partition's: held)
     lo, hi = 0, tree.length()  # (the items the rows reach: a slice's lie between)
     while isinstance(tree, (Lists, Regular)) or (isinstance(tree, Masked) and
                                                  not isinstance(tree.child, Leaf)):
