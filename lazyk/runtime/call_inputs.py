@@ -40,8 +40,7 @@ from lazyk.frontend.leaves import (
     text_element,
     text_view,
 )
-from lazyk.frontend.ops import BYTES
-from lazyk.frontend.ops import STRING as _STRING_ELEMENT
+from lazyk.frontend.ops import BYTES, STRING
 from lazyk.runtime.device import as_device_array
 from lazyk.runtime.launch import as_out
 from lazyk.types.parse import dshape
@@ -123,13 +122,15 @@ def _exact_ints(x: Any, a: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def _check_range(label: str, a: np.ndarray, dtype: np.dtype) -> None:
-    """Integers for a narrower integer parameter fit it (as in lazyk.array): no wrapping."""
-    info = np.iinfo(dtype)
+def check_fits(label: str, x: Any, dtype: np.dtype) -> Any:
+    """`x` (a NumPy or lazyk array, or a holder of one as `.array`) once its integers where
+    its rows reach fit `dtype` (no wrapping): CastingError naming input `label` otherwise."""
+    a, info = _leaf_values(x), np.iinfo(dtype)
     if a.size and (a.min() < info.min or a.max() > info.max):
         bad = a.min() if a.min() < info.min else a.max()
         raise CastingError(f"input {label!r}: the value {int(bad)} does not fit the "
                            f"parameter's {dtype} ({info.min} to {info.max})")
+    return x
 
 
 def narrows(got: np.dtype, dtype: np.dtype, casting: str) -> bool:
@@ -143,17 +144,8 @@ def _no_numbers(x: Any) -> bool:
     return all(v is None or isinstance(v, (list, tuple)) and _no_numbers(v) for v in x)
 
 
-def check_fits(label: str, x: Any, dtype: np.dtype) -> Any:
-    """`x` (a lazyk array, or a holder of one as `.array`) once its numbers, where its rows
-    reach, are checked to fit the integer `dtype`: CastingError naming input `label`
-    otherwise (as a call checks)."""
-    _check_range(label, _leaf_values(x), dtype)
-    return x
-
-
 def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
-    """The numbers of an input (a NumPy array, a lazyk array or a holder of one; missing
-    ones read as 0, or left out with `present`)."""
+    """The numbers of an input (as `check_fits`; missing ones read as 0, or left out)."""
     if isinstance(value, np.ndarray):
         return value.reshape(-1)
     tree = columns(getattr(value, "array", value))  # (a leaf's, a partition's: held)
@@ -172,7 +164,7 @@ def _leaf_values(value: Any, present: bool = False) -> np.ndarray:
 def text_for(x: Any, element: np.dtype, label: str) -> Any:
     """`text_input(x)` for a string (or bytes) parameter: NumPy `S` bytes read as UTF-8
     text for a string parameter, as `lazyk.array` reads them."""
-    if element == _STRING_ELEMENT and isinstance(x, np.ndarray) and x.dtype.kind == "S":
+    if element == STRING and isinstance(x, np.ndarray) and x.dtype.kind == "S":
         try:
             x = np.char.decode(x, "utf-8")
         except UnicodeDecodeError:
@@ -188,7 +180,7 @@ _STRING, _BYTES = dshape("string"), dshape("bytes")
 TEXT_TYPES = (_STRING, dshape("?string"), _BYTES, dshape("?bytes"))
 
 
-TEXT_ELEMENTS = (_STRING_ELEMENT, BYTES)
+TEXT_ELEMENTS = (STRING, BYTES)
 
 
 def _is_parameter(v: Any) -> bool:
@@ -396,7 +388,7 @@ class CallInputs:
                 a = exact
             if isinstance(x, (list, tuple, int)) and (a.dtype.kind in "iu" or exact is not None) \
                     and a.size and dtype.kind in "iu":
-                _check_range(self.labels[i], a, dtype)
+                check_fits(self.labels[i], a, dtype)
                 if casting != "no":  # Python integers that fit: their values exactly
                     a = a.astype(dtype)
             if a.ndim != len(shape):
@@ -441,7 +433,7 @@ class CallInputs:
                                f"parameter's {dtype} under casting={casting!r} ({hint}): "
                                f"{self.signature}")
         if narrows(a.dtype, dtype, casting):
-            _check_range(self.labels[i], a, dtype)
+            check_fits(self.labels[i], a, dtype)
         return a.astype(dtype)
 
     def _by_name(self, inputs: tuple, named: dict) -> tuple:
@@ -588,7 +580,7 @@ class CallInputs:
                 python_ints = isinstance(x, (list, tuple, int)) and got.kind in "iu" and \
                     dtype.kind in "iu"
                 if python_ints or narrows(got, dtype, casting):  # never wrap around
-                    _check_range(label, _leaf_values(value), dtype)
+                    check_fits(label, value, dtype)
                 if isinstance(x, (list, tuple)) and not _leaf_values(value, present=True).size:
                     # no numbers (`[]`, `[[None], None]`): no element type to refuse; the
                     # lists in the parameter's type

@@ -215,10 +215,8 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
                     None, step.consts)
         return out
     axes = step.axes
-    rshape = tuple((1 if d in axes else n) for d, n in enumerate(shape)
-                   if step.keepdims or d not in axes)
     if out is None:
-        out = np.empty(rshape, step.dtype)
+        out = np.empty(_reduced_shape(step, arrays), step.dtype)
     if any(shape[d] == 0 for d in axes):
         # NumPy raises for min/max over an empty axis even when the result is empty too
         # (with `initial` folded in after: the identity, which `initial` then replaces).
@@ -336,7 +334,7 @@ def copy_cast(out: np.ndarray, values: Any) -> None:
 
 
 def _reduced_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
-    shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    shape = step_shape(step, arrays) if arrays else ()
     return tuple((1 if d in step.axes else n) for d, n in enumerate(shape)
                  if step.keepdims or d not in step.axes)
 
