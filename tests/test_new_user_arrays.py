@@ -63,6 +63,10 @@ def test_explain_of_a_string_reads_names_from_the_caller():
     assert lazyk.explain("b * 2 + 1").startswith("== expression: 3 * float64")
     with pytest.raises(lazyk.ExprParseError, match="'zz' is not defined"):
         lazyk.explain("zz + 1")
+    text = lazyk.explain("c * 2", local_dict={"c": np.arange(4, dtype=np.int32)})
+    assert text.startswith("== expression: 4 * int32")  # (names as evaluate takes them)
+    with pytest.raises(ValueError, match="not {'c': 1} .*local_dict="):
+        lazyk.explain("c * 2", {"c": 1})
 
 
 def test_repr_never_raises_and_shows_fields_alike_at_any_length():

@@ -295,7 +295,8 @@ def _explain_rows(e: Expr, ir: bool, asm: bool) -> str:
     return "\n".join(out)
 
 
-def explanation(expr: Any, target: str = "cpu") -> Explanation:
+def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
+                global_dict: Any = None) -> Explanation:
     """Everything lazyk does with `expr`, as text: the graph before and after each pass, the
     kernel specs, layouts, kernel data, LLVM IR and assembly (`target='cuda'`: each kernel's
     NVVM IR and PTX instead, loop nests over var dims and missing values included). A
@@ -303,16 +304,19 @@ def explanation(expr: Any, target: str = "cpu") -> Explanation:
     them.
 
     `lazyk.explain(e)` is `e.explain()`; a numexpr-style string takes its names from the
-    caller's frame, as `lazyk.evaluate` does (`lazyk.explain("2*a + b")`). The text
+    caller's frame or from `local_dict` / `global_dict`, as `lazyk.evaluate` does
+    (`lazyk.explain("2*a + b")`, `lazyk.explain("2*a", local_dict={"a": x})`). The text
     prints with its line breaks at a prompt and as preformatted text in a notebook; it
     runs the expression once, on its data or (for placeholders) on sample data.
     """
     if target not in ("cpu", "cuda"):
-        raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r}")
+        hint = " (a string's names: local_dict=...)" if isinstance(target, dict) else ""
+        raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r:.80}{hint}")
     if isinstance(expr, str):  # names from the caller's frame, as `lazyk.evaluate` reads them
         frame = sys._getframe(1)  # (the caller of `lazyk.explain`, which is this function)
         try:
-            expr = build(expr, frame.f_locals, frame.f_globals)
+            expr = build(expr, frame.f_locals if local_dict is None else local_dict,
+                         frame.f_globals if global_dict is None else global_dict)
         finally:
             del frame
     try:
