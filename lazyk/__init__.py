@@ -120,7 +120,8 @@ from lazyk.version import __version__
 # `import lazyk.x` runs this file first, so the services are in place before any use.
 _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                as_device_array=_device.as_device_array, to_device=_device.to_device,
-               from_arrow=from_arrow, from_awkward=from_awkward, var_rows=_nest_results.var_rows,
+               from_arrow=from_arrow, to_arrow=to_arrow, from_awkward=from_awkward,
+               var_rows=_nest_results.var_rows,
                evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
                array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises,
                sort_rows=_rowsort.sort_rows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
-         "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch",
+         "to_arrow", "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch",
          "rows_rise", "sort_rows")
 _services: dict[str, Callable] = {}
 
@@ -72,6 +72,11 @@ def to_device(obj: Any, device: Any) -> Any:
 def from_arrow(x: Any) -> Any:
     """`lazyk.from_arrow(x)`: a lazyk array over a pyarrow array's buffers."""
     return _service("from_arrow")(x)
+
+
+def to_arrow(x: Any) -> Any:
+    """`lazyk.to_arrow(x)`: a pyarrow array over a lazyk array's buffers."""
+    return _service("to_arrow")(x)
 
 
 def from_awkward(x: Any) -> Any:

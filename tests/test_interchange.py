@@ -838,3 +838,16 @@ def test_arrow_extension_types_read_as_their_storage_and_tables_need_a_column():
         [bytes(range(16))]
     with pytest.raises(lazyk.NotSupportedError, match="no columns .2 rows."):
         lazyk.from_arrow(pa.table({"a": [1, 2]}).drop_columns(["a"]))
+
+
+def test_pyarrow_takes_arrays_expressions_and_records():
+    pa = pytest.importorskip("pyarrow")
+    rows = lazyk.array([[1.0, 2.0], [], [3.0]])
+    assert pa.array(rows).to_pylist() == [[1.0, 2.0], [], [3.0]]
+    assert pa.array(rows * 2).to_pylist() == [[2.0, 4.0], [], [6.0]]  # (computed)
+    assert pa.array(lazyk.sum(rows, axis=1), type=pa.float32()).type == pa.float32()
+    rec = lazyk.zip({"x": rows, "n": lazyk.num(rows)[:, None]})
+    table = pa.table({"r": rec, "s": lazyk.array(["a", None, "bc"])})
+    assert table.column("r").to_pylist() == [[{"x": 1.0, "n": 2}, {"x": 2.0, "n": 2}], [],
+                                             [{"x": 3.0, "n": 1}]]
+    assert table.column("s").to_pylist() == ["a", None, "bc"]

@@ -99,6 +99,12 @@ class Conversions:
             return func._implementation(*args, **kwargs)
         return hooks.array_function(func, types, args, kwargs)
 
+    def __arrow_array__(self, type: Any = None) -> Any:
+        """`pyarrow.array(a)`, `pyarrow.table({"x": a})`: `lazyk.to_arrow(a)` (cast to
+        `type` when given)."""
+        got = hooks.to_arrow(self)
+        return got if type is None else got.cast(type)
+
     def __dlpack__(self, **kwargs: Any) -> Any:
         """DLPack capsule for fixed-dim numeric arrays (native byte order)."""
         return self.to_numpy().__dlpack__(**kwargs)

@@ -230,6 +230,10 @@ class Expr(Operators):
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype)
 
+    def __arrow_array__(self, type=None):
+        """`pyarrow.array(e)` computes `e` (as `np.asarray(e)` does): `lazyk.to_arrow`."""
+        return self.eval().__arrow_array__(type)
+
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions stay lazy where lazyk has them (`np.sum`, `np.where`, `np.clip`,
         ...; `lazyk.frontend.numpy_api.FUNCTIONS`); the others raise NotSupportedError naming the

@@ -278,6 +278,9 @@ class Records:
     def __array__(self, dtype=None, copy=None):
         self._refused("numpy.asarray")
 
+    def __arrow_array__(self, type=None):  # (`pyarrow.array(r)`: computed, to Arrow structs)
+        return self.eval().__arrow_array__(type)
+
     # --- computing
     def explain(self, target: str = "cpu") -> str:
         """The kernels computing this runs (loop nests, specs, LLVM IR and assembly; with
