@@ -27,6 +27,10 @@ from lazyk import types as T
     ([1, 2**63], "2 * uint64"),
     ([np.float32(1), np.float32(2)], "2 * float32"),
     ([[], []], "2 * 0 * float64"),
+    # lists in records that may be missing are var rows, as lists that may be missing are
+    ([{"t": ["a", "b"]}, None, {"t": ["c", "d"]}], "3 * ?{t: var * string}"),
+    ([{"a": {"t": [1, 2]}}, None], "2 * ?{a: {t: var * int64}}"),
+    ([{"t": [1, 2]}, {"t": [3, 4]}], "2 * {t: 2 * int64}"),
     (5, "int64"),
     ("text", "string"),
 ])
@@ -276,3 +280,9 @@ def test_records_that_lack_fields_read_as_awkward_reads_them():
     assert lazyk.array([{"x": 1}], type=t).to_list() == [{"x": 1, "y": None}]
     with pytest.raises(ArrayConstructionError, match=r"a field a record may lack is an option"):
         lazyk.array([{"x": 1}], type="1 * {x: int32, y: float64}")
+
+
+def test_lists_in_records_that_may_be_missing_take_string_operations():
+    r = lazyk.array([{"t": ["a", "bc"]}, None, {"t": ["def", "g"]}])
+    assert lazyk.str_len(r.t).eval().to_list() == [[1, 2], None, [3, 1]]
+    assert r.copy().to_list() == [{"t": ["a", "bc"]}, None, {"t": ["def", "g"]}]

@@ -72,7 +72,10 @@ def infer_type(obj: Any) -> T.Type:
     return _infer([obj], Where())
 
 
-def _infer(items: list, where: Where) -> T.Type:
+def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
+    """`missing_above`: the items are fields of records that may be missing, whose lists are
+    var rows (`?{t: var * string}`) as lists that may be missing are (fixed ones would be
+    `?2 * string`, fixed rows that may be missing)."""
     kinds = set(map(type, items))
     optional = _NONE in kinds
     if optional:
@@ -96,7 +99,7 @@ def _infer(items: list, where: Where) -> T.Type:
                 "value (x.item()), or make the list a NumPy array first (np.asarray)") from None
         child = list(chain.from_iterable(present))
         elem = _infer(child, where.rows(_starts(lens)))
-        if not optional and len(set(lens)) == 1:
+        if not optional and not missing_above and len(set(lens)) == 1:
             t = T.FixedDim(lens[0], elem)
         else:
             t = T.VarDim(elem)
@@ -107,19 +110,20 @@ def _infer(items: list, where: Where) -> T.Type:
             f"non-rectangular data: item {where.name(i)} is a {_describe(items[i])} but item "
             f"{where.name(j)} is a {_describe(items[j])} ({items[j]!r})")
     elif all(issubclass(k, dict) for k in kinds):
-        t = _infer_record(present, where)
+        t = _infer_record(present, where, optional or missing_above)
     else:
         t = _infer_scalar(items, kinds, where)
     return T.Option(t) if optional else t
 
 
-def _infer_record(present: list[dict], where: Where) -> T.Type:
+def _infer_record(present: list[dict], where: Where, missing: bool) -> T.Type:
     """Every field any record has, in order of appearance; a field some records lack is
-    missing there (`?T`), as Awkward reads such dicts."""
+    missing there (`?T`), as Awkward reads such dicts. `missing`: the records may be
+    missing (their fields' lists are var rows, `_infer`)."""
     keys = tuple(present[0])
     if any(tuple(d) != keys for d in present):
         keys = tuple(dict.fromkeys(k for d in present for k in d))
-    return T.Record(tuple((k, _infer([d.get(k) for d in present], where.field(k)))
+    return T.Record(tuple((k, _infer([d.get(k) for d in present], where.field(k), missing))
                           for k in keys))
 
 
