@@ -31,7 +31,7 @@ EARLY = ("lazyk.hooks", "lazyk.arrays.memory", "lazyk.arrays.indexpath", "lazyk.
 
 def test_every_hook_is_installed_by_import_lazyk():
     assert set(hooks.NAMES) == {"evaluate", "compile", "explain", "as_device_array",
-                                "to_device", "from_arrow", "from_awkward", "var_rows",
+                                "to_device", "from_arrow", "to_arrow", "from_awkward", "var_rows",
                                 "evaluate_many", "array_ufunc", "array_function", "launch",
                                 "rows_rise", "sort_rows"}
     assert all(name in hooks._services for name in hooks.NAMES)
@@ -79,8 +79,9 @@ def test_reduction_out_goes_through_evaluate_with_unsafe_casting():
     assert a.sum(out=out) is out and out == 7  # 7.5 cast unsafely, as NumPy's sum does
     out2 = np.zeros((), np.int64)
     assert np.sum(a, out=out2) is out2 and out2 == 7
-    with pytest.raises(lazyk.NotSupportedError, match="initial= is supported for min and max"):
-        a.sum(initial=1)
+    assert a.sum(initial=1).to_numpy() == np.sum(a.to_numpy(), initial=1) == 8.5
+    with pytest.raises(lazyk.NotSupportedError, match="initial= is supported for sum, prod"):
+        a.mean(initial=1)
     with pytest.raises(TypeError, match="'where' is not supported"):
         a.min(where=np.ones(3, bool))
     assert a.min(initial=0.5).to_numpy() == 0.5

@@ -369,3 +369,42 @@ def test_outer_rows_of_one_dim_expressions_slice_as_numpy():
     assert np.asarray((lazyk.array(np.arange(4.0)) * 2)[1:].eval()).tolist() == [2.0, 4.0, 6.0]
     assert np.asarray(lazyk.num(a, axis=1)[::-1].eval()).tolist() == [2, 0, 3]
     assert np.asarray(lazyk.sum(a, axis=1)[1:].eval()).tolist() == [0.0, 9.0]
+
+
+@pytest.mark.parametrize("n", [4, 16, 100_000])
+def test_float32_products_never_overflow_in_a_reordered_partial_product(n):
+    # NumPy multiplies in order: [1e30, 1e-30, ..., 1e30, 1e-30] gives 1.0; lanes that
+    # multiply 1e30 * 1e30 and 1e-30 * 1e-30 apart would give inf * 0 = NaN in float32.
+    b = np.ones(n, np.float32)
+    b[0], b[1], b[n // 2], b[n // 2 + 1] = 1e30, 1e-30, 1e30, 1e-30
+    with np.errstate(all="ignore"):
+        want = np.prod(b)
+    got = lazyk.array(b).prod().eval().to_numpy()
+    assert got.dtype == np.float32 and got == want == 1.0
+    rows = lazyk.from_offsets(np.array([0, n, n]), b)
+    assert rows.prod(axis=1).eval().to_list() == [1.0, 1.0]
+    assert lazyk.array(np.full(2, 3e38, np.float32)).prod().eval().to_numpy() == np.inf
+
+
+def test_sum_and_prod_take_initial_as_numpy():
+    a = np.arange(6.0).reshape(2, 3)
+    i8 = np.array([1, 2], np.int8)
+    cases = [(np.sum, a, {"initial": 3}), (np.sum, a, {"axis": 1, "initial": 3}),
+             (np.prod, a + 1, {"axis": 0, "initial": 2}), (np.sum, i8, {"initial": 1.5}),
+             (np.sum, np.zeros((2, 0)), {"axis": 1, "initial": 5}),
+             (np.nansum, np.array([np.nan, 1.0]), {"initial": 2}),
+             (np.add.reduce, a, {"axis": 1, "initial": 1}),
+             (np.multiply.reduce, i8, {"initial": 3})]
+    for fn, data, kw in cases:
+        want = fn(data, **kw)
+        got = fn(lazyk.array(data), **kw)
+        got = got.eval() if hasattr(got, "eval") else got
+        got = np.asarray(got.to_numpy() if hasattr(got, "to_numpy") else got)
+        assert got.dtype == np.asarray(want).dtype and np.array_equal(got, want), (fn, kw)
+    rows = lazyk.array([[1, 2], [], [3]])
+    assert lazyk.sum(rows, axis=1, initial=10).eval().to_list() == [13, 10, 13]
+    assert lazyk.prod(rows, axis=1, initial=2).eval().to_list() == [4, 2, 6]
+    k = lazyk.compile(lazyk.sum(lazyk.placeholder("x", "N * float64"), initial=0.5))
+    assert k(np.zeros(0)) == 0.5 and k(np.ones(3)) == 3.5
+    with pytest.raises(OverflowError, match="initial=.*int64"):
+        lazyk.sum(lazyk.array(i8), initial=2**70)

@@ -459,20 +459,23 @@ def test_std_var_fixed_data_follow_numpy():
     assert kept.shape == (5, 1)
 
 
-def test_var_of_an_integer_dtype_truncates_as_numpy_and_std_refuses_it():
+@pytest.mark.parametrize("fn", ["var", "std"])
+def test_var_and_std_of_an_integer_dtype_truncate_as_numpy(fn):
     rng = np.random.default_rng(1)
     for _ in range(40):
         a = rng.integers(-50, 50, (int(rng.integers(1, 5)), int(rng.integers(2, 6))))
-        for dt in (np.int64, np.int32, np.uint8):
+        for dt in (np.int64, np.int32, np.uint8, np.int8):
             for axis in (0, 1, None):
-                with np.errstate(all="ignore"):
-                    want = np.var(a, axis=axis, dtype=dt)
-                got = lazyk.var(a, axis=axis, dtype=dt).to_numpy()
+                with np.errstate(all="ignore"):  # (NumPy's std takes an integer dtype only
+                    want = getattr(np, fn)(a, axis=axis, dtype=dt) if fn == "var" or \
+                        axis is None else np.sqrt(np.var(a, axis=axis, dtype=dt)).astype(dt)
+                got = getattr(lazyk, fn)(a, axis=axis, dtype=dt).to_numpy()  # for one value)
                 assert got.dtype == want.dtype and np.array_equal(got, want), (a, dt, axis)
     x = lazyk.array([[0, 10, -2], [1]], type="2 * var * int64")
-    assert lazyk.var(x, axis=1, dtype=np.int64).eval().to_list() == [28, 0]
-    with pytest.raises(TypeError, match="std with dtype=int64"):
-        lazyk.std(x, axis=1, dtype=np.int64)
+    want = [28, 0] if fn == "var" else [5, 0]  # (std: the root of the truncated var, truncated)
+    assert getattr(lazyk, fn)(x, axis=1, dtype=np.int64).eval().to_list() == want
+    with pytest.raises(TypeError, match=f"{fn} with dtype=bool"):
+        getattr(lazyk, fn)(x, axis=1, dtype=bool)
 
 
 def test_std_var_skipna_and_missing_rows():

@@ -119,7 +119,9 @@ def test_min_max_initial_matches_numpy(a, op, initial, data):
 
 def test_initial_refusals():
     with pytest.raises(lazyk.NotSupportedError, match="initial"):
-        lazyk.sum(lazyk.array(np.ones(3)), initial=1)
+        lazyk.mean(lazyk.array(np.ones(3)), initial=1)
+    with pytest.raises(lazyk.NotSupportedError, match="initial"):
+        lazyk.any(lazyk.array(np.ones(3)), initial=1)
     with pytest.raises(TypeError, match="where"):
         lazyk.array(np.ones(3)).min(where=np.ones(3, bool))
 

@@ -295,10 +295,14 @@ class KernelGen:
     def acc_dtype(self) -> np.dtype:
         """The accumulator's dtype: float32 / complex64 sums add in float64 (a sequential
         float32 sum of 1e6 values is off by ~1e-4 relative; NumPy's pairwise one by ~1e-7;
-        the loop is bound by memory, not by the wider adds), anything else in its own."""
+        the loop is bound by memory, not by the wider adds), and float32 products multiply
+        in float64 (the lanes reorder them: in float32 a partial product could overflow or
+        underflow where NumPy's ordered one does not, inf * 0 giving NaN); anything else in
+        its own dtype."""
         dt = self.out_dts[0]
-        if self.red is not None and self.red.combine == "add" and \
-                dt in (np.dtype(np.float32), np.dtype(np.complex64)):
+        if self.red is not None and (self.red.combine == "add" and dt in (
+                np.dtype(np.float32), np.dtype(np.complex64)) or
+                self.red.combine == "multiply" and dt == np.dtype(np.float32)):
             return np.dtype(np.float64 if dt.kind == "f" else np.complex128)
         return dt
 

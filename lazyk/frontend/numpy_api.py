@@ -71,8 +71,8 @@ def _clip(a: Any, a_min: Any = None, a_max: Any = None) -> lx.Expr:
 # THE table of NumPy functions that stay lazy on lazyk expressions (others raise
 # NotSupportedError naming the function).
 FUNCTIONS: dict[Callable, Function] = {
-    np.sum: _reduction("sum", _RED),
-    np.prod: _reduction("prod", _RED),
+    np.sum: _reduction("sum", _RED + ("initial",)),
+    np.prod: _reduction("prod", _RED + ("initial",)),
     np.mean: _reduction("mean", _RED),
     np.min: _reduction("min", _MINMAX),
     np.amin: _reduction("min", _MINMAX),
@@ -80,8 +80,8 @@ FUNCTIONS: dict[Callable, Function] = {
     np.amax: _reduction("max", _MINMAX),
     np.any: _reduction("any", ("axis", "keepdims")),
     np.all: _reduction("all", ("axis", "keepdims")),
-    np.nansum: _reduction("sum", _RED, skipnan=True),
-    np.nanprod: _reduction("prod", _RED, skipnan=True),
+    np.nansum: _reduction("sum", _RED + ("initial",), skipnan=True),
+    np.nanprod: _reduction("prod", _RED + ("initial",), skipnan=True),
     np.nanmean: _reduction("mean", _RED, skipnan=True),
     np.nanmin: _reduction("min", _MINMAX, skipnan=True),
     np.nanmax: _reduction("max", _MINMAX, skipnan=True),
@@ -156,7 +156,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     elif method == "reduce" and ufunc in UFUNC_REDUCTIONS and len(inputs) == 1:
         op = UFUNC_REDUCTIONS[ufunc]
         keywords = ("axis", "keepdims", "dtype") + (
-            ("initial",) if ops.OPS[op].no_empty_fold else ())
+            ("initial",) if ops.OPS[op].no_empty_fold or op in ("sum", "prod") else ())
         _refuse_keywords(where, kwargs, keywords)
         kwargs.setdefault("axis", 0)  # a ufunc's reduce folds axis 0 unless told
         return store_reduced(lx.reduce(op, inputs[0], **kwargs), out, op)

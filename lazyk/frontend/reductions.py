@@ -39,7 +39,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
 
     `skipna=True` leaves missing values (`?T`) out of the fold; `skipnan=True` leaves NaN
     out (NumPy's `nansum`, `nanprod`, `nanmin`, `nanmax`, `nanmean`); both together skip
-    both, as pandas' `skipna` does. `initial` (min and max only) is folded into every
+    both, as pandas' `skipna` does. `initial` (sum, prod, min and max) is folded into every
     result, so a slice with nothing to fold gives `initial`.
     """
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna, "dtype": dtype,
@@ -78,8 +78,12 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
     refuse_text(op, [e])
     if skipna and not has_options(e):
         skipna = False  # only ?T values can be missing; NaN is a value, as in NumPy
+    if initial is not None and op in ("sum", "prod"):  # NumPy's: folded in with the values
+        red = reduce(op, e, axis, keepdims, skipna, dtype, skipnan=skipnan)
+        seed = Expr(Node("const", red.dtype, (), (), _initial_value(op, initial, red.dtype)), {})
+        return apply("add" if op == "sum" else "multiply", red, seed)
     if initial is not None and not ops.OPS[op].no_empty_fold:
-        raise NotSupportedError(f"{op}: initial= is supported for min and max only")
+        raise NotSupportedError(f"{op}: initial= is supported for sum, prod, min and max only")
     if skipnan and e.dtype.kind in "fc":
         return _skip_nan(op, e, axis, keepdims, skipna, dtype, initial)
     if not e.ndim and op in _UFUNC_REDUCTIONS and isinstance(axis, (int, np.integer)) and \

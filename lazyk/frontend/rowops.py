@@ -572,9 +572,8 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     complex_, ints = e.dtype.kind == "c", None  # ints: NumPy's integer dtype= (truncates)
     if dtype is not None:
         out = np.dtype(dtype)
-        if out.kind in "biu" and (name == "std" or out.kind == "b"):
-            raise TypeError(f"{name} with dtype={out}: not an integer (nor in NumPy); "
-                            "pass a float dtype, or astype the result")
+        if out.kind == "b":
+            raise TypeError(f"{name} with dtype=bool: pass a number dtype")
         ints = out if out.kind in "iu" else None
         work = out if out.kind in "fciu" else np.dtype(np.float64)
     elif _var_dims(e) or builtins.any(flags(e)[0]):
@@ -593,7 +592,8 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
     ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
     left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
-    result = sqrt(ssd / left) if name == "std" else ssd / left
+    result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
+    result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
     return astype(result, out) if result.dtype != out else result
 
 
