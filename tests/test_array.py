@@ -405,3 +405,14 @@ def test_a_field_of_tuples_read_as_lists_says_how_to_give_a_tuple_type():
             a["0"]
     t = lazyk.array([[(1, 2.0)], []], type="2 * var * (int64, float64)")
     assert t["0"].to_list() == [[1], []]
+
+
+def test_transpose_of_fixed_dims_is_a_view_as_numpys():
+    base = np.arange(24.0).reshape(2, 3, 4)
+    a = lazyk.array(base)
+    t = a.T
+    assert str(t.type) == "4 * 3 * 2 * float64" and np.shares_memory(t.to_numpy(), base)
+    np.testing.assert_array_equal((t * 2).eval().to_numpy(), base.T * 2)
+    with pytest.raises(lazyk.NotSupportedError, match="transpose of an array of type "
+                       "'2 \\* var \\* int64'"):
+        lazyk.array([[1], [2, 3]]).T

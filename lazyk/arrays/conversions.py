@@ -69,6 +69,14 @@ class Conversions:
                 "lazyk.to_arrow(a), or to_list()")
         return self._np
 
+    @property
+    def T(self):
+        """The array with its dims in reverse order, as NumPy's `a.T`: a view (fixed dims)."""
+        if self._np is None:
+            raise NotSupportedError(f"transpose of an array of type '{self.type}': only fixed "
+                                    "dims of numbers have one (var rows are not a grid)")
+        return self._wrap(self._np.T, self._readonly)
+
     def numpy_view(self) -> np.ndarray | None:
         """The zero-copy NumPy view `to_numpy` gives, or None where there is none (var dims,
         options, strings)."""
