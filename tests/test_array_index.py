@@ -381,3 +381,17 @@ def test_indexing_by_a_lazy_scalar_is_refused_in_one_line():
     with pytest.raises(TypeError, match=r"by a lazy scalar \(Expr") as err:
         _ = (x * 2)[:, i]
     assert "\n" not in str(err.value) and "x[positions]" in str(err.value)
+
+
+@pytest.mark.parametrize("text, data", [
+    ("2 * var * 0 * float64", [[[]], [[], []]]),
+    ("3 * var * 0 * var * int64", [[[]], [[], [], []], []]),
+    ("2 * var * 0 * ?float64", [[[]], [[], []]])])
+def test_negative_steps_over_rows_of_empty_fixed_lists(text, data):
+    x = lazyk.array(data, type=text)
+    for step in (-1, -2):
+        want = [row[::step] for row in data]
+        assert x[:, ::step].to_list() == want
+        assert lazyk.num(x[:, ::step], axis=1).eval().to_list() == [len(r) for r in want]
+        assert x[1, ::step].to_list() == data[1][::step]
+    assert x[::-1, ::-1].to_list() == [row[::-1] for row in data[::-1]]

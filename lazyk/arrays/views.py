@@ -141,6 +141,7 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
                 continue
             start, _, step = item.indices(size)
             m = len(range(*item.indices(size)))
+            start = start if istride else 0  # (items of no bytes: any m of them are the slice)
             if m and stride != istride:  # a stepping view: move the content to the row
                 content, begin, length = content + begin * istride, 0, size
                 istride = stride
@@ -239,6 +240,8 @@ def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var: M.Rows
     if stride != istride:  # already a stepping view: index units are not row positions
         return None
     first, count = slice_rows(stops - starts, item)
+    if not istride:  # items of no bytes (`var * 0 * T`): any `count` of a row's are its slice
+        first = np.zeros_like(first)
     head = memory.MemoryBlock(16 * max(len(offs), 1), keep=[owner])
     pairs = head.buffer[:16 * len(offs)].view(np.int64).reshape(len(offs), 2)
     np.add(starts, first, out=pairs[:, 0])
