@@ -6,6 +6,7 @@ missing; a reduction over the last axis folds each row (None in it makes the res
 unless skipna=True skips it).
 """
 import operator
+import pickle
 
 import numpy as np
 import pytest
@@ -687,3 +688,21 @@ def test_concatenate_of_strings_with_bytes_is_refused():
     assert lazyk.concatenate([s, s], axis=1).eval().to_list() == [["x", "é", "x", "é"], []]
     assert lazyk.concatenate([np.array(["a"]), np.array(["abc"])]).eval().to_list() == \
         ["a", "abc"]
+
+
+def test_fixed_size_lists_of_strings_in_records_that_may_be_missing():
+    pa = pytest.importorskip("pyarrow")
+    kind = pa.struct([("t", pa.list_(pa.string(), 2)), ("i", pa.int64())])
+    data = [{"t": ["a", "bc"], "i": 1}, None, {"t": ["ccc", None], "i": 3}]
+    x = lazyk.from_arrow(pa.array(data, type=kind))
+    assert str(x.type) == "3 * ?{t: 2 * ?string, i: int64}"
+    # copies, pickles and Arrow read the missing record's empty strings (no characters)
+    assert x.copy().to_list() == data == pickle.loads(pickle.dumps(x)).to_list()
+    assert lazyk.to_arrow(x).to_pylist() == data and x.t.copy().to_list() == \
+        [["a", "bc"], None, ["ccc", None]]
+    # string operations read the fixed-size lists that may be missing as ?var rows
+    assert lazyk.str_len(x.t).eval().to_list() == [[1, 2], None, [3, None]]
+    assert (x.t == "a").eval().to_list() == [[True, False], None, [False, None]]
+    assert lazyk.sum(lazyk.str_len(x.t), axis=1, skipna=True).eval().to_list() == [3, None, 3]
+    made = lazyk.array([None, {"t": ["a", "b"], "i": 1}], "2 * ?{t: 2 * string, i: int64}")
+    assert made.copy().to_list() == [None, {"t": ["a", "b"], "i": 1}]

@@ -461,8 +461,8 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
         return [dict(zip(keys, row)) for row in zip(*cols)] if cols else [{}] * n
     if is_varlen(t):
         begins, sizes = read_pairs(buf, offs)
-        pieces: list = [None] * n
-        todo = np.ones(n, bool)
+        pieces: list = [b""] * n
+        todo = sizes != 0  # (an empty string reads nothing: any begin, e.g. a missing one's)
         # The blockref'd block, then the blocks later assignments appended to its `keep`.
         for block in string_blocks(lookup(meta[at])):
             if not todo.any():

@@ -139,6 +139,7 @@ def _wrap_text_rows(arr: Any) -> Expr:
     """A leaf over string rows (`var * string`, `?string`): typed `ops.STRING` like fixed
     string leaves, so the string builders accept it; `lazyk.runtime.text_steps` computes the string
     operations over it before the ragged path sees the expression."""
+    arr = hooks.var_rows(arr)[0]  # `?n` rows: `?var` rows of n strings (results: var rows)
     shape, _, option = describe_ragged(leaves.text_rows(arr, nested=True))
     name = _leaf_name(arr)
     elem = arr.type.dtype

@@ -9,10 +9,10 @@ import numpy as np
 
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array, array, masked
-from lazyk.arrays.buffers import offsets_array, regular
+from lazyk.arrays.buffers import offsets_array, regular, text_array
 from lazyk.arrays.columns import columns
 from lazyk.arrays.memory import MemoryBlock, foreign
-from lazyk.arrays.trees import Leaf, Lists, Masked, Regular
+from lazyk.arrays.trees import Leaf, Lists, Masked, Regular, Text
 from lazyk.codegen.levels import VAR
 from lazyk.errors import NotSupportedError
 from lazyk.frontend.ops import ARG_REDUCTIONS, OPS
@@ -70,7 +70,8 @@ def var_rows(arr) -> tuple:
     def walk(node, count, level):
         if node.length() > count:  # (content past the last row: a sliced Arrow array's)
             node = node.slice(0, count)
-        if isinstance(node, Leaf) or isinstance(node, Masked) and isinstance(node.child, Leaf):
+        if isinstance(node, (Leaf, Text)) or isinstance(node, Masked) and \
+                isinstance(node.child, (Leaf, Text)):
             return node
         if isinstance(node, Masked):
             return Masked(node.present, walk(node.child, count, level))
@@ -107,6 +108,8 @@ def tree_array(node, count: int, outer=None, marks=None, level: int = 1):
     valid, lists = node.unwrap()
     if isinstance(lists, Leaf):
         return array(lists.values) if valid is None else masked(lists.values, valid)
+    if isinstance(lists, Text):
+        return text_array(lists.offsets, lists.chars, valid, lists.type_name)
     if isinstance(node, Regular):
         got = tree_array(node.child, count * node.size, None, marks, level + 1)
         return None if got is None else rows_of(got, count, node.size)

@@ -30,6 +30,7 @@ from lazyk.arrays.trees import (
     Lists,
     Masked,
     Regular,
+    Text,
     offsets_of,
     option_leaf,
     rows_memo,
@@ -554,7 +555,11 @@ def built(tree: Column) -> Array:
     plain = strip(tree, 1)
     if not marks:
         return build_columns(plain)
-    got = tree_array(plain, plain.length(), None, marks)
+    leaf = plain
+    while isinstance(leaf, (Masked, Lists, Regular)):
+        leaf = leaf.child
+    # (strings: missing rows as `?var`, the type their expressions say)
+    got = None if isinstance(leaf, Text) else tree_array(plain, plain.length(), None, marks)
     return got if got is not None else build_columns(_as_var_rows(tree))
 
 
