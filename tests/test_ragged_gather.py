@@ -534,3 +534,15 @@ def test_uint64_positions_past_int64_are_out_of_range_not_from_the_end():
         k(x, big)
     with pytest.raises(IndexError, match=r"position -9223372036854775808 \(or a uint64"):
         k(x, [[-2**63], [], [0]])
+
+
+def test_take_back_of_records_with_list_fields_under_missing_rows_names_the_fields():
+    d = [[{"pt": 1.0, "tags": ["a"]}, {"pt": 5.0, "tags": []}], [],
+         [{"pt": 3.0, "tags": ["b", "c"]}], None]
+    x = lazyk.array(d)
+    got = x[lazyk.argmax(x.pt, axis=1, keepdims=True)]
+    assert got.tags.eval().to_list() == [[[]], [None], [["b", "c"]], None]
+    assert got.pt.eval().to_list() == [[5.0], [None], [3.0], None]
+    with pytest.raises(lazyk.NotSupportedError, match=r"field\(s\) 'pt' are rows of a fixed "
+                       r"size that may be missing .*evaluate the fields"):
+        got.eval()

@@ -1,11 +1,8 @@
-"""Lazy records: `lazyk.zip({"pt": pt, "eta": eta})`, and the records `lazyk.combinations`,
-`lazyk.argcombinations` and `lazyk.cartesian` give. Each field is a lazy expression, or
-records itself (`combinations` of records: a field per slot, each the records of one
-item); `r.pt`, `r["pt"]` give it back, nothing computed. Evaluated, the fields are computed
-together (`lazyk.evaluate(e1, e2, ...)`: the work they share runs once), lined up above the
-records (lazyk's broadcasting; rows only, never values, are taken from the other fields)
-and laid out as a lazyk array of records (`N * var * {pt: float32, eta: float32}`,
-`N * var * (T, T)`), whose fields read as views again.
+"""Lazy records: `lazyk.zip({"pt": pt, "eta": eta})`, and those `lazyk.combinations`,
+`argcombinations` and `cartesian` give. Each field is a lazy expression, or records itself;
+`r.pt`, `r["pt"]` give it back, nothing computed. Evaluated, the fields are computed together (their shared work once), lined up
+above the records (rows only, never values, taken from the other fields) and laid out as a
+lazyk array of records (`N * var * {pt: float32}`), whose fields read as views again.
 
 Row operations take records field by field (`lazyk.flatten(r)`, `lazyk.firsts(r)`,
 `lazyk.pad_none(r, 2)`, `lazyk.concatenate([r, s])`), each field stretched against the others
@@ -307,6 +304,12 @@ class Records:
             raise ShapeError(f"zip: the fields {', '.join(map(repr, self.fields))} do not "
                              f"line up above the records: {err}") from None
         except NotSupportedError:
+            fixed = [f for f in self.fields if self[f].type.missing_fixed_rows]
+            if fixed and not self.type.missing_fixed_rows:  # (a take-back of list fields)
+                raise NotSupportedError(
+                    f"records of type {self.type}: field(s) {', '.join(map(repr, fixed))} are "
+                    "rows of a fixed size that may be missing (`?N`), the others var rows, not "
+                    "laid out as one array yet; evaluate the fields (r.name)") from None
             if not self.type.missing_fixed_rows:
                 raise
             got = None
