@@ -851,3 +851,14 @@ def test_pyarrow_takes_arrays_expressions_and_records():
     assert table.column("r").to_pylist() == [[{"x": 1.0, "n": 2}, {"x": 2.0, "n": 2}], [],
                                              [{"x": 3.0, "n": 1}]]
     assert table.column("s").to_pylist() == ["a", None, "bc"]
+
+
+def test_one_row_of_rows_converts_through_a_slice_and_says_so():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    with pytest.raises(lazyk.NotSupportedError, match=r"one row .*x\[i:i \+ 1\]"):
+        np.asarray(x[0])
+    with pytest.raises(lazyk.NotSupportedError, match=r"x\[i:i \+ 1\], or x\[i\]\[None\]"):
+        lazyk.to_arrow(x[0])
+    assert lazyk.to_arrow(x[0][None]).to_pylist() == [[1.0, 2.0]] if \
+        pytest.importorskip("pyarrow") else True
+    assert lazyk.flatten(x[0:1]).eval().to_numpy().tolist() == [1.0, 2.0]

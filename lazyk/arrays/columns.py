@@ -136,7 +136,8 @@ def columns(a: Array, lists: int | None = None) -> Column:
     missing is read, not their lists)."""
     t = a.type
     if not isinstance(t, T.FixedDim):
-        raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension")
+        raise NotSupportedError(f"conversion of '{t}': needs a leading fixed dimension (a "
+                                "row x[i] of rows: x[i:i + 1], or x[i][None])")
     if lists == 0 and isinstance(t.elem, (T.VarDim, T.FixedDim)):
         return Unread(t.size)  # (lists are never missing themselves: not even their rows read)
     if a._columns is not None:  # records read from columns: those columns, not the structs

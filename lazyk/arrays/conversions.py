@@ -61,6 +61,10 @@ class Conversions:
                 `np.asarray` copies fixed strings / bytes into a `U` / `S` array).
         """
         if self._np is None:
+            if isinstance(self.type, T.VarDim) and M.is_plain(self.type.elem):
+                raise NotSupportedError(  # (a row has no outer dim to read its length from)
+                    f"one row of type '{self.type}' has no NumPy view: x[i:i + 1] keeps the "
+                    "outer dim (then lazyk.flatten, or .to_list())")
             raise NotSupportedError(
                 f"an array of type '{self.type}' has no NumPy equivalent (var dims and options "
                 "do not map to an ndarray, and strings live in lazyk's own form: "
