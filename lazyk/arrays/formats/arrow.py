@@ -60,8 +60,7 @@ def from_arrow(x: Any) -> Array:
     pa = need("pyarrow")
     if isinstance(x, (pa.Table, pa.RecordBatch)):  # one record per row
         if not x.num_columns:
-            raise NotSupportedError(f"an Arrow {type(x).__name__} of no columns ({x.num_rows} "
-                                    "rows): lazyk records have at least one field")
+            return no_fields(x.num_rows)
         return column_records(list(x.column_names), [_at(f"column {k!r}", from_arrow, c)
                                                      for k, c in zip(x.column_names, x.columns)])
     if isinstance(x, pa.ChunkedArray):
@@ -126,7 +125,7 @@ def from_arrow(x: Any) -> Array:
         return column_records([t.field(i).name for i in range(t.num_fields)],
                               [_at(f"field {t.field(i).name!r}", from_arrow, x.field(i))
                                for i in range(t.num_fields)], valid) \
-            if t.num_fields else _no_fields(t)
+            if t.num_fields else no_fields(len(x), valid)
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         return _arrow_dates(pa, x)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
@@ -142,9 +141,11 @@ def from_arrow(x: Any) -> Array:
     return array(values)
 
 
-def _no_fields(t: Any):
-    raise NotSupportedError(f"Arrow {t}: a struct with no fields has no lazyk record type "
-                            "(records have at least one field)")
+def no_fields(n: int, valid: Any = None) -> Array:
+    """`n * {}` (`?{}` where `valid` says): records with no fields, as `lazyk.array` reads
+    a list of empty dicts."""
+    return array([{} if valid is None or valid[i] else None for i in range(n)],
+                 f"{n} * {'{}' if valid is None else '?{}'}")
 
 
 def _arrow_hint(pa, t) -> str:

@@ -20,6 +20,7 @@ from lazyk.arrays.buffers import (
 )
 from lazyk.arrays.columns import as_array, columns, fixed_text
 from lazyk.arrays.formats import need
+from lazyk.arrays.formats.arrow import no_fields
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
@@ -74,9 +75,9 @@ def _text_layout(ak, layout, valid=None) -> Array | None:
 
 
 def _records_layout(ak, layout, valid=None) -> Array:
-    if not layout.contents:
-        raise NotSupportedError("Awkward records without fields")
     n = len(layout)
+    if not layout.contents:
+        return no_fields(n, valid)
     # a tuple's fields are its positions: lazyk's tuple type `(A, B)`
     names = list(range(len(layout.contents))) if layout.is_tuple else list(layout.fields)
     return column_records(names, [_from_layout(ak, x[:n]) for x in layout.contents], valid)
