@@ -286,3 +286,13 @@ def test_lists_in_records_that_may_be_missing_take_string_operations():
     r = lazyk.array([{"t": ["a", "bc"]}, None, {"t": ["def", "g"]}])
     assert lazyk.str_len(r.t).eval().to_list() == [[1, 2], None, [3, 1]]
     assert r.copy().to_list() == [{"t": ["a", "bc"]}, None, {"t": ["def", "g"]}]
+
+
+def test_mixed_records_and_tuples_of_mixed_items_say_what_to_do():
+    with pytest.raises(ArrayConstructionError, match=r"records mixed with other items: item "
+                       r"\[2\] is a dict but item \[0\] is 1 \(int\)"):
+        lazyk.array([1, None, {"x": 1}])
+    with pytest.raises(ArrayConstructionError, match=r"tuples are read as lists.*type="):
+        lazyk.array([[(1, "a")], []])
+    assert lazyk.array([[(1, "a")], []], type="2 * var * (int64, string)").to_list() == \
+        [[(1, "a")], []]

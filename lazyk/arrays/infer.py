@@ -98,7 +98,14 @@ def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
                 f"item {where.name(i)} is a 0-d NumPy array ({present[i]!r:.40}): give its "
                 "value (x.item()), or make the list a NumPy array first (np.asarray)") from None
         child = list(chain.from_iterable(present))
-        elem = _infer(child, where.rows(_starts(lens)))
+        try:
+            elem = _infer(child, where.rows(_starts(lens)))
+        except ArrayConstructionError as err:
+            if tuple not in kinds or "type=" in str(err):
+                raise
+            raise ArrayConstructionError(  # (Python tuples read as lists, as NumPy reads them)
+                f"{err} (tuples are read as lists; tuples of mixed items take a type, e.g. "
+                "type='N * var * (int64, string)')") from None
         if not optional and not missing_above and len(set(lens)) == 1:
             t = T.FixedDim(lens[0], elem)
         else:
@@ -111,6 +118,12 @@ def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
             f"{where.name(j)} is a {_describe(items[j])} ({items[j]!r})")
     elif all(issubclass(k, dict) for k in kinds):
         t = _infer_record(present, where, optional or missing_above)
+    elif any(issubclass(k, dict) for k in kinds):
+        i = _first(items, lambda x: isinstance(x, dict))
+        j = _first(items, lambda x: x is not None and not isinstance(x, dict))
+        raise ArrayConstructionError(
+            f"records mixed with other items: item {where.name(i)} is a dict but item "
+            f"{where.name(j)} is {items[j]!r:.40} ({_describe(items[j])})")
     else:
         t = _infer_scalar(items, kinds, where)
     return T.Option(t) if optional else t
