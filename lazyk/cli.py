@@ -73,7 +73,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
               + (" and its secret key" if args.key else ""))
     else:
         info = cache.info()
-        bad = f" (unusable: {info['problem']}; nothing is cached)" if info["problem"] else ""
+        bad = "" if not info["problem"] else \
+            f" (read-only: {info['problem']}; stored kernels load, new ones are not stored)" \
+            if info["loads"] else f" (unusable: {info['problem']}; nothing is cached)"
         print(f"directory: {info['directory']}{bad}\nentries:   {info['entries']}\n"
               f"bytes:     {info['bytes']}\n"
               f"limit:     {cache.max_bytes} bytes (least recently used entries go first; "

@@ -447,3 +447,30 @@ def test_a_path_that_cannot_be_checked_warns_and_evaluates(tmp_path):
     warning; evaluation goes on."""
     stats, err = _victim(tmp_path / ("a" * 300))
     assert "unusable" in err and "File name too long" in err, err
+
+
+def test_no_usable_temporary_directory_is_no_crash(tmp_path, monkeypatch):
+    def none():
+        raise FileNotFoundError("No usable temporary directory found")
+    monkeypatch.setattr(tempfile, "gettempdir", none)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    assert objcache.untrusted(cache) is None  # (its parents checked up to /)
+    os.chmod(tmp_path, 0o777)
+    try:
+        assert f"{tmp_path} is writable by group or others" in objcache.untrusted(cache)
+    finally:
+        os.chmod(tmp_path, 0o700)
+
+
+def test_cache_info_says_what_a_process_would_of_links_and_relative_paths(tmp_path):
+    dangling, loop = tmp_path / "dangling", tmp_path / "loop"
+    dangling.symlink_to(tmp_path / "missing")
+    loop.symlink_to(loop)
+    out = _cli(dangling, "info")
+    assert "unusable" in out and "links to a missing directory" in out
+    assert not (tmp_path / "missing").exists()  # (not made through the link)
+    assert "a loop of symbolic links" in _cli(loop, "info")
+    info = objcache.ObjectCache(os.path.relpath(tmp_path / "rel", os.getcwd())).info()
+    assert info["directory"] == str(tmp_path / "rel") and info["problem"] is None

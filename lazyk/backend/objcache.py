@@ -22,7 +22,6 @@ Two ways in: `attach(engine)` wires llvmlite's MCJIT object cache (module name =
 `load(key)` / `store(key, obj)` for a backend that adds object files itself."""
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
 import logging
@@ -31,13 +30,22 @@ import re
 import stat
 import struct
 import sys
-import tempfile
 import threading
 import time
 import warnings
 from pathlib import Path
 
 from lazyk.backend.optworker import wide_vectors
+from lazyk.backend.private_files import (
+    NO_FOLLOW,
+    UntrustedError,
+    foreign_link,
+    make_private_dirs,
+    problem,
+    read_private,
+    untrusted,
+    write_private,
+)
 from lazyk.version import __version__
 
 MAGIC = b"LZKOBJ3\n"  # LZKOBJ1/2 entries (sha256, no secret) are misses
@@ -55,7 +63,6 @@ _ENTRY = re.compile(rf"{_KEY}\{SUFFIX}")
 _TEMP = re.compile(rf"\.{_KEY}\.\w+\.tmp")  # an entry being written (see write_private)
 _STALE_TEMP = 60.0  # seconds: an older temporary file was left by a writer that died
 # Never follow a link, never block on a FIFO: what was opened is checked with fstat.
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _log = logging.getLogger(__name__)
 
 
@@ -125,148 +132,6 @@ _digests: dict[tuple[str, ...], str] = {}
 _warned: set[str] = set()  # cache directories already reported unusable in this process
 
 
-class UntrustedError(PermissionError):
-    """A cache file or directory that someone other than the user could have written."""
-
-
-def why_not_private(st: os.stat_result, path: str | os.PathLike[str], *,
-                    parent: bool = False) -> str | None:
-    """Why someone other than the user could change `path` (`st`: its stat), with the fix; None
-    when nobody else can. A parent directory may also be root's, and writable when sticky."""
-    uid = os.geteuid()
-    if st.st_uid != uid and not (parent and st.st_uid == 0):
-        return (f"{path} is owned by uid {st.st_uid}, not by you (uid {uid}): point "
-                "LAZYK_CACHE_DIR at a directory of your own")
-    if st.st_mode & 0o022 and not (parent and st.st_mode & stat.S_ISVTX):
-        return (f"{path} is writable by group or others: run "
-                f"`chmod {'go-w' if parent else '700'} {path}`")
-    return None
-
-
-def untrusted(directory: str | os.PathLike[str]) -> str | None:
-    """Why others could change what is in `directory` (a link is judged by its target), or None.
-
-    The directory and each parent up to the home or temp directory (whichever holds it, else
-    up to /) must pass `why_not_private`; parts that do not exist yet are made 0700 by `store`.
-    """
-    real = Path(os.path.realpath(directory))
-    home = Path(os.path.realpath(os.path.expanduser("~")))
-    # NOTE: gettempdir's first call costs ~0.3 ms (it writes a file): only asked outside home.
-    stop = home if home in (real, *real.parents) else Path(os.path.realpath(tempfile.gettempdir()))
-    for d in (real, *real.parents):
-        try:
-            st = os.lstat(d)  # a link put here after realpath is judged as itself: refused
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            return f"{d}: {err.strerror}"
-        why = why_not_private(st, d, parent=d != real)
-        if why or d == stop:
-            return why
-    return None
-
-
-def problem(directory: Path) -> str | None:
-    """Why `directory` cannot hold the cache (a file in its place, not writable, or `untrusted`),
-    or None."""
-    try:
-        for d in (directory, *directory.parents):  # the first part that exists decides
-            if d.exists():
-                if not d.is_dir():
-                    return f"{d} is not a directory"
-                if not os.access(d, os.W_OK | os.X_OK):
-                    return f"{d} is not writable"
-                break
-    except OSError as err:  # (a part you may not enter, a name too long, a loop of links)
-        return f"{err.filename or directory}: {err.strerror or err}"
-    return foreign_link(directory) or untrusted(directory)
-
-
-def foreign_link(directory: str | os.PathLike[str]) -> str | None:
-    """Why a symbolic link on the path as given is not to be followed (one that someone
-    other than you or root made: it could point the cache anywhere), or None."""
-    uid, path = os.geteuid(), Path(os.path.abspath(directory))
-    for d in (path, *path.parents):
-        try:
-            st = os.lstat(d)
-        except OSError:  # (missing parts: made by `make_private_dirs`, judged by `untrusted`)
-            continue
-        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (uid, 0):
-            return (f"{d} is a link made by uid {st.st_uid}, not by you (uid {uid}): point "
-                    "LAZYK_CACHE_DIR at a directory of your own")
-    return None
-
-
-def make_private_dirs(directory: Path) -> None:
-    """Create `directory` and its missing parents with mode 0700, whatever the umask."""
-    missing = []
-    for d in (directory, *directory.parents):
-        if d.exists():
-            break
-        missing.append(d)
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:  # another process was first: `untrusted` judges it
-            continue
-        os.chmod(d, 0o700)  # the umask may have taken the owner's bits
-
-
-def read_private(path: str | os.PathLike[str], limit: int, *, secret: bool = False) -> bytes:
-    """The bytes of `path` if it is a regular file of the user's that nobody else may write
-    (`secret`: nor read), of at most `limit` bytes; else UntrustedError (or OSError, e.g.
-    FileNotFoundError). Links are not followed, a FIFO never blocks: fstat checks the file
-    opened."""
-    try:
-        fd = os.open(path, _OPEN)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise UntrustedError(f"{path} is a symbolic link") from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):  # (a directory's fd: open() would raise, naming the fd)
-        os.close(fd)
-        raise UntrustedError(f"{path} is not a regular file")
-    with open(fd, "rb") as f:
-        why = why_not_private(st, path)
-        if why is None and secret and st.st_mode & 0o077:
-            why = f"{path} is readable by group or others"
-        if why is None and st.st_size > limit:
-            why = f"{path} has {st.st_size} bytes, more than {limit}"
-        if why:
-            raise UntrustedError(why)
-        return f.read()
-
-
-def write_private(path: Path, *parts: bytes, replace: bool = True, sync: bool = True) -> None:
-    """Write `parts` to `path` whole or not at all: a 0600 temporary file in the same directory,
-    fsynced (unless not `sync`), then renamed over `path` (`replace=False`: linked, so that an
-    existing file wins)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with open(fd, "wb") as f:
-            os.fchmod(fd, 0o600)
-            for part in parts:
-                f.write(part)
-            f.flush()
-            if sync:
-                os.fsync(fd)
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass
-            os.unlink(tmp)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def read_secret(directory: Path) -> bytes:
     """The user's HMAC key for `directory`'s entries, made on first use (32 random bytes)."""
     path = directory / KEY_FILE
@@ -278,15 +143,17 @@ def read_secret(directory: Path) -> bytes:
             secret = read_private(path, 32, secret=True)
         if len(secret) != 32:
             raise UntrustedError(f"{path} is not a 32-byte key")
-    except UntrustedError as err:
-        raise UntrustedError(f"{err}: delete {path} and lazyk makes a new key") from None
+    except (UntrustedError, PermissionError) as err:
+        why = str(err).split(": point LAZYK_CACHE_DIR")[0] if isinstance(err, UntrustedError) \
+            else f"{path} cannot be read"  # (one fix: the key's, not the directory's)
+        raise UntrustedError(f"{why}: delete {path} and lazyk makes a new key") from None
     return secret
 
 
 def remove_entry(path: str | os.PathLike[str]) -> bool:
     """Delete `path` if it is a regular file in lazyk's entry format (any version)."""
     try:
-        fd = os.open(path, _OPEN)
+        fd = os.open(path, NO_FOLLOW)
         try:
             ours = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(FAMILY)) == FAMILY
         finally:
@@ -300,8 +167,15 @@ def remove_entry(path: str | os.PathLike[str]) -> bool:
 
 def _failure(directory: Path, err: OSError) -> str:
     """Why writing to `directory` failed, in words."""
+    try:
+        os.lstat(directory)
+    except FileNotFoundError:  # (removed while in use: not its temp file)
+        if isinstance(err, FileNotFoundError):
+            return f"{directory} no longer exists"
+    except OSError:  # (a name too long: `problem` says so)
+        pass
     return problem(directory) or (f"{err.filename}: {err.strerror}" if err.filename else
-                                  f"{type(err).__name__}: {err.strerror or err}")
+                                  f"{err.strerror or err} writing in {directory}")
 
 
 def _cannot_make(directory: Path) -> str | None:
@@ -342,6 +216,12 @@ def _user_level() -> int:
 
 
 _PACKAGE = str(Path(__file__).resolve().parent.parent)  # (lazyk/)
+
+
+# The packages whose code decides a kernel's machine code or its kernel data (the code
+# generator, the op table, the optimiser, the ABI): a key made from a spec, not from IR,
+# carries their digest, so that no edit of any of them can load an older kernel.
+GENERATOR = ("lazyk.types", "lazyk.frontend", "lazyk.codegen", "lazyk.backend", "lazyk.kernel")
 
 
 def source_digest(*modules: str) -> str:
@@ -396,7 +276,8 @@ class ObjectCache:
         """Whether entries may be read and written (`create`: make the directory first)."""
         if self._secret is None and self._refused is None:
             try:
-                if not create and not self.directory.is_dir():
+                if not create and not self.directory.is_dir() and \
+                        not self.directory.is_symlink():  # (a link is judged: no "nothing")
                     return False  # nothing stored yet
                 why = foreign_link(self.directory)  # (before anything is made through it)
                 if why:
@@ -405,13 +286,14 @@ class ObjectCache:
                     make_private_dirs(self.directory)
                 self._real = Path(os.path.realpath(self.directory))
                 try:  # (judged now: a link to a missing directory is refused, else
-                    is_dir = stat.S_ISDIR(os.lstat(self._real).st_mode)  # someone could
-                except FileNotFoundError:  # make it between the check and the first write)
+                    mode = os.lstat(self._real).st_mode  # someone could make it between
+                except FileNotFoundError:  # the check and the first write)
                     raise UntrustedError(f"{self._real} does not exist ({self.directory} links "
                                          "to a missing directory): make it, or point "
                                          "LAZYK_CACHE_DIR at a directory of your own") from None
-                if not is_dir:
-                    raise UntrustedError(f"{self._real} is not a directory")
+                if not stat.S_ISDIR(mode):
+                    raise UntrustedError(f"{self._real} is not a directory" + (
+                        " (a loop of symbolic links)" if stat.S_ISLNK(mode) else ""))
                 self._refused = untrusted(self._real)
                 if self._refused is None:  # (a read-only private cache still loads)
                     self._secret = read_secret(self._real)
@@ -555,13 +437,14 @@ class ObjectCache:
         return found
 
     def info(self) -> dict[str, object]:
-        """Directory, number of entries, their total size in bytes, and `problem`: why the
-        directory cannot hold the cache (None when it can)."""
+        """Directory, number of entries, their total size in bytes, `problem`: why the
+        directory cannot hold the cache (None when it can), and `loads`: whether stored
+        entries still load (a read-only private directory)."""
         self._usable(create=False, warn=False)
         entries = [st.st_size for path, st in self._files() if path.endswith(SUFFIX)]
         why = self._refused or problem(self.directory) or _cannot_make(self.directory)
-        return {"directory": str(self.directory), "entries": len(entries),
-                "bytes": sum(entries), "problem": why}
+        return {"directory": os.path.abspath(self.directory), "entries": len(entries),
+                "bytes": sum(entries), "problem": why, "loads": self._secret is not None}
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until at most 80% of `max_bytes` remain."""

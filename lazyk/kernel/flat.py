@@ -20,7 +20,7 @@ import numpy as np
 
 from lazyk.arrays.memory import data_pointer  # noqa: F401  (also lazyk.kernel.flat's)
 from lazyk.backend.cpu import JITModule
-from lazyk.backend.objcache import source_digest
+from lazyk.backend.objcache import GENERATOR, source_digest
 from lazyk.codegen.llvm import LayoutClass, generate, kernel_data_size
 from lazyk.errors import BindError, ShapeError
 from lazyk.frontend import ops
@@ -148,8 +148,7 @@ class CompiledKernel:
 
 def _structural_key(spec: KernelSpec, layout: LayoutClass) -> str:
     """Disk-cache key text from the spec, the layout class and the code generator's sources."""
-    code = source_digest("lazyk.codegen", "lazyk.frontend.ops", "lazyk.frontend.lowering",
-                         "lazyk.kernel.flat", "lazyk.kernel.abi")  # (every generator module)
+    code = source_digest(*GENERATOR)
     return f"spec:{_NAME}|{spec!r}|{layout!r}|{code}"
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from lazyk.backend.cpu import JITModule, compile_ahead, start_helper
-from lazyk.backend.objcache import source_digest
+from lazyk.backend.objcache import GENERATOR, source_digest
 from lazyk.backend.threads import get_num_threads, parallel_for, parts_for
 from lazyk.codegen.nest import (
     PREFIX,
@@ -150,8 +150,7 @@ def structural_key(key: tuple) -> str | None:
     text = repr(key)
     if " at 0x" in text or "Node(" in text or "..." in text:
         return None
-    code = source_digest("lazyk.codegen", "lazyk.frontend", "lazyk.types", "lazyk.kernel.nest",
-                         "lazyk.kernel.abi")
+    code = source_digest(*GENERATOR)
     return f"nest:{_NAME}|{text}|{code}"
 
 
