@@ -445,9 +445,11 @@ def test_errors_name_the_problem():
     with pytest.raises(lazyk.ShapeError, match=r"row 0: operand \d has length 3 and "
                                                r"operand \d has length 2"):
         (c2["0"] + lazyk.combinations(y, 2)["1"]).eval()
-    with pytest.raises(lazyk.NotSupportedError, match=r"placeholder 'p' \(p: N \* 3 \* "
-                                                      r"float64\): .* var dims"):
-        lazyk.combinations(lazyk.placeholder("p", "N * 3 * float64"), 2)
+    fixed = lazyk.placeholder("p", "N * 3 * float64")  # (fixed-size lists: tuples too)
+    pairs = lazyk.combinations(fixed, 2, fields=["a", "b"])
+    grid = np.arange(6.0).reshape(2, 3)
+    got = lazyk.compile(lazyk.sum(pairs.a * pairs.b, axis=1))(grid)
+    np.testing.assert_array_equal(got, [0 * 1 + 0 * 2 + 1 * 2, 3 * 4 + 3 * 5 + 4 * 5])
     p = lazyk.placeholder("p", "N * var * float64")
     with pytest.raises(lazyk.NotSupportedError, match=r"compile of records \(fields 0, 1\): "
                                                       r"compile each field .*r\['0'\]"):
@@ -853,3 +855,18 @@ def test_negative_slices_of_items_over_rows_that_may_be_missing():
         assert lazyk.combinations(x, 2)["1"][:, sl].eval().to_list() == \
             ak.combinations(a, 2)["1"][:, sl].to_list()
         assert x[:, sl].eval().to_list() == a[:, sl].to_list()
+
+
+def test_compiled_tuples_of_rows_selected_by_a_per_event_parameter():
+    z = lazyk.placeholder("z", "N * var * float64")
+    met = lazyk.placeholder("met", "N * float64")
+    zz, mm = lazyk.array([[0.1, 0.2], [], [0.3, 0.4, 0.5]]), np.array([0.6, 0.7, 0.1])
+    for build in (lambda m, x, v: m.num(m.combinations(x[v > 0.5], 2), axis=1),
+                  lambda m, x, v: m.num(m.cartesian([x[v > 0.5], x[v > 0.5]]), axis=1),
+                  lambda m, x, v: m.num(m.argcombinations(x[v > 0.5], 2), axis=1),
+                  lambda m, x, v: m.sum(m.combinations(x, 2, fields=["a", "b"]).a *
+                                        v[:, None], axis=1)):
+        want = build(lazyk, zz, lazyk.array(mm)).eval().to_list()
+        got = lazyk.compile(build(lazyk, z, met))(zz, mm)
+        assert np.allclose(np.asarray(got.to_list() if hasattr(got, "to_list") else got),
+                           want)

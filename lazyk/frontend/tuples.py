@@ -159,6 +159,10 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
             if isinstance(v, RaggedPlaceholder) and not hasattr(v, "array"):
                 env[node.arg] = v  # (each call binds a lazyk array of its type)
                 return node
+            if isinstance(v, Placeholder) and not hasattr(v, "array") and v.shape:
+                # a per-row value (an event mask's operand): each call binds it as rows do
+                env[node.arg] = RaggedPlaceholder(v.name, v.shape, v.dtype, False)
+                return node
             if isinstance(v, Placeholder):
                 if hasattr(v, "array"):
                     raise NotSupportedError(
