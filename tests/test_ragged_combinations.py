@@ -870,3 +870,22 @@ def test_compiled_tuples_of_rows_selected_by_a_per_event_parameter():
         got = lazyk.compile(build(lazyk, z, met))(zz, mm)
         assert np.allclose(np.asarray(got.to_list() if hasattr(got, "to_list") else got),
                            want)
+
+
+def test_positions_in_a_tuples_field_meet_the_tuples_as_in_awkward():
+    x = lazyk.array([[0.1, 0.5], [], [0.7]], type="3 * var * float64")
+    y = lazyk.array([[0.2], [0.3], [0.4, 0.9]], type="3 * var * float64")
+    c = lazyk.cartesian({"a": x, "b": y}, axis=1)
+    assert (lazyk.local_index(c.b) * c.b).eval().to_list() == [[0.0, 0.2], [], [0.0, 0.9]]
+    p = lazyk.combinations(x, 2, fields=["a", "b"])
+    assert (lazyk.local_index(p.b) + p.a).eval().to_list() == [[0.1], [], []]
+
+
+def test_take_backs_of_rows_that_may_be_missing_meet_tuples_once_evaluated():
+    xr = lazyk.array([[0.46, 0.23], [], None], type="3 * ?var * float64")
+    t = xr[lazyk.argmin(xr, axis=1, keepdims=True)]
+    assert t.eval().to_list() == [[0.23], [None], None]
+    assert lazyk.num(lazyk.combinations(t.eval(), 2), axis=1).eval().to_list() == [0, 0, None]
+    y = lazyk.array([[0.2], [0.3], [0.4, 0.9]], type="3 * var * float64")
+    with pytest.raises(lazyk.NotSupportedError, match=r"\.eval\(\) the take-back"):
+        lazyk.cartesian({"a": y, "b": t}, axis=1).a.eval()

@@ -187,6 +187,8 @@ def _evaluate_nest(expr):
             is_ragged(v) and v.array.type.missing_var_rows for v in leaves) else \
             "elementwise work and reductions run as one fused step over numeric (or " \
             "string) leaves and the operations the loop nest compiles"
+        why += "; .eval() the take-back (or pad_none) that gave the ?n rows first" if any(
+            is_ragged(v) and v.array.type.missing_fixed_rows for v in leaves) else ""
         raise NotSupportedError(f"{what} of {types}: {why}")
     return got
 

@@ -206,7 +206,8 @@ def _value(node: Node, srcs: tuple, env: dict, top: bool = False):
             return got
     values = [_computed(s, env) for s in srcs]
     if name == "local_index" and srcs[0].shape[params[0]] is None and \
-            not is_text(srcs[0].dtype):
+            not is_text(srcs[0].dtype) and PICK_OP not in graph_ops(srcs[0]):
+        # (a tuples' field's positions: computed, as the tuples around it may be others)
         x = as_expr(values[0])
         if not any(flags(x)[0]):  # (lists that cannot be missing: walked by the kernel)
             e = positions_in_lists(x, params[0])
