@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from lazyk import __version__
-from lazyk.backend.objcache import ObjectCache
+from lazyk.backend.objcache import KEY_FILE, ObjectCache
 from lazyk.bench import adl as bench_adl
 from lazyk.bench.suite import add_arguments as bench_arguments
 from lazyk.bench.suite import command as bench_command
@@ -69,8 +69,11 @@ def _bench_ragged(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     cache = ObjectCache()
     if args.action == "clear":
-        print(f"removed {cache.clear(remove_key=args.key)} entries from {cache.directory}"
-              + (" and its secret key" if args.key else ""))
+        key = Path(os.path.realpath(cache.directory)) / KEY_FILE
+        had = args.key and key.is_file() and not key.is_symlink()
+        n = cache.clear(remove_key=args.key)
+        print(f"removed {n} entries from {cache.directory}" +
+              (" and its secret key" if had and not os.path.lexists(key) else ""))
     else:
         info = cache.info()
         bad = "" if not info["problem"] else \

@@ -414,6 +414,8 @@ def test_clear_and_prune_delete_only_lazyk_entries(tmp_path):
     assert not (cache / objcache.KEY_FILE).exists() and (cache / "main.o").exists()
     again, _ = _victim(cache)  # a new key: the cache works again
     assert again["compiles"] >= 1 and (cache / objcache.KEY_FILE).exists()
+    _cli(cache, "clear", "--key")
+    assert "secret key" not in _cli(cache, "clear", "--key")  # (none left to remove)
 
 
 def test_link_made_by_another_user_is_not_followed(shared_tmp):
