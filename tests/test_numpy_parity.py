@@ -408,3 +408,12 @@ def test_sum_and_prod_take_initial_as_numpy():
     assert k(np.zeros(0)) == 0.5 and k(np.ones(3)) == 3.5
     with pytest.raises(OverflowError, match="initial=.*int64"):
         lazyk.sum(lazyk.array(i8), initial=2**70)
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+def test_running_folds_of_a_0d_array_along_axis_0_as_numpy(fn):
+    want = getattr(np, fn)(np.array(3.0), axis=0)
+    got = getattr(lazyk, fn)(lazyk.array(np.array(3.0)), axis=0).eval().to_numpy()
+    assert got.shape == want.shape == (1,) and got.tolist() == want.tolist()
+    with pytest.raises(np.exceptions.AxisError):
+        getattr(lazyk, fn)(lazyk.array(np.array(3.0)), axis=1)

@@ -490,8 +490,8 @@ def ravel(x: Any) -> Expr:
 # ---------------------------------------------------------------- running folds
 def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
     e = _operand(name, x)
-    if axis is None or (axis == -1 and not e.ndim):  # NumPy's rule: the flattened values
-        e, axis = ravel(e), -1  # (missing ones kept in place)
+    if axis is None or (axis in (0, -1) and not e.ndim):  # NumPy's rule: the flattened
+        e, axis = ravel(e), -1  # values (missing ones kept in place)
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     ragged = _var_dims(e) or builtins.any(flags(e)[0])
