@@ -395,3 +395,32 @@ def test_negative_steps_over_rows_of_empty_fixed_lists(text, data):
         assert lazyk.num(x[:, ::step], axis=1).eval().to_list() == [len(r) for r in want]
         assert x[1, ::step].to_list() == data[1][::step]
     assert x[::-1, ::-1].to_list() == [row[::-1] for row in data[::-1]]
+
+
+def test_bool_indices_assign_as_numpy_and_as_reading():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    x[True] = 5  # (True: a new axis, every row)
+    assert x.to_list() == [[5.0, 5.0], [5.0]]
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    x[0, True] = 7
+    assert x.to_list() == [[7.0, 7.0], [3.0]]
+    with pytest.raises(IndexError, match="x\\[False\\]"):
+        x[False] = 1
+    for index in (True, (0, True), False):
+        want, got = np.arange(6.0).reshape(2, 3), lazyk.array(np.arange(6.0).reshape(2, 3))
+        want[index] = 9
+        got[index] = 9
+        assert got.to_list() == want.tolist()
+
+
+def test_assignment_row_by_row_writes_nothing_when_a_row_fails():
+    x = lazyk.array([[1, 2], [3, 4], [5, 6]], type="3 * var * int64")
+    with pytest.raises(ValueError, match="row 2: missing value"):
+        x[:, 0] = [10, 20, None]
+    assert x.to_list() == [[1, 2], [3, 4], [5, 6]]
+    n = lazyk.array([[[1.0, 2.0], [3.0]], [[4.0, 6.0]]])
+    with pytest.raises(lazyk.ShapeError, match="row 1: "):
+        n[:, 0] = [[10, 10], [2, 2, 2]]
+    assert n.to_list() == [[[1.0, 2.0], [3.0]], [[4.0, 6.0]]]
+    x[:, 0] = [10, 20, 30]
+    assert x.to_list() == [[10, 2], [20, 4], [30, 6]]

@@ -305,15 +305,20 @@ class Array(Operators, InPlace, Conversions):
         if any(isinstance(i, (list, np.ndarray)) or hasattr(i, "node") for i in items):
             raise NotSupportedError("a[mask] = v and a[positions] = v are not supported: "
                                     "lazyk.where(mask, v, a) computes the new values")
+        if any(isinstance(i, (bool, np.bool_)) for i in items):  # (NumPy's: True a new axis)
+            if self._np is not None:  # (a NumPy bool index gives no view: NumPy assigns)
+                self._np[items] = np.asarray(value.eval() if hasattr(value, "node") else value)
+                return
+            items = bool_items(items)
         try:
             dst = _view(self, items)
         except NotSupportedError:
             if not any(isinstance(i, str) for i in items):
                 raise
-            raise NotSupportedError(f"assignment to a field of '{self.type}' through "
-                                    f"{items!r}: a field that may be missing of a record "
-                                    "that may be missing has no view (reading it gives a "
-                                    "copy); assign whole records, e.g. r[i] = {'x': 1}") from None
+            raise NotSupportedError(f"assignment to a field of '{self.type}' through {items!r}"
+                                    ": a field that may be missing of a record that may be "
+                                    "missing has no view; assign whole records, r[i] = {...}"
+                                    ) from None
         if dst is None:
             _assign_per_row(self, items, value)
             return
@@ -347,11 +352,8 @@ def _np_type(arr: np.ndarray) -> T.Type:
 
 
 def _source(value: Any, dst: T.Type) -> Array:
-    """The right-hand side of an assignment as an array of the destination's element type.
-
-    Python data is packed straight into that type, so ints that overflow it are refused
-    (as in construction); NumPy arrays are viewed and cast while copying, as NumPy does.
-    """
+    """The right-hand side of an assignment in the destination's element type: Python data
+    packed into it (ints that overflow it refused), NumPy arrays viewed (cast as copied)."""
     if isinstance(value, np.ndarray) or not isinstance(value, _PYTHON_DATA):
         return array(value)
     return array(value, with_dtype(infer_type(value), dst.dtype))
@@ -389,15 +391,13 @@ def _view(a: Array, items: tuple) -> Array | None:
     return None if parts is None else Array._from_parts(*parts, a.readonly)
 
 
-# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field`, a later
-# stage, registers it when imported: `import lazyk` does).
+# The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field` registers)
 _field_copy: list = []
 _pickle_form: list = []
 
 
 def use_pickle_form(fn) -> None:
-    """Register `fn(array)`: the `__reduce__` value that pickles `array` as its buffers,
-    or None."""
+    """Register `fn(array)`: the `__reduce__` value that pickles `array` as its buffers."""
     _pickle_form[:] = [fn]
 
 
@@ -407,8 +407,7 @@ def use_field_copy(fn) -> None:
 
 
 def _option_fields(a: Array, items: tuple) -> Array:
-    """`a[items]` whose field crosses `?{name: ?T}`: no view has one mask for "record or field
-    missing", so the field is a read-only copy (`use_field_copy`)."""
+    """`a[items]` whose field crosses `?{name: ?T}`: a read-only copy (`use_field_copy`)."""
     if not _field_copy:
         raise RuntimeError("`import lazyk` (lazyk.arrays.columns) reads fields of ?{x: ?T}")
     dims, names = normalize_index(a.type, items)
@@ -442,12 +441,13 @@ def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
         parts = [src[j if len(src) > 1 else 0] for j in range(len(rows))]
     else:
         parts = [src] * len(rows)
-    rest = tuple(dims[p + 1:]) + tuple(names)
-    for r in rows:  # every row's index checked before the first is written (as NumPy)
-        try:
-            head[(r,) + rest]
-        except IndexError as e:
-            raise IndexError(f"row {r}: {e}") from None
+    rest, probe = tuple(dims[p + 1:]) + tuple(names), head.copy()
+    for r, part in zip(rows, parts):  # all rows tried on a copy first: nothing is written
+        try:  # unless every row takes its value (as NumPy)
+            probe[(r,) + rest] = part
+        except (IndexError, ValueError) as e:  # (ShapeError, ArrayConstructionError too)
+            raise (type(e) if isinstance(e, (IndexError, ShapeError, ArrayConstructionError))
+                   or type(e) is ValueError else ValueError)(f"row {r}: {e}") from None
     for r, part in zip(rows, parts):
         head[(r,) + rest] = part
 
