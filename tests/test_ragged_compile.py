@@ -348,3 +348,15 @@ def test_bound_arg_reductions_over_one_fixed_dim():
         v = np.array([3, 1, 2, 5], dt)
         for fn, want in ((lazyk.argmin, 1), (lazyk.argmax, 3)):
             assert lazyk.compile(fn(a)).bind(np.zeros((), np.int64), v)() == want
+
+
+def test_a_bound_min_or_max_that_meets_an_empty_row_leaves_out_as_it_was():
+    p = lazyk.placeholder("p", "N * var * float64")
+    for fold in ("max", "min"):
+        k = lazyk.compile(getattr(p, fold)(axis=1))
+        out = np.full(4, -1.0)
+        with pytest.raises(ValueError, match="zero-size row 2"):
+            k.bind(out, lazyk.array([[1.0, 2.0], [3.0], [], [4.0]]))()
+        assert out.tolist() == [-1.0] * 4
+        k.bind(out, lazyk.array([[1.0, 2.0], [3.0], [7.0], [4.0]]))()
+        assert out.tolist() == ([2.0, 3.0, 7.0, 4.0] if fold == "max" else [1.0, 3.0, 7.0, 4.0])

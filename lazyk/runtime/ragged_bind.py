@@ -152,9 +152,10 @@ class RaggedBound:
         self._place(out, result_option)
         self._inputs_rows = _input_rows(fill)
         reduce_arg = fill.reduce_arg
-        seeded = reduce_arg is not None and ops.OPS[reduce_arg[0]].no_empty_fold and \
-            len(reduce_arg) > 4
-        self._direct = 0 if seeded or fill.npartial or self._pick is not None or \
+        # min / max: `initial` folded in after, or an empty row refused after the kernel ran:
+        # never straight into out (an error leaves out as it was)
+        extremum = reduce_arg is not None and ops.OPS[reduce_arg[0]].no_empty_fold
+        self._direct = 0 if extremum or fill.npartial or self._pick is not None or \
             self._shared(out) else \
             self._slots.direct(fill.acc)
         # the kernel data of every part, but the per-call words (status, values, flags)
