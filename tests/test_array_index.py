@@ -424,3 +424,18 @@ def test_assignment_row_by_row_writes_nothing_when_a_row_fails():
     assert n.to_list() == [[[1.0, 2.0], [3.0]], [[4.0, 6.0]]]
     x[:, 0] = [10, 20, 30]
     assert x.to_list() == [[10, 2], [20, 4], [30, 6]]
+
+
+def test_fields_of_records_that_may_be_missing_are_read_only():
+    r = lazyk.array([{"x": 1, "y": 2.0}, {"x": 7, "y": 8.0}], type="2 * ?{x: int64, y: float64}")
+    r[1] = None
+    for write in (lambda: r.x.__setitem__(1, 5), lambda: r.__setitem__((1, "x"), 5),
+                  lambda: r.__setitem__("x", 5)):
+        with pytest.raises(ValueError, match="records that may be missing is read-only"):
+            write()  # (it made the missing record present, its other fields stale)
+    assert r.to_list() == [{"x": 1, "y": 2.0}, None] and r.x.readonly
+    r[1] = {"x": 9, "y": 1.5}  # whole records
+    assert r.to_list() == [{"x": 1, "y": 2.0}, {"x": 9, "y": 1.5}]
+    plain = lazyk.array([{"x": 1, "y": 2.0}])
+    plain.x[0] = 5
+    assert plain.to_list() == [{"x": 5, "y": 2.0}]

@@ -14,14 +14,14 @@ from lazyk import hooks
 from lazyk import types as T
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays import memory, operators, views
-from lazyk.arrays.assign import assign
+from lazyk.arrays.assign import assign, assign_rows
 from lazyk.arrays.conversions import Conversions
 from lazyk.arrays.display import format_values, html_view
 from lazyk.arrays.foreign import as_readable, from_foreign, is_foreign
 from lazyk.arrays.infer import infer_type, masked_records, pack, with_dtype
 from lazyk.arrays.operators import InPlace, Operators
 from lazyk.arrays.views import bool_items, index_type, index_values, normalize_index, strided_view
-from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError, TypeParseError
+from lazyk.errors import ArrayConstructionError, NotSupportedError, TypeParseError
 
 _ELEM_CACHE: dict[np.dtype, T.Type] = {}
 
@@ -189,7 +189,7 @@ class Array(Operators, InPlace, Conversions):
     def readonly(self) -> bool:
         """True for arrays over read-only memory (writing raises ValueError)."""
         got = self._readonly
-        return (not self._np.flags.writeable) if got is None else got
+        return (not self._np.flags.writeable) if got is None else bool(got)
 
     @property
     def aligned(self) -> bool:
@@ -299,8 +299,7 @@ class Array(Operators, InPlace, Conversions):
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Assign with broadcasting: a var row of length 1 broadcasts, equal lengths copy."""
-        if self.readonly:
-            raise ValueError("assignment destination is read-only: a.copy() is writable")
+        _writable(self)
         items = index if isinstance(index, tuple) else (index,)
         if any(isinstance(i, (list, np.ndarray)) or hasattr(i, "node") for i in items):
             raise NotSupportedError("a[mask] = v and a[positions] = v are not supported: "
@@ -319,9 +318,12 @@ class Array(Operators, InPlace, Conversions):
                                     ": a field that may be missing of a record that may be "
                                     "missing has no view; assign whole records, r[i] = {...}"
                                     ) from None
-        if dst is None:
-            _assign_per_row(self, items, value)
+        if dst is None:  # one assignment per row of the first slice (`assign_rows`)
+            want = index_type(self.type, normalize_index(self.type, items)[0])
+            assign_rows(self, items, value if isinstance(value, Array) else
+                        _source(value, want))
             return
+        _writable(dst)  # (a field of records that may be missing: read-only)
         if hasattr(value, "eval") and not isinstance(value, Array):
             hooks.evaluate(value, out=dst)
             return
@@ -341,6 +343,13 @@ class Array(Operators, InPlace, Conversions):
         if isinstance(t, T.Record) and name in t.names:
             return self[name]
         raise AttributeError(f"lazyk array of type '{self.type}' has no attribute {name!r}")
+
+
+def _writable(a: Array) -> None:
+    if a.readonly:
+        raise ValueError("assignment destination is read-only: a.copy() is writable" if
+                         a._readonly != "record" else "a field of records that may be "
+                         "missing is read-only: assign whole records, r[i] = {...}")
 
 
 def _np_type(arr: np.ndarray) -> T.Type:
@@ -388,7 +397,10 @@ def _view(a: Array, items: tuple) -> Array | None:
         return Array._wrap(res, a._readonly)
     buf, offs = _region(a)
     parts = strided_view(t, a.meta, buf, int(offs[0]), a.ptr, a._owner, dims, names)
-    return None if parts is None else Array._from_parts(*parts, a.readonly)
+    # (a field of records that may be missing reads the records' present flags: writing it
+    # would make a missing record present, its other fields stale)
+    flags = "record" if names and isinstance(t.dtype, T.Option) else a.readonly
+    return None if parts is None else Array._from_parts(*parts, flags)
 
 
 # The copy that reads a field of `?{name: ?T}` (`lazyk.arrays.columns.option_field` registers)
@@ -423,33 +435,6 @@ def _view_or_none(a: Array, name: str) -> Array | None:
         return _view(a, (name,))
     except NotSupportedError:
         return None
-
-
-def _assign_per_row(a: Array, items: tuple, value: Any) -> None:
-    """`a[items] = value` where no view exists: one assignment per row of the first slice."""
-    dims, names = normalize_index(a.type, items)
-    p = next(k for k, i in enumerate(dims) if isinstance(i, slice))
-    if any(i is None for i in dims):
-        raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
-    head = a[tuple(dims[:p])]
-    rows = range(*dims[p].indices(len(head)))
-    want = index_type(a.type, dims)
-    src = value if isinstance(value, Array) else _source(value, want)
-    if src.ndim == want.ndim and isinstance(want, T.Dim):
-        if len(src) not in (len(rows), 1):
-            raise ShapeError(f"cannot assign {len(src)} rows to {len(rows)} rows")
-        parts = [src[j if len(src) > 1 else 0] for j in range(len(rows))]
-    else:
-        parts = [src] * len(rows)
-    rest, probe = tuple(dims[p + 1:]) + tuple(names), head.copy()
-    for r, part in zip(rows, parts):  # all rows tried on a copy first: nothing is written
-        try:  # unless every row takes its value (as NumPy)
-            probe[(r,) + rest] = part
-        except (IndexError, ValueError) as e:  # (ShapeError, ArrayConstructionError too)
-            raise (type(e) if isinstance(e, (IndexError, ShapeError, ArrayConstructionError))
-                   or type(e) is ValueError else ValueError)(f"row {r}: {e}") from None
-    for r, part in zip(rows, parts):
-        head[(r,) + rest] = part
 
 
 def _copy_index(a: Array, items: tuple) -> Array:

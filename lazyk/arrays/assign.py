@@ -20,7 +20,8 @@ from lazyk.arrays.arrmeta import (
 )
 from lazyk.arrays.indexpath import Subset, Where
 from lazyk.arrays.memory import MemoryBlock, lookup
-from lazyk.errors import ShapeError
+from lazyk.arrays.views import index_type, normalize_index
+from lazyk.errors import ArrayConstructionError, NotSupportedError, ShapeError
 
 
 def _assign_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray,
@@ -152,3 +153,31 @@ def _present_rows(dbuf: np.ndarray, mask_at: np.ndarray, given: np.ndarray, wher
 
 def _subset(where, mask: np.ndarray) -> Subset:
     return Subset(where, np.flatnonzero(mask))
+
+
+def assign_rows(a, items: tuple, src) -> None:
+    """`a[items] = src` (an array of the destination's element type) where no view exists:
+    one assignment per row of the first slice. Every row is tried on a copy first, so
+    nothing is written unless all take their values (as NumPy); errors name the row."""
+    dims, names = normalize_index(a.type, items)
+    p = next(k for k, i in enumerate(dims) if isinstance(i, slice))
+    if any(i is None for i in dims):
+        raise NotSupportedError(f"assignment through {items!r}: None with an int on a var dim")
+    head = a[tuple(dims[:p])]
+    rows = range(*dims[p].indices(len(head)))
+    want = index_type(a.type, dims)
+    if src.ndim == want.ndim and isinstance(want, T.Dim):
+        if len(src) not in (len(rows), 1):
+            raise ShapeError(f"cannot assign {len(src)} rows to {len(rows)} rows")
+        parts = [src[j if len(src) > 1 else 0] for j in range(len(rows))]
+    else:
+        parts = [src] * len(rows)
+    rest, probe = tuple(dims[p + 1:]) + tuple(names), head.copy()
+    for r, part in zip(rows, parts):
+        try:
+            probe[(r,) + rest] = part
+        except (IndexError, ValueError) as e:  # (ShapeError, ArrayConstructionError too)
+            raise (type(e) if isinstance(e, (IndexError, ShapeError, ArrayConstructionError))
+                   or type(e) is ValueError else ValueError)(f"row {r}: {e}") from None
+    for r, part in zip(rows, parts):
+        head[(r,) + rest] = part
