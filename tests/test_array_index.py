@@ -439,3 +439,15 @@ def test_fields_of_records_that_may_be_missing_are_read_only():
     plain = lazyk.array([{"x": 1, "y": 2.0}])
     plain.x[0] = 5
     assert plain.to_list() == [{"x": 5, "y": 2.0}]
+
+
+def test_lazy_values_assign_as_arrays_do_where_the_target_is_not_dense():
+    x = lazyk.array([[1.0, 2.0, 3.0], [4.0, 5.0]], type="2 * ?var * float64")
+    x[:, 1:] = x[:, :-1] * 2  # (no view: row by row, the value computed first)
+    assert x.to_list() == [[1.0, 2.0, 4.0], [4.0, 8.0]]
+    y = lazyk.array([[1.0, 2.0, 3.0], [4.0, 5.0]])
+    y[...] = y[:, :1] * 2  # (rows of one broadcast, as for an array value)
+    assert y.to_list() == [[2.0, 2.0, 2.0], [8.0, 8.0]]
+    z = lazyk.array([1.0, None, 3.0])
+    z[...] = lazyk.array(np.arange(3.0)) * 2  # (into ?T values of fixed dims)
+    assert z.to_list() == [0.0, 2.0, 4.0]

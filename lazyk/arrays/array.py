@@ -318,6 +318,9 @@ class Array(Operators, InPlace, Conversions):
                                     ": a field that may be missing of a record that may be "
                                     "missing has no view; assign whole records, r[i] = {...}"
                                     ) from None
+        if hasattr(value, "eval") and not isinstance(value, Array) and (
+                dst is None or dst._np is None):  # (computed, then as arrays: rows of 1
+            value = value.eval()  # broadcast, and rows with no view take it row by row)
         if dst is None:  # one assignment per row of the first slice (`assign_rows`)
             want = index_type(self.type, normalize_index(self.type, items)[0])
             assign_rows(self, items, value if isinstance(value, Array) else
