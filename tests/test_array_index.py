@@ -451,3 +451,11 @@ def test_lazy_values_assign_as_arrays_do_where_the_target_is_not_dense():
     z = lazyk.array([1.0, None, 3.0])
     z[...] = lazyk.array(np.arange(3.0)) * 2  # (into ?T values of fixed dims)
     assert z.to_list() == [0.0, 2.0, 4.0]
+
+
+def test_a_result_with_no_missing_values_into_missing_values_says_to_assign():
+    a, z = lazyk.array(np.arange(3.0)), lazyk.array([1.0, None, 3.0])
+    with pytest.raises(lazyk.NotSupportedError, match=r"assign it: out\[\.\.\.\] = expr"):
+        lazyk.evaluate(a * 2, out=z)
+    z[...] = a * 2
+    assert z.to_list() == [0.0, 2.0, 4.0]

@@ -259,8 +259,8 @@ def as_out(out: Any, what: str | None = "out=") -> np.ndarray:
         if what is None:
             raise
         raise NotSupportedError(f"{what} of type '{out.type}' cannot take this result: a result "
-                                "of fixed dimensions goes into a NumPy array or a lazyk array "
-                                "of fixed dimensions") from None
+                                "with no missing values goes into an array of fixed dims with "
+                                "none (NumPy's or lazyk's); assign it: out[...] = expr") from None
 
 
 def needs_temporary(out: np.ndarray, inputs: list[np.ndarray], reduce: bool) -> bool:
