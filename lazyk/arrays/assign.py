@@ -176,8 +176,9 @@ def assign_rows(a, items: tuple, src) -> None:
     for r, part in zip(rows, parts):
         try:
             probe[(r,) + rest] = part
-        except (IndexError, ValueError) as e:  # (ShapeError, ArrayConstructionError too)
-            raise (type(e) if isinstance(e, (IndexError, ShapeError, ArrayConstructionError))
-                   or type(e) is ValueError else ValueError)(f"row {r}: {e}") from None
+        except (IndexError, ShapeError, ArrayConstructionError) as e:
+            raise type(e)(f"row {r}: {e}") from None
+        except ValueError as e:  # (a missing value into a type without options, ...)
+            raise ValueError(f"row {r}: {e}") from None
     for r, part in zip(rows, parts):
         head[(r,) + rest] = part

@@ -238,9 +238,9 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
         shape, dtype = k._types[i]
         if np.dtype(x.dtype).newbyteorder("=") != dtype and x.ndim == len(shape):
             want = k._cast_input(i, np.empty(0, x.dtype), dtype, casting).dtype
-            # integers that may not fit: each block's values checked as it is converted
-            x = x.map_blocks(functools.partial(_cast_block, k, i, want, casting), dtype=want) \
-                if narrows(np.dtype(x.dtype), want, casting) else x.astype(want)
+            if narrows(np.dtype(x.dtype), want, casting):  # each block checked when computed
+                x = _checked(x, None, k.labels[i], want)
+            x = x.astype(want)
         if np.dtype(x.dtype).newbyteorder("=") != dtype or x.ndim != len(shape):
             raise TypeMatchError(f"input {k.labels[i]!r}: expected {type_text(shape, dtype)}, "
                                  f"got {type_text(x.shape, np.dtype(x.dtype))}")
@@ -263,13 +263,7 @@ def call_compiled(k: Any, inputs: tuple, out: Any = None,
     return _evaluate(rewrite(k.expr.node, concrete), arrays, None)
 
 
-def _cast_block(k: Any, i: int, dtype: np.dtype, casting: str, block: np.ndarray) -> np.ndarray:
-    """One block of input i of compiled `k` in its parameter's dtype: CastingError for a value
-    that does not fit, as for a NumPy input."""
-    return k._cast_input(i, block, dtype, casting)
-
-
-def _checked(x: Any, e: Expr, label: str, dtype: np.dtype) -> Any:
+def _checked(x: Any, e: Expr | None, label: str, dtype: np.dtype) -> Any:
     """Input `x` (its expression `e`) as a collection whose partitions are checked to fit
     the integer `dtype` when computed (`check_fits`)."""
     if isinstance(x, da.Array):
