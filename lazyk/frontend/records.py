@@ -151,11 +151,11 @@ class Records:
         dims (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) is
         stretched against the other fields, so a fold or row operation of it alone sees
         one value per record."""
-        if one_shape(self, taken_strings=True):  # (lists that may differ are checked where used)
-            return self._fields[name]
-        if self._lined is None:
-            self._lined = _lined_up(self, shapes_only=True)
-        return self._lined._fields[name]
+        if self._lined is None:  # (True: as they are; lists that may differ are checked
+            # where used)
+            self._lined = one_shape(self, taken_strings=True) or \
+                _lined_up(self, shapes_only=True)
+        return (self if self._lined is True else self._lined)._fields[name]
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | {f for f in self._fields if f.isidentifier()})
