@@ -124,7 +124,7 @@ _hooks.install(evaluate=evaluate, compile=compile, explain=_explain.explanation,
                var_rows=_nest_results.var_rows,
                evaluate_many=_many.evaluate_many, array_ufunc=_numpy_api.array_ufunc,
                array_function=_numpy_api.array_function, rows_rise=_rowcheck.rises,
-               sort_rows=_rowsort.sort_rows)
+               sort_rows=_rowsort.sort_rows, sort_values=_rowsort.sort_values)
 
 
 def _call_on_dask(k, inputs, out, casting="same_kind"):

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 NAMES = ("evaluate", "compile", "explain", "as_device_array", "to_device", "from_arrow",
          "to_arrow", "from_awkward", "var_rows", "evaluate_many", "array_ufunc", "array_function", "launch",
-         "rows_rise", "sort_rows")
+         "rows_rise", "sort_rows", "sort_values")
 _services: dict[str, Callable] = {}
 
 
@@ -110,3 +110,9 @@ def sort_rows(offsets: Any, keys: Any, positions: Any) -> None:
     """Sort each short list of int64 `keys` in place, stably, with their `positions`:
     `lazyk.backend.rowsort.sort_rows`, on the thread pool."""
     _service("sort_rows")(offsets, keys, positions)
+
+
+def sort_values(offsets: Any, values: Any, out: Any, ascending: bool) -> None:
+    """Write into `out` each short list of `values` sorted (NaN last; `ascending=False`:
+    reversed): `lazyk.backend.rowsort.sort_values`, on the thread pool."""
+    _service("sort_values")(offsets, values, out, ascending)

@@ -33,7 +33,7 @@ def test_every_hook_is_installed_by_import_lazyk():
     assert set(hooks.NAMES) == {"evaluate", "compile", "explain", "as_device_array",
                                 "to_device", "from_arrow", "to_arrow", "from_awkward", "var_rows",
                                 "evaluate_many", "array_ufunc", "array_function", "launch",
-                                "rows_rise", "sort_rows"}
+                                "rows_rise", "sort_rows", "sort_values"}
     assert all(name in hooks._services for name in hooks.NAMES)
     x = np.arange(6.0)
     e = lazyk.sqrt(lazyk.array(x)) * 2

@@ -1,9 +1,9 @@
 """Sorting the lists of ragged data over column trees (`lazyk.arrays.trees`): `ak.sort` /
-`ak.argsort` of the lists of the last dim, every list at once. Values become int64 keys in
-the sort's order (`sort_keys`); short lists argsort natively (`hooks.sort_rows`: a stable
-insertion sort each) and sort by a take at those positions; longer ones sort as the rows
-of padded NumPy matrices of keys, lists of one length class a few at a time (no Python
-loop per list).
+`ak.argsort` of the lists of the last dim, every list at once. Short lists of numbers sort
+natively as they are (`hooks.sort_values`); otherwise values become int64 keys in the
+sort's order (`sort_keys`): short lists argsort natively (`hooks.sort_rows`), longer ones
+sort as the rows of padded NumPy matrices of keys, lists of one length class a few at a
+time (no Python loop per list).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from lazyk.arrays.trees import (
     Lists,
     Masked,
     Regular,
-    contiguous,
     offsets_of,
     ranges,
 )
@@ -26,6 +25,9 @@ from lazyk.errors import NotSupportedError
 _TOP = np.iinfo(np.int64).max  # sort keys: padding, then missing values, then NaN below it
 CHUNK = 1 << 18  # items per padded matrix of lists: it stays in the CPU's cache
 SHORT = 48  # lists of at most this many items sort natively (`hooks.sort_rows`)
+# dtypes whose short lists' values sort natively as they are (`hooks.sort_values`)
+_NATIVE = ("float64", "float32", "int64", "int32", "int16", "int8", "uint64", "uint32",
+           "uint16", "uint8", "bool")
 
 
 def short(lens: np.ndarray) -> bool:
@@ -82,20 +84,22 @@ def _from_keys(key: np.ndarray, dtype: np.dtype, ascending: bool) -> np.ndarray:
 
 
 def _row_items(lists: Column):
-    """(lens, each list's values one after the other, their missing flags or None, their
-    positions in the values node or None where they are one run from `first`, first)."""
+    """(the lists' offsets in their values, from 0 (int64), their lengths, each list's
+    values one after the other, their missing flags or None, where the first list starts
+    in the values node). `Lists` and `Regular` hold their lists back to back."""
     starts, lens = lists.spans()
     vmask, values = lists.child.unwrap()
     if not isinstance(values, Leaf):
         raise NotSupportedError(f"sort of {values.kind} items")
-    total = int(lens.sum())
-    if contiguous(starts, lens):
-        first = int(starts[0]) if len(starts) else 0
-        v = values.values[first:first + total]
-        missing = None if vmask is None else ~vmask[first:first + total]
-        return lens, v, missing, None, first
-    idx = ranges(starts, lens)
-    return lens, values.values[idx], None if vmask is None else ~vmask[idx], idx, 0
+    first = int(starts[0]) if len(starts) else 0
+    if isinstance(lists, Lists):
+        off = np.asarray(lists.offsets, I64)
+        off = off - first if first or off is lists.offsets else off
+    else:
+        off = offsets_of(lens)
+    total = int(off[-1])
+    missing = None if vmask is None else ~vmask[first:first + total]
+    return off, lens, values.values[first:first + total], missing, first
 
 
 def _classes(lens: np.ndarray):
@@ -139,20 +143,26 @@ def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.nda
 
 
 def sorted_values(lists: Column, ascending: bool):
-    """The items of `Lists` / `Regular` of numbers, each list sorted (missing values
-    last), as a node; None where `sort_lists` takes it (short lists of up to 8 items on
-    average: its native argsort and a take cost less; measured on 1e6 lists of Poisson(4)
-    and of 0-19 items). Lists sort as the rows of padded matrices of keys, lists of one
-    length class (`_classes`) a few at a time (cache-sized); equal keys are equal values,
-    so no stable sort is needed."""
+    """(The items of `Lists` / `Regular` of numbers, each list sorted (missing values
+    last), as a node, the lists' offsets); None where `sort_lists` takes it (values with no key, -0.0 among
+    them). Short lists sort their keys natively (`hooks.sort_rows`), longer ones as the
+    rows of padded matrices of keys, lists of one length class (`_classes`) a few at a
+    time (cache-sized); equal keys are equal values, so no stable sort is needed."""
     vmask, values = lists.child.unwrap()
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
-    lens, v, missing, _, _ = _row_items(lists)
-    if short(lens) and len(v) <= 8 * len(lens) or not _keyable(v, ascending) or \
-            v.dtype.kind == "f" and bool(
-            (np.signbit(v) & (v == 0)).any()):  # (-0.0 keeps its sign: by positions)
-        return None
+    off, lens, v, missing, _ = _row_items(lists)
+    if short(lens) and missing is None and v.dtype.name in _NATIVE:  # natively, values
+        out = np.empty(len(v), v.dtype)
+        hooks.sort_values(off, np.ascontiguousarray(v), out, ascending)
+        return Leaf(out), off
+    if not _keyable(v, ascending) or v.dtype.kind == "f" and _negative_zero(v):
+        return None  # (-0.0 keeps its sign: by positions)
+    if short(lens):  # the keys sorted in place natively are the values, in order
+        key = sort_keys(v, missing, ascending)
+        hooks.sort_rows(off, key, np.empty(len(v), I64))
+        out = _from_keys(key, v.dtype, ascending)
+        return Leaf(out) if missing is None else Masked(key != _TOP - 1, Leaf(out)), off
     out = np.empty(len(v), v.dtype)
     present = None if missing is None else np.empty(len(v), bool)
     for at, lens_c, width in _classes(lens):
@@ -165,7 +175,12 @@ def sorted_values(lists: Column, ascending: bool):
             out[sel] = _from_keys(got, v.dtype, ascending)
             if present is not None:
                 present[sel] = got != _TOP - 1
-    return Leaf(out) if present is None else Masked(present, Leaf(out))
+    return Leaf(out) if present is None else Masked(present, Leaf(out)), off
+
+
+def _negative_zero(v: np.ndarray) -> bool:
+    zero = v == 0
+    return bool(zero.any()) and bool(np.signbit(v[zero]).any())
 
 
 def sort_lists(lists: Column, ascending: bool,
@@ -177,9 +192,8 @@ def sort_lists(lists: Column, ascending: bool,
     rows of padded matrices (NumPy's stable argsort of each row), lists of one length class
     (`_classes`) a few at a time; values with no key (int64 at the top of their range) in
     one stable sort of all items by (list, value)."""
-    lens, v, missing, idx, first = _row_items(lists)
+    off, lens, v, missing, first = _row_items(lists)
     n = len(lens)
-    off = offsets_of(lens)
     keyable = _keyable(v, ascending)
     if keyable and short(lens):  # short lists: natively (NumPy's stable argsort of a
         # padded matrix's rows took about half as long again)
@@ -205,7 +219,7 @@ def sort_lists(lists: Column, ascending: bool,
     if within:
         return pos, lens, lists.child
     place = pos + np.repeat(off[:-1], lens)  # in the lists' items, one after the other
-    return (first + place if idx is None else idx[place]), lens, lists.child
+    return first + place, lens, lists.child
 
 
 def sort(tree: Column, ndim: int, ascending: bool, positions: bool) -> Column:
@@ -213,17 +227,17 @@ def sort(tree: Column, ndim: int, ascending: bool, positions: bool) -> Column:
     the items themselves, one list)."""
     def one(node):
         mask, lists = node.unwrap()
-        items = None if positions else sorted_values(lists, ascending)
-        if items is not None:
-            lens = lists.spans()[1]
+        got = None if positions else sorted_values(lists, ascending)
+        if got is not None:
+            items, off = got
         elif positions:
             pos, lens, _ = sort_lists(lists, ascending, within=True)
-            items = Leaf(pos)
+            items, off = Leaf(pos), None
         else:
             pos, lens, values = sort_lists(lists, ascending)
-            items = values.take(pos)
-        got = Regular(lists.size, items, len(lens)) if isinstance(lists, Regular) else \
-            Lists(offsets_of(lens), items)
+            items, off = values.take(pos), None
+        got = Regular(lists.size, items, lists.length()) if isinstance(lists, Regular) else \
+            Lists(offsets_of(lens) if off is None else off, items)
         return got if mask is None else Masked(mask, got)
     if ndim == 1:
         return one(Lists(np.array([0, tree.length()], I64), tree)).child

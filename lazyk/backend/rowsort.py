@@ -1,7 +1,12 @@
-"""Each short list of int64 sort keys sorted in place with the positions the keys came from
-(`sort_rows`, an argsort), on the thread pool: a stable insertion sort per list. The lists of
-collision events hold a few items each; NumPy's stable argsort of a padded matrix of them
-paid for the padding and a call per row (`lazyk.arrays.sorting` sorts longer lists so)."""
+"""Short lists sorted natively, on the thread pool: each list of int64 sort keys in place with
+the positions the keys came from (`sort_rows`, an argsort), and each list of numbers as they
+are (`sort_values`). The lists of collision events hold a few items each; NumPy's stable
+argsort of a padded matrix of them paid for the padding and a call per row
+(`lazyk.arrays.sorting` sorts longer lists so). A list of up to 8 items goes through a
+sorting network (Batcher's: `PAIRS`, `PAIRS4`) with no branch on its values (a branch per
+comparison mispredicts half the time on random values); longer lists take a stable
+insertion sort.
+"""
 from __future__ import annotations
 
 import ctypes
@@ -19,6 +24,9 @@ define void @lazyk_sort_rows(ptr noalias %a, i64 %part) {
 entry:
 PART_ROWS
 WORDS 2 off:ptr keys:ptr pos:ptr
+  %pad = alloca i64
+  store i64 9223372036854775807, ptr %pad
+  %sink = alloca i64
   br label %row
 row:
   %r = phi i64 [%lo, %entry], [%r1, %next]
@@ -29,9 +37,19 @@ ROW off r s e
   %n = sub i64 %e, %s
   %kb = getelementptr i64, ptr %keys, i64 %s
   %pb = getelementptr i64, ptr %pos, i64 %s
-  br label %fill
+  %one = icmp sle i64 %n, 1
+  br i1 %one, label %single, label %several
+single:
+  %has = icmp eq i64 %n, 1
+  br i1 %has, label %fill, label %next
+several:
+  %few = icmp sle i64 %n, WIDTH
+  br i1 %few, label %network, label %fill
+network:
+NETWORK
+  br label %next
 fill:
-  %f = phi i64 [0, %body], [%f1, %fillbody]
+  %f = phi i64 [0, %single], [0, %several], [%f1, %fillbody]
   %fmore = icmp slt i64 %f, %n
   br i1 %fmore, label %fillbody, label %outer
 fillbody:
@@ -83,6 +101,50 @@ exit:
 """
 
 
+# Batcher's odd-even merge sort of 8 items: 19 compare-exchanges (the fewest for 8).
+PAIRS = ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (1, 2), (5, 6),
+         (0, 4), (1, 5), (2, 6), (3, 7), (2, 4), (3, 5), (1, 2), (3, 4), (5, 6))
+WIDTH = 8
+
+
+def network() -> str:
+    """The IR of one list of `%n` <= WIDTH items sorted by `PAIRS`: item i (key, position
+    i) is loaded where i < n, else a padding key that sorts last (int64 max, a position past
+    every item's); pairs compare as (key, position), so equal keys keep their order (the
+    network itself is not stable) and padding stays behind the items; the first n written
+    back, the others into a slot on the stack: no branch on n or on a key."""
+    lines = []
+    k, q = {}, {}
+    for i in range(WIDTH):
+        lines += [f"  %in{i} = icmp slt i64 {i}, %n",
+                  f"  %ka{i} = getelementptr i64, ptr %kb, i64 {i}",
+                  f"  %kr{i} = select i1 %in{i}, ptr %ka{i}, ptr %pad",
+                  f"  %k{i}.0 = load i64, ptr %kr{i}"]
+        k[i], q[i] = f"%k{i}.0", str(i)
+    for c, (i, j) in enumerate(PAIRS):
+        lines += [f"  %gt{c} = icmp sgt i64 {k[i]}, {k[j]}",
+                  f"  %eq{c} = icmp eq i64 {k[i]}, {k[j]}",
+                  f"  %pg{c} = icmp sgt i64 {q[i]}, {q[j]}",
+                  f"  %te{c} = and i1 %eq{c}, %pg{c}",
+                  f"  %sw{c} = or i1 %gt{c}, %te{c}",
+                  f"  %kl{c} = select i1 %sw{c}, i64 {k[j]}, i64 {k[i]}",
+                  f"  %kh{c} = select i1 %sw{c}, i64 {k[i]}, i64 {k[j]}",
+                  f"  %ql{c} = select i1 %sw{c}, i64 {q[j]}, i64 {q[i]}",
+                  f"  %qh{c} = select i1 %sw{c}, i64 {q[i]}, i64 {q[j]}"]
+        k[i], k[j], q[i], q[j] = f"%kl{c}", f"%kh{c}", f"%ql{c}", f"%qh{c}"
+    for i in range(WIDTH):
+        lines += [f"  %pa{i} = getelementptr i64, ptr %pb, i64 {i}",
+                  f"  %kw{i} = select i1 %in{i}, ptr %ka{i}, ptr %sink",
+                  f"  %pw{i} = select i1 %in{i}, ptr %pa{i}, ptr %sink",
+                  f"  store i64 {k[i]}, ptr %kw{i}",
+                  f"  store i64 {q[i]}, ptr %pw{i}"]
+    return "\n".join(lines)
+
+
+def _text() -> str:
+    return row_kernel(_IR.replace("NETWORK", network()).replace("WIDTH", str(WIDTH)))
+
+
 def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> None:
     """Sort each list `keys[offsets[r]:offsets[r + 1]]` (int64, contiguous) in place,
     stably, and write into `positions` (int64, like `keys`) each item's position in its
@@ -99,6 +161,215 @@ def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> N
     nparts = parts_for(nrows, MIN_ROWS)
     words = [nrows, nparts, offsets.ctypes.data, keys.ctypes.data, positions.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)
-    text = row_kernel(_IR)
-    parallel_for(native_function("lazyk_sort_rows", lambda: text), ctypes.addressof(arg),
+    parallel_for(native_function("lazyk_sort_rows", _text), ctypes.addressof(arg),
                  nparts)
+
+
+# The argument record of a value sort (int64 words): 0 lists, 1 parts, 2 the offsets (as
+# for keys), 3 the values, 4 the sorted values (the same dtype, contiguous, as many).
+# A list of 2 to 8 values goes through a network of 4 or 8 (`NET4`, `NET8`), comparing the
+# values themselves; a list holding NaN or a zero, or longer, takes the insertion sort by
+# keys.
+_VALUES_IR = r"""
+define void @NAME(ptr noalias %a, i64 %part) {
+entry:
+PART_ROWS
+WORDS 2 off:ptr src:ptr dst:ptr
+  %pad = alloca VT
+  store VT PADDING, ptr %pad
+  %sink = alloca VT
+  br label %row
+row:
+  %r = phi i64 [%lo, %entry], [%r1, %next]
+  %more = icmp ult i64 %r, %hi
+  br i1 %more, label %body, label %exit
+body:
+ROW off r s e
+  %n = sub i64 %e, %s
+  %vb = getelementptr VT, ptr %src, i64 %s
+  %ob = getelementptr VT, ptr %dst, i64 %s
+  %one = icmp sle i64 %n, 1
+  br i1 %one, label %single, label %several
+single:
+  %has = icmp eq i64 %n, 1
+  br i1 %has, label %copy, label %next
+several:
+  %four = icmp sle i64 %n, 4
+  br i1 %four, label %net4, label %several8
+several8:
+  %eight = icmp sle i64 %n, 8
+  br i1 %eight, label %net8, label %copy
+net4:
+NET4
+net8:
+NET8
+copy:
+  %c = phi i64 [0, %single], [0, %several8], [0, %net4.nan], [0, %net8.nan], [%c1, %copied]
+  %cmore = icmp slt i64 %c, %n
+  br i1 %cmore, label %copied, label %outer
+copied:
+  %cp = getelementptr VT, ptr %vb, i64 %c
+  %cv = load VT, ptr %cp
+  %cq = getelementptr VT, ptr %ob, i64 %c
+  store VT %cv, ptr %cq
+  %c1 = add i64 %c, 1
+  br label %copy
+outer:
+  %i = phi i64 [1, %copy], [%i1, %place]
+  %omore = icmp slt i64 %i, %n
+  br i1 %omore, label %obody, label %next
+obody:
+  %vp = getelementptr VT, ptr %ob, i64 %i
+  %v = load VT, ptr %vp
+KEY v k
+  br label %inner
+inner:
+  %j = phi i64 [%i, %obody], [%jm, %shift]
+  %jpos = icmp sgt i64 %j, 0
+  br i1 %jpos, label %cmp, label %place
+cmp:
+  %jm = sub i64 %j, 1
+  %qp = getelementptr VT, ptr %ob, i64 %jm
+  %q = load VT, ptr %qp
+KEY q qk
+  %gt = icmp sgt i64 %qk, %k
+  br i1 %gt, label %shift, label %place
+shift:
+  %dp = getelementptr VT, ptr %ob, i64 %j
+  store VT %q, ptr %dp
+  br label %inner
+place:
+  %ap = getelementptr VT, ptr %ob, i64 %j
+  store VT %v, ptr %ap
+  %i1 = add i64 %i, 1
+  br label %outer
+next:
+  %r1 = add i64 %r, 1
+  br label %row
+exit:
+  ret void
+}
+"""
+
+_TOP = (1 << 63) - 1
+_NAN_KEY = _TOP - 2  # every NaN's key: above every number (`lazyk.arrays.sorting.sort_keys`)
+# dtype -> LLVM type of its values
+VALUE_TYPES = {"float64": "double", "float32": "float", "int64": "i64", "int32": "i32",
+               "int16": "i16", "int8": "i8", "uint64": "i64", "uint32": "i32", "uint16": "i16",
+               "uint8": "i8", "bool": "i8"}
+# Batcher's networks: 5 compare-exchanges sort 4 items, 19 sort 8 (the fewest for each)
+PAIRS4 = ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2))
+
+
+def _key(dtype: np.dtype, ascending: bool, v: str, k: str) -> list:
+    """IR lines: `%k`, the int64 sort key of value `%v` (the keys of `sort_keys`: IEEE order
+    as signed integers, -0.0 and 0.0 one key, every NaN one key above the numbers;
+    descending: reversed)."""
+    t = VALUE_TYPES[dtype.name]
+    if dtype.kind == "f":
+        d = f"%{k}.d" if t == "float" else f"%{v}"
+        lines = [f"  %{k}.d = fpext float %{v} to double"] if t == "float" else []
+        lines += [f"  %{k}.b = bitcast double {d} to i64",
+                  f"  %{k}.s = ashr i64 %{k}.b, 63",
+                  f"  %{k}.m = and i64 %{k}.s, {_TOP}",
+                  f"  %{k}.x = xor i64 %{k}.b, %{k}.m",
+                  f"  %{k}.z = fcmp oeq double {d}, 0.0",
+                  f"  %{k}.y = select i1 %{k}.z, i64 0, i64 %{k}.x",
+                  f"  %{k}.n = fcmp uno double {d}, {d}",
+                  f"  %{k}.a = select i1 %{k}.n, i64 {_NAN_KEY}, i64 %{k}.y"]
+    elif dtype.kind == "u" and dtype.itemsize == 8:
+        lines = [f"  %{k}.a = xor i64 %{v}, {-(1 << 63)}"]
+    elif t == "i64":
+        lines = [f"  %{k}.a = add i64 %{v}, 0"]
+    else:
+        ext = "sext" if dtype.kind == "i" else "zext"
+        lines = [f"  %{k}.a = {ext} {t} %{v} to i64"]
+    return lines + [f"  %{k} = xor i64 %{k}.a, {0 if ascending else -1}"]
+
+
+def _padding(dtype: np.dtype, ascending: bool) -> str:
+    """The value that sorts after every other (a list's padding in a network)."""
+    if dtype.kind == "f":
+        return "0x7FF0000000000000" if ascending else "0xFFF0000000000000"
+    if dtype.kind == "b":
+        return "1" if ascending else "0"
+    info = np.iinfo(dtype)
+    value = int(info.max if ascending else info.min)
+    bits = 8 * dtype.itemsize  # (as a signed constant of its width: LLVM's spelling)
+    return str(value - (1 << bits) if value >= 1 << (bits - 1) else value)
+
+
+def _network(dtype: np.dtype, ascending: bool, width: int, pairs: tuple) -> str:
+    """The IR of block `net<width>`: one list of 2 <= `%n` <= width values sorted by
+    `pairs`, comparing the values themselves: value i is loaded where i < n, else the
+    padding (it sorts last); each pair's first placed first with no branch (equal values
+    need no order); the first n written back, the others into a slot on the stack. A list
+    holding NaN or a zero goes to the insertion sort by keys (`net<width>.nan`), which is
+    stable (-0.0 and 0.0 stay in their order, as NumPy's)."""
+    t, w = VALUE_TYPES[dtype.name], f"n{width}"
+    f = dtype.kind == "f"
+    swap = ("fcmp ogt" if ascending else "fcmp olt") if f else \
+        ("icmp " + ("s" if dtype.kind == "i" else "u") + ("gt" if ascending else "lt"))
+    lines, v = [], {}
+    for i in range(width):
+        lines += [f"  %{w}in{i} = icmp slt i64 {i}, %n",
+                  f"  %{w}a{i} = getelementptr {t}, ptr %vb, i64 {i}",
+                  f"  %{w}r{i} = select i1 %{w}in{i}, ptr %{w}a{i}, ptr %pad",
+                  f"  %{w}v{i} = load {t}, ptr %{w}r{i}"]
+        v[i] = f"%{w}v{i}"
+    if f:  # (NaN or a zero, whose sign a stable sort keeps in place: by keys)
+        for i in range(width):
+            lines += [f"  %{w}u{i} = fcmp ueq {t} {v[i]}, 0.0"]
+        lines += [f"  %{w}nan0 = or i1 %{w}u0, %{w}u1"]
+        lines += [f"  %{w}nan{i - 1} = or i1 %{w}nan{i - 2}, %{w}u{i}" for i in range(2, width)]
+        lines += [f"  br i1 %{w}nan{width - 2}, label %net{width}.nan, label %net{width}.go",
+                  f"net{width}.nan:", "  br label %copy", f"net{width}.go:"]
+    for c, (i, j) in enumerate(pairs):
+        lines += [f"  %{w}sw{c} = {swap} {t} {v[i]}, {v[j]}",
+                  f"  %{w}lo{c} = select i1 %{w}sw{c}, {t} {v[j]}, {t} {v[i]}",
+                  f"  %{w}hi{c} = select i1 %{w}sw{c}, {t} {v[i]}, {t} {v[j]}"]
+        v[i], v[j] = f"%{w}lo{c}", f"%{w}hi{c}"
+    for i in range(width):
+        lines += [f"  %{w}o{i} = getelementptr {t}, ptr %ob, i64 {i}",
+                  f"  %{w}w{i} = select i1 %{w}in{i}, ptr %{w}o{i}, ptr %sink",
+                  f"  store {t} {v[i]}, ptr %{w}w{i}"]
+    return "\n".join(lines + ["  br label %next"])
+
+
+def _values_text(name: str, dtype: np.dtype, ascending: bool) -> str:
+    text = _VALUES_IR.replace("NET4", _network(dtype, ascending, 4, PAIRS4)).replace(
+        "NET8", _network(dtype, ascending, WIDTH, PAIRS))
+    if dtype.kind != "f":  # (no NaN: no way from a network to the insertion sort)
+        text = text.replace(", [0, %net4.nan], [0, %net8.nan]", "")
+    lines = []
+    for line in text.split("\n"):
+        parts = line.split()
+        if parts[:1] == ["KEY"]:
+            lines += _key(dtype, ascending, *parts[1:])
+        else:
+            lines.append(line)
+    return row_kernel("\n".join(lines).replace("NAME", name).replace(
+        "VT", VALUE_TYPES[dtype.name]).replace("PADDING", _padding(dtype, ascending)))
+
+
+def sort_values(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
+                ascending: bool = True) -> None:
+    """Write into `out` each list `values[offsets[r]:offsets[r + 1]]` sorted, stably (NaN
+    above every number; descending: reversed). `values` and `out`: one contiguous dtype
+    of `VALUE_TYPES`; the offsets the caller's own (rising, inside the values); the lists
+    short (longer ones take an insertion sort)."""
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    nrows = len(offsets) - 1
+    if nrows <= 0:
+        return
+    dt = values.dtype
+    if dt.name not in VALUE_TYPES or out.dtype != dt or not dt.isnative or \
+            not values.flags.c_contiguous or not out.flags.c_contiguous or \
+            out.shape != values.shape or int(offsets[-1]) > len(values):
+        raise ValueError("sort_values: arrays that do not match")
+    name = f"lazyk_sort_{dt.name}_{'up' if ascending else 'down'}"
+    nparts = parts_for(nrows, MIN_ROWS)
+    words = [nrows, nparts, offsets.ctypes.data, values.ctypes.data, out.ctypes.data]
+    arg = (ctypes.c_int64 * len(words))(*words)
+    parallel_for(native_function(name, lambda: _values_text(name, dt, ascending)),
+                 ctypes.addressof(arg), nparts)
