@@ -146,7 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # (a type's text may hold what the terminal's
+        if hasattr(stream, "reconfigure"):  # encoding cannot: escaped, not a traceback)
+            stream.reconfigure(errors="backslashreplace")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "key", False) and args.action != "clear":
+        parser.error("cache info takes no --key (it goes with clear)")
     try:
         code = args.func(args)
         sys.stdout.flush()

@@ -218,6 +218,9 @@ class Array(Operators, InPlace, Conversions):
         return hooks.explain(self, target=target)
 
     def __repr__(self) -> str:
+        if self._owner is None:  # (close() dropped its memory: no values to show)
+            return "array(<closed>)" if self._type is None else \
+                f"array(<closed>, type={str(self._type)!r})"
         return f"array({format_values(self)}, type={str(self.type)!r})"
 
     def _repr_html_(self) -> str:
@@ -249,6 +252,10 @@ class Array(Operators, InPlace, Conversions):
         if isinstance(data, np.ndarray) and data.dtype.fields is not None:  # (records as lazyk
             data = data.astype(M.np_dtype(self.type.dtype))  # lays them out, padding and all)
         return (array, (data, self.type))
+
+    def __copy__(self) -> Array:
+        """`copy.copy(a)`: a copy in memory of its own, as NumPy's (`a.copy()`)."""
+        return self.copy()
 
     def copy(self) -> Array:
         """A writable copy in memory of its own, of read-only arrays too (`from_awkward`)."""

@@ -78,6 +78,9 @@ class Column:
     __slots__ = ()
     kind = "node"
 
+    def __getstate__(self):  # (slots pickle with every protocol, 0 and 1 too)
+        return object.__getstate__(self)
+
     def length(self) -> int:
         """How many items the node describes."""
         raise NotSupportedError(f"a column of kind {self.kind!r}")

@@ -190,8 +190,11 @@ class Node(_Fields):
     def __setattr__(self, name, value):
         raise AttributeError("Node is immutable")
 
-    def __reduce__(self):
-        return (Node, (self.op, self.dtype, self.shape, self.srcs, self.arg))
+    def __reduce__(self):  # (flat, sources before users: a deep graph pickles and copies)
+        order = toposort(self)
+        at = {id(n): k for k, n in enumerate(order)}
+        return (_rebuilt, ([(n.op, n.dtype, n.shape, tuple(at[id(s)] for s in n.srcs), n.arg)
+                            for n in order],))
 
     @property
     def ndim(self) -> int:
@@ -328,6 +331,14 @@ _ops = Memo(1 << 10, "graph ops")
 _shared = Memo(1 << 10, "shared reductions")
 _types = Memo(1 << 12, "built types")
 MAX_KEPT_ORDER = 4096
+
+
+def _rebuilt(rows: list) -> Node:
+    """The last node of `Node.__reduce__`'s rows, each built over the ones before it."""
+    nodes: list = []
+    for op, dtype, shape, srcs, arg in rows:
+        nodes.append(Node(op, dtype, shape, tuple(nodes[k] for k in srcs), arg))
+    return nodes[-1]
 
 
 def toposort(roots, descend=None) -> list[Node]:

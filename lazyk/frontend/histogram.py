@@ -54,6 +54,9 @@ class Histogram:
     __slots__ = ("x", "weights", "bins", "range", "density", "_edges", "_uniform", "_index",
                  "_estimate", "_kept_index", "_kept_estimate")
 
+    def __getstate__(self):  # (slots pickle with every protocol, 0 and 1 too)
+        return object.__getstate__(self)
+
     def __init__(self, x: Expr, bins: Any, range: Any, weights: Expr | None, density: bool):
         self.x, self.bins, self.range, self.weights = x, bins, range, weights
         self.density = density

@@ -25,11 +25,18 @@ class Placeholder:
 
     __slots__ = ("name", "shape", "dtype")
 
+    def __getstate__(self):  # (slots pickle with every protocol, 0 and 1 too)
+        return object.__getstate__(self)
+
     def __init__(self, name: str, shape: tuple, dtype: np.dtype):
         self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
 
     def __repr__(self) -> str:
-        return f"{self.name}: {type_text(self.shape, self.dtype)}"
+        return f"{self.name}: {self.type_text()}"
+
+    def type_text(self) -> str:
+        """The declared type, as text."""
+        return type_text(self.shape, self.dtype)
 
 
 class RaggedPlaceholder(Placeholder):
@@ -45,9 +52,6 @@ class RaggedPlaceholder(Placeholder):
         super().__init__(name, shape, dtype)
         self.option = bool(option)
         self.rows = tuple(bool(r) for r in rows) or (False,) * len(shape)
-
-    def __repr__(self) -> str:
-        return f"{self.name}: {self.type_text()}"
 
     def type_text(self) -> str:
         return str(build_type(self.shape, self.dtype, self.rows, self.option))

@@ -272,8 +272,8 @@ def placeholder(name: str, type: Any) -> Expr:
     are native and a call accepts either byte order of the same dtype.
 
     Raises:
-        ValueError: a name that is not a Python identifier, or `out` / `casting` (the
-            keywords of a compiled call).
+        ValueError: a name that is not a Python identifier, `out` / `casting` (the
+            keywords of a compiled call) or `_0`, `_1`, ... (lazyk's names of arrays).
         TypeParseError: malformed type text (with line, column and a caret).
         NotSupportedError: what a placeholder cannot hold yet: ellipsis dims, records /
             tuples and other non-numeric element types.
@@ -284,6 +284,9 @@ def placeholder(name: str, type: Any) -> Expr:
     if name in ("out", "casting"):
         raise ValueError(f"placeholder name {name!r} is taken: a compiled call's {name}= "
                          "keyword has that name; choose another name")
+    if name[0] == "_" and name[1:].isdigit():
+        raise ValueError(f"placeholder name {name!r} is taken: lazyk names the arrays in an "
+                         "expression _0, _1, ...; choose another name")
     shape, dtype, option, rows = parse_placeholder_type(type, with_rows=True)
     node = Node("input", dtype, shape, (), name)
     if option or None in shape:  # run by lazyk.compile on lazyk arrays of that type

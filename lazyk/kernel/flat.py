@@ -231,6 +231,15 @@ def _strides_over(a: np.ndarray, shape: tuple, name: str) -> tuple[int, ...]:
     return tuple(st)
 
 
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    """`np.broadcast_shapes`, past its 32 dims too (`ShapeError`, a ValueError, where the
+    shapes do not broadcast)."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except RuntimeError:  # (NumPy's takes 32 dims at most)
+        return broadcast_shape([(f"operand {k}", sh) for k, sh in enumerate(shapes)])
+
+
 def broadcast_shape(named: list) -> tuple:
     """NumPy broadcasting of `[(name, shape), ...]`; errors name operands, axis and sizes."""
     nd = max((len(sh) for _, sh in named), default=0)

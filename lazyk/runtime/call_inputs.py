@@ -94,7 +94,7 @@ def _as_input(x: Any) -> np.ndarray:
     _refuse_lazy(x)
     if isinstance(x, np.ndarray) and x.dtype.kind == "T":
         check_dtype(x.dtype, "input")  # (StringDType: refused by name)
-    if is_pandas(x):  # as lazyk.array reads it
+    if is_pandas(x) or isinstance(x, (str, bytes)):  # as lazyk.array reads it
         x = _array(x)
     if isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(x)
@@ -109,7 +109,7 @@ def _as_input(x: Any) -> np.ndarray:
                                       "NumPy records are not string arrays")
     if isinstance(x, (np.ndarray, Array)):
         return as_out(x, None)
-    raise TypeError(f"inputs must be NumPy or lazyk arrays, lists or scalars, "
+    raise TypeError(f"inputs must be NumPy or lazyk arrays, lists, scalars or strings, "
                     f"not {type(x).__name__}")
 
 

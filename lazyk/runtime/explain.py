@@ -98,6 +98,23 @@ def _sampled(leaves) -> bool:
     return any(isinstance(leaf_data(v), Placeholder) for v in leaves)
 
 
+# The most sample data explain builds for one placeholder: bytes of NumPy ones, items of
+# the Python lists that var rows, missing values and strings are built from
+SAMPLE_BYTES, SAMPLE_ITEMS = 1 << 28, 1 << 20
+
+
+def _sample_size(v: Placeholder, sizes: dict, limit: int, unit: str, itemsize: int = 1) -> None:
+    """Refuse sample data for `v` past `limit` (a fixed dim of 1e5 * 1e5 values), clearly."""
+    n = itemsize
+    for d in v.shape:
+        n *= 2 if d is None else _size(d, sizes)
+    if n > limit:
+        raise NotSupportedError(
+            f"explain runs the expression on sample data ({SYMBOL_SIZE} per symbolic dim), "
+            f"and placeholder {v.name!r} ({v.type_text()}) would hold {n:,} {unit} (more "
+            f"than {limit:,}): explain a type with smaller fixed dims or fewer dims")
+
+
 def _sample_leaf(value: Any, sizes: dict) -> Any:
     """Sample data for a fixed-dims placeholder: ones, or short words for string / bytes
     elements (a `{begin, size}` leaf over real characters); other leaves as they are."""
@@ -106,6 +123,7 @@ def _sample_leaf(value: Any, sizes: dict) -> Any:
         return value
     if np.dtype(v.dtype).kind in "SUV":
         return _ragged_sample(value, sizes)
+    _sample_size(v, sizes, SAMPLE_BYTES, "bytes", np.dtype(v.dtype).itemsize)
     return np.ones(tuple(_size(d, sizes) for d in v.shape), v.dtype)
 
 
@@ -119,6 +137,7 @@ def _ragged_sample(value: Any, sizes: dict) -> Any:
         return value
     if not isinstance(v, RaggedPlaceholder) and np.dtype(v.dtype).kind not in "SUV":
         return _sample_leaf(value, sizes)
+    _sample_size(v, sizes, SAMPLE_ITEMS, "items")
     count = iter(range(1 << 30))
     elem = type_text((), v.dtype)
     text_kind = np.dtype(v.dtype).kind in "SUV"  # strings and bytes: short words as samples
@@ -171,15 +190,18 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
     e = declared = as_expr(expr)
     if any(hasattr(v, "stand_in") for v in e.env.values()):  # partitioned (lazyk.dask)
         e = declared = _stood_in(e)
-        return ("== the work of one Dask partition (N rows; a reduction over the rows' axis "
-                "then combines the partitions' results):\n" + explain(e, ir, asm))
+        combined = any(n.op == REDUCE_OP and 0 in n.arg[1] for n in toposort(e.node))
+        return ("== the work of one Dask partition (N rows; " +
+                ("its reduction over the rows' axis is then combined with the other "
+                 "partitions'" if combined else "its rows are those rows of the result") +
+                "):\n" + explain(e, ir, asm))
     if has_rows(e.node):
         return _explain_rows(e, ir, asm)
     if has_text_where(e):
         return _explain_text_where(e, ir, asm)
     if e.node.op == "input" and is_text(e.dtype) and \
             isinstance(leaf_data(e.env[e.node.arg]), (np.ndarray, Placeholder)):
-        return (f"== expression: {type_text(e.shape, e.dtype)}\n== no kernel: the strings "
+        return (f"== expression: {e.type}\n== no kernel: the strings "
                 "themselves (evaluating them copies them)")
     sizes = symbol_sizes(e.node)
     if any(isinstance(v, RaggedPlaceholder) for v in e.env.values()) or (
@@ -443,8 +465,10 @@ def _explain_evaluated(obj: Any, target: str) -> str:
     exprs = obj.leaves() if isinstance(obj, Records) else [obj.x, obj.weights]
     leaves = [v for e in exprs if e is not None for v in as_expr(e).env.values()]
     if any(hasattr(v, "stand_in") for v in leaves):  # partitioned (lazyk.dask)
-        return ("== the work of one Dask partition (N rows; the partitions' counts are "
-                "then added):\n" + _explain_evaluated(_mapped(obj, _stood_in), target))
+        return ("== the work of one Dask partition (N rows; " +
+                ("its records are those rows of the result" if isinstance(obj, Records) else
+                 "the partitions' counts are then added") +
+                "):\n" + _explain_evaluated(_mapped(obj, _stood_in), target))
     sampled = _sampled(leaves)
     what = f"records {obj.type}: fields " + ", ".join(obj.fields) \
         if isinstance(obj, Records) else repr(obj)
@@ -506,8 +530,12 @@ def command(args: Any) -> int:
             return 2
         e = build_from_text(args.expr, types)
         if getattr(args, "target", "cpu") == "cuda":  # NVVM IR and PTX
+            if args.no_ir or args.no_asm:
+                print("error: --no-ir and --no-asm shorten the CPU's explain; --target cuda "
+                      "shows each kernel's NVVM IR and PTX", file=sys.stderr)
+                return 2
             try:
-                print(e.explain(target="cuda"))
+                print(explanation(e, target="cuda"))
             except DeviceError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 1

@@ -119,7 +119,7 @@ class FastCalls:
             self._check_shapes(list(shapes))
             try:
                 shape = np.broadcast_shapes(*shapes)
-            except ValueError:
+            except (ValueError, RuntimeError):  # (RuntimeError: NumPy's 32 dims at most)
                 return None  # the general path raises the ShapeError naming the operands
             if len(self._valid_shapes) > 64:
                 self._valid_shapes.clear()

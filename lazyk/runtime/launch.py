@@ -192,7 +192,7 @@ def _specialize(spec, arrays: list[np.ndarray]):
 
 def step_shape(step: Step, arrays: list[np.ndarray]) -> tuple:
     try:
-        return np.broadcast_shapes(*(a.shape for a in arrays))
+        return kernel.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         shapes = " and ".join(str(a.shape) for a in arrays)
         raise ShapeError(f"operands with shapes {shapes} do not broadcast") from None
@@ -349,10 +349,10 @@ def _check_out(prog: Program, out: np.ndarray, casting: str) -> None:
 
 
 def _check_result_shape(shape: tuple, out: np.ndarray) -> None:
-    try:
-        ok = np.broadcast_shapes(shape, out.shape) == out.shape
-    except ValueError:
-        ok = False
+    # (each dim of the result, from the right, is out's or 1: NumPy's broadcast_shapes
+    # takes 32 dims at most)
+    ok = len(shape) <= out.ndim and all(n in (m, 1) for n, m in zip(reversed(shape),
+                                                                    reversed(out.shape)))
     if not ok:
         raise ShapeError(f"could not broadcast result of shape {shape} into output of shape "
                          f"{out.shape}")

@@ -21,6 +21,7 @@ from lazyk.arrays import memory
 from lazyk.errors import ShapeError
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.ops import cast_values
+from lazyk.kernel.flat import broadcast_shapes
 from lazyk.types import Option
 
 
@@ -363,7 +364,7 @@ def line_up_rows(names: list[str], ops: list) -> tuple[Structure, list, list]:
     """The shape step per row (O(rows), no element is touched): result rows and, per
     operand, the source row of each result row and that row's length (1 = broadcasts)."""
     try:
-        outer = np.broadcast_shapes(*(op.outer for op in ops))
+        outer = broadcast_shapes(*(op.outer for op in ops))
     except ValueError:
         raise ShapeError("outer dims do not broadcast: " + ", ".join(
             f"{n} {op.outer}" for n, op in zip(names, ops))) from None

@@ -8,6 +8,7 @@ call (a native guard, `lazyk.kernel.dispatch.Dispatcher`).
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import weakref
@@ -37,6 +38,7 @@ from lazyk.frontend.operands import as_expr
 from lazyk.frontend.spec import PARAM_SLOT, pack_params
 from lazyk.frontend.ufuncs import NEGATIVE_INT_POWER
 from lazyk.kernel.dispatch import Dispatcher
+from lazyk.kernel.flat import broadcast_shapes
 from lazyk.lru import LRU, Memo
 from lazyk.runtime import launch as runtime
 from lazyk.runtime.device import gpu_launch
@@ -302,13 +304,11 @@ class _FastEntry:
                 for a in arrays:
                     if a.shape != shape:
                         try:
-                            shape = np.broadcast_shapes(*[a.shape for a in arrays])
+                            shape = broadcast_shapes(*[a.shape for a in arrays])
                         except ValueError:  # the general path names the operands
                             raise ShapeError("operands do not broadcast") from None
                         break
-                size = 1
-                for n in shape:
-                    size *= n
+                size = math.prod(shape)
                 if not self.reduce:
                     if size < self._thread_min:
                         o = np.empty(shape, self.dtype)
