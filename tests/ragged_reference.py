@@ -873,28 +873,32 @@ def argmin(x: RArray, axis: int | None = None, keepdims: bool = False) -> RArray
         RArray(RType((), np.dtype("int64"), True), data)
 
 
-def var(x: RArray, axis: int | None = None, ddof: int = 0) -> RArray:
-    """ak.var: sum((v - mean)^2) / (n - ddof) over the present values along `axis` (float64,
-    mean = sum / n in float64), NaN where n - ddof <= 0; a missing list at `axis` gives None.
-    Lists above a folded axis line up on the left."""
+def _var64(x: RArray, axis: int | None, ddof: int, root: bool) -> RArray:
+    """sum((v - mean)^2) / (n - ddof) in float64 (its square root with `root`), NaN where
+    n - ddof <= 0; then in NumPy's dtype of the result (float32 stays float32)."""
     def fn(group):
         vs = [np.float64(v) for _, v in group]
         if len(vs) - ddof <= 0:
             return float("nan")
         with np.errstate(all="ignore"):
             mean = sum(vs, np.float64(0)) / np.float64(len(vs))
-            return float(sum(((v - mean) ** 2 for v in vs), np.float64(0))
-                         / np.float64(len(vs) - ddof))
+            got = sum(((v - mean) ** 2 for v in vs), np.float64(0)) / np.float64(len(vs) - ddof)
+            return float(out.type(np.sqrt(got) if root else got))
+    out = np.var(np.ones(2, x.type.dtype)).dtype
     data, dims, option = _fold_left(x, axis, fn, False)
-    return _typed(data, dims, "float64", option) if dims else \
-        RArray(RType((), np.dtype("float64")), data)
+    return _typed(data, dims, out, option) if dims else RArray(RType((), out), data)
+
+
+def var(x: RArray, axis: int | None = None, ddof: int = 0) -> RArray:
+    """ak.var in NumPy's dtype (float32 values give float32; Awkward's is float64): the
+    present values along `axis`, summed in float64; a missing list at `axis` gives None.
+    Lists above a folded axis line up on the left."""
+    return _var64(x, axis, ddof, False)
 
 
 def std(x: RArray, axis: int | None = None, ddof: int = 0) -> RArray:
-    """ak.std: the square root of `var`."""
-    v = var(x, axis, ddof)
-    data = _rows(v.data, v.type.ndim, lambda s: None if s is None else float(np.sqrt(s)))
-    return RArray(v.type, data)
+    """ak.std in NumPy's dtype: the square root of `var`, taken in float64."""
+    return _var64(x, axis, ddof, True)
 
 
 # -- along the last axis

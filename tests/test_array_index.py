@@ -323,8 +323,7 @@ def test_closed_arrays_raise_cleanly():
     a.close()
     with pytest.raises(ValueError, match="closed"):
         a.to_list()
-    with pytest.raises(ValueError, match="closed"):
-        repr(a)
+    assert repr(a) == "array(<closed>)"  # (a repr never raises)
     b = lazyk.array([[1], [2, 3]])
     b.close()
     with pytest.raises(ValueError, match="closed"):

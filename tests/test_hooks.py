@@ -82,7 +82,7 @@ def test_reduction_out_goes_through_evaluate_with_unsafe_casting():
     assert a.sum(initial=1).to_numpy() == np.sum(a.to_numpy(), initial=1) == 8.5
     with pytest.raises(lazyk.NotSupportedError, match="initial= is supported for sum, prod"):
         a.mean(initial=1)
-    with pytest.raises(TypeError, match="'where' is not supported"):
+    with pytest.raises(lazyk.NotSupportedError, match="where= is not supported"):
         a.min(where=np.ones(3, bool))
     assert a.min(initial=0.5).to_numpy() == 0.5
 

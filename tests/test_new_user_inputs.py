@@ -347,8 +347,8 @@ def test_bytes_expression_and_mask_assignment_say_what_to_do():
 
 def test_a_compiled_call_given_a_histogram_names_the_input():
     f = lazyk.compile(lazyk.placeholder("x", "N * float64") * 2)
-    with pytest.raises(TypeError, match="inputs must be NumPy or lazyk arrays, lists or "
-                       "scalars, not Histogram"):
+    with pytest.raises(TypeError, match="inputs must be NumPy or lazyk arrays, lists, "
+                       "scalars or strings, not Histogram"):
         f(lazyk.histogram(np.arange(4.0), 2))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk import hooks
-from lazyk.errors import ShapeError, UnsupportedOperandError
+from lazyk.errors import NotSupportedError, ShapeError, UnsupportedOperandError
 
 _front_end: list[ModuleType] = []
 
@@ -195,7 +195,8 @@ def _reduction(name: str):
         # NOTE: np.sum(x) on a non-ndarray calls x.sum(axis=, out=, ...); accept NumPy's
         # spellings so `np.sum(lazy)` stays lazy (or writes into `out`).
         if kwargs.pop("where", True) is not True:
-            raise TypeError(f"{name}: 'where' is not supported")
+            raise NotSupportedError(f"{name}: where= is not supported (x[mask].{name}() "
+                                    "reduces the values the mask keeps)")
         if kwargs:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
         result = getattr(expr, name)(self, axis=axis, keepdims=keepdims, skipna=skipna,

@@ -228,8 +228,8 @@ def concatenate(arrays: Any, axis: int = 0) -> Expr:
     """
     if isinstance(arrays, dict) or not isinstance(arrays, (list, tuple)):
         raise TypeError(f"concatenate takes a list or tuple of arrays, not {type(arrays).__name__}")
-    if axis is None:
-        return concatenate([flatten(a, axis=None) for a in arrays], axis=0)
+    if axis is None:  # (NumPy's ravel of each: missing values kept, as numpy.ma's)
+        return concatenate([ravel(a) for a in arrays], axis=0)
     recs = [lined_up_fields(a) for a in arrays]
     if any(r is not None for r in recs):
         if any(r is None or sorted(r.fields) != sorted(recs[0].fields) for r in recs):
@@ -541,9 +541,9 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
     kernel with the work before it. `skipna=True` leaves missing values out, as lazyk's
     other reductions (without it, a missing value makes the result missing).
 
-    The dtype is NumPy's for fixed data (float32 stays float32, integers give float64,
-    complex its real dtype) and float64 over var dims (Awkward's `ak.var`); `dtype=` an
-    integer sums in it and truncates the mean and the result, as NumPy does.
+    The dtype is NumPy's (float32 stays float32, integers give float64, complex its real
+    dtype; over var dims the sums are in float64 first; Awkward's `ak.var` is float64);
+    `dtype=` an integer sums in it and truncates the mean and the result, as NumPy does.
 
     Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
     `[1.5555555555555556, nan]`.
@@ -576,8 +576,8 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
             raise TypeError(f"{name} with dtype=bool: pass a number dtype")
         ints = out if out.kind in "iu" else None
         work = out if out.kind in "fciu" else np.dtype(np.float64)
-    elif _var_dims(e) or builtins.any(flags(e)[0]):
-        out = np.dtype(np.float64)  # Awkward's
+    elif _var_dims(e) or builtins.any(flags(e)[0]):  # (in float64, given in NumPy's dtype
+        out = np.var(np.ones(2, e.dtype)).dtype  # as `mean` is: Awkward's is float64)
         work = np.dtype(np.complex128 if complex_ else np.float64)
     else:
         out = np.var(np.ones(2, e.dtype)).dtype

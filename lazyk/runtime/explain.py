@@ -239,6 +239,9 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
             vals = param_values(step.spec.params, step.consts)
             out.append("params (kernel data after the strides, 16 bytes each): " + ", ".join(
                 f"p{j} = {v.item()!r}" for j, v in enumerate(vals)))
+    if prog.steps and not record:
+        out.append("== no launch: the data holds no elements, so no kernel ran (explain it on "
+                   "data with elements, or on placeholders, for the layout, IR and assembly)")
     for k, (spec, layout) in enumerate(record):
         out.append(f"== launch {k + 1}: layout after passes.dims\n{format_layout(layout)}")
         out.append(f"== launch {k + 1}: kernel data\n{format_kernel_data(layout)}")
@@ -323,7 +326,7 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
     kernel specs, layouts, kernel data, LLVM IR and assembly (`target='cuda'`: each kernel's
     NVVM IR and PTX instead, loop nests over var dims and missing values included). A
     histogram or records (`lazyk.zip`, `lazyk.combinations`) show the kernels that compute
-    them.
+    them; a tuple of them (what `lazyk.evaluate(e1, e2, ...)` takes), each one's.
 
     `lazyk.explain(e)` is `e.explain()`; a numexpr-style string takes its names from the
     caller's frame or from `local_dict` / `global_dict`, as `lazyk.evaluate` does
@@ -341,6 +344,10 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
                          frame.f_globals if global_dict is None else global_dict)
         finally:
             del frame
+    if isinstance(expr, (tuple, list)) and expr:  # `lazyk.evaluate(e1, e2, ...)`'s results
+        return Explanation("\n".join(
+            f"== result {k + 1} of {len(expr)} (lazyk.evaluate of them all runs the work "
+            f"they share once)\n{explanation(e, target)}" for k, e in enumerate(expr)))
     try:
         return _explanation(expr, target)
     except (ShapeError, IndexError, ValueError, NotSupportedError) as err:  # (explain says so)

@@ -542,8 +542,8 @@ _nest_by_token = Memo(1024, "expression nests by build token")
 def _bind_nest(e, key, names_, arrays: list) -> Any:
     """The `_NestRun` of `e` over var / option lazyk arrays (its leaves: `arrays`, named
     `names_` when known), or None where they are not all such or no prepared nest runs it."""
-    if not all(type(a) is Array for a in arrays):
-        return None
+    if not all(type(a) is Array for a in arrays) or int_exponents(e.node):
+        return None  # (integer powers: their exponents checked by the general path first)
     full = (key, tuple([a.type for a in arrays]))
     entry = _nest_entries.get(full)
     if entry is None:
