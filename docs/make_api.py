@@ -93,6 +93,12 @@ EXAMPLES = {
                    "lazyk.concatenate([x, y], axis=1).eval()",
     "is_none": "lazyk.is_none(lazyk.array([[1, None], None]), axis=1).eval()",
     "fill_none": "lazyk.fill_none(lazyk.array([[1.5, None], []]), 0).eval()",
+    "ravel": "lazyk.ravel(lazyk.array([[1, None], None, [3]])).eval()",
+    "unzip": "a, b = lazyk.unzip(lazyk.combinations(lazyk.array([[1, 2, 3]]), 2))\n"
+             "(a + b).eval()",
+    "nan_to_num": "lazyk.nan_to_num(lazyk.array([1.0, float('nan'), float('inf')])).eval()",
+    "isclose": "lazyk.isclose(lazyk.array([1.0, 2.0]), [1.0 + 1e-9, 2.1]).eval()",
+    "values_astype": "lazyk.values_astype(lazyk.array([[1.5], [2.5, 3.5]]), 'int32').eval()",
     "full_like": "lazyk.full_like(lazyk.array([[1.5, None], []]), 7).eval()",
     "ones_like": "lazyk.ones_like(lazyk.array([[1, 2], [3]])).eval()",
     "zeros_like": "lazyk.zeros_like(lazyk.array([[1.5, None]]), dtype='int32').eval()",

@@ -87,6 +87,7 @@ from lazyk.frontend.rowops import (
     num,
     ones_like,
     pad_none,
+    ravel,
     sort,
     std,
     var,
@@ -94,11 +95,13 @@ from lazyk.frontend.rowops import (
 )
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.frontend.strings import endswith, startswith, str_len
-from lazyk.frontend.tuples import argcartesian, argcombinations, cartesian, combinations
+from lazyk.frontend.tuples import argcartesian, argcombinations, cartesian, combinations, unzip
 from lazyk.frontend.ufuncs import (
     astype,
     clip,
     imag,
+    isclose,
+    nan_to_num,
     positive,
     real,
     where,
@@ -141,6 +144,7 @@ _cpu.warm_up()  # LLVM loads in the background while the program builds its data
 # `lazyk.explain(e)` is `e.explain()`: the function, not the module of the same name (which
 # stays importable as `lazyk.explain` through sys.modules, e.g. `from lazyk.explain import x`).
 explain = _explain.explanation
+values_astype = astype  # (Awkward's name)
 
 # The public API (`help(lazyk)`, `from lazyk import *`, docs/api.md; keep sorted). Names that
 # shadow builtins (abs, all, any, max, min, sum, compile) work like NumPy's on arrays.
@@ -204,16 +208,19 @@ __all__ = [
     "histogram",
     "imag",
     "is_none",
+    "isclose",
     "local_index",
     "max",
     "mean",
     "min",
+    "nan_to_num",
     "num",
     "ones_like",
     "pad_none",
     "placeholder",
     "positive",
     "prod",
+    "ravel",
     "re_evaluate",
     "real",
     "set_num_threads",
@@ -227,6 +234,8 @@ __all__ = [
     "to_arrow",
     "to_awkward",
     "types",
+    "unzip",
+    "values_astype",
     "var",
     "where",
     "zeros",

@@ -288,6 +288,8 @@ class Array(Operators, InPlace, Conversions):
         if type(index) is list and index and all(isinstance(k, str) for k in index) and \
                 (fields := operators.front_end().record_fields(self)) is not None:
             return fields[index].eval()  # (Awkward's projection: r[["pt", "q"]])
+        if type(index) is tuple and len(index) > 1 and all(type(k) is str for k in index):
+            return self[index[0]][index[1:] if len(index) > 2 else index[1]]  # (a field path)
         items = index if isinstance(index, tuple) else (index,)
         if self._np is None and any(isinstance(i, (bool, np.bool_)) for i in items):
             items = bool_items(items)

@@ -13,6 +13,7 @@ from lazyk.codegen.emit import I1, I8, I64, P8
 from lazyk.codegen.levels import FIXED, VAR, Gathered, Pick, tuple_bounds, tuple_count
 from lazyk.codegen.llvm import for_loop
 from lazyk.codegen.nest_window import LEAD, NO_VECTOR, WINDOW, hinted_loop
+from lazyk.errors import NotSupportedError
 
 
 class NestWalk:
@@ -412,6 +413,11 @@ class NestWalk:
             self.check(ok, 2, k, path, j, ln, have, src)
             one = b.icmp_signed("==", ln, c(1))
             glen[g] = (b.select(one, have, ln), b.select(one, src, c(j)))
+        if any(tup.group(s) not in glen for s in range(tup.slots)):  # (no operand's rows)
+            raise NotSupportedError(
+                "this selection or take-back of one field of combinations / cartesian "
+                "tuples over missing rows is not supported yet: evaluate the field first "
+                "(f = lazyk.cartesian([x, y])['0'].eval()), then select from it (f[f > 5])")
         slots = [glen[tup.group(s)][0] for s in range(tup.slots)]
         self.slot_lens[k] = slots
         if self.levels[k] is VAR:

@@ -153,7 +153,9 @@ class Expr(Operators):
 
     def __len__(self) -> int:
         if not self.shape or not isinstance(self.shape[0], int):
-            raise TypeError(f"len() of a 0-d or symbolic expression ({summary(self)})")
+            raise TypeError(f"len() of a 0-d expression, or one whose length is known only "
+                            f"once evaluated ({summary(self)}): lazyk.num(x, axis=0) counts "
+                            "lazily, len(x.eval()) evaluates")
         return self.shape[0]
 
     def __iter__(self):

@@ -96,6 +96,8 @@ class Records:
         return list(self._fields)
 
     def __getitem__(self, key: Any):
+        if type(key) is tuple and len(key) > 1 and all(type(k) is str for k in key):
+            return self[key[0]][key[1:] if len(key) > 2 else key[1]]  # (a field path)
         if isinstance(key, str) or (self._tuple and isinstance(key, (int, np.integer))
                                     and not isinstance(key, bool)):
             if str(key) not in self._fields:
@@ -147,12 +149,10 @@ class Records:
                              f"among the fields {list(fields)}")
 
     def _field(self, name: str):
-        """Field `name` with the records' lists (as Awkward's): a field given with other
-        dims (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) is
-        stretched against the other fields, so a fold or row operation of it alone sees
-        one value per record."""
-        if self._lined is None:  # (True: as they are; lists that may differ are checked
-            # where used)
+        """Field `name` with the records' lists (as Awkward's): a field of other dims
+        (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) stretched
+        against the other fields: a fold of it alone sees one value per record."""
+        if self._lined is None:  # (True: as they are; differing lists checked where used)
             self._lined = one_shape(self, taken_strings=True) or \
                 _lined_up(self, shapes_only=True)
         return (self if self._lined is True else self._lined)._fields[name]
@@ -251,10 +251,10 @@ class Records:
         return iter(self.eval())
 
     def __len__(self) -> int:
-        shape = self.shape
-        if not shape or not isinstance(shape[0], int):
-            raise TypeError("len() of records whose length is not known before evaluation")
-        return shape[0]
+        if not self.shape or not isinstance(self.shape[0], int):
+            raise TypeError("len() of records whose length is known only once evaluated: "
+                            "lazyk.num(r, axis=0) counts lazily, len(r.eval()) evaluates")
+        return self.shape[0]
 
     # --- not operands: arithmetic, reductions and NumPy's functions take a field
     def _refused(self, what: str):

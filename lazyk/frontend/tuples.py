@@ -446,4 +446,18 @@ def has_picks(root: Node) -> bool:
     return any(n.op == PICK_OP for n in toposort(root))
 
 
-__all__ = ["Combos", "Product", "argcartesian", "argcombinations", "cartesian", "combinations", "has_picks"]
+
+
+def unzip(records: Any) -> tuple:
+    """Lazy `ak.unzip`: the fields of records (lazy records, `combinations` / `cartesian`
+    tuples, a lazyk array of records), in order, as a tuple:
+    `a, b = lazyk.unzip(lazyk.combinations(jets, 2))`."""
+    rec = record_fields(records)
+    if rec is None:
+        raise TypeError(f"unzip takes records, not {type(records).__name__}" +
+                        ("" if not hasattr(records, "type") else f" of type {records.type}"))
+    return tuple(rec[f] for f in rec.fields)
+
+
+__all__ = ["Combos", "Product", "argcartesian", "argcombinations", "cartesian", "combinations",
+           "has_picks", "unzip"]

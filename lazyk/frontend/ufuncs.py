@@ -293,6 +293,38 @@ def clip(x: Any, a_min: Any, a_max: Any) -> Expr:
     return apply("clip", x, a_min, a_max)
 
 
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Expr:
+    """Lazy `np.nan_to_num`: NaN replaced by `nan`, infinities by `posinf` / `neginf` (the
+    dtype's largest and smallest finite values by default); integers as they are."""
+    e = as_expr(x)
+    if e.dtype.kind not in "fc":
+        return e
+    if e.dtype.kind == "c":  # (each part on its own, as NumPy's)
+        return apply("add", nan_to_num(real(e), nan=nan, posinf=posinf, neginf=neginf),
+                     apply("multiply", nan_to_num(imag(e), nan=nan, posinf=posinf,
+                                                  neginf=neginf), 1j))
+    big = np.finfo(e.dtype)
+    got = where(apply("isnan", e), nan, e)
+    got = where(apply("equal", e, np.inf), big.max if posinf is None else posinf, got)
+    return where(apply("equal", e, -np.inf), big.min if neginf is None else neginf, got)
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Expr:
+    """Lazy `np.isclose`: |a - b| <= atol + rtol * |b|, equal infinities close, NaN close to
+    NaN only with `equal_nan`."""
+    a, b = (np.asarray(v) if isinstance(v, (list, tuple)) else v for v in (a, b))
+    finite = apply("logical_and", apply("isfinite", a), apply("isfinite", b))
+    near = apply("less_equal", apply("absolute", apply("subtract", a, b)),
+                 apply("add", atol, apply("multiply", rtol, apply("absolute", b))))
+    got = apply("logical_or", apply("logical_and", finite, near), apply("equal", a, b))
+    if equal_nan:
+        got = apply("logical_or", got, apply("logical_and", apply("isnan", a),
+                                             apply("isnan", b)))
+    return got
+
+
 def real(x: Any) -> Expr:
     """Lazy real part (the value itself for real dtypes)."""
     e = as_expr(x)

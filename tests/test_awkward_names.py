@@ -1,0 +1,82 @@
+"""Awkward's names a ported analysis reaches for: `unzip`, `ravel`, `nan_to_num`, `isclose`,
+`values_astype`, field paths, against Awkward and NumPy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+
+ak = pytest.importorskip("awkward")
+
+
+def test_unzip_of_combinations_and_records():
+    rows = [[1.0, 2.0, 3.0], [4.0], []]
+    a1, a2 = ak.unzip(ak.combinations(ak.Array(rows), 2))
+    p1, p2 = lazyk.unzip(lazyk.combinations(lazyk.array(rows), 2))
+    assert (p1 + p2).eval().tolist() == (a1 + a2).to_list()
+    r = lazyk.zip({"pt": lazyk.array(rows), "q": lazyk.array([[1, -1, 1], [1], []])})
+    pt, q = lazyk.unzip(r)
+    assert (pt * q).eval().tolist() == [[1.0, -2.0, 3.0], [4.0], []]
+    with pytest.raises(TypeError, match="unzip takes records"):
+        lazyk.unzip(lazyk.array(rows))
+
+
+def test_ravel_keeps_missing_values_as_awkward():
+    data = [[1, None], None, [3], []]
+    assert lazyk.ravel(lazyk.array(data)).eval().tolist() == ak.ravel(ak.Array(data)).to_list()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_nan_to_num_as_numpy(dtype):
+    a = np.array([1.0, np.nan, np.inf, -np.inf, 2.0]).astype(dtype)
+    if a.dtype.kind == "c":
+        a = a + 1j * a[::-1]
+    for kw in ({}, {"nan": -1.0, "posinf": 9.0}, {"neginf": -7.0}):
+        got = lazyk.nan_to_num(lazyk.array(a), **kw).eval().to_numpy()
+        want = np.nan_to_num(a, **kw)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        lazy = np.nan_to_num(lazyk.array(a) + 0, **kw)
+        assert isinstance(lazy, lazyk.Expr)
+        np.testing.assert_array_equal(lazy.eval().to_numpy(), want)
+    r = [[1.0, np.nan], [np.inf], []]
+    assert lazyk.nan_to_num(lazyk.array(r)).eval().tolist() == \
+        ak.nan_to_num(ak.Array(r)).to_list()
+
+
+def test_isclose_as_numpy():
+    a = np.array([1.0, np.nan, np.inf, -np.inf, 2.0, 0.0])
+    b = np.array([1.0 + 1e-9, np.nan, np.inf, np.inf, 2.1, 1e-9])
+    for kw in ({}, {"equal_nan": True}, {"rtol": 0.1}, {"atol": 0.0}):
+        got = lazyk.isclose(lazyk.array(a), b, **kw).eval().to_numpy()
+        np.testing.assert_array_equal(got, np.isclose(a, b, **kw))
+        lazy = np.isclose(lazyk.array(a) * 1, b, **kw)
+        np.testing.assert_array_equal(lazy.eval().to_numpy(), np.isclose(a, b, **kw))
+
+
+def test_values_astype_and_field_paths():
+    x = lazyk.array([[1.5, 2.5], [3.5]])
+    got = lazyk.values_astype(x, np.int32).eval()
+    assert str(got.type) == "2 * var * int32" and got.tolist() == [[1, 2], [3]]
+    a = ak.Array([{"Jet": [{"pt": 1.0, "eta": 0.1}], "met": 3.0}, {"Jet": [], "met": 4.0}])
+    ev = lazyk.from_awkward(a)
+    assert ev["Jet", "pt"].tolist() == a["Jet", "pt"].to_list()
+    z = lazyk.zip({"Jet": lazyk.zip({"pt": lazyk.array([[1.0], []])}),
+                   "met": lazyk.array([3.0, 4.0])}, depth_limit=1)
+    assert z["Jet", "pt"].eval().tolist() == [[1.0], []]
+    with pytest.raises(KeyError, match="nope"):
+        ev["Jet", "nope"]
+
+
+def test_selecting_one_field_of_a_product_over_missing_rows_is_refused_plainly():
+    x = lazyk.fill_none(lazyk.array([[12.0, None], [25.0], None]), 0.0)
+    c = lazyk.cartesian([x, x])["0"]
+    try:
+        got = c[c > 5].eval().tolist()
+    except lazyk.NotSupportedError as err:
+        assert "evaluate the field first" in str(err)
+    else:  # (once supported: Awkward's values)
+        assert got == [[12.0, 12.0], [25.0], None]
+    f = lazyk.cartesian([x, x])["0"].eval()
+    assert f[f > 5].eval().tolist() == [[12.0, 12.0], [25.0], None]
