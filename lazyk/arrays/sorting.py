@@ -152,7 +152,8 @@ def sorted_values(lists: Column, ascending: bool):
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
     off, lens, v, missing, _ = _row_items(lists)
-    if short(lens) and missing is None and v.dtype.name in _NATIVE:  # natively, values
+    if short(lens) and len(v) <= 16 * len(lens) and missing is None and \
+            v.dtype.name in _NATIVE:  # natively, values (longer lists: NumPy's row sorts)
         out = np.empty(len(v), v.dtype)
         hooks.sort_values(off, np.ascontiguousarray(v), out, ascending)
         return Leaf(out), off

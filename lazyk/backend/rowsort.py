@@ -2,10 +2,10 @@
 the positions the keys came from (`sort_rows`, an argsort), and each list of numbers as they
 are (`sort_values`). The lists of collision events hold a few items each; NumPy's stable
 argsort of a padded matrix of them paid for the padding and a call per row
-(`lazyk.arrays.sorting` sorts longer lists so). A list of up to 8 items goes through a
-sorting network (Batcher's: `PAIRS`, `PAIRS4`) with no branch on its values (a branch per
-comparison mispredicts half the time on random values); longer lists take a stable
-insertion sort.
+(`lazyk.arrays.sorting` sorts longer lists so). A short list goes through a sorting network
+(Batcher's: `batcher`; values up to 16, keys with positions up to 8) with no branch on its
+values (a branch per comparison mispredicts half the time on random values); longer lists
+take a stable insertion sort.
 """
 from __future__ import annotations
 
@@ -101,9 +101,22 @@ exit:
 """
 
 
-# Batcher's odd-even merge sort of 8 items: 19 compare-exchanges (the fewest for 8).
-PAIRS = ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (1, 2), (5, 6),
-         (0, 4), (1, 5), (2, 6), (3, 7), (2, 4), (3, 5), (1, 2), (3, 4), (5, 6))
+def batcher(n: int) -> tuple:
+    """The compare-exchanges (i, j), i < j, of Batcher's odd-even merge sort of n items (n a
+    power of two): 5 for 4 items, 19 for 8 (the fewest for 8), 63 for 16."""
+    pairs, p = [], 1
+    while p < n:
+        k = p
+        while k >= 1:
+            for j in range(k % p, n - k, 2 * k):
+                pairs += [(i + j, i + j + k) for i in range(min(k, n - j - k))
+                          if (i + j) // (2 * p) == (i + j + k) // (2 * p)]
+            k //= 2
+        p *= 2
+    return tuple(pairs)
+
+
+PAIRS = batcher(8)  # the argsort's network
 WIDTH = 8
 
 
@@ -167,9 +180,9 @@ def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> N
 
 # The argument record of a value sort (int64 words): 0 lists, 1 parts, 2 the offsets (as
 # for keys), 3 the values, 4 the sorted values (the same dtype, contiguous, as many).
-# A list of 2 to 8 values goes through a network of 4 or 8 (`NET4`, `NET8`), comparing the
-# values themselves; a list holding NaN or a zero, or longer, takes the insertion sort by
-# keys.
+# A list of 2 to 16 values goes through the smallest network of `NETWORKS` it fits
+# (`CLASSES`), comparing the values themselves; a list holding NaN or a zero, or longer,
+# takes the insertion sort by keys.
 _VALUES_IR = r"""
 define void @NAME(ptr noalias %a, i64 %part) {
 entry:
@@ -189,22 +202,13 @@ ROW off r s e
   %vb = getelementptr VT, ptr %src, i64 %s
   %ob = getelementptr VT, ptr %dst, i64 %s
   %one = icmp sle i64 %n, 1
-  br i1 %one, label %single, label %several
+  br i1 %one, label %single, label %several4
 single:
   %has = icmp eq i64 %n, 1
   br i1 %has, label %copy, label %next
-several:
-  %four = icmp sle i64 %n, 4
-  br i1 %four, label %net4, label %several8
-several8:
-  %eight = icmp sle i64 %n, 8
-  br i1 %eight, label %net8, label %copy
-net4:
-NET4
-net8:
-NET8
+CLASSES
 copy:
-  %c = phi i64 [0, %single], [0, %several8], [0, %net4.nan], [0, %net8.nan], [%c1, %copied]
+  %c = phi i64 [0, %single], [0, %LAST], NANS[%c1, %copied]
   %cmore = icmp slt i64 %c, %n
   br i1 %cmore, label %copied, label %outer
 copied:
@@ -257,8 +261,8 @@ _NAN_KEY = _TOP - 2  # every NaN's key: above every number (`lazyk.arrays.sortin
 VALUE_TYPES = {"float64": "double", "float32": "float", "int64": "i64", "int32": "i32",
                "int16": "i16", "int8": "i8", "uint64": "i64", "uint32": "i32", "uint16": "i16",
                "uint8": "i8", "bool": "i8"}
-# Batcher's networks: 5 compare-exchanges sort 4 items, 19 sort 8 (the fewest for each)
-PAIRS4 = ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2))
+# The values' networks by list length (`batcher`): a list of 2-4 values takes 4's, ...
+NETWORKS = (4, 8, 16)
 
 
 def _key(dtype: np.dtype, ascending: bool, v: str, k: str) -> list:
@@ -337,10 +341,15 @@ def _network(dtype: np.dtype, ascending: bool, width: int, pairs: tuple) -> str:
 
 
 def _values_text(name: str, dtype: np.dtype, ascending: bool) -> str:
-    text = _VALUES_IR.replace("NET4", _network(dtype, ascending, 4, PAIRS4)).replace(
-        "NET8", _network(dtype, ascending, WIDTH, PAIRS))
-    if dtype.kind != "f":  # (no NaN: no way from a network to the insertion sort)
-        text = text.replace(", [0, %net4.nan], [0, %net8.nan]", "")
+    classes = []
+    for w in NETWORKS:  # several<w>: the list fits network w, else the next one's test
+        after = f"several{w * 2}" if w != NETWORKS[-1] else "copy"
+        classes += [f"several{w}:", f"  %fits{w} = icmp sle i64 %n, {w}",
+                    f"  br i1 %fits{w}, label %net{w}, label %{after}", f"net{w}:",
+                    _network(dtype, ascending, w, batcher(w))]
+    text = _VALUES_IR.replace("CLASSES", "\n".join(classes)).replace(
+        "LAST", f"several{NETWORKS[-1]}").replace(
+        "NANS", "".join(f"[0, %net{w}.nan], " for w in NETWORKS) if dtype.kind == "f" else "")
     lines = []
     for line in text.split("\n"):
         parts = line.split()
