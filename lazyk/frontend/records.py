@@ -487,8 +487,7 @@ def _named_leaves(rec: Records) -> list:
 
 def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
     """Lazy `ak.zip`: records whose fields are `arrays` (a dict of name -> array,
-    expression or records; a list or tuple gives a tuple, fields "0", "1", ...), nothing
-    computed.
+    expression or records; a list or tuple gives a tuple, fields "0", "1", ...).
 
     The fields line up as lazyk's operands do (from the right: a per-event value meets
     per-object values as `met[:, None]`); the records sit as deep as the fields' dims go
@@ -503,7 +502,7 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
         ShapeError: the fields do not line up (now, or when evaluated, naming the row); a
             records field has its records above the zip's (give a depth_limit).
         ValueError: no fields, or a depth_limit below 1.
-        TypeError: not a dict, list or tuple; a field name that is not a str.
+        TypeError: not a dict, list or tuple; a field name not a str, a field a str.
     """
     if isinstance(arrays, dict):
         items, is_tuple = list(arrays.items()), False
@@ -522,11 +521,12 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
     for k, v in items:
         if not is_tuple and not isinstance(k, str):
             raise TypeError(f"zip: field names are str, not {type(k).__name__}")
+        if isinstance(v, (str, bytes)):
+            raise TypeError(f"zip: field {k!r} is a Python {type(v).__name__}: fields are arrays")
         rec = record_fields(v)
         fields[k] = rec if rec is not None else operands("zip", (v,))[0]
     rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
-    # (its depth now: row operations move it)
-    rec = Records(rec._fields, rec.depth, is_tuple, own_fields=True)
+    rec = Records(rec._fields, rec.depth, is_tuple, own_fields=True)  # (its depth now)
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)
     if rows_may_miss(rec.leaves(), rec.depth) and not _aligned(rec):
         # (a row missing in one field is missing in every field)

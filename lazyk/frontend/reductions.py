@@ -42,6 +42,10 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: bo
     both, as pandas' `skipna` does. `initial` (sum, prod, min and max) is folded into every
     result, so a slice with nothing to fold gives `initial`.
     """
+    if initial is not None and (not isinstance(initial, (int, float, complex, np.number)) or
+                                isinstance(initial, np.ndarray)):
+        raise TypeError(f"{op}: initial must be a number, not {type(initial).__name__} "
+                        f"{initial!r:.40}")
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna, "dtype": dtype,
           "initial": initial, "skipnan": skipnan}
     # by exact type: `keepdims=1`, `axis=True` are refused by the builder, never keyed
@@ -139,6 +143,8 @@ def _initial_value(op: str, initial: Any, acc: np.dtype) -> Any:
     """`initial` in the accumulator dtype, converted as NumPy converts it: an integer
     accumulator takes `int(initial)` and refuses a value out of its range (OverflowError),
     where a plain cast would wrap it around into a wrong result."""
+    if isinstance(initial, (complex, np.complexfloating)) and acc.kind != "c":
+        raise TypeError(f"{op}: initial={initial!r} is complex, the {acc} data are not")
     if acc.kind not in "iu":
         return np.asarray(initial).astype(acc).item()
     if isinstance(initial, (complex, np.complexfloating)) or \

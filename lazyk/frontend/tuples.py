@@ -230,6 +230,9 @@ def _pick_shape(shapes: list, tuples, slot: int, axis: int, position: bool) -> t
     value = shapes[slot if len(shapes) > 1 else 0]
     shape = list(value[:axis + 1] if position else value)
     shape[axis] = tuples.count(sizes) if all(isinstance(n, int) for n in sizes) else None
+    if shape[axis] is not None and shape[axis] >= 1 << 62:  # (an array cannot hold them)
+        raise ValueError(f"{tuples} of rows of {' and '.join(map(str, sizes))} items: "
+                         f"{shape[axis]:.3g} tuples per row, more than any array holds")
     return tuple(shape)
 
 

@@ -297,6 +297,10 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
                neginf: Any = None) -> Expr:
     """Lazy `np.nan_to_num`: NaN replaced by `nan`, infinities by `posinf` / `neginf` (the
     dtype's largest and smallest finite values by default); integers as they are."""
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and (not isinstance(v, (int, float, np.number)) or
+                              isinstance(v, (complex, np.complexfloating))):
+            raise TypeError(f"nan_to_num: {name} must be a real number, not {v!r:.40}")
     e = as_expr(x)
     if e.dtype.kind not in "fc":
         return e
@@ -314,7 +318,11 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Expr:
     """Lazy `np.isclose`: |a - b| <= atol + rtol * |b|, equal infinities close, NaN close to
     NaN only with `equal_nan`."""
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(v, (int, float, np.number)) or isinstance(v, complex):
+            raise TypeError(f"isclose: {name} must be a real number, not {v!r:.40}")
     a, b = (np.asarray(v) if isinstance(v, (list, tuple)) else v for v in (a, b))
+    refuse_text("isclose", [as_expr(a), as_expr(b)])
     finite = apply("logical_and", apply("isfinite", a), apply("isfinite", b))
     near = apply("less_equal", apply("absolute", apply("subtract", a, b)),
                  apply("add", atol, apply("multiply", rtol, apply("absolute", b))))

@@ -334,9 +334,12 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
     prints with its line breaks at a prompt and as preformatted text in a notebook; it
     runs the expression once, on its data or (for placeholders) on sample data.
     """
-    if target not in ("cpu", "cuda"):
+    if not isinstance(target, str) or target not in ("cpu", "cuda"):
         hint = " (a string's names: local_dict=...)" if isinstance(target, dict) else ""
-        raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r:.80}{hint}")
+        raise ValueError(f"explain: target must be 'cpu' or 'cuda', not {target!r:.80}{hint}"
+                         " (explain() shows the expression it is called on: it takes no "
+                         "data)" if hasattr(target, "shape") else
+                         f"explain: target must be 'cpu' or 'cuda', not {target!r:.80}{hint}")
     if isinstance(expr, str):  # names from the caller's frame, as `lazyk.evaluate` reads them
         frame = sys._getframe(1)  # (the caller of `lazyk.explain`, which is this function)
         try:
@@ -348,8 +351,13 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
         return Explanation("\n".join(
             f"== result {k + 1} of {len(expr)} (lazyk.evaluate of them all runs the work "
             f"they share once)\n{explanation(e, target)}" for k, e in enumerate(expr)))
+    return _explained(expr, target)
+
+
+def _explained(expr: Any, target: str, ir: bool = True, asm: bool = True) -> Explanation:
+    """`explanation`, or what running the expression raised, said after its graph."""
     try:
-        return _explanation(expr, target)
+        return _explanation(expr, target, ir, asm)
     except (ShapeError, IndexError, ValueError, NotSupportedError) as err:  # (explain says so)
         if isinstance(err, NotSupportedError) and target != "cpu":
             raise  # (what the GPU does not take: refused by name)
@@ -366,7 +374,7 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
                            "run are shown for data it runs on)")
 
 
-def _explanation(expr: Any, target: str) -> Explanation:
+def _explanation(expr: Any, target: str, ir: bool = True, asm: bool = True) -> Explanation:
     """`explanation` of an expression, array, histogram, records or compiled expression."""
     if isinstance(expr, (Histogram, Records)):
         return Explanation(_explain_evaluated(expr, target))
@@ -384,7 +392,7 @@ def _explanation(expr: Any, target: str) -> Explanation:
         if _dense(e):
             return Explanation(explain_cuda(e))
         return Explanation(_explain_cuda_nests(e))
-    return Explanation(explain(expr))
+    return Explanation(explain(expr, ir, asm))
 
 
 def _dense(e: Expr) -> bool:
@@ -547,7 +555,7 @@ def command(args: Any) -> int:
                 print(f"error: {err}", file=sys.stderr)
                 return 1
             return 0
-        print(explain(e, ir=not args.no_ir, asm=not args.no_asm))
+        print(_explained(e, "cpu", ir=not args.no_ir, asm=not args.no_asm))
     except (TypeError, ValueError, NameError, SyntaxError, NotImplementedError,
             ArithmeticError, LookupError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)

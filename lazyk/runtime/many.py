@@ -14,12 +14,16 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.arrays.trees import rows_memo
 from lazyk.backend.threads import rouse
+from lazyk.errors import ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import most_rows
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
+from lazyk.frontend.reductions import reduce
+from lazyk.frontend.rowops import num
+from lazyk.frontend.ufuncs import logical_and, where
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
@@ -147,6 +151,25 @@ def evaluate_many(*items: Any) -> tuple:
         return _evaluate_many(items)
 
 
+def _weights_fit(h: Histogram) -> None:
+    """ShapeError where the values would stretch to the weights' rows (a row of one value
+    against a row of three weights counted that value three times): the weights broadcast
+    to the values, never the values to the weights (numpy.histogram takes weights of the
+    values' shape)."""
+    if h.weights is None or None not in h.x.shape + h.weights.shape:
+        return  # (fixed dims: checked when the histogram was made)
+    both = where(True, h.x, h.weights)  # (the rows they pair in)
+    for k in range(1, h.x.ndim):
+        if h.x.shape[k] is None or h.x.shape[k] == 1:
+            stretched = logical_and(num(h.x, axis=k) == 1, num(both, axis=k) != 1)
+            if launch.truth(evaluate_one(reduce("any", stretched, skipna=True))):
+                raise ShapeError(
+                    f"histogram of values ({h.x.type}) with weights ({h.weights.type}): a row "
+                    f"of one value at axis {k} meets a row of another number of weights: the "
+                    "weights broadcast to the values (one weight per value, or a row of one "
+                    "weight per row of values), never the values to the weights")
+
+
 def _evaluate_many(items: tuple) -> tuple:
     if all(type(x) is Histogram for x in items):  # (a pass kept bound to its arrays)
         got = bound_histograms(list(items))
@@ -159,6 +182,7 @@ def _evaluate_many(items: tuple) -> tuple:
     for i, x in enumerate(items):
         if isinstance(x, Histogram):
             x.reread()  # (edges from the data: read now)
+            _weights_fit(x)
             hists.setdefault(x.kept_index()[0].shape, []).append(i)
     for group in hists.values():
         hs = [items[i] for i in group]
