@@ -17,16 +17,22 @@ from lazyk.backend.rowcheck import native_function, row_kernel
 from lazyk.backend.rowcopy import MIN_ROWS
 from lazyk.backend.threads import parallel_for, parts_for
 
+
 # The argument record (int64 words): 0 lists, 1 parts, 2 the offsets (n + 1, contiguous,
 # rising, inside the keys: the caller's own), 3 the keys, 4 the positions.
-_IR = r"""
-define void @lazyk_sort_rows(ptr noalias %a, i64 %part) {
+def _head(name: str, vt: str, pad: str, first: str, one: str) -> str:
+    """The IR every row sort opens with: function `name` over the part's rows, a list's two
+    arrays (words 3 and 4, of `vt` items from its start: `%kb`, `%pb`), a padding slot
+    holding `pad` and a slot to write padding into (`%sink`); a list of one item goes to
+    block `one`, an empty one to the next row, the others to `first`."""
+    return f"""
+define void @{name}(ptr noalias %a, i64 %part) {{
 entry:
 PART_ROWS
 WORDS 2 off:ptr keys:ptr pos:ptr
-  %pad = alloca i64
-  store i64 9223372036854775807, ptr %pad
-  %sink = alloca i64
+  %pad = alloca {vt}
+  store {vt} {pad}, ptr %pad
+  %sink = alloca {vt}
   br label %row
 row:
   %r = phi i64 [%lo, %entry], [%r1, %next]
@@ -35,13 +41,16 @@ row:
 body:
 ROW off r s e
   %n = sub i64 %e, %s
-  %kb = getelementptr i64, ptr %keys, i64 %s
-  %pb = getelementptr i64, ptr %pos, i64 %s
+  %kb = getelementptr {vt}, ptr %keys, i64 %s
+  %pb = getelementptr {vt}, ptr %pos, i64 %s
   %one = icmp sle i64 %n, 1
-  br i1 %one, label %single, label %several
+  br i1 %one, label %single, label %{first}
 single:
   %has = icmp eq i64 %n, 1
-  br i1 %has, label %fill, label %next
+  br i1 %has, label %{one}, label %next"""
+
+
+_IR = _head("lazyk_sort_rows", "i64", str((1 << 63) - 1), "several", "fill") + r"""
 several:
   %few = icmp sle i64 %n, WIDTH
   br i1 %few, label %network, label %fill
@@ -179,42 +188,21 @@ def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> N
 
 
 # The argument record of a value sort (int64 words): 0 lists, 1 parts, 2 the offsets (as
-# for keys), 3 the values, 4 the sorted values (the same dtype, contiguous, as many).
+# for keys), 3 the values (`%kb` a list's), 4 the sorted values (the same dtype, contiguous,
+# as many: `%pb`).
 # A list of 2 to 16 values goes through the smallest network of `NETWORKS` it fits
 # (`CLASSES`), comparing the values themselves; a list holding NaN or a zero, or longer,
 # takes the insertion sort by keys.
 _VALUES_IR = r"""
-define void @NAME(ptr noalias %a, i64 %part) {
-entry:
-PART_ROWS
-WORDS 2 off:ptr src:ptr dst:ptr
-  %pad = alloca VT
-  store VT PADDING, ptr %pad
-  %sink = alloca VT
-  br label %row
-row:
-  %r = phi i64 [%lo, %entry], [%r1, %next]
-  %more = icmp ult i64 %r, %hi
-  br i1 %more, label %body, label %exit
-body:
-ROW off r s e
-  %n = sub i64 %e, %s
-  %vb = getelementptr VT, ptr %src, i64 %s
-  %ob = getelementptr VT, ptr %dst, i64 %s
-  %one = icmp sle i64 %n, 1
-  br i1 %one, label %single, label %several4
-single:
-  %has = icmp eq i64 %n, 1
-  br i1 %has, label %copy, label %next
 CLASSES
 copy:
   %c = phi i64 [0, %single], [0, %LAST], NANS[%c1, %copied]
   %cmore = icmp slt i64 %c, %n
   br i1 %cmore, label %copied, label %outer
 copied:
-  %cp = getelementptr VT, ptr %vb, i64 %c
+  %cp = getelementptr VT, ptr %kb, i64 %c
   %cv = load VT, ptr %cp
-  %cq = getelementptr VT, ptr %ob, i64 %c
+  %cq = getelementptr VT, ptr %pb, i64 %c
   store VT %cv, ptr %cq
   %c1 = add i64 %c, 1
   br label %copy
@@ -223,7 +211,7 @@ outer:
   %omore = icmp slt i64 %i, %n
   br i1 %omore, label %obody, label %next
 obody:
-  %vp = getelementptr VT, ptr %ob, i64 %i
+  %vp = getelementptr VT, ptr %pb, i64 %i
   %v = load VT, ptr %vp
 KEY v k
   br label %inner
@@ -233,17 +221,17 @@ inner:
   br i1 %jpos, label %cmp, label %place
 cmp:
   %jm = sub i64 %j, 1
-  %qp = getelementptr VT, ptr %ob, i64 %jm
+  %qp = getelementptr VT, ptr %pb, i64 %jm
   %q = load VT, ptr %qp
 KEY q qk
   %gt = icmp sgt i64 %qk, %k
   br i1 %gt, label %shift, label %place
 shift:
-  %dp = getelementptr VT, ptr %ob, i64 %j
+  %dp = getelementptr VT, ptr %pb, i64 %j
   store VT %q, ptr %dp
   br label %inner
 place:
-  %ap = getelementptr VT, ptr %ob, i64 %j
+  %ap = getelementptr VT, ptr %pb, i64 %j
   store VT %v, ptr %ap
   %i1 = add i64 %i, 1
   br label %outer
@@ -317,7 +305,7 @@ def _network(dtype: np.dtype, ascending: bool, width: int, pairs: tuple) -> str:
     lines, v = [], {}
     for i in range(width):
         lines += [f"  %{w}in{i} = icmp slt i64 {i}, %n",
-                  f"  %{w}a{i} = getelementptr {t}, ptr %vb, i64 {i}",
+                  f"  %{w}a{i} = getelementptr {t}, ptr %kb, i64 {i}",
                   f"  %{w}r{i} = select i1 %{w}in{i}, ptr %{w}a{i}, ptr %pad",
                   f"  %{w}v{i} = load {t}, ptr %{w}r{i}"]
         v[i] = f"%{w}v{i}"
@@ -334,7 +322,7 @@ def _network(dtype: np.dtype, ascending: bool, width: int, pairs: tuple) -> str:
                   f"  %{w}hi{c} = select i1 %{w}sw{c}, {t} {v[i]}, {t} {v[j]}"]
         v[i], v[j] = f"%{w}lo{c}", f"%{w}hi{c}"
     for i in range(width):
-        lines += [f"  %{w}o{i} = getelementptr {t}, ptr %ob, i64 {i}",
+        lines += [f"  %{w}o{i} = getelementptr {t}, ptr %pb, i64 {i}",
                   f"  %{w}w{i} = select i1 %{w}in{i}, ptr %{w}o{i}, ptr %sink",
                   f"  store {t} {v[i]}, ptr %{w}w{i}"]
     return "\n".join(lines + ["  br label %next"])
@@ -347,7 +335,8 @@ def _values_text(name: str, dtype: np.dtype, ascending: bool) -> str:
         classes += [f"several{w}:", f"  %fits{w} = icmp sle i64 %n, {w}",
                     f"  br i1 %fits{w}, label %net{w}, label %{after}", f"net{w}:",
                     _network(dtype, ascending, w, batcher(w))]
-    text = _VALUES_IR.replace("CLASSES", "\n".join(classes)).replace(
+    text = _head(name, VALUE_TYPES[dtype.name], _padding(dtype, ascending), "several4",
+                 "copy") + _VALUES_IR.replace("CLASSES", "\n".join(classes)).replace(
         "LAST", f"several{NETWORKS[-1]}").replace(
         "NANS", "".join(f"[0, %net{w}.nan], " for w in NETWORKS) if dtype.kind == "f" else "")
     lines = []
@@ -357,8 +346,7 @@ def _values_text(name: str, dtype: np.dtype, ascending: bool) -> str:
             lines += _key(dtype, ascending, *parts[1:])
         else:
             lines.append(line)
-    return row_kernel("\n".join(lines).replace("NAME", name).replace(
-        "VT", VALUE_TYPES[dtype.name]).replace("PADDING", _padding(dtype, ascending)))
+    return row_kernel("\n".join(lines).replace("VT", VALUE_TYPES[dtype.name]))
 
 
 def sort_values(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
