@@ -22,6 +22,9 @@ def test_histogram_values_never_stretch_to_the_weights():
                                          weights=lazyk.array([2.0, 3.0])[:, None]))
     np.testing.assert_array_equal(got, np.histogram([3.0, 4.0, 5.0], 3, (0, 10),
                                                     weights=[2.0, 2.0, 3.0])[0])
+    s = lazyk.array([[2.0, 3.0], [4.0, 5.0]])  # (a selection keeps one value of row 0)
+    with pytest.raises(lazyk.ShapeError, match="never the values to the weights"):
+        lazyk.evaluate(lazyk.histogram(s[s > 2.5], 3, (0, 10), weights=s))
     got = lazyk.evaluate(lazyk.histogram(r, 3, (0, 10), weights=r * 2))
     np.testing.assert_array_equal(got, np.histogram([3.0, 4.0, 5.0], 3, (0, 10),
                                                     weights=[6.0, 8.0, 10.0])[0])
