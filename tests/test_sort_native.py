@@ -78,3 +78,17 @@ def test_lazyk_sort_of_short_lists_equals_awkward(dtype, ascending):
     # inside a larger expression, sliced first (lists that start past item 0)
     got2 = lazyk.sort(x[5:], axis=-1, ascending=ascending).eval()
     assert got2.to_list() == ak.sort(a[5:], axis=-1, ascending=ascending).to_list()
+
+
+def test_lists_outside_the_values_are_refused_by_the_kernel():
+    """The row sorts check each list again (another thread may write the offsets between
+    the caller's check and the sort): a list outside the values raises, nothing is read."""
+    from lazyk.backend.rowsort import sort_rows
+
+    values = np.arange(6.0)
+    for off in ([0, 9, 6], [0, 4, 2, 6], [0, -3, 6]):  # (the last offset fits)
+        off = np.array(off, np.int64)
+        with pytest.raises(ValueError, match="offsets changed"):
+            sort_values(off, values, np.empty_like(values))
+        with pytest.raises(ValueError, match="offsets changed"):
+            sort_rows(off, values.view(np.int64).copy(), np.empty(6, np.int64))

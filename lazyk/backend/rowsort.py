@@ -19,17 +19,20 @@ from lazyk.backend.threads import parallel_for, parts_for
 
 
 # The argument record (int64 words): 0 lists, 1 parts, 2 the offsets (n + 1, contiguous,
-# rising, inside the keys: the caller's own), 3 the keys, 4 the positions.
+# rising, inside the keys: the caller's own), 3 the keys, 4 the positions, 5 the keys' count,
+# 6 the address of a flag word set where a list lies outside them (`_run`).
 def _head(name: str, vt: str, pad: str, first: str, one: str) -> str:
     """The IR every row sort opens with: function `name` over the part's rows, a list's two
     arrays (words 3 and 4, of `vt` items from its start: `%kb`, `%pb`), a padding slot
     holding `pad` and a slot to write padding into (`%sink`); a list of one item goes to
     block `one`, an empty one to the next row, the others to `first`."""
+    # (a row's indices are checked again here: another thread may have written the offsets
+    # since the caller checked them; a bad row sets the flag word and is left as it is)
     return f"""
 define void @{name}(ptr noalias %a, i64 %part) {{
 entry:
 PART_ROWS
-WORDS 2 off:ptr keys:ptr pos:ptr
+WORDS 2 off:ptr keys:ptr pos:ptr total:i64 flag:ptr
   %pad = alloca {vt}
   store {vt} {pad}, ptr %pad
   %sink = alloca {vt}
@@ -40,6 +43,16 @@ row:
   br i1 %more, label %body, label %exit
 body:
 ROW off r s e
+  %neg = icmp slt i64 %s, 0
+  %back = icmp sgt i64 %s, %e
+  %past = icmp sgt i64 %e, %total
+  %b1 = or i1 %neg, %back
+  %bad = or i1 %b1, %past
+  br i1 %bad, label %badrow, label %fine
+badrow:
+  store i64 1, ptr %flag
+  br label %next
+fine:
   %n = sub i64 %e, %s
   %kb = getelementptr {vt}, ptr %keys, i64 %s
   %pb = getelementptr {vt}, ptr %pos, i64 %s
@@ -180,11 +193,22 @@ def sort_rows(offsets: np.ndarray, keys: np.ndarray, positions: np.ndarray) -> N
             or positions.shape != keys.shape or positions.dtype != np.int64 or \
             not positions.flags.c_contiguous:
         raise ValueError("sort_rows: arrays that do not match")
+    _run(native_function("lazyk_sort_rows", _text), offsets, keys, positions)
+
+
+def _run(fn: int, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Row sort `fn` over each list of `offsets` (into `a`, `b`), on the thread pool;
+    ValueError where a list's indices no longer lie inside `a` (written since checked)."""
+    nrows = len(offsets) - 1
     nparts = parts_for(nrows, MIN_ROWS)
-    words = [nrows, nparts, offsets.ctypes.data, keys.ctypes.data, positions.ctypes.data]
+    flag = np.zeros(1, np.int64)
+    words = [nrows, nparts, offsets.ctypes.data, a.ctypes.data, b.ctypes.data, len(a),
+             flag.ctypes.data]
     arg = (ctypes.c_int64 * len(words))(*words)
-    parallel_for(native_function("lazyk_sort_rows", _text), ctypes.addressof(arg),
-                 nparts)
+    parallel_for(fn, ctypes.addressof(arg), nparts)
+    if flag[0]:
+        raise ValueError("the lists' offsets changed while they were sorted (another thread "
+                         "wrote them): a list's items no longer lie inside the values")
 
 
 # The argument record of a value sort (int64 words): 0 lists, 1 parts, 2 the offsets (as
@@ -365,8 +389,5 @@ def sort_values(offsets: np.ndarray, values: np.ndarray, out: np.ndarray,
             out.shape != values.shape or int(offsets[-1]) > len(values):
         raise ValueError("sort_values: arrays that do not match")
     name = f"lazyk_sort_{dt.name}_{'up' if ascending else 'down'}"
-    nparts = parts_for(nrows, MIN_ROWS)
-    words = [nrows, nparts, offsets.ctypes.data, values.ctypes.data, out.ctypes.data]
-    arg = (ctypes.c_int64 * len(words))(*words)
-    parallel_for(native_function(name, lambda: _values_text(name, dt, ascending)),
-                 ctypes.addressof(arg), nparts)
+    _run(native_function(name, lambda: _values_text(name, dt, ascending)), offsets, values,
+         out)
