@@ -92,3 +92,12 @@ def test_lists_outside_the_values_are_refused_by_the_kernel():
             sort_values(off, values, np.empty_like(values))
         with pytest.raises(ValueError, match="offsets changed"):
             sort_rows(off, values.view(np.int64).copy(), np.empty(6, np.int64))
+
+
+def test_values_in_the_other_byte_order_sort_by_keys():
+    v = np.array([3.0, 1.0, 2.0, 5.0, 4.0]).astype(">f8")
+    x = lazyk.from_offsets(np.array([0, 3, 5]), v)
+    got = lazyk.sort(x, axis=1).eval()
+    assert got.to_list() == [[1.0, 2.0, 3.0], [4.0, 5.0]]
+    assert lazyk.sort(x, axis=1, ascending=False).eval().to_list() == [[3.0, 2.0, 1.0],
+                                                                       [5.0, 4.0]]

@@ -153,7 +153,8 @@ def sorted_values(lists: Column, ascending: bool):
         return None
     off, lens, v, missing, _ = _row_items(lists)
     if short(lens) and len(v) <= 16 * len(lens) and missing is None and \
-            v.dtype.name in _NATIVE:  # natively, values (longer lists: NumPy's row sorts)
+            v.dtype.name in _NATIVE and v.dtype.isnative:  # natively, values (longer
+        # lists: NumPy's row sorts; another byte order: by keys)
         out = np.empty(len(v), v.dtype)
         hooks.sort_values(off, np.ascontiguousarray(v), out, ascending)
         return Leaf(out), off
