@@ -92,11 +92,8 @@ def _row_items(lists: Column):
     if not isinstance(values, Leaf):
         raise NotSupportedError(f"sort of {values.kind} items")
     first = int(starts[0]) if len(starts) else 0
-    if isinstance(lists, Lists):
-        off = np.asarray(lists.offsets, I64)
-        off = off - first if first or off is lists.offsets else off
-    else:
-        off = offsets_of(lens)
+    off = np.asarray(lists.offsets, I64) - first if isinstance(lists, Lists) else \
+        offsets_of(lens)  # (a new array: the result's offsets never share the input's)
     total = int(off[-1])
     missing = None if vmask is None else ~vmask[first:first + total]
     return off, lens, values.values[first:first + total], missing, first
@@ -144,10 +141,11 @@ def _padded(key: np.ndarray, rows: int, width: int, place: np.ndarray) -> np.nda
 
 def sorted_values(lists: Column, ascending: bool):
     """(The items of `Lists` / `Regular` of numbers, each list sorted (missing values
-    last), as a node, the lists' offsets); None where `sort_lists` takes it (values with no key, -0.0 among
-    them). Short lists sort their keys natively (`hooks.sort_rows`), longer ones as the
-    rows of padded matrices of keys, lists of one length class (`_classes`) a few at a
-    time (cache-sized); equal keys are equal values, so no stable sort is needed."""
+    last), as a node; the lists' offsets), or None where `sort_lists` takes it (values with
+    no key, -0.0 among keys). Short lists of values sort natively as they are
+    (`hooks.sort_values`), short lists of keys natively too (`hooks.sort_rows`), longer ones
+    as the rows of padded matrices of keys, lists of one length class (`_classes`) a few at
+    a time (cache-sized); equal keys are equal values, so no stable sort is needed."""
     vmask, values = lists.child.unwrap()
     if not isinstance(values, Leaf) or values.values.dtype.kind not in "biuf":
         return None
@@ -181,6 +179,7 @@ def sorted_values(lists: Column, ascending: bool):
 
 
 def _negative_zero(v: np.ndarray) -> bool:
+    """Whether -0.0 is among the values (its keys would lose the sign)."""
     zero = v == 0
     return bool(zero.any()) and bool(np.signbit(v[zero]).any())
 
