@@ -420,12 +420,14 @@ def test_nested_rows_outside_the_content_are_an_error():
     x = lazyk.array([[["a", "b"], ["kiwi"]], [["c"]]], type="2 * var * var * string")
     meta = list(x.meta)
     meta[-2] = 1  # the inner var dim's content length: rows now reach past it
-    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError, match="var row 0: start 0, stop 2"):
+        Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)  # a MemoryBlock: checked here
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, object())  # unchecked until read
     with pytest.raises(ValueError):
         (bad == "a").eval()
     meta = list(x.meta)
     meta[-2] = 10 ** 6  # content past the end of its block
-    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, object())
     with pytest.raises(ValueError, match="outside"):
         (bad == "a").eval()
     words = lazyk.array(["a", "b", "c"], type="3 * string")
@@ -434,6 +436,31 @@ def test_nested_rows_outside_the_content_are_an_error():
     outer = lazyk.from_offsets(np.array([0, 3]), inner)
     with pytest.raises(lazyk.ArrayConstructionError):
         (outer == "a").eval()
+
+
+def test_strings_outside_their_blocks_are_refused_when_made():
+    # Kernels read text through each {begin, size}: an array made over a memory block with
+    # a string pointing elsewhere (or a negative size) never reaches one.
+    from lazyk.arrays import memory
+    from lazyk.arrays.array import Array
+
+    x = lazyk.array([["hello", "world"], [], ["abc"]], type="3 * var * string")
+    assert Array.from_parts(x.type, x.meta, x.ptr, x.owner).to_list() == x.to_list()
+    words = lazyk.array(["hello", "world", "abc"])
+    pairs = np.frombuffer(words.owner.buffer, np.int64, 6, words.ptr - words.owner.address)
+    for at, value, message in [(2, pairs[2] + 10 ** 6, r"string 1 \(5 bytes at"),
+                               (3, 10 ** 5, "string 1 .* outside"),
+                               (5, -1, "string 2 has a negative size")]:
+        forged = memory.MemoryBlock(48)
+        raw = np.frombuffer(forged.buffer, np.int64)
+        raw[:] = pairs
+        raw[at] = value
+        with pytest.raises(ValueError, match=message):
+            Array.from_parts(words.type, words.meta, forged.address, forged)
+    raw[5] = 0  # an empty string reads nothing: any begin will do
+    raw[4] = -1
+    assert Array.from_parts(words.type, words.meta, forged.address, forged).to_list() == \
+        ["hello", "world", ""]
 
 
 def test_threads_evaluate_nested_string_rows_at_once():

@@ -285,7 +285,9 @@ def test_rows_outside_the_content_are_an_error():
     x = lazyk.array([["a", "b"], ["kiwi"]], type="2 * var * string")
     meta = list(x.meta)
     meta[8] = 1  # the var dim's content length: the rows now reach past it
-    bad = Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)
+    with pytest.raises(ValueError, match="outside the content"):
+        Array.from_parts(x.type, tuple(meta), x.ptr, x.owner)  # a MemoryBlock: checked here
+    bad = Array.from_parts(x.type, tuple(meta), x.ptr, object())  # any owner: where read
     with pytest.raises(ValueError, match="outside the content"):
         (bad == "a").eval()
 

@@ -82,7 +82,7 @@ class Array(Operators, InPlace, Conversions):
 
     @classmethod
     def from_parts(cls, type: Any, arrmeta: Any, ptr: int, owner: Any,
-                   readonly: bool = False) -> Array:
+                   readonly: bool = False, *, check_strings: bool = True) -> Array:
         """An array over existing memory, e.g. a kernel's output (inverse of type/arrmeta/ptr).
 
         Args:
@@ -90,9 +90,10 @@ class Array(Operators, InPlace, Conversions):
             arrmeta: raw arrmeta bytes (native int64) or a tuple of ints.
             ptr: address of the first element; `owner` must keep that memory alive.
             owner: a `lazyk.arrays.memory.MemoryBlock` (bounds-checked) or any object.
+            check_strings: False skips reading every string's {begin, size} (lazyk's views).
 
         Raises:
-            ValueError: arrmeta of the wrong length, or data outside a MemoryBlock owner.
+            ValueError: arrmeta of the wrong length, or data (strings) outside a MemoryBlock owner.
         """
         t = as_type(type)
         meta = tuple(np.frombuffer(bytes(arrmeta), np.int64).tolist()) if isinstance(
@@ -117,6 +118,8 @@ class Array(Operators, InPlace, Conversions):
             if hi > lo and (ptr + lo + first < owner.address or
                             ptr + hi > owner.address + owner.size):
                 raise ValueError("the data lies outside the owner's memory block")
+            if check_strings and M.has_strings(t):  # kernels read text through {begin, size}
+                M.check_strings(t, meta, 0, owner.buffer, np.array([int(ptr) - owner.address]))
         return cls._from_parts(t, meta, int(ptr), owner, readonly)
 
     # ------------------------------------------------------------ properties

@@ -462,21 +462,10 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     if is_varlen(t):
         begins, sizes = read_pairs(buf, offs)
         pieces: list = [b""] * n
-        todo = sizes != 0  # (an empty string reads nothing: any begin, e.g. a missing one's)
-        # The blockref'd block, then the blocks later assignments appended to its `keep`.
-        for block in string_blocks(lookup(meta[at])):
-            if not todo.any():
-                break
-            starts = begins - block.address
-            inside = todo & (starts >= 0) & (starts + sizes <= block.size)
-            if inside.any():
-                data = block.buffer.tobytes()
-                for i, s0, k in zip(np.flatnonzero(inside).tolist(), starts[inside].tolist(),
-                                    sizes[inside].tolist()):
-                    pieces[i] = data[s0:s0 + k]
-            todo &= ~inside
-        if todo.any():
-            raise ValueError("string data points outside its memory blocks")
+        for block, where, starts in _string_spans(begins, sizes, meta[at]):
+            data = block.buffer.tobytes()
+            for i, s0, k in zip(where.tolist(), starts.tolist(), sizes[where].tolist()):
+                pieces[i] = data[s0:s0 + k]
         if t.name == "string":
             return [_utf8(p, i) for i, p in enumerate(pieces)]
         return pieces
@@ -487,6 +476,57 @@ def read(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> 
     if t == T.Scalar("time"):  # microseconds since midnight, as Python times
         return [None if v is None else _time_of_day(v, t) for v in vals.tolist()]
     return vals.tolist()
+
+
+def _string_spans(begins: np.ndarray, sizes: np.ndarray, ref: int) -> list:
+    """(block, element indices, byte starts in it) of the {begin, size} strings that are not
+    empty, found in the blockref'd block or the blocks later assignments appended to its
+    `keep`; ValueError for a string outside all of them."""
+    if (sizes < 0).any():
+        i = int(np.flatnonzero(sizes < 0)[0])
+        raise ValueError(f"string {i} has a negative size ({int(sizes[i])})")
+    todo, spans = sizes != 0, []  # (an empty string reads nothing: any begin, a missing one's)
+    for block in string_blocks(lookup(ref)):
+        if not todo.any():
+            break
+        starts = begins - block.address
+        inside = todo & (starts >= 0) & (starts + sizes <= block.size)
+        if inside.any():
+            spans.append((block, np.flatnonzero(inside), starts[inside]))
+        todo &= ~inside
+    if todo.any():
+        i = int(np.flatnonzero(todo)[0])
+        raise ValueError(f"string {i} ({int(sizes[i])} bytes at {int(begins[i]):#x}) points "
+                         "outside its memory blocks")
+    return spans
+
+
+def check_strings(t: T.Type, meta: tuple, at: int, buf: np.ndarray, offs: np.ndarray) -> None:
+    """ValueError unless every string of the elements of type `t` at byte offsets `offs` of
+    `buf` lies inside its memory blocks (`read`'s walk, reading no text)."""
+    if isinstance(t, T.FixedDim):
+        size, stride = meta[at], meta[at + 1]
+        check_strings(t.elem, meta, at + 2, buf,
+                      (offs[:, None] + np.arange(size, dtype=np.int64) * stride).reshape(-1))
+    elif isinstance(t, T.VarDim):
+        block, first, sizes, stride = var_rows(meta, at, buf, offs)
+        check_strings(t.elem, meta, at + VAR_META, block.buffer, row_offsets(first, sizes, stride))
+    elif isinstance(t, T.Option):
+        check_strings(t.elem, meta, at + 1, buf,
+                      offs[gather(buf, offs + meta[at], 1).reshape(len(offs)).astype(bool)])
+    elif isinstance(t, (T.Record, T.Tuple)):
+        for i, ((_, f), pos) in enumerate(zip(fields_of(t), field_meta_positions(t, at))):
+            check_strings(f, meta, pos, buf, offs + meta[at + i])
+    elif is_varlen(t):
+        _string_spans(*read_pairs(buf, offs), meta[at])
+
+
+def has_strings(t: T.Type) -> bool:
+    """True when `t` holds `string` or `bytes` elements at any depth."""
+    if isinstance(t, (T.Record, T.Tuple)):
+        return any(has_strings(f) for _, f in fields_of(t))
+    return has_strings(t.elem) if isinstance(t, (T.FixedDim, T.VarDim, T.Option)) else \
+        is_varlen(t)
 
 
 def _time_of_day(v: datetime.timedelta, t: T.Type) -> datetime.time:

@@ -175,7 +175,7 @@ def pairs_array(starts: np.ndarray, stops: np.ndarray, content: Any) -> Array:
     block.buffer.view(np.int64).reshape(-1, 2)[:] = np.stack([starts, stops], axis=1)
     t = T.FixedDim(len(starts), T.VarDim(c.type.elem))
     meta = (len(starts), 16) + _var_meta(c, cblock, 8, 8)
-    return Array.from_parts(t, meta, block.address, block, c.readonly)
+    return Array.from_parts(t, meta, block.address, block, c.readonly, check_strings=False)
 
 
 def regular(c: Array, size: int, rows: int | None = None) -> Array:
@@ -191,7 +191,7 @@ def regular(c: Array, size: int, rows: int | None = None) -> Array:
     t = T.FixedDim(rows, T.FixedDim(size, c.type.elem))
     meta = (rows, size * stride, size, stride) + tuple(c.meta[2:])
     owner = c.owner if isinstance(c.owner, memory.MemoryBlock) else c.to_numpy()
-    return Array.from_parts(t, meta, c.ptr, owner, c.readonly)
+    return Array.from_parts(t, meta, c.ptr, owner, c.readonly, check_strings=False)
 
 
 def build_rows(values: np.ndarray, mask: np.ndarray | None, outer: tuple, last: Any,
@@ -234,12 +234,12 @@ def text_array(offsets: np.ndarray, chars: np.ndarray, valid: np.ndarray | None 
     pairs = block.buffer[:region].view(M.POINTER_SIZE_DTYPE)
     pairs["begin"] = text.address + offsets[:-1]
     pairs["size"] = offsets[1:] - offsets[:-1]
-    leaf = T.Scalar(kind)
-    meta: tuple = (n, 16)
+    leaf, meta = T.Scalar(kind), (n, 16)
     if valid is not None:  # the mask byte sits `region` bytes after each element
         block.buffer[region:2 * region:16] = np.asarray(valid, bool)[:n]
         leaf, meta = T.Option(leaf), meta + (region,)
-    return Array.from_parts(T.FixedDim(n, leaf), meta + (text.ref,), block.address, block)
+    return Array.from_parts(T.FixedDim(n, leaf), meta + (text.ref,), block.address, block,
+                            check_strings=False)
 
 
 def text_from_numpy(x: np.ndarray, kind: str | None = None) -> Array:
@@ -309,7 +309,8 @@ def records_array(names: list, columns: list, valid: np.ndarray | None = None) -
             meta += _write_field(ft, c, block, slot, off, region, counter)
     except NotSupportedError:  # a field not copied column by column (fixed dims of
         return _from_values(names, columns, valid, T.FixedDim(n, t))  # strings, of ?T)
-    return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block)
+    return Array.from_parts(T.FixedDim(n, t), (n, rec.itemsize) + meta, block.address, block,
+                            check_strings=False)
 
 
 def _from_values(names: list, columns: list, valid: np.ndarray | None, t: T.Type) -> Array:
@@ -344,7 +345,7 @@ def field_view(c: Array, k: int) -> Array:
     at = M.field_meta_positions(t, 2)[k]
     meta = tuple(c.meta[:2]) + tuple(c.meta[at:at + M.meta_len(ft)])
     return Array.from_parts(T.FixedDim(c.type.size, ft), meta, c.ptr + c.meta[2 + k], c.owner,
-                            c.readonly)
+                            c.readonly, check_strings=False)
 
 
 def _options_in(t: T.Type) -> int:
@@ -378,7 +379,7 @@ def _write_field(t: T.Type, c: Array, block, slot, off: int, region: int,
         counter[0] += 1
         slot(counter[0] * region + off, np.bool_)[:] = _column(c, c.meta[2], np.uint8) != 0
         inner = Array.from_parts(T.FixedDim(n, t.elem), (n, c.meta[1]) + c.meta[3:], c.ptr,
-                                 c.owner, True)
+                                 c.owner, True, check_strings=False)
         return (counter[0] * region,) + _write_field(t.elem, inner, block, slot, off, region,
                                                      counter)
     if isinstance(t, (T.Record, T.Tuple)):

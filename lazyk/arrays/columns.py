@@ -77,7 +77,7 @@ def fixed_text_rows(a: Array) -> Array:
     if isinstance(t.elem if isinstance(t, T.Option) else t, T.VarDim):
         # an outermost (?)var dim: the one row of a fixed dim
         one = Array.from_parts(T.FixedDim(1, t), (1, 16) + tuple(a.meta), a.ptr, a.owner,
-                               a.readonly)
+                               a.readonly, check_strings=False)
         return fixed_text_rows(one)[0]
     while isinstance(t, (T.Dim, T.Option)):
         if isinstance(t, T.FixedDim) and t.size == 0:  # no element: empty rows only
@@ -163,17 +163,17 @@ def columns(a: Array, lists: int | None = None) -> Column:
     if isinstance(x, T.FixedDim):
         if x.size == 1 and stride != meta[3]:  # (rows of one: the outer stride steps)
             one = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[4:], a.ptr,
-                                   owner, a.readonly)
+                                   owner, a.readonly, check_strings=False)
             return Regular(1, columns(one, _below(lists)))
         if stride != x.size * meta[3]:
             return columns(_repack(a))
         flat = Array.from_parts(T.FixedDim(n * x.size, x.elem), (n * x.size,) + meta[3:],
-                                a.ptr, owner, a.readonly)
+                                a.ptr, owner, a.readonly, check_strings=False)
         return Regular(x.size, columns(flat, _below(lists)), _count((n, x.size)))
     if isinstance(x, T.Option):
         mask = _strided_bytes(owner.buffer, a.ptr - owner.address + meta[2], stride, n) != 0
         inner = Array.from_parts(T.FixedDim(n, x.elem), (n, stride) + meta[3:], a.ptr, owner,
-                                 a.readonly)
+                                 a.readonly, check_strings=False)
         return Masked(mask, columns(inner, lists))
     if isinstance(x, T.VarDim):
         var = M.rows_at(meta, 2)
@@ -192,7 +192,7 @@ def columns(a: Array, lists: int | None = None) -> Column:
             M.check_rows(starts, stops, var)  # (names the first bad row)
         child = Array.from_parts(T.FixedDim(length, x.elem), (length, istride) +
                                  meta[2 + M.VAR_META:], content, memory.lookup(var.ref),
-                                 a.readonly)
+                                 a.readonly, check_strings=False)
         if offsets is None:
             if n and not bool(np.all(stops[:-1] == starts[1:])):
                 # rows out of order (gathered rows): their items taken in row order

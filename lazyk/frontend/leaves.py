@@ -359,4 +359,4 @@ def text_rows(array, nested: bool = False):
     # (a `{begin, size}` element read as one complex number)
     proxy = with_value(array.type, Scalar("complex128"))
     return type(array).from_parts(proxy, array.meta[:-1], array.ptr, array.owner,
-                                  readonly=True)
+                                  readonly=True, check_strings=False)

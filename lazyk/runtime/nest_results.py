@@ -129,7 +129,7 @@ def rows_of(inner, count: int, n: int):
     owner = inner.owner if isinstance(inner.owner, MemoryBlock) else inner.to_numpy()
     return Array.from_parts(FixedDim(count, FixedDim(0, inner.type.elem)),
                             (count, 0, 0, inner.meta[1]) + tuple(inner.meta[2:]), inner.ptr,
-                            owner)
+                            owner, check_strings=False)
 
 
 def _option_fixed(inner, rows: int, n: int, valid):
@@ -152,7 +152,8 @@ def _option_fixed(inner, rows: int, n: int, valid):
     if rows * step:
         block.buffer[at:].reshape(rows, step)[:, 0] = valid
     meta = (rows, step, at - base, n, inner.meta[1]) + tuple(inner.meta[2:])
-    return Array.from_parts(FixedDim(rows, Option(elem)), meta, block.address + base, block)
+    return Array.from_parts(FixedDim(rows, Option(elem)), meta, block.address + base, block,
+                            check_strings=False)
 
 
 def _option_rows(node, valid):
@@ -189,7 +190,8 @@ def _option_rows(node, valid):
         elem = FixedDim(n, elem)
         step *= n
     t = FixedDim(rows, Option(elem))
-    return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block)
+    return Array.from_parts(t, (rows, rowbytes, size) + tuple(meta), block.address, block,
+                            check_strings=False)
 
 
 def nest_reduced(out, flags, reduce_arg, any_mask: bool, skipna: bool, whole=False,
@@ -258,7 +260,8 @@ def _in_place(packed: tuple, mask: np.ndarray, shape: tuple) -> Array:
         t = FixedDim(n, t)
         meta[:0] = [n, step]
         step *= n
-    return Array.from_parts(t, tuple(meta) + (arr.meta[-1],), arr.ptr, arr.owner)
+    return Array.from_parts(t, tuple(meta) + (arr.meta[-1],), arr.ptr, arr.owner,
+                            check_strings=False)
 
 
 def nest_result(values, mask, dims, offsets, xs, validity=None, packed=None):
@@ -294,5 +297,5 @@ def nest_result(values, mask, dims, offsets, xs, validity=None, packed=None):
             t = FixedDim(xs[k - 1], FixedDim(0, cur.type.elem))
             owner = cur.owner if isinstance(cur.owner, MemoryBlock) else cur.to_numpy()
             cur = Array.from_parts(t, (xs[k - 1], 0, 0, cur.meta[1]) + tuple(cur.meta[2:]),
-                                   cur.ptr, owner)
+                                   cur.ptr, owner, check_strings=False)
     return cur

@@ -369,14 +369,14 @@ def option_views(arr: Array) -> tuple[Array, Array]:
     rows = [d for d in M.dims_words(t, meta)[0] if isinstance(d, M.RowsWords)]
     content = rows[-1].content_at if rows else None
     values = Array.from_parts(T.with_element(t, lambda e: e.elem), meta, arr.ptr, arr.owner,
-                              True)
+                              True, check_strings=False)
     if content is None:
         present = Array.from_parts(T.with_element(t, _BOOL), meta, arr.ptr + moff,
-                                   arr.owner, True)
+                                   arr.owner, True, check_strings=False)
     else:
         shifted = meta[:content] + (meta[content] + moff,) + meta[content + 1:]
         present = Array.from_parts(T.with_element(t, _BOOL), shifted, arr.ptr, arr.owner,
-                                   True)
+                                   True, check_strings=False)
     return values, present
 
 
@@ -533,7 +533,7 @@ def _ones_viewed(x: Array) -> Array | None:
             memo is None or x.owner.ref < memo["blocks from"]:
         return None
     return Array.from_parts(T.FixedDim(t.size, t.elem.elem), (t.size, meta[1]) + meta[4:],
-                            x.ptr, x.owner, x.readonly)
+                            x.ptr, x.owner, x.readonly, check_strings=False)
 
 
 def built(tree: Column) -> Array:

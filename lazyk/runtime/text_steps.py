@@ -275,7 +275,7 @@ def _with_content(arr: Array, at: int, content: Array,
         owner = memory.foreign(owner.buffer, keep=[owner, block])
     else:
         owner = (owner, block)
-    return Array.from_parts(t, meta, arr.ptr, owner, readonly)
+    return Array.from_parts(t, meta, arr.ptr, owner, readonly, check_strings=False)
 
 
 def _indexed(value):
@@ -445,7 +445,7 @@ def _half(arr: Array, dtype: str, at: int) -> Array:
             meta[k] -= at
     typ = with_value(arr.type, Scalar(dtype))
     return Array.from_parts(typ, tuple(meta), arr.ptr + (at if last < 0 else 0), arr.owner,
-                            arr.readonly)
+                            arr.readonly, check_strings=False)
 
 
 def _elements_of(t) -> bool:
@@ -486,13 +486,13 @@ def _select(node: Node, env: dict, record: list | None = None) -> Array:
             c = build(x.child, 0)
             return Array.from_parts(FixedDim(n, FixedDim(0, c.type.elem)),
                                     (n, 0, 0, c.meta[1]) + tuple(c.meta[2:]), c.ptr,
-                                    c.owner, c.readonly)
+                                    c.owner, c.readonly, check_strings=False)
         raise NotSupportedError(f"where() over strings with a {begins.type} result "
                                 "(missing rows of a fixed size)")
     got = build(tb, (begins.type.size if top else 1))
     # a var result (`var * string`, `?var * string`): the one row of `1 * ...`, as it is
     return got if top else Array.from_parts(got.type.elem, tuple(got.meta[2:]), got.ptr,
-                                            got.owner, got.readonly)
+                                            got.owner, got.readonly, check_strings=False)
 
 
 def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
@@ -518,7 +518,7 @@ def _text_leaf(begins, sizes, valid, kind: str, home) -> Array:
         t, meta = Option(t), meta + (region,)
     for size in reversed(shape):
         t = FixedDim(size, t)
-    return Array.from_parts(t, meta + (home.ref,), block.address, block)
+    return Array.from_parts(t, meta + (home.ref,), block.address, block, check_strings=False)
 
 
 def evaluate_text_where(expr: Expr, out=None, order: str = "K", casting: str = "same_kind"):

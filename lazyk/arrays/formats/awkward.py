@@ -56,7 +56,7 @@ def from_awkward(x: Any) -> Array:
     got = _from_layout(ak, ak.to_layout(x))
     # read-only, as Awkward's arrays are: writes would change Awkward arrays that share them
     return got if got.readonly else Array.from_parts(got.type, got.meta, got.ptr, got.owner,
-                                                     readonly=True)
+                                                     readonly=True, check_strings=False)
 
 
 def _text_layout(ak, layout, valid=None) -> Array | None:
