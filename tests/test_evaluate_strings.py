@@ -219,7 +219,7 @@ def test_mappings_after_a_string_are_local_and_global_dicts_as_in_numexpr():
     with pytest.raises(TypeError, match="out must be a NumPy or lazyk array, not dict"):
         lazyk.evaluate("a", {"a": a}, {}, {})  # (numexpr's order: the third is out)
     with pytest.raises(TypeError, match="at most once"):
-        lazyk.evaluate("a", {"a": a}, {}, None, None)
+        lazyk.evaluate("a", {"a": a}, {}, None, "C", "safe", 1)
     with pytest.raises(TypeError, match="at most once"):
         lazyk.evaluate("a", {"a": a}, local_dict={"a": a})
 
@@ -246,3 +246,41 @@ def test_numexprs_positional_order_with_out():
     assert lazyk.evaluate("a + b", None).tolist() == [1.0, 2.0, 3.0]  # (the caller's names)
     with pytest.raises(TypeError, match="takes each at most once"):
         lazyk.evaluate("a + b", {"a": a, "b": b}, None, out, out=out)
+
+
+def test_numexprs_arguments_options_and_functions():
+    a, out = np.arange(3.0), np.zeros(3)
+    # order and casting by place, as numexpr.evaluate(ex, local_dict, global_dict, out, ...)
+    f = lazyk.evaluate("a * 2", {"a": np.ones((2, 3)).T}, None, None, "F")
+    assert f.flags.f_contiguous and f.tolist() == [[2.0, 2.0]] * 3
+    with pytest.raises(TypeError, match="Cannot cast|casting"):
+        lazyk.evaluate("a * 2", {"a": a}, None, np.zeros(3, np.int64), "K", "safe")
+    assert lazyk.evaluate("a + 1", {"a": a}, optimization="moderate", sanitize=True,
+                          truediv="auto").tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(lazyk.NotSupportedError, match="truediv=False"):
+        lazyk.evaluate("a / 2", {"a": a}, truediv=False)
+    with pytest.raises(ValueError, match="optimization must be"):
+        lazyk.evaluate("a", {"a": a}, optimization="max")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        lazyk.evaluate("a", {"a": a}, bogus=1)
+    assert lazyk.evaluate("round(a * 1.5)", {"a": a}).tolist() == [0.0, 2.0, 3.0]  # rint
+    for text, hint in [("copy(a)", "write the operand alone"), ("signbit(a)", "copysign"),
+                       ("ones_like(a)", "where"), ("nextafter(a, 1)", "not supported")]:
+        with pytest.raises(lazyk.NotSupportedError, match=hint):
+            lazyk.evaluate(text, {"a": a})
+    with pytest.raises(lazyk.ExprParseError, match="real\\(u\\) for u.real"):
+        lazyk.evaluate("(a - 1).real", {"a": a})
+    with pytest.raises(lazyk.ExprParseError, match="'<>' is not an operator; write !="):
+        lazyk.evaluate("a <> a", {"a": a})
+    with pytest.raises(lazyk.ExprParseError, match="ASCII letters"):
+        lazyk.evaluate("\u03b1 + 1", {"\u03b1": a})
+    with pytest.raises(OverflowError, match="107150860718626732094842\\.\\.\\. \\(302 digit"):
+        lazyk.evaluate("2**1000")
+    with pytest.raises(TypeError, match="not the string 'a'"):
+        lazyk.evaluate("a * 2", "a")
+    # re_evaluate and explain check their mappings as evaluate does
+    lazyk.evaluate("a * 2", {"a": a}, None, out)
+    for call in (lambda: lazyk.re_evaluate(["a"]), lambda: lazyk.re_evaluate(5),
+                 lambda: lazyk.explain("a * 2", local_dict=["a"])):
+        with pytest.raises(TypeError, match="local_dict must be a mapping"):
+            call()

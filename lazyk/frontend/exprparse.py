@@ -84,10 +84,14 @@ FUNCTIONS: dict[str, tuple[str, int]] = {
     **{n: (n, 2) for n in _BINARY_NAMES},
     "abs": ("absolute", 1), "where": ("where", 3), "clip": ("clip", 3), "complex": ("complex", 2),
     "contains": ("contains", 2), "str_len": ("str_len", 1), "startswith": ("startswith", 2),
-    "endswith": ("endswith", 2),
+    "endswith": ("endswith", 2), "round": ("rint", 1), "copy": ("copy", 1),
+    "ones_like": ("ones_like", 1), "nextafter": ("nextafter", 2), "signbit": ("signbit", 1),
 }
 # What to use instead of a numexpr function lazyk does not have.
-_INSTEAD = {"contains": "; startswith(s, prefix) and endswith(s, suffix) are supported"}
+_INSTEAD = {"contains": "; startswith(s, prefix) and endswith(s, suffix) are supported",
+            "copy": ": every result is a new array; write the operand alone (x, not copy(x))",
+            "ones_like": ": write where(x == x, 1, 1) (or lazyk.ones_like(x) outside strings)",
+            "signbit": ": copysign(1, x) < 0 is signbit(x)"}
 # Reductions take the operand and an optional axis (positional or `axis=`).
 REDUCTIONS = lx.REDUCTIONS
 
@@ -274,7 +278,10 @@ def parse(text: str) -> Any:
             line, col = _end_position(text)
             raise ExprParseError(f"unexpected end of input; expected {expected}", text,
                                  line, col) from None
-        if tok.type == "COMPARE":
+        before = text[:tok.start_pos].rstrip() if tok.start_pos is not None else ""
+        if tok.type == "COMPARE" and str(tok) == ">" and before.endswith("<"):
+            msg = "unexpected '>': '<>' is not an operator; write != for 'not equal'"
+        elif tok.type == "COMPARE":
             msg = "chained comparisons are not supported: write (a < b) & (b < c)"
         elif tok.type == "NAME" and tok in _KEYWORDS:
             msg = _keyword(tok)
@@ -284,9 +291,12 @@ def parse(text: str) -> Any:
     except lark.exceptions.UnexpectedCharacters as err:
         ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
         msg = f"unexpected character {ch!r}"
+        if ch.isidentifier():  # (a letter past ASCII: Python takes it, numexpr too)
+            msg += ": names in an expression are ASCII letters, digits and _ (pass the " \
+                "array under such a name in local_dict)"
         if ch == ".":  # `a.sum()`, `u.real`: the grammar has function calls only
             msg += ": attributes and method calls are not supported; use functions, e.g. " \
-                "sum(a, axis=-1) for a.sum(axis=-1)"
+                "real(u) for u.real, sum(a, axis=-1) for a.sum(axis=-1)"
         raise ExprParseError(msg, text, err.line, err.column) from None
 
 

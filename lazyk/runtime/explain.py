@@ -341,6 +341,7 @@ def explanation(expr: Any, target: str = "cpu", local_dict: Any = None,
                          "data)" if hasattr(target, "shape") else
                          f"explain: target must be 'cpu' or 'cuda', not {target!r:.80}{hint}")
     if isinstance(expr, str):  # names from the caller's frame, as `lazyk.evaluate` reads them
+        runtime.check_options("K", "same_kind", local_dict, global_dict)
         frame = sys._getframe(1)  # (the caller of `lazyk.explain`, which is this function)
         try:
             expr = build(expr, frame.f_locals if local_dict is None else local_dict,

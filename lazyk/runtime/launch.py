@@ -298,12 +298,12 @@ def run_program(prog: Program, data: dict, out: np.ndarray | None = None,
         try:
             value = np.asarray(prog.value, dtype=prog.dtype)
         except OverflowError:  # (a Python int, as NumPy says it of weak scalars)
-            raise OverflowError(f"Python integer {prog.value} out of bounds for "
-                                f"{prog.dtype}") from None
+            v = str(prog.value)  # (a huge one shortened)
+            v = v if len(v) <= 24 else f"{v[:24]}... ({len(v)} digits)"
+            raise OverflowError(f"Python integer {v} out of bounds for {prog.dtype}") from None
         if out is None:
             return value.reshape(prog.shape).copy()
-        copy_cast(out, value)
-        return out
+        return copy_cast(out, value) or out
     temps: list[np.ndarray] = []
     last = len(prog.steps) - 1
     for k, step in enumerate(prog.steps):

@@ -16,7 +16,7 @@ from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.arrays.trees import rows_memo
 from lazyk.backend.threads import rouse
-from lazyk.errors import ShapeError
+from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, toposort
 from lazyk.frontend.histogram import Histogram
@@ -42,7 +42,7 @@ _LAZY = (Expr, Histogram, Records)
 
 def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = None,
              global_dict: dict | None = None, order: str = "K",
-             casting: str = "same_kind", _depth: int = 1):
+             casting: str = "same_kind", _depth: int = 1, **numexpr_options: Any):
     """Compute `expr` (an Expr, operand, numexpr-style string, histogram or records); into
     `out` when given. Several lazy results, `lazyk.evaluate(e1, e2, ...)`, give a tuple,
     computed together: histograms that read the same rows fill in one pass over the data,
@@ -70,7 +70,11 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         casting: NumPy casting rule for storing into `out` ('no', 'equiv', 'safe',
             'same_kind', 'unsafe'; checked on every call).
         local_dict, global_dict: mappings (or None) for a string's names; numexpr's
-            positional order works too, `evaluate(string, local_dict, global_dict, out)`.
+            positional order works too, `evaluate(string, local_dict, global_dict, out,
+            order, casting)`.
+        numexpr_options: numexpr's `optimization=` and `sanitize=` (accepted, no effect:
+            lazyk always optimizes and never runs Python code) and `truediv=` ('auto' or
+            True: `/` is true division, as in NumPy).
 
     Returns:
         A new NumPy array (a lazyk Array for var / option results, histogram counts as
@@ -86,16 +90,20 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         NotSupportedError: one fused kernel would hold more than
             `lazyk.frontend.graph.MAX_KERNEL_OPS` (10,000) operations; evaluate in parts.
     """
+    if numexpr_options:
+        _numexpr_options(numexpr_options)
     if isinstance(expr, str) and more and (more[0] is None or isinstance(more[0], Mapping)):
-        # numexpr's order: evaluate(ex, local_dict, global_dict, out)
-        if len(more) > 3 or local_dict is not None or (len(more) > 1 and global_dict
+        # numexpr's order: evaluate(ex, local_dict, global_dict, out, order, casting)
+        if len(more) > 5 or local_dict is not None or (len(more) > 1 and global_dict
                                                        is not None) or (len(more) > 2 and
                                                                         out is not None):
-            raise TypeError("evaluate(string, local_dict, global_dict, out) takes each at "
-                            "most once, by place or by name")
+            raise TypeError("evaluate(string, local_dict, global_dict, out, order, casting) "
+                            "takes each at most once, by place or by name")
         local_dict = more[0]
         global_dict = more[1] if len(more) > 1 else global_dict
         out = more[2] if len(more) > 2 else out
+        order = more[3] if len(more) > 3 else order
+        casting = more[4] if len(more) > 4 else casting
         more = ()
     if len(more) == 1 and out is None and isinstance(expr, str) and \
             not isinstance(more[0], (_LAZY, str)):
@@ -114,6 +122,10 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         if isinstance(x, str):
             raise TypeError("several results are lazy expressions, not strings: evaluate "
                             "a string alone, lazyk.evaluate('2*a + b')")
+    if isinstance(expr, str) and isinstance(more[0] if more else None, str):
+        raise TypeError(f"after a string, evaluate takes local_dict and global_dict "
+                        f"(mappings) or out, not the string {more[0]!r:.40}: evaluate one "
+                        "string at a time")
     if isinstance(expr, str) and more:
         raise TypeError("several results are lazy expressions, not strings: evaluate a "
                         "string alone (lazyk.evaluate('2*a + b'), its names from the "
@@ -130,6 +142,19 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         return _laid_out(got, order) if more else got[0]
     return evaluate_one(expr, out, local_dict, global_dict, order, casting,
                         _depth=_depth + 1)
+
+
+def _numexpr_options(options: dict) -> None:
+    """numexpr's options of `evaluate`: accepted where they change nothing in lazyk."""
+    for key, value in options.items():
+        if key not in ("optimization", "sanitize", "truediv"):
+            raise TypeError(f"evaluate() got an unexpected keyword argument {key!r}")
+        if key == "optimization" and value not in ("none", "moderate", "aggressive"):
+            raise ValueError(f"optimization must be 'none', 'moderate' or 'aggressive', not "
+                             f"{value!r:.40}")
+        if key == "truediv" and value not in ("auto", True):
+            raise NotSupportedError(f"truediv={value!r:.40}: lazyk's / is true division, as "
+                                    "NumPy's (use // for floor division)")
 
 
 def _laid_out(results: tuple, order: str) -> tuple:

@@ -98,10 +98,9 @@ def re_evaluate(local_dict: dict | None = None, global_dict: dict | None = None,
     if args is None:
         raise RuntimeError("re_evaluate() needs a previous evaluate() of a string in this "
                            "thread")
-    text, out, order, casting = args
-    # The options were checked when the string first ran.
+    text, out, order, casting = args  # (the new dicts checked as evaluate checks them)
     return evaluate_string(text, local_dict, global_dict, out, order, casting,
-                           _depth=_depth + 1, _checked=True)
+                           _depth=_depth + 1)
 
 
 # ---------------------------------------------------------------- repeated evaluate(string)
