@@ -58,6 +58,7 @@ from lazyk.frontend import numpy_api as _numpy_api
 from lazyk.frontend import ufuncs as _ufuncs
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.histogram import histogram
+from lazyk.frontend.masks import drop_none, mask, nan_to_none, singletons
 from lazyk.frontend.operands import placeholder
 from lazyk.frontend.records import Records, zip
 from lazyk.frontend.reductions import (
@@ -89,11 +90,23 @@ from lazyk.frontend.rowops import (
     pad_none,
     ravel,
     sort,
-    std,
-    var,
     zeros_like,
 )
 from lazyk.frontend.spec import Instr, KernelSpec
+from lazyk.frontend.statistics import (
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmean,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+    ptp,
+    std,
+    var,
+)
 from lazyk.frontend.strings import endswith, startswith, str_len
 from lazyk.frontend.tuples import argcartesian, argcombinations, cartesian, combinations, unzip
 from lazyk.frontend.ufuncs import (
@@ -189,6 +202,7 @@ __all__ = [
     "concatenate",
     "count",
     "count_nonzero",
+    "drop_none",
     "cumprod",
     "cumsum",
     "dshape",
@@ -210,20 +224,33 @@ __all__ = [
     "is_none",
     "isclose",
     "local_index",
+    "mask",
     "max",
     "mean",
     "min",
     "nan_to_num",
+    "nan_to_none",
+    "nanargmax",
+    "nanargmin",
+    "nanmax",
+    "nanmean",
+    "nanmin",
+    "nanprod",
+    "nanstd",
+    "nansum",
+    "nanvar",
     "num",
     "ones_like",
     "pad_none",
     "placeholder",
     "positive",
     "prod",
+    "ptp",
     "ravel",
     "re_evaluate",
     "real",
     "set_num_threads",
+    "singletons",
     "sort",
     "startswith",
     "stats",

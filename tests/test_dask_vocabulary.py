@@ -47,6 +47,12 @@ WORK = {
     "gather then a mask": lambda x: x[lazyk.argsort(x, axis=1)][x > 2],
     "pairs of values over the leading one": lambda x: lazyk.sum(lazyk.combinations(
         x / lazyk.pad_none(x, 1)[:, 0][:, None], 2)["0"], axis=1, skipna=True),
+    "mask": lambda x: lazyk.mask(x, x > 2),
+    "mask rows": lambda x: lazyk.mask(x, lazyk.num(x, axis=1) > 1),
+    "drop_none of a mask": lambda x: lazyk.drop_none(lazyk.mask(x, x > 2)),
+    "singletons": lambda x: lazyk.singletons(lazyk.argmax(x, axis=1)),
+    "ptp": lambda x: lazyk.ptp(x, axis=1),
+    "nanmean of NaN": lambda x: lazyk.nanmean(lazyk.where(x > 5, np.nan, x), axis=1),
 }
 
 

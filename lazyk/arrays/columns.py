@@ -452,6 +452,8 @@ def text_input(x: Any) -> Any:
 
 def converted(x: Array, dtype: np.dtype) -> Array:
     """Array `x` with its values converted to `dtype` (offsets and masks reused)."""
+    if not x.shape:  # (a 0-d value: converted as a row of one)
+        return converted(x[None], dtype)[0]
     def cast(node: Column) -> Column:
         mask, leaf = node.unwrap()
         leaf = Leaf(leaf.values.astype(dtype))

@@ -7,7 +7,7 @@ order, so the front end registers itself with `use_front_end` when it is importe
 """
 from __future__ import annotations
 
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -23,20 +23,20 @@ def use_front_end(module: ModuleType) -> None:
     _front_end[:] = [module]
 
 
-_row_ops: list[ModuleType] = []
+_row_ops = SimpleNamespace()  # name -> row operation (std, var, cumsum, is_none, ...)
 
 
-def use_row_ops(module: ModuleType) -> None:
-    """Build std, var, cumsum, cumprod and argsort with `module` (`lazyk.frontend.rowops`
-    calls this once when imported)."""
-    _row_ops[:] = [module]
+def use_row_ops(**functions: Any) -> None:
+    """Register row operations by name (`lazyk.frontend.rowops` and
+    `lazyk.frontend.statistics` register theirs when imported)."""
+    vars(_row_ops).update(functions)
 
 
-def row_ops() -> ModuleType:
+def row_ops() -> SimpleNamespace:
     """The registered row operations; RuntimeError if none are (`import lazyk`)."""
-    if not _row_ops:
+    if not vars(_row_ops):
         raise RuntimeError("no lazyk row operations are registered: `import lazyk`")
-    return _row_ops[0]
+    return _row_ops
 
 
 def store_reduced(result: Any, out: Any, name: str) -> Any:

@@ -204,9 +204,10 @@ class _Planner:
             elif isinstance(data, Placeholder):
                 raise BindError(f"placeholder {name!r} has no data: lazyk.compile the "
                                 "expression and call it on each partition")
-            elif isinstance(data, RaggedLeaf) and not data.array.type.ndim and \
-                    not data.option:  # (a lazyk scalar: whole to every partition)
-                r = _numpy_rows(np.asarray(data.array.to_numpy()), None)
+            elif isinstance(data, RaggedLeaf) and not data.array.type.ndim:
+                # a lazyk scalar (a missing one too: `lazyk.mask`'s): whole to every partition
+                r = _numpy_rows(data.array if data.option else
+                                np.asarray(data.array.to_numpy()), None)
             elif _fixed_shape(data) is not None:  # fixed dims of `?T`: views, as NumPy's
                 r = _numpy_rows(data.array, self._split_here(_fixed_shape(data), name))
             elif isinstance(data, RaggedLeaf):

@@ -21,7 +21,7 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.operators import Operators, store_reduced
 from lazyk.errors import NotSupportedError
 from lazyk.frontend import expr as lx
-from lazyk.frontend import histogram, ops, rowops
+from lazyk.frontend import histogram, ops, rowops, statistics
 
 # Every NumPy ufunc lazyk computes (its row in the op table), and the reduction each ufunc's
 # `reduce` is (the first reduction row that folds with it: `np.add.reduce` is sum, not mean).
@@ -110,9 +110,9 @@ FUNCTIONS.update({
     np.argmin: Function(lx.argmin, ("a", "axis"), ("keepdims",), required=1, reduces="argmin"),
     np.count_nonzero: Function(lx.count_nonzero, ("a", "axis"), ("keepdims",), required=1,
                                out=False),
-    np.std: Function(rowops.std, ("a", "axis"), ("ddof", "keepdims", "dtype"),
+    np.std: Function(statistics.std, ("a", "axis"), ("ddof", "keepdims", "dtype"),
                      {"correction": "ddof"}, required=1, reduces="std"),
-    np.var: Function(rowops.var, ("a", "axis"), ("ddof", "keepdims", "dtype"),
+    np.var: Function(statistics.var, ("a", "axis"), ("ddof", "keepdims", "dtype"),
                      {"correction": "ddof"}, required=1, reduces="var"),
     np.cumsum: Function(lambda a, axis=None, dtype=None: rowops.cumsum(a, axis, dtype),
                         ("a", "axis", "dtype"), required=1, reduces="cumsum"),

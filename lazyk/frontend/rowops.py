@@ -1,10 +1,9 @@
 """Awkward Array's row vocabulary on lazy expressions: `num`, `flatten`, `firsts`,
 `local_index`, `concatenate`, `is_none`, `fill_none`, `pad_none`, `sort`, `argsort`,
-`cumsum`, `cumprod`, and `std` / `var`.
+`cumsum` and `cumprod`.
 
 Each builder types its result at once (dims, `?var` rows, `?T` values, dtype: Awkward 2's
-rules, NumPy's for fixed data) and adds one `ROWS_OP` node, or (std, var) a graph of the
-existing reductions; nothing runs until evaluation (`lazyk.runtime.row_steps`): the
+rules, NumPy's for fixed data) and adds one `ROWS_OP` node; nothing runs until evaluation (`lazyk.runtime.row_steps`): the
 running folds (cumsum, cumprod) are a scan of the loop nest fused with the elementwise work
 that feeds them, `is_none` / `fill_none` of values fuse into the kernel that reads them,
 and what only restructures (num, flatten, firsts, local_index, concatenate, pad_none,
@@ -17,7 +16,6 @@ and the operand's type.
 from __future__ import annotations
 
 import builtins
-import sys
 from typing import Any
 
 import numpy as np
@@ -30,16 +28,16 @@ from lazyk.errors import DTypeError, NotSupportedError, ShapeError, UnsupportedO
 from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import ROWS_OP, Node
 from lazyk.frontend.leaves import is_text
-from lazyk.frontend.numpy_rules import broadcast_shapes, cast, normalize_axes
+from lazyk.frontend.numpy_rules import broadcast_shapes, cast
 from lazyk.frontend.operands import operands, refuse_text
 from lazyk.frontend.ops import BYTES
 from lazyk.frontend.record_layout import everywhere
 from lazyk.frontend.records import lined_up_fields, record_fields
-from lazyk.frontend.reductions import count, reduce
-from lazyk.frontend.ufuncs import astype, imag, maximum, real, sqrt, where
+from lazyk.frontend.reductions import count
+from lazyk.frontend.ufuncs import where
 
 __all__ = ["argsort", "concatenate", "cumprod", "cumsum", "fill_none", "firsts", "flatten",
-           "is_none", "local_index", "num", "pad_none", "sort", "std", "var"]
+           "is_none", "local_index", "num", "pad_none", "sort"]
 
 
 # ---------------------------------------------------------------- helpers
@@ -49,7 +47,8 @@ def flags(e: Expr) -> tuple[list, bool]:
     return [bool(r) for r in rows[:e.ndim]] + [False] * (e.ndim - len(rows)), bool(option)
 
 
-def _operand(name: str, x: Any) -> Expr:
+def row_operand(name: str, x: Any) -> Expr:
+    """The lazy operand of row function `name` (strings only where it takes them)."""
     e = operands(name, (x,))[0]
     if is_text(e.dtype) and name not in ("num", "flatten", "firsts", "local_index",
                                             "pad_none", "is_none", "concatenate"):
@@ -81,7 +80,8 @@ def _node(name: str, dtype, shape: tuple, srcs: list, params: tuple, rows, optio
     return Expr(node, env)
 
 
-def _var_dims(e: Expr) -> bool:
+def var_dims(e: Expr) -> bool:
+    """Whether the expression has var dims."""
     return None in e.shape
 
 
@@ -100,7 +100,7 @@ def num(x: Any, axis: int = 1) -> Expr:
     if rec is not None:  # each field's (Awkward's), else the lists the fields share
         return _in_fields("num", rec, axis, lambda f: num(f, axis),
                           lambda: num(next(iter(rec.items()))[1], axis))
-    e = _operand("num", x)
+    e = row_operand("num", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"num: axis {axis} of a 0-d operand ({e.type}): "
                                       "it has no lists")
@@ -143,7 +143,7 @@ def flatten(x: Any, axis: int | None = 1) -> Expr:
     if rec is not None:  # (inside the fields, or fewer lists above the records)
         return _in_fields("flatten", rec, axis, None,
                           lambda: rec.map(lambda f: flatten(f, axis), -1, same=True))
-    e = _operand("flatten", x)
+    e = row_operand("flatten", x)
     rows, option = flags(e)
     if axis is None:
         return _node("flatten", e.dtype, (None,), [e], (None,), [False], False, e.env)
@@ -177,7 +177,7 @@ def firsts(x: Any, axis: int = 1) -> Expr:
     if rec is not None:  # each field's first item (a missing record where a list is empty)
         return _in_fields("firsts", rec, axis, lambda f: firsts(f, axis),
                           lambda: rec.map(lambda f: firsts(f, axis), -1))
-    e = _operand("firsts", x)
+    e = row_operand("firsts", x)
     if e.ndim < 2:
         raise np.exceptions.AxisError(f"firsts: axis {axis} of an operand of type {e.type}: "
                                       "it needs lists at axis 1 or deeper (2 dims or more)")
@@ -200,7 +200,7 @@ def local_index(x: Any, axis: int = -1) -> Expr:
     if rec is not None:  # each field's (Awkward's), else the lists the fields share
         return _in_fields("local_index", rec, axis, lambda f: local_index(f, axis),
                           lambda: local_index(next(iter(rec.items()))[1], axis))
-    e = _operand("local_index", x)
+    e = row_operand("local_index", x)
     if not e.ndim:
         raise np.exceptions.AxisError(f"local_index: axis {axis} of a 0-d operand "
                                       f"({e.type})")
@@ -240,7 +240,7 @@ def concatenate(arrays: Any, axis: int = 0) -> Expr:
             [everywhere(r) if r.present is None else r.present for r in recs], axis)
         return recs[0].with_fields({k: concatenate([r[k] for r in recs], axis)
                                     for k, _ in recs[0].items()}, present)
-    es = [_operand("concatenate", a) for a in arrays]
+    es = [row_operand("concatenate", a) for a in arrays]
     if not es:
         raise ValueError("concatenate needs at least one array")
     nds = sorted({e.ndim for e in es})
@@ -311,7 +311,7 @@ def is_none(x: Any, axis: int = 0) -> Expr:
         # records field's: whether its records are missing), others False, as Awkward's
         return rec.with_fields({k: is_none(f, axis) for k, f in rec.items()}) \
             if rec.own_fields or isinstance(x, Array) else ~everywhere(rec)
-    e = _operand("is_none", x)
+    e = row_operand("is_none", x)
     if not e.ndim:
         return _node("is_none", np.bool_, (), [e], (0,), [], False, e.env)
     a = _axis("is_none", e, axis)
@@ -330,7 +330,7 @@ def fill_none(x: Any, value: Any) -> Expr:
 
     Example: `lazyk.fill_none(lazyk.array([[1.5, None], []]), 0)` is `[[1.5, 0.0], []]`.
     """
-    e = _operand("fill_none", x)
+    e = row_operand("fill_none", x)
     rows, option = flags(e)
     if value is None:
         raise TypeError("fill_none: the value must not be None (it replaces the missing "
@@ -365,7 +365,7 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Expr:
     """
     if record_fields(x) is not None:
         raise NotSupportedError("full_like of records: take it of a field (r.name)")
-    e = _operand("full_like", x)
+    e = row_operand("full_like", x)
     if fill_value is None:
         raise TypeError("full_like: the fill value must not be None")
     dt = e.dtype if dtype is None else np.dtype(dtype)
@@ -400,7 +400,7 @@ def pad_none(x: Any, target: int, axis: int = 1, clip: bool = False) -> Expr:
     if rec is not None:  # (inside the fields: the records stay present where they were)
         return _in_fields("pad_none", rec, axis, lambda f: pad_none(f, target, axis, clip),
                           lambda: rec.map(lambda f: pad_none(f, target, axis, clip), 0))
-    e = _operand("pad_none", x)
+    e = row_operand("pad_none", x)
     if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) \
             or target < 0:
         raise ValueError(f"pad_none: target must be a non-negative int, not {target!r}")
@@ -434,7 +434,7 @@ def _order(name: str, x: Any, axis: int | None, ascending: bool, stable: bool) -
     if record_fields(x) is not None:
         raise NotSupportedError(f"{name} of records: order them by a field, e.g. "
                                 "r[lazyk.argsort(r.pt, axis=1)]")
-    e = _operand(name, x)
+    e = row_operand(name, x)
     if not isinstance(ascending, (bool, np.bool_)):
         raise TypeError(f"{name}: ascending must be True or False, not {ascending!r}")
     if not isinstance(stable, (bool, np.bool_)):  # (False: a stable order is one too)
@@ -447,7 +447,7 @@ def _order(name: str, x: Any, axis: int | None, ascending: bool, stable: bool) -
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
     if e.dtype.kind == "c":
         raise NotSupportedError(f"{name} of complex values ({e.type})")
-    ragged = _var_dims(e) or builtins.any(flags(e)[0])
+    ragged = var_dims(e) or builtins.any(flags(e)[0])
     a = _axis(name, e, axis, last=ragged)
     return e, a
 
@@ -481,7 +481,7 @@ def ravel(x: Any) -> Expr:
     """Lazy values of `x` in order as one dim, as NumPy's `axis=None` takes them: missing
     values kept in place (missing rows hold none). Unlike `flatten(x, axis=None)`, which
     drops missing values (Awkward's rule)."""
-    e = _operand("ravel", x)
+    e = row_operand("ravel", x)
     while e.ndim > 1:
         e = flatten(e, axis=1)
     return e if e.ndim else e[None]
@@ -489,12 +489,12 @@ def ravel(x: Any) -> Expr:
 
 # ---------------------------------------------------------------- running folds
 def _scan(name: str, x: Any, axis: Any, dtype: Any) -> Expr:
-    e = _operand(name, x)
+    e = row_operand(name, x)
     if axis is None or (axis in (0, -1) and not e.ndim):  # NumPy's rule: the flattened
         e, axis = ravel(e), -1  # values (missing ones kept in place)
     if not e.ndim:
         raise np.exceptions.AxisError(f"{name}: axis {axis} of a 0-d operand ({e.type})")
-    ragged = _var_dims(e) or builtins.any(flags(e)[0])
+    ragged = var_dims(e) or builtins.any(flags(e)[0])
     a = _axis(name, e, axis)
     if ragged and a != e.ndim - 1:
         raise NotSupportedError(f"{name} along axis {axis} of {e.type}: a running fold over "
@@ -532,69 +532,6 @@ def cumprod(x: Any, axis: int | None = -1, dtype: Any = None) -> Expr:
     return _scan("cumprod", x, axis, dtype)
 
 
-# ---------------------------------------------------------------- spread
-def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> Expr:
-    """Lazy variance over `axis` (int, tuple, None): the sum of squared deviations from
-    the mean over `n - ddof` (n: the values folded; `max(n - ddof, 0)` as NumPy, so no
-    values give NaN). Two passes (the mean, then the deviations), each fused into one
-    kernel with the work before it. `skipna=True` leaves missing values out, as lazyk's
-    other reductions (without it, a missing value makes the result missing).
-
-    The dtype is NumPy's (float32 stays float32, integers give float64, complex its real
-    dtype; over var dims the sums are in float64 first; Awkward's `ak.var` is float64);
-    `dtype=` an integer sums in it and truncates the mean and the result, as NumPy does.
-
-    Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
-    `[1.5555555555555556, nan]`.
-    """
-    return _spread("var", x, axis, ddof, keepdims, skipna, dtype)
-
-
-def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
-        skipna: bool = False, dtype: Any = None) -> Expr:
-    """Lazy standard deviation: the square root of `var` (same arguments and dtypes; an
-    integer `dtype=` is a TypeError, as in NumPy).
-
-    Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
-    """
-    return _spread("std", x, axis, ddof, keepdims, skipna, dtype)
-
-
-def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: bool,
-            dtype: Any) -> Expr:
-    e = _operand(name, x)
-    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer, float)):
-        raise TypeError(f"{name}: ddof must be a number, not {ddof!r}")
-    axes = normalize_axes(axis, e.ndim, name)
-    if e.dtype.kind not in "biufc":
-        raise DTypeError(f"{name} of {e.dtype}: numbers only")
-    complex_, ints = e.dtype.kind == "c", None  # ints: NumPy's integer dtype= (truncates)
-    if dtype is not None:
-        out = np.dtype(dtype)
-        if out.kind == "b":
-            raise TypeError(f"{name} with dtype=bool: pass a number dtype")
-        ints = out if out.kind in "iu" else None
-        work = out if out.kind in "fciu" else np.dtype(np.float64)
-    elif _var_dims(e) or builtins.any(flags(e)[0]):  # (in float64, given in NumPy's dtype
-        out = np.var(np.ones(2, e.dtype)).dtype  # as `mean` is: Awkward's is float64)
-        work = np.dtype(np.complex128 if complex_ else np.float64)
-    else:
-        out = np.var(np.ones(2, e.dtype)).dtype
-        work = np.dtype(np.float32) if e.dtype == np.float16 else \
-            np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
-    xf = astype(e, work) if e.dtype != work else e
-    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna, dtype=ints)
-    mean = total / count(xf, axis=axes, keepdims=True)
-    if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
-        xf = astype(e, np.result_type(work, np.complex64))
-    dev = xf - (mean if ints is None else astype(mean, ints))
-    square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
-    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
-    left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
-    result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
-    result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
-    return astype(result, out) if result.dtype != out else result
-
-
-use_row_ops(sys.modules[__name__])  # x.std(), x.cumsum(), ... (lazyk.arrays.operators)
+# x.cumsum(), x.argsort(), and what lazy records read of their rows
+use_row_ops(cumsum=cumsum, cumprod=cumprod, argsort=argsort, is_none=is_none,
+            fill_none=fill_none, local_index=local_index)

@@ -1,0 +1,150 @@
+"""Statistics over lazy expressions: `std` / `var` (NumPy's and Awkward's), Awkward's `ptp`
+and its nan-reductions (`nansum`, `nanmean`, `nanargmax`, ...: the reduction of the values
+with NaN left out as missing values are).
+
+Each is a graph of lazyk's own reductions and elementwise work: `std` / `var` two passes
+(the mean, then the deviations), each fused into one kernel with the work before it.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from lazyk.arrays.operators import use_row_ops
+from lazyk.errors import DTypeError
+from lazyk.frontend import ops
+from lazyk.frontend.expression import Expr
+from lazyk.frontend.masks import missing, nan_to_none
+from lazyk.frontend.numpy_rules import normalize_axes
+from lazyk.frontend.operands import as_expr
+from lazyk.frontend.reductions import argmax, argmin, count, reduce
+from lazyk.frontend.rowops import flags, row_operand, var_dims
+from lazyk.frontend.ufuncs import apply, astype, imag, maximum, real, sqrt, where
+
+
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
+        skipna: bool = False, dtype: Any = None) -> Expr:
+    """Lazy variance over `axis` (int, tuple, None): the sum of squared deviations from
+    the mean over `n - ddof` (n: the values folded; `max(n - ddof, 0)` as NumPy, so no
+    values give NaN). Two passes (the mean, then the deviations), each fused into one
+    kernel with the work before it. `skipna=True` leaves missing values out, as lazyk's
+    other reductions (without it, a missing value makes the result missing).
+
+    The dtype is NumPy's (float32 stays float32, integers give float64, complex its real
+    dtype; over var dims the sums are in float64 first; Awkward's `ak.var` is float64);
+    `dtype=` an integer sums in it and truncates the mean and the result, as NumPy does.
+
+    Example: `lazyk.var(lazyk.array([[1.0, 2.0, 4.0], []]), axis=-1)` is
+    `[1.5555555555555556, nan]`.
+    """
+    return _spread("var", x, axis, ddof, keepdims, skipna, dtype)
+
+
+def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
+        skipna: bool = False, dtype: Any = None) -> Expr:
+    """Lazy standard deviation: the square root of `var` (same arguments and dtypes; an
+    integer `dtype=` is a TypeError, as in NumPy).
+
+    Example: `lazyk.std(lazyk.array([[1.0, 3.0], [5.0]]), axis=-1)` is `[1.0, 0.0]`.
+    """
+    return _spread("std", x, axis, ddof, keepdims, skipna, dtype)
+
+
+def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: bool,
+            dtype: Any) -> Expr:
+    e = row_operand(name, x)
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer, float)):
+        raise TypeError(f"{name}: ddof must be a number, not {ddof!r}")
+    axes = normalize_axes(axis, e.ndim, name)
+    if e.dtype.kind not in "biufc":
+        raise DTypeError(f"{name} of {e.dtype}: numbers only")
+    complex_, ints = e.dtype.kind == "c", None  # ints: NumPy's integer dtype= (truncates)
+    if dtype is not None:
+        out = np.dtype(dtype)
+        if out.kind == "b":
+            raise TypeError(f"{name} with dtype=bool: pass a number dtype")
+        ints = out if out.kind in "iu" else None
+        work = out if out.kind in "fciu" else np.dtype(np.float64)
+    elif var_dims(e) or builtins.any(flags(e)[0]):  # (in float64, given in NumPy's dtype
+        out = np.var(np.ones(2, e.dtype)).dtype  # as `mean` is: Awkward's is float64)
+        work = np.dtype(np.complex128 if complex_ else np.float64)
+    else:
+        out = np.var(np.ones(2, e.dtype)).dtype
+        work = np.dtype(np.float32) if e.dtype == np.float16 else \
+            np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
+    xf = astype(e, work) if e.dtype != work else e
+    total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna, dtype=ints)
+    mean = total / count(xf, axis=axes, keepdims=True)
+    if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
+        xf = astype(e, np.result_type(work, np.complex64))
+    dev = xf - (mean if ints is None else astype(mean, ints))
+    square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
+    ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
+    left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
+    result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
+    result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
+    return astype(result, out) if result.dtype != out else result
+
+
+def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
+        mask_identity: bool = True) -> Expr:
+    """Lazy `ak.ptp`: the range, max - min, of the present values along `axis` (NaN's rule
+    as `lazyk.max`'s); a list with no value gives None (`mask_identity=False`: 0).
+
+    Example: `lazyk.ptp(lazyk.array([[1, 5, 2], [], [4]]), axis=1)` is `[4, None, 0]`.
+    """
+    e = _numbers("ptp", array, "biuf")
+    normalize_axes(axis, e.ndim, "ptp")
+    got = apply("subtract", _seeded("max", e, axis, keepdims), _seeded("min", e, axis, keepdims))
+    return _none_where_empty(got, e, axis, keepdims, mask_identity)
+
+
+def _numbers(name: str, x: Any, kinds: str) -> Expr:
+    e = as_expr(x)
+    if e.dtype.kind not in kinds:
+        raise DTypeError(f"{name} of {e.type}: numbers only")
+    return e
+
+
+def _seeded(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
+    """min / max of the present values, seeded with the fold's identity: an empty list
+    gives the identity (`_none_where_empty` masks it) instead of an error."""
+    return reduce(op, e, axis=axis, keepdims=keepdims, skipna=True,
+                  initial=ops.OPS[op].identity(e.dtype))
+
+
+def _none_where_empty(got: Expr, e: Expr, axis: Any, keepdims: bool,
+                      mask_identity: bool = True) -> Expr:
+    """`got` with None (or 0) where `e` has no present value along `axis` (Awkward's
+    `mask_identity`)."""
+    empty = apply("equal", count(e, axis=axis, keepdims=keepdims), 0)
+    return where(empty, missing(got.dtype) if mask_identity else got.dtype.type(0), got)
+
+
+def _nan_reduction(op: str):
+    def fn(array: Any, axis: Any = None, keepdims: bool = False) -> Expr:
+        e = nan_to_none(_numbers(f"nan{op}", array, "biufc"))
+        if op in ("sum", "prod"):  # (an empty list: the identity, as Awkward's)
+            return reduce(op, e, axis=axis, keepdims=keepdims, skipna=True)
+        if op in ("argmin", "argmax"):  # (missing values skipped; nothing left: None)
+            return (argmin if op == "argmin" else argmax)(e, axis=axis, keepdims=keepdims)
+        got = _seeded(op, e, axis, keepdims) if op in ("min", "max") else \
+            reduce(op, e, axis=axis, keepdims=keepdims, skipna=True) if op == "mean" else \
+            (std if op == "std" else var)(e, axis=axis, keepdims=keepdims, skipna=True)
+        return _none_where_empty(got, e, axis, keepdims)
+
+    fn.__name__ = fn.__qualname__ = f"nan{op}"
+    fn.__doc__ = (f"Lazy `ak.nan{op}`: `{op}` of the values "
+                  "with NaN and missing values left out; a list with no value left gives " +
+                  ("the fold's identity." if op in ("sum", "prod") else "None."))
+    return fn
+
+
+nansum, nanprod = _nan_reduction("sum"), _nan_reduction("prod")
+nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
+nanmean, nanstd, nanvar = _nan_reduction("mean"), _nan_reduction("std"), _nan_reduction("var")
+nanargmin, nanargmax = _nan_reduction("argmin"), _nan_reduction("argmax")
+
+use_row_ops(std=std, var=var)  # (x.std(), x.var())

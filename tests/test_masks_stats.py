@@ -1,0 +1,154 @@
+"""Awkward's `mask`, `nan_to_none`, `drop_none`, `singletons`, `ptp` and nan-reductions, over
+every ragged layout (missing values and rows, empty rows and arrays), against Awkward."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lazyk
+from tests import ragged_strategies as S
+
+ak = pytest.importorskip("awkward")
+
+QVAR = tuple(t for t in S.QVAR_LAYOUTS if not t.startswith("?"))  # (rows of rows)
+LAYOUTS = S.LAYOUTS + QVAR + ("N * var * ?var * T",)
+NAN_REDUCTIONS = ("nansum", "nanprod", "nanmin", "nanmax", "nanmean", "nanstd", "nanvar",
+                  "nanargmin", "nanargmax")
+
+
+def plain(v):
+    """Nested lists with NaN as a string (NaN != NaN) and floats to 6 digits (sums
+    reassociate; float32 means stay float32, as NumPy, where Awkward gives float64)."""
+    if isinstance(v, list):
+        return [plain(u) for u in v]
+    if isinstance(v, dict):
+        return {k: plain(u) for k, u in v.items()}
+    if isinstance(v, (float, np.floating)):
+        return "nan" if math.isnan(v) else float(f"{float(v):.6g}")  # (float32 means)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def both(case):
+    x = lazyk.array(case[1], type=case[0])
+    # (Awkward's of the same type: empty lists are not `unknown`; one outer list as a row)
+    return x, lazyk.to_awkward(x[None])[0] if case[0].startswith("var") else lazyk.to_awkward(x)
+
+
+def listed(x):
+    got = x.eval() if hasattr(x, "eval") else x
+    return plain(got.to_list() if hasattr(got, "to_list") else got)
+
+
+def awkward(x):
+    return plain(x.to_list() if isinstance(x, ak.Array) else x)
+
+
+def same(got, fn, *args, **kw):
+    """lazyk's `got` equals Awkward's `fn(*args, **kw)`, where Awkward has an answer (some
+    layouts of missing lists of fixed-size lists raise inside Awkward 2.x)."""
+    try:
+        want = fn(*args, **kw)
+    except (AttributeError, IndexError):
+        return True
+    return listed(got) == awkward(want)
+
+
+@given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC, nan=True), st.booleans())
+def test_mask_of_values_and_of_rows(case, valid_when):
+    x, a = both(case)
+    m = x > 1
+    assert listed(lazyk.mask(x, m, valid_when=valid_when)) == \
+        awkward(ak.mask(a, a > 1, valid_when=valid_when))
+    if x.ndim > 1 and not x.type.missing_rows:  # a mask of the outer rows
+        rows = lazyk.num(x, axis=1) > 1
+        assert listed(lazyk.mask(x, rows)) == awkward(ak.mask(a, ak.num(a, axis=1) > 1))
+
+
+@given(S.ragged(layouts=LAYOUTS, dtypes=("float64", "float32"), nan=True))
+def test_nan_to_none_and_drop_none_at_every_axis(case):
+    x, a = both(case)
+    assert listed(lazyk.nan_to_none(x)) == awkward(ak.nan_to_none(a))
+    y, b = lazyk.nan_to_none(x), ak.nan_to_none(a)
+    parts = str(y.type).split(" * ")
+    for axis in [None] + list(range(x.ndim)) + [-1]:
+        if axis is not None and not parts[axis % x.ndim + 1].startswith("?"):
+            continue  # (nothing missing there: Awkward 2.x drops the values' None there)
+        assert same(lazyk.drop_none(y, axis=axis), ak.drop_none, b, axis=axis), axis
+    assert "?" not in str(lazyk.drop_none(y).type).split(" * ")[-1]  # no value is missing
+
+
+@given(S.ragged(layouts=QVAR + ("N * var * T", "var * var * T"), dtypes=S.NUMERIC))
+def test_singletons_at_every_axis(case):
+    x, a = both(case)
+    for axis in range(x.ndim):
+        assert listed(lazyk.singletons(x, axis=axis)) == \
+            awkward(ak.singletons(a, axis=axis)), axis
+    first = lazyk.firsts(x, axis=-1) if x.ndim > 1 else x
+    assert listed(lazyk.singletons(first, axis=-1)) == \
+        awkward(ak.singletons(ak.firsts(a, axis=-1) if x.ndim > 1 else a, axis=-1))
+
+
+@given(S.ragged(layouts=LAYOUTS, dtypes=S.NUMERIC, nan=True), st.sampled_from(NAN_REDUCTIONS),
+       st.booleans())
+def test_nan_reductions_over_the_last_axis_and_all(case, name, keepdims):
+    x, a = both(case)
+    for axis in (-1, None):
+        if keepdims and (axis is None or x.type.missing_rows):
+            continue  # (a missing row kept: [None] in lazyk, None in Awkward; README)
+        got = getattr(lazyk, name)(x, axis=axis, keepdims=keepdims)
+        assert same(got, getattr(ak, name), a, axis=axis, keepdims=keepdims), (name, axis)
+
+
+@given(S.ragged(layouts=LAYOUTS, dtypes=("int64", "int32", "float64")), st.booleans())
+def test_ptp_over_the_last_axis_and_all(case, mask_identity):
+    x, a = both(case)
+    kw = {"mask_identity": mask_identity}
+    assert same(lazyk.ptp(x, axis=-1, **kw), ak.ptp, a, axis=-1, **kw)
+    assert same(lazyk.ptp(x, **kw), ak.ptp, a, axis=None, **kw)
+
+
+def test_examples_records_and_fused_work():
+    x = lazyk.array([[1.0, 2.0, np.nan], [], [4.0]])
+    assert lazyk.mask(x, lazyk.array([True, False, True])).eval().to_list()[1] is None
+    jets = lazyk.zip({"pt": lazyk.array([[50.0, 20.0, 31.0], [], [35.0]]),
+                      "eta": lazyk.array([[0.1, 2.0, -0.5], [], [-1.0]])})
+    good = lazyk.mask(jets, jets.pt > 30)
+    assert good.eval().to_list()[0][1] is None
+    assert lazyk.sum(good.pt, axis=1, skipna=True).eval().to_list() == [81.0, 0.0, 35.0]
+    assert lazyk.drop_none(good).eta.eval().to_list() == [[0.1, -0.5], [], [-1.0]]
+    # selection, NaN and the reduction after them in one expression, and compiled
+    p = lazyk.placeholder("x", "N * var * float64")
+    f = lazyk.compile(lazyk.nanmean(lazyk.mask(p, p > 1), axis=1))
+    assert f(x).to_list() == [2.0, None, 4.0]
+    g = lazyk.compile(lazyk.drop_none(lazyk.nan_to_none(p)))
+    assert g(x).to_list() == [[1.0, 2.0], [], [4.0]]
+    assert lazyk.singletons(lazyk.argmax(lazyk.array([[1, 5], [], [2]]), axis=1)).eval() \
+        .to_list() == [[1], [], [0]]
+    # NumPy data: a dense mask gives missing values
+    assert lazyk.mask(np.arange(4.0), np.arange(4) % 2 == 0).eval().to_list() == \
+        [0.0, None, 2.0, None]
+
+
+def test_bad_input_is_named():
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    with pytest.raises(lazyk.DTypeError, match="mask: the mask must be booleans, not float64"):
+        lazyk.mask(x, x)
+    with pytest.raises(TypeError, match="valid_when must be True or False"):
+        lazyk.mask(x, x > 1, valid_when="yes")
+    with pytest.raises(lazyk.ShapeError, match="row 0"):
+        lazyk.mask(x, lazyk.array([[True], [False]])).eval()
+    with pytest.raises(np.exceptions.AxisError, match="drop_none: axis 5"):
+        lazyk.drop_none(x, axis=5)
+    with pytest.raises(np.exceptions.AxisError, match="singletons: axis 2"):
+        lazyk.singletons(x, axis=2)
+    for fn in (lazyk.ptp, lazyk.nansum, lazyk.nanargmax):
+        with pytest.raises(lazyk.DTypeError, match="of 1 \\* string: numbers only"):
+            fn(lazyk.array(["a"]))
+    with pytest.raises(TypeError, match="builtins.object"):
+        lazyk.mask(object(), True)
