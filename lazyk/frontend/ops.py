@@ -99,11 +99,14 @@ class Op:
         what combines the parts of threads, partitions and `initial=`."""
         return OPS[self.combine].numpy
 
-    def empty_value(self) -> Any:
-        """The value of a fold over nothing (ValueError as NumPy where there is none)."""
+    def empty_value(self, dt: Any = None) -> Any:
+        """The value of a fold over nothing in dtype `dt` (ValueError as NumPy where there
+        is none); a complex mean's is NumPy's 0 / 0, nan+nanj."""
         if self.empty is None:
             raise ValueError(f"zero-size array to reduction operation {self.name} which has "
                              "no identity")
+        if dt is not None and np.dtype(dt).kind == "c" and isinstance(self.empty, float):
+            return complex(self.empty, self.empty)
         return self.empty
 
     def infer(self, *dtypes: Any, attr: Any = None) -> np.dtype:

@@ -113,7 +113,7 @@ def _reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, skipna: b
         value = Expr(cast(node, acc), e.env)
         if skipna and has_options(e) and ops.OPS[op].folds_to_identity:
             # a missing value alone folds nothing: the fold of nothing (0, 1, False, True)
-            fill = np.asarray(ops.OPS[op].empty_value()).astype(acc).item()
+            fill = np.asarray(ops.OPS[op].empty_value(acc)).astype(acc).item()
             value = Expr(Node(ROWS_OP, acc, node.shape, (value.node,),
                               ("fill_none", (fill,), tuple(option_flags(node, e.env)[0]),
                                False)), e.env)

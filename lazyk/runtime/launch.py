@@ -221,7 +221,7 @@ def run_step(step: Step, arrays: list[np.ndarray], out: np.ndarray | None) -> np
         # NumPy raises for min/max over an empty axis even when the result is empty too
         # (with `initial` folded in after: the identity, which `initial` then replaces).
         row = ops.get("mean" if step.mean else step.spec.reduce)
-        value = np.asarray(row.identity(out.dtype) if step.seeded else row.empty_value())
+        value = np.asarray(row.identity(out.dtype) if step.seeded else row.empty_value(out.dtype))
         with np.errstate(invalid="ignore"):  # (NaN as an integer dtype: NumPy's cast too)
             out[...] = value.astype(out.dtype)
         return out
