@@ -113,6 +113,17 @@ EXAMPLES = {
     "nanvar": "lazyk.nanvar(lazyk.array([[1.0, float('nan'), 3.0], []]), axis=1).eval()",
     "nanargmin": "lazyk.nanargmin(lazyk.array([[float('nan'), 2.0, 1.0], []]), axis=1).eval()",
     "nanargmax": "lazyk.nanargmax(lazyk.array([[float('nan'), 2.0, 1.0], []]), axis=1).eval()",
+    "fields": "lazyk.fields(lazyk.zip({'pt': lazyk.array([[1.0]]), 'eta': lazyk.array([[0.5]])}))",
+    "with_field": "r = lazyk.zip({'pt': lazyk.array([[1.0, 2.0], []])})\n"
+                  "lazyk.with_field(r, r.pt * 2, 'pt2').eval()",
+    "without_field": "r = lazyk.zip({'pt': lazyk.array([[1.0]]), 'eta': lazyk.array([[0.5]])})\n"
+                     "lazyk.fields(lazyk.without_field(r, 'eta'))",
+    "to_list": "lazyk.to_list(lazyk.array([[1, 2], []]) * 2)",
+    "to_numpy": "lazyk.to_numpy(lazyk.array([1.5, 2.5]) * 2)",
+    "from_iter": "lazyk.from_iter(iter([[1, None], []]))",
+    "lazyk.from_numpy": "lazyk.from_numpy(np.arange(3.0))",  # (lazyk.types has one too)
+    "unflatten": "lazyk.unflatten(lazyk.array([1, 2, 3, 4, 5]), [2, 0, 3])",
+    "run_lengths": "lazyk.run_lengths(lazyk.array([[1, 1, 2], [3, 3], []]))",
     "values_astype": "lazyk.values_astype(lazyk.array([[1.5], [2.5, 3.5]]), 'int32').eval()",
     "full_like": "lazyk.full_like(lazyk.array([[1.5, None], []]), 7).eval()",
     "ones_like": "lazyk.ones_like(lazyk.array([[1, 2], [3]])).eval()",
@@ -446,6 +457,11 @@ _ORDER = ("Arrays, expressions and compiled kernels", "Methods and properties",
           "Types: `lazyk.types`")
 
 
+def example_key(qual: str, name: str) -> str:
+    """The EXAMPLES key of a public name: its qualified name where two modules share it."""
+    return qual if qual in EXAMPLES else name
+
+
 def example(name: str, obj) -> str:
     if name in EXAMPLES:
         return EXAMPLES[name]
@@ -476,7 +492,7 @@ def render() -> str:
             table_rows.append(f"| `{signature(qual, name, obj)}` | {summary(obj, name)} | "
                               f"`{call}` → `{result}` |")
             continue
-        sections[sec].append(_entry(qual, name, name, obj))
+        sections[sec].append(_entry(qual, name, example_key(qual, name), obj))
     for qual, name, obj in error_classes():
         if qual not in documented:
             sections["Errors"].append(_entry(qual, name, name, obj))

@@ -57,6 +57,17 @@ from lazyk.errors import (
 from lazyk.frontend import numpy_api as _numpy_api
 from lazyk.frontend import ufuncs as _ufuncs
 from lazyk.frontend.expression import Expr
+from lazyk.frontend.fields import (
+    fields,
+    from_iter,
+    from_numpy,
+    run_lengths,
+    to_list,
+    to_numpy,
+    unflatten,
+    with_field,
+    without_field,
+)
 from lazyk.frontend.histogram import histogram
 from lazyk.frontend.masks import drop_none, mask, nan_to_none, singletons
 from lazyk.frontend.operands import placeholder
@@ -211,10 +222,13 @@ __all__ = [
     "evaluate",
     "explain",
     "fill_none",
+    "fields",
     "firsts",
     "flatten",
     "from_arrow",
     "from_awkward",
+    "from_iter",
+    "from_numpy",
     "from_offsets",
     "full",
     "full_like",
@@ -248,6 +262,7 @@ __all__ = [
     "ptp",
     "ravel",
     "re_evaluate",
+    "run_lengths",
     "real",
     "set_num_threads",
     "singletons",
@@ -260,11 +275,16 @@ __all__ = [
     "threads",
     "to_arrow",
     "to_awkward",
+    "to_list",
+    "to_numpy",
     "types",
+    "unflatten",
     "unzip",
     "values_astype",
     "var",
     "where",
+    "with_field",
+    "without_field",
     "zeros",
     "zeros_like",
     "zip",

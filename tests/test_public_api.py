@@ -43,7 +43,8 @@ def test_all_lists_every_public_name():
                          ids=[q for q, _, _ in make_api.public_names()])
 def test_every_public_name_has_docs_and_an_example(qual, name, obj):
     assert make_api.summary(obj, name), f"{qual} has no docstring"
-    assert make_api.example(name, obj), f"{qual} has no example in docs/make_api.py"
+    assert make_api.example(make_api.example_key(qual, name), obj), \
+        f"{qual} has no example in docs/make_api.py"
     heading = f"`{make_api.signature(qual, name, obj)}`"
     assert heading in API.read_text(), f"{qual} is not documented in docs/api.md; {REGENERATE}"
 

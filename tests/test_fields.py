@@ -1,0 +1,96 @@
+"""Awkward's `fields`, `with_field`, `without_field`, `to_list`, `to_numpy`, `from_iter`,
+`from_numpy`, `unflatten` and `run_lengths`, against Awkward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyk
+
+ak = pytest.importorskip("awkward")
+
+PT = [[50.0, 20.0, 31.0], [], [35.0]]
+ETA = [[0.1, 2.0, -0.5], [], [-1.0]]
+
+
+def jets():
+    return (lazyk.zip({"pt": lazyk.array(PT), "eta": lazyk.array(ETA)}),
+            ak.zip({"pt": ak.Array(PT), "eta": ak.Array(ETA)}))
+
+
+def test_fields_with_field_and_without_field_as_awkward():
+    lj, aj = jets()
+    assert lazyk.fields(lj) == ak.fields(aj) == ["pt", "eta"]
+    assert lazyk.fields(lj.eval()) == ["pt", "eta"] and lazyk.fields(lj.pt) == []
+    got = lazyk.with_field(lj, lj.pt * 2, "pt2")
+    want = ak.with_field(aj, aj.pt * 2, "pt2")
+    assert lazyk.fields(got) == ak.fields(want)
+    assert got.eval().to_list() == want.to_list()
+    replaced = lazyk.with_field(lj, lj.eta * 0, "eta")  # (a field of that name: replaced)
+    assert replaced.eval().to_list() == ak.with_field(aj, aj.eta * 0, "eta").to_list()
+    ev_l = lazyk.zip({"Jet": lj, "met": lazyk.array([1.0, 2.0, 3.0])}, depth_limit=1)
+    ev_a = ak.zip({"Jet": aj, "met": ak.Array([1.0, 2.0, 3.0])}, depth_limit=1)
+    deep = lazyk.with_field(ev_l, ev_l.Jet.pt + 1, ("Jet", "pt1"))
+    assert deep.eval().to_list() == ak.with_field(ev_a, ev_a.Jet.pt + 1,
+                                                  ("Jet", "pt1")).to_list()
+    # a per-event value meets per-object fields from the right: [:, None]
+    per = lazyk.with_field(lj, lazyk.array([1.0, 2.0, 3.0])[:, None], "met")
+    assert per.met.eval().to_list() == [[1.0, 1.0, 1.0], [], [3.0]]
+    assert lazyk.without_field(lj, "eta").eval().to_list() == \
+        ak.without_field(aj, "eta").to_list()
+    assert lazyk.fields(lazyk.without_field(ev_l, ("Jet", "eta"))["Jet"]) == ["pt"]
+    # missing records stay missing
+    masked = lazyk.mask(lj, lj.pt > 30)
+    assert lazyk.with_field(masked, masked.pt * 2, "x").eval().to_list() == \
+        ak.with_field(ak.mask(aj, aj.pt > 30), ak.mask(aj, aj.pt > 30).pt * 2, "x").to_list()
+    with pytest.raises(KeyError, match="no field 'phi'"):
+        lazyk.without_field(lj, "phi")
+    with pytest.raises(TypeError, match="with_field takes records"):
+        lazyk.with_field(lj.pt, lj.pt, "x")
+    with pytest.raises(TypeError, match="where is a field name"):
+        lazyk.with_field(lj, lj.pt, 3)
+    with pytest.raises(lazyk.ShapeError):
+        lazyk.with_field(lj, lazyk.array([[1.0, 2.0], [], [2.0]]), "x").eval()
+
+
+def test_to_list_to_numpy_from_iter_from_numpy():
+    lj, aj = jets()
+    assert lazyk.to_list(lj) == ak.to_list(aj)
+    assert lazyk.to_list(lj.pt * 2) == ak.to_list(aj.pt * 2)
+    a = np.arange(6.0).reshape(2, 3)
+    got = lazyk.to_numpy(lazyk.from_numpy(a) * 2)
+    assert isinstance(got, np.ndarray) and got.tolist() == (a * 2).tolist()
+    assert lazyk.from_iter(x for x in [[1, None], []]).to_list() == \
+        ak.from_iter(x for x in [[1, None], []]).to_list()
+    with pytest.raises(lazyk.NotSupportedError):
+        lazyk.to_numpy(lj.pt)
+    with pytest.raises(TypeError, match="from_numpy takes a NumPy array, not list"):
+        lazyk.from_numpy([1, 2])
+    with pytest.raises(TypeError, match="not a str"):
+        lazyk.from_iter("abc")
+
+
+def test_unflatten_and_run_lengths_as_awkward():
+    v = np.array([1, 2, 3, 4, 5, 6])
+    for counts in ([2, 0, 3, 1], np.array([6]), [0, 0, 6, 0], 3, 2):
+        got = lazyk.unflatten(lazyk.array(v), counts)
+        want = ak.unflatten(v, counts)
+        assert got.to_list() == want.to_list(), counts
+        assert (str(got.type).split(" * ")[1] == "var") == isinstance(counts, list) or \
+            isinstance(counts, np.ndarray)
+    assert lazyk.unflatten(lazyk.array(v) * 2, lazyk.array([1, 5])).to_list() == \
+        [[2], [4, 6, 8, 10, 12]]
+    with pytest.raises(lazyk.ShapeError, match="add up to 5 .*values are 6"):
+        lazyk.unflatten(v, [2, 3])
+    with pytest.raises(lazyk.ShapeError, match="lists of 4"):
+        lazyk.unflatten(v, 4)
+    with pytest.raises(lazyk.NotSupportedError, match="axis 0 only"):
+        lazyk.unflatten(v, [6], axis=1)
+    for data in ([1, 1, 2, 3, 3, 3], [], [7]):
+        assert lazyk.run_lengths(lazyk.array(data, type=f"{len(data)} * int64")).to_list() \
+            == ak.run_lengths(ak.Array(np.array(data, np.int64))).to_list()
+    rows = [[1, 1, 2], [], [2, 2], [3], [3, 3, 1, 1, 1]]
+    assert lazyk.run_lengths(lazyk.array(rows)).to_list() == \
+        ak.run_lengths(ak.Array(rows)).to_list()
+    with pytest.raises(lazyk.NotSupportedError, match="run_lengths of"):
+        lazyk.run_lengths(lazyk.array([[1, None]]))
