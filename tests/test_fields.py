@@ -94,3 +94,22 @@ def test_unflatten_and_run_lengths_as_awkward():
         ak.run_lengths(ak.Array(rows)).to_list()
     with pytest.raises(lazyk.NotSupportedError, match="run_lengths of"):
         lazyk.run_lengths(lazyk.array([[1, None]]))
+
+
+def test_a_field_set_on_lazy_records_as_on_awkward_arrays():
+    lj, aj = jets()
+    lj["pt2"] = lj.pt * 2
+    aj["pt2"] = aj.pt * 2
+    lj["eta"] = abs(lj.eta)  # (a field of that name: replaced in place)
+    aj["eta"] = abs(aj.eta)
+    assert lazyk.fields(lj) == ak.fields(aj) == ["pt", "eta", "pt2"]
+    assert lj.eval().to_list() == aj.to_list()
+    ev = lazyk.zip({"Jet": lj, "met": lazyk.array([1.0, 2.0, 3.0])}, depth_limit=1)
+    ev_a = ak.zip({"Jet": aj, "met": ak.Array([1.0, 2.0, 3.0])}, depth_limit=1)
+    ev["Jet", "ht"] = ev.Jet.pt + ev.Jet.pt2
+    ev_a["Jet", "ht"] = ev_a.Jet.pt + ev_a.Jet.pt2
+    ev["nj"] = lazyk.num(ev.Jet.pt, axis=1)
+    ev_a["nj"] = ak.num(ev_a.Jet.pt, axis=1)
+    assert ev.eval().to_list() == ev_a.to_list()
+    with pytest.raises(TypeError, match="where is a field name"):
+        lj[3] = lj.pt

@@ -14,6 +14,7 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.buffers import from_offsets, regular
+from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.records import Records, record_fields, zip
 from lazyk.frontend.rowops import flatten, num
@@ -190,3 +191,6 @@ def _as_array(x: Any) -> Array:
     """`x` computed (lazy) or read (NumPy data, lists) as a lazyk array."""
     got = _computed(x)
     return got if isinstance(got, Array) else lazyk_array(np.asarray(got))
+
+
+use_row_ops(with_field=with_field)  # (`r["name"] = what` on lazy records)

@@ -1,6 +1,7 @@
 """Lazy records laid out: their fields, and where the records themselves are present,
 computed together (`lazyk.evaluate(e1, e2, ...)`: the work they share runs once) and zipped
-into a lazyk array of records whose fields read their columns in place."""
+into a lazyk array of records whose fields read their columns in place; and a field set on
+lazy records (`r["name"] = what`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,21 @@ from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.ufuncs import where
+
+
+class FieldAssignment:
+    """`r["name"] = what` on lazy records, as on Awkward arrays."""
+
+    __slots__ = ()
+
+    def __setitem__(self, where, what) -> None:
+        """Set field `where` (a tuple: a path into records fields) to `what`, lazily, as
+        `r = lazyk.with_field(r, what, where)` does (added last, or replacing the field of
+        that name; `what` lines up with the other fields as `lazyk.zip`'s do)."""
+        got = operators.row_ops().with_field(self, what, where)
+        for name in type(self).__slots__:
+            setattr(self, name, getattr(got, name))
+
 
 _PRESENT = object()  # (the name of the present flags among the fields, while zipped)
 

@@ -30,6 +30,7 @@ from lazyk.frontend.missing import keeps_present, rows_may_miss
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
 from lazyk.frontend.record_layout import (
+    FieldAssignment,
     built,
     mapped_flags,
     present_in,
@@ -39,11 +40,11 @@ from lazyk.frontend.record_layout import (
 )
 
 
-class Records:
+class Records(FieldAssignment):
     """Lazy records (`lazyk.zip`, `lazyk.combinations`, `lazyk.cartesian`): an ordered
     mapping of field names to lazy expressions (or records) that line up over the dims
     above the records; `r.name` and `r["name"]` give a field (a tuple's also `r[0]`),
-    `.eval()` the array of records.
+    `.eval()` the array of records; `r["name"] = what` sets a field (`lazyk.with_field`).
 
     Example: `r = lazyk.zip({"x": lazyk.array([[1, 2], []]), "y": lazyk.array([[0.5, 1.5],
     []])})`; `r.type` is `2 * var * {x: int64, y: float64}`, `r.y` the lazy `y`.
@@ -293,8 +294,7 @@ class Records:
         Raises:
             ShapeError: the fields' lists above the records do not line up (naming the row).
         """
-        same = one_shape(self)  # (built as they are when their lists turn out equal;
-        # else lined up)
+        same = one_shape(self)  # (built as they are where their lists are equal, else lined up)
         rec = self if same or _aligned(self) else _lined_up(self)
         try:
             got = built(rec)
