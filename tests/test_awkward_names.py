@@ -80,3 +80,22 @@ def test_selecting_one_field_of_a_product_over_missing_rows_is_refused_plainly()
         assert got == [[12.0, 12.0], [25.0], None]
     f = lazyk.cartesian([x, x])["0"].eval()
     assert f[f > 5].eval().tolist() == [[12.0, 12.0], [25.0], None]
+
+
+def test_rows_then_items_in_one_index_as_awkward():
+    d = [[1.0, 2.0], [], [3.0, 4.0, 5.0], [6.0]]
+    x, a = lazyk.array(d), ak.Array(d)
+    ev = np.array([True, False, True, True])
+    cases = [(ev, 0), (ev, slice(None, 1)), (ev, slice(1, None)), (ev, -1), ([0, 2], 0),
+             ([True, False, True, True], -1), (ev, None)]
+    for key in cases:
+        assert x[key].eval().to_list() == a[key].to_list(), key
+        assert (x * 2)[key].eval().to_list() == (a * 2)[key].to_list(), key
+    lazy = lazyk.num(x, axis=1) > 0  # (a lazy mask too: jets[lazyk.num(jets) > 0, 0])
+    assert x[lazy, 0].eval().to_list() == a[ak.num(a, axis=1) > 0, 0].to_list()
+    jets = lazyk.zip({"pt": x, "q": x * 0 + 1})
+    assert jets[ev, 0].eval().to_list() == ak.zip({"pt": a, "q": a * 0 + 1})[ev, 0].to_list()
+    dense = np.arange(12.0).reshape(4, 3)
+    assert lazyk.array(dense)[ev, 1].eval().to_list() == dense[ev, 1].tolist()
+    with pytest.raises(IndexError, match="a mask or positions of one dim"):
+        x[x > 1, 0]

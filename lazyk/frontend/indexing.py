@@ -270,6 +270,9 @@ def is_index_operand(key: Any) -> bool:
     bool or integers, or a Python list of them."""
     if isinstance(key, (Expr, Array)) or is_foreign(key):
         return True
+    if type(key) is tuple and len(key) > 1 and is_index_operand(key[0]) and \
+            not any(map(is_index_operand, key[1:])):
+        return True  # x[rows, 0]: the rows (a mask or positions), then the rest of the key
     if isinstance(key, list) and key and all(isinstance(k, (int, np.integer, np.bool_))
                                              for k in key):
         return True  # (a list of ints or bools, as NumPy and Awkward read it)
@@ -294,7 +297,8 @@ def index_by(x: Any, key: Any) -> Expr:
     Example: `x = lazyk.array([[1.5, -2.0, 3.0], [], [-1.0]])`; `x[x > 0]` gives
     `[[1.5, 3.0], [], []]` (type `3 * var * float64`), `(x[x > 0] * 2).sum(axis=-1)` folds
     only the kept values in one loop nest, and `x[lazyk.array([[2, 0], [], [-1]])]` gives
-    `[[3.0, 1.5], [], [-1.0]]`.
+    `[[3.0, 1.5], [], [-1.0]]`. A key `(rows, ...)` takes the rows (a mask or positions of
+    one dim), then the rest: `jets[lazyk.num(jets, axis=1) > 0, 0]` is `jets[...][:, 0]`.
 
     Raises:
         IndexError: a key of no dims or more dims than x, or of another dtype.
@@ -304,6 +308,13 @@ def index_by(x: Any, key: Any) -> Expr:
             fixed, inside a larger expression (the result has `?n` rows, which are not
             operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
+    if type(key) is tuple:  # x[rows, 0], as NumPy's and Awkward's x[rows][:, 0]
+        first = np.asarray(key[0]) if isinstance(key[0], list) else key[0]
+        if getattr(first, "ndim", 1) != 1:
+            raise IndexError(f"x[rows, ...]: the rows (of type {getattr(first, 'type', '?')}) "
+                             "are a mask or positions of one dim, the outer rows, followed by "
+                             "ints, slices and None; x[mask] alone for a deeper mask")
+        return index_by(x, first)[(slice(None),) + key[1:]]
     if isinstance(key, list) and is_index_operand(key):  # (NumPy's reading of the list)
         key = np.asarray(key)
     e, k = operands("[]", (x, key))
