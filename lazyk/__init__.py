@@ -80,7 +80,6 @@ from lazyk.frontend.reductions import (
     count,
     count_nonzero,
     max,
-    mean,
     min,
     prod,
     sum,
@@ -105,6 +104,7 @@ from lazyk.frontend.rowops import (
 )
 from lazyk.frontend.spec import Instr, KernelSpec
 from lazyk.frontend.statistics import (
+    mean,
     nanargmax,
     nanargmin,
     nanmax,

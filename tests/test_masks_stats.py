@@ -152,3 +152,17 @@ def test_bad_input_is_named():
             fn(lazyk.array(["a"]))
     with pytest.raises(TypeError, match="builtins.object"):
         lazyk.mask(object(), True)
+
+
+def test_weighted_mean_as_awkward_and_numpy():
+    d, w = [[1.0, 3.0], [], [2.0, None, 4.0]], [[3.0, 1.0], [], [1.0, 1.0, 2.0]]
+    x, a = lazyk.array(d), ak.Array(d)
+    for kw in ({"axis": 1}, {"axis": -1, "keepdims": True}):
+        got = lazyk.mean(x, weight=lazyk.array(w), skipna=True, **kw)
+        assert listed(got) == awkward(ak.mean(a, weight=ak.Array(w), **kw))
+    got = lazyk.mean(x, weight=lazyk.array(w), skipna=True).eval().to_list()
+    assert plain(got) == plain(float(ak.mean(a, weight=ak.Array(w))))
+    v, wv = np.arange(4.0), np.array([1.0, 0.0, 0.0, 1.0])
+    assert lazyk.mean(v, weight=wv).eval().to_list() == np.average(v, weights=wv)
+    with pytest.raises(lazyk.NotSupportedError, match="weight= and skipnan="):
+        lazyk.mean(x, weight=x, skipnan=True)

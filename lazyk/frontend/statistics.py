@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazyk.arrays.operators import use_row_ops
-from lazyk.errors import DTypeError
+from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.masks import missing, nan_to_none
@@ -86,6 +86,30 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
     result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
     result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
     return astype(result, out) if result.dtype != out else result
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
+         dtype: Any = None, initial: Any = None, skipnan: bool = False,
+         weight: Any = None) -> Expr:
+    """Lazy mean over `axis` (int, tuple, None, negative), `keepdims=`, `skipna=` (leave
+    missing values out), `skipnan=` (leave NaN out). `weight=`: Awkward's weighted mean,
+    `sum(x * weight) / sum(weight)` over the values (the weights broadcast against `x` as
+    elementwise work does; a missing value or weight leaves its pair out with `skipna`).
+
+    Example: `lazyk.mean(lazyk.array([[1.0, 3.0], []]), axis=1, weight=lazyk.array([[3.0,
+    1.0], []]))` is `[1.5, nan]`.
+    """
+    if weight is None:
+        return reduce("mean", x, axis=axis, keepdims=keepdims, skipna=skipna, dtype=dtype,
+                      initial=initial, skipnan=skipnan)
+    if skipnan or initial is not None or dtype is not None:
+        raise NotSupportedError("mean with weight= and skipnan=, initial= or dtype=: weigh "
+                                "the values first, lazyk.sum(x * w) / lazyk.sum(w)")
+    e, w = _numbers("mean", x, "biufc"), _numbers("mean", weight, "biufc")
+    kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna}
+    both = apply("multiply", e, w)  # (missing where either is: the pair left out together)
+    weights = apply("add", apply("multiply", e, 0), w)
+    return apply("true_divide", reduce("sum", both, **kw), reduce("sum", weights, **kw))
 
 
 def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
