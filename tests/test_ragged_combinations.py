@@ -4,6 +4,9 @@ dims, depth 2 and 3), the records when evaluated, and the fields inside fused re
 (the kernel walks the tuples of each row; the reference builds them)."""
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -889,3 +892,21 @@ def test_take_backs_of_rows_that_may_be_missing_meet_tuples_once_evaluated():
     y = lazyk.array([[0.2], [0.3], [0.4, 0.9]], type="3 * var * float64")
     with pytest.raises(lazyk.NotSupportedError, match=r"\.eval\(\) the take-back"):
         lazyk.cartesian({"a": y, "b": t}, axis=1).a.eval()
+
+
+def test_numpy_operands_of_combinations_are_freed_with_their_expressions():
+    # (a NumPy leaf's lazyk array is shared while an expression holds it, never kept past)
+    r = lazyk.array(np.ones((50, 3)))
+    refs = []
+    for _ in range(5):
+        w = np.random.rand(50)
+        refs.append(weakref.ref(w))
+        p = lazyk.combinations(r * w[:, None], 2, fields=["a", "b"])
+        got = lazyk.sum(p.a * p.b, axis=1).eval().to_numpy()
+        assert np.allclose(got, 3 * w * w)
+    jets = lazyk.zip({"pt": lazyk.array([[1.0, 2.0, 3.0]] * 20)})
+    c = lazyk.combinations(jets[:10], 2, fields=["a", "b"])  # (slices: positions leaves)
+    assert lazyk.sum(c.a.pt * c.b.pt, axis=1).eval().to_list() == [11.0] * 10
+    del p, w, c
+    gc.collect()
+    assert [x() for x in refs] == [None] * 5

@@ -189,18 +189,22 @@ def _nest_leaves(e: Expr, fn: str) -> Expr:
     return Expr(rewrite(e.node, visit), env)
 
 
-_arrays: dict = {}  # id(NumPy array) -> (weak ref to it, the lazyk Array over it)
+# id(NumPy array) -> weak refs to it and to the lazyk Array over it: the entry lives while
+# that Array does (in an expression's inputs), which keeps the NumPy array alive; never past
+_arrays: dict = {}
 
 
 def _as_array(data: np.ndarray) -> Array:
-    """One lazyk Array over a NumPy leaf for every use (a leaf's name is one input)."""
+    """One lazyk Array over a NumPy leaf for every use while one lives (a leaf's name is
+    one input)."""
     key = id(data)
     got = _arrays.get(key)
-    if got is not None and got[0]() is data:
-        return got[1]
+    arr = got[1]() if got is not None and got[0]() is data else None
+    if arr is not None:
+        return arr
     arr = lazyk_array(data)
-    _arrays[key] = (weakref.ref(data, lambda r, k=key, d=_arrays: d.get(k, (None,))[0] is r
-                                and d.pop(k, None)), arr)
+    _arrays[key] = (weakref.ref(data), weakref.ref(
+        arr, lambda r, k=key, d=_arrays: d.get(k, (None, None))[1] is r and d.pop(k, None)))
     return arr
 
 
