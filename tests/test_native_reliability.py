@@ -258,3 +258,32 @@ def test_fork_while_other_threads_run_kernels() -> None:
         print(" ".join(results))
     ''')
     assert out == "ok ok ok ok"
+
+
+def test_a_forked_child_lets_go_of_the_parents_helper_processes() -> None:
+    # The optimizer helpers end when their stdin closes: a child that kept the parent's pipe
+    # open kept them alive past the parent and stalled the parent's closing (5 s a helper).
+    out = _run('''
+        import os, time, lazyk
+        from lazyk.backend import cpu
+        r = lazyk.array([[1.0, 2.0], [], [3.0]])
+        h = cpu.host()
+        h.ahead_helper()  # (started beside this process, as after a first ragged kernel)
+        for _ in range(200):
+            if h.ahead_helper() is not None:
+                break
+            time.sleep(0.05)
+        helper = h.ahead_helper()
+        assert helper is not None
+        fd = helper.proc.stdin.fileno()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.fstat(fd)
+                os._exit(3)  # the pipe to the helper is still open in the child
+            except OSError:
+                pass
+            os._exit(0 if (r * 3).sum(axis=1).eval().to_list() == [9.0, 0.0, 9.0] else 4)
+        print(wait_child(pid))
+    ''')
+    assert out == "ok"

@@ -46,6 +46,9 @@ def _after_fork_parent() -> None:
 def _after_fork_child() -> None:
     _fork_held.clear()
     _lock._at_fork_reinit()  # released and owned by nobody: the child compiles as usual
+    # The helpers are the parent's: a child holding their pipes open would keep them alive
+    # past the parent (they end when their stdin closes) and stall the parent's closing.
+    _close_helper()
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
