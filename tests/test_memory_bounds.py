@@ -235,3 +235,32 @@ def test_interrupted_request_never_answers_the_next_one(tmp_path):
         print(proto(m.addresses["c"])(4), h.optimized["helpers_started"])
     """, tmp_path, {"LAZYK_OPTIMIZE_IN_PROCESS": "0"})
     assert out.split() == ["7", "2"]
+
+
+def test_idle_output_blocks_are_bounded_and_given_back(tmp_path):
+    out = _run('''
+        import numpy as np, lazyk
+        from lazyk.arrays import outputs
+        x = lazyk.array(np.random.rand(500_000)); y = lazyk.array(np.random.rand(500_000))
+        res = [(2 * x + y).eval() for _ in range(20)]
+        want = 2 * x.to_numpy() + y.to_numpy()
+        assert all(np.array_equal(r, want) for r in res)
+        del res
+        gc.collect()
+        held = outputs.idle_bytes()
+        assert 0 < held <= outputs.REUSE_MAX_IDLE
+        assert outputs.release_idle() == held and outputs.idle_bytes() == 0
+        assert np.array_equal((2 * x + y).eval(), want)  # (fresh blocks again)
+        print("ok")
+    ''', tmp_path)
+    assert out.strip() == "ok"
+    out = _run('''
+        import numpy as np, lazyk
+        from lazyk.arrays import outputs
+        x = lazyk.array(np.random.rand(500_000))
+        res = [(x * 2).eval() for _ in range(5)]
+        del res
+        gc.collect()
+        print(outputs.REUSE_MAX_IDLE, outputs.idle_bytes())
+    ''', tmp_path, env_extra={"LAZYK_IDLE_OUTPUT_MB": "0"})
+    assert out.strip() == "0 0"

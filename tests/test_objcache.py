@@ -210,6 +210,19 @@ def test_prune_keeps_recent_entries_under_the_limit(tmp_path, monkeypatch) -> No
     assert cache.load(f"{1:064d}") is None
 
 
+def test_the_module_cap_applies_to_a_cache_made_before_it_was_set(tmp_path, monkeypatch):
+    monkeypatch.setattr(objcache, "_PRUNE_EVERY", 0)
+    cache = objcache.ObjectCache(tmp_path)  # (as lazyk's own, made at the first kernel)
+    monkeypatch.setattr(objcache, "MAX_BYTES", 5_000)
+    assert cache.max_bytes == 5_000
+    for i in range(10):
+        cache.store(f"{i:064d}", bytes(1000))
+    cache.prune()
+    assert cache.info()["bytes"] <= 4_000
+    cache.max_bytes = 123  # (its own cap wins)
+    assert cache.max_bytes == 123
+
+
 def _old_format(key: str, obj: bytes) -> bytes:
     """An entry as the previous format wrote it: checksum over the payload only."""
     import hashlib

@@ -7,6 +7,7 @@ fresh result under NumPy's `order=` rules is decided here too (`fortran_result`,
 from __future__ import annotations
 
 import ctypes
+import os
 from math import prod as _prod
 
 import numpy as _np
@@ -24,7 +25,10 @@ _np_empty = _np.empty
 # page faults a call (~10-15% of its time), ~25 with these blocks. (np.empty: 0.7 us; here
 # ~5 us.)
 REUSE_MIN_BYTES = 1 << 21
-REUSE_MAX_IDLE = 1 << 30  # keep at most 1 GiB of idle blocks; beyond that give memory back
+# At most this many bytes of idle blocks are kept (beyond, memory goes back to the system):
+# 1 GiB unless the environment variable LAZYK_IDLE_OUTPUT_MB says (0: none kept); set it at
+# run time here, and `release_idle()` gives every idle block back.
+REUSE_MAX_IDLE = int(os.environ.get("LAZYK_IDLE_OUTPUT_MB", "1024")) << 20
 _BLOCK_ROUND = 1 << 21
 _np_dtype = _np.dtype
 _idle: dict[int, list[int]] = {}
@@ -105,6 +109,20 @@ def empty(shape, dtype):
 def idle_bytes() -> int:
     """Bytes held in idle output blocks."""
     return _idle_bytes
+
+
+def release_idle() -> int:
+    """Give every idle output block back to the system (a long-lived process after a peak:
+    the blocks serve later large results without page faults until then); returns the bytes
+    released."""
+    global _idle_bytes
+    with _idle_lock:
+        blocks = [(a, size) for size, addresses in _idle.items() for a in addresses]
+        released, _idle_bytes = _idle_bytes, 0
+        _idle.clear()
+    for address, size in blocks:
+        _mm().munmap(address, size)
+    return released
 
 
 # ---------------------------------------------------------------- memory order

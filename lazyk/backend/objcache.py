@@ -258,9 +258,9 @@ class ObjectCache:
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None,
-                 max_bytes: int = MAX_BYTES) -> None:
+                 max_bytes: int | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_dir()
-        self.max_bytes = max_bytes
+        self._max_bytes = max_bytes  # (None: the module's MAX_BYTES, read when pruning)
         self.hits = 0
         self.misses = 0
         self.corrupt = 0
@@ -445,6 +445,15 @@ class ObjectCache:
         why = self._refused or problem(self.directory) or _cannot_make(self.directory)
         return {"directory": os.path.abspath(self.directory), "entries": len(entries),
                 "bytes": sum(entries), "problem": why, "loads": self._secret is not None}
+
+    @property
+    def max_bytes(self) -> int:
+        """The cap in bytes: this cache's own, else `lazyk.backend.objcache.MAX_BYTES` now."""
+        return MAX_BYTES if self._max_bytes is None else self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int | None) -> None:
+        self._max_bytes = value
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until at most 80% of `max_bytes` remain."""
