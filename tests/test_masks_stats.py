@@ -142,7 +142,18 @@ def test_bad_input_is_named():
     with pytest.raises(TypeError, match="valid_when must be True or False"):
         lazyk.mask(x, x > 1, valid_when="yes")
     with pytest.raises(lazyk.ShapeError, match="row 0"):
-        lazyk.mask(x, lazyk.array([[True], [False]])).eval()
+        lazyk.mask(x, lazyk.array([[True, False, True], [False]])).eval()
+    with pytest.raises(lazyk.ShapeError, match="a mask of 0 dims"):
+        lazyk.mask(x, True)
+    with pytest.raises(lazyk.ShapeError, match="a mask of 3 dims"):
+        lazyk.mask(x, lazyk.array([[[True]], [[False]]]))
+    with pytest.raises(lazyk.ShapeError, match="no dims to mask"):
+        lazyk.mask(5.0, True)
+    with pytest.raises(TypeError, match="mask_identity must be True or False"):
+        lazyk.ptp(x, mask_identity="no")
+    r = lazyk.array([{"a": 1, "b": [1.0]}, {"a": 2, "b": []}])
+    with pytest.raises(lazyk.NotSupportedError, match="singletons of records with list"):
+        lazyk.singletons(lazyk.mask(r, lazyk.array([True, False])))
     with pytest.raises(np.exceptions.AxisError, match="drop_none: axis 5"):
         lazyk.drop_none(x, axis=5)
     with pytest.raises(np.exceptions.AxisError, match="singletons: axis 2"):
@@ -166,3 +177,35 @@ def test_weighted_mean_as_awkward_and_numpy():
     assert lazyk.mean(v, weight=wv).eval().to_list() == np.average(v, weights=wv)
     with pytest.raises(lazyk.NotSupportedError, match="weight= and skipnan="):
         lazyk.mean(x, weight=x, skipnan=True)
+
+
+def test_masks_of_masks_constant_conditions_and_scalars():
+    x = lazyk.array([[1.0, 5.0], [2.0], [7.0, 0.5, 3.0]])
+    a = lazyk.to_awkward(x)
+    want = ak.mask(a * 2, ak.mask(a > 0, a > 2)).to_list()
+    assert lazyk.mask(x * 2, lazyk.mask(x > 0, x > 2)).eval().to_list() == want
+    p = lazyk.placeholder("x", "N * var * float64")
+    assert lazyk.compile(lazyk.mask(p * 2, lazyk.mask(p > 0, p > 2)))(x).to_list() == want
+    f = lazyk.array([[1.0, 5.0]])  # (a fixed dim stays fixed: the mask of values is a where)
+    got = lazyk.mask(f, lazyk.mask(f > 0, f > 2)).eval()
+    assert got.to_list() == [[None, 5.0]] and str(got.type) == "1 * 2 * ?float64"
+    # a constant condition takes its own branch's missing values only, as NumPy's where
+    miss = lazyk.array(None, type="?float64")
+    assert lazyk.where(False, miss, np.array([3.0, 4.0])).eval().to_list() == [3.0, 4.0]
+    assert lazyk.where(True, miss, np.array([3.0, 4.0])).eval().to_list() == [None, None]
+    assert lazyk.nan_to_none(3.0).eval().to_list() == 3.0
+    assert lazyk.nanmax(np.float64(3.0)).eval().to_list() == 3.0
+    assert lazyk.ptp(7).eval().to_list() == 0
+    assert lazyk.imag(lazyk.array([[1.0, None]])).eval().to_list() == [[0.0, None]]
+
+
+def test_dropped_values_keep_their_dtype_and_records_strings_pass_through():
+    b = lazyk.array([[True, None, False]])
+    got = lazyk.drop_none(b).eval()
+    assert got.to_list() == [[True, False]] and str(got.type) == "1 * var * bool"
+    assert lazyk.singletons(b, axis=1).eval().to_list() == [[[True], [], [False]]]
+    j = lazyk.zip({"pt": lazyk.array([[1.0, 2.0], []])})
+    assert lazyk.drop_none(j).eval().to_list() == [[{"pt": 1.0}, {"pt": 2.0}], []]
+    s = lazyk.array([["a", None], []])
+    assert lazyk.drop_none(s).eval().to_list() == [["a"], []]
+    assert lazyk.singletons(s, axis=1).eval().to_list() == [[["a"], []], []]

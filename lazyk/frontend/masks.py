@@ -14,10 +14,10 @@ import numpy as np
 
 from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import array
-from lazyk.errors import DTypeError
+from lazyk.errors import DTypeError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.operands import as_expr
-from lazyk.frontend.records import lined_up_fields
+from lazyk.frontend.records import Records, lined_up_fields
 from lazyk.frontend.rowops import fill_none, flags, is_none
 from lazyk.frontend.ufuncs import apply, where
 from lazyk.types import base as T
@@ -26,6 +26,16 @@ from lazyk.types import base as T
 def missing(dtype: np.dtype) -> Any:
     """A missing 0-d value of `dtype` (`where(c, x, it)` makes x missing where c is False)."""
     return array(None, type=T.Option(M.type_from_numpy(np.dtype(dtype))))
+
+
+def value_operand(x: Any) -> Expr:
+    """`x` as a lazy expression; a Python or NumPy scalar as a 0-d array, so that conditions
+    on it are computed, never folded to a constant (a constant `where` condition spells a
+    shape: it takes every branch's missing values)."""
+    e = as_expr(x)
+    if e.node.op not in ("const", "scalar") or e.dtype.kind not in "biufc":
+        return e
+    return as_expr(array(np.asarray(e.node.arg, e.dtype)))
 
 
 def _operand(x: Any):
@@ -50,7 +60,44 @@ def mask(array: Any, mask: Any, valid_when: bool = True) -> Any:
         raise DTypeError(f"mask: the mask must be booleans, not {m.dtype} (type {m.type})")
     keep = m if valid_when else ~m
     x = _operand(array)
-    return x[where(keep, True, missing(np.bool_))]
+    rec = lined_up_fields(x)
+    ndim = len(rec.shape) if rec is not None else x.ndim
+    if not ndim:
+        raise ShapeError(f"mask: a value of type {x.type} has no dims to mask along")
+    if not 1 <= m.ndim <= ndim:
+        raise ShapeError(f"mask: a mask of {m.ndim} dims ({m.type}) for {x.type}: its dims "
+                         f"line up with the array's first dims (1 to {ndim} of them)")
+    if rec is None and m.ndim == ndim:  # (values: elementwise, fixed dims stay fixed)
+        return where(keep, x, missing(x.dtype))
+    return x[where(keep, True, missing(np.bool_))]  # (a selection that keeps every element)
+
+
+def _axis_of(name: str, x: Any, axis: Any, none: bool = False) -> tuple:
+    """(the records of x or None, its number of dims, `axis` as a dim index or None)."""
+    rec = lined_up_fields(x)
+    ndim = len(rec.shape) if rec is not None else x.ndim
+    if axis is None and none:
+        return rec, ndim, None
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{name}: axis must be an int{' or None' if none else ''}, not "
+                        f"{axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for type "
+                                      f"{x.type} ({ndim} dims)")
+    return rec, ndim, int(axis) % ndim
+
+
+def _all_present(x: Any) -> Any:
+    """Numbers none of which is missing any more, typed so (the `?` off the values)."""
+    if lined_up_fields(x) is None and flags(x)[1] and x.dtype.kind in "biufc":
+        return fill_none(x, np.zeros((), x.dtype)[()])  # (a value of x's own dtype)
+    return x
+
+
+def _dropped(x: Any, a: int) -> Any:
+    """The items at axis `a` of x that are not missing (x itself where none can be)."""
+    gone = is_none(x, axis=a)
+    return x if isinstance(gone, Records) else x[~gone]  # (zip's records: never missing)
 
 
 def nan_to_none(array: Any) -> Expr:
@@ -59,7 +106,7 @@ def nan_to_none(array: Any) -> Expr:
 
     Example: `lazyk.nan_to_none(lazyk.array([[1.5, np.nan], []]))` is `[[1.5, None], []]`.
     """
-    e = as_expr(array)
+    e = value_operand(array)
     if e.dtype.kind not in "fc":
         return e  # (no NaN to find: integers, booleans)
     return where(apply("isnan", e), missing(e.dtype), e)
@@ -75,19 +122,10 @@ def drop_none(array: Any, axis: int | None = None) -> Any:
     `[[1, 3], []]`; with `axis=1`, `[[1, 3], None, []]`.
     """
     x = _operand(array)
-    rec = lined_up_fields(x)
-    ndim = len(rec.shape) if rec is not None else x.ndim
-    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
-        raise TypeError(f"drop_none: axis must be an int or None, not {axis!r}")
-    if axis is not None and not -ndim <= axis < max(ndim, 1):
-        raise np.exceptions.AxisError(f"drop_none: axis {axis} is out of bounds for type "
-                                      f"{x.type} ({ndim} dims)")
-    axes = range(ndim - 1, -1, -1) if axis is None else [axis % max(ndim, 1)]
-    for a in axes:  # (a mask of a + 1 dims keeps or drops the items at axis a)
-        x = x[~is_none(x, axis=a)]
-    if rec is None and (axis is None or axis % max(ndim, 1) == ndim - 1) and flags(x)[1]:
-        x = fill_none(x, 0)  # (no value is missing now: the type says so)
-    return x
+    rec, ndim, a = _axis_of("drop_none", x, axis, none=True)
+    for at in range(ndim - 1, -1, -1) if a is None else [a]:
+        x = _dropped(x, at)
+    return _all_present(x) if a is None or a == ndim - 1 else x
 
 
 def singletons(array: Any, axis: int = 0) -> Any:
@@ -97,16 +135,11 @@ def singletons(array: Any, axis: int = 0) -> Any:
     Example: `lazyk.singletons(lazyk.array([1.5, None, 3.0]))` is `[[1.5], [], [3.0]]`.
     """
     x = _operand(array)
-    rec = lined_up_fields(x)
-    ndim = len(rec.shape) if rec is not None else x.ndim
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"singletons: axis must be an int, not {axis!r}")
-    if not ndim or not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"singletons: axis {axis} is out of bounds for type "
-                                      f"{x.type} ({ndim} dims)")
-    a = axis % ndim
+    rec, ndim, a = _axis_of("singletons", x, axis)
+    if rec is not None and any(f.ndim > rec.depth for f in rec.leaves()):
+        raise NotSupportedError(f"singletons of records with list fields ({x.type}): take "
+                                "it of each field (lazyk.singletons(r.name)) and zip them")
     lift = (slice(None),) * (a + 1) + (None,)
-    x = x[lift][~is_none(x, axis=a)[lift]]
-    if rec is None and a == ndim - 1 and flags(x)[1]:
-        x = fill_none(x, 0)  # (no value is missing now: the type says so)
-    return x
+    gone = is_none(x, axis=a)
+    x = x[lift] if isinstance(gone, Records) else x[lift][~gone[lift]]
+    return _all_present(x) if a == ndim - 1 else x

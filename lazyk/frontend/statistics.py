@@ -16,9 +16,8 @@ from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import DTypeError, NotSupportedError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
-from lazyk.frontend.masks import missing, nan_to_none
+from lazyk.frontend.masks import missing, nan_to_none, value_operand
 from lazyk.frontend.numpy_rules import normalize_axes
-from lazyk.frontend.operands import as_expr
 from lazyk.frontend.reductions import argmax, argmin, count, reduce
 from lazyk.frontend.rowops import flags, row_operand, var_dims
 from lazyk.frontend.ufuncs import apply, astype, imag, maximum, real, sqrt, where
@@ -119,6 +118,8 @@ def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
 
     Example: `lazyk.ptp(lazyk.array([[1, 5, 2], [], [4]]), axis=1)` is `[4, None, 0]`.
     """
+    if not isinstance(mask_identity, (bool, np.bool_)):
+        raise TypeError(f"ptp: mask_identity must be True or False, not {mask_identity!r}")
     e = _numbers("ptp", array, "biuf")
     normalize_axes(axis, e.ndim, "ptp")
     got = apply("subtract", _seeded("max", e, axis, keepdims), _seeded("min", e, axis, keepdims))
@@ -126,7 +127,7 @@ def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
 
 
 def _numbers(name: str, x: Any, kinds: str) -> Expr:
-    e = as_expr(x)
+    e = value_operand(x)
     if e.dtype.kind not in kinds:
         raise DTypeError(f"{name} of {e.type}: numbers only")
     return e

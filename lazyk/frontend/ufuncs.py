@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.array import array as lazyk_array
 from lazyk.errors import CastingError, DTypeError, NotSupportedError, UnsupportedOperandError
 from lazyk.frontend import ops
-from lazyk.frontend.expression import Expr
+from lazyk.frontend.expression import Expr, type_flags
 from lazyk.frontend.graph import Node
 from lazyk.frontend.leaves import check_dtype, is_text, parse_fixed_type
 from lazyk.frontend.numpy_rules import (
@@ -258,6 +259,11 @@ def where(condition: Any, x: Any, y: Any) -> Expr:
     if builtins.any(is_text(e.dtype) for e in exprs[1:]):
         return text_where(exprs)
     refuse_text("where", exprs)
+    if exprs[0].node.op == "const" and builtins.any(
+            builtins.any(r) or o for r, o in map(type_flags, exprs[1:])):
+        # a constant condition over branches that may be missing: read as a 0-d array, it
+        # takes its branch's missing values only (a constant one spells a shape: every mask)
+        exprs[0] = as_expr(lazyk_array(np.bool_(exprs[0].node.arg)))
     c, a, b = (e.node for e in exprs)
     # NOTE: typed here, not by ops.where's resolve: `np.dtype('f8') in (int, float)` is
     # True, so a table rule that tests weakness with `in` misreads float64 operands.

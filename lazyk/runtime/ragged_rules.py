@@ -48,11 +48,11 @@ def branch_masks(root, names, leaves) -> bool:
         selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2])) for n in toposort(root))
 
 
-def inline_branches(root, expr, picks: tuple):
-    """`root` with each where() below it that selects between branches reading `?T` leaves,
-    and itself reads no `picks` op (a selection, a gather), computed first (its missing
-    state is the selected branch's) and read as a leaf; (root, expr) as they are when there
-    is none. A selection of such a where() then reads its values and missing state."""
+def inline_branches(root, expr):
+    """`root` with each where() below it that selects between branches reading `?T` leaves
+    computed first (its missing state is the selected branch's; a selection or gather
+    below it in its own nests) and read as a leaf; (root, expr) as they are when there is
+    none. A selection of such a where() then reads its values and missing state."""
     masked = {n for n, v in expr.env.items() if getattr(leaf_data(v), "option", False)}
     if not masked or "where" not in graph_ops(root):
         return root, expr
@@ -61,8 +61,7 @@ def inline_branches(root, expr, picks: tuple):
     def visit(node, srcs):
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node is root or not selects(node) or \
-                all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]) or \
-                any(n.op in picks for n in toposort(node)):
+                all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]):
             return node
         return computed_leaf(node, env)
     new_root = rewrite(root, visit)
