@@ -87,3 +87,16 @@ def test_a_compiled_expression_is_explained_for_the_gpu():
     text = f.explain(target="cuda")
     assert NEST_ENTRY in text and "nvptx64-nvidia-cuda" in text
     assert "define" in f.explain()  # the CPU's LLVM IR by default
+
+
+def test_gpu_data_and_complex_nests_are_refused_by_name():
+    d = lazyk.DeviceArray((3,), "float64", 4096)  # (an address: nothing is read without a GPU)
+    assert lazyk.explain(d * 2, target="cuda").startswith("=== CUDA kernel 0")
+    with pytest.raises(lazyk.DeviceError, match="explain\\(target='cuda'\\)"):
+        lazyk.explain(d * 2)
+    with pytest.raises(ValueError, match="do not make a device array"):
+        lazyk.DeviceArray((-3,), object, 0)
+    assert lazyk.DeviceArray((0,), "f8", 0).shape == (0,)  # (an empty one needs no address)
+    x = lazyk.array([[1 + 1j, 2j], [3 + 0j]])
+    with pytest.raises(lazyk.NotSupportedError, match="cos on complex128: not supported on the GPU"):
+        lazyk.explain(lazyk.cos(x), target="cuda")

@@ -406,6 +406,10 @@ def test_no_driver_is_device_error():
     from lazyk.runtime.device import DeviceArray
     with pytest.raises(DeviceError, match="no CUDA driver"):
         DeviceArray.from_numpy(np.zeros(3))
+    d = DeviceArray((3,), "float64", 4096)  # (memory at an address: copied back, refused)
+    for call in (d.to_numpy, lambda: d.to("cpu")):
+        with pytest.raises(DeviceError, match="no CUDA driver"):
+            call()
 
 
 def test_parse_device_names():

@@ -273,6 +273,7 @@ def copy_to_device(dst: int, host: np.ndarray, stream=0) -> None:
 def copy_to_host(host: np.ndarray, src: int, stream=0) -> None:
     """Copy device address src into a C-contiguous host array."""
     if host.nbytes:
+        init()  # (no driver: DeviceError saying what is missing, as every entry point)
         check(driver().cuMemcpyDtoHAsync(host.ctypes.data, src, host.nbytes, stream))
         synchronize(stream)
 

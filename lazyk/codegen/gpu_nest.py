@@ -13,6 +13,7 @@ from llvmlite import ir
 from lazyk.codegen.levels import Fill, Map
 from lazyk.codegen.nest import generate_nest
 from lazyk.codegen.nvvm import CUDA, DATA_LAYOUT, TRIPLE, check_dtypes, legalize
+from lazyk.errors import NotSupportedError
 
 NAME = "lazyk_nest"
 ENTRY = "lazyk_nest_parts"
@@ -30,8 +31,13 @@ def lower_nest(spec, levels: tuple, kinds: tuple, masked: tuple, mode=Map(), npa
                skipna: bool = False, mean: bool = False, where_masks: bool = False) -> str:
     """NVVM IR text of one loop-nest kernel (arguments as `codegen.nest.generate_nest`)."""
     check_dtypes(spec)  # (outputs past the first are level values: the nest computes them)
-    module = generate_nest(spec, levels, kinds, masked, mode, npass, skipna, mean, NAME,
-                           target=CUDA, where_masks=where_masks)
+    try:
+        module = generate_nest(spec, levels, kinds, masked, mode, npass, skipna, mean, NAME,
+                               target=CUDA, where_masks=where_masks)
+    except NotSupportedError as err:  # (the CPU computes it: say where it is refused)
+        if "on the GPU" in str(err):
+            raise
+        raise NotSupportedError(f"{err}: not supported on the GPU yet") from None
     module.triple, module.data_layout = TRIPLE, DATA_LAYOUT
     run = module.get_global(f"{NAME}_go")
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [P8.as_pointer(), I64]), ENTRY)

@@ -85,6 +85,11 @@ class DeviceArray(Operators):
                  readonly: bool = False):
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
+        if any(n < 0 for n in self.shape) or self.dtype.kind not in "biufc" or \
+                int(ptr) < 0 or int(ptr) == 0 < math.prod(self.shape):
+            raise ValueError(f"DeviceArray: shape {self.shape} (sizes >= 0), dtype {self.dtype} "
+                             f"(numbers only) and address {ptr} (a device pointer) do not make "
+                             "a device array")
         self.strides = tuple(strides) if strides is not None else _c_strides(self.shape, self.dtype)
         self.ptr, self.device, self.owner, self.readonly = int(ptr), parse_device(device), owner, readonly
 

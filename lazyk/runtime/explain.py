@@ -33,7 +33,7 @@ from lazyk.passes.fuse import fuse_elementwise
 from lazyk.runtime import launch as runtime
 from lazyk.runtime import ragged, row_steps
 from lazyk.runtime.compiled import CompiledExpr
-from lazyk.runtime.device import explain_cuda
+from lazyk.runtime.device import explain_cuda, on_gpu
 from lazyk.runtime.many import evaluate
 from lazyk.runtime.nest_run import explain_nests
 from lazyk.runtime.nest_select import needs_nest
@@ -388,6 +388,9 @@ def _explanation(expr: Any, target: str, ir: bool = True, asm: bool = True) -> E
             return Explanation(f"== array: {expr.type}\n== no kernel: evaluating an array "
                                "gives the array itself (its elements are no operands of "
                                "kernels: take its fields, or numbers from its elements)")
+    if target == "cpu" and isinstance(expr, Expr) and on_gpu(expr.env):
+        raise DeviceError("explain() of an expression over GPU data (lazyk.DeviceArray): "
+                          "its kernels run on the GPU, explain(target='cuda') shows them")
     if target == "cuda":
         e = as_expr(expr)
         if _dense(e):
