@@ -133,7 +133,7 @@ def has_picks(root: Node) -> bool:
 def evaluate_picks(root: Node, red_node: Node, reduce_arg, env: dict):
     """`root` (then folded as `red_node` when `reduce_arg`) with its selections and gathers
     in one nest where it takes them; the others computed first. A lazyk Array."""
-    root, e = inline_branches(root, Expr(root, env))  # (where() over missing values)
+    root, e = inline_branches(root, Expr(root, env), PICKS)  # (where() over missing values)
     env, done = dict(e.env), {}  # done: node -> the leaf of its value, computed once
     given, root = root, _prepared(root, env, done)
     if reduce_arg is None and root.op == "input" and given.op != "input":

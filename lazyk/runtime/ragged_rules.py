@@ -48,20 +48,25 @@ def branch_masks(root, names, leaves) -> bool:
         selects(n) and (reads(n.srcs[1]) or reads(n.srcs[2])) for n in toposort(root))
 
 
-def inline_branches(root, expr):
+def inline_branches(root, expr, picks: tuple):
     """`root` with each where() below it that selects between branches reading `?T` leaves
-    computed first (its missing state is the selected branch's; a selection or gather
-    below it in its own nests) and read as a leaf; (root, expr) as they are when there is
-    none. A selection of such a where() then reads its values and missing state."""
+    computed first (its missing state is the selected branch's) and read as a leaf; one
+    that reads a `picks` op (a selection, a gather) only where it is itself a mask or
+    positions (else it stays fused in the nest of its selection); (root, expr) as they are
+    when there is none. A selection of such a where() then reads its values and missing
+    state."""
     masked = {n for n, v in expr.env.items() if getattr(leaf_data(v), "option", False)}
     if not masked or "where" not in graph_ops(root):
         return root, expr
     env = dict(expr.env)
+    keys = {id(n.srcs[1]) for n in toposort(root) if n.op in picks}
 
     def visit(node, srcs):
+        key = id(node) in keys
         node = node.replace(srcs=srcs) if srcs != node.srcs else node
         if node is root or not selects(node) or \
-                all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]):
+                all(masked.isdisjoint(input_names(s)) for s in node.srcs[1:]) or \
+                not key and any(n.op in picks for n in toposort(node)):
             return node
         return computed_leaf(node, env)
     new_root = rewrite(root, visit)
