@@ -264,6 +264,9 @@ def test_numexprs_arguments_options_and_functions():
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         lazyk.evaluate("a", {"a": a}, bogus=1)
     assert lazyk.evaluate("round(a * 1.5)", {"a": a}).tolist() == [0.0, 2.0, 3.0]  # rint
+    ints = lazyk.evaluate("round(i)", {"i": np.arange(3, dtype=np.int32)})
+    assert ints.dtype == np.int32 and ints.tolist() == [0, 1, 2]  # (as numexpr's, np.round's)
+    assert lazyk.evaluate("rint(i)", {"i": np.arange(3)}).dtype == np.float64  # (NumPy's)
     for text, hint in [("copy(a)", "write the operand alone"), ("signbit(a)", "copysign"),
                        ("ones_like(a)", "where"), ("nextafter(a, 1)", "not supported")]:
         with pytest.raises(lazyk.NotSupportedError, match=hint):

@@ -94,6 +94,13 @@ def test_unflatten_and_run_lengths_as_awkward():
         ak.run_lengths(ak.Array(rows)).to_list()
     with pytest.raises(lazyk.NotSupportedError, match="run_lengths of"):
         lazyk.run_lengths(lazyk.array([[1, None]]))
+    for bad in (lazyk.array([1, None, 2]), lazyk.array(["a", "a"])):
+        with pytest.raises(lazyk.NotSupportedError, match="numbers without missing values"):
+            lazyk.run_lengths(bad)
+    assert lazyk.unflatten(np.arange(3), np.array([1, 2], np.uint64)).to_list() == \
+        [[0], [1, 2]]
+    with pytest.raises(lazyk.NotSupportedError, match="counts that may be missing"):
+        lazyk.unflatten(np.arange(6.0), lazyk.array([2, None, 4]))
 
 
 def test_a_field_set_on_lazy_records_as_on_awkward_arrays():
@@ -113,3 +120,16 @@ def test_a_field_set_on_lazy_records_as_on_awkward_arrays():
     assert ev.eval().to_list() == ev_a.to_list()
     with pytest.raises(TypeError, match="where is a field name"):
         lj[3] = lj.pt
+
+
+def test_a_field_set_on_records_taken_from_others_leaves_the_others_alone():
+    j0 = lazyk.zip({"pt": lazyk.array([[45.0, 40.0], [], [50.0]])})
+    e = lazyk.zip({"Jet": j0, "met": lazyk.array([1.0, 2.0, 3.0])}, depth_limit=1)
+    j = e.Jet
+    j["pt"] = j.pt * 1000
+    j["y"] = j.pt
+    assert lazyk.to_list(e.Jet.pt) == lazyk.to_list(j0.pt) == [[45.0, 40.0], [], [50.0]]
+    assert lazyk.fields(e.Jet) == lazyk.fields(j0) == ["pt"]
+    assert lazyk.fields(j) == ["pt", "y"] and lazyk.to_list(j.y)[0] == [45000.0, 40000.0]
+    e["Jet", "z"] = e.Jet.pt + 1  # (a path sets the field of e's own Jet)
+    assert lazyk.fields(e.Jet) == ["pt", "z"] and lazyk.fields(j0) == ["pt"]

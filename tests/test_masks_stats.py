@@ -209,3 +209,18 @@ def test_dropped_values_keep_their_dtype_and_records_strings_pass_through():
     s = lazyk.array([["a", None], []])
     assert lazyk.drop_none(s).eval().to_list() == [["a"], []]
     assert lazyk.singletons(s, axis=1).eval().to_list() == [[["a"], []], []]
+
+
+def test_weights_never_stretch_the_values():
+    x = lazyk.array([[1.0], [2.0]], type="2 * var * float64")
+    with pytest.raises(lazyk.ShapeError, match="would stretch rows of one value"):
+        lazyk.mean(x, weight=lazyk.array([[1.0, 1.0, 1.0], [1.0]]))
+    with pytest.raises(lazyk.ShapeError, match="would stretch the values"):
+        lazyk.mean(np.array([1.0, 2.0, 3.0]), weight=np.array([[1.0], [0.0], [0.0]]))
+    p = lazyk.placeholder("p", "N * var * float64")
+    with pytest.raises(lazyk.NotSupportedError, match="rows of their own"):
+        lazyk.mean(p, weight=lazyk.placeholder("q", "N * var * float64"))
+    j = lazyk.array([[1.0, 3.0], [], [2.0, 4.0]])
+    assert lazyk.mean(j, weight=j * 0 + 2, axis=1).eval().to_list()[0] == 2.0  # (one structure)
+    per_event = lazyk.array([1.0, 2.0, 3.0])[:, None]  # (weights of one per row stretch)
+    assert lazyk.mean(j, weight=per_event, axis=1).eval().to_list()[2] == 3.0

@@ -84,7 +84,7 @@ FUNCTIONS: dict[str, tuple[str, int]] = {
     **{n: (n, 2) for n in _BINARY_NAMES},
     "abs": ("absolute", 1), "where": ("where", 3), "clip": ("clip", 3), "complex": ("complex", 2),
     "contains": ("contains", 2), "str_len": ("str_len", 1), "startswith": ("startswith", 2),
-    "endswith": ("endswith", 2), "round": ("rint", 1), "copy": ("copy", 1),
+    "endswith": ("endswith", 2), "round": ("round", 1), "copy": ("copy", 1),
     "ones_like": ("ones_like", 1), "nextafter": ("nextafter", 2), "signbit": ("signbit", 1),
 }
 # What to use instead of a numexpr function lazyk does not have.
@@ -448,6 +448,11 @@ def build(text: str, local_dict: dict | None = None, global_dict: dict | None = 
                                                            operands[len(node.args):]))
             if node.func == "complex":
                 values.append(_complex(lx, *args))
+                continue
+            if node.func == "round":  # (numexpr's: integers as they are, else rint)
+                kind = "i" if isinstance(args[0], int) else getattr(args[0], "dtype", None)
+                values.append(args[0] if getattr(kind, "kind", kind) in ("b", "i", "u") else
+                              lx.rint(args[0]))
                 continue
             if node.func == "power" and type(args[1]) in (int, float) and \
                     args[1] in (2, -1) and hasattr(args[0], "dtype"):

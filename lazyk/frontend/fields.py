@@ -147,10 +147,15 @@ def unflatten(array: Any, counts: Any, axis: int = 0) -> Array:
         if counts <= 0 or n % counts:
             raise ShapeError(f"unflatten: {n} values do not make lists of {counts}")
         return regular(values, int(counts))
-    c = _as_array(counts).to_numpy()
+    c = _as_array(counts)
+    if c.type.missing_values:
+        raise NotSupportedError(f"unflatten with counts that may be missing ({c.type}): "
+                                "lists that are missing are not made yet")
+    c = c.to_numpy()
     if c.ndim != 1 or c.dtype.kind not in "iu":
         raise TypeError(f"unflatten: counts are an int or a 1-d array of ints, not "
                         f"{c.dtype} of shape {c.shape}")
+    c = c.astype(np.int64)  # (unsigned counts too: offsets are int64)
     if (c < 0).any() or int(c.sum()) != n:
         raise ShapeError(f"unflatten: counts add up to {int(c.sum())} (of {len(c)} lists"
                          f"{', one negative' if (c < 0).any() else ''}), the values are {n}")
@@ -165,16 +170,16 @@ def run_lengths(array: Any) -> Array:
     `[[2, 1], [2], []]`.
     """
     x = _as_array(array)
+    if x.type.missing_values or x.dtype.kind not in "biuf":
+        raise NotSupportedError(f"run_lengths of {x.type}: numbers without missing values")
     if x.type.ndim == 1:
         flat, offsets = x.to_numpy(), np.array([0, x.type.shape[0]])
-    elif x.type.ndim == 2 and not x.type.missing_rows and not x.type.missing_values:
+    elif x.type.ndim == 2:
         flat = flatten(x).eval().to_numpy()
         offsets = np.concatenate([[0], np.cumsum(num(x, axis=1).eval().to_numpy())])
     else:
         raise NotSupportedError(f"run_lengths of {x.type}: a 1-d array or lists of values "
-                                "(N * var * T, no missing values)")
-    if flat.dtype.kind not in "biuf":
-        raise TypeError(f"run_lengths of {x.type}: numbers only")
+                                "(N * var * T)")
     starts = np.ones(len(flat), bool)  # where a run starts: a list's first value, a change
     starts[1:] = flat[1:] != flat[:-1]
     starts[offsets[:-1][offsets[:-1] < offsets[1:]]] = True

@@ -13,6 +13,7 @@ field. A lazyk array of records is read the same way (its fields are views).
 from __future__ import annotations
 
 import builtins
+import copy
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,6 @@ class Records(FieldAssignment):
         missing only where a row operation makes them so (`present`)."""
         return self._own_fields
 
-    # --- fields, lazily
     @property
     def fields(self) -> list[str]:
         """The field names, in order (a tuple's are "0", "1", ...), as `ak.Array.fields`."""
@@ -156,7 +156,8 @@ class Records(FieldAssignment):
         if self._lined is None:  # (True: as they are; differing lists checked where used)
             self._lined = one_shape(self, taken_strings=True) or \
                 _lined_up(self, shapes_only=True)
-        return (self if self._lined is True else self._lined)._fields[name]
+        f = (self if self._lined is True else self._lined)._fields[name]
+        return copy.copy(f) if isinstance(f, Records) else f  # (r.x["y"] = ...: x's own)
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | {f for f in self._fields if f.isidentifier()})
@@ -279,7 +280,6 @@ class Records(FieldAssignment):
     def __arrow_array__(self, type=None):  # (`pyarrow.array(r)`: computed, to Arrow structs)
         return self.eval().__arrow_array__(type)
 
-    # --- computing
     def explain(self, target: str = "cpu") -> str:
         """The kernels computing this runs (loop nests, specs, LLVM IR and assembly; with
         `target='cuda'` their NVVM IR and PTX), as `Expr.explain`."""
@@ -524,7 +524,7 @@ def zip(arrays: Any, depth_limit: int | None = None) -> Records:  # noqa: A001
         if isinstance(v, (str, bytes)):
             raise TypeError(f"zip: field {k!r} is a Python {type(v).__name__}: fields are arrays")
         rec = record_fields(v)
-        fields[k] = rec if rec is not None else operands("zip", (v,))[0]
+        fields[k] = copy.copy(rec) if rec is not None else operands("zip", (v,))[0]
     rec = Records(fields, None if depth_limit is None else int(depth_limit), is_tuple)
     rec = Records(rec._fields, rec.depth, is_tuple, own_fields=True)  # (its depth now)
     rec.type  # the fields line up (ShapeError naming the axis and the sizes otherwise)

@@ -12,15 +12,21 @@ from typing import Any
 
 import numpy as np
 
+from lazyk import hooks
+from lazyk import types as T
+from lazyk.arrays import arrmeta as M
+from lazyk.arrays.array import Array
 from lazyk.arrays.operators import use_row_ops
-from lazyk.errors import DTypeError, NotSupportedError
+from lazyk.errors import BindError, DTypeError, NotSupportedError, ShapeError
 from lazyk.frontend import ops
 from lazyk.frontend.expression import Expr
+from lazyk.frontend.graph import toposort
 from lazyk.frontend.masks import missing, nan_to_none, value_operand
 from lazyk.frontend.numpy_rules import normalize_axes
+from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.reductions import argmax, argmin, count, reduce
-from lazyk.frontend.rowops import flags, row_operand, var_dims
-from lazyk.frontend.ufuncs import apply, astype, imag, maximum, real, sqrt, where
+from lazyk.frontend.rowops import flags, num, row_operand, var_dims
+from lazyk.frontend.ufuncs import apply, astype, imag, logical_and, maximum, real, sqrt, where
 
 
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False,
@@ -105,10 +111,59 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
         raise NotSupportedError("mean with weight= and skipnan=, initial= or dtype=: weigh "
                                 "the values first, lazyk.sum(x * w) / lazyk.sum(w)")
     e, w = _numbers("mean", x, "biufc"), _numbers("mean", weight, "biufc")
+    _weights_fit(e, w)
     kw = {"axis": axis, "keepdims": keepdims, "skipna": skipna}
     both = apply("multiply", e, w)  # (missing where either is: the pair left out together)
     weights = apply("add", apply("multiply", e, 0), w)
     return apply("true_divide", reduce("sum", both, **kw), reduce("sum", weights, **kw))
+
+
+def one_list_structure(x: Expr, weights: Expr) -> bool:
+    """Whether values and weights are elementwise work over arrays of one list structure
+    (`jets.pt` and `jets.eta`: one offsets array), so no row of the values can stretch to
+    the weights' (a check that costs no pass)."""
+    keys = set()
+    for e in (x, weights):
+        if any(n.op not in ELEMENTWISE and n.srcs for n in toposort(e.node)):
+            return False  # (a selection, a fold, a row operation: rows of their own)
+        for v in e.env.values():
+            a = getattr(v, "array", v)
+            if np.ndim(a) == 0 or isinstance(a, np.ndarray) and a.shape[1:] in ((), (1,)):
+                continue  # (one value per row at most: broadcasts into the lists)
+            t = getattr(a, "type", None)
+            if not (isinstance(a, Array) and isinstance(t, T.FixedDim) and
+                    type(t.elem) is T.VarDim and not isinstance(t.elem.elem, T.Dim)):
+                return False  # (one level of plain var rows only)
+            r = M.rows_at(a.meta, 2)
+            keys.add((a.ptr, a.meta[:2], r.width, r.stop_delta, r.length))
+    return len(keys) == 1
+
+
+def _weights_fit(e: Expr, w: Expr) -> None:
+    """ShapeError / NotSupportedError where the values could stretch to the weights (a
+    value counted once per weight): the weights broadcast to the values, never the reverse,
+    as numpy.average and the histograms' weights."""
+    lead = e.ndim - w.ndim
+    if lead < 0 or any(isinstance(n, int) and n == 1 and m != 1
+                       for n, m in zip(e.shape[lead:], w.shape)):
+        raise ShapeError(f"mean: the weights ({w.type}) would stretch the values ({e.type}): "
+                         "weights broadcast to the values, never the reverse")
+    if None not in w.shape or None not in e.shape[lead:] or one_list_structure(e, w):
+        return
+    both = where(True, e, w)  # (the rows they pair in: a row of 1 value stretched or not)
+    stretched = [logical_and(apply("equal", num(e, axis=k), 1),
+                             apply("not_equal", num(both, axis=k), 1))
+                 for k in range(1, e.ndim) if e.shape[k] is None]
+    try:  # (the arrays' row lengths, read now: one pass over their offsets)
+        bad = any(bool(hooks.evaluate(reduce("any", s, skipna=True))) for s in stretched)
+    except (BindError, NotSupportedError):  # (placeholders, collections: rows not known)
+        raise NotSupportedError(
+            f"mean of {e.type} with weights of type {w.type}: rows of their own, which could "
+            "stretch a value's row of length 1; weigh values and weights of one list "
+            "structure, or write lazyk.sum(x * w) / lazyk.sum(w)") from None
+    if bad:
+        raise ShapeError(f"mean: the weights ({w.type}) would stretch rows of one value "
+                         f"({e.type}) to their own rows: weights broadcast to the values")
 
 
 def ptp(array: Any, axis: int | None = None, keepdims: bool = False,

@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from lazyk import types as T
-from lazyk.arrays import arrmeta as M
 from lazyk.arrays.array import Array
 from lazyk.arrays.trees import rows_memo
 from lazyk.backend.threads import rouse
@@ -22,10 +20,10 @@ from lazyk.frontend.graph import REDUCE_OP, graph_ops, input_names, rewrite, top
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import most_rows
 from lazyk.frontend.operands import as_expr, wrap_array
-from lazyk.frontend.ops import ELEMENTWISE
 from lazyk.frontend.records import Records
 from lazyk.frontend.reductions import reduce
 from lazyk.frontend.rowops import num
+from lazyk.frontend.statistics import one_list_structure
 from lazyk.frontend.ufuncs import logical_and, where
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
@@ -184,7 +182,7 @@ def _weights_fit(h: Histogram) -> None:
     against a row of three weights counted that value three times): the weights broadcast
     to the values, never the values to the weights (numpy.histogram takes weights of the
     values' shape)."""
-    if h.weights is None or None not in h.x.shape + h.weights.shape or _same_rows(h):
+    if h.weights is None or None not in h.x.shape + h.weights.shape or one_list_structure(h.x, h.weights):
         return  # (fixed dims: checked when the histogram was made)
     both = where(True, h.x, h.weights)  # (the rows they pair in)
     for k in range(1, h.x.ndim):
@@ -196,27 +194,6 @@ def _weights_fit(h: Histogram) -> None:
                     f"of one value at axis {k} meets a row of another number of weights: the "
                     "weights broadcast to the values (one weight per value, or a row of one "
                     "weight per row of values), never the values to the weights")
-
-
-def _same_rows(h: Histogram) -> bool:
-    """Whether the values and the weights are elementwise work over arrays of one list
-    structure (`jets.pt` and `jets.eta`: one offsets array), so no row can stretch (their
-    check then costs no pass)."""
-    keys = set()
-    for e in (h.x, h.weights):
-        if any(n.op not in ELEMENTWISE and n.srcs for n in toposort(e.node)):
-            return False  # (a selection, a fold, a row operation: rows of their own)
-        for v in e.env.values():
-            a = getattr(v, "array", v)
-            if np.ndim(a) == 0 or isinstance(a, np.ndarray) and a.shape[1:] in ((), (1,)):
-                continue  # (one value per row at most: broadcasts into the lists)
-            t = getattr(a, "type", None)
-            if not (isinstance(a, Array) and isinstance(t, T.FixedDim) and
-                    type(t.elem) is T.VarDim and not isinstance(t.elem.elem, T.Dim)):
-                return False  # (one level of plain var rows only)
-            r = M.rows_at(a.meta, 2)
-            keys.add((a.ptr, a.meta[:2], r.width, r.stop_delta, r.length))
-    return len(keys) == 1
 
 
 def _evaluate_many(items: tuple) -> tuple:
