@@ -99,3 +99,5 @@ def test_rows_then_items_in_one_index_as_awkward():
     assert lazyk.array(dense)[ev, 1].eval().to_list() == dense[ev, 1].tolist()
     with pytest.raises(IndexError, match="a mask or positions of one dim"):
         x[x > 1, 0]
+    with pytest.raises(IndexError, match="of type \\(1, 1\\) int64"):
+        x[np.array([[0]]), 0]

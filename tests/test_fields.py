@@ -45,6 +45,10 @@ def test_fields_with_field_and_without_field_as_awkward():
         ak.with_field(ak.mask(aj, aj.pt > 30), ak.mask(aj, aj.pt > 30).pt * 2, "x").to_list()
     with pytest.raises(KeyError, match="no field 'phi'"):
         lazyk.without_field(lj, "phi")
+    with pytest.raises(TypeError, match="where is a field name"):
+        lazyk.without_field(lj, 5)
+    assert lazyk.fields(np.zeros(2, dtype=[("x", "f8")])) == ["x"]  # (as ak.fields)
+    assert lazyk.fields([{"a": 1}]) == ["a"] and lazyk.fields([1, 2]) == []
     with pytest.raises(TypeError, match="with_field takes records"):
         lazyk.with_field(lj.pt, lj.pt, "x")
     with pytest.raises(TypeError, match="where is a field name"):

@@ -26,6 +26,8 @@ def fields(array: Any) -> list:
 
     Example: `lazyk.fields(lazyk.zip({"pt": pt, "eta": eta}))` is `['pt', 'eta']`.
     """
+    if isinstance(array, (np.ndarray, list)):  # (NumPy's structured arrays, dicts)
+        array = lazyk_array(array)
     rec = record_fields(array)
     return [] if rec is None else rec.fields
 
@@ -65,7 +67,10 @@ def without_field(array: Any, where: str | tuple) -> Records:
     """
     rec = _records("without_field", array)
     path = (where,) if isinstance(where, str) else where
-    if not isinstance(path, tuple) or not path or path[0] not in rec.fields:
+    if not isinstance(path, tuple) or not path or not all(isinstance(k, str) for k in path):
+        raise TypeError(f"without_field: where is a field name or a tuple of them, not "
+                        f"{where!r:.60}")
+    if path[0] not in rec.fields:
         raise KeyError(f"without_field: no field {where!r:.60} in records with fields "
                        f"{rec.fields}")
     if len(path) > 1:

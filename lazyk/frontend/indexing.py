@@ -311,7 +311,8 @@ def index_by(x: Any, key: Any) -> Expr:
     if type(key) is tuple:  # x[rows, 0], as NumPy's and Awkward's x[rows][:, 0]
         first = np.asarray(key[0]) if isinstance(key[0], list) else key[0]
         if getattr(first, "ndim", 1) != 1:
-            raise IndexError(f"x[rows, ...]: the rows (of type {getattr(first, 'type', '?')}) "
+            kind = getattr(first, "type", None) or f"{np.shape(first)} {np.asarray(first).dtype}"
+            raise IndexError(f"x[rows, ...]: the rows (of type {kind}) "
                              "are a mask or positions of one dim, the outer rows, followed by "
                              "ints, slices and None; x[mask] alone for a deeper mask")
         return index_by(x, first)[(slice(None),) + key[1:]]
