@@ -68,6 +68,14 @@ def test_to_list_to_numpy_from_iter_from_numpy():
         ak.from_iter(x for x in [[1, None], []]).to_list()
     with pytest.raises(lazyk.NotSupportedError):
         lazyk.to_numpy(lj.pt)
+    got = lazyk.to_numpy(lazyk.array([1, None, 3]))  # (missing values: masked, as Awkward's)
+    want = ak.to_numpy(ak.Array([1, None, 3]))
+    assert got.dtype == want.dtype and got.mask.tolist() == want.mask.tolist()
+    assert got.filled(0).tolist() == want.filled(0).tolist()
+    two = lazyk.to_numpy(lazyk.array([[1.0, None], [None, 4.0]], type="2 * 2 * ?float64"))
+    assert two.mask.tolist() == [[False, True], [True, False]] and two[1, 1] == 4.0
+    with pytest.raises(ValueError, match="allow_missing=False"):
+        lazyk.to_numpy(lazyk.array([1, None]), allow_missing=False)
     with pytest.raises(TypeError, match="from_numpy takes a NumPy array, not list"):
         lazyk.from_numpy([1, 2])
     with pytest.raises(TypeError, match="not a str"):
@@ -137,3 +145,11 @@ def test_a_field_set_on_records_taken_from_others_leaves_the_others_alone():
     assert lazyk.fields(j) == ["pt", "y"] and lazyk.to_list(j.y)[0] == [45000.0, 40000.0]
     e["Jet", "z"] = e.Jet.pt + 1  # (a path sets the field of e's own Jet)
     assert lazyk.fields(e.Jet) == ["pt", "z"] and lazyk.fields(j0) == ["pt"]
+
+
+def test_a_new_field_on_an_array_of_records_names_with_field():
+    r = lazyk.array([{"x": 1, "y": 2.0}, {"x": 2, "y": 3.0}])
+    with pytest.raises(KeyError, match="lazyk.with_field"):
+        r["z"] = r.x * 10
+    got = lazyk.with_field(r, r.x * 10, "z").eval()
+    assert got.to_list() == [{"x": 1, "y": 2.0, "z": 10}, {"x": 2, "y": 3.0, "z": 20}]

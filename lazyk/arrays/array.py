@@ -407,7 +407,7 @@ def _view(a: Array, items: tuple) -> Array | None:
         for n in names:
             if res.dtype.names is None or n not in res.dtype.names:
                 raise KeyError(f"type '{t}' has no field {n!r}" + (
-                    "" if res.dtype.names else views.NO_FIELDS))
+                    views.NEW_FIELD if res.dtype.names else views.NO_FIELDS))
             res = res[n]
         return Array._wrap(res, a._readonly)
     buf, offs = _region(a)

@@ -22,6 +22,7 @@ from lazyk.errors import NotSupportedError
 DIM_ITEMS = (int, np.integer, slice)
 
 # (lazyk.array reads a Python tuple as a list, as NumPy does)
+NEW_FIELD = " (a new field: lazyk.with_field(a, value, name) gives records with it)"
 NO_FIELDS = (": its elements are not records (Python tuples in lists are read as lists, as "
              "NumPy reads them: give a tuple type, e.g. type='N * (int64, float64)')")
 
@@ -186,7 +187,7 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
         if n not in keys:
             raise KeyError(f"type '{t}' has no field {n!r}" + (
                 f" (a tuple's fields are its positions: {', '.join(map(repr, keys))})"
-                if isinstance(t, T.Tuple) else "" if isinstance(t, T.Record) else NO_FIELDS))
+                if isinstance(t, T.Tuple) else NEW_FIELD if isinstance(t, T.Record) else NO_FIELDS))
         k = keys.index(n)
         if optional and isinstance(t.types[k], T.Option):
             raise NotSupportedError(f"field {n!r} of '?{t}': an option inside an option has "

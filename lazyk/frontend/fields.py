@@ -16,8 +16,9 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.buffers import from_offsets, regular
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields, zip
-from lazyk.frontend.rowops import flatten, num
+from lazyk.frontend.rowops import fill_none, flatten, is_none, num
 
 
 def fields(array: Any) -> list:
@@ -96,12 +97,23 @@ def to_list(array: Any) -> Any:
     return got.to_list() if isinstance(got, Array) else np.asarray(got).tolist()
 
 
-def to_numpy(array: Any) -> np.ndarray:
-    """`ak.to_numpy`: the values as a NumPy array (a lazy expression computed first); data
-    with var dims has no NumPy form (`NotSupportedError`: pad and fill first,
-    `lazyk.fill_none(lazyk.pad_none(x, n, axis=1, clip=True), 0)`)."""
+def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
+    """`ak.to_numpy`: the values as a NumPy array (a lazy expression computed first);
+    missing values (`?T` over fixed dims) as a masked array (`allow_missing=False`: a
+    ValueError instead); data with var dims has no NumPy form (`NotSupportedError`: pad and
+    fill first, `lazyk.fill_none(lazyk.pad_none(x, n, axis=1, clip=True), 0)`)."""
     got = _computed(array)
-    return got.to_numpy() if isinstance(got, Array) else np.asarray(got)
+    if not isinstance(got, Array):
+        return np.asarray(got)
+    t = got.type
+    dt = as_expr(got).dtype if t.missing_values else None
+    if dt is not None and not t.missing_rows and None not in t.shape and dt.kind in "biufc":
+        if not allow_missing:
+            raise ValueError(f"to_numpy of {t} with allow_missing=False: it has missing values")
+        values = hooks.evaluate(fill_none(got, np.zeros((), dt)[()]))
+        gone = hooks.evaluate(is_none(got, axis=max(t.ndim - 1, 0)))
+        return np.ma.MaskedArray(np.asarray(values), np.asarray(gone, bool))
+    return got.to_numpy()
 
 
 def _computed(x: Any) -> Any:
