@@ -117,7 +117,7 @@ def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
 
 
 def _computed(x: Any) -> Any:
-    if isinstance(x, Array) or isinstance(x, np.ndarray):
+    if isinstance(x, (Array, np.ndarray)):
         return x
     if record_fields(x) is not None or hasattr(x, "eval"):
         return hooks.evaluate(x)

@@ -1,5 +1,6 @@
-"""Statistics over lazy expressions: `std` / `var` (NumPy's and Awkward's), Awkward's `ptp`
-and its nan-reductions (`nansum`, `nanmean`, `nanargmax`, ...: the reduction of the values
+"""Statistics over lazy expressions: `std` / `var` (NumPy's and Awkward's), the weighted
+`mean` (and the rule that weights broadcast to the values, the histograms' too), Awkward's
+`ptp` and its nan-reductions (`nansum`, `nanmean`, `nanargmax`, ...: the reduction of the values
 with NaN left out as missing values are).
 
 Each is a graph of lazyk's own reductions and elementwise work: `std` / `var` two passes
@@ -139,31 +140,42 @@ def one_list_structure(x: Expr, weights: Expr) -> bool:
     return len(keys) == 1
 
 
+def stretched_axis(x: Expr, weights: Expr) -> int | None:
+    """The first axis where a row of one value meets a row of another number of weights
+    (the value would be counted once per weight), or None: weights broadcast to the values,
+    never the reverse (numpy.average's and numpy.histogram's rule). Var rows are read from
+    the offsets (one pass) unless both are fields of one collection."""
+    if None not in x.shape + weights.shape or one_list_structure(x, weights):
+        return None  # (fixed dims: checked from the shapes)
+    both = where(True, x, weights)  # (the rows they pair in)
+    for k in range(1, x.ndim):
+        if x.shape[k] is None or x.shape[k] == 1:
+            gone = logical_and(apply("equal", num(x, axis=k), 1),
+                               apply("not_equal", num(both, axis=k), 1))
+            got = hooks.evaluate(reduce("any", gone, skipna=True))
+            if bool(np.asarray(got.to_numpy() if isinstance(got, Array) else got)):
+                return k
+    return None
+
+
 def _weights_fit(e: Expr, w: Expr) -> None:
-    """ShapeError / NotSupportedError where the values could stretch to the weights (a
-    value counted once per weight): the weights broadcast to the values, never the reverse,
-    as numpy.average and the histograms' weights."""
+    """ShapeError / NotSupportedError where the values could stretch to the weights."""
     lead = e.ndim - w.ndim
     if lead < 0 or any(isinstance(n, int) and n == 1 and m != 1
                        for n, m in zip(e.shape[lead:], w.shape)):
         raise ShapeError(f"mean: the weights ({w.type}) would stretch the values ({e.type}): "
                          "weights broadcast to the values, never the reverse")
-    if None not in w.shape or None not in e.shape[lead:] or one_list_structure(e, w):
-        return
-    both = where(True, e, w)  # (the rows they pair in: a row of 1 value stretched or not)
-    stretched = [logical_and(apply("equal", num(e, axis=k), 1),
-                             apply("not_equal", num(both, axis=k), 1))
-                 for k in range(1, e.ndim) if e.shape[k] is None]
-    try:  # (the arrays' row lengths, read now: one pass over their offsets)
-        bad = any(bool(hooks.evaluate(reduce("any", s, skipna=True))) for s in stretched)
+    try:
+        k = stretched_axis(e, w)
     except (BindError, NotSupportedError):  # (placeholders, collections: rows not known)
         raise NotSupportedError(
             f"mean of {e.type} with weights of type {w.type}: rows of their own, which could "
             "stretch a value's row of length 1; weigh values and weights of one list "
             "structure, or write lazyk.sum(x * w) / lazyk.sum(w)") from None
-    if bad:
+    if k is not None:
         raise ShapeError(f"mean: the weights ({w.type}) would stretch rows of one value "
-                         f"({e.type}) to their own rows: weights broadcast to the values")
+                         f"({e.type}) at axis {k} to their own rows: weights broadcast to the "
+                         "values")
 
 
 def ptp(array: Any, axis: int | None = None, keepdims: bool = False,

@@ -21,10 +21,7 @@ from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import most_rows
 from lazyk.frontend.operands import as_expr, wrap_array
 from lazyk.frontend.records import Records
-from lazyk.frontend.reductions import reduce
-from lazyk.frontend.rowops import num
-from lazyk.frontend.statistics import one_list_structure
-from lazyk.frontend.ufuncs import logical_and, where
+from lazyk.frontend.statistics import stretched_axis
 from lazyk.runtime import launch
 from lazyk.runtime.best_picks import (
     best_positions,
@@ -182,18 +179,13 @@ def _weights_fit(h: Histogram) -> None:
     against a row of three weights counted that value three times): the weights broadcast
     to the values, never the values to the weights (numpy.histogram takes weights of the
     values' shape)."""
-    if h.weights is None or None not in h.x.shape + h.weights.shape or one_list_structure(h.x, h.weights):
-        return  # (fixed dims: checked when the histogram was made)
-    both = where(True, h.x, h.weights)  # (the rows they pair in)
-    for k in range(1, h.x.ndim):
-        if h.x.shape[k] is None or h.x.shape[k] == 1:
-            stretched = logical_and(num(h.x, axis=k) == 1, num(both, axis=k) != 1)
-            if launch.truth(evaluate_one(reduce("any", stretched, skipna=True))):
-                raise ShapeError(
-                    f"histogram of values ({h.x.type}) with weights ({h.weights.type}): a row "
-                    f"of one value at axis {k} meets a row of another number of weights: the "
-                    "weights broadcast to the values (one weight per value, or a row of one "
-                    "weight per row of values), never the values to the weights")
+    k = None if h.weights is None else stretched_axis(h.x, h.weights)
+    if k is not None:
+        raise ShapeError(
+            f"histogram of values ({h.x.type}) with weights ({h.weights.type}): a row "
+            f"of one value at axis {k} meets a row of another number of weights: the "
+            "weights broadcast to the values (one weight per value, or a row of one "
+            "weight per row of values), never the values to the weights")
 
 
 def _evaluate_many(items: tuple) -> tuple:

@@ -372,11 +372,11 @@ def option_views(arr: Array) -> tuple[Array, Array]:
                               True, check_strings=False)
     if content is None:
         present = Array.from_parts(T.with_element(t, _BOOL), meta, arr.ptr + moff,
-                                   arr.owner, True, check_strings=False)
+                                   arr.owner, True)
     else:
         shifted = meta[:content] + (meta[content] + moff,) + meta[content + 1:]
         present = Array.from_parts(T.with_element(t, _BOOL), shifted, arr.ptr, arr.owner,
-                                   True, check_strings=False)
+                                   True)
     return values, present
 
 
