@@ -92,6 +92,7 @@ def test_unflatten_and_run_lengths_as_awkward():
             isinstance(counts, np.ndarray)
     assert lazyk.unflatten(lazyk.array(v) * 2, lazyk.array([1, 5])).to_list() == \
         [[2], [4, 6, 8, 10, 12]]
+    assert lazyk.unflatten(np.arange(0), []).to_list() == []  # (as Awkward's)
     with pytest.raises(lazyk.ShapeError, match="add up to 5 .*values are 6"):
         lazyk.unflatten(v, [2, 3])
     with pytest.raises(lazyk.ShapeError, match="lists of 4"):

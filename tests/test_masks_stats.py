@@ -137,7 +137,7 @@ def test_examples_records_and_fused_work():
 
 def test_bad_input_is_named():
     x = lazyk.array([[1.0, 2.0], [3.0]])
-    with pytest.raises(lazyk.DTypeError, match="mask: the mask must be booleans, not float64"):
+    with pytest.raises(lazyk.DTypeError, match="mask: the mask must be booleans, not 2 \\* var \\* float64"):
         lazyk.mask(x, x)
     with pytest.raises(TypeError, match="valid_when must be True or False"):
         lazyk.mask(x, x > 1, valid_when="yes")

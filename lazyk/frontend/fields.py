@@ -164,7 +164,8 @@ def unflatten(array: Any, counts: Any, axis: int = 0) -> Array:
         if counts <= 0 or n % counts:
             raise ShapeError(f"unflatten: {n} values do not make lists of {counts}")
         return regular(values, int(counts))
-    c = _as_array(counts)
+    c = _as_array(np.asarray(counts, np.int64) if isinstance(counts, list) and not counts
+                  else counts)  # (an empty list: no lists, of no type NumPy infers)
     if c.type.missing_values:
         raise NotSupportedError(f"unflatten with counts that may be missing ({c.type}): "
                                 "lists that are missing are not made yet")

@@ -57,7 +57,7 @@ def mask(array: Any, mask: Any, valid_when: bool = True) -> Any:
         raise TypeError(f"mask: valid_when must be True or False, not {valid_when!r}")
     m = as_expr(mask)
     if m.dtype != np.bool_:
-        raise DTypeError(f"mask: the mask must be booleans, not {m.dtype} (type {m.type})")
+        raise DTypeError(f"mask: the mask must be booleans, not {m.type}")
     keep = m if valid_when else ~m
     x = _operand(array)
     rec = lined_up_fields(x)
