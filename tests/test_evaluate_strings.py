@@ -287,3 +287,17 @@ def test_numexprs_arguments_options_and_functions():
                  lambda: lazyk.explain("a * 2", local_dict=["a"])):
         with pytest.raises(TypeError, match="local_dict must be a mapping"):
             call()
+
+
+def test_order_in_lower_case_as_numexpr():
+    """numexpr takes order='k' / 'c' / 'f' as the capitals; anything else is refused."""
+    t = np.ones((3, 2)).T
+    for order, c_contiguous in (("k", False), ("c", True), ("f", False), ("a", False)):
+        for _ in range(2):  # (the second call through the cached plan)
+            r = lazyk.evaluate("t + 1", {"t": t}, order=order)
+            assert r.flags.c_contiguous == c_contiguous and r.tolist() == (t + 1).tolist()
+        assert lazyk.evaluate(lazyk.array(t) * 2, lazyk.array(t) + 1, order=order)[0].shape \
+            == (2, 3)
+    for bad in ("x", "KK", 1, None):
+        with pytest.raises(ValueError, match="order must be one of"):
+            lazyk.evaluate("t + 1", {"t": t}, order=bad)

@@ -475,17 +475,19 @@ ORDERS = ("C", "F", "A", "K")
 
 
 def check_options(order: Any, casting: Any, local_dict: Any = None,
-                  global_dict: Any = None) -> None:
-    """numexpr's checks of `evaluate`'s options (on every call, `out` or not)."""
+                  global_dict: Any = None) -> str:
+    """numexpr's checks of `evaluate`'s options (on every call, `out` or not); the order
+    in capitals (numexpr takes 'k' as 'K')."""
     if casting not in CASTINGS:
         raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
                          f"{casting!r}")
-    if order not in ORDERS:
+    if not isinstance(order, str) or order.upper() not in ORDERS:
         raise ValueError(f"order must be one of 'C', 'F', 'A', 'K'; got {order!r}")
     for what, d in (("local_dict", local_dict), ("global_dict", global_dict)):
         if d is not None and not isinstance(d, (dict, Mapping)):
             raise TypeError(f"{what} must be a mapping (dict) or None, not "
                             f"{type(d).__name__}")
+    return order.upper()
 
 
 def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
@@ -527,7 +529,7 @@ def evaluate(expr: Any, out: Any = None, local_dict: dict | None = None,
         done = _paths["expr"](expr)  # a dense structure seen before: a look-up and one call
         if done is not NotImplemented:
             return done
-    check_options(order, casting, local_dict, global_dict)
+    order = check_options(order, casting, local_dict, global_dict)
     if isinstance(expr, bytes):  # (numexpr's strings are str: bytes are read from a file)
         raise TypeError(f"evaluate takes a str expression, not bytes ({expr[:40]!r}): decode it")
     if isinstance(expr, str):

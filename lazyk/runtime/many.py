@@ -132,7 +132,7 @@ def evaluate(expr: Any, *more: Any, out: Any = None, local_dict: dict | None = N
         if out is not None:
             raise TypeError("out= takes one expression's result: evaluate several without "
                             "it, or one with it")
-        launch.check_options(order, casting)
+        order = launch.check_options(order, casting)
         got = evaluate_many(expr, *more)
         return _laid_out(got, order) if more else got[0]
     return evaluate_one(expr, out, local_dict, global_dict, order, casting,

@@ -69,7 +69,7 @@ def evaluate_string(text: str, local_dict: dict | None = None, global_dict: dict
             mapping (as numexpr; checked before any name is looked up).
     """
     if not _checked:
-        runtime.check_options(order, casting, local_dict, global_dict)
+        order = runtime.check_options(order, casting, local_dict, global_dict)
     if local_dict is None or global_dict is None:
         frame = sys._getframe(_depth)
         if local_dict is None:
