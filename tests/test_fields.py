@@ -82,6 +82,21 @@ def test_to_list_to_numpy_from_iter_from_numpy():
         lazyk.from_iter("abc")
 
 
+def test_to_numpy_of_strings_as_awkward():
+    """Strings and bytes over fixed dims: a NumPy `U` / `S` array; missing ones masked."""
+    for items in (["ab", "c"], [["ab", "c"], ["", "e"]], ["ab", None], [b"ab", b"c"],
+                  [b"x", None, b"yz"]):
+        got, want = lazyk.to_numpy(lazyk.array(items)), ak.to_numpy(ak.Array(items))
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+        assert np.ma.getmaskarray(got).tolist() == np.ma.getmaskarray(want).tolist()
+        assert np.ma.MaskedArray(got).compressed().tolist() == \
+            np.ma.MaskedArray(want).compressed().tolist()
+    with pytest.raises(ValueError, match="allow_missing=False"):
+        lazyk.to_numpy(lazyk.array(["a", None]), allow_missing=False)
+    with pytest.raises(lazyk.NotSupportedError):
+        lazyk.to_numpy(lazyk.array([["a"], ["b", "c"]]))
+
+
 def test_unflatten_and_run_lengths_as_awkward():
     v = np.array([1, 2, 3, 4, 5, 6])
     for counts in ([2, 0, 3, 1], np.array([6]), [0, 0, 6, 0], 3, 2):

@@ -12,21 +12,30 @@ from lazyk.arrays.operators import Operators
 from lazyk.errors import NotSupportedError
 
 
-def _fixed_text(a: Any) -> str | None:
-    """"string" / "bytes" for fixed dims of text elements (no missing values), else None."""
+def _fixed_text(a: Any, missing: bool = False) -> str | None:
+    """"string" / "bytes" for fixed dims of text elements (`?string` too where `missing`),
+    else None."""
     t = a.type
     while isinstance(t, T.FixedDim):
+        t = t.elem
+    if missing and isinstance(t, T.Option):
         t = t.elem
     return t.name if M.is_varlen(t) and t.name in ("string", "bytes") else None
 
 
-def text_numpy(a: Any) -> np.ndarray | None:
+def text_numpy(a: Any, missing: bool = False) -> np.ndarray | None:
     """A fixed-dim `string` / `bytes` array as a new NumPy `U` / `S` array; None for other
-    types (var dims and missing values have no ndarray form)."""
-    kind = _fixed_text(a)
+    types (var dims and missing values have no ndarray form). With `missing`, `?string` /
+    `?bytes` values too, as a masked array (as `ak.to_numpy`)."""
+    kind = _fixed_text(a, missing)
     if kind is None:
         return None
-    return np.array(a.to_list(), dtype=str if kind == "string" else bytes).reshape(a.shape)
+    items = np.array(a.to_list(), dtype=object).reshape(a.shape)
+    gone = np.equal(items, None)
+    if gone.any():
+        items[gone] = "" if kind == "string" else b""
+    got = items.astype(str if kind == "string" else bytes)
+    return np.ma.MaskedArray(got, gone) if a.type.missing_values else got
 
 
 def _has_numpy_form(args: tuple, kwargs: dict) -> bool:

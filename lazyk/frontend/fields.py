@@ -14,6 +14,7 @@ from lazyk import hooks
 from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.buffers import from_offsets, regular
+from lazyk.arrays.conversions import text_numpy
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.operands import as_expr
@@ -106,6 +107,11 @@ def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
     if not isinstance(got, Array):
         return np.asarray(got)
     t = got.type
+    text = text_numpy(got, missing=True)  # (strings and bytes: a new `U` / `S` array)
+    if text is not None:
+        if not allow_missing and t.missing_values:
+            raise ValueError(f"to_numpy of {t} with allow_missing=False: it has missing values")
+        return text
     dt = as_expr(got).dtype if t.missing_values else None
     if dt is not None and not t.missing_rows and None not in t.shape and dt.kind in "biufc":
         if not allow_missing:
