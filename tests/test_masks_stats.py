@@ -177,6 +177,12 @@ def test_weighted_mean_as_awkward_and_numpy():
     assert lazyk.mean(v, weight=wv).eval().to_list() == np.average(v, weights=wv)
     with pytest.raises(lazyk.NotSupportedError, match="weight= and skipnan="):
         lazyk.mean(x, weight=x, skipnan=True)
+    n = [[1.0, np.nan, 3.0], [], [np.nan], [2.0, None, 4.0]]
+    wn = [[1.0, 1.0, 2.0], [], [3.0], [1.0, 5.0, 3.0]]
+    for kw in ({"axis": 1}, {"axis": 1, "keepdims": True}, {}):
+        got = lazyk.nanmean(lazyk.array(n), weight=lazyk.array(wn), **kw)
+        assert plain(listed(got)) == plain(awkward(ak.nanmean(ak.Array(n), weight=ak.Array(wn),
+                                                              **kw)))
 
 
 def test_masks_of_masks_constant_conditions_and_scalars():

@@ -236,7 +236,18 @@ def _nan_reduction(op: str):
 
 nansum, nanprod = _nan_reduction("sum"), _nan_reduction("prod")
 nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
-nanmean, nanstd, nanvar = _nan_reduction("mean"), _nan_reduction("std"), _nan_reduction("var")
+nanstd, nanvar = _nan_reduction("std"), _nan_reduction("var")
+_nanmean = _nan_reduction("mean")
+
+
+def nanmean(array: Any, axis: Any = None, keepdims: bool = False, weight: Any = None) -> Expr:
+    """Lazy `ak.nanmean`: the mean of the values with NaN and missing values left out
+    (`weight=`: weighted, as `lazyk.mean`'s); a list with no value left gives None."""
+    if weight is None:
+        return _nanmean(array, axis, keepdims)
+    e = nan_to_none(_numbers("nanmean", array, "biufc"))
+    got = mean(e, axis=axis, keepdims=keepdims, skipna=True, weight=weight)
+    return _none_where_empty(got, e, axis, keepdims)
 nanargmin, nanargmax = _nan_reduction("argmin"), _nan_reduction("argmax")
 
 use_row_ops(std=std, var=var)  # (x.std(), x.var())
