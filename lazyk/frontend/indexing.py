@@ -4,6 +4,8 @@ positions (`e[mask]`, `e[positions]`, as Awkward Array's).
 from __future__ import annotations
 
 import builtins
+import functools
+import operator
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ from lazyk.frontend.operands import as_expr, merge_env, operands, refuse_text
 from lazyk.frontend.reductions import max as lazy_max
 from lazyk.frontend.rowops import fill_none, firsts, flags, flatten, local_index, num, zeros_like
 from lazyk.frontend.tuples import positions_in_lists, reads_in_nest
-from lazyk.frontend.ufuncs import astype, maximum, where
+from lazyk.frontend.ufuncs import astype, maximum, minimum, where
 
 
 def _key_text(key: Any) -> str:
@@ -67,9 +69,9 @@ def index_like(e: Expr, key: Any, like: Expr, depth: int) -> Expr:
 def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     """`e[:, i]` / `e[:, a:b]` (whole dims before and after; the dim after the first):
     Awkward's item i of every list there (negative: from its end; None for a missing list;
-    a list too short for it raises IndexError naming it, when computed), or items a to b (step
-    1; clipped to the list), lazily: a gather or a selection by the items' positions that
-    fuses like any other. An item or any slice at a fixed dim too (a gather at positions
+    a list too short for it raises IndexError naming it, when computed), or the items of a
+    slice `a:b:c` (Python's rules in each list: clipped to it, a negative step reverses),
+    lazily: a gather or a selection by the items' positions that fuses like any other. An item or any slice at a fixed dim too (a gather at positions
     known now: the dim stays fixed, as NumPy's); None for other keys. `like`: the
     expression whose lists give the positions (`e` by default)."""
     items = key if isinstance(key, tuple) else (key,)
@@ -81,7 +83,7 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     d, k = picked[0], items[picked[0]]
     fixed = isinstance(e.shape[d], int)
     if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
-                      isinstance(k, slice) and (fixed or k.step in (None, 1))):
+                      isinstance(k, slice)):
         return None
     like = e if like is None else like
     ends = num(like, axis=d)[..., None]  # each list's length, against its items
@@ -100,16 +102,47 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
         walked = reads_in_nest(like) and not is_text(like.dtype) and \
             not any(flags(like)[0]) and "with_rows" not in graph_ops(like.node)
         at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
+        step = _slice_step(k)
+        if step < 0:  # (kept from the start down to the stop, then reversed)
+            return _reversed(e, like, d, _stepped(at, lens, k.start, k.stop, step))
         lo, hi = bound(k.start), bound(k.stop)
-        keep = (at >= lo) if hi is None else (at < hi) if lo is None else \
-            (at >= lo) & (at < hi)
-        return index_by(e, keep)
+        keeps = ([] if lo is None else [at >= lo]) + ([] if hi is None else [at < hi]) + \
+            ([] if step == 1 else [(at if lo is None else at - lo) % step == 0])
+        return index_by(e, functools.reduce(operator.and_, keeps))
     one = index_by(e, zeros_like(ends) + int(k))  # a dim of 1 at d: the item
     if flags(e)[0][d]:  # lists that may be missing: the item, or None for a missing list
         return firsts(one, axis=d)
     if is_text(e.dtype):  # (strings: the dim of 1 joins the dim above it)
         return flatten(one, axis=d)
     return lazy_max(one, axis=d)  # (of one item: the item itself, in its own dtype)
+
+
+def _slice_step(k: slice) -> int:
+    """A slice's step as Python reads it (1 when left out)."""
+    for v in (k.start, k.stop, k.step):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise TypeError(f"slice indices must be integers or None, not {type(v).__name__}")
+    if k.step == 0:
+        raise ValueError("slice step cannot be zero")
+    return 1 if k.step is None else int(k.step)
+
+
+def _stepped(at: Expr, lens: Expr, start: Any, stop: Any, step: int) -> Expr:
+    """Which positions `at` (of lists of lengths `lens`) a slice of negative `step` keeps:
+    from `start` (the last item when left out) down to, not including, `stop`."""
+    first = lens - 1 if start is None else lens + int(start) if start < 0 else \
+        minimum(lens - 1, int(start))
+    keep = (at <= first) & ((first - at) % -step == 0)
+    if stop is not None:
+        keep = keep & (at > (lens + int(stop) if stop < 0 else int(stop)))
+    return keep
+
+
+def _reversed(e: Expr, like: Expr, d: int, keep: Expr) -> Expr:
+    """The items of `e` that `keep` keeps at dim `d`, in reverse order within each list."""
+    kept = index_by(like, keep)
+    last = num(kept, axis=d)[..., None] - 1
+    return index_by(index_by(e, keep), last - local_index(kept, axis=d))
 
 
 def _new_axis_key(key: Any, ndim: int) -> list | None:
@@ -436,7 +469,7 @@ def index_expr(expr: Expr, key: Any) -> Expr:
                         f"[{_key_text(key)}]: "
                         "new axes, whole dims, a slice of the outer rows where their number "
                         "is known (e[1:]) and, at the dim after the first, one item or a "
-                        "slice (of step 1 at a var dim) work (e[:, None], e[:, 0], e[:, :2]); "
+                        "slice work (e[:, None], e[:, 0], e[:, :2], e[:, ::-1]); "
                         "evaluate it first, e.g. "
                         f"expr.eval()[{_key_text(key)}] (a view of the result), or "
                         "index the arrays it is built from")
