@@ -82,6 +82,17 @@ def test_to_list_to_numpy_from_iter_from_numpy():
         lazyk.from_iter("abc")
 
 
+def test_from_iter_reads_tuples_as_tuple_records_as_awkward():
+    for items in ([(1, 2.0), (3, 4.0)], [[(1, "a")], [], [(2, "bb"), (3, "c")]],
+                  [(1, [1, 2]), None, (2, [])], [{"x": (1, 2)}, {"x": (3, 4)}],
+                  [(1, (2, 3.5))], [(1, None), (None, 2)], [(), ()], [[1, 2], [3]]):
+        got, want = lazyk.from_iter(items), ak.from_iter(items)
+        assert str(got.type) == str(want.type) and got.to_list() == want.to_list()
+    assert str(lazyk.array([(1, 2.0), (3, 4.0)]).type) == "2 * 2 * float64"  # (NumPy's)
+    with pytest.raises(lazyk.ArrayConstructionError, match="item \\[1\\] has 3"):
+        lazyk.from_iter([(1, 2), (1, 2, 3)])
+
+
 def test_to_numpy_of_strings_as_awkward():
     """Strings and bytes over fixed dims: a NumPy `U` / `S` array; missing ones masked."""
     for items in (["ab", "c"], [["ab", "c"], ["", "e"]], ["ab", None], [b"ab", b"c"],

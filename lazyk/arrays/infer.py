@@ -63,20 +63,25 @@ def _describe(x: Any) -> str:
 
 
 # ---------------------------------------------------------------- inference
-def infer_type(obj: Any) -> T.Type:
-    """The lazyk type of nested Python data (ragged -> var, None -> option, str -> string).
+def infer_type(obj: Any, tuples: bool = False) -> T.Type:
+    """The lazyk type of nested Python data (ragged -> var, None -> option, str -> string;
+    Python tuples are lists, as NumPy reads them, or with `tuples` tuple records, as
+    Awkward's `from_iter` reads them).
 
     Raises:
         ArrayConstructionError: mixed incompatible items or non-rectangular nesting.
     """
-    return _infer([obj], Where())
+    return _infer([obj], Where(), tuples=tuples)
 
 
-def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
+def _infer(items: list, where: Where, missing_above: bool = False,
+           tuples: bool = False) -> T.Type:
     """`missing_above`: the items are fields of records that may be missing, whose lists are
     var rows (`?{t: var * string}`) as lists that may be missing are (fixed ones would be
     `?2 * string`, fixed rows that may be missing)."""
     kinds = set(map(type, items))
+    if tuples and kinds - {_NONE} == {tuple}:
+        return _infer_tuple(items, where, missing_above)
     optional = _NONE in kinds
     if optional:
         kinds.discard(_NONE)
@@ -99,7 +104,7 @@ def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
                 "value (x.item()), or make the list a NumPy array first (np.asarray)") from None
         child = list(chain.from_iterable(present))
         try:
-            elem = _infer(child, where.rows(_starts(lens)))
+            elem = _infer(child, where.rows(_starts(lens)), tuples=tuples)
         except ArrayConstructionError as err:
             if tuple not in kinds or "type=" in str(err):
                 raise
@@ -117,7 +122,7 @@ def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
             f"non-rectangular data: item {where.name(i)} is a {_describe(items[i])} but item "
             f"{where.name(j)} is a {_describe(items[j])} ({items[j]!r})")
     elif all(issubclass(k, dict) for k in kinds):
-        t = _infer_record(present, where, optional or missing_above)
+        t = _infer_record(present, where, optional or missing_above, tuples)
     elif any(issubclass(k, dict) for k in kinds):
         i = _first(items, lambda x: isinstance(x, dict))
         j = _first(items, lambda x: x is not None and not isinstance(x, dict))
@@ -129,15 +134,35 @@ def _infer(items: list, where: Where, missing_above: bool = False) -> T.Type:
     return T.Option(t) if optional else t
 
 
-def _infer_record(present: list[dict], where: Where, missing: bool) -> T.Type:
+def _infer_record(present: list[dict], where: Where, missing: bool,
+                  tuples: bool = False) -> T.Type:
     """Every field any record has, in order of appearance; a field some records lack is
     missing there (`?T`), as Awkward reads such dicts. `missing`: the records may be
     missing (their fields' lists are var rows, `_infer`)."""
     keys = tuple(present[0])
     if any(tuple(d) != keys for d in present):
         keys = tuple(dict.fromkeys(k for d in present for k in d))
-    return T.Record(tuple((k, _infer([d.get(k) for d in present], where.field(k), missing))
-                          for k in keys))
+    return T.Record(tuple((k, _infer([d.get(k) for d in present], where.field(k), missing,
+                                     tuples)) for k in keys))
+
+
+def _infer_tuple(items: list, where: Where, missing_above: bool) -> T.Type:
+    """Python tuples as tuple records (`(int64, string)`), as Awkward's `from_iter` reads
+    them: one field per position, so every tuple has one length."""
+    keep = [i for i, x in enumerate(items) if x is not None]
+    present = [items[i] for i in keep]
+    sizes = sorted(set(map(len, present)))
+    if len(sizes) > 1:
+        i = _first(present, lambda x: len(x) != len(present[0]))
+        raise ArrayConstructionError(
+            f"tuples of different lengths: item {where.name(keep[0])} has {len(present[0])} "
+            f"items but item {where.name(keep[i])} has {len(present[i])} (a tuple is a record "
+            "of its positions; use lists for lists)")
+    sub = Subset(where, np.array(keep, np.int64)) if len(keep) < len(items) else where
+    t = T.Tuple(tuple(_infer([x[k] for x in present], sub.field(k), missing_above or
+                             len(keep) < len(items), True) for k in range(sizes[0] if sizes
+                                                                         else 0)))
+    return T.Option(t) if len(keep) < len(items) else t
 
 
 def _scalar_of(kind: type, items: list) -> T.Type:

@@ -15,6 +15,7 @@ from lazyk.arrays.array import Array
 from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.buffers import from_offsets, regular
 from lazyk.arrays.conversions import text_numpy
+from lazyk.arrays.infer import infer_type
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import NotSupportedError, ShapeError
 from lazyk.frontend.operands import as_expr
@@ -132,11 +133,13 @@ def _computed(x: Any) -> Any:
 
 def from_iter(iterable: Any, type: Any = None) -> Array:  # noqa: A002
     """`ak.from_iter`: a lazyk array of the items of `iterable` (nested lists, dicts for
-    records, None for missing values), as `lazyk.array(list(iterable))`."""
+    records, tuples for tuple records, None for missing values), as
+    `lazyk.array(list(iterable))` except that tuples are records, not lists."""
     if isinstance(iterable, (str, bytes, dict)):
         raise TypeError(f"from_iter takes an iterable of items, not a "
                         f"{iterable.__class__.__name__}")
-    return lazyk_array(list(iterable), type=type)
+    items = list(iterable)
+    return lazyk_array(items, type=infer_type(items, tuples=True) if type is None else type)
 
 
 def from_numpy(values: np.ndarray) -> Array:
