@@ -202,6 +202,11 @@ def test_masks_of_masks_constant_conditions_and_scalars():
     assert lazyk.nan_to_none(3.0).eval().to_list() == 3.0
     assert lazyk.nanmax(np.float64(3.0)).eval().to_list() == 3.0
     assert lazyk.ptp(7).eval().to_list() == 0
+    c = [[1 + 2j, 3 - 1j], [], [2j]]  # (complex: NumPy's order, real part first)
+    for kw in ({}, {"mask_identity": False}):
+        assert lazyk.ptp(lazyk.array(c), axis=1, **kw).eval().to_list() == \
+            ak.ptp(ak.Array(c), axis=1, **kw).tolist()
+    assert lazyk.ptp(np.array([1 + 2j, 3 - 1j])).eval().to_list() == np.ptp([1 + 2j, 3 - 1j])
     assert lazyk.imag(lazyk.array([[1.0, None]])).eval().to_list() == [[0.0, None]]
 
 

@@ -187,7 +187,7 @@ def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
     """
     if not isinstance(mask_identity, (bool, np.bool_)):
         raise TypeError(f"ptp: mask_identity must be True or False, not {mask_identity!r}")
-    e = _numbers("ptp", array, "biuf")
+    e = _numbers("ptp", array, "biufc")
     normalize_axes(axis, e.ndim, "ptp")
     got = apply("subtract", _seeded("max", e, axis, keepdims), _seeded("min", e, axis, keepdims))
     return _none_where_empty(got, e, axis, keepdims, mask_identity)
