@@ -101,3 +101,27 @@ def test_rows_then_items_in_one_index_as_awkward():
         x[x > 1, 0]
     with pytest.raises(IndexError, match="of type \\(1, 1\\) int64"):
         x[np.array([[0]]), 0]
+
+
+def test_rows_and_items_paired_as_numpy_and_awkward():
+    """x[rows, items]: the item items[k] of row rows[k] (NumPy's pairs of index arrays)."""
+    d = [[[1, 2], [3]], [], [[4], [5, 6]]]
+    x, a = lazyk.array(d), ak.Array(d)
+    for key in (([0, 2], [1, 0]), ([0, 2], [-1, 0]), (np.array([0, 2]), np.array([1, 0])),
+                ([0, 2], [1, 0], 0), ([0, 2], [1, 0], slice(None, None, -1))):
+        assert x[key].eval().to_list() == a[key].to_list(), key
+        assert (x * 2)[key].eval().to_list() == (a * 2)[key].to_list(), key
+    assert x[[0, 2], lazyk.array([1, 0])].eval().to_list() == [[3], [4]]
+    # (a mask of rows: the kept rows' positions, as NumPy reads it; Awkward refuses it)
+    assert x[[True, False, True], [0, 1]].eval().to_list() == [[1, 2], [5, 6]]
+    m = [[1, 2], None, [3]]
+    assert lazyk.array(m)[[0, 1, 2], [1, 0, 0]].eval().to_list() == \
+        ak.Array(m)[[0, 1, 2], [1, 0, 0]].to_list()
+    r = lazyk.zip({"p": lazyk.array([[1.0, 2.0], [3.0]]), "q": lazyk.array([[1, 2], [3]])})
+    assert r[[1, 0], [0, 1]].eval().to_list() == [{"p": 3.0, "q": 3}, {"p": 2.0, "q": 2}]
+    dense = np.arange(6).reshape(2, 3)
+    assert lazyk.array(dense)[[0, 1], [2, 0]].eval().to_list() == dense[[0, 1], [2, 0]].tolist()
+    with pytest.raises(IndexError, match="row \\[1\\] of length 0"):
+        x[[0, 1], [0, 0]].eval()
+    with pytest.raises(IndexError, match="the items \\(of type \\(2,\\) bool\\)"):
+        x[[0, 2], [True, False]]

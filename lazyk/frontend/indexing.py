@@ -304,8 +304,9 @@ def is_index_operand(key: Any) -> bool:
     if isinstance(key, (Expr, Array)) or is_foreign(key):
         return True
     if type(key) is tuple and len(key) > 1 and is_index_operand(key[0]) and \
-            not any(map(is_index_operand, key[1:])):
+            not any(map(is_index_operand, key[2:])):
         return True  # x[rows, 0]: the rows (a mask or positions), then the rest of the key
+        # (x[rows, items]: positions paired with the rows' items, as NumPy's)
     if isinstance(key, list) and key and all(isinstance(k, (int, np.integer, np.bool_))
                                              for k in key):
         return True  # (a list of ints or bools, as NumPy and Awkward read it)
@@ -331,7 +332,9 @@ def index_by(x: Any, key: Any) -> Expr:
     `[[1.5, 3.0], [], []]` (type `3 * var * float64`), `(x[x > 0] * 2).sum(axis=-1)` folds
     only the kept values in one loop nest, and `x[lazyk.array([[2, 0], [], [-1]])]` gives
     `[[3.0, 1.5], [], [-1.0]]`. A key `(rows, ...)` takes the rows (a mask or positions of
-    one dim), then the rest: `jets[lazyk.num(jets, axis=1) > 0, 0]` is `jets[...][:, 0]`.
+    one dim), then the rest: `jets[lazyk.num(jets, axis=1) > 0, 0]` is `jets[...][:, 0]`;
+    `(rows, items)` pairs two index arrays, as NumPy's: `x[[0, 2], [1, 0]]` is
+    `[x[0][1], x[2][0]]`.
 
     Raises:
         IndexError: a key of no dims or more dims than x, or of another dtype.
@@ -348,7 +351,18 @@ def index_by(x: Any, key: Any) -> Expr:
             raise IndexError(f"x[rows, ...]: the rows (of type {kind}) "
                              "are a mask or positions of one dim, the outer rows, followed by "
                              "ints, slices and None; x[mask] alone for a deeper mask")
-        return index_by(x, first)[(slice(None),) + key[1:]]
+        rows = index_by(x, first)
+        if not is_index_operand(key[1]):
+            return rows[(slice(None),) + key[1:]]
+        items = np.asarray(key[1]) if isinstance(key[1], list) else key[1]
+        if getattr(items, "ndim", 1) != 1 or getattr(items, "dtype", np.dtype(int)).kind \
+                not in "iu":
+            kind = getattr(items, "type", None) or f"{np.shape(items)} {items.dtype}"
+            raise IndexError(f"x[rows, items]: the items (of type {kind}) are positions of "
+                             "one dim, one per row, as NumPy's pairs of index arrays")
+        one = index_by(rows, items[:, None])  # (each row's item, in a dim of one)
+        one = one[:, 0]
+        return one[(slice(None),) + key[2:]] if key[2:] else one
     if isinstance(key, list) and is_index_operand(key):  # (NumPy's reading of the list)
         key = np.asarray(key)
     e, k = operands("[]", (x, key))
