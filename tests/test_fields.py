@@ -140,6 +140,11 @@ def test_unflatten_and_run_lengths_as_awkward():
         [[0], [1, 2]]
     with pytest.raises(lazyk.NotSupportedError, match="counts that may be missing"):
         lazyk.unflatten(np.arange(6.0), lazyk.array([2, None, 4]))
+    p = lazyk.placeholder("x", "N * int64")  # (computed at once: not over parameters)
+    for call in (lambda: lazyk.run_lengths(p), lambda: lazyk.unflatten(p * 2, [1, 1]),
+                 lambda: lazyk.unflatten(np.arange(3), p)):
+        with pytest.raises(lazyk.NotSupportedError, match="computed at once.*parameter 'x'"):
+            call()
 
 
 def test_a_field_set_on_lazy_records_as_on_awkward_arrays():

@@ -18,6 +18,8 @@ from lazyk.arrays.conversions import text_numpy
 from lazyk.arrays.infer import infer_type
 from lazyk.arrays.operators import use_row_ops
 from lazyk.errors import NotSupportedError, ShapeError
+from lazyk.frontend.expression import Expr
+from lazyk.frontend.leaves import Placeholder, RaggedPlaceholder
 from lazyk.frontend.operands import as_expr
 from lazyk.frontend.records import Records, record_fields, zip
 from lazyk.frontend.rowops import fill_none, flatten, is_none, num
@@ -123,9 +125,17 @@ def to_numpy(array: Any, allow_missing: bool = True) -> np.ndarray:
     return got.to_numpy()
 
 
-def _computed(x: Any) -> Any:
+def _computed(x: Any, what: str | None = None) -> Any:
+    """`x` as data: computed where lazy. `what`: a function computed at once, which refuses
+    a lazy parameter (`lazyk.placeholder`)."""
     if isinstance(x, (Array, np.ndarray)):
         return x
+    if what is not None and isinstance(x, Expr):
+        names = [k for k, v in x.env.items() if type(v) in (Placeholder, RaggedPlaceholder)]
+        if names:
+            raise NotSupportedError(f"{what} is computed at once, not lazily: give it arrays "
+                                    f"(it got the parameter {names[0]!r} of "
+                                    "lazyk.placeholder, which only lazyk.compile can take)")
     if record_fields(x) is not None or hasattr(x, "eval"):
         return hooks.evaluate(x)
     return lazyk_array(x)
@@ -165,7 +175,7 @@ def unflatten(array: Any, counts: Any, axis: int = 0) -> Array:
     if axis != 0:
         raise NotSupportedError(f"unflatten at axis {axis!r}: axis 0 only (unflatten the "
                                 "flat values, then build the outer lists on them)")
-    values = _as_array(array)
+    values = _as_array(array, "unflatten")
     n = values.type.shape[0] if values.type.ndim else None
     if not isinstance(n, int):
         raise NotSupportedError(f"unflatten of {values.type}: values with a fixed outer dim")
@@ -174,7 +184,7 @@ def unflatten(array: Any, counts: Any, axis: int = 0) -> Array:
             raise ShapeError(f"unflatten: {n} values do not make lists of {counts}")
         return regular(values, int(counts))
     c = _as_array(np.asarray(counts, np.int64) if isinstance(counts, list) and not counts
-                  else counts)  # (an empty list: no lists, of no type NumPy infers)
+                  else counts, "unflatten")  # (an empty list: no lists, of no type NumPy infers)
     if c.type.missing_values:
         raise NotSupportedError(f"unflatten with counts that may be missing ({c.type}): "
                                 "lists that are missing are not made yet")
@@ -196,7 +206,7 @@ def run_lengths(array: Any) -> Array:
     Example: `lazyk.run_lengths(lazyk.array([[1, 1, 2], [3, 3], []]))` is
     `[[2, 1], [2], []]`.
     """
-    x = _as_array(array)
+    x = _as_array(array, "run_lengths")
     if x.type.missing_values or x.dtype.kind not in "biuf":
         raise NotSupportedError(f"run_lengths of {x.type}: numbers without missing values")
     if x.type.ndim == 1:
@@ -219,9 +229,9 @@ def run_lengths(array: Any) -> Array:
                         lazyk_array(lengths))
 
 
-def _as_array(x: Any) -> Array:
-    """`x` computed (lazy) or read (NumPy data, lists) as a lazyk array."""
-    got = _computed(x)
+def _as_array(x: Any, what: str) -> Array:
+    """`x` computed (lazy) or read (NumPy data, lists) as a lazyk array, for `what`."""
+    got = _computed(x, what)
     return got if isinstance(got, Array) else lazyk_array(np.asarray(got))
 
 
