@@ -65,17 +65,13 @@ def _describe(x: Any) -> str:
 # ---------------------------------------------------------------- inference
 def infer_type(obj: Any, tuples: bool = False) -> T.Type:
     """The lazyk type of nested Python data (ragged -> var, None -> option, str -> string;
-    Python tuples are lists, as NumPy reads them, or with `tuples` tuple records, as
-    Awkward's `from_iter` reads them).
-
-    Raises:
-        ArrayConstructionError: mixed incompatible items or non-rectangular nesting.
+    tuples: lists, as NumPy reads them, or tuple records with `tuples`, as `ak.from_iter`).
+    Raises ArrayConstructionError for mixed incompatible items or non-rectangular nesting.
     """
     return _infer([obj], Where(), tuples=tuples)
 
 
-def _infer(items: list, where: Where, missing_above: bool = False,
-           tuples: bool = False) -> T.Type:
+def _infer(items: list, where: Where, missing_above: bool = False, tuples: bool = False):
     """`missing_above`: the items are fields of records that may be missing, whose lists are
     var rows (`?{t: var * string}`) as lists that may be missing are (fixed ones would be
     `?2 * string`, fixed rows that may be missing)."""
@@ -150,19 +146,17 @@ def _infer_tuple(items: list, where: Where, missing_above: bool) -> T.Type:
     """Python tuples as tuple records (`(int64, string)`), as Awkward's `from_iter` reads
     them: one field per position, so every tuple has one length."""
     keep = [i for i, x in enumerate(items) if x is not None]
-    present = [items[i] for i in keep]
-    sizes = sorted(set(map(len, present)))
-    if len(sizes) > 1:
-        i = _first(present, lambda x: len(x) != len(present[0]))
-        raise ArrayConstructionError(
-            f"tuples of different lengths: item {where.name(keep[0])} has {len(present[0])} "
-            f"items but item {where.name(keep[i])} has {len(present[i])} (a tuple is a record "
-            "of its positions; use lists for lists)")
-    sub = Subset(where, np.array(keep, np.int64)) if len(keep) < len(items) else where
-    t = T.Tuple(tuple(_infer([x[k] for x in present], sub.field(k), missing_above or
-                             len(keep) < len(items), True) for k in range(sizes[0] if sizes
-                                                                         else 0)))
-    return T.Option(t) if len(keep) < len(items) else t
+    present, optional = [items[i] for i in keep], len(keep) < len(items)
+    for i, x in enumerate(present):
+        if len(x) != len(present[0]):
+            raise ArrayConstructionError(
+                f"tuples of different lengths: item {where.name(keep[0])} has {len(present[0])}"
+                f" items but item {where.name(keep[i])} has {len(x)} (a tuple is a record of "
+                "its positions; use lists for lists)")
+    sub = Subset(where, np.array(keep, np.int64)) if optional else where
+    t = T.Tuple(tuple(_infer([x[k] for x in present], sub.field(k), missing_above or optional,
+                             True) for k in range(len(present[0]) if present else 0)))
+    return T.Option(t) if optional else t
 
 
 def _scalar_of(kind: type, items: list) -> T.Type:

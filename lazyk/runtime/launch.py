@@ -478,11 +478,9 @@ def check_options(order: Any, casting: Any, local_dict: Any = None,
                   global_dict: Any = None) -> str:
     """numexpr's checks of `evaluate`'s options (on every call, `out` or not); the order
     in capitals (numexpr takes 'k' as 'K')."""
-    if casting not in CASTINGS:
-        raise ValueError(f"casting must be one of {', '.join(map(repr, CASTINGS))}; got "
-                         f"{casting!r}")
-    if not isinstance(order, str) or order.upper() not in ORDERS:
-        raise ValueError(f"order must be one of 'C', 'F', 'A', 'K'; got {order!r}")
+    for what, got, valid in (("casting", casting, CASTINGS), ("order", order, ORDERS)):
+        if (got.upper() if what == "order" and isinstance(got, str) else got) not in valid:
+            raise ValueError(f"{what} must be one of {', '.join(map(repr, valid))}; got {got!r}")
     for what, d in (("local_dict", local_dict), ("global_dict", global_dict)):
         if d is not None and not isinstance(d, (dict, Mapping)):
             raise TypeError(f"{what} must be a mapping (dict) or None, not "
