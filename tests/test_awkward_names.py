@@ -53,6 +53,16 @@ def test_isclose_as_numpy():
         np.testing.assert_array_equal(got, np.isclose(a, b, **kw))
         lazy = np.isclose(lazyk.array(a) * 1, b, **kw)
         np.testing.assert_array_equal(lazy.eval().to_numpy(), np.isclose(a, b, **kw))
+    # integers compare as floats (a - b never wraps), as NumPy's
+    for dt, u, v, kw in ((np.uint8, [100, 3, 0], [101, 4, 255], {"atol": 1}),
+                         (np.int16, [30000], [-30000], {"atol": 10000}),
+                         (np.int64, [-2**63], [2**63 - 1], {}),
+                         (np.uint64, [3], [5], {"atol": 2})):
+        u, v = np.array(u, dt), np.array(v, dt)
+        got = lazyk.isclose(lazyk.array(u), v, **kw).eval().to_numpy()
+        np.testing.assert_array_equal(got, np.isclose(u, v, **kw))
+    r = lazyk.isclose(lazyk.array([[3, 0], [200]]), lazyk.array([[4, 255], [201]]), atol=1)
+    assert r.eval().to_list() == [[True, False], [True]]
 
 
 def test_values_astype_and_field_paths():

@@ -255,15 +255,23 @@ def test_python_keywords_say_what_to_write_instead(text, said):
 
 
 @pytest.mark.parametrize("code", ["x*(2.5+1)", "x*(s+1)", "s*s*x", "-s*x", "x*(s-t)",
-                                  "x*s**2", "x*(s>t)", "x/(s*t)"])
+                                  "x*s**2", "x*(s>t)", "x/(s*t)", "x*(1/3)", "x*(i/j)",
+                                  "x + -(1/3)", "x + i/j/2"])
 def test_operators_over_python_numbers_stay_weak(code):
     # NumPy's rule (NEP 50): Python numbers combined by operators are Python numbers, so a
-    # float32 array keeps its dtype, as it does in the same Python code
+    # float32 array keeps its dtype, as it does in the same Python code (1/3 of two ints too)
     x = np.arange(1, 4, dtype=np.float32)
-    env = {"x": x, "s": 2.0, "t": 0.5}
+    env = {"x": x, "s": 2.0, "t": 0.5, "i": 1, "j": 3}
     got, want = lazyk.evaluate(code, local_dict=env), eval(code, {}, env)
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_division_of_python_numbers_by_zero_is_a_weak_inf_or_nan():
+    x = np.arange(1, 4, dtype=np.float32)
+    for code, value in (("x*0 + 1/0", np.inf), ("x*0 + -1/0", -np.inf), ("x*0 + 0/0", np.nan)):
+        got = lazyk.evaluate(code, local_dict={"x": x})
+        assert got.dtype == np.float32 and np.array_equal(got, np.full(3, value), equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float32])

@@ -7,6 +7,7 @@ those functions, so types, broadcasting and errors are exactly lazyk's (NumPy's)
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from importlib import resources
 from typing import Any
@@ -397,15 +398,18 @@ _NUMBER_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operat
 
 
 def _weak_numbers(func: str, args: list) -> Any:
-    """An operator over Python numbers, one of them a float or complex, computed as Python
-    does: a Python number, weak as in NumPy's `x * (s + 1)` (NEP 50); None otherwise (a
-    division by zero: lazyk's inf or nan)."""
+    """An operator over Python numbers, one of them a float or complex (or a true division
+    of ints, `1/3`), computed as Python does: a Python number, weak as in NumPy's
+    `x * (s + 1)` (NEP 50); None otherwise (a division by zero: lazyk's inf or nan)."""
     fn = _NUMBER_OPS.get(func)
     if fn is None or not args or any(type(a) not in (int, float, complex, bool) for a in args) \
-            or all(type(a) in (int, bool) for a in args):
+            or func != "true_divide" and all(type(a) in (int, bool) for a in args):
         return None
     try:
         got = fn(*args)
+    except ZeroDivisionError:  # (NumPy's inf or nan, a weak float too)
+        real = func == "true_divide" and complex not in map(type, args)
+        return (math.copysign(math.inf, args[0]) if args[0] else math.nan) if real else None
     except (ArithmeticError, ValueError):
         return None
     # (a negative float to a fractional power: Python's complex, NumPy's nan)

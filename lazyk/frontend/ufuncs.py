@@ -329,6 +329,8 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             raise TypeError(f"isclose: {name} must be a real number, not {v!r:.40}")
     a, b = (np.asarray(v) if isinstance(v, (list, tuple)) else v for v in (a, b))
     refuse_text("isclose", [as_expr(a), as_expr(b)])
+    # (as NumPy's: integers compared as floats, so that a - b never wraps)
+    a, b = (astype(v, np.float64) if as_expr(v).dtype.kind in "biu" else v for v in (a, b))
     finite = apply("logical_and", apply("isfinite", a), apply("isfinite", b))
     near = apply("less_equal", apply("absolute", apply("subtract", a, b)),
                  apply("add", atol, apply("multiply", rtol, apply("absolute", b))))
