@@ -76,6 +76,18 @@ def test_repr_never_raises_and_shows_fields_alike_at_any_length():
     assert repr(big).startswith("array([{'x': 0, 'y': [0, 0]}, {'x': 1, 'y': [1, 1]}")
 
 
+def test_repr_of_many_rows_reads_only_the_rows_it_shows(monkeypatch):
+    rows = [[i, i + 1] if i % 3 else [] for i in range(5000)]
+    x, m = lazyk.array(rows), lazyk.array([None if i % 3 == 0 else i for i in range(5000)])
+    sizes = []
+    real = lazyk.Array.to_list
+    monkeypatch.setattr(lazyk.Array, "to_list", lambda a: sizes.append(len(a)) or real(a))
+    assert repr(x) == ("array([[], [1, 2], [2, 3], ..., [4997, 4998], [], [4999, 5000]], "
+                       "type='5000 * var * int64')")
+    assert repr(m) == "array([None, 1, 2, ..., 4997, None, 4999], type='5000 * ?int64')"
+    assert max(sizes) == 3
+
+
 def test_augmented_operators_write_into_the_array_as_numpys_do():
     a = np.arange(4.0)
     A = B = lazyk.array(a)
