@@ -423,3 +423,21 @@ def test_running_folds_of_a_0d_array_along_axis_0_as_numpy(fn):
     assert got.shape == want.shape == (1,) and got.tolist() == want.tolist()
     with pytest.raises(np.exceptions.AxisError):
         getattr(lazyk, fn)(lazyk.array(np.array(3.0)), axis=1)
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_sorted_fixed_values_keep_the_order_of_minus_and_plus_zero(ascending):
+    """Fixed data sorts with NumPy: -0.0 and 0.0 in their order (stable), NaN last
+    ascending and first descending, along every axis, values and positions."""
+    a = np.array([[0.0, -0.0, np.nan, 1.0, -0.0, 0.0], [2.0, np.nan, 0.0, -0.0, -1.0, 0.0]])
+    for axis in (0, 1):
+        flip = np.flip(a, axis)
+        want = np.sort(a, axis=axis, kind="stable") if ascending else \
+            np.flip(np.sort(flip, axis=axis, kind="stable"), axis)
+        got = lazyk.sort(lazyk.array(a), axis=axis, ascending=ascending).eval().to_numpy()
+        assert got.tobytes() == want.tobytes()
+        pos = lazyk.argsort(lazyk.array(a), axis=axis, ascending=ascending).eval().to_numpy()
+        assert np.take_along_axis(a, pos, axis).tobytes() == want.tobytes()
+    b = np.array([3, 1, 2, 1])  # (no -0.0: NumPy's fastest sort, the same values)
+    assert lazyk.sort(lazyk.array(b), ascending=ascending).eval().to_list() == \
+        sorted(b.tolist(), reverse=not ascending)

@@ -406,6 +406,11 @@ def _converted(tree: Column, dtype: np.dtype) -> Column:
     return tree
 
 
+def _negative_zero(data: np.ndarray) -> bool:
+    """Whether -0.0 is among the values."""
+    return bool(np.any(np.signbit(data) & (data == 0)))
+
+
 def _restructured(name: str, node: Node, params: tuple, values: list):
     """The result of row operation `name` over the computed sources."""
     x = values[0]
@@ -414,13 +419,17 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
     if name in ("sort", "argsort") and None not in node.shape and \
             not any(node.arg[2]) and not isinstance(x.type.dtype, T.Option):
         data = x.to_numpy()  # fixed data: NumPy's own, along any axis
+        # (sorted values do not show the order of equal ones, but for -0.0 and 0.0: there
+        # NumPy's fastest sort, else its stable one)
+        kind = "stable" if data.dtype.kind == "f" and _negative_zero(data) else None
         if params[1]:
-            return getattr(np, name)(data, axis=params[0], kind="stable")
+            return getattr(np, name)(data, axis=params[0],
+                                     kind=kind if name == "sort" else "stable")
         # descending and stable: the flipped data sorted ascending, flipped back (ties
         # then keep their order; NaN first, as NumPy's last ascending)
         axis, flipped = params[0], np.flip(data, params[0])
         if name == "sort":
-            return np.flip(np.sort(flipped, axis=axis, kind="stable"), axis)
+            return np.flip(np.sort(flipped, axis=axis, kind=kind), axis)
         return np.flip(data.shape[axis] - 1 - np.argsort(flipped, axis=axis, kind="stable"),
                        axis)
     if name in ("sort", "argsort") and None not in node.shape and \
