@@ -210,6 +210,16 @@ def test_masks_of_masks_constant_conditions_and_scalars():
     assert lazyk.imag(lazyk.array([[1.0, None]])).eval().to_list() == [[0.0, None]]
 
 
+def test_drop_none_of_data_that_cannot_be_missing_selects_nothing():
+    x = lazyk.array([[1.0, 2.0], [], [3.0]])
+    for e in (x, x * 2):
+        for axis in (None, 0, 1):
+            got = lazyk.drop_none(e, axis=axis)
+            assert "select" not in got.explain().split("== LLVM")[0]  # (no selection made)
+            assert got.eval().to_list() == ak.drop_none(ak.Array(e.eval().to_list()),
+                                                         axis=axis).to_list()
+
+
 def test_dropped_values_keep_their_dtype_and_records_strings_pass_through():
     b = lazyk.array([[True, None, False]])
     got = lazyk.drop_none(b).eval()

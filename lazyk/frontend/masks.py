@@ -96,6 +96,10 @@ def _all_present(x: Any) -> Any:
 
 def _dropped(x: Any, a: int) -> Any:
     """The items at axis `a` of x that are not missing (x itself where none can be)."""
+    if isinstance(x, Expr):
+        rows, values = flags(x)
+        if not (values if a == x.ndim - 1 else rows[a + 1]):
+            return x  # (the type says none is missing: nothing to select)
     gone = is_none(x, axis=a)
     return x if isinstance(gone, Records) else x[~gone]  # (zip's records: never missing)
 
