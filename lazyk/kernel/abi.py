@@ -146,7 +146,8 @@ def guard_size(nops: int) -> int:
     return GUARD_HEAD + GUARD_REC * nops
 
 
-GUARD_MAXOPS = 12  # operands (output included) a guard entry point takes; more: no guard
+GUARD_MAXOPS = 12  # operands (output included) with an entry point of their own
+GUARD_ANY = "lazyk_guard_any"  # any count: `(guard, PyArrayObject **arrays, count)`
 
 
 def guard_name(nops: int) -> str:
@@ -171,8 +172,7 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     p8, p64 = i8.as_pointer(), i64.as_pointer()
     m = ir.Module(name="lazyk_guards")
-    body = ir.Function(m, ir.FunctionType(i64, [p64, p8.as_pointer(), i64]), "lazyk_guard_body")
-    body.linkage = "private"
+    body = ir.Function(m, ir.FunctionType(i64, [p64, p8.as_pointer(), i64]), GUARD_ANY)
     body.attributes.add("noinline")  # one copy, not one per entry point
     g, objs, nops = body.args
     b = ir.IRBuilder(body.append_basic_block("entry"))
@@ -200,7 +200,7 @@ def guard_ir(max_ops: int = GUARD_MAXOPS) -> str:
         b.position_at_end(inside)
         return i, head
 
-    src = b.alloca(p8, c(max_ops))
+    src = b.alloca(p8, nops)
     dst_slot, out_slot = b.alloca(p8), b.alloca(i64)
     done = body.append_basic_block("run")
     j, operand = loop("operand", nops, done)

@@ -51,18 +51,37 @@ def guard_fn(nops: int, nogil: bool = False) -> Any:
     """
     f = _guards.get(nops)
     if f is None:
-        if not 1 <= nops <= abi.GUARD_MAXOPS:
+        if nops < 1:
             return None
         jit = _guards.get("jit")
         if jit is None:
             names = tuple(abi.guard_name(n) for n in range(1, abi.GUARD_MAXOPS + 1))
             # keyed by abi.py's source: a disk-cache hit skips IR generation (~14 ms)
             key = f"guards:{abi.GUARD_MAXOPS}|{source_digest('lazyk.kernel.abi')}"
-            jit = _guards.setdefault("jit", JITModule(abi.guard_ir, names, key_text=key))
-        address = jit.addresses[abi.guard_name(nops)]
-        args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
-        f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address), ctypes.CFUNCTYPE(*args)(address))
+            jit = _guards.setdefault("jit", JITModule(abi.guard_ir, names + (abi.GUARD_ANY,),
+                                                      key_text=key))
+        if nops > abi.GUARD_MAXOPS:  # (the entry over an array of them, built per call)
+            args = (ctypes.c_int64, ctypes.c_void_p, ctypes.POINTER(ctypes.py_object),
+                    ctypes.c_int64)
+            address = jit.addresses[abi.GUARD_ANY]
+            f = _guards[nops] = (_over_array(ctypes.PYFUNCTYPE(*args)(address), nops),
+                                 _over_array(ctypes.CFUNCTYPE(*args)(address), nops))
+        else:
+            address = jit.addresses[abi.guard_name(nops)]
+            args = (ctypes.c_int64, ctypes.c_void_p, *[ctypes.py_object] * nops)
+            f = _guards[nops] = (ctypes.PYFUNCTYPE(*args)(address),
+                                 ctypes.CFUNCTYPE(*args)(address))
     return f[1] if nogil else f[0]
+
+
+def _over_array(entry: Any, nops: int) -> Any:
+    """`guard(g, out, *inputs)` for more operands than an entry point of their own takes:
+    the arrays passed as one array of object pointers (it holds them while the call runs)."""
+    objects = ctypes.py_object * nops
+
+    def guard(g: int, *arrays: Any) -> int:
+        return entry(g, objects(*arrays), nops)
+    return guard
 
 
 class Dispatcher:
