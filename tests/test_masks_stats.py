@@ -210,6 +210,20 @@ def test_masks_of_masks_constant_conditions_and_scalars():
     assert lazyk.imag(lazyk.array([[1.0, None]])).eval().to_list() == [[0.0, None]]
 
 
+@pytest.mark.parametrize("name", ["nanmax", "nanmin", "nansum", "nanprod", "nanmean"])
+def test_nan_reductions_of_values_that_cannot_be_missing_skip_nan_in_the_fold(name):
+    """No missing value is made of the data (`?float64` over all of it): the fold skips
+    NaN; a list of NaN only is None (the identity for sum and prod), as Awkward's."""
+    d = [[1.0, np.nan, 3.0], [], [np.nan], [2.5, -1.0]]
+    for x in (lazyk.array(d), lazyk.array(np.array([[1.0, np.nan], [np.nan, np.nan]]))):
+        got = getattr(lazyk, name)(x, axis=1)
+        graph = got.explain().split("== graph as built")[1].split("== ")[0]
+        assert str(x.type).replace("float64", "?float64") not in graph
+        assert plain(listed(got)) == awkward(getattr(ak, name)(ak.Array(x.to_list()), axis=1))
+        assert plain(listed(getattr(lazyk, name)(x))) == \
+            awkward(getattr(ak, name)(ak.Array(x.to_list()), axis=None))
+
+
 def test_drop_none_of_data_that_cannot_be_missing_selects_nothing():
     x = lazyk.array([[1.0, 2.0], [], [3.0]])
     for e in (x, x * 2):

@@ -217,7 +217,11 @@ def _none_where_empty(got: Expr, e: Expr, axis: Any, keepdims: bool,
 
 def _nan_reduction(op: str):
     def fn(array: Any, axis: Any = None, keepdims: bool = False) -> Expr:
-        e = nan_to_none(_numbers(f"nan{op}", array, "biufc"))
+        e = _numbers(f"nan{op}", array, "biufc")
+        if op in ("sum", "prod", "min", "max", "mean") and not flags(e)[1] and \
+                e.dtype.kind == "f":  # (no missing value: the fold skips NaN itself)
+            return _skipping_nan(op, e, axis, keepdims)
+        e = nan_to_none(e)
         if op in ("sum", "prod"):  # (an empty list: the identity, as Awkward's)
             return reduce(op, e, axis=axis, keepdims=keepdims, skipna=True)
         if op in ("argmin", "argmax"):  # (missing values skipped; nothing left: None)
@@ -236,6 +240,17 @@ def _nan_reduction(op: str):
 
 nansum, nanprod = _nan_reduction("sum"), _nan_reduction("prod")
 nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
+def _skipping_nan(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
+    """`nan{op}` of values none of which is missing: the fold skips NaN (one pass, no
+    missing values made); a list of NaN only gives None (sum, prod: the identity)."""
+    if op in ("sum", "prod"):
+        return reduce(op, e, axis=axis, keepdims=keepdims, skipnan=True)
+    got = reduce(op, e, axis=axis, keepdims=keepdims, skipnan=True,
+                 initial=ops.OPS[op].identity(e.dtype) if op != "mean" else None)
+    kept = reduce("sum", apply("logical_not", apply("isnan", e)), axis=axis, keepdims=keepdims)
+    return where(apply("equal", kept, 0), missing(got.dtype), got)
+
+
 nanstd, nanvar = _nan_reduction("std"), _nan_reduction("var")
 _nanmean = _nan_reduction("mean")
 
