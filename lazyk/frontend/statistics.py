@@ -243,11 +243,12 @@ nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
 def _skipping_nan(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
     """`nan{op}` of values none of which is missing: the fold skips NaN (one pass, no
     missing values made); a list of NaN only gives None (sum, prod: the identity)."""
+    kw = {"axis": axis, "keepdims": keepdims, "skipna": True}  # (missing lists left out)
     if op in ("sum", "prod"):
-        return reduce(op, e, axis=axis, keepdims=keepdims, skipnan=True)
-    got = reduce(op, e, axis=axis, keepdims=keepdims, skipnan=True,
+        return reduce(op, e, skipnan=True, **kw)
+    got = reduce(op, e, skipnan=True, **kw,
                  initial=ops.OPS[op].identity(e.dtype) if op != "mean" else None)
-    kept = reduce("sum", apply("logical_not", apply("isnan", e)), axis=axis, keepdims=keepdims)
+    kept = reduce("sum", apply("logical_not", apply("isnan", e)), **kw)
     return where(apply("equal", kept, 0), missing(got.dtype), got)
 
 
