@@ -441,3 +441,22 @@ def test_sorted_fixed_values_keep_the_order_of_minus_and_plus_zero(ascending):
     b = np.array([3, 1, 2, 1])  # (no -0.0: NumPy's fastest sort, the same values)
     assert lazyk.sort(lazyk.array(b), ascending=ascending).eval().to_list() == \
         sorted(b.tolist(), reverse=not ascending)
+
+
+def test_argmax_of_fixed_data_is_numpys_over_the_computed_values():
+    """argmax / argmin of fixed data without missing values: the values by the flat
+    kernels (an array: itself), then NumPy's own scan; explain() says so."""
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 4.0, -1.0]])
+    for fn in ("argmax", "argmin"):
+        for e, values in ((lazyk.array(a), a), (lazyk.array(a) * 2 - 1, a * 2 - 1)):
+            for axis in (None, 0, 1, -1):
+                for keepdims in (False, True):
+                    got = np.asarray(getattr(lazyk, fn)(e, axis=axis, keepdims=keepdims).eval())
+                    want = getattr(np, fn)(values, axis=axis, keepdims=keepdims)
+                    assert got.dtype == np.int64
+                    assert got.shape == np.shape(want) and got.tolist() == want.tolist()
+        assert f"NumPy's {fn}" in getattr(lazyk, fn)(lazyk.array(a) * 2).explain()
+    with pytest.raises(ValueError, match="empty sequence"):
+        lazyk.argmax(lazyk.array(np.zeros(0))).eval()
+    m = lazyk.mask(lazyk.array(a), lazyk.array(a) > 0)  # (missing values: the loop nest's)
+    assert lazyk.argmax(m, axis=1).eval().to_list() == [2, 0]

@@ -208,9 +208,17 @@ def explain(expr: Any, ir: bool = True, asm: bool = True) -> str:
             needs_nest(e.node) and _sampled(e.env.values())):
         e = Expr(e.node, {n: _ragged_sample(v, sizes) for n, v in e.env.items()})
         return ragged.explain(e, declared, ir, asm)  # var / option parameters: on samples
+    dense = not any(ragged.is_ragged(v) for v in e.env.values())
+    if dense and ragged.dense_position(e.node, e.env):  # (as ragged.evaluate_if_ragged)
+        axes = tuple(e.node.arg[1])
+        x = e.node.srcs[0]
+        return (f"== {e.node.arg[0]} over axes {list(axes)} of the values below: NumPy's "
+                f"{e.node.arg[0]}\n" + (f"== no kernel: the array {x.arg} itself"
+                                         if x.op == "input" else
+                                         explain(Expr(x, e.env), ir, asm)))
     if needs_nest(e.node):  # x[mask], x[positions], argmax: the loop-nest kernels
         return ragged.explain(e, ir=ir, asm=asm)
-    if any(ragged.is_ragged(v) for v in e.env.values()):
+    if not dense:
         return ragged.explain(e, ir=ir, asm=asm)  # var / option leaves: loop-nest kernels
     if not _sampled(e.env.values()):
         runtime.check_int_powers(e)  # (NumPy's ValueError before any kernel: explain says so)

@@ -16,12 +16,14 @@ import numpy as np
 from lazyk.arrays.array import Array
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr, typed_dump
-from lazyk.frontend.graph import PICK_OP, Node, rewrite, toposort
+from lazyk.frontend.graph import PICK_OP, REDUCE_OP, Node, rewrite, toposort
 from lazyk.frontend.indexing import index_by
 from lazyk.frontend.leaves import describe_ragged as describe
 from lazyk.frontend.leaves import is_ragged, is_text, leaf_data
+from lazyk.frontend.missing import option_flags
 from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.rowops import local_index
 from lazyk.passes.fuse import cut_points
 from lazyk.runtime import launch as runtime
@@ -51,12 +53,34 @@ def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
     dense = not any(is_ragged(leaf_data(v)) for v in expr.env.values())
     if dense and not needs_nest(expr.node):
         return NotImplemented
+    if dense and out is None and dense_position(expr.node, expr.env):
+        # argmax / argmin of fixed data: the values computed by the flat kernels, then
+        # NumPy's (its vectorised scan, where the loop nest would take one thread)
+        node, x = expr.node, expr.node.srcs[0]
+        data = leaf_data(expr.env[x.arg]) if x.op == "input" else None  # (an array: as it is)
+        values = data if isinstance(data, np.ndarray) and data.shape == x.shape else \
+            np.asarray(runtime.evaluate(Expr(x, expr.env)))
+        axes = tuple(node.arg[1])
+        axis = None if len(axes) == values.ndim != 1 else axes[0]
+        return np.asarray(getattr(np, node.arg[0])(values, axis=axis, keepdims=bool(node.arg[2])),
+                          np.int64)
     where = common_device({n: leaf_data(v) for n, v in expr.env.items()})
     if where != "cpu":  # (var / option data never is)
         raise NotSupportedError(f"x[mask], x[positions] and argmax / argmin run on the CPU; "
                                 f"the operands are on {where}: move them with .to('cpu')")
     got = evaluate(expr, out, casting)
     return runtime.numpy_if_fixed(got) if dense and out is None else got
+
+
+def dense_position(node: Node, env: dict) -> bool:
+    """Whether `node` is an argmax / argmin of one axis or all of them over work the
+    flat kernels compute (fixed dims, no missing values)."""
+    if node.op != REDUCE_OP or node.arg[0] not in ARG_REDUCTIONS:
+        return False
+    x = node.srcs[0]
+    return (len(node.arg[1]) == 1 or len(node.arg[1]) == len(x.shape)) and \
+        None not in x.shape and not is_text(x.dtype) and not needs_nest(x) and \
+        not any(option_flags(x, env)[0]) and not option_flags(x, env)[1]
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):
