@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazyk
+from lazyk.arrays import memory
 from tests import ragged_reference as R
 from tests import ragged_strategies as S
 from tests.test_ragged_reference import ak_array, same
@@ -114,6 +115,21 @@ def test_flatten(data):
     ref_x, x = drawn(data)
     axis = data.draw(st.sampled_from([None] + list(range(ref_x.type.ndim))), label="axis")
     check(lazyk.flatten(x, axis=axis), R.flatten(ref_x, axis))
+
+
+def test_flatten_of_rows_back_to_back_views_their_content():
+    """Rows in offsets form (Arrow's, Awkward's, from_offsets): flatten at axis 1 is a view
+    of the content they cover, whatever the items (missing values, strings, lists); a view
+    of some of the rows covers only theirs; reversed rows are copied."""
+    ak = pytest.importorskip("awkward")
+    for d in ([[1.0, None], [], [3.0]], [["a", "bb"], [], ["c"]], [[[1, 2], [3]], [[4]]],
+              [[{"x": 1, "y": [1, 2]}], [{"x": 2, "y": []}]]):
+        x = lazyk.from_awkward(ak.Array(d))
+        for rows, viewed in ((x, True), (x[1:], True), (x[::-1], False)):
+            got = lazyk.flatten(rows).eval()
+            assert got.to_list() == ak.flatten(ak.Array(rows.to_list()), axis=1).to_list()
+            if "x" not in str(x.type):  # (records read from columns: flattened by column)
+                assert (got.owner is memory.lookup(rows.meta[2])) == viewed  # (the content)
 
 
 @FEW

@@ -115,6 +115,28 @@ def flatten(tree: Column, axis: int | None) -> Column:
     return tree.at(axis - 2, _join)
 
 
+def flat_view(a: Array) -> Array | None:
+    """`ak.flatten(a, axis=1)` of `N * var * T` rows in offsets form (each row's stop the
+    next row's start) over content of one stride: a view of the content the rows cover (no
+    copy, as NumPy's ravel), any T (`?T`, strings, records); None for other layouts."""
+    t = a.type
+    if type(a) is not Array or not (isinstance(t, T.FixedDim) and
+                                    isinstance(t.elem, T.VarDim)) or t.size == 0:
+        return None  # (records read from columns flatten their columns: no structs built)
+    meta = a.meta
+    n, outer, ref, width, stop_delta, content, index_stride, stride, length = meta[:9]
+    if width not in (4, 8) or stop_delta != width or outer != width or stride != index_stride:
+        return None
+    block = memory.lookup(ref)
+    off = memory.view(a.ptr, (n + 1,), (width,), np.int32 if width == 4 else np.int64,
+                      a.owner, True)
+    lo, hi = int(off[0]), int(off[-1])
+    if not 0 <= lo <= hi <= length or (np.diff(off) < 0).any():
+        return None  # (the rows' own check names the bad one)
+    return Array.from_parts(T.FixedDim(hi - lo, t.elem.elem), (hi - lo, stride) + meta[9:],
+                            content + lo * index_stride, block, a.readonly, check_strings=False)
+
+
 def _join(node: Column) -> Column:
     """The lists of `node` (whose items are lists) with their lists' items joined."""
     mask, outer = node.unwrap()

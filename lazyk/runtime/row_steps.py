@@ -437,6 +437,10 @@ def _restructured(name: str, node: Node, params: tuple, values: list):
         got = _sorted_fixed_options(x, name, params)
         if got is not None:
             return got
+    if name == "flatten" and params[0] == 1 and isinstance(x, Array):
+        got = R.flat_view(x)  # (rows back to back: the content they cover, no copy)
+        if got is not None:
+            return got
     if name == "num":  # (the lengths of the lists at the axis: their items are not read)
         return built(R.num(_tree(x, params[0]), params[0]))
     if name == "is_none" and params[0] == 0 and isinstance(x.type, T.FixedDim):
