@@ -67,7 +67,8 @@ def format_values(a: Any) -> str:
         (lambda x: str(single(x)) if isinstance(x, float) else repr(x))
     if a._np is not None and a._np.size > 1000:
         return _abbrev_np(a._np, a.type, fmt)
-    if a._np is None and a.ndim and len(a) > 1000:  # (only the rows shown are read)
+    if a._np is None and isinstance(a.type, T.FixedDim) and a.type.size > 1000:
+        # (only the rows shown are read)
         parts = [_abbrev(v, True, fmt) for v in a[:3].to_list()] + ["..."] + \
             [_abbrev(v, True, fmt) for v in a[-3:].to_list()]
         return "[" + ", ".join(parts) + "]"

@@ -74,12 +74,14 @@ def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
 
 def dense_position(node: Node, env: dict) -> bool:
     """Whether `node` is an argmax / argmin of one axis or all of them over work the
-    flat kernels compute (fixed dims, no missing values)."""
+    flat kernels compute (fixed dims, none empty: the loop nest names an empty row; no
+    missing values)."""
     if node.op != REDUCE_OP or node.arg[0] not in ARG_REDUCTIONS:
         return False
     x = node.srcs[0]
     return (len(node.arg[1]) == 1 or len(node.arg[1]) == len(x.shape)) and \
-        None not in x.shape and not is_text(x.dtype) and not needs_nest(x) and \
+        None not in x.shape and 0 not in x.shape and not is_text(x.dtype) and \
+        not needs_nest(x) and \
         not any(option_flags(x, env)[0]) and not option_flags(x, env)[1]
 
 
