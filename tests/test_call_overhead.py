@@ -89,6 +89,7 @@ def test_rebuilt_expression_is_a_look_up_with_the_same_graph():
     a, b = rng.random(50), rng.random(50)
     first = 2 * lazyk.array(a) + 3 * lazyk.array(b)
     eager = first.node
+    a, b = a.copy(), b.copy()  # (other arrays: other leaves)
     again = 2 * lazyk.array(a) + 3 * lazyk.array(b)
     assert again._node is None  # (no graph made yet)
     assert again.dtype == np.float64 and again.shape == (50,)
@@ -128,6 +129,19 @@ def test_same_array_twice_and_new_arrays_after_it():
     np.testing.assert_allclose((x - x.mean()).eval().to_numpy(), a - a.mean())
     y = lazyk.array(b)
     np.testing.assert_allclose((y - y.mean()).eval().to_numpy(), b - b.mean())
+
+
+def test_lazyk_arrays_over_one_numpy_array_are_one_input():
+    """`lazyk.array(a)` written twice reads one input (as `a` twice does), so the
+    expression is built by structure the second time: a look-up, not the builders."""
+    a, b = np.arange(6.0), np.ones(6)
+    for _ in range(2):
+        e = (lazyk.array(a) * 0.2 + lazyk.array(a) * 0.8) + lazyk.array(b) + a
+        assert len(e.env) == 2 and e._key is not None
+        np.testing.assert_allclose(e.eval().to_numpy(), a + b + a)
+    again = lazyk.array(a) * 0.2 + lazyk.array(a) * 0.8
+    assert again._node is None  # (a look-up: no graph made yet)
+    np.testing.assert_allclose(again.eval().to_numpy(), a)
 
 
 def test_deferred_expressions_work_everywhere_a_graph_does():

@@ -71,7 +71,8 @@ def wrap_array(arr: np.ndarray, owner: Any = None) -> Expr:
         # Byte order and alignment belong to the data, not the type: the leaf is typed
         # native and the kernel spec is specialised to the actual array at bind time.
         dt = dt.newbyteorder("=")
-    name = _leaf_name(arr if owner is None else owner)
+    # (lazyk arrays over one NumPy array are one input, as that array used twice is)
+    name = _leaf_name(arr if owner is None or owner.numpy_view() is arr else owner)
     node = Node("input", dt, arr.shape, (), name)
     return Expr(node, {name: arr if owner is None else OwnedView(arr, owner)})
 
@@ -111,6 +112,10 @@ _names: dict = {}  # id(array) -> weak reference to it (`_NameRef`: its input na
 
 def _same_source(a: Any, b: Any) -> bool:
     """Whether two env entries of one input name read the same array (`_leaf_name`)."""
+    va = a.view if isinstance(a, OwnedView) else a if type(a) is np.ndarray else None
+    vb = b.view if isinstance(b, OwnedView) else b if type(b) is np.ndarray else None
+    if va is not None and va is vb:  # (lazyk arrays over one NumPy array, or it itself)
+        return True
     if isinstance(a, OwnedView) and isinstance(b, OwnedView):
         return a.owner is b.owner and a.view.dtype == b.view.dtype and \
             a.view.shape == b.view.shape and a.view.strides == b.view.strides
