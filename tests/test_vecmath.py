@@ -156,6 +156,10 @@ def test_rewrite_names_and_fallbacks() -> None:
     out = vecmath.rewrite(ir, ["avx2", "avx512f"], available=True)
     assert "@_ZGVeN8vv_pow(" in out and "@_ZGVeN16v_sinf(" in out
     assert vecmath.rewrite(ir, "+avx2", available=False) == ir
+    # SSE variants only where the CPU has no AVX2 (called from AVX code they stall)
+    four = "%v = call <4 x float> @llvm.sin.v4f32(<4 x float> %z)\n"
+    assert "@_ZGVbN4v_sinf(" in vecmath.rewrite(four, "+sse4.1,-avx2", available=True)
+    assert "@llvm.sin.v4f32(" in vecmath.rewrite(four, "+sse4.1,+avx2", available=True)
 
 
 @pytest.mark.parametrize("func", ["sin", "pow"])
@@ -209,3 +213,20 @@ def test_helper_process_renames_too(tmp_path) -> None:
     assert int(out[0]) >= 1
     avx2 = "avx2" in vecmath.parse_features(llvm.get_host_cpu_features().flatten())
     assert out[1] == str(out[2] == "True" and avx2)
+
+
+def test_float32_math_of_a_cast_calls_no_sse_variant_from_avx_code() -> None:
+    """4 x double loads, then 4 x float sin: on an AVX2 CPU the loop calls libm, not the
+    SSE variant (which stalls between AVX instructions), and gives NumPy's float32 values."""
+    import numpy as np
+
+    import lazyk
+
+    if "avx2" not in vecmath.parse_features(llvm.get_host_cpu_features().flatten()):
+        pytest.skip("CPU lacks avx2")
+    x = np.linspace(-5, 5, 4099)
+    e = lazyk.sin(lazyk.array(x).astype(np.float32))
+    assert "_ZGVbN" not in e.explain()
+    got = e.eval().to_numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.sin(x.astype(np.float32)), rtol=2e-7, atol=1e-7)

@@ -95,4 +95,9 @@ def vector_name(name: str, features: frozenset[str]) -> str | None:
     variant = _VARIANTS.get((elem, lanes))
     if variant is None or variant[1] not in features:
         return None
+    if variant[0] == "b" and "avx2" in features:
+        # NOTE: a loop of AVX code (4 x double loads, then 4 x float math) calling the SSE
+        # variant ran 30x slower on Intel (SSE / AVX transitions): libm's scalar calls
+        # instead (4e6 sin of a float32 cast: 271 -> 21 ms)
+        return None
     return symbol(func, lanes, elem)
