@@ -135,3 +135,12 @@ def test_rows_and_items_paired_as_numpy_and_awkward():
         x[[0, 1], [0, 0]].eval()
     with pytest.raises(IndexError, match="the items \\(of type \\(2,\\) bool\\)"):
         x[[0, 2], [True, False]]
+    # NumPy's pairs: one of length 1 stretches; a missing item is a missing element
+    assert x[[0, 2], [1]].eval().to_list() == a[[0, 2], [1]].to_list()
+    assert x[[0], [1, 0]].eval().to_list() == a[[0], [1, 0]].to_list()
+    assert lazyk.array([[1, 2], [3], [4, 5, 6]])[[0, 2], lazyk.array([1, None])].eval() \
+        .to_list() == [2, None]
+    with pytest.raises(IndexError, match="too many indices: 4 for an array of 3 dims"):
+        x[[0, 2], [1, 0], 0, 0]
+    with pytest.raises(IndexError, match="3 rows and 2 items do not pair"):
+        x[[0, 1, 2], [0, 0]]

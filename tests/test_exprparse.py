@@ -269,7 +269,9 @@ def test_operators_over_python_numbers_stay_weak(code):
 
 def test_a_division_of_python_numbers_by_zero_is_a_weak_inf_or_nan():
     x = np.arange(1, 4, dtype=np.float32)
-    for code, value in (("x*0 + 1/0", np.inf), ("x*0 + -1/0", -np.inf), ("x*0 + 0/0", np.nan)):
+    for code, value in (("x*0 + 1/0", np.inf), ("x*0 + -1/0", -np.inf), ("x*0 + 0/0", np.nan),
+                        ("x*0 + 1.0%0", np.nan), ("x*0 + 0.0**-1", np.inf),
+                        ("x*0 + (-1)**0.5", np.nan), ("x*0 + 1//0", 0.0)):
         got = lazyk.evaluate(code, local_dict={"x": x})
         assert got.dtype == np.float32 and np.array_equal(got, np.full(3, value), equal_nan=True)
 

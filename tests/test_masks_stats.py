@@ -179,6 +179,8 @@ def test_weighted_mean_as_awkward_and_numpy():
         lazyk.mean(x, weight=x, skipnan=True)
     n = [[1.0, np.nan, 3.0], [], [np.nan], [2.0, None, 4.0]]
     wn = [[1.0, 1.0, 2.0], [], [3.0], [1.0, 5.0, 3.0]]
+    assert lazyk.nanmean(np.array([1.0, 2.0]), axis=0, weight=np.array([np.nan, 1.0])) \
+        .eval().to_list() == 2.0  # (a NaN weight: its pair left out, as Awkward's)
     for kw in ({"axis": 1}, {"axis": 1, "keepdims": True}, {}):
         got = lazyk.nanmean(lazyk.array(n), weight=lazyk.array(wn), **kw)
         assert plain(listed(got)) == plain(awkward(ak.nanmean(ak.Array(n), weight=ak.Array(wn),
@@ -222,6 +224,13 @@ def test_nan_reductions_of_values_that_cannot_be_missing_skip_nan_in_the_fold(na
         assert plain(listed(got)) == awkward(getattr(ak, name)(ak.Array(x.to_list()), axis=1))
         assert plain(listed(getattr(lazyk, name)(x))) == \
             awkward(getattr(ak, name)(ak.Array(x.to_list()), axis=None))
+    n = np.array([[1.0, np.nan], [3.0, 4.0]])  # (no axis: each value, NaN missing)
+    for data in (n.T, np.asfortranarray(n)):
+        want = [[None if v != v else v for v in row] for row in data.tolist()]
+        assert getattr(lazyk, name)(data, axis=()).eval().to_list() == \
+            (want if name not in ("nansum", "nanprod") else
+             [[0.0 if v is None and name == "nansum" else 1.0 if v is None else v
+               for v in row] for row in want])
 
 
 def test_drop_none_of_data_that_cannot_be_missing_selects_nothing():

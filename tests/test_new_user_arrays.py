@@ -86,6 +86,8 @@ def test_repr_of_many_rows_reads_only_the_rows_it_shows(monkeypatch):
                        "type='5000 * var * int64')")
     assert repr(m) == "array([None, 1, 2, ..., 4997, None, 4999], type='5000 * ?int64')"
     assert max(sizes) == 3
+    pairs = lazyk.from_iter([(i, float(i)) for i in range(1001)])  # (tuples stay tuples)
+    assert repr(pairs).startswith("array([(0, 0.0), (1, 1.0), (2, 2.0), ..., (998, 998.0)")
 
 
 def test_augmented_operators_write_into_the_array_as_numpys_do():

@@ -350,6 +350,11 @@ def test_slices_with_steps_of_lazy_lists_as_awkward():
     assert lazyk.compile(p[p > 0][:, ::-1])(x).to_list() == a[a > 0][:, ::-1].tolist()
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         (x * 1)[:, ::0]
+    y = lazyk.array([[1.0, 2.0, 3.0], [], [4.0], [5.0, 6.0]])  # (numbers past int64: clamped)
+    for key in (slice(None, None, 2**63 - 1), slice(None, None, -(2**63 - 1)),
+                slice(None, None, 10**30), slice(10**30, None, -1), slice(-10**30, 10**30)):
+        want = [row[key] for row in y.to_list()]
+        assert y[:, key].to_list() == want and (y * 1)[:, key].eval().to_list() == want, key
     with pytest.raises(TypeError, match="slice indices must be integers or None, not float"):
         (x * 1)[:, 1.0:]
 

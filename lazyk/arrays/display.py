@@ -102,8 +102,11 @@ def _plain(v: Any) -> Any:
 
 def _abbrev_np(arr: np.ndarray, t: T.Type, fmt=repr) -> str:
     if arr.ndim == 0:
-        return fmt(arr.tolist()) if arr.dtype.names is None else \
-            repr({n: _plain(v) for n, v in zip(arr.dtype.names, arr.tolist())})
+        if arr.dtype.names is None:
+            return fmt(arr.tolist())
+        values = [_plain(v) for v in arr.tolist()]
+        return repr(tuple(values)) if isinstance(t.dtype, T.Tuple) else \
+            repr(dict(zip(arr.dtype.names, values)))
     idx = list(range(3)) + [None] + list(range(len(arr) - 3, len(arr))) if len(arr) > 6 \
         else list(range(len(arr)))
     parts = ["..." if i is None else _abbrev_np(arr[i], t, fmt) for i in idx]

@@ -203,7 +203,7 @@ def strided_view(t: T.Type, meta: tuple, buf: np.ndarray, cur: int, ptr: int, ow
 
 def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised `slice.indices` over rows of `sizes`: (first index, count) per row."""
-    step = 1 if item.step is None else int(item.step)
+    step = 1 if item.step is None else _clipped(item.step)
     if step == 0:
         raise ValueError("slice step cannot be zero")
     lo, hi = (0, sizes) if step > 0 else (-1, sizes - 1)
@@ -211,7 +211,7 @@ def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
     def clamp(v: int | None, default):
         if v is None:
             return default  # (a number broadcasts)
-        v = int(v)
+        v = _clipped(v)
         return np.clip(v + sizes, lo, hi) if v < 0 else np.minimum(v, hi)
 
     start = clamp(item.start, 0 if step > 0 else sizes - 1)
@@ -220,6 +220,12 @@ def slice_rows(sizes: np.ndarray, item: slice) -> tuple[np.ndarray, np.ndarray]:
     count = np.maximum(span, 0) if abs(step) == 1 else \
         np.maximum(0, (span + abs(step) - 1) // abs(step))
     return np.broadcast_to(np.asarray(start, np.int64), sizes.shape), count
+
+
+def _clipped(v: int) -> int:
+    """A slice bound or step within +-2**62: past every row as any larger one is, and no
+    int64 sum of it overflows."""
+    return max(-(2 ** 62), min(int(v), 2 ** 62))
 
 
 def reslice_rows(buf: np.ndarray, cur: int, kept: list, item: slice, var: M.RowsWords,

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 import lark
+import numpy as np
 from lark import Token
 
 from lazyk.arrays.array import array as lazyk_array
@@ -400,20 +401,26 @@ _NUMBER_OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operat
 def _weak_numbers(func: str, args: list) -> Any:
     """An operator over Python numbers, one of them a float or complex (or a true division
     of ints, `1/3`), computed as Python does: a Python number, weak as in NumPy's
-    `x * (s + 1)` (NEP 50); None otherwise (a division by zero: lazyk's inf or nan)."""
+    `x * (s + 1)` (NEP 50); a division by zero gives NumPy's value (inf, nan; 0 for ints),
+    weak too; None for other operators (exact ints: `_exact_ints`)."""
     fn = _NUMBER_OPS.get(func)
-    if fn is None or not args or any(type(a) not in (int, float, complex, bool) for a in args) \
-            or func != "true_divide" and all(type(a) in (int, bool) for a in args):
+    if fn is None or not args or any(type(a) not in (int, float, complex, bool) for a in args):
         return None
+    ints = func != "true_divide" and all(type(a) in (int, bool) for a in args)
     try:
         got = fn(*args)
-    except ZeroDivisionError:  # (NumPy's inf or nan, a weak float too)
-        real = func == "true_divide" and complex not in map(type, args)
-        return (math.copysign(math.inf, args[0]) if args[0] else math.nan) if real else None
+    except ZeroDivisionError:
+        if complex in map(type, args):
+            return None
+        with np.errstate(all="ignore"):  # (0 ** -1 of ints: NumPy's ValueError)
+            return getattr(np, func)(*[(np.int64 if ints else np.float64)(a)
+                                       for a in args]).item()
     except (ArithmeticError, ValueError):
         return None
+    if ints:
+        return None
     # (a negative float to a fractional power: Python's complex, NumPy's nan)
-    return None if type(got) is complex and complex not in map(type, args) else got
+    return math.nan if type(got) is complex and complex not in map(type, args) else got
 
 
 def build(text: str, local_dict: dict | None = None, global_dict: dict | None = None) -> Any:

@@ -102,7 +102,8 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
         walked = reads_in_nest(like) and not is_text(like.dtype) and \
             not any(flags(like)[0]) and "with_rows" not in graph_ops(like.node)
         at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
-        step = _slice_step(k)
+        k = _within_int64(k) if _slice_step(k) else k  # (numbers checked, then clamped)
+        step = 1 if k.step is None else k.step
         if step < 0:  # (kept from the start down to the stop, then reversed)
             return _reversed(e, like, d, _stepped(at, lens, k.start, k.stop, step))
         lo, hi = bound(k.start), bound(k.stop)
@@ -125,6 +126,13 @@ def _slice_step(k: slice) -> int:
     if k.step == 0:
         raise ValueError("slice step cannot be zero")
     return 1 if k.step is None else int(k.step)
+
+
+def _within_int64(k: slice) -> slice:
+    """`k` with its numbers within +-2**62: past every list as any larger one is (Python's
+    and NumPy's clamping), and no int64 sum of them overflows."""
+    return slice(*(None if v is None else max(-(2 ** 62), min(int(v), 2 ** 62))
+                   for v in (k.start, k.stop, k.step)))
 
 
 def _stepped(at: Expr, lens: Expr, start: Any, stop: Any, step: int) -> Expr:
@@ -351,16 +359,26 @@ def index_by(x: Any, key: Any) -> Expr:
             raise IndexError(f"x[rows, ...]: the rows (of type {kind}) "
                              "are a mask or positions of one dim, the outer rows, followed by "
                              "ints, slices and None; x[mask] alone for a deeper mask")
-        rows = index_by(x, first)
         if not is_index_operand(key[1]):
-            return rows[(slice(None),) + key[1:]]
+            return index_by(x, first)[(slice(None),) + key[1:]]
         items = np.asarray(key[1]) if isinstance(key[1], list) else key[1]
-        if getattr(items, "ndim", 1) != 1 or getattr(items, "dtype", np.dtype(int)).kind \
-                not in "iu":
+        kind = items.dtype if isinstance(items, np.ndarray) else as_expr(items).dtype
+        if np.ndim(items) != 1 or kind.kind not in "iu":
             kind = getattr(items, "type", None) or f"{np.shape(items)} {items.dtype}"
             raise IndexError(f"x[rows, items]: the items (of type {kind}) are positions of "
                              "one dim, one per row, as NumPy's pairs of index arrays")
-        one = index_by(rows, items[:, None])  # (each row's item, in a dim of one)
+        depth = 2 + builtins.sum(k is not None for k in key[2:])
+        if depth > as_expr(x).ndim:
+            raise IndexError(f"too many indices: {depth} for an array of {as_expr(x).ndim} "
+                             "dims")
+        if isinstance(items, np.ndarray) and isinstance(first, np.ndarray) and \
+                first.dtype.kind in "iu":  # (NumPy's pairs: one of length 1 stretches)
+            try:
+                first, items = np.broadcast_arrays(first, items)
+            except ValueError:
+                raise IndexError(f"x[rows, items]: {len(first)} rows and {len(items)} items "
+                                 "do not pair (one of them may be of length 1)") from None
+        one = index_by(index_by(x, first), items[:, None])  # (each row's item: a dim of 1)
         one = one[:, 0]
         return one[(slice(None),) + key[2:]] if key[2:] else one
     if isinstance(key, list) and is_index_operand(key):  # (NumPy's reading of the list)

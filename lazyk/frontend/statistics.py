@@ -219,7 +219,7 @@ def _nan_reduction(op: str):
     def fn(array: Any, axis: Any = None, keepdims: bool = False) -> Expr:
         e = _numbers(f"nan{op}", array, "biufc")
         if op in ("sum", "prod", "min", "max", "mean") and not flags(e)[1] and \
-                e.dtype.kind == "f":  # (no missing value: the fold skips NaN itself)
+                e.dtype.kind == "f" and axis != ():  # (no missing value: the fold skips NaN)
             return _skipping_nan(op, e, axis, keepdims)
         e = nan_to_none(e)
         if op in ("sum", "prod"):  # (an empty list: the identity, as Awkward's)
@@ -261,8 +261,9 @@ def nanmean(array: Any, axis: Any = None, keepdims: bool = False, weight: Any = 
     (`weight=`: weighted, as `lazyk.mean`'s); a list with no value left gives None."""
     if weight is None:
         return _nanmean(array, axis, keepdims)
-    e = nan_to_none(_numbers("nanmean", array, "biufc"))
-    got = mean(e, axis=axis, keepdims=keepdims, skipna=True, weight=weight)
+    e = nan_to_none(_numbers("nanmean", array, "biufc"))  # (NaN weights: missing too)
+    got = mean(e, axis=axis, keepdims=keepdims, skipna=True,
+               weight=nan_to_none(_numbers("nanmean", weight, "biufc")))
     return _none_where_empty(got, e, axis, keepdims)
 nanargmin, nanargmax = _nan_reduction("argmin"), _nan_reduction("argmax")
 
