@@ -291,3 +291,13 @@ def test_a_result_of_unknown_row_counts_says_how_to_use_it_again():
     with pytest.raises(lazyk.NotSupportedError, match=r"unknown shape.*from_ragged"):
         lazyk.dask.evaluate(lazyk.sum(flat))
     assert lazyk.dask.evaluate(lazyk.sum(lazyk.dask.from_ragged(flat))).compute() == 1.5
+
+
+def test_missing_values_on_dask_arrays_are_refused_with_what_works():
+    """dask.array collections hold no `?T`: a nan-reduction's None is refused naming the
+    operand and what gives NumPy's NaN instead."""
+    d = da.from_array(np.array([[1.0, np.nan], [3.0, 4.0]]), chunks=1)
+    with pytest.raises(lazyk.NotSupportedError, match=r"type \?float64.*skipnan=True"):
+        lazyk.dask.evaluate(lazyk.nanmax(d, axis=1))
+    np.testing.assert_array_equal(
+        lazyk.dask.evaluate(lazyk.max(d, axis=1, skipnan=True)).compute(), [1.0, 4.0])

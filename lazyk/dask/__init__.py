@@ -156,8 +156,12 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
         elif isinstance(v, np.ndarray):
             arrays[name] = da.from_array(v, chunks=-1)
         else:
-            raise NotSupportedError("ragged (var) and missing-value (?T) data are not "
-                                    "supported on Dask")
+            what = getattr(getattr(v, "array", v), "type", type(v).__name__)
+            raise NotSupportedError(
+                f"ragged (var) and missing-value (?T) data are not supported with dask.array "
+                f"collections (an operand of type {what}; nanmax and the like give None for "
+                "a slice of NaN only: lazyk.max(x, skipnan=True) gives NumPy's NaN); ragged "
+                "data runs as lazyk.dask.from_ragged collections")
     if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
         return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
