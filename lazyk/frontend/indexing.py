@@ -71,9 +71,10 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     Awkward's item i of every list there (negative: from its end; None for a missing list;
     a list too short for it raises IndexError naming it, when computed), or the items of a
     slice `a:b:c` (Python's rules in each list: clipped to it, a negative step reverses),
-    lazily: a gather or a selection by the items' positions that fuses like any other. An item or any slice at a fixed dim too (a gather at positions
-    known now: the dim stays fixed, as NumPy's); None for other keys. `like`: the
-    expression whose lists give the positions (`e` by default)."""
+    lazily: a gather or a selection by the items' positions that fuses like any other. An
+    item or any slice at a fixed dim too (a gather at positions known now: the dim stays
+    fixed, as NumPy's); None for other keys. `like`: the expression whose lists give the
+    positions (`e` by default)."""
     items = key if isinstance(key, tuple) else (key,)
     picked = _picked(items)
     if not picked and len(items) <= e.ndim:  # (whole dims written `::1`)

@@ -238,8 +238,6 @@ def _nan_reduction(op: str):
     return fn
 
 
-nansum, nanprod = _nan_reduction("sum"), _nan_reduction("prod")
-nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
 def _skipping_nan(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
     """`nan{op}` of values none of which is missing: the fold skips NaN (one pass, no
     missing values made); a list of NaN only gives None (sum, prod: the identity)."""
@@ -252,19 +250,23 @@ def _skipping_nan(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
     return where(apply("equal", kept, 0), missing(got.dtype), got)
 
 
+nansum, nanprod = _nan_reduction("sum"), _nan_reduction("prod")
+nanmin, nanmax = _nan_reduction("min"), _nan_reduction("max")
 nanstd, nanvar = _nan_reduction("std"), _nan_reduction("var")
+nanargmin, nanargmax = _nan_reduction("argmin"), _nan_reduction("argmax")
 _nanmean = _nan_reduction("mean")
 
 
 def nanmean(array: Any, axis: Any = None, keepdims: bool = False, weight: Any = None) -> Expr:
     """Lazy `ak.nanmean`: the mean of the values with NaN and missing values left out
-    (`weight=`: weighted, as `lazyk.mean`'s); a list with no value left gives None."""
+    (`weight=`: weighted, as `lazyk.mean`'s; NaN or missing weights leave their pair out);
+    a list with no value left gives None."""
     if weight is None:
         return _nanmean(array, axis, keepdims)
-    e = nan_to_none(_numbers("nanmean", array, "biufc"))  # (NaN weights: missing too)
+    e = nan_to_none(_numbers("nanmean", array, "biufc"))
     got = mean(e, axis=axis, keepdims=keepdims, skipna=True,
                weight=nan_to_none(_numbers("nanmean", weight, "biufc")))
     return _none_where_empty(got, e, axis, keepdims)
-nanargmin, nanargmax = _nan_reduction("argmin"), _nan_reduction("argmax")
+
 
 use_row_ops(std=std, var=var)  # (x.std(), x.var())
