@@ -602,7 +602,7 @@ def test_arrow_records_in_expressions_and_list_contents_in_place():
 
 
 def test_records_from_columns_refuse_other_lengths():
-    from lazyk.arrays.buffers import records_array
+    from lazyk.arrays.structs import records_array
     with pytest.raises(ArrayConstructionError, match="field 'b'"):
         records_array(["a", "b"], [lazyk.array(np.arange(3)), lazyk.array(np.arange(2))])
 

@@ -19,16 +19,14 @@ from lazyk.arrays.buffers import (
     ColumnArray,
     column_lists,
     column_records,
-    field_view,
     offsets_array,
-    records_array,
     regular,
     text_array,
     text_buffers,
     text_from_numpy,
-    unsupported,
 )
 from lazyk.arrays.foreign import is_pandas
+from lazyk.arrays.structs import field_view, records_array, unsupported
 from lazyk.arrays.trees import (
     Column,
     Leaf,

@@ -13,7 +13,6 @@ from lazyk.arrays.buffers import (
     as_offsets,
     column_lists,
     column_records,
-    is_tuple_names,
     pairs_array,
     regular,
     text_array,
@@ -21,6 +20,7 @@ from lazyk.arrays.buffers import (
 from lazyk.arrays.columns import as_array, columns, fixed_text
 from lazyk.arrays.formats import need
 from lazyk.arrays.formats.arrow import no_fields
+from lazyk.arrays.structs import is_tuple_names
 from lazyk.arrays.trees import Column, Leaf, Lists, Masked, Record, Text
 from lazyk.errors import NotSupportedError
 
