@@ -348,6 +348,18 @@ def test_slices_with_steps_of_lazy_lists_as_awkward():
     assert r[:, 3::-2].eval().to_list() == ak.zip({"p": a, "q": a * 2})[:, 3::-2].tolist()
     p = lazyk.placeholder("x", "N * var * ?float64")
     assert lazyk.compile(p[p > 0][:, ::-1])(x).to_list() == a[a > 0][:, ::-1].tolist()
+    # several dims in one index, and `...`: each dim's item or slice, as Awkward's
+    for key in ((slice(1, None), slice(None, None, -1)), (Ellipsis, slice(None, None, -2)),
+                (slice(None), Ellipsis)):
+        assert (x * 1)[key].eval().to_list() == (a * 1)[key].tolist(), key
+    three = [[[1, 2], [3]], [[4, 5, 6]]]
+    for key in ((slice(None), 0, slice(None, None, -1)), (Ellipsis, slice(None, None, -1)),
+                (slice(None), slice(None, None, -1), 0)):
+        got = (lazyk.array(three) * 1)[key].eval().to_list()
+        assert got == ak.Array(three)[key].tolist(), key
+    grid = np.arange(12).reshape(3, 4)
+    assert (lazyk.array(grid) * 1)[1:, ::-2].eval().to_list() == grid[1:, ::-2].tolist()
+    assert (lazyk.array(grid) * 1)[..., 1].eval().to_list() == grid[..., 1].tolist()
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         (x * 1)[:, ::0]
     y = lazyk.array([[1.0, 2.0, 3.0], [], [4.0], [5.0, 6.0]])  # (numbers past int64: clamped)

@@ -154,6 +154,18 @@ def _reversed(e: Expr, like: Expr, d: int, keep: Expr) -> Expr:
     return index_by(index_by(e, keep), last - local_index(kept, axis=d))
 
 
+def _spelled_out(items: tuple, ndim: int) -> tuple | None:
+    """An index of ints and slices with its `...` written as whole dims, or None for other
+    indices (new axes, index arrays, lazy scalars, more items than dims)."""
+    if any(not (isinstance(k, (slice, int, np.integer)) and not isinstance(k, bool)
+                or k is Ellipsis) for k in items) or builtins.sum(k is Ellipsis for k in items) > 1:
+        return None
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (slice(None),) * (ndim - len(items) + 1) + items[at + 1:]
+    return items if len(items) <= ndim else None
+
+
 def _new_axis_key(key: Any, ndim: int) -> list | None:
     """The result dims of an index of only `None`, whole slices `:` and one `...`: None
     for a new axis, True for a dim kept; None for any other index."""
@@ -491,6 +503,12 @@ def index_expr(expr: Expr, key: Any) -> Expr:
             # outer rows e[1:], e[::-1]: a gather at positions known now, then the rest
             rows = index_by(expr, np.arange(expr.shape[0])[items[0]])
             return rows[(slice(None),) + items[1:]] if items[1:] else rows
+        spelled = _spelled_out(items, expr.ndim)
+        if spelled is not None and (spelled != items or len(_picked(spelled)) > 1):
+            e = expr  # (each dim's item or slice on its own, the innermost first)
+            for d in reversed(_picked(spelled)):
+                e = e[(slice(None),) * d + (spelled[d],)]
+            return e
         lazy = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Expr)]
         if lazy:
             raise TypeError(f"a lazy expression ({summary(expr)}) cannot be indexed by a lazy "
