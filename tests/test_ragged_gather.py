@@ -357,6 +357,13 @@ def test_slices_with_steps_of_lazy_lists_as_awkward():
                 (slice(None), slice(None, None, -1), 0)):
         got = (lazyk.array(three) * 1)[key].eval().to_list()
         assert got == ak.Array(three)[key].tolist(), key
+    # (the outer dims first: an inner item is read only in the rows they keep)
+    for d, key in (([[1, 2], [], [3]], (slice(None, None, 2), 0)),
+                   ([[1, 2], [], [3]], (slice(0, 1), 0)),
+                   ([[1, 2], [5], [3, 4]], (slice(None, None, 2), Ellipsis, 1)),
+                   ([[[], [1]], [[2], [3, 4]]], (slice(None), slice(1, None), 0)),
+                   ([[[], [1]], [[2], [3, 4]]], (Ellipsis, slice(1, None), -1))):
+        assert (lazyk.array(d) * 1)[key].eval().to_list() == ak.Array(d)[key].tolist(), key
     grid = np.arange(12).reshape(3, 4)
     assert (lazyk.array(grid) * 1)[1:, ::-2].eval().to_list() == grid[1:, ::-2].tolist()
     assert (lazyk.array(grid) * 1)[..., 1].eval().to_list() == grid[..., 1].tolist()

@@ -505,9 +505,10 @@ def index_expr(expr: Expr, key: Any) -> Expr:
             return rows[(slice(None),) + items[1:]] if items[1:] else rows
         spelled = _spelled_out(items, expr.ndim)
         if spelled is not None and (spelled != items or len(_picked(spelled)) > 1):
-            e = expr  # (each dim's item or slice on its own, the innermost first)
-            for d in reversed(_picked(spelled)):
-                e = e[(slice(None),) * d + (spelled[d],)]
+            e, gone = expr, 0  # (each dim's item or slice on its own, the outermost first:
+            for d in _picked(spelled):  # an inner item is read only in the rows kept)
+                e = e[(slice(None),) * (d - gone) + (spelled[d],)]
+                gone += not isinstance(spelled[d], slice)
             return e
         lazy = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Expr)]
         if lazy:
