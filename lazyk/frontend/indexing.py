@@ -103,7 +103,7 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
         walked = reads_in_nest(like) and not is_text(like.dtype) and \
             not any(flags(like)[0]) and "with_rows" not in graph_ops(like.node)
         at = positions_in_lists(like, d) if walked else local_index(like, axis=d)
-        k = _within_int64(k) if _slice_step(k) else k  # (numbers checked, then clamped)
+        k = _checked_slice(k)
         step = 1 if k.step is None else k.step
         if step < 0:  # (kept from the start down to the stop, then reversed)
             return _reversed(e, like, d, _stepped(at, lens, k.start, k.stop, step))
@@ -119,19 +119,15 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     return lazy_max(one, axis=d)  # (of one item: the item itself, in its own dtype)
 
 
-def _slice_step(k: slice) -> int:
-    """A slice's step as Python reads it (1 when left out)."""
+def _checked_slice(k: slice) -> slice:
+    """`k` checked as Python checks a slice (ints or None, a step not 0), its numbers
+    within +-2**62: past every list as any larger one is (Python's and NumPy's clamping),
+    and no int64 sum of them overflows."""
     for v in (k.start, k.stop, k.step):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
             raise TypeError(f"slice indices must be integers or None, not {type(v).__name__}")
     if k.step == 0:
         raise ValueError("slice step cannot be zero")
-    return 1 if k.step is None else int(k.step)
-
-
-def _within_int64(k: slice) -> slice:
-    """`k` with its numbers within +-2**62: past every list as any larger one is (Python's
-    and NumPy's clamping), and no int64 sum of them overflows."""
     return slice(*(None if v is None else max(-(2 ** 62), min(int(v), 2 ** 62))
                    for v in (k.start, k.stop, k.step)))
 

@@ -79,10 +79,11 @@ def dense_position(node: Node, env: dict) -> bool:
     if node.op != REDUCE_OP or node.arg[0] not in ARG_REDUCTIONS:
         return False
     x = node.srcs[0]
-    return (len(node.arg[1]) == 1 or len(node.arg[1]) == len(x.shape)) and \
-        None not in x.shape and 0 not in x.shape and not is_text(x.dtype) and \
-        not needs_nest(x) and \
-        not any(option_flags(x, env)[0]) and not option_flags(x, env)[1]
+    if not (len(node.arg[1]) == 1 or len(node.arg[1]) == len(x.shape)) or None in x.shape or \
+            0 in x.shape or is_text(x.dtype) or needs_nest(x):
+        return False
+    rows, values = option_flags(x, env)
+    return not any(rows) and not values
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):
