@@ -686,3 +686,21 @@ def test_records_in_fixed_rows_that_may_be_missing_are_refused_by_name_whatever_
         with pytest.raises(lazyk.NotSupportedError, match=r"\?N.*clip=False"):
             lazyk.pad_none(x, n, axis=1, clip=True).eval()
     assert lazyk.pad_none(x.pt, 1, axis=1, clip=True).to_list() == [[37.4], None, [None]]
+
+
+def test_fields_of_records_fields_line_up_once(monkeypatch):
+    # ev.MET.pt: the MET records are lined up once, in ev, not again in each copy handed out
+    from lazyk.frontend import records as R
+    met = lazyk.zip({"pt": np.arange(3.0), "phi": np.ones(3)})
+    jets = lazyk.zip({"pt": lazyk.array([[1.0], [], [2.0, 3.0]])})
+    ev = lazyk.zip({"MET": met, "Jet": jets}, depth_limit=1)
+    assert ev.MET.pt.eval().tolist() == [0.0, 1.0, 2.0] and ev.Jet.pt.ndim == 2
+    calls, lined = [], R.one_shape
+    monkeypatch.setattr(R, "one_shape", lambda *a, **k: calls.append(1) or lined(*a, **k))
+    assert ev.MET.phi.eval().tolist() == [1.0, 1.0, 1.0]
+    assert ev.Jet.pt.eval().to_list() == [[1.0], [], [2.0, 3.0]]
+    assert calls == []
+    # each copy is still its own: a field set on one leaves ev's as it was
+    m = ev.MET
+    m["z"] = m.pt * 2
+    assert m.fields == ["pt", "phi", "z"] and ev.MET.fields == ["pt", "phi"]

@@ -1,7 +1,7 @@
 """Lazy records laid out: their fields, and where the records themselves are present,
 computed together (`lazyk.evaluate(e1, e2, ...)`: the work they share runs once) and zipped
-into a lazyk array of records whose fields read their columns in place; and a field set on
-lazy records (`r["name"] = what`)."""
+into a lazyk array of records whose fields read their columns in place; a field set on
+lazy records (`r["name"] = what`); and what lazy records refuse (they are not operands)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +14,7 @@ from lazyk.arrays.array import array as lazyk_array
 from lazyk.arrays.columns import build_columns, columns
 from lazyk.arrays.restructure import missing_records
 from lazyk.arrays.trees import Lists, Masked, Record, Regular, zipped
+from lazyk.errors import UnsupportedOperandError
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.graph import Node
 from lazyk.frontend.numpy_rules import broadcast_shapes
@@ -33,6 +34,49 @@ class FieldAssignment:
         got = operators.row_ops().with_field(self, what, where)
         for name in type(self).__slots__:
             setattr(self, name, getattr(got, name))
+
+
+class NotOperands:
+    """Records are not operands: arithmetic, comparisons, reductions and NumPy's functions
+    take a field (`r.pt`); each is refused naming the operation and the records' type."""
+
+    __slots__ = ()
+
+    def _refused(self, what: str):
+        raise UnsupportedOperandError(
+            f"{what} of records ({self.type}): records are not operands; use a field "
+            f"(r.{self.fields[0]}), or .eval() them")
+
+    @classmethod
+    def __lazyk_expr__(cls, x):
+        x._refused("an expression")
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._refused(f"numpy.{func.__name__}")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._refused(f"numpy.{ufunc.__name__}")
+
+    def __array__(self, dtype=None, copy=None):
+        self._refused("numpy.asarray")
+
+
+def _refuse_operator(symbol: str):
+    def method(self, *other):
+        self._refused(f"the operator {symbol}")
+    return method
+
+
+# (records compared with == must not fall back to Python's identity: a silent False)
+for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                       ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("and", "&"),
+                       ("or", "|"), ("xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
+    setattr(NotOperands, f"__{_name}__", _refuse_operator(_symbol))
+    setattr(NotOperands, f"__r{_name}__", _refuse_operator(_symbol))
+for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"),
+                       ("ge", ">="), ("neg", "-"), ("pos", "+"), ("abs", "abs()"),
+                       ("invert", "~")):
+    setattr(NotOperands, f"__{_name}__", _refuse_operator(_symbol))
 
 
 _PRESENT = object()  # (the name of the present flags among the fields, while zipped)

@@ -32,6 +32,7 @@ from lazyk.frontend.numpy_rules import broadcast_shapes
 from lazyk.frontend.operands import as_expr, operands
 from lazyk.frontend.record_layout import (
     FieldAssignment,
+    NotOperands,
     built,
     mapped_flags,
     present_in,
@@ -41,7 +42,7 @@ from lazyk.frontend.record_layout import (
 )
 
 
-class Records(FieldAssignment):
+class Records(FieldAssignment, NotOperands):
     """Lazy records (`lazyk.zip`, `lazyk.combinations`, `lazyk.cartesian`): an ordered
     mapping of field names to lazy expressions (or records) that line up over the dims
     above the records; `r.name` and `r["name"]` give a field (a tuple's also `r[0]`),
@@ -83,6 +84,12 @@ class Records(FieldAssignment):
     def __reduce__(self):  # (the flags worked out: a (records, fn) pair holds a closure)
         return (Records, (self._fields, self._depth, self._tuple, self._one_array,
                           self._own_fields, self.present))
+
+    def __copy__(self):  # (what is known of the fields comes along: they never change)
+        got = object.__new__(Records)
+        for name in Records.__slots__:
+            setattr(got, name, getattr(self, name))
+        return got
 
     @property
     def own_fields(self) -> bool:
@@ -153,11 +160,17 @@ class Records(FieldAssignment):
         """Field `name` with the records' lists (as Awkward's): a field of other dims
         (`cartesian(..., nested=True)`'s, a per-event value zipped with lists) stretched
         against the other fields: a fold of it alone sees one value per record."""
+        f = self._lined_fields()[name]
+        if not isinstance(f, Records):
+            return f
+        f._lined_fields()  # (lined up once, in the field kept here: each copy starts so)
+        return copy.copy(f)  # (r.x["y"] = ...: x's own)
+
+    def _lined_fields(self) -> dict:
         if self._lined is None:  # (True: as they are; differing lists checked where used)
             self._lined = one_shape(self, taken_strings=True) or \
                 _lined_up(self, shapes_only=True)
-        f = (self if self._lined is True else self._lined)._fields[name]
-        return copy.copy(f) if isinstance(f, Records) else f  # (r.x["y"] = ...: x's own)
+        return (self if self._lined is True else self._lined)._fields
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | {f for f in self._fields if f.isidentifier()})
@@ -258,25 +271,6 @@ class Records(FieldAssignment):
                             "lazyk.num(r, axis=0) counts lazily, len(r.eval()) evaluates")
         return self.shape[0]
 
-    # --- not operands: arithmetic, reductions and NumPy's functions take a field
-    def _refused(self, what: str):
-        raise UnsupportedOperandError(
-            f"{what} of records ({self.type}): records are not operands; use a field "
-            f"(r.{next(iter(self._fields))}), or .eval() them")
-
-    @classmethod
-    def __lazyk_expr__(cls, x):
-        x._refused("an expression")
-
-    def __array_function__(self, func, types, args, kwargs):
-        self._refused(f"numpy.{func.__name__}")
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        self._refused(f"numpy.{ufunc.__name__}")
-
-    def __array__(self, dtype=None, copy=None):
-        self._refused("numpy.asarray")
-
     def __arrow_array__(self, type=None):  # (`pyarrow.array(r)`: computed, to Arrow structs)
         return self.eval().__arrow_array__(type)
 
@@ -331,24 +325,6 @@ class Records(FieldAssignment):
         return self.eval().to_list()
 
     tolist = to_list
-
-
-def _refuse_operator(symbol: str):
-    def method(self, *other):
-        self._refused(f"the operator {symbol}")
-    return method
-
-
-# (records compared with == must not fall back to Python's identity: a silent False)
-for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
-                       ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("and", "&"),
-                       ("or", "|"), ("xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
-    setattr(Records, f"__{_name}__", _refuse_operator(_symbol))
-    setattr(Records, f"__r{_name}__", _refuse_operator(_symbol))
-for _name, _symbol in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"),
-                       ("ge", ">="), ("neg", "-"), ("pos", "+"), ("abs", "abs()"),
-                       ("invert", "~")):
-    setattr(Records, f"__{_name}__", _refuse_operator(_symbol))
 
 
 def _outer(f, depth: int | None) -> tuple:
