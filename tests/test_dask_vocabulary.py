@@ -301,3 +301,27 @@ def test_missing_values_on_dask_arrays_are_refused_with_what_works():
         lazyk.dask.evaluate(lazyk.nanmax(d, axis=1))
     np.testing.assert_array_equal(
         lazyk.dask.evaluate(lazyk.max(d, axis=1, skipnan=True)).compute(), [1.0, 4.0])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_across_the_chunks_of_dask_arrays_match_numpy(op):
+    """Over axis 0 (and every axis) of a dask.array the places are the whole array's: the
+    fused values' Dask array, found by Dask's own arg-reduction, as NumPy's."""
+    rng = np.random.default_rng(3)
+    x, y = rng.random((11, 4, 3)), rng.random((11, 4, 3))
+    x[3, 1, 2] = x[7, 0, 0] = np.nan  # (the first NaN wins, as NumPy's)
+    dx, dy = da.from_array(x, chunks=(3, 2, 3)), da.from_array(y, chunks=(5, 4, 1))
+    fn = getattr(lazyk, op)
+    for axis in (None, 0, 1, -1):
+        for keepdims in (False, True):
+            got = lazyk.dask.evaluate(fn(dx * 2 - dy, axis=axis, keepdims=keepdims))
+            want = getattr(np, op)(x * 2 - y, axis=axis, keepdims=keepdims)
+            assert isinstance(got, da.Array)
+            got = got.compute()
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    got = lazyk.dask.evaluate(fn(dx, axis=0) + 2 * fn(np.sin(dy), axis=0)).compute()
+    np.testing.assert_array_equal(got, getattr(np, op)(x, axis=0) +
+                                  2 * getattr(np, op)(np.sin(y), axis=0))
+    with pytest.raises(ValueError):  # an empty axis, as NumPy
+        lazyk.dask.evaluate(fn(da.zeros((0, 3), chunks=2), axis=0)).compute()

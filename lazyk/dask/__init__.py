@@ -7,7 +7,8 @@ lazyk arrays may join in) into a Dask array:
   one fused lazyk kernel per block;
 - reductions (`sum prod min max any all mean`, any axes, keepdims) run the fused kernel as
   the chunk step (`sum(a*b)` never materialises `a*b`) and lazyk kernels to combine the
-  partial results in a `dask.array.reduction` tree.
+  partial results in a `dask.array.reduction` tree; `argmin` / `argmax` across the chunks
+  are Dask's own over the fused values.
 
 Kernels pickle as expression graph plus signature and are planned once per process; their
 machine code comes from the in-memory or on-disk kernel cache, so a worker compiles each
@@ -28,7 +29,8 @@ A Dask array of NumPy masked arrays is refused in expressions (its mask would be
 Modules: `collection` (the collections), `sources` (making them), `partitions` (their
 data between tasks), `tasks` (one expression on one partition), `folds` (reductions over
 the rows' axis, partials combined; histograms' counts), `rowwork` (what work does to the partitions' rows),
-`layers` (expressions over collections -> Dask layers).
+`layers` (expressions over collections -> Dask layers), `tokens` (Dask's keys of lazyk
+expressions and arrays).
 
 `evaluate(expr, out=buf)` computes at once into a NumPy or lazyk array of this process
 (block by block under the local schedulers); Dask collections are immutable and refused as
@@ -40,7 +42,6 @@ Importing this module registers `dask.base.normalize_token` for `lazyk.Expr` and
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import sys
 from collections.abc import Mapping
@@ -51,7 +52,7 @@ import numpy as np
 
 try:
     import dask.array as da
-    from dask.base import get_scheduler, is_dask_collection, normalize_token, tokenize
+    from dask.base import get_scheduler, is_dask_collection, tokenize
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
     from dask.local import get_sync
     from dask.threaded import get as threaded_get
@@ -62,18 +63,20 @@ from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf, collection
 from lazyk.dask.folds import histogram_counts
 from lazyk.dask.layers import evaluate_rows
-from lazyk.dask.rowwork import has_row_work
+from lazyk.dask.rowwork import across_chunks, has_row_work
 from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
 from lazyk.dask.tasks import records_shape, zip_part
+from lazyk.dask.tokens import register_tokens
 from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError, TypeMatchError
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import build
-from lazyk.frontend.graph import REDUCE_OP, Node, arg_key, rewrite, toposort, type_text
+from lazyk.frontend.graph import REDUCE_OP, Node, rewrite, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
 from lazyk.frontend.operands import as_expr
+from lazyk.frontend.ops import ARG_REDUCTIONS
 from lazyk.frontend.record_layout import with_flags
 from lazyk.frontend.records import Records, lined_up_fields
 from lazyk.frontend.tuples import reshaped
@@ -162,7 +165,7 @@ def evaluate(expr: Any, local_dict: dict | None = None, global_dict: dict | None
                 f"collections (an operand of type {what}; nanmax and the like give None for "
                 "a slice of NaN only: lazyk.max(x, skipnan=True) gives NumPy's NaN); ragged "
                 "data runs as lazyk.dask.from_ragged collections")
-    if has_row_work(e.node):  # on the chunks along axis 0, as partitions of rows
+    if has_row_work(e.node) and not across_chunks(e.node):  # chunks as partitions of rows
         return evaluate_rows(split_dask_leaves(e), split_every)
     return _evaluate(e.node, arrays, split_every)
 
@@ -345,7 +348,8 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
         if node.op != REDUCE_OP:
             return node
         name = f"$r{next(_counter)}"
-        arrays[name] = _reduction(node, arrays, split_every)
+        arrays[name] = _reduction(node, arrays, split_every) if node.arg[0] not in \
+            ARG_REDUCTIONS else arg_reduction(node, _evaluate(node.srcs[0], arrays, split_every))
         return Node("input", node.dtype, node.shape, (), name)
 
     root = rewrite(root, visit)
@@ -358,6 +362,14 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
                         align_arrays=True, concatenate=True,
                         meta=np.empty((0,) * root.ndim, root.dtype),
                         name=_name("lazyk", k, names, arrays))
+
+
+def arg_reduction(node: Node, values: da.Array) -> da.Array:
+    """`lazyk.argmax` / `argmin` of the values (their fused kernel's Dask array) by Dask's
+    own, which knows each chunk's place in the whole array (NumPy's rules: the first NaN
+    wins, an empty axis raises); over every axis: the place in the flattened values."""
+    op, axes, keepdims = node.arg[:3]
+    return getattr(da, op)(values, axis=None if len(axes) > 1 else axes[0], keepdims=keepdims)
 
 
 def _without_empty_blocks(x: da.Array) -> da.Array:
@@ -557,42 +569,5 @@ def _divide_after(fold: _Fold, count: int, x: np.ndarray, axis: Any = None,
     return np.true_divide(r, count, out=r, casting="unsafe")
 
 
-# ---------------------------------------------------------------- deterministic tokens
-def _graph_token(e: Expr) -> tuple:
-    order = toposort(e.node)
-    names: dict[str, str] = {}
-    index = {id(n): k for k, n in enumerate(order)}
-    nodes = []
-    for n in order:
-        arg = names.setdefault(n.arg, f"${len(names)}") if n.op == "input" else arg_key(n.arg)
-        nodes.append((n.op, n.dtype.str, n.shape, tuple(index[id(s)] for s in n.srcs), arg))
-    leaves = []
-    for name in names:
-        v = leaf_data(e.env[name])
-        if isinstance(v, DaskLeaf):
-            leaves.append(("dask", v.array.name))
-        elif isinstance(v, RowsLeaf):
-            leaves.append(("rows", v.rows.name))
-        elif isinstance(v, Placeholder):
-            leaves.append(("placeholder", v.name, v.shape, v.dtype.str))
-        elif isinstance(v, np.ndarray):
-            leaves.append(normalize_token(v))
-        else:
-            leaves.append(("ragged", id(v)))  # no stable content token: unique per object
-    return ("lazyk.Expr", hashlib.sha256(repr(nodes).encode()).hexdigest(), tuple(leaves))
-
-
-def _array_token(a: Any) -> tuple:
-    try:
-        return ("lazyk.Array", str(a.type), normalize_token(a.to_numpy()))
-    except NotSupportedError:
-        return ("lazyk.Array", str(a.type), repr(a.to_list()))
-
-
-def _register() -> None:
-    normalize_token.register(Expr)(_graph_token)
-    normalize_token.register(Array)(_array_token)
-
-
-_register()
+register_tokens()
 compiled.install_dask(call_compiled)  # `k(dask_array)` for compiled expressions

@@ -28,6 +28,15 @@ def has_row_work(root: Node) -> bool:
                n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS for n in toposort(root))
 
 
+def across_chunks(root: Node) -> bool:
+    """Whether the only work of `root` past elementwise work and plain reductions is
+    arg-reductions, one over axis 0 among them: over dask.array collections Dask's own
+    `argmax` / `argmin` find their places across the chunks (`lazyk.dask.arg_reduction`)."""
+    work = [n for n in toposort(root) if n.op in (ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP) or
+            n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS]
+    return all(n.op == REDUCE_OP for n in work) and any(0 in n.arg[1] for n in work)
+
+
 def row_effect(node: Node, srcs: tuple) -> str:
     """`KEEPS`, `MAKES` or `COUNTS` for `node` over operands split by rows (`srcs`);
     NotSupportedError (naming the operation and the workaround) for work that needs the
