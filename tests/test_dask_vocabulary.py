@@ -325,3 +325,26 @@ def test_arg_reductions_across_the_chunks_of_dask_arrays_match_numpy(op):
                                   2 * getattr(np, op)(np.sin(y), axis=0))
     with pytest.raises(ValueError):  # an empty axis, as NumPy
         lazyk.dask.evaluate(fn(da.zeros((0, 3), chunks=2), axis=0)).compute()
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_running_folds_across_the_chunks_of_dask_arrays_match_numpy(op):
+    """Along axis 0, and over the flattened values (axis=None), a running sum or product
+    of a dask.array runs across its chunks (Dask's own, over the fused values), with
+    NumPy's dtypes."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(-3, 4, (9, 4, 3)).astype(np.int32)
+    y = rng.random((9, 4, 3)) + 0.5
+    dx, dy = da.from_array(x, chunks=(2, 3, 2)), da.from_array(y, chunks=(4, 4, 3))
+    fn, ref = getattr(lazyk, op), getattr(np, op)
+    for axis in (None, 0):
+        for mk in (lambda a, b: a, lambda a, b: a * 2 - 1, lambda a, b: a * b,
+                   lambda a, b: a > 0):
+            got = lazyk.dask.evaluate(fn(mk(dx, dy), axis=axis))
+            want = ref(mk(x, y), axis=axis)
+            assert isinstance(got, da.Array)
+            got = got.compute()
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = lazyk.dask.evaluate(fn(dy, axis=0) * 2 + lazyk.argmax(dy, axis=0)).compute()
+    np.testing.assert_allclose(got, ref(y, axis=0) * 2 + np.argmax(y, axis=0), rtol=1e-12)

@@ -7,8 +7,8 @@ lazyk arrays may join in) into a Dask array:
   one fused lazyk kernel per block;
 - reductions (`sum prod min max any all mean`, any axes, keepdims) run the fused kernel as
   the chunk step (`sum(a*b)` never materialises `a*b`) and lazyk kernels to combine the
-  partial results in a `dask.array.reduction` tree; `argmin` / `argmax` across the chunks
-  are Dask's own over the fused values.
+  partial results in a `dask.array.reduction` tree; `argmin` / `argmax`, `cumsum` /
+  `cumprod` across the chunks are Dask's own over the fused values.
 
 Kernels pickle as expression graph plus signature and are planned once per process; their
 machine code comes from the in-memory or on-disk kernel cache, so a worker compiles each
@@ -63,7 +63,7 @@ from lazyk.arrays.array import Array
 from lazyk.dask.collection import RaggedArray, RaggedRecords, RowsLeaf, collection
 from lazyk.dask.folds import histogram_counts
 from lazyk.dask.layers import evaluate_rows
-from lazyk.dask.rowwork import across_chunks, has_row_work
+from lazyk.dask.rowwork import across_chunks, dense_step, has_row_work
 from lazyk.dask.sources import from_delayed, from_ragged, split_dask_leaves
 from lazyk.dask.tasks import records_shape, zip_part
 from lazyk.dask.tokens import register_tokens
@@ -71,7 +71,7 @@ from lazyk.errors import BindError, CastingError, NotSupportedError, ShapeError,
 from lazyk.frontend import expr as lx
 from lazyk.frontend.expression import Expr
 from lazyk.frontend.exprparse import build
-from lazyk.frontend.graph import REDUCE_OP, Node, rewrite, toposort, type_text
+from lazyk.frontend.graph import REDUCE_OP, ROWS_OP, Node, rewrite, toposort, type_text
 from lazyk.frontend.histogram import Histogram
 from lazyk.frontend.leaves import DaskLeaf, Placeholder, leaf_data
 from lazyk.frontend.numpy_rules import cast, partial_dtype
@@ -345,11 +345,12 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
     def visit(node: Node, srcs: tuple) -> Node:
         if srcs != node.srcs:
             node = node.replace(srcs=srcs)
-        if node.op != REDUCE_OP:
+        if node.op != REDUCE_OP and not (node.op == ROWS_OP and dense_step(node)):
             return node
         name = f"$r{next(_counter)}"
-        arrays[name] = _reduction(node, arrays, split_every) if node.arg[0] not in \
-            ARG_REDUCTIONS else arg_reduction(node, _evaluate(node.srcs[0], arrays, split_every))
+        arrays[name] = _reduction(node, arrays, split_every) if node.op == REDUCE_OP and \
+            node.arg[0] not in ARG_REDUCTIONS else \
+            dask_step(node, _evaluate(node.srcs[0], arrays, split_every))
         return Node("input", node.dtype, node.shape, (), name)
 
     root = rewrite(root, visit)
@@ -364,12 +365,17 @@ def _evaluate(root: Node, arrays: dict, split_every: Any) -> da.Array:
                         name=_name("lazyk", k, names, arrays))
 
 
-def arg_reduction(node: Node, values: da.Array) -> da.Array:
-    """`lazyk.argmax` / `argmin` of the values (their fused kernel's Dask array) by Dask's
-    own, which knows each chunk's place in the whole array (NumPy's rules: the first NaN
-    wins, an empty axis raises); over every axis: the place in the flattened values."""
-    op, axes, keepdims = node.arg[:3]
-    return getattr(da, op)(values, axis=None if len(axes) > 1 else axes[0], keepdims=keepdims)
+def dask_step(node: Node, values: da.Array) -> da.Array:
+    """`lazyk.argmax` / `argmin`, `cumsum` / `cumprod` or `flatten` of the values (their
+    fused kernel's Dask array) by Dask's own, which knows each chunk's place in the whole
+    array (NumPy's rules: the first NaN wins, an empty axis raises)."""
+    if node.op == REDUCE_OP:  # (over every axis: the place in the flattened values)
+        op, axes, keepdims = node.arg[:3]
+        return getattr(da, op)(values, axis=None if len(axes) > 1 else axes[0],
+                               keepdims=keepdims)
+    if node.arg[0] == "flatten":
+        return values.reshape(node.shape)
+    return getattr(da, node.arg[0])(values, axis=node.arg[1][0], dtype=node.dtype)
 
 
 def _without_empty_blocks(x: da.Array) -> da.Array:

@@ -29,12 +29,21 @@ def has_row_work(root: Node) -> bool:
 
 
 def across_chunks(root: Node) -> bool:
-    """Whether the only work of `root` past elementwise work and plain reductions is
-    arg-reductions, one over axis 0 among them: over dask.array collections Dask's own
-    `argmax` / `argmin` find their places across the chunks (`lazyk.dask.arg_reduction`)."""
+    """Whether the work of `root` past elementwise work and plain reductions is only what
+    Dask's own functions do across the chunks of a dask.array, some of it over axis 0:
+    arg-reductions, running sums and products, flattening fixed dims (`dense_step`)."""
     work = [n for n in toposort(root) if n.op in (ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP) or
             n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS]
-    return all(n.op == REDUCE_OP for n in work) and any(0 in n.arg[1] for n in work)
+    return all(dense_step(n) for n in work) and any(
+        0 in n.arg[1] and n.arg[0] not in ("flatten",) for n in work)
+
+
+def dense_step(node: Node) -> bool:
+    """Whether `node` is work that Dask's own functions do over a dask.array's values."""
+    if node.op == REDUCE_OP:
+        return node.arg[0] in ARG_REDUCTIONS
+    return node.op == ROWS_OP and node.arg[0] in ("cumsum", "cumprod", "flatten") and \
+        not any(node.arg[2]) and not node.arg[3] and None not in node.shape
 
 
 def row_effect(node: Node, srcs: tuple) -> str:
