@@ -348,3 +348,18 @@ def test_running_folds_across_the_chunks_of_dask_arrays_match_numpy(op):
             np.testing.assert_allclose(got, want, rtol=1e-12)
     got = lazyk.dask.evaluate(fn(dy, axis=0) * 2 + lazyk.argmax(dy, axis=0)).compute()
     np.testing.assert_allclose(got, ref(y, axis=0) * 2 + np.argmax(y, axis=0), rtol=1e-12)
+
+
+def test_ptp_over_fixed_dims_has_numpys_type_on_one_machine_and_on_dask():
+    """Over fixed dims of values that cannot be missing every slice has a value: ptp is
+    NumPy's float64 (not ?float64), and so runs over dask.array collections."""
+    x = np.random.default_rng(5).random((10, 3))
+    for axis in (None, 0, 1):
+        e = lazyk.ptp(x, axis=axis)
+        assert "?" not in str(e.type) and np.asarray(e.eval()).dtype == np.float64
+        np.testing.assert_allclose(np.asarray(e.eval()), np.ptp(x, axis=axis))
+        got = lazyk.dask.evaluate(lazyk.ptp(da.from_array(x, chunks=(4, 2)), axis=axis))
+        np.testing.assert_allclose(got.compute(), np.ptp(x, axis=axis))
+    # an empty axis or var rows may hold no value: None there, as Awkward's
+    assert lazyk.ptp(np.zeros((0, 3)), axis=0).to_list() == [None, None, None]
+    assert lazyk.ptp(lazyk.array([[1, 5], []]), axis=1).to_list() == [4, None]

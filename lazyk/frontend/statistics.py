@@ -210,7 +210,12 @@ def _seeded(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
 def _none_where_empty(got: Expr, e: Expr, axis: Any, keepdims: bool,
                       mask_identity: bool = True) -> Expr:
     """`got` with None (or 0) where `e` has no present value along `axis` (Awkward's
-    `mask_identity`)."""
+    `mask_identity`); `got` itself where every one has (fixed dims of values that cannot
+    be missing: NumPy's result type)."""
+    rows, option = flags(e)
+    if not option and not builtins.any(rows) and builtins.all(
+            type(e.shape[a]) is int and e.shape[a] > 0 for a in normalize_axes(axis, e.ndim)):
+        return got
     empty = apply("equal", count(e, axis=axis, keepdims=keepdims), 0)
     return where(empty, missing(got.dtype) if mask_identity else got.dtype.type(0), got)
 
