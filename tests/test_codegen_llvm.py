@@ -74,6 +74,25 @@ def test_sum_uses_reassoc_and_vector_accumulators():
     assert len(adds) >= 2  # several accumulators (interleaved), not one sequential chain
 
 
+def test_float_min_max_fold_with_plain_vector_min_max_and_see_nan_apart():
+    """NumPy's NaN rule kept by a second fold (a NaN seen) beside a plain min / max, so the
+    loop is vector min / max instructions, not `llvm.maximum`'s blends per vector."""
+    import lazyk
+    rng = np.random.default_rng(2)
+    for dt in (np.float32, np.float64):
+        for op in ("max", "min"):
+            spec = KernelSpec((np.dtype(dt),), (True,), (Instr("load", np.dtype(dt), (), 0),),
+                              ((0, np.dtype(dt)),), op)
+            asm = compile(spec, LayoutClass(1, "0c")).asm
+            assert re.search(rf"v?{op}p[sd]\s", asm) and "blend" not in asm, (dt, op)
+            for x in (rng.standard_normal(1000).astype(dt), np.array([1.0, np.nan, 3.0], dt),
+                      np.array([np.nan] * 9, dt), np.array([0.0, -0.0, 0.0, -0.0], dt),
+                      np.array([-np.inf, 2.0, np.inf], dt)):
+                got = np.asarray(lazyk.evaluate(getattr(lazyk, op)(x)))
+                want = getattr(np, op)(x)
+                assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
 def test_emit_body_is_reusable_with_another_target():
     """The GPU path calls emit_body with its own math naming."""
     class Named(CPUTarget):

@@ -220,11 +220,18 @@ class KernelGen:
         hoisted = {j: load_value(b, ptrs[no + j], self.spec.inputs[j], self.spec.aligned[j])
                    for j in range(self.nin) if kinds[no + j] == "0"}
         em = Emitter(b, self.target)
-        acc_slot = None
+        acc_slot = nan_slot = None
         if self.red is not None and kinds[0] == "0":
             acc_slot = self._acc_alloca(b)
-            self._acc_store(b, acc_slot, self._widened(b, load_value(b, ptrs[0],
-                                                                     self.out_dts[0])))
+            start = self._widened(b, load_value(b, ptrs[0], self.out_dts[0]))
+            if self._nan_apart():  # a NaN already folded stays apart, as every later one
+                with b.goto_entry_block():
+                    nan_slot = b.alloca(I1)
+                seen = b.fcmp_unordered("uno", start, start)
+                b.store(seen, nan_slot)
+                start = b.select(seen, em.const(self.out_dts[0],
+                                                self.red.identity(self.out_dts[0])), start)
+            self._acc_store(b, acc_slot, start)
 
         def body(i):
             def at(j):
@@ -240,6 +247,14 @@ class KernelGen:
                     vals.append(load_value(b, at(no + j), self.spec.inputs[j],
                                            self.spec.aligned[j]))
             res = emit_body(b, self.spec, vals, self.target, self._pv)
+            if nan_slot is not None:  # two folds LLVM vectorizes: maxnum / minnum, NaN seen
+                v = res[0]
+                b.store(b.or_(b.load(nan_slot), b.fcmp_unordered("uno", v, v)), nan_slot)
+                acc = self._acc_load(b, acc_slot)  # (nnan: a NaN's lane is never read)
+                fn = self.target.math(b.module, "maxnum" if self.red.combine == "maximum"
+                                      else "minnum", acc.type)
+                self._acc_store(b, acc_slot, b.call(fn, [acc, v], fastmath=("nnan", "nsz")))
+                return
             if acc_slot is not None:
                 acc = self._combine(em, self._acc_load(b, acc_slot), res[0])
                 self._acc_store(b, acc_slot, acc)
@@ -251,8 +266,17 @@ class KernelGen:
                 store_value(b, v, p, self.out_dts[j])
         for_loop(b, n, body, name="c")
         if acc_slot is not None:
-            store_value(b, self._narrowed(b, self._acc_load(b, acc_slot)), ptrs[0],
-                        self.out_dts[0])
+            got = self._acc_load(b, acc_slot)
+            if nan_slot is not None:
+                got = b.select(b.load(nan_slot), ir.Constant(got.type, float("nan")), got)
+            store_value(b, self._narrowed(b, got), ptrs[0], self.out_dts[0])
+
+    def _nan_apart(self) -> bool:
+        """Whether a float min / max folds its values and whether it saw a NaN apart (two
+        folds that vectorize with plain min / max instructions; `llvm.maximum`'s NaN and
+        signed-zero rules cost four dependent instructions a vector on x86)."""
+        return self.red.combine in ("maximum", "minimum") and self.target.name == "cpu" and \
+            self.out_dts[0] in (np.dtype(np.float32), np.dtype(np.float64))
 
     def _call_fallback(self, b, ptrs, n, strides):
         """Call the generic strided loop, emitted once as a small `minsize` function."""
