@@ -301,3 +301,24 @@ def test_order_in_lower_case_as_numexpr():
     for bad in ("x", "KK", 1, None):
         with pytest.raises(ValueError, match="order must be one of"):
             lazyk.evaluate("t + 1", {"t": t}, order=bad)
+
+
+def test_a_total_over_threaded_sizes_plans_its_layout_once(monkeypatch):
+    """`evaluate("sum(x)")` at sizes the threads split keeps the layout per geometry (the
+    general path cost ~15 us more a call) and answers as NumPy."""
+    from lazyk.kernel import dispatch
+    plans = []
+    real = dispatch.plan
+    monkeypatch.setattr(dispatch, "plan", lambda *a: plans.append(1) or real(*a))
+    x = np.random.default_rng(1).standard_normal(100_000)
+    y = x.astype(np.float32)
+    y[5] = np.nan
+    for call in range(6):
+        if call == 3:  # (the first calls plan each expression's path once)
+            assert plans
+            plans.clear()
+        assert lazyk.evaluate("sum(x * 2)") == pytest.approx(np.sum(x * 2), rel=1e-12)
+        assert np.isnan(lazyk.evaluate("max(y)")) and lazyk.evaluate("min(x)") == x.min()
+        got = lazyk.evaluate("max(x + 1)")
+        assert got == np.max(x + 1) and np.asarray(got).dtype == np.float64
+    assert plans == []  # planned once, not per call

@@ -17,7 +17,15 @@ from lazyk.backend.cpu import JITModule
 from lazyk.backend.objcache import source_digest
 from lazyk.frontend.spec import KernelSpec
 from lazyk.kernel import abi
-from lazyk.kernel.flat import BoundKernel, bind, check_params, data_pointer, prepared
+from lazyk.kernel.flat import (
+    BoundKernel,
+    bind,
+    check_params,
+    data_pointer,
+    plan,
+    prepared,
+    run_layout,
+)
 
 try:  # the native thread pool
     from lazyk.backend import threads as _threads
@@ -102,6 +110,7 @@ class Dispatcher:
         # run once (a step of a larger evaluation) never pays their ~50 ms cold compile
         self._fn = None
         self._binds = 0 if GUARD_OK and len(spec.outputs) == 1 else -1
+        self._folds: dict = {}  # (out shape, the inputs' geometry) -> layout (`fold`)
 
     def __call__(self, out: Any, *inputs: Any) -> Any:
         """Execute into `out`; returns `out`."""
@@ -109,6 +118,19 @@ class Dispatcher:
         if g is not None and len(inputs) == self._nin and self._fn(g[0], out, *inputs) == 0:
             return out
         return self._miss(out, inputs)
+
+    def fold(self, out: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
+        """A reduction over every axis at threaded sizes into a new `out`: the layout
+        planned (checked) once per geometry of aligned arrays, then the kernel stage's
+        per-thread partials (`run_layout`: no record folds them, so no guard runs it)."""
+        key = (out.shape, *[(a.shape, a.strides, a.dtype) for a in inputs])
+        layout = self._folds.get(key)
+        if layout is None:
+            if len(self._folds) > 64:
+                self._folds.clear()
+            layout = self._folds[key] = plan(self.spec, out, inputs)
+        run_layout(self.spec, layout, out, list(inputs), self.params)
+        return out
 
     def fresh(self, inputs: Any) -> Any:
         """A new output written from `inputs` by one native call when they have the last

@@ -308,14 +308,15 @@ class _FastEntry:
                             raise ShapeError("operands do not broadcast") from None
                         break
                 size = math.prod(shape)
-                if not self.reduce:
-                    if size < self._thread_min:
-                        o = np.empty(shape, self.dtype)
-                    elif consts is None and all(a.flags.aligned for a in arrays):
-                        # threaded: the bind (once) and its guard run a pool record
-                        o = runtime.empty_out(shape, self.dtype)
-                elif 0 < size < self._thread_min and len(prog.steps[0].axes) == len(shape):
+                small = size < self._thread_min  # (threaded: the values' own kernel data)
+                plain = small or consts is None and all(a.flags.aligned for a in arrays)
+                if not self.reduce and plain:  # threaded: the guard runs a pool record
+                    o = np.empty(shape, self.dtype) if small else \
+                        runtime.empty_out(shape, self.dtype)
+                elif self.reduce and plain and size and len(prog.steps[0].axes) == len(shape):
                     o = np.empty((1,) * len(shape) if self.keepdims else (), self.dtype)
+                    if not small:  # per-thread partials, the layout kept
+                        return d.fold(o, *arrays)
             elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
                 o = out
             if o is not None:
