@@ -144,8 +144,10 @@ class Host:
                 return out, obj
         have = _vecmath.parse_features(self.features) if mvec else None
         rename = (lambda name: _vecmath.vector_name(name, have)) if mvec else None
+        annotate = (lambda t: _vecmath.annotate(t, have)) if mvec else None
         try:
-            out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rename)
+            out = optworker.compile_ir(self.tm, text, self.triple, self.data_layout, rename,
+                                       annotate)
         except RuntimeError as e:
             raise CompileError(f"LLVM rejected generated IR: {e}\n{text}") from None
         finally:
@@ -555,7 +557,7 @@ def _disk_cache(ir_text: str) -> tuple[Any, str]:
     if _disk[0] is None:
         return None, ""
     h = host()
-    mvec = "mvec" if _has(_vecmath, "load") and _vecmath.load() else "nomvec"
+    mvec = _vecmath.CACHE_TAG if _has(_vecmath, "load") and _vecmath.load() else "nomvec"
     return _disk[0], _objcache.make_key(ir_text, cpu=h.cpu, features=h.features, options=mvec)
 
 

@@ -99,12 +99,14 @@ def parse(text: str, triple: str, data_layout: str) -> Any:
 
 
 def compile_ir(tm: Any, text: str, triple: str, data_layout: str,
-               rename: Any = None) -> tuple[str, bytes]:
+               rename: Any = None, annotate: Any = None) -> tuple[str, bytes]:
     """Parse, verify, optimize, optionally rename declared functions (`rename(name)`: the new
     name or None; libmvec's names for vector math), emit an object: (optimized IR text, object
-    code). RuntimeError if LLVM rejects the IR."""
-    mod = parse(text, triple, data_layout)
-    optimize(tm, mod, text.count("\n") <= VECTORIZE_MAX_LINES)
+    code). `annotate(text)`: the IR text to parse instead (libmvec variants declared for libm
+    functions). RuntimeError if LLVM rejects the IR."""
+    lines = text.count("\n")
+    mod = parse(text if annotate is None else annotate(text), triple, data_layout)
+    optimize(tm, mod, lines <= VECTORIZE_MAX_LINES)
     if rename is not None:
         # NOTE: in the module, not its text: no second parse (~5 ms a kernel). A name that is
         # taken stays as it is (LLVM would add a suffix): those calls keep the scalar libm.
@@ -119,9 +121,9 @@ def compile_ir(tm: Any, text: str, triple: str, data_layout: str,
     return str(mod), tm.emit_object(mod)
 
 
-def _vecmath_rename(features: str) -> Any:
-    """vecmath.vector_name for this CPU, loaded by path (importing lazyk here would cost
-    ~0.2 s)."""
+def _vecmath_hooks(features: str) -> tuple[Any, Any]:
+    """(vecmath.vector_name, vecmath.annotate) for this CPU, loaded by path (importing lazyk
+    here would cost ~0.2 s)."""
     import importlib.util
     import os
 
@@ -130,7 +132,7 @@ def _vecmath_rename(features: str) -> Any:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     have = mod.parse_features(features)
-    return lambda name: mod.vector_name(name, have)
+    return (lambda name: mod.vector_name(name, have)), (lambda text: mod.annotate(text, have))
 
 
 class Helper:
@@ -241,17 +243,18 @@ def main() -> None:
     data_layout = str(tm.target_data)
     out.write(b"\1")  # ready: a caller that has other work need not wait for the start-up
     out.flush()
-    rename = None
+    hooks = None
     while True:
         try:
             mvec, n = struct.unpack("<BQ", _read(inp, 9))
             text = _read(inp, n).decode()
         except EOFError:
             return
-        if mvec and rename is None:
-            rename = _vecmath_rename(features)
+        if mvec and hooks is None:
+            hooks = _vecmath_hooks(features)
         try:
-            opt, obj = compile_ir(tm, text, triple, data_layout, rename if mvec else None)
+            opt, obj = compile_ir(tm, text, triple, data_layout,
+                                  *(hooks if mvec else (None, None)))
             status, reply = 0, opt.encode()
         except RuntimeError as e:
             status, reply, obj = 1, str(e).encode(), b""

@@ -6,6 +6,13 @@ the same vector signatures under x86 vector-ABI names (`_ZGVdN4v_sin` = AVX2, 4 
 renaming the declared function is enough (`vector_name`: the backend renames it in the optimized
 module; `rewrite`: the same in IR text). `--vector-library=LIBMVEC` has no effect through
 llvmlite's pass builder (FACTS.md), hence the renaming.
+
+libm functions without an LLVM intrinsic (`LIBM`: log1p, expm1, asinh, acosh, atanh, hypot;
+glibc >= 2.35 has their libmvec variants) would stay one scalar call per element, and keep the
+rest of their loop scalar. `annotate` gives their declarations, before O3, LLVM's
+`vector-function-abi-variant` attribute naming the libmvec variants the CPU can run (declared
+too, and kept alive for the vectorizer by `llvm.compiler.used`), and declares them free of side
+effects (libm's only one is errno, which nothing reads): the loop vectorizer then calls those.
 """
 from __future__ import annotations
 
@@ -30,7 +37,20 @@ _VARIANTS: dict[tuple[str, int], tuple[str, str]] = {
     ("f32", 4): ("b", "sse4.1"), ("f32", 8): ("d", "avx2"), ("f32", 16): ("e", "avx512f"),
 }
 
+# libm functions with no LLVM intrinsic -> number of arguments (see `annotate`).
+LIBM: dict[str, int] = {"log1p": 1, "expm1": 1, "asinh": 1, "acosh": 1, "atanh": 1,
+                        "hypot": 2}
+
+# Part of the disk cache's key for objects compiled with libmvec: a new tag whenever what this
+# module does to a kernel changes (objects compiled before `annotate` had scalar libm calls).
+CACHE_TAG = "mvec2"
+
 _INTRINSIC = re.compile(r"@llvm\.(" + "|".join(FUNCTIONS) + r")\.v(\d+)(f64|f32)\b")
+
+_DECLARE = re.compile(r'^declare (double|float) @"?(' + "|".join(LIBM) + r')(f?)"?\((.*)$', re.M)
+_USED = re.compile(r'^@"?llvm\.compiler\.used"? = appending global \[(\d+) x [^\]]+\] '
+                   r'\[(.*)\], section "llvm\.metadata"$', re.M)
+_PURE = 'nounwind willreturn memory(none)'
 
 _loaded: bool | None = None
 
@@ -101,3 +121,47 @@ def vector_name(name: str, features: frozenset[str]) -> str | None:
         # instead (4e6 sin of a float32 cast: 271 -> 21 ms)
         return None
     return symbol(func, lanes, elem)
+
+
+def variants(elem: str, features: frozenset[str]) -> list[tuple[str, int]]:
+    """(ISA letter, lanes) of the libmvec variants over `elem` ('f64' or 'f32') that a CPU
+    with `features` runs well (no SSE variant where it has AVX2: see `vector_name`)."""
+    return [(isa, lanes) for (e, lanes), (isa, need) in _VARIANTS.items()
+            if e == elem and need in features and not (isa == "b" and "avx2" in features)]
+
+
+def annotate(ir_text: str, features: frozenset[str]) -> str:
+    """IR text (as llvmlite.ir prints it, before O3) whose declarations of `LIBM` functions
+    name their libmvec variants for a CPU with `features` (see `parse_features`), which are
+    declared and listed in `llvm.compiler.used` (merged into the module's own list). Call only
+    where libmvec is loaded (`load`)."""
+    used: list[str] = []
+    added: list[str] = []
+
+    def declare(m: re.Match) -> str:
+        ty, func, f, rest = m.groups()
+        elem = "f64" if ty == "double" else "f32"
+        if (f == "f") != (elem == "f32"):
+            return m.group(0)
+        nargs = LIBM[func]
+        names = []
+        for isa, lanes in variants(elem, features):
+            vec = f"_ZGV{isa}N{lanes}{'v' * nargs}_{func}{f}"
+            vt = f"<{lanes} x {ty}>"
+            added.append(f"declare {vt} @{vec}({', '.join([vt] * nargs)}) {_PURE}")
+            used.append(f"ptr @{vec}")
+            names.append(f"{vec}({vec})")
+        if not names:
+            return m.group(0)
+        return f'{m.group(0)} {_PURE} "vector-function-abi-variant"="{",".join(names)}"'
+
+    text = _DECLARE.sub(declare, ir_text)
+    if not added:
+        return ir_text
+    old = _USED.search(text)
+    if old is not None:
+        used = [old.group(2)] + used
+        text = text[:old.start()] + text[old.end():]
+    n = int(old.group(1)) if old is not None else 0
+    return (text + "\n" + "\n".join(added) + f"\n@llvm.compiler.used = appending global "
+            f"[{n + len(added)} x ptr] [{', '.join(used)}], section \"llvm.metadata\"\n")
