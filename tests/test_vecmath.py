@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -189,8 +190,8 @@ def test_renaming_in_the_module_emits_the_text_rewrites_object(func: str) -> Non
 
 
 def test_helper_process_renames_too(tmp_path) -> None:
-    """The optimizer helper process (every module optimized there) emits libmvec calls too,
-    with NumPy's values."""
+    """The optimizer helper process (every module optimized there) emits libmvec calls too
+    (sin's renamed intrinsic, log1p's declared variant), with NumPy's values."""
     import os
     import subprocess
     import sys
@@ -204,8 +205,11 @@ def test_helper_process_renames_too(tmp_path) -> None:
         x = np.linspace(-20, 20, 10_003)
         got = lazyk.evaluate(lazyk.sin(lazyk.array(x)) * 3.5 - 7)
         np.testing.assert_allclose(got, np.sin(x) * 3.5 - 7, rtol=1e-13, atol=1e-13)
+        got = lazyk.evaluate(lazyk.log1p(lazyk.array(np.abs(x))))
+        np.testing.assert_allclose(got, np.log1p(np.abs(x)), rtol=1e-15, atol=0)
         ir = "".join(k.jit.llvm_ir or "" for k in flat.kernels._data.values())
-        print(cpu.host().optimized["helper"], "_ZGV" in ir, vecmath.load())
+        print(cpu.host().optimized["helper"], "_ZGV" in ir and "v_log1p(" in ir,
+              vecmath.load())
     """)
     env = dict(os.environ, LAZYK_OPTIMIZE_IN_PROCESS="0", LAZYK_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -230,3 +234,152 @@ def test_float32_math_of_a_cast_calls_no_sse_variant_from_avx_code() -> None:
     got = e.eval().to_numpy()
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, np.sin(x.astype(np.float32)), rtol=2e-7, atol=1e-7)
+
+
+# ---------------------------------------------------------------- libm functions without an
+# LLVM intrinsic: their declarations name libmvec variants (`vecmath.annotate`)
+LIBM = {"log1p": "log1p", "expm1": "expm1", "arcsinh": "asinh", "arccosh": "acosh",
+        "arctanh": "atanh"}
+_EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, 2.2e-308, 1e-300, -1e-300,
+          1e300, -1e300, 1.7e308, -1.7e308, 1.0, -1.0, -1.0000001, -0.9999999999, -2.0, 0.5,
+          -0.5, 1e-8, -1e-8, 709.78, 710.0, -745.0, 88.7, 89.0, -104.0, 1e-40, 3.4e38]
+
+
+def _avx2() -> None:
+    if "avx2" not in vecmath.parse_features(llvm.get_host_cpu_features().flatten()):
+        pytest.skip("CPU lacks avx2")
+
+
+def _wide(dtype, rng: np.random.Generator, n: int = 40_003) -> np.ndarray:
+    """Wide ranges of both signs (|x| < 1.1, < 4, < 1e6, e**-745 .. e**709) and the edges."""
+    k = n // 4
+    a = np.concatenate([rng.uniform(-1.1, 1.1, k), rng.uniform(-4, 4, k),
+                        rng.uniform(-1e6, 1e6, k),
+                        np.exp(rng.uniform(-745, 709, n - 3 * k)) * rng.choice([-1, 1], n - 3 * k),
+                        _EDGES])
+    with np.errstate(over="ignore"):
+        return a.astype(dtype)
+
+
+def _check_ulp(got: np.ndarray, ref: np.ndarray, ref_wide: np.ndarray) -> float:
+    """NaN, infinities and signed zeros exactly NumPy's (`ref`); the largest error elsewhere in
+    units of the result's last place, against a more precise reference (`ref_wide`)."""
+    assert got.dtype == ref.dtype
+    assert np.array_equal(np.isnan(got), np.isnan(ref)), "NaN positions differ"
+    special = ~np.isfinite(ref) | ~np.isfinite(got) | (ref == 0)
+    keep = special & ~np.isnan(ref)
+    assert np.array_equal(got[keep], ref[keep]), "infinities or zeros differ"
+    assert np.array_equal(np.signbit(got[keep]), np.signbit(ref[keep])), "signs differ"
+    fin = ~special
+    tiny = np.finfo(ref.dtype).smallest_subnormal
+    with np.errstate(all="ignore"):
+        err = np.abs(got[fin].astype(np.longdouble) - ref_wide[fin]) / np.maximum(
+            np.spacing(np.abs(ref[fin])), tiny).astype(np.longdouble)
+    return float(err.max(initial=0.0))
+
+
+def _reference(npf, *args):
+    """NumPy's values, and more precise ones: long double for float64, float64 for float32."""
+    wide = np.longdouble if args[0].dtype == np.float64 else np.float64
+    with np.errstate(all="ignore"):
+        return npf(*args), npf(*(a.astype(wide) for a in args)).astype(np.longdouble)
+
+
+def _calls(text: str) -> set:
+    """The libmvec functions the assembly in `text` loads the address of or calls."""
+    return set(re.findall(r"(?:\$|call\w*\s+)(_ZGV\w+)", text))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("func", sorted(LIBM))
+def test_libm_function_calls_libmvec_within_bound(func: str, dtype) -> None:
+    """Dense `lazyk.log1p(x)` & co. call the AVX2 libmvec variant (they were scalar libm
+    calls), with NumPy's special values and within ULP_BOUND elsewhere."""
+    _avx2()
+    import lazyk
+
+    a = _wide(dtype, np.random.default_rng(11))
+    e = getattr(lazyk, func)(lazyk.array(a))
+    lanes, f = (4, "") if dtype == np.float64 else (8, "f")
+    assert f"_ZGVdN{lanes}v_{LIBM[func]}{f}" in _calls(e.explain())
+    got = lazyk.evaluate(e)
+    ref, wide = _reference(getattr(np, func), a)
+    assert _check_ulp(got, ref, wide) <= ULP_BOUND
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hypot_and_complex_abs_call_libmvec_without_overflow(dtype) -> None:
+    """hypot and complex abs (a hypot) call `_ZGVdN4vv_hypot` / `_ZGVdN8vv_hypotf`: NumPy's
+    values for every pair of edge values (hypot(inf, nan) = inf), no overflow where NumPy has
+    none (1e300 and 1e300), within ULP_BOUND elsewhere."""
+    _avx2()
+    import lazyk
+
+    rng = np.random.default_rng(12)
+    big = 1e300 if dtype == np.float64 else 1e38
+    edges = np.array(_EDGES + [1e308, 3e38, 2e38, 1e-310, big], np.float64)
+    with np.errstate(over="ignore"):
+        edges = edges.astype(dtype)
+    a = np.concatenate([_wide(dtype, rng), np.repeat(edges, edges.size), np.full(64, big)])
+    b = np.concatenate([np.roll(_wide(dtype, rng), 5), np.tile(edges, edges.size),
+                        np.full(64, -big)])
+    a, b = a.astype(dtype), b.astype(dtype)
+    name = "_ZGVdN4vv_hypot" if dtype == np.float64 else "_ZGVdN8vv_hypotf"
+    e = lazyk.hypot(lazyk.array(a), lazyk.array(b))
+    assert name in _calls(e.explain())
+    got = lazyk.evaluate(e)
+    ref, wide = _reference(np.hypot, a, b)
+    assert _check_ulp(got, ref, wide) <= ULP_BOUND
+    assert np.isfinite(got[-64:]).all()
+    z = np.empty(a.size, np.complex128 if dtype == np.float64 else np.complex64)
+    z.real, z.imag = a, b
+    e = abs(lazyk.array(z))
+    assert name in _calls(e.explain())
+    with np.errstate(all="ignore"):
+        assert _check_ulp(lazyk.evaluate(e), np.abs(z), wide) <= ULP_BOUND
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ragged_row_sums_of_log1p_call_libmvec(dtype) -> None:
+    """`lazyk.log1p(x).sum(axis=1)` over var * float: the loop nest (its staged fold) calls
+    the libmvec variant, and the sums are NumPy's within rounding."""
+    _avx2()
+    import lazyk
+
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(13)
+    counts = rng.integers(0, 9, 5000)
+    content = rng.uniform(-0.99, 50, counts.sum()).astype(dtype)
+    content[::97] = np.array([np.inf, -1.0, 0.0, -0.0, 1e-30], dtype)[
+        np.arange(content[::97].size) % 5]
+    x = ak.unflatten(content, counts)
+    e = lazyk.log1p(lazyk.array(x)).sum(axis=1)
+    lanes, f = (4, "") if dtype == np.float64 else (8, "f")
+    assert f"_ZGVdN{lanes}v_log1p{f}" in _calls(e.explain())
+    got = np.asarray(lazyk.evaluate(e))
+    with np.errstate(divide="ignore"):
+        ref = np.add.reduceat(np.log1p(content.astype(np.float64)),
+                              np.r_[0, np.cumsum(counts)[:-1]].clip(max=content.size - 1))
+    ref[counts == 0] = 0.0
+    np.testing.assert_allclose(got, ref, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_annotate_declares_variants_the_cpu_runs() -> None:
+    """`annotate` names the variants of the CPU's ISAs (no SSE ones beside AVX2), merges the
+    module's own `llvm.compiler.used` list, and leaves everything else alone."""
+    ir = ('declare double @"log1p"(double %".1")\n'
+          'declare float @"hypotf"(float %".1", float %".2")\n'
+          'declare double @"cbrt"(double %".1")\n'
+          '@"llvm.compiler.used" = appending global [1 x i8*] [i8* bitcast (double (double, '
+          'double)* @"lazyk.fmod.f64" to i8*)], section "llvm.metadata"\n')
+    out = vecmath.annotate(ir, frozenset({"sse4.1", "avx2"}))
+    assert ('"vector-function-abi-variant"="_ZGVdN4v_log1p(_ZGVdN4v_log1p)"' in out and
+            '"_ZGVdN8vv_hypotf(_ZGVdN8vv_hypotf)"' in out and "_ZGVb" not in out)
+    assert "declare <8 x float> @_ZGVdN8vv_hypotf(<8 x float>, <8 x float>)" in out
+    assert out.count("llvm.compiler.used") == 1 and "[3 x ptr]" in out
+    assert "lazyk.fmod.f64" in out and 'declare double @"cbrt"(double %".1")\n' in out
+    wide = vecmath.annotate(ir, frozenset({"sse4.1", "avx2", "avx512f"}))
+    assert "_ZGVeN8v_log1p(_ZGVeN8v_log1p)" in wide and "_ZGVeN16vv_hypotf" in wide
+    assert "_ZGVbN2v_log1p" in vecmath.annotate(ir, frozenset({"sse4.1"}))
+    assert vecmath.annotate(ir, frozenset()) == ir
+    assert vecmath.CACHE_TAG != "mvec"  # (objects cached before annotate: scalar libm calls)
