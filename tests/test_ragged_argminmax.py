@@ -243,3 +243,65 @@ def test_an_axis_of_length_0_is_numpys_error_whatever_the_other_dims_hold():
     assert lazyk.argmin(lazyk.array(np.zeros((0, 3))), axis=1).eval().to_numpy().shape == (0,)
     empty = lazyk.array([], type="0 * var * int64")  # (Awkward's: an empty result)
     assert lazyk.argmax(empty, axis=1).eval().to_list() == []
+
+
+EMPTY_AXES = [(shape, axis) for shape in [(0, 0), (3, 0), (0, 3), (2, 0, 3), (0, 2, 0),
+                                          (2, 3, 0)]
+              for axis in (None, 0, 1, -1) if axis is None or axis < len(shape)]
+
+
+def _numpys(fn, a, axis):
+    try:
+        return fn(a, axis=axis)
+    except ValueError as e:
+        return e
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_an_empty_axis_through_compile_bind_and_a_selection_is_numpys_error(op):
+    """An empty fixed axis whose result is empty too (no row to name): a compiled call over
+    `N * ...` (N = 0, or the axis a symbol M = 0), a bound call and a selection that empties
+    the rows raise NumPy's ValueError as `.eval()` does; they returned an empty array."""
+    for shape, axis in EMPTY_AXES:
+        a = np.zeros(shape)
+        want = _numpys(getattr(np, op), a, axis)
+        inner = " * ".join(["N", "M", "K"][:len(shape)])
+        for t in (" * ".join(["N"] + [str(n) for n in shape[1:]]), inner):
+            k = lazyk.compile(getattr(lazyk, op)(lazyk.placeholder("x", t + " * float64"),
+                                                 axis=axis))
+            for call in (lambda: k(a), lambda: k(lazyk.array(a))):
+                if isinstance(want, ValueError):
+                    with pytest.raises(ValueError, match=f"attempt to get {op} of an empty "
+                                                         "sequence"):
+                        call()
+                else:
+                    got = np.asarray(call())
+                    assert got.dtype == np.int64 and got.shape == want.shape, (shape, axis)
+                    np.testing.assert_array_equal(got, want)
+    k = lazyk.compile(getattr(lazyk, op)(lazyk.placeholder("x", "N * 0 * float64"), axis=1))
+    with pytest.raises(ValueError, match=rf"{op} of an empty sequence \(axis 1 has length 0\)"):
+        k.bind(np.zeros(0, np.int64), np.zeros((0, 0)))()
+    with pytest.raises(ValueError, match=f"{op} of an empty sequence"):  # a[m] is 0 * 0
+        getattr(np, op)(np.zeros((3, 0))[np.zeros(3, bool)], axis=1)
+    for m in (np.zeros(3, bool), lazyk.array(np.zeros(3, bool))):
+        for keep in (False, True):
+            with pytest.raises(ValueError, match=f"{op} of an empty sequence"):
+                getattr(lazyk, op)(lazyk.array(np.zeros((3, 0)))[m], axis=1,
+                                   keepdims=keep).eval()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_nanarg_over_an_empty_axis_is_awkwards_the_same_through_every_path(op):
+    """`nanargmax` / `nanargmin` (Awkward's: None where nothing is left) of an empty axis: an
+    empty result is empty (`0 * 0` along axis 0 raised NumPy's error in `.eval()`), the
+    same compiled and evaluated."""
+    for shape, axis in EMPTY_AXES:
+        a = np.zeros(shape)
+        want = ak.to_list(getattr(ak, f"nan{op}")(ak.Array(a), axis=axis))
+        fn = getattr(lazyk, f"nan{op}")
+        t = " * ".join(["N"] + [str(n) for n in shape[1:]]) + " * float64"
+        k = lazyk.compile(fn(lazyk.placeholder("x", t), axis=axis))
+        for got in (fn(lazyk.array(a), axis=axis).eval(), lazyk.evaluate(fn(a, axis=axis)),
+                    k(a)):
+            assert got.to_list() == want, (shape, axis)
+            assert got.type.dtype == lazyk.dshape("?int64").dtype

@@ -342,8 +342,10 @@ def _arg_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Expr:
     axes = normalize_axes(axis, e.ndim, op)
     shape = tuple((1 if d in axes else n) for d, n in enumerate(e.shape) if keepdims
                   or d not in axes)
-    if None not in e.shape and 0 in shape and 0 in (e.shape[d] for d in axes):
-        # NumPy's error with no result to fold into (else the kernel names the row)
+    if None not in e.shape and 0 in shape and 0 in (e.shape[d] for d in axes) and \
+            not has_options(e):
+        # NumPy's error with no result to fold into (else the kernel names the row); a
+        # `?T` value's empty row gives None (Awkward's), so an empty result is empty
         raise ValueError(f"attempt to get {op} of an empty sequence ({e.type}, axis {axis})")
     # missing values are skipped (as Awkward); the nest folds `?T` data under skipna
     arg = (op, axes, bool(keepdims)) + ((True,) if has_options(e) else ())

@@ -252,6 +252,11 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         isinstance(mode, Reduce) else [k for k in range(nlev) if k not in axes]
     nres = len(res)
     words, lay = nest_words(levels, sizes, sel, sel_kinds)  # (the source's fixed sizes)
+    # an arg-reduction of values that cannot be missing along a fixed axis of length 0
+    empty_axis = reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS and not (
+        any(maskd) or qlev or prep.optional) and any(
+        levels[k] is FIXED and not sizes[k] and (mode.keep is None or mode.keep.level != k)
+        for k in axes)
     if mode.keep is not None:
         at = mode.keep.level
         levels = tuple(VAR if k == at else lv for k, lv in enumerate(levels))
@@ -317,6 +322,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
         offsets, validity = _pruned(raw, rl, rs, rvar, {p for p in rvar if res[p] in qres})
     xs_end = positions(r_end, rl, rs, offsets, nres) if nres else []
     nvals = xs_end[-1] if xs_end else 1
+    if empty_axis and not nvals:  # (no result to name: a result's row names one, below)
+        raise ValueError(f"attempt to get {reduce_arg[0]} of an empty sequence (axis "
+                         f"{reduce_arg[1][0]} has length 0)")
     if plan:  # `lazyk.runtime.ragged_bind`: the fill pass planned, run later on the same arrays
         for p in rvar:
             words[lay["lens"] + 2 * res[p]] = data_pointer(offsets[p])
