@@ -144,3 +144,35 @@ def test_rows_and_items_paired_as_numpy_and_awkward():
         x[[0, 2], [1, 0], 0, 0]
     with pytest.raises(IndexError, match="3 rows and 2 items do not pair"):
         x[[0, 1, 2], [0, 0]]
+
+
+def test_empty_index_lists_are_no_positions_as_numpy_and_awkward():
+    """`x[[], []]`, `x[[], 0]`, `x[[]]`: an empty list is positions of no item (NumPy reads
+    it as an integer array, Awkward too); they raised IndexError / TypeError."""
+    dense = np.arange(6, dtype=np.int32).reshape(2, 3)
+    rows = [[1.0, 2.0], [3.0]]
+    none = np.array([], dtype=np.int64)
+    keys = (([], []), ([], 0), ([], none), (none, []), ([0], []), ([], [0]), ([], slice(None)),
+            [])
+    for key in keys:
+        want = dense[key]
+        for x in (lazyk.array(dense), lazyk.array(dense) * 1):
+            got = x[key].eval()
+            assert got.to_numpy().dtype == want.dtype == np.int32, key
+            assert got.to_numpy().shape == want.shape, key
+    for key in keys:
+        want = ak.Array(rows)[key]
+        for x in (lazyk.array(rows), lazyk.array(rows) * 1):
+            got = x[key].eval()
+            assert str(got.type) == str(want.type) and got.to_list() == want.to_list(), key
+    r = lazyk.zip({"p": lazyk.array(rows), "q": lazyk.array([[1, 2], [3]])})
+    a = ak.zip({"p": ak.Array(rows), "q": ak.Array([[1, 2], [3]])})
+    for key in (([], []), []):
+        assert str(r[key].eval().type) == str(a[key].type), key
+    # the neighbours keep NumPy's rules: lists that do not pair, values that are no positions
+    with pytest.raises(IndexError, match="shape mismatch"):
+        dense[[0, 1], []]
+    with pytest.raises(IndexError, match="2 rows and 0 items do not pair"):
+        lazyk.array(dense)[[0, 1], []]
+    with pytest.raises(IndexError, match="gathers \\(integers\\): got 0 \\* float64"):
+        lazyk.array(rows)[np.array([]), []]

@@ -324,10 +324,14 @@ def is_index_operand(key: Any) -> bool:
             not any(map(is_index_operand, key[2:])):
         return True  # x[rows, 0]: the rows (a mask or positions), then the rest of the key
         # (x[rows, items]: positions paired with the rows' items, as NumPy's)
-    if isinstance(key, list) and key and all(isinstance(k, (int, np.integer, np.bool_))
-                                             for k in key):
-        return True  # (a list of ints or bools, as NumPy and Awkward read it)
+    if isinstance(key, list) and all(isinstance(k, (int, np.integer, np.bool_)) for k in key):
+        return True  # (a list of ints or bools, as NumPy and Awkward read it; [] no position)
     return isinstance(key, np.ndarray) and key.dtype.kind in "biufc" and key.ndim > 0
+
+
+def _listed(key: list) -> np.ndarray:
+    """A list index as NumPy reads it: an empty list is no position (int64, not float64)."""
+    return np.asarray(key) if key else np.empty(0, np.int64)
 
 
 def index_by(x: Any, key: Any) -> Expr:
@@ -362,7 +366,7 @@ def index_by(x: Any, key: Any) -> Expr:
             operands; `x[positions]` of `N * ?var * T` itself computes, as Awkward's).
     """
     if type(key) is tuple:  # x[rows, 0], as NumPy's and Awkward's x[rows][:, 0]
-        first = np.asarray(key[0]) if isinstance(key[0], list) else key[0]
+        first = _listed(key[0]) if isinstance(key[0], list) else key[0]
         if getattr(first, "ndim", 1) != 1:
             kind = getattr(first, "type", None) or f"{np.shape(first)} {np.asarray(first).dtype}"
             raise IndexError(f"x[rows, ...]: the rows (of type {kind}) "
@@ -370,7 +374,7 @@ def index_by(x: Any, key: Any) -> Expr:
                              "ints, slices and None; x[mask] alone for a deeper mask")
         if not is_index_operand(key[1]):
             return index_by(x, first)[(slice(None),) + key[1:]]
-        items = np.asarray(key[1]) if isinstance(key[1], list) else key[1]
+        items = _listed(key[1]) if isinstance(key[1], list) else key[1]
         kind = items.dtype if isinstance(items, np.ndarray) else as_expr(items).dtype
         if np.ndim(items) != 1 or kind.kind not in "iu":
             kind = getattr(items, "type", None) or f"{np.shape(items)} {items.dtype}"
@@ -391,7 +395,7 @@ def index_by(x: Any, key: Any) -> Expr:
         one = one[:, 0]
         return one[(slice(None),) + key[2:]] if key[2:] else one
     if isinstance(key, list) and is_index_operand(key):  # (NumPy's reading of the list)
-        key = np.asarray(key)
+        key = _listed(key)
     e, k = operands("[]", (x, key))
     text = is_text(e.dtype)  # (strings select and gather as row operations)
     refuse_text("[]", [k] if text else [e, k])
