@@ -176,3 +176,8 @@ def test_empty_index_lists_are_no_positions_as_numpy_and_awkward():
         lazyk.array(dense)[[0, 1], []]
     with pytest.raises(IndexError, match="gathers \\(integers\\): got 0 \\* float64"):
         lazyk.array(rows)[np.array([]), []]
+    for key in (([], 0), ([0], 0)):  # (a TypeError from the rest of the key)
+        with pytest.raises(IndexError, match="too many indices"):
+            np.arange(3)[key]
+        with pytest.raises(IndexError, match="too many indices: 2 for an array of 1 dims"):
+            lazyk.array(np.arange(3))[key]

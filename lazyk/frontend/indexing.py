@@ -373,6 +373,10 @@ def index_by(x: Any, key: Any) -> Expr:
                              "are a mask or positions of one dim, the outer rows, followed by "
                              "ints, slices and None; x[mask] alone for a deeper mask")
         if not is_index_operand(key[1]):
+            depth = 1 + builtins.sum(k is not None and k is not Ellipsis for k in key[1:])
+            if depth > as_expr(x).ndim:  # (NumPy's error; the rest read a dim not there)
+                raise IndexError(f"too many indices: {depth} for an array of "
+                                 f"{as_expr(x).ndim} dims")
             return index_by(x, first)[(slice(None),) + key[1:]]
         items = _listed(key[1]) if isinstance(key[1], list) else key[1]
         kind = items.dtype if isinstance(items, np.ndarray) else as_expr(items).dtype
