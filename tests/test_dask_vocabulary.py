@@ -360,6 +360,10 @@ def test_ptp_over_fixed_dims_has_numpys_type_on_one_machine_and_on_dask():
         np.testing.assert_allclose(np.asarray(e.eval()), np.ptp(x, axis=axis))
         got = lazyk.dask.evaluate(lazyk.ptp(da.from_array(x, chunks=(4, 2)), axis=axis))
         np.testing.assert_allclose(got.compute(), np.ptp(x, axis=axis))
-    # an empty axis or var rows may hold no value: None there, as Awkward's
-    assert lazyk.ptp(np.zeros((0, 3)), axis=0).to_list() == [None, None, None]
+    # compiled over fixed dims of any size too; an empty axis raises as max's, as NumPy's
+    f = lazyk.compile(lazyk.ptp(lazyk.placeholder("a", "N * M * float64"), axis=0))
+    assert "?" not in f.signature and np.allclose(f(x), np.ptp(x, axis=0))
+    with pytest.raises(ValueError):
+        lazyk.ptp(np.zeros((0, 3)), axis=0).eval()
+    # var rows may hold no value: None there, as Awkward's
     assert lazyk.ptp(lazyk.array([[1, 5], []]), axis=1).to_list() == [4, None]

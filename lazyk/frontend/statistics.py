@@ -181,14 +181,20 @@ def _weights_fit(e: Expr, w: Expr) -> None:
 def ptp(array: Any, axis: int | None = None, keepdims: bool = False,
         mask_identity: bool = True) -> Expr:
     """Lazy `ak.ptp`: the range, max - min, of the present values along `axis` (NaN's rule
-    as `lazyk.max`'s); a list with no value gives None (`mask_identity=False`: 0).
+    as `lazyk.max`'s); a list with no value gives None (`mask_identity=False`: 0). Over
+    fixed dims of values that cannot be missing it is NumPy's `ptp` (its type; an empty
+    axis raises as `max`'s).
 
     Example: `lazyk.ptp(lazyk.array([[1, 5, 2], [], [4]]), axis=1)` is `[4, None, 0]`.
     """
     if not isinstance(mask_identity, (bool, np.bool_)):
         raise TypeError(f"ptp: mask_identity must be True or False, not {mask_identity!r}")
     e = _numbers("ptp", array, "biufc")
-    normalize_axes(axis, e.ndim, "ptp")
+    rows, option = flags(e)
+    if not option and not builtins.any(rows) and builtins.all(  # fixed dims, no None: NumPy's
+            e.shape[a] is not None for a in normalize_axes(axis, e.ndim, "ptp")):
+        return apply("subtract", reduce("max", e, axis=axis, keepdims=keepdims),
+                     reduce("min", e, axis=axis, keepdims=keepdims))  # (empty: max's error)
     got = apply("subtract", _seeded("max", e, axis, keepdims), _seeded("min", e, axis, keepdims))
     return _none_where_empty(got, e, axis, keepdims, mask_identity)
 
@@ -210,12 +216,7 @@ def _seeded(op: str, e: Expr, axis: Any, keepdims: bool) -> Expr:
 def _none_where_empty(got: Expr, e: Expr, axis: Any, keepdims: bool,
                       mask_identity: bool = True) -> Expr:
     """`got` with None (or 0) where `e` has no present value along `axis` (Awkward's
-    `mask_identity`); `got` itself where every one has (fixed dims of values that cannot
-    be missing: NumPy's result type)."""
-    rows, option = flags(e)
-    if not option and not builtins.any(rows) and builtins.all(
-            type(e.shape[a]) is int and e.shape[a] > 0 for a in normalize_axes(axis, e.ndim)):
-        return got
+    `mask_identity`)."""
     empty = apply("equal", count(e, axis=axis, keepdims=keepdims), 0)
     return where(empty, missing(got.dtype) if mask_identity else got.dtype.type(0), got)
 
