@@ -305,3 +305,29 @@ def test_nanarg_over_an_empty_axis_is_awkwards_the_same_through_every_path(op):
                     k(a)):
             assert got.to_list() == want, (shape, axis)
             assert got.type.dtype == lazyk.dshape("?int64").dtype
+
+
+def test_a_compiled_arg_reduction_of_numpy_data_is_numpys_scan():
+    """`lazyk.compile(lazyk.argmax(p))` called with NumPy arrays scans the values with
+    NumPy's argmax, as `evaluate` does (the loop nest ran it on one thread): no kernel for an
+    input itself, NumPy's positions (the first NaN, ties) for every axis and keepdims."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((40, 30))
+    x[3, 4] = x[9, 2] = np.nan
+    x[5] = 1.0
+    for op in ("argmax", "argmin"):
+        for axis in (None, 0, 1, -1):
+            for keepdims in (False, True):
+                f = lazyk.compile(getattr(lazyk, op)(lazyk.placeholder("p", "N * M * float64"),
+                                                     axis=axis, keepdims=keepdims))
+                before = lazyk.stats()
+                got = f(x)
+                assert lazyk.stats()["compiles"] == before["compiles"]  # (NumPy's scan)
+                want = getattr(np, op)(x, axis=axis, keepdims=keepdims)
+                assert isinstance(got, np.ndarray) and got.dtype == np.int64
+                np.testing.assert_array_equal(got, want)
+    g = lazyk.compile(lazyk.argmax(lazyk.placeholder("p", "N * float32") * 2))
+    y = rng.standard_normal(1000).astype(np.float32)
+    assert g(y) == np.argmax(y * 2)
+    with pytest.raises(ValueError):
+        g(np.zeros(0, np.float32))

@@ -435,7 +435,9 @@ class RaggedCompiledExpr(CompiledExpr):
             self.check_powers(inputs, casting)
         # a var / option parameter always gets a var / option array: the ragged path
         expr = Expr(self.expr.node, env)
-        got = _ragged.evaluate(expr, out, casting)
+        got = _ragged.evaluate_if_ragged(expr, out, casting)  # (argmax of NumPy data: NumPy's)
+        if got is NotImplemented:
+            got = _ragged.evaluate(expr, out, casting)
         if key is not None and None not in key and key not in self._launches:
             same = all(type(v) is RaggedLeaf and v.array is x
                        for v, x in zip(env.values(), inputs)) and not any(

@@ -58,7 +58,7 @@ def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
         # NumPy's (its vectorised scan, where the loop nest would take one thread)
         node, x = expr.node, expr.node.srcs[0]
         data = leaf_data(expr.env[x.arg]) if x.op == "input" else None  # (an array: as it is)
-        values = data if isinstance(data, np.ndarray) and data.shape == x.shape else \
+        values = data if isinstance(data, np.ndarray) and data.ndim == len(x.shape) else \
             np.asarray(runtime.evaluate(Expr(x, expr.env)))
         axes = tuple(node.arg[1])
         axis = None if len(axes) == values.ndim != 1 else axes[0]
