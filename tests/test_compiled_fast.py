@@ -231,3 +231,27 @@ def test_guarded_calls_any_operand_count(nin):
     # the guard still refuses a wrong geometry: falls back to the checked path
     with pytest.raises(Exception):
         f(*xs[:-1], rng.random(99), out=o)
+
+
+def test_a_fresh_result_over_fortran_inputs_is_fortran_ordered_as_evaluates():
+    """Over Fortran-ordered inputs (a transposed C array) a compiled call's new result is in
+    Fortran order, as `evaluate`'s order 'K' and NumPy's: written in the inputs' memory
+    order (C order made it a transposing loop, 10-27x NumPy), on every path (the first
+    bind, the native guard, threaded sizes)."""
+    rng = np.random.default_rng(0)
+    p = [lazyk.placeholder(n, "N * M * float32") for n in "abc"]
+    f = lazyk.compile(p[0] * p[1] + p[2])
+    for shape in ((30, 20), (600, 500)):  # (the second: threaded sizes)
+        xs = [rng.random(shape).astype(np.float32).T for _ in range(3)]
+        for _ in range(3):  # (bind, then the guard's calls)
+            got = f(*xs)
+            assert got.flags.f_contiguous and not got.flags.c_contiguous
+            np.testing.assert_array_equal(got, xs[0] * xs[1] + xs[2])
+        cs = [np.ascontiguousarray(x) for x in xs]
+        for ins in (cs, [xs[0], cs[1], xs[2]]):  # C or mixed: C order, as NumPy's 'K'
+            got = f(*ins)
+            assert got.flags.c_contiguous
+            np.testing.assert_array_equal(got, ins[0] * ins[1] + ins[2])
+    g = lazyk.compile(lazyk.sum(p[0] * p[1], axis=0))
+    x = rng.random((50, 40)).astype(np.float32).T
+    np.testing.assert_allclose(g(x, x), np.sum(x * x, axis=0), rtol=1e-5)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lazyk.arrays.outputs import fortran_result
 from lazyk.kernel import abi
 from lazyk.kernel.dispatch import GUARD_OK, guard_fn, threaded_run
 from lazyk.kernel.flat import data_pointer, run_layout
@@ -22,6 +23,20 @@ from lazyk.runtime.launch import (
     out_strides,
     prepare,
 )
+
+
+def fresh_out(shape: tuple, dtype: np.dtype, fortran: bool, reuse: bool = False) -> np.ndarray:
+    """A new result array, in Fortran order where `fortran`; `reuse`: a large one takes an
+    idle block of earlier outputs (pre-faulted pages, `empty_out`)."""
+    if reuse:
+        return empty_out(shape[::-1], dtype).T if fortran else empty_out(shape, dtype)
+    return np.empty(shape, dtype, order="F" if fortran else "C")
+
+
+def fortran(a: np.ndarray) -> bool:
+    """Whether `a` is a Fortran-ordered array of 2 or more dims (not also C-ordered)."""
+    return a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous
+
 
 # Up to this size the guard runs the kernel with the GIL held (the cheapest foreign call);
 # larger single-threaded kernels take the guard entry that releases it.
@@ -81,7 +96,7 @@ class FastCalls:
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
         g = (ctypes.addressof(buf), fn, (buf, entry, tuple(a.dtype for a in ops)), key)
         if fresh:
-            self._g_new = g + (out.shape, out.dtype)
+            self._g_new = g + (out.shape, out.dtype, fortran(out))
         else:
             self._g_out = g
 
@@ -100,7 +115,7 @@ class FastCalls:
         # NOTE: dtype objects are compared by identity; the guard keeps them alive.
         g = (ctypes.addressof(buf), self._gfn, (buf, tuple(a.dtype for a in ops)), key, tr)
         if fresh:
-            self._t_new = g + (out.shape, out.dtype)
+            self._t_new = g + (out.shape, out.dtype, fortran(out))
         else:
             self._t_out = g
 
@@ -144,7 +159,8 @@ class FastCalls:
         entry = self._geom.get(key)
         if entry is None:
             if fresh:
-                out = np.empty(oshape, dtype)
+                out = fresh_out(oshape, dtype, red is None and fortran_result("K", dict(
+                    enumerate(arrays))))
             if len(self._geom) > 64:
                 self._g_out = self._g_new = None  # guards point into these entries
                 self._t_out = self._t_new = None
@@ -159,10 +175,9 @@ class FastCalls:
             entry = prepare(spec, shape, st, reduced, self._consts)
             entry = self._geom.setdefault(key, entry)
         _, layout, compiled, kd, kd_address, size, offs = entry
-        if out is None:
-            # Small outputs: plain np.empty (0.4 us); large ones reuse pre-faulted blocks.
-            out = (np.empty(oshape, dtype) if size < THREAD_MIN or red is not None
-                   else empty_out(shape, dtype))
+        if out is None:  # (Fortran order over Fortran inputs, as evaluate's order 'K')
+            out = fresh_out(oshape, dtype, red is None and fortran_result("K", dict(
+                enumerate(arrays))), size >= THREAD_MIN and red is None)
         if size == 0:
             return out
         if size >= THREAD_MIN and red is not None:
