@@ -322,3 +322,27 @@ def test_a_total_over_threaded_sizes_plans_its_layout_once(monkeypatch):
         got = lazyk.evaluate("max(x + 1)")
         assert got == np.max(x + 1) and np.asarray(got).dtype == np.float64
     assert plans == []  # planned once, not per call
+
+
+def test_out_at_threaded_sizes_runs_the_guarded_record(monkeypatch):
+    """`evaluate("a/b", out=o)` at sizes the threads split runs as the call without out=
+    does (one bind, then the native guard's pool record; the general path planned each call),
+    and a partial overlap of out with an input still goes through a temporary."""
+    from lazyk.runtime import launch
+    rng = np.random.default_rng(2)
+    a = rng.random(100_000).astype(np.float32)
+    b = rng.random(100_000).astype(np.float32) + 1
+    out = np.empty_like(a)
+    for _ in range(3):  # (the string is planned on its second call)
+        lazyk.evaluate("a / b", out=out)
+    calls = []
+    monkeypatch.setattr(launch, "run_layout", lambda *x, **k: calls.append(1))
+    for _ in range(3):
+        assert lazyk.evaluate("a / b", out=out) is out
+    np.testing.assert_array_equal(out, a / b)
+    assert calls == []
+    monkeypatch.undo()
+    base = np.arange(100_001, dtype=np.float64)
+    a1, a2 = base[1:], base[:-1]
+    lazyk.evaluate("a2 + 1", out=a1)
+    np.testing.assert_array_equal(a1, np.arange(100_000.0) + 1)

@@ -310,14 +310,14 @@ class _FastEntry:
                 size = math.prod(shape)
                 small = size < self._thread_min  # (threaded: the values' own kernel data)
                 plain = small or consts is None and all(a.flags.aligned for a in arrays)
-                if not self.reduce and plain:  # threaded: the guard runs a pool record
-                    o = np.empty(shape, self.dtype) if small else \
-                        runtime.empty_out(shape, self.dtype)
+                if not self.reduce and plain:  # threaded (out= too): the guard runs a pool record
+                    o = (np.empty if small else runtime.empty_out)(shape, self.dtype)
                 elif self.reduce and plain and size and len(prog.steps[0].axes) == len(shape):
                     o = np.empty((1,) * len(shape) if self.keepdims else (), self.dtype)
                     if not small:  # per-thread partials, the layout kept
                         return d.fold(o, *arrays)
-            elif out.dtype == self.dtype and out.size < self._thread_min and not self.reduce:
+            elif out.dtype == self.dtype and not self.reduce and (out.size < self._thread_min or (
+                    consts is None and all(a.flags.aligned for a in (out, *arrays)))):
                 o = out
             if o is not None:
                 return d(o, *arrays) if consts is None else d.call_with(consts[0][1], o, *arrays)
