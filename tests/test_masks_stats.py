@@ -268,3 +268,18 @@ def test_weights_never_stretch_the_values():
     assert lazyk.mean(j, weight=j * 0 + 2, axis=1).eval().to_list()[0] == 2.0  # (one structure)
     per_event = lazyk.array([1.0, 2.0, 3.0])[:, None]  # (weights of one per row stretch)
     assert lazyk.mean(j, weight=per_event, axis=1).eval().to_list()[2] == 3.0
+
+
+def test_std_and_var_of_fixed_values_count_them_from_the_shape():
+    """Over fixed dims of values that cannot be missing the count is the shape's: two
+    folds (the sum, the squared deviations) and the finish, no kernel counting values."""
+    x = np.random.default_rng(3).standard_normal((50, 40)).astype(np.float32)
+    for axis in (None, 0, (0, 1)):
+        e = lazyk.std(lazyk.array(x), axis=axis, ddof=1)
+        assert "fuse_elementwise: 3 kernel(s)" in e.explain()
+        got = np.asarray(lazyk.evaluate(e))
+        want = np.std(x, axis=axis, ddof=1)
+        assert got.dtype == want.dtype and np.allclose(got, want, rtol=1e-5)
+    # values that may be missing: counted (None left out under skipna)
+    r = lazyk.array([[1.0, None, 3.0], [2.0, 2.0, None]])
+    assert lazyk.var(r, axis=1, skipna=True).to_list() == [1.0, 0.0]

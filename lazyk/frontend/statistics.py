@@ -82,16 +82,26 @@ def _spread(name: str, x: Any, axis: Any, ddof: Any, keepdims: bool, skipna: boo
             np.dtype(np.float64) if e.dtype.kind in "biu" else e.dtype
     xf = astype(e, work) if e.dtype != work else e
     total = reduce("sum", xf, axis=axes, keepdims=True, skipna=skipna, dtype=ints)
-    mean = total / count(xf, axis=axes, keepdims=True)
+    mean = total / _count(xf, axes, True)
     if complex_ and work.kind == "f":  # (NumPy's: a real mean, complex deviations from it)
         xf = astype(e, np.result_type(work, np.complex64))
     dev = xf - (mean if ints is None else astype(mean, ints))
     square = real(dev) * real(dev) + imag(dev) * imag(dev) if complex_ else dev * dev
     ssd = reduce("sum", square, axis=axes, keepdims=keepdims, skipna=skipna, dtype=ints)
-    left = maximum(count(xf, axis=axes, keepdims=keepdims) - ddof, 0)
+    n = _count(xf, axes, keepdims)
+    left = builtins.max(n - ddof, 0) if type(n) is int else maximum(n - ddof, 0)
     result = ssd / left if ints is None else astype(ssd / left, ints)  # (NumPy truncates)
     result = sqrt(result) if name == "std" else result  # (then the root of that, truncated)
     return astype(result, out) if result.dtype != out else result
+
+
+def _count(e: Expr, axes: tuple, keepdims: bool) -> Any:
+    """How many values a fold of `e` over `axes` takes: an int where every slice holds them
+    all (fixed sizes, values that cannot be missing; no kernel counts them), else `count`."""
+    rows, option = flags(e)
+    if option or builtins.any(rows) or not builtins.all(type(e.shape[a]) is int for a in axes):
+        return count(e, axis=axes, keepdims=keepdims)
+    return int(np.prod([e.shape[a] for a in axes], dtype=np.int64))
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False, skipna: bool = False,
