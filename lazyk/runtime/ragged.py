@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazyk.arrays.array import Array
+from lazyk import types as T
+from lazyk.arrays.array import Array, masked
 from lazyk.errors import CastingError, NotSupportedError, ShapeError
 from lazyk.frontend.expression import Expr, typed_dump
 from lazyk.frontend.graph import PICK_OP, REDUCE_OP, Node, rewrite, toposort
@@ -64,6 +65,9 @@ def evaluate_if_ragged(expr, out=None, casting: str = "same_kind"):
         axis = None if len(axes) == values.ndim != 1 else axes[0]
         return np.asarray(getattr(np, node.arg[0])(values, axis=axis, keepdims=bool(node.arg[2])),
                           np.int64)
+    got = missing_where(expr) if out is None else None
+    if got is not None:
+        return got
     where = common_device({n: leaf_data(v) for n, v in expr.env.items()})
     if where != "cpu":  # (var / option data never is)
         raise NotSupportedError(f"x[mask], x[positions] and argmax / argmin run on the CPU; "
@@ -84,6 +88,32 @@ def dense_position(node: Node, env: dict) -> bool:
         return False
     rows, values = option_flags(x, env)
     return not any(rows) and not values
+
+
+def missing_where(expr) -> Array | None:
+    """`where(c, v, None)` (or `where(c, None, v)`) at the root over NumPy data, the form of
+    `nanmax`, `nanmean`, ... over fixed dims: c and v computed by the flat kernels (threaded,
+    no loop nest), the result missing where c says; None for any other form."""
+    node, env = expr.node, expr.env
+    if node.op != "where" or not all(isinstance(n, int) for n in node.shape):
+        return None
+    srcs = node.srcs
+    at = 1 if srcs[1].op == "input" and _nothing(env[srcs[1].arg]) else \
+        2 if srcs[2].op == "input" and _nothing(env[srcs[2].arg]) else 0
+    if not at or srcs[3 - at].op == "input" and _nothing(env[srcs[3 - at].arg]):
+        return None
+    used = {n: v for n, v in env.items() if n != srcs[at].arg}
+    if any(is_ragged(leaf_data(v)) for v in used.values()) or needs_nest(node):
+        return None
+    cond, value = (np.broadcast_to(np.asarray(runtime.evaluate(Expr(part, used))), node.shape)
+                   for part in (srcs[0], srcs[3 - at]))
+    return masked(value.astype(node.dtype, copy=False), ~cond if at == 1 else cond)
+
+
+def _nothing(leaf) -> bool:
+    """Whether `leaf` holds one missing value (`lazyk.frontend.masks.missing`)."""
+    a = getattr(leaf, "array", None)
+    return isinstance(a, Array) and isinstance(a.type, T.Option) and a.to_list() is None
 
 
 def evaluate(expr, out=None, casting: str = "same_kind"):
