@@ -325,6 +325,11 @@ def test_arg_reductions_across_the_chunks_of_dask_arrays_match_numpy(op):
                                   2 * getattr(np, op)(np.sin(y), axis=0))
     with pytest.raises(ValueError):  # an empty axis, as NumPy
         lazyk.dask.evaluate(fn(da.zeros((0, 3), chunks=2), axis=0)).compute()
+    # ties and NaNs in chunks cut along axis 1: the first in NumPy's (flat) order wins
+    for t in (np.array([[0, 1], [1, 0]]), np.array([[0, np.nan], [np.nan, 0]])):
+        for keepdims in (False, True):
+            got = lazyk.dask.evaluate(fn(da.from_array(t, chunks=(2, 1)), keepdims=keepdims))
+            np.testing.assert_array_equal(got.compute(), getattr(np, op)(t, keepdims=keepdims))
 
 
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])

@@ -369,10 +369,11 @@ def dask_step(node: Node, values: da.Array) -> da.Array:
     """`lazyk.argmax` / `argmin`, `cumsum` / `cumprod` or `flatten` of the values (their
     fused kernel's Dask array) by Dask's own, which knows each chunk's place in the whole
     array (NumPy's rules: the first NaN wins, an empty axis raises)."""
-    if node.op == REDUCE_OP:  # (over every axis: the place in the flattened values)
-        op, axes, keepdims = node.arg[:3]
-        return getattr(da, op)(values, axis=None if len(axes) > 1 else axes[0],
-                               keepdims=keepdims)
+    if node.op == REDUCE_OP:  # (every axis: the place in the values raveled, so the chunks
+        op, axes, keepdims = node.arg[:3]  # come in NumPy's order and the first tie wins)
+        if len(axes) > 1:
+            return getattr(da, op)(values.ravel(), axis=0).reshape(node.shape)
+        return getattr(da, op)(values, axis=axes[0], keepdims=keepdims)
     if node.arg[0] == "flatten":
         return values.reshape(node.shape)
     return getattr(da, node.arg[0])(values, axis=node.arg[1][0], dtype=node.dtype)
