@@ -331,3 +331,20 @@ def test_a_compiled_arg_reduction_of_numpy_data_is_numpys_scan():
     assert g(y) == np.argmax(y * 2)
     with pytest.raises(ValueError):
         g(np.zeros(0, np.float32))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_a_bound_arg_reduction_over_an_empty_axis_raises_as_the_call(op):
+    """`bind()` of a compiled argmax over an empty fixed axis whose result is not empty
+    raises NumPy's ValueError, as the call does (its values were -1)."""
+    p = lazyk.placeholder("p", "N * M * float64")
+    for axis, keepdims, shape, out in ((1, False, (2, 0), np.zeros(2, np.int64)),
+                                       (0, True, (0, 3), np.zeros((1, 3), np.int64))):
+        f = lazyk.compile(getattr(lazyk, op)(p, axis=axis, keepdims=keepdims))
+        with pytest.raises(ValueError, match="empty sequence"):
+            f(np.zeros(shape))
+        with pytest.raises(ValueError, match="empty sequence"):
+            f.bind(out, np.zeros(shape))()
+    x = np.random.default_rng(8).standard_normal((3, 4))
+    f = lazyk.compile(getattr(lazyk, op)(p, axis=1))
+    np.testing.assert_array_equal(f.bind(np.zeros(3, np.int64), x)(), getattr(np, op)(x, axis=1))

@@ -171,10 +171,10 @@ class RaggedBound:
                 w[lay["lens"] + 2 * k + 1] = first
         self._local = threading.local()
         # values the kernel wrote need no rules applied: no missing values, and no
-        # reduction that refuses empty rows (min, max, an integer mean)
+        # reduction that refuses empty rows (min, max, an integer mean, an arg-reduction)
+        row = None if reduce_arg is None else ops.OPS[reduce_arg[0]]
         plain = not fill.option and not fill.qrows and (
-            reduce_arg is None or not (ops.OPS[reduce_arg[0]].no_empty_fold or
-                                       ops.OPS[reduce_arg[0]].per_value) or
+            row is None or not (row.no_empty_fold or row.per_value or row.finish) or
             (reduce_arg[0] == "mean" and fill.acc.kind not in "iu"))
         self._noop = plain and bool(self._direct) and self._mask is None  # (out's mask:
         # written each call, all present where the result has no missing values)
