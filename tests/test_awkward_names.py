@@ -181,3 +181,14 @@ def test_empty_index_lists_are_no_positions_as_numpy_and_awkward():
             np.arange(3)[key]
         with pytest.raises(IndexError, match="too many indices: 2 for an array of 1 dims"):
             lazyk.array(np.arange(3))[key]
+
+
+def test_an_item_of_a_fixed_dim_is_checked_when_written_rows_or_none():
+    """`e[:, 5]` of a fixed dim of 4 is NumPy's IndexError when the index is written, also
+    with no rows to read (an empty array, `x[[], 5]`): it was an empty result."""
+    for x in (np.zeros((0, 4)), np.arange(12).reshape(3, 4)):
+        for key in ((slice(None), 5), (slice(None), -5), ([], 5), ([], -9)):
+            for v in (lazyk.array(x), lazyk.array(x) * 1):
+                with pytest.raises(IndexError, match="out of bounds for axis 1 with size 4"):
+                    v[key]
+        np.testing.assert_array_equal(np.asarray((lazyk.array(x) * 1)[:, -4].eval()), x[:, -4])

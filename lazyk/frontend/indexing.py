@@ -86,7 +86,9 @@ def _in_lists(e: Expr, key: Any, like: Expr | None = None) -> Expr | None:
     if d == 0 or not (isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
                       isinstance(k, slice)):
         return None
-    like = e if like is None else like
+    if fixed and not isinstance(k, slice) and not -e.shape[d] <= k < e.shape[d]:
+        raise IndexError(f"index {k} is out of bounds for axis {d} with size {e.shape[d]}")
+    like = e if like is None else like  # (a fixed dim checked now, as NumPy: rows or none)
     ends = num(like, axis=d)[..., None]  # each list's length, against its items
     if isinstance(k, slice) and fixed:  # (a fixed dim: its items' positions known now)
         return index_by(e, zeros_like(ends) + np.arange(e.shape[d])[k])
