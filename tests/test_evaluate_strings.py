@@ -344,5 +344,5 @@ def test_out_at_threaded_sizes_runs_the_guarded_record(monkeypatch):
     monkeypatch.undo()
     base = np.arange(100_001, dtype=np.float64)
     a1, a2 = base[1:], base[:-1]
-    lazyk.evaluate("a2 + 1", out=a1)
+    lazyk.evaluate("a2 + 1", local_dict={"a2": a2}, out=a1)
     np.testing.assert_array_equal(a1, np.arange(100_000.0) + 1)
