@@ -103,7 +103,7 @@ def missing_where(expr) -> Array | None:
     if not at or srcs[3 - at].op == "input" and _nothing(env[srcs[3 - at].arg]):
         return None
     used = {n: v for n, v in env.items() if n != srcs[at].arg}
-    if any(is_ragged(leaf_data(v)) for v in used.values()) or needs_nest(node):
+    if not all(type(leaf_data(v)) is np.ndarray for v in used.values()) or needs_nest(node):
         return None
     cond, value = (np.broadcast_to(np.asarray(runtime.evaluate(Expr(part, used))), node.shape)
                    for part in (srcs[0], srcs[3 - at]))
