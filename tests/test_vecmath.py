@@ -383,17 +383,3 @@ def test_annotate_declares_variants_the_cpu_runs() -> None:
     assert "_ZGVbN2v_log1p" in vecmath.annotate(ir, frozenset({"sse4.1"}))
     assert vecmath.annotate(ir, frozenset()) == ir
     assert vecmath.CACHE_TAG != "mvec"  # (objects cached before annotate: scalar libm calls)
-
-
-def test_math_over_a_strided_operand_is_one_vector_loop() -> None:
-    """A stride known only at run time is not versioned (a vector loop for a stride of one
-    element, a scalar one, libm call by call, for any other: LLVM's `ident.check`): the
-    loop over a column of a 2-d array is one vector loop that calls the vector function."""
-    import lazyk
-    for dt in (np.float32, np.float64):
-        x = np.random.default_rng(6).random((1000, 4)).astype(dt)[:, 1]
-        e = lazyk.sin(lazyk.array(x))
-        text = e.explain()
-        ir = text[text.index("== LLVM IR (optimized)"):text.index("== assembly")]
-        assert "ident.check" not in ir and "_ZGV" in text[text.index("== assembly"):], dt
-        np.testing.assert_allclose(np.asarray(lazyk.evaluate(e)), np.sin(x), rtol=1e-6)

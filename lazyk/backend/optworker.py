@@ -59,22 +59,9 @@ def wide_vectors(features: str, cpu: str) -> str:
     return features
 
 
-# LLVM options of every process that optimizes kernels. No loop versioning on a stride: a
-# loop over an operand whose stride is known only at run time is vectorized as it is (with
-# gathers) instead of twice, a vector copy for a stride of one element and a scalar one for
-# the rest, which every strided operand took (`sin` of a column of a (1e6, 4) float32
-# array: 2.1 -> 0.5 ms; of float64: 3.1 -> 0.9 ms, NumPy 0.8 / 6.2 ms).
-LLVM_OPTIONS = ("-enable-mem-access-versioning=0",)
-_options: list = []
-
-
 def target_machine(triple: str, cpu: str, features: str, opt: int = 3) -> Any:
     """The host target machine every kernel is optimized and compiled for (`opt`: the code
-    generator's level); the first call sets `LLVM_OPTIONS` in this process."""
-    if not _options:
-        for option in LLVM_OPTIONS:
-            llvm.set_option("lazyk", option)
-        _options.append(True)
+    generator's level)."""
     target = llvm.Target.from_triple(triple)
     return target.create_target_machine(cpu=cpu, features=features, opt=opt,
                                         codemodel="jitdefault", jit=True)
