@@ -35,7 +35,7 @@ def across_chunks(root: Node) -> bool:
     work = [n for n in toposort(root) if n.op in (ROWS_OP, SELECT_OP, TAKE_OP, PICK_OP) or
             n.op == REDUCE_OP and n.arg[0] in ARG_REDUCTIONS]
     return all(dense_step(n) for n in work) and any(
-        0 in n.arg[1] and n.arg[0] not in ("flatten",) for n in work)
+        0 in n.arg[1] and n.arg[0] != "flatten" for n in work)
 
 
 def dense_step(node: Node) -> bool:

@@ -308,7 +308,7 @@ class _FastEntry:
                             raise ShapeError("operands do not broadcast") from None
                         break
                 size = math.prod(shape)
-                small = size < self._thread_min  # (threaded: the values' own kernel data)
+                small = size < self._thread_min  # (threaded: no scalars written per call)
                 plain = small or consts is None and all(a.flags.aligned for a in arrays)
                 if not self.reduce and plain:  # threaded (out= too): the guard runs a pool record
                     o = (np.empty if small else runtime.empty_out)(shape, self.dtype)
