@@ -371,9 +371,9 @@ def dask_step(node: Node, values: da.Array) -> da.Array:
     array (NumPy's rules: the first NaN wins, an empty axis raises)."""
     if node.op == REDUCE_OP:  # (every axis: the place in the values raveled, so the chunks
         op, axes, keepdims = node.arg[:3]  # come in NumPy's order and the first tie wins)
+        if 0 in [values.shape[a] for a in axes]:  # (NumPy's error; Dask's ravel refuses)
+            raise ValueError(f"attempt to get {op} of an empty sequence")
         if len(axes) > 1:
-            if not values.size:  # (NumPy's error; Dask's ravel refuses an empty array)
-                raise ValueError(f"attempt to get {op} of an empty sequence")
             return getattr(da, op)(values.ravel(), axis=0).reshape(node.shape)
         return getattr(da, op)(values, axis=axes[0], keepdims=keepdims)
     if node.arg[0] == "flatten":
