@@ -189,3 +189,17 @@ def test_asarray_of_ragged_or_missing_results_points_elsewhere(make):
     xm = lazyk.array([[1.0, None], [], [3.0]])
     with pytest.raises(NotSupportedError, match="to_arrow / lazyk.to_awkward.*to_list"):
         np.asarray(make(x, xm))
+
+
+@pytest.mark.parametrize("foreign", [[0.0, 0.0], (0.0, 0.0), {"a": 1}, "out"])
+def test_a_foreign_out_is_a_type_error_on_every_path(foreign):
+    # the same TypeError naming the object's type as a dense result's, not "not supported"
+    x = lazyk.array([[1.0, 2.0], [3.0]])
+    total = lazyk.sum(x, axis=1)
+    k = lazyk.compile(lazyk.sum(lazyk.placeholder("x", "N * var * float64"), axis=1))
+    name = type(foreign).__name__
+    for run in (lambda: total.eval(out=foreign), lambda: lazyk.evaluate(total, out=foreign),
+                lambda: lazyk.evaluate(x * 2, out=foreign), lambda: k(x, out=foreign),
+                lambda: k.bind(foreign, x)):
+        with pytest.raises(TypeError, match=f"out must be a NumPy or lazyk array, not {name}"):
+            run()

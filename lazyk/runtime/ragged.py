@@ -172,11 +172,11 @@ def evaluate(expr, out=None, casting: str = "same_kind"):
         return store(_evaluate(expr), out, casting)
 
     refuse_lazy_out(out)
-    try:
+    try:  # (a foreign object: as_out's TypeError, as for every result)
         target = as_out(out)
-    except Exception:
-        raise NotSupportedError(f"out= of type {getattr(out, 'type', type(out).__name__)} "
-                                "for a var / option expression") from None
+    except NotSupportedError:
+        raise NotSupportedError(f"out= of type '{out.type}' for a var / option expression"
+                                ) from None
     if not target.flags.writeable:
         raise ValueError("out= is read-only: pass a writeable array")
     result = _evaluate(expr)

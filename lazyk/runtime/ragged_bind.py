@@ -577,7 +577,7 @@ def _numpy_out(out, fill, dims: list, keepdims: bool) -> np.ndarray:
     if isinstance(out, Array):
         out = out.to_numpy()
     if not isinstance(out, np.ndarray):
-        raise BindError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
+        raise TypeError(f"out must be a NumPy or lazyk array, not {type(out).__name__}")
     shape = tuple(int(d) for d in dims)
     if keepdims and not isinstance(fill.mode, Reduce):
         shape = list(shape)
