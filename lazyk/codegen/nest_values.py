@@ -71,11 +71,24 @@ class NestValues:
             return
         ok = self._present(masks)
         b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
+        if self._numbers_only():  # (no branch: the loop vectorizes)
+            value = self._values(addr)[0]
+            zero = self.em.const(dt, 0)
+            value = tuple(b.select(ok, x, z) for x, z in zip(value, zero)) \
+                if isinstance(value, tuple) else b.select(ok, value, zero)
+            store_value(b, self._scanned(value, ok), dst, dt)
+            return
         with b.if_else(ok) as (then, otherwise):
             with then:  # a missing input's bytes are never computed with
                 store_value(b, self._scanned(self._values(addr)[0]), dst, dt)
             with otherwise:
                 store_value(b, self.em.const(dt, 0), dst, dt)
+
+    def _numbers_only(self) -> bool:
+        """Whether the body reads only numbers (no string's characters): a missing
+        input's bytes may then be computed with (integer division never traps) and the
+        result selected, with no branch on each element's present byte."""
+        return all(np.dtype(d).kind in "biufc" for d in self.spec.inputs)
 
     def _write_results(self, addr, at):
         """Element `at`'s values, each into its own result (`Map.values`)."""

@@ -251,7 +251,8 @@ def _in_place(packed: tuple, mask: np.ndarray, shape: tuple) -> Array:
     """`masked_empty`'s one-dim `n * ?T` array (values written) with `mask` as its present
     bytes, viewed as `shape` (C order, n elements)."""
     arr, values, present = packed
-    present[...] = mask.reshape(present.shape)
+    if mask.ctypes.data != present.ctypes.data:  # (else the kernel wrote them there)
+        present[...] = mask.reshape(present.shape)
     values.reshape(shape)  # (the same elements: else ValueError, as a copy would raise)
     if shape == values.shape:
         return arr

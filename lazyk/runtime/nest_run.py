@@ -377,7 +377,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     packed = None
     if reduce_arg is None and not parts_only and prep.value_option and option and \
             acc == root.dtype:  # `?T` values: written in place in the result's layout
-        packed = masked_empty((nvals,), acc)
+        packed = masked_empty((nvals,), acc, filled=True)  # (the kernel writes each value)
         out = packed[1]
     elif reduce_arg is not None and reduce_arg[0] in ARG_REDUCTIONS and not parts_only and \
             (option or qlev or prep.optional) and acc == red_node.dtype:
@@ -387,6 +387,8 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     else:
         out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     flags = fresh(nvals, U8) if option or not isinstance(mode, Map) else None
+    if packed is not None and reduce_arg is None and acc.itemsize == 1:
+        flags = packed[2].view(U8)  # (present bytes one apart: the kernel writes them there)
     if isinstance(mode, Reduce) and not (option or qlev) and (
             OPS[reduce_arg[0]].folds_to_identity or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
