@@ -15,6 +15,11 @@ data of about the same size. Workloads:
   j  num(xq)                               ?var rows, 10 % missing (None for those)
   k  cumsum(x, axis=-1)                    Awkward has none: flatten, np.cumsum, unflatten
   l  sort(x, axis=-1)
+  m  cos(x).sum(axis=-1)                   rows of 0-1 values (math calls in short rows)
+  n  x[argmax(x, axis=1, keepdims=True)]
+  o  sort(x, axis=-1)                      rows Poisson(4)
+  p  (x * 2)[:, 1:]                        rows Poisson(4)
+  q  xm*2 + 1                              ?float64, 10 % missing (elementwise)
 
 Peers, on the same data: Awkward Array (ak.* on layouts built over the same NumPy buffers),
 NumPy on flat content + offsets (np.add.reduceat and friends, empty rows patched), and lazyk
@@ -204,6 +209,9 @@ def workloads(d: dict) -> list:
     def np_p(_):  # every value but each row's first
         return (xp * 2)[np.arange(len(xp)) - np.repeat(offp[:-1], lensp) >= 1]
 
+    def np_q(_):  # (NumPy's masked arrays keep the mask apart: the values, NaN if missing)
+        return np.where(mask, x * 2 + 1, np.nan)
+
     def np_n(_):  # each row's largest value (its first position: a row's max is in it)
         best = np_row_reduce(np.maximum, x, off, np.nan)
         return best
@@ -288,13 +296,17 @@ def workloads(d: dict) -> list:
             "numpy": (None, np_p),
             "awkward": (lambda: (ak_var(offp, xp),), lambda a: (a[0] * 2)[:, 1:]),
             "lazyk": lz(lambda p: (p * 2)[:, 1:], lambda: lazyk_var(offp, xp))}),
+        ("q", "?float64 10% missing: x*2 + 1", 9 * nv + 9 * nv, {
+            "numpy": (None, np_q),
+            "awkward": (lambda: (ak_var(off, x, mask),), lambda a: a[0] * 2 + 1),
+            "lazyk": lz(lambda p: p * 2 + 1, lambda: lazyk_var(off, x, mask))}),
     ]
     return W
 
 
 def to_flat(tool, key, r):
     """A tool's result as one float64 NumPy array (NaN for missing), for checking."""
-    flat = ("b", "d", "i", "k", "l", "n", "o", "p")  # results with var dims: values in order
+    flat = ("b", "d", "i", "k", "l", "n", "o", "p", "q")  # results with var dims: values in order
     if tool == "awkward":
         if key == "f":
             return np.asarray(r.layout.offsets)

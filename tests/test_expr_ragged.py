@@ -629,3 +629,29 @@ def test_missing_values_elementwise_is_one_vector_loop():
 def test_running_sums_over_missing_values_skip_them():
     x = lazyk.array([[1.0, None, 2.0], [], [None, 4.0]], type="3 * var * ?float64")
     assert lazyk.cumsum(x, axis=1).eval().to_list() == [[1.0, None, 3.0], [], [None, 4.0]]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "float32", "float64", "complex128"])
+def test_missing_values_results_of_every_item_size(dtype):
+    # the kernel writes each present byte into the result's own mask, one value apart
+    rows = [[1, None, 3], [], [None], [0, 5, None, 7]]
+    if dtype == "bool":
+        rows = [[None if v is None else bool(v) for v in r] for r in rows]
+    want_rows = [[None if v is None else np.dtype(dtype).type(v) for v in r] for r in rows]
+    x = lazyk.array(rows, type=f"4 * var * ?{dtype}")
+    fixed = lazyk.array([[1, None], [None, 4], [5, 6]] if dtype != "bool" else
+                        [[True, None], [None, False], [True, True]], type=f"3 * 2 * ?{dtype}")
+    keep = lazyk.array([[True, True, False], [], [True], [False, True, True, True]])
+    for e, want in [
+            (x == x, [[None if v is None else True for v in r] for r in rows]),
+            (lazyk.where(x == x, x, x), want_rows),
+            (x[keep], [[v for v, k in zip(r, m) if k] for r, m in
+                       zip(want_rows, [[1, 1, 0], [], [1], [0, 1, 1, 1]])]),
+            (fixed == fixed, [[True, None], [None, True], [True, True]])]:
+        assert e.eval().to_list() == want
+    if dtype != "bool":
+        doubled = (x + x).eval()
+        assert doubled.type == x.type
+        assert doubled.to_list() == [[None if v is None else v + v for v in r]
+                                     for r in want_rows]
+        assert "present bytes" in (x + x).explain() or np.dtype(dtype).itemsize == 1

@@ -6,6 +6,7 @@ through their arrmeta (docs/layout.md)."""
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import numpy as np
@@ -584,17 +585,16 @@ def masked_empty(shape: tuple, dtype: np.dtype,
     raw = dtype.kind == "V" and dtype.names is None  # fixed_bytes[n]
     if dtype.kind not in "biufcmM" and not raw:
         raise NotSupportedError(f"missing values over {dtype} data")
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = math.prod(shape) * dtype.itemsize
     block = memory.MemoryBlock(2 * size, zeroed=not filled)
     values = block.buffer[:size].view(dtype).reshape(shape)
-    present = np.lib.stride_tricks.as_strided(block.buffer[size:], values.shape,
-                                              values.strides).view(bool)
+    present = np.ndarray(values.shape, bool, block.buffer, size, values.strides)
     t: T.Type = T.Option(M.type_from_numpy(dtype))
     meta: list[int] = []
     for n, s in reversed(list(zip(values.shape, values.strides))):
         t = T.FixedDim(n, t)
         meta[:0] = [n, s]
-    return Array.from_parts(t, tuple(meta) + (size,), block.address, block), values, present
+    return Array._from_parts(t, tuple(meta) + (size,), block.address, block), values, present
 
 
 __all__ = ["Array", "array", "TypeParseError"]

@@ -527,14 +527,18 @@ def tuple_kind(kinds, k: int):
 
 @dataclass(frozen=True)
 class Fill:
-    """Compute the values (every result row checked against the counted lengths)."""
+    """Compute the values (every result row checked against the counted lengths).
+    `present_step`: bytes between an elementwise result's present bytes (its item size
+    where they go straight into the result's mask, one value apart: `docs/layout.md`)."""
 
+    present_step: int = 1
     counting = False
     marking = False
     level = -1
 
     def __str__(self) -> str:
-        return "fill"
+        return "fill" if self.present_step == 1 else \
+            f"fill (present bytes {self.present_step} apart)"
 
 
 @dataclass(frozen=True)

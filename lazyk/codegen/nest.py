@@ -242,6 +242,8 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
         if self.checking and not isinstance(mode, (Map, Reduce)):
             raise ops.NotSupportedError(f"no check pass for mode {mode}")
         self.deepest = npass.level if self.counting else -1
+        # (only the fill pass writes values and their present bytes)
+        self.present_step = npass.present_step if isinstance(npass, Fill) else 1
         # the result levels whose rows are counted: var ones, and the level keeping elements
         self.counted = {k for k in self.res if levels[k] is VAR or
                         (self.keep is not None and k == self.keep.level)}

@@ -49,10 +49,11 @@ class NestValues:
             return
         dt = self.out_dts[0]
         dst = b.gep(self.out, [b.mul(at, self.c(dt.itemsize))])
-        outm = self.outm
+        outm, step = self.outm, self.present_step
+        mat = at if step == 1 else b.mul(at, self.c(step))  # (this element's present byte)
         if spare is not None:
             dst = b.select(spare, self.spare, dst)
-            outm = b.select(spare, b.gep(self.spare, [b.neg(at)]), outm)
+            outm = b.select(spare, b.gep(self.spare, [b.neg(mat)]), outm)
         if self.where_masks and gone is not None and self.branch_q and self.qrows:
             # a where() branch's missing row at a fixed level (`?n`): the result row is
             # missing only where an element takes that branch
@@ -66,11 +67,11 @@ class NestValues:
             return
         if self.where_masks:  # values of every element; the mask follows the body
             value, ok, _ = self._values_and_present(addr, gone)
-            b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
+            b.store(b.zext(ok, I8), b.gep(outm, [mat]), align=1)
             store_value(b, self._scanned(value, ok), dst, dt)
             return
         ok = self._present(masks)
-        b.store(b.zext(ok, I8), b.gep(outm, [at]), align=1)
+        b.store(b.zext(ok, I8), b.gep(outm, [mat]), align=1)
         if self._numbers_only():  # (no branch: the loop vectorizes)
             value = self._values(addr)[0]
             zero = self.em.const(dt, 0)

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from lazyk.arrays.array import Array, array, masked
+from lazyk.arrays.array import Array, array, masked, masked_empty
 from lazyk.arrays.outputs import empty as fresh
 from lazyk.backend.threads import part_entry, parts_for
 from lazyk.codegen.levels import FIXED, VAR, WORDS, Fill, Map, Reduce
@@ -57,11 +57,15 @@ class NestLaunch:
         self.sel_kinds = list(prep.sel_kinds)
         # the kernel's loads assume these dtypes and alignments (its spec)
         self.loads = [(ops_[j].dtype, bool(ops_[j].aligned)) for j in self.labels]
-        self.kern = prep.kernel(Fill())
-        self.lay = self.kern.lay
         self.mapping = isinstance(prep.mode, Map)
         self.acc, self.skipna = prep.acc, prep.skipna
         self.option = any(prep.maskd)
+        # `?T` values written in the result's layout, present bytes into its mask (as
+        # `nest_run` writes them: the same kernel)
+        self.packed = self.mapping and self.option and prep.value_option and \
+            self.acc == root.dtype
+        self.kern = prep.kernel(Fill(self.acc.itemsize) if self.packed else Fill())
+        self.lay = self.kern.lay
         self.root_dtype, self.red_dtype = root.dtype, red_node.dtype
         self.reduce_arg = reduce_arg
         self.flagged = self.option or (
@@ -112,8 +116,10 @@ class NestLaunch:
             block[PREFIX + self.lay["lens"] + 2] = data_pointer(offsets)
         else:
             nvals = n0
-        out = fresh(nvals, self.acc)
-        flags = np.empty(nvals, np.uint8) if self.flagged else None
+        packed = masked_empty((nvals,), self.acc, filled=True) if self.packed else None
+        out = fresh(nvals, self.acc) if packed is None else packed[1]
+        flags = packed[2].view(np.uint8) if packed is not None else \
+            np.empty(nvals, np.uint8) if self.flagged else None
         addr = data_pointer(block)
         block[PREFIX] = addr + 8 * self.row  # the status words
         block[PREFIX + 2] = n0
@@ -127,7 +133,7 @@ class NestLaunch:
         if self.mapping:
             mask = flags.view(bool) if self.option else None
             return nest_result(out.astype(self.root_dtype, copy=False), mask, [n0, VAR],
-                               {1: offsets}, [n0, nvals])
+                               {1: offsets}, [n0, nvals], packed=packed)
         values, mask = nest_reduced(out, flags, self.reduce_arg, self.option, self.skipna)
         values = values.astype(self.red_dtype, copy=False)
         if mask is None:

@@ -387,8 +387,9 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
     else:
         out = fresh((nvals,), acc)  # large outputs reuse faulted-in blocks
     flags = fresh(nvals, U8) if option or not isinstance(mode, Map) else None
-    if packed is not None and reduce_arg is None and acc.itemsize == 1:
-        flags = packed[2].view(U8)  # (present bytes one apart: the kernel writes them there)
+    fill = Fill()
+    if packed is not None and reduce_arg is None:  # the kernel writes the present bytes
+        flags, fill = packed[2].view(U8), Fill(acc.itemsize)  # into the result's mask
     if isinstance(mode, Reduce) and not (option or qlev) and (
             OPS[reduce_arg[0]].folds_to_identity or
             (reduce_arg[0] == "mean" and acc.kind not in "iu")):
@@ -403,7 +404,7 @@ def nest_run(root, red_node, reduce_arg, names, leaves, where_masks=False, parts
                for p in rfix}
     for p in rfix:
         words[lay["lens"] + 2 * res[p]] = data_pointer(present[p])
-    kern = prep.kernel(Fill(), where_masks and (any(maskd) or wq))
+    kern = prep.kernel(fill, where_masks and (any(maskd) or wq))
     parts = nest_parts(levels, sizes, offsets, rvar + rfix, sel, sel_kinds, mode, res, n0)
     kern.run(words, step.consts, parts, (keep, out, flags, offsets, present), labels)
     for rec in RECORDERS:
