@@ -108,3 +108,17 @@ def test_emit_body_is_reusable_with_another_target():
     (v,) = emit_body(b, spec, [fn.args[0]], Named())
     b.ret(v)
     assert "call double @\"__nv_sin\"(double" in str(m) or "@__nv_sin" in str(m)
+
+
+def _ir(spec, inner):
+    return str(generate(spec, LayoutClass(1, inner)))
+
+
+def test_only_math_over_strided_operands_runs_by_blocks():
+    """Blocks (a stack buffer per strided operand) only where a strided operand meets a
+    math call: contiguous kernels and plain arithmetic keep their loops."""
+    sin = KernelSpec((F4,), (True,), (Instr("load", F4, (), 0), Instr("sin", F4, (0,))),
+                     ((1, F4),))
+    assert "blk.body" in _ir(sin, "cs") and "blk.body" in _ir(sin, "ss")
+    assert "blk.body" not in _ir(sin, "cc") and "alloca [" not in _ir(sin, "cc")
+    assert "blk.body" not in _ir(add_spec(), "css") and "blk.body" not in _ir(add_spec(), "ccc")

@@ -383,3 +383,22 @@ def test_annotate_declares_variants_the_cpu_runs() -> None:
     assert "_ZGVbN2v_log1p" in vecmath.annotate(ir, frozenset({"sse4.1"}))
     assert vecmath.annotate(ir, frozenset()) == ir
     assert vecmath.CACHE_TAG != "mvec"  # (objects cached before annotate: scalar libm calls)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("func", ["sin", "exp", "log1p"])
+def test_math_over_a_strided_operand_calls_libmvec(func: str, dtype) -> None:
+    """A column of a 2-d array (stride known only at run time) runs by blocks through a stack
+    buffer: the loop over a block calls the vector function. A loop over the column itself
+    was versioned by LLVM on its stride (`ident.check`), every real stride a scalar loop."""
+    _avx2()
+    import lazyk
+
+    x = np.random.default_rng(6).uniform(0.5, 2, (1001, 4)).astype(dtype)[:, 1]
+    e = getattr(lazyk, func)(lazyk.array(x))
+    text = e.explain()
+    assert "inner='cs'" in text
+    ir = text[text.index("== LLVM IR (optimized)"):text.index("== assembly")]
+    assert "ident.check" not in ir
+    assert _calls(text[text.index("== assembly"):]), "no libmvec call for the strided column"
+    np.testing.assert_allclose(np.asarray(lazyk.evaluate(e)), getattr(np, func)(x), rtol=1e-6)

@@ -9,9 +9,8 @@ import numpy as np
 from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I32, I64, emit_body, lltype, load_value
-from lazyk.codegen.llvm import for_loop
+from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
 from lazyk.codegen.nest_selection import inputs_of
-from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
 
 # Histograms fold a contiguous row by blocks of this many values: their bins first (a loop
 # that vectorizes), then the counters.

@@ -10,8 +10,7 @@ from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I64, lltype, store_value
 from lazyk.codegen.levels import VAR
-from lazyk.codegen.llvm import for_loop
-from lazyk.codegen.nest_window import NO_VECTOR, hinted_loop
+from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
 
 # Elements of a row an arg-reduction folds with no branch on the row's length (`_arg_rows`).
 PEEL = 8

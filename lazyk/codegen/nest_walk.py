@@ -11,8 +11,8 @@ from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I64, P8
 from lazyk.codegen.levels import FIXED, VAR, Gathered, Pick, tuple_bounds, tuple_count
-from lazyk.codegen.llvm import for_loop
-from lazyk.codegen.nest_window import LEAD, NO_VECTOR, WINDOW, hinted_loop
+from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
+from lazyk.codegen.nest_window import LEAD, WINDOW
 from lazyk.errors import NotSupportedError
 
 

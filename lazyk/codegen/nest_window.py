@@ -1,7 +1,6 @@
 """The window fold of the loop-nest generator (`codegen.nest`): a contiguous row folded
 WINDOW lanes at once with no remainder loop, its leading windows checked against every
-operand's content; and the loops with `llvm.loop` hints (`hinted_loop`) the nest's other
-loops take. `NestWindows` is a mixin of the generator (`codegen.nest._NestGen`)."""
+operand's content. `NestWindows` is a mixin of the generator (`codegen.nest._NestGen`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +8,7 @@ from llvmlite import ir
 
 from lazyk.codegen.emit import I1, I8, I64, intrinsic, lltype
 from lazyk.codegen.levels import FIXED, VAR
-from lazyk.codegen.llvm import for_loop
+from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
 from lazyk.frontend import ops
 
 # Rows are short and of random lengths: a row folded by windows of this many elements
@@ -31,21 +30,6 @@ STAGE = 256
 SHORT = 8
 # Bytes a count of trues over short rows sums at once (`_trues`).
 SPAN = 16
-# Loop hints (`llvm.loop` metadata). Strided rows (and the window's blocks, already
-# WINDOW lanes wide): a vectorized loop with gathers or remainders rarely pays.
-NO_VECTOR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.interleave.count", 1))
-
-
-def hinted_loop(b, n, body, name, hints) -> None:
-    """`for_loop` with `llvm.loop` hints on its back edge."""
-    back = for_loop(b, n, body, name)
-    m = b.module
-    ops_ = [m.add_metadata([ir.MetaDataString(m, key),
-                            ir.Constant(I1 if isinstance(v, bool) else ir.IntType(32), v)])
-            for key, v in hints]
-    loop_id = ir.values.MDValue(m, [], name=str(len(m.metadata)))  # distinct: refers to itself
-    loop_id.operands = (loop_id, *ops_)
-    back.set_metadata("llvm.loop", loop_id)
 
 
 class NestWindows:
