@@ -402,3 +402,25 @@ def test_math_over_a_strided_operand_calls_libmvec(func: str, dtype) -> None:
     assert "ident.check" not in ir
     assert _calls(text[text.index("== assembly"):]), "no libmvec call for the strided column"
     np.testing.assert_allclose(np.asarray(lazyk.evaluate(e)), getattr(np, func)(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("expr", ["sum(sin(x))", "mean(exp(x))", "sum(sin(c))", "sum(sin(m), 1)"])
+def test_float32_math_into_a_float64_sum_calls_libmvec(expr: str) -> None:
+    """float32 math feeding a float64 accumulator runs 8 lanes (the 8-lane libmvec function):
+    LLVM took the accumulator's 4 lanes, which call libm once per value beside AVX code."""
+    _avx2()
+    import lazyk
+
+    rng = np.random.default_rng(7)
+    env = {"x": rng.uniform(-3, 3, 10_001).astype(np.float32),
+           "c": rng.uniform(-3, 3, (10_001, 3)).astype(np.float32)[:, 1],
+           "m": rng.uniform(-3, 3, (101, 99)).astype(np.float32)}
+    text = str(lazyk.explain(expr, local_dict=env))
+    e = lazyk.evaluate(expr, env)
+    wide = {k: v.astype(np.float64) for k, v in env.items()}
+    want = {"sum(sin(x))": np.sin(wide["x"]).sum(), "mean(exp(x))": np.exp(wide["x"]).mean(),
+            "sum(sin(c))": np.sin(wide["c"]).sum(),
+            "sum(sin(m), 1)": np.sin(wide["m"]).sum(axis=1)}[expr]
+    assert np.asarray(e).dtype == np.float32
+    np.testing.assert_allclose(np.asarray(e, np.float64), want, rtol=1e-5, atol=1e-4)
+    assert _calls(text[text.index("== assembly"):]), "no libmvec call"
