@@ -5,8 +5,8 @@ lie below it (`_rows_first`, `_middle_first`), folds over `?n` rows (a missing r
 a fixed dim, `?0` too) and a missing row folded along its own axis above fixed dims run the
 elementwise part first (`_rows_first`); so do folds over missing rows at several levels
 (`var * ?var * ?var * T`, `?var` with `?n`), each missing row filled at once
-(`_filled_first`); their results are rebuilt with NumPy over offsets
-and present flags (`_rebuild`, `nest_results.fixed_rows`), never per row in Python. where()
+(`_filled_first`); their results are rebuilt with NumPy over offsets and present flags
+(`_rebuild`, `nest_results.fixed_rows`), never per row in Python. where()
 operands that combine a missing row with other rows are computed first (`_parts_first`).
 What the nest does not take raises NotSupportedError naming the types and the operation."""
 from __future__ import annotations
@@ -33,30 +33,31 @@ from lazyk.runtime.ragged_rules import branch_masks, inline_reductions, one_leaf
 from lazyk.types import FixedDim
 
 
-def evaluate_nest(expr):
+def evaluate_nest(expr, dropped: set | None = None):
     """Evaluate `expr` with one generated loop nest (a few forms in two: the elementwise
     part, then the reduction of its result); NotSupportedError naming the types and the
-    operation for what the nest does not take."""
-    first = parts_first(expr)
-    return _evaluate_nest(expr) if first is None else evaluate_nest(first)
+    operation for what the nest does not take. `dropped`: see `_parts_first`."""
+    dropped = set() if dropped is None else dropped
+    first = parts_first(expr, dropped)
+    return _evaluate_nest(expr) if first is None else evaluate_nest(first, dropped)
 
 
-def parts_first(expr):
+def parts_first(expr, dropped: set | None = None):
     """`expr` with the parts one nest must not pair computed first, decided from the
     operands' types, or None where it runs as one nest: where one nest would pair rows
     that the reference never pairs (a missing row hides the rows it is combined with).
     A ShapeError is then always rows that do not line up."""
-    first = _parts_first(expr, where_only=True)
+    dropped = set() if dropped is None else dropped
+    first = _parts_first(expr, True, dropped)
     first = _fixed_last(expr) if first is None else first
-    return _parts_first(expr, where_only=False) if first is None else first
+    return _parts_first(expr, False, dropped) if first is None else first
 
 
 def scan_nest(expr, combine: str):
     """`expr`'s result with each value of an innermost row replaced by the running fold of
     the row so far (`combine`: "add" for cumsum, "multiply" for cumprod; `levels.Scan`),
     in one loop nest with the elementwise work that computes the values; None where that
-    nest does not take the form (where() over missing values, a scalar): compute `expr`
-    first, then scan its result."""
+    nest does not take the form (where() over missing values, a scalar): compute first."""
     root = expr.node
     if REDUCE_OP in graph_ops(root):
         root, expr = inline_reductions(root, expr)
@@ -108,7 +109,7 @@ def _fixed_last(expr):
     return Expr(root, env) if moved else None
 
 
-def _parts_first(expr, where_only: bool):
+def _parts_first(expr, where_only: bool, dropped: set):
     """`expr` with the parts that combine a `?var` operand with others computed first, or
     None when there is none: the reference computes each operation's operands before it,
     so a row missing there is missing whatever the length of the other operands' rows,
@@ -116,7 +117,7 @@ def _parts_first(expr, where_only: bool):
     would pair the rows of a branch it does not take, or give an empty row where the
     reference's row is missing); else every part that meets another operand with dims
     (`(xq + y) + z`: y's row would pair with z's where xq's row is missing; `(xq + y) * 2`
-    pairs nothing more: one nest)."""
+    pairs nothing more: one nest). `dropped`: parts that gave `?n` rows, not computed again."""
     qvar = {n for n, v in expr.env.items()
             if is_ragged(leaf_data(v)) and leaf_data(v).array.type.missing_var_rows}
     if not qvar or (not where_only and any(isinstance(v, PickLeaf) for v in expr.env.values())):
@@ -134,10 +135,11 @@ def _parts_first(expr, where_only: bool):
         new = list(node.srcs)
         for i, src in enumerate(new):
             meets = where_only or any(s.ndim for j, s in enumerate(new) if j != i)
-            if combines(src) and meets:
-                value = evaluate_nest(Expr(src, env))
+            if combines(src) and meets and src not in dropped:
+                value = evaluate_nest(Expr(src, env), dropped)
                 if value.type.missing_fixed_rows:
-                    continue  # `?n` rows: no leaf the nest reads (the one nest pairs them)
+                    dropped.add(src)  # `?n` rows: no leaf the nest reads (one nest pairs)
+                    continue
                 leaf = as_expr(value)
                 env.update(leaf.env)
                 if value.type.missing_var_rows:
@@ -201,8 +203,7 @@ def _rows_first(root, red_node, reduce_arg, names, leaves):
     fold skips under skipna, and then the nest folds that. Without skipna a missing row
     makes its group's result row missing; under skipna a `?var` group with no present row
     gives an empty row (the rules of `tests/ragged_reference.py`): which result rows fold
-    a missing row comes from the same fold, in the nest, of one flag per row. None for
-    other forms."""
+    a missing row comes from the same fold, in the nest, of one flag per row; else None."""
     got = nest_run(root, root, None, names, leaves,
                     where_masks=branch_masks(root, names, leaves), parts_only=True)
     if got is None:
@@ -504,8 +505,7 @@ def _own_axis_first(parts, red_node, reduce_arg):
     """A fold along the axis of a `?var` dim with fixed dims under it, from the elementwise
     result `parts`: each missing row becomes one row of missing values, the nest folds
     that, and the result row under a missing row is missing (skipna too, as a missing row
-    reduced along its own axis); with var dims under it too, `_middle_first`. None for
-    other forms."""
+    reduced along its own axis); with var dims under it too, `_middle_first`; else None."""
     values, flags, dims, offsets, validity, _ = parts
     a = reduce_arg[1][0]
     below = dims[a + 1:]
