@@ -72,3 +72,13 @@ def test_command_line_explain_says_what_the_sample_data_raised():
                          env=dict(os.environ))
     assert got.returncode == 0, got.stderr
     assert "running it on sample data for its placeholders raised ShapeError" in got.stdout
+
+
+def test_fill_none_refuses_a_foreign_value_also_without_missing_values():
+    """fill_none(x, object()) of data with no missing value raised nothing and returned x
+    (Awkward raises TypeError); with missing values it was a TypeError naming the type."""
+    for x in (lazyk.array([[1.0, 2.0], []]), lazyk.array([[1.0, None], []])):
+        for bad in (object(), [1, 2]):
+            with pytest.raises(TypeError, match=type(bad).__name__):
+                lazyk.fill_none(x, bad)
+    assert lazyk.fill_none(lazyk.array([[1.0, 2.0], []]), 0).to_list() == [[1.0, 2.0], []]

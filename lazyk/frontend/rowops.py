@@ -335,9 +335,9 @@ def fill_none(x: Any, value: Any) -> Expr:
     if value is None:
         raise TypeError("fill_none: the value must not be None (it replaces the missing "
                         "values)")
+    v = operands("fill_none", (value,))[0]  # (a foreign object: TypeError, missing or not)
     if not option:
         return e
-    v = operands("fill_none", (value,))[0]
     try:
         dtype = where(True, e, v).dtype  # NumPy's promotion, weak Python scalars
     except UnsupportedOperandError:
