@@ -626,6 +626,81 @@ def test_missing_values_elementwise_is_one_vector_loop():
                                   np.ma.filled(ma * 2.5 + 1, np.nan))
 
 
+def _fold_asm(e):
+    return e.explain().split("== assembly", 1)[1].split(".Lfunc_end0", 1)[0]
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+def test_folds_over_missing_values_are_vector_loops(skipna):
+    # a missing value folds as the identity and is counted apart: no branch per element
+    ma, _, _ = _masked_case(1000)
+    m2 = np.ma.masked_array(ma.data.reshape(10, 100), ma.mask.reshape(10, 100))
+    e = lazyk.sum(lazyk.array(m2) * 2.0, axis=1, skipna=skipna)
+    assert re.search(r"\tv(add|fmadd\w*)pd\t.*%[yz]mm", _fold_asm(e)), "no packed float64 sum"
+    want = (m2 * 2.0).sum(axis=1)
+    if not skipna:
+        want = np.ma.masked_array(want.data, m2.mask.any(axis=1))
+    assert e.eval().to_list() == pytest.approx(want.tolist())
+
+
+def test_float32_math_into_a_fold_over_missing_values_calls_vector_math():
+    # float32 sin summed in float64: eight lanes, the libmvec variant the kernel can call
+    ma, _, _ = _masked_case(1000)
+    m2 = np.ma.masked_array(ma.data.reshape(10, 100).astype(np.float32),
+                            ma.mask.reshape(10, 100))
+    e = lazyk.sum(lazyk.sin(lazyk.array(m2)), axis=1, skipna=True)
+    assert "_ZGV" in e.explain()
+    assert e.eval().to_list() == pytest.approx(np.sin(m2).sum(axis=1).tolist(), rel=1e-5)
+
+
+def test_folds_of_fixed_rows_over_missing_values_split_over_threads():
+    # a fold per row of 2000 values: parts weigh the values, not the result elements
+    before = lazyk.get_num_threads()
+    lazyk.set_num_threads(2)
+    try:
+        m = np.ma.masked_array(np.ones((2000, 2000), np.float32), np.eye(2000, dtype=bool))
+        e = lazyk.array(m).sum(axis=1, skipna=True)
+        assert re.search(r"nest 1: reduce, .* [2-9]\d* part\(s\)", e.explain())
+        np.testing.assert_array_equal(np.asarray(e.eval().to_list()), np.full(2000, 1999.0))
+    finally:
+        lazyk.set_num_threads(before)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod", "min", "max", "mean"])
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("layout", ["c", "transposed", "reversed", "3d"])
+def test_folds_along_the_first_axis_over_missing_values(reduction, skipna, layout):
+    # folded by columns (a block of results on the stack, each row read along); against
+    # numpy.ma, a result missing where a value of its column is (skipna=False)
+    rng = np.random.default_rng(7)
+    shape = (6, 5, 300) if layout == "3d" else (40, 300)
+    data = rng.integers(1, 4, shape).astype(np.float64)
+    mask = rng.random(shape) < 0.05
+    mask[:, 3] = True  # a column (3d: a row of columns) with nothing present
+    if layout == "transposed":
+        data, mask = data.T.copy().T, mask.T.copy().T  # (F order: columns contiguous)
+    elif layout == "reversed":
+        data, mask = data[:, ::-1], mask[:, ::-1]
+    m = np.ma.masked_array(data, mask)
+    axis = 1 if layout == "3d" else 0
+    e = getattr(lazyk, reduction)(lazyk.array(m), axis=axis, skipna=skipna)
+    want = getattr(m, reduction)(axis=axis)
+    if reduction == "sum" or reduction == "prod":
+        want = np.ma.masked_array(want.filled(0 if reduction == "sum" else 1), False)
+    if not skipna:
+        want = np.ma.masked_array(want.data, np.ma.getmaskarray(want) | mask.any(axis=axis))
+    if layout == "c" and reduction == "sum":  # each row read along: a vector loop
+        asm = _fold_asm(e)
+        assert re.search(r"\tvaddpd\t.*%[yz]mm", asm), "no packed float64 sum"
+        assert "gather" not in asm  # (not a column's values, a row apart each)
+    got = e.eval()
+    total = skipna and reduction in ("sum", "prod")  # (a value for every column)
+    assert str(got.type).endswith(" * float64" if total else "?float64")
+    got, want = (np.array(v, dtype=object).ravel() for v in (got.to_list(), want.tolist()))
+    assert [g is None for g in got] == [w is None for w in want]
+    assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None])
+
+
 def test_running_sums_over_missing_values_skip_them():
     x = lazyk.array([[1.0, None, 2.0], [], [None, 4.0]], type="3 * var * ?float64")
     assert lazyk.cumsum(x, axis=1).eval().to_list() == [[1.0, None, 3.0], [], [None, 4.0]]

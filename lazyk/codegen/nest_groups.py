@@ -7,11 +7,15 @@ generator (`codegen.nest._NestGen`): it uses the generator's builder, operand wo
 reads (`_rows`, `check`, `_inner`)."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
-from lazyk.codegen.emit import I1, I64
-from lazyk.codegen.levels import FIXED, VAR
-from lazyk.codegen.llvm import for_loop
+from lazyk.codegen.emit import I1, I64, lltype
+from lazyk.codegen.levels import FIXED, VAR, Stay, Strided
+from lazyk.codegen.llvm import NO_VECTOR, for_loop, hinted_loop
+
+# Result elements a fold by columns keeps on the stack at once (`_fold_columns`).
+COLUMNS = 256
 
 
 class NestGroups:
@@ -24,6 +28,9 @@ class NestGroups:
         b, c = self.b, self.c
         if m == self.nlev:
             self._fold_leaf(top, path, qs, ns)
+            return
+        if m == self.nlev - 1 and self._by_columns():
+            self._fold_columns(top, path, qs, ns)
             return
         if m in self.axes:
             self._fold_level(m + 1, top, path, qs, ns, miss)
@@ -52,6 +59,80 @@ class NestGroups:
                 return
         for_loop(b, n, lambda q: self._fold_level(m + 1, top, path, {**qs, m: q},
                                                   {**ns, m: n}), name=f"f{m}")
+
+    def _by_columns(self) -> bool:
+        """Whether the fold runs by columns (`_fold_columns`): one folded level above the
+        last, every level fixed and every operand strided or constant there, numbers only,
+        on the CPU; not any / all (LLVM's vectorizer asserts on their i1 accumulators in
+        memory)."""
+        return (self.target.name == "cpu" and len(self.axes) == 1 and
+                self.axis < self.nlev - 1 and all(lv is FIXED for lv in self.levels) and
+                all(type(lv) in (Strided, Stay) for ks in self.kinds for lv in ks) and
+                not (self.arg or self.keep is not None or self.out_dts[0].kind in "bc") and
+                self._numbers_only())
+
+    def _fold_columns(self, top, path, qs, ns):
+        """The last level's result elements (qs: the kept levels' indices above it) by
+        blocks of COLUMNS: each element's accumulator in a buffer on the stack, the folded
+        level's elements outermost, so the inner loop reads a row's consecutive elements (a
+        loop that vectorizes) where walking each element's group would read one value per
+        row (a cache line each)."""
+        b, c = self.b, self.c
+        bases, steps, na = top
+        m = self.nlev - 1
+        n = self.sizes[m]
+        kept = list(range(self.axis + 1, m))
+        isz = [np.dtype(d).itemsize for d in self.spec.inputs]
+        with b.goto_entry_block():
+            bufs = [b.alloca(ir.ArrayType(t, COLUMNS)) for t in (lltype(self.acc_dtype), I64)]
+        slots = self.acc, self.count, self.bad
+        pos0 = b.load(self.pos)
+
+        def use(i, bad=None):
+            # a column missed a value where it counted fewer than the folded level's
+            # (every element is visited): no flag per column in the loop
+            self.acc, self.count = (b.gep(x, [c(0), i]) for x in bufs)
+            self.bad = bad
+
+        def block(blk):
+            first = b.mul(blk, c(COLUMNS))
+            w = b.sub(n, first)
+            w = b.select(b.icmp_signed("<", w, c(COLUMNS)), w, c(COLUMNS))
+            for_loop(b, w, lambda i: (use(i, slots[2]), self._reset()), name="cz")
+
+            def row(g):
+                row0 = [self._descend(j, b.gep(p, [b.mul(g, s)]), self.axis + 1,
+                                      [qs[k] for k in kept], [ns[k] for k in kept],
+                                      path + [g])[0]
+                        for j, (p, s) in enumerate(zip(bases, steps))]
+
+                def column(strides):
+                    def one(i):
+                        use(i)
+                        q = b.add(first, i)
+                        addr = [p if not self.kinds[j][m].moves else
+                                b.gep(p, [b.mul(q, st)]) for j, (p, st) in
+                                enumerate(zip(row0, strides))]
+                        self._fold(addr, [b.gep(addr[j], [self.moff[j]])
+                                          for j in range(self.nin) if self.masked[j]])
+                    return one
+                steps_m = [self.f[j][m][0] if self.kinds[j][m].moves else c(0)
+                           for j in range(self.nin)]
+                with b.if_else(self._contiguous(m, steps_m, isz)) as (then, otherwise):
+                    with then:
+                        self._body_loop(b, w, column([c(sz) for sz in isz]))
+                    with otherwise:
+                        hinted_loop(b, w, column(steps_m), "cs", NO_VECTOR)
+            for_loop(b, na, row, name="cg")
+
+            def finish(i):
+                use(i, slots[2])
+                b.store(b.icmp_signed("<", b.load(self.count), na), self.bad)
+                self._finish(b.add(b.add(pos0, first), i), na)
+            for_loop(b, w, finish, name="cf")
+        for_loop(b, b.sdiv(b.add(n, c(COLUMNS - 1)), c(COLUMNS)), block, name="cb")
+        self.acc, self.count, self.bad = slots
+        b.store(b.add(pos0, n), self.pos)
 
     def _fold_check(self, m, top, path, qs, ns):
         """Pair the rows at level m and below (nothing written): under a missing result row

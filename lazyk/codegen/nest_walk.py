@@ -311,7 +311,7 @@ class NestWalk:
         elif self._arg_peeled(k):
             self._arg_rows(k, bases, n, isz, general)
         elif (any(self.masked) and not self._windowed(k) and not self._staged(k) and
-              not self.binning and not (self.mapping and self._numbers_only())) or \
+              not self.binning and not self._numbers_only()) or \
                 not self.nin or self.track or k in self.gathered or (keep and self.mapping) \
                 or self.arg:
             for_loop(b, n, general, name="e")
@@ -352,6 +352,8 @@ class NestWalk:
                 with then:
                     if self.binning:  # bins of a block first (vectorized), then counted
                         self._bin_blocks(k, bases, n, lo, isz)
+                    elif self.reducing:
+                        self._body_loop(b, n, contiguous)
                     else:
                         for_loop(b, n, contiguous, name="ec")
                 with otherwise:

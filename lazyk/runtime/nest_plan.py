@@ -492,15 +492,14 @@ def nest_words(levels, sizes, sel, kinds):
 
 def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
     """(lo, hi, first output, {var level: first row}) per thread, level-0 rows split by
-    content (offsets are content prefix sums: a bisection, no pass over the rows).
-    `offsets` and `rvar` count result levels; `res` gives their levels in the nest."""
+    content (offsets are content prefix sums: a bisection, no pass over the rows). `offsets`
+    and `rvar` count result levels; `res` gives their levels in the nest."""
     nres = len(res)
     if levels[0] is not FIXED or not nres or res[0] != 0 or \
             (isinstance(mode, (Reduce, Scan)) and len(levels) < 2):
         # level 0 is not split (a scan of one level runs along it)
         return [(0, n0, 0, {res[p]: 0 for p in rvar})]
     rl, rs = [levels[k] for k in res], [sizes[k] for k in res]
-    before = None
     if isinstance(mode, Reduce) and not rvar and len(levels) == 2:
         if one_part(sel, kinds, n0):
             return [(0, n0, 0, {})]
@@ -508,9 +507,10 @@ def nest_parts(levels, sizes, offsets, rvar, sel, kinds, mode, res, n0):
         if before is not None:  # (result position = row)
             bounds = nest_split(n0, before(n0), before, len(sel))
             return [(lo, hi, lo, {}) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    if before is None:
-        before = _weight(rl, rs, offsets, nres)
-    bounds = nest_split(n0, before(n0), before, len(sel))
+    before = _weight(rl, rs, offsets, nres)
+    tail = res[-1] + 1  # (a result element folds fixed rows: the split weighs their values)
+    each = int(np.prod(sizes[tail:])) if all(lv is FIXED for lv in levels[tail:]) else 1
+    bounds = nest_split(n0, before(n0), before, len(sel) * max(each, 1))
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         xs = positions(lo, rl, rs, offsets, nres)
