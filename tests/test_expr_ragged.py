@@ -653,6 +653,28 @@ def test_float32_math_into_a_fold_over_missing_values_calls_vector_math():
     assert e.eval().to_list() == pytest.approx(np.sin(m2).sum(axis=1).tolist(), rel=1e-5)
 
 
+@pytest.mark.parametrize("reduction", ["min", "max"])
+def test_min_max_over_missing_values_keep_nan_apart(reduction):
+    # min / max fold with plain vector min / max, a NaN noted apart: NaN where a row had one
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(30, 50))
+    data[[2, 7, 7], [0, 10, 49]] = np.nan
+    mask = rng.random((30, 50)) < 0.1
+    mask[7, 10] = True  # (a missing NaN: row 7 still has one)
+    mask[12] = True  # (nothing present: no value)
+    e = getattr(lazyk, reduction)(lazyk.array(np.ma.masked_array(data, mask)), axis=1,
+                                  skipna=True)
+    asm = _fold_asm(e)
+    assert re.search(rf"\tv{reduction}pd\t.*%[yz]mm", asm), "no packed float64 min / max"
+    want = [None if m.all() else float(getattr(np, reduction)(r[~m])) for r, m in zip(data, mask)]
+    got = e.eval().to_list()
+    assert [g is None for g in got] == [w is None for w in want]
+    for g, w in zip(got, want):
+        if w is not None:
+            assert g == w or (np.isnan(g) and np.isnan(w)), (got, want)
+    assert np.isnan(got[2]) and np.isnan(got[7]) and got[12] is None
+
+
 def test_folds_of_fixed_rows_over_missing_values_split_over_threads():
     # a fold per row of 2000 values: parts weigh the values, not the result elements
     before = lazyk.get_num_threads()

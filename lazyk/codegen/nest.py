@@ -349,8 +349,12 @@ class _NestGen(NestWalk, NestValues, NestSelection, NestGroups, NestWindows, Nes
                 for w in (1, 2, 3))
             edges = b.bitcast(table, ir.DoubleType().as_pointer())
             self.bin_edges = [b.gep(edges, [at]) for at in edges_at]
+        self.nan = None  # a float min / max: whether a NaN was folded (`_fold_value`)
         if not (self.mapping or self.binning):
             self.acc = self._acc_alloca(b)
+            if self._nan_apart():
+                with b.goto_entry_block():
+                    self.nan = b.alloca(I1, name="nan")
             if self.arg:  # positions: the best value's, the first folded, the first NaN
                 with b.goto_entry_block():
                     self.accpos, self.accfirst, self.accnan = (

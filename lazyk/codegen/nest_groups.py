@@ -85,14 +85,15 @@ class NestGroups:
         isz = [np.dtype(d).itemsize for d in self.spec.inputs]
         with b.goto_entry_block():
             bufs = [b.alloca(ir.ArrayType(t, COLUMNS)) for t in (lltype(self.acc_dtype), I64)]
-        slots = self.acc, self.count, self.bad
+        slots = self.acc, self.count, self.bad, self.nan
         pos0 = b.load(self.pos)
 
         def use(i, bad=None):
             # a column missed a value where it counted fewer than the folded level's
-            # (every element is visited): no flag per column in the loop
+            # (every element is visited): no flag per column in the loop; a min / max of
+            # each column propagates NaN itself (no fold across lanes)
             self.acc, self.count = (b.gep(x, [c(0), i]) for x in bufs)
-            self.bad = bad
+            self.bad, self.nan = bad, None
 
         def block(blk):
             first = b.mul(blk, c(COLUMNS))
@@ -131,7 +132,7 @@ class NestGroups:
                 self._finish(b.add(b.add(pos0, first), i), na)
             for_loop(b, w, finish, name="cf")
         for_loop(b, b.sdiv(b.add(n, c(COLUMNS - 1)), c(COLUMNS)), block, name="cb")
-        self.acc, self.count, self.bad = slots
+        self.acc, self.count, self.bad, self.nan = slots
         b.store(b.add(pos0, n), self.pos)
 
     def _fold_check(self, m, top, path, qs, ns):

@@ -25,6 +25,8 @@ class NestReduce:
         self._acc_store(b, self.acc, self.em.const(dt, self.red.identity(dt)))
         b.store(self.c(0), self.count)
         b.store(ir.Constant(I1, 0), self.bad)
+        if self.nan is not None:
+            b.store(ir.Constant(I1, 0), self.nan)
         if self.arg:  # no position yet
             for slot in (self.accpos, self.accfirst, self.accnan):
                 b.store(self.c(-1), slot)
@@ -147,8 +149,7 @@ class NestReduce:
             if self.arg:
                 self._arg_combine(res[0])
             else:
-                self._acc_store(b, self.acc, self._combine(
-                    self.em, self._acc_load(b, self.acc), res[0]))
+                self._fold_value(res[0])
             b.store(b.add(b.load(self.count), self.c(1)), self.count)
         if not masks:
             fold()
@@ -162,7 +163,7 @@ class NestReduce:
             one = self.em.const(dt, self.red.identity(dt))
             v = tuple(b.select(ok, x, y) for x, y in zip(v, one)) if isinstance(v, tuple) \
                 else b.select(ok, v, one)
-            self._acc_store(b, self.acc, self._combine(self.em, self._acc_load(b, self.acc), v))
+            self._fold_value(v)
             b.store(b.add(b.load(self.count), b.zext(ok, I64)), self.count)
             if self.bad is not None:  # (None: the caller finds it from the count)
                 b.store(b.or_(b.load(self.bad), b.not_(ok)), self.bad)
@@ -172,6 +173,36 @@ class NestReduce:
                 fold()
             with otherwise:
                 b.store(ir.Constant(I1, 1), self.bad)
+
+    def _nan_apart(self) -> bool:
+        """Whether a float min / max keeps its NaNs apart (`_fold_value`): on the CPU,
+        positions aside."""
+        return (self.red.combine in ("minimum", "maximum") and self.acc_dtype.kind == "f" and
+                self.target.name == "cpu" and not self.arg)
+
+    def _fold_value(self, v):
+        """The accumulator folds v. A float min / max folds with `maxnum` / `minnum` and
+        notes a NaN apart (`self.nan`; the result is NaN where one was seen): two folds that
+        vectorize, where `llvm.maximum`'s NaN and signed-zero rules are a chain of dependent
+        instructions per value."""
+        b = self.b
+        acc = self._acc_load(b, self.acc)
+        if self.nan is None:
+            self._acc_store(b, self.acc, self._combine(self.em, acc, v))
+            return
+        v = self._widened(b, v) if v.type != acc.type else v
+        b.store(b.or_(b.load(self.nan), b.fcmp_unordered("uno", v, v)), self.nan)
+        fn = self.target.math(b.module, "maxnum" if self.red.combine == "maximum" else
+                              "minnum", acc.type)  # (nnan: a NaN's result is never read)
+        self._acc_store(b, self.acc, b.call(fn, [acc, v], fastmath=("nnan", "nsz")))
+
+    def _folded(self):
+        """The accumulator's value: NaN where a min / max saw one (`_fold_value`)."""
+        b = self.b
+        v = self._acc_load(b, self.acc)
+        if self.nan is None:
+            return v
+        return b.select(b.load(self.nan), ir.Constant(v.type, float("nan")), v)
 
     def _partial(self, at):
         """Mode "all": this part's raw fold at `at`, flags (bit 0 a missing value was seen,
@@ -184,7 +215,7 @@ class NestReduce:
             b.store(self.red.finish(self._acc_load(b, self.acc), self._arg_position()),
                     b.bitcast(b.gep(self.out, [b.mul(at, c(8))]), I64.as_pointer()), align=1)
         else:
-            store_value(b, self._narrowed(b, self._acc_load(b, self.acc)),
+            store_value(b, self._narrowed(b, self._folded()),
                         b.gep(self.out, [b.mul(at, c(dt.itemsize))]), dt)
         seen = b.or_(bad, b.icmp_signed(">", cnt, c(0)))
         flags = b.or_(b.zext(bad, I8), b.shl(b.zext(seen, I8), ir.Constant(I8, 1)))
@@ -208,7 +239,7 @@ class NestReduce:
         b, c = self.b, self.c
         dt = self.out_dts[0]
         cnt = b.load(self.count)
-        v = self._acc_load(b, self.acc)
+        v = self._folded()
         mj = any(self.masked)
         valid = b.not_(b.load(self.bad)) if (mj and not self.skipna) else ir.Constant(I1, 1)
         if self.red.combine in ("minimum", "maximum") or (self.mean and (self.skipna or mj)) \

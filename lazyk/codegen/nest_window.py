@@ -345,7 +345,7 @@ class NestWindows:
             for slot in nans[1:]:
                 nan = b.or_(nan, b.load(slot))
             vals[0] = b.select(nan, ir.Constant(vals[0].type, float("nan")), vals[0])
-        self._acc_store(b, self.acc, self._combine(em, self._acc_load(b, self.acc), vals[0]))
+        self._fold_value(vals[0])
         total = n
         if counted:
             total = b.load(counts[0])
