@@ -247,6 +247,23 @@ def test_fill_none_and_is_none_fuse_into_one_kernel():
     assert str(got.type) == "4 * ?var * float64"
 
 
+def test_is_none_keeps_missing_rows_of_an_operand_whose_values_cannot_be_missing():
+    # a `?var` row missing only in the operand without `?T` values is missing in the
+    # result (it showed that operand's row as present, False per item)
+    q = lazyk.array([None, [1, 2], [3, None]], "3 * ?var * ?int32")
+    r = lazyk.array([None, [1, 2], None], "3 * ?var * int32")
+    for e in (q * r, r * q, q + r.astype(np.float32)):
+        got = lazyk.is_none(e, axis=-1).eval()
+        assert got.to_list() == [None, [False, False], None]
+        assert str(got.type) == "3 * ?var * bool"
+    x = lazyk.array([None, [[None, 7]], [[3, 3], [2, 2]]], "3 * ?var * 2 * ?uint32")
+    y = lazyk.array([None, [[1.0, 0.0]], None], "3 * ?var * 2 * float64")
+    got = lazyk.is_none(x * y, axis=-1).eval()
+    assert got.to_list() == [None, [[True, False]], None]
+    assert got.to_list() == ak.to_list(ak.is_none(ak.Array((x * y).eval().to_list()),
+                                                  axis=-1)) if ak else True
+
+
 def test_fill_none_of_an_expression_and_arrays():
     x = lazyk.array([[1, None], [3]], "2 * var * ?int32")
     y = lazyk.array([[None, 20], [None]], "2 * var * ?int32")

@@ -260,8 +260,9 @@ class _Staged(Exception):
 def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
     """`is_none` / `fill_none` of values as graph nodes over the views of the `?T`
     leaves (None: not here, compute with NumPy)."""
+    memo: dict = {}
     try:
-        value, present = _split(srcs[0], env, {})
+        value, present = _split(srcs[0], env, memo)
     except _Staged:
         return None
     shape = node.shape
@@ -272,7 +273,8 @@ def _fused_missing(name: str, node: Node, srcs: tuple, env: dict):
             true = Node("const", np.dtype(bool), (), (), True)
             false = Node("const", np.dtype(bool), (), (), False)
             return Node("where", np.dtype(bool), value.shape, (true, false, cast(value, bool)))
-        full = _and(present, _everywhere(value)) if present.shape != value.shape else present
+        full = _and(present, _everywhere(value)) if present.shape != value.shape or \
+            memo.get("rows") else present  # (rows missing where no `?T` leaf says: value's)
         return Node("logical_not", np.dtype(bool), full.shape, (full,))
     dt = node.dtype
     fill = Node("const", dt, (), (), node.arg[1][0]) if len(srcs) == 1 else cast(srcs[1], dt)
@@ -307,6 +309,8 @@ def _split(node: Node, env: dict, memo: dict) -> tuple:
         return got
     if node.op == "input":
         got = _leaf_views(node, env)
+        if got[1] is None and is_ragged(env[node.arg]) and env[node.arg].array.type.missing_rows:
+            memo["rows"] = True  # (missing rows that no present bytes show)
     elif node.op in ("scalar", "const"):
         got = (node, None)
     elif node.op not in ELEMENTWISE or is_text(node.dtype) or \
