@@ -87,6 +87,17 @@ def test_options_skipna_and_lists():
     assert lazyk.compile(m * 2)(lazyk.array([1, None, 3])).to_list() == [2, None, 6]
 
 
+def test_data_without_missing_values_fills_a_parameter_with_a_fixed_dim_of_size_0():
+    # (it raised ArrayConstructionError "0 elements do not split into rows of 0")
+    k = lazyk.compile(lazyk.placeholder("x", "N * 0 * 3 * ?uint32") + 1)
+    for data in (np.zeros((2, 0, 3), np.uint32), lazyk.array(np.zeros((2, 0, 3), np.uint32))):
+        got = k(data)
+        assert str(got.type) == "2 * 0 * 3 * ?uint32" and got.to_list() == [[], []]
+    got = lazyk.compile(lazyk.placeholder("y", "N * 3 * 0 * ?float64").sum(axis=2))(
+        np.zeros((2, 3, 0)))
+    assert str(got.type) == "2 * 3 * ?float64" and got.to_list() == [[0.0] * 3] * 2
+
+
 def test_mixed_fixed_and_var_parameters_and_data_leaves():
     x = lazyk.placeholder("x", "N * var * float64")
     w = lazyk.placeholder("w", "N * float64")

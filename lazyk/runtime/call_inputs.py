@@ -300,7 +300,7 @@ def _present(tree: Column, option: bool, rows: tuple, var: tuple, count: int) ->
         inner = int(tree.offsets[-1]) if lists else count * tree.size
         child = _present(tree.child, option, rows[1:], var[1:], inner)
         if not lists and var[:1] != (True,):
-            return regular(child, tree.size)
+            return regular(child, tree.size, count)
         offsets = tree.offsets if lists else np.arange(count + 1, dtype=np.int64) * tree.size
         if rows[:1] == (True,) and mask is None:
             mask = np.ones(len(offsets) - 1, bool)
