@@ -241,3 +241,18 @@ def test_nested_where_and_histograms_over_missing_fixed_rows_run_few_nests(monke
         np.histogram(np.array(tail) + 1, 3, (-10, 10))[0].tolist()
     assert lazyk.histogram(x[..., 2:], 3, (-10, 10))[0].tolist() == [0, 0, 0]  # `?0` rows
     assert len(runs) <= 150  # (before: 22,000 for the first two)
+
+
+@pytest.mark.xfail(strict=True, reason="missing rows of one fixed element (`?1`, the type of "
+                   "the take-back x[argmax(x, axis=1, keepdims=True)] over ?var rows) are read "
+                   "as ?var rows: work over them is typed ?var instead of ?1, and a fold that "
+                   "skips every row of a position gives an empty row instead of one identity "
+                   "(`?2` keeps its fixed dim: [0, 0])")
+def test_missing_rows_of_one_fixed_element_keep_their_fixed_dim():
+    b = L("3 * ?1 * int32", [None, [1], None])
+    assert str((b * 2).eval().type) == "3 * ?1 * int32"
+    got = b[::2].sum(axis=0, skipna=True).eval()  # every row missing: the fold of nothing
+    assert str(got.type) == "1 * int64" and got.to_list() == [0]
+    x = L("3 * ?var * 1 * ?int16", [[[-3]], [], None])
+    got = lazyk.var(x, axis=1, skipna=True).eval()  # an empty row: var of nothing is NaN
+    assert str(got.type) == "3 * ?1 * float64" and str(got.to_list()) == "[[0.0], [nan], None]"
