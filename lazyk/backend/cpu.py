@@ -92,14 +92,6 @@ class Host:
         """A fresh target machine; NOTE: an MCJIT engine takes ownership of (and frees) its own."""
         return optworker.target_machine(self.triple, self.cpu, self.features, opt)
 
-    def optimize(self, mod: Any, ir_lines: int = 0) -> None:
-        """O3 with loop and SLP vectorization, in place, in this process (leaks ~100 KB).
-
-        Modules over VECTORIZE_MAX_LINES lines of IR get O3 without the vectorizers (see
-        lazyk.backend.optworker).
-        """
-        optworker.optimize(self.tm, mod, ir_lines <= VECTORIZE_MAX_LINES)
-
     def compile_ir(self, text: str) -> tuple[str, bytes]:
         """Verify, optimize (libmvec names for vector math), emit: (optimized IR text, object
         code), in this process or in the helper process (see OPTIMIZE_IN_PROCESS). Call with
@@ -244,10 +236,6 @@ def _close_helper() -> None:
 
 
 atexit.register(_close_helper)
-
-
-# Kernels above this many lines of LLVM IR are optimized without the loop / SLP vectorizers.
-VECTORIZE_MAX_LINES = optworker.VECTORIZE_MAX_LINES
 
 
 def host() -> Host:

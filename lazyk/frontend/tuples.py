@@ -448,13 +448,6 @@ def cartesian(arrays: Any, axis: int = 1, nested: Any = None) -> Records:
     return Records(fields, a + ng, names is None, own_fields=True)
 
 
-def has_picks(root: Node) -> bool:
-    """Whether a graph reads the tuples of rows (pick nodes)."""
-    return any(n.op == PICK_OP for n in toposort(root))
-
-
-
-
 def unzip(records: Any) -> tuple:
     """Lazy `ak.unzip`: the fields of records (lazy records, `combinations` / `cartesian`
     tuples, a lazyk array of records), in order, as a tuple:
@@ -467,4 +460,4 @@ def unzip(records: Any) -> tuple:
 
 
 __all__ = ["Combos", "Product", "argcartesian", "argcombinations", "cartesian", "combinations",
-           "has_picks", "unzip"]
+           "unzip"]

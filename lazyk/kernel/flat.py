@@ -87,11 +87,6 @@ class CompiledKernel:
         return jit.source_ir if jit is not None else str(generate(self.spec, self.layout, _NAME))
 
     @property
-    def llvm_ir(self) -> str:
-        """Optimized LLVM IR (the unoptimized source when loaded from the disk cache)."""
-        return self.jit.llvm_ir or self.ir
-
-    @property
     def asm(self) -> str:
         """Host assembly."""
         return self.jit.asm
